@@ -1,0 +1,97 @@
+"""What ships: the model and GPU catalogues, and one spec as loaded (for ``list`` and ``show``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .load import SpecError, gpu_names, load_gpu, load_model, model_names
+
+__all__ = ["ModelEntry", "GPUEntry", "SpecView", "model_catalog", "gpu_catalog", "find_spec"]
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One shipped model with the figures that identify it."""
+
+    name: str
+    display_name: str
+    aliases: list[str]
+    model_type: str
+    total_params: int
+    architecture: str
+
+
+@dataclass(frozen=True)
+class GPUEntry:
+    """One shipped GPU with its headline datasheet figures."""
+
+    name: str
+    display_name: str
+    aliases: list[str]
+    memory_gb: float
+    memory_bandwidth_tb_s: float
+    bf16_dense_tflops: float | None
+    fp8_dense_tflops: float | None
+    tdp_w: float
+
+
+@dataclass(frozen=True)
+class SpecView:
+    """A spec as loaded and validated: ``kind`` is "model" or "gpu"; ``spec`` its fields."""
+
+    kind: str
+    name: str
+    spec: dict[str, Any]
+    source: dict[str, Any] = field(default_factory=dict)
+
+
+def _architecture(spec) -> str:
+    parts = [spec.attention.kind.upper()]
+    if spec.linear_attention is not None:
+        parts.append("hybrid linear attention")
+    if spec.moe is not None:
+        parts.append(f"MoE {spec.moe.num_experts}e top-{spec.moe.num_experts_per_tok}")
+    if spec.vision is not None:
+        parts.append("vision tower")
+    if spec.mtp is not None:
+        parts.append("MTP")
+    return ", ".join(parts)
+
+
+def model_catalog() -> list[ModelEntry]:
+    """Every shipped model, validated, with its exact parameter total."""
+    from .structure import build
+
+    out = []
+    for name in model_names():
+        spec = load_model(name)
+        out.append(ModelEntry(spec.name, spec.display_name, spec.aliases, spec.model_type,
+                              build(spec).total_params, _architecture(spec)))
+    return out
+
+
+def gpu_catalog() -> list[GPUEntry]:
+    """Every shipped GPU, validated."""
+    out = []
+    for name in gpu_names():
+        g = load_gpu(name)
+        out.append(GPUEntry(g.name, g.display_name, g.aliases, g.memory_gb, g.memory_bandwidth_tb_s,
+                            g.dense_tflops.get("bf16"), g.dense_tflops.get("fp8"), g.tdp_w))
+    return out
+
+
+def find_spec(name: str) -> SpecView:
+    """A model or GPU by name, alias or path; SpecError naming both catalogues if neither has it."""
+    errors = []
+    for kind, loader in (("model", load_model), ("gpu", load_gpu)):
+        try:
+            spec = loader(name)
+        except SpecError as exc:
+            errors.append(str(exc))
+            if not str(exc).startswith("unknown"):
+                raise
+            continue
+        data = spec.model_dump(mode="json", exclude_none=True)
+        return SpecView(kind, spec.name, data, data.get("source", {}))
+    raise SpecError(" / ".join(errors))

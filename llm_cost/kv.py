@@ -1,0 +1,196 @@
+"""KV-cache bytes: per token, per layer, per sequence, over contexts (seed 000 §七, seed 003 §04-§05).
+
+Formulas (elements per token per layer, times bytes per element):
+
+* GQA/MHA/MQA: 2 * n_kv * d_head (K and V); full-attention layers keep every token, sliding
+  layers at most W tokens.
+* MLA: kv_lora_rank + qk_rope_head_dim (the latent c_KV and the decoupled RoPE key, shared by
+  all heads).
+* Linear attention (Gated DeltaNet): no per-token cache; a fixed recurrent state of
+  n_v * d_k * d_v elements per sequence per layer (seed 003 §05) plus a causal-conv state of
+  (2 n_k d_k + n_v d_v) * (kernel - 1) elements, which the document leaves out and this
+  module reports on its own line.
+
+Bytes are exact integers for whole-byte dtypes (exact fractions are rounded only for display).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .spec import GQAAttention, MLAAttention, ModelSpec
+from .units import to_bytes
+
+__all__ = ["KVLayerKind", "KVAtContext", "KVResult", "kv_cache", "kv_elements_per_token_per_layer",
+           "kv_bytes_per_token", "kv_bytes"]
+
+
+@dataclass(frozen=True)
+class KVLayerKind:
+    """The cache of one kind of layer."""
+
+    layer_type: str
+    layers: int
+    elements_per_token: int  # per layer
+    bytes_per_token: int | float  # per layer
+    window: int | None  # tokens kept at most (sliding layers)
+    state_bytes: int | float  # fixed per-sequence state per layer (linear attention)
+    conv_state_bytes: int | float
+    formula: str
+
+
+@dataclass(frozen=True)
+class KVAtContext:
+    """KV (and fixed state) of ``batch`` sequences of ``context`` tokens."""
+
+    context: int
+    kv_bytes: int | float  # per sequence, attention layers only
+    state_bytes: int | float  # per sequence, linear-attention recurrent state
+    conv_state_bytes: int | float  # per sequence
+    total_bytes: int | float  # batch x (kv + state + conv)
+    mha_equivalent_bytes: int | float | None  # batch x, same layers with n_kv = n_q (MLA: n_h K/V heads of v_head_dim)
+    all_attention_bytes: int | float | None  # batch x, hybrid: every layer full attention
+
+
+@dataclass(frozen=True)
+class KVResult:
+    """KV-cache sizes of a model at a KV dtype."""
+
+    model: str
+    kv_dtype: str
+    bits_per_element: int
+    batch: int
+    layer_kinds: list[KVLayerKind]
+    bytes_per_token: int | float  # all layers that cache tokens, below any window
+    mha_bytes_per_token: int | float | None
+    kv_read_intensity: float | None  # FLOP per KV byte in decode attention (g = n_q/n_kv, or MLA absorbed)
+    contexts: list[KVAtContext]
+    formula: str
+    conventions: list[str] = field(default_factory=list)
+
+
+def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
+    """Elements one token adds to one softmax-attention layer's cache."""
+    att = spec.attention
+    if isinstance(att, MLAAttention):
+        return att.kv_lora_rank + att.qk_rope_head_dim
+    return 2 * spec.num_key_value_heads * spec.head_dim
+
+
+def _layer_counts(spec: ModelSpec) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for i in range(spec.num_hidden_layers):
+        kind = spec.layer_type(i)
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def _linear_state_elements(spec: ModelSpec) -> tuple[int, int]:
+    la = spec.linear_attention
+    if la is None:
+        return 0, 0
+    state = la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim
+    conv_dim = 2 * la.linear_num_key_heads * la.linear_key_head_dim + la.linear_num_value_heads * la.linear_value_head_dim
+    return state, conv_dim * (la.linear_conv_kernel_dim - 1)
+
+
+def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | float:
+    """KV bytes one token adds across all caching layers (below any sliding window)."""
+    counts = _layer_counts(spec)
+    caching = counts.get("full_attention", 0) + counts.get("sliding_attention", 0)
+    return to_bytes(caching * kv_elements_per_token_per_layer(spec), bits)
+
+
+def _attention_elements(spec: ModelSpec, context: int, per_token_per_layer: int) -> int:
+    """Cached elements of one sequence in the softmax-attention layers (windows honoured)."""
+    counts = _layer_counts(spec)
+    att = spec.attention
+    window = att.sliding_window if isinstance(att, GQAAttention) else None
+    kept_sliding = min(context, window) if window else context
+    return per_token_per_layer * (counts.get("full_attention", 0) * context
+                                  + counts.get("sliding_attention", 0) * kept_sliding)
+
+
+def kv_bytes(spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, include_state: bool = True) -> int:
+    """Bytes of cache (and, if ``include_state``, fixed linear-attention state) for ``batch``
+    sequences of ``context`` tokens. Exact."""
+    elements = _attention_elements(spec, context, kv_elements_per_token_per_layer(spec))
+    if include_state:
+        state, conv = _linear_state_elements(spec)
+        elements += _layer_counts(spec).get("linear_attention", 0) * (state + conv)
+    return to_bytes(elements * batch, bits)
+
+
+def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str = "bf16",
+             batch: int = 1) -> KVResult:
+    """KV-cache sizes of ``spec`` at each context (tokens per sequence) for ``batch`` sequences."""
+    counts = _layer_counts(spec)
+    att = spec.attention
+    per = kv_elements_per_token_per_layer(spec)
+    window = att.sliding_window if isinstance(att, GQAAttention) else None
+    state, conv = _linear_state_elements(spec)
+    L = spec.num_hidden_layers
+    n_q = att.num_attention_heads
+
+    if isinstance(att, MLAAttention):
+        formula = (f"(kv_lora_rank + qk_rope_head_dim) x bytes = ({att.kv_lora_rank} + {att.qk_rope_head_dim})"
+                   f" x {bits / 8:g} B per token per layer")
+        mha_elements = 2 * n_q * att.v_head_dim
+        intensity = 2 * n_q * (2 * att.kv_lora_rank + att.qk_rope_head_dim) / ((per * bits) / 8)
+    else:
+        n_kv, d_h = spec.num_key_value_heads, spec.head_dim
+        formula = f"2 x n_kv x d_head x bytes = 2 x {n_kv} x {d_h} x {bits / 8:g} B per token per layer"
+        mha_elements = 2 * n_q * d_h
+        intensity = (4 * n_q * d_h) / (2 * n_kv * d_h * bits / 8)
+
+    kinds = []
+    for kind in ("full_attention", "sliding_attention", "linear_attention"):
+        n = counts.get(kind, 0)
+        if not n:
+            continue
+        if kind == "linear_attention":
+            assert spec.linear_attention is not None
+            la = spec.linear_attention
+            kinds.append(KVLayerKind(kind, n, 0, 0, None, to_bytes(state, bits), to_bytes(conv, bits),
+                                     f"state n_v x d_k x d_v = {la.linear_num_value_heads} x "
+                                     f"{la.linear_key_head_dim} x {la.linear_value_head_dim} per sequence"))
+        else:
+            kinds.append(KVLayerKind(kind, n, per, to_bytes(per, bits), window if kind == "sliding_attention" else None,
+                                     0, 0, formula))
+
+    caching = counts.get("full_attention", 0) + counts.get("sliding_attention", 0)
+    show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
+    rows = []
+    hybrid = bool(counts.get("linear_attention") or counts.get("sliding_attention"))
+    for s in contexts:
+        kv = kv_bytes(spec, s, bits, 1, include_state=False)
+        st = to_bytes(counts.get("linear_attention", 0) * state, bits)
+        cv = to_bytes(counts.get("linear_attention", 0) * conv, bits)
+        total = kv_bytes(spec, s, bits, batch, include_state=True)
+        mha = to_bytes(_attention_elements(spec, s, mha_elements) * batch, bits) if show_mha else None
+        every = to_bytes(L * per * s * batch, bits) if hybrid else None
+        rows.append(KVAtContext(s, kv, st, cv, total, mha, every))
+
+    conventions = [
+        f"KV dtype {kv_dtype} ({bits} bits per element); bytes exact; KiB/MiB/GiB = 2^10/2^20/2^30 B, "
+        "kB/MB/GB = 10^3/10^6/10^9 B",
+        "context = tokens held per sequence (128K = 131,072; 128000 as written)",
+    ]
+    if state:
+        conventions.append("linear-attention state: recurrent n_v x d_k x d_v per layer (seed 003 §05); "
+                           "the causal-conv state is listed apart")
+    if window:
+        conventions.append(f"sliding-window layers keep at most W = {window:,} tokens")
+    return KVResult(
+        model=spec.name,
+        kv_dtype=kv_dtype,
+        bits_per_element=bits,
+        batch=batch,
+        layer_kinds=kinds,
+        bytes_per_token=kv_bytes_per_token(spec, bits),
+        mha_bytes_per_token=to_bytes(caching * mha_elements, bits) if show_mha else None,
+        kv_read_intensity=intensity,
+        contexts=rows,
+        formula=formula,
+        conventions=conventions,
+    )

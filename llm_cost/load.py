@@ -1,0 +1,147 @@
+"""Find and load model and GPU specs: shipped names, aliases, or paths to YAML files.
+
+Shipped specs live in ``models/`` and ``hardware/`` (inside the wheel under ``llm_cost/_data``).
+Names are case-insensitive; a name is a file's stem or one of the aliases the file lists.
+YAML is read with ``yaml.safe_load`` only. Every failure raises :class:`SpecError` whose
+message names the file, the field and the rule, or lists the names that exist with the closest
+match; the CLI prints it and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .units import InputError
+
+if TYPE_CHECKING:
+    from .spec import HardwareSpec, ModelSpec
+
+__all__ = ["SpecError", "data_dir", "model_names", "gpu_names", "load_model", "load_gpu", "read_yaml"]
+
+MAX_SPEC_BYTES = 1_000_000
+
+
+class SpecError(InputError):
+    """A spec could not be found, read or validated; the message says why and what is valid."""
+
+
+def data_dir(kind: str) -> Path:
+    """Folder of shipped specs: ``kind`` is "models" or "hardware" (wheel or source checkout)."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_data" / kind
+    return packaged if packaged.is_dir() else here.parent / kind
+
+
+def _names(kind: str) -> list[str]:
+    return sorted(p.stem for p in data_dir(kind).glob("*.yaml"))
+
+
+def model_names() -> list[str]:
+    """Canonical names of the shipped model specs."""
+    return _names("models")
+
+
+def gpu_names() -> list[str]:
+    """Canonical names of the shipped GPU specs."""
+    return _names("hardware")
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Read one YAML mapping safely; SpecError for a missing, non-regular, huge, binary,
+    empty or malformed file, or one whose top level is not a mapping."""
+    import yaml
+
+    if not path.exists():
+        raise SpecError(f"{path}: no such file")
+    if not path.is_file():
+        raise SpecError(f"{path}: not a regular file (a folder?); give the path of a .yaml spec")
+    size = path.stat().st_size
+    if size > MAX_SPEC_BYTES:
+        raise SpecError(f"{path}: {size:,} bytes is too large for a spec (limit {MAX_SPEC_BYTES:,} bytes)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot be read ({exc.strerror})") from None
+    if "\x00" in text:
+        raise SpecError(f"{path}: binary content (NUL bytes); a spec is a YAML text file")
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(f"{path}: invalid YAML{where}: {problem}") from None
+    if data is None:
+        raise SpecError(f"{path}: empty file; a spec is a YAML mapping of fields")
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: the top level must be a mapping of fields, not {type(data).__name__}")
+    return data
+
+
+def _validation_message(path: Path, exc: Exception) -> str:
+    lines = [f"{path}: invalid spec"]
+    for err in exc.errors():  # type: ignore[attr-defined]
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
+        loc = loc or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (not part of the schema; check the spelling)"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        elif "input" in err and err["type"] not in ("model_type",) and not isinstance(err["input"], dict):
+            msg += f" (got {err['input']!r})"
+        lines.append(f"  field {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def _validate(path: Path, cls: type, data: dict[str, Any]) -> Any:
+    from pydantic import ValidationError
+
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_validation_message(path, exc)) from None
+
+
+def _looks_like_path(text: str) -> bool:
+    return "/" in text or "\\" in text or text.endswith((".yaml", ".yml", ".json")) or Path(text).exists()
+
+
+def _resolve(kind: str, name: str, what: str) -> Path:
+    key = name.strip().lower()
+    folder = data_dir(kind)
+    direct = folder / f"{key}.yaml"
+    if key and direct.is_file():
+        return direct
+    import yaml
+
+    names = []
+    for path in sorted(folder.glob("*.yaml")):
+        names.append(path.stem)
+        head = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        aliases = [str(a).lower() for a in head.get("aliases", [])]
+        if key in aliases:
+            return path
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.4)
+    hint = f"; closest match: {close[0]}" if close else ""
+    raise SpecError(f"unknown {what} {name!r}{hint}. Available {what}s: {', '.join(names)}")
+
+
+def load_model(name_or_path: str) -> "ModelSpec":
+    """A shipped model by name or alias, or a YAML spec file; SpecError if neither works."""
+    from .spec import ModelSpec
+
+    path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("models", name_or_path, "model")
+    return _validate(path, ModelSpec, read_yaml(path))
+
+
+def load_gpu(name_or_path: str) -> "HardwareSpec":
+    """A shipped GPU by name or alias, or a YAML spec file; SpecError if neither works."""
+    from .spec import HardwareSpec
+
+    path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("hardware", name_or_path, "GPU")
+    return _validate(path, HardwareSpec, read_yaml(path))

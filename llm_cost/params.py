@@ -1,0 +1,162 @@
+"""How many parameters a model has, where they are, and what they weigh at a dtype.
+
+Every figure is a sum over :func:`llm_cost.structure.build`'s tensor list (seed 000 §六, seed
+003 §01). Conventions: a parameter is an element of a stored trainable tensor (tied embedding
+counted once, buffers excluded); N_gemm counts matmul weights only (no embedding lookup, no
+norms or biases; LM head included, tied or not); active parameters per token are all
+parameters less the routed experts a token skips (DeepSeek's "37B activated").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .spec import GQAAttention, MLAAttention, ModelSpec
+from .structure import GROUPS, Structure, build
+from .units import to_bytes
+
+__all__ = ["BreakdownRow", "ParamsResult", "count_params"]
+
+
+@dataclass(frozen=True)
+class BreakdownRow:
+    """One row of the breakdown: a group of tensors, per block and across blocks."""
+
+    part: str  # decoder | vision | mtp
+    group: str
+    label: str
+    per_layer: int | None  # elements per block when every tensor of the row is in the same blocks
+    layers: int | None  # how many blocks hold them (None: not per block, or varies)
+    params: int
+    share: float  # of the main model's parameters (decoder + vision)
+
+
+@dataclass(frozen=True)
+class ParamsResult:
+    """Parameter counts of one model; bytes are exact at ``dtype`` (``bits`` per parameter)."""
+
+    model: str
+    dtype: str
+    bits_per_param: float
+    rows: list[BreakdownRow]
+    total_params: int
+    decoder_params: int
+    vision_params: int
+    n_gemm: int
+    active_n_gemm: int
+    params_without_input_embedding: int
+    active_params: int
+    routed_expert_params: int
+    mtp_params: int
+    mtp_checkpoint_copies: int
+    checkpoint_params: int
+    weight_bytes: int | float
+    conventions: list[str] = field(default_factory=list)
+
+
+def _label(spec: ModelSpec, group: str) -> str:
+    att = spec.attention
+    d, V = spec.hidden_size, spec.vocab_size
+    if group == "embedding":
+        return f"embedding [V={V:,}, d={d:,}]"
+    if group == "position_embedding":
+        return f"position embedding [{spec.max_position_embeddings:,}, {d:,}]"
+    if group == "attention":
+        if isinstance(att, MLAAttention):
+            return f"attention (MLA, {att.num_attention_heads} heads, latent {att.kv_lora_rank})"
+        assert isinstance(att, GQAAttention)
+        n_q, n_kv = att.num_attention_heads, spec.num_key_value_heads
+        kind = "MHA" if n_q == n_kv else ("MQA" if n_kv == 1 else "GQA")
+        return f"attention ({kind} {n_q}q/{n_kv}kv x {spec.head_dim})"
+    if group == "linear_attention":
+        return "linear attention (Gated DeltaNet)"
+    if group == "mlp":
+        mlp = spec.mlp
+        assert mlp is not None
+        return f"MLP ({'gated, 3' if mlp.gated else '2'} x d x {mlp.intermediate_size:,})"
+    if group == "router":
+        return "router"
+    if group == "routed_experts":
+        moe = spec.moe
+        assert moe is not None
+        return f"routed experts ({moe.num_experts} x 3 x d x {moe.moe_intermediate_size:,})"
+    if group == "shared_experts":
+        return "shared experts"
+    if group == "lm_head":
+        return "LM head (tied to embedding)" if spec.tie_word_embeddings else "LM head (untied)"
+    return {
+        "norms": "norms (in blocks)",
+        "final_norm": "final norm",
+        "biases": "biases",
+        "vision.patch_embed": "vision: patch embedding",
+        "vision.blocks": "vision: blocks",
+        "vision.merger": "vision: merger",
+        "mtp": "MTP modules (unique)",
+    }.get(group, group)
+
+
+def _rows(structure: Structure, total: int) -> list[BreakdownRow]:
+    order = {g: i for i, g in enumerate(GROUPS)}
+    keys: list[tuple[str, str]] = []
+    for t in structure.tensors:
+        if t.part == "mtp_copy":
+            continue
+        key = (t.part, t.group)
+        if key not in keys:
+            keys.append(key)
+    part_rank = {"decoder": 0, "vision": 1, "mtp": 2}
+    keys.sort(key=lambda k: (part_rank[k[0]], order.get(k[1], len(order))))
+    rows = []
+    for part, group in keys:
+        members = [t for t in structure.tensors if t.part == part and t.group == group]
+        params = sum(t.total for t in members)
+        layer_counts = {t.layers for t in members}
+        uniform = len(layer_counts) == 1 and 0 not in layer_counts
+        layers = layer_counts.pop() if uniform else None
+        per_layer = sum(t.per_layer for t in members if t.stored) if uniform else None
+        rows.append(BreakdownRow(part, group, _label(structure.spec, group), per_layer, layers, params,
+                                 params / total))
+    return rows
+
+
+def count_params(spec: ModelSpec, bits: int | float | None = None, dtype: str | None = None) -> ParamsResult:
+    """Count ``spec``'s parameters and weigh them at ``bits`` per parameter (default: the
+    checkpoint's ``torch_dtype``). Pure; raises nothing for a validated spec."""
+    from .units import DTYPE_BITS
+
+    dtype = dtype or spec.torch_dtype
+    bits = bits if bits is not None else DTYPE_BITS[dtype]
+    s = build(spec)
+    total = s.total_params
+    embedding = sum(t.total for t in s.tensors if t.part == "decoder" and t.group == "embedding")
+    weight_bytes = to_bytes(total, Fraction(bits).limit_denominator(1000))
+    conventions = [
+        "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
+        "N_gemm: matmul weights a token passes through (no embedding lookup, norms or biases; LM head included)",
+        f"weight bytes: every parameter at {bits:g} bits ({dtype}); GB = 10^9 B, GiB = 2^30 B",
+    ]
+    if spec.moe is not None:
+        conventions.append("active: all parameters less the routed experts a token skips (k of E per MoE layer)")
+    if spec.mtp is not None:
+        conventions.append("MTP modules reported apart from the main model; the checkpoint also stores copies "
+                           "of the embedding and LM head with them")
+    return ParamsResult(
+        model=spec.name,
+        dtype=dtype,
+        bits_per_param=float(bits),
+        rows=_rows(s, total),
+        total_params=total,
+        decoder_params=s.decoder_params,
+        vision_params=s.vision_params,
+        n_gemm=s.n_gemm,
+        active_n_gemm=int(s.active_gemm),
+        params_without_input_embedding=s.decoder_params - embedding,
+        active_params=int(s.active_params),
+        routed_expert_params=s.routed_expert_params,
+        mtp_params=s.mtp_params,
+        mtp_checkpoint_copies=s.mtp_copies,
+        checkpoint_params=total + s.mtp_params + s.mtp_copies,
+        weight_bytes=weight_bytes if isinstance(weight_bytes, int) else float(weight_bytes),
+        conventions=conventions,
+    )

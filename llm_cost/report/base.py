@@ -1,0 +1,93 @@
+"""Renderers: Rich tables for people, JSON for scripts. No computation happens here.
+
+``to_json`` dumps any result dataclass with stable keys (the dataclass field names). The table
+renderers take the same objects; every figure is printed with its unit and convention.
+Rich is imported only when a table is printed, so ``--json`` stays fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any, Iterable
+
+from ..units import fmt_bytes, fmt_iec, fmt_int, fmt_si
+
+__all__ = ["to_json", "console", "print_table", "print_facts", "print_conventions", "pct"]
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if hasattr(value, "numerator") and not isinstance(value, (int, bool)):
+        return float(value)
+    return value
+
+
+def to_json(result: Any) -> str:
+    """The result object as JSON (stable keys = field names; exact integers stay integers)."""
+    return json.dumps(_plain(result), indent=2, ensure_ascii=False)
+
+
+def console():  # noqa: ANN201 - rich type imported lazily
+    """A Rich console on stdout (imported on first use)."""
+    import shutil
+
+    from rich.console import Console
+
+    width = max(shutil.get_terminal_size(fallback=(120, 24)).columns, 100)
+    return Console(highlight=False, soft_wrap=False, width=width)
+
+
+def print_table(con, title: str, columns: list[tuple[str, str]], rows: Iterable[list[str]],
+                caption: str | None = None) -> None:
+    """A table: ``columns`` are (header, justify) pairs; ``rows`` already-formatted strings."""
+    from rich.table import Table
+
+    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    for header, justify in columns:
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*row)
+    con.print(table)
+
+
+def print_facts(con, facts: list[tuple[str, str]]) -> None:
+    """Aligned ``label: value`` lines."""
+    width = max((len(k) for k, _ in facts), default=0)
+    for key, value in facts:
+        con.print(f"  {key.ljust(width)}  {value}")
+
+
+def print_conventions(con, conventions: list[str]) -> None:
+    """The conventions a result used, as a dim footnote."""
+    for line in conventions:
+        con.print(f"[dim]· {line}[/dim]")
+
+
+def pct(x: float) -> str:
+    """A share as a percentage with one decimal."""
+    return f"{100 * x:.1f}%"
+
+
+def bytes_exact(n: float) -> str:
+    """``131,072 B (128.0 KiB)``-style exact bytes with both unit systems."""
+    if isinstance(n, int) or float(n).is_integer():
+        exact = f"{fmt_int(int(n))} B"
+    else:
+        exact = f"{n:,.1f} B"
+    if abs(n) < 1000:
+        return exact
+    return f"{exact} = {fmt_si(n)} = {fmt_iec(n)}"
+
+
+__all__ += ["bytes_exact", "fmt_bytes"]

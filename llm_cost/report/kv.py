@@ -1,0 +1,60 @@
+"""Tables for ``llm-cost kv``."""
+
+from __future__ import annotations
+
+from ..kv import KVResult
+from ..units import fmt_int
+from .base import bytes_exact, print_conventions, print_facts, print_table
+
+
+def _iec_first(n) -> str:
+    from ..units import fmt_iec
+
+    return fmt_iec(n) if n >= 1024 else f"{n:,} B"
+
+
+def render(con, r: KVResult, display_name: str) -> None:
+    """Per-layer formula, per-token bytes, a table over contexts, comparisons."""
+    facts = [("formula", r.formula)]
+    for k in r.layer_kinds:
+        if k.layer_type == "linear_attention":
+            facts.append((f"{k.layer_type} ({k.layers} layers)",
+                          f"no per-token cache; {k.formula}: {bytes_exact(k.state_bytes)} per layer, "
+                          f"+ conv state {bytes_exact(k.conv_state_bytes)}"))
+        else:
+            cap = f", at most {k.window:,} tokens" if k.window else ""
+            facts.append((f"{k.layer_type} ({k.layers} layers)",
+                          f"{bytes_exact(k.bytes_per_token)} per token per layer{cap}"))
+    facts.append(("per token (all caching layers)", bytes_exact(r.bytes_per_token)))
+    if r.mha_bytes_per_token is not None:
+        ratio = r.mha_bytes_per_token / r.bytes_per_token
+        facts.append(("MHA equivalent per token", f"{bytes_exact(r.mha_bytes_per_token)} ({ratio:.2f}x)"))
+    if r.kv_read_intensity is not None:
+        facts.append(("decode KV read intensity", f"{r.kv_read_intensity:.1f} FLOP per KV byte"))
+    con.print(f"[bold]{display_name} ({r.model}): KV cache at {r.kv_dtype} "
+              f"({r.bits_per_element} bits per element), batch {r.batch}[/bold]")
+    print_facts(con, facts)
+    has_state = any(c.state_bytes for c in r.contexts)
+    has_mha = any(c.mha_equivalent_bytes is not None for c in r.contexts)
+    has_all = any(c.all_attention_bytes is not None for c in r.contexts)
+    columns = [("context (tokens)", "right"), ("KV per sequence", "right")]
+    if has_state:
+        columns += [("+ linear state", "right"), ("+ conv state", "right")]
+    columns.append((f"total x batch {r.batch}", "right"))
+    if has_mha:
+        columns.append(("MHA equivalent", "right"))
+    if has_all:
+        columns.append(("all layers full attention", "right"))
+    rows = []
+    for c in r.contexts:
+        row = [fmt_int(c.context), _iec_first(c.kv_bytes)]
+        if has_state:
+            row += [_iec_first(c.state_bytes), _iec_first(c.conv_state_bytes)]
+        row.append(_iec_first(c.total_bytes))
+        if has_mha:
+            row.append(_iec_first(c.mha_equivalent_bytes) if c.mha_equivalent_bytes is not None else "")
+        if has_all:
+            row.append(_iec_first(c.all_attention_bytes) if c.all_attention_bytes is not None else "")
+        rows.append(row)
+    print_table(con, "", columns, rows)
+    print_conventions(con, r.conventions)

@@ -1,0 +1,45 @@
+"""Tables for ``llm-cost params``."""
+
+from __future__ import annotations
+
+from ..params import ParamsResult
+from ..units import fmt_int
+from .base import bytes_exact, pct, print_conventions, print_facts, print_table
+
+
+def render(con, r: ParamsResult, display_name: str) -> None:
+    """Breakdown table, totals, weight bytes, conventions."""
+    rows = []
+    for row in r.rows:
+        rows.append([
+            row.label,
+            fmt_int(row.per_layer) if row.per_layer is not None else "",
+            str(row.layers) if row.layers is not None else "",
+            fmt_int(row.params),
+            pct(row.share) if row.part != "mtp" else "(apart)",
+        ])
+    rows.append(["[bold]total (main model)[/bold]", "", "", f"[bold]{fmt_int(r.total_params)}[/bold]", "100.0%"])
+    print_table(con, f"{display_name} ({r.model}): parameters",
+                [("part", "left"), ("per layer", "right"), ("layers", "right"), ("parameters", "right"),
+                 ("share", "right")], rows)
+    facts = [("total parameters", f"{fmt_int(r.total_params)} ({r.total_params / 1e9:.2f}B)")]
+    if r.vision_params:
+        facts.append(("  language model", fmt_int(r.decoder_params)))
+        facts.append(("  vision tower", fmt_int(r.vision_params)))
+    facts.append(("N_gemm (matmul weights)", fmt_int(r.n_gemm)))
+    if r.active_n_gemm != r.n_gemm:
+        facts.append(("active N_gemm per token", fmt_int(r.active_n_gemm)))
+    facts.append(("weight FLOPs per token", f"2 x {'active ' if r.active_n_gemm != r.n_gemm else ''}N_gemm = "
+                  f"{2 * r.active_n_gemm / 1e9:,.2f} GFLOP"))
+    facts.append(("N without input embedding", fmt_int(r.params_without_input_embedding)))
+    if r.routed_expert_params:
+        facts.append(("active parameters per token", f"{fmt_int(r.active_params)} ({r.active_params / 1e9:.2f}B)"))
+        facts.append(("routed experts (all)", fmt_int(r.routed_expert_params)))
+        facts.append(("non-routed parameters", fmt_int(r.total_params - r.routed_expert_params)))
+    if r.mtp_params:
+        facts.append(("MTP modules (unique)", f"{fmt_int(r.mtp_params)} ({r.mtp_params / r.total_params:.1%} of main)"))
+        facts.append(("checkpoint total", f"{fmt_int(r.checkpoint_params)} (main + MTP + its stored copies of "
+                      f"embedding and LM head, {fmt_int(r.mtp_checkpoint_copies)})"))
+    facts.append((f"weights at {r.dtype} ({r.bits_per_param:g} bits)", bytes_exact(r.weight_bytes)))
+    print_facts(con, facts)
+    print_conventions(con, r.conventions)

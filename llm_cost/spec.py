@@ -1,0 +1,372 @@
+"""Validated schemas for model and GPU spec files (pydantic v2, unknown keys rejected).
+
+Field names follow the Hugging Face ``config.json`` names (``hidden_size``,
+``num_attention_heads``, ``num_key_value_heads``, ``head_dim``, ``intermediate_size``,
+``vocab_size``, ``num_hidden_layers``, ``tie_word_embeddings``, ``kv_lora_rank`` ...), grouped
+into sub-objects by the part of the model they describe. In formulas the seeds' notation is
+used: d = ``hidden_size``, L = ``num_hidden_layers``, V = ``vocab_size``, n_q / n_kv = query /
+key-value heads, d_head = ``head_dim``, d_kv = n_kv * d_head, d_ff = ``intermediate_size``.
+
+Every count is an integer number of elements; every hardware figure carries its unit in its
+name (``memory_gb`` is 10^9 bytes, ``memory_bandwidth_tb_s`` is 10^12 bytes per second,
+``dense_tflops`` is 10^12 FLOP/s without sparsity).
+"""
+
+
+
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+PositiveInt = Annotated[int, Field(gt=0, strict=True)]
+NonNegInt = Annotated[int, Field(ge=0, strict=True)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+LayerType = Literal["full_attention", "sliding_attention", "linear_attention"]
+Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(_Strict):
+    """Where a spec's numbers come from."""
+
+    url: str = Field(description="The config.json or datasheet the values were read from.")
+    retrieved: str = Field(description="When the copy was read (ISO date).")
+    note: Optional[str] = Field(None, description="Anything a reader must know about the source.")
+
+
+class GQAAttention(_Strict):
+    """Multi-head attention with n_kv key/value heads: MHA (n_kv = n_q), GQA, MQA (n_kv = 1).
+
+    Per layer: W_Q [d, n_q*d_head], W_K and W_V [d, n_kv*d_head], W_O [n_q*d_head, d]
+    (seed 000 §六). KV cache per token per layer: 2 * n_kv * d_head elements (seed 000 §七).
+    """
+
+    kind: Literal["gqa"] = "gqa"
+    num_attention_heads: PositiveInt = Field(description="n_q, query heads.")
+    num_key_value_heads: Optional[PositiveInt] = Field(
+        None, description="n_kv, key/value heads; defaults to num_attention_heads (MHA)."
+    )
+    head_dim: Optional[PositiveInt] = Field(
+        None, description="d_head, elements per head; defaults to hidden_size / num_attention_heads."
+    )
+    attention_bias: bool = Field(False, description="q, k and v projections carry biases.")
+    o_proj_bias: bool = Field(False, description="The output projection carries a bias.")
+    qk_norm: bool = Field(False, description="Per-head RMSNorm (d_head weights) on q and on k.")
+    output_gate: bool = Field(
+        False, description="Gated attention (Qwen3-Next): W_Q also emits a per-element output gate."
+    )
+    sinks: bool = Field(False, description="One learned attention-sink logit per query head (gpt-oss).")
+    sliding_window: Optional[PositiveInt] = Field(
+        None, description="Window W in tokens of the sliding-attention layers (see layer_types)."
+    )
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> "GQAAttention":
+        n_kv = self.num_key_value_heads
+        if n_kv is not None and self.num_attention_heads % n_kv:
+            raise ValueError(
+                f"num_attention_heads ({self.num_attention_heads}) must be a multiple of "
+                f"num_key_value_heads ({n_kv})"
+            )
+        return self
+
+
+class MLAAttention(_Strict):
+    """Multi-head latent attention (DeepSeek-V2/V3).
+
+    The cache holds the compressed latent c_KV (kv_lora_rank) and the decoupled RoPE key
+    (qk_rope_head_dim) shared by all heads: (kv_lora_rank + qk_rope_head_dim) elements per
+    token per layer (seed 003 §04).
+    """
+
+    kind: Literal["mla"] = "mla"
+    num_attention_heads: PositiveInt = Field(description="n_h, attention heads.")
+    q_lora_rank: Optional[PositiveInt] = Field(
+        None, description="Rank of the query down-projection; null means a full W_Q (DeepSeek-V2-Lite)."
+    )
+    kv_lora_rank: PositiveInt = Field(description="d_c, width of the cached KV latent.")
+    qk_nope_head_dim: PositiveInt = Field(description="Per-head query/key width without RoPE.")
+    qk_rope_head_dim: PositiveInt = Field(description="Width of the decoupled RoPE query/key.")
+    v_head_dim: PositiveInt = Field(description="Per-head value width.")
+    attention_bias: bool = Field(False, description="Projections carry biases.")
+
+
+class MLP(_Strict):
+    """Dense feed-forward block. Gated (SwiGLU/GeGLU): gate, up [d, d_ff] and down [d_ff, d];
+    plain (GELU): up [d, d_ff] and down [d_ff, d] (seed 002, SwiGLU)."""
+
+    intermediate_size: PositiveInt = Field(description="d_ff, the hidden width.")
+    gated: bool = Field(True, description="Three matrices (gate, up, down) instead of two.")
+    hidden_act: str = Field("silu", description="Activation name as in config.json.")
+    mlp_bias: bool = Field(False, description="The projections carry biases.")
+
+
+class MoE(_Strict):
+    """Mixture-of-experts feed-forward (seed 003 §06).
+
+    A MoE layer holds E routed experts (gated, width moe_intermediate_size), a router
+    [d, E], and optionally always-on shared experts of total width
+    shared_expert_intermediate_size. A token runs k routed experts plus the shared ones.
+    Layer i is a MoE layer when i >= first_k_dense_replace, (i + 1) % decoder_sparse_step == 0
+    and i is not in mlp_only_layers; other layers use the dense ``mlp``.
+    """
+
+    num_experts: PositiveInt = Field(description="E, routed experts per MoE layer.")
+    num_experts_per_tok: PositiveInt = Field(description="k, routed experts per token.")
+    moe_intermediate_size: PositiveInt = Field(description="Hidden width of one routed expert.")
+    shared_expert_intermediate_size: NonNegInt = Field(
+        0, description="Total hidden width of the shared expert(s) (n_shared * width); 0 if none."
+    )
+    shared_expert_gate: bool = Field(False, description="A sigmoid gate [d, 1] on the shared expert.")
+    router_bias: bool = Field(
+        False, description="The router has E bias terms (DeepSeek-V3 correction bias, gpt-oss)."
+    )
+    expert_bias: bool = Field(False, description="Each expert's projections carry biases (gpt-oss).")
+    first_k_dense_replace: NonNegInt = Field(0, description="The first k layers are dense.")
+    decoder_sparse_step: PositiveInt = Field(1, description="Every n-th layer is MoE (Qwen-MoE).")
+    mlp_only_layers: list[NonNegInt] = Field(default_factory=list, description="Dense layer indices.")
+
+    @model_validator(mode="after")
+    def _k_le_e(self) -> "MoE":
+        if self.num_experts_per_tok > self.num_experts:
+            raise ValueError(
+                f"num_experts_per_tok (k = {self.num_experts_per_tok}) cannot exceed "
+                f"num_experts (E = {self.num_experts})"
+            )
+        return self
+
+
+class LinearAttention(_Strict):
+    """Gated DeltaNet linear attention (Qwen3-Next): a fixed-size recurrent state instead of a
+    KV cache. State per sequence per layer: n_v * d_k * d_v elements (seed 003 §05), plus a
+    causal-conv state of conv_dim * (kernel - 1) elements."""
+
+    kind: Literal["gated_deltanet"] = "gated_deltanet"
+    linear_num_key_heads: PositiveInt = Field(description="n_k, key (and query) heads.")
+    linear_num_value_heads: PositiveInt = Field(description="n_v, value heads.")
+    linear_key_head_dim: PositiveInt = Field(description="d_k per head.")
+    linear_value_head_dim: PositiveInt = Field(description="d_v per head.")
+    linear_conv_kernel_dim: PositiveInt = Field(description="Causal depthwise conv width.")
+
+
+class RopeScaling(_Strict):
+    """RoPE scaling as in config.json ``rope_scaling`` (llama3, yarn, linear, dynamic, mrope)."""
+
+    rope_type: str = Field(description="llama3, yarn, linear, dynamic, mrope, default.")
+    factor: Optional[PositiveFloat] = None
+    original_max_position_embeddings: Optional[PositiveInt] = None
+    low_freq_factor: Optional[PositiveFloat] = None
+    high_freq_factor: Optional[PositiveFloat] = None
+    beta_fast: Optional[PositiveFloat] = None
+    beta_slow: Optional[PositiveFloat] = None
+    mscale: Optional[float] = None
+    mscale_all_dim: Optional[float] = None
+    mrope_section: Optional[list[PositiveInt]] = None
+
+
+class MTP(_Strict):
+    """DeepSeek-V3 multi-token-prediction modules (seed 003 §07): per module two RMSNorms
+    (d each), a projection eh_proj [2d, d], one decoder block and a head norm (d); the
+    embedding and LM head are shared with the main model (the checkpoint stores copies)."""
+
+    num_nextn_predict_layers: PositiveInt = Field(description="D, the number of MTP modules.")
+    checkpoint_stores_shared: bool = Field(
+        True, description="The checkpoint stores its own copy of the embedding and LM head."
+    )
+
+
+class Vision(_Strict):
+    """Qwen2-VL vision tower: a ViT over 14x14 (x2 frames) patches, then a 2x2 patch merger
+    into the language model's width (seed 003 §09)."""
+
+    kind: Literal["qwen2_vl"] = "qwen2_vl"
+    depth: PositiveInt = Field(description="Transformer blocks.")
+    embed_dim: PositiveInt = Field(description="d_vit, block width.")
+    num_heads: PositiveInt = Field(description="Attention heads.")
+    mlp_ratio: PositiveInt = Field(description="MLP width = mlp_ratio * embed_dim.")
+    in_chans: PositiveInt = Field(3, description="Input channels.")
+    patch_size: PositiveInt = Field(description="Spatial patch edge in pixels.")
+    spatial_merge_size: PositiveInt = Field(description="Patches merged per side into one token.")
+    temporal_patch_size: PositiveInt = Field(description="Frames per patch.")
+    hidden_act: str = Field("quick_gelu", description="Activation name.")
+    out_hidden_size: PositiveInt = Field(description="Output width (the decoder's hidden_size).")
+
+    @model_validator(mode="after")
+    def _heads(self) -> "Vision":
+        if self.embed_dim % self.num_heads:
+            raise ValueError(f"embed_dim ({self.embed_dim}) must be a multiple of num_heads ({self.num_heads})")
+        return self
+
+
+class ModelSpec(_Strict):
+    """A decoder-only model: every field needed to enumerate its weight tensors exactly."""
+
+    name: str = Field(description="Canonical lower-case name used on the command line.")
+    display_name: str = Field(description="Human-readable name.")
+    aliases: list[str] = Field(default_factory=list, description="Other accepted names.")
+    model_type: str = Field(description="Hugging Face model_type (llama, deepseek_v3, ...).")
+    source: Source
+    vocab_size: PositiveInt = Field(description="V, vocabulary size.")
+    hidden_size: PositiveInt = Field(description="d, residual width.")
+    num_hidden_layers: PositiveInt = Field(description="L, decoder blocks.")
+    tie_word_embeddings: bool = Field(description="LM head shares the embedding matrix.")
+    attention: Union[GQAAttention, MLAAttention] = Field(discriminator="kind")
+    mlp: Optional[MLP] = Field(None, description="Dense MLP; required unless every layer is MoE.")
+    moe: Optional[MoE] = None
+    linear_attention: Optional[LinearAttention] = None
+    layer_types: Optional[list[LayerType]] = Field(
+        None,
+        description="Attention kind per layer; default: all sliding_attention if "
+        "attention.sliding_window is set, else all full_attention.",
+    )
+    norm_type: Literal["rmsnorm", "layernorm"] = Field(
+        "rmsnorm", description="RMSNorm has d weights; LayerNorm d weights and d biases."
+    )
+    norms_per_layer: Annotated[int, Field(ge=1, le=4, strict=True)] = Field(
+        2, description="Norms in each block: 1 (parallel attention), 2 (pre-norm), 4 (Gemma 2/3)."
+    )
+    position_embedding: Literal["rope", "learned"] = Field(
+        "rope", description="learned adds a [max_position_embeddings, d] table (GPT-2)."
+    )
+    max_position_embeddings: PositiveInt = Field(description="Longest position the config allows.")
+    rope_theta: Optional[PositiveFloat] = Field(None, description="RoPE base.")
+    partial_rotary_factor: Annotated[float, Field(gt=0, le=1)] = Field(
+        1.0, description="Share of head_dim that is rotated."
+    )
+    rope_scaling: Optional[RopeScaling] = None
+    mtp: Optional[MTP] = None
+    vision: Optional[Vision] = None
+    torch_dtype: Dtype = Field("bf16", description="The checkpoint's weight dtype.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ModelSpec":
+        att = self.attention
+        L = self.num_hidden_layers
+        if isinstance(att, GQAAttention) and att.head_dim is None and self.hidden_size % att.num_attention_heads:
+            raise ValueError(
+                f"attention.head_dim is required: hidden_size ({self.hidden_size}) is not a multiple of "
+                f"num_attention_heads ({att.num_attention_heads})"
+            )
+        if self.layer_types is not None and len(self.layer_types) != L:
+            raise ValueError(
+                f"layer_types has {len(self.layer_types)} entries but num_hidden_layers is {L}"
+            )
+        kinds = set(self.layer_types or [])
+        if "linear_attention" in kinds and self.linear_attention is None:
+            raise ValueError("layer_types names linear_attention layers but linear_attention is not set")
+        if self.linear_attention is not None and "linear_attention" not in kinds:
+            raise ValueError("linear_attention is set but no layer in layer_types is linear_attention")
+        sliding = isinstance(att, GQAAttention) and att.sliding_window is not None
+        if "sliding_attention" in kinds and not sliding:
+            raise ValueError("layer_types names sliding_attention layers but attention.sliding_window is not set")
+        if kinds - {"full_attention"} and isinstance(att, MLAAttention):
+            raise ValueError("MLA attention supports only full_attention layers")
+        if self.moe is None and self.mlp is None:
+            raise ValueError("a model needs mlp, moe, or both")
+        if self.moe is not None:
+            bad = [i for i in self.moe.mlp_only_layers if i >= L]
+            if bad:
+                raise ValueError(f"moe.mlp_only_layers {bad} are out of range for {L} layers")
+            if self.moe.first_k_dense_replace > L:
+                raise ValueError(f"moe.first_k_dense_replace ({self.moe.first_k_dense_replace}) exceeds {L} layers")
+            dense_needed = any(not self.is_moe_layer(i) for i in range(L))
+            if dense_needed and self.mlp is None:
+                raise ValueError("some layers are dense (first_k_dense_replace/mlp_only_layers) but mlp is not set")
+        if self.position_embedding == "rope" and self.rope_theta is None:
+            raise ValueError("rope_theta is required when position_embedding is rope")
+        return self
+
+    def layer_type(self, i: int) -> str:
+        """Attention kind of layer ``i`` (0-based)."""
+        if self.layer_types is not None:
+            return self.layer_types[i]
+        att = self.attention
+        if isinstance(att, GQAAttention) and att.sliding_window is not None:
+            return "sliding_attention"
+        return "full_attention"
+
+    def is_moe_layer(self, i: int) -> bool:
+        """True when layer ``i`` (0-based) uses the MoE feed-forward (HF Qwen-MoE / DeepSeek rule)."""
+        moe = self.moe
+        if moe is None:
+            return False
+        return (
+            i >= moe.first_k_dense_replace
+            and (i + 1) % moe.decoder_sparse_step == 0
+            and i not in moe.mlp_only_layers
+        )
+
+    def with_kv_heads(self, n_kv: int) -> "ModelSpec":
+        """A copy with ``n_kv`` key/value heads (GQA models only), for MHA/MQA comparisons.
+
+        Raises TypeError for MLA models, ValueError if n_kv does not divide the query heads."""
+        att = self.attention
+        if not isinstance(att, GQAAttention):
+            raise TypeError("with_kv_heads applies to GQA/MHA/MQA attention only")
+        if att.num_attention_heads % n_kv:
+            raise ValueError(f"{n_kv} KV heads do not divide {att.num_attention_heads} query heads")
+        return self.model_copy(update={"attention": att.model_copy(update={"num_key_value_heads": n_kv})})
+
+    @property
+    def head_dim(self) -> int:
+        """d_head of a GQA model (explicit or d / n_q); for MLA, qk_nope + qk_rope."""
+        att = self.attention
+        if isinstance(att, MLAAttention):
+            return att.qk_nope_head_dim + att.qk_rope_head_dim
+        return att.head_dim or self.hidden_size // att.num_attention_heads
+
+    @property
+    def num_key_value_heads(self) -> int:
+        """n_kv (MLA: n_h, the heads the up-projected K/V have)."""
+        att = self.attention
+        if isinstance(att, MLAAttention):
+            return att.num_attention_heads
+        return att.num_key_value_heads or att.num_attention_heads
+
+
+class Interconnect(_Strict):
+    """GPU-to-GPU link within a node."""
+
+    type: str = Field(description="NVLink 4, Infinity Fabric, none ...")
+    bandwidth_gb_s_per_direction: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
+        description="Per-GPU bandwidth in one direction, 10^9 B/s (datasheets print the sum of both)."
+    )
+    gpus_per_node: PositiveInt = Field(description="GPUs joined by this link in one node/board.")
+
+
+class HardwareSpec(_Strict):
+    """One accelerator's datasheet: dense peak throughput per dtype, memory, bandwidth, power."""
+
+    name: str = Field(description="Canonical lower-case name used on the command line.")
+    display_name: str
+    aliases: list[str] = Field(default_factory=list)
+    vendor: str
+    architecture: str
+    dense_tflops: dict[Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"], PositiveFloat] = Field(
+        description="Peak dense tensor throughput, 10^12 FLOP/s (TOP/s for int), no sparsity."
+    )
+    memory_gb: PositiveFloat = Field(description="HBM/GDDR capacity, 10^9 bytes, as the datasheet prints it.")
+    memory_type: str
+    memory_bandwidth_tb_s: PositiveFloat = Field(description="Peak memory bandwidth, 10^12 B/s.")
+    tdp_w: PositiveFloat = Field(description="Board power limit, W.")
+    interconnect: Interconnect
+    pcie_gen: PositiveInt
+    source: Source
+
+    @property
+    def memory_bytes(self) -> int:
+        """Capacity in bytes (memory_gb * 10^9, the datasheet's decimal gigabytes)."""
+        return round(self.memory_gb * 10**9)
+
+    @property
+    def bandwidth_bytes_s(self) -> float:
+        """Memory bandwidth in B/s."""
+        return self.memory_bandwidth_tb_s * 1e12
+
+    def peak_flops(self, dtype: str) -> float:
+        """Dense peak FLOP/s for ``dtype``; KeyError if the GPU has no such tensor-core path."""
+        return self.dense_tflops[dtype] * 1e12

@@ -1,0 +1,368 @@
+"""One description of a model's structure: its named weight tensors.
+
+A :class:`~llm_cost.spec.ModelSpec` expands into the list of weight tensors a checkpoint holds
+(names as in Hugging Face checkpoints, ``layers.*`` standing for every layer of a kind). Each
+tensor knows its shape, its breakdown group, whether it is a matmul operand, and how many
+copies a token uses (``k`` of ``E`` routed experts). Parameter counts, N_gemm, active
+parameters, weight FLOPs per token and weight bytes per decode step are all sums over this one
+list, so they cannot disagree. The closed form of seed 003 §01,
+``N = L[d(2d + 2d_kv) + 3 d d_ff + 2d] + 2Vd + d``, is a test of this list, not a second
+implementation.
+
+Counting convention (design notes): a parameter is an element of a stored trainable tensor.
+The embedding counts once when tied (the LM head is then a matmul with no storage of its own);
+buffers such as rotary ``inv_freq`` are not parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+from math import prod
+
+from .spec import GQAAttention, MLAAttention, ModelSpec, Vision
+
+__all__ = ["Tensor", "Structure", "build"]
+
+# Breakdown groups, in display order.
+GROUPS = (
+    "embedding",
+    "position_embedding",
+    "attention",
+    "linear_attention",
+    "mlp",
+    "router",
+    "routed_experts",
+    "shared_experts",
+    "norms",
+    "biases",
+    "final_norm",
+    "lm_head",
+)
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One weight tensor (or a family of identical ones across layers/experts).
+
+    ``shape`` is in elements; ``layers`` is how many blocks hold it (0 for tensors outside the
+    blocks); ``copies`` is how many per block (E for routed experts); ``active`` is how many of
+    those copies one token uses (k for routed experts). ``stored`` is False for a tied LM head,
+    which is a matmul over the embedding's storage.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    group: str
+    kind: str  # "matmul" | "lookup" | "norm" | "bias" | "other"
+    layers: int = 0
+    copies: int = 1
+    active: Fraction = Fraction(1)
+    stored: bool = True
+    part: str = "decoder"  # "decoder" | "vision" | "mtp" | "mtp_copy"
+    layer_kind: str = ""
+
+    @property
+    def numel(self) -> int:
+        """Elements in one copy."""
+        return prod(self.shape)
+
+    @property
+    def per_layer(self) -> int:
+        """Elements in one block (all copies)."""
+        return self.numel * self.copies
+
+    @property
+    def total(self) -> int:
+        """Elements across all blocks and copies (0 if not stored)."""
+        return self.per_layer * max(self.layers, 1) if self.stored else 0
+
+    @property
+    def gemm_total(self) -> int:
+        """Matmul elements a token multiplies by if every copy were used (stored or tied)."""
+        return self.per_layer * max(self.layers, 1) if self.kind == "matmul" else 0
+
+    @property
+    def active_gemm(self) -> Fraction:
+        """Matmul elements one token actually multiplies by (routed experts scaled by k/E)."""
+        return self.numel * self.active * max(self.layers, 1) if self.kind == "matmul" else Fraction(0)
+
+
+@dataclass(frozen=True)
+class Structure:
+    """All weight tensors of a model, with the sums every metric is built from."""
+
+    spec: ModelSpec
+    tensors: tuple[Tensor, ...]
+    layer_counts: dict = field(default_factory=dict)
+
+    def _sum(self, part: str, attr: str = "total") -> int:
+        return sum(getattr(t, attr) for t in self.tensors if t.part == part)
+
+    @cached_property
+    def total_params(self) -> int:
+        """Parameters of the main model: decoder plus vision tower (MTP reported apart)."""
+        return self._sum("decoder") + self._sum("vision")
+
+    @cached_property
+    def decoder_params(self) -> int:
+        """Parameters of the language model alone."""
+        return self._sum("decoder")
+
+    @cached_property
+    def vision_params(self) -> int:
+        """Parameters of the vision tower (0 if none)."""
+        return self._sum("vision")
+
+    @cached_property
+    def mtp_params(self) -> int:
+        """Unique parameters of the MTP modules (their embedding/LM-head copies excluded)."""
+        return self._sum("mtp")
+
+    @cached_property
+    def mtp_copies(self) -> int:
+        """Elements of the embedding and LM head copies a checkpoint stores with its MTP modules."""
+        return self._sum("mtp_copy")
+
+    @cached_property
+    def n_gemm(self) -> int:
+        """N_gemm: matmul parameters of the decoder a token passes through (no embedding lookup,
+        no norms, biases or other vectors; LM head included, tied or not; all experts)."""
+        return sum(t.gemm_total for t in self.tensors if t.part == "decoder")
+
+    @cached_property
+    def active_gemm(self) -> Fraction:
+        """Matmul parameters one token uses: routed experts scaled by k/E (= n_gemm for dense)."""
+        return sum((t.active_gemm for t in self.tensors if t.part == "decoder"), Fraction(0))
+
+    @cached_property
+    def active_params(self) -> Fraction:
+        """Parameters a token touches: all decoder parameters less the routed experts it skips
+        (the convention of DeepSeek's "37B activated" and Mixtral's "12.9B active")."""
+        skipped = sum(
+            (t.numel * (t.copies - t.active) * max(t.layers, 1) for t in self.tensors if t.part == "decoder"),
+            Fraction(0),
+        )
+        return self.decoder_params - skipped
+
+    @cached_property
+    def routed_expert_params(self) -> int:
+        """Parameters of all routed experts (all MoE layers)."""
+        return sum(t.total for t in self.tensors if t.part == "decoder" and t.group == "routed_experts")
+
+    def tensors_of(self, part: str = "decoder") -> list[Tensor]:
+        """The tensors of one part (decoder, vision, mtp, mtp_copy)."""
+        return [t for t in self.tensors if t.part == part]
+
+
+def _norm(name: str, d: int, spec: ModelSpec, layers: int, part: str, group: str = "norms") -> list[Tensor]:
+    out = [Tensor(f"{name}.weight", (d,), group, "norm", layers, part=part)]
+    if spec.norm_type == "layernorm":
+        out.append(Tensor(f"{name}.bias", (d,), group, "norm", layers, part=part))
+    return out
+
+
+def _linear(name: str, d_in: int, d_out: int, group: str, layers: int, bias: bool, part: str,
+            layer_kind: str = "", copies: int = 1, active: Fraction = Fraction(1)) -> list[Tensor]:
+    """A Linear layer: weight [d_out, d_in] (a matmul), optional bias [d_out] (group "biases")."""
+    out = [Tensor(f"{name}.weight", (d_out, d_in), group, "matmul", layers, copies, active, part=part,
+                  layer_kind=layer_kind)]
+    if bias:
+        out.append(Tensor(f"{name}.bias", (d_out,), "biases", "bias", layers, copies, active, part=part,
+                          layer_kind=layer_kind))
+    return out
+
+
+def _gqa(spec: ModelSpec, att: GQAAttention, layers: int, part: str, kind: str) -> list[Tensor]:
+    d = spec.hidden_size
+    n_q, n_kv, d_h = att.num_attention_heads, spec.num_key_value_heads, spec.head_dim
+    p = "layers.*.self_attn"
+    q_out = n_q * d_h * (2 if att.output_gate else 1)
+    t = _linear(f"{p}.q_proj", d, q_out, "attention", layers, att.attention_bias, part, kind)
+    t += _linear(f"{p}.k_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, kind)
+    t += _linear(f"{p}.v_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, kind)
+    t += _linear(f"{p}.o_proj", n_q * d_h, d, "attention", layers, att.o_proj_bias, part, kind)
+    if att.qk_norm:
+        t.append(Tensor(f"{p}.q_norm.weight", (d_h,), "norms", "norm", layers, part=part, layer_kind=kind))
+        t.append(Tensor(f"{p}.k_norm.weight", (d_h,), "norms", "norm", layers, part=part, layer_kind=kind))
+    if att.sinks:
+        t.append(Tensor(f"{p}.sinks", (n_q,), "attention", "other", layers, part=part, layer_kind=kind))
+    return t
+
+
+def _mla(spec: ModelSpec, att: MLAAttention, layers: int, part: str, kind: str) -> list[Tensor]:
+    """DeepSeek-V2/V3 MLA: q down/up (or full W_Q), joint KV down-projection with the RoPE key,
+    KV up-projection to n_h (nope + v) and W_O (DeepSeek-V2 paper, §2.1)."""
+    d, n = spec.hidden_size, att.num_attention_heads
+    qk = att.qk_nope_head_dim + att.qk_rope_head_dim
+    p = "layers.*.self_attn"
+    b = att.attention_bias
+    if att.q_lora_rank:
+        t = _linear(f"{p}.q_a_proj", d, att.q_lora_rank, "attention", layers, b, part, kind)
+        t.append(Tensor(f"{p}.q_a_layernorm.weight", (att.q_lora_rank,), "norms", "norm", layers, part=part,
+                        layer_kind=kind))
+        t += _linear(f"{p}.q_b_proj", att.q_lora_rank, n * qk, "attention", layers, False, part, kind)
+    else:
+        t = _linear(f"{p}.q_proj", d, n * qk, "attention", layers, False, part, kind)
+    t += _linear(f"{p}.kv_a_proj_with_mqa", d, att.kv_lora_rank + att.qk_rope_head_dim, "attention", layers, b,
+                 part, kind)
+    t.append(Tensor(f"{p}.kv_a_layernorm.weight", (att.kv_lora_rank,), "norms", "norm", layers, part=part,
+                    layer_kind=kind))
+    t += _linear(f"{p}.kv_b_proj", att.kv_lora_rank, n * (att.qk_nope_head_dim + att.v_head_dim), "attention",
+                 layers, False, part, kind)
+    t += _linear(f"{p}.o_proj", n * att.v_head_dim, d, "attention", layers, b, part, kind)
+    return t
+
+
+def _linear_attention(spec: ModelSpec, layers: int, part: str) -> list[Tensor]:
+    """Qwen3-Next Gated DeltaNet: in_proj_qkvz [d, 2 n_k d_k + 2 n_v d_v], in_proj_ba [d, 2 n_v],
+    depthwise conv1d over q, k, v (conv_dim x kernel), dt_bias and A_log (n_v each), a gated
+    RMSNorm over d_v and out_proj [n_v d_v, d] (transformers modeling_qwen3_next)."""
+    la = spec.linear_attention
+    assert la is not None
+    d = spec.hidden_size
+    key_dim = la.linear_num_key_heads * la.linear_key_head_dim
+    value_dim = la.linear_num_value_heads * la.linear_value_head_dim
+    conv_dim = 2 * key_dim + value_dim
+    p = "layers.*.linear_attn"
+    k = "linear_attention"
+    t = _linear(f"{p}.in_proj_qkvz", d, 2 * key_dim + 2 * value_dim, "linear_attention", layers, False, part, k)
+    t += _linear(f"{p}.in_proj_ba", d, 2 * la.linear_num_value_heads, "linear_attention", layers, False, part, k)
+    t.append(Tensor(f"{p}.conv1d.weight", (conv_dim, 1, la.linear_conv_kernel_dim), "linear_attention", "other",
+                    layers, part=part, layer_kind=k))
+    t.append(Tensor(f"{p}.dt_bias", (la.linear_num_value_heads,), "linear_attention", "other", layers, part=part,
+                    layer_kind=k))
+    t.append(Tensor(f"{p}.A_log", (la.linear_num_value_heads,), "linear_attention", "other", layers, part=part,
+                    layer_kind=k))
+    t.append(Tensor(f"{p}.norm.weight", (la.linear_value_head_dim,), "norms", "norm", layers, part=part,
+                    layer_kind=k))
+    t += _linear(f"{p}.out_proj", value_dim, d, "linear_attention", layers, False, part, k)
+    return t
+
+
+def _ffn(prefix: str, d: int, width: int, gated: bool, bias: bool, group: str, layers: int, part: str,
+         kind: str, copies: int = 1, active: Fraction = Fraction(1)) -> list[Tensor]:
+    names = ("gate_proj", "up_proj", "down_proj") if gated else ("up_proj", "down_proj")
+    t: list[Tensor] = []
+    for n in names:
+        d_in, d_out = (width, d) if n == "down_proj" else (d, width)
+        t += _linear(f"{prefix}.{n}", d_in, d_out, group, layers, bias, part, kind, copies, active)
+    return t
+
+
+def _dense_mlp(spec: ModelSpec, layers: int, part: str) -> list[Tensor]:
+    mlp = spec.mlp
+    assert mlp is not None
+    return _ffn("layers.*.mlp", spec.hidden_size, mlp.intermediate_size, mlp.gated, mlp.mlp_bias, "mlp", layers,
+                part, "dense")
+
+
+def _moe(spec: ModelSpec, layers: int, part: str) -> list[Tensor]:
+    moe = spec.moe
+    assert moe is not None
+    d, E, k = spec.hidden_size, moe.num_experts, moe.num_experts_per_tok
+    p = "layers.*.mlp"
+    t = [Tensor(f"{p}.gate.weight", (E, d), "router", "matmul", layers, part=part, layer_kind="moe")]
+    if moe.router_bias:
+        t.append(Tensor(f"{p}.gate.bias", (E,), "router", "bias", layers, part=part, layer_kind="moe"))
+    t += _ffn(f"{p}.experts.*", d, moe.moe_intermediate_size, True, moe.expert_bias, "routed_experts", layers, part,
+              "moe", copies=E, active=Fraction(k))
+    if moe.shared_expert_intermediate_size:
+        t += _ffn(f"{p}.shared_experts", d, moe.shared_expert_intermediate_size, True, False, "shared_experts",
+                  layers, part, "moe")
+        if moe.shared_expert_gate:
+            t.append(Tensor(f"{p}.shared_expert_gate.weight", (1, d), "shared_experts", "matmul", layers, part=part,
+                            layer_kind="moe"))
+    return t
+
+
+def _blocks(spec: ModelSpec, attention_counts: dict[str, int], mlp_counts: dict[str, int], part: str) -> list[Tensor]:
+    """Tensors of decoder blocks, given how many blocks have each attention / feed-forward kind."""
+    t: list[Tensor] = []
+    att = spec.attention
+    softmax_layers = attention_counts.get("full_attention", 0) + attention_counts.get("sliding_attention", 0)
+    if softmax_layers:
+        if isinstance(att, MLAAttention):
+            t += _mla(spec, att, softmax_layers, part, "full_attention")
+        else:
+            t += _gqa(spec, att, softmax_layers, part, "full_attention")
+    if attention_counts.get("linear_attention"):
+        t += _linear_attention(spec, attention_counts["linear_attention"], part)
+    if mlp_counts.get("dense"):
+        t += _dense_mlp(spec, mlp_counts["dense"], part)
+    if mlp_counts.get("moe"):
+        t += _moe(spec, mlp_counts["moe"], part)
+    layers = sum(attention_counts.values())
+    for i in range(spec.norms_per_layer):
+        t += _norm(f"layers.*.norm{i + 1}", spec.hidden_size, spec, layers, part)
+    return t
+
+
+def _vision(v: Vision) -> list[Tensor]:
+    """Qwen2-VL vision tower (transformers Qwen2VisionTransformerPretrainedModel): Conv3d patch
+    embedding without bias, ``depth`` blocks (LayerNorm, fused qkv with bias, proj, fc1/fc2 with
+    biases) and the merger (LayerNorm, then MLP [4 d_vit -> 4 d_vit -> d_model])."""
+    e, L = v.embed_dim, v.depth
+    patch = v.in_chans * v.temporal_patch_size * v.patch_size**2
+    merged = e * v.spatial_merge_size**2
+    p = "vision"
+    t = [Tensor("visual.patch_embed.proj.weight", (e, patch), "vision.patch_embed", "matmul", part=p)]
+    for norm in ("norm1", "norm2"):
+        t.append(Tensor(f"visual.blocks.*.{norm}.weight", (e,), "vision.blocks", "norm", L, part=p))
+        t.append(Tensor(f"visual.blocks.*.{norm}.bias", (e,), "vision.blocks", "norm", L, part=p))
+    for name, d_in, d_out in (("attn.qkv", e, 3 * e), ("attn.proj", e, e), ("mlp.fc1", e, v.mlp_ratio * e),
+                              ("mlp.fc2", v.mlp_ratio * e, e)):
+        t.append(Tensor(f"visual.blocks.*.{name}.weight", (d_out, d_in), "vision.blocks", "matmul", L, part=p))
+        t.append(Tensor(f"visual.blocks.*.{name}.bias", (d_out,), "vision.blocks", "bias", L, part=p))
+    t.append(Tensor("visual.merger.ln_q.weight", (e,), "vision.merger", "norm", part=p))
+    t.append(Tensor("visual.merger.ln_q.bias", (e,), "vision.merger", "norm", part=p))
+    for name, d_in, d_out in (("mlp.0", merged, merged), ("mlp.2", merged, v.out_hidden_size)):
+        t.append(Tensor(f"visual.merger.{name}.weight", (d_out, d_in), "vision.merger", "matmul", part=p))
+        t.append(Tensor(f"visual.merger.{name}.bias", (d_out,), "vision.merger", "bias", part=p))
+    return t
+
+
+def _mtp(spec: ModelSpec) -> list[Tensor]:
+    """DeepSeek-V3 MTP modules (seed 003 §07; DeepSeek-V3 report §2.2): per module enorm, hnorm,
+    eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm. The
+    checkpoint also stores a copy of the embedding and of the LM head with each module."""
+    mtp = spec.mtp
+    assert mtp is not None
+    D, d, V = mtp.num_nextn_predict_layers, spec.hidden_size, spec.vocab_size
+    mlp_kind = "moe" if spec.moe is not None else "dense"
+    t = [
+        Tensor(f"mtp.*.{n}.weight", (d,), "mtp", "norm", D, part="mtp") for n in ("enorm", "hnorm")
+    ]
+    t.append(Tensor("mtp.*.eh_proj.weight", (d, 2 * d), "mtp", "matmul", D, part="mtp"))
+    t.append(Tensor("mtp.*.shared_head.norm.weight", (d,), "mtp", "norm", D, part="mtp"))
+    block = _blocks(spec, {"full_attention": D}, {mlp_kind: D}, "mtp")
+    t += [Tensor(b.name.replace("layers.*", "mtp.*.block"), b.shape, "mtp", b.kind, b.layers, b.copies, b.active,
+                 part="mtp") for b in block]
+    if mtp.checkpoint_stores_shared:
+        t.append(Tensor("mtp.*.embed_tokens.weight", (V, d), "mtp", "lookup", D, part="mtp_copy"))
+        t.append(Tensor("mtp.*.shared_head.head.weight", (V, d), "mtp", "matmul", D, part="mtp_copy"))
+    return t
+
+
+def build(spec: ModelSpec) -> Structure:
+    """Expand ``spec`` into its weight tensors. Pure; cheap (a few dozen tensors)."""
+    d, V, L = spec.hidden_size, spec.vocab_size, spec.num_hidden_layers
+    attention_counts: dict[str, int] = {}
+    mlp_counts: dict[str, int] = {}
+    for i in range(L):
+        kind = spec.layer_type(i)
+        attention_counts[kind] = attention_counts.get(kind, 0) + 1
+        mlp_kind = "moe" if spec.is_moe_layer(i) else "dense"
+        mlp_counts[mlp_kind] = mlp_counts.get(mlp_kind, 0) + 1
+    t = [Tensor("embed_tokens.weight", (V, d), "embedding", "lookup")]
+    if spec.position_embedding == "learned":
+        t.append(Tensor("embed_positions.weight", (spec.max_position_embeddings, d), "position_embedding", "lookup"))
+    t += _blocks(spec, attention_counts, mlp_counts, "decoder")
+    t += _norm("norm", d, spec, 0, "decoder", "final_norm")
+    t.append(Tensor("lm_head.weight", (V, d), "lm_head", "matmul", stored=not spec.tie_word_embeddings))
+    if spec.vision is not None:
+        t += _vision(spec.vision)
+    if spec.mtp is not None:
+        t += _mtp(spec)
+    return Structure(spec, tuple(t), {"attention": attention_counts, "mlp": mlp_counts})

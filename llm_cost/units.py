@@ -1,0 +1,244 @@
+"""Parsing of user-typed quantities and formatting of exact results.
+
+Conventions (design notes, "Conventions"):
+
+* Context lengths use binary suffixes: ``8K`` = 8,192 and ``128k`` = 131,072 tokens,
+  ``1M`` = 1,048,576 tokens; a plain integer (``128000``) is taken as written.
+* Large counts (training tokens, GPU-hours) use decimal suffixes: ``15T`` = 15e12,
+  ``1.3M`` = 1.3e6; scientific notation (``1e12``) is accepted.
+* Bytes are exact integers (or exact fractions for sub-byte formats); they are printed
+  with SI units (kB, MB, GB, TB = 10^3n) or IEC units (KiB, MiB, GiB, TiB = 2^10n), each
+  under its own correct name, never mixed up.
+
+Every parser raises :class:`InputError` (a ValueError) with a message that says what was typed and what
+would be valid; the CLI turns it into exit code 2.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+
+__all__ = [
+    "InputError",
+    "parse_context",
+    "parse_contexts",
+    "parse_count",
+    "parse_positive_float",
+    "parse_fraction",
+    "dtype_bits",
+    "DTYPE_BITS",
+    "to_bytes",
+    "fmt_int",
+    "fmt_si",
+    "fmt_iec",
+    "fmt_bytes",
+    "fmt_flops",
+    "fmt_seconds",
+    "fmt_number",
+]
+
+_BINARY = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}
+_DECIMAL = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12, "p": 10**15}
+_NUMBER_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]?)\s*$")
+
+#: Storage bits per element for the dtypes a weight, KV cache or activation can use.
+DTYPE_BITS: dict[str, int] = {
+    "fp32": 32,
+    "bf16": 16,
+    "fp16": 16,
+    "fp8": 8,
+    "int8": 8,
+    "int4": 4,
+    "fp4": 4,
+}
+
+
+class InputError(ValueError):
+    """A user's input (a flag value, a file, a name) is not valid; the message says what is."""
+
+
+def _split(text: str, what: str, suffixes: dict[str, int]) -> tuple[Decimal, int]:
+    match = _NUMBER_RE.match(str(text))
+    if not match:
+        valid = ", ".join(s.upper() for s in suffixes if s)
+        raise InputError(
+            f"{what}: {text!r} is not a number; use digits with an optional suffix ({valid}), "
+            "e.g. 8192, 8K, 1e6"
+        )
+    number, suffix = match.groups()
+    if suffix.lower() not in suffixes:
+        valid = ", ".join(s.upper() for s in suffixes if s)
+        raise InputError(f"{what}: unknown suffix {suffix!r} in {text!r}; valid suffixes: {valid}")
+    try:
+        value = Decimal(number)
+    except InvalidOperation as exc:  # pragma: no cover - the regex admits only decimals
+        raise InputError(f"{what}: {text!r} is not a number") from exc
+    if not value.is_finite():
+        raise InputError(f"{what}: {text!r} is not a finite number")
+    return value, suffixes[suffix.lower()]
+
+
+def _exact_int(value: Decimal, scale: int, text: str, what: str, minimum: int) -> int:
+    scaled = value * scale
+    if scaled != scaled.to_integral_value():
+        raise InputError(f"{what}: {text!r} is not a whole number of tokens")
+    result = int(scaled)
+    if result < minimum:
+        raise InputError(f"{what}: {text!r} must be at least {minimum}")
+    return result
+
+
+def parse_context(text: str | int, what: str = "--context", minimum: int = 1) -> int:
+    """Parse a context length (tokens) with binary suffixes: ``8K`` -> 8192, ``1M`` -> 1,048,576.
+
+    Raises InputError for negative, zero (below ``minimum``), fractional, NaN or unknown-suffix input.
+    """
+    if isinstance(text, int):
+        if text < minimum:
+            raise InputError(f"{what}: {text} must be at least {minimum}")
+        return text
+    value, scale = _split(text, what, _BINARY)
+    return _exact_int(value, scale, str(text), what, minimum)
+
+
+def parse_contexts(text: str, what: str = "--context", minimum: int = 1) -> list[int]:
+    """Parse a comma-separated list of context lengths (``1024,8K,128K``); order is kept."""
+    parts = [p for p in str(text).split(",")]
+    if not any(p.strip() for p in parts):
+        raise InputError(f"{what}: empty list; give one or more lengths such as 1024,8K,128K")
+    if any(not p.strip() for p in parts):
+        raise InputError(f"{what}: {text!r} has an empty item; separate lengths with single commas")
+    return [parse_context(p.strip(), what, minimum) for p in parts]
+
+
+def parse_count(text: str | int, what: str, minimum: int = 1) -> int:
+    """Parse a large count with decimal suffixes: ``15T`` -> 15e12, ``1.3M`` -> 1,300,000, ``1e12``."""
+    if isinstance(text, int):
+        if text < minimum:
+            raise InputError(f"{what}: {text} must be at least {minimum}")
+        return text
+    value, scale = _split(text, what, _DECIMAL)
+    scaled = value * scale
+    if scaled != scaled.to_integral_value():
+        raise InputError(f"{what}: {text!r} is not a whole number")
+    result = int(scaled)
+    if result < minimum:
+        raise InputError(f"{what}: {text!r} must be at least {minimum}")
+    return result
+
+
+def parse_positive_float(text: str | float, what: str, maximum: float | None = None) -> float:
+    """Parse a finite float > 0 (and <= ``maximum`` if given); decimal suffixes allowed."""
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        dec, scale = _split(text, what, _DECIMAL)
+        value = float(dec * scale)
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"{what}: {text!r} must be a finite number greater than 0")
+    if maximum is not None and value > maximum:
+        raise InputError(f"{what}: {text!r} must be at most {maximum:g}")
+    return value
+
+
+def parse_fraction(text: str | float, what: str) -> float:
+    """Parse an efficiency in (0, 1]; ``60%`` and ``0.6`` are the same."""
+    raw = str(text).strip()
+    percent = raw.endswith("%")
+    if percent:
+        raw = raw[:-1]
+    try:
+        value = float(Decimal(raw))
+    except (InvalidOperation, ValueError):
+        raise InputError(f"{what}: {text!r} is not a number; use e.g. 0.6 or 60%") from None
+    if percent:
+        value /= 100
+    if not math.isfinite(value) or not 0 < value <= 1:
+        raise InputError(f"{what}: {text!r} must be in (0, 1] (e.g. 0.6 or 60%)")
+    return value
+
+
+def dtype_bits(name: str, what: str = "--dtype") -> int:
+    """Bits per element of a dtype name (case-insensitive); InputError lists the valid names."""
+    key = str(name).strip().lower()
+    if key not in DTYPE_BITS:
+        raise InputError(f"{what}: unknown dtype {name!r}; valid: {', '.join(DTYPE_BITS)}")
+    return DTYPE_BITS[key]
+
+
+def to_bytes(elements: int, bits: int | Fraction) -> int | Fraction:
+    """Exact bytes for ``elements`` values of ``bits`` bits each: an int when whole, else a Fraction."""
+    total = Fraction(elements) * Fraction(bits) / 8
+    return int(total) if total.denominator == 1 else total
+
+
+def fmt_int(value: int) -> str:
+    """``8030261248`` -> ``8,030,261,248``."""
+    return f"{int(value):,}"
+
+
+def fmt_number(value: float, digits: int = 3) -> str:
+    """A float with ``digits`` significant digits, thousands separated when large."""
+    if value == 0:
+        return "0"
+    if abs(value) >= 10 ** digits:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+_SI = ["B", "kB", "MB", "GB", "TB", "PB", "EB"]
+_IEC = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+
+
+def _scaled(value: float, base: int, names: list[str], digits: int) -> str:
+    value = float(value)
+    index = 0
+    while abs(value) >= base and index < len(names) - 1:
+        value /= base
+        index += 1
+    if index == 0:
+        return f"{value:,.0f} B" if value == int(value) else f"{value:,.2f} B"
+    return f"{value:,.{digits}f} {names[index]}"
+
+
+def fmt_si(nbytes: float, digits: int = 2) -> str:
+    """Bytes in SI units (1 GB = 10^9 B): ``16060522496`` -> ``16.06 GB``."""
+    return _scaled(nbytes, 1000, _SI, digits)
+
+
+def fmt_iec(nbytes: float, digits: int = 2) -> str:
+    """Bytes in IEC units (1 GiB = 2^30 B): ``1073741824`` -> ``1.00 GiB``."""
+    return _scaled(nbytes, 1024, _IEC, digits)
+
+
+def fmt_bytes(nbytes: float) -> str:
+    """Both conventions side by side: ``16.06 GB (14.96 GiB)``; exact bytes under 1 kB."""
+    if abs(nbytes) < 1000:
+        return _scaled(nbytes, 1000, _SI, 2)
+    return f"{fmt_si(nbytes)} ({fmt_iec(nbytes)})"
+
+
+def fmt_flops(flops: float) -> str:
+    """FLOPs with a decimal prefix: ``1.406e14`` -> ``140.6 TFLOP``."""
+    for factor, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(flops) >= factor:
+            return f"{flops / factor:,.2f} {prefix}FLOP"
+    return f"{flops:,.0f} FLOP"
+
+
+def fmt_seconds(seconds: float) -> str:
+    """A duration with a fitting unit: ms below a second, s, h or days above."""
+    if seconds == 0:
+        return "0 s"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:,.2f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:,.3g} ms" if seconds * 1e3 < 100 else f"{seconds * 1e3:,.1f} ms"
+    if seconds < 3600:
+        return f"{seconds:,.3g} s" if seconds < 100 else f"{seconds:,.0f} s"
+    if seconds < 86400 * 2:
+        return f"{seconds / 3600:,.2f} h"
+    return f"{seconds / 86400:,.1f} days"

@@ -1,0 +1,140 @@
+"""The main job's command line: params, kv, list, show, --json, and clear errors (exit 2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def test_params_llama3_8b_prints_exact_total(cli):
+    r = cli("params", "llama3-8b")
+    assert r.code == 0, r.err
+    assert "8,030,261,248" in r.out
+    assert "16,060,522,496 B = 16.06 GB = 14.96 GiB" in r.out
+
+
+def test_params_json_has_stable_keys_and_exact_integers(cli):
+    r = cli("params", "llama3-8b", "--json")
+    data = r.json()
+    assert data["total_params"] == 8_030_261_248
+    assert data["n_gemm"] == 7_504_658_432
+    assert data["weight_bytes"] == 16_060_522_496
+    assert {row["group"] for row in data["rows"]} >= {"embedding", "attention", "mlp", "norms", "lm_head"}
+    assert sum(row["params"] for row in data["rows"]) == data["total_params"]
+
+
+def test_params_dtype_changes_bytes(cli):
+    data = cli("params", "llama3-8b", "--dtype", "int4", "--json").json()
+    assert data["weight_bytes"] == 8_030_261_248 // 2
+    assert cli("params", "LLAMA-3-8B", "--dtype", "fp8", "--json").json()["weight_bytes"] == 8_030_261_248
+
+
+def test_kv_llama3_8b(cli):
+    r = cli("kv", "llama3-8b")
+    assert r.code == 0, r.err
+    assert "131,072 B" in r.out and "128.00 KiB" in r.out
+    assert "1.00 GiB" in r.out
+    row = [c for c in cli("kv", "llama3-8b", "--json").json()["contexts"] if c["context"] == 8192][0]
+    assert row["kv_bytes"] == 2**30
+
+
+def test_kv_deepseek_v3_latent(cli):
+    r = cli("kv", "deepseek-v3")
+    assert "70,272 B" in r.out
+
+
+def test_kv_qwen3_next_hybrid_128k(cli):
+    r = cli("kv", "qwen3-next-80b-a3b", "--context", "128K")
+    assert r.code == 0, r.err
+    assert "3.04 GiB" in r.out
+    assert "12.00 GiB" in r.out  # every layer full attention
+
+
+def test_kv_batch_and_dtype(cli):
+    data = cli("kv", "llama3-8b", "--context", "8K", "--batch", "4", "--kv-dtype", "fp8", "--json").json()
+    assert data["contexts"][0]["total_bytes"] == 4 * 2**30 // 2
+
+
+def test_list_and_show(cli):
+    models = cli("list", "models", "--json").json()
+    assert {m["name"] for m in models} >= {"llama3-8b", "llama3-70b", "llama3.1-405b", "mistral-7b",
+                                            "mixtral-8x7b", "deepseek-v3", "qwen2-vl-7b", "qwen3-next-80b-a3b"}
+    gpus = cli("list", "gpus", "--json").json()
+    assert {g["name"] for g in gpus} >= {"h100", "h100-pcie", "h200", "a100", "a100-40gb", "b200", "mi300x",
+                                          "l40s", "rtx-4090"}
+    shown = cli("show", "H100-SXM", "--json").json()
+    assert shown["kind"] == "gpu" and shown["spec"]["dense_tflops"]["bf16"] == 989.4
+    assert "huggingface.co/meta-llama" in cli("show", "llama3-8b").out
+    assert cli("list", "models").code == 0
+
+
+@pytest.mark.parametrize("name,canonical", [("H100", "h100"), ("h100-sxm", "h100"), ("A100-80GB", "a100"),
+                                            ("rtx4090", "rtx-4090")])
+def test_gpu_names_are_case_insensitive_with_aliases(cli, name, canonical):
+    assert cli("show", name, "--json").json()["name"] == canonical
+
+
+def test_unknown_model_lists_names_and_closest_match(cli):
+    r = cli("params", "llama3-9b")
+    assert r.code == 2
+    assert "closest match: llama3-8b" in r.err and "mistral-7b" in r.err
+    assert r.out == "" and "Traceback" not in r.err
+
+
+def test_yaml_path_spec(cli, tmp_path):
+    from pathlib import Path
+
+    import llm_cost.load as load
+
+    text = (load.data_dir("models") / "llama3-8b.yaml").read_text()
+    path = tmp_path / "mine.yaml"
+    path.write_text(text)
+    assert cli("params", str(path), "--json").json()["total_params"] == 8_030_261_248
+    assert Path(path).exists()
+
+
+@pytest.mark.parametrize("mutate,needle", [
+    (lambda t: t.replace("num_key_value_heads: 8", "num_key_value_heads: 5"), "multiple of num_key_value_heads"),
+    (lambda t: t + "\nflavour: vanilla\n", "flavour: unknown field"),
+    (lambda t: t.replace("hidden_size: 4096\n", ""), "hidden_size: required field is missing"),
+    (lambda t: t.replace("vocab_size: 128256", "vocab_size: -1"), "vocab_size"),
+    (lambda t: t + "\nbad: [unclosed\n", "invalid YAML"),
+    (lambda t: "!!python/object/apply:os.system ['echo hi']\n", "invalid YAML"),
+    (lambda t: "", "empty file"),
+    (lambda t: "- a list\n", "top level must be a mapping"),
+])
+def test_invalid_spec_files_exit_2_naming_the_problem(cli, tmp_path, mutate, needle):
+    import llm_cost.load as load
+
+    text = (load.data_dir("models") / "llama3-8b.yaml").read_text()
+    path = tmp_path / "bad.yaml"
+    path.write_text(mutate(text))
+    r = cli("params", str(path))
+    assert r.code == 2, r.out
+    assert str(path) in r.err and needle in r.err, r.err
+    assert r.out == "" and "Traceback" not in r.err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["kv", "llama3-8b", "--context", "0"], "--context"),
+    (["kv", "llama3-8b", "--context", "8X"], "unknown suffix"),
+    (["kv", "llama3-8b", "--context", ""], "empty"),
+    (["kv", "llama3-8b", "--context", "-5"], "--context"),
+    (["kv", "llama3-8b", "--batch", "0"], "--batch"),
+    (["kv", "llama3-8b", "--kv-dtype", "fp7"], "unknown dtype"),
+    (["params", "llama3-8b", "--dtype", "bf17"], "unknown dtype"),
+    (["params", "/nonexistent/spec.yaml"], "no such file"),
+])
+def test_bad_flags_exit_2(cli, args, needle):
+    r = cli(*args)
+    assert r.code == 2
+    assert needle in r.err, r.err
+    assert r.out == ""
+
+
+def test_json_round_trips_for_every_basic_command(cli):
+    for args in (["params", "deepseek-v3"], ["kv", "mistral-7b"], ["list", "gpus"], ["show", "qwen2-vl-7b"]):
+        r = cli(*args, "--json")
+        assert r.code == 0
+        json.loads(r.out)
