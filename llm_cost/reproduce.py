@@ -15,10 +15,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
+from .flops import forward_flops, weight_flops_params
 from .kv import kv_bytes, kv_bytes_per_token, kv_cache, kv_elements_per_token_per_layer
-from .load import load_model
+from .load import load_gpu, load_model
+from .memory import activation_memory, fit
 from .params import ParamsResult, count_params
+from .roofline import decode_step, prefill_step, ridge_points
 from .spec import ModelSpec
+from .structure import build
 
 __all__ = ["Check", "RowResult", "ROWS", "load_rows", "check_rows"]
 
@@ -225,6 +229,102 @@ ROWS["K8b"] = lambda: _k8_at(131072)
 ROWS["K8c"] = lambda: _k8_at(1048576)
 
 
+# --- FLOPs and Roofline (seed 000 §八-§九, seed 003 §02) ------------------------------------------
+
+def _f4(seq: int) -> dict[str, float]:
+    f = forward_flops(_spec("llama3-8b"), seq, attention="full")
+    blocks = f.linear_flops + f.attention_flops
+    return {"linear_per_layer": f.linear_flops / 32, "attention_per_layer": f.attention_flops / 32,
+            "blocks_total": blocks, "printed_blocks_total": blocks}
+
+
+for _seq in (128, 1024, 8192):
+    ROWS[f"F4.{_seq}"] = (lambda n: lambda: _f4(n))(_seq)
+
+
+@_row("F5")
+def _f5():
+    f = forward_flops(_spec("llama3-8b"), 1, cached=8192, logits="last")
+    return {"linear_per_layer": f.linear_flops / 32, "attention_per_layer": f.attention_flops / 32,
+            "blocks_total": f.linear_flops + f.attention_flops, "total_gflops": f.total_flops / 1e9}
+
+
+@_row("F6")
+def _f6():
+    spec = _spec("llama3-8b")
+    per_token = lambda s: forward_flops(spec, 1, cached=s - 1).attention_flops  # noqa: E731  sees s positions
+    return {"weight_gflops": 2 * weight_flops_params(build(spec)) / 1e9,
+            "attention_gflops_8k": per_token(8192) / 1e9, "attention_gflops_128k": per_token(131072) / 1e9}
+
+
+@_row("F7")
+def _f7():
+    return {"tflop": forward_flops(_spec("llama3-8b"), 8192).total_flops / 1e12}
+
+
+@_row("R5")
+def _r5():
+    spec, gpu = _spec("llama3-8b"), load_gpu("h100")
+    causal = prefill_step(spec, gpu, 8192, mfu=0.6)
+    full = prefill_step(spec, gpu, 8192, mfu=0.6, attention="full")
+    return {"seconds_at_peak": causal.bound_s, "seconds_at_60_mfu": causal.estimate_s,
+            "full_attention_seconds_at_peak": full.bound_s, "full_attention_seconds_at_60_mfu": full.estimate_s}
+
+
+@_row("R1")
+def _r1():
+    h100 = {r.dtype: r.ridge_flop_per_byte for r in ridge_points(load_gpu("h100"))}
+    a100 = {r.dtype: r.ridge_flop_per_byte for r in ridge_points(load_gpu("a100"))}
+    return {"h100_bf16": h100["bf16"], "printed_h100_bf16": h100["bf16"], "a100_bf16": a100["bf16"],
+            "h100_fp8": h100["fp8"]}
+
+
+@_row("R2")
+def _r2():
+    spec, gpu = _spec("llama3-8b"), load_gpu("h100")
+    resident = decode_step(spec, gpu, 1, 0, weight_bytes="resident")
+    read = decode_step(spec, gpu, 1, 0)
+    return {"resident_ms": resident.bound_s * 1e3, "printed_ms": resident.bound_s * 1e3,
+            "tokens_per_s": resident.tokens_per_s, "compute_ms": resident.compute_time_s * 1e3,
+            "matmul_weights_ms": read.matmul_weights_time_s * 1e3}
+
+
+@_row("R3")
+def _r3():
+    return {"gib": kv_bytes(_spec("llama3-8b"), 8192, batch=295) / GiB}
+
+
+@_row("R4")
+def _r4():
+    limit = decode_step(_spec("llama3-8b"), load_gpu("h100"), 1, 8192).intensity_limit
+    return {"limit": limit, "printed": limit}
+
+
+@_row("R6")
+def _r6():
+    d = decode_step(_spec("llama3-8b"), load_gpu("h100"), 1, 0, weight_bits=4.25, weight_bytes="resident")
+    return {"ms": d.bound_s * 1e3, "printed_ms": d.bound_s * 1e3}
+
+
+@_row("A1")
+def _a1():
+    a = activation_memory(_spec("llama3-8b"), 8192, 1, "none")
+    return {"gib": a.bytes_per_layer / GiB, "quadratic_gib": a.quadratic_bytes_per_layer / GiB}
+
+
+@_row("K10")
+def _k10():
+    f = fit(_spec("llama3-8b"), load_gpu("h100"))
+    by_context = {c.context: c.max_batch for c in f.concurrency}
+    return {"requests_8k": by_context[8192], "requests_128k": by_context[131072]}
+
+
+@_row("K10b")
+def _k10b():
+    f = fit(_spec("llama3-8b"), load_gpu("h100"))
+    return {"tokens_in_64_gib": 64 * GiB // f.kv_bytes_per_token, "tokens_on_h100": f.token_budget}
+
+
 # --- checking -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -265,9 +365,13 @@ def load_rows() -> list[dict]:
 def _agrees(expected, computed) -> tuple[bool, str, float]:
     if isinstance(expected, int) and not isinstance(expected, bool):
         return computed == expected and float(computed).is_integer(), "exact", expected
+    value = float(expected["value"])
+    if "sig" in expected:
+        sig = expected["sig"]
+        return float(f"{float(computed):.{sig - 1}e}") == float(f"{value:.{sig - 1}e}"), \
+            f"{sig} significant digits", value
     digits = expected["digits"]
-    return round(float(computed), digits) == round(float(expected["value"]), digits), \
-        f"rounded to {digits} decimals", expected["value"]
+    return round(float(computed), digits) == round(value, digits), f"rounded to {digits} decimals", value
 
 
 def check_rows(ids: list[str] | None = None) -> list[RowResult]:

@@ -1,0 +1,137 @@
+"""What fits in a GPU's memory: weights, KV cache, batch and context limits (seed 003 §02, §04),
+and training activation memory per layer (Korthikanti et al. 2022, seed 003 §02).
+
+Capacity is the datasheet's ``memory_gb`` x 10^9 bytes less an optional reserve (runtime,
+activations, fragmentation: ``--reserve-gb``). What is left after the resident weights holds
+the KV cache: B sequences of s tokens need B x kv(s) bytes (kv(s) grows linearly for full
+attention, stops at the window for sliding layers, and includes any fixed linear-attention
+state).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .kv import kv_bytes, kv_bytes_per_token
+from .spec import HardwareSpec, ModelSpec
+from .structure import build
+from .units import to_bytes
+
+__all__ = ["Fit", "fit", "max_context", "Activations", "activation_memory"]
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    """How many sequences of ``context`` tokens fit beside the weights."""
+
+    context: int
+    kv_bytes_per_sequence: int | float
+    max_batch: int
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Weights against memory, and the KV room left."""
+
+    model: str
+    gpu: str
+    weight_bits: float
+    kv_bits: int
+    memory_bytes: int
+    reserve_bytes: int
+    weight_bytes: int | float
+    fits: bool
+    shortfall_bytes: int | float  # > 0 when the weights alone do not fit
+    kv_budget_bytes: int | float  # memory - reserve - weights (>= 0)
+    kv_bytes_per_token: int | float
+    token_budget: int | None  # B x s the KV budget holds (full-attention models)
+    context: int
+    batch: int
+    max_batch_at_context: int
+    max_context_at_batch: int | None  # None: unbounded (sliding window / linear state only)
+    concurrency: list[Concurrency]
+    conventions: list[str] = field(default_factory=list)
+
+
+def max_context(spec: ModelSpec, budget: float, batch: int, kv_bits: int, ceiling: int = 10**12) -> int | None:
+    """Largest context s with batch x kv(s) <= budget (0 if even s = 1 does not fit); None when
+    kv stops growing (sliding window, linear state) and the plateau fits."""
+    def need(s: int) -> float:
+        return float(kv_bytes(spec, s, kv_bits, batch))
+
+    if need(1) > budget:
+        return 0
+    if need(ceiling) <= budget:
+        return None
+    lo, hi = 1, ceiling
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if need(mid) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
+        weight_bits: float | Fraction = 16, kv_bits: int = 16, reserve_bytes: int = 0,
+        concurrency_contexts: tuple[int, ...] = (8192, 131072)) -> Fit:
+    """Weights vs memory and the KV room left on one GPU. Pure; never raises for valid input."""
+    bits = Fraction(weight_bits).limit_denominator(1000)
+    weights = to_bytes(build(spec).total_params, bits)
+    memory = gpu.memory_bytes
+    room = memory - reserve_bytes - weights
+    fits = room > 0
+    budget = room if fits else 0
+    per_token = kv_bytes_per_token(spec, kv_bits)
+    full_only = all(spec.layer_type(i) == "full_attention" for i in range(spec.num_hidden_layers))
+    token_budget = int(budget // per_token) if (full_only and per_token) else None
+    at_context = kv_bytes(spec, context, kv_bits)
+    conc = [Concurrency(c, kv_bytes(spec, c, kv_bits), int(budget // kv_bytes(spec, c, kv_bits)))
+            for c in concurrency_contexts]
+    conventions = [
+        f"memory {gpu.memory_gb:g} GB = {memory:,} B (datasheet, 10^9 B per GB) less a reserve of {reserve_bytes:,} B",
+        f"weights: every parameter at {float(bits):g} bits; KV at {kv_bits} bits per element",
+        "max batch and context use whole sequences: batch x kv(context) <= memory - reserve - weights",
+    ]
+    return Fit(spec.name, gpu.name, float(bits), kv_bits, memory, reserve_bytes, weights, fits,
+               -room if not fits else 0, budget, per_token, token_budget, context, batch,
+               int(budget // at_context) if at_context else 0,
+               max_context(spec, budget, batch, kv_bits), conc, conventions)
+
+
+@dataclass(frozen=True)
+class Activations:
+    """Activation bytes per layer for training (16-bit activations, no tensor parallelism)."""
+
+    model: str
+    seq: int
+    micro_batch: int
+    recompute: str
+    bytes_per_layer: int
+    quadratic_bytes_per_layer: int  # the 5 a s^2 b term (attention scores, softmax, dropout mask)
+    layers: int
+    total_bytes: int
+    formula: str
+
+
+def activation_memory(spec: ModelSpec, seq: int, micro_batch: int = 1, recompute: str = "none") -> Activations:
+    """Activation memory of one layer, Korthikanti et al. 2022 ("Reducing Activation
+    Recomputation in Large Transformer Models", eq. 1): s b h (34 + 5 a s / h) bytes with 16-bit
+    activations, h = hidden_size, a = attention heads; "selective" recompute drops the
+    5 a s^2 b attention term (34 s b h); "full" keeps only each layer's input (2 s b h).
+    The formula is the paper's for a standard GPT block; other blocks are approximated by it."""
+    s, b, h, a = seq, micro_batch, spec.hidden_size, spec.attention.num_attention_heads
+    linear = 34 * s * b * h
+    quadratic = 5 * a * s * s * b
+    if recompute == "none":
+        per, formula = linear + quadratic, "s b h (34 + 5 a s / h)"
+    elif recompute == "selective":
+        per, formula = linear, "34 s b h (attention scores recomputed)"
+    elif recompute == "full":
+        per, formula = 2 * s * b * h, "2 s b h (only the layer input kept)"
+    else:
+        raise ValueError(f"recompute must be none, selective or full, not {recompute!r}")
+    L = spec.num_hidden_layers
+    return Activations(spec.name, s, b, recompute, per, quadratic if recompute == "none" else 0, L, per * L, formula)

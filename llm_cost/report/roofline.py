@@ -1,0 +1,81 @@
+"""Tables for ``llm-cost roofline``."""
+
+from __future__ import annotations
+
+from ..roofline import DecodeStep, PrefillStep, Ridge
+from ..units import fmt_flops, fmt_int, fmt_seconds, fmt_si
+from .base import bytes_exact, print_conventions, print_facts, print_table
+
+
+def render_ridges(con, ridges: list[Ridge], gpu_name: str) -> None:
+    """Ridge point per dtype."""
+    rows = [[r.dtype, f"{r.peak_tflops:,.1f}", f"{r.bandwidth_tb_s:g}", f"{r.ridge_flop_per_byte:,.1f}"]
+            for r in ridges]
+    print_table(con, f"{gpu_name}: Roofline ridge points", [("dtype", "left"), ("dense peak TFLOP/s", "right"),
+                                                           ("bandwidth TB/s", "right"), ("ridge FLOP/byte", "right")],
+                rows, caption="ridge = peak FLOP/s / bandwidth B/s (TB = 10^12 B); a kernel below it is memory-bound")
+
+
+def _default_note(con, model_given: bool, display_name: str) -> None:
+    if not model_given:
+        con.print(f"[dim]model: {display_name} (the default; name a MODEL to change it)[/dim]")
+
+
+def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_given: bool, ops: bool) -> None:
+    """The decode step: FLOPs, bytes, intensities, bound, estimate, compute-bound batch."""
+    _default_note(con, model_given, display_name)
+    con.print(f"[bold]{display_name} on {gpu_name}: decode step, batch {d.batch}, context {d.context:,}, "
+              f"{d.compute_dtype} peak, weights at {d.weight_bits:g} bits, KV at {d.kv_bits} bits[/bold]")
+    facts = [
+        ("FLOPs", f"{fmt_flops(d.flops)} = weights {fmt_flops(d.weight_flops)} + attention {fmt_flops(d.attention_flops)}"),
+        ("matmul weights read", bytes_exact(d.matmul_weight_bytes)),
+        ("norm/bias vectors + embedding rows", bytes_exact(d.other_weight_bytes + d.embedding_row_bytes)),
+        ("KV read + new K/V written", f"{bytes_exact(d.kv_read_bytes)} + {bytes_exact(d.kv_write_bytes)}"),
+        ("bytes per step", bytes_exact(d.bytes) + ("  (resident convention)" if d.weight_bytes_convention == "resident"
+                                                  else "")),
+        ("arithmetic intensity", f"{d.intensity:,.2f} FLOP/byte (weights {d.weight_intensity:,.2f}"
+         + (f", KV {d.kv_intensity:,.2f}" if d.kv_intensity else "") + f"); ridge {d.ridge:,.1f}"),
+        ("compute time at peak", fmt_seconds(d.compute_time_s)),
+        ("memory time at peak", fmt_seconds(d.memory_time_s)),
+        ("lower bound", f"[bold]{fmt_seconds(d.bound_s)}[/bold] ({d.bound}-bound), {d.tokens_per_s:,.0f} tokens/s"),
+        ("read all resident weights once", f"{fmt_seconds(d.resident_read_time_s)} "
+         f"({fmt_si(d.resident_weight_bytes)}, seed 003's convention)"),
+        ("read the matmul weights only", f"{fmt_seconds(d.matmul_weights_time_s)} ({fmt_si(d.matmul_weight_bytes)})"),
+        (f"estimate at MFU {d.mfu:.0%}, MBU {d.mbu:.0%}", f"{fmt_seconds(d.estimate_s)}, "
+         f"{d.estimate_tokens_per_s:,.0f} tokens/s"),
+    ]
+    if d.compute_bound_batch_weights_only:
+        kv = d.kv_bytes_at_compute_bound_batch
+        facts.append(("batch where weights reach the ridge", f"{fmt_int(d.compute_bound_batch_weights_only)}"
+                      + (f" (KV at context {d.context:,}: {bytes_exact(kv)})" if kv else "")))
+    facts.append(("batch where the whole step is compute-bound",
+                  fmt_int(d.compute_bound_batch) if d.compute_bound_batch else
+                  "none: KV reads keep the step memory-bound at every batch"))
+    if d.intensity_limit is not None:
+        facts.append(("intensity as batch grows", f"-> {d.intensity_limit:,.2f} FLOP/byte"))
+    print_facts(con, facts)
+    if ops:
+        rows = [[o.name, fmt_flops(o.flops), fmt_si(o.bytes), f"{o.intensity:,.1f}" if o.intensity else "-",
+                 o.bound, fmt_seconds(o.time_s)] for o in d.ops]
+        rows.append(["[bold]sum[/bold]", fmt_flops(sum(o.flops for o in d.ops)), fmt_si(sum(o.bytes for o in d.ops)),
+                     "", "", fmt_seconds(sum(o.time_s for o in d.ops))])
+        print_table(con, "per operator (time at peak: max(FLOPs/peak, bytes/bandwidth))",
+                    [("operator", "left"), ("FLOPs", "right"), ("bytes", "right"), ("FLOP/byte", "right"),
+                     ("bound", "left"), ("time", "right")], rows,
+                    caption="the sum of per-operator times is at least the step's bound (each op waits for its "
+                            "slower resource)")
+    print_conventions(con, d.conventions)
+
+
+def render_prefill(con, p: PrefillStep, display_name: str, gpu_name: str, model_given: bool) -> None:
+    """The prefill: FLOPs, bytes, time at peak and at the MFU."""
+    _default_note(con, model_given, display_name)
+    con.print(f"[bold]{display_name} on {gpu_name}: prefill of {p.batch} x {p.seq:,} tokens, {p.compute_dtype} peak[/bold]")
+    print_facts(con, [
+        ("FLOPs", f"{fmt_flops(p.flops)} = weights {fmt_flops(p.weight_flops)} + attention {fmt_flops(p.attention_flops)}"),
+        ("bytes", f"{bytes_exact(p.bytes)} (weights once + K/V written)"),
+        ("arithmetic intensity", f"{p.intensity:,.0f} FLOP/byte"),
+        ("time at peak (lower bound)", f"[bold]{fmt_seconds(p.bound_s)}[/bold] ({p.bound}-bound)"),
+        (f"estimate at MFU {p.mfu:.0%}", f"{fmt_seconds(p.estimate_s)}, {p.tokens_per_s_at_mfu:,.0f} tokens/s"),
+    ])
+    print_conventions(con, p.conventions)

@@ -1,0 +1,138 @@
+"""Roofline, FLOPs and capacity: invariants, the measured-H200 check, and the CLI's promises."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_cost.flops import attention_pairs, forward_flops
+from llm_cost.load import load_gpu, load_model
+from llm_cost.memory import fit
+from llm_cost.roofline import decode_step, prefill_step
+
+MEASURED = json.loads((Path(__file__).parent / "data" / "h200-llama3-8b-measured.json").read_text())
+
+
+@pytest.mark.parametrize("row", MEASURED["decode"], ids=lambda r: f"B{r['batch']}-ctx{r['context']}")
+def test_no_decode_bound_exceeds_a_measured_h200_time(row):
+    """Measured on an H200 (tests/data/h200-llama3-8b-measured.json, CUDA-graph decode steps):
+    a lower bound from the h200 datasheet spec must never be above what the GPU achieved."""
+    d = decode_step(load_model("llama3-8b"), load_gpu("h200"), row["batch"], row["context"])
+    assert d.kv_read_bytes == row["kv_bytes"]  # the same cache the measurement held
+    assert d.bound_s * 1e3 <= row["ms"]
+
+
+@pytest.mark.parametrize("row", MEASURED["prefill"], ids=lambda r: f"B{r['batch']}-s{r['prompt']}")
+def test_no_prefill_bound_exceeds_a_measured_h200_time(row):
+    p = prefill_step(load_model("llama3-8b"), load_gpu("h200"), row["prompt"], row["batch"], logits="last")
+    assert p.bound_s * 1e3 <= row["ms"]
+
+
+def test_measured_weights_match_the_spec():
+    from llm_cost.params import count_params
+
+    assert count_params(load_model("llama3-8b")).weight_bytes == MEASURED["weight_bytes"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 4096), st.integers(0, 10**6), st.one_of(st.none(), st.integers(1, 10**5)))
+def test_attention_pairs_matches_brute_force_sum(s, c, w):
+    """Causal pairs = sum over new tokens i of min(c + i, W) (brute force on small cases)."""
+    if s > 300:
+        s = s % 300 + 1
+    brute = sum(min(c + i, w) if w else c + i for i in range(1, s + 1))
+    assert attention_pairs(s, c, True, w) == brute
+    assert attention_pairs(s, c, False, w) == s * (min(c + s, w) if w else c + s)
+
+
+models = st.sampled_from(["llama3-8b", "mistral-7b", "mixtral-8x7b", "deepseek-v3", "qwen3-next-80b-a3b",
+                          "qwen2-vl-7b"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(models, st.integers(1, 512), st.integers(0, 200_000), st.sampled_from(["h100", "a100", "mi300x", "b200"]))
+def test_decode_bound_is_at_least_both_terms_and_ops_sum_to_totals(name, batch, context, gpu):
+    d = decode_step(load_model(name), load_gpu(gpu), batch, context)
+    assert d.bound_s >= d.compute_time_s and d.bound_s >= d.memory_time_s
+    assert d.bound_s == max(d.flops / d.peak_flops, d.bytes / d.bandwidth_bytes_s)
+    assert sum(o.flops for o in d.ops) == pytest.approx(d.flops, rel=1e-12)
+    assert sum(o.bytes for o in d.ops) == pytest.approx(d.bytes, rel=1e-12)
+    assert sum(o.time_s for o in d.ops) >= d.bound_s * (1 - 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(models, st.integers(1, 64), st.integers(0, 100_000), st.integers(1, 100_000))
+def test_flops_and_bytes_monotone_in_context_and_batch(name, batch, context, more):
+    spec = load_model(name)
+    gpu = load_gpu("h100")
+    a, b = decode_step(spec, gpu, batch, context), decode_step(spec, gpu, batch, context + more)
+    assert b.flops >= a.flops and b.bytes >= a.bytes
+    c = decode_step(spec, gpu, batch + 1, context)
+    assert c.flops > a.flops and c.bytes > a.bytes
+    assert forward_flops(spec, context + more).total_flops > forward_flops(spec, more).total_flops or context == 0
+
+
+def test_fp8_on_a100_is_an_error_not_a_number(cli):
+    r = cli("roofline", "--gpu", "a100", "--dtype", "fp8")
+    assert r.code == 2 and "no fp8 tensor-core peak" in r.err and r.out == ""
+
+
+def test_roofline_ridges(cli):
+    out = cli("roofline", "--gpu", "h100").out
+    assert "295.3" in out and "590.7" in out
+
+
+def test_roofline_llama3_8b_batch_1(cli):
+    out = cli("roofline", "llama3-8b", "--gpu", "h100", "--batch", "1").out
+    assert "4.79 ms (16.06 GB" in out  # all resident weights, seed 003's 4.8 ms
+    assert "4.48 ms (15.01 GB)" in out  # the matmul weights
+
+
+def test_roofline_default_model_and_json(cli):
+    r = cli("roofline", "--gpu", "h100", "--batch", "64")
+    assert r.code == 0 and "llama3-8b" in r.out.lower().replace("llama-3-8b", "llama3-8b")
+    data = cli("roofline", "--gpu", "h100", "--batch", "64", "--json").json()
+    assert data["model"] == "llama3-8b" and data["batch"] == 64 and data["bound"] == "memory"
+
+
+def test_roofline_ops_table_sums(cli):
+    data = cli("roofline", "llama3-8b", "--batch", "8", "--context", "4K", "--ops", "--json").json()
+    assert sum(op["flops"] for op in data["ops"]) == pytest.approx(data["flops"])
+
+
+def test_flops_prefill_8k_about_140_tflop(cli):
+    r = cli("flops", "llama3-8b", "--phase", "prefill", "--seq", "8K")
+    assert r.code == 0 and "140.55" in r.out and "causal" in r.out
+
+
+def test_prefill_roofline_prints_default_mfu(cli):
+    out = cli("roofline", "llama3-8b", "--gpu", "h100", "--phase", "prefill", "--seq", "8K").out
+    assert "142.1 ms" in out and "MFU 60%" in out and "236.8 ms" in out
+
+
+def test_fit_llama3_8b_and_70b(cli):
+    data = cli("fit", "llama3-8b", "--gpu", "h100", "--json").json()
+    assert [c["max_batch"] for c in data["concurrency"]] == [59, 3]
+    r = cli("fit", "llama3-70b", "--gpu", "h100")
+    assert r.code == 0 and "does not fit" in r.out and "61,107,412,992 B" in r.out
+
+
+def test_fit_sliding_window_context_is_unbounded():
+    f = fit(load_model("mistral-7b"), load_gpu("h100"))
+    assert f.max_context_at_batch is None and f.token_budget is None
+
+
+def test_quantized_weights_shrink_the_bound(cli):
+    base = cli("roofline", "llama3-8b", "--json").json()["bound_s"]
+    q = cli("roofline", "llama3-8b", "--weights-dtype", "int4", "--json").json()["bound_s"]
+    assert q < base / 3.5
+
+
+def test_activations_command(cli):
+    data = cli("activations", "llama3-8b", "--seq", "8K", "--json").json()
+    assert [a["recompute"] for a in data] == ["none", "selective", "full"]
+    assert data[0]["quadratic_bytes_per_layer"] == 5 * 32 * 8192**2
