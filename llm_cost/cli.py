@@ -126,15 +126,16 @@ def show(
     _emit(result, as_json, view.render_spec)
 
 
-def _weight_bits(dtype: str, weights_dtype: Optional[str], bits_per_weight: Optional[str]):
-    """Bits per stored weight: --bits-per-weight, else --weights-dtype, else --dtype."""
+def _weight_bits(default_dtype: str, weights_dtype: Optional[str], bits_per_weight: Optional[str]):
+    """Bits per stored weight: --bits-per-weight, else --weights-dtype, else ``default_dtype``
+    (the checkpoint's dtype)."""
     from .units import dtype_bits, parse_positive_float
 
     if bits_per_weight is not None:
         return parse_positive_float(bits_per_weight, "--bits-per-weight", maximum=64)
     if weights_dtype is not None:
         return dtype_bits(weights_dtype, "--weights-dtype")
-    return dtype_bits(dtype, "--dtype")
+    return dtype_bits(default_dtype)
 
 
 @app.command()
@@ -183,8 +184,9 @@ def _choice(value: str, flag: str, valid: tuple[str, ...]) -> None:
 def roofline(
     model: Optional[str] = typer.Argument(None, help=MODEL_HELP + " Default with --batch/--context: llama3-8b."),
     gpu: str = typer.Option("h100", "--gpu", "-g", help=GPU_HELP),
-    dtype: str = typer.Option("bf16", "--dtype", help="Compute dtype for the peak; also the weight dtype by default."),
-    weights_dtype: Optional[str] = typer.Option(None, "--weights-dtype", help="Weight storage dtype (e.g. int4)."),
+    dtype: str = typer.Option("bf16", "--dtype", help="Compute dtype for the peak FLOP/s."),
+    weights_dtype: Optional[str] = typer.Option(None, "--weights-dtype",
+                                                help="Weight storage dtype (e.g. int4); default: the checkpoint's."),
     bits_per_weight: Optional[str] = typer.Option(None, "--bits-per-weight",
                                                   help="Bits per stored weight incl. scales (e.g. 4.25 for int4, group 128)."),
     kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache element dtype."),
@@ -218,7 +220,7 @@ def roofline(
     g = load_gpu(gpu)
     peak_flops(g, dtype)  # an unsupported dtype is an error before anything else
     kv_bits = dtype_bits(kv_dtype, "--kv-dtype")
-    bits = _weight_bits(dtype, weights_dtype, bits_per_weight)
+    _weight_bits("bf16", weights_dtype, bits_per_weight)  # validate flags before loading the model
     b = parse_context(batch or "1", "--batch")
     c = parse_context(context or "0", "--context", minimum=0)
     s = parse_context(seq or "8K", "--seq")
@@ -228,6 +230,7 @@ def roofline(
         _emit(ridge_points(g), as_json, view.render_ridges, g.display_name)
         return
     spec = load_model(model or "llama3-8b")
+    bits = _weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
     if phase == "prefill":
         result = prefill_step(spec, g, s, b, dtype, bits, kv_bits, f_mfu)
         _emit(result, as_json, view.render_prefill, spec.display_name, g.display_name, model_given)
@@ -242,7 +245,8 @@ def fit(
     gpu: str = typer.Option("h100", "--gpu", "-g", help=GPU_HELP),
     context: str = typer.Option("8K", "--context", "-c", help="Tokens per sequence for the largest batch."),
     batch: str = typer.Option("1", "--batch", "-b", help="Sequences for the largest context."),
-    weights_dtype: str = typer.Option("bf16", "--weights-dtype", help="Weight dtype: bf16, fp8, int8, int4, ..."),
+    weights_dtype: Optional[str] = typer.Option(None, "--weights-dtype",
+                                                help="Weight dtype: bf16, fp8, int8, int4, ... (default: the checkpoint's)."),
     bits_per_weight: Optional[str] = typer.Option(None, "--bits-per-weight", help="Bits per weight incl. scales (4.25)."),
     kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache element dtype."),
     reserve_gb: str = typer.Option("0", "--reserve-gb", help="Memory kept free for runtime and activations, GB (10^9 B)."),
@@ -259,10 +263,11 @@ def fit(
 
     c = parse_context(context, "--context")
     b = parse_context(batch, "--batch")
-    bits = _weight_bits(weights_dtype, None, bits_per_weight)
+    _weight_bits("bf16", weights_dtype, bits_per_weight)
     kv_bits = dtype_bits(kv_dtype, "--kv-dtype")
     reserve = _gigabytes(reserve_gb, "--reserve-gb")
     spec, g = load_model(model), load_gpu(gpu)
+    bits = _weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
     result = fit_(spec, g, c, b, bits, kv_bits, reserve)
     _emit(result, as_json, view.render, spec.display_name, g.display_name)
 
@@ -301,6 +306,162 @@ def activations(
     spec = load_model(model)
     result = [activation_memory(spec, s, b, r) for r in ("none", "selective", "full")]
     _emit(result, as_json, view.render_activations, spec.display_name)
+
+
+@app.command()
+def moe(
+    model: str = typer.Argument(..., help=MODEL_HELP),
+    batch: str = typer.Option("1,32,128", "--batch", "-b", help="Decode batches (tokens per step), comma-separated."),
+    weights_dtype: Optional[str] = typer.Option(None, "--weights-dtype",
+                                                help="Weight dtype: bf16, fp8, int4, ... (default: the checkpoint's)."),
+    ep: str = typer.Option("1", "--ep", help="Expert-parallel GPUs (must divide experts + redundant experts)."),
+    redundant_experts: str = typer.Option("0", "--redundant-experts", help="Extra expert copies spread over the EP GPUs."),
+    dispatch_dtype: str = typer.Option("fp8", "--dispatch-dtype", help="All-to-all dispatch dtype."),
+    combine_dtype: str = typer.Option("bf16", "--combine-dtype", help="All-to-all combine dtype."),
+    tp: str = typer.Option("8", "--tp", help="Tensor-parallel degree of the all-reduce comparison."),
+    prompt: str = typer.Option("4096", "--prompt", help="Prompt tokens for the all-to-all volume of one prefill."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help=GPU_HELP + " Adds the expert GEMM ridge analysis."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Compute dtype for the ridge (default: fp8 for 8-bit "
+                                        "weights when the GPU has it, else bf16)."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """MoE: total / active / read-per-step parameters, expected experts per batch, EP memory, all-to-all.
+
+    Example: llm-cost moe deepseek-v3 --batch 1,32,128 --weights-dtype fp8 --ep 32 --gpu h100
+    """
+    from .load import load_gpu, load_model
+    from .moe import moe_analysis
+    from .report import moe as view
+    from .units import dtype_bits, parse_context, parse_contexts
+
+    batches = parse_contexts(batch, "--batch")
+    _weight_bits("bf16", weights_dtype, None)
+    n_ep = parse_context(ep, "--ep")
+    n_red = parse_context(redundant_experts, "--redundant-experts", minimum=0)
+    n_tp = parse_context(tp, "--tp")
+    n_prompt = parse_context(prompt, "--prompt")
+    d_bits, c_bits = dtype_bits(dispatch_dtype, "--dispatch-dtype"), dtype_bits(combine_dtype, "--combine-dtype")
+    spec = load_model(model)
+    bits = _weight_bits(spec.torch_dtype, weights_dtype, None)
+    g = load_gpu(gpu) if gpu else None
+    result = moe_analysis(spec, batches, bits, n_ep, n_red, d_bits, c_bits, n_tp, n_prompt, g, dtype)
+    _emit(result, as_json, view.render, spec.display_name)
+
+
+@app.command()
+def context(
+    model: str = typer.Argument(..., help=MODEL_HELP),
+    contexts: str = typer.Option("8K,32K,128K,1M", "--context", "-c", help="Contexts in tokens, comma-separated."),
+    gpu: str = typer.Option("h100", "--gpu", "-g", help=GPU_HELP),
+    mfu: str = typer.Option("0.6", "--mfu", help="Model FLOP utilisation for prefill times (0-1 or 60%)."),
+    dtype: str = typer.Option("bf16", "--dtype", help="Compute dtype for the peak."),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache element dtype."),
+    weight_flops: str = typer.Option("gemm", "--weight-flops",
+                                     help="Weight FLOPs per token: gemm (2 N_gemm), non_embedding (2 (N - embedding), "
+                                          "seed 003) or total (2 N)."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Long context: attention vs weight FLOPs, crossover, prefill time, KV per request, score-matrix size.
+
+    Example: llm-cost context llama3-70b --context 8K,128K --weight-flops total
+    """
+    from .context import context_analysis
+    from .load import load_gpu, load_model
+    from .report import context as view
+    from .units import dtype_bits, parse_contexts, parse_fraction
+
+    _choice(weight_flops, "--weight-flops", ("gemm", "non_embedding", "total"))
+    ctx = parse_contexts(contexts, "--context")
+    f_mfu = parse_fraction(mfu, "--mfu")
+    kv_bits = dtype_bits(kv_dtype, "--kv-dtype")
+    spec, g = load_model(model), load_gpu(gpu)
+    result = context_analysis(spec, ctx, g, f_mfu, dtype, weight_flops, kv_bits)
+    _emit(result, as_json, view.render, spec.display_name)
+
+
+@app.command("spec")
+def spec_(
+    model: Optional[str] = typer.Argument(None, help=MODEL_HELP + " With --gpu: the Roofline step model."),
+    alpha: str = typer.Option(..., "--alpha", help="Acceptance rate per drafted token, in [0, 1]."),
+    gamma: str = typer.Option(..., "--gamma", help="Tokens drafted per round (>= 1)."),
+    c: Optional[str] = typer.Option(None, "--c", help="Cost of one draft step as a fraction of a target step."),
+    mtp: bool = typer.Option(False, "--mtp", help="Use the model's MTP module as the draft (c from its weights)."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help=GPU_HELP),
+    batch: str = typer.Option("1,8,32,64,128,256", "--batch", "-b", help="Batches for the step model."),
+    context: str = typer.Option("0", "--context", help="Cached tokens per sequence in the step model."),
+    mfu: str = typer.Option("0.6", "--mfu", help="MFU of the step model's compute term."),
+    dtype: str = typer.Option("bf16", "--dtype", help="Compute dtype (peak and weight storage)."),
+    weight_bytes: str = typer.Option("read", "--weight-bytes", help="read or resident (seed 003's convention)."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Speculative decoding: expected tokens per round, speedup, the turning batch, the step model.
+
+    Examples: llm-cost spec --alpha 0.8 --gamma 4 --c 0.1;
+    llm-cost spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --batch 64,128;
+    llm-cost spec deepseek-v3 --mtp --alpha 0.85 --gamma 1
+    """
+    from .load import load_gpu, load_model
+    from .report import speculative as view
+    from .speculative import speculative
+    from .units import parse_context, parse_contexts, parse_fraction
+
+    _choice(weight_bytes, "--weight-bytes", ("read", "resident"))
+    a = _unit_interval(alpha, "--alpha")
+    g_ = parse_context(gamma, "--gamma")
+    cost = _non_negative(c, "--c") if c is not None else None
+    batches = parse_contexts(batch, "--batch")
+    ctx = parse_context(context, "--context", minimum=0)
+    f_mfu = parse_fraction(mfu, "--mfu")
+    spec = load_model(model) if model else None
+    hw = load_gpu(gpu) if gpu else None
+    if hw is not None and spec is None:
+        raise InputError("--gpu needs a MODEL for the step model (e.g. llm-cost spec llama3-8b --gpu h100 ...)")
+    result = speculative(a, g_, cost, spec, hw, batches, f_mfu, ctx, dtype, weight_bytes, mtp)
+    _emit(result, as_json, view.render)
+
+
+def _unit_interval(text: str, flag: str) -> float:
+    """A float in [0, 1]."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{flag}: {text!r} is not a number in [0, 1]") from None
+    if not math.isfinite(value) or not 0 <= value <= 1:
+        raise InputError(f"{flag}: {text!r} must be in [0, 1]")
+    return value
+
+
+def _non_negative(text: str, flag: str) -> float:
+    """A finite float >= 0."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{flag}: {text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{flag}: {text!r} must be a finite number >= 0")
+    return value
+
+
+@app.command()
+def numerics(
+    k: str = typer.Option("4096", "--k", help="Dot-product length for the accumulation noise u x sqrt(k); 4K = 4,096."),
+    head_dim: str = typer.Option("128", "--head-dim", help="Head dimension d_head for the QK-norm logit bound sqrt(d_head)."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Number formats (FP32, TF32, BF16, FP16, FP8 E4M3/E5M2, FP4 E2M1, INT8, INT4): range, precision, overflow.
+
+    Example: llm-cost numerics --k 8K --head-dim 64
+    """
+    from .numerics import numerics as compute
+    from .report import numerics as view
+    from .units import parse_context
+
+    result = compute(parse_context(k, "--k"), parse_context(head_dim, "--head-dim"))
+    _emit(result, as_json, view.render)
 
 
 def main() -> None:

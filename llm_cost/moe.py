@@ -1,14 +1,30 @@
-"""Mixture-of-experts traffic (seed 003 §06).
+"""Mixture-of-experts: three parameter counts, expert traffic, expert parallelism (seed 003 §06).
 
-With E routed experts, top-k routing and B tokens routed independently and uniformly, the
-expected number of distinct experts a MoE layer touches is E(1 - (1 - k/E)^B): k at B = 1,
-approaching E as B grows. (Uniform routing is the document's assumption; real routers are
-load-balanced towards it.)
+* Total parameters set the memory; active parameters (k of E routed experts per token) set the
+  FLOPs; the parameters read per decode step set the bandwidth.
+* With E routed experts, top-k routing and B tokens routed independently and uniformly (the
+  document's assumption; load-balanced routers approach it), a MoE layer touches on average
+  E(1 - (1 - k/E)^B) distinct experts: k at B = 1, nearly all E at moderate B.
+* Expert parallelism (EP) over n GPUs puts (E + R)/n experts on each (R redundant copies of hot
+  experts), replicating every non-expert weight.
+* Each MoE layer sends every token's hidden state to its k experts and back: all-to-all dispatch
+  k d bytes-per-element and combine k d, against a tensor-parallel ring all-reduce of one hidden
+  state, 2 (n-1)/n d bytes.
+* An expert's GEMM in a step of T tokens has T k / E rows; with b bytes per weight its intensity
+  is 2 (T k / E) / b FLOP per weight byte, so it reaches a ridge R only when
+  T >= R b / 2 x E / k tokens per layer.
 """
 
 from __future__ import annotations
 
-__all__ = ["expected_experts"]
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .spec import HardwareSpec, ModelSpec
+from .structure import build
+from .units import InputError, to_bytes
+
+__all__ = ["expected_experts", "MoEAtBatch", "MoEResult", "moe_analysis"]
 
 
 def expected_experts(num_experts: int, top_k: int, tokens: int) -> float:
@@ -17,3 +33,129 @@ def expected_experts(num_experts: int, top_k: int, tokens: int) -> float:
     if tokens == 1:
         return float(top_k)
     return num_experts * (1 - (1 - top_k / num_experts) ** tokens)
+
+
+@dataclass(frozen=True)
+class MoEAtBatch:
+    """Expert traffic of one decode step of ``batch`` tokens."""
+
+    batch: int
+    expected_experts: float  # distinct routed experts per MoE layer
+    expected_experts_per_rank: float  # on one EP rank
+    routed_bytes: float  # routed expert weights read, all MoE layers
+    weight_bytes_read: float  # matmul weights used + vectors + B embedding rows
+    weight_bytes_seed: float  # seed 003: every non-routed parameter + the expected experts
+    dense_same_memory_bytes: float  # a dense model of the same total reads all of it
+    expert_gemm_rows: float  # T k / E
+    expert_gemm_intensity: float  # FLOP per weight byte
+
+
+@dataclass(frozen=True)
+class MoEResult:
+    """The MoE view of one model at a weight dtype."""
+
+    model: str
+    weight_bits: float
+    num_experts: int
+    top_k: int
+    moe_layers: int
+    expert_params: int  # one routed expert in one layer
+    total_params: int
+    active_params: int
+    non_routed_params: int
+    routed_params: int
+    total_bytes: float
+    active_bytes: float
+    rows: list[MoEAtBatch]
+    ep: int
+    redundant_experts: int
+    experts_per_rank: Fraction
+    weights_per_gpu_bytes: float
+    dispatch_bits: int
+    combine_bits: int
+    dispatch_bytes_per_token_per_layer: int
+    combine_bytes_per_token_per_layer: int
+    tp: int
+    allreduce_bytes_per_token_per_layer: float
+    all_to_all_vs_allreduce: float
+    prompt_tokens: int
+    prompt_all_to_all_bytes: float  # dispatch + combine over every MoE layer
+    gpu: str | None
+    compute_dtype: str | None
+    ridge: float | None
+    tokens_to_pass_ridge: float | None  # per MoE layer
+    conventions: list[str] = field(default_factory=list)
+
+
+def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fraction = 16, ep: int = 1,
+                 redundant_experts: int = 0, dispatch_bits: int = 8, combine_bits: int = 16, tp: int = 8,
+                 prompt_tokens: int = 4096, gpu: HardwareSpec | None = None,
+                 compute_dtype: str | None = None) -> MoEResult:
+    """Three parameter counts, expert traffic per batch, EP memory and all-to-all volume.
+
+    InputError when the model has no MoE, when ``ep`` does not divide E + R experts, or for a
+    GPU lacking ``compute_dtype``."""
+    from .roofline import peak_flops, weights_read
+
+    moe = spec.moe
+    if moe is None:
+        raise InputError(f"{spec.name} has no mixture-of-experts layers; the moe command needs a MoE model")
+    E, k, d = moe.num_experts, moe.num_experts_per_tok, spec.hidden_size
+    if ep < 1 or (E + redundant_experts) % ep:
+        raise InputError(f"--ep: {ep} GPUs cannot hold {E} experts + {redundant_experts} redundant evenly; "
+                         f"choose a divisor of {E + redundant_experts}")
+    if tp < 1:
+        raise InputError("--tp must be at least 1")
+    bits = Fraction(weight_bits).limit_denominator(1000)
+    b = float(bits) / 8
+    s = build(spec)
+    moe_layers = sum(1 for i in range(spec.num_hidden_layers) if spec.is_moe_layer(i))
+    routed = s.routed_expert_params
+    expert = routed // (E * moe_layers)
+    total = s.total_params
+    non_routed = total - routed
+    per_rank = Fraction(E + redundant_experts, ep)
+
+    ridge = tokens = None
+    if gpu is not None:
+        dtype = compute_dtype or ("fp8" if float(bits) <= 8 and "fp8" in gpu.dense_tflops else "bf16")
+        compute_dtype = dtype
+        ridge = peak_flops(gpu, dtype) / gpu.bandwidth_bytes_s
+        tokens = ridge * b / 2 * E / k
+
+    rows = []
+    for B in batches:
+        hit = expected_experts(E, k, B)
+        routed_b = hit * moe_layers * expert * b
+        rows.append(MoEAtBatch(
+            batch=B, expected_experts=hit, expected_experts_per_rank=hit / ep, routed_bytes=routed_b,
+            weight_bytes_read=weights_read(s, B, bits).total, weight_bytes_seed=non_routed * b + routed_b,
+            dense_same_memory_bytes=total * b, expert_gemm_rows=B * k / E,
+            expert_gemm_intensity=2 * (B * k / E) / b))
+    dispatch = k * d * dispatch_bits // 8
+    combine = k * d * combine_bits // 8
+    allreduce = 2 * (tp - 1) / tp * d * 2
+    conventions = [
+        f"weights at {float(bits):g} bits; GB = 10^9 B, GiB = 2^30 B",
+        "uniform independent routing: expected distinct experts E(1 - (1 - k/E)^B) per MoE layer",
+        "read per step = matmul weights used + norm vectors + B embedding rows; seed 003 counts every "
+        "non-routed parameter instead",
+        f"EP over {ep} GPU(s): ({E} + {redundant_experts} redundant)/{ep} experts each; non-expert weights replicated",
+        f"all-to-all per token per MoE layer: dispatch k x d at {dispatch_bits} bits, combine k x d at "
+        f"{combine_bits} bits; TP-{tp} ring all-reduce moves 2(n-1)/n x d x 2 B (BF16)",
+    ]
+    if gpu is not None:
+        conventions.append(f"expert GEMM intensity = 2 x rows / bytes per weight; ridge of {gpu.name} at "
+                           f"{compute_dtype}")
+    return MoEResult(
+        model=spec.name, weight_bits=float(bits), num_experts=E, top_k=k, moe_layers=moe_layers,
+        expert_params=expert, total_params=total, active_params=int(s.active_params), non_routed_params=non_routed,
+        routed_params=routed, total_bytes=float(to_bytes(total, bits)), active_bytes=float(s.active_params) * b,
+        rows=rows, ep=ep, redundant_experts=redundant_experts, experts_per_rank=per_rank,
+        weights_per_gpu_bytes=(non_routed + float(per_rank) * moe_layers * expert) * b,
+        dispatch_bits=dispatch_bits, combine_bits=combine_bits, dispatch_bytes_per_token_per_layer=dispatch,
+        combine_bytes_per_token_per_layer=combine, tp=tp, allreduce_bytes_per_token_per_layer=allreduce,
+        all_to_all_vs_allreduce=(dispatch + combine) / allreduce if tp > 1 else float("inf"),
+        prompt_tokens=prompt_tokens, prompt_all_to_all_bytes=prompt_tokens * moe_layers * (dispatch + combine),
+        gpu=gpu.name if gpu else None, compute_dtype=compute_dtype, ridge=ridge, tokens_to_pass_ridge=tokens,
+        conventions=conventions)

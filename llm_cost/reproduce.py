@@ -15,13 +15,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
+from .context import context_analysis
 from .flops import forward_flops, weight_flops_params
 from .kv import kv_bytes, kv_bytes_per_token, kv_cache, kv_elements_per_token_per_layer
 from .load import load_gpu, load_model
 from .memory import activation_memory, fit
+from .moe import moe_analysis
+from .numerics import numerics
 from .params import ParamsResult, count_params
 from .roofline import decode_step, prefill_step, ridge_points
 from .spec import ModelSpec
+from .speculative import speculative
 from .structure import build
 
 __all__ = ["Check", "RowResult", "ROWS", "load_rows", "check_rows"]
@@ -323,6 +327,152 @@ def _k10():
 def _k10b():
     f = fit(_spec("llama3-8b"), load_gpu("h100"))
     return {"tokens_in_64_gib": 64 * GiB // f.kv_bytes_per_token, "tokens_on_h100": f.token_budget}
+
+
+# --- MLA, long context, MoE, speculative decoding (seed 003 §04-§08) ----------------------------
+
+@_row("R8")
+def _r8():
+    i = kv_cache(_spec("deepseek-v3"), [1]).kv_read_intensity
+    return {"intensity": i, "printed": i}
+
+
+@_row("R8b")
+def _r8b():
+    v3 = _spec("deepseek-v3")
+    plain = forward_flops(v3, 1, cached=4095, logits="last").attention_flops
+    absorbed = forward_flops(v3, 1, cached=4095, logits="last", mla_form="absorbed").attention_flops
+    return {"ratio": absorbed / plain}
+
+
+@_row("K9")
+def _k9():
+    return {"gib": context_analysis(_spec("llama3-8b"), [8192]).rows[0].scores_bytes_per_layer / GiB}
+
+
+@_row("F8")
+def _f8():
+    cross = lambda name, conv: context_analysis(_spec(name), [1], weight_convention=conv).crossover_context  # noqa
+    return {"llama3_8b_non_embedding": cross("llama3-8b", "non_embedding"),
+            "llama3_70b_non_embedding": cross("llama3-70b", "non_embedding"),
+            "llama3_70b_total": cross("llama3-70b", "total"),
+            "printed_8b_thousands": cross("llama3-8b", "gemm") / 1000,
+            "printed_70b_thousands": cross("llama3-70b", "total") / 1000}
+
+
+@_row("F9")
+def _f9():
+    r8 = context_analysis(_spec("llama3-8b"), [131072]).rows[0]
+    r70 = context_analysis(_spec("llama3-70b"), [131072], weight_convention="total").rows[0]
+    return {"llama3_8b_attention_gflops": r8.attention_flops_per_token / 1e9,
+            "llama3_8b_weight_gflops": r8.weight_flops_per_token / 1e9, "llama3_8b_ratio": r8.attention_to_weight,
+            "llama3_70b_attention_gflops": r70.attention_flops_per_token / 1e9,
+            "llama3_70b_weight_gflops": r70.weight_flops_per_token / 1e9}
+
+
+@_row("F10")
+def _f10():
+    h100 = load_gpu("h100")
+    r8 = context_analysis(_spec("llama3-8b"), [131072], h100, 0.6).rows[0]
+    r70 = context_analysis(_spec("llama3-70b"), [131072], h100, 0.6, weight_convention="total").rows[0]
+    return {"llama3_8b_pflop": r8.prefill_flops / 1e15, "llama3_8b_seconds": r8.prefill_time_s,
+            "llama3_70b_pflop": r70.prefill_flops / 1e15, "llama3_70b_seconds": r70.prefill_time_s}
+
+
+@lru_cache(maxsize=None)
+def _v3_moe(ep: int = 1, redundant: int = 0):
+    return moe_analysis(_spec("deepseek-v3"), [1, 32, 128], 8, ep, redundant, gpu=load_gpu("h100"))
+
+
+for _i, _b in enumerate((1, 32, 128)):
+    ROWS[f"M1.{_b}"] = (lambda i: lambda: {"experts": _v3_moe().rows[i].expected_experts,
+                                           "printed": _v3_moe().rows[i].expected_experts})(_i)
+    ROWS[f"M2.{_b}"] = (lambda i: lambda: {"gb": _v3_moe().rows[i].weight_bytes_seed / 1e9,
+                                           "printed": _v3_moe().rows[i].weight_bytes_seed / 1e9})(_i)
+
+
+@_row("M3")
+def _m3():
+    return {"ep32_gb": _v3_moe(32).weights_per_gpu_bytes / 1e9, "ep320_gb": _v3_moe(320, 64).weights_per_gpu_bytes / 1e9}
+
+
+@_row("M4")
+def _m4():
+    r = _v3_moe()
+    return {"dispatch_kib": r.dispatch_bytes_per_token_per_layer / KiB, "combine_kib": r.combine_bytes_per_token_per_layer / KiB}
+
+
+@_row("M4b")
+def _m4b():
+    r = _v3_moe()
+    return {"allreduce_kib": r.allreduce_bytes_per_token_per_layer / KiB, "ratio": r.all_to_all_vs_allreduce}
+
+
+@_row("M4c")
+def _m4c():
+    return {"gib": _v3_moe().prompt_all_to_all_bytes / GiB}
+
+
+@_row("M5")
+def _m5():
+    return {"tokens": _v3_moe().tokens_to_pass_ridge}
+
+
+@_row("S1")
+def _s1():
+    return {"tokens": speculative(0.8, 4, 0.1).expected_tokens}
+
+
+@_row("S2")
+def _s2():
+    return {"c_0_1": speculative(0.8, 4, 0.1).speedup_memory_bound, "c_0_02": speculative(0.8, 4, 0.02).speedup_memory_bound}
+
+
+@_row("S3")
+def _s3():
+    return {"batch": speculative(0.8, 4, 0.1, _spec("llama3-8b"), load_gpu("h100"), [1]).turning_batch}
+
+
+@_row("S4")
+def _s4():
+    r = speculative(0.8, 4, 0.1, _spec("llama3-8b"), load_gpu("h100"), [64, 128], mfu=0.6, weight_bytes="resident")
+    return {"b64": r.rows[0].speedup, "b128": r.rows[1].speedup}
+
+
+@_row("S5")
+def _s5():
+    return {"speedup": speculative(0.8, 4, 0.1).speedup_compute_bound}
+
+
+# --- number formats (seed 003 §10) -----------------------------------------------------------------
+
+def _formats():
+    return {f.name: f for f in numerics().formats}
+
+
+@_row("N1")
+def _n1():
+    f = _formats()
+    return {"fp16_max": int(f["FP16"].max_finite_exact), "fp16_exp_overflow": f["FP16"].exp_overflow_x,
+            "bf16_exp_overflow": f["BF16"].exp_overflow_x, "fp32_exp_overflow": f["FP32"].exp_overflow_x,
+            "e4m3_max": int(f["FP8 E4M3"].max_finite_exact)}
+
+
+@_row("N2")
+def _n2():
+    bf16 = _formats()["BF16"]
+    return {"bf16_unit_roundoff": bf16.unit_roundoff, "printed_unit_roundoff": bf16.unit_roundoff,
+            "one_plus_0_001": bf16.one_plus_0001}
+
+
+@_row("N3")
+def _n3():
+    return {"percent": 100 * _formats()["BF16"].accumulation_noise}
+
+
+@_row("N4")
+def _n4():
+    return {"bound": numerics(head_dim=128).qk_norm_logit_bound}
 
 
 # --- checking -----------------------------------------------------------------------------------

@@ -1,0 +1,39 @@
+"""Tables for ``llm-cost context``."""
+
+from __future__ import annotations
+
+from ..context import ContextResult
+from ..units import fmt_flops, fmt_iec, fmt_int, fmt_seconds
+from .base import print_conventions, print_facts, print_table
+
+
+def render(con, r: ContextResult, display_name: str) -> None:
+    """Crossover, then one row per context."""
+    con.print(f"[bold]{display_name}: long-context costs[/bold]")
+    print_facts(con, [
+        ("weight FLOPs per token", f"{fmt_flops(r.weight_flops_per_token)} ({r.weight_convention})"),
+        ("attention = weight FLOPs at", "never (attention per token stops growing)" if r.crossover_context is None
+         else f"{r.crossover_context:,.1f} tokens"),
+    ])
+    has_state = any(x.state_bytes for x in r.rows)
+    has_all = any(x.all_attention_kv_bytes is not None for x in r.rows)
+    columns = [("context", "right"), ("attention / token", "right"), ("attention / weights", "right"),
+               ("prefill FLOPs", "right"), (f"prefill at {r.mfu:.0%} MFU", "right"), ("KV / request", "right")]
+    if has_state:
+        columns += [("+ fixed state", "right"), ("KV + state", "right")]
+    if has_all:
+        columns.append(("all layers full attention", "right"))
+    columns.append(("S = QK^T per layer", "right"))
+    rows = []
+    for x in r.rows:
+        row = [fmt_int(x.context), fmt_flops(x.attention_flops_per_token), f"{x.attention_to_weight:,.2f}x",
+               fmt_flops(x.prefill_flops), fmt_seconds(x.prefill_time_s) if x.prefill_time_s else "-",
+               fmt_iec(x.kv_bytes)]
+        if has_state:
+            row += [fmt_iec(x.state_bytes), fmt_iec(x.kv_bytes + x.state_bytes)]
+        if has_all:
+            row.append(fmt_iec(x.all_attention_kv_bytes) if x.all_attention_kv_bytes is not None else "")
+        row.append(fmt_iec(x.scores_bytes_per_layer))
+        rows.append(row)
+    print_table(con, "", columns, rows, caption="S = QK^T is what FlashAttention never materialises in HBM")
+    print_conventions(con, r.conventions)

@@ -1,0 +1,29 @@
+"""Tables for ``llm-cost spec``."""
+
+from __future__ import annotations
+
+from ..speculative import SpecResult
+from ..units import fmt_int, fmt_seconds
+from .base import print_conventions, print_facts, print_table
+
+
+def render(con, r: SpecResult) -> None:
+    """Closed forms, then the step model per batch when a model and GPU were given."""
+    con.print(f"[bold]Speculative decoding: alpha {r.alpha:g}, gamma {r.gamma}, c {r.c:.4g}"
+              + (f" ({r.c_source})" if r.c_source != "given" else "") + "[/bold]")
+    facts = [
+        ("expected tokens per round", f"{r.expected_tokens:.4f}"),
+        ("speedup, verification free (memory-bound)", f"{r.speedup_memory_bound:.2f}x"),
+        ("speedup, fully compute-bound", f"{r.speedup_compute_bound:.2f}x"),
+    ]
+    if r.turning_batch is not None:
+        facts.append((f"batch where the gain turns (ridge {r.ridge:,.1f} / (gamma + 1))", f"{r.turning_batch:,.1f}"))
+    print_facts(con, facts)
+    if r.rows:
+        rows = [[fmt_int(x.batch), fmt_seconds(x.baseline_step_s), fmt_seconds(x.verify_step_s),
+                 fmt_seconds(x.draft_s), f"{x.baseline_tokens_per_s:,.0f}", f"{x.speculative_tokens_per_s:,.0f}",
+                 f"{x.speedup:.2f}x"] for x in r.rows]
+        print_table(con, f"step model: {r.model} on {r.gpu}",
+                    [("batch", "right"), ("baseline step", "right"), ("verify step", "right"), ("draft", "right"),
+                     ("baseline tok/s", "right"), ("speculative tok/s", "right"), ("speedup", "right")], rows)
+    print_conventions(con, r.conventions)
