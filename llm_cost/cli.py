@@ -464,6 +464,49 @@ def numerics(
     _emit(result, as_json, view.render)
 
 
+@app.command()
+def rope(
+    model: Optional[str] = typer.Argument(None, help=MODEL_HELP + " Omit it to give --base and --head-dim."),
+    base: Optional[str] = typer.Option(None, "--base",
+                                       help="RoPE base (rope_theta), e.g. 10000 or 5e5. Required without MODEL; "
+                                       "with a MODEL it overrides the model's rope_theta."),
+    head_dim: Optional[str] = typer.Option(None, "--head-dim",
+                                           help="Rotated dims per head d (even, e.g. 128). Required without MODEL; "
+                                           "with a MODEL it overrides the model's rotated dims."),
+    train_length: Optional[str] = typer.Option(None, "--train-length",
+                                               help="Training context in tokens (8K = 8,192). Default: the model's "
+                                               "original_max_position_embeddings or max_position_embeddings; "
+                                               "without MODEL 8K."),
+    target_length: Optional[str] = typer.Option(None, "--target-length",
+                                                help="Extended context in tokens (128K = 131,072). Default: the "
+                                                "model's max_position_embeddings if longer, else 4 x --train-length."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """RoPE wavelengths per pair, and how PI, NTK-aware, YaRN, dynamic NTK and Llama 3.1 scaling stretch them.
+
+    Examples: llm-cost rope llama3.1-405b;
+    llm-cost rope --base 10000 --head-dim 128 --train-length 8K --target-length 32K
+    """
+    from .report import rope as view
+    from .rope import DEFAULT_TRAIN_LENGTH, rope_analysis, rope_for_model
+    from .units import parse_context, parse_positive_float
+
+    b = parse_positive_float(base, "--base") if base is not None else None
+    d = parse_context(head_dim, "--head-dim") if head_dim is not None else None
+    train = parse_context(train_length, "--train-length") if train_length is not None else None
+    target = parse_context(target_length, "--target-length") if target_length is not None else None
+    if model is None:
+        if b is None or d is None:
+            raise InputError("give a MODEL, or both --base and --head-dim (e.g. --base 10000 --head-dim 128)")
+        train = train if train is not None else DEFAULT_TRAIN_LENGTH
+        result = rope_analysis(b, d, train, target if target is not None else 4 * train)
+    else:
+        from .load import load_model
+
+        result = rope_for_model(load_model(model), train, target, base=b, dims=d)
+    _emit(result, as_json, view.render)
+
+
 def main() -> None:
     """Entry point: run the app; a user's mistake exits 2 with one message, never a traceback."""
     try:

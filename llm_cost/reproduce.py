@@ -22,6 +22,7 @@ from .load import load_gpu, load_model
 from .memory import activation_memory, fit
 from .moe import moe_analysis
 from .numerics import numerics
+from .rope import rope_analysis, wavelengths
 from .params import ParamsResult, count_params
 from .roofline import decode_step, prefill_step, ridge_points
 from .spec import ModelSpec
@@ -442,6 +443,20 @@ def _s4():
 @_row("S5")
 def _s5():
     return {"speedup": speculative(0.8, 4, 0.1).speedup_compute_bound}
+
+
+# --- RoPE (seed 003 §03) ------------------------------------------------------------------------
+
+@_row("Q1")
+def _q1():
+    w4, w5 = wavelengths(1e4, 128), wavelengths(5e5, 128)
+    return {"base_1e4_shortest": min(w4), "base_1e4_longest": max(w4), "base_5e5_longest": max(w5),
+            "printed_base_1e4_longest_wan": max(w4) / 1e4, "printed_base_5e5_longest_wan": max(w5) / 1e4}
+
+
+@_row("Q2")
+def _q2():
+    return {"pairs": rope_analysis(1e4, 128, 8192, 32768).incomplete_in_train}
 
 
 # --- number formats (seed 003 §10) -----------------------------------------------------------------
