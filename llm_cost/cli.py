@@ -507,6 +507,143 @@ def rope(
     _emit(result, as_json, view.render)
 
 
+@app.command()
+def train(
+    model: str = typer.Argument(..., help=MODEL_HELP),
+    tokens: str = typer.Option(..., "--tokens", help="Training tokens D; decimal suffixes: 15T = 15 x 10^12."),
+    gpu: str = typer.Option("h100", "--gpu", "-g", help=GPU_HELP),
+    gpus: str = typer.Option("1", "--gpus", help="GPUs training together (data parallel for ZeRO)."),
+    mfu: Optional[str] = typer.Option(None, "--mfu", help="MFU to get the time (0-1 or 40%); or give --gpu-hours."),
+    gpu_hours: Optional[str] = typer.Option(None, "--gpu-hours", help="A GPU-hour budget (1.3M) to get the implied MFU."),
+    recompute: str = typer.Option("none", "--recompute", help="Activation recompute: none, selective or full."),
+    dtype: str = typer.Option("bf16", "--dtype", help="Compute dtype for the peak."),
+    power_w: Optional[str] = typer.Option(None, "--power-w", help="Power per GPU, W (default: the GPU's TDP)."),
+    pue: str = typer.Option("1.0", "--pue", help="Data-centre power usage effectiveness (>= 1)."),
+    grid_kg_per_kwh: Optional[str] = typer.Option(None, "--grid-kg-per-kwh", help="Grid carbon intensity, kg CO2e/kWh."),
+    usd_per_gpu_hour: Optional[str] = typer.Option(None, "--usd-per-gpu-hour", help="Price of one GPU-hour, USD."),
+    seq: str = typer.Option("8K", "--seq", help="Sequence length for activation memory."),
+    micro_batch: str = typer.Option("1", "--micro-batch", help="Sequences per micro-batch for activation memory."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Training: 6ND FLOPs, time at an MFU (or the MFU a GPU-hour budget implies), energy, CO2, cost, memory.
+
+    Examples: llm-cost train llama3-8b --tokens 15T --gpu-hours 1.3M;
+    llm-cost train llama3-70b --tokens 15T --gpus 2048 --mfu 0.4 --grid-kg-per-kwh 0.4
+    """
+    from .load import load_gpu, load_model
+    from .report import training as view
+    from .training import train as train_
+    from .units import parse_context, parse_count, parse_fraction, parse_positive_float
+
+    _choice(recompute, "--recompute", ("none", "selective", "full"))
+    d = parse_count(tokens, "--tokens")
+    n = parse_count(gpus, "--gpus")
+    f_mfu = parse_fraction(mfu, "--mfu") if mfu is not None else None
+    hours = parse_positive_float(gpu_hours, "--gpu-hours") if gpu_hours is not None else None
+    power = parse_positive_float(power_w, "--power-w") if power_w is not None else None
+    f_pue = parse_positive_float(pue, "--pue", maximum=10)
+    if f_pue < 1:
+        raise InputError(f"--pue: {pue!r} must be at least 1 (facility power / IT power)")
+    grid = _non_negative(grid_kg_per_kwh, "--grid-kg-per-kwh") if grid_kg_per_kwh is not None else None
+    price = _non_negative(usd_per_gpu_hour, "--usd-per-gpu-hour") if usd_per_gpu_hour is not None else None
+    s, b = parse_context(seq, "--seq"), parse_context(micro_batch, "--micro-batch")
+    spec, g = load_model(model), load_gpu(gpu)
+    result = train_(spec, d, g, n, f_mfu, hours, recompute, dtype, power, f_pue, grid, price, s, b)
+    _emit(result, as_json, view.render, spec.display_name)
+
+
+def _size(text: str) -> tuple[int, int]:
+    """``WIDTHxHEIGHT`` in pixels -> (height, width)."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*(\d+)\s*", text)
+    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1 or max(int(m.group(1)), int(m.group(2))) > 10**6:
+        raise InputError(f"--size: {text!r} is not WIDTHxHEIGHT in pixels (e.g. 1920x1080, each 1 to 1,000,000)")
+    return int(m.group(2)), int(m.group(1))
+
+
+@app.command()
+def image(
+    model: str = typer.Argument(..., help="A vision-language model (qwen2-vl-7b) or its YAML spec."),
+    size: str = typer.Option(..., "--size", help="Image size WIDTHxHEIGHT in pixels, e.g. 1920x1080."),
+    decoder: Optional[str] = typer.Option(None, "--decoder", help="Price the tokens in another language model "
+                                          "(e.g. llama3-70b); default: MODEL's own decoder."),
+    connector: str = typer.Option("merge2x2", "--connector", help="mlp (a token per patch), merge2x2, or resampler:N."),
+    weight_flops: str = typer.Option("gemm", "--weight-flops", help="Decoder weight FLOPs: gemm, non_embedding, total."),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache element dtype."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """What an image costs: tokens, vision-encoder FLOPs and attention share, decoder prefill and KV.
+
+    Examples: llm-cost image qwen2-vl-7b --size 1920x1080; llm-cost image qwen2-vl-7b --size 1024x1024 --decoder llama3-70b
+    """
+    from .load import load_model
+    from .multimodal import image_cost
+    from .report import multimodal as view
+    from .units import dtype_bits
+
+    _choice(weight_flops, "--weight-flops", ("gemm", "non_embedding", "total"))
+    h, w = _size(size)
+    kv_bits = dtype_bits(kv_dtype, "--kv-dtype")
+    spec = load_model(model)
+    dec = load_model(decoder) if decoder else None
+    result = image_cost(spec, h, w, dec, connector, 1, weight_flops, kv_bits)
+    _emit(result, as_json, view.render)
+
+
+@app.command()
+def video(
+    model: str = typer.Argument(..., help="A vision-language model (qwen2-vl-7b) or its YAML spec."),
+    size: str = typer.Option(..., "--size", help="Frame size WIDTHxHEIGHT in pixels, e.g. 1280x720."),
+    seconds: str = typer.Option(..., "--seconds", help="Clip length in seconds."),
+    fps: str = typer.Option(..., "--fps", help="Frames sampled per second."),
+    decoder: Optional[str] = typer.Option(None, "--decoder", help="Price the tokens in another language model."),
+    weight_flops: str = typer.Option("gemm", "--weight-flops", help="Decoder weight FLOPs: gemm, non_embedding, total."),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache element dtype."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """What a video costs: frames grouped by the temporal patch, tokens, encoder FLOPs, decoder KV.
+
+    Example: llm-cost video qwen2-vl-7b --size 1280x720 --seconds 60 --fps 1
+    """
+    from .load import load_model
+    from .multimodal import video_cost
+    from .report import multimodal as view
+    from .units import dtype_bits, parse_positive_float
+
+    _choice(weight_flops, "--weight-flops", ("gemm", "non_embedding", "total"))
+    h, w = _size(size)
+    secs = parse_positive_float(seconds, "--seconds", maximum=10**7)
+    rate = parse_positive_float(fps, "--fps", maximum=1000)
+    kv_bits = dtype_bits(kv_dtype, "--kv-dtype")
+    spec = load_model(model)
+    dec = load_model(decoder) if decoder else None
+    result = video_cost(spec, h, w, secs, rate, dec, weight_flops, kv_bits)
+    _emit(result, as_json, view.render)
+
+
+@app.command()
+def reproduce(
+    row: Optional[list[str]] = typer.Option(None, "--row", help="Only these row ids (repeatable), e.g. --row P7."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Recompute every number the seed documents print; exit 0 only when all match.
+
+    Example: llm-cost reproduce --row K2 --row R1
+    """
+    from .report import reproduce as view
+    from .reproduce import check_rows, load_rows
+
+    known = {r["id"] for r in load_rows()}
+    unknown = [r for r in (row or []) if r not in known]
+    if unknown:
+        raise InputError(f"--row: unknown row id(s) {', '.join(unknown)}; see `llm-cost reproduce` for the ids")
+    result = check_rows(row or None)
+    _emit(result, as_json, view.render)
+    if not all(r.ok for r in result):
+        raise SystemExit(1)
+
+
 def main() -> None:
     """Entry point: run the app; a user's mistake exits 2 with one message, never a traceback."""
     try:

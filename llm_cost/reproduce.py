@@ -10,7 +10,7 @@ use it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -21,6 +21,7 @@ from .kv import kv_bytes, kv_bytes_per_token, kv_cache, kv_elements_per_token_pe
 from .load import load_gpu, load_model
 from .memory import activation_memory, fit
 from .moe import moe_analysis
+from .multimodal import image_cost, video_cost
 from .numerics import numerics
 from .rope import rope_analysis, wavelengths
 from .params import ParamsResult, count_params
@@ -28,6 +29,7 @@ from .roofline import decode_step, prefill_step, ridge_points
 from .spec import ModelSpec
 from .speculative import speculative
 from .structure import build
+from .training import TrainResult, train
 
 __all__ = ["Check", "RowResult", "ROWS", "load_rows", "check_rows"]
 
@@ -459,6 +461,11 @@ def _q2():
     return {"pairs": rope_analysis(1e4, 128, 8192, 32768).incomplete_in_train}
 
 
+@_row("S6")
+def _s6():
+    return {"speedup_at_alpha_0_85": speculative(0.85, 1, spec=_spec("deepseek-v3"), use_mtp=True).speedup_memory_bound}
+
+
 # --- number formats (seed 003 §10) -----------------------------------------------------------------
 
 def _formats():
@@ -490,6 +497,69 @@ def _n4():
     return {"bound": numerics(head_dim=128).qk_norm_logit_bound}
 
 
+# --- images and video (seed 003 §09) -------------------------------------------------------------
+
+for _h, _w in ((336, 336), (1024, 1024), (1080, 1920)):
+    ROWS[f"V1.{_w}x{_h}"] = (lambda h, w: lambda: {"tokens": image_cost(_spec("qwen2-vl-7b"), h, w).vision.tokens})(
+        _h, _w)
+
+
+@_row("V2")
+def _v2():
+    qwen = _spec("qwen2-vl-7b")
+    v = image_cost(qwen, 1024, 1024).vision
+    blocks = sum(t.total for t in build(qwen).tensors_of("vision") if t.group == "vision.blocks")
+    return {"patches": v.patches, "tflop": (v.block_flops + v.attention_flops) / 1e12,
+            "attention_percent": 100 * v.attention_share, "block_params_billions": blocks / 1e9}
+
+
+@_row("V3")
+def _v3():
+    r = image_cost(_spec("qwen2-vl-7b"), 1024, 1024, _spec("llama3-70b"), weight_convention="total")
+    return {"tflop": r.decoder_weight_flops / 1e12, "kv_mib": r.kv_bytes / MiB,
+            "encoder_output_mib": r.encoder_output_bytes / MiB}
+
+
+for _name, _id in (("llama3-70b", "V4.70B"), ("llama3-8b", "V4.8B"), ("qwen2-vl-7b", "V4.Qwen2-VL-7B")):
+    ROWS[_id] = (lambda n: lambda: {
+        "ratio": image_cost(_spec("qwen2-vl-7b"), 336, 336, _spec(n)).kv_to_encoder_output})(_name)
+
+
+@_row("V5")
+def _v5():
+    return {"tokens": video_cost(_spec("qwen2-vl-7b"), 720, 1280, 60, 1).vision.tokens}
+
+
+# --- training (seed 000 §十一, seed 003 §10) -------------------------------------------------------
+
+def _llama_15t(**kw) -> TrainResult:
+    return train(_spec("llama3-8b"), 15 * 10**12, load_gpu("h100"), **kw)
+
+
+@_row("F11")
+def _f11():
+    flops = _llama_15t(mfu=0.5).model_flops
+    return {"flops": flops, "printed": flops, "full_recompute_flops": _llama_15t(mfu=0.5, recompute="full").hardware_flops}
+
+
+@_row("F12")
+def _f12():
+    return {"tflops": _llama_15t(gpu_hours=1.3e6).effective_flops_per_gpu / 1e12}
+
+
+@_row("F13")
+def _f13():
+    r = _llama_15t(gpu_hours=1.3e6, power_w=700, grid_kg_per_kwh=0.4286)
+    return {"mwh": r.energy_kwh / 1000, "tco2_at_0_4286": r.co2_tonnes}
+
+
+@_row("P10")
+def _p10():
+    state = lambda n: train(_spec(n), 1, load_gpu("h100"), mfu=0.5).state.total_bytes  # noqa: E731
+    return {"llama3_8b_gb": state("llama3-8b") / 1e9, "llama3_70b_tb": state("llama3-70b") / 1e12,
+            "deepseek_v3_tb": state("deepseek-v3") / 1e12}
+
+
 # --- checking -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -512,11 +582,8 @@ class RowResult:
     claim: str
     printed: str
     note: str
-    checks: list[Check] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.checks) and all(c.ok for c in self.checks)
+    checks: list[Check]
+    ok: bool  # every check agrees (and there is at least one)
 
 
 def load_rows() -> list[dict]:
@@ -552,5 +619,6 @@ def check_rows(ids: list[str] | None = None) -> list[RowResult]:
         for name, expected in row["values"].items():
             ok, rule, value = _agrees(expected, computed[name])
             checks.append(Check(name, value, computed[name], rule, ok))
-        out.append(RowResult(row["id"], row["section"], row["claim"], row["printed"], row.get("note", ""), checks))
+        out.append(RowResult(row["id"], row["section"], row["claim"], row["printed"], row.get("note", ""), checks,
+                             bool(checks) and all(c.ok for c in checks)))
     return out

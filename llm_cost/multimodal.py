@@ -1,0 +1,169 @@
+"""What images and video cost a vision-language model (seed 003 §09).
+
+Qwen2-VL (Wang et al. 2024; transformers ``Qwen2VLImageProcessor.smart_resize``): an image is
+resized so both sides are multiples of patch x merge = 28 pixels (each side rounded to the
+nearest multiple, then scaled into [min_pixels, max_pixels]); the ViT cuts it into 14 x 14
+patches (a still image fills one temporal patch of 2 frames), and the 2 x 2 merger turns 4
+patches into one decoder token. For the sizes seed 003 prints, this equals its
+ceil(H/28) x ceil(W/28): 336^2 -> 144, 1024^2 -> 1369, 1920x1080 -> 2691.
+
+Costs of one image:
+
+* encoder, over n_p patches: 2 x N_blocks x n_p for the blocks' weights (seed 003's
+  2 N_vit n_p, N_vit = the ViT blocks' parameters) + 4 L_vit n_p^2 d_vit for full bidirectional
+  attention within the image, plus the patch embedding and the merger (listed apart);
+* decoder: the image tokens are prefilled like text (weight FLOPs per token under a stated
+  convention, plus causal attention among them) and stay in the KV cache:
+  tokens x 2 L n_kv d_head x bytes, against the encoder output tokens x d_model x bytes; the
+  ratio 2 L n_kv d_head / d_model is the model's (seed 003: 20 for Llama-3-70B).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .flops import forward_flops, weight_flops_params
+from .kv import kv_bytes, kv_bytes_per_token
+from .spec import ModelSpec
+from .structure import build
+from .units import InputError
+
+__all__ = ["smart_resize", "VisionCost", "ImageResult", "image_cost", "video_cost"]
+
+#: Qwen2-VL image processor defaults (preprocessor_config.json of Qwen/Qwen2-VL-7B-Instruct).
+MIN_PIXELS = 56 * 56
+MAX_PIXELS = 28 * 28 * 16384
+
+
+def smart_resize(height: int, width: int, factor: int = 28, min_pixels: int = MIN_PIXELS,
+                 max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
+    """Qwen2-VL's resize: both sides to multiples of ``factor``, total pixels within
+    [min_pixels, max_pixels], aspect ratio kept (transformers ``smart_resize``)."""
+    if max(height, width) / min(height, width) > 200:
+        raise InputError(f"--size: aspect ratio {max(height, width) / min(height, width):.0f} exceeds 200, "
+                         "which Qwen2-VL's processor rejects")
+    h = max(factor, round(height / factor) * factor)
+    w = max(factor, round(width / factor) * factor)
+    if h * w > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h = max(factor, math.floor(height / beta / factor) * factor)
+        w = max(factor, math.floor(width / beta / factor) * factor)
+    elif h * w < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h = math.ceil(height * beta / factor) * factor
+        w = math.ceil(width * beta / factor) * factor
+    return h, w
+
+
+@dataclass(frozen=True)
+class VisionCost:
+    """The vision encoder's work on one image (or one temporal group of a video)."""
+
+    resized_height: int
+    resized_width: int
+    patches: int  # n_p per temporal group
+    temporal_groups: int
+    tokens: int  # decoder tokens after the connector
+    block_flops: float  # 2 N_blocks n_p (weights of the ViT blocks)
+    attention_flops: float  # 4 L n_p^2 d (full attention within each group)
+    patch_embed_flops: float
+    merger_flops: float
+    total_flops: float
+    attention_share: float  # of block + attention FLOPs, as seed 003 quotes
+
+
+@dataclass(frozen=True)
+class ImageResult:
+    """An image's (or a video's) tokens, encoder FLOPs and what they cost the decoder."""
+
+    model: str
+    decoder: str
+    connector: str
+    height: int
+    width: int
+    frames: int
+    vision: VisionCost
+    weight_convention: str
+    decoder_weight_flops: float  # weight FLOPs per token x image tokens
+    decoder_attention_flops: float  # causal attention among the image tokens
+    decoder_prefill_flops: float
+    kv_bytes: int | float
+    encoder_output_bytes: int | float
+    kv_to_encoder_output: float
+    conventions: list[str] = field(default_factory=list)
+
+
+def _connector_tokens(connector: str, patches: int, merge: int) -> int:
+    if connector == "merge2x2":
+        return patches // (merge * merge)
+    if connector == "mlp":
+        return patches
+    if connector.startswith("resampler:"):
+        try:
+            n = int(connector.split(":", 1)[1])
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise InputError(f"--connector: {connector!r} needs a positive token count, e.g. resampler:64")
+        return n
+    raise InputError(f"--connector: {connector!r} is not one of: mlp, merge2x2, resampler:N")
+
+
+def _vision(spec: ModelSpec, height: int, width: int, frames: int, connector: str) -> VisionCost:
+    v = spec.vision
+    if v is None:
+        raise InputError(f"{spec.name} has no vision tower; use a vision-language model (e.g. qwen2-vl-7b) as MODEL "
+                         "and --decoder for another language model")
+    factor = v.patch_size * v.spatial_merge_size
+    h, w = smart_resize(height, width, factor)
+    patches = (h // v.patch_size) * (w // v.patch_size)
+    groups = max(1, math.ceil(frames / v.temporal_patch_size))
+    tokens = _connector_tokens(connector, patches, v.spatial_merge_size) * groups
+    s = build(spec)
+    block_params = sum(t.total for t in s.tensors_of("vision") if t.group == "vision.blocks")
+    embed = sum(t.total for t in s.tensors_of("vision") if t.group == "vision.patch_embed")
+    merger = sum(t.total for t in s.tensors_of("vision") if t.group == "vision.merger")
+    block_flops = 2.0 * block_params * patches * groups
+    attention = 4.0 * v.depth * patches**2 * v.embed_dim * groups
+    embed_flops = 2.0 * embed * patches * groups
+    merger_flops = 2.0 * merger * patches * groups / v.spatial_merge_size**2
+    total = block_flops + attention + embed_flops + merger_flops
+    return VisionCost(h, w, patches, groups, tokens, block_flops, attention, embed_flops, merger_flops, total,
+                      attention / (block_flops + attention))
+
+
+def image_cost(spec: ModelSpec, height: int, width: int, decoder: ModelSpec | None = None,
+               connector: str = "merge2x2", frames: int = 1, weight_convention: str = "gemm",
+               kv_bits: int = 16) -> ImageResult:
+    """Tokens, encoder FLOPs and decoder cost of one image (``frames`` > 1: a video clip)."""
+    if height < 1 or width < 1:
+        raise InputError("--size: width and height must be positive pixel counts, e.g. 1920x1080")
+    dec = decoder or spec
+    vision = _vision(spec, height, width, frames, connector)
+    n = vision.tokens
+    w = 2 * weight_flops_params(build(dec), weight_convention)
+    attention = forward_flops(dec, n, logits="last").attention_flops
+    kv = kv_bytes(dec, n, kv_bits)
+    out = n * dec.hidden_size * kv_bits // 8
+    conventions = [
+        "Qwen2-VL smart_resize: sides rounded to multiples of 28 px, pixels within [3,136, 12,845,056]; 14 px patches, "
+        f"{'2x2 merge' if connector == 'merge2x2' else connector} connector",
+        "encoder FLOPs: 2 x ViT block parameters x patches + 4 L n_p^2 d (full attention), seed 003 §09; patch "
+        "embedding and merger listed apart",
+        {"gemm": "decoder prefill: 2 x N_gemm per image token + causal attention among them",
+         "non_embedding": "decoder prefill: 2 x (N - embedding) per image token + causal attention",
+         "total": "decoder prefill: 2 x N per image token (seed 003 §09) + causal attention"}[weight_convention],
+        f"KV and encoder output at {kv_bits} bits; MiB = 2^20 B",
+    ]
+    return ImageResult(spec.name, dec.name, connector, height, width, frames, vision, weight_convention, w * n,
+                       attention, w * n + attention, kv, out, float(kv_bytes_per_token(dec, kv_bits)) / (dec.hidden_size * kv_bits / 8), conventions)
+
+
+def video_cost(spec: ModelSpec, height: int, width: int, seconds: float, fps: float,
+               decoder: ModelSpec | None = None, weight_convention: str = "gemm", kv_bits: int = 16) -> ImageResult:
+    """A clip of ``seconds`` at ``fps``: frames grouped by the temporal patch (2 for Qwen2-VL)."""
+    frames = round(seconds * fps)
+    if frames < 1:
+        raise InputError(f"--seconds x --fps = {seconds * fps:g} frames; a video needs at least one frame")
+    return image_cost(spec, height, width, decoder, "merge2x2", frames, weight_convention, kv_bits)

@@ -1,0 +1,31 @@
+"""Tables for ``llm-cost image`` and ``llm-cost video``."""
+
+from __future__ import annotations
+
+from ..multimodal import ImageResult
+from ..units import fmt_flops, fmt_iec, fmt_int
+from .base import print_conventions, print_facts
+
+
+def render(con, r: ImageResult) -> None:
+    """Tokens, encoder FLOPs, decoder prefill and KV."""
+    v = r.vision
+    what = f"{r.width}x{r.height} image" if r.frames == 1 else f"{r.frames} frames of {r.width}x{r.height}"
+    con.print(f"[bold]{r.model}: {what}, decoder {r.decoder}[/bold]")
+    facts = [
+        ("resized to", f"{v.resized_width}x{v.resized_height} px"),
+        ("patches", f"{fmt_int(v.patches)}" + (f" per group x {v.temporal_groups} temporal groups"
+                                                if v.temporal_groups > 1 else "")),
+        ("decoder tokens", f"[bold]{fmt_int(v.tokens)}[/bold] ({r.connector})"),
+        ("encoder: ViT blocks + attention", f"{fmt_flops(v.block_flops + v.attention_flops)} "
+                                            f"(attention {v.attention_share:.0%})"),
+        ("encoder: patch embedding + merger", fmt_flops(v.patch_embed_flops + v.merger_flops)),
+        ("decoder prefill of the image tokens", f"{fmt_flops(r.decoder_prefill_flops)} = weights "
+                                                f"{fmt_flops(r.decoder_weight_flops)} + attention "
+                                                f"{fmt_flops(r.decoder_attention_flops)}"),
+        ("KV of the image tokens", fmt_iec(r.kv_bytes)),
+        ("encoder output", fmt_iec(r.encoder_output_bytes)),
+        ("KV / encoder output", f"{r.kv_to_encoder_output:g} (= 2 L n_kv d_head / d_model)"),
+    ]
+    print_facts(con, facts)
+    print_conventions(con, r.conventions)

@@ -1,0 +1,30 @@
+"""Tables for ``llm-cost reproduce``."""
+
+from __future__ import annotations
+
+from ..reproduce import RowResult
+from .base import print_table
+
+
+def _num(x: float) -> str:
+    x = float(x)
+    if x.is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    if abs(x) >= 1e6 or abs(x) < 1e-3:
+        return f"{x:.4e}"
+    return f"{x:,.4f}".rstrip("0").rstrip(".")
+
+
+def render(con, rows: list[RowResult]) -> None:
+    """One line per checked value, grouped by row."""
+    table_rows = []
+    for r in rows:
+        for i, c in enumerate(r.checks):
+            table_rows.append([r.id if i == 0 else "", r.printed if i == 0 else "", c.name, _num(c.expected),
+                               _num(c.computed), "[green]ok[/green]" if c.ok else "[bold red]MISMATCH[/bold red]"])
+    ok = sum(r.ok for r in rows)
+    print_table(con, f"The seed documents' numbers, recomputed: {ok} of {len(rows)} rows match",
+                [("id", "left"), ("document prints", "left"), ("value", "left"), ("expected", "right"),
+                 ("computed", "right"), ("", "left")], table_rows,
+                caption="integers must match exactly, floats after the row's rounding; sections, rules and "
+                        "conventions: --json or llm_cost/data/document_numbers.yaml")

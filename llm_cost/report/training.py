@@ -1,0 +1,43 @@
+"""Tables for ``llm-cost train``."""
+
+from __future__ import annotations
+
+from ..training import TrainResult
+from ..units import fmt_int, fmt_seconds, fmt_si
+from .base import print_conventions, print_facts, print_table
+
+
+def render(con, r: TrainResult, display_name: str) -> None:
+    """FLOPs, time, energy, emissions, cost, then state and activation memory."""
+    con.print(f"[bold]{display_name}: training on {r.tokens:,} tokens, {r.gpus:,} x {r.gpu}[/bold]")
+    facts = [
+        ("model FLOPs 6 N D", f"{r.model_flops:.3g} FLOPs"),
+    ]
+    if r.hardware_flops != r.model_flops:
+        facts.append((f"hardware FLOPs ({r.recompute} recompute)", f"{r.hardware_flops:.3g} FLOPs"))
+    facts += [
+        ("GPU-hours", f"{r.gpu_hours:,.0f}"),
+        ("wall-clock time", fmt_seconds(r.wall_seconds) + f" on {r.gpus:,} GPU(s)"),
+        ("effective FLOP/s per GPU", f"{r.effective_flops_per_gpu / 1e12:,.1f} TFLOP/s "
+                                     f"(MFU {r.mfu:.1%} of {r.peak_flops / 1e12:g} TFLOP/s {r.dtype})"),
+        ("energy", f"{r.energy_kwh:,.0f} kWh = {r.energy_kwh / 1000:,.1f} MWh "
+                   f"({r.power_w:g} W per GPU, PUE {r.pue:g})"),
+    ]
+    if r.co2_tonnes is not None:
+        facts.append(("emissions", f"{r.co2_tonnes:,.1f} t CO2e at {r.grid_kg_per_kwh:g} kg/kWh"))
+    if r.cost_usd is not None:
+        facts.append(("cost", f"${r.cost_usd:,.0f} at ${r.usd_per_gpu_hour:g} per GPU-hour"))
+    print_facts(con, facts)
+    st = r.state
+    rows = [[name, fmt_si(b)] for name, b in st.parts.items()]
+    rows.append(["[bold]training state (16 B/param)[/bold]", f"[bold]{fmt_si(st.total_bytes)}[/bold]"])
+    print_table(con, "training state", [("part", "left"), ("bytes", "right")], rows)
+    zero = [[stage, fmt_si(b)] for stage, b in st.per_gpu_bytes.items()]
+    print_table(con, f"state per GPU over {st.data_parallel:,} data-parallel GPU(s)",
+                [("ZeRO stage", "left"), ("bytes per GPU", "right")], zero,
+                caption="zero1 shards optimizer states, zero2 also gradients, zero3 also weights")
+    a = r.activations
+    print_facts(con, [(f"activations, s = {a.seq:,}, micro-batch {a.micro_batch}, {a.recompute} recompute",
+                       f"{fmt_si(a.bytes_per_layer)} per layer ({a.formula}), {fmt_si(a.total_bytes)} for "
+                       f"{fmt_int(a.layers)} layers")])
+    print_conventions(con, r.conventions)
