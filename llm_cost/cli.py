@@ -644,10 +644,35 @@ def reproduce(
         raise SystemExit(1)
 
 
+def _command_names() -> dict[str, object]:
+    """Registered commands by their command-line name."""
+    names = {}
+    for info in app.registered_commands:
+        name = info.name or info.callback.__name__.replace("_", "-")  # type: ignore[union-attr]
+        names[name] = info
+    return names
+
+
+def _run(argv: list[str]) -> None:
+    """Run the CLI. A known subcommand is built on its own: Typer otherwise converts every
+    command's signature to Click parameters on each start, which costs tens of milliseconds
+    for nothing; ``--help``, typos and the bare program still go through the whole app."""
+    from typer.main import get_command
+
+    commands = _command_names()
+    if argv and argv[0] in commands:
+        single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        single.registered_commands = [commands[argv[0]]]  # type: ignore[list-item]
+        get_command(single).main(args=argv[1:], prog_name=f"llm-cost {argv[0]}",
+                                 help_option_names=["-h", "--help"])
+    else:
+        app(args=argv, prog_name="llm-cost")
+
+
 def main() -> None:
     """Entry point: run the app; a user's mistake exits 2 with one message, never a traceback."""
     try:
-        app()
+        _run(sys.argv[1:])
     except (SpecError, InputError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise SystemExit(2) from None
