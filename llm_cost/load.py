@@ -108,7 +108,8 @@ def _validate(path: Path, cls: type, data: dict[str, Any]) -> Any:
 
 
 def _looks_like_path(text: str) -> bool:
-    return "/" in text or "\\" in text or text.endswith((".yaml", ".yml", ".json")) or Path(text).exists()
+    return bool(text.strip()) and ("/" in text or "\\" in text or text.endswith((".yaml", ".yml", ".json"))
+                                   or Path(text).exists())
 
 
 def _resolve(kind: str, name: str, what: str) -> Path:

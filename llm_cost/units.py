@@ -81,8 +81,15 @@ def _split(text: str, what: str, suffixes: dict[str, int]) -> tuple[Decimal, int
     return value, suffixes[suffix.lower()]
 
 
+#: Largest context, batch or count a flag accepts (larger values are typing mistakes, and
+#: floats derived from them would lose exactness).
+MAX_COUNT = 10**15
+
+
 def _exact_int(value: Decimal, scale: int, text: str, what: str, minimum: int) -> int:
     scaled = value * scale
+    if scaled > MAX_COUNT:
+        raise InputError(f"{what}: {text!r} is larger than {MAX_COUNT:.0e}")
     if scaled != scaled.to_integral_value():
         raise InputError(f"{what}: {text!r} is not a whole number of tokens")
     result = int(scaled)
@@ -122,6 +129,8 @@ def parse_count(text: str | int, what: str, minimum: int = 1) -> int:
         return text
     value, scale = _split(text, what, _DECIMAL)
     scaled = value * scale
+    if scaled > 10**40:
+        raise InputError(f"{what}: {text!r} is larger than 1e40")
     if scaled != scaled.to_integral_value():
         raise InputError(f"{what}: {text!r} is not a whole number")
     result = int(scaled)
@@ -136,6 +145,8 @@ def parse_positive_float(text: str | float, what: str, maximum: float | None = N
         value = float(text)
     else:
         dec, scale = _split(text, what, _DECIMAL)
+        if dec * scale > Decimal("1e300"):
+            raise InputError(f"{what}: {text!r} is too large")
         value = float(dec * scale)
     if not math.isfinite(value) or value <= 0:
         raise InputError(f"{what}: {text!r} must be a finite number greater than 0")
