@@ -28,6 +28,21 @@ app = typer.Typer(
 MODEL_HELP = "Shipped model name or alias (see `llm-cost list models`), or a path to a YAML spec."
 GPU_HELP = "Shipped GPU name or alias (see `llm-cost list gpus`), or a path to a YAML spec."
 JSON_OPT = typer.Option(False, "--json", help="Print the result as JSON (stable keys) instead of tables.")
+TP_OPT = typer.Option(None, "--tp", help="Tensor-parallel GPUs (divide the query heads).")
+PP_OPT = typer.Option(None, "--pp", help="Pipeline stages (at most the layer count).")
+EP_OPT = typer.Option(None, "--ep", help="Expert-parallel ranks: 1 or TP x DP (experts spread whole).")
+DP_OPT = typer.Option(None, "--dp", help="Data-parallel replicas.")
+
+
+def _layout(tp: Optional[str], pp: Optional[str], ep: Optional[str], dp: Optional[str]):
+    """A Layout from the --tp/--pp/--ep/--dp flags, or None when none is given."""
+    from .parallel import Layout
+    from .units import parse_context
+
+    if tp is None and pp is None and ep is None and dp is None:
+        return None
+    n = {flag: parse_context(v or "1", flag) for flag, v in (("--tp", tp), ("--pp", pp), ("--ep", ep), ("--dp", dp))}
+    return Layout(n["--tp"], n["--pp"], n["--ep"], n["--dp"])
 
 
 def _emit(result, as_json: bool, render, *args) -> None:
@@ -46,6 +61,10 @@ def params(
     dtype: Optional[str] = typer.Option(
         None, "--dtype", help="Weight dtype for the byte total: bf16, fp16, fp8, int8, int4, fp4, fp32 "
         "(default: the checkpoint's)."),
+    tp: Optional[str] = TP_OPT,
+    pp: Optional[str] = PP_OPT,
+    ep: Optional[str] = EP_OPT,
+    dp: Optional[str] = DP_OPT,
     as_json: bool = JSON_OPT,
 ) -> None:
     """Parameter breakdown: embedding, attention, MLP or experts, norms, biases, LM head, vision, MTP.
@@ -57,9 +76,16 @@ def params(
     from .report import params as view
     from .units import dtype_bits
 
-    spec = load_model(model)
     bits = dtype_bits(dtype) if dtype else None
+    layout = _layout(tp, pp, ep, dp)
+    spec = load_model(model)
     result = count_params(spec, bits, dtype.lower() if dtype else None)
+    if layout is not None:
+        from dataclasses import replace
+
+        from .parallel import per_gpu
+
+        result = replace(result, layout=layout, per_gpu=per_gpu(spec, layout, result.bits_per_param))
     _emit(result, as_json, view.render, spec.display_name)
 
 
@@ -70,6 +96,10 @@ def kv(
                                 help="Comma-separated contexts in tokens; 8K = 8,192, 128K = 131,072."),
     batch: str = typer.Option("1", "--batch", "-b", help="Sequences held at once."),
     kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV element dtype: bf16, fp16, fp8, int8, int4, fp32."),
+    tp: Optional[str] = TP_OPT,
+    pp: Optional[str] = PP_OPT,
+    ep: Optional[str] = EP_OPT,
+    dp: Optional[str] = DP_OPT,
     as_json: bool = JSON_OPT,
 ) -> None:
     """KV-cache bytes per token and per sequence over contexts (GQA, MLA, sliding window, hybrid).
@@ -84,8 +114,15 @@ def kv(
     contexts = parse_contexts(context)
     b = parse_context(batch, "--batch")
     bits = dtype_bits(kv_dtype, "--kv-dtype")
+    layout = _layout(tp, pp, ep, dp)
     spec = load_model(model)
     result = kv_cache(spec, contexts, bits, kv_dtype.lower(), b)
+    if layout is not None:
+        from dataclasses import replace
+
+        from .parallel import per_gpu
+
+        result = replace(result, layout=layout, per_gpu=per_gpu(spec, layout, 16, bits))
     _emit(result, as_json, view.render, spec.display_name)
 
 
@@ -201,6 +238,12 @@ def roofline(
     weight_bytes: str = typer.Option("read", "--weight-bytes",
                                      help="read (matmul weights + B embedding rows) or resident (every weight, seed 003)."),
     ops: bool = typer.Option(False, "--ops", help="Per-operator table (FLOPs, bytes, intensity, bound, time)."),
+    tp: Optional[str] = TP_OPT,
+    pp: Optional[str] = PP_OPT,
+    ep: Optional[str] = EP_OPT,
+    dp: Optional[str] = DP_OPT,
+    network_gb_s: str = typer.Option("50", "--network-gb-s",
+                                      help="Per-GPU network bandwidth between nodes, GB/s per direction (layouts)."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Roofline: ridge points of a GPU; with a model, the decode step or prefill time bounds.
@@ -211,9 +254,11 @@ def roofline(
     from .load import load_gpu, load_model
     from .report import roofline as view
     from .roofline import decode_step, peak_flops, prefill_step, ridge_points
-    from .units import dtype_bits, parse_context, parse_fraction
+    from .units import dtype_bits, parse_context, parse_fraction, parse_positive_float
 
-    wants_step = model is not None or any(v is not None for v in (phase, batch, context, seq))
+    layout = _layout(tp, pp, ep, dp)
+    network = parse_positive_float(network_gb_s, "--network-gb-s")
+    wants_step = model is not None or layout is not None or any(v is not None for v in (phase, batch, context, seq))
     phase = phase or "decode"
     _choice(phase, "--phase", ("decode", "prefill"))
     _choice(weight_bytes, "--weight-bytes", ("read", "resident"))
@@ -236,6 +281,13 @@ def roofline(
         _emit(result, as_json, view.render_prefill, spec.display_name, g.display_name, model_given)
     else:
         result = decode_step(spec, g, b, c, dtype, bits, kv_bits, f_mfu, f_mbu, weight_bytes)
+        if layout is not None:
+            from dataclasses import replace
+
+            from .parallel import deployment
+
+            result = replace(result, deployment=deployment(spec, g, layout, b, c, bits, kv_bits, 0, dtype,
+                                                           network))
         _emit(result, as_json, view.render_decode, spec.display_name, g.display_name, model_given, ops)
 
 
@@ -243,21 +295,29 @@ def roofline(
 def fit(
     model: str = typer.Argument(..., help=MODEL_HELP),
     gpu: str = typer.Option("h100", "--gpu", "-g", help=GPU_HELP),
-    context: str = typer.Option("8K", "--context", "-c", help="Tokens per sequence for the largest batch."),
-    batch: str = typer.Option("1", "--batch", "-b", help="Sequences for the largest context."),
+    context: str = typer.Option("8K", "--context", "-c", help="Tokens per sequence."),
+    batch: str = typer.Option("1", "--batch", "-b", help="Sequences held at once."),
     weights_dtype: Optional[str] = typer.Option(None, "--weights-dtype",
                                                 help="Weight dtype: bf16, fp8, int8, int4, ... (default: the checkpoint's)."),
     bits_per_weight: Optional[str] = typer.Option(None, "--bits-per-weight", help="Bits per weight incl. scales (4.25)."),
     kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache element dtype."),
     reserve_gb: str = typer.Option("0", "--reserve-gb", help="Memory kept free for runtime and activations, GB (10^9 B)."),
+    max_gpus: str = typer.Option("64", "--max-gpus", help="Largest layout to search for the smallest that fits."),
+    tp: Optional[str] = TP_OPT,
+    pp: Optional[str] = PP_OPT,
+    ep: Optional[str] = EP_OPT,
+    dp: Optional[str] = DP_OPT,
     as_json: bool = JSON_OPT,
 ) -> None:
-    """What fits on one GPU: weights vs memory, largest batch and context, KV token budget.
+    """What fits: one GPU's capacity (largest batch/context, KV budget) and the smallest multi-GPU layouts.
 
-    Example: llm-cost fit llama3-8b --gpu h100 --context 8K
+    With --tp/--pp/--ep/--dp: that layout's per-GPU weights, KV, headroom and decode bound.
+    Examples: llm-cost fit llama3-8b --gpu h100; llm-cost fit llama3-70b --gpu h100 --context 8K;
+    llm-cost fit deepseek-v3 --gpu h200 --weights-dtype fp8; llm-cost fit llama3-70b --tp 2
     """
     from .load import load_gpu, load_model
     from .memory import fit as fit_
+    from .parallel import FitReport, deployment, smallest_layouts
     from .report import fit as view
     from .units import dtype_bits, parse_context
 
@@ -266,9 +326,15 @@ def fit(
     _weight_bits("bf16", weights_dtype, bits_per_weight)
     kv_bits = dtype_bits(kv_dtype, "--kv-dtype")
     reserve = _gigabytes(reserve_gb, "--reserve-gb")
+    n_max = parse_context(max_gpus, "--max-gpus")
+    layout = _layout(tp, pp, ep, dp)
     spec, g = load_model(model), load_gpu(gpu)
     bits = _weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
-    result = fit_(spec, g, c, b, bits, kv_bits, reserve)
+    if layout is not None:
+        result = FitReport(None, [], n_max, deployment(spec, g, layout, b, c, bits, kv_bits, reserve))
+    else:
+        result = FitReport(fit_(spec, g, c, b, bits, kv_bits, reserve),
+                           smallest_layouts(spec, g, b, c, bits, kv_bits, reserve, n_max), n_max, None)
     _emit(result, as_json, view.render, spec.display_name, g.display_name)
 
 
@@ -523,6 +589,11 @@ def train(
     usd_per_gpu_hour: Optional[str] = typer.Option(None, "--usd-per-gpu-hour", help="Price of one GPU-hour, USD."),
     seq: str = typer.Option("8K", "--seq", help="Sequence length for activation memory."),
     micro_batch: str = typer.Option("1", "--micro-batch", help="Sequences per micro-batch for activation memory."),
+    tp: Optional[str] = TP_OPT,
+    pp: Optional[str] = PP_OPT,
+    dp: Optional[str] = DP_OPT,
+    zero: str = typer.Option("1", "--zero", help="ZeRO stage over the data-parallel GPUs: 0, 1, 2 or 3 (3 ~ FSDP)."),
+    sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Megatron sequence parallelism."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Training: 6ND FLOPs, time at an MFU (or the MFU a GPU-hour budget implies), energy, CO2, cost, memory.
@@ -547,8 +618,21 @@ def train(
     grid = _non_negative(grid_kg_per_kwh, "--grid-kg-per-kwh") if grid_kg_per_kwh is not None else None
     price = _non_negative(usd_per_gpu_hour, "--usd-per-gpu-hour") if usd_per_gpu_hour is not None else None
     s, b = parse_context(seq, "--seq"), parse_context(micro_batch, "--micro-batch")
+    _choice(zero, "--zero", ("0", "1", "2", "3"))
+    layout = _layout(tp, pp, None, dp)
+    if layout is not None and gpus != "1" and layout.gpus != n:
+        raise InputError(f"--gpus {n} disagrees with --tp x --pp x --dp = {layout.gpus}; give one or the other")
     spec, g = load_model(model), load_gpu(gpu)
+    if layout is not None:
+        n = layout.gpus
     result = train_(spec, d, g, n, f_mfu, hours, recompute, dtype, power, f_pue, grid, price, s, b)
+    if layout is not None:
+        from dataclasses import replace
+
+        from .training import parallel_train_memory
+
+        result = replace(result, parallel=parallel_train_memory(spec, g, layout.tp, layout.pp, layout.dp, int(zero),
+                                                                s, b, recompute, sequence_parallel))
     _emit(result, as_json, view.render, spec.display_name)
 
 

@@ -67,6 +67,8 @@ class KVResult:
     contexts: list[KVAtContext]
     formula: str
     conventions: list[str] = field(default_factory=list)
+    layout: object | None = None  # llm_cost.parallel.Layout when --tp/--pp/--ep/--dp were given
+    per_gpu: object | None = None  # llm_cost.parallel.PerGPU: KV per token per GPU by pipeline stage
 
 
 def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:

@@ -103,35 +103,51 @@ def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
 
 @dataclass(frozen=True)
 class Activations:
-    """Activation bytes per layer for training (16-bit activations, no tensor parallelism)."""
+    """Activation bytes per layer on one GPU for training (16-bit activations)."""
 
     model: str
     seq: int
     micro_batch: int
     recompute: str
-    bytes_per_layer: int
-    quadratic_bytes_per_layer: int  # the 5 a s^2 b term (attention scores, softmax, dropout mask)
+    tp: int
+    sequence_parallel: bool
+    bytes_per_layer: int | float
+    quadratic_bytes_per_layer: int | float  # the 5 a s^2 b / t term (scores, softmax, dropout mask)
     layers: int
-    total_bytes: int
+    total_bytes: int | float
     formula: str
 
 
-def activation_memory(spec: ModelSpec, seq: int, micro_batch: int = 1, recompute: str = "none") -> Activations:
-    """Activation memory of one layer, Korthikanti et al. 2022 ("Reducing Activation
-    Recomputation in Large Transformer Models", eq. 1): s b h (34 + 5 a s / h) bytes with 16-bit
-    activations, h = hidden_size, a = attention heads; "selective" recompute drops the
-    5 a s^2 b attention term (34 s b h); "full" keeps only each layer's input (2 s b h).
-    The formula is the paper's for a standard GPT block; other blocks are approximated by it."""
-    s, b, h, a = seq, micro_batch, spec.hidden_size, spec.attention.num_attention_heads
-    linear = 34 * s * b * h
-    quadratic = 5 * a * s * s * b
+def activation_memory(spec: ModelSpec, seq: int, micro_batch: int = 1, recompute: str = "none", tp: int = 1,
+                      sequence_parallel: bool = False) -> Activations:
+    """Activation memory of one layer on one GPU, Korthikanti et al. 2022 ("Reducing Activation
+    Recomputation in Large Transformer Models", §4): with 16-bit activations, h = hidden_size,
+    a = attention heads, t = tensor-parallel size,
+
+    * no recompute: s b h (10 + 24/t + 5 a s / (h t)); with sequence parallelism
+      s b h (34/t + 5 a s / (h t)) (t = 1: s b h (34 + 5 a s / h), seed 003 §02);
+    * selective recompute drops the 5 a s / (h t) attention term;
+    * full recompute keeps each layer's input: 2 s b h (/ t with sequence parallelism).
+
+    The formula is the paper's for a standard GPT block; other blocks are approximated by it.
+    ValueError for an unknown recompute mode."""
+    s, b, h, a, t = seq, micro_batch, spec.hidden_size, spec.attention.num_attention_heads, tp
+    sbh = s * b * h
+    quadratic = Fraction(5 * a * s * s * b, t)
+    linear = Fraction(34 * sbh, t) if sequence_parallel else 10 * sbh + Fraction(24 * sbh, t)
+    where = "sbh(34/t" if sequence_parallel else "sbh(10 + 24/t"
     if recompute == "none":
-        per, formula = linear + quadratic, "s b h (34 + 5 a s / h)"
+        per, formula = linear + quadratic, f"{where} + 5as/(ht))"
     elif recompute == "selective":
-        per, formula = linear, "34 s b h (attention scores recomputed)"
+        per, formula, quadratic = linear, f"{where}) (attention scores recomputed)", Fraction(0)
     elif recompute == "full":
-        per, formula = 2 * s * b * h, "2 s b h (only the layer input kept)"
+        per = Fraction(2 * sbh, t) if sequence_parallel else Fraction(2 * sbh)
+        formula, quadratic = "2sbh" + ("/t" if sequence_parallel else "") + " (only the layer input kept)", Fraction(0)
     else:
         raise ValueError(f"recompute must be none, selective or full, not {recompute!r}")
+    if t == 1 and not sequence_parallel and recompute != "full":
+        formula = "sbh(34 + 5as/h)" if recompute == "none" else "34sbh (attention scores recomputed)"
     L = spec.num_hidden_layers
-    return Activations(spec.name, s, b, recompute, per, quadratic if recompute == "none" else 0, L, per * L, formula)
+    exact = lambda x: int(x) if x.denominator == 1 else float(x)  # noqa: E731
+    return Activations(spec.name, s, b, recompute, t, sequence_parallel, exact(per), exact(quadratic), L,
+                       exact(per * L), formula)

@@ -53,6 +53,8 @@ class ParamsResult:
     checkpoint_params: int
     weight_bytes: int | float
     conventions: list[str] = field(default_factory=list)
+    layout: object | None = None  # llm_cost.parallel.Layout when --tp/--pp/--ep/--dp were given
+    per_gpu: object | None = None  # llm_cost.parallel.PerGPU: weights per GPU by pipeline stage
 
 
 def _label(spec: ModelSpec, group: str) -> str:

@@ -119,6 +119,7 @@ class DecodeStep:
     intensity_limit: float | None
     ops: list[OpRow] = field(default_factory=list)
     conventions: list[str] = field(default_factory=list)
+    deployment: object | None = None  # llm_cost.parallel.Deployment when a layout was given
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ seed 003 §02 and §10).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .memory import Activations, activation_memory
@@ -23,7 +24,8 @@ from .spec import HardwareSpec, ModelSpec
 from .structure import build
 from .units import InputError
 
-__all__ = ["StateMemory", "TrainResult", "train", "STATE_BYTES"]
+__all__ = ["StateMemory", "TrainResult", "train", "STATE_BYTES", "state_memory", "ParallelTrainMemory",
+           "parallel_train_memory"]
 
 #: Bytes per parameter of mixed-precision Adam training state, by part.
 STATE_BYTES = {"bf16 weights": 2, "bf16 gradients": 2, "fp32 master weights": 4, "adam m (fp32)": 4,
@@ -68,6 +70,7 @@ class TrainResult:
     state: StateMemory
     activations: Activations
     conventions: list[str] = field(default_factory=list)
+    parallel: "ParallelTrainMemory | None" = None  # per-GPU memory when a TP x PP x DP layout was given
 
 
 def state_memory(params: int, data_parallel: int) -> StateMemory:
@@ -132,4 +135,77 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int = 1, mfu: f
         conventions=conventions)
 
 
-__all__ += ["state_memory"]
+
+@dataclass(frozen=True)
+class ParallelTrainMemory:
+    """Training memory on the fullest GPU of a TP x PP x DP layout under one ZeRO stage."""
+
+    model: str
+    gpu: str
+    tp: int
+    pp: int
+    dp: int
+    zero: int
+    sequence_parallel: bool
+    recompute: str
+    params_per_gpu: int  # parameters on the fullest pipeline stage, one TP shard
+    state_bytes: float  # weights + gradients + optimizer states after ZeRO sharding over DP
+    activation_bytes: float  # layers of the stage x per layer x micro-batches in flight
+    in_flight_micro_batches: int
+    total_bytes: float
+    memory_bytes: int
+    fits: bool
+    smallest_dp: int | None  # fewest data-parallel replicas that fit at this ZeRO stage (None: none do)
+    conventions: list[str] = field(default_factory=list)
+
+
+def _zero_split(params: int, zero: int) -> tuple[int, int]:
+    """(replicated, sharded) bytes of mixed-precision Adam state (2 + 2 + 12 bytes per parameter):
+    ZeRO stage 1 shards the optimizer states, 2 also the gradients, 3 also the weights."""
+    return {0: (16 * params, 0), 1: (4 * params, 12 * params), 2: (2 * params, 14 * params),
+            3: (0, 16 * params)}[zero]
+
+
+def _zero_state(params: int, dp: int, zero: int) -> float:
+    """State bytes per GPU over ``dp`` data-parallel GPUs."""
+    replicated, sharded = _zero_split(params, zero)
+    return replicated + sharded / dp
+
+
+def _smallest_dp(params: int, zero: int, room: float) -> int | None:
+    """Fewest data-parallel GPUs whose state fits in ``room`` bytes, or None if none do."""
+    replicated, sharded = _zero_split(params, zero)
+    if room < replicated or (room == replicated and sharded):
+        return None
+    return 1 if not sharded else max(1, math.ceil(sharded / (room - replicated)))
+
+
+def parallel_train_memory(spec: ModelSpec, gpu: HardwareSpec, tp: int = 1, pp: int = 1, dp: int = 1, zero: int = 1,
+                          seq: int = 8192, micro_batch: int = 1, recompute: str = "none",
+                          sequence_parallel: bool = False, reserve_bytes: int = 0) -> ParallelTrainMemory:
+    """Per-GPU training memory: ZeRO-sharded state of the fullest stage's TP shard plus the
+    activations of the stage's layers for the PP micro-batches 1F1B keeps in flight on the first
+    stage (Narayanan et al. 2021; Korthikanti et al. 2022). InputError for an invalid layout."""
+    from .parallel import Layout, per_gpu
+
+    if zero not in (0, 1, 2, 3):
+        raise InputError(f"--zero: {zero} is not a ZeRO stage (0, 1, 2 or 3)")
+    layout = Layout(tp, pp, 1, dp)
+    shards = per_gpu(spec, layout, 16)
+    params = int(max(shards.weight_bytes) // 2)
+    act = activation_memory(spec, seq, micro_batch, recompute, tp, sequence_parallel)
+    layers = max(shards.stage_layers)
+    activations = float(act.bytes_per_layer) * layers * pp
+    state = _zero_state(params, dp, zero)
+    room = gpu.memory_bytes - reserve_bytes
+    total = state + activations
+    smallest = _smallest_dp(params, zero, room - activations)
+    conventions = [
+        f"TP {tp} x PP {pp} x DP {dp}; state 16 B per parameter (2 weights + 2 gradients + 12 FP32 master and "
+        f"Adam), ZeRO-{zero} over DP",
+        f"activations: {act.formula} per layer x {layers} layers x {pp} micro-batch(es) in flight (1F1B), "
+        f"s = {seq:,}, micro-batch {micro_batch}",
+        f"memory {gpu.memory_gb:g} GB less {reserve_bytes:,} B reserve; smallest DP searched at ZeRO-{zero}",
+    ]
+    return ParallelTrainMemory(spec.name, gpu.name, tp, pp, dp, zero, sequence_parallel, recompute, params, state,
+                               activations, pp, total, gpu.memory_bytes, total <= room, smallest, conventions)

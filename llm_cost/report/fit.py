@@ -3,11 +3,65 @@
 from __future__ import annotations
 
 from ..memory import Activations, Fit
-from ..units import fmt_int
+from ..parallel import Deployment, FitReport
+from ..units import fmt_iec, fmt_int, fmt_seconds, fmt_si
 from .base import bytes_exact, print_conventions, print_facts, print_table
 
 
-def render(con, f: Fit, display_name: str, gpu_name: str) -> None:
+def render(con, r: FitReport, display_name: str, gpu_name: str) -> None:
+    """One GPU's capacity and the smallest layouts, or a given layout."""
+    if r.deployment is not None:
+        render_deployment(con, r.deployment, display_name, gpu_name)
+        return
+    assert r.single_gpu is not None
+    render_single(con, r.single_gpu, display_name, gpu_name)
+    if not r.smallest_layouts:
+        con.print(f"[bold red]no layout of up to {r.max_gpus} x {gpu_name} holds the model at this batch and "
+                  f"context[/bold red] (raise --max-gpus, lower the bits per weight or the context)")
+        return
+    first = r.smallest_layouts[0]
+    rows = [[f"{d.layout.gpus}", f"TP {d.layout.tp} x PP {d.layout.pp}" + (f", EP {d.layout.ep}" if d.layout.ep > 1
+                                                                             else ""),
+             fmt_si(d.per_gpu.max_weight_bytes), fmt_iec(d.kv_bytes_per_gpu), fmt_si(d.headroom_bytes),
+             fmt_seconds(d.step_s), d.dominant] for d in r.smallest_layouts]
+    print_table(con, f"smallest layouts: {first.layout.gpus} x {gpu_name} (batch {first.batch}, context "
+                     f"{first.context:,})",
+                [("GPUs", "right"), ("layout", "left"), ("weights / GPU", "right"), ("KV / GPU", "right"),
+                 ("headroom / GPU", "right"), ("decode step bound", "right"), ("dominated by", "left")], rows,
+                caption="fullest GPU shown; TP within one node; decode bound = per-stage Roofline summed over "
+                        "stages + communication")
+
+
+def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> None:
+    """One layout: per-GPU memory per stage, KV per token, the decode step and communication."""
+    L = d.layout
+    p = d.per_gpu
+    con.print(f"[bold]{display_name} on {L.gpus} x {gpu_name}: TP {L.tp} x PP {L.pp} x DP {L.dp}, EP {L.ep}; "
+              f"batch {d.batch}, context {d.context:,}[/bold]")
+    rows = [[str(i), str(n), fmt_si(w), f"{fmt_int(int(k))} B", fmt_si(w + -(-d.batch // L.dp) * d.context * k)]
+            for i, (n, w, k) in enumerate(zip(p.stage_layers, p.weight_bytes, p.kv_bytes_per_token))]
+    print_table(con, "per GPU, by pipeline stage", [("stage", "right"), ("layers", "right"), ("weights", "right"),
+                                                   ("KV per token", "right"), ("weights + KV", "right")], rows)
+    facts = []
+    if p.kv_heads_per_gpu is not None:
+        facts.append(("KV heads per GPU", f"{p.kv_heads_per_gpu}" + (f" (each replicated on {p.kv_replication} GPUs)"
+                                                                     if p.kv_replication > 1 else "")))
+    facts += [
+        ("memory per GPU", bytes_exact(d.memory_bytes)),
+        ("fullest GPU uses", bytes_exact(d.used_bytes)),
+        ("headroom" if d.fits else "[bold red]short by[/bold red]", bytes_exact(abs(d.headroom_bytes))),
+        ("decode: compute / memory at peak", f"{fmt_seconds(d.compute_s)} / {fmt_seconds(d.memory_s)}"),
+        ("decode: per-GPU Roofline bound", fmt_seconds(d.compute_bound_s)),
+        ("communication per step", f"{fmt_seconds(d.comm.time_s)} over {d.comm.link} at "
+                                   f"{d.comm.link_gb_s:g} GB/s (TP all-reduce {fmt_si(d.comm.tp_allreduce_bytes)}, "
+                                   f"PP {fmt_si(d.comm.pp_bytes)}, EP {fmt_si(d.comm.ep_all_to_all_bytes)})"),
+        ("decode step bound", f"[bold]{fmt_seconds(d.step_s)}[/bold], dominated by {d.dominant}"),
+    ]
+    print_facts(con, facts)
+    print_conventions(con, d.conventions)
+
+
+def render_single(con, f: Fit, display_name: str, gpu_name: str) -> None:
     """Weights vs memory, then the KV room: token budget, largest batch/context, concurrency."""
     con.print(f"[bold]{display_name} on one {gpu_name}: weights at {f.weight_bits:g} bits, KV at {f.kv_bits} bits[/bold]")
     facts = [
@@ -32,7 +86,7 @@ def render(con, f: Fit, display_name: str, gpu_name: str) -> None:
                   "unbounded (the cache stops growing)" if f.max_context_at_batch is None else
                   fmt_int(f.max_context_at_batch)))
     print_facts(con, facts)
-    rows = [[fmt_int(c.context), bytes_exact(c.kv_bytes_per_sequence), fmt_int(c.max_batch)] for c in f.concurrency]
+    rows = [[fmt_int(c.context), fmt_iec(c.kv_bytes_per_sequence), fmt_int(c.max_batch)] for c in f.concurrency]
     print_table(con, "concurrent requests", [("context", "right"), ("KV per request", "right"),
                                              ("requests that fit", "right")], rows)
     print_conventions(con, f.conventions)
@@ -41,9 +95,9 @@ def render(con, f: Fit, display_name: str, gpu_name: str) -> None:
 def render_activations(con, results: list[Activations], display_name: str) -> None:
     """Activation bytes per layer and in total, without and with recompute."""
     first = results[0]
-    rows = [[a.recompute, a.formula, bytes_exact(a.bytes_per_layer),
-             bytes_exact(a.quadratic_bytes_per_layer) if a.quadratic_bytes_per_layer else "-",
-             bytes_exact(a.total_bytes)] for a in results]
+    rows = [[a.recompute, a.formula, fmt_iec(a.bytes_per_layer),
+             fmt_iec(a.quadratic_bytes_per_layer) if a.quadratic_bytes_per_layer else "-",
+             fmt_iec(a.total_bytes)] for a in results]
     print_table(con, f"{display_name}: training activations, s = {first.seq:,}, micro-batch {first.micro_batch}, "
                      f"{first.layers} layers", [("recompute", "left"), ("formula", "left"), ("per layer", "right"),
                                                ("of which 5as^2b", "right"), ("all layers", "right")], rows,

@@ -57,4 +57,8 @@ def render(con, r: KVResult, display_name: str) -> None:
             row.append(_iec_first(c.all_attention_bytes) if c.all_attention_bytes is not None else "")
         rows.append(row)
     print_table(con, "", columns, rows)
+    if r.per_gpu is not None:
+        from .parallel import render_per_gpu_kv
+
+        render_per_gpu_kv(con, r.layout, r.per_gpu, r.contexts)
     print_conventions(con, r.conventions)

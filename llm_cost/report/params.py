@@ -42,4 +42,8 @@ def render(con, r: ParamsResult, display_name: str) -> None:
                       f"embedding and LM head, {fmt_int(r.mtp_checkpoint_copies)})"))
     facts.append((f"weights at {r.dtype} ({r.bits_per_param:g} bits)", bytes_exact(r.weight_bytes)))
     print_facts(con, facts)
+    if r.per_gpu is not None:
+        from .parallel import render_per_gpu_weights
+
+        render_per_gpu_weights(con, r.layout, r.per_gpu)
     print_conventions(con, r.conventions)

@@ -54,6 +54,10 @@ def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_gi
     if d.intensity_limit is not None:
         facts.append(("intensity as batch grows", f"-> {d.intensity_limit:,.2f} FLOP/byte"))
     print_facts(con, facts)
+    if d.deployment is not None:
+        from .fit import render_deployment
+
+        render_deployment(con, d.deployment, display_name, gpu_name)
     if ops:
         rows = [[o.name, fmt_flops(o.flops), fmt_si(o.bytes), f"{o.intensity:,.1f}" if o.intensity else "-",
                  o.bound, fmt_seconds(o.time_s)] for o in d.ops]

@@ -37,7 +37,19 @@ def render(con, r: TrainResult, display_name: str) -> None:
                 [("ZeRO stage", "left"), ("bytes per GPU", "right")], zero,
                 caption="zero1 shards optimizer states, zero2 also gradients, zero3 also weights")
     a = r.activations
-    print_facts(con, [(f"activations, s = {a.seq:,}, micro-batch {a.micro_batch}, {a.recompute} recompute",
+    print_facts(con, [(f"activations on one GPU (no TP), s = {a.seq:,}, micro-batch {a.micro_batch}, "
+                       f"{a.recompute} recompute",
                        f"{fmt_si(a.bytes_per_layer)} per layer ({a.formula}), {fmt_si(a.total_bytes)} for "
                        f"{fmt_int(a.layers)} layers")])
+    if r.parallel is not None:
+        m = r.parallel
+        print_facts(con, [
+            (f"per GPU at TP {m.tp} x PP {m.pp} x DP {m.dp}, ZeRO-{m.zero}",
+             f"{fmt_si(m.total_bytes)} = state {fmt_si(m.state_bytes)} + activations {fmt_si(m.activation_bytes)} "
+             f"of {fmt_si(m.memory_bytes)}: " + ("fits" if m.fits else "[bold red]does not fit[/bold red]")),
+            ("parameters per GPU (fullest stage)", fmt_int(m.params_per_gpu)),
+            (f"smallest DP at ZeRO-{m.zero}", "none fits: add TP/PP, recompute or sequence parallelism"
+             if m.smallest_dp is None else f"{m.smallest_dp} (= {m.smallest_dp * m.tp * m.pp:,} GPUs)"),
+        ])
+        print_conventions(con, m.conventions)
     print_conventions(con, r.conventions)
