@@ -132,7 +132,7 @@ def test_ten_million_token_context_is_exact(cli):
 JSON_VS_TABLE = [
     (["params", "llama3-70b"], lambda j: f"{j['total_params']:,}"),
     (["kv", "mistral-7b", "--context", "8K"], lambda j: f"{j['bytes_per_token']:,}"),
-    (["fit", "llama3-8b"], lambda j: f"{j['token_budget']:,}"),
+    (["fit", "llama3-8b"], lambda j: f"{j['single_gpu']['token_budget']:,}"),
     (["moe", "mixtral-8x7b", "--batch", "4"], lambda j: f"{j['total_params']:,}"),
     (["train", "llama3-8b", "--tokens", "15T", "--gpu-hours", "1.3M"], lambda j: f"{j['gpu_hours']:,.0f}"),
     (["image", "qwen2-vl-7b", "--size", "1024x1024"], lambda j: f"{j['vision']['tokens']:,}"),

@@ -116,7 +116,7 @@ def test_prefill_roofline_prints_default_mfu(cli):
 
 def test_fit_llama3_8b_and_70b(cli):
     data = cli("fit", "llama3-8b", "--gpu", "h100", "--json").json()
-    assert [c["max_batch"] for c in data["concurrency"]] == [59, 3]
+    assert [c["max_batch"] for c in data["single_gpu"]["concurrency"]] == [59, 3]
     r = cli("fit", "llama3-70b", "--gpu", "h100")
     assert r.code == 0 and "does not fit" in r.out and "61,107,412,992 B" in r.out
 
