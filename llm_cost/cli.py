@@ -25,7 +25,10 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-MODEL_HELP = "Shipped model name or alias (see `llm-cost list models`), or a path to a YAML spec."
+MODEL_HELP = ("Shipped model name or alias (see `llm-cost list models`), a path to a YAML spec, or a Hugging Face "
+              "config.json (or the folder holding it).")
+VERBOSE_OPT = typer.Option(False, "--verbose", "-v",
+                           help="For a config.json MODEL: list the family defaults applied (on stderr).")
 GPU_HELP = "Shipped GPU name or alias (see `llm-cost list gpus`), or a path to a YAML spec."
 JSON_OPT = typer.Option(False, "--json", help="Print the result as JSON (stable keys) instead of tables.")
 TP_OPT = typer.Option(None, "--tp", help="Tensor-parallel GPUs (divide the query heads).")
@@ -65,6 +68,7 @@ def params(
     pp: Optional[str] = PP_OPT,
     ep: Optional[str] = EP_OPT,
     dp: Optional[str] = DP_OPT,
+    verbose: bool = VERBOSE_OPT,
     as_json: bool = JSON_OPT,
 ) -> None:
     """Parameter breakdown: embedding, attention, MLP or experts, norms, biases, LM head, vision, MTP.
@@ -87,6 +91,8 @@ def params(
 
         result = replace(result, layout=layout, per_gpu=per_gpu(spec, layout, result.bits_per_param))
     _emit(result, as_json, view.render, spec.display_name)
+    if verbose:
+        _report_defaults(model)
 
 
 @app.command()
@@ -100,6 +106,7 @@ def kv(
     pp: Optional[str] = PP_OPT,
     ep: Optional[str] = EP_OPT,
     dp: Optional[str] = DP_OPT,
+    verbose: bool = VERBOSE_OPT,
     as_json: bool = JSON_OPT,
 ) -> None:
     """KV-cache bytes per token and per sequence over contexts (GQA, MLA, sliding window, hybrid).
@@ -124,6 +131,45 @@ def kv(
 
         result = replace(result, layout=layout, per_gpu=per_gpu(spec, layout, 16, bits))
     _emit(result, as_json, view.render, spec.display_name)
+    if verbose:
+        _report_defaults(model)
+
+
+def _report_defaults(model: str) -> None:
+    """--verbose: the defaults a config.json MODEL took, on stderr (so --json stays clean)."""
+    from .hf import defaults_used
+    from .report.hf import print_defaults
+    from .report.base import console
+
+    con = console()
+    con.file = sys.stderr
+    defaults = defaults_used(model)  # None unless MODEL is a .json path or a folder
+    if defaults is None:
+        con.print(f"{model}: a shipped or YAML spec, no config.json defaults to report")
+    else:
+        print_defaults(con, defaults)
+
+
+@app.command("import")
+def import_(
+    config: str = typer.Argument(..., help="A Hugging Face config.json, or the folder holding one."),
+    out: str = typer.Option(..., "--out", "-o", help="The YAML spec to write, e.g. models/NAME.yaml."),
+    name: Optional[str] = typer.Option(None, "--name", help="Spec name (default: the file stem of --out)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the family defaults that were applied."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Write our YAML spec from a Hugging Face config.json, recording the source and the defaults used.
+
+    Example: llm-cost import ~/hf/Qwen2.5-7B/config.json -o models/qwen2.5-7b.yaml
+    """
+    from pathlib import Path
+
+    from .hf import import_config
+    from .report import hf as view
+
+    result = import_config(Path(config), Path(out), name, force)
+    _emit(result, as_json, view.render_import, verbose)
 
 
 class ListKind(str, Enum):

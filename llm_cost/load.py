@@ -133,10 +133,15 @@ def _resolve(kind: str, name: str, what: str) -> Path:
 
 
 def load_model(name_or_path: str) -> "ModelSpec":
-    """A shipped model by name or alias, or a YAML spec file; SpecError if neither works."""
+    """A shipped model by name or alias, a YAML spec file, or a Hugging Face config.json (or a
+    folder holding one, see :mod:`llm_cost.hf`); SpecError if none works."""
     from .spec import ModelSpec
 
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("models", name_or_path, "model")
+    if path.suffix.lower() == ".json" or (path.is_dir() and path.suffix.lower() not in (".yaml", ".yml")):
+        from .hf import load_hf_config  # lazy: only config.json models pay for the import
+
+        return load_hf_config(path)
     return _validate(path, ModelSpec, read_yaml(path))
 
 

@@ -1,0 +1,314 @@
+"""Hugging Face ``config.json`` -> :class:`~llm_cost.spec.ModelSpec`, exactly as transformers builds the weights.
+
+Every command accepts MODEL as a path to a ``config.json`` (or a folder holding one); the spec made
+here is then counted by :mod:`llm_cost.structure` like any shipped spec. One mapping function per
+family (or per group of families that share a modeling file's layout), each naming the transformers
+modeling file whose weight tensors it mirrors.
+
+Rules (design notes, "config.json import"):
+
+* Only keys that change weight shapes (or the KV cache) matter. Unknown keys are fine: configs carry
+  many irrelevant ones (dropout, token ids, ``pretraining_tp`` ...). But a key that is known to change
+  weight shapes (:data:`SHAPE_KEYS`) and that the family's mapping does not place raises
+  :class:`~llm_cost.load.SpecError` naming it (unless its value is inert: null, false, 0, empty), so
+  a count is never silently wrong.
+* A missing optional field takes the family's default (the transformers config class default) and
+  is reported in the list of defaults applied (``--verbose``). The core sizes (``vocab_size``,
+  ``hidden_size``, ``num_hidden_layers``, ``num_attention_heads`` and the FFN width that is used)
+  are required: a config without them is not a model description.
+* A parameter is an element of a checkpoint weight tensor; buffers (rotary ``inv_freq``, GPT-2's
+  causal-mask ``attn.bias``, Gemma's embedding ``normalizer``) are not parameters.
+* Fused projections (GPT-2 ``c_attn``, Falcon ``query_key_value``, Phi-3 ``qkv_proj`` and
+  ``gate_up_proj``) hold exactly the elements of the separate q/k/v (gate/up) tensors the spec
+  enumerates, so they map onto the unfused fields with equal counts.
+
+Errors name the file and the key: ``config.json: model_type 'bert' is not supported; supported: ...``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any, Optional
+
+from ..load import MAX_SPEC_BYTES, SpecError
+
+from .config import SHAPE_KEYS, _Config
+from .families import _HEADS, ALIASES, FAMILIES, SUPPORTED_MODEL_TYPES
+
+__all__ = [
+    "SUPPORTED_MODEL_TYPES",
+    "SHAPE_KEYS",
+    "load_hf_config",
+    "load_hf_config_verbose",
+    "hf_to_spec",
+    "spec_to_yaml",
+    "find_config",
+    "is_hf_path",
+    "defaults_used",
+    "ImportResult",
+    "import_config",
+]
+
+
+# -- public API -------------------------------------------------------------------------------------
+
+def _display_name(config: dict[str, Any]) -> Optional[str]:
+    raw = config.get("_name_or_path")
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    raw = raw.strip().rstrip("/")
+    m = re.search(r"models--([^/]+?)--([^/]+)", raw)
+    if m:
+        return f"{m.group(1)}/{m.group(2)}"
+    if raw.startswith(("/", ".", "~")) or "\\" in raw or raw.count("/") > 1:
+        return re.split(r"[/\\]", raw)[-1] or None
+    return raw
+
+
+def _stem_of(source: str) -> str:
+    """The folder of ``.../NAME/config.json``, else the file stem."""
+    p = Path(source)
+    return (p.parent.resolve().name if p.name == "config.json" else p.stem).strip() or "model"
+
+
+def _name_from(source: str) -> str:
+    return re.sub(r"\s+", "-", _stem_of(source)).lower()
+
+
+def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
+    """Map a parsed config.json to ``(ModelSpec, defaults applied)``.
+
+    ``source`` names the file in messages and in ``spec.source.url``; ``name`` defaults to the
+    folder (for ``.../NAME/config.json``) or file stem. Raises SpecError naming the key for an
+    unsupported model_type, a missing required size, a wrong type, or a shape key it cannot place.
+    """
+    from pydantic import ValidationError
+
+    from ..load import _validation_message
+    from ..spec import ModelSpec, Source
+
+    if not isinstance(config, dict):
+        raise SpecError(f"{source}: the top level must be a JSON object, not {type(config).__name__}")
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or not model_type:
+        raise SpecError(f"{source}: model_type is missing; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+    family = ALIASES.get(model_type, model_type)
+    if family not in FAMILIES:
+        hint = " (the text-only model_type is gemma3_text)" if model_type == "gemma3" else ""
+        raise SpecError(f"{source}: model_type {model_type!r} is not supported{hint}; supported: "
+                        f"{', '.join(SUPPORTED_MODEL_TYPES)}")
+    archs = config.get("architectures")
+    if isinstance(archs, list):
+        bad = [a for a in archs if isinstance(a, str) and not a.endswith(_HEADS)]
+        if bad:
+            raise SpecError(f"{source}: architectures {bad} carry a head other than the LM head; only causal-LM "
+                            "checkpoints (…ForCausalLM, …LMHeadModel) are modelled")
+    mapper, fam = FAMILIES[family]
+    data = dict(config)
+    text = data.get("text_config")
+    if family == "qwen2_vl" and isinstance(text, dict):
+        data.update({k: v for k, v in text.items() if k not in ("model_type", "architectures")})
+        data.pop("text_config")
+    defaults: list[str] = []
+    notes: list[str] = []
+    c = _Config(data, source, family, defaults, notes)
+    c.ignore("model_type", "architectures", "_name_or_path")
+    try:
+        fields = mapper(c, fam)
+    except ValidationError as exc:
+        raise SpecError(_validation_message(Path(source), exc)) from None
+    c.check_unplaced()
+
+    shown = _display_name(config)
+    note = [f"Imported from a Hugging Face config.json (model_type {model_type}"
+            + (f", _name_or_path {config['_name_or_path']}" if shown else "") + ") by llm-cost."]
+    if defaults:
+        note.append("Defaults applied: " + "; ".join(defaults) + ".")
+    if notes:
+        note.append("Notes: " + "; ".join(notes) + ".")
+    spec_name = name or _name_from(source)
+    try:
+        spec = ModelSpec(
+            name=spec_name,
+            display_name=shown or _stem_of(source),
+            model_type=family,
+            source=Source(url=source, retrieved=date.today().isoformat(), note=" ".join(note)),
+            **fields,
+        )
+    except ValidationError as exc:
+        raise SpecError(_validation_message(Path(source), exc)) from None
+    return spec, defaults
+
+
+def find_config(path: Path) -> Path:
+    """The config.json that ``path`` names: the file itself, or ``config.json`` inside a folder."""
+    if path.is_dir():
+        inner = path / "config.json"
+        if not inner.is_file():
+            raise SpecError(f"{path}: folder has no config.json (give the path of a config.json or its folder)")
+        return inner
+    if not path.exists():
+        raise SpecError(f"{path}: no such file")
+    if not path.is_file():
+        raise SpecError(f"{path}: not a regular file")
+    return path
+
+
+def _read_json(path: Path) -> Any:
+    size = path.stat().st_size
+    if size > MAX_SPEC_BYTES:
+        raise SpecError(f"{path}: {size:,} bytes is too large for a config (limit {MAX_SPEC_BYTES:,} bytes)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot be read ({exc.strerror})") from None
+    if not text.strip():
+        raise SpecError(f"{path}: empty file; a config.json is a JSON object")
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(f"{name} is not a valid JSON number")
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise ValueError(f"duplicate key {key!r}")
+            out[key] = value
+        return out
+
+    try:
+        return json.loads(text, parse_constant=no_constants, object_pairs_hook=no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:
+        raise SpecError(f"{path}: invalid JSON: {exc}") from None
+
+
+def load_hf_config_verbose(path: Path, name: Optional[str] = None):
+    """``(ModelSpec, defaults applied)`` from a config.json or a folder holding one; ``name``
+    overrides the spec name (default: the folder of a ``config.json``, else the file stem)."""
+    file = find_config(Path(path))
+    return hf_to_spec(_read_json(file), str(file), name)
+
+
+def load_hf_config(path: Path):
+    """A :class:`~llm_cost.spec.ModelSpec` from a config.json or a folder holding one; SpecError
+    (naming the file and the key) when it cannot be mapped exactly."""
+    return load_hf_config_verbose(path)[0]
+
+
+def is_hf_path(name_or_path: str) -> bool:
+    """True when MODEL names a config.json (any ``.json`` file) or an existing folder (other than
+    one named like a YAML spec, which load.read_yaml reports as "not a regular file")."""
+    path = Path(name_or_path)
+    suffix = path.suffix.lower()
+    return suffix == ".json" or (path.is_dir() and suffix not in (".yaml", ".yml"))
+
+
+def defaults_used(name_or_path: str) -> Optional[list[str]]:
+    """For ``--verbose``: the defaults a config.json MODEL took (None for a shipped or YAML spec)."""
+    if not is_hf_path(name_or_path):
+        return None
+    return load_hf_config_verbose(Path(name_or_path))[1]
+
+
+def spec_to_yaml(spec) -> str:
+    """Our YAML spec text for ``spec``: fields that differ from the schema defaults, plus the
+    discriminators; ``ModelSpec.model_validate(yaml.safe_load(text)) == spec``."""
+    import yaml
+
+    data = spec.model_dump(mode="json", exclude_defaults=True)
+    for key in ("attention", "linear_attention", "vision"):
+        part = getattr(spec, key)
+        if part is not None:
+            data[key] = {"kind": part.kind, **{k: v for k, v in data.get(key, {}).items() if k != "kind"}}
+    data["torch_dtype"] = spec.torch_dtype
+    order = list(type(spec).model_fields)
+    data = {k: data[k] for k in order if k in data}
+    class Dumper(yaml.SafeDumper):
+        """Mappings in block style, lists in flow style (as the shipped specs are written)."""
+
+    Dumper.add_representer(list, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
+    Dumper.add_representer(dict, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=False))
+    header = f"# {spec.display_name}: written by `llm-cost import` from {spec.source.url}\n"
+    body = yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)
+    return header + body
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What ``llm-cost import`` wrote."""
+
+    path: str
+    name: str
+    display_name: str
+    model_type: str
+    total_params: int
+    defaults: list[str]
+    source: str
+
+
+_NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*")
+
+
+def import_config(config: Path, out: Path, name: Optional[str] = None, force: bool = False) -> ImportResult:
+    """Write our YAML spec for the config.json ``config`` (or its folder) to ``out``, atomically.
+
+    The spec's name is ``name`` or ``out``'s stem (the catalogue finds a spec by its file stem).
+    The text is validated by loading it back (it must give the same spec) before anything is
+    written; ``out`` is never overwritten unless ``force``; the file appears whole or not at all
+    (temporary file in the same folder, then rename). Raises SpecError / InputError (exit 2).
+    """
+    import os
+    import tempfile
+
+    import yaml
+
+    from ..params import count_params
+    from ..spec import ModelSpec
+    from ..units import InputError
+
+    out = Path(out)
+    if out.suffix.lower() not in (".yaml", ".yml"):
+        raise InputError(f"--out: {str(out)!r} must end in .yaml or .yml")
+    spec_name = (name if name is not None else out.stem).strip().lower()
+    if not _NAME_RE.fullmatch(spec_name):
+        raise InputError(f"--name: {spec_name!r} is not a valid spec name (lower-case letters, digits, . _ + -)")
+    if out.is_dir():
+        raise InputError(f"--out: {out} is a folder; give a file path such as {out / (spec_name + '.yaml')}")
+    if not out.parent.is_dir():
+        raise InputError(f"--out: folder {out.parent} does not exist")
+    if out.exists() and not force:
+        raise InputError(f"{out}: already exists; pass --force to overwrite it")
+    spec, defaults = load_hf_config_verbose(Path(config), spec_name)
+    text = spec_to_yaml(spec)
+    if ModelSpec.model_validate(yaml.safe_load(text)) != spec:  # pragma: no cover - a bug, not a user error
+        raise SpecError(f"{out}: the YAML written for {spec_name} would not load back to the same spec")
+    total = count_params(spec).total_params
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if force:
+            os.replace(tmp, out)
+        else:
+            try:
+                os.link(tmp, out)  # fails if out appeared meanwhile: never clobber without --force
+            except FileExistsError:
+                raise InputError(f"{out}: already exists; pass --force to overwrite it") from None
+            except OSError:  # filesystems without hard links
+                if out.exists():
+                    raise InputError(f"{out}: already exists; pass --force to overwrite it") from None
+                os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return ImportResult(str(out), spec.name, spec.display_name, spec.model_type, total, defaults, spec.source.url)

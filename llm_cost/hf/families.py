@@ -1,0 +1,444 @@
+"""One mapping per Hugging Face model_type: config keys -> ModelSpec fields, each mirroring the
+transformers modeling file whose weight tensors it names (see :mod:`llm_cost.hf`)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..load import SpecError
+from .config import (_REQUIRED, _VISION_SHAPE_KEYS, _Config, _Family, _common, _gqa, _heads, _layer_types, _mlp,
+                     _place_layers, _qwen_sliding)
+
+
+def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
+    """llama (transformers models/llama/modeling_llama.py), mistral (modeling_mistral.py),
+    phi3 (modeling_phi3.py; fused qkv_proj / gate_up_proj hold the same elements).
+
+    Per layer: q/k/v/o projections (llama: ``attention_bias`` on all four), gated MLP (llama:
+    ``mlp_bias`` on all three), two RMSNorms. Mistral and Phi-3 use ``sliding_window`` (when set) in
+    every layer; Mistral's default window is 4096, Phi-3's none.
+    """
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False) if c.family == "llama" else False
+    mlp_bias = c.bool("mlp_bias", False) if c.family == "llama" else False
+    window = None
+    if c.family == "mistral":
+        window = c.int_or_null("sliding_window", 4096)
+    elif c.family == "phi3":
+        window = c.opt_int("sliding_window")
+    types = _layer_types(c, L, ("full_attention", "sliding_attention")) or \
+        (["sliding_attention"] * L if window else ["full_attention"] * L)
+    window = _place_layers(c, out, types, window)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
+    out["mlp"] = _mlp(c, mlp_bias=mlp_bias)
+    return out
+
+
+def _mixtral(c: _Config, fam: _Family) -> dict[str, Any]:
+    """mixtral (transformers models/mixtral/modeling_mixtral.py): Mistral attention; every FFN is
+    ``num_local_experts`` gated experts of width ``intermediate_size`` with a bias-free router."""
+    from ..spec import MoE
+
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    window = c.opt_int("sliding_window")
+    types = _layer_types(c, L, ("full_attention", "sliding_attention")) or \
+        (["sliding_attention"] * L if window else ["full_attention"] * L)
+    window = _place_layers(c, out, types, window)
+    out["attention"] = _gqa(n_q, n_kv, hd, sliding_window=window)
+    c.ignore("hidden_act")
+    out["moe"] = MoE(num_experts=c.int("num_local_experts", 8), num_experts_per_tok=c.int("num_experts_per_tok", 2),
+                     moe_intermediate_size=c.int("intermediate_size"))
+    return out
+
+
+def _qwen(c: _Config, fam: _Family) -> dict[str, Any]:
+    """qwen2 (transformers models/qwen2/modeling_qwen2.py), qwen2_moe (modeling_qwen2_moe.py),
+    qwen3 (modeling_qwen3.py), qwen3_moe (modeling_qwen3_moe.py), qwen2_vl's language model
+    (modeling_qwen2_vl.py).
+
+    Qwen2 / Qwen2-VL / Qwen2-MoE: q, k, v biases (Qwen2-MoE: ``qkv_bias``, default true), no o bias.
+    Qwen3 / Qwen3-MoE: ``attention_bias`` on q, k, v and o, per-head q_norm / k_norm.
+    MoE (Qwen2-MoE, Qwen3-MoE): layer i is MoE unless i is in ``mlp_only_layers`` or
+    (i + 1) % ``decoder_sparse_step`` != 0; Qwen2-MoE adds a shared expert and its sigmoid gate.
+    """
+    from ..spec import MoE
+
+    fam_name = c.family
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    qwen3 = fam_name in ("qwen3", "qwen3_moe")
+    if qwen3:
+        bias = c.bool("attention_bias", False)
+        att_kw = dict(attention_bias=bias, o_proj_bias=bias, qk_norm=True)
+    elif fam_name == "qwen2_moe":
+        att_kw = dict(attention_bias=c.bool("qkv_bias", True))
+    else:
+        att_kw = dict(attention_bias=True)
+    rule = {"qwen2_moe": "alternate_below_max", "qwen3_moe": "all"}.get(fam_name, "from_max")
+    explicit = _layer_types(c, L, ("full_attention", "sliding_attention"))
+    if explicit is not None:
+        use = c.bool("use_sliding_window", False)
+        window = c.int("sliding_window", 4096) if use or "sliding_attention" in explicit else None
+        c.ignore("sliding_window", "max_window_layers")
+        types = explicit
+    else:
+        types, window = _qwen_sliding(c, L, rule)
+    window = _place_layers(c, out, types, window)
+    out["attention"] = _gqa(n_q, n_kv, hd, sliding_window=window, **att_kw)
+
+    if fam_name in ("qwen2_moe", "qwen3_moe"):
+        moe_defaults = {"qwen2_moe": (60, 4, 1408), "qwen3_moe": (128, 8, 768)}[fam_name]
+        E = c.int("num_experts", moe_defaults[0], minimum=0)
+        moe_kw: dict[str, Any] = {}
+        if fam_name == "qwen2_moe":
+            shared = c.int("shared_expert_intermediate_size", 5632, minimum=0)
+            if shared == 0:
+                raise c.error("shared_expert_intermediate_size",
+                              "= 0 leaves the always-present shared_expert_gate [1, d] that the spec cannot place")
+            moe_kw = dict(shared_expert_intermediate_size=shared, shared_expert_gate=True)
+        step = c.int("decoder_sparse_step", 1)
+        only = c.int_list("mlp_only_layers", [])
+        c.ignore("norm_topk_prob", "router_aux_loss_coef", "output_router_logits")
+        if E:
+            out["moe"] = MoE(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", moe_defaults[1]),
+                             moe_intermediate_size=c.int("moe_intermediate_size", moe_defaults[2]),
+                             decoder_sparse_step=step, mlp_only_layers=sorted(set(only)), **moe_kw)
+        dense = (not E) or any(i in only or (i + 1) % step for i in range(L))
+        if dense:
+            out["mlp"] = _mlp(c)
+        else:
+            c.ignore("intermediate_size", "hidden_act")
+            c.notes.append("intermediate_size is unused: every layer is MoE")
+    else:
+        out["mlp"] = _mlp(c)
+    return out
+
+
+def _qwen2_vl(c: _Config, fam: _Family) -> dict[str, Any]:
+    """qwen2_vl (transformers models/qwen2_vl/modeling_qwen2_vl.py): a Qwen2 language model plus
+    Qwen2VisionTransformerPretrainedModel (``vision_config``; Qwen2VLVisionConfig defaults for absent
+    keys; legacy ``in_chans`` / ``spatial_patch_size`` are synonyms of ``in_channels`` / ``patch_size``)."""
+    from pydantic import ValidationError
+
+    from ..spec import Vision
+
+    out = _qwen(c, fam)
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", "is required for model_type 'qwen2_vl' (the vision tower's shapes)")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore("model_type", "hidden_act", "initializer_range")
+    kw = dict(
+        depth=v.int("depth", 32),
+        embed_dim=v.int("embed_dim", 1280),
+        num_heads=v.int("num_heads", 16),
+        mlp_ratio=v.int("mlp_ratio", 4),
+        in_chans=v.int(v.alias("in_channels", "in_chans"), 3),
+        patch_size=v.int(v.alias("patch_size", "spatial_patch_size"), 14),
+        spatial_merge_size=v.int("spatial_merge_size", 2),
+        temporal_patch_size=v.int("temporal_patch_size", 2),
+        hidden_act=v.str("hidden_act", "quick_gelu"),
+        out_hidden_size=v.int("hidden_size", out["hidden_size"],
+                              why="absent; the language model's hidden_size, which the merger must output"),
+    )
+    v.check_unplaced(_VISION_SHAPE_KEYS)
+    if kw["out_hidden_size"] != out["hidden_size"]:
+        raise v.error("hidden_size", f"({kw['out_hidden_size']}) must equal the language model's hidden_size "
+                                     f"({out['hidden_size']})")
+    try:
+        out["vision"] = Vision(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    return out
+
+
+def _qwen3_next(c: _Config, fam: _Family) -> dict[str, Any]:
+    """qwen3_next (transformers models/qwen3_next/modeling_qwen3_next.py): Gated DeltaNet linear
+    attention in most layers, gated full attention (q_proj emits an output gate; q/k norms) every
+    ``full_attention_interval``-th layer (or ``layer_types``), MoE with a gated shared expert.
+    ``mtp_num_hidden_layers`` (the checkpoint's MTP block, which transformers does not load) maps to
+    a DeepSeek-style MTP module without embedding/head copies (fc [2d -> d], two input norms, one
+    decoder layer, a final norm), reported apart from the main model."""
+    from ..spec import MTP, LinearAttention, MoE
+
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    types = _layer_types(c, L, ("full_attention", "linear_attention"))
+    if types is None:
+        k = c.int("full_attention_interval", 4)
+        types = ["linear_attention" if (i + 1) % k else "full_attention" for i in range(L)]
+    else:
+        c.ignore("full_attention_interval")
+    c.ignore("use_sliding_window", "sliding_window", "max_window_layers")
+    out["layer_types"] = types
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True, output_gate=True)
+    if "linear_attention" in types:
+        out["linear_attention"] = LinearAttention(
+            linear_num_key_heads=c.int("linear_num_key_heads", 16),
+            linear_num_value_heads=c.int("linear_num_value_heads", 32),
+            linear_key_head_dim=c.int("linear_key_head_dim", 128),
+            linear_value_head_dim=c.int("linear_value_head_dim", 128),
+            linear_conv_kernel_dim=c.int("linear_conv_kernel_dim", 4),
+        )
+    E = c.int("num_experts", 512, minimum=0)
+    step = c.int("decoder_sparse_step", 1)
+    only = c.int_list("mlp_only_layers", [])
+    c.ignore("norm_topk_prob", "router_aux_loss_coef", "output_router_logits")
+    if E:
+        shared = c.int("shared_expert_intermediate_size", 512, minimum=0)
+        if shared == 0:
+            raise c.error("shared_expert_intermediate_size",
+                          "= 0 leaves the always-present shared_expert_gate [1, d] that the spec cannot place")
+        out["moe"] = MoE(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 10),
+                         moe_intermediate_size=c.int("moe_intermediate_size", 512),
+                         shared_expert_intermediate_size=shared, shared_expert_gate=True,
+                         decoder_sparse_step=step, mlp_only_layers=sorted(set(only)))
+    if (not E) or any(i in only or (i + 1) % step for i in range(L)):
+        out["mlp"] = _mlp(c)
+    else:
+        c.ignore("intermediate_size", "hidden_act")
+        c.notes.append("intermediate_size is unused: every layer is MoE")
+    n_mtp = c.int("mtp_num_hidden_layers", minimum=0) if c.has("mtp_num_hidden_layers") else 0
+    c.ignore("mtp_num_hidden_layers", "mtp_use_dedicated_embeddings")
+    if c.data.get("mtp_use_dedicated_embeddings") and c.bool("mtp_use_dedicated_embeddings"):
+        raise c.error("mtp_use_dedicated_embeddings", "= true: dedicated MTP embeddings cannot be placed")
+    if n_mtp > 1:
+        raise c.error("mtp_num_hidden_layers", f"= {n_mtp}: one fc with several MTP layers cannot be placed "
+                                               "(the spec models one module per layer)")
+    if n_mtp:
+        out["mtp"] = MTP(num_nextn_predict_layers=n_mtp, checkpoint_stores_shared=False)
+    return out
+
+
+def _deepseek(c: _Config, fam: _Family) -> dict[str, Any]:
+    """deepseek_v2 / deepseek_v3 (transformers models/deepseek_v2/modeling_deepseek_v2.py,
+    models/deepseek_v3/modeling_deepseek_v3.py, and the checkpoints' modeling_deepseek.py): MLA
+    (q_lora_rank null: a full q_proj), ``attention_bias`` on q_a_proj, kv_a_proj_with_mqa and o_proj.
+    Layer i is MoE when n_routed_experts is set, i >= first_k_dense_replace and
+    i % moe_layer_freq == 0 (other layers: dense MLP of intermediate_size); shared experts
+    n_shared_experts x moe_intermediate_size; ``topk_method`` noaux_tc stores a per-expert
+    e_score_correction_bias. ``num_nextn_predict_layers`` MTP modules are reported apart."""
+    from ..spec import MLAAttention, MoE, MTP
+
+    v3 = c.family == "deepseek_v3"
+    out = _common(c, fam)
+    L = out["num_hidden_layers"]
+    n = c.int("num_attention_heads")
+    c.ignore("num_key_value_heads", "head_dim", "rope_interleave")  # MLA: K/V heads = n_h; head_dim derived
+    out["attention"] = MLAAttention(
+        num_attention_heads=n,
+        q_lora_rank=c.int_or_null("q_lora_rank", 1536),
+        kv_lora_rank=c.int("kv_lora_rank", 512),
+        qk_nope_head_dim=c.int("qk_nope_head_dim", 128),
+        qk_rope_head_dim=c.int("qk_rope_head_dim", 64),
+        v_head_dim=c.int("v_head_dim", 128),
+        attention_bias=c.bool("attention_bias", False),
+    )
+    E = c.int_or_null("n_routed_experts", 256 if v3 else None)
+    first_k = c.int("first_k_dense_replace", 3 if v3 else 0, minimum=0)
+    freq = c.int("moe_layer_freq", 1)
+    c.ignore("n_group", "topk_group", "routed_scaling_factor", "scoring_func", "norm_topk_prob", "aux_loss_alpha",
+             "seq_aux", "ep_size")
+    if E:
+        topk = c.str("topk_method", "noaux_tc" if v3 else "greedy")
+        shared = c.int_or_null("n_shared_experts", 1 if v3 else None, minimum=0) or 0
+        width = c.int("moe_intermediate_size", 2048 if v3 else 1407)
+        moe_layers = [i for i in range(L) if i >= first_k and i % freq == 0]
+        only = [i for i in range(first_k, L) if i not in moe_layers]
+        out["moe"] = MoE(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 8 if v3 else _REQUIRED),
+                         moe_intermediate_size=width, shared_expert_intermediate_size=shared * width,
+                         router_bias=topk == "noaux_tc", first_k_dense_replace=min(first_k, L), mlp_only_layers=only)
+        dense = len(moe_layers) < L
+    else:
+        c.ignore("topk_method", "n_shared_experts", "moe_intermediate_size", "num_experts_per_tok")
+        dense = True
+    if dense:
+        out["mlp"] = _mlp(c)
+    else:
+        c.ignore("intermediate_size", "hidden_act")
+    if "num_nextn_predict_layers" in c.data:
+        mtp = c.int("num_nextn_predict_layers", 0, minimum=0)
+        if mtp:
+            out["mtp"] = MTP(num_nextn_predict_layers=mtp)
+    return out
+
+
+def _gemma(c: _Config, fam: _Family) -> dict[str, Any]:
+    """gemma (transformers models/gemma/modeling_gemma.py), gemma2 (modeling_gemma2.py), gemma3_text
+    (models/gemma3/modeling_gemma3.py, Gemma3ForCausalLM): GeGLU MLP, ``attention_bias`` on q/k/v/o,
+    tied embedding by default (its sqrt(d) normalizer is a buffer). Gemma 2/3 have four norms per
+    block (input, post-attention, pre- and post-feed-forward) and alternate sliding / global layers
+    (Gemma 2: even layers slide; Gemma 3: all but every ``sliding_window_pattern``-th); Gemma 3 adds
+    per-head q_norm / k_norm."""
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    window = None
+    if c.family != "gemma":
+        out["norms_per_layer"] = 4
+        window = c.int("sliding_window", 4096)
+        c.ignore("sliding_window_size")
+        types = _layer_types(c, L, ("full_attention", "sliding_attention"))
+        if types is None and c.family == "gemma2":
+            types = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(L)]
+        elif types is None:
+            k = c.int(c.alias("sliding_window_pattern", "_sliding_window_pattern"), 6)
+            types = ["sliding_attention" if (i + 1) % k else "full_attention" for i in range(L)]
+        else:
+            c.ignore("sliding_window_pattern", "_sliding_window_pattern")
+        window = _place_layers(c, out, types, window)
+    c.ignore("rope_local_base_freq", "query_pre_attn_scalar")
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window,
+                            qk_norm=c.family == "gemma3_text")
+    act_key = "hidden_activation" if c.has("hidden_activation") else "hidden_act"
+    c.ignore("hidden_act", "hidden_activation")
+    from ..spec import MLP
+
+    out["mlp"] = MLP(intermediate_size=c.int("intermediate_size"),
+                     hidden_act=c.str(act_key, "gelu_pytorch_tanh"))
+    return out
+
+
+def _gpt2(c: _Config, fam: _Family) -> dict[str, Any]:
+    """gpt2 (transformers models/gpt2/modeling_gpt2.py, GPT2LMHeadModel): wte, learned wpe
+    [n_positions, d], per block ln_1, c_attn (fused q/k/v with bias), c_proj (bias), ln_2, mlp c_fc /
+    c_proj (biases, width n_inner or 4d), all LayerNorms with biases; ln_f; LM head tied. The
+    causal-mask ``attn.bias`` / ``attn.masked_bias`` tensors are buffers, not parameters."""
+    from ..spec import MLP
+
+    n_embd = c.alias("n_embd", "hidden_size")
+    n_layer = c.alias("n_layer", "num_hidden_layers")
+    out = _common(c, fam, hidden_key=n_embd, layers_key=n_layer, rope=False)
+    c.ignore("n_ctx", "add_cross_attention")  # n_ctx: legacy; transformers sizes wpe by n_positions
+    if c.data.get("add_cross_attention"):
+        c.ignore("add_cross_attention")
+        raise c.error("add_cross_attention", "= true adds cross-attention weights the spec cannot place")
+    d = out["hidden_size"]
+    n_q = c.int(c.alias("n_head", "num_attention_heads"))
+    if d % n_q:
+        raise c.error("n_head", f"({n_q}) must divide n_embd ({d})")
+    out["norm_type"] = "layernorm"
+    out["attention"] = _gqa(n_q, n_q, None, attention_bias=True, o_proj_bias=True)
+    width = c.int("n_inner", 4 * d, why="absent or null; 4 x n_embd")
+    out["mlp"] = MLP(intermediate_size=width, gated=False, mlp_bias=True,
+                     hidden_act=c.str("activation_function", "gelu_new"))
+    return out
+
+
+def _falcon(c: _Config, fam: _Family) -> dict[str, Any]:
+    """falcon (transformers models/falcon/modeling_falcon.py; legacy model_type RefinedWebModel =
+    the 7B layout, RefinedWeb = the 40B "new decoder architecture"). Fused query_key_value:
+    new architecture n_q + 2 n_kv heads (n_kv = num_kv_heads); multi_query n_q + 2; else 3 n_q.
+    ``bias`` on query_key_value, dense and the MLP (dense_h_to_4h [d, ffn_hidden_size] and back,
+    not gated). LayerNorms with biases: one per block with parallel attention (two if
+    num_ln_in_parallel_attn = 2, the new architecture's default), two without. LM head tied."""
+    from ..spec import MLP
+
+    legacy = c.data.get("model_type") in ("RefinedWeb", "RefinedWebModel")
+    hidden = c.alias("hidden_size", "n_embed")
+    layers = c.alias("num_hidden_layers", "n_layer")
+    out = _common(c, fam, hidden_key=hidden, layers_key=layers)
+    d = out["hidden_size"]
+    n_q = c.int(c.alias("num_attention_heads", "n_head"))
+    if c.bool("alibi", False):
+        raise c.error("alibi", "= true: ALiBi positions cannot be placed (the spec models RoPE or learned positions)")
+    new_default = c.data.get("model_type") == "RefinedWeb"
+    new_arch = c.bool("new_decoder_architecture", new_default,
+                      why="absent; legacy RefinedWeb = new architecture" if new_default else None)
+    parallel = c.bool("parallel_attn", True)
+    kv_key = c.alias("num_kv_heads", "n_head_kv")
+    if new_arch:
+        n_kv = c.int(kv_key, n_q, why="absent; = num_attention_heads")
+        c.ignore("multi_query")
+    else:
+        multi_query = c.bool("multi_query", True)
+        n_kv = 1 if multi_query else n_q
+        if c.has(kv_key) and c.int(kv_key) != n_kv:
+            raise c.error(kv_key, f"({c.data[kv_key]}) disagrees with multi_query = {str(multi_query).lower()} "
+                                  f"in the old decoder architecture ({n_kv} KV heads)")
+        c.ignore(kv_key)
+    if not parallel:
+        c.ignore("num_ln_in_parallel_attn")
+        n_ln = 2  # input_layernorm + post_attention_layernorm
+    elif c.has("num_ln_in_parallel_attn") or new_arch:
+        n_ln = c.int("num_ln_in_parallel_attn", 2, why="absent; 2 with the new decoder architecture")
+        if n_ln not in (1, 2):
+            raise c.error("num_ln_in_parallel_attn", f"must be 1 or 2 (got {n_ln})")
+    else:
+        c.ignore("num_ln_in_parallel_attn")
+        n_ln = 1  # input_layernorm shared by attention and MLP
+    if d % n_q:
+        raise c.error("num_attention_heads", f"({n_q}) must divide hidden_size ({d})")
+    if n_q % n_kv:
+        raise c.error(kv_key, f"({n_kv}) must divide num_attention_heads ({n_q})")
+    bias = c.bool("bias", False)
+    out["norm_type"] = "layernorm"
+    out["norms_per_layer"] = n_ln
+    out["attention"] = _gqa(n_q, n_kv, None, attention_bias=bias, o_proj_bias=bias)
+    width = c.int("ffn_hidden_size", 4 * d, why="absent; 4 x hidden_size")
+    out["mlp"] = MLP(intermediate_size=width, gated=False, mlp_bias=bias, hidden_act=c.str("activation", "gelu"))
+    c.ignore("apply_residual_connection_post_layernorm")
+    if legacy:
+        c.notes.append(f"legacy model_type {c.data.get('model_type')!r} read as falcon")
+    return out
+
+
+def _gpt_oss(c: _Config, fam: _Family) -> dict[str, Any]:
+    """gpt_oss (transformers models/gpt_oss/modeling_gpt_oss.py): q/k/v/o with biases
+    (``attention_bias``, default true) and one learned sink logit per head; layers alternate sliding
+    (window ``sliding_window``, default 128) and full attention unless ``layer_types`` says otherwise;
+    every FFN is a MoE: router Linear with bias [E, d] + [E], experts gate_up_proj [E, d, 2 d_ff] +
+    bias, down_proj [E, d_ff, d] + bias."""
+    from ..spec import MoE
+
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", True)
+    window = c.int("sliding_window", 128)
+    types = _layer_types(c, L, ("full_attention", "sliding_attention")) or \
+        ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(L)]
+    window = _place_layers(c, out, types, window)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sinks=True, sliding_window=window)
+    k = c.int(c.alias("num_experts_per_tok", "experts_per_token"), 4)
+    c.ignore("hidden_act", "swiglu_limit", "router_aux_loss_coef", "output_router_logits", "initial_context_length")
+    out["moe"] = MoE(num_experts=c.int("num_local_experts", 128), num_experts_per_tok=k,
+                     moe_intermediate_size=c.int("intermediate_size"), router_bias=True, expert_bias=True)
+    return out
+
+
+_F = _Family
+FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
+    "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "mistral": (_llama_like, _F(tie=False, max_pos=131072, rope_theta=10000.0)),
+    "mixtral": (_mixtral, _F(tie=False, max_pos=131072, rope_theta=1e6)),
+    "qwen2": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
+    "qwen2_moe": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
+    "qwen3": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=128)),
+    "qwen3_moe": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
+    "qwen3_next": (_qwen3_next, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=256,
+                                   partial_rotary=0.25)),
+    "qwen2_vl": (_qwen2_vl, _F(tie=False, max_pos=32768, rope_theta=1e6)),
+    "deepseek_v2": (_deepseek, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "deepseek_v3": (_deepseek, _F(tie=False, max_pos=4096, rope_theta=10000.0)),
+    "gemma": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
+    "gemma2": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
+    "gemma3_text": (_gemma, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
+    "phi3": (_llama_like, _F(tie=False, max_pos=4096, rope_theta=10000.0)),
+    "gpt2": (_gpt2, _F(tie=True, max_pos=1024, rope_theta=None, dtype="fp32")),
+    "falcon": (_falcon, _F(tie=True, max_pos=2048, rope_theta=10000.0)),
+    "gpt_oss": (_gpt_oss, _F(tie=False, max_pos=131072, rope_theta=150000.0, head_dim=64)),
+}
+#: Legacy model_type names read by another family's mapping.
+ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
+SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
+
+_HEADS = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")

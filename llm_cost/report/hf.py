@@ -1,0 +1,23 @@
+"""Output of ``llm-cost import`` and of ``--verbose`` for config.json models."""
+
+from __future__ import annotations
+
+from ..units import fmt_int
+
+
+def print_defaults(con, defaults: list[str]) -> None:
+    """The family defaults a config.json took for keys it did not set."""
+    if not defaults:
+        con.print("defaults applied: none (every field the mapping reads was in the config)")
+        return
+    con.print("defaults applied (key absent from config.json):")
+    for line in defaults:
+        con.print(f"  {line}", markup=False)
+
+
+def render_import(con, r, verbose: bool) -> None:
+    """One line for what was written, then (with --verbose) the defaults applied."""
+    con.print(f"wrote {r.path}: {r.name} ({r.display_name}, model_type {r.model_type}), "
+              f"{fmt_int(r.total_params)} parameters ({r.total_params / 1e9:.2f}B); source {r.source}", markup=False)
+    if verbose:
+        print_defaults(con, r.defaults)

@@ -1,0 +1,404 @@
+"""Hugging Face config.json -> spec (llm_cost.hf) against independent checkpoint totals.
+
+Fixtures: tests/fixtures/hf/NAME/config.json, real configs per family; CHECKPOINTS.yaml gives each
+checkpoint's exact parameter total from an independent source (index total_size / bytes per
+parameter, safetensors metadata, GGUF parameter_count, a measured sum(p.numel())). None of these
+totals was computed from a config with a formula, so equality here tests the mapping and the
+tensor enumeration together.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llm_cost.hf import SHAPE_KEYS, hf_to_spec, load_hf_config, load_hf_config_verbose, spec_to_yaml
+from llm_cost.kv import kv_bytes, kv_bytes_per_token
+from llm_cost.load import SpecError, load_model
+from llm_cost.params import count_params
+from llm_cost.spec import ModelSpec
+from llm_cost.structure import build
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hf"
+CHECKPOINTS = yaml.safe_load((FIXTURES / "CHECKPOINTS.yaml").read_text(encoding="utf-8"))
+FOLDERS = sorted(p.name for p in FIXTURES.iterdir() if (p / "config.json").is_file())
+
+
+def _config(name: str) -> dict:
+    return json.loads((FIXTURES / name / "config.json").read_text(encoding="utf-8"))
+
+
+def _exact() -> list[tuple[str, int]]:
+    return [(name, entry["total_params"]) for name, entry in sorted(CHECKPOINTS.items())
+            if entry.get("exact") and entry.get("total_params") is not None and name in FOLDERS]
+
+
+# -- parameter totals ---------------------------------------------------------------------------
+
+def test_every_fixture_is_listed_and_counted():
+    """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
+    figure) have an exact total: 20 checkpoints across the 17 families with fixtures."""
+    assert set(FOLDERS) <= set(CHECKPOINTS)
+    assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
+    assert len(_exact()) == 20
+
+
+@pytest.mark.parametrize("name,total", _exact())
+def test_total_equals_checkpoint(name, total):
+    assert count_params(load_hf_config(FIXTURES / name / "config.json")).total_params == total
+
+
+def test_falcon_7b_published_count_not_the_third_party_figure():
+    """falcon-7b: 6,921,720,704 is the published count (tied word_embeddings / lm_head counted once).
+    The third-party table's 7,217,189,760 is rejected: it exceeds the published count by exactly one
+    V x d = 65,024 x 4,544 = 295,469,056 matrix, i.e. it counts the tied LM head twice
+    (CHECKPOINTS.yaml keeps it as third_party_total and records the correction)."""
+    r = count_params(load_hf_config(FIXTURES / "falcon-7b"))
+    assert r.total_params == 6_921_720_704 == CHECKPOINTS["falcon-7b"]["total_params"]
+    assert CHECKPOINTS["falcon-7b"]["third_party_total"] - r.total_params == 65_024 * 4_544
+    # Per block: qkv 4,544 x (71 + 2) x 64 + dense 4,544^2 + MLP 2 x 4,544 x 18,176 + one LayerNorm 2 x 4,544.
+    block = 4_544 * 73 * 64 + 4_544**2 + 2 * 4_544 * 18_176 + 2 * 4_544
+    assert r.total_params == 65_024 * 4_544 + 32 * block + 2 * 4_544
+
+
+def test_falcon_in_library_config_matches_legacy():
+    """falcon-7b-instruct (model_type falcon, num_attention_heads / num_hidden_layers) has the
+    tensor shapes of falcon-7b (legacy RefinedWebModel, n_head / n_layer)."""
+    a = build(load_hf_config(FIXTURES / "falcon-7b"))
+    b = build(load_hf_config(FIXTURES / "falcon-7b-instruct"))
+    assert [(t.name, t.shape, t.layers) for t in a.tensors] == [(t.name, t.shape, t.layers) for t in b.tensors]
+
+
+def test_gpt2_buffers_are_not_parameters():
+    """gpt2: 124,439,808 parameters; the checkpoint's 137,022,720 elements add 12 causal-mask
+    attn.bias buffers of 1 x 1 x 1,024 x 1,024 each."""
+    r = count_params(load_hf_config(FIXTURES / "gpt2"))
+    assert CHECKPOINTS["gpt2"]["checkpoint_tensor_elements"] - r.total_params == 12 * 1024 * 1024
+
+
+def test_deepseek_v3_mtp_reported_apart():
+    """DeepSeek-V3: main model 671,026,419,200 (the checkpoint audit); num_nextn_predict_layers = 1
+    adds the MTP module (11,610,068,224 unique) plus its stored embedding/head copies."""
+    r = count_params(load_hf_config(FIXTURES / "deepseek-v3"))
+    assert r.mtp_params == 11_610_068_224
+    assert r.checkpoint_params == 671_026_419_200 + 11_610_068_224 + 2 * 129_280 * 7_168
+
+
+QWEN3_NEXT = {
+    # Qwen3-Next-80B-A3B keys as in transformers' Qwen3NextConfig and the shipped spec's sources
+    # (no verbatim config.json was found, see CHECKPOINTS.yaml; this dict is reconstructed).
+    "architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "attention_bias": False,
+    "decoder_sparse_step": 1, "full_attention_interval": 4, "head_dim": 256, "hidden_act": "silu",
+    "hidden_size": 2048, "intermediate_size": 5120, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_value_head_dim": 128,
+    "max_position_embeddings": 262144, "mlp_only_layers": [], "moe_intermediate_size": 512,
+    "num_attention_heads": 16, "num_experts": 512, "num_experts_per_tok": 10, "num_hidden_layers": 48,
+    "num_key_value_heads": 2, "partial_rotary_factor": 0.25, "rope_scaling": None, "rope_theta": 10000000,
+    "shared_expert_intermediate_size": 512, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "vocab_size": 151936,
+}
+
+
+def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
+    """qwen3_next: the same tensors as the shipped qwen3-next-80b-a3b (79,674,391,296, llama.cpp's
+    79.67B without MTP). With the checkpoint's MTP block (mtp_num_hidden_layers = 1: fc [2d -> d],
+    two input norms, one full-attention MoE layer, a final norm = 1,650,471,424) the checkpoint
+    holds 81,324,862,720, the CHECKPOINTS.yaml figure."""
+    spec, _ = hf_to_spec(QWEN3_NEXT, "qwen3-next-80b-a3b/config.json")
+    shipped = load_model("qwen3-next-80b-a3b")
+    assert [(t.name, t.shape, t.layers, t.copies) for t in build(spec).tensors] == \
+        [(t.name, t.shape, t.layers, t.copies) for t in build(shipped).tensors]
+    assert count_params(spec).total_params == count_params(shipped).total_params == 79_674_391_296
+    with_mtp, _ = hf_to_spec({**QWEN3_NEXT, "mtp_num_hidden_layers": 1}, "x/config.json")
+    r = count_params(with_mtp)
+    assert r.total_params == 79_674_391_296 and r.mtp_params == 1_650_471_424
+    assert r.checkpoint_params == CHECKPOINTS["qwen3-next-80b-a3b-instruct"]["total_params"]
+
+
+# -- the shipped specs agree with configs of the same architecture -------------------------------
+
+@pytest.mark.parametrize("shipped,fixture", [
+    ("llama3-8b", "llama-3.1-8b"),          # Llama 3 and 3.1 8B: same shapes (3.1 adds rope_scaling)
+    ("mixtral-8x7b", "mixtral-8x7b-instruct-v0.1"),
+    ("deepseek-v3", "deepseek-v3"),
+    ("qwen2-vl-7b", "qwen2-vl-7b-instruct"),
+])
+def test_shipped_spec_agrees_with_config(shipped, fixture):
+    a, b = build(load_model(shipped)), build(load_hf_config(FIXTURES / fixture))
+    assert [(t.name, t.shape, t.layers, t.copies, t.stored, t.part) for t in a.tensors] == \
+        [(t.name, t.shape, t.layers, t.copies, t.stored, t.part) for t in b.tensors]
+    assert a.total_params == b.total_params == CHECKPOINTS[fixture]["total_params"]
+    assert a.mtp_params == b.mtp_params
+
+
+def test_deepseek_v3_config_gives_the_shipped_spec():
+    """Field for field (metadata aside), including FP8 from quantization_config and the yarn scaling."""
+    a, b = load_model("deepseek-v3"), load_hf_config(FIXTURES / "deepseek-v3")
+    differ = {k for k in ModelSpec.model_fields if getattr(a, k) != getattr(b, k)}
+    assert differ == {"display_name", "aliases", "source"}
+
+
+# -- KV cache -----------------------------------------------------------------------------------
+
+KV = [
+    # (fixture, bytes per token at BF16, derivation from the config values)
+    ("llama-3.1-8b", 131_072),            # 2 x L 32 x n_kv 8 x head_dim 128 x 2 B
+    ("llama-3.2-1b-instruct", 32_768),    # 2 x 16 x 8 x head_dim 64 (given) x 2
+    ("tinyllama-1.1b-chat-v1.0", 22_528),  # 2 x 22 x 4 x (2048 / 32 = 64) x 2
+    ("mistral-7b-instruct-v0.3", 131_072),  # 2 x 32 x 8 x 128 x 2 (sliding_window null: full)
+    ("mixtral-8x7b-instruct-v0.1", 131_072),  # 2 x 32 x 8 x 128 x 2
+    ("qwen2.5-7b", 57_344),               # 2 x 28 x 4 x (3584 / 28 = 128) x 2
+    ("qwen2.5-3b", 36_864),               # 2 x 36 x 2 x (2048 / 16 = 128) x 2
+    ("qwen1.5-moe-a2.7b-chat", 196_608),  # 2 x 24 x 16 (MHA) x 128 x 2
+    ("qwen3-8b", 147_456),                # 2 x 36 x 8 x 128 x 2
+    ("qwen3-30b-a3b", 98_304),            # 2 x 48 x 4 x 128 x 2
+    ("qwen2-vl-7b-instruct", 57_344),     # 2 x 28 x 4 x 128 x 2 (vision tower caches nothing)
+    ("deepseek-v2-lite", 31_104),         # MLA latent: L 27 x (kv_lora_rank 512 + qk_rope 64) x 2
+    ("deepseek-v3", 70_272),              # MLA latent: 61 x (512 + 64) x 2
+    ("gemma-2b", 18_432),                 # MQA: 2 x 18 x 1 x head_dim 256 x 2
+    ("gemma-2-9b-it", 344_064),           # 2 x 42 x 8 x 256 x 2 (below the 4096 window)
+    ("gemma-3-1b-it", 26_624),            # 2 x 26 x 1 x 256 x 2 (below the 512 window)
+    ("phi-3-mini-4k-instruct", 393_216),  # 2 x 32 x 32 x (3072 / 32 = 96) x 2
+    ("gpt2", 36_864),                     # 2 x 12 x 12 x (768 / 12 = 64) x 2
+    ("falcon-7b", 8_192),                 # multi_query: 2 x 32 x 1 x (4544 / 71 = 64) x 2
+    ("falcon-7b-instruct", 8_192),
+    ("gpt-oss-20b", 49_152),              # 2 x 24 x 8 x head_dim 64 x 2 (below the 128 window)
+]
+
+
+def test_kv_table_covers_every_fixture():
+    assert {name for name, _ in KV} == set(FOLDERS)
+
+
+@pytest.mark.parametrize("name,expected", KV)
+def test_kv_bytes_per_token(name, expected):
+    assert kv_bytes_per_token(load_hf_config(FIXTURES / name), 16) == expected
+
+
+@pytest.mark.parametrize("name,context,expected", [
+    # gemma-2-9b-it: 21 global layers keep all 32,768 tokens, 21 sliding (even i) keep 4,096:
+    # 2 x 8 x 256 x (21 x 32,768 + 21 x 4,096) x 2 B
+    ("gemma-2-9b-it", 32_768, 2 * 8 * 256 * (21 * 32_768 + 21 * 4_096) * 2),
+    # gemma-3-1b-it: sliding_window_pattern 6 -> layers 5, 11, 17, 23 global (4), 22 sliding at 512:
+    # 2 x 1 x 256 x (4 x 32,768 + 22 x 512) x 2 B
+    ("gemma-3-1b-it", 32_768, 2 * 1 * 256 * (4 * 32_768 + 22 * 512) * 2),
+    # gpt-oss-20b: layer_types alternate, 12 full at 131,072 and 12 sliding at 128:
+    # 2 x 8 x 64 x (12 x 131,072 + 12 x 128) x 2 B
+    ("gpt-oss-20b", 131_072, 2 * 8 * 64 * (12 * 131_072 + 12 * 128) * 2),
+    # phi-3-mini-4k: sliding_window 2047 in every layer: 2 x 32 x 96 x 32 x 2,047 x 2 B at 4,096
+    ("phi-3-mini-4k-instruct", 4_096, 2 * 32 * 96 * 32 * 2_047 * 2),
+    # qwen2.5-7b: sliding_window is set but use_sliding_window false: every layer full
+    ("qwen2.5-7b", 131_072, 57_344 * 131_072),
+])
+def test_kv_bytes_with_windows(name, context, expected):
+    assert kv_bytes(load_hf_config(FIXTURES / name), context, 16) == expected
+
+
+# -- mapping details ---------------------------------------------------------------------------
+
+def test_head_dim_honoured_when_not_hidden_over_heads():
+    """A Mistral-NeMo-like config: hidden 5120, 32 heads, head_dim 128 (not 160)."""
+    cfg = {**_config("mistral-7b-instruct-v0.3"), "hidden_size": 5120, "head_dim": 128, "vocab_size": 131072}
+    spec, defaults = hf_to_spec(cfg, "nemo/config.json")
+    q = next(t for t in build(spec).tensors if t.name.endswith("q_proj.weight"))
+    assert q.shape == (32 * 128, 5120) and not any(d.startswith("head_dim") for d in defaults)
+
+
+def test_llama_biases_add_exactly_their_elements():
+    base = count_params(load_hf_config(FIXTURES / "llama-3.1-8b")).total_params
+    spec, _ = hf_to_spec({**_config("llama-3.1-8b"), "attention_bias": True, "mlp_bias": True}, "x/config.json")
+    # q 4096 + k 1024 + v 1024 + o 4096; gate 14336 + up 14336 + down 4096; 32 layers
+    assert count_params(spec).total_params - base == 32 * (4096 + 1024 + 1024 + 4096 + 14336 * 2 + 4096)
+
+
+def test_deepseek_moe_layer_freq():
+    """DeepSeek rule: layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0."""
+    cfg = {**_config("deepseek-v2-lite"), "moe_layer_freq": 2, "first_k_dense_replace": 1}
+    spec, _ = hf_to_spec(cfg, "x/config.json")
+    assert [i for i in range(27) if spec.is_moe_layer(i)] == list(range(2, 27, 2))
+
+
+def test_qwen2_vl_nested_text_config_is_read():
+    """Newer transformers save the language model's keys under text_config."""
+    cfg = _config("qwen2-vl-7b-instruct")
+    text_keys = ("hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers",
+                 "num_key_value_heads", "vocab_size", "rope_theta", "rope_scaling")
+    nested = {k: v for k, v in cfg.items() if k not in text_keys}
+    nested["text_config"] = {k: cfg[k] for k in text_keys}
+    spec, _ = hf_to_spec(nested, "x/config.json")
+    assert count_params(spec).total_params == 8_291_375_616
+
+
+def test_defaults_are_reported():
+    _, defaults = load_hf_config_verbose(FIXTURES / "qwen2-vl-7b-instruct")
+    assert "vision_config.depth = 32 (absent; qwen2_vl default)" in defaults
+    _, defaults = load_hf_config_verbose(FIXTURES / "gemma-2b")
+    assert defaults == ["tie_word_embeddings = true (absent; gemma default)"]
+    _, defaults = load_hf_config_verbose(FIXTURES / "llama-3.2-1b-instruct")
+    assert defaults == []
+
+
+def test_names_and_source():
+    spec = load_hf_config(FIXTURES / "qwen2-vl-7b-instruct")
+    assert spec.name == "qwen2-vl-7b-instruct"
+    assert spec.display_name == "Qwen/Qwen2-VL-7B-Instruct"  # from the HF cache path in _name_or_path
+    assert spec.source.url.endswith("qwen2-vl-7b-instruct/config.json")
+    assert load_hf_config(FIXTURES / "phi-3-mini-4k-instruct").display_name == "Phi-3-mini-4k-instruct"
+    assert load_hf_config(FIXTURES / "gpt2").display_name == "gpt2"
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_yaml_round_trip(name):
+    spec = load_hf_config(FIXTURES / name)
+    assert ModelSpec.model_validate(yaml.safe_load(spec_to_yaml(spec))) == spec
+
+
+# -- failures -----------------------------------------------------------------------------------
+
+def test_folder_and_file_give_the_same_spec():
+    assert load_hf_config(FIXTURES / "gpt2") == load_hf_config(FIXTURES / "gpt2" / "config.json")
+
+
+def test_unknown_model_type_fails_clearly():
+    with pytest.raises(SpecError, match=r"config\.json: model_type 'bert' is not supported; supported: llama, "):
+        hf_to_spec({**_config("llama-3.1-8b"), "model_type": "bert"}, "config.json")
+
+
+@pytest.mark.parametrize("key,value,model", [
+    ("num_experts", 8, "llama-3.1-8b"),         # a MoE key on a dense family
+    ("attention_bias", True, "mistral-7b-instruct-v0.3"),  # Mistral has no attention biases
+    ("use_qk_norm", True, "llama-3.1-8b"),
+    ("text_config", {"hidden_size": 1024}, "gemma-2b"),
+])
+def test_unplaceable_shape_key_fails(key, value, model):
+    assert key in SHAPE_KEYS
+    with pytest.raises(SpecError, match=rf"x/config\.json: {key} = .* cannot place it"):
+        hf_to_spec({**_config(model), key: value}, "x/config.json")
+
+
+def test_inert_shape_key_is_fine():
+    spec, _ = hf_to_spec({**_config("mistral-7b-instruct-v0.3"), "attention_bias": False}, "x/config.json")
+    assert count_params(spec).total_params == 7_248_023_552
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"hidden_size": "4096"}, r"hidden_size must be an integer >= 1 \(got '4096'\)"),
+    ({"hidden_size": None}, r"hidden_size is required for model_type 'llama'"),
+    ({"num_key_value_heads": 5}, r"num_key_value_heads \(5\) must divide num_attention_heads \(32\)"),
+    ({"architectures": ["LlamaForSequenceClassification"]}, r"architectures .* only causal-LM"),
+    ({"torch_dtype": "complex64"}, r"torch_dtype 'complex64' is not a dtype"),
+])
+def test_bad_values_fail_naming_the_key(change, message):
+    with pytest.raises(SpecError, match=message):
+        hf_to_spec({**_config("llama-3.1-8b"), **change}, "x/config.json")
+
+
+def test_missing_config_fails_clearly(tmp_path):
+    with pytest.raises(SpecError, match="folder has no config.json"):
+        load_hf_config(tmp_path)
+    with pytest.raises(SpecError, match="no such file"):
+        load_hf_config(tmp_path / "config.json")
+
+
+@pytest.mark.parametrize("text,message", [
+    ('{"model_type": "llama",', "invalid JSON at line 1"),
+    ('{"model_type": "llama", "x": NaN}', "NaN is not a valid JSON number"),
+    ('{"model_type": "llama", "x": 1, "x": 2}', "duplicate key 'x'"),
+    ("[1, 2]", "top level must be a JSON object"),
+    ("", "empty file"),
+])
+def test_malformed_json_fails_clearly(tmp_path, text, message):
+    (tmp_path / "config.json").write_text(text, encoding="utf-8")
+    with pytest.raises(SpecError, match=message):
+        load_hf_config(tmp_path)
+
+
+def test_huge_config_is_refused(tmp_path):
+    (tmp_path / "config.json").write_text('{"pad": "' + "x" * 1_000_001 + '"}', encoding="utf-8")
+    with pytest.raises(SpecError, match="too large"):
+        load_hf_config(tmp_path)
+
+
+# -- import (the `llm-cost import` engine) -------------------------------------------------------
+
+def test_import_writes_validates_and_refuses_to_overwrite(tmp_path):
+    from llm_cost.hf import import_config
+    from llm_cost.units import InputError
+
+    out = tmp_path / "qwen2.5-7b.yaml"
+    r = import_config(FIXTURES / "qwen2.5-7b", out)
+    assert (r.name, r.model_type, r.total_params) == ("qwen2.5-7b", "qwen2", 7_615_616_512)
+    spec = load_model(str(out))  # our YAML loader reads what was written
+    assert spec.name == "qwen2.5-7b" and count_params(spec).total_params == 7_615_616_512
+    assert spec.source.url.endswith("qwen2.5-7b/config.json")
+    before = out.read_text()
+    with pytest.raises(InputError, match="already exists; pass --force"):
+        import_config(FIXTURES / "gpt2", out)
+    assert out.read_text() == before
+    r = import_config(FIXTURES / "gpt2", out, name="gpt2-small", force=True)
+    assert r.name == "gpt2-small" and load_model(str(out)).name == "gpt2-small"
+    assert [p.name for p in tmp_path.iterdir()] == ["qwen2.5-7b.yaml"]  # no temporary file left behind
+
+
+@pytest.mark.parametrize("out,message", [("spec.txt", "must end in .yaml"), ("missing/x.yaml", "does not exist")])
+def test_import_rejects_bad_targets(tmp_path, out, message):
+    from llm_cost.hf import import_config
+    from llm_cost.units import InputError
+
+    with pytest.raises(InputError, match=message):
+        import_config(FIXTURES / "gpt2", tmp_path / out)
+
+
+def test_defaults_used_only_for_config_paths(tmp_path):
+    from llm_cost.hf import defaults_used
+
+    assert defaults_used("llama3-8b") is None
+    (tmp_path / "dir.yaml").mkdir()
+    assert defaults_used(str(tmp_path / "dir.yaml")) is None  # a folder named like a YAML spec
+    assert defaults_used(str(FIXTURES / "gemma-2b")) == ["tie_word_embeddings = true (absent; gemma default)"]
+
+
+# --- the command line -------------------------------------------------------------------------
+
+def test_params_accepts_a_config_json_and_a_folder(cli):
+    for arg in (str(FIXTURES / "gemma-2b" / "config.json"), str(FIXTURES / "gemma-2b")):
+        r = cli("params", arg, "--json")
+        assert r.code == 0 and r.json()["total_params"] == 2_506_172_416
+
+
+def test_params_from_any_folder(cli, tmp_path, monkeypatch):
+    """`llm-cost params path/to/config.json` works from any working directory."""
+    monkeypatch.chdir(tmp_path)
+    r = cli("params", str(FIXTURES / "llama-3.1-8b" / "config.json"), "--json")
+    assert r.code == 0 and r.json()["total_params"] == 8_030_261_248
+
+
+def test_params_verbose_lists_defaults_on_stderr(cli):
+    r = cli("params", str(FIXTURES / "gemma-2b"), "--json", "--verbose")
+    assert r.code == 0 and r.json()["total_params"] == 2_506_172_416
+    assert "tie_word_embeddings = true (absent; gemma default)" in r.err
+
+
+def test_kv_accepts_a_config_json(cli):
+    r = cli("kv", str(FIXTURES / "deepseek-v3"), "--context", "1024", "--json")
+    assert r.code == 0 and r.json()["bytes_per_token"] == 61 * 576 * 2
+
+
+def test_unknown_model_type_exits_2(cli, tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "bert"}')
+    r = cli("params", str(tmp_path))
+    assert r.code == 2 and "model_type 'bert' is not supported" in r.err and r.out == ""
+
+
+def test_import_writes_refuses_and_forces(cli, tmp_path):
+    out = tmp_path / "qwen2.5-7b.yaml"
+    r = cli("import", str(FIXTURES / "qwen2.5-7b"), "-o", str(out))
+    assert r.code == 0 and "7,615,616,512" in r.out and out.is_file()
+    assert cli("params", str(out), "--json").json()["total_params"] == 7_615_616_512
+    r = cli("import", str(FIXTURES / "qwen2.5-7b"), "-o", str(out))
+    assert r.code == 2 and "already exists; pass --force" in r.err
+    assert cli("import", str(FIXTURES / "qwen2.5-7b"), "-o", str(out), "--force").code == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["qwen2.5-7b.yaml"]  # no temp file left
