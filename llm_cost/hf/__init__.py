@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..load import MAX_SPEC_BYTES, SpecError
-
 from .config import SHAPE_KEYS, _Config
 from .families import _HEADS, ALIASES, FAMILIES, SUPPORTED_MODEL_TYPES
 
