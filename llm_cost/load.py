@@ -18,7 +18,7 @@ from .units import InputError
 if TYPE_CHECKING:
     from .spec import HardwareSpec, ModelSpec
 
-__all__ = ["SpecError", "data_dir", "model_names", "gpu_names", "load_model", "load_gpu", "read_yaml"]
+__all__ = ["SpecError", "data_dir", "model_names", "gpu_names", "load_model", "load_gpu", "read_text", "read_yaml"]
 
 MAX_SPEC_BYTES = 1_000_000
 
@@ -48,18 +48,16 @@ def gpu_names() -> list[str]:
     return _names("hardware")
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
-    """Read one YAML mapping safely; SpecError for a missing, non-regular, huge, binary,
-    empty or malformed file, or one whose top level is not a mapping."""
-    import yaml
-
+def read_text(path: Path, what: str = "a .yaml spec") -> str:
+    """The UTF-8 text of a spec or config file; SpecError for a missing, non-regular, huge
+    (over 1 MB), undecodable or binary (NUL bytes) file, naming the file and what is expected."""
     if not path.exists():
         raise SpecError(f"{path}: no such file")
     if not path.is_file():
-        raise SpecError(f"{path}: not a regular file (a folder?); give the path of a .yaml spec")
+        raise SpecError(f"{path}: not a regular file (a folder?); give the path of {what}")
     size = path.stat().st_size
     if size > MAX_SPEC_BYTES:
-        raise SpecError(f"{path}: {size:,} bytes is too large for a spec (limit {MAX_SPEC_BYTES:,} bytes)")
+        raise SpecError(f"{path}: {size:,} bytes is too large for {what} (limit {MAX_SPEC_BYTES:,} bytes)")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -67,7 +65,16 @@ def read_yaml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise SpecError(f"{path}: cannot be read ({exc.strerror})") from None
     if "\x00" in text:
-        raise SpecError(f"{path}: binary content (NUL bytes); a spec is a YAML text file")
+        raise SpecError(f"{path}: binary content (NUL bytes); expected {what}")
+    return text
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Read one YAML mapping safely; SpecError for a missing, non-regular, huge, binary,
+    empty or malformed file, or one whose top level is not a mapping."""
+    import yaml
+
+    text = read_text(path)
     try:
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:

@@ -86,12 +86,12 @@ def _split(text: str, what: str, suffixes: dict[str, int]) -> tuple[Decimal, int
 MAX_COUNT = 10**15
 
 
-def _exact_int(value: Decimal, scale: int, text: str, what: str, minimum: int) -> int:
+def _exact_int(value: Decimal, scale: int, text: str, what: str, minimum: int, maximum: int = MAX_COUNT) -> int:
     scaled = value * scale
-    if scaled > MAX_COUNT:
-        raise InputError(f"{what}: {text!r} is larger than {MAX_COUNT:.0e}")
+    if scaled > maximum:
+        raise InputError(f"{what}: {text!r} is larger than {maximum:.0e}")
     if scaled != scaled.to_integral_value():
-        raise InputError(f"{what}: {text!r} is not a whole number of tokens")
+        raise InputError(f"{what}: {text!r} is not a whole number")
     result = int(scaled)
     if result < minimum:
         raise InputError(f"{what}: {text!r} must be at least {minimum}")
@@ -128,15 +128,7 @@ def parse_count(text: str | int, what: str, minimum: int = 1) -> int:
             raise InputError(f"{what}: {text} must be at least {minimum}")
         return text
     value, scale = _split(text, what, _DECIMAL)
-    scaled = value * scale
-    if scaled > 10**40:
-        raise InputError(f"{what}: {text!r} is larger than 1e40")
-    if scaled != scaled.to_integral_value():
-        raise InputError(f"{what}: {text!r} is not a whole number")
-    result = int(scaled)
-    if result < minimum:
-        raise InputError(f"{what}: {text!r} must be at least {minimum}")
-    return result
+    return _exact_int(value, scale, str(text), what, minimum, 10**40)
 
 
 def parse_positive_float(text: str | float, what: str, maximum: float | None = None) -> float:

@@ -34,7 +34,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Optional
 
-from ..load import MAX_SPEC_BYTES, SpecError
+from ..load import SpecError, read_text
 from .config import SHAPE_KEYS, _Config
 from .families import _HEADS, ALIASES, FAMILIES, SUPPORTED_MODEL_TYPES
 
@@ -158,15 +158,7 @@ def find_config(path: Path) -> Path:
 
 
 def _read_json(path: Path) -> Any:
-    size = path.stat().st_size
-    if size > MAX_SPEC_BYTES:
-        raise SpecError(f"{path}: {size:,} bytes is too large for a config (limit {MAX_SPEC_BYTES:,} bytes)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise SpecError(f"{path}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot be read ({exc.strerror})") from None
+    text = read_text(path, "a config.json")
     if not text.strip():
         raise SpecError(f"{path}: empty file; a config.json is a JSON object")
 
