@@ -1,0 +1,168 @@
+"""The Typer app, the options and flag parsers the commands share, and the entry point."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from ..load import SpecError
+from ..units import InputError
+
+app = typer.Typer(
+    name="llm-cost",
+    help="Exact cost arithmetic for decoder-only LLMs: parameters, KV cache, FLOPs, Roofline bounds, memory, "
+    "MoE, speculative decoding, training and multimodal costs. Every command takes --json.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+MODEL_HELP = ("Shipped model name or alias (see `llm-cost list models`), a path to a YAML spec, or a Hugging Face "
+              "config.json (or the folder holding it).")
+VERBOSE_OPT = typer.Option(False, "--verbose", "-v",
+                           help="For a config.json MODEL: list the family defaults applied (on stderr).")
+GPU_HELP = "Shipped GPU name or alias (see `llm-cost list gpus`), or a path to a YAML spec."
+JSON_OPT = typer.Option(False, "--json", help="Print the result as JSON (stable keys) instead of tables.")
+TP_OPT = typer.Option(None, "--tp", help="Tensor-parallel GPUs (divide the query heads).")
+PP_OPT = typer.Option(None, "--pp", help="Pipeline stages (at most the layer count).")
+EP_OPT = typer.Option(None, "--ep", help="Expert-parallel ranks: 1 or TP x DP (experts spread whole).")
+DP_OPT = typer.Option(None, "--dp", help="Data-parallel replicas.")
+
+
+def parse_layout(tp: Optional[str], pp: Optional[str], ep: Optional[str], dp: Optional[str]):
+    """A Layout from the --tp/--pp/--ep/--dp flags, or None when none is given."""
+    from ..parallel import Layout
+    from ..units import parse_context
+
+    if tp is None and pp is None and ep is None and dp is None:
+        return None
+    n = {flag: parse_context(v or "1", flag) for flag, v in (("--tp", tp), ("--pp", pp), ("--ep", ep), ("--dp", dp))}
+    return Layout(n["--tp"], n["--pp"], n["--ep"], n["--dp"])
+
+
+def emit(result, as_json: bool, render, *args) -> None:
+    """Print ``result`` as JSON or through ``render(console, result, *args)``."""
+    from ..report.base import console, to_json
+
+    if as_json:
+        sys.stdout.write(to_json(result) + "\n")
+    else:
+        render(console(), result, *args)
+
+
+def weight_bits(default_dtype: str, weights_dtype: Optional[str], bits_per_weight: Optional[str]):
+    """Bits per stored weight: --bits-per-weight, else --weights-dtype, else ``default_dtype``
+    (the checkpoint's dtype)."""
+    from ..units import dtype_bits, parse_positive_float
+
+    if bits_per_weight is not None:
+        return parse_positive_float(bits_per_weight, "--bits-per-weight", maximum=64)
+    if weights_dtype is not None:
+        return dtype_bits(weights_dtype, "--weights-dtype")
+    return dtype_bits(default_dtype)
+
+
+def check_choice(value: str, flag: str, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise InputError(f"{flag}: {value!r} is not one of: {', '.join(valid)}")
+
+
+def parse_gigabytes(text: str, flag: str) -> int:
+    """A non-negative size in GB (10^9 B) as exact bytes."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        value = Decimal(text.strip())
+    except InvalidOperation:
+        raise InputError(f"{flag}: {text!r} is not a number of GB") from None
+    if not value.is_finite() or value < 0 or value > 10**6:
+        raise InputError(f"{flag}: {text!r} must be between 0 and 1,000,000 GB")
+    return int(value * 10**9)
+
+
+def parse_unit_interval(text: str, flag: str) -> float:
+    """A float in [0, 1]."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{flag}: {text!r} is not a number in [0, 1]") from None
+    if not math.isfinite(value) or not 0 <= value <= 1:
+        raise InputError(f"{flag}: {text!r} must be in [0, 1]")
+    return value
+
+
+def parse_non_negative(text: str, flag: str) -> float:
+    """A finite float >= 0."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{flag}: {text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{flag}: {text!r} must be a finite number >= 0")
+    return value
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``WIDTHxHEIGHT`` in pixels -> (height, width)."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*(\d+)\s*", text)
+    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1 or max(int(m.group(1)), int(m.group(2))) > 10**6:
+        raise InputError(f"--size: {text!r} is not WIDTHxHEIGHT in pixels (e.g. 1920x1080, each 1 to 1,000,000)")
+    return int(m.group(2)), int(m.group(1))
+
+
+def report_defaults(model: str) -> None:
+    """--verbose: the defaults a config.json MODEL took, on stderr (so --json stays clean)."""
+    from ..hf import defaults_used
+    from ..report.hf import print_defaults
+    from ..report.base import console
+
+    con = console()
+    con.file = sys.stderr
+    defaults = defaults_used(model)  # None unless MODEL is a .json path or a folder
+    if defaults is None:
+        con.print(f"{model}: a shipped or YAML spec, no config.json defaults to report")
+    else:
+        print_defaults(con, defaults)
+
+
+def _command_names() -> dict[str, object]:
+    """Registered commands by their command-line name."""
+    names = {}
+    for info in app.registered_commands:
+        name = info.name or info.callback.__name__.replace("_", "-")  # type: ignore[union-attr]
+        names[name] = info
+    return names
+
+
+def _run(argv: list[str]) -> None:
+    """Run the CLI. A known subcommand is built on its own: Typer otherwise converts every
+    command's signature to Click parameters on each start, which costs tens of milliseconds
+    for nothing; ``--help``, typos and the bare program still go through the whole app."""
+    from typer.main import get_command
+
+    commands = _command_names()
+    if argv and argv[0] in commands:
+        single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        single.registered_commands = [commands[argv[0]]]  # type: ignore[list-item]
+        get_command(single).main(args=argv[1:], prog_name=f"llm-cost {argv[0]}",
+                                 help_option_names=["-h", "--help"])
+    else:
+        app(args=argv, prog_name="llm-cost")
+
+
+def main() -> None:
+    """Entry point: run the app; a user's mistake exits 2 with one message, never a traceback."""
+    try:
+        _run(sys.argv[1:])
+    except (SpecError, InputError) as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise SystemExit(2) from None
