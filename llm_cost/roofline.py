@@ -239,8 +239,7 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
     rows_1 = 0.0 if weight_bytes == "resident" else weights_read(structure, 1, bits).embedding_rows
     limit = flops_1 / (rows_1 + kv_seq + kv_new)
 
-    extra = (total_bytes - w.matmul - batch * kv_seq) if weight_bytes == "read" else \
-        (total_bytes - batch * kv_seq - w.matmul)
+    extra = total_bytes - w.matmul - batch * kv_seq  # vectors, embedding rows (or the rest if resident), KV write
     conventions = [
         f"decode step: {batch} sequence(s), each adding 1 token after {context:,} cached tokens; "
         "the new token attends to itself and every cached token",

@@ -34,7 +34,6 @@ __all__ = [
     "fmt_int",
     "fmt_si",
     "fmt_iec",
-    "fmt_bytes",
     "fmt_flops",
     "fmt_seconds",
     "fmt_number",
@@ -215,13 +214,6 @@ def fmt_si(nbytes: float, digits: int = 2) -> str:
 def fmt_iec(nbytes: float, digits: int = 2) -> str:
     """Bytes in IEC units (1 GiB = 2^30 B): ``1073741824`` -> ``1.00 GiB``."""
     return _scaled(nbytes, 1024, _IEC, digits)
-
-
-def fmt_bytes(nbytes: float) -> str:
-    """Both conventions side by side: ``16.06 GB (14.96 GiB)``; exact bytes under 1 kB."""
-    if abs(nbytes) < 1000:
-        return _scaled(nbytes, 1000, _SI, 2)
-    return f"{fmt_si(nbytes)} ({fmt_iec(nbytes)})"
 
 
 def fmt_flops(flops: float) -> str:

@@ -12,9 +12,9 @@ import json
 import math
 from typing import Any, Iterable
 
-from ..units import fmt_bytes, fmt_iec, fmt_int, fmt_si
+from ..units import fmt_iec, fmt_int, fmt_si
 
-__all__ = ["to_json", "console", "print_table", "print_facts", "print_conventions", "pct"]
+__all__ = ["to_json", "console", "print_table", "print_facts", "print_conventions", "pct", "bytes_exact"]
 
 
 def _plain(value: Any) -> Any:
@@ -89,5 +89,3 @@ def bytes_exact(n: float) -> str:
         return exact
     return f"{exact} = {fmt_si(n)} = {fmt_iec(n)}"
 
-
-__all__ += ["bytes_exact", "fmt_bytes"]
