@@ -10,9 +10,9 @@
 * Each MoE layer sends every token's hidden state to its k experts and back: all-to-all dispatch
   k d bytes-per-element and combine k d, against a tensor-parallel ring all-reduce of one hidden
   state, 2 (n-1)/n d bytes.
-* An expert's GEMM in a step of T tokens has T k / E rows; with b bytes per weight its intensity
-  is 2 (T k / E) / b FLOP per weight byte, so it reaches a ridge R only when
-  T >= R b / 2 x E / k tokens per layer.
+* In a step of T tokens the experts that run get T k / E[distinct] rows each (T k / E once every
+  expert is hit); with b bytes per weight an expert GEMM does 2 x rows / b FLOP per weight byte,
+  so it reaches a ridge R only when T >= R b / 2 x E / k tokens per layer.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ class MoEAtBatch:
     weight_bytes_read: float  # matmul weights used + vectors + B embedding rows
     weight_bytes_seed: float  # seed 003: every non-routed parameter + the expected experts
     dense_same_memory_bytes: float  # a dense model of the same total reads all of it
-    expert_gemm_rows: float  # T k / E
-    expert_gemm_intensity: float  # FLOP per weight byte
+    expert_gemm_rows: float  # rows per expert that runs: B k / E[distinct]
+    expert_gemm_intensity: float  # FLOP per weight byte of an expert that runs
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,6 @@ class MoEResult:
     non_routed_params: int
     routed_params: int
     total_bytes: float
-    active_bytes: float
     rows: list[MoEAtBatch]
     ep: int
     redundant_experts: int
@@ -130,8 +129,8 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
         rows.append(MoEAtBatch(
             batch=B, expected_experts=hit, expected_experts_per_rank=hit / ep, routed_bytes=routed_b,
             weight_bytes_read=weights_read(s, B, bits).total, weight_bytes_seed=non_routed * b + routed_b,
-            dense_same_memory_bytes=total * b, expert_gemm_rows=B * k / E,
-            expert_gemm_intensity=2 * (B * k / E) / b))
+            dense_same_memory_bytes=total * b, expert_gemm_rows=B * k / hit,
+            expert_gemm_intensity=2 * (B * k / hit) / b))
     dispatch = k * d * dispatch_bits // 8
     combine = k * d * combine_bits // 8
     allreduce = 2 * (tp - 1) / tp * d * 2
@@ -150,7 +149,7 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
     return MoEResult(
         model=spec.name, weight_bits=float(bits), num_experts=E, top_k=k, moe_layers=moe_layers,
         expert_params=expert, total_params=total, active_params=int(s.active_params), non_routed_params=non_routed,
-        routed_params=routed, total_bytes=float(to_bytes(total, bits)), active_bytes=float(s.active_params) * b,
+        routed_params=routed, total_bytes=float(to_bytes(total, bits)),
         rows=rows, ep=ep, redundant_experts=redundant_experts, experts_per_rank=per_rank,
         weights_per_gpu_bytes=(non_routed + float(per_rank) * moe_layers * expert) * b,
         dispatch_bits=dispatch_bits, combine_bits=combine_bits, dispatch_bytes_per_token_per_layer=dispatch,

@@ -399,8 +399,9 @@ def _check_int(value: int, what: str) -> int:
     return value
 
 
-EPSILON_CONVENTION = ("accumulation noise = u x sqrt(k) with the unit roundoff u = 2^-(m+1) "
-                      "(half the machine epsilon 2^-m); BF16, k = 4,096: 2^-8 x 64 = 25%")
+def _epsilon_convention(k: int) -> str:
+    return ("accumulation noise = u x sqrt(k) with the unit roundoff u = 2^-(m+1) (half the machine epsilon "
+            f"2^-m); BF16, k = {k:,}: 2^-8 x {math.sqrt(k):,.4g} = {100 * 2**-8 * math.sqrt(k):.4g}%")
 
 
 def numerics(k: int = 4096, head_dim: int = 128) -> NumericsResult:
@@ -429,5 +430,5 @@ def numerics(k: int = 4096, head_dim: int = 128) -> NumericsResult:
         f"= sqrt({head_dim}) = {bound:.2f} (seed 003 §10)",
     ]
     return NumericsResult(k=k, head_dim=head_dim, formats=rows, qk_norm_logit_bound=bound,
-                          qk_norm_exp_overflows=overflows, epsilon_convention=EPSILON_CONVENTION,
+                          qk_norm_exp_overflows=overflows, epsilon_convention=_epsilon_convention(k),
                           conventions=conventions)

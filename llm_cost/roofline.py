@@ -302,7 +302,7 @@ class PrefillStep:
 
 def prefill_step(spec: ModelSpec, gpu: HardwareSpec, seq: int, batch: int = 1, dtype: str = "bf16",
                  weight_bits: float | None = None, kv_bits: int = 16, mfu: float = 0.6, attention: str = "causal",
-                 logits: str = "all") -> PrefillStep:
+                 logits: str = "last") -> PrefillStep:
     """Roofline of a prefill: FLOPs from :func:`forward_flops`; bytes = every stored weight once
     plus the K/V written. Time at peak is a bound; at ``mfu`` an estimate."""
     from .units import DTYPE_BITS

@@ -53,12 +53,12 @@ class TrainResult:
     model_flops: float  # 6 N D
     hardware_flops: float  # with recompute
     gpu: str
-    gpus: int
+    gpus: int | None  # None: no cluster size given (no wall-clock time)
     peak_flops: float
     dtype: str
     mfu: float | None
     gpu_hours: float
-    wall_seconds: float
+    wall_seconds: float | None
     effective_flops_per_gpu: float  # model FLOPs / GPU-seconds
     power_w: float
     pue: float
@@ -86,14 +86,14 @@ def state_memory(params: int, data_parallel: int) -> StateMemory:
     return StateMemory(parts, total, n, per_gpu)
 
 
-def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int = 1, mfu: float | None = None,
+def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = None, mfu: float | None = None,
           gpu_hours: float | None = None, recompute: str = "none", dtype: str = "bf16", power_w: float | None = None,
           pue: float = 1.0, grid_kg_per_kwh: float | None = None, usd_per_gpu_hour: float | None = None,
           seq: int = 8192, micro_batch: int = 1) -> TrainResult:
     """Training FLOPs, time (from an MFU or a GPU-hour budget), energy and state memory.
 
-    Exactly one of ``mfu`` and ``gpu_hours`` must be given; InputError otherwise, or for a GPU
-    lacking ``dtype``."""
+    Exactly one of ``mfu`` and ``gpu_hours`` must be given; InputError otherwise, for a GPU
+    lacking ``dtype``, or for a GPU-hour budget that would need more than 100% MFU."""
     from .roofline import peak_flops
 
     if (mfu is None) == (gpu_hours is None):
@@ -112,6 +112,10 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int = 1, mfu: f
     else:
         gpu_seconds = gpu_hours * 3600
         mfu = model_flops / gpu_seconds / peak
+        if mfu > 1:
+            raise InputError(f"--gpu-hours: {gpu_hours:,.6g} GPU-hours would need {mfu:.0%} of the {gpu.name}'s "
+                             f"{dtype} peak; at 100% MFU 6ND takes at least {model_flops / peak / 3600:,.6g} "
+                             "GPU-hours")
     power = power_w if power_w is not None else gpu.tdp_w
     energy_kwh = gpu_hours * power / 1000 * pue
     conventions = [
@@ -125,12 +129,12 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int = 1, mfu: f
     return TrainResult(
         model=spec.name, params=n, tokens=tokens, recompute=recompute, model_flops=model_flops,
         hardware_flops=hardware_flops, gpu=gpu.name, gpus=gpus, peak_flops=peak, dtype=dtype, mfu=mfu,
-        gpu_hours=gpu_hours, wall_seconds=gpu_seconds / gpus, effective_flops_per_gpu=model_flops / gpu_seconds,
+        gpu_hours=gpu_hours, wall_seconds=gpu_seconds / gpus if gpus else None, effective_flops_per_gpu=model_flops / gpu_seconds,
         power_w=power, pue=pue, energy_kwh=energy_kwh, grid_kg_per_kwh=grid_kg_per_kwh,
         co2_tonnes=energy_kwh * grid_kg_per_kwh / 1000 if grid_kg_per_kwh is not None else None,
         usd_per_gpu_hour=usd_per_gpu_hour,
         cost_usd=gpu_hours * usd_per_gpu_hour if usd_per_gpu_hour is not None else None,
-        state=state_memory(s.total_params, gpus),
+        state=state_memory(s.total_params, gpus or 1),
         activations=activation_memory(spec, seq, micro_batch, recompute),
         conventions=conventions)
 

@@ -58,6 +58,8 @@ def weight_bits(default_dtype: str, weights_dtype: Optional[str], bits_per_weigh
     (the checkpoint's dtype)."""
     from ..units import dtype_bits, parse_positive_float
 
+    if bits_per_weight is not None and weights_dtype is not None:
+        raise InputError("give --bits-per-weight or --weights-dtype, not both")
     if bits_per_weight is not None:
         return parse_positive_float(bits_per_weight, "--bits-per-weight", maximum=64)
     if weights_dtype is not None:

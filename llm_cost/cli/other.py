@@ -79,7 +79,8 @@ def train(
     model: str = typer.Argument(..., help=MODEL_HELP),
     tokens: str = typer.Option(..., "--tokens", help="Training tokens D; decimal suffixes: 15T = 15 x 10^12."),
     gpu: str = typer.Option("h100", "--gpu", "-g", help=GPU_HELP),
-    gpus: str = typer.Option("1", "--gpus", help="GPUs training together (data parallel for ZeRO)."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPUs training together, for the wall-clock time and "
+                                       "ZeRO (default: none given; or --tp x --pp x --dp)."),
     mfu: Optional[str] = typer.Option(None, "--mfu", help="MFU to get the time (0-1 or 40%); or give --gpu-hours."),
     gpu_hours: Optional[str] = typer.Option(None, "--gpu-hours", help="A GPU-hour budget (1.3M) to get the implied MFU."),
     recompute: str = typer.Option("none", "--recompute", help="Activation recompute: none, selective or full."),
@@ -109,7 +110,7 @@ def train(
 
     check_choice(recompute, "--recompute", ("none", "selective", "full"))
     d = parse_count(tokens, "--tokens")
-    n = parse_count(gpus, "--gpus")
+    n = parse_count(gpus, "--gpus") if gpus is not None else None
     f_mfu = parse_fraction(mfu, "--mfu") if mfu is not None else None
     hours = parse_positive_float(gpu_hours, "--gpu-hours") if gpu_hours is not None else None
     power = parse_positive_float(power_w, "--power-w") if power_w is not None else None
@@ -121,7 +122,7 @@ def train(
     s, b = parse_context(seq, "--seq"), parse_context(micro_batch, "--micro-batch")
     check_choice(zero, "--zero", ("0", "1", "2", "3"))
     layout = parse_layout(tp, pp, None, dp)
-    if layout is not None and gpus != "1" and layout.gpus != n:
+    if layout is not None and n is not None and layout.gpus != n:
         raise InputError(f"--gpus {n} disagrees with --tp x --pp x --dp = {layout.gpus}; give one or the other")
     spec, g = load_model(model), load_gpu(gpu)
     if layout is not None:
@@ -134,7 +135,7 @@ def train(
 
         result = replace(result, parallel=parallel_train_memory(spec, g, layout.tp, layout.pp, layout.dp, int(zero),
                                                                 s, b, recompute, sequence_parallel))
-    emit(result, as_json, view.render, spec.display_name)
+    emit(result, as_json, view.render, spec.display_name, g.display_name)
 
 
 @app.command()

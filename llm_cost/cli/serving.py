@@ -51,34 +51,38 @@ def flops(
 
 @app.command()
 def roofline(
-    model: Optional[str] = typer.Argument(None, help=MODEL_HELP + " Default with --batch/--context: llama3-8b."),
+    model: Optional[str] = typer.Argument(None, help=MODEL_HELP + " Default when a step option is given: llama3-8b."),
     gpu: str = typer.Option("h100", "--gpu", "-g", help=GPU_HELP),
     dtype: str = typer.Option("bf16", "--dtype", help="Compute dtype for the peak FLOP/s."),
     weights_dtype: Optional[str] = typer.Option(None, "--weights-dtype",
                                                 help="Weight storage dtype (e.g. int4); default: the checkpoint's."),
     bits_per_weight: Optional[str] = typer.Option(None, "--bits-per-weight",
                                                   help="Bits per stored weight incl. scales (e.g. 4.25 for int4, group 128)."),
-    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache element dtype."),
+    kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache element dtype (default bf16)."),
     phase: Optional[str] = typer.Option(None, "--phase",
                                         help="decode (one step at --batch/--context, the default) or prefill (--seq)."),
     batch: Optional[str] = typer.Option(None, "--batch", "-b", help="Sequences per step (default 1)."),
     context: Optional[str] = typer.Option(None, "--context", "-c",
                                           help="Decode: tokens already cached per sequence (default 0)."),
     seq: Optional[str] = typer.Option(None, "--seq", "-s", help="Prefill: prompt length (default 8K)."),
-    mfu: str = typer.Option("0.6", "--mfu", help="Model FLOP utilisation for estimates (0-1 or 60%)."),
-    mbu: str = typer.Option("1.0", "--mbu", help="Memory bandwidth utilisation for estimates (0-1 or 80%)."),
-    weight_bytes: str = typer.Option("read", "--weight-bytes",
-                                     help="read (matmul weights + B embedding rows) or resident (every weight, seed 003)."),
-    ops: bool = typer.Option(False, "--ops", help="Per-operator table (FLOPs, bytes, intensity, bound, time)."),
+    logits: Optional[str] = typer.Option(None, "--logits", help="Prefill: LM head on the last position (default, "
+                                         "serving) or on all (training, the documents' prefill count)."),
+    mfu: Optional[str] = typer.Option(None, "--mfu", help="Model FLOP utilisation for estimates (default 60%)."),
+    mbu: Optional[str] = typer.Option(None, "--mbu", help="Memory bandwidth utilisation for estimates (default 80%)."),
+    weight_bytes: Optional[str] = typer.Option(None, "--weight-bytes",
+                                               help="Decode: read (matmul weights + one embedding row per sequence, "
+                                                    "the default) or resident (every stored weight, as the documents)."),
+    ops: bool = typer.Option(False, "--ops", help="Decode: per-operator table (FLOPs, bytes, intensity, bound, time)."),
     tp: Optional[str] = TP_OPT,
     pp: Optional[str] = PP_OPT,
     ep: Optional[str] = EP_OPT,
     dp: Optional[str] = DP_OPT,
-    network_gb_s: str = typer.Option("50", "--network-gb-s",
-                                      help="Per-GPU network bandwidth between nodes, GB/s per direction (layouts)."),
+    network_gb_s: Optional[str] = typer.Option(None, "--network-gb-s",
+                                               help="Decode with a layout: network bandwidth between nodes per GPU, "
+                                                    "GB/s per direction (default 50)."),
     as_json: bool = JSON_OPT,
 ) -> None:
-    """Roofline: ridge points of a GPU; with a model, the decode step or prefill time bounds.
+    """Roofline: ridge points of a GPU; with a model (or any step option), a decode step's or a prefill's bounds.
 
     Examples: llm-cost roofline --gpu h100; llm-cost roofline llama3-8b --gpu h100 --batch 1;
     llm-cost roofline --gpu h100 --batch 64 (model llama3-8b); llm-cost roofline llama3-8b --phase prefill --seq 8K
@@ -89,38 +93,45 @@ def roofline(
     from ..units import dtype_bits, parse_context, parse_fraction, parse_positive_float
 
     layout = parse_layout(tp, pp, ep, dp)
-    network = parse_positive_float(network_gb_s, "--network-gb-s")
-    wants_step = model is not None or layout is not None or any(v is not None for v in (phase, batch, context, seq))
+    step_options = (phase, batch, context, seq, logits, mfu, mbu, weight_bytes, kv_dtype, weights_dtype,
+                    bits_per_weight, network_gb_s)
+    wants_step = model is not None or layout is not None or ops or any(v is not None for v in step_options)
     phase = phase or "decode"
     check_choice(phase, "--phase", ("decode", "prefill"))
-    check_choice(weight_bytes, "--weight-bytes", ("read", "resident"))
+    decode_only = {"--context": context, "--weight-bytes": weight_bytes, "--ops": ops or None,
+                   "--tp/--pp/--ep/--dp": layout, "--network-gb-s": network_gb_s}
+    wrong = [flag for flag, v in (decode_only.items() if phase == "prefill" else
+                                  {"--seq": seq, "--logits": logits}.items()) if v is not None]
+    if wrong:
+        raise InputError(f"{', '.join(wrong)} do(es) not apply to --phase {phase}")
+    check_choice(weight_bytes or "read", "--weight-bytes", ("read", "resident"))
+    check_choice(logits or "last", "--logits", ("all", "last"))
     g = load_gpu(gpu)
     peak_flops(g, dtype)  # an unsupported dtype is an error before anything else
-    kv_bits = dtype_bits(kv_dtype, "--kv-dtype")
+    kv_bits = dtype_bits(kv_dtype or "bf16", "--kv-dtype")
     weight_bits("bf16", weights_dtype, bits_per_weight)  # validate flags before loading the model
     b = parse_context(batch or "1", "--batch")
     c = parse_context(context or "0", "--context", minimum=0)
     s = parse_context(seq or "8K", "--seq")
-    f_mfu, f_mbu = parse_fraction(mfu, "--mfu"), parse_fraction(mbu, "--mbu")
-    model_given = model is not None
+    f_mfu, f_mbu = parse_fraction(mfu or "0.6", "--mfu"), parse_fraction(mbu or "0.8", "--mbu")
+    network = parse_positive_float(network_gb_s or "50", "--network-gb-s")
     if not wants_step:
         emit(ridge_points(g), as_json, view.render_ridges, g.display_name)
         return
     spec = load_model(model or "llama3-8b")
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
     if phase == "prefill":
-        result = prefill_step(spec, g, s, b, dtype, bits, kv_bits, f_mfu)
-        emit(result, as_json, view.render_prefill, spec.display_name, g.display_name, model_given)
-    else:
-        result = decode_step(spec, g, b, c, dtype, bits, kv_bits, f_mfu, f_mbu, weight_bytes)
-        if layout is not None:
-            from dataclasses import replace
+        result = prefill_step(spec, g, s, b, dtype, bits, kv_bits, f_mfu, logits=logits or "last")
+        emit(result, as_json, view.render_prefill, spec.display_name, g.display_name, model is not None)
+        return
+    result = decode_step(spec, g, b, c, dtype, bits, kv_bits, f_mfu, f_mbu, weight_bytes or "read")
+    if layout is not None:
+        from dataclasses import replace
 
-            from ..parallel import deployment
+        from ..parallel import deployment
 
-            result = replace(result, deployment=deployment(spec, g, layout, b, c, bits, kv_bits, 0, dtype,
-                                                           network))
-        emit(result, as_json, view.render_decode, spec.display_name, g.display_name, model_given, ops)
+        result = replace(result, deployment=deployment(spec, g, layout, b, c, bits, kv_bits, 0, dtype, network))
+    emit(result, as_json, view.render_decode, spec.display_name, g.display_name, model is not None, ops)
 
 
 @app.command()

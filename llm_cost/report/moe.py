@@ -12,8 +12,9 @@ def render(con, r: MoEResult, display_name: str) -> None:
     con.print(f"[bold]{display_name}: {r.num_experts} routed experts, top-{r.top_k}, {r.moe_layers} MoE layers, "
               f"weights at {r.weight_bits:g} bits[/bold]")
     print_facts(con, [
-        ("total parameters (memory)", f"{fmt_int(r.total_params)} = {fmt_si(r.total_bytes)}"),
-        ("active per token (FLOPs)", f"{fmt_int(r.active_params)} = {fmt_si(r.active_bytes)}"),
+        ("total parameters: set the memory", f"{fmt_int(r.total_params)}, {fmt_si(r.total_bytes)} of weights"),
+        ("active per token: set the FLOPs", f"{fmt_int(r.active_params)}, about {2 * r.active_params / 1e9:,.1f} "
+                                            "GFLOP per token (2 per active parameter)"),
         ("non-routed parameters", fmt_int(r.non_routed_params)),
         ("one routed expert, one layer", fmt_int(r.expert_params)),
     ])
@@ -24,11 +25,12 @@ def render(con, r: MoEResult, display_name: str) -> None:
     columns = [("batch", "right"), ("experts hit per layer", "right")]
     if ep:
         columns.append((f"per EP rank (of {r.ep})", "right"))
-    columns += [("weights read", "right"), ("seed 003 count", "right"), ("dense, same memory", "right"),
-                ("rows per expert GEMM", "right"), ("expert FLOP/byte", "right")]
+    columns += [("weights read", "right"), ("all non-routed + experts hit", "right"), ("dense, same memory", "right"),
+                ("rows per running expert", "right"), ("its FLOP/byte", "right")]
     print_table(con, "read per decode step (bandwidth)", columns, rows,
-                caption="weights read = matmul weights used + vectors + embedding rows; seed 003 counts every "
-                        "non-routed parameter; a dense model of the same memory reads all of it every step")
+                caption="weights read = matmul weights used + vectors + embedding rows; the next column counts the "
+                        "whole embedding as the source documents do; a dense model of the same memory reads all of "
+                        "it every step; the third parameter count (read per step) sets the bandwidth")
     facts = [
         (f"weights per GPU at EP {r.ep}", f"{fmt_si(r.weights_per_gpu_bytes)} ({float(r.experts_per_rank):g} experts "
                                           f"per GPU per layer, non-expert weights replicated)"),

@@ -7,9 +7,10 @@ from ..units import fmt_int, fmt_seconds, fmt_si
 from .base import print_conventions, print_facts, print_table
 
 
-def render(con, r: TrainResult, display_name: str) -> None:
+def render(con, r: TrainResult, display_name: str, gpu_name: str) -> None:
     """FLOPs, time, energy, emissions, cost, then state and activation memory."""
-    con.print(f"[bold]{display_name}: training on {r.tokens:,} tokens, {r.gpus:,} x {r.gpu}[/bold]")
+    where = f"{r.gpus:,} x {gpu_name}" if r.gpus else gpu_name
+    con.print(f"[bold]{display_name}: training on {r.tokens:,} tokens, {where}[/bold]")
     facts = [
         ("model FLOPs 6 N D", f"{r.model_flops:.3g} FLOPs"),
     ]
@@ -17,10 +18,12 @@ def render(con, r: TrainResult, display_name: str) -> None:
         facts.append((f"hardware FLOPs ({r.recompute} recompute)", f"{r.hardware_flops:.3g} FLOPs"))
     facts += [
         ("GPU-hours", f"{r.gpu_hours:,.0f}"),
-        ("wall-clock time", fmt_seconds(r.wall_seconds) + f" on {r.gpus:,} GPU(s)"),
+        ("wall-clock time", fmt_seconds(r.wall_seconds) + f" on {r.gpus:,} GPU(s)" if r.wall_seconds is not None
+         else "give --gpus for the time on a cluster"),
         ("effective FLOP/s per GPU", f"{r.effective_flops_per_gpu / 1e12:,.1f} TFLOP/s "
                                      f"(MFU {r.mfu:.1%} of {r.peak_flops / 1e12:g} TFLOP/s {r.dtype})"),
-        ("energy", f"{r.energy_kwh:,.0f} kWh = {r.energy_kwh / 1000:,.1f} MWh "
+        ("energy", f"{r.energy_kwh:,.1f} kWh = " + (f"{r.energy_kwh / 1000:,.1f}" if r.energy_kwh >= 1000
+                                                      else f"{r.energy_kwh / 1000:.3g}") + " MWh "
                    f"({r.power_w:g} W per GPU, PUE {r.pue:g})"),
     ]
     if r.co2_tonnes is not None:
@@ -32,13 +35,15 @@ def render(con, r: TrainResult, display_name: str) -> None:
     rows = [[name, fmt_si(b)] for name, b in st.parts.items()]
     rows.append(["[bold]training state (16 B/param)[/bold]", f"[bold]{fmt_si(st.total_bytes)}[/bold]"])
     print_table(con, "training state", [("part", "left"), ("bytes", "right")], rows)
-    zero = [[stage, fmt_si(b)] for stage, b in st.per_gpu_bytes.items()]
-    print_table(con, f"state per GPU over {st.data_parallel:,} data-parallel GPU(s)",
-                [("ZeRO stage", "left"), ("bytes per GPU", "right")], zero,
-                caption="zero1 shards optimizer states, zero2 also gradients, zero3 also weights")
+    if st.data_parallel > 1:
+        zero = [[stage, fmt_si(b)] for stage, b in st.per_gpu_bytes.items()]
+        print_table(con, f"state per GPU over {st.data_parallel:,} data-parallel GPUs",
+                    [("ZeRO stage", "left"), ("bytes per GPU", "right")], zero,
+                    caption="zero1 shards optimizer states, zero2 also gradients, zero3 also weights")
     a = r.activations
+    recompute = "no" if a.recompute == "none" else a.recompute
     print_facts(con, [(f"activations on one GPU (no TP), s = {a.seq:,}, micro-batch {a.micro_batch}, "
-                       f"{a.recompute} recompute",
+                       f"{recompute} recompute",
                        f"{fmt_si(a.bytes_per_layer)} per layer ({a.formula}), {fmt_si(a.total_bytes)} for "
                        f"{fmt_int(a.layers)} layers")])
     if r.parallel is not None:
