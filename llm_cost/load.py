@@ -54,7 +54,7 @@ def read_text(path: Path, what: str = "a .yaml spec") -> str:
     if not path.exists():
         raise SpecError(f"{path}: no such file")
     if not path.is_file():
-        raise SpecError(f"{path}: not a regular file (a folder?); give the path of {what}")
+        raise SpecError(f"{path}: not a regular file (a folder or a device); give the path of {what}")
     size = path.stat().st_size
     if size > MAX_SPEC_BYTES:
         raise SpecError(f"{path}: {size:,} bytes is too large for {what} (limit {MAX_SPEC_BYTES:,} bytes)")
@@ -108,6 +108,11 @@ def _validation_message(path: Path, exc: Exception) -> str:
 def _validate(path: Path, cls: type, data: dict[str, Any]) -> Any:
     from pydantic import ValidationError
 
+    kind = "a GPU" if cls.__name__ == "HardwareSpec" else "a model"
+    if kind == "a GPU" and "hidden_size" in data:
+        raise SpecError(f"{path}: this is a model spec, not a GPU spec (give it as MODEL, not --gpu)")
+    if kind == "a model" and "dense_tflops" in data:
+        raise SpecError(f"{path}: this is a GPU spec, not a model spec (give it as --gpu, not MODEL)")
     try:
         return cls.model_validate(data)
     except ValidationError as exc:

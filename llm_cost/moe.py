@@ -137,7 +137,7 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
     conventions = [
         f"weights at {float(bits):g} bits; GB = 10^9 B, GiB = 2^30 B",
         "uniform independent routing: expected distinct experts E(1 - (1 - k/E)^B) per MoE layer",
-        "read per step = matmul weights used + norm vectors + B embedding rows; seed 003 counts every "
+        "read per step = matmul weights used + norm vectors + B embedding rows; the source documents count every "
         "non-routed parameter instead",
         f"EP over {ep} GPU(s): ({E} + {redundant_experts} redundant)/{ep} experts each; non-expert weights replicated",
         f"all-to-all per token per MoE layer: dispatch k x d at {dispatch_bits} bits, combine k x d at "

@@ -86,8 +86,8 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
             raise InputError(f"--ep: {spec.name} has no experts; use --ep 1")
         return
     if layout.ep not in (1, layout.tp * layout.dp):
-        raise InputError(f"--ep: expert parallelism spans the TP x DP ranks of a stage: use 1 or "
-                         f"{layout.tp * layout.dp} (= --tp {layout.tp} x --dp {layout.dp})")
+        raise InputError(f"--ep: expert parallelism spans the TP x DP ranks of a stage, so --ep must be 1 or "
+                         f"--tp x --dp = {layout.tp * layout.dp}; raise --tp or --dp to spread experts wider")
     if (moe.num_experts + layout.redundant_experts) % layout.ep:
         raise InputError(f"--ep: {layout.ep} does not divide {moe.num_experts} experts + "
                          f"{layout.redundant_experts} redundant")
@@ -148,6 +148,7 @@ class PerGPU:
     stage_layers: list[int]
     weight_bytes: list[float]  # per stage
     expert_bytes: list[float]  # per stage, the routed-expert part of weight_bytes
+    lookup_bytes: list[float]  # per stage, embedding tables (a step reads one row per token, not the table)
     kv_bytes_per_token: list[float]  # per stage, per sequence
     kv_heads_per_gpu: int | None  # GQA only
     kv_replication: int  # copies of each KV head across the TP group
@@ -165,16 +166,18 @@ def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: float | Fraction = 16,
     L = spec.num_hidden_layers
     stages = stage_layers(L, layout.pp)
     first_layer = [sum(stages[:i]) for i in range(layout.pp)]
-    weights, experts = [], []
+    weights, experts, lookups = [], [], []
     for i, n in enumerate(stages):
-        total = routed = 0.0
+        total = routed = lookup = 0.0
         for t in s.tensors:
             if t.part == "mtp_copy" or not t.stored:
                 continue
             if t.part == "vision" or (t.part == "decoder" and t.layers == 0 and t.group in (
                     "embedding", "position_embedding")):
                 if i == 0:
-                    total += _tensor_bytes_per_gpu(spec, t, t.layers, layout, bits)
+                    share = _tensor_bytes_per_gpu(spec, t, t.layers, layout, bits)
+                    total += share
+                    lookup += share if t.kind == "lookup" else 0.0
                 continue
             if t.part == "mtp" or (t.part == "decoder" and t.layers == 0):
                 if i == layout.pp - 1:
@@ -192,6 +195,7 @@ def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: float | Fraction = 16,
             total += float(Fraction(spec.vocab_size * spec.hidden_size, layout.tp) * bits / 8)
         weights.append(total)
         experts.append(routed)
+        lookups.append(lookup)
 
     att = spec.attention
     per_layer = kv_elements_per_token_per_layer(spec)
@@ -207,7 +211,7 @@ def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: float | Fraction = 16,
         layer_ids = range(first_layer[i], first_layer[i] + n)
         caching = sum(1 for j in layer_ids if spec.layer_type(j) != "linear_attention")
         kv.append(float(to_bytes(caching * per_layer, kv_bits)))
-    return PerGPU(stages, weights, experts, kv, heads, replication)
+    return PerGPU(stages, weights, experts, lookups, kv, heads, replication)
 
 
 def _layers_of(spec: ModelSpec, t: Tensor) -> list[int]:
@@ -306,7 +310,11 @@ def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 
     stage_share = [n / spec.num_hidden_layers for n in p.stage_layers]
     moe = spec.moe
     hit = expected_experts(moe.num_experts, moe.num_experts_per_tok, seqs) / moe.num_experts if moe else 1.0
-    read = [w - e + e * hit for w, e in zip(p.weight_bytes, p.expert_bytes)]  # experts: the share a step touches
+    # read per step, as llm_cost.roofline: every matmul weight and vector, the expected share of
+    # the routed experts, and one embedding row per sequence instead of the embedding table
+    row = float(Fraction(weight_bits).limit_denominator(1000)) / 8 * spec.hidden_size * seqs
+    read = [w - e + e * hit - lk + (row if lk else 0.0)
+            for w, e, lk in zip(p.weight_bytes, p.expert_bytes, p.lookup_bytes)]
     compute = sum(f * share / layout.tp / peak for share in stage_share)
     memory = sum((w + seqs * context * k) / bw for w, k in zip(read, p.kv_bytes_per_token))
     bound = sum(max(f * share / layout.tp / peak, (w + seqs * context * k) / bw)
@@ -323,8 +331,9 @@ def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 
         f"weights at {float(Fraction(weight_bits).limit_denominator(1000)):g} bits, KV at {kv_bits} bits; "
         f"memory {gpu.memory_gb:g} GB per GPU less {reserve_bytes:,} B reserve",
         "decode step: per-stage Roofline bound (FLOPs / TP / peak vs bytes per GPU / bandwidth) summed over the "
-        "stages, plus communication at link bandwidth (no overlap, no latency); a GPU reads all its weights "
-        "but only the expected share of its routed experts, E(1 - (1 - k/E)^B) / E",
+        "stages, plus communication at link bandwidth (no overlap, no latency); a step reads every matmul weight "
+        "and vector, the expected share of the routed experts, E(1 - (1 - k/E)^B) / E, and one embedding row per "
+        "sequence",
     ]
     return Deployment(spec.name, gpu.name, layout, float(Fraction(weight_bits).limit_denominator(1000)), kv_bits,
                       batch, context, gpu.memory_bytes, reserve_bytes, p, kv_gpu, used, headroom, headroom >= 0,

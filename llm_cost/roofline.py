@@ -9,7 +9,7 @@ Decode step at batch B and context c (tokens already cached per sequence); bytes
 * weights read ("read", the default): the matmul weights a step multiplies by (for MoE the
   non-routed ones plus the expected distinct routed experts, see :mod:`llm_cost.moe`), the
   norm/bias vectors, and B rows of the input embedding;
-* "resident" instead reads every stored weight once, seed 003's convention (16.06 GB / 3.35
+* "resident" instead reads every stored weight once, the source documents' convention (16.06 GB / 3.35
   TB/s = 4.8 ms for Llama-3-8B; the matmul weights alone give 4.48 ms);
 * the KV cache of the c cached tokens of each sequence (and any linear-attention state), plus
   the new token's K/V written. Activations are not counted.
@@ -245,7 +245,7 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
         "the new token attends to itself and every cached token",
         f"peak {gpu.dense_tflops[dtype.lower()]:g} TFLOP/s dense {dtype}, bandwidth {gpu.memory_bandwidth_tb_s:g} "
         "TB/s (10^12 B/s), from the GPU spec",
-        ("bytes: every stored weight once (resident, seed 003's convention)" if weight_bytes == "resident" else
+        ("bytes: every stored weight once (resident, the source documents' convention)" if weight_bytes == "resident" else
          "bytes: matmul weights used + norm/bias vectors + B embedding rows") +
         f" at {float(bits):g} bits, KV read at {kv_bits} bits + the new K/V written; activations not counted",
         "a bound is max(FLOPs / peak, bytes / bandwidth); an estimate divides peak by MFU and bandwidth by MBU",

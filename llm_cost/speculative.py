@@ -59,7 +59,8 @@ class SpecResult:
     context: int
     weight_bytes_convention: str | None
     ridge: float | None
-    turning_batch: float | None
+    turning_batch: float | None  # ridge / (gamma + 1), at peak FLOP/s
+    turning_batch_at_mfu: float | None  # the same with the step model's MFU x peak
     rows: list[SpecAtBatch]
     conventions: list[str] = field(default_factory=list)
 
@@ -102,7 +103,7 @@ def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpe
     _validate(alpha, gamma, c)
     E = expected_tokens(alpha, gamma)
     rows: list[SpecAtBatch] = []
-    ridge = turning = None
+    ridge = turning = turning_mfu = None
     conventions = [
         "E = (1 - alpha^(gamma+1)) / (1 - alpha); speedup E / (gamma c + 1) assumes verifying gamma + 1 "
         "tokens costs one step (memory-bound); fully compute-bound: E / (gamma + 1 + gamma c)",
@@ -113,6 +114,7 @@ def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpe
         peak = peak_flops(gpu, dtype)
         ridge = peak / gpu.bandwidth_bytes_s
         turning = ridge / (gamma + 1)
+        turning_mfu = turning * mfu
         for B in batches or [1, 8, 32, 64, 128, 256]:
             base = decode_step(spec, gpu, B, context, dtype, mfu=mfu, weight_bytes=weight_bytes)
             verify = decode_step(spec, gpu, B * (gamma + 1), context, dtype, mfu=mfu, weight_bytes=weight_bytes)
@@ -129,8 +131,8 @@ def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpe
         conventions.append(
             f"step model on {gpu.name} ({dtype} peak at MFU {mfu:.0%}, full bandwidth), context {context:,}: "
             f"step = max(FLOPs / (MFU x peak), bytes / bandwidth); weights {weight_bytes} "
-            "(resident = every stored weight, seed 003); draft = gamma x c x baseline step")
+            "(resident = every stored weight, as the source documents); draft = gamma x c x baseline step")
     return SpecResult(alpha, gamma, float(c), c_source, E, E / (gamma * c + 1), E / (gamma + 1 + gamma * c),
                       spec.name if spec else None, gpu.name if gpu else None, mfu if gpu else None, context,
-                      weight_bytes if gpu else None, ridge, turning, rows, conventions)
+                      weight_bytes if gpu else None, ridge, turning, turning_mfu, rows, conventions)
 

@@ -121,7 +121,7 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
     conventions = [
         f"FLOPs = 6 N D with N = {'active ' if spec.moe else ''}parameters ({n:,}); "
         + ("full recompute adds a forward pass: 8 N D hardware FLOPs; " if recompute == "full" else "")
-        + "attention FLOPs not included (as seed 000 §十一)",
+        + "attention FLOPs not included (as the source documents, seed 000 §十一)",
         f"peak {gpu.dense_tflops[dtype]:g} TFLOP/s dense {dtype} per GPU; MFU = 6 N D / (GPU-seconds x peak)",
         f"energy = GPU-hours x {power:g} W x PUE {pue:g}" + ("" if power_w is not None else " (the GPU's TDP)"),
         "state: 16 B per parameter (BF16 weights + gradients, FP32 master, Adam m, v); decimal units",

@@ -61,6 +61,8 @@ class InputError(ValueError):
 
 def _split(text: str, what: str, suffixes: dict[str, int]) -> tuple[Decimal, int]:
     match = _NUMBER_RE.match(str(text))
+    if not match and str(text).strip().startswith("-") and _NUMBER_RE.match(str(text).strip()[1:]):
+        raise InputError(f"{what}: {text!r} is negative; it must be positive")
     if not match:
         valid = ", ".join(s.upper() for s in suffixes if s)
         raise InputError(
@@ -225,15 +227,12 @@ def fmt_flops(flops: float) -> str:
 
 
 def fmt_seconds(seconds: float) -> str:
-    """A duration with a fitting unit: ms below a second, s, h or days above."""
+    """A duration with a fitting unit and three significant digits: µs, ms, s, h or days."""
     if seconds == 0:
         return "0 s"
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:,.2f} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:,.3g} ms" if seconds * 1e3 < 100 else f"{seconds * 1e3:,.1f} ms"
-    if seconds < 3600:
-        return f"{seconds:,.3g} s" if seconds < 100 else f"{seconds:,.0f} s"
-    if seconds < 86400 * 2:
-        return f"{seconds / 3600:,.2f} h"
+    for limit, scale, unit in ((1e-3, 1e6, "µs"), (1, 1e3, "ms"), (3600, 1, "s"), (86400 * 2, 1 / 3600, "h")):
+        if seconds < limit:
+            value = seconds * scale
+            return f"{value:,.{max(0, 2 - int(math.floor(math.log10(abs(value)))))}f} {unit}" if value >= 1 \
+                else f"{value:.3g} {unit}"
     return f"{seconds / 86400:,.1f} days"

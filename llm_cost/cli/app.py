@@ -86,13 +86,15 @@ def parse_gigabytes(text: str, flag: str) -> int:
 
 
 def parse_unit_interval(text: str, flag: str) -> float:
-    """A float in [0, 1]."""
+    """A float in [0, 1]; ``80%`` and ``0.8`` are the same."""
     import math
 
+    raw = text.strip()
+    scale = 100 if raw.endswith("%") else 1
     try:
-        value = float(text)
+        value = float(raw.rstrip("%")) / scale
     except ValueError:
-        raise InputError(f"{flag}: {text!r} is not a number in [0, 1]") from None
+        raise InputError(f"{flag}: {text!r} is not a number in [0, 1] (e.g. 0.8 or 80%)") from None
     if not math.isfinite(value) or not 0 <= value <= 1:
         raise InputError(f"{flag}: {text!r} must be in [0, 1]")
     return value

@@ -15,7 +15,7 @@ from .app import (
 def params(
     model: str = typer.Argument(..., help=MODEL_HELP),
     dtype: Optional[str] = typer.Option(
-        None, "--dtype", help="Weight dtype for the byte total: bf16, fp16, fp8, int8, int4, fp4, fp32 "
+        None, "--weights-dtype", "--dtype", help="Weight dtype for the byte total: bf16, fp16, fp8, int8, int4, fp4, fp32 "
         "(default: the checkpoint's)."),
     tp: Optional[str] = TP_OPT,
     pp: Optional[str] = PP_OPT,
@@ -33,7 +33,7 @@ def params(
     from ..report import params as view
     from ..units import dtype_bits
 
-    bits = dtype_bits(dtype) if dtype else None
+    bits = dtype_bits(dtype, "--weights-dtype") if dtype else None
     layout = parse_layout(tp, pp, ep, dp)
     spec = load_model(model)
     result = count_params(spec, bits, dtype.lower() if dtype else None)

@@ -21,7 +21,7 @@ def flops(
                                 help="Decode: tokens already cached, comma-separated (the new token also sees itself)."),
     batch: str = typer.Option("1", "--batch", "-b", help="Sequences per forward pass."),
     attention: str = typer.Option("causal", "--attention", help="causal (each token sees those before it) or full (S x S)."),
-    logits: str = typer.Option("all", "--logits", help="LM head on all positions (training, seed 000) or the last."),
+    logits: str = typer.Option("all", "--logits", help="LM head on all positions (training, as the documents' table) or the last."),
     mla: str = typer.Option("plain", "--mla", help="MLA attention form: plain or absorbed (DeepSeek decode)."),
     as_json: bool = JSON_OPT,
 ) -> None:
@@ -145,6 +145,9 @@ def fit(
     bits_per_weight: Optional[str] = typer.Option(None, "--bits-per-weight", help="Bits per weight incl. scales (4.25)."),
     kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache element dtype."),
     reserve_gb: str = typer.Option("0", "--reserve-gb", help="Memory kept free for runtime and activations, GB (10^9 B)."),
+    memory_gb: Optional[str] = typer.Option(None, "--memory-gb",
+                                            help="Memory per GPU, GB (10^9 B); default: the datasheet's figure, read "
+                                                 "as 10^9 B (an '80 GB' HBM3 H100 physically holds 80 GiB)."),
     max_gpus: str = typer.Option("64", "--max-gpus", help="Largest layout to search for the smallest that fits."),
     tp: Optional[str] = TP_OPT,
     pp: Optional[str] = PP_OPT,
@@ -169,9 +172,14 @@ def fit(
     weight_bits("bf16", weights_dtype, bits_per_weight)
     kv_bits = dtype_bits(kv_dtype, "--kv-dtype")
     reserve = parse_gigabytes(reserve_gb, "--reserve-gb")
+    memory = parse_gigabytes(memory_gb, "--memory-gb") if memory_gb is not None else None
     n_max = parse_context(max_gpus, "--max-gpus")
     layout = parse_layout(tp, pp, ep, dp)
     spec, g = load_model(model), load_gpu(gpu)
+    if memory is not None:
+        g = g.model_copy(update={"memory_gb": memory / 1e9})
+    if reserve >= g.memory_bytes:
+        raise InputError(f"--reserve-gb: {reserve / 1e9:g} GB leaves nothing of {g.name}'s {g.memory_gb:g} GB")
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
     if layout is not None:
         result = FitReport(None, [], n_max, deployment(spec, g, layout, b, c, bits, kv_bits, reserve))
@@ -214,7 +222,7 @@ def context(
     kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache element dtype."),
     weight_flops: str = typer.Option("gemm", "--weight-flops",
                                      help="Weight FLOPs per token: gemm (2 N_gemm), non_embedding (2 (N - embedding), "
-                                          "seed 003) or total (2 N)."),
+                                          "as the source documents) or total (2 N)."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Long context: attention vs weight FLOPs, crossover, prefill time, KV per request, score-matrix size.
@@ -283,11 +291,12 @@ def spec_(
     c: Optional[str] = typer.Option(None, "--c", help="Cost of one draft step as a fraction of a target step."),
     mtp: bool = typer.Option(False, "--mtp", help="Use the model's MTP module as the draft (c from its weights)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help=GPU_HELP),
-    batch: str = typer.Option("1,8,32,64,128,256", "--batch", "-b", help="Batches for the step model."),
+    batch: Optional[str] = typer.Option(None, "--batch", "-b",
+                                        help="Step model: batches (default 1,8,32,64,128,256); needs MODEL and --gpu."),
     context: str = typer.Option("0", "--context", help="Cached tokens per sequence in the step model."),
-    mfu: str = typer.Option("0.6", "--mfu", help="MFU of the step model's compute term."),
+    mfu: str = typer.Option("0.6", "--mfu", help="MFU of the step model's compute term (0-1 or 60%)."),
     dtype: str = typer.Option("bf16", "--dtype", help="Compute dtype (peak and weight storage)."),
-    weight_bytes: str = typer.Option("read", "--weight-bytes", help="read or resident (seed 003's convention)."),
+    weight_bytes: str = typer.Option("read", "--weight-bytes", help="read or resident (the source documents' convention)."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Speculative decoding: expected tokens per round, speedup, the turning batch, the step model.
@@ -305,7 +314,11 @@ def spec_(
     a = parse_unit_interval(alpha, "--alpha")
     g_ = parse_context(gamma, "--gamma")
     cost = parse_non_negative(c, "--c") if c is not None else None
-    batches = parse_contexts(batch, "--batch")
+    if mtp and cost is not None:
+        raise InputError("give --c or --mtp (which derives c from the model's MTP module), not both")
+    if batch is not None and gpu is None:
+        raise InputError("--batch is for the step model: give a MODEL and --gpu too")
+    batches = parse_contexts(batch or "1,8,32,64,128,256", "--batch")
     ctx = parse_context(context, "--context", minimum=0)
     f_mfu = parse_fraction(mfu, "--mfu")
     spec = load_model(model) if model else None

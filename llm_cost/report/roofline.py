@@ -39,7 +39,7 @@ def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_gi
         ("memory time at peak", fmt_seconds(d.memory_time_s)),
         ("lower bound", f"[bold]{fmt_seconds(d.bound_s)}[/bold] ({d.bound}-bound), {d.tokens_per_s:,.0f} tokens/s"),
         ("read all resident weights once", f"{fmt_seconds(d.resident_read_time_s)} "
-         f"({fmt_si(d.resident_weight_bytes)}, seed 003's convention)"),
+         f"({fmt_si(d.resident_weight_bytes)}, the source documents' convention)"),
         ("read the matmul weights only", f"{fmt_seconds(d.matmul_weights_time_s)} ({fmt_si(d.matmul_weight_bytes)})"),
         (f"estimate at MFU {d.mfu:.0%}, MBU {d.mbu:.0%}", f"{fmt_seconds(d.estimate_s)}, "
          f"{d.estimate_tokens_per_s:,.0f} tokens/s"),

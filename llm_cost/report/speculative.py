@@ -17,7 +17,9 @@ def render(con, r: SpecResult) -> None:
         ("speedup, fully compute-bound", f"{r.speedup_compute_bound:.2f}x"),
     ]
     if r.turning_batch is not None:
-        facts.append((f"batch where the gain turns (ridge {r.ridge:,.1f} / (gamma + 1))", f"{r.turning_batch:,.1f}"))
+        facts.append((f"batch where the gain turns (ridge {r.ridge:,.1f} / (gamma + 1))",
+                      f"{r.turning_batch:,.1f} at peak; {r.turning_batch_at_mfu:,.1f} at MFU {r.mfu:.0%} "
+                      "(the step model below)"))
     print_facts(con, facts)
     if r.rows:
         rows = [[fmt_int(x.batch), fmt_seconds(x.baseline_step_s), fmt_seconds(x.verify_step_s),
