@@ -111,6 +111,6 @@ def context_analysis(spec: ModelSpec, contexts: list[int], gpu: HardwareSpec | N
         "prefill: weight FLOPs x s + causal attention; " + (f"time at {mfu:.0%} MFU of {peak / 1e12:g} TFLOP/s "
                                                             f"({dtype})" if peak else "no GPU given"),
         f"KV at {kv_bits} bits per element; scores S = n_q x s^2 elements at 2 B (BF16) per layer",
-    ]
+    ] + spec.context_note(contexts)
     return ContextResult(spec.name, weight_convention, w, crossover_context(spec, w), gpu.name if gpu else None,
                          mfu, peak, kv_bits, rows, conventions)

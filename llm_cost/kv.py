@@ -183,6 +183,7 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
                            "the causal-conv state is listed apart")
     if window:
         conventions.append(f"sliding-window layers keep at most W = {window:,} tokens")
+    conventions += spec.context_note(contexts)
     return KVResult(
         model=spec.name,
         kv_dtype=kv_dtype,

@@ -94,7 +94,7 @@ def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
         f"memory {gpu.memory_gb:g} GB = {memory:,} B (datasheet, 10^9 B per GB) less a reserve of {reserve_bytes:,} B",
         f"weights: every parameter at {float(bits):g} bits; KV at {kv_bits} bits per element",
         "max batch and context use whole sequences: batch x kv(context) <= memory - reserve - weights",
-    ]
+    ] + spec.context_note([context, *concurrency_contexts])
     return Fit(spec.name, gpu.name, float(bits), kv_bits, memory, reserve_bytes, weights, fits,
                -room if not fits else 0, budget, per_token, token_budget, context, batch,
                int(budget // at_context) if at_context else 0,

@@ -300,6 +300,15 @@ class ModelSpec(_Strict):
             and i not in moe.mlp_only_layers
         )
 
+    def context_note(self, contexts: list[int]) -> list[str]:
+        """A convention line when any context exceeds ``max_position_embeddings`` (the numbers are
+        then hypothetical: the model was not configured for such positions)."""
+        over = [c for c in contexts if c > self.max_position_embeddings]
+        if not over:
+            return []
+        return [f"note: {', '.join(f'{c:,}' for c in over)} tokens exceed {self.name}'s max_position_embeddings "
+                f"({self.max_position_embeddings:,}); those rows are hypothetical"]
+
     def with_kv_heads(self, n_kv: int) -> "ModelSpec":
         """A copy with ``n_kv`` key/value heads (GQA models only), for MHA/MQA comparisons.
 

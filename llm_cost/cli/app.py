@@ -147,6 +147,20 @@ def _command_names() -> dict[str, object]:
     return names
 
 
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"llm-cost {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Exact cost arithmetic for decoder-only LLMs."""
+
+
 def _run(argv: list[str]) -> None:
     """Run the CLI. A known subcommand is built on its own: Typer otherwise converts every
     command's signature to Click parameters on each start, which costs tens of milliseconds

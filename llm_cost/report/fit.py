@@ -102,4 +102,5 @@ def render_activations(con, results: list[Activations], display_name: str) -> No
                      f"{first.layers} layers", [("recompute", "left"), ("formula", "left"), ("per layer", "right"),
                                                ("of which 5as^2b", "right"), ("all layers", "right")], rows,
                 caption="Korthikanti et al. 2022, eq. 1: 16-bit activations, no tensor parallelism; "
-                        "h = hidden_size, a = attention heads")
+                        "h = hidden_size, a = attention heads. FlashAttention never stores the 5as^2b scores, "
+                        "so with it the 'selective' row is the one that applies")
