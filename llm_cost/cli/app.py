@@ -34,11 +34,11 @@ DP_OPT = typer.Option(None, "--dp", help="Data-parallel replicas.")
 
 def parse_layout(tp: Optional[str], pp: Optional[str], ep: Optional[str], dp: Optional[str]):
     """A Layout from the --tp/--pp/--ep/--dp flags, or None when none is given."""
+    if tp is None and pp is None and ep is None and dp is None:
+        return None
     from ..parallel import Layout
     from ..units import parse_context
 
-    if tp is None and pp is None and ep is None and dp is None:
-        return None
     n = {flag: parse_context(v or "1", flag) for flag, v in (("--tp", tp), ("--pp", pp), ("--ep", ep), ("--dp", dp))}
     return Layout(n["--tp"], n["--pp"], n["--ep"], n["--dp"])
 
