@@ -51,8 +51,9 @@ def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_gi
     facts.append(("batch where the whole step is compute-bound",
                   fmt_int(d.compute_bound_batch) if d.compute_bound_batch else
                   "none: KV reads keep the step memory-bound at every batch"))
-    if d.intensity_limit is not None:
-        facts.append(("intensity as batch grows", f"-> {d.intensity_limit:,.2f} FLOP/byte"))
+    if d.intensity_limit is not None and d.context:
+        facts.append(("intensity as batch grows", f"-> {d.intensity_limit:,.2f} FLOP/byte (the KV reads of each "
+                                                  "sequence do not amortise)"))
     print_facts(con, facts)
     if d.deployment is not None:
         from .fit import render_deployment
