@@ -94,6 +94,7 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
 
     InputError when the model has no MoE, when ``ep`` does not divide E + R experts, or for a
     GPU lacking ``compute_dtype``."""
+    from .parallel import Layout, per_gpu
     from .roofline import peak_flops, weights_read
 
     moe = spec.moe
@@ -151,7 +152,7 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
         expert_params=expert, total_params=total, active_params=int(s.active_params), non_routed_params=non_routed,
         routed_params=routed, total_bytes=float(to_bytes(total, bits)),
         rows=rows, ep=ep, redundant_experts=redundant_experts, experts_per_rank=per_rank,
-        weights_per_gpu_bytes=(non_routed + float(per_rank) * moe_layers * expert) * b,
+        weights_per_gpu_bytes=per_gpu(spec, Layout(1, 1, ep, ep, redundant_experts), bits).max_weight_bytes,
         dispatch_bits=dispatch_bits, combine_bits=combine_bits, dispatch_bytes_per_token_per_layer=dispatch,
         combine_bytes_per_token_per_layer=combine, tp=tp, allreduce_bytes_per_token_per_layer=allreduce,
         all_to_all_vs_allreduce=(dispatch + combine) / allreduce if tp > 1 else float("inf"),

@@ -158,8 +158,11 @@ class PerGPU:
         return max(self.weight_bytes)
 
 
-def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: float | Fraction = 16, kv_bits: int = 16) -> PerGPU:
-    """Per-GPU weights and KV per token on each stage under ``layout`` (validated first)."""
+def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: float | Fraction = 16, kv_bits: int = 16,
+            mtp: bool = False) -> PerGPU:
+    """Per-GPU weights and KV per token on each stage under ``layout`` (validated first). MTP
+    modules are placed on the last stage only with ``mtp`` (training, or serving with MTP as the
+    speculative draft); plain serving does not load them."""
     validate_layout(spec, layout)
     bits = Fraction(weight_bits).limit_denominator(1000)
     s = build(spec)
@@ -170,7 +173,7 @@ def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: float | Fraction = 16,
     for i, n in enumerate(stages):
         total = routed = lookup = 0.0
         for t in s.tensors:
-            if t.part == "mtp_copy" or not t.stored:
+            if t.part == "mtp_copy" or not t.stored or (t.part == "mtp" and not mtp):
                 continue
             if t.part == "vision" or (t.part == "decoder" and t.layers == 0 and t.group in (
                     "embedding", "position_embedding")):
@@ -205,7 +208,7 @@ def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: float | Fraction = 16,
         n_kv = spec.num_key_value_heads
         heads = max(1, n_kv // layout.tp)
         replication = max(1, layout.tp // n_kv)
-        per_layer = 2 * heads * spec.head_dim
+        per_layer = per_layer * heads // n_kv  # the GPU's share of the K/V heads
     kv = []
     for i, n in enumerate(stages):
         layer_ids = range(first_layer[i], first_layer[i] + n)
@@ -327,7 +330,7 @@ def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 
     dominant = "communication" if comm.time_s > bound else ("compute" if compute >= memory else "memory")
     conventions = [
         f"layout TP {layout.tp} x PP {layout.pp} x DP {layout.dp} = {layout.gpus} GPUs, EP {layout.ep}; "
-        "sharding as Megatron-LM/vLLM (see llm_cost.parallel)",
+        "sharding as Megatron-LM/vLLM (see llm_cost.parallel); MTP modules not loaded",
         f"weights at {float(Fraction(weight_bits).limit_denominator(1000)):g} bits, KV at {kv_bits} bits; "
         f"memory {gpu.memory_gb:g} GB per GPU less {reserve_bytes:,} B reserve",
         "decode step: per-stage Roofline bound (FLOPs / TP / peak vs bytes per GPU / bandwidth) summed over the "
@@ -346,37 +349,34 @@ def _divisors(n: int) -> list[int]:
 
 def smallest_layouts(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int = 8192,
                      weight_bits: float | Fraction = 16, kv_bits: int = 16, reserve_bytes: int = 0,
-                     max_gpus: int = 64, dtype: str = "bf16", limit: int = 8) -> list[Deployment]:
-    """Feasible inference layouts (DP = 1) with the fewest GPUs, fastest decode first.
+                     max_gpus: int = 64, dtype: str = "bf16", limit: int = 8, sizes: int = 3) -> list[Deployment]:
+    """Feasible inference layouts (DP = 1) of the ``sizes`` smallest GPU counts that work, fewest
+    GPUs first, then fastest decode; at most ``limit``.
 
     TP ranges over divisors of the query heads up to the GPUs of one node; PP over 1..L; EP over
     1 and TP for MoE models. Returns [] when nothing fits within ``max_gpus``."""
     n_q = spec.attention.num_attention_heads
     candidates: list[Deployment] = []
-    best = None
+    counts: list[int] = []
     tps = [t for t in _divisors(n_q) if t <= max(1, gpu.interconnect.gpus_per_node)]
     for total in range(1, max_gpus + 1):
-        if best is not None and total > best:
+        if len(counts) == sizes:
             break
         for tp in tps:
-            if total % tp:
+            if total % tp or total // tp > spec.num_hidden_layers:
                 continue
-            pp = total // tp
-            if pp > spec.num_hidden_layers:
-                continue
-            eps = [1] if spec.moe is None else sorted({1, tp})
-            for ep in eps:
-                layout = Layout(tp, pp, ep, 1)
+            for ep in ([1] if spec.moe is None else sorted({1, tp})):
                 try:
-                    dep = deployment(spec, gpu, layout, batch, context, weight_bits, kv_bits, reserve_bytes, dtype)
+                    dep = deployment(spec, gpu, Layout(tp, total // tp, ep, 1), batch, context, weight_bits, kv_bits,
+                                     reserve_bytes, dtype)
                 except InputError:
                     continue
                 if dep.fits:
                     candidates.append(dep)
-                    best = total
+                    if not counts or counts[-1] != total:
+                        counts.append(total)
     candidates.sort(key=lambda d: (d.layout.gpus, d.step_s))
     return candidates[:limit]
-
 
 
 @dataclass(frozen=True)

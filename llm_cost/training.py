@@ -195,7 +195,7 @@ def parallel_train_memory(spec: ModelSpec, gpu: HardwareSpec, tp: int = 1, pp: i
     if zero not in (0, 1, 2, 3):
         raise InputError(f"--zero: {zero} is not a ZeRO stage (0, 1, 2 or 3)")
     layout = Layout(tp, pp, 1, dp)
-    shards = per_gpu(spec, layout, 16)
+    shards = per_gpu(spec, layout, 16, mtp=True)
     params = int(max(shards.weight_bytes) // 2)
     act = activation_memory(spec, seq, micro_batch, recompute, tp, sequence_parallel)
     layers = max(shards.stage_layers)

@@ -24,8 +24,8 @@ def render(con, r: FitReport, display_name: str, gpu_name: str) -> None:
                                                                              else ""),
              fmt_si(d.per_gpu.max_weight_bytes), fmt_iec(d.kv_bytes_per_gpu), fmt_si(d.headroom_bytes),
              fmt_seconds(d.step_s), d.dominant] for d in r.smallest_layouts]
-    print_table(con, f"smallest layouts: {first.layout.gpus} x {gpu_name} (batch {first.batch}, context "
-                     f"{first.context:,})",
+    print_table(con, f"smallest layouts: {first.layout.gpus} x {gpu_name} at the least (batch {first.batch}, "
+                     f"context {first.context:,})",
                 [("GPUs", "right"), ("layout", "left"), ("weights / GPU", "right"), ("KV / GPU", "right"),
                  ("headroom / GPU", "right"), ("decode step bound", "right"), ("dominated by", "left")], rows,
                 caption="fullest GPU shown; TP within one node; decode bound = per-stage Roofline summed over "
