@@ -64,6 +64,7 @@ class KVResult:
     bytes_per_token: int | float  # all layers that cache tokens, below any window
     mha_bytes_per_token: int | float | None
     kv_read_intensity: float | None  # FLOP per KV byte in decode attention (g = n_q/n_kv, or MLA absorbed)
+    mla_absorbed_flop_ratio: float | None  # MLA: absorbed-form attention FLOPs / plain form (seed 003 §04: ~3.4x)
     contexts: list[KVAtContext]
     formula: str
     conventions: list[str] = field(default_factory=list)
@@ -134,7 +135,12 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
     L = spec.num_hidden_layers
     n_q = att.num_attention_heads
 
+    absorbed_ratio = None
     if isinstance(att, MLAAttention):
+        # per cached position and head: absorbed QK^T over the latent + RoPE key and AV over the
+        # latent, against the plain form's (qk_nope + qk_rope) and v_head_dim
+        absorbed_ratio = (2 * att.kv_lora_rank + att.qk_rope_head_dim) / (
+            att.qk_nope_head_dim + att.qk_rope_head_dim + att.v_head_dim)
         formula = (f"(kv_lora_rank + qk_rope_head_dim) x bytes = ({att.kv_lora_rank} + {att.qk_rope_head_dim})"
                    f" x {bits / 8:g} B per token per layer")
         mha_elements = 2 * n_q * att.v_head_dim
@@ -193,6 +199,7 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
         bytes_per_token=kv_bytes_per_token(spec, bits),
         mha_bytes_per_token=to_bytes(caching * mha_elements, bits) if show_mha else None,
         kv_read_intensity=intensity,
+        mla_absorbed_flop_ratio=absorbed_ratio,
         contexts=rows,
         formula=formula,
         conventions=conventions,

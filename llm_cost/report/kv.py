@@ -30,7 +30,11 @@ def render(con, r: KVResult, display_name: str) -> None:
         ratio = r.mha_bytes_per_token / r.bytes_per_token
         facts.append(("MHA equivalent per token", f"{bytes_exact(r.mha_bytes_per_token)} ({ratio:.2f}x)"))
     if r.kv_read_intensity is not None:
-        facts.append(("decode KV read intensity", f"{r.kv_read_intensity:.1f} FLOP per KV byte"))
+        how = " (absorbed MLA: all heads read one latent)" if r.mla_absorbed_flop_ratio else ""
+        facts.append(("decode KV read intensity", f"{r.kv_read_intensity:.1f} FLOP per KV byte{how}"))
+    if r.mla_absorbed_flop_ratio:
+        facts.append(("absorbed vs plain attention FLOPs", f"{r.mla_absorbed_flop_ratio:.2f}x (the price of "
+                                                           "reading only the latent)"))
     con.print(f"[bold]{display_name} ({r.model}): KV cache at {r.kv_dtype} "
               f"({r.bits_per_element} bits per element), batch {r.batch}[/bold]")
     print_facts(con, facts)
