@@ -126,10 +126,14 @@ def _check_base(base: float) -> float:
     return float(base)
 
 
+#: Largest rotated width accepted (real heads have at most a few hundred dims).
+MAX_DIMS = 8192
+
+
 def _check_dims(dims: int) -> int:
-    if isinstance(dims, bool) or not isinstance(dims, int) or dims < 2 or dims % 2:
-        raise InputError(f"--head-dim: {dims!r} must be an even whole number of rotated dims, at least 2 "
-                         "(e.g. 128)")
+    if isinstance(dims, bool) or not isinstance(dims, int) or dims < 2 or dims % 2 or dims > MAX_DIMS:
+        raise InputError(f"--head-dim: {dims!r} must be an even whole number of rotated dims from 2 to "
+                         f"{MAX_DIMS:,} (e.g. 128)")
     return dims
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "parse_count",
     "parse_positive_float",
     "parse_fraction",
+    "parse_decimal",
     "dtype_bits",
     "DTYPE_BITS",
     "to_bytes",
@@ -148,20 +149,28 @@ def parse_positive_float(text: str | float, what: str, maximum: float | None = N
     return value
 
 
-def parse_fraction(text: str | float, what: str) -> float:
-    """Parse an efficiency in (0, 1]; ``60%`` and ``0.6`` are the same."""
+def parse_decimal(text: str, what: str, percent: bool = False) -> Decimal:
+    """A non-negative decimal number in ASCII digits (``0.6``, ``1e3``); with ``percent``, ``60%``
+    is 0.6. InputError for negative, non-numeric, NaN or infinite input."""
     raw = str(text).strip()
-    percent = raw.endswith("%")
-    if percent:
-        raw = raw[:-1]
-    try:
-        value = float(Decimal(raw))
-    except (InvalidOperation, ValueError):
-        raise InputError(f"{what}: {text!r} is not a number; use e.g. 0.6 or 60%") from None
-    if percent:
-        value /= 100
-    if not math.isfinite(value) or not 0 < value <= 1:
-        raise InputError(f"{what}: {text!r} must be in (0, 1] (e.g. 0.6 or 60%)")
+    scale = Decimal(1)
+    if percent and raw.endswith("%"):
+        raw, scale = raw[:-1].strip(), Decimal(100)
+    if raw.startswith("-") and _NUMBER_RE.match(raw[1:]):
+        raise InputError(f"{what}: {text!r} is negative")
+    match = _NUMBER_RE.match(raw)
+    if not match or match.group(2):
+        example = "e.g. 0.6 or 60%" if percent else "e.g. 0.6"
+        raise InputError(f"{what}: {text!r} is not a number ({example})")
+    return Decimal(match.group(1)) / scale
+
+
+def parse_fraction(text: str | float, what: str, allow_zero: bool = False) -> float:
+    """An efficiency or probability in (0, 1] (``[0, 1]`` with ``allow_zero``); ``60%`` = ``0.6``."""
+    value = float(parse_decimal(str(text), what, percent=True))
+    low = "[0" if allow_zero else "(0"
+    if value > 1 or (value == 0 and not allow_zero):
+        raise InputError(f"{what}: {text!r} must be in {low}, 1] (e.g. 0.6 or 60%)")
     return value
 
 

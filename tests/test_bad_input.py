@@ -193,3 +193,35 @@ def test_bad_gpu_file(cli, tmp_path):
 
 def test_the_table_is_large_enough():
     assert len(FLAG_CASES) + 2 * len(FILE_CASES) + 1 >= 60
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["list", "tpus"], "tpus"),
+    (["image", "qwen2-vl-7b"], "Missing option '--size'"),
+    (["kv", "llama3-8b", "--batch"], "requires an argument"),
+    (["kv", "llama3-8b", "--bogus", "1"], "No such option"),
+    (["parms", "x"], "Did you mean 'params'"),
+    (["roofline", "llama3-8b", "--bits-per-weight", "1e-300"], "below 1 bit"),
+    (["rope", "--base", "1e4", "--head-dim", "1000000"], "--head-dim"),
+    (["fit", "llama3-8b", "--memory-gb", "1e-300"], "--memory-gb"),
+    (["fit", "llama3-8b", "--memory-gb", "\u0663"], "--memory-gb"),
+    (["fit", "llama3-8b", "--memory-gb", "1_000"], "--memory-gb"),
+    (["spec", "--alpha", "0.8", "--gamma", "4", "--c", "-0"], "negative"),
+    (["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--usd-per-gpu-hour", "-0"], "negative"),
+])
+def test_usage_errors_are_one_line(cli, argv, needle):
+    """Parser errors (missing or unknown options, bad choices) read like the tool's own: one
+    'error:' line on stderr, exit 2, nothing on stdout."""
+    r = cli(*argv)
+    assert r.code == 2 and r.out == "" and needle in r.err, (r.code, r.err)
+    assert r.err.startswith("error: ") and r.err.count("\n") == 1
+
+
+def test_bare_program_prints_help_and_exits_0(cli):
+    r = cli()
+    assert r.code == 0 and "Usage: llm-cost" in r.out
+
+
+def test_percentages_where_fractions_are_expected(cli):
+    data = cli("spec", "--alpha", "80%", "--gamma", "4", "--c", "10%", "--json").json()
+    assert data["alpha"] == 0.8 and data["c"] == 0.1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from decimal import Decimal
 from typing import Optional
 
 import typer
@@ -61,7 +62,10 @@ def weight_bits(default_dtype: str, weights_dtype: Optional[str], bits_per_weigh
     if bits_per_weight is not None and weights_dtype is not None:
         raise InputError("give --bits-per-weight or --weights-dtype, not both")
     if bits_per_weight is not None:
-        return parse_positive_float(bits_per_weight, "--bits-per-weight", maximum=64)
+        bits = parse_positive_float(bits_per_weight, "--bits-per-weight", maximum=64)
+        if bits < 1:
+            raise InputError(f"--bits-per-weight: {bits_per_weight!r} is below 1 bit per weight")
+        return bits
     if weights_dtype is not None:
         return dtype_bits(weights_dtype, "--weights-dtype")
     return dtype_bits(default_dtype)
@@ -73,44 +77,30 @@ def check_choice(value: str, flag: str, valid: tuple[str, ...]) -> None:
 
 
 def parse_gigabytes(text: str, flag: str) -> int:
-    """A non-negative size in GB (10^9 B) as exact bytes."""
-    from decimal import Decimal, InvalidOperation
+    """A non-negative size in GB (10^9 B) as exact bytes, at most 10^6 GB."""
+    from ..units import parse_decimal
 
-    try:
-        value = Decimal(text.strip())
-    except InvalidOperation:
-        raise InputError(f"{flag}: {text!r} is not a number of GB") from None
-    if not value.is_finite() or value < 0 or value > 10**6:
-        raise InputError(f"{flag}: {text!r} must be between 0 and 1,000,000 GB")
+    value = parse_decimal(text, flag)
+    if value > 10**6:
+        raise InputError(f"{flag}: {text!r} must be at most 1,000,000 GB")
     return int(value * 10**9)
 
 
 def parse_unit_interval(text: str, flag: str) -> float:
-    """A float in [0, 1]; ``80%`` and ``0.8`` are the same."""
-    import math
+    """A probability in [0, 1]; ``80%`` and ``0.8`` are the same."""
+    from ..units import parse_fraction
 
-    raw = text.strip()
-    scale = 100 if raw.endswith("%") else 1
-    try:
-        value = float(raw.rstrip("%")) / scale
-    except ValueError:
-        raise InputError(f"{flag}: {text!r} is not a number in [0, 1] (e.g. 0.8 or 80%)") from None
-    if not math.isfinite(value) or not 0 <= value <= 1:
-        raise InputError(f"{flag}: {text!r} must be in [0, 1]")
-    return value
+    return parse_fraction(text, flag, allow_zero=True)
 
 
-def parse_non_negative(text: str, flag: str) -> float:
-    """A finite float >= 0."""
-    import math
+def parse_non_negative(text: str, flag: str, percent: bool = False) -> float:
+    """A finite number >= 0 (``percent``: ``10%`` = 0.1)."""
+    from ..units import parse_decimal
 
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"{flag}: {text!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise InputError(f"{flag}: {text!r} must be a finite number >= 0")
-    return value
+    value = parse_decimal(text, flag, percent)
+    if value > Decimal("1e300"):
+        raise InputError(f"{flag}: {text!r} is too large")
+    return float(value)
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -164,17 +154,25 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 def _run(argv: list[str]) -> None:
     """Run the CLI. A known subcommand is built on its own: Typer otherwise converts every
     command's signature to Click parameters on each start, which costs tens of milliseconds
-    for nothing; ``--help``, typos and the bare program still go through the whole app."""
+    for nothing; ``--help``, typos and the bare program still go through the whole app.
+    A usage error (missing argument, unknown option, bad choice) becomes one ``error:`` line."""
     from typer.main import get_command
 
     commands = _command_names()
     if argv and argv[0] in commands:
         single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
         single.registered_commands = [commands[argv[0]]]  # type: ignore[list-item]
-        get_command(single).main(args=argv[1:], prog_name=f"llm-cost {argv[0]}",
-                                 help_option_names=["-h", "--help"])
+        command, args, prog = get_command(single), argv[1:], f"llm-cost {argv[0]}"
     else:
-        app(args=argv, prog_name="llm-cost")
+        command, args, prog = get_command(app), argv or ["--help"], "llm-cost"
+    try:
+        code = command.main(args=args, prog_name=prog, help_option_names=["-h", "--help"], standalone_mode=False)
+    except Exception as exc:  # Click's usage errors: typer vendors Click, so match on its interface
+        if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+            raise
+        raise InputError(f"{exc.format_message()} (see '{prog} -h')") from None
+    if isinstance(code, int) and code:
+        raise SystemExit(code)
 
 
 def main() -> None:

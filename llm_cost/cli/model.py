@@ -117,7 +117,7 @@ class ListKind(str, Enum):
 
 @app.command("list")
 def list_(
-    kind: ListKind = typer.Argument(..., help="models or gpus"),
+    kind: ListKind = typer.Argument(..., help="models or gpus", case_sensitive=False),
     as_json: bool = JSON_OPT,
 ) -> None:
     """List the shipped model or GPU specs with their key figures.

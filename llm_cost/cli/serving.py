@@ -173,6 +173,8 @@ def fit(
     kv_bits = dtype_bits(kv_dtype, "--kv-dtype")
     reserve = parse_gigabytes(reserve_gb, "--reserve-gb")
     memory = parse_gigabytes(memory_gb, "--memory-gb") if memory_gb is not None else None
+    if memory is not None and memory < 10**9:
+        raise InputError(f"--memory-gb: {memory_gb!r} is below 1 GB")
     n_max = parse_context(max_gpus, "--max-gpus")
     layout = parse_layout(tp, pp, ep, dp)
     spec, g = load_model(model), load_gpu(gpu)
@@ -313,7 +315,7 @@ def spec_(
     check_choice(weight_bytes, "--weight-bytes", ("read", "resident"))
     a = parse_unit_interval(alpha, "--alpha")
     g_ = parse_context(gamma, "--gamma")
-    cost = parse_non_negative(c, "--c") if c is not None else None
+    cost = parse_non_negative(c, "--c", percent=True) if c is not None else None
     if mtp and cost is not None:
         raise InputError("give --c or --mtp (which derives c from the model's MTP module), not both")
     if batch is not None and gpu is None:
