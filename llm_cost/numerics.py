@@ -101,10 +101,12 @@ class Format:
 
     @property
     def has_nan(self) -> bool:
+        """The format encodes NaN."""
         return self.nan_encoding != NAN_NONE
 
     @property
     def nan_note(self) -> str:
+        """How NaN (and inf) are encoded, in words."""
         return _NAN_NOTES[self.nan_encoding]
 
     @property
@@ -166,10 +168,12 @@ class IntFormat:
 
     @property
     def min_value(self) -> int:
+        """Most negative value (two's complement)."""
         return -(2 ** (self.bits - 1))
 
     @property
     def max_value(self) -> int:
+        """Largest value (two's complement)."""
         return 2 ** (self.bits - 1) - 1
 
 

@@ -155,6 +155,7 @@ class PerGPU:
 
     @property
     def max_weight_bytes(self) -> float:
+        """Weights on the fullest stage's GPU, bytes."""
         return max(self.weight_bytes)
 
 

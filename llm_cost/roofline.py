@@ -132,10 +132,12 @@ class WeightBytes:
 
     @property
     def matmul(self) -> float:
+        """Matmul weight bytes of the step (all groups)."""
         return sum(self.by_group.values())
 
     @property
     def total(self) -> float:
+        """Every weight byte the step reads."""
         return self.matmul + self.vectors + self.embedding_rows
 
 

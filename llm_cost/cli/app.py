@@ -72,6 +72,7 @@ def weight_bits(default_dtype: str, weights_dtype: Optional[str], bits_per_weigh
 
 
 def check_choice(value: str, flag: str, valid: tuple[str, ...]) -> None:
+    """InputError naming ``flag`` unless ``value`` is one of ``valid``."""
     if value not in valid:
         raise InputError(f"{flag}: {value!r} is not one of: {', '.join(valid)}")
 

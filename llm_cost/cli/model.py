@@ -111,6 +111,8 @@ def import_(
 
 
 class ListKind(str, Enum):
+    """What ``llm-cost list`` lists."""
+
     models = "models"
     gpus = "gpus"
 
