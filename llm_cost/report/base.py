@@ -44,7 +44,8 @@ def console():  # noqa: ANN201 - rich type imported lazily
 
     from rich.console import Console
 
-    width = max(shutil.get_terminal_size(fallback=(120, 24)).columns, 100)
+    # a terminal's own width; 120 columns when writing to a pipe or file (or $COLUMNS)
+    width = shutil.get_terminal_size(fallback=(120, 24)).columns
     return Console(highlight=False, soft_wrap=False, width=width)
 
 
@@ -62,10 +63,15 @@ def print_table(con, title: str, columns: list[tuple[str, str]], rows: Iterable[
 
 
 def print_facts(con, facts: list[tuple[str, str]]) -> None:
-    """Aligned ``label: value`` lines."""
-    width = max((len(k) for k, _ in facts), default=0)
+    """Aligned ``label  value`` lines; long values wrap inside their column."""
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
     for key, value in facts:
-        con.print(f"  {key.ljust(width)}  {value}")
+        grid.add_row(f"  {key}", value)
+    con.print(grid)
 
 
 def print_conventions(con, conventions: list[str]) -> None:
