@@ -309,7 +309,8 @@ def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 
     p = per_gpu(spec, layout, weight_bits, kv_bits)
     peak = peak_flops(gpu, dtype)
     bw = gpu.bandwidth_bytes_s
-    f = forward_flops(spec, 1, context, batch, logits="last").total_flops / layout.dp
+    mla_form = "absorbed" if spec.attention.kind == "mla" else "plain"  # as llm_cost.roofline's decode step
+    f = forward_flops(spec, 1, context, batch, logits="last", mla_form=mla_form).total_flops / layout.dp
     seqs = math.ceil(batch / layout.dp)
     stage_share = [n / spec.num_hidden_layers for n in p.stage_layers]
     moe = spec.moe

@@ -25,7 +25,7 @@ from fractions import Fraction
 
 from .flops import ForwardFlops, forward_flops
 from .kv import kv_bytes, kv_bytes_per_token
-from .spec import HardwareSpec, ModelSpec
+from .spec import HardwareSpec, MLAAttention, ModelSpec
 from .structure import Structure, build
 from .units import InputError, to_bytes
 
@@ -221,7 +221,9 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
     def weights_at(b: int) -> float:
         return resident if weight_bytes == "resident" else weights_read(structure, b, bits).total
 
-    f = forward_flops(spec, 1, context, batch, logits="last")
+    mla = isinstance(spec.attention, MLAAttention)
+    # MLA decodes in the absorbed form: attention runs on the cached latent (DeepSeek-V2 §2.1.2)
+    f = forward_flops(spec, 1, context, batch, logits="last", mla_form="absorbed" if mla else "plain")
     w = weights_read(structure, batch, bits)
     kv_seq = float(kv_bytes(spec, context, kv_bits))  # read per sequence (cache + any fixed state)
     kv_new = float(kv_bytes_per_token(spec, kv_bits))  # written per sequence
@@ -254,6 +256,8 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
     ]
     if spec.moe is not None:
         conventions.append("MoE: routed expert weights read = expected distinct experts E(1 - (1 - k/E)^B) per layer")
+    if mla:
+        conventions.append("MLA: decode attention in the absorbed form, on the cached latent and RoPE key")
     return DecodeStep(
         model=spec.name, gpu=gpu.name, batch=batch, context=context, compute_dtype=dtype.lower(),
         weight_bits=float(bits), kv_bits=kv_bits, weight_bytes_convention=weight_bytes,

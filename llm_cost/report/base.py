@@ -89,8 +89,8 @@ def bytes_exact(n: float) -> str:
     """``131,072 B (128.0 KiB)``-style exact bytes with both unit systems."""
     if isinstance(n, int) or float(n).is_integer():
         exact = f"{fmt_int(int(n))} B"
-    else:
-        exact = f"{n:,.1f} B"
+    else:  # an expectation (e.g. expected experts read): not a whole number of bytes
+        exact = f"≈{fmt_int(round(n))} B"
     if abs(n) < 1000:
         return exact
     return f"{exact} = {fmt_si(n)} = {fmt_iec(n)}"
