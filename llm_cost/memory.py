@@ -94,7 +94,7 @@ def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
         f"memory {gpu.memory_gb:g} GB = {memory:,} B (datasheet, 10^9 B per GB) less a reserve of {reserve_bytes:,} B",
         f"weights: every parameter at {float(bits):g} bits; KV at {kv_bits} bits per element",
         "max batch and context use whole sequences: batch x kv(context) <= memory - reserve - weights",
-    ] + spec.context_note([context, *concurrency_contexts])
+    ] + spec.context_note([context, *(concurrency_contexts if fits else ())])
     return Fit(spec.name, gpu.name, float(bits), kv_bits, memory, reserve_bytes, weights, fits,
                -room if not fits else 0, budget, per_token, token_budget, context, batch,
                int(budget // at_context) if at_context else 0,
@@ -129,7 +129,9 @@ def activation_memory(spec: ModelSpec, seq: int, micro_batch: int = 1, recompute
     * selective recompute drops the 5 a s / (h t) attention term;
     * full recompute keeps each layer's input: 2 s b h (/ t with sequence parallelism).
 
-    The formula is the paper's for a standard GPT block; other blocks are approximated by it.
+    The formula is the paper's for a GPT block (multi-head attention, a 4h GELU MLP, dropout); a
+    SwiGLU/GQA block (Llama) stores a different mix (no dropout masks, K/V of n_kv heads, a
+    3 x d_ff gated MLP), so for those models it is an approximation.
     ValueError for an unknown recompute mode."""
     s, b, h, a, t = seq, micro_batch, spec.hidden_size, spec.attention.num_attention_heads, tp
     sbh = s * b * h

@@ -62,6 +62,7 @@ class MoEResult:
     expert_params: int  # one routed expert in one layer
     total_params: int
     active_params: int
+    active_n_gemm: int  # matmul weights one token uses: weight FLOPs per token = 2 x this
     non_routed_params: int
     routed_params: int
     total_bytes: float
@@ -149,7 +150,8 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
                            f"{compute_dtype}")
     return MoEResult(
         model=spec.name, weight_bits=float(bits), num_experts=E, top_k=k, moe_layers=moe_layers,
-        expert_params=expert, total_params=total, active_params=int(s.active_params), non_routed_params=non_routed,
+        expert_params=expert, total_params=total, active_params=int(s.active_params),
+        active_n_gemm=int(s.active_gemm), non_routed_params=non_routed,
         routed_params=routed, total_bytes=float(to_bytes(total, bits)),
         rows=rows, ep=ep, redundant_experts=redundant_experts, experts_per_rank=per_rank,
         weights_per_gpu_bytes=per_gpu(spec, Layout(1, 1, ep, ep, redundant_experts), bits).max_weight_bytes,

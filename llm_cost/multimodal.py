@@ -147,15 +147,16 @@ def image_cost(spec: ModelSpec, height: int, width: int, decoder: ModelSpec | No
     kv = kv_bytes(dec, n, kv_bits)
     out = n * dec.hidden_size * kv_bits // 8
     conventions = [
-        "Qwen2-VL smart_resize: sides rounded to multiples of 28 px, pixels within [3,136, 12,845,056]; 14 px patches, "
-        f"{'2x2 merge' if connector == 'merge2x2' else connector} connector",
+        "Qwen2-VL smart_resize: sides rounded to multiples of 28 px, pixels within [3,136, 12,845,056] (the "
+        "transformers processor's defaults, for video frames too; qwen-vl-utils caps video frames lower); 14 px "
+        f"patches, {'2x2 merge' if connector == 'merge2x2' else connector} connector",
         "encoder FLOPs: 2 x ViT block parameters x patches + 4 L n_p^2 d (full attention), seed 003 §09; patch "
         "embedding and merger listed apart",
         {"gemm": "decoder prefill: 2 x N_gemm per image token + causal attention among them",
          "non_embedding": "decoder prefill: 2 x (N - embedding) per image token + causal attention",
          "total": "decoder prefill: 2 x N per image token (seed 003 §09) + causal attention"}[weight_convention],
         f"KV and encoder output at {kv_bits} bits; MiB = 2^20 B",
-    ]
+    ] + dec.context_note([n])
     return ImageResult(spec.name, dec.name, connector, height, width, frames, vision, weight_convention, w * n,
                        attention, w * n + attention, kv, out, float(kv_bytes_per_token(dec, kv_bits)) / (dec.hidden_size * kv_bits / 8), conventions)
 

@@ -29,7 +29,7 @@ from .spec import HardwareSpec, MLAAttention, ModelSpec
 from .structure import Structure, build
 from .units import InputError, to_bytes
 
-__all__ = ["Ridge", "ridge_points", "peak_flops", "DecodeStep", "decode_step", "PrefillStep", "prefill_step",
+__all__ = ["Ridge", "ridge_points", "default_compute_dtype", "peak_flops", "DecodeStep", "decode_step", "PrefillStep", "prefill_step",
            "OpRow", "WeightBytes", "weights_read"]
 
 COMPUTE_DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
@@ -54,6 +54,12 @@ def peak_flops(gpu: HardwareSpec, dtype: str) -> float:
         raise InputError(f"--dtype: {gpu.name} ({gpu.display_name}) has no {dtype} tensor-core peak; "
                          f"its datasheet lists: {have}")
     return gpu.peak_flops(key)
+
+
+def default_compute_dtype(weights_dtype: str, gpu: HardwareSpec) -> str:
+    """The dtype a step runs at when the user names none: FP8 for FP8 weights on a GPU with FP8
+    tensor cores (DeepSeek-V3 serves this way), BF16 otherwise (weights are upcast)."""
+    return "fp8" if weights_dtype == "fp8" and "fp8" in gpu.dense_tflops else "bf16"
 
 
 def ridge_points(gpu: HardwareSpec) -> list[Ridge]:
@@ -168,6 +174,14 @@ def weights_read(structure: Structure, batch: int, bits: Fraction) -> WeightByte
     return WeightBytes(by_group, vectors, rows * float(bits) / 8)
 
 
+def _fit_note(gpu: HardwareSpec, needed_bytes: float) -> list[str]:
+    """A warning line when the weights and KV of a one-GPU bound exceed that GPU's memory."""
+    if needed_bytes <= gpu.memory_bytes:
+        return []
+    return [f"note: weights + KV need {needed_bytes / 1e9:,.1f} GB, more than one {gpu.name}'s {gpu.memory_gb:g} GB; "
+            "this one-GPU bound is hypothetical: give --tp/--pp for a layout, or see `llm-cost fit`"]
+
+
 def _first_batch(intensity, ridge: float, limit: int = 10**9) -> int | None:
     """Smallest batch whose intensity reaches ``ridge`` (intensity grows with batch), or None."""
     if intensity(limit) < ridge:
@@ -258,6 +272,7 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
         conventions.append("MoE: routed expert weights read = expected distinct experts E(1 - (1 - k/E)^B) per layer")
     if mla:
         conventions.append("MLA: decode attention in the absorbed form, on the cached latent and RoPE key")
+    conventions += _fit_note(gpu, resident + batch * (kv_seq + kv_new))
     return DecodeStep(
         model=spec.name, gpu=gpu.name, batch=batch, context=context, compute_dtype=dtype.lower(),
         weight_bits=float(bits), kv_bits=kv_bits, weight_bytes_convention=weight_bytes,
@@ -326,7 +341,7 @@ def prefill_step(spec: ModelSpec, gpu: HardwareSpec, seq: int, batch: int = 1, d
     conventions = f.conventions + [
         f"peak {gpu.dense_tflops[dtype.lower()]:g} TFLOP/s dense {dtype}; estimate at MFU {mfu:.0%}",
         "bytes: every stored weight once + the K/V written; activations not counted",
-    ]
+    ] + _fit_note(gpu, total)
     return PrefillStep(spec.name, gpu.name, batch, seq, dtype.lower(), attention, logits, f.total_flops,
                        weight_flops, f.total_flops - weight_flops, weights, kv_write, total, f.total_flops / total,
                        peak, bw, t_c, t_m, max(t_c, t_m), "compute" if t_c >= t_m else "memory", mfu, est,

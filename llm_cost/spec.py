@@ -307,7 +307,7 @@ class ModelSpec(_Strict):
         if not over:
             return []
         return [f"note: {', '.join(f'{c:,}' for c in over)} tokens exceed {self.name}'s max_position_embeddings "
-                f"({self.max_position_embeddings:,}); those rows are hypothetical"]
+                f"({self.max_position_embeddings:,}): figures at such lengths are hypothetical"]
 
     def with_kv_heads(self, n_kv: int) -> "ModelSpec":
         """A copy with ``n_kv`` key/value heads (GQA models only), for MHA/MQA comparisons.

@@ -115,9 +115,12 @@ def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpe
         ridge = peak / gpu.bandwidth_bytes_s
         turning = ridge / (gamma + 1)
         turning_mfu = turning * mfu
+        from .units import DTYPE_BITS
+
+        bits = DTYPE_BITS[spec.torch_dtype]  # weights at the checkpoint's dtype
         for B in batches or [1, 8, 32, 64, 128, 256]:
-            base = decode_step(spec, gpu, B, context, dtype, mfu=mfu, weight_bytes=weight_bytes)
-            verify = decode_step(spec, gpu, B * (gamma + 1), context, dtype, mfu=mfu, weight_bytes=weight_bytes)
+            base = decode_step(spec, gpu, B, context, dtype, bits, mfu=mfu, weight_bytes=weight_bytes)
+            verify = decode_step(spec, gpu, B * (gamma + 1), context, dtype, bits, mfu=mfu, weight_bytes=weight_bytes)
             # B sequences verifying gamma + 1 tokens each: the FLOPs and weights of B (gamma + 1)
             # tokens, but each sequence's KV cache read once.
             verify_flops = verify.flops
@@ -128,10 +131,13 @@ def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpe
             base_rate = B / t_base
             spec_rate = B * E / (t_verify + t_draft)
             rows.append(SpecAtBatch(B, t_base, t_verify, t_draft, base_rate, spec_rate, spec_rate / base_rate))
+        read = ("every stored weight (resident, as the source documents)" if weight_bytes == "resident"
+                else "the matmul weights used and one embedding row per sequence")
         conventions.append(
             f"step model on {gpu.name} ({dtype} peak at MFU {mfu:.0%}, full bandwidth), context {context:,}: "
-            f"step = max(FLOPs / (MFU x peak), bytes / bandwidth); weights {weight_bytes} "
-            "(resident = every stored weight, as the source documents); draft = gamma x c x baseline step")
+            f"step = max(FLOPs / (MFU x peak), bytes / bandwidth); a step reads {read} at {bits} bits; "
+            "draft = gamma x c x baseline step")
+        conventions += [line for line in base.conventions if line.startswith("note:")]
     return SpecResult(alpha, gamma, float(c), c_source, E, E / (gamma * c + 1), E / (gamma + 1 + gamma * c),
                       spec.name if spec else None, gpu.name if gpu else None, mfu if gpu else None, context,
                       weight_bytes if gpu else None, ridge, turning, turning_mfu, rows, conventions)

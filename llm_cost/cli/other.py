@@ -122,8 +122,14 @@ def train(
     s, b = parse_context(seq, "--seq"), parse_context(micro_batch, "--micro-batch")
     check_choice(zero, "--zero", ("0", "1", "2", "3"))
     layout = parse_layout(tp, pp, None, dp)
-    if layout is not None and n is not None and layout.gpus != n:
-        raise InputError(f"--gpus {n} disagrees with --tp x --pp x --dp = {layout.gpus}; give one or the other")
+    if layout is not None and n is not None:
+        if dp is None:  # --gpus with --tp/--pp: the data-parallel degree is what is left
+            per_replica = layout.tp * layout.pp
+            if n % per_replica:
+                raise InputError(f"--gpus {n} is not a multiple of --tp x --pp = {per_replica}")
+            layout = parse_layout(tp, pp, None, str(n // per_replica))
+        elif layout.gpus != n:
+            raise InputError(f"--gpus {n} disagrees with --tp x --pp x --dp = {layout.gpus}; give one or the other")
     spec, g = load_model(model), load_gpu(gpu)
     if layout is not None:
         n = layout.gpus

@@ -53,7 +53,8 @@ def flops(
 def roofline(
     model: Optional[str] = typer.Argument(None, help=MODEL_HELP + " Default when a step option is given: llama3-8b."),
     gpu: str = typer.Option("h100", "--gpu", "-g", help=GPU_HELP),
-    dtype: str = typer.Option("bf16", "--dtype", help="Compute dtype for the peak FLOP/s."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Compute dtype for the peak FLOP/s (default: fp8 for an "
+                                        "FP8 checkpoint on a GPU with FP8, else bf16)."),
     weights_dtype: Optional[str] = typer.Option(None, "--weights-dtype",
                                                 help="Weight storage dtype (e.g. int4); default: the checkpoint's."),
     bits_per_weight: Optional[str] = typer.Option(None, "--bits-per-weight",
@@ -89,7 +90,7 @@ def roofline(
     """
     from ..load import load_gpu, load_model
     from ..report import roofline as view
-    from ..roofline import decode_step, peak_flops, prefill_step, ridge_points
+    from ..roofline import decode_step, default_compute_dtype, peak_flops, prefill_step, ridge_points
     from ..units import dtype_bits, parse_context, parse_fraction, parse_positive_float
 
     layout = parse_layout(tp, pp, ep, dp)
@@ -107,7 +108,8 @@ def roofline(
     check_choice(weight_bytes or "read", "--weight-bytes", ("read", "resident"))
     check_choice(logits or "last", "--logits", ("all", "last"))
     g = load_gpu(gpu)
-    peak_flops(g, dtype)  # an unsupported dtype is an error before anything else
+    if dtype is not None:
+        peak_flops(g, dtype)  # an unsupported dtype is an error before anything else
     kv_bits = dtype_bits(kv_dtype or "bf16", "--kv-dtype")
     weight_bits("bf16", weights_dtype, bits_per_weight)  # validate flags before loading the model
     b = parse_context(batch or "1", "--batch")
@@ -120,6 +122,7 @@ def roofline(
         return
     spec = load_model(model or "llama3-8b")
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
+    dtype = dtype or default_compute_dtype((weights_dtype or spec.torch_dtype).lower(), g)
     if phase == "prefill":
         result = prefill_step(spec, g, s, b, dtype, bits, kv_bits, f_mfu, logits=logits or "last")
         emit(result, as_json, view.render_prefill, spec.display_name, g.display_name, model is not None)
@@ -297,7 +300,8 @@ def spec_(
                                         help="Step model: batches (default 1,8,32,64,128,256); needs MODEL and --gpu."),
     context: str = typer.Option("0", "--context", help="Cached tokens per sequence in the step model."),
     mfu: str = typer.Option("0.6", "--mfu", help="MFU of the step model's compute term (0-1 or 60%)."),
-    dtype: str = typer.Option("bf16", "--dtype", help="Compute dtype (peak and weight storage)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Step model: compute dtype (default: fp8 for an FP8 "
+                                        "checkpoint on a GPU with FP8, else bf16); weights stay at the checkpoint's dtype."),
     weight_bytes: str = typer.Option("read", "--weight-bytes", help="read or resident (the source documents' convention)."),
     as_json: bool = JSON_OPT,
 ) -> None:
@@ -327,5 +331,10 @@ def spec_(
     hw = load_gpu(gpu) if gpu else None
     if hw is not None and spec is None:
         raise InputError("--gpu needs a MODEL for the step model (e.g. llm-cost spec llama3-8b --gpu h100 ...)")
-    result = speculative(a, g_, cost, spec, hw, batches, f_mfu, ctx, dtype, weight_bytes, mtp)
+    if hw is not None and spec is not None:
+        from ..roofline import default_compute_dtype, peak_flops
+
+        dtype = dtype or default_compute_dtype(spec.torch_dtype, hw)
+        peak_flops(hw, dtype)
+    result = speculative(a, g_, cost, spec, hw, batches, f_mfu, ctx, dtype or "bf16", weight_bytes, mtp)
     emit(result, as_json, view.render)

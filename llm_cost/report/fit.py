@@ -101,6 +101,7 @@ def render_activations(con, results: list[Activations], display_name: str) -> No
     print_table(con, f"{display_name}: training activations, s = {first.seq:,}, micro-batch {first.micro_batch}, "
                      f"{first.layers} layers", [("recompute", "left"), ("formula", "left"), ("per layer", "right"),
                                                ("of which 5as^2b", "right"), ("all layers", "right")], rows,
-                caption="Korthikanti et al. 2022, eq. 1: 16-bit activations, no tensor parallelism; "
-                        "h = hidden_size, a = attention heads. FlashAttention never stores the 5as^2b scores, "
-                        "so with it the 'selective' row is the one that applies")
+                caption="Korthikanti et al. 2022, eq. 1, for a GPT block (MHA, 4h GELU MLP, dropout): 16-bit "
+                        "activations, no tensor parallelism; h = hidden_size, a = attention heads. For SwiGLU/GQA "
+                        "blocks it approximates. FlashAttention never stores the 5as^2b scores, so with it the "
+                        "'selective' row is the one that applies")

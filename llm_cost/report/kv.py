@@ -28,7 +28,9 @@ def render(con, r: KVResult, display_name: str) -> None:
     facts.append(("per token (all caching layers)", bytes_exact(r.bytes_per_token)))
     if r.mha_bytes_per_token is not None:
         ratio = r.mha_bytes_per_token / r.bytes_per_token
-        facts.append(("MHA equivalent per token", f"{bytes_exact(r.mha_bytes_per_token)} ({ratio:.2f}x)"))
+        label = ("MHA equivalent per token (n_h heads x v_head_dim for K and for V)" if r.mla_absorbed_flop_ratio
+                 else "MHA equivalent per token (n_kv = n_q)")
+        facts.append((label, f"{bytes_exact(r.mha_bytes_per_token)} ({ratio:.2f}x)"))
     if r.kv_read_intensity is not None:
         how = " (absorbed MLA: all heads read one latent)" if r.mla_absorbed_flop_ratio else ""
         facts.append(("decode KV read intensity", f"{r.kv_read_intensity:.1f} FLOP per KV byte{how}"))

@@ -13,8 +13,8 @@ def render(con, r: MoEResult, display_name: str) -> None:
               f"weights at {r.weight_bits:g} bits[/bold]")
     print_facts(con, [
         ("total parameters: set the memory", f"{fmt_int(r.total_params)}, {fmt_si(r.total_bytes)} of weights"),
-        ("active per token: set the FLOPs", f"{fmt_int(r.active_params)}, about {2 * r.active_params / 1e9:,.1f} "
-                                            "GFLOP per token (2 per active parameter)"),
+        ("active per token: set the FLOPs", f"{fmt_int(r.active_params)}; weight FLOPs per token 2 x active N_gemm "
+                                            f"= {2 * r.active_n_gemm / 1e9:,.2f} GFLOP"),
         ("non-routed parameters", fmt_int(r.non_routed_params)),
         ("one routed expert, one layer", fmt_int(r.expert_params)),
     ])
@@ -37,8 +37,9 @@ def render(con, r: MoEResult, display_name: str) -> None:
         ("all-to-all per token per layer", f"dispatch {fmt_iec(r.dispatch_bytes_per_token_per_layer)} "
                                            f"({r.dispatch_bits} bits) + combine {fmt_iec(r.combine_bytes_per_token_per_layer)} "
                                            f"({r.combine_bits} bits)"),
-        (f"TP-{r.tp} ring all-reduce per token", f"{fmt_iec(r.allreduce_bytes_per_token_per_layer)} "
-                                                 f"(all-to-all is {r.all_to_all_vs_allreduce:.1f}x)"),
+        (f"TP-{r.tp} ring all-reduce of one hidden state", f"{fmt_iec(r.allreduce_bytes_per_token_per_layer)} per token "
+                                                          f"(the all-reduce a TP FFN needs in place of the all-to-all; "
+                                                          f"all-to-all is {r.all_to_all_vs_allreduce:.1f}x)"),
         (f"all-to-all for a {r.prompt_tokens:,}-token prompt", f"{fmt_iec(r.prompt_all_to_all_bytes)} over "
                                                                f"{r.moe_layers} MoE layers"),
     ]

@@ -20,10 +20,10 @@ def render(con, r: ImageResult) -> None:
         ("encoder: ViT blocks + attention", f"{fmt_flops(v.block_flops + v.attention_flops)} "
                                             f"(attention {v.attention_share:.0%})"),
         ("encoder: patch embedding + merger", fmt_flops(v.patch_embed_flops + v.merger_flops)),
-        ("decoder prefill of the image tokens", f"{fmt_flops(r.decoder_prefill_flops)} = weights "
+        ("decoder prefill of the visual tokens", f"{fmt_flops(r.decoder_prefill_flops)} = weights "
                                                 f"{fmt_flops(r.decoder_weight_flops)} + attention "
                                                 f"{fmt_flops(r.decoder_attention_flops)}"),
-        ("KV of the image tokens", fmt_iec(r.kv_bytes)),
+        ("KV of the visual tokens", fmt_iec(r.kv_bytes)),
         ("encoder output", fmt_iec(r.encoder_output_bytes)),
         ("KV / encoder output", f"{r.kv_to_encoder_output:g} (= 2 L n_kv d_head / d_model)"),
     ]

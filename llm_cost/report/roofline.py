@@ -24,7 +24,8 @@ def _default_note(con, model_given: bool, display_name: str) -> None:
 def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_given: bool, ops: bool) -> None:
     """The decode step: FLOPs, bytes, intensities, bound, estimate, compute-bound batch."""
     _default_note(con, model_given, display_name)
-    con.print(f"[bold]{display_name} on {gpu_name}: decode step, batch {d.batch}, context {d.context:,}, "
+    one = " one" if d.deployment is not None else ""
+    con.print(f"[bold]{display_name} on{one} {gpu_name}: decode step, batch {d.batch}, context {d.context:,}, "
               f"{d.compute_dtype} peak, weights at {d.weight_bits:g} bits, KV at {d.kv_bits} bits[/bold]")
     facts = [
         ("FLOPs", f"{fmt_flops(d.flops)} = weights {fmt_flops(d.weight_flops)} + attention {fmt_flops(d.attention_flops)}"),

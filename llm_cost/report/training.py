@@ -35,11 +35,12 @@ def render(con, r: TrainResult, display_name: str, gpu_name: str) -> None:
     rows = [[name, fmt_si(b)] for name, b in st.parts.items()]
     rows.append(["[bold]training state (16 B/param)[/bold]", f"[bold]{fmt_si(st.total_bytes)}[/bold]"])
     print_table(con, "training state", [("part", "left"), ("bytes", "right")], rows)
-    if st.data_parallel > 1:
+    if st.data_parallel > 1 and r.parallel is None:
         zero = [[stage, fmt_si(b)] for stage, b in st.per_gpu_bytes.items()]
         print_table(con, f"state per GPU over {st.data_parallel:,} data-parallel GPUs",
                     [("ZeRO stage", "left"), ("bytes per GPU", "right")], zero,
-                    caption="zero1 shards optimizer states, zero2 also gradients, zero3 also weights")
+                    caption="pure data parallelism (no TP/PP); zero1 shards optimizer states, zero2 also gradients, "
+                            "zero3 also weights")
     a = r.activations
     recompute = "no" if a.recompute == "none" else a.recompute
     print_facts(con, [(f"activations on one GPU (no TP), s = {a.seq:,}, micro-batch {a.micro_batch}, "
