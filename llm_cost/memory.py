@@ -111,45 +111,102 @@ class Activations:
     recompute: str
     tp: int
     sequence_parallel: bool
-    bytes_per_layer: int | float
-    quadratic_bytes_per_layer: int | float  # the 5 a s^2 b / t term (scores, softmax, dropout mask)
+    bytes_per_layer: int | float  # the fullest layer
+    quadratic_bytes_per_layer: int | float  # its score-matrix term (a s^2 b terms), 0 when recomputed
     layers: int
     total_bytes: int | float
     formula: str
+    method: str  # "model" (this block's tensors) or "gpt" (the paper's GPT block)
+
+
+def _block_terms(spec: ModelSpec, layer: int) -> tuple[Fraction, Fraction, int]:
+    """(replicated, TP-sharded, scores) activation terms of one layer, in units of 2 s b bytes per
+    element of width (replicated, sharded) and of 2 a s^2 b bytes (scores): the tensors a backward
+    pass needs, following Korthikanti et al.'s accounting for a block without dropout."""
+    from .spec import GQAAttention, MLAAttention
+
+    h = spec.hidden_size
+    replicated = Fraction(2 * h + spec.norms_per_layer * h)  # attention and MLP inputs, norm inputs
+    att = spec.attention
+    scores = 0
+    if spec.layer_type(layer) == "linear_attention":
+        la = spec.linear_attention
+        assert la is not None
+        kd = la.linear_num_key_heads * la.linear_key_head_dim
+        vd = la.linear_num_value_heads * la.linear_value_head_dim
+        sharded = Fraction(2 * kd + 2 * vd + (2 * kd + vd) + vd)  # projections, conv output, out_proj input
+    elif isinstance(att, MLAAttention):
+        n = att.num_attention_heads
+        qk = n * (att.qk_nope_head_dim + att.qk_rope_head_dim)
+        sharded = Fraction(2 * qk + 2 * n * att.v_head_dim + (att.q_lora_rank or 0) + att.kv_lora_rank
+                           + att.qk_rope_head_dim)
+        scores = 1
+    else:
+        assert isinstance(att, GQAAttention)
+        q = att.num_attention_heads * spec.head_dim
+        kv = spec.num_key_value_heads * spec.head_dim
+        sharded = Fraction(2 * q + 2 * kv)  # Q and the o-projection input; K and V
+        scores = 1
+    if spec.is_moe_layer(layer):
+        moe = spec.moe
+        assert moe is not None
+        width = moe.num_experts_per_tok * moe.moe_intermediate_size + moe.shared_expert_intermediate_size
+        sharded += 3 * width  # gate and up outputs and their product, for every expert a token visits
+    else:
+        mlp = spec.mlp
+        assert mlp is not None
+        sharded += (3 if mlp.gated else 2) * mlp.intermediate_size
+    return replicated, sharded, scores
 
 
 def activation_memory(spec: ModelSpec, seq: int, micro_batch: int = 1, recompute: str = "none", tp: int = 1,
-                      sequence_parallel: bool = False) -> Activations:
-    """Activation memory of one layer on one GPU, Korthikanti et al. 2022 ("Reducing Activation
-    Recomputation in Large Transformer Models", §4): with 16-bit activations, h = hidden_size,
-    a = attention heads, t = tensor-parallel size,
+                      sequence_parallel: bool = False, formula: str = "model") -> Activations:
+    """Activation memory per layer on one GPU for training with 16-bit activations (Korthikanti
+    et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", §4).
 
-    * no recompute: s b h (10 + 24/t + 5 a s / (h t)); with sequence parallelism
-      s b h (34/t + 5 a s / (h t)) (t = 1: s b h (34 + 5 a s / h), seed 003 §02);
-    * selective recompute drops the 5 a s / (h t) attention term;
-    * full recompute keeps each layer's input: 2 s b h (/ t with sequence parallelism).
-
-    The formula is the paper's for a GPT block (multi-head attention, a 4h GELU MLP, dropout); a
-    SwiGLU/GQA block (Llama) stores a different mix (no dropout masks, K/V of n_kv heads, a
-    3 x d_ff gated MLP), so for those models it is an approximation.
-    ValueError for an unknown recompute mode."""
-    s, b, h, a, t = seq, micro_batch, spec.hidden_size, spec.attention.num_attention_heads, tp
-    sbh = s * b * h
-    quadratic = Fraction(5 * a * s * s * b, t)
-    linear = Fraction(34 * sbh, t) if sequence_parallel else 10 * sbh + Fraction(24 * sbh, t)
-    where = "sbh(34/t" if sequence_parallel else "sbh(10 + 24/t"
-    if recompute == "none":
-        per, formula = linear + quadratic, f"{where} + 5as/(ht))"
-    elif recompute == "selective":
-        per, formula, quadratic = linear, f"{where}) (attention scores recomputed)", Fraction(0)
-    elif recompute == "full":
-        per = Fraction(2 * sbh, t) if sequence_parallel else Fraction(2 * sbh)
-        formula, quadratic = "2sbh" + ("/t" if sequence_parallel else "") + " (only the layer input kept)", Fraction(0)
-    else:
+    ``formula="gpt"`` is the paper's GPT block (MHA, a 4h GELU MLP, dropout): no recompute
+    s b h (10 + 24/t + 5 a s / (h t)), with sequence parallelism s b h (34/t + 5 a s / (h t));
+    t = 1 gives seed 003 §02's s b h (34 + 5 a s / h). ``formula="model"`` (the default) applies
+    the same accounting to the model's own block, without dropout: the attention and MLP inputs and
+    the norm inputs (replicated across TP unless sequence-parallel), Q, K, V and the o-projection
+    input at their real widths (n_kv heads for K and V; MLA's up-projected heads and latents; a
+    linear-attention layer's projections), the MLP's gate/up/product (k routed experts plus shared
+    ones for MoE), and for softmax attention the 2 a s^2 b score matrix (none with FlashAttention,
+    which recomputes it: the "selective" row). Selective recompute drops the score matrix; full
+    recompute keeps each layer's input, 2 s b h (/ t with sequence parallelism).
+    ValueError for an unknown recompute mode or formula."""
+    if recompute not in ("none", "selective", "full"):
         raise ValueError(f"recompute must be none, selective or full, not {recompute!r}")
-    if t == 1 and not sequence_parallel and recompute != "full":
-        formula = "sbh(34 + 5as/h)" if recompute == "none" else "34sbh (attention scores recomputed)"
+    if formula not in ("model", "gpt"):
+        raise ValueError(f"formula must be model or gpt, not {formula!r}")
+    s, b, h, a, t = seq, micro_batch, spec.hidden_size, spec.attention.num_attention_heads, tp
     L = spec.num_hidden_layers
+    sbh = s * b * h
+    if recompute == "full":
+        per_layer = [Fraction(2 * sbh, t) if sequence_parallel else Fraction(2 * sbh)] * L
+        scores = [Fraction(0)] * L
+        text = "2sbh" + ("/t" if sequence_parallel else "") + " (only the layer input kept)"
+    elif formula == "gpt":
+        linear = Fraction(34 * sbh, t) if sequence_parallel else 10 * sbh + Fraction(24 * sbh, t)
+        quad = Fraction(5 * a * s * s * b, t) if recompute == "none" else Fraction(0)
+        per_layer, scores = [linear + quad] * L, [quad] * L
+        if t == 1 and not sequence_parallel:
+            text = "sbh(34 + 5as/h)" if recompute == "none" else "34sbh (attention scores recomputed)"
+        else:
+            where = "sbh(34/t" if sequence_parallel else "sbh(10 + 24/t"
+            text = f"{where} + 5as/(ht))" if recompute == "none" else f"{where}) (attention scores recomputed)"
+    else:
+        per_layer, scores = [], []
+        for i in range(L):
+            rep, shard, sc = _block_terms(spec, i)
+            linear = 2 * s * b * ((rep + shard) / t if sequence_parallel else rep + shard / t)
+            quad = Fraction(2 * a * s * s * b * sc, t) if recompute == "none" else Fraction(0)
+            per_layer.append(linear + quad)
+            scores.append(quad)
+        text = ("the model's block: inputs, norms, Q/K/V/O, MLP" + (" + 2as^2b scores" if recompute == "none"
+                                                                     else " (scores recomputed)")
+                + (", all / t (SP)" if sequence_parallel else ", inner tensors / t" if t > 1 else ""))
+    total = sum(per_layer, Fraction(0))
     exact = lambda x: int(x) if x.denominator == 1 else float(x)  # noqa: E731
-    return Activations(spec.name, s, b, recompute, t, sequence_parallel, exact(per), exact(quadratic), L,
-                       exact(per * L), formula)
+    return Activations(spec.name, s, b, recompute, t, sequence_parallel, exact(max(per_layer)), exact(max(scores)),
+                       L, exact(total), text, formula)

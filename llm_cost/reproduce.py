@@ -315,7 +315,7 @@ def _r6():
 
 @_row("A1")
 def _a1():
-    a = activation_memory(_spec("llama3-8b"), 8192, 1, "none")
+    a = activation_memory(_spec("llama3-8b"), 8192, 1, "none", formula="gpt")
     return {"gib": a.bytes_per_layer / GiB, "quadratic_gib": a.quadratic_bytes_per_layer / GiB}
 
 

@@ -140,6 +140,23 @@ def test_quantized_weights_shrink_the_bound(cli):
 
 
 def test_activations_command(cli):
-    data = cli("activations", "llama3-8b", "--seq", "8K", "--json").json()
+    """--formula gpt is the paper's GPT block: the score term is 5 a s^2 b (32 heads, s = 8,192)."""
+    data = cli("activations", "llama3-8b", "--seq", "8K", "--formula", "gpt", "--json").json()
     assert [a["recompute"] for a in data] == ["none", "selective", "full"]
     assert data[0]["quadratic_bytes_per_layer"] == 5 * 32 * 8192**2
+
+
+def test_activations_of_the_models_own_block():
+    """Llama-3-8B's block without dropout (s = 8,192, b = 1, h = 4,096), in 2 s b bytes per element:
+    attention input 4,096 + MLP input 4,096 + 2 norm inputs 8,192; Q 4,096 and o-projection input
+    4,096; K and V 1,024 each; SwiGLU gate, up and product 3 x 14,336 = 43,008: 69,632 elements =
+    34 h, so 34 s b h = 1,140,850,688 B; plus the softmax output 2 a s^2 b = 4,294,967,296 B
+    (the GPT block's dropout masks make it 5 a s^2 b there). Llama-3-70B: 12 h + 4 x 1,024 +
+    6 x 28,672 = 33.5 h."""
+    from llm_cost.memory import activation_memory
+
+    a8 = activation_memory(load_model("llama3-8b"), 8192)
+    assert a8.bytes_per_layer == 34 * 8192 * 4096 + 2 * 32 * 8192**2
+    assert a8.quadratic_bytes_per_layer == 2 * 32 * 8192**2
+    a70 = activation_memory(load_model("llama3-70b"), 8192, recompute="selective")
+    assert a70.bytes_per_layer == 8192 * (12 * 8192 + 4 * 1024 + 6 * 28672)

@@ -199,9 +199,11 @@ def activations(
     model: str = typer.Argument(..., help=MODEL_HELP),
     seq: str = typer.Option("8K", "--seq", "-s", help="Training sequence length."),
     micro_batch: str = typer.Option("1", "--micro-batch", help="Sequences per micro-batch."),
+    formula: str = typer.Option("model", "--formula", help="model (the model's own block, no dropout) or gpt "
+                                "(Korthikanti et al.'s GPT block, sbh(34 + 5as/h), as the source documents)."),
     as_json: bool = JSON_OPT,
 ) -> None:
-    """Training activation memory per layer, s b h (34 + 5 a s / h), without and with recompute.
+    """Training activation memory per layer (Korthikanti et al.), without and with recompute.
 
     Example: llm-cost activations llama3-8b --seq 8K
     """
@@ -213,7 +215,8 @@ def activations(
     s = parse_context(seq, "--seq")
     b = parse_context(micro_batch, "--micro-batch")
     spec = load_model(model)
-    result = [activation_memory(spec, s, b, r) for r in ("none", "selective", "full")]
+    check_choice(formula, "--formula", ("model", "gpt"))
+    result = [activation_memory(spec, s, b, r, formula=formula) for r in ("none", "selective", "full")]
     emit(result, as_json, view.render_activations, spec.display_name)
 
 

@@ -98,10 +98,16 @@ def render_activations(con, results: list[Activations], display_name: str) -> No
     rows = [[a.recompute, a.formula, fmt_iec(a.bytes_per_layer),
              fmt_iec(a.quadratic_bytes_per_layer) if a.quadratic_bytes_per_layer else "-",
              fmt_iec(a.total_bytes)] for a in results]
+    if first.method == "gpt":
+        caption = ("Korthikanti et al. 2022, eq. 1, for a GPT block (MHA, 4h GELU MLP, dropout); for SwiGLU/GQA "
+                   "blocks it approximates (--formula model counts this model's own tensors)")
+    else:
+        caption = ("Korthikanti et al. 2022's accounting applied to this model's block, no dropout: attention and "
+                   "MLP inputs, norm inputs, Q/K/V at their widths, the o-projection input, the MLP's gate, up and "
+                   "product (k experts for MoE), the 2as^2b score matrix; --formula gpt gives the paper's GPT figure")
+    caption += (". 16-bit activations, no tensor parallelism, fullest layer shown; FlashAttention never stores the "
+                "score matrix, so with it the 'selective' row is the one that applies")
     print_table(con, f"{display_name}: training activations, s = {first.seq:,}, micro-batch {first.micro_batch}, "
                      f"{first.layers} layers", [("recompute", "left"), ("formula", "left"), ("per layer", "right"),
-                                               ("of which 5as^2b", "right"), ("all layers", "right")], rows,
-                caption="Korthikanti et al. 2022, eq. 1, for a GPT block (MHA, 4h GELU MLP, dropout): 16-bit "
-                        "activations, no tensor parallelism; h = hidden_size, a = attention heads. For SwiGLU/GQA "
-                        "blocks it approximates. FlashAttention never stores the 5as^2b scores, so with it the "
-                        "'selective' row is the one that applies")
+                                               ("of which scores", "right"), ("all layers", "right")], rows,
+                caption=caption)
