@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.load import load_gpu, load_model
-from llm_cost.moe import expected_experts, moe_analysis
-from llm_cost.speculative import expected_tokens, speculative
-from llm_cost.units import InputError
+from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.analyses.moe import expected_experts, moe_analysis
+from llm_cost.analyses.speculative import expected_tokens, speculative
+from llm_cost.core.errors import InputError
 
 
 @settings(max_examples=200, deadline=None)
@@ -108,7 +108,7 @@ def test_context_cli_qwen3_next(cli):
 
 
 def test_context_sliding_window_has_no_crossover_growth():
-    from llm_cost.context import context_analysis
+    from llm_cost.analyses.context import context_analysis
 
     r = context_analysis(load_model("mistral-7b"), [4096, 131072], load_gpu("h100"))
     assert r.rows[0].kv_bytes == r.rows[1].kv_bytes  # capped at W = 4096
@@ -119,8 +119,8 @@ def test_context_sliding_window_has_no_crossover_growth():
 def test_kv_mla_ratio_agrees_with_the_flop_count(context):
     """kv prints the absorbed/plain ratio from a closed form; the operator FLOP count must agree:
     DeepSeek-V3 (2 x 512 + 64) / (128 + 64 + 128) = 1088 / 320 = 3.4 at any context."""
-    from llm_cost.flops import forward_flops
-    from llm_cost.kv import kv_cache
+    from llm_cost.workload.flops import forward_flops
+    from llm_cost.model.kv import kv_cache
 
     v3 = load_model("deepseek-v3")
     plain = forward_flops(v3, 1, cached=context, logits="last").attention_flops

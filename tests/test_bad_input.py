@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import llm_cost.load as load
+import llm_cost.specs.load as load
 
 GOOD = (load.data_dir("models") / "llama3-8b.yaml").read_text()
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from llm_cost.load import load_model
-from llm_cost.params import count_params
+from llm_cost.specs.load import load_model
+from llm_cost.model.params import count_params
 
 CHECKPOINTS = {
     # meta-llama/Meta-Llama-3-8B model.safetensors.index.json total_size 16,060,522,496 B / 2

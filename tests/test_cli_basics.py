@@ -85,7 +85,7 @@ def test_unknown_model_lists_names_and_closest_match(cli):
 def test_yaml_path_spec(cli, tmp_path):
     """A user's own YAML spec (here a copy of the shipped one with 4 KV heads instead of 8) is read
     from its path: 8,030,261,248 - 32 layers x 2 (K, V) x 4,096 x 512 fewer parameters."""
-    import llm_cost.load as load
+    import llm_cost.specs.load as load
 
     text = (load.data_dir("models") / "llama3-8b.yaml").read_text()
     path = tmp_path / "mine.yaml"
@@ -104,7 +104,7 @@ def test_yaml_path_spec(cli, tmp_path):
     (lambda t: "- a list\n", "top level must be a mapping"),
 ])
 def test_invalid_spec_files_exit_2_naming_the_problem(cli, tmp_path, mutate, needle):
-    import llm_cost.load as load
+    import llm_cost.specs.load as load
 
     text = (load.data_dir("models") / "llama3-8b.yaml").read_text()
     path = tmp_path / "bad.yaml"

@@ -9,9 +9,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.kv import kv_bytes, kv_bytes_per_token
-from llm_cost.params import count_params
-from llm_cost.spec import ModelSpec
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
+from llm_cost.model.params import count_params
+from llm_cost.specs.schema import ModelSpec
 
 
 def llama_like(d_head=128, n_q=32, n_kv=8, L=32, d_ff=14336, V=128256, tied=False, window=None):

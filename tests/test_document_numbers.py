@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_cost.reproduce import ROWS, check_rows, load_rows
+from llm_cost.analyses.reproduce import ROWS, check_rows, load_rows
 
 ROW_IDS = [row["id"] for row in load_rows()]
 
@@ -28,7 +28,7 @@ def test_every_row_has_a_computation_and_no_computation_is_orphaned():
 
 def test_a_wrong_expected_value_is_reported(monkeypatch):
     """The checker can fail: perturb one expected value and see the row fail."""
-    import llm_cost.reproduce as rep
+    import llm_cost.analyses.reproduce as rep
 
     rows = rep.load_rows()
     p7 = next(r for r in rows if r["id"] == "P7")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_cost.load import gpu_names, load_gpu
+from llm_cost.specs.load import gpu_names, load_gpu
 
 TABLE = {g["name"]: g for g in json.loads((Path(__file__).parent / "data" / "gpus-datasheet.json").read_text())["gpus"]}
 

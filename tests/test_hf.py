@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llm_cost.hf import SHAPE_KEYS, hf_to_spec, load_hf_config, load_hf_config_verbose, spec_to_yaml
-from llm_cost.kv import kv_bytes, kv_bytes_per_token
-from llm_cost.load import SpecError, load_model
-from llm_cost.params import count_params
-from llm_cost.spec import ModelSpec
-from llm_cost.structure import build
+from llm_cost.specs.hf import SHAPE_KEYS, hf_to_spec, load_hf_config, load_hf_config_verbose, spec_to_yaml
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
+from llm_cost.specs.load import load_model
+from llm_cost.core.errors import SpecError
+from llm_cost.model.params import count_params
+from llm_cost.specs.schema import ModelSpec
+from llm_cost.model.structure import build
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 CHECKPOINTS = yaml.safe_load((FIXTURES / "CHECKPOINTS.yaml").read_text(encoding="utf-8"))
@@ -325,8 +326,8 @@ def test_huge_config_is_refused(tmp_path):
 # -- import (the `llm-cost import` engine) -------------------------------------------------------
 
 def test_import_writes_validates_and_refuses_to_overwrite(tmp_path):
-    from llm_cost.hf import import_config
-    from llm_cost.units import InputError
+    from llm_cost.analyses.import_spec import import_config
+    from llm_cost.core.errors import InputError
 
     out = tmp_path / "qwen2.5-7b.yaml"
     r = import_config(FIXTURES / "qwen2.5-7b", out)
@@ -345,15 +346,15 @@ def test_import_writes_validates_and_refuses_to_overwrite(tmp_path):
 
 @pytest.mark.parametrize("out,message", [("spec.txt", "must end in .yaml"), ("missing/x.yaml", "does not exist")])
 def test_import_rejects_bad_targets(tmp_path, out, message):
-    from llm_cost.hf import import_config
-    from llm_cost.units import InputError
+    from llm_cost.analyses.import_spec import import_config
+    from llm_cost.core.errors import InputError
 
     with pytest.raises(InputError, match=message):
         import_config(FIXTURES / "gpt2", tmp_path / out)
 
 
 def test_defaults_used_only_for_config_paths(tmp_path):
-    from llm_cost.hf import defaults_used
+    from llm_cost.specs.hf import defaults_used
 
     assert defaults_used("llama3-8b") is None
     (tmp_path / "dir.yaml").mkdir()

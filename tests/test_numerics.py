@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.numerics import (BF16, FORMATS, FP4_E2M1, FP8_E4M3, FP8_E5M2, FP16, FP32, INT4, INT8, TF32,
+from llm_cost.analyses.numerics import (BF16, FORMATS, FP4_E2M1, FP8_E4M3, FP8_E5M2, FP16, FP32, INT4, INT8, TF32,
                                numerics, round_to_format, round_to_int_format)
-from llm_cost.units import InputError
+from llm_cost.core.errors import InputError
 
 
 def _row(name: str):

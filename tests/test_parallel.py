@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.load import load_gpu, load_model
-from llm_cost.parallel import Layout, communication, per_gpu, smallest_layouts, stage_layers
-from llm_cost.training import parallel_train_memory
-from llm_cost.units import InputError
+from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.analyses.deployment import Layout, communication, per_gpu, smallest_layouts, stage_layers
+from llm_cost.analyses.training import parallel_train_memory
+from llm_cost.core.errors import InputError
 
 
 def test_llama3_70b_tp2_weights_per_gpu():
@@ -111,7 +111,7 @@ def test_fit_lists_nothing_when_max_gpus_too_small(cli):
 def test_pipeline_stages_add_up_to_the_model(name, pp):
     """Without TP, the stages together hold every stored parameter exactly once (MTP modules only
     when asked for: training, or serving with MTP drafts)."""
-    from llm_cost.structure import build
+    from llm_cost.model.structure import build
 
     spec = load_model(name)
     pp = min(pp, spec.num_hidden_layers)
@@ -134,7 +134,7 @@ def test_training_memory_zero_stages():
 
 def test_sequence_parallel_divides_activations():
     """Korthikanti et al.: with SP every term of sbh(34 + 5as/h) is divided by t."""
-    from llm_cost.memory import activation_memory
+    from llm_cost.analyses.memory import activation_memory
 
     spec = load_model("llama3-8b")
     plain = activation_memory(spec, 4096, 1, "none")

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llm_cost.flops import forward_flops
-from llm_cost.kv import kv_bytes, kv_bytes_per_token
-from llm_cost.load import load_gpu
-from llm_cost.params import count_params
+from llm_cost.workload.flops import forward_flops
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
+from llm_cost.specs.load import load_gpu
+from llm_cost.model.params import count_params
 from llm_cost.report.base import to_json
-from llm_cost.roofline import decode_step
-from llm_cost.spec import ModelSpec
+from llm_cost.analyses.roofline import decode_step
+from llm_cost.specs.schema import ModelSpec
 
 
 @st.composite

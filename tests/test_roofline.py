@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.flops import attention_pairs, forward_flops
-from llm_cost.load import load_gpu, load_model
-from llm_cost.memory import fit
-from llm_cost.roofline import decode_step, prefill_step
+from llm_cost.workload.flops import attention_pairs, forward_flops
+from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.analyses.memory import fit
+from llm_cost.analyses.roofline import decode_step, prefill_step
 
 MEASURED = json.loads((Path(__file__).parent / "data" / "h200-llama3-8b-measured.json").read_text())
 
@@ -33,7 +33,7 @@ def test_no_prefill_bound_exceeds_a_measured_h200_time(row):
 
 
 def test_measured_weights_match_the_spec():
-    from llm_cost.params import count_params
+    from llm_cost.model.params import count_params
 
     assert count_params(load_model("llama3-8b")).weight_bytes == MEASURED["weight_bytes"]
 
@@ -153,7 +153,7 @@ def test_activations_of_the_models_own_block():
     34 h, so 34 s b h = 1,140,850,688 B; plus the softmax output 2 a s^2 b = 4,294,967,296 B
     (the GPT block's dropout masks make it 5 a s^2 b there). Llama-3-70B: 12 h + 4 x 1,024 +
     6 x 28,672 = 33.5 h."""
-    from llm_cost.memory import activation_memory
+    from llm_cost.analyses.memory import activation_memory
 
     a8 = activation_memory(load_model("llama3-8b"), 8192)
     assert a8.bytes_per_layer == 34 * 8192 * 4096 + 2 * 32 * 8192**2

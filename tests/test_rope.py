@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.load import load_model
-from llm_cost.rope import (
+from llm_cost.specs.load import load_model
+from llm_cost.analyses.rope import (
     Llama3Scaling,
     llama3_wavelengths,
     ntk_aware_base,
@@ -20,7 +20,7 @@ from llm_cost.rope import (
     wavelengths,
     yarn_mscale,
 )
-from llm_cost.units import InputError
+from llm_cost.core.errors import InputError
 
 # --- the seed documents' numbers (seed 003 §03; shared/reference/document-numbers.md Q1, Q2) ------------
 

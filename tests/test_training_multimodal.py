@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.load import load_gpu, load_model
-from llm_cost.multimodal import smart_resize
-from llm_cost.training import state_memory, train
+from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.analyses.multimodal import smart_resize
+from llm_cost.analyses.training import state_memory, train
 
 
 def test_train_cli_llama3_8b_budget(cli):

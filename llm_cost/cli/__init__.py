@@ -10,7 +10,7 @@ context, moe, spec) and ``other`` (rope, numerics, train, image, video, reproduc
 them registers the commands, in this order.
 """
 
-from . import model, serving, other  # noqa: F401, I001  (registers the commands, in this order)
-from .app import app, main
+from llm_cost.cli import model, serving, other  # noqa: F401, I001  (registers the commands, in this order)
+from llm_cost.cli.app import app, main
 
 __all__ = ["app", "main"]

@@ -8,8 +8,8 @@ from typing import Optional
 
 import typer
 
-from ..load import SpecError
-from ..units import InputError
+from llm_cost.core.errors import SpecError
+from llm_cost.core.errors import InputError
 
 app = typer.Typer(
     name="llm-cost",
@@ -37,8 +37,8 @@ def parse_layout(tp: Optional[str], pp: Optional[str], ep: Optional[str], dp: Op
     """A Layout from the --tp/--pp/--ep/--dp flags, or None when none is given."""
     if tp is None and pp is None and ep is None and dp is None:
         return None
-    from ..parallel import Layout
-    from ..units import parse_context
+    from llm_cost.analyses.deployment import Layout
+    from llm_cost.core.units import parse_context
 
     n = {flag: parse_context(v or "1", flag) for flag, v in (("--tp", tp), ("--pp", pp), ("--ep", ep), ("--dp", dp))}
     return Layout(n["--tp"], n["--pp"], n["--ep"], n["--dp"])
@@ -46,7 +46,7 @@ def parse_layout(tp: Optional[str], pp: Optional[str], ep: Optional[str], dp: Op
 
 def emit(result, as_json: bool, render, *args) -> None:
     """Print ``result`` as JSON or through ``render(console, result, *args)``."""
-    from ..report.base import console, to_json
+    from llm_cost.report.base import console, to_json
 
     if as_json:
         sys.stdout.write(to_json(result) + "\n")
@@ -57,7 +57,7 @@ def emit(result, as_json: bool, render, *args) -> None:
 def weight_bits(default_dtype: str, weights_dtype: Optional[str], bits_per_weight: Optional[str]):
     """Bits per stored weight: --bits-per-weight, else --weights-dtype, else ``default_dtype``
     (the checkpoint's dtype)."""
-    from ..units import dtype_bits, parse_positive_float
+    from llm_cost.core.units import dtype_bits, parse_positive_float
 
     if bits_per_weight is not None and weights_dtype is not None:
         raise InputError("give --bits-per-weight or --weights-dtype, not both")
@@ -79,7 +79,7 @@ def check_choice(value: str, flag: str, valid: tuple[str, ...]) -> None:
 
 def parse_gigabytes(text: str, flag: str) -> int:
     """A non-negative size in GB (10^9 B) as exact bytes, at most 10^6 GB."""
-    from ..units import parse_decimal
+    from llm_cost.core.units import parse_decimal
 
     value = parse_decimal(text, flag)
     if value > 10**6:
@@ -89,14 +89,14 @@ def parse_gigabytes(text: str, flag: str) -> int:
 
 def parse_unit_interval(text: str, flag: str) -> float:
     """A probability in [0, 1]; ``80%`` and ``0.8`` are the same."""
-    from ..units import parse_fraction
+    from llm_cost.core.units import parse_fraction
 
     return parse_fraction(text, flag, allow_zero=True)
 
 
 def parse_non_negative(text: str, flag: str, percent: bool = False) -> float:
     """A finite number >= 0 (``percent``: ``10%`` = 0.1)."""
-    from ..units import parse_decimal
+    from llm_cost.core.units import parse_decimal
 
     value = parse_decimal(text, flag, percent)
     if value > Decimal("1e300"):
@@ -116,9 +116,9 @@ def parse_size(text: str) -> tuple[int, int]:
 
 def report_defaults(model: str) -> None:
     """--verbose: the defaults a config.json MODEL took, on stderr (so --json stays clean)."""
-    from ..hf import defaults_used
-    from ..report.hf import print_defaults
-    from ..report.base import console
+    from llm_cost.specs.hf import defaults_used
+    from llm_cost.report.hf import print_defaults
+    from llm_cost.report.base import console
 
     con = console()
     con.file = sys.stderr
@@ -140,7 +140,7 @@ def _command_names() -> dict[str, object]:
 
 def _version(value: bool) -> None:
     if value:
-        from .. import __version__
+        from llm_cost import __version__
 
         typer.echo(f"llm-cost {__version__}")
         raise typer.Exit()

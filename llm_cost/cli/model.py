@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .app import (
+from llm_cost.cli.app import (
     DP_OPT, EP_OPT, JSON_OPT, MODEL_HELP, PP_OPT, TP_OPT, VERBOSE_OPT, app, emit, parse_layout, report_defaults)
 
 
@@ -28,10 +28,10 @@ def params(
 
     Example: llm-cost params llama3-8b --dtype fp8
     """
-    from ..load import load_model
-    from ..params import count_params
-    from ..report import params as view
-    from ..units import dtype_bits
+    from llm_cost.specs.load import load_model
+    from llm_cost.model.params import count_params
+    from llm_cost.report import params as view
+    from llm_cost.core.units import dtype_bits
 
     bits = dtype_bits(dtype, "--weights-dtype") if dtype else None
     layout = parse_layout(tp, pp, ep, dp)
@@ -40,7 +40,7 @@ def params(
     if layout is not None:
         from dataclasses import replace
 
-        from ..parallel import per_gpu
+        from llm_cost.analyses.deployment import per_gpu
 
         result = replace(result, layout=layout, per_gpu=per_gpu(spec, layout, result.bits_per_param))
     emit(result, as_json, view.render, spec.display_name)
@@ -66,10 +66,10 @@ def kv(
 
     Example: llm-cost kv llama3-8b --context 8K,128K --batch 4 --kv-dtype fp8
     """
-    from ..kv import kv_cache
-    from ..load import load_model
-    from ..report import kv as view
-    from ..units import dtype_bits, parse_context, parse_contexts
+    from llm_cost.model.kv import kv_cache
+    from llm_cost.specs.load import load_model
+    from llm_cost.report import kv as view
+    from llm_cost.core.units import dtype_bits, parse_context, parse_contexts
 
     contexts = parse_contexts(context)
     b = parse_context(batch, "--batch")
@@ -80,7 +80,7 @@ def kv(
     if layout is not None:
         from dataclasses import replace
 
-        from ..parallel import per_gpu
+        from llm_cost.analyses.deployment import per_gpu
 
         result = replace(result, layout=layout, per_gpu=per_gpu(spec, layout, 16, bits))
     emit(result, as_json, view.render, spec.display_name)
@@ -103,8 +103,8 @@ def import_(
     """
     from pathlib import Path
 
-    from ..hf import import_config
-    from ..report import hf as view
+    from llm_cost.analyses.import_spec import import_config
+    from llm_cost.report import hf as view
 
     result = import_config(Path(config), Path(out), name, force)
     emit(result, as_json, view.render_import, verbose)
@@ -126,8 +126,8 @@ def list_(
 
     Example: llm-cost list gpus
     """
-    from ..catalog import gpu_catalog, model_catalog
-    from ..report import catalog as view
+    from llm_cost.analyses.catalog import gpu_catalog, model_catalog
+    from llm_cost.report import catalog as view
 
     result = model_catalog() if kind is ListKind.models else gpu_catalog()
     emit(result, as_json, view.render)
@@ -142,8 +142,8 @@ def show(
 
     Example: llm-cost show h100
     """
-    from ..catalog import find_spec
-    from ..report import catalog as view
+    from llm_cost.analyses.catalog import find_spec
+    from llm_cost.report import catalog as view
 
     result = find_spec(name)
     emit(result, as_json, view.render_spec)

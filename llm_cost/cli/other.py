@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from ..units import InputError
-from .app import (
+from llm_cost.core.errors import InputError
+from llm_cost.cli.app import (
     DP_OPT, GPU_HELP, JSON_OPT, MODEL_HELP, PP_OPT, TP_OPT, app, check_choice, emit, parse_layout,
     parse_non_negative, parse_size)
 
@@ -36,9 +36,9 @@ def rope(
     Examples: llm-cost rope llama3.1-405b;
     llm-cost rope --base 10000 --head-dim 128 --train-length 8K --target-length 32K
     """
-    from ..report import rope as view
-    from ..rope import DEFAULT_TRAIN_LENGTH, rope_analysis, rope_for_model
-    from ..units import parse_context, parse_positive_float
+    from llm_cost.report import rope as view
+    from llm_cost.analyses.rope import DEFAULT_TRAIN_LENGTH, rope_analysis, rope_for_model
+    from llm_cost.core.units import parse_context, parse_positive_float
 
     b = parse_positive_float(base, "--base") if base is not None else None
     d = parse_context(head_dim, "--head-dim") if head_dim is not None else None
@@ -50,7 +50,7 @@ def rope(
         train = train if train is not None else DEFAULT_TRAIN_LENGTH
         result = rope_analysis(b, d, train, target if target is not None else 4 * train)
     else:
-        from ..load import load_model
+        from llm_cost.specs.load import load_model
 
         result = rope_for_model(load_model(model), train, target, base=b, dims=d)
     emit(result, as_json, view.render)
@@ -66,9 +66,9 @@ def numerics(
 
     Example: llm-cost numerics --k 8K --head-dim 64
     """
-    from ..numerics import numerics as compute
-    from ..report import numerics as view
-    from ..units import parse_context
+    from llm_cost.analyses.numerics import numerics as compute
+    from llm_cost.report import numerics as view
+    from llm_cost.core.units import parse_context
 
     result = compute(parse_context(k, "--k"), parse_context(head_dim, "--head-dim"))
     emit(result, as_json, view.render)
@@ -103,10 +103,10 @@ def train(
     Examples: llm-cost train llama3-8b --tokens 15T --gpu-hours 1.3M;
     llm-cost train llama3-70b --tokens 15T --gpus 2048 --mfu 0.4 --grid-kg-per-kwh 0.4
     """
-    from ..load import load_gpu, load_model
-    from ..report import training as view
-    from ..training import train as train_
-    from ..units import parse_context, parse_count, parse_fraction, parse_positive_float
+    from llm_cost.specs.load import load_gpu, load_model
+    from llm_cost.report import training as view
+    from llm_cost.analyses.training import train as train_
+    from llm_cost.core.units import parse_context, parse_count, parse_fraction, parse_positive_float
 
     check_choice(recompute, "--recompute", ("none", "selective", "full"))
     d = parse_count(tokens, "--tokens")
@@ -137,7 +137,7 @@ def train(
     if layout is not None:
         from dataclasses import replace
 
-        from ..training import parallel_train_memory
+        from llm_cost.analyses.training import parallel_train_memory
 
         result = replace(result, parallel=parallel_train_memory(spec, g, layout.tp, layout.pp, layout.dp, int(zero),
                                                                 s, b, recompute, sequence_parallel))
@@ -159,10 +159,10 @@ def image(
 
     Examples: llm-cost image qwen2-vl-7b --size 1920x1080; llm-cost image qwen2-vl-7b --size 1024x1024 --decoder llama3-70b
     """
-    from ..load import load_model
-    from ..multimodal import image_cost
-    from ..report import multimodal as view
-    from ..units import dtype_bits
+    from llm_cost.specs.load import load_model
+    from llm_cost.analyses.multimodal import image_cost
+    from llm_cost.report import multimodal as view
+    from llm_cost.core.units import dtype_bits
 
     check_choice(weight_flops, "--weight-flops", ("gemm", "non_embedding", "total"))
     h, w = parse_size(size)
@@ -188,10 +188,10 @@ def video(
 
     Example: llm-cost video qwen2-vl-7b --size 1280x720 --seconds 60 --fps 1
     """
-    from ..load import load_model
-    from ..multimodal import video_cost
-    from ..report import multimodal as view
-    from ..units import dtype_bits, parse_positive_float
+    from llm_cost.specs.load import load_model
+    from llm_cost.analyses.multimodal import video_cost
+    from llm_cost.report import multimodal as view
+    from llm_cost.core.units import dtype_bits, parse_positive_float
 
     check_choice(weight_flops, "--weight-flops", ("gemm", "non_embedding", "total"))
     h, w = parse_size(size)
@@ -213,8 +213,8 @@ def reproduce(
 
     Example: llm-cost reproduce --row K2 --row R1
     """
-    from ..report import reproduce as view
-    from ..reproduce import check_rows, load_rows
+    from llm_cost.report import reproduce as view
+    from llm_cost.analyses.reproduce import check_rows, load_rows
 
     known = {r["id"] for r in load_rows()}
     unknown = [r for r in (row or []) if r not in known]

@@ -6,8 +6,8 @@ from typing import Optional
 
 import typer
 
-from ..units import InputError
-from .app import (
+from llm_cost.core.errors import InputError
+from llm_cost.cli.app import (
     DP_OPT, EP_OPT, GPU_HELP, JSON_OPT, MODEL_HELP, PP_OPT, TP_OPT, app, check_choice, emit, parse_gigabytes,
     parse_layout, parse_non_negative, parse_unit_interval, weight_bits)
 
@@ -30,10 +30,10 @@ def flops(
     Examples: llm-cost flops llama3-8b --phase prefill --seq 8K;
     llm-cost flops llama3-8b --phase decode --context 8K
     """
-    from ..flops import forward_flops
-    from ..load import load_model
-    from ..report import flops as view
-    from ..units import parse_context, parse_contexts
+    from llm_cost.workload.flops import forward_flops
+    from llm_cost.specs.load import load_model
+    from llm_cost.report import flops as view
+    from llm_cost.core.units import parse_context, parse_contexts
 
     check_choice(phase, "--phase", ("prefill", "decode"))
     check_choice(attention, "--attention", ("causal", "full"))
@@ -88,10 +88,10 @@ def roofline(
     Examples: llm-cost roofline --gpu h100; llm-cost roofline llama3-8b --gpu h100 --batch 1;
     llm-cost roofline --gpu h100 --batch 64 (model llama3-8b); llm-cost roofline llama3-8b --phase prefill --seq 8K
     """
-    from ..load import load_gpu, load_model
-    from ..report import roofline as view
-    from ..roofline import decode_step, default_compute_dtype, peak_flops, prefill_step, ridge_points
-    from ..units import dtype_bits, parse_context, parse_fraction, parse_positive_float
+    from llm_cost.specs.load import load_gpu, load_model
+    from llm_cost.report import roofline as view
+    from llm_cost.analyses.roofline import decode_step, default_compute_dtype, peak_flops, prefill_step, ridge_points
+    from llm_cost.core.units import dtype_bits, parse_context, parse_fraction, parse_positive_float
 
     layout = parse_layout(tp, pp, ep, dp)
     step_options = (phase, batch, context, seq, logits, mfu, mbu, weight_bytes, kv_dtype, weights_dtype,
@@ -131,7 +131,7 @@ def roofline(
     if layout is not None:
         from dataclasses import replace
 
-        from ..parallel import deployment
+        from llm_cost.analyses.deployment import deployment
 
         result = replace(result, deployment=deployment(spec, g, layout, b, c, bits, kv_bits, 0, dtype, network))
     emit(result, as_json, view.render_decode, spec.display_name, g.display_name, model is not None, ops)
@@ -164,11 +164,11 @@ def fit(
     Examples: llm-cost fit llama3-8b --gpu h100; llm-cost fit llama3-70b --gpu h100 --context 8K;
     llm-cost fit deepseek-v3 --gpu h200 --weights-dtype fp8; llm-cost fit llama3-70b --tp 2
     """
-    from ..load import load_gpu, load_model
-    from ..memory import fit as fit_
-    from ..parallel import FitReport, deployment, smallest_layouts
-    from ..report import fit as view
-    from ..units import dtype_bits, parse_context
+    from llm_cost.specs.load import load_gpu, load_model
+    from llm_cost.analyses.memory import fit as fit_
+    from llm_cost.analyses.deployment import FitReport, deployment, smallest_layouts
+    from llm_cost.report import fit as view
+    from llm_cost.core.units import dtype_bits, parse_context
 
     c = parse_context(context, "--context")
     b = parse_context(batch, "--batch")
@@ -207,10 +207,10 @@ def activations(
 
     Example: llm-cost activations llama3-8b --seq 8K
     """
-    from ..load import load_model
-    from ..memory import activation_memory
-    from ..report import fit as view
-    from ..units import parse_context
+    from llm_cost.specs.load import load_model
+    from llm_cost.analyses.memory import activation_memory
+    from llm_cost.report import fit as view
+    from llm_cost.core.units import parse_context
 
     s = parse_context(seq, "--seq")
     b = parse_context(micro_batch, "--micro-batch")
@@ -237,10 +237,10 @@ def context(
 
     Example: llm-cost context llama3-70b --context 8K,128K --weight-flops total
     """
-    from ..context import context_analysis
-    from ..load import load_gpu, load_model
-    from ..report import context as view
-    from ..units import dtype_bits, parse_contexts, parse_fraction
+    from llm_cost.analyses.context import context_analysis
+    from llm_cost.specs.load import load_gpu, load_model
+    from llm_cost.report import context as view
+    from llm_cost.core.units import dtype_bits, parse_contexts, parse_fraction
 
     check_choice(weight_flops, "--weight-flops", ("gemm", "non_embedding", "total"))
     ctx = parse_contexts(contexts, "--context")
@@ -272,10 +272,10 @@ def moe(
 
     Example: llm-cost moe deepseek-v3 --batch 1,32,128 --weights-dtype fp8 --ep 32 --gpu h100
     """
-    from ..load import load_gpu, load_model
-    from ..moe import moe_analysis
-    from ..report import moe as view
-    from ..units import dtype_bits, parse_context, parse_contexts
+    from llm_cost.specs.load import load_gpu, load_model
+    from llm_cost.analyses.moe import moe_analysis
+    from llm_cost.report import moe as view
+    from llm_cost.core.units import dtype_bits, parse_context, parse_contexts
 
     batches = parse_contexts(batch, "--batch")
     weight_bits("bf16", weights_dtype, None)
@@ -314,10 +314,10 @@ def spec_(
     llm-cost spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --batch 64,128;
     llm-cost spec deepseek-v3 --mtp --alpha 0.85 --gamma 1
     """
-    from ..load import load_gpu, load_model
-    from ..report import speculative as view
-    from ..speculative import speculative
-    from ..units import parse_context, parse_contexts, parse_fraction
+    from llm_cost.specs.load import load_gpu, load_model
+    from llm_cost.report import speculative as view
+    from llm_cost.analyses.speculative import speculative
+    from llm_cost.core.units import parse_context, parse_contexts, parse_fraction
 
     check_choice(weight_bytes, "--weight-bytes", ("read", "resident"))
     a = parse_unit_interval(alpha, "--alpha")
@@ -335,7 +335,7 @@ def spec_(
     if hw is not None and spec is None:
         raise InputError("--gpu needs a MODEL for the step model (e.g. llm-cost spec llama3-8b --gpu h100 ...)")
     if hw is not None and spec is not None:
-        from ..roofline import default_compute_dtype, peak_flops
+        from llm_cost.analyses.roofline import default_compute_dtype, peak_flops
 
         dtype = dtype or default_compute_dtype(spec.torch_dtype, hw)
         peak_flops(hw, dtype)

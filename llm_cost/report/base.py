@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any, Iterable
 
-from ..units import fmt_iec, fmt_int, fmt_si
+from llm_cost.core.units import fmt_iec, fmt_int, fmt_si
 
 __all__ = ["to_json", "console", "print_table", "print_facts", "print_conventions", "pct", "bytes_exact"]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..catalog import GPUEntry, ModelEntry, SpecView
-from ..units import fmt_int
-from .base import print_table
+from llm_cost.analyses.catalog import GPUEntry, ModelEntry, SpecView
+from llm_cost.core.units import fmt_int
+from llm_cost.report.base import print_table
 
 
 def render(con, entries: list) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..context import ContextResult
-from ..units import fmt_flops, fmt_iec, fmt_int, fmt_seconds
-from .base import print_conventions, print_facts, print_table
+from llm_cost.analyses.context import ContextResult
+from llm_cost.core.units import fmt_flops, fmt_iec, fmt_int, fmt_seconds
+from llm_cost.report.base import print_conventions, print_facts, print_table
 
 
 def render(con, r: ContextResult, display_name: str) -> None:

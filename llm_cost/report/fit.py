@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..memory import Activations, Fit
-from ..parallel import Deployment, FitReport
-from ..units import fmt_iec, fmt_int, fmt_seconds, fmt_si
-from .base import bytes_exact, print_conventions, print_facts, print_table
+from llm_cost.analyses.memory import Activations, Fit
+from llm_cost.analyses.deployment import Deployment, FitReport
+from llm_cost.core.units import fmt_iec, fmt_int, fmt_seconds, fmt_si
+from llm_cost.report.base import bytes_exact, print_conventions, print_facts, print_table
 
 
 def render(con, r: FitReport, display_name: str, gpu_name: str) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..flops import ForwardFlops
-from ..units import fmt_int
-from .base import print_conventions, print_table
+from llm_cost.workload.flops import ForwardFlops
+from llm_cost.core.units import fmt_int
+from llm_cost.report.base import print_conventions, print_table
 
 
 def _e(x: float) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..units import fmt_int
+from llm_cost.core.units import fmt_int
 
 
 def print_defaults(con, defaults: list[str]) -> None:

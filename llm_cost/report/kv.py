@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ..kv import KVResult
-from ..units import fmt_int
-from .base import bytes_exact, print_conventions, print_facts, print_table
+from llm_cost.model.kv import KVResult
+from llm_cost.core.units import fmt_int
+from llm_cost.report.base import bytes_exact, print_conventions, print_facts, print_table
 
 
 def _iec_first(n) -> str:
-    from ..units import fmt_iec
+    from llm_cost.core.units import fmt_iec
 
     return fmt_iec(n) if n >= 1024 else f"{n:,} B"
 
@@ -64,7 +64,7 @@ def render(con, r: KVResult, display_name: str) -> None:
         rows.append(row)
     print_table(con, "", columns, rows)
     if r.per_gpu is not None:
-        from .parallel import render_per_gpu_kv
+        from llm_cost.report.parallel import render_per_gpu_kv
 
         render_per_gpu_kv(con, r.layout, r.per_gpu, r.contexts)
     print_conventions(con, r.conventions)

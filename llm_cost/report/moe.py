@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..moe import MoEResult
-from ..units import fmt_int, fmt_iec, fmt_si
-from .base import print_conventions, print_facts, print_table
+from llm_cost.analyses.moe import MoEResult
+from llm_cost.core.units import fmt_int, fmt_iec, fmt_si
+from llm_cost.report.base import print_conventions, print_facts, print_table
 
 
 def render(con, r: MoEResult, display_name: str) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..multimodal import ImageResult
-from ..units import fmt_flops, fmt_iec, fmt_int
-from .base import print_conventions, print_facts
+from llm_cost.analyses.multimodal import ImageResult
+from llm_cost.core.units import fmt_flops, fmt_iec, fmt_int
+from llm_cost.report.base import print_conventions, print_facts
 
 
 def render(con, r: ImageResult) -> None:

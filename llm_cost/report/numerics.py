@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..numerics import FormatRow, NumericsResult
-from ..units import fmt_int
-from .base import print_conventions, print_facts, print_table
+from llm_cost.analyses.numerics import FormatRow, NumericsResult
+from llm_cost.core.units import fmt_int
+from llm_cost.report.base import print_conventions, print_facts, print_table
 
 
 def _max(r: FormatRow) -> str:

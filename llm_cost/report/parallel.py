@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..units import fmt_iec, fmt_int, fmt_si
-from .base import print_table
+from llm_cost.core.units import fmt_iec, fmt_int, fmt_si
+from llm_cost.report.base import print_table
 
 
 def _title(layout) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..params import ParamsResult
-from ..units import fmt_int
-from .base import bytes_exact, pct, print_conventions, print_facts, print_table
+from llm_cost.model.params import ParamsResult
+from llm_cost.core.units import fmt_int
+from llm_cost.report.base import bytes_exact, pct, print_conventions, print_facts, print_table
 
 
 def render(con, r: ParamsResult, display_name: str) -> None:
@@ -43,7 +43,7 @@ def render(con, r: ParamsResult, display_name: str) -> None:
     facts.append((f"weights at {r.dtype} ({r.bits_per_param:g} bits)", bytes_exact(r.weight_bytes)))
     print_facts(con, facts)
     if r.per_gpu is not None:
-        from .parallel import render_per_gpu_weights
+        from llm_cost.report.parallel import render_per_gpu_weights
 
         render_per_gpu_weights(con, r.layout, r.per_gpu)
     print_conventions(con, r.conventions)

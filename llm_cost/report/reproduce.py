@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..reproduce import RowResult
-from .base import print_table
+from llm_cost.analyses.reproduce import RowResult
+from llm_cost.report.base import print_table
 
 
 def _num(x: float) -> str:

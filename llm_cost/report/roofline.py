@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..roofline import DecodeStep, PrefillStep, Ridge
-from ..units import fmt_flops, fmt_int, fmt_seconds, fmt_si
-from .base import bytes_exact, print_conventions, print_facts, print_table
+from llm_cost.analyses.roofline import DecodeStep, PrefillStep, Ridge
+from llm_cost.core.units import fmt_flops, fmt_int, fmt_seconds, fmt_si
+from llm_cost.report.base import bytes_exact, print_conventions, print_facts, print_table
 
 
 def render_ridges(con, ridges: list[Ridge], gpu_name: str) -> None:
@@ -57,7 +57,7 @@ def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_gi
                                                   "sequence do not amortise)"))
     print_facts(con, facts)
     if d.deployment is not None:
-        from .fit import render_deployment
+        from llm_cost.report.fit import render_deployment
 
         render_deployment(con, d.deployment, display_name, gpu_name)
     if ops:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..rope import RopeResult
-from ..units import fmt_int, fmt_number
-from .base import print_conventions, print_facts, print_table
+from llm_cost.analyses.rope import RopeResult
+from llm_cost.core.units import fmt_int, fmt_number
+from llm_cost.report.base import print_conventions, print_facts, print_table
 
 #: Up to this many rotated dims every pair is listed; above, a sample (every 8th pair and the last).
 ALL_PAIRS_UP_TO_DIMS = 32

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..speculative import SpecResult
-from ..units import fmt_int, fmt_seconds
-from .base import print_conventions, print_facts, print_table
+from llm_cost.analyses.speculative import SpecResult
+from llm_cost.core.units import fmt_int, fmt_seconds
+from llm_cost.report.base import print_conventions, print_facts, print_table
 
 
 def render(con, r: SpecResult) -> None:

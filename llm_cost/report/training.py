@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..training import TrainResult
-from ..units import fmt_int, fmt_seconds, fmt_si
-from .base import print_conventions, print_facts, print_table
+from llm_cost.analyses.training import TrainResult
+from llm_cost.core.units import fmt_int, fmt_seconds, fmt_si
+from llm_cost.report.base import print_conventions, print_facts, print_table
 
 
 def render(con, r: TrainResult, display_name: str, gpu_name: str) -> None:

@@ -15,21 +15,21 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from .context import context_analysis
-from .flops import forward_flops, weight_flops_params
-from .kv import kv_bytes, kv_bytes_per_token, kv_cache, kv_elements_per_token_per_layer
-from .load import load_gpu, load_model
-from .memory import activation_memory, fit
-from .moe import moe_analysis
-from .multimodal import image_cost, video_cost
-from .numerics import numerics
-from .rope import rope_analysis, wavelengths
-from .params import ParamsResult, count_params
-from .roofline import decode_step, prefill_step, ridge_points
-from .spec import ModelSpec
-from .speculative import speculative
-from .structure import build
-from .training import TrainResult, train
+from llm_cost.analyses.context import context_analysis
+from llm_cost.workload.flops import forward_flops, weight_flops_params
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache, kv_elements_per_token_per_layer
+from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.analyses.memory import activation_memory, fit
+from llm_cost.analyses.moe import moe_analysis
+from llm_cost.analyses.multimodal import image_cost, video_cost
+from llm_cost.analyses.numerics import numerics
+from llm_cost.analyses.rope import rope_analysis, wavelengths
+from llm_cost.model.params import ParamsResult, count_params
+from llm_cost.analyses.roofline import decode_step, prefill_step, ridge_points
+from llm_cost.specs.schema import ModelSpec
+from llm_cost.analyses.speculative import speculative
+from llm_cost.model.structure import build
+from llm_cost.analyses.training import TrainResult, train
 
 __all__ = ["Check", "RowResult", "ROWS", "load_rows", "check_rows"]
 
@@ -590,7 +590,7 @@ def load_rows() -> list[dict]:
     """The rows of ``data/document_numbers.yaml`` in document-table order."""
     import yaml
 
-    path = Path(__file__).resolve().parent / "data" / "document_numbers.yaml"
+    path = Path(__file__).resolve().parent.parent / "data" / "document_numbers.yaml"
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Union
 
-from .units import InputError
+from llm_cost.core.errors import InputError
 
 __all__ = ["Format", "IntFormat", "FormatRow", "NumericsResult", "FORMATS", "INT_FORMATS", "FP32", "TF32",
            "BF16", "FP16", "FP8_E4M3", "FP8_E5M2", "FP4_E2M1", "INT8", "INT4", "round_to_format",

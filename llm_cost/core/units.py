@@ -21,8 +21,9 @@ import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
+from llm_cost.core.errors import InputError
+
 __all__ = [
-    "InputError",
     "parse_context",
     "parse_contexts",
     "parse_count",
@@ -54,10 +55,6 @@ DTYPE_BITS: dict[str, int] = {
     "int4": 4,
     "fp4": 4,
 }
-
-
-class InputError(ValueError):
-    """A user's input (a flag value, a file, a name) is not valid; the message says what is."""
 
 
 def _split(text: str, what: str, suffixes: dict[str, int]) -> tuple[Decimal, int]:

@@ -23,11 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .flops import ForwardFlops, forward_flops
-from .kv import kv_bytes, kv_bytes_per_token
-from .spec import HardwareSpec, MLAAttention, ModelSpec
-from .structure import Structure, build
-from .units import InputError, to_bytes
+from llm_cost.workload.flops import ForwardFlops, forward_flops
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
+from llm_cost.specs.schema import HardwareSpec, MLAAttention, ModelSpec
+from llm_cost.model.structure import Structure, build
+from llm_cost.core.units import to_bytes
+from llm_cost.core.errors import InputError
 
 __all__ = ["Ridge", "ridge_points", "default_compute_dtype", "peak_flops", "DecodeStep", "decode_step", "PrefillStep", "prefill_step",
            "OpRow", "WeightBytes", "weights_read"]
@@ -151,7 +152,7 @@ def weights_read(structure: Structure, batch: int, bits: Fraction) -> WeightByte
     """Weights a decode step of ``batch`` tokens reads: every matmul weight (routed experts: the
     expected distinct ones, E(1 - (1 - k/E)^B) per layer), the norm/bias vectors, and one
     embedding row per token (none when tied: the LM head reads the whole table anyway)."""
-    from .moe import expected_experts
+    from llm_cost.analyses.moe import expected_experts
 
     spec = structure.spec
     moe = spec.moe
@@ -221,7 +222,7 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
     ``dtype`` selects the peak (and the weight storage unless ``weight_bits`` is given);
     ``weight_bytes`` is "read" or "resident" (see the module docstring). InputError if the GPU
     lacks ``dtype``."""
-    from .units import DTYPE_BITS
+    from llm_cost.core.units import DTYPE_BITS
 
     if weight_bytes not in ("read", "resident"):
         raise InputError(f"weight bytes convention must be read or resident, not {weight_bytes!r}")
@@ -326,7 +327,7 @@ def prefill_step(spec: ModelSpec, gpu: HardwareSpec, seq: int, batch: int = 1, d
                  logits: str = "last") -> PrefillStep:
     """Roofline of a prefill: FLOPs from :func:`forward_flops`; bytes = every stored weight once
     plus the K/V written. Time at peak is a bound; at ``mfu`` an estimate."""
-    from .units import DTYPE_BITS
+    from llm_cost.core.units import DTYPE_BITS
 
     peak = peak_flops(gpu, dtype)
     bw = gpu.bandwidth_bytes_s

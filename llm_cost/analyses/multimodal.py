@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .flops import forward_flops, weight_flops_params
-from .kv import kv_bytes, kv_bytes_per_token
-from .spec import ModelSpec
-from .structure import build
-from .units import InputError
+from llm_cost.workload.flops import forward_flops, weight_flops_params
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
+from llm_cost.specs.schema import ModelSpec
+from llm_cost.model.structure import build
+from llm_cost.core.errors import InputError
 
 __all__ = ["smart_resize", "VisionCost", "ImageResult", "image_cost", "video_cost"]
 

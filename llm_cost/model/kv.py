@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .spec import GQAAttention, MLAAttention, ModelSpec
-from .units import to_bytes
+from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
+from llm_cost.core.units import to_bytes
 
 __all__ = ["KVLayerKind", "KVAtContext", "KVResult", "kv_cache", "kv_elements_per_token_per_layer",
            "kv_bytes_per_token", "kv_bytes"]

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .flops import forward_flops, weight_flops_params
-from .kv import kv_cache
-from .spec import HardwareSpec, ModelSpec
-from .structure import build
+from llm_cost.workload.flops import forward_flops, weight_flops_params
+from llm_cost.model.kv import kv_cache
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.model.structure import build
 
 __all__ = ["ContextRow", "ContextResult", "context_analysis", "attention_flops_per_token", "crossover_context"]
 
@@ -87,7 +87,7 @@ class ContextResult:
 def context_analysis(spec: ModelSpec, contexts: list[int], gpu: HardwareSpec | None = None, mfu: float = 0.6,
                      dtype: str = "bf16", weight_convention: str = "gemm", kv_bits: int = 16) -> ContextResult:
     """Crossover, ratios, prefill time, KV per request and score-matrix size at each context."""
-    from .roofline import peak_flops
+    from llm_cost.analyses.roofline import peak_flops
 
     structure = build(spec)
     w = 2 * weight_flops_params(structure, weight_convention)

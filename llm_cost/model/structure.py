@@ -21,7 +21,7 @@ from fractions import Fraction
 from functools import cached_property
 from math import prod
 
-from .spec import GQAAttention, MLAAttention, ModelSpec, Vision
+from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec, Vision
 
 __all__ = ["Tensor", "Structure", "build"]
 

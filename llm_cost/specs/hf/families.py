@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..load import SpecError
-from .config import (_REQUIRED, _VISION_SHAPE_KEYS, _Config, _Family, _common, _gqa, _heads, _layer_types, _mlp,
+from llm_cost.core.errors import SpecError
+from llm_cost.specs.hf.config import (_REQUIRED, _VISION_SHAPE_KEYS, _Config, _Family, _common, _gqa, _heads, _layer_types, _mlp,
                      _place_layers, _qwen_sliding)
 
 
@@ -39,7 +39,7 @@ def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
 def _mixtral(c: _Config, fam: _Family) -> dict[str, Any]:
     """mixtral (transformers models/mixtral/modeling_mixtral.py): Mistral attention; every FFN is
     ``num_local_experts`` gated experts of width ``intermediate_size`` with a bias-free router."""
-    from ..spec import MoE
+    from llm_cost.specs.schema import MoE
 
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
@@ -65,7 +65,7 @@ def _qwen(c: _Config, fam: _Family) -> dict[str, Any]:
     MoE (Qwen2-MoE, Qwen3-MoE): layer i is MoE unless i is in ``mlp_only_layers`` or
     (i + 1) % ``decoder_sparse_step`` != 0; Qwen2-MoE adds a shared expert and its sigmoid gate.
     """
-    from ..spec import MoE
+    from llm_cost.specs.schema import MoE
 
     fam_name = c.family
     out = _common(c, fam)
@@ -125,7 +125,7 @@ def _qwen2_vl(c: _Config, fam: _Family) -> dict[str, Any]:
     keys; legacy ``in_chans`` / ``spatial_patch_size`` are synonyms of ``in_channels`` / ``patch_size``)."""
     from pydantic import ValidationError
 
-    from ..spec import Vision
+    from llm_cost.specs.schema import Vision
 
     out = _qwen(c, fam)
     raw = c.dict("vision_config")
@@ -164,7 +164,7 @@ def _qwen3_next(c: _Config, fam: _Family) -> dict[str, Any]:
     ``mtp_num_hidden_layers`` (the checkpoint's MTP block, which transformers does not load) maps to
     a DeepSeek-style MTP module without embedding/head copies (fc [2d -> d], two input norms, one
     decoder layer, a final norm), reported apart from the main model."""
-    from ..spec import MTP, LinearAttention, MoE
+    from llm_cost.specs.schema import MTP, LinearAttention, MoE
 
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
@@ -225,7 +225,7 @@ def _deepseek(c: _Config, fam: _Family) -> dict[str, Any]:
     i % moe_layer_freq == 0 (other layers: dense MLP of intermediate_size); shared experts
     n_shared_experts x moe_intermediate_size; ``topk_method`` noaux_tc stores a per-expert
     e_score_correction_bias. ``num_nextn_predict_layers`` MTP modules are reported apart."""
-    from ..spec import MLAAttention, MoE, MTP
+    from llm_cost.specs.schema import MLAAttention, MoE, MTP
 
     v3 = c.family == "deepseek_v3"
     out = _common(c, fam)
@@ -300,7 +300,7 @@ def _gemma(c: _Config, fam: _Family) -> dict[str, Any]:
                             qk_norm=c.family == "gemma3_text")
     act_key = "hidden_activation" if c.has("hidden_activation") else "hidden_act"
     c.ignore("hidden_act", "hidden_activation")
-    from ..spec import MLP
+    from llm_cost.specs.schema import MLP
 
     out["mlp"] = MLP(intermediate_size=c.int("intermediate_size"),
                      hidden_act=c.str(act_key, "gelu_pytorch_tanh"))
@@ -312,7 +312,7 @@ def _gpt2(c: _Config, fam: _Family) -> dict[str, Any]:
     [n_positions, d], per block ln_1, c_attn (fused q/k/v with bias), c_proj (bias), ln_2, mlp c_fc /
     c_proj (biases, width n_inner or 4d), all LayerNorms with biases; ln_f; LM head tied. The
     causal-mask ``attn.bias`` / ``attn.masked_bias`` tensors are buffers, not parameters."""
-    from ..spec import MLP
+    from llm_cost.specs.schema import MLP
 
     n_embd = c.alias("n_embd", "hidden_size")
     n_layer = c.alias("n_layer", "num_hidden_layers")
@@ -340,7 +340,7 @@ def _falcon(c: _Config, fam: _Family) -> dict[str, Any]:
     ``bias`` on query_key_value, dense and the MLP (dense_h_to_4h [d, ffn_hidden_size] and back,
     not gated). LayerNorms with biases: one per block with parallel attention (two if
     num_ln_in_parallel_attn = 2, the new architecture's default), two without. LM head tied."""
-    from ..spec import MLP
+    from llm_cost.specs.schema import MLP
 
     legacy = c.data.get("model_type") in ("RefinedWeb", "RefinedWebModel")
     hidden = c.alias("hidden_size", "n_embed")
@@ -397,7 +397,7 @@ def _gpt_oss(c: _Config, fam: _Family) -> dict[str, Any]:
     (window ``sliding_window``, default 128) and full attention unless ``layer_types`` says otherwise;
     every FFN is a MoE: router Linear with bias [E, d] + [E], experts gate_up_proj [E, d, 2 d_ff] +
     bias, down_proj [E, d_ff, d] + bias."""
-    from ..spec import MoE
+    from llm_cost.specs.schema import MoE
 
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .load import SpecError, gpu_names, load_gpu, load_model, model_names
+from llm_cost.specs.load import gpu_names, load_gpu, load_model, model_names
+
+from llm_cost.core.errors import SpecError
 
 __all__ = ["ModelEntry", "GPUEntry", "SpecView", "model_catalog", "gpu_catalog", "find_spec"]
 
@@ -61,7 +63,7 @@ def _architecture(spec) -> str:
 
 def model_catalog() -> list[ModelEntry]:
     """Every shipped model, validated, with its exact parameter total."""
-    from .structure import build
+    from llm_cost.model.structure import build
 
     out = []
     for name in model_names():

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .spec import HardwareSpec, ModelSpec
-from .units import InputError
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.core.errors import InputError
 
 __all__ = ["expected_tokens", "SpecAtBatch", "SpecResult", "speculative", "mtp_draft_cost"]
 
@@ -77,7 +77,7 @@ def _validate(alpha: float, gamma: int, c: float) -> None:
 def mtp_draft_cost(spec: ModelSpec) -> float:
     """c of an MTP module used as the draft: its active matmul weights over the main model's
     (one MTP block plus eh_proj and the shared LM head, against the whole model)."""
-    from .structure import build
+    from llm_cost.model.structure import build
 
     s = build(spec)
     if spec.mtp is None:
@@ -109,13 +109,13 @@ def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpe
         "tokens costs one step (memory-bound); fully compute-bound: E / (gamma + 1 + gamma c)",
     ]
     if spec is not None and gpu is not None:
-        from .roofline import decode_step, peak_flops
+        from llm_cost.analyses.roofline import decode_step, peak_flops
 
         peak = peak_flops(gpu, dtype)
         ridge = peak / gpu.bandwidth_bytes_s
         turning = ridge / (gamma + 1)
         turning_mfu = turning * mfu
-        from .units import DTYPE_BITS
+        from llm_cost.core.units import DTYPE_BITS
 
         bits = DTYPE_BITS[spec.torch_dtype]  # weights at the checkpoint's dtype
         for B in batches or [1, 8, 32, 64, 128, 256]:

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..load import SpecError
+from llm_cost.core.errors import SpecError
 
 
 _ABSENT = object()
@@ -232,7 +232,7 @@ def _rope(c: _Config, fam: _Family) -> dict[str, Any]:
     """rope_theta, rope_scaling and partial_rotary_factor, from the classic keys or ``rope_parameters``."""
     from pydantic import ValidationError
 
-    from ..spec import RopeScaling
+    from llm_cost.specs.schema import RopeScaling
 
     params = c.dict("rope_parameters") or {}
     if isinstance(params.get("full_attention"), dict):  # per-layer-type parameters (Gemma 3 style)
@@ -331,7 +331,7 @@ def _heads(c: _Config, d: int, fam: _Family) -> tuple[int, int, Optional[int]]:
 
 
 def _gqa(n_q: int, n_kv: int, head_dim: Optional[int], **kw: Any):
-    from ..spec import GQAAttention
+    from llm_cost.specs.schema import GQAAttention
 
     return GQAAttention(num_attention_heads=n_q, num_key_value_heads=n_kv, head_dim=head_dim, **kw)
 
@@ -385,7 +385,7 @@ def _qwen_sliding(c: _Config, L: int, rule: str) -> tuple[list[str], Optional[in
 
 def _mlp(c: _Config, **kw: Any):
     """The dense gated MLP of width ``intermediate_size``."""
-    from ..spec import MLP
+    from llm_cost.specs.schema import MLP
 
     return MLP(intermediate_size=c.int("intermediate_size"), hidden_act=c.str("hidden_act", "silu"), **kw)
 

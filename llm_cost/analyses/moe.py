@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .spec import HardwareSpec, ModelSpec
-from .structure import build
-from .units import InputError, to_bytes
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.model.structure import build
+from llm_cost.core.units import to_bytes
+from llm_cost.core.errors import InputError
 
 __all__ = ["expected_experts", "MoEAtBatch", "MoEResult", "moe_analysis"]
 
@@ -95,8 +96,8 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
 
     InputError when the model has no MoE, when ``ep`` does not divide E + R experts, or for a
     GPU lacking ``compute_dtype``."""
-    from .parallel import Layout, per_gpu
-    from .roofline import peak_flops, weights_read
+    from llm_cost.analyses.deployment import Layout, per_gpu
+    from llm_cost.analyses.roofline import peak_flops, weights_read
 
     moe = spec.moe
     if moe is None:

@@ -30,11 +30,12 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .kv import kv_elements_per_token_per_layer
-from .memory import Fit
-from .spec import GQAAttention, HardwareSpec, ModelSpec
-from .structure import Tensor, build
-from .units import InputError, to_bytes
+from llm_cost.model.kv import kv_elements_per_token_per_layer
+from llm_cost.analyses.memory import Fit
+from llm_cost.specs.schema import GQAAttention, HardwareSpec, ModelSpec
+from llm_cost.model.structure import Tensor, build
+from llm_cost.core.units import to_bytes
+from llm_cost.core.errors import InputError
 
 __all__ = ["Layout", "validate_layout", "stage_layers", "shard_kind", "PerGPU", "per_gpu", "Comm",
            "communication", "Deployment", "deployment", "smallest_layouts", "FitReport"]
@@ -302,9 +303,9 @@ def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 
 
     The decode bound: each stage runs max(its FLOPs / TP / peak, its bytes per GPU / bandwidth),
     stages one after another for one token; communication is added (no overlap)."""
-    from .flops import forward_flops
-    from .moe import expected_experts
-    from .roofline import peak_flops
+    from llm_cost.workload.flops import forward_flops
+    from llm_cost.analyses.moe import expected_experts
+    from llm_cost.analyses.roofline import peak_flops
 
     p = per_gpu(spec, layout, weight_bits, kv_bits)
     peak = peak_flops(gpu, dtype)

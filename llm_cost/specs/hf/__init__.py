@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any, Optional
 
-from ..load import SpecError, read_text
-from .config import SHAPE_KEYS, _Config
-from .families import _HEADS, ALIASES, FAMILIES, SUPPORTED_MODEL_TYPES
+from llm_cost.specs.files import read_text, validation_message
+
+from llm_cost.core.errors import SpecError
+from llm_cost.specs.hf.config import SHAPE_KEYS, _Config
+from llm_cost.specs.hf.families import _HEADS, ALIASES, FAMILIES, SUPPORTED_MODEL_TYPES
 
 __all__ = [
     "SUPPORTED_MODEL_TYPES",
@@ -48,8 +49,6 @@ __all__ = [
     "find_config",
     "is_hf_path",
     "defaults_used",
-    "ImportResult",
-    "import_config",
 ]
 
 
@@ -87,8 +86,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
     """
     from pydantic import ValidationError
 
-    from ..load import _validation_message
-    from ..spec import ModelSpec, Source
+    from llm_cost.specs.schema import ModelSpec, Source
 
     if not isinstance(config, dict):
         raise SpecError(f"{source}: the top level must be a JSON object, not {type(config).__name__}")
@@ -119,7 +117,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
     try:
         fields = mapper(c, fam)
     except ValidationError as exc:
-        raise SpecError(_validation_message(Path(source), exc)) from None
+        raise SpecError(validation_message(Path(source), exc)) from None
     c.check_unplaced()
 
     shown = _display_name(config)
@@ -139,7 +137,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
             **fields,
         )
     except ValidationError as exc:
-        raise SpecError(_validation_message(Path(source), exc)) from None
+        raise SpecError(validation_message(Path(source), exc)) from None
     return spec, defaults
 
 
@@ -232,74 +230,5 @@ def spec_to_yaml(spec) -> str:
     return header + body
 
 
-@dataclass(frozen=True)
-class ImportResult:
-    """What ``llm-cost import`` wrote."""
-
-    path: str
-    name: str
-    display_name: str
-    model_type: str
-    total_params: int
-    defaults: list[str]
-    source: str
 
 
-_NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*")
-
-
-def import_config(config: Path, out: Path, name: Optional[str] = None, force: bool = False) -> ImportResult:
-    """Write our YAML spec for the config.json ``config`` (or its folder) to ``out``, atomically.
-
-    The spec's name is ``name`` or ``out``'s stem (the catalogue finds a spec by its file stem).
-    The text is validated by loading it back (it must give the same spec) before anything is
-    written; ``out`` is never overwritten unless ``force``; the file appears whole or not at all
-    (temporary file in the same folder, then rename). Raises SpecError / InputError (exit 2).
-    """
-    import os
-    import tempfile
-
-    import yaml
-
-    from ..params import count_params
-    from ..spec import ModelSpec
-    from ..units import InputError
-
-    out = Path(out)
-    if out.suffix.lower() not in (".yaml", ".yml"):
-        raise InputError(f"--out: {str(out)!r} must end in .yaml or .yml")
-    spec_name = (name if name is not None else out.stem).strip().lower()
-    if not _NAME_RE.fullmatch(spec_name):
-        raise InputError(f"--name: {spec_name!r} is not a valid spec name (lower-case letters, digits, . _ + -)")
-    if out.is_dir():
-        raise InputError(f"--out: {out} is a folder; give a file path such as {out / (spec_name + '.yaml')}")
-    if not out.parent.is_dir():
-        raise InputError(f"--out: folder {out.parent} does not exist")
-    if out.exists() and not force:
-        raise InputError(f"{out}: already exists; pass --force to overwrite it")
-    spec, defaults = load_hf_config_verbose(Path(config), spec_name)
-    text = spec_to_yaml(spec)
-    if ModelSpec.model_validate(yaml.safe_load(text)) != spec:  # pragma: no cover - a bug, not a user error
-        raise SpecError(f"{out}: the YAML written for {spec_name} would not load back to the same spec")
-    total = count_params(spec).total_params
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if force:
-            os.replace(tmp, out)
-        else:
-            try:
-                os.link(tmp, out)  # fails if out appeared meanwhile: never clobber without --force
-            except FileExistsError:
-                raise InputError(f"{out}: already exists; pass --force to overwrite it") from None
-            except OSError:  # filesystems without hard links
-                if out.exists():
-                    raise InputError(f"{out}: already exists; pass --force to overwrite it") from None
-                os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return ImportResult(str(out), spec.name, spec.display_name, spec.model_type, total, defaults, spec.source.url)

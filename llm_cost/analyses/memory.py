@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .kv import kv_bytes, kv_bytes_per_token
-from .spec import HardwareSpec, ModelSpec
-from .structure import build
-from .units import to_bytes
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.model.structure import build
+from llm_cost.core.units import to_bytes
 
 __all__ = ["Fit", "fit", "max_context", "Activations", "activation_memory"]
 
@@ -123,7 +123,7 @@ def _block_terms(spec: ModelSpec, layer: int) -> tuple[Fraction, Fraction, int]:
     """(replicated, TP-sharded, scores) activation terms of one layer, in units of 2 s b bytes per
     element of width (replicated, sharded) and of 2 a s^2 b bytes (scores): the tensors a backward
     pass needs, following Korthikanti et al.'s accounting for a block without dropout."""
-    from .spec import GQAAttention, MLAAttention
+    from llm_cost.specs.schema import GQAAttention, MLAAttention
 
     h = spec.hidden_size
     replicated = Fraction(2 * h + spec.norms_per_layer * h)  # attention and MLP inputs, norm inputs

@@ -41,8 +41,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .spec import MLAAttention, ModelSpec
-from .units import InputError
+from llm_cost.specs.schema import MLAAttention, ModelSpec
+from llm_cost.core.errors import InputError
 
 __all__ = ["Llama3Scaling", "RopePair", "RopeMethod", "RopeResult", "DEFAULT_TRAIN_LENGTH",
            "wavelengths", "frequencies", "ntk_aware_base", "yarn_mscale", "pi_wavelengths",

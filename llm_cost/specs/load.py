@@ -13,23 +13,18 @@ import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .units import InputError
+from llm_cost.core.errors import SpecError
+from llm_cost.specs.files import read_yaml, validation_message
 
 if TYPE_CHECKING:
-    from .spec import HardwareSpec, ModelSpec
+    from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
-__all__ = ["SpecError", "data_dir", "model_names", "gpu_names", "load_model", "load_gpu", "read_text", "read_yaml"]
-
-MAX_SPEC_BYTES = 1_000_000
-
-
-class SpecError(InputError):
-    """A spec could not be found, read or validated; the message says why and what is valid."""
+__all__ = ["data_dir", "model_names", "gpu_names", "load_model", "load_gpu"]
 
 
 def data_dir(kind: str) -> Path:
     """Folder of shipped specs: ``kind`` is "models" or "hardware" (wheel or source checkout)."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent
     packaged = here / "_data" / kind
     return packaged if packaged.is_dir() else here.parent / kind
 
@@ -48,63 +43,6 @@ def gpu_names() -> list[str]:
     return _names("hardware")
 
 
-def read_text(path: Path, what: str = "a .yaml spec") -> str:
-    """The UTF-8 text of a spec or config file; SpecError for a missing, non-regular, huge
-    (over 1 MB), undecodable or binary (NUL bytes) file, naming the file and what is expected."""
-    if not path.exists():
-        raise SpecError(f"{path}: no such file")
-    if not path.is_file():
-        raise SpecError(f"{path}: not a regular file (a folder or a device); give the path of {what}")
-    size = path.stat().st_size
-    if size > MAX_SPEC_BYTES:
-        raise SpecError(f"{path}: {size:,} bytes is too large for {what} (limit {MAX_SPEC_BYTES:,} bytes)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise SpecError(f"{path}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot be read ({exc.strerror})") from None
-    if "\x00" in text:
-        raise SpecError(f"{path}: binary content (NUL bytes); expected {what}")
-    return text
-
-
-def read_yaml(path: Path) -> dict[str, Any]:
-    """Read one YAML mapping safely; SpecError for a missing, non-regular, huge, binary,
-    empty or malformed file, or one whose top level is not a mapping."""
-    import yaml
-
-    text = read_text(path)
-    try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{path}: invalid YAML{where}: {problem}") from None
-    if data is None:
-        raise SpecError(f"{path}: empty file; a spec is a YAML mapping of fields")
-    if not isinstance(data, dict):
-        raise SpecError(f"{path}: the top level must be a mapping of fields, not {type(data).__name__}")
-    return data
-
-
-def _validation_message(path: Path, exc: Exception) -> str:
-    lines = [f"{path}: invalid spec"]
-    for err in exc.errors():  # type: ignore[attr-defined]
-        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
-        loc = loc or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field (not part of the schema; check the spelling)"
-        elif err["type"] == "missing":
-            msg = "required field is missing"
-        elif "input" in err and err["type"] not in ("model_type",) and not isinstance(err["input"], dict):
-            msg += f" (got {err['input']!r})"
-        lines.append(f"  field {loc}: {msg}")
-    return "\n".join(lines)
-
-
 def _validate(path: Path, cls: type, data: dict[str, Any]) -> Any:
     from pydantic import ValidationError
 
@@ -116,7 +54,7 @@ def _validate(path: Path, cls: type, data: dict[str, Any]) -> Any:
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(_validation_message(path, exc)) from None
+        raise SpecError(validation_message(path, exc)) from None
 
 
 def _looks_like_path(text: str) -> bool:
@@ -147,11 +85,11 @@ def _resolve(kind: str, name: str, what: str) -> Path:
 def load_model(name_or_path: str) -> "ModelSpec":
     """A shipped model by name or alias, a YAML spec file, or a Hugging Face config.json (or a
     folder holding one, see :mod:`llm_cost.hf`); SpecError if none works."""
-    from .spec import ModelSpec
+    from llm_cost.specs.schema import ModelSpec
 
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("models", name_or_path, "model")
     if path.suffix.lower() == ".json" or (path.is_dir() and path.suffix.lower() not in (".yaml", ".yml")):
-        from .hf import load_hf_config  # lazy: only config.json models pay for the import
+        from llm_cost.specs.hf import load_hf_config  # lazy: only config.json models pay for the import
 
         return load_hf_config(path)
     return _validate(path, ModelSpec, read_yaml(path))
@@ -159,7 +97,7 @@ def load_model(name_or_path: str) -> "ModelSpec":
 
 def load_gpu(name_or_path: str) -> "HardwareSpec":
     """A shipped GPU by name or alias, or a YAML spec file; SpecError if neither works."""
-    from .spec import HardwareSpec
+    from llm_cost.specs.schema import HardwareSpec
 
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("hardware", name_or_path, "GPU")
     return _validate(path, HardwareSpec, read_yaml(path))

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .spec import GQAAttention, MLAAttention, ModelSpec
-from .structure import Structure, build
+from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
+from llm_cost.model.structure import Structure, build
 
 __all__ = ["OP_NAMES", "Op", "ForwardFlops", "forward_flops", "attention_pairs", "weight_flops_params"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .spec import GQAAttention, MLAAttention, ModelSpec
-from .structure import GROUPS, Structure, build
-from .units import to_bytes
+from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
+from llm_cost.model.structure import GROUPS, Structure, build
+from llm_cost.core.units import to_bytes
 
 __all__ = ["BreakdownRow", "ParamsResult", "count_params"]
 
@@ -125,7 +125,7 @@ def _rows(structure: Structure, total: int) -> list[BreakdownRow]:
 def count_params(spec: ModelSpec, bits: int | float | None = None, dtype: str | None = None) -> ParamsResult:
     """Count ``spec``'s parameters and weigh them at ``bits`` per parameter (default: the
     checkpoint's ``torch_dtype``). Pure; raises nothing for a validated spec."""
-    from .units import DTYPE_BITS
+    from llm_cost.core.units import DTYPE_BITS
 
     dtype = dtype or spec.torch_dtype
     bits = bits if bits is not None else DTYPE_BITS[dtype]

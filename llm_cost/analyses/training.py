@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .memory import Activations, activation_memory
-from .spec import HardwareSpec, ModelSpec
-from .structure import build
-from .units import InputError
+from llm_cost.analyses.memory import Activations, activation_memory
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.model.structure import build
+from llm_cost.core.errors import InputError
 
 __all__ = ["StateMemory", "TrainResult", "train", "STATE_BYTES", "state_memory", "ParallelTrainMemory",
            "parallel_train_memory"]
@@ -94,7 +94,7 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
 
     Exactly one of ``mfu`` and ``gpu_hours`` must be given; InputError otherwise, for a GPU
     lacking ``dtype``, or for a GPU-hour budget that would need more than 100% MFU."""
-    from .roofline import peak_flops
+    from llm_cost.analyses.roofline import peak_flops
 
     if (mfu is None) == (gpu_hours is None):
         raise InputError("give exactly one of --mfu (to get the time) or --gpu-hours (to get the implied MFU)")
@@ -190,7 +190,7 @@ def parallel_train_memory(spec: ModelSpec, gpu: HardwareSpec, tp: int = 1, pp: i
     """Per-GPU training memory: ZeRO-sharded state of the fullest stage's TP shard plus the
     activations of the stage's layers for the PP micro-batches 1F1B keeps in flight on the first
     stage (Narayanan et al. 2021; Korthikanti et al. 2022). InputError for an invalid layout."""
-    from .parallel import Layout, per_gpu
+    from llm_cost.analyses.deployment import Layout, per_gpu
 
     if zero not in (0, 1, 2, 3):
         raise InputError(f"--zero: {zero} is not a ZeRO stage (0, 1, 2 or 3)")

@@ -1,0 +1,84 @@
+"""``llm-cost import``: write a Hugging Face config.json as a YAML spec, atomically, after
+checking that the YAML loads back to the same spec."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from llm_cost.core.errors import InputError, SpecError
+from llm_cost.model.params import count_params
+from llm_cost.specs.hf import load_hf_config_verbose, spec_to_yaml
+from llm_cost.specs.schema import ModelSpec
+
+__all__ = ["ImportResult", "import_config"]
+
+_NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*")
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What ``llm-cost import`` wrote."""
+
+    path: str
+    name: str
+    display_name: str
+    model_type: str
+    total_params: int
+    defaults: list[str]
+    source: str
+
+
+def import_config(config: Path, out: Path, name: Optional[str] = None, force: bool = False) -> ImportResult:
+    """Write our YAML spec for the config.json ``config`` (or its folder) to ``out``, atomically.
+
+    The spec's name is ``name`` or ``out``'s stem (the catalogue finds a spec by its file stem).
+    The text is validated by loading it back (it must give the same spec) before anything is
+    written; ``out`` is never overwritten unless ``force``; the file appears whole or not at all
+    (temporary file in the same folder, then rename). Raises SpecError / InputError (exit 2).
+    """
+
+    out = Path(out)
+    if out.suffix.lower() not in (".yaml", ".yml"):
+        raise InputError(f"--out: {str(out)!r} must end in .yaml or .yml")
+    spec_name = (name if name is not None else out.stem).strip().lower()
+    if not _NAME_RE.fullmatch(spec_name):
+        raise InputError(f"--name: {spec_name!r} is not a valid spec name (lower-case letters, digits, . _ + -)")
+    if out.is_dir():
+        raise InputError(f"--out: {out} is a folder; give a file path such as {out / (spec_name + '.yaml')}")
+    if not out.parent.is_dir():
+        raise InputError(f"--out: folder {out.parent} does not exist")
+    if out.exists() and not force:
+        raise InputError(f"{out}: already exists; pass --force to overwrite it")
+    spec, defaults = load_hf_config_verbose(Path(config), spec_name)
+    text = spec_to_yaml(spec)
+    if ModelSpec.model_validate(yaml.safe_load(text)) != spec:  # pragma: no cover - a bug, not a user error
+        raise SpecError(f"{out}: the YAML written for {spec_name} would not load back to the same spec")
+    total = count_params(spec).total_params
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if force:
+            os.replace(tmp, out)
+        else:
+            try:
+                os.link(tmp, out)  # fails if out appeared meanwhile: never clobber without --force
+            except FileExistsError:
+                raise InputError(f"{out}: already exists; pass --force to overwrite it") from None
+            except OSError:  # filesystems without hard links
+                if out.exists():
+                    raise InputError(f"{out}: already exists; pass --force to overwrite it") from None
+                os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return ImportResult(str(out), spec.name, spec.display_name, spec.model_type, total, defaults, spec.source.url)
