@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_cost.specs.load import load_gpu, load_model
-from llm_cost.analyses.moe import expected_experts, moe_analysis
+from llm_cost.analyses.moe import moe_analysis
+from llm_cost.workload.routing import expected_experts
 from llm_cost.analyses.speculative import expected_tokens, speculative
 from llm_cost.core.errors import InputError
 

@@ -7,7 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_cost.specs.load import load_gpu, load_model
-from llm_cost.analyses.deployment import Layout, communication, per_gpu, smallest_layouts, stage_layers
+from llm_cost.analyses.deployment import smallest_layouts
+from llm_cost.model.layout import Layout, per_gpu, stage_layers
+from llm_cost.perf.timemodel import RooflineBound
+from llm_cost.workload.step import build_step, decode
 from llm_cost.analyses.training import parallel_train_memory
 from llm_cost.core.errors import InputError
 
@@ -74,9 +77,9 @@ def test_impossible_moe_layouts():
 def test_tp_all_reduce_bytes():
     """Llama-3-70B, TP 2, one token: 2 all-reduces per layer x 80 layers x ring factor 2(2-1)/2 = 1
     x 8,192 x 2 B = 2,621,440 B per GPU; at NVLink 4's 450 GB/s per direction: 5.83 us."""
-    c = communication(load_model("llama3-70b"), Layout(tp=2), load_gpu("h100"), batch=1)
-    assert c.tp_allreduce_bytes == 2_621_440
-    assert c.time_s == pytest.approx(2_621_440 / 450e9)
+    step = build_step(load_model("llama3-70b"), decode(1, 0), layout=Layout(tp=2))
+    assert step.total("comm_bytes") == 2_621_440
+    assert RooflineBound().step_time(step, load_gpu("h100")).link_s == pytest.approx(2_621_440 / 450e9)
 
 
 def test_fit_llama3_70b_needs_two_h100(cli):

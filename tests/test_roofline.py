@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.workload.flops import attention_pairs, forward_flops
+from llm_cost.workload.flops import forward_flops
+from llm_cost.workload.step import attention_pairs
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.analyses.memory import fit
 from llm_cost.analyses.roofline import decode_step, prefill_step
@@ -61,7 +62,7 @@ def test_decode_bound_is_at_least_both_terms_and_ops_sum_to_totals(name, batch, 
     assert d.bound_s == max(d.flops / d.peak_flops, d.bytes / d.bandwidth_bytes_s)
     assert sum(o.flops for o in d.ops) == pytest.approx(d.flops, rel=1e-12)
     assert sum(o.bytes for o in d.ops) == pytest.approx(d.bytes, rel=1e-12)
-    assert sum(o.time_s for o in d.ops) >= d.bound_s * (1 - 1e-12)
+    assert sum(o.bound_s for o in d.ops) >= d.bound_s * (1 - 1e-12)
 
 
 @settings(max_examples=40, deadline=None)

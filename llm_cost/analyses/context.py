@@ -3,31 +3,43 @@
 Per token, weights cost 2 x N FLOPs whatever the context; attention costs
 2 n_q (d_qk + d_v) per position seen in every softmax layer (4 n_q d_head L s for a plain GQA
 model), so beyond some context attention dominates. This module finds that crossover, the
-attention/weight ratio, the prefill time at long context, the KV (and fixed state) per request,
-and the size of one materialised score matrix S = QK^T per layer (n_q s^2 elements), which
-FlashAttention never writes to HBM.
+attention/weight ratio, the prefill (time to first token) at long context, the KV (and fixed
+state) per request, and the size of one materialised score matrix S = QK^T per layer
+(n_q s^2 elements), which FlashAttention never writes to HBM.
 
-"Weight FLOPs" follow a stated convention (see :func:`llm_cost.flops.weight_flops_params`):
-``gemm`` (2 x N_gemm, the default), ``non_embedding`` (seed 003 §02's "2 x 7.5B") or
-``total`` (2 x N, seed 003 §05's 70B column).
+Every FLOP comes from the step's operators (:mod:`llm_cost.workload.step`): attention per token
+is a one-token decode step's attention operators; the prefill is the same step
+``roofline --phase prefill`` times (LM head on the last position unless ``logits="all"``), bound
+and estimate from :mod:`llm_cost.perf.timemodel`. "Weight FLOPs per token" follow a stated
+convention (:func:`llm_cost.workload.flops.weight_flops_params`): ``gemm`` (2 x N_gemm, the
+default), ``non_embedding`` (seed 003 §02's "2 x 7.5B") or ``total`` (2 x N, seed 003 §05's 70B
+column); ``document_prefill_flops`` is seed 003 §05's closed form under that convention,
+2 N s + attention, a labelled alternative to the step's count.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llm_cost.workload.flops import forward_flops, weight_flops_params
+from llm_cost.core.types import Dtype, OpKind
 from llm_cost.model.kv import kv_cache
-from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.model.structure import build
+from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, EfficiencyEstimate, RooflineBound
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.workload.flops import weight_flops_params
+from llm_cost.workload.step import SeqGroup, build_step, prefill
 
 __all__ = ["ContextRow", "ContextResult", "context_analysis", "attention_flops_per_token", "crossover_context"]
 
+_ATTENTION = (OpKind.ATTENTION, OpKind.RECURRENCE)
 
-def attention_flops_per_token(spec: ModelSpec, positions: int) -> float:
+
+def attention_flops_per_token(spec: ModelSpec, positions: int) -> int:
     """Attention FLOPs (QK^T + AV, all layers, plus any linear-attention recurrence) of one token
-    that sees ``positions`` positions, itself included (decode after positions - 1 cached)."""
-    return forward_flops(spec, 1, cached=positions - 1, logits="last").attention_flops
+    that sees ``positions`` positions, itself included (decode after positions - 1 cached), in the
+    plain form for MLA."""
+    step = build_step(spec, [SeqGroup(1, 1, positions - 1)], mla_form="plain")
+    return int(step.total("flops", _ATTENTION))
 
 
 def crossover_context(spec: ModelSpec, weight_flops: float, ceiling: int = 10**10) -> float | None:
@@ -57,14 +69,18 @@ class ContextRow:
     """Costs at one context length (tokens per request)."""
 
     context: int
-    attention_flops_per_token: float  # a token seeing `context` positions
-    weight_flops_per_token: float
+    attention_flops_per_token: int  # a token seeing `context` positions
+    weight_flops_per_token: int
     attention_to_weight: float
-    prefill_flops: float  # causal, weight FLOPs under the convention, logits on every position
-    prefill_time_s: float | None  # at MFU x peak
-    kv_bytes: int | float  # per request, caching layers
-    state_bytes: int | float  # per request, linear-attention recurrent + conv state
-    all_attention_kv_bytes: int | float | None  # hybrid / sliding: every layer full attention
+    prefill_flops: int  # the step's operators: the prefill of one `context`-token prompt
+    document_prefill_flops: int  # seed 003 §05: weight FLOPs per token x s + causal attention
+    prefill_bound_s: float | None  # time to first token at the GPU's peak
+    prefill_estimate_s: float | None  # at MFU x peak, MBU x bandwidth
+    document_prefill_time_s: float | None  # document_prefill_flops at MFU x peak (seed 003 §05)
+    kv_bytes: int  # per request, caching layers
+    state_bytes: int  # per request, linear-attention recurrent + conv state
+    kv_plus_state_bytes: int
+    all_attention_kv_bytes: int | None  # hybrid / sliding: every layer full attention
     scores_bytes_per_layer: int  # a materialised S = QK^T (n_q s^2 elements) at 16 bits
 
 
@@ -74,43 +90,56 @@ class ContextResult:
 
     model: str
     weight_convention: str
-    weight_flops_per_token: float
+    weight_flops_per_token: int
     crossover_context: float | None
     gpu: str | None
+    compute_dtype: str
     mfu: float
+    mbu: float
+    logits: str
     peak_flops: float | None
     kv_bits: int
     rows: list[ContextRow]
     conventions: list[str] = field(default_factory=list)
 
 
-def context_analysis(spec: ModelSpec, contexts: list[int], gpu: HardwareSpec | None = None, mfu: float = 0.6,
-                     dtype: str = "bf16", weight_convention: str = "gemm", kv_bits: int = 16) -> ContextResult:
-    """Crossover, ratios, prefill time, KV per request and score-matrix size at each context."""
-    from llm_cost.analyses.roofline import peak_flops
-
+def context_analysis(spec: ModelSpec, contexts: list[int], gpu: HardwareSpec | None = None, mfu: float = DEFAULT_MFU,
+                     dtype: str = "bf16", weight_convention: str = "gemm", kv_bits: int = 16,
+                     mbu: float = DEFAULT_MBU, logits: str = "last") -> ContextResult:
+    """Crossover, ratios, prefill (TTFT), KV per request and score-matrix size at each context.
+    InputError for an unknown convention or a GPU lacking ``dtype``."""
     structure = build(spec)
     w = 2 * weight_flops_params(structure, weight_convention)
-    peak = peak_flops(gpu, dtype) if gpu is not None else None
+    peak = gpu.peak_flops(dtype) if gpu is not None else None
+    compute = Dtype(dtype)
     kv = kv_cache(spec, contexts, kv_bits)
     n_q = spec.attention.num_attention_heads
     rows = []
     for s, k in zip(contexts, kv.contexts):
         att = attention_flops_per_token(spec, s)
-        prefill = w * s + forward_flops(spec, s, logits="last").attention_flops
+        step = build_step(spec, prefill(1, s), kv_bits=kv_bits, compute_dtype=compute, logits=logits,
+                          mla_form="plain", weight_bits=Dtype(spec.torch_dtype).bits)
+        document = w * s + int(step.total("flops", _ATTENTION))
+        bound = RooflineBound().step_time(step, gpu).time_s if gpu is not None else None
+        estimate = EfficiencyEstimate(mfu, mbu).step_time(step, gpu).time_s if gpu is not None else None
+        state = k.state_bytes + k.conv_state_bytes
         rows.append(ContextRow(
             context=s, attention_flops_per_token=att, weight_flops_per_token=w, attention_to_weight=att / w,
-            prefill_flops=prefill, prefill_time_s=prefill / (mfu * peak) if peak else None,
-            kv_bytes=k.kv_bytes, state_bytes=k.state_bytes + k.conv_state_bytes,
+            prefill_flops=int(step.flops), document_prefill_flops=document, prefill_bound_s=bound,
+            prefill_estimate_s=estimate, document_prefill_time_s=document / (mfu * peak) if peak else None,
+            kv_bytes=k.kv_bytes, state_bytes=state, kv_plus_state_bytes=k.kv_bytes + state,
             all_attention_kv_bytes=k.all_attention_bytes, scores_bytes_per_layer=n_q * s * s * 2))
     conventions = [
         {"gemm": "weight FLOPs per token = 2 x N_gemm (matmul weights, LM head included)",
          "non_embedding": "weight FLOPs per token = 2 x (N - input embedding), seed 003's '2 x 7.5B'",
          "total": "weight FLOPs per token = 2 x N (every parameter), seed 003 §05's 70B convention"}[weight_convention],
         "attention per token: a token seeing s positions (itself included), QK^T + AV in every softmax layer",
-        "prefill: weight FLOPs x s + causal attention; " + (f"time at {mfu:.0%} MFU of {peak / 1e12:g} TFLOP/s "
-                                                            f"({dtype})" if peak else "no GPU given"),
+        "prefill = time to first token of one s-token prompt: the step's operators, causal attention, LM head on "
+        + ("the last position" if logits == "last" else "every position")
+        + (f"; bound at {dtype} peak, estimate at MFU {mfu:.0%}, MBU {mbu:.0%}" if peak else "; no GPU given"),
+        "documents' prefill: weight FLOPs per token x s + causal attention (seed 003 §05)"
+        + (f", at {mfu:.0%} MFU of {peak / 1e12:g} TFLOP/s" if peak else ""),
         f"KV at {kv_bits} bits per element; scores S = n_q x s^2 elements at 2 B (BF16) per layer",
     ] + spec.context_note(contexts)
     return ContextResult(spec.name, weight_convention, w, crossover_context(spec, w), gpu.name if gpu else None,
-                         mfu, peak, kv_bits, rows, conventions)
+                         compute.value, mfu, mbu, logits, peak, kv_bits, rows, conventions)

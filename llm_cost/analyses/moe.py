@@ -20,20 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from llm_cost.specs.schema import HardwareSpec, ModelSpec
-from llm_cost.model.structure import build
-from llm_cost.core.units import to_bytes
 from llm_cost.core.errors import InputError
+from llm_cost.core.units import to_bytes
+from llm_cost.model.layout import Layout, per_gpu
+from llm_cost.model.structure import build
+from llm_cost.perf.ridge import ridge as ridge_of
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.workload.routing import expected_experts
+from llm_cost.workload.step import build_step, decode
 
-__all__ = ["expected_experts", "MoEAtBatch", "MoEResult", "moe_analysis"]
-
-
-def expected_experts(num_experts: int, top_k: int, tokens: int) -> float:
-    """E(1 - (1 - k/E)^B): expected distinct experts hit by ``tokens`` tokens, each choosing
-    ``top_k`` of ``num_experts`` uniformly. Exactly k for one token; at most min(kB, E)."""
-    if tokens == 1:
-        return float(top_k)
-    return num_experts * (1 - (1 - top_k / num_experts) ** tokens)
+__all__ = ["MoEAtBatch", "MoEResult", "moe_analysis"]
 
 
 @dataclass(frozen=True)
@@ -78,7 +74,7 @@ class MoEResult:
     combine_bytes_per_token_per_layer: int
     tp: int
     allreduce_bytes_per_token_per_layer: float
-    all_to_all_vs_allreduce: float
+    all_to_all_vs_allreduce: float | None  # None at TP 1: there is no all-reduce to compare with
     prompt_tokens: int
     prompt_all_to_all_bytes: float  # dispatch + combine over every MoE layer
     gpu: str | None
@@ -96,9 +92,6 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
 
     InputError when the model has no MoE, when ``ep`` does not divide E + R experts, or for a
     GPU lacking ``compute_dtype``."""
-    from llm_cost.analyses.deployment import Layout, per_gpu
-    from llm_cost.analyses.roofline import peak_flops, weights_read
-
     moe = spec.moe
     if moe is None:
         raise InputError(f"{spec.name} has no mixture-of-experts layers; the moe command needs a MoE model")
@@ -122,7 +115,7 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
     if gpu is not None:
         dtype = compute_dtype or ("fp8" if float(bits) <= 8 and "fp8" in gpu.dense_tflops else "bf16")
         compute_dtype = dtype
-        ridge = peak_flops(gpu, dtype) / gpu.bandwidth_bytes_s
+        ridge = ridge_of(gpu, dtype)
         tokens = ridge * b / 2 * E / k
 
     rows = []
@@ -131,7 +124,7 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
         routed_b = hit * moe_layers * expert * b
         rows.append(MoEAtBatch(
             batch=B, expected_experts=hit, expected_experts_per_rank=hit / ep, routed_bytes=routed_b,
-            weight_bytes_read=weights_read(s, B, bits).total, weight_bytes_seed=non_routed * b + routed_b,
+            weight_bytes_read=build_step(spec, decode(B, 0), weight_bits=bits).total("weight_bytes"), weight_bytes_seed=non_routed * b + routed_b,
             dense_same_memory_bytes=total * b, expert_gemm_rows=B * k / hit,
             expert_gemm_intensity=2 * (B * k / hit) / b))
     dispatch = k * d * dispatch_bits // 8
@@ -158,7 +151,7 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
         weights_per_gpu_bytes=per_gpu(spec, Layout(1, 1, ep, ep, redundant_experts), bits).max_weight_bytes,
         dispatch_bits=dispatch_bits, combine_bits=combine_bits, dispatch_bytes_per_token_per_layer=dispatch,
         combine_bytes_per_token_per_layer=combine, tp=tp, allreduce_bytes_per_token_per_layer=allreduce,
-        all_to_all_vs_allreduce=(dispatch + combine) / allreduce if tp > 1 else float("inf"),
+        all_to_all_vs_allreduce=(dispatch + combine) / allreduce if tp > 1 else None,
         prompt_tokens=prompt_tokens, prompt_all_to_all_bytes=prompt_tokens * moe_layers * (dispatch + combine),
         gpu=gpu.name if gpu else None, compute_dtype=compute_dtype, ridge=ridge, tokens_to_pass_ridge=tokens,
         conventions=conventions)

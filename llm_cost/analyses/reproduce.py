@@ -25,7 +25,8 @@ from llm_cost.analyses.multimodal import image_cost, video_cost
 from llm_cost.analyses.numerics import numerics
 from llm_cost.analyses.rope import rope_analysis, wavelengths
 from llm_cost.model.params import ParamsResult, count_params
-from llm_cost.analyses.roofline import decode_step, prefill_step, ridge_points
+from llm_cost.analyses.roofline import decode_step, prefill_step
+from llm_cost.perf.ridge import ridge_points
 from llm_cost.specs.schema import ModelSpec
 from llm_cost.analyses.speculative import speculative
 from llm_cost.model.structure import build
@@ -378,8 +379,8 @@ def _f10():
     h100 = load_gpu("h100")
     r8 = context_analysis(_spec("llama3-8b"), [131072], h100, 0.6).rows[0]
     r70 = context_analysis(_spec("llama3-70b"), [131072], h100, 0.6, weight_convention="total").rows[0]
-    return {"llama3_8b_pflop": r8.prefill_flops / 1e15, "llama3_8b_seconds": r8.prefill_time_s,
-            "llama3_70b_pflop": r70.prefill_flops / 1e15, "llama3_70b_seconds": r70.prefill_time_s}
+    return {"llama3_8b_pflop": r8.document_prefill_flops / 1e15, "llama3_8b_seconds": r8.document_prefill_time_s,
+            "llama3_70b_pflop": r70.document_prefill_flops / 1e15, "llama3_70b_seconds": r70.document_prefill_time_s}
 
 
 @lru_cache(maxsize=None)
@@ -438,7 +439,8 @@ def _s3():
 
 @_row("S4")
 def _s4():
-    r = speculative(0.8, 4, 0.1, _spec("llama3-8b"), load_gpu("h100"), [64, 128], mfu=0.6, weight_bytes="resident")
+    r = speculative(0.8, 4, 0.1, _spec("llama3-8b"), load_gpu("h100"), [64, 128], mfu=0.6, weight_bytes="resident",
+                    mbu=1.0)
     return {"b64": r.rows[0].speedup, "b128": r.rows[1].speedup}
 
 

@@ -7,17 +7,29 @@ memory-bound regime), the speedup is E / (gamma c + 1). Verification stays almos
 while B (gamma + 1) tokens per step stay below the ridge: the gain turns near
 B = ridge / (gamma + 1). Fully compute-bound, the speedup falls to E / (gamma + 1 + gamma c).
 
-The step model (seed 003 §08): step(B, T tokens) = max(T x 2 N_gemm / (MFU x peak),
-(weights + B x KV) / bandwidth). Baseline: B tokens per step(B, B). Speculative: B x E tokens
-per step(B, B (gamma + 1)) + gamma x c x step(B, B).
+The step model (seed 003 §08), from the step's operators (:mod:`llm_cost.workload.step`)
+timed by the MFU/MBU estimate: baseline, B sequences add one token each after the context;
+verification, B sequences score gamma + 1 tokens each (the FLOPs and weights of B (gamma + 1)
+tokens, each sequence's KV read once). Baseline: B tokens per step; speculative: B x E tokens
+per verify step + gamma x c x baseline step. The documents' numbers use full bandwidth (MBU 1).
+
+Two batches answer "when does it stop paying": the knee, the smallest batch whose verify step
+is compute-bound (from there the gain falls), and the break-even, the smallest batch whose
+speedup is below 1x. Both come from the same step model as the table, so they agree with it at
+every context (with long contexts the KV reads keep the verify step memory-bound: no knee).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.core.errors import InputError
+from llm_cost.core.types import Dtype, Part
+from llm_cost.model.structure import build
+from llm_cost.perf.ridge import ridge
+from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, EfficiencyEstimate
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.workload.step import SeqGroup, build_step
 
 __all__ = ["expected_tokens", "SpecAtBatch", "SpecResult", "speculative", "mtp_draft_cost"]
 
@@ -40,6 +52,7 @@ class SpecAtBatch:
     baseline_tokens_per_s: float
     speculative_tokens_per_s: float
     speedup: float
+    verify_bound: str  # "compute" or "memory": what limits the verify step
 
 
 @dataclass(frozen=True)
@@ -56,11 +69,15 @@ class SpecResult:
     model: str | None
     gpu: str | None
     mfu: float | None
+    mbu: float | None
     context: int
     weight_bytes_convention: str | None
     ridge: float | None
-    turning_batch: float | None  # ridge / (gamma + 1), at peak FLOP/s
-    turning_batch_at_mfu: float | None  # the same with the step model's MFU x peak
+    turning_batch: float | None  # ridge / (gamma + 1), at peak FLOP/s: the closed form
+    turning_batch_at_mfu: float | None  # the same with the step model's MFU x peak / (MBU x bandwidth)
+    knee_batch: int | None  # smallest batch whose verify step is compute-bound in the step model
+    break_even_batch: int | None  # smallest batch whose speedup is below 1x in the step model
+    batch_search_limit: int  # the knee and break-even are searched up to this batch
     rows: list[SpecAtBatch]
     conventions: list[str] = field(default_factory=list)
 
@@ -77,22 +94,67 @@ def _validate(alpha: float, gamma: int, c: float) -> None:
 def mtp_draft_cost(spec: ModelSpec) -> float:
     """c of an MTP module used as the draft: its active matmul weights over the main model's
     (one MTP block plus eh_proj and the shared LM head, against the whole model)."""
-    from llm_cost.model.structure import build
-
     s = build(spec)
     if spec.mtp is None:
         raise InputError(f"{spec.name} has no MTP modules; pass --c instead of --mtp")
-    mtp = sum(float(t.active_gemm) for t in s.tensors_of("mtp"))
-    head = sum(float(t.active_gemm) for t in s.tensors_of("decoder") if t.group == "lm_head")
+    mtp = sum(float(t.active_gemm) for t in s.tensors_of(Part.MTP))
+    head = sum(float(t.active_gemm) for t in s.tensors_of(Part.DECODER) if t.group == "lm_head")
     return (mtp + head) / spec.mtp.num_nextn_predict_layers / float(s.active_gemm)
 
 
-def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpec | None = None,
-                gpu: HardwareSpec | None = None, batches: list[int] | None = None, mfu: float = 0.6,
-                context: int = 0, dtype: str = "bf16", weight_bytes: str = "read", use_mtp: bool = False) -> SpecResult:
-    """Closed forms for (alpha, gamma, c); with a model and GPU, the step model at each batch.
+#: Largest batch the knee and break-even searches look at.
+BATCH_SEARCH_LIMIT = 2**20
 
-    InputError for alpha outside [0, 1], gamma < 1, c < 0, or a missing c."""
+
+def _smallest(predicate, limit: int = BATCH_SEARCH_LIMIT) -> int | None:
+    """Smallest batch in [1, limit] where ``predicate`` holds, for a predicate that stays true
+    once true (exponential then binary search); None if it does not hold at ``limit``."""
+    if not predicate(limit):
+        return None
+    lo, hi = 1, 1
+    while not predicate(hi):
+        lo, hi = hi + 1, min(hi * 2, limit)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if predicate(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+class _StepModel:
+    """The baseline and verify steps of one model on one GPU, timed by the MFU/MBU estimate."""
+
+    def __init__(self, spec: ModelSpec, gpu: HardwareSpec, dtype: str, bits: int, context: int, mfu: float,
+                 mbu: float, weight_bytes: str, gamma: int, c: float, expected: float) -> None:
+        self.args = dict(weight_bits=bits, compute_dtype=Dtype(dtype), weight_bytes=weight_bytes)
+        self.spec, self.gpu, self.context, self.gamma, self.c, self.E = spec, gpu, context, gamma, c, expected
+        self.time = EfficiencyEstimate(mfu, mbu)
+
+    def _step(self, batch: int, tokens: int):
+        """A step of ``batch`` sequences adding ``tokens`` tokens each; verification scores every
+        drafted position, so the LM head runs on all of them."""
+        step = build_step(self.spec, [SeqGroup(batch, tokens, self.context)], logits="all", **self.args)
+        return self.time.step_time(step, self.gpu)
+
+    def row(self, batch: int) -> SpecAtBatch:
+        base, verify = self._step(batch, 1), self._step(batch, self.gamma + 1)
+        draft = self.gamma * self.c * base.time_s
+        base_rate = batch / base.time_s
+        spec_rate = batch * self.E / (verify.time_s + draft)
+        return SpecAtBatch(batch, base.time_s, verify.time_s, draft, base_rate, spec_rate, spec_rate / base_rate,
+                           "compute" if verify.compute_s >= verify.memory_s else "memory")
+
+
+def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpec | None = None,
+                gpu: HardwareSpec | None = None, batches: list[int] | None = None, mfu: float = DEFAULT_MFU,
+                context: int = 0, dtype: str = "bf16", weight_bytes: str = "read", use_mtp: bool = False,
+                mbu: float = DEFAULT_MBU) -> SpecResult:
+    """Closed forms for (alpha, gamma, c); with a model and GPU, the step model at each batch and
+    its knee and break-even batches.
+
+    InputError for alpha outside [0, 1], gamma < 1, c < 0, a missing c, or a GPU lacking ``dtype``."""
     c_source = "given"
     if use_mtp:
         if spec is None:
@@ -103,42 +165,29 @@ def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpe
     _validate(alpha, gamma, c)
     E = expected_tokens(alpha, gamma)
     rows: list[SpecAtBatch] = []
-    ridge = turning = turning_mfu = None
+    r = turning = turning_mfu = knee = even = None
     conventions = [
         "E = (1 - alpha^(gamma+1)) / (1 - alpha); speedup E / (gamma c + 1) assumes verifying gamma + 1 "
         "tokens costs one step (memory-bound); fully compute-bound: E / (gamma + 1 + gamma c)",
     ]
     if spec is not None and gpu is not None:
-        from llm_cost.analyses.roofline import decode_step, peak_flops
-
-        peak = peak_flops(gpu, dtype)
-        ridge = peak / gpu.bandwidth_bytes_s
-        turning = ridge / (gamma + 1)
-        turning_mfu = turning * mfu
-        from llm_cost.core.units import DTYPE_BITS
-
-        bits = DTYPE_BITS[spec.torch_dtype]  # weights at the checkpoint's dtype
-        for B in batches or [1, 8, 32, 64, 128, 256]:
-            base = decode_step(spec, gpu, B, context, dtype, bits, mfu=mfu, weight_bytes=weight_bytes)
-            verify = decode_step(spec, gpu, B * (gamma + 1), context, dtype, bits, mfu=mfu, weight_bytes=weight_bytes)
-            # B sequences verifying gamma + 1 tokens each: the FLOPs and weights of B (gamma + 1)
-            # tokens, but each sequence's KV cache read once.
-            verify_flops = verify.flops
-            verify_bytes = verify.bytes - verify.kv_read_bytes + base.kv_read_bytes
-            t_base = max(base.flops / (mfu * peak), base.bytes / gpu.bandwidth_bytes_s)
-            t_verify = max(verify_flops / (mfu * peak), verify_bytes / gpu.bandwidth_bytes_s)
-            t_draft = gamma * c * t_base
-            base_rate = B / t_base
-            spec_rate = B * E / (t_verify + t_draft)
-            rows.append(SpecAtBatch(B, t_base, t_verify, t_draft, base_rate, spec_rate, spec_rate / base_rate))
+        r = ridge(gpu, dtype)
+        turning = r / (gamma + 1)
+        turning_mfu = turning * mfu / mbu
+        bits = Dtype(spec.torch_dtype).bits  # weights at the checkpoint's dtype
+        model = _StepModel(spec, gpu, dtype, bits, context, mfu, mbu, weight_bytes, gamma, float(c), E)
+        rows = [model.row(B) for B in batches or [1, 8, 32, 64, 128, 256]]
+        knee = _smallest(lambda b: model.row(b).verify_bound == "compute")
+        even = _smallest(lambda b: model.row(b).speedup < 1)
         read = ("every stored weight (resident, as the source documents)" if weight_bytes == "resident"
                 else "the matmul weights used and one embedding row per sequence")
         conventions.append(
-            f"step model on {gpu.name} ({dtype} peak at MFU {mfu:.0%}, full bandwidth), context {context:,}: "
-            f"step = max(FLOPs / (MFU x peak), bytes / bandwidth); a step reads {read} at {bits} bits; "
-            "draft = gamma x c x baseline step")
-        conventions += [line for line in base.conventions if line.startswith("note:")]
+            f"step model on {gpu.name} ({dtype} peak at MFU {mfu:.0%}, bandwidth at MBU {mbu:.0%}), context "
+            f"{context:,}: step = max(FLOPs / (MFU x peak), bytes / (MBU x bandwidth)); a step reads {read} at {bits} "
+            "bits; draft = gamma x c x baseline step")
+        conventions.append(f"knee: smallest batch whose verify step is compute-bound; break-even: smallest batch "
+                           f"with speedup below 1x; both searched up to batch {BATCH_SEARCH_LIMIT:,}")
     return SpecResult(alpha, gamma, float(c), c_source, E, E / (gamma * c + 1), E / (gamma + 1 + gamma * c),
-                      spec.name if spec else None, gpu.name if gpu else None, mfu if gpu else None, context,
-                      weight_bytes if gpu else None, ridge, turning, turning_mfu, rows, conventions)
-
+                      spec.name if spec else None, gpu.name if gpu else None, mfu if gpu else None,
+                      mbu if gpu else None, context, weight_bytes if gpu else None, r, turning, turning_mfu, knee,
+                      even, BATCH_SEARCH_LIMIT, rows, conventions)

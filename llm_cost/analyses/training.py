@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass, field
 
 from llm_cost.analyses.memory import Activations, activation_memory
+from llm_cost.model.layout import Layout, per_gpu
+from llm_cost.workload.step import build_step, prefill
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.model.structure import build
 from llm_cost.core.errors import InputError
@@ -52,6 +54,8 @@ class TrainResult:
     recompute: str
     model_flops: float  # 6 N D
     hardware_flops: float  # with recompute
+    step_flops: float  # from the step's operators: 3 x forward FLOPs of seq-token sequences (x 4/3 with full
+    # recompute), attention and every LM-head position included (Megatron-LM's count)
     gpu: str
     gpus: int | None  # None: no cluster size given (no wall-clock time)
     peak_flops: float
@@ -94,17 +98,17 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
 
     Exactly one of ``mfu`` and ``gpu_hours`` must be given; InputError otherwise, for a GPU
     lacking ``dtype``, or for a GPU-hour budget that would need more than 100% MFU."""
-    from llm_cost.analyses.roofline import peak_flops
-
     if (mfu is None) == (gpu_hours is None):
         raise InputError("give exactly one of --mfu (to get the time) or --gpu-hours (to get the implied MFU)")
     if recompute not in ("none", "selective", "full"):
         raise InputError(f"--recompute: {recompute!r} is not one of: none, selective, full")
-    peak = peak_flops(gpu, dtype)
+    peak = gpu.peak_flops(dtype)
     s = build(spec)
     n = int(s.active_params)
     model_flops = 6.0 * n * tokens
     hardware_flops = (8.0 if recompute == "full" else 6.0) * n * tokens
+    forward = build_step(spec, prefill(1, seq), logits="all").flops  # one training sequence, forward
+    step_flops = float(forward) * (4 if recompute == "full" else 3) * tokens / seq
     if gpu_hours is None:
         assert mfu is not None
         gpu_seconds = model_flops / (peak * mfu)
@@ -121,14 +125,15 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
     conventions = [
         f"FLOPs = 6 N D with N = {'active ' if spec.moe else ''}parameters ({n:,}); "
         + ("full recompute adds a forward pass: 8 N D hardware FLOPs; " if recompute == "full" else "")
-        + "attention FLOPs not included (as the source documents, seed 000 §十一)",
+        + "attention FLOPs not included (as the source documents, seed 000 §十一); with attention, from the "
+        f"operators of {seq:,}-token sequences: 3 x forward" + (" x 4/3 (recompute)" if recompute == "full" else ""),
         f"peak {gpu.dense_tflops[dtype]:g} TFLOP/s dense {dtype} per GPU; MFU = 6 N D / (GPU-seconds x peak)",
         f"energy = GPU-hours x {power:g} W x PUE {pue:g}" + ("" if power_w is not None else " (the GPU's TDP)"),
         "state: 16 B per parameter (BF16 weights + gradients, FP32 master, Adam m, v); decimal units",
     ]
     return TrainResult(
         model=spec.name, params=n, tokens=tokens, recompute=recompute, model_flops=model_flops,
-        hardware_flops=hardware_flops, gpu=gpu.name, gpus=gpus, peak_flops=peak, dtype=dtype, mfu=mfu,
+        hardware_flops=hardware_flops, step_flops=step_flops, gpu=gpu.name, gpus=gpus, peak_flops=peak, dtype=dtype, mfu=mfu,
         gpu_hours=gpu_hours, wall_seconds=gpu_seconds / gpus if gpus else None, effective_flops_per_gpu=model_flops / gpu_seconds,
         power_w=power, pue=pue, energy_kwh=energy_kwh, grid_kg_per_kwh=grid_kg_per_kwh,
         co2_tonnes=energy_kwh * grid_kg_per_kwh / 1000 if grid_kg_per_kwh is not None else None,
@@ -190,8 +195,6 @@ def parallel_train_memory(spec: ModelSpec, gpu: HardwareSpec, tp: int = 1, pp: i
     """Per-GPU training memory: ZeRO-sharded state of the fullest stage's TP shard plus the
     activations of the stage's layers for the PP micro-batches 1F1B keeps in flight on the first
     stage (Narayanan et al. 2021; Korthikanti et al. 2022). InputError for an invalid layout."""
-    from llm_cost.analyses.deployment import Layout, per_gpu
-
     if zero not in (0, 1, 2, 3):
         raise InputError(f"--zero: {zero} is not a ZeRO stage (0, 1, 2 or 3)")
     layout = Layout(tp, pp, 1, dp)

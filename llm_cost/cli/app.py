@@ -37,7 +37,7 @@ def parse_layout(tp: Optional[str], pp: Optional[str], ep: Optional[str], dp: Op
     """A Layout from the --tp/--pp/--ep/--dp flags, or None when none is given."""
     if tp is None and pp is None and ep is None and dp is None:
         return None
-    from llm_cost.analyses.deployment import Layout
+    from llm_cost.model.layout import Layout
     from llm_cost.core.units import parse_context
 
     n = {flag: parse_context(v or "1", flag) for flag, v in (("--tp", tp), ("--pp", pp), ("--ep", ep), ("--dp", dp))}

@@ -40,7 +40,7 @@ def params(
     if layout is not None:
         from dataclasses import replace
 
-        from llm_cost.analyses.deployment import per_gpu
+        from llm_cost.model.layout import per_gpu
 
         result = replace(result, layout=layout, per_gpu=per_gpu(spec, layout, result.bits_per_param))
     emit(result, as_json, view.render, spec.display_name)
@@ -80,7 +80,7 @@ def kv(
     if layout is not None:
         from dataclasses import replace
 
-        from llm_cost.analyses.deployment import per_gpu
+        from llm_cost.model.layout import per_gpu
 
         result = replace(result, layout=layout, per_gpu=per_gpu(spec, layout, 16, bits))
     emit(result, as_json, view.render, spec.display_name)

@@ -90,7 +90,8 @@ def roofline(
     """
     from llm_cost.specs.load import load_gpu, load_model
     from llm_cost.report import roofline as view
-    from llm_cost.analyses.roofline import decode_step, default_compute_dtype, peak_flops, prefill_step, ridge_points
+    from llm_cost.analyses.roofline import decode_step, prefill_step
+    from llm_cost.perf.ridge import default_compute_dtype, ridge_points
     from llm_cost.core.units import dtype_bits, parse_context, parse_fraction, parse_positive_float
 
     layout = parse_layout(tp, pp, ep, dp)
@@ -99,8 +100,7 @@ def roofline(
     wants_step = model is not None or layout is not None or ops or any(v is not None for v in step_options)
     phase = phase or "decode"
     check_choice(phase, "--phase", ("decode", "prefill"))
-    decode_only = {"--context": context, "--weight-bytes": weight_bytes, "--ops": ops or None,
-                   "--tp/--pp/--ep/--dp": layout, "--network-gb-s": network_gb_s}
+    decode_only = {"--context": context, "--weight-bytes": weight_bytes}
     wrong = [flag for flag, v in (decode_only.items() if phase == "prefill" else
                                   {"--seq": seq, "--logits": logits}.items()) if v is not None]
     if wrong:
@@ -109,7 +109,7 @@ def roofline(
     check_choice(logits or "last", "--logits", ("all", "last"))
     g = load_gpu(gpu)
     if dtype is not None:
-        peak_flops(g, dtype)  # an unsupported dtype is an error before anything else
+        g.peak_flops(dtype)  # an unsupported dtype is an error before anything else
     kv_bits = dtype_bits(kv_dtype or "bf16", "--kv-dtype")
     weight_bits("bf16", weights_dtype, bits_per_weight)  # validate flags before loading the model
     b = parse_context(batch or "1", "--batch")
@@ -123,17 +123,15 @@ def roofline(
     spec = load_model(model or "llama3-8b")
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
     dtype = dtype or default_compute_dtype((weights_dtype or spec.torch_dtype).lower(), g)
+    from llm_cost.model.layout import ONE_GPU
+
     if phase == "prefill":
-        result = prefill_step(spec, g, s, b, dtype, bits, kv_bits, f_mfu, logits=logits or "last")
-        emit(result, as_json, view.render_prefill, spec.display_name, g.display_name, model is not None)
+        result = prefill_step(spec, g, s, b, dtype, bits, kv_bits, f_mfu, logits=logits or "last", mbu=f_mbu,
+                              layout=layout or ONE_GPU, network_gb_s=network)
+        emit(result, as_json, view.render_prefill, spec.display_name, g.display_name, model is not None, ops)
         return
-    result = decode_step(spec, g, b, c, dtype, bits, kv_bits, f_mfu, f_mbu, weight_bytes or "read")
-    if layout is not None:
-        from dataclasses import replace
-
-        from llm_cost.analyses.deployment import deployment
-
-        result = replace(result, deployment=deployment(spec, g, layout, b, c, bits, kv_bits, 0, dtype, network))
+    result = decode_step(spec, g, b, c, dtype, bits, kv_bits, f_mfu, f_mbu, weight_bytes or "read",
+                         layout=layout or ONE_GPU, network_gb_s=network)
     emit(result, as_json, view.render_decode, spec.display_name, g.display_name, model is not None, ops)
 
 
@@ -335,9 +333,9 @@ def spec_(
     if hw is not None and spec is None:
         raise InputError("--gpu needs a MODEL for the step model (e.g. llm-cost spec llama3-8b --gpu h100 ...)")
     if hw is not None and spec is not None:
-        from llm_cost.analyses.roofline import default_compute_dtype, peak_flops
+        from llm_cost.perf.ridge import default_compute_dtype
 
         dtype = dtype or default_compute_dtype(spec.torch_dtype, hw)
-        peak_flops(hw, dtype)
+        hw.peak_flops(dtype)
     result = speculative(a, g_, cost, spec, hw, batches, f_mfu, ctx, dtype or "bf16", weight_bytes, mtp)
     emit(result, as_json, view.render)

@@ -32,6 +32,7 @@ __all__ = [
     "parse_decimal",
     "dtype_bits",
     "DTYPE_BITS",
+    "exact",
     "to_bytes",
     "fmt_int",
     "fmt_si",
@@ -179,10 +180,16 @@ def dtype_bits(name: str, what: str = "--dtype") -> int:
     return DTYPE_BITS[key]
 
 
-def to_bytes(elements: int, bits: int | Fraction) -> int | Fraction:
+def exact(value: int | Fraction) -> int | Fraction:
+    """An exact quantity as an int when it is whole, else the Fraction itself."""
+    if isinstance(value, Fraction) and value.denominator == 1:
+        return int(value)
+    return value
+
+
+def to_bytes(elements: int | Fraction, bits: int | Fraction) -> int | Fraction:
     """Exact bytes for ``elements`` values of ``bits`` bits each: an int when whole, else a Fraction."""
-    total = Fraction(elements) * Fraction(bits) / 8
-    return int(total) if total.denominator == 1 else total
+    return exact(Fraction(elements) * Fraction(bits) / 8)
 
 
 def fmt_int(value: int) -> str:

@@ -22,7 +22,7 @@ from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.units import to_bytes
 
 __all__ = ["KVLayerKind", "KVAtContext", "KVResult", "kv_cache", "kv_elements_per_token_per_layer",
-           "kv_bytes_per_token", "kv_bytes"]
+           "kv_bytes_per_token", "kv_bytes", "linear_state_elements"]
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def _layer_counts(spec: ModelSpec) -> dict[str, int]:
     return counts
 
 
-def _linear_state_elements(spec: ModelSpec) -> tuple[int, int]:
+def linear_state_elements(spec: ModelSpec) -> tuple[int, int]:
     la = spec.linear_attention
     if la is None:
         return 0, 0
@@ -119,7 +119,7 @@ def kv_bytes(spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, incl
     sequences of ``context`` tokens. Exact."""
     elements = _attention_elements(spec, context, kv_elements_per_token_per_layer(spec))
     if include_state:
-        state, conv = _linear_state_elements(spec)
+        state, conv = linear_state_elements(spec)
         elements += _layer_counts(spec).get("linear_attention", 0) * (state + conv)
     return to_bytes(elements * batch, bits)
 
@@ -131,7 +131,7 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
     att = spec.attention
     per = kv_elements_per_token_per_layer(spec)
     window = att.sliding_window if isinstance(att, GQAAttention) else None
-    state, conv = _linear_state_elements(spec)
+    state, conv = linear_state_elements(spec)
     L = spec.num_hidden_layers
     n_q = att.num_attention_heads
 

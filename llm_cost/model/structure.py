@@ -21,6 +21,7 @@ from fractions import Fraction
 from functools import cached_property
 from math import prod
 
+from llm_cost.core.types import LayerKind, Part, ShardRule, TensorKind
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec, Vision
 
 __all__ = ["Tensor", "Structure", "build"]
@@ -49,19 +50,22 @@ class Tensor:
     ``shape`` is in elements; ``layers`` is how many blocks hold it (0 for tensors outside the
     blocks); ``copies`` is how many per block (E for routed experts); ``active`` is how many of
     those copies one token uses (k for routed experts). ``stored`` is False for a tied LM head,
-    which is a matmul over the embedding's storage.
+    which is a matmul over the embedding's storage. ``layer_kind`` says which decoder layers hold
+    a per-layer tensor; ``shard`` is how tensor parallelism splits it, declared where the tensor
+    is built (Megatron-LM / vLLM parallel layers) and applied by :mod:`llm_cost.model.layout`.
     """
 
     name: str
     shape: tuple[int, ...]
     group: str
-    kind: str  # "matmul" | "lookup" | "norm" | "bias" | "other"
+    kind: TensorKind
     layers: int = 0
     copies: int = 1
     active: Fraction = Fraction(1)
     stored: bool = True
-    part: str = "decoder"  # "decoder" | "vision" | "mtp" | "mtp_copy"
-    layer_kind: str = ""
+    part: Part = Part.DECODER
+    layer_kind: LayerKind = LayerKind.ANY
+    shard: ShardRule = ShardRule.REPLICATED
 
     @property
     def numel(self) -> int:
@@ -81,12 +85,14 @@ class Tensor:
     @property
     def gemm_total(self) -> int:
         """Matmul elements a token multiplies by if every copy were used (stored or tied)."""
-        return self.per_layer * max(self.layers, 1) if self.kind == "matmul" else 0
+        return self.per_layer * max(self.layers, 1) if self.kind == TensorKind.MATMUL else 0
 
     @property
     def active_gemm(self) -> Fraction:
         """Matmul elements one token actually multiplies by (routed experts scaled by k/E)."""
-        return self.numel * self.active * max(self.layers, 1) if self.kind == "matmul" else Fraction(0)
+        if self.kind != TensorKind.MATMUL:
+            return Fraction(0)
+        return self.numel * self.active * max(self.layers, 1)
 
 
 @dataclass(frozen=True)
@@ -97,51 +103,51 @@ class Structure:
     tensors: tuple[Tensor, ...]
     layer_counts: dict = field(default_factory=dict)
 
-    def _sum(self, part: str, attr: str = "total") -> int:
+    def _sum(self, part: Part, attr: str = "total") -> int:
         return sum(getattr(t, attr) for t in self.tensors if t.part == part)
 
     @cached_property
     def total_params(self) -> int:
         """Parameters of the main model: decoder plus vision tower (MTP reported apart)."""
-        return self._sum("decoder") + self._sum("vision")
+        return self._sum(Part.DECODER) + self._sum(Part.VISION)
 
     @cached_property
     def decoder_params(self) -> int:
         """Parameters of the language model alone."""
-        return self._sum("decoder")
+        return self._sum(Part.DECODER)
 
     @cached_property
     def vision_params(self) -> int:
         """Parameters of the vision tower (0 if none)."""
-        return self._sum("vision")
+        return self._sum(Part.VISION)
 
     @cached_property
     def mtp_params(self) -> int:
         """Unique parameters of the MTP modules (their embedding/LM-head copies excluded)."""
-        return self._sum("mtp")
+        return self._sum(Part.MTP)
 
     @cached_property
     def mtp_copies(self) -> int:
         """Elements of the embedding and LM head copies a checkpoint stores with its MTP modules."""
-        return self._sum("mtp_copy")
+        return self._sum(Part.MTP_COPY)
 
     @cached_property
     def n_gemm(self) -> int:
         """N_gemm: matmul parameters of the decoder a token passes through (no embedding lookup,
         no norms, biases or other vectors; LM head included, tied or not; all experts)."""
-        return sum(t.gemm_total for t in self.tensors if t.part == "decoder")
+        return sum(t.gemm_total for t in self.tensors if t.part == Part.DECODER)
 
     @cached_property
     def active_gemm(self) -> Fraction:
         """Matmul parameters one token uses: routed experts scaled by k/E (= n_gemm for dense)."""
-        return sum((t.active_gemm for t in self.tensors if t.part == "decoder"), Fraction(0))
+        return sum((t.active_gemm for t in self.tensors if t.part == Part.DECODER), Fraction(0))
 
     @cached_property
     def active_params(self) -> Fraction:
         """Parameters a token touches: all decoder parameters less the routed experts it skips
         (the convention of DeepSeek's "37B activated" and Mixtral's "12.9B active")."""
         skipped = sum(
-            (t.numel * (t.copies - t.active) * max(t.layers, 1) for t in self.tensors if t.part == "decoder"),
+            (t.numel * (t.copies - t.active) * max(t.layers, 1) for t in self.tensors if t.part == Part.DECODER),
             Fraction(0),
         )
         return self.decoder_params - skipped
@@ -149,73 +155,83 @@ class Structure:
     @cached_property
     def routed_expert_params(self) -> int:
         """Parameters of all routed experts (all MoE layers)."""
-        return sum(t.total for t in self.tensors if t.part == "decoder" and t.group == "routed_experts")
+        return sum(t.total for t in self.tensors if t.part == Part.DECODER and t.group == "routed_experts")
 
-    def tensors_of(self, part: str = "decoder") -> list[Tensor]:
+    def tensors_of(self, part: Part = Part.DECODER) -> list[Tensor]:
         """The tensors of one part (decoder, vision, mtp, mtp_copy)."""
         return [t for t in self.tensors if t.part == part]
 
 
-def _norm(name: str, d: int, spec: ModelSpec, layers: int, part: str, group: str = "norms") -> list[Tensor]:
-    out = [Tensor(f"{name}.weight", (d,), group, "norm", layers, part=part)]
+M, L_, N, B, O = TensorKind.MATMUL, TensorKind.LOOKUP, TensorKind.NORM, TensorKind.BIAS, TensorKind.OTHER
+COL, ROW, KV, REP = ShardRule.COLUMN, ShardRule.ROW, ShardRule.KV, ShardRule.REPLICATED
+SOFTMAX, LINEAR, DENSE, MOE = LayerKind.SOFTMAX_ATTENTION, LayerKind.LINEAR_ATTENTION, LayerKind.DENSE, LayerKind.MOE
+
+
+def _norm(name: str, d: int, spec: ModelSpec, layers: int, part: Part, group: str = "norms") -> list[Tensor]:
+    out = [Tensor(f"{name}.weight", (d,), group, N, layers, part=part)]
     if spec.norm_type == "layernorm":
-        out.append(Tensor(f"{name}.bias", (d,), group, "norm", layers, part=part))
+        out.append(Tensor(f"{name}.bias", (d,), group, N, layers, part=part))
     return out
 
 
-def _linear(name: str, d_in: int, d_out: int, group: str, layers: int, bias: bool, part: str,
-            layer_kind: str = "", copies: int = 1, active: Fraction = Fraction(1)) -> list[Tensor]:
-    """A Linear layer: weight [d_out, d_in] (a matmul), optional bias [d_out] (group "biases")."""
-    out = [Tensor(f"{name}.weight", (d_out, d_in), group, "matmul", layers, copies, active, part=part,
-                  layer_kind=layer_kind)]
+def _linear(name: str, d_in: int, d_out: int, group: str, layers: int, bias: bool, part: Part,
+            layer_kind: LayerKind = LayerKind.ANY, shard: ShardRule = REP, copies: int = 1,
+            active: Fraction = Fraction(1)) -> list[Tensor]:
+    """A Linear layer: weight [d_out, d_in] (a matmul), optional bias [d_out] (group "biases").
+    A row-parallel layer's bias is replicated (added once after the all-reduce); any other bias
+    is split like its weight."""
+    out = [Tensor(f"{name}.weight", (d_out, d_in), group, M, layers, copies, active, part=part,
+                  layer_kind=layer_kind, shard=shard)]
     if bias:
-        out.append(Tensor(f"{name}.bias", (d_out,), "biases", "bias", layers, copies, active, part=part,
-                          layer_kind=layer_kind))
+        out.append(Tensor(f"{name}.bias", (d_out,), "biases", B, layers, copies, active, part=part,
+                          layer_kind=layer_kind, shard=ShardRule.ROW_BIAS if shard == ROW else shard))
     return out
 
 
-def _gqa(spec: ModelSpec, att: GQAAttention, layers: int, part: str, kind: str) -> list[Tensor]:
+def _gqa(spec: ModelSpec, att: GQAAttention, layers: int, part: Part) -> list[Tensor]:
     d = spec.hidden_size
     n_q, n_kv, d_h = att.num_attention_heads, spec.num_key_value_heads, spec.head_dim
     p = "layers.*.self_attn"
     q_out = n_q * d_h * (2 if att.output_gate else 1)
-    t = _linear(f"{p}.q_proj", d, q_out, "attention", layers, att.attention_bias, part, kind)
-    t += _linear(f"{p}.k_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, kind)
-    t += _linear(f"{p}.v_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, kind)
-    t += _linear(f"{p}.o_proj", n_q * d_h, d, "attention", layers, att.o_proj_bias, part, kind)
+    t = _linear(f"{p}.q_proj", d, q_out, "attention", layers, att.attention_bias, part, SOFTMAX, COL)
+    t += _linear(f"{p}.k_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, SOFTMAX, KV)
+    t += _linear(f"{p}.v_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, SOFTMAX, KV)
+    t += _linear(f"{p}.o_proj", n_q * d_h, d, "attention", layers, att.o_proj_bias, part, SOFTMAX, ROW)
     if att.qk_norm:
-        t.append(Tensor(f"{p}.q_norm.weight", (d_h,), "norms", "norm", layers, part=part, layer_kind=kind))
-        t.append(Tensor(f"{p}.k_norm.weight", (d_h,), "norms", "norm", layers, part=part, layer_kind=kind))
+        t.append(Tensor(f"{p}.q_norm.weight", (d_h,), "norms", N, layers, part=part, layer_kind=SOFTMAX))
+        t.append(Tensor(f"{p}.k_norm.weight", (d_h,), "norms", N, layers, part=part, layer_kind=SOFTMAX))
     if att.sinks:
-        t.append(Tensor(f"{p}.sinks", (n_q,), "attention", "other", layers, part=part, layer_kind=kind))
+        t.append(Tensor(f"{p}.sinks", (n_q,), "attention", O, layers, part=part, layer_kind=SOFTMAX,
+                        shard=ShardRule.HEADWISE))
     return t
 
 
-def _mla(spec: ModelSpec, att: MLAAttention, layers: int, part: str, kind: str) -> list[Tensor]:
+def _mla(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> list[Tensor]:
     """DeepSeek-V2/V3 MLA: q down/up (or full W_Q), joint KV down-projection with the RoPE key,
-    KV up-projection to n_h (nope + v) and W_O (DeepSeek-V2 paper, §2.1)."""
+    KV up-projection to n_h (nope + v) and W_O (DeepSeek-V2 paper, §2.1). The small
+    down-projections are replicated across TP; the per-head up-projections are column-parallel."""
     d, n = spec.hidden_size, att.num_attention_heads
     qk = att.qk_nope_head_dim + att.qk_rope_head_dim
     p = "layers.*.self_attn"
     b = att.attention_bias
     if att.q_lora_rank:
-        t = _linear(f"{p}.q_a_proj", d, att.q_lora_rank, "attention", layers, b, part, kind)
-        t.append(Tensor(f"{p}.q_a_layernorm.weight", (att.q_lora_rank,), "norms", "norm", layers, part=part,
-                        layer_kind=kind))
-        t += _linear(f"{p}.q_b_proj", att.q_lora_rank, n * qk, "attention", layers, False, part, kind)
+        t = _linear(f"{p}.q_a_proj", d, att.q_lora_rank, "attention", layers, b, part, SOFTMAX, REP)
+        t.append(Tensor(f"{p}.q_a_layernorm.weight", (att.q_lora_rank,), "norms", N, layers, part=part,
+                        layer_kind=SOFTMAX))
+        t += _linear(f"{p}.q_b_proj", att.q_lora_rank, n * qk, "attention", layers, False, part, SOFTMAX, COL)
     else:
-        t = _linear(f"{p}.q_proj", d, n * qk, "attention", layers, False, part, kind)
+        t = _linear(f"{p}.q_proj", d, n * qk, "attention", layers, False, part, SOFTMAX, COL)
     t += _linear(f"{p}.kv_a_proj_with_mqa", d, att.kv_lora_rank + att.qk_rope_head_dim, "attention", layers, b,
-                 part, kind)
-    t.append(Tensor(f"{p}.kv_a_layernorm.weight", (att.kv_lora_rank,), "norms", "norm", layers, part=part,
-                    layer_kind=kind))
+                 part, SOFTMAX, REP)
+    t.append(Tensor(f"{p}.kv_a_layernorm.weight", (att.kv_lora_rank,), "norms", N, layers, part=part,
+                    layer_kind=SOFTMAX))
     t += _linear(f"{p}.kv_b_proj", att.kv_lora_rank, n * (att.qk_nope_head_dim + att.v_head_dim), "attention",
-                 layers, False, part, kind)
-    t += _linear(f"{p}.o_proj", n * att.v_head_dim, d, "attention", layers, b, part, kind)
+                 layers, False, part, SOFTMAX, COL)
+    t += _linear(f"{p}.o_proj", n * att.v_head_dim, d, "attention", layers, b, part, SOFTMAX, ROW)
     return t
 
 
-def _linear_attention(spec: ModelSpec, layers: int, part: str) -> list[Tensor]:
+def _linear_attention(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     """Qwen3-Next Gated DeltaNet: in_proj_qkvz [d, 2 n_k d_k + 2 n_v d_v], in_proj_ba [d, 2 n_v],
     depthwise conv1d over q, k, v (conv_dim x kernel), dt_bias and A_log (n_v each), a gated
     RMSNorm over d_v and out_proj [n_v d_v, d] (transformers modeling_qwen3_next)."""
@@ -226,67 +242,69 @@ def _linear_attention(spec: ModelSpec, layers: int, part: str) -> list[Tensor]:
     value_dim = la.linear_num_value_heads * la.linear_value_head_dim
     conv_dim = 2 * key_dim + value_dim
     p = "layers.*.linear_attn"
-    k = "linear_attention"
-    t = _linear(f"{p}.in_proj_qkvz", d, 2 * key_dim + 2 * value_dim, "linear_attention", layers, False, part, k)
-    t += _linear(f"{p}.in_proj_ba", d, 2 * la.linear_num_value_heads, "linear_attention", layers, False, part, k)
-    t.append(Tensor(f"{p}.conv1d.weight", (conv_dim, 1, la.linear_conv_kernel_dim), "linear_attention", "other",
-                    layers, part=part, layer_kind=k))
-    t.append(Tensor(f"{p}.dt_bias", (la.linear_num_value_heads,), "linear_attention", "other", layers, part=part,
-                    layer_kind=k))
-    t.append(Tensor(f"{p}.A_log", (la.linear_num_value_heads,), "linear_attention", "other", layers, part=part,
-                    layer_kind=k))
-    t.append(Tensor(f"{p}.norm.weight", (la.linear_value_head_dim,), "norms", "norm", layers, part=part,
-                    layer_kind=k))
-    t += _linear(f"{p}.out_proj", value_dim, d, "linear_attention", layers, False, part, k)
+    g = "linear_attention"
+    heads = la.linear_num_value_heads
+    t = _linear(f"{p}.in_proj_qkvz", d, 2 * key_dim + 2 * value_dim, g, layers, False, part, LINEAR, COL)
+    t += _linear(f"{p}.in_proj_ba", d, 2 * heads, g, layers, False, part, LINEAR, COL)
+    t.append(Tensor(f"{p}.conv1d.weight", (conv_dim, 1, la.linear_conv_kernel_dim), g, O, layers, part=part,
+                    layer_kind=LINEAR, shard=COL))
+    for name in ("dt_bias", "A_log"):
+        t.append(Tensor(f"{p}.{name}", (heads,), g, O, layers, part=part, layer_kind=LINEAR,
+                        shard=ShardRule.HEADWISE))
+    t.append(Tensor(f"{p}.norm.weight", (la.linear_value_head_dim,), "norms", N, layers, part=part,
+                    layer_kind=LINEAR))
+    t += _linear(f"{p}.out_proj", value_dim, d, g, layers, False, part, LINEAR, ROW)
     return t
 
 
-def _ffn(prefix: str, d: int, width: int, gated: bool, bias: bool, group: str, layers: int, part: str,
-         kind: str, copies: int = 1, active: Fraction = Fraction(1)) -> list[Tensor]:
+def _ffn(prefix: str, d: int, width: int, gated: bool, bias: bool, group: str, layers: int, part: Part,
+         kind: LayerKind, experts: bool = False, copies: int = 1, active: Fraction = Fraction(1)) -> list[Tensor]:
+    """Gate and up (column-parallel) and down (row-parallel); routed experts are split whole."""
     names = ("gate_proj", "up_proj", "down_proj") if gated else ("up_proj", "down_proj")
     t: list[Tensor] = []
     for n in names:
         d_in, d_out = (width, d) if n == "down_proj" else (d, width)
-        t += _linear(f"{prefix}.{n}", d_in, d_out, group, layers, bias, part, kind, copies, active)
+        shard = ShardRule.EXPERT if experts else (ROW if n == "down_proj" else COL)
+        t += _linear(f"{prefix}.{n}", d_in, d_out, group, layers, bias, part, kind, shard, copies, active)
     return t
 
 
-def _dense_mlp(spec: ModelSpec, layers: int, part: str) -> list[Tensor]:
+def _dense_mlp(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     mlp = spec.mlp
     assert mlp is not None
     return _ffn("layers.*.mlp", spec.hidden_size, mlp.intermediate_size, mlp.gated, mlp.mlp_bias, "mlp", layers,
-                part, "dense")
+                part, DENSE)
 
 
-def _moe(spec: ModelSpec, layers: int, part: str) -> list[Tensor]:
+def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     moe = spec.moe
     assert moe is not None
     d, E, k = spec.hidden_size, moe.num_experts, moe.num_experts_per_tok
     p = "layers.*.mlp"
-    t = [Tensor(f"{p}.gate.weight", (E, d), "router", "matmul", layers, part=part, layer_kind="moe")]
+    t = [Tensor(f"{p}.gate.weight", (E, d), "router", M, layers, part=part, layer_kind=MOE)]
     if moe.router_bias:
-        t.append(Tensor(f"{p}.gate.bias", (E,), "router", "bias", layers, part=part, layer_kind="moe"))
+        t.append(Tensor(f"{p}.gate.bias", (E,), "router", B, layers, part=part, layer_kind=MOE))
     t += _ffn(f"{p}.experts.*", d, moe.moe_intermediate_size, True, moe.expert_bias, "routed_experts", layers, part,
-              "moe", copies=E, active=Fraction(k))
+              MOE, experts=True, copies=E, active=Fraction(k))
     if moe.shared_expert_intermediate_size:
         t += _ffn(f"{p}.shared_experts", d, moe.shared_expert_intermediate_size, True, False, "shared_experts",
-                  layers, part, "moe")
+                  layers, part, MOE)
         if moe.shared_expert_gate:
-            t.append(Tensor(f"{p}.shared_expert_gate.weight", (1, d), "shared_experts", "matmul", layers, part=part,
-                            layer_kind="moe"))
+            t.append(Tensor(f"{p}.shared_expert_gate.weight", (1, d), "shared_experts", M, layers, part=part,
+                            layer_kind=MOE))
     return t
 
 
-def _blocks(spec: ModelSpec, attention_counts: dict[str, int], mlp_counts: dict[str, int], part: str) -> list[Tensor]:
+def _blocks(spec: ModelSpec, attention_counts: dict[str, int], mlp_counts: dict[str, int], part: Part) -> list[Tensor]:
     """Tensors of decoder blocks, given how many blocks have each attention / feed-forward kind."""
     t: list[Tensor] = []
     att = spec.attention
     softmax_layers = attention_counts.get("full_attention", 0) + attention_counts.get("sliding_attention", 0)
     if softmax_layers:
         if isinstance(att, MLAAttention):
-            t += _mla(spec, att, softmax_layers, part, "full_attention")
+            t += _mla(spec, att, softmax_layers, part)
         else:
-            t += _gqa(spec, att, softmax_layers, part, "full_attention")
+            t += _gqa(spec, att, softmax_layers, part)
     if attention_counts.get("linear_attention"):
         t += _linear_attention(spec, attention_counts["linear_attention"], part)
     if mlp_counts.get("dense"):
@@ -302,24 +320,28 @@ def _blocks(spec: ModelSpec, attention_counts: dict[str, int], mlp_counts: dict[
 def _vision(v: Vision) -> list[Tensor]:
     """Qwen2-VL vision tower (transformers Qwen2VisionTransformerPretrainedModel): Conv3d patch
     embedding without bias, ``depth`` blocks (LayerNorm, fused qkv with bias, proj, fc1/fc2 with
-    biases) and the merger (LayerNorm, then MLP [4 d_vit -> 4 d_vit -> d_model])."""
+    biases) and the merger (LayerNorm, then MLP [4 d_vit -> 4 d_vit -> d_model]). Sharded as
+    vLLM's Qwen2-VL: qkv and fc1 column-parallel, proj and fc2 row-parallel, the merger's first
+    linear column- and its second row-parallel."""
     e, L = v.embed_dim, v.depth
     patch = v.in_chans * v.temporal_patch_size * v.patch_size**2
     merged = e * v.spatial_merge_size**2
-    p = "vision"
-    t = [Tensor("visual.patch_embed.proj.weight", (e, patch), "vision.patch_embed", "matmul", part=p)]
+    p = Part.VISION
+    t = [Tensor("visual.patch_embed.proj.weight", (e, patch), "vision.patch_embed", M, part=p)]
     for norm in ("norm1", "norm2"):
-        t.append(Tensor(f"visual.blocks.*.{norm}.weight", (e,), "vision.blocks", "norm", L, part=p))
-        t.append(Tensor(f"visual.blocks.*.{norm}.bias", (e,), "vision.blocks", "norm", L, part=p))
-    for name, d_in, d_out in (("attn.qkv", e, 3 * e), ("attn.proj", e, e), ("mlp.fc1", e, v.mlp_ratio * e),
-                              ("mlp.fc2", v.mlp_ratio * e, e)):
-        t.append(Tensor(f"visual.blocks.*.{name}.weight", (d_out, d_in), "vision.blocks", "matmul", L, part=p))
-        t.append(Tensor(f"visual.blocks.*.{name}.bias", (d_out,), "vision.blocks", "bias", L, part=p))
-    t.append(Tensor("visual.merger.ln_q.weight", (e,), "vision.merger", "norm", part=p))
-    t.append(Tensor("visual.merger.ln_q.bias", (e,), "vision.merger", "norm", part=p))
-    for name, d_in, d_out in (("mlp.0", merged, merged), ("mlp.2", merged, v.out_hidden_size)):
-        t.append(Tensor(f"visual.merger.{name}.weight", (d_out, d_in), "vision.merger", "matmul", part=p))
-        t.append(Tensor(f"visual.merger.{name}.bias", (d_out,), "vision.merger", "bias", part=p))
+        t.append(Tensor(f"visual.blocks.*.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
+        t.append(Tensor(f"visual.blocks.*.{norm}.bias", (e,), "vision.blocks", N, L, part=p))
+    for name, d_in, d_out, shard in (("attn.qkv", e, 3 * e, COL), ("attn.proj", e, e, ROW),
+                                     ("mlp.fc1", e, v.mlp_ratio * e, COL), ("mlp.fc2", v.mlp_ratio * e, e, ROW)):
+        t.append(Tensor(f"visual.blocks.*.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p, shard=shard))
+        t.append(Tensor(f"visual.blocks.*.{name}.bias", (d_out,), "vision.blocks", B, L, part=p,
+                        shard=ShardRule.ROW_BIAS if shard == ROW else shard))
+    t.append(Tensor("visual.merger.ln_q.weight", (e,), "vision.merger", N, part=p))
+    t.append(Tensor("visual.merger.ln_q.bias", (e,), "vision.merger", N, part=p))
+    for name, d_in, d_out, shard in (("mlp.0", merged, merged, COL), ("mlp.2", merged, v.out_hidden_size, ROW)):
+        t.append(Tensor(f"visual.merger.{name}.weight", (d_out, d_in), "vision.merger", M, part=p, shard=shard))
+        t.append(Tensor(f"visual.merger.{name}.bias", (d_out,), "vision.merger", B, part=p,
+                        shard=ShardRule.ROW_BIAS if shard == ROW else shard))
     return t
 
 
@@ -331,17 +353,17 @@ def _mtp(spec: ModelSpec) -> list[Tensor]:
     assert mtp is not None
     D, d, V = mtp.num_nextn_predict_layers, spec.hidden_size, spec.vocab_size
     mlp_kind = "moe" if spec.moe is not None else "dense"
-    t = [
-        Tensor(f"mtp.*.{n}.weight", (d,), "mtp", "norm", D, part="mtp") for n in ("enorm", "hnorm")
-    ]
-    t.append(Tensor("mtp.*.eh_proj.weight", (d, 2 * d), "mtp", "matmul", D, part="mtp"))
-    t.append(Tensor("mtp.*.shared_head.norm.weight", (d,), "mtp", "norm", D, part="mtp"))
-    block = _blocks(spec, {"full_attention": D}, {mlp_kind: D}, "mtp")
+    t = [Tensor(f"mtp.*.{n}.weight", (d,), "mtp", N, D, part=Part.MTP) for n in ("enorm", "hnorm")]
+    t.append(Tensor("mtp.*.eh_proj.weight", (d, 2 * d), "mtp", M, D, part=Part.MTP))
+    t.append(Tensor("mtp.*.shared_head.norm.weight", (d,), "mtp", N, D, part=Part.MTP))
+    block = _blocks(spec, {"full_attention": D}, {mlp_kind: D}, Part.MTP)
     t += [Tensor(b.name.replace("layers.*", "mtp.*.block"), b.shape, "mtp", b.kind, b.layers, b.copies, b.active,
-                 part="mtp") for b in block]
+                 part=Part.MTP, shard=b.shard) for b in block]
     if mtp.checkpoint_stores_shared:
-        t.append(Tensor("mtp.*.embed_tokens.weight", (V, d), "mtp", "lookup", D, part="mtp_copy"))
-        t.append(Tensor("mtp.*.shared_head.head.weight", (V, d), "mtp", "matmul", D, part="mtp_copy"))
+        t.append(Tensor("mtp.*.embed_tokens.weight", (V, d), "mtp", L_, D, part=Part.MTP_COPY,
+                        shard=ShardRule.VOCAB))
+        t.append(Tensor("mtp.*.shared_head.head.weight", (V, d), "mtp", M, D, part=Part.MTP_COPY,
+                        shard=ShardRule.VOCAB))
     return t
 
 
@@ -355,12 +377,13 @@ def build(spec: ModelSpec) -> Structure:
         attention_counts[kind] = attention_counts.get(kind, 0) + 1
         mlp_kind = "moe" if spec.is_moe_layer(i) else "dense"
         mlp_counts[mlp_kind] = mlp_counts.get(mlp_kind, 0) + 1
-    t = [Tensor("embed_tokens.weight", (V, d), "embedding", "lookup")]
+    t = [Tensor("embed_tokens.weight", (V, d), "embedding", L_, shard=ShardRule.VOCAB)]
     if spec.position_embedding == "learned":
-        t.append(Tensor("embed_positions.weight", (spec.max_position_embeddings, d), "position_embedding", "lookup"))
-    t += _blocks(spec, attention_counts, mlp_counts, "decoder")
-    t += _norm("norm", d, spec, 0, "decoder", "final_norm")
-    t.append(Tensor("lm_head.weight", (V, d), "lm_head", "matmul", stored=not spec.tie_word_embeddings))
+        t.append(Tensor("embed_positions.weight", (spec.max_position_embeddings, d), "position_embedding", L_))
+    t += _blocks(spec, attention_counts, mlp_counts, Part.DECODER)
+    t += _norm("norm", d, spec, 0, Part.DECODER, "final_norm")
+    t.append(Tensor("lm_head.weight", (V, d), "lm_head", M, stored=not spec.tie_word_embeddings,
+                    shard=ShardRule.VOCAB))
     if spec.vision is not None:
         t += _vision(spec.vision)
     if spec.mtp is not None:

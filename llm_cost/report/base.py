@@ -44,19 +44,28 @@ def console():  # noqa: ANN201 - rich type imported lazily
 
     from rich.console import Console
 
-    # a terminal's own width; 120 columns when writing to a pipe or file (or $COLUMNS)
-    width = shutil.get_terminal_size(fallback=(120, 24)).columns
+    # a terminal's own width (or $COLUMNS); 160 columns when writing to a pipe or file
+    width = shutil.get_terminal_size(fallback=(160, 24)).columns
     return Console(highlight=False, soft_wrap=False, width=width)
 
 
 def print_table(con, title: str, columns: list[tuple[str, str]], rows: Iterable[list[str]],
                 caption: str | None = None) -> None:
     """A table: ``columns`` are (header, justify) pairs; ``rows`` already-formatted strings."""
+    import textwrap
+
     from rich.table import Table
 
-    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
-    for header, justify in columns:
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    rows = [list(r) for r in rows]
+    longest = max(len(title or ""), len(caption or ""))
+    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
+                  min_width=min(longest, con.width))  # the title and caption wrap only at the console's edge
+    for i, (header, justify) in enumerate(columns):
+        # a figure (right-aligned) sets its column's width; its header wraps to it; nothing is cut (fold)
+        widest = max((len(r[i]) for r in rows if i < len(r)), default=0)
+        if justify == "right" and len(header) > widest:
+            header = textwrap.fill(header, width=max(widest, max(len(w) for w in header.split() or [""])))
+        table.add_column(header, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for row in rows:
         table.add_row(*row)
     con.print(table)

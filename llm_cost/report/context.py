@@ -18,7 +18,11 @@ def render(con, r: ContextResult, display_name: str) -> None:
     has_state = any(x.state_bytes for x in r.rows)
     has_all = any(x.all_attention_kv_bytes is not None for x in r.rows)
     columns = [("context", "right"), ("attention / token", "right"), ("attention / weights", "right"),
-               ("prefill FLOPs", "right"), (f"prefill at {r.mfu:.0%} MFU", "right"), ("KV / request", "right")]
+               ("prefill FLOPs", "right"), ("TTFT bound", "right"), ("TTFT estimate", "right")]
+    documents = r.weight_convention != "gemm"
+    if documents:
+        columns.append(("documents' prefill", "right"))
+    columns.append(("KV / request", "right"))
     if has_state:
         columns += [("+ fixed state", "right"), ("KV + state", "right")]
     if has_all:
@@ -27,10 +31,14 @@ def render(con, r: ContextResult, display_name: str) -> None:
     rows = []
     for x in r.rows:
         row = [fmt_int(x.context), fmt_flops(x.attention_flops_per_token), f"{x.attention_to_weight:,.2f}x",
-               fmt_flops(x.prefill_flops), fmt_seconds(x.prefill_time_s) if x.prefill_time_s else "-",
-               fmt_iec(x.kv_bytes)]
+               fmt_flops(x.prefill_flops), fmt_seconds(x.prefill_bound_s) if x.prefill_bound_s else "-",
+               fmt_seconds(x.prefill_estimate_s) if x.prefill_estimate_s else "-"]
+        if documents:
+            row.append(fmt_flops(x.document_prefill_flops) + (f", {fmt_seconds(x.document_prefill_time_s)}"
+                                                              if x.document_prefill_time_s else ""))
+        row.append(fmt_iec(x.kv_bytes))
         if has_state:
-            row += [fmt_iec(x.state_bytes), fmt_iec(x.kv_bytes + x.state_bytes)]
+            row += [fmt_iec(x.state_bytes), fmt_iec(x.kv_plus_state_bytes)]
         if has_all:
             row.append(fmt_iec(x.all_attention_kv_bytes) if x.all_attention_kv_bytes is not None else "")
         row.append(fmt_iec(x.scores_bytes_per_layer))

@@ -23,13 +23,15 @@ def render(con, r: FitReport, display_name: str, gpu_name: str) -> None:
     rows = [[f"{d.layout.gpus}", f"TP {d.layout.tp} x PP {d.layout.pp}" + (f", EP {d.layout.ep}" if d.layout.ep > 1
                                                                              else ""),
              fmt_si(d.per_gpu.max_weight_bytes), fmt_iec(d.kv_bytes_per_gpu), fmt_si(d.headroom_bytes),
-             fmt_seconds(d.step_s), d.dominant] for d in r.smallest_layouts]
+             fmt_seconds(d.step.bound_s), fmt_seconds(d.step.estimate_s), d.step.bound] for d in r.smallest_layouts]
     print_table(con, f"smallest layouts: {first.layout.gpus} x {gpu_name} at the least (batch {first.batch}, "
                      f"context {first.context:,})",
                 [("GPUs", "right"), ("layout", "left"), ("weights / GPU", "right"), ("KV / GPU", "right"),
-                 ("headroom / GPU", "right"), ("decode step bound", "right"), ("dominated by", "left")], rows,
-                caption="fullest GPU shown; TP within one node; decode bound = per-stage Roofline summed over "
-                        "stages + communication")
+                 ("headroom / GPU", "right"), ("decode bound", "right"), (f"estimate (MFU {first.step.mfu:.0%}, "
+                                                                          f"MBU {first.step.mbu:.0%})", "right"),
+                 ("bound by", "left")], rows,
+                caption="fullest GPU shown; TP within one node; decode step per GPU summed over the stages, "
+                        "communication included")
 
 
 def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> None:
@@ -37,28 +39,31 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
     L = d.layout
     p = d.per_gpu
     con.print(f"[bold]{display_name} on {L.gpus} x {gpu_name}: TP {L.tp} x PP {L.pp} x DP {L.dp}, EP {L.ep}; "
-              f"batch {d.batch}, context {d.context:,}[/bold]")
-    rows = [[str(i), str(n), fmt_si(w), f"{fmt_int(int(k))} B", fmt_si(w + -(-d.batch // L.dp) * d.context * k)]
-            for i, (n, w, k) in enumerate(zip(p.stage_layers, p.weight_bytes, p.kv_bytes_per_token))]
+              f"batch {d.batch} ({d.sequences_per_replica} per replica), context {d.context:,}[/bold]")
+    rows = [[str(i), str(n), fmt_si(w), f"{fmt_int(int(k))} B", fmt_si(u)]
+            for i, (n, w, k, u) in enumerate(zip(p.stage_layers, p.weight_bytes, p.kv_bytes_per_token,
+                                                  d.stage_used_bytes))]
     print_table(con, "per GPU, by pipeline stage", [("stage", "right"), ("layers", "right"), ("weights", "right"),
                                                    ("KV per token", "right"), ("weights + KV", "right")], rows)
     facts = []
     if p.kv_heads_per_gpu is not None:
         facts.append(("KV heads per GPU", f"{p.kv_heads_per_gpu}" + (f" (each replicated on {p.kv_replication} GPUs)"
                                                                      if p.kv_replication > 1 else "")))
+    s = d.step
     facts += [
         ("memory per GPU", bytes_exact(d.memory_bytes)),
         ("fullest GPU uses", bytes_exact(d.used_bytes)),
         ("headroom" if d.fits else "[bold red]short by[/bold red]", bytes_exact(abs(d.headroom_bytes))),
-        ("decode: compute / memory at peak", f"{fmt_seconds(d.compute_s)} / {fmt_seconds(d.memory_s)}"),
-        ("decode: per-GPU Roofline bound", fmt_seconds(d.compute_bound_s)),
-        ("communication per step", f"{fmt_seconds(d.comm.time_s)} over {d.comm.link} at "
-                                   f"{d.comm.link_gb_s:g} GB/s (TP all-reduce {fmt_si(d.comm.tp_allreduce_bytes)}, "
-                                   f"PP {fmt_si(d.comm.pp_bytes)}, EP {fmt_si(d.comm.ep_all_to_all_bytes)})"),
-        ("decode step bound", f"[bold]{fmt_seconds(d.step_s)}[/bold], dominated by {d.dominant}"),
+        ("decode: compute / memory at peak", f"{fmt_seconds(s.compute_time_s)} / {fmt_seconds(s.memory_time_s)}"),
+        ("communication per step", f"{fmt_seconds(s.comm_time_s)} over {s.link} ({bytes_exact(s.comm_bytes)} sent "
+                                   "per GPU)"),
+        ("decode step bound", f"[bold]{fmt_seconds(s.bound_s)}[/bold] ({s.bound}-bound), {s.tokens_per_s:,.0f} "
+                              "tokens/s"),
+        (f"decode estimate at MFU {s.mfu:.0%}, MBU {s.mbu:.0%}", f"{fmt_seconds(s.estimate_s)}, "
+                                                               f"{s.estimate_tokens_per_s:,.0f} tokens/s"),
     ]
     print_facts(con, facts)
-    print_conventions(con, d.conventions)
+    print_conventions(con, d.conventions + s.conventions)
 
 
 def render_single(con, f: Fit, display_name: str, gpu_name: str) -> None:

@@ -37,9 +37,10 @@ def render(con, r: MoEResult, display_name: str) -> None:
         ("all-to-all per token per layer", f"dispatch {fmt_iec(r.dispatch_bytes_per_token_per_layer)} "
                                            f"({r.dispatch_bits} bits) + combine {fmt_iec(r.combine_bytes_per_token_per_layer)} "
                                            f"({r.combine_bits} bits)"),
-        (f"TP-{r.tp} ring all-reduce of one hidden state", f"{fmt_iec(r.allreduce_bytes_per_token_per_layer)} per token "
-                                                          f"(the all-reduce a TP FFN needs in place of the all-to-all; "
-                                                          f"all-to-all is {r.all_to_all_vs_allreduce:.1f}x)"),
+        (f"TP-{r.tp} ring all-reduce of one hidden state",
+         f"{fmt_iec(r.allreduce_bytes_per_token_per_layer)} per token (the all-reduce a TP FFN needs in place of the "
+         + (f"all-to-all; all-to-all is {r.all_to_all_vs_allreduce:.1f}x)" if r.all_to_all_vs_allreduce is not None
+            else "all-to-all; at TP 1 there is none)")),
         (f"all-to-all for a {r.prompt_tokens:,}-token prompt", f"{fmt_iec(r.prompt_all_to_all_bytes)} over "
                                                                f"{r.moe_layers} MoE layers"),
     ]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from llm_cost.analyses.roofline import DecodeStep, PrefillStep, Ridge
+from llm_cost.analyses.roofline import DecodeStep, PrefillStep
+from llm_cost.perf.ridge import Ridge
 from llm_cost.core.units import fmt_flops, fmt_int, fmt_seconds, fmt_si
 from llm_cost.report.base import bytes_exact, print_conventions, print_facts, print_table
 
@@ -21,30 +22,57 @@ def _default_note(con, model_given: bool, display_name: str) -> None:
         con.print(f"[dim]model: {display_name} (the default; name a MODEL to change it)[/dim]")
 
 
+def _layout_text(layout) -> str:
+    if layout.gpus == 1:
+        return ""
+    return f", TP {layout.tp} x PP {layout.pp} x DP {layout.dp} = {layout.gpus} GPUs (EP {layout.ep})"
+
+
+def _ops_table(con, rows) -> None:
+    table = [[o.name + (f" (stage {o.stage})" if o.stage else ""), fmt_flops(o.flops), fmt_si(o.weight_bytes + o.kv_bytes),
+              fmt_si(o.comm_bytes) if o.comm_bytes else "-", f"{o.intensity:,.1f}" if o.intensity else "-", o.bound,
+              fmt_seconds(o.bound_s), fmt_seconds(o.estimate_s)] for o in rows]
+    print_table(con, "per operator, per GPU (bound: max(FLOPs / peak, bytes / bandwidth) + link time)",
+                [("operator", "left"), ("FLOPs", "right"), ("weights + KV", "right"), ("sent", "right"),
+                 ("FLOP/byte", "right"), ("bound by", "left"), ("bound", "right"), ("estimate", "right")], table,
+                caption="the step's bound overlaps compute and memory across operators, so it is at most the sum "
+                        "of the operators' bounds")
+
+
 def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_given: bool, ops: bool) -> None:
     """The decode step: FLOPs, bytes, intensities, bound, estimate, compute-bound batch."""
     _default_note(con, model_given, display_name)
-    one = " one" if d.deployment is not None else ""
-    con.print(f"[bold]{display_name} on{one} {gpu_name}: decode step, batch {d.batch}, context {d.context:,}, "
-              f"{d.compute_dtype} peak, weights at {d.weight_bits:g} bits, KV at {d.kv_bits} bits[/bold]")
+    con.print(f"[bold]{display_name} on {gpu_name}{_layout_text(d.layout)}: decode step, batch {d.batch}, context "
+              f"{d.context:,} cached tokens per sequence, {d.compute_dtype} peak, weights at {d.weight_bits:g} bits, "
+              f"KV at {d.kv_bits} bits[/bold]")
+    per = " per GPU" if d.layout.gpus > 1 else ""
     facts = [
-        ("FLOPs", f"{fmt_flops(d.flops)} = weights {fmt_flops(d.weight_flops)} + attention {fmt_flops(d.attention_flops)}"),
-        ("matmul weights read", bytes_exact(d.matmul_weight_bytes)),
+        ("FLOPs" + per, f"{fmt_flops(d.flops)} = weights {fmt_flops(d.weight_flops)} + attention "
+                        f"{fmt_flops(d.attention_flops)}"),
+        ("matmul weights read" + per, bytes_exact(d.matmul_weight_bytes)),
         ("norm/bias vectors + embedding rows", bytes_exact(d.other_weight_bytes + d.embedding_row_bytes)),
         ("KV read + new K/V written", f"{bytes_exact(d.kv_read_bytes)} + {bytes_exact(d.kv_write_bytes)}"),
-        ("bytes per step", bytes_exact(d.bytes) + ("  (resident convention)" if d.weight_bytes_convention == "resident"
-                                                  else "")),
+        ("bytes per step" + per, bytes_exact(d.bytes) + ("  (resident convention)"
+                                                        if d.weight_bytes_convention == "resident" else "")),
         ("arithmetic intensity", f"{d.intensity:,.2f} FLOP/byte (weights {d.weight_intensity:,.2f}"
          + (f", KV {d.kv_intensity:,.2f}" if d.kv_intensity else "") + f"); ridge {d.ridge:,.1f}"),
         ("compute time at peak", fmt_seconds(d.compute_time_s)),
         ("memory time at peak", fmt_seconds(d.memory_time_s)),
+    ]
+    if d.comm_bytes:
+        facts.append(("communication per GPU", f"{bytes_exact(d.comm_bytes)} sent, {fmt_seconds(d.comm_time_s)} "
+                                               f"over {d.link}"))
+    facts += [
         ("lower bound", f"[bold]{fmt_seconds(d.bound_s)}[/bold] ({d.bound}-bound), {d.tokens_per_s:,.0f} tokens/s"),
-        ("read all resident weights once", f"{fmt_seconds(d.resident_read_time_s)} "
-         f"({fmt_si(d.resident_weight_bytes)}, the source documents' convention)"),
-        ("read the matmul weights only", f"{fmt_seconds(d.matmul_weights_time_s)} ({fmt_si(d.matmul_weight_bytes)})"),
         (f"estimate at MFU {d.mfu:.0%}, MBU {d.mbu:.0%}", f"{fmt_seconds(d.estimate_s)}, "
          f"{d.estimate_tokens_per_s:,.0f} tokens/s"),
     ]
+    if d.layout.gpus == 1:
+        facts += [
+            ("read all resident weights once", f"{fmt_seconds(d.resident_read_time_s)} "
+             f"({fmt_si(d.resident_weight_bytes)}, the source documents' convention)"),
+            ("read the matmul weights only", f"{fmt_seconds(d.matmul_weights_time_s)} ({fmt_si(d.matmul_weight_bytes)})"),
+        ]
     if d.compute_bound_batch_weights_only:
         kv = d.kv_bytes_at_compute_bound_batch
         facts.append(("batch where weights reach the ridge", f"{fmt_int(d.compute_bound_batch_weights_only)}"
@@ -56,32 +84,29 @@ def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_gi
         facts.append(("intensity as batch grows", f"-> {d.intensity_limit:,.2f} FLOP/byte (the KV reads of each "
                                                   "sequence do not amortise)"))
     print_facts(con, facts)
-    if d.deployment is not None:
-        from llm_cost.report.fit import render_deployment
-
-        render_deployment(con, d.deployment, display_name, gpu_name)
     if ops:
-        rows = [[o.name, fmt_flops(o.flops), fmt_si(o.bytes), f"{o.intensity:,.1f}" if o.intensity else "-",
-                 o.bound, fmt_seconds(o.time_s)] for o in d.ops]
-        rows.append(["[bold]sum[/bold]", fmt_flops(sum(o.flops for o in d.ops)), fmt_si(sum(o.bytes for o in d.ops)),
-                     "", "", fmt_seconds(sum(o.time_s for o in d.ops))])
-        print_table(con, "per operator (time at peak: max(FLOPs/peak, bytes/bandwidth))",
-                    [("operator", "left"), ("FLOPs", "right"), ("bytes", "right"), ("FLOP/byte", "right"),
-                     ("bound", "left"), ("time", "right")], rows,
-                    caption="the sum of per-operator times is at least the step's bound (each op waits for its "
-                            "slower resource)")
+        _ops_table(con, d.ops)
     print_conventions(con, d.conventions)
 
 
-def render_prefill(con, p: PrefillStep, display_name: str, gpu_name: str, model_given: bool) -> None:
-    """The prefill: FLOPs, bytes, time at peak and at the MFU."""
+def render_prefill(con, p: PrefillStep, display_name: str, gpu_name: str, model_given: bool, ops: bool = False) -> None:
+    """The prefill (time to first token): FLOPs, bytes, bound and estimate."""
     _default_note(con, model_given, display_name)
-    con.print(f"[bold]{display_name} on {gpu_name}: prefill of {p.batch} x {p.seq:,} tokens, {p.compute_dtype} peak[/bold]")
-    print_facts(con, [
+    con.print(f"[bold]{display_name} on {gpu_name}{_layout_text(p.layout)}: prefill of {p.batch} x {p.seq:,} tokens "
+              f"(time to first token), {p.compute_dtype} peak[/bold]")
+    facts = [
         ("FLOPs", f"{fmt_flops(p.flops)} = weights {fmt_flops(p.weight_flops)} + attention {fmt_flops(p.attention_flops)}"),
         ("bytes", f"{bytes_exact(p.bytes)} (weights once + K/V written)"),
         ("arithmetic intensity", f"{p.intensity:,.0f} FLOP/byte"),
-        ("time at peak (lower bound)", f"[bold]{fmt_seconds(p.bound_s)}[/bold] ({p.bound}-bound)"),
-        (f"estimate at MFU {p.mfu:.0%}", f"{fmt_seconds(p.estimate_s)}, {p.tokens_per_s_at_mfu:,.0f} tokens/s"),
-    ])
+    ]
+    if p.comm_bytes:
+        facts.append(("communication per GPU", f"{bytes_exact(p.comm_bytes)} sent, {fmt_seconds(p.comm_time_s)}"))
+    facts += [
+        ("TTFT lower bound", f"[bold]{fmt_seconds(p.bound_s)}[/bold] ({p.bound}-bound)"),
+        (f"TTFT estimate at MFU {p.mfu:.0%}, MBU {p.mbu:.0%}", f"{fmt_seconds(p.estimate_s)}, "
+                                                            f"{p.tokens_per_s_at_mfu:,.0f} tokens/s"),
+    ]
+    print_facts(con, facts)
+    if ops:
+        _ops_table(con, p.ops)
     print_conventions(con, p.conventions)

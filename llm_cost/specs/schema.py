@@ -18,6 +18,8 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from llm_cost.core.errors import InputError
+
 PositiveInt = Annotated[int, Field(gt=0, strict=True)]
 NonNegInt = Annotated[int, Field(ge=0, strict=True)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -377,5 +379,10 @@ class HardwareSpec(_Strict):
         return self.memory_bandwidth_tb_s * 1e12
 
     def peak_flops(self, dtype: str) -> float:
-        """Dense peak FLOP/s for ``dtype``; KeyError if the GPU has no such tensor-core path."""
-        return self.dense_tflops[dtype] * 1e12
+        """Dense peak FLOP/s for ``dtype``; InputError if the GPU has no such tensor-core path
+        (FP8 on an A100 is an error, not a number)."""
+        key = str(dtype).lower()
+        if key not in self.dense_tflops:
+            raise InputError(f"--dtype: {self.name} ({self.display_name}) has no {dtype} tensor-core peak; "
+                             f"its datasheet lists: {', '.join(self.dense_tflops)}")
+        return self.dense_tflops[key] * 1e12  # type: ignore[index]

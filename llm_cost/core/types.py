@@ -1,0 +1,137 @@
+"""The vocabulary of the engine as types: dtypes with their storage bits, tensor kinds, parts,
+shard rules, phases, operator kinds and recompute modes.
+
+Each is a ``str`` enum, so a value compares equal to its name as typed in YAML or on the command
+line (``Dtype.BF16 == "bf16"``) and serialises to that string in JSON. ``DTYPE_BITS`` is the one
+table of storage bits per element.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from llm_cost.core.errors import InputError
+
+__all__ = ["Dtype", "DTYPE_BITS", "dtype_of", "TensorKind", "Part", "LayerKind", "ShardRule", "Phase", "OpKind",
+           "Recompute"]
+
+
+class _Str(str, Enum):
+    """A string enum whose ``str()`` and format are its value on every Python version."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class Dtype(_Str):
+    """Element formats of weights, KV cache and compute (tensor-core peaks are per dtype)."""
+
+    FP64 = "fp64"
+    FP32 = "fp32"
+    TF32 = "tf32"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    INT4 = "int4"
+    FP4 = "fp4"
+
+    @property
+    def bits(self) -> int:
+        """Storage bits per element (TF32 is stored as FP32)."""
+        return DTYPE_BITS[self]
+
+
+#: Storage bits per element of every dtype.
+DTYPE_BITS: dict[Dtype, int] = {Dtype.FP64: 64, Dtype.FP32: 32, Dtype.TF32: 32, Dtype.BF16: 16, Dtype.FP16: 16,
+                                Dtype.FP8: 8, Dtype.INT8: 8, Dtype.INT4: 4, Dtype.FP4: 4}
+
+#: Dtypes a weight, KV cache or activation is stored in (TF32 and FP64 are compute formats only).
+STORAGE_DTYPES = (Dtype.FP32, Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8, Dtype.INT4, Dtype.FP4)
+
+
+def dtype_of(name: str | Dtype, what: str = "--dtype", storage: bool = True) -> Dtype:
+    """The Dtype named ``name`` (case-insensitive); InputError naming ``what`` and the valid names."""
+    key = str(name).strip().lower()
+    valid = STORAGE_DTYPES if storage else tuple(Dtype)
+    for d in valid:
+        if d.value == key:
+            return d
+    raise InputError(f"{what}: unknown dtype {str(name)!r}; valid: {', '.join(d.value for d in valid)}")
+
+
+class TensorKind(_Str):
+    """What a weight tensor does: a matmul operand, a lookup table, a norm scale, a bias, or other."""
+
+    MATMUL = "matmul"
+    LOOKUP = "lookup"
+    NORM = "norm"
+    BIAS = "bias"
+    OTHER = "other"
+
+
+class Part(_Str):
+    """Which part of a checkpoint a tensor belongs to."""
+
+    DECODER = "decoder"
+    VISION = "vision"
+    MTP = "mtp"
+    MTP_COPY = "mtp_copy"  # the embedding and LM head copies stored with MTP modules
+
+
+class LayerKind(_Str):
+    """The kind of decoder layer a per-layer tensor belongs to (how sharding finds its layers)."""
+
+    SOFTMAX_ATTENTION = "full_attention"  # every softmax-attention layer, full or sliding
+    LINEAR_ATTENTION = "linear_attention"
+    DENSE = "dense"
+    MOE = "moe"
+    ANY = "any"  # norms and anything every layer has
+
+
+class ShardRule(_Str):
+    """How tensor parallelism splits a tensor (Megatron-LM / vLLM parallel layers)."""
+
+    COLUMN = "column"  # split by output features
+    ROW = "row"  # split by input features
+    ROW_BIAS = "row_bias"  # the bias of a row-parallel layer: replicated
+    KV = "kv"  # K/V heads: split while TP <= n_kv, else one head per GPU, replicated
+    VOCAB = "vocab"  # embedding and LM head split by vocabulary
+    EXPERT = "expert"  # routed experts: whole experts over EP ranks, or split like an MLP
+    HEADWISE = "headwise"  # one value per head (sinks, A_log): split with the heads
+    REPLICATED = "replicated"
+
+    @property
+    def split_by_tp(self) -> bool:
+        """True for the rules that divide a tensor by the TP degree."""
+        return self in (ShardRule.COLUMN, ShardRule.ROW, ShardRule.VOCAB, ShardRule.HEADWISE)
+
+
+class Phase(_Str):
+    """What a step does: a prompt's forward pass, one token per sequence, or both at once."""
+
+    PREFILL = "prefill"
+    DECODE = "decode"
+    MIXED = "mixed"  # a prefill chunk beside decoding sequences (chunked prefill)
+
+
+class OpKind(_Str):
+    """The kind of an operator of a step."""
+
+    GEMM = "gemm"
+    ATTENTION = "attention"
+    RECURRENCE = "recurrence"  # linear-attention state update and read-out
+    ELEMENTWISE = "elementwise"  # norms, biases and other per-element work
+    EMBEDDING = "embedding"  # table lookups (and, by the resident convention, untouched weights)
+    COLLECTIVE = "collective"
+
+
+class Recompute(_Str):
+    """Activation recomputation in training (Korthikanti et al. 2022)."""
+
+    NONE = "none"
+    SELECTIVE = "selective"
+    FULL = "full"

@@ -1,0 +1,205 @@
+"""Multi-GPU layouts: which part of each weight tensor and of the KV cache one GPU holds.
+
+Layout: TP x PP x DP GPUs (Megatron-LM; vLLM). Each tensor declares its shard rule where
+:mod:`llm_cost.model.structure` builds it; this module applies the rules:
+
+* tensor parallelism (TP) splits column-parallel weights by output and row-parallel weights by
+  input (a row-parallel bias is replicated); the embedding and LM head are vocabulary-parallel;
+  one-per-head vectors split with the heads; norms, routers and the small MLA down-projections
+  are replicated.
+* K/V heads: with TP <= n_kv each GPU holds n_kv / TP heads; with TP > n_kv each GPU holds one
+  head, replicated TP / n_kv times (TP must divide or be divided by n_kv). MLA's latent cache
+  is replicated on every TP rank.
+* pipeline parallelism (PP) splits the L layers into PP stages as evenly as possible (the first
+  stages take one more when L % PP != 0); the embedding (and a vision tower) sit on the first
+  stage, the final norm, LM head and MTP modules on the last.
+* expert parallelism (EP), as vLLM's ``enable_expert_parallel``: EP = TP x DP ranks of a stage
+  hold (E + R) / EP whole experts each; with EP = 1 the experts are split by TP like an MLP.
+* data parallelism (DP) replicates everything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from llm_cost.core.errors import InputError
+from llm_cost.core.types import LayerKind, Part, ShardRule, TensorKind
+from llm_cost.core.units import exact, to_bytes
+from llm_cost.model.kv import kv_elements_per_token_per_layer
+from llm_cost.model.structure import Tensor, build
+from llm_cost.specs.schema import GQAAttention, ModelSpec
+
+__all__ = ["Layout", "ONE_GPU", "validate_layout", "stage_layers", "stage_first_layers", "tensor_share",
+           "layers_of", "tensor_layers_in_stage", "PerGPU", "per_gpu", "kv_heads_per_gpu"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """GPUs = tp x pp x dp; ep ranks (1 or tp x dp) hold the experts of a stage."""
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp: int = 1
+    redundant_experts: int = 0
+    gpus: int = field(init=False)  # tp x pp x dp
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpus", self.tp * self.pp * self.dp)
+
+
+#: The one-GPU layout.
+ONE_GPU = Layout()
+
+
+def validate_layout(spec: ModelSpec, layout: Layout) -> None:
+    """InputError naming the flag when the layout cannot hold the model."""
+    att = spec.attention
+    n_q = att.num_attention_heads
+    for flag, value in (("--tp", layout.tp), ("--pp", layout.pp), ("--ep", layout.ep), ("--dp", layout.dp)):
+        if value < 1:
+            raise InputError(f"{flag}: {value} must be at least 1")
+    if n_q % layout.tp:
+        raise InputError(f"--tp: {layout.tp} does not divide the {n_q} query heads of {spec.name}")
+    if isinstance(att, GQAAttention):
+        n_kv = spec.num_key_value_heads
+        if n_kv % layout.tp and layout.tp % n_kv:
+            raise InputError(f"--tp: {layout.tp} neither divides nor is a multiple of the {n_kv} KV heads")
+    la = spec.linear_attention
+    if la is not None and (la.linear_num_value_heads % layout.tp or la.linear_num_key_heads % layout.tp):
+        raise InputError(f"--tp: {layout.tp} does not divide the linear-attention heads "
+                         f"({la.linear_num_key_heads} key, {la.linear_num_value_heads} value)")
+    if layout.pp > spec.num_hidden_layers:
+        raise InputError(f"--pp: {layout.pp} stages exceed the {spec.num_hidden_layers} layers")
+    moe = spec.moe
+    if moe is None:
+        if layout.ep != 1 or layout.redundant_experts:
+            raise InputError(f"--ep: {spec.name} has no experts; use --ep 1")
+        return
+    if layout.ep not in (1, layout.tp * layout.dp):
+        raise InputError(f"--ep: expert parallelism spans the TP x DP ranks of a stage, so --ep must be 1 or "
+                         f"--tp x --dp = {layout.tp * layout.dp}; raise --tp or --dp to spread experts wider")
+    if (moe.num_experts + layout.redundant_experts) % layout.ep:
+        raise InputError(f"--ep: {layout.ep} does not divide {moe.num_experts} experts + "
+                         f"{layout.redundant_experts} redundant")
+
+
+def stage_layers(num_layers: int, pp: int) -> list[int]:
+    """Layers per pipeline stage, as even as possible (earlier stages take the remainder)."""
+    base, extra = divmod(num_layers, pp)
+    return [base + (1 if i < extra else 0) for i in range(pp)]
+
+
+def stage_first_layers(num_layers: int, pp: int) -> list[int]:
+    """Index of the first layer of each pipeline stage."""
+    stages = stage_layers(num_layers, pp)
+    return [sum(stages[:i]) for i in range(pp)]
+
+
+def kv_heads_per_gpu(spec: ModelSpec, tp: int) -> int:
+    """K/V heads one GPU holds (and attends with) at TP ``tp``: n_kv / TP, at least one."""
+    return max(1, spec.num_key_value_heads // tp)
+
+
+def tensor_share(spec: ModelSpec, t: Tensor, layout: Layout) -> Fraction:
+    """The fraction of ``t``'s elements (per layer) one GPU holds under ``layout``'s TP and EP."""
+    rule = t.shard
+    if rule.split_by_tp:
+        return Fraction(1, layout.tp)
+    if rule == ShardRule.KV:
+        return Fraction(kv_heads_per_gpu(spec, layout.tp), spec.num_key_value_heads)
+    if rule == ShardRule.EXPERT:
+        moe = spec.moe
+        assert moe is not None
+        if layout.ep > 1:
+            return Fraction(moe.num_experts + layout.redundant_experts, moe.num_experts * layout.ep)
+        return Fraction(1, layout.tp)
+    return Fraction(1)
+
+
+def layers_of(spec: ModelSpec, kind: LayerKind) -> list[int]:
+    """Indices of the decoder layers of one kind."""
+    L = spec.num_hidden_layers
+    if kind == LayerKind.DENSE:
+        return [i for i in range(L) if not spec.is_moe_layer(i)]
+    if kind == LayerKind.MOE:
+        return [i for i in range(L) if spec.is_moe_layer(i)]
+    if kind == LayerKind.LINEAR_ATTENTION:
+        return [i for i in range(L) if spec.layer_type(i) == "linear_attention"]
+    if kind == LayerKind.SOFTMAX_ATTENTION:
+        return [i for i in range(L) if spec.layer_type(i) != "linear_attention"]
+    return list(range(L))
+
+
+def tensor_layers_in_stage(spec: ModelSpec, t: Tensor, layout: Layout, stage: int) -> int:
+    """How many copies of ``t`` (one per layer holding it) stage ``stage`` holds; tensors outside
+    the blocks count 1 on the stage that holds them (embedding, vision tower: the first stage;
+    final norm, LM head, MTP modules: the last), 0 elsewhere."""
+    last = layout.pp - 1
+    if t.part == Part.VISION or (t.layers == 0 and t.kind == TensorKind.LOOKUP):
+        return max(t.layers, 1) if stage == 0 else 0
+    if t.part in (Part.MTP, Part.MTP_COPY) or t.layers == 0:
+        return max(t.layers, 1) if stage == last else 0
+    first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
+    n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
+    return sum(1 for j in layers_of(spec, t.layer_kind) if first <= j < first + n)
+
+
+@dataclass(frozen=True)
+class PerGPU:
+    """What one GPU of each pipeline stage holds (bytes exact: int, or Fraction for sub-byte
+    formats)."""
+
+    stage_layers: list[int]
+    weight_bytes: list[int | Fraction]  # per stage
+    expert_bytes: list[int | Fraction]  # per stage, the routed-expert part of weight_bytes
+    kv_bytes_per_token: list[int | Fraction]  # per stage, per sequence
+    kv_heads_per_gpu: int | None  # GQA only
+    kv_replication: int  # copies of each KV head across the TP group
+
+    @property
+    def max_weight_bytes(self) -> int | Fraction:
+        """Weights on the fullest stage's GPU, bytes."""
+        return max(self.weight_bytes)
+
+
+def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: int | Fraction = 16, kv_bits: int = 16,
+            mtp: bool = False) -> PerGPU:
+    """Per-GPU weights and KV per token on each stage under ``layout`` (validated first). MTP
+    modules are placed on the last stage only with ``mtp`` (training, or serving with MTP as the
+    speculative draft); plain serving does not load them. A tied LM head on another stage than
+    the embedding needs its own copy of the matrix."""
+    validate_layout(spec, layout)
+    bits = Fraction(weight_bits)
+    s = build(spec)
+    weights, experts = [], []
+    for i in range(layout.pp):
+        elements = routed = Fraction(0)
+        for t in s.tensors:
+            if t.part == Part.MTP_COPY or not t.stored or (t.part == Part.MTP and not mtp):
+                continue
+            n = tensor_layers_in_stage(spec, t, layout, i)
+            if n:
+                share = t.per_layer * n * tensor_share(spec, t, layout)
+                elements += share
+                routed += share if t.group == "routed_experts" else 0
+        if spec.tie_word_embeddings and layout.pp > 1 and i == layout.pp - 1:
+            elements += Fraction(spec.vocab_size * spec.hidden_size, layout.tp)
+        weights.append(exact(elements * bits / 8))
+        experts.append(exact(routed * bits / 8))
+
+    per_layer = kv_elements_per_token_per_layer(spec)
+    heads = None
+    replication = 1
+    if isinstance(spec.attention, GQAAttention):
+        n_kv = spec.num_key_value_heads
+        heads = kv_heads_per_gpu(spec, layout.tp)
+        replication = max(1, layout.tp // n_kv)
+        per_layer = per_layer * heads // n_kv  # the GPU's share of the K/V heads
+    kv = []
+    firsts = stage_first_layers(spec.num_hidden_layers, layout.pp)
+    for first, n in zip(firsts, stage_layers(spec.num_hidden_layers, layout.pp)):
+        caching = sum(1 for j in range(first, first + n) if spec.layer_type(j) != "linear_attention")
+        kv.append(to_bytes(caching * per_layer, kv_bits))
+    return PerGPU(stage_layers(spec.num_hidden_layers, layout.pp), weights, experts, kv, heads, replication)

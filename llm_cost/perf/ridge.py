@@ -1,0 +1,42 @@
+"""Ridge points of a GPU and the compute dtype a step runs at (seed 003 §02).
+
+The ridge point P_peak / BW (FLOP per byte) is the arithmetic intensity at which a kernel's
+compute and memory times meet (Williams, Waterman, Patterson 2009); below it a kernel is
+memory-bound. H100 SXM BF16: 989.4 TFLOP/s / 3.35 TB/s = 295.3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_cost.core.types import Dtype
+from llm_cost.specs.schema import HardwareSpec
+
+__all__ = ["Ridge", "ridge_points", "ridge", "default_compute_dtype"]
+
+
+@dataclass(frozen=True)
+class Ridge:
+    """Ridge point of one dtype: peak FLOP/s over bandwidth B/s."""
+
+    dtype: str
+    peak_tflops: float
+    bandwidth_tb_s: float
+    ridge_flop_per_byte: float
+
+
+def ridge(gpu: HardwareSpec, dtype: str) -> float:
+    """FLOP per byte at which ``gpu`` turns compute-bound at ``dtype`` (InputError if it lacks it)."""
+    return gpu.peak_flops(dtype) / gpu.bandwidth_bytes_s
+
+
+def ridge_points(gpu: HardwareSpec) -> list[Ridge]:
+    """Ridge point for every dtype the GPU's datasheet lists."""
+    return [Ridge(d, t, gpu.memory_bandwidth_tb_s, t / gpu.memory_bandwidth_tb_s)
+            for d, t in gpu.dense_tflops.items()]
+
+
+def default_compute_dtype(weights_dtype: str, gpu: HardwareSpec) -> Dtype:
+    """The dtype a step runs at when the user names none: FP8 for FP8 weights on a GPU with FP8
+    tensor cores (DeepSeek-V3 serves this way), BF16 otherwise (weights are upcast)."""
+    return Dtype.FP8 if weights_dtype == "fp8" and "fp8" in gpu.dense_tflops else Dtype.BF16

@@ -1,0 +1,173 @@
+"""The time-model interface and its two analytical implementations (seed 003 §02).
+
+The Roofline model (Williams, Waterman, Patterson 2009): work of F FLOPs over B bytes takes at
+least max(F / P_peak, B / BW). The ridge point P_peak / BW (FLOP per byte) is the arithmetic
+intensity at which the two terms meet; H100 BF16: 989.4 TFLOP/s / 3.35 TB/s = 295.
+
+A time model turns a :class:`~llm_cost.workload.step.Step` into a :class:`StepTime`:
+
+* per operator: compute time = FLOPs / FLOP rate, memory time = bytes / byte rate, link time =
+  bytes sent / link rate; an operator's time is max(compute, memory) + link;
+* per pipeline stage: max(sum of compute, sum of memory) + sum of link times (compute and memory
+  of one GPU overlap across its operators; communication is not overlapped);
+* per step: the sum of the stages (a token passes through every stage in turn).
+
+:class:`RooflineBound` uses the datasheet's peaks: a lower bound, never a prediction.
+:class:`EfficiencyEstimate` divides them by MFU and MBU (defaults :data:`DEFAULT_MFU`,
+:data:`DEFAULT_MBU`, the one place that defines them): an estimate, labelled with both.
+Links: the GPU's per-direction NVLink/xGMI bandwidth while TP x DP GPUs fit in one node, else
+``network_gb_s`` per GPU per direction; no latency (the calibrated model adds it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from llm_cost.core.errors import InputError
+from llm_cost.core.types import OpKind
+from llm_cost.specs.schema import HardwareSpec
+from llm_cost.workload.step import Step
+
+__all__ = ["OpTime", "StageTime", "StepTime", "TimeModel", "RooflineBound", "EfficiencyEstimate", "DEFAULT_MFU",
+           "DEFAULT_MBU", "DEFAULT_NETWORK_GB_S", "link_of"]
+
+#: Model FLOP utilisation of estimates when none is given (a typical dense-GEMM share of peak).
+DEFAULT_MFU = 0.6
+#: Memory bandwidth utilisation of estimates when none is given.
+DEFAULT_MBU = 0.8
+#: Per-GPU network bandwidth between nodes, GB/s per direction (400 Gb/s InfiniBand NDR per GPU).
+DEFAULT_NETWORK_GB_S = 50.0
+
+
+@dataclass(frozen=True)
+class OpTime:
+    """One operator's time: compute, memory and link terms and the operator's time, seconds."""
+
+    name: str
+    kind: OpKind
+    stage: int
+    compute_s: float
+    memory_s: float
+    link_s: float
+    time_s: float
+    bound: str  # "compute" | "memory" | "communication"
+
+
+@dataclass(frozen=True)
+class StageTime:
+    """One pipeline stage's time on its GPU."""
+
+    index: int
+    compute_s: float
+    memory_s: float
+    link_s: float
+    time_s: float
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """A step's time under one time model: ``kind`` is "bound", "estimate" or "prediction"."""
+
+    model: str  # the time model's label, e.g. "Roofline bound" or "estimate at MFU 60%, MBU 80%"
+    kind: str
+    ops: list[OpTime]
+    stages: list[StageTime]
+    compute_s: float
+    memory_s: float
+    link_s: float
+    time_s: float
+    bound: str  # what dominates: "compute", "memory" or "communication"
+    link: str  # the link collectives use
+    link_gb_s: float
+
+
+class TimeModel(Protocol):
+    """Turns a step's operators into seconds on one GPU type."""
+
+    label: str
+    kind: str
+
+    def step_time(self, step: Step, gpu: HardwareSpec) -> StepTime:
+        """The step's time, per operator, per stage and in all."""
+        ...  # pragma: no cover - a protocol
+
+
+def link_of(step: Step, gpu: HardwareSpec, network_gb_s: float) -> tuple[str, float]:
+    """(name, GB/s per direction) of the link a step's collectives use: the node's GPU link while
+    TP x DP GPUs fit in one node, else the network."""
+    ic = gpu.interconnect
+    if step.layout.tp * step.layout.dp <= ic.gpus_per_node and ic.bandwidth_gb_s_per_direction > 0:
+        return ic.type, ic.bandwidth_gb_s_per_direction
+    return "network", network_gb_s
+
+
+def _divide(amount: float, rate: float, what: str) -> float:
+    """``amount / rate`` seconds; InputError when a rate is zero or the result is not finite."""
+    if not amount:
+        return 0.0
+    seconds = float(amount) / rate
+    if seconds != seconds or seconds == float("inf"):
+        raise InputError(f"{what}: the time is too large to represent; check the GPU spec's peaks and bandwidth")
+    return seconds
+
+
+def _time(step: Step, gpu: HardwareSpec, flop_rate: float, byte_rate: float, network_gb_s: float, label: str,
+          kind: str) -> StepTime:
+    link, link_gb_s = link_of(step, gpu, network_gb_s)
+    ops: list[OpTime] = []
+    stages: list[StageTime] = []
+    for stage in step.stages:
+        for op in stage.ops:
+            oc = _divide(op.flops, flop_rate, "FLOPs")
+            om = _divide(op.bytes, byte_rate, "bytes")
+            ol = _divide(op.comm_bytes, link_gb_s * 1e9, "communication")
+            bound = "communication" if ol > max(oc, om) else ("compute" if oc >= om else "memory")
+            ops.append(OpTime(op.name, op.kind, stage.index, oc, om, ol, max(oc, om) + ol, bound))
+        # the stage's terms from its exact totals, divided once
+        c = _divide(sum(op.flops for op in stage.ops), flop_rate, "FLOPs")
+        m = _divide(sum(op.bytes for op in stage.ops), byte_rate, "bytes")
+        l_ = _divide(sum(op.comm_bytes for op in stage.ops), link_gb_s * 1e9, "communication")
+        stages.append(StageTime(stage.index, c, m, l_, max(c, m) + l_))
+    compute = sum(s.compute_s for s in stages)
+    memory = sum(s.memory_s for s in stages)
+    comm = sum(s.link_s for s in stages)
+    total = sum(s.time_s for s in stages)
+    work = total - comm
+    bound = "communication" if comm > work else ("compute" if compute >= memory else "memory")
+    return StepTime(label, kind, ops, stages, compute, memory, comm, total, bound, link, link_gb_s)
+
+
+@dataclass(frozen=True)
+class RooflineBound:
+    """The Roofline lower bound: datasheet peak FLOP/s at the step's compute dtype, datasheet
+    bandwidth, links at their nominal bandwidth; no latency, perfect overlap within a GPU."""
+
+    network_gb_s: float = DEFAULT_NETWORK_GB_S
+    label: str = "Roofline bound"
+    kind: str = "bound"
+
+    def step_time(self, step: Step, gpu: HardwareSpec) -> StepTime:
+        """The bound of ``step`` on ``gpu``; InputError if the GPU lacks the compute dtype."""
+        return _time(step, gpu, gpu.peak_flops(step.compute_dtype), gpu.bandwidth_bytes_s, self.network_gb_s,
+                     self.label, self.kind)
+
+
+@dataclass(frozen=True)
+class EfficiencyEstimate:
+    """An estimate: peak FLOP/s x MFU, bandwidth x MBU (links at nominal bandwidth)."""
+
+    mfu: float = DEFAULT_MFU
+    mbu: float = DEFAULT_MBU
+    network_gb_s: float = DEFAULT_NETWORK_GB_S
+    kind: str = "estimate"
+
+    @property
+    def label(self) -> str:
+        """``estimate at MFU 60%, MBU 80%``."""
+        return f"estimate at MFU {self.mfu:.0%}, MBU {self.mbu:.0%}"
+
+    def step_time(self, step: Step, gpu: HardwareSpec) -> StepTime:
+        """The estimate of ``step`` on ``gpu``; InputError if the GPU lacks the compute dtype."""
+        return _time(step, gpu, gpu.peak_flops(step.compute_dtype) * self.mfu, gpu.bandwidth_bytes_s * self.mbu,
+                     self.network_gb_s, self.label, self.kind)

@@ -1,0 +1,451 @@
+"""A step is a list of operators: what each GPU runs in one forward pass (seed 003 §02-§06).
+
+:func:`build_step` is the one place that turns (model, layout, sequences, dtypes) into the
+operators of a step; every FLOP, byte and (through :mod:`llm_cost.perf`) every time of a
+decode step, a prefill, a chunked-prefill step, a speculative verification or a training pass
+is a sum over its result.
+
+A step runs groups of sequences (:class:`SeqGroup`): ``count`` sequences that each add
+``new_tokens`` tokens after ``cached`` tokens already in the cache. A decode step is one group
+with one new token; a prefill has ``cached = 0``; a mixed step (chunked prefill, as vLLM and
+TensorRT-LLM run continuous batching) holds a prefill chunk beside decoding sequences.
+
+Operators, per GPU (the layout's TP, EP and PP shares applied; one DP replica):
+
+* GEMM, one per weight matrix: M = tokens multiplied (for the LM head: logits rows, one per
+  sequence with ``logits="last"``, every position with ``"all"``; for a routed expert: rows
+  per expert that runs), N x K = the GPU's share of the matrix. FLOPs = 2 M N K per layer
+  (2 per multiply-add); weights read = the share at the weight format's bits (routed experts:
+  the expected distinct experts hit, E(1 - (1 - k/E)^T), an expectation).
+* attention, per softmax layer kind: QK^T = 2 n_q d_qk and AV = 2 n_q d_v per (query, key)
+  pair; causal pairs sum_{i=1..s} (cached + i) per sequence (``attention="full"``: s x
+  (cached + s)); sliding layers see at most W keys. Reads the cached K/V of each sequence
+  (sliding layers at most W tokens), writes the new tokens' K/V. MLA attends on the latent in
+  the absorbed form (d_qk = kv_lora_rank + qk_rope, d_v = kv_lora_rank; DeepSeek-V2 §2.1.2).
+* recurrence (Gated DeltaNet): about 6 n_v d_k d_v + 2 conv_dim x kernel FLOPs per token;
+  reads the fixed recurrent and conv state of each sequence (updated in place: the write is not
+  counted).
+* elementwise: the norm scales, biases and other vectors, read once.
+* embedding: one row per new token read from an untied table (none when tied: the LM head
+  reads the whole matrix anyway); with ``weight_bytes="resident"`` (the source documents'
+  convention) every stored weight is read once instead, so this operator takes the rest of the
+  tables and any vision tower.
+* collectives: TP ring all-reduce of the hidden state after attention and after each MLP (and
+  after each MoE layer without EP), EP all-to-all dispatch and combine per MoE layer, PP
+  send/receive of the hidden state between stages; bytes per GPU per call.
+
+Activation bytes (GEMM inputs and outputs at 16 bits) are recorded on each operator but are
+not part of ``bytes``, the figure a Roofline bound divides by the bandwidth (the documents'
+convention: weights and KV only).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal, Sequence
+
+from llm_cost.core.errors import InputError
+from llm_cost.core.types import Dtype, LayerKind, OpKind, Part, Phase, ShardRule, TensorKind
+from llm_cost.core.units import exact
+from llm_cost.model.kv import kv_elements_per_token_per_layer, linear_state_elements
+from llm_cost.model.layout import (ONE_GPU, Layout, kv_heads_per_gpu, layers_of, stage_first_layers, stage_layers,
+                                   tensor_layers_in_stage, tensor_share, validate_layout)
+from llm_cost.model.structure import Structure, Tensor, build
+from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
+from llm_cost.workload.routing import expert_hit_fraction
+
+__all__ = ["SeqGroup", "Collective", "Operator", "Stage", "Step", "build_step", "decode", "prefill",
+           "attention_pairs", "ACTIVATION_BITS"]
+
+#: Bits of an activation element (the hidden state between operators, collectives' payload).
+ACTIVATION_BITS = 16
+
+Number = int | Fraction | float
+
+
+@dataclass(frozen=True)
+class SeqGroup:
+    """``count`` sequences that each add ``new_tokens`` tokens after ``cached`` cached ones."""
+
+    count: int
+    new_tokens: int
+    cached: int
+
+    @property
+    def tokens(self) -> int:
+        """New tokens of the group."""
+        return self.count * self.new_tokens
+
+
+def decode(batch: int, context: int) -> list[SeqGroup]:
+    """One decode step: ``batch`` sequences each add one token after ``context`` cached."""
+    return [SeqGroup(batch, 1, context)]
+
+
+def prefill(batch: int, seq: int) -> list[SeqGroup]:
+    """A prefill of ``batch`` prompts of ``seq`` tokens."""
+    return [SeqGroup(batch, seq, 0)]
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A communication operator's payload: ``algorithm`` over ``ranks`` GPUs, ``bytes_per_call``
+    sent by one GPU each time it runs."""
+
+    algorithm: Literal["ring_all_reduce", "all_to_all", "send_recv"]
+    ranks: int
+    bytes_per_call: Number
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One operator of a step on one GPU, repeated over ``layers`` layers.
+
+    Figures are totals over the repeats. Shape per repeat: GEMM ``m`` x ``k`` @ ``k`` x ``n``
+    (``m`` tokens, or rows per routed expert); attention ``batch`` sequences of ``heads`` query
+    and ``kv_heads`` K/V heads over ``keys`` keys per new token on average.
+    """
+
+    name: str
+    kind: OpKind
+    group: str
+    layers: int
+    flops: Number
+    weight_bytes: Number = 0
+    kv_read_bytes: Number = 0
+    kv_write_bytes: Number = 0
+    activation_bytes: Number = 0
+    m: Number | None = None
+    n: int | None = None
+    k: int | None = None
+    batch: int | None = None
+    heads: int | None = None
+    kv_heads: int | None = None
+    keys: Number | None = None
+    collective: Collective | None = None
+
+    @property
+    def bytes(self) -> Number:
+        """Bytes a Roofline bound counts: weights and KV read and written (not activations)."""
+        return self.weight_bytes + self.kv_read_bytes + self.kv_write_bytes
+
+    @property
+    def comm_bytes(self) -> Number:
+        """Bytes one GPU sends over its links in this operator (all repeats)."""
+        return self.collective.bytes_per_call * self.layers if self.collective else 0
+
+
+@dataclass(frozen=True)
+class Stage:
+    """The operators one GPU of one pipeline stage runs."""
+
+    index: int
+    layers: int
+    ops: tuple[Operator, ...]
+
+
+def _total(ops: Sequence[Operator], attr: str) -> Number:
+    return exact(sum((getattr(o, attr) for o in ops), Fraction(0))) if not any(
+        isinstance(getattr(o, attr), float) for o in ops) else float(sum(getattr(o, attr) for o in ops))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of ``groups`` under ``layout``: the operators of each pipeline stage's GPU.
+
+    Totals sum over the stages (one GPU per stage of one DP replica): a token passes through every
+    stage, so a decode step's latency is the sum of the stages' times.
+    """
+
+    model: str
+    phase: Phase
+    groups: tuple[SeqGroup, ...]
+    layout: Layout
+    compute_dtype: Dtype
+    weight_bits: Fraction
+    kv_bits: int
+    logits: str
+    attention: str
+    mla_form: str | None
+    weight_bytes_convention: str
+    stages: tuple[Stage, ...]
+
+    @property
+    def ops(self) -> list[Operator]:
+        """Every operator of every stage, stage by stage."""
+        return [op for stage in self.stages for op in stage.ops]
+
+    @property
+    def tokens(self) -> int:
+        """New tokens in flight in the step (one DP replica)."""
+        return sum(g.tokens for g in self.groups)
+
+    @property
+    def sequences(self) -> int:
+        """Sequences in the step (one DP replica)."""
+        return sum(g.count for g in self.groups)
+
+    def total(self, attr: str, kinds: tuple[OpKind, ...] | None = None) -> Number:
+        """Sum of an operator figure (``flops``, ``weight_bytes``, ``bytes`` ...) over the
+        operators of ``kinds`` (all by default); exact unless a term is an expectation."""
+        return _total([o for o in self.ops if kinds is None or o.kind in kinds], attr)
+
+    @property
+    def flops(self) -> Number:
+        """FLOPs of the step on one GPU per stage, summed over the stages."""
+        return self.total("flops")
+
+    @property
+    def bytes(self) -> Number:
+        """Weight and KV bytes the step reads and writes (the Roofline's bytes)."""
+        return self.total("bytes")
+
+
+def attention_pairs(new_tokens: int, cached: int, causal: bool, window: int | None = None) -> int:
+    """(query, key) pairs of one sequence: each new token i = 1..s sees cached + i keys (causal),
+    or all cached + s keys (full); at most ``window`` keys on a sliding layer. Exact integer."""
+    s, c = new_tokens, cached
+    if not causal:
+        keys = c + s
+        return s * (min(keys, window) if window else keys)
+    if not window or c + s <= window:
+        return s * c + s * (s + 1) // 2
+    # token i sees min(c + i, W) keys: the first (W - c) tokens grow, the rest are capped
+    grow = max(0, min(s, window - c))
+    return grow * c + grow * (grow + 1) // 2 + (s - grow) * window
+
+
+def _flop_share(t: Tensor, spec: ModelSpec, layout: Layout) -> Fraction:
+    """The fraction of a matmul's FLOPs one GPU does: its weight share, except that EP ranks split
+    the routed experts' work (redundant copies add memory, not FLOPs)."""
+    if t.shard == ShardRule.EXPERT and layout.ep > 1:
+        return Fraction(1, layout.ep)
+    return tensor_share(spec, t, layout)
+
+
+def _gemm_dims(t: Tensor, spec: ModelSpec, layout: Layout) -> tuple[int, int]:
+    """(N, K) of one GPU's share of a [d_out, d_in] matrix."""
+    d_out, d_in = t.shape[0], math.prod(t.shape[1:])
+    share = tensor_share(spec, t, layout) if t.shard != ShardRule.EXPERT else Fraction(1)
+    if t.shard in (ShardRule.ROW,):
+        return d_out, int(d_in * share)
+    return int(d_out * share), d_in
+
+
+def _gemm_ops(spec: ModelSpec, s: Structure, layout: Layout, stage: int, tokens: int, logit_rows: int,
+              routed_tokens: int, bits: Fraction, resident: bool) -> list[Operator]:
+    """One GEMM per weight matrix of the decoder on this stage's GPU."""
+    ops = []
+    moe = spec.moe
+    for t in s.tensors_of(Part.DECODER):
+        if t.kind != TensorKind.MATMUL:
+            continue
+        n_layers = tensor_layers_in_stage(spec, t, layout, stage)
+        if not n_layers:
+            continue
+        rows = logit_rows if t.group == "lm_head" else tokens
+        share = tensor_share(spec, t, layout)
+        elements = t.numel * t.copies * n_layers * share  # this GPU's copy of the matrix, all layers
+        flops = 2 * t.numel * t.active * rows * n_layers * _flop_share(t, spec, layout)
+        n, k = _gemm_dims(t, spec, layout)
+        m: Number = rows
+        weight = elements * bits / 8
+        if t.shard == ShardRule.EXPERT and moe is not None:
+            hit = 1.0 if resident else expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, routed_tokens)
+            weight = float(weight) * hit
+            m = rows * moe.num_experts_per_tok / (moe.num_experts * expert_hit_fraction(
+                moe.num_experts, moe.num_experts_per_tok, routed_tokens))
+        activations = Fraction(rows * (n + k) * n_layers * ACTIVATION_BITS, 8)
+        ops.append(Operator(t.name.removeprefix("layers.*."), OpKind.GEMM, t.group, n_layers, exact(flops),
+                            weight_bytes=exact(weight) if isinstance(weight, Fraction) else weight,
+                            activation_bytes=exact(activations), m=m, n=n, k=k))
+    return ops
+
+
+def _attention_dims(spec: ModelSpec, mla_form: str | None) -> tuple[int, int]:
+    """(d_qk, d_v) per head of the score computation."""
+    att = spec.attention
+    if isinstance(att, MLAAttention):
+        if mla_form == "absorbed":
+            return att.kv_lora_rank + att.qk_rope_head_dim, att.kv_lora_rank
+        return att.qk_nope_head_dim + att.qk_rope_head_dim, att.v_head_dim
+    return spec.head_dim, spec.head_dim
+
+
+def _attention_ops(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence[SeqGroup], causal: bool,
+                   mla_form: str | None, kv_bits: int) -> list[Operator]:
+    """One attention operator per softmax layer kind (full, sliding) on this stage."""
+    att = spec.attention
+    first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
+    n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
+    mine = range(first, first + n)
+    heads = att.num_attention_heads // layout.tp
+    mla = isinstance(att, MLAAttention)
+    kv_heads = 1 if mla else kv_heads_per_gpu(spec, layout.tp)
+    per_token = kv_elements_per_token_per_layer(spec)
+    if not mla:
+        per_token = per_token * kv_heads // spec.num_key_value_heads
+    d_qk, d_v = _attention_dims(spec, mla_form)
+    window = att.sliding_window if isinstance(att, GQAAttention) else None
+    ops = []
+    for kind, cap, label in (("full_attention", None, "attention"), ("sliding_attention", window,
+                                                                      "sliding attention")):
+        layers = sum(1 for j in mine if spec.layer_type(j) == kind)
+        if not layers:
+            continue
+        pairs = sum(attention_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
+        cached = sum(g.count * (min(g.cached, cap) if cap else g.cached) for g in groups)
+        written = sum(g.tokens for g in groups)
+        tokens = sum(g.tokens for g in groups)
+        ops.append(Operator(
+            f"{label} (QK^T + AV)", OpKind.ATTENTION, "", layers, 2 * heads * (d_qk + d_v) * pairs * layers,
+            kv_read_bytes=exact(Fraction(cached * per_token * layers * kv_bits, 8)),
+            kv_write_bytes=exact(Fraction(written * per_token * layers * kv_bits, 8)),
+            batch=sum(g.count for g in groups), heads=heads, kv_heads=kv_heads,
+            keys=exact(Fraction(pairs, tokens)) if tokens else 0))
+    return ops
+
+
+def _recurrence_op(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence[SeqGroup],
+                   kv_bits: int) -> list[Operator]:
+    """The Gated DeltaNet state update and read-out of this stage's linear-attention layers."""
+    la = spec.linear_attention
+    if la is None:
+        return []
+    first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
+    n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
+    layers = sum(1 for j in range(first, first + n) if spec.layer_type(j) == "linear_attention")
+    if not layers:
+        return []
+    conv_dim = 2 * la.linear_num_key_heads * la.linear_key_head_dim + \
+        la.linear_num_value_heads * la.linear_value_head_dim
+    per_token = 6 * la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim \
+        + 2 * conv_dim * la.linear_conv_kernel_dim
+    state, conv = linear_state_elements(spec)
+    seqs = sum(g.count for g in groups)
+    tokens = sum(g.tokens for g in groups)
+    return [Operator("linear-attention recurrence", OpKind.RECURRENCE, "", layers,
+                     exact(Fraction(per_token * tokens * layers, layout.tp)),
+                     kv_read_bytes=exact(Fraction(seqs * (state + conv) * layers * kv_bits, 8 * layout.tp)),
+                     batch=seqs, heads=la.linear_num_value_heads // layout.tp)]
+
+
+def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Fraction) -> list[Operator]:
+    """Norm scales, biases and other vectors of the decoder on this stage, read once."""
+    elements = Fraction(0)
+    for t in s.tensors_of(Part.DECODER):
+        if t.kind in (TensorKind.MATMUL, TensorKind.LOOKUP) or not t.stored:
+            continue
+        elements += t.per_layer * tensor_layers_in_stage(spec, t, layout, stage) * tensor_share(spec, t, layout)
+    if not elements:
+        return []
+    return [Operator("norms, biases and other vectors", OpKind.ELEMENTWISE, "norms", 1, 0,
+                     weight_bytes=exact(elements * bits / 8))]
+
+
+def _embedding_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, tokens: int, bits: Fraction,
+                  resident: bool) -> list[Operator]:
+    """Embedding rows read by the first stage (or, by the resident convention, every stored
+    weight no other operator reads: the whole tables, the vision tower)."""
+    if stage != 0:
+        return []
+    if resident:
+        elements = Fraction(0)
+        for t in s.tensors:
+            if t.stored and (t.part == Part.VISION or (t.part == Part.DECODER and t.kind == TensorKind.LOOKUP)):
+                elements += t.total * tensor_share(spec, t, layout)
+        name = "embedding tables" + (" and vision tower" if spec.vision is not None else "") + " (resident)"
+        return [Operator(name, OpKind.EMBEDDING, "embedding", 1, 0, weight_bytes=exact(elements * bits / 8))]
+    tables = (0 if spec.tie_word_embeddings else 1) + (1 if spec.position_embedding == "learned" else 0)
+    if not tables:
+        return []
+    rows = tokens * tables
+    return [Operator("embedding rows", OpKind.EMBEDDING, "embedding", 1, 0,
+                     weight_bytes=exact(Fraction(rows * spec.hidden_size, 1) * bits / 8), m=rows, n=spec.hidden_size)]
+
+
+def _collective_ops(spec: ModelSpec, layout: Layout, stage: int, tokens: int, dispatch_bits: int,
+                    combine_bits: int) -> list[Operator]:
+    """TP all-reduces, EP all-to-all and the PP send of this stage's GPU."""
+    d = spec.hidden_size
+    first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
+    n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
+    mine = set(range(first, first + n))
+    moe_layers = sum(1 for j in layers_of(spec, LayerKind.MOE) if j in mine)
+    ops = []
+    tp = layout.tp
+    if tp > 1:
+        ring = Fraction(2 * (tp - 1), tp) * tokens * d * ACTIVATION_BITS / 8
+        ops.append(Operator("TP all-reduce after attention", OpKind.COLLECTIVE, "", n, 0,
+                            collective=Collective("ring_all_reduce", tp, exact(ring))))
+        mlp_layers = n - (moe_layers if layout.ep > 1 else 0)
+        if mlp_layers:
+            ops.append(Operator("TP all-reduce after the MLP", OpKind.COLLECTIVE, "", mlp_layers, 0,
+                                collective=Collective("ring_all_reduce", tp, exact(ring))))
+    if spec.moe is not None and layout.ep > 1 and moe_layers:
+        k, ep = spec.moe.num_experts_per_tok, layout.ep
+        payload = Fraction(tokens * k * d * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * ep)
+        ops.append(Operator("EP all-to-all (dispatch + combine)", OpKind.COLLECTIVE, "", moe_layers, 0,
+                            collective=Collective("all_to_all", ep, exact(payload))))
+    if layout.pp > 1 and stage < layout.pp - 1:
+        ops.append(Operator("PP send to the next stage", OpKind.COLLECTIVE, "", 1, 0,
+                            collective=Collective("send_recv", 2, exact(Fraction(tokens * d * ACTIVATION_BITS, 8)))))
+    return ops
+
+
+def _phase(groups: Sequence[SeqGroup]) -> Phase:
+    if all(g.new_tokens == 1 for g in groups):
+        return Phase.DECODE
+    if all(g.cached == 0 for g in groups):
+        return Phase.PREFILL
+    return Phase.MIXED
+
+
+def build_step(spec: ModelSpec, groups: Sequence[SeqGroup], *, layout: Layout = ONE_GPU,
+               weight_bits: int | Fraction = 16, kv_bits: int = 16, compute_dtype: Dtype = Dtype.BF16,
+               logits: str = "last", attention: str = "causal", mla_form: str | None = None,
+               weight_bytes: str = "read", dispatch_bits: int = 8, combine_bits: int = 16) -> Step:
+    """The operators each GPU runs in one step of ``groups`` (one DP replica: each group's
+    sequences are split over ``layout.dp`` replicas, rounded up).
+
+    ``logits`` is "last" (one LM-head row per sequence, as serving computes them) or "all"
+    (every position: training, and the documents' prefill count); ``attention`` "causal" or
+    "full"; ``mla_form`` "plain" or "absorbed" (default: absorbed for decode, plain otherwise);
+    ``weight_bytes`` "read" or "resident" (see the module docstring). InputError for an invalid
+    layout or option, or an empty step."""
+    if logits not in ("all", "last"):
+        raise InputError(f"--logits: {logits!r} is not one of: all, last")
+    if attention not in ("causal", "full"):
+        raise InputError(f"--attention: {attention!r} is not one of: causal, full")
+    if weight_bytes not in ("read", "resident"):
+        raise InputError(f"--weight-bytes: {weight_bytes!r} is not one of: read, resident")
+    if mla_form not in (None, "plain", "absorbed"):
+        raise InputError(f"--mla: {mla_form!r} is not one of: plain, absorbed")
+    validate_layout(spec, layout)
+    groups = tuple(SeqGroup(math.ceil(g.count / layout.dp), g.new_tokens, g.cached) for g in groups if g.count)
+    if not groups or any(g.new_tokens < 1 or g.cached < 0 for g in groups):
+        raise InputError("a step needs at least one sequence adding at least one token")
+    phase = _phase(groups)
+    if isinstance(spec.attention, MLAAttention):
+        mla_form = mla_form or ("absorbed" if phase == Phase.DECODE else "plain")
+    else:
+        mla_form = None
+    bits = Fraction(weight_bits)
+    s = build(spec)
+    tokens = sum(g.tokens for g in groups)
+    logit_rows = tokens if logits == "all" else sum(g.count for g in groups)
+    routed_tokens = tokens * (layout.dp if layout.ep > 1 else 1)  # EP ranks serve every replica's tokens
+    resident = weight_bytes == "resident"
+    stages = []
+    for i, n in enumerate(stage_layers(spec.num_hidden_layers, layout.pp)):
+        ops = (_embedding_op(spec, s, layout, i, tokens, bits, resident)
+               + _gemm_ops(spec, s, layout, i, tokens, logit_rows, routed_tokens, bits, resident)
+               + _attention_ops(spec, layout, i, groups, attention == "causal", mla_form, kv_bits)
+               + _recurrence_op(spec, layout, i, groups, kv_bits)
+               + _vector_op(spec, s, layout, i, bits)
+               + _collective_ops(spec, layout, i, tokens, dispatch_bits, combine_bits))
+        stages.append(Stage(i, n, tuple(ops)))
+    return Step(spec.name, phase, groups, layout, compute_dtype, bits, kv_bits, logits, attention, mla_form,
+                weight_bytes, tuple(stages))
