@@ -90,7 +90,7 @@ def test_spec_cli(cli):
     out = cli("spec", "--alpha", "0.8", "--gamma", "4", "--c", "0.1").out
     assert "3.3616" in out and "2.40x" in out
     data = cli("spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1",
-               "--batch", "64,128", "--weight-bytes", "resident", "--json").json()
+               "--batch", "64,128", "--weight-bytes", "resident", "--mbu", "1", "--json").json()
     assert [round(r["speedup"], 2) for r in data["rows"]] == [1.61, 0.89]
 
 

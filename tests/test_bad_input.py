@@ -23,7 +23,7 @@ def _spec_file(tmp: Path, name: str, text: str | bytes) -> str:
 
 # (case id, argv, text expected in stderr)
 FLAG_CASES = [
-    ("params-unknown-dtype", ["params", "llama3-8b", "--dtype", "fp7"], "unknown dtype"),
+    ("params-unknown-dtype", ["params", "llama3-8b", "--dtype", "fp7"], "is not one of"),
     ("params-unknown-model", ["params", "gpt-5"], "unknown model"),
     ("params-empty-name", ["params", ""], "unknown model"),
     ("kv-context-zero", ["kv", "llama3-8b", "--context", "0"], "--context"),

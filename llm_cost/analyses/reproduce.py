@@ -17,7 +17,8 @@ from typing import Callable
 
 from llm_cost.analyses.context import context_analysis
 from llm_cost.workload.flops import forward_flops, weight_flops_params
-from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache, kv_elements_per_token_per_layer
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache
+from llm_cost.model.kvshape import kv_elements_per_token_per_layer
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.analyses.memory import activation_memory, fit
 from llm_cost.analyses.moe import moe_analysis

@@ -26,7 +26,7 @@ from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.model.structure import build
 from llm_cost.core.errors import InputError
 
-__all__ = ["StateMemory", "TrainResult", "train", "STATE_BYTES", "state_memory", "ParallelTrainMemory",
+__all__ = ["StateMemory", "TrainResult", "train", "training_layout", "STATE_BYTES", "state_memory", "ParallelTrainMemory",
            "parallel_train_memory"]
 
 #: Bytes per parameter of mixed-precision Adam training state, by part.
@@ -74,7 +74,7 @@ class TrainResult:
     state: StateMemory
     activations: Activations
     conventions: list[str] = field(default_factory=list)
-    parallel: "ParallelTrainMemory | None" = None  # per-GPU memory when a TP x PP x DP layout was given
+    parallel: ParallelTrainMemory | None = None  # per-GPU memory when a TP x PP x DP layout was given
 
 
 def state_memory(params: int, data_parallel: int) -> StateMemory:
@@ -90,14 +90,33 @@ def state_memory(params: int, data_parallel: int) -> StateMemory:
     return StateMemory(parts, total, n, per_gpu)
 
 
+def training_layout(gpus: int | None, tp: int | None, pp: int | None, dp: int | None) -> tuple[Layout | None, int | None]:
+    """(layout, GPUs) from the cluster size and the TP/PP/DP degrees given: with --gpus and
+    --tp/--pp but no --dp, DP is what is left. InputError when they disagree."""
+    if tp is None and pp is None and dp is None:
+        return None, gpus
+    t, p = tp or 1, pp or 1
+    if dp is None and gpus is not None:
+        if gpus % (t * p):
+            raise InputError(f"--gpus {gpus} is not a multiple of --tp x --pp = {t * p}")
+        dp = gpus // (t * p)
+    layout = Layout(t, p, 1, dp or 1)
+    if gpus is not None and layout.gpus != gpus:
+        raise InputError(f"--gpus {gpus} disagrees with --tp x --pp x --dp = {layout.gpus}; give one or the other")
+    return layout, layout.gpus
+
+
 def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = None, mfu: float | None = None,
           gpu_hours: float | None = None, recompute: str = "none", dtype: str = "bf16", power_w: float | None = None,
           pue: float = 1.0, grid_kg_per_kwh: float | None = None, usd_per_gpu_hour: float | None = None,
-          seq: int = 8192, micro_batch: int = 1) -> TrainResult:
-    """Training FLOPs, time (from an MFU or a GPU-hour budget), energy and state memory.
+          seq: int = 8192, micro_batch: int = 1, tp: int | None = None, pp: int | None = None,
+          dp: int | None = None, zero: int = 1, sequence_parallel: bool = False) -> TrainResult:
+    """Training FLOPs, time (from an MFU or a GPU-hour budget), energy and state memory; with
+    ``tp``/``pp``/``dp`` also the per-GPU memory of that layout (see :func:`training_layout`).
 
     Exactly one of ``mfu`` and ``gpu_hours`` must be given; InputError otherwise, for a GPU
     lacking ``dtype``, or for a GPU-hour budget that would need more than 100% MFU."""
+    layout, gpus = training_layout(gpus, tp, pp, dp)
     if (mfu is None) == (gpu_hours is None):
         raise InputError("give exactly one of --mfu (to get the time) or --gpu-hours (to get the implied MFU)")
     if recompute not in ("none", "selective", "full"):
@@ -141,7 +160,9 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
         cost_usd=gpu_hours * usd_per_gpu_hour if usd_per_gpu_hour is not None else None,
         state=state_memory(s.total_params, gpus or 1),
         activations=activation_memory(spec, seq, micro_batch, recompute),
-        conventions=conventions)
+        conventions=conventions,
+        parallel=None if layout is None else parallel_train_memory(spec, gpu, layout.tp, layout.pp, layout.dp, zero,
+                                                                   seq, micro_batch, recompute, sequence_parallel))
 
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from decimal import Decimal
 from typing import Optional
 
 import typer
@@ -21,27 +20,13 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-MODEL_HELP = ("Shipped model name or alias (see `llm-cost list models`), a path to a YAML spec, or a Hugging Face "
-              "config.json (or the folder holding it).")
-VERBOSE_OPT = typer.Option(False, "--verbose", "-v",
-                           help="For a config.json MODEL: list the family defaults applied (on stderr).")
-GPU_HELP = "Shipped GPU name or alias (see `llm-cost list gpus`), or a path to a YAML spec."
-JSON_OPT = typer.Option(False, "--json", help="Print the result as JSON (stable keys) instead of tables.")
-TP_OPT = typer.Option(None, "--tp", help="Tensor-parallel GPUs (divide the query heads).")
-PP_OPT = typer.Option(None, "--pp", help="Pipeline stages (at most the layer count).")
-EP_OPT = typer.Option(None, "--ep", help="Expert-parallel ranks: 1 or TP x DP (experts spread whole).")
-DP_OPT = typer.Option(None, "--dp", help="Data-parallel replicas.")
-
-
-def parse_layout(tp: Optional[str], pp: Optional[str], ep: Optional[str], dp: Optional[str]):
+def parse_layout(tp: Optional[int], pp: Optional[int], ep: Optional[int], dp: Optional[int]):
     """A Layout from the --tp/--pp/--ep/--dp flags, or None when none is given."""
     if tp is None and pp is None and ep is None and dp is None:
         return None
     from llm_cost.model.layout import Layout
-    from llm_cost.core.units import parse_context
 
-    n = {flag: parse_context(v or "1", flag) for flag, v in (("--tp", tp), ("--pp", pp), ("--ep", ep), ("--dp", dp))}
-    return Layout(n["--tp"], n["--pp"], n["--ep"], n["--dp"])
+    return Layout(tp or 1, pp or 1, ep or 1, dp or 1)
 
 
 def emit(result, as_json: bool, render, *args) -> None:
@@ -54,64 +39,25 @@ def emit(result, as_json: bool, render, *args) -> None:
         render(console(), result, *args)
 
 
-def weight_bits(default_dtype: str, weights_dtype: Optional[str], bits_per_weight: Optional[str]):
+def weight_bits(default_dtype: str, weights_dtype, bits_per_weight: Optional[float]):
     """Bits per stored weight: --bits-per-weight, else --weights-dtype, else ``default_dtype``
     (the checkpoint's dtype)."""
-    from llm_cost.core.units import dtype_bits, parse_positive_float
+    from llm_cost.core.types import Dtype
 
     if bits_per_weight is not None and weights_dtype is not None:
         raise InputError("give --bits-per-weight or --weights-dtype, not both")
     if bits_per_weight is not None:
-        bits = parse_positive_float(bits_per_weight, "--bits-per-weight", maximum=64)
-        if bits < 1:
-            raise InputError(f"--bits-per-weight: {bits_per_weight!r} is below 1 bit per weight")
-        return bits
-    if weights_dtype is not None:
-        return dtype_bits(weights_dtype, "--weights-dtype")
-    return dtype_bits(default_dtype)
+        if bits_per_weight < 1:
+            raise InputError(f"--bits-per-weight: {bits_per_weight:g} is below 1 bit per weight")
+        return bits_per_weight
+    return Dtype(weights_dtype or default_dtype).bits
 
 
-def check_choice(value: str, flag: str, valid: tuple[str, ...]) -> None:
-    """InputError naming ``flag`` unless ``value`` is one of ``valid``."""
-    if value not in valid:
-        raise InputError(f"{flag}: {value!r} is not one of: {', '.join(valid)}")
-
-
-def parse_gigabytes(text: str, flag: str) -> int:
-    """A non-negative size in GB (10^9 B) as exact bytes, at most 10^6 GB."""
-    from llm_cost.core.units import parse_decimal
-
-    value = parse_decimal(text, flag)
-    if value > 10**6:
-        raise InputError(f"{flag}: {text!r} must be at most 1,000,000 GB")
-    return int(value * 10**9)
-
-
-def parse_unit_interval(text: str, flag: str) -> float:
-    """A probability in [0, 1]; ``80%`` and ``0.8`` are the same."""
-    from llm_cost.core.units import parse_fraction
-
-    return parse_fraction(text, flag, allow_zero=True)
-
-
-def parse_non_negative(text: str, flag: str, percent: bool = False) -> float:
-    """A finite number >= 0 (``percent``: ``10%`` = 0.1)."""
-    from llm_cost.core.units import parse_decimal
-
-    value = parse_decimal(text, flag, percent)
-    if value > Decimal("1e300"):
-        raise InputError(f"{flag}: {text!r} is too large")
-    return float(value)
-
-
-def parse_size(text: str) -> tuple[int, int]:
-    """``WIDTHxHEIGHT`` in pixels -> (height, width)."""
-    import re
-
-    m = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*(\d+)\s*", text)
-    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1 or max(int(m.group(1)), int(m.group(2))) > 10**6:
-        raise InputError(f"--size: {text!r} is not WIDTHxHEIGHT in pixels (e.g. 1920x1080, each 1 to 1,000,000)")
-    return int(m.group(2)), int(m.group(1))
+def one(values: list[int], flag: str) -> int:
+    """The single value of a grid option where only one makes sense."""
+    if len(values) != 1:
+        raise InputError(f"{flag}: give one value here, not a list of {len(values)}")
+    return values[0]
 
 
 def report_defaults(model: str) -> None:
@@ -168,12 +114,26 @@ def _run(argv: list[str]) -> None:
         command, args, prog = get_command(app), argv or ["--help"], "llm-cost"
     try:
         code = command.main(args=args, prog_name=prog, help_option_names=["-h", "--help"], standalone_mode=False)
-    except Exception as exc:  # Click's usage errors: typer vendors Click, so match on its interface
+    except Exception as exc:  # Click's usage errors: match on its interface
         if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
             raise
-        raise InputError(f"{exc.format_message()} (see '{prog} -h')") from None
+        cause = _input_error(exc)
+        if cause is not None:  # an option's parser refused the value: its message names the flag
+            raise cause from None
+        message = exc.format_message().replace("Value error, ", "")
+        raise InputError(f"{message} (see '{prog} -h')") from None
     if isinstance(code, int) and code:
         raise SystemExit(code)
+
+
+def _input_error(exc: BaseException) -> Optional[InputError]:
+    """The InputError an option's parser raised beneath a usage error, if any."""
+    seen = exc.__context__ or exc.__cause__
+    while seen is not None:
+        if isinstance(seen, InputError):
+            return seen
+        seen = seen.__context__ or seen.__cause__
+    return None
 
 
 def main() -> None:

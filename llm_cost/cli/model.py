@@ -3,46 +3,39 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from llm_cost.cli.app import (
-    DP_OPT, EP_OPT, JSON_OPT, MODEL_HELP, PP_OPT, TP_OPT, VERBOSE_OPT, app, emit, parse_layout, report_defaults)
+from llm_cost.cli.app import app, emit, parse_layout, report_defaults
+from llm_cost.cli.options import MODEL_HELP, Dp, Ep, Json, KvDtype, Pp, Tp, Verbose, integer, option, token_grid
+from llm_cost.core.types import StorageDtype
 
 
 @app.command()
 def params(
-    model: str = typer.Argument(..., help=MODEL_HELP),
-    dtype: Optional[str] = typer.Option(
-        None, "--weights-dtype", "--dtype", help="Weight dtype for the byte total: bf16, fp16, fp8, int8, int4, fp4, fp32 "
-        "(default: the checkpoint's)."),
-    tp: Optional[str] = TP_OPT,
-    pp: Optional[str] = PP_OPT,
-    ep: Optional[str] = EP_OPT,
-    dp: Optional[str] = DP_OPT,
-    verbose: bool = VERBOSE_OPT,
-    as_json: bool = JSON_OPT,
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
+    dtype: Annotated[Optional[StorageDtype], typer.Option("--weights-dtype", "--dtype", case_sensitive=False,
+                                                   help="Weight dtype for the byte total (default: the "
+                                                        "checkpoint's).")] = None,
+    tp: Tp = None,
+    pp: Pp = None,
+    ep: Ep = None,
+    dp: Dp = None,
+    verbose: Verbose = False,
+    as_json: Json = False,
 ) -> None:
     """Parameter breakdown: embedding, attention, MLP or experts, norms, biases, LM head, vision, MTP.
 
     Example: llm-cost params llama3-8b --dtype fp8
     """
-    from llm_cost.specs.load import load_model
     from llm_cost.model.params import count_params
     from llm_cost.report import params as view
-    from llm_cost.core.units import dtype_bits
+    from llm_cost.specs.load import load_model
 
-    bits = dtype_bits(dtype, "--weights-dtype") if dtype else None
     layout = parse_layout(tp, pp, ep, dp)
     spec = load_model(model)
-    result = count_params(spec, bits, dtype.lower() if dtype else None)
-    if layout is not None:
-        from dataclasses import replace
-
-        from llm_cost.model.layout import per_gpu
-
-        result = replace(result, layout=layout, per_gpu=per_gpu(spec, layout, result.bits_per_param))
+    result = count_params(spec, dtype.bits if dtype else None, dtype.value if dtype else None, layout)
     emit(result, as_json, view.render, spec.display_name)
     if verbose:
         report_defaults(model)
@@ -50,39 +43,31 @@ def params(
 
 @app.command()
 def kv(
-    model: str = typer.Argument(..., help=MODEL_HELP),
-    context: str = typer.Option("1024,8K,32K,128K", "--context", "-c",
-                                help="Comma-separated contexts in tokens; 8K = 8,192, 128K = 131,072."),
-    batch: str = typer.Option("1", "--batch", "-b", help="Sequences held at once."),
-    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV element dtype: bf16, fp16, fp8, int8, int4, fp32."),
-    tp: Optional[str] = TP_OPT,
-    pp: Optional[str] = PP_OPT,
-    ep: Optional[str] = EP_OPT,
-    dp: Optional[str] = DP_OPT,
-    verbose: bool = VERBOSE_OPT,
-    as_json: bool = JSON_OPT,
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
+    context: Annotated[Any, option("--context", "-c", parse=token_grid("--context"), metavar="LIST",
+                                   help="Contexts in tokens (8K = 8,192, 128K = 131,072): a list or a doubling "
+                                        "range 1K..128K.")] = "1024,8K,32K,128K",
+    batch: Annotated[int, option("--batch", "-b", parse=integer("--batch"), metavar="INTEGER",
+                                 help="Sequences held at once.")] = 1,
+    kv_dtype: KvDtype = StorageDtype.BF16,
+    tp: Tp = None,
+    pp: Pp = None,
+    ep: Ep = None,
+    dp: Dp = None,
+    verbose: Verbose = False,
+    as_json: Json = False,
 ) -> None:
     """KV-cache bytes per token and per sequence over contexts (GQA, MLA, sliding window, hybrid).
 
     Example: llm-cost kv llama3-8b --context 8K,128K --batch 4 --kv-dtype fp8
     """
     from llm_cost.model.kv import kv_cache
-    from llm_cost.specs.load import load_model
     from llm_cost.report import kv as view
-    from llm_cost.core.units import dtype_bits, parse_context, parse_contexts
+    from llm_cost.specs.load import load_model
 
-    contexts = parse_contexts(context)
-    b = parse_context(batch, "--batch")
-    bits = dtype_bits(kv_dtype, "--kv-dtype")
     layout = parse_layout(tp, pp, ep, dp)
     spec = load_model(model)
-    result = kv_cache(spec, contexts, bits, kv_dtype.lower(), b)
-    if layout is not None:
-        from dataclasses import replace
-
-        from llm_cost.model.layout import per_gpu
-
-        result = replace(result, layout=layout, per_gpu=per_gpu(spec, layout, 16, bits))
+    result = kv_cache(spec, context, kv_dtype.bits, kv_dtype.value, batch, layout)
     emit(result, as_json, view.render, spec.display_name)
     if verbose:
         report_defaults(model)
@@ -95,7 +80,7 @@ def import_(
     name: Optional[str] = typer.Option(None, "--name", help="Spec name (default: the file stem of --out)."),
     force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the family defaults that were applied."),
-    as_json: bool = JSON_OPT,
+    as_json: Json = False,
 ) -> None:
     """Write our YAML spec from a Hugging Face config.json, recording the source and the defaults used.
 
@@ -120,7 +105,7 @@ class ListKind(str, Enum):
 @app.command("list")
 def list_(
     kind: ListKind = typer.Argument(..., help="models or gpus", case_sensitive=False),
-    as_json: bool = JSON_OPT,
+    as_json: Json = False,
 ) -> None:
     """List the shipped model or GPU specs with their key figures.
 
@@ -136,7 +121,7 @@ def list_(
 @app.command()
 def show(
     name: str = typer.Argument(..., help="A model or GPU name, alias, or path to a YAML spec."),
-    as_json: bool = JSON_OPT,
+    as_json: Json = False,
 ) -> None:
     """Print a model or GPU spec as loaded and validated, with its sources.
 

@@ -2,340 +2,359 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from enum import Enum
+from typing import Annotated, Any, Optional
 
 import typer
 
+from llm_cost.cli.app import app, emit, parse_layout, weight_bits
+from llm_cost.cli.options import (
+    GPU_HELP, MODEL_HELP, AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, Dp, Ep, Gpu, Json,
+    KvDtype, LogitsOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu, Pp, ReserveGb, SeqGrid, Tp, WeightsDtype,
+    WeightBytesOpt, WeightFlopsOpt, fraction, gigabytes, integer, integer_grid, non_negative, option, token_grid,
+    tokens)
 from llm_cost.core.errors import InputError
-from llm_cost.cli.app import (
-    DP_OPT, EP_OPT, GPU_HELP, JSON_OPT, MODEL_HELP, PP_OPT, TP_OPT, app, check_choice, emit, parse_gigabytes,
-    parse_layout, parse_non_negative, parse_unit_interval, weight_bits)
+from llm_cost.core.types import AttentionMask, Dtype, Logits, MLAForm, Recompute, StorageDtype, WeightBytes, WeightFlops
+
+
+class FlopsPhase(str, Enum):
+    """The forward pass ``flops`` counts."""
+
+    prefill = "prefill"
+    decode = "decode"
 
 
 @app.command()
 def flops(
-    model: str = typer.Argument(..., help=MODEL_HELP),
-    phase: str = typer.Option("prefill", "--phase", help="prefill (a prompt) or decode (one token after --context)."),
-    seq: str = typer.Option("128,1024,8K", "--seq", "-s", help="Prefill: prompt lengths, comma-separated (8K = 8,192)."),
-    context: str = typer.Option("8K", "--context", "-c",
-                                help="Decode: tokens already cached, comma-separated (the new token also sees itself)."),
-    batch: str = typer.Option("1", "--batch", "-b", help="Sequences per forward pass."),
-    attention: str = typer.Option("causal", "--attention", help="causal (each token sees those before it) or full (S x S)."),
-    logits: str = typer.Option("all", "--logits", help="LM head on all positions (training, as the documents' table) or the last."),
-    mla: str = typer.Option("plain", "--mla", help="MLA attention form: plain or absorbed (DeepSeek decode)."),
-    as_json: bool = JSON_OPT,
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
+    phase: Annotated[FlopsPhase, typer.Option("--phase", case_sensitive=False,
+                                              help="prefill (a prompt) or decode (one token after --context).")]
+    = FlopsPhase.prefill,
+    seq: SeqGrid = "128,1024,8K",
+    context: ContextGrid = "8K",
+    batch: Annotated[int, option("--batch", "-b", parse=integer("--batch"), metavar="INTEGER",
+                                 help="Sequences per forward pass.")] = 1,
+    attention: AttentionOpt = AttentionMask.CAUSAL,
+    logits: LogitsOpt = Logits.ALL,
+    mla: MlaOpt = MLAForm.PLAIN,
+    as_json: Json = False,
 ) -> None:
     """FLOPs of a forward pass: per-layer linear and attention FLOPs, LM head, totals, over lengths.
 
     Examples: llm-cost flops llama3-8b --phase prefill --seq 8K;
     llm-cost flops llama3-8b --phase decode --context 8K
     """
-    from llm_cost.workload.flops import forward_flops
-    from llm_cost.specs.load import load_model
     from llm_cost.report import flops as view
-    from llm_cost.core.units import parse_context, parse_contexts
+    from llm_cost.specs.load import load_model
+    from llm_cost.workload.flops import forward_flops
 
-    check_choice(phase, "--phase", ("prefill", "decode"))
-    check_choice(attention, "--attention", ("causal", "full"))
-    check_choice(logits, "--logits", ("all", "last"))
-    check_choice(mla, "--mla", ("plain", "absorbed"))
-    b = parse_context(batch, "--batch")
-    lengths = parse_contexts(seq, "--seq") if phase == "prefill" else parse_contexts(context, "--context", minimum=0)
     spec = load_model(model)
-    if phase == "prefill":
-        result = [forward_flops(spec, n, 0, b, attention, logits, mla) for n in lengths]
+    if phase is FlopsPhase.prefill:
+        result = [forward_flops(spec, n, 0, batch, attention, logits, mla) for n in seq]
     else:
-        result = [forward_flops(spec, 1, c, b, attention, "last", mla) for c in lengths]
-    emit(result, as_json, view.render, spec.display_name, phase)
+        result = [forward_flops(spec, 1, c, batch, attention, Logits.LAST, mla) for c in context]
+    emit(result, as_json, view.render, spec.display_name, phase.value)
 
 
 @app.command()
 def roofline(
-    model: Optional[str] = typer.Argument(None, help=MODEL_HELP + " Default when a step option is given: llama3-8b."),
-    gpu: str = typer.Option("h100", "--gpu", "-g", help=GPU_HELP),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="Compute dtype for the peak FLOP/s (default: fp8 for an "
-                                        "FP8 checkpoint on a GPU with FP8, else bf16)."),
-    weights_dtype: Optional[str] = typer.Option(None, "--weights-dtype",
-                                                help="Weight storage dtype (e.g. int4); default: the checkpoint's."),
-    bits_per_weight: Optional[str] = typer.Option(None, "--bits-per-weight",
-                                                  help="Bits per stored weight incl. scales (e.g. 4.25 for int4, group 128)."),
-    kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache element dtype (default bf16)."),
-    phase: Optional[str] = typer.Option(None, "--phase",
-                                        help="decode (one step at --batch/--context, the default) or prefill (--seq)."),
-    batch: Optional[str] = typer.Option(None, "--batch", "-b", help="Sequences per step (default 1)."),
-    context: Optional[str] = typer.Option(None, "--context", "-c",
-                                          help="Decode: tokens already cached per sequence (default 0)."),
-    seq: Optional[str] = typer.Option(None, "--seq", "-s", help="Prefill: prompt length (default 8K)."),
-    logits: Optional[str] = typer.Option(None, "--logits", help="Prefill: LM head on the last position (default, "
-                                         "serving) or on all (training, the documents' prefill count)."),
-    mfu: Optional[str] = typer.Option(None, "--mfu", help="Model FLOP utilisation for estimates (default 60%)."),
-    mbu: Optional[str] = typer.Option(None, "--mbu", help="Memory bandwidth utilisation for estimates (default 80%)."),
-    weight_bytes: Optional[str] = typer.Option(None, "--weight-bytes",
-                                               help="Decode: read (matmul weights + one embedding row per sequence, "
-                                                    "the default) or resident (every stored weight, as the documents)."),
-    ops: bool = typer.Option(False, "--ops", help="Decode: per-operator table (FLOPs, bytes, intensity, bound, time)."),
-    tp: Optional[str] = TP_OPT,
-    pp: Optional[str] = PP_OPT,
-    ep: Optional[str] = EP_OPT,
-    dp: Optional[str] = DP_OPT,
-    network_gb_s: Optional[str] = typer.Option(None, "--network-gb-s",
-                                               help="Decode with a layout: network bandwidth between nodes per GPU, "
-                                                    "GB/s per direction (default 50)."),
-    as_json: bool = JSON_OPT,
+    model: Annotated[Optional[str], typer.Argument(help=MODEL_HELP + " Default when a step option is given: "
+                                                   "llama3-8b.")] = None,
+    gpu: Gpu = "h100",
+    dtype: ComputeDtype = None,
+    weights_dtype: WeightsDtype = None,
+    bits_per_weight: BitsPerWeight = None,
+    kv_dtype: Annotated[Optional[StorageDtype], typer.Option("--kv-dtype", case_sensitive=False,
+                                                      help="KV-cache element dtype (default bf16).")] = None,
+    phase: Annotated[Optional[FlopsPhase], typer.Option(
+        "--phase", case_sensitive=False, help="decode (one step at --batch/--context, the default) or prefill "
+                                              "(--seq: the time to first token).")] = None,
+    batch: Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
+                                 help="Sequences per step (default 1): a value, a list 1,8,64 or a range "
+                                      "1..256; a list prints one row per point.")] = None,
+    context: Annotated[Any, option("--context", "-c", parse=token_grid("--context", 0), metavar="LIST",
+                                   help="Decode: tokens already cached per sequence (default 0; 8K = 8,192): a "
+                                        "value, a list or a range 1K..128K.")] = None,
+    seq: Annotated[Any, option("--seq", "-s", parse=token_grid("--seq"), metavar="LIST",
+                               help="Prefill: prompt length (default 8K): a value, a list or a range.")] = None,
+    logits: Annotated[Optional[Logits], typer.Option("--logits", case_sensitive=False,
+                                                     help="Prefill: LM head on the last position (default, serving) "
+                                                          "or on all (training, the documents' count).")] = None,
+    mfu: Mfu = None,
+    mbu: Mbu = None,
+    weight_bytes: Annotated[Optional[WeightBytes], typer.Option(
+        "--weight-bytes", case_sensitive=False, help="Decode: read (matmul weights + one embedding row per "
+                                                     "sequence, the default) or resident (every stored weight, as "
+                                                     "the documents).")] = None,
+    ops: Annotated[bool, typer.Option("--ops", help="Per-operator table (FLOPs, bytes, intensity, bound, "
+                                                    "estimate).")] = False,
+    tp: Tp = None,
+    pp: Pp = None,
+    ep: Ep = None,
+    dp: Dp = None,
+    network_gb_s: NetworkGbS = None,
+    as_json: Json = False,
 ) -> None:
-    """Roofline: ridge points of a GPU; with a model (or any step option), a decode step's or a prefill's bounds.
+    """Roofline: ridge points of a GPU; with a model (or any step option), a decode step's or a prefill's
+    bound and estimate, on one GPU or a layout (--tp/--pp/--ep/--dp).
 
-    Examples: llm-cost roofline --gpu h100; llm-cost roofline llama3-8b --gpu h100 --batch 1;
-    llm-cost roofline --gpu h100 --batch 64 (model llama3-8b); llm-cost roofline llama3-8b --phase prefill --seq 8K
+    Examples: llm-cost roofline --gpu h100; llm-cost roofline llama3-8b --gpu h100 --batch 1 --context 2K;
+    llm-cost roofline --gpu h100 --batch 1,8,64 --context 2K (model llama3-8b);
+    llm-cost roofline llama3-70b --tp 4 --batch 32 --context 4K; llm-cost roofline llama3-8b --phase prefill --seq 8K
     """
-    from llm_cost.specs.load import load_gpu, load_model
-    from llm_cost.report import roofline as view
     from llm_cost.analyses.roofline import decode_step, prefill_step
+    from llm_cost.model.layout import ONE_GPU
     from llm_cost.perf.ridge import default_compute_dtype, ridge_points
-    from llm_cost.core.units import dtype_bits, parse_context, parse_fraction, parse_positive_float
+    from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, DEFAULT_NETWORK_GB_S
+    from llm_cost.report import roofline as view
+    from llm_cost.specs.load import load_gpu, load_model
 
     layout = parse_layout(tp, pp, ep, dp)
     step_options = (phase, batch, context, seq, logits, mfu, mbu, weight_bytes, kv_dtype, weights_dtype,
-                    bits_per_weight, network_gb_s)
-    wants_step = model is not None or layout is not None or ops or any(v is not None for v in step_options)
-    phase = phase or "decode"
-    check_choice(phase, "--phase", ("decode", "prefill"))
-    decode_only = {"--context": context, "--weight-bytes": weight_bytes}
-    wrong = [flag for flag, v in (decode_only.items() if phase == "prefill" else
+                    bits_per_weight, network_gb_s, layout)
+    wants_step = model is not None or ops or any(v is not None for v in step_options)
+    prefill = phase is FlopsPhase.prefill
+    wrong = [flag for flag, v in ({"--context": context, "--weight-bytes": weight_bytes}.items() if prefill else
                                   {"--seq": seq, "--logits": logits}.items()) if v is not None]
     if wrong:
-        raise InputError(f"{', '.join(wrong)} do(es) not apply to --phase {phase}")
-    check_choice(weight_bytes or "read", "--weight-bytes", ("read", "resident"))
-    check_choice(logits or "last", "--logits", ("all", "last"))
+        raise InputError(f"{', '.join(wrong)} do(es) not apply to --phase {'prefill' if prefill else 'decode'}")
     g = load_gpu(gpu)
     if dtype is not None:
         g.peak_flops(dtype)  # an unsupported dtype is an error before anything else
-    kv_bits = dtype_bits(kv_dtype or "bf16", "--kv-dtype")
-    weight_bits("bf16", weights_dtype, bits_per_weight)  # validate flags before loading the model
-    b = parse_context(batch or "1", "--batch")
-    c = parse_context(context or "0", "--context", minimum=0)
-    s = parse_context(seq or "8K", "--seq")
-    f_mfu, f_mbu = parse_fraction(mfu or "0.6", "--mfu"), parse_fraction(mbu or "0.8", "--mbu")
-    network = parse_positive_float(network_gb_s or "50", "--network-gb-s")
+    weight_bits("bf16", weights_dtype, bits_per_weight)  # conflicting flags are refused before loading the model
     if not wants_step:
         emit(ridge_points(g), as_json, view.render_ridges, g.display_name)
         return
     spec = load_model(model or "llama3-8b")
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
-    dtype = dtype or default_compute_dtype((weights_dtype or spec.torch_dtype).lower(), g)
-    from llm_cost.model.layout import ONE_GPU
-
-    if phase == "prefill":
-        result = prefill_step(spec, g, s, b, dtype, bits, kv_bits, f_mfu, logits=logits or "last", mbu=f_mbu,
-                              layout=layout or ONE_GPU, network_gb_s=network)
-        emit(result, as_json, view.render_prefill, spec.display_name, g.display_name, model is not None, ops)
+    compute = dtype or default_compute_dtype((weights_dtype or spec.torch_dtype).lower(), g)
+    common = dict(dtype=compute.value, weight_bits=bits, kv_bits=(kv_dtype or StorageDtype.BF16).bits,
+                  mfu=mfu or DEFAULT_MFU, mbu=mbu or DEFAULT_MBU, layout=layout or ONE_GPU,
+                  network_gb_s=network_gb_s or DEFAULT_NETWORK_GB_S)
+    batches = batch or [1]
+    if prefill:
+        result: Any = [prefill_step(spec, g, s, b, logits=logits or Logits.LAST, **common)
+                       for b in batches for s in (seq or [8192])]
+        render = view.render_prefill
+    else:
+        result = [decode_step(spec, g, b, c, weight_bytes=weight_bytes or WeightBytes.READ, **common)
+                  for b in batches for c in (context or [0])]
+        render = view.render_decode
+    if len(result) > 1:
+        emit(result, as_json, view.render_rows, spec.display_name, g.display_name, model is not None)
         return
-    result = decode_step(spec, g, b, c, dtype, bits, kv_bits, f_mfu, f_mbu, weight_bytes or "read",
-                         layout=layout or ONE_GPU, network_gb_s=network)
-    emit(result, as_json, view.render_decode, spec.display_name, g.display_name, model is not None, ops)
+    emit(result[0], as_json, render, spec.display_name, g.display_name, model is not None, ops,
+         context is None and not prefill)
 
 
 @app.command()
 def fit(
-    model: str = typer.Argument(..., help=MODEL_HELP),
-    gpu: str = typer.Option("h100", "--gpu", "-g", help=GPU_HELP),
-    context: str = typer.Option("8K", "--context", "-c", help="Tokens per sequence."),
-    batch: str = typer.Option("1", "--batch", "-b", help="Sequences held at once."),
-    weights_dtype: Optional[str] = typer.Option(None, "--weights-dtype",
-                                                help="Weight dtype: bf16, fp8, int8, int4, ... (default: the checkpoint's)."),
-    bits_per_weight: Optional[str] = typer.Option(None, "--bits-per-weight", help="Bits per weight incl. scales (4.25)."),
-    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache element dtype."),
-    reserve_gb: str = typer.Option("0", "--reserve-gb", help="Memory kept free for runtime and activations, GB (10^9 B)."),
-    memory_gb: Optional[str] = typer.Option(None, "--memory-gb",
-                                            help="Memory per GPU, GB (10^9 B); default: the datasheet's figure, read "
-                                                 "as 10^9 B (an '80 GB' HBM3 H100 physically holds 80 GiB)."),
-    max_gpus: str = typer.Option("64", "--max-gpus", help="Largest layout to search for the smallest that fits."),
-    tp: Optional[str] = TP_OPT,
-    pp: Optional[str] = PP_OPT,
-    ep: Optional[str] = EP_OPT,
-    dp: Optional[str] = DP_OPT,
-    as_json: bool = JSON_OPT,
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
+    gpu: Gpu = "h100",
+    context: Annotated[int, option("--context", "-c", parse=tokens("--context"), metavar="TOKENS",
+                                   help="Tokens per sequence (8K = 8,192).")] = 8192,
+    batch: Annotated[int, option("--batch", "-b", parse=integer("--batch"), metavar="INTEGER",
+                                 help="Sequences held at once.")] = 1,
+    weights_dtype: WeightsDtype = None,
+    bits_per_weight: BitsPerWeight = None,
+    kv_dtype: KvDtype = StorageDtype.BF16,
+    reserve_gb: ReserveGb = 0,
+    memory_gb: Annotated[Optional[int], option("--memory-gb", parse=gigabytes("--memory-gb"), metavar="GB",
+                                               help="Memory per GPU, GB (10^9 B); default: the datasheet's figure, "
+                                                    "read as 10^9 B (an '80 GB' HBM3 H100 physically holds 80 "
+                                                    "GiB).")] = None,
+    max_gpus: Annotated[int, option("--max-gpus", parse=integer("--max-gpus"), metavar="INTEGER",
+                                    help="Largest layout to search for the smallest that fits.")] = 64,
+    tp: Tp = None,
+    pp: Pp = None,
+    ep: Ep = None,
+    dp: Dp = None,
+    as_json: Json = False,
 ) -> None:
     """What fits: one GPU's capacity (largest batch/context, KV budget) and the smallest multi-GPU layouts.
 
-    With --tp/--pp/--ep/--dp: that layout's per-GPU weights, KV, headroom and decode bound.
+    With --tp/--pp/--ep/--dp: that layout's per-GPU weights, KV, headroom and decode step.
     Examples: llm-cost fit llama3-8b --gpu h100; llm-cost fit llama3-70b --gpu h100 --context 8K;
     llm-cost fit deepseek-v3 --gpu h200 --weights-dtype fp8; llm-cost fit llama3-70b --tp 2
     """
-    from llm_cost.specs.load import load_gpu, load_model
-    from llm_cost.analyses.memory import fit as fit_
     from llm_cost.analyses.deployment import FitReport, deployment, smallest_layouts
+    from llm_cost.analyses.memory import fit as fit_
     from llm_cost.report import fit as view
-    from llm_cost.core.units import dtype_bits, parse_context
+    from llm_cost.specs.load import load_gpu, load_model
 
-    c = parse_context(context, "--context")
-    b = parse_context(batch, "--batch")
     weight_bits("bf16", weights_dtype, bits_per_weight)
-    kv_bits = dtype_bits(kv_dtype, "--kv-dtype")
-    reserve = parse_gigabytes(reserve_gb, "--reserve-gb")
-    memory = parse_gigabytes(memory_gb, "--memory-gb") if memory_gb is not None else None
-    if memory is not None and memory < 10**9:
-        raise InputError(f"--memory-gb: {memory_gb!r} is below 1 GB")
-    n_max = parse_context(max_gpus, "--max-gpus")
+    if memory_gb is not None and memory_gb < 10**9:
+        raise InputError(f"--memory-gb: {memory_gb / 1e9:g} is below 1 GB")
     layout = parse_layout(tp, pp, ep, dp)
     spec, g = load_model(model), load_gpu(gpu)
-    if memory is not None:
-        g = g.model_copy(update={"memory_gb": memory / 1e9})
-    if reserve >= g.memory_bytes:
-        raise InputError(f"--reserve-gb: {reserve / 1e9:g} GB leaves nothing of {g.name}'s {g.memory_gb:g} GB")
+    if memory_gb is not None:
+        g = g.model_copy(update={"memory_gb": memory_gb / 1e9})
+    if reserve_gb >= g.memory_bytes:
+        raise InputError(f"--reserve-gb: {reserve_gb / 1e9:g} GB leaves nothing of {g.name}'s {g.memory_gb:g} GB")
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
     if layout is not None:
-        result = FitReport(None, [], n_max, deployment(spec, g, layout, b, c, bits, kv_bits, reserve))
+        result = FitReport(None, [], max_gpus, deployment(spec, g, layout, batch, context, bits, kv_dtype.bits,
+                                                          reserve_gb))
     else:
-        result = FitReport(fit_(spec, g, c, b, bits, kv_bits, reserve),
-                           smallest_layouts(spec, g, b, c, bits, kv_bits, reserve, n_max), n_max, None)
+        result = FitReport(fit_(spec, g, context, batch, bits, kv_dtype.bits, reserve_gb),
+                           smallest_layouts(spec, g, batch, context, bits, kv_dtype.bits, reserve_gb, max_gpus),
+                           max_gpus, None)
     emit(result, as_json, view.render, spec.display_name, g.display_name)
+
+
+class Formula(str, Enum):
+    """Which block ``activations`` counts."""
+
+    model = "model"
+    gpt = "gpt"
 
 
 @app.command()
 def activations(
-    model: str = typer.Argument(..., help=MODEL_HELP),
-    seq: str = typer.Option("8K", "--seq", "-s", help="Training sequence length."),
-    micro_batch: str = typer.Option("1", "--micro-batch", help="Sequences per micro-batch."),
-    formula: str = typer.Option("model", "--formula", help="model (the model's own block, no dropout) or gpt "
-                                "(Korthikanti et al.'s GPT block, sbh(34 + 5as/h), as the source documents)."),
-    as_json: bool = JSON_OPT,
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
+    seq: Annotated[int, option("--seq", "-s", parse=tokens("--seq"), metavar="TOKENS",
+                               help="Training sequence length (8K = 8,192).")] = 8192,
+    micro_batch: Annotated[int, option("--micro-batch", parse=integer("--micro-batch"), metavar="INTEGER",
+                                       help="Sequences per micro-batch.")] = 1,
+    formula: Annotated[Formula, typer.Option("--formula", case_sensitive=False,
+                                             help="model (the model's own block, no dropout) or gpt (Korthikanti "
+                                                  "et al.'s GPT block, sbh(34 + 5as/h), as the source "
+                                                  "documents).")] = Formula.model,
+    as_json: Json = False,
 ) -> None:
     """Training activation memory per layer (Korthikanti et al.), without and with recompute.
 
     Example: llm-cost activations llama3-8b --seq 8K
     """
-    from llm_cost.specs.load import load_model
     from llm_cost.analyses.memory import activation_memory
     from llm_cost.report import fit as view
-    from llm_cost.core.units import parse_context
+    from llm_cost.specs.load import load_model
 
-    s = parse_context(seq, "--seq")
-    b = parse_context(micro_batch, "--micro-batch")
     spec = load_model(model)
-    check_choice(formula, "--formula", ("model", "gpt"))
-    result = [activation_memory(spec, s, b, r, formula=formula) for r in ("none", "selective", "full")]
+    result = [activation_memory(spec, seq, micro_batch, r.value, formula=formula.value) for r in Recompute]
     emit(result, as_json, view.render_activations, spec.display_name)
 
 
 @app.command()
 def context(
-    model: str = typer.Argument(..., help=MODEL_HELP),
-    contexts: str = typer.Option("8K,32K,128K,1M", "--context", "-c", help="Contexts in tokens, comma-separated."),
-    gpu: str = typer.Option("h100", "--gpu", "-g", help=GPU_HELP),
-    mfu: str = typer.Option("0.6", "--mfu", help="Model FLOP utilisation for prefill times (0-1 or 60%)."),
-    dtype: str = typer.Option("bf16", "--dtype", help="Compute dtype for the peak."),
-    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache element dtype."),
-    weight_flops: str = typer.Option("gemm", "--weight-flops",
-                                     help="Weight FLOPs per token: gemm (2 N_gemm), non_embedding (2 (N - embedding), "
-                                          "as the source documents) or total (2 N)."),
-    as_json: bool = JSON_OPT,
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
+    contexts: Annotated[Any, option("--context", "-c", parse=token_grid("--context"), metavar="LIST",
+                                    help="Contexts in tokens: a list 8K,128K or a doubling range 8K..1M.")]
+    = "8K,32K,128K,1M",
+    gpu: Gpu = "h100",
+    mfu: Mfu = None,
+    mbu: Mbu = None,
+    dtype: Annotated[Dtype, typer.Option("--dtype", case_sensitive=False, help="Compute dtype for the peak.")]
+    = Dtype.BF16,
+    kv_dtype: KvDtype = StorageDtype.BF16,
+    weight_flops: WeightFlopsOpt = WeightFlops.GEMM,
+    logits: LogitsOpt = Logits.LAST,
+    as_json: Json = False,
 ) -> None:
-    """Long context: attention vs weight FLOPs, crossover, prefill time, KV per request, score-matrix size.
+    """Long context: attention vs weight FLOPs, crossover, prefill (TTFT), KV per request, score-matrix size.
 
     Example: llm-cost context llama3-70b --context 8K,128K --weight-flops total
     """
     from llm_cost.analyses.context import context_analysis
-    from llm_cost.specs.load import load_gpu, load_model
+    from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU
     from llm_cost.report import context as view
-    from llm_cost.core.units import dtype_bits, parse_contexts, parse_fraction
+    from llm_cost.specs.load import load_gpu, load_model
 
-    check_choice(weight_flops, "--weight-flops", ("gemm", "non_embedding", "total"))
-    ctx = parse_contexts(contexts, "--context")
-    f_mfu = parse_fraction(mfu, "--mfu")
-    kv_bits = dtype_bits(kv_dtype, "--kv-dtype")
     spec, g = load_model(model), load_gpu(gpu)
-    result = context_analysis(spec, ctx, g, f_mfu, dtype, weight_flops, kv_bits)
+    result = context_analysis(spec, contexts, g, mfu or DEFAULT_MFU, dtype.value, weight_flops.value, kv_dtype.bits,
+                              mbu or DEFAULT_MBU, logits.value)
     emit(result, as_json, view.render, spec.display_name)
 
 
 @app.command()
 def moe(
-    model: str = typer.Argument(..., help=MODEL_HELP),
-    batch: str = typer.Option("1,32,128", "--batch", "-b", help="Decode batches (tokens per step), comma-separated."),
-    weights_dtype: Optional[str] = typer.Option(None, "--weights-dtype",
-                                                help="Weight dtype: bf16, fp8, int4, ... (default: the checkpoint's)."),
-    ep: str = typer.Option("1", "--ep", help="Expert-parallel GPUs (must divide experts + redundant experts)."),
-    redundant_experts: str = typer.Option("0", "--redundant-experts", help="Extra expert copies spread over the EP GPUs."),
-    dispatch_dtype: str = typer.Option("fp8", "--dispatch-dtype", help="All-to-all dispatch dtype."),
-    combine_dtype: str = typer.Option("bf16", "--combine-dtype", help="All-to-all combine dtype."),
-    tp: str = typer.Option("8", "--tp", help="Tensor-parallel degree of the all-reduce comparison."),
-    prompt: str = typer.Option("4096", "--prompt", help="Prompt tokens for the all-to-all volume of one prefill."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help=GPU_HELP + " Adds the expert GEMM ridge analysis."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="Compute dtype for the ridge (default: fp8 for 8-bit "
-                                        "weights when the GPU has it, else bf16)."),
-    as_json: bool = JSON_OPT,
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
+    batch: Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
+                                 help="Decode batches (tokens per step): a list 1,32,128 or a range 1..256.")]
+    = "1,32,128",
+    weights_dtype: WeightsDtype = None,
+    ep: Annotated[int, option("--ep", parse=integer("--ep"), metavar="INTEGER",
+                              help="Expert-parallel GPUs (must divide experts + redundant experts).")] = 1,
+    redundant_experts: Annotated[int, option("--redundant-experts", parse=integer("--redundant-experts", 0),
+                                             metavar="INTEGER", help="Extra expert copies spread over the EP "
+                                                                     "GPUs.")] = 0,
+    dispatch_dtype: Annotated[StorageDtype, typer.Option("--dispatch-dtype", case_sensitive=False,
+                                                  help="All-to-all dispatch dtype.")] = StorageDtype.FP8,
+    combine_dtype: Annotated[StorageDtype, typer.Option("--combine-dtype", case_sensitive=False,
+                                                 help="All-to-all combine dtype.")] = StorageDtype.BF16,
+    tp: Annotated[int, option("--tp", parse=integer("--tp"), metavar="INTEGER",
+                              help="Tensor-parallel degree of the all-reduce comparison.")] = 8,
+    prompt: Annotated[int, option("--prompt", parse=tokens("--prompt"), metavar="TOKENS",
+                                  help="Prompt tokens for the all-to-all volume of one prefill.")] = 4096,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help=GPU_HELP + " Adds the expert GEMM ridge "
+                                                                              "analysis.")] = None,
+    dtype: ComputeDtype = None,
+    as_json: Json = False,
 ) -> None:
     """MoE: total / active / read-per-step parameters, expected experts per batch, EP memory, all-to-all.
 
     Example: llm-cost moe deepseek-v3 --batch 1,32,128 --weights-dtype fp8 --ep 32 --gpu h100
     """
-    from llm_cost.specs.load import load_gpu, load_model
     from llm_cost.analyses.moe import moe_analysis
     from llm_cost.report import moe as view
-    from llm_cost.core.units import dtype_bits, parse_context, parse_contexts
+    from llm_cost.specs.load import load_gpu, load_model
 
-    batches = parse_contexts(batch, "--batch")
-    weight_bits("bf16", weights_dtype, None)
-    n_ep = parse_context(ep, "--ep")
-    n_red = parse_context(redundant_experts, "--redundant-experts", minimum=0)
-    n_tp = parse_context(tp, "--tp")
-    n_prompt = parse_context(prompt, "--prompt")
-    d_bits, c_bits = dtype_bits(dispatch_dtype, "--dispatch-dtype"), dtype_bits(combine_dtype, "--combine-dtype")
     spec = load_model(model)
     bits = weight_bits(spec.torch_dtype, weights_dtype, None)
     g = load_gpu(gpu) if gpu else None
-    result = moe_analysis(spec, batches, bits, n_ep, n_red, d_bits, c_bits, n_tp, n_prompt, g, dtype)
+    result = moe_analysis(spec, batch, bits, ep, redundant_experts, dispatch_dtype.bits, combine_dtype.bits, tp,
+                          prompt, g, dtype.value if dtype else None)
     emit(result, as_json, view.render, spec.display_name)
 
 
 @app.command("spec")
 def spec_(
-    model: Optional[str] = typer.Argument(None, help=MODEL_HELP + " With --gpu: the Roofline step model."),
-    alpha: str = typer.Option(..., "--alpha", help="Acceptance rate per drafted token, in [0, 1]."),
-    gamma: str = typer.Option(..., "--gamma", help="Tokens drafted per round (>= 1)."),
-    c: Optional[str] = typer.Option(None, "--c", help="Cost of one draft step as a fraction of a target step."),
-    mtp: bool = typer.Option(False, "--mtp", help="Use the model's MTP module as the draft (c from its weights)."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", "-g", help=GPU_HELP),
-    batch: Optional[str] = typer.Option(None, "--batch", "-b",
-                                        help="Step model: batches (default 1,8,32,64,128,256); needs MODEL and --gpu."),
-    context: str = typer.Option("0", "--context", help="Cached tokens per sequence in the step model."),
-    mfu: str = typer.Option("0.6", "--mfu", help="MFU of the step model's compute term (0-1 or 60%)."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="Step model: compute dtype (default: fp8 for an FP8 "
-                                        "checkpoint on a GPU with FP8, else bf16); weights stay at the checkpoint's dtype."),
-    weight_bytes: str = typer.Option("read", "--weight-bytes", help="read or resident (the source documents' convention)."),
-    as_json: bool = JSON_OPT,
+    alpha: Annotated[float, option("--alpha", parse=fraction("--alpha", allow_zero=True), metavar="FRACTION",
+                                   help="Acceptance rate per drafted token, in [0, 1] (0.8 or 80%).")],
+    gamma: Annotated[int, option("--gamma", parse=integer("--gamma"), metavar="INTEGER",
+                                 help="Tokens drafted per round (>= 1).")],
+    model: Annotated[Optional[str], typer.Argument(help=MODEL_HELP + " With --gpu: the step model.")] = None,
+    c: Annotated[Optional[float], option("--c", parse=non_negative("--c", percent=True), metavar="NUMBER",
+                                         help="Cost of one draft step as a fraction of a target step.")] = None,
+    mtp: Annotated[bool, typer.Option("--mtp", help="Use the model's MTP module as the draft (c from its "
+                                                    "weights).")] = False,
+    gpu: OptionalGpu = None,
+    batch: Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
+                                 help="Step model: batches (default 1,8,32,64,128,256); needs MODEL and "
+                                      "--gpu.")] = None,
+    context: Annotated[int, option("--context", "-c", parse=tokens("--context", 0), metavar="TOKENS",
+                                   help="Cached tokens per sequence in the step model (8K = 8,192).")] = 0,
+    mfu: Mfu = None,
+    mbu: Mbu = None,
+    dtype: ComputeDtype = None,
+    weight_bytes: WeightBytesOpt = WeightBytes.READ,
+    as_json: Json = False,
 ) -> None:
-    """Speculative decoding: expected tokens per round, speedup, the turning batch, the step model.
+    """Speculative decoding: expected tokens per round, speedup, the knee and break-even batches, the step model.
 
     Examples: llm-cost spec --alpha 0.8 --gamma 4 --c 0.1;
-    llm-cost spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --batch 64,128;
+    llm-cost spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --batch 64,128 --context 2K;
     llm-cost spec deepseek-v3 --mtp --alpha 0.85 --gamma 1
     """
-    from llm_cost.specs.load import load_gpu, load_model
-    from llm_cost.report import speculative as view
     from llm_cost.analyses.speculative import speculative
-    from llm_cost.core.units import parse_context, parse_contexts, parse_fraction
+    from llm_cost.perf.ridge import default_compute_dtype
+    from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU
+    from llm_cost.report import speculative as view
+    from llm_cost.specs.load import load_gpu, load_model
 
-    check_choice(weight_bytes, "--weight-bytes", ("read", "resident"))
-    a = parse_unit_interval(alpha, "--alpha")
-    g_ = parse_context(gamma, "--gamma")
-    cost = parse_non_negative(c, "--c", percent=True) if c is not None else None
-    if mtp and cost is not None:
+    if mtp and c is not None:
         raise InputError("give --c or --mtp (which derives c from the model's MTP module), not both")
     if batch is not None and gpu is None:
         raise InputError("--batch is for the step model: give a MODEL and --gpu too")
-    batches = parse_contexts(batch or "1,8,32,64,128,256", "--batch")
-    ctx = parse_context(context, "--context", minimum=0)
-    f_mfu = parse_fraction(mfu, "--mfu")
     spec = load_model(model) if model else None
     hw = load_gpu(gpu) if gpu else None
     if hw is not None and spec is None:
         raise InputError("--gpu needs a MODEL for the step model (e.g. llm-cost spec llama3-8b --gpu h100 ...)")
+    compute = dtype
     if hw is not None and spec is not None:
-        from llm_cost.perf.ridge import default_compute_dtype
-
-        dtype = dtype or default_compute_dtype(spec.torch_dtype, hw)
-        hw.peak_flops(dtype)
-    result = speculative(a, g_, cost, spec, hw, batches, f_mfu, ctx, dtype or "bf16", weight_bytes, mtp)
+        compute = dtype or default_compute_dtype(spec.torch_dtype, hw)
+        hw.peak_flops(compute)
+    result = speculative(alpha, gamma, c, spec, hw, batch, mfu or DEFAULT_MFU, context,
+                         (compute or Dtype.BF16).value, weight_bytes.value, mtp, mbu or DEFAULT_MBU)
     emit(result, as_json, view.render)
+

@@ -12,8 +12,8 @@ from enum import Enum
 
 from llm_cost.core.errors import InputError
 
-__all__ = ["Dtype", "DTYPE_BITS", "dtype_of", "TensorKind", "Part", "LayerKind", "ShardRule", "Phase", "OpKind",
-           "Recompute"]
+__all__ = ["Dtype", "DTYPE_BITS", "StorageDtype", "STORAGE_DTYPES", "dtype_of", "TensorKind", "Part", "LayerKind", "ShardRule", "Phase",
+           "OpKind", "Recompute", "Logits", "AttentionMask", "WeightBytes", "MLAForm", "WeightFlops"]
 
 
 class _Str(str, Enum):
@@ -49,8 +49,25 @@ class Dtype(_Str):
 DTYPE_BITS: dict[Dtype, int] = {Dtype.FP64: 64, Dtype.FP32: 32, Dtype.TF32: 32, Dtype.BF16: 16, Dtype.FP16: 16,
                                 Dtype.FP8: 8, Dtype.INT8: 8, Dtype.INT4: 4, Dtype.FP4: 4}
 
-#: Dtypes a weight, KV cache or activation is stored in (TF32 and FP64 are compute formats only).
-STORAGE_DTYPES = (Dtype.FP32, Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8, Dtype.INT4, Dtype.FP4)
+class StorageDtype(_Str):
+    """Formats a weight, KV cache or activation is stored in (TF32 and FP64 are compute formats)."""
+
+    FP32 = "fp32"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    INT4 = "int4"
+    FP4 = "fp4"
+
+    @property
+    def bits(self) -> int:
+        """Storage bits per element."""
+        return DTYPE_BITS[Dtype(self.value)]
+
+
+#: Dtypes a weight, KV cache or activation is stored in.
+STORAGE_DTYPES = tuple(Dtype(d.value) for d in StorageDtype)
 
 
 def dtype_of(name: str | Dtype, what: str = "--dtype", storage: bool = True) -> Dtype:
@@ -135,3 +152,41 @@ class Recompute(_Str):
     NONE = "none"
     SELECTIVE = "selective"
     FULL = "full"
+
+
+class Logits(_Str):
+    """Where the LM head runs in a step: on the last position of each sequence (serving) or on
+    every position (training; the documents' prefill count)."""
+
+    LAST = "last"
+    ALL = "all"
+
+
+class AttentionMask(_Str):
+    """Causal attention (each token sees itself and those before it) or the full S x S bound."""
+
+    CAUSAL = "causal"
+    FULL = "full"
+
+
+class WeightBytes(_Str):
+    """Which weight bytes a step counts: those it reads, or every resident weight once (the
+    source documents' convention)."""
+
+    READ = "read"
+    RESIDENT = "resident"
+
+
+class MLAForm(_Str):
+    """MLA attention computed on up-projected heads (plain) or on the cached latent (absorbed)."""
+
+    PLAIN = "plain"
+    ABSORBED = "absorbed"
+
+
+class WeightFlops(_Str):
+    """Parameters behind "2 x N" weight FLOPs per token: N_gemm, N less the input embedding, or N."""
+
+    GEMM = "gemm"
+    NON_EMBEDDING = "non_embedding"
+    TOTAL = "total"

@@ -27,6 +27,8 @@ __all__ = [
     "parse_context",
     "parse_contexts",
     "parse_count",
+    "parse_integer",
+    "parse_grid",
     "parse_positive_float",
     "parse_fraction",
     "parse_decimal",
@@ -119,6 +121,56 @@ def parse_contexts(text: str, what: str = "--context", minimum: int = 1) -> list
     if any(not p.strip() for p in parts):
         raise InputError(f"{what}: {text!r} has an empty item; separate lengths with single commas")
     return [parse_context(p.strip(), what, minimum) for p in parts]
+
+
+def parse_integer(text: str | int, what: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """A small count in plain decimal digits (batch, TP, gamma ...). Suffixes are refused with a
+    hint: ``1K`` means 1,024 tokens only where the flag counts tokens (``--context``)."""
+    if isinstance(text, int):
+        value = text
+    else:
+        raw = str(text).strip()
+        if re.fullmatch(r"[0-9]+", raw):
+            value = int(raw) if len(raw) <= 20 else maximum + 1
+        elif raw.startswith("-") and re.fullmatch(r"-[0-9]+", raw):
+            raise InputError(f"{what}: {text!r} is negative; it must be at least {minimum}")
+        elif _NUMBER_RE.match(raw):
+            raise InputError(f"{what}: {text!r} is not a whole number in plain digits (e.g. 64); suffixes such as "
+                             "K are for token counts (--context 8K)")
+        else:
+            raise InputError(f"{what}: {text!r} is not a whole number (e.g. 64)")
+    if value < minimum:
+        raise InputError(f"{what}: {text} must be at least {minimum}")
+    if value > maximum:
+        raise InputError(f"{what}: {text} is larger than {maximum:,}")
+    return value
+
+
+def parse_grid(text: str, what: str, item) -> list[int]:
+    """A list of values: comma-separated items, each a value or a doubling range ``a..b``
+    (``1..256`` = 1, 2, 4, ..., 256; ``1K..128K`` = 1,024 ... 131,072; ``b`` included if it is
+    reached), each parsed by ``item(text, what)``. Order is kept; at most 10,000 values."""
+    parts = str(text).split(",")
+    if not any(p.strip() for p in parts):
+        raise InputError(f"{what}: empty list; give values such as 1,8,64 or a range 1..256")
+    values: list[int] = []
+    for part in parts:
+        if not part.strip():
+            raise InputError(f"{what}: {text!r} has an empty item; separate values with single commas")
+        if ".." in part:
+            lo_text, _, hi_text = part.partition("..")
+            lo, hi = item(lo_text.strip(), what), item(hi_text.strip(), what)
+            if lo < 1 or hi < lo:
+                raise InputError(f"{what}: range {part.strip()!r} must go up from at least 1 (e.g. 1..256)")
+            v = lo
+            while v <= hi:
+                values.append(v)
+                v *= 2
+        else:
+            values.append(item(part.strip(), what))
+        if len(values) > 10_000:
+            raise InputError(f"{what}: {text!r} has more than 10,000 values")
+    return values
 
 
 def parse_count(text: str | int, what: str, minimum: int = 1) -> int:

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.units import to_bytes
+from llm_cost.model.layout import Layout, PerGPU, per_gpu
+from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements
 
-__all__ = ["KVLayerKind", "KVAtContext", "KVResult", "kv_cache", "kv_elements_per_token_per_layer",
-           "kv_bytes_per_token", "kv_bytes", "linear_state_elements"]
+__all__ = ["KVLayerKind", "KVAtContext", "KVResult", "kv_cache", "kv_bytes_per_token", "kv_bytes"]
 
 
 @dataclass(frozen=True)
@@ -68,16 +69,8 @@ class KVResult:
     contexts: list[KVAtContext]
     formula: str
     conventions: list[str] = field(default_factory=list)
-    layout: object | None = None  # llm_cost.parallel.Layout when --tp/--pp/--ep/--dp were given
-    per_gpu: object | None = None  # llm_cost.parallel.PerGPU: KV per token per GPU by pipeline stage
-
-
-def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
-    """Elements one token adds to one softmax-attention layer's cache."""
-    att = spec.attention
-    if isinstance(att, MLAAttention):
-        return att.kv_lora_rank + att.qk_rope_head_dim
-    return 2 * spec.num_key_value_heads * spec.head_dim
+    layout: Layout | None = None  # when --tp/--pp/--ep/--dp were given
+    per_gpu: PerGPU | None = None  # KV per token per GPU by pipeline stage
 
 
 def _layer_counts(spec: ModelSpec) -> dict[str, int]:
@@ -86,15 +79,6 @@ def _layer_counts(spec: ModelSpec) -> dict[str, int]:
         kind = spec.layer_type(i)
         counts[kind] = counts.get(kind, 0) + 1
     return counts
-
-
-def linear_state_elements(spec: ModelSpec) -> tuple[int, int]:
-    la = spec.linear_attention
-    if la is None:
-        return 0, 0
-    state = la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim
-    conv_dim = 2 * la.linear_num_key_heads * la.linear_key_head_dim + la.linear_num_value_heads * la.linear_value_head_dim
-    return state, conv_dim * (la.linear_conv_kernel_dim - 1)
 
 
 def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | float:
@@ -125,8 +109,10 @@ def kv_bytes(spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, incl
 
 
 def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str = "bf16",
-             batch: int = 1) -> KVResult:
-    """KV-cache sizes of ``spec`` at each context (tokens per sequence) for ``batch`` sequences."""
+             batch: int = 1, layout: Layout | None = None) -> KVResult:
+    """KV-cache sizes of ``spec`` at each context (tokens per sequence) for ``batch`` sequences;
+    with ``layout``, also the KV per token on one GPU of each pipeline stage (InputError for a
+    layout that cannot hold the model)."""
     counts = _layer_counts(spec)
     att = spec.attention
     per = kv_elements_per_token_per_layer(spec)
@@ -203,4 +189,6 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
         contexts=rows,
         formula=formula,
         conventions=conventions,
+        layout=layout,
+        per_gpu=per_gpu(spec, layout, 16, bits) if layout is not None else None,
     )

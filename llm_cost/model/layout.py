@@ -26,7 +26,7 @@ from fractions import Fraction
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import LayerKind, Part, ShardRule, TensorKind
 from llm_cost.core.units import exact, to_bytes
-from llm_cost.model.kv import kv_elements_per_token_per_layer
+from llm_cost.model.kvshape import kv_elements_per_token_per_layer
 from llm_cost.model.structure import Tensor, build
 from llm_cost.specs.schema import GQAAttention, ModelSpec
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
+from llm_cost.core.types import Dtype
+from llm_cost.model.layout import Layout, PerGPU, per_gpu
 from llm_cost.model.structure import GROUPS, Structure, build
 from llm_cost.core.units import to_bytes
 
@@ -53,8 +55,8 @@ class ParamsResult:
     checkpoint_params: int
     weight_bytes: int | float
     conventions: list[str] = field(default_factory=list)
-    layout: object | None = None  # llm_cost.parallel.Layout when --tp/--pp/--ep/--dp were given
-    per_gpu: object | None = None  # llm_cost.parallel.PerGPU: weights per GPU by pipeline stage
+    layout: Layout | None = None  # when --tp/--pp/--ep/--dp were given
+    per_gpu: PerGPU | None = None  # weights per GPU by pipeline stage
 
 
 def _label(spec: ModelSpec, group: str) -> str:
@@ -122,13 +124,13 @@ def _rows(structure: Structure, total: int) -> list[BreakdownRow]:
     return rows
 
 
-def count_params(spec: ModelSpec, bits: int | float | None = None, dtype: str | None = None) -> ParamsResult:
+def count_params(spec: ModelSpec, bits: int | float | None = None, dtype: str | None = None,
+                 layout: Layout | None = None) -> ParamsResult:
     """Count ``spec``'s parameters and weigh them at ``bits`` per parameter (default: the
-    checkpoint's ``torch_dtype``). Pure; raises nothing for a validated spec."""
-    from llm_cost.core.units import DTYPE_BITS
-
+    checkpoint's ``torch_dtype``); with ``layout``, also the weights on one GPU of each pipeline
+    stage. InputError only for a layout that cannot hold the model."""
     dtype = dtype or spec.torch_dtype
-    bits = bits if bits is not None else DTYPE_BITS[dtype]
+    bits = bits if bits is not None else Dtype(dtype).bits
     s = build(spec)
     total = s.total_params
     embedding = sum(t.total for t in s.tensors if t.part == "decoder" and t.group == "embedding")
@@ -159,6 +161,8 @@ def count_params(spec: ModelSpec, bits: int | float | None = None, dtype: str | 
         mtp_params=s.mtp_params,
         mtp_checkpoint_copies=s.mtp_copies,
         checkpoint_params=total + s.mtp_params + s.mtp_copies,
-        weight_bytes=weight_bytes if isinstance(weight_bytes, int) else float(weight_bytes),
+        weight_bytes=weight_bytes,
         conventions=conventions,
+        layout=layout,
+        per_gpu=per_gpu(spec, layout, Fraction(bits).limit_denominator(1000)) if layout is not None else None,
     )

@@ -39,12 +39,14 @@ def _ops_table(con, rows) -> None:
                         "of the operators' bounds")
 
 
-def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_given: bool, ops: bool) -> None:
+def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_given: bool, ops: bool,
+                  default_context: bool = False) -> None:
     """The decode step: FLOPs, bytes, intensities, bound, estimate, compute-bound batch."""
     _default_note(con, model_given, display_name)
+    default = " (the default: an empty cache; give --context)" if default_context else ""
     con.print(f"[bold]{display_name} on {gpu_name}{_layout_text(d.layout)}: decode step, batch {d.batch}, context "
-              f"{d.context:,} cached tokens per sequence, {d.compute_dtype} peak, weights at {d.weight_bits:g} bits, "
-              f"KV at {d.kv_bits} bits[/bold]")
+              f"{d.context:,} cached tokens per sequence{default}, {d.compute_dtype} peak, weights at "
+              f"{d.weight_bits:g} bits, KV at {d.kv_bits} bits[/bold]")
     per = " per GPU" if d.layout.gpus > 1 else ""
     facts = [
         ("FLOPs" + per, f"{fmt_flops(d.flops)} = weights {fmt_flops(d.weight_flops)} + attention "
@@ -89,7 +91,8 @@ def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_gi
     print_conventions(con, d.conventions)
 
 
-def render_prefill(con, p: PrefillStep, display_name: str, gpu_name: str, model_given: bool, ops: bool = False) -> None:
+def render_prefill(con, p: PrefillStep, display_name: str, gpu_name: str, model_given: bool, ops: bool = False,
+                   default_context: bool = False) -> None:
     """The prefill (time to first token): FLOPs, bytes, bound and estimate."""
     _default_note(con, model_given, display_name)
     con.print(f"[bold]{display_name} on {gpu_name}{_layout_text(p.layout)}: prefill of {p.batch} x {p.seq:,} tokens "
@@ -110,3 +113,20 @@ def render_prefill(con, p: PrefillStep, display_name: str, gpu_name: str, model_
     if ops:
         _ops_table(con, p.ops)
     print_conventions(con, p.conventions)
+
+
+def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given: bool) -> None:
+    """One row per grid point: decode steps (batch x context) or prefills (batch x prompt)."""
+    _default_note(con, model_given, display_name)
+    first = steps[0]
+    prefill = isinstance(first, PrefillStep)
+    head = "prompt" if prefill else "context"
+    rows = [[fmt_int(s.batch), fmt_int(s.seq if prefill else s.context), fmt_flops(s.flops), fmt_si(s.bytes),
+             fmt_seconds(s.bound_s), s.bound, fmt_seconds(s.estimate_s),
+             f"{(s.tokens_per_s_at_mfu if prefill else s.estimate_tokens_per_s):,.0f}"] for s in steps]
+    what = "prefill (time to first token)" if prefill else "decode step"
+    print_table(con, f"{display_name} on {gpu_name}{_layout_text(first.layout)}: {what}, {first.compute_dtype} peak",
+                [("batch", "right"), (head, "right"), ("FLOPs", "right"), ("bytes", "right"), ("bound", "right"),
+                 ("bound by", "left"), (f"estimate (MFU {first.mfu:.0%}, MBU {first.mbu:.0%})", "right"),
+                 ("tokens/s at the estimate", "right")], rows)
+    print_conventions(con, first.conventions[1:])

@@ -49,7 +49,7 @@ from typing import Literal, Sequence
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, LayerKind, OpKind, Part, Phase, ShardRule, TensorKind
 from llm_cost.core.units import exact
-from llm_cost.model.kv import kv_elements_per_token_per_layer, linear_state_elements
+from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements
 from llm_cost.model.layout import (ONE_GPU, Layout, kv_heads_per_gpu, layers_of, stage_first_layers, stage_layers,
                                    tensor_layers_in_stage, tensor_share, validate_layout)
 from llm_cost.model.structure import Structure, Tensor, build

@@ -1,0 +1,141 @@
+"""Typed options the commands share, as ``Annotated`` aliases (the huggingface_hub CLI's habit).
+
+Each option parses its text with a :mod:`llm_cost.core.units` parser that names the flag in its
+error, and shows its kind in ``--help``: TOKENS (binary suffixes, 8K = 8,192), INTEGER (plain
+digits), LIST (comma-separated values and doubling ranges ``1..256``), FRACTION (0.6 or 60%),
+NUMBER (a positive real), or a choice list. Defaults of estimates come from
+:mod:`llm_cost.perf.timemodel`, the one place that defines them.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+
+from llm_cost.core.errors import InputError
+from llm_cost.core.types import AttentionMask, Dtype, Logits, MLAForm, StorageDtype, WeightBytes, WeightFlops
+from llm_cost.core.units import (parse_context, parse_count, parse_decimal, parse_fraction, parse_grid,
+                                 parse_integer, parse_positive_float)
+
+
+
+def tokens(flag: str, minimum: int = 1) -> Callable[[str], int]:
+    """A token count (8K = 8,192) for ``flag``."""
+    return lambda text: parse_context(text, flag, minimum)
+
+
+def integer(flag: str, minimum: int = 1) -> Callable[[str], int]:
+    """A plain whole number for ``flag``."""
+    return lambda text: parse_integer(text, flag, minimum)
+
+
+def large_count(flag: str) -> Callable[[str], int]:
+    """A large count with decimal suffixes (15T = 15 x 10^12) for ``flag``."""
+    return lambda text: parse_count(text, flag)
+
+
+def token_grid(flag: str, minimum: int = 1) -> Callable[[str], list[int]]:
+    """A list of token counts with doubling ranges (1K..128K)."""
+    return lambda text: parse_grid(text, flag, lambda t, w: parse_context(t, w, minimum))
+
+
+def integer_grid(flag: str) -> Callable[[str], list[int]]:
+    """A list of whole numbers with doubling ranges (1,2,4..256)."""
+    return lambda text: parse_grid(text, flag, parse_integer)
+
+
+def fraction(flag: str, allow_zero: bool = False) -> Callable[[str], float]:
+    """An efficiency or probability in (0, 1] (``[0, 1]`` with ``allow_zero``); 60% = 0.6."""
+    return lambda text: parse_fraction(text, flag, allow_zero)
+
+
+def positive(flag: str, maximum: float | None = None) -> Callable[[str], float]:
+    """A finite number greater than 0."""
+    return lambda text: parse_positive_float(text, flag, maximum)
+
+
+def non_negative(flag: str, percent: bool = False) -> Callable[[str], float]:
+    """A finite number >= 0 (``percent``: 10% = 0.1)."""
+    def parse(text: str) -> float:
+        value = parse_decimal(text, flag, percent)
+        if value > Decimal("1e300"):
+            raise InputError(f"{flag}: {text!r} is too large")
+        return float(value)
+    return parse
+
+
+def gigabytes(flag: str) -> Callable[[str], int]:
+    """A non-negative size in GB (10^9 B) as exact bytes, at most 10^6 GB."""
+    def parse(text: str) -> int:
+        value = parse_decimal(text, flag)
+        if value > 10**6:
+            raise InputError(f"{flag}: {text!r} must be at most 1,000,000 GB")
+        return int(value * 10**9)
+    return parse
+
+
+def option(*decls: str, parse: Callable[[str], Any], metavar: str, help: str) -> Any:  # noqa: A002
+    """A typed option: ``parse`` turns its text into the value; ``metavar`` shows the kind."""
+    return typer.Option(*decls, parser=parse, metavar=metavar, help=help)
+
+
+MODEL_HELP = ("Shipped model name or alias (see `llm-cost list models`), a path to a YAML spec, or a Hugging Face "
+              "config.json (or the folder holding it).")
+GPU_HELP = "Shipped GPU name or alias (see `llm-cost list gpus`), or a path to a YAML spec."
+
+Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON (stable keys) instead of tables.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v",
+                                       help="For a config.json MODEL: list the family defaults applied (on stderr).")]
+Gpu = Annotated[str, typer.Option("--gpu", "-g", help=GPU_HELP)]
+OptionalGpu = Annotated[Optional[str], typer.Option("--gpu", "-g", help=GPU_HELP)]
+
+Tp = Annotated[Optional[int], option("--tp", parse=integer("--tp"), metavar="INTEGER",
+                                     help="Tensor-parallel GPUs (divide the query heads).")]
+Pp = Annotated[Optional[int], option("--pp", parse=integer("--pp"), metavar="INTEGER",
+                                     help="Pipeline stages (at most the layer count).")]
+Ep = Annotated[Optional[int], option("--ep", parse=integer("--ep"), metavar="INTEGER",
+                                     help="Expert-parallel ranks: 1 or TP x DP (experts spread whole).")]
+Dp = Annotated[Optional[int], option("--dp", parse=integer("--dp"), metavar="INTEGER", help="Data-parallel replicas.")]
+
+BatchGrid = Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
+                                  help="Sequences per step: one value, a list 1,8,64 or a doubling range 1..256.")]
+ContextGrid = Annotated[Any, option("--context", "-c", parse=token_grid("--context", 0), metavar="LIST",
+                                    help="Tokens already cached per sequence (8K = 8,192): one value, a list "
+                                         "2K,8K or a doubling range 1K..128K.")]
+SeqGrid = Annotated[Any, option("--seq", "-s", parse=token_grid("--seq"), metavar="LIST",
+                                help="Prompt lengths in tokens (8K = 8,192): a value, a list or a range 1K..32K.")]
+
+WeightsDtype = Annotated[Optional[StorageDtype], typer.Option("--weights-dtype", case_sensitive=False,
+                                                       help="Weight storage dtype (default: the checkpoint's).")]
+KvDtype = Annotated[StorageDtype, typer.Option("--kv-dtype", case_sensitive=False, help="KV-cache element dtype.")]
+ComputeDtype = Annotated[Optional[Dtype], typer.Option("--dtype", case_sensitive=False,
+                                                       help="Compute dtype for the peak FLOP/s (default: fp8 for an "
+                                                            "FP8 checkpoint on a GPU with FP8, else bf16).")]
+BitsPerWeight = Annotated[Optional[float], option("--bits-per-weight", parse=positive("--bits-per-weight", 64),
+                                                  metavar="NUMBER",
+                                                  help="Bits per stored weight incl. scales (4.25 for int4, group "
+                                                       "128); instead of --weights-dtype.")]
+Mfu = Annotated[Optional[float], option("--mfu", parse=fraction("--mfu"), metavar="FRACTION",
+                                        help="Model FLOP utilisation of estimates, 0-1 or 60% (default 60%).")]
+Mbu = Annotated[Optional[float], option("--mbu", parse=fraction("--mbu"), metavar="FRACTION",
+                                        help="Memory bandwidth utilisation of estimates, 0-1 or 80% (default 80%).")]
+NetworkGbS = Annotated[Optional[float], option("--network-gb-s", parse=positive("--network-gb-s"), metavar="NUMBER",
+                                               help="Network bandwidth between nodes per GPU, GB/s per direction "
+                                                    "(default 50).")]
+LogitsOpt = Annotated[Logits, typer.Option("--logits", case_sensitive=False,
+                                           help="LM head on the last position (serving) or on all (training, the "
+                                                "documents' count).")]
+AttentionOpt = Annotated[AttentionMask, typer.Option("--attention", case_sensitive=False,
+                                                     help="causal (each token sees those before it) or full (S x S).")]
+WeightBytesOpt = Annotated[WeightBytes, typer.Option("--weight-bytes", case_sensitive=False,
+                                                     help="read (weights used + one embedding row per sequence) or "
+                                                          "resident (every stored weight once, as the documents).")]
+MlaOpt = Annotated[MLAForm, typer.Option("--mla", case_sensitive=False,
+                                         help="MLA attention form: plain or absorbed (DeepSeek decode).")]
+WeightFlopsOpt = Annotated[WeightFlops, typer.Option("--weight-flops", case_sensitive=False,
+                                                     help="Weight FLOPs per token: gemm (2 N_gemm), non_embedding "
+                                                          "(2 (N - embedding), as the documents) or total (2 N).")]
+ReserveGb = Annotated[int, option("--reserve-gb", parse=gigabytes("--reserve-gb"), metavar="GB",
+                                  help="Memory kept free for runtime and activations, GB (10^9 B).")]

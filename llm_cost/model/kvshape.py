@@ -1,0 +1,31 @@
+"""The shape of a model's cache: elements one token adds to a layer's KV cache, and the fixed
+state of a linear-attention layer (seed 000 §七, seed 003 §04-§05).
+
+* GQA/MHA/MQA: 2 x n_kv x d_head (K and V) per token per layer.
+* MLA: kv_lora_rank + qk_rope_head_dim (the latent c_KV and the decoupled RoPE key).
+* Gated DeltaNet: no per-token cache; a recurrent state of n_v x d_k x d_v elements per sequence
+  per layer plus a causal-conv state of (2 n_k d_k + n_v d_v) x (kernel - 1) elements.
+"""
+
+from __future__ import annotations
+
+from llm_cost.specs.schema import MLAAttention, ModelSpec
+
+__all__ = ["kv_elements_per_token_per_layer", "linear_state_elements"]
+
+
+def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
+    """Elements one token adds to one softmax-attention layer's cache."""
+    att = spec.attention
+    if isinstance(att, MLAAttention):
+        return att.kv_lora_rank + att.qk_rope_head_dim
+    return 2 * spec.num_key_value_heads * spec.head_dim
+
+
+def linear_state_elements(spec: ModelSpec) -> tuple[int, int]:
+    la = spec.linear_attention
+    if la is None:
+        return 0, 0
+    state = la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim
+    conv_dim = 2 * la.linear_num_key_heads * la.linear_key_head_dim + la.linear_num_value_heads * la.linear_value_head_dim
+    return state, conv_dim * (la.linear_conv_kernel_dim - 1)
