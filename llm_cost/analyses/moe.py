@@ -59,7 +59,8 @@ class MoEResult:
     expert_params: int  # one routed expert in one layer
     total_params: int
     active_params: int
-    active_n_gemm: int  # matmul weights one token uses: weight FLOPs per token = 2 x this
+    active_n_gemm: int  # matmul weights one token uses
+    weight_flops_per_token: int  # 2 x active_n_gemm
     non_routed_params: int
     routed_params: int
     total_bytes: float
@@ -81,6 +82,7 @@ class MoEResult:
     compute_dtype: str | None
     ridge: float | None
     tokens_to_pass_ridge: float | None  # per MoE layer
+    experts_per_top_k: float  # E / k: how much more work than a dense layer a ridge-passing GEMM needs
     conventions: list[str] = field(default_factory=list)
 
 
@@ -145,7 +147,7 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
     return MoEResult(
         model=spec.name, weight_bits=float(bits), num_experts=E, top_k=k, moe_layers=moe_layers,
         expert_params=expert, total_params=total, active_params=int(s.active_params),
-        active_n_gemm=int(s.active_gemm), non_routed_params=non_routed,
+        active_n_gemm=int(s.active_gemm), weight_flops_per_token=2 * int(s.active_gemm), non_routed_params=non_routed,
         routed_params=routed, total_bytes=float(to_bytes(total, bits)),
         rows=rows, ep=ep, redundant_experts=redundant_experts, experts_per_rank=per_rank,
         weights_per_gpu_bytes=per_gpu(spec, Layout(1, 1, ep, ep, redundant_experts), bits).max_weight_bytes,
@@ -153,5 +155,5 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
         combine_bytes_per_token_per_layer=combine, tp=tp, allreduce_bytes_per_token_per_layer=allreduce,
         all_to_all_vs_allreduce=(dispatch + combine) / allreduce if tp > 1 else None,
         prompt_tokens=prompt_tokens, prompt_all_to_all_bytes=prompt_tokens * moe_layers * (dispatch + combine),
-        gpu=gpu.name if gpu else None, compute_dtype=compute_dtype, ridge=ridge, tokens_to_pass_ridge=tokens,
+        gpu=gpu.name if gpu else None, compute_dtype=compute_dtype, ridge=ridge, tokens_to_pass_ridge=tokens, experts_per_top_k=E / k,
         conventions=conventions)

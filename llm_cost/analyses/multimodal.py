@@ -71,6 +71,8 @@ class VisionCost:
     merger_flops: float
     total_flops: float
     attention_share: float  # of block + attention FLOPs, as seed 003 quotes
+    blocks_with_attention_flops: float  # block_flops + attention_flops
+    embed_and_merger_flops: float  # patch_embed_flops + merger_flops
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,7 @@ def _vision(spec: ModelSpec, height: int, width: int, frames: int, connector: st
     merger_flops = 2.0 * merger * patches * groups / v.spatial_merge_size**2
     total = block_flops + attention + embed_flops + merger_flops
     return VisionCost(h, w, patches, groups, tokens, block_flops, attention, embed_flops, merger_flops, total,
-                      attention / (block_flops + attention))
+                      attention / (block_flops + attention), block_flops + attention, embed_flops + merger_flops)
 
 
 def image_cost(spec: ModelSpec, height: int, width: int, decoder: ModelSpec | None = None,

@@ -186,6 +186,7 @@ class ParallelTrainMemory:
     memory_bytes: int
     fits: bool
     smallest_dp: int | None  # fewest data-parallel replicas that fit at this ZeRO stage (None: none do)
+    smallest_cluster_gpus: int | None  # smallest_dp x TP x PP
     conventions: list[str] = field(default_factory=list)
 
 
@@ -236,4 +237,5 @@ def parallel_train_memory(spec: ModelSpec, gpu: HardwareSpec, tp: int = 1, pp: i
         f"memory {gpu.memory_gb:g} GB less {reserve_bytes:,} B reserve; smallest DP searched at ZeRO-{zero}",
     ]
     return ParallelTrainMemory(spec.name, gpu.name, tp, pp, dp, zero, sequence_parallel, recompute, params, state,
-                               activations, pp, total, gpu.memory_bytes, total <= room, smallest, conventions)
+                               activations, pp, total, gpu.memory_bytes, total <= room, smallest,
+                               smallest * tp * pp if smallest else None, conventions)

@@ -17,6 +17,7 @@ Bytes are exact integers for whole-byte dtypes (exact fractions are rounded only
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.units import to_bytes
@@ -64,6 +65,7 @@ class KVResult:
     layer_kinds: list[KVLayerKind]
     bytes_per_token: int | float  # all layers that cache tokens, below any window
     mha_bytes_per_token: int | float | None
+    mha_ratio: float | None  # MHA-equivalent bytes / this model's bytes per token
     kv_read_intensity: float | None  # FLOP per KV byte in decode attention (g = n_q/n_kv, or MLA absorbed)
     mla_absorbed_flop_ratio: float | None  # MLA: absorbed-form attention FLOPs / plain form (seed 003 §04: ~3.4x)
     contexts: list[KVAtContext]
@@ -71,6 +73,8 @@ class KVResult:
     conventions: list[str] = field(default_factory=list)
     layout: Layout | None = None  # when --tp/--pp/--ep/--dp were given
     per_gpu: PerGPU | None = None  # KV per token per GPU by pipeline stage
+    per_gpu_sequence_bytes: list[list[int | Fraction]] | None = None  # [stage][context]: one sequence on one GPU
+    all_gpus_bytes_per_token: int | Fraction | None = None  # summed over every GPU of a replica (KV heads replicated)
 
 
 def _layer_counts(spec: ModelSpec) -> dict[str, int]:
@@ -176,6 +180,7 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
     if window:
         conventions.append(f"sliding-window layers keep at most W = {window:,} tokens")
     conventions += spec.context_note(contexts)
+    shards = per_gpu(spec, layout, 16, bits) if layout is not None else None
     return KVResult(
         model=spec.name,
         kv_dtype=kv_dtype,
@@ -184,11 +189,14 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
         layer_kinds=kinds,
         bytes_per_token=kv_bytes_per_token(spec, bits),
         mha_bytes_per_token=to_bytes(caching * mha_elements, bits) if show_mha else None,
+        mha_ratio=mha_elements / per if show_mha else None,
         kv_read_intensity=intensity,
         mla_absorbed_flop_ratio=absorbed_ratio,
         contexts=rows,
         formula=formula,
         conventions=conventions,
         layout=layout,
-        per_gpu=per_gpu(spec, layout, 16, bits) if layout is not None else None,
+        per_gpu=shards,
+        per_gpu_sequence_bytes=None if shards is None else [[k * c for c in contexts] for k in shards.kv_bytes_per_token],
+        all_gpus_bytes_per_token=None if shards is None else sum(shards.kv_bytes_per_token) * layout.tp,
     )

@@ -53,7 +53,10 @@ class ParamsResult:
     mtp_params: int
     mtp_checkpoint_copies: int
     checkpoint_params: int
-    weight_bytes: int | float
+    weight_bytes: int | Fraction
+    weight_flops_per_token: int  # 2 x active N_gemm
+    non_routed_params: int  # all parameters less the routed experts
+    mtp_share: float  # MTP unique parameters / main-model parameters
     conventions: list[str] = field(default_factory=list)
     layout: Layout | None = None  # when --tp/--pp/--ep/--dp were given
     per_gpu: PerGPU | None = None  # weights per GPU by pipeline stage
@@ -162,6 +165,9 @@ def count_params(spec: ModelSpec, bits: int | float | None = None, dtype: str | 
         mtp_checkpoint_copies=s.mtp_copies,
         checkpoint_params=total + s.mtp_params + s.mtp_copies,
         weight_bytes=weight_bytes,
+        weight_flops_per_token=2 * int(s.active_gemm),
+        non_routed_params=total - s.routed_expert_params,
+        mtp_share=s.mtp_params / total,
         conventions=conventions,
         layout=layout,
         per_gpu=per_gpu(spec, layout, Fraction(bits).limit_denominator(1000)) if layout is not None else None,

@@ -14,20 +14,18 @@ def _e(x: float) -> str:
 def render(con, results: list[ForwardFlops], display_name: str, phase: str) -> None:
     """One row per length: per-layer linear and attention FLOPs, blocks, LM head, total."""
     first = results[0]
-    layers = {op.layers for op in first.ops if op.name != "LM head"}
-    uniform = len(layers) == 1
-    L = max(layers)
+    uniform = {op.layers for op in first.ops if op.group != "lm_head"} == {first.layers}
     per = "per layer" if uniform else "mean per layer"
     rows = []
     for f in results:
         length = f.new_tokens if phase == "prefill" else f.cached
-        rows.append([fmt_int(length), _e(f.linear_flops / L), _e(f.attention_flops / L),
-                     _e(f.linear_flops + f.attention_flops), _e(f.lm_head_flops), _e(f.total_flops),
+        rows.append([fmt_int(length), _e(f.linear_flops_per_layer), _e(f.attention_flops_per_layer),
+                     _e(f.block_flops), _e(f.lm_head_flops), _e(f.total_flops),
                      f"{f.total_flops / 1e12:,.2f}"])
     head = "prompt tokens" if phase == "prefill" else "cached tokens"
     title = (f"{display_name}: {phase} FLOPs, batch {first.batch}"
              + (", one new token per sequence" if phase == "decode" else ""))
     print_table(con, title, [(head, "right"), (f"linear {per}", "right"), (f"attention {per}", "right"),
-                             (f"{L} layers", "right"), ("LM head", "right"), ("total FLOPs", "right"),
+                             (f"{first.layers} layers", "right"), ("LM head", "right"), ("total FLOPs", "right"),
                              ("TFLOP", "right")], rows)
     print_conventions(con, first.conventions)

@@ -27,10 +27,9 @@ def render(con, r: KVResult, display_name: str) -> None:
                           f"{bytes_exact(k.bytes_per_token)} per token per layer{cap}"))
     facts.append(("per token (all caching layers)", bytes_exact(r.bytes_per_token)))
     if r.mha_bytes_per_token is not None:
-        ratio = r.mha_bytes_per_token / r.bytes_per_token
         label = ("MHA equivalent per token (n_h heads x v_head_dim for K and for V)" if r.mla_absorbed_flop_ratio
                  else "MHA equivalent per token (n_kv = n_q)")
-        facts.append((label, f"{bytes_exact(r.mha_bytes_per_token)} ({ratio:.2f}x)"))
+        facts.append((label, f"{bytes_exact(r.mha_bytes_per_token)} ({r.mha_ratio:.2f}x)"))
     if r.kv_read_intensity is not None:
         how = " (absorbed MLA: all heads read one latent)" if r.mla_absorbed_flop_ratio else ""
         facts.append(("decode KV read intensity", f"{r.kv_read_intensity:.1f} FLOP per KV byte{how}"))
@@ -66,5 +65,5 @@ def render(con, r: KVResult, display_name: str) -> None:
     if r.per_gpu is not None:
         from llm_cost.report.parallel import render_per_gpu_kv
 
-        render_per_gpu_kv(con, r.layout, r.per_gpu, r.contexts)
+        render_per_gpu_kv(con, r)
     print_conventions(con, r.conventions)

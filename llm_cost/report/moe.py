@@ -14,7 +14,7 @@ def render(con, r: MoEResult, display_name: str) -> None:
     print_facts(con, [
         ("total parameters: set the memory", f"{fmt_int(r.total_params)}, {fmt_si(r.total_bytes)} of weights"),
         ("active per token: set the FLOPs", f"{fmt_int(r.active_params)}; weight FLOPs per token 2 x active N_gemm "
-                                            f"= {2 * r.active_n_gemm / 1e9:,.2f} GFLOP"),
+                                            f"= {r.weight_flops_per_token / 1e9:,.2f} GFLOP"),
         ("non-routed parameters", fmt_int(r.non_routed_params)),
         ("one routed expert, one layer", fmt_int(r.expert_params)),
     ])
@@ -47,6 +47,6 @@ def render(con, r: MoEResult, display_name: str) -> None:
     if r.tokens_to_pass_ridge is not None:
         facts.append((f"tokens per layer for expert GEMMs to pass the {r.gpu} ridge",
                       f"{r.tokens_to_pass_ridge:,.0f} (ridge {r.ridge:,.1f} at {r.compute_dtype}, x E/k = "
-                      f"{r.num_experts / r.top_k:g})"))
+                      f"{r.experts_per_top_k:g})"))
     print_facts(con, facts)
     print_conventions(con, r.conventions)

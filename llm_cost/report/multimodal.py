@@ -17,9 +17,9 @@ def render(con, r: ImageResult) -> None:
         ("patches", f"{fmt_int(v.patches)}" + (f" per group x {v.temporal_groups} temporal groups"
                                                 if v.temporal_groups > 1 else "")),
         ("decoder tokens", f"[bold]{fmt_int(v.tokens)}[/bold] ({r.connector})"),
-        ("encoder: ViT blocks + attention", f"{fmt_flops(v.block_flops + v.attention_flops)} "
+        ("encoder: ViT blocks + attention", f"{fmt_flops(v.blocks_with_attention_flops)} "
                                             f"(attention {v.attention_share:.0%})"),
-        ("encoder: patch embedding + merger", fmt_flops(v.patch_embed_flops + v.merger_flops)),
+        ("encoder: patch embedding + merger", fmt_flops(v.embed_and_merger_flops)),
         ("decoder prefill of the visual tokens", f"{fmt_flops(r.decoder_prefill_flops)} = weights "
                                                 f"{fmt_flops(r.decoder_weight_flops)} + attention "
                                                 f"{fmt_flops(r.decoder_attention_flops)}"),

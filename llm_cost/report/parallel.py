@@ -20,15 +20,16 @@ def render_per_gpu_weights(con, layout, p) -> None:
                         "stage, LM head on the last); EP spreads experts; norms and routers are replicated")
 
 
-def render_per_gpu_kv(con, layout, p, contexts) -> None:
+def render_per_gpu_kv(con, r) -> None:
     """KV per token and per sequence on one GPU of each stage."""
+    layout, p = r.layout, r.per_gpu
     rows = []
-    for i, (n, k) in enumerate(zip(p.stage_layers, p.kv_bytes_per_token)):
-        rows.append([str(i), str(n), f"{fmt_int(round(k))} B"] + [fmt_iec(k * c.context) for c in contexts])
+    for i, (n, k, seq) in enumerate(zip(p.stage_layers, p.kv_bytes_per_token, r.per_gpu_sequence_bytes)):
+        rows.append([str(i), str(n), f"{fmt_int(round(k))} B"] + [fmt_iec(b) for b in seq])
     heads = "" if p.kv_heads_per_gpu is None else f"; {p.kv_heads_per_gpu} KV head(s) per GPU" + (
         f", each replicated on {p.kv_replication} GPUs" if p.kv_replication > 1 else "")
     print_table(con, _title(layout) + heads,
                 [("stage", "right"), ("layers", "right"), ("KV per token", "right")]
-                + [(f"at {c.context:,}", "right") for c in contexts], rows,
-                caption=f"across all {layout.gpus} GPUs: {fmt_int(round(sum(p.kv_bytes_per_token) * layout.tp))} B "
+                + [(f"at {c.context:,}", "right") for c in r.contexts], rows,
+                caption=f"across all {layout.gpus} GPUs: {fmt_int(round(r.all_gpus_bytes_per_token))} B "
                         "per token (KV heads replicated when TP exceeds them)")

@@ -18,7 +18,7 @@ def render(con, r: ParamsResult, display_name: str) -> None:
             fmt_int(row.params),
             pct(row.share) if row.part != "mtp" else "(apart)",
         ])
-    rows.append(["[bold]total (main model)[/bold]", "", "", f"[bold]{fmt_int(r.total_params)}[/bold]", "100.0%"])
+    rows.append(["[bold]total (main model)[/bold]", "", "", f"[bold]{fmt_int(r.total_params)}[/bold]", ""])
     print_table(con, f"{display_name} ({r.model}): parameters",
                 [("part", "left"), ("per layer", "right"), ("layers", "right"), ("parameters", "right"),
                  ("share", "right")], rows)
@@ -30,14 +30,14 @@ def render(con, r: ParamsResult, display_name: str) -> None:
     if r.active_n_gemm != r.n_gemm:
         facts.append(("active N_gemm per token", fmt_int(r.active_n_gemm)))
     facts.append(("weight FLOPs per token", f"2 x {'active ' if r.active_n_gemm != r.n_gemm else ''}N_gemm = "
-                  f"{2 * r.active_n_gemm / 1e9:,.2f} GFLOP"))
+                  f"{r.weight_flops_per_token / 1e9:,.2f} GFLOP"))
     facts.append(("N without input embedding", fmt_int(r.params_without_input_embedding)))
     if r.routed_expert_params:
         facts.append(("active parameters per token", f"{fmt_int(r.active_params)} ({r.active_params / 1e9:.2f}B)"))
         facts.append(("routed experts (all)", fmt_int(r.routed_expert_params)))
-        facts.append(("non-routed parameters", fmt_int(r.total_params - r.routed_expert_params)))
+        facts.append(("non-routed parameters", fmt_int(r.non_routed_params)))
     if r.mtp_params:
-        facts.append(("MTP modules (unique)", f"{fmt_int(r.mtp_params)} ({r.mtp_params / r.total_params:.1%} of main)"))
+        facts.append(("MTP modules (unique)", f"{fmt_int(r.mtp_params)} ({r.mtp_share:.1%} of main)"))
         facts.append(("checkpoint total", f"{fmt_int(r.checkpoint_params)} (main + MTP + its stored copies of "
                       f"embedding and LM head, {fmt_int(r.mtp_checkpoint_copies)})"))
     facts.append((f"weights at {r.dtype} ({r.bits_per_param:g} bits)", bytes_exact(r.weight_bytes)))

@@ -29,7 +29,7 @@ def _layout_text(layout) -> str:
 
 
 def _ops_table(con, rows) -> None:
-    table = [[o.name + (f" (stage {o.stage})" if o.stage else ""), fmt_flops(o.flops), fmt_si(o.weight_bytes + o.kv_bytes),
+    table = [[o.name + (f" (stage {o.stage})" if o.stage else ""), fmt_flops(o.flops), fmt_si(o.bytes),
               fmt_si(o.comm_bytes) if o.comm_bytes else "-", f"{o.intensity:,.1f}" if o.intensity else "-", o.bound,
               fmt_seconds(o.bound_s), fmt_seconds(o.estimate_s)] for o in rows]
     print_table(con, "per operator, per GPU (bound: max(FLOPs / peak, bytes / bandwidth) + link time)",
@@ -52,7 +52,9 @@ def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_gi
         ("FLOPs" + per, f"{fmt_flops(d.flops)} = weights {fmt_flops(d.weight_flops)} + attention "
                         f"{fmt_flops(d.attention_flops)}"),
         ("matmul weights read" + per, bytes_exact(d.matmul_weight_bytes)),
-        ("norm/bias vectors + embedding rows", bytes_exact(d.other_weight_bytes + d.embedding_row_bytes)),
+        ("norm/bias vectors" + (" and tables (resident)" if d.weight_bytes_convention == "resident" else ""),
+         bytes_exact(d.other_weight_bytes)),
+        ("embedding rows", bytes_exact(d.embedding_row_bytes)),
         ("KV read + new K/V written", f"{bytes_exact(d.kv_read_bytes)} + {bytes_exact(d.kv_write_bytes)}"),
         ("bytes per step" + per, bytes_exact(d.bytes) + ("  (resident convention)"
                                                         if d.weight_bytes_convention == "resident" else "")),

@@ -55,7 +55,7 @@ def render(con, r: TrainResult, display_name: str, gpu_name: str) -> None:
              f"of {fmt_si(m.memory_bytes)}: " + ("fits" if m.fits else "[bold red]does not fit[/bold red]")),
             ("parameters per GPU (fullest stage)", fmt_int(m.params_per_gpu)),
             (f"smallest DP at ZeRO-{m.zero}", "none fits: add TP/PP, recompute or sequence parallelism"
-             if m.smallest_dp is None else f"{m.smallest_dp} (= {m.smallest_dp * m.tp * m.pp:,} GPUs)"),
+             if m.smallest_dp is None else f"{m.smallest_dp} (= {m.smallest_cluster_gpus:,} GPUs)"),
         ])
         print_conventions(con, m.conventions)
     print_conventions(con, r.conventions)

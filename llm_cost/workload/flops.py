@@ -55,6 +55,10 @@ class ForwardFlops:
     attention_flops: int  # QK^T + AV over all layers (plus recurrences)
     lm_head_flops: int
     total_flops: int
+    layers: int  # decoder layers
+    linear_flops_per_layer: float  # mean over the layers
+    attention_flops_per_layer: float
+    block_flops: int  # linear + attention, all layers
     conventions: list[str] = field(default_factory=list)
 
 
@@ -107,4 +111,6 @@ def forward_flops(spec: ModelSpec, new_tokens: int, cached: int = 0, batch: int 
     if isinstance(spec.attention, MLAAttention):
         conventions.append(f"MLA attention in the {mla_form} form")
     return ForwardFlops(spec.name, batch, new_tokens, cached, attention, logits, mla_form, ops, linear,
-                        attention_flops, lm_head, linear + attention_flops + lm_head, conventions)
+                        attention_flops, lm_head, linear + attention_flops + lm_head, spec.num_hidden_layers,
+                        linear / spec.num_hidden_layers, attention_flops / spec.num_hidden_layers,
+                        linear + attention_flops, conventions)

@@ -1,0 +1,108 @@
+"""Numbers in the engine, words in report/: every figure a command prints in its text output can
+be found in its --json (at the printed precision, in any of the units the tables use).
+
+Conventions (the "·" footnotes) are prose about formulas and are left out; so are numbers that
+are part of a name (H100, Llama-3-8B), an exponent (10^12) or a citation's year."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+
+COMMANDS = [
+    ["params", "llama3-8b"],
+    ["params", "deepseek-v3"],
+    ["params", "llama3-70b", "--tp", "4"],
+    ["kv", "llama3-8b"],
+    ["kv", "qwen3-next-80b-a3b", "--context", "128K"],
+    ["kv", "llama3-70b", "--tp", "2", "--context", "8K"],
+    ["flops", "llama3-8b", "--seq", "8K"],
+    ["roofline", "--gpu", "h100"],
+    ["roofline", "llama3-8b", "--batch", "8", "--context", "2K"],
+    ["roofline", "llama3-70b", "--tp", "4", "--batch", "32", "--context", "4K", "--ops"],
+    ["roofline", "llama3-8b", "--phase", "prefill", "--seq", "8K"],
+    ["roofline", "llama3-8b", "--batch", "1,8,64", "--context", "2K"],
+    ["roofline", "mixtral-8x7b", "--batch", "16", "--context", "1K"],
+    ["fit", "llama3-8b"],
+    ["fit", "llama3-70b", "--tp", "2"],
+    ["activations", "llama3-8b"],
+    ["context", "llama3-8b", "--context", "8K,128K"],
+    ["moe", "deepseek-v3", "--gpu", "h100", "--weights-dtype", "fp8", "--ep", "32"],
+    ["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--context", "2K"],
+    ["train", "llama3-8b", "--tokens", "15T", "--gpu-hours", "1.3M"],
+    ["train", "llama3-70b", "--tokens", "1T", "--mfu", "0.4", "--tp", "8", "--dp", "64", "--zero", "3"],
+    ["rope", "llama3.1-405b"],
+    ["numerics"],
+    ["image", "qwen2-vl-7b", "--size", "1920x1080"],
+    ["video", "qwen2-vl-7b", "--size", "1280x720", "--seconds", "10", "--fps", "1"],
+    ["list", "models"],
+    ["list", "gpus"],
+    ["show", "h100"],
+]
+
+_NUMBER = re.compile(r"(?<![\w.^/-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:e([+-]\d+))?(?![\w^-]|\.\d)")
+_SCALES = [1.0, 100.0] + [10.0**-k for k in range(3, 25, 3)] + [1024.0**-k for k in range(1, 7)] + \
+    [1e3, 1e6, 1 / 3600, 1 / 86400]
+
+
+def _numbers(text: str) -> list[tuple[float, int, str]]:
+    """(value, decimals, line) of each figure in the text, conventions left out."""
+    found = []
+    for line in text.splitlines():
+        if line.lstrip().startswith("·"):
+            continue
+        line = re.sub(r"et al\.?,? \(?\d{4}\)?('s)?", "et al.", line)  # a citation's year
+        for m in _NUMBER.finditer(line):
+            whole, frac, exp = m.group(1), m.group(2) or "", m.group(3)
+            value = float(whole.replace(",", "") + frac + (f"e{exp}" if exp else ""))
+            decimals = len(frac) - 1 if frac else 0
+            if exp:
+                decimals -= int(exp)
+            found.append((value, decimals, line.strip()))
+    return found
+
+
+def _leaves(data) -> list[float]:
+    if isinstance(data, bool) or data is None:
+        return []
+    if isinstance(data, (int, float)):
+        return [float(data)]
+    if isinstance(data, str):  # figures inside strings (labels, formulas, settings) count too
+        return [float(m.group(0).replace(",", "")) for m in re.finditer(r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?", data)
+                if re.fullmatch(r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?", m.group(0))]
+    values = data.values() if isinstance(data, dict) else data
+    return [x for v in values for x in _leaves(v)]
+
+
+def _found(value: float, decimals: int, leaves: list[float]) -> bool:
+    tolerance = 0.5 * 10.0**-decimals * (1 + 1e-9) + 1e-12
+    for x in leaves:
+        for s in _SCALES:
+            y = x * s
+            if abs(y - value) <= tolerance or (value and math.isclose(y, value, rel_tol=1e-9)):
+                return True
+    return False
+
+
+def missing(text: str, data) -> list[str]:
+    """The printed figures no JSON value explains, with their lines."""
+    leaves = _leaves(data)
+    return [f"{v:g} in {line!r}" for v, d, line in _numbers(text) if not _found(v, d, leaves)]
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a))
+def test_every_printed_number_is_in_the_json(cli, args):
+    text = cli(*args)
+    data = cli(*args, "--json")
+    assert text.code == 0 and data.code == 0, (text.err, data.err)
+    assert missing(text.out, json.loads(data.out)) == []
+
+
+def test_the_check_catches_a_number_computed_in_the_renderer():
+    """A sum printed by a table but absent from the JSON is reported; a scaled one is not."""
+    data = {"weight_bytes": 16_060_522_496, "kv_bytes": 1_073_741_824}
+    assert missing("weights 16.06 GB, KV 1.00 GiB", data) == []
+    assert missing("weights + KV 17.13 GB", data) == ["17.13 in 'weights + KV 17.13 GB'"]
