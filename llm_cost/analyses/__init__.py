@@ -1,1 +1,1 @@
-"""analyses"""
+"""Questions: one module per analysis, each returning a result object of numbers for report/ to format."""

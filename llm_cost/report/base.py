@@ -60,11 +60,13 @@ def print_table(con, title: str, columns: list[tuple[str, str]], rows: Iterable[
     longest = max(len(title or ""), len(caption or ""))
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
                   min_width=min(longest, con.width))  # the title and caption wrap only at the console's edge
+    widest = [max((len(r[i]) for r in rows if i < len(r)), default=0) for i in range(len(columns))]
+    natural = sum(max(w, len(h)) for w, (h, _) in zip(widest, columns)) + 3 * len(columns) + 1
     for i, (header, justify) in enumerate(columns):
-        # a figure (right-aligned) sets its column's width; its header wraps to it; nothing is cut (fold)
-        widest = max((len(r[i]) for r in rows if i < len(r)), default=0)
-        if justify == "right" and len(header) > widest:
-            header = textwrap.fill(header, width=max(widest, max(len(w) for w in header.split() or [""])))
+        # when the table is too wide, a figure (right-aligned) sets its column's width and its
+        # header wraps to it; a figure is never cut (it folds only if the console is narrower still)
+        if natural > con.width and justify == "right" and len(header) > widest[i]:
+            header = textwrap.fill(header, width=max(widest[i], max(len(w) for w in header.split() or [""])))
         table.add_column(header, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for row in rows:
         table.add_row(*row)
