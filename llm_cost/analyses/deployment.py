@@ -26,6 +26,7 @@ per-direction NVLink/xGMI bandwidth within a node and ``network_gb_s`` across no
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -172,6 +173,7 @@ def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: float | Fraction = 16,
     stages = stage_layers(L, layout.pp)
     first_layer = [sum(stages[:i]) for i in range(layout.pp)]
     weights, experts, lookups = [], [], []
+    layers_of: dict[str, list[int]] = {}  # by layer kind: computed once, not once per stage
     for i, n in enumerate(stages):
         total = routed = lookup = 0.0
         for t in s.tensors:
@@ -189,8 +191,10 @@ def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: float | Fraction = 16,
                     total += _tensor_bytes_per_gpu(spec, t, t.layers, layout, bits)
                 continue
             # a per-layer tensor: the share of its layers that fall in this stage
-            layer_ids = _layers_of(spec, t)
-            mine = sum(1 for j in layer_ids if first_layer[i] <= j < first_layer[i] + n)
+            if t.layer_kind not in layers_of:
+                layers_of[t.layer_kind] = _layers_of(spec, t)
+            layer_ids = layers_of[t.layer_kind]
+            mine = bisect.bisect_left(layer_ids, first_layer[i] + n) - bisect.bisect_left(layer_ids, first_layer[i])
             if mine:
                 share = _tensor_bytes_per_gpu(spec, t, mine, layout, bits)
                 total += share
@@ -350,6 +354,17 @@ def _divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
+def _fewest_gpus(spec: ModelSpec, gpu: HardwareSpec, batch: int, context: int, weight_bits: float | Fraction,
+                 kv_bits: int, reserve_bytes: int) -> float:
+    """A lower bound on the GPUs of any layout that fits: every weight and KV byte is stored at
+    least once, so the fullest of n GPUs holds at least 1/n of what one GPU holding the whole model
+    would (floored, so float rounding cannot push it past the true count); inf if a GPU has no room."""
+    p = per_gpu(spec, Layout(1, 1, 1, 1), weight_bits, kv_bits)
+    whole = p.weight_bytes[0] + batch * context * p.kv_bytes_per_token[0]
+    room = gpu.memory_bytes - reserve_bytes
+    return max(1, math.floor(whole / room)) if room > 0 else math.inf
+
+
 def smallest_layouts(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int = 8192,
                      weight_bits: float | Fraction = 16, kv_bits: int = 16, reserve_bytes: int = 0,
                      max_gpus: int = 64, dtype: str = "bf16", limit: int = 8, sizes: int = 3) -> list[Deployment]:
@@ -357,12 +372,16 @@ def smallest_layouts(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context
     GPUs first, then fastest decode; at most ``limit``.
 
     TP ranges over divisors of the query heads up to the GPUs of one node; PP over 1..L; EP over
-    1 and TP for MoE models. Returns [] when nothing fits within ``max_gpus``."""
+    1 and TP for MoE models. Returns [] when nothing fits within ``max_gpus``. The search starts at
+    the fewest GPUs whose memory could hold the model and its KV cache and stops at the largest
+    layout there is (the largest TP x L stages), however large ``max_gpus``."""
     n_q = spec.attention.num_attention_heads
     candidates: list[Deployment] = []
     counts: list[int] = []
     tps = [t for t in _divisors(n_q) if t <= max(1, gpu.interconnect.gpus_per_node)]
-    for total in range(1, max_gpus + 1):
+    fewest = _fewest_gpus(spec, gpu, batch, context, weight_bits, kv_bits, reserve_bytes)
+    largest = min(max_gpus, max(tps) * spec.num_hidden_layers)
+    for total in range(fewest, largest + 1) if fewest <= largest else ():
         if len(counts) == sizes:
             break
         for tp in tps:

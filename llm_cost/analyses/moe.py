@@ -78,7 +78,7 @@ class MoEResult:
     combine_bytes_per_token_per_layer: int
     tp: int
     allreduce_bytes_per_token_per_layer: float
-    all_to_all_vs_allreduce: float
+    all_to_all_vs_allreduce: float | None  # None at TP 1: there is no all-reduce to compare with
     prompt_tokens: int
     prompt_all_to_all_bytes: float  # dispatch + combine over every MoE layer
     gpu: str | None
@@ -158,7 +158,7 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
         weights_per_gpu_bytes=per_gpu(spec, Layout(1, 1, ep, ep, redundant_experts), bits).max_weight_bytes,
         dispatch_bits=dispatch_bits, combine_bits=combine_bits, dispatch_bytes_per_token_per_layer=dispatch,
         combine_bytes_per_token_per_layer=combine, tp=tp, allreduce_bytes_per_token_per_layer=allreduce,
-        all_to_all_vs_allreduce=(dispatch + combine) / allreduce if tp > 1 else float("inf"),
+        all_to_all_vs_allreduce=(dispatch + combine) / allreduce if tp > 1 else None,
         prompt_tokens=prompt_tokens, prompt_all_to_all_bytes=prompt_tokens * moe_layers * (dispatch + combine),
         gpu=gpu.name if gpu else None, compute_dtype=compute_dtype, ridge=ridge, tokens_to_pass_ridge=tokens,
         conventions=conventions)

@@ -100,6 +100,7 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
         raise InputError("give exactly one of --mfu (to get the time) or --gpu-hours (to get the implied MFU)")
     if recompute not in ("none", "selective", "full"):
         raise InputError(f"--recompute: {recompute!r} is not one of: none, selective, full")
+    dtype = dtype.strip().lower()
     peak = peak_flops(gpu, dtype)
     s = build(spec)
     n = int(s.active_params)

@@ -11,6 +11,10 @@ from llm_cost.cli.app import (
     DP_OPT, EP_OPT, GPU_HELP, JSON_OPT, MODEL_HELP, PP_OPT, TP_OPT, app, check_choice, emit, parse_gigabytes,
     parse_layout, parse_non_negative, parse_unit_interval, weight_bits)
 
+#: Largest --max-gpus: a layout search of more GPUs than this is a typing mistake (the search
+#: itself stops at the largest layout a model has, TP x L).
+MAX_SEARCH_GPUS = 1_000_000
+
 
 @app.command()
 def flops(
@@ -179,6 +183,8 @@ def fit(
     if memory is not None and memory < 10**9:
         raise InputError(f"--memory-gb: {memory_gb!r} is below 1 GB")
     n_max = parse_context(max_gpus, "--max-gpus")
+    if n_max > MAX_SEARCH_GPUS:
+        raise InputError(f"--max-gpus: {n_max:,} is more than the {MAX_SEARCH_GPUS:,} GPUs a search covers")
     layout = parse_layout(tp, pp, ep, dp)
     spec, g = load_model(model), load_gpu(gpu)
     if memory is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_cost.core.errors import SpecError
-from llm_cost.specs.files import read_yaml, validation_message
+from llm_cost.specs.files import read_yaml, shown, validation_message
 
 if TYPE_CHECKING:
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -57,16 +57,29 @@ def _validate(path: Path, cls: type, data: dict[str, Any]) -> Any:
         raise SpecError(validation_message(path, exc)) from None
 
 
+#: Longest name or alias a spec may have; a longer MODEL or --gpu is a path or a mistake.
+MAX_NAME = 128
+
+
+def _exists(text: str) -> bool:
+    """``Path(text).exists()``, False where the system cannot even look (a name over 255 bytes,
+    a NUL character)."""
+    try:
+        return Path(text).exists()
+    except (OSError, ValueError):
+        return False
+
+
 def _looks_like_path(text: str) -> bool:
     return bool(text.strip()) and ("/" in text or "\\" in text or text.endswith((".yaml", ".yml", ".json"))
-                                   or Path(text).exists())
+                                   or _exists(text))
 
 
 def _resolve(kind: str, name: str, what: str) -> Path:
     key = name.strip().lower()
     folder = data_dir(kind)
     direct = folder / f"{key}.yaml"
-    if key and direct.is_file():
+    if key and len(key) <= MAX_NAME and direct.is_file():
         return direct
     import yaml
 
@@ -77,9 +90,9 @@ def _resolve(kind: str, name: str, what: str) -> Path:
         aliases = [str(a).lower() for a in head.get("aliases", [])]
         if key in aliases:
             return path
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.4)
+    close = difflib.get_close_matches(key[:MAX_NAME], names, n=1, cutoff=0.4)
     hint = f"; closest match: {close[0]}" if close else ""
-    raise SpecError(f"unknown {what} {name!r}{hint}. Available {what}s: {', '.join(names)}")
+    raise SpecError(f"unknown {what} {shown(name, 60)!r}{hint}. Available {what}s: {', '.join(names)}")
 
 
 def load_model(name_or_path: str) -> "ModelSpec":
