@@ -190,8 +190,14 @@ def fmt_int(value: int) -> str:
     return f"{int(value):,}"
 
 
+#: What a formatter prints for a float that overflowed (a result is a number, never ``inf``).
+TOO_LARGE = "too large to print (beyond a float's range)"
+
+
 def fmt_number(value: float, digits: int = 3) -> str:
     """A float with ``digits`` significant digits, thousands separated when large."""
+    if not math.isfinite(value):
+        return TOO_LARGE
     if value == 0:
         return "0"
     if abs(value) >= 10 ** digits:
@@ -205,6 +211,8 @@ _IEC = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
 
 def _scaled(value: float, base: int, names: list[str], digits: int) -> str:
     value = float(value)
+    if not math.isfinite(value):
+        return TOO_LARGE
     index = 0
     while abs(value) >= base and index < len(names) - 1:
         value /= base
@@ -226,6 +234,8 @@ def fmt_iec(nbytes: float, digits: int = 2) -> str:
 
 def fmt_flops(flops: float) -> str:
     """FLOPs with a decimal prefix: ``1.406e14`` -> ``140.6 TFLOP``."""
+    if not math.isfinite(flops):
+        return TOO_LARGE
     for factor, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(flops) >= factor:
             return f"{flops / factor:,.2f} {prefix}FLOP"
@@ -234,6 +244,8 @@ def fmt_flops(flops: float) -> str:
 
 def fmt_seconds(seconds: float) -> str:
     """A duration with a fitting unit and three significant digits: µs, ms, s, h or days."""
+    if not math.isfinite(seconds):
+        return TOO_LARGE
     if seconds == 0:
         return "0 s"
     for limit, scale, unit in ((1e-3, 1e6, "µs"), (1, 1e3, "ms"), (3600, 1, "s"), (86400 * 2, 1 / 3600, "h")):
