@@ -19,7 +19,11 @@ from llm_cost.specs.files import read_yaml, shown, validation_message
 if TYPE_CHECKING:
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
-__all__ = ["data_dir", "model_names", "gpu_names", "load_model", "load_gpu"]
+__all__ = ["WrongKind", "data_dir", "model_names", "gpu_names", "load_model", "load_gpu"]
+
+
+class WrongKind(SpecError):
+    """A GPU spec given where a model is expected, or the other way round."""
 
 
 def data_dir(kind: str) -> Path:
@@ -48,9 +52,9 @@ def _validate(path: Path, cls: type, data: dict[str, Any]) -> Any:
 
     kind = "a GPU" if cls.__name__ == "HardwareSpec" else "a model"
     if kind == "a GPU" and "hidden_size" in data:
-        raise SpecError(f"{path}: this is a model spec, not a GPU spec (give it as MODEL, not --gpu)")
+        raise WrongKind(f"{shown(path)}: this is a model spec, not a GPU spec (give it as MODEL, not --gpu)")
     if kind == "a model" and "dense_tflops" in data:
-        raise SpecError(f"{path}: this is a GPU spec, not a model spec (give it as --gpu, not MODEL)")
+        raise WrongKind(f"{shown(path)}: this is a GPU spec, not a model spec (give it as --gpu, not MODEL)")
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
