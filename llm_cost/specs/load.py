@@ -2,14 +2,23 @@
 
 Shipped specs live in ``models/`` and ``hardware/`` (inside the wheel under ``llm_cost/_data``).
 Names are case-insensitive; a name is a file's stem or one of the aliases the file lists.
-YAML is read with ``yaml.safe_load`` only. Every failure raises :class:`SpecError` whose
+YAML is read with a safe loader only (:mod:`llm_cost.specs.files`).
+
+A shipped name is looked up in ``shipped.json`` (next to this module), an index of every shipped
+file with its names, a hash of its text and its validated content, so the common case reads one
+small JSON file instead of parsing every YAML file, and never imports PyYAML. A file whose text no
+longer matches its entry (a checkout edited since the index was built) or that the index lacks
+is read from its YAML as before. ``python scripts/build_index.py`` rebuilds the index; a test
+checks it is current. Every failure raises :class:`SpecError` whose
 message names the file, the field and the rule, or lists the names that exist with the closest
 match; the CLI prints it and exits with code 2.
 """
 
 from __future__ import annotations
 
-import difflib
+import hashlib
+import json
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +28,10 @@ from llm_cost.specs.files import read_yaml, shown, validation_message
 if TYPE_CHECKING:
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
-__all__ = ["WrongKind", "data_dir", "model_names", "gpu_names", "load_model", "load_gpu"]
+__all__ = ["WrongKind", "data_dir", "model_names", "gpu_names", "load_model", "load_gpu", "build_index", "INDEX"]
+
+#: The index of the shipped specs (see the module docstring).
+INDEX = Path(__file__).with_name("shipped.json")
 
 
 class WrongKind(SpecError):
@@ -79,21 +91,69 @@ def _looks_like_path(text: str) -> bool:
                                    or _exists(text))
 
 
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build_index() -> dict[str, dict[str, dict[str, Any]]]:
+    """The index of the shipped specs, from their YAML: per kind ("models", "hardware") and file
+    stem, the file name, the SHA-256 of its bytes, its lower-case aliases and its validated
+    content (``model_dump(mode="json")``, which validates back to the same spec)."""
+    from llm_cost.specs.schema import HardwareSpec, ModelSpec
+
+    index: dict[str, dict[str, dict[str, Any]]] = {}
+    for kind, cls in (("models", ModelSpec), ("hardware", HardwareSpec)):
+        index[kind] = {}
+        for path in sorted(data_dir(kind).glob("*.yaml")):
+            spec = _validate(path, cls, read_yaml(path))
+            index[kind][path.stem] = {"file": path.name, "sha256": _digest(path),
+                                      "aliases": [a.lower() for a in spec.aliases],
+                                      "spec": spec.model_dump(mode="json")}
+    return index
+
+
+@lru_cache(maxsize=None)
+def _index(kind: str) -> dict[str, dict[str, Any]]:
+    """The shipped index's entries of ``kind``; empty when the index is missing or unreadable."""
+    try:
+        return json.loads(INDEX.read_text(encoding="utf-8")).get(kind, {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _shipped(kind: str, name: str) -> dict[str, Any] | None:
+    """The validated content of the shipped spec named or aliased ``name``, from the index, if
+    its file is there and unchanged since the index was built; else None."""
+    key = name.strip().lower()
+    for stem, entry in _index(kind).items():
+        if key == stem or key in entry["aliases"]:
+            try:
+                return entry["spec"] if _digest(data_dir(kind) / entry["file"]) == entry["sha256"] else None
+            except OSError:
+                return None
+    return None
+
+
 def _resolve(kind: str, name: str, what: str) -> Path:
+    """The shipped file named ``name`` (its stem) or listing it as an alias; SpecError with the
+    names there are and the closest match. A file that cannot be read is skipped here (loading it
+    by its stem reports why)."""
     key = name.strip().lower()
     folder = data_dir(kind)
     direct = folder / f"{key}.yaml"
     if key and len(key) <= MAX_NAME and direct.is_file():
         return direct
-    import yaml
-
     names = []
     for path in sorted(folder.glob("*.yaml")):
         names.append(path.stem)
-        head = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        aliases = [str(a).lower() for a in head.get("aliases", [])]
-        if key in aliases:
+        try:
+            aliases = read_yaml(path).get("aliases", [])
+        except SpecError:
+            continue
+        if isinstance(aliases, list) and key in (str(a).lower() for a in aliases):
             return path
+    import difflib
+
     close = difflib.get_close_matches(key[:MAX_NAME], names, n=1, cutoff=0.4)
     hint = f"; closest match: {close[0]}" if close else ""
     raise SpecError(f"unknown {what} {shown(name, 60)!r}{hint}. Available {what}s: {', '.join(names)}")
@@ -104,6 +164,8 @@ def load_model(name_or_path: str) -> "ModelSpec":
     folder holding one, see :mod:`llm_cost.hf`); SpecError if none works."""
     from llm_cost.specs.schema import ModelSpec
 
+    if not _looks_like_path(name_or_path) and (shipped := _shipped("models", name_or_path)) is not None:
+        return ModelSpec.model_validate(shipped)
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("models", name_or_path, "model")
     if path.suffix.lower() == ".json" or (path.is_dir() and path.suffix.lower() not in (".yaml", ".yml")):
         from llm_cost.specs.hf import load_hf_config  # lazy: only config.json models pay for the import
@@ -116,5 +178,7 @@ def load_gpu(name_or_path: str) -> "HardwareSpec":
     """A shipped GPU by name or alias, or a YAML spec file; SpecError if neither works."""
     from llm_cost.specs.schema import HardwareSpec
 
+    if not _looks_like_path(name_or_path) and (shipped := _shipped("hardware", name_or_path)) is not None:
+        return HardwareSpec.model_validate(shipped)
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("hardware", name_or_path, "GPU")
     return _validate(path, HardwareSpec, read_yaml(path))
