@@ -52,8 +52,8 @@ def peak_flops(gpu: HardwareSpec, dtype: str) -> float:
     key = dtype.lower()
     if key not in gpu.dense_tflops:
         have = ", ".join(gpu.dense_tflops)
-        raise InputError(f"--dtype: {gpu.name} ({gpu.display_name}) has no {dtype} tensor-core peak; "
-                         f"its datasheet lists: {have}")
+        raise InputError(f"{gpu.name} ({gpu.display_name}) has no {dtype} tensor-core peak for the compute dtype "
+                         f"(--dtype); its datasheet lists: {have}")
     return gpu.peak_flops(key)
 
 

@@ -223,6 +223,8 @@ def _os_failure(exc: OSError) -> tuple[int, str]:
     import errno
 
     name = errno.errorcode.get(exc.errno or 0, "")
+    if not exc.filename and name in ("ENOSPC", "EDQUOT", "EIO", "EBADF"):  # a stream, not a file we opened
+        return 1, f"cannot write the output: {exc.strerror or exc}"
     where = f"{exc.filename}: " if exc.filename else ""
     return (2 if name in _INPUT_ERRNOS else 1), f"{where}{exc.strerror or exc}"
 
@@ -269,7 +271,9 @@ def main() -> None:
         if sys.stdout is None:
             raise OutputError("stdout is closed; nothing to write the result to")
         _run(argv)
-        sys.stdout.flush()  # help and --version are written by Click, not by write_out
+        from llm_cost.report.base import write_out
+
+        write_out("")  # flush what Click wrote (help, --version); a full or closed stdout fails here
     except SystemExit:
         raise
     except KeyboardInterrupt:
