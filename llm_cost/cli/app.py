@@ -154,7 +154,10 @@ def _version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit."),
           debug: bool = typer.Option(False, "--debug", help=DEBUG_HELP)) -> None:
-    """Exact cost arithmetic for decoder-only LLMs."""
+    """Exact cost arithmetic for decoder-only LLMs.
+
+    (``main`` takes a leading ``--debug`` off the command line before Click parses it, so a
+    known command is run on its own; it is declared here so that ``--help`` lists it.)"""
 
 
 def _reject_empty(command, args: list[str]) -> None:
