@@ -25,7 +25,7 @@ def _spec_file(tmp: Path, name: str, text: str | bytes) -> str:
 FLAG_CASES = [
     ("params-unknown-dtype", ["params", "llama3-8b", "--dtype", "fp7"], "is not one of"),
     ("params-unknown-model", ["params", "gpt-5"], "unknown model"),
-    ("params-empty-name", ["params", ""], "unknown model"),
+    ("params-empty-name", ["params", ""], "MODEL: empty value"),
     ("kv-context-zero", ["kv", "llama3-8b", "--context", "0"], "--context"),
     ("kv-context-negative", ["kv", "llama3-8b", "--context", "-8"], "--context"),
     ("kv-context-nan", ["kv", "llama3-8b", "--context", "nan"], "--context"),

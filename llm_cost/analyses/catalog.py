@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_cost.specs.load import gpu_names, load_gpu, load_model, model_names
+from llm_cost.specs.load import WrongKind, gpu_names, load_gpu, load_model, model_names
 
 from llm_cost.core.errors import SpecError
 
@@ -89,6 +89,8 @@ def find_spec(name: str) -> SpecView:
     for kind, loader in (("model", load_model), ("gpu", load_gpu)):
         try:
             spec = loader(name)
+        except WrongKind:  # a GPU spec's path: the next loader takes it
+            continue
         except SpecError as exc:
             errors.append(str(exc))
             if not str(exc).startswith("unknown"):

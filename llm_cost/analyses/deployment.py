@@ -72,6 +72,17 @@ def _divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
+def _fewest_gpus(spec: ModelSpec, gpu: HardwareSpec, batch: int, context: int, weight_bits: float | Fraction,
+                 kv_bits: int, reserve_bytes: int) -> float:
+    """A lower bound on the GPUs of any layout that fits: every weight and KV byte is stored at
+    least once, so the fullest of n GPUs holds at least 1/n of what one GPU holding the whole model
+    would (floored, so float rounding cannot push it past the true count); inf if a GPU has no room."""
+    p = per_gpu(spec, Layout(1, 1, 1, 1), weight_bits, kv_bits)
+    whole = p.weight_bytes[0] + batch * context * p.kv_bytes_per_token[0]
+    room = gpu.memory_bytes - reserve_bytes
+    return max(1, math.floor(whole / room)) if room > 0 else math.inf
+
+
 def smallest_layouts(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int = 8192,
                      weight_bits: int | float | Fraction = 16, kv_bits: int = 16, reserve_bytes: int = 0,
                      max_gpus: int = 64, dtype: str = "bf16", limit: int = 8, sizes: int = 3) -> list[Deployment]:
@@ -79,14 +90,17 @@ def smallest_layouts(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context
     GPUs first, then fastest decode bound; at most ``limit``.
 
     TP ranges over divisors of the query heads up to the GPUs of one node; PP over 1..L; EP over
-    1 and TP for MoE models. Memory is checked first, so only layouts that fit are timed.
-    Returns [] when nothing fits within ``max_gpus``."""
+    1 and TP for MoE models. Returns [] when nothing fits within ``max_gpus``. The search starts at
+    the fewest GPUs whose memory could hold the model and its KV cache and stops at the largest
+    layout there is (the largest TP x L stages), however large ``max_gpus``."""
     n_q = spec.attention.num_attention_heads
     bits = Fraction(weight_bits).limit_denominator(1000)
     fitting: list[Layout] = []
     counts: list[int] = []
     tps = [t for t in _divisors(n_q) if t <= max(1, gpu.interconnect.gpus_per_node)]
-    for total in range(1, max_gpus + 1):
+    fewest = _fewest_gpus(spec, gpu, batch, context, weight_bits, kv_bits, reserve_bytes)
+    largest = min(max_gpus, max(tps) * spec.num_hidden_layers)
+    for total in range(fewest, largest + 1) if fewest <= largest else ():
         if len(counts) == sizes:
             break
         for tp in tps:

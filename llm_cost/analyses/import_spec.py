@@ -12,8 +12,9 @@ from typing import Optional
 
 import yaml
 
-from llm_cost.core.errors import InputError, SpecError
+from llm_cost.core.errors import InputError, OutputError, SpecError
 from llm_cost.model.params import count_params
+from llm_cost.specs.files import shown
 from llm_cost.specs.hf import load_hf_config_verbose, spec_to_yaml
 from llm_cost.specs.schema import ModelSpec
 
@@ -41,27 +42,50 @@ def import_config(config: Path, out: Path, name: Optional[str] = None, force: bo
     The spec's name is ``name`` or ``out``'s stem (the catalogue finds a spec by its file stem).
     The text is validated by loading it back (it must give the same spec) before anything is
     written; ``out`` is never overwritten unless ``force``; the file appears whole or not at all
-    (temporary file in the same folder, then rename). Raises SpecError / InputError (exit 2).
+    (temporary file in the same folder, then rename). Raises SpecError / InputError (exit 2), or
+    OutputError (exit 1) when the file system refuses the write (read-only, full).
     """
 
     out = Path(out)
     if out.suffix.lower() not in (".yaml", ".yml"):
         raise InputError(f"--out: {str(out)!r} must end in .yaml or .yml")
     spec_name = (name if name is not None else out.stem).strip().lower()
-    if not _NAME_RE.fullmatch(spec_name):
-        raise InputError(f"--name: {spec_name!r} is not a valid spec name (lower-case letters, digits, . _ + -)")
-    if out.is_dir():
-        raise InputError(f"--out: {out} is a folder; give a file path such as {out / (spec_name + '.yaml')}")
-    if not out.parent.is_dir():
-        raise InputError(f"--out: folder {out.parent} does not exist")
-    if out.exists() and not force:
-        raise InputError(f"{out}: already exists; pass --force to overwrite it")
+    if not _NAME_RE.fullmatch(spec_name) or len(spec_name) > 128:
+        where = "--name" if name is not None else "--out: the file name (or give --name)"
+        raise InputError(f"{where}: {shown(spec_name, 60)!r} is not a valid spec name (lower-case letters, digits, "
+                         ". _ + -; at most 128 characters)")
+    _check_out(out, spec_name, force)
     spec, defaults = load_hf_config_verbose(Path(config), spec_name)
     text = spec_to_yaml(spec)
     if ModelSpec.model_validate(yaml.safe_load(text)) != spec:  # pragma: no cover - a bug, not a user error
         raise SpecError(f"{out}: the YAML written for {spec_name} would not load back to the same spec")
     total = count_params(spec).total_params
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        _write_atomically(out, text, force)
+    except OSError as exc:
+        raise OutputError(f"{shown(out)}: cannot be written ({exc.strerror or exc}); nothing was written") from None
+    return ImportResult(str(out), spec.name, spec.display_name, spec.model_type, total, defaults, spec.source.url)
+
+
+def _check_out(out: Path, spec_name: str, force: bool) -> None:
+    """InputError unless ``out`` can name a new spec file: not a folder, in an existing folder,
+    not there already (unless ``force``), a path the system accepts (not too long)."""
+    try:
+        if out.is_dir():
+            raise InputError(f"--out: {shown(out)} is a folder; give a file path such as "
+                             f"{shown(out / (spec_name + '.yaml'))}")
+        if not out.parent.is_dir():
+            raise InputError(f"--out: folder {shown(out.parent)} does not exist")
+        if out.exists() and not force:
+            raise InputError(f"{shown(out)}: already exists; pass --force to overwrite it")
+    except OSError as exc:
+        raise InputError(f"--out: {shown(out)} cannot be used ({exc.strerror or exc})") from None
+
+
+def _write_atomically(out: Path, text: str, force: bool) -> None:
+    """Write ``text`` to ``out`` whole or not at all (a temporary file in the same folder, then a
+    link or rename); InputError if ``out`` appeared meanwhile and ``force`` is not given."""
+    fd, tmp = tempfile.mkstemp(prefix=".llm-cost-import.", suffix=".tmp", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -81,4 +105,3 @@ def import_config(config: Path, out: Path, name: Optional[str] = None, force: bo
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return ImportResult(str(out), spec.name, spec.display_name, spec.model_type, total, defaults, spec.source.url)

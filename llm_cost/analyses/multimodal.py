@@ -28,12 +28,15 @@ from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.specs.schema import ModelSpec
 from llm_cost.model.structure import build
 from llm_cost.core.errors import InputError
+from llm_cost.specs.files import shown
 
 __all__ = ["smart_resize", "VisionCost", "ImageResult", "image_cost", "video_cost"]
 
 #: Qwen2-VL image processor defaults (preprocessor_config.json of Qwen/Qwen2-VL-7B-Instruct).
 MIN_PIXELS = 56 * 56
 MAX_PIXELS = 28 * 28 * 16384
+#: Most tokens a resampler connector may emit per image (real ones emit 64 to 1,024).
+MAX_RESAMPLER_TOKENS = 1_000_000
 
 
 def smart_resize(height: int, width: int, factor: int = 28, min_pixels: int = MIN_PIXELS,
@@ -102,13 +105,11 @@ def _connector_tokens(connector: str, patches: int, merge: int) -> int:
     if connector == "mlp":
         return patches
     if connector.startswith("resampler:"):
-        try:
-            n = int(connector.split(":", 1)[1])
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise InputError(f"--connector: {connector!r} needs a positive token count, e.g. resampler:64")
-        return n
+        count = connector.split(":", 1)[1].strip()
+        if not (count.isascii() and count.isdigit()) or len(count) > 7 or not 1 <= int(count) <= MAX_RESAMPLER_TOKENS:
+            raise InputError(f"--connector: {shown(connector, 40)!r} needs a token count from 1 to "
+                             f"{MAX_RESAMPLER_TOKENS:,}, e.g. resampler:64")
+        return int(count)
     raise InputError(f"--connector: {connector!r} is not one of: mlp, merge2x2, resampler:N")
 
 

@@ -390,6 +390,10 @@ def rope_for_model(spec: ModelSpec, train_length: int | None = None, target_leng
     target = max_position_embeddings when it is longer than train, else 4 x train (tokens).
     """
     d_model = rotated_dims(spec)  # raises for learned positions
+    if dims is None and (d_model < 2 or d_model % 2 or d_model > MAX_DIMS):
+        raise InputError(f"{spec.name}: the spec rotates {d_model} dims per head (attention.head_dim x "
+                         f"partial_rotary_factor, or qk_rope_head_dim); RoPE needs an even number from 2 to "
+                         f"{MAX_DIMS:,}: correct the spec, or give --head-dim")
     rs = spec.rope_scaling
     if train_length is None:
         train_length = (rs.original_max_position_embeddings if rs and rs.original_max_position_embeddings

@@ -106,6 +106,15 @@ def training_layout(gpus: int | None, tp: int | None, pp: int | None, dp: int | 
     return layout, layout.gpus
 
 
+def _check_finite(figures: dict[str, tuple[float | None, str]]) -> None:
+    """InputError for the first figure that overflowed a float (above about 1.8e308), naming the
+    flags that set it: a result is a number, never ``inf``."""
+    for what, (value, flags) in figures.items():
+        if value is not None and not math.isfinite(value):
+            raise InputError(f"{flags}: the {what} would exceed 1.8e308, beyond what a float holds; "
+                             "give values that describe a real training run")
+
+
 def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = None, mfu: float | None = None,
           gpu_hours: float | None = None, recompute: str = "none", dtype: str = "bf16", power_w: float | None = None,
           pue: float = 1.0, grid_kg_per_kwh: float | None = None, usd_per_gpu_hour: float | None = None,
@@ -121,6 +130,7 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
         raise InputError("give exactly one of --mfu (to get the time) or --gpu-hours (to get the implied MFU)")
     if recompute not in ("none", "selective", "full"):
         raise InputError(f"--recompute: {recompute!r} is not one of: none, selective, full")
+    dtype = dtype.strip().lower()
     peak = gpu.peak_flops(dtype)
     s = build(spec)
     n = int(s.active_params)
@@ -141,6 +151,10 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
                              "GPU-hours")
     power = power_w if power_w is not None else gpu.tdp_w
     energy_kwh = gpu_hours * power / 1000 * pue
+    co2_tonnes = energy_kwh * grid_kg_per_kwh / 1000 if grid_kg_per_kwh is not None else None
+    cost_usd = gpu_hours * usd_per_gpu_hour if usd_per_gpu_hour is not None else None
+    _check_finite({"GPU-hours": (gpu_hours, "--tokens and --mfu"), "energy": (energy_kwh, "--power-w and --pue"),
+                   "emissions": (co2_tonnes, "--grid-kg-per-kwh"), "cost": (cost_usd, "--usd-per-gpu-hour")})
     conventions = [
         f"FLOPs = 6 N D with N = {'active ' if spec.moe else ''}parameters ({n:,}); "
         + ("full recompute adds a forward pass: 8 N D hardware FLOPs; " if recompute == "full" else "")
@@ -155,9 +169,7 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
         hardware_flops=hardware_flops, step_flops=step_flops, gpu=gpu.name, gpus=gpus, peak_flops=peak, dtype=dtype, mfu=mfu,
         gpu_hours=gpu_hours, wall_seconds=gpu_seconds / gpus if gpus else None, effective_flops_per_gpu=model_flops / gpu_seconds,
         power_w=power, pue=pue, energy_kwh=energy_kwh, grid_kg_per_kwh=grid_kg_per_kwh,
-        co2_tonnes=energy_kwh * grid_kg_per_kwh / 1000 if grid_kg_per_kwh is not None else None,
-        usd_per_gpu_hour=usd_per_gpu_hour,
-        cost_usd=gpu_hours * usd_per_gpu_hour if usd_per_gpu_hour is not None else None,
+        co2_tonnes=co2_tonnes, usd_per_gpu_hour=usd_per_gpu_hour, cost_usd=cost_usd,
         state=state_memory(s.total_params, gpus or 1),
         activations=activation_memory(spec, seq, micro_batch, recompute),
         conventions=conventions,

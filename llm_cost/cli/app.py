@@ -20,6 +20,9 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+DEBUG_HELP = "Before the command: show the traceback of an internal error (also LLM_COST_DEBUG=1)."
+
+
 def parse_layout(tp: Optional[int], pp: Optional[int], ep: Optional[int], dp: Optional[int]):
     """A Layout from the --tp/--pp/--ep/--dp flags, or None when none is given."""
     if tp is None and pp is None and ep is None and dp is None:
@@ -30,13 +33,16 @@ def parse_layout(tp: Optional[int], pp: Optional[int], ep: Optional[int], dp: Op
 
 
 def emit(result, as_json: bool, render, *args) -> None:
-    """Print ``result`` as JSON or through ``render(console, result, *args)``."""
-    from llm_cost.report.base import console, to_json
+    """Print ``result`` as JSON or through ``render(console, result, *args)``, whole: the text is
+    rendered in memory first, so a failure while rendering leaves stdout untouched."""
+    from llm_cost.report.base import console, to_json, write_out
 
     if as_json:
-        sys.stdout.write(to_json(result) + "\n")
+        write_out(to_json(result) + "\n")
     else:
-        render(console(), result, *args)
+        con = console()
+        render(con, result, *args)
+        write_out(con.file.getvalue())
 
 
 def weight_bits(default_dtype: str, weights_dtype, bits_per_weight: Optional[float]):
@@ -94,8 +100,33 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
-    """Exact cost arithmetic for decoder-only LLMs."""
+                                       help="Print the version and exit."),
+          debug: bool = typer.Option(False, "--debug", help=DEBUG_HELP)) -> None:
+    """Exact cost arithmetic for decoder-only LLMs.
+
+    (``main`` takes a leading ``--debug`` off the command line before Click parses it, so a
+    known command is run on its own; it is declared here so that ``--help`` lists it.)"""
+
+
+def _reject_empty(command, args: list[str]) -> None:
+    """InputError for an empty value (``--batch ''``, ``--batch=``, MODEL ``''``): Click would
+    pass it on, and a command would take it for "not given"."""
+    options = {opt: max(p.opts, key=len) for p in command.params
+               if p.param_type_name == "option" and not p.is_flag for opt in p.opts}
+    names = [str(p.name).upper() for p in command.params if p.param_type_name == "argument"]
+    positional, option = 0, None
+    for token in args:
+        flag, eq, value = token.partition("=")
+        if eq and flag in options and not value.strip():
+            raise InputError(f"{options[flag]}: empty value; give a value (see the command's -h)")
+        if not token.strip() and (option or positional < len(names)):
+            raise InputError(f"{option or names[positional]}: empty value; give a value (see the command's -h)")
+        if option:
+            option = None
+        elif token in options:
+            option = options[token]
+        elif not token.startswith("-"):
+            positional += 1
 
 
 def _run(argv: list[str]) -> None:
@@ -110,6 +141,7 @@ def _run(argv: list[str]) -> None:
         single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
         single.registered_commands = [commands[argv[0]]]  # type: ignore[list-item]
         command, args, prog = get_command(single), argv[1:], f"llm-cost {argv[0]}"
+        _reject_empty(command, args)
     else:
         command, args, prog = get_command(app), argv or ["--help"], "llm-cost"
     try:
@@ -136,10 +168,89 @@ def _input_error(exc: BaseException) -> Optional[InputError]:
     return None
 
 
-def main() -> None:
-    """Entry point: run the app; a user's mistake exits 2 with one message, never a traceback."""
+#: errno values of a path the user gave that cannot be used (exit 2); other OSErrors are the
+#: environment's (a full disk, an I/O error: exit 1).
+_INPUT_ERRNOS = {"ENAMETOOLONG", "ENOENT", "ENOTDIR", "EISDIR", "EACCES", "EPERM", "ELOOP", "EINVAL", "EEXIST"}
+
+
+def _split_debug(argv: list[str]) -> tuple[list[str], bool]:
+    """Take a leading global ``--debug`` off ``argv``; debugging is also on with LLM_COST_DEBUG=1."""
+    import os
+
+    debug = os.environ.get("LLM_COST_DEBUG", "") not in ("", "0")
+    while argv and argv[0] == "--debug":
+        argv, debug = argv[1:], True
+    return argv, debug
+
+
+def _os_failure(exc: OSError) -> tuple[int, str]:
+    """(exit code, message) for an OSError: the file it names and the system's reason."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    if not exc.filename and name in ("ENOSPC", "EDQUOT", "EIO", "EBADF"):  # a stream, not a file we opened
+        return 1, f"cannot write the output: {exc.strerror or exc}"
+    where = f"{exc.filename}: " if exc.filename else ""
+    return (2 if name in _INPUT_ERRNOS else 1), f"{where}{exc.strerror or exc}"
+
+
+def _failure(exc: BaseException) -> tuple[int, str]:
+    """(exit code, one-line message) for an exception that escaped a command; an empty message
+    is reported quietly (a broken pipe)."""
+    from llm_cost.core.errors import OutputError
+
+    if isinstance(exc, InputError):
+        return 2, str(exc)
+    if isinstance(exc, OutputError):
+        return (141, "") if exc.broken_pipe else (1, str(exc))
+    if isinstance(exc, BrokenPipeError):
+        return 141, ""
+    if isinstance(exc, OSError):
+        return _os_failure(exc)
+    if isinstance(exc, (OverflowError, RecursionError, MemoryError)):
+        return 2, (f"the input is too large to compute with ({type(exc).__name__}: {str(exc) or 'out of memory'});"
+                   " give smaller sizes or counts")
+    return 1, (f"internal error ({type(exc).__name__}: {exc}); this is a bug in llm-cost: please report it with "
+               "the command line (run with --debug or LLM_COST_DEBUG=1 for the traceback)")
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush cannot fail again."""
+    import os
+
     try:
-        _run(sys.argv[1:])
-    except (SpecError, InputError) as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        raise SystemExit(2) from None
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # no real file behind stdout (tests capture it)
+        pass
+
+
+def main() -> None:
+    """Entry point and the one failure boundary: a user's mistake exits 2, an output or
+    environment failure 1 (a broken pipe 141, quietly), each with one line on stderr; an internal
+    error says so in one line, with the traceback only under ``--debug`` or LLM_COST_DEBUG=1."""
+    from llm_cost.core.errors import OutputError
+
+    argv, debug = _split_debug(sys.argv[1:])
+    try:
+        if sys.stdout is None:
+            raise OutputError("stdout is closed; nothing to write the result to")
+        _run(argv)
+        from llm_cost.report.base import write_out
+
+        write_out("")  # flush what Click wrote (help, --version); a full or closed stdout fails here
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except BaseException as exc:  # noqa: BLE001 - the boundary: every failure becomes one line
+        if debug and not isinstance(exc, InputError):
+            import traceback
+
+            traceback.print_exc()
+        code, message = _failure(exc)
+        if code in (1, 141) and not isinstance(exc, InputError):
+            _quiet_stdout()
+        if message:
+            sys.stderr.write(f"error: {' '.join(message.split())}\n")
+        raise SystemExit(code) from None

@@ -23,6 +23,10 @@ class FlopsPhase(str, Enum):
     prefill = "prefill"
     decode = "decode"
 
+#: Largest --max-gpus: a layout search of more GPUs than this is a typing mistake (the search
+#: itself stops at the largest layout a model has, TP x L).
+MAX_SEARCH_GPUS = 1_000_000
+
 
 @app.command()
 def flops(
@@ -185,6 +189,8 @@ def fit(
     weight_bits("bf16", weights_dtype, bits_per_weight)
     if memory_gb is not None and memory_gb < 10**9:
         raise InputError(f"--memory-gb: {memory_gb / 1e9:g} is below 1 GB")
+    if max_gpus > MAX_SEARCH_GPUS:
+        raise InputError(f"--max-gpus: {max_gpus:,} is more than the {MAX_SEARCH_GPUS:,} GPUs a search covers")
     layout = parse_layout(tp, pp, ep, dp)
     spec, g = load_model(model), load_gpu(gpu)
     if memory_gb is not None:

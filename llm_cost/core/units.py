@@ -25,15 +25,12 @@ from llm_cost.core.errors import InputError
 
 __all__ = [
     "parse_context",
-    "parse_contexts",
     "parse_count",
     "parse_integer",
     "parse_grid",
     "parse_positive_float",
     "parse_fraction",
     "parse_decimal",
-    "dtype_bits",
-    "DTYPE_BITS",
     "exact",
     "to_bytes",
     "fmt_int",
@@ -48,16 +45,6 @@ _BINARY = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}
 _DECIMAL = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12, "p": 10**15}
 _NUMBER_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]?)\s*$")
 
-#: Storage bits per element for the dtypes a weight, KV cache or activation can use.
-DTYPE_BITS: dict[str, int] = {
-    "fp32": 32,
-    "bf16": 16,
-    "fp16": 16,
-    "fp8": 8,
-    "int8": 8,
-    "int4": 4,
-    "fp4": 4,
-}
 
 
 def _split(text: str, what: str, suffixes: dict[str, int]) -> tuple[Decimal, int]:
@@ -113,14 +100,7 @@ def parse_context(text: str | int, what: str = "--context", minimum: int = 1) ->
     return _exact_int(value, scale, str(text), what, minimum)
 
 
-def parse_contexts(text: str, what: str = "--context", minimum: int = 1) -> list[int]:
-    """Parse a comma-separated list of context lengths (``1024,8K,128K``); order is kept."""
-    parts = [p for p in str(text).split(",")]
-    if not any(p.strip() for p in parts):
-        raise InputError(f"{what}: empty list; give one or more lengths such as 1024,8K,128K")
-    if any(not p.strip() for p in parts):
-        raise InputError(f"{what}: {text!r} has an empty item; separate lengths with single commas")
-    return [parse_context(p.strip(), what, minimum) for p in parts]
+
 
 
 def parse_integer(text: str | int, what: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
@@ -224,12 +204,7 @@ def parse_fraction(text: str | float, what: str, allow_zero: bool = False) -> fl
     return value
 
 
-def dtype_bits(name: str, what: str = "--dtype") -> int:
-    """Bits per element of a dtype name (case-insensitive); InputError lists the valid names."""
-    key = str(name).strip().lower()
-    if key not in DTYPE_BITS:
-        raise InputError(f"{what}: unknown dtype {name!r}; valid: {', '.join(DTYPE_BITS)}")
-    return DTYPE_BITS[key]
+
 
 
 def exact(value: int | Fraction) -> int | Fraction:
@@ -249,8 +224,14 @@ def fmt_int(value: int) -> str:
     return f"{int(value):,}"
 
 
+#: What a formatter prints for a float that overflowed (a result is a number, never ``inf``).
+TOO_LARGE = "too large to print (beyond a float's range)"
+
+
 def fmt_number(value: float, digits: int = 3) -> str:
     """A float with ``digits`` significant digits, thousands separated when large."""
+    if not math.isfinite(value):
+        return TOO_LARGE
     if value == 0:
         return "0"
     if abs(value) >= 10 ** digits:
@@ -264,6 +245,8 @@ _IEC = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
 
 def _scaled(value: float, base: int, names: list[str], digits: int) -> str:
     value = float(value)
+    if not math.isfinite(value):
+        return TOO_LARGE
     index = 0
     while abs(value) >= base and index < len(names) - 1:
         value /= base
@@ -285,6 +268,8 @@ def fmt_iec(nbytes: float, digits: int = 2) -> str:
 
 def fmt_flops(flops: float) -> str:
     """FLOPs with a decimal prefix: ``1.406e14`` -> ``140.6 TFLOP``."""
+    if not math.isfinite(flops):
+        return TOO_LARGE
     for factor, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(flops) >= factor:
             return f"{flops / factor:,.2f} {prefix}FLOP"
@@ -293,6 +278,8 @@ def fmt_flops(flops: float) -> str:
 
 def fmt_seconds(seconds: float) -> str:
     """A duration with a fitting unit and three significant digits: µs, ms, s, h or days."""
+    if not math.isfinite(seconds):
+        return TOO_LARGE
     if seconds == 0:
         return "0 s"
     for limit, scale, unit in ((1e-3, 1e6, "µs"), (1, 1e3, "ms"), (3600, 1, "s"), (86400 * 2, 1 / 3600, "h")):

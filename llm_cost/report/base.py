@@ -8,13 +8,23 @@ Rich is imported only when a table is printed, so ``--json`` stays fast.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import math
+import os
+import sys
 from typing import Any, Iterable
 
+from llm_cost.core.errors import OutputError
 from llm_cost.core.units import fmt_iec, fmt_int, fmt_si
 
-__all__ = ["to_json", "console", "print_table", "print_facts", "print_conventions", "pct", "bytes_exact"]
+__all__ = ["to_json", "console", "write_out", "print_table", "print_facts", "print_conventions", "pct",
+           "bytes_exact"]
+
+#: ASCII stand-ins for the characters the tables use, for a stdout that cannot encode them
+#: (PYTHONIOENCODING=ascii, a latin-1 terminal); anything else becomes "?".
+_ASCII = str.maketrans({"≈": "~", "µ": "u", "·": "*", "—": "-", "–": "-", "±": "+/-", "λ": "lambda",
+                        "θ": "theta", "§": "S", "×": "x", "…": "..."})
 
 
 def _plain(value: Any) -> Any:
@@ -34,19 +44,76 @@ def _plain(value: Any) -> Any:
 
 
 def to_json(result: Any) -> str:
-    """The result object as JSON (stable keys = field names; exact integers stay integers)."""
-    return json.dumps(_plain(result), indent=2, ensure_ascii=False)
+    """The result object as JSON (stable keys = field names; exact integers stay integers;
+    non-finite floats are null); characters stdout cannot encode are written as ``\\u`` escapes."""
+    plain = _plain(result)
+    text = json.dumps(plain, indent=2, ensure_ascii=False, allow_nan=False)
+    return text if encodable(text, _encoding()) == text else json.dumps(plain, indent=2, allow_nan=False)
+
+
+class _Page(io.StringIO):
+    """A page of text output held in memory until it is whole, carrying stdout's encoding so
+    Rich draws tables with ASCII lines where stdout cannot show box characters."""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return _encoding()
+
+
+def _encoding() -> str:
+    return (getattr(sys.stdout, "encoding", None) or "utf-8").lower()
+
+
+def _is_terminal() -> bool:
+    try:
+        return bool(sys.stdout is not None and sys.stdout.isatty())
+    except (OSError, ValueError):
+        return False
 
 
 def console():  # noqa: ANN201 - rich type imported lazily
-    """A Rich console on stdout (imported on first use)."""
+    """A Rich console that renders into a page in memory (see :func:`write_out`): colours only
+    on a terminal and without NO_COLOR; a pipe or file gets plain text, 120 columns wide
+    (or $COLUMNS), a terminal its own width."""
     import shutil
 
     from rich.console import Console
 
     # a terminal's own width (or $COLUMNS); 160 columns when writing to a pipe or file
     width = shutil.get_terminal_size(fallback=(160, 24)).columns
-    return Console(highlight=False, soft_wrap=False, width=width)
+    styled = _is_terminal() and not os.environ.get("NO_COLOR")
+    return Console(file=_Page(), highlight=False, soft_wrap=False, width=width, force_terminal=styled,
+                   no_color=not styled)
+
+
+def encodable(text: str, encoding: str) -> str:
+    """``text`` with the characters ``encoding`` cannot represent replaced by ASCII stand-ins
+    (``≈`` -> ``~``, ``µ`` -> ``u``) or ``?``."""
+    try:
+        text.encode(encoding)
+        return text
+    except (UnicodeEncodeError, LookupError):
+        pass
+    try:
+        return text.translate(_ASCII).encode(encoding, "replace").decode(encoding)
+    except LookupError:
+        return text.translate(_ASCII).encode("ascii", "replace").decode("ascii")
+
+
+def write_out(text: str) -> None:
+    """Write a whole result to stdout and flush it; OutputError for a closed or full stdout
+    or a reader that went away (broken pipe)."""
+    stream = sys.stdout
+    if stream is None:
+        raise OutputError("stdout is closed; nothing to write the result to")
+    try:
+        stream.write(encodable(text, _encoding()))
+        stream.flush()
+    except BrokenPipeError:
+        raise OutputError("stdout: the reader closed the pipe", broken_pipe=True) from None
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise OutputError(f"cannot write to stdout: {reason}") from None
 
 
 def print_table(con, title: str, columns: list[tuple[str, str]], rows: Iterable[list[str]],

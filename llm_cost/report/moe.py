@@ -7,6 +7,14 @@ from llm_cost.core.units import fmt_int, fmt_iec, fmt_si
 from llm_cost.report.base import print_conventions, print_facts, print_table
 
 
+def _allreduce(r) -> str:
+    """The all-reduce a TP FFN needs instead of the all-to-all; at TP 1 there is none."""
+    if r.all_to_all_vs_allreduce is None:
+        return "none at TP 1 (one GPU holds the whole FFN); give --tp 2 or more to compare with the all-to-all"
+    return (f"{fmt_iec(r.allreduce_bytes_per_token_per_layer)} per token (the all-reduce a TP FFN needs in place of "
+            f"the all-to-all; all-to-all is {r.all_to_all_vs_allreduce:.1f}x)")
+
+
 def render(con, r: MoEResult, display_name: str) -> None:
     """Three counts, expert traffic per batch, EP memory, all-to-all, expert GEMM ridge."""
     con.print(f"[bold]{display_name}: {r.num_experts} routed experts, top-{r.top_k}, {r.moe_layers} MoE layers, "
@@ -37,10 +45,7 @@ def render(con, r: MoEResult, display_name: str) -> None:
         ("all-to-all per token per layer", f"dispatch {fmt_iec(r.dispatch_bytes_per_token_per_layer)} "
                                            f"({r.dispatch_bits} bits) + combine {fmt_iec(r.combine_bytes_per_token_per_layer)} "
                                            f"({r.combine_bits} bits)"),
-        (f"TP-{r.tp} ring all-reduce of one hidden state",
-         f"{fmt_iec(r.allreduce_bytes_per_token_per_layer)} per token (the all-reduce a TP FFN needs in place of the "
-         + (f"all-to-all; all-to-all is {r.all_to_all_vs_allreduce:.1f}x)" if r.all_to_all_vs_allreduce is not None
-            else "all-to-all; at TP 1 there is none)")),
+        (f"TP-{r.tp} ring all-reduce of one hidden state", _allreduce(r)),
         (f"all-to-all for a {r.prompt_tokens:,}-token prompt", f"{fmt_iec(r.prompt_all_to_all_bytes)} over "
                                                                f"{r.moe_layers} MoE layers"),
     ]

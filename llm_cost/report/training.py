@@ -29,7 +29,8 @@ def render(con, r: TrainResult, display_name: str, gpu_name: str) -> None:
     if r.co2_tonnes is not None:
         facts.append(("emissions", f"{r.co2_tonnes:,.1f} t CO2e at {r.grid_kg_per_kwh:g} kg/kWh"))
     if r.cost_usd is not None:
-        facts.append(("cost", f"${r.cost_usd:,.0f} at ${r.usd_per_gpu_hour:g} per GPU-hour"))
+        cost = f"{r.cost_usd:,.0f}" if r.cost_usd < 1e15 else f"{r.cost_usd:.3g}"
+        facts.append(("cost", f"${cost} at ${r.usd_per_gpu_hour:g} per GPU-hour"))
     print_facts(con, facts)
     st = r.state
     rows = [[name, fmt_si(b)] for name, b in st.parts.items()]

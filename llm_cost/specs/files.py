@@ -11,63 +11,173 @@ from typing import Any
 
 from llm_cost.core.errors import SpecError
 
-__all__ = ["MAX_SPEC_BYTES", "read_text", "read_yaml", "validation_message"]
+__all__ = ["MAX_SPEC_BYTES", "MAX_VALUES", "MAX_DEPTH", "read_text", "read_yaml", "check_shape", "shown",
+           "validation_message"]
 
 MAX_SPEC_BYTES = 1_000_000
+#: Values (scalars, lists, mappings) a spec may hold once its aliases are expanded: a spec has a few
+#: hundred, a 10,000-layer ``layer_types`` list 10,000; an alias bomb has billions.
+MAX_VALUES = 100_000
+#: Nesting depth of lists and mappings in a spec or config.json (specs use 3 or 4 levels).
+MAX_DEPTH = 32
+#: Digits in an integer (Python refuses to convert more than 4,300; no spec field needs 20).
+MAX_DIGITS = 4300
+
+
+def shown(path: object, limit: int = 120) -> str:
+    """A path or name for a message, shortened in the middle when longer than ``limit``."""
+    text = str(path)
+    return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-limit // 2:]} ({len(text):,} characters)"
 
 
 def read_text(path: Path, what: str = "a .yaml spec") -> str:
     """The UTF-8 text of a spec or config file; SpecError for a missing, non-regular, huge
-    (over 1 MB), undecodable or binary (NUL bytes) file, naming the file and what is expected."""
-    if not path.exists():
-        raise SpecError(f"{path}: no such file")
-    if not path.is_file():
-        raise SpecError(f"{path}: not a regular file (a folder or a device); give the path of {what}")
-    size = path.stat().st_size
-    if size > MAX_SPEC_BYTES:
-        raise SpecError(f"{path}: {size:,} bytes is too large for {what} (limit {MAX_SPEC_BYTES:,} bytes)")
+    (over 1 MB), undecodable or binary (NUL bytes) file, or a path the system cannot use
+    (too long, a part that is not a folder), naming the file and what is expected."""
     try:
+        if not path.exists():
+            raise SpecError(f"{shown(path)}: no such file")
+        if not path.is_file():
+            raise SpecError(f"{shown(path)}: not a regular file (a folder or a device); give the path of {what}")
+        size = path.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise SpecError(f"{shown(path)}: {size:,} bytes is too large for {what} (limit {MAX_SPEC_BYTES:,} bytes)")
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise SpecError(f"{path}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot be read ({exc.strerror})") from None
+        raise SpecError(f"{shown(path)}: not a UTF-8 text file") from None
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"{shown(path)}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
     if "\x00" in text:
-        raise SpecError(f"{path}: binary content (NUL bytes); expected {what}")
+        raise SpecError(f"{shown(path)}: binary content (NUL bytes); expected {what}")
     return text
 
 
+def check_shape(data: Any, path: Path) -> None:
+    """SpecError when ``data`` (a parsed spec, aliases expanded as the schema will see them)
+    holds more than MAX_VALUES values or nests deeper than MAX_DEPTH; stops counting at the
+    limit, so an alias bomb or a self-referencing alias is caught in a few milliseconds."""
+    stack, count = [(data, 1)], 0
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise SpecError(f"{shown(path)}: more than {MAX_VALUES:,} values once YAML aliases are expanded; "
+                            "a spec holds a few hundred")
+        if depth > MAX_DEPTH:
+            raise SpecError(f"{shown(path)}: lists or mappings nested more than {MAX_DEPTH} levels deep")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
+def _loader():  # noqa: ANN202 - a yaml Loader class, built on first use
+    """The spec loader: libyaml's safe loader where available, with YAML 1.2 core-schema scalars
+    (``040`` is 40, not octal 32; no sexagesimal ``1:30``, no ``1_000``, no ``yes``/``no``
+    booleans), integers of at most MAX_DIGITS digits, and duplicate keys rejected."""
+    import re
+
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    replaced = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool"}
+
+    class Loader(base):  # type: ignore[valid-type, misc]
+        yaml_implicit_resolvers = {
+            first: [(tag, rx) for tag, rx in entries if tag not in replaced]
+            for first, entries in base.yaml_implicit_resolvers.items()
+        }
+
+        def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201 - PyYAML's signature
+            seen = set()
+            for key_node, _ in node.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                if key is not None and key != "<<":
+                    if key in seen:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key {shown(key, 40)!r} (each field may appear once)",
+                            key_node.start_mark)
+                    seen.add(key)
+            return super().construct_mapping(node, deep)
+
+    def construct_int(loader, node):  # noqa: ANN001, ANN202
+        text = loader.construct_scalar(node)
+        digits = len(text.lstrip("+-"))
+        if digits > MAX_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"an integer of {digits:,} digits is too long (limit {MAX_DIGITS:,})", node.start_mark)
+        return int(text, 10)
+
+    def construct_float(loader, node):  # noqa: ANN001, ANN202
+        text = loader.construct_scalar(node).lower()
+        special = {".inf": "inf", "+.inf": "inf", "-.inf": "-inf", ".nan": "nan"}
+        return float(special.get(text, text))
+
+    Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                 list("tTfF"))
+    Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?[0-9]+$"), list("-+0123456789"))
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
+                   r"|\.(?:nan|NaN|NAN))$"),
+        list("-+0123456789."))
+    Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
+    Loader.add_constructor("tag:yaml.org,2002:float", construct_float)
+    return Loader
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
-    """Read one YAML mapping safely; SpecError for a missing, non-regular, huge, binary,
-    empty or malformed file, or one whose top level is not a mapping."""
+    """Read one YAML mapping safely (see :func:`_loader`); SpecError for a missing, non-regular,
+    huge, binary, empty or malformed file, duplicate keys, an alias bomb, deep nesting, or a top
+    level that is not a mapping."""
     import yaml
 
     text = read_text(path)
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = yaml.load(text, Loader=_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{path}: invalid YAML{where}: {problem}") from None
+        raise SpecError(f"{shown(path)}: invalid YAML{where}: {problem}") from None
+    except RecursionError:
+        raise SpecError(f"{shown(path)}: lists or mappings nested too deeply") from None
     if data is None:
-        raise SpecError(f"{path}: empty file; a spec is a YAML mapping of fields")
+        raise SpecError(f"{shown(path)}: empty file; a spec is a YAML mapping of fields")
     if not isinstance(data, dict):
-        raise SpecError(f"{path}: the top level must be a mapping of fields, not {type(data).__name__}")
+        raise SpecError(f"{shown(path)}: the top level must be a mapping of fields, not {type(data).__name__}")
+    check_shape(data, path)
     return data
 
 
+#: Problems listed in one message; the rest are counted ("and 29 more").
+SHOWN_ERRORS = 3
+
+
+def _problem(err: dict[str, Any]) -> str:
+    """``field LOC: RULE (got VALUE)`` for one pydantic error, the value shortened."""
+    loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-")) or "(top level)"
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field (not part of the schema; check the spelling)"
+    elif err["type"] == "missing":
+        msg = "required field is missing"
+    elif "input" in err and err["type"] not in ("model_type",) and not isinstance(err["input"], (dict, list)):
+        msg += f" (got {_short_repr(err['input'])})"
+    return f"field {loc}: {msg}"
+
+
+def _short_repr(value: Any) -> str:
+    """``repr(value)`` of at most about 40 characters (an integer's digits are counted instead)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"an integer of {len(str(abs(value))):,} digits"
+    return shown(repr(value), 40)
+
+
 def validation_message(path: Path, exc: Exception) -> str:
-    lines = [f"{path}: invalid spec"]
-    for err in exc.errors():  # type: ignore[attr-defined]
-        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
-        loc = loc or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field (not part of the schema; check the spelling)"
-        elif err["type"] == "missing":
-            msg = "required field is missing"
-        elif "input" in err and err["type"] not in ("model_type",) and not isinstance(err["input"], dict):
-            msg += f" (got {err['input']!r})"
-        lines.append(f"  field {loc}: {msg}")
-    return "\n".join(lines)
+    """One line for a pydantic ValidationError: the file, then the first SHOWN_ERRORS problems
+    (field and rule) and how many more there are."""
+    errors = exc.errors()  # type: ignore[attr-defined]
+    parts = [_problem(err) for err in errors[:SHOWN_ERRORS]]
+    more = f"; and {len(errors) - SHOWN_ERRORS} more" if len(errors) > SHOWN_ERRORS else ""
+    return f"{shown(path)}: invalid spec: {'; '.join(parts)}{more}"

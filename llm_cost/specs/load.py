@@ -2,24 +2,40 @@
 
 Shipped specs live in ``models/`` and ``hardware/`` (inside the wheel under ``llm_cost/_data``).
 Names are case-insensitive; a name is a file's stem or one of the aliases the file lists.
-YAML is read with ``yaml.safe_load`` only. Every failure raises :class:`SpecError` whose
+YAML is read with a safe loader only (:mod:`llm_cost.specs.files`).
+
+A shipped name is looked up in ``shipped.json`` (next to this module), an index of every shipped
+file with its names, a hash of its text and its validated content, so the common case reads one
+small JSON file instead of parsing every YAML file, and never imports PyYAML. A file whose text no
+longer matches its entry (a checkout edited since the index was built) or that the index lacks
+is read from its YAML as before. ``python scripts/build_index.py`` rebuilds the index; a test
+checks it is current. Every failure raises :class:`SpecError` whose
 message names the file, the field and the rule, or lists the names that exist with the closest
 match; the CLI prints it and exits with code 2.
 """
 
 from __future__ import annotations
 
-import difflib
+import hashlib
+import json
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_cost.core.errors import SpecError
-from llm_cost.specs.files import read_yaml, validation_message
+from llm_cost.specs.files import read_yaml, shown, validation_message
 
 if TYPE_CHECKING:
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
-__all__ = ["data_dir", "model_names", "gpu_names", "load_model", "load_gpu"]
+__all__ = ["WrongKind", "data_dir", "model_names", "gpu_names", "load_model", "load_gpu", "build_index", "INDEX"]
+
+#: The index of the shipped specs (see the module docstring).
+INDEX = Path(__file__).with_name("shipped.json")
+
+
+class WrongKind(SpecError):
+    """A GPU spec given where a model is expected, or the other way round."""
 
 
 def data_dir(kind: str) -> Path:
@@ -48,38 +64,99 @@ def _validate(path: Path, cls: type, data: dict[str, Any]) -> Any:
 
     kind = "a GPU" if cls.__name__ == "HardwareSpec" else "a model"
     if kind == "a GPU" and "hidden_size" in data:
-        raise SpecError(f"{path}: this is a model spec, not a GPU spec (give it as MODEL, not --gpu)")
+        raise WrongKind(f"{shown(path)}: this is a model spec, not a GPU spec (give it as MODEL, not --gpu)")
     if kind == "a model" and "dense_tflops" in data:
-        raise SpecError(f"{path}: this is a GPU spec, not a model spec (give it as --gpu, not MODEL)")
+        raise WrongKind(f"{shown(path)}: this is a GPU spec, not a model spec (give it as --gpu, not MODEL)")
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
         raise SpecError(validation_message(path, exc)) from None
 
 
+#: Longest name or alias a spec may have; a longer MODEL or --gpu is a path or a mistake.
+MAX_NAME = 128
+
+
+def _exists(text: str) -> bool:
+    """``Path(text).exists()``, False where the system cannot even look (a name over 255 bytes,
+    a NUL character)."""
+    try:
+        return Path(text).exists()
+    except (OSError, ValueError):
+        return False
+
+
 def _looks_like_path(text: str) -> bool:
     return bool(text.strip()) and ("/" in text or "\\" in text or text.endswith((".yaml", ".yml", ".json"))
-                                   or Path(text).exists())
+                                   or _exists(text))
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build_index() -> dict[str, dict[str, dict[str, Any]]]:
+    """The index of the shipped specs, from their YAML: per kind ("models", "hardware") and file
+    stem, the file name, the SHA-256 of its bytes, its lower-case aliases and its validated
+    content (``model_dump(mode="json")``, which validates back to the same spec)."""
+    from llm_cost.specs.schema import HardwareSpec, ModelSpec
+
+    index: dict[str, dict[str, dict[str, Any]]] = {}
+    for kind, cls in (("models", ModelSpec), ("hardware", HardwareSpec)):
+        index[kind] = {}
+        for path in sorted(data_dir(kind).glob("*.yaml")):
+            spec = _validate(path, cls, read_yaml(path))
+            index[kind][path.stem] = {"file": path.name, "sha256": _digest(path),
+                                      "aliases": [a.lower() for a in spec.aliases],
+                                      "spec": spec.model_dump(mode="json")}
+    return index
+
+
+@lru_cache(maxsize=None)
+def _index(kind: str) -> dict[str, dict[str, Any]]:
+    """The shipped index's entries of ``kind``; empty when the index is missing or unreadable."""
+    try:
+        return json.loads(INDEX.read_text(encoding="utf-8")).get(kind, {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _shipped(kind: str, name: str) -> dict[str, Any] | None:
+    """The validated content of the shipped spec named or aliased ``name``, from the index, if
+    its file is there and unchanged since the index was built; else None."""
+    key = name.strip().lower()
+    for stem, entry in _index(kind).items():
+        if key == stem or key in entry["aliases"]:
+            try:
+                return entry["spec"] if _digest(data_dir(kind) / entry["file"]) == entry["sha256"] else None
+            except OSError:
+                return None
+    return None
 
 
 def _resolve(kind: str, name: str, what: str) -> Path:
+    """The shipped file named ``name`` (its stem) or listing it as an alias; SpecError with the
+    names there are and the closest match. A file that cannot be read is skipped here (loading it
+    by its stem reports why)."""
     key = name.strip().lower()
     folder = data_dir(kind)
     direct = folder / f"{key}.yaml"
-    if key and direct.is_file():
+    if key and len(key) <= MAX_NAME and direct.is_file():
         return direct
-    import yaml
-
     names = []
     for path in sorted(folder.glob("*.yaml")):
         names.append(path.stem)
-        head = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        aliases = [str(a).lower() for a in head.get("aliases", [])]
-        if key in aliases:
+        try:
+            aliases = read_yaml(path).get("aliases", [])
+        except SpecError:
+            continue
+        if isinstance(aliases, list) and key in (str(a).lower() for a in aliases):
             return path
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.4)
+    import difflib
+
+    close = difflib.get_close_matches(key[:MAX_NAME], names, n=1, cutoff=0.4)
     hint = f"; closest match: {close[0]}" if close else ""
-    raise SpecError(f"unknown {what} {name!r}{hint}. Available {what}s: {', '.join(names)}")
+    raise SpecError(f"unknown {what} {shown(name, 60)!r}{hint}. Available {what}s: {', '.join(names)}")
 
 
 def load_model(name_or_path: str) -> "ModelSpec":
@@ -87,6 +164,8 @@ def load_model(name_or_path: str) -> "ModelSpec":
     folder holding one, see :mod:`llm_cost.hf`); SpecError if none works."""
     from llm_cost.specs.schema import ModelSpec
 
+    if not _looks_like_path(name_or_path) and (shipped := _shipped("models", name_or_path)) is not None:
+        return ModelSpec.model_validate(shipped)
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("models", name_or_path, "model")
     if path.suffix.lower() == ".json" or (path.is_dir() and path.suffix.lower() not in (".yaml", ".yml")):
         from llm_cost.specs.hf import load_hf_config  # lazy: only config.json models pay for the import
@@ -99,5 +178,7 @@ def load_gpu(name_or_path: str) -> "HardwareSpec":
     """A shipped GPU by name or alias, or a YAML spec file; SpecError if neither works."""
     from llm_cost.specs.schema import HardwareSpec
 
+    if not _looks_like_path(name_or_path) and (shipped := _shipped("hardware", name_or_path)) is not None:
+        return HardwareSpec.model_validate(shipped)
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("hardware", name_or_path, "GPU")
     return _validate(path, HardwareSpec, read_yaml(path))

@@ -10,6 +10,15 @@ key-value heads, d_head = ``head_dim``, d_kv = n_kv * d_head, d_ff = ``intermedi
 Every count is an integer number of elements; every hardware figure carries its unit in its
 name (``memory_gb`` is 10^9 bytes, ``memory_bandwidth_tb_s`` is 10^12 bytes per second,
 ``dense_tflops`` is 10^12 FLOP/s without sparsity).
+
+Every number is bounded, and the bounds are checked before anything is expanded (a tensor list,
+a per-layer loop). They lie far above any real model (Llama-3.1-405B: 126 layers, d = 16,384,
+d_ff = 53,248, V = 128,256; the largest MoE ships a few hundred experts) and keep the work small
+and every float finite: a per-layer loop runs at most 10,000 times, and the largest count, about
+L x E x 3 d d_ff < 2^72, times the largest batch and context a flag accepts (10^15 each) stays far
+below the float range (2^1024), so a byte count or time printed as a float never overflows.
+GPU figures are bounded to physical ranges (1 GFLOP/s to 10^18 FLOP/s, 1 GB/s to 1,000 TB/s),
+so no ratio of them divides by zero or overflows.
 """
 
 
@@ -20,9 +29,32 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from llm_cost.core.errors import InputError
 
-PositiveInt = Annotated[int, Field(gt=0, strict=True)]
-NonNegInt = Annotated[int, Field(ge=0, strict=True)]
-PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+MAX_LAYERS = 10_000  #: decoder blocks, vision blocks, layer indices, list lengths per layer
+MAX_WIDTH = 2**20  #: hidden, FFN, head and latent widths (1,048,576)
+MAX_HEADS = 2**16  #: attention heads of any kind (65,536)
+MAX_VOCAB = 2**24  #: vocabulary entries (16,777,216)
+MAX_EXPERTS = 2**16  #: routed experts per layer (65,536)
+MAX_POSITIONS = 2**32  #: positions and window lengths in tokens
+MAX_SMALL = 1024  #: kernel, patch and ratio sizes, MTP modules, GPUs per node share this
+MAX_TEXT = 4096  #: characters in a name, a note or a URL (a path may be this long)
+
+
+def _count(maximum: int, minimum: int = 1):  # noqa: ANN202 - an Annotated type
+    """An integer in ``[minimum, maximum]``, given as an integer (not a float or a string)."""
+    return Annotated[int, Field(ge=minimum, le=maximum, strict=True)]
+
+
+Small = _count(MAX_SMALL)
+LayerIndex = _count(MAX_LAYERS, 0)
+Layers = _count(MAX_LAYERS)
+Width = _count(MAX_WIDTH)
+Heads = _count(MAX_HEADS)
+Positions = _count(MAX_POSITIONS)
+PositiveFloat = Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
+Scale = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+Name = Annotated[str, Field(min_length=1, max_length=128)]
+Names = Annotated[list[Name], Field(max_length=64)]
 
 LayerType = Literal["full_attention", "sliding_attention", "linear_attention"]
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
@@ -35,9 +67,9 @@ class _Strict(BaseModel):
 class Source(_Strict):
     """Where a spec's numbers come from."""
 
-    url: str = Field(description="The config.json or datasheet the values were read from.")
-    retrieved: str = Field(description="When the copy was read (ISO date).")
-    note: Optional[str] = Field(None, description="Anything a reader must know about the source.")
+    url: Text = Field(description="The config.json or datasheet the values were read from.")
+    retrieved: Text = Field(description="When the copy was read (ISO date).")
+    note: Optional[Text] = Field(None, description="Anything a reader must know about the source.")
 
 
 class GQAAttention(_Strict):
@@ -48,11 +80,11 @@ class GQAAttention(_Strict):
     """
 
     kind: Literal["gqa"] = "gqa"
-    num_attention_heads: PositiveInt = Field(description="n_q, query heads.")
-    num_key_value_heads: Optional[PositiveInt] = Field(
+    num_attention_heads: Heads = Field(description="n_q, query heads.")
+    num_key_value_heads: Optional[Heads] = Field(
         None, description="n_kv, key/value heads; defaults to num_attention_heads (MHA)."
     )
-    head_dim: Optional[PositiveInt] = Field(
+    head_dim: Optional[Width] = Field(
         None, description="d_head, elements per head; defaults to hidden_size / num_attention_heads."
     )
     attention_bias: bool = Field(False, description="q, k and v projections carry biases.")
@@ -62,7 +94,7 @@ class GQAAttention(_Strict):
         False, description="Gated attention (Qwen3-Next): W_Q also emits a per-element output gate."
     )
     sinks: bool = Field(False, description="One learned attention-sink logit per query head (gpt-oss).")
-    sliding_window: Optional[PositiveInt] = Field(
+    sliding_window: Optional[Positions] = Field(
         None, description="Window W in tokens of the sliding-attention layers (see layer_types)."
     )
 
@@ -86,14 +118,14 @@ class MLAAttention(_Strict):
     """
 
     kind: Literal["mla"] = "mla"
-    num_attention_heads: PositiveInt = Field(description="n_h, attention heads.")
-    q_lora_rank: Optional[PositiveInt] = Field(
+    num_attention_heads: Heads = Field(description="n_h, attention heads.")
+    q_lora_rank: Optional[Width] = Field(
         None, description="Rank of the query down-projection; null means a full W_Q (DeepSeek-V2-Lite)."
     )
-    kv_lora_rank: PositiveInt = Field(description="d_c, width of the cached KV latent.")
-    qk_nope_head_dim: PositiveInt = Field(description="Per-head query/key width without RoPE.")
-    qk_rope_head_dim: PositiveInt = Field(description="Width of the decoupled RoPE query/key.")
-    v_head_dim: PositiveInt = Field(description="Per-head value width.")
+    kv_lora_rank: Width = Field(description="d_c, width of the cached KV latent.")
+    qk_nope_head_dim: Width = Field(description="Per-head query/key width without RoPE.")
+    qk_rope_head_dim: Width = Field(description="Width of the decoupled RoPE query/key.")
+    v_head_dim: Width = Field(description="Per-head value width.")
     attention_bias: bool = Field(False, description="Projections carry biases.")
 
 
@@ -101,9 +133,9 @@ class MLP(_Strict):
     """Dense feed-forward block. Gated (SwiGLU/GeGLU): gate, up [d, d_ff] and down [d_ff, d];
     plain (GELU): up [d, d_ff] and down [d_ff, d] (seed 002, SwiGLU)."""
 
-    intermediate_size: PositiveInt = Field(description="d_ff, the hidden width.")
+    intermediate_size: Width = Field(description="d_ff, the hidden width.")
     gated: bool = Field(True, description="Three matrices (gate, up, down) instead of two.")
-    hidden_act: str = Field("silu", description="Activation name as in config.json.")
+    hidden_act: Text = Field("silu", description="Activation name as in config.json.")
     mlp_bias: bool = Field(False, description="The projections carry biases.")
 
 
@@ -117,10 +149,10 @@ class MoE(_Strict):
     and i is not in mlp_only_layers; other layers use the dense ``mlp``.
     """
 
-    num_experts: PositiveInt = Field(description="E, routed experts per MoE layer.")
-    num_experts_per_tok: PositiveInt = Field(description="k, routed experts per token.")
-    moe_intermediate_size: PositiveInt = Field(description="Hidden width of one routed expert.")
-    shared_expert_intermediate_size: NonNegInt = Field(
+    num_experts: _count(MAX_EXPERTS) = Field(description="E, routed experts per MoE layer.")
+    num_experts_per_tok: _count(MAX_EXPERTS) = Field(description="k, routed experts per token.")
+    moe_intermediate_size: Width = Field(description="Hidden width of one routed expert.")
+    shared_expert_intermediate_size: _count(MAX_WIDTH, 0) = Field(
         0, description="Total hidden width of the shared expert(s) (n_shared * width); 0 if none."
     )
     shared_expert_gate: bool = Field(False, description="A sigmoid gate [d, 1] on the shared expert.")
@@ -128,9 +160,9 @@ class MoE(_Strict):
         False, description="The router has E bias terms (DeepSeek-V3 correction bias, gpt-oss)."
     )
     expert_bias: bool = Field(False, description="Each expert's projections carry biases (gpt-oss).")
-    first_k_dense_replace: NonNegInt = Field(0, description="The first k layers are dense.")
-    decoder_sparse_step: PositiveInt = Field(1, description="Every n-th layer is MoE (Qwen-MoE).")
-    mlp_only_layers: list[NonNegInt] = Field(default_factory=list, description="Dense layer indices.")
+    first_k_dense_replace: LayerIndex = Field(0, description="The first k layers are dense.")
+    decoder_sparse_step: Layers = Field(1, description="Every n-th layer is MoE (Qwen-MoE).")
+    mlp_only_layers: Annotated[list[LayerIndex], Field(max_length=MAX_LAYERS)] = Field(default_factory=list, description="Dense layer indices.")
 
     @model_validator(mode="after")
     def _k_le_e(self) -> "MoE":
@@ -148,26 +180,26 @@ class LinearAttention(_Strict):
     causal-conv state of conv_dim * (kernel - 1) elements."""
 
     kind: Literal["gated_deltanet"] = "gated_deltanet"
-    linear_num_key_heads: PositiveInt = Field(description="n_k, key (and query) heads.")
-    linear_num_value_heads: PositiveInt = Field(description="n_v, value heads.")
-    linear_key_head_dim: PositiveInt = Field(description="d_k per head.")
-    linear_value_head_dim: PositiveInt = Field(description="d_v per head.")
-    linear_conv_kernel_dim: PositiveInt = Field(description="Causal depthwise conv width.")
+    linear_num_key_heads: Heads = Field(description="n_k, key (and query) heads.")
+    linear_num_value_heads: Heads = Field(description="n_v, value heads.")
+    linear_key_head_dim: Width = Field(description="d_k per head.")
+    linear_value_head_dim: Width = Field(description="d_v per head.")
+    linear_conv_kernel_dim: Small = Field(description="Causal depthwise conv width.")
 
 
 class RopeScaling(_Strict):
     """RoPE scaling as in config.json ``rope_scaling`` (llama3, yarn, linear, dynamic, mrope)."""
 
-    rope_type: str = Field(description="llama3, yarn, linear, dynamic, mrope, default.")
+    rope_type: Text = Field(description="llama3, yarn, linear, dynamic, mrope, default.")
     factor: Optional[PositiveFloat] = None
-    original_max_position_embeddings: Optional[PositiveInt] = None
+    original_max_position_embeddings: Optional[Positions] = None
     low_freq_factor: Optional[PositiveFloat] = None
     high_freq_factor: Optional[PositiveFloat] = None
     beta_fast: Optional[PositiveFloat] = None
     beta_slow: Optional[PositiveFloat] = None
-    mscale: Optional[float] = None
-    mscale_all_dim: Optional[float] = None
-    mrope_section: Optional[list[PositiveInt]] = None
+    mscale: Optional[Scale] = None
+    mscale_all_dim: Optional[Scale] = None
+    mrope_section: Optional[Annotated[list[Width], Field(max_length=64)]] = None
 
 
 class MTP(_Strict):
@@ -175,7 +207,7 @@ class MTP(_Strict):
     (d each), a projection eh_proj [2d, d], one decoder block and a head norm (d); the
     embedding and LM head are shared with the main model (the checkpoint stores copies)."""
 
-    num_nextn_predict_layers: PositiveInt = Field(description="D, the number of MTP modules.")
+    num_nextn_predict_layers: Small = Field(description="D, the number of MTP modules.")
     checkpoint_stores_shared: bool = Field(
         True, description="The checkpoint stores its own copy of the embedding and LM head."
     )
@@ -186,16 +218,16 @@ class Vision(_Strict):
     into the language model's width (seed 003 §09)."""
 
     kind: Literal["qwen2_vl"] = "qwen2_vl"
-    depth: PositiveInt = Field(description="Transformer blocks.")
-    embed_dim: PositiveInt = Field(description="d_vit, block width.")
-    num_heads: PositiveInt = Field(description="Attention heads.")
-    mlp_ratio: PositiveInt = Field(description="MLP width = mlp_ratio * embed_dim.")
-    in_chans: PositiveInt = Field(3, description="Input channels.")
-    patch_size: PositiveInt = Field(description="Spatial patch edge in pixels.")
-    spatial_merge_size: PositiveInt = Field(description="Patches merged per side into one token.")
-    temporal_patch_size: PositiveInt = Field(description="Frames per patch.")
-    hidden_act: str = Field("quick_gelu", description="Activation name.")
-    out_hidden_size: PositiveInt = Field(description="Output width (the decoder's hidden_size).")
+    depth: Layers = Field(description="Transformer blocks.")
+    embed_dim: Width = Field(description="d_vit, block width.")
+    num_heads: Heads = Field(description="Attention heads.")
+    mlp_ratio: Small = Field(description="MLP width = mlp_ratio * embed_dim.")
+    in_chans: Small = Field(3, description="Input channels.")
+    patch_size: Small = Field(description="Spatial patch edge in pixels.")
+    spatial_merge_size: Small = Field(description="Patches merged per side into one token.")
+    temporal_patch_size: Small = Field(description="Frames per patch.")
+    hidden_act: Text = Field("quick_gelu", description="Activation name.")
+    out_hidden_size: Width = Field(description="Output width (the decoder's hidden_size).")
 
     @model_validator(mode="after")
     def _heads(self) -> "Vision":
@@ -207,20 +239,20 @@ class Vision(_Strict):
 class ModelSpec(_Strict):
     """A decoder-only model: every field needed to enumerate its weight tensors exactly."""
 
-    name: str = Field(description="Canonical lower-case name used on the command line.")
-    display_name: str = Field(description="Human-readable name.")
-    aliases: list[str] = Field(default_factory=list, description="Other accepted names.")
-    model_type: str = Field(description="Hugging Face model_type (llama, deepseek_v3, ...).")
+    name: Name = Field(description="Canonical lower-case name used on the command line.")
+    display_name: Text = Field(description="Human-readable name.")
+    aliases: Names = Field(default_factory=list, description="Other accepted names.")
+    model_type: Text = Field(description="Hugging Face model_type (llama, deepseek_v3, ...).")
     source: Source
-    vocab_size: PositiveInt = Field(description="V, vocabulary size.")
-    hidden_size: PositiveInt = Field(description="d, residual width.")
-    num_hidden_layers: PositiveInt = Field(description="L, decoder blocks.")
+    vocab_size: _count(MAX_VOCAB) = Field(description="V, vocabulary size.")
+    hidden_size: Width = Field(description="d, residual width.")
+    num_hidden_layers: Layers = Field(description="L, decoder blocks.")
     tie_word_embeddings: bool = Field(description="LM head shares the embedding matrix.")
     attention: Union[GQAAttention, MLAAttention] = Field(discriminator="kind")
     mlp: Optional[MLP] = Field(None, description="Dense MLP; required unless every layer is MoE.")
     moe: Optional[MoE] = None
     linear_attention: Optional[LinearAttention] = None
-    layer_types: Optional[list[LayerType]] = Field(
+    layer_types: Optional[Annotated[list[LayerType], Field(max_length=MAX_LAYERS)]] = Field(
         None,
         description="Attention kind per layer; default: all sliding_attention if "
         "attention.sliding_window is set, else all full_attention.",
@@ -234,8 +266,9 @@ class ModelSpec(_Strict):
     position_embedding: Literal["rope", "learned"] = Field(
         "rope", description="learned adds a [max_position_embeddings, d] table (GPT-2)."
     )
-    max_position_embeddings: PositiveInt = Field(description="Longest position the config allows.")
-    rope_theta: Optional[PositiveFloat] = Field(None, description="RoPE base.")
+    max_position_embeddings: Positions = Field(description="Longest position the config allows.")
+    rope_theta: Optional[Annotated[float, Field(gt=1, le=1e15, allow_inf_nan=False)]] = Field(
+        None, description="RoPE base (above 1: each pair turns more slowly than the one before).")
     partial_rotary_factor: Annotated[float, Field(gt=0, le=1)] = Field(
         1.0, description="Share of head_dim that is rotated."
     )
@@ -342,30 +375,30 @@ class ModelSpec(_Strict):
 class Interconnect(_Strict):
     """GPU-to-GPU link within a node."""
 
-    type: str = Field(description="NVLink 4, Infinity Fabric, none ...")
-    bandwidth_gb_s_per_direction: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
+    type: Text = Field(description="NVLink 4, Infinity Fabric, none ...")
+    bandwidth_gb_s_per_direction: Annotated[float, Field(ge=0, le=1e5, allow_inf_nan=False)] = Field(
         description="Per-GPU bandwidth in one direction, 10^9 B/s (datasheets print the sum of both)."
     )
-    gpus_per_node: PositiveInt = Field(description="GPUs joined by this link in one node/board.")
+    gpus_per_node: _count(2**16) = Field(description="GPUs joined by this link in one node/board.")
 
 
 class HardwareSpec(_Strict):
     """One accelerator's datasheet: dense peak throughput per dtype, memory, bandwidth, power."""
 
-    name: str = Field(description="Canonical lower-case name used on the command line.")
-    display_name: str
-    aliases: list[str] = Field(default_factory=list)
-    vendor: str
-    architecture: str
-    dense_tflops: dict[Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"], PositiveFloat] = Field(
+    name: Name = Field(description="Canonical lower-case name used on the command line.")
+    display_name: Text
+    aliases: Names = Field(default_factory=list)
+    vendor: Text
+    architecture: Text
+    dense_tflops: dict[Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"], Annotated[float, Field(ge=1e-3, le=1e6, allow_inf_nan=False)]] = Field(
         description="Peak dense tensor throughput, 10^12 FLOP/s (TOP/s for int), no sparsity."
     )
-    memory_gb: PositiveFloat = Field(description="HBM/GDDR capacity, 10^9 bytes, as the datasheet prints it.")
-    memory_type: str
-    memory_bandwidth_tb_s: PositiveFloat = Field(description="Peak memory bandwidth, 10^12 B/s.")
-    tdp_w: PositiveFloat = Field(description="Board power limit, W.")
+    memory_gb: Annotated[float, Field(ge=1e-3, le=1e5, allow_inf_nan=False)] = Field(description="HBM/GDDR capacity, 10^9 bytes, as the datasheet prints it.")
+    memory_type: Text
+    memory_bandwidth_tb_s: Annotated[float, Field(ge=1e-3, le=1e3, allow_inf_nan=False)] = Field(description="Peak memory bandwidth, 10^12 B/s.")
+    tdp_w: Annotated[float, Field(ge=1, le=1e5, allow_inf_nan=False)] = Field(description="Board power limit, W.")
     interconnect: Interconnect
-    pcie_gen: PositiveInt
+    pcie_gen: _count(16)
     source: Source
 
     @property

@@ -33,7 +33,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Optional
 
-from llm_cost.specs.files import read_text, validation_message
+from llm_cost.specs.files import check_shape, read_text, shown, validation_message
 
 from llm_cost.core.errors import SpecError
 from llm_cost.specs.hf.config import SHAPE_KEYS, _Config
@@ -156,6 +156,8 @@ def find_config(path: Path) -> Path:
 
 
 def _read_json(path: Path) -> Any:
+    """A config.json parsed strictly (no NaN/Infinity, no duplicate keys), its nesting and size
+    bounded (see :func:`~llm_cost.specs.files.check_shape`); SpecError naming the file otherwise."""
     text = read_text(path, "a config.json")
     if not text.strip():
         raise SpecError(f"{path}: empty file; a config.json is a JSON object")
@@ -172,11 +174,15 @@ def _read_json(path: Path) -> Any:
         return out
 
     try:
-        return json.loads(text, parse_constant=no_constants, object_pairs_hook=no_duplicates)
+        data = json.loads(text, parse_constant=no_constants, object_pairs_hook=no_duplicates)
     except json.JSONDecodeError as exc:
-        raise SpecError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise SpecError(f"{shown(path)}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except ValueError as exc:
-        raise SpecError(f"{path}: invalid JSON: {exc}") from None
+        raise SpecError(f"{shown(path)}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise SpecError(f"{shown(path)}: arrays or objects nested too deeply") from None
+    check_shape(data, path)
+    return data
 
 
 def load_hf_config_verbose(path: Path, name: Optional[str] = None):

@@ -1,0 +1,244 @@
+"""The hostile-input attack of issue 16, kept: one row per reproducer (exit code, a phrase of the
+one-line message, under 2 s), the output-stream cases in a real process, and a small fuzz test
+over spec fields and flag strings (exit 0 or 2, one line on 2, never inf or nan)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import llm_cost.specs.load as load
+
+MODEL = (load.data_dir("models") / "llama3-8b.yaml").read_text()
+GPU = (load.data_dir("hardware") / "h100.yaml").read_text()
+CONFIG = Path(__file__).parent / "fixtures" / "hf" / "gpt2" / "config.json"
+
+
+def _model(old: str, new: str) -> str:
+    assert old in MODEL
+    return MODEL.replace(old, new)
+
+
+def _gpu(pattern: str, new: str) -> str:
+    text, n = re.subn(pattern, new, GPU, count=1)
+    assert n == 1
+    return text
+
+
+def _bomb() -> str:
+    """Ten levels of ten aliases each: 10^10 strings once expanded, a few hundred bytes as text."""
+    levels = ["  - &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"  - &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    return "anchors:\n" + "\n".join(levels) + "\n" + re.sub(r"aliases: .*", "aliases: *a9", MODEL)
+
+
+LONG = "a" * 300
+
+# (case id, argv with {spec} / {gpu} / {tmp} for the files written, model text, GPU text, exit code, phrase)
+CASES = [
+    ("long-model-name", ["params", LONG], None, None, 2, "unknown model"),
+    ("long-gpu-name", ["roofline", "llama3-8b", "--gpu", LONG], None, None, 2, "unknown GPU"),
+    ("long-show-name", ["show", LONG], None, None, 2, "unknown model"),
+    ("long-import-out", ["import", str(CONFIG), "-o", "{tmp}/" + LONG + ".yaml"], None, None, 2, "--out"),
+    ("vocab-400-digits", ["params", "{spec}"], _model("vocab_size: 128256", "vocab_size: 1" + "0" * 400), None,
+     2, "vocab_size"),
+    ("vocab-400-digits-roofline", ["roofline", "{spec}"], _model("vocab_size: 128256", "vocab_size: 1" + "0" * 400),
+     None, 2, "vocab_size"),
+    ("yaml-int-5000-digits", ["params", "{spec}"], _model("vocab_size: 128256", "vocab_size: 1" + "0" * 5000), None,
+     2, "too long"),
+    ("connector-400-digits", ["image", "qwen2-vl-7b", "--size", "64x64", "--connector", "resampler:" + "9" * 400],
+     None, None, 2, "--connector"),
+    ("gpu-memory-1e300", ["fit", "llama3-8b", "--gpu", "{gpu}"], None, _gpu(r"memory_gb: .*", "memory_gb: 1e300"),
+     2, "memory_gb"),
+    ("layers-1e9", ["kv", "{spec}"], _model("num_hidden_layers: 32", "num_hidden_layers: 1000000000"), None,
+     2, "num_hidden_layers"),
+    ("layers-1e6", ["kv", "{spec}"], _model("num_hidden_layers: 32", "num_hidden_layers: 1000000"), None,
+     2, "num_hidden_layers"),
+    ("layer-types-40000", ["fit", "{spec}"],
+     _model("num_hidden_layers: 32", "num_hidden_layers: 40000") + "layer_types: [" + ", ".join(
+         ["full_attention"] * 40000) + "]\n", None, 2, "num_hidden_layers"),
+    ("layer-types-32-bad", ["params", "{spec}"], MODEL + "layer_types: [" + ", ".join(["bogus"] * 32) + "]\n", None,
+     2, "and 29 more"),
+    ("train-dtype-upper", ["train", "llama3-8b", "--tokens", "15T", "--gpu-hours", "1.3M", "--dtype", "BF16"], None,
+     None, 0, ""),
+    ("bandwidth-5e-324", ["spec", "llama3-8b", "--gpu", "{gpu}", "--alpha", "0.8", "--gamma", "4", "--c", "0.1"],
+     None, _gpu(r"memory_bandwidth_tb_s: .*", "memory_bandwidth_tb_s: 5e-324"), 2, "memory_bandwidth_tb_s"),
+    ("tflops-1e308", ["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--gpu", "{gpu}"], None,
+     _gpu(r"bf16: .*", "bf16: 1e308"), 2, "dense_tflops.bf16"),
+    ("import-unwritable", ["import", str(CONFIG), "-o", "/proc/llm-cost-test.yaml"], None, None, 1, "nothing was written"),
+    ("alias-bomb", ["params", "{spec}"], _bomb(), None, 2, "aliases are expanded"),
+    ("fit-max-gpus-huge", ["fit", "llama3-8b", "--context", "1000000000000000", "--max-gpus", "1000000000000000"],
+     None, None, 2, "--max-gpus"),
+    ("fit-max-gpus-search", ["fit", "llama3-8b", "--context", "1000000000000000", "--max-gpus", "1000000"],
+     None, None, 0, ""),
+    ("empty-batch", ["roofline", "llama3-8b", "--batch", ""], None, None, 2, "--batch: empty value"),
+    ("empty-batch-equals", ["roofline", "llama3-8b", "--batch="], None, None, 2, "--batch: empty value"),
+    ("empty-model", ["roofline", ""], None, None, 2, "MODEL: empty value"),
+    ("empty-tp", ["params", "llama3-8b", "--tp", ""], None, None, 2, "--tp: empty value"),
+    ("duplicate-key", ["params", "{spec}"], _model("hidden_size: 4096", "hidden_size: 4096\nhidden_size: 8192"),
+     None, 2, "duplicate key 'hidden_size'"),
+    ("train-mfu-tiny", ["train", "llama3-8b", "--tokens", "15T", "--mfu", "1e-300"], None, None, 2, "--mfu"),
+    ("train-cost-huge", ["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--usd-per-gpu-hour", "1e300"],
+     None, None, 0, ""),
+    ("moe-tp-1", ["moe", "mixtral-8x7b", "--tp", "1"], None, None, 0, ""),
+    ("rope-theta-one", ["rope", "{spec}"], re.sub(r"rope_theta: .*", "rope_theta: 1.0", MODEL), None, 2,
+     "field rope_theta"),
+    ("rope-head-dim-odd", ["rope", "{spec}"], _model("head_dim: 128", "head_dim: 127"), None, 2, "head_dim"),
+    ("show-gpu-path", ["show", "{gpu}"], None, GPU, 0, ""),
+    ("json-nested", ["params", "{tmp}/deep.json"], None, None, 2, "nested too deeply"),
+    ("bad-yaml-mapping-deep", ["params", "{spec}"], MODEL + "deep: " + "[" * 40 + "]" * 40 + "\n", None, 2, "nested"),
+]
+
+
+@pytest.mark.parametrize("case,argv,model,gpu,code,phrase", CASES, ids=[c[0] for c in CASES])
+def test_reproducer(cli, tmp_path, case, argv, model, gpu, code, phrase):
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    files = {"{tmp}": str(tmp_path)}
+    for key, text, name in (("{spec}", model, "spec.yaml"), ("{gpu}", gpu, "gpu.yaml")):
+        if text is not None:
+            (tmp_path / name).write_text(text)
+            files[key] = str(tmp_path / name)
+    args = [a for a in argv]
+    for key, value in files.items():
+        args = [a.replace(key, value) for a in args]
+    start = time.perf_counter()
+    r = cli(*args)
+    elapsed = time.perf_counter() - start
+    assert r.code == code, f"{case}: exit {r.code}; stderr {r.err[:300]}"
+    assert phrase in r.err, f"{case}: {r.err[:300]}"
+    assert "Traceback" not in r.err and r.err.count("\n") <= 1, r.err[:600]
+    assert elapsed < 2, f"{case}: {elapsed:.1f} s"
+    if code:
+        assert r.out == "" and r.err.startswith("error: ")
+    assert not re.search(r"\b(inf|nan)\b", r.out, re.IGNORECASE), r.out[-400:]
+
+
+def test_yaml_12_integers(cli, tmp_path):
+    """``040`` is forty (YAML 1.2), not octal 32; ``1:30`` is not sexagesimal 90."""
+    path = tmp_path / "octal.yaml"
+    path.write_text(_model("num_hidden_layers: 32", "num_hidden_layers: 040"))
+    assert cli("show", str(path), "--json").json()["spec"]["num_hidden_layers"] == 40
+    path.write_text(_model("num_hidden_layers: 32", "num_hidden_layers: 1:30"))
+    r = cli("params", str(path))
+    assert r.code == 2 and "num_hidden_layers" in r.err
+
+
+def test_moe_at_tp_1_says_there_is_no_all_reduce(cli):
+    r = cli("moe", "mixtral-8x7b", "--tp", "1")
+    assert "none at TP 1" in r.out and "infx" not in r.out
+    assert cli("moe", "mixtral-8x7b", "--tp", "1", "--json").json()["all_to_all_vs_allreduce"] is None
+
+
+def test_internal_error_is_one_line_and_debug_shows_the_traceback(cli, monkeypatch):
+    import llm_cost.model.params as params
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(params, "count_params", broken)
+    r = cli("params", "llama3-8b")
+    assert r.code == 1 and r.err.count("\n") == 1 and "bug in llm-cost" in r.err and "--debug" in r.err
+    r = cli("--debug", "params", "llama3-8b")
+    assert r.code == 1 and "Traceback" in r.err and "ZeroDivisionError" in r.err
+
+
+def _run(args: list[str], env: dict[str, str] | None = None, **kwargs) -> subprocess.CompletedProcess:
+    """``llm-cost ARGS`` in a fresh interpreter (stdout and stderr captured unless redirected)."""
+    code = "import sys; from llm_cost.cli import main; sys.argv[0] = 'llm-cost'; main()"
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    return subprocess.run([sys.executable, "-c", code, *args], stderr=subprocess.PIPE, text=True, timeout=60,
+                          env={**os.environ, **(env or {})}, **kwargs)
+
+
+def test_full_stdout_exits_1_with_one_line():
+    with open("/dev/full", "w") as full:
+        r = _run(["params", "llama3-8b"], stdout=full)
+    assert r.returncode == 1 and r.stderr == "error: cannot write to stdout: No space left on device\n"
+
+
+@pytest.mark.parametrize("flag", [[], ["--json"]])
+def test_closed_stdout_exits_1_with_one_line(flag):
+    code = "import os, sys; os.close(1); from llm_cost.cli import main; main()"
+    r = subprocess.run([sys.executable, "-c", code, "params", "llama3-8b", *flag], stderr=subprocess.PIPE,
+                       stdout=subprocess.PIPE, text=True, timeout=60)
+    assert r.returncode == 1 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_broken_pipe_is_quiet():
+    code = "import sys; from llm_cost.cli import main; main()"
+    p = subprocess.Popen([sys.executable, "-c", code, "kv", "llama3-8b", "--context", ",".join(map(str, range(1, 3000)))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.read(10)
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=60) in (0, 141) and err == b""
+
+
+def test_ascii_stdout_falls_back_and_no_color_is_plain():
+    r = _run(["params", "llama3-8b"], env={"PYTHONIOENCODING": "ascii"})
+    assert r.returncode == 0 and r.stderr == "" and "* parameters" in r.stdout and "+---" in r.stdout
+    r = _run(["params", "llama3-8b", "--json"], env={"PYTHONIOENCODING": "ascii"})
+    assert r.returncode == 0 and r.stdout.isascii()
+    r = _run(["params", "llama3-8b"], env={"NO_COLOR": "1"})
+    assert "\x1b[" not in r.stdout
+
+
+# --- fuzz ------------------------------------------------------------------------------------------
+
+FIELDS = ["vocab_size", "hidden_size", "num_hidden_layers", "max_position_embeddings", "rope_theta",
+          "attention.num_attention_heads", "attention.num_key_value_heads", "attention.head_dim",
+          "mlp.intermediate_size", "layer_types", "aliases", "name", "torch_dtype", "tie_word_embeddings"]
+VALUES = st.one_of(
+    st.integers(-10, 10**6), st.integers(-(10**400), 10**400),
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([5e-324, 1e308, -0.0, 1e-300]),
+    st.text(max_size=20), st.none(), st.booleans(),
+    st.lists(st.sampled_from(["full_attention", "sliding_attention", "x"]), max_size=40),
+)
+
+
+def _check(r, context: str) -> None:
+    assert r.code in (0, 2), f"{context}: exit {r.code}: {r.err[:400]}"
+    if r.code == 2:
+        assert r.err.startswith("error: ") and r.err.count("\n") == 1, f"{context}: {r.err[:400]}"
+    assert not re.search(r"\b(inf|nan)\b", r.out, re.IGNORECASE), f"{context}: {r.out[-400:]}"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # cli: capsys is read per run
+@given(field=st.sampled_from(FIELDS), value=VALUES,
+       command=st.sampled_from([["params"], ["kv"], ["roofline"], ["fit"], ["moe"], ["rope"]]))
+def test_fuzz_spec_fields(cli, field, value, command):
+    data = yaml.safe_load(MODEL)
+    *parents, leaf = field.split(".")
+    target = data
+    for part in parents:
+        target = target[part]
+    target[leaf] = value
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fuzz.yaml"
+        path.write_text(yaml.safe_dump(data))
+        _check(cli(*command, str(path)), f"{command} {field}={value!r}")
+
+
+FLAGS = [["kv", "llama3-8b", "--context"], ["kv", "llama3-8b", "--batch"], ["roofline", "llama3-8b", "--batch"],
+         ["roofline", "llama3-8b", "--mfu"], ["fit", "llama3-8b", "--max-gpus"], ["fit", "llama3-8b", "--memory-gb"],
+         ["train", "llama3-8b", "--tokens", "1T", "--mfu"], ["train", "llama3-8b", "--mfu", "0.4", "--tokens"],
+         ["moe", "mixtral-8x7b", "--tp"], ["params", "llama3-8b", "--dtype"], ["roofline", "--gpu"],
+         ["spec", "--alpha", "0.8", "--gamma", "4", "--c"], ["rope", "--head-dim", "128", "--base"]]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # cli: capsys is read per run
+@given(flag=st.sampled_from(FLAGS),
+       value=st.one_of(st.text(max_size=12), st.sampled_from(["1e308", "1e-300", "inf", "nan", "-0", "0", "1e15",
+                                                               "9" * 400, "", " ", "8K", "1.5", "BF16"])))
+def test_fuzz_flag_strings(cli, flag, value):
+    _check(cli(*flag, value), f"{flag} {value!r}")

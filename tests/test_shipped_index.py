@@ -1,0 +1,41 @@
+"""The shipped index (``llm_cost/specs/shipped.json``) is what validating the YAML files gives,
+and a shipped name loads the same spec through the index as through its YAML (issue 16)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import llm_cost.specs.load as load
+from llm_cost.specs.files import read_yaml
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+
+
+def test_index_is_current():
+    assert json.loads(load.INDEX.read_text()) == build() , "run: python scripts/build_index.py"
+
+
+def build():
+    return json.loads(json.dumps(load.build_index()))
+
+
+@pytest.mark.parametrize("kind,cls,loader", [("models", ModelSpec, load.load_model),
+                                             ("hardware", HardwareSpec, load.load_gpu)])
+def test_index_loads_the_same_specs_as_the_yaml(kind, cls, loader):
+    for path in sorted(load.data_dir(kind).glob("*.yaml")):
+        from_yaml = cls.model_validate(read_yaml(path))
+        assert loader(path.stem) == from_yaml == loader(str(path))
+        for alias in from_yaml.aliases:
+            assert loader(alias.upper()) == from_yaml
+
+
+def test_an_edited_file_is_read_from_its_yaml(monkeypatch, tmp_path):
+    """A checkout whose YAML changed after the index was built loads the YAML, not the index."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    text = (load.data_dir("models") / "llama3-8b.yaml").read_text()
+    (folder / "llama3-8b.yaml").write_text(text.replace("num_hidden_layers: 32", "num_hidden_layers: 16"))
+    monkeypatch.setattr(load, "data_dir", lambda kind: folder)
+    assert load.load_model("llama3-8b").num_hidden_layers == 16
+    assert load.load_model("meta-llama-3-8b").num_hidden_layers == 16
