@@ -2,7 +2,7 @@
 be found in its --json (at the printed precision, in any of the units the tables use).
 
 Conventions (the "·" footnotes) are prose about formulas and are left out; so are numbers that
-are part of a name (H100, Llama-3-8B), an exponent (10^12) or a citation's year."""
+are part of a name (H100, Llama-3-8B), an exponent (10^12), a formula's coefficient (6 N D) or a citation's year."""
 
 from __future__ import annotations
 
@@ -56,6 +56,8 @@ def _numbers(text: str) -> list[tuple[float, int, str]]:
             continue
         line = re.sub(r"et al\.?,? \(?\d{4}\)?('s)?", "et al.", line)  # a citation's year
         for m in _NUMBER.finditer(line):
+            if re.match(r" [A-Z](?: |$)", line[m.end():]):  # a coefficient of a formula: 6 N D, 2 N
+                continue
             whole, frac, exp = m.group(1), m.group(2) or "", m.group(3)
             value = float(whole.replace(",", "") + frac + (f"e{exp}" if exp else ""))
             decimals = len(frac) - 1 if frac else 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llm_cost.core.notes import Note, note
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.model.kv import kv_cache
 from llm_cost.model.structure import build
@@ -100,7 +101,7 @@ class ContextResult:
     peak_flops: float | None
     kv_bits: int
     rows: list[ContextRow]
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
 
 def context_analysis(spec: ModelSpec, contexts: list[int], gpu: HardwareSpec | None = None, mfu: float = DEFAULT_MFU,
@@ -130,16 +131,10 @@ def context_analysis(spec: ModelSpec, contexts: list[int], gpu: HardwareSpec | N
             kv_bytes=k.kv_bytes, state_bytes=state, kv_plus_state_bytes=k.kv_bytes + state,
             all_attention_kv_bytes=k.all_attention_bytes, scores_bytes_per_layer=n_q * s * s * 2))
     conventions = [
-        {"gemm": "weight FLOPs per token = 2 x N_gemm (matmul weights, LM head included)",
-         "non_embedding": "weight FLOPs per token = 2 x (N - input embedding), seed 003's '2 x 7.5B'",
-         "total": "weight FLOPs per token = 2 x N (every parameter), seed 003 §05's 70B convention"}[weight_convention],
-        "attention per token: a token seeing s positions (itself included), QK^T + AV in every softmax layer",
-        "prefill = time to first token of one s-token prompt: the step's operators, causal attention, LM head on "
-        + ("the last position" if logits == "last" else "every position")
-        + (f"; bound at {dtype} peak, estimate at MFU {mfu:.0%}, MBU {mbu:.0%}" if peak else "; no GPU given"),
-        "documents' prefill: weight FLOPs per token x s + causal attention (seed 003 §05)"
-        + (f", at {mfu:.0%} MFU of {peak / 1e12:g} TFLOP/s" if peak else ""),
-        f"KV at {kv_bits} bits per element; scores S = n_q x s^2 elements at 2 B (BF16) per layer",
+        note(f"weight_flops.{weight_convention}"), note("context.attention_per_token"),
+        note("context.prefill", dtype=dtype, mfu=mfu, mbu=mbu, gpu=gpu is not None), note(f"logits.{logits}"),
+        note("context.document_prefill", mfu=mfu, peak_tflops=peak / 1e12 if peak else None),
+        note("context.scores", kv_bits=kv_bits),
     ] + spec.context_note(contexts)
     return ContextResult(spec.name, weight_convention, w, crossover_context(spec, w), gpu.name if gpu else None,
                          compute.value, mfu, mbu, logits, peak, kv_bits, rows, conventions)

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from llm_cost.core.notes import Note, note
 from llm_cost.analyses.memory import Fit
 from llm_cost.analyses.roofline import DecodeStep, decode_step
 from llm_cost.core.errors import InputError
@@ -42,7 +43,7 @@ class Deployment:
     headroom_bytes: int | Fraction
     fits: bool
     step: DecodeStep
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
 
 def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 1, context: int = 8192,
@@ -57,12 +58,9 @@ def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 
     used = [w + seqs * context * k for w, k in zip(p.weight_bytes, p.kv_bytes_per_token)]
     step = decode_step(spec, gpu, batch, context, dtype, bits, kv_bits, layout=layout, network_gb_s=network_gb_s)
     headroom = gpu.memory_bytes - reserve_bytes - max(used)
-    conventions = [
-        f"layout TP {layout.tp} x PP {layout.pp} x DP {layout.dp} = {layout.gpus} GPUs, EP {layout.ep}; "
-        "sharding as Megatron-LM/vLLM (see llm_cost.model.layout); MTP modules not loaded",
-        f"weights at {float(bits):g} bits, KV at {kv_bits} bits; memory {gpu.memory_gb:g} GB per GPU (datasheet, "
-        f"10^9 B) less {reserve_bytes:,} B reserve; {seqs} sequence(s) per replica",
-    ]
+    conventions = [note("layout.sharding"),
+                   note("layout.memory", bits=float(bits), kv_bits=kv_bits, memory_gb=gpu.memory_gb,
+                        reserve_bytes=reserve_bytes, sequences=seqs)]
     return Deployment(spec.name, gpu.name, layout, float(bits), kv_bits, batch, context, seqs, gpu.memory_bytes,
                       reserve_bytes, p, used, max(seqs * context * k for k in p.kv_bytes_per_token), max(used),
                       headroom, headroom >= 0, step, conventions)

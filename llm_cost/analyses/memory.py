@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from llm_cost.core.notes import Note, note
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.model.structure import build
@@ -51,7 +52,7 @@ class Fit:
     max_batch_at_context: int
     max_context_at_batch: int | None  # None: unbounded (sliding window / linear state only)
     concurrency: list[Concurrency]
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
 
 def max_context(spec: ModelSpec, budget: float, batch: int, kv_bits: int, ceiling: int = 10**12) -> int | None:
@@ -91,9 +92,9 @@ def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
     conc = [Concurrency(c, kv_bytes(spec, c, kv_bits), int(budget // kv_bytes(spec, c, kv_bits)))
             for c in concurrency_contexts]
     conventions = [
-        f"memory {gpu.memory_gb:g} GB = {memory:,} B (datasheet, 10^9 B per GB) less a reserve of {reserve_bytes:,} B",
-        f"weights: every parameter at {float(bits):g} bits; KV at {kv_bits} bits per element",
-        "max batch and context use whole sequences: batch x kv(context) <= memory - reserve - weights",
+        note("fit.memory", memory_gb=gpu.memory_gb, memory_bytes=memory, reserve_bytes=reserve_bytes),
+        note("fit.dtypes", bits=float(bits), kv_bits=kv_bits),
+        note("fit.whole_sequences"),
     ] + spec.context_note([context, *(concurrency_contexts if fits else ())])
     return Fit(spec.name, gpu.name, float(bits), kv_bits, memory, reserve_bytes, weights, fits,
                -room if not fits else 0, budget, per_token, token_budget, context, batch,

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
 from llm_cost.core.units import to_bytes
 from llm_cost.model.layout import Layout, per_gpu
@@ -83,7 +84,7 @@ class MoEResult:
     ridge: float | None
     tokens_to_pass_ridge: float | None  # per MoE layer
     experts_per_top_k: float  # E / k: how much more work than a dense layer a ridge-passing GEMM needs
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
 
 def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fraction = 16, ep: int = 1,
@@ -133,17 +134,12 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
     combine = k * d * combine_bits // 8
     allreduce = 2 * (tp - 1) / tp * d * 2
     conventions = [
-        f"weights at {float(bits):g} bits; GB = 10^9 B, GiB = 2^30 B",
-        "uniform independent routing: expected distinct experts E(1 - (1 - k/E)^B) per MoE layer",
-        "read per step = matmul weights used + norm vectors + B embedding rows; the source documents count every "
-        "non-routed parameter instead",
-        f"EP over {ep} GPU(s): ({E} + {redundant_experts} redundant)/{ep} experts each; non-expert weights replicated",
-        f"all-to-all per token per MoE layer: dispatch k x d at {dispatch_bits} bits, combine k x d at "
-        f"{combine_bits} bits; TP-{tp} ring all-reduce moves 2(n-1)/n x d x 2 B (BF16)",
+        note("moe.weights", bits=float(bits)), note("moe.expected_experts"), note("moe.read_per_step"),
+        note("moe.ep", ep=ep, experts=E, redundant=redundant_experts),
+        note("moe.all_to_all", dispatch_bits=dispatch_bits, combine_bits=combine_bits, tp=tp),
     ]
     if gpu is not None:
-        conventions.append(f"expert GEMM intensity = 2 x rows / bytes per weight; ridge of {gpu.name} at "
-                           f"{compute_dtype}")
+        conventions.append(note("moe.gemm_ridge", gpu=gpu.name, dtype=str(compute_dtype)))
     return MoEResult(
         model=spec.name, weight_bits=float(bits), num_experts=E, top_k=k, moe_layers=moe_layers,
         expert_params=expert, total_params=total, active_params=int(s.active_params),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from llm_cost.core.notes import Note, note
 from llm_cost.workload.flops import forward_flops, weight_flops_params
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.specs.schema import ModelSpec
@@ -96,7 +97,7 @@ class ImageResult:
     kv_bytes: int | float
     encoder_output_bytes: int | float
     kv_to_encoder_output: float
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
 
 def _connector_tokens(connector: str, patches: int, merge: int) -> int:
@@ -150,15 +151,9 @@ def image_cost(spec: ModelSpec, height: int, width: int, decoder: ModelSpec | No
     kv = kv_bytes(dec, n, kv_bits)
     out = n * dec.hidden_size * kv_bits // 8
     conventions = [
-        "Qwen2-VL smart_resize: sides rounded to multiples of 28 px, pixels within [3,136, 12,845,056] (the "
-        "transformers processor's defaults, for video frames too; qwen-vl-utils caps video frames lower); 14 px "
-        f"patches, {'2x2 merge' if connector == 'merge2x2' else connector} connector",
-        "encoder FLOPs: 2 x ViT block parameters x patches + 4 L n_p^2 d (full attention), seed 003 §09; patch "
-        "embedding and merger listed apart",
-        {"gemm": "decoder prefill: 2 x N_gemm per image token + causal attention among them",
-         "non_embedding": "decoder prefill: 2 x (N - embedding) per image token + causal attention",
-         "total": "decoder prefill: 2 x N per image token (seed 003 §09) + causal attention"}[weight_convention],
-        f"KV and encoder output at {kv_bits} bits; MiB = 2^20 B",
+        note("image.resize", connector="2x2 merge" if connector == "merge2x2" else connector),
+        note("image.encoder_flops"), note(f"image.decoder_prefill.{weight_convention}"),
+        note("image.bits", kv_bits=kv_bits),
     ] + dec.context_note([n])
     return ImageResult(spec.name, dec.name, connector, height, width, frames, vision, weight_convention, w * n,
                        attention, w * n + attention, kv, out, float(kv_bytes_per_token(dec, kv_bits)) / (dec.hidden_size * kv_bits / 8), conventions)

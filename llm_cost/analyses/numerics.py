@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Union
 
+from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
 
 __all__ = ["Format", "IntFormat", "FormatRow", "NumericsResult", "FORMATS", "INT_FORMATS", "FP32", "TF32",
@@ -337,7 +338,7 @@ class NumericsResult:
     qk_norm_logit_bound: float
     qk_norm_exp_overflows: list[str]  # float formats whose e^x overflows below the bound
     epsilon_convention: str
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
 
 def _exact_str(v: Fraction) -> str:
@@ -417,22 +418,9 @@ def numerics(k: int = 4096, head_dim: int = 128) -> NumericsResult:
     rows = [_float_row(f, k, probe) for f in FORMATS] + [_int_row(f, probe) for f in INT_FORMATS]
     bound = qk_norm_logit_bound(head_dim)
     overflows = [f.name for f in FORMATS if exp_overflow_x(f) < bound]
-    conventions = [
-        "float values computed from the bit layout (sign, e exponent bits, m mantissa bits, bias 2^(e-1) - 1); "
-        "IEEE 754-2019, OCP OFP8 rev 1.0 (E4M3, E5M2), OCP MX v1.0 (E2M1), NVIDIA TF32 (8e/10m in 32 bits)",
-        "FP8 E4M3 is the OCP/NVIDIA 'fn' variant: no inf, only S.1111.111 is NaN, max S.1111.110 = 448; "
-        "E5M2 is IEEE-like (inf, max 57,344); E2M1 has neither inf nor NaN (max 6)",
-        "rounding: round-to-nearest, ties-to-even, exact (Fraction); overflow -> inf where the format has inf, "
-        "NaN for E4M3 (OFP8 non-saturating), ±6 for E2M1 (saturating); TF32 hardware (cvt.rna) rounds ties away",
-        "unit roundoff u = 2^-(m+1) bounds round-to-nearest's relative error; machine epsilon 2^-m is the gap "
-        "above 1.0; 1.0 + 0.001 is the exact decimal 1.001 rounded to the format",
-        f"accumulation noise u x sqrt(k), k = {k:,}: a random-walk estimate (the worst case grows as k x u); "
-        "FP8/FP4 are not accumulators (tensor cores accumulate them in FP32), their rows show why",
-        "e^x overflow: x > ln(largest finite value); INT8/INT4: two's complement, step 1, integer products "
-        "accumulate exactly (INT32), so no u or noise applies",
-        f"QK-norm: q and k RMS-normalised (|q| = |k| = sqrt(d_head)), logit q.k/sqrt(d_head) <= sqrt(d_head) "
-        f"= sqrt({head_dim}) = {bound:.2f} (seed 003 §10)",
-    ]
+    conventions = [note("numerics.layout"), note("numerics.fp8_variants"), note("numerics.rounding"),
+                   note("numerics.unit_roundoff"), note("numerics.accumulation", k=k), note("numerics.exp_and_int"),
+                   note("numerics.qk_norm", head_dim=head_dim, bound=bound)]
     return NumericsResult(k=k, head_dim=head_dim, formats=rows, qk_norm_logit_bound=bound,
                           qk_norm_exp_overflows=overflows, epsilon_convention=_epsilon_convention(k),
                           conventions=conventions)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable
 
+from llm_cost.core.notes import Note, note
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.core.units import to_bytes
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu
@@ -63,15 +64,14 @@ def _op_rows(step: Step, bound: StepTime, estimate: StepTime) -> list[OpRow]:
 
 
 def memory_note(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, weight_bits: Fraction, kv_bits: int,
-                sequences: int, context: int) -> list[str]:
-    """A warning line when the fullest GPU's weights and KV exceed its memory (datasheet GB)."""
+                sequences: int, context: int) -> list[Note]:
+    """A warning when the fullest GPU's weights and KV exceed its memory (datasheet GB)."""
     p = per_gpu(spec, layout, weight_bits, kv_bits)
     need = max(w + sequences * context * k for w, k in zip(p.weight_bytes, p.kv_bytes_per_token))
     if need <= gpu.memory_bytes:
         return []
-    where = "one" if layout == ONE_GPU else "each"
-    return [f"note: weights + KV need {float(need) / 1e9:,.1f} GB on the fullest GPU, more than {where} {gpu.name}'s "
-            f"{gpu.memory_gb:g} GB; this bound is hypothetical: give --tp/--pp for a layout, or see `llm-cost fit`"]
+    return [note("warning.does_not_fit", need_bytes=need, gpu=gpu.name, memory_gb=gpu.memory_gb,
+                 one_gpu=layout == ONE_GPU)]
 
 
 def _first_batch(intensity: Callable[[int], float], ridge: float, limit: int = 10**9) -> int | None:
@@ -145,7 +145,7 @@ class DecodeStep:
     kv_bytes_at_compute_bound_batch: int | float | None
     intensity_limit: float | None
     ops: list[OpRow] = field(default_factory=list)
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
 
 def _bits(weight_bits: int | float | Fraction | None, dtype: str) -> Fraction:
@@ -205,25 +205,18 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
     limit = flops_1 / per_seq if per_seq else None
 
     conventions = [
-        f"decode step: {batch} sequence(s), each adding 1 token after {context:,} cached tokens; "
-        "the new token attends to itself and every cached token",
-        f"peak {gpu.dense_tflops[compute.value]:g} TFLOP/s dense {compute}, bandwidth {gpu.memory_bandwidth_tb_s:g} "
-        "TB/s (10^12 B/s), from the GPU spec",
-        ("bytes: every stored weight once (resident, the source documents' convention)" if weight_bytes == "resident"
-         else "bytes: matmul weights used + norm/bias vectors + one embedding row per sequence")
-        + f" at {float(bits):g} bits, KV read at {kv_bits} bits + the new K/V written; activations not counted",
-        "a bound is max(FLOPs / peak, bytes / bandwidth) per GPU, summed over pipeline stages, plus communication; "
-        "an estimate divides peak by MFU and bandwidth by MBU",
+        note("decode.step", batch=batch, context=context),
+        note("gpu.peak", tflops=gpu.dense_tflops[compute.value], dtype=str(compute), tb_s=gpu.memory_bandwidth_tb_s),
+        note(f"decode.bytes_{weight_bytes}", bits=float(bits), kv_bits=kv_bits),
+        note("time.bound_and_estimate"),
     ]
     if layout != ONE_GPU:
-        conventions.append(f"layout TP {layout.tp} x PP {layout.pp} x DP {layout.dp} = {layout.gpus} GPUs, EP "
-                           f"{layout.ep}: figures per GPU, summed over the stages; {batch} sequence(s) over "
-                           f"{layout.dp} replica(s); collectives over {bound.link} at {bound.link_gb_s:g} GB/s per "
-                           "direction, no latency")
+        conventions.append(note("layout.step", tp=layout.tp, pp=layout.pp, dp=layout.dp, ep=layout.ep,
+                                gpus=layout.gpus, batch=batch, link=bound.link, link_gb_s=bound.link_gb_s))
     if spec.moe is not None:
-        conventions.append("MoE: routed expert weights read = expected distinct experts E(1 - (1 - k/E)^B) per layer")
+        conventions.append(note("moe.expected_experts"))
     if step.mla_form == "absorbed":
-        conventions.append("MLA: decode attention in the absorbed form, on the cached latent and RoPE key")
+        conventions.append(note("mla.absorbed_decode"))
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, seqs, context)
     return DecodeStep(
         model=spec.name, gpu=gpu.name, layout=layout, batch=batch, context=context, compute_dtype=compute.value,
@@ -277,7 +270,7 @@ class PrefillStep:
     estimate_s: float
     tokens_per_s_at_mfu: float
     ops: list[OpRow] = field(default_factory=list)
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
 
 def prefill_step(spec: ModelSpec, gpu: HardwareSpec, seq: int, batch: int = 1, dtype: str = "bf16",
@@ -296,15 +289,14 @@ def prefill_step(spec: ModelSpec, gpu: HardwareSpec, seq: int, batch: int = 1, d
     flops = step.flops
     weight_flops = _kind_total(step, "flops", OpKind.GEMM)
     conventions = [
-        f"prefill = time to first token of {batch} prompt(s) of {seq:,} tokens, nothing else running; attention "
-        f"{attention}; LM head on {'every position' if logits == 'all' else 'the last position'}",
-        "2 FLOPs per multiply-add; norms, activations, softmax and residual adds not counted",
-        f"peak {gpu.dense_tflops[compute.value]:g} TFLOP/s dense {compute}; estimate at MFU {mfu:.0%}, MBU {mbu:.0%}",
-        "bytes: the matmul weights, vectors and embedding rows read once + the K/V written; activations not counted",
+        note("prefill.step", batch=batch, seq=seq), note(f"attention.{attention}"), note(f"logits.{logits}"),
+        note("flops.counting"), note("flops.not_counted"),
+        note("gpu.peak", tflops=gpu.dense_tflops[compute.value], dtype=str(compute), tb_s=gpu.memory_bandwidth_tb_s),
+        note("time.bound_and_estimate"), note("prefill.bytes"),
     ]
     if layout != ONE_GPU:
-        conventions.append(f"layout TP {layout.tp} x PP {layout.pp} x DP {layout.dp}: figures per GPU, summed over "
-                           f"the stages (one prompt passes through every stage); collectives over {bound.link}")
+        conventions.append(note("layout.step", tp=layout.tp, pp=layout.pp, dp=layout.dp, ep=layout.ep,
+                                gpus=layout.gpus, batch=batch, link=bound.link, link_gb_s=bound.link_gb_s))
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, step.sequences, seq)
     return PrefillStep(spec.name, gpu.name, layout, batch, seq, compute.value, attention, logits, flops, weight_flops,
                        flops - weight_flops, step.total("weight_bytes"), step.total("kv_write_bytes"),

@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from llm_cost.core.notes import Note, note
 from llm_cost.specs.schema import MLAAttention, ModelSpec
 from llm_cost.core.errors import InputError
 
@@ -115,7 +116,7 @@ class RopeResult:
     first_incomplete_pair: int | None  # smallest i with lambda_i > L_train
     pairs: list[RopePair]
     methods: list[RopeMethod]
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
 
 # --- validation -------------------------------------------------------------------------------
@@ -285,7 +286,7 @@ def _fmt_base(b: float | None) -> str:
 def rope_analysis(base: float, dims: int, train_length: int, target_length: int,
                   beta_fast: float = 32, beta_slow: float = 1, llama3: Llama3Scaling | None = None,
                   *, model: str | None = None, display_name: str | None = None,
-                  notes: list[str] | None = None) -> RopeResult:
+                  notes: list[Note] | None = None) -> RopeResult:
     """Wavelengths of the d/2 pairs of a head with RoPE ``base`` and ``dims`` rotated dims, and their
     effective wavelengths when a model trained on ``train_length`` tokens is run at ``target_length``
     tokens under PI, NTK-aware, YaRN (``beta_fast``, ``beta_slow``), dynamic NTK and, if ``llama3``
@@ -338,26 +339,12 @@ def rope_analysis(base: float, dims: int, train_length: int, target_length: int,
             f"{o / llama3.low_freq_factor:,.6g}", l3, lams, T, S))
 
     conventions = [
-        "lambda_i = 2 pi base^(2i/d) tokens per turn, theta_i = base^(-2i/d) rad per token, i = 0 .. d/2-1, "
-        "d = rotated dims (seed 003 §03; RoFormer)",
-        f"a pair completes a turn within L tokens when lambda_i <= L; 'unseen phases': a pair that did not turn "
-        f"within the train length ({T:,}) reaches a larger angle at the target ({S:,}) than in training",
-        f"alpha = target / train = {alpha:.6g}; PI: positions x 1/alpha (Chen et al. 2023); NTK-aware: "
-        "base' = base x alpha^(d/(d-2)) (bloc97); dynamic NTK: alpha = max(1, length / train), evaluated at the "
-        "target length, where it equals NTK-aware (seed 001)",
-        f"YaRN ramp as in seed 001, linear in the wavelength between train/beta_fast and train/beta_slow "
-        f"(beta_fast {beta_fast:g}, beta_slow {beta_slow:g}); the paper ramps linearly in rotations L/lambda, "
-        "transformers in the pair index; same end points",
-        "YaRN attention: mscale = 0.1 ln(alpha) + 1 (the paper's sqrt(1/t)); logits x mscale^2 (transformers "
-        "scales cos and sin by mscale); seed 001 writes t = 0.1 ln(alpha) + 1 and logits x 1/sqrt(t), which "
-        "would shrink them",
-        "ABF (Llama 3): only a larger base (500000 instead of 10000), no rescaling: compare with --base 500000",
+        note("rope.wavelength"), note("rope.unseen_phases", train=T, target=S), note("rope.methods", alpha=alpha),
+        note("rope.yarn_ramp", beta_fast=float(beta_fast), beta_slow=float(beta_slow)), note("rope.yarn_attention"),
+        note("rope.abf"),
     ]
     if llama3 is not None:
-        conventions.append("llama3 scaling (transformers _compute_llama3_parameters, Meta apply_scaling): λ below "
-                           "orig/high_freq_factor kept, above orig/low_freq_factor x factor, smooth in between; "
-                           f"factor {llama3.factor:g} and orig {llama3.original_max_position_embeddings:,} come "
-                           "from rope_scaling, not from alpha")
+        conventions.append(note("rope.llama3", factor=llama3.factor, original=llama3.original_max_position_embeddings))
     conventions += list(notes or [])
     return RopeResult(
         model=model, display_name=display_name, base=base, dims=dims, train_length=T, target_length=S,
@@ -410,24 +397,20 @@ def rope_for_model(spec: ModelSpec, train_length: int | None = None, target_leng
             high_freq_factor=rs.high_freq_factor or 4.0,
             original_max_position_embeddings=rs.original_max_position_embeddings or spec.max_position_embeddings,
         )
-    notes = []
+    notes: list[Note] = []
     att = spec.attention
     if dims is not None:
-        notes.append(f"--head-dim {dims} overrides the model's {d_model} rotated dims")
+        notes.append(note("rope.head_dim_override", dims=dims, model_dims=d_model))
     elif isinstance(att, MLAAttention):
-        notes.append(f"MLA: RoPE turns only the decoupled qk_rope_head_dim = {d_model} dims of each query/key "
-                     f"head ({att.qk_nope_head_dim} more dims carry no position)")
+        notes.append(note("rope.mla", dims=d_model, nope=att.qk_nope_head_dim))
     elif spec.partial_rotary_factor < 1:
-        notes.append(f"partial rotary: {spec.partial_rotary_factor:g} of head_dim {spec.head_dim} = {d_model} "
-                     "dims are rotated")
+        notes.append(note("rope.partial", factor=spec.partial_rotary_factor, head_dim=spec.head_dim, dims=d_model))
     if base is not None:
-        notes.append(f"--base {_fmt_base(base)} overrides the model's rope_theta {_fmt_base(spec.rope_theta)}")
+        notes.append(note("rope.base_override", base=_fmt_base(base), model_base=_fmt_base(spec.rope_theta)))
     if rs is not None:
-        factor = f", factor {rs.factor:g}" if rs.factor else ""
-        notes.append(f"model rope_scaling: {rs.rope_type}{factor}")
+        notes.append(note("rope.model_scaling", rope_type=rs.rope_type, factor=rs.factor))
         if rs.rope_type == "mrope":
-            notes.append("M-RoPE: the pairs are split between time, height and width positions; for text tokens "
-                         "all three are equal and the wavelengths are those of plain RoPE")
+            notes.append(note("rope.mrope"))
     assert spec.rope_theta is not None  # the schema requires it for RoPE models
     return rope_analysis(
         base if base is not None else spec.rope_theta, dims if dims is not None else d_model,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, Part
 from llm_cost.model.structure import build
@@ -79,7 +80,7 @@ class SpecResult:
     break_even_batch: int | None  # smallest batch whose speedup is below 1x in the step model
     batch_search_limit: int  # the knee and break-even are searched up to this batch
     rows: list[SpecAtBatch]
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
 
 def _validate(alpha: float, gamma: int, c: float) -> None:
@@ -166,10 +167,7 @@ def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpe
     E = expected_tokens(alpha, gamma)
     rows: list[SpecAtBatch] = []
     r = turning = turning_mfu = knee = even = None
-    conventions = [
-        "E = (1 - alpha^(gamma+1)) / (1 - alpha); speedup E / (gamma c + 1) assumes verifying gamma + 1 "
-        "tokens costs one step (memory-bound); fully compute-bound: E / (gamma + 1 + gamma c)",
-    ]
+    conventions = [note("spec.closed_forms")]
     if spec is not None and gpu is not None:
         r = ridge(gpu, dtype)
         turning = r / (gamma + 1)
@@ -179,14 +177,10 @@ def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpe
         rows = [model.row(B) for B in batches or [1, 8, 32, 64, 128, 256]]
         knee = _smallest(lambda b: model.row(b).verify_bound == "compute")
         even = _smallest(lambda b: model.row(b).speedup < 1)
-        read = ("every stored weight (resident, as the source documents)" if weight_bytes == "resident"
-                else "the matmul weights used and one embedding row per sequence")
-        conventions.append(
-            f"step model on {gpu.name} ({dtype} peak at MFU {mfu:.0%}, bandwidth at MBU {mbu:.0%}), context "
-            f"{context:,}: step = max(FLOPs / (MFU x peak), bytes / (MBU x bandwidth)); a step reads {read} at {bits} "
-            "bits; draft = gamma x c x baseline step")
-        conventions.append(f"knee: smallest batch whose verify step is compute-bound; break-even: smallest batch "
-                           f"with speedup below 1x; both searched up to batch {BATCH_SEARCH_LIMIT:,}")
+        conventions.append(note("spec.step_model", gpu=gpu.name, dtype=dtype, mfu=mfu, mbu=mbu, context=context,
+                                bits=bits))
+        conventions.append(note(f"decode.bytes_{weight_bytes}", bits=bits, kv_bits=16))
+        conventions.append(note("spec.knee_and_break_even", limit=BATCH_SEARCH_LIMIT))
     return SpecResult(alpha, gamma, float(c), c_source, E, E / (gamma * c + 1), E / (gamma + 1 + gamma * c),
                       spec.name if spec else None, gpu.name if gpu else None, mfu if gpu else None,
                       mbu if gpu else None, context, weight_bytes if gpu else None, r, turning, turning_mfu, knee,

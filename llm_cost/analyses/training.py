@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from llm_cost.core.notes import Note, note
 from llm_cost.analyses.memory import Activations, activation_memory
 from llm_cost.model.layout import Layout, per_gpu
 from llm_cost.workload.step import build_step, prefill
@@ -73,7 +74,7 @@ class TrainResult:
     cost_usd: float | None
     state: StateMemory
     activations: Activations
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
     parallel: ParallelTrainMemory | None = None  # per-GPU memory when a TP x PP x DP layout was given
 
 
@@ -156,13 +157,10 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
     _check_finite({"GPU-hours": (gpu_hours, "--tokens and --mfu"), "energy": (energy_kwh, "--power-w and --pue"),
                    "emissions": (co2_tonnes, "--grid-kg-per-kwh"), "cost": (cost_usd, "--usd-per-gpu-hour")})
     conventions = [
-        f"FLOPs = 6 N D with N = {'active ' if spec.moe else ''}parameters ({n:,}); "
-        + ("full recompute adds a forward pass: 8 N D hardware FLOPs; " if recompute == "full" else "")
-        + "attention FLOPs not included (as the source documents, seed 000 §十一); with attention, from the "
-        f"operators of {seq:,}-token sequences: 3 x forward" + (" x 4/3 (recompute)" if recompute == "full" else ""),
-        f"peak {gpu.dense_tflops[dtype]:g} TFLOP/s dense {dtype} per GPU; MFU = 6 N D / (GPU-seconds x peak)",
-        f"energy = GPU-hours x {power:g} W x PUE {pue:g}" + ("" if power_w is not None else " (the GPU's TDP)"),
-        "state: 16 B per parameter (BF16 weights + gradients, FP32 master, Adam m, v); decimal units",
+        note("train.flops", active=spec.moe is not None, params=n, full_recompute=recompute == "full", seq=seq),
+        note("train.mfu", tflops=gpu.dense_tflops[dtype], dtype=dtype),
+        note("train.energy", power_w=power, pue=pue, tdp=power_w is None),
+        note("train.state"),
     ]
     return TrainResult(
         model=spec.name, params=n, tokens=tokens, recompute=recompute, model_flops=model_flops,
@@ -199,7 +197,7 @@ class ParallelTrainMemory:
     fits: bool
     smallest_dp: int | None  # fewest data-parallel replicas that fit at this ZeRO stage (None: none do)
     smallest_cluster_gpus: int | None  # smallest_dp x TP x PP
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
 
 def _zero_split(params: int, zero: int) -> tuple[int, int]:
@@ -242,11 +240,9 @@ def parallel_train_memory(spec: ModelSpec, gpu: HardwareSpec, tp: int = 1, pp: i
     total = state + activations
     smallest = _smallest_dp(params, zero, room - activations)
     conventions = [
-        f"TP {tp} x PP {pp} x DP {dp}; state 16 B per parameter (2 weights + 2 gradients + 12 FP32 master and "
-        f"Adam), ZeRO-{zero} over DP",
-        f"activations: {act.formula} per layer x {layers} layers x {pp} micro-batch(es) in flight (1F1B), "
-        f"s = {seq:,}, micro-batch {micro_batch}",
-        f"memory {gpu.memory_gb:g} GB less {reserve_bytes:,} B reserve; smallest DP searched at ZeRO-{zero}",
+        note("train.layout_state", tp=tp, pp=pp, dp=dp, zero=zero),
+        note("train.layout_activations", formula=act.formula, layers=layers, pp=pp, seq=seq, micro_batch=micro_batch),
+        note("train.layout_memory", memory_gb=gpu.memory_gb, reserve_bytes=reserve_bytes, zero=zero),
     ]
     return ParallelTrainMemory(spec.name, gpu.name, tp, pp, dp, zero, sequence_parallel, recompute, params, state,
                                activations, pp, total, gpu.memory_bytes, total <= room, smallest,

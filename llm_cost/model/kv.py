@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from llm_cost.core.notes import Note, note
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.units import to_bytes
 from llm_cost.model.layout import Layout, PerGPU, per_gpu
@@ -70,7 +71,7 @@ class KVResult:
     mla_absorbed_flop_ratio: float | None  # MLA: absorbed-form attention FLOPs / plain form (seed 003 §04: ~3.4x)
     contexts: list[KVAtContext]
     formula: str
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
     layout: Layout | None = None  # when --tp/--pp/--ep/--dp were given
     per_gpu: PerGPU | None = None  # KV per token per GPU by pipeline stage
     per_gpu_sequence_bytes: list[list[int | Fraction]] | None = None  # [stage][context]: one sequence on one GPU
@@ -169,16 +170,11 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
         every = to_bytes(L * per * s * batch, bits) if hybrid else None
         rows.append(KVAtContext(s, kv, st, cv, total, mha, every))
 
-    conventions = [
-        f"KV dtype {kv_dtype} ({bits} bits per element); bytes exact; KiB/MiB/GiB = 2^10/2^20/2^30 B, "
-        "kB/MB/GB = 10^3/10^6/10^9 B",
-        "context = tokens held per sequence (128K = 131,072; 128000 as written)",
-    ]
+    conventions = [note("kv.dtype", dtype=str(kv_dtype), bits=bits), note("kv.context")]
     if state:
-        conventions.append("linear-attention state: recurrent n_v x d_k x d_v per layer (seed 003 §05); "
-                           "the causal-conv state is listed apart")
+        conventions.append(note("kv.linear_state"))
     if window:
-        conventions.append(f"sliding-window layers keep at most W = {window:,} tokens")
+        conventions.append(note("kv.window", window=window))
     conventions += spec.context_note(contexts)
     shards = per_gpu(spec, layout, 16, bits) if layout is not None else None
     return KVResult(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from llm_cost.core.notes import Note, note
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import Layout, PerGPU, per_gpu
@@ -57,7 +58,7 @@ class ParamsResult:
     weight_flops_per_token: int  # 2 x active N_gemm
     non_routed_params: int  # all parameters less the routed experts
     mtp_share: float  # MTP unique parameters / main-model parameters
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
     layout: Layout | None = None  # when --tp/--pp/--ep/--dp were given
     per_gpu: PerGPU | None = None  # weights per GPU by pipeline stage
 
@@ -138,16 +139,12 @@ def count_params(spec: ModelSpec, bits: int | float | None = None, dtype: str | 
     total = s.total_params
     embedding = sum(t.total for t in s.tensors if t.part == "decoder" and t.group == "embedding")
     weight_bytes = to_bytes(total, Fraction(bits).limit_denominator(1000))
-    conventions = [
-        "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
-        "N_gemm: matmul weights a token passes through (no embedding lookup, norms or biases; LM head included)",
-        f"weight bytes: every parameter at {bits:g} bits ({dtype}); GB = 10^9 B, GiB = 2^30 B",
-    ]
+    conventions = [note("params.counted"), note("params.n_gemm"), note("params.weight_bytes", bits=float(bits),
+                                                                        dtype=str(dtype))]
     if spec.moe is not None:
-        conventions.append("active: all parameters less the routed experts a token skips (k of E per MoE layer)")
+        conventions.append(note("params.active"))
     if spec.mtp is not None:
-        conventions.append("MTP modules reported apart from the main model; the checkpoint also stores copies "
-                           "of the embedding and LM head with them")
+        conventions.append(note("params.mtp"))
     return ParamsResult(
         model=spec.name,
         dtype=dtype,

@@ -152,10 +152,12 @@ def print_facts(con, facts: list[tuple[str, str]]) -> None:
     con.print(grid)
 
 
-def print_conventions(con, conventions: list[str]) -> None:
-    """The conventions a result used, as a dim footnote."""
-    for line in conventions:
-        con.print(f"[dim]· {line}[/dim]")
+def print_conventions(con, conventions: list) -> None:
+    """The conventions a result used (:class:`~llm_cost.core.notes.Note` codes), as dim footnotes."""
+    from llm_cost.report.notes import sentence
+
+    for n in conventions:
+        con.print(f"[dim]· {sentence(n)}[/dim]", soft_wrap=True)  # one line each; the terminal wraps it
 
 
 def pct(x: float) -> str:

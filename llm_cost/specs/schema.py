@@ -27,6 +27,7 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
 
 MAX_LAYERS = 10_000  #: decoder blocks, vision blocks, layer indices, list lengths per layer
@@ -335,14 +336,14 @@ class ModelSpec(_Strict):
             and i not in moe.mlp_only_layers
         )
 
-    def context_note(self, contexts: list[int]) -> list[str]:
-        """A convention line when any context exceeds ``max_position_embeddings`` (the numbers are
-        then hypothetical: the model was not configured for such positions)."""
+    def context_note(self, contexts: list[int]) -> list[Note]:
+        """A warning when any context exceeds ``max_position_embeddings`` (the numbers are then
+        hypothetical: the model was not configured for such positions)."""
         over = [c for c in contexts if c > self.max_position_embeddings]
         if not over:
             return []
-        return [f"note: {', '.join(f'{c:,}' for c in over)} tokens exceed {self.name}'s max_position_embeddings "
-                f"({self.max_position_embeddings:,}): figures at such lengths are hypothetical"]
+        return [note("warning.context_over_max", contexts=over, model=self.name,
+                     max_position_embeddings=self.max_position_embeddings)]
 
     def with_kv_heads(self, n_kv: int) -> "ModelSpec":
         """A copy with ``n_kv`` key/value heads (GQA models only), for MHA/MQA comparisons.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import OpKind, Part, TensorKind
 from llm_cost.model.structure import Structure
@@ -59,7 +60,7 @@ class ForwardFlops:
     linear_flops_per_layer: float  # mean over the layers
     attention_flops_per_layer: float
     block_flops: int  # linear + attention, all layers
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
 
 def weight_flops_params(structure: Structure, convention: str = "gemm") -> int:
@@ -101,15 +102,10 @@ def forward_flops(spec: ModelSpec, new_tokens: int, cached: int = 0, batch: int 
     lm_head = sum(op.flops for op in ops if op.group == "lm_head")
     linear = sum(op.flops for op in ops if op.kind == OpKind.GEMM) - lm_head
     attention_flops = sum(op.flops for op in ops if op.kind in (OpKind.ATTENTION, OpKind.RECURRENCE))
-    causal = attention == "causal"
-    conventions = [
-        "2 FLOPs per multiply-add; weight FLOPs = 2 x weights used per token (routed experts: k of E)",
-        f"attention: {attention} ({'each token sees itself and all before it' if causal else 'S x S, an upper bound'})",
-        f"LM head on {'every position' if logits == 'all' else 'the last position of each sequence'}",
-        "norms, activations, softmax and residual adds not counted",
-    ]
+    conventions = [note("flops.counting"), note(f"attention.{attention}"), note(f"logits.{logits}"),
+                   note("flops.not_counted")]
     if isinstance(spec.attention, MLAAttention):
-        conventions.append(f"MLA attention in the {mla_form} form")
+        conventions.append(note("mla.form", form=str(mla_form)))
     return ForwardFlops(spec.name, batch, new_tokens, cached, attention, logits, mla_form, ops, linear,
                         attention_flops, lm_head, linear + attention_flops + lm_head, spec.num_hidden_layers,
                         linear / spec.num_hidden_layers, attention_flops / spec.num_hidden_layers,
