@@ -124,10 +124,11 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
     rows = []
     for B in batches:
         hit = expected_experts(E, k, B)
-        routed_b = hit * moe_layers * expert * b
+        step = build_step(spec, decode(B, 0), weight_bits=bits)
+        routed_b = sum(float(op.weight_bytes) for op in step.ops if op.group == "routed_experts")
         rows.append(MoEAtBatch(
             batch=B, expected_experts=hit, expected_experts_per_rank=hit / ep, routed_bytes=routed_b,
-            weight_bytes_read=build_step(spec, decode(B, 0), weight_bits=bits).total("weight_bytes"), weight_bytes_seed=non_routed * b + routed_b,
+            weight_bytes_read=step.total("weight_bytes"), weight_bytes_seed=non_routed * b + routed_b,
             dense_same_memory_bytes=total * b, expert_gemm_rows=B * k / hit,
             expert_gemm_intensity=2 * (B * k / hit) / b))
     dispatch = k * d * dispatch_bits // 8
