@@ -1,5 +1,5 @@
 """Every command against bad input: exit code 2, a message naming the problem, no traceback,
-nothing on stdout (issue 7). One table, one row per case."""
+nothing on stdout. One table, one row per case."""
 
 from __future__ import annotations
 

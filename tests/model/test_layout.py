@@ -1,4 +1,4 @@
-"""Multi-GPU layouts (issue 8): every rule with a value derived by hand in its docstring."""
+"""Multi-GPU layouts: every rule with a value derived by hand in its docstring."""
 
 from __future__ import annotations
 

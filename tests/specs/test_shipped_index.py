@@ -1,5 +1,5 @@
 """The shipped index (``llm_cost/specs/shipped.json``) is what validating the YAML files gives,
-and a shipped name loads the same spec through the index as through its YAML (issue 16)."""
+and a shipped name loads the same spec through the index as through its YAML."""
 
 from __future__ import annotations
 

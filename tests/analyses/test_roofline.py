@@ -15,7 +15,7 @@ from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.analyses.memory import fit
 from llm_cost.analyses.roofline import decode_step, prefill_step
 
-MEASURED = json.loads((Path(__file__).parent / "data" / "h200-llama3-8b-measured.json").read_text())
+MEASURED = json.loads((Path(__file__).resolve().parents[1] / "data" / "h200-llama3-8b-measured.json").read_text())
 
 
 @pytest.mark.parametrize("row", MEASURED["decode"], ids=lambda r: f"B{r['batch']}-ctx{r['context']}")

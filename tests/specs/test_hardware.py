@@ -10,7 +10,7 @@ import pytest
 
 from llm_cost.specs.load import gpu_names, load_gpu
 
-TABLE = {g["name"]: g for g in json.loads((Path(__file__).parent / "data" / "gpus-datasheet.json").read_text())["gpus"]}
+TABLE = {g["name"]: g for g in json.loads((Path(__file__).resolve().parents[1] / "data" / "gpus-datasheet.json").read_text())["gpus"]}
 
 
 @pytest.mark.parametrize("name", gpu_names())

@@ -1,4 +1,4 @@
-"""Invariants over random valid specs of every architecture the schema covers (issue 7), and very
+"""Invariants over random valid specs of every architecture the schema covers, and very
 large values that must stay exact."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import llm_cost.specs.load as load
 
 MODEL = (load.data_dir("models") / "llama3-8b.yaml").read_text()
 GPU = (load.data_dir("hardware") / "h100.yaml").read_text()
-CONFIG = Path(__file__).parent / "fixtures" / "hf" / "gpt2" / "config.json"
+CONFIG = Path(__file__).resolve().parents[1] / "fixtures" / "hf" / "gpt2" / "config.json"
 
 
 def _model(old: str, new: str) -> str:

@@ -1,0 +1,33 @@
+"""Long context: crossover, sliding windows, MLA's absorbed attention, the context command."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_cost.specs.load import load_gpu, load_model
+
+
+def test_context_cli_qwen3_next(cli):
+    out = cli("context", "qwen3-next-80b-a3b").out
+    assert "3.04 GiB" in out and "12.00 GiB" in out
+
+
+def test_context_sliding_window_has_no_crossover_growth():
+    from llm_cost.analyses.context import context_analysis
+
+    r = context_analysis(load_model("mistral-7b"), [4096, 131072], load_gpu("h100"))
+    assert r.rows[0].kv_bytes == r.rows[1].kv_bytes  # capped at W = 4096
+    assert r.rows[1].attention_flops_per_token == r.rows[0].attention_flops_per_token
+
+
+@pytest.mark.parametrize("context", [1, 4095, 131071])
+def test_kv_mla_ratio_agrees_with_the_flop_count(context):
+    """kv prints the absorbed/plain ratio from a closed form; the operator FLOP count must agree:
+    DeepSeek-V3 (2 x 512 + 64) / (128 + 64 + 128) = 1088 / 320 = 3.4 at any context."""
+    from llm_cost.workload.flops import forward_flops
+    from llm_cost.model.kv import kv_cache
+
+    v3 = load_model("deepseek-v3")
+    plain = forward_flops(v3, 1, cached=context, logits="last").attention_flops
+    absorbed = forward_flops(v3, 1, cached=context, logits="last", mla_form="absorbed").attention_flops
+    assert kv_cache(v3, [1]).mla_absorbed_flop_ratio == pytest.approx(absorbed / plain) == 3.4

@@ -1,0 +1,53 @@
+"""MoE traffic: expected experts (against brute force), expert bytes read, the moe command."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+import pytest
+
+from llm_cost.analyses.moe import moe_analysis
+from llm_cost.core.errors import InputError
+from llm_cost.specs.load import load_model
+from llm_cost.workload.routing import expected_experts
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 1024), st.data(), st.integers(1, 10**6))
+def test_expected_experts_bounds(E, data, B):
+    k = data.draw(st.integers(1, E))
+    hit = expected_experts(E, k, B)
+    assert min(k, E) - 1e-9 <= hit <= min(k * B, E) + 1e-9
+    assert expected_experts(E, k, B + 1) >= hit - 1e-9
+
+
+def test_expected_experts_brute_force_small_case():
+    """E = 4, k = 2, B = 2: each token picks 2 of 4; P(expert unused) = (1 - 2/4)^2 = 1/4, so
+    E[distinct] = 4 x 3/4 = 3 (enumerating the 36 equally likely pairs of picks gives 108/36)."""
+    from itertools import combinations, product
+
+    picks = list(combinations(range(4), 2))
+    mean = sum(len(set(a) | set(b)) for a, b in product(picks, picks)) / len(picks) ** 2
+    assert mean == expected_experts(4, 2, 2) == 3
+
+
+def test_moe_rejects_ep_not_dividing_experts_and_dense_models():
+    with pytest.raises(InputError, match="--ep"):
+        moe_analysis(load_model("deepseek-v3"), [1], 8, ep=3)
+    with pytest.raises(InputError, match="no mixture-of-experts"):
+        moe_analysis(load_model("llama3-8b"), [1])
+
+
+def test_mixtral_decode_reads_nearly_all_experts_at_batch_32():
+    """Mixtral: E = 8, k = 2; at B = 32, 8 (1 - (3/4)^32) = 7.9992 experts per layer."""
+    r = moe_analysis(load_model("mixtral-8x7b"), [32])
+    assert r.rows[0].expected_experts == pytest.approx(8 * (1 - 0.75**32))
+
+
+def test_moe_cli_deepseek(cli):
+    r = cli("moe", "deepseek-v3", "--batch", "1,32,128")
+    assert r.code == 0, r.err
+    for text in ("8.0", "163.3", "251.6", "37.55 GB", "434.28 GB", "659.79 GB", "weights at 8 bits"):
+        assert text in r.out
+    data = cli("moe", "deepseek-v3", "--ep", "32", "--gpu", "h100", "--json").json()
+    assert data["experts_per_rank"] == 8 and round(data["tokens_to_pass_ridge"]) == 9451
