@@ -22,7 +22,7 @@ from typing import Callable
 
 from llm_cost.core.notes import Note, note
 from llm_cost.core.types import Dtype, OpKind
-from llm_cost.core.units import to_bytes
+from llm_cost.core.units import exact, to_bytes
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu
 from llm_cost.model.structure import build
 from llm_cost.perf.timemodel import (DEFAULT_MBU, DEFAULT_MFU, DEFAULT_NETWORK_GB_S, EfficiencyEstimate,
@@ -200,7 +200,6 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
         return fixed + expert_bytes * hit + b * float(rows) / seqs
 
     b_weights = _first_batch(lambda b: b * weight_flops_1 / weights_at(b), ridge)
-    kv_seq = float(kv_read) / seqs
     b_all = _first_batch(lambda b: b * flops_1 / (weights_at(b) - b * float(rows) / seqs + b * per_seq), ridge)
     limit = flops_1 / per_seq if per_seq else None
 
@@ -233,7 +232,7 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
         resident_read_time_s=float(resident) / bw, matmul_weights_time_s=float(matmul) / bw,
         mfu=mfu, mbu=mbu, estimate_s=estimate.time_s, estimate_tokens_per_s=batch / estimate.time_s,
         compute_bound_batch_weights_only=b_weights, compute_bound_batch=b_all,
-        kv_bytes_at_compute_bound_batch=b_weights * kv_seq if (b_weights and kv_seq) else None,
+        kv_bytes_at_compute_bound_batch=exact(Fraction(kv_read) * b_weights / seqs) if (b_weights and kv_read) else None,
         intensity_limit=limit, ops=_op_rows(step, bound, estimate), conventions=conventions)
 
 

@@ -161,3 +161,11 @@ def test_activations_of_the_models_own_block():
     assert a8.quadratic_bytes_per_layer == 2 * 32 * 8192**2
     a70 = activation_memory(load_model("llama3-70b"), 8192, recompute="selective")
     assert a70.bytes_per_layer == 8192 * (12 * 8192 + 4 * 1024 + 6 * 28672)
+
+
+def test_giant_steps_stay_exact(cli):
+    """10^15 sequences at 999,999,999,999,999 cached tokens read 10^15 x (10^15 - 1) x 131,072 B of KV:
+    131,071,999,999,999,868,928,000,000,000,000,000 B, an integer far past 2^53, exactly."""
+    data = cli("roofline", "llama3-8b", "--batch", "1000000000000000", "--context", "999999999999999", "--json").json()
+    assert data["kv_read_bytes"] == 131_071_999_999_999_868_928_000_000_000_000_000
+    assert isinstance(data["bytes"], int) and isinstance(data["flops"], int)
