@@ -24,8 +24,33 @@ fails on an upward import or a cycle, imports inside functions included):
     one module per question (roofline, deployment/fit, speculative, context, moe, training,
     memory, multimodal, rope, numerics, reproduce, catalog, import), each returning a result
     object of numbers.
+``api``
+    the Python API: one function per question with the command line's defaults
+    (``llm_cost.params``, ``llm_cost.decode`` ...), importable from the package itself.
 ``report``, ``cli``
     Rich tables and JSON from those objects; Typer commands that parse, call and render.
+
+Python use::
+
+    import llm_cost
+    step = llm_cost.decode("llama3-8b", "h100", batch=64, context=2048)
+    step.estimate_s, step.bound_s, step.to_dict()
 """
 
 __version__ = "0.1.0"
+
+_API = ("LlmCostError", "Layout", "load_model", "load_gpu", "params", "kv", "decode", "prefill", "fit", "moe",
+        "spec", "context", "train")
+
+
+def __getattr__(name: str):  # noqa: ANN202 - the API's own types
+    """The Python API (``llm_cost.api``), imported on first use so the command line starts fast."""
+    if name in _API:
+        from llm_cost import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'llm_cost' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.model.kv import kv_cache
@@ -86,7 +87,7 @@ class ContextRow:
 
 
 @dataclass(frozen=True)
-class ContextResult:
+class ContextResult(Result):
     """Long-context costs of one model."""
 
     model: str

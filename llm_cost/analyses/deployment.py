@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.analyses.memory import Fit
 from llm_cost.analyses.roofline import DecodeStep, decode_step
@@ -23,7 +24,7 @@ __all__ = ["Deployment", "deployment", "smallest_layouts", "FitReport"]
 
 
 @dataclass(frozen=True)
-class Deployment:
+class Deployment(Result):
     """A model on ``layout`` x ``gpu``: memory per GPU by stage and the layout's decode step."""
 
     model: str
@@ -121,7 +122,7 @@ def smallest_layouts(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context
 
 
 @dataclass(frozen=True)
-class FitReport:
+class FitReport(Result):
     """``llm-cost fit``: one GPU's capacity and the smallest layouts, or one given layout."""
 
     single_gpu: Fit | None

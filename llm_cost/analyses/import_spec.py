@@ -12,6 +12,7 @@ from typing import Optional
 
 import yaml
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.errors import InputError, OutputError, SpecError
 from llm_cost.model.params import count_params
 from llm_cost.specs.files import shown
@@ -24,7 +25,7 @@ _NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*")
 
 
 @dataclass(frozen=True)
-class ImportResult:
+class ImportResult(Result):
     """What ``llm-cost import`` wrote."""
 
     path: str

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -32,7 +33,7 @@ class Concurrency:
 
 
 @dataclass(frozen=True)
-class Fit:
+class Fit(Result):
     """Weights against memory, and the KV room left."""
 
     model: str
@@ -103,7 +104,7 @@ def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
 
 
 @dataclass(frozen=True)
-class Activations:
+class Activations(Result):
     """Activation bytes per layer on one GPU for training (16-bit activations)."""
 
     model: str

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
 from llm_cost.core.units import to_bytes
@@ -49,7 +50,7 @@ class MoEAtBatch:
 
 
 @dataclass(frozen=True)
-class MoEResult:
+class MoEResult(Result):
     """The MoE view of one model at a weight dtype."""
 
     model: str

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.workload.flops import forward_flops, weight_flops_params
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
@@ -80,7 +81,7 @@ class VisionCost:
 
 
 @dataclass(frozen=True)
-class ImageResult:
+class ImageResult(Result):
     """An image's (or a video's) tokens, encoder FLOPs and what they cost the decoder."""
 
     model: str

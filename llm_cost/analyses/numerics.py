@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Union
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
 
@@ -329,7 +330,7 @@ class FormatRow:
 
 
 @dataclass(frozen=True)
-class NumericsResult:
+class NumericsResult(Result):
     """Range and precision of the formats, accumulation noise at ``k``, QK-norm logit bound."""
 
     k: int

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.core.units import exact, to_bytes
@@ -95,7 +96,7 @@ def _kind_total(step: Step, attr: str, *kinds: OpKind):
 
 
 @dataclass(frozen=True)
-class DecodeStep:
+class DecodeStep(Result):
     """One decode step of ``batch`` sequences with ``context`` cached tokens each, on ``layout``.
 
     Byte and FLOP counts are exact integers, except expectations (MoE expert reads), which are
@@ -237,7 +238,7 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
 
 
 @dataclass(frozen=True)
-class PrefillStep:
+class PrefillStep(Result):
     """A prefill of ``batch`` prompts of ``seq`` tokens: its time is the time to first token
     (TTFT) of a request that waits for nothing else."""
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.specs.schema import MLAAttention, ModelSpec
 from llm_cost.core.errors import InputError
@@ -99,7 +100,7 @@ class RopeMethod:
 
 
 @dataclass(frozen=True)
-class RopeResult:
+class RopeResult(Result):
     """RoPE wavelengths of one base and rotated width, and their extensions from train to target length."""
 
     model: str | None

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, Part
@@ -57,7 +58,7 @@ class SpecAtBatch:
 
 
 @dataclass(frozen=True)
-class SpecResult:
+class SpecResult(Result):
     """Speculative decoding: the closed forms, and optionally the Roofline step model."""
 
     alpha: float

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.analyses.memory import Activations, activation_memory
 from llm_cost.model.layout import Layout, per_gpu
@@ -46,7 +47,7 @@ class StateMemory:
 
 
 @dataclass(frozen=True)
-class TrainResult:
+class TrainResult(Result):
     """Training cost of ``tokens`` tokens."""
 
     model: str

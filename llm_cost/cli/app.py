@@ -45,6 +45,14 @@ def emit(result, as_json: bool, render, *args) -> None:
         write_out(con.file.getvalue())
 
 
+def emit_csv(rows: list) -> None:
+    """Print grid rows (dicts of scalar fields) as CSV with one header line."""
+    from llm_cost.report.base import write_out
+    from llm_cost.report.table_csv import to_csv
+
+    write_out(to_csv(rows))
+
+
 def weight_bits(default_dtype: str, weights_dtype, bits_per_weight: Optional[float]):
     """Bits per stored weight: --bits-per-weight, else --weights-dtype, else ``default_dtype``
     (the checkpoint's dtype)."""

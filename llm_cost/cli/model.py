@@ -7,8 +7,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from llm_cost.cli.app import app, emit, parse_layout, report_defaults
-from llm_cost.cli.options import MODEL_HELP, Dp, Ep, Json, KvDtype, Pp, Tp, Verbose, integer, option, token_grid
+from llm_cost.cli.app import app, emit, emit_csv, parse_layout, report_defaults
+from llm_cost.cli.options import (
+    MODEL_HELP, Csv, Dp, Ep, Json, KvDtype, Pp, Tp, Verbose, integer_grid, option, token_grid)
+from llm_cost.core.errors import InputError
 from llm_cost.core.types import StorageDtype
 
 
@@ -47,8 +49,9 @@ def kv(
     context: Annotated[Any, option("--context", "-c", parse=token_grid("--context"), metavar="LIST",
                                    help="Contexts in tokens (8K = 8,192, 128K = 131,072): a list or a doubling "
                                         "range 1K..128K.")] = "1024,8K,32K,128K",
-    batch: Annotated[int, option("--batch", "-b", parse=integer("--batch"), metavar="INTEGER",
-                                 help="Sequences held at once.")] = 1,
+    batch: Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
+                                 help="Sequences held at once: a value, a list 1,8,64 or a range 1..256 (a list "
+                                      "needs --json or --csv).")] = "1",
     kv_dtype: KvDtype = StorageDtype.BF16,
     tp: Tp = None,
     pp: Pp = None,
@@ -56,6 +59,7 @@ def kv(
     dp: Dp = None,
     verbose: Verbose = False,
     as_json: Json = False,
+    as_csv: Csv = False,
 ) -> None:
     """KV-cache bytes per token and per sequence over contexts (GQA, MLA, sliding window, hybrid).
 
@@ -67,8 +71,17 @@ def kv(
 
     layout = parse_layout(tp, pp, ep, dp)
     spec = load_model(model)
-    result = kv_cache(spec, context, kv_dtype.bits, kv_dtype.value, batch, layout)
-    emit(result, as_json, view.render, spec.display_name)
+    results = [kv_cache(spec, context, kv_dtype.bits, kv_dtype.value, b, layout) for b in batch]
+    if as_csv:
+        from llm_cost.report.table_csv import rows_of
+
+        emit_csv([row for r in results for row in rows_of(r.contexts, [{"batch": r.batch}] * len(r.contexts))])
+    elif len(results) > 1:
+        if not as_json:
+            raise InputError("--batch: a list of batches prints as --json or --csv; give one value for the table")
+        emit(results, True, None)
+    else:
+        emit(results[0], as_json, view.render, spec.display_name)
     if verbose:
         report_defaults(model)
 

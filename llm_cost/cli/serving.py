@@ -7,9 +7,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from llm_cost.cli.app import app, emit, parse_layout, weight_bits
+from llm_cost.cli.app import app, emit, emit_csv, parse_layout, weight_bits
 from llm_cost.cli.options import (
-    GPU_HELP, MODEL_HELP, AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, Dp, Ep, Gpu, Json,
+    GPU_HELP, MODEL_HELP, AttentionOpt, Csv, BitsPerWeight, ComputeDtype, ContextGrid, Dp, Ep, Gpu, Json,
     KvDtype, LogitsOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu, Pp, ReserveGb, SeqGrid, Tp, WeightsDtype,
     WeightBytesOpt, WeightFlopsOpt, fraction, gigabytes, integer, integer_grid, non_negative, option, token_grid,
     tokens)
@@ -98,6 +98,7 @@ def roofline(
     dp: Dp = None,
     network_gb_s: NetworkGbS = None,
     as_json: Json = False,
+    as_csv: Csv = False,
 ) -> None:
     """Roofline: ridge points of a GPU; with a model (or any step option), a decode step's or a prefill's
     bound and estimate, on one GPU or a layout (--tp/--pp/--ep/--dp).
@@ -127,6 +128,11 @@ def roofline(
         g.peak_flops(dtype)  # an unsupported dtype is an error before anything else
     weight_bits("bf16", weights_dtype, bits_per_weight)  # conflicting flags are refused before loading the model
     if not wants_step:
+        if as_csv:
+            from llm_cost.report.table_csv import rows_of
+
+            emit_csv(rows_of(ridge_points(g)))
+            return
         emit(ridge_points(g), as_json, view.render_ridges, g.display_name)
         return
     spec = load_model(model or "llama3-8b")
@@ -144,6 +150,11 @@ def roofline(
         result = [decode_step(spec, g, b, c, weight_bytes=weight_bytes or WeightBytes.READ, **common)
                   for b in batches for c in (context or [0])]
         render = view.render_decode
+    if as_csv:
+        from llm_cost.report.table_csv import rows_of
+
+        emit_csv(rows_of(result))
+        return
     if len(result) > 1:
         emit(result, as_json, view.render_rows, spec.display_name, g.display_name, model is not None)
         return

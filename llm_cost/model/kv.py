@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.units import to_bytes
@@ -56,7 +57,7 @@ class KVAtContext:
 
 
 @dataclass(frozen=True)
-class KVResult:
+class KVResult(Result):
     """KV-cache sizes of a model at a KV dtype."""
 
     model: str

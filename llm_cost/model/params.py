@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.types import Dtype
@@ -36,7 +37,7 @@ class BreakdownRow:
 
 
 @dataclass(frozen=True)
-class ParamsResult:
+class ParamsResult(Result):
     """Parameter counts of one model; bytes are exact at ``dtype`` (``bits`` per parameter)."""
 
     model: str

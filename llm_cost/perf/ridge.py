@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
 from llm_cost.specs.schema import HardwareSpec
 
@@ -16,7 +17,7 @@ __all__ = ["Ridge", "ridge_points", "ridge", "default_compute_dtype"]
 
 
 @dataclass(frozen=True)
-class Ridge:
+class Ridge(Result):
     """Ridge point of one dtype: peak FLOP/s over bandwidth B/s."""
 
     dtype: str

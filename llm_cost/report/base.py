@@ -16,6 +16,7 @@ import sys
 from typing import Any, Iterable
 
 from llm_cost.core.errors import OutputError
+from llm_cost.core.serialize import plain
 from llm_cost.core.units import fmt_iec, fmt_int, fmt_si
 
 __all__ = ["to_json", "console", "write_out", "print_table", "print_facts", "print_conventions", "pct",
@@ -27,28 +28,12 @@ _ASCII = str.maketrans({"≈": "~", "µ": "u", "·": "*", "—": "-", "–": "-"
                         "θ": "theta", "§": "S", "×": "x", "…": "..."})
 
 
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if hasattr(value, "numerator") and not isinstance(value, (int, bool)):
-        return float(value)
-    return value
-
-
 def to_json(result: Any) -> str:
     """The result object as JSON (stable keys = field names; exact integers stay integers;
     non-finite floats are null); characters stdout cannot encode are written as ``\\u`` escapes."""
-    plain = _plain(result)
-    text = json.dumps(plain, indent=2, ensure_ascii=False, allow_nan=False)
-    return text if encodable(text, _encoding()) == text else json.dumps(plain, indent=2, allow_nan=False)
+    data = plain(result)
+    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+    return text if encodable(text, _encoding()) == text else json.dumps(data, indent=2, allow_nan=False)
 
 
 class _Page(io.StringIO):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import OpKind, Part, TensorKind
@@ -41,7 +42,7 @@ class Op:
 
 
 @dataclass(frozen=True)
-class ForwardFlops:
+class ForwardFlops(Result):
     """FLOPs of one forward pass over ``batch`` sequences (exact integers)."""
 
     model: str

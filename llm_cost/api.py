@@ -1,0 +1,144 @@
+"""The Python API: one function per question, with the command line's defaults.
+
+Every function takes a model and a GPU as a shipped name or alias, a path to a YAML spec or a
+Hugging Face ``config.json``, an already loaded spec, or (models only) a ``config.json`` as a
+dict; each returns the result object the CLI renders (``.to_dict()`` is its ``--json``). Bad
+input raises :class:`LlmCostError` with the message the CLI prints. Defaults of estimates are
+those of :mod:`llm_cost.perf.timemodel` (MFU 60%, MBU 80%), the CLI's own.
+
+    >>> import llm_cost
+    >>> llm_cost.params("llama3-8b").total_params
+    8030261248
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+from llm_cost.analyses.context import ContextResult, context_analysis
+from llm_cost.analyses.deployment import FitReport, deployment, smallest_layouts
+from llm_cost.analyses.memory import fit as fit_one_gpu
+from llm_cost.analyses.moe import MoEResult, moe_analysis
+from llm_cost.analyses.roofline import DecodeStep, PrefillStep, decode_step, prefill_step
+from llm_cost.analyses.speculative import SpecResult, speculative
+from llm_cost.analyses.training import TrainResult, train as train_run
+from llm_cost.core.errors import InputError
+from llm_cost.core.types import Dtype
+from llm_cost.model.kv import KVResult, kv_cache
+from llm_cost.model.layout import ONE_GPU, Layout
+from llm_cost.model.params import ParamsResult, count_params
+from llm_cost.perf.ridge import default_compute_dtype
+from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU
+from llm_cost.specs import load
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+
+__all__ = ["LlmCostError", "Layout", "load_model", "load_gpu", "params", "kv", "decode", "prefill", "fit", "moe",
+           "spec", "context", "train"]
+
+#: The one exception type of the API: a name, file, config or argument that is not valid.
+LlmCostError = InputError
+
+ModelLike = Union[str, ModelSpec, dict]
+GpuLike = Union[str, HardwareSpec]
+
+
+def load_model(model: ModelLike) -> ModelSpec:
+    """A model spec from a shipped name or alias, a YAML or config.json path, a loaded spec, or a
+    Hugging Face config.json as a dict. LlmCostError if none works."""
+    if isinstance(model, ModelSpec):
+        return model
+    if isinstance(model, dict):
+        from llm_cost.specs.hf import hf_to_spec
+
+        return hf_to_spec(model, "a config dict")
+    return load.load_model(model)
+
+
+def load_gpu(gpu: GpuLike) -> HardwareSpec:
+    """A GPU spec from a shipped name or alias, a YAML path, or a loaded spec."""
+    return gpu if isinstance(gpu, HardwareSpec) else load.load_gpu(gpu)
+
+
+def _bits(spec: ModelSpec, weights_dtype: str | None, bits_per_weight: float | None) -> float:
+    if weights_dtype is not None and bits_per_weight is not None:
+        raise LlmCostError("give weights_dtype or bits_per_weight, not both")
+    return bits_per_weight if bits_per_weight is not None else Dtype(weights_dtype or spec.torch_dtype).bits
+
+
+def params(model: ModelLike, weights_dtype: str | None = None, layout: Layout | None = None) -> ParamsResult:
+    """Parameter breakdown and weight bytes (``llm-cost params``)."""
+    s = load_model(model)
+    dtype = Dtype(weights_dtype) if weights_dtype else None
+    return count_params(s, dtype.bits if dtype else None, dtype.value if dtype else None, layout)
+
+
+def kv(model: ModelLike, contexts: list[int] = (1024, 8192, 32768, 131072), batch: int = 1, kv_dtype: str = "bf16",
+       layout: Layout | None = None) -> KVResult:
+    """KV-cache bytes per token and at each context (``llm-cost kv``)."""
+    return kv_cache(load_model(model), list(contexts), Dtype(kv_dtype).bits, kv_dtype, batch, layout)
+
+
+def _compute(s: ModelSpec, g: HardwareSpec, dtype: str | None, weights_dtype: str | None) -> str:
+    return dtype or default_compute_dtype(weights_dtype or s.torch_dtype, g).value
+
+
+def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, dtype: str | None = None,
+           weights_dtype: str | None = None, bits_per_weight: float | None = None, kv_dtype: str = "bf16",
+           mfu: float = DEFAULT_MFU, mbu: float = DEFAULT_MBU, weight_bytes: str = "read",
+           layout: Layout = ONE_GPU) -> DecodeStep:
+    """One decode step's bound and estimate (``llm-cost roofline MODEL --batch B --context C``)."""
+    s, g = load_model(model), load_gpu(gpu)
+    return decode_step(s, g, batch, context, _compute(s, g, dtype, weights_dtype),
+                       _bits(s, weights_dtype, bits_per_weight), Dtype(kv_dtype).bits, mfu, mbu, weight_bytes,
+                       layout)
+
+
+def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int = 1, dtype: str | None = None,
+            weights_dtype: str | None = None, kv_dtype: str = "bf16", mfu: float = DEFAULT_MFU,
+            mbu: float = DEFAULT_MBU, logits: str = "last", layout: Layout = ONE_GPU) -> PrefillStep:
+    """A prefill: the time to first token (``llm-cost roofline MODEL --phase prefill --seq N``)."""
+    s, g = load_model(model), load_gpu(gpu)
+    return prefill_step(s, g, seq, batch, _compute(s, g, dtype, weights_dtype), _bits(s, weights_dtype, None),
+                        Dtype(kv_dtype).bits, mfu, logits=logits, mbu=mbu, layout=layout)
+
+
+def fit(model: ModelLike, gpu: GpuLike = "h100", context: int = 8192, batch: int = 1,
+        weights_dtype: str | None = None, kv_dtype: str = "bf16", reserve_bytes: int = 0, max_gpus: int = 64,
+        layout: Layout | None = None) -> FitReport:
+    """What fits on one GPU and the smallest layouts, or one layout (``llm-cost fit``)."""
+    s, g = load_model(model), load_gpu(gpu)
+    bits, kv_bits = _bits(s, weights_dtype, None), Dtype(kv_dtype).bits
+    if layout is not None:
+        return FitReport(None, [], max_gpus, deployment(s, g, layout, batch, context, bits, kv_bits, reserve_bytes))
+    return FitReport(fit_one_gpu(s, g, context, batch, bits, kv_bits, reserve_bytes),
+                     smallest_layouts(s, g, batch, context, bits, kv_bits, reserve_bytes, max_gpus), max_gpus, None)
+
+
+def moe(model: ModelLike, batches: list[int] = (1, 32, 128), weights_dtype: str | None = None, ep: int = 1,
+        gpu: GpuLike | None = None) -> MoEResult:
+    """MoE parameter counts and expert traffic per batch (``llm-cost moe``)."""
+    s = load_model(model)
+    return moe_analysis(s, list(batches), _bits(s, weights_dtype, None), ep,
+                        gpu=load_gpu(gpu) if gpu is not None else None)
+
+
+def spec(alpha: float, gamma: int, c: float | None = None, model: ModelLike | None = None,
+         gpu: GpuLike | None = None, batches: list[int] | None = None, context: int = 0, mfu: float = DEFAULT_MFU,
+         mbu: float = DEFAULT_MBU, mtp: bool = False) -> SpecResult:
+    """Speculative decoding: closed forms and, with a model and GPU, the step model (``llm-cost spec``)."""
+    s = load_model(model) if model is not None else None
+    g = load_gpu(gpu) if gpu is not None else None
+    dtype = default_compute_dtype(s.torch_dtype, g).value if (s is not None and g is not None) else "bf16"
+    return speculative(alpha, gamma, c, s, g, batches, mfu, context, dtype, "read", mtp, mbu)
+
+
+def context(model: ModelLike, contexts: list[int] = (8192, 32768, 131072), gpu: GpuLike = "h100",
+            mfu: float = DEFAULT_MFU, mbu: float = DEFAULT_MBU) -> ContextResult:
+    """Long-context costs (``llm-cost context``)."""
+    return context_analysis(load_model(model), list(contexts), load_gpu(gpu), mfu, mbu=mbu)
+
+
+def train(model: ModelLike, tokens: int, gpu: GpuLike = "h100", **options: Any) -> TrainResult:
+    """Training FLOPs, time, energy and memory (``llm-cost train``); ``options`` as
+    :func:`llm_cost.analyses.training.train` (gpus, mfu, gpu_hours, tp, pp, dp, zero ...)."""
+    return train_run(load_model(model), tokens, load_gpu(gpu), **options)

@@ -1,0 +1,36 @@
+"""Result objects as plain data: dicts, lists, exact integers, floats (non-finite as None), and
+strings. One function, used by ``--json``, CSV and the Python API's ``to_dict``."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+__all__ = ["plain", "Result"]
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON-ready data: dataclass fields by name, Fractions as floats, enums as their
+    strings, non-finite floats as None; integers stay exact."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if hasattr(value, "numerator") and not isinstance(value, (int, bool)):
+        return float(value)
+    return value
+
+
+class Result:
+    """Mixin of the engine's result dataclasses: ``to_dict()`` gives what ``--json`` prints."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as plain data (the same keys and values as the command's ``--json``)."""
+        return plain(self)
