@@ -14,7 +14,7 @@ app = typer.Typer(
     name="llm-cost",
     help="Exact cost arithmetic for decoder-only LLMs: parameters, KV cache, FLOPs, Roofline bounds, memory, "
     "MoE, speculative decoding, training and multimodal costs. Every command takes --json.",
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
