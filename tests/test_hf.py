@@ -41,10 +41,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 20 checkpoints across the 17 families with fixtures."""
+    figure) have an exact total: 24 checkpoints across the 21 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 20
+    assert len(_exact()) == 24
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -101,6 +101,43 @@ QWEN3_NEXT = {
     "shared_expert_intermediate_size": 512, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
     "vocab_size": 151936,
 }
+
+
+def test_glm_4_5_air_mtp_layer_is_the_checkpoint_difference():
+    """GLM-4.5-Air: the HF total 110,468,824,832 counts the MTP layer 46; without it the main model
+    is 106,852,251,264 (the MTP-less fine-tune INTELLECT-3's listed total)."""
+    r = count_params(load_hf_config(FIXTURES / "glm-4.5-air"))
+    assert r.checkpoint_params == CHECKPOINTS["glm-4.5-air"]["checkpoint_total"] == 110_468_824_832
+    # the copies are one embedding and one head, 2 x V x d
+    assert r.mtp_checkpoint_copies == 2 * 151_552 * 4_096
+
+
+def test_gemma3_vlm_parts():
+    """gemma-3-4b-it = the text model + SigLIP tower + projector; the text part alone is what the
+    same config gives as gemma3_text (the VLM wrapper adds no decoder weights)."""
+    cfg = _config("gemma-3-4b-it")
+    r = count_params(load_hf_config(FIXTURES / "gemma-3-4b-it"))
+    text, _ = hf_to_spec({**cfg["text_config"], "architectures": ["Gemma3ForCausalLM"]}, "t/config.json")
+    assert r.decoder_params == count_params(text).total_params
+    # tower: patch conv (1152 x 3 x 14 x 14 + 1152), 4096 positions, 27 blocks, post-LN; projector 1152 x 2560 + 1152
+    block = 2 * 2 * 1152 + 4 * (1152 * 1152 + 1152) + (1152 * 4304 + 4304) + (4304 * 1152 + 1152)
+    tower = 1152 * 3 * 14 * 14 + 1152 + 4096 * 1152 + 27 * block + 2 * 1152
+    assert r.vision_params == tower + 1152 * 2560 + 1152
+
+
+def test_gemma3_vlm_refuses_a_pooling_head():
+    cfg = _config("gemma-3-4b-it")
+    bad = {**cfg, "vision_config": {**cfg["vision_config"], "vision_use_head": True}}
+    with pytest.raises(SpecError, match=r"vision_config\.vision_use_head = true"):
+        hf_to_spec(bad, "x/config.json")
+
+
+def test_olmo2_norms_span_the_projections():
+    """OLMo 2: q_norm has n_q x d_head weights and k_norm n_kv x d_head (not d_head as Qwen3)."""
+    s = build(load_hf_config(FIXTURES / "olmo-2-1124-13b"))
+    shapes = {t.name: t.shape for t in s.tensors}
+    assert shapes["layers.*.self_attn.q_norm.weight"] == (5120,)
+    assert shapes["layers.*.self_attn.k_norm.weight"] == (5120,)
 
 
 def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
@@ -167,6 +204,10 @@ KV = [
     ("falcon-7b", 8_192),                 # multi_query: 2 x 32 x 1 x (4544 / 71 = 64) x 2
     ("falcon-7b-instruct", 8_192),
     ("gpt-oss-20b", 49_152),              # 2 x 24 x 8 x head_dim 64 x 2 (below the 128 window)
+    ("olmo-2-1124-13b", 819_200),          # MHA: 2 x 40 x 40 x (5120 / 40 = 128) x 2
+    ("smollm3-3b", 73_728),                # 2 x 36 x 4 x 128 x 2
+    ("gemma-3-4b-it", 139_264),            # 2 x 34 x 4 x 256 x 2 (below the 1024 window; vision caches nothing)
+    ("glm-4.5-air", 188_416),              # 2 x 46 x 8 x 128 x 2 (the MTP layer is not counted)
 ]
 
 
@@ -264,8 +305,18 @@ def test_folder_and_file_give_the_same_spec():
 
 
 def test_unknown_model_type_fails_clearly():
-    with pytest.raises(SpecError, match=r"config\.json: model_type 'bert' is not supported; supported: llama, "):
+    with pytest.raises(SpecError, match=r"config\.json: model_type 'bert' is not supported \(closest supported "
+                                        r"family: \w+\); supported: llama, "):
         hf_to_spec({**_config("llama-3.1-8b"), "model_type": "bert"}, "config.json")
+
+
+@pytest.mark.parametrize("model_type,closest", [
+    ("olmo3", "olmo2"), ("qwen3_5", "qwen3"), ("llama4", "llama"), ("mistral3", "mistral"), ("phimoe", "phi3"),
+])
+def test_unknown_model_type_names_the_closest_family(model_type, closest):
+    with pytest.raises(SpecError, match=rf"model_type '{model_type}' is not supported \(closest supported family: "
+                                        rf"{closest}\)"):
+        hf_to_spec({**_config("llama-3.1-8b"), "model_type": model_type}, "config.json")
 
 
 @pytest.mark.parametrize("key,value,model", [

@@ -21,7 +21,7 @@ from fractions import Fraction
 from functools import cached_property
 from math import prod
 
-from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec, Vision
+from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec, SiglipVision, Vision
 
 __all__ = ["Tensor", "Structure", "build"]
 
@@ -184,11 +184,19 @@ def _gqa(spec: ModelSpec, att: GQAAttention, layers: int, part: str, kind: str) 
     t += _linear(f"{p}.v_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, kind)
     t += _linear(f"{p}.o_proj", n_q * d_h, d, "attention", layers, att.o_proj_bias, part, kind)
     if att.qk_norm:
-        t.append(Tensor(f"{p}.q_norm.weight", (d_h,), "norms", "norm", layers, part=part, layer_kind=kind))
-        t.append(Tensor(f"{p}.k_norm.weight", (d_h,), "norms", "norm", layers, part=part, layer_kind=kind))
+        t += _qk_norms(p, att, n_q, n_kv, d_h, layers, part, kind)
     if att.sinks:
         t.append(Tensor(f"{p}.sinks", (n_q,), "attention", "other", layers, part=part, layer_kind=kind))
     return t
+
+
+def _qk_norms(p: str, att: GQAAttention, n_q: int, n_kv: int, d_h: int, layers: int, part: str,
+              kind: str) -> list[Tensor]:
+    """q_norm / k_norm: d_head weights each (per-head norm), or the whole q and k widths
+    (``qk_norm_width`` projection: OLMo 2 and OLMoE normalise the full projections)."""
+    q, k = (d_h, d_h) if att.qk_norm_width == "head" else (n_q * d_h, n_kv * d_h)
+    return [Tensor(f"{p}.q_norm.weight", (q,), "norms", "norm", layers, part=part, layer_kind=kind),
+            Tensor(f"{p}.k_norm.weight", (k,), "norms", "norm", layers, part=part, layer_kind=kind)]
 
 
 def _mla(spec: ModelSpec, att: MLAAttention, layers: int, part: str, kind: str) -> list[Tensor]:
@@ -323,6 +331,33 @@ def _vision(v: Vision) -> list[Tensor]:
     return t
 
 
+def _siglip(v: SiglipVision, d_text: int) -> list[Tensor]:
+    """SigLIP tower + Gemma 3 projector (transformers models/siglip/modeling_siglip.py
+    SiglipVisionTransformer without the pooling head, models/gemma3/modeling_gemma3.py
+    Gemma3MultiModalProjector). Names as in the Gemma 3 checkpoint."""
+    e, L, f = v.hidden_size, v.num_hidden_layers, v.intermediate_size
+    p, pv, emb = "vision", "vision_tower.vision_model", "vision_tower.vision_model.embeddings"
+    positions = (v.image_size // v.patch_size) ** 2
+    t = [Tensor(f"{emb}.patch_embedding.weight", (e, v.num_channels, v.patch_size, v.patch_size),
+                "vision.patch_embed", "matmul", part=p),
+         Tensor(f"{emb}.patch_embedding.bias", (e,), "vision.patch_embed", "bias", part=p),
+         Tensor(f"{emb}.position_embedding.weight", (positions, e), "vision.patch_embed", "lookup", part=p)]
+    blk = f"{pv}.encoder.layers.*"
+    for norm in ("layer_norm1", "layer_norm2"):
+        t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", "norm", L, part=p))
+        t.append(Tensor(f"{blk}.{norm}.bias", (e,), "vision.blocks", "norm", L, part=p))
+    for name, d_in, d_out in (("self_attn.q_proj", e, e), ("self_attn.k_proj", e, e), ("self_attn.v_proj", e, e),
+                              ("self_attn.out_proj", e, e), ("mlp.fc1", e, f), ("mlp.fc2", f, e)):
+        t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", "matmul", L, part=p))
+        t.append(Tensor(f"{blk}.{name}.bias", (d_out,), "vision.blocks", "bias", L, part=p))
+    t.append(Tensor(f"{pv}.post_layernorm.weight", (e,), "vision.blocks", "norm", part=p))
+    t.append(Tensor(f"{pv}.post_layernorm.bias", (e,), "vision.blocks", "norm", part=p))
+    t.append(Tensor("multi_modal_projector.mm_soft_emb_norm.weight", (e,), "vision.merger", "norm", part=p))
+    t.append(Tensor("multi_modal_projector.mm_input_projection_weight", (e, d_text), "vision.merger", "matmul",
+                    part=p))
+    return t
+
+
 def _mtp(spec: ModelSpec) -> list[Tensor]:
     """DeepSeek-V3 MTP modules (seed 003 §07; DeepSeek-V3 report §2.2): per module enorm, hnorm,
     eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm. The
@@ -363,6 +398,8 @@ def build(spec: ModelSpec) -> Structure:
     t.append(Tensor("lm_head.weight", (V, d), "lm_head", "matmul", stored=not spec.tie_word_embeddings))
     if spec.vision is not None:
         t += _vision(spec.vision)
+    if spec.siglip_vision is not None:
+        t += _siglip(spec.siglip_vision, d)
     if spec.mtp is not None:
         t += _mtp(spec)
     return Structure(spec, tuple(t), {"attention": attention_counts, "mlp": mlp_counts})

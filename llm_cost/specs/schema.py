@@ -56,6 +56,10 @@ class GQAAttention(_Strict):
     attention_bias: bool = Field(False, description="q, k and v projections carry biases.")
     o_proj_bias: bool = Field(False, description="The output projection carries a bias.")
     qk_norm: bool = Field(False, description="Per-head RMSNorm (d_head weights) on q and on k.")
+    qk_norm_width: Literal["head", "projection"] = Field(
+        "head", description="head: q_norm/k_norm have d_head weights (Qwen3, Gemma 3); projection: they span the "
+        "whole q (n_q d_head) and k (n_kv d_head) projections (OLMo 2, OLMoE)."
+    )
     output_gate: bool = Field(
         False, description="Gated attention (Qwen3-Next): W_Q also emits a per-element output gate."
     )
@@ -202,6 +206,36 @@ class Vision(_Strict):
         return self
 
 
+class SiglipVision(_Strict):
+    """SigLIP vision tower and the Gemma 3 multimodal projector (transformers
+    models/siglip/modeling_siglip.py SiglipVisionModel, models/gemma3/modeling_gemma3.py
+    Gemma3MultiModalProjector).
+
+    Tower: Conv2d patch embedding [e, C, p, p] with bias, a learned position table
+    [(image_size / p)^2, e], ``num_hidden_layers`` blocks (LayerNorm, q/k/v/o with biases, LayerNorm,
+    fc1/fc2 with biases) and a post-LayerNorm. Projector: an RMSNorm over e and a bias-free
+    [e, d_text] matrix; the 4x4 average pool has no weights."""
+
+    kind: Literal["siglip_gemma3"] = "siglip_gemma3"
+    hidden_size: PositiveInt = Field(description="e, tower width.")
+    intermediate_size: PositiveInt = Field(description="Tower MLP width.")
+    num_hidden_layers: PositiveInt = Field(description="Tower blocks.")
+    num_attention_heads: PositiveInt = Field(description="Tower attention heads.")
+    image_size: PositiveInt = Field(description="Square input edge in pixels.")
+    patch_size: PositiveInt = Field(description="Patch edge in pixels.")
+    num_channels: PositiveInt = Field(3, description="Input channels.")
+    mm_tokens_per_image: PositiveInt = Field(256, description="Soft tokens per image after pooling.")
+
+    @model_validator(mode="after")
+    def _shape(self) -> "SiglipVision":
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads "
+                             f"({self.num_attention_heads})")
+        if self.image_size % self.patch_size:
+            raise ValueError(f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})")
+        return self
+
+
 class ModelSpec(_Strict):
     """A decoder-only model: every field needed to enumerate its weight tensors exactly."""
 
@@ -240,6 +274,7 @@ class ModelSpec(_Strict):
     rope_scaling: Optional[RopeScaling] = None
     mtp: Optional[MTP] = None
     vision: Optional[Vision] = None
+    siglip_vision: Optional[SiglipVision] = Field(None, description="Gemma 3 SigLIP tower and projector.")
     torch_dtype: Dtype = Field("bf16", description="The checkpoint's weight dtype.")
 
     @model_validator(mode="after")

@@ -77,6 +77,20 @@ def _name_from(source: str) -> str:
     return re.sub(r"\s+", "-", _stem_of(source)).lower()
 
 
+def _closest(model_type: str) -> str:
+    """`` (closest supported family: X)`` for an unknown model_type: the nearest name by spelling,
+    else one sharing its stem (``qwen3_5`` -> qwen3), else the least distant name."""
+    import difflib
+
+    names = list(SUPPORTED_MODEL_TYPES) + list(ALIASES)
+    close = difflib.get_close_matches(model_type.lower(), names, n=1, cutoff=0.5)
+    if not close:
+        stem = re.sub(r"[_\-]?(v?\d+(\.\d+)?|moe|text|vl|hybrid)$", "", model_type.lower())
+        close = [n for n in names if stem and n.startswith(stem)][:1] or \
+            difflib.get_close_matches(model_type.lower(), names, n=1, cutoff=0.0)
+    return f" (closest supported family: {ALIASES.get(close[0], close[0])})" if close else ""
+
+
 def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
     """Map a parsed config.json to ``(ModelSpec, defaults applied)``.
 
@@ -95,8 +109,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
         raise SpecError(f"{source}: model_type is missing; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
     family = ALIASES.get(model_type, model_type)
     if family not in FAMILIES:
-        hint = " (the text-only model_type is gemma3_text)" if model_type == "gemma3" else ""
-        raise SpecError(f"{source}: model_type {model_type!r} is not supported{hint}; supported: "
+        raise SpecError(f"{source}: model_type {model_type!r} is not supported{_closest(model_type)}; supported: "
                         f"{', '.join(SUPPORTED_MODEL_TYPES)}")
     archs = config.get("architectures")
     if isinstance(archs, list):
@@ -107,7 +120,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
     mapper, fam = FAMILIES[family]
     data = dict(config)
     text = data.get("text_config")
-    if family == "qwen2_vl" and isinstance(text, dict):
+    if family in ("qwen2_vl", "gemma3") and isinstance(text, dict):
         data.update({k: v for k, v in text.items() if k not in ("model_type", "architectures")})
         data.pop("text_config")
     defaults: list[str] = []

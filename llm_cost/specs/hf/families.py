@@ -21,13 +21,15 @@ def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False) if c.family == "llama" else False
-    mlp_bias = c.bool("mlp_bias", False) if c.family == "llama" else False
+    bias = c.bool("attention_bias", False) if c.family in ("llama", "smollm3") else False
+    mlp_bias = c.bool("mlp_bias", False) if c.family in ("llama", "smollm3") else False
     window = None
     if c.family == "mistral":
         window = c.int_or_null("sliding_window", 4096)
     elif c.family == "phi3":
         window = c.opt_int("sliding_window")
+    elif c.family == "smollm3":
+        window = _smollm3_window(c)
     types = _layer_types(c, L, ("full_attention", "sliding_attention")) or \
         (["sliding_attention"] * L if window else ["full_attention"] * L)
     window = _place_layers(c, out, types, window)
@@ -297,7 +299,7 @@ def _gemma(c: _Config, fam: _Family) -> dict[str, Any]:
         window = _place_layers(c, out, types, window)
     c.ignore("rope_local_base_freq", "query_pre_attn_scalar")
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window,
-                            qk_norm=c.family == "gemma3_text")
+                            qk_norm=c.family in ("gemma3_text", "gemma3"))
     act_key = "hidden_activation" if c.has("hidden_activation") else "hidden_act"
     c.ignore("hidden_act", "hidden_activation")
     from llm_cost.specs.schema import MLP
@@ -415,6 +417,102 @@ def _gpt_oss(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _smollm3_window(c: _Config):
+    """smollm3 (transformers models/smollm3/modeling_smollm3.py): llama weights; ``no_rope_layers``
+    only switches RoPE off in some layers (no weights). The window applies only with
+    ``use_sliding_window`` (then through ``layer_types``)."""
+    c.ignore("no_rope_layers", "no_rope_layer_interval", "max_window_layers")
+    if not c.bool("use_sliding_window", False):
+        c.ignore("sliding_window")
+        return None
+    return c.opt_int("sliding_window")
+
+
+def _gemma3_vlm(c: _Config, fam: _Family) -> dict[str, Any]:
+    """gemma3 (transformers models/gemma3/modeling_gemma3.py, Gemma3ForConditionalGeneration): the
+    Gemma 3 text model of ``text_config`` (as gemma3_text), a SigLIP vision tower
+    (models/siglip/modeling_siglip.py, ``vision_config``; SiglipVisionConfig defaults for absent keys)
+    and Gemma3MultiModalProjector (RMSNorm + [e, d] matrix). ``vision_use_head`` true would add
+    SigLIP's attention-pooling head, which Gemma 3 does not use: refused."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import SiglipVision
+
+    out = _gemma(c, fam)
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", "is required for model_type 'gemma3' (the SigLIP tower's shapes); "
+                                       "a text-only Gemma 3 config has model_type gemma3_text")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore("model_type", "hidden_act", "layer_norm_eps", "attention_dropout", "torch_dtype", "dtype")
+    if v.data.get("vision_use_head"):
+        raise v.error("vision_use_head", "= true adds SigLIP's pooling head, which Gemma 3 does not have")
+    v.ignore("vision_use_head")
+    kw = dict(hidden_size=v.int("hidden_size", 768), intermediate_size=v.int("intermediate_size", 3072),
+              num_hidden_layers=v.int("num_hidden_layers", 12), num_attention_heads=v.int("num_attention_heads", 12),
+              image_size=v.int("image_size", 224), patch_size=v.int("patch_size", 16),
+              num_channels=v.int("num_channels", 3), mm_tokens_per_image=c.int("mm_tokens_per_image", 256))
+    v.check_unplaced(_VISION_SHAPE_KEYS | {"projection_dim", "embed_dim", "depth"})
+    c.ignore("boi_token_index", "eoi_token_index", "image_token_index", "initializer_range")
+    try:
+        out["siglip_vision"] = SiglipVision(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    side = kw["image_size"] // kw["patch_size"]
+    tokens = int(round(kw["mm_tokens_per_image"] ** 0.5))
+    if tokens * tokens != kw["mm_tokens_per_image"] or side % tokens:
+        raise c.error("mm_tokens_per_image", f"({kw['mm_tokens_per_image']}) must be a square whose side divides "
+                                             f"image_size / patch_size ({side})")
+    return out
+
+
+def _olmo2(c: _Config, fam: _Family) -> dict[str, Any]:
+    """olmo2 (transformers models/olmo2/modeling_olmo2.py): llama projections (``attention_bias`` on
+    q/k/v/o), RMSNorm q_norm over the whole q projection (n_q d_head) and k_norm over k
+    (n_kv d_head), and two norms per block, both after their sublayer (post_attention_layernorm,
+    post_feedforward_layernorm; no input norm)."""
+    out = _common(c, fam)
+    d = out["hidden_size"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True,
+                            qk_norm_width="projection")
+    out["mlp"] = _mlp(c)
+    return out
+
+
+def _glm4_moe(c: _Config, fam: _Family) -> dict[str, Any]:
+    """glm4_moe (transformers models/glm4_moe/modeling_glm4_moe.py): GQA with ``attention_bias`` on
+    q/k/v (o_proj never has one), optional per-head q/k norms (``use_qk_norm``), partial RoPE; layers
+    i >= ``first_k_dense_replace`` are MoE: Glm4MoeTopkRouter weight [E, d] plus its
+    e_score_correction_bias [E], E routed experts of ``moe_intermediate_size``, and
+    ``n_shared_experts`` x that width of shared expert. The checkpoint also stores
+    ``num_nextn_predict_layers`` MTP layers (DeepSeek-V3 layout with embedding/head copies), which
+    transformers skips on load; they are reported apart."""
+    from llm_cost.specs.schema import MoE, MTP
+
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=c.bool("attention_bias", False),
+                            qk_norm=c.bool("use_qk_norm", False))
+    first_k = c.int("first_k_dense_replace", 1, minimum=0)
+    width = c.int("moe_intermediate_size", 1408)
+    shared = c.int("n_shared_experts", 1, minimum=0)
+    c.ignore("n_group", "topk_group", "routed_scaling_factor", "norm_topk_prob", "topk_method", "scoring_func")
+    out["moe"] = MoE(num_experts=c.int("n_routed_experts", 128), num_experts_per_tok=c.int("num_experts_per_tok", 8),
+                     moe_intermediate_size=width, shared_expert_intermediate_size=shared * width, router_bias=True,
+                     first_k_dense_replace=min(first_k, L))
+    if first_k:
+        out["mlp"] = _mlp(c)
+    else:
+        c.ignore("intermediate_size", "hidden_act")
+    mtp = c.int("num_nextn_predict_layers", 0, minimum=0) if c.has("num_nextn_predict_layers") else 0
+    if mtp:
+        out["mtp"] = MTP(num_nextn_predict_layers=mtp)
+    return out
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
@@ -436,6 +534,10 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "gpt2": (_gpt2, _F(tie=True, max_pos=1024, rope_theta=None, dtype="fp32")),
     "falcon": (_falcon, _F(tie=True, max_pos=2048, rope_theta=10000.0)),
     "gpt_oss": (_gpt_oss, _F(tie=False, max_pos=131072, rope_theta=150000.0, head_dim=64)),
+    "gemma3": (_gemma3_vlm, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
+    "smollm3": (_llama_like, _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
+    "olmo2": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
 }
 #: Legacy model_type names read by another family's mapping.
 ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
