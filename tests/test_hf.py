@@ -41,10 +41,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 24 checkpoints across the 21 families with fixtures."""
+    figure) have an exact total: 26 checkpoints across the 23 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 24
+    assert len(_exact()) == 26
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -140,6 +140,46 @@ def test_olmo2_norms_span_the_projections():
     assert shapes["layers.*.self_attn.k_norm.weight"] == (5120,)
 
 
+def test_nemotron_h_blocks_follow_the_pattern():
+    """Nemotron-H: one norm and one mixer per block; M, * and - give the tensor layer counts."""
+    s = build(load_hf_config(FIXTURES / "nvidia-nemotron-nano-9b-v2"))
+    layers = {t.name: t.layers for t in s.tensors}
+    assert layers["layers.*.mamba.A_log"] == 27
+    assert layers["layers.*.self_attn.q_proj.weight"] == 4
+    assert layers["layers.*.mlp.up_proj.weight"] == 25 and "layers.*.mlp.gate_proj.weight" not in layers
+    assert layers["layers.*.norm1.weight"] == 56 and "layers.*.norm2.weight" not in layers
+
+
+def test_nemotron_h_refuses_moe_blocks():
+    cfg = _config("nvidia-nemotron-nano-9b-v2")
+    pattern = cfg["hybrid_override_pattern"].replace("-", "E", 1)
+    with pytest.raises(SpecError, match=r"hybrid_override_pattern has 'E'"):
+        hf_to_spec({**cfg, "hybrid_override_pattern": pattern}, "x/config.json")
+
+
+def test_granite_mamba_width_must_match_expand():
+    cfg = _config("granite-4.0-h-small")
+    with pytest.raises(SpecError, match=r"mamba_d_head \(80\) x mamba_n_heads \(128\) must equal mamba_expand"):
+        hf_to_spec({**cfg, "mamba_d_head": 80}, "x/config.json")
+
+
+def test_granite_without_experts_is_a_dense_shared_mlp():
+    """granitemoehybrid with num_local_experts 0: the shared_mlp is the whole feed-forward; removing
+    the 72 experts and the router removes exactly 40 x (72 x 3 x 4096 x 768 + 72 x 4096)."""
+    cfg = _config("granite-4.0-h-small")
+    spec, _ = hf_to_spec({**cfg, "num_local_experts": 0}, "x/config.json")
+    assert spec.moe is None and spec.mlp.intermediate_size == 1536
+    full = count_params(load_hf_config(FIXTURES / "granite-4.0-h-small")).total_params
+    assert full - count_params(spec).total_params == 40 * (72 * 3 * 4096 * 768 + 72 * 4096)
+
+
+def test_hybrid_state_commands(cli):
+    r = cli("kv", str(FIXTURES / "granite-4.0-h-small"), "--context", "8K", "--json")
+    assert r.code == 0 and r.json()["contexts"][0]["state_bytes"] == 36 * 128 * 64 * 128 * 2
+    r = cli("activations", str(FIXTURES / "nvidia-nemotron-nano-9b-v2"))
+    assert r.code == 2 and "Mamba-2" in r.err
+
+
 def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
     """qwen3_next: the same tensors as the shipped qwen3-next-80b-a3b (79,674,391,296, llama.cpp's
     79.67B without MTP). With the checkpoint's MTP block (mtp_num_hidden_layers = 1: fc [2d -> d],
@@ -208,6 +248,8 @@ KV = [
     ("smollm3-3b", 73_728),                # 2 x 36 x 4 x 128 x 2
     ("gemma-3-4b-it", 139_264),            # 2 x 34 x 4 x 256 x 2 (below the 1024 window; vision caches nothing)
     ("glm-4.5-air", 188_416),              # 2 x 46 x 8 x 128 x 2 (the MTP layer is not counted)
+    ("nvidia-nemotron-nano-9b-v2", 16_384),  # only the 4 attention blocks: 2 x 4 x 8 x 128 x 2
+    ("granite-4.0-h-small", 16_384),       # only the 4 attention layers: 2 x 4 x 8 x 128 x 2
 ]
 
 
@@ -234,6 +276,11 @@ def test_kv_bytes_per_token(name, expected):
     ("phi-3-mini-4k-instruct", 4_096, 2 * 32 * 96 * 32 * 2_047 * 2),
     # qwen2.5-7b: sliding_window is set but use_sliding_window false: every layer full
     ("qwen2.5-7b", 131_072, 57_344 * 131_072),
+    # Nemotron-Nano-9B-v2 at 0 tokens: 27 Mamba-2 layers of SSM state 128 x 80 x 128 plus conv state
+    # (128 x 80 + 2 x 8 x 128 = 12,288 channels) x (4 - 1), at 2 B
+    ("nvidia-nemotron-nano-9b-v2", 0, 27 * (128 * 80 * 128 + 12_288 * 3) * 2),
+    # Granite-4.0-H-Small at 8,192 tokens: 4 attention layers' KV + 36 x (128 x 64 x 128 + (8,192 + 256) x 3), 2 B
+    ("granite-4.0-h-small", 8_192, 2 * 4 * 8 * 128 * 8_192 * 2 + 36 * (128 * 64 * 128 + 8_448 * 3) * 2),
 ])
 def test_kv_bytes_with_windows(name, context, expected):
     assert kv_bytes(load_hf_config(FIXTURES / name), context, 16) == expected

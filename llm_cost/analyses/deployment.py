@@ -32,7 +32,7 @@ from fractions import Fraction
 
 from llm_cost.model.kv import kv_elements_per_token_per_layer
 from llm_cost.analyses.memory import Fit
-from llm_cost.specs.schema import GQAAttention, HardwareSpec, ModelSpec
+from llm_cost.specs.schema import CACHING_LAYER_TYPES, GQAAttention, HardwareSpec, ModelSpec
 from llm_cost.model.structure import Tensor, build
 from llm_cost.core.units import to_bytes
 from llm_cost.core.errors import InputError
@@ -79,6 +79,9 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
     if la is not None and (la.linear_num_value_heads % layout.tp or la.linear_num_key_heads % layout.tp):
         raise InputError(f"--tp: {layout.tp} does not divide the linear-attention heads "
                          f"({la.linear_num_key_heads} key, {la.linear_num_value_heads} value)")
+    mamba = spec.mamba
+    if mamba is not None and mamba.num_heads % layout.tp:
+        raise InputError(f"--tp: {layout.tp} does not divide the {mamba.num_heads} Mamba-2 heads")
     if layout.pp > spec.num_hidden_layers:
         raise InputError(f"--pp: {layout.pp} stages exceed the {spec.num_hidden_layers} layers")
     moe = spec.moe
@@ -214,7 +217,7 @@ def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: float | Fraction = 16,
     kv = []
     for i, n in enumerate(stages):
         layer_ids = range(first_layer[i], first_layer[i] + n)
-        caching = sum(1 for j in layer_ids if spec.layer_type(j) != "linear_attention")
+        caching = sum(1 for j in layer_ids if spec.layer_type(j) in CACHING_LAYER_TYPES)
         kv.append(float(to_bytes(caching * per_layer, kv_bits)))
     return PerGPU(stages, weights, experts, lookups, kv, heads, replication)
 
@@ -222,14 +225,12 @@ def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: float | Fraction = 16,
 def _layers_of(spec: ModelSpec, t: Tensor) -> list[int]:
     """Indices of the decoder layers that hold tensor ``t``, from its layer kind."""
     L = spec.num_hidden_layers
-    if t.layer_kind == "dense":
-        return [i for i in range(L) if not spec.is_moe_layer(i)]
-    if t.layer_kind == "moe":
-        return [i for i in range(L) if spec.is_moe_layer(i)]
-    if t.layer_kind == "linear_attention":
-        return [i for i in range(L) if spec.layer_type(i) == "linear_attention"]
+    if t.layer_kind in ("dense", "moe"):
+        return [i for i in range(L) if spec.mlp_kind(i) == t.layer_kind]
+    if t.layer_kind in ("linear_attention", "mamba2"):
+        return [i for i in range(L) if spec.layer_type(i) == t.layer_kind]
     if t.layer_kind == "full_attention":  # every softmax-attention layer (full or sliding)
-        return [i for i in range(L) if spec.layer_type(i) != "linear_attention"]
+        return [i for i in range(L) if spec.layer_type(i) in CACHING_LAYER_TYPES]
     return list(range(L))
 
 

@@ -179,6 +179,11 @@ def activation_memory(spec: ModelSpec, seq: int, micro_batch: int = 1, recompute
         raise ValueError(f"recompute must be none, selective or full, not {recompute!r}")
     if formula not in ("model", "gpt"):
         raise ValueError(f"formula must be model or gpt, not {formula!r}")
+    if formula == "model" and (spec.mamba is not None or spec.mlp_layer_types is not None):
+        from llm_cost.core.errors import InputError
+
+        raise InputError(f"{spec.name}: activation memory of Mamba-2 / mixer-only blocks is not modelled; "
+                         "use --formula gpt for the paper's GPT block, or a transformer model")
     s, b, h, a, t = seq, micro_batch, spec.hidden_size, spec.attention.num_attention_heads, tp
     L = spec.num_hidden_layers
     sbh = s * b * h

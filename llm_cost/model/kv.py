@@ -11,6 +11,12 @@ Formulas (elements per token per layer, times bytes per element):
   (2 n_k d_k + n_v d_v) * (kernel - 1) elements, which the document leaves out and this
   module reports on its own line.
 
+* Mamba-2 (Nemotron-H, Granite 4.0-H): no per-token cache; a recurrent SSM state of
+  H x P x N elements (heads x head_dim x state size) per sequence per layer plus a conv state of
+  (H P + 2 G N) x (kernel - 1), as vLLM's Mamba-2 cache holds them. Both are counted at the KV
+  dtype (engines often keep the SSM state in fp32: pass ``--kv-dtype fp32`` for that).
+* ``mlp_only`` layers (Nemotron-H feed-forward blocks) cache nothing.
+
 Bytes are exact integers for whole-byte dtypes (exact fractions are rounded only for display).
 """
 
@@ -88,6 +94,23 @@ def _layer_counts(spec: ModelSpec) -> dict[str, int]:
     return counts
 
 
+def _mamba_state_elements(spec: ModelSpec) -> tuple[int, int]:
+    """(SSM state, conv state) elements of one Mamba-2 layer for one sequence."""
+    m = spec.mamba
+    if m is None:
+        return 0, 0
+    return m.num_heads * m.head_dim * m.state_size, m.conv_dim * (m.conv_kernel - 1)
+
+
+def _state_layers(spec: ModelSpec) -> tuple[int, int]:
+    """(SSM + linear-attention state, conv state) elements of one sequence over all layers."""
+    counts = _layer_counts(spec)
+    la_state, la_conv = _linear_state_elements(spec)
+    m_state, m_conv = _mamba_state_elements(spec)
+    n_la, n_m = counts.get("linear_attention", 0), counts.get("mamba2", 0)
+    return n_la * la_state + n_m * m_state, n_la * la_conv + n_m * m_conv
+
+
 def _linear_state_elements(spec: ModelSpec) -> tuple[int, int]:
     la = spec.linear_attention
     if la is None:
@@ -119,8 +142,7 @@ def kv_bytes(spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, incl
     sequences of ``context`` tokens. Exact."""
     elements = _attention_elements(spec, context, kv_elements_per_token_per_layer(spec))
     if include_state:
-        state, conv = _linear_state_elements(spec)
-        elements += _layer_counts(spec).get("linear_attention", 0) * (state + conv)
+        elements += sum(_state_layers(spec))
     return to_bytes(elements * batch, bits)
 
 
@@ -152,11 +174,18 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
         intensity = (4 * n_q * d_h) / (2 * n_kv * d_h * bits / 8)
 
     kinds = []
-    for kind in ("full_attention", "sliding_attention", "linear_attention"):
+    for kind in ("full_attention", "sliding_attention", "linear_attention", "mamba2"):
         n = counts.get(kind, 0)
         if not n:
             continue
-        if kind == "linear_attention":
+        if kind == "mamba2":
+            assert spec.mamba is not None
+            m = spec.mamba
+            m_state, m_conv = _mamba_state_elements(spec)
+            kinds.append(KVLayerKind(kind, n, 0, 0, None, to_bytes(m_state, bits), to_bytes(m_conv, bits),
+                                     f"SSM state H x P x N = {m.num_heads} x {m.head_dim} x {m.state_size} "
+                                     f"per sequence"))
+        elif kind == "linear_attention":
             assert spec.linear_attention is not None
             la = spec.linear_attention
             kinds.append(KVLayerKind(kind, n, 0, 0, None, to_bytes(state, bits), to_bytes(conv, bits),
@@ -169,11 +198,13 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
     caching = counts.get("full_attention", 0) + counts.get("sliding_attention", 0)
     show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
     rows = []
-    hybrid = bool(counts.get("linear_attention") or counts.get("sliding_attention"))
+    hybrid = bool(counts.get("linear_attention") or counts.get("sliding_attention") or counts.get("mamba2")
+                  or counts.get("mlp_only"))
+    all_state, all_conv = _state_layers(spec)
     for s in contexts:
         kv = kv_bytes(spec, s, bits, 1, include_state=False)
-        st = to_bytes(counts.get("linear_attention", 0) * state, bits)
-        cv = to_bytes(counts.get("linear_attention", 0) * conv, bits)
+        st = to_bytes(all_state, bits)
+        cv = to_bytes(all_conv, bits)
         total = kv_bytes(spec, s, bits, batch, include_state=True)
         mha = to_bytes(_attention_elements(spec, s, mha_elements) * batch, bits) if show_mha else None
         every = to_bytes(L * per * s * batch, bits) if hybrid else None
@@ -187,6 +218,9 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
     if state:
         conventions.append("linear-attention state: recurrent n_v x d_k x d_v per layer (seed 003 §05); "
                            "the causal-conv state is listed apart")
+    if counts.get("mamba2"):
+        conventions.append("Mamba-2 state: H x P x N SSM state and (H P + 2 G N) x (kernel - 1) conv state per layer "
+                           "per sequence, at the KV dtype (engines often keep the SSM state in fp32)")
     if window:
         conventions.append(f"sliding-window layers keep at most W = {window:,} tokens")
     conventions += spec.context_note(contexts)

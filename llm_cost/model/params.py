@@ -73,6 +73,10 @@ def _label(spec: ModelSpec, group: str) -> str:
         return f"attention ({kind} {n_q}q/{n_kv}kv x {spec.head_dim})"
     if group == "linear_attention":
         return "linear attention (Gated DeltaNet)"
+    if group == "mamba":
+        m = spec.mamba
+        assert m is not None
+        return f"Mamba-2 mixer ({m.num_heads} heads x {m.head_dim}, state {m.state_size})"
     if group == "mlp":
         mlp = spec.mlp
         assert mlp is not None

@@ -31,6 +31,7 @@ GROUPS = (
     "position_embedding",
     "attention",
     "linear_attention",
+    "mamba",
     "mlp",
     "router",
     "routed_experts",
@@ -249,6 +250,26 @@ def _linear_attention(spec: ModelSpec, layers: int, part: str) -> list[Tensor]:
     return t
 
 
+def _mamba2(spec: ModelSpec, layers: int, part: str) -> list[Tensor]:
+    """Mamba-2 mixer (transformers modeling_nemotron_h.py NemotronHMamba2Mixer): in_proj
+    [d -> 2I + 2GN + H], depthwise conv1d [conv_dim, 1, k] (+ bias), dt_bias, A_log, D [H], gated
+    RMSNorm [I], out_proj [I -> d]."""
+    m = spec.mamba
+    assert m is not None
+    d, inner, H = spec.hidden_size, m.inner, m.num_heads
+    p, k, g = "layers.*.mamba", "mamba2", "mamba"
+    t = _linear(f"{p}.in_proj", d, 2 * inner + 2 * m.n_groups * m.state_size + H, g, layers, m.proj_bias, part, k)
+    t.append(Tensor(f"{p}.conv1d.weight", (m.conv_dim, 1, m.conv_kernel), g, "other", layers, part=part,
+                    layer_kind=k))
+    if m.conv_bias:
+        t.append(Tensor(f"{p}.conv1d.bias", (m.conv_dim,), "biases", "bias", layers, part=part, layer_kind=k))
+    for name in ("dt_bias", "A_log", "D"):
+        t.append(Tensor(f"{p}.{name}", (H,), g, "other", layers, part=part, layer_kind=k))
+    t.append(Tensor(f"{p}.norm.weight", (inner,), "norms", "norm", layers, part=part, layer_kind=k))
+    t += _linear(f"{p}.out_proj", inner, d, g, layers, m.proj_bias, part, k)
+    return t
+
+
 def _ffn(prefix: str, d: int, width: int, gated: bool, bias: bool, group: str, layers: int, part: str,
          kind: str, copies: int = 1, active: Fraction = Fraction(1)) -> list[Tensor]:
     names = ("gate_proj", "up_proj", "down_proj") if gated else ("up_proj", "down_proj")
@@ -297,6 +318,8 @@ def _blocks(spec: ModelSpec, attention_counts: dict[str, int], mlp_counts: dict[
             t += _gqa(spec, att, softmax_layers, part, "full_attention")
     if attention_counts.get("linear_attention"):
         t += _linear_attention(spec, attention_counts["linear_attention"], part)
+    if attention_counts.get("mamba2"):
+        t += _mamba2(spec, attention_counts["mamba2"], part)
     if mlp_counts.get("dense"):
         t += _dense_mlp(spec, mlp_counts["dense"], part)
     if mlp_counts.get("moe"):
@@ -388,7 +411,7 @@ def build(spec: ModelSpec) -> Structure:
     for i in range(L):
         kind = spec.layer_type(i)
         attention_counts[kind] = attention_counts.get(kind, 0) + 1
-        mlp_kind = "moe" if spec.is_moe_layer(i) else "dense"
+        mlp_kind = spec.mlp_kind(i)
         mlp_counts[mlp_kind] = mlp_counts.get(mlp_kind, 0) + 1
     t = [Tensor("embed_tokens.weight", (V, d), "embedding", "lookup")]
     if spec.position_embedding == "learned":

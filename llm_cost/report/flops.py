@@ -15,8 +15,8 @@ def render(con, results: list[ForwardFlops], display_name: str, phase: str) -> N
     """One row per length: per-layer linear and attention FLOPs, blocks, LM head, total."""
     first = results[0]
     layers = {op.layers for op in first.ops if op.name != "LM head"}
-    uniform = len(layers) == 1
-    L = max(layers)
+    L = first.num_layers or max(layers)  # hybrids: op layer counts differ; the mean is over all blocks
+    uniform = layers == {L}
     per = "per layer" if uniform else "mean per layer"
     rows = []
     for f in results:

@@ -22,7 +22,11 @@ PositiveInt = Annotated[int, Field(gt=0, strict=True)]
 NonNegInt = Annotated[int, Field(ge=0, strict=True)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
-LayerType = Literal["full_attention", "sliding_attention", "linear_attention"]
+LayerType = Literal["full_attention", "sliding_attention", "linear_attention", "mamba2", "mlp_only"]
+#: Feed-forward kind per layer: dense MLP, MoE, or none (Nemotron-H mixer-only blocks).
+MlpType = Literal["dense", "moe", "none"]
+#: Layer types that keep a per-token KV cache (softmax attention).
+CACHING_LAYER_TYPES = ("full_attention", "sliding_attention")
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 
 
@@ -157,6 +161,42 @@ class LinearAttention(_Strict):
     linear_conv_kernel_dim: PositiveInt = Field(description="Causal depthwise conv width.")
 
 
+class Mamba2(_Strict):
+    """Mamba-2 mixer (transformers models/nemotron_h/modeling_nemotron_h.py NemotronHMamba2Mixer,
+    models/granitemoehybrid/modeling_granitemoehybrid.py GraniteMoeHybridMambaLayer).
+
+    With H heads of width P (inner width I = H P), G groups and state size N: in_proj
+    [d, 2I + 2GN + H] (z, x, B, C, dt), a depthwise conv1d over x, B, C (conv_dim = I + 2GN,
+    kernel k, optional bias), dt_bias, A_log and D (H each), a gated RMSNorm over I and out_proj
+    [I, d]. No KV cache: a recurrent state of H x P x N elements per sequence per layer and a
+    conv state of conv_dim x (k - 1)."""
+
+    kind: Literal["mamba2"] = "mamba2"
+    num_heads: PositiveInt = Field(description="H, SSM heads.")
+    head_dim: PositiveInt = Field(description="P, elements per head.")
+    state_size: PositiveInt = Field(description="N, SSM state per head element.")
+    n_groups: PositiveInt = Field(1, description="G, groups sharing B and C.")
+    conv_kernel: PositiveInt = Field(4, description="k, causal depthwise conv width.")
+    conv_bias: bool = Field(True, description="The conv1d has a bias.")
+    proj_bias: bool = Field(False, description="in_proj and out_proj have biases.")
+
+    @model_validator(mode="after")
+    def _groups(self) -> "Mamba2":
+        if self.num_heads % self.n_groups:
+            raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of n_groups ({self.n_groups})")
+        return self
+
+    @property
+    def inner(self) -> int:
+        """I = H x P."""
+        return self.num_heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels of the conv1d: I + 2 G N."""
+        return self.inner + 2 * self.n_groups * self.state_size
+
+
 class RopeScaling(_Strict):
     """RoPE scaling as in config.json ``rope_scaling`` (llama3, yarn, linear, dynamic, mrope)."""
 
@@ -252,6 +292,10 @@ class ModelSpec(_Strict):
     mlp: Optional[MLP] = Field(None, description="Dense MLP; required unless every layer is MoE.")
     moe: Optional[MoE] = None
     linear_attention: Optional[LinearAttention] = None
+    mamba: Optional[Mamba2] = Field(None, description="The Mamba-2 mixer of the mamba2 layers.")
+    mlp_layer_types: Optional[list[MlpType]] = Field(
+        None, description="Feed-forward kind per layer (overrides the MoE layer rule); none for mixer-only blocks."
+    )
     layer_types: Optional[list[LayerType]] = Field(
         None,
         description="Attention kind per layer; default: all sliding_attention if "
@@ -263,8 +307,9 @@ class ModelSpec(_Strict):
     norms_per_layer: Annotated[int, Field(ge=1, le=4, strict=True)] = Field(
         2, description="Norms in each block: 1 (parallel attention), 2 (pre-norm), 4 (Gemma 2/3)."
     )
-    position_embedding: Literal["rope", "learned"] = Field(
-        "rope", description="learned adds a [max_position_embeddings, d] table (GPT-2)."
+    position_embedding: Literal["rope", "learned", "none"] = Field(
+        "rope", description="learned adds a [max_position_embeddings, d] table (GPT-2); none: no positions "
+        "(NoPE, Nemotron-H and Granite 4.0-H attention)."
     )
     max_position_embeddings: PositiveInt = Field(description="Longest position the config allows.")
     rope_theta: Optional[PositiveFloat] = Field(None, description="RoPE base.")
@@ -298,6 +343,17 @@ class ModelSpec(_Strict):
         sliding = isinstance(att, GQAAttention) and att.sliding_window is not None
         if "sliding_attention" in kinds and not sliding:
             raise ValueError("layer_types names sliding_attention layers but attention.sliding_window is not set")
+        if "mamba2" in kinds and self.mamba is None:
+            raise ValueError("layer_types names mamba2 layers but mamba is not set")
+        if self.mamba is not None and "mamba2" not in kinds:
+            raise ValueError("mamba is set but no layer in layer_types is mamba2")
+        if self.mlp_layer_types is not None:
+            if len(self.mlp_layer_types) != L:
+                raise ValueError(f"mlp_layer_types has {len(self.mlp_layer_types)} entries but num_hidden_layers is {L}")
+            if "moe" in self.mlp_layer_types and self.moe is None:
+                raise ValueError("mlp_layer_types names moe layers but moe is not set")
+            if "dense" in self.mlp_layer_types and self.mlp is None:
+                raise ValueError("mlp_layer_types names dense layers but mlp is not set")
         if kinds - {"full_attention"} and isinstance(att, MLAAttention):
             raise ValueError("MLA attention supports only full_attention layers")
         if self.moe is None and self.mlp is None:
@@ -308,7 +364,7 @@ class ModelSpec(_Strict):
                 raise ValueError(f"moe.mlp_only_layers {bad} are out of range for {L} layers")
             if self.moe.first_k_dense_replace > L:
                 raise ValueError(f"moe.first_k_dense_replace ({self.moe.first_k_dense_replace}) exceeds {L} layers")
-            dense_needed = any(not self.is_moe_layer(i) for i in range(L))
+            dense_needed = any(self.mlp_kind(i) == "dense" for i in range(L))
             if dense_needed and self.mlp is None:
                 raise ValueError("some layers are dense (first_k_dense_replace/mlp_only_layers) but mlp is not set")
         if self.position_embedding == "rope" and self.rope_theta is None:
@@ -326,6 +382,8 @@ class ModelSpec(_Strict):
 
     def is_moe_layer(self, i: int) -> bool:
         """True when layer ``i`` (0-based) uses the MoE feed-forward (HF Qwen-MoE / DeepSeek rule)."""
+        if self.mlp_layer_types is not None:
+            return self.mlp_layer_types[i] == "moe"
         moe = self.moe
         if moe is None:
             return False
@@ -334,6 +392,12 @@ class ModelSpec(_Strict):
             and (i + 1) % moe.decoder_sparse_step == 0
             and i not in moe.mlp_only_layers
         )
+
+    def mlp_kind(self, i: int) -> str:
+        """Feed-forward kind of layer ``i``: "dense", "moe" or "none"."""
+        if self.mlp_layer_types is not None:
+            return self.mlp_layer_types[i]
+        return "moe" if self.is_moe_layer(i) else "dense"
 
     def context_note(self, contexts: list[int]) -> list[str]:
         """A convention line when any context exceeds ``max_position_embeddings`` (the numbers are

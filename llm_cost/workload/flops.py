@@ -17,6 +17,9 @@ multiply-add (``2mnp`` for an [m, n] x [n, p] product):
 * Gated DeltaNet linear attention: per token and value head, about 6 d_k d_v FLOPs for the
   state read-out, the rank-1 update and the query read-out (an estimate: gates and the short
   convolution's 2 x conv_dim x kernel FLOPs are counted, elementwise activations are not).
+* Mamba-2: per token and layer, about 6 H P N FLOPs for the decay, the rank-1 state update
+  and the C read-out over the H x P x N state (the same estimate), plus the conv's
+  2 x conv_dim x kernel; the recurrent (per-token) form, not the chunked SSD prefill kernel.
 
 Norms, activations, softmax and residual adds are not counted (a few FLOPs per element).
 """
@@ -59,6 +62,7 @@ class ForwardFlops:
     lm_head_flops: float
     total_flops: float
     conventions: list[str] = field(default_factory=list)
+    num_layers: int = 0  # decoder blocks (the divisor of "per layer" means); 0: unknown
 
 
 def attention_pairs(new_tokens: int, cached: int, causal: bool, window: int | None = None) -> int:
@@ -156,6 +160,11 @@ def forward_flops(spec: ModelSpec, new_tokens: int, cached: int = 0, batch: int 
         per_token = 6 * la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim \
             + 2 * conv_dim * la.linear_conv_kernel_dim
         ops.append(Op("linear-attention recurrence", "recurrence", "", layers, per_token * tokens * layers))
+    m = spec.mamba
+    if m is not None and counts.get("mamba2"):
+        layers = counts["mamba2"]
+        per_token = 6 * m.num_heads * m.head_dim * m.state_size + 2 * m.conv_dim * m.conv_kernel
+        ops.append(Op("Mamba-2 state update", "recurrence", "", layers, per_token * tokens * layers))
 
     lm_head = sum(op.flops for op in ops if op.name == "LM head")
     linear = sum(op.flops for op in ops if op.kind == "matmul") - lm_head
@@ -169,4 +178,5 @@ def forward_flops(spec: ModelSpec, new_tokens: int, cached: int = 0, batch: int 
     if isinstance(att, MLAAttention):
         conventions.append(f"MLA attention in the {mla_form} form")
     return ForwardFlops(spec.name, batch, new_tokens, cached, attention, logits, mla_form, ops, linear,
-                        attention_flops, lm_head, linear + attention_flops + lm_head, conventions)
+                        attention_flops, lm_head, linear + attention_flops + lm_head, conventions,
+                        spec.num_hidden_layers)

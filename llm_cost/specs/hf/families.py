@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from llm_cost.core.errors import SpecError
-from llm_cost.specs.hf.config import (_REQUIRED, _VISION_SHAPE_KEYS, _Config, _Family, _common, _gqa, _heads, _layer_types, _mlp,
+from llm_cost.specs.hf.config import (_ABSENT as _ABSENT_MARK, _REQUIRED, _VISION_SHAPE_KEYS, _Config, _Family, _common, _gqa, _heads, _layer_types, _mlp,
                      _place_layers, _qwen_sliding)
 
 
@@ -513,6 +513,127 @@ def _glm4_moe(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _mamba2_spec(c: _Config, *, heads: str, head_dim: Any, state: str, groups: str, kernel: str, conv_bias: bool,
+                 proj_bias: bool, defaults: tuple[int, int, int, int]):
+    """A Mamba2 spec from a config's Mamba keys (names differ per family; the first of each
+    tuple of synonyms is canonical)."""
+    from llm_cost.specs.schema import Mamba2
+
+    n_heads = c.int(heads, defaults[0])
+    return Mamba2(num_heads=n_heads, head_dim=head_dim(n_heads) if callable(head_dim) else c.int(head_dim),
+                  state_size=c.int(c.alias(*state.split("|")), defaults[1]),
+                  n_groups=c.int(c.alias(*groups.split("|")), defaults[2]),
+                  conv_kernel=c.int(c.alias(*kernel.split("|")), defaults[3]), conv_bias=conv_bias,
+                  proj_bias=proj_bias)
+
+
+def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
+    """nemotron_h (transformers models/nemotron_h/modeling_nemotron_h.py): one RMSNorm and one mixer
+    per block, chosen by ``hybrid_override_pattern``: ``M`` a Mamba-2 mixer (in_proj / out_proj bias
+    ``use_bias``, conv bias ``use_conv_bias``), ``*`` attention (q/k/v/o, bias ``attention_bias``, no
+    position encoding), ``-`` an MLP up_proj / down_proj (relu2, not gated, bias ``mlp_bias``).
+    ``E`` (MoE blocks, Nemotron 3) is refused."""
+    from llm_cost.specs.schema import MLP
+
+    out = _common(c, fam, nope=True)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    pattern = c.str("hybrid_override_pattern")
+    kinds = {"M": ("mamba2", "none"), "*": ("full_attention", "none"), "-": ("mlp_only", "dense")}
+    bad = sorted(set(pattern) - set(kinds))
+    if bad:
+        raise c.error("hybrid_override_pattern", f"has {', '.join(map(repr, bad))}; the nemotron_h mapping places "
+                                                 "M (Mamba-2), * (attention) and - (MLP) blocks")
+    if len(pattern) != L:
+        raise c.error("hybrid_override_pattern", f"has {len(pattern)} blocks but num_hidden_layers is {L}")
+    if c.opt_int("sliding_window") is not None:
+        raise c.error("sliding_window", "is set: sliding attention in nemotron_h cannot be placed")
+    out["layer_types"] = [kinds[ch][0] for ch in pattern]
+    out["mlp_layer_types"] = [kinds[ch][1] for ch in pattern]
+    out["norms_per_layer"] = 1
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    proj_bias = c.bool("use_bias", False)
+    if c.data.get("mamba_proj_bias") is True and not proj_bias:
+        raise c.error("mamba_proj_bias", "= true disagrees with use_bias = false (the mixer's projection bias)")
+    c.ignore("mamba_proj_bias", "mamba_hidden_act", "chunk_size", "mamba_chunk_size", "expand", "mamba_expand",
+             "time_step_limit", "time_step_min", "time_step_max", "time_step_floor", "residual_in_fp32",
+             "rescale_prenorm_residual", "use_mamba_kernels", "num_logits_to_keep", "layer_norm_epsilon")
+    out["mamba"] = _mamba2_spec(c, heads="mamba_num_heads", head_dim="mamba_head_dim",
+                                state="ssm_state_size|mamba_state_dim", groups="n_groups|mamba_num_groups",
+                                kernel="conv_kernel|mamba_d_conv", conv_bias=c.bool("use_conv_bias", True),
+                                proj_bias=proj_bias, defaults=(128, 128, 8, 4))
+    act = c.str(c.alias("mlp_hidden_act", "hidden_act"), "relu2")
+    out["mlp"] = MLP(intermediate_size=c.int("intermediate_size"), gated=False, hidden_act=act,
+                     mlp_bias=c.bool("mlp_bias", False))
+    return out
+
+
+def _granitemoehybrid(c: _Config, fam: _Family) -> dict[str, Any]:
+    """granitemoehybrid (transformers models/granitemoehybrid/modeling_granitemoehybrid.py): each
+    block is input_layernorm, a Mamba-2 mixer or attention (``layer_types`` mamba / attention; q/k/v/o
+    bias ``attention_bias``; RoPE only with ``position_embedding_type`` rope), post_attention_layernorm,
+    then a MoE (router layer [E, d] without bias, gated experts input_linear [E, 2 d_ff, d] and
+    output_linear [E, d, d_ff]) when ``num_local_experts`` > 0, and the gated shared_mlp of
+    ``shared_intermediate_size`` (a dense MLP when there are no experts). Mamba inner width is
+    ``mamba_expand`` x d = ``mamba_n_heads`` x ``mamba_d_head``."""
+    from llm_cost.specs.schema import MLP, MoE
+
+    positions = c.str("position_embedding_type", "nope")
+    if positions not in ("nope", "rope"):
+        raise c.error("position_embedding_type", f"must be nope or rope (got {positions!r})")
+    out = _common(c, fam, nope=positions == "nope")
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    key = c.alias("layer_types", "layers_block_type")
+    raw = c.raw(key)
+    if raw is None or raw is _ABSENT_MARK:
+        raw = ["mamba"] * L  # GraniteMoeHybridConfig default: every layer Mamba
+        c.defaults.append(f"{key} = all mamba (absent; granitemoehybrid default)")
+    remap = {"mamba": "mamba2", "attention": "full_attention"}
+    if not isinstance(raw, list) or any(t not in remap for t in raw):
+        raise c.error(key, f"must be a list of 'mamba' / 'attention' (got {raw!r})")
+    if len(raw) != L:
+        raise c.error(key, f"has {len(raw)} entries but num_hidden_layers is {L}")
+    out["layer_types"] = [remap[t] for t in raw]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    if "mamba" in raw:
+        expand = c.int("mamba_expand", 2)
+        heads = c.int("mamba_n_heads", 128)
+        d_head = c.data.get("mamba_d_head", "auto")
+        c.ignore("mamba_d_head")
+        if d_head == "auto" or d_head is None:
+            d_head = expand * d // heads
+        elif isinstance(d_head, bool) or not isinstance(d_head, int) or d_head < 1:
+            raise c.error("mamba_d_head", f"must be an integer >= 1 or 'auto' (got {d_head!r})")
+        if heads * d_head != expand * d:
+            raise c.error("mamba_d_head", f"({d_head}) x mamba_n_heads ({heads}) must equal mamba_expand x hidden_size "
+                                          f"({expand} x {d})")
+        out["mamba"] = _mamba2_spec(c, heads="mamba_n_heads", head_dim=lambda n: d_head, state="mamba_d_state",
+                                    groups="mamba_n_groups", kernel="mamba_d_conv",
+                                    conv_bias=c.bool("mamba_conv_bias", True),
+                                    proj_bias=c.bool("mamba_proj_bias", False), defaults=(128, 256, 1, 4))
+    else:
+        c.ignore("mamba_expand", "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv",
+                 "mamba_conv_bias", "mamba_proj_bias")
+    c.ignore("mamba_chunk_size", "embedding_multiplier", "attention_multiplier", "residual_multiplier",
+             "logits_scaling", "normalization_function", "router_aux_loss_coef", "output_router_logits",
+             "init_method", "time_step_limit")
+    E = c.int("num_local_experts", 0, minimum=0)
+    shared = c.int("shared_intermediate_size", 1024, minimum=0)
+    act = c.str("hidden_act", "silu")
+    if E:
+        out["moe"] = MoE(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 2),
+                         moe_intermediate_size=c.int("intermediate_size"), shared_expert_intermediate_size=shared)
+    else:
+        c.ignore("intermediate_size", "num_experts_per_tok")
+        if not shared:
+            raise c.error("shared_intermediate_size", "= 0 with no experts leaves the blocks without a feed-forward")
+        out["mlp"] = MLP(intermediate_size=shared, hidden_act=act)
+    return out
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
@@ -537,6 +658,8 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "gemma3": (_gemma3_vlm, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
     "smollm3": (_llama_like, _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
     "olmo2": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "nemotron_h": (_nemotron_h, _F(tie=False, max_pos=4096, rope_theta=None, head_dim=128)),
+    "granitemoehybrid": (_granitemoehybrid, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
 }
 #: Legacy model_type names read by another family's mapping.
