@@ -41,10 +41,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 26 checkpoints across the 23 families with fixtures."""
+    figure) have an exact total: 27 checkpoints across the 24 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 26
+    assert len(_exact()) == 27
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -180,6 +180,19 @@ def test_hybrid_state_commands(cli):
     assert r.code == 2 and "Mamba-2" in r.err
 
 
+def test_minimax_m2_fp8_and_full_width_qk_norms():
+    """MiniMax-M2: FP8 weights (scales not counted), q_norm over 48 x 128 and k_norm over 8 x 128;
+    a lightning-attention layer (attn_type_list 0, MiniMax-01) is refused."""
+    spec = load_hf_config(FIXTURES / "minimax-m2")
+    shapes = {t.name: t.shape for t in build(spec).tensors}
+    assert spec.torch_dtype == "fp8" and spec.partial_rotary_factor == 0.5
+    assert shapes["layers.*.self_attn.q_norm.weight"] == (6144,)
+    assert shapes["layers.*.self_attn.k_norm.weight"] == (1024,)
+    cfg = _config("minimax-m2")
+    with pytest.raises(SpecError, match=r"attn_type_list has 0 \(lightning attention\)"):
+        hf_to_spec({**cfg, "attn_type_list": [0] + [1] * 61}, "x/config.json")
+
+
 def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
     """qwen3_next: the same tensors as the shipped qwen3-next-80b-a3b (79,674,391,296, llama.cpp's
     79.67B without MTP). With the checkpoint's MTP block (mtp_num_hidden_layers = 1: fc [2d -> d],
@@ -250,6 +263,7 @@ KV = [
     ("glm-4.5-air", 188_416),              # 2 x 46 x 8 x 128 x 2 (the MTP layer is not counted)
     ("nvidia-nemotron-nano-9b-v2", 16_384),  # only the 4 attention blocks: 2 x 4 x 8 x 128 x 2
     ("granite-4.0-h-small", 16_384),       # only the 4 attention layers: 2 x 4 x 8 x 128 x 2
+    ("minimax-m2", 253_952),               # 2 x 62 x 8 x 128 x 2
 ]
 
 

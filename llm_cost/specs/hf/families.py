@@ -634,6 +634,50 @@ def _granitemoehybrid(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _minimax_m2(c: _Config, fam: _Family) -> dict[str, Any]:
+    """minimax_m2 (transformers models/minimax_m2/modeling_minimax_m2.py): q/k/v/o without biases,
+    q_norm / k_norm over the whole projections (``qk_norm_type`` per_layer) or per head (per_head),
+    partial RoPE (``rotary_dim`` of ``head_dim``), every layer a MoE: block_sparse_moe.gate [E, d]
+    without bias, e_score_correction_bias [E] (``use_routing_bias``), E gated experts (w1, w2, w3)
+    of ``intermediate_size``. ``attn_type_list`` must be all 1 (softmax attention; 0 is MiniMax-01's
+    lightning attention). The MTP modules (``num_mtp_modules``) are not in the checkpoint."""
+    from llm_cost.specs.schema import MoE
+
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    head_dim = hd or d // n_q
+    if c.has("rotary_dim"):
+        rot = c.int("rotary_dim")
+        prf = out.get("partial_rotary_factor", 1.0)
+        if "partial_rotary_factor" not in c.data:
+            out["partial_rotary_factor"] = prf = rot / head_dim
+        if rot != round(prf * head_dim):
+            raise c.error("rotary_dim", f"({rot}) disagrees with partial_rotary_factor x head_dim "
+                                        f"({prf:g} x {head_dim})")
+    types = c.raw("attn_type_list")
+    if isinstance(types, list) and any(t != 1 for t in types):
+        raise c.error("attn_type_list", "has 0 (lightning attention) layers; only softmax attention (1) is placed")
+    if c.opt_int("sliding_window") is not None:
+        raise c.error("sliding_window", "is set: sliding attention in minimax_m2 cannot be placed")
+    qk = c.bool("use_qk_norm", True)
+    scope = c.str("qk_norm_type", "per_layer")
+    if scope not in ("per_layer", "per_head"):
+        raise c.error("qk_norm_type", f"must be per_layer or per_head (got {scope!r})")
+    out["attention"] = _gqa(n_q, n_kv, hd, qk_norm=qk,
+                            qk_norm_width="projection" if scope == "per_layer" else "head")
+    if c.int("shared_intermediate_size", 0, minimum=0):
+        raise c.error("shared_intermediate_size", "> 0: a shared expert in minimax_m2 cannot be placed")
+    c.ignore("scoring_func", "norm_topk_prob", "router_jitter_noise", "use_mtp", "num_mtp_modules",
+             "mtp_transformer_layers", "hidden_act", "router_aux_loss_coef", "output_router_logits", "swa_rope_theta",
+             "layernorm_full_attention_beta", "layernorm_mlp_beta", "layernorm_linear_attention_beta")
+    out["moe"] = MoE(num_experts=c.int("num_local_experts", 256), num_experts_per_tok=c.int("num_experts_per_tok", 8),
+                     moe_intermediate_size=c.int("intermediate_size"),
+                     router_bias=c.bool("use_routing_bias", True))
+    c.notes.append("MTP modules (num_mtp_modules) are not stored in the checkpoint and not counted")
+    return out
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
@@ -660,6 +704,7 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "olmo2": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "nemotron_h": (_nemotron_h, _F(tie=False, max_pos=4096, rope_theta=None, head_dim=128)),
     "granitemoehybrid": (_granitemoehybrid, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "minimax_m2": (_minimax_m2, _F(tie=False, max_pos=196608, rope_theta=5e6, head_dim=128)),
     "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
 }
 #: Legacy model_type names read by another family's mapping.
