@@ -41,10 +41,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 27 checkpoints across the 24 families with fixtures."""
+    figure) have an exact total: 28 checkpoints across the 25 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 27
+    assert len(_exact()) == 28
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -193,6 +193,38 @@ def test_minimax_m2_fp8_and_full_width_qk_norms():
         hf_to_spec({**cfg, "attn_type_list": [0] + [1] * 61}, "x/config.json")
 
 
+def test_llama4_layers_and_active_parameters():
+    """Llama 4 Scout: every 4th layer is NoPE / global, the rest chunked; all 48 layers MoE with one
+    routed expert of 16 plus the shared one: 17,172,894,720 active (Meta's "17B active")."""
+    spec = load_hf_config(FIXTURES / "llama-4-scout-17b-16e")
+    assert [spec.layer_type(i) for i in range(4)] == ["chunked_attention"] * 3 + ["full_attention"]
+    r = count_params(spec)
+    assert r.active_params == r.total_params - r.vision_params - 48 * 15 * 3 * 5120 * 8192
+    assert r.active_params == 17_172_894_720
+
+
+def test_llama4_interleaved_moe_uses_the_dense_width():
+    """interleave_moe_layer_step 2 (Maverick's layout): odd layers MoE, even layers a dense gated MLP of
+    intermediate_size_mlp; 24 MoE layers become dense: each trades (16 + 1) experts and the router
+    for one 3 x d x 16,384 MLP."""
+    cfg = _config("llama-4-scout-17b-16e")
+    text = {k: v for k, v in cfg["text_config"].items() if k != "moe_layers"}
+    spec, _ = hf_to_spec({**cfg, "text_config": {**text, "interleave_moe_layer_step": 2}}, "x/config.json")
+    assert [spec.mlp_kind(i) for i in range(4)] == ["dense", "moe", "dense", "moe"]
+    full = count_params(load_hf_config(FIXTURES / "llama-4-scout-17b-16e")).total_params
+    moe_layer = 17 * 3 * 5120 * 8192 + 16 * 5120
+    assert full - count_params(spec).total_params == 24 * (moe_layer - 3 * 5120 * 16384)
+
+
+@pytest.mark.parametrize("new,cached,chunk", [(1, 0, 4), (10, 0, 4), (5, 7, 4), (9, 3, 3), (1, 8191, 8192),
+                                             (20_000, 0, 8192)])
+def test_chunked_pairs_match_a_count_of_each_token(new, cached, chunk):
+    from llm_cost.workload.flops import chunked_pairs
+
+    brute = sum((p - 1) % chunk + 1 for p in range(cached + 1, cached + new + 1))
+    assert chunked_pairs(new, cached, True, chunk) == brute
+
+
 def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
     """qwen3_next: the same tensors as the shipped qwen3-next-80b-a3b (79,674,391,296, llama.cpp's
     79.67B without MTP). With the checkpoint's MTP block (mtp_num_hidden_layers = 1: fc [2d -> d],
@@ -264,6 +296,7 @@ KV = [
     ("nvidia-nemotron-nano-9b-v2", 16_384),  # only the 4 attention blocks: 2 x 4 x 8 x 128 x 2
     ("granite-4.0-h-small", 16_384),       # only the 4 attention layers: 2 x 4 x 8 x 128 x 2
     ("minimax-m2", 253_952),               # 2 x 62 x 8 x 128 x 2
+    ("llama-4-scout-17b-16e", 196_608),    # 2 x 48 x 8 x 128 x 2 (below the 8,192 chunk)
 ]
 
 
@@ -293,6 +326,8 @@ def test_kv_bytes_per_token(name, expected):
     # Nemotron-Nano-9B-v2 at 0 tokens: 27 Mamba-2 layers of SSM state 128 x 80 x 128 plus conv state
     # (128 x 80 + 2 x 8 x 128 = 12,288 channels) x (4 - 1), at 2 B
     ("nvidia-nemotron-nano-9b-v2", 0, 27 * (128 * 80 * 128 + 12_288 * 3) * 2),
+    # Llama 4 Scout at 131,072: 12 NoPE layers keep everything, 36 chunked layers one 8,192-token chunk
+    ("llama-4-scout-17b-16e", 131_072, 2 * 8 * 128 * (12 * 131_072 + 36 * 8_192) * 2),
     # Granite-4.0-H-Small at 8,192 tokens: 4 attention layers' KV + 36 x (128 x 64 x 128 + (8,192 + 256) x 3), 2 B
     ("granite-4.0-h-small", 8_192, 2 * 4 * 8 * 128 * 8_192 * 2 + 36 * (128 * 64 * 128 + 8_448 * 3) * 2),
 ])
@@ -372,7 +407,7 @@ def test_unknown_model_type_fails_clearly():
 
 
 @pytest.mark.parametrize("model_type,closest", [
-    ("olmo3", "olmo2"), ("qwen3_5", "qwen3"), ("llama4", "llama"), ("mistral3", "mistral"), ("phimoe", "phi3"),
+    ("olmo3", "olmo2"), ("qwen3_5", "qwen3"), ("mistral3", "mistral"), ("phimoe", "phi3"),
 ])
 def test_unknown_model_type_names_the_closest_family(model_type, closest):
     with pytest.raises(SpecError, match=rf"model_type '{model_type}' is not supported \(closest supported family: "

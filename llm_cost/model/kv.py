@@ -11,6 +11,10 @@ Formulas (elements per token per layer, times bytes per element):
   (2 n_k d_k + n_v d_v) * (kernel - 1) elements, which the document leaves out and this
   module reports on its own line.
 
+* Chunked attention (Llama 4): a token attends only to the earlier tokens of its own C-token chunk,
+  so a chunked layer holds at most C tokens. Counted as min(context, C) per layer: the cache an
+  engine must reserve (vLLM allocates it like a sliding window of C); right after a chunk boundary
+  fewer tokens are live.
 * Mamba-2 (Nemotron-H, Granite 4.0-H): no per-token cache; a recurrent SSM state of
   H x P x N elements (heads x head_dim x state size) per sequence per layer plus a conv state of
   (H P + 2 G N) x (kernel - 1), as vLLM's Mamba-2 cache holds them. Both are counted at the KV
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
+from llm_cost.specs.schema import CACHING_LAYER_TYPES, GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.units import to_bytes
 
 __all__ = ["KVLayerKind", "KVAtContext", "KVResult", "kv_cache", "kv_elements_per_token_per_layer",
@@ -123,7 +127,7 @@ def _linear_state_elements(spec: ModelSpec) -> tuple[int, int]:
 def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | float:
     """KV bytes one token adds across all caching layers (below any sliding window)."""
     counts = _layer_counts(spec)
-    caching = counts.get("full_attention", 0) + counts.get("sliding_attention", 0)
+    caching = sum(counts.get(k, 0) for k in CACHING_LAYER_TYPES)
     return to_bytes(caching * kv_elements_per_token_per_layer(spec), bits)
 
 
@@ -133,8 +137,11 @@ def _attention_elements(spec: ModelSpec, context: int, per_token_per_layer: int)
     att = spec.attention
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     kept_sliding = min(context, window) if window else context
+    chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
+    kept_chunked = min(context, chunk) if chunk else context
     return per_token_per_layer * (counts.get("full_attention", 0) * context
-                                  + counts.get("sliding_attention", 0) * kept_sliding)
+                                  + counts.get("sliding_attention", 0) * kept_sliding
+                                  + counts.get("chunked_attention", 0) * kept_chunked)
 
 
 def kv_bytes(spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, include_state: bool = True) -> int:
@@ -174,7 +181,8 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
         intensity = (4 * n_q * d_h) / (2 * n_kv * d_h * bits / 8)
 
     kinds = []
-    for kind in ("full_attention", "sliding_attention", "linear_attention", "mamba2"):
+    chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
+    for kind in ("full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba2"):
         n = counts.get(kind, 0)
         if not n:
             continue
@@ -192,14 +200,15 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
                                      f"state n_v x d_k x d_v = {la.linear_num_value_heads} x "
                                      f"{la.linear_key_head_dim} x {la.linear_value_head_dim} per sequence"))
         else:
-            kinds.append(KVLayerKind(kind, n, per, to_bytes(per, bits), window if kind == "sliding_attention" else None,
+            cap = {"sliding_attention": window, "chunked_attention": chunk}.get(kind)
+            kinds.append(KVLayerKind(kind, n, per, to_bytes(per, bits), cap,
                                      0, 0, formula))
 
-    caching = counts.get("full_attention", 0) + counts.get("sliding_attention", 0)
+    caching = sum(counts.get(k, 0) for k in CACHING_LAYER_TYPES)
     show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
     rows = []
     hybrid = bool(counts.get("linear_attention") or counts.get("sliding_attention") or counts.get("mamba2")
-                  or counts.get("mlp_only"))
+                  or counts.get("mlp_only") or counts.get("chunked_attention"))
     all_state, all_conv = _state_layers(spec)
     for s in contexts:
         kv = kv_bytes(spec, s, bits, 1, include_state=False)
@@ -221,6 +230,9 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
     if counts.get("mamba2"):
         conventions.append("Mamba-2 state: H x P x N SSM state and (H P + 2 G N) x (kernel - 1) conv state per layer "
                            "per sequence, at the KV dtype (engines often keep the SSM state in fp32)")
+    if chunk and counts.get("chunked_attention"):
+        conventions.append(f"chunked-attention layers keep at most C = {chunk:,} tokens (the current chunk; counted "
+                           "as min(context, C), the reserve an engine needs)")
     if window:
         conventions.append(f"sliding-window layers keep at most W = {window:,} tokens")
     conventions += spec.context_note(contexts)

@@ -21,7 +21,7 @@ from fractions import Fraction
 from functools import cached_property
 from math import prod
 
-from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec, SiglipVision, Vision
+from llm_cost.specs.schema import GQAAttention, Llama4Vision, MLAAttention, ModelSpec, SiglipVision, Vision
 
 __all__ = ["Tensor", "Structure", "build"]
 
@@ -310,7 +310,8 @@ def _blocks(spec: ModelSpec, attention_counts: dict[str, int], mlp_counts: dict[
     """Tensors of decoder blocks, given how many blocks have each attention / feed-forward kind."""
     t: list[Tensor] = []
     att = spec.attention
-    softmax_layers = attention_counts.get("full_attention", 0) + attention_counts.get("sliding_attention", 0)
+    softmax_layers = sum(attention_counts.get(k, 0) for k in ("full_attention", "sliding_attention",
+                                                               "chunked_attention"))
     if softmax_layers:
         if isinstance(att, MLAAttention):
             t += _mla(spec, att, softmax_layers, part, "full_attention")
@@ -381,6 +382,38 @@ def _siglip(v: SiglipVision, d_text: int) -> list[Tensor]:
     return t
 
 
+def _llama4_vision(v: Llama4Vision, d_text: int) -> list[Tensor]:
+    """Llama 4 vision encoder + adapter + projector (transformers models/llama4/modeling_llama4.py
+    Llama4VisionModel, Llama4VisionPixelShuffleMLP, Llama4MultiModalProjector)."""
+    e, L, f = v.hidden_size, v.num_hidden_layers, v.intermediate_size
+    p, vm = "vision", "vision_model"
+    positions = (v.image_size // v.patch_size) ** 2 + 1  # + the class token
+    t = [Tensor(f"{vm}.patch_embedding.linear.weight", (e, v.num_channels * v.patch_size**2), "vision.patch_embed",
+                "matmul", part=p),
+         Tensor(f"{vm}.class_embedding", (e,), "vision.patch_embed", "other", part=p),
+         Tensor(f"{vm}.positional_embedding_vlm", (positions, e), "vision.patch_embed", "lookup", part=p)]
+    for norm in ("layernorm_pre", "layernorm_post"):
+        t.append(Tensor(f"{vm}.{norm}.weight", (e,), "vision.blocks", "norm", part=p))
+        t.append(Tensor(f"{vm}.{norm}.bias", (e,), "vision.blocks", "norm", part=p))
+    blk = f"{vm}.model.layers.*"
+    for norm in ("input_layernorm", "post_attention_layernorm"):
+        t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", "norm", L, part=p))
+        t.append(Tensor(f"{blk}.{norm}.bias", (e,), "vision.blocks", "norm", L, part=p))
+    for name, d_in, d_out in (("self_attn.q_proj", e, e), ("self_attn.k_proj", e, e), ("self_attn.v_proj", e, e),
+                              ("self_attn.o_proj", e, e), ("mlp.fc1", e, f), ("mlp.fc2", f, e)):
+        t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", "matmul", L, part=p))
+        t.append(Tensor(f"{blk}.{name}.bias", (d_out,), "vision.blocks", "bias", L, part=p))
+    t.append(Tensor(f"{vm}.vision_adapter.mlp.fc1.weight", (v.projector_input_dim, f), "vision.merger", "matmul",
+                    part=p))
+    t.append(Tensor(f"{vm}.vision_adapter.mlp.fc2.weight", (v.projector_output_dim, v.projector_output_dim),
+                    "vision.merger", "matmul", part=p))
+    t.append(Tensor("multi_modal_projector.linear_1.weight", (d_text, v.vision_output_dim), "vision.merger", "matmul",
+                    part=p))
+    if v.multi_modal_projector_bias:
+        t.append(Tensor("multi_modal_projector.linear_1.bias", (d_text,), "vision.merger", "bias", part=p))
+    return t
+
+
 def _mtp(spec: ModelSpec) -> list[Tensor]:
     """DeepSeek-V3 MTP modules (seed 003 §07; DeepSeek-V3 report §2.2): per module enorm, hnorm,
     eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm. The
@@ -423,6 +456,8 @@ def build(spec: ModelSpec) -> Structure:
         t += _vision(spec.vision)
     if spec.siglip_vision is not None:
         t += _siglip(spec.siglip_vision, d)
+    if spec.llama4_vision is not None:
+        t += _llama4_vision(spec.llama4_vision, d)
     if spec.mtp is not None:
         t += _mtp(spec)
     return Structure(spec, tuple(t), {"attention": attention_counts, "mlp": mlp_counts})

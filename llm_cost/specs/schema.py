@@ -22,11 +22,12 @@ PositiveInt = Annotated[int, Field(gt=0, strict=True)]
 NonNegInt = Annotated[int, Field(ge=0, strict=True)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
-LayerType = Literal["full_attention", "sliding_attention", "linear_attention", "mamba2", "mlp_only"]
+LayerType = Literal["full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba2",
+                    "mlp_only"]
 #: Feed-forward kind per layer: dense MLP, MoE, or none (Nemotron-H mixer-only blocks).
 MlpType = Literal["dense", "moe", "none"]
 #: Layer types that keep a per-token KV cache (softmax attention).
-CACHING_LAYER_TYPES = ("full_attention", "sliding_attention")
+CACHING_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 
 
@@ -70,6 +71,10 @@ class GQAAttention(_Strict):
     sinks: bool = Field(False, description="One learned attention-sink logit per query head (gpt-oss).")
     sliding_window: Optional[PositiveInt] = Field(
         None, description="Window W in tokens of the sliding-attention layers (see layer_types)."
+    )
+    attention_chunk_size: Optional[PositiveInt] = Field(
+        None, description="Chunk C of the chunked-attention layers (Llama 4): a token attends to the earlier tokens "
+        "of its own C-token chunk, so the cache holds at most C tokens."
     )
 
     @model_validator(mode="after")
@@ -276,6 +281,40 @@ class SiglipVision(_Strict):
         return self
 
 
+class Llama4Vision(_Strict):
+    """Llama 4 vision encoder, pixel-shuffle adapter and projector (transformers
+    models/llama4/modeling_llama4.py Llama4VisionModel, Llama4MultiModalProjector).
+
+    Patch embedding: an unfold + Linear [e, C p^2] without bias; class embedding [e]; learned
+    positions [(image_size / p)^2 + 1, e]; LayerNorms before and after the encoder; blocks of
+    LayerNorm, q/k/v/o with biases, LayerNorm, fc1/fc2 with biases. Adapter: fc1
+    [projector_input_dim, intermediate_size] and fc2 [projector_output_dim, projector_output_dim]
+    without biases; projector linear_1 [d_text, vision_output_dim] (bias only if
+    ``multi_modal_projector_bias``)."""
+
+    kind: Literal["llama4"] = "llama4"
+    hidden_size: PositiveInt
+    intermediate_size: PositiveInt
+    num_hidden_layers: PositiveInt
+    num_attention_heads: PositiveInt
+    image_size: PositiveInt
+    patch_size: PositiveInt
+    num_channels: PositiveInt = 3
+    projector_input_dim: PositiveInt
+    projector_output_dim: PositiveInt
+    vision_output_dim: PositiveInt
+    multi_modal_projector_bias: bool = False
+
+    @model_validator(mode="after")
+    def _shape(self) -> "Llama4Vision":
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads "
+                             f"({self.num_attention_heads})")
+        if self.image_size % self.patch_size:
+            raise ValueError(f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})")
+        return self
+
+
 class ModelSpec(_Strict):
     """A decoder-only model: every field needed to enumerate its weight tensors exactly."""
 
@@ -320,6 +359,7 @@ class ModelSpec(_Strict):
     mtp: Optional[MTP] = None
     vision: Optional[Vision] = None
     siglip_vision: Optional[SiglipVision] = Field(None, description="Gemma 3 SigLIP tower and projector.")
+    llama4_vision: Optional[Llama4Vision] = Field(None, description="Llama 4 vision encoder and projector.")
     torch_dtype: Dtype = Field("bf16", description="The checkpoint's weight dtype.")
 
     @model_validator(mode="after")
@@ -343,6 +383,9 @@ class ModelSpec(_Strict):
         sliding = isinstance(att, GQAAttention) and att.sliding_window is not None
         if "sliding_attention" in kinds and not sliding:
             raise ValueError("layer_types names sliding_attention layers but attention.sliding_window is not set")
+        chunked = isinstance(att, GQAAttention) and att.attention_chunk_size is not None
+        if "chunked_attention" in kinds and not chunked:
+            raise ValueError("layer_types names chunked_attention layers but attention.attention_chunk_size is not set")
         if "mamba2" in kinds and self.mamba is None:
             raise ValueError("layer_types names mamba2 layers but mamba is not set")
         if self.mamba is not None and "mamba2" not in kinds:

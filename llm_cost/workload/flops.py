@@ -10,7 +10,8 @@ multiply-add (``2mnp`` for an [m, n] x [n, p] product):
 * softmax attention, per layer: QK^T = 2 n_q d_qk per (query, key) pair and AV = 2 n_q d_v
   per pair. Causal attention has sum_{i=1..s} (cached + i) pairs per sequence (each token sees
   itself and everything before it); ``attention="full"`` counts s x (cached + s) pairs, seed
-  000 §八's upper bound. Sliding layers see at most W keys;
+  000 §八's upper bound. Sliding layers see at most W keys; chunked layers (Llama 4) the
+  earlier keys of their own C-token chunk;
 * MLA (DeepSeek-V3): the plain form has d_qk = qk_nope + qk_rope and d_v = v_head_dim per head;
   the absorbed decode form works in the latent space: d_qk = kv_lora_rank + qk_rope,
   d_v = kv_lora_rank (seed 003 §04: about 3.4x the plain form's attention FLOPs);
@@ -79,6 +80,21 @@ def attention_pairs(new_tokens: int, cached: int, causal: bool, window: int | No
     return grow * c + grow * (grow + 1) // 2 + (s - grow) * window
 
 
+def chunked_pairs(new_tokens: int, cached: int, causal: bool, chunk: int) -> int:
+    """(query, key) pairs of one sequence on a chunked-attention layer (Llama 4): the token at
+    position p (1-based) sees the ((p - 1) mod C) + 1 tokens of its chunk up to itself (causal);
+    ``causal=False`` gives every new token its whole chunk, min(cached + s, C), an upper bound."""
+    s, c = new_tokens, cached
+    if not causal:
+        return s * min(c + s, chunk)
+
+    def upto(n: int) -> int:  # keys seen by positions 1..n
+        q, r = divmod(n, chunk)
+        return q * chunk * (chunk + 1) // 2 + r * (r + 1) // 2
+
+    return upto(c + s) - upto(c)
+
+
 def weight_flops_params(structure: Structure, convention: str = "gemm") -> float:
     """Parameters behind "2 x N" weight FLOPs per token under a convention:
     ``gemm`` = active N_gemm (matmul weights; the default), ``non_embedding`` = N less the
@@ -144,12 +160,17 @@ def forward_flops(spec: ModelSpec, new_tokens: int, cached: int = 0, batch: int 
     att = spec.attention
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     causal = attention == "causal"
-    for kind, cap in (("full_attention", None), ("sliding_attention", window)):
+    chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
+    for kind, cap in (("full_attention", None), ("sliding_attention", window), ("chunked_attention", chunk)):
         layers = counts.get(kind, 0)
         if not layers:
             continue
-        pairs = attention_pairs(new_tokens, cached, causal, cap) * batch
-        label = "" if kind == "full_attention" else " (sliding)"
+        if kind == "chunked_attention":
+            assert chunk is not None
+            pairs = chunked_pairs(new_tokens, cached, causal, chunk) * batch
+        else:
+            pairs = attention_pairs(new_tokens, cached, causal, cap) * batch
+        label = {"full_attention": "", "sliding_attention": " (sliding)", "chunked_attention": " (chunked)"}[kind]
         ops.append(Op(f"QK^T{label}", "attention", "", layers, 2 * heads * d_qk * pairs * layers))
         ops.append(Op(f"AV{label}", "attention", "", layers, 2 * heads * d_v * pairs * layers))
     la = spec.linear_attention

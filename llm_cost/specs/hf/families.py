@@ -678,6 +678,95 @@ def _minimax_m2(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
+    """llama4_text / llama4 (transformers models/llama4/modeling_llama4.py, Llama4ForCausalLM and
+    Llama4ForConditionalGeneration). Text: q/k/v/o (bias ``attention_bias``); ``use_qk_norm`` is an
+    L2 norm without weights; layers with RoPE (``no_rope_layers`` 1, default all but every 4th)
+    attend in chunks of ``attention_chunk_size`` (``layer_types`` chunked_attention), the NoPE layers
+    globally. Layers in ``moe_layers`` (default every ``interleave_moe_layer_step``-th) are MoE:
+    router [E, d] without bias, E gated experts of ``intermediate_size`` and an ungated shared
+    expert of the same width; the others a dense gated MLP of ``intermediate_size_mlp``. The wrapper
+    adds the vision encoder of ``vision_config`` (Llama4VisionModel) and the projector."""
+    from llm_cost.specs.schema import MLP, MoE
+
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    chunk = c.opt_int("attention_chunk_size")
+    types = _layer_types(c, L, ("full_attention", "chunked_attention"))
+    if types is None:
+        if c.has("no_rope_layers"):
+            rope_layers = c.int_list("no_rope_layers")
+            if len(rope_layers) < L or any(v not in (0, 1) for v in rope_layers):
+                raise c.error("no_rope_layers", f"must list 0 or 1 for each of the {L} layers (got {rope_layers!r})")
+        else:
+            k = c.int("no_rope_layer_interval", 4)
+            rope_layers = [int((i + 1) % k != 0) for i in range(L)]
+        types = ["chunked_attention" if rope_layers[i] and chunk else "full_attention" for i in range(L)]
+    else:
+        c.ignore("no_rope_layers")
+    c.ignore("no_rope_layer_interval", "use_qk_norm", "attn_temperature_tuning", "floor_scale", "attn_scale",
+             "for_llm_compressor", "router_aux_loss_coef", "router_jitter_noise", "output_router_logits",
+             "cache_implementation")
+    if "chunked_attention" in types and chunk is None:
+        raise c.error("attention_chunk_size", "is null, but layer_types has chunked_attention layers")
+    if set(types) != {"full_attention"}:
+        out["layer_types"] = types
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias,
+                            attention_chunk_size=chunk if "chunked_attention" in types else None)
+    if c.has("moe_layers"):
+        moe_layers = set(c.int_list("moe_layers"))
+        c.ignore("interleave_moe_layer_step")
+        if any(i >= L for i in moe_layers):
+            raise c.error("moe_layers", f"lists layers beyond the {L} layers")
+    else:
+        step = c.int("interleave_moe_layer_step", 1)
+        moe_layers = set(range(step - 1, L, step))
+    width = c.int("intermediate_size", 8192)
+    out["mlp_layer_types"] = ["moe" if i in moe_layers else "dense" for i in range(L)]
+    if moe_layers:
+        out["moe"] = MoE(num_experts=c.int("num_local_experts", 16), num_experts_per_tok=c.int("num_experts_per_tok", 1),
+                         moe_intermediate_size=width, shared_expert_intermediate_size=width)
+    act = c.str("hidden_act", "silu")
+    if len(moe_layers) < L:
+        out["mlp"] = MLP(intermediate_size=c.int("intermediate_size_mlp", 16384), hidden_act=act)
+    else:
+        c.ignore("intermediate_size_mlp")
+    if c.family == "llama4":
+        out["llama4_vision"] = _llama4_vision(c)
+    return out
+
+
+def _llama4_vision(c: _Config):
+    """The Llama4VisionConfig keys (its defaults for absent ones) of a llama4 wrapper config."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import Llama4Vision
+
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", "is required for model_type 'llama4' (the vision encoder's shapes); a text-only "
+                                       "config has model_type llama4_text")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore("model_type", "hidden_act", "norm_eps", "attention_dropout", "projector_dropout", "rope_theta",
+             "vision_feature_layer", "vision_feature_select_strategy", "initializer_range", "torch_dtype", "dtype",
+             "pixel_shuffle_ratio", "rope_parameters")
+    kw = dict(hidden_size=v.int("hidden_size", 768), intermediate_size=v.int("intermediate_size", 5632),
+              num_hidden_layers=v.int("num_hidden_layers", 34), num_attention_heads=v.int("num_attention_heads", 16),
+              image_size=v.int("image_size", 448), patch_size=v.int("patch_size", 14),
+              num_channels=v.int("num_channels", 3), projector_input_dim=v.int("projector_input_dim", 4096),
+              projector_output_dim=v.int("projector_output_dim", 4096),
+              vision_output_dim=v.int("vision_output_dim", 7680),
+              multi_modal_projector_bias=v.bool("multi_modal_projector_bias", False))
+    v.check_unplaced(_VISION_SHAPE_KEYS)
+    c.ignore("boi_token_index", "eoi_token_index", "image_token_index")
+    try:
+        return Llama4Vision(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
@@ -705,6 +794,8 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "nemotron_h": (_nemotron_h, _F(tie=False, max_pos=4096, rope_theta=None, head_dim=128)),
     "granitemoehybrid": (_granitemoehybrid, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "minimax_m2": (_minimax_m2, _F(tie=False, max_pos=196608, rope_theta=5e6, head_dim=128)),
+    "llama4": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
+    "llama4_text": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
     "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
 }
 #: Legacy model_type names read by another family's mapping.
