@@ -122,7 +122,10 @@ def report_defaults(model: str) -> None:
 
     con = console()
     con.file = sys.stderr
-    defaults = defaults_used(model)  # None unless MODEL is a .json path or a folder
+    from llm_cost.specs import hub
+
+    # None unless MODEL is a .json path, a folder or a Hub id
+    defaults = hub.load_hub_model(model, verbose=True)[1] if hub.is_hub_id(model) else defaults_used(model)
     if defaults is None:
         con.print(f"{model}: a shipped or YAML spec, no config.json defaults to report")
     else:

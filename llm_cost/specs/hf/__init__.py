@@ -91,11 +91,12 @@ def _closest(model_type: str) -> str:
     return f" (closest supported family: {ALIASES.get(close[0], close[0])})" if close else ""
 
 
-def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
+def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None,
+               display_name: Optional[str] = None):
     """Map a parsed config.json to ``(ModelSpec, defaults applied)``.
 
     ``source`` names the file in messages and in ``spec.source.url``; ``name`` defaults to the
-    folder (for ``.../NAME/config.json``) or file stem. Raises SpecError naming the key for an
+    folder (for ``.../NAME/config.json``) or file stem; ``display_name`` to ``_name_or_path``. Raises SpecError naming the key for an
     unsupported model_type, a missing required size, a wrong type, or a shape key it cannot place.
     """
     from pydantic import ValidationError
@@ -133,9 +134,9 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
         raise SpecError(validation_message(Path(source), exc)) from None
     c.check_unplaced()
 
-    shown = _display_name(config)
+    shown = display_name or _display_name(config)
     note = [f"Imported from a Hugging Face config.json (model_type {model_type}"
-            + (f", _name_or_path {config['_name_or_path']}" if shown else "") + ") by llm-cost."]
+            + (f", _name_or_path {config['_name_or_path']}" if _display_name(config) else "") + ") by llm-cost."]
     if defaults:
         note.append("Defaults applied: " + "; ".join(defaults) + ".")
     if notes:
@@ -192,11 +193,13 @@ def _read_json(path: Path) -> Any:
         raise SpecError(f"{path}: invalid JSON: {exc}") from None
 
 
-def load_hf_config_verbose(path: Path, name: Optional[str] = None):
+def load_hf_config_verbose(path: Path, name: Optional[str] = None, source: Optional[str] = None,
+                           display_name: Optional[str] = None):
     """``(ModelSpec, defaults applied)`` from a config.json or a folder holding one; ``name``
-    overrides the spec name (default: the folder of a ``config.json``, else the file stem)."""
+    overrides the spec name (default: the folder of a ``config.json``, else the file stem),
+    ``source`` the origin recorded and named in messages (default: the file's path)."""
     file = find_config(Path(path))
-    return hf_to_spec(_read_json(file), str(file), name)
+    return hf_to_spec(_read_json(file), source or str(file), name, display_name)
 
 
 def load_hf_config(path: Path):
