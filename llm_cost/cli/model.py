@@ -37,6 +37,7 @@ def params(
     layout = parse_layout(tp, pp, ep, dp)
     spec = load_model(model)
     result = count_params(spec, bits, dtype.lower() if dtype else None)
+    result = _with_checkpoint(result, spec, model)
     if layout is not None:
         from dataclasses import replace
 
@@ -46,6 +47,22 @@ def params(
     emit(result, as_json, view.render, spec.display_name)
     if verbose:
         report_defaults(model)
+
+
+def _with_checkpoint(result, spec, model: str):
+    """Attach the stored-vs-described report when MODEL is a folder holding safetensors files."""
+    from pathlib import Path
+
+    from llm_cost.specs.checkpoint import is_checkpoint_folder, read_checkpoint
+
+    path = Path(model)
+    if not is_checkpoint_folder(path):
+        return result
+    from dataclasses import replace
+
+    from llm_cost.analyses.checkpoint import compare
+
+    return replace(result, checkpoint=compare(spec, read_checkpoint(path)))
 
 
 @app.command()

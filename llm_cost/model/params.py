@@ -55,6 +55,7 @@ class ParamsResult:
     conventions: list[str] = field(default_factory=list)
     layout: object | None = None  # llm_cost.parallel.Layout when --tp/--pp/--ep/--dp were given
     per_gpu: object | None = None  # llm_cost.parallel.PerGPU: weights per GPU by pipeline stage
+    checkpoint: object | None = None  # llm_cost.analyses.checkpoint.CheckpointReport for a checkpoint folder
 
 
 def _label(spec: ModelSpec, group: str) -> str:
