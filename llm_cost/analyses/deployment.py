@@ -34,7 +34,7 @@ from llm_cost.model.kv import kv_elements_per_token_per_layer
 from llm_cost.analyses.memory import Fit
 from llm_cost.specs.schema import CACHING_LAYER_TYPES, GQAAttention, HardwareSpec, ModelSpec
 from llm_cost.model.structure import Tensor, build
-from llm_cost.core.units import to_bytes
+from llm_cost.core.units import exact_bits, to_bytes
 from llm_cost.core.errors import InputError
 
 __all__ = ["Layout", "validate_layout", "stage_layers", "shard_kind", "PerGPU", "per_gpu", "Comm",
@@ -169,7 +169,7 @@ def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: float | Fraction = 16,
     modules are placed on the last stage only with ``mtp`` (training, or serving with MTP as the
     speculative draft); plain serving does not load them."""
     validate_layout(spec, layout)
-    bits = Fraction(weight_bits).limit_denominator(1000)
+    bits = exact_bits(weight_bits)
     s = build(spec)
     L = spec.num_hidden_layers
     stages = stage_layers(L, layout.pp)

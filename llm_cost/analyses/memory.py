@@ -16,7 +16,7 @@ from fractions import Fraction
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.model.structure import build
-from llm_cost.core.units import to_bytes
+from llm_cost.core.units import exact_bits, to_bytes
 
 __all__ = ["Fit", "fit", "max_context", "Activations", "activation_memory"]
 
@@ -78,7 +78,7 @@ def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
         weight_bits: float | Fraction = 16, kv_bits: int = 16, reserve_bytes: int = 0,
         concurrency_contexts: tuple[int, ...] = (8192, 131072)) -> Fit:
     """Weights vs memory and the KV room left on one GPU. Pure; never raises for valid input."""
-    bits = Fraction(weight_bits).limit_denominator(1000)
+    bits = exact_bits(weight_bits)
     weights = to_bytes(build(spec).total_params, bits)
     memory = gpu.memory_bytes
     room = memory - reserve_bytes - weights

@@ -71,6 +71,18 @@ def weight_bits(default_dtype: str, weights_dtype: Optional[str], bits_per_weigh
     return dtype_bits(default_dtype)
 
 
+def gguf_bits(spec, model: str):
+    """Exact bits per parameter of a GGUF file: its tensor bytes x 8 / the parameters its metadata
+    describes, so weights come to the file's bytes exactly."""
+    from fractions import Fraction
+    from pathlib import Path
+
+    from llm_cost.model.structure import build
+    from llm_cost.specs.gguf import read_gguf
+
+    return Fraction(8 * read_gguf(Path(model)).n_bytes, build(spec).total_params)
+
+
 def check_choice(value: str, flag: str, valid: tuple[str, ...]) -> None:
     """InputError naming ``flag`` unless ``value`` is one of ``valid``."""
     if value not in valid:

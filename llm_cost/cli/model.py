@@ -36,7 +36,12 @@ def params(
     bits = dtype_bits(dtype, "--weights-dtype") if dtype else None
     layout = parse_layout(tp, pp, ep, dp)
     spec = load_model(model)
-    result = count_params(spec, bits, dtype.lower() if dtype else None)
+    shown_dtype = dtype.lower() if dtype else None
+    if bits is None and model.strip().lower().endswith(".gguf"):
+        from llm_cost.cli.app import gguf_bits
+
+        bits, shown_dtype = gguf_bits(spec, model), "the GGUF file's types"
+    result = count_params(spec, bits, shown_dtype)
     result = _with_checkpoint(result, spec, model)
     if layout is not None:
         from dataclasses import replace
@@ -56,6 +61,13 @@ def _with_checkpoint(result, spec, model: str):
     from llm_cost.specs.checkpoint import is_checkpoint_folder, read_checkpoint
 
     path = Path(model)
+    if path.suffix.lower() == ".gguf":
+        from dataclasses import replace
+
+        from llm_cost.analyses.checkpoint import compare_gguf
+        from llm_cost.specs.gguf import read_gguf
+
+        return replace(result, checkpoint=compare_gguf(spec, read_gguf(path)))
     if not is_checkpoint_folder(path):
         return result
     from dataclasses import replace

@@ -186,6 +186,10 @@ def fit(
     if reserve >= g.memory_bytes:
         raise InputError(f"--reserve-gb: {reserve / 1e9:g} GB leaves nothing of {g.name}'s {g.memory_gb:g} GB")
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
+    if model.strip().lower().endswith(".gguf") and weights_dtype is None and bits_per_weight is None:
+        from llm_cost.cli.app import gguf_bits
+
+        bits = gguf_bits(spec, model)
     if layout is not None:
         result = FitReport(None, [], n_max, deployment(spec, g, layout, b, c, bits, kv_bits, reserve))
     else:

@@ -33,6 +33,7 @@ __all__ = [
     "dtype_bits",
     "DTYPE_BITS",
     "to_bytes",
+    "exact_bits",
     "fmt_int",
     "fmt_si",
     "fmt_iec",
@@ -177,6 +178,12 @@ def dtype_bits(name: str, what: str = "--dtype") -> int:
     if key not in DTYPE_BITS:
         raise InputError(f"{what}: unknown dtype {name!r}; valid: {', '.join(DTYPE_BITS)}")
     return DTYPE_BITS[key]
+
+
+def exact_bits(bits: int | float | Fraction) -> Fraction:
+    """Bits per weight as a Fraction: a Fraction is kept exactly (a GGUF file's bytes x 8 / parameters),
+    a float is read as the nearest fraction with a denominator up to 1000 (4.25 -> 17/4)."""
+    return bits if isinstance(bits, Fraction) else Fraction(bits).limit_denominator(1000)
 
 
 def to_bytes(elements: int, bits: int | Fraction) -> int | Fraction:

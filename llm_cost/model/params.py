@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.model.structure import GROUPS, Structure, build
-from llm_cost.core.units import to_bytes
+from llm_cost.core.units import exact_bits, to_bytes
 
 __all__ = ["BreakdownRow", "ParamsResult", "count_params"]
 
@@ -137,11 +137,11 @@ def count_params(spec: ModelSpec, bits: int | float | None = None, dtype: str | 
     s = build(spec)
     total = s.total_params
     embedding = sum(t.total for t in s.tensors if t.part == "decoder" and t.group == "embedding")
-    weight_bytes = to_bytes(total, Fraction(bits).limit_denominator(1000))
+    weight_bytes = to_bytes(total, exact_bits(bits))
     conventions = [
         "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
         "N_gemm: matmul weights a token passes through (no embedding lookup, norms or biases; LM head included)",
-        f"weight bytes: every parameter at {bits:g} bits ({dtype}); GB = 10^9 B, GiB = 2^30 B",
+        f"weight bytes: every parameter at {float(bits):g} bits ({dtype}); GB = 10^9 B, GiB = 2^30 B",
     ]
     if spec.moe is not None:
         conventions.append("active: all parameters less the routed experts a token skips (k of E per MoE layer)")

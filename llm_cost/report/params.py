@@ -55,7 +55,8 @@ def render(con, r: ParamsResult, display_name: str) -> None:
 
 def render_checkpoint(con, c) -> None:
     """Stored tensors against the described structure (a checkpoint folder's headers)."""
-    con.print(f"[bold]checkpoint {c.folder}: {c.tensors:,} tensors in {c.files} file(s), headers only[/bold]")
+    what = "tensor infos only" if c.folder.lower().endswith(".gguf") else "headers only"
+    con.print(f"[bold]checkpoint {c.folder}: {c.tensors:,} tensors in {c.files} file(s), {what}[/bold]")
     facts = [("stored parameters", f"{fmt_int(c.stored_params)} ({bytes_exact(c.stored_bytes)})")]
     for dtype, (n, b) in sorted(c.by_dtype.items()):
         facts.append((f"  {dtype}", f"{fmt_int(n)} elements, {bytes_exact(b)}"))

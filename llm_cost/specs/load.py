@@ -91,6 +91,10 @@ def load_model(name_or_path: str) -> "ModelSpec":
 
     if hub.is_hub_id(name_or_path):
         return hub.load_hub_model(name_or_path)
+    if name_or_path.strip().lower().endswith(".gguf"):
+        from llm_cost.specs.gguf import load_gguf  # lazy: only GGUF models pay for the gguf import
+
+        return load_gguf(Path(name_or_path))[0]
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("models", name_or_path, "model")
     if path.suffix.lower() == ".json" or (path.is_dir() and path.suffix.lower() not in (".yaml", ".yml")):
         from llm_cost.specs.hf import load_hf_config  # lazy: only config.json models pay for the import
