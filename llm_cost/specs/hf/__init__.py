@@ -78,16 +78,15 @@ def _name_from(source: str) -> str:
 
 
 def _closest(model_type: str) -> str:
-    """`` (closest supported family: X)`` for an unknown model_type: the nearest name by spelling,
-    else one sharing its stem (``qwen3_5`` -> qwen3), else the least distant name."""
+    """`` (closest supported family: X)`` for an unknown model_type: a family sharing its stem
+    (``olmo3`` -> olmo2, ``qwen3_5`` -> qwen3), else the nearest name by spelling."""
     import difflib
 
     names = list(SUPPORTED_MODEL_TYPES) + list(ALIASES)
-    close = difflib.get_close_matches(model_type.lower(), names, n=1, cutoff=0.5)
-    if not close:
-        stem = re.sub(r"[_\-]?(v?\d+(\.\d+)?|moe|text|vl|hybrid)$", "", model_type.lower())
-        close = [n for n in names if stem and n.startswith(stem)][:1] or \
-            difflib.get_close_matches(model_type.lower(), names, n=1, cutoff=0.0)
+    key = model_type.lower()
+    stem = re.sub(r"[_\-]?(v?\d+(\.\d+)?|moe|text|vl|hybrid)$", "", key)
+    close = [n for n in names if stem and stem != key and n.startswith(stem)][:1] or \
+        difflib.get_close_matches(key, names, n=1, cutoff=0.0)
     return f" (closest supported family: {ALIASES.get(close[0], close[0])})" if close else ""
 
 

@@ -767,6 +767,24 @@ def _llama4_vision(c: _Config):
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
 
 
+def _olmoe(c: _Config, fam: _Family) -> dict[str, Any]:
+    """olmoe (transformers models/olmoe/modeling_olmoe.py): q/k/v/o (bias ``attention_bias``), RMSNorm
+    q_norm over the whole q projection and k_norm over k (``clip_qkv`` has no weights), pre-norm
+    blocks, every FFN a MoE: gate [E, d] without bias and E gated experts of ``intermediate_size``."""
+    from llm_cost.specs.schema import MoE
+
+    out = _common(c, fam)
+    d = out["hidden_size"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True,
+                            qk_norm_width="projection")
+    c.ignore("clip_qkv", "norm_topk_prob", "router_aux_loss_coef", "output_router_logits", "hidden_act")
+    out["moe"] = MoE(num_experts=c.int("num_experts", 64), num_experts_per_tok=c.int("num_experts_per_tok", 8),
+                     moe_intermediate_size=c.int("intermediate_size"))
+    return out
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
@@ -796,6 +814,7 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "minimax_m2": (_minimax_m2, _F(tie=False, max_pos=196608, rope_theta=5e6, head_dim=128)),
     "llama4": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
     "llama4_text": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
+    "olmoe": (_olmoe, _F(tie=False, max_pos=4096, rope_theta=10000.0, dtype="fp32")),
     "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
 }
 #: Legacy model_type names read by another family's mapping.
