@@ -785,6 +785,21 @@ def _olmoe(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _internlm2(c: _Config, fam: _Family) -> dict[str, Any]:
+    """internlm2 (the checkpoints' own modeling_internlm2.py, InternLM2ForCausalLM; remote code, not
+    in transformers): tok_embeddings, per layer a fused wqkv [(n_q + 2 n_kv) d_head, d] (the elements
+    of separate q/k/v) and wo, both with bias ``bias``, attention_norm, feed_forward w1/w3/w2 (gated,
+    no bias), ffn_norm; norm and an untied output head by default."""
+    out = _common(c, fam)
+    d = out["hidden_size"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    c.ignore("pretraining_tp", "attn_implementation")
+    out["mlp"] = _mlp(c)
+    return out
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
@@ -814,6 +829,7 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "minimax_m2": (_minimax_m2, _F(tie=False, max_pos=196608, rope_theta=5e6, head_dim=128)),
     "llama4": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
     "llama4_text": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
+    "internlm2": (_internlm2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "olmoe": (_olmoe, _F(tie=False, max_pos=4096, rope_theta=10000.0, dtype="fp32")),
     "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
 }
