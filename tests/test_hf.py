@@ -41,10 +41,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 30 checkpoints across the 27 families with fixtures."""
+    figure) have an exact total: 31 checkpoints across the 28 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 30
+    assert len(_exact()) == 31
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -299,6 +299,7 @@ KV = [
     ("llama-4-scout-17b-16e", 196_608),    # 2 x 48 x 8 x 128 x 2 (below the 8,192 chunk)
     ("olmoe-1b-7b-0924", 131_072),         # MHA: 2 x 16 x 16 x 128 x 2
     ("internlm2_5-7b-chat", 131_072),      # 2 x 32 x 8 x 128 x 2
+    ("ernie-4.5-0.3b-pt", 18_432),         # 2 x 18 x 2 x 128 x 2
 ]
 
 

@@ -800,6 +800,19 @@ def _internlm2(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _ernie4_5(c: _Config, fam: _Family) -> dict[str, Any]:
+    """ernie4_5 (transformers models/ernie4_5/modeling_ernie4_5.py, and the checkpoints' remote
+    modeling_ernie4_5.py with the same tensors): llama blocks where ``use_bias`` puts biases on q/k/v/o
+    and on gate/up/down."""
+    out = _common(c, fam)
+    d = out["hidden_size"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("use_bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    out["mlp"] = _mlp(c, mlp_bias=bias)
+    return out
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
@@ -829,6 +842,7 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "minimax_m2": (_minimax_m2, _F(tie=False, max_pos=196608, rope_theta=5e6, head_dim=128)),
     "llama4": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
     "llama4_text": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
+    "ernie4_5": (_ernie4_5, _F(tie=True, max_pos=131072, rope_theta=500000.0, head_dim=128)),
     "internlm2": (_internlm2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "olmoe": (_olmoe, _F(tie=False, max_pos=4096, rope_theta=10000.0, dtype="fp32")),
     "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
