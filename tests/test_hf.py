@@ -41,10 +41,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 31 checkpoints across the 28 families with fixtures."""
+    figure) have an exact total: 32 checkpoints across the 29 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 31
+    assert len(_exact()) == 32
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -225,6 +225,14 @@ def test_chunked_pairs_match_a_count_of_each_token(new, cached, chunk):
     assert chunked_pairs(new, cached, True, chunk) == brute
 
 
+def test_qwen2_5_vl_vision_is_the_logged_share():
+    """Qwen2.5-VL-7B: the language model alone is Qwen2.5-7B's 7,615,616,512; the tower is the rest
+    (676,550,144 in the fine-tuning log of CHECKPOINTS.yaml)."""
+    r = count_params(load_hf_config(FIXTURES / "qwen2.5-vl-7b-instruct"))
+    assert r.decoder_params == CHECKPOINTS["qwen2.5-7b"]["total_params"] == 7_615_616_512
+    assert r.vision_params == 676_550_144
+
+
 def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
     """qwen3_next: the same tensors as the shipped qwen3-next-80b-a3b (79,674,391,296, llama.cpp's
     79.67B without MTP). With the checkpoint's MTP block (mtp_num_hidden_layers = 1: fc [2d -> d],
@@ -300,6 +308,7 @@ KV = [
     ("olmoe-1b-7b-0924", 131_072),         # MHA: 2 x 16 x 16 x 128 x 2
     ("internlm2_5-7b-chat", 131_072),      # 2 x 32 x 8 x 128 x 2
     ("ernie-4.5-0.3b-pt", 18_432),         # 2 x 18 x 2 x 128 x 2
+    ("qwen2.5-vl-7b-instruct", 57_344),    # 2 x 28 x 4 x 128 x 2 (the tower caches nothing)
 ]
 
 

@@ -21,7 +21,8 @@ from fractions import Fraction
 from functools import cached_property
 from math import prod
 
-from llm_cost.specs.schema import GQAAttention, Llama4Vision, MLAAttention, ModelSpec, SiglipVision, Vision
+from llm_cost.specs.schema import (GQAAttention, Llama4Vision, MLAAttention, ModelSpec, Qwen25Vision, SiglipVision,
+                                   Vision)
 
 __all__ = ["Tensor", "Structure", "build"]
 
@@ -414,6 +415,27 @@ def _llama4_vision(v: Llama4Vision, d_text: int) -> list[Tensor]:
     return t
 
 
+def _qwen25_vision(v: Qwen25Vision) -> list[Tensor]:
+    """Qwen2.5-VL vision tower (transformers modeling_qwen2_5_vl.py): patch_embed, blocks (norm1,
+    attn.qkv, attn.proj, norm2, mlp gate/up/down), merger (ln_q, mlp.0, mlp.2)."""
+    e, L, f = v.hidden_size, v.depth, v.intermediate_size
+    p = "vision"
+    patch = v.in_channels * v.temporal_patch_size * v.patch_size**2
+    merged = e * v.spatial_merge_size**2
+    t = [Tensor("visual.patch_embed.proj.weight", (e, patch), "vision.patch_embed", "matmul", part=p)]
+    for norm in ("norm1", "norm2"):
+        t.append(Tensor(f"visual.blocks.*.{norm}.weight", (e,), "vision.blocks", "norm", L, part=p))
+    for name, d_in, d_out in (("attn.qkv", e, 3 * e), ("attn.proj", e, e), ("mlp.gate_proj", e, f),
+                              ("mlp.up_proj", e, f), ("mlp.down_proj", f, e)):
+        t.append(Tensor(f"visual.blocks.*.{name}.weight", (d_out, d_in), "vision.blocks", "matmul", L, part=p))
+        t.append(Tensor(f"visual.blocks.*.{name}.bias", (d_out,), "vision.blocks", "bias", L, part=p))
+    t.append(Tensor("visual.merger.ln_q.weight", (e,), "vision.merger", "norm", part=p))
+    for name, d_in, d_out in (("mlp.0", merged, merged), ("mlp.2", merged, v.out_hidden_size)):
+        t.append(Tensor(f"visual.merger.{name}.weight", (d_out, d_in), "vision.merger", "matmul", part=p))
+        t.append(Tensor(f"visual.merger.{name}.bias", (d_out,), "vision.merger", "bias", part=p))
+    return t
+
+
 def _mtp(spec: ModelSpec) -> list[Tensor]:
     """DeepSeek-V3 MTP modules (seed 003 §07; DeepSeek-V3 report §2.2): per module enorm, hnorm,
     eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm. The
@@ -458,6 +480,8 @@ def build(spec: ModelSpec) -> Structure:
         t += _siglip(spec.siglip_vision, d)
     if spec.llama4_vision is not None:
         t += _llama4_vision(spec.llama4_vision, d)
+    if spec.qwen25_vision is not None:
+        t += _qwen25_vision(spec.qwen25_vision)
     if spec.mtp is not None:
         t += _mtp(spec)
     return Structure(spec, tuple(t), {"attention": attention_counts, "mlp": mlp_counts})

@@ -315,6 +315,25 @@ class Llama4Vision(_Strict):
         return self
 
 
+class Qwen25Vision(_Strict):
+    """Qwen2.5-VL vision tower (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py,
+    Qwen2_5_VisionTransformerPretrainedModel): Conv3d patch embedding without bias, ``depth`` blocks
+    of RMSNorm, fused qkv with bias, proj with bias, RMSNorm and a gated MLP (gate/up/down with
+    biases, ``intermediate_size``), then the merger: RMSNorm and MLP [4e -> 4e -> out_hidden_size]
+    with biases. Window attention (``window_size``, ``fullatt_block_indexes``) adds no weights."""
+
+    kind: Literal["qwen2_5_vl"] = "qwen2_5_vl"
+    depth: PositiveInt
+    hidden_size: PositiveInt
+    intermediate_size: PositiveInt
+    num_heads: PositiveInt
+    in_channels: PositiveInt = 3
+    patch_size: PositiveInt
+    spatial_merge_size: PositiveInt
+    temporal_patch_size: PositiveInt
+    out_hidden_size: PositiveInt
+
+
 class ModelSpec(_Strict):
     """A decoder-only model: every field needed to enumerate its weight tensors exactly."""
 
@@ -360,6 +379,7 @@ class ModelSpec(_Strict):
     vision: Optional[Vision] = None
     siglip_vision: Optional[SiglipVision] = Field(None, description="Gemma 3 SigLIP tower and projector.")
     llama4_vision: Optional[Llama4Vision] = Field(None, description="Llama 4 vision encoder and projector.")
+    qwen25_vision: Optional[Qwen25Vision] = Field(None, description="Qwen2.5-VL vision tower and merger.")
     torch_dtype: Dtype = Field("bf16", description="The checkpoint's weight dtype.")
 
     @model_validator(mode="after")

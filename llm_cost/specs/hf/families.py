@@ -813,6 +813,40 @@ def _ernie4_5(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _qwen2_5_vl(c: _Config, fam: _Family) -> dict[str, Any]:
+    """qwen2_5_vl (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py): the Qwen2 language model
+    (q/k/v biases; keys at the top level or under ``text_config``) and the Qwen2.5-VL vision tower of
+    ``vision_config`` (RMSNorm, gated MLP; Qwen2_5_VLVisionConfig defaults for absent keys)."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import Qwen25Vision
+
+    out = _qwen(c, fam)
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", "is required for model_type 'qwen2_5_vl' (the vision tower's shapes)")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore("model_type", "hidden_act", "initializer_range", "tokens_per_second", "window_size",
+             "fullatt_block_indexes", "torch_dtype", "dtype")
+    kw = dict(depth=v.int("depth", 32), hidden_size=v.int("hidden_size", 3584),
+              intermediate_size=v.int("intermediate_size", 3420), num_heads=v.int("num_heads", 16),
+              in_channels=v.int(v.alias("in_channels", "in_chans"), 3),
+              patch_size=v.int(v.alias("patch_size", "spatial_patch_size"), 14),
+              spatial_merge_size=v.int("spatial_merge_size", 2), temporal_patch_size=v.int("temporal_patch_size", 2),
+              out_hidden_size=v.int("out_hidden_size", out["hidden_size"]))
+    v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size", "out_hidden_size", "fullatt_block_indexes",
+                                           "window_size"})
+    if kw["out_hidden_size"] != out["hidden_size"]:
+        raise v.error("out_hidden_size", f"({kw['out_hidden_size']}) must equal the language model's hidden_size "
+                                         f"({out['hidden_size']})")
+    c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id", "vision_token_id")
+    try:
+        out["qwen25_vision"] = Qwen25Vision(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    return out
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
@@ -825,6 +859,7 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "qwen3_next": (_qwen3_next, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=256,
                                    partial_rotary=0.25)),
     "qwen2_vl": (_qwen2_vl, _F(tie=False, max_pos=32768, rope_theta=1e6)),
+    "qwen2_5_vl": (_qwen2_5_vl, _F(tie=False, max_pos=128000, rope_theta=1e6)),
     "deepseek_v2": (_deepseek, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "deepseek_v3": (_deepseek, _F(tie=False, max_pos=4096, rope_theta=10000.0)),
     "gemma": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
