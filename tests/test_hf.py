@@ -41,10 +41,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 32 checkpoints across the 29 families with fixtures."""
+    figure) have an exact total: 33 checkpoints across the 30 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 32
+    assert len(_exact()) == 33
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -309,6 +309,7 @@ KV = [
     ("internlm2_5-7b-chat", 131_072),      # 2 x 32 x 8 x 128 x 2
     ("ernie-4.5-0.3b-pt", 18_432),         # 2 x 18 x 2 x 128 x 2
     ("qwen2.5-vl-7b-instruct", 57_344),    # 2 x 28 x 4 x 128 x 2 (the tower caches nothing)
+    ("olmo-3-1025-7b", 524_288),           # MHA: 2 x 32 x 32 x 128 x 2 (below the 4,096 window)
 ]
 
 
@@ -340,6 +341,8 @@ def test_kv_bytes_per_token(name, expected):
     ("nvidia-nemotron-nano-9b-v2", 0, 27 * (128 * 80 * 128 + 12_288 * 3) * 2),
     # Llama 4 Scout at 131,072: 12 NoPE layers keep everything, 36 chunked layers one 8,192-token chunk
     ("llama-4-scout-17b-16e", 131_072, 2 * 8 * 128 * (12 * 131_072 + 36 * 8_192) * 2),
+    # Olmo 3 7B at 65,536: 8 full layers keep all, 24 sliding keep 4,096: 2 x 32 x 128 x (...) x 2 B
+    ("olmo-3-1025-7b", 65_536, 2 * 32 * 128 * (8 * 65_536 + 24 * 4_096) * 2),
     # Granite-4.0-H-Small at 8,192 tokens: 4 attention layers' KV + 36 x (128 x 64 x 128 + (8,192 + 256) x 3), 2 B
     ("granite-4.0-h-small", 8_192, 2 * 4 * 8 * 128 * 8_192 * 2 + 36 * (128 * 64 * 128 + 8_448 * 3) * 2),
 ])
@@ -419,7 +422,7 @@ def test_unknown_model_type_fails_clearly():
 
 
 @pytest.mark.parametrize("model_type,closest", [
-    ("olmo3", "olmo2"), ("qwen3_5", "qwen3"), ("mistral3", "mistral"), ("phimoe", "phi3"),
+    ("olmo4", "olmo2"), ("qwen3_5", "qwen3"), ("mistral3", "mistral"), ("phimoe", "phi3"),
 ])
 def test_unknown_model_type_names_the_closest_family(model_type, closest):
     with pytest.raises(SpecError, match=rf"model_type '{model_type}' is not supported \(closest supported family: "

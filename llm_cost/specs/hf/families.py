@@ -470,13 +470,21 @@ def _olmo2(c: _Config, fam: _Family) -> dict[str, Any]:
     """olmo2 (transformers models/olmo2/modeling_olmo2.py): llama projections (``attention_bias`` on
     q/k/v/o), RMSNorm q_norm over the whole q projection (n_q d_head) and k_norm over k
     (n_kv d_head), and two norms per block, both after their sublayer (post_attention_layernorm,
-    post_feedforward_layernorm; no input norm)."""
+    post_feedforward_layernorm; no input norm). olmo3 (models/olmo3/modeling_olmo3.py) has the same
+    tensors and slides a ``sliding_window`` over the layers ``layer_types`` marks (default: all but
+    every 4th)."""
     out = _common(c, fam)
-    d = out["hidden_size"]
+    d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, hd = _heads(c, d, fam)
     bias = c.bool("attention_bias", False)
+    window = None
+    if c.family == "olmo3":  # Olmo3Config: sliding layers except every 4th unless layer_types says otherwise
+        window = c.int_or_null("sliding_window", 4096)
+        types = _layer_types(c, L, ("full_attention", "sliding_attention")) or \
+            ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(L)]
+        window = _place_layers(c, out, types, window)
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True,
-                            qk_norm_width="projection")
+                            qk_norm_width="projection", sliding_window=window)
     out["mlp"] = _mlp(c)
     return out
 
@@ -872,6 +880,7 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "gemma3": (_gemma3_vlm, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
     "smollm3": (_llama_like, _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
     "olmo2": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "olmo3": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "nemotron_h": (_nemotron_h, _F(tie=False, max_pos=4096, rope_theta=None, head_dim=128)),
     "granitemoehybrid": (_granitemoehybrid, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "minimax_m2": (_minimax_m2, _F(tie=False, max_pos=196608, rope_theta=5e6, head_dim=128)),
