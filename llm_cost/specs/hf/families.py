@@ -855,6 +855,25 @@ def _qwen2_5_vl(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _granitemoe(c: _Config, fam: _Family) -> dict[str, Any]:
+    """granitemoe (transformers models/granitemoe/modeling_granitemoe.py): q/k/v/o (bias
+    ``attention_bias``), pre-norm blocks, every FFN a MoE: router layer [E, d] without bias, experts
+    input_linear [E, 2 d_ff, d] (gate and up fused) and output_linear [E, d, d_ff]; the embedding,
+    residual, attention and logit multipliers are scalars, not weights."""
+    from llm_cost.specs.schema import MoE
+
+    out = _common(c, fam)
+    d = out["hidden_size"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    c.ignore("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling", "hidden_act",
+             "router_aux_loss_coef", "output_router_logits")
+    out["moe"] = MoE(num_experts=c.int("num_local_experts", 8), num_experts_per_tok=c.int("num_experts_per_tok", 2),
+                     moe_intermediate_size=c.int("intermediate_size"))
+    return out
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
@@ -881,6 +900,7 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "smollm3": (_llama_like, _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
     "olmo2": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "olmo3": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "granitemoe": (_granitemoe, _F(tie=True, max_pos=4096, rope_theta=10000.0)),
     "nemotron_h": (_nemotron_h, _F(tie=False, max_pos=4096, rope_theta=None, head_dim=128)),
     "granitemoehybrid": (_granitemoehybrid, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "minimax_m2": (_minimax_m2, _F(tie=False, max_pos=196608, rope_theta=5e6, head_dim=128)),
