@@ -178,6 +178,10 @@ def test_hybrid_state_commands(cli):
     assert r.code == 0 and r.json()["contexts"][0]["state_bytes"] == 36 * 128 * 64 * 128 * 2
     r = cli("activations", str(FIXTURES / "nvidia-nemotron-nano-9b-v2"))
     assert r.code == 2 and "Mamba-2" in r.err
+    r = cli("train", str(FIXTURES / "nvidia-nemotron-nano-9b-v2"), "--tokens", "1T", "--mfu", "0.4", "--json")
+    assert r.code == 0 and r.json()["activations"] is None and r.json()["params"] == 8_888_227_328
+    r = cli("activations", str(FIXTURES / "llama-4-scout-17b-16e"), "--json")  # per-layer MLP kinds, no Mamba
+    assert r.code == 0
 
 
 def test_minimax_m2_fp8_and_full_width_qk_norms():

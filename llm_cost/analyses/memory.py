@@ -179,7 +179,7 @@ def activation_memory(spec: ModelSpec, seq: int, micro_batch: int = 1, recompute
         raise ValueError(f"recompute must be none, selective or full, not {recompute!r}")
     if formula not in ("model", "gpt"):
         raise ValueError(f"formula must be model or gpt, not {formula!r}")
-    if formula == "model" and (spec.mamba is not None or spec.mlp_layer_types is not None):
+    if formula == "model" and (spec.mamba is not None or "none" in (spec.mlp_layer_types or [])):
         from llm_cost.core.errors import InputError
 
         raise InputError(f"{spec.name}: activation memory of Mamba-2 / mixer-only blocks is not modelled; "

@@ -68,7 +68,7 @@ class TrainResult:
     usd_per_gpu_hour: float | None
     cost_usd: float | None
     state: StateMemory
-    activations: Activations
+    activations: Activations | None  # None where the block's activations are not modelled (Mamba-2 hybrids)
     conventions: list[str] = field(default_factory=list)
     parallel: "ParallelTrainMemory | None" = None  # per-GPU memory when a TP x PP x DP layout was given
 
@@ -135,8 +135,18 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
         usd_per_gpu_hour=usd_per_gpu_hour,
         cost_usd=gpu_hours * usd_per_gpu_hour if usd_per_gpu_hour is not None else None,
         state=state_memory(s.total_params, gpus or 1),
-        activations=activation_memory(spec, seq, micro_batch, recompute),
+        activations=_activations(spec, seq, micro_batch, recompute, conventions),
         conventions=conventions)
+
+
+def _activations(spec, seq, micro_batch, recompute, conventions):
+    """Activation memory of the model's block, or None (with a convention line saying why) for
+    blocks it does not model, so the rest of the training answer still stands."""
+    try:
+        return activation_memory(spec, seq, micro_batch, recompute)
+    except InputError as exc:
+        conventions.append(f"activations not reported: {exc}")
+        return None
 
 
 
