@@ -41,10 +41,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 34 checkpoints across the 31 families with fixtures."""
+    figure) have an exact total: 35 checkpoints across the 32 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 34
+    assert len(_exact()) == 35
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -315,6 +315,7 @@ KV = [
     ("qwen2.5-vl-7b-instruct", 57_344),    # 2 x 28 x 4 x 128 x 2 (the tower caches nothing)
     ("olmo-3-1025-7b", 524_288),           # MHA: 2 x 32 x 32 x 128 x 2 (below the 4,096 window)
     ("granite-3.1-1b-a400m-instruct", 49_152),  # 2 x 24 x 8 x 64 x 2
+    ("kimi-k2-instruct", 70_272),          # MLA latent: 61 x (512 + 64) x 2
 ]
 
 

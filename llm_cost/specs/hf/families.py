@@ -912,7 +912,9 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
 }
 #: Legacy model_type names read by another family's mapping.
-ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
+ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon",
+           # Kimi K2 ships DeepseekV3ForCausalLM (remote code, the DeepSeek-V3 tensors) under its own model_type
+           "kimi_k2": "deepseek_v3"}
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
 _HEADS = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
