@@ -41,10 +41,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 35 checkpoints across the 32 families with fixtures."""
+    figure) have an exact total: 36 checkpoints across the 33 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 35
+    assert len(_exact()) == 36
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -237,6 +237,16 @@ def test_qwen2_5_vl_vision_is_the_logged_share():
     assert r.vision_params == 676_550_144
 
 
+def test_phimoe_feed_forward_is_the_published_split():
+    """Phi-3.5-MoE: the thread's 'Feed-Forward 40,267,415,552' is the 16 experts plus the routers; the
+    LM head carries 32,064 biases."""
+    r = count_params(load_hf_config(FIXTURES / "phi-3.5-moe-instruct"))
+    router = sum(row.params for row in r.rows if row.group == "router")
+    assert r.routed_expert_params + router == 40_267_415_552
+    spec, _ = hf_to_spec({**_config("phi-3.5-moe-instruct"), "lm_head_bias": False}, "x/config.json")
+    assert r.total_params - count_params(spec).total_params == 32_064
+
+
 def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
     """qwen3_next: the same tensors as the shipped qwen3-next-80b-a3b (79,674,391,296, llama.cpp's
     79.67B without MTP). With the checkpoint's MTP block (mtp_num_hidden_layers = 1: fc [2d -> d],
@@ -316,6 +326,7 @@ KV = [
     ("olmo-3-1025-7b", 524_288),           # MHA: 2 x 32 x 32 x 128 x 2 (below the 4,096 window)
     ("granite-3.1-1b-a400m-instruct", 49_152),  # 2 x 24 x 8 x 64 x 2
     ("kimi-k2-instruct", 70_272),          # MLA latent: 61 x (512 + 64) x 2
+    ("phi-3.5-moe-instruct", 131_072),     # 2 x 32 x 8 x 128 x 2
 ]
 
 
@@ -428,7 +439,7 @@ def test_unknown_model_type_fails_clearly():
 
 
 @pytest.mark.parametrize("model_type,closest", [
-    ("olmo4", "olmo2"), ("qwen3_5", "qwen3"), ("mistral3", "mistral"), ("phimoe", "phi3"),
+    ("olmo4", "olmo2"), ("qwen3_5", "qwen3"), ("mistral3", "mistral"), ("phi4", "phi3"),
 ])
 def test_unknown_model_type_names_the_closest_family(model_type, closest):
     with pytest.raises(SpecError, match=rf"model_type '{model_type}' is not supported \(closest supported family: "

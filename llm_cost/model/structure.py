@@ -474,6 +474,8 @@ def build(spec: ModelSpec) -> Structure:
     t += _blocks(spec, attention_counts, mlp_counts, "decoder")
     t += _norm("norm", d, spec, 0, "decoder", "final_norm")
     t.append(Tensor("lm_head.weight", (V, d), "lm_head", "matmul", stored=not spec.tie_word_embeddings))
+    if spec.lm_head_bias:
+        t.append(Tensor("lm_head.bias", (V,), "biases", "bias"))
     if spec.vision is not None:
         t += _vision(spec.vision)
     if spec.siglip_vision is not None:

@@ -346,6 +346,7 @@ class ModelSpec(_Strict):
     hidden_size: PositiveInt = Field(description="d, residual width.")
     num_hidden_layers: PositiveInt = Field(description="L, decoder blocks.")
     tie_word_embeddings: bool = Field(description="LM head shares the embedding matrix.")
+    lm_head_bias: bool = Field(False, description="The LM head has V bias terms (Phi-3.5-MoE).")
     attention: Union[GQAAttention, MLAAttention] = Field(discriminator="kind")
     mlp: Optional[MLP] = Field(None, description="Dense MLP; required unless every layer is MoE.")
     moe: Optional[MoE] = None

@@ -874,6 +874,30 @@ def _granitemoe(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
+    """phimoe (transformers models/phimoe/modeling_phimoe.py): q/k/v/o with biases
+    (``attention_bias``), LayerNorms with biases (input, post-attention, final), every FFN a MoE
+    of ``num_local_experts`` gated experts (w1, w3, w2) of ``intermediate_size`` with a bias-free
+    router, and an LM head with a bias (``lm_head_bias``)."""
+    from llm_cost.specs.schema import MoE
+
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    window = c.opt_int("sliding_window")
+    types = ["sliding_attention"] * L if window else ["full_attention"] * L
+    window = _place_layers(c, out, types, window)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
+    out["norm_type"] = "layernorm"
+    out["lm_head_bias"] = c.bool("lm_head_bias", False)
+    c.ignore("router_jitter_noise", "input_jitter_noise", "router_aux_loss_coef", "output_router_logits",
+             "hidden_act")
+    out["moe"] = MoE(num_experts=c.int("num_local_experts", 16), num_experts_per_tok=c.int("num_experts_per_tok", 2),
+                     moe_intermediate_size=c.int("intermediate_size"))
+    return out
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
@@ -900,6 +924,7 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "smollm3": (_llama_like, _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
     "olmo2": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "olmo3": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "phimoe": (_phimoe, _F(tie=False, max_pos=131072, rope_theta=1e6)),
     "granitemoe": (_granitemoe, _F(tie=True, max_pos=4096, rope_theta=10000.0)),
     "nemotron_h": (_nemotron_h, _F(tie=False, max_pos=4096, rope_theta=None, head_dim=128)),
     "granitemoehybrid": (_granitemoehybrid, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
