@@ -41,10 +41,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 36 checkpoints across the 33 families with fixtures."""
+    figure) have an exact total: 37 checkpoints across the 34 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 36
+    assert len(_exact()) == 37
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -247,6 +247,17 @@ def test_phimoe_feed_forward_is_the_published_split():
     assert r.total_params - count_params(spec).total_params == 32_064
 
 
+def test_qwen3_vl_language_model_is_qwen3_8b():
+    """Qwen3-VL-8B's decoder is Qwen3-8B's checkpoint total; each DeepStack merger is a LayerNorm over
+    4 x 1152 and a [4608 -> 4608 -> 4096] MLP with biases."""
+    r = count_params(load_hf_config(FIXTURES / "qwen3-vl-8b-instruct"))
+    assert r.decoder_params == CHECKPOINTS["qwen3-8b"]["total_params"]
+    cfg = _config("qwen3-vl-8b-instruct")
+    spec, _ = hf_to_spec({**cfg, "vision_config": {**cfg["vision_config"], "deepstack_visual_indexes": []}}, "x/c.json")
+    merger = 2 * 4608 + 4608 * 4608 + 4608 + 4608 * 4096 + 4096
+    assert r.total_params - count_params(spec).total_params == 3 * merger
+
+
 def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
     """qwen3_next: the same tensors as the shipped qwen3-next-80b-a3b (79,674,391,296, llama.cpp's
     79.67B without MTP). With the checkpoint's MTP block (mtp_num_hidden_layers = 1: fc [2d -> d],
@@ -327,6 +338,7 @@ KV = [
     ("granite-3.1-1b-a400m-instruct", 49_152),  # 2 x 24 x 8 x 64 x 2
     ("kimi-k2-instruct", 70_272),          # MLA latent: 61 x (512 + 64) x 2
     ("phi-3.5-moe-instruct", 131_072),     # 2 x 32 x 8 x 128 x 2
+    ("qwen3-vl-8b-instruct", 147_456),     # 2 x 36 x 8 x 128 x 2 (as Qwen3-8B)
 ]
 
 

@@ -21,8 +21,8 @@ from fractions import Fraction
 from functools import cached_property
 from math import prod
 
-from llm_cost.specs.schema import (GQAAttention, Llama4Vision, MLAAttention, ModelSpec, Qwen25Vision, SiglipVision,
-                                   Vision)
+from llm_cost.specs.schema import (GQAAttention, Llama4Vision, MLAAttention, ModelSpec, Qwen3Vision, Qwen25Vision,
+                                   SiglipVision, Vision)
 
 __all__ = ["Tensor", "Structure", "build"]
 
@@ -436,6 +436,37 @@ def _qwen25_vision(v: Qwen25Vision) -> list[Tensor]:
     return t
 
 
+def _qwen3_vision(v: Qwen3Vision) -> list[Tensor]:
+    """Qwen3-VL vision tower (transformers modeling_qwen3_vl.py): patch_embed (with bias), pos_embed,
+    blocks (norm1, attn.qkv, attn.proj, norm2, mlp.linear_fc1/2, LayerNorms with biases), merger and
+    DeepStack mergers (norm, linear_fc1, linear_fc2)."""
+    e, L, f = v.hidden_size, v.depth, v.intermediate_size
+    p = "vision"
+    merged = e * v.spatial_merge_size**2
+    t = [Tensor("visual.patch_embed.proj.weight", (e, v.in_channels * v.temporal_patch_size * v.patch_size**2),
+                "vision.patch_embed", "matmul", part=p),
+         Tensor("visual.patch_embed.proj.bias", (e,), "vision.patch_embed", "bias", part=p),
+         Tensor("visual.pos_embed.weight", (v.num_position_embeddings, e), "vision.patch_embed", "lookup", part=p)]
+    for norm in ("norm1", "norm2"):
+        t.append(Tensor(f"visual.blocks.*.{norm}.weight", (e,), "vision.blocks", "norm", L, part=p))
+        t.append(Tensor(f"visual.blocks.*.{norm}.bias", (e,), "vision.blocks", "norm", L, part=p))
+    for name, d_in, d_out in (("attn.qkv", e, 3 * e), ("attn.proj", e, e), ("mlp.linear_fc1", e, f),
+                              ("mlp.linear_fc2", f, e)):
+        t.append(Tensor(f"visual.blocks.*.{name}.weight", (d_out, d_in), "vision.blocks", "matmul", L, part=p))
+        t.append(Tensor(f"visual.blocks.*.{name}.bias", (d_out,), "vision.blocks", "bias", L, part=p))
+    for prefix, norm_width, n in (("visual.merger", e, 1), ("visual.deepstack_merger_list.*", merged,
+                                                             v.deepstack_mergers)):
+        if not n:
+            continue
+        t.append(Tensor(f"{prefix}.norm.weight", (norm_width,), "vision.merger", "norm", n if n > 1 else 0, part=p))
+        t.append(Tensor(f"{prefix}.norm.bias", (norm_width,), "vision.merger", "norm", n if n > 1 else 0, part=p))
+        for name, d_in, d_out in (("linear_fc1", merged, merged), ("linear_fc2", merged, v.out_hidden_size)):
+            t.append(Tensor(f"{prefix}.{name}.weight", (d_out, d_in), "vision.merger", "matmul", n if n > 1 else 0,
+                            part=p))
+            t.append(Tensor(f"{prefix}.{name}.bias", (d_out,), "vision.merger", "bias", n if n > 1 else 0, part=p))
+    return t
+
+
 def _mtp(spec: ModelSpec) -> list[Tensor]:
     """DeepSeek-V3 MTP modules (seed 003 §07; DeepSeek-V3 report §2.2): per module enorm, hnorm,
     eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm. The
@@ -484,6 +515,8 @@ def build(spec: ModelSpec) -> Structure:
         t += _llama4_vision(spec.llama4_vision, d)
     if spec.qwen25_vision is not None:
         t += _qwen25_vision(spec.qwen25_vision)
+    if spec.qwen3_vision is not None:
+        t += _qwen3_vision(spec.qwen3_vision)
     if spec.mtp is not None:
         t += _mtp(spec)
     return Structure(spec, tuple(t), {"attention": attention_counts, "mlp": mlp_counts})

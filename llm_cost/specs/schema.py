@@ -334,6 +334,28 @@ class Qwen25Vision(_Strict):
     out_hidden_size: PositiveInt
 
 
+class Qwen3Vision(_Strict):
+    """Qwen3-VL vision tower (transformers models/qwen3_vl/modeling_qwen3_vl.py,
+    Qwen3VLVisionModel): Conv3d patch embedding with bias, a learned position table
+    [num_position_embeddings, e], ``depth`` blocks of LayerNorm, fused qkv with bias, proj with bias,
+    LayerNorm and an MLP linear_fc1/linear_fc2 with biases; the merger (LayerNorm over e, then
+    [4e -> 4e -> out_hidden_size] with biases) and one DeepStack merger per
+    ``deepstack_visual_indexes`` entry (LayerNorm over 4e, same MLP)."""
+
+    kind: Literal["qwen3_vl"] = "qwen3_vl"
+    depth: PositiveInt
+    hidden_size: PositiveInt
+    intermediate_size: PositiveInt
+    num_heads: PositiveInt
+    in_channels: PositiveInt = 3
+    patch_size: PositiveInt
+    spatial_merge_size: PositiveInt
+    temporal_patch_size: PositiveInt
+    out_hidden_size: PositiveInt
+    num_position_embeddings: PositiveInt
+    deepstack_mergers: NonNegInt = 0
+
+
 class ModelSpec(_Strict):
     """A decoder-only model: every field needed to enumerate its weight tensors exactly."""
 
@@ -381,6 +403,7 @@ class ModelSpec(_Strict):
     siglip_vision: Optional[SiglipVision] = Field(None, description="Gemma 3 SigLIP tower and projector.")
     llama4_vision: Optional[Llama4Vision] = Field(None, description="Llama 4 vision encoder and projector.")
     qwen25_vision: Optional[Qwen25Vision] = Field(None, description="Qwen2.5-VL vision tower and merger.")
+    qwen3_vision: Optional[Qwen3Vision] = Field(None, description="Qwen3-VL vision tower and mergers.")
     torch_dtype: Dtype = Field("bf16", description="The checkpoint's weight dtype.")
 
     @model_validator(mode="after")

@@ -73,7 +73,7 @@ def _qwen(c: _Config, fam: _Family) -> dict[str, Any]:
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, hd = _heads(c, d, fam)
-    qwen3 = fam_name in ("qwen3", "qwen3_moe")
+    qwen3 = fam_name in ("qwen3", "qwen3_moe", "qwen3_vl")
     if qwen3:
         bias = c.bool("attention_bias", False)
         att_kw = dict(attention_bias=bias, o_proj_bias=bias, qk_norm=True)
@@ -898,6 +898,40 @@ def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _qwen3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
+    """qwen3_vl (transformers models/qwen3_vl/modeling_qwen3_vl.py): the Qwen3 language model of
+    ``text_config`` (per-head q/k norms) and the Qwen3-VL vision tower of ``vision_config`` with
+    one DeepStack merger per ``deepstack_visual_indexes`` entry."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import Qwen3Vision
+
+    out = _qwen(c, fam)
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", "is required for model_type 'qwen3_vl' (the vision tower's shapes)")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore("model_type", "hidden_act", "initializer_range", "torch_dtype", "dtype")
+    deepstack = v.int_list("deepstack_visual_indexes", [8, 16, 24])
+    kw = dict(depth=v.int("depth", 27), hidden_size=v.int("hidden_size", 1152),
+              intermediate_size=v.int("intermediate_size", 4304), num_heads=v.int("num_heads", 16),
+              in_channels=v.int("in_channels", 3), patch_size=v.int("patch_size", 16),
+              spatial_merge_size=v.int("spatial_merge_size", 2), temporal_patch_size=v.int("temporal_patch_size", 2),
+              out_hidden_size=v.int("out_hidden_size", out["hidden_size"]),
+              num_position_embeddings=v.int("num_position_embeddings", 2304), deepstack_mergers=len(deepstack))
+    v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size", "out_hidden_size", "num_position_embeddings",
+                                           "deepstack_visual_indexes"})
+    if kw["out_hidden_size"] != out["hidden_size"]:
+        raise v.error("out_hidden_size", f"({kw['out_hidden_size']}) must equal the language model's hidden_size "
+                                         f"({out['hidden_size']})")
+    c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
+    try:
+        out["qwen3_vision"] = Qwen3Vision(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    return out
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
@@ -910,6 +944,7 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "qwen3_next": (_qwen3_next, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=256,
                                    partial_rotary=0.25)),
     "qwen2_vl": (_qwen2_vl, _F(tie=False, max_pos=32768, rope_theta=1e6)),
+    "qwen3_vl": (_qwen3_vl, _F(tie=False, max_pos=262144, rope_theta=5e6, head_dim=128)),
     "qwen2_5_vl": (_qwen2_5_vl, _F(tie=False, max_pos=128000, rope_theta=1e6)),
     "deepseek_v2": (_deepseek, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "deepseek_v3": (_deepseek, _F(tie=False, max_pos=4096, rope_theta=10000.0)),
