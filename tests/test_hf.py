@@ -41,10 +41,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 37 checkpoints across the 34 families with fixtures."""
+    figure) have an exact total: 38 checkpoints across the 35 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 37
+    assert len(_exact()) == 38
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -258,6 +258,14 @@ def test_qwen3_vl_language_model_is_qwen3_8b():
     assert r.total_params - count_params(spec).total_params == 3 * merger
 
 
+def test_mistral3_text_part_is_sarvam_m():
+    """Mistral Small 3.x 24B: the language model alone is 23,572,403,200, the listed total of the
+    text-only fine-tune sarvamai/sarvam-m (CHECKPOINTS.yaml); the rest is Pixtral and the projector."""
+    r = count_params(load_hf_config(FIXTURES / "mistral-small-3.2-24b-instruct-2506"))
+    assert r.decoder_params == 23_572_403_200
+    assert r.vision_params == r.total_params - 23_572_403_200 == 438_958_080
+
+
 def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
     """qwen3_next: the same tensors as the shipped qwen3-next-80b-a3b (79,674,391,296, llama.cpp's
     79.67B without MTP). With the checkpoint's MTP block (mtp_num_hidden_layers = 1: fc [2d -> d],
@@ -339,6 +347,7 @@ KV = [
     ("kimi-k2-instruct", 70_272),          # MLA latent: 61 x (512 + 64) x 2
     ("phi-3.5-moe-instruct", 131_072),     # 2 x 32 x 8 x 128 x 2
     ("qwen3-vl-8b-instruct", 147_456),     # 2 x 36 x 8 x 128 x 2 (as Qwen3-8B)
+    ("mistral-small-3.2-24b-instruct-2506", 163_840),  # 2 x 40 x 8 x 128 x 2
 ]
 
 
@@ -451,7 +460,7 @@ def test_unknown_model_type_fails_clearly():
 
 
 @pytest.mark.parametrize("model_type,closest", [
-    ("olmo4", "olmo2"), ("qwen3_5", "qwen3"), ("mistral3", "mistral"), ("phi4", "phi3"),
+    ("olmo4", "olmo2"), ("qwen3_5", "qwen3"), ("mistral4", "mistral"), ("phi4", "phi3"),
 ])
 def test_unknown_model_type_names_the_closest_family(model_type, closest):
     with pytest.raises(SpecError, match=rf"model_type '{model_type}' is not supported \(closest supported family: "

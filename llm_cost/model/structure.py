@@ -21,8 +21,8 @@ from fractions import Fraction
 from functools import cached_property
 from math import prod
 
-from llm_cost.specs.schema import (GQAAttention, Llama4Vision, MLAAttention, ModelSpec, Qwen3Vision, Qwen25Vision,
-                                   SiglipVision, Vision)
+from llm_cost.specs.schema import (GQAAttention, Llama4Vision, MLAAttention, ModelSpec, PixtralVision, Qwen3Vision,
+                                   Qwen25Vision, SiglipVision, Vision)
 
 __all__ = ["Tensor", "Structure", "build"]
 
@@ -467,6 +467,32 @@ def _qwen3_vision(v: Qwen3Vision) -> list[Tensor]:
     return t
 
 
+def _pixtral(v: PixtralVision, d_text: int) -> list[Tensor]:
+    """Pixtral encoder + Mistral 3 projector (transformers modeling_pixtral.py, modeling_mistral3.py)."""
+    e, L, f, inner = v.hidden_size, v.num_hidden_layers, v.intermediate_size, v.num_attention_heads * v.head_dim
+    p, vt = "vision", "vision_tower"
+    t = [Tensor(f"{vt}.patch_conv.weight", (e, v.num_channels, v.patch_size, v.patch_size), "vision.patch_embed",
+                "matmul", part=p),
+         Tensor(f"{vt}.ln_pre.weight", (e,), "vision.blocks", "norm", part=p)]
+    blk = f"{vt}.transformer.layers.*"
+    for norm in ("attention_norm", "ffn_norm"):
+        t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", "norm", L, part=p))
+    for name, d_in, d_out in (("attention.q_proj", e, inner), ("attention.k_proj", e, inner),
+                              ("attention.v_proj", e, inner), ("attention.o_proj", inner, e),
+                              ("feed_forward.gate_proj", e, f), ("feed_forward.up_proj", e, f),
+                              ("feed_forward.down_proj", f, e)):
+        t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", "matmul", L, part=p))
+    mp, b = "multi_modal_projector", v.multimodal_projector_bias
+    t.append(Tensor(f"{mp}.norm.weight", (e,), "vision.merger", "norm", part=p))
+    t.append(Tensor(f"{mp}.patch_merger.merging_layer.weight", (e, e * v.spatial_merge_size**2), "vision.merger",
+                    "matmul", part=p))
+    for name, d_in, d_out in (("linear_1", e, d_text), ("linear_2", d_text, d_text)):
+        t.append(Tensor(f"{mp}.{name}.weight", (d_out, d_in), "vision.merger", "matmul", part=p))
+        if b:
+            t.append(Tensor(f"{mp}.{name}.bias", (d_out,), "vision.merger", "bias", part=p))
+    return t
+
+
 def _mtp(spec: ModelSpec) -> list[Tensor]:
     """DeepSeek-V3 MTP modules (seed 003 §07; DeepSeek-V3 report §2.2): per module enorm, hnorm,
     eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm. The
@@ -517,6 +543,8 @@ def build(spec: ModelSpec) -> Structure:
         t += _qwen25_vision(spec.qwen25_vision)
     if spec.qwen3_vision is not None:
         t += _qwen3_vision(spec.qwen3_vision)
+    if spec.pixtral_vision is not None:
+        t += _pixtral(spec.pixtral_vision, d)
     if spec.mtp is not None:
         t += _mtp(spec)
     return Structure(spec, tuple(t), {"attention": attention_counts, "mlp": mlp_counts})

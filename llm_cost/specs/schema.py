@@ -356,6 +356,27 @@ class Qwen3Vision(_Strict):
     deepstack_mergers: NonNegInt = 0
 
 
+class PixtralVision(_Strict):
+    """Pixtral vision encoder and the Mistral 3 projector (transformers models/pixtral/modeling_pixtral.py
+    PixtralVisionModel, models/mistral3/modeling_mistral3.py Mistral3MultiModalProjector).
+
+    Encoder: patch_conv [e, C, p, p] without bias, ln_pre RMSNorm, blocks of attention_norm, q/k/v/o
+    without biases, ffn_norm and a gated feed_forward (gate/up/down, no biases); 2-D RoPE has no
+    weights. Projector: RMSNorm over e, patch_merger merging_layer [e m^2 -> e] without bias, then
+    linear_1 [e -> d] and linear_2 [d -> d] (biases if ``multimodal_projector_bias``)."""
+
+    kind: Literal["pixtral"] = "pixtral"
+    hidden_size: PositiveInt
+    intermediate_size: PositiveInt
+    num_hidden_layers: PositiveInt
+    num_attention_heads: PositiveInt
+    head_dim: PositiveInt
+    patch_size: PositiveInt
+    num_channels: PositiveInt = 3
+    spatial_merge_size: PositiveInt = 2
+    multimodal_projector_bias: bool = False
+
+
 class ModelSpec(_Strict):
     """A decoder-only model: every field needed to enumerate its weight tensors exactly."""
 
@@ -404,6 +425,7 @@ class ModelSpec(_Strict):
     llama4_vision: Optional[Llama4Vision] = Field(None, description="Llama 4 vision encoder and projector.")
     qwen25_vision: Optional[Qwen25Vision] = Field(None, description="Qwen2.5-VL vision tower and merger.")
     qwen3_vision: Optional[Qwen3Vision] = Field(None, description="Qwen3-VL vision tower and mergers.")
+    pixtral_vision: Optional[PixtralVision] = Field(None, description="Pixtral encoder and Mistral 3 projector.")
     torch_dtype: Dtype = Field("bf16", description="The checkpoint's weight dtype.")
 
     @model_validator(mode="after")

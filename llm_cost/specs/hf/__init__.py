@@ -120,7 +120,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None,
     mapper, fam = FAMILIES[family]
     data = dict(config)
     text = data.get("text_config")
-    if family in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llama4") and isinstance(text, dict):
+    if family in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llama4", "mistral3") and isinstance(text, dict):
         data.update({k: v for k, v in text.items() if k not in ("model_type", "architectures")})
         data.pop("text_config")
     defaults: list[str] = []

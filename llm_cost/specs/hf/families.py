@@ -932,10 +932,46 @@ def _qwen3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _mistral3(c: _Config, fam: _Family) -> dict[str, Any]:
+    """mistral3 (transformers models/mistral3/modeling_mistral3.py, Mistral3ForConditionalGeneration):
+    the Mistral language model of ``text_config`` (read as mistral), the Pixtral encoder of
+    ``vision_config`` (models/pixtral/modeling_pixtral.py) and the projector (RMSNorm, 2x2 patch
+    merger, linear_1, linear_2; biases only with ``multimodal_projector_bias``)."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import PixtralVision
+
+    c.family = "mistral"
+    try:
+        out = _llama_like(c, fam)
+    finally:
+        c.family = "mistral3"
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", "is required for model_type 'mistral3' (the Pixtral encoder's shapes)")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore("model_type", "hidden_act", "initializer_range", "attention_dropout", "rope_theta", "rope_parameters",
+             "image_size", "torch_dtype", "dtype", "rms_norm_eps")
+    heads = v.int("num_attention_heads", 16)
+    kw = dict(hidden_size=v.int("hidden_size", 1024), intermediate_size=v.int("intermediate_size", 4096),
+              num_hidden_layers=v.int("num_hidden_layers", 24), num_attention_heads=heads,
+              head_dim=v.int("head_dim", 64), patch_size=v.int("patch_size", 16), num_channels=v.int("num_channels", 3),
+              spatial_merge_size=c.int("spatial_merge_size", 2),
+              multimodal_projector_bias=c.bool("multimodal_projector_bias", False))
+    v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size"})
+    c.ignore("image_token_index", "projector_hidden_act", "vision_feature_layer", "vision_feature_select_strategy")
+    try:
+        out["pixtral_vision"] = PixtralVision(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    return out
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "mistral": (_llama_like, _F(tie=False, max_pos=131072, rope_theta=10000.0)),
+    "mistral3": (_mistral3, _F(tie=False, max_pos=131072, rope_theta=1e9)),
     "mixtral": (_mixtral, _F(tie=False, max_pos=131072, rope_theta=1e6)),
     "qwen2": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
     "qwen2_moe": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
