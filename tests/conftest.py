@@ -39,3 +39,12 @@ def cli(capsys):
         return Run(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch, tmp_path_factory):
+    """Every test runs offline against an empty Hugging Face cache unless it builds its own, so a
+    MODEL that looks like a Hub id can never reach the network."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path_factory.getbasetemp() / "empty-hf-cache"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)

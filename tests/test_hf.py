@@ -41,10 +41,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 20 checkpoints across the 17 families with fixtures."""
+    figure) have an exact total: 38 checkpoints across the 35 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 20
+    assert len(_exact()) == 38
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -101,6 +101,169 @@ QWEN3_NEXT = {
     "shared_expert_intermediate_size": 512, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
     "vocab_size": 151936,
 }
+
+
+def test_glm_4_5_air_mtp_layer_is_the_checkpoint_difference():
+    """GLM-4.5-Air: the HF total 110,468,824,832 counts the MTP layer 46; without it the main model
+    is 106,852,251,264 (the MTP-less fine-tune INTELLECT-3's listed total)."""
+    r = count_params(load_hf_config(FIXTURES / "glm-4.5-air"))
+    assert r.checkpoint_params == CHECKPOINTS["glm-4.5-air"]["checkpoint_total"] == 110_468_824_832
+    # the copies are one embedding and one head, 2 x V x d
+    assert r.mtp_checkpoint_copies == 2 * 151_552 * 4_096
+
+
+def test_gemma3_vlm_parts():
+    """gemma-3-4b-it = the text model + SigLIP tower + projector; the text part alone is what the
+    same config gives as gemma3_text (the VLM wrapper adds no decoder weights)."""
+    cfg = _config("gemma-3-4b-it")
+    r = count_params(load_hf_config(FIXTURES / "gemma-3-4b-it"))
+    text, _ = hf_to_spec({**cfg["text_config"], "architectures": ["Gemma3ForCausalLM"]}, "t/config.json")
+    assert r.decoder_params == count_params(text).total_params
+    # tower: patch conv (1152 x 3 x 14 x 14 + 1152), 4096 positions, 27 blocks, post-LN; projector 1152 x 2560 + 1152
+    block = 2 * 2 * 1152 + 4 * (1152 * 1152 + 1152) + (1152 * 4304 + 4304) + (4304 * 1152 + 1152)
+    tower = 1152 * 3 * 14 * 14 + 1152 + 4096 * 1152 + 27 * block + 2 * 1152
+    assert r.vision_params == tower + 1152 * 2560 + 1152
+
+
+def test_gemma3_vlm_refuses_a_pooling_head():
+    cfg = _config("gemma-3-4b-it")
+    bad = {**cfg, "vision_config": {**cfg["vision_config"], "vision_use_head": True}}
+    with pytest.raises(SpecError, match=r"vision_config\.vision_use_head = true"):
+        hf_to_spec(bad, "x/config.json")
+
+
+def test_olmo2_norms_span_the_projections():
+    """OLMo 2: q_norm has n_q x d_head weights and k_norm n_kv x d_head (not d_head as Qwen3)."""
+    s = build(load_hf_config(FIXTURES / "olmo-2-1124-13b"))
+    shapes = {t.name: t.shape for t in s.tensors}
+    assert shapes["layers.*.self_attn.q_norm.weight"] == (5120,)
+    assert shapes["layers.*.self_attn.k_norm.weight"] == (5120,)
+
+
+def test_nemotron_h_blocks_follow_the_pattern():
+    """Nemotron-H: one norm and one mixer per block; M, * and - give the tensor layer counts."""
+    s = build(load_hf_config(FIXTURES / "nvidia-nemotron-nano-9b-v2"))
+    layers = {t.name: t.layers for t in s.tensors}
+    assert layers["layers.*.mamba.A_log"] == 27
+    assert layers["layers.*.self_attn.q_proj.weight"] == 4
+    assert layers["layers.*.mlp.up_proj.weight"] == 25 and "layers.*.mlp.gate_proj.weight" not in layers
+    assert layers["layers.*.norm1.weight"] == 56 and "layers.*.norm2.weight" not in layers
+
+
+def test_nemotron_h_refuses_moe_blocks():
+    cfg = _config("nvidia-nemotron-nano-9b-v2")
+    pattern = cfg["hybrid_override_pattern"].replace("-", "E", 1)
+    with pytest.raises(SpecError, match=r"hybrid_override_pattern has 'E'"):
+        hf_to_spec({**cfg, "hybrid_override_pattern": pattern}, "x/config.json")
+
+
+def test_granite_mamba_width_must_match_expand():
+    cfg = _config("granite-4.0-h-small")
+    with pytest.raises(SpecError, match=r"mamba_d_head \(80\) x mamba_n_heads \(128\) must equal mamba_expand"):
+        hf_to_spec({**cfg, "mamba_d_head": 80}, "x/config.json")
+
+
+def test_granite_without_experts_is_a_dense_shared_mlp():
+    """granitemoehybrid with num_local_experts 0: the shared_mlp is the whole feed-forward; removing
+    the 72 experts and the router removes exactly 40 x (72 x 3 x 4096 x 768 + 72 x 4096)."""
+    cfg = _config("granite-4.0-h-small")
+    spec, _ = hf_to_spec({**cfg, "num_local_experts": 0}, "x/config.json")
+    assert spec.moe is None and spec.mlp.intermediate_size == 1536
+    full = count_params(load_hf_config(FIXTURES / "granite-4.0-h-small")).total_params
+    assert full - count_params(spec).total_params == 40 * (72 * 3 * 4096 * 768 + 72 * 4096)
+
+
+def test_hybrid_state_commands(cli):
+    r = cli("kv", str(FIXTURES / "granite-4.0-h-small"), "--context", "8K", "--json")
+    assert r.code == 0 and r.json()["contexts"][0]["state_bytes"] == 36 * 128 * 64 * 128 * 2
+    r = cli("activations", str(FIXTURES / "nvidia-nemotron-nano-9b-v2"))
+    assert r.code == 2 and "Mamba-2" in r.err
+    r = cli("train", str(FIXTURES / "nvidia-nemotron-nano-9b-v2"), "--tokens", "1T", "--mfu", "0.4", "--json")
+    assert r.code == 0 and r.json()["activations"] is None and r.json()["params"] == 8_888_227_328
+    r = cli("activations", str(FIXTURES / "llama-4-scout-17b-16e"), "--json")  # per-layer MLP kinds, no Mamba
+    assert r.code == 0
+
+
+def test_minimax_m2_fp8_and_full_width_qk_norms():
+    """MiniMax-M2: FP8 weights (scales not counted), q_norm over 48 x 128 and k_norm over 8 x 128;
+    a lightning-attention layer (attn_type_list 0, MiniMax-01) is refused."""
+    spec = load_hf_config(FIXTURES / "minimax-m2")
+    shapes = {t.name: t.shape for t in build(spec).tensors}
+    assert spec.torch_dtype == "fp8" and spec.partial_rotary_factor == 0.5
+    assert shapes["layers.*.self_attn.q_norm.weight"] == (6144,)
+    assert shapes["layers.*.self_attn.k_norm.weight"] == (1024,)
+    cfg = _config("minimax-m2")
+    with pytest.raises(SpecError, match=r"attn_type_list has 0 \(lightning attention\)"):
+        hf_to_spec({**cfg, "attn_type_list": [0] + [1] * 61}, "x/config.json")
+
+
+def test_llama4_layers_and_active_parameters():
+    """Llama 4 Scout: every 4th layer is NoPE / global, the rest chunked; all 48 layers MoE with one
+    routed expert of 16 plus the shared one: 17,172,894,720 active (Meta's "17B active")."""
+    spec = load_hf_config(FIXTURES / "llama-4-scout-17b-16e")
+    assert [spec.layer_type(i) for i in range(4)] == ["chunked_attention"] * 3 + ["full_attention"]
+    r = count_params(spec)
+    assert r.active_params == r.total_params - r.vision_params - 48 * 15 * 3 * 5120 * 8192
+    assert r.active_params == 17_172_894_720
+
+
+def test_llama4_interleaved_moe_uses_the_dense_width():
+    """interleave_moe_layer_step 2 (Maverick's layout): odd layers MoE, even layers a dense gated MLP of
+    intermediate_size_mlp; 24 MoE layers become dense: each trades (16 + 1) experts and the router
+    for one 3 x d x 16,384 MLP."""
+    cfg = _config("llama-4-scout-17b-16e")
+    text = {k: v for k, v in cfg["text_config"].items() if k != "moe_layers"}
+    spec, _ = hf_to_spec({**cfg, "text_config": {**text, "interleave_moe_layer_step": 2}}, "x/config.json")
+    assert [spec.mlp_kind(i) for i in range(4)] == ["dense", "moe", "dense", "moe"]
+    full = count_params(load_hf_config(FIXTURES / "llama-4-scout-17b-16e")).total_params
+    moe_layer = 17 * 3 * 5120 * 8192 + 16 * 5120
+    assert full - count_params(spec).total_params == 24 * (moe_layer - 3 * 5120 * 16384)
+
+
+@pytest.mark.parametrize("new,cached,chunk", [(1, 0, 4), (10, 0, 4), (5, 7, 4), (9, 3, 3), (1, 8191, 8192),
+                                             (20_000, 0, 8192)])
+def test_chunked_pairs_match_a_count_of_each_token(new, cached, chunk):
+    from llm_cost.workload.step import chunked_pairs
+
+    brute = sum((p - 1) % chunk + 1 for p in range(cached + 1, cached + new + 1))
+    assert chunked_pairs(new, cached, True, chunk) == brute
+
+
+def test_qwen2_5_vl_vision_is_the_logged_share():
+    """Qwen2.5-VL-7B: the language model alone is Qwen2.5-7B's 7,615,616,512; the tower is the rest
+    (676,550,144 in the fine-tuning log of CHECKPOINTS.yaml)."""
+    r = count_params(load_hf_config(FIXTURES / "qwen2.5-vl-7b-instruct"))
+    assert r.decoder_params == CHECKPOINTS["qwen2.5-7b"]["total_params"] == 7_615_616_512
+    assert r.vision_params == 676_550_144
+
+
+def test_phimoe_feed_forward_is_the_published_split():
+    """Phi-3.5-MoE: the thread's 'Feed-Forward 40,267,415,552' is the 16 experts plus the routers; the
+    LM head carries 32,064 biases."""
+    r = count_params(load_hf_config(FIXTURES / "phi-3.5-moe-instruct"))
+    router = sum(row.params for row in r.rows if row.group == "router")
+    assert r.routed_expert_params + router == 40_267_415_552
+    spec, _ = hf_to_spec({**_config("phi-3.5-moe-instruct"), "lm_head_bias": False}, "x/config.json")
+    assert r.total_params - count_params(spec).total_params == 32_064
+
+
+def test_qwen3_vl_language_model_is_qwen3_8b():
+    """Qwen3-VL-8B's decoder is Qwen3-8B's checkpoint total; each DeepStack merger is a LayerNorm over
+    4 x 1152 and a [4608 -> 4608 -> 4096] MLP with biases."""
+    r = count_params(load_hf_config(FIXTURES / "qwen3-vl-8b-instruct"))
+    assert r.decoder_params == CHECKPOINTS["qwen3-8b"]["total_params"]
+    cfg = _config("qwen3-vl-8b-instruct")
+    spec, _ = hf_to_spec({**cfg, "vision_config": {**cfg["vision_config"], "deepstack_visual_indexes": []}}, "x/c.json")
+    merger = 2 * 4608 + 4608 * 4608 + 4608 + 4608 * 4096 + 4096
+    assert r.total_params - count_params(spec).total_params == 3 * merger
+
+
+def test_mistral3_text_part_is_sarvam_m():
+    """Mistral Small 3.x 24B: the language model alone is 23,572,403,200, the listed total of the
+    text-only fine-tune sarvamai/sarvam-m (CHECKPOINTS.yaml); the rest is Pixtral and the projector."""
+    r = count_params(load_hf_config(FIXTURES / "mistral-small-3.2-24b-instruct-2506"))
+    assert r.decoder_params == 23_572_403_200
+    assert r.vision_params == r.total_params - 23_572_403_200 == 438_958_080
 
 
 def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
@@ -167,6 +330,24 @@ KV = [
     ("falcon-7b", 8_192),                 # multi_query: 2 x 32 x 1 x (4544 / 71 = 64) x 2
     ("falcon-7b-instruct", 8_192),
     ("gpt-oss-20b", 49_152),              # 2 x 24 x 8 x head_dim 64 x 2 (below the 128 window)
+    ("olmo-2-1124-13b", 819_200),          # MHA: 2 x 40 x 40 x (5120 / 40 = 128) x 2
+    ("smollm3-3b", 73_728),                # 2 x 36 x 4 x 128 x 2
+    ("gemma-3-4b-it", 139_264),            # 2 x 34 x 4 x 256 x 2 (below the 1024 window; vision caches nothing)
+    ("glm-4.5-air", 188_416),              # 2 x 46 x 8 x 128 x 2 (the MTP layer is not counted)
+    ("nvidia-nemotron-nano-9b-v2", 16_384),  # only the 4 attention blocks: 2 x 4 x 8 x 128 x 2
+    ("granite-4.0-h-small", 16_384),       # only the 4 attention layers: 2 x 4 x 8 x 128 x 2
+    ("minimax-m2", 253_952),               # 2 x 62 x 8 x 128 x 2
+    ("llama-4-scout-17b-16e", 196_608),    # 2 x 48 x 8 x 128 x 2 (below the 8,192 chunk)
+    ("olmoe-1b-7b-0924", 131_072),         # MHA: 2 x 16 x 16 x 128 x 2
+    ("internlm2_5-7b-chat", 131_072),      # 2 x 32 x 8 x 128 x 2
+    ("ernie-4.5-0.3b-pt", 18_432),         # 2 x 18 x 2 x 128 x 2
+    ("qwen2.5-vl-7b-instruct", 57_344),    # 2 x 28 x 4 x 128 x 2 (the tower caches nothing)
+    ("olmo-3-1025-7b", 524_288),           # MHA: 2 x 32 x 32 x 128 x 2 (below the 4,096 window)
+    ("granite-3.1-1b-a400m-instruct", 49_152),  # 2 x 24 x 8 x 64 x 2
+    ("kimi-k2-instruct", 70_272),          # MLA latent: 61 x (512 + 64) x 2
+    ("phi-3.5-moe-instruct", 131_072),     # 2 x 32 x 8 x 128 x 2
+    ("qwen3-vl-8b-instruct", 147_456),     # 2 x 36 x 8 x 128 x 2 (as Qwen3-8B)
+    ("mistral-small-3.2-24b-instruct-2506", 163_840),  # 2 x 40 x 8 x 128 x 2
 ]
 
 
@@ -193,6 +374,15 @@ def test_kv_bytes_per_token(name, expected):
     ("phi-3-mini-4k-instruct", 4_096, 2 * 32 * 96 * 32 * 2_047 * 2),
     # qwen2.5-7b: sliding_window is set but use_sliding_window false: every layer full
     ("qwen2.5-7b", 131_072, 57_344 * 131_072),
+    # Nemotron-Nano-9B-v2 at 0 tokens: 27 Mamba-2 layers of SSM state 128 x 80 x 128 plus conv state
+    # (128 x 80 + 2 x 8 x 128 = 12,288 channels) x (4 - 1), at 2 B
+    ("nvidia-nemotron-nano-9b-v2", 0, 27 * (128 * 80 * 128 + 12_288 * 3) * 2),
+    # Llama 4 Scout at 131,072: 12 NoPE layers keep everything, 36 chunked layers one 8,192-token chunk
+    ("llama-4-scout-17b-16e", 131_072, 2 * 8 * 128 * (12 * 131_072 + 36 * 8_192) * 2),
+    # Olmo 3 7B at 65,536: 8 full layers keep all, 24 sliding keep 4,096: 2 x 32 x 128 x (...) x 2 B
+    ("olmo-3-1025-7b", 65_536, 2 * 32 * 128 * (8 * 65_536 + 24 * 4_096) * 2),
+    # Granite-4.0-H-Small at 8,192 tokens: 4 attention layers' KV + 36 x (128 x 64 x 128 + (8,192 + 256) x 3), 2 B
+    ("granite-4.0-h-small", 8_192, 2 * 4 * 8 * 128 * 8_192 * 2 + 36 * (128 * 64 * 128 + 8_448 * 3) * 2),
 ])
 def test_kv_bytes_with_windows(name, context, expected):
     assert kv_bytes(load_hf_config(FIXTURES / name), context, 16) == expected
@@ -264,8 +454,18 @@ def test_folder_and_file_give_the_same_spec():
 
 
 def test_unknown_model_type_fails_clearly():
-    with pytest.raises(SpecError, match=r"config\.json: model_type 'bert' is not supported; supported: llama, "):
+    with pytest.raises(SpecError, match=r"config\.json: model_type 'bert' is not supported \(closest supported "
+                                        r"family: \w+\); supported: llama, "):
         hf_to_spec({**_config("llama-3.1-8b"), "model_type": "bert"}, "config.json")
+
+
+@pytest.mark.parametrize("model_type,closest", [
+    ("olmo4", "olmo2"), ("qwen3_5", "qwen3"), ("mistral4", "mistral"), ("phi4", "phi3"),
+])
+def test_unknown_model_type_names_the_closest_family(model_type, closest):
+    with pytest.raises(SpecError, match=rf"model_type '{model_type}' is not supported \(closest supported family: "
+                                        rf"{closest}\)"):
+        hf_to_spec({**_config("llama-3.1-8b"), "model_type": model_type}, "config.json")
 
 
 @pytest.mark.parametrize("key,value,model", [

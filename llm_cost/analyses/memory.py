@@ -18,7 +18,7 @@ from llm_cost.core.notes import Note, note
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.model.structure import build
-from llm_cost.core.units import to_bytes
+from llm_cost.core.units import exact_bits, to_bytes
 
 __all__ = ["Fit", "fit", "max_context", "Activations", "activation_memory"]
 
@@ -80,7 +80,7 @@ def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
         weight_bits: float | Fraction = 16, kv_bits: int = 16, reserve_bytes: int = 0,
         concurrency_contexts: tuple[int, ...] = (8192, 131072)) -> Fit:
     """Weights vs memory and the KV room left on one GPU. Pure; never raises for valid input."""
-    bits = Fraction(weight_bits).limit_denominator(1000)
+    bits = exact_bits(weight_bits)
     weights = to_bytes(build(spec).total_params, bits)
     memory = gpu.memory_bytes
     room = memory - reserve_bytes - weights
@@ -181,6 +181,11 @@ def activation_memory(spec: ModelSpec, seq: int, micro_batch: int = 1, recompute
         raise ValueError(f"recompute must be none, selective or full, not {recompute!r}")
     if formula not in ("model", "gpt"):
         raise ValueError(f"formula must be model or gpt, not {formula!r}")
+    if formula == "model" and (spec.mamba is not None or "none" in (spec.mlp_layer_types or [])):
+        from llm_cost.core.errors import InputError
+
+        raise InputError(f"{spec.name}: activation memory of Mamba-2 / mixer-only blocks is not modelled; "
+                         "use --formula gpt for the paper's GPT block, or a transformer model")
     s, b, h, a, t = seq, micro_batch, spec.hidden_size, spec.attention.num_attention_heads, tp
     L = spec.num_hidden_layers
     sbh = s * b * h

@@ -117,6 +117,12 @@ def _connector_tokens(connector: str, patches: int, merge: int) -> int:
 
 def _vision(spec: ModelSpec, height: int, width: int, frames: int, connector: str) -> VisionCost:
     v = spec.vision
+    other = "SigLIP (Gemma 3)" if spec.siglip_vision is not None else (
+        "Llama 4" if spec.llama4_vision is not None else ("Qwen2.5-VL" if spec.qwen25_vision is not None else (
+            "Qwen3-VL" if spec.qwen3_vision is not None else ("Pixtral" if spec.pixtral_vision is not None else None))))
+    if v is None and other:
+        raise InputError(f"{spec.name}: image costs are modelled for the Qwen2-VL tower only; its {other} vision "
+                         "tower is counted by params but its image tokens and FLOPs are not modelled yet")
     if v is None:
         raise InputError(f"{spec.name} has no vision tower; use a vision-language model (e.g. qwen2-vl-7b) as MODEL "
                          "and --decoder for another language model")

@@ -361,7 +361,8 @@ def rotated_dims(spec: ModelSpec) -> int:
     """Rotated dims per head: MLA qk_rope_head_dim (DeepSeek), else int(head_dim * partial_rotary_factor).
     InputError for a model without RoPE (learned position table)."""
     if spec.position_embedding != "rope":
-        raise InputError(f"{spec.name}: position_embedding is {spec.position_embedding!r} (a position table), "
+        what = "no position encoding" if spec.position_embedding == "none" else "a position table"
+        raise InputError(f"{spec.name}: position_embedding is {spec.position_embedding!r} ({what}), "
                          "not RoPE; give a RoPE model, or --base and --head-dim")
     att = spec.attention
     if isinstance(att, MLAAttention):

@@ -74,7 +74,7 @@ class TrainResult(Result):
     usd_per_gpu_hour: float | None
     cost_usd: float | None
     state: StateMemory
-    activations: Activations
+    activations: Activations | None  # None where the block's activations are not modelled (Mamba-2 hybrids)
     conventions: list[Note] = field(default_factory=list)
     parallel: ParallelTrainMemory | None = None  # per-GPU memory when a TP x PP x DP layout was given
 
@@ -170,11 +170,21 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
         power_w=power, pue=pue, energy_kwh=energy_kwh, grid_kg_per_kwh=grid_kg_per_kwh,
         co2_tonnes=co2_tonnes, usd_per_gpu_hour=usd_per_gpu_hour, cost_usd=cost_usd,
         state=state_memory(s.total_params, gpus or 1),
-        activations=activation_memory(spec, seq, micro_batch, recompute),
+        activations=_activations(spec, seq, micro_batch, recompute, conventions),
         conventions=conventions,
         parallel=None if layout is None else parallel_train_memory(spec, gpu, layout.tp, layout.pp, layout.dp, zero,
                                                                    seq, micro_batch, recompute, sequence_parallel))
 
+
+def _activations(spec: ModelSpec, seq: int, micro_batch: int, recompute: str,
+                 conventions: list[Note]) -> Activations | None:
+    """Activation memory of the model's block, or None (with a note saying why) for blocks it
+    does not model, so the rest of the training answer still stands."""
+    try:
+        return activation_memory(spec, seq, micro_batch, recompute)
+    except InputError as exc:
+        conventions.append(note("train.activations_not_modelled", reason=str(exc)))
+        return None
 
 
 @dataclass(frozen=True)

@@ -67,11 +67,6 @@ def weight_bits(default_dtype: str, weights_dtype, bits_per_weight: Optional[flo
     return Dtype(weights_dtype or default_dtype).bits
 
 
-def one(values: list[int], flag: str) -> int:
-    """The single value of a grid option where only one makes sense."""
-    if len(values) != 1:
-        raise InputError(f"{flag}: give one value here, not a list of {len(values)}")
-    return values[0]
 
 
 def report_defaults(model: str) -> None:
@@ -82,7 +77,10 @@ def report_defaults(model: str) -> None:
 
     con = console()
     con.file = sys.stderr
-    defaults = defaults_used(model)  # None unless MODEL is a .json path or a folder
+    from llm_cost.specs import hub
+
+    # None unless MODEL is a .json path, a folder or a Hub id
+    defaults = hub.load_hub_model(model, verbose=True)[1] if hub.is_hub_id(model) else defaults_used(model)
     if defaults is None:
         con.print(f"{model}: a shipped or YAML spec, no config.json defaults to report")
     else:

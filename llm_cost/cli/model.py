@@ -31,13 +31,19 @@ def params(
 
     Example: llm-cost params llama3-8b --dtype fp8
     """
+    from pathlib import Path
+
+    from llm_cost.analyses.checkpoint import checkpoint_report, gguf_weight_bits
     from llm_cost.model.params import count_params
     from llm_cost.report import params as view
     from llm_cost.specs.load import load_model
 
     layout = parse_layout(tp, pp, ep, dp)
     spec = load_model(model)
-    result = count_params(spec, dtype.bits if dtype else None, dtype.value if dtype else None, layout)
+    bits, shown = (dtype.bits, dtype.value) if dtype else (None, None)
+    if bits is None and model.strip().lower().endswith(".gguf"):
+        bits, shown = gguf_weight_bits(spec, Path(model)), "the GGUF file's types"
+    result = count_params(spec, bits, shown, layout, checkpoint_report(spec, Path(model)))
     emit(result, as_json, view.render, spec.display_name)
     if verbose:
         report_defaults(model)

@@ -209,6 +209,12 @@ def fit(
     if reserve_gb >= g.memory_bytes:
         raise InputError(f"--reserve-gb: {reserve_gb / 1e9:g} GB leaves nothing of {g.name}'s {g.memory_gb:g} GB")
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
+    if model.strip().lower().endswith(".gguf") and weights_dtype is None and bits_per_weight is None:
+        from pathlib import Path
+
+        from llm_cost.analyses.checkpoint import gguf_weight_bits
+
+        bits = gguf_weight_bits(spec, Path(model))
     if layout is not None:
         result = FitReport(None, [], max_gpus, deployment(spec, g, layout, batch, context, bits, kv_dtype.bits,
                                                           reserve_gb))

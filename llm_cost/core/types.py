@@ -104,6 +104,7 @@ class LayerKind(_Str):
 
     SOFTMAX_ATTENTION = "full_attention"  # every softmax-attention layer, full or sliding
     LINEAR_ATTENTION = "linear_attention"
+    MAMBA = "mamba2"
     DENSE = "dense"
     MOE = "moe"
     ANY = "any"  # norms and anything every layer has

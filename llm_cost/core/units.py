@@ -33,6 +33,7 @@ __all__ = [
     "parse_decimal",
     "exact",
     "to_bytes",
+    "exact_bits",
     "fmt_int",
     "fmt_si",
     "fmt_iec",
@@ -212,6 +213,12 @@ def exact(value: int | Fraction) -> int | Fraction:
     if isinstance(value, Fraction) and value.denominator == 1:
         return int(value)
     return value
+
+
+def exact_bits(bits: int | float | Fraction) -> Fraction:
+    """Bits per weight as a Fraction: a Fraction is kept exactly (a GGUF file's bytes x 8 / parameters),
+    a float is read as the nearest fraction with a denominator up to 1000 (4.25 -> 17/4)."""
+    return bits if isinstance(bits, Fraction) else Fraction(bits).limit_denominator(1000)
 
 
 def to_bytes(elements: int | Fraction, bits: int | Fraction) -> int | Fraction:

@@ -11,6 +11,16 @@ Formulas (elements per token per layer, times bytes per element):
   (2 n_k d_k + n_v d_v) * (kernel - 1) elements, which the document leaves out and this
   module reports on its own line.
 
+* Chunked attention (Llama 4): a token attends only to the earlier tokens of its own C-token chunk,
+  so a chunked layer holds at most C tokens. Counted as min(context, C) per layer: the cache an
+  engine must reserve (vLLM allocates it like a sliding window of C); right after a chunk boundary
+  fewer tokens are live.
+* Mamba-2 (Nemotron-H, Granite 4.0-H): no per-token cache; a recurrent SSM state of
+  H x P x N elements (heads x head_dim x state size) per sequence per layer plus a conv state of
+  (H P + 2 G N) x (kernel - 1), as vLLM's Mamba-2 cache holds them. Both are counted at the KV
+  dtype (engines often keep the SSM state in fp32: pass ``--kv-dtype fp32`` for that).
+* ``mlp_only`` layers (Nemotron-H feed-forward blocks) cache nothing.
+
 Bytes are exact integers for whole-byte dtypes (exact fractions are rounded only for display).
 """
 
@@ -21,10 +31,10 @@ from fractions import Fraction
 
 from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
-from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
+from llm_cost.specs.schema import CACHING_LAYER_TYPES, GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.units import to_bytes
 from llm_cost.model.layout import Layout, PerGPU, per_gpu
-from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements
+from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
 
 __all__ = ["KVLayerKind", "KVAtContext", "KVResult", "kv_cache", "kv_bytes_per_token", "kv_bytes"]
 
@@ -87,10 +97,19 @@ def _layer_counts(spec: ModelSpec) -> dict[str, int]:
     return counts
 
 
+def _state_layers(spec: ModelSpec) -> tuple[int, int]:
+    """(SSM + linear-attention state, conv state) elements of one sequence over all layers."""
+    counts = _layer_counts(spec)
+    la_state, la_conv = linear_state_elements(spec)
+    m_state, m_conv = mamba_state_elements(spec)
+    n_la, n_m = counts.get("linear_attention", 0), counts.get("mamba2", 0)
+    return n_la * la_state + n_m * m_state, n_la * la_conv + n_m * m_conv
+
+
 def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | float:
     """KV bytes one token adds across all caching layers (below any sliding window)."""
     counts = _layer_counts(spec)
-    caching = counts.get("full_attention", 0) + counts.get("sliding_attention", 0)
+    caching = sum(counts.get(k, 0) for k in CACHING_LAYER_TYPES)
     return to_bytes(caching * kv_elements_per_token_per_layer(spec), bits)
 
 
@@ -100,8 +119,11 @@ def _attention_elements(spec: ModelSpec, context: int, per_token_per_layer: int)
     att = spec.attention
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     kept_sliding = min(context, window) if window else context
+    chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
+    kept_chunked = min(context, chunk) if chunk else context
     return per_token_per_layer * (counts.get("full_attention", 0) * context
-                                  + counts.get("sliding_attention", 0) * kept_sliding)
+                                  + counts.get("sliding_attention", 0) * kept_sliding
+                                  + counts.get("chunked_attention", 0) * kept_chunked)
 
 
 def kv_bytes(spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, include_state: bool = True) -> int:
@@ -109,8 +131,7 @@ def kv_bytes(spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, incl
     sequences of ``context`` tokens. Exact."""
     elements = _attention_elements(spec, context, kv_elements_per_token_per_layer(spec))
     if include_state:
-        state, conv = linear_state_elements(spec)
-        elements += _layer_counts(spec).get("linear_attention", 0) * (state + conv)
+        elements += sum(_state_layers(spec))
     return to_bytes(elements * batch, bits)
 
 
@@ -144,28 +165,39 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
         intensity = (4 * n_q * d_h) / (2 * n_kv * d_h * bits / 8)
 
     kinds = []
-    for kind in ("full_attention", "sliding_attention", "linear_attention"):
+    chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
+    for kind in ("full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba2"):
         n = counts.get(kind, 0)
         if not n:
             continue
-        if kind == "linear_attention":
+        if kind == "mamba2":
+            assert spec.mamba is not None
+            m = spec.mamba
+            m_state, m_conv = mamba_state_elements(spec)
+            kinds.append(KVLayerKind(kind, n, 0, 0, None, to_bytes(m_state, bits), to_bytes(m_conv, bits),
+                                     f"SSM state H x P x N = {m.num_heads} x {m.head_dim} x {m.state_size} "
+                                     f"per sequence"))
+        elif kind == "linear_attention":
             assert spec.linear_attention is not None
             la = spec.linear_attention
             kinds.append(KVLayerKind(kind, n, 0, 0, None, to_bytes(state, bits), to_bytes(conv, bits),
                                      f"state n_v x d_k x d_v = {la.linear_num_value_heads} x "
                                      f"{la.linear_key_head_dim} x {la.linear_value_head_dim} per sequence"))
         else:
-            kinds.append(KVLayerKind(kind, n, per, to_bytes(per, bits), window if kind == "sliding_attention" else None,
+            cap = {"sliding_attention": window, "chunked_attention": chunk}.get(kind)
+            kinds.append(KVLayerKind(kind, n, per, to_bytes(per, bits), cap,
                                      0, 0, formula))
 
-    caching = counts.get("full_attention", 0) + counts.get("sliding_attention", 0)
+    caching = sum(counts.get(k, 0) for k in CACHING_LAYER_TYPES)
     show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
     rows = []
-    hybrid = bool(counts.get("linear_attention") or counts.get("sliding_attention"))
+    hybrid = bool(counts.get("linear_attention") or counts.get("sliding_attention") or counts.get("mamba2")
+                  or counts.get("mlp_only") or counts.get("chunked_attention"))
+    all_state, all_conv = _state_layers(spec)
     for s in contexts:
         kv = kv_bytes(spec, s, bits, 1, include_state=False)
-        st = to_bytes(counts.get("linear_attention", 0) * state, bits)
-        cv = to_bytes(counts.get("linear_attention", 0) * conv, bits)
+        st = to_bytes(all_state, bits)
+        cv = to_bytes(all_conv, bits)
         total = kv_bytes(spec, s, bits, batch, include_state=True)
         mha = to_bytes(_attention_elements(spec, s, mha_elements) * batch, bits) if show_mha else None
         every = to_bytes(L * per * s * batch, bits) if hybrid else None
@@ -174,6 +206,10 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
     conventions = [note("kv.dtype", dtype=str(kv_dtype), bits=bits), note("kv.context")]
     if state:
         conventions.append(note("kv.linear_state"))
+    if counts.get("mamba2"):
+        conventions.append(note("kv.mamba_state"))
+    if chunk and counts.get("chunked_attention"):
+        conventions.append(note("kv.chunk", chunk=chunk))
     if window:
         conventions.append(note("kv.window", window=window))
     conventions += spec.context_note(contexts)

@@ -3,6 +3,8 @@ state of a linear-attention layer (seed 000 §七, seed 003 §04-§05).
 
 * GQA/MHA/MQA: 2 x n_kv x d_head (K and V) per token per layer.
 * MLA: kv_lora_rank + qk_rope_head_dim (the latent c_KV and the decoupled RoPE key).
+* Mamba-2: an SSM state of H x P x N (heads x head_dim x state size) per sequence per layer and a
+  conv state of conv_dim x (kernel - 1), as vLLM's Mamba-2 cache holds them.
 * Gated DeltaNet: no per-token cache; a recurrent state of n_v x d_k x d_v elements per sequence
   per layer plus a causal-conv state of (2 n_k d_k + n_v d_v) x (kernel - 1) elements.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from llm_cost.specs.schema import MLAAttention, ModelSpec
 
-__all__ = ["kv_elements_per_token_per_layer", "linear_state_elements"]
+__all__ = ["kv_elements_per_token_per_layer", "linear_state_elements", "mamba_state_elements"]
 
 
 def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
@@ -29,3 +31,11 @@ def linear_state_elements(spec: ModelSpec) -> tuple[int, int]:
     state = la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim
     conv_dim = 2 * la.linear_num_key_heads * la.linear_key_head_dim + la.linear_num_value_heads * la.linear_value_head_dim
     return state, conv_dim * (la.linear_conv_kernel_dim - 1)
+
+
+def mamba_state_elements(spec: ModelSpec) -> tuple[int, int]:
+    """(SSM state, conv state) elements of one Mamba-2 layer for one sequence."""
+    m = spec.mamba
+    if m is None:
+        return 0, 0
+    return m.num_heads * m.head_dim * m.state_size, m.conv_dim * (m.conv_kernel - 1)

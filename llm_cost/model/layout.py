@@ -28,7 +28,7 @@ from llm_cost.core.types import LayerKind, Part, ShardRule, TensorKind
 from llm_cost.core.units import exact, to_bytes
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer
 from llm_cost.model.structure import Tensor, build
-from llm_cost.specs.schema import GQAAttention, ModelSpec
+from llm_cost.specs.schema import CACHING_LAYER_TYPES, GQAAttention, ModelSpec
 
 __all__ = ["Layout", "ONE_GPU", "validate_layout", "stage_layers", "stage_first_layers", "tensor_share",
            "layers_of", "tensor_layers_in_stage", "PerGPU", "per_gpu", "kv_heads_per_gpu"]
@@ -70,6 +70,9 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
     if la is not None and (la.linear_num_value_heads % layout.tp or la.linear_num_key_heads % layout.tp):
         raise InputError(f"--tp: {layout.tp} does not divide the linear-attention heads "
                          f"({la.linear_num_key_heads} key, {la.linear_num_value_heads} value)")
+    mamba = spec.mamba
+    if mamba is not None and mamba.num_heads % layout.tp:
+        raise InputError(f"--tp: {layout.tp} does not divide the {mamba.num_heads} Mamba-2 heads")
     if layout.pp > spec.num_hidden_layers:
         raise InputError(f"--pp: {layout.pp} stages exceed the {spec.num_hidden_layers} layers")
     moe = spec.moe
@@ -119,16 +122,15 @@ def tensor_share(spec: ModelSpec, t: Tensor, layout: Layout) -> Fraction:
 
 
 def layers_of(spec: ModelSpec, kind: LayerKind) -> list[int]:
-    """Indices of the decoder layers of one kind."""
+    """Indices of the decoder layers of one kind (feed-forward kinds from ``mlp_kind``; softmax
+    attention: every layer that caches K/V, full, sliding or chunked)."""
     L = spec.num_hidden_layers
-    if kind == LayerKind.DENSE:
-        return [i for i in range(L) if not spec.is_moe_layer(i)]
-    if kind == LayerKind.MOE:
-        return [i for i in range(L) if spec.is_moe_layer(i)]
-    if kind == LayerKind.LINEAR_ATTENTION:
-        return [i for i in range(L) if spec.layer_type(i) == "linear_attention"]
+    if kind in (LayerKind.DENSE, LayerKind.MOE):
+        return [i for i in range(L) if spec.mlp_kind(i) == kind]
+    if kind in (LayerKind.LINEAR_ATTENTION, LayerKind.MAMBA):
+        return [i for i in range(L) if spec.layer_type(i) == kind]
     if kind == LayerKind.SOFTMAX_ATTENTION:
-        return [i for i in range(L) if spec.layer_type(i) != "linear_attention"]
+        return [i for i in range(L) if spec.layer_type(i) in CACHING_LAYER_TYPES]
     return list(range(L))
 
 
@@ -200,6 +202,6 @@ def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: int | Fraction = 16, k
     kv = []
     firsts = stage_first_layers(spec.num_hidden_layers, layout.pp)
     for first, n in zip(firsts, stage_layers(spec.num_hidden_layers, layout.pp)):
-        caching = sum(1 for j in range(first, first + n) if spec.layer_type(j) != "linear_attention")
+        caching = sum(1 for j in range(first, first + n) if spec.layer_type(j) in CACHING_LAYER_TYPES)
         kv.append(to_bytes(caching * per_layer, kv_bits))
     return PerGPU(stage_layers(spec.num_hidden_layers, layout.pp), weights, experts, kv, heads, replication)

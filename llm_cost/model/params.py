@@ -18,7 +18,7 @@ from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import Layout, PerGPU, per_gpu
 from llm_cost.model.structure import GROUPS, Structure, build
-from llm_cost.core.units import to_bytes
+from llm_cost.core.units import exact_bits, to_bytes
 
 __all__ = ["BreakdownRow", "ParamsResult", "count_params"]
 
@@ -62,6 +62,7 @@ class ParamsResult(Result):
     conventions: list[Note] = field(default_factory=list)
     layout: Layout | None = None  # when --tp/--pp/--ep/--dp were given
     per_gpu: PerGPU | None = None  # weights per GPU by pipeline stage
+    checkpoint: Result | None = None  # a checkpoint's stored vs described tensors (analyses.checkpoint)
 
 
 def _label(spec: ModelSpec, group: str) -> str:
@@ -80,6 +81,10 @@ def _label(spec: ModelSpec, group: str) -> str:
         return f"attention ({kind} {n_q}q/{n_kv}kv x {spec.head_dim})"
     if group == "linear_attention":
         return "linear attention (Gated DeltaNet)"
+    if group == "mamba":
+        m = spec.mamba
+        assert m is not None
+        return f"Mamba-2 mixer ({m.num_heads} heads x {m.head_dim}, state {m.state_size})"
     if group == "mlp":
         mlp = spec.mlp
         assert mlp is not None
@@ -129,8 +134,8 @@ def _rows(structure: Structure, total: int) -> list[BreakdownRow]:
     return rows
 
 
-def count_params(spec: ModelSpec, bits: int | float | None = None, dtype: str | None = None,
-                 layout: Layout | None = None) -> ParamsResult:
+def count_params(spec: ModelSpec, bits: int | float | Fraction | None = None, dtype: str | None = None,
+                 layout: Layout | None = None, checkpoint: Result | None = None) -> ParamsResult:
     """Count ``spec``'s parameters and weigh them at ``bits`` per parameter (default: the
     checkpoint's ``torch_dtype``); with ``layout``, also the weights on one GPU of each pipeline
     stage. InputError only for a layout that cannot hold the model."""
@@ -139,7 +144,7 @@ def count_params(spec: ModelSpec, bits: int | float | None = None, dtype: str | 
     s = build(spec)
     total = s.total_params
     embedding = sum(t.total for t in s.tensors if t.part == "decoder" and t.group == "embedding")
-    weight_bytes = to_bytes(total, Fraction(bits).limit_denominator(1000))
+    weight_bytes = to_bytes(total, exact_bits(bits))
     conventions = [note("params.counted"), note("params.n_gemm"), note("params.weight_bytes", bits=float(bits),
                                                                         dtype=str(dtype))]
     if spec.moe is not None:

@@ -22,7 +22,8 @@ from functools import cached_property
 from math import prod
 
 from llm_cost.core.types import LayerKind, Part, ShardRule, TensorKind
-from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec, Vision
+from llm_cost.specs.schema import (GQAAttention, Llama4Vision, MLAAttention, ModelSpec, PixtralVision, Qwen3Vision,
+                                   Qwen25Vision, SiglipVision, Vision)
 
 __all__ = ["Tensor", "Structure", "build"]
 
@@ -32,6 +33,7 @@ GROUPS = (
     "position_embedding",
     "attention",
     "linear_attention",
+    "mamba",
     "mlp",
     "router",
     "routed_experts",
@@ -165,6 +167,7 @@ class Structure:
 M, L_, N, B, O = TensorKind.MATMUL, TensorKind.LOOKUP, TensorKind.NORM, TensorKind.BIAS, TensorKind.OTHER
 COL, ROW, KV, REP = ShardRule.COLUMN, ShardRule.ROW, ShardRule.KV, ShardRule.REPLICATED
 SOFTMAX, LINEAR, DENSE, MOE = LayerKind.SOFTMAX_ATTENTION, LayerKind.LINEAR_ATTENTION, LayerKind.DENSE, LayerKind.MOE
+MAMBA = LayerKind.MAMBA
 
 
 def _norm(name: str, d: int, spec: ModelSpec, layers: int, part: Part, group: str = "norms") -> list[Tensor]:
@@ -198,12 +201,23 @@ def _gqa(spec: ModelSpec, att: GQAAttention, layers: int, part: Part) -> list[Te
     t += _linear(f"{p}.v_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, SOFTMAX, KV)
     t += _linear(f"{p}.o_proj", n_q * d_h, d, "attention", layers, att.o_proj_bias, part, SOFTMAX, ROW)
     if att.qk_norm:
-        t.append(Tensor(f"{p}.q_norm.weight", (d_h,), "norms", N, layers, part=part, layer_kind=SOFTMAX))
-        t.append(Tensor(f"{p}.k_norm.weight", (d_h,), "norms", N, layers, part=part, layer_kind=SOFTMAX))
+        t += _qk_norms(p, att, n_q, n_kv, d_h, layers, part)
     if att.sinks:
         t.append(Tensor(f"{p}.sinks", (n_q,), "attention", O, layers, part=part, layer_kind=SOFTMAX,
                         shard=ShardRule.HEADWISE))
     return t
+
+
+def _qk_norms(p: str, att: GQAAttention, n_q: int, n_kv: int, d_h: int, layers: int, part: Part) -> list[Tensor]:
+    """q_norm / k_norm: d_head weights each (a per-head norm, replicated across TP), or the whole q
+    and k widths (``qk_norm_width`` projection: OLMo 2 and OLMoE normalise the full projections,
+    split with the heads)."""
+    if att.qk_norm_width == "head":
+        q, k, q_shard, k_shard = d_h, d_h, REP, REP
+    else:
+        q, k, q_shard, k_shard = n_q * d_h, n_kv * d_h, ShardRule.HEADWISE, KV
+    return [Tensor(f"{p}.q_norm.weight", (q,), "norms", N, layers, part=part, layer_kind=SOFTMAX, shard=q_shard),
+            Tensor(f"{p}.k_norm.weight", (k,), "norms", N, layers, part=part, layer_kind=SOFTMAX, shard=k_shard)]
 
 
 def _mla(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> list[Tensor]:
@@ -257,6 +271,30 @@ def _linear_attention(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     return t
 
 
+def _mamba2(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
+    """Mamba-2 mixer (transformers modeling_nemotron_h.py NemotronHMamba2Mixer): in_proj
+    [d -> 2I + 2GN + H], depthwise conv1d [conv_dim, 1, k] (+ bias), dt_bias, A_log, D [H], gated
+    RMSNorm [I], out_proj [I -> d]. Sharded as vLLM's MambaMixer2: in_proj, conv1d and the
+    per-head vectors split with the heads, out_proj row-parallel."""
+    m = spec.mamba
+    assert m is not None
+    d, inner, H = spec.hidden_size, m.inner, m.num_heads
+    p, g = "layers.*.mamba", "mamba"
+    t = _linear(f"{p}.in_proj", d, 2 * inner + 2 * m.n_groups * m.state_size + H, g, layers, m.proj_bias, part,
+                MAMBA, COL)
+    t.append(Tensor(f"{p}.conv1d.weight", (m.conv_dim, 1, m.conv_kernel), g, O, layers, part=part, layer_kind=MAMBA,
+                    shard=COL))
+    if m.conv_bias:
+        t.append(Tensor(f"{p}.conv1d.bias", (m.conv_dim,), "biases", B, layers, part=part, layer_kind=MAMBA,
+                        shard=COL))
+    for name in ("dt_bias", "A_log", "D"):
+        t.append(Tensor(f"{p}.{name}", (H,), g, O, layers, part=part, layer_kind=MAMBA, shard=ShardRule.HEADWISE))
+    t.append(Tensor(f"{p}.norm.weight", (inner,), "norms", N, layers, part=part, layer_kind=MAMBA,
+                    shard=ShardRule.HEADWISE))
+    t += _linear(f"{p}.out_proj", inner, d, g, layers, m.proj_bias, part, MAMBA, ROW)
+    return t
+
+
 def _ffn(prefix: str, d: int, width: int, gated: bool, bias: bool, group: str, layers: int, part: Part,
          kind: LayerKind, experts: bool = False, copies: int = 1, active: Fraction = Fraction(1)) -> list[Tensor]:
     """Gate and up (column-parallel) and down (row-parallel); routed experts are split whole."""
@@ -299,7 +337,8 @@ def _blocks(spec: ModelSpec, attention_counts: dict[str, int], mlp_counts: dict[
     """Tensors of decoder blocks, given how many blocks have each attention / feed-forward kind."""
     t: list[Tensor] = []
     att = spec.attention
-    softmax_layers = attention_counts.get("full_attention", 0) + attention_counts.get("sliding_attention", 0)
+    softmax_layers = sum(attention_counts.get(k, 0) for k in ("full_attention", "sliding_attention",
+                                                               "chunked_attention"))
     if softmax_layers:
         if isinstance(att, MLAAttention):
             t += _mla(spec, att, softmax_layers, part)
@@ -307,6 +346,8 @@ def _blocks(spec: ModelSpec, attention_counts: dict[str, int], mlp_counts: dict[
             t += _gqa(spec, att, softmax_layers, part)
     if attention_counts.get("linear_attention"):
         t += _linear_attention(spec, attention_counts["linear_attention"], part)
+    if attention_counts.get("mamba2"):
+        t += _mamba2(spec, attention_counts["mamba2"], part)
     if mlp_counts.get("dense"):
         t += _dense_mlp(spec, mlp_counts["dense"], part)
     if mlp_counts.get("moe"):
@@ -345,6 +386,143 @@ def _vision(v: Vision) -> list[Tensor]:
     return t
 
 
+def _siglip(v: SiglipVision, d_text: int) -> list[Tensor]:
+    """SigLIP tower + Gemma 3 projector (transformers models/siglip/modeling_siglip.py
+    SiglipVisionTransformer without the pooling head, models/gemma3/modeling_gemma3.py
+    Gemma3MultiModalProjector). Names as in the Gemma 3 checkpoint."""
+    e, L, f = v.hidden_size, v.num_hidden_layers, v.intermediate_size
+    p, pv, emb = Part.VISION, "vision_tower.vision_model", "vision_tower.vision_model.embeddings"
+    positions = (v.image_size // v.patch_size) ** 2
+    t = [Tensor(f"{emb}.patch_embedding.weight", (e, v.num_channels, v.patch_size, v.patch_size),
+                "vision.patch_embed", M, part=p),
+         Tensor(f"{emb}.patch_embedding.bias", (e,), "vision.patch_embed", B, part=p),
+         Tensor(f"{emb}.position_embedding.weight", (positions, e), "vision.patch_embed", L_, part=p)]
+    blk = f"{pv}.encoder.layers.*"
+    for norm in ("layer_norm1", "layer_norm2"):
+        t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
+        t.append(Tensor(f"{blk}.{norm}.bias", (e,), "vision.blocks", N, L, part=p))
+    for name, d_in, d_out in (("self_attn.q_proj", e, e), ("self_attn.k_proj", e, e), ("self_attn.v_proj", e, e),
+                              ("self_attn.out_proj", e, e), ("mlp.fc1", e, f), ("mlp.fc2", f, e)):
+        t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
+        t.append(Tensor(f"{blk}.{name}.bias", (d_out,), "vision.blocks", B, L, part=p))
+    t.append(Tensor(f"{pv}.post_layernorm.weight", (e,), "vision.blocks", N, part=p))
+    t.append(Tensor(f"{pv}.post_layernorm.bias", (e,), "vision.blocks", N, part=p))
+    t.append(Tensor("multi_modal_projector.mm_soft_emb_norm.weight", (e,), "vision.merger", N, part=p))
+    t.append(Tensor("multi_modal_projector.mm_input_projection_weight", (e, d_text), "vision.merger", M,
+                    part=p))
+    return t
+
+
+def _llama4_vision(v: Llama4Vision, d_text: int) -> list[Tensor]:
+    """Llama 4 vision encoder + adapter + projector (transformers models/llama4/modeling_llama4.py
+    Llama4VisionModel, Llama4VisionPixelShuffleMLP, Llama4MultiModalProjector)."""
+    e, L, f = v.hidden_size, v.num_hidden_layers, v.intermediate_size
+    p, vm = Part.VISION, "vision_model"
+    positions = (v.image_size // v.patch_size) ** 2 + 1  # + the class token
+    t = [Tensor(f"{vm}.patch_embedding.linear.weight", (e, v.num_channels * v.patch_size**2), "vision.patch_embed",
+                M, part=p),
+         Tensor(f"{vm}.class_embedding", (e,), "vision.patch_embed", O, part=p),
+         Tensor(f"{vm}.positional_embedding_vlm", (positions, e), "vision.patch_embed", L_, part=p)]
+    for norm in ("layernorm_pre", "layernorm_post"):
+        t.append(Tensor(f"{vm}.{norm}.weight", (e,), "vision.blocks", N, part=p))
+        t.append(Tensor(f"{vm}.{norm}.bias", (e,), "vision.blocks", N, part=p))
+    blk = f"{vm}.model.layers.*"
+    for norm in ("input_layernorm", "post_attention_layernorm"):
+        t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
+        t.append(Tensor(f"{blk}.{norm}.bias", (e,), "vision.blocks", N, L, part=p))
+    for name, d_in, d_out in (("self_attn.q_proj", e, e), ("self_attn.k_proj", e, e), ("self_attn.v_proj", e, e),
+                              ("self_attn.o_proj", e, e), ("mlp.fc1", e, f), ("mlp.fc2", f, e)):
+        t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
+        t.append(Tensor(f"{blk}.{name}.bias", (d_out,), "vision.blocks", B, L, part=p))
+    t.append(Tensor(f"{vm}.vision_adapter.mlp.fc1.weight", (v.projector_input_dim, f), "vision.merger", M,
+                    part=p))
+    t.append(Tensor(f"{vm}.vision_adapter.mlp.fc2.weight", (v.projector_output_dim, v.projector_output_dim),
+                    "vision.merger", M, part=p))
+    t.append(Tensor("multi_modal_projector.linear_1.weight", (d_text, v.vision_output_dim), "vision.merger", M,
+                    part=p))
+    if v.multi_modal_projector_bias:
+        t.append(Tensor("multi_modal_projector.linear_1.bias", (d_text,), "vision.merger", B, part=p))
+    return t
+
+
+def _qwen25_vision(v: Qwen25Vision) -> list[Tensor]:
+    """Qwen2.5-VL vision tower (transformers modeling_qwen2_5_vl.py): patch_embed, blocks (norm1,
+    attn.qkv, attn.proj, norm2, mlp gate/up/down), merger (ln_q, mlp.0, mlp.2)."""
+    e, L, f = v.hidden_size, v.depth, v.intermediate_size
+    p = Part.VISION
+    patch = v.in_channels * v.temporal_patch_size * v.patch_size**2
+    merged = e * v.spatial_merge_size**2
+    t = [Tensor("visual.patch_embed.proj.weight", (e, patch), "vision.patch_embed", M, part=p)]
+    for norm in ("norm1", "norm2"):
+        t.append(Tensor(f"visual.blocks.*.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
+    for name, d_in, d_out in (("attn.qkv", e, 3 * e), ("attn.proj", e, e), ("mlp.gate_proj", e, f),
+                              ("mlp.up_proj", e, f), ("mlp.down_proj", f, e)):
+        t.append(Tensor(f"visual.blocks.*.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
+        t.append(Tensor(f"visual.blocks.*.{name}.bias", (d_out,), "vision.blocks", B, L, part=p))
+    t.append(Tensor("visual.merger.ln_q.weight", (e,), "vision.merger", N, part=p))
+    for name, d_in, d_out in (("mlp.0", merged, merged), ("mlp.2", merged, v.out_hidden_size)):
+        t.append(Tensor(f"visual.merger.{name}.weight", (d_out, d_in), "vision.merger", M, part=p))
+        t.append(Tensor(f"visual.merger.{name}.bias", (d_out,), "vision.merger", B, part=p))
+    return t
+
+
+def _qwen3_vision(v: Qwen3Vision) -> list[Tensor]:
+    """Qwen3-VL vision tower (transformers modeling_qwen3_vl.py): patch_embed (with bias), pos_embed,
+    blocks (norm1, attn.qkv, attn.proj, norm2, mlp.linear_fc1/2, LayerNorms with biases), merger and
+    DeepStack mergers (norm, linear_fc1, linear_fc2)."""
+    e, L, f = v.hidden_size, v.depth, v.intermediate_size
+    p = Part.VISION
+    merged = e * v.spatial_merge_size**2
+    t = [Tensor("visual.patch_embed.proj.weight", (e, v.in_channels * v.temporal_patch_size * v.patch_size**2),
+                "vision.patch_embed", M, part=p),
+         Tensor("visual.patch_embed.proj.bias", (e,), "vision.patch_embed", B, part=p),
+         Tensor("visual.pos_embed.weight", (v.num_position_embeddings, e), "vision.patch_embed", L_, part=p)]
+    for norm in ("norm1", "norm2"):
+        t.append(Tensor(f"visual.blocks.*.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
+        t.append(Tensor(f"visual.blocks.*.{norm}.bias", (e,), "vision.blocks", N, L, part=p))
+    for name, d_in, d_out in (("attn.qkv", e, 3 * e), ("attn.proj", e, e), ("mlp.linear_fc1", e, f),
+                              ("mlp.linear_fc2", f, e)):
+        t.append(Tensor(f"visual.blocks.*.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
+        t.append(Tensor(f"visual.blocks.*.{name}.bias", (d_out,), "vision.blocks", B, L, part=p))
+    for prefix, norm_width, n in (("visual.merger", e, 1), ("visual.deepstack_merger_list.*", merged,
+                                                             v.deepstack_mergers)):
+        if not n:
+            continue
+        t.append(Tensor(f"{prefix}.norm.weight", (norm_width,), "vision.merger", N, n if n > 1 else 0, part=p))
+        t.append(Tensor(f"{prefix}.norm.bias", (norm_width,), "vision.merger", N, n if n > 1 else 0, part=p))
+        for name, d_in, d_out in (("linear_fc1", merged, merged), ("linear_fc2", merged, v.out_hidden_size)):
+            t.append(Tensor(f"{prefix}.{name}.weight", (d_out, d_in), "vision.merger", M, n if n > 1 else 0,
+                            part=p))
+            t.append(Tensor(f"{prefix}.{name}.bias", (d_out,), "vision.merger", B, n if n > 1 else 0, part=p))
+    return t
+
+
+def _pixtral(v: PixtralVision, d_text: int) -> list[Tensor]:
+    """Pixtral encoder + Mistral 3 projector (transformers modeling_pixtral.py, modeling_mistral3.py)."""
+    e, L, f, inner = v.hidden_size, v.num_hidden_layers, v.intermediate_size, v.num_attention_heads * v.head_dim
+    p, vt = Part.VISION, "vision_tower"
+    t = [Tensor(f"{vt}.patch_conv.weight", (e, v.num_channels, v.patch_size, v.patch_size), "vision.patch_embed",
+                M, part=p),
+         Tensor(f"{vt}.ln_pre.weight", (e,), "vision.blocks", N, part=p)]
+    blk = f"{vt}.transformer.layers.*"
+    for norm in ("attention_norm", "ffn_norm"):
+        t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
+    for name, d_in, d_out in (("attention.q_proj", e, inner), ("attention.k_proj", e, inner),
+                              ("attention.v_proj", e, inner), ("attention.o_proj", inner, e),
+                              ("feed_forward.gate_proj", e, f), ("feed_forward.up_proj", e, f),
+                              ("feed_forward.down_proj", f, e)):
+        t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
+    mp, b = "multi_modal_projector", v.multimodal_projector_bias
+    t.append(Tensor(f"{mp}.norm.weight", (e,), "vision.merger", N, part=p))
+    t.append(Tensor(f"{mp}.patch_merger.merging_layer.weight", (e, e * v.spatial_merge_size**2), "vision.merger",
+                    M, part=p))
+    for name, d_in, d_out in (("linear_1", e, d_text), ("linear_2", d_text, d_text)):
+        t.append(Tensor(f"{mp}.{name}.weight", (d_out, d_in), "vision.merger", M, part=p))
+        if b:
+            t.append(Tensor(f"{mp}.{name}.bias", (d_out,), "vision.merger", B, part=p))
+    return t
+
+
 def _mtp(spec: ModelSpec) -> list[Tensor]:
     """DeepSeek-V3 MTP modules (seed 003 §07; DeepSeek-V3 report §2.2): per module enorm, hnorm,
     eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm. The
@@ -375,7 +553,7 @@ def build(spec: ModelSpec) -> Structure:
     for i in range(L):
         kind = spec.layer_type(i)
         attention_counts[kind] = attention_counts.get(kind, 0) + 1
-        mlp_kind = "moe" if spec.is_moe_layer(i) else "dense"
+        mlp_kind = spec.mlp_kind(i)
         mlp_counts[mlp_kind] = mlp_counts.get(mlp_kind, 0) + 1
     t = [Tensor("embed_tokens.weight", (V, d), "embedding", L_, shard=ShardRule.VOCAB)]
     if spec.position_embedding == "learned":
@@ -384,8 +562,20 @@ def build(spec: ModelSpec) -> Structure:
     t += _norm("norm", d, spec, 0, Part.DECODER, "final_norm")
     t.append(Tensor("lm_head.weight", (V, d), "lm_head", M, stored=not spec.tie_word_embeddings,
                     shard=ShardRule.VOCAB))
+    if spec.lm_head_bias:
+        t.append(Tensor("lm_head.bias", (V,), "biases", B, shard=ShardRule.VOCAB))
     if spec.vision is not None:
         t += _vision(spec.vision)
+    if spec.siglip_vision is not None:
+        t += _siglip(spec.siglip_vision, d)
+    if spec.llama4_vision is not None:
+        t += _llama4_vision(spec.llama4_vision, d)
+    if spec.qwen25_vision is not None:
+        t += _qwen25_vision(spec.qwen25_vision)
+    if spec.qwen3_vision is not None:
+        t += _qwen3_vision(spec.qwen3_vision)
+    if spec.pixtral_vision is not None:
+        t += _pixtral(spec.pixtral_vision, d)
     if spec.mtp is not None:
         t += _mtp(spec)
     return Structure(spec, tuple(t), {"attention": attention_counts, "mlp": mlp_counts})

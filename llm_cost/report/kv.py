@@ -17,7 +17,7 @@ def render(con, r: KVResult, display_name: str) -> None:
     """Per-layer formula, per-token bytes, a table over contexts, comparisons."""
     facts = [("formula", r.formula)]
     for k in r.layer_kinds:
-        if k.layer_type == "linear_attention":
+        if k.layer_type in ("linear_attention", "mamba2"):
             facts.append((f"{k.layer_type} ({k.layers} layers)",
                           f"no per-token cache; {k.formula}: {bytes_exact(k.state_bytes)} per layer, "
                           f"+ conv state {bytes_exact(k.conv_state_bytes)}"))
@@ -44,7 +44,7 @@ def render(con, r: KVResult, display_name: str) -> None:
     has_all = any(c.all_attention_bytes is not None for c in r.contexts)
     columns = [("context (tokens)", "right"), ("KV per sequence", "right")]
     if has_state:
-        columns += [("+ linear state", "right"), ("+ conv state", "right")]
+        columns += [("+ recurrent state", "right"), ("+ conv state", "right")]
     columns.append((f"total x batch {r.batch}", "right"))
     if has_mha:
         columns.append(("MHA equivalent", "right"))

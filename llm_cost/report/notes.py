@@ -64,6 +64,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "kv.linear_state": "linear-attention state: recurrent n_v x d_k x d_v per layer (seed 003 §05); the causal-conv "
                        "state is listed apart",
     "kv.window": "sliding-window layers keep at most W = {window:,} tokens",
+    "kv.mamba_state": "Mamba-2 state: H x P x N SSM state and (H P + 2 G N) x (kernel - 1) conv state per layer per "
+                      "sequence, at the KV dtype (engines often keep the SSM state in fp32)",
+    "kv.chunk": "chunked-attention layers keep at most C = {chunk:,} tokens (the current chunk; counted as "
+                "min(context, C), the reserve an engine needs)",
     "warning.context_over_max": lambda p: (f"note: {_contexts(p)} tokens exceed {p['model']}'s max_position_embeddings "
                                            f"({p['max_position_embeddings']:,}): figures at such lengths are "
                                            "hypothetical"),
@@ -129,6 +133,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "train.mfu": "peak {tflops:g} TFLOP/s dense {dtype} per GPU; MFU = 6 N D / (GPU-seconds x peak)",
     "train.energy": lambda p: (f"energy = GPU-hours x {p['power_w']:g} W x PUE {p['pue']:g}"
                                + (" (the GPU's TDP)" if p["tdp"] else "")),
+    "train.activations_not_modelled": "activations not reported: {reason}",
     "train.state": "state: 16 B per parameter (BF16 weights + gradients, FP32 master, Adam m, v); decimal units",
     "train.layout_state": "TP {tp} x PP {pp} x DP {dp}; state 16 B per parameter (2 weights + 2 gradients + 12 FP32 "
                           "master and Adam), ZeRO-{zero} over DP",

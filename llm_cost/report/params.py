@@ -46,4 +46,30 @@ def render(con, r: ParamsResult, display_name: str) -> None:
         from llm_cost.report.parallel import render_per_gpu_weights
 
         render_per_gpu_weights(con, r.layout, r.per_gpu)
-    print_conventions(con, r.conventions)
+    conventions = list(r.conventions)
+    if r.checkpoint is not None:
+        render_checkpoint(con, r.checkpoint)
+        conventions += r.checkpoint.conventions
+    print_conventions(con, conventions)
+
+
+def render_checkpoint(con, c) -> None:
+    """Stored tensors against the described structure (a checkpoint folder's headers)."""
+    what = "tensor infos only" if c.folder.lower().endswith(".gguf") else "headers only"
+    con.print(f"[bold]checkpoint {c.folder}: {c.tensors:,} tensors in {c.files} file(s), {what}[/bold]")
+    facts = [("stored parameters", f"{fmt_int(c.stored_params)} ({bytes_exact(c.stored_bytes)})")]
+    for dtype, (n, b) in sorted(c.by_dtype.items()):
+        facts.append((f"  {dtype}", f"{fmt_int(n)} elements, {bytes_exact(b)}"))
+    if c.scale_tensors:
+        facts.append(("scale tensors (not parameters)", f"{c.scale_tensors:,} tensors, {fmt_int(c.scale_elements)} "
+                                                        f"elements, {bytes_exact(c.scale_bytes)}"))
+    if c.index_total_size is not None:
+        facts.append(("index total_size", bytes_exact(c.index_total_size)))
+    facts.append(("described by the config", fmt_int(c.described_params)))
+    if c.matches:
+        facts.append(("match", "every stored tensor is explained and none is missing"))
+    for d in c.unexplained:
+        facts.append((f"not explained: {d.role}", f"stored {fmt_int(d.stored)}, described {fmt_int(d.described)}"))
+    for d in c.missing:
+        facts.append((f"missing: {d.role}", f"described {fmt_int(d.described)}, not stored"))
+    print_facts(con, facts)

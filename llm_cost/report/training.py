@@ -43,11 +43,12 @@ def render(con, r: TrainResult, display_name: str, gpu_name: str) -> None:
                     caption="pure data parallelism (no TP/PP); zero1 shards optimizer states, zero2 also gradients, "
                             "zero3 also weights")
     a = r.activations
-    recompute = "no" if a.recompute == "none" else a.recompute
-    print_facts(con, [(f"activations on one GPU (no TP), s = {a.seq:,}, micro-batch {a.micro_batch}, "
-                       f"{recompute} recompute",
-                       f"{fmt_si(a.bytes_per_layer)} per layer ({a.formula}), {fmt_si(a.total_bytes)} for "
-                       f"{fmt_int(a.layers)} layers")])
+    if a is not None:
+        recompute = "no" if a.recompute == "none" else a.recompute
+        print_facts(con, [(f"activations on one GPU (no TP), s = {a.seq:,}, micro-batch {a.micro_batch}, "
+                           f"{recompute} recompute",
+                           f"{fmt_si(a.bytes_per_layer)} per layer ({a.formula}), {fmt_si(a.total_bytes)} for "
+                           f"{fmt_int(a.layers)} layers")])
     if r.parallel is not None:
         m = r.parallel
         print_facts(con, [

@@ -160,10 +160,18 @@ def _resolve(kind: str, name: str, what: str) -> Path:
 
 
 def load_model(name_or_path: str) -> "ModelSpec":
-    """A shipped model by name or alias, a YAML spec file, or a Hugging Face config.json (or a
-    folder holding one, see :mod:`llm_cost.hf`); SpecError if none works."""
+    """A shipped model by name or alias, a YAML spec file, a Hugging Face config.json (or a
+    folder holding one, see :mod:`llm_cost.specs.hf`), or a Hub id ``org/name[@revision]`` that is
+    not an existing path (see :mod:`llm_cost.specs.hub`); SpecError if none works."""
+    from llm_cost.specs import hub
     from llm_cost.specs.schema import ModelSpec
 
+    if hub.is_hub_id(name_or_path):
+        return hub.load_hub_model(name_or_path)
+    if name_or_path.strip().lower().endswith(".gguf"):
+        from llm_cost.specs.gguf import load_gguf  # lazy: only GGUF models pay for the gguf import
+
+        return load_gguf(Path(name_or_path))[0]
     if not _looks_like_path(name_or_path) and (shipped := _shipped("models", name_or_path)) is not None:
         return ModelSpec.model_validate(shipped)
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("models", name_or_path, "model")

@@ -57,7 +57,12 @@ Text = Annotated[str, Field(max_length=MAX_TEXT)]
 Name = Annotated[str, Field(min_length=1, max_length=128)]
 Names = Annotated[list[Name], Field(max_length=64)]
 
-LayerType = Literal["full_attention", "sliding_attention", "linear_attention"]
+LayerType = Literal["full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba2",
+                    "mlp_only"]
+#: Feed-forward kind per layer: dense MLP, MoE, or none (Nemotron-H mixer-only blocks).
+MlpType = Literal["dense", "moe", "none"]
+#: Layer types that keep a per-token KV cache (softmax attention).
+CACHING_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 
 
@@ -91,12 +96,20 @@ class GQAAttention(_Strict):
     attention_bias: bool = Field(False, description="q, k and v projections carry biases.")
     o_proj_bias: bool = Field(False, description="The output projection carries a bias.")
     qk_norm: bool = Field(False, description="Per-head RMSNorm (d_head weights) on q and on k.")
+    qk_norm_width: Literal["head", "projection"] = Field(
+        "head", description="head: q_norm/k_norm have d_head weights (Qwen3, Gemma 3); projection: they span the "
+        "whole q (n_q d_head) and k (n_kv d_head) projections (OLMo 2, OLMoE)."
+    )
     output_gate: bool = Field(
         False, description="Gated attention (Qwen3-Next): W_Q also emits a per-element output gate."
     )
     sinks: bool = Field(False, description="One learned attention-sink logit per query head (gpt-oss).")
     sliding_window: Optional[Positions] = Field(
         None, description="Window W in tokens of the sliding-attention layers (see layer_types)."
+    )
+    attention_chunk_size: Optional[Positions] = Field(
+        None, description="Chunk C of the chunked-attention layers (Llama 4): a token attends to the earlier tokens "
+        "of its own C-token chunk, so the cache holds at most C tokens."
     )
 
     @model_validator(mode="after")
@@ -188,6 +201,42 @@ class LinearAttention(_Strict):
     linear_conv_kernel_dim: Small = Field(description="Causal depthwise conv width.")
 
 
+class Mamba2(_Strict):
+    """Mamba-2 mixer (transformers models/nemotron_h/modeling_nemotron_h.py NemotronHMamba2Mixer,
+    models/granitemoehybrid/modeling_granitemoehybrid.py GraniteMoeHybridMambaLayer).
+
+    With H heads of width P (inner width I = H P), G groups and state size N: in_proj
+    [d, 2I + 2GN + H] (z, x, B, C, dt), a depthwise conv1d over x, B, C (conv_dim = I + 2GN,
+    kernel k, optional bias), dt_bias, A_log and D (H each), a gated RMSNorm over I and out_proj
+    [I, d]. No KV cache: a recurrent state of H x P x N elements per sequence per layer and a
+    conv state of conv_dim x (k - 1)."""
+
+    kind: Literal["mamba2"] = "mamba2"
+    num_heads: Heads = Field(description="H, SSM heads.")
+    head_dim: Width = Field(description="P, elements per head.")
+    state_size: Width = Field(description="N, SSM state per head element.")
+    n_groups: Heads = Field(1, description="G, groups sharing B and C.")
+    conv_kernel: Small = Field(4, description="k, causal depthwise conv width.")
+    conv_bias: bool = Field(True, description="The conv1d has a bias.")
+    proj_bias: bool = Field(False, description="in_proj and out_proj have biases.")
+
+    @model_validator(mode="after")
+    def _groups(self) -> "Mamba2":
+        if self.num_heads % self.n_groups:
+            raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of n_groups ({self.n_groups})")
+        return self
+
+    @property
+    def inner(self) -> int:
+        """I = H x P."""
+        return self.num_heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels of the conv1d: I + 2 G N."""
+        return self.inner + 2 * self.n_groups * self.state_size
+
+
 class RopeScaling(_Strict):
     """RoPE scaling as in config.json ``rope_scaling`` (llama3, yarn, linear, dynamic, mrope)."""
 
@@ -237,6 +286,132 @@ class Vision(_Strict):
         return self
 
 
+class SiglipVision(_Strict):
+    """SigLIP vision tower and the Gemma 3 multimodal projector (transformers
+    models/siglip/modeling_siglip.py SiglipVisionModel, models/gemma3/modeling_gemma3.py
+    Gemma3MultiModalProjector).
+
+    Tower: Conv2d patch embedding [e, C, p, p] with bias, a learned position table
+    [(image_size / p)^2, e], ``num_hidden_layers`` blocks (LayerNorm, q/k/v/o with biases, LayerNorm,
+    fc1/fc2 with biases) and a post-LayerNorm. Projector: an RMSNorm over e and a bias-free
+    [e, d_text] matrix; the 4x4 average pool has no weights."""
+
+    kind: Literal["siglip_gemma3"] = "siglip_gemma3"
+    hidden_size: Width = Field(description="e, tower width.")
+    intermediate_size: Width = Field(description="Tower MLP width.")
+    num_hidden_layers: Layers = Field(description="Tower blocks.")
+    num_attention_heads: Heads = Field(description="Tower attention heads.")
+    image_size: Positions = Field(description="Square input edge in pixels.")
+    patch_size: Small = Field(description="Patch edge in pixels.")
+    num_channels: Small = Field(3, description="Input channels.")
+    mm_tokens_per_image: Positions = Field(256, description="Soft tokens per image after pooling.")
+
+    @model_validator(mode="after")
+    def _shape(self) -> "SiglipVision":
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads "
+                             f"({self.num_attention_heads})")
+        if self.image_size % self.patch_size:
+            raise ValueError(f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})")
+        return self
+
+
+class Llama4Vision(_Strict):
+    """Llama 4 vision encoder, pixel-shuffle adapter and projector (transformers
+    models/llama4/modeling_llama4.py Llama4VisionModel, Llama4MultiModalProjector).
+
+    Patch embedding: an unfold + Linear [e, C p^2] without bias; class embedding [e]; learned
+    positions [(image_size / p)^2 + 1, e]; LayerNorms before and after the encoder; blocks of
+    LayerNorm, q/k/v/o with biases, LayerNorm, fc1/fc2 with biases. Adapter: fc1
+    [projector_input_dim, intermediate_size] and fc2 [projector_output_dim, projector_output_dim]
+    without biases; projector linear_1 [d_text, vision_output_dim] (bias only if
+    ``multi_modal_projector_bias``)."""
+
+    kind: Literal["llama4"] = "llama4"
+    hidden_size: Width
+    intermediate_size: Width
+    num_hidden_layers: Layers
+    num_attention_heads: Heads
+    image_size: Positions
+    patch_size: Small
+    num_channels: Small = 3
+    projector_input_dim: Width
+    projector_output_dim: Width
+    vision_output_dim: Width
+    multi_modal_projector_bias: bool = False
+
+    @model_validator(mode="after")
+    def _shape(self) -> "Llama4Vision":
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads "
+                             f"({self.num_attention_heads})")
+        if self.image_size % self.patch_size:
+            raise ValueError(f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})")
+        return self
+
+
+class Qwen25Vision(_Strict):
+    """Qwen2.5-VL vision tower (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py,
+    Qwen2_5_VisionTransformerPretrainedModel): Conv3d patch embedding without bias, ``depth`` blocks
+    of RMSNorm, fused qkv with bias, proj with bias, RMSNorm and a gated MLP (gate/up/down with
+    biases, ``intermediate_size``), then the merger: RMSNorm and MLP [4e -> 4e -> out_hidden_size]
+    with biases. Window attention (``window_size``, ``fullatt_block_indexes``) adds no weights."""
+
+    kind: Literal["qwen2_5_vl"] = "qwen2_5_vl"
+    depth: Layers
+    hidden_size: Width
+    intermediate_size: Width
+    num_heads: Heads
+    in_channels: Small = 3
+    patch_size: Small
+    spatial_merge_size: Small
+    temporal_patch_size: Small
+    out_hidden_size: Width
+
+
+class Qwen3Vision(_Strict):
+    """Qwen3-VL vision tower (transformers models/qwen3_vl/modeling_qwen3_vl.py,
+    Qwen3VLVisionModel): Conv3d patch embedding with bias, a learned position table
+    [num_position_embeddings, e], ``depth`` blocks of LayerNorm, fused qkv with bias, proj with bias,
+    LayerNorm and an MLP linear_fc1/linear_fc2 with biases; the merger (LayerNorm over e, then
+    [4e -> 4e -> out_hidden_size] with biases) and one DeepStack merger per
+    ``deepstack_visual_indexes`` entry (LayerNorm over 4e, same MLP)."""
+
+    kind: Literal["qwen3_vl"] = "qwen3_vl"
+    depth: Layers
+    hidden_size: Width
+    intermediate_size: Width
+    num_heads: Heads
+    in_channels: Small = 3
+    patch_size: Small
+    spatial_merge_size: Small
+    temporal_patch_size: Small
+    out_hidden_size: Width
+    num_position_embeddings: Positions
+    deepstack_mergers: _count(MAX_SMALL, 0) = 0
+
+
+class PixtralVision(_Strict):
+    """Pixtral vision encoder and the Mistral 3 projector (transformers models/pixtral/modeling_pixtral.py
+    PixtralVisionModel, models/mistral3/modeling_mistral3.py Mistral3MultiModalProjector).
+
+    Encoder: patch_conv [e, C, p, p] without bias, ln_pre RMSNorm, blocks of attention_norm, q/k/v/o
+    without biases, ffn_norm and a gated feed_forward (gate/up/down, no biases); 2-D RoPE has no
+    weights. Projector: RMSNorm over e, patch_merger merging_layer [e m^2 -> e] without bias, then
+    linear_1 [e -> d] and linear_2 [d -> d] (biases if ``multimodal_projector_bias``)."""
+
+    kind: Literal["pixtral"] = "pixtral"
+    hidden_size: Width
+    intermediate_size: Width
+    num_hidden_layers: Layers
+    num_attention_heads: Heads
+    head_dim: Width
+    patch_size: Small
+    num_channels: Small = 3
+    spatial_merge_size: Small = 2
+    multimodal_projector_bias: bool = False
+
+
 class ModelSpec(_Strict):
     """A decoder-only model: every field needed to enumerate its weight tensors exactly."""
 
@@ -249,10 +424,15 @@ class ModelSpec(_Strict):
     hidden_size: Width = Field(description="d, residual width.")
     num_hidden_layers: Layers = Field(description="L, decoder blocks.")
     tie_word_embeddings: bool = Field(description="LM head shares the embedding matrix.")
+    lm_head_bias: bool = Field(False, description="The LM head has V bias terms (Phi-3.5-MoE).")
     attention: Union[GQAAttention, MLAAttention] = Field(discriminator="kind")
     mlp: Optional[MLP] = Field(None, description="Dense MLP; required unless every layer is MoE.")
     moe: Optional[MoE] = None
     linear_attention: Optional[LinearAttention] = None
+    mamba: Optional[Mamba2] = Field(None, description="The Mamba-2 mixer of the mamba2 layers.")
+    mlp_layer_types: Optional[Annotated[list[MlpType], Field(max_length=MAX_LAYERS)]] = Field(
+        None, description="Feed-forward kind per layer (overrides the MoE layer rule); none for mixer-only blocks."
+    )
     layer_types: Optional[Annotated[list[LayerType], Field(max_length=MAX_LAYERS)]] = Field(
         None,
         description="Attention kind per layer; default: all sliding_attention if "
@@ -264,8 +444,9 @@ class ModelSpec(_Strict):
     norms_per_layer: Annotated[int, Field(ge=1, le=4, strict=True)] = Field(
         2, description="Norms in each block: 1 (parallel attention), 2 (pre-norm), 4 (Gemma 2/3)."
     )
-    position_embedding: Literal["rope", "learned"] = Field(
-        "rope", description="learned adds a [max_position_embeddings, d] table (GPT-2)."
+    position_embedding: Literal["rope", "learned", "none"] = Field(
+        "rope", description="learned adds a [max_position_embeddings, d] table (GPT-2); none: no positions "
+        "(NoPE, Nemotron-H and Granite 4.0-H attention)."
     )
     max_position_embeddings: Positions = Field(description="Longest position the config allows.")
     rope_theta: Optional[Annotated[float, Field(gt=1, le=1e15, allow_inf_nan=False)]] = Field(
@@ -276,6 +457,11 @@ class ModelSpec(_Strict):
     rope_scaling: Optional[RopeScaling] = None
     mtp: Optional[MTP] = None
     vision: Optional[Vision] = None
+    siglip_vision: Optional[SiglipVision] = Field(None, description="Gemma 3 SigLIP tower and projector.")
+    llama4_vision: Optional[Llama4Vision] = Field(None, description="Llama 4 vision encoder and projector.")
+    qwen25_vision: Optional[Qwen25Vision] = Field(None, description="Qwen2.5-VL vision tower and merger.")
+    qwen3_vision: Optional[Qwen3Vision] = Field(None, description="Qwen3-VL vision tower and mergers.")
+    pixtral_vision: Optional[PixtralVision] = Field(None, description="Pixtral encoder and Mistral 3 projector.")
     torch_dtype: Dtype = Field("bf16", description="The checkpoint's weight dtype.")
 
     @model_validator(mode="after")
@@ -299,6 +485,20 @@ class ModelSpec(_Strict):
         sliding = isinstance(att, GQAAttention) and att.sliding_window is not None
         if "sliding_attention" in kinds and not sliding:
             raise ValueError("layer_types names sliding_attention layers but attention.sliding_window is not set")
+        chunked = isinstance(att, GQAAttention) and att.attention_chunk_size is not None
+        if "chunked_attention" in kinds and not chunked:
+            raise ValueError("layer_types names chunked_attention layers but attention.attention_chunk_size is not set")
+        if "mamba2" in kinds and self.mamba is None:
+            raise ValueError("layer_types names mamba2 layers but mamba is not set")
+        if self.mamba is not None and "mamba2" not in kinds:
+            raise ValueError("mamba is set but no layer in layer_types is mamba2")
+        if self.mlp_layer_types is not None:
+            if len(self.mlp_layer_types) != L:
+                raise ValueError(f"mlp_layer_types has {len(self.mlp_layer_types)} entries but num_hidden_layers is {L}")
+            if "moe" in self.mlp_layer_types and self.moe is None:
+                raise ValueError("mlp_layer_types names moe layers but moe is not set")
+            if "dense" in self.mlp_layer_types and self.mlp is None:
+                raise ValueError("mlp_layer_types names dense layers but mlp is not set")
         if kinds - {"full_attention"} and isinstance(att, MLAAttention):
             raise ValueError("MLA attention supports only full_attention layers")
         if self.moe is None and self.mlp is None:
@@ -309,7 +509,7 @@ class ModelSpec(_Strict):
                 raise ValueError(f"moe.mlp_only_layers {bad} are out of range for {L} layers")
             if self.moe.first_k_dense_replace > L:
                 raise ValueError(f"moe.first_k_dense_replace ({self.moe.first_k_dense_replace}) exceeds {L} layers")
-            dense_needed = any(not self.is_moe_layer(i) for i in range(L))
+            dense_needed = any(self.mlp_kind(i) == "dense" for i in range(L))
             if dense_needed and self.mlp is None:
                 raise ValueError("some layers are dense (first_k_dense_replace/mlp_only_layers) but mlp is not set")
         if self.position_embedding == "rope" and self.rope_theta is None:
@@ -327,6 +527,8 @@ class ModelSpec(_Strict):
 
     def is_moe_layer(self, i: int) -> bool:
         """True when layer ``i`` (0-based) uses the MoE feed-forward (HF Qwen-MoE / DeepSeek rule)."""
+        if self.mlp_layer_types is not None:
+            return self.mlp_layer_types[i] == "moe"
         moe = self.moe
         if moe is None:
             return False
@@ -335,6 +537,12 @@ class ModelSpec(_Strict):
             and (i + 1) % moe.decoder_sparse_step == 0
             and i not in moe.mlp_only_layers
         )
+
+    def mlp_kind(self, i: int) -> str:
+        """Feed-forward kind of layer ``i``: "dense", "moe" or "none"."""
+        if self.mlp_layer_types is not None:
+            return self.mlp_layer_types[i]
+        return "moe" if self.is_moe_layer(i) else "dense"
 
     def context_note(self, contexts: list[int]) -> list[Note]:
         """A warning when any context exceeds ``max_position_embeddings`` (the numbers are then

@@ -22,7 +22,8 @@ Operators, per GPU (the layout's TP, EP and PP shares applied; one DP replica):
   (cached + s)); sliding layers see at most W keys. Reads the cached K/V of each sequence
   (sliding layers at most W tokens), writes the new tokens' K/V. MLA attends on the latent in
   the absorbed form (d_qk = kv_lora_rank + qk_rope, d_v = kv_lora_rank; DeepSeek-V2 §2.1.2).
-* recurrence (Gated DeltaNet): about 6 n_v d_k d_v + 2 conv_dim x kernel FLOPs per token;
+  Chunked layers (Llama 4) see the earlier tokens of their own C-token chunk.
+* recurrence (Gated DeltaNet; Mamba-2: 6 H P N + 2 conv_dim x kernel per token): about 6 n_v d_k d_v + 2 conv_dim x kernel FLOPs per token;
   reads the fixed recurrent and conv state of each sequence (updated in place: the write is not
   counted).
 * elementwise: the norm scales, biases and other vectors, read once.
@@ -49,7 +50,7 @@ from typing import Literal, Sequence
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, LayerKind, OpKind, Part, Phase, ShardRule, TensorKind
 from llm_cost.core.units import exact
-from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements
+from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
 from llm_cost.model.layout import (ONE_GPU, Layout, kv_heads_per_gpu, layers_of, stage_first_layers, stage_layers,
                                    tensor_layers_in_stage, tensor_share, validate_layout)
 from llm_cost.model.structure import Structure, Tensor, build
@@ -57,7 +58,7 @@ from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.workload.routing import expert_hit_fraction
 
 __all__ = ["SeqGroup", "Collective", "Operator", "Stage", "Step", "build_step", "decode", "prefill",
-           "attention_pairs", "ACTIVATION_BITS"]
+           "attention_pairs", "chunked_pairs", "ACTIVATION_BITS"]
 
 #: Bits of an activation element (the hidden state between operators, collectives' payload).
 ACTIVATION_BITS = 16
@@ -217,6 +218,21 @@ def attention_pairs(new_tokens: int, cached: int, causal: bool, window: int | No
     return grow * c + grow * (grow + 1) // 2 + (s - grow) * window
 
 
+def chunked_pairs(new_tokens: int, cached: int, causal: bool, chunk: int) -> int:
+    """(query, key) pairs of one sequence on a chunked-attention layer (Llama 4): the token at
+    position p (1-based) sees the ((p - 1) mod C) + 1 tokens of its chunk up to itself (causal);
+    ``causal=False`` gives every new token its whole chunk, min(cached + s, C), an upper bound."""
+    s, c = new_tokens, cached
+    if not causal:
+        return s * min(c + s, chunk)
+
+    def upto(n: int) -> int:  # keys seen by positions 1..n
+        q, r = divmod(n, chunk)
+        return q * chunk * (chunk + 1) // 2 + r * (r + 1) // 2
+
+    return upto(c + s) - upto(c)
+
+
 def _flop_share(t: Tensor, spec: ModelSpec, layout: Layout) -> Fraction:
     """The fraction of a matmul's FLOPs one GPU does: its weight share, except that EP ranks split
     the routed experts' work (redundant copies add memory, not FLOPs)."""
@@ -289,14 +305,21 @@ def _attention_ops(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence
         per_token = per_token * kv_heads // spec.num_key_value_heads
     d_qk, d_v = _attention_dims(spec, mla_form)
     window = att.sliding_window if isinstance(att, GQAAttention) else None
+    chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
     ops = []
     for kind, cap, label in (("full_attention", None, "attention"), ("sliding_attention", window,
-                                                                      "sliding attention")):
+                                                                      "sliding attention"),
+                             ("chunked_attention", chunk, "chunked attention")):
         layers = sum(1 for j in mine if spec.layer_type(j) == kind)
         if not layers:
             continue
-        pairs = sum(attention_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
-        cached = sum(g.count * (min(g.cached, cap) if cap else g.cached) for g in groups)
+        if kind == "chunked_attention":
+            assert chunk is not None
+            pairs = sum(chunked_pairs(g.new_tokens, g.cached, causal, chunk) * g.count for g in groups)
+            cached = sum(g.count * (g.cached % chunk) for g in groups)  # the earlier tokens of the current chunk
+        else:
+            pairs = sum(attention_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
+            cached = sum(g.count * (min(g.cached, cap) if cap else g.cached) for g in groups)
         written = sum(g.tokens for g in groups)
         tokens = sum(g.tokens for g in groups)
         ops.append(Operator(
@@ -330,6 +353,29 @@ def _recurrence_op(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence
                      exact(Fraction(per_token * tokens * layers, layout.tp)),
                      kv_read_bytes=exact(Fraction(seqs * (state + conv) * layers * kv_bits, 8 * layout.tp)),
                      batch=seqs, heads=la.linear_num_value_heads // layout.tp)]
+
+
+def _mamba_op(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence[SeqGroup],
+              kv_bits: int) -> list[Operator]:
+    """The Mamba-2 state update and read-out of this stage's mamba2 layers: about 6 H P N FLOPs per
+    token (decay, rank-1 update, C read-out over the H x P x N state) plus the conv's
+    2 x conv_dim x kernel, in the recurrent form; reads each sequence's SSM and conv state."""
+    m = spec.mamba
+    if m is None:
+        return []
+    first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
+    n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
+    layers = sum(1 for j in range(first, first + n) if spec.layer_type(j) == "mamba2")
+    if not layers:
+        return []
+    per_token = 6 * m.num_heads * m.head_dim * m.state_size + 2 * m.conv_dim * m.conv_kernel
+    state, conv = mamba_state_elements(spec)
+    seqs = sum(g.count for g in groups)
+    tokens = sum(g.tokens for g in groups)
+    return [Operator("Mamba-2 state update", OpKind.RECURRENCE, "", layers,
+                     exact(Fraction(per_token * tokens * layers, layout.tp)),
+                     kv_read_bytes=exact(Fraction(seqs * (state + conv) * layers * kv_bits, 8 * layout.tp)),
+                     batch=seqs, heads=m.num_heads // layout.tp)]
 
 
 def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Fraction) -> list[Operator]:
@@ -444,6 +490,7 @@ def build_step(spec: ModelSpec, groups: Sequence[SeqGroup], *, layout: Layout = 
                + _gemm_ops(spec, s, layout, i, tokens, logit_rows, routed_tokens, bits, resident)
                + _attention_ops(spec, layout, i, groups, attention == "causal", mla_form, kv_bits)
                + _recurrence_op(spec, layout, i, groups, kv_bits)
+               + _mamba_op(spec, layout, i, groups, kv_bits)
                + _vector_op(spec, s, layout, i, bits)
                + _collective_ops(spec, layout, i, tokens, dispatch_bits, combine_bits))
         stages.append(Stage(i, n, tuple(ops)))

@@ -3,13 +3,17 @@ derivations and against invariants (hypothesis)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_cost.core.types import OpKind
+from llm_cost.model.kv import kv_bytes
 from llm_cost.model.layout import Layout
 from llm_cost.perf.timemodel import EfficiencyEstimate, RooflineBound
+from llm_cost.specs.hf import load_hf_config
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.workload.step import SeqGroup, build_step, decode, prefill
 
@@ -90,3 +94,17 @@ def test_estimate_at_full_efficiency_is_the_bound(name, batch, context):
     assert EfficiencyEstimate(1.0, 1.0).step_time(step, H100).time_s == pytest.approx(bound.time_s, rel=1e-12)
     assert EfficiencyEstimate(0.6, 0.8).step_time(step, H100).time_s > bound.time_s
     assert bound.time_s >= max(bound.compute_s, bound.memory_s)
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
+
+
+@pytest.mark.parametrize("name", ["nvidia-nemotron-nano-9b-v2", "granite-4.0-h-small", "gemma-3-4b-it",
+                                  "qwen3-30b-a3b", "deepseek-v2-lite", "gpt-oss-20b"])
+@pytest.mark.parametrize("context", [0, 1000, 40_000])
+def test_decode_reads_exactly_the_cache_kv_reports(name, context):
+    """One description: a decode step's KV (and fixed state) read equals what `kv` says a sequence
+    holds, for Mamba-2 hybrids, sliding windows, MoE and MLA alike."""
+    spec = load_hf_config(FIXTURES / name)
+    step = build_step(spec, decode(3, context))
+    assert step.total("kv_read_bytes") == kv_bytes(spec, context, batch=3)

@@ -77,11 +77,25 @@ def _name_from(source: str) -> str:
     return re.sub(r"\s+", "-", _stem_of(source)).lower()
 
 
-def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
+def _closest(model_type: str) -> str:
+    """`` (closest supported family: X)`` for an unknown model_type: a family sharing its stem
+    (``olmo3`` -> olmo2, ``qwen3_5`` -> qwen3), else the nearest name by spelling."""
+    import difflib
+
+    names = list(SUPPORTED_MODEL_TYPES) + list(ALIASES)
+    key = model_type.lower()
+    stem = re.sub(r"[_\-]?(v?\d+(\.\d+)?|moe|text|vl|hybrid)$", "", key)
+    close = [n for n in names if stem and stem != key and n.startswith(stem)][:1] or \
+        difflib.get_close_matches(key, names, n=1, cutoff=0.0)
+    return f" (closest supported family: {ALIASES.get(close[0], close[0])})" if close else ""
+
+
+def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None,
+               display_name: Optional[str] = None):
     """Map a parsed config.json to ``(ModelSpec, defaults applied)``.
 
     ``source`` names the file in messages and in ``spec.source.url``; ``name`` defaults to the
-    folder (for ``.../NAME/config.json``) or file stem. Raises SpecError naming the key for an
+    folder (for ``.../NAME/config.json``) or file stem; ``display_name`` to ``_name_or_path``. Raises SpecError naming the key for an
     unsupported model_type, a missing required size, a wrong type, or a shape key it cannot place.
     """
     from pydantic import ValidationError
@@ -95,8 +109,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
         raise SpecError(f"{source}: model_type is missing; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
     family = ALIASES.get(model_type, model_type)
     if family not in FAMILIES:
-        hint = " (the text-only model_type is gemma3_text)" if model_type == "gemma3" else ""
-        raise SpecError(f"{source}: model_type {model_type!r} is not supported{hint}; supported: "
+        raise SpecError(f"{source}: model_type {model_type!r} is not supported{_closest(model_type)}; supported: "
                         f"{', '.join(SUPPORTED_MODEL_TYPES)}")
     archs = config.get("architectures")
     if isinstance(archs, list):
@@ -107,7 +120,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
     mapper, fam = FAMILIES[family]
     data = dict(config)
     text = data.get("text_config")
-    if family == "qwen2_vl" and isinstance(text, dict):
+    if family in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llama4", "mistral3") and isinstance(text, dict):
         data.update({k: v for k, v in text.items() if k not in ("model_type", "architectures")})
         data.pop("text_config")
     defaults: list[str] = []
@@ -120,9 +133,9 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None):
         raise SpecError(validation_message(Path(source), exc)) from None
     c.check_unplaced()
 
-    shown = _display_name(config)
+    shown = display_name or _display_name(config)
     note = [f"Imported from a Hugging Face config.json (model_type {model_type}"
-            + (f", _name_or_path {config['_name_or_path']}" if shown else "") + ") by llm-cost."]
+            + (f", _name_or_path {config['_name_or_path']}" if _display_name(config) else "") + ") by llm-cost."]
     if defaults:
         note.append("Defaults applied: " + "; ".join(defaults) + ".")
     if notes:
@@ -185,11 +198,13 @@ def _read_json(path: Path) -> Any:
     return data
 
 
-def load_hf_config_verbose(path: Path, name: Optional[str] = None):
+def load_hf_config_verbose(path: Path, name: Optional[str] = None, source: Optional[str] = None,
+                           display_name: Optional[str] = None):
     """``(ModelSpec, defaults applied)`` from a config.json or a folder holding one; ``name``
-    overrides the spec name (default: the folder of a ``config.json``, else the file stem)."""
+    overrides the spec name (default: the folder of a ``config.json``, else the file stem),
+    ``source`` the origin recorded and named in messages (default: the file's path)."""
     file = find_config(Path(path))
-    return hf_to_spec(_read_json(file), str(file), name)
+    return hf_to_spec(_read_json(file), source or str(file), name, display_name)
 
 
 def load_hf_config(path: Path):

@@ -210,8 +210,9 @@ class _Family:
 # -- shared pieces ----------------------------------------------------------------------------------
 
 def _common(c: _Config, fam: _Family, *, hidden_key: str = "hidden_size", layers_key: str = "num_hidden_layers",
-            rope: bool = True) -> dict[str, Any]:
-    """vocab, width, depth, tying, positions, RoPE and dtype: the fields every family has."""
+            rope: bool = True, nope: bool = False) -> dict[str, Any]:
+    """vocab, width, depth, tying, positions, RoPE and dtype: the fields every family has
+    (``nope``: no position encoding at all; RoPE keys are then read and ignored)."""
     out: dict[str, Any] = {
         "vocab_size": c.int("vocab_size"),
         "hidden_size": c.int(hidden_key),
@@ -220,7 +221,10 @@ def _common(c: _Config, fam: _Family, *, hidden_key: str = "hidden_size", layers
     }
     max_key = c.alias("max_position_embeddings", "n_positions") if not rope else "max_position_embeddings"
     out["max_position_embeddings"] = c.int(max_key, fam.max_pos)
-    if rope:
+    if nope:
+        c.ignore("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor")
+        out["position_embedding"] = "none"
+    elif rope:
         out.update(_rope(c, fam))
     else:
         out["position_embedding"] = "learned"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from llm_cost.core.errors import SpecError
-from llm_cost.specs.hf.config import (_REQUIRED, _VISION_SHAPE_KEYS, _Config, _Family, _common, _gqa, _heads, _layer_types, _mlp,
+from llm_cost.specs.hf.config import (_ABSENT as _ABSENT_MARK, _REQUIRED, _VISION_SHAPE_KEYS, _Config, _Family, _common, _gqa, _heads, _layer_types, _mlp,
                      _place_layers, _qwen_sliding)
 
 
@@ -21,13 +21,15 @@ def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False) if c.family == "llama" else False
-    mlp_bias = c.bool("mlp_bias", False) if c.family == "llama" else False
+    bias = c.bool("attention_bias", False) if c.family in ("llama", "smollm3") else False
+    mlp_bias = c.bool("mlp_bias", False) if c.family in ("llama", "smollm3") else False
     window = None
     if c.family == "mistral":
         window = c.int_or_null("sliding_window", 4096)
     elif c.family == "phi3":
         window = c.opt_int("sliding_window")
+    elif c.family == "smollm3":
+        window = _smollm3_window(c)
     types = _layer_types(c, L, ("full_attention", "sliding_attention")) or \
         (["sliding_attention"] * L if window else ["full_attention"] * L)
     window = _place_layers(c, out, types, window)
@@ -71,7 +73,7 @@ def _qwen(c: _Config, fam: _Family) -> dict[str, Any]:
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, hd = _heads(c, d, fam)
-    qwen3 = fam_name in ("qwen3", "qwen3_moe")
+    qwen3 = fam_name in ("qwen3", "qwen3_moe", "qwen3_vl")
     if qwen3:
         bias = c.bool("attention_bias", False)
         att_kw = dict(attention_bias=bias, o_proj_bias=bias, qk_norm=True)
@@ -297,7 +299,7 @@ def _gemma(c: _Config, fam: _Family) -> dict[str, Any]:
         window = _place_layers(c, out, types, window)
     c.ignore("rope_local_base_freq", "query_pre_attn_scalar")
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window,
-                            qk_norm=c.family == "gemma3_text")
+                            qk_norm=c.family in ("gemma3_text", "gemma3"))
     act_key = "hidden_activation" if c.has("hidden_activation") else "hidden_act"
     c.ignore("hidden_act", "hidden_activation")
     from llm_cost.specs.schema import MLP
@@ -415,10 +417,561 @@ def _gpt_oss(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _smollm3_window(c: _Config):
+    """smollm3 (transformers models/smollm3/modeling_smollm3.py): llama weights; ``no_rope_layers``
+    only switches RoPE off in some layers (no weights). The window applies only with
+    ``use_sliding_window`` (then through ``layer_types``)."""
+    c.ignore("no_rope_layers", "no_rope_layer_interval", "max_window_layers")
+    if not c.bool("use_sliding_window", False):
+        c.ignore("sliding_window")
+        return None
+    return c.opt_int("sliding_window")
+
+
+def _gemma3_vlm(c: _Config, fam: _Family) -> dict[str, Any]:
+    """gemma3 (transformers models/gemma3/modeling_gemma3.py, Gemma3ForConditionalGeneration): the
+    Gemma 3 text model of ``text_config`` (as gemma3_text), a SigLIP vision tower
+    (models/siglip/modeling_siglip.py, ``vision_config``; SiglipVisionConfig defaults for absent keys)
+    and Gemma3MultiModalProjector (RMSNorm + [e, d] matrix). ``vision_use_head`` true would add
+    SigLIP's attention-pooling head, which Gemma 3 does not use: refused."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import SiglipVision
+
+    out = _gemma(c, fam)
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", "is required for model_type 'gemma3' (the SigLIP tower's shapes); "
+                                       "a text-only Gemma 3 config has model_type gemma3_text")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore("model_type", "hidden_act", "layer_norm_eps", "attention_dropout", "torch_dtype", "dtype")
+    if v.data.get("vision_use_head"):
+        raise v.error("vision_use_head", "= true adds SigLIP's pooling head, which Gemma 3 does not have")
+    v.ignore("vision_use_head")
+    kw = dict(hidden_size=v.int("hidden_size", 768), intermediate_size=v.int("intermediate_size", 3072),
+              num_hidden_layers=v.int("num_hidden_layers", 12), num_attention_heads=v.int("num_attention_heads", 12),
+              image_size=v.int("image_size", 224), patch_size=v.int("patch_size", 16),
+              num_channels=v.int("num_channels", 3), mm_tokens_per_image=c.int("mm_tokens_per_image", 256))
+    v.check_unplaced(_VISION_SHAPE_KEYS | {"projection_dim", "embed_dim", "depth"})
+    c.ignore("boi_token_index", "eoi_token_index", "image_token_index", "initializer_range")
+    try:
+        out["siglip_vision"] = SiglipVision(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    side = kw["image_size"] // kw["patch_size"]
+    tokens = int(round(kw["mm_tokens_per_image"] ** 0.5))
+    if tokens * tokens != kw["mm_tokens_per_image"] or side % tokens:
+        raise c.error("mm_tokens_per_image", f"({kw['mm_tokens_per_image']}) must be a square whose side divides "
+                                             f"image_size / patch_size ({side})")
+    return out
+
+
+def _olmo2(c: _Config, fam: _Family) -> dict[str, Any]:
+    """olmo2 (transformers models/olmo2/modeling_olmo2.py): llama projections (``attention_bias`` on
+    q/k/v/o), RMSNorm q_norm over the whole q projection (n_q d_head) and k_norm over k
+    (n_kv d_head), and two norms per block, both after their sublayer (post_attention_layernorm,
+    post_feedforward_layernorm; no input norm). olmo3 (models/olmo3/modeling_olmo3.py) has the same
+    tensors and slides a ``sliding_window`` over the layers ``layer_types`` marks (default: all but
+    every 4th)."""
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    window = None
+    if c.family == "olmo3":  # Olmo3Config: sliding layers except every 4th unless layer_types says otherwise
+        window = c.int_or_null("sliding_window", 4096)
+        types = _layer_types(c, L, ("full_attention", "sliding_attention")) or \
+            ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(L)]
+        window = _place_layers(c, out, types, window)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True,
+                            qk_norm_width="projection", sliding_window=window)
+    out["mlp"] = _mlp(c)
+    return out
+
+
+def _glm4_moe(c: _Config, fam: _Family) -> dict[str, Any]:
+    """glm4_moe (transformers models/glm4_moe/modeling_glm4_moe.py): GQA with ``attention_bias`` on
+    q/k/v (o_proj never has one), optional per-head q/k norms (``use_qk_norm``), partial RoPE; layers
+    i >= ``first_k_dense_replace`` are MoE: Glm4MoeTopkRouter weight [E, d] plus its
+    e_score_correction_bias [E], E routed experts of ``moe_intermediate_size``, and
+    ``n_shared_experts`` x that width of shared expert. The checkpoint also stores
+    ``num_nextn_predict_layers`` MTP layers (DeepSeek-V3 layout with embedding/head copies), which
+    transformers skips on load; they are reported apart."""
+    from llm_cost.specs.schema import MoE, MTP
+
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=c.bool("attention_bias", False),
+                            qk_norm=c.bool("use_qk_norm", False))
+    first_k = c.int("first_k_dense_replace", 1, minimum=0)
+    width = c.int("moe_intermediate_size", 1408)
+    shared = c.int("n_shared_experts", 1, minimum=0)
+    c.ignore("n_group", "topk_group", "routed_scaling_factor", "norm_topk_prob", "topk_method", "scoring_func")
+    out["moe"] = MoE(num_experts=c.int("n_routed_experts", 128), num_experts_per_tok=c.int("num_experts_per_tok", 8),
+                     moe_intermediate_size=width, shared_expert_intermediate_size=shared * width, router_bias=True,
+                     first_k_dense_replace=min(first_k, L))
+    if first_k:
+        out["mlp"] = _mlp(c)
+    else:
+        c.ignore("intermediate_size", "hidden_act")
+    mtp = c.int("num_nextn_predict_layers", 0, minimum=0) if c.has("num_nextn_predict_layers") else 0
+    if mtp:
+        out["mtp"] = MTP(num_nextn_predict_layers=mtp)
+    return out
+
+
+def _mamba2_spec(c: _Config, *, heads: str, head_dim: Any, state: str, groups: str, kernel: str, conv_bias: bool,
+                 proj_bias: bool, defaults: tuple[int, int, int, int]):
+    """A Mamba2 spec from a config's Mamba keys (names differ per family; the first of each
+    tuple of synonyms is canonical)."""
+    from llm_cost.specs.schema import Mamba2
+
+    n_heads = c.int(heads, defaults[0])
+    return Mamba2(num_heads=n_heads, head_dim=head_dim(n_heads) if callable(head_dim) else c.int(head_dim),
+                  state_size=c.int(c.alias(*state.split("|")), defaults[1]),
+                  n_groups=c.int(c.alias(*groups.split("|")), defaults[2]),
+                  conv_kernel=c.int(c.alias(*kernel.split("|")), defaults[3]), conv_bias=conv_bias,
+                  proj_bias=proj_bias)
+
+
+def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
+    """nemotron_h (transformers models/nemotron_h/modeling_nemotron_h.py): one RMSNorm and one mixer
+    per block, chosen by ``hybrid_override_pattern``: ``M`` a Mamba-2 mixer (in_proj / out_proj bias
+    ``use_bias``, conv bias ``use_conv_bias``), ``*`` attention (q/k/v/o, bias ``attention_bias``, no
+    position encoding), ``-`` an MLP up_proj / down_proj (relu2, not gated, bias ``mlp_bias``).
+    ``E`` (MoE blocks, Nemotron 3) is refused."""
+    from llm_cost.specs.schema import MLP
+
+    out = _common(c, fam, nope=True)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    pattern = c.str("hybrid_override_pattern")
+    kinds = {"M": ("mamba2", "none"), "*": ("full_attention", "none"), "-": ("mlp_only", "dense")}
+    bad = sorted(set(pattern) - set(kinds))
+    if bad:
+        raise c.error("hybrid_override_pattern", f"has {', '.join(map(repr, bad))}; the nemotron_h mapping places "
+                                                 "M (Mamba-2), * (attention) and - (MLP) blocks")
+    if len(pattern) != L:
+        raise c.error("hybrid_override_pattern", f"has {len(pattern)} blocks but num_hidden_layers is {L}")
+    if c.opt_int("sliding_window") is not None:
+        raise c.error("sliding_window", "is set: sliding attention in nemotron_h cannot be placed")
+    out["layer_types"] = [kinds[ch][0] for ch in pattern]
+    out["mlp_layer_types"] = [kinds[ch][1] for ch in pattern]
+    out["norms_per_layer"] = 1
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    proj_bias = c.bool("use_bias", False)
+    if c.data.get("mamba_proj_bias") is True and not proj_bias:
+        raise c.error("mamba_proj_bias", "= true disagrees with use_bias = false (the mixer's projection bias)")
+    c.ignore("mamba_proj_bias", "mamba_hidden_act", "chunk_size", "mamba_chunk_size", "expand", "mamba_expand",
+             "time_step_limit", "time_step_min", "time_step_max", "time_step_floor", "residual_in_fp32",
+             "rescale_prenorm_residual", "use_mamba_kernels", "num_logits_to_keep", "layer_norm_epsilon")
+    out["mamba"] = _mamba2_spec(c, heads="mamba_num_heads", head_dim="mamba_head_dim",
+                                state="ssm_state_size|mamba_state_dim", groups="n_groups|mamba_num_groups",
+                                kernel="conv_kernel|mamba_d_conv", conv_bias=c.bool("use_conv_bias", True),
+                                proj_bias=proj_bias, defaults=(128, 128, 8, 4))
+    act = c.str(c.alias("mlp_hidden_act", "hidden_act"), "relu2")
+    out["mlp"] = MLP(intermediate_size=c.int("intermediate_size"), gated=False, hidden_act=act,
+                     mlp_bias=c.bool("mlp_bias", False))
+    return out
+
+
+def _granitemoehybrid(c: _Config, fam: _Family) -> dict[str, Any]:
+    """granitemoehybrid (transformers models/granitemoehybrid/modeling_granitemoehybrid.py): each
+    block is input_layernorm, a Mamba-2 mixer or attention (``layer_types`` mamba / attention; q/k/v/o
+    bias ``attention_bias``; RoPE only with ``position_embedding_type`` rope), post_attention_layernorm,
+    then a MoE (router layer [E, d] without bias, gated experts input_linear [E, 2 d_ff, d] and
+    output_linear [E, d, d_ff]) when ``num_local_experts`` > 0, and the gated shared_mlp of
+    ``shared_intermediate_size`` (a dense MLP when there are no experts). Mamba inner width is
+    ``mamba_expand`` x d = ``mamba_n_heads`` x ``mamba_d_head``."""
+    from llm_cost.specs.schema import MLP, MoE
+
+    positions = c.str("position_embedding_type", "nope")
+    if positions not in ("nope", "rope"):
+        raise c.error("position_embedding_type", f"must be nope or rope (got {positions!r})")
+    out = _common(c, fam, nope=positions == "nope")
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    key = c.alias("layer_types", "layers_block_type")
+    raw = c.raw(key)
+    if raw is None or raw is _ABSENT_MARK:
+        raw = ["mamba"] * L  # GraniteMoeHybridConfig default: every layer Mamba
+        c.defaults.append(f"{key} = all mamba (absent; granitemoehybrid default)")
+    remap = {"mamba": "mamba2", "attention": "full_attention"}
+    if not isinstance(raw, list) or any(t not in remap for t in raw):
+        raise c.error(key, f"must be a list of 'mamba' / 'attention' (got {raw!r})")
+    if len(raw) != L:
+        raise c.error(key, f"has {len(raw)} entries but num_hidden_layers is {L}")
+    out["layer_types"] = [remap[t] for t in raw]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    if "mamba" in raw:
+        expand = c.int("mamba_expand", 2)
+        heads = c.int("mamba_n_heads", 128)
+        d_head = c.data.get("mamba_d_head", "auto")
+        c.ignore("mamba_d_head")
+        if d_head == "auto" or d_head is None:
+            d_head = expand * d // heads
+        elif isinstance(d_head, bool) or not isinstance(d_head, int) or d_head < 1:
+            raise c.error("mamba_d_head", f"must be an integer >= 1 or 'auto' (got {d_head!r})")
+        if heads * d_head != expand * d:
+            raise c.error("mamba_d_head", f"({d_head}) x mamba_n_heads ({heads}) must equal mamba_expand x hidden_size "
+                                          f"({expand} x {d})")
+        out["mamba"] = _mamba2_spec(c, heads="mamba_n_heads", head_dim=lambda n: d_head, state="mamba_d_state",
+                                    groups="mamba_n_groups", kernel="mamba_d_conv",
+                                    conv_bias=c.bool("mamba_conv_bias", True),
+                                    proj_bias=c.bool("mamba_proj_bias", False), defaults=(128, 256, 1, 4))
+    else:
+        c.ignore("mamba_expand", "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv",
+                 "mamba_conv_bias", "mamba_proj_bias")
+    c.ignore("mamba_chunk_size", "embedding_multiplier", "attention_multiplier", "residual_multiplier",
+             "logits_scaling", "normalization_function", "router_aux_loss_coef", "output_router_logits",
+             "init_method", "time_step_limit")
+    E = c.int("num_local_experts", 0, minimum=0)
+    shared = c.int("shared_intermediate_size", 1024, minimum=0)
+    act = c.str("hidden_act", "silu")
+    if E:
+        out["moe"] = MoE(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 2),
+                         moe_intermediate_size=c.int("intermediate_size"), shared_expert_intermediate_size=shared)
+    else:
+        c.ignore("intermediate_size", "num_experts_per_tok")
+        if not shared:
+            raise c.error("shared_intermediate_size", "= 0 with no experts leaves the blocks without a feed-forward")
+        out["mlp"] = MLP(intermediate_size=shared, hidden_act=act)
+    return out
+
+
+def _minimax_m2(c: _Config, fam: _Family) -> dict[str, Any]:
+    """minimax_m2 (transformers models/minimax_m2/modeling_minimax_m2.py): q/k/v/o without biases,
+    q_norm / k_norm over the whole projections (``qk_norm_type`` per_layer) or per head (per_head),
+    partial RoPE (``rotary_dim`` of ``head_dim``), every layer a MoE: block_sparse_moe.gate [E, d]
+    without bias, e_score_correction_bias [E] (``use_routing_bias``), E gated experts (w1, w2, w3)
+    of ``intermediate_size``. ``attn_type_list`` must be all 1 (softmax attention; 0 is MiniMax-01's
+    lightning attention). The MTP modules (``num_mtp_modules``) are not in the checkpoint."""
+    from llm_cost.specs.schema import MoE
+
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    head_dim = hd or d // n_q
+    if c.has("rotary_dim"):
+        rot = c.int("rotary_dim")
+        prf = out.get("partial_rotary_factor", 1.0)
+        if "partial_rotary_factor" not in c.data:
+            out["partial_rotary_factor"] = prf = rot / head_dim
+        if rot != round(prf * head_dim):
+            raise c.error("rotary_dim", f"({rot}) disagrees with partial_rotary_factor x head_dim "
+                                        f"({prf:g} x {head_dim})")
+    types = c.raw("attn_type_list")
+    if isinstance(types, list) and any(t != 1 for t in types):
+        raise c.error("attn_type_list", "has 0 (lightning attention) layers; only softmax attention (1) is placed")
+    if c.opt_int("sliding_window") is not None:
+        raise c.error("sliding_window", "is set: sliding attention in minimax_m2 cannot be placed")
+    qk = c.bool("use_qk_norm", True)
+    scope = c.str("qk_norm_type", "per_layer")
+    if scope not in ("per_layer", "per_head"):
+        raise c.error("qk_norm_type", f"must be per_layer or per_head (got {scope!r})")
+    out["attention"] = _gqa(n_q, n_kv, hd, qk_norm=qk,
+                            qk_norm_width="projection" if scope == "per_layer" else "head")
+    if c.int("shared_intermediate_size", 0, minimum=0):
+        raise c.error("shared_intermediate_size", "> 0: a shared expert in minimax_m2 cannot be placed")
+    c.ignore("scoring_func", "norm_topk_prob", "router_jitter_noise", "use_mtp", "num_mtp_modules",
+             "mtp_transformer_layers", "hidden_act", "router_aux_loss_coef", "output_router_logits", "swa_rope_theta",
+             "layernorm_full_attention_beta", "layernorm_mlp_beta", "layernorm_linear_attention_beta")
+    out["moe"] = MoE(num_experts=c.int("num_local_experts", 256), num_experts_per_tok=c.int("num_experts_per_tok", 8),
+                     moe_intermediate_size=c.int("intermediate_size"),
+                     router_bias=c.bool("use_routing_bias", True))
+    c.notes.append("MTP modules (num_mtp_modules) are not stored in the checkpoint and not counted")
+    return out
+
+
+def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
+    """llama4_text / llama4 (transformers models/llama4/modeling_llama4.py, Llama4ForCausalLM and
+    Llama4ForConditionalGeneration). Text: q/k/v/o (bias ``attention_bias``); ``use_qk_norm`` is an
+    L2 norm without weights; layers with RoPE (``no_rope_layers`` 1, default all but every 4th)
+    attend in chunks of ``attention_chunk_size`` (``layer_types`` chunked_attention), the NoPE layers
+    globally. Layers in ``moe_layers`` (default every ``interleave_moe_layer_step``-th) are MoE:
+    router [E, d] without bias, E gated experts of ``intermediate_size`` and an ungated shared
+    expert of the same width; the others a dense gated MLP of ``intermediate_size_mlp``. The wrapper
+    adds the vision encoder of ``vision_config`` (Llama4VisionModel) and the projector."""
+    from llm_cost.specs.schema import MLP, MoE
+
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    chunk = c.opt_int("attention_chunk_size")
+    types = _layer_types(c, L, ("full_attention", "chunked_attention"))
+    if types is None:
+        if c.has("no_rope_layers"):
+            rope_layers = c.int_list("no_rope_layers")
+            if len(rope_layers) < L or any(v not in (0, 1) for v in rope_layers):
+                raise c.error("no_rope_layers", f"must list 0 or 1 for each of the {L} layers (got {rope_layers!r})")
+        else:
+            k = c.int("no_rope_layer_interval", 4)
+            rope_layers = [int((i + 1) % k != 0) for i in range(L)]
+        types = ["chunked_attention" if rope_layers[i] and chunk else "full_attention" for i in range(L)]
+    else:
+        c.ignore("no_rope_layers")
+    c.ignore("no_rope_layer_interval", "use_qk_norm", "attn_temperature_tuning", "floor_scale", "attn_scale",
+             "for_llm_compressor", "router_aux_loss_coef", "router_jitter_noise", "output_router_logits",
+             "cache_implementation")
+    if "chunked_attention" in types and chunk is None:
+        raise c.error("attention_chunk_size", "is null, but layer_types has chunked_attention layers")
+    if set(types) != {"full_attention"}:
+        out["layer_types"] = types
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias,
+                            attention_chunk_size=chunk if "chunked_attention" in types else None)
+    if c.has("moe_layers"):
+        moe_layers = set(c.int_list("moe_layers"))
+        c.ignore("interleave_moe_layer_step")
+        if any(i >= L for i in moe_layers):
+            raise c.error("moe_layers", f"lists layers beyond the {L} layers")
+    else:
+        step = c.int("interleave_moe_layer_step", 1)
+        moe_layers = set(range(step - 1, L, step))
+    width = c.int("intermediate_size", 8192)
+    out["mlp_layer_types"] = ["moe" if i in moe_layers else "dense" for i in range(L)]
+    if moe_layers:
+        out["moe"] = MoE(num_experts=c.int("num_local_experts", 16), num_experts_per_tok=c.int("num_experts_per_tok", 1),
+                         moe_intermediate_size=width, shared_expert_intermediate_size=width)
+    act = c.str("hidden_act", "silu")
+    if len(moe_layers) < L:
+        out["mlp"] = MLP(intermediate_size=c.int("intermediate_size_mlp", 16384), hidden_act=act)
+    else:
+        c.ignore("intermediate_size_mlp")
+    if c.family == "llama4":
+        out["llama4_vision"] = _llama4_vision(c)
+    return out
+
+
+def _llama4_vision(c: _Config):
+    """The Llama4VisionConfig keys (its defaults for absent ones) of a llama4 wrapper config."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import Llama4Vision
+
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", "is required for model_type 'llama4' (the vision encoder's shapes); a text-only "
+                                       "config has model_type llama4_text")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore("model_type", "hidden_act", "norm_eps", "attention_dropout", "projector_dropout", "rope_theta",
+             "vision_feature_layer", "vision_feature_select_strategy", "initializer_range", "torch_dtype", "dtype",
+             "pixel_shuffle_ratio", "rope_parameters")
+    kw = dict(hidden_size=v.int("hidden_size", 768), intermediate_size=v.int("intermediate_size", 5632),
+              num_hidden_layers=v.int("num_hidden_layers", 34), num_attention_heads=v.int("num_attention_heads", 16),
+              image_size=v.int("image_size", 448), patch_size=v.int("patch_size", 14),
+              num_channels=v.int("num_channels", 3), projector_input_dim=v.int("projector_input_dim", 4096),
+              projector_output_dim=v.int("projector_output_dim", 4096),
+              vision_output_dim=v.int("vision_output_dim", 7680),
+              multi_modal_projector_bias=v.bool("multi_modal_projector_bias", False))
+    v.check_unplaced(_VISION_SHAPE_KEYS)
+    c.ignore("boi_token_index", "eoi_token_index", "image_token_index")
+    try:
+        return Llama4Vision(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+
+
+def _olmoe(c: _Config, fam: _Family) -> dict[str, Any]:
+    """olmoe (transformers models/olmoe/modeling_olmoe.py): q/k/v/o (bias ``attention_bias``), RMSNorm
+    q_norm over the whole q projection and k_norm over k (``clip_qkv`` has no weights), pre-norm
+    blocks, every FFN a MoE: gate [E, d] without bias and E gated experts of ``intermediate_size``."""
+    from llm_cost.specs.schema import MoE
+
+    out = _common(c, fam)
+    d = out["hidden_size"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True,
+                            qk_norm_width="projection")
+    c.ignore("clip_qkv", "norm_topk_prob", "router_aux_loss_coef", "output_router_logits", "hidden_act")
+    out["moe"] = MoE(num_experts=c.int("num_experts", 64), num_experts_per_tok=c.int("num_experts_per_tok", 8),
+                     moe_intermediate_size=c.int("intermediate_size"))
+    return out
+
+
+def _internlm2(c: _Config, fam: _Family) -> dict[str, Any]:
+    """internlm2 (the checkpoints' own modeling_internlm2.py, InternLM2ForCausalLM; remote code, not
+    in transformers): tok_embeddings, per layer a fused wqkv [(n_q + 2 n_kv) d_head, d] (the elements
+    of separate q/k/v) and wo, both with bias ``bias``, attention_norm, feed_forward w1/w3/w2 (gated,
+    no bias), ffn_norm; norm and an untied output head by default."""
+    out = _common(c, fam)
+    d = out["hidden_size"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    c.ignore("pretraining_tp", "attn_implementation")
+    out["mlp"] = _mlp(c)
+    return out
+
+
+def _ernie4_5(c: _Config, fam: _Family) -> dict[str, Any]:
+    """ernie4_5 (transformers models/ernie4_5/modeling_ernie4_5.py, and the checkpoints' remote
+    modeling_ernie4_5.py with the same tensors): llama blocks where ``use_bias`` puts biases on q/k/v/o
+    and on gate/up/down."""
+    out = _common(c, fam)
+    d = out["hidden_size"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("use_bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    out["mlp"] = _mlp(c, mlp_bias=bias)
+    return out
+
+
+def _qwen2_5_vl(c: _Config, fam: _Family) -> dict[str, Any]:
+    """qwen2_5_vl (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py): the Qwen2 language model
+    (q/k/v biases; keys at the top level or under ``text_config``) and the Qwen2.5-VL vision tower of
+    ``vision_config`` (RMSNorm, gated MLP; Qwen2_5_VLVisionConfig defaults for absent keys)."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import Qwen25Vision
+
+    out = _qwen(c, fam)
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", "is required for model_type 'qwen2_5_vl' (the vision tower's shapes)")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore("model_type", "hidden_act", "initializer_range", "tokens_per_second", "window_size",
+             "fullatt_block_indexes", "torch_dtype", "dtype")
+    kw = dict(depth=v.int("depth", 32), hidden_size=v.int("hidden_size", 3584),
+              intermediate_size=v.int("intermediate_size", 3420), num_heads=v.int("num_heads", 16),
+              in_channels=v.int(v.alias("in_channels", "in_chans"), 3),
+              patch_size=v.int(v.alias("patch_size", "spatial_patch_size"), 14),
+              spatial_merge_size=v.int("spatial_merge_size", 2), temporal_patch_size=v.int("temporal_patch_size", 2),
+              out_hidden_size=v.int("out_hidden_size", out["hidden_size"]))
+    v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size", "out_hidden_size", "fullatt_block_indexes",
+                                           "window_size"})
+    if kw["out_hidden_size"] != out["hidden_size"]:
+        raise v.error("out_hidden_size", f"({kw['out_hidden_size']}) must equal the language model's hidden_size "
+                                         f"({out['hidden_size']})")
+    c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id", "vision_token_id")
+    try:
+        out["qwen25_vision"] = Qwen25Vision(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    return out
+
+
+def _granitemoe(c: _Config, fam: _Family) -> dict[str, Any]:
+    """granitemoe (transformers models/granitemoe/modeling_granitemoe.py): q/k/v/o (bias
+    ``attention_bias``), pre-norm blocks, every FFN a MoE: router layer [E, d] without bias, experts
+    input_linear [E, 2 d_ff, d] (gate and up fused) and output_linear [E, d, d_ff]; the embedding,
+    residual, attention and logit multipliers are scalars, not weights."""
+    from llm_cost.specs.schema import MoE
+
+    out = _common(c, fam)
+    d = out["hidden_size"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    c.ignore("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling", "hidden_act",
+             "router_aux_loss_coef", "output_router_logits")
+    out["moe"] = MoE(num_experts=c.int("num_local_experts", 8), num_experts_per_tok=c.int("num_experts_per_tok", 2),
+                     moe_intermediate_size=c.int("intermediate_size"))
+    return out
+
+
+def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
+    """phimoe (transformers models/phimoe/modeling_phimoe.py): q/k/v/o with biases
+    (``attention_bias``), LayerNorms with biases (input, post-attention, final), every FFN a MoE
+    of ``num_local_experts`` gated experts (w1, w3, w2) of ``intermediate_size`` with a bias-free
+    router, and an LM head with a bias (``lm_head_bias``)."""
+    from llm_cost.specs.schema import MoE
+
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    window = c.opt_int("sliding_window")
+    types = ["sliding_attention"] * L if window else ["full_attention"] * L
+    window = _place_layers(c, out, types, window)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
+    out["norm_type"] = "layernorm"
+    out["lm_head_bias"] = c.bool("lm_head_bias", False)
+    c.ignore("router_jitter_noise", "input_jitter_noise", "router_aux_loss_coef", "output_router_logits",
+             "hidden_act")
+    out["moe"] = MoE(num_experts=c.int("num_local_experts", 16), num_experts_per_tok=c.int("num_experts_per_tok", 2),
+                     moe_intermediate_size=c.int("intermediate_size"))
+    return out
+
+
+def _qwen3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
+    """qwen3_vl (transformers models/qwen3_vl/modeling_qwen3_vl.py): the Qwen3 language model of
+    ``text_config`` (per-head q/k norms) and the Qwen3-VL vision tower of ``vision_config`` with
+    one DeepStack merger per ``deepstack_visual_indexes`` entry."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import Qwen3Vision
+
+    out = _qwen(c, fam)
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", "is required for model_type 'qwen3_vl' (the vision tower's shapes)")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore("model_type", "hidden_act", "initializer_range", "torch_dtype", "dtype")
+    deepstack = v.int_list("deepstack_visual_indexes", [8, 16, 24])
+    kw = dict(depth=v.int("depth", 27), hidden_size=v.int("hidden_size", 1152),
+              intermediate_size=v.int("intermediate_size", 4304), num_heads=v.int("num_heads", 16),
+              in_channels=v.int("in_channels", 3), patch_size=v.int("patch_size", 16),
+              spatial_merge_size=v.int("spatial_merge_size", 2), temporal_patch_size=v.int("temporal_patch_size", 2),
+              out_hidden_size=v.int("out_hidden_size", out["hidden_size"]),
+              num_position_embeddings=v.int("num_position_embeddings", 2304), deepstack_mergers=len(deepstack))
+    v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size", "out_hidden_size", "num_position_embeddings",
+                                           "deepstack_visual_indexes"})
+    if kw["out_hidden_size"] != out["hidden_size"]:
+        raise v.error("out_hidden_size", f"({kw['out_hidden_size']}) must equal the language model's hidden_size "
+                                         f"({out['hidden_size']})")
+    c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
+    try:
+        out["qwen3_vision"] = Qwen3Vision(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    return out
+
+
+def _mistral3(c: _Config, fam: _Family) -> dict[str, Any]:
+    """mistral3 (transformers models/mistral3/modeling_mistral3.py, Mistral3ForConditionalGeneration):
+    the Mistral language model of ``text_config`` (read as mistral), the Pixtral encoder of
+    ``vision_config`` (models/pixtral/modeling_pixtral.py) and the projector (RMSNorm, 2x2 patch
+    merger, linear_1, linear_2; biases only with ``multimodal_projector_bias``)."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import PixtralVision
+
+    c.family = "mistral"
+    try:
+        out = _llama_like(c, fam)
+    finally:
+        c.family = "mistral3"
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", "is required for model_type 'mistral3' (the Pixtral encoder's shapes)")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore("model_type", "hidden_act", "initializer_range", "attention_dropout", "rope_theta", "rope_parameters",
+             "image_size", "torch_dtype", "dtype", "rms_norm_eps")
+    heads = v.int("num_attention_heads", 16)
+    kw = dict(hidden_size=v.int("hidden_size", 1024), intermediate_size=v.int("intermediate_size", 4096),
+              num_hidden_layers=v.int("num_hidden_layers", 24), num_attention_heads=heads,
+              head_dim=v.int("head_dim", 64), patch_size=v.int("patch_size", 16), num_channels=v.int("num_channels", 3),
+              spatial_merge_size=c.int("spatial_merge_size", 2),
+              multimodal_projector_bias=c.bool("multimodal_projector_bias", False))
+    v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size"})
+    c.ignore("image_token_index", "projector_hidden_act", "vision_feature_layer", "vision_feature_select_strategy")
+    try:
+        out["pixtral_vision"] = PixtralVision(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    return out
+
+
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "mistral": (_llama_like, _F(tie=False, max_pos=131072, rope_theta=10000.0)),
+    "mistral3": (_mistral3, _F(tie=False, max_pos=131072, rope_theta=1e9)),
     "mixtral": (_mixtral, _F(tie=False, max_pos=131072, rope_theta=1e6)),
     "qwen2": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
     "qwen2_moe": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
@@ -427,6 +980,8 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "qwen3_next": (_qwen3_next, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=256,
                                    partial_rotary=0.25)),
     "qwen2_vl": (_qwen2_vl, _F(tie=False, max_pos=32768, rope_theta=1e6)),
+    "qwen3_vl": (_qwen3_vl, _F(tie=False, max_pos=262144, rope_theta=5e6, head_dim=128)),
+    "qwen2_5_vl": (_qwen2_5_vl, _F(tie=False, max_pos=128000, rope_theta=1e6)),
     "deepseek_v2": (_deepseek, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "deepseek_v3": (_deepseek, _F(tie=False, max_pos=4096, rope_theta=10000.0)),
     "gemma": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
@@ -436,9 +991,26 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "gpt2": (_gpt2, _F(tie=True, max_pos=1024, rope_theta=None, dtype="fp32")),
     "falcon": (_falcon, _F(tie=True, max_pos=2048, rope_theta=10000.0)),
     "gpt_oss": (_gpt_oss, _F(tie=False, max_pos=131072, rope_theta=150000.0, head_dim=64)),
+    "gemma3": (_gemma3_vlm, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
+    "smollm3": (_llama_like, _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
+    "olmo2": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "olmo3": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "phimoe": (_phimoe, _F(tie=False, max_pos=131072, rope_theta=1e6)),
+    "granitemoe": (_granitemoe, _F(tie=True, max_pos=4096, rope_theta=10000.0)),
+    "nemotron_h": (_nemotron_h, _F(tie=False, max_pos=4096, rope_theta=None, head_dim=128)),
+    "granitemoehybrid": (_granitemoehybrid, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "minimax_m2": (_minimax_m2, _F(tie=False, max_pos=196608, rope_theta=5e6, head_dim=128)),
+    "llama4": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
+    "llama4_text": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
+    "ernie4_5": (_ernie4_5, _F(tie=True, max_pos=131072, rope_theta=500000.0, head_dim=128)),
+    "internlm2": (_internlm2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "olmoe": (_olmoe, _F(tie=False, max_pos=4096, rope_theta=10000.0, dtype="fp32")),
+    "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
 }
 #: Legacy model_type names read by another family's mapping.
-ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
+ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon",
+           # Kimi K2 ships DeepseekV3ForCausalLM (remote code, the DeepSeek-V3 tensors) under its own model_type
+           "kimi_k2": "deepseek_v3"}
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
 _HEADS = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")

@@ -1,0 +1,150 @@
+"""Hugging Face model ids as MODEL: ``org/name`` or ``org/name@revision`` -> its config.json -> a spec.
+
+The config is fetched with ``huggingface_hub`` (the optional extra ``pip install 'llm-cost[hub]'``,
+imported only when MODEL is such an id), cache first: a config already in the local Hugging Face
+cache is read without touching the network. The usual environment is honoured: ``HF_HUB_OFFLINE``
+(never go online), ``HF_TOKEN`` (gated and private repos) and the cache location (``HF_HUB_CACHE``,
+else ``HF_HOME``/hub, else ``XDG_CACHE_HOME``/huggingface/hub, else ~/.cache/huggingface/hub). The
+variables are read when MODEL is resolved, not when huggingface_hub was imported.
+
+Which MODEL is an id: a plain shipped name never contains "/", but a relative path such as
+``models/x.yaml`` does, so an existing path always wins; otherwise text of the form ``org/name``
+(letters, digits, ``-``, ``_``, ``.``; optional ``@revision``) that does not end in a spec or
+checkpoint suffix is an id. Every failure is a one-line :class:`SpecError` (exit code 2) that says
+what to do: install the extra, go online or pre-fetch, log in for a gated repo, check the name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Optional
+
+from llm_cost.core.errors import SpecError
+
+__all__ = ["is_hub_id", "parse_hub_id", "cache_dir", "offline", "config_path", "load_hub_model"]
+
+_HUB_ID = re.compile(r"(?P<repo>[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})"
+                     r"(?:@(?P<rev>[A-Za-z0-9_./-]{1,255}))?")
+_FILE_SUFFIXES = (".yaml", ".yml", ".json", ".gguf", ".safetensors")
+_TRUE = {"1", "on", "yes", "true"}
+
+
+def parse_hub_id(text: str) -> Optional[tuple[str, Optional[str]]]:
+    """``(repo_id, revision or None)`` when ``text`` has the form of a Hub model id, else None."""
+    m = _HUB_ID.fullmatch(text.strip())
+    if not m or ".." in m.group("repo") or m.group("repo").lower().endswith(_FILE_SUFFIXES):
+        return None
+    return m.group("repo"), m.group("rev")
+
+
+def is_hub_id(text: str) -> bool:
+    """True when MODEL should be resolved on the Hub: an id that is not an existing path."""
+    return parse_hub_id(text) is not None and not Path(text).exists()
+
+
+def cache_dir() -> Path:
+    """The Hugging Face hub cache folder the environment names (read now, not at import)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "huggingface" / "hub"
+
+
+def offline() -> bool:
+    """HF_HUB_OFFLINE is set to a true value."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
+
+
+def _shown(repo: str, rev: Optional[str]) -> str:
+    return f"{repo}@{rev}" if rev else repo
+
+
+def _download(repo: str, rev: Optional[str], local_only: bool) -> Path:
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.utils import logging as hf_logging
+
+    token = os.environ.get("HF_TOKEN") or None  # None: the stored login (hf auth login), if any
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # its retry warnings would break the one-line error
+    try:
+        return Path(hf_hub_download(repo, "config.json", revision=rev, cache_dir=str(cache_dir()), token=token,
+                                    local_files_only=local_only))
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+def _error(model_id: str, exc: Exception) -> SpecError:
+    """One line for a failed Hub lookup, naming the id and what would fix it."""
+    from huggingface_hub import errors
+
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    login = "log in with `hf auth login` or set HF_TOKEN"
+    if isinstance(exc, errors.GatedRepoError) or status == 403:
+        return SpecError(f"{model_id}: the repository is gated; accept its terms on huggingface.co, then {login}")
+    if isinstance(exc, errors.RevisionNotFoundError):
+        return SpecError(f"{model_id}: no such revision on the Hugging Face Hub (give a branch, tag or commit "
+                         "after '@')")
+    if isinstance(exc, errors.RepositoryNotFoundError) or status == 401:
+        return SpecError(f"{model_id}: no such model on the Hugging Face Hub (or it is private: {login})")
+    if isinstance(exc, errors.LocalEntryNotFoundError):  # before EntryNotFoundError, its base class
+        return SpecError(f"{model_id}: config.json is not in the Hugging Face cache ({cache_dir()}) and the Hub "
+                         "cannot be reached; connect once, or copy the model's config.json and give its path")
+    if isinstance(exc, (errors.RemoteEntryNotFoundError, errors.EntryNotFoundError)) or status == 404:
+        return SpecError(f"{model_id}: the repository has no config.json (a GGUF-only repo? download the .gguf "
+                         "and give its path)")
+    return SpecError(f"{model_id}: the Hugging Face Hub lookup failed ({type(exc).__name__}: "
+                     f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})")
+
+
+def config_path(model_id: str) -> Path:
+    """The local path of ``model_id``'s config.json: from the cache, else downloaded (unless offline).
+
+    SpecError (one line) when huggingface_hub is missing, the id is malformed, the config is not
+    cached while offline, the repo is gated, private or absent, or has no config.json."""
+    parsed = parse_hub_id(model_id)
+    if parsed is None:
+        raise SpecError(f"{model_id!r} is not a Hugging Face model id (expected org/name or org/name@revision)")
+    repo, rev = parsed
+    try:
+        import huggingface_hub  # noqa: F401
+    except ImportError:
+        raise SpecError(f"{model_id}: looks like a Hugging Face model id; resolving it needs huggingface_hub: "
+                        "pip install 'llm-cost[hub]' (or give the path of its config.json)") from None
+    from huggingface_hub import errors
+
+    try:
+        return _download(repo, rev, local_only=True)
+    except errors.LocalEntryNotFoundError:
+        if offline():
+            raise SpecError(f"{model_id}: HF_HUB_OFFLINE is set and config.json is not in the Hugging Face cache "
+                            f"({cache_dir()}); unset HF_HUB_OFFLINE once, or give the path of a config.json") \
+                from None
+    except (errors.HFValidationError, ValueError) as exc:
+        raise SpecError(f"{model_id}: not a valid Hugging Face model id ({str(exc).splitlines()[0]})") from None
+    except OSError as exc:
+        raise _error(model_id, exc) from None
+    try:
+        return _download(repo, rev, local_only=False)
+    except (errors.HFValidationError, ValueError) as exc:
+        raise SpecError(f"{model_id}: not a valid Hugging Face model id ({str(exc).splitlines()[0]})") from None
+    except Exception as exc:  # network and HTTP errors of any kind become one line
+        raise _error(model_id, exc) from None
+
+
+def load_hub_model(model_id: str, verbose: bool = False):
+    """The :class:`ModelSpec` of a Hub model id (``(spec, defaults)`` with ``verbose``); the spec is
+    named after the repo (``meta-llama/Llama-3.1-8B`` -> ``llama-3.1-8b``) and displayed as the id."""
+    from llm_cost.specs.hf import load_hf_config_verbose
+
+    parsed = parse_hub_id(model_id)
+    path = config_path(model_id)
+    assert parsed is not None
+    repo, rev = parsed
+    name = re.sub(r"\s+", "-", repo.split("/", 1)[1]).lower()
+    url = f"https://huggingface.co/{repo}/blob/{rev or 'main'}/config.json"
+    spec, defaults = load_hf_config_verbose(path, name=name, source=url, display_name=_shown(repo, rev))
+    return (spec, defaults) if verbose else spec
