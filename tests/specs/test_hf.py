@@ -23,7 +23,7 @@ from llm_cost.model.params import count_params
 from llm_cost.specs.schema import ModelSpec
 from llm_cost.model.structure import build
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hf"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
 CHECKPOINTS = yaml.safe_load((FIXTURES / "CHECKPOINTS.yaml").read_text(encoding="utf-8"))
 FOLDERS = sorted(p.name for p in FIXTURES.iterdir() if (p / "config.json").is_file())
 

@@ -18,7 +18,7 @@ from llm_cost.specs.load import load_model
 
 pytest.importorskip("huggingface_hub")
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hf"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
 COMMIT = "0e9e39f249a16976918f6564b8830bc894c89659"
 
 
