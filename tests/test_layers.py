@@ -4,6 +4,7 @@ back through others. Imports inside functions count, so a cycle cannot hide in o
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 import llm_cost
@@ -33,6 +34,7 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
+@lru_cache(maxsize=1)
 def _graph() -> dict[str, set[str]]:
     files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     return {name: {m for m in _imports(path) if m in files and m != name} for name, path in files.items()}

@@ -4,6 +4,7 @@ every sentence belongs to a code the engine emits (no dead templates)."""
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 import llm_cost
@@ -13,6 +14,7 @@ from llm_cost.report.notes import TEMPLATES, sentence
 PACKAGE = Path(llm_cost.__file__).parent
 
 
+@lru_cache(maxsize=1)
 def _codes() -> tuple[set[str], set[str]]:
     """(literal codes, prefixes of f-string codes) passed to ``note(...)`` anywhere in the package."""
     literal, prefixes = set(), set()
