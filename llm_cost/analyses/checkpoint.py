@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 
+from llm_cost.core.notes import Note, note
 from llm_cost.model.structure import Structure, build
 from llm_cost.specs.checkpoint import Checkpoint
 from llm_cost.specs.schema import ModelSpec
@@ -78,7 +79,7 @@ class CheckpointReport:
     unexplained: list[RoleDiff]
     missing: list[RoleDiff]
     index_total_size: int | None
-    conventions: list[str] = field(default_factory=list)
+    conventions: list[Note] = field(default_factory=list)
 
     @property
     def matches(self) -> bool:
@@ -149,11 +150,7 @@ def compare(spec: ModelSpec, ckpt: Checkpoint) -> CheckpointReport:
             described[role] = described.get(role, 0) + t.total
     unexplained = [RoleDiff(r, n, described.get(r, 0)) for r, n in sorted(stored.items()) if described.get(r) != n]
     missing = [RoleDiff(r, 0, n) for r, n in sorted(described.items()) if r not in stored]
-    conventions = [
-        "stored: every tensor in the safetensors headers (weights never read); scale tensors are not parameters",
-        "matched by role: projections (fused q/k/v and gate/up merged), pooled block norms, router, embedding, "
-        "LM head, vision tower, MTP layers; a role is reported when its element totals differ",
-    ]
+    conventions = [note("checkpoint.stored_safetensors"), note("checkpoint.matched_by_role")]
     return CheckpointReport(ckpt.folder, len(ckpt.files), len(ckpt.tensors), params, nbytes, scales[0], scales[1],
                             scales[2], by_dtype, s.total_params + s.mtp_params + s.mtp_copies, unexplained, missing,
                             ckpt.index_total_size, conventions)
@@ -168,8 +165,7 @@ def compare_gguf(spec: ModelSpec, g) -> CheckpointReport:
                       tuple(StoredTensor(t.name, t.type, t.shape, t.n_bytes, Path(g.path).name) for t in g.tensors),
                       None)
     report = compare(spec, ckpt)
-    conventions = ["stored: every tensor in the GGUF file's tensor infos, bytes per ggml type as stored (block "
-                   "scales included in each quantised type's bytes)"] + report.conventions[1:]
+    conventions = [note("checkpoint.stored_gguf")] + report.conventions[1:]
     return replace(report, conventions=conventions)
 
 

@@ -173,5 +173,6 @@ def count_params(spec: ModelSpec, bits: int | float | Fraction | None = None, dt
         mtp_share=s.mtp_params / total,
         conventions=conventions,
         layout=layout,
-        per_gpu=per_gpu(spec, layout, Fraction(bits).limit_denominator(1000)) if layout is not None else None,
+        per_gpu=per_gpu(spec, layout, exact_bits(bits)) if layout is not None else None,
+        checkpoint=checkpoint,
     )

@@ -108,6 +108,13 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "moe.all_to_all": "all-to-all per token per MoE layer: dispatch k x d at {dispatch_bits} bits, combine k x d at "
                       "{combine_bits} bits; TP-{tp} ring all-reduce moves 2(n-1)/n x d x 2 B (BF16)",
     "moe.gemm_ridge": "expert GEMM intensity = 2 x rows / bytes per weight; ridge of {gpu} at {dtype}",
+    "checkpoint.stored_safetensors": "stored: every tensor in the safetensors headers (weights never read); scale "
+                                     "tensors are not parameters",
+    "checkpoint.stored_gguf": "stored: every tensor in the GGUF file's tensor infos, bytes per ggml type as stored "
+                              "(block scales included in each quantised type's bytes)",
+    "checkpoint.matched_by_role": "matched by role: projections (fused q/k/v and gate/up merged), pooled block norms, "
+                                  "router, embedding, LM head, vision tower, MTP layers; a role is reported when its "
+                                  "element totals differ",
     "fit.memory": "memory {memory_gb:g} GB = {memory_bytes:,} B (datasheet, 10^9 B per GB) less a reserve of "
                   "{reserve_bytes:,} B",
     "fit.dtypes": "weights: every parameter at {bits:g} bits; KV at {kv_bits} bits per element",
