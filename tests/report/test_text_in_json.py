@@ -41,6 +41,11 @@ COMMANDS = [
     ["list", "models"],
     ["list", "gpus"],
     ["show", "h100"],
+    ["spec", "--alpha", "0.8", "--gamma", "4", "--c", "0.1"],
+    ["flops", "deepseek-v3", "--phase", "decode", "--context", "4K"],
+    ["reproduce", "--row", "P7", "--row", "R2", "--row", "S4"],
+    ["params", "tests/fixtures/hf/nvidia-nemotron-nano-9b-v2"],
+    ["roofline", "tests/fixtures/hf/llama-4-scout-17b-16e", "--batch", "8", "--context", "12K"],
 ]
 
 _NUMBER = re.compile(r"(?<![\w.^/-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:e([+-]\d+))?(?![\w^-]|\.\d)")
