@@ -14,7 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+#: The pictures the README shows, drawn by the tool itself.
+PICTURES = [
+    "llm-cost roofline llama3-8b --gpu h100 --batch 64 --context 2K --plot docs/roofline.png",
+    "llm-cost spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --batch 1..512 --plot docs/spec.png",
+]
 BLOCK = re.compile(r"```console\n\$ (llm-cost [^\n]*)\n(.*?)```", re.S)
 
 
@@ -37,12 +43,19 @@ def render(text: str) -> str:
     return BLOCK.sub(block, text)
 
 
+def draw_pictures() -> None:
+    """Redraw the README's pictures (needs the plot extra)."""
+    for command in PICTURES:
+        subprocess.run(shlex.split(command), cwd=ROOT, check=True, capture_output=True)
+
+
 def main() -> None:
     text = README.read_text(encoding="utf-8")
     new = render(text)
     if "--check" in sys.argv[1:]:
         sys.exit(0 if new == text else 1)
     README.write_text(new, encoding="utf-8")
+    draw_pictures()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import typer
 
 from llm_cost.cli.app import app, emit, emit_csv, parse_layout, report_defaults
 from llm_cost.cli.options import (
-    MODEL_HELP, Csv, Dp, Ep, Json, KvDtype, Pp, Tp, Verbose, integer_grid, option, token_grid)
+    MODEL_HELP, Csv, Dp, Ep, Json, KvDtype, Plot, Pp, Tp, Verbose, integer_grid, option, token_grid)
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import StorageDtype
 
@@ -66,6 +66,7 @@ def kv(
     verbose: Verbose = False,
     as_json: Json = False,
     as_csv: Csv = False,
+    plot: Plot = None,
 ) -> None:
     """KV-cache bytes per token and per sequence over contexts (GQA, MLA, sliding window, hybrid).
 
@@ -78,6 +79,10 @@ def kv(
     layout = parse_layout(tp, pp, ep, dp)
     spec = load_model(model)
     results = [kv_cache(spec, context, kv_dtype.bits, kv_dtype.value, b, layout) for b in batch]
+    if plot is not None:
+        from llm_cost.report import plots
+
+        plots.kv(results, spec.display_name, plot)
     if as_csv:
         from llm_cost.report.table_csv import rows_of
 

@@ -9,7 +9,7 @@ import typer
 
 from llm_cost.cli.app import app, emit, emit_csv, parse_layout, weight_bits
 from llm_cost.cli.options import (
-    GPU_HELP, MODEL_HELP, AttentionOpt, Csv, BitsPerWeight, ComputeDtype, ContextGrid, Dp, Ep, Gpu, Json,
+    GPU_HELP, MODEL_HELP, AttentionOpt, Csv, Plot, BitsPerWeight, ComputeDtype, ContextGrid, Dp, Ep, Gpu, Json,
     KvDtype, LogitsOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu, Pp, ReserveGb, SeqGrid, Tp, WeightsDtype,
     WeightBytesOpt, WeightFlopsOpt, fraction, gigabytes, integer, integer_grid, non_negative, option, token_grid,
     tokens)
@@ -99,6 +99,7 @@ def roofline(
     network_gb_s: NetworkGbS = None,
     as_json: Json = False,
     as_csv: Csv = False,
+    plot: Plot = None,
 ) -> None:
     """Roofline: ridge points of a GPU; with a model (or any step option), a decode step's or a prefill's
     bound and estimate, on one GPU or a layout (--tp/--pp/--ep/--dp).
@@ -155,6 +156,12 @@ def roofline(
 
         emit_csv(rows_of(result))
         return
+    if plot is not None:
+        from llm_cost.report import plots
+
+        if len(result) > 1:
+            raise InputError("--plot: the Roofline picture is of one step; give one --batch and --context")
+        plots.roofline(result[0], spec.display_name, g.display_name, plot)
     if len(result) > 1:
         emit(result, as_json, view.render_rows, spec.display_name, g.display_name, model is not None)
         return
@@ -185,6 +192,7 @@ def fit(
     ep: Ep = None,
     dp: Dp = None,
     as_json: Json = False,
+    plot: Plot = None,
 ) -> None:
     """What fits: one GPU's capacity (largest batch/context, KV budget) and the smallest multi-GPU layouts.
 
@@ -222,6 +230,14 @@ def fit(
         result = FitReport(fit_(spec, g, context, batch, bits, kv_dtype.bits, reserve_gb),
                            smallest_layouts(spec, g, batch, context, bits, kv_dtype.bits, reserve_gb, max_gpus),
                            max_gpus, None)
+    if plot is not None:
+        from llm_cost.model.kv import kv_cache
+        from llm_cost.report import plots
+
+        if result.single_gpu is None:
+            raise InputError("--plot: the memory picture is of one GPU; leave out --tp/--pp/--ep/--dp")
+        sweep = kv_cache(spec, [2**k for k in range(10, 21)], kv_dtype.bits, kv_dtype.value, batch)
+        plots.fit(result, sweep, spec.display_name, g.display_name, plot)
     emit(result, as_json, view.render, spec.display_name, g.display_name)
 
 
@@ -313,6 +329,7 @@ def moe(
                                                                               "analysis.")] = None,
     dtype: ComputeDtype = None,
     as_json: Json = False,
+    plot: Plot = None,
 ) -> None:
     """MoE: total / active / read-per-step parameters, expected experts per batch, EP memory, all-to-all.
 
@@ -327,6 +344,10 @@ def moe(
     g = load_gpu(gpu) if gpu else None
     result = moe_analysis(spec, batch, bits, ep, redundant_experts, dispatch_dtype.bits, combine_dtype.bits, tp,
                           prompt, g, dtype.value if dtype else None)
+    if plot is not None:
+        from llm_cost.report import plots
+
+        plots.moe(result, spec.display_name, plot)
     emit(result, as_json, view.render, spec.display_name)
 
 
@@ -352,6 +373,7 @@ def spec_(
     dtype: ComputeDtype = None,
     weight_bytes: WeightBytesOpt = WeightBytes.READ,
     as_json: Json = False,
+    plot: Plot = None,
 ) -> None:
     """Speculative decoding: expected tokens per round, speedup, the knee and break-even batches, the step model.
 
@@ -379,5 +401,9 @@ def spec_(
         hw.peak_flops(compute)
     result = speculative(alpha, gamma, c, spec, hw, batch, mfu or DEFAULT_MFU, context,
                          (compute or Dtype.BF16).value, weight_bytes.value, mtp, mbu or DEFAULT_MBU)
+    if plot is not None:
+        from llm_cost.report import plots
+
+        plots.speculative(result, plot)
     emit(result, as_json, view.render)
 

@@ -1,0 +1,161 @@
+"""Pictures of results (matplotlib, an optional extra: ``pip install 'llm-cost[plot]'``).
+
+Each function draws one result object to ``path`` (``.png`` or ``.svg``); nothing is computed
+here beyond placing the result's own numbers. Titles name the model, GPU and dtypes; axes carry
+units; ranges that span decades use log axes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from llm_cost.core.errors import InputError
+
+__all__ = ["pyplot", "roofline", "kv", "fit", "moe", "speculative"]
+
+SIZE_IN = (8, 5)  # figure size in inches at 100 dpi: 800 x 500 pixels
+DPI = 100
+
+
+def pyplot():  # noqa: ANN201 - matplotlib's module
+    """matplotlib.pyplot on a non-interactive backend; InputError saying how to install it."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("--plot needs matplotlib: pip install 'llm-cost[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _target(path: str) -> Path:
+    out = Path(path)
+    if out.suffix.lower() not in (".png", ".svg"):
+        raise InputError(f"--plot: {path!r} must end in .png or .svg")
+    if not out.parent.is_dir():
+        raise InputError(f"--plot: folder {out.parent} does not exist")
+    return out
+
+
+def _save(fig: Any, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+
+
+def roofline(step: Any, model: str, gpu: str, path: str) -> None:
+    """The GPU's Roofline (attainable FLOP/s against FLOP/byte) with its ridge, each operator of
+    the step and the whole step at the FLOP rate its bound implies."""
+    out = _target(path)
+    plt = pyplot()
+    peak, bw = step.peak_flops, step.bandwidth_bytes_s
+    ops = [o for o in step.ops if o.intensity]
+    lo = min([o.intensity for o in ops] + [step.intensity, 0.1]) / 3
+    hi = max([o.intensity for o in ops] + [step.intensity, peak / bw]) * 3
+    fig, ax = plt.subplots(figsize=SIZE_IN)
+    xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    ax.plot(xs, [min(peak, bw * x) / 1e12 for x in xs], color="black", label=f"roofline ({step.compute_dtype})")
+    ridge = peak / bw
+    ax.axvline(ridge, color="grey", linestyle="--", linewidth=1)
+    ax.text(ridge, peak / 1e12 * 1.15, f" ridge {ridge:,.0f} FLOP/B", fontsize=8)
+    ax.text(lo * 1.5, peak / 1e12 * 0.02, "memory-bound", fontsize=9, color="grey")
+    ax.text(ridge * 1.5, peak / 1e12 * 0.02, "compute-bound", fontsize=9, color="grey")
+    kinds: dict[str, list[Any]] = {}
+    for o in ops:
+        kinds.setdefault(o.kind, []).append(o)
+    for kind, members in kinds.items():
+        ax.scatter([o.intensity for o in members], [o.flops / o.bound_s / 1e12 for o in members], s=24, alpha=0.7,
+                   label=f"{kind} operators ({len(members)})")
+    ax.scatter(step.intensity, step.flops / step.bound_s / 1e12, s=80, marker="*", color="red", label="whole step",
+               zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
+    ax.set_ylabel("attainable TFLOP/s (10^12 FLOP/s)")
+    what = f"batch {step.batch}, context {step.context:,}" if hasattr(step, "context") else f"prompt {step.seq:,}"
+    ax.set_title(f"{model} on {gpu}: {what}, {step.compute_dtype} compute, {step.weight_bits:g}-bit weights"
+                 if hasattr(step, "weight_bits") else f"{model} on {gpu}: prefill, {what}", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    _save(fig, out)
+
+
+def kv(results: list[Any], model: str, path: str) -> None:
+    """KV (and fixed state) bytes per sequence group against context, one line per batch."""
+    out = _target(path)
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=SIZE_IN)
+    for r in results:
+        ax.plot([c.context for c in r.contexts], [c.total_bytes / 2**30 for c in r.contexts], marker="o",
+                label=f"batch {r.batch}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("context (tokens per sequence)")
+    ax.set_ylabel("KV cache + state (GiB = 2^30 B)")
+    ax.set_title(f"{model}: KV cache at {results[0].kv_dtype}", fontsize=10)
+    ax.legend(fontsize=8)
+    _save(fig, out)
+
+
+def fit(report: Any, sweep: Any, model: str, gpu: str, path: str) -> None:
+    """Memory against context for the fit's batch on one GPU: weights, weights + KV, the capacity
+    and what is kept in reserve."""
+    out = _target(path)
+    plt = pyplot()
+    f = report.single_gpu
+    fig, ax = plt.subplots(figsize=SIZE_IN)
+    xs = [c.context for c in sweep.contexts]
+    weights = float(f.weight_bytes) / 1e9
+    ax.plot(xs, [weights] * len(xs), label="weights")
+    ax.plot(xs, [weights + c.total_bytes / 1e9 for c in sweep.contexts], marker="o",
+            label=f"weights + KV, batch {sweep.batch}")
+    ax.axhline(f.memory_bytes / 1e9, color="red", linestyle="--", label=f"{gpu} memory")
+    if f.reserve_bytes:
+        ax.axhline((f.memory_bytes - f.reserve_bytes) / 1e9, color="orange", linestyle=":", label="less reserve")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("context (tokens per sequence)")
+    ax.set_ylabel("memory (GB = 10^9 B)")
+    ax.set_title(f"{model} on one {gpu}: weights at {f.weight_bits:g} bits, KV at {f.kv_bits} bits", fontsize=10)
+    ax.legend(fontsize=8)
+    _save(fig, out)
+
+
+def moe(r: Any, model: str, path: str) -> None:
+    """Expected distinct experts per layer and weight bytes read per step against batch."""
+    out = _target(path)
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=SIZE_IN)
+    batches = [x.batch for x in r.rows]
+    ax.plot(batches, [x.expected_experts for x in r.rows], marker="o", color="tab:blue", label="experts hit per layer")
+    ax.axhline(r.num_experts, color="tab:blue", linestyle=":", linewidth=1)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("tokens per decode step (batch)")
+    ax.set_ylabel("expected distinct experts per MoE layer", color="tab:blue")
+    right = ax.twinx()
+    right.plot(batches, [x.weight_bytes_read / 1e9 for x in r.rows], marker="s", color="tab:red",
+               label="weights read")
+    right.set_ylabel("weights read per step (GB = 10^9 B)", color="tab:red")
+    ax.set_title(f"{model}: {r.num_experts} experts, top-{r.top_k}, weights at {r.weight_bits:g} bits", fontsize=10)
+    _save(fig, out)
+
+
+def speculative(r: Any, path: str) -> None:
+    """The step model's speedup against batch, with the knee and the break-even batch."""
+    out = _target(path)
+    if not r.rows:
+        raise InputError("--plot: the speedup picture needs the step model: give a MODEL and --gpu")
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=SIZE_IN)
+    ax.plot([x.batch for x in r.rows], [x.speedup for x in r.rows], marker="o", label="speedup")
+    ax.axhline(1, color="grey", linestyle="--", linewidth=1)
+    for batch, label in ((r.knee_batch, "knee"), (r.break_even_batch, "break-even")):
+        if batch:
+            ax.axvline(batch, color="tab:red", linestyle=":", linewidth=1)
+            ax.text(batch, ax.get_ylim()[1] * 0.95, f" {label} {batch:,}", fontsize=8, color="tab:red")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch (sequences)")
+    ax.set_ylabel("speedup over plain decoding (x)")
+    ax.set_title(f"{r.model} on {r.gpu}: alpha {r.alpha:g}, gamma {r.gamma}, c {r.c:.3g}, context {r.context:,}, "
+                 f"MFU {r.mfu:.0%}, MBU {r.mbu:.0%}", fontsize=10)
+    _save(fig, out)

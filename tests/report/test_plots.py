@@ -1,0 +1,39 @@
+"""Pictures: each --plot writes an image of the expected size that is not blank; without
+matplotlib, --plot is a one-line exit 2 saying how to install it."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+mpimg = pytest.importorskip("matplotlib.image")
+
+PLOTS = [
+    ["roofline", "llama3-8b", "--gpu", "h100", "--batch", "64", "--context", "2K"],
+    ["kv", "llama3-8b", "--context", "1K..128K", "--batch", "1,8", "--json"],
+    ["fit", "llama3-8b", "--gpu", "h100", "--batch", "8"],
+    ["moe", "deepseek-v3", "--batch", "1..256"],
+    ["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--batch", "1..512"],
+]
+
+
+@pytest.mark.parametrize("args", PLOTS, ids=lambda a: a[0])
+def test_plot_is_an_image_that_is_not_blank(cli, tmp_path, args):
+    path = tmp_path / "picture.png"
+    r = cli(*args, "--plot", str(path))
+    assert r.code == 0, r.err
+    pixels = mpimg.imread(path)
+    assert pixels.shape[:2] == (500, 800)
+    assert pixels.std() > 0.05  # lines, points and text, not one flat colour
+
+
+def test_without_matplotlib_plot_says_how_to_install(cli, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    r = cli("roofline", "llama3-8b", "--batch", "8", "--plot", str(tmp_path / "r.png"))
+    assert r.code == 2 and "pip install 'llm-cost[plot]'" in r.err and len(r.err.splitlines()) == 1
+
+
+def test_plot_needs_a_picture_file_name(cli, tmp_path):
+    r = cli("moe", "mixtral-8x7b", "--plot", str(tmp_path / "m.pdf"))
+    assert r.code == 2 and ".png or .svg" in r.err
