@@ -7,7 +7,6 @@ from typing import Optional
 
 import typer
 
-from llm_cost.core.errors import SpecError
 from llm_cost.core.errors import InputError
 
 app = typer.Typer(

@@ -7,10 +7,8 @@ Rich is imported only when a table is printed, so ``--json`` stays fast.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
-import math
 import os
 import sys
 from typing import Any, Iterable

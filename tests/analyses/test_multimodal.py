@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 import pytest
 
 from llm_cost.analyses.multimodal import smart_resize
-from llm_cost.analyses.training import train
 
 
 def test_image_cli(cli):

@@ -652,7 +652,7 @@ def _minimax_m2(c: _Config, fam: _Family) -> dict[str, Any]:
     from llm_cost.specs.schema import MoE
 
     out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
+    d = out["hidden_size"]
     n_q, n_kv, hd = _heads(c, d, fam)
     head_dim = hd or d // n_q
     if c.has("rotary_dim"):
