@@ -107,6 +107,8 @@ def kv_heads_per_gpu(spec: ModelSpec, tp: int) -> int:
 
 def tensor_share(spec: ModelSpec, t: Tensor, layout: Layout) -> Fraction:
     """The fraction of ``t``'s elements (per layer) one GPU holds under ``layout``'s TP and EP."""
+    if layout.tp == 1 and layout.ep == 1:
+        return Fraction(1)
     rule = t.shard
     if rule.split_by_tp:
         return Fraction(1, layout.tp)
@@ -138,6 +140,8 @@ def tensor_layers_in_stage(spec: ModelSpec, t: Tensor, layout: Layout, stage: in
     """How many copies of ``t`` (one per layer holding it) stage ``stage`` holds; tensors outside
     the blocks count 1 on the stage that holds them (embedding, vision tower: the first stage;
     final norm, LM head, MTP modules: the last), 0 elsewhere."""
+    if layout.pp == 1:  # one stage holds every tensor, each over all the layers that have it
+        return max(t.layers, 1)
     last = layout.pp - 1
     if t.part == Part.VISION or (t.layers == 0 and t.kind == TensorKind.LOOKUP):
         return max(t.layers, 1) if stage == 0 else 0

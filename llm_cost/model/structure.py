@@ -545,8 +545,26 @@ def _mtp(spec: ModelSpec) -> list[Tensor]:
     return t
 
 
+#: The structures of the last specs built, by identity (a spec is immutable): sweeps and searches
+#: ask for the same spec's tensors thousands of times.
+_BUILT: dict[int, tuple[ModelSpec, Structure]] = {}
+
+
 def build(spec: ModelSpec) -> Structure:
-    """Expand ``spec`` into its weight tensors. Pure; cheap (a few dozen tensors)."""
+    """Expand ``spec`` into its weight tensors. Pure (the result of the last specs is kept: a
+    spec is frozen, so its structure cannot change)."""
+    hit = _BUILT.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    if len(_BUILT) > 64:
+        _BUILT.clear()
+    structure = _build(spec)
+    _BUILT[id(spec)] = (spec, structure)
+    return structure
+
+
+def _build(spec: ModelSpec) -> Structure:
+    """Expand ``spec`` into its weight tensors (a few dozen tensors)."""
     d, V, L = spec.hidden_size, spec.vocab_size, spec.num_hidden_layers
     attention_counts: dict[str, int] = {}
     mlp_counts: dict[str, int] = {}
