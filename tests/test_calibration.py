@@ -1,0 +1,173 @@
+"""The calibrated time model, its profiles and its fit (issue 12).
+
+Each data set is fitted once per module (``fits``); a prediction is tested on measurements it was
+not fitted on (the leave-one-out profile of that row). Measured times are read from the shipped
+measurement files, never copied from the code's output.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+
+from llm_cost.analyses.calibration import (NEEDS, calibrate, load_measurements, step_of, weight_bits_of)
+from llm_cost.analyses.roofline import decode_step, prefill_step
+from llm_cost.core.errors import InputError, SpecError
+from llm_cost.perf.calibrated import CalibratedModel, kv_efficiency, smooth_max, weight_format
+from llm_cost.perf.profile import PARAMETERS, default_profile, load_profile, profile_names, profiles_dir
+from llm_cost.perf.timemodel import RooflineBound
+from llm_cost.specs.load import gpu_names, load_gpu, load_model
+
+DATA = Path(__file__).resolve().parent.parent / "llm_cost" / "data" / "measurements"
+H200 = DATA / "local-h200-llama3-8b-measured.yaml"
+A100 = DATA / "local-a100-gpt-fast-decode.yaml"
+A100_TP = DATA / "gpt-fast-readme-tp-quant-mixtral.yaml"
+
+
+@pytest.fixture(scope="module")
+def fits():
+    """The two shipped measurement sets, each fitted once, with leave-one-out profiles."""
+    return {"h200": calibrate([H200], "h200"), "a100": calibrate([A100], "a100")}
+
+
+def _measured_s(path: Path, row_id: str) -> float:
+    return next(m.measured_ms for m in load_measurements([path]) if m.id == row_id) / 1e3
+
+
+@pytest.mark.parametrize("name", ["h200", "a100"])
+def test_leave_one_out_median_within_10_percent(fits, name):
+    c = fits[name]
+    errors = [abs(r.loo_error) for r in c.rows]
+    assert statistics.median(errors) <= 0.10
+    assert c.profile.error.loo_median == pytest.approx(statistics.median(errors), abs=1e-4)
+    assert c.profile.error.rows == len(c.rows) == len(c.profile.fitted_on)
+
+
+def test_no_bound_above_any_measurement():
+    bound = RooflineBound()
+    for m in load_measurements([H200, A100, A100_TP]):
+        assert bound.step_time(step_of(m), load_gpu(m.gpu)).time_s <= m.measured_ms / 1e3, m.id
+
+
+@pytest.mark.parametrize("batch,context,row,tolerance", [(1, 32768, "h200-l3-8b-dec-b1-c32768", 0.15),
+                                                         (64, 8192, "h200-l3-8b-dec-b64-c8192", 0.10)])
+def test_roofline_prediction_on_a_row_left_out(fits, batch, context, row, tolerance):
+    """The roofline's predicted_s from the H200 profile fitted without that row."""
+    d = decode_step(load_model("llama3-8b"), load_gpu("h200"), batch, context, profile=fits["h200"].loo_profiles[row])
+    assert d.predicted_s == pytest.approx(_measured_s(H200, row), rel=tolerance)
+    assert d.bound_s < d.predicted_s
+
+
+def test_roofline_json_names_the_shipped_profile(cli):
+    out = cli("roofline", "llama3-8b", "--gpu", "h200", "--batch", "64", "--context", "8192", "--json").json()
+    assert out["profile"] == "h200"
+    assert out["predicted_s"] == pytest.approx(_measured_s(H200, "h200-l3-8b-dec-b64-c8192"), rel=0.10)
+    assert out["bound_s"] < out["predicted_s"]
+
+
+def test_prefill_prediction_uses_the_profile(fits):
+    row = "h200-l3-8b-pre-b1-p8192"
+    p = prefill_step(load_model("llama3-8b"), load_gpu("h200"), 8192, profile=fits["h200"].loo_profiles[row])
+    assert p.predicted_s == pytest.approx(_measured_s(H200, row), rel=0.10)
+    assert p.profile.startswith("h200 (without")
+
+
+@pytest.mark.parametrize("name", ["h200", "a100"])
+def test_the_fit_evaluates_the_same_formulas_as_the_time_model(fits, name):
+    """The vectorised fit and CalibratedModel.step_time agree on every row."""
+    c = fits[name]
+    model = CalibratedModel(c.profile)
+    for m, r in zip(load_measurements([H200 if name == "h200" else A100]), c.rows):
+        predicted = model.step_time(step_of(m), load_gpu(m.gpu))
+        assert predicted.kind == "prediction" and name in predicted.model
+        assert predicted.time_s == pytest.approx(r.predicted_s, rel=2e-3)  # profile rounded to 4 digits
+
+
+def test_undetermined_parameters_stay_at_their_prior_and_say_which_rows_would(fits):
+    c = fits["a100"]  # batch 1 decode only
+    for name in ("gemm_half_tokens", "overlap_p", "kv_saturation_heads", "attention_efficiency_flash"):
+        assert getattr(c.profile.parameters, name) == PARAMETERS[name].prior
+        assert NEEDS[name][1] in c.fixed[name]
+    assert "bandwidth_efficiency_int4" in c.free and "step_overhead_s" in c.free
+
+
+def test_quantised_weights_reach_less_bandwidth(fits):
+    q = fits["a100"].profile.parameters
+    assert q.bandwidth_efficiency_int8 < q.bandwidth_efficiency_native
+
+
+def test_refuses_too_few_rows_and_mixed_gpus(tmp_path):
+    few = tmp_path / "few.csv"
+    few.write_text("model,gpu,phase,batch,context,measured_ms\nllama3-8b,a100,decode,1,100,10.6\n")
+    with pytest.raises(InputError, match="cannot determine"):
+        calibrate([few], "x")
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("model,gpu,phase,batch,context,measured_ms\nllama3-8b,a100,decode,1,100,10.6\n"
+                     "llama3-8b,h200,decode,1,128,6.5\n")
+    with pytest.raises(InputError, match="one GPU"):
+        calibrate([mixed], "x")
+
+
+def test_without_scipy_the_message_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "scipy.optimize", None)
+    with pytest.raises(InputError, match=r"pip install 'llm-cost\[fit\]'"):
+        calibrate([A100], "x")
+
+
+def test_every_shipped_gpu_has_a_profile_that_names_its_data_and_error():
+    ids = {m.id for m in load_measurements([H200, A100, A100_TP])}
+    assert set(gpu_names()) <= set(profile_names())
+    for gpu in gpu_names():
+        p = default_profile(gpu)
+        assert p is not None and p.gpu == gpu and p.fitted_on and set(p.fitted_on) <= ids
+        assert all((DATA / f).is_file() for f in p.measurements)
+        if p.kind == "fitted":
+            assert p.error is not None and p.error.loo_median <= 0.10
+        else:
+            assert p.transferred_from and "transferred" in p.note and p.expected_error
+            assert default_profile(p.transferred_from).kind == "fitted"
+
+
+def test_shipped_h200_profile_is_the_fit_of_its_data(fits):
+    shipped = load_profile("h200").parameters.model_dump()
+    for k, v in fits["h200"].profile.parameters.model_dump().items():
+        assert shipped[k] == pytest.approx(v, rel=1e-2, abs=1e-9), k
+
+
+def test_load_profile_errors(tmp_path):
+    with pytest.raises(SpecError, match="Shipped profiles: .*h200"):
+        load_profile("h2000")
+    with pytest.raises(SpecError, match="no profile file"):
+        load_profile(str(tmp_path / "none.yaml"))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((profiles_dir() / "h200.yaml").read_text().replace("overlap_p:", "overlap_q:", 1))
+    with pytest.raises(SpecError, match="overlap"):
+        load_profile(str(bad))
+
+
+def test_weight_bits_count_group_scales_and_zeros():
+    assert weight_bits_of("int4", 32) == 5
+    assert weight_bits_of("int4", None) == 4.25
+    assert weight_bits_of("int8", None) == 8
+    assert weight_bits_of("bf16", None) == 16
+    assert [weight_format(b, 16) for b in (16, 8, 5, 4.25)] == ["native", "int8", "int4", "int4"]
+    assert weight_format(8, 8) == "native"  # fp8 weights with fp8 compute
+
+
+def test_smooth_max_between_max_and_sum():
+    a, b = 3e-3, 1e-3
+    assert smooth_max(a, b, 1.0) == pytest.approx(a + b)
+    assert max(a, b) < smooth_max(a, b, 4.0) < a + b
+    assert smooth_max(a, b, 64.0) == pytest.approx(max(a, b), rel=1e-6)
+    assert smooth_max(0.0, 0.0, 4.0) == 0.0
+
+
+def test_kv_efficiency_ramps_then_saturates():
+    e = [kv_efficiency(x, 0.9, 80.0) for x in (1, 8, 80, 800, 8000)]
+    assert e == sorted(e) and e[-1] == pytest.approx(0.9, rel=1e-3)
+    assert e[1] == pytest.approx(0.9 * 8 / 80, rel=0.01)
+    assert not math.isnan(e[0])
