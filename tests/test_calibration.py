@@ -57,7 +57,7 @@ def test_no_bound_above_any_measurement():
                                                          (64, 8192, "h200-l3-8b-dec-b64-c8192", 0.10)])
 def test_roofline_prediction_on_a_row_left_out(fits, batch, context, row, tolerance):
     """The roofline's predicted_s from the H200 profile fitted without that row."""
-    d = decode_step(load_model("llama3-8b"), load_gpu("h200"), batch, context, profile=fits["h200"].loo_profiles[row])
+    d = decode_step(load_model("llama3-8b"), load_gpu("h200"), batch, context, profile=fits["h200"].loo_profile(row))
     assert d.predicted_s == pytest.approx(_measured_s(H200, row), rel=tolerance)
     assert d.bound_s < d.predicted_s
 
@@ -71,7 +71,7 @@ def test_roofline_json_names_the_shipped_profile(cli):
 
 def test_prefill_prediction_uses_the_profile(fits):
     row = "h200-l3-8b-pre-b1-p8192"
-    p = prefill_step(load_model("llama3-8b"), load_gpu("h200"), 8192, profile=fits["h200"].loo_profiles[row])
+    p = prefill_step(load_model("llama3-8b"), load_gpu("h200"), 8192, profile=fits["h200"].loo_profile(row))
     assert p.predicted_s == pytest.approx(_measured_s(H200, row), rel=0.10)
     assert p.profile.startswith("h200 (without")
 
@@ -171,3 +171,42 @@ def test_kv_efficiency_ramps_then_saturates():
     assert e == sorted(e) and e[-1] == pytest.approx(0.9, rel=1e-3)
     assert e[1] == pytest.approx(0.9 * 8 / 80, rel=0.01)
     assert not math.isnan(e[0])
+
+
+def test_calibrate_cli_writes_a_profile_that_predicts_its_rows(cli, tmp_path):
+    """`calibrate` on the A100 single-GPU rows: a profile naming its data, within 10% LOO per row."""
+    out = tmp_path / "a100-mine.yaml"
+    run = cli("calibrate", str(A100), "-o", str(out), "--json")
+    assert run.code == 0, run.err
+    result = run.json()
+    assert result["out"] == str(out)
+    assert all(abs(r["loo_error"]) <= 0.10 for r in result["rows"])
+    written = load_profile(str(out))
+    assert written.kind == "fitted" and written.error.loo_max <= 0.10
+    assert written.fitted_on == [m.id for m in load_measurements([A100])]
+    assert "gemm_half_tokens" in written.fixed
+    again = cli("calibrate", str(A100), "-o", str(out))
+    assert again.code == 2 and "--force" in again.err and again.out == ""
+
+
+def test_calibrate_cli_reads_the_documented_csv(cli, tmp_path):
+    rows = load_measurements([A100])
+    csv_file = tmp_path / "mine.csv"
+    csv_file.write_text("model,gpu,phase,batch,context,tp,weights_dtype,group_size,kv_dtype,measured_ms\n" + "".join(
+        f"{m.spec if m.spec.endswith('.yaml') else m.spec},a100,decode,1,100,1,{m.weights_dtype},"
+        f"{m.group_size or ''},bf16,{m.measured_ms}\n" for m in rows))
+    run = cli("calibrate", str(csv_file), "-o", str(tmp_path / "p.yaml"), "--json")
+    assert run.code == 0, run.err
+    assert run.json()["profile"]["error"]["loo_median"] <= 0.10
+
+
+def test_validate_cli_prints_every_row_beside_the_bound_and_estimate(cli):
+    run = cli("validate", "--profile", "a100", "--json")
+    assert run.code == 0, run.err
+    (result,) = run.json()
+    assert len(result["rows"]) == len(load_profile("a100").fitted_on)
+    assert all(r["bound_error"] <= 0 for r in result["rows"])
+    every = next(c for c in result["categories"] if c["category"] == "all")
+    assert every["loo_median"] <= 0.10 < every["estimate_median"]
+    refused = cli("validate", "--profile", "l40s")
+    assert refused.code == 2 and "transferred" in refused.err

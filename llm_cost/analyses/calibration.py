@@ -25,6 +25,7 @@ them. Leave-one-out: each row predicted by the profile fitted to the others.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import statistics
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -46,7 +47,7 @@ from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Step, build_step, decode, prefill
 
 __all__ = ["Measurement", "load_measurements", "weight_bits_of", "category", "NEEDS", "RowResult", "Calibration",
-           "calibrate", "transfer", "step_of", "profile_yaml", "FIT_INSTALL_HINT"]
+           "CategoryError", "categories", "calibrate", "transfer", "step_of", "write_profile", "validate", "profile_yaml", "FIT_INSTALL_HINT"]
 
 FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
 
@@ -273,31 +274,59 @@ class RowResult:
     loo_s: float
     bound_s: float
     estimate_s: float
+    loo_error: float  # loo_s / measured_s - 1
+    bound_error: float  # bound_s / measured_s - 1 (never above 0: a bound)
+    estimate_error: float  # estimate_s / measured_s - 1
 
-    @property
-    def loo_error(self) -> float:
-        """predicted (leave-one-out) / measured - 1."""
-        return self.loo_s / self.measured_s - 1
+
+@dataclass(frozen=True)
+class CategoryError:
+    """Median and max |relative error| of a category's rows: leave-one-out prediction, bound,
+    MFU/MBU estimate; and how many rows each gets within 10%."""
+
+    category: str
+    rows: int
+    loo_median: float
+    loo_max: float
+    loo_within_10pct: int
+    bound_median: float
+    estimate_median: float
+    estimate_within_10pct: int
+
+
+def categories(rows: list[RowResult]) -> list[CategoryError]:
+    """The rows' errors by :func:`category`, in order of first appearance, and "all" last."""
+    groups: dict[str, list[RowResult]] = {}
+    for r in rows:
+        groups.setdefault(r.category, []).append(r)
+    groups["all"] = rows
+
+    def med(xs: list[float]) -> float:
+        return statistics.median(abs(x) for x in xs)
+
+    return [CategoryError(c, len(rs), med([r.loo_error for r in rs]), max(abs(r.loo_error) for r in rs),
+                          sum(abs(r.loo_error) <= 0.1 for r in rs), med([r.bound_error for r in rs]),
+                          med([r.estimate_error for r in rs]), sum(abs(r.estimate_error) <= 0.1 for r in rs))
+            for c, rs in groups.items()]
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """A fitted profile, the per-row results, and the leave-one-out profiles (by left-out row id)."""
+    """A fitted profile, the per-row results and errors by category, the parameters fitted and
+    those fixed (with why), and the parameters of each leave-one-out fit."""
 
     profile: Profile
     rows: list[RowResult]
+    categories: list[CategoryError]
     free: list[str]
     fixed: dict[str, str]
-    loo_profiles: dict[str, Profile] = field(repr=False, default_factory=dict)
+    loo_parameters: dict[str, Parameters] = field(repr=False, default_factory=dict)  # by left-out row id
+    out: Optional[str] = None  # the file the profile was written to
 
-    def errors_by_category(self) -> dict[str, tuple[int, float, float, float, float]]:
-        """category -> (rows, LOO median |error|, LOO max, bound median, estimate median)."""
-        out: dict[str, list[RowResult]] = {}
-        for r in self.rows:
-            out.setdefault(r.category, []).append(r)
-        return {c: (len(rs), statistics.median(abs(r.loo_error) for r in rs), max(abs(r.loo_error) for r in rs),
-                    statistics.median(abs(r.bound_s / r.measured_s - 1) for r in rs),
-                    statistics.median(abs(r.estimate_s / r.measured_s - 1) for r in rs)) for c, rs in out.items()}
+    def loo_profile(self, row_id: str) -> Profile:
+        """The profile fitted without row ``row_id``."""
+        return self.profile.model_copy(update={"name": f"{self.profile.name} (without {row_id})",
+                                               "parameters": self.loo_parameters[row_id]})
 
 
 def _fit(feats: _Features, measured: Any, mask: Any, free: list[str], start: dict[str, float], np: Any,
@@ -353,16 +382,16 @@ def calibrate(paths: list[Path], name: str, note: str = "", prior: dict[str, flo
     profile = Profile(name=name, gpu=gpu.name, engine=", ".join(sorted(engines)) or "unspecified", kind="fitted",
                       note=note or f"fitted by llm-cost calibrate on {len(rows)} rows",
                       parameters=Parameters(**_rounded(q)), fitted_on=[m.id for m in rows],
-                      measurements=[p.name for p in paths], fixed=fixed, error=error)
+                      measurements=[p.name if p.parent == measurements_dir() else str(p) for p in paths], fixed=fixed, error=error)
     bound, estimate = RooflineBound(), EfficiencyEstimate()
-    results = [RowResult(m.id, category(m), load_model(m.spec).name, m.phase, m.batch, m.context, m.tp,
-                         m.weights_dtype + (f" g{m.group_size}" if m.group_size else ""), float(measured[i]),
-                         float(fitted[i]), float(loo[i]), bound.step_time(s, gpu).time_s,
-                         estimate.step_time(s, gpu).time_s) for i, (m, s) in enumerate(zip(rows, steps))]
-    loo_profiles = {m.id: profile.model_copy(update={"name": f"{name} (without {m.id})",
-                                                     "parameters": Parameters(**loo_q[i])})
-                    for i, m in enumerate(rows)}
-    return Calibration(profile, results, free, fixed, loo_profiles)
+    results = []
+    for i, (m, s) in enumerate(zip(rows, steps)):
+        t, b, e = float(measured[i]), bound.step_time(s, gpu).time_s, estimate.step_time(s, gpu).time_s
+        results.append(RowResult(m.id, category(m), load_model(m.spec).name, m.phase, m.batch, m.context, m.tp,
+                                 m.weights_dtype + (f" g{m.group_size}" if m.group_size else ""), t,
+                                 float(fitted[i]), float(loo[i]), b, e, float(loo[i]) / t - 1, b / t - 1, e / t - 1))
+    loo_parameters = {m.id: Parameters(**_rounded(loo_q[i])) for i, m in enumerate(rows)}
+    return Calibration(profile, results, categories(results), free, fixed, loo_parameters)
 
 
 def _rounded(q: dict[str, float]) -> dict[str, float]:
@@ -396,3 +425,39 @@ def profile_yaml(profile: Profile) -> str:
     head = (f"# llm-cost calibration profile {profile.name} ({profile.kind}): {profile.gpu}, {profile.engine}.\n"
             "# Parameters of llm_cost.perf.calibrated (units under 'units'); 'error' is leave-one-out.\n")
     return head + yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True), sort_keys=False, width=110)
+
+
+def measurements_dir() -> Path:
+    """Folder of the shipped measurement files."""
+    return Path(__file__).resolve().parent.parent / "data" / "measurements"
+
+
+def write_profile(result: Calibration, out: Path, force: bool) -> Calibration:
+    """Write the fitted profile to ``out`` whole or not at all; InputError if it exists and not
+    ``force``, OutputError if it cannot be written. The result, with ``out`` set."""
+    from llm_cost.analyses.import_spec import _check_out, _write_atomically
+    from llm_cost.core.errors import OutputError
+
+    _check_out(out, result.profile.name, force)
+    try:
+        _write_atomically(out, profile_yaml(result.profile), force)
+    except OSError as exc:
+        raise OutputError(f"{shown(out)}: cannot be written ({exc.strerror or exc}); nothing was written") from None
+    return dataclasses.replace(result, out=str(out))
+
+
+def validate(profile: Profile, base: Path | None = None) -> Calibration:
+    """Refit ``profile``'s measurements (shipped files, or files beside ``base``, the profile's
+    folder) leave-one-out: each row predicted by the profile fitted without it. InputError for a
+    transferred profile (no measurements of its GPU) or a measurement file that is not there."""
+    if profile.kind == "transferred":
+        raise InputError(f"profile {profile.name} is transferred from {profile.transferred_from}: there are no "
+                         f"measurements of {profile.gpu} to validate it on; validate {profile.transferred_from}")
+    paths = []
+    for name in profile.measurements:
+        candidates = [measurements_dir() / name] + ([base / name] if base else []) + [Path(name)]
+        found = next((p for p in candidates if p.is_file()), None)
+        if found is None:
+            raise InputError(f"profile {profile.name}: measurement file {shown(name)} not found")
+        paths.append(found)
+    return calibrate(paths, profile.name, profile.note)

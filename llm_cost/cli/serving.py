@@ -10,7 +10,7 @@ import typer
 from llm_cost.cli.app import app, emit, parse_layout, weight_bits
 from llm_cost.cli.options import (
     GPU_HELP, MODEL_HELP, AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, Dp, Ep, Gpu, Json,
-    KvDtype, LogitsOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu, Pp, ReserveGb, SeqGrid, Tp, WeightsDtype,
+    KvDtype, LogitsOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu, Pp, ProfileOpt, ReserveGb, SeqGrid, Tp, WeightsDtype,
     WeightBytesOpt, WeightFlopsOpt, fraction, gigabytes, integer, integer_grid, non_negative, option, token_grid,
     tokens)
 from llm_cost.core.errors import InputError
@@ -97,10 +97,11 @@ def roofline(
     ep: Ep = None,
     dp: Dp = None,
     network_gb_s: NetworkGbS = None,
+    profile: ProfileOpt = None,
     as_json: Json = False,
 ) -> None:
     """Roofline: ridge points of a GPU; with a model (or any step option), a decode step's or a prefill's
-    bound and estimate, on one GPU or a layout (--tp/--pp/--ep/--dp).
+    bound, estimate and calibrated prediction (--profile), on one GPU or a layout (--tp/--pp/--ep/--dp).
 
     Examples: llm-cost roofline --gpu h100; llm-cost roofline llama3-8b --gpu h100 --batch 1 --context 2K;
     llm-cost roofline --gpu h100 --batch 1,8,64 --context 2K (model llama3-8b);
@@ -108,6 +109,7 @@ def roofline(
     """
     from llm_cost.analyses.roofline import decode_step, prefill_step
     from llm_cost.model.layout import ONE_GPU
+    from llm_cost.perf.profile import load_profile
     from llm_cost.perf.ridge import default_compute_dtype, ridge_points
     from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, DEFAULT_NETWORK_GB_S
     from llm_cost.report import roofline as view
@@ -115,7 +117,7 @@ def roofline(
 
     layout = parse_layout(tp, pp, ep, dp)
     step_options = (phase, batch, context, seq, logits, mfu, mbu, weight_bytes, kv_dtype, weights_dtype,
-                    bits_per_weight, network_gb_s, layout)
+                    bits_per_weight, network_gb_s, layout, profile)
     wants_step = model is not None or ops or any(v is not None for v in step_options)
     prefill = phase is FlopsPhase.prefill
     wrong = [flag for flag, v in ({"--context": context, "--weight-bytes": weight_bytes}.items() if prefill else
@@ -125,6 +127,7 @@ def roofline(
     g = load_gpu(gpu)
     if dtype is not None:
         g.peak_flops(dtype)  # an unsupported dtype is an error before anything else
+    chosen = load_profile(profile) if profile is not None else None
     weight_bits("bf16", weights_dtype, bits_per_weight)  # conflicting flags are refused before loading the model
     if not wants_step:
         emit(ridge_points(g), as_json, view.render_ridges, g.display_name)
@@ -134,7 +137,7 @@ def roofline(
     compute = dtype or default_compute_dtype((weights_dtype or spec.torch_dtype).lower(), g)
     common = dict(dtype=compute.value, weight_bits=bits, kv_bits=(kv_dtype or StorageDtype.BF16).bits,
                   mfu=mfu or DEFAULT_MFU, mbu=mbu or DEFAULT_MBU, layout=layout or ONE_GPU,
-                  network_gb_s=network_gb_s or DEFAULT_NETWORK_GB_S)
+                  network_gb_s=network_gb_s or DEFAULT_NETWORK_GB_S, profile=chosen)
     batches = batch or [1]
     if prefill:
         result: Any = [prefill_step(spec, g, s, b, logits=logits or Logits.LAST, **common)
