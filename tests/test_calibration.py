@@ -210,3 +210,14 @@ def test_validate_cli_prints_every_row_beside_the_bound_and_estimate(cli):
     assert every["loo_median"] <= 0.10 < every["estimate_median"]
     refused = cli("validate", "--profile", "l40s")
     assert refused.code == 2 and "transferred" in refused.err
+
+
+def test_group_size_counts_scales_and_zeros_in_the_weight_bytes(cli):
+    def matmul_bytes(*flags):
+        return cli("roofline", "llama3-8b", "--context", "1K", *flags, "--json").json()["matmul_weight_bytes"]
+    bf16 = matmul_bytes()
+    assert matmul_bytes("--weights-dtype", "int4", "--group-size", "32") * 16 == bf16 * 5  # 4 + 32/32 bits
+    assert matmul_bytes("--weights-dtype", "int4") * 16 == bf16 * 4.25  # group 128 by default
+    assert matmul_bytes("--weights-dtype", "int8") * 2 == bf16  # per channel
+    refused = cli("roofline", "llama3-8b", "--group-size", "32")
+    assert refused.code == 2 and "--group-size" in refused.err

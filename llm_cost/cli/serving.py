@@ -10,7 +10,7 @@ import typer
 from llm_cost.cli.app import app, emit, parse_layout, weight_bits
 from llm_cost.cli.options import (
     GPU_HELP, MODEL_HELP, AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, Dp, Ep, Gpu, Json,
-    KvDtype, LogitsOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu, Pp, ProfileOpt, ReserveGb, SeqGrid, Tp, WeightsDtype,
+    KvDtype, LogitsOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu, Pp, ProfileOpt, ReserveGb, GroupSize, SeqGrid, Tp, WeightsDtype,
     WeightBytesOpt, WeightFlopsOpt, fraction, gigabytes, integer, integer_grid, non_negative, option, token_grid,
     tokens)
 from llm_cost.core.errors import InputError
@@ -68,6 +68,7 @@ def roofline(
     dtype: ComputeDtype = None,
     weights_dtype: WeightsDtype = None,
     bits_per_weight: BitsPerWeight = None,
+    group_size: GroupSize = None,
     kv_dtype: Annotated[Optional[StorageDtype], typer.Option("--kv-dtype", case_sensitive=False,
                                                       help="KV-cache element dtype (default bf16).")] = None,
     phase: Annotated[Optional[FlopsPhase], typer.Option(
@@ -117,7 +118,7 @@ def roofline(
 
     layout = parse_layout(tp, pp, ep, dp)
     step_options = (phase, batch, context, seq, logits, mfu, mbu, weight_bytes, kv_dtype, weights_dtype,
-                    bits_per_weight, network_gb_s, layout, profile)
+                    bits_per_weight, group_size, network_gb_s, layout, profile)
     wants_step = model is not None or ops or any(v is not None for v in step_options)
     prefill = phase is FlopsPhase.prefill
     wrong = [flag for flag, v in ({"--context": context, "--weight-bytes": weight_bytes}.items() if prefill else
@@ -128,12 +129,12 @@ def roofline(
     if dtype is not None:
         g.peak_flops(dtype)  # an unsupported dtype is an error before anything else
     chosen = load_profile(profile) if profile is not None else None
-    weight_bits("bf16", weights_dtype, bits_per_weight)  # conflicting flags are refused before loading the model
+    weight_bits("bf16", weights_dtype, bits_per_weight, group_size)  # conflicting flags: refused before the model
     if not wants_step:
         emit(ridge_points(g), as_json, view.render_ridges, g.display_name)
         return
     spec = load_model(model or "llama3-8b")
-    bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
+    bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight, group_size)
     compute = dtype or default_compute_dtype((weights_dtype or spec.torch_dtype).lower(), g)
     common = dict(dtype=compute.value, weight_bits=bits, kv_bits=(kv_dtype or StorageDtype.BF16).bits,
                   mfu=mfu or DEFAULT_MFU, mbu=mbu or DEFAULT_MBU, layout=layout or ONE_GPU,
