@@ -41,6 +41,8 @@ COMMANDS = [
     ["list", "models"],
     ["list", "gpus"],
     ["show", "h100"],
+    ["validate", "--profile", "h200"],
+    ["roofline", "llama3-8b", "--gpu", "a100", "--weights-dtype", "int4", "--group-size", "32", "--profile", "h200"],
 ]
 
 _NUMBER = re.compile(r"(?<![\w.^/-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:e([+-]\d+))?(?![\w^-]|\.\d)")

@@ -37,10 +37,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from llm_cost.core.errors import InputError, SpecError
 from llm_cost.core.types import DTYPE_BITS, Dtype, OpKind
 from llm_cost.model.layout import Layout
-from llm_cost.perf.calibrated import (CalibratedModel, attention_terms, collective_time, gemm_terms, smooth_max,
-                                      weight_format)
+from llm_cost.perf.calibrated import attention_terms, collective_time, gemm_terms, smooth_max, weight_format
 from llm_cost.perf.profile import PARAMETERS, FitError, Parameters, Profile
-from llm_cost.perf.timemodel import EfficiencyEstimate, RooflineBound, link_of
+from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
 from llm_cost.specs.files import read_text, read_yaml, shown, validation_message
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.specs.schema import HardwareSpec
@@ -197,7 +196,7 @@ class _Features:
         formats = ("native", "int8", "int4")
         for i, step in enumerate(steps):
             fmt = formats.index(weight_format(step.weight_bits, DTYPE_BITS[step.compute_dtype]))
-            link_gb_s = link_of(step, gpu, 50.0)[1]
+            link_gb_s = link_of(step, gpu, DEFAULT_NETWORK_GB_S)[1]
             for op in step.ops:
                 if op.kind == OpKind.GEMM:
                     for k, v in zip(gemm, (i, op.flops, op.weight_bytes, op.activation_bytes, op.m or 1, fmt)):
@@ -220,7 +219,7 @@ class _Features:
                    np.asarray([len(s.stages) for s in steps], dtype=float))
 
     def predict(self, q: dict[str, float], np: Any) -> Any:
-        """Predicted seconds of every row: the same formulas as :class:`CalibratedModel`."""
+        """Predicted seconds of every row: the formulas of :class:`~llm_cost.perf.calibrated.CalibratedModel`."""
         p = q["overlap_p"]
         total = q["layer_overhead_s"] * self.layers + q["step_overhead_s"] * self.stages
         g = self.gemm

@@ -35,7 +35,7 @@ from typing import Any
 
 from llm_cost.core.types import DTYPE_BITS, OpKind
 from llm_cost.perf.profile import Profile
-from llm_cost.perf.timemodel import OpTime, StageTime, StepTime, link_of
+from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, OpTime, StageTime, StepTime, link_of
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Operator, Step
 
@@ -48,9 +48,9 @@ KV_KNEE_POWER = 4
 
 
 def weight_format(weight_bits: Fraction | float, compute_bits: int) -> str:
-    """"native" when weights are stored at the compute dtype's width or wider-than-8-bit float
-    formats (bf16, fp16, fp8 with fp8 compute); else weight-only "int8" (8 to 15 bits incl. scales) or
-    "int4" (below 8 bits, e.g. 4.25 or 5 with group scales and zeros)."""
+    """"native" when weights are stored at least as wide as the compute dtype (bf16 weights with bf16
+    compute, fp8 with fp8); else weight-only "int8" (8 to 15 bits per weight incl. scales) or "int4"
+    (below 8 bits: 4.25 or 5 with group scales and zeros)."""
     bits = float(weight_bits)
     if bits >= compute_bits:
         return "native"
@@ -129,7 +129,7 @@ class CalibratedModel:
     """The calibrated prediction of a step's time under ``profile`` (a :class:`TimeModel`)."""
 
     profile: Profile
-    network_gb_s: float = 50.0
+    network_gb_s: float = DEFAULT_NETWORK_GB_S
     kind: str = "prediction"
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 from llm_cost.analyses.calibration import Calibration
 from llm_cost.core.units import fmt_int, fmt_seconds
 from llm_cost.perf.profile import PARAMETERS
+from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU
 from llm_cost.report.base import print_conventions, print_table
 
 
@@ -31,7 +32,7 @@ def render_rows(con, c: Calibration) -> None:
             for r in c.rows]
     print_table(con, f"{c.profile.name}: predicted vs measured, leave-one-out ({len(c.rows)} rows)",
                 [("row", "left"), ("category", "left"), ("measured", "right"), ("predicted (LOO)", "right"),
-                 ("error", "right"), ("bound", "right"), ("error", "right"), ("MFU 60%/MBU 80%", "right"),
+                 ("error", "right"), ("bound", "right"), ("error", "right"), ("estimate", "right"),
                  ("error", "right")], rows)
 
 
@@ -64,4 +65,4 @@ def render_validation(con, results: list[Calibration]) -> None:
         render_categories(con, c)
     print_conventions(con, ["error = predicted / measured - 1; leave-one-out: each row predicted by the profile "
                             "fitted to the other rows; a bound is never above a measurement",
-                            "estimate: the datasheet peaks at MFU 60% and MBU 80%"])
+                            f"estimate: the datasheet peaks at MFU {DEFAULT_MFU:.0%} and MBU {DEFAULT_MBU:.0%}"])
