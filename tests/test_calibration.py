@@ -187,6 +187,9 @@ def test_calibrate_cli_writes_a_profile_that_predicts_its_rows(cli, tmp_path):
     assert "gemm_half_tokens" in written.fixed
     again = cli("calibrate", str(A100), "-o", str(out))
     assert again.code == 2 and "--force" in again.err and again.out == ""
+    step = cli("roofline", "llama3-8b", "--gpu", "a100", "--context", "100", "--profile", str(out), "--json").json()
+    assert step["profile"] == "a100-mine"
+    assert step["predicted_s"] == pytest.approx(_measured_s(A100, "a100-gptfast-llama-3-8b-bf16"), rel=0.10)
 
 
 def test_calibrate_cli_reads_the_documented_csv(cli, tmp_path):

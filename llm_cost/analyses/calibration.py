@@ -342,7 +342,7 @@ def _fit(feats: _Features, measured: Any, mask: Any, free: list[str], start: dic
         return np.log(feats.predict(q_of(u), np)[mask] / measured[mask])
 
     u0 = np.clip((np.asarray([start[k] for k in free]) - lo) / span, 1e-6, 1 - 1e-6)
-    result = least_squares(residuals, u0, bounds=(0.0, 1.0), method="trf", x_scale="jac", xtol=1e-10, ftol=1e-10)
+    result = least_squares(residuals, u0, bounds=(0.0, 1.0), method="trf", x_scale="jac")
     return q_of(result.x)
 
 
@@ -411,9 +411,9 @@ def transfer(source: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec) -> Pr
               f"FLOP/s x{ratio_flops:.2f}); no measurement of {gpu.name} was fitted"),
         parameters=source.parameters, fitted_on=source.fitted_on, measurements=source.measurements,
         fixed=source.fixed, error=None,
-        expected_error=(f"not measured on {gpu.name}; at least the source's leave-one-out median "
-                        f"{source.error.loo_median:.1%} (max {source.error.loo_max:.1%}), plus the difference between "
-                        "the GPUs' achieved and datasheet ratios (often 10-30% between generations or vendors)"))
+        expected_error=(f"not measured on {gpu.name}: the source's leave-one-out median {source.error.loo_median:.1%} "
+                        f"(max {source.error.loo_max:.1%}) holds only if {gpu.name} reaches the same fractions of its "
+                        "datasheet peaks with the same engine; how far it does not is not in the data"))
 
 
 

@@ -25,7 +25,7 @@ from llm_cost.core.units import to_bytes
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu
 from llm_cost.model.structure import build
 from llm_cost.perf.calibrated import CalibratedModel
-from llm_cost.perf.profile import Profile, default_profile
+from llm_cost.perf.profile import Profile, default_profile, profile_note
 from llm_cost.perf.timemodel import (DEFAULT_MBU, DEFAULT_MFU, DEFAULT_NETWORK_GB_S, EfficiencyEstimate,
                                      RooflineBound, StepTime)
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -92,12 +92,14 @@ def _first_batch(intensity: Callable[[int], float], ridge: float, limit: int = 1
     return lo
 
 
-def _prediction(step: Step, gpu: HardwareSpec, profile: Profile | None, network_gb_s: float
-                ) -> tuple[float | None, str | None]:
-    """(predicted seconds, profile name) under ``profile``, else the GPU's shipped profile, else (None, None)."""
+def _prediction(step: Step, gpu: HardwareSpec, profile: Profile | None, network_gb_s: float,
+                conventions: list[str]) -> tuple[float | None, str | None]:
+    """(predicted seconds, profile name) under ``profile``, else the GPU's shipped profile, else
+    (None, None); appends what the prediction rests on to ``conventions``."""
     profile = profile or default_profile(gpu.name)
     if profile is None:
         return None, None
+    conventions.append(profile_note(profile, gpu.name))
     return CalibratedModel(profile, network_gb_s).step_time(step, gpu).time_s, profile.name
 
 
@@ -239,7 +241,7 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
     if step.mla_form == "absorbed":
         conventions.append("MLA: decode attention in the absorbed form, on the cached latent and RoPE key")
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, seqs, context)
-    predicted, profile_name = _prediction(step, gpu, profile, network_gb_s)
+    predicted, profile_name = _prediction(step, gpu, profile, network_gb_s, conventions)
     return DecodeStep(
         model=spec.name, gpu=gpu.name, layout=layout, batch=batch, context=context, compute_dtype=compute.value,
         weight_bits=float(bits), kv_bits=kv_bits, weight_bytes_convention=weight_bytes,
@@ -331,5 +333,6 @@ def prefill_step(spec: ModelSpec, gpu: HardwareSpec, seq: int, batch: int = 1, d
                        step.total("comm_bytes"), step.bytes, float(flops) / float(step.bytes),
                        gpu.peak_flops(compute), gpu.bandwidth_bytes_s, bound.compute_s, bound.memory_s, bound.link_s,
                        bound.time_s, bound.bound, mfu, mbu, est.time_s, batch * seq / est.time_s,
-                       _op_rows(step, bound, est), conventions, *_prediction(step, gpu, profile, network_gb_s))
+                       _op_rows(step, bound, est), conventions,
+                       *_prediction(step, gpu, profile, network_gb_s, conventions))
 

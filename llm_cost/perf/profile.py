@@ -20,7 +20,7 @@ from llm_cost.core.errors import SpecError
 from llm_cost.specs.files import read_yaml, shown, validation_message
 
 __all__ = ["Parameter", "PARAMETERS", "Parameters", "FitError", "Profile", "profiles_dir", "profile_names",
-           "load_profile", "default_profile"]
+           "load_profile", "default_profile", "profile_note"]
 
 
 class Parameter(BaseModel):
@@ -157,3 +157,18 @@ def default_profile(gpu_name: str) -> Profile | None:
     """The shipped default profile of a shipped GPU (the file ``<gpu>.yaml``), or None."""
     path = profiles_dir() / f"{gpu_name.lower()}.yaml"
     return _load(path) if path.is_file() else None
+
+
+def profile_note(profile: Profile, gpu_name: str) -> str:
+    """One line on what a prediction under ``profile`` on ``gpu_name`` rests on: fitted (rows, LOO
+    error) or transferred (from where, the error to expect), and a GPU other than the profile's."""
+    if profile.kind == "fitted" and profile.error is not None:
+        line = (f"prediction: profile {profile.name} ({profile.engine}), fitted on {profile.error.rows} measured "
+                f"rows of {profile.gpu}, leave-one-out median error {profile.error.loo_median:.1%}, max "
+                f"{profile.error.loo_max:.1%}")
+    else:
+        line = (f"prediction: profile {profile.name} is transferred from {profile.transferred_from} "
+                f"({profile.engine}); expected error: {profile.expected_error}")
+    if profile.gpu != gpu_name:
+        line += f"; a profile of {profile.gpu} applied to {gpu_name}'s datasheet peaks"
+    return line
