@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from llm_cost.analyses.calibration import (NEEDS, calibrate, load_measurements, step_of, weight_bits_of)
+from llm_cost.analyses.calibration import NEEDS, calibrate, load_measurements, step_of
 from llm_cost.analyses.roofline import decode_step, prefill_step
 from llm_cost.core.errors import InputError, SpecError
+from llm_cost.core.types import stored_weight_bits
 from llm_cost.perf.calibrated import CalibratedModel, kv_efficiency, smooth_max, weight_format
 from llm_cost.perf.profile import PARAMETERS, default_profile, load_profile, profile_names, profiles_dir
 from llm_cost.perf.timemodel import RooflineBound
@@ -150,10 +151,10 @@ def test_load_profile_errors(tmp_path):
 
 
 def test_weight_bits_count_group_scales_and_zeros():
-    assert weight_bits_of("int4", 32) == 5
-    assert weight_bits_of("int4", None) == 4.25
-    assert weight_bits_of("int8", None) == 8
-    assert weight_bits_of("bf16", None) == 16
+    assert stored_weight_bits("int4", 32) == 5
+    assert stored_weight_bits("int4", None) == 4.25
+    assert stored_weight_bits("int8", None) == 8
+    assert stored_weight_bits("bf16", None) == 16
     assert [weight_format(b, 16) for b in (16, 8, 5, 4.25)] == ["native", "int8", "int4", "int4"]
     assert weight_format(8, 8) == "native"  # fp8 weights with fp8 compute
 

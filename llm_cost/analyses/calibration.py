@@ -12,8 +12,9 @@ blank for per-channel int8; int4 without one is taken as 128), ``kv_dtype`` (def
 ``measured_ms`` (milliseconds per step: per token at batch 1 for decode, the time to first token for a
 prefill). Other fields (source, quote, notes) are kept but not read.
 
-Weight bits: a group of G weights carries a 16-bit scale and a 16-bit zero, 32 / G bits per weight
-(int4 at G = 32: 5 bits; int8 per channel: 8). Compute is bf16 (fp16 for fp16 weights or KV).
+Weight bits (:func:`llm_cost.core.types.stored_weight_bits`): a group of G weights carries a bf16 scale and zero,
+32 / G bits per weight (int4 at G = 32: 5 bits; int8 per channel: 8). Compute is bf16 (fp16 for fp16
+weights or KV).
 
 The fit (scipy.optimize.least_squares, trust-region reflective, within each parameter's physical
 bounds of :data:`~llm_cost.perf.profile.PARAMETERS`) minimises the log residuals log(predicted /
@@ -35,7 +36,7 @@ from typing import Any, Callable, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llm_cost.core.errors import InputError, SpecError
-from llm_cost.core.types import DTYPE_BITS, Dtype, OpKind
+from llm_cost.core.types import DTYPE_BITS, Dtype, OpKind, stored_weight_bits
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import attention_terms, collective_time, gemm_terms, smooth_max, weight_format
 from llm_cost.perf.profile import PARAMETERS, FitError, Parameters, Profile
@@ -45,16 +46,10 @@ from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Step, build_step, decode, prefill
 
-__all__ = ["Measurement", "load_measurements", "weight_bits_of", "category", "NEEDS", "RowResult", "Calibration",
+__all__ = ["Measurement", "load_measurements", "category", "NEEDS", "RowResult", "Calibration",
            "CategoryError", "categories", "calibrate", "transfer", "step_of", "write_profile", "validate", "profile_yaml", "FIT_INSTALL_HINT"]
 
 FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
-
-#: A quantisation group's scale and zero, bits (bf16 each).
-GROUP_OVERHEAD_BITS = 32
-#: Group size of int4 weights when a row does not give one (the common GPTQ/AWQ choice).
-DEFAULT_INT4_GROUP = 128
-
 
 class Measurement(BaseModel):
     """One measured step time (fields in the module docstring)."""
@@ -73,14 +68,6 @@ class Measurement(BaseModel):
     kv_dtype: str = Field(default="bf16", pattern="^(bf16|fp16|fp8)$")
     measured_ms: float = Field(gt=0)
     spec: str = ""  # the model name or path the step is built from (resolved from ``models``)
-
-
-def weight_bits_of(dtype: str, group_size: int | None) -> Fraction:
-    """Bits per stored weight incl. a group's scale and zero (int4 G=32: 5; int4 G=128: 4.25)."""
-    bits = Fraction(DTYPE_BITS[Dtype(dtype)])
-    if dtype == "int4" and group_size is None:
-        group_size = DEFAULT_INT4_GROUP
-    return bits + (Fraction(GROUP_OVERHEAD_BITS, group_size) if group_size and dtype in ("int8", "int4") else 0)
 
 
 def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
@@ -135,7 +122,7 @@ def category(m: Measurement) -> str:
 def step_of(m: Measurement) -> Step:
     """The step a measurement timed: its model, layout, weight bits and dtypes."""
     spec = load_model(m.spec)
-    bits = weight_bits_of(m.weights_dtype, m.group_size)
+    bits = stored_weight_bits(m.weights_dtype, m.group_size)
     compute = Dtype.FP16 if "fp16" in (m.weights_dtype, m.kv_dtype) else Dtype.BF16
     groups = decode(m.batch, m.context) if m.phase == "decode" else prefill(m.batch, m.context)
     return build_step(spec, groups, layout=Layout(tp=m.tp), weight_bits=bits, kv_bits=DTYPE_BITS[Dtype(m.kv_dtype)],

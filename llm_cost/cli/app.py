@@ -49,7 +49,7 @@ def weight_bits(default_dtype: str, weights_dtype, bits_per_weight: Optional[flo
     """Bits per stored weight: --bits-per-weight, else --weights-dtype (int4 and grouped int8 with a
     bf16 scale and zero per --group-size weights: int4 at the default group 128 is 4.25 bits, at 32
     it is 5), else ``default_dtype`` (the checkpoint's dtype)."""
-    from llm_cost.analyses.calibration import weight_bits_of
+    from llm_cost.core.types import stored_weight_bits
 
     if bits_per_weight is not None and weights_dtype is not None:
         raise InputError("give --bits-per-weight or --weights-dtype, not both")
@@ -59,7 +59,7 @@ def weight_bits(default_dtype: str, weights_dtype, bits_per_weight: Optional[flo
         if bits_per_weight < 1:
             raise InputError(f"--bits-per-weight: {bits_per_weight:g} is below 1 bit per weight")
         return bits_per_weight
-    bits = weight_bits_of(str(weights_dtype or default_dtype).lower(), group_size)
+    bits = stored_weight_bits(str(weights_dtype or default_dtype).lower(), group_size)
     return int(bits) if bits.denominator == 1 else bits
 
 
