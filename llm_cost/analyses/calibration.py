@@ -38,7 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from llm_cost.core.errors import InputError, SpecError
 from llm_cost.core.types import DTYPE_BITS, Dtype, OpKind, stored_weight_bits
 from llm_cost.model.layout import Layout
-from llm_cost.perf.calibrated import attention_terms, collective_time, gemm_terms, smooth_max, weight_format
+from llm_cost.perf.calibrated import (attention_terms, collective_time, gemm_terms, other_terms, smooth_max,
+                                      weight_format)
 from llm_cost.perf.profile import PARAMETERS, FitError, Parameters, Profile
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
 from llm_cost.specs.files import read_text, read_yaml, shown, validation_message
@@ -46,10 +47,12 @@ from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Step, build_step, decode, prefill
 
-__all__ = ["Measurement", "load_measurements", "category", "NEEDS", "RowResult", "Calibration",
-           "CategoryError", "categories", "calibrate", "transfer", "step_of", "write_profile", "validate", "profile_yaml", "FIT_INSTALL_HINT"]
+__all__ = ["Measurement", "load_measurements", "category", "step_of", "NEEDS", "RowResult", "CategoryError",
+           "categories", "Calibration", "calibrate", "transfer", "profile_yaml", "measurements_dir", "write_profile",
+           "validate", "FIT_INSTALL_HINT"]
 
 FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
+
 
 class Measurement(BaseModel):
     """One measured step time (fields in the module docstring)."""
@@ -206,7 +209,8 @@ class _Features:
                    np.asarray([len(s.stages) for s in steps], dtype=float))
 
     def predict(self, q: dict[str, float], np: Any) -> Any:
-        """Predicted seconds of every row: the formulas of :class:`~llm_cost.perf.calibrated.CalibratedModel`."""
+        """Predicted seconds of every row, by the formulas of
+        :class:`~llm_cost.perf.calibrated.CalibratedModel`."""
         p = q["overlap_p"]
         total = q["layer_overhead_s"] * self.layers + q["step_overhead_s"] * self.stages
         g = self.gemm
@@ -223,8 +227,7 @@ class _Features:
             total = total + np.bincount(a["row"].astype(int), smooth_max(c, m, p), self.n)
         o = self.other
         if o["row"].size:
-            c = o["flops"] / (self.peak[o["row"].astype(int)] * q["gemm_efficiency_max"])
-            m = o["bytes"] / (self.bw * q["bandwidth_efficiency_native"])
+            c, m = other_terms(o["flops"], o["bytes"], self.peak[o["row"].astype(int)], self.bw, q)
             total = total + np.bincount(o["row"].astype(int), smooth_max(c, m, p), self.n)
         k = self.coll
         if k["row"].size:
@@ -368,7 +371,8 @@ def calibrate(paths: list[Path], name: str, note: str = "", prior: dict[str, flo
     profile = Profile(name=name, gpu=gpu.name, engine=", ".join(sorted(engines)) or "unspecified", kind="fitted",
                       note=note or f"fitted by llm-cost calibrate on {len(rows)} rows",
                       parameters=Parameters(**_rounded(q)), fitted_on=[m.id for m in rows],
-                      measurements=[p.name if p.parent == measurements_dir() else str(p) for p in paths], fixed=fixed, error=error)
+                      measurements=[p.name if p.resolve().parent == measurements_dir() else str(p) for p in paths],
+                      fixed=fixed, error=error)
     bound, estimate = RooflineBound(), EfficiencyEstimate()
     results = []
     for i, (m, s) in enumerate(zip(rows, steps)):

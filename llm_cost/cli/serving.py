@@ -9,8 +9,8 @@ import typer
 
 from llm_cost.cli.app import app, emit, parse_layout, weight_bits
 from llm_cost.cli.options import (
-    GPU_HELP, MODEL_HELP, AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, Dp, Ep, Gpu, Json,
-    KvDtype, LogitsOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu, Pp, ProfileOpt, ReserveGb, GroupSize, SeqGrid, Tp, WeightsDtype,
+    GPU_HELP, MODEL_HELP, AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, Dp, Ep, Gpu, GroupSize, Json,
+    KvDtype, LogitsOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu, Pp, ProfileOpt, ReserveGb, SeqGrid, Tp, WeightsDtype,
     WeightBytesOpt, WeightFlopsOpt, fraction, gigabytes, integer, integer_grid, non_negative, option, token_grid,
     tokens)
 from llm_cost.core.errors import InputError

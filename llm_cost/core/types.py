@@ -13,8 +13,9 @@ from fractions import Fraction
 
 from llm_cost.core.errors import InputError
 
-__all__ = ["Dtype", "DTYPE_BITS", "stored_weight_bits", "GROUP_OVERHEAD_BITS", "DEFAULT_INT4_GROUP", "StorageDtype", "STORAGE_DTYPES", "dtype_of", "TensorKind", "Part", "LayerKind", "ShardRule", "Phase",
-           "OpKind", "Recompute", "Logits", "AttentionMask", "WeightBytes", "MLAForm", "WeightFlops"]
+__all__ = ["Dtype", "DTYPE_BITS", "StorageDtype", "STORAGE_DTYPES", "dtype_of", "TensorKind", "Part", "LayerKind", "ShardRule", "Phase",
+           "OpKind", "Recompute", "Logits", "AttentionMask", "WeightBytes", "MLAForm", "WeightFlops",
+           "stored_weight_bits", "GROUP_OVERHEAD_BITS", "DEFAULT_INT4_GROUP"]
 
 
 class _Str(str, Enum):

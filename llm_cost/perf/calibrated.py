@@ -14,8 +14,7 @@ Per operator, with P the dense peak FLOP/s of the step's compute dtype and BW th
   (BW x e_kv(x)) + KV written / (BW x e_bw), with x = sequences x KV heads per GPU in flight (the
   thread blocks of a decode attention kernel without split-KV), e_kv(x) = e_kv,max x x / (x^4 +
   x_sat^4)^(1/4): linear in x until it saturates near x_sat; combined by the same p-norm.
-* recurrence: FLOPs at the GEMM ceiling and state bytes at e_bw, p-norm.
-* norms/vectors and embedding rows: bytes / (BW x e_bw).
+* recurrence, norms/vectors and embedding rows: FLOPs at the GEMM ceiling and bytes at e_bw, p-norm.
 * collectives: per call, latency + bytes / (link GB/s x e_link); one call per layer repeat.
 * per step: ``layer_overhead_s`` x layers + ``step_overhead_s`` per pipeline stage (kernel launches,
   CUDA-graph replay, synchronisation; smaller with torch.compile than with eager kernels).
@@ -40,7 +39,7 @@ from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Operator, Step
 
 __all__ = ["CalibratedModel", "weight_format", "gemm_efficiency", "kv_efficiency", "smooth_max", "gemm_terms",
-           "attention_terms", "collective_time", "KV_KNEE_POWER"]
+           "attention_terms", "other_terms", "collective_time", "KV_KNEE_POWER"]
 
 #: Sharpness of the knee of the decode-attention efficiency (a 4-norm: within 16% of the linear ramp
 #: and the ceiling away from x_sat); a fixed shape, not a fitted parameter.
@@ -95,6 +94,12 @@ def attention_terms(flops: Any, kv_read: Any, kv_write: Any, x: Any, peak: float
     return compute, memory
 
 
+def other_terms(flops: Any, nbytes: Any, peak: float, bw: float, q: dict[str, float]) -> tuple[Any, Any]:
+    """(compute, memory) seconds of a recurrence, the norm/bias vectors or embedding rows: FLOPs at
+    the GEMM ceiling, bytes at the native bandwidth efficiency."""
+    return flops / (peak * q["gemm_efficiency_max"]), nbytes / (bw * q["bandwidth_efficiency_native"])
+
+
 def collective_time(calls: Any, bytes_per_call: Any, link_bytes_s: float, q: dict[str, float]) -> Any:
     """Seconds of ``calls`` collectives of ``bytes_per_call`` each: latency + bytes / achieved link rate."""
     return calls * (q["collective_latency_s"] + bytes_per_call / (link_bytes_s * q["link_efficiency"]))
@@ -119,8 +124,7 @@ def _op_time(op: Operator, step: Step, peak: float, bw: float, link_bytes_s: flo
         c, m = attention_terms(float(op.flops), float(op.kv_read_bytes), float(op.kv_write_bytes),
                                float((op.batch or 1) * (op.kv_heads or 1)), peak, bw, q)
     else:  # recurrence, vectors, embedding rows
-        c = float(op.flops) / (peak * q["gemm_efficiency_max"])
-        m = float(op.bytes) / (bw * q["bandwidth_efficiency_native"])
+        c, m = other_terms(float(op.flops), float(op.bytes), peak, bw, q)
     return c, m, 0.0, smooth_max(c, m, q["overlap_p"])
 
 
