@@ -113,6 +113,13 @@ def test_refuses_too_few_rows_and_mixed_gpus(tmp_path):
         calibrate([mixed], "x")
 
 
+def test_refuses_rows_faster_than_the_bound(tmp_path):
+    fast = tmp_path / "fast.csv"
+    fast.write_text("model,gpu,phase,batch,context,measured_ms\n" + "llama3-8b,a100,decode,1,100,3\n" * 3)
+    with pytest.raises(InputError, match="faster than the Roofline bound of a100.*line2"):
+        calibrate([fast], "x")
+
+
 def test_without_scipy_the_message_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "scipy.optimize", None)
     with pytest.raises(InputError, match=r"pip install 'llm-cost\[fit\]'"):

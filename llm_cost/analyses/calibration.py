@@ -4,7 +4,7 @@ Measurement files (YAML or CSV). YAML: a mapping with ``engine``, ``source``, op
 row's model id -> an llm-cost model name or a spec path relative to the file) and ``rows``, a list of
 mappings; CSV: one row per line with a header. The fields of a row:
 
-``id`` (optional in CSV: the line number), ``model`` (a shipped name, a spec path, or a key of
+``id`` (optional in CSV: ``line`` and the line number), ``model`` (a shipped name, a spec path, or a key of
 ``models``), ``gpu`` (shipped name or alias; one GPU per file), ``phase`` (decode | prefill), ``batch``
 (sequences), ``context`` (decode: tokens cached per sequence; prefill: prompt tokens), ``tp`` (default
 1), ``weights_dtype`` (bf16 | fp16 | fp8 | int8 | int4), ``group_size`` (weight-only quantisation group,
@@ -76,7 +76,7 @@ class Measurement(BaseModel):
 def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
     if path.suffix.lower() == ".csv":
         lines = list(csv.DictReader(read_text(path, "a .csv measurement file").splitlines()))
-        rows = [{k: v for k, v in r.items() if v not in (None, "")} | {"id": r.get("id") or f"row{i + 2}"}
+        rows = [{k: v for k, v in r.items() if v not in (None, "")} | {"id": r.get("id") or f"line{i + 2}"}
                 for i, r in enumerate(lines)]
         return rows, {}
     data = read_yaml(path)
@@ -353,6 +353,13 @@ def calibrate(paths: list[Path], name: str, note: str = "", prior: dict[str, flo
         raise InputError(f"{len(rows)} rows cannot determine {len(free)} parameters ({', '.join(free)}) with one "
                          f"left out: give at least {len(free) + 2} rows, or fewer kinds of rows")
     steps = [step_of(m) for m in rows]
+    bound, estimate = RooflineBound(), EfficiencyEstimate()
+    bounds = [bound.step_time(s, gpu).time_s for s in steps]
+    below = [f"{m.id} ({m.measured_ms:g} ms < bound {b * 1e3:.3g} ms)" for m, b in zip(rows, bounds)
+             if m.measured_ms / 1e3 < b]
+    if below:
+        raise InputError(f"measured faster than the Roofline bound of {gpu.name} allows (a wrong GPU, model, dtype "
+                         f"or unit?): {', '.join(below[:5])}" + (f" and {len(below) - 5} more" if len(below) > 5 else ""))
     feats = _Features.of(steps, gpu, np)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     start = {k: p.prior for k, p in PARAMETERS.items()} | (prior or {})
@@ -373,10 +380,9 @@ def calibrate(paths: list[Path], name: str, note: str = "", prior: dict[str, flo
                       parameters=Parameters(**_rounded(q)), fitted_on=[m.id for m in rows],
                       measurements=[p.name if p.resolve().parent == measurements_dir() else str(p) for p in paths],
                       fixed=fixed, error=error)
-    bound, estimate = RooflineBound(), EfficiencyEstimate()
     results = []
-    for i, (m, s) in enumerate(zip(rows, steps)):
-        t, b, e = float(measured[i]), bound.step_time(s, gpu).time_s, estimate.step_time(s, gpu).time_s
+    for i, (m, s, b) in enumerate(zip(rows, steps, bounds)):
+        t, e = float(measured[i]), estimate.step_time(s, gpu).time_s
         results.append(RowResult(m.id, category(m), load_model(m.spec).name, m.phase, m.batch, m.context, m.tp,
                                  m.weights_dtype + (f" g{m.group_size}" if m.group_size else ""), t,
                                  float(fitted[i]), float(loo[i]), b, e, float(loo[i]) / t - 1, b / t - 1, e / t - 1))
