@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_cost.analyses.calibration import NEEDS, calibrate, load_measurements, step_of
+from llm_cost.analyses.calibration import NEEDS, calibrate, load_measurements, step_of, validate
 from llm_cost.analyses.roofline import decode_step, prefill_step
 from llm_cost.core.errors import InputError, SpecError
 from llm_cost.core.types import stored_weight_bits
@@ -31,8 +31,9 @@ A100_TP = DATA / "gpt-fast-readme-tp-quant-mixtral.yaml"
 
 @pytest.fixture(scope="module")
 def fits():
-    """The two shipped measurement sets, each fitted once, with leave-one-out profiles."""
-    return {"h200": calibrate([H200], "h200"), "a100": calibrate([A100], "a100")}
+    """The two shipped measurement sets, each fitted once with leave-one-out profiles: the H200 set as
+    ``validate`` refits the shipped h200 profile, the A100 single-GPU rows alone."""
+    return {"h200": validate(load_profile("h200")), "a100": calibrate([A100], "a100")}
 
 
 def _measured_s(path: Path, row_id: str) -> float:
@@ -212,10 +213,10 @@ def test_calibrate_cli_reads_the_documented_csv(cli, tmp_path):
 
 
 def test_validate_cli_prints_every_row_beside_the_bound_and_estimate(cli):
-    run = cli("validate", "--profile", "a100", "--json")
+    run = cli("validate", "--profile", "h200", "--json")
     assert run.code == 0, run.err
     (result,) = run.json()
-    assert len(result["rows"]) == len(load_profile("a100").fitted_on)
+    assert len(result["rows"]) == len(load_profile("h200").fitted_on)
     assert all(r["bound_error"] <= 0 for r in result["rows"])
     every = next(c for c in result["categories"] if c["category"] == "all")
     assert every["loo_median"] <= 0.10 < every["estimate_median"]
@@ -232,3 +233,12 @@ def test_group_size_counts_scales_and_zeros_in_the_weight_bytes(cli):
     assert matmul_bytes("--weights-dtype", "int8") * 2 == bf16  # per channel
     refused = cli("roofline", "llama3-8b", "--group-size", "32")
     assert refused.code == 2 and "--group-size" in refused.err
+
+
+def test_profile_index_is_what_the_yaml_gives():
+    """The shipped index.json (read by commands without a YAML parser) matches the profiles' YAML."""
+    import json
+
+    from llm_cost.perf.profile import build_profile_index
+
+    assert json.loads((profiles_dir() / "index.json").read_text()) == build_profile_index()

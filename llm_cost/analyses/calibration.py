@@ -29,7 +29,7 @@ import csv
 import dataclasses
 import statistics
 from dataclasses import dataclass, field
-from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -336,9 +336,24 @@ def _fit(feats: _Features, measured: Any, mask: Any, free: list[str], start: dic
     return q_of(result.x)
 
 
-def calibrate(paths: list[Path], name: str, note: str = "", prior: dict[str, float] | None = None) -> Calibration:
+def calibrate(paths: list[Path], name: str, note: str = "") -> Calibration:
     """Fit a profile named ``name`` to the measurement files; leave-one-out errors. InputError
-    without numpy/scipy, for rows of more than one GPU, or with fewer rows than free parameters + 2."""
+    without numpy/scipy, for rows of more than one GPU, fewer rows than free parameters + 2, or a
+    row faster than the bound. The same unchanged files fitted again in one process return the same
+    (shared, not to be modified) result: validating and calibrating refit nothing twice."""
+    try:
+        key = tuple((str(p.resolve()), p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
+    except OSError:
+        return _calibrate(tuple(paths), name, note)  # reading reports the missing or unreadable file
+    return _calibrate_once(key, tuple(paths), name, note)
+
+
+@lru_cache(maxsize=16)
+def _calibrate_once(key: tuple, paths: tuple[Path, ...], name: str, note: str) -> Calibration:
+    return _calibrate(paths, name, note)
+
+
+def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
     np, least_squares = _import_fit()
     rows = load_measurements(paths)
     gpus = {load_gpu(m.gpu).name for m in rows}
@@ -362,7 +377,7 @@ def calibrate(paths: list[Path], name: str, note: str = "", prior: dict[str, flo
                          f"or unit?): {', '.join(below[:5])}" + (f" and {len(below) - 5} more" if len(below) > 5 else ""))
     feats = _Features.of(steps, gpu, np)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
-    start = {k: p.prior for k, p in PARAMETERS.items()} | (prior or {})
+    start = {k: p.prior for k, p in PARAMETERS.items()}
     everything = np.ones(len(rows), dtype=bool)
     q = _fit(feats, measured, everything, free, start, np, least_squares)
     loo_q = []

@@ -10,9 +10,11 @@ ratios) and its fixed times, saying so and the error to expect.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -20,7 +22,8 @@ from llm_cost.core.errors import SpecError
 from llm_cost.specs.files import read_yaml, shown, validation_message
 
 __all__ = ["Parameter", "PARAMETERS", "Parameters", "FitError", "Profile", "profiles_dir", "profile_names",
-           "load_profile", "default_profile", "profile_note"]
+           "load_profile", "default_profile", "profile_note",
+           "build_profile_index"]
 
 
 class Parameter(BaseModel):
@@ -128,13 +131,45 @@ def profile_names() -> list[str]:
     return sorted(p.stem for p in profiles_dir().glob("*.yaml"))
 
 
-@lru_cache(maxsize=64)
-def _load(path: Path) -> Profile:
-    data = read_yaml(path)
+def _index_path() -> Path:
+    return profiles_dir() / "index.json"
+
+
+def build_profile_index() -> dict[str, dict[str, Any]]:
+    """The index of the shipped profiles (``index.json``, written by scripts/fit_profiles.py): per
+    file stem, the SHA-256 of the YAML's bytes and its validated content, so that a command reads a
+    shipped profile without importing a YAML parser (as :mod:`llm_cost.specs.load` does for specs)."""
+    return {path.stem: {"sha256": _digest(path), "profile": _from_yaml(path).model_dump(mode="json")}
+            for path in sorted(profiles_dir().glob("*.yaml"))}
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, dict[str, Any]]:
     try:
-        return Profile.model_validate(data)
+        return json.loads(_index_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _from_yaml(path: Path) -> Profile:
+    try:
+        return Profile.model_validate(read_yaml(path))
     except ValidationError as exc:
         raise SpecError(validation_message(path, exc)) from None
+
+
+@lru_cache(maxsize=64)
+def _load(path: Path) -> Profile:
+    """The profile in ``path``: from the index when it is a shipped file unchanged since the index
+    was built, else from its YAML."""
+    entry = _index().get(path.stem) if path.parent == profiles_dir() else None
+    if entry is not None and entry["sha256"] == _digest(path):
+        return Profile.model_validate(entry["profile"])
+    return _from_yaml(path)
 
 
 def load_profile(name_or_path: str) -> Profile:
