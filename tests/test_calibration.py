@@ -64,10 +64,12 @@ def test_roofline_prediction_on_a_row_left_out(fits, batch, context, row, tolera
     assert d.bound_s < d.predicted_s
 
 
-def test_roofline_json_names_the_shipped_profile(cli):
-    out = cli("roofline", "llama3-8b", "--gpu", "h200", "--batch", "64", "--context", "8192", "--json").json()
+@pytest.mark.parametrize("batch,context,row,tolerance", [("1", "32768", "h200-l3-8b-dec-b1-c32768", 0.15),
+                                                         ("64", "8192", "h200-l3-8b-dec-b64-c8192", 0.10)])
+def test_roofline_json_names_the_shipped_profile(cli, batch, context, row, tolerance):
+    out = cli("roofline", "llama3-8b", "--gpu", "h200", "--batch", batch, "--context", context, "--json").json()
     assert out["profile"] == "h200"
-    assert out["predicted_s"] == pytest.approx(_measured_s(H200, "h200-l3-8b-dec-b64-c8192"), rel=0.10)
+    assert out["predicted_s"] == pytest.approx(_measured_s(H200, row), rel=tolerance)
     assert out["bound_s"] < out["predicted_s"]
 
 
