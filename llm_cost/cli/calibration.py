@@ -23,8 +23,8 @@ def calibrate(
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
     as_json: Json = False,
 ) -> None:
-    """Fit a calibration profile to measured step times and print its leave-one-out errors. Needs
-    numpy and scipy: pip install 'llm-cost[fit]'.
+    r"""Fit a calibration profile to measured step times and print its leave-one-out errors. Needs
+    numpy and scipy: pip install 'llm-cost\[fit]'.
 
     Example: llm-cost calibrate my-h100-timings.csv -o h100-vllm.yaml
     """
@@ -46,8 +46,8 @@ def validate(
                                                                            "fitted shipped profile.")] = None,
     as_json: Json = False,
 ) -> None:
-    """Predicted vs measured for the shipped measurements, leave-one-out, beside the Roofline bound and
-    the MFU 60% / MBU 80% estimate; errors per category. Needs pip install 'llm-cost[fit]'.
+    r"""Predicted vs measured for the shipped measurements, leave-one-out, beside the Roofline bound and
+    the MFU 60% / MBU 80% estimate; errors per category. Needs pip install 'llm-cost\[fit]'.
 
     Example: llm-cost validate --profile h200
     """
