@@ -18,6 +18,7 @@ from llm_cost.analyses.calibration import NEEDS, calibrate, load_measurements, s
 from llm_cost.analyses.roofline import decode_step, prefill_step
 from llm_cost.core.errors import InputError, SpecError
 from llm_cost.core.types import stored_weight_bits
+from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import CalibratedModel, kv_efficiency, smooth_max, weight_format
 from llm_cost.perf.profile import PARAMETERS, default_profile, load_profile, profile_names, profiles_dir
 from llm_cost.perf.timemodel import RooflineBound
@@ -244,3 +245,16 @@ def test_profile_index_is_what_the_yaml_gives():
     from llm_cost.perf.profile import build_profile_index
 
     assert json.loads((profiles_dir() / "index.json").read_text()) == build_profile_index()
+
+
+@pytest.mark.parametrize("gpu", ["h200", "a100", "l40s", "b200"])
+def test_no_prediction_under_the_bound(gpu):
+    """The bound is the floor no prediction goes under (each term is at most the datasheet rate)."""
+    g = load_gpu(gpu)
+    for name, tp in (("llama3-8b", 1), ("mixtral-8x7b", 2)):
+        spec = load_model(name)
+        for batch, context in ((1, 0), (8, 4096), (256, 1024)):
+            d = decode_step(spec, g, batch, context, layout=Layout(tp=tp))
+            assert d.bound_s <= d.predicted_s, (name, batch, context)
+        p = prefill_step(spec, g, 4096, layout=Layout(tp=tp))
+        assert p.bound_s <= p.predicted_s
