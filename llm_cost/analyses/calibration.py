@@ -9,12 +9,11 @@ mappings; CSV: one row per line with a header. The fields of a row:
 (sequences), ``context`` (decode: tokens cached per sequence; prefill: prompt tokens), ``tp`` (default
 1), ``weights_dtype`` (bf16 | fp16 | fp8 | int8 | int4), ``group_size`` (weight-only quantisation group,
 blank for per-channel int8; int4 without one is taken as 128), ``kv_dtype`` (default bf16),
-``measured_ms`` (milliseconds per step: per token at batch 1 for decode, the time to first token for a
+``compute_dtype`` (bf16 | fp16 | fp8; default bf16, fp16 with fp16 weights or KV), ``measured_ms`` (milliseconds per step: per token at batch 1 for decode, the time to first token for a
 prefill). Other fields (source, quote, notes) are kept but not read.
 
 Weight bits (:func:`llm_cost.core.types.stored_weight_bits`): a group of G weights carries a bf16 scale and zero,
-32 / G bits per weight (int4 at G = 32: 5 bits; int8 per channel: 8). Compute is bf16 (fp16 for fp16
-weights or KV).
+32 / G bits per weight (int4 at G = 32: 5 bits; int8 per channel: 8).
 
 The fit (scipy.optimize.least_squares, trust-region reflective, within each parameter's physical
 bounds of :data:`~llm_cost.perf.profile.PARAMETERS`) minimises the log residuals log(predicted /
@@ -38,9 +37,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from llm_cost.core.errors import InputError, SpecError
 from llm_cost.core.types import DTYPE_BITS, Dtype, OpKind, stored_weight_bits
 from llm_cost.model.layout import Layout
-from llm_cost.perf.calibrated import (attention_terms, collective_time, gemm_terms, other_terms, smooth_max,
-                                      weight_format)
-from llm_cost.perf.profile import PARAMETERS, FitError, Parameters, Profile
+from llm_cost.perf.calibrated import (CalibratedModel, attention_terms, collective_time, gemm_terms, other_terms,
+                                      smooth_max, weight_format)
+from llm_cost.perf.profile import PARAMETERS, FitError, Parameters, Profile, load_profile, profile_names
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
 from llm_cost.specs.files import read_text, read_yaml, shown, validation_message
 from llm_cost.specs.load import load_gpu, load_model
@@ -49,7 +48,7 @@ from llm_cost.workload.step import Step, build_step, decode, prefill
 
 __all__ = ["Measurement", "load_measurements", "category", "step_of", "NEEDS", "RowResult", "CategoryError",
            "categories", "Calibration", "calibrate", "transfer", "profile_yaml", "measurements_dir", "write_profile",
-           "validate", "FIT_INSTALL_HINT"]
+           "validate", "check", "validate_shipped", "FIT_INSTALL_HINT"]
 
 FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
 
@@ -69,6 +68,7 @@ class Measurement(BaseModel):
     weights_dtype: str = Field(default="bf16", pattern="^(bf16|fp16|fp8|int8|int4)$")
     group_size: Optional[int] = Field(default=None, ge=1)
     kv_dtype: str = Field(default="bf16", pattern="^(bf16|fp16|fp8)$")
+    compute_dtype: Optional[str] = Field(default=None, pattern="^(bf16|fp16|fp8)$")
     measured_ms: float = Field(gt=0)
     spec: str = ""  # the model name or path the step is built from (resolved from ``models``)
 
@@ -126,7 +126,8 @@ def step_of(m: Measurement) -> Step:
     """The step a measurement timed: its model, layout, weight bits and dtypes."""
     spec = load_model(m.spec)
     bits = stored_weight_bits(m.weights_dtype, m.group_size)
-    compute = Dtype.FP16 if "fp16" in (m.weights_dtype, m.kv_dtype) else Dtype.BF16
+    compute = Dtype(m.compute_dtype) if m.compute_dtype else (
+        Dtype.FP16 if "fp16" in (m.weights_dtype, m.kv_dtype) else Dtype.BF16)
     groups = decode(m.batch, m.context) if m.phase == "decode" else prefill(m.batch, m.context)
     return build_step(spec, groups, layout=Layout(tp=m.tp), weight_bits=bits, kv_bits=DTYPE_BITS[Dtype(m.kv_dtype)],
                       compute_dtype=compute)
@@ -302,7 +303,8 @@ def categories(rows: list[RowResult]) -> list[CategoryError]:
 @dataclass(frozen=True)
 class Calibration:
     """A fitted profile, the per-row results and errors by category, the parameters fitted and
-    those fixed (with why), and the parameters of each leave-one-out fit."""
+    those fixed (with why), and the parameters of each leave-one-out fit; or (``method``
+    "out-of-sample") a profile's predictions of rows it was not fitted on, in ``loo_s``."""
 
     profile: Profile
     rows: list[RowResult]
@@ -311,6 +313,7 @@ class Calibration:
     fixed: dict[str, str]
     loo_parameters: dict[str, Parameters] = field(repr=False, default_factory=dict)  # by left-out row id
     out: Optional[str] = None  # the file the profile was written to
+    method: str = "leave-one-out"  # or "out-of-sample": a profile checked on rows it was not fitted on
 
     def loo_profile(self, row_id: str) -> Profile:
         """The profile fitted without row ``row_id``."""
@@ -368,13 +371,13 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
         raise InputError(f"{len(rows)} rows cannot determine {len(free)} parameters ({', '.join(free)}) with one "
                          f"left out: give at least {len(free) + 2} rows, or fewer kinds of rows")
     steps = [step_of(m) for m in rows]
-    bound, estimate = RooflineBound(), EfficiencyEstimate()
-    bounds = [bound.step_time(s, gpu).time_s for s in steps]
+    bounds = [RooflineBound().step_time(s, gpu).time_s for s in steps]
     below = [f"{m.id} ({m.measured_ms:g} ms < bound {b * 1e3:.3g} ms)" for m, b in zip(rows, bounds)
              if m.measured_ms / 1e3 < b]
     if below:
         raise InputError(f"measured faster than the Roofline bound of {gpu.name} allows (a wrong GPU, model, dtype "
-                         f"or unit?): {', '.join(below[:5])}" + (f" and {len(below) - 5} more" if len(below) > 5 else ""))
+                         f"or unit?): {', '.join(below[:5])}"
+                         + (f" and {len(below) - 5} more" if len(below) > 5 else ""))
     feats = _Features.of(steps, gpu, np)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     start = {k: p.prior for k, p in PARAMETERS.items()}
@@ -395,14 +398,19 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
                       parameters=Parameters(**_rounded(q)), fitted_on=[m.id for m in rows],
                       measurements=[p.name if p.resolve().parent == measurements_dir() else str(p) for p in paths],
                       fixed=fixed, error=error)
-    results = []
-    for i, (m, s, b) in enumerate(zip(rows, steps, bounds)):
-        t, e = float(measured[i]), estimate.step_time(s, gpu).time_s
-        results.append(RowResult(m.id, category(m), load_model(m.spec).name, m.phase, m.batch, m.context, m.tp,
-                                 m.weights_dtype + (f" g{m.group_size}" if m.group_size else ""), t,
-                                 float(fitted[i]), float(loo[i]), b, e, float(loo[i]) / t - 1, b / t - 1, e / t - 1))
+    results = [_row_result(m, s, gpu, float(fitted[i]), float(loo[i]), b)
+               for i, (m, s, b) in enumerate(zip(rows, steps, bounds))]
     loo_parameters = {m.id: Parameters(**_rounded(loo_q[i])) for i, m in enumerate(rows)}
     return Calibration(profile, results, categories(results), free, fixed, loo_parameters)
+
+
+def _row_result(m: Measurement, step: Step, gpu: HardwareSpec, predicted: float, held_out: float,
+                bound: float) -> RowResult:
+    """A row beside its predictions (in-sample and held out), bound and MFU/MBU estimate."""
+    t, e = m.measured_ms / 1e3, EfficiencyEstimate().step_time(step, gpu).time_s
+    return RowResult(m.id, category(m), load_model(m.spec).name, m.phase, m.batch, m.context, m.tp,
+                     m.weights_dtype + (f" g{m.group_size}" if m.group_size else ""), t, predicted, held_out, bound,
+                     e, held_out / t - 1, bound / t - 1, e / t - 1)
 
 
 def _rounded(q: dict[str, float]) -> dict[str, float]:
@@ -423,9 +431,10 @@ def transfer(source: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec) -> Pr
               f"FLOP/s x{ratio_flops:.2f}); no measurement of {gpu.name} was fitted"),
         parameters=source.parameters, fitted_on=source.fitted_on, measurements=source.measurements,
         fixed=source.fixed, error=None,
-        expected_error=(f"not measured on {gpu.name}: the source's leave-one-out median {source.error.loo_median:.1%} "
+        expected_error=(f"not fitted on {gpu.name}: the source's leave-one-out median {source.error.loo_median:.1%} "
                         f"(max {source.error.loo_max:.1%}) holds only if {gpu.name} reaches the same fractions of its "
-                        "datasheet peaks with the same engine; how far it does not is not in the data"))
+                        f"datasheet peaks with the same engine; `llm-cost validate --profile {gpu.name}` checks it on "
+                        f"any shipped rows of {gpu.name} (another engine's)"))
 
 
 
@@ -459,11 +468,11 @@ def write_profile(result: Calibration, out: Path, force: bool) -> Calibration:
 
 def validate(profile: Profile, base: Path | None = None) -> Calibration:
     """Refit ``profile``'s measurements (shipped files, or files beside ``base``, the profile's
-    folder) leave-one-out: each row predicted by the profile fitted without it. InputError for a
-    transferred profile (no measurements of its GPU) or a measurement file that is not there."""
+    folder) leave-one-out: each row predicted by the profile fitted without it. A transferred
+    profile is checked out-of-sample on the shipped rows of its GPU (:func:`check`). InputError for
+    a measurement file that is not there, or a transferred profile whose GPU has no rows."""
     if profile.kind == "transferred":
-        raise InputError(f"profile {profile.name} is transferred from {profile.transferred_from}: there are no "
-                         f"measurements of {profile.gpu} to validate it on; validate {profile.transferred_from}")
+        return check(profile, sorted(measurements_dir().glob("*.yaml")))
     paths = []
     for name in profile.measurements:
         candidates = [measurements_dir() / name] + ([base / name] if base else []) + [Path(name)]
@@ -472,3 +481,34 @@ def validate(profile: Profile, base: Path | None = None) -> Calibration:
             raise InputError(f"profile {profile.name}: measurement file {shown(name)} not found")
         paths.append(found)
     return calibrate(paths, profile.name, profile.note)
+
+
+def check(profile: Profile, paths: list[Path]) -> Calibration:
+    """``profile``'s predictions of the rows of its GPU in ``paths`` that it was not fitted on
+    (out-of-sample; no fit, so no scipy). InputError when the files hold no such row."""
+    gpu = load_gpu(profile.gpu)
+    fitted = set(profile.fitted_on)
+    rows = [m for m in load_measurements(paths) if load_gpu(m.gpu).name == gpu.name and m.id not in fitted]
+    if not rows:
+        source = f" is transferred from {profile.transferred_from}" if profile.transferred_from else ""
+        raise InputError(f"profile {profile.name}{source}: there are no other measurements of {profile.gpu} to "
+                         f"check it on" + (f"; validate {profile.transferred_from}" if source else ""))
+    model = CalibratedModel(profile)
+    results = []
+    for m in rows:
+        step = step_of(m)
+        t = model.step_time(step, gpu).time_s
+        results.append(_row_result(m, step, gpu, t, t, RooflineBound().step_time(step, gpu).time_s))
+    return Calibration(profile, results, categories(results), [], {}, method="out-of-sample")
+
+
+def validate_shipped() -> list[Calibration]:
+    """Every fitted shipped profile leave-one-out, then every profile on the shipped rows of its GPU
+    it was not fitted on (another engine's, for the shipped data), out-of-sample."""
+    profiles = [load_profile(n) for n in profile_names()]
+    files = sorted(measurements_dir().glob("*.yaml"))
+    rows = load_measurements(files)
+    unfitted = {p.name for p in profiles
+                if any(load_gpu(m.gpu).name == p.gpu and m.id not in set(p.fitted_on) for m in rows)}
+    return ([validate(p) for p in profiles if p.kind == "fitted"]
+            + [check(p, files) for p in profiles if p.name in unfitted])

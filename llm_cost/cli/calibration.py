@@ -42,25 +42,24 @@ def calibrate(
 
 @app.command()
 def validate(
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help=PROFILE_HELP + " Default: every "
-                                                                           "fitted shipped profile.")] = None,
+    profile: Annotated[Optional[str], typer.Option(
+        "--profile", "-p", help=PROFILE_HELP + " Default: every shipped profile with measurements.")] = None,
     as_json: Json = False,
 ) -> None:
-    r"""Predicted vs measured for the shipped measurements, leave-one-out, beside the Roofline bound and
-    the MFU 60% / MBU 80% estimate; errors per category. Needs pip install 'llm-cost\[fit]'.
+    r"""Predicted vs measured for the shipped measurements, leave-one-out (fitted profiles) or
+    out-of-sample (transferred ones), beside the Roofline bound and the MFU 60% / MBU 80% estimate;
+    errors per category. Needs pip install 'llm-cost\[fit]'.
 
     Example: llm-cost validate --profile h200
     """
     from pathlib import Path
 
-    from llm_cost.analyses.calibration import validate as check
-    from llm_cost.perf.profile import load_profile, profile_names
+    from llm_cost.analyses.calibration import validate as check, validate_shipped
+    from llm_cost.perf.profile import load_profile
     from llm_cost.report import calibration as view
 
     if profile is None:
-        chosen = [p for p in (load_profile(n) for n in profile_names()) if p.kind == "fitted"]
-        base = None
-    else:
-        chosen = [load_profile(profile)]
-        base = Path(profile).resolve().parent if profile.lower().endswith((".yaml", ".yml")) else None
-    emit([check(p, base) for p in chosen], as_json, view.render_validation)
+        emit(validate_shipped(), as_json, view.render_validation)
+        return
+    base = Path(profile).resolve().parent if profile.lower().endswith((".yaml", ".yml")) else None
+    emit([check(load_profile(profile), base)], as_json, view.render_validation)

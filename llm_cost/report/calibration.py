@@ -30,20 +30,20 @@ def render_rows(con, c: Calibration) -> None:
     rows = [[r.id, r.category, fmt_seconds(r.measured_s), fmt_seconds(r.loo_s), _pct(r.loo_error),
              fmt_seconds(r.bound_s), _pct(r.bound_error), fmt_seconds(r.estimate_s), _pct(r.estimate_error)]
             for r in c.rows]
-    print_table(con, f"{c.profile.name}: predicted vs measured, leave-one-out ({len(c.rows)} rows)",
-                [("row", "left"), ("category", "left"), ("measured", "right"), ("predicted (LOO)", "right"),
+    print_table(con, f"{c.profile.name} ({c.profile.kind}): predicted vs measured, {c.method} ({len(c.rows)} rows)",
+                [("row", "left"), ("category", "left"), ("measured", "right"), ("predicted", "right"),
                  ("error", "right"), ("bound", "right"), ("error", "right"), ("estimate", "right"),
                  ("error", "right")], rows)
 
 
 def render_categories(con, c: Calibration) -> None:
-    """Median and max |error| per category: the prediction (LOO), the bound and the estimate."""
+    """Median and max |error| per category: the prediction (held out), the bound and the estimate."""
     rows = [[k.category, fmt_int(k.rows), _abs_pct(k.loo_median), _abs_pct(k.loo_max),
              f"{k.loo_within_10pct}/{k.rows}", _abs_pct(k.bound_median), _abs_pct(k.estimate_median),
              f"{k.estimate_within_10pct}/{k.rows}"] for k in c.categories]
-    print_table(con, f"{c.profile.name}: |error| by category",
-                [("category", "left"), ("rows", "right"), ("LOO median", "right"), ("LOO max", "right"),
-                 ("LOO within 10%", "right"), ("bound median", "right"), ("estimate median", "right"),
+    print_table(con, f"{c.profile.name}: |error| by category, prediction {c.method}",
+                [("category", "left"), ("rows", "right"), ("median", "right"), ("max", "right"),
+                 ("within 10%", "right"), ("bound median", "right"), ("estimate median", "right"),
                  ("estimate within 10%", "right")], rows)
 
 
@@ -64,5 +64,6 @@ def render_validation(con, results: list[Calibration]) -> None:
         render_rows(con, c)
         render_categories(con, c)
     print_conventions(con, ["error = predicted / measured - 1; leave-one-out: each row predicted by the profile "
-                            "fitted to the other rows; a bound is never above a measurement",
+                            "fitted to the other rows; out-of-sample: by a profile not fitted on any of them; a bound "
+                            "is never above a measurement",
                             f"estimate: the datasheet peaks at MFU {DEFAULT_MFU:.0%} and MBU {DEFAULT_MBU:.0%}"])
