@@ -5,9 +5,10 @@ Per operator, with P the dense peak FLOP/s of the step's compute dtype and BW th
 
 * GEMM: compute t_c = FLOPs / (P x e_gemm(M)), e_gemm(M) = e_max x M / (M + M_half) (tokens in flight
   M; a tile of M rows fills the tensor cores as M grows, saturating at ``gemm_efficiency_max``);
-  memory t_m = weight bytes / (BW x e_w) + activation bytes / (BW x e_bw), e_w the bandwidth
-  efficiency of the weight format (native 16-bit/fp8, weight-only int8, weight-only int4: dequantising
-  kernels reach less bandwidth, gpt-fast measures 0.81 / 0.67 / 0.48 of peak on A100).
+  memory t_m = weight bytes / (BW x e_w) + activation bytes (GEMM inputs and outputs) / (BW x e_bw),
+  e_w the bandwidth efficiency of the weight format (native 16-bit/fp8, weight-only int8, weight-only
+  int4 with its group scales: dequantising kernels reach their own share of bandwidth, fitted where
+  rows of that format exist) and e_bw the native one.
   t = (t_c^p + t_m^p)^(1/p), a p-norm: max(t_c, t_m) as p -> inf, their sum at p = 1 (compute and
   memory overlap imperfectly near the ridge).
 * attention: compute FLOPs / (P x e_flash) (flash-attention efficiency, prefill) and KV read /
@@ -138,7 +139,7 @@ class CalibratedModel:
 
     @property
     def label(self) -> str:
-        """``prediction (profile h200-eager-cudagraphs)``."""
+        """``prediction (profile h200)``."""
         return f"prediction (profile {self.profile.name})"
 
     def step_time(self, step: Step, gpu: HardwareSpec) -> StepTime:
