@@ -26,6 +26,8 @@ from llm_cost.core.types import Dtype, OpKind
 from llm_cost.core.units import exact, to_bytes
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu
 from llm_cost.model.structure import build
+from llm_cost.perf.calibrated import CalibratedModel
+from llm_cost.perf.profile import Profile, default_profile, profile_note
 from llm_cost.perf.timemodel import (DEFAULT_MBU, DEFAULT_MFU, DEFAULT_NETWORK_GB_S, EfficiencyEstimate,
                                      RooflineBound, StepTime)
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -91,6 +93,17 @@ def _first_batch(intensity: Callable[[int], float], ridge: float, limit: int = 1
     return lo
 
 
+def _prediction(step: Step, gpu: HardwareSpec, profile: Profile | None, network_gb_s: float,
+                conventions: list[Note]) -> tuple[float | None, str | None]:
+    """(predicted seconds, profile name) under ``profile``, else the GPU's shipped profile, else
+    (None, None); appends what the prediction rests on to ``conventions``."""
+    profile = profile or default_profile(gpu.name)
+    if profile is None:
+        return None, None
+    conventions.append(profile_note(profile, gpu.name))
+    return CalibratedModel(profile, network_gb_s).step_time(step, gpu).time_s, profile.name
+
+
 def _kind_total(step: Step, attr: str, *kinds: OpKind):
     return step.total(attr, kinds)
 
@@ -147,6 +160,8 @@ class DecodeStep(Result):
     intensity_limit: float | None
     ops: list[OpRow] = field(default_factory=list)
     conventions: list[Note] = field(default_factory=list)
+    predicted_s: float | None = None  # the calibrated prediction, when a profile applies
+    profile: str | None = None  # its profile's name
 
 
 def _bits(weight_bits: int | float | Fraction | None, dtype: str) -> Fraction:
@@ -156,12 +171,13 @@ def _bits(weight_bits: int | float | Fraction | None, dtype: str) -> Fraction:
 def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int = 0, dtype: str = "bf16",
                 weight_bits: int | float | Fraction | None = None, kv_bits: int = 16, mfu: float = DEFAULT_MFU,
                 mbu: float = DEFAULT_MBU, weight_bytes: str = "read", layout: Layout = ONE_GPU,
-                network_gb_s: float = DEFAULT_NETWORK_GB_S) -> DecodeStep:
+                network_gb_s: float = DEFAULT_NETWORK_GB_S, profile: Profile | None = None) -> DecodeStep:
     """Roofline of one decode step: every sequence adds one token after ``context`` cached ones.
 
     ``dtype`` selects the peak (and the weight storage unless ``weight_bits`` is given);
     ``weight_bytes`` is "read" or "resident" (see the module docstring). InputError if the GPU
-    lacks ``dtype`` or the layout cannot hold the model."""
+    lacks ``dtype`` or the layout cannot hold the model. ``predicted_s`` is the calibrated prediction
+    under ``profile`` (default: the GPU's shipped profile; None for a GPU without one)."""
     bits = _bits(weight_bits, dtype)
     compute = Dtype(dtype.lower())
     step = build_step(spec, decode(batch, context), layout=layout, weight_bits=bits, kv_bits=kv_bits,
@@ -218,6 +234,7 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
     if step.mla_form == "absorbed":
         conventions.append(note("mla.absorbed_decode"))
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, seqs, context)
+    predicted, profile_name = _prediction(step, gpu, profile, network_gb_s, conventions)
     return DecodeStep(
         model=spec.name, gpu=gpu.name, layout=layout, batch=batch, context=context, compute_dtype=compute.value,
         weight_bits=float(bits), kv_bits=kv_bits, weight_bytes_convention=weight_bytes,
@@ -234,7 +251,8 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
         mfu=mfu, mbu=mbu, estimate_s=estimate.time_s, estimate_tokens_per_s=batch / estimate.time_s,
         compute_bound_batch_weights_only=b_weights, compute_bound_batch=b_all,
         kv_bytes_at_compute_bound_batch=exact(Fraction(kv_read) * b_weights / seqs) if (b_weights and kv_read) else None,
-        intensity_limit=limit, ops=_op_rows(step, bound, estimate), conventions=conventions)
+        intensity_limit=limit, ops=_op_rows(step, bound, estimate), conventions=conventions,
+        predicted_s=predicted, profile=profile_name)
 
 
 @dataclass(frozen=True)
@@ -271,15 +289,19 @@ class PrefillStep(Result):
     tokens_per_s_at_mfu: float
     ops: list[OpRow] = field(default_factory=list)
     conventions: list[Note] = field(default_factory=list)
+    predicted_s: float | None = None  # the calibrated prediction, when a profile applies
+    profile: str | None = None  # its profile's name
 
 
 def prefill_step(spec: ModelSpec, gpu: HardwareSpec, seq: int, batch: int = 1, dtype: str = "bf16",
                  weight_bits: int | float | Fraction | None = None, kv_bits: int = 16, mfu: float = DEFAULT_MFU,
                  attention: str = "causal", logits: str = "last", mbu: float = DEFAULT_MBU,
-                 layout: Layout = ONE_GPU, network_gb_s: float = DEFAULT_NETWORK_GB_S) -> PrefillStep:
+                 layout: Layout = ONE_GPU, network_gb_s: float = DEFAULT_NETWORK_GB_S,
+                 profile: Profile | None = None) -> PrefillStep:
     """Roofline of a prefill (TTFT): the operators of ``batch`` prompts of ``seq`` tokens, LM head
     on the last position by default (as serving computes it; ``logits="all"`` is the documents'
-    count). The bound is at the datasheet's peaks; the estimate at ``mfu`` and ``mbu``."""
+    count). The bound is at the datasheet's peaks; the estimate at ``mfu`` and ``mbu``; the prediction
+    under ``profile`` (default: the GPU's shipped one)."""
     bits = _bits(weight_bits, dtype)
     compute = Dtype(dtype.lower())
     step = build_step(spec, prefill(batch, seq), layout=layout, weight_bits=bits, kv_bits=kv_bits,
@@ -303,5 +325,6 @@ def prefill_step(spec: ModelSpec, gpu: HardwareSpec, seq: int, batch: int = 1, d
                        step.total("comm_bytes"), step.bytes, float(flops) / float(step.bytes),
                        gpu.peak_flops(compute), gpu.bandwidth_bytes_s, bound.compute_s, bound.memory_s, bound.link_s,
                        bound.time_s, bound.bound, mfu, mbu, est.time_s, batch * seq / est.time_s,
-                       _op_rows(step, bound, est), conventions)
+                       _op_rows(step, bound, est), conventions,
+                       *_prediction(step, gpu, profile, network_gb_s, conventions))
 

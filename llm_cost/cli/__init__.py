@@ -6,11 +6,11 @@ nothing is printed on stdout before the whole result is computed.
 
 ``app`` holds the Typer app, shared options and the entry point; the commands live in
 ``model`` (params, kv, import, list, show), ``serving`` (flops, roofline, fit, activations,
-context, moe, spec) and ``other`` (rope, numerics, train, image, video, reproduce). Importing
-them registers the commands, in this order.
+context, moe, spec), ``other`` (rope, numerics, train, image, video, reproduce), ``calibration`` (calibrate,
+validate). Importing them registers the commands, in this order.
 """
 
-from llm_cost.cli import model, serving, other  # noqa: F401, I001  (registers the commands, in this order)
+from llm_cost.cli import model, serving, other, calibration  # noqa: F401, I001  (registers the commands, in this order)
 from llm_cost.cli.app import app, main
 
 __all__ = ["app", "main"]

@@ -52,18 +52,22 @@ def emit_csv(rows: list) -> None:
     write_out(to_csv(rows))
 
 
-def weight_bits(default_dtype: str, weights_dtype, bits_per_weight: Optional[float]):
-    """Bits per stored weight: --bits-per-weight, else --weights-dtype, else ``default_dtype``
-    (the checkpoint's dtype)."""
-    from llm_cost.core.types import Dtype
+def weight_bits(default_dtype: str, weights_dtype, bits_per_weight: Optional[float], group_size: Optional[int] = None):
+    """Bits per stored weight: --bits-per-weight, else --weights-dtype (int4 and grouped int8 with a
+    bf16 scale and zero per --group-size weights: int4 at the default group 128 is 4.25 bits, at 32
+    it is 5), else ``default_dtype`` (the checkpoint's dtype)."""
+    from llm_cost.core.types import stored_weight_bits
 
     if bits_per_weight is not None and weights_dtype is not None:
         raise InputError("give --bits-per-weight or --weights-dtype, not both")
+    if group_size is not None and str(weights_dtype or "").lower() not in ("int4", "int8"):
+        raise InputError("--group-size applies to --weights-dtype int4 or int8 (weight-only quantisation)")
     if bits_per_weight is not None:
         if bits_per_weight < 1:
             raise InputError(f"--bits-per-weight: {bits_per_weight:g} is below 1 bit per weight")
         return bits_per_weight
-    return Dtype(weights_dtype or default_dtype).bits
+    bits = stored_weight_bits(str(weights_dtype or default_dtype).lower(), group_size)
+    return int(bits) if bits.denominator == 1 else bits
 
 
 

@@ -144,3 +144,10 @@ WeightFlopsOpt = Annotated[WeightFlops, typer.Option("--weight-flops", case_sens
                                                           "(2 (N - embedding), as the documents) or total (2 N).")]
 ReserveGb = Annotated[int, option("--reserve-gb", parse=gigabytes("--reserve-gb"), metavar="GB",
                                   help="Memory kept free for runtime and activations, GB (10^9 B).")]
+ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Calibration profile of the prediction: a "
+                                                                   "shipped name (one per GPU) or a profile YAML "
+                                                                   "file (default: the GPU's shipped profile).")]
+GroupSize = Annotated[Optional[int], option("--group-size", parse=integer("--group-size"), metavar="INTEGER",
+                                           help="Weights per quantisation group of --weights-dtype int4/int8, each "
+                                                "group with a bf16 scale and zero (default: 128 for int4, per "
+                                                "channel for int8).")]

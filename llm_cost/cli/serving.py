@@ -9,8 +9,9 @@ import typer
 
 from llm_cost.cli.app import app, emit, emit_csv, parse_layout, weight_bits
 from llm_cost.cli.options import (
-    GPU_HELP, MODEL_HELP, AttentionOpt, Csv, Plot, BitsPerWeight, ComputeDtype, ContextGrid, Dp, Ep, Gpu, Json,
-    KvDtype, LogitsOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu, Pp, ReserveGb, SeqGrid, Tp, WeightsDtype,
+    GPU_HELP, MODEL_HELP, AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, Csv, Dp, Ep, Gpu, GroupSize, Json,
+    KvDtype, LogitsOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu, Plot, Pp, ProfileOpt, ReserveGb, SeqGrid, Tp,
+    WeightsDtype,
     WeightBytesOpt, WeightFlopsOpt, fraction, gigabytes, integer, integer_grid, non_negative, option, token_grid,
     tokens)
 from llm_cost.core.errors import InputError
@@ -68,6 +69,7 @@ def roofline(
     dtype: ComputeDtype = None,
     weights_dtype: WeightsDtype = None,
     bits_per_weight: BitsPerWeight = None,
+    group_size: GroupSize = None,
     kv_dtype: Annotated[Optional[StorageDtype], typer.Option("--kv-dtype", case_sensitive=False,
                                                       help="KV-cache element dtype (default bf16).")] = None,
     phase: Annotated[Optional[FlopsPhase], typer.Option(
@@ -97,12 +99,13 @@ def roofline(
     ep: Ep = None,
     dp: Dp = None,
     network_gb_s: NetworkGbS = None,
+    profile: ProfileOpt = None,
     as_json: Json = False,
     as_csv: Csv = False,
     plot: Plot = None,
 ) -> None:
     """Roofline: ridge points of a GPU; with a model (or any step option), a decode step's or a prefill's
-    bound and estimate, on one GPU or a layout (--tp/--pp/--ep/--dp).
+    bound, estimate and calibrated prediction (--profile), on one GPU or a layout (--tp/--pp/--ep/--dp).
 
     Examples: llm-cost roofline --gpu h100; llm-cost roofline llama3-8b --gpu h100 --batch 1 --context 2K;
     llm-cost roofline --gpu h100 --batch 1,8,64 --context 2K (model llama3-8b);
@@ -110,6 +113,7 @@ def roofline(
     """
     from llm_cost.analyses.roofline import decode_step, prefill_step
     from llm_cost.model.layout import ONE_GPU
+    from llm_cost.perf.profile import load_profile
     from llm_cost.perf.ridge import default_compute_dtype, ridge_points
     from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, DEFAULT_NETWORK_GB_S
     from llm_cost.report import roofline as view
@@ -117,7 +121,7 @@ def roofline(
 
     layout = parse_layout(tp, pp, ep, dp)
     step_options = (phase, batch, context, seq, logits, mfu, mbu, weight_bytes, kv_dtype, weights_dtype,
-                    bits_per_weight, network_gb_s, layout)
+                    bits_per_weight, group_size, network_gb_s, layout, profile)
     wants_step = model is not None or ops or any(v is not None for v in step_options)
     prefill = phase is FlopsPhase.prefill
     wrong = [flag for flag, v in ({"--context": context, "--weight-bytes": weight_bytes}.items() if prefill else
@@ -127,7 +131,8 @@ def roofline(
     g = load_gpu(gpu)
     if dtype is not None:
         g.peak_flops(dtype)  # an unsupported dtype is an error before anything else
-    weight_bits("bf16", weights_dtype, bits_per_weight)  # conflicting flags are refused before loading the model
+    chosen = load_profile(profile) if profile is not None else None
+    weight_bits("bf16", weights_dtype, bits_per_weight, group_size)  # conflicting flags: refused before the model
     if not wants_step:
         if as_csv:
             from llm_cost.report.table_csv import rows_of
@@ -137,11 +142,11 @@ def roofline(
         emit(ridge_points(g), as_json, view.render_ridges, g.display_name)
         return
     spec = load_model(model or "llama3-8b")
-    bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
+    bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight, group_size)
     compute = dtype or default_compute_dtype((weights_dtype or spec.torch_dtype).lower(), g)
     common = dict(dtype=compute.value, weight_bits=bits, kv_bits=(kv_dtype or StorageDtype.BF16).bits,
                   mfu=mfu or DEFAULT_MFU, mbu=mbu or DEFAULT_MBU, layout=layout or ONE_GPU,
-                  network_gb_s=network_gb_s or DEFAULT_NETWORK_GB_S)
+                  network_gb_s=network_gb_s or DEFAULT_NETWORK_GB_S, profile=chosen)
     batches = batch or [1]
     if prefill:
         result: Any = [prefill_step(spec, g, s, b, logits=logits or Logits.LAST, **common)

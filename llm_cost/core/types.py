@@ -9,11 +9,13 @@ table of storage bits per element.
 from __future__ import annotations
 
 from enum import Enum
+from fractions import Fraction
 
 from llm_cost.core.errors import InputError
 
 __all__ = ["Dtype", "DTYPE_BITS", "StorageDtype", "STORAGE_DTYPES", "dtype_of", "TensorKind", "Part", "LayerKind", "ShardRule", "Phase",
-           "OpKind", "Recompute", "Logits", "AttentionMask", "WeightBytes", "MLAForm", "WeightFlops"]
+           "OpKind", "Recompute", "Logits", "AttentionMask", "WeightBytes", "MLAForm", "WeightFlops",
+           "stored_weight_bits", "GROUP_OVERHEAD_BITS", "DEFAULT_INT4_GROUP"]
 
 
 class _Str(str, Enum):
@@ -191,3 +193,19 @@ class WeightFlops(_Str):
     GEMM = "gemm"
     NON_EMBEDDING = "non_embedding"
     TOTAL = "total"
+
+
+#: A weight-only quantisation group's scale and zero, bits (bf16 each).
+GROUP_OVERHEAD_BITS = 32
+#: Group size of int4 weights when none is given (the common GPTQ/AWQ choice).
+DEFAULT_INT4_GROUP = 128
+
+
+def stored_weight_bits(dtype: str, group_size: int | None) -> Fraction:
+    """Bits per stored weight of ``dtype``, with a group's bf16 scale and zero spread over its
+    ``group_size`` weights for int4/int8 (int4: group 128 by default, 4.25 bits; at 32, 5 bits;
+    int8 without a group is per channel, 8 bits)."""
+    bits = Fraction(DTYPE_BITS[Dtype(dtype)])
+    if dtype == "int4" and group_size is None:
+        group_size = DEFAULT_INT4_GROUP
+    return bits + (Fraction(GROUP_OVERHEAD_BITS, group_size) if group_size and dtype in ("int8", "int4") else 0)

@@ -46,6 +46,22 @@ def _train_flops(p: dict) -> str:
     return text + (" x 4/3 (recompute)" if p["full_recompute"] else "")
 
 
+def _other_gpu(p: dict) -> str:
+    if not p["other_gpu"]:
+        return ""
+    return f"; a profile of {p['other_gpu']} applied to {p['target']}'s datasheet peaks"
+
+
+def _fitted(p: dict) -> str:
+    return (f"prediction: profile {p['name']} ({p['engine']}), fitted on {p['rows']} measured rows of {p['gpu']}, "
+            f"leave-one-out median error {p['loo_median']:.1%}, max {p['loo_max']:.1%}" + _other_gpu(p))
+
+
+def _transferred(p: dict) -> str:
+    return (f"prediction: profile {p['name']} is transferred from {p['source']} ({p['engine']}); expected error: "
+            f"{p['expected_error']}" + _other_gpu(p))
+
+
 def _model_scaling(p: dict) -> str:
     return f"model rope_scaling: {p['rope_type']}" + (f", factor {p['factor']:g}" if p["factor"] else "")
 
@@ -181,6 +197,15 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "rope.partial": "partial rotary: {factor:g} of head_dim {head_dim} = {dims} dims are rotated",
     "rope.base_override": "--base {base} overrides the model's rope_theta {model_base}",
     "rope.model_scaling": _model_scaling,
+    "prediction.fitted": _fitted,
+    "calibration.fixed": "{parameter}: {why}",
+    "calibration.error": "error = predicted / measured - 1; leave-one-out: each row predicted by the profile fitted to "
+                         "the other rows",
+    "calibration.validation": "error = predicted / measured - 1; leave-one-out: each row predicted by the profile "
+                              "fitted to the other rows; out-of-sample: by a profile not fitted on any of them; a "
+                              "bound is never above a measurement",
+    "calibration.estimate": "estimate: the datasheet peaks at MFU {mfu:.0%} and MBU {mbu:.0%}",
+    "prediction.transferred": _transferred,
     "rope.mrope": "M-RoPE: the pairs are split between time, height and width positions; for text tokens all three "
                   "are equal and the wavelengths are those of plain RoPE",
     "numerics.layout": "float values computed from the bit layout (sign, e exponent bits, m mantissa bits, bias "

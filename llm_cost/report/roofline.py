@@ -39,6 +39,13 @@ def _ops_table(con, rows) -> None:
                         "of the operators' bounds")
 
 
+def _prediction(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
+    """The calibrated prediction's fact line, when a profile applied."""
+    if step.predicted_s is None:
+        return []
+    return [(f"prediction (profile {step.profile})", f"[bold]{fmt_seconds(step.predicted_s)}[/bold]")]
+
+
 def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_given: bool, ops: bool,
                   default_context: bool = False) -> None:
     """The decode step: FLOPs, bytes, intensities, bound, estimate, compute-bound batch."""
@@ -71,6 +78,7 @@ def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_gi
         (f"estimate at MFU {d.mfu:.0%}, MBU {d.mbu:.0%}", f"{fmt_seconds(d.estimate_s)}, "
          f"{d.estimate_tokens_per_s:,.0f} tokens/s"),
     ]
+    facts += _prediction(d)
     if d.layout.gpus == 1:
         facts += [
             ("read all resident weights once", f"{fmt_seconds(d.resident_read_time_s)} "
@@ -111,6 +119,7 @@ def render_prefill(con, p: PrefillStep, display_name: str, gpu_name: str, model_
         (f"TTFT estimate at MFU {p.mfu:.0%}, MBU {p.mbu:.0%}", f"{fmt_seconds(p.estimate_s)}, "
                                                             f"{p.tokens_per_s_at_mfu:,.0f} tokens/s"),
     ]
+    facts += _prediction(p)
     print_facts(con, facts)
     if ops:
         _ops_table(con, p.ops)
@@ -125,10 +134,12 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
     head = "prompt" if prefill else "context"
     rows = [[fmt_int(s.batch), fmt_int(s.seq if prefill else s.context), fmt_flops(s.flops), fmt_si(s.bytes),
              fmt_seconds(s.bound_s), s.bound, fmt_seconds(s.estimate_s),
+             fmt_seconds(s.predicted_s) if s.predicted_s is not None else "-",
              f"{(s.tokens_per_s_at_mfu if prefill else s.estimate_tokens_per_s):,.0f}"] for s in steps]
     what = "prefill (time to first token)" if prefill else "decode step"
     print_table(con, f"{display_name} on {gpu_name}{_layout_text(first.layout)}: {what}, {first.compute_dtype} peak",
                 [("batch", "right"), (head, "right"), ("FLOPs", "right"), ("bytes", "right"), ("bound", "right"),
                  ("bound by", "left"), (f"estimate (MFU {first.mfu:.0%}, MBU {first.mbu:.0%})", "right"),
+                 (f"prediction ({first.profile or 'no profile'})", "right"),
                  ("tokens/s at the estimate", "right")], rows)
     print_conventions(con, first.conventions[1:])

@@ -46,6 +46,8 @@ COMMANDS = [
     ["reproduce", "--row", "P7", "--row", "R2", "--row", "S4"],
     ["params", "tests/fixtures/hf/nvidia-nemotron-nano-9b-v2"],
     ["roofline", "tests/fixtures/hf/llama-4-scout-17b-16e", "--batch", "8", "--context", "12K"],
+    ["validate", "--profile", "h200"],
+    ["roofline", "llama3-8b", "--gpu", "a100", "--weights-dtype", "int4", "--group-size", "32", "--profile", "h200"],
 ]
 
 _NUMBER = re.compile(r"(?<![\w.^/-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:e([+-]\d+))?(?![\w^-]|\.\d)")

@@ -1,0 +1,514 @@
+"""Fit a calibration profile to measured step times, and validate one, leave-one-out.
+
+Measurement files (YAML or CSV). YAML: a mapping with ``engine``, ``source``, optional ``models`` (a
+row's model id -> an llm-cost model name or a spec path relative to the file) and ``rows``, a list of
+mappings; CSV: one row per line with a header. The fields of a row:
+
+``id`` (optional in CSV: ``line`` and the line number), ``model`` (a shipped name, a spec path, or a key of
+``models``), ``gpu`` (shipped name or alias; one GPU per file), ``phase`` (decode | prefill), ``batch``
+(sequences), ``context`` (decode: tokens cached per sequence; prefill: prompt tokens), ``tp`` (default
+1), ``weights_dtype`` (bf16 | fp16 | fp8 | int8 | int4), ``group_size`` (weight-only quantisation group,
+blank for per-channel int8; int4 without one is taken as 128), ``kv_dtype`` (default bf16),
+``compute_dtype`` (bf16 | fp16 | fp8; default bf16, fp16 with fp16 weights or KV), ``measured_ms`` (milliseconds per step: per token at batch 1 for decode, the time to first token for a
+prefill). Other fields (source, quote, notes) are kept but not read.
+
+Weight bits (:func:`llm_cost.core.types.stored_weight_bits`): a group of G weights carries a bf16 scale and zero,
+32 / G bits per weight (int4 at G = 32: 5 bits; int8 per channel: 8).
+
+The fit (scipy.optimize.least_squares, trust-region reflective, within each parameter's physical
+bounds of :data:`~llm_cost.perf.profile.PARAMETERS`) minimises the log residuals log(predicted /
+measured): a relative error, the same weight for a 3 ms and a 1.4 s row. Parameters the rows cannot
+determine (:data:`NEEDS`) stay at their prior and the profile says why and which rows would determine
+them. Leave-one-out: each row predicted by the profile fitted to the others.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import statistics
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from llm_cost.core.errors import InputError, SpecError
+from llm_cost.core.types import DTYPE_BITS, Dtype, OpKind, stored_weight_bits
+from llm_cost.model.layout import Layout
+from llm_cost.perf.calibrated import (CalibratedModel, attention_terms, collective_time, gemm_terms, other_terms,
+                                      smooth_max, weight_format)
+from llm_cost.perf.profile import PARAMETERS, FitError, Parameters, Profile, load_profile, profile_names
+from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
+from llm_cost.specs.files import read_text, read_yaml, shown, validation_message
+from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.specs.schema import HardwareSpec
+from llm_cost.workload.step import Step, build_step, decode, prefill
+
+__all__ = ["Measurement", "load_measurements", "category", "step_of", "NEEDS", "RowResult", "CategoryError",
+           "categories", "Calibration", "calibrate", "transfer", "profile_yaml", "measurements_dir", "write_profile",
+           "validate", "check", "validate_shipped", "FIT_INSTALL_HINT"]
+
+FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
+
+
+class Measurement(BaseModel):
+    """One measured step time (fields in the module docstring)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    model: str
+    gpu: str
+    phase: str = Field(pattern="^(decode|prefill)$")
+    batch: int = Field(ge=1)
+    context: int = Field(ge=0)
+    tp: int = Field(default=1, ge=1)
+    weights_dtype: str = Field(default="bf16", pattern="^(bf16|fp16|fp8|int8|int4)$")
+    group_size: Optional[int] = Field(default=None, ge=1)
+    kv_dtype: str = Field(default="bf16", pattern="^(bf16|fp16|fp8)$")
+    compute_dtype: Optional[str] = Field(default=None, pattern="^(bf16|fp16|fp8)$")
+    measured_ms: float = Field(gt=0)
+    spec: str = ""  # the model name or path the step is built from (resolved from ``models``)
+
+
+def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    if path.suffix.lower() == ".csv":
+        lines = list(csv.DictReader(read_text(path, "a .csv measurement file").splitlines()))
+        rows = [{k: v for k, v in r.items() if v not in (None, "")} | {"id": r.get("id") or f"line{i + 2}"}
+                for i, r in enumerate(lines)]
+        return rows, {}
+    data = read_yaml(path)
+    rows = data.get("rows")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise SpecError(f"{shown(path)}: a measurement file needs 'rows', a list of mappings")
+    return rows, {str(k): str(v) for k, v in (data.get("models") or {}).items()}
+
+
+def _spec_name(model: str, models: dict[str, str], folder: Path) -> str:
+    target = models.get(model, model)
+    return str(folder / target) if target.endswith((".yaml", ".yml", ".json")) else target
+
+
+def load_measurements(paths: list[Path]) -> list[Measurement]:
+    """The rows with a measured time of the files (rows without one, e.g. MFU-only, are skipped);
+    SpecError naming the file and row for an invalid one."""
+    out = []
+    for path in paths:
+        rows, models = _rows_of(path)
+        for i, row in enumerate(rows):
+            if row.get("measured_ms") in (None, ""):
+                continue
+            try:
+                m = Measurement.model_validate(row)
+            except ValidationError as exc:
+                raise SpecError(validation_message(path, exc).replace("invalid spec", f"row {i + 1}")) from None
+            out.append(m.model_copy(update={"spec": _spec_name(m.model, models, path.resolve().parent)}))
+    if not out:
+        raise InputError(f"{', '.join(shown(p) for p in paths)}: no rows with measured_ms")
+    return out
+
+
+def category(m: Measurement) -> str:
+    """The row's category in error tables: phase, batch 1 or more, weight format, TP."""
+    parts = [m.phase]
+    if m.phase == "decode":
+        parts.append("batch 1" if m.batch == 1 else "batch > 1")
+    if m.weights_dtype in ("int8", "int4"):
+        parts.append(f"{m.weights_dtype} weight-only")
+    if m.tp > 1:
+        parts.append("TP > 1")
+    return ", ".join(parts)
+
+
+def step_of(m: Measurement) -> Step:
+    """The step a measurement timed: its model, layout, weight bits and dtypes."""
+    spec = load_model(m.spec)
+    bits = stored_weight_bits(m.weights_dtype, m.group_size)
+    compute = Dtype(m.compute_dtype) if m.compute_dtype else (
+        Dtype.FP16 if "fp16" in (m.weights_dtype, m.kv_dtype) else Dtype.BF16)
+    groups = decode(m.batch, m.context) if m.phase == "decode" else prefill(m.batch, m.context)
+    return build_step(spec, groups, layout=Layout(tp=m.tp), weight_bits=bits, kv_bits=DTYPE_BITS[Dtype(m.kv_dtype)],
+                      compute_dtype=compute)
+
+
+#: What determines each parameter: (a test on the rows, the rows that would determine it).
+NEEDS: dict[str, tuple[Callable[[list[Measurement]], bool], str]] = {
+    "gemm_efficiency_max": (lambda r: any(m.batch * (m.context if m.phase == "prefill" else 1) >= 1024 for m in r),
+                            "rows with >= 1,024 tokens in flight (a prefill)"),
+    "gemm_half_tokens": (lambda r: len({m.batch for m in r if m.phase == "decode" and m.batch >= 16}) >= 2,
+                         "decode rows at two or more batch sizes >= 16"),
+    "overlap_p": (lambda r: any(m.phase == "decode" and m.batch >= 64 for m in r),
+                  "decode rows with batch >= 64 (near the ridge)"),
+    "bandwidth_efficiency_native": (lambda r: len({(m.spec, m.tp) for m in r if m.weights_dtype in ("bf16", "fp16",
+                                                                                                   "fp8")}) >= 2,
+                                    "rows with 16-bit (or fp8) weights of two or more models or TP degrees (with one "
+                                    "weight size it is not separable from the per-layer time)"),
+    "bandwidth_efficiency_int8": (lambda r: any(m.weights_dtype == "int8" for m in r), "rows with int8 weights"),
+    "bandwidth_efficiency_int4": (lambda r: any(m.weights_dtype == "int4" for m in r), "rows with int4 weights"),
+    "kv_efficiency_max": (lambda r: len({m.batch for m in r if m.phase == "decode" and m.context >= 4096}) >= 2,
+                          "decode rows with context >= 4,096 at two or more batch sizes"),
+    "kv_saturation_heads": (lambda r: len({m.batch for m in r if m.phase == "decode" and m.context >= 4096}) >= 2,
+                            "decode rows with context >= 4,096 at two or more batch sizes"),
+    "attention_efficiency_flash": (lambda r: any(m.phase == "prefill" and m.context >= 4096 for m in r),
+                                   "prefill rows with prompts >= 4,096 tokens"),
+    "layer_overhead_s": (lambda r: any(m.phase == "decode" for m in r), "decode rows"),
+    "step_overhead_s": (lambda r: len({load_model(m.spec).num_hidden_layers for m in r}) >= 2,
+                        "rows of models with different layer counts (else it is not separable from the per-layer "
+                        "time)"),
+    "collective_latency_s": (lambda r: any(m.tp > 1 for m in r), "rows with TP > 1"),
+    "link_efficiency": (lambda r: any(m.tp > 1 and m.batch * (m.context if m.phase == "prefill" else 1) >= 1024
+                                      for m in r), "rows with TP > 1 and >= 1,024 tokens in flight"),
+}
+
+
+@dataclass
+class _Features:
+    """The rows' operators as flat arrays (numpy), to evaluate the calibrated model's formulas on
+    every row at once; built once per data set."""
+
+    n: int
+    peak: Any
+    bw: Any
+    gemm: dict[str, Any]
+    attn: dict[str, Any]
+    other: dict[str, Any]
+    coll: dict[str, Any]
+    layers: Any
+    stages: Any
+
+    @classmethod
+    def of(cls, steps: list[Step], gpu: HardwareSpec, np: Any) -> "_Features":
+        gemm: dict[str, list] = {k: [] for k in ("row", "flops", "w", "act", "m", "fmt")}
+        attn: dict[str, list] = {k: [] for k in ("row", "flops", "read", "write", "x")}
+        other: dict[str, list] = {k: [] for k in ("row", "flops", "bytes")}
+        coll: dict[str, list] = {k: [] for k in ("row", "calls", "bytes", "link")}
+        formats = ("native", "int8", "int4")
+        for i, step in enumerate(steps):
+            fmt = formats.index(weight_format(step.weight_bits, DTYPE_BITS[step.compute_dtype]))
+            link_gb_s = link_of(step, gpu, DEFAULT_NETWORK_GB_S)[1]
+            for op in step.ops:
+                if op.kind == OpKind.GEMM:
+                    for k, v in zip(gemm, (i, op.flops, op.weight_bytes, op.activation_bytes, op.m or 1, fmt)):
+                        gemm[k].append(float(v))
+                elif op.kind == OpKind.ATTENTION:
+                    x = (op.batch or 1) * (op.kv_heads or 1)
+                    for k, v in zip(attn, (i, op.flops, op.kv_read_bytes, op.kv_write_bytes, x)):
+                        attn[k].append(float(v))
+                elif op.kind == OpKind.COLLECTIVE:
+                    assert op.collective is not None
+                    for k, v in zip(coll, (i, op.layers, op.collective.bytes_per_call, link_gb_s * 1e9)):
+                        coll[k].append(float(v))
+                else:
+                    for k, v in zip(other, (i, op.flops, op.bytes)):
+                        other[k].append(float(v))
+        arr = lambda d: {k: np.asarray(v, dtype=float) for k, v in d.items()}  # noqa: E731
+        peaks = np.asarray([gpu.peak_flops(s.compute_dtype) for s in steps])
+        return cls(len(steps), peaks, float(gpu.bandwidth_bytes_s), arr(gemm), arr(attn), arr(other), arr(coll),
+                   np.asarray([sum(st.layers for st in s.stages) for s in steps], dtype=float),
+                   np.asarray([len(s.stages) for s in steps], dtype=float))
+
+    def predict(self, q: dict[str, float], np: Any) -> Any:
+        """Predicted seconds of every row, by the formulas of
+        :class:`~llm_cost.perf.calibrated.CalibratedModel`."""
+        p = q["overlap_p"]
+        total = q["layer_overhead_s"] * self.layers + q["step_overhead_s"] * self.stages
+        g = self.gemm
+        if g["row"].size:
+            e_w = np.asarray([q["bandwidth_efficiency_native"], q["bandwidth_efficiency_int8"],
+                              q["bandwidth_efficiency_int4"]])[g["fmt"].astype(int)]
+            peak = self.peak[g["row"].astype(int)]
+            c, m = gemm_terms(g["flops"], g["w"], g["act"], g["m"], e_w, peak, self.bw, q)
+            total = total + np.bincount(g["row"].astype(int), smooth_max(c, m, p), self.n)
+        a = self.attn
+        if a["row"].size:
+            c, m = attention_terms(a["flops"], a["read"], a["write"], a["x"], self.peak[a["row"].astype(int)],
+                                   self.bw, q)
+            total = total + np.bincount(a["row"].astype(int), smooth_max(c, m, p), self.n)
+        o = self.other
+        if o["row"].size:
+            c, m = other_terms(o["flops"], o["bytes"], self.peak[o["row"].astype(int)], self.bw, q)
+            total = total + np.bincount(o["row"].astype(int), smooth_max(c, m, p), self.n)
+        k = self.coll
+        if k["row"].size:
+            total = total + np.bincount(k["row"].astype(int), collective_time(k["calls"], k["bytes"], k["link"], q),
+                                        self.n)
+        return total
+
+
+def _import_fit() -> tuple[Any, Any]:
+    try:
+        import numpy as np
+        from scipy.optimize import least_squares
+    except ImportError:
+        raise InputError(FIT_INSTALL_HINT) from None
+    return np, least_squares
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One measurement beside the fitted (in-sample) and leave-one-out predictions, the Roofline
+    bound and the MFU/MBU estimate, seconds."""
+
+    id: str
+    category: str
+    model: str
+    phase: str
+    batch: int
+    context: int
+    tp: int
+    weights: str
+    measured_s: float
+    predicted_s: float
+    loo_s: float
+    bound_s: float
+    estimate_s: float
+    loo_error: float  # loo_s / measured_s - 1
+    bound_error: float  # bound_s / measured_s - 1 (never above 0: a bound)
+    estimate_error: float  # estimate_s / measured_s - 1
+
+
+@dataclass(frozen=True)
+class CategoryError:
+    """Median and max |relative error| of a category's rows: leave-one-out prediction, bound,
+    MFU/MBU estimate; and how many rows each gets within 10%."""
+
+    category: str
+    rows: int
+    loo_median: float
+    loo_max: float
+    loo_within_10pct: int
+    bound_median: float
+    estimate_median: float
+    estimate_within_10pct: int
+
+
+def categories(rows: list[RowResult]) -> list[CategoryError]:
+    """The rows' errors by :func:`category`, in order of first appearance, and "all" last."""
+    groups: dict[str, list[RowResult]] = {}
+    for r in rows:
+        groups.setdefault(r.category, []).append(r)
+    groups["all"] = rows
+
+    def med(xs: list[float]) -> float:
+        return statistics.median(abs(x) for x in xs)
+
+    return [CategoryError(c, len(rs), med([r.loo_error for r in rs]), max(abs(r.loo_error) for r in rs),
+                          sum(abs(r.loo_error) <= 0.1 for r in rs), med([r.bound_error for r in rs]),
+                          med([r.estimate_error for r in rs]), sum(abs(r.estimate_error) <= 0.1 for r in rs))
+            for c, rs in groups.items()]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A fitted profile, the per-row results and errors by category, the parameters fitted and
+    those fixed (with why), and the parameters of each leave-one-out fit; or (``method``
+    "out-of-sample") a profile's predictions of rows it was not fitted on, in ``loo_s``."""
+
+    profile: Profile
+    rows: list[RowResult]
+    categories: list[CategoryError]
+    free: list[str]
+    fixed: dict[str, str]
+    loo_parameters: dict[str, Parameters] = field(repr=False, default_factory=dict)  # by left-out row id
+    out: Optional[str] = None  # the file the profile was written to
+    method: str = "leave-one-out"  # or "out-of-sample": a profile checked on rows it was not fitted on
+
+    def loo_profile(self, row_id: str) -> Profile:
+        """The profile fitted without row ``row_id``."""
+        return self.profile.model_copy(update={"name": f"{self.profile.name} (without {row_id})",
+                                               "parameters": self.loo_parameters[row_id]})
+
+
+def _fit(feats: _Features, measured: Any, mask: Any, free: list[str], start: dict[str, float], np: Any,
+         least_squares: Any) -> dict[str, float]:
+    """Parameters minimising the log residuals over the rows in ``mask``; the others at ``start``."""
+    lo = np.asarray([PARAMETERS[k].lower for k in free])
+    hi = np.asarray([PARAMETERS[k].upper for k in free])
+    span = hi - lo
+
+    def q_of(u: Any) -> dict[str, float]:
+        return start | {k: float(v) for k, v in zip(free, lo + span * u)}
+
+    def residuals(u: Any) -> Any:
+        return np.log(feats.predict(q_of(u), np)[mask] / measured[mask])
+
+    u0 = np.clip((np.asarray([start[k] for k in free]) - lo) / span, 1e-6, 1 - 1e-6)
+    result = least_squares(residuals, u0, bounds=(0.0, 1.0), method="trf", x_scale="jac")
+    return q_of(result.x)
+
+
+def calibrate(paths: list[Path], name: str, note: str = "") -> Calibration:
+    """Fit a profile named ``name`` to the measurement files; leave-one-out errors. InputError
+    without numpy/scipy, for rows of more than one GPU, fewer rows than free parameters + 2, or a
+    row faster than the bound. The same unchanged files fitted again in one process return the same
+    (shared, not to be modified) result: validating and calibrating refit nothing twice."""
+    try:
+        key = tuple((str(p.resolve()), p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
+    except OSError:
+        return _calibrate(tuple(paths), name, note)  # reading reports the missing or unreadable file
+    return _calibrate_once(key, tuple(paths), name, note)
+
+
+@lru_cache(maxsize=16)
+def _calibrate_once(key: tuple, paths: tuple[Path, ...], name: str, note: str) -> Calibration:
+    return _calibrate(paths, name, note)
+
+
+def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
+    np, least_squares = _import_fit()
+    rows = load_measurements(paths)
+    gpus = {load_gpu(m.gpu).name for m in rows}
+    if len(gpus) != 1:
+        raise InputError(f"a profile is for one GPU; the rows name {', '.join(sorted(gpus))}: split the file")
+    gpu = load_gpu(rows[0].gpu)
+    engines = {str(read_yaml(p).get("engine", "")) for p in paths if p.suffix.lower() != ".csv"} - {""}
+    free = [k for k, (test, _) in NEEDS.items() if test(rows)]
+    fixed = {k: f"at its prior {PARAMETERS[k].prior:g} {PARAMETERS[k].unit}: no {why} in the data"
+             for k, (test, why) in NEEDS.items() if not test(rows)}
+    if len(rows) < len(free) + 2:
+        raise InputError(f"{len(rows)} rows cannot determine {len(free)} parameters ({', '.join(free)}) with one "
+                         f"left out: give at least {len(free) + 2} rows, or fewer kinds of rows")
+    steps = [step_of(m) for m in rows]
+    bounds = [RooflineBound().step_time(s, gpu).time_s for s in steps]
+    below = [f"{m.id} ({m.measured_ms:g} ms < bound {b * 1e3:.3g} ms)" for m, b in zip(rows, bounds)
+             if m.measured_ms / 1e3 < b]
+    if below:
+        raise InputError(f"measured faster than the Roofline bound of {gpu.name} allows (a wrong GPU, model, dtype "
+                         f"or unit?): {', '.join(below[:5])}"
+                         + (f" and {len(below) - 5} more" if len(below) > 5 else ""))
+    feats = _Features.of(steps, gpu, np)
+    measured = np.asarray([m.measured_ms / 1e3 for m in rows])
+    start = {k: p.prior for k, p in PARAMETERS.items()}
+    everything = np.ones(len(rows), dtype=bool)
+    q = _fit(feats, measured, everything, free, start, np, least_squares)
+    loo_q = []
+    for i in range(len(rows)):
+        mask = everything.copy()
+        mask[i] = False
+        loo_q.append(_fit(feats, measured, mask, free, q, np, least_squares))
+    fitted = feats.predict(q, np)
+    loo = np.asarray([feats.predict(qi, np)[i] for i, qi in enumerate(loo_q)])
+    ins, out = np.abs(fitted / measured - 1), np.abs(loo / measured - 1)
+    error = FitError(rows=len(rows), loo_median=round(float(np.median(out)), 4), loo_max=round(float(out.max()), 4),
+                     in_sample_median=round(float(np.median(ins)), 4), in_sample_max=round(float(ins.max()), 4))
+    profile = Profile(name=name, gpu=gpu.name, engine=", ".join(sorted(engines)) or "unspecified", kind="fitted",
+                      note=note or f"fitted by llm-cost calibrate on {len(rows)} rows",
+                      parameters=Parameters(**_rounded(q)), fitted_on=[m.id for m in rows],
+                      measurements=[p.name if p.resolve().parent == measurements_dir() else str(p) for p in paths],
+                      fixed=fixed, error=error)
+    results = [_row_result(m, s, gpu, float(fitted[i]), float(loo[i]), b)
+               for i, (m, s, b) in enumerate(zip(rows, steps, bounds))]
+    loo_parameters = {m.id: Parameters(**_rounded(loo_q[i])) for i, m in enumerate(rows)}
+    return Calibration(profile, results, categories(results), free, fixed, loo_parameters)
+
+
+def _row_result(m: Measurement, step: Step, gpu: HardwareSpec, predicted: float, held_out: float,
+                bound: float) -> RowResult:
+    """A row beside its predictions (in-sample and held out), bound and MFU/MBU estimate."""
+    t, e = m.measured_ms / 1e3, EfficiencyEstimate().step_time(step, gpu).time_s
+    return RowResult(m.id, category(m), load_model(m.spec).name, m.phase, m.batch, m.context, m.tp,
+                     m.weights_dtype + (f" g{m.group_size}" if m.group_size else ""), t, predicted, held_out, bound,
+                     e, held_out / t - 1, bound / t - 1, e / t - 1)
+
+
+def _rounded(q: dict[str, float]) -> dict[str, float]:
+    """Parameters at 4 significant digits (the data determine none better); below 1e-12 is 0."""
+    return {k: 0.0 if abs(v) < 1e-12 else float(f"{v:.4g}") for k, v in q.items()}
+
+
+def transfer(source: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec) -> Profile:
+    """A profile for ``gpu`` from a fitted one: efficiencies (fractions of the target's own peaks
+    and bandwidth, so compute and memory times scale by the datasheet ratios) and fixed times kept."""
+    assert source.error is not None  # only fitted profiles are transferred
+    ratio_bw = gpu.memory_bandwidth_tb_s / source_gpu.memory_bandwidth_tb_s
+    ratio_flops = gpu.dense_tflops.get("bf16", 0) / source_gpu.dense_tflops["bf16"]
+    return Profile(
+        name=gpu.name, gpu=gpu.name, engine=source.engine, kind="transferred", transferred_from=source.name,
+        note=(f"transferred from profile {source.name} ({source_gpu.name}, fitted on {len(source.fitted_on)} rows): "
+              f"its efficiencies and fixed times on {gpu.name}'s datasheet peaks (bandwidth x{ratio_bw:.2f}, bf16 "
+              f"FLOP/s x{ratio_flops:.2f}); no measurement of {gpu.name} was fitted"),
+        parameters=source.parameters, fitted_on=source.fitted_on, measurements=source.measurements,
+        fixed=source.fixed, error=None,
+        expected_error=(f"not fitted on {gpu.name}: the source's leave-one-out median {source.error.loo_median:.1%} "
+                        f"(max {source.error.loo_max:.1%}) holds only if {gpu.name} reaches the same fractions of its "
+                        f"datasheet peaks with the same engine; `llm-cost validate --profile {gpu.name}` checks it on "
+                        f"any shipped rows of {gpu.name} (another engine's)"))
+
+
+
+def profile_yaml(profile: Profile) -> str:
+    """The profile as YAML text, parameters in :data:`PARAMETERS` order, with a header comment."""
+    import yaml
+
+    head = (f"# llm-cost calibration profile {profile.name} ({profile.kind}): {profile.gpu}, {profile.engine}.\n"
+            "# Parameters of llm_cost.perf.calibrated (units under 'units'); 'error' is leave-one-out.\n")
+    return head + yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True), sort_keys=False, width=110)
+
+
+def measurements_dir() -> Path:
+    """Folder of the shipped measurement files."""
+    return Path(__file__).resolve().parent.parent / "data" / "measurements"
+
+
+def write_profile(result: Calibration, out: Path, force: bool) -> Calibration:
+    """Write the fitted profile to ``out`` whole or not at all; InputError if it exists and not
+    ``force``, OutputError if it cannot be written. The result, with ``out`` set."""
+    from llm_cost.analyses.import_spec import _check_out, _write_atomically
+    from llm_cost.core.errors import OutputError
+
+    _check_out(out, result.profile.name, force)
+    try:
+        _write_atomically(out, profile_yaml(result.profile), force)
+    except OSError as exc:
+        raise OutputError(f"{shown(out)}: cannot be written ({exc.strerror or exc}); nothing was written") from None
+    return dataclasses.replace(result, out=str(out))
+
+
+def validate(profile: Profile, base: Path | None = None) -> Calibration:
+    """Refit ``profile``'s measurements (shipped files, or files beside ``base``, the profile's
+    folder) leave-one-out: each row predicted by the profile fitted without it. A transferred
+    profile is checked out-of-sample on the shipped rows of its GPU (:func:`check`). InputError for
+    a measurement file that is not there, or a transferred profile whose GPU has no rows."""
+    if profile.kind == "transferred":
+        return check(profile, sorted(measurements_dir().glob("*.yaml")))
+    paths = []
+    for name in profile.measurements:
+        candidates = [measurements_dir() / name] + ([base / name] if base else []) + [Path(name)]
+        found = next((p for p in candidates if p.is_file()), None)
+        if found is None:
+            raise InputError(f"profile {profile.name}: measurement file {shown(name)} not found")
+        paths.append(found)
+    return calibrate(paths, profile.name, profile.note)
+
+
+def check(profile: Profile, paths: list[Path]) -> Calibration:
+    """``profile``'s predictions of the rows of its GPU in ``paths`` that it was not fitted on
+    (out-of-sample; no fit, so no scipy). InputError when the files hold no such row."""
+    gpu = load_gpu(profile.gpu)
+    fitted = set(profile.fitted_on)
+    rows = [m for m in load_measurements(paths) if load_gpu(m.gpu).name == gpu.name and m.id not in fitted]
+    if not rows:
+        source = f" is transferred from {profile.transferred_from}" if profile.transferred_from else ""
+        raise InputError(f"profile {profile.name}{source}: there are no other measurements of {profile.gpu} to "
+                         f"check it on" + (f"; validate {profile.transferred_from}" if source else ""))
+    model = CalibratedModel(profile)
+    results = []
+    for m in rows:
+        step = step_of(m)
+        t = model.step_time(step, gpu).time_s
+        results.append(_row_result(m, step, gpu, t, t, RooflineBound().step_time(step, gpu).time_s))
+    return Calibration(profile, results, categories(results), [], {}, method="out-of-sample")
+
+
+def validate_shipped() -> list[Calibration]:
+    """Every fitted shipped profile leave-one-out, then every profile on the shipped rows of its GPU
+    it was not fitted on (another engine's, for the shipped data), out-of-sample."""
+    profiles = [load_profile(n) for n in profile_names()]
+    files = sorted(measurements_dir().glob("*.yaml"))
+    rows = load_measurements(files)
+    unfitted = {p.name for p in profiles
+                if any(load_gpu(m.gpu).name == p.gpu and m.id not in set(p.fitted_on) for m in rows)}
+    return ([validate(p) for p in profiles if p.kind == "fitted"]
+            + [check(p, files) for p in profiles if p.name in unfitted])

@@ -1,0 +1,167 @@
+"""The calibrated time model: a prediction of a step's time from its operators and a profile.
+
+Every term is physical, with a unit; none depends on the model (a profile is per GPU and engine).
+Per operator, with P the dense peak FLOP/s of the step's compute dtype and BW the datasheet bandwidth:
+
+* GEMM: compute t_c = FLOPs / (P x e_gemm(M)), e_gemm(M) = e_max x M / (M + M_half) (tokens in flight
+  M; a tile of M rows fills the tensor cores as M grows, saturating at ``gemm_efficiency_max``);
+  memory t_m = weight bytes / (BW x e_w) + activation bytes (GEMM inputs and outputs) / (BW x e_bw),
+  e_w the bandwidth efficiency of the weight format (native 16-bit/fp8, weight-only int8, weight-only
+  int4 with its group scales: dequantising kernels reach their own share of bandwidth, fitted where
+  rows of that format exist) and e_bw the native one.
+  t = (t_c^p + t_m^p)^(1/p), a p-norm: max(t_c, t_m) as p -> inf, their sum at p = 1 (compute and
+  memory overlap imperfectly near the ridge).
+* attention: compute FLOPs / (P x e_flash) (flash-attention efficiency, prefill) and KV read /
+  (BW x e_kv(x)) + KV written / (BW x e_bw), with x = sequences x KV heads per GPU in flight (the
+  thread blocks of a decode attention kernel without split-KV), e_kv(x) = e_kv,max x x / (x^4 +
+  x_sat^4)^(1/4): linear in x until it saturates near x_sat; combined by the same p-norm.
+* recurrence, norms/vectors and embedding rows: FLOPs at the GEMM ceiling and bytes at e_bw, p-norm.
+* collectives: per call, latency + bytes / (link GB/s x e_link); one call per layer repeat.
+* per step: ``layer_overhead_s`` x layers + ``step_overhead_s`` per pipeline stage (kernel launches,
+  CUDA-graph replay, synchronisation; smaller with torch.compile than with eager kernels).
+
+The stage's time is the sum of its operators' times and its fixed time (kernels run one after another;
+overlap is inside an operator, through the p-norm); the step's time sums the stages, as the bound does.
+
+The formulas below use only arithmetic, so :mod:`llm_cost.analyses.calibration` evaluates the same
+functions on numpy arrays when it fits a profile (one implementation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from llm_cost.core.types import DTYPE_BITS, OpKind
+from llm_cost.perf.profile import Profile
+from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, OpTime, StageTime, StepTime, link_of
+from llm_cost.specs.schema import HardwareSpec
+from llm_cost.workload.step import Operator, Step
+
+__all__ = ["CalibratedModel", "weight_format", "gemm_efficiency", "kv_efficiency", "smooth_max", "gemm_terms",
+           "attention_terms", "other_terms", "collective_time", "KV_KNEE_POWER"]
+
+#: Sharpness of the knee of the decode-attention efficiency (a 4-norm: within 16% of the linear ramp
+#: and the ceiling away from x_sat); a fixed shape, not a fitted parameter.
+KV_KNEE_POWER = 4
+
+
+def weight_format(weight_bits: Fraction | float, compute_bits: int) -> str:
+    """"native" when weights are stored at least as wide as the compute dtype (bf16 weights with bf16
+    compute, fp8 with fp8); else weight-only "int8" (8 to 15 bits per weight incl. scales) or "int4"
+    (below 8 bits: 4.25 or 5 with group scales and zeros)."""
+    bits = float(weight_bits)
+    if bits >= compute_bits:
+        return "native"
+    return "int8" if bits >= 8 else "int4"
+
+
+def gemm_efficiency(m: Any, e_max: float, m_half: float) -> Any:
+    """Fraction of peak FLOP/s a GEMM of ``m`` rows (tokens) reaches: e_max x m / (m + m_half)."""
+    return e_max * m / (m + m_half)
+
+
+def kv_efficiency(x: Any, e_max: float, x_sat: float) -> Any:
+    """Fraction of bandwidth decode attention reads the KV cache at, with ``x`` = sequences x KV
+    heads in flight: e_max x x / (x^4 + x_sat^4)^(1/4)."""
+    q = KV_KNEE_POWER
+    return e_max * x / (x ** q + x_sat ** q) ** (1.0 / q)
+
+
+def smooth_max(a: Any, b: Any, p: float) -> Any:
+    """(a^p + b^p)^(1/p), seconds: between max(a, b) (p -> inf) and a + b (p = 1). Scaled by the
+    larger term so that it never overflows."""
+    top = a + b + 1e-30  # a positive scale; the terms are non-negative
+    return top * ((a / top) ** p + (b / top) ** p) ** (1.0 / p)
+
+
+def gemm_terms(flops: Any, weight_bytes: Any, activation_bytes: Any, m: Any, e_w: Any, peak: float, bw: float,
+               q: dict[str, float]) -> tuple[Any, Any]:
+    """(compute, memory) seconds of a GEMM (see the module docstring); ``q`` the profile's parameters."""
+    compute = flops / (peak * gemm_efficiency(m, q["gemm_efficiency_max"], q["gemm_half_tokens"]))
+    memory = weight_bytes / (bw * e_w) + activation_bytes / (bw * q["bandwidth_efficiency_native"])
+    return compute, memory
+
+
+def attention_terms(flops: Any, kv_read: Any, kv_write: Any, x: Any, peak: float, bw: float,
+                    q: dict[str, float]) -> tuple[Any, Any]:
+    """(compute, memory) seconds of an attention operator: FLOPs at the flash-attention efficiency,
+    KV read at the in-flight efficiency of ``x`` = sequences x KV heads, KV written at the native
+    bandwidth efficiency."""
+    compute = flops / (peak * q["attention_efficiency_flash"])
+    memory = (kv_read / (bw * kv_efficiency(x, q["kv_efficiency_max"], q["kv_saturation_heads"]))
+              + kv_write / (bw * q["bandwidth_efficiency_native"]))
+    return compute, memory
+
+
+def other_terms(flops: Any, nbytes: Any, peak: float, bw: float, q: dict[str, float]) -> tuple[Any, Any]:
+    """(compute, memory) seconds of a recurrence, the norm/bias vectors or embedding rows: FLOPs at
+    the GEMM ceiling, bytes at the native bandwidth efficiency."""
+    return flops / (peak * q["gemm_efficiency_max"]), nbytes / (bw * q["bandwidth_efficiency_native"])
+
+
+def collective_time(calls: Any, bytes_per_call: Any, link_bytes_s: float, q: dict[str, float]) -> Any:
+    """Seconds of ``calls`` collectives of ``bytes_per_call`` each: latency + bytes / achieved link rate."""
+    return calls * (q["collective_latency_s"] + bytes_per_call / (link_bytes_s * q["link_efficiency"]))
+
+
+def _format_efficiency(step: Step, q: dict[str, float]) -> float:
+    fmt = weight_format(step.weight_bits, DTYPE_BITS[step.compute_dtype])
+    return q[f"bandwidth_efficiency_{fmt}"]
+
+
+def _op_time(op: Operator, step: Step, peak: float, bw: float, link_bytes_s: float,
+             q: dict[str, float]) -> tuple[float, float, float, float]:
+    """(compute, memory, link, time) seconds of one operator under the profile's parameters."""
+    if op.kind == OpKind.COLLECTIVE:
+        assert op.collective is not None  # every collective operator carries its payload
+        t = collective_time(op.layers, float(op.collective.bytes_per_call), link_bytes_s, q)
+        return 0.0, 0.0, t, t
+    if op.kind == OpKind.GEMM:
+        c, m = gemm_terms(float(op.flops), float(op.weight_bytes), float(op.activation_bytes), float(op.m or 1),
+                          _format_efficiency(step, q), peak, bw, q)
+    elif op.kind == OpKind.ATTENTION:
+        c, m = attention_terms(float(op.flops), float(op.kv_read_bytes), float(op.kv_write_bytes),
+                               float((op.batch or 1) * (op.kv_heads or 1)), peak, bw, q)
+    else:  # recurrence, vectors, embedding rows
+        c, m = other_terms(float(op.flops), float(op.bytes), peak, bw, q)
+    return c, m, 0.0, smooth_max(c, m, q["overlap_p"])
+
+
+@dataclass(frozen=True)
+class CalibratedModel:
+    """The calibrated prediction of a step's time under ``profile`` (a :class:`TimeModel`)."""
+
+    profile: Profile
+    network_gb_s: float = DEFAULT_NETWORK_GB_S
+    kind: str = "prediction"
+
+    @property
+    def label(self) -> str:
+        """``prediction (profile h200)``."""
+        return f"prediction (profile {self.profile.name})"
+
+    def step_time(self, step: Step, gpu: HardwareSpec) -> StepTime:
+        """The predicted time of ``step`` on ``gpu``; InputError if the GPU lacks the compute dtype."""
+        q = self.profile.parameters.model_dump()
+        peak, bw = gpu.peak_flops(step.compute_dtype), gpu.bandwidth_bytes_s
+        link, link_gb_s = link_of(step, gpu, self.network_gb_s)
+        ops: list[OpTime] = []
+        stages: list[StageTime] = []
+        for stage in step.stages:
+            times = [_op_time(op, step, peak, bw, link_gb_s * 1e9, q) for op in stage.ops]
+            for op, (c, m, l_, t) in zip(stage.ops, times):
+                bound = "communication" if l_ else ("compute" if c >= m else "memory")
+                ops.append(OpTime(op.name, op.kind, stage.index, c, m, l_, t, bound))
+            fixed = q["layer_overhead_s"] * stage.layers + q["step_overhead_s"]
+            c = sum(t[0] for t in times)
+            m = sum(t[1] for t in times)
+            l_ = sum(t[2] for t in times)
+            stages.append(StageTime(stage.index, c, m, l_, sum(t[3] for t in times) + fixed))
+        compute = sum(s.compute_s for s in stages)
+        memory = sum(s.memory_s for s in stages)
+        comm = sum(s.link_s for s in stages)
+        total = sum(s.time_s for s in stages)
+        bound = "communication" if comm > total - comm else ("compute" if compute >= memory else "memory")
+        return StepTime(self.label, self.kind, ops, stages, compute, memory, comm, total, bound, link, link_gb_s)

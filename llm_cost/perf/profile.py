@@ -1,0 +1,207 @@
+"""Calibration profiles: the parameters of :mod:`llm_cost.perf.calibrated` for one (GPU, engine).
+
+A profile is a small YAML file (``llm_cost/data/profiles/*.yaml``): its parameters (units in the key
+names or in :data:`PARAMETERS`), the measurement ids it was fitted on, the parameters that the data
+could not determine (fixed at their prior, with the reason), and its leave-one-out fit error. A
+profile for a GPU without data is *transferred*: the efficiencies of the nearest fitted GPU's profile
+(fractions of the target's own datasheet peaks, so its compute and memory terms scale by the datasheet
+ratios) and its fixed times, saying so and the error to expect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from llm_cost.core.notes import Note, note
+from llm_cost.core.errors import SpecError
+from llm_cost.specs.files import read_yaml, shown, validation_message
+
+__all__ = ["Parameter", "PARAMETERS", "Parameters", "FitError", "Profile", "profiles_dir", "profile_names",
+           "load_profile", "default_profile", "profile_note",
+           "build_profile_index"]
+
+
+class Parameter(BaseModel):
+    """A calibrated parameter's unit, meaning, physical range (the fit's bounds) and prior."""
+
+    unit: str
+    meaning: str
+    lower: float
+    upper: float
+    prior: float
+
+
+#: Every parameter of the calibrated model: unit, meaning, bounds, prior (used when data cannot
+#: determine it). Priors: typical Hopper/Ampere figures (cuBLAS ~80% of dense peak on large GEMMs,
+#: ~80% of bandwidth on streaming reads, ~10 us per NCCL all-reduce call on NVLink).
+PARAMETERS: dict[str, Parameter] = {p_name: Parameter(**p) for p_name, p in {
+    "gemm_efficiency_max": dict(unit="fraction of peak FLOP/s", lower=0.2, upper=1.0, prior=0.8,
+                                meaning="GEMM FLOP rate at many tokens in flight"),
+    "gemm_half_tokens": dict(unit="tokens", lower=1.0, upper=4096.0, prior=64.0,
+                             meaning="tokens in flight M at which a GEMM reaches half its ceiling"),
+    "overlap_p": dict(unit="p-norm exponent", lower=1.0, upper=16.0, prior=4.0,
+                      meaning="overlap of compute and memory in an operator (1: none, large: perfect)"),
+    "bandwidth_efficiency_native": dict(unit="fraction of bandwidth", lower=0.2, upper=1.0, prior=0.8,
+                                        meaning="bandwidth reached reading 16-bit (or native fp8) weights"),
+    "bandwidth_efficiency_int8": dict(unit="fraction of bandwidth", lower=0.1, upper=1.0, prior=0.65,
+                                      meaning="bandwidth reached reading weight-only int8 weights"),
+    "bandwidth_efficiency_int4": dict(unit="fraction of bandwidth", lower=0.1, upper=1.0, prior=0.5,
+                                      meaning="bandwidth reached reading weight-only int4 weights (with scales)"),
+    "kv_efficiency_max": dict(unit="fraction of bandwidth", lower=0.1, upper=1.0, prior=0.8,
+                              meaning="bandwidth of decode attention's KV reads once saturated"),
+    "kv_saturation_heads": dict(unit="sequences x KV heads", lower=1.0, upper=4096.0, prior=64.0,
+                                meaning="KV heads in flight at which decode attention saturates"),
+    "attention_efficiency_flash": dict(unit="fraction of peak FLOP/s", lower=0.1, upper=1.0, prior=0.5,
+                                       meaning="FLOP rate of prefill (flash) attention"),
+    "layer_overhead_s": dict(unit="s per layer", lower=0.0, upper=1e-3, prior=2e-5,
+                             meaning="fixed time per layer per step (kernel launches and tails)"),
+    "step_overhead_s": dict(unit="s per step", lower=0.0, upper=0.05, prior=0.0,
+                            meaning="fixed time per step per pipeline stage (graph replay, sampling, sync)"),
+    "collective_latency_s": dict(unit="s per call", lower=0.0, upper=1e-3, prior=1e-5,
+                                 meaning="latency of one collective call (all-reduce, all-to-all, send)"),
+    "link_efficiency": dict(unit="fraction of link bandwidth", lower=0.1, upper=1.0, prior=0.8,
+                            meaning="link bandwidth a collective's bytes reach"),
+}.items()}
+
+
+class Parameters(BaseModel):
+    """The values of :data:`PARAMETERS` (units there)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gemm_efficiency_max: float = Field(gt=0, le=1)
+    gemm_half_tokens: float = Field(gt=0)
+    overlap_p: float = Field(ge=1)
+    bandwidth_efficiency_native: float = Field(gt=0, le=1)
+    bandwidth_efficiency_int8: float = Field(gt=0, le=1)
+    bandwidth_efficiency_int4: float = Field(gt=0, le=1)
+    kv_efficiency_max: float = Field(gt=0, le=1)
+    kv_saturation_heads: float = Field(gt=0)
+    attention_efficiency_flash: float = Field(gt=0, le=1)
+    layer_overhead_s: float = Field(ge=0)
+    step_overhead_s: float = Field(ge=0)
+    collective_latency_s: float = Field(ge=0)
+    link_efficiency: float = Field(gt=0, le=1)
+
+
+class FitError(BaseModel):
+    """Relative errors |predicted / measured - 1| of a fit, leave-one-out (each row predicted by the
+    profile fitted without it) and in-sample."""
+
+    method: Literal["leave-one-out"] = "leave-one-out"
+    rows: int
+    loo_median: float
+    loo_max: float
+    in_sample_median: float
+    in_sample_max: float
+
+
+class Profile(BaseModel):
+    """A calibration profile (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    gpu: str
+    engine: str
+    kind: Literal["fitted", "transferred"]
+    note: str
+    parameters: Parameters
+    units: dict[str, str] = Field(default_factory=lambda: {k: p.unit for k, p in PARAMETERS.items()})
+    fitted_on: list[str] = Field(default_factory=list)  # measurement ids (fitted), or those of the source
+    measurements: list[str] = Field(default_factory=list)  # the files holding them
+    fixed: dict[str, str] = Field(default_factory=dict)  # parameter -> why it is at its prior
+    error: Optional[FitError] = None
+    transferred_from: Optional[str] = None
+    expected_error: Optional[str] = None
+
+
+def profiles_dir() -> Path:
+    """Folder of the shipped profiles."""
+    return Path(__file__).resolve().parent.parent / "data" / "profiles"
+
+
+def profile_names() -> list[str]:
+    """Names of the shipped profiles."""
+    return sorted(p.stem for p in profiles_dir().glob("*.yaml"))
+
+
+def _index_path() -> Path:
+    return profiles_dir() / "index.json"
+
+
+def build_profile_index() -> dict[str, dict[str, Any]]:
+    """The index of the shipped profiles (``index.json``, written by scripts/fit_profiles.py): per
+    file stem, the SHA-256 of the YAML's bytes and its validated content, so that a command reads a
+    shipped profile without importing a YAML parser (as :mod:`llm_cost.specs.load` does for specs)."""
+    return {path.stem: {"sha256": _digest(path), "profile": _from_yaml(path).model_dump(mode="json")}
+            for path in sorted(profiles_dir().glob("*.yaml"))}
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, dict[str, Any]]:
+    try:
+        return json.loads(_index_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _from_yaml(path: Path) -> Profile:
+    try:
+        return Profile.model_validate(read_yaml(path))
+    except ValidationError as exc:
+        raise SpecError(validation_message(path, exc)) from None
+
+
+@lru_cache(maxsize=64)
+def _load(path: Path) -> Profile:
+    """The profile in ``path``: from the index when it is a shipped file unchanged since the index
+    was built, else from its YAML."""
+    entry = _index().get(path.stem) if path.parent == profiles_dir() else None
+    if entry is not None and entry["sha256"] == _digest(path):
+        return Profile.model_validate(entry["profile"])
+    return _from_yaml(path)
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """A shipped profile by name (``llm-cost validate`` lists them) or a profile YAML file;
+    SpecError naming the shipped profiles when neither exists."""
+    text = name_or_path.strip()
+    path = Path(text)
+    if text.lower().endswith((".yaml", ".yml")) or "/" in text:
+        if not path.is_file():
+            raise SpecError(f"--profile: no profile file {shown(text, 80)!r}")
+        return _load(path.resolve())
+    shipped = profiles_dir() / f"{text.lower()}.yaml"
+    if not shipped.is_file():
+        raise SpecError(f"--profile: unknown profile {shown(text, 60)!r}. Shipped profiles: "
+                        f"{', '.join(profile_names())} (or give a profile YAML file)")
+    return _load(shipped)
+
+
+def default_profile(gpu_name: str) -> Profile | None:
+    """The shipped default profile of a shipped GPU (the file ``<gpu>.yaml``), or None."""
+    path = profiles_dir() / f"{gpu_name.lower()}.yaml"
+    return _load(path) if path.is_file() else None
+
+
+def profile_note(profile: Profile, gpu_name: str) -> Note:
+    """What a prediction under ``profile`` on ``gpu_name`` rests on: fitted (rows, LOO error) or
+    transferred (from where, the error to expect), and whether the profile is another GPU's."""
+    other = profile.gpu if profile.gpu != gpu_name else None
+    if profile.kind == "fitted" and profile.error is not None:
+        return note("prediction.fitted", name=profile.name, engine=profile.engine, rows=profile.error.rows,
+                    gpu=profile.gpu, loo_median=profile.error.loo_median, loo_max=profile.error.loo_max,
+                    other_gpu=other, target=gpu_name)
+    return note("prediction.transferred", name=profile.name, source=profile.transferred_from, engine=profile.engine,
+                expected_error=profile.expected_error, other_gpu=other, target=gpu_name)
