@@ -24,7 +24,7 @@ from llm_cost.perf.profile import PARAMETERS, default_profile, load_profile, pro
 from llm_cost.perf.timemodel import RooflineBound
 from llm_cost.specs.load import gpu_names, load_gpu, load_model
 
-DATA = Path(__file__).resolve().parent.parent / "llm_cost" / "data" / "measurements"
+DATA = Path(__file__).resolve().parents[2] / "llm_cost" / "data" / "measurements"
 H200 = DATA / "local-h200-llama3-8b-measured.yaml"
 A100 = DATA / "local-a100-gpt-fast-decode.yaml"
 A100_TP = DATA / "gpt-fast-readme-tp-quant-mixtral.yaml"
