@@ -59,6 +59,23 @@ def load_gpu(gpu: GpuLike) -> HardwareSpec:
     return gpu if isinstance(gpu, HardwareSpec) else load.load_gpu(gpu)
 
 
+def _count(value: Any, name: str, minimum: int = 1) -> int:
+    """An integer argument at least ``minimum``; LlmCostError naming the argument otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise LlmCostError(f"{name}: {value!r} must be an integer of at least {minimum}")
+    return value
+
+
+def _counts(values: Any, name: str, minimum: int = 1) -> list[int]:
+    """A non-empty list of integer arguments."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise LlmCostError(f"{name}: {values!r} must be a list of integers, e.g. [1024, 8192]")
+    out = [_count(v, name, minimum) for v in values]
+    if not out:
+        raise LlmCostError(f"{name}: give at least one value")
+    return out
+
+
 def _bits(spec: ModelSpec, weights_dtype: str | None, bits_per_weight: float | None) -> float:
     if weights_dtype is not None and bits_per_weight is not None:
         raise LlmCostError("give weights_dtype or bits_per_weight, not both")
@@ -75,7 +92,8 @@ def params(model: ModelLike, weights_dtype: str | None = None, layout: Layout | 
 def kv(model: ModelLike, contexts: list[int] = (1024, 8192, 32768, 131072), batch: int = 1, kv_dtype: str = "bf16",
        layout: Layout | None = None) -> KVResult:
     """KV-cache bytes per token and at each context (``llm-cost kv``)."""
-    return kv_cache(load_model(model), list(contexts), Dtype(kv_dtype).bits, kv_dtype, batch, layout)
+    return kv_cache(load_model(model), _counts(contexts, "contexts"), Dtype(kv_dtype).bits, kv_dtype,
+                    _count(batch, "batch"), layout)
 
 
 def _compute(s: ModelSpec, g: HardwareSpec, dtype: str | None, weights_dtype: str | None) -> str:
@@ -88,6 +106,7 @@ def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int
            layout: Layout = ONE_GPU) -> DecodeStep:
     """One decode step's bound and estimate (``llm-cost roofline MODEL --batch B --context C``)."""
     s, g = load_model(model), load_gpu(gpu)
+    batch, context = _count(batch, "batch"), _count(context, "context", 0)
     return decode_step(s, g, batch, context, _compute(s, g, dtype, weights_dtype),
                        _bits(s, weights_dtype, bits_per_weight), Dtype(kv_dtype).bits, mfu, mbu, weight_bytes,
                        layout)
@@ -98,6 +117,7 @@ def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int
             mbu: float = DEFAULT_MBU, logits: str = "last", layout: Layout = ONE_GPU) -> PrefillStep:
     """A prefill: the time to first token (``llm-cost roofline MODEL --phase prefill --seq N``)."""
     s, g = load_model(model), load_gpu(gpu)
+    seq, batch = _count(seq, "seq"), _count(batch, "batch")
     return prefill_step(s, g, seq, batch, _compute(s, g, dtype, weights_dtype), _bits(s, weights_dtype, None),
                         Dtype(kv_dtype).bits, mfu, logits=logits, mbu=mbu, layout=layout)
 
@@ -107,6 +127,7 @@ def fit(model: ModelLike, gpu: GpuLike = "h100", context: int = 8192, batch: int
         layout: Layout | None = None) -> FitReport:
     """What fits on one GPU and the smallest layouts, or one layout (``llm-cost fit``)."""
     s, g = load_model(model), load_gpu(gpu)
+    context, batch = _count(context, "context"), _count(batch, "batch")
     bits, kv_bits = _bits(s, weights_dtype, None), Dtype(kv_dtype).bits
     if layout is not None:
         return FitReport(None, [], max_gpus, deployment(s, g, layout, batch, context, bits, kv_bits, reserve_bytes))
@@ -118,7 +139,7 @@ def moe(model: ModelLike, batches: list[int] = (1, 32, 128), weights_dtype: str 
         gpu: GpuLike | None = None) -> MoEResult:
     """MoE parameter counts and expert traffic per batch (``llm-cost moe``)."""
     s = load_model(model)
-    return moe_analysis(s, list(batches), _bits(s, weights_dtype, None), ep,
+    return moe_analysis(s, _counts(batches, "batches"), _bits(s, weights_dtype, None), ep,
                         gpu=load_gpu(gpu) if gpu is not None else None)
 
 
@@ -135,7 +156,7 @@ def spec(alpha: float, gamma: int, c: float | None = None, model: ModelLike | No
 def context(model: ModelLike, contexts: list[int] = (8192, 32768, 131072), gpu: GpuLike = "h100",
             mfu: float = DEFAULT_MFU, mbu: float = DEFAULT_MBU) -> ContextResult:
     """Long-context costs (``llm-cost context``)."""
-    return context_analysis(load_model(model), list(contexts), load_gpu(gpu), mfu, mbu=mbu)
+    return context_analysis(load_model(model), _counts(contexts, "contexts"), load_gpu(gpu), mfu, mbu=mbu)
 
 
 def train(model: ModelLike, tokens: int, gpu: GpuLike = "h100", **options: Any) -> TrainResult:

@@ -19,7 +19,7 @@ README = ROOT / "README.md"
 #: The pictures the README shows, drawn by the tool itself.
 PICTURES = [
     "llm-cost roofline llama3-8b --gpu h100 --batch 64 --context 2K --plot docs/roofline.png",
-    "llm-cost spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --batch 1..512 --plot docs/spec.png",
+    "llm-cost spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --context 2K --batch 1..512 --plot docs/spec.png",
 ]
 BLOCK = re.compile(r"```console\n\$ (llm-cost [^\n]*)\n(.*?)```", re.S)
 

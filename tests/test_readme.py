@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -34,3 +36,13 @@ def test_api_errors_carry_the_cli_message(cli):
         assert str(exc) == message
     else:  # pragma: no cover - the name does not exist
         raise AssertionError("no error for an unknown model")
+
+
+@pytest.mark.parametrize("call", [lambda m: m.kv("llama3-8b", 8192), lambda m: m.decode("llama3-8b", batch=[1, 8]),
+                                  lambda m: m.decode("llama3-8b", context="8K"), lambda m: m.prefill("llama3-8b", seq=0),
+                                  lambda m: m.decode("llama3-8b", "h999")])
+def test_api_bad_arguments_raise_its_error(call):
+    import llm_cost
+
+    with pytest.raises(llm_cost.LlmCostError):
+        call(llm_cost)

@@ -20,11 +20,14 @@ column); ``document_prefill_flops`` is seed 003 §05's closed form under that co
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
-from llm_cost.core.serialize import Result
+from llm_cost.analyses.roofline import memory_note
 from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.model.kv import kv_cache
+from llm_cost.model.layout import ONE_GPU
 from llm_cost.model.structure import build
 from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, EfficiencyEstimate, RooflineBound
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -137,5 +140,8 @@ def context_analysis(spec: ModelSpec, contexts: list[int], gpu: HardwareSpec | N
         note("context.document_prefill", mfu=mfu, peak_tflops=peak / 1e12 if peak else None),
         note("context.scores", kv_bits=kv_bits),
     ] + spec.context_note(contexts)
+    if gpu is not None:
+        conventions += memory_note(spec, gpu, ONE_GPU, Fraction(Dtype(spec.torch_dtype).bits), kv_bits, 1,
+                                   max(contexts))
     return ContextResult(spec.name, weight_convention, w, crossover_context(spec, w), gpu.name if gpu else None,
                          compute.value, mfu, mbu, logits, peak, kv_bits, rows, conventions)

@@ -16,7 +16,7 @@ from llm_cost.core.notes import Note, note
 from llm_cost.analyses.memory import Fit
 from llm_cost.analyses.roofline import DecodeStep, decode_step
 from llm_cost.core.errors import InputError
-from llm_cost.model.layout import Layout, PerGPU, per_gpu
+from llm_cost.model.layout import Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
@@ -39,7 +39,7 @@ class Deployment(Result):
     reserve_bytes: int
     per_gpu: PerGPU
     stage_used_bytes: list[int | Fraction]  # weights + KV on one GPU of each stage
-    kv_bytes_per_gpu: int | Fraction  # the fullest stage, its sequences x context tokens
+    kv_bytes_per_gpu: int | Fraction  # the fullest stage: its sequences' KV (windows honoured) and fixed state
     used_bytes: int | Fraction  # weights + KV on the fullest GPU
     headroom_bytes: int | Fraction
     fits: bool
@@ -56,14 +56,15 @@ def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 
     bits = Fraction(weight_bits).limit_denominator(1000)
     p = per_gpu(spec, layout, bits, kv_bits)
     seqs = math.ceil(batch / layout.dp)
-    used = [w + seqs * context * k for w, k in zip(p.weight_bytes, p.kv_bytes_per_token)]
+    kv = [seqs * k for k in stage_kv_bytes(spec, layout, context, kv_bits)]
+    used = [w + k for w, k in zip(p.weight_bytes, kv)]
     step = decode_step(spec, gpu, batch, context, dtype, bits, kv_bits, layout=layout, network_gb_s=network_gb_s)
     headroom = gpu.memory_bytes - reserve_bytes - max(used)
     conventions = [note("layout.sharding"),
                    note("layout.memory", bits=float(bits), kv_bits=kv_bits, memory_gb=gpu.memory_gb,
                         reserve_bytes=reserve_bytes, sequences=seqs)]
     return Deployment(spec.name, gpu.name, layout, float(bits), kv_bits, batch, context, seqs, gpu.memory_bytes,
-                      reserve_bytes, p, used, max(seqs * context * k for k in p.kv_bytes_per_token), max(used),
+                      reserve_bytes, p, used, max(kv), max(used),
                       headroom, headroom >= 0, step, conventions)
 
 
@@ -77,7 +78,7 @@ def _fewest_gpus(spec: ModelSpec, gpu: HardwareSpec, batch: int, context: int, w
     least once, so the fullest of n GPUs holds at least 1/n of what one GPU holding the whole model
     would (floored, so float rounding cannot push it past the true count); inf if a GPU has no room."""
     p = per_gpu(spec, Layout(1, 1, 1, 1), weight_bits, kv_bits)
-    whole = p.weight_bytes[0] + batch * context * p.kv_bytes_per_token[0]
+    whole = p.weight_bytes[0] + batch * stage_kv_bytes(spec, Layout(), context, kv_bits)[0]
     room = gpu.memory_bytes - reserve_bytes
     return max(1, math.floor(whole / room)) if room > 0 else math.inf
 
@@ -111,7 +112,8 @@ def smallest_layouts(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context
                     p = per_gpu(spec, layout, bits, kv_bits)
                 except InputError:
                     continue
-                used = max(w + batch * context * k for w, k in zip(p.weight_bytes, p.kv_bytes_per_token))
+                used = max(w + batch * k for w, k in zip(p.weight_bytes, stage_kv_bytes(spec, layout, context,
+                                                                                         kv_bits)))
                 if used <= gpu.memory_bytes - reserve_bytes:
                     fitting.append(layout)
                     if not counts or counts[-1] != total:

@@ -243,7 +243,7 @@ ROWS["K8c"] = lambda: _k8_at(1048576)
 # --- FLOPs and Roofline (seed 000 §八-§九, seed 003 §02) ------------------------------------------
 
 def _f4(seq: int) -> dict[str, float]:
-    f = forward_flops(_spec("llama3-8b"), seq, attention="full")
+    f = forward_flops(_spec("llama3-8b"), seq, attention="full", logits="all")
     blocks = f.linear_flops + f.attention_flops
     return {"linear_per_layer": f.linear_flops / 32, "attention_per_layer": f.attention_flops / 32,
             "blocks_total": blocks, "printed_blocks_total": blocks}
@@ -263,14 +263,14 @@ def _f5():
 @_row("F6")
 def _f6():
     spec = _spec("llama3-8b")
-    per_token = lambda s: forward_flops(spec, 1, cached=s - 1).attention_flops  # noqa: E731  sees s positions
+    per_token = lambda s: forward_flops(spec, 1, cached=s - 1, logits="all").attention_flops  # noqa: E731  sees s positions
     return {"weight_gflops": 2 * weight_flops_params(build(spec)) / 1e9,
             "attention_gflops_8k": per_token(8192) / 1e9, "attention_gflops_128k": per_token(131072) / 1e9}
 
 
 @_row("F7")
 def _f7():
-    return {"tflop": forward_flops(_spec("llama3-8b"), 8192).total_flops / 1e12}
+    return {"tflop": forward_flops(_spec("llama3-8b"), 8192, logits="all").total_flops / 1e12}
 
 
 @_row("R5")

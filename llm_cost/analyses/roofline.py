@@ -24,7 +24,7 @@ from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.core.units import exact, to_bytes
-from llm_cost.model.layout import ONE_GPU, Layout, per_gpu
+from llm_cost.model.layout import ONE_GPU, Layout, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
 from llm_cost.perf.calibrated import CalibratedModel
 from llm_cost.perf.profile import Profile, default_profile, profile_note
@@ -70,7 +70,7 @@ def memory_note(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, weight_bits:
                 sequences: int, context: int) -> list[Note]:
     """A warning when the fullest GPU's weights and KV exceed its memory (datasheet GB)."""
     p = per_gpu(spec, layout, weight_bits, kv_bits)
-    need = max(w + sequences * context * k for w, k in zip(p.weight_bytes, p.kv_bytes_per_token))
+    need = max(w + sequences * k for w, k in zip(p.weight_bytes, stage_kv_bytes(spec, layout, context, kv_bits)))
     if need <= gpu.memory_bytes:
         return []
     return [note("warning.does_not_fit", need_bytes=need, gpu=gpu.name, memory_gb=gpu.memory_gb,
@@ -228,7 +228,7 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
     ]
     if layout != ONE_GPU:
         conventions.append(note("layout.step", tp=layout.tp, pp=layout.pp, dp=layout.dp, ep=layout.ep,
-                                gpus=layout.gpus, batch=batch, link=bound.link, link_gb_s=bound.link_gb_s))
+                                gpus=layout.gpus, link=bound.link, link_gb_s=bound.link_gb_s))
     if spec.moe is not None:
         conventions.append(note("moe.expected_experts"))
     if step.mla_form == "absorbed":
@@ -318,7 +318,7 @@ def prefill_step(spec: ModelSpec, gpu: HardwareSpec, seq: int, batch: int = 1, d
     ]
     if layout != ONE_GPU:
         conventions.append(note("layout.step", tp=layout.tp, pp=layout.pp, dp=layout.dp, ep=layout.ep,
-                                gpus=layout.gpus, batch=batch, link=bound.link, link_gb_s=bound.link_gb_s))
+                                gpus=layout.gpus, link=bound.link, link_gb_s=bound.link_gb_s))
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, step.sequences, seq)
     return PrefillStep(spec.name, gpu.name, layout, batch, seq, compute.value, attention, logits, flops, weight_flops,
                        flops - weight_flops, step.total("weight_bytes"), step.total("kv_write_bytes"),

@@ -25,8 +25,12 @@ from dataclasses import dataclass, field
 
 from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
+from fractions import Fraction
+
+from llm_cost.analyses.roofline import memory_note
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, Part
+from llm_cost.model.layout import ONE_GPU
 from llm_cost.model.structure import build
 from llm_cost.perf.ridge import ridge
 from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, EfficiencyEstimate
@@ -182,6 +186,7 @@ def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpe
                                 bits=bits))
         conventions.append(note(f"decode.bytes_{weight_bytes}", bits=bits, kv_bits=16))
         conventions.append(note("spec.knee_and_break_even", limit=BATCH_SEARCH_LIMIT))
+        conventions += memory_note(spec, gpu, ONE_GPU, Fraction(bits), 16, max(r_.batch for r_ in rows), context)
     return SpecResult(alpha, gamma, float(c), c_source, E, E / (gamma * c + 1), E / (gamma + 1 + gamma * c),
                       spec.name if spec else None, gpu.name if gpu else None, mfu if gpu else None,
                       mbu if gpu else None, context, weight_bytes if gpu else None, r, turning, turning_mfu, knee,

@@ -88,7 +88,7 @@ GPU_HELP = "Shipped GPU name or alias (see `llm-cost list gpus`), or a path to a
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON (stable keys) instead of tables.")]
 Plot = Annotated[Optional[str], typer.Option("--plot", metavar="FILE",
                                              help="Also draw the result to FILE.png or FILE.svg (needs "
-                                                  "pip install 'llm-cost[plot]').")]
+                                                  "pip install 'llm-cost\\[plot]').")]
 Csv = Annotated[bool, typer.Option("--csv", help="Print one CSV row per grid point (header line first; columns as "
                                                  "the JSON keys, units in their names).")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v",

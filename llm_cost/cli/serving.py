@@ -40,7 +40,7 @@ def flops(
     batch: Annotated[int, option("--batch", "-b", parse=integer("--batch"), metavar="INTEGER",
                                  help="Sequences per forward pass.")] = 1,
     attention: AttentionOpt = AttentionMask.CAUSAL,
-    logits: LogitsOpt = Logits.ALL,
+    logits: LogitsOpt = Logits.LAST,
     mla: MlaOpt = MLAForm.PLAIN,
     as_json: Json = False,
 ) -> None:
@@ -127,7 +127,9 @@ def roofline(
     wrong = [flag for flag, v in ({"--context": context, "--weight-bytes": weight_bytes}.items() if prefill else
                                   {"--seq": seq, "--logits": logits}.items()) if v is not None]
     if wrong:
-        raise InputError(f"{', '.join(wrong)} do(es) not apply to --phase {'prefill' if prefill else 'decode'}")
+        instead = "--seq (the prompt length)" if prefill else "--context (tokens already cached)"
+        raise InputError(f"{', '.join(wrong)} do(es) not apply to --phase {'prefill' if prefill else 'decode'}; "
+                         f"use {instead}")
     g = load_gpu(gpu)
     if dtype is not None:
         g.peak_flops(dtype)  # an unsupported dtype is an error before anything else
@@ -222,6 +224,9 @@ def fit(
     if reserve_gb >= g.memory_bytes:
         raise InputError(f"--reserve-gb: {reserve_gb / 1e9:g} GB leaves nothing of {g.name}'s {g.memory_gb:g} GB")
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
+    from llm_cost.perf.ridge import default_compute_dtype
+
+    compute = default_compute_dtype((weights_dtype or spec.torch_dtype).lower(), g)
     if model.strip().lower().endswith(".gguf") and weights_dtype is None and bits_per_weight is None:
         from pathlib import Path
 
@@ -230,10 +235,11 @@ def fit(
         bits = gguf_weight_bits(spec, Path(model))
     if layout is not None:
         result = FitReport(None, [], max_gpus, deployment(spec, g, layout, batch, context, bits, kv_dtype.bits,
-                                                          reserve_gb))
+                                                          reserve_gb, compute.value))
     else:
         result = FitReport(fit_(spec, g, context, batch, bits, kv_dtype.bits, reserve_gb),
-                           smallest_layouts(spec, g, batch, context, bits, kv_dtype.bits, reserve_gb, max_gpus),
+                           smallest_layouts(spec, g, batch, context, bits, kv_dtype.bits, reserve_gb, max_gpus,
+                                            compute.value),
                            max_gpus, None)
     if plot is not None:
         from llm_cost.model.kv import kv_cache
@@ -371,7 +377,7 @@ def spec_(
     batch: Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
                                  help="Step model: batches (default 1,8,32,64,128,256); needs MODEL and "
                                       "--gpu.")] = None,
-    context: Annotated[int, option("--context", "-c", parse=tokens("--context", 0), metavar="TOKENS",
+    context: Annotated[int, option("--context", parse=tokens("--context", 0), metavar="TOKENS",
                                    help="Cached tokens per sequence in the step model (8K = 8,192).")] = 0,
     mfu: Mfu = None,
     mbu: Mbu = None,

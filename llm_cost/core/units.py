@@ -129,8 +129,8 @@ def parse_integer(text: str | int, what: str, minimum: int = 1, maximum: int = M
 
 def parse_grid(text: str, what: str, item) -> list[int]:
     """A list of values: comma-separated items, each a value or a doubling range ``a..b``
-    (``1..256`` = 1, 2, 4, ..., 256; ``1K..128K`` = 1,024 ... 131,072; ``b`` included if it is
-    reached), each parsed by ``item(text, what)``. Order is kept; at most 10,000 values."""
+    (``1..256`` = 1, 2, 4, ..., 256; ``1K..128K`` = 1,024 ... 131,072; ``1..100`` ends 64, 100: the
+    end is always included), each parsed by ``item(text, what)``. Order is kept; at most 10,000."""
     parts = str(text).split(",")
     if not any(p.strip() for p in parts):
         raise InputError(f"{what}: empty list; give values such as 1,8,64 or a range 1..256")
@@ -147,6 +147,8 @@ def parse_grid(text: str, what: str, item) -> list[int]:
             while v <= hi:
                 values.append(v)
                 v *= 2
+            if values[-1] != hi:  # the end is always a point, doubling or not
+                values.append(hi)
         else:
             values.append(item(part.strip(), what))
         if len(values) > 10_000:

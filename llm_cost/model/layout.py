@@ -26,12 +26,12 @@ from fractions import Fraction
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import LayerKind, Part, ShardRule, TensorKind
 from llm_cost.core.units import exact, to_bytes
-from llm_cost.model.kvshape import kv_elements_per_token_per_layer
+from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
 from llm_cost.model.structure import Tensor, build
 from llm_cost.specs.schema import CACHING_LAYER_TYPES, GQAAttention, ModelSpec
 
 __all__ = ["Layout", "ONE_GPU", "validate_layout", "stage_layers", "stage_first_layers", "tensor_share",
-           "layers_of", "tensor_layers_in_stage", "PerGPU", "per_gpu", "kv_heads_per_gpu"]
+           "layers_of", "tensor_layers_in_stage", "PerGPU", "per_gpu", "kv_heads_per_gpu", "stage_kv_bytes"]
 
 
 @dataclass(frozen=True)
@@ -209,3 +209,34 @@ def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: int | Fraction = 16, k
         caching = sum(1 for j in range(first, first + n) if spec.layer_type(j) in CACHING_LAYER_TYPES)
         kv.append(to_bytes(caching * per_layer, kv_bits))
     return PerGPU(stage_layers(spec.num_hidden_layers, layout.pp), weights, experts, kv, heads, replication)
+
+
+def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int = 16) -> list[int | Fraction]:
+    """KV cache and fixed state of one sequence of ``context`` tokens on one GPU of each stage:
+    full-attention layers keep every token, sliding layers at most W, chunked layers at most C,
+    linear-attention and Mamba-2 layers their fixed state (split with the heads over TP). The
+    same per-layer rules as :func:`llm_cost.model.kv.kv_bytes`, which this equals at one GPU."""
+    att = spec.attention
+    window = att.sliding_window if isinstance(att, GQAAttention) else None
+    chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
+    per_token = kv_elements_per_token_per_layer(spec)
+    if isinstance(att, GQAAttention):
+        per_token = per_token * kv_heads_per_gpu(spec, layout.tp) // spec.num_key_value_heads
+    la_state = sum(linear_state_elements(spec))
+    m_state = sum(mamba_state_elements(spec))
+    kept = {"full_attention": context, "sliding_attention": min(context, window) if window else context,
+            "chunked_attention": min(context, chunk) if chunk else context}
+    out = []
+    for first, n in zip(stage_first_layers(spec.num_hidden_layers, layout.pp),
+                        stage_layers(spec.num_hidden_layers, layout.pp)):
+        elements = Fraction(0)
+        for j in range(first, first + n):
+            kind = spec.layer_type(j)
+            if kind in kept:
+                elements += per_token * kept[kind]
+            elif kind == "linear_attention":
+                elements += Fraction(la_state, layout.tp)
+            elif kind == "mamba2":
+                elements += Fraction(m_state, layout.tp)
+        out.append(exact(elements * kv_bits / 8))
+    return out

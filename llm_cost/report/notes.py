@@ -19,10 +19,9 @@ def _contexts(p: dict) -> str:
 
 
 def _does_not_fit(p: dict) -> str:
-    where = "one" if p["one_gpu"] else "each"
+    where, fix = ("one", "give --tp/--pp for a layout") if p["one_gpu"] else ("each", "use more GPUs or fewer bits")
     return (f"note: weights + KV need {float(p['need_bytes']) / 1e9:,.1f} GB on the fullest GPU, more than {where} "
-            f"{p['gpu']}'s {p['memory_gb']:g} GB; this bound is hypothetical: give --tp/--pp for a layout, or see "
-            "`llm-cost fit`")
+            f"{p['gpu']}'s {p['memory_gb']:g} GB; these times are hypothetical: {fix}, or see `llm-cost fit`")
 
 
 def _context_prefill(p: dict) -> str:
@@ -107,9 +106,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
                      "not counted",
     "gpu.peak": "peak {tflops:g} TFLOP/s dense {dtype}, bandwidth {tb_s:g} TB/s (10^12 B/s), from the GPU spec",
     "time.bound_and_estimate": "a bound is max(FLOPs / peak, bytes / bandwidth) per GPU, summed over pipeline "
-                               "stages, plus communication; an estimate divides peak by MFU and bandwidth by MBU",
+                               "stages, plus communication at link bandwidth; an estimate divides peak by MFU and "
+                               "bandwidth by MBU (collectives stay at link bandwidth, no latency: the prediction adds "
+                               "it)",
     "layout.step": "layout TP {tp} x PP {pp} x DP {dp} = {gpus} GPUs, EP {ep}: figures per GPU, summed over the "
-                   "stages; {batch} sequence(s) over {dp} replica(s); collectives over {link} at {link_gb_s:g} GB/s "
+                   "stages; the sequences split over {dp} replica(s); collectives over {link} at {link_gb_s:g} GB/s "
                    "per direction, no latency",
     "layout.sharding": "sharding as Megatron-LM/vLLM (see llm_cost.model.layout); MTP modules not loaded",
     "layout.memory": "weights at {bits:g} bits, KV at {kv_bits} bits; memory {memory_gb:g} GB per GPU (datasheet, "

@@ -142,4 +142,7 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
                  ("bound by", "left"), (f"estimate (MFU {first.mfu:.0%}, MBU {first.mbu:.0%})", "right"),
                  (f"prediction ({first.profile or 'no profile'})", "right"),
                  ("tokens/s at the estimate", "right")], rows)
-    print_conventions(con, first.conventions[1:])
+    seen: list = []
+    for step in steps:  # the conventions of every row, once each; a row's own sizes are in its columns
+        seen += [n for n in step.conventions if n.code not in ("decode.step", "prefill.step") and n not in seen]
+    print_conventions(con, seen)

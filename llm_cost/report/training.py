@@ -13,6 +13,7 @@ def render(con, r: TrainResult, display_name: str, gpu_name: str) -> None:
     con.print(f"[bold]{display_name}: training on {r.tokens:,} tokens, {where}[/bold]")
     facts = [
         ("model FLOPs 6 N D", f"{r.model_flops:.3g} FLOPs"),
+        ("FLOPs with attention (the operators)", f"{r.step_flops:.3g} FLOPs"),
     ]
     if r.hardware_flops != r.model_flops:
         facts.append((f"hardware FLOPs ({r.recompute} recompute)", f"{r.hardware_flops:.3g} FLOPs"))

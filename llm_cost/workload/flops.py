@@ -81,7 +81,7 @@ def weight_flops_params(structure: Structure, convention: str = "gemm") -> int:
 
 
 def forward_flops(spec: ModelSpec, new_tokens: int, cached: int = 0, batch: int = 1, attention: str = "causal",
-                  logits: str = "all", mla_form: str = "plain") -> ForwardFlops:
+                  logits: str = "last", mla_form: str = "plain") -> ForwardFlops:
     """FLOPs of one forward pass of ``batch`` sequences, ``new_tokens`` each after ``cached``.
 
     ``attention`` is "causal" or "full"; ``logits`` "all" or "last"; ``mla_form`` "plain" or

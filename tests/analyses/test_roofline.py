@@ -105,9 +105,15 @@ def test_roofline_ops_table_sums(cli):
     assert sum(op["flops"] for op in data["ops"]) == pytest.approx(data["flops"])
 
 
-def test_flops_prefill_8k_about_140_tflop(cli):
-    r = cli("flops", "llama3-8b", "--phase", "prefill", "--seq", "8K")
-    assert r.code == 0 and "140.55" in r.out and "causal" in r.out
+def test_flops_prefill_8k_under_both_lm_head_conventions(cli):
+    """Seed 000 §九's 8K prefill is 140.55 TFLOP with the LM head on every position (--logits all);
+    serving's default, the last position only, saves 2 x 525,336,576 x 8,191 FLOPs: 131.94 TFLOP, the
+    figure roofline --phase prefill and context print too."""
+    every = cli("flops", "llama3-8b", "--phase", "prefill", "--seq", "8K", "--logits", "all")
+    assert every.code == 0 and "140.55" in every.out and "causal" in every.out
+    last = cli("flops", "llama3-8b", "--phase", "prefill", "--seq", "8K", "--json").json()[0]["total_flops"]
+    prefill = cli("roofline", "llama3-8b", "--phase", "prefill", "--seq", "8K", "--json").json()["flops"]
+    assert last == prefill == 140_550_657_277_952 - 2 * 525_336_576 * 8191
 
 
 def test_prefill_roofline_prints_default_mfu(cli):

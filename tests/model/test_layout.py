@@ -166,3 +166,22 @@ def test_smallest_training_cluster(cli):
 def test_impossible_layouts_exit_2(cli, args, needle):
     r = cli(*args)
     assert r.code == 2 and needle in r.err and r.out == "", (r.code, r.err)
+
+
+@pytest.mark.parametrize("name", ["mistral-7b", "qwen3-next-80b-a3b", "deepseek-v3", "llama3-8b"])
+@pytest.mark.parametrize("context", [1, 4096, 32768])
+def test_stage_kv_on_one_gpu_is_the_kv_command_s(name, context):
+    """Sliding windows (Mistral's 4,096), linear-attention state and MLA latents: one GPU's stage
+    holds exactly what `kv` reports for one sequence."""
+    from llm_cost.model.kv import kv_bytes
+    from llm_cost.model.layout import stage_kv_bytes
+
+    spec = load_model(name)
+    assert stage_kv_bytes(spec, Layout(), context) == [kv_bytes(spec, context)]
+
+
+def test_fit_layout_table_caps_kv_at_the_window(cli):
+    """Mistral-7B at 32K keeps its 4,096-token window: 32 layers x 2 x 8 x 128 x 2 B x 4,096 = 512 MiB
+    per sequence, in the layout table too."""
+    data = cli("fit", "mistral-7b", "--gpu", "a100-40gb", "--context", "32K", "--json").json()
+    assert data["smallest_layouts"][0]["kv_bytes_per_gpu"] == 512 * 2**20
