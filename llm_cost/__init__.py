@@ -42,6 +42,8 @@ __version__ = "0.1.0"
 _API = ("LlmCostError", "Layout", "load_model", "load_gpu", "params", "kv", "decode", "prefill", "fit", "moe",
         "spec", "context", "train")
 
+__all__ = ["__version__", *_API]
+
 
 def __getattr__(name: str):  # noqa: ANN202 - the API's own types
     """The Python API (``llm_cost.api``), imported on first use so the command line starts fast."""

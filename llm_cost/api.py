@@ -23,7 +23,7 @@ from llm_cost.analyses.roofline import DecodeStep, PrefillStep, decode_step, pre
 from llm_cost.analyses.speculative import SpecResult, speculative
 from llm_cost.analyses.training import TrainResult, train as train_run
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import Dtype
+from llm_cost.core.types import Dtype, dtype_of
 from llm_cost.model.kv import KVResult, kv_cache
 from llm_cost.model.layout import ONE_GPU, Layout
 from llm_cost.model.params import ParamsResult, count_params
@@ -45,6 +45,8 @@ GpuLike = Union[str, HardwareSpec]
 def load_model(model: ModelLike) -> ModelSpec:
     """A model spec from a shipped name or alias, a YAML or config.json path, a loaded spec, or a
     Hugging Face config.json as a dict. LlmCostError if none works."""
+    if not isinstance(model, (str, ModelSpec, dict)):
+        raise LlmCostError(f"model: {model!r} is not a name, a path, a config dict or a ModelSpec")
     if isinstance(model, ModelSpec):
         return model
     if isinstance(model, dict):
@@ -56,6 +58,8 @@ def load_model(model: ModelLike) -> ModelSpec:
 
 def load_gpu(gpu: GpuLike) -> HardwareSpec:
     """A GPU spec from a shipped name or alias, a YAML path, or a loaded spec."""
+    if not isinstance(gpu, (str, HardwareSpec)):
+        raise LlmCostError(f"gpu: {gpu!r} is not a name, a path or a HardwareSpec")
     return gpu if isinstance(gpu, HardwareSpec) else load.load_gpu(gpu)
 
 
@@ -74,6 +78,18 @@ def _counts(values: Any, name: str, minimum: int = 1) -> list[int]:
     if not out:
         raise LlmCostError(f"{name}: give at least one value")
     return out
+
+
+def _efficiency(value: Any, name: str) -> float:
+    """An MFU or MBU in [0.01, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.01 <= value <= 1:
+        raise LlmCostError(f"{name}: {value!r} must be a number between 0.01 and 1 (e.g. 0.6)")
+    return float(value)
+
+
+def _dtype(value: Any, name: str, storage: bool = True) -> str:
+    """A dtype name, checked (``bf16``, ``fp8`` ...)."""
+    return dtype_of(value, name, storage).value
 
 
 def _bits(spec: ModelSpec, weights_dtype: str | None, bits_per_weight: float | None) -> float:
@@ -107,6 +123,9 @@ def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int
     """One decode step's bound and estimate (``llm-cost roofline MODEL --batch B --context C``)."""
     s, g = load_model(model), load_gpu(gpu)
     batch, context = _count(batch, "batch"), _count(context, "context", 0)
+    mfu, mbu, kv_dtype = _efficiency(mfu, "mfu"), _efficiency(mbu, "mbu"), _dtype(kv_dtype, "kv_dtype")
+    dtype = _dtype(dtype, "dtype", storage=False) if dtype is not None else None
+    weights_dtype = _dtype(weights_dtype, "weights_dtype") if weights_dtype is not None else None
     return decode_step(s, g, batch, context, _compute(s, g, dtype, weights_dtype),
                        _bits(s, weights_dtype, bits_per_weight), Dtype(kv_dtype).bits, mfu, mbu, weight_bytes,
                        layout)
@@ -118,6 +137,9 @@ def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int
     """A prefill: the time to first token (``llm-cost roofline MODEL --phase prefill --seq N``)."""
     s, g = load_model(model), load_gpu(gpu)
     seq, batch = _count(seq, "seq"), _count(batch, "batch")
+    mfu, mbu, kv_dtype = _efficiency(mfu, "mfu"), _efficiency(mbu, "mbu"), _dtype(kv_dtype, "kv_dtype")
+    dtype = _dtype(dtype, "dtype", storage=False) if dtype is not None else None
+    weights_dtype = _dtype(weights_dtype, "weights_dtype") if weights_dtype is not None else None
     return prefill_step(s, g, seq, batch, _compute(s, g, dtype, weights_dtype), _bits(s, weights_dtype, None),
                         Dtype(kv_dtype).bits, mfu, logits=logits, mbu=mbu, layout=layout)
 

@@ -148,7 +148,8 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
         gpu_seconds = gpu_hours * 3600
         mfu = model_flops / gpu_seconds / peak
         if mfu > 1:
-            raise InputError(f"--gpu-hours: {gpu_hours:,.6g} GPU-hours would need {mfu:.0%} of the {gpu.name}'s "
+            need = f"{mfu:.0%}" if mfu < 1e12 else "more than 10^12 times"
+            raise InputError(f"--gpu-hours: {gpu_hours:,.6g} GPU-hours would need {need} of the {gpu.name}'s "
                              f"{dtype} peak; at 100% MFU 6ND takes at least {model_flops / peak / 3600:,.6g} "
                              "GPU-hours")
     power = power_w if power_w is not None else gpu.tdp_w

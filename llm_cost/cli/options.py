@@ -26,9 +26,11 @@ def tokens(flag: str, minimum: int = 1) -> Callable[[str], int]:
     return lambda text: parse_context(text, flag, minimum)
 
 
-def integer(flag: str, minimum: int = 1) -> Callable[[str], int]:
-    """A plain whole number for ``flag``."""
-    return lambda text: parse_integer(text, flag, minimum)
+def integer(flag: str, minimum: int = 1, maximum: int | None = None) -> Callable[[str], int]:
+    """A plain whole number for ``flag`` (at most ``maximum``, default 10^15)."""
+    if maximum is None:
+        return lambda text: parse_integer(text, flag, minimum)
+    return lambda text: parse_integer(text, flag, minimum, maximum)
 
 
 def large_count(flag: str) -> Callable[[str], int]:
@@ -51,17 +53,27 @@ def fraction(flag: str, allow_zero: bool = False) -> Callable[[str], float]:
     return lambda text: parse_fraction(text, flag, allow_zero)
 
 
+def efficiency(flag: str) -> Callable[[str], float]:
+    """A utilisation (MFU, MBU) in [1%, 100%]: below 1% is a typing mistake, not a GPU."""
+    def parse(text: str) -> float:
+        value = parse_fraction(text, flag)
+        if value < 0.01:
+            raise InputError(f"{flag}: {text!r} is below 1%; give a utilisation such as 0.6 or 60%")
+        return value
+    return parse
+
+
 def positive(flag: str, maximum: float | None = None) -> Callable[[str], float]:
     """A finite number greater than 0."""
     return lambda text: parse_positive_float(text, flag, maximum)
 
 
-def non_negative(flag: str, percent: bool = False) -> Callable[[str], float]:
-    """A finite number >= 0 (``percent``: 10% = 0.1)."""
+def non_negative(flag: str, percent: bool = False, maximum: float = 1e300) -> Callable[[str], float]:
+    """A finite number >= 0 and at most ``maximum`` (``percent``: 10% = 0.1)."""
     def parse(text: str) -> float:
         value = parse_decimal(text, flag, percent)
-        if value > Decimal("1e300"):
-            raise InputError(f"{flag}: {text!r} is too large")
+        if value > Decimal(repr(maximum)):
+            raise InputError(f"{flag}: {text!r} is larger than {maximum:g}")
         return float(value)
     return parse
 
@@ -122,9 +134,9 @@ BitsPerWeight = Annotated[Optional[float], option("--bits-per-weight", parse=pos
                                                   metavar="NUMBER",
                                                   help="Bits per stored weight incl. scales (4.25 for int4, group "
                                                        "128); instead of --weights-dtype.")]
-Mfu = Annotated[Optional[float], option("--mfu", parse=fraction("--mfu"), metavar="FRACTION",
+Mfu = Annotated[Optional[float], option("--mfu", parse=efficiency("--mfu"), metavar="FRACTION",
                                         help="Model FLOP utilisation of estimates, 0-1 or 60% (default 60%).")]
-Mbu = Annotated[Optional[float], option("--mbu", parse=fraction("--mbu"), metavar="FRACTION",
+Mbu = Annotated[Optional[float], option("--mbu", parse=efficiency("--mbu"), metavar="FRACTION",
                                         help="Memory bandwidth utilisation of estimates, 0-1 or 80% (default 80%).")]
 NetworkGbS = Annotated[Optional[float], option("--network-gb-s", parse=positive("--network-gb-s"), metavar="NUMBER",
                                                help="Network bandwidth between nodes per GPU, GB/s per direction "

@@ -11,7 +11,7 @@ import typer
 
 from llm_cost.cli.app import app, emit
 from llm_cost.cli.options import (
-    MODEL_HELP, Dp, Gpu, Json, KvDtype, Pp, Tp, WeightFlopsOpt, fraction, integer, large_count, non_negative, option,
+    MODEL_HELP, Dp, Gpu, Json, KvDtype, Pp, Tp, WeightFlopsOpt, efficiency, integer, large_count, non_negative, option,
     positive, tokens)
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, Recompute, StorageDtype, WeightFlops
@@ -95,7 +95,7 @@ def train(
     gpus: Annotated[Optional[int], option("--gpus", parse=large_count("--gpus"), metavar="COUNT",
                                           help="GPUs training together, for the wall-clock time and ZeRO (default: "
                                                "none given; or --tp x --pp x --dp).")] = None,
-    mfu: Annotated[Optional[float], option("--mfu", parse=fraction("--mfu"), metavar="FRACTION",
+    mfu: Annotated[Optional[float], option("--mfu", parse=efficiency("--mfu"), metavar="FRACTION",
                                            help="MFU to get the time (0-1 or 40%); or give --gpu-hours.")] = None,
     gpu_hours: Annotated[Optional[float], option("--gpu-hours", parse=positive("--gpu-hours"), metavar="NUMBER",
                                                  help="A GPU-hour budget (1.3M) to get the implied MFU.")] = None,

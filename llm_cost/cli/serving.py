@@ -27,6 +27,8 @@ class FlopsPhase(str, Enum):
 #: Largest --max-gpus: a layout search of more GPUs than this is a typing mistake (the search
 #: itself stops at the largest layout a model has, TP x L).
 MAX_SEARCH_GPUS = 1_000_000
+#: Most points one sweep computes (a decode step each).
+MAX_GRID_POINTS = 10_000
 
 
 @app.command()
@@ -136,6 +138,8 @@ def roofline(
     chosen = load_profile(profile) if profile is not None else None
     weight_bits("bf16", weights_dtype, bits_per_weight, group_size)  # conflicting flags: refused before the model
     if not wants_step:
+        if plot is not None:
+            raise InputError("--plot: the Roofline picture is of a step; name a MODEL or give --batch/--context")
         if as_csv:
             from llm_cost.report.table_csv import rows_of
 
@@ -150,6 +154,10 @@ def roofline(
                   mfu=mfu or DEFAULT_MFU, mbu=mbu or DEFAULT_MBU, layout=layout or ONE_GPU,
                   network_gb_s=network_gb_s or DEFAULT_NETWORK_GB_S, profile=chosen)
     batches = batch or [1]
+    lengths = (seq or [8192]) if prefill else (context or [0])
+    points = len(batches) * len(lengths)
+    if points > MAX_GRID_POINTS:
+        raise InputError(f"--batch x --context: {points:,} points is more than the {MAX_GRID_POINTS:,} a sweep takes")
     if prefill:
         result: Any = [prefill_step(spec, g, s, b, logits=logits or Logits.LAST, **common)
                        for b in batches for s in (seq or [8192])]
@@ -158,17 +166,17 @@ def roofline(
         result = [decode_step(spec, g, b, c, weight_bytes=weight_bytes or WeightBytes.READ, **common)
                   for b in batches for c in (context or [0])]
         render = view.render_decode
-    if as_csv:
-        from llm_cost.report.table_csv import rows_of
-
-        emit_csv(rows_of(result))
-        return
     if plot is not None:
         from llm_cost.report import plots
 
         if len(result) > 1:
             raise InputError("--plot: the Roofline picture is of one step; give one --batch and --context")
         plots.roofline(result[0], spec.display_name, g.display_name, plot)
+    if as_csv:
+        from llm_cost.report.table_csv import rows_of
+
+        emit_csv(rows_of(result))
+        return
     if len(result) > 1:
         emit(result, as_json, view.render_rows, spec.display_name, g.display_name, model is not None)
         return
@@ -323,16 +331,16 @@ def moe(
                                  help="Decode batches (tokens per step): a list 1,32,128 or a range 1..256.")]
     = "1,32,128",
     weights_dtype: WeightsDtype = None,
-    ep: Annotated[int, option("--ep", parse=integer("--ep"), metavar="INTEGER",
+    ep: Annotated[int, option("--ep", parse=integer("--ep", 1, 2**16), metavar="INTEGER",
                               help="Expert-parallel GPUs (must divide experts + redundant experts).")] = 1,
-    redundant_experts: Annotated[int, option("--redundant-experts", parse=integer("--redundant-experts", 0),
+    redundant_experts: Annotated[int, option("--redundant-experts", parse=integer("--redundant-experts", 0, 2**16),
                                              metavar="INTEGER", help="Extra expert copies spread over the EP "
                                                                      "GPUs.")] = 0,
     dispatch_dtype: Annotated[StorageDtype, typer.Option("--dispatch-dtype", case_sensitive=False,
                                                   help="All-to-all dispatch dtype.")] = StorageDtype.FP8,
     combine_dtype: Annotated[StorageDtype, typer.Option("--combine-dtype", case_sensitive=False,
                                                  help="All-to-all combine dtype.")] = StorageDtype.BF16,
-    tp: Annotated[int, option("--tp", parse=integer("--tp"), metavar="INTEGER",
+    tp: Annotated[int, option("--tp", parse=integer("--tp", 1, 2**16), metavar="INTEGER",
                               help="Tensor-parallel degree of the all-reduce comparison.")] = 8,
     prompt: Annotated[int, option("--prompt", parse=tokens("--prompt"), metavar="TOKENS",
                                   help="Prompt tokens for the all-to-all volume of one prefill.")] = 4096,
@@ -369,7 +377,7 @@ def spec_(
     gamma: Annotated[int, option("--gamma", parse=integer("--gamma"), metavar="INTEGER",
                                  help="Tokens drafted per round (>= 1).")],
     model: Annotated[Optional[str], typer.Argument(help=MODEL_HELP + " With --gpu: the step model.")] = None,
-    c: Annotated[Optional[float], option("--c", parse=non_negative("--c", percent=True), metavar="NUMBER",
+    c: Annotated[Optional[float], option("--c", parse=non_negative("--c", percent=True, maximum=100), metavar="NUMBER",
                                          help="Cost of one draft step as a fraction of a target step.")] = None,
     mtp: Annotated[bool, typer.Option("--mtp", help="Use the model's MTP module as the draft (c from its "
                                                     "weights).")] = False,

@@ -144,5 +144,9 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
                  ("tokens/s at the estimate", "right")], rows)
     seen: list = []
     for step in steps:  # the conventions of every row, once each; a row's own sizes are in its columns
-        seen += [n for n in step.conventions if n.code not in ("decode.step", "prefill.step") and n not in seen]
+        seen += [n for n in step.conventions if n.code not in ("decode.step", "prefill.step", "warning.does_not_fit")
+                 and n not in seen]
+    warnings = [n for step in steps for n in step.conventions if n.code == "warning.does_not_fit"]
+    if warnings:  # the largest setup that does not fit stands for the others
+        seen.append(max(warnings, key=lambda n: n.params["need_bytes"]))
     print_conventions(con, seen)

@@ -46,6 +46,14 @@ LONG = "a" * 300
 
 # (case id, argv with {spec} / {gpu} / {tmp} for the files written, model text, GPU text, exit code, phrase)
 CASES = [
+    ("mbu-1e-300", ["roofline", "llama3-8b", "--mbu", "1e-300"], None, None, 2, "below 1%"),
+    ("spec-c-1e300", ["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "1e300"], None,
+     None, 2, "--c"),
+    ("moe-redundant-1e15", ["moe", "mixtral-8x7b", "--ep", "8", "--redundant-experts", "1000000000000000"], None,
+     None, 2, "--redundant-experts"),
+    ("ridge-plot", ["roofline", "--gpu", "h100", "--plot", "{tmp}/r.png"], None, None, 2, "--plot"),
+    ("grid-too-large", ["roofline", "llama3-8b", "--batch", ",".join(map(str, range(1, 201))), "--context",
+                        ",".join(map(str, range(100)))], None, None, 2, "points"),
     ("long-model-name", ["params", LONG], None, None, 2, "unknown model"),
     ("long-gpu-name", ["roofline", "llama3-8b", "--gpu", LONG], None, None, 2, "unknown GPU"),
     ("long-show-name", ["show", LONG], None, None, 2, "unknown model"),
