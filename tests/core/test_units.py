@@ -1,0 +1,47 @@
+"""Quantities as typed: token counts with binary suffixes, plain counts, grids, exact bytes."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from llm_cost.core.errors import InputError
+from llm_cost.core.types import Dtype, StorageDtype, dtype_of
+from llm_cost.core.units import exact, parse_context, parse_grid, parse_integer, to_bytes
+
+
+def test_token_suffixes_are_binary():
+    assert parse_context("8K", "--context") == 8192 and parse_context("128k", "--context") == 131_072
+    assert parse_context("1M", "--context") == 2**20 and parse_context("128000", "--context") == 128_000
+
+
+@pytest.mark.parametrize("text", ["1K", "2.5", "-3", "x", ""])
+def test_plain_counts_refuse_suffixes_and_non_integers(text):
+    with pytest.raises(InputError, match="--gamma"):
+        parse_integer(text, "--gamma")
+
+
+def test_grids_double_and_keep_their_end():
+    assert parse_grid("1,2,4..256", "--batch", parse_integer) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert parse_grid("1..100", "--batch", parse_integer)[-2:] == [64, 100]
+    assert parse_grid("1K..4K", "--context", parse_context) == [1024, 2048, 4096]
+    with pytest.raises(InputError, match="--batch"):
+        parse_grid("8..1", "--batch", parse_integer)
+
+
+@given(st.integers(0, 10**30), st.sampled_from([Fraction(17, 4), Fraction(5), 16, 8, 4]))
+def test_bytes_are_exact(elements, bits):
+    b = to_bytes(elements, bits)
+    assert b * 8 == elements * bits and (isinstance(b, int) or b.denominator != 1)
+    assert exact(Fraction(6, 3)) == 2 and isinstance(exact(Fraction(6, 3)), int)
+
+
+def test_one_dtype_table():
+    """Storage formats are a subset of compute formats, with the same bits."""
+    assert [d.bits for d in StorageDtype] == [Dtype(d.value).bits for d in StorageDtype]
+    assert Dtype.TF32.bits == 32 and dtype_of("BF16") is Dtype.BF16
+    with pytest.raises(InputError, match="tf32"):
+        dtype_of("fp3", storage=False)
