@@ -148,8 +148,12 @@ class Stage:
 
 
 def _total(ops: Sequence[Operator], attr: str) -> Number:
-    return exact(sum((getattr(o, attr) for o in ops), Fraction(0))) if not any(
-        isinstance(getattr(o, attr), float) for o in ops) else float(sum(getattr(o, attr) for o in ops))
+    """Sum of one figure over ``ops``: exact (int or Fraction) unless a term is an expectation
+    (a float, e.g. the expected routed experts), which makes the sum a float."""
+    values = [getattr(o, attr) for o in ops]
+    if any(isinstance(v, float) for v in values):
+        return float(sum(values))
+    return exact(sum(values, Fraction(0)))
 
 
 @dataclass(frozen=True)
