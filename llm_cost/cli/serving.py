@@ -160,11 +160,11 @@ def roofline(
         raise InputError(f"--batch x --context: {points:,} points is more than the {MAX_GRID_POINTS:,} a sweep takes")
     if prefill:
         result: Any = [prefill_step(spec, g, s, b, logits=logits or Logits.LAST, **common)
-                       for b in batches for s in (seq or [8192])]
+                       for b in batches for s in lengths]
         render = view.render_prefill
     else:
         result = [decode_step(spec, g, b, c, weight_bytes=weight_bytes or WeightBytes.READ, **common)
-                  for b in batches for c in (context or [0])]
+                  for b in batches for c in lengths]
         render = view.render_decode
     if plot is not None:
         from llm_cost.report import plots
