@@ -275,7 +275,8 @@ def _gemm_ops(spec: ModelSpec, s: Structure, layout: Layout, stage: int, tokens:
         if t.shard == ShardRule.EXPERT and moe is not None:
             hit = 1.0 if resident else expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, routed_tokens)
             weight = float(weight) * hit
-            m = rows * moe.num_experts_per_tok / (moe.num_experts * expert_hit_fraction(
+            # rows per expert that runs: every token routed to this GPU's experts (all DP replicas' under EP)
+            m = routed_tokens * moe.num_experts_per_tok / (moe.num_experts * expert_hit_fraction(
                 moe.num_experts, moe.num_experts_per_tok, routed_tokens))
         activations = Fraction(rows * (n + k) * n_layers * ACTIVATION_BITS, 8)
         ops.append(Operator(t.name.removeprefix("layers.*."), OpKind.GEMM, t.group, n_layers, exact(flops),
@@ -296,7 +297,7 @@ def _attention_dims(spec: ModelSpec, mla_form: str | None) -> tuple[int, int]:
 
 def _attention_ops(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence[SeqGroup], causal: bool,
                    mla_form: str | None, kv_bits: int) -> list[Operator]:
-    """One attention operator per softmax layer kind (full, sliding) on this stage."""
+    """One attention operator per softmax layer kind (full, sliding, chunked) on this stage."""
     att = spec.attention
     first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
     n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
