@@ -23,13 +23,15 @@ def render(con, r: FitReport, display_name: str, gpu_name: str) -> None:
     rows = [[f"{d.layout.gpus}", f"TP {d.layout.tp} x PP {d.layout.pp}" + (f", EP {d.layout.ep}" if d.layout.ep > 1
                                                                              else ""),
              fmt_si(d.per_gpu.max_weight_bytes), fmt_iec(d.kv_bytes_per_gpu), fmt_si(d.headroom_bytes),
-             fmt_seconds(d.step.bound_s), fmt_seconds(d.step.estimate_s), d.step.bound] for d in r.smallest_layouts]
+             fmt_seconds(d.step.bound_s), fmt_seconds(d.step.estimate_s),
+             fmt_seconds(d.step.predicted_s) if d.step.predicted_s is not None else "-", d.step.bound]
+            for d in r.smallest_layouts]
     print_table(con, f"smallest layouts: {first.layout.gpus} x {gpu_name} at the least (batch {first.batch}, "
                      f"context {first.context:,})",
                 [("GPUs", "right"), ("layout", "left"), ("weights / GPU", "right"), ("KV / GPU", "right"),
                  ("headroom / GPU", "right"), ("decode bound", "right"), (f"estimate (MFU {first.step.mfu:.0%}, "
                                                                           f"MBU {first.step.mbu:.0%})", "right"),
-                 ("bound by", "left")], rows,
+                 (f"prediction ({first.step.profile or 'no profile'})", "right"), ("bound by", "left")], rows,
                 caption="fullest GPU shown; TP within one node; decode step per GPU summed over the stages, "
                         "communication included")
 
@@ -62,6 +64,8 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
         (f"decode estimate at MFU {s.mfu:.0%}, MBU {s.mbu:.0%}", f"{fmt_seconds(s.estimate_s)}, "
                                                                f"{s.estimate_tokens_per_s:,.0f} tokens/s"),
     ]
+    if s.predicted_s is not None:
+        facts.append((f"decode prediction (profile {s.profile})", fmt_seconds(s.predicted_s)))
     print_facts(con, facts)
     print_conventions(con, d.conventions + s.conventions)
 
