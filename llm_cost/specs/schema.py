@@ -286,6 +286,14 @@ class Vision(_Strict):
         return self
 
 
+def _check_tower(hidden_size: int, heads: int, image_size: int, patch_size: int) -> None:
+    """ValueError unless a ViT's heads divide its width and its patches tile its square input."""
+    if hidden_size % heads:
+        raise ValueError(f"hidden_size ({hidden_size}) must be a multiple of num_attention_heads ({heads})")
+    if image_size % patch_size:
+        raise ValueError(f"image_size ({image_size}) must be a multiple of patch_size ({patch_size})")
+
+
 class SiglipVision(_Strict):
     """SigLIP vision tower and the Gemma 3 multimodal projector (transformers
     models/siglip/modeling_siglip.py SiglipVisionModel, models/gemma3/modeling_gemma3.py
@@ -308,11 +316,7 @@ class SiglipVision(_Strict):
 
     @model_validator(mode="after")
     def _shape(self) -> "SiglipVision":
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads "
-                             f"({self.num_attention_heads})")
-        if self.image_size % self.patch_size:
-            raise ValueError(f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})")
+        _check_tower(self.hidden_size, self.num_attention_heads, self.image_size, self.patch_size)
         return self
 
 
@@ -342,11 +346,7 @@ class Llama4Vision(_Strict):
 
     @model_validator(mode="after")
     def _shape(self) -> "Llama4Vision":
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads "
-                             f"({self.num_attention_heads})")
-        if self.image_size % self.patch_size:
-            raise ValueError(f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})")
+        _check_tower(self.hidden_size, self.num_attention_heads, self.image_size, self.patch_size)
         return self
 
 

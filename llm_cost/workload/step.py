@@ -299,9 +299,6 @@ def _attention_ops(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence
                    mla_form: str | None, kv_bits: int) -> list[Operator]:
     """One attention operator per softmax layer kind (full, sliding, chunked) on this stage."""
     att = spec.attention
-    first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
-    n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
-    mine = range(first, first + n)
     heads = att.num_attention_heads // layout.tp
     mla = isinstance(att, MLAAttention)
     kv_heads = 1 if mla else kv_heads_per_gpu(spec, layout.tp)
@@ -315,7 +312,7 @@ def _attention_ops(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence
     for kind, cap, label in (("full_attention", None, "attention"), ("sliding_attention", window,
                                                                       "sliding attention"),
                              ("chunked_attention", chunk, "chunked attention")):
-        layers = sum(1 for j in mine if spec.layer_type(j) == kind)
+        layers = _layers_in_stage(spec, layout, stage, kind)
         if not layers:
             continue
         if kind == "chunked_attention":
@@ -336,51 +333,47 @@ def _attention_ops(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence
     return ops
 
 
-def _recurrence_op(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence[SeqGroup],
-                   kv_bits: int) -> list[Operator]:
-    """The Gated DeltaNet state update and read-out of this stage's linear-attention layers."""
+def _layers_in_stage(spec: ModelSpec, layout: Layout, stage: int, kind: str) -> int:
+    """How many layers of attention kind ``kind`` pipeline stage ``stage`` holds."""
+    first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
+    n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
+    return sum(1 for j in range(first, first + n) if spec.layer_type(j) == kind)
+
+
+def _state_op(name: str, layers: int, per_token: int, state_elements: int, heads: int, layout: Layout,
+              groups: Sequence[SeqGroup], kv_bits: int) -> list[Operator]:
+    """A recurrent mixer's update and read-out: ``per_token`` FLOPs per token and layer, one read of
+    each sequence's fixed state (``state_elements`` per layer), both split with the heads over TP."""
+    if not layers:
+        return []
+    seqs = sum(g.count for g in groups)
+    tokens = sum(g.tokens for g in groups)
+    return [Operator(name, OpKind.RECURRENCE, "", layers, exact(Fraction(per_token * tokens * layers, layout.tp)),
+                     kv_read_bytes=exact(Fraction(seqs * state_elements * layers * kv_bits, 8 * layout.tp)),
+                     batch=seqs, heads=heads // layout.tp)]
+
+
+def _recurrence_ops(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence[SeqGroup],
+                    kv_bits: int) -> list[Operator]:
+    """The recurrent layers of this stage. Gated DeltaNet: about 6 n_v d_k d_v + 2 conv_dim x kernel
+    FLOPs per token. Mamba-2: about 6 H P N (decay, rank-1 update, C read-out over the H x P x N
+    state) + 2 conv_dim x kernel, in the recurrent form. Each reads its state and conv state."""
+    ops: list[Operator] = []
     la = spec.linear_attention
-    if la is None:
-        return []
-    first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
-    n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
-    layers = sum(1 for j in range(first, first + n) if spec.layer_type(j) == "linear_attention")
-    if not layers:
-        return []
-    conv_dim = 2 * la.linear_num_key_heads * la.linear_key_head_dim + \
-        la.linear_num_value_heads * la.linear_value_head_dim
-    per_token = 6 * la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim \
-        + 2 * conv_dim * la.linear_conv_kernel_dim
-    state, conv = linear_state_elements(spec)
-    seqs = sum(g.count for g in groups)
-    tokens = sum(g.tokens for g in groups)
-    return [Operator("linear-attention recurrence", OpKind.RECURRENCE, "", layers,
-                     exact(Fraction(per_token * tokens * layers, layout.tp)),
-                     kv_read_bytes=exact(Fraction(seqs * (state + conv) * layers * kv_bits, 8 * layout.tp)),
-                     batch=seqs, heads=la.linear_num_value_heads // layout.tp)]
-
-
-def _mamba_op(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence[SeqGroup],
-              kv_bits: int) -> list[Operator]:
-    """The Mamba-2 state update and read-out of this stage's mamba2 layers: about 6 H P N FLOPs per
-    token (decay, rank-1 update, C read-out over the H x P x N state) plus the conv's
-    2 x conv_dim x kernel, in the recurrent form; reads each sequence's SSM and conv state."""
+    if la is not None:
+        conv_dim = 2 * la.linear_num_key_heads * la.linear_key_head_dim + \
+            la.linear_num_value_heads * la.linear_value_head_dim
+        per_token = 6 * la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim \
+            + 2 * conv_dim * la.linear_conv_kernel_dim
+        ops += _state_op("linear-attention recurrence", _layers_in_stage(spec, layout, stage, "linear_attention"),
+                         per_token, sum(linear_state_elements(spec)), la.linear_num_value_heads, layout, groups,
+                         kv_bits)
     m = spec.mamba
-    if m is None:
-        return []
-    first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
-    n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
-    layers = sum(1 for j in range(first, first + n) if spec.layer_type(j) == "mamba2")
-    if not layers:
-        return []
-    per_token = 6 * m.num_heads * m.head_dim * m.state_size + 2 * m.conv_dim * m.conv_kernel
-    state, conv = mamba_state_elements(spec)
-    seqs = sum(g.count for g in groups)
-    tokens = sum(g.tokens for g in groups)
-    return [Operator("Mamba-2 state update", OpKind.RECURRENCE, "", layers,
-                     exact(Fraction(per_token * tokens * layers, layout.tp)),
-                     kv_read_bytes=exact(Fraction(seqs * (state + conv) * layers * kv_bits, 8 * layout.tp)),
-                     batch=seqs, heads=m.num_heads // layout.tp)]
+    if m is not None:
+        per_token = 6 * m.num_heads * m.head_dim * m.state_size + 2 * m.conv_dim * m.conv_kernel
+        ops += _state_op("Mamba-2 state update", _layers_in_stage(spec, layout, stage, "mamba2"), per_token,
+                         sum(mamba_state_elements(spec)), m.num_heads, layout, groups, kv_bits)
+    return ops
 
 
 def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Fraction) -> list[Operator]:
@@ -494,8 +487,7 @@ def build_step(spec: ModelSpec, groups: Sequence[SeqGroup], *, layout: Layout = 
         ops = (_embedding_op(spec, s, layout, i, tokens, bits, resident)
                + _gemm_ops(spec, s, layout, i, tokens, logit_rows, routed_tokens, bits, resident)
                + _attention_ops(spec, layout, i, groups, attention == "causal", mla_form, kv_bits)
-               + _recurrence_op(spec, layout, i, groups, kv_bits)
-               + _mamba_op(spec, layout, i, groups, kv_bits)
+               + _recurrence_ops(spec, layout, i, groups, kv_bits)
                + _vector_op(spec, s, layout, i, bits)
                + _collective_ops(spec, layout, i, tokens, dispatch_bits, combine_bits))
         stages.append(Stage(i, n, tuple(ops)))
