@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Optional
 
@@ -162,6 +163,9 @@ def _run(argv: list[str]) -> None:
         if cause is not None:  # an option's parser refused the value: its message names the flag
             raise cause from None
         message = exc.format_message().replace("Value error, ", "")
+        named = re.match(r"Invalid value for '[^']+': (--[\w-]+: .*)", message, re.S)
+        if named:  # the parser's own message already names the flag
+            raise InputError(named.group(1)) from None
         raise InputError(f"{message} (see '{prog} -h')") from None
     if isinstance(code, int) and code:
         raise SystemExit(code)

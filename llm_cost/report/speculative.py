@@ -30,7 +30,7 @@ def render(con, r: SpecResult) -> None:
         rows = [[fmt_int(x.batch), fmt_seconds(x.baseline_step_s), fmt_seconds(x.verify_step_s),
                  fmt_seconds(x.draft_s), f"{x.baseline_tokens_per_s:,.0f}", f"{x.speculative_tokens_per_s:,.0f}",
                  f"{x.speedup:.2f}x", x.verify_bound] for x in r.rows]
-        print_table(con, f"step model: {r.model} on {r.gpu}",
+        print_table(con, f"step model: {r.model} on {r.gpu}, estimates at MFU {r.mfu:.0%} and MBU {r.mbu:.0%}",
                     [("batch", "right"), ("baseline step", "right"), ("verify step", "right"), ("draft", "right"),
                      ("baseline tok/s", "right"), ("speculative tok/s", "right"), ("speedup", "right"),
                      ("verify bound by", "left")], rows)
