@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Union
 
+from llm_cost.analyses.capacity import DEPLOYMENT, DOCUMENTS, MemoryPolicy
 from llm_cost.analyses.context import ContextResult, context_analysis
 from llm_cost.analyses.deployment import FitReport, deployment, smallest_layouts
 from llm_cost.analyses.memory import fit as fit_one_gpu
@@ -145,16 +146,18 @@ def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int
 
 
 def fit(model: ModelLike, gpu: GpuLike = "h100", context: int = 8192, batch: int = 1,
-        weights_dtype: str | None = None, kv_dtype: str = "bf16", reserve_bytes: int = 0, max_gpus: int = 64,
-        layout: Layout | None = None) -> FitReport:
-    """What fits on one GPU and the smallest layouts, or one layout (``llm-cost fit``)."""
+        weights_dtype: str | None = None, kv_dtype: str = "bf16", policy: MemoryPolicy = DEPLOYMENT,
+        max_gpus: int = 64, layout: Layout | None = None) -> FitReport:
+    """What fits on one GPU and the smallest layouts, or one layout (``llm-cost fit``); memory
+    counted under ``policy`` (default: a serving engine's accounting, see
+    :mod:`llm_cost.analyses.capacity`; ``DOCUMENTS`` for the source documents')."""
     s, g = load_model(model), load_gpu(gpu)
     context, batch = _count(context, "context"), _count(batch, "batch")
     bits, kv_bits = _bits(s, weights_dtype, None), Dtype(kv_dtype).bits
     if layout is not None:
-        return FitReport(None, [], max_gpus, deployment(s, g, layout, batch, context, bits, kv_bits, reserve_bytes))
-    return FitReport(fit_one_gpu(s, g, context, batch, bits, kv_bits, reserve_bytes),
-                     smallest_layouts(s, g, batch, context, bits, kv_bits, reserve_bytes, max_gpus), max_gpus, None)
+        return FitReport(None, [], max_gpus, deployment(s, g, layout, batch, context, bits, kv_bits, policy))
+    return FitReport(fit_one_gpu(s, g, context, batch, bits, kv_bits, policy),
+                     smallest_layouts(s, g, batch, context, bits, kv_bits, policy, max_gpus), max_gpus, None)
 
 
 def moe(model: ModelLike, batches: list[int] = (1, 32, 128), weights_dtype: str | None = None, ep: int = 1,

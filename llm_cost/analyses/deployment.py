@@ -1,6 +1,8 @@
 """A model on a multi-GPU layout: memory per GPU and the layout's decode step; the smallest
 layouts that fit (Megatron-LM / vLLM sharding, see :mod:`llm_cost.model.layout`).
 
+Memory is counted as :mod:`llm_cost.analyses.capacity` says (by default a serving engine's
+accounting: physical capacity x 0.9 less weights, workspace and a runtime reserve, paged KV).
 The decode step is :func:`llm_cost.analyses.roofline.decode_step` with the layout: the same
 operators, per GPU, with the collectives (TP all-reduce, EP all-to-all, PP send) as operators.
 """
@@ -11,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from llm_cost.analyses.capacity import DEPLOYMENT, KvRoom, MemoryPolicy, kv_room, policy_note
 from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.analyses.memory import Fit
@@ -25,7 +28,8 @@ __all__ = ["Deployment", "deployment", "smallest_layouts", "FitReport"]
 
 @dataclass(frozen=True)
 class Deployment(Result):
-    """A model on ``layout`` x ``gpu``: memory per GPU by stage and the layout's decode step."""
+    """A model on ``layout`` x ``gpu``: memory per GPU by stage, the KV room and the largest
+    concurrency at ``context``, and the layout's decode step."""
 
     model: str
     gpu: str
@@ -35,20 +39,20 @@ class Deployment(Result):
     batch: int
     context: int
     sequences_per_replica: int
-    memory_bytes: int
-    reserve_bytes: int
     per_gpu: PerGPU
     stage_used_bytes: list[int | Fraction]  # weights + KV on one GPU of each stage
     kv_bytes_per_gpu: int | Fraction  # the fullest stage: its sequences' KV (windows honoured) and fixed state
-    used_bytes: int | Fraction  # weights + KV on the fullest GPU
-    headroom_bytes: int | Fraction
+    used_bytes: int | Fraction  # weights + KV + workspace + reserve on the fullest GPU
+    headroom_bytes: int | Fraction  # usable memory less what is used (negative: does not fit)
     fits: bool
+    room: KvRoom  # the fullest GPU's KV budget and the concurrency it holds at ``context``
+    max_concurrency: int  # sequences of ``context`` tokens the layout holds (all DP replicas)
     step: DecodeStep
     conventions: list[Note] = field(default_factory=list)
 
 
 def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 1, context: int = 8192,
-               weight_bits: int | float | Fraction = 16, kv_bits: int = 16, reserve_bytes: int = 0,
+               weight_bits: int | float | Fraction = 16, kv_bits: int = 16, policy: MemoryPolicy = DEPLOYMENT,
                dtype: str = "bf16", network_gb_s: float = DEFAULT_NETWORK_GB_S) -> Deployment:
     """Per-GPU memory of ``spec`` on ``layout`` and its decode step at ``batch`` x ``context``.
 
@@ -56,16 +60,24 @@ def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 
     bits = Fraction(weight_bits).limit_denominator(1000)
     p = per_gpu(spec, layout, bits, kv_bits)
     seqs = math.ceil(batch / layout.dp)
-    kv = [seqs * k for k in stage_kv_bytes(spec, layout, context, kv_bits)]
+    room = kv_room(spec, gpu, [context], layout=layout, policy=policy, weight_bits=bits, kv_bits=kv_bits)
+    kv = [seqs * k for k in _paged_stage_kv(spec, layout, context, kv_bits, policy)]
     used = [w + k for w, k in zip(p.weight_bytes, kv)]
+    overhead = room.workspace_bytes + room.reserve_bytes
     step = decode_step(spec, gpu, batch, context, dtype, bits, kv_bits, layout=layout, network_gb_s=network_gb_s)
-    headroom = gpu.memory_bytes - reserve_bytes - max(used)
-    conventions = [note("layout.sharding"),
-                   note("layout.memory", bits=float(bits), kv_bits=kv_bits, memory_gb=gpu.memory_gb,
-                        reserve_bytes=reserve_bytes, sequences=seqs)]
-    return Deployment(spec.name, gpu.name, layout, float(bits), kv_bits, batch, context, seqs, gpu.memory_bytes,
-                      reserve_bytes, p, used, max(kv), max(used),
-                      headroom, headroom >= 0, step, conventions)
+    headroom = room.usable_bytes - overhead - max(used)
+    conventions = [note("layout.sharding"), policy_note(gpu, policy),
+                   note("layout.memory", bits=float(bits), kv_bits=kv_bits, sequences=seqs)]
+    return Deployment(spec.name, gpu.name, layout, float(bits), kv_bits, batch, context, seqs, p, used, max(kv),
+                      max(used) + overhead, headroom, headroom >= 0, room, room.max_concurrency * layout.dp, step,
+                      conventions)
+
+
+def _paged_stage_kv(spec: ModelSpec, layout: Layout, context: int, kv_bits: int,
+                    policy: MemoryPolicy) -> list[int | Fraction]:
+    """KV bytes of one sequence of ``context`` tokens on each stage's GPU, in whole blocks."""
+    block = policy.block_tokens
+    return stage_kv_bytes(spec, layout, -(-context // block) * block, kv_bits)
 
 
 def _divisors(n: int) -> list[int]:
@@ -73,18 +85,20 @@ def _divisors(n: int) -> list[int]:
 
 
 def _fewest_gpus(spec: ModelSpec, gpu: HardwareSpec, batch: int, context: int, weight_bits: float | Fraction,
-                 kv_bits: int, reserve_bytes: int) -> float:
+                 kv_bits: int, policy: MemoryPolicy) -> float:
     """A lower bound on the GPUs of any layout that fits: every weight and KV byte is stored at
     least once, so the fullest of n GPUs holds at least 1/n of what one GPU holding the whole model
     would (floored, so float rounding cannot push it past the true count); inf if a GPU has no room."""
-    p = per_gpu(spec, Layout(1, 1, 1, 1), weight_bits, kv_bits)
-    whole = p.weight_bytes[0] + batch * stage_kv_bytes(spec, Layout(), context, kv_bits)[0]
-    room = gpu.memory_bytes - reserve_bytes
-    return max(1, math.floor(whole / room)) if room > 0 else math.inf
+    one = Layout(1, 1, 1, 1)
+    p = per_gpu(spec, one, weight_bits, kv_bits)
+    whole = p.weight_bytes[0] + batch * _paged_stage_kv(spec, one, context, kv_bits, policy)[0]
+    room = kv_room(spec, gpu, [context], policy=policy, weight_bits=weight_bits, kv_bits=kv_bits)
+    space = room.usable_bytes - room.reserve_bytes
+    return max(1, math.floor(whole / space)) if space > 0 else math.inf
 
 
 def smallest_layouts(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int = 8192,
-                     weight_bits: int | float | Fraction = 16, kv_bits: int = 16, reserve_bytes: int = 0,
+                     weight_bits: int | float | Fraction = 16, kv_bits: int = 16, policy: MemoryPolicy = DEPLOYMENT,
                      max_gpus: int = 64, dtype: str = "bf16", limit: int = 8, sizes: int = 3) -> list[Deployment]:
     """Feasible inference layouts (DP = 1) of the ``sizes`` smallest GPU counts that work, fewest
     GPUs first, then fastest decode bound; at most ``limit``.
@@ -98,7 +112,7 @@ def smallest_layouts(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context
     fitting: list[Layout] = []
     counts: list[int] = []
     tps = [t for t in _divisors(n_q) if t <= max(1, gpu.interconnect.gpus_per_node)]
-    fewest = _fewest_gpus(spec, gpu, batch, context, weight_bits, kv_bits, reserve_bytes)
+    fewest = _fewest_gpus(spec, gpu, batch, context, weight_bits, kv_bits, policy)
     largest = min(max_gpus, max(tps) * spec.num_hidden_layers)
     for total in range(fewest, largest + 1) if fewest <= largest else ():
         if len(counts) == sizes:
@@ -109,16 +123,15 @@ def smallest_layouts(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context
             for ep in ([1] if spec.moe is None else sorted({1, tp})):
                 layout = Layout(tp, total // tp, ep, 1)
                 try:
-                    p = per_gpu(spec, layout, bits, kv_bits)
+                    room = kv_room(spec, gpu, [context], layout=layout, policy=policy, weight_bits=bits,
+                                   kv_bits=kv_bits)
                 except InputError:
                     continue
-                used = max(w + batch * k for w, k in zip(p.weight_bytes, stage_kv_bytes(spec, layout, context,
-                                                                                         kv_bits)))
-                if used <= gpu.memory_bytes - reserve_bytes:
+                if room.max_concurrency >= batch:
                     fitting.append(layout)
                     if not counts or counts[-1] != total:
                         counts.append(total)
-    deps = [deployment(spec, gpu, layout, batch, context, bits, kv_bits, reserve_bytes, dtype) for layout in fitting]
+    deps = [deployment(spec, gpu, layout, batch, context, bits, kv_bits, policy, dtype) for layout in fitting]
     deps.sort(key=lambda d: (d.layout.gpus, d.step.bound_s))
     return deps[:limit]
 

@@ -1,11 +1,13 @@
 """What fits in a GPU's memory: weights, KV cache, batch and context limits (seed 003 §02, §04),
 and training activation memory per layer (Korthikanti et al. 2022, seed 003 §02).
 
-Capacity is the datasheet's ``memory_gb`` x 10^9 bytes less an optional reserve (runtime,
-activations, fragmentation: ``--reserve-gb``). What is left after the resident weights holds
-the KV cache: B sequences of s tokens need B x kv(s) bytes (kv(s) grows linearly for full
-attention, stops at the window for sliding layers, and includes any fixed linear-attention
-state).
+The memory is counted as :mod:`llm_cost.analyses.capacity` says: by default as a serving engine
+sees it (physical capacity x 0.9, less the weights, an activation workspace and a runtime reserve,
+the KV cache in 16-token blocks); with :data:`~llm_cost.analyses.capacity.DOCUMENTS` as the
+source documents count it (the datasheet's GB as 10^9 B, all of it). What is left after the
+resident weights holds the KV cache: B sequences of s tokens need B x kv(s) bytes (kv(s) grows
+linearly for full attention, stops at the window for sliding layers, and includes any fixed
+linear-attention state).
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, kv_room, policy_note
 from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
-from llm_cost.model.structure import build
-from llm_cost.core.units import exact_bits, to_bytes
+from llm_cost.core.units import exact_bits
 
 __all__ = ["Fit", "fit", "max_context", "Activations", "activation_memory"]
 
@@ -28,39 +30,50 @@ class Concurrency:
     """How many sequences of ``context`` tokens fit beside the weights."""
 
     context: int
-    kv_bytes_per_sequence: int | float
+    kv_bytes_per_sequence: int | Fraction
     max_batch: int
 
 
 @dataclass(frozen=True)
 class Fit(Result):
-    """Weights against memory, and the KV room left."""
+    """Weights against memory, and the KV room left, on one GPU."""
 
     model: str
     gpu: str
     weight_bits: float
     kv_bits: int
-    memory_bytes: int
+    convention: str  # "physical" or "datasheet"
+    capacity_bytes: int
+    utilization: float
+    usable_bytes: int  # capacity x utilisation
+    workspace_bytes: int
     reserve_bytes: int
-    weight_bytes: int | float
+    weight_bytes: int | Fraction
     fits: bool
-    shortfall_bytes: int | float  # > 0 when the weights alone do not fit
-    kv_budget_bytes: int | float  # memory - reserve - weights (>= 0)
+    shortfall_bytes: int | Fraction  # > 0 when the weights, workspace and reserve leave no room
+    kv_budget_bytes: int | Fraction  # usable - weights - workspace - reserve (>= 0)
     kv_bytes_per_token: int | float
+    block_tokens: int
     token_budget: int | None  # B x s the KV budget holds (full-attention models)
     context: int
     batch: int
-    max_batch_at_context: int
+    max_batch_at_context: int  # the maximum concurrency at ``context``
     max_context_at_batch: int | None  # None: unbounded (sliding window / linear state only)
     concurrency: list[Concurrency]
     conventions: list[Note] = field(default_factory=list)
 
 
-def max_context(spec: ModelSpec, budget: float, batch: int, kv_bits: int, ceiling: int = 10**12) -> int | None:
-    """Largest context s with batch x kv(s) <= budget (0 if even s = 1 does not fit); None when
-    kv stops growing (sliding window, linear state) and the plateau fits."""
-    def need(s: int) -> float:
-        return float(kv_bytes(spec, s, kv_bits, batch))
+def _paged(tokens: int, block: int) -> int:
+    return -(-tokens // block) * block
+
+
+def max_context(spec: ModelSpec, budget: int | Fraction, batch: int, kv_bits: int, ceiling: int = 10**12,
+                block_tokens: int = 1) -> int | None:
+    """Largest context s with batch x kv(s) <= budget (0 if even s = 1 does not fit), each
+    sequence in whole blocks of ``block_tokens``; None when kv stops growing (sliding window,
+    linear state) and the plateau fits."""
+    def need(s: int) -> int:
+        return kv_bytes(spec, _paged(s, block_tokens), kv_bits, batch)
 
     if need(1) > budget:
         return 0
@@ -77,30 +90,33 @@ def max_context(spec: ModelSpec, budget: float, batch: int, kv_bits: int, ceilin
 
 
 def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
-        weight_bits: float | Fraction = 16, kv_bits: int = 16, reserve_bytes: int = 0,
+        weight_bits: float | Fraction = 16, kv_bits: int = 16, policy: MemoryPolicy = DEPLOYMENT,
         concurrency_contexts: tuple[int, ...] = (8192, 131072)) -> Fit:
-    """Weights vs memory and the KV room left on one GPU. Pure; never raises for valid input."""
+    """Weights vs memory and the KV room left on one GPU under ``policy``. Pure; never raises
+    for valid input."""
     bits = exact_bits(weight_bits)
-    weights = to_bytes(build(spec).total_params, bits)
-    memory = gpu.memory_bytes
-    room = memory - reserve_bytes - weights
-    fits = room > 0
-    budget = room if fits else 0
+    room = kv_room(spec, gpu, [context], policy=policy, weight_bits=bits, kv_bits=kv_bits)
+    fits = room.kv_budget_bytes > 0
+    budget = room.kv_budget_bytes if fits else 0
+    block = policy.block_tokens
     per_token = kv_bytes_per_token(spec, kv_bits)
     full_only = all(spec.layer_type(i) == "full_attention" for i in range(spec.num_hidden_layers))
     token_budget = int(budget // per_token) if (full_only and per_token) else None
-    at_context = kv_bytes(spec, context, kv_bits)
-    conc = [Concurrency(c, kv_bytes(spec, c, kv_bits), int(budget // kv_bytes(spec, c, kv_bits)))
-            for c in concurrency_contexts]
+    at_context = kv_bytes(spec, _paged(context, block), kv_bits)
+    conc = []
+    for c in concurrency_contexts:
+        per_seq = kv_bytes(spec, _paged(c, block), kv_bits)
+        conc.append(Concurrency(c, per_seq, int(budget // per_seq)))
     conventions = [
-        note("fit.memory", memory_gb=gpu.memory_gb, memory_bytes=memory, reserve_bytes=reserve_bytes),
+        policy_note(gpu, policy),
         note("fit.dtypes", bits=float(bits), kv_bits=kv_bits),
-        note("fit.whole_sequences"),
+        note("fit.whole_sequences", block_tokens=block),
     ] + spec.context_note([context, *(concurrency_contexts if fits else ())])
-    return Fit(spec.name, gpu.name, float(bits), kv_bits, memory, reserve_bytes, weights, fits,
-               -room if not fits else 0, budget, per_token, token_budget, context, batch,
+    return Fit(spec.name, gpu.name, float(bits), kv_bits, room.convention.value, room.capacity_bytes,
+               room.utilization, room.usable_bytes, room.workspace_bytes, room.reserve_bytes, room.weight_bytes,
+               fits, -room.kv_budget_bytes if not fits else 0, budget, per_token, block, token_budget, context, batch,
                int(budget // at_context) if at_context else 0,
-               max_context(spec, budget, batch, kv_bits), conc, conventions)
+               max_context(spec, budget, batch, kv_bits, block_tokens=block), conc, conventions)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
+from llm_cost.analyses.capacity import DOCUMENTS
 from llm_cost.analyses.context import context_analysis
 from llm_cost.workload.flops import forward_flops, weight_flops_params
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache
@@ -325,14 +326,14 @@ def _a1():
 
 @_row("K10")
 def _k10():
-    f = fit(_spec("llama3-8b"), load_gpu("h100"))
+    f = fit(_spec("llama3-8b"), load_gpu("h100"), policy=DOCUMENTS)
     by_context = {c.context: c.max_batch for c in f.concurrency}
     return {"requests_8k": by_context[8192], "requests_128k": by_context[131072]}
 
 
 @_row("K10b")
 def _k10b():
-    f = fit(_spec("llama3-8b"), load_gpu("h100"))
+    f = fit(_spec("llama3-8b"), load_gpu("h100"), policy=DOCUMENTS)
     return {"tokens_in_64_gib": 64 * GiB // f.kv_bytes_per_token, "tokens_on_h100": f.token_budget}
 
 

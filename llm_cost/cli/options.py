@@ -15,7 +15,8 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import AttentionMask, Dtype, Logits, MLAForm, StorageDtype, WeightBytes, WeightFlops
+from llm_cost.core.types import (AttentionMask, Dtype, Logits, MemoryConvention, MLAForm, StorageDtype, WeightBytes,
+                                 WeightFlops)
 from llm_cost.core.units import (parse_context, parse_count, parse_decimal, parse_fraction, parse_grid,
                                  parse_integer, parse_positive_float)
 
@@ -154,8 +155,18 @@ MlaOpt = Annotated[MLAForm, typer.Option("--mla", case_sensitive=False,
 WeightFlopsOpt = Annotated[WeightFlops, typer.Option("--weight-flops", case_sensitive=False,
                                                      help="Weight FLOPs per token: gemm (2 N_gemm), non_embedding "
                                                           "(2 (N - embedding), as the documents) or total (2 N).")]
-ReserveGb = Annotated[int, option("--reserve-gb", parse=gigabytes("--reserve-gb"), metavar="GB",
-                                  help="Memory kept free for runtime and activations, GB (10^9 B).")]
+ReserveGb = Annotated[Optional[int], option("--reserve-gb", parse=gigabytes("--reserve-gb"), metavar="GB",
+                                            help="Runtime reserve per GPU (CUDA context, NCCL, CUDA graphs), GB "
+                                                 "(10^9 B); default 1 GiB (0 under --memory datasheet).")]
+MemoryOpt = Annotated[MemoryConvention, typer.Option("--memory", case_sensitive=False,
+                                                     help="physical: the GPU's capacity in GiB as a deployment "
+                                                          "gets it (an '80 GB' H100 holds 80 GiB), less what the "
+                                                          "engine keeps; datasheet: the source documents' "
+                                                          "convention, the datasheet's GB as 10^9 B, all of it.")]
+GpuMemoryUtilization = Annotated[Optional[float], option("--gpu-memory-utilization", parse=fraction(
+    "--gpu-memory-utilization"), metavar="FRACTION", help="Share of each GPU's memory the engine may use (vLLM's "
+                                                          "gpu_memory_utilization); default 0.9 (1 under --memory "
+                                                          "datasheet).")]
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Calibration profile of the prediction: a "
                                                                    "shipped name (one per GPU) or a profile YAML "
                                                                    "file (default: the GPU's shipped profile).")]
@@ -163,3 +174,17 @@ GroupSize = Annotated[Optional[int], option("--group-size", parse=integer("--gro
                                            help="Weights per quantisation group of --weights-dtype int4/int8, each "
                                                 "group with a bf16 scale and zero (default: 128 for int4, per "
                                                 "channel for int8).")]
+
+
+def memory_policy(convention: MemoryConvention, utilization: Optional[float], reserve_bytes: Optional[int]):
+    """The memory accounting of --memory, --gpu-memory-utilization and --reserve-gb: an engine's
+    (vLLM's defaults) or, under --memory datasheet, the source documents' unless a flag says otherwise."""
+    from fractions import Fraction
+
+    from llm_cost.analyses.capacity import DEPLOYMENT, DOCUMENTS
+
+    base = DOCUMENTS if convention == MemoryConvention.DATASHEET else DEPLOYMENT
+    from dataclasses import replace
+
+    return replace(base, utilization=Fraction(utilization).limit_denominator(10**6) if utilization is not None
+                   else base.utilization, reserve_bytes=base.reserve_bytes if reserve_bytes is None else reserve_bytes)

@@ -9,13 +9,12 @@ import typer
 
 from llm_cost.cli.app import app, emit, emit_csv, parse_layout, weight_bits
 from llm_cost.cli.options import (
-    GPU_HELP, MODEL_HELP, AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, Csv, Dp, Ep, Gpu, GroupSize, Json,
-    KvDtype, LogitsOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu, Plot, Pp, ProfileOpt, ReserveGb, SeqGrid, Tp,
-    WeightsDtype,
-    WeightBytesOpt, WeightFlopsOpt, fraction, gigabytes, integer, integer_grid, non_negative, option, token_grid,
-    tokens)
+    GPU_HELP, MODEL_HELP, AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, Csv, Dp, Ep, Gpu,
+    GpuMemoryUtilization, GroupSize, Json, KvDtype, LogitsOpt, MemoryOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu,
+    Plot, Pp, ProfileOpt, ReserveGb, SeqGrid, Tp, WeightsDtype, WeightBytesOpt, WeightFlopsOpt, fraction, gigabytes,
+    integer, integer_grid, memory_policy, non_negative, option, token_grid, tokens)
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import AttentionMask, Dtype, Logits, MLAForm, Recompute, StorageDtype, WeightBytes, WeightFlops
+from llm_cost.core.types import AttentionMask, Dtype, Logits, MemoryConvention, MLAForm, Recompute, StorageDtype, WeightBytes, WeightFlops
 
 
 class FlopsPhase(str, Enum):
@@ -195,11 +194,12 @@ def fit(
     weights_dtype: WeightsDtype = None,
     bits_per_weight: BitsPerWeight = None,
     kv_dtype: KvDtype = StorageDtype.BF16,
-    reserve_gb: ReserveGb = 0,
+    memory: MemoryOpt = MemoryConvention.PHYSICAL,
+    gpu_memory_utilization: GpuMemoryUtilization = None,
+    reserve_gb: ReserveGb = None,
     memory_gb: Annotated[Optional[int], option("--memory-gb", parse=gigabytes("--memory-gb"), metavar="GB",
-                                               help="Memory per GPU, GB (10^9 B); default: the datasheet's figure, "
-                                                    "read as 10^9 B (an '80 GB' HBM3 H100 physically holds 80 "
-                                                    "GiB).")] = None,
+                                               help="Memory per GPU, GB (10^9 B), instead of the GPU spec's "
+                                                    "capacity.")] = None,
     max_gpus: Annotated[int, option("--max-gpus", parse=integer("--max-gpus"), metavar="INTEGER",
                                     help="Largest layout to search for the smallest that fits.")] = 64,
     tp: Tp = None,
@@ -228,9 +228,8 @@ def fit(
     layout = parse_layout(tp, pp, ep, dp)
     spec, g = load_model(model), load_gpu(gpu)
     if memory_gb is not None:
-        g = g.model_copy(update={"memory_gb": memory_gb / 1e9})
-    if reserve_gb >= g.memory_bytes:
-        raise InputError(f"--reserve-gb: {reserve_gb / 1e9:g} GB leaves nothing of {g.name}'s {g.memory_gb:g} GB")
+        g = g.model_copy(update={"memory_gb": memory_gb / 1e9, "memory_gib": memory_gb / 2**30})
+    policy = memory_policy(memory, gpu_memory_utilization, reserve_gb)
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
     from llm_cost.perf.ridge import default_compute_dtype
 
@@ -243,10 +242,10 @@ def fit(
         bits = gguf_weight_bits(spec, Path(model))
     if layout is not None:
         result = FitReport(None, [], max_gpus, deployment(spec, g, layout, batch, context, bits, kv_dtype.bits,
-                                                          reserve_gb, compute.value))
+                                                          policy, compute.value))
     else:
-        result = FitReport(fit_(spec, g, context, batch, bits, kv_dtype.bits, reserve_gb),
-                           smallest_layouts(spec, g, batch, context, bits, kv_dtype.bits, reserve_gb, max_gpus,
+        result = FitReport(fit_(spec, g, context, batch, bits, kv_dtype.bits, policy),
+                           smallest_layouts(spec, g, batch, context, bits, kv_dtype.bits, policy, max_gpus,
                                             compute.value),
                            max_gpus, None)
     if plot is not None:

@@ -14,7 +14,8 @@ from fractions import Fraction
 from llm_cost.core.errors import InputError
 
 __all__ = ["Dtype", "DTYPE_BITS", "StorageDtype", "STORAGE_DTYPES", "dtype_of", "TensorKind", "Part", "LayerKind", "ShardRule", "Phase",
-           "OpKind", "Recompute", "Logits", "AttentionMask", "WeightBytes", "MLAForm", "WeightFlops",
+           "OpKind", "Recompute", "Logits", "AttentionMask", "WeightBytes", "MLAForm", "WeightFlops", "MemoryConvention",
+           "ServingMode",
            "stored_weight_bits", "GROUP_OVERHEAD_BITS", "DEFAULT_INT4_GROUP"]
 
 
@@ -185,6 +186,22 @@ class MLAForm(_Str):
 
     PLAIN = "plain"
     ABSORBED = "absorbed"
+
+
+class MemoryConvention(_Str):
+    """How a GPU's memory is counted: the physical capacity a deployment gets (an "80 GB" H100
+    holds 80 GiB), or the datasheet's figure read as 10^9 B (the source documents' convention)."""
+
+    PHYSICAL = "physical"
+    DATASHEET = "datasheet"
+
+
+class ServingMode(_Str):
+    """Aggregated serving (prefill chunks mixed into decode steps on the same GPUs) or
+    disaggregated (a prefill pool and a decode pool, the KV cache sent between them)."""
+
+    AGGREGATED = "aggregated"
+    DISAGGREGATED = "disaggregated"
 
 
 class WeightFlops(_Str):

@@ -53,9 +53,14 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
                                                                      if p.kv_replication > 1 else "")))
     s = d.step
     facts += [
-        ("memory per GPU", bytes_exact(d.memory_bytes)),
-        ("fullest GPU uses", bytes_exact(d.used_bytes)),
+        ("memory per GPU" + (" (physical)" if d.room.convention == "physical" else " (datasheet)"),
+         bytes_exact(d.room.capacity_bytes)),
+        (f"usable at {d.room.utilization:.0%}", bytes_exact(d.room.usable_bytes)),
+        ("fullest GPU uses", bytes_exact(d.used_bytes) + (" (weights, KV, workspace, reserve)"
+                                                           if d.room.workspace_bytes or d.room.reserve_bytes else "")),
         ("headroom" if d.fits else "[bold red]short by[/bold red]", bytes_exact(abs(d.headroom_bytes))),
+        (f"max concurrency at context {d.context:,}", f"[bold]{fmt_int(d.max_concurrency)}[/bold] sequences"
+         + (f" ({d.room.block_tokens}-token KV blocks)" if d.room.block_tokens > 1 else "")),
         ("decode: compute / memory at peak", f"{fmt_seconds(s.compute_time_s)} / {fmt_seconds(s.memory_time_s)}"),
         ("communication per step", f"{fmt_seconds(s.comm_time_s)} over {s.link} ({bytes_exact(s.comm_bytes)} sent "
                                    "per GPU)"),
@@ -74,10 +79,14 @@ def render_single(con, f: Fit, display_name: str, gpu_name: str) -> None:
     """Weights vs memory, then the KV room: token budget, largest batch/context, concurrency."""
     con.print(f"[bold]{display_name} on one {gpu_name}: weights at {f.weight_bits:g} bits, KV at {f.kv_bits} bits[/bold]")
     facts = [
-        ("memory", bytes_exact(f.memory_bytes)),
-        ("reserve", bytes_exact(f.reserve_bytes)),
+        ("memory" + (" (physical)" if f.convention == "physical" else " (datasheet)"), bytes_exact(f.capacity_bytes)),
+        (f"usable at {f.utilization:.0%}", bytes_exact(f.usable_bytes)),
         ("weights", bytes_exact(f.weight_bytes)),
     ]
+    if f.workspace_bytes:
+        facts.append(("activation workspace (estimate)", bytes_exact(f.workspace_bytes)))
+    if f.reserve_bytes:
+        facts.append(("runtime reserve", bytes_exact(f.reserve_bytes)))
     if not f.fits:
         facts.append(("[bold red]does not fit[/bold red]", f"short by {bytes_exact(f.shortfall_bytes)}; "
                       "use more GPUs or fewer bits per weight"))

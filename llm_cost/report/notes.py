@@ -24,6 +24,16 @@ def _does_not_fit(p: dict) -> str:
             f"{p['gpu']}'s {p['memory_gb']:g} GB; these times are hypothetical: {fix}, or see `llm-cost fit`")
 
 
+def _capacity_policy(p: dict) -> str:
+    if p["physical"]:
+        where = f"{p['memory_gib']:g} GiB = {p['capacity_bytes']:,} B (physical)"
+    else:
+        where = f"{p['memory_gb']:g} GB = {p['capacity_bytes']:,} B (datasheet, 10^9 B per GB)"
+    return (f"memory per GPU: {where} x {p['utilization']:.0%} (GPU memory utilisation, as vLLM) less the weights, "
+            + ("an activation workspace (an estimate for an 8,192-token step), " if p["workspace"] else "")
+            + f"a runtime reserve of {p['reserve_bytes']:,} B; the rest holds the KV cache")
+
+
 def _context_prefill(p: dict) -> str:
     if not p["gpu"]:
         return "prefill = time to first token of one s-token prompt, from the step's operators; no GPU given"
@@ -113,8 +123,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
                    "stages; the sequences split over {dp} replica(s); collectives over {link} at {link_gb_s:g} GB/s "
                    "per direction, no latency",
     "layout.sharding": "sharding as Megatron-LM/vLLM (see llm_cost.model.layout); MTP modules not loaded",
-    "layout.memory": "weights at {bits:g} bits, KV at {kv_bits} bits; memory {memory_gb:g} GB per GPU (datasheet, "
-                     "10^9 B) less {reserve_bytes:,} B reserve; {sequences} sequence(s) per replica",
+    "layout.memory": "weights at {bits:g} bits, KV at {kv_bits} bits; {sequences} sequence(s) per replica",
     "moe.expected_experts": "MoE: routed expert weights read = expected distinct experts E(1 - (1 - k/E)^B) per "
                             "layer (uniform independent routing)",
     "moe.weights": "weights at {bits:g} bits; GB = 10^9 B, GiB = 2^30 B",
@@ -132,11 +141,13 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "checkpoint.matched_by_role": "matched by role: projections (fused q/k/v and gate/up merged), pooled block norms, "
                                   "router, embedding, LM head, vision tower, MTP layers; a role is reported when its "
                                   "element totals differ",
-    "fit.memory": "memory {memory_gb:g} GB = {memory_bytes:,} B (datasheet, 10^9 B per GB) less a reserve of "
-                  "{reserve_bytes:,} B",
     "fit.dtypes": "weights: every parameter at {bits:g} bits; KV at {kv_bits} bits per element",
-    "fit.whole_sequences": "max batch and context use whole sequences: batch x kv(context) <= memory - reserve - "
-                           "weights",
+    "fit.whole_sequences": lambda p: ("max batch and context use whole sequences: batch x kv(context) <= KV budget"
+                                      + (f", each sequence in {p['block_tokens']}-token blocks"
+                                         if p["block_tokens"] > 1 else "")),
+    "capacity.documents": "memory: the source documents' convention, {memory_gb:g} GB = {memory_bytes:,} B "
+                          "(datasheet, 10^9 B per GB), all of it for weights and KV; no workspace, no reserve",
+    "capacity.policy": _capacity_policy,
     "weight_flops.gemm": "weight FLOPs per token = 2 x N_gemm (matmul weights, LM head included)",
     "weight_flops.non_embedding": "weight FLOPs per token = 2 x (N - input embedding), seed 003's '2 x 7.5B'",
     "weight_flops.total": "weight FLOPs per token = 2 x N (every parameter), seed 003 §05's 70B convention",

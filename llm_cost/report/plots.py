@@ -109,9 +109,9 @@ def fit(report: Any, sweep: Any, model: str, gpu: str, path: str) -> None:
     ax.plot(xs, [weights] * len(xs), label="weights")
     ax.plot(xs, [weights + c.total_bytes / 1e9 for c in sweep.contexts], marker="o",
             label=f"weights + KV, batch {sweep.batch}")
-    ax.axhline(f.memory_bytes / 1e9, color="red", linestyle="--", label=f"{gpu} memory")
-    if f.reserve_bytes:
-        ax.axhline((f.memory_bytes - f.reserve_bytes) / 1e9, color="orange", linestyle=":", label="less reserve")
+    ax.axhline(f.capacity_bytes / 1e9, color="red", linestyle="--", label=f"{gpu} memory ({f.convention})")
+    if f.usable_bytes != f.capacity_bytes:
+        ax.axhline(f.usable_bytes / 1e9, color="orange", linestyle=":", label=f"usable at {f.utilization:.0%}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("context (tokens per sequence)")

@@ -603,6 +603,9 @@ class HardwareSpec(_Strict):
         description="Peak dense tensor throughput, 10^12 FLOP/s (TOP/s for int), no sparsity."
     )
     memory_gb: Annotated[float, Field(ge=1e-3, le=1e5, allow_inf_nan=False)] = Field(description="HBM/GDDR capacity, 10^9 bytes, as the datasheet prints it.")
+    memory_gib: Optional[Annotated[float, Field(ge=1e-3, le=1e5, allow_inf_nan=False)]] = Field(
+        default=None, description="Physical capacity, 2^30 bytes (an '80 GB' H100 holds 80 GiB): what a "
+                                  "deployment gets. Absent: the datasheet's memory_gb read as 10^9 bytes.")
     memory_type: Text
     memory_bandwidth_tb_s: Annotated[float, Field(ge=1e-3, le=1e3, allow_inf_nan=False)] = Field(description="Peak memory bandwidth, 10^12 B/s.")
     tdp_w: Annotated[float, Field(ge=1, le=1e5, allow_inf_nan=False)] = Field(description="Board power limit, W.")
@@ -614,6 +617,12 @@ class HardwareSpec(_Strict):
     def memory_bytes(self) -> int:
         """Capacity in bytes (memory_gb * 10^9, the datasheet's decimal gigabytes)."""
         return round(self.memory_gb * 10**9)
+
+    @property
+    def capacity_bytes(self) -> int:
+        """Physical capacity in bytes, as deployments see it: memory_gib x 2^30, or memory_bytes
+        when the spec does not give memory_gib."""
+        return round(self.memory_gib * 2**30) if self.memory_gib is not None else self.memory_bytes
 
     @property
     def bandwidth_bytes_s(self) -> float:

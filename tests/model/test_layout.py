@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.analyses.capacity import DOCUMENTS
 from llm_cost.analyses.deployment import smallest_layouts
 from llm_cost.model.layout import Layout, per_gpu, stage_layers
 from llm_cost.perf.timemodel import RooflineBound
@@ -97,10 +98,18 @@ def test_fit_deepseek_v3_fp8_on_h200_needs_five():
     layers; the fullest is the last, 12 MoE layers of 11,507,286,272 parameters (attention
     187,105,280 + norms 16,384 + router 1,835,264 + 256 experts 11,274,289,152 + shared expert
     44,040,192) = 138,087,435,264 B, plus the LM head 926,679,040 B, the final norm 7,168 B and
-    8K of latent KV 12 x 1,152 x 8,192 = 113,246,208 B: 139,127,367,680 B < 141e9 B."""
-    only = smallest_layouts(load_model("deepseek-v3"), load_gpu("h200"), weight_bits=8)[0]
+    8K of latent KV 12 x 1,152 x 8,192 = 113,246,208 B: 139,127,367,680 B < 141e9 B (the
+    datasheet's GB, all of it: the documents' convention)."""
+    only = smallest_layouts(load_model("deepseek-v3"), load_gpu("h200"), weight_bits=8, policy=DOCUMENTS)[0]
     assert (only.layout.gpus, only.layout.tp, only.layout.pp) == (5, 1, 5)
     assert only.used_bytes == 138_087_435_264 + 926_679_040 + 7_168 + 113_246_208
+
+
+def test_fit_deepseek_v3_fp8_on_h200_as_an_engine_sees_it():
+    """Under an engine's accounting an H200 offers 141 GiB x 0.9 = 136.26 GB less a 1 GiB reserve
+    and the workspace: PP 5's fullest stage (139.13 GB) no longer fits, so 6 GPUs are the fewest."""
+    only = smallest_layouts(load_model("deepseek-v3"), load_gpu("h200"), weight_bits=8)[0]
+    assert only.layout.gpus == 6 and 141 * 2**30 * 9 // 10 < 139_127_367_680
 
 
 def test_fit_lists_nothing_when_max_gpus_too_small(cli):

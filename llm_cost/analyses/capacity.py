@@ -1,0 +1,167 @@
+"""GPU memory as a serving engine sees it: what is left for the KV cache, and how many sequences
+it holds (vLLM's accounting; Kwon et al. 2023, "Efficient Memory Management for Large Language
+Model Serving with PagedAttention").
+
+Per GPU of the fullest pipeline stage::
+
+    KV budget = capacity x utilisation - weights - activation workspace - runtime reserve
+
+* capacity: the physical memory (``memory_gib`` x 2^30: an "80 GB" H100 holds 80 GiB), or the
+  datasheet's figure read as 10^9 B under the source documents' convention
+  (:class:`~llm_cost.core.types.MemoryConvention`);
+* utilisation: the share of memory the engine may use (vLLM's ``gpu_memory_utilization``,
+  default 0.9);
+* activation workspace: the largest activations of a step of ``step_tokens`` tokens, an
+  estimate (see :func:`workspace_bytes`), which vLLM measures with a profiling run;
+* runtime reserve: CUDA context, cuBLAS and NCCL buffers and CUDA graphs, default 1 GiB.
+
+The KV cache is paged: every sequence holds whole blocks of ``block_tokens`` tokens (16, vLLM's
+default), so a sequence of s tokens takes ceil(s / 16) x 16 tokens of cache on every caching layer
+(sliding layers at most their window). The documents' convention is the datasheet capacity, all
+of it, no workspace, no reserve, and token-exact sequences (:data:`DOCUMENTS`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+from llm_cost.core.errors import InputError
+from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
+from llm_cost.core.types import MemoryConvention
+from llm_cost.model.layout import ONE_GPU, Layout, per_gpu, stage_kv_bytes
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+
+__all__ = ["MemoryPolicy", "DEPLOYMENT", "DOCUMENTS", "DEFAULT_GPU_MEMORY_UTILIZATION", "DEFAULT_RUNTIME_RESERVE_BYTES",
+           "DEFAULT_STEP_TOKENS", "KV_BLOCK_TOKENS", "capacity_bytes", "workspace_bytes", "KvRoom", "kv_room",
+           "sequence_kv_bytes", "max_concurrency", "policy_note"]
+
+#: vLLM's default ``gpu_memory_utilization``: the share of a GPU's memory the engine may use.
+DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(9, 10)
+#: CUDA context, library workspaces, NCCL buffers and CUDA graphs, bytes (an allowance, 1 GiB).
+DEFAULT_RUNTIME_RESERVE_BYTES = 2**30
+#: Tokens per KV block (vLLM's default ``block_size``).
+KV_BLOCK_TOKENS = 16
+#: Tokens of the largest step the workspace is sized for (the chunked-prefill token budget).
+DEFAULT_STEP_TOKENS = 8192
+#: Bits of an activation element in the workspace; logits are kept at 32 bits for sampling.
+_ACTIVATION_BITS, _LOGIT_BITS = 16, 32
+
+
+@dataclass(frozen=True)
+class MemoryPolicy:
+    """How much of a GPU's memory the KV cache may take (see the module docstring)."""
+
+    convention: MemoryConvention = MemoryConvention.PHYSICAL
+    utilization: Fraction = DEFAULT_GPU_MEMORY_UTILIZATION
+    reserve_bytes: int = DEFAULT_RUNTIME_RESERVE_BYTES
+    block_tokens: int = KV_BLOCK_TOKENS
+    workspace: bool = True
+
+
+#: A serving engine's accounting (vLLM's defaults): physical memory, 90%, 1 GiB reserve, 16-token blocks.
+DEPLOYMENT = MemoryPolicy()
+#: The source documents' accounting: the datasheet's GB as 10^9 B, all of it, token-exact sequences.
+DOCUMENTS = MemoryPolicy(MemoryConvention.DATASHEET, Fraction(1), 0, 1, False)
+
+
+def capacity_bytes(gpu: HardwareSpec, convention: MemoryConvention) -> int:
+    """The GPU's memory in bytes under ``convention``: physical (memory_gib x 2^30 when the spec
+    gives it) or the datasheet's memory_gb x 10^9."""
+    return gpu.capacity_bytes if convention == MemoryConvention.PHYSICAL else gpu.memory_bytes
+
+
+def workspace_bytes(spec: ModelSpec, layout: Layout, step_tokens: int, sequences: int) -> int:
+    """Peak activation bytes of a step of ``step_tokens`` tokens and ``sequences`` logit rows on
+    one GPU, an estimate: the residual stream, the attention's Q/K/V and the MLP's gate and up
+    outputs (d + (n_q + 2 n_kv) d_h / t + 2 d_ff / t per token; for MoE the k routed experts'
+    and the shared experts' widths) at 16 bits, and the logits (V / t per row) at 32 bits.
+    vLLM measures this with a profiling run; here it is the sum of the largest live tensors."""
+    d, t = spec.hidden_size, layout.tp
+    att = spec.attention
+    qkv = att.num_attention_heads * spec.head_dim + 2 * spec.num_key_value_heads * spec.head_dim
+    widths = [2 * spec.mlp.intermediate_size] if spec.mlp is not None else []
+    if spec.moe is not None:
+        m = spec.moe
+        widths.append(2 * (m.num_experts_per_tok * m.moe_intermediate_size + m.shared_expert_intermediate_size))
+    per_token = d + Fraction(qkv + max(widths, default=0), t)
+    logits = Fraction(sequences * spec.vocab_size, t)
+    return math.ceil(step_tokens * per_token * _ACTIVATION_BITS / 8 + logits * _LOGIT_BITS / 8)
+
+
+def _paged(tokens: int, block: int) -> int:
+    """Tokens of cache a sequence of ``tokens`` tokens holds in whole blocks of ``block``."""
+    return -(-tokens // block) * block
+
+
+def sequence_kv_bytes(spec: ModelSpec, layout: Layout, contexts: Sequence[int], kv_bits: int,
+                      block_tokens: int) -> Fraction:
+    """Mean KV bytes (and fixed state) per sequence on the fullest stage's GPU, over sequences at
+    ``contexts`` (one entry per share of the sequences), each in whole blocks."""
+    per_stage = [sum((Fraction(stage_kv_bytes(spec, layout, _paged(c, block_tokens), kv_bits)[i])
+                      for c in contexts), Fraction(0)) / len(contexts) for i in range(layout.pp)]
+    return max(per_stage)
+
+
+def max_concurrency(budget_bytes: int | Fraction, per_sequence_bytes: int | Fraction) -> int:
+    """Whole sequences of ``per_sequence_bytes`` the budget holds (0 when there is no budget)."""
+    if budget_bytes <= 0:
+        return 0
+    if per_sequence_bytes <= 0:
+        raise InputError("the model caches nothing per sequence; its concurrency is not limited by memory")
+    return int(budget_bytes // per_sequence_bytes)
+
+
+@dataclass(frozen=True)
+class KvRoom(Result):
+    """Memory of the fullest GPU of a layout under a policy, and the sequences its KV budget holds."""
+
+    convention: MemoryConvention
+    capacity_bytes: int
+    utilization: float
+    usable_bytes: int  # capacity x utilisation, floored
+    weight_bytes: int | Fraction
+    workspace_bytes: int
+    reserve_bytes: int
+    kv_budget_bytes: int | Fraction  # may be negative: the weights do not fit
+    kv_bytes_per_sequence: int | Fraction
+    max_concurrency: int
+    block_tokens: int
+
+    @property
+    def fits(self) -> bool:
+        """Whether the weights, workspace and reserve leave room for at least one sequence."""
+        return self.max_concurrency > 0
+
+
+def kv_room(spec: ModelSpec, gpu: HardwareSpec, contexts: Sequence[int], *, layout: Layout = ONE_GPU,
+            policy: MemoryPolicy = DEPLOYMENT, weight_bits: int | Fraction = 16, kv_bits: int = 16,
+            step_tokens: int = DEFAULT_STEP_TOKENS, step_sequences: int = 256) -> KvRoom:
+    """The KV budget of the fullest GPU of ``layout`` and how many sequences at ``contexts`` it
+    holds (see the module docstring). InputError for an invalid layout."""
+    capacity = capacity_bytes(gpu, policy.convention)
+    usable = math.floor(capacity * policy.utilization)
+    p = per_gpu(spec, layout, weight_bits, kv_bits)
+    weights = p.max_weight_bytes
+    workspace = workspace_bytes(spec, layout, step_tokens, step_sequences) if policy.workspace else 0
+    budget = usable - weights - workspace - policy.reserve_bytes
+    per_seq = sequence_kv_bytes(spec, layout, contexts, kv_bits, policy.block_tokens)
+    per_seq_out = int(per_seq) if per_seq.denominator == 1 else per_seq
+    budget_out = int(budget) if Fraction(budget).denominator == 1 else budget
+    return KvRoom(policy.convention, capacity, float(policy.utilization), usable, weights, workspace,
+                  policy.reserve_bytes, budget_out, per_seq_out, max_concurrency(budget, per_seq),
+                  policy.block_tokens)
+
+
+def policy_note(gpu: HardwareSpec, policy: MemoryPolicy) -> Note:
+    """The memory accounting a result used, as a convention line."""
+    if policy == DOCUMENTS:
+        return note("capacity.documents", memory_gb=gpu.memory_gb, memory_bytes=gpu.memory_bytes)
+    physical = policy.convention == MemoryConvention.PHYSICAL and gpu.memory_gib is not None
+    return note("capacity.policy", physical=physical, memory_gib=gpu.memory_gib, memory_gb=gpu.memory_gb,
+                capacity_bytes=capacity_bytes(gpu, policy.convention), utilization=float(policy.utilization),
+                reserve_bytes=policy.reserve_bytes, block_tokens=policy.block_tokens, workspace=policy.workspace)
+
