@@ -20,6 +20,7 @@ from llm_cost.analyses.context import ContextResult, context_analysis
 from llm_cost.analyses.deployment import FitReport, deployment, smallest_layouts
 from llm_cost.analyses.memory import fit as fit_one_gpu
 from llm_cost.analyses.moe import MoEResult, moe_analysis
+from llm_cost.analyses.serving import ServePlan, Targets, Traffic, plan
 from llm_cost.analyses.roofline import DecodeStep, PrefillStep, decode_step, prefill_step
 from llm_cost.analyses.speculative import SpecResult, speculative
 from llm_cost.analyses.training import TrainResult, train as train_run
@@ -34,7 +35,7 @@ from llm_cost.specs import load
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 __all__ = ["LlmCostError", "Layout", "load_model", "load_gpu", "params", "kv", "decode", "prefill", "fit", "moe",
-           "spec", "context", "train"]
+           "spec", "context", "train", "serve", "MemoryPolicy", "DEPLOYMENT", "DOCUMENTS"]
 
 #: The one exception type of the API: a name, file, config or argument that is not valid.
 LlmCostError = InputError
@@ -188,3 +189,25 @@ def train(model: ModelLike, tokens: int, gpu: GpuLike = "h100", **options: Any) 
     """Training FLOPs, time, energy and memory (``llm-cost train``); ``options`` as
     :func:`llm_cost.analyses.training.train` (gpus, mfu, gpu_hours, tp, pp, dp, zero ...)."""
     return train_run(load_model(model), tokens, load_gpu(gpu), **options)
+
+
+def serve(model: ModelLike, gpu: GpuLike = "h100", input_tokens: int = 2048, output_tokens: int = 256, *,
+          ttft_s: float | None = None, tpot_s: float | None = None, qps: float | None = None,
+          gpus: int | None = None, usd_per_gpu_hour: float | None = None, weights_dtype: str | None = None,
+          kv_dtype: str = "bf16", policy: MemoryPolicy = DEPLOYMENT, **search: Any) -> ServePlan:
+    """The serving plan (``llm-cost serve``): the best configuration meeting the targets, the
+    frontier and the cost, timed by the GPU's shipped calibration profile (else the MFU/MBU
+    estimate). ``search`` as :func:`llm_cost.analyses.serving.plan` (modes, layouts, concurrency,
+    chunks)."""
+    from llm_cost.perf.calibrated import CalibratedModel
+    from llm_cost.perf.profile import default_profile
+    from llm_cost.perf.timemodel import EfficiencyEstimate
+
+    s, g = load_model(model), load_gpu(gpu)
+    traffic = Traffic(_count(input_tokens, "input_tokens"), _count(output_tokens, "output_tokens", 2), qps)
+    weights_dtype = _dtype(weights_dtype, "weights_dtype") if weights_dtype is not None else None
+    profile = default_profile(g.name)
+    model_ = CalibratedModel(profile) if profile is not None else EfficiencyEstimate()
+    return plan(s, g, traffic, Targets(ttft_s, tpot_s), model_, gpus=gpus, weight_bits=_bits(s, weights_dtype, None),
+                kv_bits=Dtype(_dtype(kv_dtype, "kv_dtype")).bits, compute_dtype=Dtype(_compute(s, g, None, weights_dtype)),
+                usd_per_gpu_hour=usd_per_gpu_hour, policy=policy, **search)

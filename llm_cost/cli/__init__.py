@@ -10,7 +10,7 @@ context, moe, spec), ``other`` (rope, numerics, train, image, video, reproduce),
 validate). Importing them registers the commands, in this order.
 """
 
-from llm_cost.cli import model, serving, other, calibration  # noqa: F401, I001  (registers the commands, in this order)
+from llm_cost.cli import model, serving, serve, other, calibration  # noqa: F401, I001  (registers the commands, in this order)
 from llm_cost.cli.app import app, main
 
 __all__ = ["app", "main"]

@@ -182,6 +182,26 @@ def parse_positive_float(text: str | float, what: str, maximum: float | None = N
     return value
 
 
+_DURATION_UNITS = {"s": Decimal(1), "ms": Decimal("1e-3"), "us": Decimal("1e-6"), "min": Decimal(60)}
+
+
+def parse_duration(text: str | float, what: str) -> float:
+    """A duration in seconds: ``2s``, ``50ms``, ``200us``, ``1.5min`` or a bare number of seconds;
+    greater than 0 and at most a day. InputError naming ``what`` otherwise."""
+    if isinstance(text, (int, float)):
+        return parse_duration(str(text), what)
+    raw = str(text).strip().lower()
+    unit = next((u for u in ("ms", "us", "min", "s") if raw.endswith(u)), "")
+    number = raw[: len(raw) - len(unit)].strip() if unit else raw
+    match = _NUMBER_RE.match(number)
+    if not match or match.group(2):
+        raise InputError(f"{what}: {text!r} is not a duration (e.g. 2s, 50ms, 200us; a bare number is seconds)")
+    seconds = Decimal(match.group(1)) * _DURATION_UNITS[unit or "s"]
+    if not seconds > 0 or seconds > 86400:
+        raise InputError(f"{what}: {text!r} must be greater than 0 and at most a day")
+    return float(seconds)
+
+
 def parse_decimal(text: str, what: str, percent: bool = False) -> Decimal:
     """A non-negative decimal number in ASCII digits (``0.6``, ``1e3``); with ``percent``, ``60%``
     is 0.6. InputError for negative, non-numeric, NaN or infinite input."""

@@ -30,7 +30,7 @@ def _capacity_policy(p: dict) -> str:
     else:
         where = f"{p['memory_gb']:g} GB = {p['capacity_bytes']:,} B (datasheet, 10^9 B per GB)"
     return (f"memory per GPU: {where} x {p['utilization']:.0%} (GPU memory utilisation, as vLLM) less the weights, "
-            + ("an activation workspace (an estimate for an 8,192-token step), " if p["workspace"] else "")
+            + ("an activation workspace (an estimate for the largest step's tokens), " if p["workspace"] else "")
             + f"a runtime reserve of {p['reserve_bytes']:,} B; the rest holds the KV cache")
 
 
@@ -148,6 +148,18 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "capacity.documents": "memory: the source documents' convention, {memory_gb:g} GB = {memory_bytes:,} B "
                           "(datasheet, 10^9 B per GB), all of it for weights and KV; no workspace, no reserve",
     "capacity.policy": _capacity_policy,
+    "serve.model": "times: {label}, each step from its operators; steady-state continuous batching, decoding "
+                   "sequences spread evenly over their output positions; TPOT = mean time between output tokens",
+    "serve.queueing": lambda p: ("TTFT = waiting + the prompt's own prefill; the prefill server as M/D/1 "
+                                 "(Pollaczek-Khinchine)" + (f", the decode slots as M/D/c (Sakasegawa, Allen-Cunneen) "
+                                                            f"at {p['qps']:g} requests/s, Poisson arrivals"
+                                                            if p["qps"] is not None else
+                                                            "; no rate given: each configuration saturated at its "
+                                                            "concurrency (closed loop, as benchmarks run)")),
+    "serve.cost": lambda p: ("no price given (--usd-per-gpu-hour): no dollar figures" if p["price"] is None else
+                             f"cost: ${p['price']:g} per GPU-hour x GPUs over requests served; GPU time split between "
+                             "prompt and output tokens by what prefill adds (aggregated: the chunks' share of step "
+                             "time; disaggregated: the prefill pool's share of GPUs)"),
     "weight_flops.gemm": "weight FLOPs per token = 2 x N_gemm (matmul weights, LM head included)",
     "weight_flops.non_embedding": "weight FLOPs per token = 2 x (N - input embedding), seed 003's '2 x 7.5B'",
     "weight_flops.total": "weight FLOPs per token = 2 x N (every parameter), seed 003 §05's 70B convention",

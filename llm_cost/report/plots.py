@@ -12,7 +12,7 @@ from typing import Any
 
 from llm_cost.core.errors import InputError
 
-__all__ = ["pyplot", "roofline", "kv", "fit", "moe", "speculative"]
+__all__ = ["pyplot", "roofline", "kv", "fit", "moe", "speculative", "serve"]
 
 SIZE_IN = (8, 5)  # figure size in inches at 100 dpi: 800 x 500 pixels
 DPI = 100
@@ -158,4 +158,31 @@ def speculative(r: Any, path: str) -> None:
     ax.set_ylabel("speedup over plain decoding (x)")
     ax.set_title(f"{r.model} on {r.gpu}: alpha {r.alpha:g}, gamma {r.gamma}, c {r.c:.3g}, context {r.context:,}, "
                  f"MFU {r.mfu:.0%}, MBU {r.mbu:.0%}", fontsize=10)
+    _save(fig, out)
+
+
+def serve(r: Any, model: str, gpu: str, path: str) -> None:
+    """Output tokens/s per GPU against tokens/s per user: each mode's frontier, the chosen
+    configuration, and the TPOT target as a line (1 / TPOT tokens/s per user)."""
+    out = _target(path)
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=SIZE_IN)
+    for mode, rows in r.frontier_by_mode.items():
+        if rows:
+            ax.plot([c.tokens_per_s_per_user for c in rows], [c.output_tokens_per_s_per_gpu for c in rows],
+                    marker="o", markersize=3, label=f"{mode} frontier")
+    c = r.chosen
+    ax.scatter([c.tokens_per_s_per_user], [c.output_tokens_per_s_per_gpu], s=120, facecolors="none",
+               edgecolors="red", linewidths=2, zorder=5, label=f"chosen: {c.describe()}, concurrency {c.concurrency}")
+    if r.tpot_target_s is not None:
+        ax.axvline(1 / r.tpot_target_s, color="red", linestyle="--", linewidth=1,
+                   label=f"TPOT target {r.tpot_target_s * 1e3:g} ms")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("tokens/s per user (1 / TPOT)")
+    ax.set_ylabel("output tokens/s per GPU")
+    ttft = f", TTFT <= {r.ttft_target_s:g} s" if r.ttft_target_s is not None else ""
+    ax.set_title(f"{model} on {gpu}: {r.input_tokens:,} in / {r.output_tokens:,} out{ttft}; weights {r.weight_bits:g} "
+                 f"bits, KV {r.kv_bits} bits, {r.compute_dtype}; {r.time_model}", fontsize=9)
+    ax.legend(fontsize=8)
     _save(fig, out)

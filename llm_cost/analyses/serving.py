@@ -1,0 +1,647 @@
+"""Serving planner: TTFT, TPOT, throughput, GPUs and dollars for a traffic and latency targets.
+
+Continuous batching in steady state (as vLLM and TensorRT-LLM run it), every step timed from its
+operators (:func:`~llm_cost.workload.step.build_step`) by one time model (the GPU's calibrated
+profile where there is one, else the MFU/MBU estimate). Requests have ``I`` prompt tokens and
+``O`` output tokens: the prefill yields the first output token, then ``O - 1`` decode steps.
+
+**Aggregated** (chunked prefill, Agrawal et al. 2024, "Sarathi-Serve"). A replica keeps ``C``
+sequences decoding; a step holds their ``C`` tokens and, when a prompt is waiting, a chunk of
+``P = T - C`` prompt tokens (``T`` the token budget per step, vLLM's ``max_num_batched_tokens``).
+In steady state ``C / (O - 1)`` requests finish per step, so prompts bring ``C I / (O - 1)``
+tokens per step and a fraction ``f = C I / ((O - 1) P)`` of the steps carry a chunk (``f < 1``, else
+the replica cannot keep ``C`` sequences decoding). With ``t_mix`` and ``t_dec`` the times of a step
+with and without a chunk::
+
+    mean step   t = f t_mix + (1 - f) t_dec      TPOT = t (mean time between output tokens)
+    requests/s per replica  mu = C / ((O - 1) t)
+    TTFT = wait for the chunks ahead + ceil(I / P) t_mix (the prompt's own chunks)
+
+The decoding sequences sit at contexts spread evenly over ``I .. I + O - 1`` (four groups), so
+sliding windows and the KV read see the distribution, not one mean context.
+
+**Disaggregated** (Zhong et al. 2024, "DistServe"; Patel et al. 2024, "Splitwise"). A pool of
+prefill replicas runs batches of ``b`` prompts (``t_pf`` each) and sends each request's KV cache
+(kv(I) bytes, over NVLink when both pools share a node, else the network, one link per GPU of
+the prefill replica) to a pool of decode replicas that run pure decode steps of ``C`` sequences:
+TPOT = t_dec, TTFT = wait + t_pf + transfer.
+
+**Queueing.** Arrivals are Poisson. The prefill server (the chunk slot of a replica, or a
+prefill replica) is an M/D/1 queue: mean wait rho S / (2 (1 - rho)) (Pollaczek-Khinchine), with
+S the server's time per request. With ``--qps``, the wait for one of the ``C`` decode slots of a
+replica is M/D/c by the Sakasegawa (1977) approximation of M/M/c scaled by Allen-Cunneen's
+(1 + C_s^2) / 2 = 1/2 for a fixed service time. Without a rate, a configuration runs saturated
+(closed loop at concurrency ``C``, as benchmarks run): no slot wait, and the prefill server's
+load is what the decode rate brings.
+
+**Pipeline parallelism** keeps ``pp`` micro-batches of ``C / pp`` sequences in flight: a token
+passes every stage, so TPOT = pp x the slowest stage's time for one micro-batch.
+
+**Memory**: :mod:`llm_cost.analyses.capacity` (physical GiB x 0.9, weights, workspace of the
+step's tokens, reserve, 16-token KV blocks), for the decoding sequences and the prompt in
+flight.
+
+**Cost**: ``usd_per_gpu_hour`` x GPUs over the requests served; the GPU time is split between
+prompt and output tokens by what prefill adds (aggregated: the chunks' share of step time;
+disaggregated: the pools' shares of GPUs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Iterator, Sequence
+
+from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, capacity_bytes, policy_note, sequence_kv_bytes, \
+    workspace_bytes
+from llm_cost.core.errors import InputError
+from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
+from llm_cost.core.types import Dtype, ServingMode
+from llm_cost.model.kv import kv_bytes
+from llm_cost.model.layout import Layout, per_gpu
+from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, TimeModel
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.workload.step import SeqGroup, build_step
+
+__all__ = ["Traffic", "Targets", "Candidate", "ServePlan", "plan", "evaluate", "CONCURRENCY_GRID", "CHUNK_GRID",
+           "PREFILL_BATCH_GRID", "MAX_PLAN_GPUS", "DEFAULT_CHUNK_TOKENS", "mdc_wait_s", "md1_wait_s"]
+
+#: Decode concurrencies a search tries per replica (those the KV cache holds).
+CONCURRENCY_GRID = tuple(range(1, 17)) + tuple(range(20, 65, 4)) + tuple(range(80, 257, 16)) + tuple(
+    range(320, 1025, 64))
+#: Token budgets per step (chunked prefill) a search tries.
+CHUNK_GRID = (512, 1024, 2048, 4096, 8192, 16384)
+#: Prompts per prefill step a disaggregated prefill replica runs.
+PREFILL_BATCH_GRID = (1, 2, 3, 4, 6, 8)
+#: The token budget of one evaluated configuration when none is given.
+DEFAULT_CHUNK_TOKENS = 8192
+#: The most GPUs a plan may use (a search over more would take minutes).
+MAX_PLAN_GPUS = 4096
+#: Decoding-position groups a step's sequences are spread over.
+_CONTEXT_GROUPS = 4
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Requests of ``input_tokens`` prompt and ``output_tokens`` output tokens, at ``qps`` per
+    second (None: as many as the deployment serves)."""
+
+    input_tokens: int
+    output_tokens: int
+    qps: float | None = None
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Latency targets, seconds (None: no target)."""
+
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Candidate(Result):
+    """One serving configuration and what it achieves. Times are predictions of the plan's time
+    model; rates per second; ``usd_*`` only with a price."""
+
+    mode: ServingMode
+    layout: Layout  # of one (decode) replica
+    replicas: int
+    prefill_layout: Layout | None  # disaggregated: one prefill replica
+    prefill_replicas: int
+    gpus: int
+    concurrency: int  # decoding sequences per (decode) replica
+    chunk_tokens: int | None  # aggregated: the token budget per step
+    prefill_batch: int | None  # disaggregated: prompts per prefill step
+    max_concurrency: int  # sequences the (decode) replica's KV cache holds at these lengths
+    ttft_s: float
+    tpot_s: float
+    tpot_max_s: float  # the slowest step a token waits for (a step with a chunk)
+    queue_s: float  # of TTFT: waiting for the prefill server and, with a rate, for a slot
+    kv_transfer_s: float
+    requests_per_s: float
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float
+    prefill_share: float  # of GPU time, what prompts add
+    usd_per_request: float | None
+    usd_per_million_input_tokens: float | None
+    usd_per_million_output_tokens: float | None
+    violates: tuple[str, ...]  # "TTFT", "TPOT" (targets missed)
+
+    @property
+    def meets(self) -> bool:
+        """Whether the configuration meets every target."""
+        return not self.violates
+
+    def describe(self) -> str:
+        """``2 x TP4`` (replicas x layout) or ``P 2 x TP1 PP2 + D 1 x TP4`` (prefill and decode pools)."""
+        def one(layout: Layout, n: int) -> str:
+            parts = [f"TP{layout.tp}"] + ([f"PP{layout.pp}"] if layout.pp > 1 else []) + (
+                [f"EP{layout.ep}"] if layout.ep > 1 else [])
+            return f"{n} x " + " ".join(parts)
+
+        if self.mode == ServingMode.DISAGGREGATED and self.prefill_layout is not None:
+            return f"P {one(self.prefill_layout, self.prefill_replicas)} + D {one(self.layout, self.replicas)}"
+        return one(self.layout, self.replicas)
+
+
+@dataclass(frozen=True)
+class ServePlan(Result):
+    """``llm-cost serve``: the chosen configuration, the frontier, and how they were found."""
+
+    model: str
+    gpu: str
+    input_tokens: int
+    output_tokens: int
+    qps: float | None
+    ttft_target_s: float | None
+    tpot_target_s: float | None
+    gpu_budget: int
+    usd_per_gpu_hour: float | None
+    time_model: str
+    weight_bits: float
+    kv_bits: int
+    compute_dtype: str
+    chosen: Candidate
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    max_concurrency: int
+    gpus: int
+    usd_per_million_output_tokens: float | None
+    usd_per_million_input_tokens: float | None
+    usd_per_request: float | None
+    binding: str  # what stops the chosen configuration from going faster per GPU
+    best_aggregated: Candidate | None
+    best_disaggregated: Candidate | None
+    mode_verdict: str
+    frontier: list[Candidate]  # over every mode searched
+    frontier_by_mode: dict[str, list[Candidate]]
+    candidates_evaluated: int  # configurations examined (memory, prefill capacity, targets)
+    candidates_feasible: int  # of those, the ones that hold their sequences and keep up with their prompts
+    steps_timed: int
+    conventions: list[Note] = field(default_factory=list)
+
+
+def md1_wait_s(rho: float, service_s: float) -> float:
+    """Mean wait of an M/D/1 queue (Pollaczek-Khinchine): rho S / (2 (1 - rho)); inf at rho >= 1."""
+    return math.inf if rho >= 1 else rho * service_s / (2 * (1 - rho))
+
+
+def mdc_wait_s(rho: float, servers: int, service_s: float) -> float:
+    """Mean wait of an M/D/c queue: Sakasegawa's M/M/c approximation rho^(sqrt(2(c+1)) - 1) S /
+    (c (1 - rho)), times Allen-Cunneen's (C_a^2 + C_s^2) / 2 = 1/2; inf at rho >= 1."""
+    if rho >= 1:
+        return math.inf
+    if rho <= 0:
+        return 0.0
+    return rho ** (math.sqrt(2 * (servers + 1)) - 1) * service_s / (servers * (1 - rho)) / 2
+
+
+def _decode_groups(count: int, input_tokens: int, output_tokens: int) -> list[SeqGroup]:
+    """``count`` decoding sequences spread evenly over their output positions 1 .. O - 1: up to
+    four groups at the midpoints of equal shares (contexts I + position)."""
+    k = min(count, _CONTEXT_GROUPS)
+    span = output_tokens - 1
+    groups = []
+    for i in range(k):
+        n = count // k + (1 if i < count % k else 0)
+        groups.append(SeqGroup(n, 1, input_tokens + (2 * i + 1) * span // (2 * k)))
+    return groups
+
+
+def _decode_contexts(input_tokens: int, output_tokens: int) -> list[int]:
+    """The contexts the KV cache holds for decoding sequences, one per share (whole sequences at
+    the midpoints of their output positions)."""
+    span = output_tokens - 1
+    return [input_tokens + 1 + (2 * i + 1) * span // (2 * _CONTEXT_GROUPS) for i in range(_CONTEXT_GROUPS)]
+
+
+def _chunk_groups(chunk: int, input_tokens: int) -> list[SeqGroup]:
+    """The prompt tokens of one step: whole prompts when the chunk holds them, else one chunk of a
+    prompt at the mean cached length of its chunks."""
+    if chunk >= input_tokens:
+        whole, rest = divmod(chunk, input_tokens)
+        return [SeqGroup(whole, input_tokens, 0)] + ([SeqGroup(1, rest, 0)] if rest else [])
+    n_chunks = -(-input_tokens // chunk)
+    return [SeqGroup(1, chunk, chunk * (n_chunks - 1) // 2)]
+
+
+class _Steps:
+    """Times steps under one time model, each (layout, groups) once."""
+
+    def __init__(self, spec: ModelSpec, gpu: HardwareSpec, model: TimeModel, weight_bits: Fraction, kv_bits: int,
+                 compute: Dtype) -> None:
+        self.spec, self.gpu, self.model = spec, gpu, model
+        self.weight_bits, self.kv_bits, self.compute = weight_bits, kv_bits, compute
+        self.cache: dict[tuple, float] = {}
+
+    def seconds(self, layout: Layout, groups: Sequence[SeqGroup]) -> float:
+        """Time per token of the step: pp x the slowest stage of one micro-batch of 1/pp of the
+        sequences (pp = 1: the step's time)."""
+        pp = layout.pp
+        groups = [SeqGroup(-(-g.count // pp), g.new_tokens, g.cached) for g in groups] if pp > 1 else list(groups)
+        key = (layout, tuple(groups))
+        if key not in self.cache:
+            step = build_step(self.spec, groups, layout=layout, weight_bits=self.weight_bits, kv_bits=self.kv_bits,
+                              compute_dtype=self.compute)
+            t = self.model.step_time(step, self.gpu)
+            self.cache[key] = pp * max(s.time_s for s in t.stages) if pp > 1 else t.time_s
+        return self.cache[key]
+
+
+@dataclass(frozen=True)
+class _Replica:
+    """What one replica layout holds: usable bytes, weights, KV per decoding sequence."""
+
+    layout: Layout
+    usable_bytes: int
+    weight_bytes: int | Fraction
+    reserve_bytes: int
+    seq_kv_bytes: Fraction  # mean per decoding sequence, paged
+    prompt_kv_bytes: Fraction  # one prompt of I tokens, paged
+
+    def room(self, spec: ModelSpec, step_tokens: int, sequences: int, policy: MemoryPolicy) -> Fraction:
+        """KV budget with a workspace for a step of ``step_tokens`` tokens and ``sequences`` rows."""
+        work = workspace_bytes(spec, self.layout, step_tokens, sequences) if policy.workspace else 0
+        return Fraction(self.usable_bytes) - self.weight_bytes - work - self.reserve_bytes
+
+
+def _replica(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, traffic: Traffic, policy: MemoryPolicy,
+             weight_bits: Fraction, kv_bits: int) -> _Replica:
+    usable = math.floor(capacity_bytes(gpu, policy.convention) * policy.utilization)
+    weights = per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes
+    seq = sequence_kv_bytes(spec, layout, _decode_contexts(traffic.input_tokens, traffic.output_tokens), kv_bits,
+                            policy.block_tokens)
+    prompt = sequence_kv_bytes(spec, layout, [traffic.input_tokens], kv_bits, policy.block_tokens)
+    return _Replica(layout, usable, weights, policy.reserve_bytes, seq, prompt)
+
+
+def _layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
+    """Replica layouts up to ``budget`` GPUs: TP over divisors of the query heads within a node
+    (and of the KV heads' multiples the model allows), PP 1, 2, 4 or 8 (a pipeline is for models
+    a node's TP does not hold), EP 1 or TP for MoE models."""
+    from llm_cost.model.layout import validate_layout
+
+    node = max(1, gpu.interconnect.gpus_per_node)
+    heads = spec.attention.num_attention_heads
+    out = []
+    for tp in (t for t in (1, 2, 4, 8, 16) if t <= node and heads % t == 0):
+        for pp in (1, 2, 4, 8):
+            if tp * pp > budget or pp > spec.num_hidden_layers:
+                continue
+            for ep in ([1] if spec.moe is None else sorted({1, tp})):
+                layout = Layout(tp, pp, ep, 1)
+                try:
+                    validate_layout(spec, layout)
+                except InputError:
+                    continue
+                out.append(layout)
+    return out
+
+
+def _cost(c: dict, price: float | None, traffic: Traffic) -> dict:
+    """Dollar figures of a candidate's rates (None without a price)."""
+    if price is None or not c["requests_per_s"]:
+        return {"usd_per_request": None, "usd_per_million_input_tokens": None, "usd_per_million_output_tokens": None}
+    usd_s = price * c["gpus"] / 3600
+    per_request = usd_s / c["requests_per_s"]
+    share = c["prefill_share"]
+    return {"usd_per_request": per_request,
+            "usd_per_million_input_tokens": per_request * share / traffic.input_tokens * 1e6,
+            "usd_per_million_output_tokens": per_request * (1 - share) / traffic.output_tokens * 1e6}
+
+
+def _finish(c: dict, traffic: Traffic, targets: Targets, price: float | None) -> Candidate:
+    violates = tuple(name for name, value, target in (("TTFT", c["ttft_s"], targets.ttft_s),
+                                                       ("TPOT", c["tpot_s"], targets.tpot_s))
+                     if target is not None and value > target)
+    rate = c["requests_per_s"]
+    out_rate = rate * traffic.output_tokens
+    return Candidate(**c, output_tokens_per_s=out_rate, output_tokens_per_s_per_gpu=out_rate / c["gpus"],
+                     tokens_per_s_per_user=1 / c["tpot_s"], **_cost(c, price, traffic), violates=violates)
+
+
+def _slots(rate: float, replica_rate: float, qps: float | None, gpus_per_replica: int, cap: int,
+           wait: "callable") -> Iterator[tuple[int, float, float]]:
+    """(replicas, per-replica request rate, slot wait) options: without ``qps`` the saturated
+    rate; with it, the fewest replicas that carry ``qps`` and each replica more until the slot
+    wait stops mattering or the GPU cap is reached (at most 8 options)."""
+    if qps is None:
+        yield 0, replica_rate, 0.0
+        return
+    first = max(1, math.ceil(qps / replica_rate * (1 + 1e-12)))
+    for n in range(first, first + 8):
+        if n * gpus_per_replica > cap:
+            return
+        lam = qps / n
+        yield n, lam, wait(lam / replica_rate)
+
+
+def _aggregated(spec: ModelSpec, steps: _Steps, rep: _Replica, traffic: Traffic, targets: Targets, budget: int,
+                price: float | None, policy: MemoryPolicy, concurrency: Sequence[int], chunks: Sequence[int],
+                counts: list[int]) -> list[Candidate]:
+    """Every aggregated candidate of one replica layout."""
+    I, O = traffic.input_tokens, traffic.output_tokens
+    g = rep.layout.gpus
+    out = []
+    for T in chunks:
+        for C in concurrency:
+            counts[0] += 1
+            P = T - C
+            if P < 1:
+                continue
+            in_flight = min(-(-P // I), 1 + P // I) if P >= I else 1  # prompts whose KV the step writes
+            room = rep.room(spec, T, C + in_flight, policy)
+            if C * rep.seq_kv_bytes + in_flight * rep.prompt_kv_bytes > room:
+                continue
+            f = C * I / ((O - 1) * P)
+            if f >= 1:
+                continue
+            t_dec = steps.seconds(rep.layout, _decode_groups(C, I, O))
+            t_mix = steps.seconds(rep.layout, _decode_groups(C, I, O) + _chunk_groups(P, I))
+            t = f * t_mix + (1 - f) * t_dec
+            mu = C / ((O - 1) * t)
+            service = I * t_mix / P  # the chunk slot's time per prompt
+            own = -(-I // P) * t_mix if P < I else t_mix
+            max_c = int(room // rep.seq_kv_bytes) if rep.seq_kv_bytes else C
+            for n, lam, slot_wait in _slots(mu, mu, traffic.qps, g, budget,
+                                            lambda rho: mdc_wait_s(rho, C, own + (O - 1) * t)):
+                replicas = n or budget // g
+                if not replicas:
+                    continue
+                queue = md1_wait_s(lam * service, service) + slot_wait
+                if math.isinf(queue):
+                    continue
+                share = f * (t_mix - t_dec) / t
+                c = dict(mode=ServingMode.AGGREGATED, layout=rep.layout, replicas=replicas, prefill_layout=None,
+                         prefill_replicas=0, gpus=replicas * g, concurrency=C, chunk_tokens=T, prefill_batch=None,
+                         max_concurrency=max_c, ttft_s=queue + own, tpot_s=t, tpot_max_s=t_mix, queue_s=queue,
+                         kv_transfer_s=0.0, requests_per_s=lam * replicas, prefill_share=share)
+                out.append(_finish(c, traffic, targets, price))
+    return out
+
+
+def _link_bytes_s(gpu: HardwareSpec, gpus: int, network_gb_s: float) -> float:
+    ic = gpu.interconnect
+    if gpus <= ic.gpus_per_node and ic.bandwidth_gb_s_per_direction > 0:
+        return ic.bandwidth_gb_s_per_direction * 1e9
+    return network_gb_s * 1e9
+
+
+def _disaggregated(spec: ModelSpec, gpu: HardwareSpec, steps: _Steps, reps: list[_Replica], traffic: Traffic,
+                   targets: Targets, budget: int, price: float | None, policy: MemoryPolicy, kv_bits: int,
+                   concurrency: Sequence[int], network_gb_s: float, counts: list[int]) -> list[Candidate]:
+    """Every disaggregated candidate: a prefill pool and a decode pool of any two replica layouts."""
+    I, O = traffic.input_tokens, traffic.output_tokens
+    kv_request = kv_bytes(spec, I, kv_bits)
+    prefills = []  # (replica, batch, t_pf)
+    examined_prefills = 0
+    for rep in reps:
+        for b in PREFILL_BATCH_GRID:
+            if b > 1 and b * I > max(CHUNK_GRID):
+                continue
+            examined_prefills += 1
+            if b * rep.prompt_kv_bytes > rep.room(spec, b * I, b, policy):
+                continue
+            prefills.append((rep, b, steps.seconds(rep.layout, [SeqGroup(b, I, 0)])))
+    decodes = []  # (replica, C, t_dec, max_c)
+    for rep in reps:
+        room = rep.room(spec, max(concurrency), max(concurrency), policy)
+        max_c = int(room // rep.seq_kv_bytes) if rep.seq_kv_bytes and room > 0 else 0
+        fitting = [C for C in concurrency if C <= max_c]
+        # configurations whose decode pool does not hold C sequences are examined and refused
+        counts[0] += examined_prefills * (len(concurrency) - len(fitting))
+        for C in fitting:
+            decodes.append((rep, C, steps.seconds(rep.layout, _decode_groups(C, I, O)), max_c))
+    counts[0] += (examined_prefills - len(prefills)) * len(decodes)  # prefill replicas too small
+    out = []
+    for prep, b, t_pf in prefills:
+        gp = prep.layout.gpus
+        mu_p = b / t_pf
+        for drep, C, t_dec, max_c in decodes:
+            gd = drep.layout.gpus
+            mu_d = C / ((O - 1) * t_dec)
+            for n_p, n_d in _pool_sizes(gp, gd, mu_p, mu_d, traffic.qps, budget):
+                counts[0] += 1
+                lam = traffic.qps if traffic.qps is not None else n_d * mu_d
+                rho_p = lam / (n_p * mu_p)
+                if rho_p >= 1 or (traffic.qps is not None and lam >= n_d * mu_d):
+                    continue
+                lam_p = lam / n_p
+                queue = md1_wait_s(rho_p, t_pf) + (b - 1) / (2 * lam_p)
+                if traffic.qps is not None:
+                    queue += mdc_wait_s(lam / (n_d * mu_d), C, (O - 1) * t_dec)
+                link = _link_bytes_s(gpu, n_p * gp + n_d * gd, network_gb_s)
+                transfer = kv_request / (gp * link)
+                gpus = n_p * gp + n_d * gd
+                c = dict(mode=ServingMode.DISAGGREGATED, layout=drep.layout, replicas=n_d, prefill_layout=prep.layout,
+                         prefill_replicas=n_p, gpus=gpus, concurrency=C, chunk_tokens=None, prefill_batch=b,
+                         max_concurrency=max_c, ttft_s=queue + t_pf + transfer, tpot_s=t_dec, tpot_max_s=t_dec,
+                         queue_s=queue, kv_transfer_s=transfer, requests_per_s=lam, prefill_share=n_p * gp / gpus)
+                out.append(_finish(c, traffic, targets, price))
+    return out
+
+
+def _pool_sizes(gp: int, gd: int, mu_p: float, mu_d: float, qps: float | None,
+                budget: int) -> Iterator[tuple[int, int]]:
+    """(prefill replicas, decode replicas) within ``budget`` GPUs: without a rate every pair of
+    pool sizes that fits; with one, the fewest decode replicas that carry it and up to four
+    prefill pool sizes from the fewest that carry it."""
+    if qps is None:
+        for n_p in range(1, budget // gp + 1):
+            for n_d in range(1, (budget - n_p * gp) // gd + 1):
+                yield n_p, n_d
+        return
+    n_d = max(1, math.ceil(qps / mu_d * (1 + 1e-12)))
+    first = max(1, math.ceil(qps / mu_p * (1 + 1e-12)))
+    for n_p in range(first, first + 4):
+        if n_p * gp + n_d * gd <= budget:
+            yield n_p, n_d
+
+
+def _frontier(cands: list[Candidate]) -> list[Candidate]:
+    """The Pareto frontier of output tokens/s per GPU against tokens/s per user, by rising speed
+    per user (no other candidate is better on both)."""
+    best: list[Candidate] = []
+    for c in sorted(cands, key=lambda c: (-c.tokens_per_s_per_user, -c.output_tokens_per_s_per_gpu)):
+        if not best or c.output_tokens_per_s_per_gpu > best[-1].output_tokens_per_s_per_gpu:
+            best.append(c)
+    return list(reversed(best))
+
+
+def _choose(cands: list[Candidate], qps: float | None) -> Candidate:
+    """The best candidate meeting the targets: with a rate, the fewest GPUs (then the most
+    tokens/s per GPU); without, the most output tokens/s per GPU (then the fewest GPUs)."""
+    if qps is not None:
+        return min(cands, key=lambda c: (c.gpus, -c.output_tokens_per_s_per_gpu, c.ttft_s))
+    return max(cands, key=lambda c: (c.output_tokens_per_s_per_gpu, -c.gpus, -c.ttft_s))
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds * 1e3:,.1f} ms" if seconds < 1 else f"{seconds:,.2f} s"
+
+
+def _impossible(cands: list[Candidate], targets: Targets) -> InputError:
+    """The one-line error for targets no candidate meets, with the nearest achievable values."""
+    def best(metric: str, pool: list[Candidate]) -> Candidate:
+        return min(pool, key=lambda c: getattr(c, metric))
+
+    parts = []
+    for flag, metric, target in (("--tpot", "tpot_s", targets.tpot_s), ("--ttft", "ttft_s", targets.ttft_s)):
+        if target is None:
+            continue
+        b = best(metric, cands)
+        if getattr(b, metric) > target:
+            parts.append(f"{flag} {_fmt_s(target)}: the fastest configuration reaches {_fmt_s(getattr(b, metric))} "
+                         f"({b.describe()}, concurrency {b.concurrency})")
+    if not parts:  # each target alone is reachable, both together are not
+        assert targets.tpot_s is not None and targets.ttft_s is not None
+        pool = [c for c in cands if c.tpot_s <= targets.tpot_s]
+        b = best("ttft_s", pool)
+        parts.append(f"--ttft {_fmt_s(targets.ttft_s)} with --tpot {_fmt_s(targets.tpot_s)}: no configuration meets "
+                     f"both; at that TPOT the lowest TTFT is {_fmt_s(b.ttft_s)} ({b.describe()}, concurrency "
+                     f"{b.concurrency})")
+    return InputError("; ".join(parts))
+
+
+def _binding(chosen: Candidate, cands: list[Candidate], concurrency: Sequence[int]) -> str:
+    """What stops the chosen configuration going further: the next concurrency of the same
+    configuration misses a target, or its KV cache would not hold it ("memory")."""
+    bigger = [c for c in concurrency if c > chosen.concurrency]
+    if not bigger:
+        return "the largest concurrency searched"
+    same = [c for c in cands if c.concurrency == bigger[0] and (c.mode, c.layout, c.replicas, c.prefill_layout,
+                                                                 c.prefill_replicas, c.chunk_tokens,
+                                                                 c.prefill_batch) ==
+            (chosen.mode, chosen.layout, chosen.replicas, chosen.prefill_layout, chosen.prefill_replicas,
+             chosen.chunk_tokens, chosen.prefill_batch)]
+    if not same:
+        return "memory" if bigger[0] > chosen.max_concurrency else "prefill capacity"
+    if same[0].violates:
+        return " and ".join(same[0].violates)
+    return "throughput per GPU (a larger concurrency is slower per GPU)"
+
+
+def _verdict(agg: Candidate | None, dis: Candidate | None) -> str:
+    """Which serving mode wins for this traffic, and the figures that say why."""
+    if agg is None and dis is None:
+        return "no configuration meets the targets"
+    if dis is None:
+        return "aggregated: no disaggregated split meets the targets"
+    if agg is None:
+        return "disaggregated: no aggregated configuration meets the targets"
+    ratio = dis.output_tokens_per_s_per_gpu / agg.output_tokens_per_s_per_gpu
+    winner = "disaggregated" if ratio > 1 else "aggregated"
+    why = (f"aggregated: TPOT {_fmt_s(agg.tpot_s)}, prompt chunks take {agg.prefill_share:.0%} of step time; "
+           f"disaggregated: TPOT {_fmt_s(dis.tpot_s)}, {dis.prefill_share:.0%} of GPUs prefill, KV transfer "
+           f"{_fmt_s(dis.kv_transfer_s)} per request")
+    return f"{winner} serves {max(ratio, 1 / ratio):.2f}x the output tokens/s per GPU ({why})"
+
+
+def plan(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets, model: TimeModel, *,
+         gpus: int | None = None, weight_bits: int | Fraction = 16, kv_bits: int = 16,
+         compute_dtype: Dtype = Dtype.BF16, usd_per_gpu_hour: float | None = None,
+         policy: MemoryPolicy = DEPLOYMENT, network_gb_s: float = DEFAULT_NETWORK_GB_S,
+         modes: Sequence[ServingMode] = (ServingMode.AGGREGATED, ServingMode.DISAGGREGATED),
+         layouts: Sequence[Layout] | None = None, concurrency: Sequence[int] = CONCURRENCY_GRID,
+         chunks: Sequence[int] = CHUNK_GRID, extra_notes: Sequence[Note] = ()) -> ServePlan:
+    """Search serving configurations and choose the best meeting ``targets`` (module docstring).
+
+    ``gpus`` is the GPU budget (default: one node, or :data:`MAX_PLAN_GPUS` with ``traffic.qps``).
+    InputError when no layout holds the model within the budget (saying how many GPUs it needs),
+    or when no configuration meets the targets (naming the nearest achievable values)."""
+    I, O = traffic.input_tokens, traffic.output_tokens
+    if O < 2:
+        raise InputError("--output: at least 2 tokens (the prefill gives the first, decode steps the rest)")
+    budget = gpus or (MAX_PLAN_GPUS if traffic.qps is not None else max(1, gpu.interconnect.gpus_per_node))
+    if budget > MAX_PLAN_GPUS:
+        raise InputError(f"--gpus: {budget:,} is more than the {MAX_PLAN_GPUS:,} GPUs a plan covers")
+    bits = Fraction(weight_bits).limit_denominator(1000)
+    steps = _Steps(spec, gpu, model, bits, kv_bits, compute_dtype)
+    candidate_layouts = list(layouts) if layouts is not None else _layouts(spec, gpu, budget)
+    reps = []
+    for layout in candidate_layouts:
+        rep = _replica(spec, gpu, layout, traffic, policy, bits, kv_bits)
+        if rep.room(spec, min(chunks), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes:
+            reps.append(rep)
+    if not reps:
+        raise _too_big(spec, gpu, traffic, policy, bits, kv_bits, budget)
+    counts = [0]
+    cands: list[Candidate] = []
+    if ServingMode.AGGREGATED in modes:
+        for rep in reps:
+            cands += _aggregated(spec, steps, rep, traffic, targets, budget, usd_per_gpu_hour, policy, concurrency,
+                                 chunks, counts)
+    if ServingMode.DISAGGREGATED in modes:
+        cands += _disaggregated(spec, gpu, steps, reps, traffic, targets, budget, usd_per_gpu_hour, policy, kv_bits,
+                                concurrency, network_gb_s, counts)
+    if not cands:
+        raise InputError(f"--qps {traffic.qps:g}: no configuration within {budget:,} GPUs carries it"
+                         if traffic.qps is not None else
+                         f"no configuration of {spec.name} on {gpu.name} sustains {I:,}-token prompts within the "
+                         f"token budgets searched")
+    meeting = [c for c in cands if c.meets]
+    if not meeting:
+        raise _impossible(cands, targets)
+    chosen = _choose(meeting, traffic.qps)
+    agg = [c for c in meeting if c.mode == ServingMode.AGGREGATED]
+    dis = [c for c in meeting if c.mode == ServingMode.DISAGGREGATED]
+    best_agg = _choose(agg, traffic.qps) if agg else None
+    best_dis = _choose(dis, traffic.qps) if dis else None
+    conventions = [note("serve.model", label=model.label), note("serve.queueing", qps=traffic.qps),
+                   policy_note(gpu, policy), note("serve.cost", price=usd_per_gpu_hour), *extra_notes]
+    return ServePlan(spec.name, gpu.name, I, O, traffic.qps, targets.ttft_s, targets.tpot_s, budget, usd_per_gpu_hour,
+                     model.label, float(bits), kv_bits, compute_dtype.value, chosen, chosen.ttft_s, chosen.tpot_s,
+                     chosen.output_tokens_per_s, chosen.output_tokens_per_s_per_gpu, chosen.max_concurrency,
+                     chosen.gpus, chosen.usd_per_million_output_tokens, chosen.usd_per_million_input_tokens,
+                     chosen.usd_per_request, _binding(chosen, cands, concurrency), best_agg, best_dis,
+                     _verdict(best_agg, best_dis), _frontier(cands),
+                     {m.value: _frontier([c for c in cands if c.mode == m]) for m in modes},
+                     counts[0], len(cands), len(steps.cache), conventions)
+
+
+def _too_big(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, policy: MemoryPolicy, bits: Fraction,
+             kv_bits: int, budget: int) -> InputError:
+    """The error for a model no layout within the budget holds, with the GPUs it would need."""
+    node = max(1, gpu.interconnect.gpus_per_node)
+    for layout in _layouts(spec, gpu, MAX_PLAN_GPUS):
+        rep = _replica(spec, gpu, layout, traffic, policy, bits, kv_bits)
+        if rep.room(spec, min(CHUNK_GRID), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes:
+            if layout.gpus > budget:
+                return InputError(f"--gpus: {spec.name} at {float(bits):g} bits does not fit {budget:,} x {gpu.name} "
+                                  f"with one {traffic.input_tokens + traffic.output_tokens:,}-token sequence; it needs "
+                                  f"{layout.gpus} (TP {layout.tp} x PP {layout.pp})")
+    return InputError(f"{spec.name} does not fit any layout of up to {MAX_PLAN_GPUS:,} x {gpu.name} ({node} per node) "
+                      f"with one {traffic.input_tokens + traffic.output_tokens:,}-token sequence")
+
+
+def evaluate(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets, model: TimeModel,
+             layout: Layout, concurrency: int, *, chunk_tokens: int = DEFAULT_CHUNK_TOKENS, replicas: int = 1,
+             **kwargs) -> ServePlan:
+    """One aggregated configuration: ``replicas`` x ``layout`` at ``concurrency`` sequences each
+    and a token budget of ``chunk_tokens`` per step; the same result as :func:`plan`, whose
+    frontier is that one row. InputError when it does not fit or cannot sustain the traffic;
+    missing targets are reported in ``violates`` rather than refused."""
+    if concurrency >= chunk_tokens:
+        raise InputError(f"--batch {concurrency:,} leaves no room for prompt tokens in a step of --chunk "
+                         f"{chunk_tokens:,} tokens; give a larger --chunk")
+    budget = layout.gpus * replicas
+    relaxed = Targets()
+    result = plan(spec, gpu, traffic, relaxed, model, gpus=budget, modes=(ServingMode.AGGREGATED,), layouts=[layout],
+                  concurrency=[concurrency], chunks=[chunk_tokens], **kwargs)
+    c = result.chosen
+    violates = tuple(name for name, value, target in (("TTFT", c.ttft_s, targets.ttft_s),
+                                                       ("TPOT", c.tpot_s, targets.tpot_s))
+                     if target is not None and value > target)
+    from dataclasses import replace
+
+    c = replace(c, violates=violates)
+    return replace(result, chosen=c, frontier=[c], frontier_by_mode={ServingMode.AGGREGATED.value: [c]},
+                   best_aggregated=c, ttft_target_s=targets.ttft_s,
+                   tpot_target_s=targets.tpot_s, binding="none (one configuration evaluated)",
+                   mode_verdict="one aggregated configuration evaluated")
