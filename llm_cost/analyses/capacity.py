@@ -13,7 +13,9 @@ Per GPU of the fullest pipeline stage::
   default 0.9);
 * activation workspace: the largest activations of a step of ``step_tokens`` tokens, an
   estimate (see :func:`workspace_bytes`), which vLLM measures with a profiling run;
-* runtime reserve: CUDA context, cuBLAS and NCCL buffers and CUDA graphs, default 1 GiB.
+* runtime reserve: what the engine's PyTorch allocator never gets, default 2 GiB: the CUDA
+  context, cuBLAS and NCCL buffers and CUDA graphs (vLLM's logs show 0.1-1.8 GiB of such
+  "non-torch" memory) and what the driver keeps (vLLM sees 79.22 GiB of an H100's 80 GiB).
 
 The KV cache is paged: every sequence holds whole blocks of ``block_tokens`` tokens (16, vLLM's
 default), so a sequence of s tokens takes ceil(s / 16) x 16 tokens of cache on every caching layer
@@ -41,8 +43,8 @@ __all__ = ["MemoryPolicy", "DEPLOYMENT", "DOCUMENTS", "DEFAULT_GPU_MEMORY_UTILIZ
 
 #: vLLM's default ``gpu_memory_utilization``: the share of a GPU's memory the engine may use.
 DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(9, 10)
-#: CUDA context, library workspaces, NCCL buffers and CUDA graphs, bytes (an allowance, 1 GiB).
-DEFAULT_RUNTIME_RESERVE_BYTES = 2**30
+#: CUDA context, library workspaces, NCCL buffers, CUDA graphs and the driver's share, bytes (2 GiB).
+DEFAULT_RUNTIME_RESERVE_BYTES = 2 * 2**30
 #: Tokens per KV block (vLLM's default ``block_size``).
 KV_BLOCK_TOKENS = 16
 #: Tokens of the largest step the workspace is sized for (the chunked-prefill token budget).
@@ -62,7 +64,7 @@ class MemoryPolicy:
     workspace: bool = True
 
 
-#: A serving engine's accounting (vLLM's defaults): physical memory, 90%, 1 GiB reserve, 16-token blocks.
+#: A serving engine's accounting (vLLM's defaults): physical memory, 90%, 2 GiB reserve, 16-token blocks.
 DEPLOYMENT = MemoryPolicy()
 #: The source documents' accounting: the datasheet's GB as 10^9 B, all of it, token-exact sequences.
 DOCUMENTS = MemoryPolicy(MemoryConvention.DATASHEET, Fraction(1), 0, 1, False)

@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, capacity_bytes, policy_note, sequence_kv_bytes, \
     workspace_bytes
@@ -282,9 +282,9 @@ def _replica(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, traffic: Traffi
 
 
 def _layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
-    """Replica layouts up to ``budget`` GPUs: TP over divisors of the query heads within a node
-    (and of the KV heads' multiples the model allows), PP 1, 2, 4 or 8 (a pipeline is for models
-    a node's TP does not hold), EP 1 or TP for MoE models."""
+    """Replica layouts up to ``budget`` GPUs: TP 1, 2, 4, 8 (or 16) dividing the query heads
+    within a node, PP 1, 2, 4 or 8, EP 1 or TP for MoE models (:func:`plan` keeps a pipeline only
+    where TP alone does not hold the model or has filled the node)."""
     from llm_cost.model.layout import validate_layout
 
     node = max(1, gpu.interconnect.gpus_per_node)
@@ -304,6 +304,14 @@ def _layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
     return out
 
 
+def _useful_pipelines(reps: list[_Replica]) -> list[_Replica]:
+    """The replicas without a pipeline, and those with one where the same TP without it does not
+    hold the model or TP is already the largest searched (a pipeline then spans nodes)."""
+    flat = {(r.layout.tp, r.layout.ep) for r in reps if r.layout.pp == 1}
+    widest = max(r.layout.tp for r in reps) if reps else 0
+    return [r for r in reps if r.layout.pp == 1 or (r.layout.tp, r.layout.ep) not in flat or r.layout.tp == widest]
+
+
 def _cost(c: dict, price: float | None, traffic: Traffic) -> dict:
     """Dollar figures of a candidate's rates (None without a price)."""
     if price is None or not c["requests_per_s"]:
@@ -316,21 +324,24 @@ def _cost(c: dict, price: float | None, traffic: Traffic) -> dict:
             "usd_per_million_output_tokens": per_request * (1 - share) / traffic.output_tokens * 1e6}
 
 
-def _finish(c: dict, traffic: Traffic, targets: Targets, price: float | None) -> Candidate:
-    violates = tuple(name for name, value, target in (("TTFT", c["ttft_s"], targets.ttft_s),
-                                                       ("TPOT", c["tpot_s"], targets.tpot_s))
-                     if target is not None and value > target)
+def _finish(c: dict, traffic: Traffic, targets: Targets, price: float | None,
+            also: tuple[str, ...] = ()) -> Candidate:
+    """The candidate of the figures ``c``, with its rates, costs and the targets it misses (and
+    ``also``: "memory" for a configuration evaluated beyond what its KV cache holds)."""
+    violates = also + tuple(name for name, value, target in (("TTFT", c["ttft_s"], targets.ttft_s),
+                                                              ("TPOT", c["tpot_s"], targets.tpot_s))
+                            if target is not None and value > target)
     rate = c["requests_per_s"]
     out_rate = rate * traffic.output_tokens
     return Candidate(**c, output_tokens_per_s=out_rate, output_tokens_per_s_per_gpu=out_rate / c["gpus"],
                      tokens_per_s_per_user=1 / c["tpot_s"], **_cost(c, price, traffic), violates=violates)
 
 
-def _slots(rate: float, replica_rate: float, qps: float | None, gpus_per_replica: int, cap: int,
-           wait: "callable") -> Iterator[tuple[int, float, float]]:
+def _slots(replica_rate: float, qps: float | None, gpus_per_replica: int, cap: int,
+           wait: Callable[[float], float]) -> Iterator[tuple[int, float, float]]:
     """(replicas, per-replica request rate, slot wait) options: without ``qps`` the saturated
-    rate; with it, the fewest replicas that carry ``qps`` and each replica more until the slot
-    wait stops mattering or the GPU cap is reached (at most 8 options)."""
+    rate (replicas 0: as many as the budget holds); with it, the fewest replicas that carry
+    ``qps`` and up to seven more (a shorter wait for a slot), within ``cap`` GPUs."""
     if qps is None:
         yield 0, replica_rate, 0.0
         return
@@ -342,47 +353,59 @@ def _slots(rate: float, replica_rate: float, qps: float | None, gpus_per_replica
         yield n, lam, wait(lam / replica_rate)
 
 
-def _aggregated(spec: ModelSpec, steps: _Steps, rep: _Replica, traffic: Traffic, targets: Targets, budget: int,
-                price: float | None, policy: MemoryPolicy, concurrency: Sequence[int], chunks: Sequence[int],
-                counts: list[int]) -> list[Candidate]:
-    """Every aggregated candidate of one replica layout."""
+def _aggregated_point(spec: ModelSpec, steps: _Steps, rep: _Replica, traffic: Traffic, targets: Targets,
+                      budget: int, price: float | None, policy: MemoryPolicy, C: int, T: int,
+                      strict_memory: bool = True) -> tuple[list[Candidate], str | None]:
+    """The candidates of ``C`` decoding sequences and a ``T``-token budget on one replica layout
+    (one, or with a rate one per replica count tried), or ([], why not): "budget" (no room for
+    prompt tokens), "memory" (the KV cache does not hold them; with ``strict_memory=False`` the
+    candidate is kept and marked), "prefill" (prompts arrive faster than chunks take them)."""
     I, O = traffic.input_tokens, traffic.output_tokens
     g = rep.layout.gpus
+    P = T - C
+    if P < 1:
+        return [], "budget"
+    in_flight = min(-(-P // I), 1 + P // I) if P >= I else 1  # prompts whose KV the step writes
+    room = rep.room(spec, T, C + in_flight, policy)
+    over = C * rep.seq_kv_bytes + in_flight * rep.prompt_kv_bytes > room
+    if over and strict_memory:
+        return [], "memory"
+    f = C * I / ((O - 1) * P)
+    if f >= 1:
+        return [], "prefill"
+    t_dec = steps.seconds(rep.layout, _decode_groups(C, I, O))
+    t_mix = steps.seconds(rep.layout, _decode_groups(C, I, O) + _chunk_groups(P, I))
+    t = f * t_mix + (1 - f) * t_dec
+    mu = C / ((O - 1) * t)
+    service = I * t_mix / P  # the chunk slot's time per prompt
+    own = -(-I // P) * t_mix if P < I else t_mix
+    max_c = max(0, int(room // rep.seq_kv_bytes)) if rep.seq_kv_bytes else C
+    out = []
+    for n, lam, slot_wait in _slots(mu, traffic.qps, g, budget, lambda rho: mdc_wait_s(rho, C, own + (O - 1) * t)):
+        replicas = n or budget // g
+        queue = md1_wait_s(lam * service, service) + slot_wait
+        if not replicas or math.isinf(queue):
+            continue
+        c = dict(mode=ServingMode.AGGREGATED, layout=rep.layout, replicas=replicas, prefill_layout=None,
+                 prefill_replicas=0, gpus=replicas * g, concurrency=C, chunk_tokens=T, prefill_batch=None,
+                 max_concurrency=max_c, ttft_s=queue + own, tpot_s=t, tpot_max_s=t_mix, queue_s=queue,
+                 kv_transfer_s=0.0, requests_per_s=lam * replicas, prefill_share=f * (t_mix - t_dec) / t)
+        out.append(_finish(c, traffic, targets, price, ("memory",) if over else ()))
+    return out, None if out else "prefill"
+
+
+def _aggregated(spec: ModelSpec, steps: _Steps, rep: _Replica, traffic: Traffic, targets: Targets, budget: int,
+                price: float | None, policy: MemoryPolicy, concurrency: Sequence[int], chunks: Sequence[int],
+                counts: list[int], refusals: dict[str, int]) -> list[Candidate]:
+    """Every aggregated candidate of one replica layout; ``refusals`` counts why others were not."""
     out = []
     for T in chunks:
         for C in concurrency:
             counts[0] += 1
-            P = T - C
-            if P < 1:
-                continue
-            in_flight = min(-(-P // I), 1 + P // I) if P >= I else 1  # prompts whose KV the step writes
-            room = rep.room(spec, T, C + in_flight, policy)
-            if C * rep.seq_kv_bytes + in_flight * rep.prompt_kv_bytes > room:
-                continue
-            f = C * I / ((O - 1) * P)
-            if f >= 1:
-                continue
-            t_dec = steps.seconds(rep.layout, _decode_groups(C, I, O))
-            t_mix = steps.seconds(rep.layout, _decode_groups(C, I, O) + _chunk_groups(P, I))
-            t = f * t_mix + (1 - f) * t_dec
-            mu = C / ((O - 1) * t)
-            service = I * t_mix / P  # the chunk slot's time per prompt
-            own = -(-I // P) * t_mix if P < I else t_mix
-            max_c = int(room // rep.seq_kv_bytes) if rep.seq_kv_bytes else C
-            for n, lam, slot_wait in _slots(mu, mu, traffic.qps, g, budget,
-                                            lambda rho: mdc_wait_s(rho, C, own + (O - 1) * t)):
-                replicas = n or budget // g
-                if not replicas:
-                    continue
-                queue = md1_wait_s(lam * service, service) + slot_wait
-                if math.isinf(queue):
-                    continue
-                share = f * (t_mix - t_dec) / t
-                c = dict(mode=ServingMode.AGGREGATED, layout=rep.layout, replicas=replicas, prefill_layout=None,
-                         prefill_replicas=0, gpus=replicas * g, concurrency=C, chunk_tokens=T, prefill_batch=None,
-                         max_concurrency=max_c, ttft_s=queue + own, tpot_s=t, tpot_max_s=t_mix, queue_s=queue,
-                         kv_transfer_s=0.0, requests_per_s=lam * replicas, prefill_share=share)
-                out.append(_finish(c, traffic, targets, price))
+            found, why = _aggregated_point(spec, steps, rep, traffic, targets, budget, price, policy, C, T)
+            out += found
+            if why:
+                refusals[why] = refusals.get(why, 0) + 1
     return out
 
 
@@ -555,8 +578,7 @@ def plan(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets,
     ``gpus`` is the GPU budget (default: one node, or :data:`MAX_PLAN_GPUS` with ``traffic.qps``).
     InputError when no layout holds the model within the budget (saying how many GPUs it needs),
     or when no configuration meets the targets (naming the nearest achievable values)."""
-    I, O = traffic.input_tokens, traffic.output_tokens
-    if O < 2:
+    if traffic.output_tokens < 2:
         raise InputError("--output: at least 2 tokens (the prefill gives the first, decode steps the rest)")
     budget = gpus or (MAX_PLAN_GPUS if traffic.qps is not None else max(1, gpu.interconnect.gpus_per_node))
     if budget > MAX_PLAN_GPUS:
@@ -564,27 +586,23 @@ def plan(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets,
     bits = Fraction(weight_bits).limit_denominator(1000)
     steps = _Steps(spec, gpu, model, bits, kv_bits, compute_dtype)
     candidate_layouts = list(layouts) if layouts is not None else _layouts(spec, gpu, budget)
-    reps = []
-    for layout in candidate_layouts:
-        rep = _replica(spec, gpu, layout, traffic, policy, bits, kv_bits)
-        if rep.room(spec, min(chunks), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes:
-            reps.append(rep)
+    reps = [rep for rep in (_replica(spec, gpu, layout, traffic, policy, bits, kv_bits) for layout in candidate_layouts)
+            if rep.room(spec, min(chunks), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes]
+    if layouts is None:
+        reps = _useful_pipelines(reps)
     if not reps:
         raise _too_big(spec, gpu, traffic, policy, bits, kv_bits, budget)
-    counts = [0]
+    counts, refusals = [0], {}
     cands: list[Candidate] = []
     if ServingMode.AGGREGATED in modes:
         for rep in reps:
             cands += _aggregated(spec, steps, rep, traffic, targets, budget, usd_per_gpu_hour, policy, concurrency,
-                                 chunks, counts)
+                                 chunks, counts, refusals)
     if ServingMode.DISAGGREGATED in modes:
         cands += _disaggregated(spec, gpu, steps, reps, traffic, targets, budget, usd_per_gpu_hour, policy, kv_bits,
                                 concurrency, network_gb_s, counts)
     if not cands:
-        raise InputError(f"--qps {traffic.qps:g}: no configuration within {budget:,} GPUs carries it"
-                         if traffic.qps is not None else
-                         f"no configuration of {spec.name} on {gpu.name} sustains {I:,}-token prompts within the "
-                         f"token budgets searched")
+        raise _nothing_sustains(spec, gpu, traffic, budget, refusals)
     meeting = [c for c in cands if c.meets]
     if not meeting:
         raise _impossible(cands, targets)
@@ -593,16 +611,40 @@ def plan(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets,
     dis = [c for c in meeting if c.mode == ServingMode.DISAGGREGATED]
     best_agg = _choose(agg, traffic.qps) if agg else None
     best_dis = _choose(dis, traffic.qps) if dis else None
+    fronts = {m.value: _frontier([c for c in cands if c.mode == m]) for m in modes}
+    return _result(spec, gpu, traffic, targets, model, budget, usd_per_gpu_hour, bits, kv_bits, compute_dtype, policy,
+                   extra_notes, chosen, _binding(chosen, cands, concurrency), best_agg, best_dis,
+                   _verdict(best_agg, best_dis), _frontier(cands), fronts, counts[0], len(cands), len(steps.cache))
+
+
+def _result(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets, model: TimeModel, budget: int,
+            price: float | None, bits: Fraction, kv_bits: int, compute: Dtype, policy: MemoryPolicy,
+            extra_notes: Sequence[Note], chosen: Candidate, binding: str, best_agg: Candidate | None,
+            best_dis: Candidate | None, verdict: str, frontier: list[Candidate],
+            fronts: dict[str, list[Candidate]], evaluated: int, feasible: int, steps: int) -> ServePlan:
+    """The plan's result around its chosen configuration, with the conventions it rests on."""
     conventions = [note("serve.model", label=model.label), note("serve.queueing", qps=traffic.qps),
-                   policy_note(gpu, policy), note("serve.cost", price=usd_per_gpu_hour), *extra_notes]
-    return ServePlan(spec.name, gpu.name, I, O, traffic.qps, targets.ttft_s, targets.tpot_s, budget, usd_per_gpu_hour,
-                     model.label, float(bits), kv_bits, compute_dtype.value, chosen, chosen.ttft_s, chosen.tpot_s,
-                     chosen.output_tokens_per_s, chosen.output_tokens_per_s_per_gpu, chosen.max_concurrency,
-                     chosen.gpus, chosen.usd_per_million_output_tokens, chosen.usd_per_million_input_tokens,
-                     chosen.usd_per_request, _binding(chosen, cands, concurrency), best_agg, best_dis,
-                     _verdict(best_agg, best_dis), _frontier(cands),
-                     {m.value: _frontier([c for c in cands if c.mode == m]) for m in modes},
-                     counts[0], len(cands), len(steps.cache), conventions)
+                   policy_note(gpu, policy), note("serve.cost", price=price), *extra_notes]
+    return ServePlan(spec.name, gpu.name, traffic.input_tokens, traffic.output_tokens, traffic.qps, targets.ttft_s,
+                     targets.tpot_s, budget, price, model.label, float(bits), kv_bits, compute.value, chosen,
+                     chosen.ttft_s, chosen.tpot_s, chosen.output_tokens_per_s, chosen.output_tokens_per_s_per_gpu,
+                     chosen.max_concurrency, chosen.gpus, chosen.usd_per_million_output_tokens,
+                     chosen.usd_per_million_input_tokens, chosen.usd_per_request, binding, best_agg, best_dis, verdict,
+                     frontier, fronts, evaluated, feasible, steps, conventions)
+
+
+def _nothing_sustains(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, budget: int,
+                      refusals: dict[str, int]) -> InputError:
+    """The error when no configuration searched is feasible, naming the commonest reason."""
+    if traffic.qps is not None:
+        return InputError(f"--qps {traffic.qps:g}: no configuration within {budget:,} x {gpu.name} carries it; "
+                          "raise --gpus or lower --qps")
+    if refusals.get("memory", 0) >= refusals.get("prefill", 0):
+        return InputError(f"{spec.name} on {gpu.name}: the KV cache holds none of the concurrencies searched at "
+                          f"{traffic.input_tokens:,} + {traffic.output_tokens:,} tokens; use more GPUs (--gpus), "
+                          "fewer bits (--weights-dtype, --kv-dtype) or shorter requests")
+    return InputError(f"{spec.name} on {gpu.name}: {traffic.input_tokens:,}-token prompts arrive faster than the "
+                      "token budgets searched take them; give a larger --chunk or fewer output tokens per prompt")
 
 
 def _too_big(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, policy: MemoryPolicy, bits: Fraction,
@@ -622,26 +664,34 @@ def _too_big(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, policy: Memor
 
 def evaluate(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets, model: TimeModel,
              layout: Layout, concurrency: int, *, chunk_tokens: int = DEFAULT_CHUNK_TOKENS, replicas: int = 1,
-             **kwargs) -> ServePlan:
-    """One aggregated configuration: ``replicas`` x ``layout`` at ``concurrency`` sequences each
-    and a token budget of ``chunk_tokens`` per step; the same result as :func:`plan`, whose
-    frontier is that one row. InputError when it does not fit or cannot sustain the traffic;
-    missing targets are reported in ``violates`` rather than refused."""
+             weight_bits: int | Fraction = 16, kv_bits: int = 16, compute_dtype: Dtype = Dtype.BF16,
+             usd_per_gpu_hour: float | None = None, policy: MemoryPolicy = DEPLOYMENT,
+             network_gb_s: float = DEFAULT_NETWORK_GB_S, extra_notes: Sequence[Note] = ()) -> ServePlan:
+    """One aggregated configuration, saturated: ``replicas`` x ``layout`` at ``concurrency``
+    decoding sequences each and a token budget of ``chunk_tokens`` per step; the same result as
+    :func:`plan`, whose frontier is that one row. Targets it misses, and a KV cache that does not
+    hold its sequences ("memory"), are reported in ``violates``, not refused. InputError for a
+    budget with no room for prompt tokens, or prompts that arrive faster than chunks take them."""
+    I, O = traffic.input_tokens, traffic.output_tokens
+    if O < 2:
+        raise InputError("--output: at least 2 tokens (the prefill gives the first, decode steps the rest)")
     if concurrency >= chunk_tokens:
         raise InputError(f"--batch {concurrency:,} leaves no room for prompt tokens in a step of --chunk "
                          f"{chunk_tokens:,} tokens; give a larger --chunk")
+    bits = Fraction(weight_bits).limit_denominator(1000)
+    steps = _Steps(spec, gpu, model, bits, kv_bits, compute_dtype)
+    rep = _replica(spec, gpu, layout, Traffic(I, O), policy, bits, kv_bits)
     budget = layout.gpus * replicas
-    relaxed = Targets()
-    result = plan(spec, gpu, traffic, relaxed, model, gpus=budget, modes=(ServingMode.AGGREGATED,), layouts=[layout],
-                  concurrency=[concurrency], chunks=[chunk_tokens], **kwargs)
-    c = result.chosen
-    violates = tuple(name for name, value, target in (("TTFT", c.ttft_s, targets.ttft_s),
-                                                       ("TPOT", c.tpot_s, targets.tpot_s))
-                     if target is not None and value > target)
-    from dataclasses import replace
-
-    c = replace(c, violates=violates)
-    return replace(result, chosen=c, frontier=[c], frontier_by_mode={ServingMode.AGGREGATED.value: [c]},
-                   best_aggregated=c, ttft_target_s=targets.ttft_s,
-                   tpot_target_s=targets.tpot_s, binding="none (one configuration evaluated)",
-                   mode_verdict="one aggregated configuration evaluated")
+    found, _ = _aggregated_point(spec, steps, rep, Traffic(I, O), targets, budget, usd_per_gpu_hour, policy,
+                                 concurrency, chunk_tokens, strict_memory=False)
+    if not found:
+        raise InputError(f"--batch {concurrency:,} with --chunk {chunk_tokens:,}: each request brings {I:,} prompt "
+                         f"tokens per {O - 1:,} decode steps, more than chunks of {chunk_tokens - concurrency:,} "
+                         "tokens take; lower --batch or raise --chunk")
+    c = found[0]
+    binding = (f"memory: the KV cache holds {c.max_concurrency:,} of these {concurrency:,} sequences per replica"
+               if "memory" in c.violates else "none (one configuration evaluated)")
+    return _result(spec, gpu, Traffic(I, O), targets, model, budget, usd_per_gpu_hour, bits, kv_bits, compute_dtype,
+                   policy, extra_notes, c, binding, c, None, "one aggregated configuration evaluated", [c],
+                   {ServingMode.AGGREGATED.value: [c]}, 1, 0 if "memory" in c.violates else 1,
+                   len(steps.cache))

@@ -157,7 +157,7 @@ WeightFlopsOpt = Annotated[WeightFlops, typer.Option("--weight-flops", case_sens
                                                           "(2 (N - embedding), as the documents) or total (2 N).")]
 ReserveGb = Annotated[Optional[int], option("--reserve-gb", parse=gigabytes("--reserve-gb"), metavar="GB",
                                             help="Runtime reserve per GPU (CUDA context, NCCL, CUDA graphs), GB "
-                                                 "(10^9 B); default 1 GiB (0 under --memory datasheet).")]
+                                                 "(10^9 B); default 2 GiB (0 under --memory datasheet).")]
 MemoryOpt = Annotated[MemoryConvention, typer.Option("--memory", case_sensitive=False,
                                                      help="physical: the GPU's capacity in GiB as a deployment "
                                                           "gets it (an '80 GB' H100 holds 80 GiB), less what the "

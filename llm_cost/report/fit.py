@@ -60,7 +60,9 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
                                                            if d.room.workspace_bytes or d.room.reserve_bytes else "")),
         ("headroom" if d.fits else "[bold red]short by[/bold red]", bytes_exact(abs(d.headroom_bytes))),
         (f"max concurrency at context {d.context:,}", f"[bold]{fmt_int(d.max_concurrency)}[/bold] sequences"
-         + (f" ({d.room.block_tokens}-token KV blocks)" if d.room.block_tokens > 1 else "")),
+         + (f" ({d.room.block_tokens}-token KV blocks)" if d.room.block_tokens > 1 else "")
+         + ("; none fits: use more GPUs, fewer bits per weight or a shorter context" if not d.max_concurrency
+            else "")),
         ("decode: compute / memory at peak", f"{fmt_seconds(s.compute_time_s)} / {fmt_seconds(s.memory_time_s)}"),
         ("communication per step", f"{fmt_seconds(s.comm_time_s)} over {s.link} ({bytes_exact(s.comm_bytes)} sent "
                                    "per GPU)"),

@@ -1,0 +1,112 @@
+"""Memory as a serving engine sees it, against vLLM's own startup logs (tests/data/vllm-kv-logs.yaml,
+each row quoted from a vllm-project/vllm pull request or issue with its URL)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_cost.analyses.capacity import DEPLOYMENT, DOCUMENTS, kv_room, max_concurrency, sequence_kv_bytes, \
+    workspace_bytes
+from llm_cost.core.types import MemoryConvention
+from llm_cost.model.layout import ONE_GPU, Layout, per_gpu
+from llm_cost.specs.load import load_gpu, load_model
+
+LOGS = {r["id"]: r for r in yaml.safe_load((Path(__file__).parents[1] / "data" / "vllm-kv-logs.yaml").read_text())
+        ["rows"]}
+GiB = 2**30
+
+
+def test_physical_capacity_is_what_the_gpu_spec_says():
+    """An '80 GB' H100 holds 80 GiB; the documents read the datasheet's 80 GB as 80e9 B."""
+    h100 = load_gpu("h100")
+    assert kv_room(load_model("llama3-8b"), h100, [1]).capacity_bytes == 80 * GiB
+    assert kv_room(load_model("llama3-8b"), h100, [1], policy=DOCUMENTS).capacity_bytes == 80 * 10**9
+    assert DOCUMENTS.convention == MemoryConvention.DATASHEET
+
+
+def test_weights_per_gpu_match_vllm_logs():
+    """vLLM PR #10511: 'model weights take 14.96GiB' for Llama-3-8B, 7.48 GiB per GPU at TP 2."""
+    spec = load_model("llama3-8b")
+    assert round(per_gpu(spec, ONE_GPU).max_weight_bytes / GiB, 2) == LOGS["A1"]["weights_gib"]
+    assert round(per_gpu(spec, Layout(2)).max_weight_bytes / GiB, 2) == LOGS["A2"]["weights_gib"]
+
+
+@pytest.mark.parametrize("row", ["A1", "A3"])
+def test_kv_cache_budget_within_6_percent_of_vllm(row):
+    """vLLM's KV cache for Llama-3-8B on one H100 at gpu_memory_utilization 0.9: 53.29 GiB (PR
+    #10511, V0 engine) and 51.38 GiB (llm-d-benchmark's V1 log summary). Ours: 80 GiB x 0.9 less
+    the weights, our workspace estimate and the 2 GiB reserve: 54.33 GiB, +1.9% and +5.7%. vLLM sees
+    79.22 GiB and measures its activation peak (1.26 GiB in V0, 4.76 GiB in V1); the reserve
+    stands in for the first, the workspace estimate for the second."""
+    log = LOGS[row]
+    room = kv_room(load_model("llama3-8b"), load_gpu("h100"), [1])
+    ours = room.kv_budget_bytes / GiB
+    assert log["gpu_memory_utilization"]["value"] == float(DEPLOYMENT.utilization)
+    assert 0 <= ours / log["kv_cache_gib"] - 1 < 0.06, (ours, log["kv_cache_gib"])
+
+
+def test_workspace_is_the_largest_live_activations():
+    """Llama-3-8B at an 8,192-token step: residual 4,096 + Q/K/V 6,144 + gate and up 2 x 14,336
+    elements per token at 2 B, and 256 rows of 128,256 logits at 4 B."""
+    spec = load_model("llama3-8b")
+    assert workspace_bytes(spec, ONE_GPU, 8192, 256) == 8192 * (4096 + 6144 + 28672) * 2 + 256 * 128256 * 4
+    assert workspace_bytes(spec, Layout(2), 8192, 256) == 8192 * (4096 + (6144 + 28672) // 2) * 2 + 256 * 64128 * 4
+
+
+def test_paged_kv_rounds_each_sequence_up_to_whole_blocks():
+    """A 17-token sequence holds two 16-token blocks: 32 tokens x 128 KiB (Llama-3-8B, BF16)."""
+    spec = load_model("llama3-8b")
+    assert sequence_kv_bytes(spec, ONE_GPU, [17], 16, 16) == 32 * 131072
+    assert sequence_kv_bytes(spec, ONE_GPU, [17], 16, 1) == 17 * 131072
+
+
+def test_fit_prints_the_maximum_concurrency_of_a_layout(cli):
+    """Issue 13: Llama-3-70B on 4 x A100-40GB, 32K context, FP8 KV. Per GPU: 40 GiB x 0.9 less a
+    quarter of the weights, the workspace of an 8,192-token step at TP 4 (8,192 x (8,192 + (10,240
+    + 57,344) / 4) x 2 B + 256 x 32,064 x 4 B) and 2 GiB; each sequence holds 80 layers x 2 x 2
+    KV heads x 128 x 1 B x 32,768 tokens on each GPU: 0.5 GiB of budget holds none of them. The
+    documents' convention (40e9 B, all of it) holds 3."""
+    spec = load_model("llama3-70b")
+    weights = per_gpu(spec, Layout(4)).max_weight_bytes
+    budget = 40 * GiB * 9 // 10 - weights - (8192 * (8192 + (10240 + 57344) // 4) * 2 + 256 * 32064 * 4) - 2 * GiB
+    expected = budget // (80 * 2 * 2 * 128 * 32768)
+    r = cli("fit", "llama3-70b", "--gpu", "a100-40gb", "--context", "32K", "--kv-dtype", "fp8", "--tp", "4")
+    assert r.code == 0 and "max concurrency at context 32,768" in r.out and f"{expected:,} sequences" in r.out
+    data = cli("fit", "llama3-70b", "--gpu", "a100-40gb", "--context", "32K", "--kv-dtype", "fp8", "--tp", "4",
+               "--json").json()
+    assert data["deployment"]["max_concurrency"] == expected == 0
+    docs = cli("fit", "llama3-70b", "--gpu", "a100-40gb", "--context", "32K", "--kv-dtype", "fp8", "--tp", "4",
+               "--memory", "datasheet", "--json").json()
+    assert docs["deployment"]["max_concurrency"] == (40 * 10**9 - weights) // (80 * 2 * 2 * 128 * 32768) == 3
+
+
+def test_documents_convention_is_all_of_the_datasheet():
+    """--memory datasheet: 80e9 B, no utilisation cap, no workspace, no reserve, token-exact."""
+    room = kv_room(load_model("llama3-8b"), load_gpu("h100"), [8192], policy=DOCUMENTS)
+    assert room.kv_budget_bytes == 80 * 10**9 - 16_060_522_496
+    assert room.max_concurrency == (80 * 10**9 - 16_060_522_496) // (8192 * 131072) == 59
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["llama3-8b", "mistral-7b", "mixtral-8x7b", "qwen3-next-80b-a3b"]),
+       st.integers(1, 200_000), st.integers(1, 200_000), st.sampled_from([Fraction(8, 10), Fraction(9, 10), 1]))
+def test_concurrency_never_grows_with_context_and_never_shrinks_with_utilisation(name, a, b, util):
+    from dataclasses import replace
+
+    spec, gpu = load_model(name), load_gpu("h200")
+    short, long_ = sorted((a, b))
+    policy = replace(DEPLOYMENT, utilization=util)
+    assert kv_room(spec, gpu, [long_], policy=policy).max_concurrency <= \
+        kv_room(spec, gpu, [short], policy=policy).max_concurrency
+    assert kv_room(spec, gpu, [short], policy=policy).max_concurrency <= \
+        kv_room(spec, gpu, [short], policy=replace(DEPLOYMENT, utilization=Fraction(1))).max_concurrency
+
+
+def test_max_concurrency_is_whole_sequences():
+    assert max_concurrency(10, 3) == 3 and max_concurrency(-5, 3) == 0 and max_concurrency(0, 3) == 0

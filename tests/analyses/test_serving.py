@@ -1,0 +1,140 @@
+"""The serving planner: its queueing formulas against simulation, its steady state against
+Little's law and the Roofline bound, its search against the issue's questions."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_cost.analyses.serving import Targets, Traffic, evaluate, md1_wait_s, mdc_wait_s, plan
+from llm_cost.core.errors import InputError
+from llm_cost.core.types import ServingMode
+from llm_cost.model.layout import Layout
+from llm_cost.perf.calibrated import CalibratedModel
+from llm_cost.perf.profile import default_profile
+from llm_cost.perf.timemodel import RooflineBound
+from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.workload.step import SeqGroup, build_step
+
+H100 = load_gpu("h100")
+PREDICTION = CalibratedModel(default_profile("h100"))
+
+
+def _simulated_wait(rho: float, servers: int, service: float, n: int = 200_000, seed: int = 1) -> float:
+    """Mean wait of an M/D/c FIFO queue by simulation: Poisson arrivals at rho c / S, each served
+    for S by the first free server."""
+    rng = random.Random(seed)
+    free = [0.0] * servers
+    t = total = 0.0
+    rate = rho * servers / service
+    for _ in range(n):
+        t += rng.expovariate(rate)
+        i = min(range(servers), key=free.__getitem__)
+        start = max(t, free[i])
+        total += start - t
+        free[i] = start + service
+    return total / n
+
+
+@pytest.mark.parametrize("rho", [0.5, 0.8, 0.9])
+def test_md1_wait_is_pollaczek_khinchine(rho):
+    sim = _simulated_wait(rho, 1, 1.0)
+    assert abs(md1_wait_s(rho, 1.0) / sim - 1) < 0.06
+
+
+@pytest.mark.parametrize("rho, servers", [(0.7, 4), (0.9, 4), (0.9, 16)])
+def test_mdc_wait_is_within_a_quarter_of_simulation(rho, servers):
+    """Sakasegawa x Allen-Cunneen is an approximation: within 25% of a simulated M/D/c."""
+    sim = _simulated_wait(rho, servers, 1.0)
+    assert abs(mdc_wait_s(rho, servers, 1.0) / sim - 1) < 0.25, (mdc_wait_s(rho, servers, 1.0), sim)
+
+
+def test_queues_refuse_a_full_server():
+    assert md1_wait_s(1.0, 1.0) == float("inf") and mdc_wait_s(1.2, 4, 1.0) == float("inf")
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.sampled_from([128, 1000, 4096]), st.sampled_from([2, 64, 1000]), st.sampled_from([1, 8, 64]),
+       st.sampled_from([2048, 8192]))
+def test_one_configuration_obeys_littles_law_and_the_bound(input_tokens, output_tokens, concurrency, chunk):
+    """Requests/s x (O - 1) x TPOT = the decoding sequences (Little's law), and TPOT is never
+    below the Roofline bound of a decode step of those sequences."""
+    spec = load_model("llama3-8b")
+    try:
+        r = evaluate(spec, H100, Traffic(input_tokens, output_tokens), Targets(), PREDICTION, Layout(1), concurrency,
+                     chunk_tokens=chunk)
+    except InputError:
+        return  # this traffic cannot keep that many sequences decoding in that budget
+    c = r.chosen
+    assert c.requests_per_s * (output_tokens - 1) * c.tpot_s == pytest.approx(concurrency, rel=1e-9)
+    bound = RooflineBound().step_time(build_step(spec, [SeqGroup(concurrency, 1, input_tokens)]), H100).time_s
+    assert c.tpot_s >= bound and c.ttft_s > 0 and c.tpot_max_s >= c.tpot_s
+
+
+def test_issue_13_plan_searches_ten_thousand_and_meets_its_targets(cli):
+    """serve llama3-70b --gpu h100 --gpus 8 --input 2K --output 256 --ttft 2s --tpot 50ms: at least
+    10,000 configurations, the chosen one meets both targets and uses at most 8 GPUs."""
+    data = cli("serve", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--input", "2K", "--output", "256", "--ttft",
+               "2s", "--tpot", "50ms", "--usd-per-gpu-hour", "2.5", "--json").json()
+    assert data["candidates_evaluated"] >= 10_000
+    assert data["ttft_s"] <= 2 and data["tpot_s"] <= 0.05 and data["gpus"] <= 8
+    for key in ("ttft_s", "tpot_s", "output_tokens_per_s", "output_tokens_per_s_per_gpu", "max_concurrency", "gpus",
+                "usd_per_million_output_tokens"):
+        assert data[key] is not None
+    # the price arithmetic: $2.5 per GPU-hour over the requests served, split by the prefill share
+    c = data["chosen"]
+    per_request = 2.5 * c["gpus"] / 3600 / c["requests_per_s"]
+    assert data["usd_per_million_output_tokens"] == pytest.approx(per_request * (1 - c["prefill_share"]) / 256 * 1e6)
+    frontier = data["frontier"]
+    for a in frontier:  # nothing on the frontier is beaten on both axes by another point of it
+        assert not any(b["output_tokens_per_s_per_gpu"] > a["output_tokens_per_s_per_gpu"]
+                       and b["tokens_per_s_per_user"] > a["tokens_per_s_per_user"] for b in frontier)
+
+
+def test_one_configuration_has_the_issues_keys(cli):
+    data = cli("serve", "llama3-70b", "--gpu", "h100", "--tp", "2", "--batch", "64", "--input", "2048", "--output",
+               "2048", "--json").json()
+    assert data["chosen"]["layout"]["tp"] == 2 and data["chosen"]["concurrency"] == 64
+    assert data["gpus"] == 2 and len(data["frontier"]) == 1
+    assert data["usd_per_million_output_tokens"] is None  # no price given
+    assert data["output_tokens_per_s_per_gpu"] == pytest.approx(data["output_tokens_per_s"] / 2)
+
+
+def test_an_impossible_tpot_names_the_fastest_configuration(cli):
+    r = cli("serve", "llama3-70b", "--gpu", "h100", "--tpot", "1ms")
+    assert r.code == 2 and r.out == "" and len(r.err.strip().splitlines()) == 1
+    assert "--tpot 1.0 ms: the fastest configuration reaches" in r.err and "concurrency 1" in r.err
+
+
+def test_a_model_too_big_for_the_budget_says_how_many_gpus_it_needs(cli):
+    """Llama-3.1-405B in BF16 (810 GB) cannot fit 8 H100s (8 x 72 GiB usable = 618 GB)."""
+    r = cli("serve", "llama3.1-405b", "--gpu", "h100", "--gpus", "8")
+    assert r.code == 2 and "does not fit 8 x h100" in r.err and "it needs 16" in r.err
+
+
+def test_a_rate_sizes_the_deployment():
+    """--qps: the GPUs needed grow with the rate; each replica carries at most its saturated rate."""
+    spec = load_model("llama3-8b")
+    small = plan(spec, H100, Traffic(1024, 128, 5.0), Targets(1.0, 0.05), PREDICTION)
+    large = plan(spec, H100, Traffic(1024, 128, 50.0), Targets(1.0, 0.05), PREDICTION)
+    assert small.gpus < large.gpus
+    assert large.chosen.requests_per_s == pytest.approx(50.0)
+
+
+def test_disaggregated_transfer_is_the_prompts_kv_over_the_link():
+    """Llama-3-8B, 2,048-token prompts: 2,048 x 128 KiB = 268,435,456 B per request over one
+    NVLink 4 link (450 GB/s per direction) from a one-GPU prefill replica: 0.597 ms."""
+    r = plan(load_model("llama3-8b"), H100, Traffic(2048, 256), Targets(), PREDICTION, gpus=4,
+             modes=(ServingMode.DISAGGREGATED,), layouts=[Layout(1)])
+    assert r.chosen.kv_transfer_s == pytest.approx(268_435_456 / 450e9)
+    assert r.chosen.ttft_s >= r.chosen.kv_transfer_s + r.chosen.queue_s
+
+
+def test_memory_limits_concurrency():
+    """The concurrency chosen never exceeds what the KV cache holds."""
+    r = plan(load_model("llama3-8b"), H100, Traffic(8192, 1024), Targets(), PREDICTION, gpus=1,
+             modes=(ServingMode.AGGREGATED,))
+    assert r.chosen.concurrency <= r.chosen.max_concurrency and r.binding == "memory"
