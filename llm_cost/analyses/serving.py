@@ -6,16 +6,16 @@ profile where there is one, else the MFU/MBU estimate). Requests have ``I`` prom
 ``O`` output tokens: the prefill yields the first output token, then ``O - 1`` decode steps.
 
 **Aggregated** (chunked prefill, Agrawal et al. 2024, "Sarathi-Serve"). A replica keeps ``C``
-sequences decoding; a step holds their ``C`` tokens and, when a prompt is waiting, a chunk of
-``P = T - C`` prompt tokens (``T`` the token budget per step, vLLM's ``max_num_batched_tokens``).
-In steady state ``C / (O - 1)`` requests finish per step, so prompts bring ``C I / (O - 1)``
-tokens per step and a fraction ``f = C I / ((O - 1) P)`` of the steps carry a chunk (``f < 1``, else
-the replica cannot keep ``C`` sequences decoding). With ``t_mix`` and ``t_dec`` the times of a step
-with and without a chunk::
+sequences decoding; a step holds their ``C`` tokens and, when prompts are waiting, up to
+``P = T - C`` of their tokens (``T`` the token budget per step, vLLM's ``max_num_batched_tokens``).
+In steady state ``r = C / (O - 1)`` requests finish, and arrive, per step; a step with prompt
+tokens carries what is waiting, ``q = min(P, I max(1, r))``, so a fraction ``f = r I / q`` of
+the steps carry prompt tokens (``f < 1``, else the replica cannot keep ``C`` sequences
+decoding). With ``t_mix`` and ``t_dec`` the times of a step with and without them::
 
     mean step   t = f t_mix + (1 - f) t_dec      TPOT = t (mean time between output tokens)
     requests/s per replica  mu = C / ((O - 1) t)
-    TTFT = wait for the chunks ahead + ceil(I / P) t_mix (the prompt's own chunks)
+    TTFT = wait for the prompts ahead + ceil(I / q) t_mix (the prompt's own chunks)
 
 The decoding sequences sit at contexts spread evenly over ``I .. I + O - 1`` (four groups), so
 sliding windows and the KV read see the distribution, not one mean context.
@@ -370,15 +370,17 @@ def _aggregated_point(spec: ModelSpec, steps: _Steps, rep: _Replica, traffic: Tr
     over = C * rep.seq_kv_bytes + in_flight * rep.prompt_kv_bytes > room
     if over and strict_memory:
         return [], "memory"
-    f = C * I / ((O - 1) * P)
+    arrivals = C / (O - 1)  # prompts per step in steady state
+    q = min(P, math.ceil(I * max(1.0, arrivals)))  # prompt tokens a step with a chunk carries
+    f = arrivals * I / q
     if f >= 1:
         return [], "prefill"
     t_dec = steps.seconds(rep.layout, _decode_groups(C, I, O))
-    t_mix = steps.seconds(rep.layout, _decode_groups(C, I, O) + _chunk_groups(P, I))
+    t_mix = steps.seconds(rep.layout, _decode_groups(C, I, O) + _chunk_groups(q, I))
     t = f * t_mix + (1 - f) * t_dec
     mu = C / ((O - 1) * t)
-    service = I * t_mix / P  # the chunk slot's time per prompt
-    own = -(-I // P) * t_mix if P < I else t_mix
+    service = I * t_mix / q  # the chunk slot's time per prompt
+    own = -(-I // q) * t_mix if q < I else t_mix
     max_c = max(0, int(room // rep.seq_kv_bytes)) if rep.seq_kv_bytes else C
     out = []
     for n, lam, slot_wait in _slots(mu, traffic.qps, g, budget, lambda rho: mdc_wait_s(rho, C, own + (O - 1) * t)):
