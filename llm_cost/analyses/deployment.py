@@ -44,6 +44,7 @@ class Deployment(Result):
     kv_bytes_per_gpu: int | Fraction  # the fullest stage: its sequences' KV (windows honoured) and fixed state
     used_bytes: int | Fraction  # weights + KV + workspace + reserve on the fullest GPU
     headroom_bytes: int | Fraction  # usable memory less what is used (negative: does not fit)
+    shortfall_bytes: int | Fraction  # what is missing when it does not fit (0 when it does)
     fits: bool
     room: KvRoom  # the fullest GPU's KV budget and the concurrency it holds at ``context``
     max_concurrency: int  # sequences of ``context`` tokens the layout holds (all DP replicas)
@@ -69,7 +70,7 @@ def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 
     conventions = [note("layout.sharding"), policy_note(gpu, policy),
                    note("layout.memory", bits=float(bits), kv_bits=kv_bits, sequences=seqs)]
     return Deployment(spec.name, gpu.name, layout, float(bits), kv_bits, batch, context, seqs, p, used, max(kv),
-                      max(used) + overhead, headroom, headroom >= 0, room, room.max_concurrency * layout.dp, step,
+                      max(used) + overhead, headroom, max(0, -headroom), headroom >= 0, room, room.max_concurrency * layout.dp, step,
                       conventions)
 
 

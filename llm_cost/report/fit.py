@@ -58,7 +58,8 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
         (f"usable at {d.room.utilization:.0%}", bytes_exact(d.room.usable_bytes)),
         ("fullest GPU uses", bytes_exact(d.used_bytes) + (" (weights, KV, workspace, reserve)"
                                                            if d.room.workspace_bytes or d.room.reserve_bytes else "")),
-        ("headroom" if d.fits else "[bold red]short by[/bold red]", bytes_exact(abs(d.headroom_bytes))),
+        ("headroom", bytes_exact(d.headroom_bytes)) if d.fits else
+        ("[bold red]short by[/bold red]", bytes_exact(d.shortfall_bytes)),
         (f"max concurrency at context {d.context:,}", f"[bold]{fmt_int(d.max_concurrency)}[/bold] sequences"
          + (f" ({d.room.block_tokens}-token KV blocks)" if d.room.block_tokens > 1 else "")
          + ("; none fits: use more GPUs, fewer bits per weight or a shorter context" if not d.max_concurrency

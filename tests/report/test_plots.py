@@ -15,6 +15,7 @@ PLOTS = [
     ["fit", "llama3-8b", "--gpu", "h100", "--batch", "8"],
     ["moe", "deepseek-v3", "--batch", "1..256"],
     ["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--batch", "1..512"],
+    ["serve", "llama3-8b", "--gpu", "h100", "--gpus", "2", "--input", "1K", "--output", "128", "--tpot", "30ms"],
 ]
 
 
