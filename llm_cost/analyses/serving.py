@@ -284,7 +284,7 @@ def _replica(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, traffic: Traffi
 def _layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
     """Replica layouts up to ``budget`` GPUs: TP 1, 2, 4, 8 (or 16) dividing the query heads
     within a node, PP 1, 2, 4 or 8, EP 1 or TP for MoE models (:func:`plan` keeps a pipeline only
-    where TP alone does not hold the model or has filled the node)."""
+    where TP alone does not hold the model)."""
     from llm_cost.model.layout import validate_layout
 
     node = max(1, gpu.interconnect.gpus_per_node)
@@ -306,10 +306,9 @@ def _layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
 
 def _useful_pipelines(reps: list[_Replica]) -> list[_Replica]:
     """The replicas without a pipeline, and those with one where the same TP without it does not
-    hold the model or TP is already the largest searched (a pipeline then spans nodes)."""
+    hold the model (a pipeline buys memory; it slows every token)."""
     flat = {(r.layout.tp, r.layout.ep) for r in reps if r.layout.pp == 1}
-    widest = max(r.layout.tp for r in reps) if reps else 0
-    return [r for r in reps if r.layout.pp == 1 or (r.layout.tp, r.layout.ep) not in flat or r.layout.tp == widest]
+    return [r for r in reps if r.layout.pp == 1 or (r.layout.tp, r.layout.ep) not in flat]
 
 
 def _cost(c: dict, price: float | None, traffic: Traffic) -> dict:
