@@ -30,6 +30,7 @@ functions on numpy arrays when it fits a profile (one implementation).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 from typing import Any
 
@@ -142,9 +143,14 @@ class CalibratedModel:
         """``prediction (profile h200)``."""
         return f"prediction (profile {self.profile.name})"
 
+    @cached_property
+    def _parameters(self) -> dict[str, float]:
+        """The profile's parameters by name (read once: a sweep times many steps)."""
+        return self.profile.parameters.model_dump()
+
     def step_time(self, step: Step, gpu: HardwareSpec) -> StepTime:
         """The predicted time of ``step`` on ``gpu``; InputError if the GPU lacks the compute dtype."""
-        q = self.profile.parameters.model_dump()
+        q = self._parameters
         peak, bw = gpu.peak_flops(step.compute_dtype), gpu.bandwidth_bytes_s
         link, link_gb_s = link_of(step, gpu, self.network_gb_s)
         ops: list[OpTime] = []
