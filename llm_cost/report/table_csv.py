@@ -6,6 +6,7 @@ exact integers unformatted."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from typing import Any
 
@@ -14,9 +15,19 @@ from llm_cost.core.serialize import plain
 __all__ = ["rows_of", "to_csv"]
 
 
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    """The scalar fields of a result object or dict, nested ones prefixed; lists (an operator
+    table, the conventions) are left out before they are turned into data."""
     row: dict[str, Any] = {}
-    for key, value in data.items():
+    items = ([(f.name, getattr(data, f.name)) for f in dataclasses.fields(data)] if dataclasses.is_dataclass(data)
+             else data.items())
+    for key, value in items:
+        if isinstance(value, (list, tuple)):
+            continue
+        if isinstance(value, dict) or dataclasses.is_dataclass(value):
+            row.update(_flat(value, f"{prefix}{key}_"))
+            continue
+        value = plain(value)
         if isinstance(value, dict):
             row.update(_flat(value, f"{prefix}{key}_"))
         elif not isinstance(value, list):
@@ -26,7 +37,7 @@ def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def rows_of(results: list[Any], extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The scalar fields of each result (lists left out), ``extra[i]`` columns first."""
-    return [{**(extra[i] if extra else {}), **_flat(plain(r))} for i, r in enumerate(results)]
+    return [{**(extra[i] if extra else {}), **_flat(r)} for i, r in enumerate(results)]
 
 
 def to_csv(rows: list[dict[str, Any]]) -> str:
@@ -35,8 +46,7 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         columns += [c for c in row if c not in columns]
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({c: ("" if row.get(c) is None else row.get(c)) for c in columns})
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([[row.get(c) for c in columns] for row in rows])  # None is written as an empty field
     return out.getvalue()
