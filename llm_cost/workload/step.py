@@ -48,6 +48,7 @@ from fractions import Fraction
 from typing import Literal, Sequence
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.records import record
 from llm_cost.core.types import Dtype, LayerKind, OpKind, Part, Phase, ShardRule, TensorKind
 from llm_cost.core.units import exact
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
@@ -58,7 +59,7 @@ from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.workload.routing import expert_hit_fraction
 
 __all__ = ["SeqGroup", "Collective", "Operator", "Stage", "Step", "build_step", "decode", "prefill",
-           "attention_pairs", "chunked_pairs", "ACTIVATION_BITS"]
+           "attention_pairs", "chunked_pairs", "total_of", "ACTIVATION_BITS"]
 
 #: Bits of an activation element (the hidden state between operators, collectives' payload).
 ACTIVATION_BITS = 16
@@ -66,7 +67,7 @@ ACTIVATION_BITS = 16
 Number = int | Fraction | float
 
 
-@dataclass(frozen=True)
+@record
 class SeqGroup:
     """``count`` sequences that each add ``new_tokens`` tokens after ``cached`` cached ones."""
 
@@ -90,7 +91,7 @@ def prefill(batch: int, seq: int) -> list[SeqGroup]:
     return [SeqGroup(batch, seq, 0)]
 
 
-@dataclass(frozen=True)
+@record
 class Collective:
     """A communication operator's payload: ``algorithm`` over ``ranks`` GPUs, ``bytes_per_call``
     sent by one GPU each time it runs."""
@@ -100,7 +101,7 @@ class Collective:
     bytes_per_call: Number
 
 
-@dataclass(frozen=True)
+@record
 class Operator:
     """One operator of a step on one GPU, repeated over ``layers`` layers.
 
@@ -138,7 +139,7 @@ class Operator:
         return self.collective.bytes_per_call * self.layers if self.collective else 0
 
 
-@dataclass(frozen=True)
+@record
 class Stage:
     """The operators one GPU of one pipeline stage runs."""
 
@@ -147,18 +148,18 @@ class Stage:
     ops: tuple[Operator, ...]
 
 
-def _total(ops: Sequence[Operator], attr: str) -> Number:
+def total_of(ops: Sequence[Operator], attr: str) -> Number:
     """Sum of one figure over ``ops``: exact (int or Fraction) unless a term is an expectation
     (a float, e.g. the expected routed experts), which makes the sum a float."""
     values = [getattr(o, attr) for o in ops]
-    if all(type(v) is int for v in values):
+    if set(map(type, values)) <= {int}:
         return sum(values)
     if any(isinstance(v, float) for v in values):
         return float(sum(values))
     return exact(sum(values, Fraction(0)))
 
 
-@dataclass(frozen=True)
+@record
 class Step:
     """One step of ``groups`` under ``layout``: the operators of each pipeline stage's GPU.
 
@@ -197,7 +198,7 @@ class Step:
     def total(self, attr: str, kinds: tuple[OpKind, ...] | None = None) -> Number:
         """Sum of an operator figure (``flops``, ``weight_bytes``, ``bytes`` ...) over the
         operators of ``kinds`` (all by default); exact unless a term is an expectation."""
-        return _total([o for o in self.ops if kinds is None or o.kind in kinds], attr)
+        return total_of([o for o in self.ops if kinds is None or o.kind in kinds], attr)
 
     @property
     def flops(self) -> Number:
@@ -480,7 +481,7 @@ def _plan(spec: ModelSpec, layout: Layout, bits: Fraction, mla_form: str | None,
           dispatch_bits: int, combine_bits: int) -> _Plan:
     """The plan of ``spec`` under a validated ``layout`` and these formats (kept for the next step
     of a sweep)."""
-    key = (id(spec), layout, bits, mla_form, resident, dispatch_bits, combine_bits)
+    key = (id(spec), layout, bits.numerator, bits.denominator, mla_form, resident, dispatch_bits, combine_bits)
     hit = _PLANS.get(key)
     if hit is not None and hit.spec is spec:
         return hit
