@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 
 from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.core.units import exact, to_bytes
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
@@ -32,12 +33,12 @@ from llm_cost.perf.timemodel import (DEFAULT_MBU, DEFAULT_MFU, DEFAULT_NETWORK_G
                                      RooflineBound, StepTime)
 from llm_cost.specs.schema import HardwareSpec, MoE, ModelSpec
 from llm_cost.workload.routing import expert_hit_fraction
-from llm_cost.workload.step import Step, build_step, decode, prefill
+from llm_cost.workload.step import Step, build_step, decode, prefill, total_of
 
 __all__ = ["OpRow", "DecodeStep", "decode_step", "decode_steps", "PrefillStep", "prefill_step", "memory_note"]
 
 
-@dataclass(frozen=True)
+@record
 class OpRow:
     """One operator of a step: FLOPs, bytes, intensity, and its bound and estimate."""
 
@@ -114,7 +115,7 @@ def _kind_total(step: Step, attr: str, *kinds: OpKind):
     return step.total(attr, kinds)
 
 
-@dataclass(frozen=True)
+@record
 class DecodeStep(Result):
     """One decode step of ``batch`` sequences with ``context`` cached tokens each, on ``layout``.
 
@@ -191,10 +192,13 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
 def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int, int]], dtype: str = "bf16",
                  weight_bits: int | float | Fraction | None = None, kv_bits: int = 16, mfu: float = DEFAULT_MFU,
                  mbu: float = DEFAULT_MBU, weight_bytes: str = "read", layout: Layout = ONE_GPU,
-                 network_gb_s: float = DEFAULT_NETWORK_GB_S, profile: Profile | None = None) -> list[DecodeStep]:
+                 network_gb_s: float = DEFAULT_NETWORK_GB_S, profile: Profile | None = None,
+                 detail: bool = True) -> list[DecodeStep]:
     """:func:`decode_step` at each (batch, context) of ``points``, in order: a sweep. What does not
     depend on the point (formats, peaks, the model's resident bytes, the profile, the per-GPU
-    weights) is worked out once; each result equals that point's :func:`decode_step`."""
+    weights) is worked out once; each result equals that point's :func:`decode_step`. Without
+    ``detail`` the results leave the operator table and the conventions empty (rows of figures
+    only, as a CSV prints them); every figure is the same."""
     bits = _bits(weight_bits, dtype)
     compute = Dtype(dtype.lower())
     bound_model = RooflineBound(network_gb_s)
@@ -212,17 +216,18 @@ def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int,
     for batch, context in points:
         step = build_step(spec, decode(batch, context), layout=layout, weight_bits=bits, kv_bits=kv_bits,
                           compute_dtype=compute, weight_bytes=weight_bytes)
-        bound = bound_model.step_time(step, gpu)
-        estimate = estimate_model.step_time(step, gpu)
+        bound = bound_model.step_time(step, gpu, detail)
+        estimate = estimate_model.step_time(step, gpu, detail)
 
-        flops = step.flops
-        weight_flops = _kind_total(step, "flops", OpKind.GEMM)
-        matmul = _kind_total(step, "weight_bytes", OpKind.GEMM)
-        rows = sum(op.weight_bytes for op in step.ops if op.name == "embedding rows")
-        other = _kind_total(step, "weight_bytes", OpKind.ELEMENTWISE, OpKind.EMBEDDING) - rows
-        kv_read, kv_write = step.total("kv_read_bytes"), step.total("kv_write_bytes")
+        ops = step.ops
+        gemms = [op for op in ops if op.kind == OpKind.GEMM]
+        flops, weight_flops = total_of(ops, "flops"), total_of(gemms, "flops")
+        matmul = total_of(gemms, "weight_bytes")
+        rows = sum(op.weight_bytes for op in ops if op.name == "embedding rows")
+        other = total_of([op for op in ops if op.kind in (OpKind.ELEMENTWISE, OpKind.EMBEDDING)], "weight_bytes") - rows
+        kv_read, kv_write = total_of(ops, "kv_read_bytes"), total_of(ops, "kv_write_bytes")
         weights_b = matmul + other + rows
-        total_bytes = step.bytes
+        total_bytes = total_of(ops, "bytes")
 
         # FLOPs grow linearly with the batch; so do embedding rows and KV; only the routed experts'
         # expected reads grow otherwise. Intensity rises with B towards a limit.
@@ -242,27 +247,12 @@ def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int,
         b_weights, b_all = searched[key]
         limit = flops_1 / per_seq if per_seq else None
 
-        conventions = [
-            note("decode.step", batch=batch, context=context),
-            note("gpu.peak", tflops=gpu.dense_tflops[compute.value], dtype=str(compute),
-                 tb_s=gpu.memory_bandwidth_tb_s),
-            note(f"decode.bytes_{weight_bytes}", bits=float(bits), kv_bits=kv_bits),
-            note("time.bound_and_estimate"),
-        ]
-        if layout != ONE_GPU:
-            conventions.append(note("layout.step", tp=layout.tp, pp=layout.pp, dp=layout.dp, ep=layout.ep,
-                                    gpus=layout.gpus, link=bound.link, link_gb_s=bound.link_gb_s))
-        if spec.moe is not None:
-            conventions.append(note("moe.expected_experts"))
-        if step.mla_form == "absorbed":
-            conventions.append(note("mla.absorbed_decode"))
-        if context not in kv_at:
-            kv_at[context] = stage_kv_bytes(spec, layout, context, kv_bits)
-        conventions += _fit_note(held, kv_at[context], gpu, layout, seqs)
+        conventions = _decode_notes(spec, gpu, step, bound, held, kv_at, batch, context, kv_bits) if detail else []
         predicted = None
         if predictor is not None:
-            conventions.append(profile_note(predictor.profile, gpu.name))
-            predicted = predictor.step_time(step, gpu).time_s
+            if detail:
+                conventions.append(profile_note(predictor.profile, gpu.name))
+            predicted = predictor.step_time(step, gpu, detail).time_s
         results.append(DecodeStep(
             model=spec.name, gpu=gpu.name, layout=layout, batch=batch, context=context,
             compute_dtype=compute.value, weight_bits=float(bits), kv_bits=kv_bits,
@@ -270,7 +260,7 @@ def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int,
             flops=flops, weight_flops=weight_flops, attention_flops=flops - weight_flops,
             matmul_weight_bytes=matmul, other_weight_bytes=other, embedding_row_bytes=rows,
             resident_weight_bytes=resident, kv_read_bytes=kv_read, kv_write_bytes=kv_write,
-            comm_bytes=step.total("comm_bytes"), bytes=total_bytes,
+            comm_bytes=total_of(ops, "comm_bytes"), bytes=total_bytes,
             intensity=float(flops) / float(total_bytes), weight_intensity=float(weight_flops) / float(weights_b),
             kv_intensity=float(flops - weight_flops) / float(kv_read) if kv_read else None,
             compute_time_s=bound.compute_s, memory_time_s=bound.memory_s, comm_time_s=bound.link_s,
@@ -280,9 +270,32 @@ def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int,
             compute_bound_batch_weights_only=b_weights, compute_bound_batch=b_all,
             kv_bytes_at_compute_bound_batch=(exact(Fraction(kv_read) * b_weights / seqs)
                                              if (b_weights and kv_read) else None),
-            intensity_limit=limit, ops=_op_rows(step, bound, estimate), conventions=conventions,
+            intensity_limit=limit, ops=_op_rows(step, bound, estimate) if detail else [], conventions=conventions,
             predicted_s=predicted, profile=chosen.name if chosen is not None else None))
     return results
+
+
+def _decode_notes(spec: ModelSpec, gpu: HardwareSpec, step: Step, bound: StepTime, held: PerGPU,
+                  kv_at: dict[int, list[int | Fraction]], batch: int, context: int, kv_bits: int) -> list[Note]:
+    """The conventions of a decode step of ``batch`` sequences after ``context`` tokens (before the
+    prediction's); ``kv_at`` keeps each context's per-stage KV bytes of one sequence for the next point."""
+    layout, compute = step.layout, step.compute_dtype
+    conventions = [
+        note("decode.step", batch=batch, context=context),
+        note("gpu.peak", tflops=gpu.dense_tflops[compute.value], dtype=str(compute), tb_s=gpu.memory_bandwidth_tb_s),
+        note(f"decode.bytes_{step.weight_bytes_convention}", bits=float(step.weight_bits), kv_bits=kv_bits),
+        note("time.bound_and_estimate"),
+    ]
+    if layout != ONE_GPU:
+        conventions.append(note("layout.step", tp=layout.tp, pp=layout.pp, dp=layout.dp, ep=layout.ep,
+                                gpus=layout.gpus, link=bound.link, link_gb_s=bound.link_gb_s))
+    if spec.moe is not None:
+        conventions.append(note("moe.expected_experts"))
+    if step.mla_form == "absorbed":
+        conventions.append(note("mla.absorbed_decode"))
+    if context not in kv_at:
+        kv_at[context] = stage_kv_bytes(spec, layout, context, kv_bits)
+    return conventions + _fit_note(held, kv_at[context], gpu, layout, step.sequences)
 
 
 def _compute_bound_batches(weight_flops_1: float, flops_1: float, rows_1: float, per_seq: float, fixed: float,

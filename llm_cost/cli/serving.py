@@ -168,7 +168,8 @@ def roofline(
         render = view.render_prefill
     else:
         result = decode_steps(spec, g, [(b, c) for b in batches for c in lengths],
-                              weight_bytes=weight_bytes or WeightBytes.READ, **common)
+                              weight_bytes=weight_bytes or WeightBytes.READ, detail=not as_csv or plot is not None,
+                              **common)
         render = view.render_decode
     if plot is not None:
         from llm_cost.report import plots
