@@ -236,6 +236,9 @@ def exact_bits(bits: int | float | Fraction) -> Fraction:
 
 def to_bytes(elements: int | Fraction, bits: int | Fraction) -> int | Fraction:
     """Exact bytes for ``elements`` values of ``bits`` bits each: an int when whole, else a Fraction."""
+    if type(elements) is int and type(bits) is int:
+        whole, rest = divmod(elements * bits, 8)
+        return Fraction(elements * bits, 8) if rest else whole
     return exact(Fraction(elements) * Fraction(bits) / 8)
 
 
