@@ -240,7 +240,7 @@ def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int,
         routed = Fraction(step.tokens * (layout.dp if layout.ep > 1 else 1), seqs)  # routed tokens per sequence
         if moe is not None and weight_bytes == "read":
             expert_bytes /= expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, int(seqs * routed))
-        key = (weight_flops_1, flops_1, rows_1, per_seq, fixed, expert_bytes, routed)
+        key = (weight_flops_1, flops_1, rows_1, per_seq, fixed, expert_bytes, routed.numerator, routed.denominator)
         if key not in searched:
             searched[key] = _compute_bound_batches(weight_flops_1, flops_1, rows_1, per_seq, fixed, expert_bytes,
                                                    routed, moe if weight_bytes == "read" else None, ridge)
