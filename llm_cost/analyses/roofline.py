@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from operator import attrgetter
 from typing import Callable, Sequence
 
 from llm_cost.core.serialize import Result
@@ -33,7 +34,7 @@ from llm_cost.perf.timemodel import (DEFAULT_MBU, DEFAULT_MFU, DEFAULT_NETWORK_G
                                      RooflineBound, StepTime)
 from llm_cost.specs.schema import HardwareSpec, MoE, ModelSpec
 from llm_cost.workload.routing import expert_hit_fraction
-from llm_cost.workload.step import Step, build_step, decode, prefill, total_of
+from llm_cost.workload.step import Step, build_step, decode, prefill, sum_of
 
 __all__ = ["OpRow", "DecodeStep", "decode_step", "decode_steps", "PrefillStep", "prefill_step", "memory_note"]
 
@@ -220,14 +221,13 @@ def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int,
         estimate = estimate_model.step_time(step, gpu, detail)
 
         ops = step.ops
-        gemms = [op for op in ops if op.kind == OpKind.GEMM]
-        flops, weight_flops = total_of(ops, "flops"), total_of(gemms, "flops")
-        matmul = total_of(gemms, "weight_bytes")
+        figures = list(map(_FIGURES, ops))  # per operator: (kind, flops, weight, KV read, KV write, bytes, sent)
+        gemms = [f for f in figures if f[0] == OpKind.GEMM]
+        flops, kv_read, kv_write, total_bytes, sent = (sum_of([f[i] for f in figures]) for i in (1, 3, 4, 5, 6))
+        weight_flops, matmul = sum_of([f[1] for f in gemms]), sum_of([f[2] for f in gemms])
         rows = sum(op.weight_bytes for op in ops if op.name == "embedding rows")
-        other = total_of([op for op in ops if op.kind in (OpKind.ELEMENTWISE, OpKind.EMBEDDING)], "weight_bytes") - rows
-        kv_read, kv_write = total_of(ops, "kv_read_bytes"), total_of(ops, "kv_write_bytes")
+        other = sum_of([f[2] for f in figures if f[0] in (OpKind.ELEMENTWISE, OpKind.EMBEDDING)]) - rows
         weights_b = matmul + other + rows
-        total_bytes = total_of(ops, "bytes")
 
         # FLOPs grow linearly with the batch; so do embedding rows and KV; only the routed experts'
         # expected reads grow otherwise. Intensity rises with B towards a limit.
@@ -260,7 +260,7 @@ def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int,
             flops=flops, weight_flops=weight_flops, attention_flops=flops - weight_flops,
             matmul_weight_bytes=matmul, other_weight_bytes=other, embedding_row_bytes=rows,
             resident_weight_bytes=resident, kv_read_bytes=kv_read, kv_write_bytes=kv_write,
-            comm_bytes=total_of(ops, "comm_bytes"), bytes=total_bytes,
+            comm_bytes=sent, bytes=total_bytes,
             intensity=float(flops) / float(total_bytes), weight_intensity=float(weight_flops) / float(weights_b),
             kv_intensity=float(flops - weight_flops) / float(kv_read) if kv_read else None,
             compute_time_s=bound.compute_s, memory_time_s=bound.memory_s, comm_time_s=bound.link_s,
@@ -296,6 +296,10 @@ def _decode_notes(spec: ModelSpec, gpu: HardwareSpec, step: Step, bound: StepTim
     if context not in kv_at:
         kv_at[context] = stage_kv_bytes(spec, layout, context, kv_bits)
     return conventions + _fit_note(held, kv_at[context], gpu, layout, step.sequences)
+
+
+#: The figures of an operator a decode step's result sums.
+_FIGURES = attrgetter("kind", "flops", "weight_bytes", "kv_read_bytes", "kv_write_bytes", "bytes", "comm_bytes")
 
 
 def _compute_bound_batches(weight_flops_1: float, flops_1: float, rows_1: float, per_seq: float, fixed: float,

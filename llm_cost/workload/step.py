@@ -59,7 +59,7 @@ from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.workload.routing import expert_hit_fraction
 
 __all__ = ["SeqGroup", "Collective", "Operator", "Stage", "Step", "build_step", "decode", "prefill",
-           "attention_pairs", "chunked_pairs", "total_of", "ACTIVATION_BITS"]
+           "attention_pairs", "chunked_pairs", "total_of", "sum_of", "ACTIVATION_BITS"]
 
 #: Bits of an activation element (the hidden state between operators, collectives' payload).
 ACTIVATION_BITS = 16
@@ -151,7 +151,12 @@ class Stage:
 def total_of(ops: Sequence[Operator], attr: str) -> Number:
     """Sum of one figure over ``ops``: exact (int or Fraction) unless a term is an expectation
     (a float, e.g. the expected routed experts), which makes the sum a float."""
-    values = [getattr(o, attr) for o in ops]
+    return sum_of([getattr(o, attr) for o in ops])
+
+
+def sum_of(values: Sequence[Number]) -> Number:
+    """Sum of figures, in order: exact (int or Fraction) unless a term is a float (an
+    expectation), which makes the sum a float."""
     if set(map(type, values)) <= {int}:
         return sum(values)
     if any(isinstance(v, float) for v in values):
