@@ -18,26 +18,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Callable
+from operator import attrgetter
+from typing import Callable, Sequence
 
 from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.core.units import exact, to_bytes
-from llm_cost.model.layout import ONE_GPU, Layout, per_gpu, stage_kv_bytes
+from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
 from llm_cost.perf.calibrated import CalibratedModel
 from llm_cost.perf.profile import Profile, default_profile, profile_note
 from llm_cost.perf.timemodel import (DEFAULT_MBU, DEFAULT_MFU, DEFAULT_NETWORK_GB_S, EfficiencyEstimate,
                                      RooflineBound, StepTime)
-from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.specs.schema import HardwareSpec, MoE, ModelSpec
 from llm_cost.workload.routing import expert_hit_fraction
-from llm_cost.workload.step import Step, build_step, decode, prefill
+from llm_cost.workload.step import Step, build_step, decode, prefill, sum_of
 
-__all__ = ["OpRow", "DecodeStep", "decode_step", "PrefillStep", "prefill_step", "memory_note"]
+__all__ = ["OpRow", "DecodeStep", "decode_step", "decode_steps", "PrefillStep", "prefill_step", "memory_note"]
 
 
-@dataclass(frozen=True)
+@record
 class OpRow:
     """One operator of a step: FLOPs, bytes, intensity, and its bound and estimate."""
 
@@ -69,8 +71,14 @@ def _op_rows(step: Step, bound: StepTime, estimate: StepTime) -> list[OpRow]:
 def memory_note(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, weight_bits: Fraction, kv_bits: int,
                 sequences: int, context: int) -> list[Note]:
     """A warning when the fullest GPU's weights and KV exceed its memory (datasheet GB)."""
-    p = per_gpu(spec, layout, weight_bits, kv_bits)
-    need = max(w + sequences * k for w, k in zip(p.weight_bytes, stage_kv_bytes(spec, layout, context, kv_bits)))
+    return _fit_note(per_gpu(spec, layout, weight_bits, kv_bits), stage_kv_bytes(spec, layout, context, kv_bits), gpu,
+                     layout, sequences)
+
+
+def _fit_note(held: PerGPU, kv_per_sequence: list[int | Fraction], gpu: HardwareSpec, layout: Layout,
+              sequences: int) -> list[Note]:
+    """:func:`memory_note` from each stage's weight bytes and KV bytes of one sequence."""
+    need = max(w + sequences * k for w, k in zip(held.weight_bytes, kv_per_sequence))
     if need <= gpu.memory_bytes:
         return []
     return [note("warning.does_not_fit", need_bytes=need, gpu=gpu.name, memory_gb=gpu.memory_gb,
@@ -108,7 +116,7 @@ def _kind_total(step: Step, attr: str, *kinds: OpKind):
     return step.total(attr, kinds)
 
 
-@dataclass(frozen=True)
+@record
 class DecodeStep(Result):
     """One decode step of ``batch`` sequences with ``context`` cached tokens each, on ``layout``.
 
@@ -178,52 +186,104 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
     ``weight_bytes`` is "read" or "resident" (see the module docstring). InputError if the GPU
     lacks ``dtype`` or the layout cannot hold the model. ``predicted_s`` is the calibrated prediction
     under ``profile`` (default: the GPU's shipped profile; None for a GPU without one)."""
+    return decode_steps(spec, gpu, [(batch, context)], dtype, weight_bits, kv_bits, mfu, mbu, weight_bytes, layout,
+                        network_gb_s, profile)[0]
+
+
+def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int, int]], dtype: str = "bf16",
+                 weight_bits: int | float | Fraction | None = None, kv_bits: int = 16, mfu: float = DEFAULT_MFU,
+                 mbu: float = DEFAULT_MBU, weight_bytes: str = "read", layout: Layout = ONE_GPU,
+                 network_gb_s: float = DEFAULT_NETWORK_GB_S, profile: Profile | None = None,
+                 detail: bool = True) -> list[DecodeStep]:
+    """:func:`decode_step` at each (batch, context) of ``points``, in order: a sweep. What does not
+    depend on the point (formats, peaks, the model's resident bytes, the profile, the per-GPU
+    weights) is worked out once; each result equals that point's :func:`decode_step`. Without
+    ``detail`` the results leave the operator table and the conventions empty (rows of figures
+    only, as a CSV prints them); every figure is the same."""
     bits = _bits(weight_bits, dtype)
     compute = Dtype(dtype.lower())
-    step = build_step(spec, decode(batch, context), layout=layout, weight_bits=bits, kv_bits=kv_bits,
-                      compute_dtype=compute, weight_bytes=weight_bytes)
-    bound = RooflineBound(network_gb_s).step_time(step, gpu)
-    estimate = EfficiencyEstimate(mfu, mbu, network_gb_s).step_time(step, gpu)
+    bound_model = RooflineBound(network_gb_s)
+    estimate_model = EfficiencyEstimate(mfu, mbu, network_gb_s)
     peak, bw = gpu.peak_flops(compute), gpu.bandwidth_bytes_s
     ridge = peak / bw
-
-    flops = step.flops
-    weight_flops = _kind_total(step, "flops", OpKind.GEMM)
-    matmul = _kind_total(step, "weight_bytes", OpKind.GEMM)
-    rows = sum(op.weight_bytes for op in step.ops if op.name == "embedding rows")
-    other = _kind_total(step, "weight_bytes", OpKind.ELEMENTWISE, OpKind.EMBEDDING) - rows
-    kv_read, kv_write = step.total("kv_read_bytes"), step.total("kv_write_bytes")
-    weights_b = matmul + other + rows
-    total_bytes = step.bytes
     resident = to_bytes(build(spec).total_params, bits)
-
-    # FLOPs grow linearly with the batch; so do embedding rows and KV; only the routed experts'
-    # expected reads grow otherwise. Intensity rises with B towards a limit.
-    seqs = step.sequences
-    flops_1, weight_flops_1 = float(flops) / seqs, float(weight_flops) / seqs
-    per_seq = float(rows + kv_read + kv_write) / seqs
-    expert_bytes = sum(float(op.weight_bytes) for op in step.ops if op.group == "routed_experts")
-    fixed = float(weights_b - rows) - expert_bytes
+    chosen = profile or default_profile(gpu.name)
+    predictor = CalibratedModel(chosen, network_gb_s) if chosen is not None else None
+    held = per_gpu(spec, layout, bits, kv_bits)
     moe = spec.moe
-    routed = step.tokens * (layout.dp if layout.ep > 1 else 1)
-    if moe is not None and weight_bytes == "read":
-        expert_bytes /= expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, routed)  # all experts
+    searched: dict[tuple, int | None] = {}  # _first_batch by the figures its intensity depends on
+    kv_at: dict[int, list[int | Fraction]] = {}  # per-stage KV of one sequence by context
+    results = []
+    for batch, context in points:
+        step = build_step(spec, decode(batch, context), layout=layout, weight_bits=bits, kv_bits=kv_bits,
+                          compute_dtype=compute, weight_bytes=weight_bytes)
+        bound = bound_model.step_time(step, gpu, detail)
+        estimate = estimate_model.step_time(step, gpu, detail)
 
-    def weights_at(b: int) -> float:
-        """Weight bytes of the step at ``b`` sequences per replica."""
-        hit = 1.0
+        ops = step.ops
+        figures = list(map(_FIGURES, ops))  # per operator: (kind, flops, weight, KV read, KV write, bytes, sent)
+        gemms = [f for f in figures if f[0] == OpKind.GEMM]
+        flops, kv_read, kv_write, total_bytes, sent = (sum_of([f[i] for f in figures]) for i in (1, 3, 4, 5, 6))
+        weight_flops, matmul = sum_of([f[1] for f in gemms]), sum_of([f[2] for f in gemms])
+        rows = sum(op.weight_bytes for op in ops if op.name == "embedding rows")
+        other = sum_of([f[2] for f in figures if f[0] in (OpKind.ELEMENTWISE, OpKind.EMBEDDING)]) - rows
+        weights_b = matmul + other + rows
+
+        # FLOPs grow linearly with the batch; so do embedding rows and KV; only the routed experts'
+        # expected reads grow otherwise. Intensity rises with B towards a limit.
+        seqs = step.sequences
+        flops_1, weight_flops_1 = float(flops) / seqs, float(weight_flops) / seqs
+        rows_1 = float(rows) / seqs
+        per_seq = float(rows + kv_read + kv_write) / seqs
+        expert_bytes = sum(float(op.weight_bytes) for op in step.ops if op.group == "routed_experts")
+        fixed = float(weights_b - rows) - expert_bytes
+        routed = Fraction(step.tokens * (layout.dp if layout.ep > 1 else 1), seqs)  # routed tokens per sequence
         if moe is not None and weight_bytes == "read":
-            hit = expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, b * routed // seqs)
-        return fixed + expert_bytes * hit + b * float(rows) / seqs
+            expert_bytes /= expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, int(seqs * routed))
+        key = (weight_flops_1, flops_1, rows_1, per_seq, fixed, expert_bytes, routed.numerator, routed.denominator)
+        if key not in searched:
+            searched[key] = _compute_bound_batches(weight_flops_1, flops_1, rows_1, per_seq, fixed, expert_bytes,
+                                                   routed, moe if weight_bytes == "read" else None, ridge)
+        b_weights, b_all = searched[key]
+        limit = flops_1 / per_seq if per_seq else None
 
-    b_weights = _first_batch(lambda b: b * weight_flops_1 / weights_at(b), ridge)
-    b_all = _first_batch(lambda b: b * flops_1 / (weights_at(b) - b * float(rows) / seqs + b * per_seq), ridge)
-    limit = flops_1 / per_seq if per_seq else None
+        conventions = _decode_notes(spec, gpu, step, bound, held, kv_at, batch, context, kv_bits) if detail else []
+        predicted = None
+        if predictor is not None:
+            if detail:
+                conventions.append(profile_note(predictor.profile, gpu.name))
+            predicted = predictor.step_time(step, gpu, detail).time_s
+        results.append(DecodeStep(
+            model=spec.name, gpu=gpu.name, layout=layout, batch=batch, context=context,
+            compute_dtype=compute.value, weight_bits=float(bits), kv_bits=kv_bits,
+            weight_bytes_convention=weight_bytes, peak_flops=peak, bandwidth_bytes_s=bw, ridge=ridge,
+            flops=flops, weight_flops=weight_flops, attention_flops=flops - weight_flops,
+            matmul_weight_bytes=matmul, other_weight_bytes=other, embedding_row_bytes=rows,
+            resident_weight_bytes=resident, kv_read_bytes=kv_read, kv_write_bytes=kv_write,
+            comm_bytes=sent, bytes=total_bytes,
+            intensity=float(flops) / float(total_bytes), weight_intensity=float(weight_flops) / float(weights_b),
+            kv_intensity=float(flops - weight_flops) / float(kv_read) if kv_read else None,
+            compute_time_s=bound.compute_s, memory_time_s=bound.memory_s, comm_time_s=bound.link_s,
+            link=bound.link, bound_s=bound.time_s, bound=bound.bound, tokens_per_s=batch / bound.time_s,
+            resident_read_time_s=float(resident) / bw, matmul_weights_time_s=float(matmul) / bw,
+            mfu=mfu, mbu=mbu, estimate_s=estimate.time_s, estimate_tokens_per_s=batch / estimate.time_s,
+            compute_bound_batch_weights_only=b_weights, compute_bound_batch=b_all,
+            kv_bytes_at_compute_bound_batch=(exact(Fraction(kv_read) * b_weights / seqs)
+                                             if (b_weights and kv_read) else None),
+            intensity_limit=limit, ops=_op_rows(step, bound, estimate) if detail else [], conventions=conventions,
+            predicted_s=predicted, profile=chosen.name if chosen is not None else None))
+    return results
 
+
+def _decode_notes(spec: ModelSpec, gpu: HardwareSpec, step: Step, bound: StepTime, held: PerGPU,
+                  kv_at: dict[int, list[int | Fraction]], batch: int, context: int, kv_bits: int) -> list[Note]:
+    """The conventions of a decode step of ``batch`` sequences after ``context`` tokens (before the
+    prediction's); ``kv_at`` keeps each context's per-stage KV bytes of one sequence for the next point."""
+    layout, compute = step.layout, step.compute_dtype
     conventions = [
         note("decode.step", batch=batch, context=context),
         note("gpu.peak", tflops=gpu.dense_tflops[compute.value], dtype=str(compute), tb_s=gpu.memory_bandwidth_tb_s),
-        note(f"decode.bytes_{weight_bytes}", bits=float(bits), kv_bits=kv_bits),
+        note(f"decode.bytes_{step.weight_bytes_convention}", bits=float(step.weight_bits), kv_bits=kv_bits),
         note("time.bound_and_estimate"),
     ]
     if layout != ONE_GPU:
@@ -233,26 +293,33 @@ def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int
         conventions.append(note("moe.expected_experts"))
     if step.mla_form == "absorbed":
         conventions.append(note("mla.absorbed_decode"))
-    conventions += memory_note(spec, gpu, layout, bits, kv_bits, seqs, context)
-    predicted, profile_name = _prediction(step, gpu, profile, network_gb_s, conventions)
-    return DecodeStep(
-        model=spec.name, gpu=gpu.name, layout=layout, batch=batch, context=context, compute_dtype=compute.value,
-        weight_bits=float(bits), kv_bits=kv_bits, weight_bytes_convention=weight_bytes,
-        peak_flops=peak, bandwidth_bytes_s=bw, ridge=ridge,
-        flops=flops, weight_flops=weight_flops, attention_flops=flops - weight_flops,
-        matmul_weight_bytes=matmul, other_weight_bytes=other, embedding_row_bytes=rows,
-        resident_weight_bytes=resident, kv_read_bytes=kv_read, kv_write_bytes=kv_write,
-        comm_bytes=step.total("comm_bytes"), bytes=total_bytes,
-        intensity=float(flops) / float(total_bytes), weight_intensity=float(weight_flops) / float(weights_b),
-        kv_intensity=float(flops - weight_flops) / float(kv_read) if kv_read else None,
-        compute_time_s=bound.compute_s, memory_time_s=bound.memory_s, comm_time_s=bound.link_s, link=bound.link,
-        bound_s=bound.time_s, bound=bound.bound, tokens_per_s=batch / bound.time_s,
-        resident_read_time_s=float(resident) / bw, matmul_weights_time_s=float(matmul) / bw,
-        mfu=mfu, mbu=mbu, estimate_s=estimate.time_s, estimate_tokens_per_s=batch / estimate.time_s,
-        compute_bound_batch_weights_only=b_weights, compute_bound_batch=b_all,
-        kv_bytes_at_compute_bound_batch=exact(Fraction(kv_read) * b_weights / seqs) if (b_weights and kv_read) else None,
-        intensity_limit=limit, ops=_op_rows(step, bound, estimate), conventions=conventions,
-        predicted_s=predicted, profile=profile_name)
+    if context not in kv_at:
+        kv_at[context] = stage_kv_bytes(spec, layout, context, kv_bits)
+    return conventions + _fit_note(held, kv_at[context], gpu, layout, step.sequences)
+
+
+#: The figures of an operator a decode step's result sums.
+_FIGURES = attrgetter("kind", "flops", "weight_bytes", "kv_read_bytes", "kv_write_bytes", "bytes", "comm_bytes")
+
+
+def _compute_bound_batches(weight_flops_1: float, flops_1: float, rows_1: float, per_seq: float, fixed: float,
+                           all_experts: float, routed: Fraction, moe: MoE | None,
+                           ridge: float) -> tuple[int | None, int | None]:
+    """(smallest batch whose weight reads alone, smallest whose whole step reaches ``ridge``), from
+    a step's figures per sequence (FLOPs, embedding-row bytes, row + KV bytes), its fixed weight
+    bytes, the bytes of every routed expert (read at the expected hit fraction of ``routed``
+    tokens per sequence when ``moe`` is given) and the ridge (FLOP per byte)."""
+
+    def weights_at(b: int) -> float:
+        """Weight bytes of the step at ``b`` sequences per replica."""
+        hit = 1.0
+        if moe is not None:
+            hit = expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok,
+                                      b * routed.numerator // routed.denominator)
+        return fixed + all_experts * hit + b * rows_1
+
+    return (_first_batch(lambda b: b * weight_flops_1 / weights_at(b), ridge),
+            _first_batch(lambda b: b * flops_1 / (weights_at(b) - b * rows_1 + b * per_seq), ridge))
 
 
 @dataclass(frozen=True)

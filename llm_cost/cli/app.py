@@ -45,12 +45,13 @@ def emit(result, as_json: bool, render, *args) -> None:
         write_out(con.file.getvalue())
 
 
-def emit_csv(rows: list) -> None:
-    """Print grid rows (dicts of scalar fields) as CSV with one header line."""
+def emit_csv(rows: list, extra: list[dict] | None = None) -> None:
+    """Print result rows as CSV with one header line: each row's scalar fields (its JSON keys),
+    ``extra[i]`` columns first."""
     from llm_cost.report.base import write_out
-    from llm_cost.report.table_csv import to_csv
+    from llm_cost.report.table_csv import rows_of, to_csv
 
-    write_out(to_csv(rows))
+    write_out(to_csv(rows_of(rows, extra)))
 
 
 def weight_bits(default_dtype: str, weights_dtype, bits_per_weight: Optional[float], group_size: Optional[int] = None):

@@ -53,11 +53,11 @@ def params(
 def kv(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
     context: Annotated[Any, option("--context", "-c", parse=token_grid("--context"), metavar="LIST",
-                                   help="Contexts in tokens (8K = 8,192, 128K = 131,072): a list or a doubling "
-                                        "range 1K..128K.")] = "1024,8K,32K,128K",
+                                   help="Contexts in tokens (8K = 8,192, 128K = 131,072): a list, a doubling "
+                                        "range 1K..128K or a range in steps 1K..8K:1K.")] = "1024,8K,32K,128K",
     batch: Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
-                                 help="Sequences held at once: a value, a list 1,8,64 or a range 1..256 (a list "
-                                      "needs --json or --csv).")] = "1",
+                                 help="Sequences held at once: a value, a list 1,8,64 or a range 1..256 or "
+                                      "1..100:10 (a list needs --json or --csv).")] = "1",
     kv_dtype: KvDtype = StorageDtype.BF16,
     tp: Tp = None,
     pp: Pp = None,
@@ -84,9 +84,7 @@ def kv(
 
         plots.kv(results, spec.display_name, plot)
     if as_csv:
-        from llm_cost.report.table_csv import rows_of
-
-        emit_csv([row for r in results for row in rows_of(r.contexts, [{"batch": r.batch}] * len(r.contexts))])
+        emit_csv([c for r in results for c in r.contexts], [{"batch": r.batch} for r in results for _ in r.contexts])
     elif len(results) > 1:
         if not as_json:
             raise InputError("--batch: a list of batches prints as --json or --csv; give one value for the table")

@@ -2,7 +2,7 @@
 
 Each option parses its text with a :mod:`llm_cost.core.units` parser that names the flag in its
 error, and shows its kind in ``--help``: TOKENS (binary suffixes, 8K = 8,192), INTEGER (plain
-digits), LIST (comma-separated values and doubling ranges ``1..256``), FRACTION (0.6 or 60%),
+digits), LIST (comma-separated values, doubling ranges ``1..256`` and ranges in steps ``1..1000:10``), FRACTION (0.6 or 60%),
 NUMBER (a positive real), or a choice list. Defaults of estimates come from
 :mod:`llm_cost.perf.timemodel`, the one place that defines them.
 """
@@ -102,8 +102,8 @@ Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON (st
 Plot = Annotated[Optional[str], typer.Option("--plot", metavar="FILE",
                                              help="Also draw the result to FILE.png or FILE.svg (needs "
                                                   "pip install 'llm-cost\\[plot]').")]
-Csv = Annotated[bool, typer.Option("--csv", help="Print one CSV row per grid point (header line first; columns as "
-                                                 "the JSON keys, units in their names).")]
+Csv = Annotated[bool, typer.Option("--csv", help="Print the rows as CSV, one per grid point or table row (header "
+                                                 "line first; columns as the JSON keys, units in their names).")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v",
                                        help="For a config.json MODEL: list the family defaults applied (on stderr).")]
 Gpu = Annotated[str, typer.Option("--gpu", "-g", help=GPU_HELP)]
@@ -118,10 +118,11 @@ Ep = Annotated[Optional[int], option("--ep", parse=integer("--ep"), metavar="INT
 Dp = Annotated[Optional[int], option("--dp", parse=integer("--dp"), metavar="INTEGER", help="Data-parallel replicas.")]
 
 BatchGrid = Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
-                                  help="Sequences per step: one value, a list 1,8,64 or a doubling range 1..256.")]
+                                  help="Sequences per step: one value, a list 1,8,64, a doubling range 1..256 or a range "
+                                       "in steps 1..1000:10.")]
 ContextGrid = Annotated[Any, option("--context", "-c", parse=token_grid("--context", 0), metavar="LIST",
                                     help="Tokens already cached per sequence (8K = 8,192): one value, a list "
-                                         "2K,8K or a doubling range 1K..128K.")]
+                                         "2K,8K, a doubling range 1K..128K or a range in steps 1K..8K:1K.")]
 SeqGrid = Annotated[Any, option("--seq", "-s", parse=token_grid("--seq"), metavar="LIST",
                                 help="Prompt lengths in tokens (8K = 8,192): a value, a list or a range 1K..32K.")]
 

@@ -9,9 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from llm_cost.cli.app import app, emit
+from llm_cost.cli.app import app, emit, emit_csv
 from llm_cost.cli.options import (
-    MODEL_HELP, Dp, Gpu, Json, KvDtype, Pp, Tp, WeightFlopsOpt, efficiency, integer, large_count, non_negative, option,
+    MODEL_HELP, Csv, Dp, Gpu, Json, KvDtype, Pp, Tp, WeightFlopsOpt, efficiency, integer, large_count, non_negative, option,
     positive, tokens)
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, Recompute, StorageDtype, WeightFlops
@@ -66,6 +66,7 @@ def numerics(
     head_dim: Annotated[int, option("--head-dim", parse=integer("--head-dim"), metavar="INTEGER",
                                     help="Head dimension d_head for the QK-norm logit bound sqrt(d_head).")] = 128,
     as_json: Json = False,
+    as_csv: Csv = False,
 ) -> None:
     """Number formats (FP32, TF32, BF16, FP16, FP8 E4M3/E5M2, FP4 E2M1, INT8, INT4): range, precision, overflow.
 
@@ -74,7 +75,11 @@ def numerics(
     from llm_cost.analyses.numerics import numerics as compute
     from llm_cost.report import numerics as view
 
-    emit(compute(k, head_dim), as_json, view.render)
+    result = compute(k, head_dim)
+    if as_csv:
+        emit_csv(result.formats)
+        return
+    emit(result, as_json, view.render)
 
 
 class Zero(str, Enum):

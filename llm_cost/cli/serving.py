@@ -44,6 +44,7 @@ def flops(
     logits: LogitsOpt = Logits.LAST,
     mla: MlaOpt = MLAForm.PLAIN,
     as_json: Json = False,
+    as_csv: Csv = False,
 ) -> None:
     """FLOPs of a forward pass: per-layer linear and attention FLOPs, LM head, totals, over lengths.
 
@@ -59,6 +60,9 @@ def flops(
         result = [forward_flops(spec, n, 0, batch, attention, logits, mla) for n in seq]
     else:
         result = [forward_flops(spec, 1, c, batch, attention, Logits.LAST, mla) for c in context]
+    if as_csv:
+        emit_csv(result)
+        return
     emit(result, as_json, view.render, spec.display_name, phase.value)
 
 
@@ -77,11 +81,13 @@ def roofline(
         "--phase", case_sensitive=False, help="decode (one step at --batch/--context, the default) or prefill "
                                               "(--seq: the time to first token).")] = None,
     batch: Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
-                                 help="Sequences per step (default 1): a value, a list 1,8,64 or a range "
-                                      "1..256; a list prints one row per point.")] = None,
+                                 help="Sequences per step (default 1): a value, a list 1,8,64, a doubling range "
+                                      "1..256 or a range in steps 1..1000:10; a list prints one row per point.")]
+    = None,
     context: Annotated[Any, option("--context", "-c", parse=token_grid("--context", 0), metavar="LIST",
                                    help="Decode: tokens already cached per sequence (default 0; 8K = 8,192): a "
-                                        "value, a list or a range 1K..128K.")] = None,
+                                        "value, a list, a doubling range 1K..128K or a range in steps "
+                                        "1K..8K:1K.")] = None,
     seq: Annotated[Any, option("--seq", "-s", parse=token_grid("--seq"), metavar="LIST",
                                help="Prefill: prompt length (default 8K): a value, a list or a range.")] = None,
     logits: Annotated[Optional[Logits], typer.Option("--logits", case_sensitive=False,
@@ -112,7 +118,7 @@ def roofline(
     llm-cost roofline --gpu h100 --batch 1,8,64 --context 2K (model llama3-8b);
     llm-cost roofline llama3-70b --tp 4 --batch 32 --context 4K; llm-cost roofline llama3-8b --phase prefill --seq 8K
     """
-    from llm_cost.analyses.roofline import decode_step, prefill_step
+    from llm_cost.analyses.roofline import decode_steps, prefill_step
     from llm_cost.model.layout import ONE_GPU
     from llm_cost.perf.profile import load_profile
     from llm_cost.perf.ridge import default_compute_dtype, ridge_points
@@ -140,9 +146,7 @@ def roofline(
         if plot is not None:
             raise InputError("--plot: the Roofline picture is of a step; name a MODEL or give --batch/--context")
         if as_csv:
-            from llm_cost.report.table_csv import rows_of
-
-            emit_csv(rows_of(ridge_points(g)))
+            emit_csv(ridge_points(g))
             return
         emit(ridge_points(g), as_json, view.render_ridges, g.display_name)
         return
@@ -162,8 +166,9 @@ def roofline(
                        for b in batches for s in lengths]
         render = view.render_prefill
     else:
-        result = [decode_step(spec, g, b, c, weight_bytes=weight_bytes or WeightBytes.READ, **common)
-                  for b in batches for c in lengths]
+        result = decode_steps(spec, g, [(b, c) for b in batches for c in lengths],
+                              weight_bytes=weight_bytes or WeightBytes.READ, detail=not as_csv or plot is not None,
+                              **common)
         render = view.render_decode
     if plot is not None:
         from llm_cost.report import plots
@@ -172,9 +177,7 @@ def roofline(
             raise InputError("--plot: the Roofline picture is of one step; give one --batch and --context")
         plots.roofline(result[0], spec.display_name, g.display_name, plot)
     if as_csv:
-        from llm_cost.report.table_csv import rows_of
-
-        emit_csv(rows_of(result))
+        emit_csv(result)
         return
     if len(result) > 1:
         emit(result, as_json, view.render_rows, spec.display_name, g.display_name, model is not None)
@@ -278,6 +281,7 @@ def activations(
                                                   "et al.'s GPT block, sbh(34 + 5as/h), as the source "
                                                   "documents).")] = Formula.model,
     as_json: Json = False,
+    as_csv: Csv = False,
 ) -> None:
     """Training activation memory per layer (Korthikanti et al.), without and with recompute.
 
@@ -289,6 +293,9 @@ def activations(
 
     spec = load_model(model)
     result = [activation_memory(spec, seq, micro_batch, r.value, formula=formula.value) for r in Recompute]
+    if as_csv:
+        emit_csv(result)
+        return
     emit(result, as_json, view.render_activations, spec.display_name)
 
 
@@ -307,6 +314,7 @@ def context(
     weight_flops: WeightFlopsOpt = WeightFlops.GEMM,
     logits: LogitsOpt = Logits.LAST,
     as_json: Json = False,
+    as_csv: Csv = False,
 ) -> None:
     """Long context: attention vs weight FLOPs, crossover, prefill (TTFT), KV per request, score-matrix size.
 
@@ -320,6 +328,9 @@ def context(
     spec, g = load_model(model), load_gpu(gpu)
     result = context_analysis(spec, contexts, g, mfu or DEFAULT_MFU, dtype.value, weight_flops.value, kv_dtype.bits,
                               mbu or DEFAULT_MBU, logits.value)
+    if as_csv:
+        emit_csv(result.rows)
+        return
     emit(result, as_json, view.render, spec.display_name)
 
 
@@ -347,6 +358,7 @@ def moe(
                                                                               "analysis.")] = None,
     dtype: ComputeDtype = None,
     as_json: Json = False,
+    as_csv: Csv = False,
     plot: Plot = None,
 ) -> None:
     """MoE: total / active / read-per-step parameters, expected experts per batch, EP memory, all-to-all.
@@ -366,6 +378,9 @@ def moe(
         from llm_cost.report import plots
 
         plots.moe(result, spec.display_name, plot)
+    if as_csv:
+        emit_csv(result.rows)
+        return
     emit(result, as_json, view.render, spec.display_name)
 
 
@@ -391,6 +406,7 @@ def spec_(
     dtype: ComputeDtype = None,
     weight_bytes: WeightBytesOpt = WeightBytes.READ,
     as_json: Json = False,
+    as_csv: Csv = False,
     plot: Plot = None,
 ) -> None:
     """Speculative decoding: expected tokens per round, speedup, the knee and break-even batches, the step model.
@@ -409,6 +425,8 @@ def spec_(
         raise InputError("give --c or --mtp (which derives c from the model's MTP module), not both")
     if batch is not None and gpu is None:
         raise InputError("--batch is for the step model: give a MODEL and --gpu too")
+    if as_csv and gpu is None:
+        raise InputError("--csv: the rows are the step model's, one per batch; give a MODEL and --gpu too")
     spec = load_model(model) if model else None
     hw = load_gpu(gpu) if gpu else None
     if hw is not None and spec is None:
@@ -423,5 +441,8 @@ def spec_(
         from llm_cost.report import plots
 
         plots.speculative(result, plot)
+    if as_csv:
+        emit_csv(result.rows)
+        return
     emit(result, as_json, view.render)
 

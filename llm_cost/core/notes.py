@@ -5,13 +5,15 @@ without parsing prose."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from llm_cost.core.records import record
 
 __all__ = ["Note", "note"]
 
 
-@dataclass(frozen=True)
+@record
 class Note:
     """One convention: ``code`` names it (``decode.bytes_read``), ``params`` hold its figures."""
 

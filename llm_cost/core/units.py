@@ -128,9 +128,11 @@ def parse_integer(text: str | int, what: str, minimum: int = 1, maximum: int = M
 
 
 def parse_grid(text: str, what: str, item) -> list[int]:
-    """A list of values: comma-separated items, each a value or a doubling range ``a..b``
-    (``1..256`` = 1, 2, 4, ..., 256; ``1K..128K`` = 1,024 ... 131,072; ``1..100`` ends 64, 100: the
-    end is always included), each parsed by ``item(text, what)``. Order is kept; at most 10,000."""
+    """A list of values: comma-separated items, each a value, a doubling range ``a..b``
+    (``1..256`` = 1, 2, 4, ..., 256; ``1K..128K`` = 1,024 ... 131,072; ``1..100`` ends 64, 100) or a
+    range in steps ``a..b:s`` (``1..10:3`` = 1, 4, 7, 10; ``1K..4K:1K`` = 1,024 ... 4,096); the end
+    is always included. Each value is parsed by ``item(text, what)``. Order is kept; at most
+    10,000 values."""
     parts = str(text).split(",")
     if not any(p.strip() for p in parts):
         raise InputError(f"{what}: empty list; give values such as 1,8,64 or a range 1..256")
@@ -140,14 +142,23 @@ def parse_grid(text: str, what: str, item) -> list[int]:
             raise InputError(f"{what}: {text!r} has an empty item; separate values with single commas")
         if ".." in part:
             lo_text, _, hi_text = part.partition("..")
+            hi_text, colon, step_text = hi_text.partition(":")
             lo, hi = item(lo_text.strip(), what), item(hi_text.strip(), what)
             if lo < 1 or hi < lo:
                 raise InputError(f"{what}: range {part.strip()!r} must go up from at least 1 (e.g. 1..256)")
-            v = lo
-            while v <= hi:
-                values.append(v)
-                v *= 2
-            if values[-1] != hi:  # the end is always a point, doubling or not
+            if colon:
+                step = item(step_text.strip(), what)
+                if step < 1:
+                    raise InputError(f"{what}: range {part.strip()!r} needs a step of at least 1 (e.g. 1..100:10)")
+                if len(values) + (hi - lo) // step + 2 > 10_001:
+                    raise InputError(f"{what}: {text!r} has more than 10,000 values")
+                values += range(lo, hi + 1, step)
+            else:
+                v = lo
+                while v <= hi:
+                    values.append(v)
+                    v *= 2
+            if values[-1] != hi:  # the end is always a point, doubling, stepping or not
                 values.append(hi)
         else:
             values.append(item(part.strip(), what))
@@ -245,6 +256,9 @@ def exact_bits(bits: int | float | Fraction) -> Fraction:
 
 def to_bytes(elements: int | Fraction, bits: int | Fraction) -> int | Fraction:
     """Exact bytes for ``elements`` values of ``bits`` bits each: an int when whole, else a Fraction."""
+    if type(elements) is int and type(bits) is int:
+        whole, rest = divmod(elements * bits, 8)
+        return Fraction(elements * bits, 8) if rest else whole
     return exact(Fraction(elements) * Fraction(bits) / 8)
 
 

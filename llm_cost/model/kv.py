@@ -89,11 +89,23 @@ class KVResult(Result):
     all_gpus_bytes_per_token: int | Fraction | None = None  # summed over every GPU of a replica (KV heads replicated)
 
 
+#: Layer counts of the last specs (a spec is frozen): a grid of contexts asks for them per point.
+_COUNTED: dict[int, tuple[ModelSpec, dict[str, int]]] = {}
+
+
 def _layer_counts(spec: ModelSpec) -> dict[str, int]:
+    """Layers of each type (``full_attention``, ``sliding_attention``, ``mamba2`` ...); not to be
+    changed by the caller."""
+    hit = _COUNTED.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
     counts: dict[str, int] = {}
     for i in range(spec.num_hidden_layers):
         kind = spec.layer_type(i)
         counts[kind] = counts.get(kind, 0) + 1
+    if len(_COUNTED) > 64:
+        _COUNTED.clear()
+    _COUNTED[id(spec)] = (spec, counts)
     return counts
 
 

@@ -30,6 +30,7 @@ functions on numpy arrays when it fits a profile (one implementation).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 from typing import Any
 
@@ -111,16 +112,17 @@ def _format_efficiency(step: Step, q: dict[str, float]) -> float:
     return q[f"bandwidth_efficiency_{fmt}"]
 
 
-def _op_time(op: Operator, step: Step, peak: float, bw: float, link_bytes_s: float,
+def _op_time(op: Operator, e_w: float, peak: float, bw: float, link_bytes_s: float,
              q: dict[str, float]) -> tuple[float, float, float, float]:
-    """(compute, memory, link, time) seconds of one operator under the profile's parameters."""
+    """(compute, memory, link, time) seconds of one operator under the profile's parameters, GEMM
+    weights read at bandwidth efficiency ``e_w`` (their format's)."""
     if op.kind == OpKind.COLLECTIVE:
         assert op.collective is not None  # every collective operator carries its payload
         t = collective_time(op.layers, float(op.collective.bytes_per_call), link_bytes_s, q)
         return 0.0, 0.0, t, t
     if op.kind == OpKind.GEMM:
         c, m = gemm_terms(float(op.flops), float(op.weight_bytes), float(op.activation_bytes), float(op.m or 1),
-                          _format_efficiency(step, q), peak, bw, q)
+                          e_w, peak, bw, q)
     elif op.kind == OpKind.ATTENTION:
         c, m = attention_terms(float(op.flops), float(op.kv_read_bytes), float(op.kv_write_bytes),
                                float((op.batch or 1) * (op.kv_heads or 1)), peak, bw, q)
@@ -142,16 +144,23 @@ class CalibratedModel:
         """``prediction (profile h200)``."""
         return f"prediction (profile {self.profile.name})"
 
-    def step_time(self, step: Step, gpu: HardwareSpec) -> StepTime:
-        """The predicted time of ``step`` on ``gpu``; InputError if the GPU lacks the compute dtype."""
-        q = self.profile.parameters.model_dump()
+    @cached_property
+    def _parameters(self) -> dict[str, float]:
+        """The profile's parameters by name (read once: a sweep times many steps)."""
+        return self.profile.parameters.model_dump()
+
+    def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
+        """The predicted time of ``step`` on ``gpu`` (without ``operators``: no per-operator times, the
+        same stages and totals); InputError if the GPU lacks the compute dtype."""
+        q = self._parameters
         peak, bw = gpu.peak_flops(step.compute_dtype), gpu.bandwidth_bytes_s
         link, link_gb_s = link_of(step, gpu, self.network_gb_s)
+        e_w = _format_efficiency(step, q)
         ops: list[OpTime] = []
         stages: list[StageTime] = []
         for stage in step.stages:
-            times = [_op_time(op, step, peak, bw, link_gb_s * 1e9, q) for op in stage.ops]
-            for op, (c, m, l_, t) in zip(stage.ops, times):
+            times = [_op_time(op, e_w, peak, bw, link_gb_s * 1e9, q) for op in stage.ops]
+            for op, (c, m, l_, t) in zip(stage.ops, times) if operators else ():
                 bound = "communication" if l_ else ("compute" if c >= m else "memory")
                 ops.append(OpTime(op.name, op.kind, stage.index, c, m, l_, t, bound))
             fixed = q["layer_overhead_s"] * stage.layers + q["step_overhead_s"]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.records import record
 from llm_cost.core.types import OpKind
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Step
@@ -40,7 +41,7 @@ DEFAULT_MBU = 0.8
 DEFAULT_NETWORK_GB_S = 50.0
 
 
-@dataclass(frozen=True)
+@record
 class OpTime:
     """One operator's time: compute, memory and link terms and the operator's time, seconds."""
 
@@ -54,7 +55,7 @@ class OpTime:
     bound: str  # "compute" | "memory" | "communication"
 
 
-@dataclass(frozen=True)
+@record
 class StageTime:
     """One pipeline stage's time on its GPU."""
 
@@ -65,7 +66,7 @@ class StageTime:
     time_s: float
 
 
-@dataclass(frozen=True)
+@record
 class StepTime:
     """A step's time under one time model: ``kind`` is "bound", "estimate" or "prediction"."""
 
@@ -88,8 +89,8 @@ class TimeModel(Protocol):
     label: str
     kind: str
 
-    def step_time(self, step: Step, gpu: HardwareSpec) -> StepTime:
-        """The step's time, per operator, per stage and in all."""
+    def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
+        """The step's time, per operator (unless not ``operators``), per stage and in all."""
         ...  # pragma: no cover - a protocol
 
 
@@ -113,21 +114,26 @@ def _divide(amount: float, rate: float, what: str) -> float:
 
 
 def _time(step: Step, gpu: HardwareSpec, flop_rate: float, byte_rate: float, network_gb_s: float, label: str,
-          kind: str) -> StepTime:
+          kind: str, operators: bool) -> StepTime:
     link, link_gb_s = link_of(step, gpu, network_gb_s)
     ops: list[OpTime] = []
     stages: list[StageTime] = []
+    link_rate = link_gb_s * 1e9
     for stage in step.stages:
-        for op in stage.ops:
-            oc = _divide(op.flops, flop_rate, "FLOPs")
-            om = _divide(op.bytes, byte_rate, "bytes")
-            ol = _divide(op.comm_bytes, link_gb_s * 1e9, "communication")
-            bound = "communication" if ol > max(oc, om) else ("compute" if oc >= om else "memory")
-            ops.append(OpTime(op.name, op.kind, stage.index, oc, om, ol, max(oc, om) + ol, bound))
+        flops, nbytes, sent = [op.flops for op in stage.ops], [op.bytes for op in stage.ops], \
+            [op.comm_bytes for op in stage.ops]
+        for op, f, b, s in zip(stage.ops, flops, nbytes, sent) if operators else ():
+            # as _divide: an operator's terms are at most its stage's, which _divide checks
+            oc = float(f) / flop_rate if f else 0.0
+            om = float(b) / byte_rate if b else 0.0
+            ol = float(s) / link_rate if s else 0.0
+            work = oc if oc >= om else om
+            bound = "communication" if ol > work else ("compute" if oc >= om else "memory")
+            ops.append(OpTime(op.name, op.kind, stage.index, oc, om, ol, work + ol, bound))
         # the stage's terms from its exact totals, divided once
-        c = _divide(sum(op.flops for op in stage.ops), flop_rate, "FLOPs")
-        m = _divide(sum(op.bytes for op in stage.ops), byte_rate, "bytes")
-        l_ = _divide(sum(op.comm_bytes for op in stage.ops), link_gb_s * 1e9, "communication")
+        c = _divide(sum(flops), flop_rate, "FLOPs")
+        m = _divide(sum(nbytes), byte_rate, "bytes")
+        l_ = _divide(sum(sent), link_rate, "communication")
         stages.append(StageTime(stage.index, c, m, l_, max(c, m) + l_))
     compute = sum(s.compute_s for s in stages)
     memory = sum(s.memory_s for s in stages)
@@ -147,10 +153,11 @@ class RooflineBound:
     label: str = "Roofline bound"
     kind: str = "bound"
 
-    def step_time(self, step: Step, gpu: HardwareSpec) -> StepTime:
-        """The bound of ``step`` on ``gpu``; InputError if the GPU lacks the compute dtype."""
+    def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
+        """The bound of ``step`` on ``gpu`` (without ``operators``: no per-operator times, the same
+        stages and totals); InputError if the GPU lacks the compute dtype."""
         return _time(step, gpu, gpu.peak_flops(step.compute_dtype), gpu.bandwidth_bytes_s, self.network_gb_s,
-                     self.label, self.kind)
+                     self.label, self.kind, operators)
 
 
 @dataclass(frozen=True)
@@ -167,7 +174,8 @@ class EfficiencyEstimate:
         """``estimate at MFU 60%, MBU 80%``."""
         return f"estimate at MFU {self.mfu:.0%}, MBU {self.mbu:.0%}"
 
-    def step_time(self, step: Step, gpu: HardwareSpec) -> StepTime:
-        """The estimate of ``step`` on ``gpu``; InputError if the GPU lacks the compute dtype."""
+    def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
+        """The estimate of ``step`` on ``gpu`` (without ``operators``: no per-operator times, the
+        same stages and totals); InputError if the GPU lacks the compute dtype."""
         return _time(step, gpu, gpu.peak_flops(step.compute_dtype) * self.mfu, gpu.bandwidth_bytes_s * self.mbu,
-                     self.network_gb_s, self.label, self.kind)
+                     self.network_gb_s, self.label, self.kind, operators)

@@ -6,37 +6,73 @@ exact integers unformatted."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
-from typing import Any
+import math
+from functools import lru_cache
+from operator import attrgetter
+from typing import Any, Callable
 
 from llm_cost.core.serialize import plain
 
 __all__ = ["rows_of", "to_csv"]
 
 
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+#: Types written as they are (a float is checked for being finite).
+_AS_IS = (int, str, bool, type(None))
+
+
+@lru_cache(maxsize=None)
+def _fields(cls: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
+    """A dataclass's field names and a function reading all their values at once."""
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    read = attrgetter(*names)
+    return names, (read if len(names) > 1 else lambda obj: (read(obj),))
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    """The scalar fields of a result object or dict, nested ones prefixed; lists (an operator
+    table, the conventions) are left out before they are turned into data."""
     row: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            row.update(_flat(value, f"{prefix}{key}_"))
-        elif not isinstance(value, list):
+    if dataclasses.is_dataclass(data):
+        names, values = _fields(type(data))
+        items: Any = zip(names, values(data))
+    else:
+        items = data.items()
+    for key, value in items:
+        kind = type(value)
+        if kind in _AS_IS:
             row[f"{prefix}{key}"] = value
+        elif kind is float:
+            row[f"{prefix}{key}"] = value if math.isfinite(value) else None
+        elif kind in (list, tuple):
+            continue
+        elif kind is dict or dataclasses.is_dataclass(value):
+            row.update(_flat(value, f"{prefix}{key}_"))
+        else:
+            value = plain(value)
+            if isinstance(value, dict):
+                row.update(_flat(value, f"{prefix}{key}_"))
+            elif not isinstance(value, list):
+                row[f"{prefix}{key}"] = value
     return row
 
 
 def rows_of(results: list[Any], extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The scalar fields of each result (lists left out), ``extra[i]`` columns first."""
-    return [{**(extra[i] if extra else {}), **_flat(plain(r))} for i, r in enumerate(results)]
+    return [{**(extra[i] if extra else {}), **_flat(r)} for i, r in enumerate(results)]
 
 
 def to_csv(rows: list[dict[str, Any]]) -> str:
     """``rows`` as CSV text: the union of their columns in first-seen order; empty for None."""
-    columns: list[str] = []
+    seen: dict[str, None] = {}  # a dict keeps the columns in first-seen order
     for row in rows:
-        columns += [c for c in row if c not in columns]
+        seen.update(dict.fromkeys(row))
+    columns = list(seen)
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({c: ("" if row.get(c) is None else row.get(c)) for c in columns})
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    order = tuple(columns)
+    # None is written as an empty field; a row with every column in order is written as it is
+    writer.writerows([list(row.values()) if tuple(row) == order else [row.get(c) for c in columns] for row in rows])
     return out.getvalue()

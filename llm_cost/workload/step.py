@@ -48,6 +48,7 @@ from fractions import Fraction
 from typing import Literal, Sequence
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.records import record
 from llm_cost.core.types import Dtype, LayerKind, OpKind, Part, Phase, ShardRule, TensorKind
 from llm_cost.core.units import exact
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
@@ -58,7 +59,7 @@ from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.workload.routing import expert_hit_fraction
 
 __all__ = ["SeqGroup", "Collective", "Operator", "Stage", "Step", "build_step", "decode", "prefill",
-           "attention_pairs", "chunked_pairs", "ACTIVATION_BITS"]
+           "attention_pairs", "chunked_pairs", "total_of", "sum_of", "ACTIVATION_BITS"]
 
 #: Bits of an activation element (the hidden state between operators, collectives' payload).
 ACTIVATION_BITS = 16
@@ -66,7 +67,7 @@ ACTIVATION_BITS = 16
 Number = int | Fraction | float
 
 
-@dataclass(frozen=True)
+@record
 class SeqGroup:
     """``count`` sequences that each add ``new_tokens`` tokens after ``cached`` cached ones."""
 
@@ -90,7 +91,7 @@ def prefill(batch: int, seq: int) -> list[SeqGroup]:
     return [SeqGroup(batch, seq, 0)]
 
 
-@dataclass(frozen=True)
+@record
 class Collective:
     """A communication operator's payload: ``algorithm`` over ``ranks`` GPUs, ``bytes_per_call``
     sent by one GPU each time it runs."""
@@ -100,7 +101,7 @@ class Collective:
     bytes_per_call: Number
 
 
-@dataclass(frozen=True)
+@record
 class Operator:
     """One operator of a step on one GPU, repeated over ``layers`` layers.
 
@@ -138,7 +139,7 @@ class Operator:
         return self.collective.bytes_per_call * self.layers if self.collective else 0
 
 
-@dataclass(frozen=True)
+@record
 class Stage:
     """The operators one GPU of one pipeline stage runs."""
 
@@ -147,16 +148,23 @@ class Stage:
     ops: tuple[Operator, ...]
 
 
-def _total(ops: Sequence[Operator], attr: str) -> Number:
+def total_of(ops: Sequence[Operator], attr: str) -> Number:
     """Sum of one figure over ``ops``: exact (int or Fraction) unless a term is an expectation
     (a float, e.g. the expected routed experts), which makes the sum a float."""
-    values = [getattr(o, attr) for o in ops]
+    return sum_of([getattr(o, attr) for o in ops])
+
+
+def sum_of(values: Sequence[Number]) -> Number:
+    """Sum of figures, in order: exact (int or Fraction) unless a term is a float (an
+    expectation), which makes the sum a float."""
+    if set(map(type, values)) <= {int}:
+        return sum(values)
     if any(isinstance(v, float) for v in values):
         return float(sum(values))
     return exact(sum(values, Fraction(0)))
 
 
-@dataclass(frozen=True)
+@record
 class Step:
     """One step of ``groups`` under ``layout``: the operators of each pipeline stage's GPU.
 
@@ -195,7 +203,7 @@ class Step:
     def total(self, attr: str, kinds: tuple[OpKind, ...] | None = None) -> Number:
         """Sum of an operator figure (``flops``, ``weight_bytes``, ``bytes`` ...) over the
         operators of ``kinds`` (all by default); exact unless a term is an expectation."""
-        return _total([o for o in self.ops if kinds is None or o.kind in kinds], attr)
+        return total_of([o for o in self.ops if kinds is None or o.kind in kinds], attr)
 
     @property
     def flops(self) -> Number:
@@ -254,35 +262,95 @@ def _gemm_dims(t: Tensor, spec: ModelSpec, layout: Layout) -> tuple[int, int]:
     return int(d_out * share), d_in
 
 
-def _gemm_ops(spec: ModelSpec, s: Structure, layout: Layout, stage: int, tokens: int, logit_rows: int,
-              routed_tokens: int, bits: Fraction, resident: bool) -> list[Operator]:
-    """One GEMM per weight matrix of the decoder on this stage's GPU."""
-    ops = []
-    moe = spec.moe
+def _times(c: int | Fraction, x: int) -> int | Fraction:
+    """``c`` x ``x`` exactly, an int when whole (a figure per token or row times their count)."""
+    return c * x if type(c) is int else exact(c * x)
+
+
+def _eighths(bits: int) -> int | Fraction:
+    """``bits`` / 8 bytes exactly, an int when whole."""
+    whole, rest = divmod(bits, 8)
+    return Fraction(bits, 8) if rest else whole
+
+
+@dataclass(frozen=True)
+class _Gemm:
+    """What one weight matrix's GEMM on one stage's GPU costs per row multiplied (all its layers
+    there): FLOPs per row, activation bits per row; its weight bytes are fixed."""
+
+    name: str
+    group: str
+    layers: int
+    flops_per_row: int | Fraction
+    weight_bytes: int | Fraction  # this GPU's share of the matrix, all layers, every copy
+    activation_bits_per_row: int  # input and output rows at ACTIVATION_BITS
+    n: int
+    k: int
+    lm_head: bool  # multiplies the logits rows
+    routed: bool  # a routed expert: weights read at the expected hit fraction
+
+
+@dataclass(frozen=True)
+class _Softmax:
+    """One softmax attention kind on a stage: ``layers`` layers that see at most ``cap`` keys
+    (a sliding window) or the tokens of their ``cap``-token chunk (``chunked``)."""
+
+    label: str
+    layers: int
+    cap: int | None
+    chunked: bool
+
+
+@dataclass(frozen=True)
+class _StagePlan:
+    """The parts of one stage's operators that do not depend on the sequences of a step."""
+
+    index: int
+    layers: int
+    gemms: tuple[_Gemm, ...]
+    softmax: tuple[_Softmax, ...]
+    recurrences: tuple[tuple[str, int, int, int, int], ...]  # (name, layers, FLOPs per token, state, heads)
+    resident: tuple[Operator, ...]  # by the resident convention, the first stage reads the tables whole
+    vectors: tuple[Operator, ...]  # the norm/bias vectors
+    embedding_tables: int  # input tables read one row per token (first stage, "read" convention)
+    all_layers: int  # TP all-reduces after attention: every layer of the stage
+    mlp_layers: int  # TP all-reduces after the MLP
+    moe_layers: int  # EP all-to-all
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The sequence-independent part of :func:`build_step` for one (model, layout, formats):
+    matrices with their shares, shapes and layer counts; a step only multiplies by its counts."""
+
+    spec: ModelSpec
+    stages: tuple[_StagePlan, ...]
+    heads: int  # query heads per GPU
+    kv_heads: int
+    kv_elements_per_token: int  # per layer, on one GPU
+    d_qk: int
+    d_v: int
+    embedding_bytes_per_row: int | Fraction
+    ring_bytes_per_token: int | Fraction  # TP ring all-reduce, per GPU
+    all_to_all_bytes_per_token: int | Fraction  # EP dispatch + combine, per GPU
+
+
+def _gemms(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Fraction) -> tuple[_Gemm, ...]:
+    """One GEMM per weight matrix of the decoder on this stage's GPU, per row multiplied."""
+    gemms = []
     for t in s.tensors_of(Part.DECODER):
         if t.kind != TensorKind.MATMUL:
             continue
         n_layers = tensor_layers_in_stage(spec, t, layout, stage)
         if not n_layers:
             continue
-        rows = logit_rows if t.group == "lm_head" else tokens
-        share = tensor_share(spec, t, layout)
-        elements = t.numel * t.copies * n_layers * share  # this GPU's copy of the matrix, all layers
-        flops = 2 * t.numel * t.active * rows * n_layers * _flop_share(t, spec, layout)
+        elements = t.numel * t.copies * n_layers * tensor_share(spec, t, layout)  # this GPU's copy, all layers
         n, k = _gemm_dims(t, spec, layout)
-        m: Number = rows
-        weight = elements * bits / 8
-        if t.shard == ShardRule.EXPERT and moe is not None:
-            hit = 1.0 if resident else expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, routed_tokens)
-            weight = float(weight) * hit
-            # rows per expert that runs: every token routed to this GPU's experts (all DP replicas' under EP)
-            m = routed_tokens * moe.num_experts_per_tok / (moe.num_experts * expert_hit_fraction(
-                moe.num_experts, moe.num_experts_per_tok, routed_tokens))
-        activations = Fraction(rows * (n + k) * n_layers * ACTIVATION_BITS, 8)
-        ops.append(Operator(t.name.removeprefix("layers.*."), OpKind.GEMM, t.group, n_layers, exact(flops),
-                            weight_bytes=exact(weight) if isinstance(weight, Fraction) else weight,
-                            activation_bytes=exact(activations), m=m, n=n, k=k))
-    return ops
+        gemms.append(_Gemm(t.name.removeprefix("layers.*."), t.group, n_layers,
+                           exact(2 * t.numel * t.active * n_layers * _flop_share(t, spec, layout)),
+                           exact(elements * bits / 8), (n + k) * n_layers * ACTIVATION_BITS, n, k,
+                           t.group == "lm_head", t.shard == ShardRule.EXPERT and spec.moe is not None))
+    return tuple(gemms)
 
 
 def _attention_dims(spec: ModelSpec, mla_form: str | None) -> tuple[int, int]:
@@ -295,40 +363,38 @@ def _attention_dims(spec: ModelSpec, mla_form: str | None) -> tuple[int, int]:
     return spec.head_dim, spec.head_dim
 
 
-def _attention_ops(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence[SeqGroup], causal: bool,
-                   mla_form: str | None, kv_bits: int) -> list[Operator]:
-    """One attention operator per softmax layer kind (full, sliding, chunked) on this stage."""
+def _softmax_kinds(spec: ModelSpec, layout: Layout, stage: int) -> tuple[_Softmax, ...]:
+    """The softmax layer kinds (full, sliding, chunked) this stage holds."""
     att = spec.attention
-    heads = att.num_attention_heads // layout.tp
-    mla = isinstance(att, MLAAttention)
-    kv_heads = 1 if mla else kv_heads_per_gpu(spec, layout.tp)
-    per_token = kv_elements_per_token_per_layer(spec)
-    if not mla:
-        per_token = per_token * kv_heads // spec.num_key_value_heads
-    d_qk, d_v = _attention_dims(spec, mla_form)
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
+    kinds = (("full_attention", None, "attention"), ("sliding_attention", window, "sliding attention"),
+             ("chunked_attention", chunk, "chunked attention"))
+    return tuple(_Softmax(label, layers, cap, kind == "chunked_attention") for kind, cap, label in kinds
+                 if (layers := _layers_in_stage(spec, layout, stage, kind)))
+
+
+def _attention_ops(plan: _Plan, stage: _StagePlan, groups: Sequence[SeqGroup], causal: bool,
+                   kv_bits: int) -> list[Operator]:
+    """One attention operator per softmax layer kind (full, sliding, chunked) on this stage."""
     ops = []
-    for kind, cap, label in (("full_attention", None, "attention"), ("sliding_attention", window,
-                                                                      "sliding attention"),
-                             ("chunked_attention", chunk, "chunked attention")):
-        layers = _layers_in_stage(spec, layout, stage, kind)
-        if not layers:
-            continue
-        if kind == "chunked_attention":
-            assert chunk is not None
-            pairs = sum(chunked_pairs(g.new_tokens, g.cached, causal, chunk) * g.count for g in groups)
-            cached = sum(g.count * (g.cached % chunk) for g in groups)  # the earlier tokens of the current chunk
+    per_token = plan.kv_elements_per_token
+    written = tokens = sum(g.tokens for g in groups)
+    for kind in stage.softmax:
+        layers, cap = kind.layers, kind.cap
+        if kind.chunked:
+            assert cap is not None
+            pairs = sum(chunked_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
+            cached = sum(g.count * (g.cached % cap) for g in groups)  # the earlier tokens of the current chunk
         else:
             pairs = sum(attention_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
             cached = sum(g.count * (min(g.cached, cap) if cap else g.cached) for g in groups)
-        written = sum(g.tokens for g in groups)
-        tokens = sum(g.tokens for g in groups)
         ops.append(Operator(
-            f"{label} (QK^T + AV)", OpKind.ATTENTION, "", layers, 2 * heads * (d_qk + d_v) * pairs * layers,
-            kv_read_bytes=exact(Fraction(cached * per_token * layers * kv_bits, 8)),
-            kv_write_bytes=exact(Fraction(written * per_token * layers * kv_bits, 8)),
-            batch=sum(g.count for g in groups), heads=heads, kv_heads=kv_heads,
+            f"{kind.label} (QK^T + AV)", OpKind.ATTENTION, "", layers,
+            2 * plan.heads * (plan.d_qk + plan.d_v) * pairs * layers,
+            kv_read_bytes=_eighths(cached * per_token * layers * kv_bits),
+            kv_write_bytes=_eighths(written * per_token * layers * kv_bits),
+            batch=sum(g.count for g in groups), heads=plan.heads, kv_heads=plan.kv_heads,
             keys=exact(Fraction(pairs, tokens)) if tokens else 0))
     return ops
 
@@ -344,8 +410,6 @@ def _state_op(name: str, layers: int, per_token: int, state_elements: int, heads
               groups: Sequence[SeqGroup], kv_bits: int) -> list[Operator]:
     """A recurrent mixer's update and read-out: ``per_token`` FLOPs per token and layer, one read of
     each sequence's fixed state (``state_elements`` per layer), both split with the heads over TP."""
-    if not layers:
-        return []
     seqs = sum(g.count for g in groups)
     tokens = sum(g.tokens for g in groups)
     return [Operator(name, OpKind.RECURRENCE, "", layers, exact(Fraction(per_token * tokens * layers, layout.tp)),
@@ -353,27 +417,26 @@ def _state_op(name: str, layers: int, per_token: int, state_elements: int, heads
                      batch=seqs, heads=heads // layout.tp)]
 
 
-def _recurrence_ops(spec: ModelSpec, layout: Layout, stage: int, groups: Sequence[SeqGroup],
-                    kv_bits: int) -> list[Operator]:
-    """The recurrent layers of this stage. Gated DeltaNet: about 6 n_v d_k d_v + 2 conv_dim x kernel
-    FLOPs per token. Mamba-2: about 6 H P N (decay, rank-1 update, C read-out over the H x P x N
-    state) + 2 conv_dim x kernel, in the recurrent form. Each reads its state and conv state."""
-    ops: list[Operator] = []
+def _recurrences(spec: ModelSpec, layout: Layout, stage: int) -> tuple[tuple[str, int, int, int, int], ...]:
+    """The recurrent layer kinds of this stage: (name, layers, FLOPs per token and layer, state
+    elements per sequence and layer, heads). Gated DeltaNet: about 6 n_v d_k d_v + 2 conv_dim x
+    kernel FLOPs per token. Mamba-2: about 6 H P N (decay, rank-1 update, C read-out over the
+    H x P x N state) + 2 conv_dim x kernel, in the recurrent form. Each reads its state and conv state."""
+    kinds = []
     la = spec.linear_attention
     if la is not None:
         conv_dim = 2 * la.linear_num_key_heads * la.linear_key_head_dim + \
             la.linear_num_value_heads * la.linear_value_head_dim
         per_token = 6 * la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim \
             + 2 * conv_dim * la.linear_conv_kernel_dim
-        ops += _state_op("linear-attention recurrence", _layers_in_stage(spec, layout, stage, "linear_attention"),
-                         per_token, sum(linear_state_elements(spec)), la.linear_num_value_heads, layout, groups,
-                         kv_bits)
+        kinds.append(("linear-attention recurrence", _layers_in_stage(spec, layout, stage, "linear_attention"),
+                      per_token, sum(linear_state_elements(spec)), la.linear_num_value_heads))
     m = spec.mamba
     if m is not None:
         per_token = 6 * m.num_heads * m.head_dim * m.state_size + 2 * m.conv_dim * m.conv_kernel
-        ops += _state_op("Mamba-2 state update", _layers_in_stage(spec, layout, stage, "mamba2"), per_token,
-                         sum(mamba_state_elements(spec)), m.num_heads, layout, groups, kv_bits)
-    return ops
+        kinds.append(("Mamba-2 state update", _layers_in_stage(spec, layout, stage, "mamba2"), per_token,
+                      sum(mamba_state_elements(spec)), m.num_heads))
+    return tuple(kind for kind in kinds if kind[1])
 
 
 def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Fraction) -> list[Operator]:
@@ -389,53 +452,118 @@ def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: 
                      weight_bytes=exact(elements * bits / 8))]
 
 
-def _embedding_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, tokens: int, bits: Fraction,
-                  resident: bool) -> list[Operator]:
-    """Embedding rows read by the first stage (or, by the resident convention, every stored
-    weight no other operator reads: the whole tables, the vision tower)."""
-    if stage != 0:
-        return []
-    if resident:
-        elements = Fraction(0)
-        for t in s.tensors:
-            if t.stored and (t.part == Part.VISION or (t.part == Part.DECODER and t.kind == TensorKind.LOOKUP)):
-                elements += t.total * tensor_share(spec, t, layout)
-        name = "embedding tables" + (" and vision tower" if spec.vision is not None else "") + " (resident)"
-        return [Operator(name, OpKind.EMBEDDING, "embedding", 1, 0, weight_bytes=exact(elements * bits / 8))]
+def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) -> list[Operator]:
+    """By the resident convention, the first stage reads every stored weight no other operator
+    reads: the whole embedding tables and any vision tower."""
+    elements = Fraction(0)
+    for t in s.tensors:
+        if t.stored and (t.part == Part.VISION or (t.part == Part.DECODER and t.kind == TensorKind.LOOKUP)):
+            elements += t.total * tensor_share(spec, t, layout)
+    name = "embedding tables" + (" and vision tower" if spec.vision is not None else "") + " (resident)"
+    return [Operator(name, OpKind.EMBEDDING, "embedding", 1, 0, weight_bytes=exact(elements * bits / 8))]
+
+
+def _stage_plan(spec: ModelSpec, s: Structure, layout: Layout, stage: int, n: int, bits: Fraction,
+                resident: bool) -> _StagePlan:
+    """The sequence-independent part of one stage's operators."""
+    first = stage == 0
     tables = (0 if spec.tie_word_embeddings else 1) + (1 if spec.position_embedding == "learned" else 0)
-    if not tables:
+    start = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
+    moe_layers = sum(1 for j in layers_of(spec, LayerKind.MOE) if start <= j < start + n)
+    return _StagePlan(stage, n, _gemms(spec, s, layout, stage, bits), _softmax_kinds(spec, layout, stage),
+                      _recurrences(spec, layout, stage),
+                      tuple(_resident_op(spec, s, layout, bits) if first and resident else ()),
+                      tuple(_vector_op(spec, s, layout, stage, bits)),
+                      tables if first and not resident else 0, n, n - (moe_layers if layout.ep > 1 else 0),
+                      moe_layers)
+
+
+#: The plans of the last few (model, layout, formats): a spec is frozen, so its plan cannot change.
+_PLANS: dict[tuple, _Plan] = {}
+
+
+def _plan(spec: ModelSpec, layout: Layout, bits: Fraction, mla_form: str | None, resident: bool,
+          dispatch_bits: int, combine_bits: int) -> _Plan:
+    """The plan of ``spec`` under a validated ``layout`` and these formats (kept for the next step
+    of a sweep)."""
+    key = (id(spec), layout, bits.numerator, bits.denominator, mla_form, resident, dispatch_bits, combine_bits)
+    hit = _PLANS.get(key)
+    if hit is not None and hit.spec is spec:
+        return hit
+    s = build(spec)
+    mla = isinstance(spec.attention, MLAAttention)
+    kv_heads = 1 if mla else kv_heads_per_gpu(spec, layout.tp)
+    per_token = kv_elements_per_token_per_layer(spec)
+    if not mla:
+        per_token = per_token * kv_heads // spec.num_key_value_heads
+    d_qk, d_v = _attention_dims(spec, mla_form)
+    d, tp, ep = spec.hidden_size, layout.tp, layout.ep
+    k = spec.moe.num_experts_per_tok if spec.moe is not None else 0
+    plan = _Plan(spec, tuple(_stage_plan(spec, s, layout, i, n, bits, resident)
+                             for i, n in enumerate(stage_layers(spec.num_hidden_layers, layout.pp))),
+                 spec.attention.num_attention_heads // tp, kv_heads, per_token, d_qk, d_v,
+                 exact(Fraction(spec.hidden_size) * bits / 8),
+                 exact(Fraction(2 * (tp - 1), tp) * d * ACTIVATION_BITS / 8),
+                 exact(Fraction(k * d * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * ep)))
+    if len(_PLANS) > 64:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+def _gemm_ops(plan: _Plan, stage: _StagePlan, tokens: int, logit_rows: int, routed_tokens: int,
+              resident: bool) -> list[Operator]:
+    """One GEMM per weight matrix of the decoder on this stage's GPU. Routed experts: weights read
+    at the expected hit fraction ("read"), M = every token routed to this GPU's experts (all DP
+    replicas' under EP) over the experts that run."""
+    moe = plan.spec.moe
+    hit = m_routed = 0.0
+    if moe is not None:
+        hit = expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, routed_tokens)
+        m_routed = routed_tokens * moe.num_experts_per_tok / (moe.num_experts * hit)
+    ops = []
+    for g in stage.gemms:
+        rows = logit_rows if g.lm_head else tokens
+        m: Number = rows
+        weight: Number = g.weight_bytes
+        if g.routed:
+            weight = float(weight) * (1.0 if resident else hit)
+            m = m_routed
+        ops.append(Operator(g.name, OpKind.GEMM, g.group, g.layers, _times(g.flops_per_row, rows),
+                            weight_bytes=weight, activation_bytes=_eighths(rows * g.activation_bits_per_row),
+                            m=m, n=g.n, k=g.k))
+    return ops
+
+
+def _embedding_op(plan: _Plan, stage: _StagePlan, tokens: int) -> list[Operator]:
+    """Embedding rows read by the first stage: one per new token from each untied table (none when
+    tied: the LM head reads the whole matrix anyway)."""
+    if not stage.embedding_tables:
         return []
-    rows = tokens * tables
+    rows = tokens * stage.embedding_tables
     return [Operator("embedding rows", OpKind.EMBEDDING, "embedding", 1, 0,
-                     weight_bytes=exact(Fraction(rows * spec.hidden_size, 1) * bits / 8), m=rows, n=spec.hidden_size)]
+                     weight_bytes=_times(plan.embedding_bytes_per_row, rows), m=rows, n=plan.spec.hidden_size)]
 
 
-def _collective_ops(spec: ModelSpec, layout: Layout, stage: int, tokens: int, dispatch_bits: int,
-                    combine_bits: int) -> list[Operator]:
+def _collective_ops(plan: _Plan, stage: _StagePlan, layout: Layout, tokens: int) -> list[Operator]:
     """TP all-reduces, EP all-to-all and the PP send of this stage's GPU."""
-    d = spec.hidden_size
-    first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
-    n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
-    mine = set(range(first, first + n))
-    moe_layers = sum(1 for j in layers_of(spec, LayerKind.MOE) if j in mine)
     ops = []
     tp = layout.tp
     if tp > 1:
-        ring = Fraction(2 * (tp - 1), tp) * tokens * d * ACTIVATION_BITS / 8
-        ops.append(Operator("TP all-reduce after attention", OpKind.COLLECTIVE, "", n, 0,
-                            collective=Collective("ring_all_reduce", tp, exact(ring))))
-        mlp_layers = n - (moe_layers if layout.ep > 1 else 0)
-        if mlp_layers:
-            ops.append(Operator("TP all-reduce after the MLP", OpKind.COLLECTIVE, "", mlp_layers, 0,
-                                collective=Collective("ring_all_reduce", tp, exact(ring))))
-    if spec.moe is not None and layout.ep > 1 and moe_layers:
-        k, ep = spec.moe.num_experts_per_tok, layout.ep
-        payload = Fraction(tokens * k * d * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * ep)
-        ops.append(Operator("EP all-to-all (dispatch + combine)", OpKind.COLLECTIVE, "", moe_layers, 0,
-                            collective=Collective("all_to_all", ep, exact(payload))))
-    if layout.pp > 1 and stage < layout.pp - 1:
+        ring = _times(plan.ring_bytes_per_token, tokens)
+        ops.append(Operator("TP all-reduce after attention", OpKind.COLLECTIVE, "", stage.all_layers, 0,
+                            collective=Collective("ring_all_reduce", tp, ring)))
+        if stage.mlp_layers:
+            ops.append(Operator("TP all-reduce after the MLP", OpKind.COLLECTIVE, "", stage.mlp_layers, 0,
+                                collective=Collective("ring_all_reduce", tp, ring)))
+    if plan.spec.moe is not None and layout.ep > 1 and stage.moe_layers:
+        ops.append(Operator("EP all-to-all (dispatch + combine)", OpKind.COLLECTIVE, "", stage.moe_layers, 0,
+                            collective=Collective("all_to_all", layout.ep,
+                                                  _times(plan.all_to_all_bytes_per_token, tokens))))
+    if layout.pp > 1 and stage.index < layout.pp - 1:
         ops.append(Operator("PP send to the next stage", OpKind.COLLECTIVE, "", 1, 0,
-                            collective=Collective("send_recv", 2, exact(Fraction(tokens * d * ACTIVATION_BITS, 8)))))
+                            collective=Collective("send_recv", 2,
+                                                  _eighths(tokens * plan.spec.hidden_size * ACTIVATION_BITS))))
     return ops
 
 
@@ -477,19 +605,20 @@ def build_step(spec: ModelSpec, groups: Sequence[SeqGroup], *, layout: Layout = 
     else:
         mla_form = None
     bits = Fraction(weight_bits)
-    s = build(spec)
+    resident = weight_bytes == "resident"
+    plan = _plan(spec, layout, bits, mla_form, resident, dispatch_bits, combine_bits)
     tokens = sum(g.tokens for g in groups)
     logit_rows = tokens if logits == "all" else sum(g.count for g in groups)
     routed_tokens = tokens * (layout.dp if layout.ep > 1 else 1)  # EP ranks serve every replica's tokens
-    resident = weight_bytes == "resident"
+    causal = attention == "causal"
     stages = []
-    for i, n in enumerate(stage_layers(spec.num_hidden_layers, layout.pp)):
-        ops = (_embedding_op(spec, s, layout, i, tokens, bits, resident)
-               + _gemm_ops(spec, s, layout, i, tokens, logit_rows, routed_tokens, bits, resident)
-               + _attention_ops(spec, layout, i, groups, attention == "causal", mla_form, kv_bits)
-               + _recurrence_ops(spec, layout, i, groups, kv_bits)
-               + _vector_op(spec, s, layout, i, bits)
-               + _collective_ops(spec, layout, i, tokens, dispatch_bits, combine_bits))
-        stages.append(Stage(i, n, tuple(ops)))
+    for st in plan.stages:
+        ops = (list(st.resident) + _embedding_op(plan, st, tokens)
+               + _gemm_ops(plan, st, tokens, logit_rows, routed_tokens, resident)
+               + _attention_ops(plan, st, groups, causal, kv_bits)
+               + [op for kind in st.recurrences for op in _state_op(*kind, layout, groups, kv_bits)]
+               + list(st.vectors)
+               + _collective_ops(plan, st, layout, tokens))
+        stages.append(Stage(st.index, st.layers, tuple(ops)))
     return Step(spec.name, phase, groups, layout, compute_dtype, bits, kv_bits, logits, attention, mla_form,
                 weight_bytes, tuple(stages))

@@ -32,6 +32,17 @@ def test_grids_double_and_keep_their_end():
         parse_grid("8..1", "--batch", parse_integer)
 
 
+def test_grids_step_and_keep_their_end():
+    assert parse_grid("1..10:3", "--batch", parse_integer) == [1, 4, 7, 10]
+    assert parse_grid("1..11:3,64", "--batch", parse_integer) == [1, 4, 7, 10, 11, 64]
+    assert parse_grid("1K..4K:1K", "--context", parse_context) == [1024, 2048, 3072, 4096]
+    assert parse_grid("1..10000:1", "--batch", parse_integer) == list(range(1, 10_001))
+    with pytest.raises(InputError, match="more than 10,000"):
+        parse_grid("1..1000000000:1", "--batch", parse_integer)
+    with pytest.raises(InputError, match="step of at least 1"):
+        parse_grid("1..8:0", "--context", lambda t, w: parse_context(t, w, 0))
+
+
 @given(st.integers(0, 10**30), st.sampled_from([Fraction(17, 4), Fraction(5), 16, 8, 4]))
 def test_bytes_are_exact(elements, bits):
     b = to_bytes(elements, bits)

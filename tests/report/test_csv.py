@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 
+import pytest
+
 
 def _rows(text: str) -> list[dict]:
     return list(csv.DictReader(io.StringIO(text)))
@@ -29,3 +31,65 @@ def test_kv_grid_is_batch_by_context(cli):
 def test_a_batch_list_needs_a_machine_format(cli):
     r = cli("kv", "llama3-8b", "--batch", "1,8")
     assert r.code == 2 and "--json or --csv" in r.err
+
+
+def _text(value) -> str:
+    """How the csv module writes a JSON value: None empty, numbers and strings as str()."""
+    return "" if value is None else str(value)
+
+
+@pytest.mark.parametrize("model, options", [
+    ("llama3-8b", []),
+    ("mixtral-8x7b", []),
+    ("deepseek-v3", ["--weights-dtype", "fp8"]),
+    ("mistral-7b", []),  # sliding window: the KV read stops growing at 4,096 tokens
+    ("llama3-70b", ["--tp", "4", "--pp", "2"]),
+    ("mixtral-8x7b", ["--tp", "2", "--dp", "2", "--ep", "4"]),
+])
+def test_a_sweep_row_is_the_point_run_alone(cli, model, options):
+    """Every column of every row of a sweep equals the JSON of that point run on its own."""
+    rows = _rows(cli("roofline", model, "--gpu", "h100", "--batch", "1,3,64..128:64", "--context", "0,2K,100000",
+                     *options, "--csv").out)
+    assert [(int(r["batch"]), int(r["context"])) for r in rows] == [
+        (b, c) for b in (1, 3, 64, 128) for c in (0, 2048, 100_000)]
+    for row in rows:
+        alone = cli("roofline", model, "--gpu", "h100", "--batch", row["batch"], "--context", row["context"],
+                    *options, "--json").json()
+        expected = {k: _text(v) for k, v in alone.items() if not isinstance(v, (list, dict))}
+        expected.update({f"layout_{k}": _text(v) for k, v in alone["layout"].items()})
+        assert row == expected
+
+
+def _flat(row: dict, prefix: str = "") -> dict:
+    """A JSON row's scalar fields as CSV text, nested objects' fields prefixed by their name."""
+    out = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}_"))
+        elif not isinstance(value, list):
+            out[f"{prefix}{key}"] = _text(value)
+    return out
+
+
+@pytest.mark.parametrize("args, rows_key", [
+    (["flops", "llama3-8b", "--seq", "1K..8K"], None),
+    (["flops", "llama3-8b", "--phase", "decode", "--context", "1K..8K:2K"], None),
+    (["context", "llama3-70b", "--context", "8K,128K", "--weight-flops", "total"], "rows"),
+    (["moe", "deepseek-v3", "--batch", "1,32,128", "--gpu", "h100"], "rows"),
+    (["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--batch", "1..256"],
+     "rows"),
+    (["activations", "llama3-8b", "--seq", "4K"], None),
+    (["numerics"], "formats"),
+])
+def test_commands_with_rows_print_the_json_rows_as_csv(cli, args, rows_key):
+    """One header line of the JSON rows' keys, then one line per JSON row with the same values."""
+    text = cli(*args, "--csv").out
+    data = cli(*args, "--json").json()
+    expected = [_flat(r) for r in (data[rows_key] if rows_key else data)]
+    assert text.splitlines()[0].split(",") == list(expected[0])
+    assert _rows(text) == expected
+
+
+def test_spec_csv_needs_the_step_model(cli):
+    r = cli("spec", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--csv")
+    assert r.code == 2 and "--gpu" in r.err
