@@ -59,6 +59,7 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, ServingMode
+from llm_cost.core.units import fmt_seconds
 from llm_cost.model.kv import kv_bytes
 from llm_cost.model.layout import Layout, per_gpu
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, TimeModel
@@ -506,10 +507,6 @@ def _choose(cands: list[Candidate], qps: float | None) -> Candidate:
     return max(cands, key=lambda c: (c.output_tokens_per_s_per_gpu, -c.gpus, -c.ttft_s))
 
 
-def _fmt_s(seconds: float) -> str:
-    return f"{seconds * 1e3:,.1f} ms" if seconds < 1 else f"{seconds:,.2f} s"
-
-
 def _impossible(cands: list[Candidate], targets: Targets) -> InputError:
     """The one-line error for targets no candidate meets, with the nearest achievable values."""
     def best(metric: str, pool: list[Candidate]) -> Candidate:
@@ -521,14 +518,14 @@ def _impossible(cands: list[Candidate], targets: Targets) -> InputError:
             continue
         b = best(metric, cands)
         if getattr(b, metric) > target:
-            parts.append(f"{flag} {_fmt_s(target)}: the fastest configuration reaches {_fmt_s(getattr(b, metric))} "
+            parts.append(f"{flag} {fmt_seconds(target)}: the fastest configuration reaches {fmt_seconds(getattr(b, metric))} "
                          f"({b.describe()}, concurrency {b.concurrency})")
     if not parts:  # each target alone is reachable, both together are not
         assert targets.tpot_s is not None and targets.ttft_s is not None
         pool = [c for c in cands if c.tpot_s <= targets.tpot_s]
         b = best("ttft_s", pool)
-        parts.append(f"--ttft {_fmt_s(targets.ttft_s)} with --tpot {_fmt_s(targets.tpot_s)}: no configuration meets "
-                     f"both; at that TPOT the lowest TTFT is {_fmt_s(b.ttft_s)} ({b.describe()}, concurrency "
+        parts.append(f"--ttft {fmt_seconds(targets.ttft_s)} with --tpot {fmt_seconds(targets.tpot_s)}: no configuration meets "
+                     f"both; at that TPOT the lowest TTFT is {fmt_seconds(b.ttft_s)} ({b.describe()}, concurrency "
                      f"{b.concurrency})")
     return InputError("; ".join(parts))
 
@@ -561,9 +558,9 @@ def _verdict(agg: Candidate | None, dis: Candidate | None) -> str:
         return "disaggregated: no aggregated configuration meets the targets"
     ratio = dis.output_tokens_per_s_per_gpu / agg.output_tokens_per_s_per_gpu
     winner = "disaggregated" if ratio > 1 else "aggregated"
-    why = (f"aggregated: TPOT {_fmt_s(agg.tpot_s)}, prompt chunks take {agg.prefill_share:.0%} of step time; "
-           f"disaggregated: TPOT {_fmt_s(dis.tpot_s)}, {dis.prefill_share:.0%} of GPUs prefill, KV transfer "
-           f"{_fmt_s(dis.kv_transfer_s)} per request")
+    why = (f"aggregated: TPOT {fmt_seconds(agg.tpot_s)}, prompt chunks take {agg.prefill_share:.0%} of step time; "
+           f"disaggregated: TPOT {fmt_seconds(dis.tpot_s)}, {dis.prefill_share:.0%} of GPUs prefill, KV transfer "
+           f"{fmt_seconds(dis.kv_transfer_s)} per request")
     return f"{winner} serves {max(ratio, 1 / ratio):.2f}x the output tokens/s per GPU ({why})"
 
 

@@ -106,7 +106,7 @@ def test_one_configuration_has_the_issues_keys(cli):
 def test_an_impossible_tpot_names_the_fastest_configuration(cli):
     r = cli("serve", "llama3-70b", "--gpu", "h100", "--tpot", "1ms")
     assert r.code == 2 and r.out == "" and len(r.err.strip().splitlines()) == 1
-    assert "--tpot 1.0 ms: the fastest configuration reaches" in r.err and "concurrency 1" in r.err
+    assert "--tpot 1.00 ms: the fastest configuration reaches" in r.err and "concurrency 1" in r.err
 
 
 def test_a_model_too_big_for_the_budget_says_how_many_gpus_it_needs(cli):
