@@ -10,6 +10,9 @@ import typer
 
 from llm_cost.core.errors import InputError
 
+#: The options that print a command's help.
+HELP_OPTIONS = ["-h", "--help"]
+
 app = typer.Typer(
     name="llm-cost",
     help="Exact cost arithmetic for decoder-only LLMs: parameters, KV cache, FLOPs, Roofline bounds, memory, "
@@ -17,7 +20,7 @@ app = typer.Typer(
     add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": HELP_OPTIONS},
 )
 
 DEBUG_HELP = "Before the command: show the traceback of an internal error (also LLM_COST_DEBUG=1)."
@@ -146,16 +149,19 @@ def _run(argv: list[str]) -> None:
     A usage error (missing argument, unknown option, bad choice) becomes one ``error:`` line."""
     from typer.main import get_command
 
+    from llm_cost.cli import coercion
+
     commands = _command_names()
     if argv and argv[0] in commands:
         single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
         single.registered_commands = [commands[argv[0]]]  # type: ignore[list-item]
         command, args, prog = get_command(single), argv[1:], f"llm-cost {argv[0]}"
+        coercion.install(command, HELP_OPTIONS)
         _reject_empty(command, args)
     else:
         command, args, prog = get_command(app), argv or ["--help"], "llm-cost"
     try:
-        code = command.main(args=args, prog_name=prog, help_option_names=["-h", "--help"], standalone_mode=False)
+        code = command.main(args=args, prog_name=prog, help_option_names=HELP_OPTIONS, standalone_mode=False)
     except Exception as exc:  # Click's usage errors: match on its interface
         if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
             raise
