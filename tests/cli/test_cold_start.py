@@ -1,5 +1,7 @@
-"""The fast parameter coercion (llm_cost.cli.coercion) gives what Typer's own gives: the same value,
-or the same error, for every parameter of every command, over values a user types."""
+"""The cold start's shortcuts change nothing: the fast parameter coercion (llm_cost.cli.coercion)
+gives what Typer's own gives (the same value or the same error, for every parameter of every
+command, over values a user types), and the program's help built from stand-ins for the commands
+is the whole app's help."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typer._param_types import choice_coercion_annotation
 from typer.main import get_command
 
 from llm_cost.cli import app, coercion
-from llm_cost.cli.app import HELP_OPTIONS
+from llm_cost.cli.app import HELP_OPTIONS, _listing
 
 #: Typed text of every kind the options take, good and bad.
 SAMPLES = [None, "", " ", "1", "8", "8K", "128k", "1..256", "1,8,64", "0", "-1", "0.5", "60%", "1e300", "nan",
@@ -61,3 +63,18 @@ def test_a_shipped_model_command_imports_no_typer_adapter():
             "print('typer._adapters' in sys.modules, file=sys.stderr)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stderr.strip() == "False"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["-h"]])
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_the_program_help_lists_the_commands_as_the_whole_app(cli, capsys, monkeypatch, argv, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    listed = cli(*argv)
+    try:
+        get_command(app).main(args=argv, prog_name="llm-cost", standalone_mode=False)
+    except SystemExit:
+        pass
+    whole = capsys.readouterr()
+    assert (listed.code, listed.out, listed.err) == (0, whole.out, whole.err)
+    assert all(f" {name} " in listed.out for name in get_command(app).commands)
+    assert [c.params for c in get_command(_listing()).commands.values()] == [[]] * len(app.registered_commands)
