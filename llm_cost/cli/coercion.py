@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 try:
-    from typer._coercion import RuntimeParam, build_runtime_param
+    from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
     from typer._param_types import choice_coercion_annotation, coerce_cli_choice
 except ImportError:  # a Typer that coerces through Click's types: nothing to speed up
     RuntimeParam = None  # type: ignore[assignment,misc]
@@ -32,38 +32,34 @@ except ImportError:  # a Typer that coerces through Click's types: nothing to sp
 def install(command: Any, help_option_names: list[str]) -> None:
     """Give every parameter of the Click ``command`` (built by Typer) the fast coercion, its help
     option included (Click makes that one when parsing starts, from ``help_option_names``, and
-    keeps it: it is made here first)."""
+    keeps it: it is made here first). A file parameter keeps Typer's own (it opens the file)."""
     if RuntimeParam is None:
         return
     help_option = command.get_help_option(command.context_class(command, help_option_names=help_option_names))
     for param in [*command.params, help_option]:
         descriptor = getattr(param, "type_descriptor", None)
-        if descriptor is not None and getattr(param, "_runtime_param", False) is None:
+        if descriptor is not None and descriptor.file_annotation is None and param._runtime_param is None:
             param._runtime_param = _FastRuntimeParam(parameter_info=descriptor.parameter_info,
-                                                     annotation=descriptor.annotation, descriptor=descriptor)
+                                                     annotation=descriptor.annotation)
 
 
 if RuntimeParam is not None:
-    from dataclasses import dataclass
 
-    @dataclass(frozen=True)
     class _FastRuntimeParam(RuntimeParam):
         """Typer's ``RuntimeParam`` (None handling and multi-value checks are its own) whose
         value coercion takes the fast path of the module docstring, else Typer's adapter."""
 
-        descriptor: Any
-
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             info, annotation = self.parameter_info, self.annotation
-            if self.descriptor.file_annotation is None:
-                choice = choice_coercion_annotation(annotation, info)
-                try:
-                    if info.parser is not None:
-                        return info.parser(value)
-                    if choice is not None:
-                        return coerce_cli_choice(value, choices=choice[0], case_sensitive=choice[1], ctx=ctx)
-                    if annotation is str and type(value) is str:
-                        return value
-                except Exception:  # noqa: BLE001 - Typer's own coercion reports it, as it would have
-                    pass
-            return build_runtime_param(self.descriptor)._coerce_value(value, param=param, ctx=ctx)
+            choice = choice_coercion_annotation(annotation, info)
+            try:
+                if info.parser is not None:
+                    return info.parser(value)
+                if choice is not None:
+                    return coerce_cli_choice(value, choices=choice[0], case_sensitive=choice[1], ctx=ctx)
+                if annotation is str and type(value) is str:
+                    return value
+            except Exception:  # noqa: BLE001 - Typer's own coercion reports it, as it would have
+                pass
+            typer_own = build_runtime_param(TypeDescriptor(annotation, info, file_annotation=None))
+            return typer_own._coerce_value(value, param=param, ctx=ctx)
