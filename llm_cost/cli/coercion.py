@@ -38,7 +38,8 @@ def install(command: Any, help_option_names: list[str]) -> None:
     help_option = command.get_help_option(command.context_class(command, help_option_names=help_option_names))
     for param in [*command.params, help_option]:
         descriptor = getattr(param, "type_descriptor", None)
-        if descriptor is not None and descriptor.file_annotation is None and param._runtime_param is None:
+        unbuilt = getattr(param, "_runtime_param", False) is None  # Typer builds its own on first use
+        if descriptor is not None and descriptor.file_annotation is None and unbuilt:
             param._runtime_param = _FastRuntimeParam(parameter_info=descriptor.parameter_info,
                                                      annotation=descriptor.annotation)
 

@@ -10,8 +10,6 @@ import sys
 
 import pytest
 import typer
-from typer._coercion import build_runtime_param
-from typer._param_types import choice_coercion_annotation
 from typer.main import get_command
 
 from llm_cost.cli import app, coercion
@@ -40,6 +38,8 @@ def _commands():
 
 @pytest.mark.parametrize("name,command", list(_commands()))
 def test_every_parameter_coerces_as_typer_does(name, command):
+    build_runtime_param = pytest.importorskip("typer._coercion").build_runtime_param  # Typer 0.26 and later
+    choice_coercion_annotation = pytest.importorskip("typer._param_types").choice_coercion_annotation
     coercion.install(command, HELP_OPTIONS)
     ctx = command.context_class(command, info_name=name)
     for param in [*command.params, command.get_help_option(ctx)]:
