@@ -162,11 +162,18 @@ def _shipped(kind: str, name: str) -> dict[str, Any] | None:
     key = name.strip().lower()
     for stem, entry in _index(kind).items():
         if key == stem or key in entry["aliases"]:
-            try:
-                return entry["spec"] if _digest(data_dir(kind) / entry["file"]) == entry["sha256"] else None
-            except OSError:
-                return None
+            return entry["spec"] if _current(kind, stem) else None
     return None
+
+
+def _current(kind: str, stem: str) -> dict[str, Any] | None:
+    """The index's entry for the shipped file ``stem`` if its file is unchanged since the index
+    was built; else None."""
+    entry = _index(kind).get(stem)
+    try:
+        return entry if entry is not None and _digest(data_dir(kind) / entry["file"]) == entry["sha256"] else None
+    except OSError:
+        return None
 
 
 def _resolve(kind: str, name: str, what: str) -> Path:
@@ -181,8 +188,9 @@ def _resolve(kind: str, name: str, what: str) -> Path:
     names = []
     for path in sorted(folder.glob("*.yaml")):
         names.append(path.stem)
-        try:
-            aliases = read_yaml(path).get("aliases", [])
+        entry = _current(kind, path.stem)
+        try:  # the index's aliases where it is current: an unknown name parses no YAML
+            aliases = entry["aliases"] if entry is not None else read_yaml(path).get("aliases", [])
         except SpecError:
             continue
         if isinstance(aliases, list) and key in (str(a).lower() for a in aliases):

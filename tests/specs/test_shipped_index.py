@@ -51,3 +51,15 @@ def test_the_unvalidated_fast_path_gives_the_validated_spec(kind, cls):
         fast, validated = load._construct(cls, entry["spec"]), cls.model_validate(entry["spec"])
         assert fast == validated and repr(fast) == repr(validated)
         assert fast.model_fields_set == validated.model_fields_set
+
+
+def test_a_name_the_index_lacks_parses_no_yaml(monkeypatch):
+    """A GPU name given where a model may be (``show h100``) or an unknown name is looked up in
+    the index's aliases, not by parsing every shipped YAML file."""
+    def no_yaml(path):
+        raise AssertionError(f"parsed {path}")
+
+    monkeypatch.setattr(load, "read_yaml", no_yaml)
+    with pytest.raises(load.SpecError, match="unknown model 'h100'.*llama3-8b"):
+        load.load_model("h100")
+    assert load.load_gpu("H100-SXM").name == "h100"
