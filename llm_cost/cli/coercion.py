@@ -1,6 +1,6 @@
 """Typer's parameter coercion without Pydantic where the result is already known.
 
-Typer (0.26 and later) turns each command-line value into its parameter's type through a Pydantic
+Typer (0.29 here; 0.24 still used Click's types) turns each command-line value into its parameter's type through a Pydantic
 ``TypeAdapter``, built the first time the parameter is processed, even for a value that is not
 given (None). Importing ``typer._adapters`` imports most of Pydantic, and together with building
 the adapters it takes about as long as importing Typer and Rich themselves: the largest part of a
