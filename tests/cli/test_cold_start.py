@@ -38,7 +38,7 @@ def _commands():
 
 @pytest.mark.parametrize("name,command", list(_commands()))
 def test_every_parameter_coerces_as_typer_does(name, command):
-    build_runtime_param = pytest.importorskip("typer._coercion").build_runtime_param  # a Typer that coerces through Pydantic
+    build_runtime_param = pytest.importorskip("typer._coercion").build_runtime_param  # Typer with Pydantic
     choice_coercion_annotation = pytest.importorskip("typer._param_types").choice_coercion_annotation
     coercion.install(command, HELP_OPTIONS)
     ctx = command.context_class(command, info_name=name)
