@@ -10,6 +10,9 @@ import typer
 
 from llm_cost.core.errors import InputError
 
+#: The options that print a command's help.
+HELP_OPTIONS = ["-h", "--help"]
+
 app = typer.Typer(
     name="llm-cost",
     help="Exact cost arithmetic for decoder-only LLMs: parameters, KV cache, FLOPs, Roofline bounds, memory, "
@@ -17,7 +20,7 @@ app = typer.Typer(
     add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": HELP_OPTIONS},
 )
 
 DEBUG_HELP = "Before the command: show the traceback of an internal error (also LLM_COST_DEBUG=1)."
@@ -140,23 +143,51 @@ def _reject_empty(command, args: list[str]) -> None:
             positional += 1
 
 
+def _listing() -> typer.Typer:
+    """The app with parameterless stand-ins for its commands, for the program's own ``--help``:
+    that help shows each command's name and help text, which Typer derives from
+    the same command entries (the stand-in keeps the function's name and docstring), never their
+    options, so converting every command's signature to Click parameters (tens of ms) is skipped.
+    A test checks the help is the same as the whole app's."""
+    import copy
+
+    def stand_in(info):  # noqa: ANN001, ANN202 - Typer's CommandInfo
+        def command() -> None:  # never run: the listing only shows it
+            ...
+
+        command.__name__, command.__doc__ = info.callback.__name__, info.callback.__doc__
+        entry = copy.copy(info)
+        entry.callback = command
+        return entry
+
+    listing = copy.copy(app)
+    listing.registered_commands = [stand_in(info) for info in app.registered_commands]
+    return listing
+
+
 def _run(argv: list[str]) -> None:
     """Run the CLI. A known subcommand is built on its own: Typer otherwise converts every
     command's signature to Click parameters on each start, which costs tens of milliseconds
-    for nothing; ``--help``, typos and the bare program still go through the whole app.
+    for nothing; ``llm-cost --help`` lists the commands without building them (:func:`_listing`);
+    typos, the bare program and the other root options still go through the whole app.
     A usage error (missing argument, unknown option, bad choice) becomes one ``error:`` line."""
     from typer.main import get_command
+
+    from llm_cost.cli import coercion
 
     commands = _command_names()
     if argv and argv[0] in commands:
         single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
         single.registered_commands = [commands[argv[0]]]  # type: ignore[list-item]
         command, args, prog = get_command(single), argv[1:], f"llm-cost {argv[0]}"
+        coercion.install(command, HELP_OPTIONS)
         _reject_empty(command, args)
-    else:
+    elif len(argv) == 1 and argv[0] in HELP_OPTIONS:
+        command, args, prog = get_command(_listing()), argv, "llm-cost"
+    else:  # the bare program too: shell completion runs it, with the words in the environment
         command, args, prog = get_command(app), argv or ["--help"], "llm-cost"
     try:
-        code = command.main(args=args, prog_name=prog, help_option_names=["-h", "--help"], standalone_mode=False)
+        code = command.main(args=args, prog_name=prog, help_option_names=HELP_OPTIONS, standalone_mode=False)
     except Exception as exc:  # Click's usage errors: match on its interface
         if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
             raise

@@ -6,7 +6,10 @@ YAML is read with a safe loader only (:mod:`llm_cost.specs.files`).
 
 A shipped name is looked up in ``shipped.json`` (next to this module), an index of every shipped
 file with its names, a hash of its text and its validated content, so the common case reads one
-small JSON file instead of parsing every YAML file, and never imports PyYAML. A file whose text no
+small JSON file instead of parsing every YAML file, and never imports PyYAML. That content was
+validated when the index was built, so it is turned back into a spec with ``model_construct``
+(:func:`_construct`) rather than validated again: validating would build the schemas' validators
+(the schema classes defer that build) and costs more than the rest of a command's start. A file whose text no
 longer matches its entry (a checkout edited since the index was built) or that the index lacks
 is read from its YAML as before. ``python scripts/build_index.py`` rebuilds the index; a test
 checks it is current. Every failure raises :class:`SpecError` whose
@@ -112,6 +115,38 @@ def build_index() -> dict[str, dict[str, dict[str, Any]]]:
     return index
 
 
+def _construct(cls: type, data: dict[str, Any]) -> Any:
+    """``cls`` built without validation from ``data``, a ``model_dump(mode="json")`` of a valid
+    ``cls``: each nested object becomes the model class its field declares (of a union, the one
+    whose ``kind`` default matches). Only for the index's content, which was validated when it was
+    built; tests check it equals ``cls.model_validate(data)`` for every shipped spec."""
+    values = {}
+    for name, value in data.items():
+        if isinstance(value, dict):
+            classes = _model_classes(cls.model_fields[name].annotation)
+            if len(classes) > 1:
+                classes = [c for c in classes if c.model_fields["kind"].default == value["kind"]]
+            if classes:
+                value = _construct(classes[0], value)
+        values[name] = value
+    return cls.model_construct(**values)
+
+
+def _model_classes(annotation: Any) -> list[type]:
+    """The pydantic model classes a field's annotation names (through Optional, Union, Annotated)."""
+    from types import UnionType
+    from typing import Annotated, Union, get_args, get_origin
+
+    from pydantic import BaseModel
+
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _model_classes(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        return [c for arg in get_args(annotation) for c in _model_classes(arg)]
+    return [annotation] if isinstance(annotation, type) and issubclass(annotation, BaseModel) else []
+
+
 @lru_cache(maxsize=None)
 def _index(kind: str) -> dict[str, dict[str, Any]]:
     """The shipped index's entries of ``kind``; empty when the index is missing or unreadable."""
@@ -127,11 +162,18 @@ def _shipped(kind: str, name: str) -> dict[str, Any] | None:
     key = name.strip().lower()
     for stem, entry in _index(kind).items():
         if key == stem or key in entry["aliases"]:
-            try:
-                return entry["spec"] if _digest(data_dir(kind) / entry["file"]) == entry["sha256"] else None
-            except OSError:
-                return None
+            return entry["spec"] if _current(kind, stem) else None
     return None
+
+
+def _current(kind: str, stem: str) -> dict[str, Any] | None:
+    """The index's entry for the shipped file ``stem`` if its file is unchanged since the index
+    was built; else None."""
+    entry = _index(kind).get(stem)
+    try:
+        return entry if entry is not None and _digest(data_dir(kind) / entry["file"]) == entry["sha256"] else None
+    except OSError:
+        return None
 
 
 def _resolve(kind: str, name: str, what: str) -> Path:
@@ -146,8 +188,9 @@ def _resolve(kind: str, name: str, what: str) -> Path:
     names = []
     for path in sorted(folder.glob("*.yaml")):
         names.append(path.stem)
-        try:
-            aliases = read_yaml(path).get("aliases", [])
+        entry = _current(kind, path.stem)
+        try:  # the index's aliases where it is current: an unknown name parses no YAML
+            aliases = entry["aliases"] if entry is not None else read_yaml(path).get("aliases", [])
         except SpecError:
             continue
         if isinstance(aliases, list) and key in (str(a).lower() for a in aliases):
@@ -173,7 +216,7 @@ def load_model(name_or_path: str) -> "ModelSpec":
 
         return load_gguf(Path(name_or_path))[0]
     if not _looks_like_path(name_or_path) and (shipped := _shipped("models", name_or_path)) is not None:
-        return ModelSpec.model_validate(shipped)
+        return _construct(ModelSpec, shipped)
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("models", name_or_path, "model")
     if path.suffix.lower() == ".json" or (path.is_dir() and path.suffix.lower() not in (".yaml", ".yml")):
         from llm_cost.specs.hf import load_hf_config  # lazy: only config.json models pay for the import
@@ -187,6 +230,6 @@ def load_gpu(name_or_path: str) -> "HardwareSpec":
     from llm_cost.specs.schema import HardwareSpec
 
     if not _looks_like_path(name_or_path) and (shipped := _shipped("hardware", name_or_path)) is not None:
-        return HardwareSpec.model_validate(shipped)
+        return _construct(HardwareSpec, shipped)
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("hardware", name_or_path, "GPU")
     return _validate(path, HardwareSpec, read_yaml(path))

@@ -67,7 +67,11 @@ Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Unknown keys rejected, instances immutable. The validators are built on first validation
+    (``defer_build``), not at import: a shipped spec is rebuilt from the index without validation
+    (:mod:`llm_cost.specs.load`), so a command that reads only shipped specs never pays for them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Source(_Strict):

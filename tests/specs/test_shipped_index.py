@@ -39,3 +39,27 @@ def test_an_edited_file_is_read_from_its_yaml(monkeypatch, tmp_path):
     monkeypatch.setattr(load, "data_dir", lambda kind: folder)
     assert load.load_model("llama3-8b").num_hidden_layers == 16
     assert load.load_model("meta-llama-3-8b").num_hidden_layers == 16
+
+
+@pytest.mark.parametrize("kind,cls", [("models", ModelSpec), ("hardware", HardwareSpec)])
+def test_the_unvalidated_fast_path_gives_the_validated_spec(kind, cls):
+    """Every index entry rebuilt with ``model_construct`` equals it validated, down to each
+    nested object's class and each number's type (``repr`` tells 312 from 312.0)."""
+    entries = json.loads(load.INDEX.read_text())[kind]
+    assert {path.stem for path in load.data_dir(kind).glob("*.yaml")} == set(entries)
+    for entry in entries.values():
+        fast, validated = load._construct(cls, entry["spec"]), cls.model_validate(entry["spec"])
+        assert fast == validated and repr(fast) == repr(validated)
+        assert fast.model_fields_set == validated.model_fields_set
+
+
+def test_a_name_the_index_lacks_parses_no_yaml(monkeypatch):
+    """A GPU name given where a model may be (``show h100``) or an unknown name is looked up in
+    the index's aliases, not by parsing every shipped YAML file."""
+    def no_yaml(path):
+        raise AssertionError(f"parsed {path}")
+
+    monkeypatch.setattr(load, "read_yaml", no_yaml)
+    with pytest.raises(load.SpecError, match="unknown model 'h100'.*llama3-8b"):
+        load.load_model("h100")
+    assert load.load_gpu("H100-SXM").name == "h100"

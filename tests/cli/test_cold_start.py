@@ -1,0 +1,80 @@
+"""The cold start's shortcuts change nothing: the fast parameter coercion (llm_cost.cli.coercion)
+gives what Typer's own gives (the same value or the same error, for every parameter of every
+command, over values a user types), and the program's help built from stand-ins for the commands
+is the whole app's help."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import typer
+from typer.main import get_command
+
+from llm_cost.cli import app, coercion
+from llm_cost.cli.app import HELP_OPTIONS, _listing
+
+#: Typed text of every kind the options take, good and bad.
+SAMPLES = [None, "", " ", "1", "8", "8K", "128k", "1..256", "1,8,64", "0", "-1", "0.5", "60%", "1e300", "nan",
+           "15T", "1.3M", "x", "bf16", "BF16", "fp8", "Fp8", "int4", "plain", "read", "causal", "gemm", "llama3-8b",
+           "a" * 300]
+
+
+def _outcome(runtime, value, param, ctx):
+    try:
+        result = runtime.coerce(value, param=param, ctx=ctx)
+    except Exception as exc:  # noqa: BLE001 - the error is the outcome compared
+        return "error", type(exc), str(exc)
+    return "value", type(result), result
+
+
+def _commands():
+    for info in app.registered_commands:
+        single = typer.Typer(add_completion=False)
+        single.registered_commands = [info]
+        yield info.callback.__name__, get_command(single)
+
+
+@pytest.mark.parametrize("name,command", list(_commands()))
+def test_every_parameter_coerces_as_typer_does(name, command):
+    build_runtime_param = pytest.importorskip("typer._coercion").build_runtime_param  # Typer with Pydantic
+    choice_coercion_annotation = pytest.importorskip("typer._param_types").choice_coercion_annotation
+    coercion.install(command, HELP_OPTIONS)
+    ctx = command.context_class(command, info_name=name)
+    for param in [*command.params, command.get_help_option(ctx)]:
+        fast = param.get_runtime_param()
+        assert isinstance(fast, coercion._FastRuntimeParam), param.name
+        typer_own = build_runtime_param(param.type_descriptor)
+        descriptor = param.type_descriptor
+        choices = choice_coercion_annotation(descriptor.annotation, descriptor.parameter_info) or ((), True)
+        values = [*SAMPLES, param.default, *choices[0], *(str(getattr(c, "value", c)).upper() for c in choices[0])]
+        for value in values:
+            if (param.multiple or param.nargs == -1) and isinstance(value, str):
+                value = [value]
+            assert _outcome(fast, value, param, ctx) == _outcome(typer_own, value, param, ctx), (param.name, value)
+
+
+def test_a_shipped_model_command_imports_no_typer_adapter():
+    """``params llama3-8b`` coerces its values without ``typer._adapters`` (most of Pydantic)."""
+    code = ("import sys; sys.argv = ['llm-cost', 'params', 'llama3-8b']\n"
+            "from llm_cost.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('typer._adapters' in sys.modules, file=sys.stderr)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stderr.strip() == "False"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["-h"]])
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_the_program_help_lists_the_commands_as_the_whole_app(cli, capsys, monkeypatch, argv, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    listed = cli(*argv)
+    try:
+        get_command(app).main(args=argv, prog_name="llm-cost", standalone_mode=False)
+    except SystemExit:
+        pass
+    whole = capsys.readouterr()
+    assert (listed.code, listed.out, listed.err) == (0, whole.out, whole.err)
+    assert all(f" {name} " in listed.out for name in get_command(app).commands)
+    assert [c.params for c in get_command(_listing()).commands.values()] == [[]] * len(app.registered_commands)
