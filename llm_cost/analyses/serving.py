@@ -72,8 +72,10 @@ __all__ = ["Traffic", "Targets", "Candidate", "ServePlan", "plan", "evaluate", "
 #: Decode concurrencies a search tries per replica (those the KV cache holds).
 CONCURRENCY_GRID = tuple(range(1, 17)) + tuple(range(20, 65, 4)) + tuple(range(80, 257, 16)) + tuple(
     range(320, 1025, 64))
-#: Token budgets per step (chunked prefill) a search tries.
-CHUNK_GRID = (512, 1024, 2048, 4096, 8192, 16384)
+#: Token budgets per step (chunked prefill) a search tries; None: prompts run whole in steps of their own.
+CHUNK_GRID = (512, 1024, 2048, 4096, 8192, 16384, None)
+#: The most prompt tokens a disaggregated prefill step batches (one prompt may be longer).
+MAX_PREFILL_TOKENS = 16384
 #: Prompts per prefill step a disaggregated prefill replica runs.
 PREFILL_BATCH_GRID = (1, 2, 3, 4, 6, 8)
 #: The token budget of one evaluated configuration when none is given.
@@ -114,7 +116,7 @@ class Candidate(Result):
     prefill_replicas: int
     gpus: int
     concurrency: int  # decoding sequences per (decode) replica
-    chunk_tokens: int | None  # aggregated: the token budget per step
+    chunk_tokens: int | None  # aggregated: the token budget per step (None: prompts not chunked)
     prefill_batch: int | None  # disaggregated: prompts per prefill step
     max_concurrency: int  # sequences the (decode) replica's KV cache holds at these lengths
     ttft_s: float
@@ -305,6 +307,11 @@ def _layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
     return out
 
 
+def _smallest_step(chunks: Sequence[int | None], traffic: Traffic) -> int:
+    """Tokens of the smallest step a search runs: the smallest budget, or a whole prompt."""
+    return min((c for c in chunks if c is not None), default=traffic.input_tokens)
+
+
 def _useful_pipelines(reps: list[_Replica]) -> list[_Replica]:
     """The replicas without a pipeline, and those with one where the same TP without it does not
     hold the model (a pipeline buys memory; it slows every token)."""
@@ -354,33 +361,41 @@ def _slots(replica_rate: float, qps: float | None, gpus_per_replica: int, cap: i
 
 
 def _aggregated_point(spec: ModelSpec, steps: _Steps, rep: _Replica, traffic: Traffic, targets: Targets,
-                      budget: int, price: float | None, policy: MemoryPolicy, C: int, T: int,
+                      budget: int, price: float | None, policy: MemoryPolicy, C: int, T: int | None,
                       strict_memory: bool = True) -> tuple[list[Candidate], str | None]:
     """The candidates of ``C`` decoding sequences and a ``T``-token budget on one replica layout
     (one, or with a rate one per replica count tried), or ([], why not): "budget" (no room for
     prompt tokens), "memory" (the KV cache does not hold them; with ``strict_memory=False`` the
-    candidate is kept and marked), "prefill" (prompts arrive faster than chunks take them)."""
+    candidate is kept and marked), "prefill" (prompts arrive faster than chunks take them).
+    ``T=None``: no chunking; waiting prompts run whole in a step of their own while decoding
+    waits (vLLM without chunked prefill)."""
     I, O = traffic.input_tokens, traffic.output_tokens
     g = rep.layout.gpus
-    P = T - C
-    if P < 1:
+    arrivals = C / (O - 1)  # prompts per step in steady state
+    if T is None:
+        q = I * max(1, math.ceil(arrivals))  # whole prompts per prefill step
+    elif T - C < 1:
         return [], "budget"
-    in_flight = min(-(-P // I), 1 + P // I) if P >= I else 1  # prompts whose KV the step writes
-    room = rep.room(spec, T, C + in_flight, policy)
+    else:
+        q = min(T - C, math.ceil(I * max(1.0, arrivals)))  # prompt tokens a step with a chunk carries
+    in_flight = -(-q // I)  # prompts whose KV the step writes
+    room = rep.room(spec, q if T is None else T, C + in_flight, policy)
     over = C * rep.seq_kv_bytes + in_flight * rep.prompt_kv_bytes > room
     if over and strict_memory:
         return [], "memory"
-    arrivals = C / (O - 1)  # prompts per step in steady state
-    q = min(P, math.ceil(I * max(1.0, arrivals)))  # prompt tokens a step with a chunk carries
     f = arrivals * I / q
     if f >= 1:
         return [], "prefill"
-    t_dec = steps.seconds(rep.layout, _decode_groups(C, I, O))
-    t_mix = steps.seconds(rep.layout, _decode_groups(C, I, O) + _chunk_groups(q, I))
+    decoding = _decode_groups(C, I, O)
+    t_dec = steps.seconds(rep.layout, decoding)
+    if T is None:
+        t_mix = steps.seconds(rep.layout, _chunk_groups(q, I)) + t_dec
+    else:
+        t_mix = steps.seconds(rep.layout, decoding + _chunk_groups(q, I))
     t = f * t_mix + (1 - f) * t_dec
     mu = C / ((O - 1) * t)
-    service = I * t_mix / q  # the chunk slot's time per prompt
-    own = -(-I // q) * t_mix if q < I else t_mix
+    service = I * t_mix / q  # the prompt server's time per prompt
+    own = -(-I // q) * t_mix
     max_c = max(0, int(room // rep.seq_kv_bytes)) if rep.seq_kv_bytes else C
     out = []
     for n, lam, slot_wait in _slots(mu, traffic.qps, g, budget, lambda rho: mdc_wait_s(rho, C, own + (O - 1) * t)):
@@ -428,7 +443,7 @@ def _disaggregated(spec: ModelSpec, gpu: HardwareSpec, steps: _Steps, reps: list
     examined_prefills = 0
     for rep in reps:
         for b in PREFILL_BATCH_GRID:
-            if b > 1 and b * I > max(CHUNK_GRID):
+            if b > 1 and b * I > MAX_PREFILL_TOKENS:
                 continue
             examined_prefills += 1
             if b * rep.prompt_kv_bytes > rep.room(spec, b * I, b, policy):
@@ -585,7 +600,7 @@ def plan(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets,
     steps = _Steps(spec, gpu, model, bits, kv_bits, compute_dtype)
     candidate_layouts = list(layouts) if layouts is not None else _layouts(spec, gpu, budget)
     reps = [rep for rep in (_replica(spec, gpu, layout, traffic, policy, bits, kv_bits) for layout in candidate_layouts)
-            if rep.room(spec, min(chunks), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes]
+            if rep.room(spec, _smallest_step(chunks, traffic), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes]
     if layouts is None:
         reps = _useful_pipelines(reps)
     if not reps:
@@ -651,7 +666,7 @@ def _too_big(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, policy: Memor
     node = max(1, gpu.interconnect.gpus_per_node)
     for layout in _layouts(spec, gpu, MAX_PLAN_GPUS):
         rep = _replica(spec, gpu, layout, traffic, policy, bits, kv_bits)
-        if rep.room(spec, min(CHUNK_GRID), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes:
+        if rep.room(spec, _smallest_step(CHUNK_GRID, traffic), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes:
             if layout.gpus > budget:
                 return InputError(f"--gpus: {spec.name} at {float(bits):g} bits does not fit {budget:,} x {gpu.name} "
                                   f"with one {traffic.input_tokens + traffic.output_tokens:,}-token sequence; it needs "
@@ -661,7 +676,7 @@ def _too_big(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, policy: Memor
 
 
 def evaluate(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets, model: TimeModel,
-             layout: Layout, concurrency: int, *, chunk_tokens: int = DEFAULT_CHUNK_TOKENS, replicas: int = 1,
+             layout: Layout, concurrency: int, *, chunk_tokens: int | None = DEFAULT_CHUNK_TOKENS, replicas: int = 1,
              weight_bits: int | Fraction = 16, kv_bits: int = 16, compute_dtype: Dtype = Dtype.BF16,
              usd_per_gpu_hour: float | None = None, policy: MemoryPolicy = DEPLOYMENT,
              network_gb_s: float = DEFAULT_NETWORK_GB_S, extra_notes: Sequence[Note] = ()) -> ServePlan:
@@ -673,7 +688,7 @@ def evaluate(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targ
     I, O = traffic.input_tokens, traffic.output_tokens
     if O < 2:
         raise InputError("--output: at least 2 tokens (the prefill gives the first, decode steps the rest)")
-    if concurrency >= chunk_tokens:
+    if chunk_tokens is not None and concurrency >= chunk_tokens:
         raise InputError(f"--batch {concurrency:,} leaves no room for prompt tokens in a step of --chunk "
                          f"{chunk_tokens:,} tokens; give a larger --chunk")
     bits = Fraction(weight_bits).limit_denominator(1000)
@@ -683,9 +698,8 @@ def evaluate(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targ
     found, _ = _aggregated_point(spec, steps, rep, Traffic(I, O), targets, budget, usd_per_gpu_hour, policy,
                                  concurrency, chunk_tokens, strict_memory=False)
     if not found:
-        raise InputError(f"--batch {concurrency:,} with --chunk {chunk_tokens:,}: each request brings {I:,} prompt "
-                         f"tokens per {O - 1:,} decode steps, more than chunks of {chunk_tokens - concurrency:,} "
-                         "tokens take; lower --batch or raise --chunk")
+        raise InputError(f"--batch {concurrency:,}: each request brings {I:,} prompt tokens per {O - 1:,} decode "
+                         "steps, more than the steps take; lower --batch or raise --chunk")
     c = found[0]
     binding = (f"memory: the KV cache holds {c.max_concurrency:,} of these {concurrency:,} sequences per replica"
                if "memory" in c.violates else "none (one configuration evaluated)")

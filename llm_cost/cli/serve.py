@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -14,7 +14,7 @@ from llm_cost.cli.options import (
     positive, tokens)
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import MemoryConvention, ServingMode, StorageDtype
-from llm_cost.core.units import parse_duration
+from llm_cost.core.units import parse_context, parse_duration
 
 
 class ModeChoice(str, Enum):
@@ -27,6 +27,20 @@ class ModeChoice(str, Enum):
 
 def _duration(flag: str):
     return lambda text: parse_duration(text, flag)
+
+
+#: The value of ``--chunk off``.
+NO_CHUNKING = "off"
+
+
+def _chunk(text: str) -> Any:
+    """--chunk: a token budget (at least 2), or ``off`` (no chunked prefill)."""
+    if str(text).strip().lower() == NO_CHUNKING:
+        return NO_CHUNKING
+    try:
+        return parse_context(text, "--chunk", 2)
+    except InputError as e:
+        raise InputError(f"{e}; or off (prompts not chunked)") from None
 
 
 @app.command()
@@ -61,10 +75,10 @@ def serve(
     batch: Annotated[Optional[int], option("--batch", "-b", parse=integer("--batch", 1, 1 << 20), metavar="INTEGER",
                                            help="Concurrency per replica (decoding sequences); with --tp/--pp: "
                                                 "evaluate that one configuration.")] = None,
-    chunk: Annotated[Optional[int], option("--chunk", parse=tokens("--chunk", 2), metavar="TOKENS",
+    chunk: Annotated[Optional[Any], option("--chunk", parse=_chunk, metavar="TOKENS|off",
                                            help="Token budget per step (chunked prefill, vLLM's "
-                                                "max_num_batched_tokens); default searched, 8K for one "
-                                                "configuration.")] = None,
+                                                "max_num_batched_tokens), or off: prompts run whole in steps of "
+                                                "their own; default searched, 8K for one configuration.")] = None,
     dtype: ComputeDtype = None,
     weights_dtype: WeightsDtype = None,
     bits_per_weight: BitsPerWeight = None,
@@ -98,7 +112,8 @@ def serve(
     from llm_cost.specs.load import load_gpu, load_model
 
     weight_bits("bf16", weights_dtype, bits_per_weight, group_size)
-    if chunk is not None and batch is not None and batch >= chunk:
+    budget = None if chunk == NO_CHUNKING else chunk
+    if budget is not None and batch is not None and batch >= budget:
         raise InputError(f"--batch {batch:,} leaves no prompt tokens in a step of --chunk {chunk:,}; give a larger "
                          "--chunk")
     layout = parse_layout(tp, pp, ep, None)
@@ -126,7 +141,7 @@ def serve(
             raise InputError("--qps: one configuration (--tp/--pp with --batch) is evaluated saturated; leave out "
                              "--qps, or --batch to let the plan size the deployment")
         result = evaluate(spec, g, traffic, targets, time_model, layout, batch,
-                          chunk_tokens=chunk or DEFAULT_CHUNK_TOKENS, replicas=(gpus or per_replica) // per_replica,
+                          chunk_tokens=DEFAULT_CHUNK_TOKENS if chunk is None else budget, replicas=(gpus or per_replica) // per_replica,
                           **common)
     else:
         modes = {ModeChoice.both: (ServingMode.AGGREGATED, ServingMode.DISAGGREGATED),
@@ -138,7 +153,7 @@ def serve(
         if batch is not None:
             search["concurrency"] = [batch]
         if chunk is not None:
-            search["chunks"] = [chunk]
+            search["chunks"] = [budget]
         result = plan(spec, g, traffic, targets, time_model, gpus=gpus, modes=modes, **search, **common)
     if plot is not None:
         from llm_cost.report import plots

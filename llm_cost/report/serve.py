@@ -12,9 +12,13 @@ def _usd(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"${x:,.{digits}f}"
 
 
+def _gpus(n: int) -> str:
+    return f"{n:,} GPU" + ("" if n == 1 else "s")
+
+
 def _step(c: Candidate) -> str:
     if c.mode == ServingMode.AGGREGATED:
-        return f"chunk {fmt_int(c.chunk_tokens or 0)}"
+        return "prompts apart" if c.chunk_tokens is None else f"chunk {fmt_int(c.chunk_tokens)}"
     return f"prefill batch {c.prefill_batch}"
 
 
@@ -34,14 +38,14 @@ def _shown(frontier: list[Candidate], chosen: Candidate) -> list[Candidate]:
 
 def render(con, r: ServePlan, display_name: str, gpu_name: str) -> None:
     """The traffic and targets, the chosen configuration's figures, the frontier, the conventions."""
-    rate = f"{r.qps:g} requests/s" if r.qps is not None else f"as much as {r.gpu_budget:,} GPUs serve"
+    rate = f"{r.qps:g} requests/s" if r.qps is not None else f"as much as {_gpus(r.gpu_budget)} serve"
     targets = ", ".join(f"{name} <= {fmt_seconds(v)}" for name, v in (("TTFT", r.ttft_target_s),
                                                                       ("TPOT", r.tpot_target_s)) if v is not None)
     con.print(f"[bold]{display_name} on {gpu_name}: {r.input_tokens:,}-token prompts, {r.output_tokens:,} output "
               f"tokens, {rate}; targets: {targets or 'none'}[/bold]")
     c = r.chosen
     facts = [
-        ("chosen", f"[bold]{c.mode.value}, {c.describe()}[/bold] ({c.gpus} GPUs), concurrency {c.concurrency} per "
+        ("chosen", f"[bold]{c.mode.value}, {c.describe()}[/bold] ({_gpus(c.gpus)}), concurrency {c.concurrency} per "
                    f"replica, {_step(c)}"),
         ("TTFT (prediction)", f"[bold]{fmt_seconds(c.ttft_s)}[/bold] (waiting {fmt_seconds(c.queue_s)}"
                               + (f", KV transfer {fmt_seconds(c.kv_transfer_s)}" if c.kv_transfer_s else "") + ")"),

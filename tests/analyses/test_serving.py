@@ -138,3 +138,23 @@ def test_memory_limits_concurrency():
     r = plan(load_model("llama3-8b"), H100, Traffic(8192, 1024), Targets(), PREDICTION, gpus=1,
              modes=(ServingMode.AGGREGATED,))
     assert r.chosen.concurrency <= r.chosen.max_concurrency and r.binding == "memory"
+
+
+def test_unchunked_prompts_stall_decoding_for_a_whole_prefill():
+    """--chunk off: the slowest step a token waits for is a prefill of the waiting prompt plus the
+    decode step it held up (vLLM without chunked prefill); chunked, it is one mixed step, faster."""
+    spec = load_model("llama3-8b")
+    apart = evaluate(spec, H100, Traffic(2048, 256), Targets(), PREDICTION, Layout(1), 16, chunk_tokens=None).chosen
+    decoding = [SeqGroup(4, 1, 2048 + (2 * i + 1) * 255 // 8) for i in range(4)]
+    prefill = PREDICTION.step_time(build_step(spec, [SeqGroup(1, 2048, 0)]), H100).time_s
+    decode = PREDICTION.step_time(build_step(spec, decoding), H100).time_s
+    assert apart.tpot_max_s == pytest.approx(prefill + decode)
+    chunked = evaluate(spec, H100, Traffic(2048, 256), Targets(), PREDICTION, Layout(1), 16, chunk_tokens=4096).chosen
+    assert chunked.tpot_max_s < apart.tpot_max_s
+
+
+def test_chunk_off_on_the_command_line(cli):
+    r = cli("serve", "llama3-8b", "--tp", "1", "--batch", "16", "--chunk", "off", "--json")
+    assert r.code == 0 and r.json()["chosen"]["chunk_tokens"] is None
+    bad = cli("serve", "llama3-8b", "--chunk", "many")
+    assert bad.code == 2 and "or off" in bad.err
