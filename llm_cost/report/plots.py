@@ -169,20 +169,29 @@ def serve(r: Any, model: str, gpu: str, path: str) -> None:
     fig, ax = plt.subplots(figsize=SIZE_IN)
     for mode, rows in r.frontier_by_mode.items():
         if rows:
-            ax.plot([c.tokens_per_s_per_user for c in rows], [c.output_tokens_per_s_per_gpu for c in rows],
-                    marker="o", markersize=3, label=f"{mode} frontier")
+            line, = ax.plot([c.tokens_per_s_per_user for c in rows], [c.output_tokens_per_s_per_gpu for c in rows],
+                            linewidth=1, label=f"{mode} frontier")
+            ok = [c for c in rows if c.meets]
+            ax.plot([c.tokens_per_s_per_user for c in ok], [c.output_tokens_per_s_per_gpu for c in ok], "o",
+                    markersize=4, color=line.get_color(), label=f"{mode}: meets the targets")
     c = r.chosen
     ax.scatter([c.tokens_per_s_per_user], [c.output_tokens_per_s_per_gpu], s=120, facecolors="none",
                edgecolors="red", linewidths=2, zorder=5, label=f"chosen: {c.describe()}, concurrency {c.concurrency}")
     if r.tpot_target_s is not None:
         ax.axvline(1 / r.tpot_target_s, color="red", linestyle="--", linewidth=1,
                    label=f"TPOT target {r.tpot_target_s * 1e3:g} ms")
+    from matplotlib.ticker import ScalarFormatter
+
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(ScalarFormatter())
+        axis.set_minor_formatter(ScalarFormatter())
     ax.set_xlabel("tokens/s per user (1 / TPOT)")
     ax.set_ylabel("output tokens/s per GPU")
     ttft = f", TTFT <= {r.ttft_target_s:g} s" if r.ttft_target_s is not None else ""
-    ax.set_title(f"{model} on {gpu}: {r.input_tokens:,} in / {r.output_tokens:,} out{ttft}; weights {r.weight_bits:g} "
-                 f"bits, KV {r.kv_bits} bits, {r.compute_dtype}; {r.time_model}", fontsize=9)
+    ax.set_title(f"{model} on {gpu}: {r.input_tokens:,} in / {r.output_tokens:,} out{ttft}\n"
+                 f"weights {r.weight_bits:g} bits, KV {r.kv_bits} bits, {r.compute_dtype} peak; {r.time_model}",
+                 fontsize=9)
     ax.legend(fontsize=8)
     _save(fig, out)
