@@ -88,9 +88,11 @@ def test_params_reports_bytes_per_quant_type(cli, tmp_path):
 
 def test_fit_uses_the_file_bytes(cli, tmp_path):
     """fit on an RTX 4090 at 32K with a q8_0-sized (8-bit) KV cache: weights are the file's tensor
-    bytes exactly; KV is 2 x 1 layer x 2 KV heads x 64 x 32,768 tokens x 1 byte."""
+    bytes exactly; KV is 2 x 1 layer x 2 KV heads x 64 x 32,768 tokens x 1 byte (the datasheet's
+    24 GB as 10^9 B, all of it: --memory datasheet)."""
     path = _write(tmp_path / "tiny.gguf")
-    r = cli("fit", str(path), "--gpu", "rtx-4090", "--context", "32K", "--kv-dtype", "int8", "--json")
+    r = cli("fit", str(path), "--gpu", "rtx-4090", "--context", "32K", "--kv-dtype", "int8", "--memory", "datasheet",
+            "--json")
     assert r.code == 0, r.err
     fit = r.json()["single_gpu"]
     assert fit["weight_bytes"] == sum(b for _, b in _expected().values()) == 466_944
