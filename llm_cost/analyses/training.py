@@ -248,14 +248,15 @@ def parallel_train_memory(spec: ModelSpec, gpu: HardwareSpec, tp: int = 1, pp: i
     layers = max(shards.stage_layers)
     activations = float(act.bytes_per_layer) * layers * pp
     state = _zero_state(params, dp, zero)
-    room = gpu.memory_bytes - reserve_bytes
+    room = gpu.capacity_bytes - reserve_bytes
     total = state + activations
     smallest = _smallest_dp(params, zero, room - activations)
     conventions = [
         note("train.layout_state", tp=tp, pp=pp, dp=dp, zero=zero),
         note("train.layout_activations", formula=act.formula, layers=layers, pp=pp, seq=seq, micro_batch=micro_batch),
-        note("train.layout_memory", memory_gb=gpu.memory_gb, reserve_bytes=reserve_bytes, zero=zero),
+        note("train.layout_memory", memory_gib=gpu.memory_gib, memory_gb=gpu.memory_gb,
+             capacity_bytes=gpu.capacity_bytes, reserve_bytes=reserve_bytes, zero=zero),
     ]
     return ParallelTrainMemory(spec.name, gpu.name, tp, pp, dp, zero, sequence_parallel, recompute, params, state,
-                               activations, pp, total, gpu.memory_bytes, total <= room, smallest,
+                               activations, pp, total, gpu.capacity_bytes, total <= room, smallest,
                                smallest * tp * pp if smallest else None, conventions)

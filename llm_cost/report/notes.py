@@ -186,8 +186,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
                           "master and Adam), ZeRO-{zero} over DP",
     "train.layout_activations": "activations: {formula} per layer x {layers} layers x {pp} micro-batch(es) in flight "
                                 "(1F1B), s = {seq:,}, micro-batch {micro_batch}",
-    "train.layout_memory": "memory {memory_gb:g} GB less {reserve_bytes:,} B reserve; smallest DP searched at "
-                           "ZeRO-{zero}",
+    "train.layout_memory": lambda p: ("memory " + (f"{p['memory_gib']:g} GiB (physical)" if p["memory_gib"] is not None
+                                                   else f"{p['memory_gb']:g} GB (datasheet, 10^9 B)")
+                                      + f" = {p['capacity_bytes']:,} B less {p['reserve_bytes']:,} B reserve; smallest "
+                                        f"DP searched at ZeRO-{p['zero']}"),
     "image.resize": "Qwen2-VL smart_resize: sides rounded to multiples of 28 px, pixels within [3,136, 12,845,056] "
                     "(the transformers processor's defaults, for video frames too; qwen-vl-utils caps video frames "
                     "lower); 14 px patches, {connector} connector",
