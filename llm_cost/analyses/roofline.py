@@ -70,7 +70,8 @@ def _op_rows(step: Step, bound: StepTime, estimate: StepTime) -> list[OpRow]:
 
 def memory_note(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, weight_bits: Fraction, kv_bits: int,
                 sequences: int, context: int) -> list[Note]:
-    """A warning when the fullest GPU's weights and KV exceed its memory (datasheet GB)."""
+    """A warning when the fullest GPU's weights and KV exceed its physical memory (not counting
+    what an engine keeps for itself: ``llm-cost fit`` does)."""
     return _fit_note(per_gpu(spec, layout, weight_bits, kv_bits), stage_kv_bytes(spec, layout, context, kv_bits), gpu,
                      layout, sequences)
 
@@ -79,9 +80,9 @@ def _fit_note(held: PerGPU, kv_per_sequence: list[int | Fraction], gpu: Hardware
               sequences: int) -> list[Note]:
     """:func:`memory_note` from each stage's weight bytes and KV bytes of one sequence."""
     need = max(w + sequences * k for w, k in zip(held.weight_bytes, kv_per_sequence))
-    if need <= gpu.memory_bytes:
+    if need <= gpu.capacity_bytes:
         return []
-    return [note("warning.does_not_fit", need_bytes=need, gpu=gpu.name, memory_gb=gpu.memory_gb,
+    return [note("warning.does_not_fit", need_bytes=need, gpu=gpu.name, capacity_bytes=gpu.capacity_bytes,
                  one_gpu=layout == ONE_GPU)]
 
 

@@ -21,7 +21,8 @@ def _contexts(p: dict) -> str:
 def _does_not_fit(p: dict) -> str:
     where, fix = ("one", "give --tp/--pp for a layout") if p["one_gpu"] else ("each", "use more GPUs or fewer bits")
     return (f"note: weights + KV need {float(p['need_bytes']) / 1e9:,.1f} GB on the fullest GPU, more than {where} "
-            f"{p['gpu']}'s {p['memory_gb']:g} GB; these times are hypothetical: {fix}, or see `llm-cost fit`")
+            f"{p['gpu']}'s {p['capacity_bytes'] / 1e9:,.1f} GB; these times are hypothetical: {fix}, or see "
+            "`llm-cost fit`")
 
 
 def _capacity_policy(p: dict) -> str:
