@@ -82,6 +82,8 @@ PREFILL_BATCH_GRID = (1, 2, 3, 4, 6, 8)
 DEFAULT_CHUNK_TOKENS = 8192
 #: The most GPUs a plan may use (a search over more would take minutes).
 MAX_PLAN_GPUS = 4096
+#: Two configurations within this share of each other's tokens/s per GPU are a tie (aggregated wins it).
+_TIE = 0.005
 #: Decoding-position groups a step's sequences are spread over.
 _CONTEXT_GROUPS = 4
 
@@ -418,8 +420,8 @@ def _aggregated(spec: ModelSpec, steps: _Steps, rep: _Replica, traffic: Traffic,
     out = []
     for T in chunks:
         for C in concurrency:
-            counts[0] += 1
             found, why = _aggregated_point(spec, steps, rep, traffic, targets, budget, price, policy, C, T)
+            counts[0] += max(1, len(found))  # each replica count tried for a rate is a configuration
             out += found
             if why:
                 refusals[why] = refusals.get(why, 0) + 1
@@ -508,7 +510,8 @@ def _frontier(cands: list[Candidate]) -> list[Candidate]:
     """The Pareto frontier of output tokens/s per GPU against tokens/s per user, by rising speed
     per user (no other candidate is better on both)."""
     best: list[Candidate] = []
-    for c in sorted(cands, key=lambda c: (-c.tokens_per_s_per_user, -c.output_tokens_per_s_per_gpu)):
+    for c in sorted(cands, key=lambda c: (-c.tokens_per_s_per_user, -c.output_tokens_per_s_per_gpu, c.violates != (),
+                                          c.ttft_s)):
         if not best or c.output_tokens_per_s_per_gpu > best[-1].output_tokens_per_s_per_gpu:
             best.append(c)
     return list(reversed(best))
@@ -516,13 +519,22 @@ def _frontier(cands: list[Candidate]) -> list[Candidate]:
 
 def _choose(cands: list[Candidate], qps: float | None) -> Candidate:
     """The best candidate meeting the targets: with a rate, the fewest GPUs (then the most
-    tokens/s per GPU); without, the most output tokens/s per GPU (then the fewest GPUs)."""
+    tokens/s per GPU); without, the most output tokens/s per GPU (then the fewest GPUs).
+    Within a tie (:data:`_TIE`) aggregated serving is chosen: one pool is simpler to run."""
+    def simpler(c: Candidate) -> int:
+        return 0 if c.mode == ServingMode.AGGREGATED else 1
+
     if qps is not None:
-        return min(cands, key=lambda c: (c.gpus, -c.output_tokens_per_s_per_gpu, c.ttft_s))
-    return max(cands, key=lambda c: (c.output_tokens_per_s_per_gpu, -c.gpus, -c.ttft_s))
+        fewest = min(c.gpus for c in cands)
+        pool = [c for c in cands if c.gpus == fewest]
+    else:
+        pool = cands
+    top = max(c.output_tokens_per_s_per_gpu for c in pool)
+    near = [c for c in pool if c.output_tokens_per_s_per_gpu >= top * (1 - _TIE)]
+    return min(near, key=lambda c: (simpler(c), -c.output_tokens_per_s_per_gpu, c.gpus, c.ttft_s))
 
 
-def _impossible(cands: list[Candidate], targets: Targets) -> InputError:
+def _impossible(cands: list[Candidate], targets: Targets, label: str) -> InputError:
     """The one-line error for targets no candidate meets, with the nearest achievable values."""
     def best(metric: str, pool: list[Candidate]) -> Candidate:
         return min(pool, key=lambda c: getattr(c, metric))
@@ -534,14 +546,14 @@ def _impossible(cands: list[Candidate], targets: Targets) -> InputError:
         b = best(metric, cands)
         if getattr(b, metric) > target:
             parts.append(f"{flag} {fmt_seconds(target)}: the fastest configuration reaches {fmt_seconds(getattr(b, metric))} "
-                         f"({b.describe()}, concurrency {b.concurrency})")
+                         f"({b.describe()}, concurrency {b.concurrency}; {label})")
     if not parts:  # each target alone is reachable, both together are not
         assert targets.tpot_s is not None and targets.ttft_s is not None
         pool = [c for c in cands if c.tpot_s <= targets.tpot_s]
         b = best("ttft_s", pool)
         parts.append(f"--ttft {fmt_seconds(targets.ttft_s)} with --tpot {fmt_seconds(targets.tpot_s)}: no configuration meets "
                      f"both; at that TPOT the lowest TTFT is {fmt_seconds(b.ttft_s)} ({b.describe()}, concurrency "
-                     f"{b.concurrency})")
+                     f"{b.concurrency}; {label})")
     return InputError("; ".join(parts))
 
 
@@ -563,19 +575,24 @@ def _binding(chosen: Candidate, cands: list[Candidate], concurrency: Sequence[in
     return "throughput per GPU (a larger concurrency is slower per GPU)"
 
 
-def _verdict(agg: Candidate | None, dis: Candidate | None) -> str:
+def _verdict(agg: Candidate | None, dis: Candidate | None, modes: Sequence[ServingMode], budget: int) -> str:
     """Which serving mode wins for this traffic, and the figures that say why."""
-    if agg is None and dis is None:
-        return "no configuration meets the targets"
+    if ServingMode.DISAGGREGATED not in modes:
+        return "aggregated only (--mode aggregated)"
+    if ServingMode.AGGREGATED not in modes:
+        return "disaggregated only (--mode disaggregated)"
     if dis is None:
-        return "aggregated: no disaggregated split meets the targets"
+        return ("aggregated: disaggregated serving needs at least 2 GPUs" if budget < 2 else
+                "aggregated: no disaggregated split meets the targets")
     if agg is None:
         return "disaggregated: no aggregated configuration meets the targets"
     ratio = dis.output_tokens_per_s_per_gpu / agg.output_tokens_per_s_per_gpu
-    winner = "disaggregated" if ratio > 1 else "aggregated"
     why = (f"aggregated: TPOT {fmt_seconds(agg.tpot_s)}, prompt chunks take {agg.prefill_share:.0%} of step time; "
            f"disaggregated: TPOT {fmt_seconds(dis.tpot_s)}, {dis.prefill_share:.0%} of GPUs prefill, KV transfer "
            f"{fmt_seconds(dis.kv_transfer_s)} per request")
+    if abs(ratio - 1) < _TIE:
+        return f"a tie: both serve the same output tokens/s per GPU within {_TIE:.1%}; aggregated is simpler ({why})"
+    winner = "disaggregated" if ratio > 1 else "aggregated"
     return f"{winner} serves {max(ratio, 1 / ratio):.2f}x the output tokens/s per GPU ({why})"
 
 
@@ -615,10 +632,20 @@ def plan(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets,
         cands += _disaggregated(spec, gpu, steps, reps, traffic, targets, budget, usd_per_gpu_hour, policy, kv_bits,
                                 concurrency, network_gb_s, counts)
     if not cands:
-        raise _nothing_sustains(spec, gpu, traffic, budget, refusals)
+        most = None
+        if traffic.qps is not None:  # what the budget carries at most, saturated, for the message
+            try:
+                most = plan(spec, gpu, Traffic(traffic.input_tokens, traffic.output_tokens), Targets(), model,
+                            gpus=budget, weight_bits=weight_bits, kv_bits=kv_bits, compute_dtype=compute_dtype,
+                            policy=policy, network_gb_s=network_gb_s, modes=modes, layouts=layouts,
+                            concurrency=concurrency, chunks=chunks).frontier
+            except InputError:
+                most = None
+        raise _nothing_sustains(spec, gpu, traffic, budget, refusals,
+                                max(most, key=lambda c: c.requests_per_s) if most else None)
     meeting = [c for c in cands if c.meets]
     if not meeting:
-        raise _impossible(cands, targets)
+        raise _impossible(cands, targets, model.label)
     chosen = _choose(meeting, traffic.qps)
     agg = [c for c in meeting if c.mode == ServingMode.AGGREGATED]
     dis = [c for c in meeting if c.mode == ServingMode.DISAGGREGATED]
@@ -627,7 +654,7 @@ def plan(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets,
     fronts = {m.value: _frontier([c for c in cands if c.mode == m]) for m in modes}
     return _result(spec, gpu, traffic, targets, model, budget, usd_per_gpu_hour, bits, kv_bits, compute_dtype, policy,
                    extra_notes, chosen, _binding(chosen, cands, concurrency), best_agg, best_dis,
-                   _verdict(best_agg, best_dis), _frontier(cands), fronts, counts[0], len(cands), len(steps.cache))
+                   _verdict(best_agg, best_dis, modes, budget), _frontier(cands), fronts, counts[0], len(cands), len(steps.cache))
 
 
 def _result(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets, model: TimeModel, budget: int,
@@ -637,7 +664,8 @@ def _result(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targe
             fronts: dict[str, list[Candidate]], evaluated: int, feasible: int, steps: int) -> ServePlan:
     """The plan's result around its chosen configuration, with the conventions it rests on."""
     conventions = [note("serve.model", label=model.label), note("serve.queueing", qps=traffic.qps),
-                   policy_note(gpu, policy), note("serve.cost", price=price), *extra_notes]
+                   policy_note(gpu, policy), note("serve.concurrency"), note("serve.cost", price=price), *extra_notes,
+                   *spec.context_note([traffic.input_tokens + traffic.output_tokens])]
     return ServePlan(spec.name, gpu.name, traffic.input_tokens, traffic.output_tokens, traffic.qps, targets.ttft_s,
                      targets.tpot_s, budget, price, model.label, float(bits), kv_bits, compute.value, chosen,
                      chosen.ttft_s, chosen.tpot_s, chosen.output_tokens_per_s, chosen.output_tokens_per_s_per_gpu,
@@ -647,11 +675,14 @@ def _result(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targe
 
 
 def _nothing_sustains(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, budget: int,
-                      refusals: dict[str, int]) -> InputError:
-    """The error when no configuration searched is feasible, naming the commonest reason."""
+                      refusals: dict[str, int], most: Candidate | None = None) -> InputError:
+    """The error when no configuration searched is feasible, naming the commonest reason (with a
+    rate: the most requests/s the budget carries, ``most``)."""
     if traffic.qps is not None:
-        return InputError(f"--qps {traffic.qps:g}: no configuration within {budget:,} x {gpu.name} carries it; "
-                          "raise --gpus or lower --qps")
+        carried = (f"; they carry at most {most.requests_per_s:.3g} requests/s ({most.describe()}, concurrency "
+                   f"{most.concurrency}, saturated)" if most is not None else "")
+        return InputError(f"--qps {traffic.qps:g}: no configuration within {budget:,} x {gpu.name} carries it"
+                          f"{carried}; raise --gpus or lower --qps")
     if refusals.get("memory", 0) >= refusals.get("prefill", 0):
         return InputError(f"{spec.name} on {gpu.name}: the KV cache holds none of the concurrencies searched at "
                           f"{traffic.input_tokens:,} + {traffic.output_tokens:,} tokens; use more GPUs (--gpus), "

@@ -26,7 +26,15 @@ class ModeChoice(str, Enum):
 
 
 def _duration(flag: str):
-    return lambda text: parse_duration(text, flag)
+    """A latency target with its unit (2s, 50ms): a bare number is refused, as ``--tpot 50``
+    could mean 50 ms or 50 s."""
+    def parse(text: str) -> float:
+        raw = str(text).strip().lower()
+        if raw and not raw[-1].isalpha():
+            raise InputError(f"{flag}: {text!r} has no unit; give one, e.g. {raw}ms or {raw}s")
+        return parse_duration(text, flag)
+
+    return parse
 
 
 #: The value of ``--chunk off``.

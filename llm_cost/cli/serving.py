@@ -135,7 +135,7 @@ def roofline(
                                   {"--seq": seq, "--logits": logits}.items()) if v is not None]
     if wrong:
         instead = "--seq (the prompt length)" if prefill else "--context (tokens already cached)"
-        raise InputError(f"{', '.join(wrong)} do(es) not apply to --phase {'prefill' if prefill else 'decode'}; "
+        raise InputError(f"{', '.join(wrong)} {'do' if len(wrong) > 1 else 'does'} not apply to --phase {'prefill' if prefill else 'decode'}; "
                          f"use {instead}")
     g = load_gpu(gpu)
     if dtype is not None:

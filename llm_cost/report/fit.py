@@ -22,7 +22,7 @@ def render(con, r: FitReport, display_name: str, gpu_name: str) -> None:
     first = r.smallest_layouts[0]
     rows = [[f"{d.layout.gpus}", f"TP {d.layout.tp} x PP {d.layout.pp}" + (f", EP {d.layout.ep}" if d.layout.ep > 1
                                                                              else ""),
-             fmt_si(d.per_gpu.max_weight_bytes), fmt_iec(d.kv_bytes_per_gpu), fmt_si(d.headroom_bytes),
+             fmt_si(d.per_gpu.max_weight_bytes), fmt_si(d.kv_bytes_per_gpu), fmt_si(d.headroom_bytes),
              fmt_seconds(d.step.bound_s), fmt_seconds(d.step.estimate_s),
              fmt_seconds(d.step.predicted_s) if d.step.predicted_s is not None else "-", d.step.bound]
             for d in r.smallest_layouts]

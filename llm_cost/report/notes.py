@@ -157,6 +157,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
                                                             if p["qps"] is not None else
                                                             "; no rate given: each configuration saturated at its "
                                                             "concurrency (closed loop, as benchmarks run)")),
+    "serve.concurrency": "max concurrency: the sequences a replica's KV cache holds at their steady-state lengths "
+                         "(input + a uniformly spread share of the output, each in whole blocks); `fit` counts every "
+                         "sequence at its full context",
     "serve.cost": lambda p: ("no price given (--usd-per-gpu-hour): no dollar figures" if p["price"] is None else
                              f"cost: ${p['price']:g} per GPU-hour x GPUs over requests served; GPU time split between "
                              "prompt and output tokens by what prefill adds (aggregated: the chunks' share of step "

@@ -53,7 +53,8 @@ def render(con, r: ServePlan, display_name: str, gpu_name: str) -> None:
         ("tokens/s per user", f"{c.tokens_per_s_per_user:,.1f}"),
         ("output tokens/s", f"{c.output_tokens_per_s:,.0f} in all, [bold]{c.output_tokens_per_s_per_gpu:,.1f} per "
                             f"GPU[/bold]; {c.requests_per_s:,.3g} requests/s"),
-        ("max concurrency (KV cache)", f"{fmt_int(c.max_concurrency)} sequences per replica"),
+        ("max concurrency (KV cache)", f"{fmt_int(c.max_concurrency)} sequences per replica at their steady-state "
+                                       "lengths"),
     ]
     if c.usd_per_request is not None:
         facts.append(("cost", f"[bold]{_usd(c.usd_per_million_output_tokens)}[/bold] per million output tokens, "

@@ -158,3 +158,25 @@ def test_chunk_off_on_the_command_line(cli):
     assert r.code == 0 and r.json()["chosen"]["chunk_tokens"] is None
     bad = cli("serve", "llama3-8b", "--chunk", "many")
     assert bad.code == 2 and "or off" in bad.err
+
+
+def test_latency_targets_need_a_unit(cli):
+    r = cli("serve", "llama3-8b", "--tpot", "50")
+    assert r.code == 2 and "no unit" in r.err and "50ms" in r.err
+
+
+def test_a_rate_the_budget_cannot_carry_says_what_it_carries(cli):
+    r = cli("serve", "llama3-8b", "--qps", "1000", "--gpus", "1")
+    assert r.code == 2 and "carry at most" in r.err and "requests/s" in r.err and len(r.err.splitlines()) == 1
+
+
+def test_the_verdict_says_which_modes_were_searched(cli):
+    only = cli("serve", "llama3-8b", "--mode", "aggregated", "--json").json()
+    assert only["mode_verdict"] == "aggregated only (--mode aggregated)" and only["best_disaggregated"] is None
+    one = cli("serve", "llama3-8b", "--gpus", "1", "--json").json()
+    assert "needs at least 2 GPUs" in one["mode_verdict"]
+
+
+def test_counts_are_consistent():
+    r = plan(load_model("llama3-8b"), H100, Traffic(2048, 256, 20.0), Targets(1.0, 0.03), PREDICTION)
+    assert r.candidates_feasible <= r.candidates_evaluated
