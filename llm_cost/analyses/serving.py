@@ -61,9 +61,9 @@ from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, ServingMode
 from llm_cost.core.units import fmt_seconds
 from llm_cost.model.kv import kv_bytes
-from llm_cost.model.layout import Layout, per_gpu
+from llm_cost.model.layout import Layout, kv_heads_per_gpu, per_gpu
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, TimeModel
-from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.specs.schema import HardwareSpec, MLAAttention, ModelSpec
 from llm_cost.workload.step import SeqGroup, build_step
 
 __all__ = ["Traffic", "Targets", "Candidate", "ServePlan", "plan", "evaluate", "CONCURRENCY_GRID", "CHUNK_GRID",
@@ -534,8 +534,10 @@ def _choose(cands: list[Candidate], qps: float | None) -> Candidate:
     return min(near, key=lambda c: (simpler(c), -c.output_tokens_per_s_per_gpu, c.gpus, c.ttft_s))
 
 
-def _impossible(cands: list[Candidate], targets: Targets, label: str) -> InputError:
-    """The one-line error for targets no candidate meets, with the nearest achievable values."""
+def _impossible(cands: list[Candidate], targets: Targets, label: str,
+                few_kv_heads: Callable[[Candidate], bool]) -> InputError:
+    """The one-line error for targets no candidate meets, with the nearest achievable values
+    (said to be pessimistic where the profile's decode attention has few KV heads in flight)."""
     def best(metric: str, pool: list[Candidate]) -> Candidate:
         return min(pool, key=lambda c: getattr(c, metric))
 
@@ -545,8 +547,9 @@ def _impossible(cands: list[Candidate], targets: Targets, label: str) -> InputEr
             continue
         b = best(metric, cands)
         if getattr(b, metric) > target:
+            caveat = ", pessimistic: few KV heads in flight and no split-KV in the profile" if few_kv_heads(b) else ""
             parts.append(f"{flag} {fmt_seconds(target)}: the fastest configuration reaches {fmt_seconds(getattr(b, metric))} "
-                         f"({b.describe()}, concurrency {b.concurrency}; {label})")
+                         f"({b.describe()}, concurrency {b.concurrency}; {label}{caveat})")
     if not parts:  # each target alone is reachable, both together are not
         assert targets.tpot_s is not None and targets.ttft_s is not None
         pool = [c for c in cands if c.tpot_s <= targets.tpot_s]
@@ -645,7 +648,7 @@ def plan(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets,
                                 max(most, key=lambda c: c.requests_per_s) if most else None)
     meeting = [c for c in cands if c.meets]
     if not meeting:
-        raise _impossible(cands, targets, model.label)
+        raise _impossible(cands, targets, model.label, lambda c: bool(_few_kv_heads_note(spec, model, c)))
     chosen = _choose(meeting, traffic.qps)
     agg = [c for c in meeting if c.mode == ServingMode.AGGREGATED]
     dis = [c for c in meeting if c.mode == ServingMode.DISAGGREGATED]
@@ -665,13 +668,28 @@ def _result(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targe
     """The plan's result around its chosen configuration, with the conventions it rests on."""
     conventions = [note("serve.model", label=model.label), note("serve.queueing", qps=traffic.qps),
                    policy_note(gpu, policy), note("serve.concurrency"), note("serve.cost", price=price), *extra_notes,
-                   *spec.context_note([traffic.input_tokens + traffic.output_tokens])]
+                   *spec.context_note([traffic.input_tokens + traffic.output_tokens]),
+                   *_few_kv_heads_note(spec, model, chosen)]
     return ServePlan(spec.name, gpu.name, traffic.input_tokens, traffic.output_tokens, traffic.qps, targets.ttft_s,
                      targets.tpot_s, budget, price, model.label, float(bits), kv_bits, compute.value, chosen,
                      chosen.ttft_s, chosen.tpot_s, chosen.output_tokens_per_s, chosen.output_tokens_per_s_per_gpu,
                      chosen.max_concurrency, chosen.gpus, chosen.usd_per_million_output_tokens,
                      chosen.usd_per_million_input_tokens, chosen.usd_per_request, binding, best_agg, best_dis, verdict,
                      frontier, fronts, evaluated, feasible, steps, conventions)
+
+
+def _few_kv_heads_note(spec: ModelSpec, model: TimeModel, chosen: Candidate) -> list[Note]:
+    """A warning when the chosen decode steps have fewer sequences x KV heads per GPU in flight
+    than the profile's decode-attention saturation: its kernels split no KV (no flash-decoding),
+    so engines that do read the cache faster there and TPOT is pessimistic."""
+    profile = getattr(model, "profile", None)
+    if profile is None or isinstance(spec.attention, MLAAttention):
+        return []
+    in_flight = chosen.concurrency * kv_heads_per_gpu(spec, chosen.layout.tp)
+    saturation = profile.parameters.kv_saturation_heads
+    if in_flight >= saturation:
+        return []
+    return [note("serve.few_kv_heads", in_flight=in_flight, saturation=saturation, profile=profile.name)]
 
 
 def _nothing_sustains(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, budget: int,

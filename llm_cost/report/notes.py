@@ -160,6 +160,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "serve.concurrency": "max concurrency: the sequences a replica's KV cache holds at their steady-state lengths "
                          "(input + a uniformly spread share of the output, each in whole blocks); `fit` counts every "
                          "sequence at its full context",
+    "serve.few_kv_heads": "note: the chosen decode steps hold sequences x KV heads per GPU = {in_flight}, below profile "
+                          "{profile}'s decode-attention saturation ({saturation:g}); its kernels split no KV cache, so "
+                          "an engine with split-KV (flash-decoding) reads it faster: TPOT here is pessimistic",
     "serve.cost": lambda p: ("no price given (--usd-per-gpu-hour): no dollar figures" if p["price"] is None else
                              f"cost: ${p['price']:g} per GPU-hour x GPUs over requests served; GPU time split between "
                              "prompt and output tokens by what prefill adds (aggregated: the chunks' share of step "

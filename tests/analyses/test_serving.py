@@ -180,3 +180,12 @@ def test_the_verdict_says_which_modes_were_searched(cli):
 def test_counts_are_consistent():
     r = plan(load_model("llama3-8b"), H100, Traffic(2048, 256, 20.0), Targets(1.0, 0.03), PREDICTION)
     assert r.candidates_feasible <= r.candidates_evaluated
+
+
+def test_few_kv_heads_in_flight_are_flagged_as_pessimistic(cli):
+    """One sequence on TP 8 holds one KV head per GPU: far below the profile's decode-attention
+    saturation, where engines with split-KV read the cache faster than the profile's kernels."""
+    data = cli("serve", "llama3-70b", "--tp", "8", "--batch", "1", "--input", "32K", "--output", "512", "--json").json()
+    assert any(c["code"] == "serve.few_kv_heads" for c in data["conventions"])
+    busy = cli("serve", "llama3-8b", "--tp", "1", "--batch", "64", "--input", "2K", "--output", "256", "--json").json()
+    assert not any(c["code"] == "serve.few_kv_heads" for c in busy["conventions"])
