@@ -13,6 +13,7 @@ those of :mod:`llm_cost.perf.timemodel` (MFU 60%, MBU 80%), the CLI's own.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Union
 
 from llm_cost.analyses.capacity import DEPLOYMENT, DOCUMENTS, MemoryPolicy
@@ -89,6 +90,42 @@ def _efficiency(value: Any, name: str) -> float:
     return float(value)
 
 
+def _positive(value: Any, name: str, maximum: float = 1e300, zero: bool = False) -> float:
+    """A finite number greater than 0 (or at least 0 with ``zero``) and at most ``maximum``."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and \
+        (value >= 0 if zero else value > 0) and value <= maximum
+    if not ok:
+        raise LlmCostError(f"{name}: {value!r} must be a finite number {'of at least 0' if zero else 'above 0'} and "
+                           f"at most {maximum:g}")
+    return float(value)
+
+
+def _optional(value: Any, name: str, check: Any) -> Any:
+    return None if value is None else check(value, name)
+
+
+def _gpus(value: Any, name: str) -> int:
+    """A GPU budget: an integer from 1 to the planner's 4,096."""
+    from llm_cost.analyses.serving import MAX_PLAN_GPUS
+
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PLAN_GPUS:
+        raise LlmCostError(f"{name}: {value!r} must be an integer from 1 to {MAX_PLAN_GPUS:,}")
+    return value
+
+
+def _policy(value: Any) -> MemoryPolicy:
+    if not isinstance(value, MemoryPolicy):
+        raise LlmCostError(f"policy: {value!r} is not a MemoryPolicy; use llm_cost.DEPLOYMENT, llm_cost.DOCUMENTS or "
+                           "dataclasses.replace(llm_cost.DEPLOYMENT, ...)")
+    return value
+
+
+def _layout(value: Any, name: str = "layout") -> Layout:
+    if not isinstance(value, Layout):
+        raise LlmCostError(f"{name}: {value!r} is not a Layout, e.g. llm_cost.Layout(tp=2)")
+    return value
+
+
 def _dtype(value: Any, name: str, storage: bool = True) -> str:
     """A dtype name, checked (``bf16``, ``fp8`` ...)."""
     return dtype_of(value, name, storage).value
@@ -154,9 +191,11 @@ def fit(model: ModelLike, gpu: GpuLike = "h100", context: int = 8192, batch: int
     :mod:`llm_cost.analyses.capacity`; ``DOCUMENTS`` for the source documents')."""
     s, g = load_model(model), load_gpu(gpu)
     context, batch = _count(context, "context"), _count(batch, "batch")
-    bits, kv_bits = _bits(s, weights_dtype, None), Dtype(kv_dtype).bits
+    policy, max_gpus = _policy(policy), _count(max_gpus, "max_gpus")
+    weights_dtype = _dtype(weights_dtype, "weights_dtype") if weights_dtype is not None else None
+    bits, kv_bits = _bits(s, weights_dtype, None), Dtype(_dtype(kv_dtype, "kv_dtype")).bits
     if layout is not None:
-        return FitReport(None, [], max_gpus, deployment(s, g, layout, batch, context, bits, kv_bits, policy))
+        return FitReport(None, [], max_gpus, deployment(s, g, _layout(layout), batch, context, bits, kv_bits, policy))
     return FitReport(fit_one_gpu(s, g, context, batch, bits, kv_bits, policy),
                      smallest_layouts(s, g, batch, context, bits, kv_bits, policy, max_gpus), max_gpus, None)
 
@@ -175,6 +214,13 @@ def spec(alpha: float, gamma: int, c: float | None = None, model: ModelLike | No
     """Speculative decoding: closed forms and, with a model and GPU, the step model (``llm-cost spec``)."""
     s = load_model(model) if model is not None else None
     g = load_gpu(gpu) if gpu is not None else None
+    _positive(alpha, "alpha", 1, zero=True)
+    if alpha >= 1:
+        raise LlmCostError(f"alpha: {alpha!r} must be below 1 (an acceptance rate)")
+    gamma, context = _count(gamma, "gamma"), _count(context, "context", 0)
+    c = _optional(c, "c", lambda v, n: _positive(v, n, zero=True))
+    batches = _counts(batches, "batches") if batches is not None else None
+    mfu, mbu = _efficiency(mfu, "mfu"), _efficiency(mbu, "mbu")
     dtype = default_compute_dtype(s.torch_dtype, g).value if (s is not None and g is not None) else "bf16"
     return speculative(alpha, gamma, c, s, g, batches, mfu, context, dtype, "read", mtp, mbu)
 
@@ -197,17 +243,50 @@ def serve(model: ModelLike, gpu: GpuLike = "h100", input_tokens: int = 2048, out
           kv_dtype: str = "bf16", policy: MemoryPolicy = DEPLOYMENT, **search: Any) -> ServePlan:
     """The serving plan (``llm-cost serve``): the best configuration meeting the targets, the
     frontier and the cost, timed by the GPU's shipped calibration profile (else the MFU/MBU
-    estimate). ``search`` as :func:`llm_cost.analyses.serving.plan` (modes, layouts, concurrency,
-    chunks)."""
+    estimate). ``search`` narrows the search as :func:`llm_cost.analyses.serving.plan` does:
+    ``modes`` (ServingMode values), ``layouts`` (Layouts), ``concurrency`` and ``chunks`` (lists
+    of integers; a chunk of None runs prompts unchunked)."""
     from llm_cost.perf.calibrated import CalibratedModel
     from llm_cost.perf.profile import default_profile
     from llm_cost.perf.timemodel import EfficiencyEstimate
 
     s, g = load_model(model), load_gpu(gpu)
+    qps = _optional(qps, "qps", lambda v, n: _positive(v, n, 1e6))
     traffic = Traffic(_count(input_tokens, "input_tokens"), _count(output_tokens, "output_tokens", 2), qps)
+    ttft_s = _optional(ttft_s, "ttft_s", lambda v, n: _positive(v, n, 86400))
+    tpot_s = _optional(tpot_s, "tpot_s", lambda v, n: _positive(v, n, 86400))
+    gpus = _optional(gpus, "gpus", _gpus)
+    usd_per_gpu_hour = _optional(usd_per_gpu_hour, "usd_per_gpu_hour", lambda v, n: _positive(v, n, 1e6, zero=True))
+    policy = _policy(policy)
+    search = _search(search)
     weights_dtype = _dtype(weights_dtype, "weights_dtype") if weights_dtype is not None else None
     profile = default_profile(g.name)
     model_ = CalibratedModel(profile) if profile is not None else EfficiencyEstimate()
     return plan(s, g, traffic, Targets(ttft_s, tpot_s), model_, gpus=gpus, weight_bits=_bits(s, weights_dtype, None),
                 kv_bits=Dtype(_dtype(kv_dtype, "kv_dtype")).bits, compute_dtype=Dtype(_compute(s, g, None, weights_dtype)),
                 usd_per_gpu_hour=usd_per_gpu_hour, policy=policy, **search)
+
+
+def _search(search: dict[str, Any]) -> dict[str, Any]:
+    """The search options of :func:`serve`, checked."""
+    from llm_cost.core.types import ServingMode
+
+    out: dict[str, Any] = {}
+    for key, value in search.items():
+        if key not in ("modes", "layouts", "concurrency", "chunks"):
+            raise LlmCostError(f"{key}: not a search option; give modes, layouts, concurrency or chunks")
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") or not list(value):
+            raise LlmCostError(f"{key}: {value!r} must be a non-empty list")
+        items = list(value)
+        if key == "modes":
+            try:
+                out[key] = tuple(ServingMode(m) for m in items)
+            except ValueError:
+                raise LlmCostError(f"modes: {value!r} must list aggregated and/or disaggregated") from None
+        elif key == "layouts":
+            out[key] = [_layout(v, "layouts") for v in items]
+        elif key == "concurrency":
+            out[key] = [_count(v, key) for v in items]
+        else:
+            out[key] = [None if v is None else _count(v, key, 2) for v in items]
+    return out

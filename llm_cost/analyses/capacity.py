@@ -63,6 +63,20 @@ class MemoryPolicy:
     block_tokens: int = KV_BLOCK_TOKENS
     workspace: bool = True
 
+    def __post_init__(self) -> None:
+        """InputError for a policy no engine could have: a convention that is not one, a share
+        of memory outside (0, 1], a negative reserve, blocks of fewer than one token."""
+        if self.convention not in tuple(MemoryConvention):
+            raise InputError(f"convention: {self.convention!r} is not one of: physical, datasheet (MemoryConvention)")
+        object.__setattr__(self, "convention", MemoryConvention(self.convention))
+        if isinstance(self.utilization, bool) or not isinstance(self.utilization, (int, Fraction)) or \
+                not 0 < self.utilization <= 1:
+            raise InputError(f"utilization: {self.utilization!r} must be a Fraction or int in (0, 1], e.g. "
+                             "Fraction(9, 10)")
+        for name, value, least in (("reserve_bytes", self.reserve_bytes, 0), ("block_tokens", self.block_tokens, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least or value > 10**15:
+                raise InputError(f"{name}: {value!r} must be an integer from {least} to 10^15")
+
 
 #: A serving engine's accounting (vLLM's defaults): physical memory, 90%, 2 GiB reserve, 16-token blocks.
 DEPLOYMENT = MemoryPolicy()

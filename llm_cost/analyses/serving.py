@@ -70,8 +70,8 @@ __all__ = ["Traffic", "Targets", "Candidate", "ServePlan", "plan", "evaluate", "
            "PREFILL_BATCH_GRID", "MAX_PLAN_GPUS", "DEFAULT_CHUNK_TOKENS", "mdc_wait_s", "md1_wait_s"]
 
 #: Decode concurrencies a search tries per replica (those the KV cache holds).
-CONCURRENCY_GRID = tuple(range(1, 17)) + tuple(range(20, 65, 4)) + tuple(range(80, 257, 16)) + tuple(
-    range(320, 1025, 64))
+CONCURRENCY_GRID = tuple(range(1, 33)) + tuple(range(36, 129, 4)) + tuple(range(144, 513, 16)) + tuple(
+    range(576, 1025, 64))
 #: Token budgets per step (chunked prefill) a search tries; None: prompts run whole in steps of their own.
 CHUNK_GRID = (512, 1024, 2048, 4096, 8192, 16384, None)
 #: The most prompt tokens a disaggregated prefill step batches (one prompt may be longer).
@@ -82,6 +82,10 @@ PREFILL_BATCH_GRID = (1, 2, 3, 4, 6, 8)
 DEFAULT_CHUNK_TOKENS = 8192
 #: The most GPUs a plan may use (a search over more would take minutes).
 MAX_PLAN_GPUS = 4096
+#: GPU budgets up to this are split between prefill and decode pools every way they fit.
+_ALL_SPLITS = 16
+#: Decode pool sizes a larger budget tries (without a rate, a larger pool only repeats a ratio).
+_POOL_COUNTS = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16)
 #: Two configurations within this share of each other's tokens/s per GPU are a tie (aggregated wins it).
 _TIE = 0.005
 #: Decoding-position groups a step's sequences are spread over.
@@ -315,10 +319,13 @@ def _smallest_step(chunks: Sequence[int | None], traffic: Traffic) -> int:
 
 
 def _useful_pipelines(reps: list[_Replica]) -> list[_Replica]:
-    """The replicas without a pipeline, and those with one where the same TP without it does not
-    hold the model (a pipeline buys memory; it slows every token)."""
-    flat = {(r.layout.tp, r.layout.ep) for r in reps if r.layout.pp == 1}
-    return [r for r in reps if r.layout.pp == 1 or (r.layout.tp, r.layout.ep) not in flat]
+    """For each TP (and EP) degree, the replica with the fewest pipeline stages that holds the
+    model: a pipeline buys memory and costs every token a pass through each stage."""
+    fewest: dict[tuple[int, int], int] = {}
+    for r in reps:
+        key = (r.layout.tp, r.layout.ep)
+        fewest[key] = min(fewest.get(key, r.layout.pp), r.layout.pp)
+    return [r for r in reps if r.layout.pp == fewest[(r.layout.tp, r.layout.ep)]]
 
 
 def _cost(c: dict, price: float | None, traffic: Traffic) -> dict:
@@ -386,7 +393,7 @@ def _aggregated_point(spec: ModelSpec, steps: _Steps, rep: _Replica, traffic: Tr
     if over and strict_memory:
         return [], "memory"
     f = arrivals * I / q
-    if f >= 1:
+    if f > 1:
         return [], "prefill"
     decoding = _decode_groups(C, I, O)
     t_dec = steps.seconds(rep.layout, decoding)
@@ -402,7 +409,10 @@ def _aggregated_point(spec: ModelSpec, steps: _Steps, rep: _Replica, traffic: Tr
     out = []
     for n, lam, slot_wait in _slots(mu, traffic.qps, g, budget, lambda rho: mdc_wait_s(rho, C, own + (O - 1) * t)):
         replicas = n or budget // g
-        queue = md1_wait_s(lam * service, service) + slot_wait
+        wait = md1_wait_s(lam * service, service)
+        if traffic.qps is None:  # a closed loop of C requests holds at most C - 1 prompts ahead
+            wait = min(wait, (C - 1) * service)
+        queue = wait + slot_wait
         if not replicas or math.isinf(queue):
             continue
         c = dict(mode=ServingMode.AGGREGATED, layout=rep.layout, replicas=replicas, prefill_layout=None,
@@ -461,6 +471,10 @@ def _disaggregated(spec: ModelSpec, gpu: HardwareSpec, steps: _Steps, reps: list
         for C in fitting:
             decodes.append((rep, C, steps.seconds(rep.layout, _decode_groups(C, I, O)), max_c))
     counts[0] += (examined_prefills - len(prefills)) * len(decodes)  # prefill replicas too small
+    if budget > _ALL_SPLITS and traffic.qps is None:
+        dominated = len(prefills)
+        prefills = _undominated(prefills)
+        counts[0] += (dominated - len(prefills)) * len(decodes)
     out = []
     for prep, b, t_pf in prefills:
         gp = prep.layout.gpus
@@ -480,6 +494,8 @@ def _disaggregated(spec: ModelSpec, gpu: HardwareSpec, steps: _Steps, reps: list
                     queue += mdc_wait_s(lam / (n_d * mu_d), C, (O - 1) * t_dec)
                 link = _link_bytes_s(gpu, n_p * gp + n_d * gd, network_gb_s)
                 transfer = kv_request / (gp * link)
+                if lam * transfer >= n_p:  # the prefill pool's links cannot send the KV as fast as it comes
+                    continue
                 gpus = n_p * gp + n_d * gd
                 c = dict(mode=ServingMode.DISAGGREGATED, layout=drep.layout, replicas=n_d, prefill_layout=prep.layout,
                          prefill_replicas=n_p, gpus=gpus, concurrency=C, chunk_tokens=None, prefill_batch=b,
@@ -489,15 +505,34 @@ def _disaggregated(spec: ModelSpec, gpu: HardwareSpec, steps: _Steps, reps: list
     return out
 
 
+def _undominated(prefills: list[tuple[_Replica, int, float]]) -> list[tuple[_Replica, int, float]]:
+    """The prefill configurations no other beats on both prompts/s per GPU and time per batch
+    (a large budget's pools are sized to keep up, so a dominated one only costs GPUs or TTFT)."""
+    def rate(p: tuple[_Replica, int, float]) -> float:
+        return p[1] / p[2] / p[0].layout.gpus
+
+    return [p for p in prefills if not any(rate(q) >= rate(p) and q[2] <= p[2] and q != p
+                                           and (rate(q) > rate(p) or q[2] < p[2]) for q in prefills)]
+
+
 def _pool_sizes(gp: int, gd: int, mu_p: float, mu_d: float, qps: float | None,
                 budget: int) -> Iterator[tuple[int, int]]:
-    """(prefill replicas, decode replicas) within ``budget`` GPUs: without a rate every pair of
-    pool sizes that fits; with one, the fewest decode replicas that carry it and up to four
-    prefill pool sizes from the fewest that carry it."""
+    """(prefill replicas, decode replicas) within ``budget`` GPUs. Without a rate: every pair that
+    fits a budget of up to :data:`_ALL_SPLITS` GPUs; beyond, decode pools of :data:`_POOL_COUNTS`
+    replicas, each with the two smallest prefill pools that keep up with it.
+    With a rate: the fewest decode replicas that carry it and up to four prefill pool sizes from
+    the fewest that carry it."""
     if qps is None:
-        for n_p in range(1, budget // gp + 1):
-            for n_d in range(1, (budget - n_p * gp) // gd + 1):
-                yield n_p, n_d
+        if budget <= _ALL_SPLITS:
+            for n_d in range(1, (budget - gp) // gd + 1):
+                for n_p in range(1, (budget - n_d * gd) // gp + 1):
+                    yield n_p, n_d
+            return
+        for n_d in _POOL_COUNTS:  # larger pools repeat these ratios: the same tokens/s per GPU
+            fewest = max(1, math.ceil(n_d * mu_d / mu_p * (1 + 1e-12)))  # a prefill pool that keeps up
+            for n_p in (fewest, fewest + 1):
+                if n_p * gp + n_d * gd <= budget:
+                    yield n_p, n_d
         return
     n_d = max(1, math.ceil(qps / mu_d * (1 + 1e-12)))
     first = max(1, math.ceil(qps / mu_p * (1 + 1e-12)))
@@ -547,7 +582,8 @@ def _impossible(cands: list[Candidate], targets: Targets, label: str,
             continue
         b = best(metric, cands)
         if getattr(b, metric) > target:
-            caveat = ", pessimistic: few KV heads in flight and no split-KV in the profile" if few_kv_heads(b) else ""
+            caveat = (", pessimistic: few KV heads in flight and no split-KV in the profile"
+                      if metric == "tpot_s" and few_kv_heads(b) else "")
             parts.append(f"{flag} {fmt_seconds(target)}: the fastest configuration reaches {fmt_seconds(getattr(b, metric))} "
                          f"({b.describe()}, concurrency {b.concurrency}; {label}{caveat})")
     if not parts:  # each target alone is reachable, both together are not
@@ -624,7 +660,10 @@ def plan(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets,
     if layouts is None:
         reps = _useful_pipelines(reps)
     if not reps:
-        raise _too_big(spec, gpu, traffic, policy, bits, kv_bits, budget)
+        raise _too_big(spec, gpu, traffic, policy, bits, kv_bits, budget, layouts)
+    if tuple(modes) == (ServingMode.DISAGGREGATED,) and budget < 2:
+        raise InputError("--mode disaggregated: a prefill pool and a decode pool need at least 2 GPUs; give --gpus 2 "
+                         "or more")
     counts, refusals = [0], {}
     cands: list[Candidate] = []
     if ServingMode.AGGREGATED in modes:
@@ -710,18 +749,25 @@ def _nothing_sustains(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, budg
 
 
 def _too_big(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, policy: MemoryPolicy, bits: Fraction,
-             kv_bits: int, budget: int) -> InputError:
-    """The error for a model no layout within the budget holds, with the GPUs it would need."""
-    node = max(1, gpu.interconnect.gpus_per_node)
+             kv_bits: int, budget: int, forced: Sequence[Layout] | None) -> InputError:
+    """The error for a model no layout within the budget (or none of the ``forced`` layouts)
+    holds, with the GPUs it would need and the memory accounting that decided it."""
+    usable = math.floor(capacity_bytes(gpu, policy.convention) * policy.utilization)
+    memory = (f"{usable / 1e9:,.1f} GB usable per GPU at {float(policy.utilization):.0%}, less a "
+              f"{policy.reserve_bytes / 1e9:,.2f} GB reserve")
+    what = f"{spec.name} at {float(bits):g} bits with one {traffic.input_tokens + traffic.output_tokens:,}-token sequence"
     for layout in _layouts(spec, gpu, MAX_PLAN_GPUS):
         rep = _replica(spec, gpu, layout, traffic, policy, bits, kv_bits)
         if rep.room(spec, _smallest_step(CHUNK_GRID, traffic), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes:
-            if layout.gpus > budget:
-                return InputError(f"--gpus: {spec.name} at {float(bits):g} bits does not fit {budget:,} x {gpu.name} "
-                                  f"with one {traffic.input_tokens + traffic.output_tokens:,}-token sequence; it needs "
+            if forced:
+                shown = ", ".join(f"TP {f.tp} x PP {f.pp}" for f in forced)
+                return InputError(f"--tp/--pp: {shown} does not hold {what} ({memory}); the fewest GPUs that do: "
                                   f"{layout.gpus} (TP {layout.tp} x PP {layout.pp})")
-    return InputError(f"{spec.name} does not fit any layout of up to {MAX_PLAN_GPUS:,} x {gpu.name} ({node} per node) "
-                      f"with one {traffic.input_tokens + traffic.output_tokens:,}-token sequence")
+            if layout.gpus > budget:
+                return InputError(f"--gpus: {what} does not fit {budget:,} x {gpu.name} ({memory}); it needs "
+                                  f"{layout.gpus} (TP {layout.tp} x PP {layout.pp})")
+    return InputError(f"{what} fits no layout searched (TP up to the node, PP up to 8) of {gpu.name} ({memory}); "
+                      "give fewer bits (--weights-dtype, --kv-dtype), shorter requests or more usable memory")
 
 
 def evaluate(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets, model: TimeModel,
@@ -743,6 +789,8 @@ def evaluate(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targ
     bits = Fraction(weight_bits).limit_denominator(1000)
     steps = _Steps(spec, gpu, model, bits, kv_bits, compute_dtype)
     rep = _replica(spec, gpu, layout, Traffic(I, O), policy, bits, kv_bits)
+    if rep.room(spec, _smallest_step([chunk_tokens], Traffic(I, O)), 1, policy) < rep.seq_kv_bytes + rep.prompt_kv_bytes:
+        raise _too_big(spec, gpu, Traffic(I, O), policy, bits, kv_bits, layout.gpus, [layout])
     budget = layout.gpus * replicas
     found, _ = _aggregated_point(spec, steps, rep, Traffic(I, O), targets, budget, usd_per_gpu_hour, policy,
                                  concurrency, chunk_tokens, strict_memory=False)

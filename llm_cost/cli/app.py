@@ -195,7 +195,7 @@ def _run(argv: list[str]) -> None:
         if cause is not None:  # an option's parser refused the value: its message names the flag
             raise cause from None
         message = exc.format_message().replace("Value error, ", "")
-        named = re.match(r"Invalid value for '[^']+': (--[\w-]+: .*)", message, re.S)
+        named = re.match(r"Invalid value for '[^']+'(?: / '[^']+')*: (--[\w-]+: .*)", message, re.S)
         if named:  # the parser's own message already names the flag
             raise InputError(named.group(1)) from None
         raise InputError(f"{message} (see '{prog} -h')") from None

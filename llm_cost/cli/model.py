@@ -9,7 +9,7 @@ import typer
 
 from llm_cost.cli.app import app, emit, emit_csv, parse_layout, report_defaults
 from llm_cost.cli.options import (
-    MODEL_HELP, Csv, Dp, Ep, Json, KvDtype, Plot, Pp, Tp, Verbose, integer_grid, option, token_grid)
+    MAX_GRID_POINTS, MODEL_HELP, Csv, Dp, Ep, Json, KvDtype, Plot, Pp, Tp, Verbose, integer_grid, option, token_grid)
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import StorageDtype
 
@@ -77,6 +77,9 @@ def kv(
     from llm_cost.specs.load import load_model
 
     layout = parse_layout(tp, pp, ep, dp)
+    if len(batch) * len(context) > MAX_GRID_POINTS:
+        raise InputError(f"--batch x --context: {len(batch) * len(context):,} points is more than the "
+                         f"{MAX_GRID_POINTS:,} a sweep takes")
     spec = load_model(model)
     results = [kv_cache(spec, context, kv_dtype.bits, kv_dtype.value, b, layout) for b in batch]
     if plot is not None:

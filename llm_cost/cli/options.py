@@ -177,6 +177,10 @@ GroupSize = Annotated[Optional[int], option("--group-size", parse=integer("--gro
                                                 "channel for int8).")]
 
 
+#: The most points a sweep (--batch x --context) takes in one command.
+MAX_GRID_POINTS = 10_000
+
+
 def memory_policy(convention: MemoryConvention, utilization: Optional[float], reserve_bytes: Optional[int]):
     """The memory accounting of --memory, --gpu-memory-utilization and --reserve-gb: an engine's
     (vLLM's defaults) or, under --memory datasheet, the source documents' unless a flag says otherwise."""

@@ -39,6 +39,8 @@ def _duration(flag: str):
 
 #: The value of ``--chunk off``.
 NO_CHUNKING = "off"
+#: The largest token budget per step --chunk takes.
+MAX_CHUNK_TOKENS = 1 << 20
 
 
 def _chunk(text: str) -> Any:
@@ -46,9 +48,13 @@ def _chunk(text: str) -> Any:
     if str(text).strip().lower() == NO_CHUNKING:
         return NO_CHUNKING
     try:
-        return parse_context(text, "--chunk", 2)
+        value = parse_context(text, "--chunk", 2)
     except InputError as e:
         raise InputError(f"{e}; or off (prompts not chunked)") from None
+    if value > MAX_CHUNK_TOKENS:
+        raise InputError(f"--chunk: {text!r} is more than {MAX_CHUNK_TOKENS:,} tokens per step; or off (prompts not "
+                         "chunked)")
+    return value
 
 
 @app.command()
@@ -132,7 +138,9 @@ def serve(
     spec = load_model(model)
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight, group_size)
     compute = dtype or default_compute_dtype((weights_dtype or spec.torch_dtype).lower(), g)
-    g.peak_flops(compute)
+    if dtype is None and compute.value not in g.dense_tflops:
+        raise InputError(f"--gpu {gpu}: dense_tflops has no {compute.value} peak, the dtype {spec.name}'s weights run "
+                         f"at; give --dtype one of {', '.join(g.dense_tflops)}")
     network = network_gb_s or DEFAULT_NETWORK_GB_S
     time_model = CalibratedModel(chosen_profile, network) if chosen_profile is not None else \
         EfficiencyEstimate(network_gb_s=network)
@@ -142,6 +150,9 @@ def serve(
                   policy=memory_policy(memory, gpu_memory_utilization, reserve_gb), network_gb_s=network,
                   extra_notes=notes)
     if layout is not None and batch is not None:
+        if mode == ModeChoice.disaggregated:
+            raise InputError("--mode disaggregated: one configuration (--tp/--pp with --batch) is aggregated; leave "
+                             "out --batch to search disaggregated splits of that layout")
         per_replica = layout.gpus
         if gpus is not None and gpus % per_replica:
             raise InputError(f"--gpus {gpus} is not a whole number of TP {layout.tp} x PP {layout.pp} replicas")

@@ -12,7 +12,7 @@ from llm_cost.cli.options import (
     GPU_HELP, MODEL_HELP, AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, Csv, Dp, Ep, Gpu,
     GpuMemoryUtilization, GroupSize, Json, KvDtype, LogitsOpt, MemoryOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu,
     Plot, Pp, ProfileOpt, ReserveGb, SeqGrid, Tp, WeightsDtype, WeightBytesOpt, WeightFlopsOpt, fraction, gigabytes,
-    integer, integer_grid, memory_policy, non_negative, option, token_grid, tokens)
+    MAX_GRID_POINTS, integer, integer_grid, memory_policy, non_negative, option, token_grid, tokens)
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import AttentionMask, Dtype, Logits, MemoryConvention, MLAForm, Recompute, StorageDtype, WeightBytes, WeightFlops
 
@@ -26,8 +26,6 @@ class FlopsPhase(str, Enum):
 #: Largest --max-gpus: a layout search of more GPUs than this is a typing mistake (the search
 #: itself stops at the largest layout a model has, TP x L).
 MAX_SEARCH_GPUS = 1_000_000
-#: Most points one sweep computes (a decode step each).
-MAX_GRID_POINTS = 10_000
 
 
 @app.command()

@@ -193,20 +193,23 @@ def parse_positive_float(text: str | float, what: str, maximum: float | None = N
     return value
 
 
-_DURATION_UNITS = {"s": Decimal(1), "ms": Decimal("1e-3"), "us": Decimal("1e-6"), "min": Decimal(60)}
+_DURATION_UNITS = {"s": Decimal(1), "ms": Decimal("1e-3"), "us": Decimal("1e-6"), "µs": Decimal("1e-6"),
+                   "min": Decimal(60), "h": Decimal(3600)}
 
 
 def parse_duration(text: str | float, what: str) -> float:
-    """A duration in seconds: ``2s``, ``50ms``, ``200us``, ``1.5min`` or a bare number of seconds;
-    greater than 0 and at most a day. InputError naming ``what`` otherwise."""
+    """A duration in seconds: ``2s``, ``50ms``, ``200us`` (or µs), ``1.5min``, ``2h`` or a bare
+    number of seconds; greater than 0 and at most a day. InputError naming ``what`` otherwise."""
     if isinstance(text, (int, float)):
         return parse_duration(str(text), what)
     raw = str(text).strip().lower()
-    unit = next((u for u in ("ms", "us", "min", "s") if raw.endswith(u)), "")
+    if raw.startswith("-"):
+        raise InputError(f"{what}: {text!r} must be greater than 0")
+    unit = next((u for u in ("ms", "µs", "us", "min", "s", "h") if raw.endswith(u)), "")
     number = raw[: len(raw) - len(unit)].strip() if unit else raw
     match = _NUMBER_RE.match(number)
     if not match or match.group(2):
-        raise InputError(f"{what}: {text!r} is not a duration (e.g. 2s, 50ms, 200us; a bare number is seconds)")
+        raise InputError(f"{what}: {text!r} is not a duration (e.g. 2s, 50ms, 200us, 1min, 2h)")
     seconds = Decimal(match.group(1)) * _DURATION_UNITS[unit or "s"]
     if not seconds > 0 or seconds > 86400:
         raise InputError(f"{what}: {text!r} must be greater than 0 and at most a day")

@@ -622,6 +622,17 @@ class HardwareSpec(_Strict):
         """Capacity in bytes (memory_gb * 10^9, the datasheet's decimal gigabytes)."""
         return round(self.memory_gb * 10**9)
 
+    @model_validator(mode="after")
+    def _gib_matches_gb(self) -> "HardwareSpec":
+        """memory_gib and memory_gb describe one memory: GiB x 2^30 within 0.85-1.25x of GB x 10^9
+        (an "80 GB" H100 holds 80 GiB = 1.07x; a typo such as 10 for 80 is refused)."""
+        if self.memory_gib is not None:
+            ratio = self.memory_gib * 2**30 / (self.memory_gb * 10**9)
+            if not 0.85 <= ratio <= 1.25:
+                raise ValueError(f"memory_gib {self.memory_gib:g} and memory_gb {self.memory_gb:g} disagree "
+                                 f"({ratio:.2f}x); memory_gib is the physical capacity in 2^30 B, about memory_gb")
+        return self
+
     @property
     def capacity_bytes(self) -> int:
         """Physical capacity in bytes, as deployments see it: memory_gib x 2^30, or memory_bytes

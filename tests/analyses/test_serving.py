@@ -189,3 +189,10 @@ def test_few_kv_heads_in_flight_are_flagged_as_pessimistic(cli):
     assert any(c["code"] == "serve.few_kv_heads" for c in data["conventions"])
     busy = cli("serve", "llama3-8b", "--tp", "1", "--batch", "64", "--input", "2K", "--output", "256", "--json").json()
     assert not any(c["code"] == "serve.few_kv_heads" for c in busy["conventions"])
+
+
+def test_a_large_budget_is_searched_in_bounded_work():
+    """4,096 GPUs: decode pools of up to 16 replicas (larger ones repeat their ratios), and only
+    undominated prefill configurations: a bounded search, not every split of 4,096."""
+    r = plan(load_model("llama3-8b"), H100, Traffic(2048, 256), Targets(), PREDICTION, gpus=4096)
+    assert r.candidates_evaluated < 100_000 and r.gpus <= 4096

@@ -105,6 +105,25 @@ CASES = [
     ("show-gpu-path", ["show", "{gpu}"], None, GPU, 0, ""),
     ("json-nested", ["params", "{tmp}/deep.json"], None, None, 2, "nested too deeply"),
     ("bad-yaml-mapping-deep", ["params", "{spec}"], MODEL + "deep: " + "[" * 40 + "]" * 40 + "\n", None, 2, "nested"),
+    # the attack on serve and fit (issue 13)
+    ("serve-bare-tpot", ["serve", "llama3-8b", "--tpot", "50"], None, None, 2, "no unit"),
+    ("serve-negative-ttft", ["serve", "llama3-8b", "--ttft", "-1s"], None, None, 2, "greater than 0"),
+    ("serve-chunk-1g", ["serve", "llama3-8b", "--chunk", "1G"], None, None, 2, "--chunk"),
+    ("serve-one-config-disaggregated", ["serve", "llama3-8b", "--tp", "2", "--batch", "8", "--mode", "disaggregated"],
+     None, None, 2, "--mode disaggregated"),
+    ("serve-disaggregated-one-gpu", ["serve", "llama3-8b", "--mode", "disaggregated", "--gpus", "1"], None, None, 2,
+     "at least 2 GPUs"),
+    ("serve-weights-do-not-fit", ["serve", "llama3-70b", "--tp", "1", "--batch", "4"], None, None, 2,
+     "the fewest GPUs that do: 2"),
+    ("serve-memory-flags-named", ["serve", "llama3-8b", "--gpu-memory-utilization", "0.01"], None, None, 2,
+     "usable per GPU at 1%"),
+    ("serve-gpu-without-bf16", ["serve", "llama3-8b", "--gpu", "{gpu}"], None,
+     _gpu(r"  bf16: .*\n", ""), 2, "dense_tflops has no bf16"),
+    ("kv-grid-too-large", ["kv", "llama3-8b", "--batch", "1..200:1", "--context", "1..100:1"], None, None, 2,
+     "points"),
+    ("gpu-gib-disagrees", ["fit", "llama3-8b", "--gpu", "{gpu}"], None, _gpu(r"memory_gib: .*", "memory_gib: 10"), 2,
+     "disagree"),
+    ("batch-short-flag-named-once", ["serve", "llama3-8b", "--batch", "0"], None, None, 2, "--batch: 0"),
 ]
 
 
