@@ -63,8 +63,8 @@ def render(con, r: ServePlan, display_name: str, gpu_name: str) -> None:
     facts += [
         ("binding constraint", r.binding),
         ("aggregated or disaggregated", r.mode_verdict),
-        ("searched", f"{fmt_int(r.candidates_evaluated)} configurations ({fmt_int(r.candidates_feasible)} feasible), "
-                     f"{fmt_int(r.steps_timed)} steps timed"),
+        ("searched", f"{fmt_int(r.candidates_evaluated)} configuration{'s' if r.candidates_evaluated != 1 else ''} "
+                     f"({fmt_int(r.candidates_feasible)} feasible), {fmt_int(r.steps_timed)} steps timed"),
     ]
     print_facts(con, facts)
     rows = []
