@@ -118,8 +118,8 @@ def test_a_model_too_big_for_the_budget_says_how_many_gpus_it_needs(cli):
 def test_a_rate_sizes_the_deployment():
     """--qps: the GPUs needed grow with the rate; each replica carries at most its saturated rate."""
     spec = load_model("llama3-8b")
-    small = plan(spec, H100, Traffic(1024, 128, 5.0), Targets(1.0, 0.05), PREDICTION)
-    large = plan(spec, H100, Traffic(1024, 128, 50.0), Targets(1.0, 0.05), PREDICTION)
+    small = plan(spec, H100, Traffic(1024, 128, 5.0), Targets(1.0, 0.05), PREDICTION, gpus=16)
+    large = plan(spec, H100, Traffic(1024, 128, 50.0), Targets(1.0, 0.05), PREDICTION, gpus=16)
     assert small.gpus < large.gpus
     assert large.chosen.requests_per_s == pytest.approx(50.0)
 
@@ -178,7 +178,7 @@ def test_the_verdict_says_which_modes_were_searched(cli):
 
 
 def test_counts_are_consistent():
-    r = plan(load_model("llama3-8b"), H100, Traffic(2048, 256, 20.0), Targets(1.0, 0.03), PREDICTION)
+    r = plan(load_model("llama3-8b"), H100, Traffic(2048, 256, 20.0), Targets(1.0, 0.03), PREDICTION, gpus=8)
     assert r.candidates_feasible <= r.candidates_evaluated
 
 
