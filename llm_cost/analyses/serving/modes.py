@@ -1,0 +1,246 @@
+"""The steady state of aggregated (chunked prefill) and disaggregated (prefill and decode pools)
+serving: every candidate configuration of a replica layout and what it achieves (see
+:mod:`llm_cost.analyses.serving`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterator, Sequence
+
+from llm_cost.analyses.capacity import MemoryPolicy
+from llm_cost.analyses.serving.queues import md1_wait_s, mdc_wait_s
+from llm_cost.analyses.serving.replicas import (
+    Replica,
+    StepTimes,
+    chunk_groups,
+    decode_groups,
+)
+from llm_cost.analyses.serving.results import (
+    MAX_PREFILL_TOKENS,
+    PREFILL_BATCH_GRID,
+    Candidate,
+    Targets,
+    Traffic,
+)
+from llm_cost.core.types import ServingMode
+from llm_cost.model.kv import kv_bytes
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.workload.step import SeqGroup
+
+#: GPU budgets up to this are split between prefill and decode pools every way they fit.
+_ALL_SPLITS = 16
+#: Decode pool sizes a larger budget tries (without a rate, a larger pool only repeats a ratio).
+_POOL_COUNTS = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16)
+
+
+def _cost(c: dict, price: float | None, traffic: Traffic) -> dict:
+    """Dollar figures of a candidate's rates (None without a price)."""
+    if price is None or not c["requests_per_s"]:
+        return {"usd_per_request": None, "usd_per_million_input_tokens": None, "usd_per_million_output_tokens": None}
+    usd_s = price * c["gpus"] / 3600
+    per_request = usd_s / c["requests_per_s"]
+    share = c["prefill_share"]
+    return {"usd_per_request": per_request,
+            "usd_per_million_input_tokens": per_request * share / traffic.input_tokens * 1e6,
+            "usd_per_million_output_tokens": per_request * (1 - share) / traffic.output_tokens * 1e6}
+
+
+def _finish(c: dict, traffic: Traffic, targets: Targets, price: float | None,
+            also: tuple[str, ...] = ()) -> Candidate:
+    """The candidate of the figures ``c``, with its rates, costs and the targets it misses (and
+    ``also``: "memory" for a configuration evaluated beyond what its KV cache holds)."""
+    violates = also + tuple(name for name, value, target in (("TTFT", c["ttft_s"], targets.ttft_s),
+                                                              ("TPOT", c["tpot_s"], targets.tpot_s))
+                            if target is not None and value > target)
+    rate = c["requests_per_s"]
+    out_rate = rate * traffic.output_tokens
+    return Candidate(**c, output_tokens_per_s=out_rate, output_tokens_per_s_per_gpu=out_rate / c["gpus"],
+                     tokens_per_s_per_user=1 / c["tpot_s"], **_cost(c, price, traffic), violates=violates)
+
+
+def _slots(replica_rate: float, qps: float | None, gpus_per_replica: int, cap: int,
+           wait: Callable[[float], float]) -> Iterator[tuple[int, float, float]]:
+    """(replicas, per-replica request rate, slot wait) options: without ``qps`` the saturated
+    rate (replicas 0: as many as the budget holds); with it, the fewest replicas that carry
+    ``qps`` and up to seven more (a shorter wait for a slot), within ``cap`` GPUs."""
+    if qps is None:
+        yield 0, replica_rate, 0.0
+        return
+    first = max(1, math.ceil(qps / replica_rate * (1 + 1e-12)))
+    for n in range(first, first + 8):
+        if n * gpus_per_replica > cap:
+            return
+        lam = qps / n
+        yield n, lam, wait(lam / replica_rate)
+
+
+def aggregated_point(spec: ModelSpec, steps: StepTimes, rep: Replica, traffic: Traffic, targets: Targets,
+                      budget: int, price: float | None, policy: MemoryPolicy, C: int, T: int | None,
+                      strict_memory: bool = True) -> tuple[list[Candidate], str | None]:
+    """The candidates of ``C`` decoding sequences and a ``T``-token budget on one replica layout
+    (one, or with a rate one per replica count tried), or ([], why not): "budget" (no room for
+    prompt tokens), "memory" (the KV cache does not hold them; with ``strict_memory=False`` the
+    candidate is kept and marked), "prefill" (prompts arrive faster than chunks take them).
+    ``T=None``: no chunking; waiting prompts run whole in a step of their own while decoding
+    waits (vLLM without chunked prefill)."""
+    I, O = traffic.input_tokens, traffic.output_tokens
+    g = rep.layout.gpus
+    arrivals = C / (O - 1)  # prompts per step in steady state
+    if T is None:
+        q = I * max(1, math.ceil(arrivals))  # whole prompts per prefill step
+    elif T - C < 1:
+        return [], "budget"
+    else:
+        q = min(T - C, math.ceil(I * max(1.0, arrivals)))  # prompt tokens a step with a chunk carries
+    in_flight = -(-q // I)  # prompts whose KV the step writes
+    room = rep.room(spec, q if T is None else T, C + in_flight, policy)
+    over = C * rep.seq_kv_bytes + in_flight * rep.prompt_kv_bytes > room
+    if over and strict_memory:
+        return [], "memory"
+    f = arrivals * I / q
+    if f > 1:
+        return [], "prefill"
+    decoding = decode_groups(C, I, O)
+    t_dec = steps.seconds(rep.layout, decoding)
+    if T is None:
+        t_mix = steps.seconds(rep.layout, chunk_groups(q, I)) + t_dec
+    else:
+        t_mix = steps.seconds(rep.layout, decoding + chunk_groups(q, I))
+    t = f * t_mix + (1 - f) * t_dec
+    mu = C / ((O - 1) * t)
+    service = I * t_mix / q  # the prompt server's time per prompt
+    own = -(-I // q) * t_mix
+    max_c = max(0, int(room // rep.seq_kv_bytes)) if rep.seq_kv_bytes else C
+    out = []
+    for n, lam, slot_wait in _slots(mu, traffic.qps, g, budget, lambda rho: mdc_wait_s(rho, C, own + (O - 1) * t)):
+        replicas = n or budget // g
+        wait = md1_wait_s(lam * service, service)
+        if traffic.qps is None:  # a closed loop of C requests holds at most C - 1 prompts ahead
+            wait = min(wait, (C - 1) * service)
+        queue = wait + slot_wait
+        if not replicas or math.isinf(queue):
+            continue
+        c = dict(mode=ServingMode.AGGREGATED, layout=rep.layout, replicas=replicas, prefill_layout=None,
+                 prefill_replicas=0, gpus=replicas * g, concurrency=C, chunk_tokens=T, prefill_batch=None,
+                 max_concurrency=max_c, ttft_s=queue + own, tpot_s=t, tpot_max_s=t_mix, queue_s=queue,
+                 kv_transfer_s=0.0, requests_per_s=lam * replicas, prefill_share=f * (t_mix - t_dec) / t)
+        out.append(_finish(c, traffic, targets, price, ("memory",) if over else ()))
+    return out, None if out else "prefill"
+
+
+def aggregated(spec: ModelSpec, steps: StepTimes, rep: Replica, traffic: Traffic, targets: Targets, budget: int,
+                price: float | None, policy: MemoryPolicy, concurrency: Sequence[int], chunks: Sequence[int],
+                counts: list[int], refusals: dict[str, int]) -> list[Candidate]:
+    """Every aggregated candidate of one replica layout; ``refusals`` counts why others were not."""
+    out = []
+    for T in chunks:
+        for C in concurrency:
+            found, why = aggregated_point(spec, steps, rep, traffic, targets, budget, price, policy, C, T)
+            counts[0] += max(1, len(found))  # each replica count tried for a rate is a configuration
+            out += found
+            if why:
+                refusals[why] = refusals.get(why, 0) + 1
+    return out
+
+
+def _link_bytes_s(gpu: HardwareSpec, gpus: int, network_gb_s: float) -> float:
+    ic = gpu.interconnect
+    if gpus <= ic.gpus_per_node and ic.bandwidth_gb_s_per_direction > 0:
+        return ic.bandwidth_gb_s_per_direction * 1e9
+    return network_gb_s * 1e9
+
+
+def disaggregated(spec: ModelSpec, gpu: HardwareSpec, steps: StepTimes, reps: list[Replica], traffic: Traffic,
+                   targets: Targets, budget: int, price: float | None, policy: MemoryPolicy, kv_bits: int,
+                   concurrency: Sequence[int], network_gb_s: float, counts: list[int]) -> list[Candidate]:
+    """Every disaggregated candidate: a prefill pool and a decode pool of any two replica layouts."""
+    I, O = traffic.input_tokens, traffic.output_tokens
+    kv_request = kv_bytes(spec, I, kv_bits)
+    prefills = []  # (replica, batch, t_pf)
+    examined_prefills = 0
+    for rep in reps:
+        for b in PREFILL_BATCH_GRID:
+            if b > 1 and b * I > MAX_PREFILL_TOKENS:
+                continue
+            examined_prefills += 1
+            if b * rep.prompt_kv_bytes > rep.room(spec, b * I, b, policy):
+                continue
+            prefills.append((rep, b, steps.seconds(rep.layout, [SeqGroup(b, I, 0)])))
+    decodes = []  # (replica, C, t_dec, max_c)
+    for rep in reps:
+        room = rep.room(spec, max(concurrency), max(concurrency), policy)
+        max_c = int(room // rep.seq_kv_bytes) if rep.seq_kv_bytes and room > 0 else 0
+        fitting = [C for C in concurrency if C <= max_c]
+        # configurations whose decode pool does not hold C sequences are examined and refused
+        counts[0] += examined_prefills * (len(concurrency) - len(fitting))
+        for C in fitting:
+            decodes.append((rep, C, steps.seconds(rep.layout, decode_groups(C, I, O)), max_c))
+    counts[0] += (examined_prefills - len(prefills)) * len(decodes)  # prefill replicas too small
+    if budget > _ALL_SPLITS and traffic.qps is None:
+        dominated = len(prefills)
+        prefills = _undominated(prefills)
+        counts[0] += (dominated - len(prefills)) * len(decodes)
+    out = []
+    for prep, b, t_pf in prefills:
+        gp = prep.layout.gpus
+        mu_p = b / t_pf
+        for drep, C, t_dec, max_c in decodes:
+            gd = drep.layout.gpus
+            mu_d = C / ((O - 1) * t_dec)
+            for n_p, n_d in _pool_sizes(gp, gd, mu_p, mu_d, traffic.qps, budget):
+                counts[0] += 1
+                lam = traffic.qps if traffic.qps is not None else n_d * mu_d
+                rho_p = lam / (n_p * mu_p)
+                if rho_p >= 1 or (traffic.qps is not None and lam >= n_d * mu_d):
+                    continue
+                lam_p = lam / n_p
+                queue = md1_wait_s(rho_p, t_pf) + (b - 1) / (2 * lam_p)
+                if traffic.qps is not None:
+                    queue += mdc_wait_s(lam / (n_d * mu_d), C, (O - 1) * t_dec)
+                link = _link_bytes_s(gpu, n_p * gp + n_d * gd, network_gb_s)
+                transfer = kv_request / (gp * link)
+                if lam * transfer >= n_p:  # the prefill pool's links cannot send the KV as fast as it comes
+                    continue
+                gpus = n_p * gp + n_d * gd
+                c = dict(mode=ServingMode.DISAGGREGATED, layout=drep.layout, replicas=n_d, prefill_layout=prep.layout,
+                         prefill_replicas=n_p, gpus=gpus, concurrency=C, chunk_tokens=None, prefill_batch=b,
+                         max_concurrency=max_c, ttft_s=queue + t_pf + transfer, tpot_s=t_dec, tpot_max_s=t_dec,
+                         queue_s=queue, kv_transfer_s=transfer, requests_per_s=lam, prefill_share=n_p * gp / gpus)
+                out.append(_finish(c, traffic, targets, price))
+    return out
+
+
+def _undominated(prefills: list[tuple[Replica, int, float]]) -> list[tuple[Replica, int, float]]:
+    """The prefill configurations no other beats on both prompts/s per GPU and time per batch
+    (a large budget's pools are sized to keep up, so a dominated one only costs GPUs or TTFT)."""
+    def rate(p: tuple[Replica, int, float]) -> float:
+        return p[1] / p[2] / p[0].layout.gpus
+
+    return [p for p in prefills if not any(rate(q) >= rate(p) and q[2] <= p[2] and q != p
+                                           and (rate(q) > rate(p) or q[2] < p[2]) for q in prefills)]
+
+
+def _pool_sizes(gp: int, gd: int, mu_p: float, mu_d: float, qps: float | None,
+                budget: int) -> Iterator[tuple[int, int]]:
+    """(prefill replicas, decode replicas) within ``budget`` GPUs. Without a rate: every pair that
+    fits a budget of up to :data:`_ALL_SPLITS` GPUs; beyond, decode pools of :data:`_POOL_COUNTS`
+    replicas, each with the two smallest prefill pools that keep up with it.
+    With a rate: the fewest decode replicas that carry it and up to four prefill pool sizes from
+    the fewest that carry it."""
+    if qps is None:
+        if budget <= _ALL_SPLITS:
+            for n_d in range(1, (budget - gp) // gd + 1):
+                for n_p in range(1, (budget - n_d * gd) // gp + 1):
+                    yield n_p, n_d
+            return
+        for n_d in _POOL_COUNTS:  # larger pools repeat these ratios: the same tokens/s per GPU
+            fewest = max(1, math.ceil(n_d * mu_d / mu_p * (1 + 1e-12)))  # a prefill pool that keeps up
+            for n_p in (fewest, fewest + 1):
+                if n_p * gp + n_d * gd <= budget:
+                    yield n_p, n_d
+        return
+    n_d = max(1, math.ceil(qps / mu_d * (1 + 1e-12)))
+    first = max(1, math.ceil(qps / mu_p * (1 + 1e-12)))
+    for n_p in range(first, first + 4):
+        if n_p * gp + n_d * gd <= budget:
+            yield n_p, n_d

@@ -1,0 +1,143 @@
+"""One replica of a serving plan: its layouts, what its memory holds, the sequence groups of its
+steps and their times (each step from its operators, timed once)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+from llm_cost.analyses.capacity import (
+    MemoryPolicy,
+    capacity_bytes,
+    sequence_kv_bytes,
+    workspace_bytes,
+)
+from llm_cost.analyses.serving.results import Traffic
+from llm_cost.core.errors import InputError
+from llm_cost.core.types import Dtype
+from llm_cost.model.layout import Layout, per_gpu
+from llm_cost.perf.timemodel import TimeModel
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.workload.step import SeqGroup, build_step
+
+#: Decoding-position groups a step's sequences are spread over.
+_CONTEXT_GROUPS = 4
+
+
+def decode_groups(count: int, input_tokens: int, output_tokens: int) -> list[SeqGroup]:
+    """``count`` decoding sequences spread evenly over their output positions 1 .. O - 1: up to
+    four groups at the midpoints of equal shares (contexts I + position)."""
+    k = min(count, _CONTEXT_GROUPS)
+    span = output_tokens - 1
+    groups = []
+    for i in range(k):
+        n = count // k + (1 if i < count % k else 0)
+        groups.append(SeqGroup(n, 1, input_tokens + (2 * i + 1) * span // (2 * k)))
+    return groups
+
+
+def decode_contexts(input_tokens: int, output_tokens: int) -> list[int]:
+    """The contexts the KV cache holds for decoding sequences, one per share (whole sequences at
+    the midpoints of their output positions)."""
+    span = output_tokens - 1
+    return [input_tokens + 1 + (2 * i + 1) * span // (2 * _CONTEXT_GROUPS) for i in range(_CONTEXT_GROUPS)]
+
+
+def chunk_groups(chunk: int, input_tokens: int) -> list[SeqGroup]:
+    """The prompt tokens of one step: whole prompts when the chunk holds them, else one chunk of a
+    prompt at the mean cached length of its chunks."""
+    if chunk >= input_tokens:
+        whole, rest = divmod(chunk, input_tokens)
+        return [SeqGroup(whole, input_tokens, 0)] + ([SeqGroup(1, rest, 0)] if rest else [])
+    n_chunks = -(-input_tokens // chunk)
+    return [SeqGroup(1, chunk, chunk * (n_chunks - 1) // 2)]
+
+
+class StepTimes:
+    """Times steps under one time model, each (layout, groups) once."""
+
+    def __init__(self, spec: ModelSpec, gpu: HardwareSpec, model: TimeModel, weight_bits: Fraction, kv_bits: int,
+                 compute: Dtype) -> None:
+        self.spec, self.gpu, self.model = spec, gpu, model
+        self.weight_bits, self.kv_bits, self.compute = weight_bits, kv_bits, compute
+        self.cache: dict[tuple, float] = {}
+
+    def seconds(self, layout: Layout, groups: Sequence[SeqGroup]) -> float:
+        """Time per token of the step: pp x the slowest stage of one micro-batch of 1/pp of the
+        sequences (pp = 1: the step's time)."""
+        pp = layout.pp
+        groups = [SeqGroup(-(-g.count // pp), g.new_tokens, g.cached) for g in groups] if pp > 1 else list(groups)
+        key = (layout, tuple(groups))
+        if key not in self.cache:
+            step = build_step(self.spec, groups, layout=layout, weight_bits=self.weight_bits, kv_bits=self.kv_bits,
+                              compute_dtype=self.compute)
+            t = self.model.step_time(step, self.gpu)
+            self.cache[key] = pp * max(s.time_s for s in t.stages) if pp > 1 else t.time_s
+        return self.cache[key]
+
+
+@dataclass(frozen=True)
+class Replica:
+    """What one replica layout holds: usable bytes, weights, KV per decoding sequence."""
+
+    layout: Layout
+    usable_bytes: int
+    weight_bytes: int | Fraction
+    reserve_bytes: int
+    seq_kv_bytes: Fraction  # mean per decoding sequence, paged
+    prompt_kv_bytes: Fraction  # one prompt of I tokens, paged
+
+    def room(self, spec: ModelSpec, step_tokens: int, sequences: int, policy: MemoryPolicy) -> Fraction:
+        """KV budget with a workspace for a step of ``step_tokens`` tokens and ``sequences`` rows."""
+        work = workspace_bytes(spec, self.layout, step_tokens, sequences) if policy.workspace else 0
+        return Fraction(self.usable_bytes) - self.weight_bytes - work - self.reserve_bytes
+
+
+def replica(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, traffic: Traffic, policy: MemoryPolicy,
+             weight_bits: Fraction, kv_bits: int) -> Replica:
+    usable = math.floor(capacity_bytes(gpu, policy.convention) * policy.utilization)
+    weights = per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes
+    seq = sequence_kv_bytes(spec, layout, decode_contexts(traffic.input_tokens, traffic.output_tokens), kv_bits,
+                            policy.block_tokens)
+    prompt = sequence_kv_bytes(spec, layout, [traffic.input_tokens], kv_bits, policy.block_tokens)
+    return Replica(layout, usable, weights, policy.reserve_bytes, seq, prompt)
+
+
+def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
+    """Replica layouts up to ``budget`` GPUs: TP 1, 2, 4, 8 (or 16) dividing the query heads
+    within a node, PP 1, 2, 4 or 8, EP 1 or TP for MoE models (:func:`plan` keeps a pipeline only
+    where TP alone does not hold the model)."""
+    from llm_cost.model.layout import validate_layout
+
+    node = max(1, gpu.interconnect.gpus_per_node)
+    heads = spec.attention.num_attention_heads
+    out = []
+    for tp in (t for t in (1, 2, 4, 8, 16) if t <= node and heads % t == 0):
+        for pp in (1, 2, 4, 8):
+            if tp * pp > budget or pp > spec.num_hidden_layers:
+                continue
+            for ep in ([1] if spec.moe is None else sorted({1, tp})):
+                layout = Layout(tp, pp, ep, 1)
+                try:
+                    validate_layout(spec, layout)
+                except InputError:
+                    continue
+                out.append(layout)
+    return out
+
+
+def smallest_step(chunks: Sequence[int | None], traffic: Traffic) -> int:
+    """Tokens of the smallest step a search runs: the smallest budget, or a whole prompt."""
+    return min((c for c in chunks if c is not None), default=traffic.input_tokens)
+
+
+def useful_pipelines(reps: list[Replica]) -> list[Replica]:
+    """For each TP (and EP) degree, the replica with the fewest pipeline stages that holds the
+    model: a pipeline buys memory and costs every token a pass through each stage."""
+    fewest: dict[tuple[int, int], int] = {}
+    for r in reps:
+        key = (r.layout.tp, r.layout.ep)
+        fewest[key] = min(fewest.get(key, r.layout.pp), r.layout.pp)
+    return [r for r in reps if r.layout.pp == fewest[(r.layout.tp, r.layout.ep)]]

@@ -1,0 +1,130 @@
+"""What a serving plan is asked and answers: the traffic, the targets, one configuration's
+figures and the plan; the grids a search tries. The serving model is described in
+:mod:`llm_cost.analyses.serving`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llm_cost.core.notes import Note
+from llm_cost.core.serialize import Result
+from llm_cost.core.types import ServingMode
+from llm_cost.model.layout import Layout
+
+#: Decode concurrencies a search tries per replica (those the KV cache holds).
+CONCURRENCY_GRID = tuple(range(1, 33)) + tuple(range(36, 129, 4)) + tuple(range(144, 513, 16)) + tuple(
+    range(576, 1025, 64))
+#: Token budgets per step (chunked prefill) a search tries; None: prompts run whole in steps of their own.
+CHUNK_GRID = (512, 1024, 2048, 4096, 8192, 16384, None)
+#: The most prompt tokens a disaggregated prefill step batches (one prompt may be longer).
+MAX_PREFILL_TOKENS = 16384
+#: Prompts per prefill step a disaggregated prefill replica runs.
+PREFILL_BATCH_GRID = (1, 2, 3, 4, 6, 8)
+#: The token budget of one evaluated configuration when none is given.
+DEFAULT_CHUNK_TOKENS = 8192
+#: The most GPUs a plan may use (a search over more would take minutes).
+MAX_PLAN_GPUS = 4096
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Requests of ``input_tokens`` prompt and ``output_tokens`` output tokens, at ``qps`` per
+    second (None: as many as the deployment serves)."""
+
+    input_tokens: int
+    output_tokens: int
+    qps: float | None = None
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Latency targets, seconds (None: no target)."""
+
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Candidate(Result):
+    """One serving configuration and what it achieves. Times are predictions of the plan's time
+    model; rates per second; ``usd_*`` only with a price."""
+
+    mode: ServingMode
+    layout: Layout  # of one (decode) replica
+    replicas: int
+    prefill_layout: Layout | None  # disaggregated: one prefill replica
+    prefill_replicas: int
+    gpus: int
+    concurrency: int  # decoding sequences per (decode) replica
+    chunk_tokens: int | None  # aggregated: the token budget per step (None: prompts not chunked)
+    prefill_batch: int | None  # disaggregated: prompts per prefill step
+    max_concurrency: int  # sequences the (decode) replica's KV cache holds at these lengths
+    ttft_s: float
+    tpot_s: float
+    tpot_max_s: float  # the slowest step a token waits for (a step with a chunk)
+    queue_s: float  # of TTFT: waiting for the prefill server and, with a rate, for a slot
+    kv_transfer_s: float
+    requests_per_s: float
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float
+    prefill_share: float  # of GPU time, what prompts add
+    usd_per_request: float | None
+    usd_per_million_input_tokens: float | None
+    usd_per_million_output_tokens: float | None
+    violates: tuple[str, ...]  # "TTFT", "TPOT" (targets missed)
+
+    @property
+    def meets(self) -> bool:
+        """Whether the configuration meets every target."""
+        return not self.violates
+
+    def describe(self) -> str:
+        """``2 x TP4`` (replicas x layout) or ``P 2 x TP1 PP2 + D 1 x TP4`` (prefill and decode pools)."""
+        def one(layout: Layout, n: int) -> str:
+            parts = [f"TP{layout.tp}"] + ([f"PP{layout.pp}"] if layout.pp > 1 else []) + (
+                [f"EP{layout.ep}"] if layout.ep > 1 else [])
+            return f"{n} x " + " ".join(parts)
+
+        if self.mode == ServingMode.DISAGGREGATED and self.prefill_layout is not None:
+            return f"P {one(self.prefill_layout, self.prefill_replicas)} + D {one(self.layout, self.replicas)}"
+        return one(self.layout, self.replicas)
+
+
+@dataclass(frozen=True)
+class ServePlan(Result):
+    """``llm-cost serve``: the chosen configuration, the frontier, and how they were found."""
+
+    model: str
+    gpu: str
+    input_tokens: int
+    output_tokens: int
+    qps: float | None
+    ttft_target_s: float | None
+    tpot_target_s: float | None
+    gpu_budget: int
+    usd_per_gpu_hour: float | None
+    time_model: str
+    weight_bits: float
+    kv_bits: int
+    compute_dtype: str
+    chosen: Candidate
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    max_concurrency: int
+    gpus: int
+    usd_per_million_output_tokens: float | None
+    usd_per_million_input_tokens: float | None
+    usd_per_request: float | None
+    binding: str  # what stops the chosen configuration from going faster per GPU
+    best_aggregated: Candidate | None
+    best_disaggregated: Candidate | None
+    mode_verdict: str
+    frontier: list[Candidate]  # over every mode searched
+    frontier_by_mode: dict[str, list[Candidate]]
+    candidates_evaluated: int  # configurations examined (memory, prefill capacity, targets)
+    candidates_feasible: int  # of those, the ones that hold their sequences and keep up with their prompts
+    steps_timed: int
+    conventions: list[Note] = field(default_factory=list)
