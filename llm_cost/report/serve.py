@@ -22,6 +22,8 @@ def _step(c: Candidate) -> str:
     return f"prefill batch {c.prefill_batch}"
 
 
+#: Console columns below which the frontier table leaves out its derived columns.
+WIDE = 120
 #: Frontier rows a table shows (evenly spaced; the JSON has every one).
 TABLE_ROWS = 14
 
@@ -67,19 +69,26 @@ def render(con, r: ServePlan, display_name: str, gpu_name: str) -> None:
                      f"({fmt_int(r.candidates_feasible)} feasible), {fmt_int(r.steps_timed)} steps timed"),
     ]
     print_facts(con, facts)
-    rows = []
     shown = _shown(r.frontier, c)
-    for f in shown:
-        mark = ">" if f == c else ""
-        rows.append([mark, f.mode.value[:5] + ".", str(f.gpus), f.describe(), str(f.concurrency), _step(f),
-                     fmt_seconds(f.ttft_s), fmt_seconds(f.tpot_s), f"{f.tokens_per_s_per_user:,.1f}",
-                     f"{f.output_tokens_per_s_per_gpu:,.1f}", _usd(f.usd_per_million_output_tokens),
-                     "yes" if f.meets else "no: " + ", ".join(f.violates)])
-    print_table(con, f"frontier: output tokens/s per GPU against tokens/s per user ({r.time_model})",
-                [("", "left"), ("mode", "left"), ("GPUs", "right"), ("configuration", "left"),
-                 ("concurrency", "right"), ("step", "left"), ("TTFT", "right"), ("TPOT", "right"),
-                 ("tok/s/user", "right"), ("out tok/s/GPU", "right"), ("$/M out", "right"), ("meets", "left")],
-                rows, caption=f"{len(shown) - (c not in r.frontier)} of the frontier's {len(r.frontier)} points "
-                              "(--json has all); > the chosen configuration, which sits below the frontier when a "
-                              "target binds; N x TPt = N replicas of TP t; P + D = prefill and decode pools")
+    caption = (f"{len(shown) - (c not in r.frontier)} of the frontier's {len(r.frontier)} points (--json has all); > "
+               "the chosen configuration, which sits below the frontier when a target binds; N x TPt = N replicas "
+               "of TP t; P + D = prefill and decode pools")
+    title = f"frontier: output tokens/s per GPU against tokens/s per user ({r.time_model})"
+    if con.width < WIDE:
+        rows = [[(">" if f == c else "") + f.describe(), str(f.concurrency), fmt_seconds(f.ttft_s),
+                 fmt_seconds(f.tpot_s), f"{f.output_tokens_per_s_per_gpu:,.1f}",
+                 "yes" if f.meets else "no: " + ",".join(f.violates)] for f in shown]
+        print_table(con, title, [("configuration", "left"), ("conc.", "right"), ("TTFT", "right"),
+                                 ("TPOT", "right"), ("tok/s/GPU", "right"), ("meets", "left")], rows,
+                    caption=caption + f"; below {WIDE} columns the mode, step, tokens/s per user (1 / TPOT) and "
+                                      "$/M are left out")
+    else:
+        rows = [[">" if f == c else "", f.mode.value[:5] + ".", str(f.gpus), f.describe(), str(f.concurrency),
+                 _step(f), fmt_seconds(f.ttft_s), fmt_seconds(f.tpot_s), f"{f.tokens_per_s_per_user:,.1f}",
+                 f"{f.output_tokens_per_s_per_gpu:,.1f}", _usd(f.usd_per_million_output_tokens),
+                 "yes" if f.meets else "no: " + ", ".join(f.violates)] for f in shown]
+        print_table(con, title, [("", "left"), ("mode", "left"), ("GPUs", "right"), ("configuration", "left"),
+                                 ("concurrency", "right"), ("step", "left"), ("TTFT", "right"), ("TPOT", "right"),
+                                 ("tok/s/user", "right"), ("out tok/s/GPU", "right"), ("$/M out", "right"),
+                                 ("meets", "left")], rows, caption=caption)
     print_conventions(con, r.conventions)
