@@ -246,9 +246,7 @@ def serve(model: ModelLike, gpu: GpuLike = "h100", input_tokens: int = 2048, out
     estimate). ``search`` narrows the search as :func:`llm_cost.analyses.serving.plan` does:
     ``modes`` (ServingMode values), ``layouts`` (Layouts), ``concurrency`` and ``chunks`` (lists
     of integers; a chunk of None runs prompts unchunked)."""
-    from llm_cost.perf.calibrated import CalibratedModel
-    from llm_cost.perf.profile import default_profile
-    from llm_cost.perf.timemodel import EfficiencyEstimate
+    from llm_cost.perf.calibrated import prediction_model
 
     s, g = load_model(model), load_gpu(gpu)
     qps = _optional(qps, "qps", lambda v, n: _positive(v, n, 1e6))
@@ -260,8 +258,7 @@ def serve(model: ModelLike, gpu: GpuLike = "h100", input_tokens: int = 2048, out
     policy = _policy(policy)
     search = _search(search)
     weights_dtype = _dtype(weights_dtype, "weights_dtype") if weights_dtype is not None else None
-    profile = default_profile(g.name)
-    model_ = CalibratedModel(profile) if profile is not None else EfficiencyEstimate()
+    model_ = prediction_model(g.name)
     return plan(s, g, traffic, Targets(ttft_s, tpot_s), model_, gpus=gpus, weight_bits=_bits(s, weights_dtype, None),
                 kv_bits=Dtype(_dtype(kv_dtype, "kv_dtype")).bits, compute_dtype=Dtype(_compute(s, g, None, weights_dtype)),
                 usd_per_gpu_hour=usd_per_gpu_hour, policy=policy, **search)

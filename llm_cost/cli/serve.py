@@ -118,10 +118,10 @@ def serve(
     """
     from llm_cost.analyses.serving import DEFAULT_CHUNK_TOKENS, Targets, Traffic, evaluate, plan
     from llm_cost.model.layout import Layout
-    from llm_cost.perf.calibrated import CalibratedModel
+    from llm_cost.perf.calibrated import prediction_model
     from llm_cost.perf.profile import default_profile, load_profile, profile_note
     from llm_cost.perf.ridge import default_compute_dtype
-    from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate
+    from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S
     from llm_cost.report import serve as view
     from llm_cost.specs.load import load_gpu, load_model
 
@@ -142,8 +142,7 @@ def serve(
         raise InputError(f"--gpu {gpu}: dense_tflops has no {compute.value} peak, the dtype {spec.name}'s weights run "
                          f"at; give --dtype one of {', '.join(g.dense_tflops)}")
     network = network_gb_s or DEFAULT_NETWORK_GB_S
-    time_model = CalibratedModel(chosen_profile, network) if chosen_profile is not None else \
-        EfficiencyEstimate(network_gb_s=network)
+    time_model = prediction_model(g.name, chosen_profile, network)
     notes = [profile_note(chosen_profile, g.name)] if chosen_profile is not None else []
     traffic, targets = Traffic(input_tokens, output_tokens, qps), Targets(ttft, tpot)
     common = dict(weight_bits=bits, kv_bits=kv_dtype.bits, compute_dtype=compute, usd_per_gpu_hour=usd_per_gpu_hour,
@@ -160,8 +159,8 @@ def serve(
             raise InputError("--qps: one configuration (--tp/--pp with --batch) is evaluated saturated; leave out "
                              "--qps, or --batch to let the plan size the deployment")
         result = evaluate(spec, g, traffic, targets, time_model, layout, batch,
-                          chunk_tokens=DEFAULT_CHUNK_TOKENS if chunk is None else budget, replicas=(gpus or per_replica) // per_replica,
-                          **common)
+                          chunk_tokens=DEFAULT_CHUNK_TOKENS if chunk is None else budget,
+                          replicas=(gpus or per_replica) // per_replica, **common)
     else:
         modes = {ModeChoice.both: (ServingMode.AGGREGATED, ServingMode.DISAGGREGATED),
                  ModeChoice.aggregated: (ServingMode.AGGREGATED,),

@@ -35,12 +35,12 @@ from fractions import Fraction
 from typing import Any
 
 from llm_cost.core.types import DTYPE_BITS, OpKind
-from llm_cost.perf.profile import Profile
-from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, OpTime, StageTime, StepTime, link_of
+from llm_cost.perf.profile import Profile, default_profile
+from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, OpTime, StageTime, StepTime, link_of
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Operator, Step
 
-__all__ = ["CalibratedModel", "weight_format", "gemm_efficiency", "kv_efficiency", "smooth_max", "gemm_terms",
+__all__ = ["CalibratedModel", "prediction_model", "weight_format", "gemm_efficiency", "kv_efficiency", "smooth_max", "gemm_terms",
            "attention_terms", "other_terms", "collective_time", "KV_KNEE_POWER"]
 
 #: Sharpness of the knee of the decode-attention efficiency (a 4-norm: within 16% of the linear ramp
@@ -174,3 +174,11 @@ class CalibratedModel:
         total = sum(s.time_s for s in stages)
         bound = "communication" if comm > total - comm else ("compute" if compute >= memory else "memory")
         return StepTime(self.label, self.kind, ops, stages, compute, memory, comm, total, bound, link, link_gb_s)
+
+
+def prediction_model(gpu_name: str, profile: Profile | None = None,
+                     network_gb_s: float = DEFAULT_NETWORK_GB_S) -> CalibratedModel | EfficiencyEstimate:
+    """The time model a prediction uses: ``profile``, else the GPU's shipped profile (calibrated),
+    else the MFU/MBU estimate (labelled as such) for a GPU without one."""
+    chosen = profile or default_profile(gpu_name)
+    return CalibratedModel(chosen, network_gb_s) if chosen is not None else EfficiencyEstimate(network_gb_s=network_gb_s)
