@@ -7,9 +7,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from llm_cost.cli.app import app, emit, parse_layout, weight_bits
+from llm_cost.cli.app import app, emit, emit_csv, parse_layout, weight_bits
 from llm_cost.cli.options import (
-    GPU_HELP, MODEL_HELP, BitsPerWeight, ComputeDtype, Ep, GpuMemoryUtilization, GroupSize, Json, KvDtype, MemoryOpt,
+    GPU_HELP, MODEL_HELP, BitsPerWeight, ComputeDtype, Csv, Ep, GpuMemoryUtilization, GroupSize, Json, KvDtype, MemoryOpt,
     NetworkGbS, Plot, Pp, ProfileOpt, ReserveGb, Tp, WeightsDtype, integer, memory_policy, non_negative, option,
     positive, tokens)
 from llm_cost.core.errors import InputError
@@ -104,6 +104,7 @@ def serve(
     reserve_gb: ReserveGb = None,
     network_gb_s: NetworkGbS = None,
     as_json: Json = False,
+    as_csv: Csv = False,
     plot: Plot = None,
 ) -> None:
     """Serving plan: the layout, concurrency and chunk size that serve a traffic best under TTFT/TPOT targets,
@@ -177,4 +178,8 @@ def serve(
         from llm_cost.report import plots
 
         plots.serve(result, spec.display_name, g.display_name, plot)
+    if as_csv:
+        emit_csv(result.frontier, [{"chosen": f == result.chosen, "misses": " ".join(f.violates)}
+                                   for f in result.frontier])
+        return
     emit(result, as_json, view.render, spec.display_name, g.display_name)

@@ -93,3 +93,16 @@ def test_commands_with_rows_print_the_json_rows_as_csv(cli, args, rows_key):
 def test_spec_csv_needs_the_step_model(cli):
     r = cli("spec", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--csv")
     assert r.code == 2 and "--gpu" in r.err
+
+
+def test_serve_csv_is_the_frontier_of_the_json(cli):
+    """One row per frontier point, its JSON figures as columns, the chosen one marked."""
+    args = ["serve", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--input", "2K", "--output", "256", "--ttft", "2s",
+            "--tpot", "50ms"]
+    rows = _rows(cli(*args, "--csv").out)
+    plan = cli(*args, "--json").json()
+    assert len(rows) == len(plan["frontier"])
+    for row, point in zip(rows, plan["frontier"]):
+        assert row["tpot_s"] == _text(point["tpot_s"]) and row["concurrency"] == _text(point["concurrency"])
+        assert row["layout_tp"] == _text(point["layout"]["tp"]) and row["misses"] == " ".join(point["violates"])
+    assert sum(r["chosen"] == "True" for r in rows) == (plan["chosen"] in plan["frontier"])
