@@ -34,12 +34,14 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import MemoryConvention
+from llm_cost.core.units import exact
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu, stage_kv_bytes
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 __all__ = ["MemoryPolicy", "DEPLOYMENT", "DOCUMENTS", "DEFAULT_GPU_MEMORY_UTILIZATION", "DEFAULT_RUNTIME_RESERVE_BYTES",
            "DEFAULT_STEP_TOKENS", "KV_BLOCK_TOKENS", "capacity_bytes", "workspace_bytes", "KvRoom", "kv_room",
-           "sequence_kv_bytes", "max_concurrency", "policy_note"]
+           "sequence_kv_bytes", "max_concurrency", "policy_note", "paged_tokens", "usable_bytes",
+           "kv_budget_bytes"]
 
 #: vLLM's default ``gpu_memory_utilization``: the share of a GPU's memory the engine may use.
 DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(9, 10)
@@ -108,16 +110,30 @@ def workspace_bytes(spec: ModelSpec, layout: Layout, step_tokens: int, sequences
     return math.ceil(step_tokens * per_token * _ACTIVATION_BITS / 8 + logits * _LOGIT_BITS / 8)
 
 
-def _paged(tokens: int, block: int) -> int:
+def paged_tokens(tokens: int, block: int) -> int:
     """Tokens of cache a sequence of ``tokens`` tokens holds in whole blocks of ``block``."""
     return -(-tokens // block) * block
+
+
+def usable_bytes(gpu: HardwareSpec, policy: MemoryPolicy) -> int:
+    """The bytes of one GPU the engine may use: capacity x utilisation, floored."""
+    return math.floor(capacity_bytes(gpu, policy.convention) * policy.utilization)
+
+
+def kv_budget_bytes(spec: ModelSpec, layout: Layout, policy: MemoryPolicy, usable: int, weights: int | Fraction,
+                    step_tokens: int, sequences: int) -> Fraction:
+    """What is left for the KV cache on a GPU of ``usable`` bytes holding ``weights``: less the
+    workspace of a step of ``step_tokens`` tokens and ``sequences`` rows and the reserve. Negative
+    when the weights do not fit."""
+    work = workspace_bytes(spec, layout, step_tokens, sequences) if policy.workspace else 0
+    return Fraction(usable) - weights - work - policy.reserve_bytes
 
 
 def sequence_kv_bytes(spec: ModelSpec, layout: Layout, contexts: Sequence[int], kv_bits: int,
                       block_tokens: int) -> Fraction:
     """Mean KV bytes (and fixed state) per sequence on the fullest stage's GPU, over sequences at
     ``contexts`` (one entry per share of the sequences), each in whole blocks."""
-    per_stage = [sum((Fraction(stage_kv_bytes(spec, layout, _paged(c, block_tokens), kv_bits)[i])
+    per_stage = [sum((Fraction(stage_kv_bytes(spec, layout, paged_tokens(c, block_tokens), kv_bits)[i])
                       for c in contexts), Fraction(0)) / len(contexts) for i in range(layout.pp)]
     return max(per_stage)
 
@@ -158,18 +174,14 @@ def kv_room(spec: ModelSpec, gpu: HardwareSpec, contexts: Sequence[int], *, layo
             step_tokens: int = DEFAULT_STEP_TOKENS, step_sequences: int = 256) -> KvRoom:
     """The KV budget of the fullest GPU of ``layout`` and how many sequences at ``contexts`` it
     holds (see the module docstring). InputError for an invalid layout."""
-    capacity = capacity_bytes(gpu, policy.convention)
-    usable = math.floor(capacity * policy.utilization)
-    p = per_gpu(spec, layout, weight_bits, kv_bits)
-    weights = p.max_weight_bytes
+    usable = usable_bytes(gpu, policy)
+    weights = per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes
     workspace = workspace_bytes(spec, layout, step_tokens, step_sequences) if policy.workspace else 0
-    budget = usable - weights - workspace - policy.reserve_bytes
+    budget = kv_budget_bytes(spec, layout, policy, usable, weights, step_tokens, step_sequences)
     per_seq = sequence_kv_bytes(spec, layout, contexts, kv_bits, policy.block_tokens)
-    per_seq_out = int(per_seq) if per_seq.denominator == 1 else per_seq
-    budget_out = int(budget) if Fraction(budget).denominator == 1 else budget
-    return KvRoom(policy.convention, capacity, float(policy.utilization), usable, weights, workspace,
-                  policy.reserve_bytes, budget_out, per_seq_out, max_concurrency(budget, per_seq),
-                  policy.block_tokens)
+    return KvRoom(policy.convention, capacity_bytes(gpu, policy.convention), float(policy.utilization), usable,
+                  weights, workspace, policy.reserve_bytes, exact(budget), exact(per_seq),
+                  max_concurrency(budget, per_seq), policy.block_tokens)
 
 
 def policy_note(gpu: HardwareSpec, policy: MemoryPolicy) -> Note:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from llm_cost.analyses.capacity import DEPLOYMENT, KvRoom, MemoryPolicy, kv_room, policy_note
+from llm_cost.analyses.capacity import DEPLOYMENT, KvRoom, MemoryPolicy, kv_room, paged_tokens, policy_note
 from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.analyses.memory import Fit
@@ -77,8 +77,7 @@ def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 
 def _paged_stage_kv(spec: ModelSpec, layout: Layout, context: int, kv_bits: int,
                     policy: MemoryPolicy) -> list[int | Fraction]:
     """KV bytes of one sequence of ``context`` tokens on each stage's GPU, in whole blocks."""
-    block = policy.block_tokens
-    return stage_kv_bytes(spec, layout, -(-context // block) * block, kv_bits)
+    return stage_kv_bytes(spec, layout, paged_tokens(context, policy.block_tokens), kv_bits)
 
 
 def _divisors(n: int) -> list[int]:

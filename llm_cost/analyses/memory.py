@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, kv_room, policy_note
+from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, kv_room, paged_tokens, policy_note
 from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
@@ -63,17 +63,13 @@ class Fit(Result):
     conventions: list[Note] = field(default_factory=list)
 
 
-def _paged(tokens: int, block: int) -> int:
-    return -(-tokens // block) * block
-
-
 def max_context(spec: ModelSpec, budget: int | Fraction, batch: int, kv_bits: int, ceiling: int = 10**12,
                 block_tokens: int = 1) -> int | None:
     """Largest context s with batch x kv(s) <= budget (0 if even s = 1 does not fit), each
     sequence in whole blocks of ``block_tokens``; None when kv stops growing (sliding window,
     linear state) and the plateau fits."""
     def need(s: int) -> int:
-        return kv_bytes(spec, _paged(s, block_tokens), kv_bits, batch)
+        return kv_bytes(spec, paged_tokens(s, block_tokens), kv_bits, batch)
 
     if need(1) > budget:
         return 0
@@ -102,10 +98,9 @@ def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
     per_token = kv_bytes_per_token(spec, kv_bits)
     full_only = all(spec.layer_type(i) == "full_attention" for i in range(spec.num_hidden_layers))
     token_budget = int(budget // per_token) if (full_only and per_token) else None
-    at_context = kv_bytes(spec, _paged(context, block), kv_bits)
     conc = []
     for c in concurrency_contexts:
-        per_seq = kv_bytes(spec, _paged(c, block), kv_bits)
+        per_seq = kv_bytes(spec, paged_tokens(c, block), kv_bits)
         conc.append(Concurrency(c, per_seq, int(budget // per_seq)))
     conventions = [
         policy_note(gpu, policy),
@@ -115,8 +110,7 @@ def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
     return Fit(spec.name, gpu.name, float(bits), kv_bits, room.convention.value, room.capacity_bytes,
                room.utilization, room.usable_bytes, room.workspace_bytes, room.reserve_bytes, room.weight_bytes,
                fits, -room.kv_budget_bytes if not fits else 0, budget, per_token, block, token_budget, context, batch,
-               int(budget // at_context) if at_context else 0,
-               max_context(spec, budget, batch, kv_bits, block_tokens=block), conc, conventions)
+               room.max_concurrency, max_context(spec, budget, batch, kv_bits, block_tokens=block), conc, conventions)
 
 
 @dataclass(frozen=True)

@@ -98,17 +98,17 @@ def kv(results: list[Any], model: str, path: str) -> None:
 
 
 def fit(report: Any, sweep: Any, model: str, gpu: str, path: str) -> None:
-    """Memory against context for the fit's batch on one GPU: weights, weights + KV, the capacity
-    and what is kept in reserve."""
+    """Memory against context for the fit's batch on one GPU: weights (with the engine's workspace
+    and reserve), that plus the KV cache, the capacity and the share the engine may use."""
     out = _target(path)
     plt = pyplot()
     f = report.single_gpu
     fig, ax = plt.subplots(figsize=SIZE_IN)
     xs = [c.context for c in sweep.contexts]
-    weights = float(f.weight_bytes) / 1e9
-    ax.plot(xs, [weights] * len(xs), label="weights")
-    ax.plot(xs, [weights + c.total_bytes / 1e9 for c in sweep.contexts], marker="o",
-            label=f"weights + KV, batch {sweep.batch}")
+    held = float(f.weight_bytes + f.workspace_bytes + f.reserve_bytes) / 1e9
+    ax.plot(xs, [held] * len(xs), label="weights + workspace + reserve" if held * 1e9 > f.weight_bytes else "weights")
+    ax.plot(xs, [held + c.total_bytes / 1e9 for c in sweep.contexts], marker="o",
+            label=f"... + KV, batch {sweep.batch}")
     ax.axhline(f.capacity_bytes / 1e9, color="red", linestyle="--", label=f"{gpu} memory ({f.convention})")
     if f.usable_bytes != f.capacity_bytes:
         ax.axhline(f.usable_bytes / 1e9, color="orange", linestyle=":", label=f"usable at {f.utilization:.0%}")

@@ -3,17 +3,11 @@ steps and their times (each step from its operators, timed once)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
-from llm_cost.analyses.capacity import (
-    MemoryPolicy,
-    capacity_bytes,
-    sequence_kv_bytes,
-    workspace_bytes,
-)
+from llm_cost.analyses.capacity import MemoryPolicy, kv_budget_bytes, sequence_kv_bytes, usable_bytes
 from llm_cost.analyses.serving.results import Traffic
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype
@@ -85,24 +79,23 @@ class Replica:
     layout: Layout
     usable_bytes: int
     weight_bytes: int | Fraction
-    reserve_bytes: int
     seq_kv_bytes: Fraction  # mean per decoding sequence, paged
     prompt_kv_bytes: Fraction  # one prompt of I tokens, paged
 
     def room(self, spec: ModelSpec, step_tokens: int, sequences: int, policy: MemoryPolicy) -> Fraction:
         """KV budget with a workspace for a step of ``step_tokens`` tokens and ``sequences`` rows."""
-        work = workspace_bytes(spec, self.layout, step_tokens, sequences) if policy.workspace else 0
-        return Fraction(self.usable_bytes) - self.weight_bytes - work - self.reserve_bytes
+        return kv_budget_bytes(spec, self.layout, policy, self.usable_bytes, self.weight_bytes, step_tokens, sequences)
 
 
 def replica(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, traffic: Traffic, policy: MemoryPolicy,
              weight_bits: Fraction, kv_bits: int) -> Replica:
-    usable = math.floor(capacity_bytes(gpu, policy.convention) * policy.utilization)
+    """What one replica of ``layout`` holds for this traffic (its fullest GPU, under ``policy``)."""
+    usable = usable_bytes(gpu, policy)
     weights = per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes
     seq = sequence_kv_bytes(spec, layout, decode_contexts(traffic.input_tokens, traffic.output_tokens), kv_bits,
                             policy.block_tokens)
     prompt = sequence_kv_bytes(spec, layout, [traffic.input_tokens], kv_bits, policy.block_tokens)
-    return Replica(layout, usable, weights, policy.reserve_bytes, seq, prompt)
+    return Replica(layout, usable, weights, seq, prompt)
 
 
 def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:

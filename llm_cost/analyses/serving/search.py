@@ -4,16 +4,10 @@ choice under the targets, and the messages when nothing meets them (see
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Callable, Sequence
 
-from llm_cost.analyses.capacity import (
-    DEPLOYMENT,
-    MemoryPolicy,
-    capacity_bytes,
-    policy_note,
-)
+from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, policy_note, usable_bytes
 from llm_cost.analyses.serving.modes import aggregated, aggregated_point, disaggregated
 from llm_cost.analyses.serving.replicas import (
     StepTimes,
@@ -255,7 +249,7 @@ def _too_big(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, policy: Memor
              kv_bits: int, budget: int, forced: Sequence[Layout] | None) -> InputError:
     """The error for a model no layout within the budget (or none of the ``forced`` layouts)
     holds, with the GPUs it would need and the memory accounting that decided it."""
-    usable = math.floor(capacity_bytes(gpu, policy.convention) * policy.utilization)
+    usable = usable_bytes(gpu, policy)
     memory = (f"{usable / 1e9:,.1f} GB usable per GPU at {float(policy.utilization):.0%}, less a "
               f"{policy.reserve_bytes / 1e9:,.2f} GB reserve")
     what = f"{spec.name} at {float(bits):g} bits with one {traffic.input_tokens + traffic.output_tokens:,}-token sequence"
