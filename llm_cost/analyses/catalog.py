@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_cost.specs.declare import to_data
 from llm_cost.specs.load import WrongKind, gpu_names, load_gpu, load_model, model_names
 
 from llm_cost.core.errors import SpecError
@@ -96,6 +97,6 @@ def find_spec(name: str) -> SpecView:
             if not str(exc).startswith("unknown"):
                 raise
             continue
-        data = spec.model_dump(mode="json", exclude_none=True)
+        data = to_data(spec, exclude_none=True)
         return SpecView(kind, spec.name, data, data.get("source", {}))
     raise SpecError(" / ".join(errors))

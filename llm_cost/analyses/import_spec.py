@@ -15,6 +15,7 @@ import yaml
 from llm_cost.core.serialize import Result
 from llm_cost.core.errors import InputError, OutputError, SpecError
 from llm_cost.model.params import count_params
+from llm_cost.specs.declare import validated
 from llm_cost.specs.files import shown
 from llm_cost.specs.hf import load_hf_config_verbose, spec_to_yaml
 from llm_cost.specs.schema import ModelSpec
@@ -58,7 +59,7 @@ def import_config(config: Path, out: Path, name: Optional[str] = None, force: bo
     _check_out(out, spec_name, force)
     spec, defaults = load_hf_config_verbose(Path(config), spec_name)
     text = spec_to_yaml(spec)
-    if ModelSpec.model_validate(yaml.safe_load(text)) != spec:  # pragma: no cover - a bug, not a user error
+    if validated(ModelSpec, yaml.safe_load(text)) != spec:  # pragma: no cover - a bug, not a user error
         raise SpecError(f"{out}: the YAML written for {spec_name} would not load back to the same spec")
     total = count_params(spec).total_params
     try:

@@ -11,6 +11,7 @@ use it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 from dataclasses import dataclass
 from functools import lru_cache
@@ -136,7 +137,7 @@ def _p9():
 
 @_row("P11")
 def _p11():
-    tied = _spec("llama3-8b").model_copy(update={"tie_word_embeddings": True})
+    tied = dataclasses.replace(_spec("llama3-8b"), tie_word_embeddings=True)
     return {"total_params_if_tied": count_params(tied).total_params}
 
 

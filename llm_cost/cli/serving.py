@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from enum import Enum
 from typing import Annotated, Any, Optional
 
@@ -229,7 +230,7 @@ def fit(
     layout = parse_layout(tp, pp, ep, dp)
     spec, g = load_model(model), load_gpu(gpu)
     if memory_gb is not None:
-        g = g.model_copy(update={"memory_gb": memory_gb / 1e9, "memory_gib": memory_gb / 2**30})
+        g = dataclasses.replace(g, memory_gb=memory_gb / 1e9, memory_gib=memory_gb / 2**30)
     policy = memory_policy(memory, gpu_memory_utilization, reserve_gb)
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight)
     from llm_cost.perf.ridge import default_compute_dtype

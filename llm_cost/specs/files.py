@@ -158,9 +158,9 @@ def _problem(err: dict[str, Any]) -> str:
     """``field LOC: RULE (got VALUE)`` for one pydantic error, the value shortened."""
     loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-")) or "(top level)"
     msg = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
+    if err["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
         msg = "unknown field (not part of the schema; check the spelling)"
-    elif err["type"] == "missing":
+    elif err["type"] in ("missing", "missing_keyword_argument"):
         msg = "required field is missing"
     elif "input" in err and err["type"] not in ("model_type",) and not isinstance(err["input"], (dict, list)):
         msg += f" (got {_short_repr(err['input'])})"

@@ -7,9 +7,9 @@ YAML is read with a safe loader only (:mod:`llm_cost.specs.files`).
 A shipped name is looked up in ``shipped.json`` (next to this module), an index of every shipped
 file with its names, a hash of its text and its validated content, so the common case reads one
 small JSON file instead of parsing every YAML file, and never imports PyYAML. That content was
-validated when the index was built, so it is turned back into a spec with ``model_construct``
-(:func:`_construct`) rather than validated again: validating would build the schemas' validators
-(the schema classes defer that build) and costs more than the rest of a command's start. A file whose text no
+validated when the index was built, so it is turned back into a spec directly (:func:`_construct`)
+rather than validated again: validating imports pydantic and builds its validators, which costs
+more than the rest of a command's start. A file whose text no
 longer matches its entry (a checkout edited since the index was built) or that the index lacks
 is read from its YAML as before. ``python scripts/build_index.py`` rebuilds the index; a test
 checks it is current. Every failure raises :class:`SpecError` whose
@@ -19,8 +19,8 @@ match; the CLI prints it and exits with code 2.
 
 from __future__ import annotations
 
-import hashlib
 import json
+import zlib
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,13 +65,15 @@ def gpu_names() -> list[str]:
 def _validate(path: Path, cls: type, data: dict[str, Any]) -> Any:
     from pydantic import ValidationError
 
+    from llm_cost.specs.declare import validated
+
     kind = "a GPU" if cls.__name__ == "HardwareSpec" else "a model"
     if kind == "a GPU" and "hidden_size" in data:
         raise WrongKind(f"{shown(path)}: this is a model spec, not a GPU spec (give it as MODEL, not --gpu)")
     if kind == "a model" and "dense_tflops" in data:
         raise WrongKind(f"{shown(path)}: this is a GPU spec, not a model spec (give it as --gpu, not MODEL)")
     try:
-        return cls.model_validate(data)
+        return validated(cls, data)
     except ValidationError as exc:
         raise SpecError(validation_message(path, exc)) from None
 
@@ -95,13 +97,16 @@ def _looks_like_path(text: str) -> bool:
 
 
 def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The CRC-32 of the file's bytes, in hex: the index detects an edited file, not a forged one,
+    and zlib is already loaded where hashlib's OpenSSL module takes 4 ms to import."""
+    return f"{zlib.crc32(path.read_bytes()):08x}"
 
 
 def build_index() -> dict[str, dict[str, dict[str, Any]]]:
     """The index of the shipped specs, from their YAML: per kind ("models", "hardware") and file
-    stem, the file name, the SHA-256 of its bytes, its lower-case aliases and its validated
-    content (``model_dump(mode="json")``, which validates back to the same spec)."""
+    stem, the file name, the CRC-32 of its bytes, its lower-case aliases and its validated
+    content (:func:`~llm_cost.specs.declare.to_data`, which validates back to the same spec)."""
+    from llm_cost.specs.declare import to_data
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
     index: dict[str, dict[str, dict[str, Any]]] = {}
@@ -109,42 +114,43 @@ def build_index() -> dict[str, dict[str, dict[str, Any]]]:
         index[kind] = {}
         for path in sorted(data_dir(kind).glob("*.yaml")):
             spec = _validate(path, cls, read_yaml(path))
-            index[kind][path.stem] = {"file": path.name, "sha256": _digest(path),
+            index[kind][path.stem] = {"file": path.name, "crc32": _digest(path),
                                       "aliases": [a.lower() for a in spec.aliases],
-                                      "spec": spec.model_dump(mode="json")}
+                                      "spec": to_data(spec)}
     return index
 
 
 def _construct(cls: type, data: dict[str, Any]) -> Any:
-    """``cls`` built without validation from ``data``, a ``model_dump(mode="json")`` of a valid
-    ``cls``: each nested object becomes the model class its field declares (of a union, the one
-    whose ``kind`` default matches). Only for the index's content, which was validated when it was
-    built; tests check it equals ``cls.model_validate(data)`` for every shipped spec."""
+    """``cls`` built without validation from ``data``, a :func:`~llm_cost.specs.declare.to_data`
+    of a valid ``cls``: each nested object becomes the spec class its field declares (of a union,
+    the one whose ``kind`` default matches). Only for the index's content, which was validated
+    when it was built; tests check it equals ``validated(cls, data)`` for every shipped spec."""
+    fields = cls.__dataclass_fields__
     values = {}
     for name, value in data.items():
         if isinstance(value, dict):
-            classes = _model_classes(cls.model_fields[name].annotation)
+            classes = _spec_classes(fields[name].type)
             if len(classes) > 1:
-                classes = [c for c in classes if c.model_fields["kind"].default == value["kind"]]
+                classes = [c for c in classes if c.__dataclass_fields__["kind"].default == value["kind"]]
             if classes:
                 value = _construct(classes[0], value)
         values[name] = value
-    return cls.model_construct(**values)
+    return cls(**values)
 
 
-def _model_classes(annotation: Any) -> list[type]:
-    """The pydantic model classes a field's annotation names (through Optional, Union, Annotated)."""
+def _spec_classes(annotation: Any) -> list[type]:
+    """The spec classes a field's annotation names (through Optional, Union, Annotated)."""
     from types import UnionType
     from typing import Annotated, Union, get_args, get_origin
 
-    from pydantic import BaseModel
+    from llm_cost.specs.declare import Spec
 
     origin = get_origin(annotation)
     if origin is Annotated:
-        return _model_classes(get_args(annotation)[0])
+        return _spec_classes(get_args(annotation)[0])
     if origin in (Union, UnionType):
-        return [c for arg in get_args(annotation) for c in _model_classes(arg)]
-    return [annotation] if isinstance(annotation, type) and issubclass(annotation, BaseModel) else []
+        return [c for arg in get_args(annotation) for c in _spec_classes(arg)]
+    return [annotation] if isinstance(annotation, type) and issubclass(annotation, Spec) else []
 
 
 @lru_cache(maxsize=None)
@@ -171,7 +177,7 @@ def _current(kind: str, stem: str) -> dict[str, Any] | None:
     was built; else None."""
     entry = _index(kind).get(stem)
     try:
-        return entry if entry is not None and _digest(data_dir(kind) / entry["file"]) == entry["sha256"] else None
+        return entry if entry is not None and _digest(data_dir(kind) / entry["file"]) == entry["crc32"] else None
     except OSError:
         return None
 

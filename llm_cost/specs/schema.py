@@ -1,4 +1,6 @@
-"""Validated schemas for model and GPU spec files (pydantic v2, unknown keys rejected).
+"""The schemas of model and GPU spec files: frozen dataclasses whose field types carry their
+bounds (:mod:`llm_cost.specs.declare`), validated by pydantic v2 when a file is read
+(:func:`llm_cost.specs.declare.validated`), unknown keys rejected.
 
 Field names follow the Hugging Face ``config.json`` names (``hidden_size``,
 ``num_attention_heads``, ``num_key_value_heads``, ``head_dim``, ``intermediate_size``,
@@ -21,14 +23,12 @@ GPU figures are bounded to physical ranges (1 GFLOP/s to 10^18 FLOP/s, 1 GB/s to
 so no ratio of them divides by zero or overflows.
 """
 
-
-
+import dataclasses
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
+from llm_cost.core.notes import Note, note
+from llm_cost.specs.declare import DISCRIMINATED, Bounds, Spec, spec, spec_field
 
 MAX_LAYERS = 10_000  #: decoder blocks, vision blocks, layer indices, list lengths per layer
 MAX_WIDTH = 2**20  #: hidden, FFN, head and latent widths (1,048,576)
@@ -42,7 +42,7 @@ MAX_TEXT = 4096  #: characters in a name, a note or a URL (a path may be this lo
 
 def _count(maximum: int, minimum: int = 1):  # noqa: ANN202 - an Annotated type
     """An integer in ``[minimum, maximum]``, given as an integer (not a float or a string)."""
-    return Annotated[int, Field(ge=minimum, le=maximum, strict=True)]
+    return Annotated[int, Bounds(ge=minimum, le=maximum, strict=True)]
 
 
 Small = _count(MAX_SMALL)
@@ -51,11 +51,11 @@ Layers = _count(MAX_LAYERS)
 Width = _count(MAX_WIDTH)
 Heads = _count(MAX_HEADS)
 Positions = _count(MAX_POSITIONS)
-PositiveFloat = Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
-Scale = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
-Text = Annotated[str, Field(max_length=MAX_TEXT)]
-Name = Annotated[str, Field(min_length=1, max_length=128)]
-Names = Annotated[list[Name], Field(max_length=64)]
+PositiveFloat = Annotated[float, Bounds(gt=0, le=1e6)]
+Scale = Annotated[float, Bounds(ge=-1e6, le=1e6)]
+Text = Annotated[str, Bounds(max_length=MAX_TEXT)]
+Name = Annotated[str, Bounds(min_length=1, max_length=128)]
+Names = Annotated[list[Name], Bounds(max_length=64)]
 
 LayerType = Literal["full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba2",
                     "mlp_only"]
@@ -66,23 +66,17 @@ CACHING_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 
 
-class _Strict(BaseModel):
-    """Unknown keys rejected, instances immutable. The validators are built on first validation
-    (``defer_build``), not at import: a shipped spec is rebuilt from the index without validation
-    (:mod:`llm_cost.specs.load`), so a command that reads only shipped specs never pays for them."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class Source(_Strict):
+@spec
+class Source(Spec):
     """Where a spec's numbers come from."""
 
-    url: Text = Field(description="The config.json or datasheet the values were read from.")
-    retrieved: Text = Field(description="When the copy was read (ISO date).")
-    note: Optional[Text] = Field(None, description="Anything a reader must know about the source.")
+    url: Text = spec_field(description="The config.json or datasheet the values were read from.")
+    retrieved: Text = spec_field(description="When the copy was read (ISO date).")
+    note: Optional[Text] = spec_field(None, description="Anything a reader must know about the source.")
 
 
-class GQAAttention(_Strict):
+@spec
+class GQAAttention(Spec):
     """Multi-head attention with n_kv key/value heads: MHA (n_kv = n_q), GQA, MQA (n_kv = 1).
 
     Per layer: W_Q [d, n_q*d_head], W_K and W_V [d, n_kv*d_head], W_O [n_q*d_head, d]
@@ -90,44 +84,44 @@ class GQAAttention(_Strict):
     """
 
     kind: Literal["gqa"] = "gqa"
-    num_attention_heads: Heads = Field(description="n_q, query heads.")
-    num_key_value_heads: Optional[Heads] = Field(
+    num_attention_heads: Heads = spec_field(description="n_q, query heads.")
+    num_key_value_heads: Optional[Heads] = spec_field(
         None, description="n_kv, key/value heads; defaults to num_attention_heads (MHA)."
     )
-    head_dim: Optional[Width] = Field(
+    head_dim: Optional[Width] = spec_field(
         None, description="d_head, elements per head; defaults to hidden_size / num_attention_heads."
     )
-    attention_bias: bool = Field(False, description="q, k and v projections carry biases.")
-    o_proj_bias: bool = Field(False, description="The output projection carries a bias.")
-    qk_norm: bool = Field(False, description="Per-head RMSNorm (d_head weights) on q and on k.")
-    qk_norm_width: Literal["head", "projection"] = Field(
+    attention_bias: bool = spec_field(False, description="q, k and v projections carry biases.")
+    o_proj_bias: bool = spec_field(False, description="The output projection carries a bias.")
+    qk_norm: bool = spec_field(False, description="Per-head RMSNorm (d_head weights) on q and on k.")
+    qk_norm_width: Literal["head", "projection"] = spec_field(
         "head", description="head: q_norm/k_norm have d_head weights (Qwen3, Gemma 3); projection: they span the "
         "whole q (n_q d_head) and k (n_kv d_head) projections (OLMo 2, OLMoE)."
     )
-    output_gate: bool = Field(
+    output_gate: bool = spec_field(
         False, description="Gated attention (Qwen3-Next): W_Q also emits a per-element output gate."
     )
-    sinks: bool = Field(False, description="One learned attention-sink logit per query head (gpt-oss).")
-    sliding_window: Optional[Positions] = Field(
+    sinks: bool = spec_field(False, description="One learned attention-sink logit per query head (gpt-oss).")
+    sliding_window: Optional[Positions] = spec_field(
         None, description="Window W in tokens of the sliding-attention layers (see layer_types)."
     )
-    attention_chunk_size: Optional[Positions] = Field(
+    attention_chunk_size: Optional[Positions] = spec_field(
         None, description="Chunk C of the chunked-attention layers (Llama 4): a token attends to the earlier tokens "
         "of its own C-token chunk, so the cache holds at most C tokens."
     )
 
-    @model_validator(mode="after")
-    def _heads_divide(self) -> "GQAAttention":
+    def _check(self) -> None:
         n_kv = self.num_key_value_heads
         if n_kv is not None and self.num_attention_heads % n_kv:
             raise ValueError(
                 f"num_attention_heads ({self.num_attention_heads}) must be a multiple of "
                 f"num_key_value_heads ({n_kv})"
             )
-        return self
 
 
-class MLAAttention(_Strict):
+
+@spec
+class MLAAttention(Spec):
     """Multi-head latent attention (DeepSeek-V2/V3).
 
     The cache holds the compressed latent c_KV (kv_lora_rank) and the decoupled RoPE key
@@ -136,28 +130,30 @@ class MLAAttention(_Strict):
     """
 
     kind: Literal["mla"] = "mla"
-    num_attention_heads: Heads = Field(description="n_h, attention heads.")
-    q_lora_rank: Optional[Width] = Field(
+    num_attention_heads: Heads = spec_field(description="n_h, attention heads.")
+    q_lora_rank: Optional[Width] = spec_field(
         None, description="Rank of the query down-projection; null means a full W_Q (DeepSeek-V2-Lite)."
     )
-    kv_lora_rank: Width = Field(description="d_c, width of the cached KV latent.")
-    qk_nope_head_dim: Width = Field(description="Per-head query/key width without RoPE.")
-    qk_rope_head_dim: Width = Field(description="Width of the decoupled RoPE query/key.")
-    v_head_dim: Width = Field(description="Per-head value width.")
-    attention_bias: bool = Field(False, description="Projections carry biases.")
+    kv_lora_rank: Width = spec_field(description="d_c, width of the cached KV latent.")
+    qk_nope_head_dim: Width = spec_field(description="Per-head query/key width without RoPE.")
+    qk_rope_head_dim: Width = spec_field(description="Width of the decoupled RoPE query/key.")
+    v_head_dim: Width = spec_field(description="Per-head value width.")
+    attention_bias: bool = spec_field(False, description="Projections carry biases.")
 
 
-class MLP(_Strict):
+@spec
+class MLP(Spec):
     """Dense feed-forward block. Gated (SwiGLU/GeGLU): gate, up [d, d_ff] and down [d_ff, d];
     plain (GELU): up [d, d_ff] and down [d_ff, d] (seed 002, SwiGLU)."""
 
-    intermediate_size: Width = Field(description="d_ff, the hidden width.")
-    gated: bool = Field(True, description="Three matrices (gate, up, down) instead of two.")
-    hidden_act: Text = Field("silu", description="Activation name as in config.json.")
-    mlp_bias: bool = Field(False, description="The projections carry biases.")
+    intermediate_size: Width = spec_field(description="d_ff, the hidden width.")
+    gated: bool = spec_field(True, description="Three matrices (gate, up, down) instead of two.")
+    hidden_act: Text = spec_field("silu", description="Activation name as in config.json.")
+    mlp_bias: bool = spec_field(False, description="The projections carry biases.")
 
 
-class MoE(_Strict):
+@spec
+class MoE(Spec):
     """Mixture-of-experts feed-forward (seed 003 §06).
 
     A MoE layer holds E routed experts (gated, width moe_intermediate_size), a router
@@ -167,45 +163,46 @@ class MoE(_Strict):
     and i is not in mlp_only_layers; other layers use the dense ``mlp``.
     """
 
-    num_experts: _count(MAX_EXPERTS) = Field(description="E, routed experts per MoE layer.")
-    num_experts_per_tok: _count(MAX_EXPERTS) = Field(description="k, routed experts per token.")
-    moe_intermediate_size: Width = Field(description="Hidden width of one routed expert.")
-    shared_expert_intermediate_size: _count(MAX_WIDTH, 0) = Field(
+    num_experts: _count(MAX_EXPERTS) = spec_field(description="E, routed experts per MoE layer.")
+    num_experts_per_tok: _count(MAX_EXPERTS) = spec_field(description="k, routed experts per token.")
+    moe_intermediate_size: Width = spec_field(description="Hidden width of one routed expert.")
+    shared_expert_intermediate_size: _count(MAX_WIDTH, 0) = spec_field(
         0, description="Total hidden width of the shared expert(s) (n_shared * width); 0 if none."
     )
-    shared_expert_gate: bool = Field(False, description="A sigmoid gate [d, 1] on the shared expert.")
-    router_bias: bool = Field(
+    shared_expert_gate: bool = spec_field(False, description="A sigmoid gate [d, 1] on the shared expert.")
+    router_bias: bool = spec_field(
         False, description="The router has E bias terms (DeepSeek-V3 correction bias, gpt-oss)."
     )
-    expert_bias: bool = Field(False, description="Each expert's projections carry biases (gpt-oss).")
-    first_k_dense_replace: LayerIndex = Field(0, description="The first k layers are dense.")
-    decoder_sparse_step: Layers = Field(1, description="Every n-th layer is MoE (Qwen-MoE).")
-    mlp_only_layers: Annotated[list[LayerIndex], Field(max_length=MAX_LAYERS)] = Field(default_factory=list, description="Dense layer indices.")
+    expert_bias: bool = spec_field(False, description="Each expert's projections carry biases (gpt-oss).")
+    first_k_dense_replace: LayerIndex = spec_field(0, description="The first k layers are dense.")
+    decoder_sparse_step: Layers = spec_field(1, description="Every n-th layer is MoE (Qwen-MoE).")
+    mlp_only_layers: Annotated[list[LayerIndex], Bounds(max_length=MAX_LAYERS)] = spec_field(default_factory=list, description="Dense layer indices.")
 
-    @model_validator(mode="after")
-    def _k_le_e(self) -> "MoE":
+    def _check(self) -> None:
         if self.num_experts_per_tok > self.num_experts:
             raise ValueError(
                 f"num_experts_per_tok (k = {self.num_experts_per_tok}) cannot exceed "
                 f"num_experts (E = {self.num_experts})"
             )
-        return self
 
 
-class LinearAttention(_Strict):
+
+@spec
+class LinearAttention(Spec):
     """Gated DeltaNet linear attention (Qwen3-Next): a fixed-size recurrent state instead of a
     KV cache. State per sequence per layer: n_v * d_k * d_v elements (seed 003 §05), plus a
     causal-conv state of conv_dim * (kernel - 1) elements."""
 
     kind: Literal["gated_deltanet"] = "gated_deltanet"
-    linear_num_key_heads: Heads = Field(description="n_k, key (and query) heads.")
-    linear_num_value_heads: Heads = Field(description="n_v, value heads.")
-    linear_key_head_dim: Width = Field(description="d_k per head.")
-    linear_value_head_dim: Width = Field(description="d_v per head.")
-    linear_conv_kernel_dim: Small = Field(description="Causal depthwise conv width.")
+    linear_num_key_heads: Heads = spec_field(description="n_k, key (and query) heads.")
+    linear_num_value_heads: Heads = spec_field(description="n_v, value heads.")
+    linear_key_head_dim: Width = spec_field(description="d_k per head.")
+    linear_value_head_dim: Width = spec_field(description="d_v per head.")
+    linear_conv_kernel_dim: Small = spec_field(description="Causal depthwise conv width.")
 
 
-class Mamba2(_Strict):
+@spec
+class Mamba2(Spec):
     """Mamba-2 mixer (transformers models/nemotron_h/modeling_nemotron_h.py NemotronHMamba2Mixer,
     models/granitemoehybrid/modeling_granitemoehybrid.py GraniteMoeHybridMambaLayer).
 
@@ -216,19 +213,18 @@ class Mamba2(_Strict):
     conv state of conv_dim x (k - 1)."""
 
     kind: Literal["mamba2"] = "mamba2"
-    num_heads: Heads = Field(description="H, SSM heads.")
-    head_dim: Width = Field(description="P, elements per head.")
-    state_size: Width = Field(description="N, SSM state per head element.")
-    n_groups: Heads = Field(1, description="G, groups sharing B and C.")
-    conv_kernel: Small = Field(4, description="k, causal depthwise conv width.")
-    conv_bias: bool = Field(True, description="The conv1d has a bias.")
-    proj_bias: bool = Field(False, description="in_proj and out_proj have biases.")
+    num_heads: Heads = spec_field(description="H, SSM heads.")
+    head_dim: Width = spec_field(description="P, elements per head.")
+    state_size: Width = spec_field(description="N, SSM state per head element.")
+    n_groups: Heads = spec_field(1, description="G, groups sharing B and C.")
+    conv_kernel: Small = spec_field(4, description="k, causal depthwise conv width.")
+    conv_bias: bool = spec_field(True, description="The conv1d has a bias.")
+    proj_bias: bool = spec_field(False, description="in_proj and out_proj have biases.")
 
-    @model_validator(mode="after")
-    def _groups(self) -> "Mamba2":
+    def _check(self) -> None:
         if self.num_heads % self.n_groups:
             raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of n_groups ({self.n_groups})")
-        return self
+
 
     @property
     def inner(self) -> int:
@@ -241,10 +237,11 @@ class Mamba2(_Strict):
         return self.inner + 2 * self.n_groups * self.state_size
 
 
-class RopeScaling(_Strict):
+@spec
+class RopeScaling(Spec):
     """RoPE scaling as in config.json ``rope_scaling`` (llama3, yarn, linear, dynamic, mrope)."""
 
-    rope_type: Text = Field(description="llama3, yarn, linear, dynamic, mrope, default.")
+    rope_type: Text = spec_field(description="llama3, yarn, linear, dynamic, mrope, default.")
     factor: Optional[PositiveFloat] = None
     original_max_position_embeddings: Optional[Positions] = None
     low_freq_factor: Optional[PositiveFloat] = None
@@ -253,41 +250,42 @@ class RopeScaling(_Strict):
     beta_slow: Optional[PositiveFloat] = None
     mscale: Optional[Scale] = None
     mscale_all_dim: Optional[Scale] = None
-    mrope_section: Optional[Annotated[list[Width], Field(max_length=64)]] = None
+    mrope_section: Optional[Annotated[list[Width], Bounds(max_length=64)]] = None
 
 
-class MTP(_Strict):
+@spec
+class MTP(Spec):
     """DeepSeek-V3 multi-token-prediction modules (seed 003 §07): per module two RMSNorms
     (d each), a projection eh_proj [2d, d], one decoder block and a head norm (d); the
     embedding and LM head are shared with the main model (the checkpoint stores copies)."""
 
-    num_nextn_predict_layers: Small = Field(description="D, the number of MTP modules.")
-    checkpoint_stores_shared: bool = Field(
+    num_nextn_predict_layers: Small = spec_field(description="D, the number of MTP modules.")
+    checkpoint_stores_shared: bool = spec_field(
         True, description="The checkpoint stores its own copy of the embedding and LM head."
     )
 
 
-class Vision(_Strict):
+@spec
+class Vision(Spec):
     """Qwen2-VL vision tower: a ViT over 14x14 (x2 frames) patches, then a 2x2 patch merger
     into the language model's width (seed 003 §09)."""
 
     kind: Literal["qwen2_vl"] = "qwen2_vl"
-    depth: Layers = Field(description="Transformer blocks.")
-    embed_dim: Width = Field(description="d_vit, block width.")
-    num_heads: Heads = Field(description="Attention heads.")
-    mlp_ratio: Small = Field(description="MLP width = mlp_ratio * embed_dim.")
-    in_chans: Small = Field(3, description="Input channels.")
-    patch_size: Small = Field(description="Spatial patch edge in pixels.")
-    spatial_merge_size: Small = Field(description="Patches merged per side into one token.")
-    temporal_patch_size: Small = Field(description="Frames per patch.")
-    hidden_act: Text = Field("quick_gelu", description="Activation name.")
-    out_hidden_size: Width = Field(description="Output width (the decoder's hidden_size).")
+    depth: Layers = spec_field(description="Transformer blocks.")
+    embed_dim: Width = spec_field(description="d_vit, block width.")
+    num_heads: Heads = spec_field(description="Attention heads.")
+    mlp_ratio: Small = spec_field(description="MLP width = mlp_ratio * embed_dim.")
+    in_chans: Small = spec_field(3, description="Input channels.")
+    patch_size: Small = spec_field(description="Spatial patch edge in pixels.")
+    spatial_merge_size: Small = spec_field(description="Patches merged per side into one token.")
+    temporal_patch_size: Small = spec_field(description="Frames per patch.")
+    hidden_act: Text = spec_field("quick_gelu", description="Activation name.")
+    out_hidden_size: Width = spec_field(description="Output width (the decoder's hidden_size).")
 
-    @model_validator(mode="after")
-    def _heads(self) -> "Vision":
+    def _check(self) -> None:
         if self.embed_dim % self.num_heads:
             raise ValueError(f"embed_dim ({self.embed_dim}) must be a multiple of num_heads ({self.num_heads})")
-        return self
+
 
 
 def _check_tower(hidden_size: int, heads: int, image_size: int, patch_size: int) -> None:
@@ -298,7 +296,8 @@ def _check_tower(hidden_size: int, heads: int, image_size: int, patch_size: int)
         raise ValueError(f"image_size ({image_size}) must be a multiple of patch_size ({patch_size})")
 
 
-class SiglipVision(_Strict):
+@spec
+class SiglipVision(Spec):
     """SigLIP vision tower and the Gemma 3 multimodal projector (transformers
     models/siglip/modeling_siglip.py SiglipVisionModel, models/gemma3/modeling_gemma3.py
     Gemma3MultiModalProjector).
@@ -309,22 +308,22 @@ class SiglipVision(_Strict):
     [e, d_text] matrix; the 4x4 average pool has no weights."""
 
     kind: Literal["siglip_gemma3"] = "siglip_gemma3"
-    hidden_size: Width = Field(description="e, tower width.")
-    intermediate_size: Width = Field(description="Tower MLP width.")
-    num_hidden_layers: Layers = Field(description="Tower blocks.")
-    num_attention_heads: Heads = Field(description="Tower attention heads.")
-    image_size: Positions = Field(description="Square input edge in pixels.")
-    patch_size: Small = Field(description="Patch edge in pixels.")
-    num_channels: Small = Field(3, description="Input channels.")
-    mm_tokens_per_image: Positions = Field(256, description="Soft tokens per image after pooling.")
+    hidden_size: Width = spec_field(description="e, tower width.")
+    intermediate_size: Width = spec_field(description="Tower MLP width.")
+    num_hidden_layers: Layers = spec_field(description="Tower blocks.")
+    num_attention_heads: Heads = spec_field(description="Tower attention heads.")
+    image_size: Positions = spec_field(description="Square input edge in pixels.")
+    patch_size: Small = spec_field(description="Patch edge in pixels.")
+    num_channels: Small = spec_field(3, description="Input channels.")
+    mm_tokens_per_image: Positions = spec_field(256, description="Soft tokens per image after pooling.")
 
-    @model_validator(mode="after")
-    def _shape(self) -> "SiglipVision":
+    def _check(self) -> None:
         _check_tower(self.hidden_size, self.num_attention_heads, self.image_size, self.patch_size)
-        return self
 
 
-class Llama4Vision(_Strict):
+
+@spec
+class Llama4Vision(Spec):
     """Llama 4 vision encoder, pixel-shuffle adapter and projector (transformers
     models/llama4/modeling_llama4.py Llama4VisionModel, Llama4MultiModalProjector).
 
@@ -348,13 +347,13 @@ class Llama4Vision(_Strict):
     vision_output_dim: Width
     multi_modal_projector_bias: bool = False
 
-    @model_validator(mode="after")
-    def _shape(self) -> "Llama4Vision":
+    def _check(self) -> None:
         _check_tower(self.hidden_size, self.num_attention_heads, self.image_size, self.patch_size)
-        return self
 
 
-class Qwen25Vision(_Strict):
+
+@spec
+class Qwen25Vision(Spec):
     """Qwen2.5-VL vision tower (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py,
     Qwen2_5_VisionTransformerPretrainedModel): Conv3d patch embedding without bias, ``depth`` blocks
     of RMSNorm, fused qkv with bias, proj with bias, RMSNorm and a gated MLP (gate/up/down with
@@ -373,7 +372,8 @@ class Qwen25Vision(_Strict):
     out_hidden_size: Width
 
 
-class Qwen3Vision(_Strict):
+@spec
+class Qwen3Vision(Spec):
     """Qwen3-VL vision tower (transformers models/qwen3_vl/modeling_qwen3_vl.py,
     Qwen3VLVisionModel): Conv3d patch embedding with bias, a learned position table
     [num_position_embeddings, e], ``depth`` blocks of LayerNorm, fused qkv with bias, proj with bias,
@@ -395,7 +395,8 @@ class Qwen3Vision(_Strict):
     deepstack_mergers: _count(MAX_SMALL, 0) = 0
 
 
-class PixtralVision(_Strict):
+@spec
+class PixtralVision(Spec):
     """Pixtral vision encoder and the Mistral 3 projector (transformers models/pixtral/modeling_pixtral.py
     PixtralVisionModel, models/mistral3/modeling_mistral3.py Mistral3MultiModalProjector).
 
@@ -416,60 +417,60 @@ class PixtralVision(_Strict):
     multimodal_projector_bias: bool = False
 
 
-class ModelSpec(_Strict):
+@spec
+class ModelSpec(Spec):
     """A decoder-only model: every field needed to enumerate its weight tensors exactly."""
 
-    name: Name = Field(description="Canonical lower-case name used on the command line.")
-    display_name: Text = Field(description="Human-readable name.")
-    aliases: Names = Field(default_factory=list, description="Other accepted names.")
-    model_type: Text = Field(description="Hugging Face model_type (llama, deepseek_v3, ...).")
+    name: Name = spec_field(description="Canonical lower-case name used on the command line.")
+    display_name: Text = spec_field(description="Human-readable name.")
+    aliases: Names = spec_field(default_factory=list, description="Other accepted names.")
+    model_type: Text = spec_field(description="Hugging Face model_type (llama, deepseek_v3, ...).")
     source: Source
-    vocab_size: _count(MAX_VOCAB) = Field(description="V, vocabulary size.")
-    hidden_size: Width = Field(description="d, residual width.")
-    num_hidden_layers: Layers = Field(description="L, decoder blocks.")
-    tie_word_embeddings: bool = Field(description="LM head shares the embedding matrix.")
-    lm_head_bias: bool = Field(False, description="The LM head has V bias terms (Phi-3.5-MoE).")
-    attention: Union[GQAAttention, MLAAttention] = Field(discriminator="kind")
-    mlp: Optional[MLP] = Field(None, description="Dense MLP; required unless every layer is MoE.")
+    vocab_size: _count(MAX_VOCAB) = spec_field(description="V, vocabulary size.")
+    hidden_size: Width = spec_field(description="d, residual width.")
+    num_hidden_layers: Layers = spec_field(description="L, decoder blocks.")
+    tie_word_embeddings: bool = spec_field(description="LM head shares the embedding matrix.")
+    lm_head_bias: bool = spec_field(False, description="The LM head has V bias terms (Phi-3.5-MoE).")
+    attention: Annotated[Union[GQAAttention, MLAAttention], DISCRIMINATED]
+    mlp: Optional[MLP] = spec_field(None, description="Dense MLP; required unless every layer is MoE.")
     moe: Optional[MoE] = None
     linear_attention: Optional[LinearAttention] = None
-    mamba: Optional[Mamba2] = Field(None, description="The Mamba-2 mixer of the mamba2 layers.")
-    mlp_layer_types: Optional[Annotated[list[MlpType], Field(max_length=MAX_LAYERS)]] = Field(
+    mamba: Optional[Mamba2] = spec_field(None, description="The Mamba-2 mixer of the mamba2 layers.")
+    mlp_layer_types: Optional[Annotated[list[MlpType], Bounds(max_length=MAX_LAYERS)]] = spec_field(
         None, description="Feed-forward kind per layer (overrides the MoE layer rule); none for mixer-only blocks."
     )
-    layer_types: Optional[Annotated[list[LayerType], Field(max_length=MAX_LAYERS)]] = Field(
+    layer_types: Optional[Annotated[list[LayerType], Bounds(max_length=MAX_LAYERS)]] = spec_field(
         None,
         description="Attention kind per layer; default: all sliding_attention if "
         "attention.sliding_window is set, else all full_attention.",
     )
-    norm_type: Literal["rmsnorm", "layernorm"] = Field(
+    norm_type: Literal["rmsnorm", "layernorm"] = spec_field(
         "rmsnorm", description="RMSNorm has d weights; LayerNorm d weights and d biases."
     )
-    norms_per_layer: Annotated[int, Field(ge=1, le=4, strict=True)] = Field(
+    norms_per_layer: Annotated[int, Bounds(ge=1, le=4, strict=True)] = spec_field(
         2, description="Norms in each block: 1 (parallel attention), 2 (pre-norm), 4 (Gemma 2/3)."
     )
-    position_embedding: Literal["rope", "learned", "none"] = Field(
+    position_embedding: Literal["rope", "learned", "none"] = spec_field(
         "rope", description="learned adds a [max_position_embeddings, d] table (GPT-2); none: no positions "
         "(NoPE, Nemotron-H and Granite 4.0-H attention)."
     )
-    max_position_embeddings: Positions = Field(description="Longest position the config allows.")
-    rope_theta: Optional[Annotated[float, Field(gt=1, le=1e15, allow_inf_nan=False)]] = Field(
+    max_position_embeddings: Positions = spec_field(description="Longest position the config allows.")
+    rope_theta: Optional[Annotated[float, Bounds(gt=1, le=1e15)]] = spec_field(
         None, description="RoPE base (above 1: each pair turns more slowly than the one before).")
-    partial_rotary_factor: Annotated[float, Field(gt=0, le=1)] = Field(
+    partial_rotary_factor: Annotated[float, Bounds(gt=0, le=1)] = spec_field(
         1.0, description="Share of head_dim that is rotated."
     )
     rope_scaling: Optional[RopeScaling] = None
     mtp: Optional[MTP] = None
     vision: Optional[Vision] = None
-    siglip_vision: Optional[SiglipVision] = Field(None, description="Gemma 3 SigLIP tower and projector.")
-    llama4_vision: Optional[Llama4Vision] = Field(None, description="Llama 4 vision encoder and projector.")
-    qwen25_vision: Optional[Qwen25Vision] = Field(None, description="Qwen2.5-VL vision tower and merger.")
-    qwen3_vision: Optional[Qwen3Vision] = Field(None, description="Qwen3-VL vision tower and mergers.")
-    pixtral_vision: Optional[PixtralVision] = Field(None, description="Pixtral encoder and Mistral 3 projector.")
-    torch_dtype: Dtype = Field("bf16", description="The checkpoint's weight dtype.")
+    siglip_vision: Optional[SiglipVision] = spec_field(None, description="Gemma 3 SigLIP tower and projector.")
+    llama4_vision: Optional[Llama4Vision] = spec_field(None, description="Llama 4 vision encoder and projector.")
+    qwen25_vision: Optional[Qwen25Vision] = spec_field(None, description="Qwen2.5-VL vision tower and merger.")
+    qwen3_vision: Optional[Qwen3Vision] = spec_field(None, description="Qwen3-VL vision tower and mergers.")
+    pixtral_vision: Optional[PixtralVision] = spec_field(None, description="Pixtral encoder and Mistral 3 projector.")
+    torch_dtype: Dtype = spec_field("bf16", description="The checkpoint's weight dtype.")
 
-    @model_validator(mode="after")
-    def _consistent(self) -> "ModelSpec":
+    def _check(self) -> None:
         att = self.attention
         L = self.num_hidden_layers
         if isinstance(att, GQAAttention) and att.head_dim is None and self.hidden_size % att.num_attention_heads:
@@ -518,7 +519,7 @@ class ModelSpec(_Strict):
                 raise ValueError("some layers are dense (first_k_dense_replace/mlp_only_layers) but mlp is not set")
         if self.position_embedding == "rope" and self.rope_theta is None:
             raise ValueError("rope_theta is required when position_embedding is rope")
-        return self
+
 
     def layer_type(self, i: int) -> str:
         """Attention kind of layer ``i`` (0-based)."""
@@ -566,7 +567,7 @@ class ModelSpec(_Strict):
             raise TypeError("with_kv_heads applies to GQA/MHA/MQA attention only")
         if att.num_attention_heads % n_kv:
             raise ValueError(f"{n_kv} KV heads do not divide {att.num_attention_heads} query heads")
-        return self.model_copy(update={"attention": att.model_copy(update={"num_key_value_heads": n_kv})})
+        return dataclasses.replace(self, attention=dataclasses.replace(att, num_key_value_heads=n_kv))
 
     @property
     def head_dim(self) -> int:
@@ -585,34 +586,36 @@ class ModelSpec(_Strict):
         return att.num_key_value_heads or att.num_attention_heads
 
 
-class Interconnect(_Strict):
+@spec
+class Interconnect(Spec):
     """GPU-to-GPU link within a node."""
 
-    type: Text = Field(description="NVLink 4, Infinity Fabric, none ...")
-    bandwidth_gb_s_per_direction: Annotated[float, Field(ge=0, le=1e5, allow_inf_nan=False)] = Field(
+    type: Text = spec_field(description="NVLink 4, Infinity Fabric, none ...")
+    bandwidth_gb_s_per_direction: Annotated[float, Bounds(ge=0, le=1e5)] = spec_field(
         description="Per-GPU bandwidth in one direction, 10^9 B/s (datasheets print the sum of both)."
     )
-    gpus_per_node: _count(2**16) = Field(description="GPUs joined by this link in one node/board.")
+    gpus_per_node: _count(2**16) = spec_field(description="GPUs joined by this link in one node/board.")
 
 
-class HardwareSpec(_Strict):
+@spec
+class HardwareSpec(Spec):
     """One accelerator's datasheet: dense peak throughput per dtype, memory, bandwidth, power."""
 
-    name: Name = Field(description="Canonical lower-case name used on the command line.")
+    name: Name = spec_field(description="Canonical lower-case name used on the command line.")
     display_name: Text
-    aliases: Names = Field(default_factory=list)
+    aliases: Names = spec_field(default_factory=list)
     vendor: Text
     architecture: Text
-    dense_tflops: dict[Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"], Annotated[float, Field(ge=1e-3, le=1e6, allow_inf_nan=False)]] = Field(
+    dense_tflops: dict[Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"], Annotated[float, Bounds(ge=1e-3, le=1e6)]] = spec_field(
         description="Peak dense tensor throughput, 10^12 FLOP/s (TOP/s for int), no sparsity."
     )
-    memory_gb: Annotated[float, Field(ge=1e-3, le=1e5, allow_inf_nan=False)] = Field(description="HBM/GDDR capacity, 10^9 bytes, as the datasheet prints it.")
-    memory_gib: Optional[Annotated[float, Field(ge=1e-3, le=1e5, allow_inf_nan=False)]] = Field(
+    memory_gb: Annotated[float, Bounds(ge=1e-3, le=1e5)] = spec_field(description="HBM/GDDR capacity, 10^9 bytes, as the datasheet prints it.")
+    memory_gib: Optional[Annotated[float, Bounds(ge=1e-3, le=1e5)]] = spec_field(
         default=None, description="Physical capacity, 2^30 bytes (an '80 GB' H100 holds 80 GiB): what a "
                                   "deployment gets. Absent: the datasheet's memory_gb read as 10^9 bytes.")
     memory_type: Text
-    memory_bandwidth_tb_s: Annotated[float, Field(ge=1e-3, le=1e3, allow_inf_nan=False)] = Field(description="Peak memory bandwidth, 10^12 B/s.")
-    tdp_w: Annotated[float, Field(ge=1, le=1e5, allow_inf_nan=False)] = Field(description="Board power limit, W.")
+    memory_bandwidth_tb_s: Annotated[float, Bounds(ge=1e-3, le=1e3)] = spec_field(description="Peak memory bandwidth, 10^12 B/s.")
+    tdp_w: Annotated[float, Bounds(ge=1, le=1e5)] = spec_field(description="Board power limit, W.")
     interconnect: Interconnect
     pcie_gen: _count(16)
     source: Source
@@ -622,8 +625,7 @@ class HardwareSpec(_Strict):
         """Capacity in bytes (memory_gb * 10^9, the datasheet's decimal gigabytes)."""
         return round(self.memory_gb * 10**9)
 
-    @model_validator(mode="after")
-    def _gib_matches_gb(self) -> "HardwareSpec":
+    def _check(self) -> None:
         """memory_gib and memory_gb describe one memory: GiB x 2^30 within 0.85-1.25x of GB x 10^9
         (an "80 GB" H100 holds 80 GiB = 1.07x; a typo such as 10 for 80 is refused)."""
         if self.memory_gib is not None:
@@ -631,7 +633,7 @@ class HardwareSpec(_Strict):
             if not 0.85 <= ratio <= 1.25:
                 raise ValueError(f"memory_gib {self.memory_gib:g} and memory_gb {self.memory_gb:g} disagree "
                                  f"({ratio:.2f}x); memory_gib is the physical capacity in 2^30 B, about memory_gb")
-        return self
+
 
     @property
     def capacity_bytes(self) -> int:

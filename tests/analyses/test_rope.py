@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -186,7 +187,7 @@ def test_model_overrides():
 
 
 def test_learned_positions_have_no_rope():
-    spec = load_model("llama3-8b").model_copy(update={"position_embedding": "learned"})
+    spec = dataclasses.replace(load_model("llama3-8b"), position_embedding="learned")
     with pytest.raises(InputError, match="not RoPE"):
         rope_for_model(spec)
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from llm_cost.specs.declare import validated
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.model.params import count_params
 from llm_cost.specs.schema import ModelSpec
 
 
 def llama_like(d_head=128, n_q=32, n_kv=8, L=32, d_ff=14336, V=128256, tied=False, window=None):
-    return ModelSpec.model_validate({
+    return validated(ModelSpec, {
         "name": "t", "display_name": "t", "model_type": "llama",
         "source": {"url": "test", "retrieved": "2026-11-29"},
         "vocab_size": V, "hidden_size": n_q * d_head, "num_hidden_layers": L,

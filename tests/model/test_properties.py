@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from llm_cost.specs.declare import validated
 from llm_cost.workload.flops import forward_flops
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.specs.load import load_gpu
@@ -65,7 +66,7 @@ def specs(draw):
             spec["mlp"] = {"intermediate_size": draw(st.integers(1, 8192))}
     else:
         spec["mlp"] = {"intermediate_size": draw(st.integers(1, 8192)), "gated": draw(st.booleans())}
-    return ModelSpec.model_validate(spec)
+    return validated(ModelSpec, spec)
 
 
 SETTINGS = dict(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -115,7 +116,7 @@ def test_ten_trillion_parameter_spec_is_exact():
     """d = 65,536, L = 200, d_ff = 4d gated, V = 256,000, MHA: N = L(4d^2 + 3 d d_ff + 2d) + 2Vd + d
     = 200 (4 x 65,536^2 + 12 x 65,536^2 + 131,072) + 2 x 256,000 x 65,536 + 65,536."""
     d, L, V = 65_536, 200, 256_000
-    spec = ModelSpec.model_validate({
+    spec = validated(ModelSpec, {
         "name": "t", "display_name": "t", "model_type": "llama", "source": {"url": "x", "retrieved": "x"},
         "vocab_size": V, "hidden_size": d, "num_hidden_layers": L, "tie_word_embeddings": False,
         "attention": {"kind": "gqa", "num_attention_heads": 512}, "mlp": {"intermediate_size": 4 * d},

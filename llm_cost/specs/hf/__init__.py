@@ -142,11 +142,11 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None,
         note.append("Notes: " + "; ".join(notes) + ".")
     spec_name = name or _name_from(source)
     try:
-        spec = ModelSpec(
+        spec = ModelSpec.checked(
             name=spec_name,
             display_name=shown or _stem_of(source),
             model_type=family,
-            source=Source(url=source, retrieved=date.today().isoformat(), note=" ".join(note)),
+            source=Source.checked(url=source, retrieved=date.today().isoformat(), note=" ".join(note)),
             **fields,
         )
     except ValidationError as exc:
@@ -230,16 +230,18 @@ def defaults_used(name_or_path: str) -> Optional[list[str]]:
 
 def spec_to_yaml(spec) -> str:
     """Our YAML spec text for ``spec``: fields that differ from the schema defaults, plus the
-    discriminators; ``ModelSpec.model_validate(yaml.safe_load(text)) == spec``."""
+    discriminators; ``validated(ModelSpec, yaml.safe_load(text)) == spec``."""
     import yaml
 
-    data = spec.model_dump(mode="json", exclude_defaults=True)
+    from llm_cost.specs.declare import field_names, to_data
+
+    data = to_data(spec, exclude_defaults=True)
     for key in ("attention", "linear_attention", "vision"):
         part = getattr(spec, key)
         if part is not None:
             data[key] = {"kind": part.kind, **{k: v for k, v in data.get(key, {}).items() if k != "kind"}}
     data["torch_dtype"] = spec.torch_dtype
-    order = list(type(spec).model_fields)
+    order = field_names(type(spec))
     data = {k: data[k] for k in order if k in data}
     class Dumper(yaml.SafeDumper):
         """Mappings in block style, lists in flow style (as the shipped specs are written)."""

@@ -236,6 +236,7 @@ def _rope(c: _Config, fam: _Family) -> dict[str, Any]:
     """rope_theta, rope_scaling and partial_rotary_factor, from the classic keys or ``rope_parameters``."""
     from pydantic import ValidationError
 
+    from llm_cost.specs.declare import field_names
     from llm_cost.specs.schema import RopeScaling
 
     params = c.dict("rope_parameters") or {}
@@ -277,13 +278,13 @@ def _rope(c: _Config, fam: _Family) -> dict[str, Any]:
         if rope_type == "default" and scaling.get("mrope_section"):
             rope_type = "mrope"
         if rope_type != "default":
-            known = set(RopeScaling.model_fields) - {"rope_type"}
+            known = set(field_names(RopeScaling)) - {"rope_type"}
             kept = {k: v for k, v in scaling.items() if k in known and v is not None}
             dropped = sorted(k for k in scaling if k not in known | {"rope_type", "type"})
             if dropped:
                 c.notes.append(f"rope_scaling keys not modelled (no effect on counts): {', '.join(dropped)}")
             try:
-                out["rope_scaling"] = RopeScaling(rope_type=rope_type, **kept)
+                out["rope_scaling"] = RopeScaling.checked(rope_type=rope_type, **kept)
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])
@@ -337,7 +338,7 @@ def _heads(c: _Config, d: int, fam: _Family) -> tuple[int, int, Optional[int]]:
 def _gqa(n_q: int, n_kv: int, head_dim: Optional[int], **kw: Any):
     from llm_cost.specs.schema import GQAAttention
 
-    return GQAAttention(num_attention_heads=n_q, num_key_value_heads=n_kv, head_dim=head_dim, **kw)
+    return GQAAttention.checked(num_attention_heads=n_q, num_key_value_heads=n_kv, head_dim=head_dim, **kw)
 
 
 def _layer_types(c: _Config, L: int, allowed: tuple[str, ...]) -> Optional[list[str]]:
@@ -391,7 +392,7 @@ def _mlp(c: _Config, **kw: Any):
     """The dense gated MLP of width ``intermediate_size``."""
     from llm_cost.specs.schema import MLP
 
-    return MLP(intermediate_size=c.int("intermediate_size"), hidden_act=c.str("hidden_act", "silu"), **kw)
+    return MLP.checked(intermediate_size=c.int("intermediate_size"), hidden_act=c.str("hidden_act", "silu"), **kw)
 
 
 # -- families ---------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def _mixtral(c: _Config, fam: _Family) -> dict[str, Any]:
     window = _place_layers(c, out, types, window)
     out["attention"] = _gqa(n_q, n_kv, hd, sliding_window=window)
     c.ignore("hidden_act")
-    out["moe"] = MoE(num_experts=c.int("num_local_experts", 8), num_experts_per_tok=c.int("num_experts_per_tok", 2),
+    out["moe"] = MoE.checked(num_experts=c.int("num_local_experts", 8), num_experts_per_tok=c.int("num_experts_per_tok", 2),
                      moe_intermediate_size=c.int("intermediate_size"))
     return out
 
@@ -107,7 +107,7 @@ def _qwen(c: _Config, fam: _Family) -> dict[str, Any]:
         only = c.int_list("mlp_only_layers", [])
         c.ignore("norm_topk_prob", "router_aux_loss_coef", "output_router_logits")
         if E:
-            out["moe"] = MoE(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", moe_defaults[1]),
+            out["moe"] = MoE.checked(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", moe_defaults[1]),
                              moe_intermediate_size=c.int("moe_intermediate_size", moe_defaults[2]),
                              decoder_sparse_step=step, mlp_only_layers=sorted(set(only)), **moe_kw)
         dense = (not E) or any(i in only or (i + 1) % step for i in range(L))
@@ -153,7 +153,7 @@ def _qwen2_vl(c: _Config, fam: _Family) -> dict[str, Any]:
         raise v.error("hidden_size", f"({kw['out_hidden_size']}) must equal the language model's hidden_size "
                                      f"({out['hidden_size']})")
     try:
-        out["vision"] = Vision(**kw)
+        out["vision"] = Vision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
     return out
@@ -182,7 +182,7 @@ def _qwen3_next(c: _Config, fam: _Family) -> dict[str, Any]:
     out["layer_types"] = types
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True, output_gate=True)
     if "linear_attention" in types:
-        out["linear_attention"] = LinearAttention(
+        out["linear_attention"] = LinearAttention.checked(
             linear_num_key_heads=c.int("linear_num_key_heads", 16),
             linear_num_value_heads=c.int("linear_num_value_heads", 32),
             linear_key_head_dim=c.int("linear_key_head_dim", 128),
@@ -198,7 +198,7 @@ def _qwen3_next(c: _Config, fam: _Family) -> dict[str, Any]:
         if shared == 0:
             raise c.error("shared_expert_intermediate_size",
                           "= 0 leaves the always-present shared_expert_gate [1, d] that the spec cannot place")
-        out["moe"] = MoE(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 10),
+        out["moe"] = MoE.checked(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 10),
                          moe_intermediate_size=c.int("moe_intermediate_size", 512),
                          shared_expert_intermediate_size=shared, shared_expert_gate=True,
                          decoder_sparse_step=step, mlp_only_layers=sorted(set(only)))
@@ -215,7 +215,7 @@ def _qwen3_next(c: _Config, fam: _Family) -> dict[str, Any]:
         raise c.error("mtp_num_hidden_layers", f"= {n_mtp}: one fc with several MTP layers cannot be placed "
                                                "(the spec models one module per layer)")
     if n_mtp:
-        out["mtp"] = MTP(num_nextn_predict_layers=n_mtp, checkpoint_stores_shared=False)
+        out["mtp"] = MTP.checked(num_nextn_predict_layers=n_mtp, checkpoint_stores_shared=False)
     return out
 
 
@@ -234,7 +234,7 @@ def _deepseek(c: _Config, fam: _Family) -> dict[str, Any]:
     L = out["num_hidden_layers"]
     n = c.int("num_attention_heads")
     c.ignore("num_key_value_heads", "head_dim", "rope_interleave")  # MLA: K/V heads = n_h; head_dim derived
-    out["attention"] = MLAAttention(
+    out["attention"] = MLAAttention.checked(
         num_attention_heads=n,
         q_lora_rank=c.int_or_null("q_lora_rank", 1536),
         kv_lora_rank=c.int("kv_lora_rank", 512),
@@ -254,7 +254,7 @@ def _deepseek(c: _Config, fam: _Family) -> dict[str, Any]:
         width = c.int("moe_intermediate_size", 2048 if v3 else 1407)
         moe_layers = [i for i in range(L) if i >= first_k and i % freq == 0]
         only = [i for i in range(first_k, L) if i not in moe_layers]
-        out["moe"] = MoE(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 8 if v3 else _REQUIRED),
+        out["moe"] = MoE.checked(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 8 if v3 else _REQUIRED),
                          moe_intermediate_size=width, shared_expert_intermediate_size=shared * width,
                          router_bias=topk == "noaux_tc", first_k_dense_replace=min(first_k, L), mlp_only_layers=only)
         dense = len(moe_layers) < L
@@ -268,7 +268,7 @@ def _deepseek(c: _Config, fam: _Family) -> dict[str, Any]:
     if "num_nextn_predict_layers" in c.data:
         mtp = c.int("num_nextn_predict_layers", 0, minimum=0)
         if mtp:
-            out["mtp"] = MTP(num_nextn_predict_layers=mtp)
+            out["mtp"] = MTP.checked(num_nextn_predict_layers=mtp)
     return out
 
 
@@ -304,7 +304,7 @@ def _gemma(c: _Config, fam: _Family) -> dict[str, Any]:
     c.ignore("hidden_act", "hidden_activation")
     from llm_cost.specs.schema import MLP
 
-    out["mlp"] = MLP(intermediate_size=c.int("intermediate_size"),
+    out["mlp"] = MLP.checked(intermediate_size=c.int("intermediate_size"),
                      hidden_act=c.str(act_key, "gelu_pytorch_tanh"))
     return out
 
@@ -330,7 +330,7 @@ def _gpt2(c: _Config, fam: _Family) -> dict[str, Any]:
     out["norm_type"] = "layernorm"
     out["attention"] = _gqa(n_q, n_q, None, attention_bias=True, o_proj_bias=True)
     width = c.int("n_inner", 4 * d, why="absent or null; 4 x n_embd")
-    out["mlp"] = MLP(intermediate_size=width, gated=False, mlp_bias=True,
+    out["mlp"] = MLP.checked(intermediate_size=width, gated=False, mlp_bias=True,
                      hidden_act=c.str("activation_function", "gelu_new"))
     return out
 
@@ -386,7 +386,7 @@ def _falcon(c: _Config, fam: _Family) -> dict[str, Any]:
     out["norms_per_layer"] = n_ln
     out["attention"] = _gqa(n_q, n_kv, None, attention_bias=bias, o_proj_bias=bias)
     width = c.int("ffn_hidden_size", 4 * d, why="absent; 4 x hidden_size")
-    out["mlp"] = MLP(intermediate_size=width, gated=False, mlp_bias=bias, hidden_act=c.str("activation", "gelu"))
+    out["mlp"] = MLP.checked(intermediate_size=width, gated=False, mlp_bias=bias, hidden_act=c.str("activation", "gelu"))
     c.ignore("apply_residual_connection_post_layernorm")
     if legacy:
         c.notes.append(f"legacy model_type {c.data.get('model_type')!r} read as falcon")
@@ -412,7 +412,7 @@ def _gpt_oss(c: _Config, fam: _Family) -> dict[str, Any]:
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sinks=True, sliding_window=window)
     k = c.int(c.alias("num_experts_per_tok", "experts_per_token"), 4)
     c.ignore("hidden_act", "swiglu_limit", "router_aux_loss_coef", "output_router_logits", "initial_context_length")
-    out["moe"] = MoE(num_experts=c.int("num_local_experts", 128), num_experts_per_tok=k,
+    out["moe"] = MoE.checked(num_experts=c.int("num_local_experts", 128), num_experts_per_tok=k,
                      moe_intermediate_size=c.int("intermediate_size"), router_bias=True, expert_bias=True)
     return out
 
@@ -455,7 +455,7 @@ def _gemma3_vlm(c: _Config, fam: _Family) -> dict[str, Any]:
     v.check_unplaced(_VISION_SHAPE_KEYS | {"projection_dim", "embed_dim", "depth"})
     c.ignore("boi_token_index", "eoi_token_index", "image_token_index", "initializer_range")
     try:
-        out["siglip_vision"] = SiglipVision(**kw)
+        out["siglip_vision"] = SiglipVision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
     side = kw["image_size"] // kw["patch_size"]
@@ -508,7 +508,7 @@ def _glm4_moe(c: _Config, fam: _Family) -> dict[str, Any]:
     width = c.int("moe_intermediate_size", 1408)
     shared = c.int("n_shared_experts", 1, minimum=0)
     c.ignore("n_group", "topk_group", "routed_scaling_factor", "norm_topk_prob", "topk_method", "scoring_func")
-    out["moe"] = MoE(num_experts=c.int("n_routed_experts", 128), num_experts_per_tok=c.int("num_experts_per_tok", 8),
+    out["moe"] = MoE.checked(num_experts=c.int("n_routed_experts", 128), num_experts_per_tok=c.int("num_experts_per_tok", 8),
                      moe_intermediate_size=width, shared_expert_intermediate_size=shared * width, router_bias=True,
                      first_k_dense_replace=min(first_k, L))
     if first_k:
@@ -517,7 +517,7 @@ def _glm4_moe(c: _Config, fam: _Family) -> dict[str, Any]:
         c.ignore("intermediate_size", "hidden_act")
     mtp = c.int("num_nextn_predict_layers", 0, minimum=0) if c.has("num_nextn_predict_layers") else 0
     if mtp:
-        out["mtp"] = MTP(num_nextn_predict_layers=mtp)
+        out["mtp"] = MTP.checked(num_nextn_predict_layers=mtp)
     return out
 
 
@@ -528,7 +528,7 @@ def _mamba2_spec(c: _Config, *, heads: str, head_dim: Any, state: str, groups: s
     from llm_cost.specs.schema import Mamba2
 
     n_heads = c.int(heads, defaults[0])
-    return Mamba2(num_heads=n_heads, head_dim=head_dim(n_heads) if callable(head_dim) else c.int(head_dim),
+    return Mamba2.checked(num_heads=n_heads, head_dim=head_dim(n_heads) if callable(head_dim) else c.int(head_dim),
                   state_size=c.int(c.alias(*state.split("|")), defaults[1]),
                   n_groups=c.int(c.alias(*groups.split("|")), defaults[2]),
                   conv_kernel=c.int(c.alias(*kernel.split("|")), defaults[3]), conv_bias=conv_bias,
@@ -572,7 +572,7 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
                                 kernel="conv_kernel|mamba_d_conv", conv_bias=c.bool("use_conv_bias", True),
                                 proj_bias=proj_bias, defaults=(128, 128, 8, 4))
     act = c.str(c.alias("mlp_hidden_act", "hidden_act"), "relu2")
-    out["mlp"] = MLP(intermediate_size=c.int("intermediate_size"), gated=False, hidden_act=act,
+    out["mlp"] = MLP.checked(intermediate_size=c.int("intermediate_size"), gated=False, hidden_act=act,
                      mlp_bias=c.bool("mlp_bias", False))
     return out
 
@@ -632,13 +632,13 @@ def _granitemoehybrid(c: _Config, fam: _Family) -> dict[str, Any]:
     shared = c.int("shared_intermediate_size", 1024, minimum=0)
     act = c.str("hidden_act", "silu")
     if E:
-        out["moe"] = MoE(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 2),
+        out["moe"] = MoE.checked(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 2),
                          moe_intermediate_size=c.int("intermediate_size"), shared_expert_intermediate_size=shared)
     else:
         c.ignore("intermediate_size", "num_experts_per_tok")
         if not shared:
             raise c.error("shared_intermediate_size", "= 0 with no experts leaves the blocks without a feed-forward")
-        out["mlp"] = MLP(intermediate_size=shared, hidden_act=act)
+        out["mlp"] = MLP.checked(intermediate_size=shared, hidden_act=act)
     return out
 
 
@@ -679,7 +679,7 @@ def _minimax_m2(c: _Config, fam: _Family) -> dict[str, Any]:
     c.ignore("scoring_func", "norm_topk_prob", "router_jitter_noise", "use_mtp", "num_mtp_modules",
              "mtp_transformer_layers", "hidden_act", "router_aux_loss_coef", "output_router_logits", "swa_rope_theta",
              "layernorm_full_attention_beta", "layernorm_mlp_beta", "layernorm_linear_attention_beta")
-    out["moe"] = MoE(num_experts=c.int("num_local_experts", 256), num_experts_per_tok=c.int("num_experts_per_tok", 8),
+    out["moe"] = MoE.checked(num_experts=c.int("num_local_experts", 256), num_experts_per_tok=c.int("num_experts_per_tok", 8),
                      moe_intermediate_size=c.int("intermediate_size"),
                      router_bias=c.bool("use_routing_bias", True))
     c.notes.append("MTP modules (num_mtp_modules) are not stored in the checkpoint and not counted")
@@ -734,11 +734,11 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
     width = c.int("intermediate_size", 8192)
     out["mlp_layer_types"] = ["moe" if i in moe_layers else "dense" for i in range(L)]
     if moe_layers:
-        out["moe"] = MoE(num_experts=c.int("num_local_experts", 16), num_experts_per_tok=c.int("num_experts_per_tok", 1),
+        out["moe"] = MoE.checked(num_experts=c.int("num_local_experts", 16), num_experts_per_tok=c.int("num_experts_per_tok", 1),
                          moe_intermediate_size=width, shared_expert_intermediate_size=width)
     act = c.str("hidden_act", "silu")
     if len(moe_layers) < L:
-        out["mlp"] = MLP(intermediate_size=c.int("intermediate_size_mlp", 16384), hidden_act=act)
+        out["mlp"] = MLP.checked(intermediate_size=c.int("intermediate_size_mlp", 16384), hidden_act=act)
     else:
         c.ignore("intermediate_size_mlp")
     if c.family == "llama4":
@@ -770,7 +770,7 @@ def _llama4_vision(c: _Config):
     v.check_unplaced(_VISION_SHAPE_KEYS)
     c.ignore("boi_token_index", "eoi_token_index", "image_token_index")
     try:
-        return Llama4Vision(**kw)
+        return Llama4Vision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
 
@@ -788,7 +788,7 @@ def _olmoe(c: _Config, fam: _Family) -> dict[str, Any]:
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True,
                             qk_norm_width="projection")
     c.ignore("clip_qkv", "norm_topk_prob", "router_aux_loss_coef", "output_router_logits", "hidden_act")
-    out["moe"] = MoE(num_experts=c.int("num_experts", 64), num_experts_per_tok=c.int("num_experts_per_tok", 8),
+    out["moe"] = MoE.checked(num_experts=c.int("num_experts", 64), num_experts_per_tok=c.int("num_experts_per_tok", 8),
                      moe_intermediate_size=c.int("intermediate_size"))
     return out
 
@@ -849,7 +849,7 @@ def _qwen2_5_vl(c: _Config, fam: _Family) -> dict[str, Any]:
                                          f"({out['hidden_size']})")
     c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id", "vision_token_id")
     try:
-        out["qwen25_vision"] = Qwen25Vision(**kw)
+        out["qwen25_vision"] = Qwen25Vision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
     return out
@@ -869,7 +869,7 @@ def _granitemoe(c: _Config, fam: _Family) -> dict[str, Any]:
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
     c.ignore("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling", "hidden_act",
              "router_aux_loss_coef", "output_router_logits")
-    out["moe"] = MoE(num_experts=c.int("num_local_experts", 8), num_experts_per_tok=c.int("num_experts_per_tok", 2),
+    out["moe"] = MoE.checked(num_experts=c.int("num_local_experts", 8), num_experts_per_tok=c.int("num_experts_per_tok", 2),
                      moe_intermediate_size=c.int("intermediate_size"))
     return out
 
@@ -893,7 +893,7 @@ def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
     out["lm_head_bias"] = c.bool("lm_head_bias", False)
     c.ignore("router_jitter_noise", "input_jitter_noise", "router_aux_loss_coef", "output_router_logits",
              "hidden_act")
-    out["moe"] = MoE(num_experts=c.int("num_local_experts", 16), num_experts_per_tok=c.int("num_experts_per_tok", 2),
+    out["moe"] = MoE.checked(num_experts=c.int("num_local_experts", 16), num_experts_per_tok=c.int("num_experts_per_tok", 2),
                      moe_intermediate_size=c.int("intermediate_size"))
     return out
 
@@ -926,7 +926,7 @@ def _qwen3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
                                          f"({out['hidden_size']})")
     c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
     try:
-        out["qwen3_vision"] = Qwen3Vision(**kw)
+        out["qwen3_vision"] = Qwen3Vision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
     return out
@@ -961,7 +961,7 @@ def _mistral3(c: _Config, fam: _Family) -> dict[str, Any]:
     v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size"})
     c.ignore("image_token_index", "projector_hidden_act", "vision_feature_layer", "vision_feature_select_strategy")
     try:
-        out["pixtral_vision"] = PixtralVision(**kw)
+        out["pixtral_vision"] = PixtralVision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
     return out
