@@ -212,8 +212,12 @@ def load_model(name_or_path: str) -> "ModelSpec":
     """A shipped model by name or alias, a YAML spec file, a Hugging Face config.json (or a
     folder holding one, see :mod:`llm_cost.specs.hf`), or a Hub id ``org/name[@revision]`` that is
     not an existing path (see :mod:`llm_cost.specs.hub`); SpecError if none works."""
-    from llm_cost.specs import hub
     from llm_cost.specs.schema import ModelSpec
+
+    # A shipped name first: it has no "/", so it is never a Hub id, and it skips the Hub module.
+    if not _looks_like_path(name_or_path) and (shipped := _shipped("models", name_or_path)) is not None:
+        return _construct(ModelSpec, shipped)
+    from llm_cost.specs import hub
 
     if hub.is_hub_id(name_or_path):
         return hub.load_hub_model(name_or_path)
@@ -221,8 +225,6 @@ def load_model(name_or_path: str) -> "ModelSpec":
         from llm_cost.specs.gguf import load_gguf  # lazy: only GGUF models pay for the gguf import
 
         return load_gguf(Path(name_or_path))[0]
-    if not _looks_like_path(name_or_path) and (shipped := _shipped("models", name_or_path)) is not None:
-        return _construct(ModelSpec, shipped)
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("models", name_or_path, "model")
     if path.suffix.lower() == ".json" or (path.is_dir() and path.suffix.lower() not in (".yaml", ".yml")):
         from llm_cost.specs.hf import load_hf_config  # lazy: only config.json models pay for the import
