@@ -65,7 +65,7 @@ class ParamsResult(Result):
     conventions: list[Note] = field(default_factory=list)
     layout: Layout | None = None  # when --tp/--pp/--ep/--dp were given
     per_gpu: PerGPU | None = None  # weights per GPU by pipeline stage
-    checkpoint: Result | None = None  # a checkpoint's stored vs described tensors (analyses.checkpoint)
+    checkpoint: Result | None = None  # a checkpoint's stored vs described tensors (analyses.checkpoint_roles)
 
 
 def _label(spec: ModelSpec, group: str) -> str:
