@@ -28,13 +28,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.specs.schema import CACHING_LAYER_TYPES, GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.units import to_bytes
-from llm_cost.model.layout import Layout, PerGPU, per_gpu
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
+
+if TYPE_CHECKING:  # imported by kv_cache only for a layout: it and the tensor structure cost a cold start 4 ms
+    from llm_cost.model.layout import Layout, PerGPU
 
 __all__ = ["KVLayerKind", "KVAtContext", "KVResult", "kv_cache", "kv_bytes_per_token", "kv_bytes"]
 
@@ -225,7 +228,11 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
     if window:
         conventions.append(note("kv.window", window=window))
     conventions += spec.context_note(contexts)
-    shards = per_gpu(spec, layout, 16, bits) if layout is not None else None
+    shards = None
+    if layout is not None:
+        from llm_cost.model.layout import per_gpu
+
+        shards = per_gpu(spec, layout, 16, bits)
     return KVResult(
         model=spec.name,
         kv_dtype=kv_dtype,

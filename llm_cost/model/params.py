@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.types import Dtype
-from llm_cost.model.layout import Layout, PerGPU, per_gpu
 from llm_cost.model.structure import GROUPS, Structure, build
 from llm_cost.core.units import exact_bits, to_bytes
+
+if TYPE_CHECKING:  # imported by count_params only for a layout: its module costs a cold start about 2 ms
+    from llm_cost.model.layout import Layout, PerGPU
 
 __all__ = ["BreakdownRow", "ParamsResult", "count_params"]
 
@@ -62,7 +65,7 @@ class ParamsResult(Result):
     conventions: list[Note] = field(default_factory=list)
     layout: Layout | None = None  # when --tp/--pp/--ep/--dp were given
     per_gpu: PerGPU | None = None  # weights per GPU by pipeline stage
-    checkpoint: Result | None = None  # a checkpoint's stored vs described tensors (analyses.checkpoint)
+    checkpoint: Result | None = None  # a checkpoint's stored vs described tensors (analyses.checkpoint_roles)
 
 
 def _label(spec: ModelSpec, group: str) -> str:
@@ -151,6 +154,8 @@ def count_params(spec: ModelSpec, bits: int | float | Fraction | None = None, dt
         conventions.append(note("params.active"))
     if spec.mtp is not None:
         conventions.append(note("params.mtp"))
+    if layout is not None:
+        from llm_cost.model.layout import per_gpu
     return ParamsResult(
         model=spec.name,
         dtype=dtype,
