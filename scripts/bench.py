@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 COMMANDS = [
     "params llama3-8b",
@@ -61,10 +62,19 @@ def _ratio(argv: list[str], runs: int) -> tuple[float, float, float, float]:
     return wall, base_wall, wall / base_wall, cpu / base_cpu
 
 
+def _installed_exe() -> str:
+    """The ``llm-cost`` script installed beside this interpreter (the environment the baseline
+    runs in), else the first on PATH. A version manager's shim on PATH (pyenv's is a shell script
+    that runs ``pyenv exec``) would add its own start-up, tens of ms, to every run."""
+    beside = Path(sys.executable).with_name("llm-cost")
+    return str(beside) if beside.is_file() else shutil.which("llm-cost") or "llm-cost"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--exe", default=shutil.which("llm-cost") or "llm-cost")
+    parser.add_argument("--exe", default=_installed_exe(),
+                        help="the llm-cost to time (default: the one installed beside this Python)")
     args = parser.parse_args()
     _timed([args.exe, "--help"])  # warm the file cache and the bytecode
     worst = 0.0

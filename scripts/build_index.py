@@ -1,20 +1,22 @@
-"""Rebuild ``llm_cost/specs/shipped.json``, the index of the shipped specs (names, hashes and
-validated content) that lets a shipped name load without parsing YAML.
+"""Rebuild ``llm_cost/specs/shipped_index.py``, the index of the shipped specs (names, hashes and
+validated content) that lets a shipped name load without parsing YAML or JSON.
 
 Usage: python scripts/build_index.py (after adding or editing a file in models/ or hardware/;
-tests/test_shipped_index.py fails until the index is rebuilt).
+tests/specs/test_shipped_index.py fails until the index is rebuilt).
 """
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 
-from llm_cost.specs.load import INDEX, build_index
+from llm_cost.specs.load import build_index, index_source
+
+TARGET = Path(__file__).resolve().parent.parent / "llm_cost" / "specs" / "shipped_index.py"
 
 
 def main() -> None:
-    INDEX.write_text(json.dumps(build_index(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {INDEX}")
+    TARGET.write_text(index_source(build_index()), encoding="utf-8")
+    print(f"wrote {TARGET}")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,14 @@ from llm_cost.core.errors import InputError
 #: The options that print a command's help.
 HELP_OPTIONS = ["-h", "--help"]
 
+#: Help is Click's plain text, not Typer's Rich panels: Typer's Rich help imports Markdown, syntax
+#: highlighting and tracebacks (markdown-it, Pygments: about 60 ms, as long as importing Typer and
+#: Rich themselves), which would make ``llm-cost --help`` slower than any command.
+HELP_MARKUP = None
+
 app = typer.Typer(
     name="llm-cost",
+    rich_markup_mode=HELP_MARKUP,
     help="Exact cost arithmetic for decoder-only LLMs: parameters, KV cache, FLOPs, Roofline bounds, memory, "
     "MoE, speculative decoding, training and multimodal costs. Every command takes --json.",
     add_completion=True,
@@ -177,7 +183,7 @@ def _run(argv: list[str]) -> None:
 
     commands = _command_names()
     if argv and argv[0] in commands:
-        single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        single = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=HELP_MARKUP)
         single.registered_commands = [commands[argv[0]]]  # type: ignore[list-item]
         command, args, prog = get_command(single), argv[1:], f"llm-cost {argv[0]}"
         coercion.install(command, HELP_OPTIONS)

@@ -9,12 +9,13 @@ parameters less the routed experts a token skips (DeepSeek's "37B activated").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.core.types import Dtype
 from llm_cost.model.structure import GROUPS, Structure, build
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # imported by count_params only for a layout: its module cost
 __all__ = ["BreakdownRow", "ParamsResult", "count_params"]
 
 
-@dataclass(frozen=True)
+@record
 class BreakdownRow:
     """One row of the breakdown: a group of tensors, per block and across blocks."""
 
@@ -39,7 +40,7 @@ class BreakdownRow:
     share: float  # of the main model's parameters (decoder + vision)
 
 
-@dataclass(frozen=True)
+@record
 class ParamsResult(Result):
     """Parameter counts of one model; bytes are exact at ``dtype`` (``bits`` per parameter)."""
 

@@ -21,6 +21,7 @@ from fractions import Fraction
 from functools import cached_property
 from math import prod
 
+from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, Part, ShardRule, TensorKind
 from llm_cost.specs.schema import (GQAAttention, Llama4Vision, MLAAttention, ModelSpec, PixtralVision, Qwen3Vision,
                                    Qwen25Vision, SiglipVision, Vision)
@@ -45,7 +46,7 @@ GROUPS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Tensor:
     """One weight tensor (or a family of identical ones across layers/experts).
 

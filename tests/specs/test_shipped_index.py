@@ -1,24 +1,22 @@
-"""The shipped index (``llm_cost/specs/shipped.json``) is what validating the YAML files gives,
-and a shipped name loads the same spec through the index as through its YAML."""
+"""The shipped index (``llm_cost/specs/shipped_index.py``) is what validating the YAML files
+gives, and a shipped name loads the same spec through the index as through its YAML."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
 import llm_cost.specs.load as load
 from llm_cost.specs.declare import validated
 from llm_cost.specs.files import read_yaml
+from llm_cost.specs.shipped_index import INDEX
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 
 def test_index_is_current():
-    assert json.loads(load.INDEX.read_text()) == build() , "run: python scripts/build_index.py"
-
-
-def build():
-    return json.loads(json.dumps(load.build_index()))
+    assert INDEX == load.build_index(), "run: python scripts/build_index.py"
+    namespace: dict = {}
+    exec(load.index_source(INDEX), namespace)  # the generated text evaluates back to the index
+    assert namespace["INDEX"] == INDEX
 
 
 @pytest.mark.parametrize("kind,cls,loader", [("models", ModelSpec, load.load_model),
@@ -46,7 +44,7 @@ def test_an_edited_file_is_read_from_its_yaml(monkeypatch, tmp_path):
 def test_the_unvalidated_fast_path_gives_the_validated_spec(kind, cls):
     """Every index entry rebuilt without validation equals it validated, down to each nested
     object's class and each number's type (``repr`` tells 312 from 312.0)."""
-    entries = json.loads(load.INDEX.read_text())[kind]
+    entries = INDEX[kind]
     assert {path.stem for path in load.data_dir(kind).glob("*.yaml")} == set(entries)
     for entry in entries.values():
         fast, checked = load._construct(cls, entry["spec"]), validated(cls, entry["spec"])
