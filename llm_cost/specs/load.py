@@ -102,8 +102,9 @@ def _digest(path: Path) -> str:
 
 def build_index() -> dict[str, dict[str, dict[str, Any]]]:
     """The index of the shipped specs, from their YAML: per kind ("models", "hardware") and file
-    stem, the file name, the CRC-32 of its bytes, its lower-case aliases and its validated
-    content (:func:`~llm_cost.specs.declare.to_data`, which validates back to the same spec)."""
+    stem, the file name, the CRC-32 of its bytes, its lower-case aliases, its validated content
+    (:func:`~llm_cost.specs.declare.to_data`, which validates back to the same spec) and the
+    classes of its nested objects (:func:`_classes`)."""
     from llm_cost.specs.declare import to_data
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
@@ -114,7 +115,7 @@ def build_index() -> dict[str, dict[str, dict[str, Any]]]:
             spec = _validate(path, cls, read_yaml(path))
             index[kind][path.stem] = {"file": path.name, "crc32": _digest(path),
                                       "aliases": [a.lower() for a in spec.aliases],
-                                      "spec": to_data(spec)}
+                                      "spec": to_data(spec), "classes": _classes(spec)}
     return index
 
 
@@ -128,37 +129,34 @@ def index_source(index: dict[str, dict[str, dict[str, Any]]]) -> str:
             f"INDEX = {pformat(index, width=110, sort_dicts=True)}\n")
 
 
-def _construct(cls: type, data: dict[str, Any]) -> Any:
+def _construct(cls: type, data: dict[str, Any], classes: dict[str, str], at: str = "") -> Any:
     """``cls`` built without validation from ``data``, a :func:`~llm_cost.specs.declare.to_data`
-    of a valid ``cls``: each nested object becomes the spec class its field declares (of a union,
-    the one whose ``kind`` default matches). Only for the index's content, which was validated
-    when it was built; tests check it equals ``validated(cls, data)`` for every shipped spec."""
-    fields = cls.__dataclass_fields__
+    of a valid ``cls``; ``classes`` names the spec class of each nested object by its dotted path
+    (``{"attention": "GQAAttention"}``, :func:`_classes`), so no field's type is evaluated. Only
+    for the index's content, which was validated when it was built; tests check it equals
+    ``validated(cls, data)`` for every shipped spec."""
+    from llm_cost.specs import schema
+
     values = {}
     for name, value in data.items():
-        if isinstance(value, dict):
-            classes = _spec_classes(fields[name].type)
-            if len(classes) > 1:
-                classes = [c for c in classes if c.__dataclass_fields__["kind"].default == value["kind"]]
-            if classes:
-                value = _construct(classes[0], value)
+        path = f"{at}{name}"
+        if path in classes:
+            value = _construct(getattr(schema, classes[path]), value, classes, f"{path}.")
         values[name] = value
     return cls(**values)
 
 
-def _spec_classes(annotation: Any) -> list[type]:
-    """The spec classes a field's annotation names (through Optional, Union, Annotated)."""
-    from types import UnionType
-    from typing import Annotated, Union, get_args, get_origin
-
+def _classes(spec: Any, at: str = "") -> dict[str, str]:
+    """The class name of each spec object nested in ``spec``, by its dotted path."""
     from llm_cost.specs.declare import Spec
 
-    origin = get_origin(annotation)
-    if origin is Annotated:
-        return _spec_classes(get_args(annotation)[0])
-    if origin in (Union, UnionType):
-        return [c for arg in get_args(annotation) for c in _spec_classes(arg)]
-    return [annotation] if isinstance(annotation, type) and issubclass(annotation, Spec) else []
+    out = {}
+    for name in spec.__dataclass_fields__:
+        value = getattr(spec, name)
+        if isinstance(value, Spec):
+            out[f"{at}{name}"] = type(value).__name__
+            out.update(_classes(value, f"{at}{name}."))
+    return out
 
 
 @lru_cache(maxsize=None)
@@ -172,12 +170,12 @@ def _index(kind: str) -> dict[str, dict[str, Any]]:
 
 
 def _shipped(kind: str, name: str) -> dict[str, Any] | None:
-    """The validated content of the shipped spec named or aliased ``name``, from the index, if
-    its file is there and unchanged since the index was built; else None."""
+    """The index entry of the shipped spec named or aliased ``name`` if its file is there and
+    unchanged since the index was built; else None."""
     key = name.strip().lower()
     for stem, entry in _index(kind).items():
         if key == stem or key in entry["aliases"]:
-            return entry["spec"] if _current(kind, stem) else None
+            return _current(kind, stem)
     return None
 
 
@@ -225,7 +223,7 @@ def load_model(name_or_path: str) -> "ModelSpec":
 
     # A shipped name first: it has no "/", so it is never a Hub id, and it skips the Hub module.
     if not _looks_like_path(name_or_path) and (shipped := _shipped("models", name_or_path)) is not None:
-        return _construct(ModelSpec, shipped)
+        return _construct(ModelSpec, shipped["spec"], shipped["classes"])
     from llm_cost.specs import hub
 
     if hub.is_hub_id(name_or_path):
@@ -247,6 +245,6 @@ def load_gpu(name_or_path: str) -> "HardwareSpec":
     from llm_cost.specs.schema import HardwareSpec
 
     if not _looks_like_path(name_or_path) and (shipped := _shipped("hardware", name_or_path)) is not None:
-        return _construct(HardwareSpec, shipped)
+        return _construct(HardwareSpec, shipped["spec"], shipped["classes"])
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("hardware", name_or_path, "GPU")
     return _validate(path, HardwareSpec, read_yaml(path))

@@ -47,7 +47,7 @@ def test_the_unvalidated_fast_path_gives_the_validated_spec(kind, cls):
     entries = INDEX[kind]
     assert {path.stem for path in load.data_dir(kind).glob("*.yaml")} == set(entries)
     for entry in entries.values():
-        fast, checked = load._construct(cls, entry["spec"]), validated(cls, entry["spec"])
+        fast, checked = load._construct(cls, entry["spec"], entry["classes"]), validated(cls, entry["spec"])
         assert fast == checked and repr(fast) == repr(checked)
         assert vars(fast).keys() == vars(checked).keys()
 
