@@ -57,21 +57,3 @@ def __getattr__(name: str):  # noqa: ANN202 - the API's own types
 def __dir__() -> list[str]:
     return sorted([*globals(), *_API])
 
-
-#: Allocations between two collections of the youngest generation while the program runs
-#: (Python's default is 700). Starting a command allocates a few hundred thousand objects, almost
-#: none of them in reference cycles, and each default collection walks every young object: about
-#: 10 ms of a 150 ms start here. A CLI process lives for seconds, so cycles wait a little longer.
-GC_THRESHOLD = 50_000
-
-
-def main() -> None:
-    """The ``llm-cost`` program, the console script's entry: :func:`llm_cost.cli.main` with the
-    collector's threshold raised first (:data:`GC_THRESHOLD`), before Typer and Rich are
-    imported. Importing the package from Python leaves the process's collector alone."""
-    import gc
-
-    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
-    from llm_cost.cli import main as run
-
-    run()

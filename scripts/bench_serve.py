@@ -32,7 +32,7 @@ PLANS = {
 
 def in_process(argv: list[str]) -> tuple[float, int]:
     """(seconds, configurations evaluated) of one run of the command in this interpreter."""
-    from llm_cost.cli.app import _run
+    from llm_cost.cli.program import _run
 
     out = io.StringIO()
     start = time.perf_counter()

@@ -4,21 +4,76 @@ Every command takes ``--json`` (the result object, stable keys). A user's mistak
 invalid spec, bad flag value) prints one clear message on stderr and exits with code 2;
 nothing is printed on stdout before the whole result is computed.
 
-``app`` holds the Typer app, shared options and the entry point; the commands live in
-``model`` (params, kv, import, list, show), ``serving`` (flops, roofline, fit, activations,
-context, moe, spec), ``other`` (rope, numerics, train, image, video, reproduce), ``calibration`` (calibrate,
-validate). Importing them registers the commands, in this order.
+``program`` holds the Typer app, shared options and the entry point; the commands live in the
+modules of :data:`COMMAND_MODULES`: ``model`` (params, kv, import, list, show), ``serving`` (flops,
+roofline, fit, activations, context, moe, spec), ``serve``, ``other`` (rope, numerics, train, image,
+video, reproduce) and ``calibration`` (calibrate, validate). Importing a module registers its
+commands. ``llm_cost.cli.app`` is the whole app, every command registered, in that order.
 
-A start stays cheap because :func:`app.main` builds only the command that is run (``--help``
-lists stand-ins for the commands, :func:`app._listing`) and coerces its values without Typer's
-Pydantic adapters where it can (:mod:`llm_cost.cli.coercion`). A new command module (``serve``,
-say) needs nothing of its own for that: declare its commands with ``@app.command()``, import what
-a command computes with inside the command's function (a module's top level runs on every start
-of every command), and add the module to the import below; the tests of
-``tests/cli/test_cold_start.py`` then cover its parameters and its line in the help.
+A start stays cheap because :func:`program.main` imports only the module of the command that is
+run and builds only that command (``--help`` lists stand-ins for the commands,
+:func:`program._listing`), and coerces its values without Typer's Pydantic adapters where it can
+(:mod:`llm_cost.cli.coercion`). A new command module (``serve``, say) needs nothing of its own for
+that: declare its commands with ``@app.command()``, import what a command computes with inside the
+command's function (a module's top level runs on every start of its commands), and list the module
+and its commands in :data:`COMMAND_MODULES`; the tests of ``tests/cli/test_cold_start.py`` then
+check the list against the registered commands and cover its parameters and its line in the help.
 """
 
-from llm_cost.cli import model, serving, serve, other, calibration  # noqa: F401, I001  (registers the commands, in this order)
-from llm_cost.cli.app import app, main
+from __future__ import annotations
 
-__all__ = ["app", "main"]
+from typing import Any, Optional
+
+__all__ = ["app", "main", "COMMAND_MODULES", "GC_THRESHOLD", "load_commands"]
+
+#: Each command module and the commands it declares, in the order the program's help lists them.
+COMMAND_MODULES = {
+    "model": ("params", "kv", "import", "list", "show"),
+    "serving": ("flops", "roofline", "fit", "activations", "context", "moe", "spec"),
+    "serve": ("serve",),
+    "other": ("rope", "numerics", "train", "image", "video", "reproduce"),
+    "calibration": ("calibrate", "validate"),
+}
+
+
+def load_commands(command: Optional[str] = None) -> Any:
+    """The Typer app with the module declaring ``command`` imported (its commands registered), or
+    every module when ``command`` is None or no command's name. Importing the other modules costs
+    a start about 2 ms that the command run never uses."""
+    from importlib import import_module
+
+    modules = [m for m, names in COMMAND_MODULES.items() if command in names] or list(COMMAND_MODULES)
+    for module in modules:
+        import_module(f"llm_cost.cli.{module}")
+    from llm_cost.cli.program import app, command_name
+
+    if len(modules) == len(COMMAND_MODULES):  # all registered: list them in COMMAND_MODULES' order
+        order = [name for names in COMMAND_MODULES.values() for name in names]
+        app.registered_commands.sort(key=lambda info: order.index(command_name(info)))
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    """``llm_cost.cli.app``: the Typer app with every command registered."""
+    if name == "app":
+        return load_commands()
+    raise AttributeError(f"module 'llm_cost.cli' has no attribute {name!r}")
+
+
+#: Allocations between two collections of the youngest generation while the program runs
+#: (Python's default is 700). Starting a command allocates a few hundred thousand objects, almost
+#: none of them in reference cycles, and each default collection walks every young object: a few
+#: ms of a 130 ms start here. A CLI process lives for seconds, so cycles wait a little longer.
+GC_THRESHOLD = 50_000
+
+
+def main() -> None:
+    """The ``llm-cost`` program, the console script's entry (:func:`llm_cost.cli.program.main`),
+    the collector's threshold raised first (:data:`GC_THRESHOLD`), before Typer and Rich are
+    imported: importing this package imports neither, and leaves the process's collector alone."""
+    import gc
+
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+    from llm_cost.cli.program import main as run
+
+    run()

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from llm_cost.cli.app import app, emit
+from llm_cost.cli.program import app, emit
 from llm_cost.cli.options import Json
 
 PROFILE_HELP = "A shipped calibration profile (one per GPU: h200, a100, ...) or a profile YAML file."

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from llm_cost.cli.app import app, emit, emit_csv, parse_layout, report_defaults
+from llm_cost.cli.program import app, emit, emit_csv, parse_layout, report_defaults
 from llm_cost.cli.options import (
     MAX_GRID_POINTS, MODEL_HELP, Csv, Dp, Ep, Json, KvDtype, Plot, Pp, Tp, Verbose, integer_grid, option, token_grid)
 from llm_cost.core.errors import InputError

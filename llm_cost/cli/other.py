@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from llm_cost.cli.app import app, emit, emit_csv
+from llm_cost.cli.program import app, emit, emit_csv
 from llm_cost.cli.options import (
     MODEL_HELP, Csv, Dp, Gpu, Json, KvDtype, Pp, Tp, WeightFlopsOpt, efficiency, integer, large_count, non_negative, option,
     positive, tokens)

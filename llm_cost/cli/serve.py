@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from llm_cost.cli.app import app, emit, emit_csv, parse_layout, weight_bits
+from llm_cost.cli.program import app, emit, emit_csv, parse_layout, weight_bits
 from llm_cost.cli.options import (
     GPU_HELP, MODEL_HELP, BitsPerWeight, ComputeDtype, Csv, Ep, GpuMemoryUtilization, GroupSize, Json, KvDtype, MemoryOpt,
     NetworkGbS, Plot, Pp, ProfileOpt, ReserveGb, Tp, WeightsDtype, integer, memory_policy, non_negative, option,

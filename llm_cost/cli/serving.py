@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from llm_cost.cli.app import app, emit, emit_csv, parse_layout, weight_bits
+from llm_cost.cli.program import app, emit, emit_csv, parse_layout, weight_bits
 from llm_cost.cli.options import (
     GPU_HELP, MODEL_HELP, AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, Csv, Dp, Ep, Gpu,
     GpuMemoryUtilization, GroupSize, Json, KvDtype, LogitsOpt, MemoryOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu,

@@ -101,13 +101,14 @@ def report_defaults(model: str) -> None:
         print_defaults(con, defaults)
 
 
+def command_name(info) -> str:  # noqa: ANN001 - Typer's CommandInfo
+    """A registered command's command-line name."""
+    return info.name or info.callback.__name__.replace("_", "-")
+
+
 def _command_names() -> dict[str, object]:
     """Registered commands by their command-line name."""
-    names = {}
-    for info in app.registered_commands:
-        name = info.name or info.callback.__name__.replace("_", "-")  # type: ignore[union-attr]
-        names[name] = info
-    return names
+    return {command_name(info): info for info in app.registered_commands}
 
 
 def _version(value: bool) -> None:
@@ -179,8 +180,9 @@ def _run(argv: list[str]) -> None:
     A usage error (missing argument, unknown option, bad choice) becomes one ``error:`` line."""
     from typer.main import get_command
 
-    from llm_cost.cli import coercion
+    from llm_cost.cli import coercion, load_commands
 
+    load_commands(argv[0] if argv else None)
     commands = _command_names()
     if argv and argv[0] in commands:
         single = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=HELP_MARKUP)
