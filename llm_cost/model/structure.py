@@ -98,9 +98,11 @@ class Tensor:
         return self.numel * self.active * max(self.layers, 1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Structure:
-    """All weight tensors of a model, with the sums every metric is built from."""
+    """All weight tensors of a model, with the sums every metric is built from. Compared by
+    identity and shown by the default ``repr``: it holds hundreds of tensors and caches its sums
+    (and ``@dataclass`` would compile two more methods on every start for nothing)."""
 
     spec: ModelSpec
     tensors: tuple[Tensor, ...]
