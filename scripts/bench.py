@@ -1,7 +1,7 @@
 """Cold-start latency of typical commands (each run in a fresh interpreter), and its ratio to the
 time the libraries themselves take to import.
 
-Usage: python scripts/bench.py [--runs N] [--exe PATH]. Prints min and median wall time and the
+Usage: python scripts/bench.py [--runs N] [--exe PATH] [--pin CPU]. Prints min and median wall time and the
 median CPU time per command, then the cold-start ratio: the median wall time of
 ``llm-cost params llama3-8b`` (and of ``llm-cost --help``) over that of
 ``python -c "import typer, rich.table"``, the two run in turn, side by side, so a drift of the
@@ -75,7 +75,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--exe", default=_installed_exe(),
                         help="the llm-cost to time (default: the one installed beside this Python)")
+    parser.add_argument("--pin", type=int, metavar="CPU",
+                        help="run every command on this one processor (steadier on a shared machine)")
     args = parser.parse_args()
+    if args.pin is not None:
+        os.sched_setaffinity(0, {args.pin})  # the children inherit it
+        print(f"pinned to processor {args.pin}")
     _timed([args.exe, "--help"])  # warm the file cache and the bytecode
     worst = 0.0
     for command in COMMANDS:

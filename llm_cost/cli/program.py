@@ -81,8 +81,6 @@ def weight_bits(default_dtype: str, weights_dtype, bits_per_weight: Optional[flo
     return int(bits) if bits.denominator == 1 else bits
 
 
-
-
 def report_defaults(model: str) -> None:
     """--verbose: the defaults a config.json MODEL took, on stderr (so --json stays clean)."""
     from llm_cost.specs.hf import defaults_used
