@@ -1,6 +1,7 @@
 """Regenerate the shipped calibration profiles (llm_cost/data/profiles/*.yaml).
 
-Also writes the profiles' index.json (their validated content, read without a YAML parser).
+Also writes the profiles' index, llm_cost/perf/profile_index.py (their validated content, read without
+pydantic or a YAML parser).
 
 Fitted: h200 on the project's H200 measurements (PyTorch eager kernels in CUDA graphs), a100 on the
 gpt-fast (torch.compile) A100 rows, single-GPU and TP 2/4/8. Every other shipped GPU: transferred
@@ -11,14 +12,14 @@ from the nearest fitted one (Hopper/Blackwell/CDNA3 HBM parts from h200; Ampere 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from llm_cost.analyses.calibration import calibrate, profile_yaml, transfer
-from llm_cost.perf.profile import build_profile_index, profiles_dir
+from llm_cost.perf.profile import build_profile_index, profile_index_source, profiles_dir
 from llm_cost.specs.load import gpu_names, load_gpu
 
 DATA = Path(__file__).resolve().parent.parent / "llm_cost" / "data" / "measurements"
+INDEX = Path(__file__).resolve().parent.parent / "llm_cost" / "perf" / "profile_index.py"
 
 FITTED = {
     "h200": (["local-h200-llama3-8b-measured.yaml"],
@@ -43,7 +44,7 @@ def main() -> None:
         if gpu not in fitted:
             source = NEAREST[gpu]
             (out / f"{gpu}.yaml").write_text(profile_yaml(transfer(fitted[source], load_gpu(gpu), load_gpu(source))))
-    (out / "index.json").write_text(json.dumps(build_profile_index(), indent=1, sort_keys=True) + "\n")
+    INDEX.write_text(profile_index_source(build_profile_index()), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from llm_cost.perf.calibrated import (CalibratedModel, attention_terms, collecti
                                       smooth_max, weight_format)
 from llm_cost.perf.profile import PARAMETERS, FitError, Parameters, Profile, load_profile, profile_names
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
+from llm_cost.specs.declare import to_data
 from llm_cost.specs.files import read_text, read_yaml, shown, validation_message
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.specs.schema import HardwareSpec
@@ -317,8 +318,8 @@ class Calibration:
 
     def loo_profile(self, row_id: str) -> Profile:
         """The profile fitted without row ``row_id``."""
-        return self.profile.model_copy(update={"name": f"{self.profile.name} (without {row_id})",
-                                               "parameters": self.loo_parameters[row_id]})
+        return dataclasses.replace(self.profile, name=f"{self.profile.name} (without {row_id})",
+                                   parameters=self.loo_parameters[row_id])
 
 
 def _fit(feats: _Features, measured: Any, mask: Any, free: list[str], start: dict[str, float], np: Any,
@@ -391,16 +392,16 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
     fitted = feats.predict(q, np)
     loo = np.asarray([feats.predict(qi, np)[i] for i, qi in enumerate(loo_q)])
     ins, out = np.abs(fitted / measured - 1), np.abs(loo / measured - 1)
-    error = FitError(rows=len(rows), loo_median=round(float(np.median(out)), 4), loo_max=round(float(out.max()), 4),
+    error = FitError.checked(rows=len(rows), loo_median=round(float(np.median(out)), 4), loo_max=round(float(out.max()), 4),
                      in_sample_median=round(float(np.median(ins)), 4), in_sample_max=round(float(ins.max()), 4))
-    profile = Profile(name=name, gpu=gpu.name, engine=", ".join(sorted(engines)) or "unspecified", kind="fitted",
+    profile = Profile.checked(name=name, gpu=gpu.name, engine=", ".join(sorted(engines)) or "unspecified", kind="fitted",
                       note=note or f"fitted by llm-cost calibrate on {len(rows)} rows",
-                      parameters=Parameters(**_rounded(q)), fitted_on=[m.id for m in rows],
+                      parameters=Parameters.checked(**_rounded(q)), fitted_on=[m.id for m in rows],
                       measurements=[p.name if p.resolve().parent == measurements_dir() else str(p) for p in paths],
                       fixed=fixed, error=error)
     results = [_row_result(m, s, gpu, float(fitted[i]), float(loo[i]), b)
                for i, (m, s, b) in enumerate(zip(rows, steps, bounds))]
-    loo_parameters = {m.id: Parameters(**_rounded(loo_q[i])) for i, m in enumerate(rows)}
+    loo_parameters = {m.id: Parameters.checked(**_rounded(loo_q[i])) for i, m in enumerate(rows)}
     return Calibration(profile, results, categories(results), free, fixed, loo_parameters)
 
 
@@ -424,7 +425,7 @@ def transfer(source: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec) -> Pr
     assert source.error is not None  # only fitted profiles are transferred
     ratio_bw = gpu.memory_bandwidth_tb_s / source_gpu.memory_bandwidth_tb_s
     ratio_flops = gpu.dense_tflops.get("bf16", 0) / source_gpu.dense_tflops["bf16"]
-    return Profile(
+    return Profile.checked(
         name=gpu.name, gpu=gpu.name, engine=source.engine, kind="transferred", transferred_from=source.name,
         note=(f"transferred from profile {source.name} ({source_gpu.name}, fitted on {len(source.fitted_on)} rows): "
               f"its efficiencies and fixed times on {gpu.name}'s datasheet peaks (bandwidth x{ratio_bw:.2f}, bf16 "
@@ -444,7 +445,7 @@ def profile_yaml(profile: Profile) -> str:
 
     head = (f"# llm-cost calibration profile {profile.name} ({profile.kind}): {profile.gpu}, {profile.engine}.\n"
             "# Parameters of llm_cost.perf.calibrated (units under 'units'); 'error' is leave-one-out.\n")
-    return head + yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True), sort_keys=False, width=110)
+    return head + yaml.safe_dump(to_data(profile, exclude_none=True), sort_keys=False, width=110)
 
 
 def measurements_dir() -> Path:

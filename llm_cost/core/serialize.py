@@ -7,7 +7,7 @@ import dataclasses
 import math
 from typing import Any
 
-__all__ = ["plain", "Result"]
+__all__ = ["plain", "Result", "literal_module"]
 
 
 def plain(value: Any) -> Any:
@@ -34,3 +34,12 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         """The result as plain data (the same keys and values as the command's ``--json``)."""
         return plain(self)
+
+
+def literal_module(doc: str, name: str, value: Any) -> str:
+    """The text of a generated Python module whose docstring is ``doc`` and which binds ``name`` to
+    ``value`` (plain data: dicts, lists, numbers, strings) as one literal, keys sorted: a shipped
+    index read by importing its compiled module, without a JSON or YAML parser."""
+    from pprint import pformat
+
+    return f'"""{doc}"""\n\n{name} = {pformat(value, width=110, sort_dicts=True)}\n'

@@ -37,6 +37,7 @@ from typing import Any
 from llm_cost.core.types import DTYPE_BITS, OpKind
 from llm_cost.perf.profile import Profile, default_profile
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, OpTime, StageTime, StepTime, link_of
+from llm_cost.specs.declare import to_data
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Operator, Step
 
@@ -147,7 +148,7 @@ class CalibratedModel:
     @cached_property
     def _parameters(self) -> dict[str, float]:
         """The profile's parameters by name (read once: a sweep times many steps)."""
-        return self.profile.parameters.model_dump()
+        return to_data(self.profile.parameters)
 
     def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
         """The predicted time of ``step`` on ``gpu`` (without ``operators``: no per-operator times, the

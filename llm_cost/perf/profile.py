@@ -6,28 +6,35 @@ could not determine (fixed at their prior, with the reason), and its leave-one-o
 profile for a GPU without data is *transferred*: the efficiencies of the nearest fitted GPU's profile
 (fractions of the target's own datasheet peaks, so its compute and memory terms scale by the datasheet
 ratios) and its fixed times, saying so and the error to expect.
+
+The classes are declared as the spec classes are (:mod:`llm_cost.specs.declare`: frozen dataclasses
+whose field types carry their bounds, validated by pydantic when a file is read), and the shipped
+profiles are rebuilt from a generated index (:mod:`llm_cost.perf.profile_index`) without
+validation, so a command that predicts a time with a shipped profile imports neither pydantic nor a
+YAML or JSON parser.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import zlib
+from dataclasses import field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import SpecError
+from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
+from llm_cost.specs.declare import Bounds, Spec, spec, to_data, validated
 from llm_cost.specs.files import read_yaml, shown, validation_message
 
 __all__ = ["Parameter", "PARAMETERS", "Parameters", "FitError", "Profile", "profiles_dir", "profile_names",
            "load_profile", "default_profile", "profile_note",
-           "build_profile_index"]
+           "build_profile_index", "profile_index_source"]
 
 
-class Parameter(BaseModel):
+@record
+class Parameter:
     """A calibrated parameter's unit, meaning, physical range (the fit's bounds) and prior."""
 
     unit: str
@@ -70,27 +77,32 @@ PARAMETERS: dict[str, Parameter] = {p_name: Parameter(**p) for p_name, p in {
 }.items()}
 
 
-class Parameters(BaseModel):
+Share = Annotated[float, Bounds(gt=0, le=1)]  #: a share of a peak, in (0, 1]
+Positive = Annotated[float, Bounds(gt=0)]
+NonNegative = Annotated[float, Bounds(ge=0)]
+
+
+@spec
+class Parameters(Spec):
     """The values of :data:`PARAMETERS` (units there)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    gemm_efficiency_max: float = Field(gt=0, le=1)
-    gemm_half_tokens: float = Field(gt=0)
-    overlap_p: float = Field(ge=1)
-    bandwidth_efficiency_native: float = Field(gt=0, le=1)
-    bandwidth_efficiency_int8: float = Field(gt=0, le=1)
-    bandwidth_efficiency_int4: float = Field(gt=0, le=1)
-    kv_efficiency_max: float = Field(gt=0, le=1)
-    kv_saturation_heads: float = Field(gt=0)
-    attention_efficiency_flash: float = Field(gt=0, le=1)
-    layer_overhead_s: float = Field(ge=0)
-    step_overhead_s: float = Field(ge=0)
-    collective_latency_s: float = Field(ge=0)
-    link_efficiency: float = Field(gt=0, le=1)
+    gemm_efficiency_max: Share
+    gemm_half_tokens: Positive
+    overlap_p: Annotated[float, Bounds(ge=1)]
+    bandwidth_efficiency_native: Share
+    bandwidth_efficiency_int8: Share
+    bandwidth_efficiency_int4: Share
+    kv_efficiency_max: Share
+    kv_saturation_heads: Positive
+    attention_efficiency_flash: Share
+    layer_overhead_s: NonNegative
+    step_overhead_s: NonNegative
+    collective_latency_s: NonNegative
+    link_efficiency: Share
 
 
-class FitError(BaseModel):
+@spec
+class FitError(Spec):
     """Relative errors |predicted / measured - 1| of a fit, leave-one-out (each row predicted by the
     profile fitted without it) and in-sample."""
 
@@ -102,10 +114,13 @@ class FitError(BaseModel):
     in_sample_max: float
 
 
-class Profile(BaseModel):
-    """A calibration profile (see the module docstring)."""
+def _units() -> dict[str, str]:
+    return {k: p.unit for k, p in PARAMETERS.items()}
 
-    model_config = ConfigDict(extra="forbid")
+
+@spec
+class Profile(Spec):
+    """A calibration profile (see the module docstring)."""
 
     name: str
     gpu: str
@@ -113,10 +128,10 @@ class Profile(BaseModel):
     kind: Literal["fitted", "transferred"]
     note: str
     parameters: Parameters
-    units: dict[str, str] = Field(default_factory=lambda: {k: p.unit for k, p in PARAMETERS.items()})
-    fitted_on: list[str] = Field(default_factory=list)  # measurement ids (fitted), or those of the source
-    measurements: list[str] = Field(default_factory=list)  # the files holding them
-    fixed: dict[str, str] = Field(default_factory=dict)  # parameter -> why it is at its prior
+    units: dict[str, str] = field(default_factory=_units)
+    fitted_on: list[str] = field(default_factory=list)  # measurement ids (fitted), or those of the source
+    measurements: list[str] = field(default_factory=list)  # the files holding them
+    fixed: dict[str, str] = field(default_factory=dict)  # parameter -> why it is at its prior
     error: Optional[FitError] = None
     transferred_from: Optional[str] = None
     expected_error: Optional[str] = None
@@ -132,35 +147,51 @@ def profile_names() -> list[str]:
     return sorted(p.stem for p in profiles_dir().glob("*.yaml"))
 
 
-def _index_path() -> Path:
-    return profiles_dir() / "index.json"
-
-
 def build_profile_index() -> dict[str, dict[str, Any]]:
-    """The index of the shipped profiles (``index.json``, written by scripts/fit_profiles.py): per
-    file stem, the SHA-256 of the YAML's bytes and its validated content, so that a command reads a
-    shipped profile without importing a YAML parser (as :mod:`llm_cost.specs.load` does for specs)."""
-    return {path.stem: {"sha256": _digest(path), "profile": _from_yaml(path).model_dump(mode="json")}
+    """The index of the shipped profiles (:mod:`llm_cost.perf.profile_index`, written by
+    scripts/fit_profiles.py): per file stem, the CRC-32 of the YAML's bytes and its validated
+    content, so that a command reads a shipped profile without pydantic or a YAML parser (as
+    :mod:`llm_cost.specs.load` does for specs)."""
+    return {path.stem: {"crc32": _digest(path), "profile": to_data(_from_yaml(path))}
             for path in sorted(profiles_dir().glob("*.yaml"))}
 
 
+def profile_index_source(index: dict[str, dict[str, Any]]) -> str:
+    """The text of :mod:`llm_cost.perf.profile_index` for ``index`` (:func:`build_profile_index`)."""
+    from llm_cost.core.serialize import literal_module
+
+    return literal_module("The index of the shipped calibration profiles: their hashes and validated content.\n"
+                          "Generated by ``python scripts/fit_profiles.py``; do not edit.", "INDEX", index)
+
+
 def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return f"{zlib.crc32(path.read_bytes()):08x}"
 
 
 @lru_cache(maxsize=1)
 def _index() -> dict[str, dict[str, Any]]:
     try:
-        return json.loads(_index_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        from llm_cost.perf.profile_index import INDEX
+    except ImportError:
         return {}
+    return INDEX
 
 
 def _from_yaml(path: Path) -> Profile:
+    from pydantic import ValidationError
+
     try:
-        return Profile.model_validate(read_yaml(path))
+        return validated(Profile, read_yaml(path))
     except ValidationError as exc:
         raise SpecError(validation_message(path, exc)) from None
+
+
+def _rebuilt(data: dict[str, Any]) -> Profile:
+    """The profile an index entry holds (validated when the index was built), without validating it
+    again; a test checks it equals the validated profile for every shipped file."""
+    error = data.get("error")
+    return Profile(**{**data, "parameters": Parameters(**data["parameters"]),
+                      "error": FitError(**error) if error is not None else None})
 
 
 @lru_cache(maxsize=64)
@@ -168,8 +199,8 @@ def _load(path: Path) -> Profile:
     """The profile in ``path``: from the index when it is a shipped file unchanged since the index
     was built, else from its YAML."""
     entry = _index().get(path.stem) if path.parent == profiles_dir() else None
-    if entry is not None and entry["sha256"] == _digest(path):
-        return Profile.model_validate(entry["profile"])
+    if entry is not None and entry["crc32"] == _digest(path):
+        return _rebuilt(entry["profile"])
     return _from_yaml(path)
 
 

@@ -8,6 +8,7 @@ from llm_cost.perf.profile import PARAMETERS
 from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU
 from llm_cost.core.notes import note
 from llm_cost.report.base import print_conventions, print_table
+from llm_cost.specs.declare import to_data
 
 
 def _pct(x: float) -> str:
@@ -20,7 +21,7 @@ def _abs_pct(x: float) -> str:
 
 def render_parameters(con, c: Calibration) -> None:
     """The profile's parameters: value, unit, fitted or at its prior."""
-    values = c.profile.parameters.model_dump()
+    values = to_data(c.profile.parameters)
     rows = [[k, f"{v:.4g}", PARAMETERS[k].unit, "fitted" if k in c.free else "prior"] for k, v in values.items()]
     print_table(con, f"profile {c.profile.name}: {c.profile.gpu}, {c.profile.engine}",
                 [("parameter", "left"), ("value", "right"), ("unit", "left"), ("", "left")], rows)

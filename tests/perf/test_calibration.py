@@ -17,6 +17,7 @@ import pytest
 from llm_cost.analyses.calibration import NEEDS, calibrate, load_measurements, step_of, validate
 from llm_cost.analyses.roofline import decode_step, prefill_step
 from llm_cost.core.errors import InputError, SpecError
+from llm_cost.specs.declare import to_data
 from llm_cost.core.types import stored_weight_bits
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import CalibratedModel, kv_efficiency, smooth_max, weight_format
@@ -145,8 +146,8 @@ def test_every_shipped_gpu_has_a_profile_that_names_its_data_and_error():
 
 
 def test_shipped_h200_profile_is_the_fit_of_its_data(fits):
-    shipped = load_profile("h200").parameters.model_dump()
-    for k, v in fits["h200"].profile.parameters.model_dump().items():
+    shipped = to_data(load_profile("h200").parameters)
+    for k, v in to_data(fits["h200"].profile.parameters).items():
         assert shipped[k] == pytest.approx(v, rel=1e-2, abs=1e-9), k
 
 
@@ -249,12 +250,16 @@ def test_group_size_counts_scales_and_zeros_in_the_weight_bytes(cli):
 
 
 def test_profile_index_is_what_the_yaml_gives():
-    """The shipped index.json (read by commands without a YAML parser) matches the profiles' YAML."""
-    import json
+    """The shipped index (read by commands without pydantic or a YAML parser) matches the profiles'
+    YAML, and each entry rebuilt without validation is the validated profile."""
+    from llm_cost.perf import profile
+    from llm_cost.perf.profile_index import INDEX
+    from llm_cost.specs.declare import validated
 
-    from llm_cost.perf.profile import build_profile_index
-
-    assert json.loads((profiles_dir() / "index.json").read_text()) == build_profile_index()
+    assert INDEX == profile.build_profile_index(), "run: python scripts/fit_profiles.py"
+    for entry in INDEX.values():
+        fast, checked = profile._rebuilt(entry["profile"]), validated(profile.Profile, entry["profile"])
+        assert fast == checked and repr(fast) == repr(checked)
 
 
 @pytest.mark.parametrize("gpu", ["h200", "a100", "l40s", "b200"])
