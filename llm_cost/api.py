@@ -46,24 +46,26 @@ GpuLike = Union[str, HardwareSpec]
 
 
 def load_model(model: ModelLike) -> ModelSpec:
-    """A model spec from a shipped name or alias, a YAML or config.json path, a loaded spec, or a
-    Hugging Face config.json as a dict. LlmCostError if none works."""
+    """A model spec from a shipped name or alias, a YAML or config.json path, a spec built in
+    Python (validated here, as a file is: its constructor checks only the field names), or a Hugging
+    Face config.json as a dict. LlmCostError if none works."""
     if not isinstance(model, (str, ModelSpec, dict)):
         raise LlmCostError(f"model: {model!r} is not a name, a path, a config dict or a ModelSpec")
     if isinstance(model, ModelSpec):
-        return model
+        return load.checked_spec(model, "model")
     if isinstance(model, dict):
         from llm_cost.specs.hf import hf_to_spec
 
-        return hf_to_spec(model, "a config dict")
+        return hf_to_spec(model, "a config dict")[0]
     return load.load_model(model)
 
 
 def load_gpu(gpu: GpuLike) -> HardwareSpec:
-    """A GPU spec from a shipped name or alias, a YAML path, or a loaded spec."""
+    """A GPU spec from a shipped name or alias, a YAML path, or a spec built in Python (validated
+    here, as a file is). LlmCostError if none works."""
     if not isinstance(gpu, (str, HardwareSpec)):
         raise LlmCostError(f"gpu: {gpu!r} is not a name, a path or a HardwareSpec")
-    return gpu if isinstance(gpu, HardwareSpec) else load.load_gpu(gpu)
+    return load.checked_spec(gpu, "gpu") if isinstance(gpu, HardwareSpec) else load.load_gpu(gpu)
 
 
 def _count(value: Any, name: str, minimum: int = 1) -> int:

@@ -13,10 +13,13 @@ from llm_cost.core.errors import InputError
 #: The options that print a command's help.
 HELP_OPTIONS = ["-h", "--help"]
 
-#: Help is Click's plain text, not Typer's Rich panels: Typer's Rich help imports Markdown, syntax
-#: highlighting and tracebacks (markdown-it, Pygments: about 60 ms, as long as importing Typer and
-#: Rich themselves), which would make ``llm-cost --help`` slower than any command.
+#: The program's help (its list of commands) is Click's plain text: Typer's Rich help imports Markdown,
+#: syntax highlighting and tracebacks (markdown-it, Pygments: about 60 ms, as long as importing Typer
+#: and Rich themselves), which would make ``llm-cost --help`` slower than any command.
 HELP_MARKUP = None
+#: A command's own help keeps Typer's Rich panels: its options' help wraps there without splitting a
+#: flag's name at its hyphens, as Click's plain text does.
+COMMAND_HELP_MARKUP = "rich"
 
 app = typer.Typer(
     name="llm-cost",
@@ -183,7 +186,7 @@ def _run(argv: list[str]) -> None:
     load_commands(argv[0] if argv else None)
     commands = _command_names()
     if argv and argv[0] in commands:
-        single = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=HELP_MARKUP)
+        single = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=COMMAND_HELP_MARKUP)
         single.registered_commands = [commands[argv[0]]]  # type: ignore[list-item]
         command, args, prog = get_command(single), argv[1:], f"llm-cost {argv[0]}"
         coercion.install(command, HELP_OPTIONS)

@@ -190,7 +190,8 @@ def _rebuilt(data: dict[str, Any]) -> Profile:
     """The profile an index entry holds (validated when the index was built), without validating it
     again; a test checks it equals the validated profile for every shipped file."""
     error = data.get("error")
-    return Profile(**{**data, "parameters": Parameters(**data["parameters"]),
+    copied = {k: type(v)(v) if isinstance(v, (list, dict)) else v for k, v in data.items()}  # no list shared with the index
+    return Profile(**{**copied, "parameters": Parameters(**data["parameters"]),
                       "error": FitError(**error) if error is not None else None})
 
 

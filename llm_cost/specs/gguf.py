@@ -145,21 +145,22 @@ def gguf_to_spec(g: GGUFFile):
         tie_word_embeddings="output.weight" not in names,
         max_position_embeddings=_int(g, f"{a}.context_length", 4096),
         rope_theta=float(g.metadata.get(f"{a}.rope.freq_base", 10000.0)),
-        attention=GQAAttention.checked(num_attention_heads=n_q, num_key_value_heads=n_kv,
+        attention=GQAAttention(num_attention_heads=n_q, num_key_value_heads=n_kv,
                                head_dim=head_dim if isinstance(head_dim, int) and head_dim > 0 else None,
                                attention_bias=bias, qk_norm=a == "qwen3"),
         torch_dtype=_dtype(g),
     )
     if experts:
-        fields["moe"] = MoE.checked(num_experts=experts, num_experts_per_tok=_int(g, f"{a}.expert_used_count"),
+        fields["moe"] = MoE(num_experts=experts, num_experts_per_tok=_int(g, f"{a}.expert_used_count"),
                             moe_intermediate_size=ff)
     else:
-        fields["mlp"] = MLP.checked(intermediate_size=ff)
+        fields["mlp"] = MLP(intermediate_size=ff)
     stem = Path(g.path).stem
-    try:
+    try:  # the parts are validated with the whole, so a bad part's error names its field
         return ModelSpec.checked(name=stem.lower(), display_name=g.name or stem, model_type=a,
-                         source=Source.checked(url=g.path, retrieved=date.today().isoformat(),
-                                       note=f"Read from GGUF metadata (architecture {a}) by llm-cost."), **fields)
+                                 source=Source(url=g.path, retrieved=date.today().isoformat(),
+                                               note=f"Read from GGUF metadata (architecture {a}) by llm-cost."),
+                                 **fields)
     except ValidationError as exc:
         raise SpecError(validation_message(Path(g.path), exc)) from None
 

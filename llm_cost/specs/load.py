@@ -31,7 +31,7 @@ from llm_cost.specs.files import read_yaml, shown, validation_message
 if TYPE_CHECKING:
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
-__all__ = ["WrongKind", "data_dir", "model_names", "gpu_names", "load_model", "load_gpu", "build_index", "index_source"]
+__all__ = ["WrongKind", "data_dir", "model_names", "gpu_names", "load_model", "load_gpu", "build_index", "index_source", "checked_spec"]
 
 
 
@@ -74,6 +74,19 @@ def _validate(path: Path, cls: type, data: dict[str, Any]) -> Any:
         return validated(cls, data)
     except ValidationError as exc:
         raise SpecError(validation_message(path, exc)) from None
+
+
+def checked_spec(spec: Any, what: str) -> Any:
+    """``spec`` (a ModelSpec or HardwareSpec built in Python, which its constructor does not
+    validate) validated as a file is; SpecError naming ``what`` and the fields otherwise."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.declare import to_data, validated
+
+    try:
+        return validated(type(spec), to_data(spec))
+    except ValidationError as exc:
+        raise SpecError(validation_message(what, exc)) from None
 
 
 #: Longest name or alias a spec may have; a longer MODEL or --gpu is a path or a mistake.
@@ -140,6 +153,8 @@ def _construct(cls: type, data: dict[str, Any], classes: dict[str, str], at: str
         path = f"{at}{name}"
         if path in classes:
             value = _construct(getattr(schema, classes[path]), value, classes, f"{path}.")
+        elif isinstance(value, (list, dict)):  # a copy: a caller changing its spec's list changes no later load
+            value = type(value)(value)
         values[name] = value
     return cls(**values)
 

@@ -612,8 +612,9 @@ class HardwareSpec(Spec):
     aliases: Names = spec_field(default_factory=list)
     vendor: Text
     architecture: Text
-    dense_tflops: dict[Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"], Annotated[float, Bounds(ge=1e-3, le=1e6)]] = spec_field(
-        description="Peak dense tensor throughput, 10^12 FLOP/s (TOP/s for int), no sparsity."
+    dense_tflops: Annotated[dict[Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"],
+                                 Annotated[float, Bounds(ge=1e-3, le=1e6)]], Bounds(min_length=1)] = spec_field(
+        description="Peak dense tensor throughput, 10^12 FLOP/s (TOP/s for int), no sparsity; at least one dtype."
     )
     memory_gb: Annotated[float, Bounds(ge=1e-3, le=1e5)] = spec_field(description="HBM/GDDR capacity, 10^9 bytes, as the datasheet prints it.")
     memory_gib: Optional[Annotated[float, Bounds(ge=1e-3, le=1e5)]] = spec_field(

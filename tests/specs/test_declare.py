@@ -88,3 +88,30 @@ def test_a_shipped_spec_loads_without_pydantic():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core', 'yaml')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_loaded_spec_shares_no_list_with_the_index():
+    """Changing a list or mapping of one loaded spec changes no later load (they are copies)."""
+    spec, gpu = load_model("llama3-8b"), load_gpu("h100")
+    spec.aliases.append("changed")
+    gpu.dense_tflops["bf16"] = 1.0
+    assert "changed" not in load_model("llama3-8b").aliases
+    assert load_gpu("h100").dense_tflops["bf16"] == 989.4  # the H100 SXM datasheet's dense BF16 TFLOP/s
+
+
+def test_a_gpu_needs_at_least_one_peak():
+    with pytest.raises(ValidationError, match="at least 1 item"):
+        validated(HardwareSpec, {**to_data(load_gpu("h100")), "dense_tflops": {}})
+
+
+def test_a_spec_built_in_python_is_validated_by_the_api():
+    """The constructor checks only the field names; the API validates a spec it is handed as it
+    validates a file, so bad values are an LlmCostError naming the field, not a ZeroDivisionError."""
+    import llm_cost
+
+    spec = load_model("llama3-8b")
+    assert llm_cost.params(spec).total_params == 8_030_261_248  # Meta-Llama-3-8B's safetensors total / 2 B
+    for bad, field in [(dict(hidden_size=0), "hidden_size"), (dict(vocab_size="128256"), "vocab_size"),
+                       (dict(attention=dataclasses.replace(spec.attention, num_key_value_heads=7)), "attention")]:
+        with pytest.raises(llm_cost.LlmCostError, match=f"model: invalid spec: field {field}"):
+            llm_cost.params(dataclasses.replace(spec, **bad))

@@ -33,16 +33,16 @@ TENSORS = {
 }
 
 
-def _write(path: Path, tensors=TENSORS, arch="llama") -> Path:
+def _write(path: Path, tensors=TENSORS, arch="llama", heads=(4, 2), ff=FF) -> Path:
     Q = gguf.GGMLQuantizationType
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name("Tiny Llama GGUF")
     w.add_block_count(1)
     w.add_context_length(32768)
     w.add_embedding_length(D)
-    w.add_feed_forward_length(FF)
-    w.add_head_count(4)
-    w.add_head_count_kv(2)
+    w.add_feed_forward_length(ff)
+    w.add_head_count(heads[0])
+    w.add_head_count_kv(heads[1])
     w.add_rope_freq_base(500000.0)
     for name, (rows, cols, kind) in tensors.items():
         if kind == "F32":
@@ -115,3 +115,13 @@ def test_bad_gguf_files_exit_2(cli, tmp_path):
     assert r.code == 2 and "junk.gguf: not a readable GGUF file" in r.err and r.err.strip().count("\n") == 0
     r = cli("params", str(tmp_path / "absent.gguf"))
     assert r.code == 2 and "absent.gguf: no such file" in r.err
+
+
+@pytest.mark.parametrize("heads,ff,problem", [
+    ((4, 3), FF, "field attention.gqa: num_attention_heads (4) must be a multiple of num_key_value_heads (3)"),
+    ((2**17, 2**17), FF, "field attention.gqa.num_attention_heads: Input should be less than or equal to 65536"),
+    ((4, 2), 2**21, "field mlp.intermediate_size: Input should be less than or equal to 1048576"),
+])
+def test_gguf_metadata_out_of_the_schema_names_the_field(cli, tmp_path, heads, ff, problem):
+    r = cli("params", str(_write(tmp_path / "bad.gguf", heads=heads, ff=ff)))
+    assert r.code == 2 and "bad.gguf: invalid spec: " + problem in r.err and r.err.strip().count("\n") == 0

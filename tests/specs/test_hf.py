@@ -524,6 +524,18 @@ def test_huge_config_is_refused(tmp_path):
         load_hf_config(tmp_path)
 
 
+@pytest.mark.parametrize("layers", [10_001, 1_000_000, 10**40, 1e40])
+@pytest.mark.parametrize("family", ["deepseek-v3", "llama-3.1-8b", "gemma-3-4b-it", "qwen3-next"])
+def test_a_layer_count_past_the_schema_is_refused_before_any_layer_is_built(family, layers):
+    """num_hidden_layers is bounded (10,000) when read, before a mapping expands per-layer lists
+    (DeepSeek's dense-layer list is quadratic in L: a million layers did not finish)."""
+    config = dict(QWEN3_NEXT) if family == "qwen3-next" else json.loads((FIXTURES / family / "config.json").read_text())
+    target = config["text_config"] if "text_config" in config else config
+    target["num_hidden_layers"] = layers
+    with pytest.raises(SpecError, match="num_hidden_layers must be an integer <= 10,000"):
+        hf_to_spec(config, "config.json")
+
+
 # -- import (the `llm-cost import` engine) -------------------------------------------------------
 
 def test_import_writes_validates_and_refuses_to_overwrite(tmp_path):

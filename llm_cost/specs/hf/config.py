@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
+from llm_cost.specs.files import shown
+from llm_cost.specs.schema import MAX_LAYERS
 
 
 _ABSENT = object()
@@ -111,16 +113,21 @@ class _Config:
         self.defaults.append(f"{self.prefix}{key} = {shown} ({why or f'absent; {self.family} default'})")
         return default
 
-    def int(self, key: str, default: Any = _REQUIRED, why: Optional[str] = None, minimum: int = 1) -> Any:
+    def int(self, key: str, default: Any = _REQUIRED, why: Optional[str] = None, minimum: int = 1,
+            maximum: Optional[int] = None) -> Any:
+        """An integer of at least ``minimum`` (and at most ``maximum``: a count the mapping expands,
+        such as the layers, is bounded before anything is built from it)."""
         value = self.raw(key)
         if value is _ABSENT or value is None:
             return self._default(key, default, why)
         if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer() and value >= minimum:
-                return int(value)
-            raise self.error(key, f"must be an integer >= {minimum} (got {value!r})")
+            if not (isinstance(value, float) and value.is_integer() and value >= minimum):
+                raise self.error(key, f"must be an integer >= {minimum} (got {shown(repr(value), 60)})")
+            value = int(value)
         if value < minimum:
-            raise self.error(key, f"must be an integer >= {minimum} (got {value!r})")
+            raise self.error(key, f"must be an integer >= {minimum} (got {shown(repr(value), 60)})")
+        if maximum is not None and value > maximum:
+            raise self.error(key, f"must be an integer <= {maximum:,} (got {shown(repr(value), 60)})")
         return value
 
     def opt_int(self, key: str, minimum: int = 1) -> Optional[int]:
@@ -216,7 +223,7 @@ def _common(c: _Config, fam: _Family, *, hidden_key: str = "hidden_size", layers
     out: dict[str, Any] = {
         "vocab_size": c.int("vocab_size"),
         "hidden_size": c.int(hidden_key),
-        "num_hidden_layers": c.int(layers_key),
+        "num_hidden_layers": c.int(layers_key, maximum=MAX_LAYERS),
         "tie_word_embeddings": c.bool("tie_word_embeddings", fam.tie),
     }
     max_key = c.alias("max_position_embeddings", "n_positions") if not rope else "max_position_embeddings"
