@@ -268,7 +268,7 @@ def serve(model: ModelLike, gpu: GpuLike = "h100", input_tokens: int = 2048, out
 
 def _search(search: dict[str, Any]) -> dict[str, Any]:
     """The search options of :func:`serve`, checked."""
-    from llm_cost.core.types import ServingMode
+    from llm_cost.core.choices import ServingMode
 
     out: dict[str, Any] = {}
     for key, value in search.items():

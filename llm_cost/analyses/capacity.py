@@ -33,7 +33,7 @@ from typing import Sequence
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import MemoryConvention
+from llm_cost.core.choices import MemoryConvention
 from llm_cost.core.units import exact
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu, stage_kv_bytes
 from llm_cost.specs.schema import HardwareSpec, ModelSpec

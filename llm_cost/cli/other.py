@@ -11,10 +11,12 @@ import typer
 
 from llm_cost.cli.program import app, emit, emit_csv
 from llm_cost.cli.options import (
-    MODEL_HELP, Csv, Dp, Gpu, Json, KvDtype, Pp, Tp, WeightFlopsOpt, efficiency, integer, large_count, non_negative, option,
+    MODEL_HELP, Csv, Dp, Gpu, Json, KvDtype, Pp, Tp, efficiency, integer, large_count, non_negative, option,
     positive, tokens)
+from llm_cost.cli.step_options import WeightFlopsOpt
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import Dtype, Recompute, StorageDtype, WeightFlops
+from llm_cost.core.types import Dtype, StorageDtype
+from llm_cost.core.choices import Recompute, WeightFlops
 
 
 @app.command()

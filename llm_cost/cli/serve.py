@@ -9,11 +9,13 @@ import typer
 
 from llm_cost.cli.program import app, emit, emit_csv, parse_layout, weight_bits
 from llm_cost.cli.options import (
-    GPU_HELP, MODEL_HELP, BitsPerWeight, ComputeDtype, Csv, Ep, GpuMemoryUtilization, GroupSize, Json, KvDtype, MemoryOpt,
-    NetworkGbS, Plot, Pp, ProfileOpt, ReserveGb, Tp, WeightsDtype, integer, memory_policy, non_negative, option,
-    positive, tokens)
+    GPU_HELP, MODEL_HELP, Csv, Ep, Json, KvDtype, Plot, Pp, Tp, integer, non_negative, option, positive, tokens)
+from llm_cost.cli.step_options import (
+    BitsPerWeight, ComputeDtype, GpuMemoryUtilization, GroupSize, MemoryOpt, NetworkGbS, ProfileOpt, ReserveGb,
+    WeightsDtype, memory_policy)
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import MemoryConvention, ServingMode, StorageDtype
+from llm_cost.core.types import StorageDtype
+from llm_cost.core.choices import MemoryConvention, ServingMode
 from llm_cost.core.units import parse_context, parse_duration
 
 

@@ -10,12 +10,15 @@ import typer
 
 from llm_cost.cli.program import app, emit, emit_csv, parse_layout, weight_bits
 from llm_cost.cli.options import (
-    GPU_HELP, MODEL_HELP, AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, Csv, Dp, Ep, Gpu,
-    GpuMemoryUtilization, GroupSize, Json, KvDtype, LogitsOpt, MemoryOpt, MlaOpt, Mbu, Mfu, NetworkGbS, OptionalGpu,
-    Plot, Pp, ProfileOpt, ReserveGb, SeqGrid, Tp, WeightsDtype, WeightBytesOpt, WeightFlopsOpt, fraction, gigabytes,
-    MAX_GRID_POINTS, integer, integer_grid, memory_policy, non_negative, option, token_grid, tokens)
+    GPU_HELP, MAX_GRID_POINTS, MODEL_HELP, Csv, Dp, Ep, Gpu, Json, KvDtype, OptionalGpu, Plot, Pp, Tp, fraction,
+    gigabytes, integer, integer_grid, non_negative, option, token_grid, tokens)
+from llm_cost.cli.step_options import (
+    AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, GpuMemoryUtilization, GroupSize, LogitsOpt, Mbu,
+    MemoryOpt, Mfu, MlaOpt, NetworkGbS, ProfileOpt, ReserveGb, SeqGrid, WeightBytesOpt, WeightFlopsOpt,
+    WeightsDtype, memory_policy)
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import AttentionMask, Dtype, Logits, MemoryConvention, MLAForm, Recompute, StorageDtype, WeightBytes, WeightFlops
+from llm_cost.core.types import Dtype, StorageDtype
+from llm_cost.core.choices import AttentionMask, Logits, MemoryConvention, MLAForm, Recompute, WeightBytes, WeightFlops
 
 
 class FlopsPhase(str, Enum):

@@ -1,5 +1,6 @@
 """The vocabulary of the engine as types: dtypes with their storage bits, tensor kinds, parts,
-shard rules, phases, operator kinds and recompute modes.
+shard rules, phases and operator kinds (the modelling choices a command offers as flags are in
+:mod:`llm_cost.core.choices`).
 
 Each is a ``str`` enum, so a value compares equal to its name as typed in YAML or on the command
 line (``Dtype.BF16 == "bf16"``) and serialises to that string in JSON. ``DTYPE_BITS`` is the one
@@ -13,13 +14,11 @@ from fractions import Fraction
 
 from llm_cost.core.errors import InputError
 
-__all__ = ["Dtype", "DTYPE_BITS", "StorageDtype", "STORAGE_DTYPES", "dtype_of", "TensorKind", "Part", "LayerKind", "ShardRule", "Phase",
-           "OpKind", "Recompute", "Logits", "AttentionMask", "WeightBytes", "MLAForm", "WeightFlops", "MemoryConvention",
-           "ServingMode",
-           "stored_weight_bits", "GROUP_OVERHEAD_BITS", "DEFAULT_INT4_GROUP"]
+__all__ = ["TextEnum", "Dtype", "DTYPE_BITS", "StorageDtype", "STORAGE_DTYPES", "dtype_of", "TensorKind", "Part",
+           "LayerKind", "ShardRule", "Phase", "OpKind", "stored_weight_bits", "GROUP_OVERHEAD_BITS", "DEFAULT_INT4_GROUP"]
 
 
-class _Str(str, Enum):
+class TextEnum(str, Enum):
     """A string enum whose ``str()`` and format are its value on every Python version."""
 
     def __str__(self) -> str:
@@ -29,7 +28,7 @@ class _Str(str, Enum):
         return format(self.value, spec)
 
 
-class Dtype(_Str):
+class Dtype(TextEnum):
     """Element formats of weights, KV cache and compute (tensor-core peaks are per dtype)."""
 
     FP64 = "fp64"
@@ -52,7 +51,7 @@ class Dtype(_Str):
 DTYPE_BITS: dict[Dtype, int] = {Dtype.FP64: 64, Dtype.FP32: 32, Dtype.TF32: 32, Dtype.BF16: 16, Dtype.FP16: 16,
                                 Dtype.FP8: 8, Dtype.INT8: 8, Dtype.INT4: 4, Dtype.FP4: 4}
 
-class StorageDtype(_Str):
+class StorageDtype(TextEnum):
     """Formats a weight, KV cache or activation is stored in (TF32 and FP64 are compute formats)."""
 
     FP32 = "fp32"
@@ -83,7 +82,7 @@ def dtype_of(name: str | Dtype, what: str = "--dtype", storage: bool = True) -> 
     raise InputError(f"{what}: unknown dtype {str(name)!r}; valid: {', '.join(d.value for d in valid)}")
 
 
-class TensorKind(_Str):
+class TensorKind(TextEnum):
     """What a weight tensor does: a matmul operand, a lookup table, a norm scale, a bias, or other."""
 
     MATMUL = "matmul"
@@ -93,7 +92,7 @@ class TensorKind(_Str):
     OTHER = "other"
 
 
-class Part(_Str):
+class Part(TextEnum):
     """Which part of a checkpoint a tensor belongs to."""
 
     DECODER = "decoder"
@@ -102,7 +101,7 @@ class Part(_Str):
     MTP_COPY = "mtp_copy"  # the embedding and LM head copies stored with MTP modules
 
 
-class LayerKind(_Str):
+class LayerKind(TextEnum):
     """The kind of decoder layer a per-layer tensor belongs to (how sharding finds its layers)."""
 
     SOFTMAX_ATTENTION = "full_attention"  # every softmax-attention layer, full or sliding
@@ -113,7 +112,7 @@ class LayerKind(_Str):
     ANY = "any"  # norms and anything every layer has
 
 
-class ShardRule(_Str):
+class ShardRule(TextEnum):
     """How tensor parallelism splits a tensor (Megatron-LM / vLLM parallel layers)."""
 
     COLUMN = "column"  # split by output features
@@ -131,7 +130,7 @@ class ShardRule(_Str):
         return self in (ShardRule.COLUMN, ShardRule.ROW, ShardRule.VOCAB, ShardRule.HEADWISE)
 
 
-class Phase(_Str):
+class Phase(TextEnum):
     """What a step does: a prompt's forward pass, one token per sequence, or both at once."""
 
     PREFILL = "prefill"
@@ -139,7 +138,7 @@ class Phase(_Str):
     MIXED = "mixed"  # a prefill chunk beside decoding sequences (chunked prefill)
 
 
-class OpKind(_Str):
+class OpKind(TextEnum):
     """The kind of an operator of a step."""
 
     GEMM = "gemm"
@@ -148,68 +147,6 @@ class OpKind(_Str):
     ELEMENTWISE = "elementwise"  # norms, biases and other per-element work
     EMBEDDING = "embedding"  # table lookups (and, by the resident convention, untouched weights)
     COLLECTIVE = "collective"
-
-
-class Recompute(_Str):
-    """Activation recomputation in training (Korthikanti et al. 2022)."""
-
-    NONE = "none"
-    SELECTIVE = "selective"
-    FULL = "full"
-
-
-class Logits(_Str):
-    """Where the LM head runs in a step: on the last position of each sequence (serving) or on
-    every position (training; the documents' prefill count)."""
-
-    LAST = "last"
-    ALL = "all"
-
-
-class AttentionMask(_Str):
-    """Causal attention (each token sees itself and those before it) or the full S x S bound."""
-
-    CAUSAL = "causal"
-    FULL = "full"
-
-
-class WeightBytes(_Str):
-    """Which weight bytes a step counts: those it reads, or every resident weight once (the
-    source documents' convention)."""
-
-    READ = "read"
-    RESIDENT = "resident"
-
-
-class MLAForm(_Str):
-    """MLA attention computed on up-projected heads (plain) or on the cached latent (absorbed)."""
-
-    PLAIN = "plain"
-    ABSORBED = "absorbed"
-
-
-class MemoryConvention(_Str):
-    """How a GPU's memory is counted: the physical capacity a deployment gets (an "80 GB" H100
-    holds 80 GiB), or the datasheet's figure read as 10^9 B (the source documents' convention)."""
-
-    PHYSICAL = "physical"
-    DATASHEET = "datasheet"
-
-
-class ServingMode(_Str):
-    """Aggregated serving (prefill chunks mixed into decode steps on the same GPUs) or
-    disaggregated (a prefill pool and a decode pool, the KV cache sent between them)."""
-
-    AGGREGATED = "aggregated"
-    DISAGGREGATED = "disaggregated"
-
-
-class WeightFlops(_Str):
-    """Parameters behind "2 x N" weight FLOPs per token: N_gemm, N less the input embedding, or N."""
-
-    GEMM = "gemm"
-    NON_EMBEDDING = "non_embedding"
-    TOTAL = "total"
 
 
 #: A weight-only quantisation group's scale and zero, bits (bf16 each).

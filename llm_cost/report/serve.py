@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llm_cost.analyses.serving import Candidate, ServePlan
-from llm_cost.core.types import ServingMode
+from llm_cost.core.choices import ServingMode
 from llm_cost.core.units import fmt_int, fmt_seconds
 from llm_cost.report.base import print_conventions, print_facts, print_table
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from llm_cost.analyses.capacity import DEPLOYMENT, DOCUMENTS, kv_room, max_concurrency, sequence_kv_bytes, \
     workspace_bytes
-from llm_cost.core.types import MemoryConvention
+from llm_cost.core.choices import MemoryConvention
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu
 from llm_cost.specs.load import load_gpu, load_model
 

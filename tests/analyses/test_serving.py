@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from llm_cost.analyses.serving import Targets, Traffic, evaluate, md1_wait_s, mdc_wait_s, plan
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import ServingMode
+from llm_cost.core.choices import ServingMode
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import CalibratedModel
 from llm_cost.perf.profile import default_profile

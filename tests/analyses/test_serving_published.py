@@ -25,7 +25,8 @@ import pytest
 import yaml
 
 from llm_cost.analyses.serving import Targets, Traffic, evaluate, plan
-from llm_cost.core.types import Dtype, ServingMode
+from llm_cost.core.types import Dtype
+from llm_cost.core.choices import ServingMode
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import CalibratedModel
 from llm_cost.perf.profile import default_profile

@@ -22,7 +22,7 @@ from llm_cost.analyses.serving.results import (
     Targets,
     Traffic,
 )
-from llm_cost.core.types import ServingMode
+from llm_cost.core.choices import ServingMode
 from llm_cost.model.kv import kv_bytes
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.step import SeqGroup

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from llm_cost.core.notes import Note
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import ServingMode
+from llm_cost.core.choices import ServingMode
 from llm_cost.model.layout import Layout
 
 #: Decode concurrencies a search tries per replica (those the KV cache holds).

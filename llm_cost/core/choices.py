@@ -1,0 +1,76 @@
+"""The modelling choices a command offers as flags, as string enums: activation recomputation,
+where the LM head runs, the attention mask, which weight bytes a step counts, the MLA form, the
+memory convention, the serving mode and the parameters behind weight FLOPs.
+
+They live apart from :mod:`llm_cost.core.types` (the engine's own vocabulary) so that a command
+which offers none of them (``params``, ``kv``) does not define them on every start.
+"""
+
+from __future__ import annotations
+
+from llm_cost.core.types import TextEnum
+
+__all__ = ["Recompute", "Logits", "AttentionMask", "WeightBytes", "MLAForm", "MemoryConvention", "ServingMode",
+           "WeightFlops"]
+
+
+class Recompute(TextEnum):
+    """Activation recomputation in training (Korthikanti et al. 2022)."""
+
+    NONE = "none"
+    SELECTIVE = "selective"
+    FULL = "full"
+
+
+class Logits(TextEnum):
+    """Where the LM head runs in a step: on the last position of each sequence (serving) or on
+    every position (training; the documents' prefill count)."""
+
+    LAST = "last"
+    ALL = "all"
+
+
+class AttentionMask(TextEnum):
+    """Causal attention (each token sees itself and those before it) or the full S x S bound."""
+
+    CAUSAL = "causal"
+    FULL = "full"
+
+
+class WeightBytes(TextEnum):
+    """Which weight bytes a step counts: those it reads, or every resident weight once (the
+    source documents' convention)."""
+
+    READ = "read"
+    RESIDENT = "resident"
+
+
+class MLAForm(TextEnum):
+    """MLA attention computed on up-projected heads (plain) or on the cached latent (absorbed)."""
+
+    PLAIN = "plain"
+    ABSORBED = "absorbed"
+
+
+class MemoryConvention(TextEnum):
+    """How a GPU's memory is counted: the physical capacity a deployment gets (an "80 GB" H100
+    holds 80 GiB), or the datasheet's figure read as 10^9 B (the source documents' convention)."""
+
+    PHYSICAL = "physical"
+    DATASHEET = "datasheet"
+
+
+class ServingMode(TextEnum):
+    """Aggregated serving (prefill chunks mixed into decode steps on the same GPUs) or
+    disaggregated (a prefill pool and a decode pool, the KV cache sent between them)."""
+
+    AGGREGATED = "aggregated"
+    DISAGGREGATED = "disaggregated"
+
+
+class WeightFlops(TextEnum):
+    """Parameters behind "2 x N" weight FLOPs per token: N_gemm, N less the input embedding, or N."""
+
+    GEMM = "gemm"
+    NON_EMBEDDING = "non_embedding"
+    TOTAL = "total"
