@@ -7,8 +7,10 @@ tests/specs/test_shipped_index.py fails until the index is rebuilt).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's llm_cost, not an installed copy
 from llm_cost.specs.load import build_index, index_source
 
 TARGET = Path(__file__).resolve().parent.parent / "llm_cost" / "specs" / "shipped_index.py"

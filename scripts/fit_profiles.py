@@ -12,8 +12,10 @@ from the nearest fitted one (Hopper/Blackwell/CDNA3 HBM parts from h200; Ampere 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's llm_cost, not an installed copy
 from llm_cost.analyses.calibration import calibrate, profile_yaml, transfer
 from llm_cost.perf.profile import build_profile_index, profile_index_source, profiles_dir
 from llm_cost.specs.load import gpu_names, load_gpu
