@@ -191,6 +191,8 @@ def _run(argv: list[str]) -> None:
         command, args, prog = get_command(single), argv[1:], f"llm-cost {argv[0]}"
         coercion.install(command, HELP_OPTIONS)
         _reject_empty(command, args)
+        if "--json" in args and "--csv" in args:
+            raise InputError("--json and --csv: give one (JSON is the whole result, CSV its rows)")
     elif len(argv) == 1 and argv[0] in HELP_OPTIONS:
         command, args, prog = get_command(_listing()), argv, "llm-cost"
     else:  # the bare program too: shell completion runs it, with the words in the environment

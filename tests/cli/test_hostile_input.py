@@ -92,6 +92,7 @@ CASES = [
     ("empty-batch", ["roofline", "llama3-8b", "--batch", ""], None, None, 2, "--batch: empty value"),
     ("empty-batch-equals", ["roofline", "llama3-8b", "--batch="], None, None, 2, "--batch: empty value"),
     ("empty-model", ["roofline", ""], None, None, 2, "MODEL: empty value"),
+    ("json-and-csv", ["kv", "llama3-8b", "--json", "--csv"], None, None, 2, "--json and --csv: give one"),
     ("empty-tp", ["params", "llama3-8b", "--tp", ""], None, None, 2, "--tp: empty value"),
     ("duplicate-key", ["params", "{spec}"], _model("hidden_size: 4096", "hidden_size: 4096\nhidden_size: 8192"),
      None, 2, "duplicate key 'hidden_size'"),
