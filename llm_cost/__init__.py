@@ -56,4 +56,3 @@ def __getattr__(name: str):  # noqa: ANN202 - the API's own types
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_API])
-
