@@ -39,8 +39,25 @@ Python use::
 
 __version__ = "0.1.0"
 
-_API = ("LlmCostError", "Layout", "load_model", "load_gpu", "params", "kv", "decode", "prefill", "fit", "moe",
-        "spec", "context", "train", "serve", "MemoryPolicy", "DEPLOYMENT", "DOCUMENTS")
+_API = (
+    "LlmCostError",
+    "Layout",
+    "load_model",
+    "load_gpu",
+    "params",
+    "kv",
+    "decode",
+    "prefill",
+    "fit",
+    "moe",
+    "spec",
+    "context",
+    "train",
+    "serve",
+    "MemoryPolicy",
+    "DEPLOYMENT",
+    "DOCUMENTS",
+)
 
 __all__ = ["__version__", *_API]
 

@@ -21,10 +21,11 @@ from llm_cost.analyses.context import ContextResult, context_analysis
 from llm_cost.analyses.deployment import FitReport, deployment, smallest_layouts
 from llm_cost.analyses.memory import fit as fit_one_gpu
 from llm_cost.analyses.moe import MoEResult, moe_analysis
-from llm_cost.analyses.serving import ServePlan, Targets, Traffic, plan
 from llm_cost.analyses.roofline import DecodeStep, PrefillStep, decode_step, prefill_step
+from llm_cost.analyses.serving import ServePlan, Targets, Traffic, plan
 from llm_cost.analyses.speculative import SpecResult, speculative
-from llm_cost.analyses.training import TrainResult, train as train_run
+from llm_cost.analyses.training import TrainResult
+from llm_cost.analyses.training import train as train_run
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, dtype_of
 from llm_cost.model.kv import KVResult, kv_cache
@@ -35,8 +36,25 @@ from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU
 from llm_cost.specs import load
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
-__all__ = ["LlmCostError", "Layout", "load_model", "load_gpu", "params", "kv", "decode", "prefill", "fit", "moe",
-           "spec", "context", "train", "serve", "MemoryPolicy", "DEPLOYMENT", "DOCUMENTS"]
+__all__ = [
+    "LlmCostError",
+    "Layout",
+    "load_model",
+    "load_gpu",
+    "params",
+    "kv",
+    "decode",
+    "prefill",
+    "fit",
+    "moe",
+    "spec",
+    "context",
+    "train",
+    "serve",
+    "MemoryPolicy",
+    "DEPLOYMENT",
+    "DOCUMENTS",
+]
 
 #: The one exception type of the API: a name, file, config or argument that is not valid.
 LlmCostError = InputError
@@ -94,11 +112,18 @@ def _efficiency(value: Any, name: str) -> float:
 
 def _positive(value: Any, name: str, maximum: float = 1e300, zero: bool = False) -> float:
     """A finite number greater than 0 (or at least 0 with ``zero``) and at most ``maximum``."""
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and \
-        (value >= 0 if zero else value > 0) and value <= maximum
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and (value >= 0 if zero else value > 0)
+        and value <= maximum
+    )
     if not ok:
-        raise LlmCostError(f"{name}: {value!r} must be a finite number {'of at least 0' if zero else 'above 0'} and "
-                           f"at most {maximum:g}")
+        raise LlmCostError(
+            f"{name}: {value!r} must be a finite number {'of at least 0' if zero else 'above 0'} and "
+            f"at most {maximum:g}"
+        )
     return float(value)
 
 
@@ -117,8 +142,10 @@ def _gpus(value: Any, name: str) -> int:
 
 def _policy(value: Any) -> MemoryPolicy:
     if not isinstance(value, MemoryPolicy):
-        raise LlmCostError(f"policy: {value!r} is not a MemoryPolicy; use llm_cost.DEPLOYMENT, llm_cost.DOCUMENTS or "
-                           "dataclasses.replace(llm_cost.DEPLOYMENT, ...)")
+        raise LlmCostError(
+            f"policy: {value!r} is not a MemoryPolicy; use llm_cost.DEPLOYMENT, llm_cost.DOCUMENTS or "
+            "dataclasses.replace(llm_cost.DEPLOYMENT, ...)"
+        )
     return value
 
 
@@ -146,48 +173,103 @@ def params(model: ModelLike, weights_dtype: str | None = None, layout: Layout | 
     return count_params(s, dtype.bits if dtype else None, dtype.value if dtype else None, layout)
 
 
-def kv(model: ModelLike, contexts: list[int] = (1024, 8192, 32768, 131072), batch: int = 1, kv_dtype: str = "bf16",
-       layout: Layout | None = None) -> KVResult:
+def kv(
+    model: ModelLike,
+    contexts: list[int] = (1024, 8192, 32768, 131072),
+    batch: int = 1,
+    kv_dtype: str = "bf16",
+    layout: Layout | None = None,
+) -> KVResult:
     """KV-cache bytes per token and at each context (``llm-cost kv``)."""
-    return kv_cache(load_model(model), _counts(contexts, "contexts"), Dtype(kv_dtype).bits, kv_dtype,
-                    _count(batch, "batch"), layout)
+    return kv_cache(
+        load_model(model), _counts(contexts, "contexts"), Dtype(kv_dtype).bits, kv_dtype, _count(batch, "batch"), layout
+    )
 
 
 def _compute(s: ModelSpec, g: HardwareSpec, dtype: str | None, weights_dtype: str | None) -> str:
     return dtype or default_compute_dtype(weights_dtype or s.torch_dtype, g).value
 
 
-def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, dtype: str | None = None,
-           weights_dtype: str | None = None, bits_per_weight: float | None = None, kv_dtype: str = "bf16",
-           mfu: float = DEFAULT_MFU, mbu: float = DEFAULT_MBU, weight_bytes: str = "read",
-           layout: Layout = ONE_GPU) -> DecodeStep:
+def decode(
+    model: ModelLike,
+    gpu: GpuLike = "h100",
+    batch: int = 1,
+    context: int = 0,
+    dtype: str | None = None,
+    weights_dtype: str | None = None,
+    bits_per_weight: float | None = None,
+    kv_dtype: str = "bf16",
+    mfu: float = DEFAULT_MFU,
+    mbu: float = DEFAULT_MBU,
+    weight_bytes: str = "read",
+    layout: Layout = ONE_GPU,
+) -> DecodeStep:
     """One decode step's bound and estimate (``llm-cost roofline MODEL --batch B --context C``)."""
     s, g = load_model(model), load_gpu(gpu)
     batch, context = _count(batch, "batch"), _count(context, "context", 0)
     mfu, mbu, kv_dtype = _efficiency(mfu, "mfu"), _efficiency(mbu, "mbu"), _dtype(kv_dtype, "kv_dtype")
     dtype = _dtype(dtype, "dtype", storage=False) if dtype is not None else None
     weights_dtype = _dtype(weights_dtype, "weights_dtype") if weights_dtype is not None else None
-    return decode_step(s, g, batch, context, _compute(s, g, dtype, weights_dtype),
-                       _bits(s, weights_dtype, bits_per_weight), Dtype(kv_dtype).bits, mfu, mbu, weight_bytes,
-                       layout)
+    return decode_step(
+        s,
+        g,
+        batch,
+        context,
+        _compute(s, g, dtype, weights_dtype),
+        _bits(s, weights_dtype, bits_per_weight),
+        Dtype(kv_dtype).bits,
+        mfu,
+        mbu,
+        weight_bytes,
+        layout,
+    )
 
 
-def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int = 1, dtype: str | None = None,
-            weights_dtype: str | None = None, kv_dtype: str = "bf16", mfu: float = DEFAULT_MFU,
-            mbu: float = DEFAULT_MBU, logits: str = "last", layout: Layout = ONE_GPU) -> PrefillStep:
+def prefill(
+    model: ModelLike,
+    gpu: GpuLike = "h100",
+    seq: int = 8192,
+    batch: int = 1,
+    dtype: str | None = None,
+    weights_dtype: str | None = None,
+    kv_dtype: str = "bf16",
+    mfu: float = DEFAULT_MFU,
+    mbu: float = DEFAULT_MBU,
+    logits: str = "last",
+    layout: Layout = ONE_GPU,
+) -> PrefillStep:
     """A prefill: the time to first token (``llm-cost roofline MODEL --phase prefill --seq N``)."""
     s, g = load_model(model), load_gpu(gpu)
     seq, batch = _count(seq, "seq"), _count(batch, "batch")
     mfu, mbu, kv_dtype = _efficiency(mfu, "mfu"), _efficiency(mbu, "mbu"), _dtype(kv_dtype, "kv_dtype")
     dtype = _dtype(dtype, "dtype", storage=False) if dtype is not None else None
     weights_dtype = _dtype(weights_dtype, "weights_dtype") if weights_dtype is not None else None
-    return prefill_step(s, g, seq, batch, _compute(s, g, dtype, weights_dtype), _bits(s, weights_dtype, None),
-                        Dtype(kv_dtype).bits, mfu, logits=logits, mbu=mbu, layout=layout)
+    return prefill_step(
+        s,
+        g,
+        seq,
+        batch,
+        _compute(s, g, dtype, weights_dtype),
+        _bits(s, weights_dtype, None),
+        Dtype(kv_dtype).bits,
+        mfu,
+        logits=logits,
+        mbu=mbu,
+        layout=layout,
+    )
 
 
-def fit(model: ModelLike, gpu: GpuLike = "h100", context: int = 8192, batch: int = 1,
-        weights_dtype: str | None = None, kv_dtype: str = "bf16", policy: MemoryPolicy = DEPLOYMENT,
-        max_gpus: int = 64, layout: Layout | None = None) -> FitReport:
+def fit(
+    model: ModelLike,
+    gpu: GpuLike = "h100",
+    context: int = 8192,
+    batch: int = 1,
+    weights_dtype: str | None = None,
+    kv_dtype: str = "bf16",
+    policy: MemoryPolicy = DEPLOYMENT,
+    max_gpus: int = 64,
+    layout: Layout | None = None,
+) -> FitReport:
     """What fits on one GPU and the smallest layouts, or one layout (``llm-cost fit``); memory
     counted under ``policy`` (default: a serving engine's accounting, see
     :mod:`llm_cost.analyses.capacity`; ``DOCUMENTS`` for the source documents')."""
@@ -198,21 +280,44 @@ def fit(model: ModelLike, gpu: GpuLike = "h100", context: int = 8192, batch: int
     bits, kv_bits = _bits(s, weights_dtype, None), Dtype(_dtype(kv_dtype, "kv_dtype")).bits
     if layout is not None:
         return FitReport(None, [], max_gpus, deployment(s, g, _layout(layout), batch, context, bits, kv_bits, policy))
-    return FitReport(fit_one_gpu(s, g, context, batch, bits, kv_bits, policy),
-                     smallest_layouts(s, g, batch, context, bits, kv_bits, policy, max_gpus), max_gpus, None)
+    return FitReport(
+        fit_one_gpu(s, g, context, batch, bits, kv_bits, policy),
+        smallest_layouts(s, g, batch, context, bits, kv_bits, policy, max_gpus),
+        max_gpus,
+        None,
+    )
 
 
-def moe(model: ModelLike, batches: list[int] = (1, 32, 128), weights_dtype: str | None = None, ep: int = 1,
-        gpu: GpuLike | None = None) -> MoEResult:
+def moe(
+    model: ModelLike,
+    batches: list[int] = (1, 32, 128),
+    weights_dtype: str | None = None,
+    ep: int = 1,
+    gpu: GpuLike | None = None,
+) -> MoEResult:
     """MoE parameter counts and expert traffic per batch (``llm-cost moe``)."""
     s = load_model(model)
-    return moe_analysis(s, _counts(batches, "batches"), _bits(s, weights_dtype, None), ep,
-                        gpu=load_gpu(gpu) if gpu is not None else None)
+    return moe_analysis(
+        s,
+        _counts(batches, "batches"),
+        _bits(s, weights_dtype, None),
+        ep,
+        gpu=load_gpu(gpu) if gpu is not None else None,
+    )
 
 
-def spec(alpha: float, gamma: int, c: float | None = None, model: ModelLike | None = None,
-         gpu: GpuLike | None = None, batches: list[int] | None = None, context: int = 0, mfu: float = DEFAULT_MFU,
-         mbu: float = DEFAULT_MBU, mtp: bool = False) -> SpecResult:
+def spec(
+    alpha: float,
+    gamma: int,
+    c: float | None = None,
+    model: ModelLike | None = None,
+    gpu: GpuLike | None = None,
+    batches: list[int] | None = None,
+    context: int = 0,
+    mfu: float = DEFAULT_MFU,
+    mbu: float = DEFAULT_MBU,
+    mtp: bool = False,
+) -> SpecResult:
     """Speculative decoding: closed forms and, with a model and GPU, the step model (``llm-cost spec``)."""
     s = load_model(model) if model is not None else None
     g = load_gpu(gpu) if gpu is not None else None
@@ -227,8 +332,13 @@ def spec(alpha: float, gamma: int, c: float | None = None, model: ModelLike | No
     return speculative(alpha, gamma, c, s, g, batches, mfu, context, dtype, "read", mtp, mbu)
 
 
-def context(model: ModelLike, contexts: list[int] = (8192, 32768, 131072), gpu: GpuLike = "h100",
-            mfu: float = DEFAULT_MFU, mbu: float = DEFAULT_MBU) -> ContextResult:
+def context(
+    model: ModelLike,
+    contexts: list[int] = (8192, 32768, 131072),
+    gpu: GpuLike = "h100",
+    mfu: float = DEFAULT_MFU,
+    mbu: float = DEFAULT_MBU,
+) -> ContextResult:
     """Long-context costs (``llm-cost context``)."""
     return context_analysis(load_model(model), _counts(contexts, "contexts"), load_gpu(gpu), mfu, mbu=mbu)
 
@@ -239,10 +349,22 @@ def train(model: ModelLike, tokens: int, gpu: GpuLike = "h100", **options: Any) 
     return train_run(load_model(model), tokens, load_gpu(gpu), **options)
 
 
-def serve(model: ModelLike, gpu: GpuLike = "h100", input_tokens: int = 2048, output_tokens: int = 256, *,
-          ttft_s: float | None = None, tpot_s: float | None = None, qps: float | None = None,
-          gpus: int | None = None, usd_per_gpu_hour: float | None = None, weights_dtype: str | None = None,
-          kv_dtype: str = "bf16", policy: MemoryPolicy = DEPLOYMENT, **search: Any) -> ServePlan:
+def serve(
+    model: ModelLike,
+    gpu: GpuLike = "h100",
+    input_tokens: int = 2048,
+    output_tokens: int = 256,
+    *,
+    ttft_s: float | None = None,
+    tpot_s: float | None = None,
+    qps: float | None = None,
+    gpus: int | None = None,
+    usd_per_gpu_hour: float | None = None,
+    weights_dtype: str | None = None,
+    kv_dtype: str = "bf16",
+    policy: MemoryPolicy = DEPLOYMENT,
+    **search: Any,
+) -> ServePlan:
     """The serving plan (``llm-cost serve``): the best configuration meeting the targets, the
     frontier and the cost, timed by the GPU's shipped calibration profile (else the MFU/MBU
     estimate). ``search`` narrows the search as :func:`llm_cost.analyses.serving.plan` does:
@@ -261,9 +383,20 @@ def serve(model: ModelLike, gpu: GpuLike = "h100", input_tokens: int = 2048, out
     search = _search(search)
     weights_dtype = _dtype(weights_dtype, "weights_dtype") if weights_dtype is not None else None
     model_ = prediction_model(g.name)
-    return plan(s, g, traffic, Targets(ttft_s, tpot_s), model_, gpus=gpus, weight_bits=_bits(s, weights_dtype, None),
-                kv_bits=Dtype(_dtype(kv_dtype, "kv_dtype")).bits, compute_dtype=Dtype(_compute(s, g, None, weights_dtype)),
-                usd_per_gpu_hour=usd_per_gpu_hour, policy=policy, **search)
+    return plan(
+        s,
+        g,
+        traffic,
+        Targets(ttft_s, tpot_s),
+        model_,
+        gpus=gpus,
+        weight_bits=_bits(s, weights_dtype, None),
+        kv_bits=Dtype(_dtype(kv_dtype, "kv_dtype")).bits,
+        compute_dtype=Dtype(_compute(s, g, None, weights_dtype)),
+        usd_per_gpu_hour=usd_per_gpu_hour,
+        policy=policy,
+        **search,
+    )
 
 
 def _search(search: dict[str, Any]) -> dict[str, Any]:

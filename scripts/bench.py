@@ -73,10 +73,12 @@ def _installed_exe() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--exe", default=_installed_exe(),
-                        help="the llm-cost to time (default: the one installed beside this Python)")
-    parser.add_argument("--pin", type=int, metavar="CPU",
-                        help="run every command on this one processor (steadier on a shared machine)")
+    parser.add_argument(
+        "--exe", default=_installed_exe(), help="the llm-cost to time (default: the one installed beside this Python)"
+    )
+    parser.add_argument(
+        "--pin", type=int, metavar="CPU", help="run every command on this one processor (steadier on a shared machine)"
+    )
     args = parser.parse_args()
     if args.pin is not None:
         os.sched_setaffinity(0, {args.pin})  # the children inherit it
@@ -87,13 +89,17 @@ def main() -> None:
         times, cpu = zip(*(_timed([args.exe, *command.split()]) for _ in range(args.runs)))
         median = statistics.median(times)
         worst = max(worst, median)
-        print(f"{command:45s} wall min {min(times) * 1e3:6.1f} ms, median {median * 1e3:6.1f} ms; "
-              f"CPU median {statistics.median(cpu) * 1e3:6.1f} ms")
+        print(
+            f"{command:45s} wall min {min(times) * 1e3:6.1f} ms, median {median * 1e3:6.1f} ms; "
+            f"CPU median {statistics.median(cpu) * 1e3:6.1f} ms"
+        )
     print(f"slowest median wall time: {worst * 1e3:.1f} ms (CPU time is steadier on a busy machine)")
     for command in RATIO_COMMANDS:
         ours, base, ratio, cpu_ratio = _ratio([args.exe, *command.split()], args.runs)
-        print(f"cold-start ratio {command!r}: {ours * 1e3:.1f} ms / {base * 1e3:.1f} ms "
-              f"(import typer, rich.table) = {ratio:.2f} (target at most 1.3); CPU time ratio {cpu_ratio:.2f}")
+        print(
+            f"cold-start ratio {command!r}: {ours * 1e3:.1f} ms / {base * 1e3:.1f} ms "
+            f"(import typer, rich.table) = {ratio:.2f} (target at most 1.3); CPU time ratio {cpu_ratio:.2f}"
+        )
     sys.exit(0)
 
 

@@ -25,15 +25,52 @@ def sweeps(points: int) -> dict[str, list[str]]:
     contexts = ",".join(str(1024 * i) for i in range(1, points // 2 + 1))
     return {
         "roofline llama3-8b, batch 1..N, context 2K": [
-            "roofline", "llama3-8b", "--gpu", "h100", "--batch", batches, "--context", "2K", "--csv"],
+            "roofline",
+            "llama3-8b",
+            "--gpu",
+            "h100",
+            "--batch",
+            batches,
+            "--context",
+            "2K",
+            "--csv",
+        ],
         "roofline mixtral-8x7b, batch 1..N, context 4K": [
-            "roofline", "mixtral-8x7b", "--gpu", "h100", "--batch", batches, "--context", "4K", "--csv"],
+            "roofline",
+            "mixtral-8x7b",
+            "--gpu",
+            "h100",
+            "--batch",
+            batches,
+            "--context",
+            "4K",
+            "--csv",
+        ],
         "roofline mistral-7b (sliding), batch N/2 x 2 contexts": [
-            "roofline", "mistral-7b", "--gpu", "h100", "--batch", half, "--context", "2K,16K", "--csv"],
+            "roofline",
+            "mistral-7b",
+            "--gpu",
+            "h100",
+            "--batch",
+            half,
+            "--context",
+            "2K,16K",
+            "--csv",
+        ],
         "roofline llama3-70b TP 4, batch 1..N, context 4K": [
-            "roofline", "llama3-70b", "--gpu", "h100", "--tp", "4", "--batch", batches, "--context", "4K", "--csv"],
-        "kv llama3-8b, N/2 contexts x 2 batches": [
-            "kv", "llama3-8b", "--context", contexts, "--batch", "1,8", "--csv"],
+            "roofline",
+            "llama3-70b",
+            "--gpu",
+            "h100",
+            "--tp",
+            "4",
+            "--batch",
+            batches,
+            "--context",
+            "4K",
+            "--csv",
+        ],
+        "kv llama3-8b, N/2 contexts x 2 batches": ["kv", "llama3-8b", "--context", contexts, "--batch", "1,8", "--csv"],
     }
 
 

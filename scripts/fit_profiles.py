@@ -24,16 +24,27 @@ DATA = Path(__file__).resolve().parent.parent / "llm_cost" / "data" / "measureme
 INDEX = Path(__file__).resolve().parent.parent / "llm_cost" / "perf" / "profile_index.py"
 
 FITTED = {
-    "h200": (["local-h200-llama3-8b-measured.yaml"],
-             "fitted on the project's H200 measurements of a Llama-3-8B shape: PyTorch eager kernels, each decode "
-             "step in one CUDA graph, SDPA attention without split-KV; decode batch 1-256, prefill 1K-32K"),
-    "a100": (["local-a100-gpt-fast-decode.yaml", "gpt-fast-readme-tp-quant-mixtral.yaml"],
-             "fitted on gpt-fast (torch.compile) decode at batch 1 on A100-80GB SXM capped at 330 W: Llama-2/3 "
-             "7B-405B and Mixtral, bf16, int8 and int4 (G=32) weights, TP 1-8; batch 1 only, so the GEMM ramp, "
-             "attention and overlap terms are at their priors"),
+    "h200": (
+        ["local-h200-llama3-8b-measured.yaml"],
+        "fitted on the project's H200 measurements of a Llama-3-8B shape: PyTorch eager kernels, each decode "
+        "step in one CUDA graph, SDPA attention without split-KV; decode batch 1-256, prefill 1K-32K",
+    ),
+    "a100": (
+        ["local-a100-gpt-fast-decode.yaml", "gpt-fast-readme-tp-quant-mixtral.yaml"],
+        "fitted on gpt-fast (torch.compile) decode at batch 1 on A100-80GB SXM capped at 330 W: Llama-2/3 "
+        "7B-405B and Mixtral, bf16, int8 and int4 (G=32) weights, TP 1-8; batch 1 only, so the GEMM ramp, "
+        "attention and overlap terms are at their priors",
+    ),
 }
-NEAREST = {"h100": "h200", "h100-pcie": "h200", "b200": "h200", "mi300x": "h200",
-           "a100-40gb": "a100", "l40s": "a100", "rtx-4090": "a100"}
+NEAREST = {
+    "h100": "h200",
+    "h100-pcie": "h200",
+    "b200": "h200",
+    "mi300x": "h200",
+    "a100-40gb": "a100",
+    "l40s": "a100",
+    "rtx-4090": "a100",
+}
 
 
 def main() -> None:

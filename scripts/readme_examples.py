@@ -35,11 +35,12 @@ def _run(command: str) -> str:
 
 def render(text: str) -> str:
     """The README text with every example block's output replaced by the command's output."""
+
     def block(m: re.Match) -> str:
         output = _run(m.group(1))
         old = m.group(2).rstrip("\n").splitlines()
         if old and old[-1] == "...":
-            output = "\n".join(output.splitlines()[:len(old) - 1] + ["..."])
+            output = "\n".join(output.splitlines()[: len(old) - 1] + ["..."])
         return f"```console\n$ {m.group(1)}\n{output}\n```"
 
     return BLOCK.sub(block, text)

@@ -51,8 +51,12 @@ def test_every_module_belongs_to_a_layer():
 
 
 def test_imports_point_down_the_layers():
-    upward = [(m, dep) for m, deps in _graph().items() for dep in deps
-              if _layer(m) is not None and _layer(dep) is not None and _layer(dep) > _layer(m)]
+    upward = [
+        (m, dep)
+        for m, deps in _graph().items()
+        for dep in deps
+        if _layer(m) is not None and _layer(dep) is not None and _layer(dep) > _layer(m)
+    ]
     assert upward == []
 
 
@@ -67,7 +71,7 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
             if dep.startswith(node + "."):
                 continue
             if state.get(dep) == 1:
-                cycles.append(path[path.index(dep):] + [dep])
+                cycles.append(path[path.index(dep) :] + [dep])
             elif dep not in state:
                 visit(dep, path + [dep])
         state[node] = 2

@@ -38,12 +38,23 @@ def test_api_errors_carry_the_cli_message(cli):
         raise AssertionError("no error for an unknown model")
 
 
-@pytest.mark.parametrize("call", [lambda m: m.kv("llama3-8b", 8192), lambda m: m.decode("llama3-8b", batch=[1, 8]),
-                                  lambda m: m.decode("llama3-8b", context="8K"), lambda m: m.prefill("llama3-8b", seq=0),
-                                  lambda m: m.decode("llama3-8b", "h999"), lambda m: m.decode("llama3-8b", mfu=0),
-                                  lambda m: m.decode("llama3-8b", dtype="fp3"), lambda m: m.decode(None),
-                                  lambda m: m.decode("llama3-8b", gpu=None), lambda m: m.kv("llama3-8b", [-1]),
-                                  lambda m: m.decode("llama3-8b", batch=-1), lambda m: m.kv("llama3-8b", "8K")])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.kv("llama3-8b", 8192),
+        lambda m: m.decode("llama3-8b", batch=[1, 8]),
+        lambda m: m.decode("llama3-8b", context="8K"),
+        lambda m: m.prefill("llama3-8b", seq=0),
+        lambda m: m.decode("llama3-8b", "h999"),
+        lambda m: m.decode("llama3-8b", mfu=0),
+        lambda m: m.decode("llama3-8b", dtype="fp3"),
+        lambda m: m.decode(None),
+        lambda m: m.decode("llama3-8b", gpu=None),
+        lambda m: m.kv("llama3-8b", [-1]),
+        lambda m: m.decode("llama3-8b", batch=-1),
+        lambda m: m.kv("llama3-8b", "8K"),
+    ],
+)
 def test_api_bad_arguments_raise_its_error(call):
     import llm_cost
 

@@ -27,18 +27,26 @@ from __future__ import annotations
 import csv
 import dataclasses
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llm_cost.core.errors import InputError, SpecError
 from llm_cost.core.types import DTYPE_BITS, Dtype, OpKind, stored_weight_bits
 from llm_cost.model.layout import Layout
-from llm_cost.perf.calibrated import (CalibratedModel, attention_terms, collective_time, gemm_terms, other_terms,
-                                      smooth_max, weight_format)
+from llm_cost.perf.calibrated import (
+    CalibratedModel,
+    attention_terms,
+    collective_time,
+    gemm_terms,
+    other_terms,
+    smooth_max,
+    weight_format,
+)
 from llm_cost.perf.profile import PARAMETERS, FitError, Parameters, Profile, load_profile, profile_names
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
 from llm_cost.specs.declare import to_data
@@ -47,9 +55,26 @@ from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Step, build_step, decode, prefill
 
-__all__ = ["Measurement", "load_measurements", "category", "step_of", "NEEDS", "RowResult", "CategoryError",
-           "categories", "Calibration", "calibrate", "transfer", "profile_yaml", "measurements_dir", "write_profile",
-           "validate", "check", "validate_shipped", "FIT_INSTALL_HINT"]
+__all__ = [
+    "Measurement",
+    "load_measurements",
+    "category",
+    "step_of",
+    "NEEDS",
+    "RowResult",
+    "CategoryError",
+    "categories",
+    "Calibration",
+    "calibrate",
+    "transfer",
+    "profile_yaml",
+    "measurements_dir",
+    "write_profile",
+    "validate",
+    "check",
+    "validate_shipped",
+    "FIT_INSTALL_HINT",
+]
 
 FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
 
@@ -77,8 +102,10 @@ class Measurement(BaseModel):
 def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
     if path.suffix.lower() == ".csv":
         lines = list(csv.DictReader(read_text(path, "a .csv measurement file").splitlines()))
-        rows = [{k: v for k, v in r.items() if v not in (None, "")} | {"id": r.get("id") or f"line{i + 2}"}
-                for i, r in enumerate(lines)]
+        rows = [
+            {k: v for k, v in r.items() if v not in (None, "")} | {"id": r.get("id") or f"line{i + 2}"}
+            for i, r in enumerate(lines)
+        ]
         return rows, {}
     data = read_yaml(path)
     rows = data.get("rows")
@@ -127,40 +154,65 @@ def step_of(m: Measurement) -> Step:
     """The step a measurement timed: its model, layout, weight bits and dtypes."""
     spec = load_model(m.spec)
     bits = stored_weight_bits(m.weights_dtype, m.group_size)
-    compute = Dtype(m.compute_dtype) if m.compute_dtype else (
-        Dtype.FP16 if "fp16" in (m.weights_dtype, m.kv_dtype) else Dtype.BF16)
+    compute = (
+        Dtype(m.compute_dtype)
+        if m.compute_dtype
+        else (Dtype.FP16 if "fp16" in (m.weights_dtype, m.kv_dtype) else Dtype.BF16)
+    )
     groups = decode(m.batch, m.context) if m.phase == "decode" else prefill(m.batch, m.context)
-    return build_step(spec, groups, layout=Layout(tp=m.tp), weight_bits=bits, kv_bits=DTYPE_BITS[Dtype(m.kv_dtype)],
-                      compute_dtype=compute)
+    return build_step(
+        spec,
+        groups,
+        layout=Layout(tp=m.tp),
+        weight_bits=bits,
+        kv_bits=DTYPE_BITS[Dtype(m.kv_dtype)],
+        compute_dtype=compute,
+    )
 
 
 #: What determines each parameter: (a test on the rows, the rows that would determine it).
 NEEDS: dict[str, tuple[Callable[[list[Measurement]], bool], str]] = {
-    "gemm_efficiency_max": (lambda r: any(m.batch * (m.context if m.phase == "prefill" else 1) >= 1024 for m in r),
-                            "rows with >= 1,024 tokens in flight (a prefill)"),
-    "gemm_half_tokens": (lambda r: len({m.batch for m in r if m.phase == "decode" and m.batch >= 16}) >= 2,
-                         "decode rows at two or more batch sizes >= 16"),
-    "overlap_p": (lambda r: any(m.phase == "decode" and m.batch >= 64 for m in r),
-                  "decode rows with batch >= 64 (near the ridge)"),
-    "bandwidth_efficiency_native": (lambda r: len({(m.spec, m.tp) for m in r if m.weights_dtype in ("bf16", "fp16",
-                                                                                                   "fp8")}) >= 2,
-                                    "rows with 16-bit (or fp8) weights of two or more models or TP degrees (with one "
-                                    "weight size it is not separable from the per-layer time)"),
+    "gemm_efficiency_max": (
+        lambda r: any(m.batch * (m.context if m.phase == "prefill" else 1) >= 1024 for m in r),
+        "rows with >= 1,024 tokens in flight (a prefill)",
+    ),
+    "gemm_half_tokens": (
+        lambda r: len({m.batch for m in r if m.phase == "decode" and m.batch >= 16}) >= 2,
+        "decode rows at two or more batch sizes >= 16",
+    ),
+    "overlap_p": (
+        lambda r: any(m.phase == "decode" and m.batch >= 64 for m in r),
+        "decode rows with batch >= 64 (near the ridge)",
+    ),
+    "bandwidth_efficiency_native": (
+        lambda r: len({(m.spec, m.tp) for m in r if m.weights_dtype in ("bf16", "fp16", "fp8")}) >= 2,
+        "rows with 16-bit (or fp8) weights of two or more models or TP degrees (with one "
+        "weight size it is not separable from the per-layer time)",
+    ),
     "bandwidth_efficiency_int8": (lambda r: any(m.weights_dtype == "int8" for m in r), "rows with int8 weights"),
     "bandwidth_efficiency_int4": (lambda r: any(m.weights_dtype == "int4" for m in r), "rows with int4 weights"),
-    "kv_efficiency_max": (lambda r: len({m.batch for m in r if m.phase == "decode" and m.context >= 4096}) >= 2,
-                          "decode rows with context >= 4,096 at two or more batch sizes"),
-    "kv_saturation_heads": (lambda r: len({m.batch for m in r if m.phase == "decode" and m.context >= 4096}) >= 2,
-                            "decode rows with context >= 4,096 at two or more batch sizes"),
-    "attention_efficiency_flash": (lambda r: any(m.phase == "prefill" and m.context >= 4096 for m in r),
-                                   "prefill rows with prompts >= 4,096 tokens"),
+    "kv_efficiency_max": (
+        lambda r: len({m.batch for m in r if m.phase == "decode" and m.context >= 4096}) >= 2,
+        "decode rows with context >= 4,096 at two or more batch sizes",
+    ),
+    "kv_saturation_heads": (
+        lambda r: len({m.batch for m in r if m.phase == "decode" and m.context >= 4096}) >= 2,
+        "decode rows with context >= 4,096 at two or more batch sizes",
+    ),
+    "attention_efficiency_flash": (
+        lambda r: any(m.phase == "prefill" and m.context >= 4096 for m in r),
+        "prefill rows with prompts >= 4,096 tokens",
+    ),
     "layer_overhead_s": (lambda r: any(m.phase == "decode" for m in r), "decode rows"),
-    "step_overhead_s": (lambda r: len({load_model(m.spec).num_hidden_layers for m in r}) >= 2,
-                        "rows of models with different layer counts (else it is not separable from the per-layer "
-                        "time)"),
+    "step_overhead_s": (
+        lambda r: len({load_model(m.spec).num_hidden_layers for m in r}) >= 2,
+        "rows of models with different layer counts (else it is not separable from the per-layer time)",
+    ),
     "collective_latency_s": (lambda r: any(m.tp > 1 for m in r), "rows with TP > 1"),
-    "link_efficiency": (lambda r: any(m.tp > 1 and m.batch * (m.context if m.phase == "prefill" else 1) >= 1024
-                                      for m in r), "rows with TP > 1 and >= 1,024 tokens in flight"),
+    "link_efficiency": (
+        lambda r: any(m.tp > 1 and m.batch * (m.context if m.phase == "prefill" else 1) >= 1024 for m in r),
+        "rows with TP > 1 and >= 1,024 tokens in flight",
+    ),
 }
 
 
@@ -180,7 +232,7 @@ class _Features:
     stages: Any
 
     @classmethod
-    def of(cls, steps: list[Step], gpu: HardwareSpec, np: Any) -> "_Features":
+    def of(cls, steps: list[Step], gpu: HardwareSpec, np: Any) -> _Features:
         gemm: dict[str, list] = {k: [] for k in ("row", "flops", "w", "act", "m", "fmt")}
         attn: dict[str, list] = {k: [] for k in ("row", "flops", "read", "write", "x")}
         other: dict[str, list] = {k: [] for k in ("row", "flops", "bytes")}
@@ -206,9 +258,17 @@ class _Features:
                         other[k].append(float(v))
         arr = lambda d: {k: np.asarray(v, dtype=float) for k, v in d.items()}  # noqa: E731
         peaks = np.asarray([gpu.peak_flops(s.compute_dtype) for s in steps])
-        return cls(len(steps), peaks, float(gpu.bandwidth_bytes_s), arr(gemm), arr(attn), arr(other), arr(coll),
-                   np.asarray([sum(st.layers for st in s.stages) for s in steps], dtype=float),
-                   np.asarray([len(s.stages) for s in steps], dtype=float))
+        return cls(
+            len(steps),
+            peaks,
+            float(gpu.bandwidth_bytes_s),
+            arr(gemm),
+            arr(attn),
+            arr(other),
+            arr(coll),
+            np.asarray([sum(st.layers for st in s.stages) for s in steps], dtype=float),
+            np.asarray([len(s.stages) for s in steps], dtype=float),
+        )
 
     def predict(self, q: dict[str, float], np: Any) -> Any:
         """Predicted seconds of every row, by the formulas of
@@ -217,15 +277,17 @@ class _Features:
         total = q["layer_overhead_s"] * self.layers + q["step_overhead_s"] * self.stages
         g = self.gemm
         if g["row"].size:
-            e_w = np.asarray([q["bandwidth_efficiency_native"], q["bandwidth_efficiency_int8"],
-                              q["bandwidth_efficiency_int4"]])[g["fmt"].astype(int)]
+            e_w = np.asarray(
+                [q["bandwidth_efficiency_native"], q["bandwidth_efficiency_int8"], q["bandwidth_efficiency_int4"]]
+            )[g["fmt"].astype(int)]
             peak = self.peak[g["row"].astype(int)]
             c, m = gemm_terms(g["flops"], g["w"], g["act"], g["m"], e_w, peak, self.bw, q)
             total = total + np.bincount(g["row"].astype(int), smooth_max(c, m, p), self.n)
         a = self.attn
         if a["row"].size:
-            c, m = attention_terms(a["flops"], a["read"], a["write"], a["x"], self.peak[a["row"].astype(int)],
-                                   self.bw, q)
+            c, m = attention_terms(
+                a["flops"], a["read"], a["write"], a["x"], self.peak[a["row"].astype(int)], self.bw, q
+            )
             total = total + np.bincount(a["row"].astype(int), smooth_max(c, m, p), self.n)
         o = self.other
         if o["row"].size:
@@ -233,8 +295,9 @@ class _Features:
             total = total + np.bincount(o["row"].astype(int), smooth_max(c, m, p), self.n)
         k = self.coll
         if k["row"].size:
-            total = total + np.bincount(k["row"].astype(int), collective_time(k["calls"], k["bytes"], k["link"], q),
-                                        self.n)
+            total = total + np.bincount(
+                k["row"].astype(int), collective_time(k["calls"], k["bytes"], k["link"], q), self.n
+            )
         return total
 
 
@@ -295,10 +358,19 @@ def categories(rows: list[RowResult]) -> list[CategoryError]:
     def med(xs: list[float]) -> float:
         return statistics.median(abs(x) for x in xs)
 
-    return [CategoryError(c, len(rs), med([r.loo_error for r in rs]), max(abs(r.loo_error) for r in rs),
-                          sum(abs(r.loo_error) <= 0.1 for r in rs), med([r.bound_error for r in rs]),
-                          med([r.estimate_error for r in rs]), sum(abs(r.estimate_error) <= 0.1 for r in rs))
-            for c, rs in groups.items()]
+    return [
+        CategoryError(
+            c,
+            len(rs),
+            med([r.loo_error for r in rs]),
+            max(abs(r.loo_error) for r in rs),
+            sum(abs(r.loo_error) <= 0.1 for r in rs),
+            med([r.bound_error for r in rs]),
+            med([r.estimate_error for r in rs]),
+            sum(abs(r.estimate_error) <= 0.1 for r in rs),
+        )
+        for c, rs in groups.items()
+    ]
 
 
 @dataclass(frozen=True)
@@ -318,12 +390,14 @@ class Calibration:
 
     def loo_profile(self, row_id: str) -> Profile:
         """The profile fitted without row ``row_id``."""
-        return dataclasses.replace(self.profile, name=f"{self.profile.name} (without {row_id})",
-                                   parameters=self.loo_parameters[row_id])
+        return dataclasses.replace(
+            self.profile, name=f"{self.profile.name} (without {row_id})", parameters=self.loo_parameters[row_id]
+        )
 
 
-def _fit(feats: _Features, measured: Any, mask: Any, free: list[str], start: dict[str, float], np: Any,
-         least_squares: Any) -> dict[str, float]:
+def _fit(
+    feats: _Features, measured: Any, mask: Any, free: list[str], start: dict[str, float], np: Any, least_squares: Any
+) -> dict[str, float]:
     """Parameters minimising the log residuals over the rows in ``mask``; the others at ``start``."""
     lo = np.asarray([PARAMETERS[k].lower for k in free])
     hi = np.asarray([PARAMETERS[k].upper for k in free])
@@ -366,19 +440,28 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
     gpu = load_gpu(rows[0].gpu)
     engines = {str(read_yaml(p).get("engine", "")) for p in paths if p.suffix.lower() != ".csv"} - {""}
     free = [k for k, (test, _) in NEEDS.items() if test(rows)]
-    fixed = {k: f"at its prior {PARAMETERS[k].prior:g} {PARAMETERS[k].unit}: no {why} in the data"
-             for k, (test, why) in NEEDS.items() if not test(rows)}
+    fixed = {
+        k: f"at its prior {PARAMETERS[k].prior:g} {PARAMETERS[k].unit}: no {why} in the data"
+        for k, (test, why) in NEEDS.items()
+        if not test(rows)
+    }
     if len(rows) < len(free) + 2:
-        raise InputError(f"{len(rows)} rows cannot determine {len(free)} parameters ({', '.join(free)}) with one "
-                         f"left out: give at least {len(free) + 2} rows, or fewer kinds of rows")
+        raise InputError(
+            f"{len(rows)} rows cannot determine {len(free)} parameters ({', '.join(free)}) with one "
+            f"left out: give at least {len(free) + 2} rows, or fewer kinds of rows"
+        )
     steps = [step_of(m) for m in rows]
     bounds = [RooflineBound().step_time(s, gpu).time_s for s in steps]
-    below = [f"{m.id} ({m.measured_ms:g} ms < bound {b * 1e3:.3g} ms)" for m, b in zip(rows, bounds)
-             if m.measured_ms / 1e3 < b]
+    below = [
+        f"{m.id} ({m.measured_ms:g} ms < bound {b * 1e3:.3g} ms)"
+        for m, b in zip(rows, bounds)
+        if m.measured_ms / 1e3 < b
+    ]
     if below:
-        raise InputError(f"measured faster than the Roofline bound of {gpu.name} allows (a wrong GPU, model, dtype "
-                         f"or unit?): {', '.join(below[:5])}"
-                         + (f" and {len(below) - 5} more" if len(below) > 5 else ""))
+        raise InputError(
+            f"measured faster than the Roofline bound of {gpu.name} allows (a wrong GPU, model, dtype "
+            f"or unit?): {', '.join(below[:5])}" + (f" and {len(below) - 5} more" if len(below) > 5 else "")
+        )
     feats = _Features.of(steps, gpu, np)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     start = {k: p.prior for k, p in PARAMETERS.items()}
@@ -392,26 +475,56 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
     fitted = feats.predict(q, np)
     loo = np.asarray([feats.predict(qi, np)[i] for i, qi in enumerate(loo_q)])
     ins, out = np.abs(fitted / measured - 1), np.abs(loo / measured - 1)
-    error = FitError.checked(rows=len(rows), loo_median=round(float(np.median(out)), 4), loo_max=round(float(out.max()), 4),
-                     in_sample_median=round(float(np.median(ins)), 4), in_sample_max=round(float(ins.max()), 4))
-    profile = Profile.checked(name=name, gpu=gpu.name, engine=", ".join(sorted(engines)) or "unspecified", kind="fitted",
-                      note=note or f"fitted by llm-cost calibrate on {len(rows)} rows",
-                      parameters=Parameters.checked(**_rounded(q)), fitted_on=[m.id for m in rows],
-                      measurements=[p.name if p.resolve().parent == measurements_dir() else str(p) for p in paths],
-                      fixed=fixed, error=error)
-    results = [_row_result(m, s, gpu, float(fitted[i]), float(loo[i]), b)
-               for i, (m, s, b) in enumerate(zip(rows, steps, bounds))]
+    error = FitError.checked(
+        rows=len(rows),
+        loo_median=round(float(np.median(out)), 4),
+        loo_max=round(float(out.max()), 4),
+        in_sample_median=round(float(np.median(ins)), 4),
+        in_sample_max=round(float(ins.max()), 4),
+    )
+    profile = Profile.checked(
+        name=name,
+        gpu=gpu.name,
+        engine=", ".join(sorted(engines)) or "unspecified",
+        kind="fitted",
+        note=note or f"fitted by llm-cost calibrate on {len(rows)} rows",
+        parameters=Parameters.checked(**_rounded(q)),
+        fitted_on=[m.id for m in rows],
+        measurements=[p.name if p.resolve().parent == measurements_dir() else str(p) for p in paths],
+        fixed=fixed,
+        error=error,
+    )
+    results = [
+        _row_result(m, s, gpu, float(fitted[i]), float(loo[i]), b)
+        for i, (m, s, b) in enumerate(zip(rows, steps, bounds))
+    ]
     loo_parameters = {m.id: Parameters.checked(**_rounded(loo_q[i])) for i, m in enumerate(rows)}
     return Calibration(profile, results, categories(results), free, fixed, loo_parameters)
 
 
-def _row_result(m: Measurement, step: Step, gpu: HardwareSpec, predicted: float, held_out: float,
-                bound: float) -> RowResult:
+def _row_result(
+    m: Measurement, step: Step, gpu: HardwareSpec, predicted: float, held_out: float, bound: float
+) -> RowResult:
     """A row beside its predictions (in-sample and held out), bound and MFU/MBU estimate."""
     t, e = m.measured_ms / 1e3, EfficiencyEstimate().step_time(step, gpu).time_s
-    return RowResult(m.id, category(m), load_model(m.spec).name, m.phase, m.batch, m.context, m.tp,
-                     m.weights_dtype + (f" g{m.group_size}" if m.group_size else ""), t, predicted, held_out, bound,
-                     e, held_out / t - 1, bound / t - 1, e / t - 1)
+    return RowResult(
+        m.id,
+        category(m),
+        load_model(m.spec).name,
+        m.phase,
+        m.batch,
+        m.context,
+        m.tp,
+        m.weights_dtype + (f" g{m.group_size}" if m.group_size else ""),
+        t,
+        predicted,
+        held_out,
+        bound,
+        e,
+        held_out / t - 1,
+        bound / t - 1,
+        e / t - 1,
+    )
 
 
 def _rounded(q: dict[str, float]) -> dict[str, float]:
@@ -426,25 +539,38 @@ def transfer(source: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec) -> Pr
     ratio_bw = gpu.memory_bandwidth_tb_s / source_gpu.memory_bandwidth_tb_s
     ratio_flops = gpu.dense_tflops.get("bf16", 0) / source_gpu.dense_tflops["bf16"]
     return Profile.checked(
-        name=gpu.name, gpu=gpu.name, engine=source.engine, kind="transferred", transferred_from=source.name,
-        note=(f"transferred from profile {source.name} ({source_gpu.name}, fitted on {len(source.fitted_on)} rows): "
-              f"its efficiencies and fixed times on {gpu.name}'s datasheet peaks (bandwidth x{ratio_bw:.2f}, bf16 "
-              f"FLOP/s x{ratio_flops:.2f}); no measurement of {gpu.name} was fitted"),
-        parameters=source.parameters, fitted_on=source.fitted_on, measurements=source.measurements,
-        fixed=source.fixed, error=None,
-        expected_error=(f"not fitted on {gpu.name}: the source's leave-one-out median {source.error.loo_median:.1%} "
-                        f"(max {source.error.loo_max:.1%}) holds only if {gpu.name} reaches the same fractions of its "
-                        f"datasheet peaks with the same engine; `llm-cost validate --profile {gpu.name}` checks it on "
-                        f"any shipped rows of {gpu.name} (another engine's)"))
-
+        name=gpu.name,
+        gpu=gpu.name,
+        engine=source.engine,
+        kind="transferred",
+        transferred_from=source.name,
+        note=(
+            f"transferred from profile {source.name} ({source_gpu.name}, fitted on {len(source.fitted_on)} rows): "
+            f"its efficiencies and fixed times on {gpu.name}'s datasheet peaks (bandwidth x{ratio_bw:.2f}, bf16 "
+            f"FLOP/s x{ratio_flops:.2f}); no measurement of {gpu.name} was fitted"
+        ),
+        parameters=source.parameters,
+        fitted_on=source.fitted_on,
+        measurements=source.measurements,
+        fixed=source.fixed,
+        error=None,
+        expected_error=(
+            f"not fitted on {gpu.name}: the source's leave-one-out median {source.error.loo_median:.1%} "
+            f"(max {source.error.loo_max:.1%}) holds only if {gpu.name} reaches the same fractions of its "
+            f"datasheet peaks with the same engine; `llm-cost validate --profile {gpu.name}` checks it on "
+            f"any shipped rows of {gpu.name} (another engine's)"
+        ),
+    )
 
 
 def profile_yaml(profile: Profile) -> str:
     """The profile as YAML text, parameters in :data:`PARAMETERS` order, with a header comment."""
     import yaml
 
-    head = (f"# llm-cost calibration profile {profile.name} ({profile.kind}): {profile.gpu}, {profile.engine}.\n"
-            "# Parameters of llm_cost.perf.calibrated (units under 'units'); 'error' is leave-one-out.\n")
+    head = (
+        f"# llm-cost calibration profile {profile.name} ({profile.kind}): {profile.gpu}, {profile.engine}.\n"
+        "# Parameters of llm_cost.perf.calibrated (units under 'units'); 'error' is leave-one-out.\n"
+    )
     return head + yaml.safe_dump(to_data(profile, exclude_none=True), sort_keys=False, width=110)
 
 
@@ -492,8 +618,10 @@ def check(profile: Profile, paths: list[Path]) -> Calibration:
     rows = [m for m in load_measurements(paths) if load_gpu(m.gpu).name == gpu.name and m.id not in fitted]
     if not rows:
         source = f" is transferred from {profile.transferred_from}" if profile.transferred_from else ""
-        raise InputError(f"profile {profile.name}{source}: there are no other measurements of {profile.gpu} to "
-                         f"check it on" + (f"; validate {profile.transferred_from}" if source else ""))
+        raise InputError(
+            f"profile {profile.name}{source}: there are no other measurements of {profile.gpu} to "
+            f"check it on" + (f"; validate {profile.transferred_from}" if source else "")
+        )
     model = CalibratedModel(profile)
     results = []
     for m in rows:
@@ -509,7 +637,9 @@ def validate_shipped() -> list[Calibration]:
     profiles = [load_profile(n) for n in profile_names()]
     files = sorted(measurements_dir().glob("*.yaml"))
     rows = load_measurements(files)
-    unfitted = {p.name for p in profiles
-                if any(load_gpu(m.gpu).name == p.gpu and m.id not in set(p.fitted_on) for m in rows)}
-    return ([validate(p) for p in profiles if p.kind == "fitted"]
-            + [check(p, files) for p in profiles if p.name in unfitted])
+    unfitted = {
+        p.name for p in profiles if any(load_gpu(m.gpu).name == p.gpu and m.id not in set(p.fitted_on) for m in rows)
+    }
+    return [validate(p) for p in profiles if p.kind == "fitted"] + [
+        check(p, files) for p in profiles if p.name in unfitted
+    ]

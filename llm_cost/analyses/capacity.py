@@ -26,22 +26,37 @@ of it, no workspace, no reserve, and token-exact sequences (:data:`DOCUMENTS`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
+from llm_cost.core.choices import MemoryConvention
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
-from llm_cost.core.choices import MemoryConvention
 from llm_cost.core.units import exact
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu, stage_kv_bytes
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
-__all__ = ["MemoryPolicy", "DEPLOYMENT", "DOCUMENTS", "DEFAULT_GPU_MEMORY_UTILIZATION", "DEFAULT_RUNTIME_RESERVE_BYTES",
-           "DEFAULT_STEP_TOKENS", "KV_BLOCK_TOKENS", "capacity_bytes", "workspace_bytes", "KvRoom", "kv_room",
-           "sequence_kv_bytes", "max_concurrency", "policy_note", "paged_tokens", "usable_bytes",
-           "kv_budget_bytes"]
+__all__ = [
+    "MemoryPolicy",
+    "DEPLOYMENT",
+    "DOCUMENTS",
+    "DEFAULT_GPU_MEMORY_UTILIZATION",
+    "DEFAULT_RUNTIME_RESERVE_BYTES",
+    "DEFAULT_STEP_TOKENS",
+    "KV_BLOCK_TOKENS",
+    "capacity_bytes",
+    "workspace_bytes",
+    "KvRoom",
+    "kv_room",
+    "sequence_kv_bytes",
+    "max_concurrency",
+    "policy_note",
+    "paged_tokens",
+    "usable_bytes",
+    "kv_budget_bytes",
+]
 
 #: vLLM's default ``gpu_memory_utilization``: the share of a GPU's memory the engine may use.
 DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(9, 10)
@@ -71,10 +86,14 @@ class MemoryPolicy:
         if self.convention not in tuple(MemoryConvention):
             raise InputError(f"convention: {self.convention!r} is not one of: physical, datasheet (MemoryConvention)")
         object.__setattr__(self, "convention", MemoryConvention(self.convention))
-        if isinstance(self.utilization, bool) or not isinstance(self.utilization, (int, Fraction)) or \
-                not 0 < self.utilization <= 1:
-            raise InputError(f"utilization: {self.utilization!r} must be a Fraction or int in (0, 1], e.g. "
-                             "Fraction(9, 10)")
+        if (
+            isinstance(self.utilization, bool)
+            or not isinstance(self.utilization, (int, Fraction))
+            or not 0 < self.utilization <= 1
+        ):
+            raise InputError(
+                f"utilization: {self.utilization!r} must be a Fraction or int in (0, 1], e.g. Fraction(9, 10)"
+            )
         for name, value, least in (("reserve_bytes", self.reserve_bytes, 0), ("block_tokens", self.block_tokens, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least or value > 10**15:
                 raise InputError(f"{name}: {value!r} must be an integer from {least} to 10^15")
@@ -120,8 +139,15 @@ def usable_bytes(gpu: HardwareSpec, policy: MemoryPolicy) -> int:
     return math.floor(capacity_bytes(gpu, policy.convention) * policy.utilization)
 
 
-def kv_budget_bytes(spec: ModelSpec, layout: Layout, policy: MemoryPolicy, usable: int, weights: int | Fraction,
-                    step_tokens: int, sequences: int) -> Fraction:
+def kv_budget_bytes(
+    spec: ModelSpec,
+    layout: Layout,
+    policy: MemoryPolicy,
+    usable: int,
+    weights: int | Fraction,
+    step_tokens: int,
+    sequences: int,
+) -> Fraction:
     """What is left for the KV cache on a GPU of ``usable`` bytes holding ``weights``: less the
     workspace of a step of ``step_tokens`` tokens and ``sequences`` rows and the reserve. Negative
     when the weights do not fit."""
@@ -129,12 +155,19 @@ def kv_budget_bytes(spec: ModelSpec, layout: Layout, policy: MemoryPolicy, usabl
     return Fraction(usable) - weights - work - policy.reserve_bytes
 
 
-def sequence_kv_bytes(spec: ModelSpec, layout: Layout, contexts: Sequence[int], kv_bits: int,
-                      block_tokens: int) -> Fraction:
+def sequence_kv_bytes(
+    spec: ModelSpec, layout: Layout, contexts: Sequence[int], kv_bits: int, block_tokens: int
+) -> Fraction:
     """Mean KV bytes (and fixed state) per sequence on the fullest stage's GPU, over sequences at
     ``contexts`` (one entry per share of the sequences), each in whole blocks."""
-    per_stage = [sum((Fraction(stage_kv_bytes(spec, layout, paged_tokens(c, block_tokens), kv_bits)[i])
-                      for c in contexts), Fraction(0)) / len(contexts) for i in range(layout.pp)]
+    per_stage = [
+        sum(
+            (Fraction(stage_kv_bytes(spec, layout, paged_tokens(c, block_tokens), kv_bits)[i]) for c in contexts),
+            Fraction(0),
+        )
+        / len(contexts)
+        for i in range(layout.pp)
+    ]
     return max(per_stage)
 
 
@@ -169,9 +202,18 @@ class KvRoom(Result):
         return self.max_concurrency > 0
 
 
-def kv_room(spec: ModelSpec, gpu: HardwareSpec, contexts: Sequence[int], *, layout: Layout = ONE_GPU,
-            policy: MemoryPolicy = DEPLOYMENT, weight_bits: int | Fraction = 16, kv_bits: int = 16,
-            step_tokens: int = DEFAULT_STEP_TOKENS, step_sequences: int = 256) -> KvRoom:
+def kv_room(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    contexts: Sequence[int],
+    *,
+    layout: Layout = ONE_GPU,
+    policy: MemoryPolicy = DEPLOYMENT,
+    weight_bits: int | Fraction = 16,
+    kv_bits: int = 16,
+    step_tokens: int = DEFAULT_STEP_TOKENS,
+    step_sequences: int = 256,
+) -> KvRoom:
     """The KV budget of the fullest GPU of ``layout`` and how many sequences at ``contexts`` it
     holds (see the module docstring). InputError for an invalid layout."""
     usable = usable_bytes(gpu, policy)
@@ -179,9 +221,19 @@ def kv_room(spec: ModelSpec, gpu: HardwareSpec, contexts: Sequence[int], *, layo
     workspace = workspace_bytes(spec, layout, step_tokens, step_sequences) if policy.workspace else 0
     budget = kv_budget_bytes(spec, layout, policy, usable, weights, step_tokens, step_sequences)
     per_seq = sequence_kv_bytes(spec, layout, contexts, kv_bits, policy.block_tokens)
-    return KvRoom(policy.convention, capacity_bytes(gpu, policy.convention), float(policy.utilization), usable,
-                  weights, workspace, policy.reserve_bytes, exact(budget), exact(per_seq),
-                  max_concurrency(budget, per_seq), policy.block_tokens)
+    return KvRoom(
+        policy.convention,
+        capacity_bytes(gpu, policy.convention),
+        float(policy.utilization),
+        usable,
+        weights,
+        workspace,
+        policy.reserve_bytes,
+        exact(budget),
+        exact(per_seq),
+        max_concurrency(budget, per_seq),
+        policy.block_tokens,
+    )
 
 
 def policy_note(gpu: HardwareSpec, policy: MemoryPolicy) -> Note:
@@ -189,7 +241,14 @@ def policy_note(gpu: HardwareSpec, policy: MemoryPolicy) -> Note:
     if policy == DOCUMENTS:
         return note("capacity.documents", memory_gb=gpu.memory_gb, memory_bytes=gpu.memory_bytes)
     physical = policy.convention == MemoryConvention.PHYSICAL and gpu.memory_gib is not None
-    return note("capacity.policy", physical=physical, memory_gib=gpu.memory_gib, memory_gb=gpu.memory_gb,
-                capacity_bytes=capacity_bytes(gpu, policy.convention), utilization=float(policy.utilization),
-                reserve_bytes=policy.reserve_bytes, block_tokens=policy.block_tokens, workspace=policy.workspace)
-
+    return note(
+        "capacity.policy",
+        physical=physical,
+        memory_gib=gpu.memory_gib,
+        memory_gb=gpu.memory_gb,
+        capacity_bytes=capacity_bytes(gpu, policy.convention),
+        utilization=float(policy.utilization),
+        reserve_bytes=policy.reserve_bytes,
+        block_tokens=policy.block_tokens,
+        workspace=policy.workspace,
+    )

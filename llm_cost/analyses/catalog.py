@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_cost.core.errors import SpecError
 from llm_cost.specs.declare import to_data
 from llm_cost.specs.load import WrongKind, gpu_names, load_gpu, load_model, model_names
-
-from llm_cost.core.errors import SpecError
 
 __all__ = ["ModelEntry", "GPUEntry", "SpecView", "model_catalog", "gpu_catalog", "find_spec"]
 
@@ -69,8 +68,16 @@ def model_catalog() -> list[ModelEntry]:
     out = []
     for name in model_names():
         spec = load_model(name)
-        out.append(ModelEntry(spec.name, spec.display_name, spec.aliases, spec.model_type,
-                              build(spec).total_params, _architecture(spec)))
+        out.append(
+            ModelEntry(
+                spec.name,
+                spec.display_name,
+                spec.aliases,
+                spec.model_type,
+                build(spec).total_params,
+                _architecture(spec),
+            )
+        )
     return out
 
 
@@ -79,8 +86,18 @@ def gpu_catalog() -> list[GPUEntry]:
     out = []
     for name in gpu_names():
         g = load_gpu(name)
-        out.append(GPUEntry(g.name, g.display_name, g.aliases, g.memory_gb, g.memory_bandwidth_tb_s,
-                            g.dense_tflops.get("bf16"), g.dense_tflops.get("fp8"), g.tdp_w))
+        out.append(
+            GPUEntry(
+                g.name,
+                g.display_name,
+                g.aliases,
+                g.memory_gb,
+                g.memory_bandwidth_tb_s,
+                g.dense_tflops.get("bf16"),
+                g.dense_tflops.get("fp8"),
+                g.tdp_w,
+            )
+        )
     return out
 
 

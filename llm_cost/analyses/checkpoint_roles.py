@@ -28,13 +28,36 @@ from llm_cost.specs.schema import ModelSpec
 __all__ = ["RoleDiff", "CheckpointReport", "stored_role", "described_role", "compare", "compare_gguf"]
 
 _PREFIXES = ("model.", "language_model.", "backbone.", "transformer.", "lm.")
-_VISION = ("visual.", "vision_tower.", "vision_model.", "multi_modal_projector.", "vision.", "mm_projector.",
-           "vision_embed")
+_VISION = (
+    "visual.",
+    "vision_tower.",
+    "vision_model.",
+    "multi_modal_projector.",
+    "vision.",
+    "mm_projector.",
+    "vision_embed",
+)
 _LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks|blk)\.(\d+|\*)\.")
 _SCALE = re.compile(r"(_scale_inv|weight_scale(_2)?|input_scale|_scale)$")
-_BLOCK_NORMS = {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
-                "post_feedforward_layernorm", "norm1", "norm2", "norm3", "norm4", "ln_1", "ln_2", "norm",
-                "layernorm", "attention_norm", "ffn_norm", "attn_norm", "post_attention_norm", "post_ffw_norm"}
+_BLOCK_NORMS = {
+    "input_layernorm",
+    "post_attention_layernorm",
+    "pre_feedforward_layernorm",
+    "post_feedforward_layernorm",
+    "norm1",
+    "norm2",
+    "norm3",
+    "norm4",
+    "ln_1",
+    "ln_2",
+    "norm",
+    "layernorm",
+    "attention_norm",
+    "ffn_norm",
+    "attn_norm",
+    "post_attention_norm",
+    "post_ffw_norm",
+}
 _MERGE = {
     **dict.fromkeys(("q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn", "W_pack", "wqkv"), "qkv"),
     **dict.fromkeys(("gate_proj", "up_proj", "gate_up_proj", "w1", "w3", "input_linear", "c_fc"), "gate_up"),
@@ -42,15 +65,24 @@ _MERGE = {
     **dict.fromkeys(("gate", "router", "layer", "e_score_correction_bias", "ffn_gate_inp", "exp_probs_b"), "router"),
     # llama.cpp's GGUF names (gguf-py MODEL_TENSOR)
     **dict.fromkeys(("attn_q", "attn_k", "attn_v", "attn_qkv"), "qkv"),
-    **dict.fromkeys(("ffn_gate", "ffn_up", "ffn_gate_exps", "ffn_up_exps", "ffn_gate_up_exps", "ffn_gate_shexp",
-                     "ffn_up_shexp"), "gate_up"),
+    **dict.fromkeys(
+        ("ffn_gate", "ffn_up", "ffn_gate_exps", "ffn_up_exps", "ffn_gate_up_exps", "ffn_gate_shexp", "ffn_up_shexp"),
+        "gate_up",
+    ),
     **dict.fromkeys(("ffn_down", "ffn_down_exps", "ffn_down_shexp"), "down"),
-    "attn_output": "o_proj", "attn_q_norm": "q_norm", "attn_k_norm": "k_norm",
+    "attn_output": "o_proj",
+    "attn_q_norm": "q_norm",
+    "attn_k_norm": "k_norm",
 }
-_TOP = {**dict.fromkeys(("embed_tokens", "wte", "embeddings", "word_embeddings", "tok_embeddings"), "embedding"),
-        **dict.fromkeys(("norm", "norm_f", "ln_f", "final_layernorm", "final_norm"), "final_norm"),
-        **dict.fromkeys(("embed_positions", "wpe"), "position_embedding"),
-        "lm_head": "lm_head", "output": "lm_head", "token_embd": "embedding", "output_norm": "final_norm"}
+_TOP = {
+    **dict.fromkeys(("embed_tokens", "wte", "embeddings", "word_embeddings", "tok_embeddings"), "embedding"),
+    **dict.fromkeys(("norm", "norm_f", "ln_f", "final_layernorm", "final_norm"), "final_norm"),
+    **dict.fromkeys(("embed_positions", "wpe"), "position_embedding"),
+    "lm_head": "lm_head",
+    "output": "lm_head",
+    "token_embd": "embedding",
+    "output_norm": "final_norm",
+}
 
 
 @dataclass(frozen=True)
@@ -94,7 +126,7 @@ def _last(name: str) -> str:
 def _role(name: str, layers: int) -> str:
     for p in _PREFIXES:
         while name.startswith(p):
-            name = name[len(p):]
+            name = name[len(p) :]
     if name.startswith(_VISION):
         return "vision"
     m = _LAYER.search(name)
@@ -151,9 +183,22 @@ def compare(spec: ModelSpec, ckpt: Checkpoint) -> CheckpointReport:
     unexplained = [RoleDiff(r, n, described.get(r, 0)) for r, n in sorted(stored.items()) if described.get(r) != n]
     missing = [RoleDiff(r, 0, n) for r, n in sorted(described.items()) if r not in stored]
     conventions = [note("checkpoint.stored_safetensors"), note("checkpoint.matched_by_role")]
-    return CheckpointReport(ckpt.folder, len(ckpt.files), len(ckpt.tensors), params, nbytes, scales[0], scales[1],
-                            scales[2], by_dtype, s.total_params + s.mtp_params + s.mtp_copies, unexplained, missing,
-                            ckpt.index_total_size, conventions)
+    return CheckpointReport(
+        ckpt.folder,
+        len(ckpt.files),
+        len(ckpt.tensors),
+        params,
+        nbytes,
+        scales[0],
+        scales[1],
+        scales[2],
+        by_dtype,
+        s.total_params + s.mtp_params + s.mtp_copies,
+        unexplained,
+        missing,
+        ckpt.index_total_size,
+        conventions,
+    )
 
 
 def compare_gguf(spec: ModelSpec, g) -> CheckpointReport:
@@ -161,9 +206,12 @@ def compare_gguf(spec: ModelSpec, g) -> CheckpointReport:
     (Q4_K, Q8_0, F16 ...) with their exact bytes, against the structure its metadata describes."""
     from llm_cost.specs.checkpoint import Checkpoint, StoredTensor
 
-    ckpt = Checkpoint(g.path, (Path(g.path).name,),
-                      tuple(StoredTensor(t.name, t.type, t.shape, t.n_bytes, Path(g.path).name) for t in g.tensors),
-                      None)
+    ckpt = Checkpoint(
+        g.path,
+        (Path(g.path).name,),
+        tuple(StoredTensor(t.name, t.type, t.shape, t.n_bytes, Path(g.path).name) for t in g.tensors),
+        None,
+    )
     report = compare(spec, ckpt)
     conventions = [note("checkpoint.stored_gguf")] + report.conventions[1:]
     return replace(report, conventions=conventions)

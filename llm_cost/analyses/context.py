@@ -108,9 +108,17 @@ class ContextResult(Result):
     conventions: list[Note] = field(default_factory=list)
 
 
-def context_analysis(spec: ModelSpec, contexts: list[int], gpu: HardwareSpec | None = None, mfu: float = DEFAULT_MFU,
-                     dtype: str = "bf16", weight_convention: str = "gemm", kv_bits: int = 16,
-                     mbu: float = DEFAULT_MBU, logits: str = "last") -> ContextResult:
+def context_analysis(
+    spec: ModelSpec,
+    contexts: list[int],
+    gpu: HardwareSpec | None = None,
+    mfu: float = DEFAULT_MFU,
+    dtype: str = "bf16",
+    weight_convention: str = "gemm",
+    kv_bits: int = 16,
+    mbu: float = DEFAULT_MBU,
+    logits: str = "last",
+) -> ContextResult:
     """Crossover, ratios, prefill (TTFT), KV per request and score-matrix size at each context.
     InputError for an unknown convention or a GPU lacking ``dtype``."""
     structure = build(spec)
@@ -122,26 +130,61 @@ def context_analysis(spec: ModelSpec, contexts: list[int], gpu: HardwareSpec | N
     rows = []
     for s, k in zip(contexts, kv.contexts):
         att = attention_flops_per_token(spec, s)
-        step = build_step(spec, prefill(1, s), kv_bits=kv_bits, compute_dtype=compute, logits=logits,
-                          mla_form="plain", weight_bits=Dtype(spec.torch_dtype).bits)
+        step = build_step(
+            spec,
+            prefill(1, s),
+            kv_bits=kv_bits,
+            compute_dtype=compute,
+            logits=logits,
+            mla_form="plain",
+            weight_bits=Dtype(spec.torch_dtype).bits,
+        )
         document = w * s + int(step.total("flops", _ATTENTION))
         bound = RooflineBound().step_time(step, gpu).time_s if gpu is not None else None
         estimate = EfficiencyEstimate(mfu, mbu).step_time(step, gpu).time_s if gpu is not None else None
         state = k.state_bytes + k.conv_state_bytes
-        rows.append(ContextRow(
-            context=s, attention_flops_per_token=att, weight_flops_per_token=w, attention_to_weight=att / w,
-            prefill_flops=int(step.flops), document_prefill_flops=document, prefill_bound_s=bound,
-            prefill_estimate_s=estimate, document_prefill_time_s=document / (mfu * peak) if peak else None,
-            kv_bytes=k.kv_bytes, state_bytes=state, kv_plus_state_bytes=k.kv_bytes + state,
-            all_attention_kv_bytes=k.all_attention_bytes, scores_bytes_per_layer=n_q * s * s * 2))
+        rows.append(
+            ContextRow(
+                context=s,
+                attention_flops_per_token=att,
+                weight_flops_per_token=w,
+                attention_to_weight=att / w,
+                prefill_flops=int(step.flops),
+                document_prefill_flops=document,
+                prefill_bound_s=bound,
+                prefill_estimate_s=estimate,
+                document_prefill_time_s=document / (mfu * peak) if peak else None,
+                kv_bytes=k.kv_bytes,
+                state_bytes=state,
+                kv_plus_state_bytes=k.kv_bytes + state,
+                all_attention_kv_bytes=k.all_attention_bytes,
+                scores_bytes_per_layer=n_q * s * s * 2,
+            )
+        )
     conventions = [
-        note(f"weight_flops.{weight_convention}"), note("context.attention_per_token"),
-        note("context.prefill", dtype=dtype, mfu=mfu, mbu=mbu, gpu=gpu is not None), note(f"logits.{logits}"),
+        note(f"weight_flops.{weight_convention}"),
+        note("context.attention_per_token"),
+        note("context.prefill", dtype=dtype, mfu=mfu, mbu=mbu, gpu=gpu is not None),
+        note(f"logits.{logits}"),
         note("context.document_prefill", mfu=mfu, peak_tflops=peak / 1e12 if peak else None),
         note("context.scores", kv_bits=kv_bits),
     ] + spec.context_note(contexts)
     if gpu is not None:
-        conventions += memory_note(spec, gpu, ONE_GPU, Fraction(Dtype(spec.torch_dtype).bits), kv_bits, 1,
-                                   max(contexts))
-    return ContextResult(spec.name, weight_convention, w, crossover_context(spec, w), gpu.name if gpu else None,
-                         compute.value, mfu, mbu, logits, peak, kv_bits, rows, conventions)
+        conventions += memory_note(
+            spec, gpu, ONE_GPU, Fraction(Dtype(spec.torch_dtype).bits), kv_bits, 1, max(contexts)
+        )
+    return ContextResult(
+        spec.name,
+        weight_convention,
+        w,
+        crossover_context(spec, w),
+        gpu.name if gpu else None,
+        compute.value,
+        mfu,
+        mbu,
+        logits,
+        peak,
+        kv_bits,
+        rows,
+        conventions,
+    )

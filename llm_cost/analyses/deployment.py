@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from llm_cost.analyses.capacity import DEPLOYMENT, KvRoom, MemoryPolicy, kv_room, paged_tokens, policy_note
-from llm_cost.core.serialize import Result
-from llm_cost.core.notes import Note, note
 from llm_cost.analyses.memory import Fit
 from llm_cost.analyses.roofline import DecodeStep, decode_step
 from llm_cost.core.errors import InputError
+from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
 from llm_cost.model.layout import Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -52,9 +52,18 @@ class Deployment(Result):
     conventions: list[Note] = field(default_factory=list)
 
 
-def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 1, context: int = 8192,
-               weight_bits: int | float | Fraction = 16, kv_bits: int = 16, policy: MemoryPolicy = DEPLOYMENT,
-               dtype: str = "bf16", network_gb_s: float = DEFAULT_NETWORK_GB_S) -> Deployment:
+def deployment(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    layout: Layout,
+    batch: int = 1,
+    context: int = 8192,
+    weight_bits: int | float | Fraction = 16,
+    kv_bits: int = 16,
+    policy: MemoryPolicy = DEPLOYMENT,
+    dtype: str = "bf16",
+    network_gb_s: float = DEFAULT_NETWORK_GB_S,
+) -> Deployment:
     """Per-GPU memory of ``spec`` on ``layout`` and its decode step at ``batch`` x ``context``.
 
     InputError for a layout that cannot hold the model (see :func:`~llm_cost.model.layout.validate_layout`)."""
@@ -67,15 +76,37 @@ def deployment(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, batch: int = 
     overhead = room.workspace_bytes + room.reserve_bytes
     step = decode_step(spec, gpu, batch, context, dtype, bits, kv_bits, layout=layout, network_gb_s=network_gb_s)
     headroom = room.usable_bytes - overhead - max(used)
-    conventions = [note("layout.sharding"), policy_note(gpu, policy),
-                   note("layout.memory", bits=float(bits), kv_bits=kv_bits, sequences=seqs)]
-    return Deployment(spec.name, gpu.name, layout, float(bits), kv_bits, batch, context, seqs, p, used, max(kv),
-                      max(used) + overhead, headroom, max(0, -headroom), headroom >= 0, room, room.max_concurrency * layout.dp, step,
-                      conventions)
+    conventions = [
+        note("layout.sharding"),
+        policy_note(gpu, policy),
+        note("layout.memory", bits=float(bits), kv_bits=kv_bits, sequences=seqs),
+    ]
+    return Deployment(
+        spec.name,
+        gpu.name,
+        layout,
+        float(bits),
+        kv_bits,
+        batch,
+        context,
+        seqs,
+        p,
+        used,
+        max(kv),
+        max(used) + overhead,
+        headroom,
+        max(0, -headroom),
+        headroom >= 0,
+        room,
+        room.max_concurrency * layout.dp,
+        step,
+        conventions,
+    )
 
 
-def _paged_stage_kv(spec: ModelSpec, layout: Layout, context: int, kv_bits: int,
-                    policy: MemoryPolicy) -> list[int | Fraction]:
+def _paged_stage_kv(
+    spec: ModelSpec, layout: Layout, context: int, kv_bits: int, policy: MemoryPolicy
+) -> list[int | Fraction]:
     """KV bytes of one sequence of ``context`` tokens on each stage's GPU, in whole blocks."""
     return stage_kv_bytes(spec, layout, paged_tokens(context, policy.block_tokens), kv_bits)
 
@@ -84,8 +115,15 @@ def _divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
-def _fewest_gpus(spec: ModelSpec, gpu: HardwareSpec, batch: int, context: int, weight_bits: float | Fraction,
-                 kv_bits: int, policy: MemoryPolicy) -> float:
+def _fewest_gpus(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    batch: int,
+    context: int,
+    weight_bits: float | Fraction,
+    kv_bits: int,
+    policy: MemoryPolicy,
+) -> float:
     """A lower bound on the GPUs of any layout that fits: every weight and KV byte is stored at
     least once, so the fullest of n GPUs holds at least 1/n of what one GPU holding the whole model
     would (floored, so float rounding cannot push it past the true count); inf if a GPU has no room."""
@@ -97,9 +135,19 @@ def _fewest_gpus(spec: ModelSpec, gpu: HardwareSpec, batch: int, context: int, w
     return max(1, math.floor(whole / space)) if space > 0 else math.inf
 
 
-def smallest_layouts(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int = 8192,
-                     weight_bits: int | float | Fraction = 16, kv_bits: int = 16, policy: MemoryPolicy = DEPLOYMENT,
-                     max_gpus: int = 64, dtype: str = "bf16", limit: int = 8, sizes: int = 3) -> list[Deployment]:
+def smallest_layouts(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    batch: int = 1,
+    context: int = 8192,
+    weight_bits: int | float | Fraction = 16,
+    kv_bits: int = 16,
+    policy: MemoryPolicy = DEPLOYMENT,
+    max_gpus: int = 64,
+    dtype: str = "bf16",
+    limit: int = 8,
+    sizes: int = 3,
+) -> list[Deployment]:
     """Feasible inference layouts (DP = 1) of the ``sizes`` smallest GPU counts that work, fewest
     GPUs first, then fastest decode bound; at most ``limit``.
 
@@ -120,11 +168,12 @@ def smallest_layouts(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context
         for tp in tps:
             if total % tp or total // tp > spec.num_hidden_layers:
                 continue
-            for ep in ([1] if spec.moe is None else sorted({1, tp})):
+            for ep in [1] if spec.moe is None else sorted({1, tp}):
                 layout = Layout(tp, total // tp, ep, 1)
                 try:
-                    room = kv_room(spec, gpu, [context], layout=layout, policy=policy, weight_bits=bits,
-                                   kv_bits=kv_bits)
+                    room = kv_room(
+                        spec, gpu, [context], layout=layout, policy=policy, weight_bits=bits, kv_bits=kv_bits
+                    )
                 except InputError:
                     continue
                 if room.max_concurrency >= batch:

@@ -12,8 +12,8 @@ from typing import Optional
 
 import yaml
 
-from llm_cost.core.serialize import Result
 from llm_cost.core.errors import InputError, OutputError, SpecError
+from llm_cost.core.serialize import Result
 from llm_cost.model.params import count_params
 from llm_cost.specs.declare import validated
 from llm_cost.specs.files import shown
@@ -54,8 +54,10 @@ def import_config(config: Path, out: Path, name: Optional[str] = None, force: bo
     spec_name = (name if name is not None else out.stem).strip().lower()
     if not _NAME_RE.fullmatch(spec_name) or len(spec_name) > 128:
         where = "--name" if name is not None else "--out: the file name (or give --name)"
-        raise InputError(f"{where}: {shown(spec_name, 60)!r} is not a valid spec name (lower-case letters, digits, "
-                         ". _ + -; at most 128 characters)")
+        raise InputError(
+            f"{where}: {shown(spec_name, 60)!r} is not a valid spec name (lower-case letters, digits, "
+            ". _ + -; at most 128 characters)"
+        )
     _check_out(out, spec_name, force)
     spec, defaults = load_hf_config_verbose(Path(config), spec_name)
     text = spec_to_yaml(spec)
@@ -74,8 +76,9 @@ def _check_out(out: Path, spec_name: str, force: bool) -> None:
     not there already (unless ``force``), a path the system accepts (not too long)."""
     try:
         if out.is_dir():
-            raise InputError(f"--out: {shown(out)} is a folder; give a file path such as "
-                             f"{shown(out / (spec_name + '.yaml'))}")
+            raise InputError(
+                f"--out: {shown(out)} is a folder; give a file path such as {shown(out / (spec_name + '.yaml'))}"
+            )
         if not out.parent.is_dir():
             raise InputError(f"--out: folder {shown(out.parent)} does not exist")
         if out.exists() and not force:

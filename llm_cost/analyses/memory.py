@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, kv_room, paged_tokens, policy_note
-from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
+from llm_cost.core.units import exact_bits
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
-from llm_cost.core.units import exact_bits
 
 __all__ = ["Fit", "fit", "max_context", "Activations", "activation_memory"]
 
@@ -63,11 +63,13 @@ class Fit(Result):
     conventions: list[Note] = field(default_factory=list)
 
 
-def max_context(spec: ModelSpec, budget: int | Fraction, batch: int, kv_bits: int, ceiling: int = 10**12,
-                block_tokens: int = 1) -> int | None:
+def max_context(
+    spec: ModelSpec, budget: int | Fraction, batch: int, kv_bits: int, ceiling: int = 10**12, block_tokens: int = 1
+) -> int | None:
     """Largest context s with batch x kv(s) <= budget (0 if even s = 1 does not fit), each
     sequence in whole blocks of ``block_tokens``; None when kv stops growing (sliding window,
     linear state) and the plateau fits."""
+
     def need(s: int) -> int:
         return kv_bytes(spec, paged_tokens(s, block_tokens), kv_bits, batch)
 
@@ -85,9 +87,16 @@ def max_context(spec: ModelSpec, budget: int | Fraction, batch: int, kv_bits: in
     return lo
 
 
-def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
-        weight_bits: float | Fraction = 16, kv_bits: int = 16, policy: MemoryPolicy = DEPLOYMENT,
-        concurrency_contexts: tuple[int, ...] = (8192, 131072)) -> Fit:
+def fit(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    context: int = 8192,
+    batch: int = 1,
+    weight_bits: float | Fraction = 16,
+    kv_bits: int = 16,
+    policy: MemoryPolicy = DEPLOYMENT,
+    concurrency_contexts: tuple[int, ...] = (8192, 131072),
+) -> Fit:
     """Weights vs memory and the KV room left on one GPU under ``policy``. Pure; never raises
     for valid input."""
     bits = exact_bits(weight_bits)
@@ -107,10 +116,31 @@ def fit(spec: ModelSpec, gpu: HardwareSpec, context: int = 8192, batch: int = 1,
         note("fit.dtypes", bits=float(bits), kv_bits=kv_bits),
         note("fit.whole_sequences", block_tokens=block),
     ] + spec.context_note([context, *(concurrency_contexts if fits else ())])
-    return Fit(spec.name, gpu.name, float(bits), kv_bits, room.convention.value, room.capacity_bytes,
-               room.utilization, room.usable_bytes, room.workspace_bytes, room.reserve_bytes, room.weight_bytes,
-               fits, -room.kv_budget_bytes if not fits else 0, budget, per_token, block, token_budget, context, batch,
-               room.max_concurrency, max_context(spec, budget, batch, kv_bits, block_tokens=block), conc, conventions)
+    return Fit(
+        spec.name,
+        gpu.name,
+        float(bits),
+        kv_bits,
+        room.convention.value,
+        room.capacity_bytes,
+        room.utilization,
+        room.usable_bytes,
+        room.workspace_bytes,
+        room.reserve_bytes,
+        room.weight_bytes,
+        fits,
+        -room.kv_budget_bytes if not fits else 0,
+        budget,
+        per_token,
+        block,
+        token_budget,
+        context,
+        batch,
+        room.max_concurrency,
+        max_context(spec, budget, batch, kv_bits, block_tokens=block),
+        conc,
+        conventions,
+    )
 
 
 @dataclass(frozen=True)
@@ -150,8 +180,9 @@ def _block_terms(spec: ModelSpec, layer: int) -> tuple[Fraction, Fraction, int]:
     elif isinstance(att, MLAAttention):
         n = att.num_attention_heads
         qk = n * (att.qk_nope_head_dim + att.qk_rope_head_dim)
-        sharded = Fraction(2 * qk + 2 * n * att.v_head_dim + (att.q_lora_rank or 0) + att.kv_lora_rank
-                           + att.qk_rope_head_dim)
+        sharded = Fraction(
+            2 * qk + 2 * n * att.v_head_dim + (att.q_lora_rank or 0) + att.kv_lora_rank + att.qk_rope_head_dim
+        )
         scores = 1
     else:
         assert isinstance(att, GQAAttention)
@@ -171,8 +202,15 @@ def _block_terms(spec: ModelSpec, layer: int) -> tuple[Fraction, Fraction, int]:
     return replicated, sharded, scores
 
 
-def activation_memory(spec: ModelSpec, seq: int, micro_batch: int = 1, recompute: str = "none", tp: int = 1,
-                      sequence_parallel: bool = False, formula: str = "model") -> Activations:
+def activation_memory(
+    spec: ModelSpec,
+    seq: int,
+    micro_batch: int = 1,
+    recompute: str = "none",
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    formula: str = "model",
+) -> Activations:
     """Activation memory per layer on one GPU for training with 16-bit activations (Korthikanti
     et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", §4).
 
@@ -194,8 +232,10 @@ def activation_memory(spec: ModelSpec, seq: int, micro_batch: int = 1, recompute
     if formula == "model" and (spec.mamba is not None or "none" in (spec.mlp_layer_types or [])):
         from llm_cost.core.errors import InputError
 
-        raise InputError(f"{spec.name}: activation memory of Mamba-2 / mixer-only blocks is not modelled; "
-                         "use --formula gpt for the paper's GPT block, or a transformer model")
+        raise InputError(
+            f"{spec.name}: activation memory of Mamba-2 / mixer-only blocks is not modelled; "
+            "use --formula gpt for the paper's GPT block, or a transformer model"
+        )
     s, b, h, a, t = seq, micro_batch, spec.hidden_size, spec.attention.num_attention_heads, tp
     L = spec.num_hidden_layers
     sbh = s * b * h
@@ -220,10 +260,24 @@ def activation_memory(spec: ModelSpec, seq: int, micro_batch: int = 1, recompute
             quad = Fraction(2 * a * s * s * b * sc, t) if recompute == "none" else Fraction(0)
             per_layer.append(linear + quad)
             scores.append(quad)
-        text = ("the model's block: inputs, norms, Q/K/V/O, MLP" + (" + 2as^2b scores" if recompute == "none"
-                                                                     else " (scores recomputed)")
-                + (", all / t (SP)" if sequence_parallel else ", inner tensors / t" if t > 1 else ""))
+        text = (
+            "the model's block: inputs, norms, Q/K/V/O, MLP"
+            + (" + 2as^2b scores" if recompute == "none" else " (scores recomputed)")
+            + (", all / t (SP)" if sequence_parallel else ", inner tensors / t" if t > 1 else "")
+        )
     total = sum(per_layer, Fraction(0))
     exact = lambda x: int(x) if x.denominator == 1 else float(x)  # noqa: E731
-    return Activations(spec.name, s, b, recompute, t, sequence_parallel, exact(max(per_layer)), exact(max(scores)),
-                       L, exact(total), text, formula)
+    return Activations(
+        spec.name,
+        s,
+        b,
+        recompute,
+        t,
+        sequence_parallel,
+        exact(max(per_layer)),
+        exact(max(scores)),
+        L,
+        exact(total),
+        text,
+        formula,
+    )

@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from llm_cost.core.serialize import Result
-from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
+from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
 from llm_cost.core.units import to_bytes
 from llm_cost.model.layout import Layout, per_gpu
 from llm_cost.model.structure import build
@@ -88,10 +88,19 @@ class MoEResult(Result):
     conventions: list[Note] = field(default_factory=list)
 
 
-def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fraction = 16, ep: int = 1,
-                 redundant_experts: int = 0, dispatch_bits: int = 8, combine_bits: int = 16, tp: int = 8,
-                 prompt_tokens: int = 4096, gpu: HardwareSpec | None = None,
-                 compute_dtype: str | None = None) -> MoEResult:
+def moe_analysis(
+    spec: ModelSpec,
+    batches: list[int],
+    weight_bits: float | Fraction = 16,
+    ep: int = 1,
+    redundant_experts: int = 0,
+    dispatch_bits: int = 8,
+    combine_bits: int = 16,
+    tp: int = 8,
+    prompt_tokens: int = 4096,
+    gpu: HardwareSpec | None = None,
+    compute_dtype: str | None = None,
+) -> MoEResult:
     """Three parameter counts, expert traffic per batch, EP memory and all-to-all volume.
 
     InputError when the model has no MoE, when ``ep`` does not divide E + R experts, or for a
@@ -101,8 +110,10 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
         raise InputError(f"{spec.name} has no mixture-of-experts layers; the moe command needs a MoE model")
     E, k, d = moe.num_experts, moe.num_experts_per_tok, spec.hidden_size
     if ep < 1 or (E + redundant_experts) % ep:
-        raise InputError(f"--ep: {ep} GPUs cannot hold {E} experts + {redundant_experts} redundant evenly; "
-                         f"choose a divisor of {E + redundant_experts}")
+        raise InputError(
+            f"--ep: {ep} GPUs cannot hold {E} experts + {redundant_experts} redundant evenly; "
+            f"choose a divisor of {E + redundant_experts}"
+        )
     if tp < 1:
         raise InputError("--tp must be at least 1")
     bits = Fraction(weight_bits).limit_denominator(1000)
@@ -127,31 +138,63 @@ def moe_analysis(spec: ModelSpec, batches: list[int], weight_bits: float | Fract
         hit = expected_experts(E, k, B)
         step = build_step(spec, decode(B, 0), weight_bits=bits)
         routed_b = sum(float(op.weight_bytes) for op in step.ops if op.group == "routed_experts")
-        rows.append(MoEAtBatch(
-            batch=B, expected_experts=hit, expected_experts_per_rank=hit / ep, routed_bytes=routed_b,
-            weight_bytes_read=step.total("weight_bytes"), weight_bytes_seed=non_routed * b + routed_b,
-            dense_same_memory_bytes=total * b, expert_gemm_rows=B * k / hit,
-            expert_gemm_intensity=2 * (B * k / hit) / b))
+        rows.append(
+            MoEAtBatch(
+                batch=B,
+                expected_experts=hit,
+                expected_experts_per_rank=hit / ep,
+                routed_bytes=routed_b,
+                weight_bytes_read=step.total("weight_bytes"),
+                weight_bytes_seed=non_routed * b + routed_b,
+                dense_same_memory_bytes=total * b,
+                expert_gemm_rows=B * k / hit,
+                expert_gemm_intensity=2 * (B * k / hit) / b,
+            )
+        )
     dispatch = k * d * dispatch_bits // 8
     combine = k * d * combine_bits // 8
     allreduce = 2 * (tp - 1) / tp * d * 2
     conventions = [
-        note("moe.weights", bits=float(bits)), note("moe.expected_experts"), note("moe.read_per_step"),
+        note("moe.weights", bits=float(bits)),
+        note("moe.expected_experts"),
+        note("moe.read_per_step"),
         note("moe.ep", ep=ep, experts=E, redundant=redundant_experts),
         note("moe.all_to_all", dispatch_bits=dispatch_bits, combine_bits=combine_bits, tp=tp),
     ]
     if gpu is not None:
         conventions.append(note("moe.gemm_ridge", gpu=gpu.name, dtype=str(compute_dtype)))
     return MoEResult(
-        model=spec.name, weight_bits=float(bits), num_experts=E, top_k=k, moe_layers=moe_layers,
-        expert_params=expert, total_params=total, active_params=int(s.active_params),
-        active_n_gemm=int(s.active_gemm), weight_flops_per_token=2 * int(s.active_gemm), non_routed_params=non_routed,
-        routed_params=routed, total_bytes=float(to_bytes(total, bits)),
-        rows=rows, ep=ep, redundant_experts=redundant_experts, experts_per_rank=per_rank,
+        model=spec.name,
+        weight_bits=float(bits),
+        num_experts=E,
+        top_k=k,
+        moe_layers=moe_layers,
+        expert_params=expert,
+        total_params=total,
+        active_params=int(s.active_params),
+        active_n_gemm=int(s.active_gemm),
+        weight_flops_per_token=2 * int(s.active_gemm),
+        non_routed_params=non_routed,
+        routed_params=routed,
+        total_bytes=float(to_bytes(total, bits)),
+        rows=rows,
+        ep=ep,
+        redundant_experts=redundant_experts,
+        experts_per_rank=per_rank,
         weights_per_gpu_bytes=per_gpu(spec, Layout(1, 1, ep, ep, redundant_experts), bits).max_weight_bytes,
-        dispatch_bits=dispatch_bits, combine_bits=combine_bits, dispatch_bytes_per_token_per_layer=dispatch,
-        combine_bytes_per_token_per_layer=combine, tp=tp, allreduce_bytes_per_token_per_layer=allreduce,
+        dispatch_bits=dispatch_bits,
+        combine_bits=combine_bits,
+        dispatch_bytes_per_token_per_layer=dispatch,
+        combine_bytes_per_token_per_layer=combine,
+        tp=tp,
+        allreduce_bytes_per_token_per_layer=allreduce,
         all_to_all_vs_allreduce=(dispatch + combine) / allreduce if tp > 1 else None,
-        prompt_tokens=prompt_tokens, prompt_all_to_all_bytes=prompt_tokens * moe_layers * (dispatch + combine),
-        gpu=gpu.name if gpu else None, compute_dtype=compute_dtype, ridge=ridge, tokens_to_pass_ridge=tokens, experts_per_top_k=E / k,
-        conventions=conventions)
+        prompt_tokens=prompt_tokens,
+        prompt_all_to_all_bytes=prompt_tokens * moe_layers * (dispatch + combine),
+        gpu=gpu.name if gpu else None,
+        compute_dtype=compute_dtype,
+        ridge=ridge,
+        tokens_to_pass_ridge=tokens,
+        experts_per_top_k=E / k,
+        conventions=conventions,
+    )

@@ -23,14 +23,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from llm_cost.core.serialize import Result
-from llm_cost.core.notes import Note, note
-from llm_cost.workload.flops import forward_flops, weight_flops_params
-from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
-from llm_cost.specs.schema import ModelSpec
-from llm_cost.model.structure import build
 from llm_cost.core.errors import InputError
+from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
+from llm_cost.model.structure import build
 from llm_cost.specs.files import shown
+from llm_cost.specs.schema import ModelSpec
+from llm_cost.workload.flops import forward_flops, weight_flops_params
 
 __all__ = ["smart_resize", "VisionCost", "ImageResult", "image_cost", "video_cost"]
 
@@ -41,13 +41,16 @@ MAX_PIXELS = 28 * 28 * 16384
 MAX_RESAMPLER_TOKENS = 1_000_000
 
 
-def smart_resize(height: int, width: int, factor: int = 28, min_pixels: int = MIN_PIXELS,
-                 max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
+def smart_resize(
+    height: int, width: int, factor: int = 28, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS
+) -> tuple[int, int]:
     """Qwen2-VL's resize: both sides to multiples of ``factor``, total pixels within
     [min_pixels, max_pixels], aspect ratio kept (transformers ``smart_resize``)."""
     if max(height, width) / min(height, width) > 200:
-        raise InputError(f"--size: aspect ratio {max(height, width) / min(height, width):.0f} exceeds 200, "
-                         "which Qwen2-VL's processor rejects")
+        raise InputError(
+            f"--size: aspect ratio {max(height, width) / min(height, width):.0f} exceeds 200, "
+            "which Qwen2-VL's processor rejects"
+        )
     h = max(factor, round(height / factor) * factor)
     w = max(factor, round(width / factor) * factor)
     if h * w > max_pixels:
@@ -109,23 +112,43 @@ def _connector_tokens(connector: str, patches: int, merge: int) -> int:
     if connector.startswith("resampler:"):
         count = connector.split(":", 1)[1].strip()
         if not (count.isascii() and count.isdigit()) or len(count) > 7 or not 1 <= int(count) <= MAX_RESAMPLER_TOKENS:
-            raise InputError(f"--connector: {shown(connector, 40)!r} needs a token count from 1 to "
-                             f"{MAX_RESAMPLER_TOKENS:,}, e.g. resampler:64")
+            raise InputError(
+                f"--connector: {shown(connector, 40)!r} needs a token count from 1 to "
+                f"{MAX_RESAMPLER_TOKENS:,}, e.g. resampler:64"
+            )
         return int(count)
     raise InputError(f"--connector: {connector!r} is not one of: mlp, merge2x2, resampler:N")
 
 
 def _vision(spec: ModelSpec, height: int, width: int, frames: int, connector: str) -> VisionCost:
     v = spec.vision
-    other = "SigLIP (Gemma 3)" if spec.siglip_vision is not None else (
-        "Llama 4" if spec.llama4_vision is not None else ("Qwen2.5-VL" if spec.qwen25_vision is not None else (
-            "Qwen3-VL" if spec.qwen3_vision is not None else ("Pixtral" if spec.pixtral_vision is not None else None))))
+    other = (
+        "SigLIP (Gemma 3)"
+        if spec.siglip_vision is not None
+        else (
+            "Llama 4"
+            if spec.llama4_vision is not None
+            else (
+                "Qwen2.5-VL"
+                if spec.qwen25_vision is not None
+                else (
+                    "Qwen3-VL"
+                    if spec.qwen3_vision is not None
+                    else ("Pixtral" if spec.pixtral_vision is not None else None)
+                )
+            )
+        )
+    )
     if v is None and other:
-        raise InputError(f"{spec.name}: image costs are modelled for the Qwen2-VL tower only; its {other} vision "
-                         "tower is counted by params but its image tokens and FLOPs are not modelled yet")
+        raise InputError(
+            f"{spec.name}: image costs are modelled for the Qwen2-VL tower only; its {other} vision "
+            "tower is counted by params but its image tokens and FLOPs are not modelled yet"
+        )
     if v is None:
-        raise InputError(f"{spec.name} has no vision tower; use a vision-language model (e.g. qwen2-vl-7b) as MODEL "
-                         "and --decoder for another language model")
+        raise InputError(
+            f"{spec.name} has no vision tower; use a vision-language model (e.g. qwen2-vl-7b) as MODEL "
+            "and --decoder for another language model"
+        )
     factor = v.patch_size * v.spatial_merge_size
     h, w = smart_resize(height, width, factor)
     patches = (h // v.patch_size) * (w // v.patch_size)
@@ -140,13 +163,33 @@ def _vision(spec: ModelSpec, height: int, width: int, frames: int, connector: st
     embed_flops = 2.0 * embed * patches * groups
     merger_flops = 2.0 * merger * patches * groups / v.spatial_merge_size**2
     total = block_flops + attention + embed_flops + merger_flops
-    return VisionCost(h, w, patches, groups, tokens, block_flops, attention, embed_flops, merger_flops, total,
-                      attention / (block_flops + attention), block_flops + attention, embed_flops + merger_flops)
+    return VisionCost(
+        h,
+        w,
+        patches,
+        groups,
+        tokens,
+        block_flops,
+        attention,
+        embed_flops,
+        merger_flops,
+        total,
+        attention / (block_flops + attention),
+        block_flops + attention,
+        embed_flops + merger_flops,
+    )
 
 
-def image_cost(spec: ModelSpec, height: int, width: int, decoder: ModelSpec | None = None,
-               connector: str = "merge2x2", frames: int = 1, weight_convention: str = "gemm",
-               kv_bits: int = 16) -> ImageResult:
+def image_cost(
+    spec: ModelSpec,
+    height: int,
+    width: int,
+    decoder: ModelSpec | None = None,
+    connector: str = "merge2x2",
+    frames: int = 1,
+    weight_convention: str = "gemm",
+    kv_bits: int = 16,
+) -> ImageResult:
     """Tokens, encoder FLOPs and decoder cost of one image (``frames`` > 1: a video clip)."""
     if height < 1 or width < 1:
         raise InputError("--size: width and height must be positive pixel counts, e.g. 1920x1080")
@@ -159,15 +202,39 @@ def image_cost(spec: ModelSpec, height: int, width: int, decoder: ModelSpec | No
     out = n * dec.hidden_size * kv_bits // 8
     conventions = [
         note("image.resize", connector="2x2 merge" if connector == "merge2x2" else connector),
-        note("image.encoder_flops"), note(f"image.decoder_prefill.{weight_convention}"),
+        note("image.encoder_flops"),
+        note(f"image.decoder_prefill.{weight_convention}"),
         note("image.bits", kv_bits=kv_bits),
     ] + dec.context_note([n])
-    return ImageResult(spec.name, dec.name, connector, height, width, frames, vision, weight_convention, w * n,
-                       attention, w * n + attention, kv, out, float(kv_bytes_per_token(dec, kv_bits)) / (dec.hidden_size * kv_bits / 8), conventions)
+    return ImageResult(
+        spec.name,
+        dec.name,
+        connector,
+        height,
+        width,
+        frames,
+        vision,
+        weight_convention,
+        w * n,
+        attention,
+        w * n + attention,
+        kv,
+        out,
+        float(kv_bytes_per_token(dec, kv_bits)) / (dec.hidden_size * kv_bits / 8),
+        conventions,
+    )
 
 
-def video_cost(spec: ModelSpec, height: int, width: int, seconds: float, fps: float,
-               decoder: ModelSpec | None = None, weight_convention: str = "gemm", kv_bits: int = 16) -> ImageResult:
+def video_cost(
+    spec: ModelSpec,
+    height: int,
+    width: int,
+    seconds: float,
+    fps: float,
+    decoder: ModelSpec | None = None,
+    weight_convention: str = "gemm",
+    kv_bits: int = 16,
+) -> ImageResult:
     """A clip of ``seconds`` at ``fps``: frames grouped by the temporal patch (2 for Qwen2-VL)."""
     frames = round(seconds * fps)
     if frames < 1:

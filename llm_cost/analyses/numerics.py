@@ -28,13 +28,33 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Union
 
-from llm_cost.core.serialize import Result
-from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
+from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
 
-__all__ = ["Format", "IntFormat", "FormatRow", "NumericsResult", "FORMATS", "INT_FORMATS", "FP32", "TF32",
-           "BF16", "FP16", "FP8_E4M3", "FP8_E5M2", "FP4_E2M1", "INT8", "INT4", "round_to_format",
-           "round_to_int_format", "exp_overflow_x", "accumulation_noise", "qk_norm_logit_bound", "numerics"]
+__all__ = [
+    "Format",
+    "IntFormat",
+    "FormatRow",
+    "NumericsResult",
+    "FORMATS",
+    "INT_FORMATS",
+    "FP32",
+    "TF32",
+    "BF16",
+    "FP16",
+    "FP8_E4M3",
+    "FP8_E5M2",
+    "FP4_E2M1",
+    "INT8",
+    "INT4",
+    "round_to_format",
+    "round_to_int_format",
+    "exp_overflow_x",
+    "accumulation_noise",
+    "qk_norm_logit_bound",
+    "numerics",
+]
 
 #: ``nan_encoding`` codes: how NaN (if any) is written in the bit layout.
 NAN_IEEE = "ieee"  # exponent all ones, mantissa != 0 (the all-ones exponent is reserved)
@@ -119,20 +139,20 @@ class Format:
     @property
     def emax(self) -> int:
         """Exponent of the largest finite binade: field 2^e - 2 if the top field is reserved, else 2^e - 1."""
-        top_field = 2 ** self.exponent_bits - (2 if self.top_exponent_reserved else 1)
+        top_field = 2**self.exponent_bits - (2 if self.top_exponent_reserved else 1)
         return top_field - self.bias
 
     @property
     def max_mantissa(self) -> int:
         """Largest stored mantissa in the top finite binade (all ones, less one if that pattern is NaN)."""
-        return 2 ** self.mantissa_bits - (2 if self.nan_encoding == NAN_ALL_ONES else 1)
+        return 2**self.mantissa_bits - (2 if self.nan_encoding == NAN_ALL_ONES else 1)
 
     # --- values ---------------------------------------------------------------------------------
     @property
     def max_finite(self) -> Fraction:
         """Largest finite value: 2^emax x (1 + max_mantissa / 2^m)."""
         m = self.mantissa_bits
-        return _pow2(self.emax) * Fraction(2 ** m + self.max_mantissa, 2 ** m)
+        return _pow2(self.emax) * Fraction(2**m + self.max_mantissa, 2**m)
 
     @property
     def min_normal(self) -> Fraction:
@@ -157,7 +177,7 @@ class Format:
     @property
     def max_finite_formula(self) -> str:
         """``(2 - 2^-j) x 2^emax``: j = m, or m - 1 when the all-ones mantissa is NaN."""
-        gap = Fraction(2 ** self.mantissa_bits - self.max_mantissa, 2 ** self.mantissa_bits)
+        gap = Fraction(2**self.mantissa_bits - self.max_mantissa, 2**self.mantissa_bits)
         return f"(2 - 2^{-_floor_log2(1 / gap)}) x 2^{self.emax}"
 
 
@@ -352,7 +372,7 @@ def _decimal_str(v: Fraction) -> str:
         return str(v.numerator)
     k = v.denominator.bit_length() - 1
     assert v.denominator == 1 << k, "not dyadic"
-    digits = str(abs(v.numerator) * 5 ** k).rjust(k + 1, "0")
+    digits = str(abs(v.numerator) * 5**k).rjust(k + 1, "0")
     text = f"{digits[:-k]}.{digits[-k:]}".rstrip("0")
     return ("-" if v < 0 else "") + text
 
@@ -367,33 +387,70 @@ def _float_row(fmt: Format, k: int, probe: Fraction) -> FormatRow:
     rounded = round_to_format(probe, fmt)
     assert isinstance(rounded, Fraction)
     return FormatRow(
-        name=fmt.name, kind="float", bits=fmt.bits, exponent_bits=fmt.exponent_bits,
-        mantissa_bits=fmt.mantissa_bits, bias=fmt.bias,
-        max_finite=float(fmt.max_finite), max_finite_exact=_exact_str(fmt.max_finite),
-        max_finite_formula=fmt.max_finite_formula, min_value=-float(fmt.max_finite),
-        min_normal=float(fmt.min_normal), min_normal_exact=_pow2_str(fmt.emin),
-        min_subnormal=float(fmt.min_subnormal), min_subnormal_exact=_pow2_str(fmt.emin - fmt.mantissa_bits),
-        unit_roundoff=float(fmt.unit_roundoff), unit_roundoff_exact=_pow2_str(-(fmt.mantissa_bits + 1)),
-        machine_epsilon=float(fmt.machine_epsilon), machine_epsilon_exact=_pow2_str(-fmt.mantissa_bits),
-        step=None, has_inf=fmt.has_inf, has_nan=fmt.has_nan, nan_encoding=fmt.nan_note,
-        overflow_rounds_to=_overflow_note(fmt), exp_overflow_x=exp_overflow_x(fmt),
-        one_plus_0001=float(rounded), one_plus_0001_exact=_decimal_str(rounded),
-        one_plus_0001_lost=rounded == 1, accumulation_noise=accumulation_noise(fmt, k), source=fmt.source,
+        name=fmt.name,
+        kind="float",
+        bits=fmt.bits,
+        exponent_bits=fmt.exponent_bits,
+        mantissa_bits=fmt.mantissa_bits,
+        bias=fmt.bias,
+        max_finite=float(fmt.max_finite),
+        max_finite_exact=_exact_str(fmt.max_finite),
+        max_finite_formula=fmt.max_finite_formula,
+        min_value=-float(fmt.max_finite),
+        min_normal=float(fmt.min_normal),
+        min_normal_exact=_pow2_str(fmt.emin),
+        min_subnormal=float(fmt.min_subnormal),
+        min_subnormal_exact=_pow2_str(fmt.emin - fmt.mantissa_bits),
+        unit_roundoff=float(fmt.unit_roundoff),
+        unit_roundoff_exact=_pow2_str(-(fmt.mantissa_bits + 1)),
+        machine_epsilon=float(fmt.machine_epsilon),
+        machine_epsilon_exact=_pow2_str(-fmt.mantissa_bits),
+        step=None,
+        has_inf=fmt.has_inf,
+        has_nan=fmt.has_nan,
+        nan_encoding=fmt.nan_note,
+        overflow_rounds_to=_overflow_note(fmt),
+        exp_overflow_x=exp_overflow_x(fmt),
+        one_plus_0001=float(rounded),
+        one_plus_0001_exact=_decimal_str(rounded),
+        one_plus_0001_lost=rounded == 1,
+        accumulation_noise=accumulation_noise(fmt, k),
+        source=fmt.source,
     )
 
 
 def _int_row(fmt: IntFormat, probe: Fraction) -> FormatRow:
     rounded = round_to_int_format(probe, fmt)
     return FormatRow(
-        name=fmt.name, kind="int", bits=fmt.bits, exponent_bits=None, mantissa_bits=None, bias=None,
-        max_finite=float(fmt.max_value), max_finite_exact=str(fmt.max_value),
-        max_finite_formula=f"2^{fmt.bits - 1} - 1", min_value=float(fmt.min_value),
-        min_normal=None, min_normal_exact=None, min_subnormal=None, min_subnormal_exact=None,
-        unit_roundoff=None, unit_roundoff_exact=None, machine_epsilon=None, machine_epsilon_exact=None,
-        step=1, has_inf=False, has_nan=False, nan_encoding="no inf, no NaN (two's complement)",
-        overflow_rounds_to=f"saturates to [{fmt.min_value}, {fmt.max_value}]", exp_overflow_x=None,
-        one_plus_0001=float(rounded), one_plus_0001_exact=str(rounded), one_plus_0001_lost=rounded == 1,
-        accumulation_noise=None, source="two's complement integer, step 1",
+        name=fmt.name,
+        kind="int",
+        bits=fmt.bits,
+        exponent_bits=None,
+        mantissa_bits=None,
+        bias=None,
+        max_finite=float(fmt.max_value),
+        max_finite_exact=str(fmt.max_value),
+        max_finite_formula=f"2^{fmt.bits - 1} - 1",
+        min_value=float(fmt.min_value),
+        min_normal=None,
+        min_normal_exact=None,
+        min_subnormal=None,
+        min_subnormal_exact=None,
+        unit_roundoff=None,
+        unit_roundoff_exact=None,
+        machine_epsilon=None,
+        machine_epsilon_exact=None,
+        step=1,
+        has_inf=False,
+        has_nan=False,
+        nan_encoding="no inf, no NaN (two's complement)",
+        overflow_rounds_to=f"saturates to [{fmt.min_value}, {fmt.max_value}]",
+        exp_overflow_x=None,
+        one_plus_0001=float(rounded),
+        one_plus_0001_exact=str(rounded),
+        one_plus_0001_lost=rounded == 1,
+        accumulation_noise=None,
+        source="two's complement integer, step 1",
     )
 
 
@@ -406,8 +463,10 @@ def _check_int(value: int, what: str) -> int:
 
 
 def _epsilon_convention(k: int) -> str:
-    return ("accumulation noise = u x sqrt(k) with the unit roundoff u = 2^-(m+1) (half the machine epsilon "
-            f"2^-m); BF16, k = {k:,}: 2^-8 x {math.sqrt(k):,.4g} = {100 * 2**-8 * math.sqrt(k):.4g}%")
+    return (
+        "accumulation noise = u x sqrt(k) with the unit roundoff u = 2^-(m+1) (half the machine epsilon "
+        f"2^-m); BF16, k = {k:,}: 2^-8 x {math.sqrt(k):,.4g} = {100 * 2**-8 * math.sqrt(k):.4g}%"
+    )
 
 
 def numerics(k: int = 4096, head_dim: int = 128) -> NumericsResult:
@@ -419,9 +478,21 @@ def numerics(k: int = 4096, head_dim: int = 128) -> NumericsResult:
     rows = [_float_row(f, k, probe) for f in FORMATS] + [_int_row(f, probe) for f in INT_FORMATS]
     bound = qk_norm_logit_bound(head_dim)
     overflows = [f.name for f in FORMATS if exp_overflow_x(f) < bound]
-    conventions = [note("numerics.layout"), note("numerics.fp8_variants"), note("numerics.rounding"),
-                   note("numerics.unit_roundoff"), note("numerics.accumulation", k=k), note("numerics.exp_and_int"),
-                   note("numerics.qk_norm", head_dim=head_dim, bound=bound)]
-    return NumericsResult(k=k, head_dim=head_dim, formats=rows, qk_norm_logit_bound=bound,
-                          qk_norm_exp_overflows=overflows, epsilon_convention=_epsilon_convention(k),
-                          conventions=conventions)
+    conventions = [
+        note("numerics.layout"),
+        note("numerics.fp8_variants"),
+        note("numerics.rounding"),
+        note("numerics.unit_roundoff"),
+        note("numerics.accumulation", k=k),
+        note("numerics.exp_and_int"),
+        note("numerics.qk_norm", head_dim=head_dim, bound=bound),
+    ]
+    return NumericsResult(
+        k=k,
+        head_dim=head_dim,
+        formats=rows,
+        qk_norm_logit_bound=bound,
+        qk_norm_exp_overflows=overflows,
+        epsilon_convention=_epsilon_convention(k),
+        conventions=conventions,
+    )

@@ -12,30 +12,29 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Callable
 
 from llm_cost.analyses.capacity import DOCUMENTS
 from llm_cost.analyses.context import context_analysis
-from llm_cost.workload.flops import forward_flops, weight_flops_params
-from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache
-from llm_cost.model.kvshape import kv_elements_per_token_per_layer
-from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.analyses.memory import activation_memory, fit
 from llm_cost.analyses.moe import moe_analysis
 from llm_cost.analyses.multimodal import image_cost, video_cost
 from llm_cost.analyses.numerics import numerics
-from llm_cost.analyses.rope import rope_analysis, wavelengths
-from llm_cost.model.params import ParamsResult, count_params
 from llm_cost.analyses.roofline import decode_step, prefill_step
-from llm_cost.perf.ridge import ridge_points
-from llm_cost.specs.schema import ModelSpec
+from llm_cost.analyses.rope import rope_analysis, wavelengths
 from llm_cost.analyses.speculative import speculative
-from llm_cost.model.structure import build
 from llm_cost.analyses.training import TrainResult, train
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache
+from llm_cost.model.kvshape import kv_elements_per_token_per_layer
+from llm_cost.model.params import ParamsResult, count_params
+from llm_cost.model.structure import build
+from llm_cost.perf.ridge import ridge_points
+from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.specs.schema import ModelSpec
+from llm_cost.workload.flops import forward_flops, weight_flops_params
 
 __all__ = ["Check", "RowResult", "ROWS", "load_rows", "check_rows"]
 
@@ -52,12 +51,12 @@ def _row(row_id: str):
     return register
 
 
-@lru_cache(maxsize=None)
+@cache
 def _spec(name: str) -> ModelSpec:
     return load_model(name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _params(name: str) -> ParamsResult:
     return count_params(_spec(name))
 
@@ -71,6 +70,7 @@ def _mha(spec: ModelSpec) -> ModelSpec:
 
 
 # --- parameters (seed 000 §三/§六, seed 002, seed 003 §01-§02, §07) ---------------------------
+
 
 @_row("P1")
 def _p1():
@@ -151,11 +151,15 @@ def _p12():
 @_row("M6")
 def _m6():
     r = _params("deepseek-v3")
-    return {"mtp_unique_params": r.mtp_params, "share_percent": 100 * r.mtp_params / r.total_params,
-            "main_model_params": r.total_params}
+    return {
+        "mtp_unique_params": r.mtp_params,
+        "share_percent": 100 * r.mtp_params / r.total_params,
+        "main_model_params": r.total_params,
+    }
 
 
 # --- KV cache (seed 000 §七, seed 001 GQA, seed 003 §04-§05) -----------------------------------
+
 
 @_row("K1")
 def _k1():
@@ -222,8 +226,11 @@ def _k11():
 @_row("K12")
 def _k12():
     spec = _spec("mistral-7b")
-    return {"kv_bytes_at_4096": kv_bytes(spec, 4096), "kv_bytes_at_131072": kv_bytes(spec, 131072),
-            "mib": kv_bytes(spec, 131072) / MiB}
+    return {
+        "kv_bytes_at_4096": kv_bytes(spec, 4096),
+        "kv_bytes_at_131072": kv_bytes(spec, 131072),
+        "mib": kv_bytes(spec, 131072) / MiB,
+    }
 
 
 @_row("K8")
@@ -244,11 +251,16 @@ ROWS["K8c"] = lambda: _k8_at(1048576)
 
 # --- FLOPs and Roofline (seed 000 §八-§九, seed 003 §02) ------------------------------------------
 
+
 def _f4(seq: int) -> dict[str, float]:
     f = forward_flops(_spec("llama3-8b"), seq, attention="full", logits="all")
     blocks = f.linear_flops + f.attention_flops
-    return {"linear_per_layer": f.linear_flops / 32, "attention_per_layer": f.attention_flops / 32,
-            "blocks_total": blocks, "printed_blocks_total": blocks}
+    return {
+        "linear_per_layer": f.linear_flops / 32,
+        "attention_per_layer": f.attention_flops / 32,
+        "blocks_total": blocks,
+        "printed_blocks_total": blocks,
+    }
 
 
 for _seq in (128, 1024, 8192):
@@ -258,16 +270,23 @@ for _seq in (128, 1024, 8192):
 @_row("F5")
 def _f5():
     f = forward_flops(_spec("llama3-8b"), 1, cached=8192, logits="last")
-    return {"linear_per_layer": f.linear_flops / 32, "attention_per_layer": f.attention_flops / 32,
-            "blocks_total": f.linear_flops + f.attention_flops, "total_gflops": f.total_flops / 1e9}
+    return {
+        "linear_per_layer": f.linear_flops / 32,
+        "attention_per_layer": f.attention_flops / 32,
+        "blocks_total": f.linear_flops + f.attention_flops,
+        "total_gflops": f.total_flops / 1e9,
+    }
 
 
 @_row("F6")
 def _f6():
     spec = _spec("llama3-8b")
     per_token = lambda s: forward_flops(spec, 1, cached=s - 1, logits="all").attention_flops  # noqa: E731  sees s positions
-    return {"weight_gflops": 2 * weight_flops_params(build(spec)) / 1e9,
-            "attention_gflops_8k": per_token(8192) / 1e9, "attention_gflops_128k": per_token(131072) / 1e9}
+    return {
+        "weight_gflops": 2 * weight_flops_params(build(spec)) / 1e9,
+        "attention_gflops_8k": per_token(8192) / 1e9,
+        "attention_gflops_128k": per_token(131072) / 1e9,
+    }
 
 
 @_row("F7")
@@ -280,16 +299,24 @@ def _r5():
     spec, gpu = _spec("llama3-8b"), load_gpu("h100")
     causal = prefill_step(spec, gpu, 8192, mfu=0.6, logits="all")
     full = prefill_step(spec, gpu, 8192, mfu=0.6, attention="full", logits="all")
-    return {"seconds_at_peak": causal.bound_s, "seconds_at_60_mfu": causal.estimate_s,
-            "full_attention_seconds_at_peak": full.bound_s, "full_attention_seconds_at_60_mfu": full.estimate_s}
+    return {
+        "seconds_at_peak": causal.bound_s,
+        "seconds_at_60_mfu": causal.estimate_s,
+        "full_attention_seconds_at_peak": full.bound_s,
+        "full_attention_seconds_at_60_mfu": full.estimate_s,
+    }
 
 
 @_row("R1")
 def _r1():
     h100 = {r.dtype: r.ridge_flop_per_byte for r in ridge_points(load_gpu("h100"))}
     a100 = {r.dtype: r.ridge_flop_per_byte for r in ridge_points(load_gpu("a100"))}
-    return {"h100_bf16": h100["bf16"], "printed_h100_bf16": h100["bf16"], "a100_bf16": a100["bf16"],
-            "h100_fp8": h100["fp8"]}
+    return {
+        "h100_bf16": h100["bf16"],
+        "printed_h100_bf16": h100["bf16"],
+        "a100_bf16": a100["bf16"],
+        "h100_fp8": h100["fp8"],
+    }
 
 
 @_row("R2")
@@ -297,9 +324,13 @@ def _r2():
     spec, gpu = _spec("llama3-8b"), load_gpu("h100")
     resident = decode_step(spec, gpu, 1, 0, weight_bytes="resident")
     read = decode_step(spec, gpu, 1, 0)
-    return {"resident_ms": resident.bound_s * 1e3, "printed_ms": resident.bound_s * 1e3,
-            "tokens_per_s": resident.tokens_per_s, "compute_ms": resident.compute_time_s * 1e3,
-            "matmul_weights_ms": read.matmul_weights_time_s * 1e3}
+    return {
+        "resident_ms": resident.bound_s * 1e3,
+        "printed_ms": resident.bound_s * 1e3,
+        "tokens_per_s": resident.tokens_per_s,
+        "compute_ms": resident.compute_time_s * 1e3,
+        "matmul_weights_ms": read.matmul_weights_time_s * 1e3,
+    }
 
 
 @_row("R3")
@@ -340,6 +371,7 @@ def _k10b():
 
 # --- MLA, long context, MoE, speculative decoding (seed 003 §04-§08) ----------------------------
 
+
 @_row("R8")
 def _r8():
     i = kv_cache(_spec("deepseek-v3"), [1]).kv_read_intensity
@@ -362,21 +394,26 @@ def _k9():
 @_row("F8")
 def _f8():
     cross = lambda name, conv: context_analysis(_spec(name), [1], weight_convention=conv).crossover_context  # noqa
-    return {"llama3_8b_non_embedding": cross("llama3-8b", "non_embedding"),
-            "llama3_70b_non_embedding": cross("llama3-70b", "non_embedding"),
-            "llama3_70b_total": cross("llama3-70b", "total"),
-            "printed_8b_thousands": cross("llama3-8b", "gemm") / 1000,
-            "printed_70b_thousands": cross("llama3-70b", "total") / 1000}
+    return {
+        "llama3_8b_non_embedding": cross("llama3-8b", "non_embedding"),
+        "llama3_70b_non_embedding": cross("llama3-70b", "non_embedding"),
+        "llama3_70b_total": cross("llama3-70b", "total"),
+        "printed_8b_thousands": cross("llama3-8b", "gemm") / 1000,
+        "printed_70b_thousands": cross("llama3-70b", "total") / 1000,
+    }
 
 
 @_row("F9")
 def _f9():
     r8 = context_analysis(_spec("llama3-8b"), [131072]).rows[0]
     r70 = context_analysis(_spec("llama3-70b"), [131072], weight_convention="total").rows[0]
-    return {"llama3_8b_attention_gflops": r8.attention_flops_per_token / 1e9,
-            "llama3_8b_weight_gflops": r8.weight_flops_per_token / 1e9, "llama3_8b_ratio": r8.attention_to_weight,
-            "llama3_70b_attention_gflops": r70.attention_flops_per_token / 1e9,
-            "llama3_70b_weight_gflops": r70.weight_flops_per_token / 1e9}
+    return {
+        "llama3_8b_attention_gflops": r8.attention_flops_per_token / 1e9,
+        "llama3_8b_weight_gflops": r8.weight_flops_per_token / 1e9,
+        "llama3_8b_ratio": r8.attention_to_weight,
+        "llama3_70b_attention_gflops": r70.attention_flops_per_token / 1e9,
+        "llama3_70b_weight_gflops": r70.weight_flops_per_token / 1e9,
+    }
 
 
 @_row("F10")
@@ -384,31 +421,48 @@ def _f10():
     h100 = load_gpu("h100")
     r8 = context_analysis(_spec("llama3-8b"), [131072], h100, 0.6).rows[0]
     r70 = context_analysis(_spec("llama3-70b"), [131072], h100, 0.6, weight_convention="total").rows[0]
-    return {"llama3_8b_pflop": r8.document_prefill_flops / 1e15, "llama3_8b_seconds": r8.document_prefill_time_s,
-            "llama3_70b_pflop": r70.document_prefill_flops / 1e15, "llama3_70b_seconds": r70.document_prefill_time_s}
+    return {
+        "llama3_8b_pflop": r8.document_prefill_flops / 1e15,
+        "llama3_8b_seconds": r8.document_prefill_time_s,
+        "llama3_70b_pflop": r70.document_prefill_flops / 1e15,
+        "llama3_70b_seconds": r70.document_prefill_time_s,
+    }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _v3_moe(ep: int = 1, redundant: int = 0):
     return moe_analysis(_spec("deepseek-v3"), [1, 32, 128], 8, ep, redundant, gpu=load_gpu("h100"))
 
 
 for _i, _b in enumerate((1, 32, 128)):
-    ROWS[f"M1.{_b}"] = (lambda i: lambda: {"experts": _v3_moe().rows[i].expected_experts,
-                                           "printed": _v3_moe().rows[i].expected_experts})(_i)
-    ROWS[f"M2.{_b}"] = (lambda i: lambda: {"gb": _v3_moe().rows[i].weight_bytes_seed / 1e9,
-                                           "printed": _v3_moe().rows[i].weight_bytes_seed / 1e9})(_i)
+    ROWS[f"M1.{_b}"] = (
+        lambda i: lambda: {"experts": _v3_moe().rows[i].expected_experts, "printed": _v3_moe().rows[i].expected_experts}
+    )(_i)
+    ROWS[f"M2.{_b}"] = (
+        lambda i: (
+            lambda: {
+                "gb": _v3_moe().rows[i].weight_bytes_seed / 1e9,
+                "printed": _v3_moe().rows[i].weight_bytes_seed / 1e9,
+            }
+        )
+    )(_i)
 
 
 @_row("M3")
 def _m3():
-    return {"ep32_gb": _v3_moe(32).weights_per_gpu_bytes / 1e9, "ep320_gb": _v3_moe(320, 64).weights_per_gpu_bytes / 1e9}
+    return {
+        "ep32_gb": _v3_moe(32).weights_per_gpu_bytes / 1e9,
+        "ep320_gb": _v3_moe(320, 64).weights_per_gpu_bytes / 1e9,
+    }
 
 
 @_row("M4")
 def _m4():
     r = _v3_moe()
-    return {"dispatch_kib": r.dispatch_bytes_per_token_per_layer / KiB, "combine_kib": r.combine_bytes_per_token_per_layer / KiB}
+    return {
+        "dispatch_kib": r.dispatch_bytes_per_token_per_layer / KiB,
+        "combine_kib": r.combine_bytes_per_token_per_layer / KiB,
+    }
 
 
 @_row("M4b")
@@ -434,7 +488,10 @@ def _s1():
 
 @_row("S2")
 def _s2():
-    return {"c_0_1": speculative(0.8, 4, 0.1).speedup_memory_bound, "c_0_02": speculative(0.8, 4, 0.02).speedup_memory_bound}
+    return {
+        "c_0_1": speculative(0.8, 4, 0.1).speedup_memory_bound,
+        "c_0_02": speculative(0.8, 4, 0.02).speedup_memory_bound,
+    }
 
 
 @_row("S3")
@@ -444,8 +501,9 @@ def _s3():
 
 @_row("S4")
 def _s4():
-    r = speculative(0.8, 4, 0.1, _spec("llama3-8b"), load_gpu("h100"), [64, 128], mfu=0.6, weight_bytes="resident",
-                    mbu=1.0)
+    r = speculative(
+        0.8, 4, 0.1, _spec("llama3-8b"), load_gpu("h100"), [64, 128], mfu=0.6, weight_bytes="resident", mbu=1.0
+    )
     return {"b64": r.rows[0].speedup, "b128": r.rows[1].speedup}
 
 
@@ -456,11 +514,17 @@ def _s5():
 
 # --- RoPE (seed 003 §03) ------------------------------------------------------------------------
 
+
 @_row("Q1")
 def _q1():
     w4, w5 = wavelengths(1e4, 128), wavelengths(5e5, 128)
-    return {"base_1e4_shortest": min(w4), "base_1e4_longest": max(w4), "base_5e5_longest": max(w5),
-            "printed_base_1e4_longest_wan": max(w4) / 1e4, "printed_base_5e5_longest_wan": max(w5) / 1e4}
+    return {
+        "base_1e4_shortest": min(w4),
+        "base_1e4_longest": max(w4),
+        "base_5e5_longest": max(w5),
+        "printed_base_1e4_longest_wan": max(w4) / 1e4,
+        "printed_base_5e5_longest_wan": max(w5) / 1e4,
+    }
 
 
 @_row("Q2")
@@ -475,6 +539,7 @@ def _s6():
 
 # --- number formats (seed 003 §10) -----------------------------------------------------------------
 
+
 def _formats():
     return {f.name: f for f in numerics().formats}
 
@@ -482,16 +547,23 @@ def _formats():
 @_row("N1")
 def _n1():
     f = _formats()
-    return {"fp16_max": int(f["FP16"].max_finite_exact), "fp16_exp_overflow": f["FP16"].exp_overflow_x,
-            "bf16_exp_overflow": f["BF16"].exp_overflow_x, "fp32_exp_overflow": f["FP32"].exp_overflow_x,
-            "e4m3_max": int(f["FP8 E4M3"].max_finite_exact)}
+    return {
+        "fp16_max": int(f["FP16"].max_finite_exact),
+        "fp16_exp_overflow": f["FP16"].exp_overflow_x,
+        "bf16_exp_overflow": f["BF16"].exp_overflow_x,
+        "fp32_exp_overflow": f["FP32"].exp_overflow_x,
+        "e4m3_max": int(f["FP8 E4M3"].max_finite_exact),
+    }
 
 
 @_row("N2")
 def _n2():
     bf16 = _formats()["BF16"]
-    return {"bf16_unit_roundoff": bf16.unit_roundoff, "printed_unit_roundoff": bf16.unit_roundoff,
-            "one_plus_0_001": bf16.one_plus_0001}
+    return {
+        "bf16_unit_roundoff": bf16.unit_roundoff,
+        "printed_unit_roundoff": bf16.unit_roundoff,
+        "one_plus_0_001": bf16.one_plus_0001,
+    }
 
 
 @_row("N3")
@@ -508,7 +580,8 @@ def _n4():
 
 for _h, _w in ((336, 336), (1024, 1024), (1080, 1920)):
     ROWS[f"V1.{_w}x{_h}"] = (lambda h, w: lambda: {"tokens": image_cost(_spec("qwen2-vl-7b"), h, w).vision.tokens})(
-        _h, _w)
+        _h, _w
+    )
 
 
 @_row("V2")
@@ -516,20 +589,28 @@ def _v2():
     qwen = _spec("qwen2-vl-7b")
     v = image_cost(qwen, 1024, 1024).vision
     blocks = sum(t.total for t in build(qwen).tensors_of("vision") if t.group == "vision.blocks")
-    return {"patches": v.patches, "tflop": (v.block_flops + v.attention_flops) / 1e12,
-            "attention_percent": 100 * v.attention_share, "block_params_billions": blocks / 1e9}
+    return {
+        "patches": v.patches,
+        "tflop": (v.block_flops + v.attention_flops) / 1e12,
+        "attention_percent": 100 * v.attention_share,
+        "block_params_billions": blocks / 1e9,
+    }
 
 
 @_row("V3")
 def _v3():
     r = image_cost(_spec("qwen2-vl-7b"), 1024, 1024, _spec("llama3-70b"), weight_convention="total")
-    return {"tflop": r.decoder_weight_flops / 1e12, "kv_mib": r.kv_bytes / MiB,
-            "encoder_output_mib": r.encoder_output_bytes / MiB}
+    return {
+        "tflop": r.decoder_weight_flops / 1e12,
+        "kv_mib": r.kv_bytes / MiB,
+        "encoder_output_mib": r.encoder_output_bytes / MiB,
+    }
 
 
 for _name, _id in (("llama3-70b", "V4.70B"), ("llama3-8b", "V4.8B"), ("qwen2-vl-7b", "V4.Qwen2-VL-7B")):
-    ROWS[_id] = (lambda n: lambda: {
-        "ratio": image_cost(_spec("qwen2-vl-7b"), 336, 336, _spec(n)).kv_to_encoder_output})(_name)
+    ROWS[_id] = (
+        lambda n: lambda: {"ratio": image_cost(_spec("qwen2-vl-7b"), 336, 336, _spec(n)).kv_to_encoder_output}
+    )(_name)
 
 
 @_row("V5")
@@ -539,6 +620,7 @@ def _v5():
 
 # --- training (seed 000 §十一, seed 003 §10) -------------------------------------------------------
 
+
 def _llama_15t(**kw) -> TrainResult:
     return train(_spec("llama3-8b"), 15 * 10**12, load_gpu("h100"), **kw)
 
@@ -546,7 +628,11 @@ def _llama_15t(**kw) -> TrainResult:
 @_row("F11")
 def _f11():
     flops = _llama_15t(mfu=0.5).model_flops
-    return {"flops": flops, "printed": flops, "full_recompute_flops": _llama_15t(mfu=0.5, recompute="full").hardware_flops}
+    return {
+        "flops": flops,
+        "printed": flops,
+        "full_recompute_flops": _llama_15t(mfu=0.5, recompute="full").hardware_flops,
+    }
 
 
 @_row("F12")
@@ -563,11 +649,15 @@ def _f13():
 @_row("P10")
 def _p10():
     state = lambda n: train(_spec(n), 1, load_gpu("h100"), mfu=0.5).state.total_bytes  # noqa: E731
-    return {"llama3_8b_gb": state("llama3-8b") / 1e9, "llama3_70b_tb": state("llama3-70b") / 1e12,
-            "deepseek_v3_tb": state("deepseek-v3") / 1e12}
+    return {
+        "llama3_8b_gb": state("llama3-8b") / 1e9,
+        "llama3_70b_tb": state("llama3-70b") / 1e12,
+        "deepseek_v3_tb": state("deepseek-v3") / 1e12,
+    }
 
 
 # --- checking -----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Check:
@@ -613,8 +703,11 @@ def _agrees(expected, computed) -> tuple[bool, str, float]:
     value = float(expected["value"])
     if "sig" in expected:
         sig = expected["sig"]
-        return float(f"{float(computed):.{sig - 1}e}") == float(f"{value:.{sig - 1}e}"), \
-            f"{sig} significant digits", value
+        return (
+            float(f"{float(computed):.{sig - 1}e}") == float(f"{value:.{sig - 1}e}"),
+            f"{sig} significant digits",
+            value,
+        )
     digits = expected["digits"]
     return round(float(computed), digits) == round(value, digits), f"rounded to {digits} decimals", value
 
@@ -632,6 +725,15 @@ def check_rows(ids: list[str] | None = None) -> list[RowResult]:
         for name, expected in row["values"].items():
             ok, rule, value = _agrees(expected, computed[name])
             checks.append(Check(name, value, computed[name], rule, ok))
-        out.append(RowResult(row["id"], row["section"], row["claim"], row["printed"], row.get("note", ""), checks,
-                             bool(checks) and all(c.ok for c in checks)))
+        out.append(
+            RowResult(
+                row["id"],
+                row["section"],
+                row["claim"],
+                row["printed"],
+                row.get("note", ""),
+                checks,
+                bool(checks) and all(c.ok for c in checks),
+            )
+        )
     return out

@@ -16,23 +16,29 @@ give 4.48 ms); it includes a vision tower, as ``params`` and ``fit`` count it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from operator import attrgetter
-from typing import Callable, Sequence
 
-from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
+from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.core.units import exact, to_bytes
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
 from llm_cost.perf.calibrated import CalibratedModel
 from llm_cost.perf.profile import Profile, default_profile, profile_note
-from llm_cost.perf.timemodel import (DEFAULT_MBU, DEFAULT_MFU, DEFAULT_NETWORK_GB_S, EfficiencyEstimate,
-                                     RooflineBound, StepTime)
-from llm_cost.specs.schema import HardwareSpec, MoE, ModelSpec
+from llm_cost.perf.timemodel import (
+    DEFAULT_MBU,
+    DEFAULT_MFU,
+    DEFAULT_NETWORK_GB_S,
+    EfficiencyEstimate,
+    RooflineBound,
+    StepTime,
+)
+from llm_cost.specs.schema import HardwareSpec, ModelSpec, MoE
 from llm_cost.workload.routing import expert_hit_fraction
 from llm_cost.workload.step import Step, build_step, decode, prefill, sum_of
 
@@ -62,28 +68,62 @@ def _op_rows(step: Step, bound: StepTime, estimate: StepTime) -> list[OpRow]:
     rows = []
     for op, b, e in zip(step.ops, bound.ops, estimate.ops):
         nbytes = op.bytes
-        rows.append(OpRow(op.name, op.kind.value, b.stage, op.layers, op.flops, op.weight_bytes,
-                          op.kv_read_bytes + op.kv_write_bytes, nbytes, op.comm_bytes,
-                          float(op.flops) / float(nbytes) if nbytes else None, b.bound, b.time_s, e.time_s))
+        rows.append(
+            OpRow(
+                op.name,
+                op.kind.value,
+                b.stage,
+                op.layers,
+                op.flops,
+                op.weight_bytes,
+                op.kv_read_bytes + op.kv_write_bytes,
+                nbytes,
+                op.comm_bytes,
+                float(op.flops) / float(nbytes) if nbytes else None,
+                b.bound,
+                b.time_s,
+                e.time_s,
+            )
+        )
     return rows
 
 
-def memory_note(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, weight_bits: Fraction, kv_bits: int,
-                sequences: int, context: int) -> list[Note]:
+def memory_note(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    layout: Layout,
+    weight_bits: Fraction,
+    kv_bits: int,
+    sequences: int,
+    context: int,
+) -> list[Note]:
     """A warning when the fullest GPU's weights and KV exceed its physical memory (not counting
     what an engine keeps for itself: ``llm-cost fit`` does)."""
-    return _fit_note(per_gpu(spec, layout, weight_bits, kv_bits), stage_kv_bytes(spec, layout, context, kv_bits), gpu,
-                     layout, sequences)
+    return _fit_note(
+        per_gpu(spec, layout, weight_bits, kv_bits),
+        stage_kv_bytes(spec, layout, context, kv_bits),
+        gpu,
+        layout,
+        sequences,
+    )
 
 
-def _fit_note(held: PerGPU, kv_per_sequence: list[int | Fraction], gpu: HardwareSpec, layout: Layout,
-              sequences: int) -> list[Note]:
+def _fit_note(
+    held: PerGPU, kv_per_sequence: list[int | Fraction], gpu: HardwareSpec, layout: Layout, sequences: int
+) -> list[Note]:
     """:func:`memory_note` from each stage's weight bytes and KV bytes of one sequence."""
     need = max(w + sequences * k for w, k in zip(held.weight_bytes, kv_per_sequence))
     if need <= gpu.capacity_bytes:
         return []
-    return [note("warning.does_not_fit", need_bytes=need, gpu=gpu.name, capacity_bytes=gpu.capacity_bytes,
-                 one_gpu=layout == ONE_GPU)]
+    return [
+        note(
+            "warning.does_not_fit",
+            need_bytes=need,
+            gpu=gpu.name,
+            capacity_bytes=gpu.capacity_bytes,
+            one_gpu=layout == ONE_GPU,
+        )
+    ]
 
 
 def _first_batch(intensity: Callable[[int], float], ridge: float, limit: int = 10**9) -> int | None:
@@ -102,8 +142,9 @@ def _first_batch(intensity: Callable[[int], float], ridge: float, limit: int = 1
     return lo
 
 
-def _prediction(step: Step, gpu: HardwareSpec, profile: Profile | None, network_gb_s: float,
-                conventions: list[Note]) -> tuple[float | None, str | None]:
+def _prediction(
+    step: Step, gpu: HardwareSpec, profile: Profile | None, network_gb_s: float, conventions: list[Note]
+) -> tuple[float | None, str | None]:
     """(predicted seconds, profile name) under ``profile``, else the GPU's shipped profile, else
     (None, None); appends what the prediction rests on to ``conventions``."""
     profile = profile or default_profile(gpu.name)
@@ -177,25 +218,58 @@ def _bits(weight_bits: int | float | Fraction | None, dtype: str) -> Fraction:
     return Fraction(weight_bits).limit_denominator(1000) if weight_bits is not None else Fraction(Dtype(dtype).bits)
 
 
-def decode_step(spec: ModelSpec, gpu: HardwareSpec, batch: int = 1, context: int = 0, dtype: str = "bf16",
-                weight_bits: int | float | Fraction | None = None, kv_bits: int = 16, mfu: float = DEFAULT_MFU,
-                mbu: float = DEFAULT_MBU, weight_bytes: str = "read", layout: Layout = ONE_GPU,
-                network_gb_s: float = DEFAULT_NETWORK_GB_S, profile: Profile | None = None) -> DecodeStep:
+def decode_step(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    batch: int = 1,
+    context: int = 0,
+    dtype: str = "bf16",
+    weight_bits: int | float | Fraction | None = None,
+    kv_bits: int = 16,
+    mfu: float = DEFAULT_MFU,
+    mbu: float = DEFAULT_MBU,
+    weight_bytes: str = "read",
+    layout: Layout = ONE_GPU,
+    network_gb_s: float = DEFAULT_NETWORK_GB_S,
+    profile: Profile | None = None,
+) -> DecodeStep:
     """Roofline of one decode step: every sequence adds one token after ``context`` cached ones.
 
     ``dtype`` selects the peak (and the weight storage unless ``weight_bits`` is given);
     ``weight_bytes`` is "read" or "resident" (see the module docstring). InputError if the GPU
     lacks ``dtype`` or the layout cannot hold the model. ``predicted_s`` is the calibrated prediction
     under ``profile`` (default: the GPU's shipped profile; None for a GPU without one)."""
-    return decode_steps(spec, gpu, [(batch, context)], dtype, weight_bits, kv_bits, mfu, mbu, weight_bytes, layout,
-                        network_gb_s, profile)[0]
+    return decode_steps(
+        spec,
+        gpu,
+        [(batch, context)],
+        dtype,
+        weight_bits,
+        kv_bits,
+        mfu,
+        mbu,
+        weight_bytes,
+        layout,
+        network_gb_s,
+        profile,
+    )[0]
 
 
-def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int, int]], dtype: str = "bf16",
-                 weight_bits: int | float | Fraction | None = None, kv_bits: int = 16, mfu: float = DEFAULT_MFU,
-                 mbu: float = DEFAULT_MBU, weight_bytes: str = "read", layout: Layout = ONE_GPU,
-                 network_gb_s: float = DEFAULT_NETWORK_GB_S, profile: Profile | None = None,
-                 detail: bool = True) -> list[DecodeStep]:
+def decode_steps(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    points: Sequence[tuple[int, int]],
+    dtype: str = "bf16",
+    weight_bits: int | float | Fraction | None = None,
+    kv_bits: int = 16,
+    mfu: float = DEFAULT_MFU,
+    mbu: float = DEFAULT_MBU,
+    weight_bytes: str = "read",
+    layout: Layout = ONE_GPU,
+    network_gb_s: float = DEFAULT_NETWORK_GB_S,
+    profile: Profile | None = None,
+    detail: bool = True,
+) -> list[DecodeStep]:
     """:func:`decode_step` at each (batch, context) of ``points``, in order: a sweep. What does not
     depend on the point (formats, peaks, the model's resident bytes, the profile, the per-GPU
     weights) is worked out once; each result equals that point's :func:`decode_step`. Without
@@ -216,8 +290,15 @@ def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int,
     kv_at: dict[int, list[int | Fraction]] = {}  # per-stage KV of one sequence by context
     results = []
     for batch, context in points:
-        step = build_step(spec, decode(batch, context), layout=layout, weight_bits=bits, kv_bits=kv_bits,
-                          compute_dtype=compute, weight_bytes=weight_bytes)
+        step = build_step(
+            spec,
+            decode(batch, context),
+            layout=layout,
+            weight_bits=bits,
+            kv_bits=kv_bits,
+            compute_dtype=compute,
+            weight_bytes=weight_bytes,
+        )
         bound = bound_model.step_time(step, gpu, detail)
         estimate = estimate_model.step_time(step, gpu, detail)
 
@@ -243,8 +324,17 @@ def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int,
             expert_bytes /= expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, int(seqs * routed))
         key = (weight_flops_1, flops_1, rows_1, per_seq, fixed, expert_bytes, routed.numerator, routed.denominator)
         if key not in searched:
-            searched[key] = _compute_bound_batches(weight_flops_1, flops_1, rows_1, per_seq, fixed, expert_bytes,
-                                                   routed, moe if weight_bytes == "read" else None, ridge)
+            searched[key] = _compute_bound_batches(
+                weight_flops_1,
+                flops_1,
+                rows_1,
+                per_seq,
+                fixed,
+                expert_bytes,
+                routed,
+                moe if weight_bytes == "read" else None,
+                ridge,
+            )
         b_weights, b_all = searched[key]
         limit = flops_1 / per_seq if per_seq else None
 
@@ -254,30 +344,73 @@ def decode_steps(spec: ModelSpec, gpu: HardwareSpec, points: Sequence[tuple[int,
             if detail:
                 conventions.append(profile_note(predictor.profile, gpu.name))
             predicted = predictor.step_time(step, gpu, detail).time_s
-        results.append(DecodeStep(
-            model=spec.name, gpu=gpu.name, layout=layout, batch=batch, context=context,
-            compute_dtype=compute.value, weight_bits=float(bits), kv_bits=kv_bits,
-            weight_bytes_convention=weight_bytes, peak_flops=peak, bandwidth_bytes_s=bw, ridge=ridge,
-            flops=flops, weight_flops=weight_flops, attention_flops=flops - weight_flops,
-            matmul_weight_bytes=matmul, other_weight_bytes=other, embedding_row_bytes=rows,
-            resident_weight_bytes=resident, kv_read_bytes=kv_read, kv_write_bytes=kv_write,
-            comm_bytes=sent, bytes=total_bytes,
-            intensity=float(flops) / float(total_bytes), weight_intensity=float(weight_flops) / float(weights_b),
-            kv_intensity=float(flops - weight_flops) / float(kv_read) if kv_read else None,
-            compute_time_s=bound.compute_s, memory_time_s=bound.memory_s, comm_time_s=bound.link_s,
-            link=bound.link, bound_s=bound.time_s, bound=bound.bound, tokens_per_s=batch / bound.time_s,
-            resident_read_time_s=float(resident) / bw, matmul_weights_time_s=float(matmul) / bw,
-            mfu=mfu, mbu=mbu, estimate_s=estimate.time_s, estimate_tokens_per_s=batch / estimate.time_s,
-            compute_bound_batch_weights_only=b_weights, compute_bound_batch=b_all,
-            kv_bytes_at_compute_bound_batch=(exact(Fraction(kv_read) * b_weights / seqs)
-                                             if (b_weights and kv_read) else None),
-            intensity_limit=limit, ops=_op_rows(step, bound, estimate) if detail else [], conventions=conventions,
-            predicted_s=predicted, profile=chosen.name if chosen is not None else None))
+        results.append(
+            DecodeStep(
+                model=spec.name,
+                gpu=gpu.name,
+                layout=layout,
+                batch=batch,
+                context=context,
+                compute_dtype=compute.value,
+                weight_bits=float(bits),
+                kv_bits=kv_bits,
+                weight_bytes_convention=weight_bytes,
+                peak_flops=peak,
+                bandwidth_bytes_s=bw,
+                ridge=ridge,
+                flops=flops,
+                weight_flops=weight_flops,
+                attention_flops=flops - weight_flops,
+                matmul_weight_bytes=matmul,
+                other_weight_bytes=other,
+                embedding_row_bytes=rows,
+                resident_weight_bytes=resident,
+                kv_read_bytes=kv_read,
+                kv_write_bytes=kv_write,
+                comm_bytes=sent,
+                bytes=total_bytes,
+                intensity=float(flops) / float(total_bytes),
+                weight_intensity=float(weight_flops) / float(weights_b),
+                kv_intensity=float(flops - weight_flops) / float(kv_read) if kv_read else None,
+                compute_time_s=bound.compute_s,
+                memory_time_s=bound.memory_s,
+                comm_time_s=bound.link_s,
+                link=bound.link,
+                bound_s=bound.time_s,
+                bound=bound.bound,
+                tokens_per_s=batch / bound.time_s,
+                resident_read_time_s=float(resident) / bw,
+                matmul_weights_time_s=float(matmul) / bw,
+                mfu=mfu,
+                mbu=mbu,
+                estimate_s=estimate.time_s,
+                estimate_tokens_per_s=batch / estimate.time_s,
+                compute_bound_batch_weights_only=b_weights,
+                compute_bound_batch=b_all,
+                kv_bytes_at_compute_bound_batch=(
+                    exact(Fraction(kv_read) * b_weights / seqs) if (b_weights and kv_read) else None
+                ),
+                intensity_limit=limit,
+                ops=_op_rows(step, bound, estimate) if detail else [],
+                conventions=conventions,
+                predicted_s=predicted,
+                profile=chosen.name if chosen is not None else None,
+            )
+        )
     return results
 
 
-def _decode_notes(spec: ModelSpec, gpu: HardwareSpec, step: Step, bound: StepTime, held: PerGPU,
-                  kv_at: dict[int, list[int | Fraction]], batch: int, context: int, kv_bits: int) -> list[Note]:
+def _decode_notes(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    step: Step,
+    bound: StepTime,
+    held: PerGPU,
+    kv_at: dict[int, list[int | Fraction]],
+    batch: int,
+    context: int,
+    kv_bits: int,
+) -> list[Note]:
     """The conventions of a decode step of ``batch`` sequences after ``context`` tokens (before the
     prediction's); ``kv_at`` keeps each context's per-stage KV bytes of one sequence for the next point."""
     layout, compute = step.layout, step.compute_dtype
@@ -288,8 +421,18 @@ def _decode_notes(spec: ModelSpec, gpu: HardwareSpec, step: Step, bound: StepTim
         note("time.bound_and_estimate"),
     ]
     if layout != ONE_GPU:
-        conventions.append(note("layout.step", tp=layout.tp, pp=layout.pp, dp=layout.dp, ep=layout.ep,
-                                gpus=layout.gpus, link=bound.link, link_gb_s=bound.link_gb_s))
+        conventions.append(
+            note(
+                "layout.step",
+                tp=layout.tp,
+                pp=layout.pp,
+                dp=layout.dp,
+                ep=layout.ep,
+                gpus=layout.gpus,
+                link=bound.link,
+                link_gb_s=bound.link_gb_s,
+            )
+        )
     if spec.moe is not None:
         conventions.append(note("moe.expected_experts"))
     if step.mla_form == "absorbed":
@@ -303,9 +446,17 @@ def _decode_notes(spec: ModelSpec, gpu: HardwareSpec, step: Step, bound: StepTim
 _FIGURES = attrgetter("kind", "flops", "weight_bytes", "kv_read_bytes", "kv_write_bytes", "bytes", "comm_bytes")
 
 
-def _compute_bound_batches(weight_flops_1: float, flops_1: float, rows_1: float, per_seq: float, fixed: float,
-                           all_experts: float, routed: Fraction, moe: MoE | None,
-                           ridge: float) -> tuple[int | None, int | None]:
+def _compute_bound_batches(
+    weight_flops_1: float,
+    flops_1: float,
+    rows_1: float,
+    per_seq: float,
+    fixed: float,
+    all_experts: float,
+    routed: Fraction,
+    moe: MoE | None,
+    ridge: float,
+) -> tuple[int | None, int | None]:
     """(smallest batch whose weight reads alone, smallest whose whole step reaches ``ridge``), from
     a step's figures per sequence (FLOPs, embedding-row bytes, row + KV bytes), its fixed weight
     bytes, the bytes of every routed expert (read at the expected hit fraction of ``routed``
@@ -315,12 +466,15 @@ def _compute_bound_batches(weight_flops_1: float, flops_1: float, rows_1: float,
         """Weight bytes of the step at ``b`` sequences per replica."""
         hit = 1.0
         if moe is not None:
-            hit = expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok,
-                                      b * routed.numerator // routed.denominator)
+            hit = expert_hit_fraction(
+                moe.num_experts, moe.num_experts_per_tok, b * routed.numerator // routed.denominator
+            )
         return fixed + all_experts * hit + b * rows_1
 
-    return (_first_batch(lambda b: b * weight_flops_1 / weights_at(b), ridge),
-            _first_batch(lambda b: b * flops_1 / (weights_at(b) - b * rows_1 + b * per_seq), ridge))
+    return (
+        _first_batch(lambda b: b * weight_flops_1 / weights_at(b), ridge),
+        _first_batch(lambda b: b * flops_1 / (weights_at(b) - b * rows_1 + b * per_seq), ridge),
+    )
 
 
 @dataclass(frozen=True)
@@ -361,38 +515,95 @@ class PrefillStep(Result):
     profile: str | None = None  # its profile's name
 
 
-def prefill_step(spec: ModelSpec, gpu: HardwareSpec, seq: int, batch: int = 1, dtype: str = "bf16",
-                 weight_bits: int | float | Fraction | None = None, kv_bits: int = 16, mfu: float = DEFAULT_MFU,
-                 attention: str = "causal", logits: str = "last", mbu: float = DEFAULT_MBU,
-                 layout: Layout = ONE_GPU, network_gb_s: float = DEFAULT_NETWORK_GB_S,
-                 profile: Profile | None = None) -> PrefillStep:
+def prefill_step(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    seq: int,
+    batch: int = 1,
+    dtype: str = "bf16",
+    weight_bits: int | float | Fraction | None = None,
+    kv_bits: int = 16,
+    mfu: float = DEFAULT_MFU,
+    attention: str = "causal",
+    logits: str = "last",
+    mbu: float = DEFAULT_MBU,
+    layout: Layout = ONE_GPU,
+    network_gb_s: float = DEFAULT_NETWORK_GB_S,
+    profile: Profile | None = None,
+) -> PrefillStep:
     """Roofline of a prefill (TTFT): the operators of ``batch`` prompts of ``seq`` tokens, LM head
     on the last position by default (as serving computes it; ``logits="all"`` is the documents'
     count). The bound is at the datasheet's peaks; the estimate at ``mfu`` and ``mbu``; the prediction
     under ``profile`` (default: the GPU's shipped one)."""
     bits = _bits(weight_bits, dtype)
     compute = Dtype(dtype.lower())
-    step = build_step(spec, prefill(batch, seq), layout=layout, weight_bits=bits, kv_bits=kv_bits,
-                      compute_dtype=compute, logits=logits, attention=attention)
+    step = build_step(
+        spec,
+        prefill(batch, seq),
+        layout=layout,
+        weight_bits=bits,
+        kv_bits=kv_bits,
+        compute_dtype=compute,
+        logits=logits,
+        attention=attention,
+    )
     bound = RooflineBound(network_gb_s).step_time(step, gpu)
     est = EfficiencyEstimate(mfu, mbu, network_gb_s).step_time(step, gpu)
     flops = step.flops
     weight_flops = _kind_total(step, "flops", OpKind.GEMM)
     conventions = [
-        note("prefill.step", batch=batch, seq=seq), note(f"attention.{attention}"), note(f"logits.{logits}"),
-        note("flops.counting"), note("flops.not_counted"),
+        note("prefill.step", batch=batch, seq=seq),
+        note(f"attention.{attention}"),
+        note(f"logits.{logits}"),
+        note("flops.counting"),
+        note("flops.not_counted"),
         note("gpu.peak", tflops=gpu.dense_tflops[compute.value], dtype=str(compute), tb_s=gpu.memory_bandwidth_tb_s),
-        note("time.bound_and_estimate"), note("prefill.bytes"),
+        note("time.bound_and_estimate"),
+        note("prefill.bytes"),
     ]
     if layout != ONE_GPU:
-        conventions.append(note("layout.step", tp=layout.tp, pp=layout.pp, dp=layout.dp, ep=layout.ep,
-                                gpus=layout.gpus, link=bound.link, link_gb_s=bound.link_gb_s))
+        conventions.append(
+            note(
+                "layout.step",
+                tp=layout.tp,
+                pp=layout.pp,
+                dp=layout.dp,
+                ep=layout.ep,
+                gpus=layout.gpus,
+                link=bound.link,
+                link_gb_s=bound.link_gb_s,
+            )
+        )
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, step.sequences, seq)
-    return PrefillStep(spec.name, gpu.name, layout, batch, seq, compute.value, attention, logits, flops, weight_flops,
-                       flops - weight_flops, step.total("weight_bytes"), step.total("kv_write_bytes"),
-                       step.total("comm_bytes"), step.bytes, float(flops) / float(step.bytes),
-                       gpu.peak_flops(compute), gpu.bandwidth_bytes_s, bound.compute_s, bound.memory_s, bound.link_s,
-                       bound.time_s, bound.bound, mfu, mbu, est.time_s, batch * seq / est.time_s,
-                       _op_rows(step, bound, est), conventions,
-                       *_prediction(step, gpu, profile, network_gb_s, conventions))
-
+    return PrefillStep(
+        spec.name,
+        gpu.name,
+        layout,
+        batch,
+        seq,
+        compute.value,
+        attention,
+        logits,
+        flops,
+        weight_flops,
+        flops - weight_flops,
+        step.total("weight_bytes"),
+        step.total("kv_write_bytes"),
+        step.total("comm_bytes"),
+        step.bytes,
+        float(flops) / float(step.bytes),
+        gpu.peak_flops(compute),
+        gpu.bandwidth_bytes_s,
+        bound.compute_s,
+        bound.memory_s,
+        bound.link_s,
+        bound.time_s,
+        bound.bound,
+        mfu,
+        mbu,
+        est.time_s,
+        batch * seq / est.time_s,
+        _op_rows(step, bound, est),
+        conventions,
+        *_prediction(step, gpu, profile, network_gb_s, conventions),
+    )

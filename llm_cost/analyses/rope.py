@@ -41,15 +41,29 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from llm_cost.core.serialize import Result
-from llm_cost.core.notes import Note, note
-from llm_cost.specs.schema import MLAAttention, ModelSpec
 from llm_cost.core.errors import InputError
+from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
+from llm_cost.specs.schema import MLAAttention, ModelSpec
 
-__all__ = ["Llama3Scaling", "RopePair", "RopeMethod", "RopeResult", "DEFAULT_TRAIN_LENGTH",
-           "wavelengths", "frequencies", "ntk_aware_base", "yarn_mscale", "pi_wavelengths",
-           "ntk_wavelengths", "yarn_wavelengths", "llama3_wavelengths", "rope_analysis",
-           "rope_for_model", "rotated_dims"]
+__all__ = [
+    "Llama3Scaling",
+    "RopePair",
+    "RopeMethod",
+    "RopeResult",
+    "DEFAULT_TRAIN_LENGTH",
+    "wavelengths",
+    "frequencies",
+    "ntk_aware_base",
+    "yarn_mscale",
+    "pi_wavelengths",
+    "ntk_wavelengths",
+    "yarn_wavelengths",
+    "llama3_wavelengths",
+    "rope_analysis",
+    "rope_for_model",
+    "rotated_dims",
+]
 
 #: Train length used when neither a model nor ``--train-length`` gives one (seed 003 §03: 8K).
 DEFAULT_TRAIN_LENGTH = 8192
@@ -122,6 +136,7 @@ class RopeResult(Result):
 
 # --- validation -------------------------------------------------------------------------------
 
+
 def _check_base(base: float) -> float:
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 1:
         raise InputError(f"--base: {base!r} must be a finite number greater than 1 (e.g. 10000 or 500000)")
@@ -134,8 +149,9 @@ MAX_DIMS = 8192
 
 def _check_dims(dims: int) -> int:
     if isinstance(dims, bool) or not isinstance(dims, int) or dims < 2 or dims % 2 or dims > MAX_DIMS:
-        raise InputError(f"--head-dim: {dims!r} must be an even whole number of rotated dims from 2 to "
-                         f"{MAX_DIMS:,} (e.g. 128)")
+        raise InputError(
+            f"--head-dim: {dims!r} must be an even whole number of rotated dims from 2 to {MAX_DIMS:,} (e.g. 128)"
+        )
     return dims
 
 
@@ -144,8 +160,9 @@ def _check_lengths(train_length: int, target_length: int) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"{flag}: {value!r} must be a whole number of tokens, at least 1")
     if target_length < train_length:
-        raise InputError(f"--target-length: {target_length:,} must be at least --train-length "
-                         f"({train_length:,} tokens)")
+        raise InputError(
+            f"--target-length: {target_length:,} must be at least --train-length ({train_length:,} tokens)"
+        )
 
 
 def _check_betas(beta_fast: float, beta_slow: float) -> None:
@@ -154,13 +171,20 @@ def _check_betas(beta_fast: float, beta_slow: float) -> None:
 
 
 def _check_llama3(s: Llama3Scaling) -> None:
-    if not (s.factor >= 1 and s.low_freq_factor > 0 and s.high_freq_factor > s.low_freq_factor
-            and s.original_max_position_embeddings >= 1):
-        raise InputError(f"llama3 rope_scaling: need factor >= 1, high_freq_factor > low_freq_factor > 0 and "
-                         f"original_max_position_embeddings >= 1; got {s}")
+    if not (
+        s.factor >= 1
+        and s.low_freq_factor > 0
+        and s.high_freq_factor > s.low_freq_factor
+        and s.original_max_position_embeddings >= 1
+    ):
+        raise InputError(
+            f"llama3 rope_scaling: need factor >= 1, high_freq_factor > low_freq_factor > 0 and "
+            f"original_max_position_embeddings >= 1; got {s}"
+        )
 
 
 # --- per-pair formulas --------------------------------------------------------------------------
+
 
 def frequencies(base: float, dims: int) -> list[float]:
     """theta_i = base^(-2i/d) in radians per token, i = 0 .. d/2 - 1 (d/2 values)."""
@@ -199,8 +223,9 @@ def _yarn_ramp(wavelength: float, low: float, high: float) -> float:
     return min(1.0, max(0.0, (wavelength - low) / (high - low)))
 
 
-def yarn_wavelengths(base: float, dims: int, train_length: int, alpha: float,
-                     beta_fast: float = 32, beta_slow: float = 1) -> list[float]:
+def yarn_wavelengths(
+    base: float, dims: int, train_length: int, alpha: float, beta_fast: float = 32, beta_slow: float = 1
+) -> list[float]:
     """YaRN NTK-by-parts wavelengths, seed 001's form (ramp linear in the wavelength):
     low = L_train / beta_fast, high = L_train / beta_slow, ramp = clamp((lambda - low)/(high - low), 0, 1),
     theta' = theta (1 - ramp) + (theta / alpha) ramp. Pairs with lambda <= low keep their wavelength,
@@ -248,6 +273,7 @@ def llama3_wavelengths(base: float, dims: int, scaling: Llama3Scaling) -> list[f
 
 # --- summaries ----------------------------------------------------------------------------------
 
+
 def _unseen(original: list[float], effective: list[float], train_length: int, target_length: int) -> int:
     """Pairs that did not complete a turn within L_train and reach, at L_target, a larger angle than
     the largest seen in training: L_target * 2pi/lambda' > L_train * 2pi/lambda, i.e.
@@ -259,15 +285,30 @@ def _unseen(original: list[float], effective: list[float], train_length: int, ta
     return count
 
 
-def _method(name: str, label: str, setting: str, effective: list[float], original: list[float],
-            train: int, target: int, effective_base: float | None = None, position_scale: float | None = None,
-            mscale: float | None = None) -> RopeMethod:
+def _method(
+    name: str,
+    label: str,
+    setting: str,
+    effective: list[float],
+    original: list[float],
+    train: int,
+    target: int,
+    effective_base: float | None = None,
+    position_scale: float | None = None,
+    mscale: float | None = None,
+) -> RopeMethod:
     return RopeMethod(
-        name=name, label=label, setting=setting, effective_base=effective_base, position_scale=position_scale,
-        shortest_wavelength=min(effective), longest_wavelength=max(effective),
+        name=name,
+        label=label,
+        setting=setting,
+        effective_base=effective_base,
+        position_scale=position_scale,
+        shortest_wavelength=min(effective),
+        longest_wavelength=max(effective),
         incomplete_at_target=sum(1 for w in effective if w > target),
         unseen_phase_pairs=_unseen(original, effective, train, target),
-        mscale=mscale, logit_scale=mscale * mscale if mscale is not None else None,
+        mscale=mscale,
+        logit_scale=mscale * mscale if mscale is not None else None,
     )
 
 
@@ -284,10 +325,19 @@ def _fmt_base(b: float | None) -> str:
     return f"{b:,.0f}" if 1000 <= b < 1e15 else f"{b:.6g}"
 
 
-def rope_analysis(base: float, dims: int, train_length: int, target_length: int,
-                  beta_fast: float = 32, beta_slow: float = 1, llama3: Llama3Scaling | None = None,
-                  *, model: str | None = None, display_name: str | None = None,
-                  notes: list[Note] | None = None) -> RopeResult:
+def rope_analysis(
+    base: float,
+    dims: int,
+    train_length: int,
+    target_length: int,
+    beta_fast: float = 32,
+    beta_slow: float = 1,
+    llama3: Llama3Scaling | None = None,
+    *,
+    model: str | None = None,
+    display_name: str | None = None,
+    notes: list[Note] | None = None,
+) -> RopeResult:
     """Wavelengths of the d/2 pairs of a head with RoPE ``base`` and ``dims`` rotated dims, and their
     effective wavelengths when a model trained on ``train_length`` tokens is run at ``target_length``
     tokens under PI, NTK-aware, YaRN (``beta_fast``, ``beta_slow``), dynamic NTK and, if ``llama3``
@@ -315,8 +365,17 @@ def rope_analysis(base: float, dims: int, train_length: int, target_length: int,
     base_dyn = _ntk_base_or_none(base, dims, dyn_alpha)
 
     pairs = [
-        RopePair(i, thetas[i], lams[i], train_length / lams[i], pi[i], ntk[i], yarn[i], dyn[i],
-                 l3[i] if l3 is not None else None)
+        RopePair(
+            i,
+            thetas[i],
+            lams[i],
+            train_length / lams[i],
+            pi[i],
+            ntk[i],
+            yarn[i],
+            dyn[i],
+            l3[i] if l3 is not None else None,
+        )
         for i in range(dims // 2)
     ]
     incomplete = [i for i, w in enumerate(lams) if w > train_length]
@@ -327,51 +386,88 @@ def rope_analysis(base: float, dims: int, train_length: int, target_length: int,
         _method("none", "RoPE as trained", f"base {_fmt_base(base)}", lams, lams, T, S, effective_base=base),
         _method("pi", "PI", f"positions x 1/{alpha:.6g}", pi, lams, T, S, position_scale=1 / alpha),
         _method("ntk_aware", "NTK-aware", f"base' {_fmt_base(base_ntk)}", ntk, lams, T, S, effective_base=base_ntk),
-        _method("yarn", "YaRN", f"ramp over λ {low:,.6g} .. {high:,.6g}", yarn, lams, T, S,
-                mscale=yarn_mscale(alpha)),
-        _method("dynamic_ntk", "dynamic NTK", f"alpha {dyn_alpha:.6g}, base' {_fmt_base(base_dyn)}", dyn, lams,
-                T, S, effective_base=base_dyn),
+        _method("yarn", "YaRN", f"ramp over λ {low:,.6g} .. {high:,.6g}", yarn, lams, T, S, mscale=yarn_mscale(alpha)),
+        _method(
+            "dynamic_ntk",
+            "dynamic NTK",
+            f"alpha {dyn_alpha:.6g}, base' {_fmt_base(base_dyn)}",
+            dyn,
+            lams,
+            T,
+            S,
+            effective_base=base_dyn,
+        ),
     ]
     if llama3 is not None and l3 is not None:
         o = llama3.original_max_position_embeddings
-        methods.append(_method(
-            "llama3", "llama3 (Llama 3.1)",
-            f"factor {llama3.factor:g}, ramp over λ {o / llama3.high_freq_factor:,.6g} .. "
-            f"{o / llama3.low_freq_factor:,.6g}", l3, lams, T, S))
+        methods.append(
+            _method(
+                "llama3",
+                "llama3 (Llama 3.1)",
+                f"factor {llama3.factor:g}, ramp over λ {o / llama3.high_freq_factor:,.6g} .. "
+                f"{o / llama3.low_freq_factor:,.6g}",
+                l3,
+                lams,
+                T,
+                S,
+            )
+        )
 
     conventions = [
-        note("rope.wavelength"), note("rope.unseen_phases", train=T, target=S), note("rope.methods", alpha=alpha),
-        note("rope.yarn_ramp", beta_fast=float(beta_fast), beta_slow=float(beta_slow)), note("rope.yarn_attention"),
+        note("rope.wavelength"),
+        note("rope.unseen_phases", train=T, target=S),
+        note("rope.methods", alpha=alpha),
+        note("rope.yarn_ramp", beta_fast=float(beta_fast), beta_slow=float(beta_slow)),
+        note("rope.yarn_attention"),
         note("rope.abf"),
     ]
     if llama3 is not None:
         conventions.append(note("rope.llama3", factor=llama3.factor, original=llama3.original_max_position_embeddings))
     conventions += list(notes or [])
     return RopeResult(
-        model=model, display_name=display_name, base=base, dims=dims, train_length=T, target_length=S,
-        alpha=alpha, beta_fast=float(beta_fast), beta_slow=float(beta_slow), llama3=llama3,
-        incomplete_in_train=len(incomplete), first_incomplete_pair=incomplete[0] if incomplete else None,
-        pairs=pairs, methods=methods, conventions=conventions,
+        model=model,
+        display_name=display_name,
+        base=base,
+        dims=dims,
+        train_length=T,
+        target_length=S,
+        alpha=alpha,
+        beta_fast=float(beta_fast),
+        beta_slow=float(beta_slow),
+        llama3=llama3,
+        incomplete_in_train=len(incomplete),
+        first_incomplete_pair=incomplete[0] if incomplete else None,
+        pairs=pairs,
+        methods=methods,
+        conventions=conventions,
     )
 
 
 # --- models -------------------------------------------------------------------------------------
+
 
 def rotated_dims(spec: ModelSpec) -> int:
     """Rotated dims per head: MLA qk_rope_head_dim (DeepSeek), else int(head_dim * partial_rotary_factor).
     InputError for a model without RoPE (learned position table)."""
     if spec.position_embedding != "rope":
         what = "no position encoding" if spec.position_embedding == "none" else "a position table"
-        raise InputError(f"{spec.name}: position_embedding is {spec.position_embedding!r} ({what}), "
-                         "not RoPE; give a RoPE model, or --base and --head-dim")
+        raise InputError(
+            f"{spec.name}: position_embedding is {spec.position_embedding!r} ({what}), "
+            "not RoPE; give a RoPE model, or --base and --head-dim"
+        )
     att = spec.attention
     if isinstance(att, MLAAttention):
         return att.qk_rope_head_dim
     return int(spec.head_dim * spec.partial_rotary_factor)
 
 
-def rope_for_model(spec: ModelSpec, train_length: int | None = None, target_length: int | None = None,
-                   base: float | None = None, dims: int | None = None) -> RopeResult:
+def rope_for_model(
+    spec: ModelSpec,
+    train_length: int | None = None,
+    target_length: int | None = None,
+    base: float | None = None,
+    dims: int | None = None,
+) -> RopeResult:
     """:func:`rope_analysis` for a model spec: base = rope_theta, dims = :func:`rotated_dims`, YaRN betas
     and llama3 scaling from ``rope_scaling``. ``base``/``dims`` override the model's values.
 
@@ -380,22 +476,29 @@ def rope_for_model(spec: ModelSpec, train_length: int | None = None, target_leng
     """
     d_model = rotated_dims(spec)  # raises for learned positions
     if dims is None and (d_model < 2 or d_model % 2 or d_model > MAX_DIMS):
-        raise InputError(f"{spec.name}: the spec rotates {d_model} dims per head (attention.head_dim x "
-                         f"partial_rotary_factor, or qk_rope_head_dim); RoPE needs an even number from 2 to "
-                         f"{MAX_DIMS:,}: correct the spec, or give --head-dim")
+        raise InputError(
+            f"{spec.name}: the spec rotates {d_model} dims per head (attention.head_dim x "
+            f"partial_rotary_factor, or qk_rope_head_dim); RoPE needs an even number from 2 to "
+            f"{MAX_DIMS:,}: correct the spec, or give --head-dim"
+        )
     rs = spec.rope_scaling
     if train_length is None:
-        train_length = (rs.original_max_position_embeddings if rs and rs.original_max_position_embeddings
-                        else spec.max_position_embeddings)
+        train_length = (
+            rs.original_max_position_embeddings
+            if rs and rs.original_max_position_embeddings
+            else spec.max_position_embeddings
+        )
     if target_length is None:
-        target_length = spec.max_position_embeddings if spec.max_position_embeddings > train_length \
-            else 4 * train_length
+        target_length = (
+            spec.max_position_embeddings if spec.max_position_embeddings > train_length else 4 * train_length
+        )
     beta_fast = rs.beta_fast if rs and rs.beta_fast else 32
     beta_slow = rs.beta_slow if rs and rs.beta_slow else 1
     llama3 = None
     if rs is not None and rs.rope_type == "llama3":
         llama3 = Llama3Scaling(
-            factor=rs.factor or 8.0, low_freq_factor=rs.low_freq_factor or 1.0,
+            factor=rs.factor or 8.0,
+            low_freq_factor=rs.low_freq_factor or 1.0,
             high_freq_factor=rs.high_freq_factor or 4.0,
             original_max_position_embeddings=rs.original_max_position_embeddings or spec.max_position_embeddings,
         )
@@ -415,7 +518,14 @@ def rope_for_model(spec: ModelSpec, train_length: int | None = None, target_leng
             notes.append(note("rope.mrope"))
     assert spec.rope_theta is not None  # the schema requires it for RoPE models
     return rope_analysis(
-        base if base is not None else spec.rope_theta, dims if dims is not None else d_model,
-        train_length, target_length, beta_fast, beta_slow, llama3,
-        model=spec.name, display_name=spec.display_name, notes=notes,
+        base if base is not None else spec.rope_theta,
+        dims if dims is not None else d_model,
+        train_length,
+        target_length,
+        beta_fast,
+        beta_slow,
+        llama3,
+        model=spec.name,
+        display_name=spec.display_name,
+        notes=notes,
     )

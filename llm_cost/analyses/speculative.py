@@ -22,13 +22,12 @@ every context (with long contexts the KV reads keep the verify step memory-bound
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from llm_cost.core.serialize import Result
-from llm_cost.core.notes import Note, note
 from fractions import Fraction
 
 from llm_cost.analyses.roofline import memory_note
 from llm_cost.core.errors import InputError
+from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, Part
 from llm_cost.model.layout import ONE_GPU
 from llm_cost.model.structure import build
@@ -132,8 +131,20 @@ def _smallest(predicate, limit: int = BATCH_SEARCH_LIMIT) -> int | None:
 class _StepModel:
     """The baseline and verify steps of one model on one GPU, timed by the MFU/MBU estimate."""
 
-    def __init__(self, spec: ModelSpec, gpu: HardwareSpec, dtype: str, bits: int, context: int, mfu: float,
-                 mbu: float, weight_bytes: str, gamma: int, c: float, expected: float) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        gpu: HardwareSpec,
+        dtype: str,
+        bits: int,
+        context: int,
+        mfu: float,
+        mbu: float,
+        weight_bytes: str,
+        gamma: int,
+        c: float,
+        expected: float,
+    ) -> None:
         self.args = dict(weight_bits=bits, compute_dtype=Dtype(dtype), weight_bytes=weight_bytes)
         self.spec, self.gpu, self.context, self.gamma, self.c, self.E = spec, gpu, context, gamma, c, expected
         self.time = EfficiencyEstimate(mfu, mbu)
@@ -149,14 +160,32 @@ class _StepModel:
         draft = self.gamma * self.c * base.time_s
         base_rate = batch / base.time_s
         spec_rate = batch * self.E / (verify.time_s + draft)
-        return SpecAtBatch(batch, base.time_s, verify.time_s, draft, base_rate, spec_rate, spec_rate / base_rate,
-                           "compute" if verify.compute_s >= verify.memory_s else "memory")
+        return SpecAtBatch(
+            batch,
+            base.time_s,
+            verify.time_s,
+            draft,
+            base_rate,
+            spec_rate,
+            spec_rate / base_rate,
+            "compute" if verify.compute_s >= verify.memory_s else "memory",
+        )
 
 
-def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpec | None = None,
-                gpu: HardwareSpec | None = None, batches: list[int] | None = None, mfu: float = DEFAULT_MFU,
-                context: int = 0, dtype: str = "bf16", weight_bytes: str = "read", use_mtp: bool = False,
-                mbu: float = DEFAULT_MBU) -> SpecResult:
+def speculative(
+    alpha: float,
+    gamma: int,
+    c: float | None = None,
+    spec: ModelSpec | None = None,
+    gpu: HardwareSpec | None = None,
+    batches: list[int] | None = None,
+    mfu: float = DEFAULT_MFU,
+    context: int = 0,
+    dtype: str = "bf16",
+    weight_bytes: str = "read",
+    use_mtp: bool = False,
+    mbu: float = DEFAULT_MBU,
+) -> SpecResult:
     """Closed forms for (alpha, gamma, c); with a model and GPU, the step model at each batch and
     its knee and break-even batches.
 
@@ -182,12 +211,32 @@ def speculative(alpha: float, gamma: int, c: float | None = None, spec: ModelSpe
         rows = [model.row(B) for B in batches or [1, 8, 32, 64, 128, 256]]
         knee = _smallest(lambda b: model.row(b).verify_bound == "compute")
         even = _smallest(lambda b: model.row(b).speedup < 1)
-        conventions.append(note("spec.step_model", gpu=gpu.name, dtype=dtype, mfu=mfu, mbu=mbu, context=context,
-                                bits=bits))
+        conventions.append(
+            note("spec.step_model", gpu=gpu.name, dtype=dtype, mfu=mfu, mbu=mbu, context=context, bits=bits)
+        )
         conventions.append(note(f"decode.bytes_{weight_bytes}", bits=bits, kv_bits=16))
         conventions.append(note("spec.knee_and_break_even", limit=BATCH_SEARCH_LIMIT))
         conventions += memory_note(spec, gpu, ONE_GPU, Fraction(bits), 16, max(r_.batch for r_ in rows), context)
-    return SpecResult(alpha, gamma, float(c), c_source, E, E / (gamma * c + 1), E / (gamma + 1 + gamma * c),
-                      spec.name if spec else None, gpu.name if gpu else None, mfu if gpu else None,
-                      mbu if gpu else None, context, weight_bytes if gpu else None, r, turning, turning_mfu, knee,
-                      even, BATCH_SEARCH_LIMIT, rows, conventions)
+    return SpecResult(
+        alpha,
+        gamma,
+        float(c),
+        c_source,
+        E,
+        E / (gamma * c + 1),
+        E / (gamma + 1 + gamma * c),
+        spec.name if spec else None,
+        gpu.name if gpu else None,
+        mfu if gpu else None,
+        mbu if gpu else None,
+        context,
+        weight_bytes if gpu else None,
+        r,
+        turning,
+        turning_mfu,
+        knee,
+        even,
+        BATCH_SEARCH_LIMIT,
+        rows,
+        conventions,
+    )

@@ -19,21 +19,28 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from llm_cost.core.serialize import Result
-from llm_cost.core.notes import Note, note
 from llm_cost.analyses.memory import Activations, activation_memory
-from llm_cost.model.layout import Layout, per_gpu
-from llm_cost.workload.step import build_step, prefill
-from llm_cost.specs.schema import HardwareSpec, ModelSpec
-from llm_cost.model.structure import build
 from llm_cost.core.errors import InputError
+from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
+from llm_cost.model.layout import Layout, per_gpu
+from llm_cost.model.structure import build
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.workload.step import build_step, prefill
 
-__all__ = ["StateMemory", "TrainResult", "train", "training_layout", "STATE_BYTES", "state_memory", "ParallelTrainMemory",
-           "parallel_train_memory"]
+__all__ = [
+    "StateMemory",
+    "TrainResult",
+    "train",
+    "training_layout",
+    "STATE_BYTES",
+    "state_memory",
+    "ParallelTrainMemory",
+    "parallel_train_memory",
+]
 
 #: Bytes per parameter of mixed-precision Adam training state, by part.
-STATE_BYTES = {"bf16 weights": 2, "bf16 gradients": 2, "fp32 master weights": 4, "adam m (fp32)": 4,
-               "adam v (fp32)": 4}
+STATE_BYTES = {"bf16 weights": 2, "bf16 gradients": 2, "fp32 master weights": 4, "adam m (fp32)": 4, "adam v (fp32)": 4}
 
 
 @dataclass(frozen=True)
@@ -87,12 +94,18 @@ def state_memory(params: int, data_parallel: int) -> StateMemory:
     n = data_parallel
     weights, grads = parts["bf16 weights"], parts["bf16 gradients"]
     optim = total - weights - grads
-    per_gpu = {"none": float(total), "zero1": weights + grads + optim / n, "zero2": weights + (grads + optim) / n,
-               "zero3": total / n}
+    per_gpu = {
+        "none": float(total),
+        "zero1": weights + grads + optim / n,
+        "zero2": weights + (grads + optim) / n,
+        "zero3": total / n,
+    }
     return StateMemory(parts, total, n, per_gpu)
 
 
-def training_layout(gpus: int | None, tp: int | None, pp: int | None, dp: int | None) -> tuple[Layout | None, int | None]:
+def training_layout(
+    gpus: int | None, tp: int | None, pp: int | None, dp: int | None
+) -> tuple[Layout | None, int | None]:
     """(layout, GPUs) from the cluster size and the TP/PP/DP degrees given: with --gpus and
     --tp/--pp but no --dp, DP is what is left. InputError when they disagree."""
     if tp is None and pp is None and dp is None:
@@ -113,15 +126,33 @@ def _check_finite(figures: dict[str, tuple[float | None, str]]) -> None:
     flags that set it: a result is a number, never ``inf``."""
     for what, (value, flags) in figures.items():
         if value is not None and not math.isfinite(value):
-            raise InputError(f"{flags}: the {what} would exceed 1.8e308, beyond what a float holds; "
-                             "give values that describe a real training run")
+            raise InputError(
+                f"{flags}: the {what} would exceed 1.8e308, beyond what a float holds; "
+                "give values that describe a real training run"
+            )
 
 
-def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = None, mfu: float | None = None,
-          gpu_hours: float | None = None, recompute: str = "none", dtype: str = "bf16", power_w: float | None = None,
-          pue: float = 1.0, grid_kg_per_kwh: float | None = None, usd_per_gpu_hour: float | None = None,
-          seq: int = 8192, micro_batch: int = 1, tp: int | None = None, pp: int | None = None,
-          dp: int | None = None, zero: int = 1, sequence_parallel: bool = False) -> TrainResult:
+def train(
+    spec: ModelSpec,
+    tokens: int,
+    gpu: HardwareSpec,
+    gpus: int | None = None,
+    mfu: float | None = None,
+    gpu_hours: float | None = None,
+    recompute: str = "none",
+    dtype: str = "bf16",
+    power_w: float | None = None,
+    pue: float = 1.0,
+    grid_kg_per_kwh: float | None = None,
+    usd_per_gpu_hour: float | None = None,
+    seq: int = 8192,
+    micro_batch: int = 1,
+    tp: int | None = None,
+    pp: int | None = None,
+    dp: int | None = None,
+    zero: int = 1,
+    sequence_parallel: bool = False,
+) -> TrainResult:
     """Training FLOPs, time (from an MFU or a GPU-hour budget), energy and state memory; with
     ``tp``/``pp``/``dp`` also the per-GPU memory of that layout (see :func:`training_layout`).
 
@@ -149,15 +180,23 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
         mfu = model_flops / gpu_seconds / peak
         if mfu > 1:
             need = f"{mfu:.0%}" if mfu < 1e12 else "more than 10^12 times"
-            raise InputError(f"--gpu-hours: {gpu_hours:,.6g} GPU-hours would need {need} of the {gpu.name}'s "
-                             f"{dtype} peak; at 100% MFU 6ND takes at least {model_flops / peak / 3600:,.6g} "
-                             "GPU-hours")
+            raise InputError(
+                f"--gpu-hours: {gpu_hours:,.6g} GPU-hours would need {need} of the {gpu.name}'s "
+                f"{dtype} peak; at 100% MFU 6ND takes at least {model_flops / peak / 3600:,.6g} "
+                "GPU-hours"
+            )
     power = power_w if power_w is not None else gpu.tdp_w
     energy_kwh = gpu_hours * power / 1000 * pue
     co2_tonnes = energy_kwh * grid_kg_per_kwh / 1000 if grid_kg_per_kwh is not None else None
     cost_usd = gpu_hours * usd_per_gpu_hour if usd_per_gpu_hour is not None else None
-    _check_finite({"GPU-hours": (gpu_hours, "--tokens and --mfu"), "energy": (energy_kwh, "--power-w and --pue"),
-                   "emissions": (co2_tonnes, "--grid-kg-per-kwh"), "cost": (cost_usd, "--usd-per-gpu-hour")})
+    _check_finite(
+        {
+            "GPU-hours": (gpu_hours, "--tokens and --mfu"),
+            "energy": (energy_kwh, "--power-w and --pue"),
+            "emissions": (co2_tonnes, "--grid-kg-per-kwh"),
+            "cost": (cost_usd, "--usd-per-gpu-hour"),
+        }
+    )
     conventions = [
         note("train.flops", active=spec.moe is not None, params=n, full_recompute=recompute == "full", seq=seq),
         note("train.mfu", tflops=gpu.dense_tflops[dtype], dtype=dtype),
@@ -165,20 +204,42 @@ def train(spec: ModelSpec, tokens: int, gpu: HardwareSpec, gpus: int | None = No
         note("train.state"),
     ]
     return TrainResult(
-        model=spec.name, params=n, tokens=tokens, recompute=recompute, model_flops=model_flops,
-        hardware_flops=hardware_flops, step_flops=step_flops, gpu=gpu.name, gpus=gpus, peak_flops=peak, dtype=dtype, mfu=mfu,
-        gpu_hours=gpu_hours, wall_seconds=gpu_seconds / gpus if gpus else None, effective_flops_per_gpu=model_flops / gpu_seconds,
-        power_w=power, pue=pue, energy_kwh=energy_kwh, grid_kg_per_kwh=grid_kg_per_kwh,
-        co2_tonnes=co2_tonnes, usd_per_gpu_hour=usd_per_gpu_hour, cost_usd=cost_usd,
+        model=spec.name,
+        params=n,
+        tokens=tokens,
+        recompute=recompute,
+        model_flops=model_flops,
+        hardware_flops=hardware_flops,
+        step_flops=step_flops,
+        gpu=gpu.name,
+        gpus=gpus,
+        peak_flops=peak,
+        dtype=dtype,
+        mfu=mfu,
+        gpu_hours=gpu_hours,
+        wall_seconds=gpu_seconds / gpus if gpus else None,
+        effective_flops_per_gpu=model_flops / gpu_seconds,
+        power_w=power,
+        pue=pue,
+        energy_kwh=energy_kwh,
+        grid_kg_per_kwh=grid_kg_per_kwh,
+        co2_tonnes=co2_tonnes,
+        usd_per_gpu_hour=usd_per_gpu_hour,
+        cost_usd=cost_usd,
         state=state_memory(s.total_params, gpus or 1),
         activations=_activations(spec, seq, micro_batch, recompute, conventions),
         conventions=conventions,
-        parallel=None if layout is None else parallel_train_memory(spec, gpu, layout.tp, layout.pp, layout.dp, zero,
-                                                                   seq, micro_batch, recompute, sequence_parallel))
+        parallel=None
+        if layout is None
+        else parallel_train_memory(
+            spec, gpu, layout.tp, layout.pp, layout.dp, zero, seq, micro_batch, recompute, sequence_parallel
+        ),
+    )
 
 
-def _activations(spec: ModelSpec, seq: int, micro_batch: int, recompute: str,
-                 conventions: list[Note]) -> Activations | None:
+def _activations(
+    spec: ModelSpec, seq: int, micro_batch: int, recompute: str, conventions: list[Note]
+) -> Activations | None:
     """Activation memory of the model's block, or None (with a note saying why) for blocks it
     does not model, so the rest of the training answer still stands."""
     try:
@@ -215,8 +276,7 @@ class ParallelTrainMemory:
 def _zero_split(params: int, zero: int) -> tuple[int, int]:
     """(replicated, sharded) bytes of mixed-precision Adam state (2 + 2 + 12 bytes per parameter):
     ZeRO stage 1 shards the optimizer states, 2 also the gradients, 3 also the weights."""
-    return {0: (16 * params, 0), 1: (4 * params, 12 * params), 2: (2 * params, 14 * params),
-            3: (0, 16 * params)}[zero]
+    return {0: (16 * params, 0), 1: (4 * params, 12 * params), 2: (2 * params, 14 * params), 3: (0, 16 * params)}[zero]
 
 
 def _zero_state(params: int, dp: int, zero: int) -> float:
@@ -233,9 +293,19 @@ def _smallest_dp(params: int, zero: int, room: float) -> int | None:
     return 1 if not sharded else max(1, math.ceil(sharded / (room - replicated)))
 
 
-def parallel_train_memory(spec: ModelSpec, gpu: HardwareSpec, tp: int = 1, pp: int = 1, dp: int = 1, zero: int = 1,
-                          seq: int = 8192, micro_batch: int = 1, recompute: str = "none",
-                          sequence_parallel: bool = False, reserve_bytes: int = 0) -> ParallelTrainMemory:
+def parallel_train_memory(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    tp: int = 1,
+    pp: int = 1,
+    dp: int = 1,
+    zero: int = 1,
+    seq: int = 8192,
+    micro_batch: int = 1,
+    recompute: str = "none",
+    sequence_parallel: bool = False,
+    reserve_bytes: int = 0,
+) -> ParallelTrainMemory:
     """Per-GPU training memory: ZeRO-sharded state of the fullest stage's TP shard plus the
     activations of the stage's layers for the PP micro-batches 1F1B keeps in flight on the first
     stage (Narayanan et al. 2021; Korthikanti et al. 2022). InputError for an invalid layout."""
@@ -254,9 +324,32 @@ def parallel_train_memory(spec: ModelSpec, gpu: HardwareSpec, tp: int = 1, pp: i
     conventions = [
         note("train.layout_state", tp=tp, pp=pp, dp=dp, zero=zero),
         note("train.layout_activations", formula=act.formula, layers=layers, pp=pp, seq=seq, micro_batch=micro_batch),
-        note("train.layout_memory", memory_gib=gpu.memory_gib, memory_gb=gpu.memory_gb,
-             capacity_bytes=gpu.capacity_bytes, reserve_bytes=reserve_bytes, zero=zero),
+        note(
+            "train.layout_memory",
+            memory_gib=gpu.memory_gib,
+            memory_gb=gpu.memory_gb,
+            capacity_bytes=gpu.capacity_bytes,
+            reserve_bytes=reserve_bytes,
+            zero=zero,
+        ),
     ]
-    return ParallelTrainMemory(spec.name, gpu.name, tp, pp, dp, zero, sequence_parallel, recompute, params, state,
-                               activations, pp, total, gpu.capacity_bytes, total <= room, smallest,
-                               smallest * tp * pp if smallest else None, conventions)
+    return ParallelTrainMemory(
+        spec.name,
+        gpu.name,
+        tp,
+        pp,
+        dp,
+        zero,
+        sequence_parallel,
+        recompute,
+        params,
+        state,
+        activations,
+        pp,
+        total,
+        gpu.capacity_bytes,
+        total <= room,
+        smallest,
+        smallest * tp * pp if smallest else None,
+        conventions,
+    )

@@ -6,20 +6,26 @@ from typing import Annotated, Optional
 
 import typer
 
-from llm_cost.cli.program import app, emit
 from llm_cost.cli.options import Json
+from llm_cost.cli.program import app, emit
 
 PROFILE_HELP = "A shipped calibration profile (one per GPU: h200, a100, ...) or a profile YAML file."
 
 
 @app.command()
 def calibrate(
-    measurements: Annotated[list[str], typer.Argument(help="Measurement files (.yaml or .csv; columns: model, gpu, "
-                                                     "phase, batch, context, tp, weights_dtype, group_size, "
-                                                     "kv_dtype, measured_ms). One GPU.")],
+    measurements: Annotated[
+        list[str],
+        typer.Argument(
+            help="Measurement files (.yaml or .csv; columns: model, gpu, "
+            "phase, batch, context, tp, weights_dtype, group_size, "
+            "kv_dtype, measured_ms). One GPU."
+        ),
+    ],
     out: Annotated[str, typer.Option("--out", "-o", help="The profile YAML to write.")],
-    name: Annotated[Optional[str], typer.Option("--name", help="Profile name (default: the file stem of "
-                                                               "--out).")] = None,
+    name: Annotated[
+        Optional[str], typer.Option("--name", help="Profile name (default: the file stem of --out).")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
     as_json: Json = False,
 ) -> None:
@@ -30,7 +36,8 @@ def calibrate(
     """
     from pathlib import Path
 
-    from llm_cost.analyses.calibration import calibrate as fit, write_profile
+    from llm_cost.analyses.calibration import calibrate as fit
+    from llm_cost.analyses.calibration import write_profile
     from llm_cost.analyses.import_spec import _check_out
     from llm_cost.report import calibration as view
 
@@ -42,8 +49,10 @@ def calibrate(
 
 @app.command()
 def validate(
-    profile: Annotated[Optional[str], typer.Option(
-        "--profile", "-p", help=PROFILE_HELP + " Default: every shipped profile with measurements.")] = None,
+    profile: Annotated[
+        Optional[str],
+        typer.Option("--profile", "-p", help=PROFILE_HELP + " Default: every shipped profile with measurements."),
+    ] = None,
     as_json: Json = False,
 ) -> None:
     r"""Predicted vs measured for the shipped measurements, leave-one-out (fitted profiles) or
@@ -54,7 +63,8 @@ def validate(
     """
     from pathlib import Path
 
-    from llm_cost.analyses.calibration import validate as check, validate_shipped
+    from llm_cost.analyses.calibration import validate as check
+    from llm_cost.analyses.calibration import validate_shipped
     from llm_cost.perf.profile import load_profile
     from llm_cost.report import calibration as view
 

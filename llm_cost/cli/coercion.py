@@ -42,8 +42,9 @@ def install(command: Any, help_option_names: list[str]) -> None:
         descriptor = getattr(param, "type_descriptor", None)
         unbuilt = getattr(param, "_runtime_param", False) is None  # Typer builds its own on first use
         if descriptor is not None and descriptor.file_annotation is None and unbuilt:
-            param._runtime_param = _FastRuntimeParam(parameter_info=descriptor.parameter_info,
-                                                     annotation=descriptor.annotation)
+            param._runtime_param = _FastRuntimeParam(
+                parameter_info=descriptor.parameter_info, annotation=descriptor.annotation
+            )
 
 
 if RuntimeParam is not None:

@@ -7,9 +7,23 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from llm_cost.cli.program import app, emit, emit_csv, parse_layout, report_defaults
 from llm_cost.cli.options import (
-    MAX_GRID_POINTS, MODEL_HELP, Csv, Dp, Ep, Json, KvDtype, Plot, Pp, Tp, Verbose, integer_grid, option, token_grid)
+    MAX_GRID_POINTS,
+    MODEL_HELP,
+    Csv,
+    Dp,
+    Ep,
+    Json,
+    KvDtype,
+    Plot,
+    Pp,
+    Tp,
+    Verbose,
+    integer_grid,
+    option,
+    token_grid,
+)
+from llm_cost.cli.program import app, emit, emit_csv, parse_layout, report_defaults
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import StorageDtype
 
@@ -17,9 +31,15 @@ from llm_cost.core.types import StorageDtype
 @app.command()
 def params(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
-    dtype: Annotated[Optional[StorageDtype], typer.Option("--weights-dtype", "--dtype", case_sensitive=False,
-                                                   help="Weight dtype for the byte total (default: the "
-                                                        "checkpoint's).")] = None,
+    dtype: Annotated[
+        Optional[StorageDtype],
+        typer.Option(
+            "--weights-dtype",
+            "--dtype",
+            case_sensitive=False,
+            help="Weight dtype for the byte total (default: the checkpoint's).",
+        ),
+    ] = None,
     tp: Tp = None,
     pp: Pp = None,
     ep: Ep = None,
@@ -52,12 +72,28 @@ def params(
 @app.command()
 def kv(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
-    context: Annotated[Any, option("--context", "-c", parse=token_grid("--context"), metavar="LIST",
-                                   help="Contexts in tokens (8K = 8,192, 128K = 131,072): a list, a doubling "
-                                        "range 1K..128K or a range in steps 1K..8K:1K.")] = "1024,8K,32K,128K",
-    batch: Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
-                                 help="Sequences held at once: a value, a list 1,8,64 or a range 1..256 or "
-                                      "1..100:10 (a list needs --json or --csv).")] = "1",
+    context: Annotated[
+        Any,
+        option(
+            "--context",
+            "-c",
+            parse=token_grid("--context"),
+            metavar="LIST",
+            help="Contexts in tokens (8K = 8,192, 128K = 131,072): a list, a doubling "
+            "range 1K..128K or a range in steps 1K..8K:1K.",
+        ),
+    ] = "1024,8K,32K,128K",
+    batch: Annotated[
+        Any,
+        option(
+            "--batch",
+            "-b",
+            parse=integer_grid("--batch"),
+            metavar="LIST",
+            help="Sequences held at once: a value, a list 1,8,64 or a range 1..256 or "
+            "1..100:10 (a list needs --json or --csv).",
+        ),
+    ] = "1",
     kv_dtype: KvDtype = StorageDtype.BF16,
     tp: Tp = None,
     pp: Pp = None,
@@ -78,8 +114,10 @@ def kv(
 
     layout = parse_layout(tp, pp, ep, dp)
     if len(batch) * len(context) > MAX_GRID_POINTS:
-        raise InputError(f"--batch x --context: {len(batch) * len(context):,} points is more than the "
-                         f"{MAX_GRID_POINTS:,} a sweep takes")
+        raise InputError(
+            f"--batch x --context: {len(batch) * len(context):,} points is more than the "
+            f"{MAX_GRID_POINTS:,} a sweep takes"
+        )
     spec = load_model(model)
     results = [kv_cache(spec, context, kv_dtype.bits, kv_dtype.value, b, layout) for b in batch]
     if plot is not None:

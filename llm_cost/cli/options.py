@@ -9,15 +9,23 @@ NUMBER (a positive real), or a choice list. The options of the commands that mod
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import StorageDtype
-from llm_cost.core.units import (parse_context, parse_count, parse_decimal, parse_fraction, parse_grid,
-                                 parse_integer, parse_positive_float)
+from llm_cost.core.units import (
+    parse_context,
+    parse_count,
+    parse_decimal,
+    parse_fraction,
+    parse_grid,
+    parse_integer,
+    parse_positive_float,
+)
 
 
 def tokens(flag: str, minimum: int = 1) -> Callable[[str], int]:
@@ -54,11 +62,13 @@ def fraction(flag: str, allow_zero: bool = False) -> Callable[[str], float]:
 
 def efficiency(flag: str) -> Callable[[str], float]:
     """A utilisation (MFU, MBU) in [1%, 100%]: below 1% is a typing mistake, not a GPU."""
+
     def parse(text: str) -> float:
         value = parse_fraction(text, flag)
         if value < 0.01:
             raise InputError(f"{flag}: {text!r} is below 1%; give a utilisation such as 0.6 or 60%")
         return value
+
     return parse
 
 
@@ -69,21 +79,25 @@ def positive(flag: str, maximum: float | None = None) -> Callable[[str], float]:
 
 def non_negative(flag: str, percent: bool = False, maximum: float = 1e300) -> Callable[[str], float]:
     """A finite number >= 0 and at most ``maximum`` (``percent``: 10% = 0.1)."""
+
     def parse(text: str) -> float:
         value = parse_decimal(text, flag, percent)
         if value > Decimal(repr(maximum)):
             raise InputError(f"{flag}: {text!r} is larger than {maximum:g}")
         return float(value)
+
     return parse
 
 
 def gigabytes(flag: str) -> Callable[[str], int]:
     """A non-negative size in GB (10^9 B) as exact bytes, at most 10^6 GB."""
+
     def parse(text: str) -> int:
         value = parse_decimal(text, flag)
         if value > 10**6:
             raise InputError(f"{flag}: {text!r} must be at most 1,000,000 GB")
         return int(value * 10**9)
+
     return parse
 
 
@@ -92,27 +106,52 @@ def option(*decls: str, parse: Callable[[str], Any], metavar: str, help: str) ->
     return typer.Option(*decls, parser=parse, metavar=metavar, help=help)
 
 
-MODEL_HELP = ("Shipped model name or alias (see `llm-cost list models`), a path to a YAML spec, or a Hugging Face "
-              "config.json (or the folder holding it).")
+MODEL_HELP = (
+    "Shipped model name or alias (see `llm-cost list models`), a path to a YAML spec, or a Hugging Face "
+    "config.json (or the folder holding it)."
+)
 GPU_HELP = "Shipped GPU name or alias (see `llm-cost list gpus`), or a path to a YAML spec."
 
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON (stable keys) instead of tables.")]
-Plot = Annotated[Optional[str], typer.Option("--plot", metavar="FILE",
-                                             help="Also draw the result to FILE.png or FILE.svg (needs "
-                                                  "pip install 'llm-cost\\[plot]').")]
-Csv = Annotated[bool, typer.Option("--csv", help="Print the rows as CSV, one per grid point or table row (header "
-                                                 "line first; columns as the JSON keys, units in their names).")]
-Verbose = Annotated[bool, typer.Option("--verbose", "-v",
-                                       help="For a config.json MODEL: list the family defaults applied (on stderr).")]
+Plot = Annotated[
+    Optional[str],
+    typer.Option(
+        "--plot",
+        metavar="FILE",
+        help="Also draw the result to FILE.png or FILE.svg (needs pip install 'llm-cost\\[plot]').",
+    ),
+]
+Csv = Annotated[
+    bool,
+    typer.Option(
+        "--csv",
+        help="Print the rows as CSV, one per grid point or table row (header "
+        "line first; columns as the JSON keys, units in their names).",
+    ),
+]
+Verbose = Annotated[
+    bool, typer.Option("--verbose", "-v", help="For a config.json MODEL: list the family defaults applied (on stderr).")
+]
 Gpu = Annotated[str, typer.Option("--gpu", "-g", help=GPU_HELP)]
 OptionalGpu = Annotated[Optional[str], typer.Option("--gpu", "-g", help=GPU_HELP)]
 
-Tp = Annotated[Optional[int], option("--tp", parse=integer("--tp"), metavar="INTEGER",
-                                     help="Tensor-parallel GPUs (divide the query heads).")]
-Pp = Annotated[Optional[int], option("--pp", parse=integer("--pp"), metavar="INTEGER",
-                                     help="Pipeline stages (at most the layer count).")]
-Ep = Annotated[Optional[int], option("--ep", parse=integer("--ep"), metavar="INTEGER",
-                                     help="Expert-parallel ranks: 1 or TP x DP (experts spread whole).")]
+Tp = Annotated[
+    Optional[int],
+    option("--tp", parse=integer("--tp"), metavar="INTEGER", help="Tensor-parallel GPUs (divide the query heads)."),
+]
+Pp = Annotated[
+    Optional[int],
+    option("--pp", parse=integer("--pp"), metavar="INTEGER", help="Pipeline stages (at most the layer count)."),
+]
+Ep = Annotated[
+    Optional[int],
+    option(
+        "--ep",
+        parse=integer("--ep"),
+        metavar="INTEGER",
+        help="Expert-parallel ranks: 1 or TP x DP (experts spread whole).",
+    ),
+]
 Dp = Annotated[Optional[int], option("--dp", parse=integer("--dp"), metavar="INTEGER", help="Data-parallel replicas.")]
 KvDtype = Annotated[StorageDtype, typer.Option("--kv-dtype", case_sensitive=False, help="KV-cache element dtype.")]
 

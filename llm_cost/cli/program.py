@@ -86,9 +86,9 @@ def weight_bits(default_dtype: str, weights_dtype, bits_per_weight: Optional[flo
 
 def report_defaults(model: str) -> None:
     """--verbose: the defaults a config.json MODEL took, on stderr (so --json stays clean)."""
-    from llm_cost.specs.hf import defaults_used
-    from llm_cost.report.hf import print_defaults
     from llm_cost.report.base import console
+    from llm_cost.report.hf import print_defaults
+    from llm_cost.specs.hf import defaults_used
 
     con = console()
     con.file = sys.stderr
@@ -121,9 +121,12 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit."),
-          debug: bool = typer.Option(False, "--debug", help=DEBUG_HELP)) -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+    debug: bool = typer.Option(False, "--debug", help=DEBUG_HELP),
+) -> None:
     """Exact cost arithmetic for decoder-only LLMs.
 
     (``main`` takes a leading ``--debug`` off the command line before Click parses it, so a
@@ -133,8 +136,12 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 def _reject_empty(command, args: list[str]) -> None:
     """InputError for an empty value (``--batch ''``, ``--batch=``, MODEL ``''``): Click would
     pass it on, and a command would take it for "not given"."""
-    options = {opt: max(p.opts, key=len) for p in command.params
-               if p.param_type_name == "option" and not p.is_flag for opt in p.opts}
+    options = {
+        opt: max(p.opts, key=len)
+        for p in command.params
+        if p.param_type_name == "option" and not p.is_flag
+        for opt in p.opts
+    }
     names = [str(p.name).upper() for p in command.params if p.param_type_name == "argument"]
     positional, option = 0, None
     for token in args:
@@ -264,10 +271,14 @@ def _failure(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, OSError):
         return _os_failure(exc)
     if isinstance(exc, (OverflowError, RecursionError, MemoryError)):
-        return 2, (f"the input is too large to compute with ({type(exc).__name__}: {str(exc) or 'out of memory'});"
-                   " give smaller sizes or counts")
-    return 1, (f"internal error ({type(exc).__name__}: {exc}); this is a bug in llm-cost: please report it with "
-               "the command line (run with --debug or LLM_COST_DEBUG=1 for the traceback)")
+        return 2, (
+            f"the input is too large to compute with ({type(exc).__name__}: {str(exc) or 'out of memory'});"
+            " give smaller sizes or counts"
+        )
+    return 1, (
+        f"internal error ({type(exc).__name__}: {exc}); this is a bug in llm-cost: please report it with "
+        "the command line (run with --debug or LLM_COST_DEBUG=1 for the traceback)"
+    )
 
 
 def _quiet_stdout() -> None:

@@ -8,17 +8,54 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from llm_cost.cli.program import app, emit, emit_csv, parse_layout, weight_bits
 from llm_cost.cli.options import (
-    GPU_HELP, MAX_GRID_POINTS, MODEL_HELP, Csv, Dp, Ep, Gpu, Json, KvDtype, OptionalGpu, Plot, Pp, Tp, fraction,
-    gigabytes, integer, integer_grid, non_negative, option, token_grid, tokens)
+    GPU_HELP,
+    MAX_GRID_POINTS,
+    MODEL_HELP,
+    Csv,
+    Dp,
+    Ep,
+    Gpu,
+    Json,
+    KvDtype,
+    OptionalGpu,
+    Plot,
+    Pp,
+    Tp,
+    fraction,
+    gigabytes,
+    integer,
+    integer_grid,
+    non_negative,
+    option,
+    token_grid,
+    tokens,
+)
+from llm_cost.cli.program import app, emit, emit_csv, parse_layout, weight_bits
 from llm_cost.cli.step_options import (
-    AttentionOpt, BitsPerWeight, ComputeDtype, ContextGrid, GpuMemoryUtilization, GroupSize, LogitsOpt, Mbu,
-    MemoryOpt, Mfu, MlaOpt, NetworkGbS, ProfileOpt, ReserveGb, SeqGrid, WeightBytesOpt, WeightFlopsOpt,
-    WeightsDtype, memory_policy)
+    AttentionOpt,
+    BitsPerWeight,
+    ComputeDtype,
+    ContextGrid,
+    GpuMemoryUtilization,
+    GroupSize,
+    LogitsOpt,
+    Mbu,
+    MemoryOpt,
+    Mfu,
+    MlaOpt,
+    NetworkGbS,
+    ProfileOpt,
+    ReserveGb,
+    SeqGrid,
+    WeightBytesOpt,
+    WeightFlopsOpt,
+    WeightsDtype,
+    memory_policy,
+)
+from llm_cost.core.choices import AttentionMask, Logits, MemoryConvention, MLAForm, Recompute, WeightBytes, WeightFlops
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, StorageDtype
-from llm_cost.core.choices import AttentionMask, Logits, MemoryConvention, MLAForm, Recompute, WeightBytes, WeightFlops
 
 
 class FlopsPhase(str, Enum):
@@ -26,6 +63,7 @@ class FlopsPhase(str, Enum):
 
     prefill = "prefill"
     decode = "decode"
+
 
 #: Largest --max-gpus: a layout search of more GPUs than this is a typing mistake (the search
 #: itself stops at the largest layout a model has, TP x L).
@@ -35,13 +73,15 @@ MAX_SEARCH_GPUS = 1_000_000
 @app.command()
 def flops(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
-    phase: Annotated[FlopsPhase, typer.Option("--phase", case_sensitive=False,
-                                              help="prefill (a prompt) or decode (one token after --context).")]
-    = FlopsPhase.prefill,
+    phase: Annotated[
+        FlopsPhase,
+        typer.Option("--phase", case_sensitive=False, help="prefill (a prompt) or decode (one token after --context)."),
+    ] = FlopsPhase.prefill,
     seq: SeqGrid = "128,1024,8K",
     context: ContextGrid = "8K",
-    batch: Annotated[int, option("--batch", "-b", parse=integer("--batch"), metavar="INTEGER",
-                                 help="Sequences per forward pass.")] = 1,
+    batch: Annotated[
+        int, option("--batch", "-b", parse=integer("--batch"), metavar="INTEGER", help="Sequences per forward pass.")
+    ] = 1,
     attention: AttentionOpt = AttentionMask.CAUSAL,
     logits: LogitsOpt = Logits.LAST,
     mla: MlaOpt = MLAForm.PLAIN,
@@ -70,39 +110,82 @@ def flops(
 
 @app.command()
 def roofline(
-    model: Annotated[Optional[str], typer.Argument(help=MODEL_HELP + " Default when a step option is given: "
-                                                   "llama3-8b.")] = None,
+    model: Annotated[
+        Optional[str], typer.Argument(help=MODEL_HELP + " Default when a step option is given: llama3-8b.")
+    ] = None,
     gpu: Gpu = "h100",
     dtype: ComputeDtype = None,
     weights_dtype: WeightsDtype = None,
     bits_per_weight: BitsPerWeight = None,
     group_size: GroupSize = None,
-    kv_dtype: Annotated[Optional[StorageDtype], typer.Option("--kv-dtype", case_sensitive=False,
-                                                      help="KV-cache element dtype (default bf16).")] = None,
-    phase: Annotated[Optional[FlopsPhase], typer.Option(
-        "--phase", case_sensitive=False, help="decode (one step at --batch/--context, the default) or prefill "
-                                              "(--seq: the time to first token).")] = None,
-    batch: Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
-                                 help="Sequences per step (default 1): a value, a list 1,8,64, a doubling range "
-                                      "1..256 or a range in steps 1..1000:10; a list prints one row per point.")]
-    = None,
-    context: Annotated[Any, option("--context", "-c", parse=token_grid("--context", 0), metavar="LIST",
-                                   help="Decode: tokens already cached per sequence (default 0; 8K = 8,192): a "
-                                        "value, a list, a doubling range 1K..128K or a range in steps "
-                                        "1K..8K:1K.")] = None,
-    seq: Annotated[Any, option("--seq", "-s", parse=token_grid("--seq"), metavar="LIST",
-                               help="Prefill: prompt length (default 8K): a value, a list or a range.")] = None,
-    logits: Annotated[Optional[Logits], typer.Option("--logits", case_sensitive=False,
-                                                     help="Prefill: LM head on the last position (default, serving) "
-                                                          "or on all (training, the documents' count).")] = None,
+    kv_dtype: Annotated[
+        Optional[StorageDtype],
+        typer.Option("--kv-dtype", case_sensitive=False, help="KV-cache element dtype (default bf16)."),
+    ] = None,
+    phase: Annotated[
+        Optional[FlopsPhase],
+        typer.Option(
+            "--phase",
+            case_sensitive=False,
+            help="decode (one step at --batch/--context, the default) or prefill (--seq: the time to first token).",
+        ),
+    ] = None,
+    batch: Annotated[
+        Any,
+        option(
+            "--batch",
+            "-b",
+            parse=integer_grid("--batch"),
+            metavar="LIST",
+            help="Sequences per step (default 1): a value, a list 1,8,64, a doubling range "
+            "1..256 or a range in steps 1..1000:10; a list prints one row per point.",
+        ),
+    ] = None,
+    context: Annotated[
+        Any,
+        option(
+            "--context",
+            "-c",
+            parse=token_grid("--context", 0),
+            metavar="LIST",
+            help="Decode: tokens already cached per sequence (default 0; 8K = 8,192): a "
+            "value, a list, a doubling range 1K..128K or a range in steps "
+            "1K..8K:1K.",
+        ),
+    ] = None,
+    seq: Annotated[
+        Any,
+        option(
+            "--seq",
+            "-s",
+            parse=token_grid("--seq"),
+            metavar="LIST",
+            help="Prefill: prompt length (default 8K): a value, a list or a range.",
+        ),
+    ] = None,
+    logits: Annotated[
+        Optional[Logits],
+        typer.Option(
+            "--logits",
+            case_sensitive=False,
+            help="Prefill: LM head on the last position (default, serving) or on all (training, the documents' count).",
+        ),
+    ] = None,
     mfu: Mfu = None,
     mbu: Mbu = None,
-    weight_bytes: Annotated[Optional[WeightBytes], typer.Option(
-        "--weight-bytes", case_sensitive=False, help="Decode: read (matmul weights + one embedding row per "
-                                                     "sequence, the default) or resident (every stored weight, as "
-                                                     "the documents).")] = None,
-    ops: Annotated[bool, typer.Option("--ops", help="Per-operator table (FLOPs, bytes, intensity, bound, "
-                                                    "estimate).")] = False,
+    weight_bytes: Annotated[
+        Optional[WeightBytes],
+        typer.Option(
+            "--weight-bytes",
+            case_sensitive=False,
+            help="Decode: read (matmul weights + one embedding row per "
+            "sequence, the default) or resident (every stored weight, as "
+            "the documents).",
+        ),
+    ] = None,
+    ops: Annotated[
+        bool, typer.Option("--ops", help="Per-operator table (FLOPs, bytes, intensity, bound, estimate).")
+    ] = False,
     tp: Tp = None,
     pp: Pp = None,
     ep: Ep = None,
@@ -129,16 +212,40 @@ def roofline(
     from llm_cost.specs.load import load_gpu, load_model
 
     layout = parse_layout(tp, pp, ep, dp)
-    step_options = (phase, batch, context, seq, logits, mfu, mbu, weight_bytes, kv_dtype, weights_dtype,
-                    bits_per_weight, group_size, network_gb_s, layout, profile)
+    step_options = (
+        phase,
+        batch,
+        context,
+        seq,
+        logits,
+        mfu,
+        mbu,
+        weight_bytes,
+        kv_dtype,
+        weights_dtype,
+        bits_per_weight,
+        group_size,
+        network_gb_s,
+        layout,
+        profile,
+    )
     wants_step = model is not None or ops or any(v is not None for v in step_options)
     prefill = phase is FlopsPhase.prefill
-    wrong = [flag for flag, v in ({"--context": context, "--weight-bytes": weight_bytes}.items() if prefill else
-                                  {"--seq": seq, "--logits": logits}.items()) if v is not None]
+    wrong = [
+        flag
+        for flag, v in (
+            {"--context": context, "--weight-bytes": weight_bytes}.items()
+            if prefill
+            else {"--seq": seq, "--logits": logits}.items()
+        )
+        if v is not None
+    ]
     if wrong:
         instead = "--seq (the prompt length)" if prefill else "--context (tokens already cached)"
-        raise InputError(f"{', '.join(wrong)} {'do' if len(wrong) > 1 else 'does'} not apply to --phase {'prefill' if prefill else 'decode'}; "
-                         f"use {instead}")
+        raise InputError(
+            f"{', '.join(wrong)} {'do' if len(wrong) > 1 else 'does'} not apply to --phase {'prefill' if prefill else 'decode'}; "
+            f"use {instead}"
+        )
     g = load_gpu(gpu)
     if dtype is not None:
         g.peak_flops(dtype)  # an unsupported dtype is an error before anything else
@@ -155,22 +262,35 @@ def roofline(
     spec = load_model(model or "llama3-8b")
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight, group_size)
     compute = dtype or default_compute_dtype((weights_dtype or spec.torch_dtype).lower(), g)
-    common = dict(dtype=compute.value, weight_bits=bits, kv_bits=(kv_dtype or StorageDtype.BF16).bits,
-                  mfu=mfu or DEFAULT_MFU, mbu=mbu or DEFAULT_MBU, layout=layout or ONE_GPU,
-                  network_gb_s=network_gb_s or DEFAULT_NETWORK_GB_S, profile=chosen)
+    common = dict(
+        dtype=compute.value,
+        weight_bits=bits,
+        kv_bits=(kv_dtype or StorageDtype.BF16).bits,
+        mfu=mfu or DEFAULT_MFU,
+        mbu=mbu or DEFAULT_MBU,
+        layout=layout or ONE_GPU,
+        network_gb_s=network_gb_s or DEFAULT_NETWORK_GB_S,
+        profile=chosen,
+    )
     batches = batch or [1]
     lengths = (seq or [8192]) if prefill else (context or [0])
     points = len(batches) * len(lengths)
     if points > MAX_GRID_POINTS:
         raise InputError(f"--batch x --context: {points:,} points is more than the {MAX_GRID_POINTS:,} a sweep takes")
     if prefill:
-        result: Any = [prefill_step(spec, g, s, b, logits=logits or Logits.LAST, **common)
-                       for b in batches for s in lengths]
+        result: Any = [
+            prefill_step(spec, g, s, b, logits=logits or Logits.LAST, **common) for b in batches for s in lengths
+        ]
         render = view.render_prefill
     else:
-        result = decode_steps(spec, g, [(b, c) for b in batches for c in lengths],
-                              weight_bytes=weight_bytes or WeightBytes.READ, detail=not as_csv or plot is not None,
-                              **common)
+        result = decode_steps(
+            spec,
+            g,
+            [(b, c) for b in batches for c in lengths],
+            weight_bytes=weight_bytes or WeightBytes.READ,
+            detail=not as_csv or plot is not None,
+            **common,
+        )
         render = view.render_decode
     if plot is not None:
         from llm_cost.report import plots
@@ -184,29 +304,55 @@ def roofline(
     if len(result) > 1:
         emit(result, as_json, view.render_rows, spec.display_name, g.display_name, model is not None)
         return
-    emit(result[0], as_json, render, spec.display_name, g.display_name, model is not None, ops,
-         context is None and not prefill)
+    emit(
+        result[0],
+        as_json,
+        render,
+        spec.display_name,
+        g.display_name,
+        model is not None,
+        ops,
+        context is None and not prefill,
+    )
 
 
 @app.command()
 def fit(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
     gpu: Gpu = "h100",
-    context: Annotated[int, option("--context", "-c", parse=tokens("--context"), metavar="TOKENS",
-                                   help="Tokens per sequence (8K = 8,192).")] = 8192,
-    batch: Annotated[int, option("--batch", "-b", parse=integer("--batch"), metavar="INTEGER",
-                                 help="Sequences held at once.")] = 1,
+    context: Annotated[
+        int,
+        option(
+            "--context", "-c", parse=tokens("--context"), metavar="TOKENS", help="Tokens per sequence (8K = 8,192)."
+        ),
+    ] = 8192,
+    batch: Annotated[
+        int, option("--batch", "-b", parse=integer("--batch"), metavar="INTEGER", help="Sequences held at once.")
+    ] = 1,
     weights_dtype: WeightsDtype = None,
     bits_per_weight: BitsPerWeight = None,
     kv_dtype: KvDtype = StorageDtype.BF16,
     memory: MemoryOpt = MemoryConvention.PHYSICAL,
     gpu_memory_utilization: GpuMemoryUtilization = None,
     reserve_gb: ReserveGb = None,
-    memory_gb: Annotated[Optional[int], option("--memory-gb", parse=gigabytes("--memory-gb"), metavar="GB",
-                                               help="Memory per GPU, GB (10^9 B), instead of the GPU spec's "
-                                                    "capacity.")] = None,
-    max_gpus: Annotated[int, option("--max-gpus", parse=integer("--max-gpus"), metavar="INTEGER",
-                                    help="Largest layout to search for the smallest that fits.")] = 64,
+    memory_gb: Annotated[
+        Optional[int],
+        option(
+            "--memory-gb",
+            parse=gigabytes("--memory-gb"),
+            metavar="GB",
+            help="Memory per GPU, GB (10^9 B), instead of the GPU spec's capacity.",
+        ),
+    ] = None,
+    max_gpus: Annotated[
+        int,
+        option(
+            "--max-gpus",
+            parse=integer("--max-gpus"),
+            metavar="INTEGER",
+            help="Largest layout to search for the smallest that fits.",
+        ),
+    ] = 64,
     tp: Tp = None,
     pp: Pp = None,
     ep: Ep = None,
@@ -246,13 +392,16 @@ def fit(
 
         bits = gguf_weight_bits(spec, Path(model))
     if layout is not None:
-        result = FitReport(None, [], max_gpus, deployment(spec, g, layout, batch, context, bits, kv_dtype.bits,
-                                                          policy, compute.value))
+        result = FitReport(
+            None, [], max_gpus, deployment(spec, g, layout, batch, context, bits, kv_dtype.bits, policy, compute.value)
+        )
     else:
-        result = FitReport(fit_(spec, g, context, batch, bits, kv_dtype.bits, policy),
-                           smallest_layouts(spec, g, batch, context, bits, kv_dtype.bits, policy, max_gpus,
-                                            compute.value),
-                           max_gpus, None)
+        result = FitReport(
+            fit_(spec, g, context, batch, bits, kv_dtype.bits, policy),
+            smallest_layouts(spec, g, batch, context, bits, kv_dtype.bits, policy, max_gpus, compute.value),
+            max_gpus,
+            None,
+        )
     if plot is not None:
         from llm_cost.model.kv import kv_cache
         from llm_cost.report import plots
@@ -274,14 +423,24 @@ class Formula(str, Enum):
 @app.command()
 def activations(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
-    seq: Annotated[int, option("--seq", "-s", parse=tokens("--seq"), metavar="TOKENS",
-                               help="Training sequence length (8K = 8,192).")] = 8192,
-    micro_batch: Annotated[int, option("--micro-batch", parse=integer("--micro-batch"), metavar="INTEGER",
-                                       help="Sequences per micro-batch.")] = 1,
-    formula: Annotated[Formula, typer.Option("--formula", case_sensitive=False,
-                                             help="model (the model's own block, no dropout) or gpt (Korthikanti "
-                                                  "et al.'s GPT block, sbh(34 + 5as/h), as the source "
-                                                  "documents).")] = Formula.model,
+    seq: Annotated[
+        int,
+        option("--seq", "-s", parse=tokens("--seq"), metavar="TOKENS", help="Training sequence length (8K = 8,192)."),
+    ] = 8192,
+    micro_batch: Annotated[
+        int,
+        option("--micro-batch", parse=integer("--micro-batch"), metavar="INTEGER", help="Sequences per micro-batch."),
+    ] = 1,
+    formula: Annotated[
+        Formula,
+        typer.Option(
+            "--formula",
+            case_sensitive=False,
+            help="model (the model's own block, no dropout) or gpt (Korthikanti "
+            "et al.'s GPT block, sbh(34 + 5as/h), as the source "
+            "documents).",
+        ),
+    ] = Formula.model,
     as_json: Json = False,
     as_csv: Csv = False,
 ) -> None:
@@ -304,14 +463,22 @@ def activations(
 @app.command()
 def context(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
-    contexts: Annotated[Any, option("--context", "-c", parse=token_grid("--context"), metavar="LIST",
-                                    help="Contexts in tokens: a list 8K,128K or a doubling range 8K..1M.")]
-    = "8K,32K,128K,1M",
+    contexts: Annotated[
+        Any,
+        option(
+            "--context",
+            "-c",
+            parse=token_grid("--context"),
+            metavar="LIST",
+            help="Contexts in tokens: a list 8K,128K or a doubling range 8K..1M.",
+        ),
+    ] = "8K,32K,128K,1M",
     gpu: Gpu = "h100",
     mfu: Mfu = None,
     mbu: Mbu = None,
-    dtype: Annotated[Dtype, typer.Option("--dtype", case_sensitive=False, help="Compute dtype for the peak.")]
-    = Dtype.BF16,
+    dtype: Annotated[
+        Dtype, typer.Option("--dtype", case_sensitive=False, help="Compute dtype for the peak.")
+    ] = Dtype.BF16,
     kv_dtype: KvDtype = StorageDtype.BF16,
     weight_flops: WeightFlopsOpt = WeightFlops.GEMM,
     logits: LogitsOpt = Logits.LAST,
@@ -328,8 +495,17 @@ def context(
     from llm_cost.specs.load import load_gpu, load_model
 
     spec, g = load_model(model), load_gpu(gpu)
-    result = context_analysis(spec, contexts, g, mfu or DEFAULT_MFU, dtype.value, weight_flops.value, kv_dtype.bits,
-                              mbu or DEFAULT_MBU, logits.value)
+    result = context_analysis(
+        spec,
+        contexts,
+        g,
+        mfu or DEFAULT_MFU,
+        dtype.value,
+        weight_flops.value,
+        kv_dtype.bits,
+        mbu or DEFAULT_MBU,
+        logits.value,
+    )
     if as_csv:
         emit_csv(result.rows)
         return
@@ -339,25 +515,62 @@ def context(
 @app.command()
 def moe(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
-    batch: Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
-                                 help="Decode batches (tokens per step): a list 1,32,128 or a range 1..256.")]
-    = "1,32,128",
+    batch: Annotated[
+        Any,
+        option(
+            "--batch",
+            "-b",
+            parse=integer_grid("--batch"),
+            metavar="LIST",
+            help="Decode batches (tokens per step): a list 1,32,128 or a range 1..256.",
+        ),
+    ] = "1,32,128",
     weights_dtype: WeightsDtype = None,
-    ep: Annotated[int, option("--ep", parse=integer("--ep", 1, 2**16), metavar="INTEGER",
-                              help="Expert-parallel GPUs (must divide experts + redundant experts).")] = 1,
-    redundant_experts: Annotated[int, option("--redundant-experts", parse=integer("--redundant-experts", 0, 2**16),
-                                             metavar="INTEGER", help="Extra expert copies spread over the EP "
-                                                                     "GPUs.")] = 0,
-    dispatch_dtype: Annotated[StorageDtype, typer.Option("--dispatch-dtype", case_sensitive=False,
-                                                  help="All-to-all dispatch dtype.")] = StorageDtype.FP8,
-    combine_dtype: Annotated[StorageDtype, typer.Option("--combine-dtype", case_sensitive=False,
-                                                 help="All-to-all combine dtype.")] = StorageDtype.BF16,
-    tp: Annotated[int, option("--tp", parse=integer("--tp", 1, 2**16), metavar="INTEGER",
-                              help="Tensor-parallel degree of the all-reduce comparison.")] = 8,
-    prompt: Annotated[int, option("--prompt", parse=tokens("--prompt"), metavar="TOKENS",
-                                  help="Prompt tokens for the all-to-all volume of one prefill.")] = 4096,
-    gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help=GPU_HELP + " Adds the expert GEMM ridge "
-                                                                              "analysis.")] = None,
+    ep: Annotated[
+        int,
+        option(
+            "--ep",
+            parse=integer("--ep", 1, 2**16),
+            metavar="INTEGER",
+            help="Expert-parallel GPUs (must divide experts + redundant experts).",
+        ),
+    ] = 1,
+    redundant_experts: Annotated[
+        int,
+        option(
+            "--redundant-experts",
+            parse=integer("--redundant-experts", 0, 2**16),
+            metavar="INTEGER",
+            help="Extra expert copies spread over the EP GPUs.",
+        ),
+    ] = 0,
+    dispatch_dtype: Annotated[
+        StorageDtype, typer.Option("--dispatch-dtype", case_sensitive=False, help="All-to-all dispatch dtype.")
+    ] = StorageDtype.FP8,
+    combine_dtype: Annotated[
+        StorageDtype, typer.Option("--combine-dtype", case_sensitive=False, help="All-to-all combine dtype.")
+    ] = StorageDtype.BF16,
+    tp: Annotated[
+        int,
+        option(
+            "--tp",
+            parse=integer("--tp", 1, 2**16),
+            metavar="INTEGER",
+            help="Tensor-parallel degree of the all-reduce comparison.",
+        ),
+    ] = 8,
+    prompt: Annotated[
+        int,
+        option(
+            "--prompt",
+            parse=tokens("--prompt"),
+            metavar="TOKENS",
+            help="Prompt tokens for the all-to-all volume of one prefill.",
+        ),
+    ] = 4096,
+    gpu: Annotated[
+        Optional[str], typer.Option("--gpu", "-g", help=GPU_HELP + " Adds the expert GEMM ridge analysis.")
+    ] = None,
     dtype: ComputeDtype = None,
     as_json: Json = False,
     as_csv: Csv = False,
@@ -374,8 +587,19 @@ def moe(
     spec = load_model(model)
     bits = weight_bits(spec.torch_dtype, weights_dtype, None)
     g = load_gpu(gpu) if gpu else None
-    result = moe_analysis(spec, batch, bits, ep, redundant_experts, dispatch_dtype.bits, combine_dtype.bits, tp,
-                          prompt, g, dtype.value if dtype else None)
+    result = moe_analysis(
+        spec,
+        batch,
+        bits,
+        ep,
+        redundant_experts,
+        dispatch_dtype.bits,
+        combine_dtype.bits,
+        tp,
+        prompt,
+        g,
+        dtype.value if dtype else None,
+    )
     if plot is not None:
         from llm_cost.report import plots
 
@@ -388,21 +612,51 @@ def moe(
 
 @app.command("spec")
 def spec_(
-    alpha: Annotated[float, option("--alpha", parse=fraction("--alpha", allow_zero=True), metavar="FRACTION",
-                                   help="Acceptance rate per drafted token, in [0, 1] (0.8 or 80%).")],
-    gamma: Annotated[int, option("--gamma", parse=integer("--gamma"), metavar="INTEGER",
-                                 help="Tokens drafted per round (>= 1).")],
+    alpha: Annotated[
+        float,
+        option(
+            "--alpha",
+            parse=fraction("--alpha", allow_zero=True),
+            metavar="FRACTION",
+            help="Acceptance rate per drafted token, in [0, 1] (0.8 or 80%).",
+        ),
+    ],
+    gamma: Annotated[
+        int, option("--gamma", parse=integer("--gamma"), metavar="INTEGER", help="Tokens drafted per round (>= 1).")
+    ],
     model: Annotated[Optional[str], typer.Argument(help=MODEL_HELP + " With --gpu: the step model.")] = None,
-    c: Annotated[Optional[float], option("--c", parse=non_negative("--c", percent=True, maximum=100), metavar="NUMBER",
-                                         help="Cost of one draft step as a fraction of a target step.")] = None,
-    mtp: Annotated[bool, typer.Option("--mtp", help="Use the model's MTP module as the draft (c from its "
-                                                    "weights).")] = False,
+    c: Annotated[
+        Optional[float],
+        option(
+            "--c",
+            parse=non_negative("--c", percent=True, maximum=100),
+            metavar="NUMBER",
+            help="Cost of one draft step as a fraction of a target step.",
+        ),
+    ] = None,
+    mtp: Annotated[
+        bool, typer.Option("--mtp", help="Use the model's MTP module as the draft (c from its weights).")
+    ] = False,
     gpu: OptionalGpu = None,
-    batch: Annotated[Any, option("--batch", "-b", parse=integer_grid("--batch"), metavar="LIST",
-                                 help="Step model: batches (default 1,8,32,64,128,256); needs MODEL and "
-                                      "--gpu.")] = None,
-    context: Annotated[int, option("--context", parse=tokens("--context", 0), metavar="TOKENS",
-                                   help="Cached tokens per sequence in the step model (8K = 8,192).")] = 0,
+    batch: Annotated[
+        Any,
+        option(
+            "--batch",
+            "-b",
+            parse=integer_grid("--batch"),
+            metavar="LIST",
+            help="Step model: batches (default 1,8,32,64,128,256); needs MODEL and --gpu.",
+        ),
+    ] = None,
+    context: Annotated[
+        int,
+        option(
+            "--context",
+            parse=tokens("--context", 0),
+            metavar="TOKENS",
+            help="Cached tokens per sequence in the step model (8K = 8,192).",
+        ),
+    ] = 0,
     mfu: Mfu = None,
     mbu: Mbu = None,
     dtype: ComputeDtype = None,
@@ -437,8 +691,20 @@ def spec_(
     if hw is not None and spec is not None:
         compute = dtype or default_compute_dtype(spec.torch_dtype, hw)
         hw.peak_flops(compute)
-    result = speculative(alpha, gamma, c, spec, hw, batch, mfu or DEFAULT_MFU, context,
-                         (compute or Dtype.BF16).value, weight_bytes.value, mtp, mbu or DEFAULT_MBU)
+    result = speculative(
+        alpha,
+        gamma,
+        c,
+        spec,
+        hw,
+        batch,
+        mfu or DEFAULT_MFU,
+        context,
+        (compute or Dtype.BF16).value,
+        weight_bytes.value,
+        mtp,
+        mbu or DEFAULT_MBU,
+    )
     if plot is not None:
         from llm_cost.report import plots
 
@@ -447,4 +713,3 @@ def spec_(
         emit_csv(result.rows)
         return
     emit(result, as_json, view.render)
-

@@ -17,59 +17,161 @@ from llm_cost.cli.options import efficiency, fraction, gigabytes, integer, optio
 from llm_cost.core.choices import AttentionMask, Logits, MemoryConvention, MLAForm, WeightBytes, WeightFlops
 from llm_cost.core.types import Dtype, StorageDtype
 
-ContextGrid = Annotated[Any, option("--context", "-c", parse=token_grid("--context", 0), metavar="LIST",
-                                    help="Tokens already cached per sequence (8K = 8,192): one value, a list "
-                                         "2K,8K, a doubling range 1K..128K or a range in steps 1K..8K:1K.")]
-SeqGrid = Annotated[Any, option("--seq", "-s", parse=token_grid("--seq"), metavar="LIST",
-                                help="Prompt lengths in tokens (8K = 8,192): a value, a list or a range 1K..32K.")]
-WeightsDtype = Annotated[Optional[StorageDtype], typer.Option("--weights-dtype", case_sensitive=False,
-                                                       help="Weight storage dtype (default: the checkpoint's).")]
-ComputeDtype = Annotated[Optional[Dtype], typer.Option("--dtype", case_sensitive=False,
-                                                       help="Compute dtype for the peak FLOP/s (default: fp8 for an "
-                                                            "FP8 checkpoint on a GPU with FP8, else bf16).")]
-BitsPerWeight = Annotated[Optional[float], option("--bits-per-weight", parse=positive("--bits-per-weight", 64),
-                                                  metavar="NUMBER",
-                                                  help="Bits per stored weight incl. scales (4.25 for int4, group "
-                                                       "128); instead of --weights-dtype.")]
-Mfu = Annotated[Optional[float], option("--mfu", parse=efficiency("--mfu"), metavar="FRACTION",
-                                        help="Model FLOP utilisation of estimates, 0-1 or 60% (default 60%).")]
-Mbu = Annotated[Optional[float], option("--mbu", parse=efficiency("--mbu"), metavar="FRACTION",
-                                        help="Memory bandwidth utilisation of estimates, 0-1 or 80% (default 80%).")]
-NetworkGbS = Annotated[Optional[float], option("--network-gb-s", parse=positive("--network-gb-s"), metavar="NUMBER",
-                                               help="Network bandwidth between nodes per GPU, GB/s per direction "
-                                                    "(default 50).")]
-LogitsOpt = Annotated[Logits, typer.Option("--logits", case_sensitive=False,
-                                           help="LM head on the last position (serving) or on all (training, the "
-                                                "documents' count).")]
-AttentionOpt = Annotated[AttentionMask, typer.Option("--attention", case_sensitive=False,
-                                                     help="causal (each token sees those before it) or full (S x S).")]
-WeightBytesOpt = Annotated[WeightBytes, typer.Option("--weight-bytes", case_sensitive=False,
-                                                     help="read (weights used + one embedding row per sequence) or "
-                                                          "resident (every stored weight once, as the documents).")]
-MlaOpt = Annotated[MLAForm, typer.Option("--mla", case_sensitive=False,
-                                         help="MLA attention form: plain or absorbed (DeepSeek decode).")]
-WeightFlopsOpt = Annotated[WeightFlops, typer.Option("--weight-flops", case_sensitive=False,
-                                                     help="Weight FLOPs per token: gemm (2 N_gemm), non_embedding "
-                                                          "(2 (N - embedding), as the documents) or total (2 N).")]
-ReserveGb = Annotated[Optional[int], option("--reserve-gb", parse=gigabytes("--reserve-gb"), metavar="GB",
-                                            help="Runtime reserve per GPU (CUDA context, NCCL, CUDA graphs), GB "
-                                                 "(10^9 B); default 2 GiB (0 under --memory datasheet).")]
-MemoryOpt = Annotated[MemoryConvention, typer.Option("--memory", case_sensitive=False,
-                                                     help="physical: the GPU's capacity in GiB as a deployment "
-                                                          "gets it (an '80 GB' H100 holds 80 GiB), less what the "
-                                                          "engine keeps; datasheet: the source documents' "
-                                                          "convention, the datasheet's GB as 10^9 B, all of it.")]
-GpuMemoryUtilization = Annotated[Optional[float], option("--gpu-memory-utilization", parse=fraction(
-    "--gpu-memory-utilization"), metavar="FRACTION", help="Share of each GPU's memory the engine may use (vLLM's "
-                                                          "gpu_memory_utilization); default 0.9 (1 under --memory "
-                                                          "datasheet).")]
-ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Calibration profile of the prediction: a "
-                                                                   "shipped name (one per GPU) or a profile YAML "
-                                                                   "file (default: the GPU's shipped profile).")]
-GroupSize = Annotated[Optional[int], option("--group-size", parse=integer("--group-size"), metavar="INTEGER",
-                                           help="Weights per quantisation group of --weights-dtype int4/int8, each "
-                                                "group with a bf16 scale and zero (default: 128 for int4, per "
-                                                "channel for int8).")]
+ContextGrid = Annotated[
+    Any,
+    option(
+        "--context",
+        "-c",
+        parse=token_grid("--context", 0),
+        metavar="LIST",
+        help="Tokens already cached per sequence (8K = 8,192): one value, a list "
+        "2K,8K, a doubling range 1K..128K or a range in steps 1K..8K:1K.",
+    ),
+]
+SeqGrid = Annotated[
+    Any,
+    option(
+        "--seq",
+        "-s",
+        parse=token_grid("--seq"),
+        metavar="LIST",
+        help="Prompt lengths in tokens (8K = 8,192): a value, a list or a range 1K..32K.",
+    ),
+]
+WeightsDtype = Annotated[
+    Optional[StorageDtype],
+    typer.Option("--weights-dtype", case_sensitive=False, help="Weight storage dtype (default: the checkpoint's)."),
+]
+ComputeDtype = Annotated[
+    Optional[Dtype],
+    typer.Option(
+        "--dtype",
+        case_sensitive=False,
+        help="Compute dtype for the peak FLOP/s (default: fp8 for an FP8 checkpoint on a GPU with FP8, else bf16).",
+    ),
+]
+BitsPerWeight = Annotated[
+    Optional[float],
+    option(
+        "--bits-per-weight",
+        parse=positive("--bits-per-weight", 64),
+        metavar="NUMBER",
+        help="Bits per stored weight incl. scales (4.25 for int4, group 128); instead of --weights-dtype.",
+    ),
+]
+Mfu = Annotated[
+    Optional[float],
+    option(
+        "--mfu",
+        parse=efficiency("--mfu"),
+        metavar="FRACTION",
+        help="Model FLOP utilisation of estimates, 0-1 or 60% (default 60%).",
+    ),
+]
+Mbu = Annotated[
+    Optional[float],
+    option(
+        "--mbu",
+        parse=efficiency("--mbu"),
+        metavar="FRACTION",
+        help="Memory bandwidth utilisation of estimates, 0-1 or 80% (default 80%).",
+    ),
+]
+NetworkGbS = Annotated[
+    Optional[float],
+    option(
+        "--network-gb-s",
+        parse=positive("--network-gb-s"),
+        metavar="NUMBER",
+        help="Network bandwidth between nodes per GPU, GB/s per direction (default 50).",
+    ),
+]
+LogitsOpt = Annotated[
+    Logits,
+    typer.Option(
+        "--logits",
+        case_sensitive=False,
+        help="LM head on the last position (serving) or on all (training, the documents' count).",
+    ),
+]
+AttentionOpt = Annotated[
+    AttentionMask,
+    typer.Option("--attention", case_sensitive=False, help="causal (each token sees those before it) or full (S x S)."),
+]
+WeightBytesOpt = Annotated[
+    WeightBytes,
+    typer.Option(
+        "--weight-bytes",
+        case_sensitive=False,
+        help="read (weights used + one embedding row per sequence) or "
+        "resident (every stored weight once, as the documents).",
+    ),
+]
+MlaOpt = Annotated[
+    MLAForm,
+    typer.Option("--mla", case_sensitive=False, help="MLA attention form: plain or absorbed (DeepSeek decode)."),
+]
+WeightFlopsOpt = Annotated[
+    WeightFlops,
+    typer.Option(
+        "--weight-flops",
+        case_sensitive=False,
+        help="Weight FLOPs per token: gemm (2 N_gemm), non_embedding "
+        "(2 (N - embedding), as the documents) or total (2 N).",
+    ),
+]
+ReserveGb = Annotated[
+    Optional[int],
+    option(
+        "--reserve-gb",
+        parse=gigabytes("--reserve-gb"),
+        metavar="GB",
+        help="Runtime reserve per GPU (CUDA context, NCCL, CUDA graphs), GB "
+        "(10^9 B); default 2 GiB (0 under --memory datasheet).",
+    ),
+]
+MemoryOpt = Annotated[
+    MemoryConvention,
+    typer.Option(
+        "--memory",
+        case_sensitive=False,
+        help="physical: the GPU's capacity in GiB as a deployment "
+        "gets it (an '80 GB' H100 holds 80 GiB), less what the "
+        "engine keeps; datasheet: the source documents' "
+        "convention, the datasheet's GB as 10^9 B, all of it.",
+    ),
+]
+GpuMemoryUtilization = Annotated[
+    Optional[float],
+    option(
+        "--gpu-memory-utilization",
+        parse=fraction("--gpu-memory-utilization"),
+        metavar="FRACTION",
+        help="Share of each GPU's memory the engine may use (vLLM's "
+        "gpu_memory_utilization); default 0.9 (1 under --memory "
+        "datasheet).",
+    ),
+]
+ProfileOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--profile",
+        help="Calibration profile of the prediction: a "
+        "shipped name (one per GPU) or a profile YAML "
+        "file (default: the GPU's shipped profile).",
+    ),
+]
+GroupSize = Annotated[
+    Optional[int],
+    option(
+        "--group-size",
+        parse=integer("--group-size"),
+        metavar="INTEGER",
+        help="Weights per quantisation group of --weights-dtype int4/int8, each "
+        "group with a bf16 scale and zero (default: 128 for int4, per "
+        "channel for int8).",
+    ),
+]
 
 
 def memory_policy(convention: MemoryConvention, utilization: Optional[float], reserve_bytes: Optional[int]):
@@ -82,5 +184,8 @@ def memory_policy(convention: MemoryConvention, utilization: Optional[float], re
     base = DOCUMENTS if convention == MemoryConvention.DATASHEET else DEPLOYMENT
     from dataclasses import replace
 
-    return replace(base, utilization=Fraction(utilization).limit_denominator(10**6) if utilization is not None
-                   else base.utilization, reserve_bytes=base.reserve_bytes if reserve_bytes is None else reserve_bytes)
+    return replace(
+        base,
+        utilization=Fraction(utilization).limit_denominator(10**6) if utilization is not None else base.utilization,
+        reserve_bytes=base.reserve_bytes if reserve_bytes is None else reserve_bytes,
+    )

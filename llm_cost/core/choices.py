@@ -10,8 +10,16 @@ from __future__ import annotations
 
 from llm_cost.core.types import TextEnum
 
-__all__ = ["Recompute", "Logits", "AttentionMask", "WeightBytes", "MLAForm", "MemoryConvention", "ServingMode",
-           "WeightFlops"]
+__all__ = [
+    "Recompute",
+    "Logits",
+    "AttentionMask",
+    "WeightBytes",
+    "MLAForm",
+    "MemoryConvention",
+    "ServingMode",
+    "WeightFlops",
+]
 
 
 class Recompute(TextEnum):

@@ -18,7 +18,13 @@ differences of cost:
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any, TypeVar
+
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # pydantic and typer depend on it
+    from typing_extensions import dataclass_transform
 
 __all__ = ["record", "Frozen"]
 
@@ -53,14 +59,18 @@ class Frozen:
         return f"{self.__class__.__qualname__}({shown})"
 
 
+@dataclass_transform(frozen_default=True)
 def record(cls: type[T]) -> type[T]:
     """``cls`` as a frozen dataclass built by one ``__dict__`` write, with :class:`Frozen`'s
     methods. Not for classes with a ``__post_init__``, ``init=False``, keyword-only or
     ``compare=False`` fields, or slots (TypeError)."""
     cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    if (hasattr(cls, "__post_init__") or hasattr(cls, "__slots__")
-            or any(not f.init or f.kw_only or not f.compare for f in fields)):
+    if (
+        hasattr(cls, "__post_init__")
+        or hasattr(cls, "__slots__")
+        or any(not f.init or f.kw_only or not f.compare for f in fields)
+    ):
         raise TypeError(f"@record: {cls.__name__} needs the dataclasses' own __init__ and methods")
     namespace: dict[str, Any] = {"_set": object.__setattr__, "_UNSET": _UNSET}
     params, items = [], []

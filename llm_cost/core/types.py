@@ -14,8 +14,23 @@ from fractions import Fraction
 
 from llm_cost.core.errors import InputError
 
-__all__ = ["TextEnum", "Dtype", "DTYPE_BITS", "StorageDtype", "STORAGE_DTYPES", "dtype_of", "TensorKind", "Part",
-           "LayerKind", "ShardRule", "Phase", "OpKind", "stored_weight_bits", "GROUP_OVERHEAD_BITS", "DEFAULT_INT4_GROUP"]
+__all__ = [
+    "TextEnum",
+    "Dtype",
+    "DTYPE_BITS",
+    "StorageDtype",
+    "STORAGE_DTYPES",
+    "dtype_of",
+    "TensorKind",
+    "Part",
+    "LayerKind",
+    "ShardRule",
+    "Phase",
+    "OpKind",
+    "stored_weight_bits",
+    "GROUP_OVERHEAD_BITS",
+    "DEFAULT_INT4_GROUP",
+]
 
 
 class TextEnum(str, Enum):
@@ -48,8 +63,18 @@ class Dtype(TextEnum):
 
 
 #: Storage bits per element of every dtype.
-DTYPE_BITS: dict[Dtype, int] = {Dtype.FP64: 64, Dtype.FP32: 32, Dtype.TF32: 32, Dtype.BF16: 16, Dtype.FP16: 16,
-                                Dtype.FP8: 8, Dtype.INT8: 8, Dtype.INT4: 4, Dtype.FP4: 4}
+DTYPE_BITS: dict[Dtype, int] = {
+    Dtype.FP64: 64,
+    Dtype.FP32: 32,
+    Dtype.TF32: 32,
+    Dtype.BF16: 16,
+    Dtype.FP16: 16,
+    Dtype.FP8: 8,
+    Dtype.INT8: 8,
+    Dtype.INT4: 4,
+    Dtype.FP4: 4,
+}
+
 
 class StorageDtype(TextEnum):
     """Formats a weight, KV cache or activation is stored in (TF32 and FP64 are compute formats)."""
@@ -104,7 +129,7 @@ class Part(TextEnum):
 class LayerKind(TextEnum):
     """The kind of decoder layer a per-layer tensor belongs to (how sharding finds its layers)."""
 
-    SOFTMAX_ATTENTION = "full_attention"  # every softmax-attention layer, full or sliding
+    SOFTMAX_ATTENTION = "softmax_attention"  # every softmax-attention layer: full, sliding or chunked
     LINEAR_ATTENTION = "linear_attention"
     MAMBA = "mamba2"
     DENSE = "dense"

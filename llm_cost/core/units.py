@@ -49,7 +49,6 @@ _DECIMAL = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12, 
 _NUMBER = r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]?)\s*$"
 
 
-
 def _split(text: str, what: str, suffixes: dict[str, int]) -> tuple[Decimal, int]:
     match = re.match(_NUMBER, str(text))
     if not match and str(text).strip().startswith("-") and re.match(_NUMBER, str(text).strip()[1:]):
@@ -57,8 +56,7 @@ def _split(text: str, what: str, suffixes: dict[str, int]) -> tuple[Decimal, int
     if not match:
         valid = ", ".join(s.upper() for s in suffixes if s)
         raise InputError(
-            f"{what}: {text!r} is not a number; use digits with an optional suffix ({valid}), "
-            "e.g. 8192, 8K, 1e6"
+            f"{what}: {text!r} is not a number; use digits with an optional suffix ({valid}), e.g. 8192, 8K, 1e6"
         )
     number, suffix = match.groups()
     if suffix.lower() not in suffixes:
@@ -103,9 +101,6 @@ def parse_context(text: str | int, what: str = "--context", minimum: int = 1) ->
     return _exact_int(value, scale, str(text), what, minimum)
 
 
-
-
-
 def parse_integer(text: str | int, what: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
     """A small count in plain decimal digits (batch, TP, gamma ...). Suffixes are refused with a
     hint: ``1K`` means 1,024 tokens only where the flag counts tokens (``--context``)."""
@@ -118,8 +113,10 @@ def parse_integer(text: str | int, what: str, minimum: int = 1, maximum: int = M
         elif raw.startswith("-") and re.fullmatch(r"-[0-9]+", raw):
             raise InputError(f"{what}: {text!r} is negative; it must be at least {minimum}")
         elif re.match(_NUMBER, raw):
-            raise InputError(f"{what}: {text!r} is not a whole number in plain digits (e.g. 64); suffixes such as "
-                             "K are for token counts (--context 8K)")
+            raise InputError(
+                f"{what}: {text!r} is not a whole number in plain digits (e.g. 64); suffixes such as "
+                "K are for token counts (--context 8K)"
+            )
         else:
             raise InputError(f"{what}: {text!r} is not a whole number (e.g. 64)")
     if value < minimum:
@@ -195,8 +192,14 @@ def parse_positive_float(text: str | float, what: str, maximum: float | None = N
     return value
 
 
-_DURATION_UNITS = {"s": Decimal(1), "ms": Decimal("1e-3"), "us": Decimal("1e-6"), "µs": Decimal("1e-6"),
-                   "min": Decimal(60), "h": Decimal(3600)}
+_DURATION_UNITS = {
+    "s": Decimal(1),
+    "ms": Decimal("1e-3"),
+    "us": Decimal("1e-6"),
+    "µs": Decimal("1e-6"),
+    "min": Decimal(60),
+    "h": Decimal(3600),
+}
 
 
 def parse_duration(text: str | float, what: str) -> float:
@@ -243,9 +246,6 @@ def parse_fraction(text: str | float, what: str, allow_zero: bool = False) -> fl
     return value
 
 
-
-
-
 def exact(value: int | Fraction) -> int | Fraction:
     """An exact quantity as an int when it is whole, else the Fraction itself."""
     if isinstance(value, Fraction) and value.denominator == 1:
@@ -282,7 +282,7 @@ def fmt_number(value: float, digits: int = 3) -> str:
         return TOO_LARGE
     if value == 0:
         return "0"
-    if abs(value) >= 10 ** digits:
+    if abs(value) >= 10**digits:
         return f"{value:,.0f}"
     return f"{value:.{digits}g}"
 
@@ -333,6 +333,9 @@ def fmt_seconds(seconds: float) -> str:
     for limit, scale, unit in ((1e-3, 1e6, "µs"), (1, 1e3, "ms"), (3600, 1, "s"), (86400 * 2, 1 / 3600, "h")):
         if seconds < limit:
             value = seconds * scale
-            return f"{value:,.{max(0, 2 - int(math.floor(math.log10(abs(value)))))}f} {unit}" if value >= 1 \
+            return (
+                f"{value:,.{max(0, 2 - int(math.floor(math.log10(abs(value)))))}f} {unit}"
+                if value >= 1
                 else f"{value:.3g} {unit}"
+            )
     return f"{seconds / 86400:,.1f} days"

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
-from llm_cost.specs.schema import CACHING_LAYER_TYPES, GQAAttention, MLAAttention, ModelSpec
+from llm_cost.core.serialize import Result
 from llm_cost.core.units import to_bytes
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
+from llm_cost.specs.schema import CACHING_LAYER_TYPES, GQAAttention, MLAAttention, ModelSpec
 
 if TYPE_CHECKING:  # imported by kv_cache only for a layout: it and the tensor structure cost a cold start 4 ms
     from llm_cost.model.layout import Layout, PerGPU
@@ -136,9 +136,11 @@ def _attention_elements(spec: ModelSpec, context: int, per_token_per_layer: int)
     kept_sliding = min(context, window) if window else context
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
     kept_chunked = min(context, chunk) if chunk else context
-    return per_token_per_layer * (counts.get("full_attention", 0) * context
-                                  + counts.get("sliding_attention", 0) * kept_sliding
-                                  + counts.get("chunked_attention", 0) * kept_chunked)
+    return per_token_per_layer * (
+        counts.get("full_attention", 0) * context
+        + counts.get("sliding_attention", 0) * kept_sliding
+        + counts.get("chunked_attention", 0) * kept_chunked
+    )
 
 
 def kv_bytes(spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, include_state: bool = True) -> int:
@@ -150,8 +152,14 @@ def kv_bytes(spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, incl
     return to_bytes(elements * batch, bits)
 
 
-def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str = "bf16",
-             batch: int = 1, layout: Layout | None = None) -> KVResult:
+def kv_cache(
+    spec: ModelSpec,
+    contexts: list[int],
+    bits: int = 16,
+    kv_dtype: str = "bf16",
+    batch: int = 1,
+    layout: Layout | None = None,
+) -> KVResult:
     """KV-cache sizes of ``spec`` at each context (tokens per sequence) for ``batch`` sequences;
     with ``layout``, also the KV per token on one GPU of each pipeline stage (InputError for a
     layout that cannot hold the model)."""
@@ -168,9 +176,12 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
         # per cached position and head: absorbed QK^T over the latent + RoPE key and AV over the
         # latent, against the plain form's (qk_nope + qk_rope) and v_head_dim
         absorbed_ratio = (2 * att.kv_lora_rank + att.qk_rope_head_dim) / (
-            att.qk_nope_head_dim + att.qk_rope_head_dim + att.v_head_dim)
-        formula = (f"(kv_lora_rank + qk_rope_head_dim) x bytes = ({att.kv_lora_rank} + {att.qk_rope_head_dim})"
-                   f" x {bits / 8:g} B per token per layer")
+            att.qk_nope_head_dim + att.qk_rope_head_dim + att.v_head_dim
+        )
+        formula = (
+            f"(kv_lora_rank + qk_rope_head_dim) x bytes = ({att.kv_lora_rank} + {att.qk_rope_head_dim})"
+            f" x {bits / 8:g} B per token per layer"
+        )
         mha_elements = 2 * n_q * att.v_head_dim
         intensity = 2 * n_q * (2 * att.kv_lora_rank + att.qk_rope_head_dim) / ((per * bits) / 8)
     else:
@@ -189,25 +200,48 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
             assert spec.mamba is not None
             m = spec.mamba
             m_state, m_conv = mamba_state_elements(spec)
-            kinds.append(KVLayerKind(kind, n, 0, 0, None, to_bytes(m_state, bits), to_bytes(m_conv, bits),
-                                     f"SSM state H x P x N = {m.num_heads} x {m.head_dim} x {m.state_size} "
-                                     f"per sequence"))
+            kinds.append(
+                KVLayerKind(
+                    kind,
+                    n,
+                    0,
+                    0,
+                    None,
+                    to_bytes(m_state, bits),
+                    to_bytes(m_conv, bits),
+                    f"SSM state H x P x N = {m.num_heads} x {m.head_dim} x {m.state_size} per sequence",
+                )
+            )
         elif kind == "linear_attention":
             assert spec.linear_attention is not None
             la = spec.linear_attention
-            kinds.append(KVLayerKind(kind, n, 0, 0, None, to_bytes(state, bits), to_bytes(conv, bits),
-                                     f"state n_v x d_k x d_v = {la.linear_num_value_heads} x "
-                                     f"{la.linear_key_head_dim} x {la.linear_value_head_dim} per sequence"))
+            kinds.append(
+                KVLayerKind(
+                    kind,
+                    n,
+                    0,
+                    0,
+                    None,
+                    to_bytes(state, bits),
+                    to_bytes(conv, bits),
+                    f"state n_v x d_k x d_v = {la.linear_num_value_heads} x "
+                    f"{la.linear_key_head_dim} x {la.linear_value_head_dim} per sequence",
+                )
+            )
         else:
             cap = {"sliding_attention": window, "chunked_attention": chunk}.get(kind)
-            kinds.append(KVLayerKind(kind, n, per, to_bytes(per, bits), cap,
-                                     0, 0, formula))
+            kinds.append(KVLayerKind(kind, n, per, to_bytes(per, bits), cap, 0, 0, formula))
 
     caching = sum(counts.get(k, 0) for k in CACHING_LAYER_TYPES)
     show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
     rows = []
-    hybrid = bool(counts.get("linear_attention") or counts.get("sliding_attention") or counts.get("mamba2")
-                  or counts.get("mlp_only") or counts.get("chunked_attention"))
+    hybrid = bool(
+        counts.get("linear_attention")
+        or counts.get("sliding_attention")
+        or counts.get("mamba2")
+        or counts.get("mlp_only")
+        or counts.get("chunked_attention")
+    )
     all_state, all_conv = _state_layers(spec)
     for s in contexts:
         kv = kv_bytes(spec, s, bits, 1, include_state=False)
@@ -249,6 +283,8 @@ def kv_cache(spec: ModelSpec, contexts: list[int], bits: int = 16, kv_dtype: str
         conventions=conventions,
         layout=layout,
         per_gpu=shards,
-        per_gpu_sequence_bytes=None if shards is None else [[k * c for c in contexts] for k in shards.kv_bytes_per_token],
+        per_gpu_sequence_bytes=None
+        if shards is None
+        else [[k * c for c in contexts] for k in shards.kv_bytes_per_token],
         all_gpus_bytes_per_token=None if shards is None else sum(shards.kv_bytes_per_token) * layout.tp,
     )

@@ -30,8 +30,20 @@ from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state
 from llm_cost.model.structure import Tensor, build
 from llm_cost.specs.schema import CACHING_LAYER_TYPES, GQAAttention, ModelSpec
 
-__all__ = ["Layout", "ONE_GPU", "validate_layout", "stage_layers", "stage_first_layers", "tensor_share",
-           "layers_of", "tensor_layers_in_stage", "PerGPU", "per_gpu", "kv_heads_per_gpu", "stage_kv_bytes"]
+__all__ = [
+    "Layout",
+    "ONE_GPU",
+    "validate_layout",
+    "stage_layers",
+    "stage_first_layers",
+    "tensor_share",
+    "layers_of",
+    "tensor_layers_in_stage",
+    "PerGPU",
+    "per_gpu",
+    "kv_heads_per_gpu",
+    "stage_kv_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -68,8 +80,10 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
             raise InputError(f"--tp: {layout.tp} neither divides nor is a multiple of the {n_kv} KV heads")
     la = spec.linear_attention
     if la is not None and (la.linear_num_value_heads % layout.tp or la.linear_num_key_heads % layout.tp):
-        raise InputError(f"--tp: {layout.tp} does not divide the linear-attention heads "
-                         f"({la.linear_num_key_heads} key, {la.linear_num_value_heads} value)")
+        raise InputError(
+            f"--tp: {layout.tp} does not divide the linear-attention heads "
+            f"({la.linear_num_key_heads} key, {la.linear_num_value_heads} value)"
+        )
     mamba = spec.mamba
     if mamba is not None and mamba.num_heads % layout.tp:
         raise InputError(f"--tp: {layout.tp} does not divide the {mamba.num_heads} Mamba-2 heads")
@@ -81,11 +95,14 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
             raise InputError(f"--ep: {spec.name} has no experts; use --ep 1")
         return
     if layout.ep not in (1, layout.tp * layout.dp):
-        raise InputError(f"--ep: expert parallelism spans the TP x DP ranks of a stage, so --ep must be 1 or "
-                         f"--tp x --dp = {layout.tp * layout.dp}; raise --tp or --dp to spread experts wider")
+        raise InputError(
+            f"--ep: expert parallelism spans the TP x DP ranks of a stage, so --ep must be 1 or "
+            f"--tp x --dp = {layout.tp * layout.dp}; raise --tp or --dp to spread experts wider"
+        )
     if (moe.num_experts + layout.redundant_experts) % layout.ep:
-        raise InputError(f"--ep: {layout.ep} does not divide {moe.num_experts} experts + "
-                         f"{layout.redundant_experts} redundant")
+        raise InputError(
+            f"--ep: {layout.ep} does not divide {moe.num_experts} experts + {layout.redundant_experts} redundant"
+        )
 
 
 def stage_layers(num_layers: int, pp: int) -> list[int]:
@@ -170,8 +187,9 @@ class PerGPU:
         return max(self.weight_bytes)
 
 
-def per_gpu(spec: ModelSpec, layout: Layout, weight_bits: int | Fraction = 16, kv_bits: int = 16,
-            mtp: bool = False) -> PerGPU:
+def per_gpu(
+    spec: ModelSpec, layout: Layout, weight_bits: int | Fraction = 16, kv_bits: int = 16, mtp: bool = False
+) -> PerGPU:
     """Per-GPU weights and KV per token on each stage under ``layout`` (validated first). MTP
     modules are placed on the last stage only with ``mtp`` (training, or serving with MTP as the
     speculative draft); plain serving does not load them. A tied LM head on another stage than
@@ -224,11 +242,15 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
         per_token = per_token * kv_heads_per_gpu(spec, layout.tp) // spec.num_key_value_heads
     la_state = sum(linear_state_elements(spec))
     m_state = sum(mamba_state_elements(spec))
-    kept = {"full_attention": context, "sliding_attention": min(context, window) if window else context,
-            "chunked_attention": min(context, chunk) if chunk else context}
+    kept = {
+        "full_attention": context,
+        "sliding_attention": min(context, window) if window else context,
+        "chunked_attention": min(context, chunk) if chunk else context,
+    }
     out = []
-    for first, n in zip(stage_first_layers(spec.num_hidden_layers, layout.pp),
-                        stage_layers(spec.num_hidden_layers, layout.pp)):
+    for first, n in zip(
+        stage_first_layers(spec.num_hidden_layers, layout.pp), stage_layers(spec.num_hidden_layers, layout.pp)
+    ):
         elements = Fraction(0)
         for j in range(first, first + n):
             kind = spec.layer_type(j)

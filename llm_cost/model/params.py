@@ -13,13 +13,13 @@ from dataclasses import field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from llm_cost.core.serialize import Result
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
-from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
+from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
-from llm_cost.model.structure import GROUPS, Structure, build
 from llm_cost.core.units import exact_bits, to_bytes
+from llm_cost.model.structure import GROUPS, Structure, build
+from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 
 if TYPE_CHECKING:  # imported by count_params only for a layout: its module costs a cold start about 2 ms
     from llm_cost.model.layout import Layout, PerGPU
@@ -133,13 +133,17 @@ def _rows(structure: Structure, total: int) -> list[BreakdownRow]:
         uniform = len(layer_counts) == 1 and 0 not in layer_counts
         layers = layer_counts.pop() if uniform else None
         per_layer = sum(t.per_layer for t in members if t.stored) if uniform else None
-        rows.append(BreakdownRow(part, group, _label(structure.spec, group), per_layer, layers, params,
-                                 params / total))
+        rows.append(BreakdownRow(part, group, _label(structure.spec, group), per_layer, layers, params, params / total))
     return rows
 
 
-def count_params(spec: ModelSpec, bits: int | float | Fraction | None = None, dtype: str | None = None,
-                 layout: Layout | None = None, checkpoint: Result | None = None) -> ParamsResult:
+def count_params(
+    spec: ModelSpec,
+    bits: int | float | Fraction | None = None,
+    dtype: str | None = None,
+    layout: Layout | None = None,
+    checkpoint: Result | None = None,
+) -> ParamsResult:
     """Count ``spec``'s parameters and weigh them at ``bits`` per parameter (default: the
     checkpoint's ``torch_dtype``); with ``layout``, also the weights on one GPU of each pipeline
     stage. InputError only for a layout that cannot hold the model."""
@@ -149,8 +153,11 @@ def count_params(spec: ModelSpec, bits: int | float | Fraction | None = None, dt
     total = s.total_params
     embedding = sum(t.total for t in s.tensors if t.part == "decoder" and t.group == "embedding")
     weight_bytes = to_bytes(total, exact_bits(bits))
-    conventions = [note("params.counted"), note("params.n_gemm"), note("params.weight_bytes", bits=float(bits),
-                                                                        dtype=str(dtype))]
+    conventions = [
+        note("params.counted"),
+        note("params.n_gemm"),
+        note("params.weight_bytes", bits=float(bits), dtype=str(dtype)),
+    ]
     if spec.moe is not None:
         conventions.append(note("params.active"))
     if spec.mtp is not None:

@@ -23,8 +23,17 @@ from math import prod
 
 from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, Part, ShardRule, TensorKind
-from llm_cost.specs.schema import (GQAAttention, Llama4Vision, MLAAttention, ModelSpec, PixtralVision, Qwen3Vision,
-                                   Qwen25Vision, SiglipVision, Vision)
+from llm_cost.specs.schema import (
+    GQAAttention,
+    Llama4Vision,
+    MLAAttention,
+    ModelSpec,
+    PixtralVision,
+    Qwen3Vision,
+    Qwen25Vision,
+    SiglipVision,
+    Vision,
+)
 
 __all__ = ["Tensor", "Structure", "build"]
 
@@ -180,17 +189,51 @@ def _norm(name: str, d: int, spec: ModelSpec, layers: int, part: Part, group: st
     return out
 
 
-def _linear(name: str, d_in: int, d_out: int, group: str, layers: int, bias: bool, part: Part,
-            layer_kind: LayerKind = LayerKind.ANY, shard: ShardRule = REP, copies: int = 1,
-            active: Fraction = Fraction(1)) -> list[Tensor]:
+def _linear(
+    name: str,
+    d_in: int,
+    d_out: int,
+    group: str,
+    layers: int,
+    bias: bool,
+    part: Part,
+    layer_kind: LayerKind = LayerKind.ANY,
+    shard: ShardRule = REP,
+    copies: int = 1,
+    active: Fraction = Fraction(1),
+) -> list[Tensor]:
     """A Linear layer: weight [d_out, d_in] (a matmul), optional bias [d_out] (group "biases").
     A row-parallel layer's bias is replicated (added once after the all-reduce); any other bias
     is split like its weight."""
-    out = [Tensor(f"{name}.weight", (d_out, d_in), group, M, layers, copies, active, part=part,
-                  layer_kind=layer_kind, shard=shard)]
+    out = [
+        Tensor(
+            f"{name}.weight",
+            (d_out, d_in),
+            group,
+            M,
+            layers,
+            copies,
+            active,
+            part=part,
+            layer_kind=layer_kind,
+            shard=shard,
+        )
+    ]
     if bias:
-        out.append(Tensor(f"{name}.bias", (d_out,), "biases", B, layers, copies, active, part=part,
-                          layer_kind=layer_kind, shard=ShardRule.ROW_BIAS if shard == ROW else shard))
+        out.append(
+            Tensor(
+                f"{name}.bias",
+                (d_out,),
+                "biases",
+                B,
+                layers,
+                copies,
+                active,
+                part=part,
+                layer_kind=layer_kind,
+                shard=ShardRule.ROW_BIAS if shard == ROW else shard,
+            )
+        )
     return out
 
 
@@ -206,8 +249,11 @@ def _gqa(spec: ModelSpec, att: GQAAttention, layers: int, part: Part) -> list[Te
     if att.qk_norm:
         t += _qk_norms(p, att, n_q, n_kv, d_h, layers, part)
     if att.sinks:
-        t.append(Tensor(f"{p}.sinks", (n_q,), "attention", O, layers, part=part, layer_kind=SOFTMAX,
-                        shard=ShardRule.HEADWISE))
+        t.append(
+            Tensor(
+                f"{p}.sinks", (n_q,), "attention", O, layers, part=part, layer_kind=SOFTMAX, shard=ShardRule.HEADWISE
+            )
+        )
     return t
 
 
@@ -219,8 +265,10 @@ def _qk_norms(p: str, att: GQAAttention, n_q: int, n_kv: int, d_h: int, layers: 
         q, k, q_shard, k_shard = d_h, d_h, REP, REP
     else:
         q, k, q_shard, k_shard = n_q * d_h, n_kv * d_h, ShardRule.HEADWISE, KV
-    return [Tensor(f"{p}.q_norm.weight", (q,), "norms", N, layers, part=part, layer_kind=SOFTMAX, shard=q_shard),
-            Tensor(f"{p}.k_norm.weight", (k,), "norms", N, layers, part=part, layer_kind=SOFTMAX, shard=k_shard)]
+    return [
+        Tensor(f"{p}.q_norm.weight", (q,), "norms", N, layers, part=part, layer_kind=SOFTMAX, shard=q_shard),
+        Tensor(f"{p}.k_norm.weight", (k,), "norms", N, layers, part=part, layer_kind=SOFTMAX, shard=k_shard),
+    ]
 
 
 def _mla(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> list[Tensor]:
@@ -233,17 +281,37 @@ def _mla(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> list[Te
     b = att.attention_bias
     if att.q_lora_rank:
         t = _linear(f"{p}.q_a_proj", d, att.q_lora_rank, "attention", layers, b, part, SOFTMAX, REP)
-        t.append(Tensor(f"{p}.q_a_layernorm.weight", (att.q_lora_rank,), "norms", N, layers, part=part,
-                        layer_kind=SOFTMAX))
+        t.append(
+            Tensor(f"{p}.q_a_layernorm.weight", (att.q_lora_rank,), "norms", N, layers, part=part, layer_kind=SOFTMAX)
+        )
         t += _linear(f"{p}.q_b_proj", att.q_lora_rank, n * qk, "attention", layers, False, part, SOFTMAX, COL)
     else:
         t = _linear(f"{p}.q_proj", d, n * qk, "attention", layers, False, part, SOFTMAX, COL)
-    t += _linear(f"{p}.kv_a_proj_with_mqa", d, att.kv_lora_rank + att.qk_rope_head_dim, "attention", layers, b,
-                 part, SOFTMAX, REP)
-    t.append(Tensor(f"{p}.kv_a_layernorm.weight", (att.kv_lora_rank,), "norms", N, layers, part=part,
-                    layer_kind=SOFTMAX))
-    t += _linear(f"{p}.kv_b_proj", att.kv_lora_rank, n * (att.qk_nope_head_dim + att.v_head_dim), "attention",
-                 layers, False, part, SOFTMAX, COL)
+    t += _linear(
+        f"{p}.kv_a_proj_with_mqa",
+        d,
+        att.kv_lora_rank + att.qk_rope_head_dim,
+        "attention",
+        layers,
+        b,
+        part,
+        SOFTMAX,
+        REP,
+    )
+    t.append(
+        Tensor(f"{p}.kv_a_layernorm.weight", (att.kv_lora_rank,), "norms", N, layers, part=part, layer_kind=SOFTMAX)
+    )
+    t += _linear(
+        f"{p}.kv_b_proj",
+        att.kv_lora_rank,
+        n * (att.qk_nope_head_dim + att.v_head_dim),
+        "attention",
+        layers,
+        False,
+        part,
+        SOFTMAX,
+        COL,
+    )
     t += _linear(f"{p}.o_proj", n * att.v_head_dim, d, "attention", layers, b, part, SOFTMAX, ROW)
     return t
 
@@ -263,13 +331,21 @@ def _linear_attention(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     heads = la.linear_num_value_heads
     t = _linear(f"{p}.in_proj_qkvz", d, 2 * key_dim + 2 * value_dim, g, layers, False, part, LINEAR, COL)
     t += _linear(f"{p}.in_proj_ba", d, 2 * heads, g, layers, False, part, LINEAR, COL)
-    t.append(Tensor(f"{p}.conv1d.weight", (conv_dim, 1, la.linear_conv_kernel_dim), g, O, layers, part=part,
-                    layer_kind=LINEAR, shard=COL))
+    t.append(
+        Tensor(
+            f"{p}.conv1d.weight",
+            (conv_dim, 1, la.linear_conv_kernel_dim),
+            g,
+            O,
+            layers,
+            part=part,
+            layer_kind=LINEAR,
+            shard=COL,
+        )
+    )
     for name in ("dt_bias", "A_log"):
-        t.append(Tensor(f"{p}.{name}", (heads,), g, O, layers, part=part, layer_kind=LINEAR,
-                        shard=ShardRule.HEADWISE))
-    t.append(Tensor(f"{p}.norm.weight", (la.linear_value_head_dim,), "norms", N, layers, part=part,
-                    layer_kind=LINEAR))
+        t.append(Tensor(f"{p}.{name}", (heads,), g, O, layers, part=part, layer_kind=LINEAR, shard=ShardRule.HEADWISE))
+    t.append(Tensor(f"{p}.norm.weight", (la.linear_value_head_dim,), "norms", N, layers, part=part, layer_kind=LINEAR))
     t += _linear(f"{p}.out_proj", value_dim, d, g, layers, False, part, LINEAR, ROW)
     return t
 
@@ -283,23 +359,39 @@ def _mamba2(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     assert m is not None
     d, inner, H = spec.hidden_size, m.inner, m.num_heads
     p, g = "layers.*.mamba", "mamba"
-    t = _linear(f"{p}.in_proj", d, 2 * inner + 2 * m.n_groups * m.state_size + H, g, layers, m.proj_bias, part,
-                MAMBA, COL)
-    t.append(Tensor(f"{p}.conv1d.weight", (m.conv_dim, 1, m.conv_kernel), g, O, layers, part=part, layer_kind=MAMBA,
-                    shard=COL))
+    t = _linear(
+        f"{p}.in_proj", d, 2 * inner + 2 * m.n_groups * m.state_size + H, g, layers, m.proj_bias, part, MAMBA, COL
+    )
+    t.append(
+        Tensor(
+            f"{p}.conv1d.weight", (m.conv_dim, 1, m.conv_kernel), g, O, layers, part=part, layer_kind=MAMBA, shard=COL
+        )
+    )
     if m.conv_bias:
-        t.append(Tensor(f"{p}.conv1d.bias", (m.conv_dim,), "biases", B, layers, part=part, layer_kind=MAMBA,
-                        shard=COL))
+        t.append(Tensor(f"{p}.conv1d.bias", (m.conv_dim,), "biases", B, layers, part=part, layer_kind=MAMBA, shard=COL))
     for name in ("dt_bias", "A_log", "D"):
         t.append(Tensor(f"{p}.{name}", (H,), g, O, layers, part=part, layer_kind=MAMBA, shard=ShardRule.HEADWISE))
-    t.append(Tensor(f"{p}.norm.weight", (inner,), "norms", N, layers, part=part, layer_kind=MAMBA,
-                    shard=ShardRule.HEADWISE))
+    t.append(
+        Tensor(f"{p}.norm.weight", (inner,), "norms", N, layers, part=part, layer_kind=MAMBA, shard=ShardRule.HEADWISE)
+    )
     t += _linear(f"{p}.out_proj", inner, d, g, layers, m.proj_bias, part, MAMBA, ROW)
     return t
 
 
-def _ffn(prefix: str, d: int, width: int, gated: bool, bias: bool, group: str, layers: int, part: Part,
-         kind: LayerKind, experts: bool = False, copies: int = 1, active: Fraction = Fraction(1)) -> list[Tensor]:
+def _ffn(
+    prefix: str,
+    d: int,
+    width: int,
+    gated: bool,
+    bias: bool,
+    group: str,
+    layers: int,
+    part: Part,
+    kind: LayerKind,
+    experts: bool = False,
+    copies: int = 1,
+    active: Fraction = Fraction(1),
+) -> list[Tensor]:
     """Gate and up (column-parallel) and down (row-parallel); routed experts are split whole."""
     names = ("gate_proj", "up_proj", "down_proj") if gated else ("up_proj", "down_proj")
     t: list[Tensor] = []
@@ -313,8 +405,9 @@ def _ffn(prefix: str, d: int, width: int, gated: bool, bias: bool, group: str, l
 def _dense_mlp(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     mlp = spec.mlp
     assert mlp is not None
-    return _ffn("layers.*.mlp", spec.hidden_size, mlp.intermediate_size, mlp.gated, mlp.mlp_bias, "mlp", layers,
-                part, DENSE)
+    return _ffn(
+        "layers.*.mlp", spec.hidden_size, mlp.intermediate_size, mlp.gated, mlp.mlp_bias, "mlp", layers, part, DENSE
+    )
 
 
 def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
@@ -325,14 +418,36 @@ def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     t = [Tensor(f"{p}.gate.weight", (E, d), "router", M, layers, part=part, layer_kind=MOE)]
     if moe.router_bias:
         t.append(Tensor(f"{p}.gate.bias", (E,), "router", B, layers, part=part, layer_kind=MOE))
-    t += _ffn(f"{p}.experts.*", d, moe.moe_intermediate_size, True, moe.expert_bias, "routed_experts", layers, part,
-              MOE, experts=True, copies=E, active=Fraction(k))
+    t += _ffn(
+        f"{p}.experts.*",
+        d,
+        moe.moe_intermediate_size,
+        True,
+        moe.expert_bias,
+        "routed_experts",
+        layers,
+        part,
+        MOE,
+        experts=True,
+        copies=E,
+        active=Fraction(k),
+    )
     if moe.shared_expert_intermediate_size:
-        t += _ffn(f"{p}.shared_experts", d, moe.shared_expert_intermediate_size, True, False, "shared_experts",
-                  layers, part, MOE)
+        t += _ffn(
+            f"{p}.shared_experts",
+            d,
+            moe.shared_expert_intermediate_size,
+            True,
+            False,
+            "shared_experts",
+            layers,
+            part,
+            MOE,
+        )
         if moe.shared_expert_gate:
-            t.append(Tensor(f"{p}.shared_expert_gate.weight", (1, d), "shared_experts", M, layers, part=part,
-                            layer_kind=MOE))
+            t.append(
+                Tensor(f"{p}.shared_expert_gate.weight", (1, d), "shared_experts", M, layers, part=part, layer_kind=MOE)
+            )
     return t
 
 
@@ -340,8 +455,9 @@ def _blocks(spec: ModelSpec, attention_counts: dict[str, int], mlp_counts: dict[
     """Tensors of decoder blocks, given how many blocks have each attention / feed-forward kind."""
     t: list[Tensor] = []
     att = spec.attention
-    softmax_layers = sum(attention_counts.get(k, 0) for k in ("full_attention", "sliding_attention",
-                                                               "chunked_attention"))
+    softmax_layers = sum(
+        attention_counts.get(k, 0) for k in ("full_attention", "sliding_attention", "chunked_attention")
+    )
     if softmax_layers:
         if isinstance(att, MLAAttention):
             t += _mla(spec, att, softmax_layers, part)
@@ -375,17 +491,38 @@ def _vision(v: Vision) -> list[Tensor]:
     for norm in ("norm1", "norm2"):
         t.append(Tensor(f"visual.blocks.*.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
         t.append(Tensor(f"visual.blocks.*.{norm}.bias", (e,), "vision.blocks", N, L, part=p))
-    for name, d_in, d_out, shard in (("attn.qkv", e, 3 * e, COL), ("attn.proj", e, e, ROW),
-                                     ("mlp.fc1", e, v.mlp_ratio * e, COL), ("mlp.fc2", v.mlp_ratio * e, e, ROW)):
+    for name, d_in, d_out, shard in (
+        ("attn.qkv", e, 3 * e, COL),
+        ("attn.proj", e, e, ROW),
+        ("mlp.fc1", e, v.mlp_ratio * e, COL),
+        ("mlp.fc2", v.mlp_ratio * e, e, ROW),
+    ):
         t.append(Tensor(f"visual.blocks.*.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p, shard=shard))
-        t.append(Tensor(f"visual.blocks.*.{name}.bias", (d_out,), "vision.blocks", B, L, part=p,
-                        shard=ShardRule.ROW_BIAS if shard == ROW else shard))
+        t.append(
+            Tensor(
+                f"visual.blocks.*.{name}.bias",
+                (d_out,),
+                "vision.blocks",
+                B,
+                L,
+                part=p,
+                shard=ShardRule.ROW_BIAS if shard == ROW else shard,
+            )
+        )
     t.append(Tensor("visual.merger.ln_q.weight", (e,), "vision.merger", N, part=p))
     t.append(Tensor("visual.merger.ln_q.bias", (e,), "vision.merger", N, part=p))
     for name, d_in, d_out, shard in (("mlp.0", merged, merged, COL), ("mlp.2", merged, v.out_hidden_size, ROW)):
         t.append(Tensor(f"visual.merger.{name}.weight", (d_out, d_in), "vision.merger", M, part=p, shard=shard))
-        t.append(Tensor(f"visual.merger.{name}.bias", (d_out,), "vision.merger", B, part=p,
-                        shard=ShardRule.ROW_BIAS if shard == ROW else shard))
+        t.append(
+            Tensor(
+                f"visual.merger.{name}.bias",
+                (d_out,),
+                "vision.merger",
+                B,
+                part=p,
+                shard=ShardRule.ROW_BIAS if shard == ROW else shard,
+            )
+        )
     return t
 
 
@@ -396,23 +533,35 @@ def _siglip(v: SiglipVision, d_text: int) -> list[Tensor]:
     e, L, f = v.hidden_size, v.num_hidden_layers, v.intermediate_size
     p, pv, emb = Part.VISION, "vision_tower.vision_model", "vision_tower.vision_model.embeddings"
     positions = (v.image_size // v.patch_size) ** 2
-    t = [Tensor(f"{emb}.patch_embedding.weight", (e, v.num_channels, v.patch_size, v.patch_size),
-                "vision.patch_embed", M, part=p),
-         Tensor(f"{emb}.patch_embedding.bias", (e,), "vision.patch_embed", B, part=p),
-         Tensor(f"{emb}.position_embedding.weight", (positions, e), "vision.patch_embed", L_, part=p)]
+    t = [
+        Tensor(
+            f"{emb}.patch_embedding.weight",
+            (e, v.num_channels, v.patch_size, v.patch_size),
+            "vision.patch_embed",
+            M,
+            part=p,
+        ),
+        Tensor(f"{emb}.patch_embedding.bias", (e,), "vision.patch_embed", B, part=p),
+        Tensor(f"{emb}.position_embedding.weight", (positions, e), "vision.patch_embed", L_, part=p),
+    ]
     blk = f"{pv}.encoder.layers.*"
     for norm in ("layer_norm1", "layer_norm2"):
         t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
         t.append(Tensor(f"{blk}.{norm}.bias", (e,), "vision.blocks", N, L, part=p))
-    for name, d_in, d_out in (("self_attn.q_proj", e, e), ("self_attn.k_proj", e, e), ("self_attn.v_proj", e, e),
-                              ("self_attn.out_proj", e, e), ("mlp.fc1", e, f), ("mlp.fc2", f, e)):
+    for name, d_in, d_out in (
+        ("self_attn.q_proj", e, e),
+        ("self_attn.k_proj", e, e),
+        ("self_attn.v_proj", e, e),
+        ("self_attn.out_proj", e, e),
+        ("mlp.fc1", e, f),
+        ("mlp.fc2", f, e),
+    ):
         t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
         t.append(Tensor(f"{blk}.{name}.bias", (d_out,), "vision.blocks", B, L, part=p))
     t.append(Tensor(f"{pv}.post_layernorm.weight", (e,), "vision.blocks", N, part=p))
     t.append(Tensor(f"{pv}.post_layernorm.bias", (e,), "vision.blocks", N, part=p))
     t.append(Tensor("multi_modal_projector.mm_soft_emb_norm.weight", (e,), "vision.merger", N, part=p))
-    t.append(Tensor("multi_modal_projector.mm_input_projection_weight", (e, d_text), "vision.merger", M,
-                    part=p))
+    t.append(Tensor("multi_modal_projector.mm_input_projection_weight", (e, d_text), "vision.merger", M, part=p))
     return t
 
 
@@ -422,10 +571,17 @@ def _llama4_vision(v: Llama4Vision, d_text: int) -> list[Tensor]:
     e, L, f = v.hidden_size, v.num_hidden_layers, v.intermediate_size
     p, vm = Part.VISION, "vision_model"
     positions = (v.image_size // v.patch_size) ** 2 + 1  # + the class token
-    t = [Tensor(f"{vm}.patch_embedding.linear.weight", (e, v.num_channels * v.patch_size**2), "vision.patch_embed",
-                M, part=p),
-         Tensor(f"{vm}.class_embedding", (e,), "vision.patch_embed", O, part=p),
-         Tensor(f"{vm}.positional_embedding_vlm", (positions, e), "vision.patch_embed", L_, part=p)]
+    t = [
+        Tensor(
+            f"{vm}.patch_embedding.linear.weight",
+            (e, v.num_channels * v.patch_size**2),
+            "vision.patch_embed",
+            M,
+            part=p,
+        ),
+        Tensor(f"{vm}.class_embedding", (e,), "vision.patch_embed", O, part=p),
+        Tensor(f"{vm}.positional_embedding_vlm", (positions, e), "vision.patch_embed", L_, part=p),
+    ]
     for norm in ("layernorm_pre", "layernorm_post"):
         t.append(Tensor(f"{vm}.{norm}.weight", (e,), "vision.blocks", N, part=p))
         t.append(Tensor(f"{vm}.{norm}.bias", (e,), "vision.blocks", N, part=p))
@@ -433,16 +589,27 @@ def _llama4_vision(v: Llama4Vision, d_text: int) -> list[Tensor]:
     for norm in ("input_layernorm", "post_attention_layernorm"):
         t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
         t.append(Tensor(f"{blk}.{norm}.bias", (e,), "vision.blocks", N, L, part=p))
-    for name, d_in, d_out in (("self_attn.q_proj", e, e), ("self_attn.k_proj", e, e), ("self_attn.v_proj", e, e),
-                              ("self_attn.o_proj", e, e), ("mlp.fc1", e, f), ("mlp.fc2", f, e)):
+    for name, d_in, d_out in (
+        ("self_attn.q_proj", e, e),
+        ("self_attn.k_proj", e, e),
+        ("self_attn.v_proj", e, e),
+        ("self_attn.o_proj", e, e),
+        ("mlp.fc1", e, f),
+        ("mlp.fc2", f, e),
+    ):
         t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
         t.append(Tensor(f"{blk}.{name}.bias", (d_out,), "vision.blocks", B, L, part=p))
-    t.append(Tensor(f"{vm}.vision_adapter.mlp.fc1.weight", (v.projector_input_dim, f), "vision.merger", M,
-                    part=p))
-    t.append(Tensor(f"{vm}.vision_adapter.mlp.fc2.weight", (v.projector_output_dim, v.projector_output_dim),
-                    "vision.merger", M, part=p))
-    t.append(Tensor("multi_modal_projector.linear_1.weight", (d_text, v.vision_output_dim), "vision.merger", M,
-                    part=p))
+    t.append(Tensor(f"{vm}.vision_adapter.mlp.fc1.weight", (v.projector_input_dim, f), "vision.merger", M, part=p))
+    t.append(
+        Tensor(
+            f"{vm}.vision_adapter.mlp.fc2.weight",
+            (v.projector_output_dim, v.projector_output_dim),
+            "vision.merger",
+            M,
+            part=p,
+        )
+    )
+    t.append(Tensor("multi_modal_projector.linear_1.weight", (d_text, v.vision_output_dim), "vision.merger", M, part=p))
     if v.multi_modal_projector_bias:
         t.append(Tensor("multi_modal_projector.linear_1.bias", (d_text,), "vision.merger", B, part=p))
     return t
@@ -458,8 +625,13 @@ def _qwen25_vision(v: Qwen25Vision) -> list[Tensor]:
     t = [Tensor("visual.patch_embed.proj.weight", (e, patch), "vision.patch_embed", M, part=p)]
     for norm in ("norm1", "norm2"):
         t.append(Tensor(f"visual.blocks.*.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
-    for name, d_in, d_out in (("attn.qkv", e, 3 * e), ("attn.proj", e, e), ("mlp.gate_proj", e, f),
-                              ("mlp.up_proj", e, f), ("mlp.down_proj", f, e)):
+    for name, d_in, d_out in (
+        ("attn.qkv", e, 3 * e),
+        ("attn.proj", e, e),
+        ("mlp.gate_proj", e, f),
+        ("mlp.up_proj", e, f),
+        ("mlp.down_proj", f, e),
+    ):
         t.append(Tensor(f"visual.blocks.*.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
         t.append(Tensor(f"visual.blocks.*.{name}.bias", (d_out,), "vision.blocks", B, L, part=p))
     t.append(Tensor("visual.merger.ln_q.weight", (e,), "vision.merger", N, part=p))
@@ -476,26 +648,38 @@ def _qwen3_vision(v: Qwen3Vision) -> list[Tensor]:
     e, L, f = v.hidden_size, v.depth, v.intermediate_size
     p = Part.VISION
     merged = e * v.spatial_merge_size**2
-    t = [Tensor("visual.patch_embed.proj.weight", (e, v.in_channels * v.temporal_patch_size * v.patch_size**2),
-                "vision.patch_embed", M, part=p),
-         Tensor("visual.patch_embed.proj.bias", (e,), "vision.patch_embed", B, part=p),
-         Tensor("visual.pos_embed.weight", (v.num_position_embeddings, e), "vision.patch_embed", L_, part=p)]
+    t = [
+        Tensor(
+            "visual.patch_embed.proj.weight",
+            (e, v.in_channels * v.temporal_patch_size * v.patch_size**2),
+            "vision.patch_embed",
+            M,
+            part=p,
+        ),
+        Tensor("visual.patch_embed.proj.bias", (e,), "vision.patch_embed", B, part=p),
+        Tensor("visual.pos_embed.weight", (v.num_position_embeddings, e), "vision.patch_embed", L_, part=p),
+    ]
     for norm in ("norm1", "norm2"):
         t.append(Tensor(f"visual.blocks.*.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
         t.append(Tensor(f"visual.blocks.*.{norm}.bias", (e,), "vision.blocks", N, L, part=p))
-    for name, d_in, d_out in (("attn.qkv", e, 3 * e), ("attn.proj", e, e), ("mlp.linear_fc1", e, f),
-                              ("mlp.linear_fc2", f, e)):
+    for name, d_in, d_out in (
+        ("attn.qkv", e, 3 * e),
+        ("attn.proj", e, e),
+        ("mlp.linear_fc1", e, f),
+        ("mlp.linear_fc2", f, e),
+    ):
         t.append(Tensor(f"visual.blocks.*.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
         t.append(Tensor(f"visual.blocks.*.{name}.bias", (d_out,), "vision.blocks", B, L, part=p))
-    for prefix, norm_width, n in (("visual.merger", e, 1), ("visual.deepstack_merger_list.*", merged,
-                                                             v.deepstack_mergers)):
+    for prefix, norm_width, n in (
+        ("visual.merger", e, 1),
+        ("visual.deepstack_merger_list.*", merged, v.deepstack_mergers),
+    ):
         if not n:
             continue
         t.append(Tensor(f"{prefix}.norm.weight", (norm_width,), "vision.merger", N, n if n > 1 else 0, part=p))
         t.append(Tensor(f"{prefix}.norm.bias", (norm_width,), "vision.merger", N, n if n > 1 else 0, part=p))
         for name, d_in, d_out in (("linear_fc1", merged, merged), ("linear_fc2", merged, v.out_hidden_size)):
-            t.append(Tensor(f"{prefix}.{name}.weight", (d_out, d_in), "vision.merger", M, n if n > 1 else 0,
-                            part=p))
+            t.append(Tensor(f"{prefix}.{name}.weight", (d_out, d_in), "vision.merger", M, n if n > 1 else 0, part=p))
             t.append(Tensor(f"{prefix}.{name}.bias", (d_out,), "vision.merger", B, n if n > 1 else 0, part=p))
     return t
 
@@ -504,21 +688,30 @@ def _pixtral(v: PixtralVision, d_text: int) -> list[Tensor]:
     """Pixtral encoder + Mistral 3 projector (transformers modeling_pixtral.py, modeling_mistral3.py)."""
     e, L, f, inner = v.hidden_size, v.num_hidden_layers, v.intermediate_size, v.num_attention_heads * v.head_dim
     p, vt = Part.VISION, "vision_tower"
-    t = [Tensor(f"{vt}.patch_conv.weight", (e, v.num_channels, v.patch_size, v.patch_size), "vision.patch_embed",
-                M, part=p),
-         Tensor(f"{vt}.ln_pre.weight", (e,), "vision.blocks", N, part=p)]
+    t = [
+        Tensor(
+            f"{vt}.patch_conv.weight", (e, v.num_channels, v.patch_size, v.patch_size), "vision.patch_embed", M, part=p
+        ),
+        Tensor(f"{vt}.ln_pre.weight", (e,), "vision.blocks", N, part=p),
+    ]
     blk = f"{vt}.transformer.layers.*"
     for norm in ("attention_norm", "ffn_norm"):
         t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
-    for name, d_in, d_out in (("attention.q_proj", e, inner), ("attention.k_proj", e, inner),
-                              ("attention.v_proj", e, inner), ("attention.o_proj", inner, e),
-                              ("feed_forward.gate_proj", e, f), ("feed_forward.up_proj", e, f),
-                              ("feed_forward.down_proj", f, e)):
+    for name, d_in, d_out in (
+        ("attention.q_proj", e, inner),
+        ("attention.k_proj", e, inner),
+        ("attention.v_proj", e, inner),
+        ("attention.o_proj", inner, e),
+        ("feed_forward.gate_proj", e, f),
+        ("feed_forward.up_proj", e, f),
+        ("feed_forward.down_proj", f, e),
+    ):
         t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
     mp, b = "multi_modal_projector", v.multimodal_projector_bias
     t.append(Tensor(f"{mp}.norm.weight", (e,), "vision.merger", N, part=p))
-    t.append(Tensor(f"{mp}.patch_merger.merging_layer.weight", (e, e * v.spatial_merge_size**2), "vision.merger",
-                    M, part=p))
+    t.append(
+        Tensor(f"{mp}.patch_merger.merging_layer.weight", (e, e * v.spatial_merge_size**2), "vision.merger", M, part=p)
+    )
     for name, d_in, d_out in (("linear_1", e, d_text), ("linear_2", d_text, d_text)):
         t.append(Tensor(f"{mp}.{name}.weight", (d_out, d_in), "vision.merger", M, part=p))
         if b:
@@ -538,13 +731,25 @@ def _mtp(spec: ModelSpec) -> list[Tensor]:
     t.append(Tensor("mtp.*.eh_proj.weight", (d, 2 * d), "mtp", M, D, part=Part.MTP))
     t.append(Tensor("mtp.*.shared_head.norm.weight", (d,), "mtp", N, D, part=Part.MTP))
     block = _blocks(spec, {"full_attention": D}, {mlp_kind: D}, Part.MTP)
-    t += [Tensor(b.name.replace("layers.*", "mtp.*.block"), b.shape, "mtp", b.kind, b.layers, b.copies, b.active,
-                 part=Part.MTP, shard=b.shard) for b in block]
+    t += [
+        Tensor(
+            b.name.replace("layers.*", "mtp.*.block"),
+            b.shape,
+            "mtp",
+            b.kind,
+            b.layers,
+            b.copies,
+            b.active,
+            part=Part.MTP,
+            shard=b.shard,
+        )
+        for b in block
+    ]
     if mtp.checkpoint_stores_shared:
-        t.append(Tensor("mtp.*.embed_tokens.weight", (V, d), "mtp", L_, D, part=Part.MTP_COPY,
-                        shard=ShardRule.VOCAB))
-        t.append(Tensor("mtp.*.shared_head.head.weight", (V, d), "mtp", M, D, part=Part.MTP_COPY,
-                        shard=ShardRule.VOCAB))
+        t.append(Tensor("mtp.*.embed_tokens.weight", (V, d), "mtp", L_, D, part=Part.MTP_COPY, shard=ShardRule.VOCAB))
+        t.append(
+            Tensor("mtp.*.shared_head.head.weight", (V, d), "mtp", M, D, part=Part.MTP_COPY, shard=ShardRule.VOCAB)
+        )
     return t
 
 
@@ -581,8 +786,7 @@ def _build(spec: ModelSpec) -> Structure:
         t.append(Tensor("embed_positions.weight", (spec.max_position_embeddings, d), "position_embedding", L_))
     t += _blocks(spec, attention_counts, mlp_counts, Part.DECODER)
     t += _norm("norm", d, spec, 0, Part.DECODER, "final_norm")
-    t.append(Tensor("lm_head.weight", (V, d), "lm_head", M, stored=not spec.tie_word_embeddings,
-                    shard=ShardRule.VOCAB))
+    t.append(Tensor("lm_head.weight", (V, d), "lm_head", M, stored=not spec.tie_word_embeddings, shard=ShardRule.VOCAB))
     if spec.lm_head_bias:
         t.append(Tensor("lm_head.bias", (V,), "biases", B, shard=ShardRule.VOCAB))
     if spec.vision is not None:

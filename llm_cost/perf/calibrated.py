@@ -30,8 +30,8 @@ functions on numpy arrays when it fits a profile (one implementation).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 from llm_cost.core.types import DTYPE_BITS, OpKind
@@ -41,8 +41,19 @@ from llm_cost.specs.declare import to_data
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Operator, Step
 
-__all__ = ["CalibratedModel", "prediction_model", "weight_format", "gemm_efficiency", "kv_efficiency", "smooth_max", "gemm_terms",
-           "attention_terms", "other_terms", "collective_time", "KV_KNEE_POWER"]
+__all__ = [
+    "CalibratedModel",
+    "prediction_model",
+    "weight_format",
+    "gemm_efficiency",
+    "kv_efficiency",
+    "smooth_max",
+    "gemm_terms",
+    "attention_terms",
+    "other_terms",
+    "collective_time",
+    "KV_KNEE_POWER",
+]
 
 #: Sharpness of the knee of the decode-attention efficiency (a 4-norm: within 16% of the linear ramp
 #: and the ceiling away from x_sat); a fixed shape, not a fitted parameter.
@@ -50,7 +61,7 @@ KV_KNEE_POWER = 4
 
 
 def weight_format(weight_bits: Fraction | float, compute_bits: int) -> str:
-    """"native" when weights are stored at least as wide as the compute dtype (bf16 weights with bf16
+    """ "native" when weights are stored at least as wide as the compute dtype (bf16 weights with bf16
     compute, fp8 with fp8); else weight-only "int8" (8 to 15 bits per weight incl. scales) or "int4"
     (below 8 bits: 4.25 or 5 with group scales and zeros)."""
     bits = float(weight_bits)
@@ -68,7 +79,7 @@ def kv_efficiency(x: Any, e_max: float, x_sat: float) -> Any:
     """Fraction of bandwidth decode attention reads the KV cache at, with ``x`` = sequences x KV
     heads in flight: e_max x x / (x^4 + x_sat^4)^(1/4)."""
     q = KV_KNEE_POWER
-    return e_max * x / (x ** q + x_sat ** q) ** (1.0 / q)
+    return e_max * x / (x**q + x_sat**q) ** (1.0 / q)
 
 
 def smooth_max(a: Any, b: Any, p: float) -> Any:
@@ -78,22 +89,25 @@ def smooth_max(a: Any, b: Any, p: float) -> Any:
     return top * ((a / top) ** p + (b / top) ** p) ** (1.0 / p)
 
 
-def gemm_terms(flops: Any, weight_bytes: Any, activation_bytes: Any, m: Any, e_w: Any, peak: float, bw: float,
-               q: dict[str, float]) -> tuple[Any, Any]:
+def gemm_terms(
+    flops: Any, weight_bytes: Any, activation_bytes: Any, m: Any, e_w: Any, peak: float, bw: float, q: dict[str, float]
+) -> tuple[Any, Any]:
     """(compute, memory) seconds of a GEMM (see the module docstring); ``q`` the profile's parameters."""
     compute = flops / (peak * gemm_efficiency(m, q["gemm_efficiency_max"], q["gemm_half_tokens"]))
     memory = weight_bytes / (bw * e_w) + activation_bytes / (bw * q["bandwidth_efficiency_native"])
     return compute, memory
 
 
-def attention_terms(flops: Any, kv_read: Any, kv_write: Any, x: Any, peak: float, bw: float,
-                    q: dict[str, float]) -> tuple[Any, Any]:
+def attention_terms(
+    flops: Any, kv_read: Any, kv_write: Any, x: Any, peak: float, bw: float, q: dict[str, float]
+) -> tuple[Any, Any]:
     """(compute, memory) seconds of an attention operator: FLOPs at the flash-attention efficiency,
     KV read at the in-flight efficiency of ``x`` = sequences x KV heads, KV written at the native
     bandwidth efficiency."""
     compute = flops / (peak * q["attention_efficiency_flash"])
-    memory = (kv_read / (bw * kv_efficiency(x, q["kv_efficiency_max"], q["kv_saturation_heads"]))
-              + kv_write / (bw * q["bandwidth_efficiency_native"]))
+    memory = kv_read / (bw * kv_efficiency(x, q["kv_efficiency_max"], q["kv_saturation_heads"])) + kv_write / (
+        bw * q["bandwidth_efficiency_native"]
+    )
     return compute, memory
 
 
@@ -113,8 +127,9 @@ def _format_efficiency(step: Step, q: dict[str, float]) -> float:
     return q[f"bandwidth_efficiency_{fmt}"]
 
 
-def _op_time(op: Operator, e_w: float, peak: float, bw: float, link_bytes_s: float,
-             q: dict[str, float]) -> tuple[float, float, float, float]:
+def _op_time(
+    op: Operator, e_w: float, peak: float, bw: float, link_bytes_s: float, q: dict[str, float]
+) -> tuple[float, float, float, float]:
     """(compute, memory, link, time) seconds of one operator under the profile's parameters, GEMM
     weights read at bandwidth efficiency ``e_w`` (their format's)."""
     if op.kind == OpKind.COLLECTIVE:
@@ -122,11 +137,19 @@ def _op_time(op: Operator, e_w: float, peak: float, bw: float, link_bytes_s: flo
         t = collective_time(op.layers, float(op.collective.bytes_per_call), link_bytes_s, q)
         return 0.0, 0.0, t, t
     if op.kind == OpKind.GEMM:
-        c, m = gemm_terms(float(op.flops), float(op.weight_bytes), float(op.activation_bytes), float(op.m or 1),
-                          e_w, peak, bw, q)
+        c, m = gemm_terms(
+            float(op.flops), float(op.weight_bytes), float(op.activation_bytes), float(op.m or 1), e_w, peak, bw, q
+        )
     elif op.kind == OpKind.ATTENTION:
-        c, m = attention_terms(float(op.flops), float(op.kv_read_bytes), float(op.kv_write_bytes),
-                               float((op.batch or 1) * (op.kv_heads or 1)), peak, bw, q)
+        c, m = attention_terms(
+            float(op.flops),
+            float(op.kv_read_bytes),
+            float(op.kv_write_bytes),
+            float((op.batch or 1) * (op.kv_heads or 1)),
+            peak,
+            bw,
+            q,
+        )
     else:  # recurrence, vectors, embedding rows
         c, m = other_terms(float(op.flops), float(op.bytes), peak, bw, q)
     return c, m, 0.0, smooth_max(c, m, q["overlap_p"])
@@ -177,9 +200,12 @@ class CalibratedModel:
         return StepTime(self.label, self.kind, ops, stages, compute, memory, comm, total, bound, link, link_gb_s)
 
 
-def prediction_model(gpu_name: str, profile: Profile | None = None,
-                     network_gb_s: float = DEFAULT_NETWORK_GB_S) -> CalibratedModel | EfficiencyEstimate:
+def prediction_model(
+    gpu_name: str, profile: Profile | None = None, network_gb_s: float = DEFAULT_NETWORK_GB_S
+) -> CalibratedModel | EfficiencyEstimate:
     """The time model a prediction uses: ``profile``, else the GPU's shipped profile (calibrated),
     else the MFU/MBU estimate (labelled as such) for a GPU without one."""
     chosen = profile or default_profile(gpu_name)
-    return CalibratedModel(chosen, network_gb_s) if chosen is not None else EfficiencyEstimate(network_gb_s=network_gb_s)
+    return (
+        CalibratedModel(chosen, network_gb_s) if chosen is not None else EfficiencyEstimate(network_gb_s=network_gb_s)
+    )

@@ -28,9 +28,20 @@ from llm_cost.core.records import record
 from llm_cost.specs.declare import Bounds, Spec, spec, to_data, validated
 from llm_cost.specs.files import read_yaml, shown, validation_message
 
-__all__ = ["Parameter", "PARAMETERS", "Parameters", "FitError", "Profile", "profiles_dir", "profile_names",
-           "load_profile", "default_profile", "profile_note",
-           "build_profile_index", "profile_index_source"]
+__all__ = [
+    "Parameter",
+    "PARAMETERS",
+    "Parameters",
+    "FitError",
+    "Profile",
+    "profiles_dir",
+    "profile_names",
+    "load_profile",
+    "default_profile",
+    "profile_note",
+    "build_profile_index",
+    "profile_index_source",
+]
 
 
 @record
@@ -47,34 +58,102 @@ class Parameter:
 #: Every parameter of the calibrated model: unit, meaning, bounds, prior (used when data cannot
 #: determine it). Priors: typical Hopper/Ampere figures (cuBLAS ~80% of dense peak on large GEMMs,
 #: ~80% of bandwidth on streaming reads, ~10 us per NCCL all-reduce call on NVLink).
-PARAMETERS: dict[str, Parameter] = {p_name: Parameter(**p) for p_name, p in {
-    "gemm_efficiency_max": dict(unit="fraction of peak FLOP/s", lower=0.2, upper=1.0, prior=0.8,
-                                meaning="GEMM FLOP rate at many tokens in flight"),
-    "gemm_half_tokens": dict(unit="tokens", lower=1.0, upper=4096.0, prior=64.0,
-                             meaning="tokens in flight M at which a GEMM reaches half its ceiling"),
-    "overlap_p": dict(unit="p-norm exponent", lower=1.0, upper=16.0, prior=4.0,
-                      meaning="overlap of compute and memory in an operator (1: none, large: perfect)"),
-    "bandwidth_efficiency_native": dict(unit="fraction of bandwidth", lower=0.2, upper=1.0, prior=0.8,
-                                        meaning="bandwidth reached reading 16-bit (or native fp8) weights"),
-    "bandwidth_efficiency_int8": dict(unit="fraction of bandwidth", lower=0.1, upper=1.0, prior=0.65,
-                                      meaning="bandwidth reached reading weight-only int8 weights"),
-    "bandwidth_efficiency_int4": dict(unit="fraction of bandwidth", lower=0.1, upper=1.0, prior=0.5,
-                                      meaning="bandwidth reached reading weight-only int4 weights (with scales)"),
-    "kv_efficiency_max": dict(unit="fraction of bandwidth", lower=0.1, upper=1.0, prior=0.8,
-                              meaning="bandwidth of decode attention's KV reads once saturated"),
-    "kv_saturation_heads": dict(unit="sequences x KV heads", lower=1.0, upper=4096.0, prior=64.0,
-                                meaning="KV heads in flight at which decode attention saturates"),
-    "attention_efficiency_flash": dict(unit="fraction of peak FLOP/s", lower=0.1, upper=1.0, prior=0.5,
-                                       meaning="FLOP rate of prefill (flash) attention"),
-    "layer_overhead_s": dict(unit="s per layer", lower=0.0, upper=1e-3, prior=2e-5,
-                             meaning="fixed time per layer per step (kernel launches and tails)"),
-    "step_overhead_s": dict(unit="s per step", lower=0.0, upper=0.05, prior=0.0,
-                            meaning="fixed time per step per pipeline stage (graph replay, sampling, sync)"),
-    "collective_latency_s": dict(unit="s per call", lower=0.0, upper=1e-3, prior=1e-5,
-                                 meaning="latency of one collective call (all-reduce, all-to-all, send)"),
-    "link_efficiency": dict(unit="fraction of link bandwidth", lower=0.1, upper=1.0, prior=0.8,
-                            meaning="link bandwidth a collective's bytes reach"),
-}.items()}
+PARAMETERS: dict[str, Parameter] = {
+    p_name: Parameter(**p)
+    for p_name, p in {
+        "gemm_efficiency_max": dict(
+            unit="fraction of peak FLOP/s",
+            lower=0.2,
+            upper=1.0,
+            prior=0.8,
+            meaning="GEMM FLOP rate at many tokens in flight",
+        ),
+        "gemm_half_tokens": dict(
+            unit="tokens",
+            lower=1.0,
+            upper=4096.0,
+            prior=64.0,
+            meaning="tokens in flight M at which a GEMM reaches half its ceiling",
+        ),
+        "overlap_p": dict(
+            unit="p-norm exponent",
+            lower=1.0,
+            upper=16.0,
+            prior=4.0,
+            meaning="overlap of compute and memory in an operator (1: none, large: perfect)",
+        ),
+        "bandwidth_efficiency_native": dict(
+            unit="fraction of bandwidth",
+            lower=0.2,
+            upper=1.0,
+            prior=0.8,
+            meaning="bandwidth reached reading 16-bit (or native fp8) weights",
+        ),
+        "bandwidth_efficiency_int8": dict(
+            unit="fraction of bandwidth",
+            lower=0.1,
+            upper=1.0,
+            prior=0.65,
+            meaning="bandwidth reached reading weight-only int8 weights",
+        ),
+        "bandwidth_efficiency_int4": dict(
+            unit="fraction of bandwidth",
+            lower=0.1,
+            upper=1.0,
+            prior=0.5,
+            meaning="bandwidth reached reading weight-only int4 weights (with scales)",
+        ),
+        "kv_efficiency_max": dict(
+            unit="fraction of bandwidth",
+            lower=0.1,
+            upper=1.0,
+            prior=0.8,
+            meaning="bandwidth of decode attention's KV reads once saturated",
+        ),
+        "kv_saturation_heads": dict(
+            unit="sequences x KV heads",
+            lower=1.0,
+            upper=4096.0,
+            prior=64.0,
+            meaning="KV heads in flight at which decode attention saturates",
+        ),
+        "attention_efficiency_flash": dict(
+            unit="fraction of peak FLOP/s",
+            lower=0.1,
+            upper=1.0,
+            prior=0.5,
+            meaning="FLOP rate of prefill (flash) attention",
+        ),
+        "layer_overhead_s": dict(
+            unit="s per layer",
+            lower=0.0,
+            upper=1e-3,
+            prior=2e-5,
+            meaning="fixed time per layer per step (kernel launches and tails)",
+        ),
+        "step_overhead_s": dict(
+            unit="s per step",
+            lower=0.0,
+            upper=0.05,
+            prior=0.0,
+            meaning="fixed time per step per pipeline stage (graph replay, sampling, sync)",
+        ),
+        "collective_latency_s": dict(
+            unit="s per call",
+            lower=0.0,
+            upper=1e-3,
+            prior=1e-5,
+            meaning="latency of one collective call (all-reduce, all-to-all, send)",
+        ),
+        "link_efficiency": dict(
+            unit="fraction of link bandwidth",
+            lower=0.1,
+            upper=1.0,
+            prior=0.8,
+            meaning="link bandwidth a collective's bytes reach",
+        ),
+    }.items()
+}
 
 
 Share = Annotated[float, Bounds(gt=0, le=1)]  #: a share of a peak, in (0, 1]
@@ -152,16 +231,22 @@ def build_profile_index() -> dict[str, dict[str, Any]]:
     scripts/fit_profiles.py): per file stem, the CRC-32 of the YAML's bytes and its validated
     content, so that a command reads a shipped profile without pydantic or a YAML parser (as
     :mod:`llm_cost.specs.load` does for specs)."""
-    return {path.stem: {"crc32": _digest(path), "profile": to_data(_from_yaml(path))}
-            for path in sorted(profiles_dir().glob("*.yaml"))}
+    return {
+        path.stem: {"crc32": _digest(path), "profile": to_data(_from_yaml(path))}
+        for path in sorted(profiles_dir().glob("*.yaml"))
+    }
 
 
 def profile_index_source(index: dict[str, dict[str, Any]]) -> str:
     """The text of :mod:`llm_cost.perf.profile_index` for ``index`` (:func:`build_profile_index`)."""
     from llm_cost.core.serialize import literal_module
 
-    return literal_module("The index of the shipped calibration profiles: their hashes and validated content.\n"
-                          "Generated by ``python scripts/fit_profiles.py``; do not edit.", "INDEX", index)
+    return literal_module(
+        "The index of the shipped calibration profiles: their hashes and validated content.\n"
+        "Generated by ``python scripts/fit_profiles.py``; do not edit.",
+        "INDEX",
+        index,
+    )
 
 
 def _digest(path: Path) -> str:
@@ -190,9 +275,16 @@ def _rebuilt(data: dict[str, Any]) -> Profile:
     """The profile an index entry holds (validated when the index was built), without validating it
     again; a test checks it equals the validated profile for every shipped file."""
     error = data.get("error")
-    copied = {k: type(v)(v) if isinstance(v, (list, dict)) else v for k, v in data.items()}  # no list shared with the index
-    return Profile(**{**copied, "parameters": Parameters(**data["parameters"]),
-                      "error": FitError(**error) if error is not None else None})
+    copied = {
+        k: type(v)(v) if isinstance(v, (list, dict)) else v for k, v in data.items()
+    }  # no list shared with the index
+    return Profile(
+        **{
+            **copied,
+            "parameters": Parameters(**data["parameters"]),
+            "error": FitError(**error) if error is not None else None,
+        }
+    )
 
 
 @lru_cache(maxsize=64)
@@ -216,8 +308,10 @@ def load_profile(name_or_path: str) -> Profile:
         return _load(path.resolve())
     shipped = profiles_dir() / f"{text.lower()}.yaml"
     if not shipped.is_file():
-        raise SpecError(f"--profile: unknown profile {shown(text, 60)!r}. Shipped profiles: "
-                        f"{', '.join(profile_names())} (or give a profile YAML file)")
+        raise SpecError(
+            f"--profile: unknown profile {shown(text, 60)!r}. Shipped profiles: "
+            f"{', '.join(profile_names())} (or give a profile YAML file)"
+        )
     return _load(shipped)
 
 
@@ -232,8 +326,23 @@ def profile_note(profile: Profile, gpu_name: str) -> Note:
     transferred (from where, the error to expect), and whether the profile is another GPU's."""
     other = profile.gpu if profile.gpu != gpu_name else None
     if profile.kind == "fitted" and profile.error is not None:
-        return note("prediction.fitted", name=profile.name, engine=profile.engine, rows=profile.error.rows,
-                    gpu=profile.gpu, loo_median=profile.error.loo_median, loo_max=profile.error.loo_max,
-                    other_gpu=other, target=gpu_name)
-    return note("prediction.transferred", name=profile.name, source=profile.transferred_from, engine=profile.engine,
-                expected_error=profile.expected_error, other_gpu=other, target=gpu_name)
+        return note(
+            "prediction.fitted",
+            name=profile.name,
+            engine=profile.engine,
+            rows=profile.error.rows,
+            gpu=profile.gpu,
+            loo_median=profile.error.loo_median,
+            loo_max=profile.error.loo_max,
+            other_gpu=other,
+            target=gpu_name,
+        )
+    return note(
+        "prediction.transferred",
+        name=profile.name,
+        source=profile.transferred_from,
+        engine=profile.engine,
+        expected_error=profile.expected_error,
+        other_gpu=other,
+        target=gpu_name,
+    )

@@ -33,8 +33,7 @@ def ridge(gpu: HardwareSpec, dtype: str) -> float:
 
 def ridge_points(gpu: HardwareSpec) -> list[Ridge]:
     """Ridge point for every dtype the GPU's datasheet lists."""
-    return [Ridge(d, t, gpu.memory_bandwidth_tb_s, t / gpu.memory_bandwidth_tb_s)
-            for d, t in gpu.dense_tflops.items()]
+    return [Ridge(d, t, gpu.memory_bandwidth_tb_s, t / gpu.memory_bandwidth_tb_s) for d, t in gpu.dense_tflops.items()]
 
 
 def default_compute_dtype(weights_dtype: str, gpu: HardwareSpec) -> Dtype:

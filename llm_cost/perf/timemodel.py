@@ -30,8 +30,18 @@ from llm_cost.core.types import OpKind
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Step
 
-__all__ = ["OpTime", "StageTime", "StepTime", "TimeModel", "RooflineBound", "EfficiencyEstimate", "DEFAULT_MFU",
-           "DEFAULT_MBU", "DEFAULT_NETWORK_GB_S", "link_of"]
+__all__ = [
+    "OpTime",
+    "StageTime",
+    "StepTime",
+    "TimeModel",
+    "RooflineBound",
+    "EfficiencyEstimate",
+    "DEFAULT_MFU",
+    "DEFAULT_MBU",
+    "DEFAULT_NETWORK_GB_S",
+    "link_of",
+]
 
 #: Model FLOP utilisation of estimates when none is given (a typical dense-GEMM share of peak).
 DEFAULT_MFU = 0.6
@@ -113,15 +123,26 @@ def _divide(amount: float, rate: float, what: str) -> float:
     return seconds
 
 
-def _time(step: Step, gpu: HardwareSpec, flop_rate: float, byte_rate: float, network_gb_s: float, label: str,
-          kind: str, operators: bool) -> StepTime:
+def _time(
+    step: Step,
+    gpu: HardwareSpec,
+    flop_rate: float,
+    byte_rate: float,
+    network_gb_s: float,
+    label: str,
+    kind: str,
+    operators: bool,
+) -> StepTime:
     link, link_gb_s = link_of(step, gpu, network_gb_s)
     ops: list[OpTime] = []
     stages: list[StageTime] = []
     link_rate = link_gb_s * 1e9
     for stage in step.stages:
-        flops, nbytes, sent = [op.flops for op in stage.ops], [op.bytes for op in stage.ops], \
-            [op.comm_bytes for op in stage.ops]
+        flops, nbytes, sent = (
+            [op.flops for op in stage.ops],
+            [op.bytes for op in stage.ops],
+            [op.comm_bytes for op in stage.ops],
+        )
         for op, f, b, s in zip(stage.ops, flops, nbytes, sent) if operators else ():
             # as _divide: an operator's terms are at most its stage's, which _divide checks
             oc = float(f) / flop_rate if f else 0.0
@@ -156,8 +177,16 @@ class RooflineBound:
     def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
         """The bound of ``step`` on ``gpu`` (without ``operators``: no per-operator times, the same
         stages and totals); InputError if the GPU lacks the compute dtype."""
-        return _time(step, gpu, gpu.peak_flops(step.compute_dtype), gpu.bandwidth_bytes_s, self.network_gb_s,
-                     self.label, self.kind, operators)
+        return _time(
+            step,
+            gpu,
+            gpu.peak_flops(step.compute_dtype),
+            gpu.bandwidth_bytes_s,
+            self.network_gb_s,
+            self.label,
+            self.kind,
+            operators,
+        )
 
 
 @dataclass(frozen=True)
@@ -177,5 +206,13 @@ class EfficiencyEstimate:
     def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
         """The estimate of ``step`` on ``gpu`` (without ``operators``: no per-operator times, the
         same stages and totals); InputError if the GPU lacks the compute dtype."""
-        return _time(step, gpu, gpu.peak_flops(step.compute_dtype) * self.mfu, gpu.bandwidth_bytes_s * self.mbu,
-                     self.network_gb_s, self.label, self.kind, operators)
+        return _time(
+            step,
+            gpu,
+            gpu.peak_flops(step.compute_dtype) * self.mfu,
+            gpu.bandwidth_bytes_s * self.mbu,
+            self.network_gb_s,
+            self.label,
+            self.kind,
+            operators,
+        )

@@ -10,19 +10,32 @@ from __future__ import annotations
 import io
 import os
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from llm_cost.core.errors import OutputError
 from llm_cost.core.serialize import plain
 from llm_cost.core.units import fmt_iec, fmt_int, fmt_si
 
-__all__ = ["to_json", "console", "write_out", "print_table", "print_facts", "print_conventions", "pct",
-           "bytes_exact"]
+__all__ = ["to_json", "console", "write_out", "print_table", "print_facts", "print_conventions", "pct", "bytes_exact"]
 
 #: ASCII stand-ins for the characters the tables use, for a stdout that cannot encode them
 #: (PYTHONIOENCODING=ascii, a latin-1 terminal); anything else becomes "?".
-_ASCII = str.maketrans({"≈": "~", "µ": "u", "·": "*", "—": "-", "–": "-", "±": "+/-", "λ": "lambda",
-                        "θ": "theta", "§": "S", "×": "x", "…": "..."})
+_ASCII = str.maketrans(
+    {
+        "≈": "~",
+        "µ": "u",
+        "·": "*",
+        "—": "-",
+        "–": "-",
+        "±": "+/-",
+        "λ": "lambda",
+        "θ": "theta",
+        "§": "S",
+        "×": "x",
+        "…": "...",
+    }
+)
 
 
 def to_json(result: Any) -> str:
@@ -71,8 +84,15 @@ def console():  # noqa: ANN201 - rich type imported lazily
     # a terminal's own width (or $COLUMNS); 160 columns when writing to a pipe or file
     width = shutil.get_terminal_size(fallback=(160, 24)).columns
     styled = _is_terminal() and not os.environ.get("NO_COLOR")
-    return Console(file=_Page(), highlight=False, emoji=False, soft_wrap=False, width=width, force_terminal=styled,
-                   no_color=not styled)
+    return Console(
+        file=_Page(),
+        highlight=False,
+        emoji=False,
+        soft_wrap=False,
+        width=width,
+        force_terminal=styled,
+        no_color=not styled,
+    )
 
 
 def encodable(text: str, encoding: str) -> str:
@@ -105,8 +125,9 @@ def write_out(text: str) -> None:
         raise OutputError(f"cannot write to stdout: {reason}") from None
 
 
-def print_table(con, title: str, columns: list[tuple[str, str]], rows: Iterable[list[str]],
-                caption: str | None = None) -> None:
+def print_table(
+    con, title: str, columns: list[tuple[str, str]], rows: Iterable[list[str]], caption: str | None = None
+) -> None:
     """A table: ``columns`` are (header, justify) pairs; ``rows`` already-formatted strings."""
     import textwrap
 
@@ -114,8 +135,9 @@ def print_table(con, title: str, columns: list[tuple[str, str]], rows: Iterable[
 
     rows = [list(r) for r in rows]
     longest = max(len(title or ""), len(caption or ""))
-    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
-                  min_width=min(longest, con.width))  # the title and caption wrap only at the console's edge
+    table = Table(
+        title=title, caption=caption, title_justify="left", caption_justify="left", min_width=min(longest, con.width)
+    )  # the title and caption wrap only at the console's edge
     widest = [max((len(r[i]) for r in rows if i < len(r)), default=0) for i in range(len(columns))]
     natural = sum(max(w, len(h)) for w, (h, _) in zip(widest, columns)) + 3 * len(columns) + 1
     for i, (header, justify) in enumerate(columns):
@@ -163,4 +185,3 @@ def bytes_exact(n: float) -> str:
     if abs(n) < 1000:
         return exact
     return f"{exact} = {fmt_si(n)} = {fmt_iec(n)}"
-

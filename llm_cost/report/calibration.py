@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from llm_cost.analyses.calibration import Calibration
+from llm_cost.core.notes import note
 from llm_cost.core.units import fmt_int, fmt_seconds
 from llm_cost.perf.profile import PARAMETERS
 from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU
-from llm_cost.core.notes import note
 from llm_cost.report.base import print_conventions, print_table
 from llm_cost.specs.declare import to_data
 
@@ -23,30 +23,78 @@ def render_parameters(con, c: Calibration) -> None:
     """The profile's parameters: value, unit, fitted or at its prior."""
     values = to_data(c.profile.parameters)
     rows = [[k, f"{v:.4g}", PARAMETERS[k].unit, "fitted" if k in c.free else "prior"] for k, v in values.items()]
-    print_table(con, f"profile {c.profile.name}: {c.profile.gpu}, {c.profile.engine}",
-                [("parameter", "left"), ("value", "right"), ("unit", "left"), ("", "left")], rows)
+    print_table(
+        con,
+        f"profile {c.profile.name}: {c.profile.gpu}, {c.profile.engine}",
+        [("parameter", "left"), ("value", "right"), ("unit", "left"), ("", "left")],
+        rows,
+    )
 
 
 def render_rows(con, c: Calibration) -> None:
     """Per row: measured, leave-one-out prediction and its error, bound and estimate with theirs."""
-    rows = [[r.id, r.category, fmt_seconds(r.measured_s), fmt_seconds(r.loo_s), _pct(r.loo_error),
-             fmt_seconds(r.bound_s), _pct(r.bound_error), fmt_seconds(r.estimate_s), _pct(r.estimate_error)]
-            for r in c.rows]
-    print_table(con, f"{c.profile.name} ({c.profile.kind}): predicted vs measured, {c.method} ({len(c.rows)} rows)",
-                [("row", "left"), ("category", "left"), ("measured", "right"), ("predicted", "right"),
-                 ("error", "right"), ("bound", "right"), ("error", "right"), ("estimate", "right"),
-                 ("error", "right")], rows)
+    rows = [
+        [
+            r.id,
+            r.category,
+            fmt_seconds(r.measured_s),
+            fmt_seconds(r.loo_s),
+            _pct(r.loo_error),
+            fmt_seconds(r.bound_s),
+            _pct(r.bound_error),
+            fmt_seconds(r.estimate_s),
+            _pct(r.estimate_error),
+        ]
+        for r in c.rows
+    ]
+    print_table(
+        con,
+        f"{c.profile.name} ({c.profile.kind}): predicted vs measured, {c.method} ({len(c.rows)} rows)",
+        [
+            ("row", "left"),
+            ("category", "left"),
+            ("measured", "right"),
+            ("predicted", "right"),
+            ("error", "right"),
+            ("bound", "right"),
+            ("error", "right"),
+            ("estimate", "right"),
+            ("error", "right"),
+        ],
+        rows,
+    )
 
 
 def render_categories(con, c: Calibration) -> None:
     """Median and max |error| per category: the prediction (held out), the bound and the estimate."""
-    rows = [[k.category, fmt_int(k.rows), _abs_pct(k.loo_median), _abs_pct(k.loo_max),
-             f"{k.loo_within_10pct}/{k.rows}", _abs_pct(k.bound_median), _abs_pct(k.estimate_median),
-             f"{k.estimate_within_10pct}/{k.rows}"] for k in c.categories]
-    print_table(con, f"{c.profile.name}: |error| by category, prediction {c.method}",
-                [("category", "left"), ("rows", "right"), ("median", "right"), ("max", "right"),
-                 ("within 10%", "right"), ("bound median", "right"), ("estimate median", "right"),
-                 ("estimate within 10%", "right")], rows)
+    rows = [
+        [
+            k.category,
+            fmt_int(k.rows),
+            _abs_pct(k.loo_median),
+            _abs_pct(k.loo_max),
+            f"{k.loo_within_10pct}/{k.rows}",
+            _abs_pct(k.bound_median),
+            _abs_pct(k.estimate_median),
+            f"{k.estimate_within_10pct}/{k.rows}",
+        ]
+        for k in c.categories
+    ]
+    print_table(
+        con,
+        f"{c.profile.name}: |error| by category, prediction {c.method}",
+        [
+            ("category", "left"),
+            ("rows", "right"),
+            ("median", "right"),
+            ("max", "right"),
+            ("within 10%", "right"),
+            ("bound median", "right"),
+            ("estimate median", "right"),
+            ("estimate within 10%", "right"),
+        ],
+        rows,
+    )
 
 
 def render_calibration(con, c: Calibration) -> None:
@@ -55,8 +103,10 @@ def render_calibration(con, c: Calibration) -> None:
         con.print(f"[bold]wrote profile {c.profile.name} to {c.out}[/bold]")
     render_parameters(con, c)
     render_categories(con, c)
-    print_conventions(con, [note("calibration.fixed", parameter=k, why=why) for k, why in c.fixed.items()]
-                      + [note("calibration.error")])
+    print_conventions(
+        con,
+        [note("calibration.fixed", parameter=k, why=why) for k, why in c.fixed.items()] + [note("calibration.error")],
+    )
 
 
 def render_validation(con, results: list[Calibration]) -> None:
@@ -64,5 +114,6 @@ def render_validation(con, results: list[Calibration]) -> None:
     for c in results:
         render_rows(con, c)
         render_categories(con, c)
-    print_conventions(con, [note("calibration.validation"), note("calibration.estimate", mfu=DEFAULT_MFU,
-                                                                                  mbu=DEFAULT_MBU)])
+    print_conventions(
+        con, [note("calibration.validation"), note("calibration.estimate", mfu=DEFAULT_MFU, mbu=DEFAULT_MBU)]
+    )

@@ -10,22 +10,53 @@ from llm_cost.report.base import print_table
 def render(con, entries: list) -> None:
     """The catalogue of models or GPUs."""
     if entries and isinstance(entries[0], ModelEntry):
-        rows = [[e.name, e.display_name, e.architecture, fmt_int(e.total_params), ", ".join(e.aliases)]
-                for e in entries]
-        print_table(con, "Shipped models", [("name", "left"), ("model", "left"), ("architecture", "left"),
-                                             ("parameters", "right"), ("aliases", "left")], rows)
+        rows = [
+            [e.name, e.display_name, e.architecture, fmt_int(e.total_params), ", ".join(e.aliases)] for e in entries
+        ]
+        print_table(
+            con,
+            "Shipped models",
+            [
+                ("name", "left"),
+                ("model", "left"),
+                ("architecture", "left"),
+                ("parameters", "right"),
+                ("aliases", "left"),
+            ],
+            rows,
+        )
         return
     rows = []
     for e in entries:
         assert isinstance(e, GPUEntry)
-        rows.append([e.name, e.display_name, f"{e.memory_gb:g}", f"{e.memory_bandwidth_tb_s:g}",
-                     f"{e.bf16_dense_tflops:g}" if e.bf16_dense_tflops else "-",
-                     f"{e.fp8_dense_tflops:g}" if e.fp8_dense_tflops else "-", f"{e.tdp_w:g}",
-                     ", ".join(e.aliases)])
-    print_table(con, "Shipped GPUs (dense peaks, datasheet units)",
-                [("name", "left"), ("GPU", "left"), ("memory GB", "right"), ("bandwidth TB/s", "right"),
-                 ("BF16 TFLOP/s", "right"), ("FP8 TFLOP/s", "right"), ("TDP W", "right"), ("aliases", "left")],
-                rows, caption="GB = 10^9 B, TB/s = 10^12 B/s; TFLOP/s without sparsity")
+        rows.append(
+            [
+                e.name,
+                e.display_name,
+                f"{e.memory_gb:g}",
+                f"{e.memory_bandwidth_tb_s:g}",
+                f"{e.bf16_dense_tflops:g}" if e.bf16_dense_tflops else "-",
+                f"{e.fp8_dense_tflops:g}" if e.fp8_dense_tflops else "-",
+                f"{e.tdp_w:g}",
+                ", ".join(e.aliases),
+            ]
+        )
+    print_table(
+        con,
+        "Shipped GPUs (dense peaks, datasheet units)",
+        [
+            ("name", "left"),
+            ("GPU", "left"),
+            ("memory GB", "right"),
+            ("bandwidth TB/s", "right"),
+            ("BF16 TFLOP/s", "right"),
+            ("FP8 TFLOP/s", "right"),
+            ("TDP W", "right"),
+            ("aliases", "left"),
+        ],
+        rows,
+        caption="GB = 10^9 B, TB/s = 10^12 B/s; TFLOP/s without sparsity",
+    )
 
 
 def render_spec(con, view: SpecView) -> None:

@@ -10,15 +10,28 @@ from llm_cost.report.base import print_conventions, print_facts, print_table
 def render(con, r: ContextResult, display_name: str) -> None:
     """Crossover, then one row per context."""
     con.print(f"[bold]{display_name}: long-context costs[/bold]")
-    print_facts(con, [
-        ("weight FLOPs per token", f"{fmt_flops(r.weight_flops_per_token)} ({r.weight_convention})"),
-        ("attention = weight FLOPs at", "never (attention per token stops growing)" if r.crossover_context is None
-         else f"{r.crossover_context:,.1f} tokens"),
-    ])
+    print_facts(
+        con,
+        [
+            ("weight FLOPs per token", f"{fmt_flops(r.weight_flops_per_token)} ({r.weight_convention})"),
+            (
+                "attention = weight FLOPs at",
+                "never (attention per token stops growing)"
+                if r.crossover_context is None
+                else f"{r.crossover_context:,.1f} tokens",
+            ),
+        ],
+    )
     has_state = any(x.state_bytes for x in r.rows)
     has_all = any(x.all_attention_kv_bytes is not None for x in r.rows)
-    columns = [("context", "right"), ("attention / token", "right"), ("attention / weights", "right"),
-               ("prefill FLOPs", "right"), ("TTFT bound", "right"), ("TTFT estimate", "right")]
+    columns = [
+        ("context", "right"),
+        ("attention / token", "right"),
+        ("attention / weights", "right"),
+        ("prefill FLOPs", "right"),
+        ("TTFT bound", "right"),
+        ("TTFT estimate", "right"),
+    ]
     documents = r.weight_convention != "gemm"
     if documents:
         columns.append(("documents' prefill", "right"))
@@ -30,12 +43,19 @@ def render(con, r: ContextResult, display_name: str) -> None:
     columns.append(("S = QK^T per layer", "right"))
     rows = []
     for x in r.rows:
-        row = [fmt_int(x.context), fmt_flops(x.attention_flops_per_token), f"{x.attention_to_weight:,.2f}x",
-               fmt_flops(x.prefill_flops), fmt_seconds(x.prefill_bound_s) if x.prefill_bound_s else "-",
-               fmt_seconds(x.prefill_estimate_s) if x.prefill_estimate_s else "-"]
+        row = [
+            fmt_int(x.context),
+            fmt_flops(x.attention_flops_per_token),
+            f"{x.attention_to_weight:,.2f}x",
+            fmt_flops(x.prefill_flops),
+            fmt_seconds(x.prefill_bound_s) if x.prefill_bound_s else "-",
+            fmt_seconds(x.prefill_estimate_s) if x.prefill_estimate_s else "-",
+        ]
         if documents:
-            row.append(fmt_flops(x.document_prefill_flops) + (f", {fmt_seconds(x.document_prefill_time_s)}"
-                                                              if x.document_prefill_time_s else ""))
+            row.append(
+                fmt_flops(x.document_prefill_flops)
+                + (f", {fmt_seconds(x.document_prefill_time_s)}" if x.document_prefill_time_s else "")
+            )
         row.append(fmt_iec(x.kv_bytes))
         if has_state:
             row += [fmt_iec(x.state_bytes), fmt_iec(x.kv_plus_state_bytes)]

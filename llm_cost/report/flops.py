@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from llm_cost.workload.flops import ForwardFlops
 from llm_cost.core.units import fmt_int
 from llm_cost.report.base import print_conventions, print_table
+from llm_cost.workload.flops import ForwardFlops
 
 
 def _e(x: float) -> str:
@@ -19,13 +19,33 @@ def render(con, results: list[ForwardFlops], display_name: str, phase: str) -> N
     rows = []
     for f in results:
         length = f.new_tokens if phase == "prefill" else f.cached
-        rows.append([fmt_int(length), _e(f.linear_flops_per_layer), _e(f.attention_flops_per_layer),
-                     _e(f.block_flops), _e(f.lm_head_flops), _e(f.total_flops),
-                     f"{f.total_flops / 1e12:,.2f}"])
+        rows.append(
+            [
+                fmt_int(length),
+                _e(f.linear_flops_per_layer),
+                _e(f.attention_flops_per_layer),
+                _e(f.block_flops),
+                _e(f.lm_head_flops),
+                _e(f.total_flops),
+                f"{f.total_flops / 1e12:,.2f}",
+            ]
+        )
     head = "prompt tokens" if phase == "prefill" else "cached tokens"
-    title = (f"{display_name}: {phase} FLOPs, batch {first.batch}"
-             + (", one new token per sequence" if phase == "decode" else ""))
-    print_table(con, title, [(head, "right"), (f"linear {per}", "right"), (f"attention {per}", "right"),
-                             (f"{first.layers} layers", "right"), ("LM head", "right"), ("total FLOPs", "right"),
-                             ("TFLOP", "right")], rows)
+    title = f"{display_name}: {phase} FLOPs, batch {first.batch}" + (
+        ", one new token per sequence" if phase == "decode" else ""
+    )
+    print_table(
+        con,
+        title,
+        [
+            (head, "right"),
+            (f"linear {per}", "right"),
+            (f"attention {per}", "right"),
+            (f"{first.layers} layers", "right"),
+            ("LM head", "right"),
+            ("total FLOPs", "right"),
+            ("TFLOP", "right"),
+        ],
+        rows,
+    )
     print_conventions(con, first.conventions)

@@ -17,7 +17,10 @@ def print_defaults(con, defaults: list[str]) -> None:
 
 def render_import(con, r, verbose: bool) -> None:
     """One line for what was written, then (with --verbose) the defaults applied."""
-    con.print(f"wrote {r.path}: {r.name} ({r.display_name}, model_type {r.model_type}), "
-              f"{fmt_int(r.total_params)} parameters ({r.total_params / 1e9:.2f}B); source {r.source}", markup=False)
+    con.print(
+        f"wrote {r.path}: {r.name} ({r.display_name}, model_type {r.model_type}), "
+        f"{fmt_int(r.total_params)} parameters ({r.total_params / 1e9:.2f}B); source {r.source}",
+        markup=False,
+    )
     if verbose:
         print_defaults(con, r.defaults)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from llm_cost.model.kv import KVResult
 from llm_cost.core.units import fmt_int
+from llm_cost.model.kv import KVResult
 from llm_cost.report.base import bytes_exact, print_conventions, print_facts, print_table
 
 
@@ -18,26 +18,40 @@ def render(con, r: KVResult, display_name: str) -> None:
     facts = [("formula", r.formula)]
     for k in r.layer_kinds:
         if k.layer_type in ("linear_attention", "mamba2"):
-            facts.append((f"{k.layer_type} ({k.layers} layers)",
-                          f"no per-token cache; {k.formula}: {bytes_exact(k.state_bytes)} per layer, "
-                          f"+ conv state {bytes_exact(k.conv_state_bytes)}"))
+            facts.append(
+                (
+                    f"{k.layer_type} ({k.layers} layers)",
+                    f"no per-token cache; {k.formula}: {bytes_exact(k.state_bytes)} per layer, "
+                    f"+ conv state {bytes_exact(k.conv_state_bytes)}",
+                )
+            )
         else:
             cap = f", at most {k.window:,} tokens" if k.window else ""
-            facts.append((f"{k.layer_type} ({k.layers} layers)",
-                          f"{bytes_exact(k.bytes_per_token)} per token per layer{cap}"))
+            facts.append(
+                (f"{k.layer_type} ({k.layers} layers)", f"{bytes_exact(k.bytes_per_token)} per token per layer{cap}")
+            )
     facts.append(("per token (all caching layers)", bytes_exact(r.bytes_per_token)))
     if r.mha_bytes_per_token is not None:
-        label = ("MHA equivalent per token (n_h heads x v_head_dim for K and for V)" if r.mla_absorbed_flop_ratio
-                 else "MHA equivalent per token (n_kv = n_q)")
+        label = (
+            "MHA equivalent per token (n_h heads x v_head_dim for K and for V)"
+            if r.mla_absorbed_flop_ratio
+            else "MHA equivalent per token (n_kv = n_q)"
+        )
         facts.append((label, f"{bytes_exact(r.mha_bytes_per_token)} ({r.mha_ratio:.2f}x)"))
     if r.kv_read_intensity is not None:
         how = " (absorbed MLA: all heads read one latent)" if r.mla_absorbed_flop_ratio else ""
         facts.append(("decode KV read intensity", f"{r.kv_read_intensity:.1f} FLOP per KV byte{how}"))
     if r.mla_absorbed_flop_ratio:
-        facts.append(("absorbed vs plain attention FLOPs", f"{r.mla_absorbed_flop_ratio:.2f}x (the price of "
-                                                           "reading only the latent)"))
-    con.print(f"[bold]{display_name} ({r.model}): KV cache at {r.kv_dtype} "
-              f"({r.bits_per_element} bits per element), batch {r.batch}[/bold]")
+        facts.append(
+            (
+                "absorbed vs plain attention FLOPs",
+                f"{r.mla_absorbed_flop_ratio:.2f}x (the price of reading only the latent)",
+            )
+        )
+    con.print(
+        f"[bold]{display_name} ({r.model}): KV cache at {r.kv_dtype} "
+        f"({r.bits_per_element} bits per element), batch {r.batch}[/bold]"
+    )
     print_facts(con, facts)
     has_state = any(c.state_bytes for c in r.contexts)
     has_mha = any(c.mha_equivalent_bytes is not None for c in r.contexts)

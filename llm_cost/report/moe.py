@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llm_cost.analyses.moe import MoEResult
-from llm_cost.core.units import fmt_int, fmt_iec, fmt_si
+from llm_cost.core.units import fmt_iec, fmt_int, fmt_si
 from llm_cost.report.base import print_conventions, print_facts, print_table
 
 
@@ -11,47 +11,88 @@ def _allreduce(r) -> str:
     """The all-reduce a TP FFN needs instead of the all-to-all; at TP 1 there is none."""
     if r.all_to_all_vs_allreduce is None:
         return "none at TP 1 (one GPU holds the whole FFN); give --tp 2 or more to compare with the all-to-all"
-    return (f"{fmt_iec(r.allreduce_bytes_per_token_per_layer)} per token (the all-reduce a TP FFN needs in place of "
-            f"the all-to-all; all-to-all is {r.all_to_all_vs_allreduce:.1f}x)")
+    return (
+        f"{fmt_iec(r.allreduce_bytes_per_token_per_layer)} per token (the all-reduce a TP FFN needs in place of "
+        f"the all-to-all; all-to-all is {r.all_to_all_vs_allreduce:.1f}x)"
+    )
 
 
 def render(con, r: MoEResult, display_name: str) -> None:
     """Three counts, expert traffic per batch, EP memory, all-to-all, expert GEMM ridge."""
-    con.print(f"[bold]{display_name}: {r.num_experts} routed experts, top-{r.top_k}, {r.moe_layers} MoE layers, "
-              f"weights at {r.weight_bits:g} bits[/bold]")
-    print_facts(con, [
-        ("total parameters: set the memory", f"{fmt_int(r.total_params)}, {fmt_si(r.total_bytes)} of weights"),
-        ("active per token: set the FLOPs", f"{fmt_int(r.active_params)}; weight FLOPs per token 2 x active N_gemm "
-                                            f"= {r.weight_flops_per_token / 1e9:,.2f} GFLOP"),
-        ("non-routed parameters", fmt_int(r.non_routed_params)),
-        ("one routed expert, one layer", fmt_int(r.expert_params)),
-    ])
+    con.print(
+        f"[bold]{display_name}: {r.num_experts} routed experts, top-{r.top_k}, {r.moe_layers} MoE layers, "
+        f"weights at {r.weight_bits:g} bits[/bold]"
+    )
+    print_facts(
+        con,
+        [
+            ("total parameters: set the memory", f"{fmt_int(r.total_params)}, {fmt_si(r.total_bytes)} of weights"),
+            (
+                "active per token: set the FLOPs",
+                f"{fmt_int(r.active_params)}; weight FLOPs per token 2 x active N_gemm "
+                f"= {r.weight_flops_per_token / 1e9:,.2f} GFLOP",
+            ),
+            ("non-routed parameters", fmt_int(r.non_routed_params)),
+            ("one routed expert, one layer", fmt_int(r.expert_params)),
+        ],
+    )
     ep = r.ep > 1
-    rows = [[fmt_int(x.batch), f"{x.expected_experts:,.1f}"] + ([f"{x.expected_experts_per_rank:,.2f}"] if ep else [])
-            + [fmt_si(x.weight_bytes_read), fmt_si(x.weight_bytes_seed), fmt_si(x.dense_same_memory_bytes),
-               f"{x.expert_gemm_rows:,.2f}", f"{x.expert_gemm_intensity:,.2f}"] for x in r.rows]
+    rows = [
+        [fmt_int(x.batch), f"{x.expected_experts:,.1f}"]
+        + ([f"{x.expected_experts_per_rank:,.2f}"] if ep else [])
+        + [
+            fmt_si(x.weight_bytes_read),
+            fmt_si(x.weight_bytes_seed),
+            fmt_si(x.dense_same_memory_bytes),
+            f"{x.expert_gemm_rows:,.2f}",
+            f"{x.expert_gemm_intensity:,.2f}",
+        ]
+        for x in r.rows
+    ]
     columns = [("batch", "right"), ("experts hit per layer", "right")]
     if ep:
         columns.append((f"per EP rank (of {r.ep})", "right"))
-    columns += [("weights read", "right"), ("all non-routed + experts hit", "right"), ("dense, same memory", "right"),
-                ("rows per running expert", "right"), ("its FLOP/byte", "right")]
-    print_table(con, "read per decode step (bandwidth)", columns, rows,
-                caption="weights read = matmul weights used + vectors + embedding rows; the next column counts the "
-                        "whole embedding as the source documents do; a dense model of the same memory reads all of "
-                        "it every step; the third parameter count (read per step) sets the bandwidth")
+    columns += [
+        ("weights read", "right"),
+        ("all non-routed + experts hit", "right"),
+        ("dense, same memory", "right"),
+        ("rows per running expert", "right"),
+        ("its FLOP/byte", "right"),
+    ]
+    print_table(
+        con,
+        "read per decode step (bandwidth)",
+        columns,
+        rows,
+        caption="weights read = matmul weights used + vectors + embedding rows; the next column counts the "
+        "whole embedding as the source documents do; a dense model of the same memory reads all of "
+        "it every step; the third parameter count (read per step) sets the bandwidth",
+    )
     facts = [
-        (f"weights per GPU at EP {r.ep}", f"{fmt_si(r.weights_per_gpu_bytes)} ({float(r.experts_per_rank):g} experts "
-                                          f"per GPU per layer, non-expert weights replicated)"),
-        ("all-to-all per token per layer", f"dispatch {fmt_iec(r.dispatch_bytes_per_token_per_layer)} "
-                                           f"({r.dispatch_bits} bits) + combine {fmt_iec(r.combine_bytes_per_token_per_layer)} "
-                                           f"({r.combine_bits} bits)"),
+        (
+            f"weights per GPU at EP {r.ep}",
+            f"{fmt_si(r.weights_per_gpu_bytes)} ({float(r.experts_per_rank):g} experts "
+            f"per GPU per layer, non-expert weights replicated)",
+        ),
+        (
+            "all-to-all per token per layer",
+            f"dispatch {fmt_iec(r.dispatch_bytes_per_token_per_layer)} "
+            f"({r.dispatch_bits} bits) + combine {fmt_iec(r.combine_bytes_per_token_per_layer)} "
+            f"({r.combine_bits} bits)",
+        ),
         (f"TP-{r.tp} ring all-reduce of one hidden state", _allreduce(r)),
-        (f"all-to-all for a {r.prompt_tokens:,}-token prompt", f"{fmt_iec(r.prompt_all_to_all_bytes)} over "
-                                                               f"{r.moe_layers} MoE layers"),
+        (
+            f"all-to-all for a {r.prompt_tokens:,}-token prompt",
+            f"{fmt_iec(r.prompt_all_to_all_bytes)} over {r.moe_layers} MoE layers",
+        ),
     ]
     if r.tokens_to_pass_ridge is not None:
-        facts.append((f"tokens per layer for expert GEMMs to pass the {r.gpu} ridge",
-                      f"{r.tokens_to_pass_ridge:,.0f} (ridge {r.ridge:,.1f} at {r.compute_dtype}, x E/k = "
-                      f"{r.experts_per_top_k:g})"))
+        facts.append(
+            (
+                f"tokens per layer for expert GEMMs to pass the {r.gpu} ridge",
+                f"{r.tokens_to_pass_ridge:,.0f} (ridge {r.ridge:,.1f} at {r.compute_dtype}, x E/k = "
+                f"{r.experts_per_top_k:g})",
+            )
+        )
     print_facts(con, facts)
     print_conventions(con, r.conventions)

@@ -14,15 +14,23 @@ def render(con, r: ImageResult) -> None:
     con.print(f"[bold]{r.model}: {what}, decoder {r.decoder}[/bold]")
     facts = [
         ("resized to", f"{v.resized_width}x{v.resized_height} px"),
-        ("patches", f"{fmt_int(v.patches)}" + (f" per group x {v.temporal_groups} temporal groups"
-                                                if v.temporal_groups > 1 else "")),
+        (
+            "patches",
+            f"{fmt_int(v.patches)}"
+            + (f" per group x {v.temporal_groups} temporal groups" if v.temporal_groups > 1 else ""),
+        ),
         ("decoder tokens", f"[bold]{fmt_int(v.tokens)}[/bold] ({r.connector})"),
-        ("encoder: ViT blocks + attention", f"{fmt_flops(v.blocks_with_attention_flops)} "
-                                            f"(attention {v.attention_share:.0%})"),
+        (
+            "encoder: ViT blocks + attention",
+            f"{fmt_flops(v.blocks_with_attention_flops)} (attention {v.attention_share:.0%})",
+        ),
         ("encoder: patch embedding + merger", fmt_flops(v.embed_and_merger_flops)),
-        ("decoder prefill of the visual tokens", f"{fmt_flops(r.decoder_prefill_flops)} = weights "
-                                                f"{fmt_flops(r.decoder_weight_flops)} + attention "
-                                                f"{fmt_flops(r.decoder_attention_flops)}"),
+        (
+            "decoder prefill of the visual tokens",
+            f"{fmt_flops(r.decoder_prefill_flops)} = weights "
+            f"{fmt_flops(r.decoder_weight_flops)} + attention "
+            f"{fmt_flops(r.decoder_attention_flops)}",
+        ),
         ("KV of the visual tokens", fmt_iec(r.kv_bytes)),
         ("encoder output", fmt_iec(r.encoder_output_bytes)),
         ("KV / encoder output", f"{r.kv_to_encoder_output:g} (= 2 L n_kv d_head / d_model)"),

@@ -7,7 +7,7 @@ checks that every code the engine uses has one).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from llm_cost.core.notes import Note
 
@@ -20,9 +20,11 @@ def _contexts(p: dict) -> str:
 
 def _does_not_fit(p: dict) -> str:
     where, fix = ("one", "give --tp/--pp for a layout") if p["one_gpu"] else ("each", "use more GPUs or fewer bits")
-    return (f"note: weights + KV need {float(p['need_bytes']) / 1e9:,.1f} GB on the fullest GPU, more than {where} "
-            f"{p['gpu']}'s {p['capacity_bytes'] / 1e9:,.1f} GB; these times are hypothetical: {fix}, or see "
-            "`llm-cost fit`")
+    return (
+        f"note: weights + KV need {float(p['need_bytes']) / 1e9:,.1f} GB on the fullest GPU, more than {where} "
+        f"{p['gpu']}'s {p['capacity_bytes'] / 1e9:,.1f} GB; these times are hypothetical: {fix}, or see "
+        "`llm-cost fit`"
+    )
 
 
 def _capacity_policy(p: dict) -> str:
@@ -30,16 +32,20 @@ def _capacity_policy(p: dict) -> str:
         where = f"{p['memory_gib']:g} GiB = {p['capacity_bytes']:,} B (physical)"
     else:
         where = f"{p['memory_gb']:g} GB = {p['capacity_bytes']:,} B (datasheet, 10^9 B per GB)"
-    return (f"memory per GPU: {where} x {p['utilization']:.0%} (GPU memory utilisation, as vLLM) less the weights, "
-            + ("an activation workspace (an estimate for the largest step's tokens), " if p["workspace"] else "")
-            + f"a runtime reserve of {p['reserve_bytes']:,} B; the rest holds the KV cache")
+    return (
+        f"memory per GPU: {where} x {p['utilization']:.0%} (GPU memory utilisation, as vLLM) less the weights, "
+        + ("an activation workspace (an estimate for the largest step's tokens), " if p["workspace"] else "")
+        + f"a runtime reserve of {p['reserve_bytes']:,} B; the rest holds the KV cache"
+    )
 
 
 def _context_prefill(p: dict) -> str:
     if not p["gpu"]:
         return "prefill = time to first token of one s-token prompt, from the step's operators; no GPU given"
-    return (f"prefill = time to first token of one s-token prompt, from the step's operators; bound at {p['dtype']} "
-            f"peak, estimate at MFU {p['mfu']:.0%}, MBU {p['mbu']:.0%}")
+    return (
+        f"prefill = time to first token of one s-token prompt, from the step's operators; bound at {p['dtype']} "
+        f"peak, estimate at MFU {p['mfu']:.0%}, MBU {p['mbu']:.0%}"
+    )
 
 
 def _document_prefill(p: dict) -> str:
@@ -51,8 +57,10 @@ def _train_flops(p: dict) -> str:
     text = f"FLOPs = 6 N D with N = {'active ' if p['active'] else ''}parameters ({p['params']:,}); "
     if p["full_recompute"]:
         text += "full recompute adds a forward pass: 8 N D hardware FLOPs; "
-    text += ("attention FLOPs not included (as the source documents, seed 000 §十一); with attention, from the "
-             f"operators of {p['seq']:,}-token sequences: 3 x forward")
+    text += (
+        "attention FLOPs not included (as the source documents, seed 000 §十一); with attention, from the "
+        f"operators of {p['seq']:,}-token sequences: 3 x forward"
+    )
     return text + (" x 4/3 (recompute)" if p["full_recompute"] else "")
 
 
@@ -63,13 +71,17 @@ def _other_gpu(p: dict) -> str:
 
 
 def _fitted(p: dict) -> str:
-    return (f"prediction: profile {p['name']} ({p['engine']}), fitted on {p['rows']} measured rows of {p['gpu']}, "
-            f"leave-one-out median error {p['loo_median']:.1%}, max {p['loo_max']:.1%}" + _other_gpu(p))
+    return (
+        f"prediction: profile {p['name']} ({p['engine']}), fitted on {p['rows']} measured rows of {p['gpu']}, "
+        f"leave-one-out median error {p['loo_median']:.1%}, max {p['loo_max']:.1%}" + _other_gpu(p)
+    )
 
 
 def _transferred(p: dict) -> str:
-    return (f"prediction: profile {p['name']} is transferred from {p['source']} ({p['engine']}); expected error: "
-            f"{p['expected_error']}" + _other_gpu(p))
+    return (
+        f"prediction: profile {p['name']} is transferred from {p['source']} ({p['engine']}); expected error: "
+        f"{p['expected_error']}" + _other_gpu(p)
+    )
 
 
 def _model_scaling(p: dict) -> str:
@@ -79,24 +91,26 @@ def _model_scaling(p: dict) -> str:
 TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "params.counted": "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
     "params.n_gemm": "N_gemm: matmul weights a token passes through (no embedding lookup, norms or biases; LM head "
-                     "included)",
+    "included)",
     "params.weight_bytes": "weight bytes: every parameter at {bits:g} bits ({dtype}); GB = 10^9 B, GiB = 2^30 B",
     "params.active": "active: all parameters less the routed experts a token skips (k of E per MoE layer)",
     "params.mtp": "MTP modules reported apart from the main model; the checkpoint also stores copies of the embedding "
-                  "and LM head with them",
+    "and LM head with them",
     "kv.dtype": "KV dtype {dtype} ({bits} bits per element); bytes exact; KiB/MiB/GiB = 2^10/2^20/2^30 B, "
-                "kB/MB/GB = 10^3/10^6/10^9 B",
+    "kB/MB/GB = 10^3/10^6/10^9 B",
     "kv.context": "context = tokens held per sequence (128K = 131,072; 128000 as written)",
     "kv.linear_state": "linear-attention state: recurrent n_v x d_k x d_v per layer (seed 003 §05); the causal-conv "
-                       "state is listed apart",
+    "state is listed apart",
     "kv.window": "sliding-window layers keep at most W = {window:,} tokens",
     "kv.mamba_state": "Mamba-2 state: H x P x N SSM state and (H P + 2 G N) x (kernel - 1) conv state per layer per "
-                      "sequence, at the KV dtype (engines often keep the SSM state in fp32)",
+    "sequence, at the KV dtype (engines often keep the SSM state in fp32)",
     "kv.chunk": "chunked-attention layers keep at most C = {chunk:,} tokens (the current chunk; counted as "
-                "min(context, C), the reserve an engine needs)",
-    "warning.context_over_max": lambda p: (f"note: {_contexts(p)} tokens exceed {p['model']}'s max_position_embeddings "
-                                           f"({p['max_position_embeddings']:,}): figures at such lengths are "
-                                           "hypothetical"),
+    "min(context, C), the reserve an engine needs)",
+    "warning.context_over_max": lambda p: (
+        f"note: {_contexts(p)} tokens exceed {p['model']}'s max_position_embeddings "
+        f"({p['max_position_embeddings']:,}): figures at such lengths are "
+        "hypothetical"
+    ),
     "warning.does_not_fit": _does_not_fit,
     "flops.counting": "2 FLOPs per multiply-add; weight FLOPs = 2 x weights used per token (routed experts: k of E)",
     "flops.not_counted": "norms, activations, softmax and residual adds not counted",
@@ -107,158 +121,172 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "mla.form": "MLA attention in the {form} form",
     "mla.absorbed_decode": "MLA: decode attention in the absorbed form, on the cached latent and RoPE key",
     "decode.step": "decode step: {batch} sequence(s), each adding 1 token after {context:,} cached tokens; the new "
-                   "token attends to itself and every cached token",
+    "token attends to itself and every cached token",
     "decode.bytes_read": "bytes: matmul weights used + norm/bias vectors + one embedding row per sequence at {bits:g} "
-                         "bits, KV read at {kv_bits} bits + the new K/V written; activations not counted",
+    "bits, KV read at {kv_bits} bits + the new K/V written; activations not counted",
     "decode.bytes_resident": "bytes: every stored weight once (resident, the source documents' convention) at "
-                             "{bits:g} bits, KV read at {kv_bits} bits + the new K/V written; activations not counted",
+    "{bits:g} bits, KV read at {kv_bits} bits + the new K/V written; activations not counted",
     "prefill.step": "prefill = time to first token of {batch} prompt(s) of {seq:,} tokens, nothing else running",
     "prefill.bytes": "bytes: the matmul weights, vectors and embedding rows read once + the K/V written; activations "
-                     "not counted",
+    "not counted",
     "gpu.peak": "peak {tflops:g} TFLOP/s dense {dtype}, bandwidth {tb_s:g} TB/s (10^12 B/s), from the GPU spec",
     "time.bound_and_estimate": "a bound is max(FLOPs / peak, bytes / bandwidth) per GPU, summed over pipeline "
-                               "stages, plus communication at link bandwidth; an estimate divides peak by MFU and "
-                               "bandwidth by MBU (collectives stay at link bandwidth, no latency: the prediction adds "
-                               "it)",
+    "stages, plus communication at link bandwidth; an estimate divides peak by MFU and "
+    "bandwidth by MBU (collectives stay at link bandwidth, no latency: the prediction adds "
+    "it)",
     "layout.step": "layout TP {tp} x PP {pp} x DP {dp} = {gpus} GPUs, EP {ep}: figures per GPU, summed over the "
-                   "stages; the sequences split over {dp} replica(s); collectives over {link} at {link_gb_s:g} GB/s "
-                   "per direction, no latency",
+    "stages; the sequences split over {dp} replica(s); collectives over {link} at {link_gb_s:g} GB/s "
+    "per direction, no latency",
     "layout.sharding": "sharding as Megatron-LM/vLLM (see llm_cost.model.layout); MTP modules not loaded",
     "layout.memory": "weights at {bits:g} bits, KV at {kv_bits} bits; {sequences} sequence(s) per replica",
     "moe.expected_experts": "MoE: routed expert weights read = expected distinct experts E(1 - (1 - k/E)^B) per "
-                            "layer (uniform independent routing)",
+    "layer (uniform independent routing)",
     "moe.weights": "weights at {bits:g} bits; GB = 10^9 B, GiB = 2^30 B",
     "moe.read_per_step": "read per step = matmul weights used + norm vectors + B embedding rows; the source documents "
-                         "count every non-routed parameter instead",
+    "count every non-routed parameter instead",
     "moe.ep": "EP over {ep} GPU(s): ({experts} + {redundant} redundant)/{ep} experts each; non-expert weights "
-              "replicated",
+    "replicated",
     "moe.all_to_all": "all-to-all per token per MoE layer: dispatch k x d at {dispatch_bits} bits, combine k x d at "
-                      "{combine_bits} bits; TP-{tp} ring all-reduce moves 2(n-1)/n x d x 2 B (BF16)",
+    "{combine_bits} bits; TP-{tp} ring all-reduce moves 2(n-1)/n x d x 2 B (BF16)",
     "moe.gemm_ridge": "expert GEMM intensity = 2 x rows / bytes per weight; ridge of {gpu} at {dtype}",
     "checkpoint.stored_safetensors": "stored: every tensor in the safetensors headers (weights never read); scale "
-                                     "tensors are not parameters",
+    "tensors are not parameters",
     "checkpoint.stored_gguf": "stored: every tensor in the GGUF file's tensor infos, bytes per ggml type as stored "
-                              "(block scales included in each quantised type's bytes)",
+    "(block scales included in each quantised type's bytes)",
     "checkpoint.matched_by_role": "matched by role: projections (fused q/k/v and gate/up merged), pooled block norms, "
-                                  "router, embedding, LM head, vision tower, MTP layers; a role is reported when its "
-                                  "element totals differ",
+    "router, embedding, LM head, vision tower, MTP layers; a role is reported when its "
+    "element totals differ",
     "fit.dtypes": "weights: every parameter at {bits:g} bits; KV at {kv_bits} bits per element",
-    "fit.whole_sequences": lambda p: ("max batch and context use whole sequences: batch x kv(context) <= KV budget"
-                                      + (f", each sequence in {p['block_tokens']}-token blocks"
-                                         if p["block_tokens"] > 1 else "")),
+    "fit.whole_sequences": lambda p: (
+        "max batch and context use whole sequences: batch x kv(context) <= KV budget"
+        + (f", each sequence in {p['block_tokens']}-token blocks" if p["block_tokens"] > 1 else "")
+    ),
     "capacity.documents": "memory: the source documents' convention, {memory_gb:g} GB = {memory_bytes:,} B "
-                          "(datasheet, 10^9 B per GB), all of it for weights and KV; no workspace, no reserve",
+    "(datasheet, 10^9 B per GB), all of it for weights and KV; no workspace, no reserve",
     "capacity.policy": _capacity_policy,
     "serve.model": "times: {label}, each step from its operators; steady-state continuous batching, decoding "
-                   "sequences spread evenly over their output positions; TPOT = mean time between output tokens",
-    "serve.queueing": lambda p: ("TTFT = waiting + the prompt's own prefill; the prefill server as M/D/1 "
-                                 "(Pollaczek-Khinchine)" + (f", the decode slots as M/D/c (Sakasegawa, Allen-Cunneen) "
-                                                            f"at {p['qps']:g} requests/s, Poisson arrivals"
-                                                            if p["qps"] is not None else
-                                                            "; no rate given: each configuration saturated at its "
-                                                            "concurrency (closed loop, as benchmarks run)")),
+    "sequences spread evenly over their output positions; TPOT = mean time between output tokens",
+    "serve.queueing": lambda p: (
+        "TTFT = waiting + the prompt's own prefill; the prefill server as M/D/1 "
+        "(Pollaczek-Khinchine)"
+        + (
+            f", the decode slots as M/D/c (Sakasegawa, Allen-Cunneen) at {p['qps']:g} requests/s, Poisson arrivals"
+            if p["qps"] is not None
+            else "; no rate given: each configuration saturated at its concurrency (closed loop, as benchmarks run)"
+        )
+    ),
     "serve.concurrency": "max concurrency: the sequences a replica's KV cache holds at their steady-state lengths "
-                         "(input + a uniformly spread share of the output, each in whole blocks); `fit` counts every "
-                         "sequence at its full context",
+    "(input + a uniformly spread share of the output, each in whole blocks); `fit` counts every "
+    "sequence at its full context",
     "serve.few_kv_heads": "note: the chosen decode steps hold sequences x KV heads per GPU = {in_flight}, below profile "
-                          "{profile}'s decode-attention saturation ({saturation:g}); its kernels split no KV cache, so "
-                          "an engine with split-KV (flash-decoding) reads it faster: TPOT here is pessimistic",
-    "serve.cost": lambda p: ("no price given (--usd-per-gpu-hour): no dollar figures" if p["price"] is None else
-                             f"cost: ${p['price']:g} per GPU-hour x GPUs over requests served; GPU time split between "
-                             "prompt and output tokens by what prefill adds (aggregated: the chunks' share of step "
-                             "time; disaggregated: the prefill pool's share of GPUs)"),
+    "{profile}'s decode-attention saturation ({saturation:g}); its kernels split no KV cache, so "
+    "an engine with split-KV (flash-decoding) reads it faster: TPOT here is pessimistic",
+    "serve.cost": lambda p: (
+        "no price given (--usd-per-gpu-hour): no dollar figures"
+        if p["price"] is None
+        else f"cost: ${p['price']:g} per GPU-hour x GPUs over requests served; GPU time split between "
+        "prompt and output tokens by what prefill adds (aggregated: the chunks' share of step "
+        "time; disaggregated: the prefill pool's share of GPUs)"
+    ),
     "weight_flops.gemm": "weight FLOPs per token = 2 x N_gemm (matmul weights, LM head included)",
     "weight_flops.non_embedding": "weight FLOPs per token = 2 x (N - input embedding), seed 003's '2 x 7.5B'",
     "weight_flops.total": "weight FLOPs per token = 2 x N (every parameter), seed 003 §05's 70B convention",
     "context.attention_per_token": "attention per token: a token seeing s positions (itself included), QK^T + AV in "
-                                   "every softmax layer",
+    "every softmax layer",
     "context.prefill": _context_prefill,
     "context.document_prefill": _document_prefill,
     "context.scores": "KV at {kv_bits} bits per element; scores S = n_q x s^2 elements at 2 B (BF16) per layer",
     "spec.closed_forms": "E = (1 - alpha^(gamma+1)) / (1 - alpha); speedup E / (gamma c + 1) assumes verifying "
-                         "gamma + 1 tokens costs one step (memory-bound); fully compute-bound: E / (gamma + 1 + gamma c)",
+    "gamma + 1 tokens costs one step (memory-bound); fully compute-bound: E / (gamma + 1 + gamma c)",
     "spec.step_model": "step model on {gpu} ({dtype} peak at MFU {mfu:.0%}, bandwidth at MBU {mbu:.0%}), context "
-                       "{context:,}: step = max(FLOPs / (MFU x peak), bytes / (MBU x bandwidth)) from the step's "
-                       "operators, weights at {bits} bits; verification scores every drafted position; draft = gamma "
-                       "x c x baseline step",
+    "{context:,}: step = max(FLOPs / (MFU x peak), bytes / (MBU x bandwidth)) from the step's "
+    "operators, weights at {bits} bits; verification scores every drafted position; draft = gamma "
+    "x c x baseline step",
     "spec.knee_and_break_even": "knee: smallest batch whose verify step is compute-bound; break-even: smallest batch "
-                                "with speedup below 1x; both searched up to batch {limit:,}",
+    "with speedup below 1x; both searched up to batch {limit:,}",
     "train.flops": _train_flops,
     "train.mfu": "peak {tflops:g} TFLOP/s dense {dtype} per GPU; MFU = 6 N D / (GPU-seconds x peak)",
-    "train.energy": lambda p: (f"energy = GPU-hours x {p['power_w']:g} W x PUE {p['pue']:g}"
-                               + (" (the GPU's TDP)" if p["tdp"] else "")),
+    "train.energy": lambda p: (
+        f"energy = GPU-hours x {p['power_w']:g} W x PUE {p['pue']:g}" + (" (the GPU's TDP)" if p["tdp"] else "")
+    ),
     "train.activations_not_modelled": "activations not reported: {reason}",
     "train.state": "state: 16 B per parameter (BF16 weights + gradients, FP32 master, Adam m, v); decimal units",
     "train.layout_state": "TP {tp} x PP {pp} x DP {dp}; state 16 B per parameter (2 weights + 2 gradients + 12 FP32 "
-                          "master and Adam), ZeRO-{zero} over DP",
+    "master and Adam), ZeRO-{zero} over DP",
     "train.layout_activations": "activations: {formula} per layer x {layers} layers x {pp} micro-batch(es) in flight "
-                                "(1F1B), s = {seq:,}, micro-batch {micro_batch}",
-    "train.layout_memory": lambda p: ("memory " + (f"{p['memory_gib']:g} GiB (physical)" if p["memory_gib"] is not None
-                                                   else f"{p['memory_gb']:g} GB (datasheet, 10^9 B)")
-                                      + f" = {p['capacity_bytes']:,} B less {p['reserve_bytes']:,} B reserve; smallest "
-                                        f"DP searched at ZeRO-{p['zero']}"),
+    "(1F1B), s = {seq:,}, micro-batch {micro_batch}",
+    "train.layout_memory": lambda p: (
+        "memory "
+        + (
+            f"{p['memory_gib']:g} GiB (physical)"
+            if p["memory_gib"] is not None
+            else f"{p['memory_gb']:g} GB (datasheet, 10^9 B)"
+        )
+        + f" = {p['capacity_bytes']:,} B less {p['reserve_bytes']:,} B reserve; smallest "
+        f"DP searched at ZeRO-{p['zero']}"
+    ),
     "image.resize": "Qwen2-VL smart_resize: sides rounded to multiples of 28 px, pixels within [3,136, 12,845,056] "
-                    "(the transformers processor's defaults, for video frames too; qwen-vl-utils caps video frames "
-                    "lower); 14 px patches, {connector} connector",
+    "(the transformers processor's defaults, for video frames too; qwen-vl-utils caps video frames "
+    "lower); 14 px patches, {connector} connector",
     "image.encoder_flops": "encoder FLOPs: 2 x ViT block parameters x patches + 4 L n_p^2 d (full attention), seed "
-                           "003 §09; patch embedding and merger listed apart",
+    "003 §09; patch embedding and merger listed apart",
     "image.decoder_prefill.gemm": "decoder prefill: 2 x N_gemm per image token + causal attention among them",
     "image.decoder_prefill.non_embedding": "decoder prefill: 2 x (N - embedding) per image token + causal attention",
     "image.decoder_prefill.total": "decoder prefill: 2 x N per image token (seed 003 §09) + causal attention",
     "image.bits": "KV and encoder output at {kv_bits} bits; MiB = 2^20 B",
     "rope.wavelength": "lambda_i = 2 pi base^(2i/d) tokens per turn, theta_i = base^(-2i/d) rad per token, i = 0 .. "
-                       "d/2-1, d = rotated dims (seed 003 §03; RoFormer)",
+    "d/2-1, d = rotated dims (seed 003 §03; RoFormer)",
     "rope.unseen_phases": "a pair completes a turn within L tokens when lambda_i <= L; 'unseen phases': a pair that "
-                          "did not turn within the train length ({train:,}) reaches a larger angle at the target "
-                          "({target:,}) than in training",
+    "did not turn within the train length ({train:,}) reaches a larger angle at the target "
+    "({target:,}) than in training",
     "rope.methods": "alpha = target / train = {alpha:.6g}; PI: positions x 1/alpha (Chen et al. 2023); NTK-aware: "
-                    "base' = base x alpha^(d/(d-2)) (bloc97); dynamic NTK: alpha = max(1, length / train), evaluated "
-                    "at the target length, where it equals NTK-aware (seed 001)",
+    "base' = base x alpha^(d/(d-2)) (bloc97); dynamic NTK: alpha = max(1, length / train), evaluated "
+    "at the target length, where it equals NTK-aware (seed 001)",
     "rope.yarn_ramp": "YaRN ramp as in seed 001, linear in the wavelength between train/beta_fast and train/beta_slow "
-                      "(beta_fast {beta_fast:g}, beta_slow {beta_slow:g}); the paper ramps linearly in rotations "
-                      "L/lambda, transformers in the pair index; same end points",
+    "(beta_fast {beta_fast:g}, beta_slow {beta_slow:g}); the paper ramps linearly in rotations "
+    "L/lambda, transformers in the pair index; same end points",
     "rope.yarn_attention": "YaRN attention: mscale = 0.1 ln(alpha) + 1 (the paper's sqrt(1/t)); logits x mscale^2 "
-                           "(transformers scales cos and sin by mscale); seed 001 writes t = 0.1 ln(alpha) + 1 and "
-                           "logits x 1/sqrt(t), which would shrink them",
+    "(transformers scales cos and sin by mscale); seed 001 writes t = 0.1 ln(alpha) + 1 and "
+    "logits x 1/sqrt(t), which would shrink them",
     "rope.abf": "ABF (Llama 3): only a larger base (500000 instead of 10000), no rescaling: compare with --base 500000",
     "rope.llama3": "llama3 scaling (transformers _compute_llama3_parameters, Meta apply_scaling): λ below "
-                   "orig/high_freq_factor kept, above orig/low_freq_factor x factor, smooth in between; factor "
-                   "{factor:g} and orig {original:,} come from rope_scaling, not from alpha",
+    "orig/high_freq_factor kept, above orig/low_freq_factor x factor, smooth in between; factor "
+    "{factor:g} and orig {original:,} come from rope_scaling, not from alpha",
     "rope.head_dim_override": "--head-dim {dims} overrides the model's {model_dims} rotated dims",
     "rope.mla": "MLA: RoPE turns only the decoupled qk_rope_head_dim = {dims} dims of each query/key head ({nope} "
-                "more dims carry no position)",
+    "more dims carry no position)",
     "rope.partial": "partial rotary: {factor:g} of head_dim {head_dim} = {dims} dims are rotated",
     "rope.base_override": "--base {base} overrides the model's rope_theta {model_base}",
     "rope.model_scaling": _model_scaling,
     "prediction.fitted": _fitted,
     "calibration.fixed": "{parameter}: {why}",
     "calibration.error": "error = predicted / measured - 1; leave-one-out: each row predicted by the profile fitted to "
-                         "the other rows",
+    "the other rows",
     "calibration.validation": "error = predicted / measured - 1; leave-one-out: each row predicted by the profile "
-                              "fitted to the other rows; out-of-sample: by a profile not fitted on any of them; a "
-                              "bound is never above a measurement",
+    "fitted to the other rows; out-of-sample: by a profile not fitted on any of them; a "
+    "bound is never above a measurement",
     "calibration.estimate": "estimate: the datasheet peaks at MFU {mfu:.0%} and MBU {mbu:.0%}",
     "prediction.transferred": _transferred,
     "rope.mrope": "M-RoPE: the pairs are split between time, height and width positions; for text tokens all three "
-                  "are equal and the wavelengths are those of plain RoPE",
+    "are equal and the wavelengths are those of plain RoPE",
     "numerics.layout": "float values computed from the bit layout (sign, e exponent bits, m mantissa bits, bias "
-                       "2^(e-1) - 1); IEEE 754-2019, OCP OFP8 rev 1.0 (E4M3, E5M2), OCP MX v1.0 (E2M1), NVIDIA TF32 "
-                       "(8e/10m in 32 bits)",
+    "2^(e-1) - 1); IEEE 754-2019, OCP OFP8 rev 1.0 (E4M3, E5M2), OCP MX v1.0 (E2M1), NVIDIA TF32 "
+    "(8e/10m in 32 bits)",
     "numerics.fp8_variants": "FP8 E4M3 is the OCP/NVIDIA 'fn' variant: no inf, only S.1111.111 is NaN, max "
-                             "S.1111.110 = 448; E5M2 is IEEE-like (inf, max 57,344); E2M1 has neither inf nor NaN "
-                             "(max 6)",
+    "S.1111.110 = 448; E5M2 is IEEE-like (inf, max 57,344); E2M1 has neither inf nor NaN "
+    "(max 6)",
     "numerics.rounding": "rounding: round-to-nearest, ties-to-even, exact (Fraction); overflow -> inf where the format "
-                         "has inf, NaN for E4M3 (OFP8 non-saturating), ±6 for E2M1 (saturating); TF32 hardware "
-                         "(cvt.rna) rounds ties away",
+    "has inf, NaN for E4M3 (OFP8 non-saturating), ±6 for E2M1 (saturating); TF32 hardware "
+    "(cvt.rna) rounds ties away",
     "numerics.unit_roundoff": "unit roundoff u = 2^-(m+1) bounds round-to-nearest's relative error; machine epsilon "
-                              "2^-m is the gap above 1.0; 1.0 + 0.001 is the exact decimal 1.001 rounded to the format",
+    "2^-m is the gap above 1.0; 1.0 + 0.001 is the exact decimal 1.001 rounded to the format",
     "numerics.accumulation": "accumulation noise u x sqrt(k), k = {k:,}: a random-walk estimate (the worst case "
-                             "grows as k x u); FP8/FP4 are not accumulators (tensor cores accumulate them in FP32), "
-                             "their rows show why",
+    "grows as k x u); FP8/FP4 are not accumulators (tensor cores accumulate them in FP32), "
+    "their rows show why",
     "numerics.exp_and_int": "e^x overflow: x > ln(largest finite value); INT8/INT4: two's complement, step 1, integer "
-                            "products accumulate exactly (INT32), so no u or noise applies",
+    "products accumulate exactly (INT32), so no u or noise applies",
     "numerics.qk_norm": "QK-norm: q and k RMS-normalised (|q| = |k| = sqrt(d_head)), logit q.k/sqrt(d_head) <= "
-                        "sqrt(d_head) = sqrt({head_dim}) = {bound:.2f} (seed 003 §10)",
+    "sqrt(d_head) = sqrt({head_dim}) = {bound:.2f} (seed 003 §10)",
 }
 
 

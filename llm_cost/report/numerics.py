@@ -40,9 +40,17 @@ def _inf(r: FormatRow) -> str:
 def render(con, r: NumericsResult) -> None:
     """One table of the formats, then the QK-norm logit bound, then the conventions."""
     con.print(f"[bold]Number formats: range, precision, overflow; dot products of length k = {r.k:,}[/bold]")
-    columns = [("format", "left"), ("bits e/m", "right"), ("max finite", "right"), ("min normal", "right"),
-               ("unit roundoff u", "right"), ("inf?", "left"), ("e^x overflows at x >", "right"),
-               ("1.0 + 0.001 ->", "right"), (f"u x sqrt({r.k:,})", "right")]
+    columns = [
+        ("format", "left"),
+        ("bits e/m", "right"),
+        ("max finite", "right"),
+        ("min normal", "right"),
+        ("unit roundoff u", "right"),
+        ("inf?", "left"),
+        ("e^x overflows at x >", "right"),
+        ("1.0 + 0.001 ->", "right"),
+        (f"u x sqrt({r.k:,})", "right"),
+    ]
     rows = []
     for f in r.formats:
         if f.kind == "int":
@@ -57,9 +65,12 @@ def render(con, r: NumericsResult) -> None:
         rows.append([f.name, bits, _max(f), _min_normal(f), _roundoff(f), _inf(f), exp_x, probe, noise])
     print_table(con, "", columns, rows)
     over = ", ".join(r.qk_norm_exp_overflows) or "none"
-    print_facts(con, [
-        ("QK-norm logit bound", f"sqrt(d_head) = sqrt({r.head_dim}) = {r.qk_norm_logit_bound:.2f}"),
-        ("e^bound overflows in", f"{over} (an unshifted softmax; subtracting the row max avoids it)"),
-        ("noise epsilon", r.epsilon_convention),
-    ])
+    print_facts(
+        con,
+        [
+            ("QK-norm logit bound", f"sqrt(d_head) = sqrt({r.head_dim}) = {r.qk_norm_logit_bound:.2f}"),
+            ("e^bound overflows in", f"{over} (an unshifted softmax; subtracting the row max avoids it)"),
+            ("noise epsilon", r.epsilon_convention),
+        ],
+    )
     print_conventions(con, r.conventions)

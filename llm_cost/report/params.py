@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from llm_cost.model.params import ParamsResult
 from llm_cost.core.units import fmt_int
+from llm_cost.model.params import ParamsResult
 from llm_cost.report.base import bytes_exact, pct, print_conventions, print_facts, print_table
 
 
@@ -11,17 +11,22 @@ def render(con, r: ParamsResult, display_name: str) -> None:
     """Breakdown table, totals, weight bytes, conventions."""
     rows = []
     for row in r.rows:
-        rows.append([
-            row.label,
-            fmt_int(row.per_layer) if row.per_layer is not None else "",
-            str(row.layers) if row.layers is not None else "",
-            fmt_int(row.params),
-            pct(row.share) if row.part != "mtp" else "(apart)",
-        ])
+        rows.append(
+            [
+                row.label,
+                fmt_int(row.per_layer) if row.per_layer is not None else "",
+                str(row.layers) if row.layers is not None else "",
+                fmt_int(row.params),
+                pct(row.share) if row.part != "mtp" else "(apart)",
+            ]
+        )
     rows.append(["[bold]total (main model)[/bold]", "", "", f"[bold]{fmt_int(r.total_params)}[/bold]", ""])
-    print_table(con, f"{display_name} ({r.model}): parameters",
-                [("part", "left"), ("per layer", "right"), ("layers", "right"), ("parameters", "right"),
-                 ("share", "right")], rows)
+    print_table(
+        con,
+        f"{display_name} ({r.model}): parameters",
+        [("part", "left"), ("per layer", "right"), ("layers", "right"), ("parameters", "right"), ("share", "right")],
+        rows,
+    )
     facts = [("total parameters", f"{fmt_int(r.total_params)} ({r.total_params / 1e9:.2f}B)")]
     if r.vision_params:
         facts.append(("  language model", fmt_int(r.decoder_params)))
@@ -29,8 +34,13 @@ def render(con, r: ParamsResult, display_name: str) -> None:
     facts.append(("N_gemm (matmul weights)", fmt_int(r.n_gemm)))
     if r.active_n_gemm != r.n_gemm:
         facts.append(("active N_gemm per token", fmt_int(r.active_n_gemm)))
-    facts.append(("weight FLOPs per token", f"2 x {'active ' if r.active_n_gemm != r.n_gemm else ''}N_gemm = "
-                  f"{r.weight_flops_per_token / 1e9:,.2f} GFLOP"))
+    facts.append(
+        (
+            "weight FLOPs per token",
+            f"2 x {'active ' if r.active_n_gemm != r.n_gemm else ''}N_gemm = "
+            f"{r.weight_flops_per_token / 1e9:,.2f} GFLOP",
+        )
+    )
     facts.append(("N without input embedding", fmt_int(r.params_without_input_embedding)))
     if r.routed_expert_params:
         facts.append(("active parameters per token", f"{fmt_int(r.active_params)} ({r.active_params / 1e9:.2f}B)"))
@@ -38,8 +48,13 @@ def render(con, r: ParamsResult, display_name: str) -> None:
         facts.append(("non-routed parameters", fmt_int(r.non_routed_params)))
     if r.mtp_params:
         facts.append(("MTP modules (unique)", f"{fmt_int(r.mtp_params)} ({r.mtp_share:.1%} of main)"))
-        facts.append(("checkpoint total", f"{fmt_int(r.checkpoint_params)} (main + MTP + its stored copies of "
-                      f"embedding and LM head, {fmt_int(r.mtp_checkpoint_copies)})"))
+        facts.append(
+            (
+                "checkpoint total",
+                f"{fmt_int(r.checkpoint_params)} (main + MTP + its stored copies of "
+                f"embedding and LM head, {fmt_int(r.mtp_checkpoint_copies)})",
+            )
+        )
     facts.append((f"weights at {r.dtype} ({r.bits_per_param:g} bits)", bytes_exact(r.weight_bytes)))
     print_facts(con, facts)
     if r.per_gpu is not None:
@@ -61,8 +76,12 @@ def render_checkpoint(con, c) -> None:
     for dtype, (n, b) in sorted(c.by_dtype.items()):
         facts.append((f"  {dtype}", f"{fmt_int(n)} elements, {bytes_exact(b)}"))
     if c.scale_tensors:
-        facts.append(("scale tensors (not parameters)", f"{c.scale_tensors:,} tensors, {fmt_int(c.scale_elements)} "
-                                                        f"elements, {bytes_exact(c.scale_bytes)}"))
+        facts.append(
+            (
+                "scale tensors (not parameters)",
+                f"{c.scale_tensors:,} tensors, {fmt_int(c.scale_elements)} elements, {bytes_exact(c.scale_bytes)}",
+            )
+        )
     if c.index_total_size is not None:
         facts.append(("index total_size", bytes_exact(c.index_total_size)))
     facts.append(("described by the config", fmt_int(c.described_params)))

@@ -65,17 +65,27 @@ def roofline(step: Any, model: str, gpu: str, path: str) -> None:
     for o in ops:
         kinds.setdefault(o.kind, []).append(o)
     for kind, members in kinds.items():
-        ax.scatter([o.intensity for o in members], [o.flops / o.bound_s / 1e12 for o in members], s=24, alpha=0.7,
-                   label=f"{kind} operators ({len(members)})")
-    ax.scatter(step.intensity, step.flops / step.bound_s / 1e12, s=80, marker="*", color="red", label="whole step",
-               zorder=3)
+        ax.scatter(
+            [o.intensity for o in members],
+            [o.flops / o.bound_s / 1e12 for o in members],
+            s=24,
+            alpha=0.7,
+            label=f"{kind} operators ({len(members)})",
+        )
+    ax.scatter(
+        step.intensity, step.flops / step.bound_s / 1e12, s=80, marker="*", color="red", label="whole step", zorder=3
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")
     ax.set_ylabel("attainable TFLOP/s (10^12 FLOP/s)")
     what = f"batch {step.batch}, context {step.context:,}" if hasattr(step, "context") else f"prompt {step.seq:,}"
-    ax.set_title(f"{model} on {gpu}: {what}, {step.compute_dtype} compute, {step.weight_bits:g}-bit weights"
-                 if hasattr(step, "weight_bits") else f"{model} on {gpu}: prefill, {what}", fontsize=10)
+    ax.set_title(
+        f"{model} on {gpu}: {what}, {step.compute_dtype} compute, {step.weight_bits:g}-bit weights"
+        if hasattr(step, "weight_bits")
+        else f"{model} on {gpu}: prefill, {what}",
+        fontsize=10,
+    )
     ax.legend(fontsize=8, loc="lower right")
     _save(fig, out)
 
@@ -86,8 +96,12 @@ def kv(results: list[Any], model: str, path: str) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=SIZE_IN)
     for r in results:
-        ax.plot([c.context for c in r.contexts], [c.total_bytes / 2**30 for c in r.contexts], marker="o",
-                label=f"batch {r.batch}")
+        ax.plot(
+            [c.context for c in r.contexts],
+            [c.total_bytes / 2**30 for c in r.contexts],
+            marker="o",
+            label=f"batch {r.batch}",
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("context (tokens per sequence)")
@@ -107,8 +121,9 @@ def fit(report: Any, sweep: Any, model: str, gpu: str, path: str) -> None:
     xs = [c.context for c in sweep.contexts]
     held = float(f.weight_bytes + f.workspace_bytes + f.reserve_bytes) / 1e9
     ax.plot(xs, [held] * len(xs), label="weights + workspace + reserve" if held * 1e9 > f.weight_bytes else "weights")
-    ax.plot(xs, [held + c.total_bytes / 1e9 for c in sweep.contexts], marker="o",
-            label=f"... + KV, batch {sweep.batch}")
+    ax.plot(
+        xs, [held + c.total_bytes / 1e9 for c in sweep.contexts], marker="o", label=f"... + KV, batch {sweep.batch}"
+    )
     ax.axhline(f.capacity_bytes / 1e9, color="red", linestyle="--", label=f"{gpu} memory ({f.convention})")
     if f.usable_bytes != f.capacity_bytes:
         ax.axhline(f.usable_bytes / 1e9, color="orange", linestyle=":", label=f"usable at {f.utilization:.0%}")
@@ -133,8 +148,7 @@ def moe(r: Any, model: str, path: str) -> None:
     ax.set_xlabel("tokens per decode step (batch)")
     ax.set_ylabel("expected distinct experts per MoE layer", color="tab:blue")
     right = ax.twinx()
-    right.plot(batches, [x.weight_bytes_read / 1e9 for x in r.rows], marker="s", color="tab:red",
-               label="weights read")
+    right.plot(batches, [x.weight_bytes_read / 1e9 for x in r.rows], marker="s", color="tab:red", label="weights read")
     right.set_ylabel("weights read per step (GB = 10^9 B)", color="tab:red")
     ax.set_title(f"{model}: {r.num_experts} experts, top-{r.top_k}, weights at {r.weight_bits:g} bits", fontsize=10)
     _save(fig, out)
@@ -156,8 +170,11 @@ def speculative(r: Any, path: str) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch (sequences)")
     ax.set_ylabel("speedup over plain decoding (x)")
-    ax.set_title(f"{r.model} on {r.gpu}: alpha {r.alpha:g}, gamma {r.gamma}, c {r.c:.3g}, context {r.context:,}, "
-                 f"MFU {r.mfu:.0%}, MBU {r.mbu:.0%}", fontsize=10)
+    ax.set_title(
+        f"{r.model} on {r.gpu}: alpha {r.alpha:g}, gamma {r.gamma}, c {r.c:.3g}, context {r.context:,}, "
+        f"MFU {r.mfu:.0%}, MBU {r.mbu:.0%}",
+        fontsize=10,
+    )
     _save(fig, out)
 
 
@@ -169,17 +186,40 @@ def serve(r: Any, model: str, gpu: str, path: str) -> None:
     fig, ax = plt.subplots(figsize=SIZE_IN)
     for mode, rows in r.frontier_by_mode.items():
         if rows:
-            line, = ax.plot([c.tokens_per_s_per_user for c in rows], [c.output_tokens_per_s_per_gpu for c in rows],
-                            linewidth=1, label=f"{mode} frontier")
+            (line,) = ax.plot(
+                [c.tokens_per_s_per_user for c in rows],
+                [c.output_tokens_per_s_per_gpu for c in rows],
+                linewidth=1,
+                label=f"{mode} frontier",
+            )
             ok = [c for c in rows if c.meets]
-            ax.plot([c.tokens_per_s_per_user for c in ok], [c.output_tokens_per_s_per_gpu for c in ok], "o",
-                    markersize=4, color=line.get_color(), label=f"{mode}: meets the targets")
+            ax.plot(
+                [c.tokens_per_s_per_user for c in ok],
+                [c.output_tokens_per_s_per_gpu for c in ok],
+                "o",
+                markersize=4,
+                color=line.get_color(),
+                label=f"{mode}: meets the targets",
+            )
     c = r.chosen
-    ax.scatter([c.tokens_per_s_per_user], [c.output_tokens_per_s_per_gpu], s=120, facecolors="none",
-               edgecolors="red", linewidths=2, zorder=5, label=f"chosen: {c.describe()}, concurrency {c.concurrency}")
+    ax.scatter(
+        [c.tokens_per_s_per_user],
+        [c.output_tokens_per_s_per_gpu],
+        s=120,
+        facecolors="none",
+        edgecolors="red",
+        linewidths=2,
+        zorder=5,
+        label=f"chosen: {c.describe()}, concurrency {c.concurrency}",
+    )
     if r.tpot_target_s is not None:
-        ax.axvline(1 / r.tpot_target_s, color="red", linestyle="--", linewidth=1,
-                   label=f"TPOT target {r.tpot_target_s * 1e3:g} ms")
+        ax.axvline(
+            1 / r.tpot_target_s,
+            color="red",
+            linestyle="--",
+            linewidth=1,
+            label=f"TPOT target {r.tpot_target_s * 1e3:g} ms",
+        )
     from matplotlib.ticker import ScalarFormatter
 
     ax.set_xscale("log")
@@ -190,8 +230,10 @@ def serve(r: Any, model: str, gpu: str, path: str) -> None:
     ax.set_xlabel("tokens/s per user (1 / TPOT)")
     ax.set_ylabel("output tokens/s per GPU")
     ttft = f", TTFT <= {r.ttft_target_s:g} s" if r.ttft_target_s is not None else ""
-    ax.set_title(f"{model} on {gpu}: {r.input_tokens:,} in / {r.output_tokens:,} out{ttft}\n"
-                 f"weights {r.weight_bits:g} bits, KV {r.kv_bits} bits, {r.compute_dtype} peak; {r.time_model}",
-                 fontsize=9)
+    ax.set_title(
+        f"{model} on {gpu}: {r.input_tokens:,} in / {r.output_tokens:,} out{ttft}\n"
+        f"weights {r.weight_bits:g} bits, KV {r.kv_bits} bits, {r.compute_dtype} peak; {r.time_model}",
+        fontsize=9,
+    )
     ax.legend(fontsize=8)
     _save(fig, out)

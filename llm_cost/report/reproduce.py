@@ -25,12 +25,30 @@ def render(con, rows: list[RowResult]) -> None:
             notes.append(r)
             mark = f" [{len(notes)}]"
         for i, c in enumerate(r.checks):
-            table_rows.append([r.id if i == 0 else "", r.printed + mark if i == 0 else "", c.name, _num(c.expected),
-                               _num(c.computed), "[green]ok[/green]" if c.ok else "[bold red]MISMATCH[/bold red]"])
+            table_rows.append(
+                [
+                    r.id if i == 0 else "",
+                    r.printed + mark if i == 0 else "",
+                    c.name,
+                    _num(c.expected),
+                    _num(c.computed),
+                    "[green]ok[/green]" if c.ok else "[bold red]MISMATCH[/bold red]",
+                ]
+            )
     ok = sum(r.ok for r in rows)
-    print_table(con, f"The seed documents' numbers, recomputed: {ok} of {len(rows)} rows match",
-                [("id", "left"), ("document prints", "left"), ("value", "left"), ("expected", "right"),
-                 ("computed", "right"), ("", "left")], table_rows,
-                caption="integers must match exactly, floats after the row's rounding; sections and rules: --json")
+    print_table(
+        con,
+        f"The seed documents' numbers, recomputed: {ok} of {len(rows)} rows match",
+        [
+            ("id", "left"),
+            ("document prints", "left"),
+            ("value", "left"),
+            ("expected", "right"),
+            ("computed", "right"),
+            ("", "left"),
+        ],
+        table_rows,
+        caption="integers must match exactly, floats after the row's rounding; sections and rules: --json",
+    )
     for i, r in enumerate(notes, 1):
         con.print(f"[dim][{i}] {r.id}: {r.note}[/dim]", markup=True, highlight=False)

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from llm_cost.analyses.roofline import DecodeStep, PrefillStep
-from llm_cost.perf.ridge import Ridge
 from llm_cost.core.units import fmt_flops, fmt_int, fmt_seconds, fmt_si
+from llm_cost.perf.ridge import Ridge
 from llm_cost.report.base import bytes_exact, print_conventions, print_facts, print_table
 
 
 def render_ridges(con, ridges: list[Ridge], gpu_name: str) -> None:
     """Ridge point per dtype."""
-    rows = [[r.dtype, f"{r.peak_tflops:,.1f}", f"{r.bandwidth_tb_s:g}", f"{r.ridge_flop_per_byte:,.1f}"]
-            for r in ridges]
-    print_table(con, f"{gpu_name}: Roofline ridge points", [("dtype", "left"), ("dense peak TFLOP/s", "right"),
-                                                           ("bandwidth TB/s", "right"), ("ridge FLOP/byte", "right")],
-                rows, caption="ridge = peak FLOP/s / bandwidth B/s (TB = 10^12 B); a kernel below it is memory-bound")
+    rows = [
+        [r.dtype, f"{r.peak_tflops:,.1f}", f"{r.bandwidth_tb_s:g}", f"{r.ridge_flop_per_byte:,.1f}"] for r in ridges
+    ]
+    print_table(
+        con,
+        f"{gpu_name}: Roofline ridge points",
+        [("dtype", "left"), ("dense peak TFLOP/s", "right"), ("bandwidth TB/s", "right"), ("ridge FLOP/byte", "right")],
+        rows,
+        caption="ridge = peak FLOP/s / bandwidth B/s (TB = 10^12 B); a kernel below it is memory-bound",
+    )
 
 
 def _default_note(con, model_given: bool, display_name: str) -> None:
@@ -29,14 +34,36 @@ def _layout_text(layout) -> str:
 
 
 def _ops_table(con, rows) -> None:
-    table = [[o.name + (f" (stage {o.stage})" if o.stage else ""), fmt_flops(o.flops), fmt_si(o.bytes),
-              fmt_si(o.comm_bytes) if o.comm_bytes else "-", f"{o.intensity:,.1f}" if o.intensity else "-", o.bound,
-              fmt_seconds(o.bound_s), fmt_seconds(o.estimate_s)] for o in rows]
-    print_table(con, "per operator, per GPU (bound: max(FLOPs / peak, bytes / bandwidth) + link time)",
-                [("operator", "left"), ("FLOPs", "right"), ("weights + KV", "right"), ("sent", "right"),
-                 ("FLOP/byte", "right"), ("bound by", "left"), ("bound", "right"), ("estimate", "right")], table,
-                caption="the step's bound overlaps compute and memory across operators, so it is at most the sum "
-                        "of the operators' bounds")
+    table = [
+        [
+            o.name + (f" (stage {o.stage})" if o.stage else ""),
+            fmt_flops(o.flops),
+            fmt_si(o.bytes),
+            fmt_si(o.comm_bytes) if o.comm_bytes else "-",
+            f"{o.intensity:,.1f}" if o.intensity else "-",
+            o.bound,
+            fmt_seconds(o.bound_s),
+            fmt_seconds(o.estimate_s),
+        ]
+        for o in rows
+    ]
+    print_table(
+        con,
+        "per operator, per GPU (bound: max(FLOPs / peak, bytes / bandwidth) + link time)",
+        [
+            ("operator", "left"),
+            ("FLOPs", "right"),
+            ("weights + KV", "right"),
+            ("sent", "right"),
+            ("FLOP/byte", "right"),
+            ("bound by", "left"),
+            ("bound", "right"),
+            ("estimate", "right"),
+        ],
+        table,
+        caption="the step's bound overlaps compute and memory across operators, so it is at most the sum "
+        "of the operators' bounds",
+    )
 
 
 def _prediction(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
@@ -46,69 +73,117 @@ def _prediction(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
     return [(f"prediction (profile {step.profile})", f"[bold]{fmt_seconds(step.predicted_s)}[/bold]")]
 
 
-def render_decode(con, d: DecodeStep, display_name: str, gpu_name: str, model_given: bool, ops: bool,
-                  default_context: bool = False) -> None:
+def render_decode(
+    con, d: DecodeStep, display_name: str, gpu_name: str, model_given: bool, ops: bool, default_context: bool = False
+) -> None:
     """The decode step: FLOPs, bytes, intensities, bound, estimate, compute-bound batch."""
     _default_note(con, model_given, display_name)
     default = " (the default: an empty cache; give --context)" if default_context else ""
-    con.print(f"[bold]{display_name} on {gpu_name}{_layout_text(d.layout)}: decode step, batch {d.batch}, context "
-              f"{d.context:,} cached tokens per sequence{default}, {d.compute_dtype} peak, weights at "
-              f"{d.weight_bits:g} bits, KV at {d.kv_bits} bits[/bold]")
+    con.print(
+        f"[bold]{display_name} on {gpu_name}{_layout_text(d.layout)}: decode step, batch {d.batch}, context "
+        f"{d.context:,} cached tokens per sequence{default}, {d.compute_dtype} peak, weights at "
+        f"{d.weight_bits:g} bits, KV at {d.kv_bits} bits[/bold]"
+    )
     per = " per GPU" if d.layout.gpus > 1 else ""
     facts = [
-        ("FLOPs" + per, f"{fmt_flops(d.flops)} = weights {fmt_flops(d.weight_flops)} + attention "
-                        f"{fmt_flops(d.attention_flops)}"),
+        (
+            "FLOPs" + per,
+            f"{fmt_flops(d.flops)} = weights {fmt_flops(d.weight_flops)} + attention {fmt_flops(d.attention_flops)}",
+        ),
         ("matmul weights read" + per, bytes_exact(d.matmul_weight_bytes)),
-        ("norm/bias vectors" + (" and tables (resident)" if d.weight_bytes_convention == "resident" else ""),
-         bytes_exact(d.other_weight_bytes)),
+        (
+            "norm/bias vectors" + (" and tables (resident)" if d.weight_bytes_convention == "resident" else ""),
+            bytes_exact(d.other_weight_bytes),
+        ),
         ("embedding rows", bytes_exact(d.embedding_row_bytes)),
         ("KV read + new K/V written", f"{bytes_exact(d.kv_read_bytes)} + {bytes_exact(d.kv_write_bytes)}"),
-        ("bytes per step" + per, bytes_exact(d.bytes) + ("  (resident convention)"
-                                                        if d.weight_bytes_convention == "resident" else "")),
-        ("arithmetic intensity", f"{d.intensity:,.2f} FLOP/byte (weights {d.weight_intensity:,.2f}"
-         + (f", KV {d.kv_intensity:,.2f}" if d.kv_intensity else "") + f"); ridge {d.ridge:,.1f}"),
+        (
+            "bytes per step" + per,
+            bytes_exact(d.bytes) + ("  (resident convention)" if d.weight_bytes_convention == "resident" else ""),
+        ),
+        (
+            "arithmetic intensity",
+            f"{d.intensity:,.2f} FLOP/byte (weights {d.weight_intensity:,.2f}"
+            + (f", KV {d.kv_intensity:,.2f}" if d.kv_intensity else "")
+            + f"); ridge {d.ridge:,.1f}",
+        ),
         ("compute time at peak", fmt_seconds(d.compute_time_s)),
         ("memory time at peak", fmt_seconds(d.memory_time_s)),
     ]
     if d.comm_bytes:
-        facts.append(("communication per GPU", f"{bytes_exact(d.comm_bytes)} sent, {fmt_seconds(d.comm_time_s)} "
-                                               f"over {d.link}"))
+        facts.append(
+            ("communication per GPU", f"{bytes_exact(d.comm_bytes)} sent, {fmt_seconds(d.comm_time_s)} over {d.link}")
+        )
     facts += [
         ("lower bound", f"[bold]{fmt_seconds(d.bound_s)}[/bold] ({d.bound}-bound), {d.tokens_per_s:,.0f} tokens/s"),
-        (f"estimate at MFU {d.mfu:.0%}, MBU {d.mbu:.0%}", f"{fmt_seconds(d.estimate_s)}, "
-         f"{d.estimate_tokens_per_s:,.0f} tokens/s"),
+        (
+            f"estimate at MFU {d.mfu:.0%}, MBU {d.mbu:.0%}",
+            f"{fmt_seconds(d.estimate_s)}, {d.estimate_tokens_per_s:,.0f} tokens/s",
+        ),
     ]
     facts += _prediction(d)
     if d.layout.gpus == 1:
         facts += [
-            ("read all resident weights once", f"{fmt_seconds(d.resident_read_time_s)} "
-             f"({fmt_si(d.resident_weight_bytes)}, the source documents' convention)"),
-            ("read the matmul weights only", f"{fmt_seconds(d.matmul_weights_time_s)} ({fmt_si(d.matmul_weight_bytes)})"),
+            (
+                "read all resident weights once",
+                f"{fmt_seconds(d.resident_read_time_s)} "
+                f"({fmt_si(d.resident_weight_bytes)}, the source documents' convention)",
+            ),
+            (
+                "read the matmul weights only",
+                f"{fmt_seconds(d.matmul_weights_time_s)} ({fmt_si(d.matmul_weight_bytes)})",
+            ),
         ]
     if d.compute_bound_batch_weights_only:
         kv = d.kv_bytes_at_compute_bound_batch
-        facts.append(("batch where weights reach the ridge", f"{fmt_int(d.compute_bound_batch_weights_only)}"
-                      + (f" (KV at context {d.context:,}: {bytes_exact(kv)})" if kv else "")))
-    facts.append(("batch where the whole step is compute-bound",
-                  fmt_int(d.compute_bound_batch) if d.compute_bound_batch else
-                  "none: KV reads keep the step memory-bound at every batch"))
+        facts.append(
+            (
+                "batch where weights reach the ridge",
+                f"{fmt_int(d.compute_bound_batch_weights_only)}"
+                + (f" (KV at context {d.context:,}: {bytes_exact(kv)})" if kv else ""),
+            )
+        )
+    facts.append(
+        (
+            "batch where the whole step is compute-bound",
+            fmt_int(d.compute_bound_batch)
+            if d.compute_bound_batch
+            else "none: KV reads keep the step memory-bound at every batch",
+        )
+    )
     if d.intensity_limit is not None and d.context:
-        facts.append(("intensity as batch grows", f"-> {d.intensity_limit:,.2f} FLOP/byte (the KV reads of each "
-                                                  "sequence do not amortise)"))
+        facts.append(
+            (
+                "intensity as batch grows",
+                f"-> {d.intensity_limit:,.2f} FLOP/byte (the KV reads of each sequence do not amortise)",
+            )
+        )
     print_facts(con, facts)
     if ops:
         _ops_table(con, d.ops)
     print_conventions(con, d.conventions)
 
 
-def render_prefill(con, p: PrefillStep, display_name: str, gpu_name: str, model_given: bool, ops: bool = False,
-                   default_context: bool = False) -> None:
+def render_prefill(
+    con,
+    p: PrefillStep,
+    display_name: str,
+    gpu_name: str,
+    model_given: bool,
+    ops: bool = False,
+    default_context: bool = False,
+) -> None:
     """The prefill (time to first token): FLOPs, bytes, bound and estimate."""
     _default_note(con, model_given, display_name)
-    con.print(f"[bold]{display_name} on {gpu_name}{_layout_text(p.layout)}: prefill of {p.batch} x {p.seq:,} tokens "
-              f"(time to first token), {p.compute_dtype} peak[/bold]")
+    con.print(
+        f"[bold]{display_name} on {gpu_name}{_layout_text(p.layout)}: prefill of {p.batch} x {p.seq:,} tokens "
+        f"(time to first token), {p.compute_dtype} peak[/bold]"
+    )
     facts = [
-        ("FLOPs", f"{fmt_flops(p.flops)} = weights {fmt_flops(p.weight_flops)} + attention {fmt_flops(p.attention_flops)}"),
+        (
+            "FLOPs",
+            f"{fmt_flops(p.flops)} = weights {fmt_flops(p.weight_flops)} + attention {fmt_flops(p.attention_flops)}",
+        ),
         ("bytes", f"{bytes_exact(p.bytes)} (weights once + K/V written)"),
         ("arithmetic intensity", f"{p.intensity:,.0f} FLOP/byte"),
     ]
@@ -116,8 +191,10 @@ def render_prefill(con, p: PrefillStep, display_name: str, gpu_name: str, model_
         facts.append(("communication per GPU", f"{bytes_exact(p.comm_bytes)} sent, {fmt_seconds(p.comm_time_s)}"))
     facts += [
         ("TTFT lower bound", f"[bold]{fmt_seconds(p.bound_s)}[/bold] ({p.bound}-bound)"),
-        (f"TTFT estimate at MFU {p.mfu:.0%}, MBU {p.mbu:.0%}", f"{fmt_seconds(p.estimate_s)}, "
-                                                            f"{p.tokens_per_s_at_mfu:,.0f} tokens/s"),
+        (
+            f"TTFT estimate at MFU {p.mfu:.0%}, MBU {p.mbu:.0%}",
+            f"{fmt_seconds(p.estimate_s)}, {p.tokens_per_s_at_mfu:,.0f} tokens/s",
+        ),
     ]
     facts += _prediction(p)
     print_facts(con, facts)
@@ -132,20 +209,44 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
     first = steps[0]
     prefill = isinstance(first, PrefillStep)
     head = "prompt" if prefill else "context"
-    rows = [[fmt_int(s.batch), fmt_int(s.seq if prefill else s.context), fmt_flops(s.flops), fmt_si(s.bytes),
-             fmt_seconds(s.bound_s), s.bound, fmt_seconds(s.estimate_s),
-             fmt_seconds(s.predicted_s) if s.predicted_s is not None else "-",
-             f"{(s.tokens_per_s_at_mfu if prefill else s.estimate_tokens_per_s):,.0f}"] for s in steps]
+    rows = [
+        [
+            fmt_int(s.batch),
+            fmt_int(s.seq if prefill else s.context),
+            fmt_flops(s.flops),
+            fmt_si(s.bytes),
+            fmt_seconds(s.bound_s),
+            s.bound,
+            fmt_seconds(s.estimate_s),
+            fmt_seconds(s.predicted_s) if s.predicted_s is not None else "-",
+            f"{(s.tokens_per_s_at_mfu if prefill else s.estimate_tokens_per_s):,.0f}",
+        ]
+        for s in steps
+    ]
     what = "prefill (time to first token)" if prefill else "decode step"
-    print_table(con, f"{display_name} on {gpu_name}{_layout_text(first.layout)}: {what}, {first.compute_dtype} peak",
-                [("batch", "right"), (head, "right"), ("FLOPs", "right"), ("bytes", "right"), ("bound", "right"),
-                 ("bound by", "left"), (f"estimate (MFU {first.mfu:.0%}, MBU {first.mbu:.0%})", "right"),
-                 (f"prediction ({first.profile or 'no profile'})", "right"),
-                 ("tokens/s at the estimate", "right")], rows)
+    print_table(
+        con,
+        f"{display_name} on {gpu_name}{_layout_text(first.layout)}: {what}, {first.compute_dtype} peak",
+        [
+            ("batch", "right"),
+            (head, "right"),
+            ("FLOPs", "right"),
+            ("bytes", "right"),
+            ("bound", "right"),
+            ("bound by", "left"),
+            (f"estimate (MFU {first.mfu:.0%}, MBU {first.mbu:.0%})", "right"),
+            (f"prediction ({first.profile or 'no profile'})", "right"),
+            ("tokens/s at the estimate", "right"),
+        ],
+        rows,
+    )
     seen: list = []
     for step in steps:  # the conventions of every row, once each; a row's own sizes are in its columns
-        seen += [n for n in step.conventions if n.code not in ("decode.step", "prefill.step", "warning.does_not_fit")
-                 and n not in seen]
+        seen += [
+            n
+            for n in step.conventions
+            if n.code not in ("decode.step", "prefill.step", "warning.does_not_fit") and n not in seen
+        ]
     warnings = [n for step in steps for n in step.conventions if n.code == "warning.does_not_fit"]
     if warnings:  # the largest setup that does not fit stands for the others
         seen.append(max(warnings, key=lambda n: n.params["need_bytes"]))

@@ -34,12 +34,17 @@ def render(con, r: RopeResult) -> None:
     """Header facts, a summary table per method, a per-pair wavelength table, conventions."""
     who = f"{r.display_name} ({r.model}): " if r.model else ""
     n = r.dims // 2
-    con.print(f"[bold]{who}RoPE, {r.dims} rotated dims ({n} pairs), train {fmt_int(r.train_length)} -> "
-              f"target {fmt_int(r.target_length)} tokens (alpha {r.alpha:.4g})[/bold]")
+    con.print(
+        f"[bold]{who}RoPE, {r.dims} rotated dims ({n} pairs), train {fmt_int(r.train_length)} -> "
+        f"target {fmt_int(r.target_length)} tokens (alpha {r.alpha:.4g})[/bold]"
+    )
     first = r.pairs[0].wavelength
     last = r.pairs[-1].wavelength
-    turn = (f"{r.incomplete_in_train} of {n} (i >= {r.first_incomplete_pair})"
-            if r.first_incomplete_pair is not None else f"0 of {n}")
+    turn = (
+        f"{r.incomplete_in_train} of {n} (i >= {r.first_incomplete_pair})"
+        if r.first_incomplete_pair is not None
+        else f"0 of {n}"
+    )
     facts = [
         ("base", f"{r.base:,.6g}" if r.base < 1e15 else f"{r.base:.6g}"),
         ("wavelength", "lambda_i = 2 pi base^(2i/d) tokens, i = 0 .. d/2-1"),
@@ -48,28 +53,57 @@ def render(con, r: RopeResult) -> None:
     ]
     yarn = next((m for m in r.methods if m.name == "yarn"), None)
     if yarn is not None and yarn.mscale is not None and yarn.logit_scale is not None:
-        facts.append(("YaRN attention", f"mscale 0.1 ln(alpha) + 1 = {yarn.mscale:.4f}; "
-                                        f"logits x {yarn.logit_scale:.4f}"))
+        facts.append(
+            ("YaRN attention", f"mscale 0.1 ln(alpha) + 1 = {yarn.mscale:.4f}; logits x {yarn.logit_scale:.4f}")
+        )
     print_facts(con, facts)
 
-    columns = [("method", "left"), ("setting", "left"), ("shortest λ", "right"), ("longest λ", "right"),
-               (f"pairs λ > {fmt_int(r.target_length)}", "right"), ("unseen-phase pairs", "right")]
-    rows = [[m.label, m.setting, _tokens(m.shortest_wavelength), _tokens(m.longest_wavelength),
-             str(m.incomplete_at_target), str(m.unseen_phase_pairs)] for m in r.methods]
+    columns = [
+        ("method", "left"),
+        ("setting", "left"),
+        ("shortest λ", "right"),
+        ("longest λ", "right"),
+        (f"pairs λ > {fmt_int(r.target_length)}", "right"),
+        ("unseen-phase pairs", "right"),
+    ]
+    rows = [
+        [
+            m.label,
+            m.setting,
+            _tokens(m.shortest_wavelength),
+            _tokens(m.longest_wavelength),
+            str(m.incomplete_at_target),
+            str(m.unseen_phase_pairs),
+        ]
+        for m in r.methods
+    ]
     print_table(con, f"at the target length {fmt_int(r.target_length)} (λ in tokens)", columns, rows)
 
     shown, caption = _shown_pairs(r)
     has_l3 = r.llama3 is not None
-    columns = [("i", "right"), ("θ (rad/token)", "right"), ("λ (tokens)", "right"),
-               (f"turns in {fmt_int(r.train_length)}", "right"), ("λ PI", "right"), ("λ NTK-aware", "right"),
-               ("λ YaRN", "right")]
+    columns = [
+        ("i", "right"),
+        ("θ (rad/token)", "right"),
+        ("λ (tokens)", "right"),
+        (f"turns in {fmt_int(r.train_length)}", "right"),
+        ("λ PI", "right"),
+        ("λ NTK-aware", "right"),
+        ("λ YaRN", "right"),
+    ]
     if has_l3:
         columns.append(("λ llama3", "right"))
     rows = []
     for i in shown:
         p = r.pairs[i]
-        row = [str(p.i), f"{p.frequency:.3g}", _tokens(p.wavelength), fmt_number(p.turns_in_train, 3),
-               _tokens(p.pi), _tokens(p.ntk_aware), _tokens(p.yarn)]
+        row = [
+            str(p.i),
+            f"{p.frequency:.3g}",
+            _tokens(p.wavelength),
+            fmt_number(p.turns_in_train, 3),
+            _tokens(p.pi),
+            _tokens(p.ntk_aware),
+            _tokens(p.yarn),
+        ]
         if has_l3:
             row.append(_tokens(p.llama3) if p.llama3 is not None else "")
         rows.append(row)

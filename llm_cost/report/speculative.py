@@ -9,29 +9,64 @@ from llm_cost.report.base import print_conventions, print_facts, print_table
 
 def render(con, r: SpecResult) -> None:
     """Closed forms, then the step model per batch when a model and GPU were given."""
-    con.print(f"[bold]Speculative decoding: alpha {r.alpha:g}, gamma {r.gamma}, c {r.c:.4g}"
-              + (f" ({r.c_source})" if r.c_source != "given" else "") + "[/bold]")
+    con.print(
+        f"[bold]Speculative decoding: alpha {r.alpha:g}, gamma {r.gamma}, c {r.c:.4g}"
+        + (f" ({r.c_source})" if r.c_source != "given" else "")
+        + "[/bold]"
+    )
     facts = [
         ("expected tokens per round", f"{r.expected_tokens:.4f}"),
         ("speedup, verification free (memory-bound)", f"{r.speedup_memory_bound:.2f}x"),
         ("speedup, fully compute-bound", f"{r.speedup_compute_bound:.2f}x"),
     ]
     if r.turning_batch is not None:
-        facts.append((f"closed-form turning batch (ridge {r.ridge:,.1f} / (gamma + 1))",
-                      f"{r.turning_batch:,.1f} at peak; {r.turning_batch_at_mfu:,.1f} at MFU {r.mfu:.0%}, MBU "
-                      f"{r.mbu:.0%}"))
+        facts.append(
+            (
+                f"closed-form turning batch (ridge {r.ridge:,.1f} / (gamma + 1))",
+                f"{r.turning_batch:,.1f} at peak; {r.turning_batch_at_mfu:,.1f} at MFU {r.mfu:.0%}, MBU {r.mbu:.0%}",
+            )
+        )
         limit = f"none up to batch {r.batch_search_limit:,}"
-        facts.append(("knee: verify step turns compute-bound at batch",
-                      fmt_int(r.knee_batch) if r.knee_batch else f"{limit} (the KV reads keep it memory-bound)"))
-        facts.append(("break-even: speculation stops paying at batch",
-                      fmt_int(r.break_even_batch) if r.break_even_batch else f"{limit}"))
+        facts.append(
+            (
+                "knee: verify step turns compute-bound at batch",
+                fmt_int(r.knee_batch) if r.knee_batch else f"{limit} (the KV reads keep it memory-bound)",
+            )
+        )
+        facts.append(
+            (
+                "break-even: speculation stops paying at batch",
+                fmt_int(r.break_even_batch) if r.break_even_batch else f"{limit}",
+            )
+        )
     print_facts(con, facts)
     if r.rows:
-        rows = [[fmt_int(x.batch), fmt_seconds(x.baseline_step_s), fmt_seconds(x.verify_step_s),
-                 fmt_seconds(x.draft_s), f"{x.baseline_tokens_per_s:,.0f}", f"{x.speculative_tokens_per_s:,.0f}",
-                 f"{x.speedup:.2f}x", x.verify_bound] for x in r.rows]
-        print_table(con, f"step model: {r.model} on {r.gpu}, estimates at MFU {r.mfu:.0%} and MBU {r.mbu:.0%}",
-                    [("batch", "right"), ("baseline step", "right"), ("verify step", "right"), ("draft", "right"),
-                     ("baseline tok/s", "right"), ("speculative tok/s", "right"), ("speedup", "right"),
-                     ("verify bound by", "left")], rows)
+        rows = [
+            [
+                fmt_int(x.batch),
+                fmt_seconds(x.baseline_step_s),
+                fmt_seconds(x.verify_step_s),
+                fmt_seconds(x.draft_s),
+                f"{x.baseline_tokens_per_s:,.0f}",
+                f"{x.speculative_tokens_per_s:,.0f}",
+                f"{x.speedup:.2f}x",
+                x.verify_bound,
+            ]
+            for x in r.rows
+        ]
+        print_table(
+            con,
+            f"step model: {r.model} on {r.gpu}, estimates at MFU {r.mfu:.0%} and MBU {r.mbu:.0%}",
+            [
+                ("batch", "right"),
+                ("baseline step", "right"),
+                ("verify step", "right"),
+                ("draft", "right"),
+                ("baseline tok/s", "right"),
+                ("speculative tok/s", "right"),
+                ("speedup", "right"),
+                ("verify bound by", "left"),
+            ],
+            rows,
+        )
     print_conventions(con, r.conventions)

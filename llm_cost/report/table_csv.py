@@ -9,9 +9,10 @@ import csv
 import dataclasses
 import io
 import math
-from functools import lru_cache
+from collections.abc import Callable
+from functools import cache
 from operator import attrgetter
-from typing import Any, Callable
+from typing import Any
 
 from llm_cost.core.serialize import plain
 
@@ -22,7 +23,7 @@ __all__ = ["rows_of", "to_csv"]
 _AS_IS = (int, str, bool, type(None))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fields(cls: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
     """A dataclass's field names and a function reading all their values at once."""
     names = tuple(f.name for f in dataclasses.fields(cls))

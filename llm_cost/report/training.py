@@ -19,13 +19,24 @@ def render(con, r: TrainResult, display_name: str, gpu_name: str) -> None:
         facts.append((f"hardware FLOPs ({r.recompute} recompute)", f"{r.hardware_flops:.3g} FLOPs"))
     facts += [
         ("GPU-hours", f"{r.gpu_hours:,.0f}"),
-        ("wall-clock time", fmt_seconds(r.wall_seconds) + f" on {r.gpus:,} GPU(s)" if r.wall_seconds is not None
-         else "give --gpus for the time on a cluster"),
-        ("effective FLOP/s per GPU", f"{r.effective_flops_per_gpu / 1e12:,.1f} TFLOP/s "
-                                     f"(MFU {r.mfu:.1%} of {r.peak_flops / 1e12:g} TFLOP/s {r.dtype})"),
-        ("energy", f"{r.energy_kwh:,.1f} kWh = " + (f"{r.energy_kwh / 1000:,.1f}" if r.energy_kwh >= 1000
-                                                      else f"{r.energy_kwh / 1000:.3g}") + " MWh "
-                   f"({r.power_w:g} W per GPU, PUE {r.pue:g})"),
+        (
+            "wall-clock time",
+            fmt_seconds(r.wall_seconds) + f" on {r.gpus:,} GPU(s)"
+            if r.wall_seconds is not None
+            else "give --gpus for the time on a cluster",
+        ),
+        (
+            "effective FLOP/s per GPU",
+            f"{r.effective_flops_per_gpu / 1e12:,.1f} TFLOP/s "
+            f"(MFU {r.mfu:.1%} of {r.peak_flops / 1e12:g} TFLOP/s {r.dtype})",
+        ),
+        (
+            "energy",
+            f"{r.energy_kwh:,.1f} kWh = "
+            + (f"{r.energy_kwh / 1000:,.1f}" if r.energy_kwh >= 1000 else f"{r.energy_kwh / 1000:.3g}")
+            + " MWh "
+            f"({r.power_w:g} W per GPU, PUE {r.pue:g})",
+        ),
     ]
     if r.co2_tonnes is not None:
         facts.append(("emissions", f"{r.co2_tonnes:,.1f} t CO2e at {r.grid_kg_per_kwh:g} kg/kWh"))
@@ -39,26 +50,46 @@ def render(con, r: TrainResult, display_name: str, gpu_name: str) -> None:
     print_table(con, "training state", [("part", "left"), ("bytes", "right")], rows)
     if st.data_parallel > 1 and r.parallel is None:
         zero = [[stage, fmt_si(b)] for stage, b in st.per_gpu_bytes.items()]
-        print_table(con, f"state per GPU over {st.data_parallel:,} data-parallel GPUs",
-                    [("ZeRO stage", "left"), ("bytes per GPU", "right")], zero,
-                    caption="pure data parallelism (no TP/PP); zero1 shards optimizer states, zero2 also gradients, "
-                            "zero3 also weights")
+        print_table(
+            con,
+            f"state per GPU over {st.data_parallel:,} data-parallel GPUs",
+            [("ZeRO stage", "left"), ("bytes per GPU", "right")],
+            zero,
+            caption="pure data parallelism (no TP/PP); zero1 shards optimizer states, zero2 also gradients, "
+            "zero3 also weights",
+        )
     a = r.activations
     if a is not None:
         recompute = "no" if a.recompute == "none" else a.recompute
-        print_facts(con, [(f"activations on one GPU (no TP), s = {a.seq:,}, micro-batch {a.micro_batch}, "
-                           f"{recompute} recompute",
-                           f"{fmt_si(a.bytes_per_layer)} per layer ({a.formula}), {fmt_si(a.total_bytes)} for "
-                           f"{fmt_int(a.layers)} layers")])
+        print_facts(
+            con,
+            [
+                (
+                    f"activations on one GPU (no TP), s = {a.seq:,}, micro-batch {a.micro_batch}, "
+                    f"{recompute} recompute",
+                    f"{fmt_si(a.bytes_per_layer)} per layer ({a.formula}), {fmt_si(a.total_bytes)} for "
+                    f"{fmt_int(a.layers)} layers",
+                )
+            ],
+        )
     if r.parallel is not None:
         m = r.parallel
-        print_facts(con, [
-            (f"per GPU at TP {m.tp} x PP {m.pp} x DP {m.dp}, ZeRO-{m.zero}",
-             f"{fmt_si(m.total_bytes)} = state {fmt_si(m.state_bytes)} + activations {fmt_si(m.activation_bytes)} "
-             f"of {fmt_si(m.memory_bytes)}: " + ("fits" if m.fits else "[bold red]does not fit[/bold red]")),
-            ("parameters per GPU (fullest stage)", fmt_int(m.params_per_gpu)),
-            (f"smallest DP at ZeRO-{m.zero}", "none fits: add TP/PP, recompute or sequence parallelism"
-             if m.smallest_dp is None else f"{m.smallest_dp} (= {m.smallest_cluster_gpus:,} GPUs)"),
-        ])
+        print_facts(
+            con,
+            [
+                (
+                    f"per GPU at TP {m.tp} x PP {m.pp} x DP {m.dp}, ZeRO-{m.zero}",
+                    f"{fmt_si(m.total_bytes)} = state {fmt_si(m.state_bytes)} + activations {fmt_si(m.activation_bytes)} "
+                    f"of {fmt_si(m.memory_bytes)}: " + ("fits" if m.fits else "[bold red]does not fit[/bold red]"),
+                ),
+                ("parameters per GPU (fullest stage)", fmt_int(m.params_per_gpu)),
+                (
+                    f"smallest DP at ZeRO-{m.zero}",
+                    "none fits: add TP/PP, recompute or sequence parallelism"
+                    if m.smallest_dp is None
+                    else f"{m.smallest_dp} (= {m.smallest_cluster_gpus:,} GPUs)",
+                ),
+            ],
+        )
         print_conventions(con, m.conventions)
     print_conventions(con, r.conventions)

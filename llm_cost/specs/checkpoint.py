@@ -21,12 +21,34 @@ from typing import Optional
 
 from llm_cost.core.errors import SpecError
 
-__all__ = ["StoredTensor", "Checkpoint", "DTYPE_BYTES", "read_safetensors_header", "is_checkpoint_folder",
-           "read_checkpoint"]
+__all__ = [
+    "StoredTensor",
+    "Checkpoint",
+    "DTYPE_BYTES",
+    "read_safetensors_header",
+    "is_checkpoint_folder",
+    "read_checkpoint",
+]
 
 #: Bytes per element of each safetensors dtype (F8 variants are one byte; U8 packs MXFP4 pairs).
-DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
-               "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1}
+DTYPE_BYTES = {
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+}
 MAX_HEADER_BYTES = 100_000_000
 INDEX = "model.safetensors.index.json"
 
@@ -69,8 +91,10 @@ def read_safetensors_header(path: Path) -> list[StoredTensor]:
                 raise SpecError(f"{path}: not a safetensors file ({size} bytes; the header length takes 8)")
             (n,) = struct.unpack("<Q", head)
             if n > MAX_HEADER_BYTES or n > size - 8:
-                raise SpecError(f"{path}: not a safetensors file (header length {n:,} exceeds the file's "
-                                f"{size - 8:,} remaining bytes or the {MAX_HEADER_BYTES:,}-byte limit)")
+                raise SpecError(
+                    f"{path}: not a safetensors file (header length {n:,} exceeds the file's "
+                    f"{size - 8:,} remaining bytes or the {MAX_HEADER_BYTES:,}-byte limit)"
+                )
             raw = f.read(n)
     except OSError as exc:
         raise SpecError(f"{path}: cannot be read ({exc.strerror})") from None
@@ -90,12 +114,20 @@ def read_safetensors_header(path: Path) -> list[StoredTensor]:
 
 
 def _tensor(path: Path, name: str, entry: object, data_bytes: int) -> StoredTensor:
-    ok = isinstance(entry, dict) and isinstance(entry.get("dtype"), str) and isinstance(entry.get("shape"), list) \
-        and isinstance(entry.get("data_offsets"), list) and len(entry["data_offsets"]) == 2
+    ok = (
+        isinstance(entry, dict)
+        and isinstance(entry.get("dtype"), str)
+        and isinstance(entry.get("shape"), list)
+        and isinstance(entry.get("data_offsets"), list)
+        and len(entry["data_offsets"]) == 2
+    )
     if ok:
         shape, (begin, end) = entry["shape"], entry["data_offsets"]  # type: ignore[index]
-        ok = all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape) and \
-            all(isinstance(o, int) and not isinstance(o, bool) for o in (begin, end)) and 0 <= begin <= end
+        ok = (
+            all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape)
+            and all(isinstance(o, int) and not isinstance(o, bool) for o in (begin, end))
+            and 0 <= begin <= end
+        )
     if not ok:
         raise SpecError(f"{path}: tensor {name!r} has no valid dtype / shape / data_offsets in the header")
     dtype = entry["dtype"]  # type: ignore[index]
@@ -103,11 +135,15 @@ def _tensor(path: Path, name: str, entry: object, data_bytes: int) -> StoredTens
         raise SpecError(f"{path}: tensor {name!r} has dtype {dtype!r}; known: {', '.join(sorted(DTYPE_BYTES))}")
     t = StoredTensor(name, dtype, tuple(shape), end - begin, path.name)
     if end > data_bytes:
-        raise SpecError(f"{path}: tensor {name!r} ends at byte {end:,} of a {data_bytes:,}-byte data section "
-                        "(a truncated download?)")
+        raise SpecError(
+            f"{path}: tensor {name!r} ends at byte {end:,} of a {data_bytes:,}-byte data section "
+            "(a truncated download?)"
+        )
     if dtype != "U8" and t.nbytes != t.numel * DTYPE_BYTES[dtype]:
-        raise SpecError(f"{path}: tensor {name!r} holds {t.nbytes:,} bytes, not {t.numel:,} x "
-                        f"{DTYPE_BYTES[dtype]} for {dtype} {list(shape)}")
+        raise SpecError(
+            f"{path}: tensor {name!r} holds {t.nbytes:,} bytes, not {t.numel:,} x "
+            f"{DTYPE_BYTES[dtype]} for {dtype} {list(shape)}"
+        )
     return t
 
 
@@ -133,8 +169,10 @@ def read_checkpoint(folder: Path) -> Checkpoint:
         names = sorted(set(weight_map.values()))
         missing = [n for n in names if not (folder / n).is_file()]
         if missing:
-            raise SpecError(f"{index}: shard {missing[0]} is missing from {folder} ({len(missing)} of {len(names)} "
-                            "shards absent); headers are read from the shards themselves")
+            raise SpecError(
+                f"{index}: shard {missing[0]} is missing from {folder} ({len(missing)} of {len(names)} "
+                "shards absent); headers are read from the shards themselves"
+            )
         files = [folder / n for n in names]
     else:
         files = sorted(folder.glob("*.safetensors"))

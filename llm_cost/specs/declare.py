@@ -20,10 +20,10 @@ generates for the bare type, so the errors (``less_than_equal``, ``int_type``, `
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache
+from functools import cache
 from typing import Any, TypeVar, get_args
 
-from llm_cost.core.records import Frozen
+from llm_cost.core.records import Frozen, dataclass_transform
 
 __all__ = ["Bounds", "DISCRIMINATED", "spec", "spec_field", "Spec", "validated", "to_data", "field_names"]
 
@@ -117,6 +117,16 @@ class Spec(Frozen):
         return core_schema.no_info_after_validator_function(_checked, handler(source))
 
 
+def spec_field(
+    default: Any = dataclasses.MISSING, *, description: str = "", default_factory: Any = dataclasses.MISSING
+) -> Any:
+    """A field with its description (kept in the field's metadata, ``"description"``)."""
+    return dataclasses.field(
+        default=default, default_factory=default_factory, metadata={"description": description} if description else None
+    )
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(dataclasses.field, spec_field))
 def spec(cls: type[T]) -> type[T]:
     """``cls`` (a :class:`Spec`) as a keyword-only dataclass whose methods are Spec's: its fields
     are listed for ``dataclasses.fields`` / ``replace`` / ``asdict`` and for pydantic, and may
@@ -124,14 +134,7 @@ def spec(cls: type[T]) -> type[T]:
     return dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(cls)
 
 
-def spec_field(default: Any = dataclasses.MISSING, *, description: str = "",
-               default_factory: Any = dataclasses.MISSING) -> Any:
-    """A field with its description (kept in the field's metadata, ``"description"``)."""
-    return dataclasses.field(default=default, default_factory=default_factory,
-                             metadata={"description": description} if description else None)
-
-
-@lru_cache(maxsize=None)
+@cache
 def _adapter(cls: type) -> Any:
     from pydantic import TypeAdapter
 
@@ -155,8 +158,9 @@ def to_data(value: Any, *, exclude_defaults: bool = False, exclude_none: bool = 
         item = getattr(value, f.name)
         if exclude_none and item is None:
             continue
-        if exclude_defaults and (item == f.default or (f.default_factory is not dataclasses.MISSING
-                                                        and item == f.default_factory())):
+        if exclude_defaults and (
+            item == f.default or (f.default_factory is not dataclasses.MISSING and item == f.default_factory())
+        ):
             continue
         out[f.name] = to_data(item, exclude_defaults=exclude_defaults, exclude_none=exclude_none)
     return out

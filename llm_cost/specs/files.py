@@ -11,8 +11,16 @@ from typing import Any
 
 from llm_cost.core.errors import SpecError
 
-__all__ = ["MAX_SPEC_BYTES", "MAX_VALUES", "MAX_DEPTH", "read_text", "read_yaml", "check_shape", "shown",
-           "validation_message"]
+__all__ = [
+    "MAX_SPEC_BYTES",
+    "MAX_VALUES",
+    "MAX_DEPTH",
+    "read_text",
+    "read_yaml",
+    "check_shape",
+    "shown",
+    "validation_message",
+]
 
 MAX_SPEC_BYTES = 1_000_000
 #: Values (scalars, lists, mappings) a spec may hold once its aliases are expanded: a spec has a few
@@ -27,7 +35,7 @@ MAX_DIGITS = 4300
 def shown(path: object, limit: int = 120) -> str:
     """A path or name for a message, shortened in the middle when longer than ``limit``."""
     text = str(path)
-    return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-limit // 2:]} ({len(text):,} characters)"
+    return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-limit // 2 :]} ({len(text):,} characters)"
 
 
 def read_text(path: Path, what: str = "a .yaml spec") -> str:
@@ -61,8 +69,10 @@ def check_shape(data: Any, path: Path) -> None:
         value, depth = stack.pop()
         count += 1
         if count > MAX_VALUES:
-            raise SpecError(f"{shown(path)}: more than {MAX_VALUES:,} values once YAML aliases are expanded; "
-                            "a spec holds a few hundred")
+            raise SpecError(
+                f"{shown(path)}: more than {MAX_VALUES:,} values once YAML aliases are expanded; "
+                "a spec holds a few hundred"
+            )
         if depth > MAX_DEPTH:
             raise SpecError(f"{shown(path)}: lists or mappings nested more than {MAX_DEPTH} levels deep")
         if isinstance(value, dict):
@@ -95,8 +105,11 @@ def _loader():  # noqa: ANN202 - a yaml Loader class, built on first use
                 if key is not None and key != "<<":
                     if key in seen:
                         raise yaml.constructor.ConstructorError(
-                            None, None, f"duplicate key {shown(key, 40)!r} (each field may appear once)",
-                            key_node.start_mark)
+                            None,
+                            None,
+                            f"duplicate key {shown(key, 40)!r} (each field may appear once)",
+                            key_node.start_mark,
+                        )
                     seen.add(key)
             return super().construct_mapping(node, deep)
 
@@ -105,7 +118,8 @@ def _loader():  # noqa: ANN202 - a yaml Loader class, built on first use
         digits = len(text.lstrip("+-"))
         if digits > MAX_DIGITS:
             raise yaml.constructor.ConstructorError(
-                None, None, f"an integer of {digits:,} digits is too long (limit {MAX_DIGITS:,})", node.start_mark)
+                None, None, f"an integer of {digits:,} digits is too long (limit {MAX_DIGITS:,})", node.start_mark
+            )
         return int(text, 10)
 
     def construct_float(loader, node):  # noqa: ANN001, ANN202
@@ -113,14 +127,18 @@ def _loader():  # noqa: ANN202 - a yaml Loader class, built on first use
         special = {".inf": "inf", "+.inf": "inf", "-.inf": "-inf", ".nan": "nan"}
         return float(special.get(text, text))
 
-    Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                                 list("tTfF"))
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+    )
     Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?[0-9]+$"), list("-+0123456789"))
     Loader.add_implicit_resolver(
         "tag:yaml.org,2002:float",
-        re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
-                   r"|\.(?:nan|NaN|NAN))$"),
-        list("-+0123456789."))
+        re.compile(
+            r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
+            r"|\.(?:nan|NaN|NAN))$"
+        ),
+        list("-+0123456789."),
+    )
     Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
     Loader.add_constructor("tag:yaml.org,2002:float", construct_float)
     return Loader

@@ -69,8 +69,9 @@ def read_gguf(path: Path) -> GGUFFile:
     try:
         from gguf import GGUFReader
     except ImportError:
-        raise SpecError(f"{path}: reading GGUF files needs the gguf package: pip install 'llm-cost[checkpoints]'") \
-            from None
+        raise SpecError(
+            f"{path}: reading GGUF files needs the gguf package: pip install 'llm-cost[checkpoints]'"
+        ) from None
     try:
         reader = GGUFReader(str(path), "r")
     except Exception as exc:  # the reader raises ValueError, struct errors, OSError ...
@@ -83,8 +84,10 @@ def read_gguf(path: Path) -> GGUFFile:
             meta[key] = _value(f)
         except Exception:  # an odd field type: leave it out, it is not one we read
             continue
-    tensors = tuple(GGUFTensor(t.name, t.tensor_type.name, int(t.n_elements), int(t.n_bytes),
-                               tuple(int(s) for s in t.shape)) for t in reader.tensors)
+    tensors = tuple(
+        GGUFTensor(t.name, t.tensor_type.name, int(t.n_elements), int(t.n_bytes), tuple(int(s) for s in t.shape))
+        for t in reader.tensors
+    )
     by_type: dict[str, list[int]] = {}
     for t in tensors:
         row = by_type.setdefault(t.type, [0, 0, 0])
@@ -124,16 +127,19 @@ def gguf_to_spec(g: GGUFFile):
 
     a = g.architecture
     if a not in SUPPORTED_ARCHITECTURES:
-        raise SpecError(f"{g.path}: GGUF architecture {a!r} is not mapped; supported: "
-                        f"{', '.join(SUPPORTED_ARCHITECTURES)}")
+        raise SpecError(
+            f"{g.path}: GGUF architecture {a!r} is not mapped; supported: {', '.join(SUPPORTED_ARCHITECTURES)}"
+        )
     names = {t.name: t for t in g.tensors}
     embd = names.get("token_embd.weight")
     if embd is None:
         raise SpecError(f"{g.path}: GGUF file has no token_embd.weight tensor")
     d = _int(g, f"{a}.embedding_length")
     if embd.n_elements % d:
-        raise SpecError(f"{g.path}: token_embd.weight ({embd.n_elements:,} elements) is not a multiple of "
-                        f"{a}.embedding_length ({d})")
+        raise SpecError(
+            f"{g.path}: token_embd.weight ({embd.n_elements:,} elements) is not a multiple of "
+            f"{a}.embedding_length ({d})"
+        )
     n_q = _int(g, f"{a}.attention.head_count")
     n_kv = _int(g, f"{a}.attention.head_count_kv", n_q)
     head_dim = g.metadata.get(f"{a}.attention.key_length")
@@ -141,26 +147,40 @@ def gguf_to_spec(g: GGUFFile):
     ff = _int(g, f"{a}.feed_forward_length")
     bias = "blk.0.attn_q.bias" in names
     fields: dict[str, Any] = dict(
-        vocab_size=embd.n_elements // d, hidden_size=d, num_hidden_layers=_int(g, f"{a}.block_count"),
+        vocab_size=embd.n_elements // d,
+        hidden_size=d,
+        num_hidden_layers=_int(g, f"{a}.block_count"),
         tie_word_embeddings="output.weight" not in names,
         max_position_embeddings=_int(g, f"{a}.context_length", 4096),
         rope_theta=float(g.metadata.get(f"{a}.rope.freq_base", 10000.0)),
-        attention=GQAAttention(num_attention_heads=n_q, num_key_value_heads=n_kv,
-                               head_dim=head_dim if isinstance(head_dim, int) and head_dim > 0 else None,
-                               attention_bias=bias, qk_norm=a == "qwen3"),
+        attention=GQAAttention(
+            num_attention_heads=n_q,
+            num_key_value_heads=n_kv,
+            head_dim=head_dim if isinstance(head_dim, int) and head_dim > 0 else None,
+            attention_bias=bias,
+            qk_norm=a == "qwen3",
+        ),
         torch_dtype=_dtype(g),
     )
     if experts:
-        fields["moe"] = MoE(num_experts=experts, num_experts_per_tok=_int(g, f"{a}.expert_used_count"),
-                            moe_intermediate_size=ff)
+        fields["moe"] = MoE(
+            num_experts=experts, num_experts_per_tok=_int(g, f"{a}.expert_used_count"), moe_intermediate_size=ff
+        )
     else:
         fields["mlp"] = MLP(intermediate_size=ff)
     stem = Path(g.path).stem
     try:  # the parts are validated with the whole, so a bad part's error names its field
-        return ModelSpec.checked(name=stem.lower(), display_name=g.name or stem, model_type=a,
-                                 source=Source(url=g.path, retrieved=date.today().isoformat(),
-                                               note=f"Read from GGUF metadata (architecture {a}) by llm-cost."),
-                                 **fields)
+        return ModelSpec.checked(
+            name=stem.lower(),
+            display_name=g.name or stem,
+            model_type=a,
+            source=Source(
+                url=g.path,
+                retrieved=date.today().isoformat(),
+                note=f"Read from GGUF metadata (architecture {a}) by llm-cost.",
+            ),
+            **fields,
+        )
     except ValidationError as exc:
         raise SpecError(validation_message(Path(g.path), exc)) from None
 

@@ -25,8 +25,10 @@ from llm_cost.core.errors import SpecError
 
 __all__ = ["is_hub_id", "parse_hub_id", "cache_dir", "offline", "config_path", "load_hub_model"]
 
-_HUB_ID = re.compile(r"(?P<repo>[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})"
-                     r"(?:@(?P<rev>[A-Za-z0-9_./-]{1,255}))?")
+_HUB_ID = re.compile(
+    r"(?P<repo>[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})"
+    r"(?:@(?P<rev>[A-Za-z0-9_./-]{1,255}))?"
+)
 _FILE_SUFFIXES = (".yaml", ".yml", ".json", ".gguf", ".safetensors")
 _TRUE = {"1", "on", "yes", "true"}
 
@@ -71,8 +73,11 @@ def _download(repo: str, rev: Optional[str], local_only: bool) -> Path:
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # its retry warnings would break the one-line error
     try:
-        return Path(hf_hub_download(repo, "config.json", revision=rev, cache_dir=str(cache_dir()), token=token,
-                                    local_files_only=local_only))
+        return Path(
+            hf_hub_download(
+                repo, "config.json", revision=rev, cache_dir=str(cache_dir()), token=token, local_files_only=local_only
+            )
+        )
     finally:
         hf_logging.set_verbosity(level)
 
@@ -86,18 +91,24 @@ def _error(model_id: str, exc: Exception) -> SpecError:
     if isinstance(exc, errors.GatedRepoError) or status == 403:
         return SpecError(f"{model_id}: the repository is gated; accept its terms on huggingface.co, then {login}")
     if isinstance(exc, errors.RevisionNotFoundError):
-        return SpecError(f"{model_id}: no such revision on the Hugging Face Hub (give a branch, tag or commit "
-                         "after '@')")
+        return SpecError(
+            f"{model_id}: no such revision on the Hugging Face Hub (give a branch, tag or commit after '@')"
+        )
     if isinstance(exc, errors.RepositoryNotFoundError) or status == 401:
         return SpecError(f"{model_id}: no such model on the Hugging Face Hub (or it is private: {login})")
     if isinstance(exc, errors.LocalEntryNotFoundError):  # before EntryNotFoundError, its base class
-        return SpecError(f"{model_id}: config.json is not in the Hugging Face cache ({cache_dir()}) and the Hub "
-                         "cannot be reached; connect once, or copy the model's config.json and give its path")
+        return SpecError(
+            f"{model_id}: config.json is not in the Hugging Face cache ({cache_dir()}) and the Hub "
+            "cannot be reached; connect once, or copy the model's config.json and give its path"
+        )
     if isinstance(exc, (errors.RemoteEntryNotFoundError, errors.EntryNotFoundError)) or status == 404:
-        return SpecError(f"{model_id}: the repository has no config.json (a GGUF-only repo? download the .gguf "
-                         "and give its path)")
-    return SpecError(f"{model_id}: the Hugging Face Hub lookup failed ({type(exc).__name__}: "
-                     f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})")
+        return SpecError(
+            f"{model_id}: the repository has no config.json (a GGUF-only repo? download the .gguf and give its path)"
+        )
+    return SpecError(
+        f"{model_id}: the Hugging Face Hub lookup failed ({type(exc).__name__}: "
+        f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})"
+    )
 
 
 def config_path(model_id: str) -> Path:
@@ -112,17 +123,20 @@ def config_path(model_id: str) -> Path:
     try:
         import huggingface_hub  # noqa: F401
     except ImportError:
-        raise SpecError(f"{model_id}: looks like a Hugging Face model id; resolving it needs huggingface_hub: "
-                        "pip install 'llm-cost[hub]' (or give the path of its config.json)") from None
+        raise SpecError(
+            f"{model_id}: looks like a Hugging Face model id; resolving it needs huggingface_hub: "
+            "pip install 'llm-cost[hub]' (or give the path of its config.json)"
+        ) from None
     from huggingface_hub import errors
 
     try:
         return _download(repo, rev, local_only=True)
     except errors.LocalEntryNotFoundError:
         if offline():
-            raise SpecError(f"{model_id}: HF_HUB_OFFLINE is set and config.json is not in the Hugging Face cache "
-                            f"({cache_dir()}); unset HF_HUB_OFFLINE once, or give the path of a config.json") \
-                from None
+            raise SpecError(
+                f"{model_id}: HF_HUB_OFFLINE is set and config.json is not in the Hugging Face cache "
+                f"({cache_dir()}); unset HF_HUB_OFFLINE once, or give the path of a config.json"
+            ) from None
     except (errors.HFValidationError, ValueError) as exc:
         raise SpecError(f"{model_id}: not a valid Hugging Face model id ({str(exc).splitlines()[0]})") from None
     except OSError as exc:

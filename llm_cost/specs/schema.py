@@ -46,25 +46,27 @@ MAX_SMALL = 1024  #: kernel, patch and ratio sizes, MTP modules, GPUs per node s
 MAX_TEXT = 4096  #: characters in a name, a note or a URL (a path may be this long)
 
 
-def _count(maximum: int, minimum: int = 1):  # noqa: ANN202 - an Annotated type
-    """An integer in ``[minimum, maximum]``, given as an integer (not a float or a string)."""
-    return Annotated[int, Bounds(ge=minimum, le=maximum, strict=True)]
-
-
-Small = _count(MAX_SMALL)
-LayerIndex = _count(MAX_LAYERS, 0)
-Layers = _count(MAX_LAYERS)
-Width = _count(MAX_WIDTH)
-Heads = _count(MAX_HEADS)
-Positions = _count(MAX_POSITIONS)
+Small = Annotated[int, Bounds(ge=1, le=MAX_SMALL, strict=True)]
+LayerIndex = Annotated[int, Bounds(ge=0, le=MAX_LAYERS, strict=True)]
+Layers = Annotated[int, Bounds(ge=1, le=MAX_LAYERS, strict=True)]
+Width = Annotated[int, Bounds(ge=1, le=MAX_WIDTH, strict=True)]
+Heads = Annotated[int, Bounds(ge=1, le=MAX_HEADS, strict=True)]
+Positions = Annotated[int, Bounds(ge=1, le=MAX_POSITIONS, strict=True)]
+Experts = Annotated[int, Bounds(ge=1, le=MAX_EXPERTS, strict=True)]
+OptionalWidth = Annotated[int, Bounds(ge=0, le=MAX_WIDTH, strict=True)]  #: a width that may be 0 (none)
+SmallCount = Annotated[int, Bounds(ge=0, le=MAX_SMALL, strict=True)]
+Vocab = Annotated[int, Bounds(ge=1, le=MAX_VOCAB, strict=True)]
+NodeGpus = Annotated[int, Bounds(ge=1, le=2**16, strict=True)]
+PcieGen = Annotated[int, Bounds(ge=1, le=16, strict=True)]
 PositiveFloat = Annotated[float, Bounds(gt=0, le=1e6)]
 Scale = Annotated[float, Bounds(ge=-1e6, le=1e6)]
 Text = Annotated[str, Bounds(max_length=MAX_TEXT)]
 Name = Annotated[str, Bounds(min_length=1, max_length=128)]
 Names = Annotated[list[Name], Bounds(max_length=64)]
 
-LayerType = Literal["full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba2",
-                    "mlp_only"]
+LayerType = Literal[
+    "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba2", "mlp_only"
+]
 #: Feed-forward kind per layer: dense MLP, MoE, or none (Nemotron-H mixer-only blocks).
 MlpType = Literal["dense", "moe", "none"]
 #: Layer types that keep a per-token KV cache (softmax attention).
@@ -101,8 +103,9 @@ class GQAAttention(Spec):
     o_proj_bias: bool = spec_field(False, description="The output projection carries a bias.")
     qk_norm: bool = spec_field(False, description="Per-head RMSNorm (d_head weights) on q and on k.")
     qk_norm_width: Literal["head", "projection"] = spec_field(
-        "head", description="head: q_norm/k_norm have d_head weights (Qwen3, Gemma 3); projection: they span the "
-        "whole q (n_q d_head) and k (n_kv d_head) projections (OLMo 2, OLMoE)."
+        "head",
+        description="head: q_norm/k_norm have d_head weights (Qwen3, Gemma 3); projection: they span the "
+        "whole q (n_q d_head) and k (n_kv d_head) projections (OLMo 2, OLMoE).",
     )
     output_gate: bool = spec_field(
         False, description="Gated attention (Qwen3-Next): W_Q also emits a per-element output gate."
@@ -112,18 +115,17 @@ class GQAAttention(Spec):
         None, description="Window W in tokens of the sliding-attention layers (see layer_types)."
     )
     attention_chunk_size: Optional[Positions] = spec_field(
-        None, description="Chunk C of the chunked-attention layers (Llama 4): a token attends to the earlier tokens "
-        "of its own C-token chunk, so the cache holds at most C tokens."
+        None,
+        description="Chunk C of the chunked-attention layers (Llama 4): a token attends to the earlier tokens "
+        "of its own C-token chunk, so the cache holds at most C tokens.",
     )
 
     def _check(self) -> None:
         n_kv = self.num_key_value_heads
         if n_kv is not None and self.num_attention_heads % n_kv:
             raise ValueError(
-                f"num_attention_heads ({self.num_attention_heads}) must be a multiple of "
-                f"num_key_value_heads ({n_kv})"
+                f"num_attention_heads ({self.num_attention_heads}) must be a multiple of num_key_value_heads ({n_kv})"
             )
-
 
 
 @spec
@@ -169,10 +171,10 @@ class MoE(Spec):
     and i is not in mlp_only_layers; other layers use the dense ``mlp``.
     """
 
-    num_experts: _count(MAX_EXPERTS) = spec_field(description="E, routed experts per MoE layer.")
-    num_experts_per_tok: _count(MAX_EXPERTS) = spec_field(description="k, routed experts per token.")
+    num_experts: Experts = spec_field(description="E, routed experts per MoE layer.")
+    num_experts_per_tok: Experts = spec_field(description="k, routed experts per token.")
     moe_intermediate_size: Width = spec_field(description="Hidden width of one routed expert.")
-    shared_expert_intermediate_size: _count(MAX_WIDTH, 0) = spec_field(
+    shared_expert_intermediate_size: OptionalWidth = spec_field(
         0, description="Total hidden width of the shared expert(s) (n_shared * width); 0 if none."
     )
     shared_expert_gate: bool = spec_field(False, description="A sigmoid gate [d, 1] on the shared expert.")
@@ -182,7 +184,9 @@ class MoE(Spec):
     expert_bias: bool = spec_field(False, description="Each expert's projections carry biases (gpt-oss).")
     first_k_dense_replace: LayerIndex = spec_field(0, description="The first k layers are dense.")
     decoder_sparse_step: Layers = spec_field(1, description="Every n-th layer is MoE (Qwen-MoE).")
-    mlp_only_layers: Annotated[list[LayerIndex], Bounds(max_length=MAX_LAYERS)] = spec_field(default_factory=list, description="Dense layer indices.")
+    mlp_only_layers: Annotated[list[LayerIndex], Bounds(max_length=MAX_LAYERS)] = spec_field(
+        default_factory=list, description="Dense layer indices."
+    )
 
     def _check(self) -> None:
         if self.num_experts_per_tok > self.num_experts:
@@ -190,7 +194,6 @@ class MoE(Spec):
                 f"num_experts_per_tok (k = {self.num_experts_per_tok}) cannot exceed "
                 f"num_experts (E = {self.num_experts})"
             )
-
 
 
 @spec
@@ -230,7 +233,6 @@ class Mamba2(Spec):
     def _check(self) -> None:
         if self.num_heads % self.n_groups:
             raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of n_groups ({self.n_groups})")
-
 
     @property
     def inner(self) -> int:
@@ -293,7 +295,6 @@ class Vision(Spec):
             raise ValueError(f"embed_dim ({self.embed_dim}) must be a multiple of num_heads ({self.num_heads})")
 
 
-
 def _check_tower(hidden_size: int, heads: int, image_size: int, patch_size: int) -> None:
     """ValueError unless a ViT's heads divide its width and its patches tile its square input."""
     if hidden_size % heads:
@@ -327,7 +328,6 @@ class SiglipVision(Spec):
         _check_tower(self.hidden_size, self.num_attention_heads, self.image_size, self.patch_size)
 
 
-
 @spec
 class Llama4Vision(Spec):
     """Llama 4 vision encoder, pixel-shuffle adapter and projector (transformers
@@ -355,7 +355,6 @@ class Llama4Vision(Spec):
 
     def _check(self) -> None:
         _check_tower(self.hidden_size, self.num_attention_heads, self.image_size, self.patch_size)
-
 
 
 @spec
@@ -398,7 +397,7 @@ class Qwen3Vision(Spec):
     temporal_patch_size: Small
     out_hidden_size: Width
     num_position_embeddings: Positions
-    deepstack_mergers: _count(MAX_SMALL, 0) = 0
+    deepstack_mergers: SmallCount = 0
 
 
 @spec
@@ -432,7 +431,7 @@ class ModelSpec(Spec):
     aliases: Names = spec_field(default_factory=list, description="Other accepted names.")
     model_type: Text = spec_field(description="Hugging Face model_type (llama, deepseek_v3, ...).")
     source: Source
-    vocab_size: _count(MAX_VOCAB) = spec_field(description="V, vocabulary size.")
+    vocab_size: Vocab = spec_field(description="V, vocabulary size.")
     hidden_size: Width = spec_field(description="d, residual width.")
     num_hidden_layers: Layers = spec_field(description="L, decoder blocks.")
     tie_word_embeddings: bool = spec_field(description="LM head shares the embedding matrix.")
@@ -457,12 +456,14 @@ class ModelSpec(Spec):
         2, description="Norms in each block: 1 (parallel attention), 2 (pre-norm), 4 (Gemma 2/3)."
     )
     position_embedding: Literal["rope", "learned", "none"] = spec_field(
-        "rope", description="learned adds a [max_position_embeddings, d] table (GPT-2); none: no positions "
-        "(NoPE, Nemotron-H and Granite 4.0-H attention)."
+        "rope",
+        description="learned adds a [max_position_embeddings, d] table (GPT-2); none: no positions "
+        "(NoPE, Nemotron-H and Granite 4.0-H attention).",
     )
     max_position_embeddings: Positions = spec_field(description="Longest position the config allows.")
     rope_theta: Optional[Annotated[float, Bounds(gt=1, le=1e15)]] = spec_field(
-        None, description="RoPE base (above 1: each pair turns more slowly than the one before).")
+        None, description="RoPE base (above 1: each pair turns more slowly than the one before)."
+    )
     partial_rotary_factor: Annotated[float, Bounds(gt=0, le=1)] = spec_field(
         1.0, description="Share of head_dim that is rotated."
     )
@@ -485,9 +486,7 @@ class ModelSpec(Spec):
                 f"num_attention_heads ({att.num_attention_heads})"
             )
         if self.layer_types is not None and len(self.layer_types) != L:
-            raise ValueError(
-                f"layer_types has {len(self.layer_types)} entries but num_hidden_layers is {L}"
-            )
+            raise ValueError(f"layer_types has {len(self.layer_types)} entries but num_hidden_layers is {L}")
         kinds = set(self.layer_types or [])
         if "linear_attention" in kinds and self.linear_attention is None:
             raise ValueError("layer_types names linear_attention layers but linear_attention is not set")
@@ -505,7 +504,9 @@ class ModelSpec(Spec):
             raise ValueError("mamba is set but no layer in layer_types is mamba2")
         if self.mlp_layer_types is not None:
             if len(self.mlp_layer_types) != L:
-                raise ValueError(f"mlp_layer_types has {len(self.mlp_layer_types)} entries but num_hidden_layers is {L}")
+                raise ValueError(
+                    f"mlp_layer_types has {len(self.mlp_layer_types)} entries but num_hidden_layers is {L}"
+                )
             if "moe" in self.mlp_layer_types and self.moe is None:
                 raise ValueError("mlp_layer_types names moe layers but moe is not set")
             if "dense" in self.mlp_layer_types and self.mlp is None:
@@ -526,7 +527,6 @@ class ModelSpec(Spec):
         if self.position_embedding == "rope" and self.rope_theta is None:
             raise ValueError("rope_theta is required when position_embedding is rope")
 
-
     def layer_type(self, i: int) -> str:
         """Attention kind of layer ``i`` (0-based)."""
         if self.layer_types is not None:
@@ -544,9 +544,7 @@ class ModelSpec(Spec):
         if moe is None:
             return False
         return (
-            i >= moe.first_k_dense_replace
-            and (i + 1) % moe.decoder_sparse_step == 0
-            and i not in moe.mlp_only_layers
+            i >= moe.first_k_dense_replace and (i + 1) % moe.decoder_sparse_step == 0 and i not in moe.mlp_only_layers
         )
 
     def mlp_kind(self, i: int) -> str:
@@ -561,10 +559,16 @@ class ModelSpec(Spec):
         over = [c for c in contexts if c > self.max_position_embeddings]
         if not over:
             return []
-        return [note("warning.context_over_max", contexts=over, model=self.name,
-                     max_position_embeddings=self.max_position_embeddings)]
+        return [
+            note(
+                "warning.context_over_max",
+                contexts=over,
+                model=self.name,
+                max_position_embeddings=self.max_position_embeddings,
+            )
+        ]
 
-    def with_kv_heads(self, n_kv: int) -> "ModelSpec":
+    def with_kv_heads(self, n_kv: int) -> ModelSpec:
         """A copy with ``n_kv`` key/value heads (GQA models only), for MHA/MQA comparisons.
 
         Raises TypeError for MLA models, ValueError if n_kv does not divide the query heads."""
@@ -600,7 +604,7 @@ class Interconnect(Spec):
     bandwidth_gb_s_per_direction: Annotated[float, Bounds(ge=0, le=1e5)] = spec_field(
         description="Per-GPU bandwidth in one direction, 10^9 B/s (datasheets print the sum of both)."
     )
-    gpus_per_node: _count(2**16) = spec_field(description="GPUs joined by this link in one node/board.")
+    gpus_per_node: NodeGpus = spec_field(description="GPUs joined by this link in one node/board.")
 
 
 @spec
@@ -612,19 +616,30 @@ class HardwareSpec(Spec):
     aliases: Names = spec_field(default_factory=list)
     vendor: Text
     architecture: Text
-    dense_tflops: Annotated[dict[Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"],
-                                 Annotated[float, Bounds(ge=1e-3, le=1e6)]], Bounds(min_length=1)] = spec_field(
+    dense_tflops: Annotated[
+        dict[
+            Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"],
+            Annotated[float, Bounds(ge=1e-3, le=1e6)],
+        ],
+        Bounds(min_length=1),
+    ] = spec_field(
         description="Peak dense tensor throughput, 10^12 FLOP/s (TOP/s for int), no sparsity; at least one dtype."
     )
-    memory_gb: Annotated[float, Bounds(ge=1e-3, le=1e5)] = spec_field(description="HBM/GDDR capacity, 10^9 bytes, as the datasheet prints it.")
+    memory_gb: Annotated[float, Bounds(ge=1e-3, le=1e5)] = spec_field(
+        description="HBM/GDDR capacity, 10^9 bytes, as the datasheet prints it."
+    )
     memory_gib: Optional[Annotated[float, Bounds(ge=1e-3, le=1e5)]] = spec_field(
-        default=None, description="Physical capacity, 2^30 bytes (an '80 GB' H100 holds 80 GiB): what a "
-                                  "deployment gets. Absent: the datasheet's memory_gb read as 10^9 bytes.")
+        default=None,
+        description="Physical capacity, 2^30 bytes (an '80 GB' H100 holds 80 GiB): what a "
+        "deployment gets. Absent: the datasheet's memory_gb read as 10^9 bytes.",
+    )
     memory_type: Text
-    memory_bandwidth_tb_s: Annotated[float, Bounds(ge=1e-3, le=1e3)] = spec_field(description="Peak memory bandwidth, 10^12 B/s.")
+    memory_bandwidth_tb_s: Annotated[float, Bounds(ge=1e-3, le=1e3)] = spec_field(
+        description="Peak memory bandwidth, 10^12 B/s."
+    )
     tdp_w: Annotated[float, Bounds(ge=1, le=1e5)] = spec_field(description="Board power limit, W.")
     interconnect: Interconnect
-    pcie_gen: _count(16)
+    pcie_gen: PcieGen
     source: Source
 
     @property
@@ -638,9 +653,10 @@ class HardwareSpec(Spec):
         if self.memory_gib is not None:
             ratio = self.memory_gib * 2**30 / (self.memory_gb * 10**9)
             if not 0.85 <= ratio <= 1.25:
-                raise ValueError(f"memory_gib {self.memory_gib:g} and memory_gb {self.memory_gb:g} disagree "
-                                 f"({ratio:.2f}x); memory_gib is the physical capacity in 2^30 B, about memory_gb")
-
+                raise ValueError(
+                    f"memory_gib {self.memory_gib:g} and memory_gb {self.memory_gb:g} disagree "
+                    f"({ratio:.2f}x); memory_gib is the physical capacity in 2^30 B, about memory_gb"
+                )
 
     @property
     def capacity_bytes(self) -> int:
@@ -658,6 +674,8 @@ class HardwareSpec(Spec):
         (FP8 on an A100 is an error, not a number)."""
         key = str(dtype).lower()
         if key not in self.dense_tflops:
-            raise InputError(f"--dtype: {self.name} ({self.display_name}) has no {dtype} tensor-core peak; "
-                             f"its datasheet lists: {', '.join(self.dense_tflops)}")
+            raise InputError(
+                f"--dtype: {self.name} ({self.display_name}) has no {dtype} tensor-core peak; "
+                f"its datasheet lists: {', '.join(self.dense_tflops)}"
+            )
         return self.dense_tflops[key] * 1e12  # type: ignore[index]

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llm_cost.core.serialize import Result
-from llm_cost.core.notes import Note, note
 from llm_cost.core.errors import InputError
+from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
 from llm_cost.core.types import OpKind, Part, TensorKind
 from llm_cost.model.structure import Structure
 from llm_cost.specs.schema import MLAAttention, ModelSpec
@@ -25,9 +25,15 @@ from llm_cost.workload.step import SeqGroup, build_step
 __all__ = ["OP_NAMES", "Op", "ForwardFlops", "forward_flops", "weight_flops_params"]
 
 #: Display names of the matmul groups of the structure.
-OP_NAMES = {"attention": "attention projections", "linear_attention": "linear-attention projections",
-            "mlp": "MLP", "router": "router", "routed_experts": "routed experts (k of E)",
-            "shared_experts": "shared experts", "lm_head": "LM head"}
+OP_NAMES = {
+    "attention": "attention projections",
+    "linear_attention": "linear-attention projections",
+    "mlp": "MLP",
+    "router": "router",
+    "routed_experts": "routed experts (k of E)",
+    "shared_experts": "shared experts",
+    "lm_head": "LM head",
+}
 
 
 @dataclass(frozen=True)
@@ -71,8 +77,11 @@ def weight_flops_params(structure: Structure, convention: str = "gemm") -> int:
     input embedding (seed 003's "8B is 2 x 7.5B"), ``total`` = N (seed 003 §05 and §09 for 70B)."""
     if convention == "gemm":
         return int(structure.active_gemm)
-    embedding = sum(t.total for t in structure.tensors if t.part == Part.DECODER and t.kind == TensorKind.LOOKUP
-                    and t.group == "embedding")
+    embedding = sum(
+        t.total
+        for t in structure.tensors
+        if t.part == Part.DECODER and t.kind == TensorKind.LOOKUP and t.group == "embedding"
+    )
     if convention == "non_embedding":
         return int(structure.active_params) - embedding
     if convention == "total":
@@ -80,14 +89,22 @@ def weight_flops_params(structure: Structure, convention: str = "gemm") -> int:
     raise InputError(f"--weight-flops: {convention!r} is not one of: gemm, non_embedding, total")
 
 
-def forward_flops(spec: ModelSpec, new_tokens: int, cached: int = 0, batch: int = 1, attention: str = "causal",
-                  logits: str = "last", mla_form: str = "plain") -> ForwardFlops:
+def forward_flops(
+    spec: ModelSpec,
+    new_tokens: int,
+    cached: int = 0,
+    batch: int = 1,
+    attention: str = "causal",
+    logits: str = "last",
+    mla_form: str = "plain",
+) -> ForwardFlops:
     """FLOPs of one forward pass of ``batch`` sequences, ``new_tokens`` each after ``cached``.
 
     ``attention`` is "causal" or "full"; ``logits`` "all" or "last"; ``mla_form`` "plain" or
     "absorbed". InputError for other values."""
-    step = build_step(spec, [SeqGroup(batch, new_tokens, cached)], logits=logits, attention=attention,
-                      mla_form=mla_form)
+    step = build_step(
+        spec, [SeqGroup(batch, new_tokens, cached)], logits=logits, attention=attention, mla_form=mla_form
+    )
     groups: dict[tuple[OpKind, str], list[int]] = {}
     names: dict[tuple[OpKind, str], str] = {}
     for op in step.ops:
@@ -98,16 +115,37 @@ def forward_flops(spec: ModelSpec, new_tokens: int, cached: int = 0, batch: int 
         acc[0] += int(op.flops)
         acc[1] = max(acc[1], op.layers)
         names[key] = OP_NAMES.get(op.group, op.group) if op.kind == OpKind.GEMM else op.name
-    ops = [Op(names[key], key[0], key[1] if key[0] == OpKind.GEMM else "", layers, flops)
-           for key, (flops, layers) in groups.items()]
+    ops = [
+        Op(names[key], key[0], key[1] if key[0] == OpKind.GEMM else "", layers, flops)
+        for key, (flops, layers) in groups.items()
+    ]
     lm_head = sum(op.flops for op in ops if op.group == "lm_head")
     linear = sum(op.flops for op in ops if op.kind == OpKind.GEMM) - lm_head
     attention_flops = sum(op.flops for op in ops if op.kind in (OpKind.ATTENTION, OpKind.RECURRENCE))
-    conventions = [note("flops.counting"), note(f"attention.{attention}"), note(f"logits.{logits}"),
-                   note("flops.not_counted")]
+    conventions = [
+        note("flops.counting"),
+        note(f"attention.{attention}"),
+        note(f"logits.{logits}"),
+        note("flops.not_counted"),
+    ]
     if isinstance(spec.attention, MLAAttention):
         conventions.append(note("mla.form", form=str(mla_form)))
-    return ForwardFlops(spec.name, batch, new_tokens, cached, attention, logits, mla_form, ops, linear,
-                        attention_flops, lm_head, linear + attention_flops + lm_head, spec.num_hidden_layers,
-                        linear / spec.num_hidden_layers, attention_flops / spec.num_hidden_layers,
-                        linear + attention_flops, conventions)
+    return ForwardFlops(
+        spec.name,
+        batch,
+        new_tokens,
+        cached,
+        attention,
+        logits,
+        mla_form,
+        ops,
+        linear,
+        attention_flops,
+        lm_head,
+        linear + attention_flops + lm_head,
+        spec.num_hidden_layers,
+        linear / spec.num_hidden_layers,
+        attention_flops / spec.num_hidden_layers,
+        linear + attention_flops,
+        conventions,
+    )

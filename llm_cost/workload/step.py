@@ -43,23 +43,46 @@ convention: weights and KV only).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal, Sequence
+from typing import Literal
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
 from llm_cost.core.types import Dtype, LayerKind, OpKind, Part, Phase, ShardRule, TensorKind
 from llm_cost.core.units import exact
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
-from llm_cost.model.layout import (ONE_GPU, Layout, kv_heads_per_gpu, layers_of, stage_first_layers, stage_layers,
-                                   tensor_layers_in_stage, tensor_share, validate_layout)
+from llm_cost.model.layout import (
+    ONE_GPU,
+    Layout,
+    kv_heads_per_gpu,
+    layers_of,
+    stage_first_layers,
+    stage_layers,
+    tensor_layers_in_stage,
+    tensor_share,
+    validate_layout,
+)
 from llm_cost.model.structure import Structure, Tensor, build
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 from llm_cost.workload.routing import expert_hit_fraction
 
-__all__ = ["SeqGroup", "Collective", "Operator", "Stage", "Step", "build_step", "decode", "prefill",
-           "attention_pairs", "chunked_pairs", "total_of", "sum_of", "ACTIVATION_BITS"]
+__all__ = [
+    "SeqGroup",
+    "Collective",
+    "Operator",
+    "Stage",
+    "Step",
+    "build_step",
+    "decode",
+    "prefill",
+    "attention_pairs",
+    "chunked_pairs",
+    "total_of",
+    "sum_of",
+    "ACTIVATION_BITS",
+]
 
 #: Bits of an activation element (the hidden state between operators, collectives' payload).
 ACTIVATION_BITS = 16
@@ -346,10 +369,20 @@ def _gemms(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Frac
             continue
         elements = t.numel * t.copies * n_layers * tensor_share(spec, t, layout)  # this GPU's copy, all layers
         n, k = _gemm_dims(t, spec, layout)
-        gemms.append(_Gemm(t.name.removeprefix("layers.*."), t.group, n_layers,
-                           exact(2 * t.numel * t.active * n_layers * _flop_share(t, spec, layout)),
-                           exact(elements * bits / 8), (n + k) * n_layers * ACTIVATION_BITS, n, k,
-                           t.group == "lm_head", t.shard == ShardRule.EXPERT and spec.moe is not None))
+        gemms.append(
+            _Gemm(
+                t.name.removeprefix("layers.*."),
+                t.group,
+                n_layers,
+                exact(2 * t.numel * t.active * n_layers * _flop_share(t, spec, layout)),
+                exact(elements * bits / 8),
+                (n + k) * n_layers * ACTIVATION_BITS,
+                n,
+                k,
+                t.group == "lm_head",
+                t.shard == ShardRule.EXPERT and spec.moe is not None,
+            )
+        )
     return tuple(gemms)
 
 
@@ -368,14 +401,21 @@ def _softmax_kinds(spec: ModelSpec, layout: Layout, stage: int) -> tuple[_Softma
     att = spec.attention
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
-    kinds = (("full_attention", None, "attention"), ("sliding_attention", window, "sliding attention"),
-             ("chunked_attention", chunk, "chunked attention"))
-    return tuple(_Softmax(label, layers, cap, kind == "chunked_attention") for kind, cap, label in kinds
-                 if (layers := _layers_in_stage(spec, layout, stage, kind)))
+    kinds = (
+        ("full_attention", None, "attention"),
+        ("sliding_attention", window, "sliding attention"),
+        ("chunked_attention", chunk, "chunked attention"),
+    )
+    return tuple(
+        _Softmax(label, layers, cap, kind == "chunked_attention")
+        for kind, cap, label in kinds
+        if (layers := _layers_in_stage(spec, layout, stage, kind))
+    )
 
 
-def _attention_ops(plan: _Plan, stage: _StagePlan, groups: Sequence[SeqGroup], causal: bool,
-                   kv_bits: int) -> list[Operator]:
+def _attention_ops(
+    plan: _Plan, stage: _StagePlan, groups: Sequence[SeqGroup], causal: bool, kv_bits: int
+) -> list[Operator]:
     """One attention operator per softmax layer kind (full, sliding, chunked) on this stage."""
     ops = []
     per_token = plan.kv_elements_per_token
@@ -389,13 +429,21 @@ def _attention_ops(plan: _Plan, stage: _StagePlan, groups: Sequence[SeqGroup], c
         else:
             pairs = sum(attention_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
             cached = sum(g.count * (min(g.cached, cap) if cap else g.cached) for g in groups)
-        ops.append(Operator(
-            f"{kind.label} (QK^T + AV)", OpKind.ATTENTION, "", layers,
-            2 * plan.heads * (plan.d_qk + plan.d_v) * pairs * layers,
-            kv_read_bytes=_eighths(cached * per_token * layers * kv_bits),
-            kv_write_bytes=_eighths(written * per_token * layers * kv_bits),
-            batch=sum(g.count for g in groups), heads=plan.heads, kv_heads=plan.kv_heads,
-            keys=exact(Fraction(pairs, tokens)) if tokens else 0))
+        ops.append(
+            Operator(
+                f"{kind.label} (QK^T + AV)",
+                OpKind.ATTENTION,
+                "",
+                layers,
+                2 * plan.heads * (plan.d_qk + plan.d_v) * pairs * layers,
+                kv_read_bytes=_eighths(cached * per_token * layers * kv_bits),
+                kv_write_bytes=_eighths(written * per_token * layers * kv_bits),
+                batch=sum(g.count for g in groups),
+                heads=plan.heads,
+                kv_heads=plan.kv_heads,
+                keys=exact(Fraction(pairs, tokens)) if tokens else 0,
+            )
+        )
     return ops
 
 
@@ -406,15 +454,32 @@ def _layers_in_stage(spec: ModelSpec, layout: Layout, stage: int, kind: str) -> 
     return sum(1 for j in range(first, first + n) if spec.layer_type(j) == kind)
 
 
-def _state_op(name: str, layers: int, per_token: int, state_elements: int, heads: int, layout: Layout,
-              groups: Sequence[SeqGroup], kv_bits: int) -> list[Operator]:
+def _state_op(
+    name: str,
+    layers: int,
+    per_token: int,
+    state_elements: int,
+    heads: int,
+    layout: Layout,
+    groups: Sequence[SeqGroup],
+    kv_bits: int,
+) -> list[Operator]:
     """A recurrent mixer's update and read-out: ``per_token`` FLOPs per token and layer, one read of
     each sequence's fixed state (``state_elements`` per layer), both split with the heads over TP."""
     seqs = sum(g.count for g in groups)
     tokens = sum(g.tokens for g in groups)
-    return [Operator(name, OpKind.RECURRENCE, "", layers, exact(Fraction(per_token * tokens * layers, layout.tp)),
-                     kv_read_bytes=exact(Fraction(seqs * state_elements * layers * kv_bits, 8 * layout.tp)),
-                     batch=seqs, heads=heads // layout.tp)]
+    return [
+        Operator(
+            name,
+            OpKind.RECURRENCE,
+            "",
+            layers,
+            exact(Fraction(per_token * tokens * layers, layout.tp)),
+            kv_read_bytes=exact(Fraction(seqs * state_elements * layers * kv_bits, 8 * layout.tp)),
+            batch=seqs,
+            heads=heads // layout.tp,
+        )
+    ]
 
 
 def _recurrences(spec: ModelSpec, layout: Layout, stage: int) -> tuple[tuple[str, int, int, int, int], ...]:
@@ -425,17 +490,34 @@ def _recurrences(spec: ModelSpec, layout: Layout, stage: int) -> tuple[tuple[str
     kinds = []
     la = spec.linear_attention
     if la is not None:
-        conv_dim = 2 * la.linear_num_key_heads * la.linear_key_head_dim + \
-            la.linear_num_value_heads * la.linear_value_head_dim
-        per_token = 6 * la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim \
+        conv_dim = (
+            2 * la.linear_num_key_heads * la.linear_key_head_dim + la.linear_num_value_heads * la.linear_value_head_dim
+        )
+        per_token = (
+            6 * la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim
             + 2 * conv_dim * la.linear_conv_kernel_dim
-        kinds.append(("linear-attention recurrence", _layers_in_stage(spec, layout, stage, "linear_attention"),
-                      per_token, sum(linear_state_elements(spec)), la.linear_num_value_heads))
+        )
+        kinds.append(
+            (
+                "linear-attention recurrence",
+                _layers_in_stage(spec, layout, stage, "linear_attention"),
+                per_token,
+                sum(linear_state_elements(spec)),
+                la.linear_num_value_heads,
+            )
+        )
     m = spec.mamba
     if m is not None:
         per_token = 6 * m.num_heads * m.head_dim * m.state_size + 2 * m.conv_dim * m.conv_kernel
-        kinds.append(("Mamba-2 state update", _layers_in_stage(spec, layout, stage, "mamba2"), per_token,
-                      sum(mamba_state_elements(spec)), m.num_heads))
+        kinds.append(
+            (
+                "Mamba-2 state update",
+                _layers_in_stage(spec, layout, stage, "mamba2"),
+                per_token,
+                sum(mamba_state_elements(spec)),
+                m.num_heads,
+            )
+        )
     return tuple(kind for kind in kinds if kind[1])
 
 
@@ -448,8 +530,16 @@ def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: 
         elements += t.per_layer * tensor_layers_in_stage(spec, t, layout, stage) * tensor_share(spec, t, layout)
     if not elements:
         return []
-    return [Operator("norms, biases and other vectors", OpKind.ELEMENTWISE, "norms", 1, 0,
-                     weight_bytes=exact(elements * bits / 8))]
+    return [
+        Operator(
+            "norms, biases and other vectors",
+            OpKind.ELEMENTWISE,
+            "norms",
+            1,
+            0,
+            weight_bytes=exact(elements * bits / 8),
+        )
+    ]
 
 
 def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) -> list[Operator]:
@@ -463,27 +553,42 @@ def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) 
     return [Operator(name, OpKind.EMBEDDING, "embedding", 1, 0, weight_bytes=exact(elements * bits / 8))]
 
 
-def _stage_plan(spec: ModelSpec, s: Structure, layout: Layout, stage: int, n: int, bits: Fraction,
-                resident: bool) -> _StagePlan:
+def _stage_plan(
+    spec: ModelSpec, s: Structure, layout: Layout, stage: int, n: int, bits: Fraction, resident: bool
+) -> _StagePlan:
     """The sequence-independent part of one stage's operators."""
     first = stage == 0
     tables = (0 if spec.tie_word_embeddings else 1) + (1 if spec.position_embedding == "learned" else 0)
     start = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
     moe_layers = sum(1 for j in layers_of(spec, LayerKind.MOE) if start <= j < start + n)
-    return _StagePlan(stage, n, _gemms(spec, s, layout, stage, bits), _softmax_kinds(spec, layout, stage),
-                      _recurrences(spec, layout, stage),
-                      tuple(_resident_op(spec, s, layout, bits) if first and resident else ()),
-                      tuple(_vector_op(spec, s, layout, stage, bits)),
-                      tables if first and not resident else 0, n, n - (moe_layers if layout.ep > 1 else 0),
-                      moe_layers)
+    return _StagePlan(
+        stage,
+        n,
+        _gemms(spec, s, layout, stage, bits),
+        _softmax_kinds(spec, layout, stage),
+        _recurrences(spec, layout, stage),
+        tuple(_resident_op(spec, s, layout, bits) if first and resident else ()),
+        tuple(_vector_op(spec, s, layout, stage, bits)),
+        tables if first and not resident else 0,
+        n,
+        n - (moe_layers if layout.ep > 1 else 0),
+        moe_layers,
+    )
 
 
 #: The plans of the last few (model, layout, formats): a spec is frozen, so its plan cannot change.
 _PLANS: dict[tuple, _Plan] = {}
 
 
-def _plan(spec: ModelSpec, layout: Layout, bits: Fraction, mla_form: str | None, resident: bool,
-          dispatch_bits: int, combine_bits: int) -> _Plan:
+def _plan(
+    spec: ModelSpec,
+    layout: Layout,
+    bits: Fraction,
+    mla_form: str | None,
+    resident: bool,
+    dispatch_bits: int,
+    combine_bits: int,
+) -> _Plan:
     """The plan of ``spec`` under a validated ``layout`` and these formats (kept for the next step
     of a sweep)."""
     key = (id(spec), layout, bits.numerator, bits.denominator, mla_form, resident, dispatch_bits, combine_bits)
@@ -499,20 +604,30 @@ def _plan(spec: ModelSpec, layout: Layout, bits: Fraction, mla_form: str | None,
     d_qk, d_v = _attention_dims(spec, mla_form)
     d, tp, ep = spec.hidden_size, layout.tp, layout.ep
     k = spec.moe.num_experts_per_tok if spec.moe is not None else 0
-    plan = _Plan(spec, tuple(_stage_plan(spec, s, layout, i, n, bits, resident)
-                             for i, n in enumerate(stage_layers(spec.num_hidden_layers, layout.pp))),
-                 spec.attention.num_attention_heads // tp, kv_heads, per_token, d_qk, d_v,
-                 exact(Fraction(spec.hidden_size) * bits / 8),
-                 exact(Fraction(2 * (tp - 1), tp) * d * ACTIVATION_BITS / 8),
-                 exact(Fraction(k * d * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * ep)))
+    plan = _Plan(
+        spec,
+        tuple(
+            _stage_plan(spec, s, layout, i, n, bits, resident)
+            for i, n in enumerate(stage_layers(spec.num_hidden_layers, layout.pp))
+        ),
+        spec.attention.num_attention_heads // tp,
+        kv_heads,
+        per_token,
+        d_qk,
+        d_v,
+        exact(Fraction(spec.hidden_size) * bits / 8),
+        exact(Fraction(2 * (tp - 1), tp) * d * ACTIVATION_BITS / 8),
+        exact(Fraction(k * d * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * ep)),
+    )
     if len(_PLANS) > 64:
         _PLANS.clear()
     _PLANS[key] = plan
     return plan
 
 
-def _gemm_ops(plan: _Plan, stage: _StagePlan, tokens: int, logit_rows: int, routed_tokens: int,
-              resident: bool) -> list[Operator]:
+def _gemm_ops(
+    plan: _Plan, stage: _StagePlan, tokens: int, logit_rows: int, routed_tokens: int, resident: bool
+) -> list[Operator]:
     """One GEMM per weight matrix of the decoder on this stage's GPU. Routed experts: weights read
     at the expected hit fraction ("read"), M = every token routed to this GPU's experts (all DP
     replicas' under EP) over the experts that run."""
@@ -529,9 +644,20 @@ def _gemm_ops(plan: _Plan, stage: _StagePlan, tokens: int, logit_rows: int, rout
         if g.routed:
             weight = float(weight) * (1.0 if resident else hit)
             m = m_routed
-        ops.append(Operator(g.name, OpKind.GEMM, g.group, g.layers, _times(g.flops_per_row, rows),
-                            weight_bytes=weight, activation_bytes=_eighths(rows * g.activation_bits_per_row),
-                            m=m, n=g.n, k=g.k))
+        ops.append(
+            Operator(
+                g.name,
+                OpKind.GEMM,
+                g.group,
+                g.layers,
+                _times(g.flops_per_row, rows),
+                weight_bytes=weight,
+                activation_bytes=_eighths(rows * g.activation_bits_per_row),
+                m=m,
+                n=g.n,
+                k=g.k,
+            )
+        )
     return ops
 
 
@@ -541,8 +667,18 @@ def _embedding_op(plan: _Plan, stage: _StagePlan, tokens: int) -> list[Operator]
     if not stage.embedding_tables:
         return []
     rows = tokens * stage.embedding_tables
-    return [Operator("embedding rows", OpKind.EMBEDDING, "embedding", 1, 0,
-                     weight_bytes=_times(plan.embedding_bytes_per_row, rows), m=rows, n=plan.spec.hidden_size)]
+    return [
+        Operator(
+            "embedding rows",
+            OpKind.EMBEDDING,
+            "embedding",
+            1,
+            0,
+            weight_bytes=_times(plan.embedding_bytes_per_row, rows),
+            m=rows,
+            n=plan.spec.hidden_size,
+        )
+    ]
 
 
 def _collective_ops(plan: _Plan, stage: _StagePlan, layout: Layout, tokens: int) -> list[Operator]:
@@ -551,19 +687,49 @@ def _collective_ops(plan: _Plan, stage: _StagePlan, layout: Layout, tokens: int)
     tp = layout.tp
     if tp > 1:
         ring = _times(plan.ring_bytes_per_token, tokens)
-        ops.append(Operator("TP all-reduce after attention", OpKind.COLLECTIVE, "", stage.all_layers, 0,
-                            collective=Collective("ring_all_reduce", tp, ring)))
+        ops.append(
+            Operator(
+                "TP all-reduce after attention",
+                OpKind.COLLECTIVE,
+                "",
+                stage.all_layers,
+                0,
+                collective=Collective("ring_all_reduce", tp, ring),
+            )
+        )
         if stage.mlp_layers:
-            ops.append(Operator("TP all-reduce after the MLP", OpKind.COLLECTIVE, "", stage.mlp_layers, 0,
-                                collective=Collective("ring_all_reduce", tp, ring)))
+            ops.append(
+                Operator(
+                    "TP all-reduce after the MLP",
+                    OpKind.COLLECTIVE,
+                    "",
+                    stage.mlp_layers,
+                    0,
+                    collective=Collective("ring_all_reduce", tp, ring),
+                )
+            )
     if plan.spec.moe is not None and layout.ep > 1 and stage.moe_layers:
-        ops.append(Operator("EP all-to-all (dispatch + combine)", OpKind.COLLECTIVE, "", stage.moe_layers, 0,
-                            collective=Collective("all_to_all", layout.ep,
-                                                  _times(plan.all_to_all_bytes_per_token, tokens))))
+        ops.append(
+            Operator(
+                "EP all-to-all (dispatch + combine)",
+                OpKind.COLLECTIVE,
+                "",
+                stage.moe_layers,
+                0,
+                collective=Collective("all_to_all", layout.ep, _times(plan.all_to_all_bytes_per_token, tokens)),
+            )
+        )
     if layout.pp > 1 and stage.index < layout.pp - 1:
-        ops.append(Operator("PP send to the next stage", OpKind.COLLECTIVE, "", 1, 0,
-                            collective=Collective("send_recv", 2,
-                                                  _eighths(tokens * plan.spec.hidden_size * ACTIVATION_BITS))))
+        ops.append(
+            Operator(
+                "PP send to the next stage",
+                OpKind.COLLECTIVE,
+                "",
+                1,
+                0,
+                collective=Collective("send_recv", 2, _eighths(tokens * plan.spec.hidden_size * ACTIVATION_BITS)),
+            )
+        )
     return ops
 
 
@@ -575,10 +741,21 @@ def _phase(groups: Sequence[SeqGroup]) -> Phase:
     return Phase.MIXED
 
 
-def build_step(spec: ModelSpec, groups: Sequence[SeqGroup], *, layout: Layout = ONE_GPU,
-               weight_bits: int | Fraction = 16, kv_bits: int = 16, compute_dtype: Dtype = Dtype.BF16,
-               logits: str = "last", attention: str = "causal", mla_form: str | None = None,
-               weight_bytes: str = "read", dispatch_bits: int = 8, combine_bits: int = 16) -> Step:
+def build_step(
+    spec: ModelSpec,
+    groups: Sequence[SeqGroup],
+    *,
+    layout: Layout = ONE_GPU,
+    weight_bits: int | Fraction = 16,
+    kv_bits: int = 16,
+    compute_dtype: Dtype = Dtype.BF16,
+    logits: str = "last",
+    attention: str = "causal",
+    mla_form: str | None = None,
+    weight_bytes: str = "read",
+    dispatch_bits: int = 8,
+    combine_bits: int = 16,
+) -> Step:
     """The operators each GPU runs in one step of ``groups`` (one DP replica: each group's
     sequences are split over ``layout.dp`` replicas, rounded up).
 
@@ -613,12 +790,27 @@ def build_step(spec: ModelSpec, groups: Sequence[SeqGroup], *, layout: Layout = 
     causal = attention == "causal"
     stages = []
     for st in plan.stages:
-        ops = (list(st.resident) + _embedding_op(plan, st, tokens)
-               + _gemm_ops(plan, st, tokens, logit_rows, routed_tokens, resident)
-               + _attention_ops(plan, st, groups, causal, kv_bits)
-               + [op for kind in st.recurrences for op in _state_op(*kind, layout, groups, kv_bits)]
-               + list(st.vectors)
-               + _collective_ops(plan, st, layout, tokens))
+        ops = (
+            list(st.resident)
+            + _embedding_op(plan, st, tokens)
+            + _gemm_ops(plan, st, tokens, logit_rows, routed_tokens, resident)
+            + _attention_ops(plan, st, groups, causal, kv_bits)
+            + [op for kind in st.recurrences for op in _state_op(*kind, layout, groups, kv_bits)]
+            + list(st.vectors)
+            + _collective_ops(plan, st, layout, tokens)
+        )
         stages.append(Stage(st.index, st.layers, tuple(ops)))
-    return Step(spec.name, phase, groups, layout, compute_dtype, bits, kv_bits, logits, attention, mla_form,
-                weight_bytes, tuple(stages))
+    return Step(
+        spec.name,
+        phase,
+        groups,
+        layout,
+        compute_dtype,
+        bits,
+        kv_bits,
+        logits,
+        attention,
+        mla_form,
+        weight_bytes,
+        tuple(stages),
+    )

@@ -11,14 +11,21 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.analyses.capacity import DEPLOYMENT, DOCUMENTS, kv_room, max_concurrency, sequence_kv_bytes, \
-    workspace_bytes
+from llm_cost.analyses.capacity import (
+    DEPLOYMENT,
+    DOCUMENTS,
+    kv_room,
+    max_concurrency,
+    sequence_kv_bytes,
+    workspace_bytes,
+)
 from llm_cost.core.choices import MemoryConvention
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu
 from llm_cost.specs.load import load_gpu, load_model
 
-LOGS = {r["id"]: r for r in yaml.safe_load((Path(__file__).parents[1] / "data" / "vllm-kv-logs.yaml").read_text())
-        ["rows"]}
+LOGS = {
+    r["id"]: r for r in yaml.safe_load((Path(__file__).parents[1] / "data" / "vllm-kv-logs.yaml").read_text())["rows"]
+}
 GiB = 2**30
 
 
@@ -78,11 +85,25 @@ def test_fit_prints_the_maximum_concurrency_of_a_layout(cli):
     expected = budget // (80 * 2 * 2 * 128 * 32768)
     r = cli("fit", "llama3-70b", "--gpu", "a100-40gb", "--context", "32K", "--kv-dtype", "fp8", "--tp", "4")
     assert r.code == 0 and "max concurrency at context 32,768" in r.out and f"{expected:,} sequences" in r.out
-    data = cli("fit", "llama3-70b", "--gpu", "a100-40gb", "--context", "32K", "--kv-dtype", "fp8", "--tp", "4",
-               "--json").json()
+    data = cli(
+        "fit", "llama3-70b", "--gpu", "a100-40gb", "--context", "32K", "--kv-dtype", "fp8", "--tp", "4", "--json"
+    ).json()
     assert data["deployment"]["max_concurrency"] == expected == 0
-    docs = cli("fit", "llama3-70b", "--gpu", "a100-40gb", "--context", "32K", "--kv-dtype", "fp8", "--tp", "4",
-               "--memory", "datasheet", "--json").json()
+    docs = cli(
+        "fit",
+        "llama3-70b",
+        "--gpu",
+        "a100-40gb",
+        "--context",
+        "32K",
+        "--kv-dtype",
+        "fp8",
+        "--tp",
+        "4",
+        "--memory",
+        "datasheet",
+        "--json",
+    ).json()
     assert docs["deployment"]["max_concurrency"] == (40 * 10**9 - weights) // (80 * 2 * 2 * 128 * 32768) == 3
 
 
@@ -94,18 +115,26 @@ def test_documents_convention_is_all_of_the_datasheet():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(["llama3-8b", "mistral-7b", "mixtral-8x7b", "qwen3-next-80b-a3b"]),
-       st.integers(1, 200_000), st.integers(1, 200_000), st.sampled_from([Fraction(8, 10), Fraction(9, 10), 1]))
+@given(
+    st.sampled_from(["llama3-8b", "mistral-7b", "mixtral-8x7b", "qwen3-next-80b-a3b"]),
+    st.integers(1, 200_000),
+    st.integers(1, 200_000),
+    st.sampled_from([Fraction(8, 10), Fraction(9, 10), 1]),
+)
 def test_concurrency_never_grows_with_context_and_never_shrinks_with_utilisation(name, a, b, util):
     from dataclasses import replace
 
     spec, gpu = load_model(name), load_gpu("h200")
     short, long_ = sorted((a, b))
     policy = replace(DEPLOYMENT, utilization=util)
-    assert kv_room(spec, gpu, [long_], policy=policy).max_concurrency <= \
+    assert (
+        kv_room(spec, gpu, [long_], policy=policy).max_concurrency
+        <= kv_room(spec, gpu, [short], policy=policy).max_concurrency
+    )
+    assert (
         kv_room(spec, gpu, [short], policy=policy).max_concurrency
-    assert kv_room(spec, gpu, [short], policy=policy).max_concurrency <= \
-        kv_room(spec, gpu, [short], policy=replace(DEPLOYMENT, utilization=Fraction(1))).max_concurrency
+        <= kv_room(spec, gpu, [short], policy=replace(DEPLOYMENT, utilization=Fraction(1))).max_concurrency
+    )
 
 
 def test_max_concurrency_is_whole_sequences():

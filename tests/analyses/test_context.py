@@ -24,8 +24,8 @@ def test_context_sliding_window_has_no_crossover_growth():
 def test_kv_mla_ratio_agrees_with_the_flop_count(context):
     """kv prints the absorbed/plain ratio from a closed form; the operator FLOP count must agree:
     DeepSeek-V3 (2 x 512 + 64) / (128 + 64 + 128) = 1088 / 320 = 3.4 at any context."""
-    from llm_cost.workload.flops import forward_flops
     from llm_cost.model.kv import kv_cache
+    from llm_cost.workload.flops import forward_flops
 
     v3 = load_model("deepseek-v3")
     plain = forward_flops(v3, 1, cached=context, logits="last").attention_flops

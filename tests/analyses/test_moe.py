@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import pytest
 
 from llm_cost.analyses.moe import moe_analysis
 from llm_cost.core.errors import InputError

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import pytest
 
 from llm_cost.analyses.multimodal import smart_resize
 
@@ -14,10 +14,16 @@ def test_image_cli(cli):
     assert r.code == 0 and "2,691" in r.out
     data = cli("image", "qwen2-vl-7b", "--size", "1024x1024", "--decoder", "llama3-70b", "--json").json()
     assert data["vision"]["tokens"] == 1369 and data["kv_to_encoder_output"] == 20
-    assert cli("image", "qwen2-vl-7b", "--size", "1024x1024", "--connector", "mlp", "--json").json()[
-        "vision"]["tokens"] == 5476
-    assert cli("image", "qwen2-vl-7b", "--size", "1024x1024", "--connector", "resampler:64", "--json").json()[
-        "vision"]["tokens"] == 64
+    assert (
+        cli("image", "qwen2-vl-7b", "--size", "1024x1024", "--connector", "mlp", "--json").json()["vision"]["tokens"]
+        == 5476
+    )
+    assert (
+        cli("image", "qwen2-vl-7b", "--size", "1024x1024", "--connector", "resampler:64", "--json").json()["vision"][
+            "tokens"
+        ]
+        == 64
+    )
 
 
 def test_video_cli(cli):
@@ -25,18 +31,21 @@ def test_video_cli(cli):
     assert data["vision"]["tokens"] == 35_880 and data["vision"]["temporal_groups"] == 30
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["image", "llama3-8b", "--size", "1024x1024"], "no vision tower"),
-    (["image", "qwen2-vl-7b", "--size", "1024"], "--size"),
-    (["image", "qwen2-vl-7b", "--size", "0x10"], "--size"),
-    (["image", "qwen2-vl-7b", "--size", "64x64", "--connector", "resampler:0"], "--connector"),
-    (["image", "qwen2-vl-7b", "--size", "64x64", "--connector", "qformer"], "--connector"),
-    (["video", "qwen2-vl-7b", "--size", "64x64", "--seconds", "0", "--fps", "1"], "--seconds"),
-    (["train", "llama3-8b", "--tokens", "15X", "--mfu", "0.5"], "--tokens"),
-    (["train", "llama3-8b", "--tokens", "15T", "--mfu", "1.5"], "--mfu"),
-    (["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.5", "--pue", "0.5"], "--pue"),
-    (["reproduce", "--row", "Z9"], "--row"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["image", "llama3-8b", "--size", "1024x1024"], "no vision tower"),
+        (["image", "qwen2-vl-7b", "--size", "1024"], "--size"),
+        (["image", "qwen2-vl-7b", "--size", "0x10"], "--size"),
+        (["image", "qwen2-vl-7b", "--size", "64x64", "--connector", "resampler:0"], "--connector"),
+        (["image", "qwen2-vl-7b", "--size", "64x64", "--connector", "qformer"], "--connector"),
+        (["video", "qwen2-vl-7b", "--size", "64x64", "--seconds", "0", "--fps", "1"], "--seconds"),
+        (["train", "llama3-8b", "--tokens", "15X", "--mfu", "0.5"], "--tokens"),
+        (["train", "llama3-8b", "--tokens", "15T", "--mfu", "1.5"], "--mfu"),
+        (["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.5", "--pue", "0.5"], "--pue"),
+        (["reproduce", "--row", "Z9"], "--row"),
+    ],
+)
 def test_bad_input_exit_2(cli, args, needle):
     r = cli(*args)
     assert r.code == 2 and needle in r.err and r.out == "", (r.code, r.err)

@@ -10,8 +10,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.analyses.numerics import (BF16, FORMATS, FP4_E2M1, FP8_E4M3, FP8_E5M2, FP16, FP32, INT4, INT8, TF32,
-                               numerics, round_to_format, round_to_int_format)
+from llm_cost.analyses.numerics import (
+    BF16,
+    FORMATS,
+    FP4_E2M1,
+    FP8_E4M3,
+    FP8_E5M2,
+    FP16,
+    FP32,
+    INT4,
+    INT8,
+    TF32,
+    numerics,
+    round_to_format,
+    round_to_int_format,
+)
 from llm_cost.core.errors import InputError
 
 
@@ -40,9 +53,9 @@ def test_e4m3_max_448_without_inf():
 
 def test_bf16_unit_roundoff_is_2_to_minus_8():
     row = _row("BF16")
-    assert row.unit_roundoff == 2.0 ** -8 and row.unit_roundoff_exact == "2^-8"
+    assert row.unit_roundoff == 2.0**-8 and row.unit_roundoff_exact == "2^-8"
     assert round(row.unit_roundoff, 3) == 0.004
-    assert row.machine_epsilon == 2.0 ** -7
+    assert row.machine_epsilon == 2.0**-7
 
 
 def test_one_plus_a_thousandth_is_one_in_bf16():
@@ -68,7 +81,7 @@ def test_qk_norm_bound_sqrt_128():
 def test_other_maxima_and_subnormals():
     assert FP8_E5M2.max_finite == 57344 and FP8_E5M2.has_inf
     assert FP4_E2M1.max_finite == 6 and not FP4_E2M1.has_inf and not FP4_E2M1.has_nan
-    assert FP16.min_subnormal == Fraction(1, 2 ** 24) and FP16.min_normal == Fraction(1, 2 ** 14)
+    assert FP16.min_subnormal == Fraction(1, 2**24) and FP16.min_normal == Fraction(1, 2**14)
     assert float(FP32.max_finite) == struct.unpack("<f", struct.pack("<I", 0x7F7FFFFF))[0]
     assert float(FP32.min_subnormal) == struct.unpack("<f", struct.pack("<I", 1))[0]
     assert TF32.bits == 32 and TF32.emax == FP32.emax and TF32.mantissa_bits == 10
@@ -141,8 +154,11 @@ def test_fp32_matches_struct(x):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(min_value=0, max_value=0x7F7FFFFE), st.sampled_from([Fraction(1, 2), Fraction(1, 4),
-                                                                        Fraction(3, 4)]), st.booleans())
+@given(
+    st.integers(min_value=0, max_value=0x7F7FFFFE),
+    st.sampled_from([Fraction(1, 2), Fraction(1, 4), Fraction(3, 4)]),
+    st.booleans(),
+)
 def test_fp32_ties_and_near_ties_match_struct(bits, t, negative):
     """Points between adjacent FP32 values (the midpoints are ties) are exact doubles."""
     lo = struct.unpack("<f", struct.pack("<I", bits))[0]
@@ -158,7 +174,7 @@ def test_fp16_matches_struct(x):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(FORMATS), st.fractions(max_denominator=2 ** 20), st.fractions(max_denominator=2 ** 20))
+@given(st.sampled_from(FORMATS), st.fractions(max_denominator=2**20), st.fractions(max_denominator=2**20))
 def test_rounding_is_monotone_and_idempotent(fmt, a, b):
     x, y = sorted((a * 1000, b * 1000))
     rx, ry = round_to_format(x, fmt, saturate=True), round_to_format(y, fmt, saturate=True)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 
-
-
 def test_reproduce_exits_0_with_every_row(cli):
     r = cli("reproduce")
     assert r.code == 0

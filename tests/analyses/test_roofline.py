@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.workload.flops import forward_flops
-from llm_cost.workload.step import attention_pairs
-from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.analyses.memory import fit
 from llm_cost.analyses.roofline import decode_step, prefill_step
+from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.workload.flops import forward_flops
+from llm_cost.workload.step import attention_pairs
 
 MEASURED = json.loads((Path(__file__).resolve().parents[1] / "data" / "h200-llama3-8b-measured.json").read_text())
 
@@ -50,8 +50,9 @@ def test_attention_pairs_matches_brute_force_sum(s, c, w):
     assert attention_pairs(s, c, False, w) == s * (min(c + s, w) if w else c + s)
 
 
-models = st.sampled_from(["llama3-8b", "mistral-7b", "mixtral-8x7b", "deepseek-v3", "qwen3-next-80b-a3b",
-                          "qwen2-vl-7b"])
+models = st.sampled_from(
+    ["llama3-8b", "mistral-7b", "mixtral-8x7b", "deepseek-v3", "qwen3-next-80b-a3b", "qwen2-vl-7b"]
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -135,12 +136,15 @@ def test_fit_llama3_8b_and_70b(cli):
     2 B, plus 256 rows of 128,256 logits at 4 B), over 8,192 x 128 KiB per request."""
     docs = cli("fit", "llama3-8b", "--gpu", "h100", "--memory", "datasheet", "--json").json()
     assert [c["max_batch"] for c in docs["single_gpu"]["concurrency"]] == [59, 3]
-    budget = 80 * 2**30 * 9 // 10 - 16_060_522_496 - 2 * 2**30 - (8192 * (4096 + 6144 + 2 * 14336) * 2
-                                                               + 256 * 128256 * 4)
+    budget = (
+        80 * 2**30 * 9 // 10 - 16_060_522_496 - 2 * 2**30 - (8192 * (4096 + 6144 + 2 * 14336) * 2 + 256 * 128256 * 4)
+    )
     data = cli("fit", "llama3-8b", "--gpu", "h100", "--json").json()
     assert data["single_gpu"]["kv_budget_bytes"] == budget
-    assert [c["max_batch"] for c in data["single_gpu"]["concurrency"]] == [budget // (8192 * 131072),
-                                                                          budget // (131072 * 131072)]
+    assert [c["max_batch"] for c in data["single_gpu"]["concurrency"]] == [
+        budget // (8192 * 131072),
+        budget // (131072 * 131072),
+    ]
     r = cli("fit", "llama3-70b", "--gpu", "h100", "--memory", "datasheet")
     assert r.code == 0 and "does not fit" in r.out and "61,107,412,992 B" in r.out
 

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.specs.load import load_model
 from llm_cost.analyses.rope import (
     Llama3Scaling,
     llama3_wavelengths,
@@ -22,6 +21,7 @@ from llm_cost.analyses.rope import (
     yarn_mscale,
 )
 from llm_cost.core.errors import InputError
+from llm_cost.specs.load import load_model
 
 # --- the seed documents' numbers (seed 003 §03; shared/reference/document-numbers.md Q1, Q2) ------------
 
@@ -82,8 +82,7 @@ def test_ntk_keeps_the_highest_and_stretches_the_lowest_by_alpha(base, half, alp
 
 
 @settings(max_examples=60, deadline=None)
-@given(base=st.floats(1.5, 1e7), half=st.integers(1, 128), train=st.integers(16, 65536),
-       alpha=st.floats(1.0, 64.0))
+@given(base=st.floats(1.5, 1e7), half=st.integers(1, 128), train=st.integers(16, 65536), alpha=st.floats(1.0, 64.0))
 def test_pi_and_yarn_by_parts(base, half, train, alpha):
     """PI multiplies every wavelength by alpha. YaRN (beta_fast 32, beta_slow 1): pairs with
     lambda <= train/32 unchanged, pairs with lambda >= train divided in frequency by alpha, the rest in between."""
@@ -169,12 +168,15 @@ def test_llama31_pair_32_hand_computed():
 # --- models ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, base, dims, train, target", [
-    ("llama3-8b", 500_000, 128, 8192, 32768),  # max_position_embeddings = train: target 4 x train
-    ("llama3.1-405b", 500_000, 128, 8192, 131072),
-    ("deepseek-v3", 10_000, 64, 4096, 163840),  # MLA: qk_rope_head_dim; yarn original 4096
-    ("qwen3-next-80b-a3b", 10_000_000, 64, 262144, 1048576),  # partial rotary 0.25 x 256
-])
+@pytest.mark.parametrize(
+    "name, base, dims, train, target",
+    [
+        ("llama3-8b", 500_000, 128, 8192, 32768),  # max_position_embeddings = train: target 4 x train
+        ("llama3.1-405b", 500_000, 128, 8192, 131072),
+        ("deepseek-v3", 10_000, 64, 4096, 163840),  # MLA: qk_rope_head_dim; yarn original 4096
+        ("qwen3-next-80b-a3b", 10_000_000, 64, 262144, 1048576),  # partial rotary 0.25 x 256
+    ],
+)
 def test_model_defaults(name, base, dims, train, target):
     r = rope_for_model(load_model(name))
     assert (r.model, r.base, r.dims, r.train_length, r.target_length) == (name, base, dims, train, target)
@@ -195,18 +197,21 @@ def test_learned_positions_have_no_rope():
 # --- invalid input --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args, flag", [
-    ((1, 128, 8192, 32768), "--base"),
-    ((0.5, 128, 8192, 32768), "--base"),
-    ((float("nan"), 128, 8192, 32768), "--base"),
-    ((float("inf"), 128, 8192, 32768), "--base"),
-    ((1e4, 127, 8192, 32768), "--head-dim"),
-    ((1e4, 0, 8192, 32768), "--head-dim"),
-    ((1e4, 128.0, 8192, 32768), "--head-dim"),
-    ((1e4, 128, 0, 32768), "--train-length"),
-    ((1e4, 128, 8192, 0), "--target-length"),
-    ((1e4, 128, 8192, 4096), "--target-length"),
-])
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        ((1, 128, 8192, 32768), "--base"),
+        ((0.5, 128, 8192, 32768), "--base"),
+        ((float("nan"), 128, 8192, 32768), "--base"),
+        ((float("inf"), 128, 8192, 32768), "--base"),
+        ((1e4, 127, 8192, 32768), "--head-dim"),
+        ((1e4, 0, 8192, 32768), "--head-dim"),
+        ((1e4, 128.0, 8192, 32768), "--head-dim"),
+        ((1e4, 128, 0, 32768), "--train-length"),
+        ((1e4, 128, 8192, 0), "--target-length"),
+        ((1e4, 128, 8192, 4096), "--target-length"),
+    ],
+)
 def test_invalid_inputs_name_the_flag(args, flag):
     with pytest.raises(InputError, match=flag):
         rope_analysis(*args)

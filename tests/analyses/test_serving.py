@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_cost.analyses.serving import Targets, Traffic, evaluate, md1_wait_s, mdc_wait_s, plan
-from llm_cost.core.errors import InputError
 from llm_cost.core.choices import ServingMode
+from llm_cost.core.errors import InputError
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import CalibratedModel
 from llm_cost.perf.profile import default_profile
@@ -57,15 +57,27 @@ def test_queues_refuse_a_full_server():
 
 
 @settings(max_examples=12, deadline=None)
-@given(st.sampled_from([128, 1000, 4096]), st.sampled_from([2, 64, 1000]), st.sampled_from([1, 8, 64]),
-       st.sampled_from([2048, 8192]))
+@given(
+    st.sampled_from([128, 1000, 4096]),
+    st.sampled_from([2, 64, 1000]),
+    st.sampled_from([1, 8, 64]),
+    st.sampled_from([2048, 8192]),
+)
 def test_one_configuration_obeys_littles_law_and_the_bound(input_tokens, output_tokens, concurrency, chunk):
     """Requests/s x (O - 1) x TPOT = the decoding sequences (Little's law), and TPOT is never
     below the Roofline bound of a decode step of those sequences."""
     spec = load_model("llama3-8b")
     try:
-        r = evaluate(spec, H100, Traffic(input_tokens, output_tokens), Targets(), PREDICTION, Layout(1), concurrency,
-                     chunk_tokens=chunk)
+        r = evaluate(
+            spec,
+            H100,
+            Traffic(input_tokens, output_tokens),
+            Targets(),
+            PREDICTION,
+            Layout(1),
+            concurrency,
+            chunk_tokens=chunk,
+        )
     except InputError:
         return  # this traffic cannot keep that many sequences decoding in that budget
     c = r.chosen
@@ -77,12 +89,36 @@ def test_one_configuration_obeys_littles_law_and_the_bound(input_tokens, output_
 def test_issue_13_plan_searches_ten_thousand_and_meets_its_targets(cli):
     """serve llama3-70b --gpu h100 --gpus 8 --input 2K --output 256 --ttft 2s --tpot 50ms: at least
     10,000 configurations, the chosen one meets both targets and uses at most 8 GPUs."""
-    data = cli("serve", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--input", "2K", "--output", "256", "--ttft",
-               "2s", "--tpot", "50ms", "--usd-per-gpu-hour", "2.5", "--json").json()
+    data = cli(
+        "serve",
+        "llama3-70b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "8",
+        "--input",
+        "2K",
+        "--output",
+        "256",
+        "--ttft",
+        "2s",
+        "--tpot",
+        "50ms",
+        "--usd-per-gpu-hour",
+        "2.5",
+        "--json",
+    ).json()
     assert data["candidates_evaluated"] >= 10_000
     assert data["ttft_s"] <= 2 and data["tpot_s"] <= 0.05 and data["gpus"] <= 8
-    for key in ("ttft_s", "tpot_s", "output_tokens_per_s", "output_tokens_per_s_per_gpu", "max_concurrency", "gpus",
-                "usd_per_million_output_tokens"):
+    for key in (
+        "ttft_s",
+        "tpot_s",
+        "output_tokens_per_s",
+        "output_tokens_per_s_per_gpu",
+        "max_concurrency",
+        "gpus",
+        "usd_per_million_output_tokens",
+    ):
         assert data[key] is not None
     # the price arithmetic: $2.5 per GPU-hour over the requests served, split by the prefill share
     c = data["chosen"]
@@ -90,13 +126,29 @@ def test_issue_13_plan_searches_ten_thousand_and_meets_its_targets(cli):
     assert data["usd_per_million_output_tokens"] == pytest.approx(per_request * (1 - c["prefill_share"]) / 256 * 1e6)
     frontier = data["frontier"]
     for a in frontier:  # nothing on the frontier is beaten on both axes by another point of it
-        assert not any(b["output_tokens_per_s_per_gpu"] > a["output_tokens_per_s_per_gpu"]
-                       and b["tokens_per_s_per_user"] > a["tokens_per_s_per_user"] for b in frontier)
+        assert not any(
+            b["output_tokens_per_s_per_gpu"] > a["output_tokens_per_s_per_gpu"]
+            and b["tokens_per_s_per_user"] > a["tokens_per_s_per_user"]
+            for b in frontier
+        )
 
 
 def test_one_configuration_has_the_issues_keys(cli):
-    data = cli("serve", "llama3-70b", "--gpu", "h100", "--tp", "2", "--batch", "64", "--input", "2048", "--output",
-               "2048", "--json").json()
+    data = cli(
+        "serve",
+        "llama3-70b",
+        "--gpu",
+        "h100",
+        "--tp",
+        "2",
+        "--batch",
+        "64",
+        "--input",
+        "2048",
+        "--output",
+        "2048",
+        "--json",
+    ).json()
     assert data["chosen"]["layout"]["tp"] == 2 and data["chosen"]["concurrency"] == 64
     assert data["gpus"] == 2 and len(data["frontier"]) == 1
     assert data["usd_per_million_output_tokens"] is None  # no price given
@@ -127,16 +179,31 @@ def test_a_rate_sizes_the_deployment():
 def test_disaggregated_transfer_is_the_prompts_kv_over_the_link():
     """Llama-3-8B, 2,048-token prompts: 2,048 x 128 KiB = 268,435,456 B per request over one
     NVLink 4 link (450 GB/s per direction) from a one-GPU prefill replica: 0.597 ms."""
-    r = plan(load_model("llama3-8b"), H100, Traffic(2048, 256), Targets(), PREDICTION, gpus=4,
-             modes=(ServingMode.DISAGGREGATED,), layouts=[Layout(1)])
+    r = plan(
+        load_model("llama3-8b"),
+        H100,
+        Traffic(2048, 256),
+        Targets(),
+        PREDICTION,
+        gpus=4,
+        modes=(ServingMode.DISAGGREGATED,),
+        layouts=[Layout(1)],
+    )
     assert r.chosen.kv_transfer_s == pytest.approx(268_435_456 / 450e9)
     assert r.chosen.ttft_s >= r.chosen.kv_transfer_s + r.chosen.queue_s
 
 
 def test_memory_limits_concurrency():
     """The concurrency chosen never exceeds what the KV cache holds."""
-    r = plan(load_model("llama3-8b"), H100, Traffic(8192, 1024), Targets(), PREDICTION, gpus=1,
-             modes=(ServingMode.AGGREGATED,))
+    r = plan(
+        load_model("llama3-8b"),
+        H100,
+        Traffic(8192, 1024),
+        Targets(),
+        PREDICTION,
+        gpus=1,
+        modes=(ServingMode.AGGREGATED,),
+    )
     assert r.chosen.concurrency <= r.chosen.max_concurrency and r.binding == "memory"
 
 

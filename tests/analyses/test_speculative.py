@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import pytest
 
 from llm_cost.analyses.speculative import expected_tokens, speculative
 from llm_cost.core.errors import InputError
@@ -21,22 +21,28 @@ def test_speculative_alpha_one_is_gamma_plus_one():
     assert expected_tokens(1.0, 4) == 5
 
 
-@pytest.mark.parametrize("alpha,gamma,c,needle", [(1.5, 4, 0.1, "--alpha"), (-0.1, 4, 0.1, "--alpha"),
-                                                  (0.8, 0, 0.1, "--gamma"), (0.8, 4, -1, "--c")])
+@pytest.mark.parametrize(
+    "alpha,gamma,c,needle",
+    [(1.5, 4, 0.1, "--alpha"), (-0.1, 4, 0.1, "--alpha"), (0.8, 0, 0.1, "--gamma"), (0.8, 4, -1, "--c")],
+)
 def test_speculative_rejects_impossible_arguments(alpha, gamma, c, needle):
     with pytest.raises(InputError, match=needle):
         speculative(alpha, gamma, c)
 
 
-@pytest.mark.parametrize("args,needle", [(["moe", "deepseek-v3", "--ep", "3"], "--ep"),
-                                         (["moe", "llama3-8b"], "no mixture-of-experts"),
-                                         (["spec", "--alpha", "1.5", "--gamma", "4", "--c", "0.1"], "--alpha"),
-                                         (["spec", "--alpha", "0.8", "--gamma", "4"], "--c is required"),
-                                         (["spec", "--alpha", "nan", "--gamma", "4", "--c", "0.1"], "--alpha"),
-                                         (["spec", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--gpu", "h100"],
-                                          "needs a MODEL"),
-                                         (["spec", "llama3-8b", "--mtp", "--alpha", "0.8", "--gamma", "1"], "no MTP"),
-                                         (["context", "llama3-8b", "--weight-flops", "half"], "--weight-flops")])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["moe", "deepseek-v3", "--ep", "3"], "--ep"),
+        (["moe", "llama3-8b"], "no mixture-of-experts"),
+        (["spec", "--alpha", "1.5", "--gamma", "4", "--c", "0.1"], "--alpha"),
+        (["spec", "--alpha", "0.8", "--gamma", "4"], "--c is required"),
+        (["spec", "--alpha", "nan", "--gamma", "4", "--c", "0.1"], "--alpha"),
+        (["spec", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--gpu", "h100"], "needs a MODEL"),
+        (["spec", "llama3-8b", "--mtp", "--alpha", "0.8", "--gamma", "1"], "no MTP"),
+        (["context", "llama3-8b", "--weight-flops", "half"], "--weight-flops"),
+    ],
+)
 def test_impossible_arguments_exit_2(cli, args, needle):
     r = cli(*args)
     assert r.code == 2 and needle in r.err and r.out == "", (r.code, r.err)
@@ -45,8 +51,25 @@ def test_impossible_arguments_exit_2(cli, args, needle):
 def test_spec_cli(cli):
     out = cli("spec", "--alpha", "0.8", "--gamma", "4", "--c", "0.1").out
     assert "3.3616" in out and "2.40x" in out
-    data = cli("spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1",
-               "--batch", "64,128", "--weight-bytes", "resident", "--mbu", "1", "--json").json()
+    data = cli(
+        "spec",
+        "llama3-8b",
+        "--gpu",
+        "h100",
+        "--alpha",
+        "0.8",
+        "--gamma",
+        "4",
+        "--c",
+        "0.1",
+        "--batch",
+        "64,128",
+        "--weight-bytes",
+        "resident",
+        "--mbu",
+        "1",
+        "--json",
+    ).json()
     assert [round(r["speedup"], 2) for r in data["rows"]] == [1.61, 0.89]
 
 

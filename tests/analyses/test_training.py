@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import pytest
 
 from llm_cost.analyses.training import state_memory, train
 from llm_cost.specs.load import load_gpu, load_model

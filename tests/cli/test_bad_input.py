@@ -82,8 +82,11 @@ FLAG_CASES = [
     ("rope-no-model-no-base", ["rope"], "--base"),
     ("rope-odd-dims", ["rope", "--base", "10000", "--head-dim", "127"], "--head-dim"),
     ("rope-base-one", ["rope", "--base", "1", "--head-dim", "128"], "--base"),
-    ("rope-target-below-train", ["rope", "--base", "1e4", "--head-dim", "128", "--train-length", "8K",
-                                 "--target-length", "4K"], "--target-length"),
+    (
+        "rope-target-below-train",
+        ["rope", "--base", "1e4", "--head-dim", "128", "--train-length", "8K", "--target-length", "4K"],
+        "--target-length",
+    ),
     ("numerics-k-zero", ["numerics", "--k", "0"], "--k"),
     ("numerics-head-dim-word", ["numerics", "--head-dim", "wide"], "--head-dim"),
     ("train-no-tokens", ["train", "llama3-8b", "--mfu", "0.5"], "--tokens"),
@@ -93,8 +96,11 @@ FLAG_CASES = [
     ("train-recompute", ["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.5", "--recompute", "half"], "--recompute"),
     ("train-power-zero", ["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.5", "--power-w", "0"], "--power-w"),
     ("train-gpu-hours-nan", ["train", "llama3-8b", "--tokens", "1T", "--gpu-hours", "nan"], "--gpu-hours"),
-    ("train-grid-negative", ["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.5", "--grid-kg-per-kwh", "-1"],
-     "--grid-kg-per-kwh"),
+    (
+        "train-grid-negative",
+        ["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.5", "--grid-kg-per-kwh", "-1"],
+        "--grid-kg-per-kwh",
+    ),
     ("image-no-vision", ["image", "llama3-8b", "--size", "64x64"], "no vision tower"),
     ("image-bad-size", ["image", "qwen2-vl-7b", "--size", "big"], "--size"),
     ("image-aspect", ["image", "qwen2-vl-7b", "--size", "100000x10"], "aspect ratio"),
@@ -113,6 +119,7 @@ def test_bad_flag(cli, case, argv, needle):
 
 def _write(kind):
     """Build a bad spec file of one kind in a temp folder; return (path, expected message)."""
+
     def make(tmp: Path):
         if kind == "missing":
             return str(tmp / "absent.yaml"), "no such file"
@@ -132,22 +139,26 @@ def _write(kind):
         if kind == "list-top":
             return _spec_file(tmp, "l.yaml", "- 1\n- 2\n"), "top level must be a mapping"
         if kind == "missing-field":
-            return _spec_file(tmp, "m.yaml", GOOD.replace("num_hidden_layers: 32\n", "")), \
-                "num_hidden_layers: required field is missing"
+            return _spec_file(
+                tmp, "m.yaml", GOOD.replace("num_hidden_layers: 32\n", "")
+            ), "num_hidden_layers: required field is missing"
         if kind == "extra-field":
             return _spec_file(tmp, "x.yaml", GOOD + "\nmoe_magic: 3\n"), "moe_magic: unknown field"
         if kind == "nested-extra-field":
-            return _spec_file(tmp, "nx.yaml", GOOD.replace("  head_dim: 128", "  head_dim: 128\n  heads: 3")), \
-                "attention.gqa.heads: unknown field"
+            return _spec_file(
+                tmp, "nx.yaml", GOOD.replace("  head_dim: 128", "  head_dim: 128\n  heads: 3")
+            ), "attention.gqa.heads: unknown field"
         if kind == "heads-not-divisible":
-            return _spec_file(tmp, "h.yaml", GOOD.replace("num_key_value_heads: 8", "num_key_value_heads: 6")), \
-                "multiple of num_key_value_heads"
+            return _spec_file(
+                tmp, "h.yaml", GOOD.replace("num_key_value_heads: 8", "num_key_value_heads: 6")
+            ), "multiple of num_key_value_heads"
         if kind == "head-dim-inconsistent":
             text = GOOD.replace("  head_dim: 128\n", "").replace("hidden_size: 4096", "hidden_size: 4100")
             return _spec_file(tmp, "hd.yaml", text), "head_dim is required"
         if kind == "negative-layers":
-            return _spec_file(tmp, "nl.yaml", GOOD.replace("num_hidden_layers: 32", "num_hidden_layers: -3")), \
-                "num_hidden_layers"
+            return _spec_file(
+                tmp, "nl.yaml", GOOD.replace("num_hidden_layers: 32", "num_hidden_layers: -3")
+            ), "num_hidden_layers"
         if kind == "string-number":
             return _spec_file(tmp, "s.yaml", GOOD.replace("hidden_size: 4096", "hidden_size: big")), "hidden_size"
         if kind == "float-count":
@@ -160,18 +171,40 @@ def _write(kind):
                 f.truncate(100 * 1024 * 1024)
             return str(path), "too large"
         if kind == "moe-k-above-e":
-            text = GOOD.replace("mlp:\n  intermediate_size: 14336\n  hidden_act: silu\n",
-                                "moe:\n  num_experts: 4\n  num_experts_per_tok: 8\n  moe_intermediate_size: 100\n")
+            text = GOOD.replace(
+                "mlp:\n  intermediate_size: 14336\n  hidden_act: silu\n",
+                "moe:\n  num_experts: 4\n  num_experts_per_tok: 8\n  moe_intermediate_size: 100\n",
+            )
             return _spec_file(tmp, "moe.yaml", text), "cannot exceed"
         if kind == "layer-types-length":
             return _spec_file(tmp, "lt.yaml", GOOD + "layer_types: [full_attention]\n"), "layer_types has 1 entries"
         raise AssertionError(kind)
+
     return make
 
 
-FILE_CASES = ["missing", "folder", "empty", "binary", "nul", "invalid-yaml", "python-tag", "list-top", "missing-field",
-              "extra-field", "nested-extra-field", "heads-not-divisible", "head-dim-inconsistent", "negative-layers",
-              "string-number", "float-count", "unknown-attention-kind", "huge", "moe-k-above-e", "layer-types-length"]
+FILE_CASES = [
+    "missing",
+    "folder",
+    "empty",
+    "binary",
+    "nul",
+    "invalid-yaml",
+    "python-tag",
+    "list-top",
+    "missing-field",
+    "extra-field",
+    "nested-extra-field",
+    "heads-not-divisible",
+    "head-dim-inconsistent",
+    "negative-layers",
+    "string-number",
+    "float-count",
+    "unknown-attention-kind",
+    "huge",
+    "moe-k-above-e",
+    "layer-types-length",
+]
 
 
 @pytest.mark.parametrize("kind", FILE_CASES)
@@ -195,20 +228,23 @@ def test_the_table_is_large_enough():
     assert len(FLAG_CASES) + 2 * len(FILE_CASES) + 1 >= 60
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["list", "tpus"], "tpus"),
-    (["image", "qwen2-vl-7b"], "Missing option '--size'"),
-    (["kv", "llama3-8b", "--batch"], "requires an argument"),
-    (["kv", "llama3-8b", "--bogus", "1"], "No such option"),
-    (["parms", "x"], "Did you mean 'params'"),
-    (["roofline", "llama3-8b", "--bits-per-weight", "1e-300"], "below 1 bit"),
-    (["rope", "--base", "1e4", "--head-dim", "1000000"], "--head-dim"),
-    (["fit", "llama3-8b", "--memory-gb", "1e-300"], "--memory-gb"),
-    (["fit", "llama3-8b", "--memory-gb", "\u0663"], "--memory-gb"),
-    (["fit", "llama3-8b", "--memory-gb", "1_000"], "--memory-gb"),
-    (["spec", "--alpha", "0.8", "--gamma", "4", "--c", "-0"], "negative"),
-    (["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--usd-per-gpu-hour", "-0"], "negative"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["list", "tpus"], "tpus"),
+        (["image", "qwen2-vl-7b"], "Missing option '--size'"),
+        (["kv", "llama3-8b", "--batch"], "requires an argument"),
+        (["kv", "llama3-8b", "--bogus", "1"], "No such option"),
+        (["parms", "x"], "Did you mean 'params'"),
+        (["roofline", "llama3-8b", "--bits-per-weight", "1e-300"], "below 1 bit"),
+        (["rope", "--base", "1e4", "--head-dim", "1000000"], "--head-dim"),
+        (["fit", "llama3-8b", "--memory-gb", "1e-300"], "--memory-gb"),
+        (["fit", "llama3-8b", "--memory-gb", "\u0663"], "--memory-gb"),
+        (["fit", "llama3-8b", "--memory-gb", "1_000"], "--memory-gb"),
+        (["spec", "--alpha", "0.8", "--gamma", "4", "--c", "-0"], "negative"),
+        (["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--usd-per-gpu-hour", "-0"], "negative"),
+    ],
+)
 def test_usage_errors_are_one_line(cli, argv, needle):
     """Parser errors (missing or unknown options, bad choices) read like the tool's own: one
     'error:' line on stderr, exit 2, nothing on stdout."""

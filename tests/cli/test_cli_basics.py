@@ -58,19 +58,37 @@ def test_kv_batch_and_dtype(cli):
 
 def test_list_and_show(cli):
     models = cli("list", "models", "--json").json()
-    assert {m["name"] for m in models} >= {"llama3-8b", "llama3-70b", "llama3.1-405b", "mistral-7b",
-                                            "mixtral-8x7b", "deepseek-v3", "qwen2-vl-7b", "qwen3-next-80b-a3b"}
+    assert {m["name"] for m in models} >= {
+        "llama3-8b",
+        "llama3-70b",
+        "llama3.1-405b",
+        "mistral-7b",
+        "mixtral-8x7b",
+        "deepseek-v3",
+        "qwen2-vl-7b",
+        "qwen3-next-80b-a3b",
+    }
     gpus = cli("list", "gpus", "--json").json()
-    assert {g["name"] for g in gpus} >= {"h100", "h100-pcie", "h200", "a100", "a100-40gb", "b200", "mi300x",
-                                          "l40s", "rtx-4090"}
+    assert {g["name"] for g in gpus} >= {
+        "h100",
+        "h100-pcie",
+        "h200",
+        "a100",
+        "a100-40gb",
+        "b200",
+        "mi300x",
+        "l40s",
+        "rtx-4090",
+    }
     shown = cli("show", "H100-SXM", "--json").json()
     assert shown["kind"] == "gpu" and shown["spec"]["dense_tflops"]["bf16"] == 989.4
     assert "huggingface.co/meta-llama" in cli("show", "llama3-8b").out
     assert cli("list", "models").code == 0
 
 
-@pytest.mark.parametrize("name,canonical", [("H100", "h100"), ("h100-sxm", "h100"), ("A100-80GB", "a100"),
-                                            ("rtx4090", "rtx-4090")])
+@pytest.mark.parametrize(
+    "name,canonical", [("H100", "h100"), ("h100-sxm", "h100"), ("A100-80GB", "a100"), ("rtx4090", "rtx-4090")]
+)
 def test_gpu_names_are_case_insensitive_with_aliases(cli, name, canonical):
     assert cli("show", name, "--json").json()["name"] == canonical
 
@@ -93,16 +111,19 @@ def test_yaml_path_spec(cli, tmp_path):
     assert cli("params", str(path), "--json").json()["total_params"] == 8_030_261_248 - 32 * 2 * 4096 * 512
 
 
-@pytest.mark.parametrize("mutate,needle", [
-    (lambda t: t.replace("num_key_value_heads: 8", "num_key_value_heads: 5"), "multiple of num_key_value_heads"),
-    (lambda t: t + "\nflavour: vanilla\n", "flavour: unknown field"),
-    (lambda t: t.replace("hidden_size: 4096\n", ""), "hidden_size: required field is missing"),
-    (lambda t: t.replace("vocab_size: 128256", "vocab_size: -1"), "vocab_size"),
-    (lambda t: t + "\nbad: [unclosed\n", "invalid YAML"),
-    (lambda t: "!!python/object/apply:os.system ['echo hi']\n", "invalid YAML"),
-    (lambda t: "", "empty file"),
-    (lambda t: "- a list\n", "top level must be a mapping"),
-])
+@pytest.mark.parametrize(
+    "mutate,needle",
+    [
+        (lambda t: t.replace("num_key_value_heads: 8", "num_key_value_heads: 5"), "multiple of num_key_value_heads"),
+        (lambda t: t + "\nflavour: vanilla\n", "flavour: unknown field"),
+        (lambda t: t.replace("hidden_size: 4096\n", ""), "hidden_size: required field is missing"),
+        (lambda t: t.replace("vocab_size: 128256", "vocab_size: -1"), "vocab_size"),
+        (lambda t: t + "\nbad: [unclosed\n", "invalid YAML"),
+        (lambda t: "!!python/object/apply:os.system ['echo hi']\n", "invalid YAML"),
+        (lambda t: "", "empty file"),
+        (lambda t: "- a list\n", "top level must be a mapping"),
+    ],
+)
 def test_invalid_spec_files_exit_2_naming_the_problem(cli, tmp_path, mutate, needle):
     import llm_cost.specs.load as load
 
@@ -115,16 +136,19 @@ def test_invalid_spec_files_exit_2_naming_the_problem(cli, tmp_path, mutate, nee
     assert r.out == "" and "Traceback" not in r.err
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["kv", "llama3-8b", "--context", "0"], "--context"),
-    (["kv", "llama3-8b", "--context", "8X"], "unknown suffix"),
-    (["kv", "llama3-8b", "--context", ""], "empty"),
-    (["kv", "llama3-8b", "--context", "-5"], "--context"),
-    (["kv", "llama3-8b", "--batch", "0"], "--batch"),
-    (["kv", "llama3-8b", "--kv-dtype", "fp7"], "is not one of"),
-    (["params", "llama3-8b", "--dtype", "bf17"], "is not one of"),
-    (["params", "/nonexistent/spec.yaml"], "no such file"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["kv", "llama3-8b", "--context", "0"], "--context"),
+        (["kv", "llama3-8b", "--context", "8X"], "unknown suffix"),
+        (["kv", "llama3-8b", "--context", ""], "empty"),
+        (["kv", "llama3-8b", "--context", "-5"], "--context"),
+        (["kv", "llama3-8b", "--batch", "0"], "--batch"),
+        (["kv", "llama3-8b", "--kv-dtype", "fp7"], "is not one of"),
+        (["params", "llama3-8b", "--dtype", "bf17"], "is not one of"),
+        (["params", "/nonexistent/spec.yaml"], "no such file"),
+    ],
+)
 def test_bad_flags_exit_2(cli, args, needle):
     r = cli(*args)
     assert r.code == 2

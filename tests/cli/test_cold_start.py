@@ -16,9 +16,37 @@ from llm_cost.cli import COMMAND_MODULES, app, coercion
 from llm_cost.cli.program import HELP_OPTIONS, _listing, command_name
 
 #: Typed text of every kind the options take, good and bad.
-SAMPLES = [None, "", " ", "1", "8", "8K", "128k", "1..256", "1,8,64", "0", "-1", "0.5", "60%", "1e300", "nan",
-           "15T", "1.3M", "x", "bf16", "BF16", "fp8", "Fp8", "int4", "plain", "read", "causal", "gemm", "llama3-8b",
-           "a" * 300]
+SAMPLES = [
+    None,
+    "",
+    " ",
+    "1",
+    "8",
+    "8K",
+    "128k",
+    "1..256",
+    "1,8,64",
+    "0",
+    "-1",
+    "0.5",
+    "60%",
+    "1e300",
+    "nan",
+    "15T",
+    "1.3M",
+    "x",
+    "bf16",
+    "BF16",
+    "fp8",
+    "Fp8",
+    "int4",
+    "plain",
+    "read",
+    "causal",
+    "gemm",
+    "llama3-8b",
+    "a" * 300,
+]
 
 
 def _outcome(runtime, value, param, ctx):
@@ -59,22 +87,35 @@ def test_the_command_table_is_what_each_module_registers():
     """COMMAND_MODULES, which decides the one module a start imports, lists every registered
     command under the module that declares it, in the help's order."""
     registered = [(info.callback.__module__, command_name(info)) for info in app.registered_commands]
-    assert registered == [(f"llm_cost.cli.{module}", name) for module, names in COMMAND_MODULES.items()
-                          for name in names]
+    assert registered == [
+        (f"llm_cost.cli.{module}", name) for module, names in COMMAND_MODULES.items() for name in names
+    ]
 
 
 def test_a_shipped_model_command_loads_only_what_it_uses():
     """``params llama3-8b`` coerces its values without ``typer._adapters`` (most of Pydantic),
     reads its spec without pydantic or a YAML or JSON parser, renders without Typer's Rich help,
     and imports no other command's module."""
-    code = ("import sys; sys.argv = ['llm-cost', 'params', 'llama3-8b']\n"
-            "from llm_cost.cli import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in sys.modules if m in UNUSED or m.split('.')[0] in UNUSED), file=sys.stderr)")
-    unused = ["typer._adapters", "typer.rich_utils", "pydantic", "yaml", "json", "llm_cost.cli.serving",
-              "llm_cost.cli.serve", "llm_cost.cli.other", "llm_cost.cli.calibration"]
-    run = subprocess.run([sys.executable, "-c", f"UNUSED = {unused!r}\n{code}"], capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys; sys.argv = ['llm-cost', 'params', 'llama3-8b']\n"
+        "from llm_cost.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m in UNUSED or m.split('.')[0] in UNUSED), file=sys.stderr)"
+    )
+    unused = [
+        "typer._adapters",
+        "typer.rich_utils",
+        "pydantic",
+        "yaml",
+        "json",
+        "llm_cost.cli.serving",
+        "llm_cost.cli.serve",
+        "llm_cost.cli.other",
+        "llm_cost.cli.calibration",
+    ]
+    run = subprocess.run(
+        [sys.executable, "-c", f"UNUSED = {unused!r}\n{code}"], capture_output=True, text=True, check=True
+    )
     assert run.stderr.strip() == "[]"
 
 

@@ -47,61 +47,197 @@ LONG = "a" * 300
 # (case id, argv with {spec} / {gpu} / {tmp} for the files written, model text, GPU text, exit code, phrase)
 CASES = [
     ("mbu-1e-300", ["roofline", "llama3-8b", "--mbu", "1e-300"], None, None, 2, "below 1%"),
-    ("spec-c-1e300", ["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "1e300"], None,
-     None, 2, "--c"),
-    ("moe-redundant-1e15", ["moe", "mixtral-8x7b", "--ep", "8", "--redundant-experts", "1000000000000000"], None,
-     None, 2, "--redundant-experts"),
+    (
+        "spec-c-1e300",
+        ["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "1e300"],
+        None,
+        None,
+        2,
+        "--c",
+    ),
+    (
+        "moe-redundant-1e15",
+        ["moe", "mixtral-8x7b", "--ep", "8", "--redundant-experts", "1000000000000000"],
+        None,
+        None,
+        2,
+        "--redundant-experts",
+    ),
     ("ridge-plot", ["roofline", "--gpu", "h100", "--plot", "{tmp}/r.png"], None, None, 2, "--plot"),
-    ("grid-too-large", ["roofline", "llama3-8b", "--batch", ",".join(map(str, range(1, 201))), "--context",
-                        ",".join(map(str, range(100)))], None, None, 2, "points"),
+    (
+        "grid-too-large",
+        [
+            "roofline",
+            "llama3-8b",
+            "--batch",
+            ",".join(map(str, range(1, 201))),
+            "--context",
+            ",".join(map(str, range(100))),
+        ],
+        None,
+        None,
+        2,
+        "points",
+    ),
     ("long-model-name", ["params", LONG], None, None, 2, "unknown model"),
     ("long-gpu-name", ["roofline", "llama3-8b", "--gpu", LONG], None, None, 2, "unknown GPU"),
     ("long-show-name", ["show", LONG], None, None, 2, "unknown model"),
     ("long-import-out", ["import", str(CONFIG), "-o", "{tmp}/" + LONG + ".yaml"], None, None, 2, "--out"),
-    ("vocab-400-digits", ["params", "{spec}"], _model("vocab_size: 128256", "vocab_size: 1" + "0" * 400), None,
-     2, "vocab_size"),
-    ("vocab-400-digits-roofline", ["roofline", "{spec}"], _model("vocab_size: 128256", "vocab_size: 1" + "0" * 400),
-     None, 2, "vocab_size"),
-    ("yaml-int-5000-digits", ["params", "{spec}"], _model("vocab_size: 128256", "vocab_size: 1" + "0" * 5000), None,
-     2, "too long"),
-    ("connector-400-digits", ["image", "qwen2-vl-7b", "--size", "64x64", "--connector", "resampler:" + "9" * 400],
-     None, None, 2, "--connector"),
-    ("gpu-memory-1e300", ["fit", "llama3-8b", "--gpu", "{gpu}"], None, _gpu(r"memory_gb: .*", "memory_gb: 1e300"),
-     2, "memory_gb"),
-    ("layers-1e9", ["kv", "{spec}"], _model("num_hidden_layers: 32", "num_hidden_layers: 1000000000"), None,
-     2, "num_hidden_layers"),
-    ("layers-1e6", ["kv", "{spec}"], _model("num_hidden_layers: 32", "num_hidden_layers: 1000000"), None,
-     2, "num_hidden_layers"),
-    ("layer-types-40000", ["fit", "{spec}"],
-     _model("num_hidden_layers: 32", "num_hidden_layers: 40000") + "layer_types: [" + ", ".join(
-         ["full_attention"] * 40000) + "]\n", None, 2, "num_hidden_layers"),
-    ("layer-types-32-bad", ["params", "{spec}"], MODEL + "layer_types: [" + ", ".join(["bogus"] * 32) + "]\n", None,
-     2, "and 29 more"),
-    ("train-dtype-upper", ["train", "llama3-8b", "--tokens", "15T", "--gpu-hours", "1.3M", "--dtype", "BF16"], None,
-     None, 0, ""),
-    ("bandwidth-5e-324", ["spec", "llama3-8b", "--gpu", "{gpu}", "--alpha", "0.8", "--gamma", "4", "--c", "0.1"],
-     None, _gpu(r"memory_bandwidth_tb_s: .*", "memory_bandwidth_tb_s: 5e-324"), 2, "memory_bandwidth_tb_s"),
-    ("tflops-1e308", ["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--gpu", "{gpu}"], None,
-     _gpu(r"bf16: .*", "bf16: 1e308"), 2, "dense_tflops.bf16"),
-    ("import-unwritable", ["import", str(CONFIG), "-o", "/proc/llm-cost-test.yaml"], None, None, 1, "nothing was written"),
+    (
+        "vocab-400-digits",
+        ["params", "{spec}"],
+        _model("vocab_size: 128256", "vocab_size: 1" + "0" * 400),
+        None,
+        2,
+        "vocab_size",
+    ),
+    (
+        "vocab-400-digits-roofline",
+        ["roofline", "{spec}"],
+        _model("vocab_size: 128256", "vocab_size: 1" + "0" * 400),
+        None,
+        2,
+        "vocab_size",
+    ),
+    (
+        "yaml-int-5000-digits",
+        ["params", "{spec}"],
+        _model("vocab_size: 128256", "vocab_size: 1" + "0" * 5000),
+        None,
+        2,
+        "too long",
+    ),
+    (
+        "connector-400-digits",
+        ["image", "qwen2-vl-7b", "--size", "64x64", "--connector", "resampler:" + "9" * 400],
+        None,
+        None,
+        2,
+        "--connector",
+    ),
+    (
+        "gpu-memory-1e300",
+        ["fit", "llama3-8b", "--gpu", "{gpu}"],
+        None,
+        _gpu(r"memory_gb: .*", "memory_gb: 1e300"),
+        2,
+        "memory_gb",
+    ),
+    (
+        "layers-1e9",
+        ["kv", "{spec}"],
+        _model("num_hidden_layers: 32", "num_hidden_layers: 1000000000"),
+        None,
+        2,
+        "num_hidden_layers",
+    ),
+    (
+        "layers-1e6",
+        ["kv", "{spec}"],
+        _model("num_hidden_layers: 32", "num_hidden_layers: 1000000"),
+        None,
+        2,
+        "num_hidden_layers",
+    ),
+    (
+        "layer-types-40000",
+        ["fit", "{spec}"],
+        _model("num_hidden_layers: 32", "num_hidden_layers: 40000")
+        + "layer_types: ["
+        + ", ".join(["full_attention"] * 40000)
+        + "]\n",
+        None,
+        2,
+        "num_hidden_layers",
+    ),
+    (
+        "layer-types-32-bad",
+        ["params", "{spec}"],
+        MODEL + "layer_types: [" + ", ".join(["bogus"] * 32) + "]\n",
+        None,
+        2,
+        "and 29 more",
+    ),
+    (
+        "train-dtype-upper",
+        ["train", "llama3-8b", "--tokens", "15T", "--gpu-hours", "1.3M", "--dtype", "BF16"],
+        None,
+        None,
+        0,
+        "",
+    ),
+    (
+        "bandwidth-5e-324",
+        ["spec", "llama3-8b", "--gpu", "{gpu}", "--alpha", "0.8", "--gamma", "4", "--c", "0.1"],
+        None,
+        _gpu(r"memory_bandwidth_tb_s: .*", "memory_bandwidth_tb_s: 5e-324"),
+        2,
+        "memory_bandwidth_tb_s",
+    ),
+    (
+        "tflops-1e308",
+        ["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--gpu", "{gpu}"],
+        None,
+        _gpu(r"bf16: .*", "bf16: 1e308"),
+        2,
+        "dense_tflops.bf16",
+    ),
+    (
+        "import-unwritable",
+        ["import", str(CONFIG), "-o", "/proc/llm-cost-test.yaml"],
+        None,
+        None,
+        1,
+        "nothing was written",
+    ),
     ("alias-bomb", ["params", "{spec}"], _bomb(), None, 2, "aliases are expanded"),
-    ("fit-max-gpus-huge", ["fit", "llama3-8b", "--context", "1000000000000000", "--max-gpus", "1000000000000000"],
-     None, None, 2, "--max-gpus"),
-    ("fit-max-gpus-search", ["fit", "llama3-8b", "--context", "1000000000000000", "--max-gpus", "1000000"],
-     None, None, 0, ""),
+    (
+        "fit-max-gpus-huge",
+        ["fit", "llama3-8b", "--context", "1000000000000000", "--max-gpus", "1000000000000000"],
+        None,
+        None,
+        2,
+        "--max-gpus",
+    ),
+    (
+        "fit-max-gpus-search",
+        ["fit", "llama3-8b", "--context", "1000000000000000", "--max-gpus", "1000000"],
+        None,
+        None,
+        0,
+        "",
+    ),
     ("empty-batch", ["roofline", "llama3-8b", "--batch", ""], None, None, 2, "--batch: empty value"),
     ("empty-batch-equals", ["roofline", "llama3-8b", "--batch="], None, None, 2, "--batch: empty value"),
     ("empty-model", ["roofline", ""], None, None, 2, "MODEL: empty value"),
     ("json-and-csv", ["kv", "llama3-8b", "--json", "--csv"], None, None, 2, "--json and --csv: give one"),
     ("empty-tp", ["params", "llama3-8b", "--tp", ""], None, None, 2, "--tp: empty value"),
-    ("duplicate-key", ["params", "{spec}"], _model("hidden_size: 4096", "hidden_size: 4096\nhidden_size: 8192"),
-     None, 2, "duplicate key 'hidden_size'"),
+    (
+        "duplicate-key",
+        ["params", "{spec}"],
+        _model("hidden_size: 4096", "hidden_size: 4096\nhidden_size: 8192"),
+        None,
+        2,
+        "duplicate key 'hidden_size'",
+    ),
     ("train-mfu-tiny", ["train", "llama3-8b", "--tokens", "15T", "--mfu", "1e-300"], None, None, 2, "--mfu"),
-    ("train-cost-huge", ["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--usd-per-gpu-hour", "1e300"],
-     None, None, 0, ""),
+    (
+        "train-cost-huge",
+        ["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--usd-per-gpu-hour", "1e300"],
+        None,
+        None,
+        0,
+        "",
+    ),
     ("moe-tp-1", ["moe", "mixtral-8x7b", "--tp", "1"], None, None, 0, ""),
-    ("rope-theta-one", ["rope", "{spec}"], re.sub(r"rope_theta: .*", "rope_theta: 1.0", MODEL), None, 2,
-     "field rope_theta"),
+    (
+        "rope-theta-one",
+        ["rope", "{spec}"],
+        re.sub(r"rope_theta: .*", "rope_theta: 1.0", MODEL),
+        None,
+        2,
+        "field rope_theta",
+    ),
     ("rope-head-dim-odd", ["rope", "{spec}"], _model("head_dim: 128", "head_dim: 127"), None, 2, "head_dim"),
     ("show-gpu-path", ["show", "{gpu}"], None, GPU, 0, ""),
     ("json-nested", ["params", "{tmp}/deep.json"], None, None, 2, "nested too deeply"),
@@ -110,20 +246,55 @@ CASES = [
     ("serve-bare-tpot", ["serve", "llama3-8b", "--tpot", "50"], None, None, 2, "no unit"),
     ("serve-negative-ttft", ["serve", "llama3-8b", "--ttft", "-1s"], None, None, 2, "greater than 0"),
     ("serve-chunk-1g", ["serve", "llama3-8b", "--chunk", "1G"], None, None, 2, "--chunk"),
-    ("serve-one-config-disaggregated", ["serve", "llama3-8b", "--tp", "2", "--batch", "8", "--mode", "disaggregated"],
-     None, None, 2, "--mode disaggregated"),
-    ("serve-disaggregated-one-gpu", ["serve", "llama3-8b", "--mode", "disaggregated", "--gpus", "1"], None, None, 2,
-     "at least 2 GPUs"),
-    ("serve-weights-do-not-fit", ["serve", "llama3-70b", "--tp", "1", "--batch", "4"], None, None, 2,
-     "the fewest GPUs that do: 2"),
-    ("serve-memory-flags-named", ["serve", "llama3-8b", "--gpu-memory-utilization", "0.01"], None, None, 2,
-     "usable per GPU at 1%"),
-    ("serve-gpu-without-bf16", ["serve", "llama3-8b", "--gpu", "{gpu}"], None,
-     _gpu(r"  bf16: .*\n", ""), 2, "dense_tflops has no bf16"),
-    ("kv-grid-too-large", ["kv", "llama3-8b", "--batch", "1..200:1", "--context", "1..100:1"], None, None, 2,
-     "points"),
-    ("gpu-gib-disagrees", ["fit", "llama3-8b", "--gpu", "{gpu}"], None, _gpu(r"memory_gib: .*", "memory_gib: 10"), 2,
-     "disagree"),
+    (
+        "serve-one-config-disaggregated",
+        ["serve", "llama3-8b", "--tp", "2", "--batch", "8", "--mode", "disaggregated"],
+        None,
+        None,
+        2,
+        "--mode disaggregated",
+    ),
+    (
+        "serve-disaggregated-one-gpu",
+        ["serve", "llama3-8b", "--mode", "disaggregated", "--gpus", "1"],
+        None,
+        None,
+        2,
+        "at least 2 GPUs",
+    ),
+    (
+        "serve-weights-do-not-fit",
+        ["serve", "llama3-70b", "--tp", "1", "--batch", "4"],
+        None,
+        None,
+        2,
+        "the fewest GPUs that do: 2",
+    ),
+    (
+        "serve-memory-flags-named",
+        ["serve", "llama3-8b", "--gpu-memory-utilization", "0.01"],
+        None,
+        None,
+        2,
+        "usable per GPU at 1%",
+    ),
+    (
+        "serve-gpu-without-bf16",
+        ["serve", "llama3-8b", "--gpu", "{gpu}"],
+        None,
+        _gpu(r"  bf16: .*\n", ""),
+        2,
+        "dense_tflops has no bf16",
+    ),
+    ("kv-grid-too-large", ["kv", "llama3-8b", "--batch", "1..200:1", "--context", "1..100:1"], None, None, 2, "points"),
+    (
+        "gpu-gib-disagrees",
+        ["fit", "llama3-8b", "--gpu", "{gpu}"],
+        None,
+        _gpu(r"memory_gib: .*", "memory_gib: 10"),
+        2,
+        "disagree",
+    ),
     ("batch-short-flag-named-once", ["serve", "llama3-8b", "--batch", "0"], None, None, 2, "--batch: 0"),
 ]
 
@@ -184,8 +355,14 @@ def _run(args: list[str], env: dict[str, str] | None = None, **kwargs) -> subpro
     """``llm-cost ARGS`` in a fresh interpreter (stdout and stderr captured unless redirected)."""
     code = "import sys; from llm_cost.cli import main; sys.argv[0] = 'llm-cost'; main()"
     kwargs.setdefault("stdout", subprocess.PIPE)
-    return subprocess.run([sys.executable, "-c", code, *args], stderr=subprocess.PIPE, text=True, timeout=60,
-                          env={**os.environ, **(env or {})}, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        **kwargs,
+    )
 
 
 def test_full_stdout_exits_1_with_one_line():
@@ -197,15 +374,22 @@ def test_full_stdout_exits_1_with_one_line():
 @pytest.mark.parametrize("flag", [[], ["--json"]])
 def test_closed_stdout_exits_1_with_one_line(flag):
     code = "import os, sys; os.close(1); from llm_cost.cli import main; main()"
-    r = subprocess.run([sys.executable, "-c", code, "params", "llama3-8b", *flag], stderr=subprocess.PIPE,
-                       stdout=subprocess.PIPE, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-c", code, "params", "llama3-8b", *flag],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 1 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, r.stderr
 
 
 def test_broken_pipe_is_quiet():
     code = "import sys; from llm_cost.cli import main; main()"
-    p = subprocess.Popen([sys.executable, "-c", code, "kv", "llama3-8b", "--context", ",".join(map(str, range(1, 3000)))],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-c", code, "kv", "llama3-8b", "--context", ",".join(map(str, range(1, 3000)))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     p.stdout.read(10)
     p.stdout.close()
     err = p.stderr.read()
@@ -223,13 +407,30 @@ def test_ascii_stdout_falls_back_and_no_color_is_plain():
 
 # --- fuzz ------------------------------------------------------------------------------------------
 
-FIELDS = ["vocab_size", "hidden_size", "num_hidden_layers", "max_position_embeddings", "rope_theta",
-          "attention.num_attention_heads", "attention.num_key_value_heads", "attention.head_dim",
-          "mlp.intermediate_size", "layer_types", "aliases", "name", "torch_dtype", "tie_word_embeddings"]
+FIELDS = [
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "max_position_embeddings",
+    "rope_theta",
+    "attention.num_attention_heads",
+    "attention.num_key_value_heads",
+    "attention.head_dim",
+    "mlp.intermediate_size",
+    "layer_types",
+    "aliases",
+    "name",
+    "torch_dtype",
+    "tie_word_embeddings",
+]
 VALUES = st.one_of(
-    st.integers(-10, 10**6), st.integers(-(10**400), 10**400),
-    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([5e-324, 1e308, -0.0, 1e-300]),
-    st.text(max_size=20), st.none(), st.booleans(),
+    st.integers(-10, 10**6),
+    st.integers(-(10**400), 10**400),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([5e-324, 1e308, -0.0, 1e-300]),
+    st.text(max_size=20),
+    st.none(),
+    st.booleans(),
     st.lists(st.sampled_from(["full_attention", "sliding_attention", "x"]), max_size=40),
 )
 
@@ -241,9 +442,14 @@ def _check(r, context: str) -> None:
     assert not re.search(r"\b(inf|nan)\b", r.out, re.IGNORECASE), f"{context}: {r.out[-400:]}"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # cli: capsys is read per run
-@given(field=st.sampled_from(FIELDS), value=VALUES,
-       command=st.sampled_from([["params"], ["kv"], ["roofline"], ["fit"], ["moe"], ["rope"]]))
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)  # cli: capsys is read per run
+@given(
+    field=st.sampled_from(FIELDS),
+    value=VALUES,
+    command=st.sampled_from([["params"], ["kv"], ["roofline"], ["fit"], ["moe"], ["rope"]]),
+)
 def test_fuzz_spec_fields(cli, field, value, command):
     data = yaml.safe_load(MODEL)
     *parents, leaf = field.split(".")
@@ -257,16 +463,32 @@ def test_fuzz_spec_fields(cli, field, value, command):
         _check(cli(*command, str(path)), f"{command} {field}={value!r}")
 
 
-FLAGS = [["kv", "llama3-8b", "--context"], ["kv", "llama3-8b", "--batch"], ["roofline", "llama3-8b", "--batch"],
-         ["roofline", "llama3-8b", "--mfu"], ["fit", "llama3-8b", "--max-gpus"], ["fit", "llama3-8b", "--memory-gb"],
-         ["train", "llama3-8b", "--tokens", "1T", "--mfu"], ["train", "llama3-8b", "--mfu", "0.4", "--tokens"],
-         ["moe", "mixtral-8x7b", "--tp"], ["params", "llama3-8b", "--dtype"], ["roofline", "--gpu"],
-         ["spec", "--alpha", "0.8", "--gamma", "4", "--c"], ["rope", "--head-dim", "128", "--base"]]
+FLAGS = [
+    ["kv", "llama3-8b", "--context"],
+    ["kv", "llama3-8b", "--batch"],
+    ["roofline", "llama3-8b", "--batch"],
+    ["roofline", "llama3-8b", "--mfu"],
+    ["fit", "llama3-8b", "--max-gpus"],
+    ["fit", "llama3-8b", "--memory-gb"],
+    ["train", "llama3-8b", "--tokens", "1T", "--mfu"],
+    ["train", "llama3-8b", "--mfu", "0.4", "--tokens"],
+    ["moe", "mixtral-8x7b", "--tp"],
+    ["params", "llama3-8b", "--dtype"],
+    ["roofline", "--gpu"],
+    ["spec", "--alpha", "0.8", "--gamma", "4", "--c"],
+    ["rope", "--head-dim", "128", "--base"],
+]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # cli: capsys is read per run
-@given(flag=st.sampled_from(FLAGS),
-       value=st.one_of(st.text(max_size=12), st.sampled_from(["1e308", "1e-300", "inf", "nan", "-0", "0", "1e15",
-                                                               "9" * 400, "", " ", "8K", "1.5", "BF16"])))
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)  # cli: capsys is read per run
+@given(
+    flag=st.sampled_from(FLAGS),
+    value=st.one_of(
+        st.text(max_size=12),
+        st.sampled_from(["1e308", "1e-300", "inf", "nan", "-0", "0", "1e15", "9" * 400, "", " ", "8K", "1.5", "BF16"]),
+    ),
+)
 def test_fuzz_flag_strings(cli, flag, value):
     _check(cli(*flag, value), f"{flag} {value!r}")

@@ -40,6 +40,7 @@ def test_a_record_behaves_as_the_frozen_dataclass():
 
 def test_a_record_refuses_what_its_init_cannot_do():
     with pytest.raises(TypeError, match="__init__"):
+
         @record
         class _Checked:
             x: int

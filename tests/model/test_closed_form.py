@@ -9,30 +9,49 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.specs.declare import validated
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.model.params import count_params
+from llm_cost.specs.declare import validated
 from llm_cost.specs.schema import ModelSpec
 
 
 def llama_like(d_head=128, n_q=32, n_kv=8, L=32, d_ff=14336, V=128256, tied=False, window=None):
-    return validated(ModelSpec, {
-        "name": "t", "display_name": "t", "model_type": "llama",
-        "source": {"url": "test", "retrieved": "2026-11-29"},
-        "vocab_size": V, "hidden_size": n_q * d_head, "num_hidden_layers": L,
-        "tie_word_embeddings": tied,
-        "attention": {"kind": "gqa", "num_attention_heads": n_q, "num_key_value_heads": n_kv,
-                      "head_dim": d_head, "sliding_window": window},
-        "mlp": {"intermediate_size": d_ff},
-        "max_position_embeddings": 8192, "rope_theta": 10000.0,
-    })
+    return validated(
+        ModelSpec,
+        {
+            "name": "t",
+            "display_name": "t",
+            "model_type": "llama",
+            "source": {"url": "test", "retrieved": "2026-11-29"},
+            "vocab_size": V,
+            "hidden_size": n_q * d_head,
+            "num_hidden_layers": L,
+            "tie_word_embeddings": tied,
+            "attention": {
+                "kind": "gqa",
+                "num_attention_heads": n_q,
+                "num_key_value_heads": n_kv,
+                "head_dim": d_head,
+                "sliding_window": window,
+            },
+            "mlp": {"intermediate_size": d_ff},
+            "max_position_embeddings": 8192,
+            "rope_theta": 10000.0,
+        },
+    )
 
 
 shapes = st.builds(
-    lambda d_head, n_kv, group, L, d_ff, V, tied: dict(d_head=d_head, n_q=n_kv * group, n_kv=n_kv, L=L,
-                                                       d_ff=d_ff, V=V, tied=tied),
-    d_head=st.sampled_from([32, 64, 80, 128, 256]), n_kv=st.integers(1, 16), group=st.integers(1, 8),
-    L=st.integers(1, 128), d_ff=st.integers(1, 60000), V=st.integers(1, 300000), tied=st.booleans(),
+    lambda d_head, n_kv, group, L, d_ff, V, tied: dict(
+        d_head=d_head, n_q=n_kv * group, n_kv=n_kv, L=L, d_ff=d_ff, V=V, tied=tied
+    ),
+    d_head=st.sampled_from([32, 64, 80, 128, 256]),
+    n_kv=st.integers(1, 16),
+    group=st.integers(1, 8),
+    L=st.integers(1, 128),
+    d_ff=st.integers(1, 60000),
+    V=st.integers(1, 300000),
+    tied=st.booleans(),
 )
 
 

@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.analyses.capacity import DOCUMENTS
 from llm_cost.analyses.deployment import smallest_layouts
-from llm_cost.model.layout import Layout, per_gpu, stage_layers
-from llm_cost.perf.timemodel import RooflineBound
-from llm_cost.workload.step import build_step, decode
 from llm_cost.analyses.training import parallel_train_memory
 from llm_cost.core.errors import InputError
+from llm_cost.model.layout import Layout, per_gpu, stage_layers
+from llm_cost.perf.timemodel import RooflineBound
+from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.workload.step import build_step, decode
 
 
 def test_llama3_70b_tp2_weights_per_gpu():
@@ -118,8 +118,10 @@ def test_fit_lists_nothing_when_max_gpus_too_small(cli):
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.sampled_from(["llama3-8b", "mixtral-8x7b", "deepseek-v3", "qwen3-next-80b-a3b", "qwen2-vl-7b"]),
-       st.integers(1, 48))
+@given(
+    st.sampled_from(["llama3-8b", "mixtral-8x7b", "deepseek-v3", "qwen3-next-80b-a3b", "qwen2-vl-7b"]),
+    st.integers(1, 48),
+)
 def test_pipeline_stages_add_up_to_the_model(name, pp):
     """Without TP, the stages together hold every stored parameter exactly once (MTP modules only
     when asked for: training, or serving with MTP drafts)."""
@@ -158,20 +160,39 @@ def test_smallest_training_cluster(cli):
     """Llama-3-70B at ZeRO-3 on H100s, TP 8, selective recompute, SP, s = 8K: activations 80 x
     34 x 8192 x 8192 / 8 x 2^0 bytes = 22.8 GB; state 16 B x 8.82e9 / DP must fit in the remaining
     57.2 GB: DP >= 2.47, so 3 replicas (24 GPUs)."""
-    data = cli("train", "llama3-70b", "--tokens", "1T", "--mfu", "0.4", "--tp", "8", "--dp", "64", "--zero", "3",
-               "--recompute", "selective", "--sequence-parallel", "--json").json()
+    data = cli(
+        "train",
+        "llama3-70b",
+        "--tokens",
+        "1T",
+        "--mfu",
+        "0.4",
+        "--tp",
+        "8",
+        "--dp",
+        "64",
+        "--zero",
+        "3",
+        "--recompute",
+        "selective",
+        "--sequence-parallel",
+        "--json",
+    ).json()
     assert data["parallel"]["smallest_dp"] == 3
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["params", "llama3-8b", "--tp", "3"], "--tp"),
-    (["kv", "llama3-70b", "--tp", "12"], "--tp"),
-    (["fit", "llama3-8b", "--pp", "40"], "--pp"),
-    (["roofline", "deepseek-v3", "--tp", "8", "--ep", "3"], "--ep"),
-    (["params", "llama3-8b", "--tp", "0"], "--tp"),
-    (["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--tp", "2", "--gpus", "3"], "--gpus"),
-    (["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--tp", "2", "--zero", "4"], "--zero"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["params", "llama3-8b", "--tp", "3"], "--tp"),
+        (["kv", "llama3-70b", "--tp", "12"], "--tp"),
+        (["fit", "llama3-8b", "--pp", "40"], "--pp"),
+        (["roofline", "deepseek-v3", "--tp", "8", "--ep", "3"], "--ep"),
+        (["params", "llama3-8b", "--tp", "0"], "--tp"),
+        (["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--tp", "2", "--gpus", "3"], "--gpus"),
+        (["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--tp", "2", "--zero", "4"], "--zero"),
+    ],
+)
 def test_impossible_layouts_exit_2(cli, args, needle):
     r = cli(*args)
     assert r.code == 2 and needle in r.err and r.out == "", (r.code, r.err)

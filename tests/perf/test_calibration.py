@@ -17,12 +17,12 @@ import pytest
 from llm_cost.analyses.calibration import NEEDS, calibrate, load_measurements, step_of, validate
 from llm_cost.analyses.roofline import decode_step, prefill_step
 from llm_cost.core.errors import InputError, SpecError
-from llm_cost.specs.declare import to_data
 from llm_cost.core.types import stored_weight_bits
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import CalibratedModel, kv_efficiency, smooth_max, weight_format
 from llm_cost.perf.profile import PARAMETERS, default_profile, load_profile, profile_names, profiles_dir
 from llm_cost.perf.timemodel import RooflineBound
+from llm_cost.specs.declare import to_data
 from llm_cost.specs.load import gpu_names, load_gpu, load_model
 
 DATA = Path(__file__).resolve().parents[2] / "llm_cost" / "data" / "measurements"
@@ -57,8 +57,10 @@ def test_no_bound_above_any_measurement():
         assert bound.step_time(step_of(m), load_gpu(m.gpu)).time_s <= m.measured_ms / 1e3, m.id
 
 
-@pytest.mark.parametrize("batch,context,row,tolerance", [(1, 32768, "h200-l3-8b-dec-b1-c32768", 0.15),
-                                                         (64, 8192, "h200-l3-8b-dec-b64-c8192", 0.10)])
+@pytest.mark.parametrize(
+    "batch,context,row,tolerance",
+    [(1, 32768, "h200-l3-8b-dec-b1-c32768", 0.15), (64, 8192, "h200-l3-8b-dec-b64-c8192", 0.10)],
+)
 def test_roofline_prediction_on_a_row_left_out(fits, batch, context, row, tolerance):
     """The roofline's predicted_s from the H200 profile fitted without that row."""
     d = decode_step(load_model("llama3-8b"), load_gpu("h200"), batch, context, profile=fits["h200"].loo_profile(row))
@@ -66,8 +68,10 @@ def test_roofline_prediction_on_a_row_left_out(fits, batch, context, row, tolera
     assert d.bound_s < d.predicted_s
 
 
-@pytest.mark.parametrize("batch,context,row,tolerance", [("1", "32768", "h200-l3-8b-dec-b1-c32768", 0.15),
-                                                         ("64", "8192", "h200-l3-8b-dec-b64-c8192", 0.10)])
+@pytest.mark.parametrize(
+    "batch,context,row,tolerance",
+    [("1", "32768", "h200-l3-8b-dec-b1-c32768", 0.15), ("64", "8192", "h200-l3-8b-dec-b64-c8192", 0.10)],
+)
 def test_roofline_json_names_the_shipped_profile(cli, batch, context, row, tolerance):
     out = cli("roofline", "llama3-8b", "--gpu", "h200", "--batch", batch, "--context", context, "--json").json()
     assert out["profile"] == "h200"
@@ -112,8 +116,9 @@ def test_refuses_too_few_rows_and_mixed_gpus(tmp_path):
     with pytest.raises(InputError, match="cannot determine"):
         calibrate([few], "x")
     mixed = tmp_path / "mixed.csv"
-    mixed.write_text("model,gpu,phase,batch,context,measured_ms\nllama3-8b,a100,decode,1,100,10.6\n"
-                     "llama3-8b,h200,decode,1,128,6.5\n")
+    mixed.write_text(
+        "model,gpu,phase,batch,context,measured_ms\nllama3-8b,a100,decode,1,100,10.6\nllama3-8b,h200,decode,1,128,6.5\n"
+    )
     with pytest.raises(InputError, match="one GPU"):
         calibrate([mixed], "x")
 
@@ -208,9 +213,14 @@ def test_calibrate_cli_writes_a_profile_that_predicts_its_rows(cli, tmp_path):
 def test_calibrate_cli_reads_the_documented_csv(cli, tmp_path):
     rows = load_measurements([A100])
     csv_file = tmp_path / "mine.csv"
-    csv_file.write_text("model,gpu,phase,batch,context,tp,weights_dtype,group_size,kv_dtype,measured_ms\n" + "".join(
-        f"{m.spec if m.spec.endswith('.yaml') else m.spec},a100,decode,1,100,1,{m.weights_dtype},"
-        f"{m.group_size or ''},bf16,{m.measured_ms}\n" for m in rows))
+    csv_file.write_text(
+        "model,gpu,phase,batch,context,tp,weights_dtype,group_size,kv_dtype,measured_ms\n"
+        + "".join(
+            f"{m.spec if m.spec.endswith('.yaml') else m.spec},a100,decode,1,100,1,{m.weights_dtype},"
+            f"{m.group_size or ''},bf16,{m.measured_ms}\n"
+            for m in rows
+        )
+    )
     run = cli("calibrate", str(csv_file), "-o", str(tmp_path / "p.yaml"), "--json")
     assert run.code == 0, run.err
     assert run.json()["profile"]["error"]["loo_median"] <= 0.10
@@ -241,6 +251,7 @@ def test_a_transferred_profile_is_checked_on_its_gpus_rows_out_of_sample():
 def test_group_size_counts_scales_and_zeros_in_the_weight_bytes(cli):
     def matmul_bytes(*flags):
         return cli("roofline", "llama3-8b", "--context", "1K", *flags, "--json").json()["matmul_weight_bytes"]
+
     bf16 = matmul_bytes()
     assert matmul_bytes("--weights-dtype", "int4", "--group-size", "32") * 16 == bf16 * 5  # 4 + 32/32 bits
     assert matmul_bytes("--weights-dtype", "int4") * 16 == bf16 * 4.25  # group 128 by default

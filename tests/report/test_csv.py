@@ -38,23 +38,40 @@ def _text(value) -> str:
     return "" if value is None else str(value)
 
 
-@pytest.mark.parametrize("model, options", [
-    ("llama3-8b", []),
-    ("mixtral-8x7b", []),
-    ("deepseek-v3", ["--weights-dtype", "fp8"]),
-    ("mistral-7b", []),  # sliding window: the KV read stops growing at 4,096 tokens
-    ("llama3-70b", ["--tp", "4", "--pp", "2"]),
-    ("mixtral-8x7b", ["--tp", "2", "--dp", "2", "--ep", "4"]),
-])
+@pytest.mark.parametrize(
+    "model, options",
+    [
+        ("llama3-8b", []),
+        ("mixtral-8x7b", []),
+        ("deepseek-v3", ["--weights-dtype", "fp8"]),
+        ("mistral-7b", []),  # sliding window: the KV read stops growing at 4,096 tokens
+        ("llama3-70b", ["--tp", "4", "--pp", "2"]),
+        ("mixtral-8x7b", ["--tp", "2", "--dp", "2", "--ep", "4"]),
+    ],
+)
 def test_a_sweep_row_is_the_point_run_alone(cli, model, options):
     """Every column of every row of a sweep equals the JSON of that point run on its own."""
-    rows = _rows(cli("roofline", model, "--gpu", "h100", "--batch", "1,3,64..128:64", "--context", "0,2K,100000",
-                     *options, "--csv").out)
+    rows = _rows(
+        cli(
+            "roofline",
+            model,
+            "--gpu",
+            "h100",
+            "--batch",
+            "1,3,64..128:64",
+            "--context",
+            "0,2K,100000",
+            *options,
+            "--csv",
+        ).out
+    )
     assert [(int(r["batch"]), int(r["context"])) for r in rows] == [
-        (b, c) for b in (1, 3, 64, 128) for c in (0, 2048, 100_000)]
+        (b, c) for b in (1, 3, 64, 128) for c in (0, 2048, 100_000)
+    ]
     for row in rows:
-        alone = cli("roofline", model, "--gpu", "h100", "--batch", row["batch"], "--context", row["context"],
-                    *options, "--json").json()
+        alone = cli(
+            "roofline", model, "--gpu", "h100", "--batch", row["batch"], "--context", row["context"], *options, "--json"
+        ).json()
         expected = {k: _text(v) for k, v in alone.items() if not isinstance(v, (list, dict))}
         expected.update({f"layout_{k}": _text(v) for k, v in alone["layout"].items()})
         assert row == expected
@@ -71,16 +88,21 @@ def _flat(row: dict, prefix: str = "") -> dict:
     return out
 
 
-@pytest.mark.parametrize("args, rows_key", [
-    (["flops", "llama3-8b", "--seq", "1K..8K"], None),
-    (["flops", "llama3-8b", "--phase", "decode", "--context", "1K..8K:2K"], None),
-    (["context", "llama3-70b", "--context", "8K,128K", "--weight-flops", "total"], "rows"),
-    (["moe", "deepseek-v3", "--batch", "1,32,128", "--gpu", "h100"], "rows"),
-    (["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--batch", "1..256"],
-     "rows"),
-    (["activations", "llama3-8b", "--seq", "4K"], None),
-    (["numerics"], "formats"),
-])
+@pytest.mark.parametrize(
+    "args, rows_key",
+    [
+        (["flops", "llama3-8b", "--seq", "1K..8K"], None),
+        (["flops", "llama3-8b", "--phase", "decode", "--context", "1K..8K:2K"], None),
+        (["context", "llama3-70b", "--context", "8K,128K", "--weight-flops", "total"], "rows"),
+        (["moe", "deepseek-v3", "--batch", "1,32,128", "--gpu", "h100"], "rows"),
+        (
+            ["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--batch", "1..256"],
+            "rows",
+        ),
+        (["activations", "llama3-8b", "--seq", "4K"], None),
+        (["numerics"], "formats"),
+    ],
+)
 def test_commands_with_rows_print_the_json_rows_as_csv(cli, args, rows_key):
     """One header line of the JSON rows' keys, then one line per JSON row with the same values."""
     text = cli(*args, "--csv").out
@@ -97,8 +119,22 @@ def test_spec_csv_needs_the_step_model(cli):
 
 def test_serve_csv_is_the_frontier_of_the_json(cli):
     """One row per frontier point, its JSON figures as columns, the chosen one marked."""
-    args = ["serve", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--input", "2K", "--output", "256", "--ttft", "2s",
-            "--tpot", "50ms"]
+    args = [
+        "serve",
+        "llama3-70b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "8",
+        "--input",
+        "2K",
+        "--output",
+        "256",
+        "--ttft",
+        "2s",
+        "--tpot",
+        "50ms",
+    ]
     rows = _rows(cli(*args, "--csv").out)
     plan = cli(*args, "--json").json()
     assert len(rows) == len(plan["frontier"])

@@ -29,11 +29,41 @@ COMMANDS = [
     ["fit", "llama3-8b"],
     ["fit", "llama3-70b", "--tp", "2"],
     ["fit", "llama3-70b", "--gpu", "a100-40gb", "--context", "32K", "--kv-dtype", "fp8", "--tp", "4"],
-    ["serve", "llama3-8b", "--gpu", "h100", "--gpus", "2", "--input", "1K", "--output", "128", "--ttft", "1s",
-     "--tpot", "30ms", "--usd-per-gpu-hour", "2.5"],
+    [
+        "serve",
+        "llama3-8b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "2",
+        "--input",
+        "1K",
+        "--output",
+        "128",
+        "--ttft",
+        "1s",
+        "--tpot",
+        "30ms",
+        "--usd-per-gpu-hour",
+        "2.5",
+    ],
     ["serve", "llama3-70b", "--gpu", "h100", "--tp", "2", "--batch", "64", "--input", "2048", "--output", "2048"],
-    ["serve", "llama3-8b", "--gpu", "h100", "--qps", "20", "--gpus", "8", "--input", "2K", "--output", "256", "--ttft",
-     "1s"],
+    [
+        "serve",
+        "llama3-8b",
+        "--gpu",
+        "h100",
+        "--qps",
+        "20",
+        "--gpus",
+        "8",
+        "--input",
+        "2K",
+        "--output",
+        "256",
+        "--ttft",
+        "1s",
+    ],
     ["activations", "llama3-8b"],
     ["context", "llama3-8b", "--context", "8K,128K"],
     ["moe", "deepseek-v3", "--gpu", "h100", "--weights-dtype", "fp8", "--ep", "32"],
@@ -57,8 +87,12 @@ COMMANDS = [
 ]
 
 _NUMBER = re.compile(r"(?<![\w.^/-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:e([+-]\d+))?(?![\w^-]|\.\d)")
-_SCALES = [1.0, 100.0] + [10.0**-k for k in range(3, 25, 3)] + [1024.0**-k for k in range(1, 7)] + \
-    [1e3, 1e6, 1 / 3600, 1 / 86400]
+_SCALES = (
+    [1.0, 100.0]
+    + [10.0**-k for k in range(3, 25, 3)]
+    + [1024.0**-k for k in range(1, 7)]
+    + [1e3, 1e6, 1 / 3600, 1 / 86400]
+)
 
 
 def _numbers(text: str) -> list[tuple[float, int, str]]:
@@ -69,7 +103,7 @@ def _numbers(text: str) -> list[tuple[float, int, str]]:
             continue
         line = re.sub(r"et al\.?,? \(?\d{4}\)?('s)?", "et al.", line)  # a citation's year
         for m in _NUMBER.finditer(line):
-            if re.match(r" [A-Z](?: |$)", line[m.end():]):  # a coefficient of a formula: 6 N D, 2 N
+            if re.match(r" [A-Z](?: |$)", line[m.end() :]):  # a coefficient of a formula: 6 N D, 2 N
                 continue
             whole, frac, exp = m.group(1), m.group(2) or "", m.group(3)
             value = float(whole.replace(",", "") + frac + (f"e{exp}" if exp else ""))
@@ -86,8 +120,11 @@ def _leaves(data) -> list[float]:
     if isinstance(data, (int, float)):
         return [float(data)]
     if isinstance(data, str):  # figures inside strings (labels, formulas, settings) count too
-        return [float(m.group(0).replace(",", "")) for m in re.finditer(r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?", data)
-                if re.fullmatch(r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?", m.group(0))]
+        return [
+            float(m.group(0).replace(",", ""))
+            for m in re.finditer(r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?", data)
+            if re.fullmatch(r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?", m.group(0))
+        ]
     values = data.values() if isinstance(data, dict) else data
     return [x for v in values for x in _leaves(v)]
 

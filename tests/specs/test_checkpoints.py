@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from llm_cost.specs.load import load_model
 from llm_cost.model.params import count_params
+from llm_cost.specs.load import load_model
 
 CHECKPOINTS = {
     # meta-llama/Meta-Llama-3-8B model.safetensors.index.json total_size 16,060,522,496 B / 2
@@ -54,10 +54,13 @@ def test_qwen2_vl_vision_tower():
     assert r.vision_params == 8_291_375_616 - 7_615_616_512
 
 
-@pytest.mark.parametrize("name,active", [
-    ("mixtral-8x7b", 12_879_925_248),   # Mistral AI: "12.9B active parameters"; 46.70B - 32 x 6 x 176,160,768
-    ("deepseek-v3", 37_552_297_472),    # DeepSeek-V3 report: "37B activated"; 17.12B non-routed + 58 x 8 x 44,040,192
-])
+@pytest.mark.parametrize(
+    "name,active",
+    [
+        ("mixtral-8x7b", 12_879_925_248),  # Mistral AI: "12.9B active parameters"; 46.70B - 32 x 6 x 176,160,768
+        ("deepseek-v3", 37_552_297_472),  # DeepSeek-V3 report: "37B activated"; 17.12B non-routed + 58 x 8 x 44,040,192
+    ],
+)
 def test_active_parameters(name, active):
     """Hand derivation: total minus the routed experts a token skips, (E - k) per MoE layer."""
     assert count_params(load_model(name)).active_params == active

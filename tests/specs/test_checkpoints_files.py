@@ -14,22 +14,41 @@ import pytest
 np = pytest.importorskip("numpy")
 st = pytest.importorskip("safetensors.numpy")
 
-CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 64, "hidden_size": 16,
-          "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 32,
-          "max_position_embeddings": 128, "rope_theta": 10000.0, "tie_word_embeddings": False,
-          "torch_dtype": "bfloat16"}
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "vocab_size": 64,
+    "hidden_size": 16,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 32,
+    "max_position_embeddings": 128,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
 
 
 def _tensors() -> dict:
     """A tiny Llama checkpoint with the names transformers' LlamaForCausalLM saves."""
     f16 = np.float16
-    t = {"model.embed_tokens.weight": np.zeros((64, 16), f16), "model.norm.weight": np.zeros(16, f16),
-         "lm_head.weight": np.zeros((64, 16), f16)}
+    t = {
+        "model.embed_tokens.weight": np.zeros((64, 16), f16),
+        "model.norm.weight": np.zeros(16, f16),
+        "lm_head.weight": np.zeros((64, 16), f16),
+    }
     for i in range(2):
         p = f"model.layers.{i}"
-        for name, shape in (("self_attn.q_proj", (16, 16)), ("self_attn.k_proj", (8, 16)), ("self_attn.v_proj", (8, 16)),
-                            ("self_attn.o_proj", (16, 16)), ("mlp.gate_proj", (32, 16)), ("mlp.up_proj", (32, 16)),
-                            ("mlp.down_proj", (16, 32))):
+        for name, shape in (
+            ("self_attn.q_proj", (16, 16)),
+            ("self_attn.k_proj", (8, 16)),
+            ("self_attn.v_proj", (8, 16)),
+            ("self_attn.o_proj", (16, 16)),
+            ("mlp.gate_proj", (32, 16)),
+            ("mlp.up_proj", (32, 16)),
+            ("mlp.down_proj", (16, 32)),
+        ):
             t[f"{p}.{name}.weight"] = np.zeros(shape, f16)
         t[f"{p}.input_layernorm.weight"] = np.zeros(16, f16)
         t[f"{p}.post_attention_layernorm.weight"] = np.zeros(16, f16)
@@ -50,8 +69,9 @@ def _folder(path: Path, tensors: dict, shards: int = 1) -> Path:
         st.save_file(part, str(path / fname))
         weight_map.update(dict.fromkeys(part, fname))
     total = sum(a.nbytes for a in tensors.values())
-    (path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total},
-                                                                  "weight_map": weight_map}))
+    (path / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map})
+    )
     return path
 
 
@@ -64,7 +84,9 @@ def test_matching_checkpoint(cli, tmp_path):
     r = cli("params", str(_folder(tmp_path / "ckpt", t)), "--json")
     assert r.code == 0
     c = r.json()["checkpoint"]
-    assert c["stored_params"] == c["described_params"] == r.json()["total_params"] == _elements(t) == 6_736  # 2 x 64 x 16 + 16 + 2 x (256 + 2 x 128 + 256 + 3 x 512 + 32)
+    assert (
+        c["stored_params"] == c["described_params"] == r.json()["total_params"] == _elements(t) == 6_736
+    )  # 2 x 64 x 16 + 16 + 2 x (256 + 2 x 128 + 256 + 3 x 512 + 32)
     assert c["stored_bytes"] == 2 * _elements(t) and c["by_dtype"] == {"F16": [6_736, 13_472]}
     assert c["unexplained"] == [] and c["missing"] == []
     out = cli("params", str(tmp_path / "ckpt")).out
@@ -119,11 +141,14 @@ def test_only_the_header_is_read(tmp_path):
     assert (t.name, t.dtype, t.shape, t.nbytes) == ("w", "BF16", (1000, 1000), 2_000_000)
 
 
-@pytest.mark.parametrize("content,message", [
-    (b"\x01\x02", r"not a safetensors file \(2 bytes"),
-    (struct.pack("<Q", 10**12) + b"{}", r"header length 1,000,000,000,000 exceeds"),
-    (struct.pack("<Q", 5) + b"{nope", r"header is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"\x01\x02", r"not a safetensors file \(2 bytes"),
+        (struct.pack("<Q", 10**12) + b"{}", r"header length 1,000,000,000,000 exceeds"),
+        (struct.pack("<Q", 5) + b"{nope", r"header is not valid JSON"),
+    ],
+)
 def test_malformed_headers_exit_2(cli, tmp_path, content, message):
     import re
 

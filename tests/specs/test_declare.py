@@ -37,15 +37,18 @@ def test_construction_names_a_wrong_or_missing_field():
         GQAAttention()
 
 
-@pytest.mark.parametrize("data,rule", [
-    ({"num_attention_heads": MAX_WIDTH * 64}, "less_than_equal"),
-    ({"num_attention_heads": 0}, "greater_than_equal"),
-    ({"num_attention_heads": 32.0}, "int_type"),
-    ({"num_attention_heads": "32"}, "int_type"),
-    ({"num_attention_heads": 32, "num_key_value_heads": 5}, "value_error"),
-    ({"num_attention_heads": 32, "heads": 8}, "unexpected_keyword_argument"),
-    ({}, "missing"),
-])
+@pytest.mark.parametrize(
+    "data,rule",
+    [
+        ({"num_attention_heads": MAX_WIDTH * 64}, "less_than_equal"),
+        ({"num_attention_heads": 0}, "greater_than_equal"),
+        ({"num_attention_heads": 32.0}, "int_type"),
+        ({"num_attention_heads": "32"}, "int_type"),
+        ({"num_attention_heads": 32, "num_key_value_heads": 5}, "value_error"),
+        ({"num_attention_heads": 32, "heads": 8}, "unexpected_keyword_argument"),
+        ({}, "missing"),
+    ],
+)
 def test_validation_applies_the_declared_bounds_and_rules(data, rule):
     with pytest.raises(ValidationError) as exc:
         validated(GQAAttention, data)
@@ -83,9 +86,11 @@ def test_plain_data_validates_back_to_the_same_spec(name, defaults):
 
 def test_a_shipped_spec_loads_without_pydantic():
     """The cold start's main saving: the shipped specs come from the index, never through pydantic."""
-    code = ("import sys; from llm_cost.specs.load import load_model, load_gpu; from llm_cost.model.params import "
-            "count_params; count_params(load_model('deepseek-v3')); load_gpu('h100'); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core', 'yaml')))")
+    code = (
+        "import sys; from llm_cost.specs.load import load_model, load_gpu; from llm_cost.model.params import "
+        "count_params; count_params(load_model('deepseek-v3')); load_gpu('h100'); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core', 'yaml')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -111,7 +116,10 @@ def test_a_spec_built_in_python_is_validated_by_the_api():
 
     spec = load_model("llama3-8b")
     assert llm_cost.params(spec).total_params == 8_030_261_248  # Meta-Llama-3-8B's safetensors total / 2 B
-    for bad, field in [(dict(hidden_size=0), "hidden_size"), (dict(vocab_size="128256"), "vocab_size"),
-                       (dict(attention=dataclasses.replace(spec.attention, num_key_value_heads=7)), "attention")]:
+    for bad, field in [
+        (dict(hidden_size=0), "hidden_size"),
+        (dict(vocab_size="128256"), "vocab_size"),
+        (dict(attention=dataclasses.replace(spec.attention, num_key_value_heads=7)), "attention"),
+    ]:
         with pytest.raises(llm_cost.LlmCostError, match=f"model: invalid spec: field {field}"):
             llm_cost.params(dataclasses.replace(spec, **bad))

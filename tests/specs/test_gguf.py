@@ -91,8 +91,19 @@ def test_fit_uses_the_file_bytes(cli, tmp_path):
     bytes exactly; KV is 2 x 1 layer x 2 KV heads x 64 x 32,768 tokens x 1 byte (the datasheet's
     24 GB as 10^9 B, all of it: --memory datasheet)."""
     path = _write(tmp_path / "tiny.gguf")
-    r = cli("fit", str(path), "--gpu", "rtx-4090", "--context", "32K", "--kv-dtype", "int8", "--memory", "datasheet",
-            "--json")
+    r = cli(
+        "fit",
+        str(path),
+        "--gpu",
+        "rtx-4090",
+        "--context",
+        "32K",
+        "--kv-dtype",
+        "int8",
+        "--memory",
+        "datasheet",
+        "--json",
+    )
     assert r.code == 0, r.err
     fit = r.json()["single_gpu"]
     assert fit["weight_bytes"] == sum(b for _, b in _expected().values()) == 466_944
@@ -117,11 +128,14 @@ def test_bad_gguf_files_exit_2(cli, tmp_path):
     assert r.code == 2 and "absent.gguf: no such file" in r.err
 
 
-@pytest.mark.parametrize("heads,ff,problem", [
-    ((4, 3), FF, "field attention.gqa: num_attention_heads (4) must be a multiple of num_key_value_heads (3)"),
-    ((2**17, 2**17), FF, "field attention.gqa.num_attention_heads: Input should be less than or equal to 65536"),
-    ((4, 2), 2**21, "field mlp.intermediate_size: Input should be less than or equal to 1048576"),
-])
+@pytest.mark.parametrize(
+    "heads,ff,problem",
+    [
+        ((4, 3), FF, "field attention.gqa: num_attention_heads (4) must be a multiple of num_key_value_heads (3)"),
+        ((2**17, 2**17), FF, "field attention.gqa.num_attention_heads: Input should be less than or equal to 65536"),
+        ((4, 2), 2**21, "field mlp.intermediate_size: Input should be less than or equal to 1048576"),
+    ],
+)
 def test_gguf_metadata_out_of_the_schema_names_the_field(cli, tmp_path, heads, ff, problem):
     r = cli("params", str(_write(tmp_path / "bad.gguf", heads=heads, ff=ff)))
     assert r.code == 2 and "bad.gguf: invalid spec: " + problem in r.err and r.err.strip().count("\n") == 0

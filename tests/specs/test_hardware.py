@@ -10,7 +10,10 @@ import pytest
 
 from llm_cost.specs.load import gpu_names, load_gpu
 
-TABLE = {g["name"]: g for g in json.loads((Path(__file__).resolve().parents[1] / "data" / "gpus-datasheet.json").read_text())["gpus"]}
+TABLE = {
+    g["name"]: g
+    for g in json.loads((Path(__file__).resolve().parents[1] / "data" / "gpus-datasheet.json").read_text())["gpus"]
+}
 
 
 @pytest.mark.parametrize("name", gpu_names())
@@ -19,8 +22,9 @@ def test_gpu_matches_datasheet(name):
     row = TABLE[gpu.display_name]
     dense = row["dense_tflops"]
     for dtype, tflops in gpu.dense_tflops.items():
-        expected = dense.get("fp64_tensor") or dense.get("fp64_matrix") or dense["fp64"] if dtype == "fp64" \
-            else dense[dtype]
+        expected = (
+            dense.get("fp64_tensor") or dense.get("fp64_matrix") or dense["fp64"] if dtype == "fp64" else dense[dtype]
+        )
         assert tflops == expected, (name, dtype)
     assert {d for d, v in dense.items() if v and d in ("bf16", "fp16", "fp8", "int8", "fp4")} <= set(gpu.dense_tflops)
     assert gpu.memory_gb == row["memory_gb"]

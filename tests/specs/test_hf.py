@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from llm_cost.core.errors import SpecError
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
+from llm_cost.model.params import count_params
+from llm_cost.model.structure import build
 from llm_cost.specs.declare import field_names, validated
 from llm_cost.specs.hf import SHAPE_KEYS, hf_to_spec, load_hf_config, load_hf_config_verbose, spec_to_yaml
-from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.specs.load import load_model
-from llm_cost.core.errors import SpecError
-from llm_cost.model.params import count_params
 from llm_cost.specs.schema import ModelSpec
-from llm_cost.model.structure import build
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
 CHECKPOINTS = yaml.safe_load((FIXTURES / "CHECKPOINTS.yaml").read_text(encoding="utf-8"))
@@ -34,11 +34,15 @@ def _config(name: str) -> dict:
 
 
 def _exact() -> list[tuple[str, int]]:
-    return [(name, entry["total_params"]) for name, entry in sorted(CHECKPOINTS.items())
-            if entry.get("exact") and entry.get("total_params") is not None and name in FOLDERS]
+    return [
+        (name, entry["total_params"])
+        for name, entry in sorted(CHECKPOINTS.items())
+        if entry.get("exact") and entry.get("total_params") is not None and name in FOLDERS
+    ]
 
 
 # -- parameter totals ---------------------------------------------------------------------------
+
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
@@ -92,14 +96,34 @@ def test_deepseek_v3_mtp_reported_apart():
 QWEN3_NEXT = {
     # Qwen3-Next-80B-A3B keys as in transformers' Qwen3NextConfig and the shipped spec's sources
     # (no verbatim config.json was found, see CHECKPOINTS.yaml; this dict is reconstructed).
-    "architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "attention_bias": False,
-    "decoder_sparse_step": 1, "full_attention_interval": 4, "head_dim": 256, "hidden_act": "silu",
-    "hidden_size": 2048, "intermediate_size": 5120, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
-    "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_value_head_dim": 128,
-    "max_position_embeddings": 262144, "mlp_only_layers": [], "moe_intermediate_size": 512,
-    "num_attention_heads": 16, "num_experts": 512, "num_experts_per_tok": 10, "num_hidden_layers": 48,
-    "num_key_value_heads": 2, "partial_rotary_factor": 0.25, "rope_scaling": None, "rope_theta": 10000000,
-    "shared_expert_intermediate_size": 512, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "architectures": ["Qwen3NextForCausalLM"],
+    "model_type": "qwen3_next",
+    "attention_bias": False,
+    "decoder_sparse_step": 1,
+    "full_attention_interval": 4,
+    "head_dim": 256,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "intermediate_size": 5120,
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32,
+    "linear_value_head_dim": 128,
+    "max_position_embeddings": 262144,
+    "mlp_only_layers": [],
+    "moe_intermediate_size": 512,
+    "num_attention_heads": 16,
+    "num_experts": 512,
+    "num_experts_per_tok": 10,
+    "num_hidden_layers": 48,
+    "num_key_value_heads": 2,
+    "partial_rotary_factor": 0.25,
+    "rope_scaling": None,
+    "rope_theta": 10000000,
+    "shared_expert_intermediate_size": 512,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
     "vocab_size": 151936,
 }
 
@@ -221,8 +245,9 @@ def test_llama4_interleaved_moe_uses_the_dense_width():
     assert full - count_params(spec).total_params == 24 * (moe_layer - 3 * 5120 * 16384)
 
 
-@pytest.mark.parametrize("new,cached,chunk", [(1, 0, 4), (10, 0, 4), (5, 7, 4), (9, 3, 3), (1, 8191, 8192),
-                                             (20_000, 0, 8192)])
+@pytest.mark.parametrize(
+    "new,cached,chunk", [(1, 0, 4), (10, 0, 4), (5, 7, 4), (9, 3, 3), (1, 8191, 8192), (20_000, 0, 8192)]
+)
 def test_chunked_pairs_match_a_count_of_each_token(new, cached, chunk):
     from llm_cost.workload.step import chunked_pairs
 
@@ -274,8 +299,9 @@ def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
     holds 81,324,862,720, the CHECKPOINTS.yaml figure."""
     spec, _ = hf_to_spec(QWEN3_NEXT, "qwen3-next-80b-a3b/config.json")
     shipped = load_model("qwen3-next-80b-a3b")
-    assert [(t.name, t.shape, t.layers, t.copies) for t in build(spec).tensors] == \
-        [(t.name, t.shape, t.layers, t.copies) for t in build(shipped).tensors]
+    assert [(t.name, t.shape, t.layers, t.copies) for t in build(spec).tensors] == [
+        (t.name, t.shape, t.layers, t.copies) for t in build(shipped).tensors
+    ]
     assert count_params(spec).total_params == count_params(shipped).total_params == 79_674_391_296
     with_mtp, _ = hf_to_spec({**QWEN3_NEXT, "mtp_num_hidden_layers": 1}, "x/config.json")
     r = count_params(with_mtp)
@@ -285,16 +311,21 @@ def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
 
 # -- the shipped specs agree with configs of the same architecture -------------------------------
 
-@pytest.mark.parametrize("shipped,fixture", [
-    ("llama3-8b", "llama-3.1-8b"),          # Llama 3 and 3.1 8B: same shapes (3.1 adds rope_scaling)
-    ("mixtral-8x7b", "mixtral-8x7b-instruct-v0.1"),
-    ("deepseek-v3", "deepseek-v3"),
-    ("qwen2-vl-7b", "qwen2-vl-7b-instruct"),
-])
+
+@pytest.mark.parametrize(
+    "shipped,fixture",
+    [
+        ("llama3-8b", "llama-3.1-8b"),  # Llama 3 and 3.1 8B: same shapes (3.1 adds rope_scaling)
+        ("mixtral-8x7b", "mixtral-8x7b-instruct-v0.1"),
+        ("deepseek-v3", "deepseek-v3"),
+        ("qwen2-vl-7b", "qwen2-vl-7b-instruct"),
+    ],
+)
 def test_shipped_spec_agrees_with_config(shipped, fixture):
     a, b = build(load_model(shipped)), build(load_hf_config(FIXTURES / fixture))
-    assert [(t.name, t.shape, t.layers, t.copies, t.stored, t.part) for t in a.tensors] == \
-        [(t.name, t.shape, t.layers, t.copies, t.stored, t.part) for t in b.tensors]
+    assert [(t.name, t.shape, t.layers, t.copies, t.stored, t.part) for t in a.tensors] == [
+        (t.name, t.shape, t.layers, t.copies, t.stored, t.part) for t in b.tensors
+    ]
     assert a.total_params == b.total_params == CHECKPOINTS[fixture]["total_params"]
     assert a.mtp_params == b.mtp_params
 
@@ -310,44 +341,44 @@ def test_deepseek_v3_config_gives_the_shipped_spec():
 
 KV = [
     # (fixture, bytes per token at BF16, derivation from the config values)
-    ("llama-3.1-8b", 131_072),            # 2 x L 32 x n_kv 8 x head_dim 128 x 2 B
-    ("llama-3.2-1b-instruct", 32_768),    # 2 x 16 x 8 x head_dim 64 (given) x 2
+    ("llama-3.1-8b", 131_072),  # 2 x L 32 x n_kv 8 x head_dim 128 x 2 B
+    ("llama-3.2-1b-instruct", 32_768),  # 2 x 16 x 8 x head_dim 64 (given) x 2
     ("tinyllama-1.1b-chat-v1.0", 22_528),  # 2 x 22 x 4 x (2048 / 32 = 64) x 2
     ("mistral-7b-instruct-v0.3", 131_072),  # 2 x 32 x 8 x 128 x 2 (sliding_window null: full)
     ("mixtral-8x7b-instruct-v0.1", 131_072),  # 2 x 32 x 8 x 128 x 2
-    ("qwen2.5-7b", 57_344),               # 2 x 28 x 4 x (3584 / 28 = 128) x 2
-    ("qwen2.5-3b", 36_864),               # 2 x 36 x 2 x (2048 / 16 = 128) x 2
+    ("qwen2.5-7b", 57_344),  # 2 x 28 x 4 x (3584 / 28 = 128) x 2
+    ("qwen2.5-3b", 36_864),  # 2 x 36 x 2 x (2048 / 16 = 128) x 2
     ("qwen1.5-moe-a2.7b-chat", 196_608),  # 2 x 24 x 16 (MHA) x 128 x 2
-    ("qwen3-8b", 147_456),                # 2 x 36 x 8 x 128 x 2
-    ("qwen3-30b-a3b", 98_304),            # 2 x 48 x 4 x 128 x 2
-    ("qwen2-vl-7b-instruct", 57_344),     # 2 x 28 x 4 x 128 x 2 (vision tower caches nothing)
-    ("deepseek-v2-lite", 31_104),         # MLA latent: L 27 x (kv_lora_rank 512 + qk_rope 64) x 2
-    ("deepseek-v3", 70_272),              # MLA latent: 61 x (512 + 64) x 2
-    ("gemma-2b", 18_432),                 # MQA: 2 x 18 x 1 x head_dim 256 x 2
-    ("gemma-2-9b-it", 344_064),           # 2 x 42 x 8 x 256 x 2 (below the 4096 window)
-    ("gemma-3-1b-it", 26_624),            # 2 x 26 x 1 x 256 x 2 (below the 512 window)
+    ("qwen3-8b", 147_456),  # 2 x 36 x 8 x 128 x 2
+    ("qwen3-30b-a3b", 98_304),  # 2 x 48 x 4 x 128 x 2
+    ("qwen2-vl-7b-instruct", 57_344),  # 2 x 28 x 4 x 128 x 2 (vision tower caches nothing)
+    ("deepseek-v2-lite", 31_104),  # MLA latent: L 27 x (kv_lora_rank 512 + qk_rope 64) x 2
+    ("deepseek-v3", 70_272),  # MLA latent: 61 x (512 + 64) x 2
+    ("gemma-2b", 18_432),  # MQA: 2 x 18 x 1 x head_dim 256 x 2
+    ("gemma-2-9b-it", 344_064),  # 2 x 42 x 8 x 256 x 2 (below the 4096 window)
+    ("gemma-3-1b-it", 26_624),  # 2 x 26 x 1 x 256 x 2 (below the 512 window)
     ("phi-3-mini-4k-instruct", 393_216),  # 2 x 32 x 32 x (3072 / 32 = 96) x 2
-    ("gpt2", 36_864),                     # 2 x 12 x 12 x (768 / 12 = 64) x 2
-    ("falcon-7b", 8_192),                 # multi_query: 2 x 32 x 1 x (4544 / 71 = 64) x 2
+    ("gpt2", 36_864),  # 2 x 12 x 12 x (768 / 12 = 64) x 2
+    ("falcon-7b", 8_192),  # multi_query: 2 x 32 x 1 x (4544 / 71 = 64) x 2
     ("falcon-7b-instruct", 8_192),
-    ("gpt-oss-20b", 49_152),              # 2 x 24 x 8 x head_dim 64 x 2 (below the 128 window)
-    ("olmo-2-1124-13b", 819_200),          # MHA: 2 x 40 x 40 x (5120 / 40 = 128) x 2
-    ("smollm3-3b", 73_728),                # 2 x 36 x 4 x 128 x 2
-    ("gemma-3-4b-it", 139_264),            # 2 x 34 x 4 x 256 x 2 (below the 1024 window; vision caches nothing)
-    ("glm-4.5-air", 188_416),              # 2 x 46 x 8 x 128 x 2 (the MTP layer is not counted)
+    ("gpt-oss-20b", 49_152),  # 2 x 24 x 8 x head_dim 64 x 2 (below the 128 window)
+    ("olmo-2-1124-13b", 819_200),  # MHA: 2 x 40 x 40 x (5120 / 40 = 128) x 2
+    ("smollm3-3b", 73_728),  # 2 x 36 x 4 x 128 x 2
+    ("gemma-3-4b-it", 139_264),  # 2 x 34 x 4 x 256 x 2 (below the 1024 window; vision caches nothing)
+    ("glm-4.5-air", 188_416),  # 2 x 46 x 8 x 128 x 2 (the MTP layer is not counted)
     ("nvidia-nemotron-nano-9b-v2", 16_384),  # only the 4 attention blocks: 2 x 4 x 8 x 128 x 2
-    ("granite-4.0-h-small", 16_384),       # only the 4 attention layers: 2 x 4 x 8 x 128 x 2
-    ("minimax-m2", 253_952),               # 2 x 62 x 8 x 128 x 2
-    ("llama-4-scout-17b-16e", 196_608),    # 2 x 48 x 8 x 128 x 2 (below the 8,192 chunk)
-    ("olmoe-1b-7b-0924", 131_072),         # MHA: 2 x 16 x 16 x 128 x 2
-    ("internlm2_5-7b-chat", 131_072),      # 2 x 32 x 8 x 128 x 2
-    ("ernie-4.5-0.3b-pt", 18_432),         # 2 x 18 x 2 x 128 x 2
-    ("qwen2.5-vl-7b-instruct", 57_344),    # 2 x 28 x 4 x 128 x 2 (the tower caches nothing)
-    ("olmo-3-1025-7b", 524_288),           # MHA: 2 x 32 x 32 x 128 x 2 (below the 4,096 window)
+    ("granite-4.0-h-small", 16_384),  # only the 4 attention layers: 2 x 4 x 8 x 128 x 2
+    ("minimax-m2", 253_952),  # 2 x 62 x 8 x 128 x 2
+    ("llama-4-scout-17b-16e", 196_608),  # 2 x 48 x 8 x 128 x 2 (below the 8,192 chunk)
+    ("olmoe-1b-7b-0924", 131_072),  # MHA: 2 x 16 x 16 x 128 x 2
+    ("internlm2_5-7b-chat", 131_072),  # 2 x 32 x 8 x 128 x 2
+    ("ernie-4.5-0.3b-pt", 18_432),  # 2 x 18 x 2 x 128 x 2
+    ("qwen2.5-vl-7b-instruct", 57_344),  # 2 x 28 x 4 x 128 x 2 (the tower caches nothing)
+    ("olmo-3-1025-7b", 524_288),  # MHA: 2 x 32 x 32 x 128 x 2 (below the 4,096 window)
     ("granite-3.1-1b-a400m-instruct", 49_152),  # 2 x 24 x 8 x 64 x 2
-    ("kimi-k2-instruct", 70_272),          # MLA latent: 61 x (512 + 64) x 2
-    ("phi-3.5-moe-instruct", 131_072),     # 2 x 32 x 8 x 128 x 2
-    ("qwen3-vl-8b-instruct", 147_456),     # 2 x 36 x 8 x 128 x 2 (as Qwen3-8B)
+    ("kimi-k2-instruct", 70_272),  # MLA latent: 61 x (512 + 64) x 2
+    ("phi-3.5-moe-instruct", 131_072),  # 2 x 32 x 8 x 128 x 2
+    ("qwen3-vl-8b-instruct", 147_456),  # 2 x 36 x 8 x 128 x 2 (as Qwen3-8B)
     ("mistral-small-3.2-24b-instruct-2506", 163_840),  # 2 x 40 x 8 x 128 x 2
 ]
 
@@ -361,35 +392,39 @@ def test_kv_bytes_per_token(name, expected):
     assert kv_bytes_per_token(load_hf_config(FIXTURES / name), 16) == expected
 
 
-@pytest.mark.parametrize("name,context,expected", [
-    # gemma-2-9b-it: 21 global layers keep all 32,768 tokens, 21 sliding (even i) keep 4,096:
-    # 2 x 8 x 256 x (21 x 32,768 + 21 x 4,096) x 2 B
-    ("gemma-2-9b-it", 32_768, 2 * 8 * 256 * (21 * 32_768 + 21 * 4_096) * 2),
-    # gemma-3-1b-it: sliding_window_pattern 6 -> layers 5, 11, 17, 23 global (4), 22 sliding at 512:
-    # 2 x 1 x 256 x (4 x 32,768 + 22 x 512) x 2 B
-    ("gemma-3-1b-it", 32_768, 2 * 1 * 256 * (4 * 32_768 + 22 * 512) * 2),
-    # gpt-oss-20b: layer_types alternate, 12 full at 131,072 and 12 sliding at 128:
-    # 2 x 8 x 64 x (12 x 131,072 + 12 x 128) x 2 B
-    ("gpt-oss-20b", 131_072, 2 * 8 * 64 * (12 * 131_072 + 12 * 128) * 2),
-    # phi-3-mini-4k: sliding_window 2047 in every layer: 2 x 32 x 96 x 32 x 2,047 x 2 B at 4,096
-    ("phi-3-mini-4k-instruct", 4_096, 2 * 32 * 96 * 32 * 2_047 * 2),
-    # qwen2.5-7b: sliding_window is set but use_sliding_window false: every layer full
-    ("qwen2.5-7b", 131_072, 57_344 * 131_072),
-    # Nemotron-Nano-9B-v2 at 0 tokens: 27 Mamba-2 layers of SSM state 128 x 80 x 128 plus conv state
-    # (128 x 80 + 2 x 8 x 128 = 12,288 channels) x (4 - 1), at 2 B
-    ("nvidia-nemotron-nano-9b-v2", 0, 27 * (128 * 80 * 128 + 12_288 * 3) * 2),
-    # Llama 4 Scout at 131,072: 12 NoPE layers keep everything, 36 chunked layers one 8,192-token chunk
-    ("llama-4-scout-17b-16e", 131_072, 2 * 8 * 128 * (12 * 131_072 + 36 * 8_192) * 2),
-    # Olmo 3 7B at 65,536: 8 full layers keep all, 24 sliding keep 4,096: 2 x 32 x 128 x (...) x 2 B
-    ("olmo-3-1025-7b", 65_536, 2 * 32 * 128 * (8 * 65_536 + 24 * 4_096) * 2),
-    # Granite-4.0-H-Small at 8,192 tokens: 4 attention layers' KV + 36 x (128 x 64 x 128 + (8,192 + 256) x 3), 2 B
-    ("granite-4.0-h-small", 8_192, 2 * 4 * 8 * 128 * 8_192 * 2 + 36 * (128 * 64 * 128 + 8_448 * 3) * 2),
-])
+@pytest.mark.parametrize(
+    "name,context,expected",
+    [
+        # gemma-2-9b-it: 21 global layers keep all 32,768 tokens, 21 sliding (even i) keep 4,096:
+        # 2 x 8 x 256 x (21 x 32,768 + 21 x 4,096) x 2 B
+        ("gemma-2-9b-it", 32_768, 2 * 8 * 256 * (21 * 32_768 + 21 * 4_096) * 2),
+        # gemma-3-1b-it: sliding_window_pattern 6 -> layers 5, 11, 17, 23 global (4), 22 sliding at 512:
+        # 2 x 1 x 256 x (4 x 32,768 + 22 x 512) x 2 B
+        ("gemma-3-1b-it", 32_768, 2 * 1 * 256 * (4 * 32_768 + 22 * 512) * 2),
+        # gpt-oss-20b: layer_types alternate, 12 full at 131,072 and 12 sliding at 128:
+        # 2 x 8 x 64 x (12 x 131,072 + 12 x 128) x 2 B
+        ("gpt-oss-20b", 131_072, 2 * 8 * 64 * (12 * 131_072 + 12 * 128) * 2),
+        # phi-3-mini-4k: sliding_window 2047 in every layer: 2 x 32 x 96 x 32 x 2,047 x 2 B at 4,096
+        ("phi-3-mini-4k-instruct", 4_096, 2 * 32 * 96 * 32 * 2_047 * 2),
+        # qwen2.5-7b: sliding_window is set but use_sliding_window false: every layer full
+        ("qwen2.5-7b", 131_072, 57_344 * 131_072),
+        # Nemotron-Nano-9B-v2 at 0 tokens: 27 Mamba-2 layers of SSM state 128 x 80 x 128 plus conv state
+        # (128 x 80 + 2 x 8 x 128 = 12,288 channels) x (4 - 1), at 2 B
+        ("nvidia-nemotron-nano-9b-v2", 0, 27 * (128 * 80 * 128 + 12_288 * 3) * 2),
+        # Llama 4 Scout at 131,072: 12 NoPE layers keep everything, 36 chunked layers one 8,192-token chunk
+        ("llama-4-scout-17b-16e", 131_072, 2 * 8 * 128 * (12 * 131_072 + 36 * 8_192) * 2),
+        # Olmo 3 7B at 65,536: 8 full layers keep all, 24 sliding keep 4,096: 2 x 32 x 128 x (...) x 2 B
+        ("olmo-3-1025-7b", 65_536, 2 * 32 * 128 * (8 * 65_536 + 24 * 4_096) * 2),
+        # Granite-4.0-H-Small at 8,192 tokens: 4 attention layers' KV + 36 x (128 x 64 x 128 + (8,192 + 256) x 3), 2 B
+        ("granite-4.0-h-small", 8_192, 2 * 4 * 8 * 128 * 8_192 * 2 + 36 * (128 * 64 * 128 + 8_448 * 3) * 2),
+    ],
+)
 def test_kv_bytes_with_windows(name, context, expected):
     assert kv_bytes(load_hf_config(FIXTURES / name), context, 16) == expected
 
 
 # -- mapping details ---------------------------------------------------------------------------
+
 
 def test_head_dim_honoured_when_not_hidden_over_heads():
     """A Mistral-NeMo-like config: hidden 5120, 32 heads, head_dim 128 (not 160)."""
@@ -416,8 +451,16 @@ def test_deepseek_moe_layer_freq():
 def test_qwen2_vl_nested_text_config_is_read():
     """Newer transformers save the language model's keys under text_config."""
     cfg = _config("qwen2-vl-7b-instruct")
-    text_keys = ("hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers",
-                 "num_key_value_heads", "vocab_size", "rope_theta", "rope_scaling")
+    text_keys = (
+        "hidden_size",
+        "intermediate_size",
+        "num_attention_heads",
+        "num_hidden_layers",
+        "num_key_value_heads",
+        "vocab_size",
+        "rope_theta",
+        "rope_scaling",
+    )
     nested = {k: v for k, v in cfg.items() if k not in text_keys}
     nested["text_config"] = {k: cfg[k] for k in text_keys}
     spec, _ = hf_to_spec(nested, "x/config.json")
@@ -450,31 +493,47 @@ def test_yaml_round_trip(name):
 
 # -- failures -----------------------------------------------------------------------------------
 
+
 def test_folder_and_file_give_the_same_spec():
     assert load_hf_config(FIXTURES / "gpt2") == load_hf_config(FIXTURES / "gpt2" / "config.json")
 
 
 def test_unknown_model_type_fails_clearly():
-    with pytest.raises(SpecError, match=r"config\.json: model_type 'bert' is not supported \(closest supported "
-                                        r"family: \w+\); supported: llama, "):
+    with pytest.raises(
+        SpecError,
+        match=r"config\.json: model_type 'bert' is not supported \(closest supported "
+        r"family: \w+\); supported: llama, ",
+    ):
         hf_to_spec({**_config("llama-3.1-8b"), "model_type": "bert"}, "config.json")
 
 
-@pytest.mark.parametrize("model_type,closest", [
-    ("olmo4", "olmo2"), ("qwen3_5", "qwen3"), ("mistral4", "mistral"), ("phi4", "phi3"),
-])
+@pytest.mark.parametrize(
+    "model_type,closest",
+    [
+        ("olmo4", "olmo2"),
+        ("qwen3_5", "qwen3"),
+        ("mistral4", "mistral"),
+        ("phi4", "phi3"),
+    ],
+)
 def test_unknown_model_type_names_the_closest_family(model_type, closest):
-    with pytest.raises(SpecError, match=rf"model_type '{model_type}' is not supported \(closest supported family: "
-                                        rf"{closest}\)"):
+    with pytest.raises(
+        SpecError,
+        match=rf"model_type '{model_type}' is not supported \(closest supported family: "
+        rf"{closest}\)",
+    ):
         hf_to_spec({**_config("llama-3.1-8b"), "model_type": model_type}, "config.json")
 
 
-@pytest.mark.parametrize("key,value,model", [
-    ("num_experts", 8, "llama-3.1-8b"),         # a MoE key on a dense family
-    ("attention_bias", True, "mistral-7b-instruct-v0.3"),  # Mistral has no attention biases
-    ("use_qk_norm", True, "llama-3.1-8b"),
-    ("text_config", {"hidden_size": 1024}, "gemma-2b"),
-])
+@pytest.mark.parametrize(
+    "key,value,model",
+    [
+        ("num_experts", 8, "llama-3.1-8b"),  # a MoE key on a dense family
+        ("attention_bias", True, "mistral-7b-instruct-v0.3"),  # Mistral has no attention biases
+        ("use_qk_norm", True, "llama-3.1-8b"),
+        ("text_config", {"hidden_size": 1024}, "gemma-2b"),
+    ],
+)
 def test_unplaceable_shape_key_fails(key, value, model):
     assert key in SHAPE_KEYS
     with pytest.raises(SpecError, match=rf"x/config\.json: {key} = .* cannot place it"):
@@ -486,13 +545,16 @@ def test_inert_shape_key_is_fine():
     assert count_params(spec).total_params == 7_248_023_552
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"hidden_size": "4096"}, r"hidden_size must be an integer >= 1 \(got '4096'\)"),
-    ({"hidden_size": None}, r"hidden_size is required for model_type 'llama'"),
-    ({"num_key_value_heads": 5}, r"num_key_value_heads \(5\) must divide num_attention_heads \(32\)"),
-    ({"architectures": ["LlamaForSequenceClassification"]}, r"architectures .* only causal-LM"),
-    ({"torch_dtype": "complex64"}, r"torch_dtype 'complex64' is not a dtype"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"hidden_size": "4096"}, r"hidden_size must be an integer >= 1 \(got '4096'\)"),
+        ({"hidden_size": None}, r"hidden_size is required for model_type 'llama'"),
+        ({"num_key_value_heads": 5}, r"num_key_value_heads \(5\) must divide num_attention_heads \(32\)"),
+        ({"architectures": ["LlamaForSequenceClassification"]}, r"architectures .* only causal-LM"),
+        ({"torch_dtype": "complex64"}, r"torch_dtype 'complex64' is not a dtype"),
+    ],
+)
 def test_bad_values_fail_naming_the_key(change, message):
     with pytest.raises(SpecError, match=message):
         hf_to_spec({**_config("llama-3.1-8b"), **change}, "x/config.json")
@@ -505,13 +567,16 @@ def test_missing_config_fails_clearly(tmp_path):
         load_hf_config(tmp_path / "config.json")
 
 
-@pytest.mark.parametrize("text,message", [
-    ('{"model_type": "llama",', "invalid JSON at line 1"),
-    ('{"model_type": "llama", "x": NaN}', "NaN is not a valid JSON number"),
-    ('{"model_type": "llama", "x": 1, "x": 2}', "duplicate key 'x'"),
-    ("[1, 2]", "top level must be a JSON object"),
-    ("", "empty file"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ('{"model_type": "llama",', "invalid JSON at line 1"),
+        ('{"model_type": "llama", "x": NaN}', "NaN is not a valid JSON number"),
+        ('{"model_type": "llama", "x": 1, "x": 2}', "duplicate key 'x'"),
+        ("[1, 2]", "top level must be a JSON object"),
+        ("", "empty file"),
+    ],
+)
 def test_malformed_json_fails_clearly(tmp_path, text, message):
     (tmp_path / "config.json").write_text(text, encoding="utf-8")
     with pytest.raises(SpecError, match=message):
@@ -537,6 +602,7 @@ def test_a_layer_count_past_the_schema_is_refused_before_any_layer_is_built(fami
 
 
 # -- import (the `llm-cost import` engine) -------------------------------------------------------
+
 
 def test_import_writes_validates_and_refuses_to_overwrite(tmp_path):
     from llm_cost.analyses.import_spec import import_config
@@ -576,6 +642,7 @@ def test_defaults_used_only_for_config_paths(tmp_path):
 
 
 # --- the command line -------------------------------------------------------------------------
+
 
 def test_params_accepts_a_config_json_and_a_folder(cli):
     for arg in (str(FIXTURES / "gemma-2b" / "config.json"), str(FIXTURES / "gemma-2b")):

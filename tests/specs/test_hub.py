@@ -87,19 +87,29 @@ def test_existing_path_wins_over_an_id(tmp_path, monkeypatch):
         load_model("models/x.yaml")
 
 
-@pytest.mark.parametrize("text,parsed", [
-    ("meta-llama/Llama-3.1-8B", ("meta-llama/Llama-3.1-8B", None)),
-    ("Qwen/Qwen3-8B@refs/pr/1", ("Qwen/Qwen3-8B", "refs/pr/1")),
-    ("llama3-8b", None), ("a/b/c", None), ("org/spec.yaml", None), ("../x", None), ("org/..", None),
-])
+@pytest.mark.parametrize(
+    "text,parsed",
+    [
+        ("meta-llama/Llama-3.1-8B", ("meta-llama/Llama-3.1-8B", None)),
+        ("Qwen/Qwen3-8B@refs/pr/1", ("Qwen/Qwen3-8B", "refs/pr/1")),
+        ("llama3-8b", None),
+        ("a/b/c", None),
+        ("org/spec.yaml", None),
+        ("../x", None),
+        ("org/..", None),
+    ],
+)
 def test_id_pattern(text, parsed):
     assert hub.parse_hub_id(text) == parsed
 
 
 def test_not_installed(monkeypatch):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)
-    with pytest.raises(SpecError, match=r"org/model: looks like a Hugging Face model id; resolving it needs "
-                                        r"huggingface_hub: pip install 'llm-cost\[hub\]'"):
+    with pytest.raises(
+        SpecError,
+        match=r"org/model: looks like a Hugging Face model id; resolving it needs "
+        r"huggingface_hub: pip install 'llm-cost\[hub\]'",
+    ):
         load_model("org/model")
 
 
@@ -110,16 +120,28 @@ def _raising(exc):
         if local_only:
             raise errors.LocalEntryNotFoundError("not cached")
         raise exc
+
     return download
 
 
-@pytest.mark.parametrize("name,status,message", [
-    ("GatedRepoError", 403, r"org/model: the repository is gated; accept its terms on huggingface\.co, then log in "
-                            r"with `hf auth login` or set HF_TOKEN"),
-    ("RepositoryNotFoundError", 401, r"org/model: no such model on the Hugging Face Hub \(or it is private: log in"),
-    ("RevisionNotFoundError", 404, r"org/model: no such revision"),
-    ("RemoteEntryNotFoundError", 404, r"org/model: the repository has no config\.json"),
-])
+@pytest.mark.parametrize(
+    "name,status,message",
+    [
+        (
+            "GatedRepoError",
+            403,
+            r"org/model: the repository is gated; accept its terms on huggingface\.co, then log in "
+            r"with `hf auth login` or set HF_TOKEN",
+        ),
+        (
+            "RepositoryNotFoundError",
+            401,
+            r"org/model: no such model on the Hugging Face Hub \(or it is private: log in",
+        ),
+        ("RevisionNotFoundError", 404, r"org/model: no such revision"),
+        ("RemoteEntryNotFoundError", 404, r"org/model: the repository has no config\.json"),
+    ],
+)
 def test_hub_errors_are_one_line(monkeypatch, name, status, message):
     from huggingface_hub import errors
 
@@ -138,8 +160,11 @@ def test_unreachable_hub_not_cached(monkeypatch):
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(hub, "_download", _raising(errors.LocalEntryNotFoundError("connection refused")))
-    with pytest.raises(SpecError, match=r"org/model: config\.json is not in the Hugging Face cache .* cannot be "
-                                        r"reached"):
+    with pytest.raises(
+        SpecError,
+        match=r"org/model: config\.json is not in the Hugging Face cache .* cannot be "
+        r"reached",
+    ):
         load_model("org/model")
 
 

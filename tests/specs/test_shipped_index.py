@@ -8,8 +8,8 @@ import pytest
 import llm_cost.specs.load as load
 from llm_cost.specs.declare import validated
 from llm_cost.specs.files import read_yaml
-from llm_cost.specs.shipped_index import INDEX
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.specs.shipped_index import INDEX
 
 
 def test_index_is_current():
@@ -19,8 +19,9 @@ def test_index_is_current():
     assert namespace["INDEX"] == INDEX
 
 
-@pytest.mark.parametrize("kind,cls,loader", [("models", ModelSpec, load.load_model),
-                                             ("hardware", HardwareSpec, load.load_gpu)])
+@pytest.mark.parametrize(
+    "kind,cls,loader", [("models", ModelSpec, load.load_model), ("hardware", HardwareSpec, load.load_gpu)]
+)
 def test_index_loads_the_same_specs_as_the_yaml(kind, cls, loader):
     for path in sorted(load.data_dir(kind).glob("*.yaml")):
         from_yaml = validated(cls, read_yaml(path))
@@ -55,6 +56,7 @@ def test_the_unvalidated_fast_path_gives_the_validated_spec(kind, cls):
 def test_a_name_the_index_lacks_parses_no_yaml(monkeypatch):
     """A GPU name given where a model may be (``show h100``) or an unknown name is looked up in
     the index's aliases, not by parsing every shipped YAML file."""
+
     def no_yaml(path):
         raise AssertionError(f"parsed {path}")
 

@@ -83,8 +83,11 @@ def test_prefill_logits_at_the_last_position_save_the_lm_head():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.sampled_from(["llama3-8b", "mixtral-8x7b", "deepseek-v3", "qwen3-next-80b-a3b"]),
-       st.integers(1, 128), st.integers(0, 32_768))
+@given(
+    st.sampled_from(["llama3-8b", "mixtral-8x7b", "deepseek-v3", "qwen3-next-80b-a3b"]),
+    st.integers(1, 128),
+    st.integers(0, 32_768),
+)
 def test_estimate_at_full_efficiency_is_the_bound(name, batch, context):
     """The two time models share one interface: at MFU = MBU = 1 the estimate is the bound, and
     below it the estimate is slower."""
@@ -99,8 +102,17 @@ def test_estimate_at_full_efficiency_is_the_bound(name, batch, context):
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
 
 
-@pytest.mark.parametrize("name", ["nvidia-nemotron-nano-9b-v2", "granite-4.0-h-small", "gemma-3-4b-it",
-                                  "qwen3-30b-a3b", "deepseek-v2-lite", "gpt-oss-20b"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nvidia-nemotron-nano-9b-v2",
+        "granite-4.0-h-small",
+        "gemma-3-4b-it",
+        "qwen3-30b-a3b",
+        "deepseek-v2-lite",
+        "gpt-oss-20b",
+    ],
+)
 @pytest.mark.parametrize("context", [0, 1000, 40_000])
 def test_decode_reads_exactly_the_cache_kv_reports(name, context):
     """One description: a decode step's KV (and fixed state) read equals what `kv` says a sequence

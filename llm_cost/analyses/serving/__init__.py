@@ -48,17 +48,30 @@ disaggregated: the pools' shares of GPUs).
 
 from llm_cost.analyses.serving.queues import md1_wait_s, mdc_wait_s
 from llm_cost.analyses.serving.results import (
-                                               CHUNK_GRID,
-                                               CONCURRENCY_GRID,
-                                               DEFAULT_CHUNK_TOKENS,
-                                               MAX_PLAN_GPUS,
-                                               PREFILL_BATCH_GRID,
-                                               Candidate,
-                                               ServePlan,
-                                               Targets,
-                                               Traffic,
+    CHUNK_GRID,
+    CONCURRENCY_GRID,
+    DEFAULT_CHUNK_TOKENS,
+    MAX_PLAN_GPUS,
+    PREFILL_BATCH_GRID,
+    Candidate,
+    ServePlan,
+    Targets,
+    Traffic,
 )
 from llm_cost.analyses.serving.search import evaluate, plan
 
-__all__ = ["Traffic", "Targets", "Candidate", "ServePlan", "plan", "evaluate", "CONCURRENCY_GRID", "CHUNK_GRID",
-           "PREFILL_BATCH_GRID", "MAX_PLAN_GPUS", "DEFAULT_CHUNK_TOKENS", "mdc_wait_s", "md1_wait_s"]
+__all__ = [
+    "Traffic",
+    "Targets",
+    "Candidate",
+    "ServePlan",
+    "plan",
+    "evaluate",
+    "CONCURRENCY_GRID",
+    "CHUNK_GRID",
+    "PREFILL_BATCH_GRID",
+    "MAX_PLAN_GPUS",
+    "DEFAULT_CHUNK_TOKENS",
+    "mdc_wait_s",
+    "md1_wait_s",
+]

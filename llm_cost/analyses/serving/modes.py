@@ -5,7 +5,7 @@ serving: every candidate configuration of a replica layout and what it achieves 
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from llm_cost.analyses.capacity import MemoryPolicy
 from llm_cost.analyses.serving.queues import md1_wait_s, mdc_wait_s
@@ -40,26 +40,36 @@ def _cost(c: dict, price: float | None, traffic: Traffic) -> dict:
     usd_s = price * c["gpus"] / 3600
     per_request = usd_s / c["requests_per_s"]
     share = c["prefill_share"]
-    return {"usd_per_request": per_request,
-            "usd_per_million_input_tokens": per_request * share / traffic.input_tokens * 1e6,
-            "usd_per_million_output_tokens": per_request * (1 - share) / traffic.output_tokens * 1e6}
+    return {
+        "usd_per_request": per_request,
+        "usd_per_million_input_tokens": per_request * share / traffic.input_tokens * 1e6,
+        "usd_per_million_output_tokens": per_request * (1 - share) / traffic.output_tokens * 1e6,
+    }
 
 
-def _finish(c: dict, traffic: Traffic, targets: Targets, price: float | None,
-            also: tuple[str, ...] = ()) -> Candidate:
+def _finish(c: dict, traffic: Traffic, targets: Targets, price: float | None, also: tuple[str, ...] = ()) -> Candidate:
     """The candidate of the figures ``c``, with its rates, costs and the targets it misses (and
     ``also``: "memory" for a configuration evaluated beyond what its KV cache holds)."""
-    violates = also + tuple(name for name, value, target in (("TTFT", c["ttft_s"], targets.ttft_s),
-                                                              ("TPOT", c["tpot_s"], targets.tpot_s))
-                            if target is not None and value > target)
+    violates = also + tuple(
+        name
+        for name, value, target in (("TTFT", c["ttft_s"], targets.ttft_s), ("TPOT", c["tpot_s"], targets.tpot_s))
+        if target is not None and value > target
+    )
     rate = c["requests_per_s"]
     out_rate = rate * traffic.output_tokens
-    return Candidate(**c, output_tokens_per_s=out_rate, output_tokens_per_s_per_gpu=out_rate / c["gpus"],
-                     tokens_per_s_per_user=1 / c["tpot_s"], **_cost(c, price, traffic), violates=violates)
+    return Candidate(
+        **c,
+        output_tokens_per_s=out_rate,
+        output_tokens_per_s_per_gpu=out_rate / c["gpus"],
+        tokens_per_s_per_user=1 / c["tpot_s"],
+        **_cost(c, price, traffic),
+        violates=violates,
+    )
 
 
-def _slots(replica_rate: float, qps: float | None, gpus_per_replica: int, cap: int,
-           wait: Callable[[float], float]) -> Iterator[tuple[int, float, float]]:
+def _slots(
+    replica_rate: float, qps: float | None, gpus_per_replica: int, cap: int, wait: Callable[[float], float]
+) -> Iterator[tuple[int, float, float]]:
     """(replicas, per-replica request rate, slot wait) options: without ``qps`` the saturated
     rate (replicas 0: as many as the budget holds); with it, the fewest replicas that carry
     ``qps`` and up to seven more (a shorter wait for a slot), within ``cap`` GPUs."""
@@ -74,9 +84,19 @@ def _slots(replica_rate: float, qps: float | None, gpus_per_replica: int, cap: i
         yield n, lam, wait(lam / replica_rate)
 
 
-def aggregated_point(spec: ModelSpec, steps: StepTimes, rep: Replica, traffic: Traffic, targets: Targets,
-                      budget: int, price: float | None, policy: MemoryPolicy, C: int, T: int | None,
-                      strict_memory: bool = True) -> tuple[list[Candidate], str | None]:
+def aggregated_point(
+    spec: ModelSpec,
+    steps: StepTimes,
+    rep: Replica,
+    traffic: Traffic,
+    targets: Targets,
+    budget: int,
+    price: float | None,
+    policy: MemoryPolicy,
+    C: int,
+    T: int | None,
+    strict_memory: bool = True,
+) -> tuple[list[Candidate], str | None]:
     """The candidates of ``C`` decoding sequences and a ``T``-token budget on one replica layout
     (one, or with a rate one per replica count tried), or ([], why not): "budget" (no room for
     prompt tokens), "memory" (the KV cache does not hold them; with ``strict_memory=False`` the
@@ -120,17 +140,43 @@ def aggregated_point(spec: ModelSpec, steps: StepTimes, rep: Replica, traffic: T
         queue = wait + slot_wait
         if not replicas or math.isinf(queue):
             continue
-        c = dict(mode=ServingMode.AGGREGATED, layout=rep.layout, replicas=replicas, prefill_layout=None,
-                 prefill_replicas=0, gpus=replicas * g, concurrency=C, chunk_tokens=T, prefill_batch=None,
-                 max_concurrency=max_c, ttft_s=queue + own, tpot_s=t, tpot_max_s=t_mix, queue_s=queue,
-                 kv_transfer_s=0.0, requests_per_s=lam * replicas, prefill_share=f * (t_mix - t_dec) / t)
+        c = dict(
+            mode=ServingMode.AGGREGATED,
+            layout=rep.layout,
+            replicas=replicas,
+            prefill_layout=None,
+            prefill_replicas=0,
+            gpus=replicas * g,
+            concurrency=C,
+            chunk_tokens=T,
+            prefill_batch=None,
+            max_concurrency=max_c,
+            ttft_s=queue + own,
+            tpot_s=t,
+            tpot_max_s=t_mix,
+            queue_s=queue,
+            kv_transfer_s=0.0,
+            requests_per_s=lam * replicas,
+            prefill_share=f * (t_mix - t_dec) / t,
+        )
         out.append(_finish(c, traffic, targets, price, ("memory",) if over else ()))
     return out, None if out else "prefill"
 
 
-def aggregated(spec: ModelSpec, steps: StepTimes, rep: Replica, traffic: Traffic, targets: Targets, budget: int,
-                price: float | None, policy: MemoryPolicy, concurrency: Sequence[int], chunks: Sequence[int],
-                counts: list[int], refusals: dict[str, int]) -> list[Candidate]:
+def aggregated(
+    spec: ModelSpec,
+    steps: StepTimes,
+    rep: Replica,
+    traffic: Traffic,
+    targets: Targets,
+    budget: int,
+    price: float | None,
+    policy: MemoryPolicy,
+    concurrency: Sequence[int],
+    chunks: Sequence[int],
+    counts: list[int],
+    refusals: dict[str, int],
+) -> list[Candidate]:
     """Every aggregated candidate of one replica layout; ``refusals`` counts why others were not."""
     out = []
     for T in chunks:
@@ -150,9 +196,21 @@ def _link_bytes_s(gpu: HardwareSpec, gpus: int, network_gb_s: float) -> float:
     return network_gb_s * 1e9
 
 
-def disaggregated(spec: ModelSpec, gpu: HardwareSpec, steps: StepTimes, reps: list[Replica], traffic: Traffic,
-                   targets: Targets, budget: int, price: float | None, policy: MemoryPolicy, kv_bits: int,
-                   concurrency: Sequence[int], network_gb_s: float, counts: list[int]) -> list[Candidate]:
+def disaggregated(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    steps: StepTimes,
+    reps: list[Replica],
+    traffic: Traffic,
+    targets: Targets,
+    budget: int,
+    price: float | None,
+    policy: MemoryPolicy,
+    kv_bits: int,
+    concurrency: Sequence[int],
+    network_gb_s: float,
+    counts: list[int],
+) -> list[Candidate]:
     """Every disaggregated candidate: a prefill pool and a decode pool of any two replica layouts."""
     I, O = traffic.input_tokens, traffic.output_tokens
     kv_request = kv_bytes(spec, I, kv_bits)
@@ -202,10 +260,25 @@ def disaggregated(spec: ModelSpec, gpu: HardwareSpec, steps: StepTimes, reps: li
                 if lam * transfer >= n_p:  # the prefill pool's links cannot send the KV as fast as it comes
                     continue
                 gpus = n_p * gp + n_d * gd
-                c = dict(mode=ServingMode.DISAGGREGATED, layout=drep.layout, replicas=n_d, prefill_layout=prep.layout,
-                         prefill_replicas=n_p, gpus=gpus, concurrency=C, chunk_tokens=None, prefill_batch=b,
-                         max_concurrency=max_c, ttft_s=queue + t_pf + transfer, tpot_s=t_dec, tpot_max_s=t_dec,
-                         queue_s=queue, kv_transfer_s=transfer, requests_per_s=lam, prefill_share=n_p * gp / gpus)
+                c = dict(
+                    mode=ServingMode.DISAGGREGATED,
+                    layout=drep.layout,
+                    replicas=n_d,
+                    prefill_layout=prep.layout,
+                    prefill_replicas=n_p,
+                    gpus=gpus,
+                    concurrency=C,
+                    chunk_tokens=None,
+                    prefill_batch=b,
+                    max_concurrency=max_c,
+                    ttft_s=queue + t_pf + transfer,
+                    tpot_s=t_dec,
+                    tpot_max_s=t_dec,
+                    queue_s=queue,
+                    kv_transfer_s=transfer,
+                    requests_per_s=lam,
+                    prefill_share=n_p * gp / gpus,
+                )
                 out.append(_finish(c, traffic, targets, price))
     return out
 
@@ -213,15 +286,22 @@ def disaggregated(spec: ModelSpec, gpu: HardwareSpec, steps: StepTimes, reps: li
 def _undominated(prefills: list[tuple[Replica, int, float]]) -> list[tuple[Replica, int, float]]:
     """The prefill configurations no other beats on both prompts/s per GPU and time per batch
     (a large budget's pools are sized to keep up, so a dominated one only costs GPUs or TTFT)."""
+
     def rate(p: tuple[Replica, int, float]) -> float:
         return p[1] / p[2] / p[0].layout.gpus
 
-    return [p for p in prefills if not any(rate(q) >= rate(p) and q[2] <= p[2] and q != p
-                                           and (rate(q) > rate(p) or q[2] < p[2]) for q in prefills)]
+    return [
+        p
+        for p in prefills
+        if not any(
+            rate(q) >= rate(p) and q[2] <= p[2] and q != p and (rate(q) > rate(p) or q[2] < p[2]) for q in prefills
+        )
+    ]
 
 
-def _pool_sizes(gp: int, gd: int, mu_p: float, mu_d: float, qps: float | None,
-                budget: int) -> Iterator[tuple[int, int]]:
+def _pool_sizes(
+    gp: int, gd: int, mu_p: float, mu_d: float, qps: float | None, budget: int
+) -> Iterator[tuple[int, int]]:
     """(prefill replicas, decode replicas) within ``budget`` GPUs. Without a rate: every pair that
     fits a budget of up to :data:`_ALL_SPLITS` GPUs; beyond, decode pools of :data:`_POOL_COUNTS`
     replicas, each with the two smallest prefill pools that keep up with it.

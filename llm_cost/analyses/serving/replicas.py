@@ -3,9 +3,9 @@ steps and their times (each step from its operators, timed once)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 from llm_cost.analyses.capacity import MemoryPolicy, kv_budget_bytes, sequence_kv_bytes, usable_bytes
 from llm_cost.analyses.serving.results import Traffic
@@ -52,8 +52,9 @@ def chunk_groups(chunk: int, input_tokens: int) -> list[SeqGroup]:
 class StepTimes:
     """Times steps under one time model, each (layout, groups) once."""
 
-    def __init__(self, spec: ModelSpec, gpu: HardwareSpec, model: TimeModel, weight_bits: Fraction, kv_bits: int,
-                 compute: Dtype) -> None:
+    def __init__(
+        self, spec: ModelSpec, gpu: HardwareSpec, model: TimeModel, weight_bits: Fraction, kv_bits: int, compute: Dtype
+    ) -> None:
         self.spec, self.gpu, self.model = spec, gpu, model
         self.weight_bits, self.kv_bits, self.compute = weight_bits, kv_bits, compute
         self.cache: dict[tuple, float] = {}
@@ -65,8 +66,14 @@ class StepTimes:
         groups = [SeqGroup(-(-g.count // pp), g.new_tokens, g.cached) for g in groups] if pp > 1 else list(groups)
         key = (layout, tuple(groups))
         if key not in self.cache:
-            step = build_step(self.spec, groups, layout=layout, weight_bits=self.weight_bits, kv_bits=self.kv_bits,
-                              compute_dtype=self.compute)
+            step = build_step(
+                self.spec,
+                groups,
+                layout=layout,
+                weight_bits=self.weight_bits,
+                kv_bits=self.kv_bits,
+                compute_dtype=self.compute,
+            )
             t = self.model.step_time(step, self.gpu)
             self.cache[key] = pp * max(s.time_s for s in t.stages) if pp > 1 else t.time_s
         return self.cache[key]
@@ -87,13 +94,21 @@ class Replica:
         return kv_budget_bytes(spec, self.layout, policy, self.usable_bytes, self.weight_bytes, step_tokens, sequences)
 
 
-def replica(spec: ModelSpec, gpu: HardwareSpec, layout: Layout, traffic: Traffic, policy: MemoryPolicy,
-             weight_bits: Fraction, kv_bits: int) -> Replica:
+def replica(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    layout: Layout,
+    traffic: Traffic,
+    policy: MemoryPolicy,
+    weight_bits: Fraction,
+    kv_bits: int,
+) -> Replica:
     """What one replica of ``layout`` holds for this traffic (its fullest GPU, under ``policy``)."""
     usable = usable_bytes(gpu, policy)
     weights = per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes
-    seq = sequence_kv_bytes(spec, layout, decode_contexts(traffic.input_tokens, traffic.output_tokens), kv_bits,
-                            policy.block_tokens)
+    seq = sequence_kv_bytes(
+        spec, layout, decode_contexts(traffic.input_tokens, traffic.output_tokens), kv_bits, policy.block_tokens
+    )
     prompt = sequence_kv_bytes(spec, layout, [traffic.input_tokens], kv_bits, policy.block_tokens)
     return Replica(layout, usable, weights, seq, prompt)
 
@@ -111,7 +126,7 @@ def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Lay
         for pp in (1, 2, 4, 8):
             if tp * pp > budget or pp > spec.num_hidden_layers:
                 continue
-            for ep in ([1] if spec.moe is None else sorted({1, tp})):
+            for ep in [1] if spec.moe is None else sorted({1, tp}):
                 layout = Layout(tp, pp, ep, 1)
                 try:
                     validate_layout(spec, layout)

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llm_cost.core.choices import ServingMode
 from llm_cost.core.notes import Note
 from llm_cost.core.serialize import Result
-from llm_cost.core.choices import ServingMode
 from llm_cost.model.layout import Layout
 
 #: Decode concurrencies a search tries per replica (those the KV cache holds).
-CONCURRENCY_GRID = tuple(range(1, 33)) + tuple(range(36, 129, 4)) + tuple(range(144, 513, 16)) + tuple(
-    range(576, 1025, 64))
+CONCURRENCY_GRID = (
+    tuple(range(1, 33)) + tuple(range(36, 129, 4)) + tuple(range(144, 513, 16)) + tuple(range(576, 1025, 64))
+)
 #: Token budgets per step (chunked prefill) a search tries; None: prompts run whole in steps of their own.
 CHUNK_GRID = (512, 1024, 2048, 4096, 8192, 16384, None)
 #: The most prompt tokens a disaggregated prefill step batches (one prompt may be longer).
@@ -81,9 +82,13 @@ class Candidate(Result):
 
     def describe(self) -> str:
         """``2 x TP4`` (replicas x layout) or ``P 2 x TP1 PP2 + D 1 x TP4`` (prefill and decode pools)."""
+
         def one(layout: Layout, n: int) -> str:
-            parts = [f"TP{layout.tp}"] + ([f"PP{layout.pp}"] if layout.pp > 1 else []) + (
-                [f"EP{layout.ep}"] if layout.ep > 1 else [])
+            parts = (
+                [f"TP{layout.tp}"]
+                + ([f"PP{layout.pp}"] if layout.pp > 1 else [])
+                + ([f"EP{layout.ep}"] if layout.ep > 1 else [])
+            )
             return f"{n} x " + " ".join(parts)
 
         if self.mode == ServingMode.DISAGGREGATED and self.prefill_layout is not None:

@@ -4,8 +4,8 @@ choice under the targets, and the messages when nothing meets them (see
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Callable, Sequence
 
 from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, policy_note, usable_bytes
 from llm_cost.analyses.serving.modes import aggregated, aggregated_point, disaggregated
@@ -26,10 +26,10 @@ from llm_cost.analyses.serving.results import (
     Targets,
     Traffic,
 )
+from llm_cost.core.choices import ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.types import Dtype
-from llm_cost.core.choices import ServingMode
 from llm_cost.core.units import fmt_seconds
 from llm_cost.model.layout import Layout, kv_heads_per_gpu
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, TimeModel
@@ -43,8 +43,9 @@ def _frontier(cands: list[Candidate]) -> list[Candidate]:
     """The Pareto frontier of output tokens/s per GPU against tokens/s per user, by rising speed
     per user (no other candidate is better on both)."""
     best: list[Candidate] = []
-    for c in sorted(cands, key=lambda c: (-c.tokens_per_s_per_user, -c.output_tokens_per_s_per_gpu, c.violates != (),
-                                          c.ttft_s)):
+    for c in sorted(
+        cands, key=lambda c: (-c.tokens_per_s_per_user, -c.output_tokens_per_s_per_gpu, c.violates != (), c.ttft_s)
+    ):
         if not best or c.output_tokens_per_s_per_gpu > best[-1].output_tokens_per_s_per_gpu:
             best.append(c)
     return list(reversed(best))
@@ -54,6 +55,7 @@ def _choose(cands: list[Candidate], qps: float | None) -> Candidate:
     """The best candidate meeting the targets: with a rate, the fewest GPUs (then the most
     tokens/s per GPU); without, the most output tokens/s per GPU (then the fewest GPUs).
     Within a tie (:data:`_TIE`) aggregated serving is chosen: one pool is simpler to run."""
+
     def simpler(c: Candidate) -> int:
         return 0 if c.mode == ServingMode.AGGREGATED else 1
 
@@ -67,10 +69,12 @@ def _choose(cands: list[Candidate], qps: float | None) -> Candidate:
     return min(near, key=lambda c: (simpler(c), -c.output_tokens_per_s_per_gpu, c.gpus, c.ttft_s))
 
 
-def _impossible(cands: list[Candidate], targets: Targets, label: str,
-                few_kv_heads: Callable[[Candidate], bool]) -> InputError:
+def _impossible(
+    cands: list[Candidate], targets: Targets, label: str, few_kv_heads: Callable[[Candidate], bool]
+) -> InputError:
     """The one-line error for targets no candidate meets, with the nearest achievable values
     (said to be pessimistic where the profile's decode attention has few KV heads in flight)."""
+
     def best(metric: str, pool: list[Candidate]) -> Candidate:
         return min(pool, key=lambda c: getattr(c, metric))
 
@@ -80,17 +84,24 @@ def _impossible(cands: list[Candidate], targets: Targets, label: str,
             continue
         b = best(metric, cands)
         if getattr(b, metric) > target:
-            caveat = (", pessimistic: few KV heads in flight and no split-KV in the profile"
-                      if metric == "tpot_s" and few_kv_heads(b) else "")
-            parts.append(f"{flag} {fmt_seconds(target)}: the fastest configuration reaches {fmt_seconds(getattr(b, metric))} "
-                         f"({b.describe()}, concurrency {b.concurrency}; {label}{caveat})")
+            caveat = (
+                ", pessimistic: few KV heads in flight and no split-KV in the profile"
+                if metric == "tpot_s" and few_kv_heads(b)
+                else ""
+            )
+            parts.append(
+                f"{flag} {fmt_seconds(target)}: the fastest configuration reaches {fmt_seconds(getattr(b, metric))} "
+                f"({b.describe()}, concurrency {b.concurrency}; {label}{caveat})"
+            )
     if not parts:  # each target alone is reachable, both together are not
         assert targets.tpot_s is not None and targets.ttft_s is not None
         pool = [c for c in cands if c.tpot_s <= targets.tpot_s]
         b = best("ttft_s", pool)
-        parts.append(f"--ttft {fmt_seconds(targets.ttft_s)} with --tpot {fmt_seconds(targets.tpot_s)}: no configuration meets "
-                     f"both; at that TPOT the lowest TTFT is {fmt_seconds(b.ttft_s)} ({b.describe()}, concurrency "
-                     f"{b.concurrency}; {label})")
+        parts.append(
+            f"--ttft {fmt_seconds(targets.ttft_s)} with --tpot {fmt_seconds(targets.tpot_s)}: no configuration meets "
+            f"both; at that TPOT the lowest TTFT is {fmt_seconds(b.ttft_s)} ({b.describe()}, concurrency "
+            f"{b.concurrency}; {label})"
+        )
     return InputError("; ".join(parts))
 
 
@@ -100,11 +111,21 @@ def _binding(chosen: Candidate, cands: list[Candidate], concurrency: Sequence[in
     bigger = [c for c in concurrency if c > chosen.concurrency]
     if not bigger:
         return "the largest concurrency searched"
-    same = [c for c in cands if c.concurrency == bigger[0] and (c.mode, c.layout, c.replicas, c.prefill_layout,
-                                                                 c.prefill_replicas, c.chunk_tokens,
-                                                                 c.prefill_batch) ==
-            (chosen.mode, chosen.layout, chosen.replicas, chosen.prefill_layout, chosen.prefill_replicas,
-             chosen.chunk_tokens, chosen.prefill_batch)]
+    same = [
+        c
+        for c in cands
+        if c.concurrency == bigger[0]
+        and (c.mode, c.layout, c.replicas, c.prefill_layout, c.prefill_replicas, c.chunk_tokens, c.prefill_batch)
+        == (
+            chosen.mode,
+            chosen.layout,
+            chosen.replicas,
+            chosen.prefill_layout,
+            chosen.prefill_replicas,
+            chosen.chunk_tokens,
+            chosen.prefill_batch,
+        )
+    ]
     if not same:
         return "memory" if bigger[0] > chosen.max_concurrency else "prefill capacity"
     if same[0].violates:
@@ -119,27 +140,45 @@ def _verdict(agg: Candidate | None, dis: Candidate | None, modes: Sequence[Servi
     if ServingMode.AGGREGATED not in modes:
         return "disaggregated only (--mode disaggregated)"
     if dis is None:
-        return ("aggregated: disaggregated serving needs at least 2 GPUs" if budget < 2 else
-                "aggregated: no disaggregated split meets the targets")
+        return (
+            "aggregated: disaggregated serving needs at least 2 GPUs"
+            if budget < 2
+            else "aggregated: no disaggregated split meets the targets"
+        )
     if agg is None:
         return "disaggregated: no aggregated configuration meets the targets"
     ratio = dis.output_tokens_per_s_per_gpu / agg.output_tokens_per_s_per_gpu
-    why = (f"aggregated: TPOT {fmt_seconds(agg.tpot_s)}, prompt chunks take {agg.prefill_share:.0%} of step time; "
-           f"disaggregated: TPOT {fmt_seconds(dis.tpot_s)}, {dis.prefill_share:.0%} of GPUs prefill, KV transfer "
-           f"{fmt_seconds(dis.kv_transfer_s)} per request")
+    why = (
+        f"aggregated: TPOT {fmt_seconds(agg.tpot_s)}, prompt chunks take {agg.prefill_share:.0%} of step time; "
+        f"disaggregated: TPOT {fmt_seconds(dis.tpot_s)}, {dis.prefill_share:.0%} of GPUs prefill, KV transfer "
+        f"{fmt_seconds(dis.kv_transfer_s)} per request"
+    )
     if abs(ratio - 1) < _TIE:
         return f"a tie: both serve the same output tokens/s per GPU within {_TIE:.1%}; aggregated is simpler ({why})"
     winner = "disaggregated" if ratio > 1 else "aggregated"
     return f"{winner} serves {max(ratio, 1 / ratio):.2f}x the output tokens/s per GPU ({why})"
 
 
-def plan(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets, model: TimeModel, *,
-         gpus: int | None = None, weight_bits: int | Fraction = 16, kv_bits: int = 16,
-         compute_dtype: Dtype = Dtype.BF16, usd_per_gpu_hour: float | None = None,
-         policy: MemoryPolicy = DEPLOYMENT, network_gb_s: float = DEFAULT_NETWORK_GB_S,
-         modes: Sequence[ServingMode] = (ServingMode.AGGREGATED, ServingMode.DISAGGREGATED),
-         layouts: Sequence[Layout] | None = None, concurrency: Sequence[int] = CONCURRENCY_GRID,
-         chunks: Sequence[int] = CHUNK_GRID, extra_notes: Sequence[Note] = ()) -> ServePlan:
+def plan(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    traffic: Traffic,
+    targets: Targets,
+    model: TimeModel,
+    *,
+    gpus: int | None = None,
+    weight_bits: int | Fraction = 16,
+    kv_bits: int = 16,
+    compute_dtype: Dtype = Dtype.BF16,
+    usd_per_gpu_hour: float | None = None,
+    policy: MemoryPolicy = DEPLOYMENT,
+    network_gb_s: float = DEFAULT_NETWORK_GB_S,
+    modes: Sequence[ServingMode] = (ServingMode.AGGREGATED, ServingMode.DISAGGREGATED),
+    layouts: Sequence[Layout] | None = None,
+    concurrency: Sequence[int] = CONCURRENCY_GRID,
+    chunks: Sequence[int] = CHUNK_GRID,
+    extra_notes: Sequence[Note] = (),
+) -> ServePlan:
     """Search serving configurations and choose the best meeting ``targets`` (module docstring).
 
     ``gpus`` is the GPU budget (default: one node, or :data:`MAX_PLAN_GPUS` with ``traffic.qps``).
@@ -153,36 +192,79 @@ def plan(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets,
     bits = Fraction(weight_bits).limit_denominator(1000)
     steps = StepTimes(spec, gpu, model, bits, kv_bits, compute_dtype)
     candidate_layouts = list(layouts) if layouts is not None else replica_layouts(spec, gpu, budget)
-    reps = [rep for rep in (replica(spec, gpu, layout, traffic, policy, bits, kv_bits) for layout in candidate_layouts)
-            if rep.room(spec, smallest_step(chunks, traffic), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes]
+    reps = [
+        rep
+        for rep in (replica(spec, gpu, layout, traffic, policy, bits, kv_bits) for layout in candidate_layouts)
+        if rep.room(spec, smallest_step(chunks, traffic), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes
+    ]
     if layouts is None:
         reps = useful_pipelines(reps)
     if not reps:
         raise _too_big(spec, gpu, traffic, policy, bits, kv_bits, budget, layouts)
     if tuple(modes) == (ServingMode.DISAGGREGATED,) and budget < 2:
-        raise InputError("--mode disaggregated: a prefill pool and a decode pool need at least 2 GPUs; give --gpus 2 "
-                         "or more")
+        raise InputError(
+            "--mode disaggregated: a prefill pool and a decode pool need at least 2 GPUs; give --gpus 2 or more"
+        )
     counts, refusals = [0], {}
     cands: list[Candidate] = []
     if ServingMode.AGGREGATED in modes:
         for rep in reps:
-            cands += aggregated(spec, steps, rep, traffic, targets, budget, usd_per_gpu_hour, policy, concurrency,
-                                 chunks, counts, refusals)
+            cands += aggregated(
+                spec,
+                steps,
+                rep,
+                traffic,
+                targets,
+                budget,
+                usd_per_gpu_hour,
+                policy,
+                concurrency,
+                chunks,
+                counts,
+                refusals,
+            )
     if ServingMode.DISAGGREGATED in modes:
-        cands += disaggregated(spec, gpu, steps, reps, traffic, targets, budget, usd_per_gpu_hour, policy, kv_bits,
-                                concurrency, network_gb_s, counts)
+        cands += disaggregated(
+            spec,
+            gpu,
+            steps,
+            reps,
+            traffic,
+            targets,
+            budget,
+            usd_per_gpu_hour,
+            policy,
+            kv_bits,
+            concurrency,
+            network_gb_s,
+            counts,
+        )
     if not cands:
         most = None
         if traffic.qps is not None:  # what the budget carries at most, saturated, for the message
             try:
-                most = plan(spec, gpu, Traffic(traffic.input_tokens, traffic.output_tokens), Targets(), model,
-                            gpus=budget, weight_bits=weight_bits, kv_bits=kv_bits, compute_dtype=compute_dtype,
-                            policy=policy, network_gb_s=network_gb_s, modes=modes, layouts=layouts,
-                            concurrency=concurrency, chunks=chunks).frontier
+                most = plan(
+                    spec,
+                    gpu,
+                    Traffic(traffic.input_tokens, traffic.output_tokens),
+                    Targets(),
+                    model,
+                    gpus=budget,
+                    weight_bits=weight_bits,
+                    kv_bits=kv_bits,
+                    compute_dtype=compute_dtype,
+                    policy=policy,
+                    network_gb_s=network_gb_s,
+                    modes=modes,
+                    layouts=layouts,
+                    concurrency=concurrency,
+                    chunks=chunks,
+                ).frontier
             except InputError:
                 most = None
-        raise _nothing_sustains(spec, gpu, traffic, budget, refusals,
-                                max(most, key=lambda c: c.requests_per_s) if most else None)
+        raise _nothing_sustains(
+            spec, gpu, traffic, budget, refusals, max(most, key=lambda c: c.requests_per_s) if most else None
+        )
     meeting = [c for c in cands if c.meets]
     if not meeting:
         raise _impossible(cands, targets, model.label, lambda c: bool(_few_kv_heads_note(spec, model, c)))
@@ -192,27 +274,102 @@ def plan(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets,
     best_agg = _choose(agg, traffic.qps) if agg else None
     best_dis = _choose(dis, traffic.qps) if dis else None
     fronts = {m.value: _frontier([c for c in cands if c.mode == m]) for m in modes}
-    return _result(spec, gpu, traffic, targets, model, budget, usd_per_gpu_hour, bits, kv_bits, compute_dtype, policy,
-                   extra_notes, chosen, _binding(chosen, cands, concurrency), best_agg, best_dis,
-                   _verdict(best_agg, best_dis, modes, budget), _frontier(cands), fronts, counts[0], len(cands), len(steps.cache))
+    return _result(
+        spec,
+        gpu,
+        traffic,
+        targets,
+        model,
+        budget,
+        usd_per_gpu_hour,
+        bits,
+        kv_bits,
+        compute_dtype,
+        policy,
+        extra_notes,
+        chosen,
+        _binding(chosen, cands, concurrency),
+        best_agg,
+        best_dis,
+        _verdict(best_agg, best_dis, modes, budget),
+        _frontier(cands),
+        fronts,
+        counts[0],
+        len(cands),
+        len(steps.cache),
+    )
 
 
-def _result(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets, model: TimeModel, budget: int,
-            price: float | None, bits: Fraction, kv_bits: int, compute: Dtype, policy: MemoryPolicy,
-            extra_notes: Sequence[Note], chosen: Candidate, binding: str, best_agg: Candidate | None,
-            best_dis: Candidate | None, verdict: str, frontier: list[Candidate],
-            fronts: dict[str, list[Candidate]], evaluated: int, feasible: int, steps: int) -> ServePlan:
+def _result(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    traffic: Traffic,
+    targets: Targets,
+    model: TimeModel,
+    budget: int,
+    price: float | None,
+    bits: Fraction,
+    kv_bits: int,
+    compute: Dtype,
+    policy: MemoryPolicy,
+    extra_notes: Sequence[Note],
+    chosen: Candidate,
+    binding: str,
+    best_agg: Candidate | None,
+    best_dis: Candidate | None,
+    verdict: str,
+    frontier: list[Candidate],
+    fronts: dict[str, list[Candidate]],
+    evaluated: int,
+    feasible: int,
+    steps: int,
+) -> ServePlan:
     """The plan's result around its chosen configuration, with the conventions it rests on."""
-    conventions = [note("serve.model", label=model.label), note("serve.queueing", qps=traffic.qps),
-                   policy_note(gpu, policy), note("serve.concurrency"), note("serve.cost", price=price), *extra_notes,
-                   *spec.context_note([traffic.input_tokens + traffic.output_tokens]),
-                   *_few_kv_heads_note(spec, model, chosen)]
-    return ServePlan(spec.name, gpu.name, traffic.input_tokens, traffic.output_tokens, traffic.qps, targets.ttft_s,
-                     targets.tpot_s, budget, price, model.label, float(bits), kv_bits, compute.value, chosen,
-                     chosen.ttft_s, chosen.tpot_s, chosen.output_tokens_per_s, chosen.output_tokens_per_s_per_gpu,
-                     chosen.max_concurrency, chosen.gpus, chosen.usd_per_million_output_tokens,
-                     chosen.usd_per_million_input_tokens, chosen.usd_per_request, binding, best_agg, best_dis, verdict,
-                     frontier, fronts, evaluated, feasible, steps, conventions)
+    conventions = [
+        note("serve.model", label=model.label),
+        note("serve.queueing", qps=traffic.qps),
+        policy_note(gpu, policy),
+        note("serve.concurrency"),
+        note("serve.cost", price=price),
+        *extra_notes,
+        *spec.context_note([traffic.input_tokens + traffic.output_tokens]),
+        *_few_kv_heads_note(spec, model, chosen),
+    ]
+    return ServePlan(
+        spec.name,
+        gpu.name,
+        traffic.input_tokens,
+        traffic.output_tokens,
+        traffic.qps,
+        targets.ttft_s,
+        targets.tpot_s,
+        budget,
+        price,
+        model.label,
+        float(bits),
+        kv_bits,
+        compute.value,
+        chosen,
+        chosen.ttft_s,
+        chosen.tpot_s,
+        chosen.output_tokens_per_s,
+        chosen.output_tokens_per_s_per_gpu,
+        chosen.max_concurrency,
+        chosen.gpus,
+        chosen.usd_per_million_output_tokens,
+        chosen.usd_per_million_input_tokens,
+        chosen.usd_per_request,
+        binding,
+        best_agg,
+        best_dis,
+        verdict,
+        frontier,
+        fronts,
+        evaluated,
+        feasible,
+        steps,
+        conventions,
+    )
 
 
 def _few_kv_heads_note(spec: ModelSpec, model: TimeModel, chosen: Candidate) -> list[Note]:
@@ -229,50 +386,98 @@ def _few_kv_heads_note(spec: ModelSpec, model: TimeModel, chosen: Candidate) -> 
     return [note("serve.few_kv_heads", in_flight=in_flight, saturation=saturation, profile=profile.name)]
 
 
-def _nothing_sustains(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, budget: int,
-                      refusals: dict[str, int], most: Candidate | None = None) -> InputError:
+def _nothing_sustains(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    traffic: Traffic,
+    budget: int,
+    refusals: dict[str, int],
+    most: Candidate | None = None,
+) -> InputError:
     """The error when no configuration searched is feasible, naming the commonest reason (with a
     rate: the most requests/s the budget carries, ``most``)."""
     if traffic.qps is not None:
-        carried = (f"; they carry at most {most.requests_per_s:.3g} requests/s ({most.describe()}, concurrency "
-                   f"{most.concurrency}, saturated)" if most is not None else "")
-        return InputError(f"--qps {traffic.qps:g}: no configuration within {budget:,} x {gpu.name} carries it"
-                          f"{carried}; raise --gpus or lower --qps")
+        carried = (
+            f"; they carry at most {most.requests_per_s:.3g} requests/s ({most.describe()}, concurrency "
+            f"{most.concurrency}, saturated)"
+            if most is not None
+            else ""
+        )
+        return InputError(
+            f"--qps {traffic.qps:g}: no configuration within {budget:,} x {gpu.name} carries it"
+            f"{carried}; raise --gpus or lower --qps"
+        )
     if refusals.get("memory", 0) >= refusals.get("prefill", 0):
-        return InputError(f"{spec.name} on {gpu.name}: the KV cache holds none of the concurrencies searched at "
-                          f"{traffic.input_tokens:,} + {traffic.output_tokens:,} tokens; use more GPUs (--gpus), "
-                          "fewer bits (--weights-dtype, --kv-dtype) or shorter requests")
-    return InputError(f"{spec.name} on {gpu.name}: {traffic.input_tokens:,}-token prompts arrive faster than the "
-                      "token budgets searched take them; give a larger --chunk or fewer output tokens per prompt")
+        return InputError(
+            f"{spec.name} on {gpu.name}: the KV cache holds none of the concurrencies searched at "
+            f"{traffic.input_tokens:,} + {traffic.output_tokens:,} tokens; use more GPUs (--gpus), "
+            "fewer bits (--weights-dtype, --kv-dtype) or shorter requests"
+        )
+    return InputError(
+        f"{spec.name} on {gpu.name}: {traffic.input_tokens:,}-token prompts arrive faster than the "
+        "token budgets searched take them; give a larger --chunk or fewer output tokens per prompt"
+    )
 
 
-def _too_big(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, policy: MemoryPolicy, bits: Fraction,
-             kv_bits: int, budget: int, forced: Sequence[Layout] | None) -> InputError:
+def _too_big(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    traffic: Traffic,
+    policy: MemoryPolicy,
+    bits: Fraction,
+    kv_bits: int,
+    budget: int,
+    forced: Sequence[Layout] | None,
+) -> InputError:
     """The error for a model no layout within the budget (or none of the ``forced`` layouts)
     holds, with the GPUs it would need and the memory accounting that decided it."""
     usable = usable_bytes(gpu, policy)
-    memory = (f"{usable / 1e9:,.1f} GB usable per GPU at {float(policy.utilization):.0%}, less a "
-              f"{policy.reserve_bytes / 1e9:,.2f} GB reserve")
-    what = f"{spec.name} at {float(bits):g} bits with one {traffic.input_tokens + traffic.output_tokens:,}-token sequence"
+    memory = (
+        f"{usable / 1e9:,.1f} GB usable per GPU at {float(policy.utilization):.0%}, less a "
+        f"{policy.reserve_bytes / 1e9:,.2f} GB reserve"
+    )
+    what = (
+        f"{spec.name} at {float(bits):g} bits with one {traffic.input_tokens + traffic.output_tokens:,}-token sequence"
+    )
     for layout in replica_layouts(spec, gpu, MAX_PLAN_GPUS):
         rep = replica(spec, gpu, layout, traffic, policy, bits, kv_bits)
         if rep.room(spec, smallest_step(CHUNK_GRID, traffic), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes:
             if forced:
                 shown = ", ".join(f"TP {f.tp} x PP {f.pp}" for f in forced)
-                return InputError(f"--tp/--pp: {shown} does not hold {what} ({memory}); the fewest GPUs that do: "
-                                  f"{layout.gpus} (TP {layout.tp} x PP {layout.pp})")
+                return InputError(
+                    f"--tp/--pp: {shown} does not hold {what} ({memory}); the fewest GPUs that do: "
+                    f"{layout.gpus} (TP {layout.tp} x PP {layout.pp})"
+                )
             if layout.gpus > budget:
-                return InputError(f"--gpus: {what} does not fit {budget:,} x {gpu.name} ({memory}); it needs "
-                                  f"{layout.gpus} (TP {layout.tp} x PP {layout.pp})")
-    return InputError(f"{what} fits no layout searched (TP up to the node, PP up to 8) of {gpu.name} ({memory}); "
-                      "give fewer bits (--weights-dtype, --kv-dtype), shorter requests or more usable memory")
+                return InputError(
+                    f"--gpus: {what} does not fit {budget:,} x {gpu.name} ({memory}); it needs "
+                    f"{layout.gpus} (TP {layout.tp} x PP {layout.pp})"
+                )
+    return InputError(
+        f"{what} fits no layout searched (TP up to the node, PP up to 8) of {gpu.name} ({memory}); "
+        "give fewer bits (--weights-dtype, --kv-dtype), shorter requests or more usable memory"
+    )
 
 
-def evaluate(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targets, model: TimeModel,
-             layout: Layout, concurrency: int, *, chunk_tokens: int | None = DEFAULT_CHUNK_TOKENS, replicas: int = 1,
-             weight_bits: int | Fraction = 16, kv_bits: int = 16, compute_dtype: Dtype = Dtype.BF16,
-             usd_per_gpu_hour: float | None = None, policy: MemoryPolicy = DEPLOYMENT,
-             network_gb_s: float = DEFAULT_NETWORK_GB_S, extra_notes: Sequence[Note] = ()) -> ServePlan:
+def evaluate(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    traffic: Traffic,
+    targets: Targets,
+    model: TimeModel,
+    layout: Layout,
+    concurrency: int,
+    *,
+    chunk_tokens: int | None = DEFAULT_CHUNK_TOKENS,
+    replicas: int = 1,
+    weight_bits: int | Fraction = 16,
+    kv_bits: int = 16,
+    compute_dtype: Dtype = Dtype.BF16,
+    usd_per_gpu_hour: float | None = None,
+    policy: MemoryPolicy = DEPLOYMENT,
+    network_gb_s: float = DEFAULT_NETWORK_GB_S,
+    extra_notes: Sequence[Note] = (),
+) -> ServePlan:
     """One aggregated configuration, saturated: ``replicas`` x ``layout`` at ``concurrency``
     decoding sequences each and a token budget of ``chunk_tokens`` per step; the same result as
     :func:`plan`, whose frontier is that one row. Targets it misses, and a KV cache that does not
@@ -282,23 +487,61 @@ def evaluate(spec: ModelSpec, gpu: HardwareSpec, traffic: Traffic, targets: Targ
     if O < 2:
         raise InputError("--output: at least 2 tokens (the prefill gives the first, decode steps the rest)")
     if chunk_tokens is not None and concurrency >= chunk_tokens:
-        raise InputError(f"--batch {concurrency:,} leaves no room for prompt tokens in a step of --chunk "
-                         f"{chunk_tokens:,} tokens; give a larger --chunk")
+        raise InputError(
+            f"--batch {concurrency:,} leaves no room for prompt tokens in a step of --chunk "
+            f"{chunk_tokens:,} tokens; give a larger --chunk"
+        )
     bits = Fraction(weight_bits).limit_denominator(1000)
     steps = StepTimes(spec, gpu, model, bits, kv_bits, compute_dtype)
     rep = replica(spec, gpu, layout, Traffic(I, O), policy, bits, kv_bits)
     if rep.room(spec, smallest_step([chunk_tokens], Traffic(I, O)), 1, policy) < rep.seq_kv_bytes + rep.prompt_kv_bytes:
         raise _too_big(spec, gpu, Traffic(I, O), policy, bits, kv_bits, layout.gpus, [layout])
     budget = layout.gpus * replicas
-    found, _ = aggregated_point(spec, steps, rep, Traffic(I, O), targets, budget, usd_per_gpu_hour, policy,
-                                 concurrency, chunk_tokens, strict_memory=False)
+    found, _ = aggregated_point(
+        spec,
+        steps,
+        rep,
+        Traffic(I, O),
+        targets,
+        budget,
+        usd_per_gpu_hour,
+        policy,
+        concurrency,
+        chunk_tokens,
+        strict_memory=False,
+    )
     if not found:
-        raise InputError(f"--batch {concurrency:,}: each request brings {I:,} prompt tokens per {O - 1:,} decode "
-                         "steps, more than the steps take; lower --batch or raise --chunk")
+        raise InputError(
+            f"--batch {concurrency:,}: each request brings {I:,} prompt tokens per {O - 1:,} decode "
+            "steps, more than the steps take; lower --batch or raise --chunk"
+        )
     c = found[0]
-    binding = (f"memory: the KV cache holds {c.max_concurrency:,} of these {concurrency:,} sequences per replica"
-               if "memory" in c.violates else "none (one configuration evaluated)")
-    return _result(spec, gpu, Traffic(I, O), targets, model, budget, usd_per_gpu_hour, bits, kv_bits, compute_dtype,
-                   policy, extra_notes, c, binding, c, None, "one aggregated configuration evaluated", [c],
-                   {ServingMode.AGGREGATED.value: [c]}, 1, 0 if "memory" in c.violates else 1,
-                   len(steps.cache))
+    binding = (
+        f"memory: the KV cache holds {c.max_concurrency:,} of these {concurrency:,} sequences per replica"
+        if "memory" in c.violates
+        else "none (one configuration evaluated)"
+    )
+    return _result(
+        spec,
+        gpu,
+        Traffic(I, O),
+        targets,
+        model,
+        budget,
+        usd_per_gpu_hour,
+        bits,
+        kv_bits,
+        compute_dtype,
+        policy,
+        extra_notes,
+        c,
+        binding,
+        c,
+        None,
+        "one aggregated configuration evaluated",
+        [c],
+        {ServingMode.AGGREGATED.value: [c]},
+        1,
+        0 if "memory" in c.violates else 1,
+        len(steps.cache),
+    )

@@ -33,9 +33,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Optional
 
-from llm_cost.specs.files import check_shape, read_text, shown, validation_message
-
 from llm_cost.core.errors import SpecError
+from llm_cost.specs.files import check_shape, read_text, shown, validation_message
 from llm_cost.specs.hf.config import SHAPE_KEYS, _Config
 from llm_cost.specs.hf.families import _HEADS, ALIASES, FAMILIES, SUPPORTED_MODEL_TYPES
 
@@ -53,6 +52,7 @@ __all__ = [
 
 
 # -- public API -------------------------------------------------------------------------------------
+
 
 def _display_name(config: dict[str, Any]) -> Optional[str]:
     raw = config.get("_name_or_path")
@@ -85,13 +85,13 @@ def _closest(model_type: str) -> str:
     names = list(SUPPORTED_MODEL_TYPES) + list(ALIASES)
     key = model_type.lower()
     stem = re.sub(r"[_\-]?(v?\d+(\.\d+)?|moe|text|vl|hybrid)$", "", key)
-    close = [n for n in names if stem and stem != key and n.startswith(stem)][:1] or \
-        difflib.get_close_matches(key, names, n=1, cutoff=0.0)
+    close = [n for n in names if stem and stem != key and n.startswith(stem)][:1] or difflib.get_close_matches(
+        key, names, n=1, cutoff=0.0
+    )
     return f" (closest supported family: {ALIASES.get(close[0], close[0])})" if close else ""
 
 
-def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None,
-               display_name: Optional[str] = None):
+def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, display_name: Optional[str] = None):
     """Map a parsed config.json to ``(ModelSpec, defaults applied)``.
 
     ``source`` names the file in messages and in ``spec.source.url``; ``name`` defaults to the
@@ -109,14 +109,18 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None,
         raise SpecError(f"{source}: model_type is missing; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
     family = ALIASES.get(model_type, model_type)
     if family not in FAMILIES:
-        raise SpecError(f"{source}: model_type {model_type!r} is not supported{_closest(model_type)}; supported: "
-                        f"{', '.join(SUPPORTED_MODEL_TYPES)}")
+        raise SpecError(
+            f"{source}: model_type {model_type!r} is not supported{_closest(model_type)}; supported: "
+            f"{', '.join(SUPPORTED_MODEL_TYPES)}"
+        )
     archs = config.get("architectures")
     if isinstance(archs, list):
         bad = [a for a in archs if isinstance(a, str) and not a.endswith(_HEADS)]
         if bad:
-            raise SpecError(f"{source}: architectures {bad} carry a head other than the LM head; only causal-LM "
-                            "checkpoints (…ForCausalLM, …LMHeadModel) are modelled")
+            raise SpecError(
+                f"{source}: architectures {bad} carry a head other than the LM head; only causal-LM "
+                "checkpoints (…ForCausalLM, …LMHeadModel) are modelled"
+            )
     mapper, fam = FAMILIES[family]
     data = dict(config)
     text = data.get("text_config")
@@ -134,8 +138,11 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None,
     c.check_unplaced()
 
     shown = display_name or _display_name(config)
-    note = [f"Imported from a Hugging Face config.json (model_type {model_type}"
-            + (f", _name_or_path {config['_name_or_path']}" if _display_name(config) else "") + ") by llm-cost."]
+    note = [
+        f"Imported from a Hugging Face config.json (model_type {model_type}"
+        + (f", _name_or_path {config['_name_or_path']}" if _display_name(config) else "")
+        + ") by llm-cost."
+    ]
     if defaults:
         note.append("Defaults applied: " + "; ".join(defaults) + ".")
     if notes:
@@ -198,8 +205,9 @@ def _read_json(path: Path) -> Any:
     return data
 
 
-def load_hf_config_verbose(path: Path, name: Optional[str] = None, source: Optional[str] = None,
-                           display_name: Optional[str] = None):
+def load_hf_config_verbose(
+    path: Path, name: Optional[str] = None, source: Optional[str] = None, display_name: Optional[str] = None
+):
     """``(ModelSpec, defaults applied)`` from a config.json or a folder holding one; ``name``
     overrides the spec name (default: the folder of a ``config.json``, else the file stem),
     ``source`` the origin recorded and named in messages (default: the file's path)."""
@@ -243,6 +251,7 @@ def spec_to_yaml(spec) -> str:
     data["torch_dtype"] = spec.torch_dtype
     order = field_names(type(spec))
     data = {k: data[k] for k in order if k in data}
+
     class Dumper(yaml.SafeDumper):
         """Mappings in block style, lists in flow style (as the shipped specs are written)."""
 
@@ -251,7 +260,3 @@ def spec_to_yaml(spec) -> str:
     header = f"# {spec.display_name}: written by `llm-cost import` from {spec.source.url}\n"
     body = yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)
     return header + body
-
-
-
-

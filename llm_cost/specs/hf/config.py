@@ -13,61 +13,136 @@ from llm_cost.core.errors import SpecError
 from llm_cost.specs.files import shown
 from llm_cost.specs.schema import MAX_LAYERS
 
-
 _ABSENT = object()
 _REQUIRED = object()
 
 #: Keys that change weight shapes or the KV cache in some transformers family. A key from this set
 #: that the family's mapping did not read, with a value that is not inert, is an error.
-SHAPE_KEYS = frozenset({
-    # attention layout and biases
-    "attention_bias", "qkv_bias", "o_proj_bias", "bias", "use_bias", "add_bias_linear", "head_dim",
-    "num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query", "new_decoder_architecture",
-    "parallel_attn", "num_ln_in_parallel_attn", "alibi", "use_qk_norm", "qk_layernorm", "qk_norm",
-    "attn_output_gate", "kv_channels", "add_cross_attention", "attention_chunk_size",
-    # feed-forward widths and biases
-    "intermediate_size", "mlp_bias", "n_inner", "ffn_hidden_size", "ffn_dim", "d_ff",
-    # mixture of experts
-    "num_experts", "num_local_experts", "n_routed_experts", "moe_intermediate_size",
-    "shared_expert_intermediate_size", "n_shared_experts", "num_shared_experts", "num_experts_per_tok",
-    "experts_per_token", "first_k_dense_replace", "decoder_sparse_step", "mlp_only_layers",
-    "moe_layer_freq", "topk_method", "moe_layer_start_index", "moe_layer_end_index",
-    # MLA
-    "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-    "index_topk", "index_n_heads", "index_head_dim",
-    # layer schedule, linear attention
-    "layer_types", "full_attention_interval", "sliding_window_pattern", "_sliding_window_pattern",
-    "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
-    "linear_conv_kernel_dim",
-    # extra modules, embeddings
-    "num_nextn_predict_layers", "mtp_num_hidden_layers", "mtp_use_dedicated_embeddings",
-    "vision_config", "text_config", "audio_config", "tie_word_embeddings", "n_positions",
-    "embedding_size", "word_embed_proj_dim", "projection_dim",
-})
+SHAPE_KEYS = frozenset(
+    {
+        # attention layout and biases
+        "attention_bias",
+        "qkv_bias",
+        "o_proj_bias",
+        "bias",
+        "use_bias",
+        "add_bias_linear",
+        "head_dim",
+        "num_key_value_heads",
+        "num_kv_heads",
+        "n_head_kv",
+        "multi_query",
+        "new_decoder_architecture",
+        "parallel_attn",
+        "num_ln_in_parallel_attn",
+        "alibi",
+        "use_qk_norm",
+        "qk_layernorm",
+        "qk_norm",
+        "attn_output_gate",
+        "kv_channels",
+        "add_cross_attention",
+        "attention_chunk_size",
+        # feed-forward widths and biases
+        "intermediate_size",
+        "mlp_bias",
+        "n_inner",
+        "ffn_hidden_size",
+        "ffn_dim",
+        "d_ff",
+        # mixture of experts
+        "num_experts",
+        "num_local_experts",
+        "n_routed_experts",
+        "moe_intermediate_size",
+        "shared_expert_intermediate_size",
+        "n_shared_experts",
+        "num_shared_experts",
+        "num_experts_per_tok",
+        "experts_per_token",
+        "first_k_dense_replace",
+        "decoder_sparse_step",
+        "mlp_only_layers",
+        "moe_layer_freq",
+        "topk_method",
+        "moe_layer_start_index",
+        "moe_layer_end_index",
+        # MLA
+        "q_lora_rank",
+        "kv_lora_rank",
+        "qk_nope_head_dim",
+        "qk_rope_head_dim",
+        "v_head_dim",
+        "index_topk",
+        "index_n_heads",
+        "index_head_dim",
+        # layer schedule, linear attention
+        "layer_types",
+        "full_attention_interval",
+        "sliding_window_pattern",
+        "_sliding_window_pattern",
+        "linear_num_key_heads",
+        "linear_num_value_heads",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
+        "linear_conv_kernel_dim",
+        # extra modules, embeddings
+        "num_nextn_predict_layers",
+        "mtp_num_hidden_layers",
+        "mtp_use_dedicated_embeddings",
+        "vision_config",
+        "text_config",
+        "audio_config",
+        "tie_word_embeddings",
+        "n_positions",
+        "embedding_size",
+        "word_embed_proj_dim",
+        "projection_dim",
+    }
+)
 
 #: Keys of a Qwen2-VL ``vision_config`` that belong to other vision towers (Qwen2.5-VL ...).
-_VISION_SHAPE_KEYS = frozenset({
-    "intermediate_size", "out_hidden_size", "fullatt_block_indexes", "window_size",
-    "num_position_embeddings", "deepstack_visual_indexes", "num_layers",
-})
+_VISION_SHAPE_KEYS = frozenset(
+    {
+        "intermediate_size",
+        "out_hidden_size",
+        "fullatt_block_indexes",
+        "window_size",
+        "num_position_embeddings",
+        "deepstack_visual_indexes",
+        "num_layers",
+    }
+)
 
 _DTYPES = {
-    "float32": "fp32", "float": "fp32", "fp32": "fp32",
-    "bfloat16": "bf16", "bf16": "bf16",
-    "float16": "fp16", "half": "fp16", "fp16": "fp16",
-    "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "fp8": "fp8",
+    "float32": "fp32",
+    "float": "fp32",
+    "fp32": "fp32",
+    "bfloat16": "bf16",
+    "bf16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "fp16": "fp16",
+    "float8_e4m3fn": "fp8",
+    "float8_e5m2": "fp8",
+    "fp8": "fp8",
     "int8": "int8",
 }
 
-_LAYER_TYPE_REMAP = {"attention": "full_attention", "full": "full_attention", "mamba": "linear_attention",
-                     "linear": "linear_attention"}
+_LAYER_TYPE_REMAP = {
+    "attention": "full_attention",
+    "full": "full_attention",
+    "mamba": "linear_attention",
+    "linear": "linear_attention",
+}
 
 
 class _Config:
     """A config.json mapping being read: typed getters that record the keys read and the defaults used."""
 
-    def __init__(self, data: dict[str, Any], file: str, family: str, defaults: list[str], notes: list[str],
-                 prefix: str = "") -> None:
+    def __init__(
+        self, data: dict[str, Any], file: str, family: str, defaults: list[str], notes: list[str], prefix: str = ""
+    ) -> None:
         self.data = data
         self.file = file
         self.family = family
@@ -113,8 +188,14 @@ class _Config:
         self.defaults.append(f"{self.prefix}{key} = {shown} ({why or f'absent; {self.family} default'})")
         return default
 
-    def int(self, key: str, default: Any = _REQUIRED, why: Optional[str] = None, minimum: int = 1,
-            maximum: Optional[int] = None) -> Any:
+    def int(
+        self,
+        key: str,
+        default: Any = _REQUIRED,
+        why: Optional[str] = None,
+        minimum: int = 1,
+        maximum: Optional[int] = None,
+    ) -> Any:
         """An integer of at least ``minimum`` (and at most ``maximum``: a count the mapping expands,
         such as the layers, is bounded before anything is built from it)."""
         value = self.raw(key)
@@ -172,8 +253,9 @@ class _Config:
         value = self.raw(key)
         if value is _ABSENT or value is None:
             return self._default(key, default, why)
-        if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) or v < minimum
-                                              for v in value):
+        if not isinstance(value, list) or any(
+            isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in value
+        ):
             raise self.error(key, f"must be a list of integers >= {minimum} (got {value!r})")
         return list(value)
 
@@ -216,8 +298,16 @@ class _Family:
 
 # -- shared pieces ----------------------------------------------------------------------------------
 
-def _common(c: _Config, fam: _Family, *, hidden_key: str = "hidden_size", layers_key: str = "num_hidden_layers",
-            rope: bool = True, nope: bool = False) -> dict[str, Any]:
+
+def _common(
+    c: _Config,
+    fam: _Family,
+    *,
+    hidden_key: str = "hidden_size",
+    layers_key: str = "num_hidden_layers",
+    rope: bool = True,
+    nope: bool = False,
+) -> dict[str, Any]:
     """vocab, width, depth, tying, positions, RoPE and dtype: the fields every family has
     (``nope``: no position encoding at all; RoPE keys are then read and ignored)."""
     out: dict[str, Any] = {
@@ -295,8 +385,9 @@ def _rope(c: _Config, fam: _Family) -> dict[str, Any]:
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])
-                raise c.error(f"rope_scaling.{where}", f"is invalid: {first['msg']} (got {first.get('input')!r})") \
-                    from None
+                raise c.error(
+                    f"rope_scaling.{where}", f"is invalid: {first['msg']} (got {first.get('input')!r})"
+                ) from None
     return out
 
 
@@ -317,8 +408,10 @@ def _dtype(c: _Config, fam: _Family) -> str:
             dtype = "fp8"
             c.notes.append("quantization_config fp8: weights stored as FP8 with block scales (scales not counted)")
         else:
-            c.notes.append(f"quantization_config {method}: counts are logical parameters; weight bytes use "
-                           f"torch_dtype {dtype} and do not model the packed format")
+            c.notes.append(
+                f"quantization_config {method}: counts are logical parameters; weight bytes use "
+                f"torch_dtype {dtype} and do not model the packed format"
+            )
     return dtype
 
 
@@ -333,8 +426,9 @@ def _heads(c: _Config, d: int, fam: _Family) -> tuple[int, int, Optional[int]]:
     else:
         c.ignore("head_dim")
         if d % n_q:
-            raise c.error("head_dim", f"is required: hidden_size ({d}) is not a multiple of "
-                                      f"num_attention_heads ({n_q})")
+            raise c.error(
+                "head_dim", f"is required: hidden_size ({d}) is not a multiple of num_attention_heads ({n_q})"
+            )
         c.defaults.append(f"head_dim = {d // n_q} (absent; hidden_size / num_attention_heads)")
         head_dim = None
     if n_q % n_kv:

@@ -3,11 +3,26 @@ transformers modeling file whose weight tensors it names (see :mod:`llm_cost.hf`
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from llm_cost.core.errors import SpecError
-from llm_cost.specs.hf.config import (_ABSENT as _ABSENT_MARK, _REQUIRED, _VISION_SHAPE_KEYS, _Config, _Family, _common, _gqa, _heads, _layer_types, _mlp,
-                     _place_layers, _qwen_sliding)
+from llm_cost.specs.hf.config import (
+    _ABSENT as _ABSENT_MARK,
+)
+from llm_cost.specs.hf.config import (
+    _REQUIRED,
+    _VISION_SHAPE_KEYS,
+    _common,
+    _Config,
+    _Family,
+    _gqa,
+    _heads,
+    _layer_types,
+    _mlp,
+    _place_layers,
+    _qwen_sliding,
+)
 
 
 def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -30,8 +45,9 @@ def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
         window = c.opt_int("sliding_window")
     elif c.family == "smollm3":
         window = _smollm3_window(c)
-    types = _layer_types(c, L, ("full_attention", "sliding_attention")) or \
-        (["sliding_attention"] * L if window else ["full_attention"] * L)
+    types = _layer_types(c, L, ("full_attention", "sliding_attention")) or (
+        ["sliding_attention"] * L if window else ["full_attention"] * L
+    )
     window = _place_layers(c, out, types, window)
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
     out["mlp"] = _mlp(c, mlp_bias=mlp_bias)
@@ -47,13 +63,17 @@ def _mixtral(c: _Config, fam: _Family) -> dict[str, Any]:
     d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, hd = _heads(c, d, fam)
     window = c.opt_int("sliding_window")
-    types = _layer_types(c, L, ("full_attention", "sliding_attention")) or \
-        (["sliding_attention"] * L if window else ["full_attention"] * L)
+    types = _layer_types(c, L, ("full_attention", "sliding_attention")) or (
+        ["sliding_attention"] * L if window else ["full_attention"] * L
+    )
     window = _place_layers(c, out, types, window)
     out["attention"] = _gqa(n_q, n_kv, hd, sliding_window=window)
     c.ignore("hidden_act")
-    out["moe"] = MoE.checked(num_experts=c.int("num_local_experts", 8), num_experts_per_tok=c.int("num_experts_per_tok", 2),
-                     moe_intermediate_size=c.int("intermediate_size"))
+    out["moe"] = MoE.checked(
+        num_experts=c.int("num_local_experts", 8),
+        num_experts_per_tok=c.int("num_experts_per_tok", 2),
+        moe_intermediate_size=c.int("intermediate_size"),
+    )
     return out
 
 
@@ -100,16 +120,23 @@ def _qwen(c: _Config, fam: _Family) -> dict[str, Any]:
         if fam_name == "qwen2_moe":
             shared = c.int("shared_expert_intermediate_size", 5632, minimum=0)
             if shared == 0:
-                raise c.error("shared_expert_intermediate_size",
-                              "= 0 leaves the always-present shared_expert_gate [1, d] that the spec cannot place")
+                raise c.error(
+                    "shared_expert_intermediate_size",
+                    "= 0 leaves the always-present shared_expert_gate [1, d] that the spec cannot place",
+                )
             moe_kw = dict(shared_expert_intermediate_size=shared, shared_expert_gate=True)
         step = c.int("decoder_sparse_step", 1)
         only = c.int_list("mlp_only_layers", [])
         c.ignore("norm_topk_prob", "router_aux_loss_coef", "output_router_logits")
         if E:
-            out["moe"] = MoE.checked(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", moe_defaults[1]),
-                             moe_intermediate_size=c.int("moe_intermediate_size", moe_defaults[2]),
-                             decoder_sparse_step=step, mlp_only_layers=sorted(set(only)), **moe_kw)
+            out["moe"] = MoE.checked(
+                num_experts=E,
+                num_experts_per_tok=c.int("num_experts_per_tok", moe_defaults[1]),
+                moe_intermediate_size=c.int("moe_intermediate_size", moe_defaults[2]),
+                decoder_sparse_step=step,
+                mlp_only_layers=sorted(set(only)),
+                **moe_kw,
+            )
         dense = (not E) or any(i in only or (i + 1) % step for i in range(L))
         if dense:
             out["mlp"] = _mlp(c)
@@ -145,13 +172,18 @@ def _qwen2_vl(c: _Config, fam: _Family) -> dict[str, Any]:
         spatial_merge_size=v.int("spatial_merge_size", 2),
         temporal_patch_size=v.int("temporal_patch_size", 2),
         hidden_act=v.str("hidden_act", "quick_gelu"),
-        out_hidden_size=v.int("hidden_size", out["hidden_size"],
-                              why="absent; the language model's hidden_size, which the merger must output"),
+        out_hidden_size=v.int(
+            "hidden_size",
+            out["hidden_size"],
+            why="absent; the language model's hidden_size, which the merger must output",
+        ),
     )
     v.check_unplaced(_VISION_SHAPE_KEYS)
     if kw["out_hidden_size"] != out["hidden_size"]:
-        raise v.error("hidden_size", f"({kw['out_hidden_size']}) must equal the language model's hidden_size "
-                                     f"({out['hidden_size']})")
+        raise v.error(
+            "hidden_size",
+            f"({kw['out_hidden_size']}) must equal the language model's hidden_size ({out['hidden_size']})",
+        )
     try:
         out["vision"] = Vision.checked(**kw)
     except ValidationError as exc:
@@ -196,12 +228,19 @@ def _qwen3_next(c: _Config, fam: _Family) -> dict[str, Any]:
     if E:
         shared = c.int("shared_expert_intermediate_size", 512, minimum=0)
         if shared == 0:
-            raise c.error("shared_expert_intermediate_size",
-                          "= 0 leaves the always-present shared_expert_gate [1, d] that the spec cannot place")
-        out["moe"] = MoE.checked(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 10),
-                         moe_intermediate_size=c.int("moe_intermediate_size", 512),
-                         shared_expert_intermediate_size=shared, shared_expert_gate=True,
-                         decoder_sparse_step=step, mlp_only_layers=sorted(set(only)))
+            raise c.error(
+                "shared_expert_intermediate_size",
+                "= 0 leaves the always-present shared_expert_gate [1, d] that the spec cannot place",
+            )
+        out["moe"] = MoE.checked(
+            num_experts=E,
+            num_experts_per_tok=c.int("num_experts_per_tok", 10),
+            moe_intermediate_size=c.int("moe_intermediate_size", 512),
+            shared_expert_intermediate_size=shared,
+            shared_expert_gate=True,
+            decoder_sparse_step=step,
+            mlp_only_layers=sorted(set(only)),
+        )
     if (not E) or any(i in only or (i + 1) % step for i in range(L)):
         out["mlp"] = _mlp(c)
     else:
@@ -212,8 +251,10 @@ def _qwen3_next(c: _Config, fam: _Family) -> dict[str, Any]:
     if c.data.get("mtp_use_dedicated_embeddings") and c.bool("mtp_use_dedicated_embeddings"):
         raise c.error("mtp_use_dedicated_embeddings", "= true: dedicated MTP embeddings cannot be placed")
     if n_mtp > 1:
-        raise c.error("mtp_num_hidden_layers", f"= {n_mtp}: one fc with several MTP layers cannot be placed "
-                                               "(the spec models one module per layer)")
+        raise c.error(
+            "mtp_num_hidden_layers",
+            f"= {n_mtp}: one fc with several MTP layers cannot be placed (the spec models one module per layer)",
+        )
     if n_mtp:
         out["mtp"] = MTP.checked(num_nextn_predict_layers=n_mtp, checkpoint_stores_shared=False)
     return out
@@ -227,7 +268,7 @@ def _deepseek(c: _Config, fam: _Family) -> dict[str, Any]:
     i % moe_layer_freq == 0 (other layers: dense MLP of intermediate_size); shared experts
     n_shared_experts x moe_intermediate_size; ``topk_method`` noaux_tc stores a per-expert
     e_score_correction_bias. ``num_nextn_predict_layers`` MTP modules are reported apart."""
-    from llm_cost.specs.schema import MLAAttention, MoE, MTP
+    from llm_cost.specs.schema import MTP, MLAAttention, MoE
 
     v3 = c.family == "deepseek_v3"
     out = _common(c, fam)
@@ -246,17 +287,31 @@ def _deepseek(c: _Config, fam: _Family) -> dict[str, Any]:
     E = c.int_or_null("n_routed_experts", 256 if v3 else None)
     first_k = c.int("first_k_dense_replace", 3 if v3 else 0, minimum=0)
     freq = c.int("moe_layer_freq", 1)
-    c.ignore("n_group", "topk_group", "routed_scaling_factor", "scoring_func", "norm_topk_prob", "aux_loss_alpha",
-             "seq_aux", "ep_size")
+    c.ignore(
+        "n_group",
+        "topk_group",
+        "routed_scaling_factor",
+        "scoring_func",
+        "norm_topk_prob",
+        "aux_loss_alpha",
+        "seq_aux",
+        "ep_size",
+    )
     if E:
         topk = c.str("topk_method", "noaux_tc" if v3 else "greedy")
         shared = c.int_or_null("n_shared_experts", 1 if v3 else None, minimum=0) or 0
         width = c.int("moe_intermediate_size", 2048 if v3 else 1407)
         moe_layers = [i for i in range(L) if i >= first_k and i % freq == 0]
         only = [i for i in range(first_k, L) if i not in moe_layers]
-        out["moe"] = MoE.checked(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 8 if v3 else _REQUIRED),
-                         moe_intermediate_size=width, shared_expert_intermediate_size=shared * width,
-                         router_bias=topk == "noaux_tc", first_k_dense_replace=min(first_k, L), mlp_only_layers=only)
+        out["moe"] = MoE.checked(
+            num_experts=E,
+            num_experts_per_tok=c.int("num_experts_per_tok", 8 if v3 else _REQUIRED),
+            moe_intermediate_size=width,
+            shared_expert_intermediate_size=shared * width,
+            router_bias=topk == "noaux_tc",
+            first_k_dense_replace=min(first_k, L),
+            mlp_only_layers=only,
+        )
         dense = len(moe_layers) < L
     else:
         c.ignore("topk_method", "n_shared_experts", "moe_intermediate_size", "num_experts_per_tok")
@@ -298,14 +353,22 @@ def _gemma(c: _Config, fam: _Family) -> dict[str, Any]:
             c.ignore("sliding_window_pattern", "_sliding_window_pattern")
         window = _place_layers(c, out, types, window)
     c.ignore("rope_local_base_freq", "query_pre_attn_scalar")
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window,
-                            qk_norm=c.family in ("gemma3_text", "gemma3"))
+    out["attention"] = _gqa(
+        n_q,
+        n_kv,
+        hd,
+        attention_bias=bias,
+        o_proj_bias=bias,
+        sliding_window=window,
+        qk_norm=c.family in ("gemma3_text", "gemma3"),
+    )
     act_key = "hidden_activation" if c.has("hidden_activation") else "hidden_act"
     c.ignore("hidden_act", "hidden_activation")
     from llm_cost.specs.schema import MLP
 
-    out["mlp"] = MLP.checked(intermediate_size=c.int("intermediate_size"),
-                     hidden_act=c.str(act_key, "gelu_pytorch_tanh"))
+    out["mlp"] = MLP.checked(
+        intermediate_size=c.int("intermediate_size"), hidden_act=c.str(act_key, "gelu_pytorch_tanh")
+    )
     return out
 
 
@@ -330,8 +393,9 @@ def _gpt2(c: _Config, fam: _Family) -> dict[str, Any]:
     out["norm_type"] = "layernorm"
     out["attention"] = _gqa(n_q, n_q, None, attention_bias=True, o_proj_bias=True)
     width = c.int("n_inner", 4 * d, why="absent or null; 4 x n_embd")
-    out["mlp"] = MLP.checked(intermediate_size=width, gated=False, mlp_bias=True,
-                     hidden_act=c.str("activation_function", "gelu_new"))
+    out["mlp"] = MLP.checked(
+        intermediate_size=width, gated=False, mlp_bias=True, hidden_act=c.str("activation_function", "gelu_new")
+    )
     return out
 
 
@@ -353,8 +417,11 @@ def _falcon(c: _Config, fam: _Family) -> dict[str, Any]:
     if c.bool("alibi", False):
         raise c.error("alibi", "= true: ALiBi positions cannot be placed (the spec models RoPE or learned positions)")
     new_default = c.data.get("model_type") == "RefinedWeb"
-    new_arch = c.bool("new_decoder_architecture", new_default,
-                      why="absent; legacy RefinedWeb = new architecture" if new_default else None)
+    new_arch = c.bool(
+        "new_decoder_architecture",
+        new_default,
+        why="absent; legacy RefinedWeb = new architecture" if new_default else None,
+    )
     parallel = c.bool("parallel_attn", True)
     kv_key = c.alias("num_kv_heads", "n_head_kv")
     if new_arch:
@@ -364,8 +431,11 @@ def _falcon(c: _Config, fam: _Family) -> dict[str, Any]:
         multi_query = c.bool("multi_query", True)
         n_kv = 1 if multi_query else n_q
         if c.has(kv_key) and c.int(kv_key) != n_kv:
-            raise c.error(kv_key, f"({c.data[kv_key]}) disagrees with multi_query = {str(multi_query).lower()} "
-                                  f"in the old decoder architecture ({n_kv} KV heads)")
+            raise c.error(
+                kv_key,
+                f"({c.data[kv_key]}) disagrees with multi_query = {str(multi_query).lower()} "
+                f"in the old decoder architecture ({n_kv} KV heads)",
+            )
         c.ignore(kv_key)
     if not parallel:
         c.ignore("num_ln_in_parallel_attn")
@@ -386,7 +456,9 @@ def _falcon(c: _Config, fam: _Family) -> dict[str, Any]:
     out["norms_per_layer"] = n_ln
     out["attention"] = _gqa(n_q, n_kv, None, attention_bias=bias, o_proj_bias=bias)
     width = c.int("ffn_hidden_size", 4 * d, why="absent; 4 x hidden_size")
-    out["mlp"] = MLP.checked(intermediate_size=width, gated=False, mlp_bias=bias, hidden_act=c.str("activation", "gelu"))
+    out["mlp"] = MLP.checked(
+        intermediate_size=width, gated=False, mlp_bias=bias, hidden_act=c.str("activation", "gelu")
+    )
     c.ignore("apply_residual_connection_post_layernorm")
     if legacy:
         c.notes.append(f"legacy model_type {c.data.get('model_type')!r} read as falcon")
@@ -406,14 +478,20 @@ def _gpt_oss(c: _Config, fam: _Family) -> dict[str, Any]:
     n_q, n_kv, hd = _heads(c, d, fam)
     bias = c.bool("attention_bias", True)
     window = c.int("sliding_window", 128)
-    types = _layer_types(c, L, ("full_attention", "sliding_attention")) or \
-        ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(L)]
+    types = _layer_types(c, L, ("full_attention", "sliding_attention")) or [
+        "sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(L)
+    ]
     window = _place_layers(c, out, types, window)
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sinks=True, sliding_window=window)
     k = c.int(c.alias("num_experts_per_tok", "experts_per_token"), 4)
     c.ignore("hidden_act", "swiglu_limit", "router_aux_loss_coef", "output_router_logits", "initial_context_length")
-    out["moe"] = MoE.checked(num_experts=c.int("num_local_experts", 128), num_experts_per_tok=k,
-                     moe_intermediate_size=c.int("intermediate_size"), router_bias=True, expert_bias=True)
+    out["moe"] = MoE.checked(
+        num_experts=c.int("num_local_experts", 128),
+        num_experts_per_tok=k,
+        moe_intermediate_size=c.int("intermediate_size"),
+        router_bias=True,
+        expert_bias=True,
+    )
     return out
 
 
@@ -441,17 +519,26 @@ def _gemma3_vlm(c: _Config, fam: _Family) -> dict[str, Any]:
     out = _gemma(c, fam)
     raw = c.dict("vision_config")
     if raw is None:
-        raise c.error("vision_config", "is required for model_type 'gemma3' (the SigLIP tower's shapes); "
-                                       "a text-only Gemma 3 config has model_type gemma3_text")
+        raise c.error(
+            "vision_config",
+            "is required for model_type 'gemma3' (the SigLIP tower's shapes); "
+            "a text-only Gemma 3 config has model_type gemma3_text",
+        )
     v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
     v.ignore("model_type", "hidden_act", "layer_norm_eps", "attention_dropout", "torch_dtype", "dtype")
     if v.data.get("vision_use_head"):
         raise v.error("vision_use_head", "= true adds SigLIP's pooling head, which Gemma 3 does not have")
     v.ignore("vision_use_head")
-    kw = dict(hidden_size=v.int("hidden_size", 768), intermediate_size=v.int("intermediate_size", 3072),
-              num_hidden_layers=v.int("num_hidden_layers", 12), num_attention_heads=v.int("num_attention_heads", 12),
-              image_size=v.int("image_size", 224), patch_size=v.int("patch_size", 16),
-              num_channels=v.int("num_channels", 3), mm_tokens_per_image=c.int("mm_tokens_per_image", 256))
+    kw = dict(
+        hidden_size=v.int("hidden_size", 768),
+        intermediate_size=v.int("intermediate_size", 3072),
+        num_hidden_layers=v.int("num_hidden_layers", 12),
+        num_attention_heads=v.int("num_attention_heads", 12),
+        image_size=v.int("image_size", 224),
+        patch_size=v.int("patch_size", 16),
+        num_channels=v.int("num_channels", 3),
+        mm_tokens_per_image=c.int("mm_tokens_per_image", 256),
+    )
     v.check_unplaced(_VISION_SHAPE_KEYS | {"projection_dim", "embed_dim", "depth"})
     c.ignore("boi_token_index", "eoi_token_index", "image_token_index", "initializer_range")
     try:
@@ -461,8 +548,10 @@ def _gemma3_vlm(c: _Config, fam: _Family) -> dict[str, Any]:
     side = kw["image_size"] // kw["patch_size"]
     tokens = int(round(kw["mm_tokens_per_image"] ** 0.5))
     if tokens * tokens != kw["mm_tokens_per_image"] or side % tokens:
-        raise c.error("mm_tokens_per_image", f"({kw['mm_tokens_per_image']}) must be a square whose side divides "
-                                             f"image_size / patch_size ({side})")
+        raise c.error(
+            "mm_tokens_per_image",
+            f"({kw['mm_tokens_per_image']}) must be a square whose side divides image_size / patch_size ({side})",
+        )
     return out
 
 
@@ -480,11 +569,20 @@ def _olmo2(c: _Config, fam: _Family) -> dict[str, Any]:
     window = None
     if c.family == "olmo3":  # Olmo3Config: sliding layers except every 4th unless layer_types says otherwise
         window = c.int_or_null("sliding_window", 4096)
-        types = _layer_types(c, L, ("full_attention", "sliding_attention")) or \
-            ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(L)]
+        types = _layer_types(c, L, ("full_attention", "sliding_attention")) or [
+            "full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(L)
+        ]
         window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True,
-                            qk_norm_width="projection", sliding_window=window)
+    out["attention"] = _gqa(
+        n_q,
+        n_kv,
+        hd,
+        attention_bias=bias,
+        o_proj_bias=bias,
+        qk_norm=True,
+        qk_norm_width="projection",
+        sliding_window=window,
+    )
     out["mlp"] = _mlp(c)
     return out
 
@@ -497,20 +595,26 @@ def _glm4_moe(c: _Config, fam: _Family) -> dict[str, Any]:
     ``n_shared_experts`` x that width of shared expert. The checkpoint also stores
     ``num_nextn_predict_layers`` MTP layers (DeepSeek-V3 layout with embedding/head copies), which
     transformers skips on load; they are reported apart."""
-    from llm_cost.specs.schema import MoE, MTP
+    from llm_cost.specs.schema import MTP, MoE
 
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, hd = _heads(c, d, fam)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=c.bool("attention_bias", False),
-                            qk_norm=c.bool("use_qk_norm", False))
+    out["attention"] = _gqa(
+        n_q, n_kv, hd, attention_bias=c.bool("attention_bias", False), qk_norm=c.bool("use_qk_norm", False)
+    )
     first_k = c.int("first_k_dense_replace", 1, minimum=0)
     width = c.int("moe_intermediate_size", 1408)
     shared = c.int("n_shared_experts", 1, minimum=0)
     c.ignore("n_group", "topk_group", "routed_scaling_factor", "norm_topk_prob", "topk_method", "scoring_func")
-    out["moe"] = MoE.checked(num_experts=c.int("n_routed_experts", 128), num_experts_per_tok=c.int("num_experts_per_tok", 8),
-                     moe_intermediate_size=width, shared_expert_intermediate_size=shared * width, router_bias=True,
-                     first_k_dense_replace=min(first_k, L))
+    out["moe"] = MoE.checked(
+        num_experts=c.int("n_routed_experts", 128),
+        num_experts_per_tok=c.int("num_experts_per_tok", 8),
+        moe_intermediate_size=width,
+        shared_expert_intermediate_size=shared * width,
+        router_bias=True,
+        first_k_dense_replace=min(first_k, L),
+    )
     if first_k:
         out["mlp"] = _mlp(c)
     else:
@@ -521,18 +625,32 @@ def _glm4_moe(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
-def _mamba2_spec(c: _Config, *, heads: str, head_dim: Any, state: str, groups: str, kernel: str, conv_bias: bool,
-                 proj_bias: bool, defaults: tuple[int, int, int, int]):
+def _mamba2_spec(
+    c: _Config,
+    *,
+    heads: str,
+    head_dim: Any,
+    state: str,
+    groups: str,
+    kernel: str,
+    conv_bias: bool,
+    proj_bias: bool,
+    defaults: tuple[int, int, int, int],
+):
     """A Mamba2 spec from a config's Mamba keys (names differ per family; the first of each
     tuple of synonyms is canonical)."""
     from llm_cost.specs.schema import Mamba2
 
     n_heads = c.int(heads, defaults[0])
-    return Mamba2.checked(num_heads=n_heads, head_dim=head_dim(n_heads) if callable(head_dim) else c.int(head_dim),
-                  state_size=c.int(c.alias(*state.split("|")), defaults[1]),
-                  n_groups=c.int(c.alias(*groups.split("|")), defaults[2]),
-                  conv_kernel=c.int(c.alias(*kernel.split("|")), defaults[3]), conv_bias=conv_bias,
-                  proj_bias=proj_bias)
+    return Mamba2.checked(
+        num_heads=n_heads,
+        head_dim=head_dim(n_heads) if callable(head_dim) else c.int(head_dim),
+        state_size=c.int(c.alias(*state.split("|")), defaults[1]),
+        n_groups=c.int(c.alias(*groups.split("|")), defaults[2]),
+        conv_kernel=c.int(c.alias(*kernel.split("|")), defaults[3]),
+        conv_bias=conv_bias,
+        proj_bias=proj_bias,
+    )
 
 
 def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -549,8 +667,11 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
     kinds = {"M": ("mamba2", "none"), "*": ("full_attention", "none"), "-": ("mlp_only", "dense")}
     bad = sorted(set(pattern) - set(kinds))
     if bad:
-        raise c.error("hybrid_override_pattern", f"has {', '.join(map(repr, bad))}; the nemotron_h mapping places "
-                                                 "M (Mamba-2), * (attention) and - (MLP) blocks")
+        raise c.error(
+            "hybrid_override_pattern",
+            f"has {', '.join(map(repr, bad))}; the nemotron_h mapping places "
+            "M (Mamba-2), * (attention) and - (MLP) blocks",
+        )
     if len(pattern) != L:
         raise c.error("hybrid_override_pattern", f"has {len(pattern)} blocks but num_hidden_layers is {L}")
     if c.opt_int("sliding_window") is not None:
@@ -564,16 +685,38 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
     proj_bias = c.bool("use_bias", False)
     if c.data.get("mamba_proj_bias") is True and not proj_bias:
         raise c.error("mamba_proj_bias", "= true disagrees with use_bias = false (the mixer's projection bias)")
-    c.ignore("mamba_proj_bias", "mamba_hidden_act", "chunk_size", "mamba_chunk_size", "expand", "mamba_expand",
-             "time_step_limit", "time_step_min", "time_step_max", "time_step_floor", "residual_in_fp32",
-             "rescale_prenorm_residual", "use_mamba_kernels", "num_logits_to_keep", "layer_norm_epsilon")
-    out["mamba"] = _mamba2_spec(c, heads="mamba_num_heads", head_dim="mamba_head_dim",
-                                state="ssm_state_size|mamba_state_dim", groups="n_groups|mamba_num_groups",
-                                kernel="conv_kernel|mamba_d_conv", conv_bias=c.bool("use_conv_bias", True),
-                                proj_bias=proj_bias, defaults=(128, 128, 8, 4))
+    c.ignore(
+        "mamba_proj_bias",
+        "mamba_hidden_act",
+        "chunk_size",
+        "mamba_chunk_size",
+        "expand",
+        "mamba_expand",
+        "time_step_limit",
+        "time_step_min",
+        "time_step_max",
+        "time_step_floor",
+        "residual_in_fp32",
+        "rescale_prenorm_residual",
+        "use_mamba_kernels",
+        "num_logits_to_keep",
+        "layer_norm_epsilon",
+    )
+    out["mamba"] = _mamba2_spec(
+        c,
+        heads="mamba_num_heads",
+        head_dim="mamba_head_dim",
+        state="ssm_state_size|mamba_state_dim",
+        groups="n_groups|mamba_num_groups",
+        kernel="conv_kernel|mamba_d_conv",
+        conv_bias=c.bool("use_conv_bias", True),
+        proj_bias=proj_bias,
+        defaults=(128, 128, 8, 4),
+    )
     act = c.str(c.alias("mlp_hidden_act", "hidden_act"), "relu2")
-    out["mlp"] = MLP.checked(intermediate_size=c.int("intermediate_size"), gated=False, hidden_act=act,
-                     mlp_bias=c.bool("mlp_bias", False))
+    out["mlp"] = MLP.checked(
+        intermediate_size=c.int("intermediate_size"), gated=False, hidden_act=act, mlp_bias=c.bool("mlp_bias", False)
+    )
     return out
 
 
@@ -616,24 +759,54 @@ def _granitemoehybrid(c: _Config, fam: _Family) -> dict[str, Any]:
         elif isinstance(d_head, bool) or not isinstance(d_head, int) or d_head < 1:
             raise c.error("mamba_d_head", f"must be an integer >= 1 or 'auto' (got {d_head!r})")
         if heads * d_head != expand * d:
-            raise c.error("mamba_d_head", f"({d_head}) x mamba_n_heads ({heads}) must equal mamba_expand x hidden_size "
-                                          f"({expand} x {d})")
-        out["mamba"] = _mamba2_spec(c, heads="mamba_n_heads", head_dim=lambda n: d_head, state="mamba_d_state",
-                                    groups="mamba_n_groups", kernel="mamba_d_conv",
-                                    conv_bias=c.bool("mamba_conv_bias", True),
-                                    proj_bias=c.bool("mamba_proj_bias", False), defaults=(128, 256, 1, 4))
+            raise c.error(
+                "mamba_d_head",
+                f"({d_head}) x mamba_n_heads ({heads}) must equal mamba_expand x hidden_size ({expand} x {d})",
+            )
+        out["mamba"] = _mamba2_spec(
+            c,
+            heads="mamba_n_heads",
+            head_dim=lambda n: d_head,
+            state="mamba_d_state",
+            groups="mamba_n_groups",
+            kernel="mamba_d_conv",
+            conv_bias=c.bool("mamba_conv_bias", True),
+            proj_bias=c.bool("mamba_proj_bias", False),
+            defaults=(128, 256, 1, 4),
+        )
     else:
-        c.ignore("mamba_expand", "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv",
-                 "mamba_conv_bias", "mamba_proj_bias")
-    c.ignore("mamba_chunk_size", "embedding_multiplier", "attention_multiplier", "residual_multiplier",
-             "logits_scaling", "normalization_function", "router_aux_loss_coef", "output_router_logits",
-             "init_method", "time_step_limit")
+        c.ignore(
+            "mamba_expand",
+            "mamba_n_heads",
+            "mamba_d_head",
+            "mamba_d_state",
+            "mamba_n_groups",
+            "mamba_d_conv",
+            "mamba_conv_bias",
+            "mamba_proj_bias",
+        )
+    c.ignore(
+        "mamba_chunk_size",
+        "embedding_multiplier",
+        "attention_multiplier",
+        "residual_multiplier",
+        "logits_scaling",
+        "normalization_function",
+        "router_aux_loss_coef",
+        "output_router_logits",
+        "init_method",
+        "time_step_limit",
+    )
     E = c.int("num_local_experts", 0, minimum=0)
     shared = c.int("shared_intermediate_size", 1024, minimum=0)
     act = c.str("hidden_act", "silu")
     if E:
-        out["moe"] = MoE.checked(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 2),
-                         moe_intermediate_size=c.int("intermediate_size"), shared_expert_intermediate_size=shared)
+        out["moe"] = MoE.checked(
+            num_experts=E,
+            num_experts_per_tok=c.int("num_experts_per_tok", 2),
+            moe_intermediate_size=c.int("intermediate_size"),
+            shared_expert_intermediate_size=shared,
+        )
     else:
         c.ignore("intermediate_size", "num_experts_per_tok")
         if not shared:
@@ -661,8 +834,9 @@ def _minimax_m2(c: _Config, fam: _Family) -> dict[str, Any]:
         if "partial_rotary_factor" not in c.data:
             out["partial_rotary_factor"] = prf = rot / head_dim
         if rot != round(prf * head_dim):
-            raise c.error("rotary_dim", f"({rot}) disagrees with partial_rotary_factor x head_dim "
-                                        f"({prf:g} x {head_dim})")
+            raise c.error(
+                "rotary_dim", f"({rot}) disagrees with partial_rotary_factor x head_dim ({prf:g} x {head_dim})"
+            )
     types = c.raw("attn_type_list")
     if isinstance(types, list) and any(t != 1 for t in types):
         raise c.error("attn_type_list", "has 0 (lightning attention) layers; only softmax attention (1) is placed")
@@ -672,16 +846,30 @@ def _minimax_m2(c: _Config, fam: _Family) -> dict[str, Any]:
     scope = c.str("qk_norm_type", "per_layer")
     if scope not in ("per_layer", "per_head"):
         raise c.error("qk_norm_type", f"must be per_layer or per_head (got {scope!r})")
-    out["attention"] = _gqa(n_q, n_kv, hd, qk_norm=qk,
-                            qk_norm_width="projection" if scope == "per_layer" else "head")
+    out["attention"] = _gqa(n_q, n_kv, hd, qk_norm=qk, qk_norm_width="projection" if scope == "per_layer" else "head")
     if c.int("shared_intermediate_size", 0, minimum=0):
         raise c.error("shared_intermediate_size", "> 0: a shared expert in minimax_m2 cannot be placed")
-    c.ignore("scoring_func", "norm_topk_prob", "router_jitter_noise", "use_mtp", "num_mtp_modules",
-             "mtp_transformer_layers", "hidden_act", "router_aux_loss_coef", "output_router_logits", "swa_rope_theta",
-             "layernorm_full_attention_beta", "layernorm_mlp_beta", "layernorm_linear_attention_beta")
-    out["moe"] = MoE.checked(num_experts=c.int("num_local_experts", 256), num_experts_per_tok=c.int("num_experts_per_tok", 8),
-                     moe_intermediate_size=c.int("intermediate_size"),
-                     router_bias=c.bool("use_routing_bias", True))
+    c.ignore(
+        "scoring_func",
+        "norm_topk_prob",
+        "router_jitter_noise",
+        "use_mtp",
+        "num_mtp_modules",
+        "mtp_transformer_layers",
+        "hidden_act",
+        "router_aux_loss_coef",
+        "output_router_logits",
+        "swa_rope_theta",
+        "layernorm_full_attention_beta",
+        "layernorm_mlp_beta",
+        "layernorm_linear_attention_beta",
+    )
+    out["moe"] = MoE.checked(
+        num_experts=c.int("num_local_experts", 256),
+        num_experts_per_tok=c.int("num_experts_per_tok", 8),
+        moe_intermediate_size=c.int("intermediate_size"),
+        router_bias=c.bool("use_routing_bias", True),
+    )
     c.notes.append("MTP modules (num_mtp_modules) are not stored in the checkpoint and not counted")
     return out
 
@@ -714,15 +902,30 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
         types = ["chunked_attention" if rope_layers[i] and chunk else "full_attention" for i in range(L)]
     else:
         c.ignore("no_rope_layers")
-    c.ignore("no_rope_layer_interval", "use_qk_norm", "attn_temperature_tuning", "floor_scale", "attn_scale",
-             "for_llm_compressor", "router_aux_loss_coef", "router_jitter_noise", "output_router_logits",
-             "cache_implementation")
+    c.ignore(
+        "no_rope_layer_interval",
+        "use_qk_norm",
+        "attn_temperature_tuning",
+        "floor_scale",
+        "attn_scale",
+        "for_llm_compressor",
+        "router_aux_loss_coef",
+        "router_jitter_noise",
+        "output_router_logits",
+        "cache_implementation",
+    )
     if "chunked_attention" in types and chunk is None:
         raise c.error("attention_chunk_size", "is null, but layer_types has chunked_attention layers")
     if set(types) != {"full_attention"}:
         out["layer_types"] = types
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias,
-                            attention_chunk_size=chunk if "chunked_attention" in types else None)
+    out["attention"] = _gqa(
+        n_q,
+        n_kv,
+        hd,
+        attention_bias=bias,
+        o_proj_bias=bias,
+        attention_chunk_size=chunk if "chunked_attention" in types else None,
+    )
     if c.has("moe_layers"):
         moe_layers = set(c.int_list("moe_layers"))
         c.ignore("interleave_moe_layer_step")
@@ -734,8 +937,12 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
     width = c.int("intermediate_size", 8192)
     out["mlp_layer_types"] = ["moe" if i in moe_layers else "dense" for i in range(L)]
     if moe_layers:
-        out["moe"] = MoE.checked(num_experts=c.int("num_local_experts", 16), num_experts_per_tok=c.int("num_experts_per_tok", 1),
-                         moe_intermediate_size=width, shared_expert_intermediate_size=width)
+        out["moe"] = MoE.checked(
+            num_experts=c.int("num_local_experts", 16),
+            num_experts_per_tok=c.int("num_experts_per_tok", 1),
+            moe_intermediate_size=width,
+            shared_expert_intermediate_size=width,
+        )
     act = c.str("hidden_act", "silu")
     if len(moe_layers) < L:
         out["mlp"] = MLP.checked(intermediate_size=c.int("intermediate_size_mlp", 16384), hidden_act=act)
@@ -754,19 +961,40 @@ def _llama4_vision(c: _Config):
 
     raw = c.dict("vision_config")
     if raw is None:
-        raise c.error("vision_config", "is required for model_type 'llama4' (the vision encoder's shapes); a text-only "
-                                       "config has model_type llama4_text")
+        raise c.error(
+            "vision_config",
+            "is required for model_type 'llama4' (the vision encoder's shapes); a text-only "
+            "config has model_type llama4_text",
+        )
     v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore("model_type", "hidden_act", "norm_eps", "attention_dropout", "projector_dropout", "rope_theta",
-             "vision_feature_layer", "vision_feature_select_strategy", "initializer_range", "torch_dtype", "dtype",
-             "pixel_shuffle_ratio", "rope_parameters")
-    kw = dict(hidden_size=v.int("hidden_size", 768), intermediate_size=v.int("intermediate_size", 5632),
-              num_hidden_layers=v.int("num_hidden_layers", 34), num_attention_heads=v.int("num_attention_heads", 16),
-              image_size=v.int("image_size", 448), patch_size=v.int("patch_size", 14),
-              num_channels=v.int("num_channels", 3), projector_input_dim=v.int("projector_input_dim", 4096),
-              projector_output_dim=v.int("projector_output_dim", 4096),
-              vision_output_dim=v.int("vision_output_dim", 7680),
-              multi_modal_projector_bias=v.bool("multi_modal_projector_bias", False))
+    v.ignore(
+        "model_type",
+        "hidden_act",
+        "norm_eps",
+        "attention_dropout",
+        "projector_dropout",
+        "rope_theta",
+        "vision_feature_layer",
+        "vision_feature_select_strategy",
+        "initializer_range",
+        "torch_dtype",
+        "dtype",
+        "pixel_shuffle_ratio",
+        "rope_parameters",
+    )
+    kw = dict(
+        hidden_size=v.int("hidden_size", 768),
+        intermediate_size=v.int("intermediate_size", 5632),
+        num_hidden_layers=v.int("num_hidden_layers", 34),
+        num_attention_heads=v.int("num_attention_heads", 16),
+        image_size=v.int("image_size", 448),
+        patch_size=v.int("patch_size", 14),
+        num_channels=v.int("num_channels", 3),
+        projector_input_dim=v.int("projector_input_dim", 4096),
+        projector_output_dim=v.int("projector_output_dim", 4096),
+        vision_output_dim=v.int("vision_output_dim", 7680),
+        multi_modal_projector_bias=v.bool("multi_modal_projector_bias", False),
+    )
     v.check_unplaced(_VISION_SHAPE_KEYS)
     c.ignore("boi_token_index", "eoi_token_index", "image_token_index")
     try:
@@ -785,11 +1013,15 @@ def _olmoe(c: _Config, fam: _Family) -> dict[str, Any]:
     d = out["hidden_size"]
     n_q, n_kv, hd = _heads(c, d, fam)
     bias = c.bool("attention_bias", False)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True,
-                            qk_norm_width="projection")
+    out["attention"] = _gqa(
+        n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True, qk_norm_width="projection"
+    )
     c.ignore("clip_qkv", "norm_topk_prob", "router_aux_loss_coef", "output_router_logits", "hidden_act")
-    out["moe"] = MoE.checked(num_experts=c.int("num_experts", 64), num_experts_per_tok=c.int("num_experts_per_tok", 8),
-                     moe_intermediate_size=c.int("intermediate_size"))
+    out["moe"] = MoE.checked(
+        num_experts=c.int("num_experts", 64),
+        num_experts_per_tok=c.int("num_experts_per_tok", 8),
+        moe_intermediate_size=c.int("intermediate_size"),
+    )
     return out
 
 
@@ -834,19 +1066,35 @@ def _qwen2_5_vl(c: _Config, fam: _Family) -> dict[str, Any]:
     if raw is None:
         raise c.error("vision_config", "is required for model_type 'qwen2_5_vl' (the vision tower's shapes)")
     v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore("model_type", "hidden_act", "initializer_range", "tokens_per_second", "window_size",
-             "fullatt_block_indexes", "torch_dtype", "dtype")
-    kw = dict(depth=v.int("depth", 32), hidden_size=v.int("hidden_size", 3584),
-              intermediate_size=v.int("intermediate_size", 3420), num_heads=v.int("num_heads", 16),
-              in_channels=v.int(v.alias("in_channels", "in_chans"), 3),
-              patch_size=v.int(v.alias("patch_size", "spatial_patch_size"), 14),
-              spatial_merge_size=v.int("spatial_merge_size", 2), temporal_patch_size=v.int("temporal_patch_size", 2),
-              out_hidden_size=v.int("out_hidden_size", out["hidden_size"]))
-    v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size", "out_hidden_size", "fullatt_block_indexes",
-                                           "window_size"})
+    v.ignore(
+        "model_type",
+        "hidden_act",
+        "initializer_range",
+        "tokens_per_second",
+        "window_size",
+        "fullatt_block_indexes",
+        "torch_dtype",
+        "dtype",
+    )
+    kw = dict(
+        depth=v.int("depth", 32),
+        hidden_size=v.int("hidden_size", 3584),
+        intermediate_size=v.int("intermediate_size", 3420),
+        num_heads=v.int("num_heads", 16),
+        in_channels=v.int(v.alias("in_channels", "in_chans"), 3),
+        patch_size=v.int(v.alias("patch_size", "spatial_patch_size"), 14),
+        spatial_merge_size=v.int("spatial_merge_size", 2),
+        temporal_patch_size=v.int("temporal_patch_size", 2),
+        out_hidden_size=v.int("out_hidden_size", out["hidden_size"]),
+    )
+    v.check_unplaced(
+        _VISION_SHAPE_KEYS - {"intermediate_size", "out_hidden_size", "fullatt_block_indexes", "window_size"}
+    )
     if kw["out_hidden_size"] != out["hidden_size"]:
-        raise v.error("out_hidden_size", f"({kw['out_hidden_size']}) must equal the language model's hidden_size "
-                                         f"({out['hidden_size']})")
+        raise v.error(
+            "out_hidden_size",
+            f"({kw['out_hidden_size']}) must equal the language model's hidden_size ({out['hidden_size']})",
+        )
     c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id", "vision_token_id")
     try:
         out["qwen25_vision"] = Qwen25Vision.checked(**kw)
@@ -867,10 +1115,20 @@ def _granitemoe(c: _Config, fam: _Family) -> dict[str, Any]:
     n_q, n_kv, hd = _heads(c, d, fam)
     bias = c.bool("attention_bias", False)
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
-    c.ignore("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling", "hidden_act",
-             "router_aux_loss_coef", "output_router_logits")
-    out["moe"] = MoE.checked(num_experts=c.int("num_local_experts", 8), num_experts_per_tok=c.int("num_experts_per_tok", 2),
-                     moe_intermediate_size=c.int("intermediate_size"))
+    c.ignore(
+        "embedding_multiplier",
+        "residual_multiplier",
+        "attention_multiplier",
+        "logits_scaling",
+        "hidden_act",
+        "router_aux_loss_coef",
+        "output_router_logits",
+    )
+    out["moe"] = MoE.checked(
+        num_experts=c.int("num_local_experts", 8),
+        num_experts_per_tok=c.int("num_experts_per_tok", 2),
+        moe_intermediate_size=c.int("intermediate_size"),
+    )
     return out
 
 
@@ -891,10 +1149,12 @@ def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
     out["norm_type"] = "layernorm"
     out["lm_head_bias"] = c.bool("lm_head_bias", False)
-    c.ignore("router_jitter_noise", "input_jitter_noise", "router_aux_loss_coef", "output_router_logits",
-             "hidden_act")
-    out["moe"] = MoE.checked(num_experts=c.int("num_local_experts", 16), num_experts_per_tok=c.int("num_experts_per_tok", 2),
-                     moe_intermediate_size=c.int("intermediate_size"))
+    c.ignore("router_jitter_noise", "input_jitter_noise", "router_aux_loss_coef", "output_router_logits", "hidden_act")
+    out["moe"] = MoE.checked(
+        num_experts=c.int("num_local_experts", 16),
+        num_experts_per_tok=c.int("num_experts_per_tok", 2),
+        moe_intermediate_size=c.int("intermediate_size"),
+    )
     return out
 
 
@@ -913,17 +1173,28 @@ def _qwen3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
     v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
     v.ignore("model_type", "hidden_act", "initializer_range", "torch_dtype", "dtype")
     deepstack = v.int_list("deepstack_visual_indexes", [8, 16, 24])
-    kw = dict(depth=v.int("depth", 27), hidden_size=v.int("hidden_size", 1152),
-              intermediate_size=v.int("intermediate_size", 4304), num_heads=v.int("num_heads", 16),
-              in_channels=v.int("in_channels", 3), patch_size=v.int("patch_size", 16),
-              spatial_merge_size=v.int("spatial_merge_size", 2), temporal_patch_size=v.int("temporal_patch_size", 2),
-              out_hidden_size=v.int("out_hidden_size", out["hidden_size"]),
-              num_position_embeddings=v.int("num_position_embeddings", 2304), deepstack_mergers=len(deepstack))
-    v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size", "out_hidden_size", "num_position_embeddings",
-                                           "deepstack_visual_indexes"})
+    kw = dict(
+        depth=v.int("depth", 27),
+        hidden_size=v.int("hidden_size", 1152),
+        intermediate_size=v.int("intermediate_size", 4304),
+        num_heads=v.int("num_heads", 16),
+        in_channels=v.int("in_channels", 3),
+        patch_size=v.int("patch_size", 16),
+        spatial_merge_size=v.int("spatial_merge_size", 2),
+        temporal_patch_size=v.int("temporal_patch_size", 2),
+        out_hidden_size=v.int("out_hidden_size", out["hidden_size"]),
+        num_position_embeddings=v.int("num_position_embeddings", 2304),
+        deepstack_mergers=len(deepstack),
+    )
+    v.check_unplaced(
+        _VISION_SHAPE_KEYS
+        - {"intermediate_size", "out_hidden_size", "num_position_embeddings", "deepstack_visual_indexes"}
+    )
     if kw["out_hidden_size"] != out["hidden_size"]:
-        raise v.error("out_hidden_size", f"({kw['out_hidden_size']}) must equal the language model's hidden_size "
-                                         f"({out['hidden_size']})")
+        raise v.error(
+            "out_hidden_size",
+            f"({kw['out_hidden_size']}) must equal the language model's hidden_size ({out['hidden_size']})",
+        )
     c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
     try:
         out["qwen3_vision"] = Qwen3Vision.checked(**kw)
@@ -950,14 +1221,30 @@ def _mistral3(c: _Config, fam: _Family) -> dict[str, Any]:
     if raw is None:
         raise c.error("vision_config", "is required for model_type 'mistral3' (the Pixtral encoder's shapes)")
     v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore("model_type", "hidden_act", "initializer_range", "attention_dropout", "rope_theta", "rope_parameters",
-             "image_size", "torch_dtype", "dtype", "rms_norm_eps")
+    v.ignore(
+        "model_type",
+        "hidden_act",
+        "initializer_range",
+        "attention_dropout",
+        "rope_theta",
+        "rope_parameters",
+        "image_size",
+        "torch_dtype",
+        "dtype",
+        "rms_norm_eps",
+    )
     heads = v.int("num_attention_heads", 16)
-    kw = dict(hidden_size=v.int("hidden_size", 1024), intermediate_size=v.int("intermediate_size", 4096),
-              num_hidden_layers=v.int("num_hidden_layers", 24), num_attention_heads=heads,
-              head_dim=v.int("head_dim", 64), patch_size=v.int("patch_size", 16), num_channels=v.int("num_channels", 3),
-              spatial_merge_size=c.int("spatial_merge_size", 2),
-              multimodal_projector_bias=c.bool("multimodal_projector_bias", False))
+    kw = dict(
+        hidden_size=v.int("hidden_size", 1024),
+        intermediate_size=v.int("intermediate_size", 4096),
+        num_hidden_layers=v.int("num_hidden_layers", 24),
+        num_attention_heads=heads,
+        head_dim=v.int("head_dim", 64),
+        patch_size=v.int("patch_size", 16),
+        num_channels=v.int("num_channels", 3),
+        spatial_merge_size=c.int("spatial_merge_size", 2),
+        multimodal_projector_bias=c.bool("multimodal_projector_bias", False),
+    )
     v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size"})
     c.ignore("image_token_index", "projector_hidden_act", "vision_feature_layer", "vision_feature_select_strategy")
     try:
@@ -977,8 +1264,7 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "qwen2_moe": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
     "qwen3": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=128)),
     "qwen3_moe": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
-    "qwen3_next": (_qwen3_next, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=256,
-                                   partial_rotary=0.25)),
+    "qwen3_next": (_qwen3_next, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=256, partial_rotary=0.25)),
     "qwen2_vl": (_qwen2_vl, _F(tie=False, max_pos=32768, rope_theta=1e6)),
     "qwen3_vl": (_qwen3_vl, _F(tie=False, max_pos=262144, rope_theta=5e6, head_dim=128)),
     "qwen2_5_vl": (_qwen2_5_vl, _F(tie=False, max_pos=128000, rope_theta=1e6)),
@@ -1008,9 +1294,12 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
 }
 #: Legacy model_type names read by another family's mapping.
-ALIASES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon",
-           # Kimi K2 ships DeepseekV3ForCausalLM (remote code, the DeepSeek-V3 tensors) under its own model_type
-           "kimi_k2": "deepseek_v3"}
+ALIASES = {
+    "RefinedWebModel": "falcon",
+    "RefinedWeb": "falcon",
+    # Kimi K2 ships DeepseekV3ForCausalLM (remote code, the DeepSeek-V3 tensors) under its own model_type
+    "kimi_k2": "deepseek_v3",
+}
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
 _HEADS = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
