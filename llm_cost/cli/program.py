@@ -263,7 +263,9 @@ def _failure(exc: BaseException) -> tuple[int, str]:
     from llm_cost.core.errors import OutputError
 
     if isinstance(exc, InputError):
-        return 2, str(exc)
+        from llm_cost.cli.flags import as_flags
+
+        return 2, as_flags(exc)
     if isinstance(exc, OutputError):
         return (141, "") if exc.broken_pipe else (1, str(exc))
     if isinstance(exc, BrokenPipeError):

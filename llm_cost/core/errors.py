@@ -1,5 +1,13 @@
 """The errors the command line turns into one line on stderr: a user's input (exit code 2) or an
-output that cannot be written (exit code 1)."""
+output that cannot be written (exit code 1).
+
+Below the command line an error names what the Python caller gave: an API argument
+(``output_tokens``), a spec field (``num_key_value_heads``), a file. It never names a flag. An
+:class:`InputError` lists in ``fields`` the argument names its message uses; the command line
+writes each as its flag (``output_tokens`` as ``--output``) through its one table,
+:data:`llm_cost.cli.flags.FLAGS`, so a Python caller reads "output_tokens: at least 2 tokens" and
+a shell user "--output: at least 2 tokens".
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,12 @@ __all__ = ["InputError", "SpecError", "OutputError"]
 
 
 class InputError(ValueError):
-    """A user's input (a flag value, a file, a name) is not valid; the message says what is."""
+    """A user's input (an argument, a file, a name) is not valid; the message says what is and
+    what would be. ``fields``: the argument names the message mentions, as words of it."""
+
+    def __init__(self, message: str, *, fields: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.fields = fields
 
 
 class SpecError(InputError):
