@@ -39,37 +39,20 @@ Python use::
 
 __version__ = "0.1.0"
 
-_API = (
-    "LlmCostError",
-    "Layout",
-    "load_model",
-    "load_gpu",
-    "params",
-    "kv",
-    "decode",
-    "prefill",
-    "fit",
-    "moe",
-    "spec",
-    "context",
-    "train",
-    "serve",
-    "MemoryPolicy",
-    "DEPLOYMENT",
-    "DOCUMENTS",
-)
 
-__all__ = ["__version__", *_API]
+def _api():  # noqa: ANN202
+    from importlib import import_module
+
+    return import_module("llm_cost.api")
 
 
 def __getattr__(name: str):  # noqa: ANN202 - the API's own types
-    """The Python API (``llm_cost.api``), imported on first use so the command line starts fast."""
-    if name in _API:
-        from llm_cost import api
-
+    """The Python API (:mod:`llm_cost.api`), imported on first use so the command line starts fast."""
+    api = _api()
+    if name in api.__all__:
         return getattr(api, name)
     raise AttributeError(f"module 'llm_cost' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_API])
+    return sorted([*globals(), *_api().__all__])

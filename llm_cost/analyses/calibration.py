@@ -582,10 +582,10 @@ def measurements_dir() -> Path:
 def write_profile(result: Calibration, out: Path, force: bool) -> Calibration:
     """Write the fitted profile to ``out`` whole or not at all; InputError if it exists and not
     ``force``, OutputError if it cannot be written. The result, with ``out`` set."""
-    from llm_cost.analyses.import_spec import _check_out, _write_atomically
+    from llm_cost.analyses.import_spec import _write_atomically, check_out
     from llm_cost.core.errors import OutputError
 
-    _check_out(out, result.profile.name, force)
+    check_out(out, result.profile.name, force)
     try:
         _write_atomically(out, profile_yaml(result.profile), force)
     except OSError as exc:

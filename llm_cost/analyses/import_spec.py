@@ -58,7 +58,7 @@ def import_config(config: Path, out: Path, name: Optional[str] = None, force: bo
             f"{where}: {shown(spec_name, 60)!r} is not a valid spec name (lower-case letters, digits, "
             ". _ + -; at most 128 characters)"
         )
-    _check_out(out, spec_name, force)
+    check_out(out, spec_name, force)
     spec, defaults = load_hf_config_verbose(Path(config), spec_name)
     text = spec_to_yaml(spec)
     if validated(ModelSpec, yaml.safe_load(text)) != spec:  # pragma: no cover - a bug, not a user error
@@ -71,7 +71,7 @@ def import_config(config: Path, out: Path, name: Optional[str] = None, force: bo
     return ImportResult(str(out), spec.name, spec.display_name, spec.model_type, total, defaults, spec.source.url)
 
 
-def _check_out(out: Path, spec_name: str, force: bool) -> None:
+def check_out(out: Path, spec_name: str, force: bool) -> None:
     """InputError unless ``out`` can name a new spec file: not a folder, in an existing folder,
     not there already (unless ``force``), a path the system accepts (not too long)."""
     try:

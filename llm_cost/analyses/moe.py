@@ -128,9 +128,8 @@ def moe_analysis(
 
     ridge = tokens = None
     if gpu is not None:
-        dtype = compute_dtype or ("fp8" if float(bits) <= 8 and "fp8" in gpu.dense_tflops else "bf16")
-        compute_dtype = dtype
-        ridge = ridge_of(gpu, dtype)
+        compute_dtype = compute_dtype or "bf16"  # the API resolves it (llm_cost.api.choices.compute_dtype)
+        ridge = ridge_of(gpu, compute_dtype)
         tokens = ridge * b / 2 * E / k
 
     rows = []

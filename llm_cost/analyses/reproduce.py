@@ -431,7 +431,7 @@ def _f10():
 
 @cache
 def _v3_moe(ep: int = 1, redundant: int = 0):
-    return moe_analysis(_spec("deepseek-v3"), [1, 32, 128], 8, ep, redundant, gpu=load_gpu("h100"))
+    return moe_analysis(_spec("deepseek-v3"), [1, 32, 128], 8, ep, redundant, gpu=load_gpu("h100"), compute_dtype="fp8")
 
 
 for _i, _b in enumerate((1, 32, 128)):

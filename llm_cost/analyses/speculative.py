@@ -208,7 +208,7 @@ def speculative(
         turning_mfu = turning * mfu / mbu
         bits = Dtype(spec.torch_dtype).bits  # weights at the checkpoint's dtype
         model = _StepModel(spec, gpu, dtype, bits, context, mfu, mbu, weight_bytes, gamma, float(c), E)
-        rows = [model.row(B) for B in batches or [1, 8, 32, 64, 128, 256]]
+        rows = [model.row(B) for B in batches or ()]
         knee = _smallest(lambda b: model.row(b).verify_bound == "compute")
         even = _smallest(lambda b: model.row(b).speedup < 1)
         conventions.append(

@@ -1,13 +1,15 @@
-"""The ``llm-cost`` command line: parse, load, call the engine, render. Nothing is computed here.
+"""The ``llm-cost`` command line: parse, call :mod:`llm_cost.api`, render. Nothing is computed or decided here.
 
 Every command takes ``--json`` (the result object, stable keys). A user's mistake (unknown name,
 invalid spec, bad flag value) prints one clear message on stderr and exits with code 2;
 nothing is printed on stdout before the whole result is computed.
 
 ``program`` holds the Typer app, shared options and the entry point; the commands live in the
-modules of :data:`COMMAND_MODULES`: ``model`` (params, kv, import, list, show), ``serving`` (flops,
-roofline, fit, activations, context, moe, spec), ``serve``, ``other`` (rope, numerics, train, image,
-video, reproduce) and ``calibration`` (calibrate, validate). Importing a module registers its
+modules of :data:`COMMAND_MODULES`, named by the question they answer as :mod:`llm_cost.api`'s
+modules are: ``model`` (params, kv, import, list, show), ``step`` (flops, roofline, context),
+``memory`` (fit, activations), ``moe`` (moe, spec), ``serve``, ``train``, ``positions`` (rope,
+numerics), ``inputs`` (image, video), ``documents`` (reproduce) and ``calibration`` (calibrate,
+validate). A command parses its flags, makes one call of :mod:`llm_cost.api` and renders the result. Importing a module registers its
 commands. ``llm_cost.cli.app`` is the whole app, every command registered, in that order.
 
 A start stays cheap because :func:`program.main` imports only the module of the command that is
@@ -29,9 +31,14 @@ __all__ = ["app", "main", "COMMAND_MODULES", "GC_THRESHOLD", "load_commands"]
 #: Each command module and the commands it declares, in the order the program's help lists them.
 COMMAND_MODULES = {
     "model": ("params", "kv", "import", "list", "show"),
-    "serving": ("flops", "roofline", "fit", "activations", "context", "moe", "spec"),
+    "step": ("flops", "roofline", "context"),
+    "memory": ("fit", "activations"),
+    "moe": ("moe", "spec"),
     "serve": ("serve",),
-    "other": ("rope", "numerics", "train", "image", "video", "reproduce"),
+    "train": ("train",),
+    "positions": ("rope", "numerics"),
+    "inputs": ("image", "video"),
+    "documents": ("reproduce",),
     "calibration": ("calibrate", "validate"),
 }
 

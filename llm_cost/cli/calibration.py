@@ -34,17 +34,10 @@ def calibrate(
 
     Example: llm-cost calibrate my-h100-timings.csv -o h100-vllm.yaml
     """
-    from pathlib import Path
-
-    from llm_cost.analyses.calibration import calibrate as fit
-    from llm_cost.analyses.calibration import write_profile
-    from llm_cost.analyses.import_spec import _check_out
+    from llm_cost import api
     from llm_cost.report import calibration as view
 
-    target = Path(out)
-    _check_out(target, target.stem, force)  # before the fit: a refusal costs nothing
-    result = fit([Path(m) for m in measurements], name or target.stem)
-    emit(write_profile(result, target, force), as_json, view.render_calibration)
+    emit(api.calibrate(measurements, out, name, force), as_json, view.render_calibration)
 
 
 @app.command()
@@ -61,15 +54,7 @@ def validate(
 
     Example: llm-cost validate --profile h200
     """
-    from pathlib import Path
-
-    from llm_cost.analyses.calibration import validate as check
-    from llm_cost.analyses.calibration import validate_shipped
-    from llm_cost.perf.profile import load_profile
+    from llm_cost import api
     from llm_cost.report import calibration as view
 
-    if profile is None:
-        emit(validate_shipped(), as_json, view.render_validation)
-        return
-    base = Path(profile).resolve().parent if profile.lower().endswith((".yaml", ".yml")) else None
-    emit([check(load_profile(profile), base)], as_json, view.render_validation)
+    emit(api.validate(profile), as_json, view.render_validation)

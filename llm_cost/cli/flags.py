@@ -29,6 +29,14 @@ FLAGS: dict[str, str] = {
     "memory_bytes": "--memory-gb",
     "utilization": "--gpu-memory-utilization",
     "modes": "--mode",
+    "layout": "--tp/--pp",
+    "chunked_prefill": "--chunk off",
+    "width": "--size",
+    "height": "--size",
+    "lengths": "--seq/--context",
+    "prompt_tokens": "--prompt",
+    "rows": "--row",
+    "model": "MODEL",
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -35,13 +35,14 @@ app = typer.Typer(
 DEBUG_HELP = "Before the command: show the traceback of an internal error (also LLM_COST_DEBUG=1)."
 
 
-def parse_layout(tp: Optional[int], pp: Optional[int], ep: Optional[int], dp: Optional[int]):
-    """A Layout from the --tp/--pp/--ep/--dp flags, or None when none is given."""
-    if tp is None and pp is None and ep is None and dp is None:
+def layout_of(tp: Optional[int], pp: Optional[int], ep: Optional[int], dp: Optional[int]) -> Any:
+    """The Layout of the --tp/--pp/--ep/--dp flags given (each other degree 1), or None when none is."""
+    given = {k: v for k, v in (("tp", tp), ("pp", pp), ("ep", ep), ("dp", dp)) if v is not None}
+    if not given:
         return None
     from llm_cost.model.layout import Layout
 
-    return Layout(tp or 1, pp or 1, ep or 1, dp or 1)
+    return Layout(**given)
 
 
 def emit(result, as_json: bool, render, *args) -> None:
@@ -64,24 +65,6 @@ def emit_csv(rows: list, extra: list[dict] | None = None) -> None:
     from llm_cost.report.table_csv import rows_of, to_csv
 
     write_out(to_csv(rows_of(rows, extra)))
-
-
-def weight_bits(default_dtype: str, weights_dtype, bits_per_weight: Optional[float], group_size: Optional[int] = None):
-    """Bits per stored weight: --bits-per-weight, else --weights-dtype (int4 and grouped int8 with a
-    bf16 scale and zero per --group-size weights: int4 at the default group 128 is 4.25 bits, at 32
-    it is 5), else ``default_dtype`` (the checkpoint's dtype)."""
-    from llm_cost.core.types import stored_weight_bits
-
-    if bits_per_weight is not None and weights_dtype is not None:
-        raise InputError("give --bits-per-weight or --weights-dtype, not both")
-    if group_size is not None and str(weights_dtype or "").lower() not in ("int4", "int8"):
-        raise InputError("--group-size applies to --weights-dtype int4 or int8 (weight-only quantisation)")
-    if bits_per_weight is not None:
-        if bits_per_weight < 1:
-            raise InputError(f"--bits-per-weight: {bits_per_weight:g} is below 1 bit per weight")
-        return bits_per_weight
-    bits = stored_weight_bits(str(weights_dtype or default_dtype).lower(), group_size)
-    return int(bits) if bits.denominator == 1 else bits
 
 
 def report_defaults(model: str) -> None:

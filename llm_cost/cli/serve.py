@@ -23,7 +23,7 @@ from llm_cost.cli.options import (
     positive,
     tokens,
 )
-from llm_cost.cli.program import app, emit, emit_csv, parse_layout, weight_bits
+from llm_cost.cli.program import app, emit, emit_csv, layout_of
 from llm_cost.cli.step_options import (
     BitsPerWeight,
     ComputeDtype,
@@ -34,7 +34,6 @@ from llm_cost.cli.step_options import (
     ProfileOpt,
     ReserveGb,
     WeightsDtype,
-    memory_policy,
 )
 from llm_cost.core.choices import MemoryConvention, ServingMode
 from llm_cost.core.errors import InputError
@@ -50,7 +49,15 @@ class ModeChoice(str, Enum):
     disaggregated = "disaggregated"
 
 
-def _duration(flag: str):
+#: The serving modes each --mode searches.
+MODES = {
+    ModeChoice.both: (ServingMode.AGGREGATED, ServingMode.DISAGGREGATED),
+    ModeChoice.aggregated: (ServingMode.AGGREGATED,),
+    ModeChoice.disaggregated: (ServingMode.DISAGGREGATED,),
+}
+
+
+def _duration(flag: str):  # noqa: ANN202 - a parser
     """A latency target with its unit (2s, 50ms): a bare number is refused, as ``--tpot 50``
     could mean 50 ms or 50 s."""
 
@@ -65,118 +72,119 @@ def _duration(flag: str):
 
 #: The value of ``--chunk off``.
 NO_CHUNKING = "off"
-#: The largest token budget per step --chunk takes.
-MAX_CHUNK_TOKENS = 1 << 20
 
 
 def _chunk(text: str) -> Any:
-    """--chunk: a token budget (at least 2), or ``off`` (no chunked prefill)."""
+    """--chunk: a token budget, or ``off`` (no chunked prefill)."""
     if str(text).strip().lower() == NO_CHUNKING:
         return NO_CHUNKING
     try:
-        value = parse_context(text, "--chunk", 2)
+        return parse_context(text, "--chunk", 1)
     except InputError as e:
         raise InputError(f"{e}; or off (prompts not chunked)") from None
-    if value > MAX_CHUNK_TOKENS:
-        raise InputError(
-            f"--chunk: {text!r} is more than {MAX_CHUNK_TOKENS:,} tokens per step; or off (prompts not chunked)"
-        )
-    return value
+
+
+Input = Annotated[
+    int, option("--input", parse=tokens("--input"), metavar="TOKENS", help="Prompt tokens per request (2K = 2,048).")
+]
+Output = Annotated[
+    int, option("--output", parse=tokens("--output"), metavar="TOKENS", help="Output tokens per request (at least 2).")
+]
+Ttft = Annotated[
+    Optional[float],
+    option(
+        "--ttft",
+        parse=_duration("--ttft"),
+        metavar="DURATION",
+        help="Target time to first token (2s, 500ms), queueing included.",
+    ),
+]
+Tpot = Annotated[
+    Optional[float],
+    option(
+        "--tpot",
+        parse=_duration("--tpot"),
+        metavar="DURATION",
+        help="Target time per output token (50ms), the mean between tokens.",
+    ),
+]
+Qps = Annotated[
+    Optional[float],
+    option(
+        "--qps",
+        parse=positive("--qps"),
+        metavar="NUMBER",
+        help="Requests per second to serve (Poisson arrivals): the plan finds the "
+        "fewest GPUs. Without it, the GPUs of --gpus serve as much as they can.",
+    ),
+]
+Gpus = Annotated[
+    Optional[int],
+    option(
+        "--gpus",
+        parse=integer("--gpus"),
+        metavar="INTEGER",
+        help="GPUs the deployment may use (default: one node; with --qps, up to 4,096).",
+    ),
+]
+Price = Annotated[
+    Optional[float],
+    option(
+        "--usd-per-gpu-hour",
+        parse=non_negative("--usd-per-gpu-hour"),
+        metavar="NUMBER",
+        help="Price of one GPU-hour, USD: gives $ per million tokens and per request.",
+    ),
+]
+Mode = Annotated[
+    ModeChoice,
+    typer.Option(
+        "--mode",
+        case_sensitive=False,
+        help="Search aggregated serving (chunked prefill), disaggregated (prefill and decode pools), or both.",
+    ),
+]
+Concurrency = Annotated[
+    Optional[int],
+    option(
+        "--batch",
+        "-b",
+        parse=integer("--batch"),
+        metavar="INTEGER",
+        help="Concurrency per replica (decoding sequences); with --tp/--pp: evaluate that one configuration.",
+    ),
+]
+Chunk = Annotated[
+    Optional[Any],
+    option(
+        "--chunk",
+        parse=_chunk,
+        metavar="TOKENS|off",
+        help="Token budget per step (chunked prefill, vLLM's "
+        "max_num_batched_tokens), or off: prompts run whole in steps of their own; "
+        "default searched, 8K for one configuration.",
+    ),
+]
+ServeGpu = Annotated[str, typer.Option("--gpu", "-g", help=GPU_HELP)]
 
 
 @app.command()
 def serve(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
-    gpu: Annotated[str, typer.Option("--gpu", "-g", help=GPU_HELP)] = "h100",
-    input_tokens: Annotated[
-        int,
-        option("--input", parse=tokens("--input"), metavar="TOKENS", help="Prompt tokens per request (2K = 2,048)."),
-    ] = 2048,
-    output_tokens: Annotated[
-        int,
-        option(
-            "--output", parse=tokens("--output", 2), metavar="TOKENS", help="Output tokens per request (at least 2)."
-        ),
-    ] = 256,
-    ttft: Annotated[
-        Optional[float],
-        option(
-            "--ttft",
-            parse=_duration("--ttft"),
-            metavar="DURATION",
-            help="Target time to first token (2s, 500ms), queueing included.",
-        ),
-    ] = None,
-    tpot: Annotated[
-        Optional[float],
-        option(
-            "--tpot",
-            parse=_duration("--tpot"),
-            metavar="DURATION",
-            help="Target time per output token (50ms), the mean between tokens.",
-        ),
-    ] = None,
-    qps: Annotated[
-        Optional[float],
-        option(
-            "--qps",
-            parse=positive("--qps", 1e6),
-            metavar="NUMBER",
-            help="Requests per second to serve (Poisson arrivals): the plan finds the "
-            "fewest GPUs. Without it, the GPUs of --gpus serve as much as they "
-            "can.",
-        ),
-    ] = None,
-    gpus: Annotated[
-        Optional[int],
-        option(
-            "--gpus",
-            parse=integer("--gpus", 1, 4096),
-            metavar="INTEGER",
-            help="GPUs the deployment may use (default: one node; with --qps, up to 4,096).",
-        ),
-    ] = None,
-    usd_per_gpu_hour: Annotated[
-        Optional[float],
-        option(
-            "--usd-per-gpu-hour",
-            parse=non_negative("--usd-per-gpu-hour", maximum=1e6),
-            metavar="NUMBER",
-            help="Price of one GPU-hour, USD: gives $ per million tokens and per request.",
-        ),
-    ] = None,
-    mode: Annotated[
-        ModeChoice,
-        typer.Option(
-            "--mode",
-            case_sensitive=False,
-            help="Search aggregated serving (chunked prefill), disaggregated (prefill and decode pools), or both.",
-        ),
-    ] = ModeChoice.both,
+    gpu: ServeGpu = "h100",
+    input_tokens: Input = 2048,
+    output_tokens: Output = 256,
+    ttft: Ttft = None,
+    tpot: Tpot = None,
+    qps: Qps = None,
+    gpus: Gpus = None,
+    usd_per_gpu_hour: Price = None,
+    mode: Mode = ModeChoice.both,
     tp: Tp = None,
     pp: Pp = None,
     ep: Ep = None,
-    batch: Annotated[
-        Optional[int],
-        option(
-            "--batch",
-            "-b",
-            parse=integer("--batch", 1, 1 << 20),
-            metavar="INTEGER",
-            help="Concurrency per replica (decoding sequences); with --tp/--pp: evaluate that one configuration.",
-        ),
-    ] = None,
-    chunk: Annotated[
-        Optional[Any],
-        option(
-            "--chunk",
-            parse=_chunk,
-            metavar="TOKENS|off",
-            help="Token budget per step (chunked prefill, vLLM's "
-            "max_num_batched_tokens), or off: prompts run whole in steps of "
-            "their own; default searched, 8K for one configuration.",
-        ),
-    ] = None,
+    batch: Concurrency = None,
+    chunk: Chunk = None,
     dtype: ComputeDtype = None,
     weights_dtype: WeightsDtype = None,
     bits_per_weight: BitsPerWeight = None,
@@ -201,94 +209,43 @@ def serve(
     --usd-per-gpu-hour 2.5; llm-cost serve llama3-8b --gpu h100 --qps 20 --ttft 1s --tpot 30ms;
     llm-cost serve llama3-70b --tp 2 --batch 64 --input 2048 --output 2048
     """
-    from llm_cost.analyses.serving import DEFAULT_CHUNK_TOKENS, Targets, Traffic, evaluate, plan
-    from llm_cost.model.layout import Layout
-    from llm_cost.perf.calibrated import prediction_model
-    from llm_cost.perf.profile import default_profile, load_profile, profile_note
-    from llm_cost.perf.ridge import default_compute_dtype
-    from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S
+    from llm_cost import api
     from llm_cost.report import serve as view
-    from llm_cost.specs.load import load_gpu, load_model
 
-    weight_bits("bf16", weights_dtype, bits_per_weight, group_size)
-    budget = None if chunk == NO_CHUNKING else chunk
-    if budget is not None and batch is not None and batch >= budget:
-        raise InputError(
-            f"--batch {batch:,} leaves no prompt tokens in a step of --chunk {chunk:,}; give a larger --chunk"
-        )
-    layout = parse_layout(tp, pp, ep, None)
-    g = load_gpu(gpu)
-    if dtype is not None:
-        g.peak_flops(dtype)
-    chosen_profile = load_profile(profile) if profile is not None else default_profile(g.name)
-    spec = load_model(model)
-    bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight, group_size)
-    compute = dtype or default_compute_dtype((weights_dtype or spec.torch_dtype).lower(), g)
-    if dtype is None and compute.value not in g.dense_tflops:
-        raise InputError(
-            f"--gpu {gpu}: dense_tflops has no {compute.value} peak, the dtype {spec.name}'s weights run "
-            f"at; give --dtype one of {', '.join(g.dense_tflops)}"
-        )
-    network = network_gb_s or DEFAULT_NETWORK_GB_S
-    time_model = prediction_model(g.name, chosen_profile, network)
-    notes = [profile_note(chosen_profile, g.name)] if chosen_profile is not None else []
-    traffic, targets = Traffic(input_tokens, output_tokens, qps), Targets(ttft, tpot)
-    common = dict(
-        weight_bits=bits,
-        kv_bits=kv_dtype.bits,
-        compute_dtype=compute,
+    result = api.serve(
+        model,
+        gpu,
+        input_tokens,
+        output_tokens,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        qps=qps,
+        gpus=gpus,
         usd_per_gpu_hour=usd_per_gpu_hour,
-        policy=memory_policy(memory, gpu_memory_utilization, reserve_gb),
-        network_gb_s=network,
-        extra_notes=notes,
+        modes=MODES[mode],
+        layout=layout_of(tp, pp, ep, None),
+        concurrency=batch,
+        chunk_tokens=None if chunk == NO_CHUNKING else chunk,
+        chunked_prefill=chunk != NO_CHUNKING,
+        dtype=dtype,
+        weights_dtype=weights_dtype,
+        bits_per_weight=bits_per_weight,
+        group_size=group_size,
+        kv_dtype=kv_dtype,
+        profile=profile,
+        memory=memory,
+        gpu_memory_utilization=gpu_memory_utilization,
+        reserve_bytes=reserve_gb,
+        network_gb_s=network_gb_s,
     )
-    if layout is not None and batch is not None:
-        if mode == ModeChoice.disaggregated:
-            raise InputError(
-                "--mode disaggregated: one configuration (--tp/--pp with --batch) is aggregated; leave "
-                "out --batch to search disaggregated splits of that layout"
-            )
-        per_replica = layout.gpus
-        if gpus is not None and gpus % per_replica:
-            raise InputError(f"--gpus {gpus} is not a whole number of TP {layout.tp} x PP {layout.pp} replicas")
-        if qps is not None:
-            raise InputError(
-                "--qps: one configuration (--tp/--pp with --batch) is evaluated saturated; leave out "
-                "--qps, or --batch to let the plan size the deployment"
-            )
-        result = evaluate(
-            spec,
-            g,
-            traffic,
-            targets,
-            time_model,
-            layout,
-            batch,
-            chunk_tokens=DEFAULT_CHUNK_TOKENS if chunk is None else budget,
-            replicas=(gpus or per_replica) // per_replica,
-            **common,
-        )
-    else:
-        modes = {
-            ModeChoice.both: (ServingMode.AGGREGATED, ServingMode.DISAGGREGATED),
-            ModeChoice.aggregated: (ServingMode.AGGREGATED,),
-            ModeChoice.disaggregated: (ServingMode.DISAGGREGATED,),
-        }[mode]
-        search: dict = {}
-        if layout is not None:
-            search["layouts"] = [Layout(layout.tp, layout.pp, layout.ep, 1)]
-        if batch is not None:
-            search["concurrency"] = [batch]
-        if chunk is not None:
-            search["chunks"] = [budget]
-        result = plan(spec, g, traffic, targets, time_model, gpus=gpus, modes=modes, **search, **common)
+    title, gpu_title = api.load_model(model).display_name, api.load_gpu(gpu).display_name
     if plot is not None:
         from llm_cost.report import plots
 
-        plots.serve(result, spec.display_name, g.display_name, plot)
+        plots.serve(result, title, gpu_title, plot)
     if as_csv:
         emit_csv(
             result.frontier, [{"chosen": f == result.chosen, "misses": " ".join(f.violates)} for f in result.frontier]
         )
         return
-    emit(result, as_json, view.render, spec.display_name, g.display_name)
+    emit(result, as_json, view.render, title, gpu_title)

@@ -108,10 +108,13 @@ def test_a_shipped_model_command_loads_only_what_it_uses():
         "pydantic",
         "yaml",
         "json",
-        "llm_cost.cli.serving",
+        "llm_cost.cli.step",
         "llm_cost.cli.serve",
-        "llm_cost.cli.other",
+        "llm_cost.cli.train",
         "llm_cost.cli.calibration",
+        "llm_cost.api.step",
+        "llm_cost.api.serving",
+        "llm_cost.api.memory",
     ]
     run = subprocess.run(
         [sys.executable, "-c", f"UNUSED = {unused!r}\n{code}"], capture_output=True, text=True, check=True

@@ -226,8 +226,8 @@ CASES = [
         ["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--usd-per-gpu-hour", "1e300"],
         None,
         None,
-        0,
-        "",
+        2,
+        "--usd-per-gpu-hour",
     ),
     ("moe-tp-1", ["moe", "mixtral-8x7b", "--tp", "1"], None, None, 0, ""),
     (
@@ -252,7 +252,7 @@ CASES = [
         None,
         None,
         2,
-        "--mode disaggregated",
+        "--mode: disaggregated alone",
     ),
     (
         "serve-disaggregated-one-gpu",

@@ -1,0 +1,71 @@
+"""The Python API, the one front door: the command line calls it, and so can a notebook.
+
+One module per question, each imported on first use so that a command loads only its own:
+
+``model``        load_model, load_gpu, params, kv, kv_sweep, import_config, catalog, show
+``step``         flops, ridges, decode, decode_sweep, prefill, prefill_sweep, context
+``memory``       fit, activations
+``experts``      moe
+``speculative``  spec
+``serving``      serve
+``training``     train
+``inputs``       image, video
+``positions``    rope, numerics
+``documents``    reproduce
+``calibration``  calibrate, validate
+
+Every function takes a model and a GPU as a shipped name or alias, a path to a YAML spec or a
+Hugging Face ``config.json``, an already loaded spec, or (models only) a ``config.json`` as a
+dict; enum-valued choices as the enum or its value (``"fp8"``). Every default is decided in
+:mod:`llm_cost.api.choices`, and every argument is checked by :mod:`llm_cost.api.checks`. Each
+returns the result object the CLI renders (``.to_dict()`` is its ``--json``); bad input raises
+:class:`LlmCostError` naming the argument.
+
+    >>> import llm_cost
+    >>> llm_cost.params("llama3-8b").total_params
+    8030261248
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from llm_cost.core.errors import InputError
+
+#: The one exception type of the API: a name, file, config or argument that is not valid.
+LlmCostError = InputError
+
+#: Each public name and the module of this package that defines it.
+EXPORTS = {
+    **dict.fromkeys(
+        ("load_model", "load_gpu", "params", "kv", "kv_sweep", "import_config", "catalog", "show"), "model"
+    ),
+    **dict.fromkeys(("flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "context"), "step"),
+    **dict.fromkeys(("fit", "activations"), "memory"),
+    "moe": "experts",
+    "spec": "speculative",
+    "serve": "serving",
+    "train": "training",
+    **dict.fromkeys(("image", "video"), "inputs"),
+    **dict.fromkeys(("rope", "numerics"), "positions"),
+    "reproduce": "documents",
+    **dict.fromkeys(("calibrate", "validate"), "calibration"),
+}
+#: Value types the API's arguments take, with the modules that define them.
+TYPES = {"Layout": "llm_cost.model.layout"}
+
+__all__ = ["LlmCostError", *EXPORTS, *TYPES]
+
+
+def __getattr__(name: str) -> Any:
+    """An API function or type, its module imported on first use."""
+    if name in EXPORTS:
+        return getattr(import_module(f"llm_cost.api.{EXPORTS[name]}"), name)
+    if name in TYPES:
+        return getattr(import_module(TYPES[name]), name)
+    raise AttributeError(f"module 'llm_cost.api' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *EXPORTS, *TYPES])

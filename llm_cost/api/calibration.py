@@ -1,0 +1,50 @@
+"""The API's questions about the calibrated time model: fitting a profile to measured step times
+and the evidence for the shipped profiles (``llm-cost calibrate``, ``validate``). Both need
+numpy and scipy (``pip install 'llm-cost[fit]'``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Union
+
+from llm_cost.core.errors import InputError
+
+if TYPE_CHECKING:
+    from llm_cost.analyses.calibration import Calibration
+
+__all__ = ["calibrate", "validate"]
+
+
+def calibrate(
+    measurements: Sequence[Union[str, Path]], out: Union[str, Path], name: Optional[str] = None, force: bool = False
+) -> Calibration:
+    """Fit a profile to the measurement files (one GPU; YAML or CSV rows of model, gpu, phase,
+    batch, context, tp, weights_dtype, group_size, kv_dtype, measured_ms), write it to ``out``
+    whole or not at all, and return it with its leave-one-out errors. InputError for an ``out``
+    that exists (unless ``force``), before any fit."""
+    from llm_cost.analyses.calibration import calibrate as fit
+    from llm_cost.analyses.calibration import write_profile
+    from llm_cost.analyses.import_spec import check_out
+
+    if isinstance(measurements, (str, Path)) or not measurements:
+        raise InputError("measurements: give a list of measurement files", fields=("measurements",))
+    target = Path(out)
+    check_out(target, target.stem, bool(force))
+    return write_profile(fit([Path(m) for m in measurements], name or target.stem), target, bool(force))
+
+
+def validate(profile: Optional[str] = None) -> list[Calibration]:
+    """Predicted against measured for the shipped measurements: leave-one-out for a fitted
+    profile, out-of-sample for a transferred one, beside the bound and the MFU/MBU estimate;
+    every shipped profile when ``profile`` is None."""
+    from llm_cost.analyses.calibration import validate as check
+    from llm_cost.analyses.calibration import validate_shipped
+    from llm_cost.perf.profile import load_profile
+
+    if profile is None:
+        return validate_shipped()
+    if not isinstance(profile, str) or not profile.strip():
+        raise InputError(f"profile: {profile!r} is not a profile name or YAML path", fields=("profile",))
+    base = Path(profile).resolve().parent if profile.lower().endswith((".yaml", ".yml")) else None
+    return [check(load_profile(profile), base)]

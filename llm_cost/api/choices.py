@@ -1,0 +1,188 @@
+"""The one place a user-level choice becomes an engine argument, and so the only place a default
+is decided: the bits a weight is stored in, the dtype a step computes in, the KV element, the
+memory accounting, the time model and its profile, and the layout.
+
+Every function of the API (and so every command) resolves its choices here; the engine below
+takes them explicitly and decides none.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from llm_cost.api import checks
+from llm_cost.core.choices import MemoryConvention
+from llm_cost.core.errors import InputError
+from llm_cost.core.types import Dtype, StorageDtype, stored_weight_bits
+
+if TYPE_CHECKING:
+    from llm_cost.analyses.capacity import MemoryPolicy
+    from llm_cost.model.layout import Layout
+    from llm_cost.perf.profile import Profile
+    from llm_cost.perf.timemodel import TimeModel
+    from llm_cost.specs.schema import HardwareSpec, ModelSpec
+
+__all__ = [
+    "weights_dtype_of",
+    "weight_bits",
+    "compute_dtype",
+    "kv_dtype_of",
+    "memory_policy",
+    "profile_of",
+    "time_model",
+    "layout_of",
+    "network_gb_s_of",
+    "mfu_of",
+    "mbu_of",
+    "GROUPED_DTYPES",
+]
+
+#: Weight dtypes stored with a scale and zero per group (weight-only quantisation).
+GROUPED_DTYPES = (StorageDtype.INT4, StorageDtype.INT8)
+
+
+def weights_dtype_of(value: Any, name: str = "weights_dtype") -> Optional[StorageDtype]:
+    """A storage dtype of the weights, or None (the checkpoint's)."""
+    return checks.optional(value, checks.choice, StorageDtype, name)
+
+
+def weight_bits(
+    spec: ModelSpec,
+    weights_dtype: Any = None,
+    bits_per_weight: Any = None,
+    group_size: Any = None,
+    source: Any = None,
+) -> int | Fraction:
+    """Bits per stored weight, scales included: ``bits_per_weight`` as given; else
+    ``weights_dtype`` (int4 and int8 weight-only formats carry a bf16 scale and zero per
+    ``group_size`` weights: int4 at the default group of 128 is 4.25 bits, at 32 it is 5; int8
+    without a group is per channel, 8 bits: :func:`llm_cost.core.types.stored_weight_bits`); else
+    a GGUF file's own types when ``source`` is one; else the checkpoint's ``torch_dtype``.
+    InputError naming the arguments that conflict or are out of range."""
+    dtype = weights_dtype_of(weights_dtype)
+    if bits_per_weight is not None and dtype is not None:
+        raise InputError("give bits_per_weight or weights_dtype, not both", fields=("bits_per_weight", "weights_dtype"))
+    if group_size is not None and dtype not in GROUPED_DTYPES:
+        raise InputError(
+            "group_size applies to weights_dtype int4 or int8 (weight-only quantisation)",
+            fields=("group_size", "weights_dtype"),
+        )
+    group = checks.optional(group_size, checks.count, "group_size", 1, 2**20)
+    if bits_per_weight is not None:
+        bits = checks.number(bits_per_weight, "bits_per_weight", maximum=64)
+        if bits < 1:
+            raise InputError(f"bits_per_weight: {bits:g} is below 1 bit per weight", fields=("bits_per_weight",))
+        return Fraction(bits).limit_denominator(10**6) if bits != int(bits) else int(bits)
+    if dtype is None and isinstance(source, (str, Path)) and str(source).strip().lower().endswith(".gguf"):
+        from llm_cost.analyses.checkpoint import gguf_weight_bits
+
+        return gguf_weight_bits(spec, Path(str(source).strip()))
+    exact = stored_weight_bits((dtype or StorageDtype(spec.torch_dtype)).value, group)
+    return int(exact) if exact.denominator == 1 else exact
+
+
+def compute_dtype(spec: ModelSpec, gpu: HardwareSpec, dtype: Any = None, weights_dtype: Any = None) -> Dtype:
+    """The dtype a step computes in: ``dtype`` if given (InputError if ``gpu`` has no peak for
+    it); else FP8 for FP8 weights on a GPU with FP8 tensor cores (DeepSeek-V3 serves this way),
+    else BF16: weight-only formats (int8, int4) and 16/32-bit checkpoints are upcast to BF16, as
+    vLLM's weight-only kernels and its default ``dtype=auto`` do. InputError naming the GPU's
+    ``dense_tflops`` when it lists no peak for the default."""
+    if dtype is not None:
+        chosen = checks.choice(dtype, Dtype, "dtype")
+        if chosen.value not in gpu.dense_tflops:
+            raise InputError(
+                f"dtype: {gpu.name} ({gpu.display_name}) has no {chosen.value} tensor-core peak; its datasheet "
+                f"lists: {', '.join(gpu.dense_tflops)}",
+                fields=("dtype",),
+            )
+        return chosen
+    stored = weights_dtype_of(weights_dtype) or StorageDtype(spec.torch_dtype)
+    chosen = Dtype.FP8 if stored is StorageDtype.FP8 and "fp8" in gpu.dense_tflops else Dtype.BF16
+    if chosen.value not in gpu.dense_tflops:
+        raise InputError(
+            f"gpu: {gpu.name}'s dense_tflops has no {chosen.value} peak, the dtype {spec.name}'s weights run at; "
+            f"give dtype, one of {', '.join(gpu.dense_tflops)}",
+            fields=("dtype",),
+        )
+    return chosen
+
+
+def kv_dtype_of(value: Any = None, name: str = "kv_dtype") -> StorageDtype:
+    """The KV-cache element dtype: ``value``, else BF16."""
+    return StorageDtype.BF16 if value is None else checks.choice(value, StorageDtype, name)
+
+
+def memory_policy(
+    memory: Any = MemoryConvention.PHYSICAL, gpu_memory_utilization: Any = None, reserve_bytes: Any = None
+) -> MemoryPolicy:
+    """The memory accounting: a serving engine's (vLLM's defaults: physical GiB, 90%, a 2 GiB
+    reserve) or, with ``memory="datasheet"``, the source documents' (the datasheet's GB as 10^9 B,
+    all of it), either with its share or reserve replaced when given
+    (:mod:`llm_cost.analyses.capacity`)."""
+    from dataclasses import replace
+
+    from llm_cost.analyses.capacity import DEPLOYMENT, DOCUMENTS
+
+    convention = checks.choice(memory, MemoryConvention, "memory")
+    base = DOCUMENTS if convention is MemoryConvention.DATASHEET else DEPLOYMENT
+    share = checks.optional(gpu_memory_utilization, checks.fraction, "gpu_memory_utilization")
+    reserve = checks.optional(reserve_bytes, checks.count, "reserve_bytes", 0)
+    return replace(
+        base,
+        utilization=base.utilization if share is None else share,
+        reserve_bytes=base.reserve_bytes if reserve is None else reserve,
+    )
+
+
+def profile_of(gpu: HardwareSpec, profile: Any = None) -> Optional[Profile]:
+    """The calibration profile of a prediction: ``profile`` (a shipped name, a YAML path or a
+    Profile), else the GPU's shipped one, else None (the MFU/MBU estimate predicts)."""
+    from llm_cost.perf.profile import Profile, default_profile, load_profile
+
+    if profile is None:
+        return default_profile(gpu.name)
+    if isinstance(profile, Profile):
+        return profile
+    if not isinstance(profile, str) or not profile.strip():
+        raise InputError(f"profile: {profile!r} is not a profile name, a YAML path or a Profile", fields=("profile",))
+    return load_profile(profile)
+
+
+def time_model(gpu: HardwareSpec, profile: Optional[Profile], network_gb_s: float) -> TimeModel:
+    """The time model of a prediction (:func:`llm_cost.perf.calibrated.prediction_model`)."""
+    from llm_cost.perf.calibrated import prediction_model
+
+    return prediction_model(gpu.name, profile, network_gb_s)
+
+
+def layout_of(value: Any, name: str = "layout") -> Optional[Layout]:
+    """A Layout, or None (one GPU)."""
+    from llm_cost.model.layout import Layout
+
+    if value is None or isinstance(value, Layout):
+        return value
+    raise InputError(f"{name}: {value!r} is not a Layout, e.g. llm_cost.Layout(tp=2)", fields=(name,))
+
+
+def network_gb_s_of(value: Any = None) -> float:
+    """Network bandwidth between nodes per GPU, GB/s per direction: ``value``, else
+    :data:`llm_cost.perf.timemodel.DEFAULT_NETWORK_GB_S` (400 Gb/s InfiniBand NDR per GPU)."""
+    from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S
+
+    return DEFAULT_NETWORK_GB_S if value is None else checks.number(value, "network_gb_s", maximum=1e6)
+
+
+def mfu_of(value: Any = None) -> float:
+    """The MFU of an estimate: ``value``, else :data:`llm_cost.perf.timemodel.DEFAULT_MFU` (60%)."""
+    from llm_cost.perf.timemodel import DEFAULT_MFU
+
+    return DEFAULT_MFU if value is None else checks.efficiency(value, "mfu")
+
+
+def mbu_of(value: Any = None) -> float:
+    """The MBU of an estimate: ``value``, else :data:`llm_cost.perf.timemodel.DEFAULT_MBU` (80%)."""
+    from llm_cost.perf.timemodel import DEFAULT_MBU
+
+    return DEFAULT_MBU if value is None else checks.efficiency(value, "mbu")

@@ -1,0 +1,48 @@
+"""The API's mixture-of-experts question (``llm-cost moe``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
+from llm_cost.api import checks, choices
+from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
+from llm_cost.core.types import StorageDtype
+
+if TYPE_CHECKING:
+    from llm_cost.analyses.moe import MoEResult
+
+__all__ = ["moe"]
+
+
+def moe(
+    model: ModelLike,
+    batches: Sequence[int] = (1, 32, 128),
+    *,
+    weights_dtype: Any = None,
+    ep: int = 1,
+    redundant_experts: int = 0,
+    dispatch_dtype: Any = StorageDtype.FP8,
+    combine_dtype: Any = StorageDtype.BF16,
+    tp: int = 8,
+    prompt_tokens: int = 4096,
+    gpu: Optional[GpuLike] = None,
+    dtype: Any = None,
+) -> MoEResult:
+    """MoE parameter counts (total, active, read per step), expected experts hit per decode
+    batch, expert-parallel memory and all-to-all volume against the TP all-reduce
+    (``llm-cost moe``); with ``gpu``, the expert GEMMs' ridge at the step's compute dtype
+    (:func:`llm_cost.api.choices.compute_dtype`)."""
+    from llm_cost.analyses.moe import moe_analysis
+
+    batches = checks.counts(batches, "batches")
+    ep, tp = checks.count(ep, "ep", 1, 2**16), checks.count(tp, "tp", 1, 2**16)
+    redundant = checks.count(redundant_experts, "redundant_experts", 0, 2**16)
+    prompt = checks.count(prompt_tokens, "prompt_tokens")
+    dispatch = checks.choice(dispatch_dtype, StorageDtype, "dispatch_dtype")
+    combine = checks.choice(combine_dtype, StorageDtype, "combine_dtype")
+    s = load_model(model)
+    g = load_gpu(gpu) if gpu is not None else None
+    compute = choices.compute_dtype(s, g, dtype, weights_dtype).value if g is not None else None
+    bits = choices.weight_bits(s, weights_dtype)
+    return moe_analysis(s, batches, bits, ep, redundant, dispatch.bits, combine.bits, tp, prompt, g, compute)

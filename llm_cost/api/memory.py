@@ -1,0 +1,87 @@
+"""The API's questions about memory: what fits on one GPU or a layout, and the activations of a
+training step (``llm-cost fit``, ``activations``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Optional
+
+from llm_cost.api import checks, choices
+from llm_cost.api.model import GpuLike, ModelLike, checkpoint_of, load_gpu, load_model
+from llm_cost.core.choices import MemoryConvention, Recompute
+
+if TYPE_CHECKING:
+    from llm_cost.analyses.deployment import FitReport
+    from llm_cost.analyses.memory import Activations
+    from llm_cost.model.layout import Layout
+
+__all__ = ["fit", "activations", "MAX_SEARCH_GPUS"]
+
+#: Largest ``max_gpus``: a layout search of more GPUs than this is a typing mistake (the search
+#: itself stops at the largest layout a model has, TP x L).
+MAX_SEARCH_GPUS = 1_000_000
+
+
+def fit(
+    model: ModelLike,
+    gpu: GpuLike = "h100",
+    context: int = 8192,
+    batch: int = 1,
+    *,
+    weights_dtype: Any = None,
+    bits_per_weight: Any = None,
+    kv_dtype: Any = None,
+    memory: Any = MemoryConvention.PHYSICAL,
+    gpu_memory_utilization: Any = None,
+    reserve_bytes: Any = None,
+    memory_bytes: Optional[int] = None,
+    max_gpus: int = 64,
+    layout: Optional[Layout] = None,
+    checkpoint: Any = None,
+) -> FitReport:
+    """What fits (``llm-cost fit``): one GPU's largest batch and context and its KV budget, and the
+    smallest layouts of up to ``max_gpus`` GPUs; or, with ``layout``, that layout's per-GPU
+    weights, KV, headroom and decode step. Memory is counted as a serving engine counts it unless
+    ``memory="datasheet"`` (:func:`llm_cost.api.choices.memory_policy`); ``memory_bytes``
+    replaces the GPU's capacity (10^9-byte GB, at least 1 GB); a GGUF ``checkpoint`` (default
+    ``model`` when it is a path) weighs the weights at its own types."""
+    from llm_cost.analyses.deployment import FitReport, deployment, smallest_layouts
+    from llm_cost.analyses.memory import fit as fit_one_gpu
+
+    context, batch = checks.count(context, "context"), checks.count(batch, "batch")
+    max_gpus = checks.count(max_gpus, "max_gpus", 1, MAX_SEARCH_GPUS)
+    policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
+    spec, g = load_model(model), _sized(load_gpu(gpu), memory_bytes)
+    bits = choices.weight_bits(spec, weights_dtype, bits_per_weight, source=checkpoint_of(model, checkpoint))
+    kv_bits = choices.kv_dtype_of(kv_dtype).bits
+    compute = choices.compute_dtype(spec, g, None, weights_dtype).value
+    chosen = choices.layout_of(layout)
+    if chosen is not None:
+        one = deployment(spec, g, chosen, batch, context, bits, kv_bits, policy, compute)
+        return FitReport(None, [], max_gpus, one)
+    return FitReport(
+        fit_one_gpu(spec, g, context, batch, bits, kv_bits, policy),
+        smallest_layouts(spec, g, batch, context, bits, kv_bits, policy, max_gpus, compute),
+        max_gpus,
+        None,
+    )
+
+
+def _sized(gpu: Any, memory_bytes: Optional[int]) -> Any:
+    """``gpu`` with ``memory_bytes`` of memory (GB and GiB), when given."""
+    if memory_bytes is None:
+        return gpu
+    size = checks.count(memory_bytes, "memory_bytes", 10**9, 10**15)
+    return replace(gpu, memory_gb=size / 1e9, memory_gib=size / 2**30)
+
+
+def activations(model: ModelLike, seq: int = 8192, micro_batch: int = 1, formula: str = "model") -> list[Activations]:
+    """Training activation memory per layer (Korthikanti et al. 2022) without and with each
+    recompute (``llm-cost activations``): ``formula`` ``model`` counts the model's own block,
+    ``gpt`` the paper's GPT block, sbh(34 + 5as/h), as the source documents do."""
+    from llm_cost.analyses.memory import activation_memory
+
+    seq, micro_batch = checks.count(seq, "seq"), checks.count(micro_batch, "micro_batch")
+    kind = checks.one_of(str(getattr(formula, "value", formula)).strip().lower(), "formula", ("model", "gpt"))
+    spec = load_model(model)
+    return [activation_memory(spec, seq, micro_batch, r.value, formula=kind) for r in Recompute]

@@ -1,0 +1,144 @@
+"""The API's questions about a model's spec: loading, parameters, KV cache, importing a
+config.json, and the shipped catalogue (``llm-cost params``, ``kv``, ``import``, ``list``, ``show``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from llm_cost.api import checks, choices
+from llm_cost.core.errors import InputError
+
+if TYPE_CHECKING:
+    from llm_cost.analyses.catalog import GPUEntry, ModelEntry, SpecView
+    from llm_cost.analyses.import_spec import ImportResult
+    from llm_cost.model.kv import KVResult
+    from llm_cost.model.layout import Layout
+    from llm_cost.model.params import ParamsResult
+    from llm_cost.specs.schema import HardwareSpec, ModelSpec
+
+__all__ = ["load_model", "load_gpu", "params", "checkpoint_of", "kv", "kv_sweep", "import_config", "catalog", "show"]
+
+ModelLike = Union[str, "ModelSpec", dict]
+GpuLike = Union[str, "HardwareSpec"]
+
+#: Contexts ``kv`` reports when none are given (1K, 8K, 32K, 128K tokens).
+KV_CONTEXTS = (1024, 8192, 32768, 131072)
+
+
+def load_model(model: ModelLike) -> ModelSpec:
+    """A model spec from a shipped name or alias, a YAML or config.json path (or its folder, a
+    GGUF file, a Hub id), a spec built in Python (validated here, as a file is: its constructor
+    checks only the field names), or a Hugging Face config.json as a dict. InputError if none works."""
+    from llm_cost.specs import load
+    from llm_cost.specs.schema import ModelSpec
+
+    if isinstance(model, ModelSpec):
+        return load.checked_spec(model, "model")
+    if isinstance(model, dict):
+        from llm_cost.specs.hf import hf_to_spec
+
+        return hf_to_spec(model, "a config dict")[0]
+    if not isinstance(model, str):
+        raise InputError(f"model: {model!r} is not a name, a path, a config dict or a ModelSpec", fields=("model",))
+    return load.load_model(model)
+
+
+def load_gpu(gpu: GpuLike) -> HardwareSpec:
+    """A GPU spec from a shipped name or alias, a YAML path, or a spec built in Python (validated
+    here, as a file is). InputError if none works."""
+    from llm_cost.specs import load
+    from llm_cost.specs.schema import HardwareSpec
+
+    if isinstance(gpu, HardwareSpec):
+        return load.checked_spec(gpu, "gpu")
+    if not isinstance(gpu, str):
+        raise InputError(f"gpu: {gpu!r} is not a name, a path or a HardwareSpec", fields=("gpu",))
+    return load.load_gpu(gpu)
+
+
+def params(
+    model: ModelLike, weights_dtype: Any = None, layout: Optional[Layout] = None, checkpoint: Any = None
+) -> ParamsResult:
+    """Parameter breakdown and weight bytes (``llm-cost params``): every stored trainable tensor,
+    N_gemm, active parameters of an MoE, the weight bytes at ``weights_dtype`` (default the
+    checkpoint's; a GGUF file's own types; int4 with its group scales,
+    :func:`llm_cost.api.choices.weight_bits`), per GPU of ``layout``, and the stored tensors of
+    ``checkpoint`` (a safetensors folder or a GGUF file; default ``model`` when it is a path)
+    compared with the description."""
+    from llm_cost.analyses.checkpoint import checkpoint_report
+    from llm_cost.model.params import count_params
+
+    spec, source = load_model(model), checkpoint_of(model, checkpoint)
+    dtype = choices.weights_dtype_of(weights_dtype)
+    gguf = source is not None and source.name.lower().endswith(".gguf")
+    bits = choices.weight_bits(spec, dtype, source=source) if dtype or gguf else None
+    shown = dtype.value if dtype else ("the GGUF file's types" if gguf else None)
+    report = checkpoint_report(spec, source) if source is not None else None
+    return count_params(spec, bits, shown, choices.layout_of(layout), report)
+
+
+def checkpoint_of(model: Any, checkpoint: Any) -> Optional[Path]:
+    """The checkpoint a model's stored tensors are read from: ``checkpoint``, else ``model``
+    when it is a path string, else None."""
+    if checkpoint is not None and not isinstance(checkpoint, (str, Path)):
+        raise InputError(f"checkpoint: {checkpoint!r} is not a path", fields=("checkpoint",))
+    chosen = checkpoint if checkpoint is not None else (model if isinstance(model, str) else None)
+    return Path(str(chosen).strip()) if chosen is not None else None
+
+
+def kv(
+    model: ModelLike,
+    contexts: Sequence[int] = KV_CONTEXTS,
+    batch: int = 1,
+    kv_dtype: Any = None,
+    layout: Optional[Layout] = None,
+) -> KVResult:
+    """KV-cache bytes per token and at each context of ``contexts`` for ``batch`` sequences
+    (``llm-cost kv``); ``kv_dtype`` default bf16."""
+    return kv_sweep(model, contexts, [batch], kv_dtype, layout)[0]
+
+
+def kv_sweep(
+    model: ModelLike,
+    contexts: Sequence[int] = KV_CONTEXTS,
+    batches: Sequence[int] = (1,),
+    kv_dtype: Any = None,
+    layout: Optional[Layout] = None,
+) -> list[KVResult]:
+    """:func:`kv` at each batch of ``batches``; at most 10,000 points (InputError naming both)."""
+    from llm_cost.model.kv import kv_cache
+
+    contexts, batches = checks.counts(contexts, "contexts"), checks.counts(batches, "batches")
+    checks.grid_size(len(batches) * len(contexts), ("batches", "contexts"))
+    dtype, spec = choices.kv_dtype_of(kv_dtype), load_model(model)
+    return [kv_cache(spec, contexts, dtype.bits, dtype.value, b, choices.layout_of(layout)) for b in batches]
+
+
+def import_config(
+    config: Union[str, Path], out: Union[str, Path], name: Optional[str] = None, force: bool = False
+) -> ImportResult:
+    """Write a YAML spec from a Hugging Face config.json (or its folder) to ``out``, recording the
+    source and the family defaults used (``llm-cost import``); InputError if ``out`` exists and
+    not ``force``."""
+    from llm_cost.analyses.import_spec import import_config as write
+
+    return write(Path(config), Path(out), name, bool(force))
+
+
+def catalog(kind: Any) -> Union[list[ModelEntry], list[GPUEntry]]:
+    """The shipped ``models`` or ``gpus`` with their key figures (``llm-cost list``)."""
+    from llm_cost.analyses.catalog import gpu_catalog, model_catalog
+
+    chosen = checks.one_of(str(getattr(kind, "value", kind)).strip().lower(), "kind", ("models", "gpus"))
+    return model_catalog() if chosen == "models" else gpu_catalog()
+
+
+def show(name: str) -> SpecView:
+    """A model or GPU spec as loaded and validated, with its sources (``llm-cost show``)."""
+    from llm_cost.analyses.catalog import find_spec
+
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(f"name: {name!r} is not a model or GPU name, alias or path", fields=("name",))
+    return find_spec(name)

@@ -1,0 +1,76 @@
+"""The API's speculative-decoding question (``llm-cost spec``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
+from llm_cost.api import checks, choices
+from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
+from llm_cost.core.choices import WeightBytes
+from llm_cost.core.errors import InputError
+
+if TYPE_CHECKING:
+    from llm_cost.analyses.speculative import SpecResult
+
+__all__ = ["spec", "SPEC_BATCHES"]
+
+#: Batches of the speculative step model when none are given.
+SPEC_BATCHES = (1, 8, 32, 64, 128, 256)
+
+
+def spec(
+    alpha: float,
+    gamma: int,
+    c: Optional[float] = None,
+    model: Optional[ModelLike] = None,
+    gpu: Optional[GpuLike] = None,
+    batches: Optional[Sequence[int]] = None,
+    context: int = 0,
+    *,
+    mtp: bool = False,
+    mfu: Any = None,
+    mbu: Any = None,
+    dtype: Any = None,
+    weight_bytes: Any = WeightBytes.READ,
+) -> SpecResult:
+    """Speculative decoding (``llm-cost spec``): expected tokens per round at acceptance rate
+    ``alpha`` with ``gamma`` drafted tokens, the speedup at draft cost ``c`` (a fraction of a
+    target step; or the model's MTP module with ``mtp``), and, with a model and a GPU, the step
+    model over ``batches`` (default 1 to 256) at ``context`` cached tokens."""
+    from llm_cost.analyses.speculative import speculative
+
+    alpha = checks.number(alpha, "alpha", maximum=1, open_min=False)
+    if alpha >= 1:
+        raise InputError(f"alpha: {alpha!r} must be below 1 (an acceptance rate)", fields=("alpha",))
+    gamma, context = checks.count(gamma, "gamma", 1, 2**16), checks.count(context, "context", 0)
+    c = checks.optional(c, checks.number, "c", maximum=100, open_min=False)
+    if mtp and c is not None:
+        raise InputError("give c or mtp (which derives c from the model's MTP module), not both", fields=("c", "mtp"))
+    if batches is not None and (model is None or gpu is None):
+        raise InputError(
+            "batches is for the step model: give a model and a gpu too", fields=("batches", "model", "gpu")
+        )
+    batches = checks.optional(batches, checks.counts, "batches")
+    s = load_model(model) if model is not None else None
+    g = load_gpu(gpu) if gpu is not None else None
+    if g is not None and s is None:
+        raise InputError("gpu needs a model: the step time is of a model on a GPU", fields=("gpu", "model"))
+    compute = choices.compute_dtype(s, g, dtype) if s is not None and g is not None else None
+    if g is not None and batches is None:
+        batches = list(SPEC_BATCHES)
+    reads = checks.choice(weight_bytes, WeightBytes, "weight_bytes")
+    return speculative(
+        alpha,
+        gamma,
+        c,
+        s,
+        g,
+        batches,
+        choices.mfu_of(mfu),
+        context,
+        compute.value if compute else "bf16",
+        reads.value,
+        bool(mtp),
+        choices.mbu_of(mbu),
+    )

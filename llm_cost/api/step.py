@@ -1,0 +1,200 @@
+"""The API's questions about one step of a model on a GPU: forward FLOPs, ridge points, a decode
+step's or a prefill's bound, estimate and calibrated prediction (one point or a sweep), and long
+contexts (``llm-cost flops``, ``roofline``, ``context``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
+from llm_cost.api import checks, choices
+from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
+from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes, WeightFlops
+from llm_cost.core.types import Phase
+
+if TYPE_CHECKING:
+    from llm_cost.analyses.context import ContextResult
+    from llm_cost.analyses.roofline import DecodeStep, PrefillStep
+    from llm_cost.model.layout import Layout
+    from llm_cost.perf.ridge import Ridge
+    from llm_cost.workload.flops import ForwardFlops
+
+__all__ = ["flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "context"]
+
+#: Contexts ``context`` reports when none are given.
+CONTEXTS = (8192, 32768, 131072)
+
+
+def flops(
+    model: ModelLike,
+    phase: Any = Phase.PREFILL,
+    lengths: Sequence[int] = (128, 1024, 8192),
+    batch: int = 1,
+    attention: Any = AttentionMask.CAUSAL,
+    logits: Any = Logits.LAST,
+    mla: Any = MLAForm.PLAIN,
+) -> list[ForwardFlops]:
+    """FLOPs of a forward pass by part (``llm-cost flops``): a prefill of each prompt length of
+    ``lengths``, or (``phase="decode"``) one new token after each cached context of ``lengths``
+    (its LM head on that one position). 2 FLOPs per multiply-add (seed 002)."""
+    from llm_cost.workload.flops import forward_flops
+
+    chosen = checks.one_of(checks.choice(phase, Phase, "phase"), "phase", (Phase.PREFILL, Phase.DECODE))
+    minimum = 1 if chosen is Phase.PREFILL else 0
+    lengths = checks.counts(lengths, "lengths", minimum)
+    batch = checks.count(batch, "batch")
+    mask, head = checks.choice(attention, AttentionMask, "attention"), checks.choice(logits, Logits, "logits")
+    form, spec = checks.choice(mla, MLAForm, "mla"), load_model(model)
+    if chosen is Phase.PREFILL:
+        return [forward_flops(spec, n, 0, batch, mask, head, form) for n in lengths]
+    return [forward_flops(spec, 1, c, batch, mask, Logits.LAST, form) for c in lengths]
+
+
+def ridges(gpu: GpuLike = "h100") -> list[Ridge]:
+    """The GPU's ridge point for every dtype its datasheet lists: peak FLOP/s over bandwidth."""
+    from llm_cost.perf.ridge import ridge_points
+
+    return ridge_points(load_gpu(gpu))
+
+
+def _step_options(
+    spec: Any,
+    g: Any,
+    dtype: Any,
+    weights_dtype: Any,
+    bits_per_weight: Any,
+    group_size: Any,
+    kv_dtype: Any,
+    mfu: Any,
+    mbu: Any,
+    layout: Any,
+    network_gb_s: Any,
+    profile: Any,
+) -> dict[str, Any]:
+    """The engine arguments every step takes, resolved by :mod:`llm_cost.api.choices`."""
+    from llm_cost.model.layout import ONE_GPU
+
+    return dict(
+        dtype=choices.compute_dtype(spec, g, dtype, weights_dtype).value,
+        weight_bits=choices.weight_bits(spec, weights_dtype, bits_per_weight, group_size),
+        kv_bits=choices.kv_dtype_of(kv_dtype).bits,
+        mfu=choices.mfu_of(mfu),
+        mbu=choices.mbu_of(mbu),
+        layout=choices.layout_of(layout) or ONE_GPU,
+        network_gb_s=choices.network_gb_s_of(network_gb_s),
+        profile=choices.profile_of(g, profile),
+    )
+
+
+def decode_sweep(
+    model: ModelLike,
+    gpu: GpuLike = "h100",
+    batches: Sequence[int] = (1,),
+    contexts: Sequence[int] = (0,),
+    *,
+    dtype: Any = None,
+    weights_dtype: Any = None,
+    bits_per_weight: Any = None,
+    group_size: Any = None,
+    kv_dtype: Any = None,
+    mfu: Any = None,
+    mbu: Any = None,
+    weight_bytes: Any = WeightBytes.READ,
+    layout: Optional[Layout] = None,
+    network_gb_s: Any = None,
+    profile: Any = None,
+    detail: bool = True,
+) -> list[DecodeStep]:
+    """Decode steps at every (batch, context) of ``batches`` x ``contexts`` (batch-major), each
+    with its Roofline bound, MFU/MBU estimate and calibrated prediction, on one GPU or per GPU of
+    ``layout`` (``llm-cost roofline MODEL --batch B --context C``). Defaults:
+    :mod:`llm_cost.api.choices`. Without ``detail`` the rows carry figures only (no operator
+    table or conventions); at most 10,000 points."""
+    from llm_cost.analyses.roofline import decode_steps
+
+    batches, contexts = checks.counts(batches, "batches"), checks.counts(contexts, "contexts", 0)
+    checks.grid_size(len(batches) * len(contexts), ("batches", "contexts"))
+    spec, g = load_model(model), load_gpu(gpu)
+    options = _step_options(
+        spec, g, dtype, weights_dtype, bits_per_weight, group_size, kv_dtype, mfu, mbu, layout, network_gb_s, profile
+    )
+    points = [(b, c) for b in batches for c in contexts]
+    reads = checks.choice(weight_bytes, WeightBytes, "weight_bytes")
+    return decode_steps(spec, g, points, weight_bytes=reads, detail=bool(detail), **options)
+
+
+def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, **options: Any) -> DecodeStep:
+    """One decode step: ``batch`` sequences each adding a token after ``context`` cached tokens;
+    ``options`` as :func:`decode_sweep`."""
+    return decode_sweep(model, gpu, [checks.count(batch, "batch")], [checks.count(context, "context", 0)], **options)[0]
+
+
+def prefill_sweep(
+    model: ModelLike,
+    gpu: GpuLike = "h100",
+    batches: Sequence[int] = (1,),
+    seqs: Sequence[int] = (8192,),
+    *,
+    dtype: Any = None,
+    weights_dtype: Any = None,
+    bits_per_weight: Any = None,
+    group_size: Any = None,
+    kv_dtype: Any = None,
+    mfu: Any = None,
+    mbu: Any = None,
+    logits: Any = Logits.LAST,
+    layout: Optional[Layout] = None,
+    network_gb_s: Any = None,
+    profile: Any = None,
+) -> list[PrefillStep]:
+    """Prefills (the time to first token) of ``batch`` prompts of each length of ``seqs``, at
+    every batch of ``batches`` (batch-major), with bound, estimate and prediction
+    (``llm-cost roofline MODEL --phase prefill --seq N``); at most 10,000 points."""
+    from llm_cost.analyses.roofline import prefill_step
+
+    batches, seqs = checks.counts(batches, "batches"), checks.counts(seqs, "seqs")
+    checks.grid_size(len(batches) * len(seqs), ("batches", "seqs"))
+    spec, g = load_model(model), load_gpu(gpu)
+    options = _step_options(
+        spec, g, dtype, weights_dtype, bits_per_weight, group_size, kv_dtype, mfu, mbu, layout, network_gb_s, profile
+    )
+    head = checks.choice(logits, Logits, "logits")
+    return [prefill_step(spec, g, s, b, logits=head, **options) for b in batches for s in seqs]
+
+
+def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int = 1, **options: Any) -> PrefillStep:
+    """One prefill of ``batch`` prompts of ``seq`` tokens; ``options`` as :func:`prefill_sweep`."""
+    return prefill_sweep(model, gpu, [checks.count(batch, "batch")], [checks.count(seq, "seq")], **options)[0]
+
+
+def context(
+    model: ModelLike,
+    contexts: Sequence[int] = CONTEXTS,
+    gpu: GpuLike = "h100",
+    mfu: Any = None,
+    mbu: Any = None,
+    dtype: Any = None,
+    kv_dtype: Any = None,
+    weight_flops: Any = WeightFlops.GEMM,
+    logits: Any = Logits.LAST,
+) -> ContextResult:
+    """Long-context costs at each context (``llm-cost context``): attention against weight FLOPs
+    and their crossover, the prefill's time, KV per request, the score matrix's size."""
+    from llm_cost.analyses.context import context_analysis
+
+    contexts = checks.counts(contexts, "contexts")
+    spec, g = load_model(model), load_gpu(gpu)
+    compute = choices.compute_dtype(spec, g, dtype)
+    convention = checks.choice(weight_flops, WeightFlops, "weight_flops")
+    head = checks.choice(logits, Logits, "logits")
+    return context_analysis(
+        spec,
+        contexts,
+        g,
+        choices.mfu_of(mfu),
+        compute.value,
+        convention.value,
+        choices.kv_dtype_of(kv_dtype).bits,
+        choices.mbu_of(mbu),
+        head.value,
+    )

@@ -1,0 +1,211 @@
+"""Commands about mixture-of-experts and speculative decoding: moe, spec."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from llm_cost.cli.options import (
+    GPU_HELP,
+    MODEL_HELP,
+    Csv,
+    Json,
+    OptionalGpu,
+    Plot,
+    fraction,
+    integer,
+    integer_grid,
+    non_negative,
+    option,
+    tokens,
+)
+from llm_cost.cli.program import app, emit, emit_csv
+from llm_cost.cli.step_options import ComputeDtype, Mbu, Mfu, WeightBytesOpt, WeightsDtype
+from llm_cost.core.choices import WeightBytes
+from llm_cost.core.errors import InputError
+from llm_cost.core.types import StorageDtype
+
+MoeBatches = Annotated[
+    Any,
+    option(
+        "--batch",
+        "-b",
+        parse=integer_grid("--batch"),
+        metavar="LIST",
+        help="Decode batches (tokens per step): a list 1,32,128 or a range 1..256.",
+    ),
+]
+EpDegree = Annotated[
+    int,
+    option(
+        "--ep",
+        parse=integer("--ep"),
+        metavar="INTEGER",
+        help="Expert-parallel GPUs (must divide experts + redundant experts).",
+    ),
+]
+Redundant = Annotated[
+    int,
+    option(
+        "--redundant-experts",
+        parse=integer("--redundant-experts", 0),
+        metavar="INTEGER",
+        help="Extra expert copies spread over the EP GPUs.",
+    ),
+]
+Dispatch = Annotated[
+    StorageDtype, typer.Option("--dispatch-dtype", case_sensitive=False, help="All-to-all dispatch dtype.")
+]
+Combine = Annotated[
+    StorageDtype, typer.Option("--combine-dtype", case_sensitive=False, help="All-to-all combine dtype.")
+]
+TpDegree = Annotated[
+    int,
+    option(
+        "--tp", parse=integer("--tp"), metavar="INTEGER", help="Tensor-parallel degree of the all-reduce comparison."
+    ),
+]
+Prompt = Annotated[
+    int,
+    option(
+        "--prompt",
+        parse=tokens("--prompt"),
+        metavar="TOKENS",
+        help="Prompt tokens for the all-to-all volume of one prefill.",
+    ),
+]
+MoeGpu = Annotated[Optional[str], typer.Option("--gpu", "-g", help=GPU_HELP + " Adds the expert GEMM ridge analysis.")]
+
+
+@app.command()
+def moe(
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
+    batch: MoeBatches = "1,32,128",
+    weights_dtype: WeightsDtype = None,
+    ep: EpDegree = 1,
+    redundant_experts: Redundant = 0,
+    dispatch_dtype: Dispatch = StorageDtype.FP8,
+    combine_dtype: Combine = StorageDtype.BF16,
+    tp: TpDegree = 8,
+    prompt: Prompt = 4096,
+    gpu: MoeGpu = None,
+    dtype: ComputeDtype = None,
+    as_json: Json = False,
+    as_csv: Csv = False,
+    plot: Plot = None,
+) -> None:
+    """MoE: total / active / read-per-step parameters, expected experts per batch, EP memory, all-to-all.
+
+    Example: llm-cost moe deepseek-v3 --batch 1,32,128 --weights-dtype fp8 --ep 32 --gpu h100
+    """
+    from llm_cost import api
+    from llm_cost.report import moe as view
+
+    result = api.moe(
+        model,
+        batch,
+        weights_dtype=weights_dtype,
+        ep=ep,
+        redundant_experts=redundant_experts,
+        dispatch_dtype=dispatch_dtype,
+        combine_dtype=combine_dtype,
+        tp=tp,
+        prompt_tokens=prompt,
+        gpu=gpu,
+        dtype=dtype,
+    )
+    title = api.load_model(model).display_name
+    if plot is not None:
+        from llm_cost.report import plots
+
+        plots.moe(result, title, plot)
+    if as_csv:
+        emit_csv(result.rows)
+        return
+    emit(result, as_json, view.render, title)
+
+
+Alpha = Annotated[
+    float,
+    option(
+        "--alpha",
+        parse=fraction("--alpha", allow_zero=True),
+        metavar="FRACTION",
+        help="Acceptance rate per drafted token, in [0, 1] (0.8 or 80%).",
+    ),
+]
+Gamma = Annotated[
+    int, option("--gamma", parse=integer("--gamma"), metavar="INTEGER", help="Tokens drafted per round (>= 1).")
+]
+DraftCost = Annotated[
+    Optional[float],
+    option(
+        "--c",
+        parse=non_negative("--c", percent=True),
+        metavar="NUMBER",
+        help="Cost of one draft step as a fraction of a target step.",
+    ),
+]
+Mtp = Annotated[bool, typer.Option("--mtp", help="Use the model's MTP module as the draft (c from its weights).")]
+SpecBatches = Annotated[
+    Any,
+    option(
+        "--batch",
+        "-b",
+        parse=integer_grid("--batch"),
+        metavar="LIST",
+        help="Step model: batches (default 1,8,32,64,128,256); needs MODEL and --gpu.",
+    ),
+]
+SpecContext = Annotated[
+    int,
+    option(
+        "--context",
+        parse=tokens("--context", 0),
+        metavar="TOKENS",
+        help="Cached tokens per sequence in the step model (8K = 8,192).",
+    ),
+]
+
+
+@app.command("spec")
+def spec_(
+    alpha: Alpha,
+    gamma: Gamma,
+    model: Annotated[Optional[str], typer.Argument(help=MODEL_HELP + " With --gpu: the step model.")] = None,
+    c: DraftCost = None,
+    mtp: Mtp = False,
+    gpu: OptionalGpu = None,
+    batch: SpecBatches = None,
+    context: SpecContext = 0,
+    mfu: Mfu = None,
+    mbu: Mbu = None,
+    dtype: ComputeDtype = None,
+    weight_bytes: WeightBytesOpt = WeightBytes.READ,
+    as_json: Json = False,
+    as_csv: Csv = False,
+    plot: Plot = None,
+) -> None:
+    """Speculative decoding: expected tokens per round, speedup, the knee and break-even batches, the step model.
+
+    Examples: llm-cost spec --alpha 0.8 --gamma 4 --c 0.1;
+    llm-cost spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --batch 64,128 --context 2K;
+    llm-cost spec deepseek-v3 --mtp --alpha 0.85 --gamma 1
+    """
+    from llm_cost import api
+    from llm_cost.report import speculative as view
+
+    if as_csv and gpu is None:
+        raise InputError("--csv: the rows are the step model's, one per batch; give a MODEL and --gpu too")
+    result = api.spec(
+        alpha, gamma, c, model, gpu, batch, context, mtp=mtp, mfu=mfu, mbu=mbu, dtype=dtype, weight_bytes=weight_bytes
+    )
+    if plot is not None:
+        from llm_cost.report import plots
+
+        plots.speculative(result, plot)
+    if as_csv:
+        emit_csv(result.rows)
+        return
+    emit(result, as_json, view.render)

@@ -1,0 +1,328 @@
+"""Commands about one step of a model on a GPU: flops, roofline, context."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any, Optional
+
+import typer
+
+from llm_cost.cli.options import (
+    MODEL_HELP,
+    Csv,
+    Dp,
+    Ep,
+    Gpu,
+    Json,
+    KvDtype,
+    Plot,
+    Pp,
+    Tp,
+    integer,
+    integer_grid,
+    option,
+    token_grid,
+)
+from llm_cost.cli.program import app, emit, emit_csv, layout_of
+from llm_cost.cli.step_options import (
+    AttentionOpt,
+    BitsPerWeight,
+    ComputeDtype,
+    ContextGrid,
+    GroupSize,
+    LogitsOpt,
+    Mbu,
+    Mfu,
+    MlaOpt,
+    NetworkGbS,
+    ProfileOpt,
+    SeqGrid,
+    WeightFlopsOpt,
+    WeightsDtype,
+)
+from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes, WeightFlops
+from llm_cost.core.errors import InputError
+from llm_cost.core.types import Phase, StorageDtype
+
+
+class OnePhase(str, Enum):
+    """The phases a single forward pass or step is: a prompt, or one token per sequence."""
+
+    prefill = "prefill"
+    decode = "decode"
+
+
+PhaseOpt = Annotated[
+    OnePhase,
+    typer.Option("--phase", case_sensitive=False, help="prefill (a prompt) or decode (one token after --context)."),
+]
+StepPhase = Annotated[
+    Optional[OnePhase],
+    typer.Option(
+        "--phase",
+        case_sensitive=False,
+        help="decode (one step at --batch/--context, the default) or prefill (--seq: the time to first token).",
+    ),
+]
+Batches = Annotated[
+    Any,
+    option(
+        "--batch",
+        "-b",
+        parse=integer_grid("--batch"),
+        metavar="LIST",
+        help="Sequences per step (default 1): a value, a list 1,8,64, a doubling range 1..256 or a range in steps "
+        "1..1000:10; a list prints one row per point.",
+    ),
+]
+Contexts = Annotated[
+    Any,
+    option(
+        "--context",
+        "-c",
+        parse=token_grid("--context", 0),
+        metavar="LIST",
+        help="Decode: tokens already cached per sequence (default 0; 8K = 8,192): a value, a list, a doubling range "
+        "1K..128K or a range in steps 1K..8K:1K.",
+    ),
+]
+Seqs = Annotated[
+    Any,
+    option(
+        "--seq",
+        "-s",
+        parse=token_grid("--seq"),
+        metavar="LIST",
+        help="Prefill: prompt length (default 8K): a value, a list or a range.",
+    ),
+]
+StepLogits = Annotated[
+    Optional[Logits],
+    typer.Option(
+        "--logits",
+        case_sensitive=False,
+        help="Prefill: LM head on the last position (default, serving) or on all (training, the documents' count).",
+    ),
+]
+StepWeightBytes = Annotated[
+    Optional[WeightBytes],
+    typer.Option(
+        "--weight-bytes",
+        case_sensitive=False,
+        help="Decode: read (matmul weights + one embedding row per sequence, the default) or resident (every "
+        "stored weight, as the documents).",
+    ),
+]
+StepKvDtype = Annotated[
+    Optional[StorageDtype],
+    typer.Option("--kv-dtype", case_sensitive=False, help="KV-cache element dtype (default bf16)."),
+]
+Ops = Annotated[bool, typer.Option("--ops", help="Per-operator table (FLOPs, bytes, intensity, bound, estimate).")]
+ContextList = Annotated[
+    Any,
+    option(
+        "--context",
+        "-c",
+        parse=token_grid("--context"),
+        metavar="LIST",
+        help="Contexts in tokens: a list 8K,128K or a doubling range 8K..1M.",
+    ),
+]
+StepModel = Annotated[
+    Optional[str], typer.Argument(help=MODEL_HELP + " Default when a step option is given: llama3-8b.")
+]
+Batch = Annotated[
+    int, option("--batch", "-b", parse=integer("--batch"), metavar="INTEGER", help="Sequences per forward pass.")
+]
+
+#: The model ``roofline`` steps when a step option is given without one.
+DEFAULT_STEP_MODEL = "llama3-8b"
+
+
+@app.command()
+def flops(
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
+    phase: PhaseOpt = OnePhase.prefill,
+    seq: SeqGrid = "128,1024,8K",
+    context: ContextGrid = "8K",
+    batch: Batch = 1,
+    attention: AttentionOpt = AttentionMask.CAUSAL,
+    logits: LogitsOpt = Logits.LAST,
+    mla: MlaOpt = MLAForm.PLAIN,
+    as_json: Json = False,
+    as_csv: Csv = False,
+) -> None:
+    """FLOPs of a forward pass: per-layer linear and attention FLOPs, LM head, totals, over lengths.
+
+    Examples: llm-cost flops llama3-8b --phase prefill --seq 8K;
+    llm-cost flops llama3-8b --phase decode --context 8K
+    """
+    from llm_cost import api
+    from llm_cost.report import flops as view
+
+    lengths = seq if phase == Phase.PREFILL else context
+    result = api.flops(model, phase, lengths, batch, attention, logits, mla)
+    if as_csv:
+        emit_csv(result)
+        return
+    emit(result, as_json, view.render, api.load_model(model).display_name, phase.value)
+
+
+def _check_phase(prefill: bool, context: Any, weight_bytes: Any, seq: Any, logits: Any) -> None:
+    """InputError for a flag of the other phase (--context with --phase prefill, say)."""
+    given = {"--context": context, "--weight-bytes": weight_bytes} if prefill else {"--seq": seq, "--logits": logits}
+    wrong = [flag for flag, value in given.items() if value is not None]
+    if wrong:
+        instead = "--seq (the prompt length)" if prefill else "--context (tokens already cached)"
+        verb = "do" if len(wrong) > 1 else "does"
+        raise InputError(
+            f"{', '.join(wrong)} {verb} not apply to --phase {'prefill' if prefill else 'decode'}; use {instead}"
+        )
+
+
+@app.command()
+def roofline(
+    model: StepModel = None,
+    gpu: Gpu = "h100",
+    dtype: ComputeDtype = None,
+    weights_dtype: WeightsDtype = None,
+    bits_per_weight: BitsPerWeight = None,
+    group_size: GroupSize = None,
+    kv_dtype: StepKvDtype = None,
+    phase: StepPhase = None,
+    batch: Batches = None,
+    context: Contexts = None,
+    seq: Seqs = None,
+    logits: StepLogits = None,
+    mfu: Mfu = None,
+    mbu: Mbu = None,
+    weight_bytes: StepWeightBytes = None,
+    ops: Ops = False,
+    tp: Tp = None,
+    pp: Pp = None,
+    ep: Ep = None,
+    dp: Dp = None,
+    network_gb_s: NetworkGbS = None,
+    profile: ProfileOpt = None,
+    as_json: Json = False,
+    as_csv: Csv = False,
+    plot: Plot = None,
+) -> None:
+    """Roofline: ridge points of a GPU; with a model (or any step option), a decode step's or a prefill's
+    bound, estimate and calibrated prediction (--profile), on one GPU or a layout (--tp/--pp/--ep/--dp).
+
+    Examples: llm-cost roofline --gpu h100; llm-cost roofline llama3-8b --gpu h100 --batch 1 --context 2K;
+    llm-cost roofline --gpu h100 --batch 1,8,64 --context 2K (model llama3-8b);
+    llm-cost roofline llama3-70b --tp 4 --batch 32 --context 4K; llm-cost roofline llama3-8b --phase prefill --seq 8K
+    """
+    from llm_cost import api
+
+    layout = layout_of(tp, pp, ep, dp)
+    step_options = dict(
+        dtype=dtype,
+        weights_dtype=weights_dtype,
+        bits_per_weight=bits_per_weight,
+        group_size=group_size,
+        kv_dtype=kv_dtype,
+        mfu=mfu,
+        mbu=mbu,
+        layout=layout,
+        network_gb_s=network_gb_s,
+        profile=profile,
+    )
+    given = (phase, batch, context, seq, logits, weight_bytes, *step_options.values())
+    if model is None and not ops and all(v is None for v in given):
+        _ridges(gpu, as_json, as_csv, plot)
+        return
+    prefill = phase == Phase.PREFILL
+    _check_phase(prefill, context, weight_bytes, seq, logits)
+    name = model or DEFAULT_STEP_MODEL
+    if prefill:
+        result: Any = api.prefill_sweep(
+            name, gpu, batch or [1], seq or [8192], logits=logits or Logits.LAST, **step_options
+        )
+    else:
+        result = api.decode_sweep(
+            name,
+            gpu,
+            batch or [1],
+            context or [0],
+            weight_bytes=weight_bytes or WeightBytes.READ,
+            detail=not as_csv or plot is not None,
+            **step_options,
+        )
+    _render_steps(result, name, gpu, prefill, model is not None, ops, context is None, as_json, as_csv, plot)
+
+
+def _ridges(gpu: str, as_json: bool, as_csv: bool, plot: Optional[str]) -> None:
+    """The ridge-point table of ``roofline --gpu`` alone."""
+    from llm_cost import api
+    from llm_cost.report import roofline as view
+
+    if plot is not None:
+        raise InputError("--plot: the Roofline picture is of a step; name a MODEL or give --batch/--context")
+    result = api.ridges(gpu)
+    if as_csv:
+        emit_csv(result)
+        return
+    emit(result, as_json, view.render_ridges, api.load_gpu(gpu).display_name)
+
+
+def _render_steps(
+    result: list,
+    model: str,
+    gpu: str,
+    prefill: bool,
+    model_given: bool,
+    ops: bool,
+    no_context: bool,
+    as_json: bool,
+    as_csv: bool,
+    plot: Optional[str],
+) -> None:
+    """A roofline sweep as a picture, CSV rows, a table of rows, or one step's whole account."""
+    from llm_cost import api
+    from llm_cost.report import roofline as view
+
+    title, gpu_title = api.load_model(model).display_name, api.load_gpu(gpu).display_name
+    if plot is not None:
+        from llm_cost.report import plots
+
+        if len(result) > 1:
+            raise InputError("--plot: the Roofline picture is of one step; give one --batch and --context")
+        plots.roofline(result[0], title, gpu_title, plot)
+    if as_csv:
+        emit_csv(result)
+    elif len(result) > 1:
+        emit(result, as_json, view.render_rows, title, gpu_title, model_given)
+    else:
+        render = view.render_prefill if prefill else view.render_decode
+        emit(result[0], as_json, render, title, gpu_title, model_given, ops, no_context and not prefill)
+
+
+@app.command()
+def context(
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
+    contexts: ContextList = "8K,32K,128K,1M",
+    gpu: Gpu = "h100",
+    mfu: Mfu = None,
+    mbu: Mbu = None,
+    dtype: ComputeDtype = None,
+    kv_dtype: KvDtype = StorageDtype.BF16,
+    weight_flops: WeightFlopsOpt = WeightFlops.GEMM,
+    logits: LogitsOpt = Logits.LAST,
+    as_json: Json = False,
+    as_csv: Csv = False,
+) -> None:
+    """Long context: attention vs weight FLOPs, crossover, prefill (TTFT), KV per request, score-matrix size.
+
+    Example: llm-cost context llama3-70b --context 8K,128K --weight-flops total
+    """
+    from llm_cost import api
+    from llm_cost.report import context as view
+
+    result = api.context(model, contexts, gpu, mfu, mbu, dtype, kv_dtype, weight_flops, logits)
+    if as_csv:
+        emit_csv(result.rows)
+        return
+    emit(result, as_json, view.render, api.load_model(model).display_name)
