@@ -2,7 +2,7 @@
 
 One module per question, each imported on first use so that a command loads only its own:
 
-``model``        load_model, load_gpu, params, kv, kv_sweep, import_config, catalog, show
+``model``        load_model, load_gpu, defaults_used, params, kv, kv_sweep, import_config, catalog, show
 ``step``         flops, ridges, decode, decode_sweep, prefill, prefill_sweep, context
 ``memory``       fit, activations
 ``experts``      moe

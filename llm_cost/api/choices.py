@@ -20,8 +20,9 @@ from llm_cost.core.types import Dtype, StorageDtype, stored_weight_bits
 if TYPE_CHECKING:
     from llm_cost.analyses.capacity import MemoryPolicy
     from llm_cost.model.layout import Layout
+    from llm_cost.perf.calibrated import CalibratedModel
     from llm_cost.perf.profile import Profile
-    from llm_cost.perf.timemodel import TimeModel
+    from llm_cost.perf.timemodel import EfficiencyEstimate
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 __all__ = [
@@ -150,7 +151,9 @@ def profile_of(gpu: HardwareSpec, profile: Any = None) -> Optional[Profile]:
     return load_profile(profile)
 
 
-def time_model(gpu: HardwareSpec, profile: Optional[Profile], network_gb_s: float) -> TimeModel:
+def time_model(
+    gpu: HardwareSpec, profile: Optional[Profile], network_gb_s: float
+) -> CalibratedModel | EfficiencyEstimate:
     """The time model of a prediction (:func:`llm_cost.perf.calibrated.prediction_model`)."""
     from llm_cost.perf.calibrated import prediction_model
 

@@ -18,7 +18,18 @@ if TYPE_CHECKING:
     from llm_cost.model.params import ParamsResult
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
-__all__ = ["load_model", "load_gpu", "params", "checkpoint_of", "kv", "kv_sweep", "import_config", "catalog", "show"]
+__all__ = [
+    "load_model",
+    "load_gpu",
+    "defaults_used",
+    "params",
+    "checkpoint_of",
+    "kv",
+    "kv_sweep",
+    "import_config",
+    "catalog",
+    "show",
+]
 
 ModelLike = Union[str, "ModelSpec", dict]
 GpuLike = Union[str, "HardwareSpec"]
@@ -56,6 +67,17 @@ def load_gpu(gpu: GpuLike) -> HardwareSpec:
     if not isinstance(gpu, str):
         raise InputError(f"gpu: {gpu!r} is not a name, a path or a HardwareSpec", fields=("gpu",))
     return load.load_gpu(gpu)
+
+
+def defaults_used(model: str) -> Optional[list[str]]:
+    """The family defaults a config.json ``model`` (a path, a folder or a Hub id) took, each as
+    ``key = value (reason)``; None for a shipped or YAML spec."""
+    from llm_cost.specs import hub
+    from llm_cost.specs.hf import defaults_used as from_file
+
+    if not isinstance(model, str):
+        raise InputError(f"model: {model!r} is not a name or path", fields=("model",))
+    return hub.load_hub_model(model, verbose=True)[1] if hub.is_hub_id(model) else from_file(model)
 
 
 def params(

@@ -51,14 +51,14 @@ def spec(
         raise InputError(
             "batches is for the step model: give a model and a gpu too", fields=("batches", "model", "gpu")
         )
-    batches = checks.optional(batches, checks.counts, "batches")
+    points: Optional[list[int]] = checks.optional(batches, checks.counts, "batches")
     s = load_model(model) if model is not None else None
     g = load_gpu(gpu) if gpu is not None else None
     if g is not None and s is None:
         raise InputError("gpu needs a model: the step time is of a model on a GPU", fields=("gpu", "model"))
     compute = choices.compute_dtype(s, g, dtype) if s is not None and g is not None else None
-    if g is not None and batches is None:
-        batches = list(SPEC_BATCHES)
+    if g is not None and points is None:
+        points = list(SPEC_BATCHES)
     reads = checks.choice(weight_bytes, WeightBytes, "weight_bytes")
     return speculative(
         alpha,
@@ -66,7 +66,7 @@ def spec(
         c,
         s,
         g,
-        batches,
+        points,
         choices.mfu_of(mfu),
         context,
         compute.value if compute else "bf16",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import typer
 
@@ -19,7 +19,7 @@ HELP_OPTIONS = ["-h", "--help"]
 HELP_MARKUP = None
 #: A command's own help keeps Typer's Rich panels: its options' help wraps there without splitting a
 #: flag's name at its hyphens, as Click's plain text does.
-COMMAND_HELP_MARKUP = "rich"
+COMMAND_HELP_MARKUP: Literal["rich"] = "rich"
 
 app = typer.Typer(
     name="llm-cost",
@@ -40,7 +40,7 @@ def layout_of(tp: Optional[int], pp: Optional[int], ep: Optional[int], dp: Optio
     given = {k: v for k, v in (("tp", tp), ("pp", pp), ("ep", ep), ("dp", dp)) if v is not None}
     if not given:
         return None
-    from llm_cost.model.layout import Layout
+    from llm_cost.api import Layout
 
     return Layout(**given)
 
@@ -69,16 +69,13 @@ def emit_csv(rows: list, extra: list[dict] | None = None) -> None:
 
 def report_defaults(model: str) -> None:
     """--verbose: the defaults a config.json MODEL took, on stderr (so --json stays clean)."""
+    from llm_cost import api
     from llm_cost.report.base import console
     from llm_cost.report.hf import print_defaults
-    from llm_cost.specs.hf import defaults_used
 
     con = console()
     con.file = sys.stderr
-    from llm_cost.specs import hub
-
-    # None unless MODEL is a .json path, a folder or a Hub id
-    defaults = hub.load_hub_model(model, verbose=True)[1] if hub.is_hub_id(model) else defaults_used(model)
+    defaults = api.defaults_used(model)
     if defaults is None:
         con.print(f"{model}: a shipped or YAML spec, no config.json defaults to report")
     else:

@@ -42,7 +42,7 @@ from llm_cost.cli.step_options import (
 )
 from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes, WeightFlops
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import Phase, StorageDtype
+from llm_cost.core.types import StorageDtype
 
 
 class OnePhase(str, Enum):
@@ -160,7 +160,7 @@ def flops(
     from llm_cost import api
     from llm_cost.report import flops as view
 
-    lengths = seq if phase == Phase.PREFILL else context
+    lengths = seq if phase is OnePhase.prefill else context
     result = api.flops(model, phase, lengths, batch, attention, logits, mla)
     if as_csv:
         emit_csv(result)
@@ -234,7 +234,7 @@ def roofline(
     if model is None and not ops and all(v is None for v in given):
         _ridges(gpu, as_json, as_csv, plot)
         return
-    prefill = phase == Phase.PREFILL
+    prefill = phase is OnePhase.prefill
     _check_phase(prefill, context, weight_bytes, seq, logits)
     name = model or DEFAULT_STEP_MODEL
     if prefill:

@@ -172,20 +172,3 @@ GroupSize = Annotated[
         "channel for int8).",
     ),
 ]
-
-
-def memory_policy(convention: MemoryConvention, utilization: Optional[float], reserve_bytes: Optional[int]):
-    """The memory accounting of --memory, --gpu-memory-utilization and --reserve-gb: an engine's
-    (vLLM's defaults) or, under --memory datasheet, the source documents' unless a flag says otherwise."""
-    from fractions import Fraction
-
-    from llm_cost.analyses.capacity import DEPLOYMENT, DOCUMENTS
-
-    base = DOCUMENTS if convention == MemoryConvention.DATASHEET else DEPLOYMENT
-    from dataclasses import replace
-
-    return replace(
-        base,
-        utilization=Fraction(utilization).limit_denominator(10**6) if utilization is not None else base.utilization,
-        reserve_bytes=base.reserve_bytes if reserve_bytes is None else reserve_bytes,
-    )
