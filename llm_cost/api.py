@@ -89,24 +89,24 @@ def load_gpu(gpu: GpuLike) -> HardwareSpec:
 def _count(value: Any, name: str, minimum: int = 1) -> int:
     """An integer argument at least ``minimum``; LlmCostError naming the argument otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise LlmCostError(f"{name}: {value!r} must be an integer of at least {minimum}")
+        raise LlmCostError(f"{name}: {value!r} must be an integer of at least {minimum}", fields=(name,))
     return value
 
 
 def _counts(values: Any, name: str, minimum: int = 1) -> list[int]:
     """A non-empty list of integer arguments."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise LlmCostError(f"{name}: {values!r} must be a list of integers, e.g. [1024, 8192]")
+        raise LlmCostError(f"{name}: {values!r} must be a list of integers, e.g. [1024, 8192]", fields=(name,))
     out = [_count(v, name, minimum) for v in values]
     if not out:
-        raise LlmCostError(f"{name}: give at least one value")
+        raise LlmCostError(f"{name}: give at least one value", fields=(name,))
     return out
 
 
 def _efficiency(value: Any, name: str) -> float:
     """An MFU or MBU in [0.01, 1]."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.01 <= value <= 1:
-        raise LlmCostError(f"{name}: {value!r} must be a number between 0.01 and 1 (e.g. 0.6)")
+        raise LlmCostError(f"{name}: {value!r} must be a number between 0.01 and 1 (e.g. 0.6)", fields=(name,))
     return float(value)
 
 
@@ -122,7 +122,8 @@ def _positive(value: Any, name: str, maximum: float = 1e300, zero: bool = False)
     if not ok:
         raise LlmCostError(
             f"{name}: {value!r} must be a finite number {'of at least 0' if zero else 'above 0'} and "
-            f"at most {maximum:g}"
+            f"at most {maximum:g}",
+            fields=(name,),
         )
     return float(value)
 
@@ -136,7 +137,7 @@ def _gpus(value: Any, name: str) -> int:
     from llm_cost.analyses.serving import MAX_PLAN_GPUS
 
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PLAN_GPUS:
-        raise LlmCostError(f"{name}: {value!r} must be an integer from 1 to {MAX_PLAN_GPUS:,}")
+        raise LlmCostError(f"{name}: {value!r} must be an integer from 1 to {MAX_PLAN_GPUS:,}", fields=(name,))
     return value
 
 
@@ -162,7 +163,9 @@ def _dtype(value: Any, name: str, storage: bool = True) -> str:
 
 def _bits(spec: ModelSpec, weights_dtype: str | None, bits_per_weight: float | None) -> float:
     if weights_dtype is not None and bits_per_weight is not None:
-        raise LlmCostError("give weights_dtype or bits_per_weight, not both")
+        raise LlmCostError(
+            "give weights_dtype or bits_per_weight, not both", fields=("weights_dtype", "bits_per_weight")
+        )
     return bits_per_weight if bits_per_weight is not None else Dtype(weights_dtype or spec.torch_dtype).bits
 
 
@@ -323,7 +326,7 @@ def spec(
     g = load_gpu(gpu) if gpu is not None else None
     _positive(alpha, "alpha", 1, zero=True)
     if alpha >= 1:
-        raise LlmCostError(f"alpha: {alpha!r} must be below 1 (an acceptance rate)")
+        raise LlmCostError(f"alpha: {alpha!r} must be below 1 (an acceptance rate)", fields=("alpha",))
     gamma, context = _count(gamma, "gamma"), _count(context, "context", 0)
     c = _optional(c, "c", lambda v, n: _positive(v, n, zero=True))
     batches = _counts(batches, "batches") if batches is not None else None
@@ -406,15 +409,20 @@ def _search(search: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in search.items():
         if key not in ("modes", "layouts", "concurrency", "chunks"):
-            raise LlmCostError(f"{key}: not a search option; give modes, layouts, concurrency or chunks")
+            raise LlmCostError(
+                f"{key}: not a search option; give modes, layouts, concurrency or chunks",
+                fields=("modes", "layouts", "concurrency", "chunks"),
+            )
         if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") or not list(value):
-            raise LlmCostError(f"{key}: {value!r} must be a non-empty list")
+            raise LlmCostError(f"{key}: {value!r} must be a non-empty list", fields=(key,))
         items = list(value)
         if key == "modes":
             try:
                 out[key] = tuple(ServingMode(m) for m in items)
             except ValueError:
-                raise LlmCostError(f"modes: {value!r} must list aggregated and/or disaggregated") from None
+                raise LlmCostError(
+                    f"modes: {value!r} must list aggregated and/or disaggregated", fields=("modes",)
+                ) from None
         elif key == "layouts":
             out[key] = [_layout(v, "layouts") for v in items]
         elif key == "concurrency":
