@@ -50,13 +50,14 @@ def import_config(config: Path, out: Path, name: Optional[str] = None, force: bo
 
     out = Path(out)
     if out.suffix.lower() not in (".yaml", ".yml"):
-        raise InputError(f"--out: {str(out)!r} must end in .yaml or .yml")
+        raise InputError(f"out: {str(out)!r} must end in .yaml or .yml", fields=("out",))
     spec_name = (name if name is not None else out.stem).strip().lower()
     if not _NAME_RE.fullmatch(spec_name) or len(spec_name) > 128:
-        where = "--name" if name is not None else "--out: the file name (or give --name)"
+        where = "name:" if name is not None else "out: the file stem"
         raise InputError(
-            f"{where}: {shown(spec_name, 60)!r} is not a valid spec name (lower-case letters, digits, "
-            ". _ + -; at most 128 characters)"
+            f"{where} {shown(spec_name, 60)!r} is not a valid spec identifier (lower-case letters, digits, "
+            ". _ + -; at most 128 characters)" + ("" if name is not None else "; or give name"),
+            fields=("out", "name"),
         )
     check_out(out, spec_name, force)
     spec, defaults = load_hf_config_verbose(Path(config), spec_name)
@@ -77,14 +78,15 @@ def check_out(out: Path, spec_name: str, force: bool) -> None:
     try:
         if out.is_dir():
             raise InputError(
-                f"--out: {shown(out)} is a folder; give a file path such as {shown(out / (spec_name + '.yaml'))}"
+                f"out: {shown(out)!r} is a folder; give a file path such as {shown(out / (spec_name + '.yaml'))!r}",
+                fields=("out",),
             )
         if not out.parent.is_dir():
-            raise InputError(f"--out: folder {shown(out.parent)} does not exist")
+            raise InputError(f"out: folder {shown(out.parent)!r} does not exist", fields=("out",))
         if out.exists() and not force:
-            raise InputError(f"{shown(out)}: already exists; pass --force to overwrite it")
+            raise InputError(f"{shown(out)}: already exists; pass force to overwrite it", fields=("force",))
     except OSError as exc:
-        raise InputError(f"--out: {shown(out)} cannot be used ({exc.strerror or exc})") from None
+        raise InputError(f"out: {shown(out)!r} cannot be used ({exc.strerror or exc})", fields=("out",)) from None
 
 
 def _write_atomically(out: Path, text: str, force: bool) -> None:
@@ -100,12 +102,12 @@ def _write_atomically(out: Path, text: str, force: bool) -> None:
             os.replace(tmp, out)
         else:
             try:
-                os.link(tmp, out)  # fails if out appeared meanwhile: never clobber without --force
+                os.link(tmp, out)  # fails if out appeared meanwhile: never clobber without force
             except FileExistsError:
-                raise InputError(f"{out}: already exists; pass --force to overwrite it") from None
+                raise InputError(f"{out}: already exists; pass force to overwrite it", fields=("force",)) from None
             except OSError:  # filesystems without hard links
                 if out.exists():
-                    raise InputError(f"{out}: already exists; pass --force to overwrite it") from None
+                    raise InputError(f"{out}: already exists; pass force to overwrite it", fields=("force",)) from None
                 os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):

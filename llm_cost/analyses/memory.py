@@ -234,7 +234,8 @@ def activation_memory(
 
         raise InputError(
             f"{spec.name}: activation memory of Mamba-2 / mixer-only blocks is not modelled; "
-            "use --formula gpt for the paper's GPT block, or a transformer model"
+            "give formula gpt for the paper's GPT block, or a transformer model",
+            fields=("formula",),
         )
     s, b, h, a, t = seq, micro_batch, spec.hidden_size, spec.attention.num_attention_heads, tp
     L = spec.num_hidden_layers

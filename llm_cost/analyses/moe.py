@@ -111,11 +111,12 @@ def moe_analysis(
     E, k, d = moe.num_experts, moe.num_experts_per_tok, spec.hidden_size
     if ep < 1 or (E + redundant_experts) % ep:
         raise InputError(
-            f"--ep: {ep} GPUs cannot hold {E} experts + {redundant_experts} redundant evenly; "
-            f"choose a divisor of {E + redundant_experts}"
+            f"ep: {ep} GPUs cannot hold {E} experts + {redundant_experts} redundant evenly; "
+            f"choose a divisor of {E + redundant_experts}",
+            fields=("ep",),
         )
     if tp < 1:
-        raise InputError("--tp must be at least 1")
+        raise InputError(f"tp: {tp} must be at least 1", fields=("tp",))
     bits = Fraction(weight_bits).limit_denominator(1000)
     b = float(bits) / 8
     s = build(spec)

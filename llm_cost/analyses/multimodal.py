@@ -48,8 +48,9 @@ def smart_resize(
     [min_pixels, max_pixels], aspect ratio kept (transformers ``smart_resize``)."""
     if max(height, width) / min(height, width) > 200:
         raise InputError(
-            f"--size: aspect ratio {max(height, width) / min(height, width):.0f} exceeds 200, "
-            "which Qwen2-VL's processor rejects"
+            f"width and height: aspect ratio {max(height, width) / min(height, width):.0f} exceeds 200, "
+            "which Qwen2-VL's processor rejects",
+            fields=("width", "height"),
         )
     h = max(factor, round(height / factor) * factor)
     w = max(factor, round(width / factor) * factor)
@@ -113,11 +114,12 @@ def _connector_tokens(connector: str, patches: int, merge: int) -> int:
         count = connector.split(":", 1)[1].strip()
         if not (count.isascii() and count.isdigit()) or len(count) > 7 or not 1 <= int(count) <= MAX_RESAMPLER_TOKENS:
             raise InputError(
-                f"--connector: {shown(connector, 40)!r} needs a token count from 1 to "
-                f"{MAX_RESAMPLER_TOKENS:,}, e.g. resampler:64"
+                f"connector: {shown(connector, 40)!r} needs a token count from 1 to "
+                f"{MAX_RESAMPLER_TOKENS:,}, e.g. resampler:64",
+                fields=("connector",),
             )
         return int(count)
-    raise InputError(f"--connector: {connector!r} is not one of: mlp, merge2x2, resampler:N")
+    raise InputError(f"connector: {connector!r} is not one of: mlp, merge2x2, resampler:N", fields=("connector",))
 
 
 def _vision(spec: ModelSpec, height: int, width: int, frames: int, connector: str) -> VisionCost:
@@ -146,8 +148,9 @@ def _vision(spec: ModelSpec, height: int, width: int, frames: int, connector: st
         )
     if v is None:
         raise InputError(
-            f"{spec.name} has no vision tower; use a vision-language model (e.g. qwen2-vl-7b) as MODEL "
-            "and --decoder for another language model"
+            f"{spec.name} has no vision tower; give a vision-language model (e.g. qwen2-vl-7b), and decoder "
+            "to price its image tokens in another language model",
+            fields=("decoder",),
         )
     factor = v.patch_size * v.spatial_merge_size
     h, w = smart_resize(height, width, factor)
@@ -192,7 +195,10 @@ def image_cost(
 ) -> ImageResult:
     """Tokens, encoder FLOPs and decoder cost of one image (``frames`` > 1: a video clip)."""
     if height < 1 or width < 1:
-        raise InputError("--size: width and height must be positive pixel counts, e.g. 1920x1080")
+        raise InputError(
+            f"width and height: {width}x{height} must be positive pixel counts, e.g. 1920x1080",
+            fields=("width", "height"),
+        )
     dec = decoder or spec
     vision = _vision(spec, height, width, frames, connector)
     n = vision.tokens
@@ -238,5 +244,7 @@ def video_cost(
     """A clip of ``seconds`` at ``fps``: frames grouped by the temporal patch (2 for Qwen2-VL)."""
     frames = round(seconds * fps)
     if frames < 1:
-        raise InputError(f"--seconds x --fps = {seconds * fps:g} frames; a video needs at least one frame")
+        raise InputError(
+            f"seconds x fps = {seconds * fps:g} frames; a video needs at least one frame", fields=("seconds", "fps")
+        )
     return image_cost(spec, height, width, decoder, "merge2x2", frames, weight_convention, kv_bits)

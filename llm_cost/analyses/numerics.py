@@ -454,11 +454,12 @@ def _int_row(fmt: IntFormat, probe: Fraction) -> FormatRow:
     )
 
 
-def _check_int(value: int, what: str) -> int:
+def _check_int(value: int, name: str) -> int:
+    """``value`` of the argument ``name``: a whole number of at least 1; InputError naming it otherwise."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{what}: {value!r} is not a whole number")
+        raise InputError(f"{name}: {value!r} is not a whole number", fields=(name,))
     if value < 1:
-        raise InputError(f"{what}: {value} must be at least 1")
+        raise InputError(f"{name}: {value} must be at least 1", fields=(name,))
     return value
 
 
@@ -471,9 +472,9 @@ def _epsilon_convention(k: int) -> str:
 
 def numerics(k: int = 4096, head_dim: int = 128) -> NumericsResult:
     """Figures of every format, accumulation noise of a length-``k`` dot product and the QK-norm
-    logit bound for ``head_dim`` (seed 003 §10). Raises InputError naming ``--k`` / ``--head-dim``."""
-    _check_int(k, "--k")
-    _check_int(head_dim, "--head-dim")
+    logit bound for ``head_dim`` (seed 003 §10). Raises InputError naming ``k`` / ``head_dim``."""
+    _check_int(k, "k")
+    _check_int(head_dim, "head_dim")
     probe = Fraction(1) + Fraction(1, 1000)  # the decimal 1.001 exactly
     rows = [_float_row(f, k, probe) for f in FORMATS] + [_int_row(f, probe) for f in INT_FORMATS]
     bound = qk_norm_logit_bound(head_dim)

@@ -139,7 +139,9 @@ class RopeResult(Result):
 
 def _check_base(base: float) -> float:
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 1:
-        raise InputError(f"--base: {base!r} must be a finite number greater than 1 (e.g. 10000 or 500000)")
+        raise InputError(
+            f"base: {base!r} must be a finite number greater than 1 (e.g. 10000 or 500000)", fields=("base",)
+        )
     return float(base)
 
 
@@ -150,18 +152,21 @@ MAX_DIMS = 8192
 def _check_dims(dims: int) -> int:
     if isinstance(dims, bool) or not isinstance(dims, int) or dims < 2 or dims % 2 or dims > MAX_DIMS:
         raise InputError(
-            f"--head-dim: {dims!r} must be an even whole number of rotated dims from 2 to {MAX_DIMS:,} (e.g. 128)"
+            f"dims: {dims!r} must be an even whole number from 2 to {MAX_DIMS:,} (rotated dimensions per head, "
+            "e.g. 128)",
+            fields=("dims",),
         )
     return dims
 
 
 def _check_lengths(train_length: int, target_length: int) -> None:
-    for value, flag in ((train_length, "--train-length"), (target_length, "--target-length")):
+    for value, name in ((train_length, "train_length"), (target_length, "target_length")):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(f"{flag}: {value!r} must be a whole number of tokens, at least 1")
+            raise InputError(f"{name}: {value!r} must be a whole number of tokens, at least 1", fields=(name,))
     if target_length < train_length:
         raise InputError(
-            f"--target-length: {target_length:,} must be at least --train-length ({train_length:,} tokens)"
+            f"target_length: {target_length:,} must be at least train_length ({train_length:,} tokens)",
+            fields=("target_length", "train_length"),
         )
 
 
@@ -202,7 +207,9 @@ def ntk_aware_base(base: float, dims: int, alpha: float) -> float:
     """NTK-aware base' = base * alpha^(d/(d-2)) (bloc97; seed 001). d = 2 has no such base (d - 2 = 0):
     with a single pair the formula degenerates, and InputError is raised."""
     if dims == 2:
-        raise InputError("--head-dim: NTK-aware scaling needs at least 4 rotated dims (d/(d-2) with d = 2)")
+        raise InputError(
+            "dims: NTK-aware scaling needs at least 4 rotated dimensions (d/(d-2) with d = 2)", fields=("dims",)
+        )
     return base * alpha ** (dims / (dims - 2))
 
 
@@ -343,8 +350,8 @@ def rope_analysis(
     tokens under PI, NTK-aware, YaRN (``beta_fast``, ``beta_slow``), dynamic NTK and, if ``llama3``
     is given, Llama 3.1 scaling. Lengths and wavelengths in tokens.
 
-    Raises InputError naming the flag: base > 1 (``--base``), dims even and >= 2 (``--head-dim``),
-    lengths >= 1 and target >= train (``--train-length``, ``--target-length``).
+    Raises InputError naming the argument: ``base`` > 1, ``dims`` even and >= 2, lengths >= 1 and
+    ``target_length`` >= ``train_length``.
     """
     base, dims = _check_base(base), _check_dims(dims)
     _check_lengths(train_length, target_length)
@@ -453,7 +460,8 @@ def rotated_dims(spec: ModelSpec) -> int:
         what = "no position encoding" if spec.position_embedding == "none" else "a position table"
         raise InputError(
             f"{spec.name}: position_embedding is {spec.position_embedding!r} ({what}), "
-            "not RoPE; give a RoPE model, or --base and --head-dim"
+            "not RoPE; give a RoPE model, or base and dims",
+            fields=("base", "dims"),
         )
     att = spec.attention
     if isinstance(att, MLAAttention):
@@ -477,9 +485,10 @@ def rope_for_model(
     d_model = rotated_dims(spec)  # raises for learned positions
     if dims is None and (d_model < 2 or d_model % 2 or d_model > MAX_DIMS):
         raise InputError(
-            f"{spec.name}: the spec rotates {d_model} dims per head (attention.head_dim x "
+            f"{spec.name}: the spec rotates {d_model} dimensions per head (attention.head_dim x "
             f"partial_rotary_factor, or qk_rope_head_dim); RoPE needs an even number from 2 to "
-            f"{MAX_DIMS:,}: correct the spec, or give --head-dim"
+            f"{MAX_DIMS:,}: correct the spec, or give dims",
+            fields=("dims",),
         )
     rs = spec.rope_scaling
     if train_length is None:

@@ -89,11 +89,11 @@ class SpecResult(Result):
 
 def _validate(alpha: float, gamma: int, c: float) -> None:
     if not 0 <= alpha <= 1:
-        raise InputError(f"--alpha: {alpha:g} is not an acceptance rate; it must be in [0, 1]")
+        raise InputError(f"alpha: {alpha:g} is not an acceptance rate; it must be in [0, 1]", fields=("alpha",))
     if gamma < 1:
-        raise InputError(f"--gamma: {gamma} must be at least 1 drafted token")
+        raise InputError(f"gamma: {gamma} must be at least 1 drafted token", fields=("gamma",))
     if c < 0:
-        raise InputError(f"--c: {c:g} must be >= 0 (draft step cost as a fraction of a target step)")
+        raise InputError(f"c: {c:g} must be >= 0 (draft step cost as a fraction of a target step)", fields=("c",))
 
 
 def mtp_draft_cost(spec: ModelSpec) -> float:
@@ -101,7 +101,7 @@ def mtp_draft_cost(spec: ModelSpec) -> float:
     (one MTP block plus eh_proj and the shared LM head, against the whole model)."""
     s = build(spec)
     if spec.mtp is None:
-        raise InputError(f"{spec.name} has no MTP modules; pass --c instead of --mtp")
+        raise InputError(f"{spec.name} has no MTP modules; give c instead of mtp", fields=("c", "mtp"))
     mtp = sum(float(t.active_gemm) for t in s.tensors_of(Part.MTP))
     head = sum(float(t.active_gemm) for t in s.tensors_of(Part.DECODER) if t.group == "lm_head")
     return (mtp + head) / spec.mtp.num_nextn_predict_layers / float(s.active_gemm)
@@ -193,10 +193,13 @@ def speculative(
     c_source = "given"
     if use_mtp:
         if spec is None:
-            raise InputError("--mtp needs a MODEL with MTP modules (e.g. deepseek-v3)")
+            raise InputError("mtp needs a model with MTP modules (e.g. deepseek-v3)", fields=("mtp",))
         c, c_source = mtp_draft_cost(spec), "MTP module's matmul weights / the model's active matmul weights"
     if c is None:
-        raise InputError("--c is required (draft step cost as a fraction of a target step), or --mtp with a model")
+        raise InputError(
+            "c is required (draft step cost as a fraction of a target step), or mtp with a model",
+            fields=("c", "mtp"),
+        )
     _validate(alpha, gamma, c)
     E = expected_tokens(alpha, gamma)
     rows: list[SpecAtBatch] = []

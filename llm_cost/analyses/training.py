@@ -106,29 +106,33 @@ def state_memory(params: int, data_parallel: int) -> StateMemory:
 def training_layout(
     gpus: int | None, tp: int | None, pp: int | None, dp: int | None
 ) -> tuple[Layout | None, int | None]:
-    """(layout, GPUs) from the cluster size and the TP/PP/DP degrees given: with --gpus and
-    --tp/--pp but no --dp, DP is what is left. InputError when they disagree."""
+    """(layout, GPUs) from the cluster size and the TP/PP/DP degrees given: with ``gpus`` and
+    ``tp``/``pp`` but no ``dp``, DP is what is left. InputError naming them when they disagree."""
     if tp is None and pp is None and dp is None:
         return None, gpus
     t, p = tp or 1, pp or 1
     if dp is None and gpus is not None:
         if gpus % (t * p):
-            raise InputError(f"--gpus {gpus} is not a multiple of --tp x --pp = {t * p}")
+            raise InputError(f"gpus: {gpus} is not a multiple of tp x pp = {t * p}", fields=("gpus", "tp", "pp"))
         dp = gpus // (t * p)
     layout = Layout(t, p, 1, dp or 1)
     if gpus is not None and layout.gpus != gpus:
-        raise InputError(f"--gpus {gpus} disagrees with --tp x --pp x --dp = {layout.gpus}; give one or the other")
+        raise InputError(
+            f"gpus: {gpus} disagrees with tp x pp x dp = {layout.gpus}; give one or the other",
+            fields=("gpus", "tp", "pp", "dp"),
+        )
     return layout, layout.gpus
 
 
-def _check_finite(figures: dict[str, tuple[float | None, str]]) -> None:
+def _check_finite(figures: dict[str, tuple[float | None, tuple[str, ...]]]) -> None:
     """InputError for the first figure that overflowed a float (above about 1.8e308), naming the
-    flags that set it: a result is a number, never ``inf``."""
-    for what, (value, flags) in figures.items():
+    arguments that set it: a result is a number, never ``inf``."""
+    for what, (value, names) in figures.items():
         if value is not None and not math.isfinite(value):
             raise InputError(
-                f"{flags}: the {what} would exceed 1.8e308, beyond what a float holds; "
-                "give values that describe a real training run"
+                f"{' and '.join(names)}: the {what} would exceed 1.8e308, beyond what a float holds; "
+                "give values that describe a real training run",
+                fields=names,
             )
 
 
@@ -160,9 +164,12 @@ def train(
     lacking ``dtype``, or for a GPU-hour budget that would need more than 100% MFU."""
     layout, gpus = training_layout(gpus, tp, pp, dp)
     if (mfu is None) == (gpu_hours is None):
-        raise InputError("give exactly one of --mfu (to get the time) or --gpu-hours (to get the implied MFU)")
+        raise InputError(
+            "give exactly one of mfu (to get the time) or gpu_hours (to get the implied MFU)",
+            fields=("mfu", "gpu_hours"),
+        )
     if recompute not in ("none", "selective", "full"):
-        raise InputError(f"--recompute: {recompute!r} is not one of: none, selective, full")
+        raise InputError(f"recompute: {recompute!r} is not one of: none, selective, full", fields=("recompute",))
     dtype = dtype.strip().lower()
     peak = gpu.peak_flops(dtype)
     s = build(spec)
@@ -181,9 +188,10 @@ def train(
         if mfu > 1:
             need = f"{mfu:.0%}" if mfu < 1e12 else "more than 10^12 times"
             raise InputError(
-                f"--gpu-hours: {gpu_hours:,.6g} GPU-hours would need {need} of the {gpu.name}'s "
+                f"gpu_hours: {gpu_hours:,.6g} GPU-hours would need {need} of the {gpu.name}'s "
                 f"{dtype} peak; at 100% MFU 6ND takes at least {model_flops / peak / 3600:,.6g} "
-                "GPU-hours"
+                "GPU-hours",
+                fields=("gpu_hours",),
             )
     power = power_w if power_w is not None else gpu.tdp_w
     energy_kwh = gpu_hours * power / 1000 * pue
@@ -191,10 +199,10 @@ def train(
     cost_usd = gpu_hours * usd_per_gpu_hour if usd_per_gpu_hour is not None else None
     _check_finite(
         {
-            "GPU-hours": (gpu_hours, "--tokens and --mfu"),
-            "energy": (energy_kwh, "--power-w and --pue"),
-            "emissions": (co2_tonnes, "--grid-kg-per-kwh"),
-            "cost": (cost_usd, "--usd-per-gpu-hour"),
+            "GPU-hours": (gpu_hours, ("tokens", "mfu")),
+            "energy": (energy_kwh, ("power_w", "pue")),
+            "emissions": (co2_tonnes, ("grid_kg_per_kwh",)),
+            "cost": (cost_usd, ("usd_per_gpu_hour",)),
         }
     )
     conventions = [
@@ -310,7 +318,7 @@ def parallel_train_memory(
     activations of the stage's layers for the PP micro-batches 1F1B keeps in flight on the first
     stage (Narayanan et al. 2021; Korthikanti et al. 2022). InputError for an invalid layout."""
     if zero not in (0, 1, 2, 3):
-        raise InputError(f"--zero: {zero} is not a ZeRO stage (0, 1, 2 or 3)")
+        raise InputError(f"zero: {zero} is not a ZeRO stage (0, 1, 2 or 3)", fields=("zero",))
     layout = Layout(tp, pp, 1, dp)
     shards = per_gpu(spec, layout, 16, mtp=True)
     params = int(max(shards.weight_bytes) // 2)

@@ -39,7 +39,8 @@ LlmCostError = InputError
 #: Each public name and the module of this package that defines it.
 EXPORTS = {
     **dict.fromkeys(
-        ("load_model", "load_gpu", "params", "kv", "kv_sweep", "import_config", "catalog", "show"), "model"
+        ("load_model", "load_gpu", "defaults_used", "params", "kv", "kv_sweep", "import_config", "catalog", "show"),
+        "model",
     ),
     **dict.fromkeys(("flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "context"), "step"),
     **dict.fromkeys(("fit", "activations"), "memory"),

@@ -3,7 +3,10 @@
 Errors below the command line name what a Python caller passes (:mod:`llm_cost.core.errors`);
 :func:`as_flags` rewrites the names an :class:`~llm_cost.core.errors.InputError` lists in its
 ``fields`` as the flags a shell user typed. A name missing from :data:`FLAGS` is its own flag with
-``_`` as ``-`` (``kv_dtype`` is ``--kv-dtype``).
+``_`` as ``-`` (``kv_dtype`` is ``--kv-dtype``); a name that is a flag already (``--chunk``, as the
+command line's own parsers name their values) stays as it is. Quoted text (a value shown with
+``repr``: a path, a name) is never rewritten, and one flag named twice in a row (``width and
+height``, both ``--size``) is written once.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ FLAGS: dict[str, str] = {
     "batches": "--batch",
     "seqs": "--seq",
     "chunk_tokens": "--chunk",
+    "chunks": "--chunk",
     "concurrency": "--batch",
     "tokens": "--tokens",
     "micro_batch": "--micro-batch",
@@ -29,25 +33,41 @@ FLAGS: dict[str, str] = {
     "memory_bytes": "--memory-gb",
     "utilization": "--gpu-memory-utilization",
     "modes": "--mode",
+    "layouts": "--tp/--pp",
     "layout": "--tp/--pp",
-    "chunked_prefill": "--chunk off",
+    "mla_form": "--mla",
+    "weight_convention": "--weight-flops",
+    "dims": "--head-dim",
     "width": "--size",
     "height": "--size",
+    "chunked_prefill": "--chunk off",
     "lengths": "--seq/--context",
     "prompt_tokens": "--prompt",
     "rows": "--row",
     "model": "MODEL",
+    "checkpoint": "MODEL",
+    "measurements": "MEASUREMENTS",
 }
+
+#: A value quoted as ``repr`` shows it: a quote after a non-word character, up to its match.
+_QUOTED = r"""(?<!\w)'[^'\n]*'(?!\w)|(?<!\w)"[^"\n]*"(?!\w)"""
+#: One flag twice, joined by "and", "x", "or", "," or "/": written once.
+_REPEATED = re.compile(r"(--[\w-]+)(?:(?: and | x | or |, |/)\1(?![\w-]))+")
 
 
 def flag(name: str) -> str:
-    """The flag of an API argument name."""
+    """The flag of an API argument name (a flag stays as it is)."""
+    if name.startswith("-"):
+        return name
     return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
 def as_flags(error: InputError) -> str:
-    """``error``'s message with each name of its ``fields`` written as its flag."""
+    """``error``'s message with each name of its ``fields`` written as its flag, outside quotes."""
     message = str(error)
-    for name in error.fields:
-        message = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", flag(name), message)
-    return message
+    if not error.fields:
+        return message
+    names = "|".join(re.escape(name) for name in sorted(set(error.fields), key=len, reverse=True))
+    pattern = re.compile(rf"({_QUOTED})|(?<![\w-])({names})(?![\w-])")
+    message = pattern.sub(lambda m: m.group(1) or flag(m.group(2)), message)
+    return _REPEATED.sub(r"\1", message)

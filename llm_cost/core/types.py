@@ -97,14 +97,15 @@ class StorageDtype(TextEnum):
 STORAGE_DTYPES = tuple(Dtype(d.value) for d in StorageDtype)
 
 
-def dtype_of(name: str | Dtype, what: str = "--dtype", storage: bool = True) -> Dtype:
-    """The Dtype named ``name`` (case-insensitive); InputError naming ``what`` and the valid names."""
+def dtype_of(name: str | Dtype, what: str = "dtype", storage: bool = True) -> Dtype:
+    """The Dtype named ``name`` (case-insensitive); InputError naming the argument ``what`` (its
+    field) and the valid names."""
     key = str(name).strip().lower()
     valid = STORAGE_DTYPES if storage else tuple(Dtype)
     for d in valid:
         if d.value == key:
             return d
-    raise InputError(f"{what}: unknown dtype {str(name)!r}; valid: {', '.join(d.value for d in valid)}")
+    raise InputError(f"{what}: {str(name)!r} is not one of: {', '.join(d.value for d in valid)}", fields=(what,))
 
 
 class TensorKind(TextEnum):

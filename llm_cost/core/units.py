@@ -10,8 +10,9 @@ Conventions (design notes, "Conventions"):
   with SI units (kB, MB, GB, TB = 10^3n) or IEC units (KiB, MiB, GiB, TiB = 2^10n), each
   under its own correct name, never mixed up.
 
-Every parser raises :class:`InputError` (a ValueError) with a message that says what was typed and what
-would be valid; the CLI turns it into exit code 2.
+Every parser raises :class:`InputError` (a ValueError) naming ``what`` (the argument or field parsed,
+listed in the error's ``fields``) with what was typed and what would be valid; the CLI turns it into
+exit code 2.
 """
 
 from __future__ import annotations
@@ -49,25 +50,29 @@ _DECIMAL = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12, 
 _NUMBER = r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]?)\s*$"
 
 
+def _bad(what: str, problem: str) -> InputError:
+    """The InputError for a bad value of ``what`` (an argument, field or flag): "what: problem",
+    with ``what`` as its field."""
+    return InputError(f"{what}: {problem}", fields=(what,))
+
+
 def _split(text: str, what: str, suffixes: dict[str, int]) -> tuple[Decimal, int]:
     match = re.match(_NUMBER, str(text))
     if not match and str(text).strip().startswith("-") and re.match(_NUMBER, str(text).strip()[1:]):
-        raise InputError(f"{what}: {text!r} is negative; it must be positive")
+        raise _bad(what, f"{text!r} is negative; it must be positive")
     if not match:
         valid = ", ".join(s.upper() for s in suffixes if s)
-        raise InputError(
-            f"{what}: {text!r} is not a number; use digits with an optional suffix ({valid}), e.g. 8192, 8K, 1e6"
-        )
+        raise _bad(what, f"{text!r} is not a number; use digits with an optional suffix ({valid}), e.g. 8192, 8K, 1e6")
     number, suffix = match.groups()
     if suffix.lower() not in suffixes:
         valid = ", ".join(s.upper() for s in suffixes if s)
-        raise InputError(f"{what}: unknown suffix {suffix!r} in {text!r}; valid suffixes: {valid}")
+        raise _bad(what, f"unknown suffix {suffix!r} in {text!r}; valid suffixes: {valid}")
     try:
         value = Decimal(number)
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only decimals
-        raise InputError(f"{what}: {text!r} is not a number") from exc
+        raise _bad(what, f"{text!r} is not a number") from exc
     if not value.is_finite():
-        raise InputError(f"{what}: {text!r} is not a finite number")
+        raise _bad(what, f"{text!r} is not a finite number")
     return value, suffixes[suffix.lower()]
 
 
@@ -79,23 +84,23 @@ MAX_COUNT = 10**15
 def _exact_int(value: Decimal, scale: int, text: str, what: str, minimum: int, maximum: int = MAX_COUNT) -> int:
     scaled = value * scale
     if scaled > maximum:
-        raise InputError(f"{what}: {text!r} is larger than {maximum:.0e}")
+        raise _bad(what, f"{text!r} is larger than {maximum:.0e}")
     if scaled != scaled.to_integral_value():
-        raise InputError(f"{what}: {text!r} is not a whole number")
+        raise _bad(what, f"{text!r} is not a whole number")
     result = int(scaled)
     if result < minimum:
-        raise InputError(f"{what}: {text!r} must be at least {minimum}")
+        raise _bad(what, f"{text!r} must be at least {minimum}")
     return result
 
 
-def parse_context(text: str | int, what: str = "--context", minimum: int = 1) -> int:
+def parse_context(text: str | int, what: str = "context", minimum: int = 1) -> int:
     """Parse a context length (tokens) with binary suffixes: ``8K`` -> 8192, ``1M`` -> 1,048,576.
 
     Raises InputError for negative, zero (below ``minimum``), fractional, NaN or unknown-suffix input.
     """
     if isinstance(text, int):
         if text < minimum:
-            raise InputError(f"{what}: {text} must be at least {minimum}")
+            raise _bad(what, f"{text} must be at least {minimum}")
         return text
     value, scale = _split(text, what, _BINARY)
     return _exact_int(value, scale, str(text), what, minimum)
@@ -103,7 +108,7 @@ def parse_context(text: str | int, what: str = "--context", minimum: int = 1) ->
 
 def parse_integer(text: str | int, what: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
     """A small count in plain decimal digits (batch, TP, gamma ...). Suffixes are refused with a
-    hint: ``1K`` means 1,024 tokens only where the flag counts tokens (``--context``)."""
+    hint: ``1K`` means 1,024 tokens only where the value counts tokens (a context)."""
     if isinstance(text, int):
         value = text
     else:
@@ -111,18 +116,19 @@ def parse_integer(text: str | int, what: str, minimum: int = 1, maximum: int = M
         if re.fullmatch(r"[0-9]+", raw):
             value = int(raw) if len(raw) <= 20 else maximum + 1
         elif raw.startswith("-") and re.fullmatch(r"-[0-9]+", raw):
-            raise InputError(f"{what}: {text!r} is negative; it must be at least {minimum}")
+            raise _bad(what, f"{text!r} is negative; it must be at least {minimum}")
         elif re.match(_NUMBER, raw):
-            raise InputError(
-                f"{what}: {text!r} is not a whole number in plain digits (e.g. 64); suffixes such as "
-                "K are for token counts (--context 8K)"
+            raise _bad(
+                what,
+                f"{text!r} is not a whole number in plain digits (e.g. 64); suffixes such as "
+                "K are only for token counts (a context of 8K)",
             )
         else:
-            raise InputError(f"{what}: {text!r} is not a whole number (e.g. 64)")
+            raise _bad(what, f"{text!r} is not a whole number (e.g. 64)")
     if value < minimum:
-        raise InputError(f"{what}: {text} must be at least {minimum}")
+        raise _bad(what, f"{text} must be at least {minimum}")
     if value > maximum:
-        raise InputError(f"{what}: {text} is larger than {maximum:,}")
+        raise _bad(what, f"{text} is larger than {maximum:,}")
     return value
 
 
@@ -134,23 +140,23 @@ def parse_grid(text: str, what: str, item) -> list[int]:
     10,000 values."""
     parts = str(text).split(",")
     if not any(p.strip() for p in parts):
-        raise InputError(f"{what}: empty list; give values such as 1,8,64 or a range 1..256")
+        raise _bad(what, "empty list; give values such as 1,8,64 or a range 1..256")
     values: list[int] = []
     for part in parts:
         if not part.strip():
-            raise InputError(f"{what}: {text!r} has an empty item; separate values with single commas")
+            raise _bad(what, f"{text!r} has an empty item; separate values with single commas")
         if ".." in part:
             lo_text, _, hi_text = part.partition("..")
             hi_text, colon, step_text = hi_text.partition(":")
             lo, hi = item(lo_text.strip(), what), item(hi_text.strip(), what)
             if lo < 1 or hi < lo:
-                raise InputError(f"{what}: range {part.strip()!r} must go up from at least 1 (e.g. 1..256)")
+                raise _bad(what, f"range {part.strip()!r} must go up from at least 1 (e.g. 1..256)")
             if colon:
                 step = item(step_text.strip(), what)
                 if step < 1:
-                    raise InputError(f"{what}: range {part.strip()!r} needs a step of at least 1 (e.g. 1..100:10)")
+                    raise _bad(what, f"range {part.strip()!r} needs a step of at least 1 (e.g. 1..100:10)")
                 if len(values) + (hi - lo) // step + 2 > 10_001:
-                    raise InputError(f"{what}: {text!r} has more than 10,000 values")
+                    raise _bad(what, f"{text!r} has more than 10,000 values")
                 values += range(lo, hi + 1, step)
             else:
                 v = lo
@@ -162,7 +168,7 @@ def parse_grid(text: str, what: str, item) -> list[int]:
         else:
             values.append(item(part.strip(), what))
         if len(values) > 10_000:
-            raise InputError(f"{what}: {text!r} has more than 10,000 values")
+            raise _bad(what, f"{text!r} has more than 10,000 values")
     return values
 
 
@@ -170,7 +176,7 @@ def parse_count(text: str | int, what: str, minimum: int = 1) -> int:
     """Parse a large count with decimal suffixes: ``15T`` -> 15e12, ``1.3M`` -> 1,300,000, ``1e12``."""
     if isinstance(text, int):
         if text < minimum:
-            raise InputError(f"{what}: {text} must be at least {minimum}")
+            raise _bad(what, f"{text} must be at least {minimum}")
         return text
     value, scale = _split(text, what, _DECIMAL)
     return _exact_int(value, scale, str(text), what, minimum, 10**40)
@@ -183,12 +189,12 @@ def parse_positive_float(text: str | float, what: str, maximum: float | None = N
     else:
         dec, scale = _split(text, what, _DECIMAL)
         if dec * scale > Decimal("1e300"):
-            raise InputError(f"{what}: {text!r} is too large")
+            raise _bad(what, f"{text!r} is too large")
         value = float(dec * scale)
     if not math.isfinite(value) or value <= 0:
-        raise InputError(f"{what}: {text!r} must be a finite number greater than 0")
+        raise _bad(what, f"{text!r} must be a finite number greater than 0")
     if maximum is not None and value > maximum:
-        raise InputError(f"{what}: {text!r} must be at most {maximum:g}")
+        raise _bad(what, f"{text!r} must be at most {maximum:g}")
     return value
 
 
@@ -209,15 +215,15 @@ def parse_duration(text: str | float, what: str) -> float:
         return parse_duration(str(text), what)
     raw = str(text).strip().lower()
     if raw.startswith("-"):
-        raise InputError(f"{what}: {text!r} must be greater than 0")
+        raise _bad(what, f"{text!r} must be greater than 0")
     unit = next((u for u in ("ms", "µs", "us", "min", "s", "h") if raw.endswith(u)), "")
     number = raw[: len(raw) - len(unit)].strip() if unit else raw
     match = re.match(_NUMBER, number)
     if not match or match.group(2):
-        raise InputError(f"{what}: {text!r} is not a duration (e.g. 2s, 50ms, 200us, 1min, 2h)")
+        raise _bad(what, f"{text!r} is not a duration (e.g. 2s, 50ms, 200us, 1min, 2h)")
     seconds = Decimal(match.group(1)) * _DURATION_UNITS[unit or "s"]
     if not seconds > 0 or seconds > 86400:
-        raise InputError(f"{what}: {text!r} must be greater than 0 and at most a day")
+        raise _bad(what, f"{text!r} must be greater than 0 and at most a day")
     return float(seconds)
 
 
@@ -229,11 +235,11 @@ def parse_decimal(text: str, what: str, percent: bool = False) -> Decimal:
     if percent and raw.endswith("%"):
         raw, scale = raw[:-1].strip(), Decimal(100)
     if raw.startswith("-") and re.match(_NUMBER, raw[1:]):
-        raise InputError(f"{what}: {text!r} is negative")
+        raise _bad(what, f"{text!r} is negative")
     match = re.match(_NUMBER, raw)
     if not match or match.group(2):
         example = "e.g. 0.6 or 60%" if percent else "e.g. 0.6"
-        raise InputError(f"{what}: {text!r} is not a number ({example})")
+        raise _bad(what, f"{text!r} is not a number ({example})")
     return Decimal(match.group(1)) / scale
 
 
@@ -242,7 +248,7 @@ def parse_fraction(text: str | float, what: str, allow_zero: bool = False) -> fl
     value = float(parse_decimal(str(text), what, percent=True))
     low = "[0" if allow_zero else "(0"
     if value > 1 or (value == 0 and not allow_zero):
-        raise InputError(f"{what}: {text!r} must be in {low}, 1] (e.g. 0.6 or 60%)")
+        raise _bad(what, f"{text!r} must be in {low}, 1] (e.g. 0.6 or 60%)")
     return value
 
 

@@ -66,42 +66,54 @@ ONE_GPU = Layout()
 
 
 def validate_layout(spec: ModelSpec, layout: Layout) -> None:
-    """InputError naming the flag when the layout cannot hold the model."""
+    """InputError naming the Layout field (``tp``, ``pp``, ``ep``, ``dp``, ``redundant_experts``)
+    when the layout cannot hold the model."""
     att = spec.attention
     n_q = att.num_attention_heads
-    for flag, value in (("--tp", layout.tp), ("--pp", layout.pp), ("--ep", layout.ep), ("--dp", layout.dp)):
+    for name in ("tp", "pp", "ep", "dp"):
+        value = getattr(layout, name)
         if value < 1:
-            raise InputError(f"{flag}: {value} must be at least 1")
+            raise InputError(f"{name}: {value} must be at least 1", fields=(name,))
     if n_q % layout.tp:
-        raise InputError(f"--tp: {layout.tp} does not divide the {n_q} query heads of {spec.name}")
+        raise InputError(f"tp: {layout.tp} does not divide the {n_q} query heads of {spec.name}", fields=("tp",))
     if isinstance(att, GQAAttention):
         n_kv = spec.num_key_value_heads
         if n_kv % layout.tp and layout.tp % n_kv:
-            raise InputError(f"--tp: {layout.tp} neither divides nor is a multiple of the {n_kv} KV heads")
+            raise InputError(
+                f"tp: {layout.tp} neither divides nor is a multiple of the {n_kv} KV heads", fields=("tp",)
+            )
     la = spec.linear_attention
     if la is not None and (la.linear_num_value_heads % layout.tp or la.linear_num_key_heads % layout.tp):
         raise InputError(
-            f"--tp: {layout.tp} does not divide the linear-attention heads "
-            f"({la.linear_num_key_heads} key, {la.linear_num_value_heads} value)"
+            f"tp: {layout.tp} does not divide the linear-attention heads "
+            f"({la.linear_num_key_heads} key, {la.linear_num_value_heads} value)",
+            fields=("tp",),
         )
     mamba = spec.mamba
     if mamba is not None and mamba.num_heads % layout.tp:
-        raise InputError(f"--tp: {layout.tp} does not divide the {mamba.num_heads} Mamba-2 heads")
+        raise InputError(f"tp: {layout.tp} does not divide the {mamba.num_heads} Mamba-2 heads", fields=("tp",))
     if layout.pp > spec.num_hidden_layers:
-        raise InputError(f"--pp: {layout.pp} stages exceed the {spec.num_hidden_layers} layers")
+        raise InputError(f"pp: {layout.pp} stages exceed the {spec.num_hidden_layers} layers", fields=("pp",))
     moe = spec.moe
     if moe is None:
-        if layout.ep != 1 or layout.redundant_experts:
-            raise InputError(f"--ep: {spec.name} has no experts; use --ep 1")
+        if layout.ep != 1:
+            raise InputError(f"ep: {spec.name} has no experts; ep must be 1", fields=("ep",))
+        if layout.redundant_experts:
+            raise InputError(
+                f"redundant_experts: {spec.name} has no experts; redundant_experts must be 0",
+                fields=("redundant_experts",),
+            )
         return
     if layout.ep not in (1, layout.tp * layout.dp):
         raise InputError(
-            f"--ep: expert parallelism spans the TP x DP ranks of a stage, so --ep must be 1 or "
-            f"--tp x --dp = {layout.tp * layout.dp}; raise --tp or --dp to spread experts wider"
+            f"ep: expert parallelism spans the TP x DP ranks of a stage, so ep must be 1 or "
+            f"tp x dp = {layout.tp * layout.dp}; raise tp or dp to spread experts wider",
+            fields=("ep", "tp", "dp"),
         )
     if (moe.num_experts + layout.redundant_experts) % layout.ep:
         raise InputError(
-            f"--ep: {layout.ep} does not divide {moe.num_experts} experts + {layout.redundant_experts} redundant"
+            f"ep: {layout.ep} does not divide {moe.num_experts} experts + {layout.redundant_experts} redundant",
+            fields=("ep",),
         )
 
 

@@ -304,13 +304,14 @@ def load_profile(name_or_path: str) -> Profile:
     path = Path(text)
     if text.lower().endswith((".yaml", ".yml")) or "/" in text:
         if not path.is_file():
-            raise SpecError(f"--profile: no profile file {shown(text, 80)!r}")
+            raise SpecError(f"profile: no such file {shown(text, 80)!r}", fields=("profile",))
         return _load(path.resolve())
     shipped = profiles_dir() / f"{text.lower()}.yaml"
     if not shipped.is_file():
         raise SpecError(
-            f"--profile: unknown profile {shown(text, 60)!r}. Shipped profiles: "
-            f"{', '.join(profile_names())} (or give a profile YAML file)"
+            f"profile: {shown(text, 60)!r} is not a shipped one. Shipped profiles: "
+            f"{', '.join(profile_names())} (or give the path of a YAML file)",
+            fields=("profile",),
         )
     return _load(shipped)
 

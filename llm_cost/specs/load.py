@@ -76,9 +76,9 @@ def _validate(path: Path, cls: type, data: dict[str, Any]) -> Any:
 
     kind = "a GPU" if cls.__name__ == "HardwareSpec" else "a model"
     if kind == "a GPU" and "hidden_size" in data:
-        raise WrongKind(f"{shown(path)}: this is a model spec, not a GPU spec (give it as MODEL, not --gpu)")
+        raise WrongKind(f"gpu: {shown(path)!r} is a model spec, not a GPU spec; give it as the model", fields=("gpu",))
     if kind == "a model" and "dense_tflops" in data:
-        raise WrongKind(f"{shown(path)}: this is a GPU spec, not a model spec (give it as --gpu, not MODEL)")
+        raise WrongKind(f"{shown(path)!r} is a GPU spec, not a model spec; give it as gpu", fields=("gpu",))
     try:
         return validated(cls, data)
     except ValidationError as exc:
@@ -98,7 +98,7 @@ def checked_spec(spec: Any, what: str) -> Any:
         raise SpecError(validation_message(what, exc)) from None
 
 
-#: Longest name or alias a spec may have; a longer MODEL or --gpu is a path or a mistake.
+#: Longest name or alias a spec may have; a longer model or GPU name is a path or a mistake.
 MAX_NAME = 128
 
 

@@ -675,7 +675,8 @@ class HardwareSpec(Spec):
         key = str(dtype).lower()
         if key not in self.dense_tflops:
             raise InputError(
-                f"--dtype: {self.name} ({self.display_name}) has no {dtype} tensor-core peak; "
-                f"its datasheet lists: {', '.join(self.dense_tflops)}"
+                f"dtype: {self.name} ({self.display_name}) has no {dtype} tensor-core peak; "
+                f"its datasheet lists: {', '.join(self.dense_tflops)}",
+                fields=("dtype",),
             )
         return self.dense_tflops[key] * 1e12  # type: ignore[index]

@@ -86,7 +86,9 @@ def weight_flops_params(structure: Structure, convention: str = "gemm") -> int:
         return int(structure.active_params) - embedding
     if convention == "total":
         return int(structure.active_params)
-    raise InputError(f"--weight-flops: {convention!r} is not one of: gemm, non_embedding, total")
+    raise InputError(
+        f"weight_convention: {convention!r} is not one of: gemm, non_embedding, total", fields=("weight_convention",)
+    )
 
 
 def forward_flops(

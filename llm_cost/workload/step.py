@@ -765,13 +765,13 @@ def build_step(
     ``weight_bytes`` "read" or "resident" (see the module docstring). InputError for an invalid
     layout or option, or an empty step."""
     if logits not in ("all", "last"):
-        raise InputError(f"--logits: {logits!r} is not one of: all, last")
+        raise InputError(f"logits: {logits!r} is not one of: all, last", fields=("logits",))
     if attention not in ("causal", "full"):
-        raise InputError(f"--attention: {attention!r} is not one of: causal, full")
+        raise InputError(f"attention: {attention!r} is not one of: causal, full", fields=("attention",))
     if weight_bytes not in ("read", "resident"):
-        raise InputError(f"--weight-bytes: {weight_bytes!r} is not one of: read, resident")
+        raise InputError(f"weight_bytes: {weight_bytes!r} is not one of: read, resident", fields=("weight_bytes",))
     if mla_form not in (None, "plain", "absorbed"):
-        raise InputError(f"--mla: {mla_form!r} is not one of: plain, absorbed")
+        raise InputError(f"mla_form: {mla_form!r} is not one of: plain, absorbed", fields=("mla_form",))
     validate_layout(spec, layout)
     groups = tuple(SeqGroup(math.ceil(g.count / layout.dp), g.new_tokens, g.cached) for g in groups if g.count)
     if not groups or any(g.new_tokens < 1 or g.cached < 0 for g in groups):

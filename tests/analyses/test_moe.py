@@ -32,7 +32,7 @@ def test_expected_experts_brute_force_small_case():
 
 
 def test_moe_rejects_ep_not_dividing_experts_and_dense_models():
-    with pytest.raises(InputError, match="--ep"):
+    with pytest.raises(InputError, match="^ep: 3 GPUs"):
         moe_analysis(load_model("deepseek-v3"), [1], 8, ep=3)
     with pytest.raises(InputError, match="no mixture-of-experts"):
         moe_analysis(load_model("llama3-8b"), [1])

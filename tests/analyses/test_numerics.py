@@ -105,10 +105,10 @@ def test_overflow_rules():
     assert round_to_int_format(300, INT8) == 127 and round_to_int_format(Fraction(5, 2), INT4) == 2
 
 
-def test_input_errors_name_the_flag():
-    with pytest.raises(InputError, match="--k"):
+def test_input_errors_name_the_argument():
+    with pytest.raises(InputError, match="^k: 0"):
         numerics(k=0)
-    with pytest.raises(InputError, match="--head-dim"):
+    with pytest.raises(InputError, match="^head_dim: 0"):
         numerics(head_dim=0)
 
 

@@ -239,7 +239,7 @@ def test_a_rate_the_budget_cannot_carry_says_what_it_carries(cli):
 
 def test_the_verdict_says_which_modes_were_searched(cli):
     only = cli("serve", "llama3-8b", "--mode", "aggregated", "--json").json()
-    assert only["mode_verdict"] == "aggregated only (--mode aggregated)" and only["best_disaggregated"] is None
+    assert only["mode_verdict"] == "aggregated only (the one mode searched)" and only["best_disaggregated"] is None
     one = cli("serve", "llama3-8b", "--gpus", "1", "--json").json()
     assert "needs at least 2 GPUs" in one["mode_verdict"]
 

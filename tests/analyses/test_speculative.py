@@ -23,7 +23,7 @@ def test_speculative_alpha_one_is_gamma_plus_one():
 
 @pytest.mark.parametrize(
     "alpha,gamma,c,needle",
-    [(1.5, 4, 0.1, "--alpha"), (-0.1, 4, 0.1, "--alpha"), (0.8, 0, 0.1, "--gamma"), (0.8, 4, -1, "--c")],
+    [(1.5, 4, 0.1, "^alpha:"), (-0.1, 4, 0.1, "^alpha:"), (0.8, 0, 0.1, "^gamma:"), (0.8, 4, -1, "^c:")],
 )
 def test_speculative_rejects_impossible_arguments(alpha, gamma, c, needle):
     with pytest.raises(InputError, match=needle):

@@ -615,7 +615,7 @@ def test_import_writes_validates_and_refuses_to_overwrite(tmp_path):
     assert spec.name == "qwen2.5-7b" and count_params(spec).total_params == 7_615_616_512
     assert spec.source.url.endswith("qwen2.5-7b/config.json")
     before = out.read_text()
-    with pytest.raises(InputError, match="already exists; pass --force"):
+    with pytest.raises(InputError, match="already exists; pass force"):
         import_config(FIXTURES / "gpt2", out)
     assert out.read_text() == before
     r = import_config(FIXTURES / "gpt2", out, name="gpt2-small", force=True)

@@ -78,8 +78,8 @@ def _impossible(
     def best(metric: str, pool: list[Candidate]) -> Candidate:
         return min(pool, key=lambda c: getattr(c, metric))
 
-    parts = []
-    for flag, metric, target in (("--tpot", "tpot_s", targets.tpot_s), ("--ttft", "ttft_s", targets.ttft_s)):
+    parts, fields = [], []
+    for metric, target in (("tpot_s", targets.tpot_s), ("ttft_s", targets.ttft_s)):
         if target is None:
             continue
         b = best(metric, cands)
@@ -90,19 +90,21 @@ def _impossible(
                 else ""
             )
             parts.append(
-                f"{flag} {fmt_seconds(target)}: the fastest configuration reaches {fmt_seconds(getattr(b, metric))} "
+                f"{metric} {fmt_seconds(target)}: the fastest configuration reaches {fmt_seconds(getattr(b, metric))} "
                 f"({b.describe()}, concurrency {b.concurrency}; {label}{caveat})"
             )
+            fields.append(metric)
     if not parts:  # each target alone is reachable, both together are not
         assert targets.tpot_s is not None and targets.ttft_s is not None
         pool = [c for c in cands if c.tpot_s <= targets.tpot_s]
         b = best("ttft_s", pool)
         parts.append(
-            f"--ttft {fmt_seconds(targets.ttft_s)} with --tpot {fmt_seconds(targets.tpot_s)}: no configuration meets "
+            f"ttft_s {fmt_seconds(targets.ttft_s)} with tpot_s {fmt_seconds(targets.tpot_s)}: no configuration meets "
             f"both; at that TPOT the lowest TTFT is {fmt_seconds(b.ttft_s)} ({b.describe()}, concurrency "
             f"{b.concurrency}; {label})"
         )
-    return InputError("; ".join(parts))
+        fields += ["ttft_s", "tpot_s"]
+    return InputError("; ".join(parts), fields=tuple(fields))
 
 
 def _binding(chosen: Candidate, cands: list[Candidate], concurrency: Sequence[int]) -> str:
@@ -136,9 +138,9 @@ def _binding(chosen: Candidate, cands: list[Candidate], concurrency: Sequence[in
 def _verdict(agg: Candidate | None, dis: Candidate | None, modes: Sequence[ServingMode], budget: int) -> str:
     """Which serving mode wins for this traffic, and the figures that say why."""
     if ServingMode.DISAGGREGATED not in modes:
-        return "aggregated only (--mode aggregated)"
+        return "aggregated only (the one mode searched)"
     if ServingMode.AGGREGATED not in modes:
-        return "disaggregated only (--mode disaggregated)"
+        return "disaggregated only (the one mode searched)"
     if dis is None:
         return (
             "aggregated: disaggregated serving needs at least 2 GPUs"
@@ -157,6 +159,17 @@ def _verdict(agg: Candidate | None, dis: Candidate | None, modes: Sequence[Servi
         return f"a tie: both serve the same output tokens/s per GPU within {_TIE:.1%}; aggregated is simpler ({why})"
     winner = "disaggregated" if ratio > 1 else "aggregated"
     return f"{winner} serves {max(ratio, 1 / ratio):.2f}x the output tokens/s per GPU ({why})"
+
+
+def _check_output_tokens(output_tokens: int) -> None:
+    """InputError unless a request generates at least 2 tokens (one from the prefill, the rest
+    from decode steps)."""
+    if output_tokens < 2:
+        raise InputError(
+            f"output_tokens: {output_tokens} is fewer than 2 tokens (the prefill gives the first, decode steps "
+            "the rest)",
+            fields=("output_tokens",),
+        )
 
 
 def plan(
@@ -184,11 +197,10 @@ def plan(
     ``gpus`` is the GPU budget (default: one node, or :data:`MAX_PLAN_GPUS` with ``traffic.qps``).
     InputError when no layout holds the model within the budget (saying how many GPUs it needs),
     or when no configuration meets the targets (naming the nearest achievable values)."""
-    if traffic.output_tokens < 2:
-        raise InputError("--output: at least 2 tokens (the prefill gives the first, decode steps the rest)")
+    _check_output_tokens(traffic.output_tokens)
     budget = gpus or (MAX_PLAN_GPUS if traffic.qps is not None else max(1, gpu.interconnect.gpus_per_node))
     if budget > MAX_PLAN_GPUS:
-        raise InputError(f"--gpus: {budget:,} is more than the {MAX_PLAN_GPUS:,} GPUs a plan covers")
+        raise InputError(f"gpus: {budget:,} is more than the {MAX_PLAN_GPUS:,} GPUs a plan covers", fields=("gpus",))
     bits = Fraction(weight_bits).limit_denominator(1000)
     steps = StepTimes(spec, gpu, model, bits, kv_bits, compute_dtype)
     candidate_layouts = list(layouts) if layouts is not None else replica_layouts(spec, gpu, budget)
@@ -200,10 +212,11 @@ def plan(
     if layouts is None:
         reps = useful_pipelines(reps)
     if not reps:
-        raise _too_big(spec, gpu, traffic, policy, bits, kv_bits, budget, layouts)
+        raise _too_big(spec, gpu, traffic, policy, bits, kv_bits, budget, layouts, "layouts")
     if tuple(modes) == (ServingMode.DISAGGREGATED,) and budget < 2:
         raise InputError(
-            "--mode disaggregated: a prefill pool and a decode pool need at least 2 GPUs; give --gpus 2 or more"
+            "modes: disaggregated alone needs at least 2 GPUs (a prefill pool and a decode pool); give gpus 2 or more",
+            fields=("modes", "gpus"),
         )
     counts, refusals = [0], {}
     cands: list[Candidate] = []
@@ -404,18 +417,21 @@ def _nothing_sustains(
             else ""
         )
         return InputError(
-            f"--qps {traffic.qps:g}: no configuration within {budget:,} x {gpu.name} carries it"
-            f"{carried}; raise --gpus or lower --qps"
+            f"qps {traffic.qps:g}: no configuration within {budget:,} x {gpu.name} carries it"
+            f"{carried}; raise gpus or lower qps",
+            fields=("qps", "gpus"),
         )
     if refusals.get("memory", 0) >= refusals.get("prefill", 0):
         return InputError(
             f"{spec.name} on {gpu.name}: the KV cache holds none of the concurrencies searched at "
-            f"{traffic.input_tokens:,} + {traffic.output_tokens:,} tokens; use more GPUs (--gpus), "
-            "fewer bits (--weights-dtype, --kv-dtype) or shorter requests"
+            f"{traffic.input_tokens:,} + {traffic.output_tokens:,} tokens; use more GPUs (gpus), "
+            "fewer bits (weights_dtype, kv_dtype) or shorter requests",
+            fields=("gpus", "weights_dtype", "kv_dtype"),
         )
     return InputError(
         f"{spec.name} on {gpu.name}: {traffic.input_tokens:,}-token prompts arrive faster than the "
-        "token budgets searched take them; give a larger --chunk or fewer output tokens per prompt"
+        "token budgets searched take them; give larger chunks or fewer output tokens per prompt",
+        fields=("chunks",),
     )
 
 
@@ -428,9 +444,11 @@ def _too_big(
     kv_bits: int,
     budget: int,
     forced: Sequence[Layout] | None,
+    forced_field: str,
 ) -> InputError:
-    """The error for a model no layout within the budget (or none of the ``forced`` layouts)
-    holds, with the GPUs it would need and the memory accounting that decided it."""
+    """The error for a model no layout within the budget (or none of the ``forced`` layouts, the
+    argument ``forced_field``) holds, with the GPUs it would need and the memory accounting that
+    decided it."""
     usable = usable_bytes(gpu, policy)
     memory = (
         f"{usable / 1e9:,.1f} GB usable per GPU at {float(policy.utilization):.0%}, less a "
@@ -445,17 +463,20 @@ def _too_big(
             if forced:
                 shown = ", ".join(f"TP {f.tp} x PP {f.pp}" for f in forced)
                 return InputError(
-                    f"--tp/--pp: {shown} does not hold {what} ({memory}); the fewest GPUs that do: "
-                    f"{layout.gpus} (TP {layout.tp} x PP {layout.pp})"
+                    f"{forced_field}: {shown} does not hold {what} ({memory}); the fewest GPUs that do: "
+                    f"{layout.gpus} (TP {layout.tp} x PP {layout.pp})",
+                    fields=(forced_field,),
                 )
             if layout.gpus > budget:
                 return InputError(
-                    f"--gpus: {what} does not fit {budget:,} x {gpu.name} ({memory}); it needs "
-                    f"{layout.gpus} (TP {layout.tp} x PP {layout.pp})"
+                    f"gpus: {what} does not fit {budget:,} x {gpu.name} ({memory}); it needs "
+                    f"{layout.gpus} (TP {layout.tp} x PP {layout.pp})",
+                    fields=("gpus",),
                 )
     return InputError(
         f"{what} fits no layout searched (TP up to the node, PP up to 8) of {gpu.name} ({memory}); "
-        "give fewer bits (--weights-dtype, --kv-dtype), shorter requests or more usable memory"
+        "give fewer bits (weights_dtype, kv_dtype), shorter requests or more usable memory",
+        fields=("weights_dtype", "kv_dtype"),
     )
 
 
@@ -484,18 +505,18 @@ def evaluate(
     hold its sequences ("memory"), are reported in ``violates``, not refused. InputError for a
     budget with no room for prompt tokens, or prompts that arrive faster than chunks take them."""
     I, O = traffic.input_tokens, traffic.output_tokens
-    if O < 2:
-        raise InputError("--output: at least 2 tokens (the prefill gives the first, decode steps the rest)")
+    _check_output_tokens(O)
     if chunk_tokens is not None and concurrency >= chunk_tokens:
         raise InputError(
-            f"--batch {concurrency:,} leaves no room for prompt tokens in a step of --chunk "
-            f"{chunk_tokens:,} tokens; give a larger --chunk"
+            f"concurrency {concurrency:,} leaves no room for prompt tokens in a step of chunk_tokens "
+            f"{chunk_tokens:,} tokens; give a larger chunk_tokens",
+            fields=("concurrency", "chunk_tokens"),
         )
     bits = Fraction(weight_bits).limit_denominator(1000)
     steps = StepTimes(spec, gpu, model, bits, kv_bits, compute_dtype)
     rep = replica(spec, gpu, layout, Traffic(I, O), policy, bits, kv_bits)
     if rep.room(spec, smallest_step([chunk_tokens], Traffic(I, O)), 1, policy) < rep.seq_kv_bytes + rep.prompt_kv_bytes:
-        raise _too_big(spec, gpu, Traffic(I, O), policy, bits, kv_bits, layout.gpus, [layout])
+        raise _too_big(spec, gpu, Traffic(I, O), policy, bits, kv_bits, layout.gpus, [layout], "layout")
     budget = layout.gpus * replicas
     found, _ = aggregated_point(
         spec,
@@ -512,8 +533,9 @@ def evaluate(
     )
     if not found:
         raise InputError(
-            f"--batch {concurrency:,}: each request brings {I:,} prompt tokens per {O - 1:,} decode "
-            "steps, more than the steps take; lower --batch or raise --chunk"
+            f"concurrency {concurrency:,}: each request brings {I:,} prompt tokens per {O - 1:,} decode "
+            "steps, more than the steps take; lower concurrency or raise chunk_tokens",
+            fields=("concurrency", "chunk_tokens"),
         )
     c = found[0]
     binding = (

@@ -1,0 +1,213 @@
+"""Errors name fields: below the command line a message names the API argument or spec field a
+Python caller gave, never a flag; the command line writes those names as its flags through its
+one table (:data:`llm_cost.cli.flags.FLAGS`)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import llm_cost
+from llm_cost import Layout, LlmCostError
+from llm_cost.cli.flags import FLAGS, as_flags, flag
+from llm_cost.core.errors import InputError
+
+PACKAGE = Path(llm_cost.__file__).parent
+#: Modules that speak the command line's language.
+COMMAND_LINE = ("cli", "report")
+#: A flag as a shell user types it.
+FLAG = re.compile(r"(?<![\w-])--[a-z]")
+#: A whole command line quoted for the reader to run (a profile's note: "`llm-cost validate
+#: --profile h100` checks it"): it names a command, not an argument the reader passed.
+COMMAND = re.compile(r"`llm-cost [^`]*`")
+
+
+def _engine_modules() -> list[Path]:
+    return [p for p in sorted(PACKAGE.rglob("*.py")) if p.relative_to(PACKAGE).parts[0] not in COMMAND_LINE]
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the docstring nodes of a module, its classes and functions."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _texts(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, text) of every string literal outside docstrings; an f-string is one text, its
+    replacement fields written ``{}``."""
+    docs, parts, out = _docstrings(tree), set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            text = ""
+            for value in node.values:
+                parts.add(id(value))
+                text += value.value if isinstance(value, ast.Constant) else "{}"
+            out.append((node.lineno, text))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs | parts:
+            out.append((node.lineno, node.value))
+    return out
+
+
+def test_no_string_below_the_command_line_names_a_flag():
+    """Every string literal of the engine and the API (docstrings aside) is free of ``--flag``s."""
+    found = [
+        f"{path.relative_to(PACKAGE)}:{line}: {text[:80]!r}"
+        for path in _engine_modules()
+        for line, text in _texts(ast.parse(path.read_text(encoding="utf-8")))
+        if FLAG.search(COMMAND.sub("", text))
+    ]
+    assert not found, "\n".join(found)
+
+
+def _listed_fields() -> set[str]:
+    """Every name a literal ``fields=(...)`` below the command line lists."""
+    names = set()
+    for path in _engine_modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.keyword) and node.arg == "fields" and isinstance(node.value, ast.Tuple):
+                names.update(e.value for e in node.value.elts if isinstance(e, ast.Constant))
+    return names
+
+
+def _cli_flags() -> set[str]:
+    import typer.main
+
+    from llm_cost.cli import load_commands
+
+    group = typer.main.get_command(load_commands())
+    params = [p for c in group.commands.values() for p in c.params]
+    options = {o for p in params for o in getattr(p, "opts", ()) if o[:2] == "--"}
+    return options | {str(p.name).upper() for p in params if p.param_type_name == "argument"}
+
+
+def test_every_field_named_is_a_flag_of_the_command_line():
+    """The table and its default (``_`` as ``-``) give a real flag (or argument) for each field an error lists."""
+    flags = _cli_flags()
+    names = _listed_fields() | set(FLAGS)
+    assert len(names) > 40
+    missing = {n: flag(n) for n in names if not {part.split()[0] for part in flag(n).split("/")} <= flags}
+    assert not missing
+
+
+def test_as_flags_rewrites_the_fields_only():
+    """Field names become flags; quoted values (paths, names) and other words stay; a flag named
+    twice in a row is written once; a name that is already a flag stays as it is."""
+    e = InputError("out: 'out.yaml' is a folder; give out a file path", fields=("out",))
+    assert as_flags(e) == "--out: 'out.yaml' is a folder; give --out a file path"
+    e = InputError("width and height: aspect ratio 300 exceeds 200", fields=("width", "height"))
+    assert as_flags(e) == "--size: aspect ratio 300 exceeds 200"
+    e = InputError("tp: 3 does not divide the 32 query heads; the paper's tp rule", fields=("tp",))
+    assert as_flags(e) == "--tp: 3 does not divide the 32 query heads; the paper's --tp rule"
+    assert (
+        as_flags(InputError("--chunk: '0' must be at least 2", fields=("--chunk",)))
+        == "--chunk: '0' must be at least 2"
+    )
+    assert as_flags(InputError("tp_x: 1", fields=("tp",))) == "tp_x: 1"
+
+
+#: (a bad call through the API, the argument its message names, the flag the CLI writes for it)
+API_MISTAKES = [
+    (lambda: llm_cost.serve("llama3-70b", gpu="h100", input_tokens=2048, output_tokens=1), "output_tokens", "--output"),
+    (lambda: llm_cost.decode("llama3-8b", batch=0), "batch", "--batch"),
+    (lambda: llm_cost.kv("llama3-8b", contexts=[]), "contexts", "--context"),
+    (lambda: llm_cost.decode("llama3-8b", kv_dtype="fp9"), "kv_dtype", "--kv-dtype"),
+    (lambda: llm_cost.decode("llama3-8b", gpu="a100", dtype="fp8"), "dtype", "--dtype"),
+    (lambda: llm_cost.decode("llama3-8b", weight_bytes="some"), "weight_bytes", "--weight-bytes"),
+    (lambda: llm_cost.prefill("llama3-8b", logits="some"), "logits", "--logits"),
+    (lambda: llm_cost.fit("llama3-8b", layout=Layout(tp=3)), "tp", "--tp"),
+    (lambda: llm_cost.fit("deepseek-v3", layout=Layout(tp=8, ep=4)), "ep", "--ep"),
+    (lambda: llm_cost.fit("llama3-8b", layout=Layout(pp=33)), "pp", "--pp"),
+    (lambda: llm_cost.moe("deepseek-v3", ep=7), "ep", "--ep"),
+    (lambda: llm_cost.train("llama3-8b", tokens=10**12), "mfu", "--mfu"),
+    (lambda: llm_cost.train("llama3-8b", tokens=10**12, mfu=0.5, gpus=7, tp=2), "gpus", "--gpus"),
+    (lambda: llm_cost.train("llama3-8b", tokens=10**12, mfu=0.5, tp=1, zero=5), "zero", "--zero"),
+    (lambda: llm_cost.spec(0.8, 4), "c", "--c"),
+    (lambda: llm_cost.spec(0.8, 4, mtp=True), "mtp", "--mtp"),
+    (lambda: llm_cost.serve("llama3-70b", tpot_s=0.001), "tpot_s", "--tpot"),
+    (lambda: llm_cost.serve("llama3.1-405b", gpus=8), "gpus", "--gpus"),
+    (lambda: llm_cost.serve("llama3-8b", gpus=1, modes=["disaggregated"]), "modes", "--mode"),
+]
+
+
+@pytest.mark.parametrize("call, name, flag_", API_MISTAKES)
+def test_api_errors_name_the_argument(call, name, flag_):
+    with pytest.raises(LlmCostError) as info:
+        call()
+    message = str(info.value)
+    assert re.search(rf"(?<![\w-]){name}(?![\w-])", message) and name in info.value.fields
+    assert "--" not in message
+    assert flag_ in as_flags(info.value)
+
+
+def test_engine_errors_name_the_argument():
+    """Below the API too: the engine's own checks (a plan, a step, a parser, a profile)."""
+    from llm_cost.analyses.multimodal import image_cost
+    from llm_cost.analyses.rope import rope_analysis
+    from llm_cost.analyses.serving import Targets, Traffic, plan
+    from llm_cost.core.units import parse_context, parse_integer
+    from llm_cost.model.structure import build
+    from llm_cost.perf.calibrated import prediction_model
+    from llm_cost.perf.profile import load_profile
+    from llm_cost.specs.load import load_gpu, load_model
+    from llm_cost.workload.flops import weight_flops_params
+    from llm_cost.workload.step import build_step, decode
+
+    spec, gpu = load_model("llama3-8b"), load_gpu("h100")
+    calls = [
+        (lambda: plan(spec, gpu, Traffic(2048, 1), Targets(), prediction_model("h100")), "output_tokens"),
+        (lambda: build_step(spec, decode(1, 0), mla_form="folded"), "mla_form"),
+        (lambda: weight_flops_params(build(spec), "some"), "weight_convention"),
+        (lambda: rope_analysis(1e4, 127, 8192, 32768), "dims"),
+        (lambda: image_cost(load_model("qwen2-vl-7b"), 64, 64, connector="x"), "connector"),
+        (lambda: load_profile("h2000"), "profile"),
+        (lambda: parse_context("8X"), "context"),
+        (lambda: parse_integer("8K", "batch"), "batch"),
+    ]
+    for call, name in calls:
+        with pytest.raises(InputError) as info:
+            call()
+        assert str(info.value).startswith(f"{name}:") and name in info.value.fields
+        assert "--" not in str(info.value)
+
+
+#: (argv with the mistake, the flag its message names, text of the message)
+CLI_MISTAKES = [
+    (["serve", "llama3-70b", "--tpot", "1ms"], "--tpot 1.00 ms", "the fastest configuration"),
+    (["serve", "llama3.1-405b", "--gpus", "8"], "--gpus:", "it needs 16"),
+    (["serve", "llama3-8b", "--mode", "disaggregated", "--gpus", "1"], "--mode:", "give --gpus 2 or more"),
+    (["serve", "llama3.1-405b", "--tp", "1", "--batch", "8"], "--tp/--pp:", "does not hold"),
+    (["serve", "llama3-8b", "--profile", "h2000"], "--profile:", "Shipped profiles"),
+    (["fit", "llama3-8b", "--tp", "3"], "--tp:", "query heads"),
+    (["fit", "deepseek-v3", "--tp", "8", "--ep", "4"], "--ep:", "--ep must be 1 or --tp x --dp = 8"),
+    (["moe", "deepseek-v3", "--ep", "7"], "--ep:", "divisor of 256"),
+    (["roofline", "--gpu", "a100", "--dtype", "fp8"], "--dtype:", "no fp8"),
+    (["train", "llama3-8b", "--tokens", "1e12"], "--mfu", "--gpu-hours"),
+    (["train", "llama3-8b", "--tokens", "1e12", "--mfu", "0.5", "--gpus", "7", "--tp", "2"], "--gpus:", "--tp x --pp"),
+    (["spec", "--alpha", "0.8", "--gamma", "4"], "--c is required", "--mtp"),
+    (
+        ["rope", "--base", "1e4", "--head-dim", "128", "--train-length", "8K", "--target-length", "4K"],
+        "--target-length:",
+        "--train-length",
+    ),
+    (["image", "qwen2-vl-7b", "--size", "100000x10"], "--size:", "aspect ratio"),
+    (["image", "qwen2-vl-7b", "--size", "64x64", "--connector", "x"], "--connector:", "is not one of"),
+    (["image", "llama3-8b", "--size", "64x64"], "--decoder", "no vision tower"),
+]
+
+
+@pytest.mark.parametrize("argv, flag_, text", CLI_MISTAKES)
+def test_the_command_line_names_the_flag(cli, argv, flag_, text):
+    r = cli(*argv)
+    assert r.code == 2 and r.out == ""
+    assert flag_ in r.err and text in r.err, r.err
+    left = [n for n in _listed_fields() if "_" in n and re.search(rf"(?<![\w-]){n}(?![\w-])", r.err)]
+    assert not left, left  # no argument name is left unwritten as its flag
