@@ -25,10 +25,16 @@ fails on an upward import or a cycle, imports inside functions included):
     memory, multimodal, rope, numerics, reproduce, catalog, import), each returning a result
     object of numbers.
 ``api``
-    the Python API: one function per question with the command line's defaults
-    (``llm_cost.params``, ``llm_cost.decode`` ...), importable from the package itself.
+    the one front door (:mod:`llm_cost.api`): a package split by question (model, step, memory,
+    experts, speculative, serving, training, inputs, positions, documents, calibration), each
+    module loaded on first use; ``api.choices`` turns every user-level choice (weights dtype and
+    bits, group size, compute dtype, KV dtype, memory accounting, profile and time model) into
+    engine arguments and is the only place a default is decided; ``api.checks`` checks every
+    argument, naming it. Its functions are importable from the package itself.
 ``report``, ``cli``
-    Rich tables and JSON from those objects; Typer commands that parse, call and render.
+    Rich tables, JSON, CSV and plots from the result objects; Typer commands, one module per
+    question as the API's, each parsing its flags, making one API call and rendering. Errors below
+    the command line name API arguments and spec fields; ``cli.flags`` writes them as flags.
 
 Python use::
 
