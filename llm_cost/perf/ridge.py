@@ -1,4 +1,5 @@
-"""Ridge points of a GPU and the compute dtype a step runs at (seed 003 §02).
+"""Ridge points of a GPU (seed 003 §02); the compute dtype a step runs at is chosen by
+:func:`llm_cost.api.choices.compute_dtype`.
 
 The ridge point P_peak / BW (FLOP per byte) is the arithmetic intensity at which a kernel's
 compute and memory times meet (Williams, Waterman, Patterson 2009); below it a kernel is
@@ -10,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Dtype
 from llm_cost.specs.schema import HardwareSpec
 
-__all__ = ["Ridge", "ridge_points", "ridge", "default_compute_dtype"]
+__all__ = ["Ridge", "ridge_points", "ridge"]
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,3 @@ def ridge(gpu: HardwareSpec, dtype: str) -> float:
 def ridge_points(gpu: HardwareSpec) -> list[Ridge]:
     """Ridge point for every dtype the GPU's datasheet lists."""
     return [Ridge(d, t, gpu.memory_bandwidth_tb_s, t / gpu.memory_bandwidth_tb_s) for d, t in gpu.dense_tflops.items()]
-
-
-def default_compute_dtype(weights_dtype: str, gpu: HardwareSpec) -> Dtype:
-    """The dtype a step runs at when the user names none: FP8 for FP8 weights on a GPU with FP8
-    tensor cores (DeepSeek-V3 serves this way), BF16 otherwise (weights are upcast)."""
-    return Dtype.FP8 if weights_dtype == "fp8" and "fp8" in gpu.dense_tflops else Dtype.BF16
