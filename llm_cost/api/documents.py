@@ -18,7 +18,7 @@ def reproduce(rows: Optional[Sequence[str]] = None) -> list[RowResult]:
     or only the rows whose ids are in ``rows``; InputError naming unknown ids."""
     from llm_cost.analyses.reproduce import check_rows, load_rows
 
-    if rows is not None and (isinstance(rows, str) or not all(isinstance(r, str) for r in rows)):
+    if rows is not None and (not isinstance(rows, (list, tuple)) or not all(isinstance(r, str) for r in rows)):
         raise InputError(f"rows: {rows!r} must be a list of row ids, e.g. ['P7']", fields=("rows",))
     known = {r["id"] for r in load_rows()}
     unknown = [r for r in rows or [] if r not in known]
