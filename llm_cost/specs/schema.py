@@ -618,12 +618,14 @@ class HardwareSpec(Spec):
     architecture: Text
     dense_tflops: Annotated[
         dict[
-            Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"],
+            Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp16_fp16acc", "fp8", "int8", "int4", "fp4"],
             Annotated[float, Bounds(ge=1e-3, le=1e6)],
         ],
         Bounds(min_length=1),
     ] = spec_field(
-        description="Peak dense tensor throughput, 10^12 FLOP/s (TOP/s for int), no sparsity; at least one dtype."
+        description="Peak dense tensor throughput, 10^12 FLOP/s (TOP/s for int), no sparsity; at least one dtype. "
+        "bf16/fp16 are the rates with FP32 accumulation; fp16_fp16acc, where the GPU has a faster one, FP16 "
+        "inputs with FP16 accumulation (GeForce cards: twice their fp16)."
     )
     memory_gb: Annotated[float, Bounds(ge=1e-3, le=1e5)] = spec_field(
         description="HBM/GDDR capacity, 10^9 bytes, as the datasheet prints it."
