@@ -145,7 +145,7 @@ class Candidate:
     mfu: float
     mfu_with_attention: float
     hfu: float
-    breakdown: StepBreakdown
+    breakdown: StepBreakdown | None  # None: it does not fit, so it is not timed
     memory: LayoutMemory
 
 
@@ -205,6 +205,7 @@ class TrainPlan(Result):
     tokens: int
     seq: int
     global_batch_tokens: int  # sequences per step x seq (the batch asked, in whole sequences)
+    sequences_per_step: int
     dtype: str
     peak_flops: float
     time_model: str  # the profile's label
@@ -361,7 +362,7 @@ class _Evaluator:
         if self.spec.tie_word_embeddings and p > 1:
             last += self.spec.vocab_size * self.spec.hidden_size / layout.tp  # the LM head's own copy
         best: LayoutMemory | None = None
-        for i in {0, p - 1, *(j for j in range(p) if counts[j] == max(counts))}:
+        for i in {0, p - 1, counts.index(max(counts))}:  # the fullest middle stage: its first
             params = layer_params * counts[i] + (first if i == 0 else 0.0) + (last if i == p - 1 else 0.0)
             state = params * (replicated + sharded / n)
             activations = per_layer * counts[i] * min(m, p - i) * (interleave if i == 0 else 1.0)
@@ -379,9 +380,11 @@ class _Evaluator:
         return best, layer_params * max(counts) + max(first, last)
 
     def evaluate(self, layout: TrainLayout) -> Candidate:
-        """The predicted step and memory of ``layout``."""
-        works, moe_layers = self._works(layout)
+        """The predicted step and memory of ``layout`` (a layout that does not fit is not timed)."""
         memory, params = self.memory(layout)
+        if not memory.fits:
+            return Candidate(layout, math.inf, 0.0, 0.0, 0.0, None, memory)
+        works, moe_layers = self._works(layout)
         breakdown = step_breakdown(
             self.spec,
             layout,
@@ -444,21 +447,25 @@ def _reasons(best: Candidate, everything: list[Candidate]) -> list[Reason]:
     """For each knob, the best layout with another value of it (the smallest in memory when none
     fits) and the term of its step that grows most."""
     out = []
+    assert best.breakdown is not None  # the best layout fits
     mine = best.breakdown.terms()
     for knob in ("tp", "cp", "pp", "vp", "dp", "ep", "zero", "recompute", "micro_batch"):
         others = [c for c in everything if getattr(c.layout, knob) != getattr(best.layout, knob)]
         if not others:
             continue
-        fitting = [c for c in others if c.memory.fits]
-        rival = fitting[0] if fitting else min(others, key=lambda c: c.memory.total_bytes)
+        rival = others[0]  # ranked: the best fitting one, else the smallest
+        value, label = getattr(rival.layout, knob), rival.layout.label()
+        if rival.breakdown is None:
+            out.append(Reason(knob, value, label, False, 0.0, 0.0, "", 0.0, rival.memory.total_bytes))
+            continue
         theirs = rival.breakdown.terms()
         term = max(theirs, key=lambda k: theirs[k] - mine[k])
         out.append(
             Reason(
                 knob,
-                getattr(rival.layout, knob),
-                rival.layout.label(),
-                bool(fitting),
+                value,
+                label,
+                True,
                 rival.mfu,
                 rival.step_time_s - best.step_time_s,
                 term,
@@ -577,6 +584,7 @@ def _plan(
 ) -> TrainPlan:
     gpu, gpus, dtype = cluster.gpu, cluster.gpus, cluster.dtype
     fitting = [c for c in ranked if c.memory.fits]
+    assert best.breakdown is not None  # the best layout fits, so it was timed
     lay = best.layout
     step_tokens = lay.micro_batch * lay.micro_batches * lay.dp * seq
     tokens_per_s = step_tokens / best.step_time_s
@@ -600,6 +608,7 @@ def _plan(
         tokens,
         seq,
         step_tokens,
+        step_tokens // seq,
         dtype.value,
         gpu.peak_flops(dtype),
         time_model,
@@ -638,7 +647,7 @@ def _plan(
 
 def fixed(space: SearchSpace, **given: Any) -> SearchSpace:
     """``space`` with each knob given (not None) fixed to its value."""
-    changes = {k: (v,) for k, v in given.items() if v is not None and k != "dp"}
+    changes: dict[str, Any] = {k: (v,) for k, v in given.items() if v is not None and k != "dp"}
     if given.get("dp") is not None:
         changes["dp"] = given["dp"]
     return replace(space, **changes)

@@ -52,10 +52,9 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
     """The plan's figures, the step's terms, the top layouts and why the best wins."""
     con.print(f"[bold]{display_name}: training plan for {r.tokens:,} tokens on {r.gpus:,} x {gpu_name}[/bold]")
     lay, m = r.layout, r.memory
-    sequences = r.global_batch_tokens // r.seq
     facts = [
         ("layout", f"[bold]{r.layout_label}[/bold]"),
-        ("global batch", f"{r.global_batch_tokens:,} tokens = {sequences:,} sequences of {r.seq:,}"),
+        ("global batch", f"{r.global_batch_tokens:,} tokens = {r.sequences_per_step:,} sequences of {r.seq:,}"),
         ("step time", f"{r.step_time_s:,.2f} s (±{r.error_band:.0%})"),
         ("MFU (6ND)", f"{pct(r.mfu)} {_range(*r.mfu_range)}"),
         ("MFU with attention", pct(r.mfu_with_attention)),
@@ -77,9 +76,10 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
         )
     )
     print_facts(con, facts)
-    rows = [[TERMS[k], f"{v:,.3f}", pct(v / r.step_time_s)] for k, v in r.breakdown.items() if v]
-    print_table(con, f"one step ({lay['micro_batches']} micro-batches), slowest stage", [("term", "left"),
-                ("s", "right"), ("share", "right")], rows)  # fmt: skip
+    rows = [[TERMS[k], f"{v:,.3f}"] for k, v in r.breakdown.items() if v]
+    print_table(
+        con, f"one step ({lay['micro_batches']} micro-batches), slowest stage", [("term", "left"), ("s", "right")], rows
+    )
     top = [
         [c["layout"], pct(c["mfu"]), pct(c["mfu_with_attention"]), f"{c['step_time_s']:,.2f}", _gib(c["memory_bytes"])]
         for c in r.top
