@@ -36,7 +36,6 @@ from llm_cost.analyses.train_step import (
     StageWork,
     StepBreakdown,
     TrainLayout,
-    check_layout,
     profile_parameters,
     stage_ops,
     stage_work,
@@ -412,6 +411,31 @@ class _Evaluator:
         )
 
 
+def check_space(spec: ModelSpec, space: SearchSpace, seq: int) -> None:
+    """InputError naming the argument when a knob the user fixed cannot run ``spec`` at ``seq``
+    tokens (a searched knob's invalid values are skipped)."""
+    if len(space.tp) == 1:
+        validate_layout(spec, Layout(space.tp[0], 1))
+    if len(space.pp) == 1:
+        validate_layout(spec, Layout(1, space.pp[0]))
+    if len(space.cp) == 1 and seq % space.cp[0]:
+        raise InputError(f"cp: {space.cp[0]} does not divide the {seq:,}-token sequence", fields=("cp", "seq"))
+    if len(space.ep) == 1 and space.ep[0] > 1:
+        if spec.moe is None:
+            raise InputError(f"ep: {spec.name} has no experts; ep must be 1", fields=("ep",))
+        if spec.moe.num_experts % space.ep[0]:
+            raise InputError(f"ep: {space.ep[0]} does not divide the {spec.moe.num_experts} experts", fields=("ep",))
+    if (
+        len(space.vp) == 1
+        and len(space.pp) == 1
+        and space.vp[0] > min(stage_layers(spec.num_hidden_layers, space.pp[0]))
+    ):
+        raise InputError(
+            f"vp: {space.vp[0]} virtual stages exceed the layers of a {space.pp[0]}-stage pipeline's stage",
+            fields=("vp", "pp"),
+        )
+
+
 def _layouts(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpace):  # noqa: ANN202 - a generator
     """Every layout of ``space`` on ``gpus`` GPUs for ``sequences`` sequences per step."""
     for tp in space.tp:
@@ -490,11 +514,9 @@ def _summary(c: Candidate) -> dict[str, Any]:
 def search(spec: ModelSpec, cluster: Cluster, seq: int, sequences: int, space: SearchSpace) -> list[Candidate]:
     """Every layout of ``space`` on the cluster for ``sequences`` sequences of ``seq`` tokens per
     step, evaluated and ranked (:func:`_rank`)."""
+    check_space(spec, space, seq)
     ev = _Evaluator(spec, cluster, seq)
-    out = []
-    for layout in _layouts(spec, cluster.gpus, sequences, space):
-        check_layout(spec, layout, seq)
-        out.append(ev.evaluate(layout))
+    out = [ev.evaluate(layout) for layout in _layouts(spec, cluster.gpus, sequences, space)]
     out.sort(key=_rank)
     return out
 

@@ -22,9 +22,11 @@ activation bytes by b / cp (load-balanced causal context parallelism gives each 
 
 **Communication**, per GPU, ring algorithm over ``n`` ranks: (n - 1) x latency + (n - 1)/n x
 bytes / (link GB/s x link efficiency), the latency and efficiency the profile's. Groups are nested
-TP (innermost), CP, EP, PP, DP (outermost), as Megatron-LM and the Llama 3 paper (§3.3.2) order
-them; a group whose ranks share a node uses NVLink (the GPU spec's per-direction bandwidth), else
-the network (``network_gb_s`` per GPU per direction: 50 GB/s is 400 Gb/s InfiniBand or RoCE).
+TP (innermost), CP, PP, DP (outermost), as the Llama 3 paper orders them (§3.3.2); EP groups are
+consecutive DP ranks. A group whose ranks share a node uses NVLink (the GPU spec's per-direction
+bandwidth), else the network (``network_gb_s`` per GPU per direction: 50 GB/s is 400 Gb/s
+InfiniBand or RoCE), k members per node driving k NICs (:meth:`Links.rate`); the ZeRO group's rate
+is its DP ranks'.
 
 * TP with sequence parallelism (Korthikanti et al. 2022 §4.2.2): per layer and micro-batch, two
   all-gathers and two reduce-scatters of the b x s/cp x h activations forward and as many backward;
@@ -64,9 +66,8 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
-from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, OpKind
-from llm_cost.model.layout import Layout, stage_layers
+from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import attention_terms, gemm_terms, other_terms, smooth_max
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.step import ACTIVATION_BITS, Operator, build_step, prefill
@@ -79,6 +80,7 @@ __all__ = [
     "stage_ops",
     "stage_work",
     "step_breakdown",
+    "profile_parameters",
     "FLASH_BACKWARD_FLOPS",
     "FLASH_BACKWARD_EFFICIENCY",
     "GRAD_REDUCE_BYTES",
@@ -210,7 +212,7 @@ def stage_ops(spec: ModelSpec, tp: int, pp: int, seq: int) -> list[list[Operator
     return [[op for op in st.ops if op.kind != OpKind.COLLECTIVE] for st in step.stages]
 
 
-def _forward_times(
+def _op_seconds(
     op: Operator, share: float, ep: int, gemm_peak: float, peak: float, bw: float, q: dict[str, float]
 ) -> tuple[float, float]:
     """(forward, backward) seconds of ``op`` scaled to ``share`` of its sequence (b / cp)."""
@@ -250,14 +252,14 @@ def stage_work(
 ) -> StageWork:
     """One micro-batch on one stage's GPU: ``ops`` (:func:`stage_ops`) at ``share`` = micro-batch /
     CP of their sequence, timed with the profile's parameters ``q``; GEMMs at the ``dtype`` peak,
-    attention at BF16's (or the dtype's, if narrower than FP8 is not asked)."""
+    attention at it too, except under FP8, where attention runs at the BF16 peak."""
     peak = gpu.peak_flops(Dtype.BF16 if dtype == Dtype.FP8 else dtype)
     gemm_peak = gpu.peak_flops(dtype)
     bw = gpu.bandwidth_bytes_s
     forward = backward = gemm = attention = flops = 0.0
     layer_forward = 0.0
     for op in ops:
-        f, b = _forward_times(op, share, ep, gemm_peak, peak, bw, q)
+        f, b = _op_seconds(op, share, ep, gemm_peak, peak, bw, q)
         forward, backward = forward + f, backward + b
         op_flops = float(op.flops) * share
         if op.kind == OpKind.GEMM:
@@ -334,7 +336,7 @@ def _ep_exposed(layout: TrainLayout, links: Links, pay: _Payloads, moe_layers: i
     """MoE all-to-all: dispatch and combine forward and backward, per MoE layer of the stage."""
     if layout.ep == 1 or not moe_layers:
         return 0.0
-    rate = links.rate(layout.tp * layout.cp, layout.ep)
+    rate = links.rate(layout.tp * layout.cp * layout.pp, layout.ep)
     one = links.latency_s * (layout.ep - 1) + (layout.ep - 1) / layout.ep * pay.ep_bytes / rate
     return 4 * moe_layers * one
 
@@ -344,7 +346,7 @@ def _pp_exposed(work: StageWork, layout: TrainLayout, links: Links, pay: _Payloa
     hidden behind the other chunks' compute when interleaved (v > 1)."""
     if layout.pp == 1:
         return 0.0
-    rate = links.rate(layout.tp * layout.cp * layout.ep, 2)
+    rate = links.rate(layout.tp * layout.cp, 2)
     send = links.latency_s + pay.pp_bytes / rate
     sends = 2 * layout.vp
     if layout.vp == 1:
@@ -352,9 +354,7 @@ def _pp_exposed(work: StageWork, layout: TrainLayout, links: Links, pay: _Payloa
     return sends * links.latency_s + max(0.0, sends * send - work.compute_s)
 
 
-def _dp_exposed(
-    first: StageWork, work: StageWork, params: float, layout: TrainLayout, links: Links
-) -> tuple[float, float]:
+def _dp_exposed(work: StageWork, params: float, layout: TrainLayout, links: Links) -> tuple[float, float]:
     """(exposed seconds per step, of which per micro-batch x m) of the ZeRO collectives over the
     dp x cp ranks for ``params`` parameters on this GPU (see the module docstring)."""
     n = layout.dp * layout.cp
@@ -366,7 +366,7 @@ def _dp_exposed(
     back = work.backward_s + work.recompute_s
     if layout.zero == 0:
         return max(0.0, 2 * grads - back), 0.0
-    once = max(0.0, weights - first.forward_s)
+    once = max(0.0, weights - work.forward_s)
     if layout.zero == 1:
         return once + max(0.0, grads - back), 0.0
     if layout.zero == 2:
@@ -400,7 +400,7 @@ def step_breakdown(
         ep = _ep_exposed(layout, links, pay, moe_layers[i])
         pp = _pp_exposed(work, layout, links, pay)
         micro = work.compute_s + tp + cp + ep + pp
-        dp_once, dp_mb = _dp_exposed(works[0], work, params_per_gpu[i], layout, links)
+        dp_once, dp_mb = _dp_exposed(work, params_per_gpu[i], layout, links)
         shard = params_per_gpu[i] / (layout.dp * layout.cp if layout.zero else 1)
         optimizer = shard * ADAM_BYTES_PER_PARAM / (bandwidth_bytes_s * q["bandwidth_efficiency_native"])
         fill = (p - 1) / v * micro
@@ -412,29 +412,6 @@ def step_breakdown(
             best = row
     assert best is not None  # a layout has at least one stage
     return best
-
-
-def check_layout(spec: ModelSpec, layout: TrainLayout, seq: int) -> None:
-    """InputError naming the argument when ``layout`` cannot run ``spec`` at ``seq`` tokens."""
-    if layout.recompute not in ("none", "selective", "full"):
-        raise InputError(f"recompute: {layout.recompute!r} is not one of: none, selective, full", fields=("recompute",))
-    if layout.zero not in (0, 1, 2, 3):
-        raise InputError(f"zero: {layout.zero} is not a ZeRO stage (0, 1, 2 or 3)", fields=("zero",))
-    if seq % layout.cp:
-        raise InputError(f"cp: {layout.cp} does not divide the {seq:,}-token sequence", fields=("cp", "seq"))
-    layers = max(stage_layers(spec.num_hidden_layers, layout.pp)) if layout.pp <= spec.num_hidden_layers else 0
-    if layout.vp > 1 and layout.vp > min(stage_layers(spec.num_hidden_layers, layout.pp) or [0]):
-        raise InputError(
-            f"vp: {layout.vp} virtual stages exceed the {layers} layers of a pipeline stage", fields=("vp", "pp")
-        )
-    if spec.moe is None and layout.ep > 1:
-        raise InputError(f"ep: {spec.name} has no experts; ep must be 1", fields=("ep",))
-    if layout.ep > 1 and (layout.dp * layout.cp) % layout.ep:
-        raise InputError(
-            f"ep: {layout.ep} expert-parallel ranks must divide dp x cp = {layout.dp * layout.cp}", fields=("ep",)
-        )
-    if spec.moe is not None and layout.ep > 1 and spec.moe.num_experts % layout.ep:
-        raise InputError(f"ep: {layout.ep} does not divide the {spec.moe.num_experts} experts", fields=("ep",))
 
 
 def profile_parameters(profile: Any, efficiency: float = 1.0) -> dict[str, float]:

@@ -223,10 +223,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "train_plan.band": lambda p: (
         f"error band ±{p['band']:.0%}: the largest leave-one-out MFU error on the published runs the "
         "training efficiency is fitted on (llm_cost/data/measurements/training/published-runs.yaml); "
-        "other software stacks run slower (MosaicML's 2023 H100 FSDP rows: 5-70% below)"
+        "other software stacks run slower (MosaicML's 2023 H100 FSDP rows: 6-71% below the prediction)"
     ),
-    "train_plan.left_out": "left out: stragglers, failures and restarts (Llama 3: 466 interruptions in 54 days, "
-    "over 90% effective training time), checkpoint writes, data loading, elementwise kernels",
+    "train_plan.left_out": "left out: stragglers (Llama 3 saw 1-2% diurnal throughput swings), failures and "
+    "restarts (Llama 3: 466 interruptions in 54 days, over 90% effective training time), checkpoint writes, "
+    "data loading, the elementwise kernels between the GEMMs",
     "train.state": "state: 16 B per parameter (BF16 weights + gradients, FP32 master, Adam m, v); decimal units",
     "train.layout_state": "TP {tp} x PP {pp} x DP {dp}; state 16 B per parameter (2 weights + 2 gradients + 12 FP32 "
     "master and Adam), ZeRO-{zero} over DP",
