@@ -41,6 +41,7 @@ from llm_cost.analyses.train_step import (
     stage_work,
     step_breakdown,
 )
+from llm_cost.analyses.training import STATE_BYTES
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
@@ -237,6 +238,18 @@ class TrainPlan(Result):
     conventions: list[Note] = field(default_factory=list)
 
 
+def _zero_split() -> dict[int, tuple[int, int]]:
+    """(replicated, sharded) bytes per parameter of :data:`~llm_cost.analyses.training.STATE_BYTES`
+    by ZeRO stage: 1 shards the optimizer states, 2 also the gradients, 3 also the weights."""
+    weights, grads = STATE_BYTES["bf16 weights"], STATE_BYTES["bf16 gradients"]
+    total = sum(STATE_BYTES.values())
+    return {0: (total, 0), 1: (weights + grads, total - weights - grads), 2: (weights, total - weights), 3: (0, total)}
+
+
+#: Bytes per parameter kept whole and sharded over the DP x CP ranks, by ZeRO stage.
+ZERO_SPLIT = _zero_split()
+
+
 def memory_split(num_layers: int, pp: int) -> list[int]:
     """Layers per pipeline stage as the planner places them for memory: as even as possible, the
     remainder on the middle stages, so that the first stage (the most micro-batches in flight) and
@@ -355,7 +368,7 @@ class _Evaluator:
         per_layer = self._activation_per_layer(layout)
         interleave = 1 + (p - 1) / (p * v) if v > 1 else 1.0
         n = layout.dp * layout.cp
-        replicated, sharded = {0: (16, 0), 1: (4, 12), 2: (2, 14), 3: (0, 16)}[layout.zero]
+        replicated, sharded = ZERO_SPLIT[layout.zero]
         layer, experts, first, last = self._shard_params(layout.tp)
         layer_params = layer - experts + experts / layout.ep
         if self.spec.tie_word_embeddings and p > 1:
@@ -577,9 +590,9 @@ def plan_training(
     ranked = search(spec, cluster, seq, sequences, space)
     if not ranked:
         raise InputError(
-            f"gpus: no layout of the knobs given divides {cluster.gpus:,} GPUs and {sequences:,} sequences per "
-            "step (dp must divide the sequences, micro_batch the sequences per replica)",
-            fields=("gpus", "global_batch", "tp", "pp", "cp", "dp"),
+            f"gpus: no layout of the knobs given fits {cluster.gpus:,} GPU(s) and {sequences:,} sequences per "
+            "step: dp must divide the sequences, and micro_batch the sequences of one replica",
+            fields=("gpus", "global_batch", "tp", "pp", "cp", "dp", "micro_batch"),
         )
     best = ranked[0]
     if not best.memory.fits:

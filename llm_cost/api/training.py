@@ -61,7 +61,8 @@ def train(
     With ``mfu`` or ``gpu_hours`` (exactly one): 6ND FLOPs, the time at that MFU or the MFU the
     budget implies, energy at ``power_w`` (default the GPU's TDP) x ``pue``, CO2 and dollars, state
     memory per GPU under ZeRO ``zero`` (default 1) and, with ``tp``/``pp``/``dp``, that layout's
-    memory (recompute default none, micro-batch 1): a TrainResult.
+    memory (recompute default none, micro-batch 1; ``sequence_parallel`` as Megatron's): a
+    TrainResult.
 
     With neither, on ``gpus`` GPUs (or tp x cp x pp x dp when all four are given): the training
     planner (:func:`train_plan`), a TrainPlan. InputError naming the argument."""
@@ -163,9 +164,10 @@ def train_plan(
     ``global_batch`` tokens (default :func:`llm_cost.api.choices.global_batch_of`) of ``seq``-token
     sequences, for the best layout that fits in memory. Each of TP, CP, PP (and ``vp`` virtual
     stages), DP, EP (MoE), ZeRO stage, recompute and micro-batch given is fixed; the others are
-    searched (:mod:`llm_cost.analyses.train_plan`). Timed by the GPU's calibration profile (or
-    ``profile``) x its training-efficiency factor; the network between nodes at ``network_gb_s``
-    per GPU. InputError naming the argument."""
+    searched (:mod:`llm_cost.analyses.train_plan`); TP always runs with sequence parallelism.
+    Timed by the GPU's calibration profile (or ``profile``) x its training-efficiency factor; the
+    network between nodes at ``network_gb_s`` per GPU (default 50 GB/s); TP collectives overlap the
+    GEMMs with ``tp_comm_overlap``. InputError naming the argument."""
     from llm_cost.analyses.train_plan import Cluster, Costs, default_space, fixed, plan_training
     from llm_cost.analyses.train_step import Links, profile_parameters
 
