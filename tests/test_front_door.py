@@ -70,6 +70,9 @@ CALLS = {
     "train llama3-70b --tokens 1T --mfu 0.4 --tp 8 --dp 64 --zero 3": lambda: api.train(
         "llama3-70b", 10**12, mfu=0.4, tp=8, dp=64, zero=3
     ),
+    "train llama3-8b --tokens 1T --gpus 8 --global-batch 1M --usd-per-gpu-hour 2": lambda: api.train(
+        "llama3-8b", 10**12, gpus=8, global_batch=2**20, usd_per_gpu_hour=2.0
+    ),
     "rope llama3.1-405b": lambda: api.rope("llama3.1-405b"),
     "numerics": lambda: api.numerics(),
     "image qwen2-vl-7b --size 1920x1080": lambda: api.image("qwen2-vl-7b", 1920, 1080),

@@ -8,7 +8,7 @@ One module per question, each imported on first use so that a command loads only
 ``experts``      moe
 ``speculative``  spec
 ``serving``      serve
-``training``     train
+``training``     train, train_plan
 ``inputs``       image, video
 ``positions``    rope, numerics
 ``documents``    reproduce
@@ -47,7 +47,7 @@ EXPORTS = {
     "moe": "experts",
     "spec": "speculative",
     "serve": "serving",
-    "train": "training",
+    **dict.fromkeys(("train", "train_plan"), "training"),
     **dict.fromkeys(("image", "video"), "inputs"),
     **dict.fromkeys(("rope", "numerics"), "positions"),
     "reproduce": "documents",

@@ -37,6 +37,9 @@ __all__ = [
     "network_gb_s_of",
     "mfu_of",
     "mbu_of",
+    "global_batch_of",
+    "training_efficiency_of",
+    "training_reserve_bytes",
     "GROUPED_DTYPES",
 ]
 
@@ -189,3 +192,33 @@ def mbu_of(value: Any = None) -> float:
     from llm_cost.perf.timemodel import DEFAULT_MBU
 
     return DEFAULT_MBU if value is None else checks.efficiency(value, "mbu")
+
+
+def global_batch_of(value: Any = None) -> int:
+    """Tokens per training step of the planner: ``value``, else 4M = 2^22 (Llama 2's batch; Llama 3
+    405B used 16M, DeepSeek-V3 up to 15,360 x 4K)."""
+    return 2**22 if value is None else checks.count(value, "global_batch", 1, 10**12)
+
+
+def training_efficiency_of(gpu: HardwareSpec, profile: Optional[Profile]) -> tuple[float, float, str]:
+    """(factor, relative error band, label) of the planner's training-efficiency factor for ``gpu``
+    under ``profile`` (:data:`llm_cost.analyses.train_plan.TRAINING_EFFICIENCY`, by the profile's
+    family): 1 and the widest band of the table when the family has no published rows."""
+    from llm_cost.analyses.train_plan import TRAINING_EFFICIENCY, efficiency_family
+
+    family = efficiency_family(gpu.name, profile)
+    entry = TRAINING_EFFICIENCY.get(family)
+    base = f"profile {profile.name}" if profile is not None else "the profile parameters' priors"
+    if entry is None:
+        widest = max(float(e["loo_max"]) for e in TRAINING_EFFICIENCY.values())
+        return 1.0, widest, f"{base} (no published training run of its family: factor 1)"
+    label = f"{base} x training efficiency {entry['factor']:g} (fitted on {entry['rows']} {entry['source']} runs)"
+    return float(entry["factor"]), float(entry["loo_max"]), label
+
+
+def training_reserve_bytes() -> int:
+    """Memory per GPU a training process keeps from its tensors
+    (:data:`llm_cost.analyses.train_plan.DEFAULT_RESERVE_BYTES`, 2 GiB)."""
+    from llm_cost.analyses.train_plan import DEFAULT_RESERVE_BYTES
+
+    return DEFAULT_RESERVE_BYTES

@@ -1,24 +1,29 @@
 """The API's training question: FLOPs, time, energy, cost and memory of a training run
-(``llm-cost train``)."""
+(``llm-cost train``), at a given MFU or GPU-hour budget, or predicted for a parallel layout (the
+training planner) when neither is given."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
-from llm_cost.api import checks
+from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import Recompute
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype
 
 if TYPE_CHECKING:
+    from llm_cost.analyses.train_plan import TrainPlan
     from llm_cost.analyses.training import TrainResult
 
-__all__ = ["train", "TRAINING_DTYPES"]
+__all__ = ["train", "train_plan", "TRAINING_DTYPES"]
 
 #: Compute dtypes a training run's matmuls use (BF16 mixed precision is the default; FP8 where the
 #: GPU has it, as DeepSeek-V3 trained; FP16 and TF32 on older GPUs). Integer formats train nothing.
 TRAINING_DTYPES = (Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.TF32, Dtype.FP32)
+
+#: Layout degrees the API takes, each at most this.
+_MAX_DEGREE = 2**20
 
 
 def train(
@@ -29,49 +34,69 @@ def train(
     gpus: Optional[int] = None,
     mfu: Optional[float] = None,
     gpu_hours: Optional[float] = None,
-    recompute: Any = Recompute.NONE,
+    recompute: Any = None,
     dtype: Any = Dtype.BF16,
     power_w: Optional[float] = None,
     pue: float = 1.0,
     grid_kg_per_kwh: Optional[float] = None,
     usd_per_gpu_hour: Optional[float] = None,
     seq: int = 8192,
-    micro_batch: int = 1,
+    micro_batch: Optional[int] = None,
     tp: Optional[int] = None,
     pp: Optional[int] = None,
     dp: Optional[int] = None,
-    zero: int = 1,
+    zero: Optional[int] = None,
     sequence_parallel: bool = False,
-) -> TrainResult:
-    """Training of ``tokens`` tokens D (``llm-cost train``): 6ND FLOPs, the time at ``mfu`` or the
-    MFU a ``gpu_hours`` budget implies (exactly one of the two), energy at ``power_w`` (default
-    the GPU's TDP) x ``pue``, CO2 and dollars, state memory per GPU under ZeRO ``zero`` (0-3)
-    and, with ``tp``/``pp``/``dp``, that layout's memory. InputError naming the argument."""
+    cp: Optional[int] = None,
+    vp: Optional[int] = None,
+    ep: Optional[int] = None,
+    global_batch: Optional[int] = None,
+    network_gb_s: Optional[float] = None,
+    profile: Any = None,
+    tp_comm_overlap: bool = False,
+    top: int = 5,
+) -> Union[TrainResult, TrainPlan]:
+    """Training of ``tokens`` tokens D (``llm-cost train``).
+
+    With ``mfu`` or ``gpu_hours`` (exactly one): 6ND FLOPs, the time at that MFU or the MFU the
+    budget implies, energy at ``power_w`` (default the GPU's TDP) x ``pue``, CO2 and dollars, state
+    memory per GPU under ZeRO ``zero`` (default 1) and, with ``tp``/``pp``/``dp``, that layout's
+    memory (recompute default none, micro-batch 1; ``sequence_parallel`` as Megatron's): a
+    TrainResult.
+
+    With neither, on ``gpus`` GPUs (or tp x cp x pp x dp when all four are given): the training
+    planner (:func:`train_plan`), a TrainPlan. InputError naming the argument."""
+    if mfu is None and gpu_hours is None and (gpus is not None or None not in (tp, cp, pp, dp)):
+        return train_plan(
+            model, tokens, gpu, gpus=gpus, global_batch=global_batch, seq=seq, tp=tp, cp=cp, pp=pp, vp=vp,
+            dp=dp, ep=ep, zero=zero, recompute=recompute, micro_batch=micro_batch, dtype=dtype,
+            network_gb_s=network_gb_s, profile=profile, tp_comm_overlap=tp_comm_overlap, power_w=power_w, pue=pue,
+            grid_kg_per_kwh=grid_kg_per_kwh, usd_per_gpu_hour=usd_per_gpu_hour, top=top,
+        )  # fmt: skip
     from llm_cost.analyses.training import train as run
 
     tokens = checks.count(tokens, "tokens", 1, 10**40)
     gpus = checks.optional(gpus, checks.count, "gpus", 1, 10**7)
     if (mfu is None) == (gpu_hours is None):
         raise InputError(
-            "give exactly one of mfu (to get the time) or gpu_hours (to get the implied MFU)",
-            fields=("mfu", "gpu_hours"),
+            "give exactly one of mfu (to get the time) or gpu_hours (to get the implied MFU), "
+            "or gpus without either for a predicted plan",
+            fields=("mfu", "gpu_hours", "gpus"),
         )
     mfu = checks.optional(mfu, checks.efficiency, "mfu")
     gpu_hours = checks.optional(gpu_hours, checks.number, "gpu_hours")
     compute = checks.one_of(checks.choice(dtype, Dtype, "dtype"), "dtype", TRAINING_DTYPES)
-    power_w = checks.optional(power_w, checks.number, "power_w", maximum=1e6)
-    pue = checks.number(pue, "pue", minimum=1, maximum=10, open_min=False)
-    grid = checks.optional(grid_kg_per_kwh, checks.number, "grid_kg_per_kwh", maximum=1e3, open_min=False)
-    price = checks.optional(usd_per_gpu_hour, checks.number, "usd_per_gpu_hour", maximum=1e6, open_min=False)
-    seq, micro_batch = checks.count(seq, "seq"), checks.count(micro_batch, "micro_batch")
-    tp, pp, dp = (checks.optional(v, checks.count, n, 1, 2**20) for v, n in ((tp, "tp"), (pp, "pp"), (dp, "dp")))
-    zero = checks.one_of(zero, "zero", (0, 1, 2, 3))
+    power_w, pue, grid, price = _costs(power_w, pue, grid_kg_per_kwh, usd_per_gpu_hour)
+    seq = checks.count(seq, "seq")
+    micro_batch = checks.count(1 if micro_batch is None else micro_batch, "micro_batch")
+    tp, pp, dp = (checks.optional(v, checks.count, n, 1, _MAX_DEGREE) for v, n in ((tp, "tp"), (pp, "pp"), (dp, "dp")))
+    zero = checks.one_of(1 if zero is None else zero, "zero", (0, 1, 2, 3))
     if not isinstance(sequence_parallel, bool):
         raise InputError(
             f"sequence_parallel: {sequence_parallel!r} must be True or False", fields=("sequence_parallel",)
         )
     spec, g = load_model(model), load_gpu(gpu)
-    recompute = checks.choice(recompute, Recompute, "recompute")
+    recompute = checks.choice(Recompute.NONE if recompute is None else recompute, Recompute, "recompute")
     return run(
         spec,
         tokens,
@@ -93,3 +118,102 @@ def train(
         zero,
         sequence_parallel,
     )
+
+
+def _costs(
+    power_w: Any, pue: Any, grid_kg_per_kwh: Any, usd_per_gpu_hour: Any
+) -> tuple[Optional[float], float, Optional[float], Optional[float]]:
+    """(power per GPU, PUE, grid kg CO2e/kWh, USD per GPU-hour), checked."""
+    return (
+        checks.optional(power_w, checks.number, "power_w", maximum=1e6),
+        checks.number(pue, "pue", minimum=1, maximum=10, open_min=False),
+        checks.optional(grid_kg_per_kwh, checks.number, "grid_kg_per_kwh", maximum=1e3, open_min=False),
+        checks.optional(usd_per_gpu_hour, checks.number, "usd_per_gpu_hour", maximum=1e6, open_min=False),
+    )
+
+
+def train_plan(
+    model: ModelLike,
+    tokens: int,
+    gpu: GpuLike = "h100",
+    *,
+    gpus: Optional[int] = None,
+    global_batch: Optional[int] = None,
+    seq: int = 8192,
+    tp: Optional[int] = None,
+    cp: Optional[int] = None,
+    pp: Optional[int] = None,
+    vp: Optional[int] = None,
+    dp: Optional[int] = None,
+    ep: Optional[int] = None,
+    zero: Optional[int] = None,
+    recompute: Any = None,
+    micro_batch: Optional[int] = None,
+    dtype: Any = Dtype.BF16,
+    network_gb_s: Optional[float] = None,
+    profile: Any = None,
+    tp_comm_overlap: bool = False,
+    power_w: Optional[float] = None,
+    pue: float = 1.0,
+    grid_kg_per_kwh: Optional[float] = None,
+    usd_per_gpu_hour: Optional[float] = None,
+    top: int = 5,
+) -> TrainPlan:
+    """The training planner: the predicted step time, MFU (6ND and with attention), tokens/s per
+    GPU, days, GPU-hours, energy and dollars of ``tokens`` tokens on ``gpus`` GPUs with steps of
+    ``global_batch`` tokens (default :func:`llm_cost.api.choices.global_batch_of`) of ``seq``-token
+    sequences, for the best layout that fits in memory. Each of TP, CP, PP (and ``vp`` virtual
+    stages), DP, EP (MoE), ZeRO stage, recompute and micro-batch given is fixed; the others are
+    searched (:mod:`llm_cost.analyses.train_plan`); TP always runs with sequence parallelism.
+    Timed by the GPU's calibration profile (or ``profile``) x its training-efficiency factor; the
+    network between nodes at ``network_gb_s`` per GPU (default 50 GB/s); TP collectives overlap the
+    GEMMs with ``tp_comm_overlap``. InputError naming the argument."""
+    from llm_cost.analyses.train_plan import Cluster, Costs, default_space, fixed, plan_training
+    from llm_cost.analyses.train_step import Links, profile_parameters
+
+    tokens = checks.count(tokens, "tokens", 1, 10**40)
+    degrees = {n: checks.optional(v, checks.count, n, 1, _MAX_DEGREE) for n, v in
+               (("tp", tp), ("cp", cp), ("pp", pp), ("vp", vp), ("dp", dp), ("ep", ep))}  # fmt: skip
+    gpus = _cluster_size(checks.optional(gpus, checks.count, "gpus", 1, 10**7), degrees)
+    seq = checks.count(seq, "seq")
+    batch = choices.global_batch_of(global_batch)
+    zero = checks.optional(zero, checks.one_of, "zero", (0, 1, 2, 3))
+    rec = checks.optional(recompute, checks.choice, Recompute, "recompute")
+    micro_batch = checks.optional(micro_batch, checks.count, "micro_batch")
+    compute = checks.one_of(checks.choice(dtype, Dtype, "dtype"), "dtype", TRAINING_DTYPES)
+    power_w, pue, grid, price = _costs(power_w, pue, grid_kg_per_kwh, usd_per_gpu_hour)
+    costs = Costs(power_w=power_w, pue=pue, usd_per_gpu_hour=price, grid_kg_per_kwh=grid)
+    if not isinstance(tp_comm_overlap, bool):
+        raise InputError(f"tp_comm_overlap: {tp_comm_overlap!r} must be True or False", fields=("tp_comm_overlap",))
+    top = checks.count(top, "top", 1, 100)
+    spec, g = load_model(model), load_gpu(gpu)
+    compute = choices.compute_dtype(spec, g, compute)
+    chosen = choices.profile_of(g, profile)
+    factor, band, label = choices.training_efficiency_of(g, chosen)
+    q = profile_parameters(chosen)
+    ic = g.interconnect
+    links = Links(
+        ic.bandwidth_gb_s_per_direction, choices.network_gb_s_of(network_gb_s), ic.gpus_per_node,
+        q["collective_latency_s"], q["link_efficiency"],
+    )  # fmt: skip
+    cluster = Cluster(g, gpus, links, chosen, factor, compute, choices.training_reserve_bytes(), tp_comm_overlap)
+    space = fixed(
+        default_space(spec, g, gpus, seq),
+        zero=zero, recompute=rec.value if rec is not None else None, micro_batch=micro_batch, **degrees,
+    )  # fmt: skip
+    return plan_training(spec, cluster, tokens, batch, seq, space, label, band, costs, top)
+
+
+def _cluster_size(gpus: Optional[int], degrees: dict[str, Optional[int]]) -> int:
+    """The GPUs of a plan: ``gpus``, or tp x cp x pp x dp when all four are given (InputError when
+    neither, or when they disagree)."""
+    layout = [degrees[n] for n in ("tp", "cp", "pp", "dp")]
+    product = None if None in layout else layout[0] * layout[1] * layout[2] * layout[3]  # type: ignore[operator]
+    if gpus is None and product is None:
+        raise InputError("gpus: give the cluster size, or all of tp, cp, pp and dp", fields=("gpus",))
+    if gpus is not None and product is not None and product != gpus:
+        raise InputError(
+            f"gpus: {gpus:,} disagrees with tp x cp x pp x dp = {product:,}; give one or the other",
+            fields=("gpus", "tp", "cp", "pp", "dp"),
+        )
+    return gpus if gpus is not None else product  # type: ignore[return-value]

@@ -1,4 +1,5 @@
-"""``llm-cost train``: training FLOPs, time, energy, cost and memory."""
+"""``llm-cost train``: training FLOPs, time, energy, cost and memory; with neither --mfu nor
+--gpu-hours, the training planner (predicted MFU and the best layout)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from llm_cost.cli.options import (
     tokens,
 )
 from llm_cost.cli.program import app, emit
+from llm_cost.cli.step_options import NetworkGbS, ProfileOpt
 from llm_cost.core.choices import Recompute
 from llm_cost.core.types import Dtype
 
@@ -51,7 +53,7 @@ TrainGpus = Annotated[
         "--gpus",
         parse=large_count("--gpus"),
         metavar="COUNT",
-        help="GPUs training together, for the wall-clock time and ZeRO (default: none given; or --tp x --pp x --dp).",
+        help="GPUs training together; without --mfu and --gpu-hours: plan the best layout for them.",
     ),
 ]
 TrainMfu = Annotated[
@@ -60,7 +62,7 @@ TrainMfu = Annotated[
         "--mfu",
         parse=efficiency("--mfu"),
         metavar="FRACTION",
-        help="MFU to get the time (0-1 or 40%); or give --gpu-hours.",
+        help="MFU to get the time (0-1 or 40%); or give --gpu-hours; neither: the MFU is predicted.",
     ),
 ]
 GpuHours = Annotated[
@@ -72,7 +74,10 @@ GpuHours = Annotated[
         help="A GPU-hour budget (1.3M) to get the implied MFU.",
     ),
 ]
-RecomputeOpt = Annotated[Recompute, typer.Option("--recompute", case_sensitive=False, help="Activation recompute.")]
+RecomputeOpt = Annotated[
+    Optional[Recompute],
+    typer.Option("--recompute", case_sensitive=False, help="Activation recompute (default none; planned: searched)."),
+]
 TrainDtype = Annotated[
     Dtype,
     typer.Option("--dtype", case_sensitive=False, help="Compute dtype for the peak: bf16, fp16, fp8, tf32 or fp32."),
@@ -115,15 +120,44 @@ TrainSeq = Annotated[
     ),
 ]
 MicroBatch = Annotated[
-    int,
+    Optional[int],
     option(
         "--micro-batch",
         parse=integer("--micro-batch"),
         metavar="INTEGER",
-        help="Sequences per micro-batch for activation memory.",
+        help="Sequences per micro-batch (default 1; planned: searched).",
     ),
 ]
-ZeroOpt = Annotated[Zero, typer.Option("--zero", help="ZeRO stage over the data-parallel GPUs (3 ~ FSDP).")]
+ZeroOpt = Annotated[
+    Optional[Zero], typer.Option("--zero", help="ZeRO stage over the data-parallel GPUs, 3 ~ FSDP (default 1).")
+]
+GlobalBatch = Annotated[
+    Optional[int],
+    option(
+        "--global-batch",
+        parse=tokens("--global-batch"),
+        metavar="TOKENS",
+        help="Tokens per training step, whole sequences (16M = 16,777,216; default 4M).",
+    ),
+]
+Cp = Annotated[
+    Optional[int],
+    option("--cp", parse=integer("--cp"), metavar="INTEGER", help="Context-parallel GPUs (ring attention)."),
+]
+Vp = Annotated[
+    Optional[int],
+    option(
+        "--vp", parse=integer("--vp"), metavar="INTEGER", help="Virtual stages per pipeline stage (interleaved 1F1B)."
+    ),
+]
+TrainEp = Annotated[
+    Optional[int],
+    option("--ep", parse=integer("--ep"), metavar="INTEGER", help="Expert-parallel GPUs among DP x CP (MoE)."),
+]
+TpOverlap = Annotated[
+    bool, typer.Option("--tp-comm-overlap", help="TP collectives overlap the GEMMs (Megatron's --tp-comm-overlap).")
+]
+Top = Annotated[int, option("--top", parse=integer("--top", 1, 100), metavar="INTEGER", help="Layouts listed.")]
 SequenceParallel = Annotated[bool, typer.Option("--sequence-parallel", help="Megatron sequence parallelism.")]
 
 
@@ -135,24 +169,36 @@ def train(
     gpus: TrainGpus = None,
     mfu: TrainMfu = None,
     gpu_hours: GpuHours = None,
-    recompute: RecomputeOpt = Recompute.NONE,
+    global_batch: GlobalBatch = None,
+    seq: TrainSeq = 8192,
+    tp: Tp = None,
+    cp: Cp = None,
+    pp: Pp = None,
+    vp: Vp = None,
+    dp: Dp = None,
+    ep: TrainEp = None,
+    zero: ZeroOpt = None,
+    recompute: RecomputeOpt = None,
+    micro_batch: MicroBatch = None,
+    sequence_parallel: SequenceParallel = False,
     dtype: TrainDtype = Dtype.BF16,
+    profile: ProfileOpt = None,
+    network_gb_s: NetworkGbS = None,
+    tp_comm_overlap: TpOverlap = False,
     power_w: PowerW = None,
     pue: Pue = 1.0,
     grid_kg_per_kwh: Grid = None,
     usd_per_gpu_hour: TrainPrice = None,
-    seq: TrainSeq = 8192,
-    micro_batch: MicroBatch = 1,
-    tp: Tp = None,
-    pp: Pp = None,
-    dp: Dp = None,
-    zero: ZeroOpt = Zero.zero1,
-    sequence_parallel: SequenceParallel = False,
+    top: Top = 5,
     as_json: Json = False,
 ) -> None:
-    """Training: 6ND FLOPs, time at an MFU (or the MFU a GPU-hour budget implies), energy, CO2, cost, memory.
+    """Training: FLOPs, time, energy, CO2, cost and memory; the MFU given (--mfu), implied by a budget
+    (--gpu-hours), or predicted with the best parallel layout for --gpus (neither given).
 
-    Examples: llm-cost train llama3-8b --tokens 15T --gpu-hours 1.3M;
+    Planned: searches TP, CP, PP (and virtual stages), DP, EP, ZeRO, recompute and micro-batch for the
+    highest predicted MFU that fits in memory; every knob given is fixed (all of --tp --cp --pp --dp:
+    that one layout). Examples: llm-cost train llama3.1-405b --tokens 15T --gpu h100 --gpus 16384
+    --global-batch 16M --seq 8K; llm-cost train llama3-8b --tokens 15T --gpu-hours 1.3M;
     llm-cost train llama3-70b --tokens 15T --gpus 2048 --mfu 0.4 --grid-kg-per-kwh 0.4
     """
     from llm_cost import api
@@ -165,18 +211,26 @@ def train(
         gpus=gpus,
         mfu=mfu,
         gpu_hours=gpu_hours,
+        global_batch=global_batch,
+        seq=seq,
+        tp=tp,
+        cp=cp,
+        pp=pp,
+        vp=vp,
+        dp=dp,
+        ep=ep,
+        zero=None if zero is None else int(zero.value),
         recompute=recompute,
+        micro_batch=micro_batch,
+        sequence_parallel=sequence_parallel,
         dtype=dtype,
+        profile=profile,
+        network_gb_s=network_gb_s,
+        tp_comm_overlap=tp_comm_overlap,
         power_w=power_w,
         pue=pue,
         grid_kg_per_kwh=grid_kg_per_kwh,
         usd_per_gpu_hour=usd_per_gpu_hour,
-        seq=seq,
-        micro_batch=micro_batch,
-        tp=tp,
-        pp=pp,
-        dp=dp,
-        zero=int(zero.value),
-        sequence_parallel=sequence_parallel,
+        top=top,
     )
     emit(result, as_json, view.render, api.load_model(model).display_name, api.load_gpu(gpu).display_name)

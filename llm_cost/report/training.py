@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from llm_cost.analyses.training import TrainResult
 from llm_cost.core.units import fmt_int, fmt_seconds, fmt_si
 from llm_cost.report.base import print_conventions, print_facts, print_table
 
+if TYPE_CHECKING:
+    from llm_cost.analyses.train_plan import TrainPlan
 
-def render(con, r: TrainResult, display_name: str, gpu_name: str) -> None:
-    """FLOPs, time, energy, emissions, cost, then state and activation memory."""
+
+def render(con, r: TrainResult | TrainPlan, display_name: str, gpu_name: str) -> None:
+    """FLOPs, time, energy, emissions, cost, then state and activation memory (a predicted plan:
+    :func:`llm_cost.report.train_plan.render`)."""
+    if not isinstance(r, TrainResult):
+        from llm_cost.report.train_plan import render as plan
+
+        return plan(con, r, display_name, gpu_name)
     where = f"{r.gpus:,} x {gpu_name}" if r.gpus else gpu_name
     con.print(f"[bold]{display_name}: training on {r.tokens:,} tokens, {where}[/bold]")
     facts = [

@@ -70,6 +70,7 @@ COMMANDS = [
     ["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--context", "2K"],
     ["train", "llama3-8b", "--tokens", "15T", "--gpu-hours", "1.3M"],
     ["train", "llama3-70b", "--tokens", "1T", "--mfu", "0.4", "--tp", "8", "--dp", "64", "--zero", "3"],
+    ["train", "llama3-8b", "--tokens", "1T", "--gpus", "8", "--global-batch", "1M", "--usd-per-gpu-hour", "2"],
     ["rope", "llama3.1-405b"],
     ["numerics"],
     ["image", "qwen2-vl-7b", "--size", "1920x1080"],

@@ -1,0 +1,100 @@
+"""Tables for ``llm-cost train`` in its predicted mode (the training planner)."""
+
+from __future__ import annotations
+
+from llm_cost.analyses.train_plan import TrainPlan
+from llm_cost.core.units import fmt_seconds
+from llm_cost.report.base import pct, print_conventions, print_facts, print_table
+
+#: Each term of a step's time in a few words.
+SHORT = {
+    "compute_s": "compute",
+    "bubble_s": "bubble",
+    "tp_s": "TP collectives",
+    "cp_s": "ring attention",
+    "ep_s": "all-to-all",
+    "pp_s": "pipeline sends",
+    "dp_s": "DP collectives",
+    "optimizer_s": "optimizer",
+}
+#: What each term of a step's time is, in words.
+TERMS = {
+    "compute_s": "compute (forward, backward, recompute)",
+    "bubble_s": "pipeline bubble",
+    "tp_s": "TP collectives (exposed)",
+    "cp_s": "ring-attention traffic (exposed)",
+    "ep_s": "MoE all-to-all",
+    "pp_s": "pipeline sends (exposed)",
+    "dp_s": "data-parallel collectives (exposed)",
+    "optimizer_s": "optimizer step",
+}
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:,.1f} GiB"
+
+
+def _range(low: float, high: float, fmt: str = "{:.1%}") -> str:
+    return f"[{fmt.format(low)} to {fmt.format(high)}]"
+
+
+def _verdict(w, best_mfu: float) -> str:  # noqa: ANN001 - a Reason
+    """How the best layout with another knob value loses: memory, a tie (the same MFU to 0.1%), or
+    its step's largest growth."""
+    if not w.fits:
+        return f"does not fit ({_gib(w.other_total_bytes)})"
+    if round(w.other_mfu, 3) == round(best_mfu, 3):
+        return "ties (the simpler layout is ranked first)"
+    return f"+{fmt_seconds(w.delta_step_s)} per step, most in {SHORT[w.term]} +{fmt_seconds(w.term_delta_s)}"
+
+
+def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
+    """The plan's figures, the step's terms, the top layouts and why the best wins."""
+    con.print(f"[bold]{display_name}: training plan for {r.tokens:,} tokens on {r.gpus:,} x {gpu_name}[/bold]")
+    lay, m = r.layout, r.memory
+    facts = [
+        ("layout", f"[bold]{r.layout_label}[/bold]"),
+        ("global batch", f"{r.global_batch_tokens:,} tokens = {r.sequences_per_step:,} sequences of {r.seq:,}"),
+        ("step time", f"{r.step_time_s:,.2f} s (±{r.error_band:.0%})"),
+        ("MFU (6ND)", f"{pct(r.mfu)} {_range(*r.mfu_range)}"),
+        ("MFU with attention", pct(r.mfu_with_attention)),
+        ("HFU (what the GPUs run)", pct(r.hfu)),
+        ("tokens/s per GPU", f"{r.tokens_per_s_per_gpu:,.0f}"),
+        ("time to train", f"{r.days:,.1f} days {_range(*r.days_range, fmt='{:,.1f}')}"),
+        ("GPU-hours", f"{r.gpu_hours:,.0f}"),
+        ("energy", f"{r.energy_kwh / 1000:,.0f} MWh ({r.power_w:g} W per GPU, PUE {r.pue:g})"),
+    ]
+    if r.usd is not None:
+        facts.append(("cost", f"${r.usd:,.0f} at ${r.usd_per_gpu_hour:g} per GPU-hour"))
+    if r.co2_tonnes is not None:
+        facts.append(("emissions", f"{r.co2_tonnes:,.0f} t CO2e at {r.grid_kg_per_kwh:g} kg/kWh"))
+    facts.append(
+        (
+            "memory per GPU (fullest)",
+            f"{_gib(m.total_bytes)} of {_gib(m.room_bytes)}: state {_gib(m.state_bytes)} + activations "
+            f"{_gib(m.activation_bytes)} + buffers {_gib(m.buffer_bytes)}",
+        )
+    )
+    print_facts(con, facts)
+    rows = [[TERMS[k], f"{v:,.3f}"] for k, v in r.breakdown.items() if v]
+    print_table(
+        con, f"one step ({lay['micro_batches']} micro-batches), slowest stage", [("term", "left"), ("s", "right")], rows
+    )
+    top = [
+        [c["layout"], pct(c["mfu"]), pct(c["mfu_with_attention"]), f"{c['step_time_s']:,.2f}", _gib(c["memory_bytes"])]
+        for c in r.top
+    ]
+    print_table(
+        con,
+        f"top layouts ({r.fitting:,} of {r.searched:,} searched fit)",
+        [("layout", "left"), ("MFU", "right"), ("with attention", "right"), ("step s", "right"), ("memory", "right")],
+        top,
+    )
+    why = [[f"{w.knob} {w.value}", w.other, pct(w.other_mfu) if w.fits else "-", _verdict(w, r.mfu)] for w in r.reasons]
+    print_table(
+        con,
+        "why this layout: the best with another value of each knob",
+        [("other value", "left"), ("its best layout", "left"), ("MFU", "right"), ("why it loses", "left")],
+        why,
+    )
+    print_conventions(con, r.conventions)
