@@ -42,6 +42,7 @@ VALID = {
         layout=api.Layout(tp=1),
     ),
     "train": dict(model="llama3-8b", tokens=10**12, mfu=0.4),
+    "train_plan": dict(model="llama3-8b", tokens=10**12, gpus=8, tp=8, cp=1, pp=1, dp=1, global_batch=2**20),
     "image": dict(model="qwen2-vl-7b", width=448, height=448),
     "video": dict(model="qwen2-vl-7b", width=448, height=448, seconds=2.0, fps=1.0),
     "rope": dict(base=10000.0, head_dim=128),
