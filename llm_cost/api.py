@@ -14,7 +14,8 @@ those of :mod:`llm_cost.perf.timemodel` (MFU 60%, MBU 80%), the CLI's own.
 from __future__ import annotations
 
 import math
-from typing import Any, Union
+from enum import Enum
+from typing import Any, TypeVar, Union
 
 from llm_cost.analyses.capacity import DEPLOYMENT, DOCUMENTS, MemoryPolicy
 from llm_cost.analyses.context import ContextResult, context_analysis
@@ -26,6 +27,7 @@ from llm_cost.analyses.serving import ServePlan, Targets, Traffic, plan
 from llm_cost.analyses.speculative import SpecResult, speculative
 from llm_cost.analyses.training import TrainResult
 from llm_cost.analyses.training import train as train_run
+from llm_cost.core.choices import Logits, Recompute, WeightBytes
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, dtype_of
 from llm_cost.model.kv import KVResult, kv_cache
@@ -61,6 +63,7 @@ LlmCostError = InputError
 
 ModelLike = Union[str, ModelSpec, dict]
 GpuLike = Union[str, HardwareSpec]
+E = TypeVar("E", bound=Enum)
 
 
 def load_model(model: ModelLike) -> ModelSpec:
@@ -127,6 +130,15 @@ def _positive(value: Any, name: str, maximum: float = 1e300, zero: bool = False)
     return float(value)
 
 
+def _choice(kind: type[E], value: Any, name: str) -> E:
+    """``value`` as a member of ``kind`` (its value, case-insensitive); LlmCostError naming the
+    argument and the valid values otherwise."""
+    try:
+        return kind(str(value).strip().lower())
+    except ValueError:
+        raise LlmCostError(f"{name}: {value!r} is not one of: {', '.join(m.value for m in kind)}") from None
+
+
 def _optional(value: Any, name: str, check: Any) -> Any:
     return None if value is None else check(value, name)
 
@@ -186,8 +198,8 @@ def kv(
     )
 
 
-def _compute(s: ModelSpec, g: HardwareSpec, dtype: str | None, weights_dtype: str | None) -> str:
-    return dtype or default_compute_dtype(weights_dtype or s.torch_dtype, g).value
+def _compute(s: ModelSpec, g: HardwareSpec, dtype: str | None, weights_dtype: str | None) -> Dtype:
+    return Dtype(dtype) if dtype else default_compute_dtype(weights_dtype or s.torch_dtype, g)
 
 
 def decode(
@@ -220,7 +232,7 @@ def decode(
         Dtype(kv_dtype).bits,
         mfu,
         mbu,
-        weight_bytes,
+        _choice(WeightBytes, weight_bytes, "weight_bytes"),
         layout,
     )
 
@@ -253,7 +265,7 @@ def prefill(
         _bits(s, weights_dtype, None),
         Dtype(kv_dtype).bits,
         mfu,
-        logits=logits,
+        logits=_choice(Logits, logits, "logits"),
         mbu=mbu,
         layout=layout,
     )
@@ -328,8 +340,8 @@ def spec(
     c = _optional(c, "c", lambda v, n: _positive(v, n, zero=True))
     batches = _counts(batches, "batches") if batches is not None else None
     mfu, mbu = _efficiency(mfu, "mfu"), _efficiency(mbu, "mbu")
-    dtype = default_compute_dtype(s.torch_dtype, g).value if (s is not None and g is not None) else "bf16"
-    return speculative(alpha, gamma, c, s, g, batches, mfu, context, dtype, "read", mtp, mbu)
+    dtype = default_compute_dtype(s.torch_dtype, g) if (s is not None and g is not None) else Dtype.BF16
+    return speculative(alpha, gamma, c, s, g, batches, mfu, context, dtype, WeightBytes.READ, mtp, mbu)
 
 
 def context(
@@ -345,7 +357,11 @@ def context(
 
 def train(model: ModelLike, tokens: int, gpu: GpuLike = "h100", **options: Any) -> TrainResult:
     """Training FLOPs, time, energy and memory (``llm-cost train``); ``options`` as
-    :func:`llm_cost.analyses.training.train` (gpus, mfu, gpu_hours, tp, pp, dp, zero ...)."""
+    :func:`llm_cost.analyses.training.train` (gpus, mfu, gpu_hours, recompute, dtype, tp, pp, dp, zero ...)."""
+    if "recompute" in options:
+        options["recompute"] = _choice(Recompute, options["recompute"], "recompute")
+    if "dtype" in options:
+        options["dtype"] = dtype_of(options["dtype"], "dtype", storage=False)
     return train_run(load_model(model), tokens, load_gpu(gpu), **options)
 
 
@@ -392,7 +408,7 @@ def serve(
         gpus=gpus,
         weight_bits=_bits(s, weights_dtype, None),
         kv_bits=Dtype(_dtype(kv_dtype, "kv_dtype")).bits,
-        compute_dtype=Dtype(_compute(s, g, None, weights_dtype)),
+        compute_dtype=_compute(s, g, None, weights_dtype),
         usd_per_gpu_hour=usd_per_gpu_hour,
         policy=policy,
         **search,

@@ -274,8 +274,8 @@ def train(
         gpus,
         mfu,
         gpu_hours,
-        recompute.value,
-        dtype.value,
+        recompute,
+        dtype,
         power_w,
         pue,
         grid_kg_per_kwh,
@@ -333,7 +333,7 @@ def image(
     h, w = size
     spec = load_model(model)
     dec = load_model(decoder) if decoder else None
-    result = image_cost(spec, h, w, dec, connector, 1, weight_flops.value, kv_dtype.bits)
+    result = image_cost(spec, h, w, dec, connector, 1, weight_flops, kv_dtype.bits)
     emit(result, as_json, view.render)
 
 
@@ -365,7 +365,7 @@ def video(
     h, w = size
     spec = load_model(model)
     dec = load_model(decoder) if decoder else None
-    result = video_cost(spec, h, w, seconds, fps, dec, weight_flops.value, kv_dtype.bits)
+    result = video_cost(spec, h, w, seconds, fps, dec, weight_flops, kv_dtype.bits)
     emit(result, as_json, view.render)
 
 

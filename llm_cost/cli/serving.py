@@ -53,9 +53,18 @@ from llm_cost.cli.step_options import (
     WeightsDtype,
     memory_policy,
 )
-from llm_cost.core.choices import AttentionMask, Logits, MemoryConvention, MLAForm, Recompute, WeightBytes, WeightFlops
+from llm_cost.core.choices import (
+    ActivationFormula,
+    AttentionMask,
+    Logits,
+    MemoryConvention,
+    MLAForm,
+    Recompute,
+    WeightBytes,
+    WeightFlops,
+)
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import Dtype, StorageDtype
+from llm_cost.core.types import Dtype, Phase, StorageDtype
 
 
 class FlopsPhase(str, Enum):
@@ -105,7 +114,7 @@ def flops(
     if as_csv:
         emit_csv(result)
         return
-    emit(result, as_json, view.render, spec.display_name, phase.value)
+    emit(result, as_json, view.render, spec.display_name, Phase(phase.value))
 
 
 @app.command()
@@ -263,7 +272,7 @@ def roofline(
     bits = weight_bits(spec.torch_dtype, weights_dtype, bits_per_weight, group_size)
     compute = dtype or default_compute_dtype((weights_dtype or spec.torch_dtype).lower(), g)
     common = dict(
-        dtype=compute.value,
+        dtype=compute,
         weight_bits=bits,
         kv_bits=(kv_dtype or StorageDtype.BF16).bits,
         mfu=mfu or DEFAULT_MFU,
@@ -393,12 +402,12 @@ def fit(
         bits = gguf_weight_bits(spec, Path(model))
     if layout is not None:
         result = FitReport(
-            None, [], max_gpus, deployment(spec, g, layout, batch, context, bits, kv_dtype.bits, policy, compute.value)
+            None, [], max_gpus, deployment(spec, g, layout, batch, context, bits, kv_dtype.bits, policy, compute)
         )
     else:
         result = FitReport(
             fit_(spec, g, context, batch, bits, kv_dtype.bits, policy),
-            smallest_layouts(spec, g, batch, context, bits, kv_dtype.bits, policy, max_gpus, compute.value),
+            smallest_layouts(spec, g, batch, context, bits, kv_dtype.bits, policy, max_gpus, compute),
             max_gpus,
             None,
         )
@@ -413,13 +422,6 @@ def fit(
     emit(result, as_json, view.render, spec.display_name, g.display_name)
 
 
-class Formula(str, Enum):
-    """Which block ``activations`` counts."""
-
-    model = "model"
-    gpt = "gpt"
-
-
 @app.command()
 def activations(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
@@ -432,7 +434,7 @@ def activations(
         option("--micro-batch", parse=integer("--micro-batch"), metavar="INTEGER", help="Sequences per micro-batch."),
     ] = 1,
     formula: Annotated[
-        Formula,
+        ActivationFormula,
         typer.Option(
             "--formula",
             case_sensitive=False,
@@ -440,7 +442,7 @@ def activations(
             "et al.'s GPT block, sbh(34 + 5as/h), as the source "
             "documents).",
         ),
-    ] = Formula.model,
+    ] = ActivationFormula.MODEL,
     as_json: Json = False,
     as_csv: Csv = False,
 ) -> None:
@@ -453,7 +455,7 @@ def activations(
     from llm_cost.specs.load import load_model
 
     spec = load_model(model)
-    result = [activation_memory(spec, seq, micro_batch, r.value, formula=formula.value) for r in Recompute]
+    result = [activation_memory(spec, seq, micro_batch, r, formula=formula) for r in Recompute]
     if as_csv:
         emit_csv(result)
         return
@@ -500,11 +502,11 @@ def context(
         contexts,
         g,
         mfu or DEFAULT_MFU,
-        dtype.value,
-        weight_flops.value,
+        dtype,
+        weight_flops,
         kv_dtype.bits,
         mbu or DEFAULT_MBU,
-        logits.value,
+        logits,
     )
     if as_csv:
         emit_csv(result.rows)
@@ -598,7 +600,7 @@ def moe(
         tp,
         prompt,
         g,
-        dtype.value if dtype else None,
+        dtype,
     )
     if plot is not None:
         from llm_cost.report import plots
@@ -700,8 +702,8 @@ def spec_(
         batch,
         mfu or DEFAULT_MFU,
         context,
-        (compute or Dtype.BF16).value,
-        weight_bytes.value,
+        compute or Dtype.BF16,
+        weight_bytes,
         mtp,
         mbu or DEFAULT_MBU,
     )

@@ -26,7 +26,7 @@ from typing import Protocol
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
-from llm_cost.core.types import OpKind
+from llm_cost.core.types import Bound, OpKind
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Step
 
@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_MBU",
     "DEFAULT_NETWORK_GB_S",
     "link_of",
+    "sum_stages",
 ]
 
 #: Model FLOP utilisation of estimates when none is given (a typical dense-GEMM share of peak).
@@ -62,7 +63,7 @@ class OpTime:
     memory_s: float
     link_s: float
     time_s: float
-    bound: str  # "compute" | "memory" | "communication"
+    bound: Bound
 
 
 @record
@@ -88,7 +89,7 @@ class StepTime:
     memory_s: float
     link_s: float
     time_s: float
-    bound: str  # what dominates: "compute", "memory" or "communication"
+    bound: Bound  # what dominates the step
     link: str  # the link collectives use
     link_gb_s: float
 
@@ -111,6 +112,21 @@ def link_of(step: Step, gpu: HardwareSpec, network_gb_s: float) -> tuple[str, fl
     if step.layout.tp * step.layout.dp <= ic.gpus_per_node and ic.bandwidth_gb_s_per_direction > 0:
         return ic.type, ic.bandwidth_gb_s_per_direction
     return "network", network_gb_s
+
+
+def sum_stages(
+    label: str, kind: str, ops: list[OpTime], stages: list[StageTime], link: str, link_gb_s: float
+) -> StepTime:
+    """A step's time from its stages': a token passes through every stage in turn, so each term
+    and the time are the sums over the stages; the bound is :meth:`Bound.of` those sums. The one
+    aggregation of every time model."""
+    compute = sum(s.compute_s for s in stages)
+    memory = sum(s.memory_s for s in stages)
+    comm = sum(s.link_s for s in stages)
+    total = sum(s.time_s for s in stages)
+    return StepTime(
+        label, kind, ops, stages, compute, memory, comm, total, Bound.of(compute, memory, comm, total), link, link_gb_s
+    )
 
 
 def _divide(amount: float, rate: float, what: str) -> float:
@@ -148,21 +164,14 @@ def _time(
             oc = float(f) / flop_rate if f else 0.0
             om = float(b) / byte_rate if b else 0.0
             ol = float(s) / link_rate if s else 0.0
-            work = oc if oc >= om else om
-            bound = "communication" if ol > work else ("compute" if oc >= om else "memory")
-            ops.append(OpTime(op.name, op.kind, stage.index, oc, om, ol, work + ol, bound))
+            t = (oc if oc >= om else om) + ol
+            ops.append(OpTime(op.name, op.kind, stage.index, oc, om, ol, t, Bound.of(oc, om, ol, t)))
         # the stage's terms from its exact totals, divided once
         c = _divide(sum(flops), flop_rate, "FLOPs")
         m = _divide(sum(nbytes), byte_rate, "bytes")
         l_ = _divide(sum(sent), link_rate, "communication")
         stages.append(StageTime(stage.index, c, m, l_, max(c, m) + l_))
-    compute = sum(s.compute_s for s in stages)
-    memory = sum(s.memory_s for s in stages)
-    comm = sum(s.link_s for s in stages)
-    total = sum(s.time_s for s in stages)
-    work = total - comm
-    bound = "communication" if comm > work else ("compute" if compute >= memory else "memory")
-    return StepTime(label, kind, ops, stages, compute, memory, comm, total, bound, link, link_gb_s)
+    return sum_stages(label, kind, ops, stages, link, link_gb_s)
 
 
 @dataclass(frozen=True)
