@@ -32,6 +32,7 @@ __all__ = [
     "OpKind",
     "OpRole",
     "Bound",
+    "TimeKind",
     "Limit",
     "FormatKind",
     "RopeExtension",
@@ -286,6 +287,15 @@ class Bound(TextEnum):
         if link_s > time_s - link_s:
             return cls.COMMUNICATION
         return cls.COMPUTE if compute_s >= memory_s else cls.MEMORY
+
+
+class TimeKind(TextEnum):
+    """What a time model's seconds are: a lower bound (datasheet peaks), an estimate at stated
+    efficiencies (MFU, MBU), or a prediction from a calibration profile."""
+
+    BOUND = "bound"
+    ESTIMATE = "estimate"
+    PREDICTION = "prediction"
 
 
 class Limit(TextEnum):

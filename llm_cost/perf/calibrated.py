@@ -34,7 +34,7 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
-from llm_cost.core.types import DTYPE_BITS, Bound, OpKind
+from llm_cost.core.types import DTYPE_BITS, Bound, OpKind, TimeKind
 from llm_cost.perf.profile import Profile, default_profile
 from llm_cost.perf.timemodel import (
     DEFAULT_NETWORK_GB_S,
@@ -169,7 +169,7 @@ class CalibratedModel:
 
     profile: Profile
     network_gb_s: float = DEFAULT_NETWORK_GB_S
-    kind: str = "prediction"
+    kind: TimeKind = TimeKind.PREDICTION
 
     @property
     def label(self) -> str:
