@@ -13,12 +13,12 @@ TensorRT-LLM run continuous batching) holds a prefill chunk beside decoding sequ
 Operators, per GPU (the layout's TP, EP and PP shares applied; one DP replica):
 
 * GEMM, one per weight matrix: M = tokens multiplied (for the LM head: logits rows, one per
-  sequence with ``logits="last"``, every position with ``"all"``; for a routed expert: rows
+  sequence with ``Logits.LAST``, every position with ``Logits.ALL``; for a routed expert: rows
   per expert that runs), N x K = the GPU's share of the matrix. FLOPs = 2 M N K per layer
   (2 per multiply-add); weights read = the share at the weight format's bits (routed experts:
   the expected distinct experts hit, E(1 - (1 - k/E)^T), an expectation).
 * attention, per softmax layer kind: QK^T = 2 n_q d_qk and AV = 2 n_q d_v per (query, key)
-  pair; causal pairs sum_{i=1..s} (cached + i) per sequence (``attention="full"``: s x
+  pair; causal pairs sum_{i=1..s} (cached + i) per sequence (``AttentionMask.FULL``: s x
   (cached + s)); sliding layers see at most W keys. Reads the cached K/V of each sequence
   (sliding layers at most W tokens), writes the new tokens' K/V. MLA attends on the latent in
   the absorbed form (d_qk = kv_lora_rank + qk_rope, d_v = kv_lora_rank; DeepSeek-V2 §2.1.2).
@@ -28,12 +28,15 @@ Operators, per GPU (the layout's TP, EP and PP shares applied; one DP replica):
   counted).
 * elementwise: the norm scales, biases and other vectors, read once.
 * embedding: one row per new token read from an untied table (none when tied: the LM head
-  reads the whole matrix anyway); with ``weight_bytes="resident"`` (the source documents'
+  reads the whole matrix anyway); with ``WeightBytes.RESIDENT`` (the source documents'
   convention) every stored weight is read once instead, so this operator takes the rest of the
   tables and any vision tower.
 * collectives: TP ring all-reduce of the hidden state after attention and after each MLP (and
   after each MoE layer without EP), EP all-to-all dispatch and combine per MoE layer, PP
   send/receive of the hidden state between stages; bytes per GPU per call.
+
+Each operator has a ``kind`` (how a time model times it) and a ``role`` (:class:`~llm_cost.core.types.OpRole`: which
+operator it is, what code looks it up by); its ``name`` is for display only.
 
 Activation bytes (GEMM inputs and outputs at 16 bits) are recorded on each operator but are
 not part of ``bytes``, the figure a Roofline bound divides by the bandwidth (the documents'
