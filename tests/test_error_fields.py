@@ -149,23 +149,19 @@ def test_api_errors_name_the_argument(call, name, flag_):
 
 
 def test_engine_errors_name_the_argument():
-    """Below the API too: the engine's own checks (a plan, a step, a parser, a profile)."""
+    """Below the API too: the engine's own checks (a plan, a parser, a profile). Closed sets (an
+    MLA form, a weight convention) are enums there, checked by the API (tests/test_api_fuzz.py)."""
     from llm_cost.analyses.multimodal import image_cost
     from llm_cost.analyses.rope import rope_analysis
     from llm_cost.analyses.serving import Targets, Traffic, plan
     from llm_cost.core.units import parse_context, parse_integer
-    from llm_cost.model.structure import build
     from llm_cost.perf.calibrated import prediction_model
     from llm_cost.perf.profile import load_profile
     from llm_cost.specs.load import load_gpu, load_model
-    from llm_cost.workload.flops import weight_flops_params
-    from llm_cost.workload.step import build_step, decode
 
     spec, gpu = load_model("llama3-8b"), load_gpu("h100")
     calls = [
         (lambda: plan(spec, gpu, Traffic(2048, 1), Targets(), prediction_model("h100")), "output_tokens"),
-        (lambda: build_step(spec, decode(1, 0), mla_form="folded"), "mla_form"),
-        (lambda: weight_flops_params(build(spec), "some"), "weight_convention"),
         (lambda: rope_analysis(1e4, 127, 8192, 32768), "dims"),
         (lambda: image_cost(load_model("qwen2-vl-7b"), 64, 64, connector="x"), "connector"),
         (lambda: load_profile("h2000"), "profile"),

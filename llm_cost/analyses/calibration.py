@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -36,7 +36,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llm_cost.core.errors import InputError, SpecError
-from llm_cost.core.types import DTYPE_BITS, Dtype, OpKind, stored_weight_bits
+from llm_cost.core.types import DTYPE_BITS, Dtype, OpKind, Phase, stored_weight_bits
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import (
     CalibratedModel,
@@ -108,10 +108,10 @@ def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
         ]
         return rows, {}
     data = read_yaml(path)
-    rows = data.get("rows")
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+    listed = data.get("rows")
+    if not isinstance(listed, list) or not all(isinstance(r, dict) for r in listed):
         raise SpecError(f"{shown(path)}: a measurement file needs 'rows', a list of mappings")
-    return rows, {str(k): str(v) for k, v in (data.get("models") or {}).items()}
+    return listed, {str(k): str(v) for k, v in (data.get("models") or {}).items()}
 
 
 def _spec_name(model: str, models: dict[str, str], folder: Path) -> str:
@@ -119,7 +119,7 @@ def _spec_name(model: str, models: dict[str, str], folder: Path) -> str:
     return str(folder / target) if target.endswith((".yaml", ".yml", ".json")) else target
 
 
-def load_measurements(paths: list[Path]) -> list[Measurement]:
+def load_measurements(paths: Sequence[Path]) -> list[Measurement]:
     """The rows with a measured time of the files (rows without one, e.g. MFU-only, are skipped);
     SpecError naming the file and row for an invalid one."""
     out = []
@@ -141,7 +141,7 @@ def load_measurements(paths: list[Path]) -> list[Measurement]:
 def category(m: Measurement) -> str:
     """The row's category in error tables: phase, batch 1 or more, weight format, TP."""
     parts = [m.phase]
-    if m.phase == "decode":
+    if m.phase == Phase.DECODE:
         parts.append("batch 1" if m.batch == 1 else "batch > 1")
     if m.weights_dtype in ("int8", "int4"):
         parts.append(f"{m.weights_dtype} weight-only")
@@ -159,7 +159,7 @@ def step_of(m: Measurement) -> Step:
         if m.compute_dtype
         else (Dtype.FP16 if "fp16" in (m.weights_dtype, m.kv_dtype) else Dtype.BF16)
     )
-    groups = decode(m.batch, m.context) if m.phase == "decode" else prefill(m.batch, m.context)
+    groups = decode(m.batch, m.context) if m.phase == Phase.DECODE else prefill(m.batch, m.context)
     return build_step(
         spec,
         groups,
@@ -173,15 +173,15 @@ def step_of(m: Measurement) -> Step:
 #: What determines each parameter: (a test on the rows, the rows that would determine it).
 NEEDS: dict[str, tuple[Callable[[list[Measurement]], bool], str]] = {
     "gemm_efficiency_max": (
-        lambda r: any(m.batch * (m.context if m.phase == "prefill" else 1) >= 1024 for m in r),
+        lambda r: any(m.batch * (m.context if m.phase == Phase.PREFILL else 1) >= 1024 for m in r),
         "rows with >= 1,024 tokens in flight (a prefill)",
     ),
     "gemm_half_tokens": (
-        lambda r: len({m.batch for m in r if m.phase == "decode" and m.batch >= 16}) >= 2,
+        lambda r: len({m.batch for m in r if m.phase == Phase.DECODE and m.batch >= 16}) >= 2,
         "decode rows at two or more batch sizes >= 16",
     ),
     "overlap_p": (
-        lambda r: any(m.phase == "decode" and m.batch >= 64 for m in r),
+        lambda r: any(m.phase == Phase.DECODE and m.batch >= 64 for m in r),
         "decode rows with batch >= 64 (near the ridge)",
     ),
     "bandwidth_efficiency_native": (
@@ -192,25 +192,25 @@ NEEDS: dict[str, tuple[Callable[[list[Measurement]], bool], str]] = {
     "bandwidth_efficiency_int8": (lambda r: any(m.weights_dtype == "int8" for m in r), "rows with int8 weights"),
     "bandwidth_efficiency_int4": (lambda r: any(m.weights_dtype == "int4" for m in r), "rows with int4 weights"),
     "kv_efficiency_max": (
-        lambda r: len({m.batch for m in r if m.phase == "decode" and m.context >= 4096}) >= 2,
+        lambda r: len({m.batch for m in r if m.phase == Phase.DECODE and m.context >= 4096}) >= 2,
         "decode rows with context >= 4,096 at two or more batch sizes",
     ),
     "kv_saturation_heads": (
-        lambda r: len({m.batch for m in r if m.phase == "decode" and m.context >= 4096}) >= 2,
+        lambda r: len({m.batch for m in r if m.phase == Phase.DECODE and m.context >= 4096}) >= 2,
         "decode rows with context >= 4,096 at two or more batch sizes",
     ),
     "attention_efficiency_flash": (
-        lambda r: any(m.phase == "prefill" and m.context >= 4096 for m in r),
+        lambda r: any(m.phase == Phase.PREFILL and m.context >= 4096 for m in r),
         "prefill rows with prompts >= 4,096 tokens",
     ),
-    "layer_overhead_s": (lambda r: any(m.phase == "decode" for m in r), "decode rows"),
+    "layer_overhead_s": (lambda r: any(m.phase == Phase.DECODE for m in r), "decode rows"),
     "step_overhead_s": (
         lambda r: len({load_model(m.spec).num_hidden_layers for m in r}) >= 2,
         "rows of models with different layer counts (else it is not separable from the per-layer time)",
     ),
     "collective_latency_s": (lambda r: any(m.tp > 1 for m in r), "rows with TP > 1"),
     "link_efficiency": (
-        lambda r: any(m.tp > 1 and m.batch * (m.context if m.phase == "prefill" else 1) >= 1024 for m in r),
+        lambda r: any(m.tp > 1 and m.batch * (m.context if m.phase == Phase.PREFILL else 1) >= 1024 for m in r),
         "rows with TP > 1 and >= 1,024 tokens in flight",
     ),
 }
@@ -318,7 +318,7 @@ class RowResult:
     id: str
     category: str
     model: str
-    phase: str
+    phase: Phase
     batch: int
     context: int
     tp: int
@@ -511,7 +511,7 @@ def _row_result(
         m.id,
         category(m),
         load_model(m.spec).name,
-        m.phase,
+        Phase(m.phase),
         m.batch,
         m.context,
         m.tp,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from llm_cost.core.notes import Note, note
+from llm_cost.core.types import Part
 from llm_cost.model.structure import Structure, build
 from llm_cost.specs.checkpoint import Checkpoint
 from llm_cost.specs.schema import ModelSpec
@@ -145,11 +146,11 @@ def stored_role(name: str, layers: int) -> str | None:
     return None if _SCALE.search(name) else _role(name, layers)
 
 
-def described_role(structure: Structure, name: str, part: str) -> str:
+def described_role(structure: Structure, name: str, part: Part) -> str:
     """Role of a structure tensor."""
-    if part == "vision":
+    if part == Part.VISION:
         return "vision"
-    if part in ("mtp", "mtp_copy"):
+    if part in (Part.MTP, Part.MTP_COPY):
         return "mtp"
     return _role(name, structure.spec.num_hidden_layers)
 
@@ -176,10 +177,10 @@ def compare(spec: ModelSpec, ckpt: Checkpoint) -> CheckpointReport:
         params += t.numel
         nbytes += t.nbytes
     described: dict[str, int] = {}
-    for t in s.tensors:
-        if t.total:
-            role = described_role(s, t.name, t.part)
-            described[role] = described.get(role, 0) + t.total
+    for tensor in s.tensors:
+        if tensor.total:
+            role = described_role(s, tensor.name, tensor.part)
+            described[role] = described.get(role, 0) + tensor.total
     unexplained = [RoleDiff(r, n, described.get(r, 0)) for r, n in sorted(stored.items()) if described.get(r) != n]
     missing = [RoleDiff(r, 0, n) for r, n in sorted(described.items()) if r not in stored]
     conventions = [note("checkpoint.stored_safetensors"), note("checkpoint.matched_by_role")]

@@ -9,7 +9,7 @@ state) per request, and the size of one materialised score matrix S = QK^T per l
 
 Every FLOP comes from the step's operators (:mod:`llm_cost.workload.step`): attention per token
 is a one-token decode step's attention operators; the prefill is the same step
-``roofline --phase prefill`` times (LM head on the last position unless ``logits="all"``), bound
+``roofline --phase prefill`` times (LM head on the last position unless ``Logits.ALL``), bound
 and estimate from :mod:`llm_cost.perf.timemodel`. "Weight FLOPs per token" follow a stated
 convention (:func:`llm_cost.workload.flops.weight_flops_params`): ``gemm`` (2 x N_gemm, the
 default), ``non_embedding`` (seed 003 §02's "2 x 7.5B") or ``total`` (2 x N, seed 003 §05's 70B
@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from llm_cost.analyses.roofline import memory_note
+from llm_cost.core.choices import Logits, MLAForm, WeightFlops
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, OpKind
+from llm_cost.core.units import Number
 from llm_cost.model.kv import kv_cache
 from llm_cost.model.layout import ONE_GPU
 from llm_cost.model.structure import build
@@ -43,7 +45,7 @@ def attention_flops_per_token(spec: ModelSpec, positions: int) -> int:
     """Attention FLOPs (QK^T + AV, all layers, plus any linear-attention recurrence) of one token
     that sees ``positions`` positions, itself included (decode after positions - 1 cached), in the
     plain form for MLA."""
-    step = build_step(spec, [SeqGroup(1, 1, positions - 1)], mla_form="plain")
+    step = build_step(spec, [SeqGroup(1, 1, positions - 1)], mla_form=MLAForm.PLAIN)
     return int(step.total("flops", _ATTENTION))
 
 
@@ -82,10 +84,10 @@ class ContextRow:
     prefill_bound_s: float | None  # time to first token at the GPU's peak
     prefill_estimate_s: float | None  # at MFU x peak, MBU x bandwidth
     document_prefill_time_s: float | None  # document_prefill_flops at MFU x peak (seed 003 §05)
-    kv_bytes: int  # per request, caching layers
-    state_bytes: int  # per request, linear-attention recurrent + conv state
-    kv_plus_state_bytes: int
-    all_attention_kv_bytes: int | None  # hybrid / sliding: every layer full attention
+    kv_bytes: Number  # per request, caching layers
+    state_bytes: Number  # per request, linear-attention recurrent + conv state
+    kv_plus_state_bytes: Number
+    all_attention_kv_bytes: Number | None  # hybrid / sliding: every layer full attention
     scores_bytes_per_layer: int  # a materialised S = QK^T (n_q s^2 elements) at 16 bits
 
 
@@ -94,14 +96,14 @@ class ContextResult(Result):
     """Long-context costs of one model."""
 
     model: str
-    weight_convention: str
+    weight_convention: WeightFlops
     weight_flops_per_token: int
     crossover_context: float | None
     gpu: str | None
-    compute_dtype: str
+    compute_dtype: Dtype
     mfu: float
     mbu: float
-    logits: str
+    logits: Logits
     peak_flops: float | None
     kv_bits: int
     rows: list[ContextRow]
@@ -113,18 +115,17 @@ def context_analysis(
     contexts: list[int],
     gpu: HardwareSpec | None = None,
     mfu: float = DEFAULT_MFU,
-    dtype: str = "bf16",
-    weight_convention: str = "gemm",
+    dtype: Dtype = Dtype.BF16,
+    weight_convention: WeightFlops = WeightFlops.GEMM,
     kv_bits: int = 16,
     mbu: float = DEFAULT_MBU,
-    logits: str = "last",
+    logits: Logits = Logits.LAST,
 ) -> ContextResult:
     """Crossover, ratios, prefill (TTFT), KV per request and score-matrix size at each context.
-    InputError for an unknown convention or a GPU lacking ``dtype``."""
+    InputError for a GPU lacking ``dtype``."""
     structure = build(spec)
     w = 2 * weight_flops_params(structure, weight_convention)
     peak = gpu.peak_flops(dtype) if gpu is not None else None
-    compute = Dtype(dtype)
     kv = kv_cache(spec, contexts, kv_bits)
     n_q = spec.attention.num_attention_heads
     rows = []
@@ -134,9 +135,9 @@ def context_analysis(
             spec,
             prefill(1, s),
             kv_bits=kv_bits,
-            compute_dtype=compute,
+            compute_dtype=dtype,
             logits=logits,
-            mla_form="plain",
+            mla_form=MLAForm.PLAIN,
             weight_bits=Dtype(spec.torch_dtype).bits,
         )
         document = w * s + int(step.total("flops", _ATTENTION))
@@ -179,7 +180,7 @@ def context_analysis(
         w,
         crossover_context(spec, w),
         gpu.name if gpu else None,
-        compute.value,
+        dtype,
         mfu,
         mbu,
         logits,

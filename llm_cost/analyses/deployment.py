@@ -19,6 +19,7 @@ from llm_cost.analyses.roofline import DecodeStep, decode_step
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
+from llm_cost.core.types import Dtype
 from llm_cost.model.layout import Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -61,7 +62,7 @@ def deployment(
     weight_bits: int | float | Fraction = 16,
     kv_bits: int = 16,
     policy: MemoryPolicy = DEPLOYMENT,
-    dtype: str = "bf16",
+    dtype: Dtype = Dtype.BF16,
     network_gb_s: float = DEFAULT_NETWORK_GB_S,
 ) -> Deployment:
     """Per-GPU memory of ``spec`` on ``layout`` and its decode step at ``batch`` x ``context``.
@@ -120,19 +121,19 @@ def _fewest_gpus(
     gpu: HardwareSpec,
     batch: int,
     context: int,
-    weight_bits: float | Fraction,
+    weight_bits: Fraction,
     kv_bits: int,
     policy: MemoryPolicy,
-) -> float:
+) -> int | None:
     """A lower bound on the GPUs of any layout that fits: every weight and KV byte is stored at
     least once, so the fullest of n GPUs holds at least 1/n of what one GPU holding the whole model
-    would (floored, so float rounding cannot push it past the true count); inf if a GPU has no room."""
+    would (floored, so float rounding cannot push it past the true count); None if a GPU has no room."""
     one = Layout(1, 1, 1, 1)
     p = per_gpu(spec, one, weight_bits, kv_bits)
     whole = p.weight_bytes[0] + batch * _paged_stage_kv(spec, one, context, kv_bits, policy)[0]
     room = kv_room(spec, gpu, [context], policy=policy, weight_bits=weight_bits, kv_bits=kv_bits)
     space = room.usable_bytes - room.reserve_bytes
-    return max(1, math.floor(whole / space)) if space > 0 else math.inf
+    return max(1, math.floor(whole / space)) if space > 0 else None
 
 
 def smallest_layouts(
@@ -144,7 +145,7 @@ def smallest_layouts(
     kv_bits: int = 16,
     policy: MemoryPolicy = DEPLOYMENT,
     max_gpus: int = 64,
-    dtype: str = "bf16",
+    dtype: Dtype = Dtype.BF16,
     limit: int = 8,
     sizes: int = 3,
 ) -> list[Deployment]:
@@ -160,9 +161,9 @@ def smallest_layouts(
     fitting: list[Layout] = []
     counts: list[int] = []
     tps = [t for t in _divisors(n_q) if t <= max(1, gpu.interconnect.gpus_per_node)]
-    fewest = _fewest_gpus(spec, gpu, batch, context, weight_bits, kv_bits, policy)
+    fewest = _fewest_gpus(spec, gpu, batch, context, bits, kv_bits, policy)
     largest = min(max_gpus, max(tps) * spec.num_hidden_layers)
-    for total in range(fewest, largest + 1) if fewest <= largest else ():
+    for total in range(fewest, largest + 1) if fewest is not None and fewest <= largest else ():
         if len(counts) == sizes:
             break
         for tp in tps:

@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, kv_room, paged_tokens, policy_note
+from llm_cost.core.choices import ActivationFormula, MemoryConvention, Recompute
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
+from llm_cost.core.types import LayerType, MlpType
 from llm_cost.core.units import exact_bits
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
+from llm_cost.model.layers import layer_counts
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 __all__ = ["Fit", "fit", "max_context", "Activations", "activation_memory"]
@@ -42,7 +45,7 @@ class Fit(Result):
     gpu: str
     weight_bits: float
     kv_bits: int
-    convention: str  # "physical" or "datasheet"
+    convention: MemoryConvention
     capacity_bytes: int
     utilization: float
     usable_bytes: int  # capacity x utilisation
@@ -105,7 +108,7 @@ def fit(
     budget = room.kv_budget_bytes if fits else 0
     block = policy.block_tokens
     per_token = kv_bytes_per_token(spec, kv_bits)
-    full_only = all(spec.layer_type(i) == "full_attention" for i in range(spec.num_hidden_layers))
+    full_only = layer_counts(spec).mixer(LayerType.FULL_ATTENTION) == spec.num_hidden_layers
     token_budget = int(budget // per_token) if (full_only and per_token) else None
     conc = []
     for c in concurrency_contexts:
@@ -121,7 +124,7 @@ def fit(
         gpu.name,
         float(bits),
         kv_bits,
-        room.convention.value,
+        room.convention,
         room.capacity_bytes,
         room.utilization,
         room.usable_bytes,
@@ -150,15 +153,15 @@ class Activations(Result):
     model: str
     seq: int
     micro_batch: int
-    recompute: str
+    recompute: Recompute
     tp: int
     sequence_parallel: bool
     bytes_per_layer: int | float  # the fullest layer
     quadratic_bytes_per_layer: int | float  # its score-matrix term (a s^2 b terms), 0 when recomputed
     layers: int
     total_bytes: int | float
-    formula: str
-    method: str  # "model" (this block's tensors) or "gpt" (the paper's GPT block)
+    formula: str  # the count, as a formula
+    method: ActivationFormula
 
 
 def _block_terms(spec: ModelSpec, layer: int) -> tuple[Fraction, Fraction, int]:
@@ -171,12 +174,12 @@ def _block_terms(spec: ModelSpec, layer: int) -> tuple[Fraction, Fraction, int]:
     replicated = Fraction(2 * h + spec.norms_per_layer * h)  # attention and MLP inputs, norm inputs
     att = spec.attention
     scores = 0
-    if spec.layer_type(layer) == "linear_attention":
+    if spec.layer_type(layer) == LayerType.LINEAR_ATTENTION:
         la = spec.linear_attention
         assert la is not None
         kd = la.linear_num_key_heads * la.linear_key_head_dim
         vd = la.linear_num_value_heads * la.linear_value_head_dim
-        sharded = Fraction(2 * kd + 2 * vd + (2 * kd + vd) + vd)  # projections, conv output, out_proj input
+        sharded = Fraction(2 * kd + 2 * vd + la.conv_dim + vd)  # projections, conv output, out_proj input
     elif isinstance(att, MLAAttention):
         n = att.num_attention_heads
         qk = n * (att.qk_nope_head_dim + att.qk_rope_head_dim)
@@ -206,17 +209,17 @@ def activation_memory(
     spec: ModelSpec,
     seq: int,
     micro_batch: int = 1,
-    recompute: str = "none",
+    recompute: Recompute = Recompute.NONE,
     tp: int = 1,
     sequence_parallel: bool = False,
-    formula: str = "model",
+    formula: ActivationFormula = ActivationFormula.MODEL,
 ) -> Activations:
     """Activation memory per layer on one GPU for training with 16-bit activations (Korthikanti
     et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", §4).
 
-    ``formula="gpt"`` is the paper's GPT block (MHA, a 4h GELU MLP, dropout): no recompute
+    ``ActivationFormula.GPT`` is the paper's GPT block (MHA, a 4h GELU MLP, dropout): no recompute
     s b h (10 + 24/t + 5 a s / (h t)), with sequence parallelism s b h (34/t + 5 a s / (h t));
-    t = 1 gives seed 003 §02's s b h (34 + 5 a s / h). ``formula="model"`` (the default) applies
+    t = 1 gives seed 003 §02's s b h (34 + 5 a s / h). ``ActivationFormula.MODEL`` (the default) applies
     the same accounting to the model's own block, without dropout: the attention and MLP inputs and
     the norm inputs (replicated across TP unless sequence-parallel), Q, K, V and the o-projection
     input at their real widths (n_kv heads for K and V; MLA's up-projected heads and latents; a
@@ -224,12 +227,9 @@ def activation_memory(
     ones for MoE), and for softmax attention the 2 a s^2 b score matrix (none with FlashAttention,
     which recomputes it: the "selective" row). Selective recompute drops the score matrix; full
     recompute keeps each layer's input, 2 s b h (/ t with sequence parallelism).
-    ValueError for an unknown recompute mode or formula."""
-    if recompute not in ("none", "selective", "full"):
-        raise ValueError(f"recompute must be none, selective or full, not {recompute!r}")
-    if formula not in ("model", "gpt"):
-        raise ValueError(f"formula must be model or gpt, not {formula!r}")
-    if formula == "model" and (spec.mamba is not None or "none" in (spec.mlp_layer_types or [])):
+    InputError for the model's own block of a Mamba-2 or mixer-only model (not modelled)."""
+    kept = recompute == Recompute.NONE  # the score matrix is kept (not recomputed)
+    if formula == ActivationFormula.MODEL and (spec.mamba is not None or layer_counts(spec).mlp(MlpType.NONE)):
         from llm_cost.core.errors import InputError
 
         raise InputError(
@@ -240,30 +240,30 @@ def activation_memory(
     s, b, h, a, t = seq, micro_batch, spec.hidden_size, spec.attention.num_attention_heads, tp
     L = spec.num_hidden_layers
     sbh = s * b * h
-    if recompute == "full":
+    if recompute == Recompute.FULL:
         per_layer = [Fraction(2 * sbh, t) if sequence_parallel else Fraction(2 * sbh)] * L
         scores = [Fraction(0)] * L
         text = "2sbh" + ("/t" if sequence_parallel else "") + " (only the layer input kept)"
-    elif formula == "gpt":
+    elif formula == ActivationFormula.GPT:
         linear = Fraction(34 * sbh, t) if sequence_parallel else 10 * sbh + Fraction(24 * sbh, t)
-        quad = Fraction(5 * a * s * s * b, t) if recompute == "none" else Fraction(0)
+        quad = Fraction(5 * a * s * s * b, t) if kept else Fraction(0)
         per_layer, scores = [linear + quad] * L, [quad] * L
         if t == 1 and not sequence_parallel:
-            text = "sbh(34 + 5as/h)" if recompute == "none" else "34sbh (attention scores recomputed)"
+            text = "sbh(34 + 5as/h)" if kept else "34sbh (attention scores recomputed)"
         else:
             where = "sbh(34/t" if sequence_parallel else "sbh(10 + 24/t"
-            text = f"{where} + 5as/(ht))" if recompute == "none" else f"{where}) (attention scores recomputed)"
+            text = f"{where} + 5as/(ht))" if kept else f"{where}) (attention scores recomputed)"
     else:
         per_layer, scores = [], []
         for i in range(L):
             rep, shard, sc = _block_terms(spec, i)
             linear = 2 * s * b * ((rep + shard) / t if sequence_parallel else rep + shard / t)
-            quad = Fraction(2 * a * s * s * b * sc, t) if recompute == "none" else Fraction(0)
+            quad = Fraction(2 * a * s * s * b * sc, t) if kept else Fraction(0)
             per_layer.append(linear + quad)
             scores.append(quad)
         text = (
             "the model's block: inputs, norms, Q/K/V/O, MLP"
-            + (" + 2as^2b scores" if recompute == "none" else " (scores recomputed)")
+            + (" + 2as^2b scores" if kept else " (scores recomputed)")
             + (", all / t (SP)" if sequence_parallel else ", inner tensors / t" if t > 1 else "")
         )
     total = sum(per_layer, Fraction(0))

@@ -23,13 +23,15 @@ from fractions import Fraction
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
-from llm_cost.core.units import to_bytes
+from llm_cost.core.types import Dtype, LayerKind, OpRole
+from llm_cost.core.units import Number, to_bytes
+from llm_cost.model.layers import layer_counts
 from llm_cost.model.layout import Layout, per_gpu
 from llm_cost.model.structure import build
 from llm_cost.perf.ridge import ridge as ridge_of
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.routing import expected_experts
-from llm_cost.workload.step import build_step, decode
+from llm_cost.workload.step import build_step, decode, ring_all_reduce_bytes
 
 __all__ = ["MoEAtBatch", "MoEResult", "moe_analysis"]
 
@@ -42,7 +44,7 @@ class MoEAtBatch:
     expected_experts: float  # distinct routed experts per MoE layer
     expected_experts_per_rank: float  # on one EP rank
     routed_bytes: float  # routed expert weights read, all MoE layers
-    weight_bytes_read: float  # matmul weights used + vectors + B embedding rows
+    weight_bytes_read: Number  # matmul weights used + vectors + B embedding rows
     weight_bytes_seed: float  # seed 003: every non-routed parameter + the expected experts
     dense_same_memory_bytes: float  # a dense model of the same total reads all of it
     expert_gemm_rows: float  # rows per expert that runs: B k / E[distinct]
@@ -70,7 +72,7 @@ class MoEResult(Result):
     ep: int
     redundant_experts: int
     experts_per_rank: Fraction
-    weights_per_gpu_bytes: float
+    weights_per_gpu_bytes: Number
     dispatch_bits: int
     combine_bits: int
     dispatch_bytes_per_token_per_layer: int
@@ -81,7 +83,7 @@ class MoEResult(Result):
     prompt_tokens: int
     prompt_all_to_all_bytes: float  # dispatch + combine over every MoE layer
     gpu: str | None
-    compute_dtype: str | None
+    compute_dtype: Dtype | None
     ridge: float | None
     tokens_to_pass_ridge: float | None  # per MoE layer
     experts_per_top_k: float  # E / k: how much more work than a dense layer a ridge-passing GEMM needs
@@ -99,7 +101,7 @@ def moe_analysis(
     tp: int = 8,
     prompt_tokens: int = 4096,
     gpu: HardwareSpec | None = None,
-    compute_dtype: str | None = None,
+    compute_dtype: Dtype | None = None,
 ) -> MoEResult:
     """Three parameter counts, expert traffic per batch, EP memory and all-to-all volume.
 
@@ -120,7 +122,7 @@ def moe_analysis(
     bits = Fraction(weight_bits).limit_denominator(1000)
     b = float(bits) / 8
     s = build(spec)
-    moe_layers = sum(1 for i in range(spec.num_hidden_layers) if spec.is_moe_layer(i))
+    moe_layers = layer_counts(spec).of(LayerKind.MOE)
     routed = s.routed_expert_params
     expert = routed // (E * moe_layers)
     total = s.total_params
@@ -129,7 +131,7 @@ def moe_analysis(
 
     ridge = tokens = None
     if gpu is not None:
-        compute_dtype = compute_dtype or "bf16"  # the API resolves it (llm_cost.api.choices.compute_dtype)
+        compute_dtype = compute_dtype or Dtype.BF16  # the API resolves it (llm_cost.api.choices.compute_dtype)
         ridge = ridge_of(gpu, compute_dtype)
         tokens = ridge * b / 2 * E / k
 
@@ -137,7 +139,7 @@ def moe_analysis(
     for B in batches:
         hit = expected_experts(E, k, B)
         step = build_step(spec, decode(B, 0), weight_bits=bits)
-        routed_b = sum(float(op.weight_bytes) for op in step.ops if op.group == "routed_experts")
+        routed_b = sum(float(op.weight_bytes) for op in step.ops if op.role == OpRole.ROUTED_EXPERTS)
         rows.append(
             MoEAtBatch(
                 batch=B,
@@ -153,7 +155,7 @@ def moe_analysis(
         )
     dispatch = k * d * dispatch_bits // 8
     combine = k * d * combine_bits // 8
-    allreduce = 2 * (tp - 1) / tp * d * 2
+    allreduce = float(ring_all_reduce_bytes(d, tp))
     conventions = [
         note("moe.weights", bits=float(bits)),
         note("moe.expected_experts"),

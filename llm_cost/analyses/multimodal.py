@@ -23,9 +23,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from llm_cost.core.choices import Logits, WeightFlops
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
+from llm_cost.core.types import Part, TensorGroup
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.model.structure import build
 from llm_cost.specs.files import shown
@@ -95,7 +97,7 @@ class ImageResult(Result):
     width: int
     frames: int
     vision: VisionCost
-    weight_convention: str
+    weight_convention: WeightFlops
     decoder_weight_flops: float  # weight FLOPs per token x image tokens
     decoder_attention_flops: float  # causal attention among the image tokens
     decoder_prefill_flops: float
@@ -158,9 +160,9 @@ def _vision(spec: ModelSpec, height: int, width: int, frames: int, connector: st
     groups = max(1, math.ceil(frames / v.temporal_patch_size))
     tokens = _connector_tokens(connector, patches, v.spatial_merge_size) * groups
     s = build(spec)
-    block_params = sum(t.total for t in s.tensors_of("vision") if t.group == "vision.blocks")
-    embed = sum(t.total for t in s.tensors_of("vision") if t.group == "vision.patch_embed")
-    merger = sum(t.total for t in s.tensors_of("vision") if t.group == "vision.merger")
+    block_params = sum(t.total for t in s.tensors_of(Part.VISION) if t.group == TensorGroup.VISION_BLOCKS)
+    embed = sum(t.total for t in s.tensors_of(Part.VISION) if t.group == TensorGroup.VISION_PATCH_EMBED)
+    merger = sum(t.total for t in s.tensors_of(Part.VISION) if t.group == TensorGroup.VISION_MERGER)
     block_flops = 2.0 * block_params * patches * groups
     attention = 4.0 * v.depth * patches**2 * v.embed_dim * groups
     embed_flops = 2.0 * embed * patches * groups
@@ -190,7 +192,7 @@ def image_cost(
     decoder: ModelSpec | None = None,
     connector: str = "merge2x2",
     frames: int = 1,
-    weight_convention: str = "gemm",
+    weight_convention: WeightFlops = WeightFlops.GEMM,
     kv_bits: int = 16,
 ) -> ImageResult:
     """Tokens, encoder FLOPs and decoder cost of one image (``frames`` > 1: a video clip)."""
@@ -203,7 +205,7 @@ def image_cost(
     vision = _vision(spec, height, width, frames, connector)
     n = vision.tokens
     w = 2 * weight_flops_params(build(dec), weight_convention)
-    attention = forward_flops(dec, n, logits="last").attention_flops
+    attention = forward_flops(dec, n, logits=Logits.LAST).attention_flops
     kv = kv_bytes(dec, n, kv_bits)
     out = n * dec.hidden_size * kv_bits // 8
     conventions = [
@@ -238,7 +240,7 @@ def video_cost(
     seconds: float,
     fps: float,
     decoder: ModelSpec | None = None,
-    weight_convention: str = "gemm",
+    weight_convention: WeightFlops = WeightFlops.GEMM,
     kv_bits: int = 16,
 ) -> ImageResult:
     """A clip of ``seconds`` at ``fps``: frames grouped by the temporal patch (2 for Qwen2-VL)."""

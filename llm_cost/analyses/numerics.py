@@ -31,6 +31,7 @@ from typing import Union
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
+from llm_cost.core.types import FormatKind
 
 __all__ = [
     "Format",
@@ -319,7 +320,7 @@ class FormatRow:
     """One number format's figures (``None`` where a figure does not apply to integers)."""
 
     name: str
-    kind: str  # "float" or "int"
+    kind: FormatKind
     bits: int  # storage bits
     exponent_bits: int | None
     mantissa_bits: int | None
@@ -388,7 +389,7 @@ def _float_row(fmt: Format, k: int, probe: Fraction) -> FormatRow:
     assert isinstance(rounded, Fraction)
     return FormatRow(
         name=fmt.name,
-        kind="float",
+        kind=FormatKind.FLOAT,
         bits=fmt.bits,
         exponent_bits=fmt.exponent_bits,
         mantissa_bits=fmt.mantissa_bits,
@@ -423,7 +424,7 @@ def _int_row(fmt: IntFormat, probe: Fraction) -> FormatRow:
     rounded = round_to_int_format(probe, fmt)
     return FormatRow(
         name=fmt.name,
-        kind="int",
+        kind=FormatKind.INT,
         bits=fmt.bits,
         exponent_bits=None,
         mantissa_bits=None,

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 from llm_cost.analyses.capacity import DOCUMENTS
 from llm_cost.analyses.context import context_analysis
@@ -27,6 +28,8 @@ from llm_cost.analyses.roofline import decode_step, prefill_step
 from llm_cost.analyses.rope import rope_analysis, wavelengths
 from llm_cost.analyses.speculative import speculative
 from llm_cost.analyses.training import TrainResult, train
+from llm_cost.core.choices import ActivationFormula, AttentionMask, Logits, MLAForm, Recompute, WeightBytes, WeightFlops
+from llm_cost.core.types import Part, TensorGroup
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer
 from llm_cost.model.params import ParamsResult, count_params
@@ -40,15 +43,25 @@ __all__ = ["Check", "RowResult", "ROWS", "load_rows", "check_rows"]
 
 GiB, MiB, KiB = 2**30, 2**20, 2**10
 
-ROWS: dict[str, Callable[[], dict[str, float]]] = {}
+#: The values of one row: what the document prints, by name.
+Values = Mapping[str, float]
+T = TypeVar("T")
+
+ROWS: dict[str, Callable[[], Values]] = {}
 
 
 def _row(row_id: str):
-    def register(fn: Callable[[], dict[str, float]]) -> Callable[[], dict[str, float]]:
+    def register(fn: Callable[[], Values]) -> Callable[[], Values]:
         ROWS[row_id] = fn
         return fn
 
     return register
+
+
+def _present(value: T | None) -> T:
+    """A figure the engine gives for the row's model (None only for models without it)."""
+    assert value is not None
+    return value
 
 
 @cache
@@ -61,7 +74,7 @@ def _params(name: str) -> ParamsResult:
     return count_params(_spec(name))
 
 
-def _group(r: ParamsResult, group: str):
+def _group(r: ParamsResult, group: TensorGroup):
     return next(row for row in r.rows if row.group == group)
 
 
@@ -74,23 +87,23 @@ def _mha(spec: ModelSpec) -> ModelSpec:
 
 @_row("P1")
 def _p1():
-    return {"attention_params_per_layer": _group(_params("llama3-8b"), "attention").per_layer}
+    return {"attention_params_per_layer": _group(_params("llama3-8b"), TensorGroup.ATTENTION).per_layer}
 
 
 @_row("P2")
 def _p2():
-    gqa = _group(_params("llama3-8b"), "attention").per_layer
-    mha = _group(count_params(_mha(_spec("llama3-8b"))), "attention").per_layer
+    gqa = _group(_params("llama3-8b"), TensorGroup.ATTENTION).per_layer
+    mha = _group(count_params(_mha(_spec("llama3-8b"))), TensorGroup.ATTENTION).per_layer
     return {"mha_attention_params_per_layer": mha, "reduction_percent": 100 * (1 - gqa / mha)}
 
 
 @_row("P3")
 def _p3():
-    return {"mlp_params_per_layer": _group(_params("llama3-8b"), "mlp").per_layer}
+    return {"mlp_params_per_layer": _group(_params("llama3-8b"), TensorGroup.MLP).per_layer}
 
 
 def _block(r: ParamsResult, layers: int) -> int:
-    return sum(row.per_layer for row in r.rows if row.layers == layers and row.part == "decoder")
+    return sum(_present(row.per_layer) for row in r.rows if row.layers == layers and row.part == Part.DECODER)
 
 
 @_row("P4")
@@ -106,7 +119,10 @@ def _p5():
 @_row("P6")
 def _p6():
     r = _params("llama3-8b")
-    return {"embedding_params": _group(r, "embedding").params, "lm_head_params": _group(r, "lm_head").params}
+    return {
+        "embedding_params": _group(r, TensorGroup.EMBEDDING).params,
+        "lm_head_params": _group(r, TensorGroup.LM_HEAD).params,
+    }
 
 
 @_row("P7")
@@ -117,8 +133,8 @@ def _p7():
 @_row("P8")
 def _p8():
     r = _params("llama3-8b")
-    att, mlp = _group(r, "attention"), _group(r, "mlp")
-    emb = _group(r, "embedding").params + _group(r, "lm_head").params
+    att, mlp = _group(r, TensorGroup.ATTENTION), _group(r, TensorGroup.MLP)
+    emb = _group(r, TensorGroup.EMBEDDING).params + _group(r, TensorGroup.LM_HEAD).params
     return {
         "attention_billions": att.params / 1e9,
         "attention_share_percent": 100 * att.share,
@@ -144,7 +160,7 @@ def _p11():
 @_row("P12")
 def _p12():
     r = _params("llama3-8b")
-    n = _group(r, "norms").params + _group(r, "final_norm").params
+    n = _group(r, TensorGroup.NORMS).params + _group(r, TensorGroup.FINAL_NORM).params
     return {"norm_params": n, "printed_millions": n / 1e6}
 
 
@@ -173,7 +189,7 @@ def _k2():
     return {"kv_bytes_per_token": b, "kib": b / KiB}
 
 
-def _k3(context: int) -> dict[str, float]:
+def _k3(context: int) -> Values:
     b = kv_bytes(_spec("llama3-8b"), context)
     return {"kv_bytes": b, "mib": b / MiB, "gib": b / GiB, "printed_gib": b / GiB}
 
@@ -188,7 +204,7 @@ def _k4():
     return {"mha_kv_bytes_per_token": kv_bytes_per_token(mha), "mha_gib_at_8k": kv_bytes(mha, 8192) / GiB}
 
 
-def _k5(spec: ModelSpec) -> dict[str, float]:
+def _k5(spec: ModelSpec) -> Values:
     r = kv_cache(spec, [131072, 128000])
     return {
         "kv_bytes_per_token": r.bytes_per_token,
@@ -196,7 +212,7 @@ def _k5(spec: ModelSpec) -> dict[str, float]:
         "mib_per_token": r.bytes_per_token / MiB,
         "gib_at_128k": r.contexts[0].kv_bytes / GiB,
         "printed_gib_at_128k": r.contexts[0].kv_bytes / GiB,
-        "kv_read_intensity": r.kv_read_intensity,
+        "kv_read_intensity": _present(r.kv_read_intensity),
     }
 
 
@@ -209,18 +225,19 @@ ROWS["K5.V3"] = lambda: _k5(_spec("deepseek-v3"))
 @_row("K5.V3MHA")
 def _k5_v3_mha():
     r = kv_cache(_spec("deepseek-v3"), [128000, 131072])
+    mha = _present(r.mha_bytes_per_token)
     return {
-        "kv_bytes_per_token": r.mha_bytes_per_token,
-        "mib_per_token": r.mha_bytes_per_token / MiB,
-        "gib_at_128000": r.contexts[0].mha_equivalent_bytes / GiB,
-        "gib_at_131072": r.contexts[1].mha_equivalent_bytes / GiB,
+        "kv_bytes_per_token": mha,
+        "mib_per_token": mha / MiB,
+        "gib_at_128000": _present(r.contexts[0].mha_equivalent_bytes) / GiB,
+        "gib_at_131072": _present(r.contexts[1].mha_equivalent_bytes) / GiB,
     }
 
 
 @_row("K11")
 def _k11():
     r = kv_cache(_spec("llama3-70b"), [1])
-    return {"saving_percent": 100 * (1 - r.bytes_per_token / r.mha_bytes_per_token)}
+    return {"saving_percent": 100 * (1 - r.bytes_per_token / _present(r.mha_bytes_per_token))}
 
 
 @_row("K12")
@@ -239,10 +256,11 @@ def _k8():
     return {"state_bytes": r.contexts[0].state_bytes, "mib": r.contexts[0].state_bytes / MiB}
 
 
-def _k8_at(context: int) -> dict[str, float]:
+def _k8_at(context: int) -> Values:
     c = kv_cache(_spec("qwen3-next-80b-a3b"), [context]).contexts[0]
     hybrid = (c.kv_bytes + c.state_bytes) / GiB
-    return {"hybrid_gib": hybrid, "printed_hybrid_gib": hybrid, "all_attention_gib": c.all_attention_bytes / GiB}
+    every = _present(c.all_attention_bytes)
+    return {"hybrid_gib": hybrid, "printed_hybrid_gib": hybrid, "all_attention_gib": every / GiB}
 
 
 ROWS["K8b"] = lambda: _k8_at(131072)
@@ -252,8 +270,8 @@ ROWS["K8c"] = lambda: _k8_at(1048576)
 # --- FLOPs and Roofline (seed 000 §八-§九, seed 003 §02) ------------------------------------------
 
 
-def _f4(seq: int) -> dict[str, float]:
-    f = forward_flops(_spec("llama3-8b"), seq, attention="full", logits="all")
+def _f4(seq: int) -> Values:
+    f = forward_flops(_spec("llama3-8b"), seq, attention=AttentionMask.FULL, logits=Logits.ALL)
     blocks = f.linear_flops + f.attention_flops
     return {
         "linear_per_layer": f.linear_flops / 32,
@@ -269,7 +287,7 @@ for _seq in (128, 1024, 8192):
 
 @_row("F5")
 def _f5():
-    f = forward_flops(_spec("llama3-8b"), 1, cached=8192, logits="last")
+    f = forward_flops(_spec("llama3-8b"), 1, cached=8192, logits=Logits.LAST)
     return {
         "linear_per_layer": f.linear_flops / 32,
         "attention_per_layer": f.attention_flops / 32,
@@ -281,7 +299,7 @@ def _f5():
 @_row("F6")
 def _f6():
     spec = _spec("llama3-8b")
-    per_token = lambda s: forward_flops(spec, 1, cached=s - 1, logits="all").attention_flops  # noqa: E731  sees s positions
+    per_token = lambda s: forward_flops(spec, 1, cached=s - 1, logits=Logits.ALL).attention_flops  # noqa: E731  sees s positions
     return {
         "weight_gflops": 2 * weight_flops_params(build(spec)) / 1e9,
         "attention_gflops_8k": per_token(8192) / 1e9,
@@ -291,14 +309,14 @@ def _f6():
 
 @_row("F7")
 def _f7():
-    return {"tflop": forward_flops(_spec("llama3-8b"), 8192, logits="all").total_flops / 1e12}
+    return {"tflop": forward_flops(_spec("llama3-8b"), 8192, logits=Logits.ALL).total_flops / 1e12}
 
 
 @_row("R5")
 def _r5():
     spec, gpu = _spec("llama3-8b"), load_gpu("h100")
-    causal = prefill_step(spec, gpu, 8192, mfu=0.6, logits="all")
-    full = prefill_step(spec, gpu, 8192, mfu=0.6, attention="full", logits="all")
+    causal = prefill_step(spec, gpu, 8192, mfu=0.6, logits=Logits.ALL)
+    full = prefill_step(spec, gpu, 8192, mfu=0.6, attention=AttentionMask.FULL, logits=Logits.ALL)
     return {
         "seconds_at_peak": causal.bound_s,
         "seconds_at_60_mfu": causal.estimate_s,
@@ -322,7 +340,7 @@ def _r1():
 @_row("R2")
 def _r2():
     spec, gpu = _spec("llama3-8b"), load_gpu("h100")
-    resident = decode_step(spec, gpu, 1, 0, weight_bytes="resident")
+    resident = decode_step(spec, gpu, 1, 0, weight_bytes=WeightBytes.RESIDENT)
     read = decode_step(spec, gpu, 1, 0)
     return {
         "resident_ms": resident.bound_s * 1e3,
@@ -346,13 +364,13 @@ def _r4():
 
 @_row("R6")
 def _r6():
-    d = decode_step(_spec("llama3-8b"), load_gpu("h100"), 1, 0, weight_bits=4.25, weight_bytes="resident")
+    d = decode_step(_spec("llama3-8b"), load_gpu("h100"), 1, 0, weight_bits=4.25, weight_bytes=WeightBytes.RESIDENT)
     return {"ms": d.bound_s * 1e3, "printed_ms": d.bound_s * 1e3}
 
 
 @_row("A1")
 def _a1():
-    a = activation_memory(_spec("llama3-8b"), 8192, 1, "none", formula="gpt")
+    a = activation_memory(_spec("llama3-8b"), 8192, 1, Recompute.NONE, formula=ActivationFormula.GPT)
     return {"gib": a.bytes_per_layer / GiB, "quadratic_gib": a.quadratic_bytes_per_layer / GiB}
 
 
@@ -381,8 +399,8 @@ def _r8():
 @_row("R8b")
 def _r8b():
     v3 = _spec("deepseek-v3")
-    plain = forward_flops(v3, 1, cached=4095, logits="last").attention_flops
-    absorbed = forward_flops(v3, 1, cached=4095, logits="last", mla_form="absorbed").attention_flops
+    plain = forward_flops(v3, 1, cached=4095, logits=Logits.LAST).attention_flops
+    absorbed = forward_flops(v3, 1, cached=4095, logits=Logits.LAST, mla_form=MLAForm.ABSORBED).attention_flops
     return {"ratio": absorbed / plain}
 
 
@@ -395,18 +413,18 @@ def _k9():
 def _f8():
     cross = lambda name, conv: context_analysis(_spec(name), [1], weight_convention=conv).crossover_context  # noqa
     return {
-        "llama3_8b_non_embedding": cross("llama3-8b", "non_embedding"),
-        "llama3_70b_non_embedding": cross("llama3-70b", "non_embedding"),
-        "llama3_70b_total": cross("llama3-70b", "total"),
-        "printed_8b_thousands": cross("llama3-8b", "gemm") / 1000,
-        "printed_70b_thousands": cross("llama3-70b", "total") / 1000,
+        "llama3_8b_non_embedding": _present(cross("llama3-8b", WeightFlops.NON_EMBEDDING)),
+        "llama3_70b_non_embedding": _present(cross("llama3-70b", WeightFlops.NON_EMBEDDING)),
+        "llama3_70b_total": _present(cross("llama3-70b", WeightFlops.TOTAL)),
+        "printed_8b_thousands": _present(cross("llama3-8b", WeightFlops.GEMM)) / 1000,
+        "printed_70b_thousands": _present(cross("llama3-70b", WeightFlops.TOTAL)) / 1000,
     }
 
 
 @_row("F9")
 def _f9():
     r8 = context_analysis(_spec("llama3-8b"), [131072]).rows[0]
-    r70 = context_analysis(_spec("llama3-70b"), [131072], weight_convention="total").rows[0]
+    r70 = context_analysis(_spec("llama3-70b"), [131072], weight_convention=WeightFlops.TOTAL).rows[0]
     return {
         "llama3_8b_attention_gflops": r8.attention_flops_per_token / 1e9,
         "llama3_8b_weight_gflops": r8.weight_flops_per_token / 1e9,
@@ -420,7 +438,7 @@ def _f9():
 def _f10():
     h100 = load_gpu("h100")
     r8 = context_analysis(_spec("llama3-8b"), [131072], h100, 0.6).rows[0]
-    r70 = context_analysis(_spec("llama3-70b"), [131072], h100, 0.6, weight_convention="total").rows[0]
+    r70 = context_analysis(_spec("llama3-70b"), [131072], h100, 0.6, weight_convention=WeightFlops.TOTAL).rows[0]
     return {
         "llama3_8b_pflop": r8.document_prefill_flops / 1e15,
         "llama3_8b_seconds": r8.document_prefill_time_s,
@@ -502,7 +520,15 @@ def _s3():
 @_row("S4")
 def _s4():
     r = speculative(
-        0.8, 4, 0.1, _spec("llama3-8b"), load_gpu("h100"), [64, 128], mfu=0.6, weight_bytes="resident", mbu=1.0
+        0.8,
+        4,
+        0.1,
+        _spec("llama3-8b"),
+        load_gpu("h100"),
+        [64, 128],
+        mfu=0.6,
+        weight_bytes=WeightBytes.RESIDENT,
+        mbu=1.0,
     )
     return {"b64": r.rows[0].speedup, "b128": r.rows[1].speedup}
 
@@ -588,7 +614,7 @@ for _h, _w in ((336, 336), (1024, 1024), (1080, 1920)):
 def _v2():
     qwen = _spec("qwen2-vl-7b")
     v = image_cost(qwen, 1024, 1024).vision
-    blocks = sum(t.total for t in build(qwen).tensors_of("vision") if t.group == "vision.blocks")
+    blocks = sum(t.total for t in build(qwen).tensors_of(Part.VISION) if t.group == TensorGroup.VISION_BLOCKS)
     return {
         "patches": v.patches,
         "tflop": (v.block_flops + v.attention_flops) / 1e12,
@@ -599,7 +625,7 @@ def _v2():
 
 @_row("V3")
 def _v3():
-    r = image_cost(_spec("qwen2-vl-7b"), 1024, 1024, _spec("llama3-70b"), weight_convention="total")
+    r = image_cost(_spec("qwen2-vl-7b"), 1024, 1024, _spec("llama3-70b"), weight_convention=WeightFlops.TOTAL)
     return {
         "tflop": r.decoder_weight_flops / 1e12,
         "kv_mib": r.kv_bytes / MiB,

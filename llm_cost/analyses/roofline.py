@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from operator import attrgetter
 
+from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Dtype, OpKind
-from llm_cost.core.units import exact, to_bytes
+from llm_cost.core.types import Bound, Dtype, OpKind, OpRole
+from llm_cost.core.units import Number, exact, to_bytes
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
 from llm_cost.perf.calibrated import CalibratedModel
@@ -50,16 +51,16 @@ class OpRow:
     """One operator of a step: FLOPs, bytes, intensity, and its bound and estimate."""
 
     name: str
-    kind: str
+    kind: OpKind
     stage: int
     layers: int
-    flops: int | float
-    weight_bytes: int | float
-    kv_bytes: int | float  # read + written
-    bytes: int | float  # weights + KV: what the bound divides by the bandwidth
-    comm_bytes: int | float
+    flops: Number
+    weight_bytes: Number
+    kv_bytes: Number  # read + written
+    bytes: Number  # weights + KV: what the bound divides by the bandwidth
+    comm_bytes: Number
     intensity: float | None  # FLOP per counted byte
-    bound: str
+    bound: Bound
     bound_s: float
     estimate_s: float
 
@@ -71,7 +72,7 @@ def _op_rows(step: Step, bound: StepTime, estimate: StepTime) -> list[OpRow]:
         rows.append(
             OpRow(
                 op.name,
-                op.kind.value,
+                op.kind,
                 b.stage,
                 op.layers,
                 op.flops,
@@ -154,10 +155,6 @@ def _prediction(
     return CalibratedModel(profile, network_gb_s).step_time(step, gpu).time_s, profile.name
 
 
-def _kind_total(step: Step, attr: str, *kinds: OpKind):
-    return step.total(attr, kinds)
-
-
 @record
 class DecodeStep(Result):
     """One decode step of ``batch`` sequences with ``context`` cached tokens each, on ``layout``.
@@ -170,24 +167,24 @@ class DecodeStep(Result):
     layout: Layout
     batch: int
     context: int
-    compute_dtype: str
+    compute_dtype: Dtype
     weight_bits: float
     kv_bits: int
-    weight_bytes_convention: str
+    weight_bytes_convention: WeightBytes
     peak_flops: float
     bandwidth_bytes_s: float
     ridge: float
-    flops: int | float
-    weight_flops: int | float
-    attention_flops: int | float
-    matmul_weight_bytes: int | float
-    other_weight_bytes: int | float  # norm/bias vectors, and by the resident convention the untouched tables
-    embedding_row_bytes: int | float
-    resident_weight_bytes: int | float  # every stored weight of the model (vision tower included), one GPU
-    kv_read_bytes: int | float
-    kv_write_bytes: int | float
-    comm_bytes: int | float
-    bytes: int | float
+    flops: Number
+    weight_flops: Number
+    attention_flops: Number
+    matmul_weight_bytes: Number
+    other_weight_bytes: Number  # norm/bias vectors, and by the resident convention the untouched tables
+    embedding_row_bytes: Number
+    resident_weight_bytes: Number  # every stored weight of the model (vision tower included), one GPU
+    kv_read_bytes: Number
+    kv_write_bytes: Number
+    comm_bytes: Number
+    bytes: Number
     intensity: float
     weight_intensity: float
     kv_intensity: float | None
@@ -196,7 +193,7 @@ class DecodeStep(Result):
     comm_time_s: float
     link: str
     bound_s: float
-    bound: str
+    bound: Bound
     tokens_per_s: float
     resident_read_time_s: float
     matmul_weights_time_s: float
@@ -206,7 +203,7 @@ class DecodeStep(Result):
     estimate_tokens_per_s: float
     compute_bound_batch_weights_only: int | None
     compute_bound_batch: int | None
-    kv_bytes_at_compute_bound_batch: int | float | None
+    kv_bytes_at_compute_bound_batch: Number | None
     intensity_limit: float | None
     ops: list[OpRow] = field(default_factory=list)
     conventions: list[Note] = field(default_factory=list)
@@ -214,8 +211,8 @@ class DecodeStep(Result):
     profile: str | None = None  # its profile's name
 
 
-def _bits(weight_bits: int | float | Fraction | None, dtype: str) -> Fraction:
-    return Fraction(weight_bits).limit_denominator(1000) if weight_bits is not None else Fraction(Dtype(dtype).bits)
+def _bits(weight_bits: int | float | Fraction | None, dtype: Dtype) -> Fraction:
+    return Fraction(weight_bits).limit_denominator(1000) if weight_bits is not None else Fraction(dtype.bits)
 
 
 def decode_step(
@@ -223,12 +220,12 @@ def decode_step(
     gpu: HardwareSpec,
     batch: int = 1,
     context: int = 0,
-    dtype: str = "bf16",
-    weight_bits: int | float | Fraction | None = None,
+    dtype: Dtype = Dtype.BF16,
+    weight_bits: Number | None = None,
     kv_bits: int = 16,
     mfu: float = DEFAULT_MFU,
     mbu: float = DEFAULT_MBU,
-    weight_bytes: str = "read",
+    weight_bytes: WeightBytes = WeightBytes.READ,
     layout: Layout = ONE_GPU,
     network_gb_s: float = DEFAULT_NETWORK_GB_S,
     profile: Profile | None = None,
@@ -236,7 +233,7 @@ def decode_step(
     """Roofline of one decode step: every sequence adds one token after ``context`` cached ones.
 
     ``dtype`` selects the peak (and the weight storage unless ``weight_bits`` is given);
-    ``weight_bytes`` is "read" or "resident" (see the module docstring). InputError if the GPU
+    ``weight_bytes`` read or resident (see the module docstring). InputError if the GPU
     lacks ``dtype`` or the layout cannot hold the model. ``predicted_s`` is the calibrated prediction
     under ``profile`` (default: the GPU's shipped profile; None for a GPU without one)."""
     return decode_steps(
@@ -259,12 +256,12 @@ def decode_steps(
     spec: ModelSpec,
     gpu: HardwareSpec,
     points: Sequence[tuple[int, int]],
-    dtype: str = "bf16",
-    weight_bits: int | float | Fraction | None = None,
+    dtype: Dtype = Dtype.BF16,
+    weight_bits: Number | None = None,
     kv_bits: int = 16,
     mfu: float = DEFAULT_MFU,
     mbu: float = DEFAULT_MBU,
-    weight_bytes: str = "read",
+    weight_bytes: WeightBytes = WeightBytes.READ,
     layout: Layout = ONE_GPU,
     network_gb_s: float = DEFAULT_NETWORK_GB_S,
     profile: Profile | None = None,
@@ -275,8 +272,8 @@ def decode_steps(
     weights) is worked out once; each result equals that point's :func:`decode_step`. Without
     ``detail`` the results leave the operator table and the conventions empty (rows of figures
     only, as a CSV prints them); every figure is the same."""
-    bits = _bits(weight_bits, dtype)
-    compute = Dtype(dtype.lower())
+    compute = dtype
+    bits = _bits(weight_bits, compute)
     bound_model = RooflineBound(network_gb_s)
     estimate_model = EfficiencyEstimate(mfu, mbu, network_gb_s)
     peak, bw = gpu.peak_flops(compute), gpu.bandwidth_bytes_s
@@ -286,7 +283,7 @@ def decode_steps(
     predictor = CalibratedModel(chosen, network_gb_s) if chosen is not None else None
     held = per_gpu(spec, layout, bits, kv_bits)
     moe = spec.moe
-    searched: dict[tuple, int | None] = {}  # _first_batch by the figures its intensity depends on
+    searched: dict[tuple, tuple[int | None, int | None]] = {}  # the batches by the figures they depend on
     kv_at: dict[int, list[int | Fraction]] = {}  # per-stage KV of one sequence by context
     results = []
     for batch, context in points:
@@ -307,7 +304,7 @@ def decode_steps(
         gemms = [f for f in figures if f[0] == OpKind.GEMM]
         flops, kv_read, kv_write, total_bytes, sent = (sum_of([f[i] for f in figures]) for i in (1, 3, 4, 5, 6))
         weight_flops, matmul = sum_of([f[1] for f in gemms]), sum_of([f[2] for f in gemms])
-        rows = sum(op.weight_bytes for op in ops if op.name == "embedding rows")
+        rows = sum_of([op.weight_bytes for op in ops if op.role == OpRole.EMBEDDING_ROWS])
         other = sum_of([f[2] for f in figures if f[0] in (OpKind.ELEMENTWISE, OpKind.EMBEDDING)]) - rows
         weights_b = matmul + other + rows
 
@@ -317,10 +314,10 @@ def decode_steps(
         flops_1, weight_flops_1 = float(flops) / seqs, float(weight_flops) / seqs
         rows_1 = float(rows) / seqs
         per_seq = float(rows + kv_read + kv_write) / seqs
-        expert_bytes = sum(float(op.weight_bytes) for op in step.ops if op.group == "routed_experts")
+        expert_bytes = sum(float(op.weight_bytes) for op in ops if op.role == OpRole.ROUTED_EXPERTS)
         fixed = float(weights_b - rows) - expert_bytes
         routed = Fraction(step.tokens * (layout.dp if layout.ep > 1 else 1), seqs)  # routed tokens per sequence
-        if moe is not None and weight_bytes == "read":
+        if moe is not None and weight_bytes == WeightBytes.READ:
             expert_bytes /= expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, int(seqs * routed))
         key = (weight_flops_1, flops_1, rows_1, per_seq, fixed, expert_bytes, routed.numerator, routed.denominator)
         if key not in searched:
@@ -332,7 +329,7 @@ def decode_steps(
                 fixed,
                 expert_bytes,
                 routed,
-                moe if weight_bytes == "read" else None,
+                moe if weight_bytes == WeightBytes.READ else None,
                 ridge,
             )
         b_weights, b_all = searched[key]
@@ -351,7 +348,7 @@ def decode_steps(
                 layout=layout,
                 batch=batch,
                 context=context,
-                compute_dtype=compute.value,
+                compute_dtype=compute,
                 weight_bits=float(bits),
                 kv_bits=kv_bits,
                 weight_bytes_convention=weight_bytes,
@@ -435,7 +432,7 @@ def _decode_notes(
         )
     if spec.moe is not None:
         conventions.append(note("moe.expected_experts"))
-    if step.mla_form == "absorbed":
+    if step.mla_form == MLAForm.ABSORBED:
         conventions.append(note("mla.absorbed_decode"))
     if context not in kv_at:
         kv_at[context] = stage_kv_bytes(spec, layout, context, kv_bits)
@@ -487,16 +484,16 @@ class PrefillStep(Result):
     layout: Layout
     batch: int
     seq: int
-    compute_dtype: str
-    attention: str
-    logits: str
-    flops: int | float
-    weight_flops: int | float
-    attention_flops: int | float
-    weight_bytes: int | float
-    kv_write_bytes: int | float
-    comm_bytes: int | float
-    bytes: int | float
+    compute_dtype: Dtype
+    attention: AttentionMask
+    logits: Logits
+    flops: Number
+    weight_flops: Number
+    attention_flops: Number
+    weight_bytes: Number
+    kv_write_bytes: Number
+    comm_bytes: Number
+    bytes: Number
     intensity: float
     peak_flops: float
     bandwidth_bytes_s: float
@@ -504,7 +501,7 @@ class PrefillStep(Result):
     memory_time_s: float
     comm_time_s: float
     bound_s: float
-    bound: str
+    bound: Bound
     mfu: float
     mbu: float
     estimate_s: float
@@ -520,23 +517,23 @@ def prefill_step(
     gpu: HardwareSpec,
     seq: int,
     batch: int = 1,
-    dtype: str = "bf16",
-    weight_bits: int | float | Fraction | None = None,
+    dtype: Dtype = Dtype.BF16,
+    weight_bits: Number | None = None,
     kv_bits: int = 16,
     mfu: float = DEFAULT_MFU,
-    attention: str = "causal",
-    logits: str = "last",
+    attention: AttentionMask = AttentionMask.CAUSAL,
+    logits: Logits = Logits.LAST,
     mbu: float = DEFAULT_MBU,
     layout: Layout = ONE_GPU,
     network_gb_s: float = DEFAULT_NETWORK_GB_S,
     profile: Profile | None = None,
 ) -> PrefillStep:
     """Roofline of a prefill (TTFT): the operators of ``batch`` prompts of ``seq`` tokens, LM head
-    on the last position by default (as serving computes it; ``logits="all"`` is the documents'
+    on the last position by default (as serving computes it; ``Logits.ALL`` is the documents'
     count). The bound is at the datasheet's peaks; the estimate at ``mfu`` and ``mbu``; the prediction
     under ``profile`` (default: the GPU's shipped one)."""
-    bits = _bits(weight_bits, dtype)
-    compute = Dtype(dtype.lower())
+    compute = dtype
+    bits = _bits(weight_bits, compute)
     step = build_step(
         spec,
         prefill(batch, seq),
@@ -550,7 +547,7 @@ def prefill_step(
     bound = RooflineBound(network_gb_s).step_time(step, gpu)
     est = EfficiencyEstimate(mfu, mbu, network_gb_s).step_time(step, gpu)
     flops = step.flops
-    weight_flops = _kind_total(step, "flops", OpKind.GEMM)
+    weight_flops = step.total("flops", (OpKind.GEMM,))
     conventions = [
         note("prefill.step", batch=batch, seq=seq),
         note(f"attention.{attention}"),
@@ -581,7 +578,7 @@ def prefill_step(
         layout,
         batch,
         seq,
-        compute.value,
+        compute,
         attention,
         logits,
         flops,

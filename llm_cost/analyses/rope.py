@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
+from llm_cost.core.types import RopeExtension
 from llm_cost.specs.schema import MLAAttention, ModelSpec
 
 __all__ = [
@@ -100,7 +101,7 @@ class RopePair:
 class RopeMethod:
     """One extension method at the target length."""
 
-    name: str  # none, pi, ntk_aware, yarn, dynamic_ntk, llama3
+    name: RopeExtension
     label: str  # human-readable
     setting: str  # the effective base or scale, as text
     effective_base: float | None  # NTK-aware / dynamic NTK base'; the base itself for none
@@ -293,7 +294,7 @@ def _unseen(original: list[float], effective: list[float], train_length: int, ta
 
 
 def _method(
-    name: str,
+    name: RopeExtension,
     label: str,
     setting: str,
     effective: list[float],
@@ -390,12 +391,32 @@ def rope_analysis(
     T, S = train_length, target_length
     low, high = T / beta_fast, T / beta_slow
     methods = [
-        _method("none", "RoPE as trained", f"base {_fmt_base(base)}", lams, lams, T, S, effective_base=base),
-        _method("pi", "PI", f"positions x 1/{alpha:.6g}", pi, lams, T, S, position_scale=1 / alpha),
-        _method("ntk_aware", "NTK-aware", f"base' {_fmt_base(base_ntk)}", ntk, lams, T, S, effective_base=base_ntk),
-        _method("yarn", "YaRN", f"ramp over λ {low:,.6g} .. {high:,.6g}", yarn, lams, T, S, mscale=yarn_mscale(alpha)),
         _method(
-            "dynamic_ntk",
+            RopeExtension.NONE, "RoPE as trained", f"base {_fmt_base(base)}", lams, lams, T, S, effective_base=base
+        ),
+        _method(RopeExtension.PI, "PI", f"positions x 1/{alpha:.6g}", pi, lams, T, S, position_scale=1 / alpha),
+        _method(
+            RopeExtension.NTK_AWARE,
+            "NTK-aware",
+            f"base' {_fmt_base(base_ntk)}",
+            ntk,
+            lams,
+            T,
+            S,
+            effective_base=base_ntk,
+        ),
+        _method(
+            RopeExtension.YARN,
+            "YaRN",
+            f"ramp over λ {low:,.6g} .. {high:,.6g}",
+            yarn,
+            lams,
+            T,
+            S,
+            mscale=yarn_mscale(alpha),
+        ),
+        _method(
+            RopeExtension.DYNAMIC_NTK,
             "dynamic NTK",
             f"alpha {dyn_alpha:.6g}, base' {_fmt_base(base_dyn)}",
             dyn,
@@ -409,7 +430,7 @@ def rope_analysis(
         o = llama3.original_max_position_embeddings
         methods.append(
             _method(
-                "llama3",
+                RopeExtension.LLAMA3,
                 "llama3 (Llama 3.1)",
                 f"factor {llama3.factor:g}, ramp over λ {o / llama3.high_freq_factor:,.6g} .. "
                 f"{o / llama3.low_freq_factor:,.6g}",

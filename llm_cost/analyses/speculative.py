@@ -25,14 +25,15 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from llm_cost.analyses.roofline import memory_note
+from llm_cost.core.choices import Logits, WeightBytes
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Dtype, Part
+from llm_cost.core.types import Bound, Dtype, Part, TensorGroup
 from llm_cost.model.layout import ONE_GPU
 from llm_cost.model.structure import build
 from llm_cost.perf.ridge import ridge
-from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, EfficiencyEstimate
+from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, EfficiencyEstimate, StepTime
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.step import SeqGroup, build_step
 
@@ -57,7 +58,7 @@ class SpecAtBatch:
     baseline_tokens_per_s: float
     speculative_tokens_per_s: float
     speedup: float
-    verify_bound: str  # "compute" or "memory": what limits the verify step
+    verify_bound: Bound  # what limits the verify step (one GPU: compute or memory)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class SpecResult(Result):
     mfu: float | None
     mbu: float | None
     context: int
-    weight_bytes_convention: str | None
+    weight_bytes_convention: WeightBytes | None
     ridge: float | None
     turning_batch: float | None  # ridge / (gamma + 1), at peak FLOP/s: the closed form
     turning_batch_at_mfu: float | None  # the same with the step model's MFU x peak / (MBU x bandwidth)
@@ -103,7 +104,7 @@ def mtp_draft_cost(spec: ModelSpec) -> float:
     if spec.mtp is None:
         raise InputError(f"{spec.name} has no MTP modules; give c instead of mtp", fields=("c", "mtp"))
     mtp = sum(float(t.active_gemm) for t in s.tensors_of(Part.MTP))
-    head = sum(float(t.active_gemm) for t in s.tensors_of(Part.DECODER) if t.group == "lm_head")
+    head = sum(float(t.active_gemm) for t in s.tensors_of(Part.DECODER) if t.group == TensorGroup.LM_HEAD)
     return (mtp + head) / spec.mtp.num_nextn_predict_layers / float(s.active_gemm)
 
 
@@ -135,24 +136,31 @@ class _StepModel:
         self,
         spec: ModelSpec,
         gpu: HardwareSpec,
-        dtype: str,
+        dtype: Dtype,
         bits: int,
         context: int,
         mfu: float,
         mbu: float,
-        weight_bytes: str,
+        weight_bytes: WeightBytes,
         gamma: int,
         c: float,
         expected: float,
     ) -> None:
-        self.args = dict(weight_bits=bits, compute_dtype=Dtype(dtype), weight_bytes=weight_bytes)
+        self.dtype, self.bits, self.weight_bytes = dtype, bits, weight_bytes
         self.spec, self.gpu, self.context, self.gamma, self.c, self.E = spec, gpu, context, gamma, c, expected
         self.time = EfficiencyEstimate(mfu, mbu)
 
-    def _step(self, batch: int, tokens: int):
+    def _step(self, batch: int, tokens: int) -> StepTime:
         """A step of ``batch`` sequences adding ``tokens`` tokens each; verification scores every
         drafted position, so the LM head runs on all of them."""
-        step = build_step(self.spec, [SeqGroup(batch, tokens, self.context)], logits="all", **self.args)
+        step = build_step(
+            self.spec,
+            [SeqGroup(batch, tokens, self.context)],
+            logits=Logits.ALL,
+            weight_bits=self.bits,
+            compute_dtype=self.dtype,
+            weight_bytes=self.weight_bytes,
+        )
         return self.time.step_time(step, self.gpu)
 
     def row(self, batch: int) -> SpecAtBatch:
@@ -168,7 +176,7 @@ class _StepModel:
             base_rate,
             spec_rate,
             spec_rate / base_rate,
-            "compute" if verify.compute_s >= verify.memory_s else "memory",
+            verify.bound,
         )
 
 
@@ -181,8 +189,8 @@ def speculative(
     batches: list[int] | None = None,
     mfu: float = DEFAULT_MFU,
     context: int = 0,
-    dtype: str = "bf16",
-    weight_bytes: str = "read",
+    dtype: Dtype = Dtype.BF16,
+    weight_bytes: WeightBytes = WeightBytes.READ,
     use_mtp: bool = False,
     mbu: float = DEFAULT_MBU,
 ) -> SpecResult:
@@ -212,7 +220,7 @@ def speculative(
         bits = Dtype(spec.torch_dtype).bits  # weights at the checkpoint's dtype
         model = _StepModel(spec, gpu, dtype, bits, context, mfu, mbu, weight_bytes, gamma, float(c), E)
         rows = [model.row(B) for B in batches or ()]
-        knee = _smallest(lambda b: model.row(b).verify_bound == "compute")
+        knee = _smallest(lambda b: model.row(b).verify_bound == Bound.COMPUTE)
         even = _smallest(lambda b: model.row(b).speedup < 1)
         conventions.append(
             note("spec.step_model", gpu=gpu.name, dtype=dtype, mfu=mfu, mbu=mbu, context=context, bits=bits)

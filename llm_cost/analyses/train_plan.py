@@ -45,8 +45,8 @@ from llm_cost.analyses.training import STATE_BYTES
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Dtype, LayerKind, Part, TensorKind
-from llm_cost.model.layout import Layout, layers_of, stage_first_layers, stage_layers, tensor_share, validate_layout
+from llm_cost.core.types import Dtype, Part, TensorKind
+from llm_cost.model.layout import Layout, stage_first_layers, stage_layers, tensor_share, validate_layout
 from llm_cost.model.structure import build
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.step import build_step, prefill
@@ -297,7 +297,7 @@ class _Evaluator:
         self._work: dict[tuple, StageWork] = {}
         self._act: dict[tuple, float] = {}
         self._params: dict[int, tuple[float, float, float, float]] = {}
-        self._moe = set(layers_of(spec, LayerKind.MOE)) if spec.moe is not None else set()
+        self._moe = {i for i in range(spec.num_hidden_layers) if spec.is_moe_layer(i)}
 
     def _stages(self, tp: int, pp: int) -> list[tuple[int, list, int, int]]:
         """(stage index, operators, layers, MoE layers) of the distinct stages: the first, the last

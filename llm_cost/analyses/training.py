@@ -20,9 +20,11 @@ import math
 from dataclasses import dataclass, field
 
 from llm_cost.analyses.memory import Activations, activation_memory
+from llm_cost.core.choices import Logits, Recompute
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
+from llm_cost.core.types import Dtype
 from llm_cost.model.layout import Layout, per_gpu
 from llm_cost.model.structure import build
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -60,7 +62,7 @@ class TrainResult(Result):
     model: str
     params: int  # N in 6ND (active parameters for MoE)
     tokens: int
-    recompute: str
+    recompute: Recompute
     model_flops: float  # 6 N D
     hardware_flops: float  # with recompute
     step_flops: float  # from the step's operators: 3 x forward FLOPs of seq-token sequences (x 4/3 with full
@@ -68,7 +70,7 @@ class TrainResult(Result):
     gpu: str
     gpus: int | None  # None: no cluster size given (no wall-clock time)
     peak_flops: float
-    dtype: str
+    dtype: Dtype
     mfu: float | None
     gpu_hours: float
     wall_seconds: float | None
@@ -143,8 +145,8 @@ def train(
     gpus: int | None = None,
     mfu: float | None = None,
     gpu_hours: float | None = None,
-    recompute: str = "none",
-    dtype: str = "bf16",
+    recompute: Recompute = Recompute.NONE,
+    dtype: Dtype = Dtype.BF16,
     power_w: float | None = None,
     pue: float = 1.0,
     grid_kg_per_kwh: float | None = None,
@@ -168,16 +170,14 @@ def train(
             "give exactly one of mfu (to get the time) or gpu_hours (to get the implied MFU)",
             fields=("mfu", "gpu_hours"),
         )
-    if recompute not in ("none", "selective", "full"):
-        raise InputError(f"recompute: {recompute!r} is not one of: none, selective, full", fields=("recompute",))
-    dtype = dtype.strip().lower()
     peak = gpu.peak_flops(dtype)
     s = build(spec)
     n = int(s.active_params)
     model_flops = 6.0 * n * tokens
-    hardware_flops = (8.0 if recompute == "full" else 6.0) * n * tokens
-    forward = build_step(spec, prefill(1, seq), logits="all").flops  # one training sequence, forward
-    step_flops = float(forward) * (4 if recompute == "full" else 3) * tokens / seq
+    full = recompute == Recompute.FULL
+    hardware_flops = (8.0 if full else 6.0) * n * tokens
+    forward = build_step(spec, prefill(1, seq), logits=Logits.ALL).flops  # one training sequence, forward
+    step_flops = float(forward) * (4 if full else 3) * tokens / seq
     if gpu_hours is None:
         assert mfu is not None
         gpu_seconds = model_flops / (peak * mfu)
@@ -206,8 +206,8 @@ def train(
         }
     )
     conventions = [
-        note("train.flops", active=spec.moe is not None, params=n, full_recompute=recompute == "full", seq=seq),
-        note("train.mfu", tflops=gpu.dense_tflops[dtype], dtype=dtype),
+        note("train.flops", active=spec.moe is not None, params=n, full_recompute=full, seq=seq),
+        note("train.mfu", tflops=gpu.dense_tflops[dtype.value], dtype=dtype),
         note("train.energy", power_w=power, pue=pue, tdp=power_w is None),
         note("train.state"),
     ]
@@ -246,7 +246,7 @@ def train(
 
 
 def _activations(
-    spec: ModelSpec, seq: int, micro_batch: int, recompute: str, conventions: list[Note]
+    spec: ModelSpec, seq: int, micro_batch: int, recompute: Recompute, conventions: list[Note]
 ) -> Activations | None:
     """Activation memory of the model's block, or None (with a note saying why) for blocks it
     does not model, so the rest of the training answer still stands."""
@@ -268,7 +268,7 @@ class ParallelTrainMemory:
     dp: int
     zero: int
     sequence_parallel: bool
-    recompute: str
+    recompute: Recompute
     params_per_gpu: int  # parameters on the fullest pipeline stage, one TP shard
     state_bytes: float  # weights + gradients + optimizer states after ZeRO sharding over DP
     activation_bytes: float  # layers of the stage x per layer x micro-batches in flight
@@ -310,7 +310,7 @@ def parallel_train_memory(
     zero: int = 1,
     seq: int = 8192,
     micro_batch: int = 1,
-    recompute: str = "none",
+    recompute: Recompute = Recompute.NONE,
     sequence_parallel: bool = False,
     reserve_bytes: int = 0,
 ) -> ParallelTrainMemory:

@@ -43,6 +43,6 @@ def moe(
     combine = checks.choice(combine_dtype, StorageDtype, "combine_dtype")
     s = load_model(model)
     g = load_gpu(gpu) if gpu is not None else None
-    compute = choices.compute_dtype(s, g, dtype, weights_dtype).value if g is not None else None
+    compute = choices.compute_dtype(s, g, dtype, weights_dtype) if g is not None else None
     bits = choices.weight_bits(s, weights_dtype)
     return moe_analysis(s, batches, bits, ep, redundant, dispatch.bits, combine.bits, tp, prompt, g, compute)

@@ -45,7 +45,7 @@ def image(
     h, w = _size(width, height)
     convention = checks.choice(weight_flops, WeightFlops, "weight_flops")
     spec, dec = load_model(model), (load_model(decoder) if decoder is not None else None)
-    return image_cost(spec, h, w, dec, str(connector), 1, convention.value, choices.kv_dtype_of(kv_dtype).bits)
+    return image_cost(spec, h, w, dec, str(connector), 1, convention, choices.kv_dtype_of(kv_dtype).bits)
 
 
 def video(
@@ -68,4 +68,4 @@ def video(
     fps = checks.number(fps, "fps", maximum=1000)
     convention = checks.choice(weight_flops, WeightFlops, "weight_flops")
     spec, dec = load_model(model), (load_model(decoder) if decoder is not None else None)
-    return video_cost(spec, h, w, seconds, fps, dec, convention.value, choices.kv_dtype_of(kv_dtype).bits)
+    return video_cost(spec, h, w, seconds, fps, dec, convention, choices.kv_dtype_of(kv_dtype).bits)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, checkpoint_of, load_gpu, load_model
-from llm_cost.core.choices import MemoryConvention, Recompute
+from llm_cost.core.choices import ActivationFormula, MemoryConvention, Recompute
 
 if TYPE_CHECKING:
     from llm_cost.analyses.deployment import FitReport
@@ -54,7 +54,7 @@ def fit(
     spec, g = load_model(model), _sized(load_gpu(gpu), memory_bytes)
     bits = choices.weight_bits(spec, weights_dtype, bits_per_weight, source=checkpoint_of(model, checkpoint))
     kv_bits = choices.kv_dtype_of(kv_dtype).bits
-    compute = choices.compute_dtype(spec, g, None, weights_dtype).value
+    compute = choices.compute_dtype(spec, g, None, weights_dtype)
     chosen = choices.layout_of(layout)
     if chosen is not None:
         one = deployment(spec, g, chosen, batch, context, bits, kv_bits, policy, compute)
@@ -75,13 +75,15 @@ def _sized(gpu: Any, memory_bytes: Optional[int]) -> Any:
     return replace(gpu, memory_gb=size / 1e9, memory_gib=size / 2**30)
 
 
-def activations(model: ModelLike, seq: int = 8192, micro_batch: int = 1, formula: str = "model") -> list[Activations]:
+def activations(
+    model: ModelLike, seq: int = 8192, micro_batch: int = 1, formula: Any = ActivationFormula.MODEL
+) -> list[Activations]:
     """Training activation memory per layer (Korthikanti et al. 2022) without and with each
     recompute (``llm-cost activations``): ``formula`` ``model`` counts the model's own block,
     ``gpt`` the paper's GPT block, sbh(34 + 5as/h), as the source documents do."""
     from llm_cost.analyses.memory import activation_memory
 
     seq, micro_batch = checks.count(seq, "seq"), checks.count(micro_batch, "micro_batch")
-    kind = checks.one_of(str(getattr(formula, "value", formula)).strip().lower(), "formula", ("model", "gpt"))
+    kind = checks.choice(formula, ActivationFormula, "formula")
     spec = load_model(model)
-    return [activation_memory(spec, seq, micro_batch, r.value, formula=kind) for r in Recompute]
+    return [activation_memory(spec, seq, micro_batch, r, formula=kind) for r in Recompute]

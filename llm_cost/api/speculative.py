@@ -9,6 +9,7 @@ from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import WeightBytes
 from llm_cost.core.errors import InputError
+from llm_cost.core.types import Dtype
 
 if TYPE_CHECKING:
     from llm_cost.analyses.speculative import SpecResult
@@ -69,8 +70,8 @@ def spec(
         points,
         choices.mfu_of(mfu),
         context,
-        compute.value if compute else "bf16",
-        reads.value,
+        compute or Dtype.BF16,
+        reads,
         bool(mtp),
         choices.mbu_of(mbu),
     )

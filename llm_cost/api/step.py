@@ -75,7 +75,7 @@ def _step_options(
     from llm_cost.model.layout import ONE_GPU
 
     return dict(
-        dtype=choices.compute_dtype(spec, g, dtype, weights_dtype).value,
+        dtype=choices.compute_dtype(spec, g, dtype, weights_dtype),
         weight_bits=choices.weight_bits(spec, weights_dtype, bits_per_weight, group_size),
         kv_bits=choices.kv_dtype_of(kv_dtype).bits,
         mfu=choices.mfu_of(mfu),
@@ -192,9 +192,9 @@ def context(
         contexts,
         g,
         choices.mfu_of(mfu),
-        compute.value,
-        convention.value,
+        compute,
+        convention,
         choices.kv_dtype_of(kv_dtype).bits,
         choices.mbu_of(mbu),
-        head.value,
+        head,
     )

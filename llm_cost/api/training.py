@@ -104,8 +104,8 @@ def train(
         gpus,
         mfu,
         gpu_hours,
-        recompute.value,
-        compute.value,
+        recompute,
+        compute,
         power_w,
         pue,
         grid,
@@ -199,7 +199,7 @@ def train_plan(
     cluster = Cluster(g, gpus, links, chosen, factor, compute, choices.training_reserve_bytes(), tp_comm_overlap)
     space = fixed(
         default_space(spec, g, gpus, seq),
-        zero=zero, recompute=rec.value if rec is not None else None, micro_batch=micro_batch, **degrees,
+        zero=zero, recompute=rec, micro_batch=micro_batch, **degrees,
     )  # fmt: skip
     return plan_training(spec, cluster, tokens, batch, seq, space, label, band, costs, top)
 

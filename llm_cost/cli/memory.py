@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Annotated, Optional
 
 import typer
@@ -31,7 +30,7 @@ from llm_cost.cli.step_options import (
     ReserveGb,
     WeightsDtype,
 )
-from llm_cost.core.choices import MemoryConvention
+from llm_cost.core.choices import ActivationFormula, MemoryConvention
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import StorageDtype
 
@@ -119,13 +118,6 @@ def fit(
     emit(result, as_json, view.render, title, gpu_title)
 
 
-class Formula(str, Enum):
-    """Which block ``activations`` counts."""
-
-    model = "model"
-    gpt = "gpt"
-
-
 @app.command()
 def activations(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
@@ -138,14 +130,14 @@ def activations(
         option("--micro-batch", parse=integer("--micro-batch"), metavar="INTEGER", help="Sequences per micro-batch."),
     ] = 1,
     formula: Annotated[
-        Formula,
+        ActivationFormula,
         typer.Option(
             "--formula",
             case_sensitive=False,
             help="model (the model's own block, no dropout) or gpt (Korthikanti "
             "et al.'s GPT block, sbh(34 + 5as/h), as the source documents).",
         ),
-    ] = Formula.model,
+    ] = ActivationFormula.MODEL,
     as_json: Json = False,
     as_csv: Csv = False,
 ) -> None:
@@ -156,7 +148,7 @@ def activations(
     from llm_cost import api
     from llm_cost.report import fit as view
 
-    result = api.activations(model, seq, micro_batch, formula.value)
+    result = api.activations(model, seq, micro_batch, formula)
     if as_csv:
         emit_csv(result)
         return

@@ -19,6 +19,7 @@ __all__ = [
     "MemoryConvention",
     "ServingMode",
     "WeightFlops",
+    "ActivationFormula",
 ]
 
 
@@ -82,3 +83,11 @@ class WeightFlops(TextEnum):
     GEMM = "gemm"
     NON_EMBEDDING = "non_embedding"
     TOTAL = "total"
+
+
+class ActivationFormula(TextEnum):
+    """Which block activation memory counts: the model's own (its tensors, no dropout) or the
+    paper's GPT block (Korthikanti et al. 2022: MHA, a 4h GELU MLP, dropout; the documents')."""
+
+    MODEL = "model"
+    GPT = "gpt"

@@ -1,6 +1,6 @@
 """The vocabulary of the engine as types: dtypes with their storage bits, tensor kinds, parts,
-shard rules, phases and operator kinds (the modelling choices a command offers as flags are in
-:mod:`llm_cost.core.choices`).
+layer types, shard rules, phases, operator kinds and roles, and what bounds a time (the modelling
+choices a command offers as flags are in :mod:`llm_cost.core.choices`).
 
 Each is a ``str`` enum, so a value compares equal to its name as typed in YAML or on the command
 line (``Dtype.BF16 == "bf16"``) and serialises to that string in JSON. ``DTYPE_BITS`` is the one
@@ -22,11 +22,20 @@ __all__ = [
     "STORAGE_DTYPES",
     "dtype_of",
     "TensorKind",
+    "TensorGroup",
     "Part",
+    "LayerType",
+    "MlpType",
     "LayerKind",
     "ShardRule",
     "Phase",
     "OpKind",
+    "OpRole",
+    "Bound",
+    "TimeKind",
+    "Limit",
+    "FormatKind",
+    "RopeExtension",
     "stored_weight_bits",
     "GROUP_OVERHEAD_BITS",
     "DEFAULT_INT4_GROUP",
@@ -118,6 +127,28 @@ class TensorKind(TextEnum):
     OTHER = "other"
 
 
+class TensorGroup(TextEnum):
+    """The breakdown group of a weight tensor (what ``params`` lists it under)."""
+
+    EMBEDDING = "embedding"
+    POSITION_EMBEDDING = "position_embedding"
+    ATTENTION = "attention"
+    LINEAR_ATTENTION = "linear_attention"
+    MAMBA = "mamba"
+    MLP = "mlp"
+    ROUTER = "router"
+    ROUTED_EXPERTS = "routed_experts"
+    SHARED_EXPERTS = "shared_experts"
+    NORMS = "norms"
+    BIASES = "biases"
+    FINAL_NORM = "final_norm"
+    LM_HEAD = "lm_head"
+    MTP = "mtp"
+    VISION_PATCH_EMBED = "vision.patch_embed"
+    VISION_BLOCKS = "vision.blocks"
+    VISION_MERGER = "vision.merger"
+
+
 class Part(TextEnum):
     """Which part of a checkpoint a tensor belongs to."""
 
@@ -125,6 +156,38 @@ class Part(TextEnum):
     VISION = "vision"
     MTP = "mtp"
     MTP_COPY = "mtp_copy"  # the embedding and LM head copies stored with MTP modules
+
+
+class LayerType(TextEnum):
+    """The token mixer of a decoder layer, as a spec's ``layer_types`` names it (Hugging Face's
+    ``layer_types`` values where they exist)."""
+
+    FULL_ATTENTION = "full_attention"
+    SLIDING_ATTENTION = "sliding_attention"  # sees at most ``attention.sliding_window`` keys
+    CHUNKED_ATTENTION = "chunked_attention"  # sees the earlier tokens of its own chunk (Llama 4)
+    LINEAR_ATTENTION = "linear_attention"  # Gated DeltaNet: a fixed recurrent state (Qwen3-Next)
+    MAMBA2 = "mamba2"  # a Mamba-2 mixer (Nemotron-H)
+    MLP_ONLY = "mlp_only"  # no token mixer
+
+    @property
+    def caches_kv(self) -> bool:
+        """True for softmax attention, which keeps K/V per token (full, sliding, chunked)."""
+        return self in _SOFTMAX_LAYERS
+
+    @property
+    def kind(self) -> LayerKind | None:
+        """The layer kind that holds this mixer's tensors (None: no mixer)."""
+        if self.caches_kv:
+            return LayerKind.SOFTMAX_ATTENTION
+        return _MIXER_KINDS.get(self)
+
+
+class MlpType(TextEnum):
+    """The feed-forward of a decoder layer: a dense MLP, a mixture of experts, or none."""
+
+    DENSE = "dense"
+    MOE = "moe"
+    NONE = "none"  # a mixer-only block (Nemotron-H)
 
 
 class LayerKind(TextEnum):
@@ -136,6 +199,20 @@ class LayerKind(TextEnum):
     DENSE = "dense"
     MOE = "moe"
     ANY = "any"  # norms and anything every layer has
+
+    def holds(self, layer_type: LayerType, mlp_type: MlpType) -> bool:
+        """True when a layer of this mixer and feed-forward holds tensors of this kind."""
+        if self is LayerKind.ANY:
+            return True
+        if self is LayerKind.DENSE:
+            return mlp_type == MlpType.DENSE
+        if self is LayerKind.MOE:
+            return mlp_type == MlpType.MOE
+        return layer_type.kind is self
+
+
+_SOFTMAX_LAYERS = frozenset((LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION))
+_MIXER_KINDS = {LayerType.LINEAR_ATTENTION: LayerKind.LINEAR_ATTENTION, LayerType.MAMBA2: LayerKind.MAMBA}
 
 
 class ShardRule(TextEnum):
@@ -173,6 +250,82 @@ class OpKind(TextEnum):
     ELEMENTWISE = "elementwise"  # norms, biases and other per-element work
     EMBEDDING = "embedding"  # table lookups (and, by the resident convention, untouched weights)
     COLLECTIVE = "collective"
+
+
+class OpRole(TextEnum):
+    """Which operator of a step an operator is: what code asks for (its name is for display; a
+    GEMM's weight matrix is named by its tensor group)."""
+
+    MATMUL = "matmul"  # a weight matrix of the blocks, not a routed expert
+    ROUTED_EXPERTS = "routed_experts"  # the routed experts' matrices, read at the expected hit fraction
+    LM_HEAD = "lm_head"  # multiplies the logits rows
+    FULL_ATTENTION = "full_attention"
+    SLIDING_ATTENTION = "sliding_attention"
+    CHUNKED_ATTENTION = "chunked_attention"
+    LINEAR_ATTENTION = "linear_attention"  # the Gated DeltaNet recurrence
+    MAMBA2 = "mamba2"  # the Mamba-2 state update
+    VECTORS = "vectors"  # norm scales, biases and other vectors
+    EMBEDDING_ROWS = "embedding_rows"  # one row per new token of each untied table
+    RESIDENT_WEIGHTS = "resident_weights"  # by the resident convention, the tables (and vision tower) read whole
+    TP_ALL_REDUCE_ATTENTION = "tp_all_reduce_attention"
+    TP_ALL_REDUCE_MLP = "tp_all_reduce_mlp"
+    EP_ALL_TO_ALL = "ep_all_to_all"
+    PP_SEND = "pp_send"
+
+
+class Bound(TextEnum):
+    """What dominates an operator's or a step's time."""
+
+    COMPUTE = "compute"
+    MEMORY = "memory"
+    COMMUNICATION = "communication"
+
+    @classmethod
+    def of(cls, compute_s: float, memory_s: float, link_s: float, time_s: float) -> Bound:
+        """Communication when the link time exceeds the rest of ``time_s`` (the work of compute and
+        memory, overlapped, plus any fixed time), else compute when it is at least the memory time,
+        else memory. The one rule for every operator, stage and step of every time model."""
+        if link_s > time_s - link_s:
+            return cls.COMMUNICATION
+        return cls.COMPUTE if compute_s >= memory_s else cls.MEMORY
+
+
+class TimeKind(TextEnum):
+    """What a time model's seconds are: a lower bound (datasheet peaks), an estimate at stated
+    efficiencies (MFU, MBU), or a prediction from a calibration profile."""
+
+    BOUND = "bound"
+    ESTIMATE = "estimate"
+    PREDICTION = "prediction"
+
+
+class Limit(TextEnum):
+    """What a serving configuration misses (a latency target; memory when it is evaluated beyond
+    what its KV cache holds), or why a search refuses one."""
+
+    TTFT = "TTFT"
+    TPOT = "TPOT"
+    MEMORY = "memory"  # the KV cache does not hold the sequences
+    BUDGET = "budget"  # a step's token budget leaves no room for prompt tokens
+    PREFILL = "prefill"  # prompts arrive faster than the steps take them
+
+
+class FormatKind(TextEnum):
+    """A number format: floating point (sign, exponent, mantissa) or integer."""
+
+    FLOAT = "float"
+    INT = "int"
+
+
+class RopeExtension(TextEnum):
+    """A way to run RoPE beyond its training length (seed 003 §03)."""
+
+    NONE = "none"  # RoPE as trained
+    PI = "pi"  # position interpolation
+    NTK_AWARE = "ntk_aware"
+    YARN = "yarn"
+    DYNAMIC_NTK = "dynamic_ntk"
+    LLAMA3 = "llama3"  # Llama 3.1's rope_scaling
 
 
 #: A weight-only quantisation group's scale and zero, bits (bf16 each).

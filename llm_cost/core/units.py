@@ -24,7 +24,12 @@ from fractions import Fraction
 
 from llm_cost.core.errors import InputError
 
+#: A count of bytes, FLOPs or elements: exact (an int, or a Fraction for sub-byte formats) or an
+#: expectation (a float, e.g. the expected routed experts a step reads).
+Number = int | Fraction | float
+
 __all__ = [
+    "Number",
     "parse_context",
     "parse_count",
     "parse_integer",
@@ -297,8 +302,8 @@ _SI = ["B", "kB", "MB", "GB", "TB", "PB", "EB"]
 _IEC = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
 
 
-def _scaled(value: float, base: int, names: list[str], digits: int) -> str:
-    value = float(value)
+def _scaled(nbytes: Number, base: int, names: list[str], digits: int) -> str:
+    value = float(nbytes)
     if not math.isfinite(value):
         return TOO_LARGE
     index = 0
@@ -310,24 +315,25 @@ def _scaled(value: float, base: int, names: list[str], digits: int) -> str:
     return f"{value:,.{digits}f} {names[index]}"
 
 
-def fmt_si(nbytes: float, digits: int = 2) -> str:
+def fmt_si(nbytes: Number, digits: int = 2) -> str:
     """Bytes in SI units (1 GB = 10^9 B): ``16060522496`` -> ``16.06 GB``."""
     return _scaled(nbytes, 1000, _SI, digits)
 
 
-def fmt_iec(nbytes: float, digits: int = 2) -> str:
+def fmt_iec(nbytes: Number, digits: int = 2) -> str:
     """Bytes in IEC units (1 GiB = 2^30 B): ``1073741824`` -> ``1.00 GiB``."""
     return _scaled(nbytes, 1024, _IEC, digits)
 
 
-def fmt_flops(flops: float) -> str:
+def fmt_flops(flops: Number) -> str:
     """FLOPs with a decimal prefix: ``1.406e14`` -> ``140.6 TFLOP``."""
-    if not math.isfinite(flops):
+    value = float(flops)
+    if not math.isfinite(value):
         return TOO_LARGE
     for factor, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(flops) >= factor:
-            return f"{flops / factor:,.2f} {prefix}FLOP"
-    return f"{flops:,.0f} FLOP"
+        if abs(value) >= factor:
+            return f"{value / factor:,.2f} {prefix}FLOP"
+    return f"{value:,.0f} FLOP"
 
 
 def fmt_seconds(seconds: float) -> str:

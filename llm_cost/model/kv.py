@@ -32,9 +32,11 @@ from typing import TYPE_CHECKING
 
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
+from llm_cost.core.types import LayerKind, LayerType
 from llm_cost.core.units import to_bytes
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
-from llm_cost.specs.schema import CACHING_LAYER_TYPES, GQAAttention, MLAAttention, ModelSpec
+from llm_cost.model.layers import LayerCounts, layer_counts
+from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 
 if TYPE_CHECKING:  # imported by kv_cache only for a layout: it and the tensor structure cost a cold start 4 ms
     from llm_cost.model.layout import Layout, PerGPU
@@ -46,7 +48,7 @@ __all__ = ["KVLayerKind", "KVAtContext", "KVResult", "kv_cache", "kv_bytes_per_t
 class KVLayerKind:
     """The cache of one kind of layer."""
 
-    layer_type: str
+    layer_type: LayerType
     layers: int
     elements_per_token: int  # per layer
     bytes_per_token: int | float  # per layer
@@ -93,19 +95,15 @@ class KVResult(Result):
 
 
 #: Layer counts of the last specs (a spec is frozen): a grid of contexts asks for them per point.
-_COUNTED: dict[int, tuple[ModelSpec, dict[str, int]]] = {}
+_COUNTED: dict[int, tuple[ModelSpec, LayerCounts]] = {}
 
 
-def _layer_counts(spec: ModelSpec) -> dict[str, int]:
-    """Layers of each type (``full_attention``, ``sliding_attention``, ``mamba2`` ...); not to be
-    changed by the caller."""
+def _layer_counts(spec: ModelSpec) -> LayerCounts:
+    """:func:`~llm_cost.model.layers.layer_counts` of every layer, kept for the next point."""
     hit = _COUNTED.get(id(spec))
     if hit is not None and hit[0] is spec:
         return hit[1]
-    counts: dict[str, int] = {}
-    for i in range(spec.num_hidden_layers):
-        kind = spec.layer_type(i)
-        counts[kind] = counts.get(kind, 0) + 1
+    counts = layer_counts(spec)
     if len(_COUNTED) > 64:
         _COUNTED.clear()
     _COUNTED[id(spec)] = (spec, counts)
@@ -117,14 +115,13 @@ def _state_layers(spec: ModelSpec) -> tuple[int, int]:
     counts = _layer_counts(spec)
     la_state, la_conv = linear_state_elements(spec)
     m_state, m_conv = mamba_state_elements(spec)
-    n_la, n_m = counts.get("linear_attention", 0), counts.get("mamba2", 0)
+    n_la, n_m = counts.mixer(LayerType.LINEAR_ATTENTION), counts.mixer(LayerType.MAMBA2)
     return n_la * la_state + n_m * m_state, n_la * la_conv + n_m * m_conv
 
 
 def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | float:
     """KV bytes one token adds across all caching layers (below any sliding window)."""
-    counts = _layer_counts(spec)
-    caching = sum(counts.get(k, 0) for k in CACHING_LAYER_TYPES)
+    caching = _layer_counts(spec).of(LayerKind.SOFTMAX_ATTENTION)
     return to_bytes(caching * kv_elements_per_token_per_layer(spec), bits)
 
 
@@ -137,9 +134,9 @@ def _attention_elements(spec: ModelSpec, context: int, per_token_per_layer: int)
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
     kept_chunked = min(context, chunk) if chunk else context
     return per_token_per_layer * (
-        counts.get("full_attention", 0) * context
-        + counts.get("sliding_attention", 0) * kept_sliding
-        + counts.get("chunked_attention", 0) * kept_chunked
+        counts.mixer(LayerType.FULL_ATTENTION) * context
+        + counts.mixer(LayerType.SLIDING_ATTENTION) * kept_sliding
+        + counts.mixer(LayerType.CHUNKED_ATTENTION) * kept_chunked
     )
 
 
@@ -192,11 +189,10 @@ def kv_cache(
 
     kinds = []
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
-    for kind in ("full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba2"):
-        n = counts.get(kind, 0)
-        if not n:
+    for kind, n in counts.mixers.items():
+        if kind == LayerType.MLP_ONLY:
             continue
-        if kind == "mamba2":
+        if kind == LayerType.MAMBA2:
             assert spec.mamba is not None
             m = spec.mamba
             m_state, m_conv = mamba_state_elements(spec)
@@ -212,7 +208,7 @@ def kv_cache(
                     f"SSM state H x P x N = {m.num_heads} x {m.head_dim} x {m.state_size} per sequence",
                 )
             )
-        elif kind == "linear_attention":
+        elif kind == LayerType.LINEAR_ATTENTION:
             assert spec.linear_attention is not None
             la = spec.linear_attention
             kinds.append(
@@ -229,19 +225,13 @@ def kv_cache(
                 )
             )
         else:
-            cap = {"sliding_attention": window, "chunked_attention": chunk}.get(kind)
+            cap = {LayerType.SLIDING_ATTENTION: window, LayerType.CHUNKED_ATTENTION: chunk}.get(kind)
             kinds.append(KVLayerKind(kind, n, per, to_bytes(per, bits), cap, 0, 0, formula))
 
-    caching = sum(counts.get(k, 0) for k in CACHING_LAYER_TYPES)
+    caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
     show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
     rows = []
-    hybrid = bool(
-        counts.get("linear_attention")
-        or counts.get("sliding_attention")
-        or counts.get("mamba2")
-        or counts.get("mlp_only")
-        or counts.get("chunked_attention")
-    )
+    hybrid = counts.mixer(LayerType.FULL_ATTENTION) != counts.total
     all_state, all_conv = _state_layers(spec)
     for s in contexts:
         kv = kv_bytes(spec, s, bits, 1, include_state=False)
@@ -255,9 +245,9 @@ def kv_cache(
     conventions = [note("kv.dtype", dtype=str(kv_dtype), bits=bits), note("kv.context")]
     if state:
         conventions.append(note("kv.linear_state"))
-    if counts.get("mamba2"):
+    if counts.mixer(LayerType.MAMBA2):
         conventions.append(note("kv.mamba_state"))
-    if chunk and counts.get("chunked_attention"):
+    if chunk and counts.mixer(LayerType.CHUNKED_ATTENTION):
         conventions.append(note("kv.chunk", chunk=chunk))
     if window:
         conventions.append(note("kv.window", window=window))

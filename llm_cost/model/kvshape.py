@@ -29,10 +29,7 @@ def linear_state_elements(spec: ModelSpec) -> tuple[int, int]:
     if la is None:
         return 0, 0
     state = la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim
-    conv_dim = (
-        2 * la.linear_num_key_heads * la.linear_key_head_dim + la.linear_num_value_heads * la.linear_value_head_dim
-    )
-    return state, conv_dim * (la.linear_conv_kernel_dim - 1)
+    return state, la.conv_dim * (la.linear_conv_kernel_dim - 1)
 
 
 def mamba_state_elements(spec: ModelSpec) -> tuple[int, int]:

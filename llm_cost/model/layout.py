@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import LayerKind, Part, ShardRule, TensorKind
+from llm_cost.core.types import LayerKind, LayerType, Part, ShardRule, TensorGroup, TensorKind
 from llm_cost.core.units import exact, to_bytes
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
+from llm_cost.model.layers import layer_counts
 from llm_cost.model.structure import Tensor, build
-from llm_cost.specs.schema import CACHING_LAYER_TYPES, GQAAttention, ModelSpec
+from llm_cost.specs.schema import GQAAttention, ModelSpec
 
 __all__ = [
     "Layout",
@@ -36,8 +37,8 @@ __all__ = [
     "validate_layout",
     "stage_layers",
     "stage_first_layers",
+    "stage_range",
     "tensor_share",
-    "layers_of",
     "tensor_layers_in_stage",
     "PerGPU",
     "per_gpu",
@@ -129,6 +130,12 @@ def stage_first_layers(num_layers: int, pp: int) -> list[int]:
     return [sum(stages[:i]) for i in range(pp)]
 
 
+def stage_range(num_layers: int, pp: int, stage: int) -> range:
+    """The decoder layers pipeline stage ``stage`` holds."""
+    first = stage_first_layers(num_layers, pp)[stage]
+    return range(first, first + stage_layers(num_layers, pp)[stage])
+
+
 def kv_heads_per_gpu(spec: ModelSpec, tp: int) -> int:
     """K/V heads one GPU holds (and attends with) at TP ``tp``: n_kv / TP, at least one."""
     return max(1, spec.num_key_value_heads // tp)
@@ -152,19 +159,6 @@ def tensor_share(spec: ModelSpec, t: Tensor, layout: Layout) -> Fraction:
     return Fraction(1)
 
 
-def layers_of(spec: ModelSpec, kind: LayerKind) -> list[int]:
-    """Indices of the decoder layers of one kind (feed-forward kinds from ``mlp_kind``; softmax
-    attention: every layer that caches K/V, full, sliding or chunked)."""
-    L = spec.num_hidden_layers
-    if kind in (LayerKind.DENSE, LayerKind.MOE):
-        return [i for i in range(L) if spec.mlp_kind(i) == kind]
-    if kind in (LayerKind.LINEAR_ATTENTION, LayerKind.MAMBA):
-        return [i for i in range(L) if spec.layer_type(i) == kind]
-    if kind == LayerKind.SOFTMAX_ATTENTION:
-        return [i for i in range(L) if spec.layer_type(i) in CACHING_LAYER_TYPES]
-    return list(range(L))
-
-
 def tensor_layers_in_stage(spec: ModelSpec, t: Tensor, layout: Layout, stage: int) -> int:
     """How many copies of ``t`` (one per layer holding it) stage ``stage`` holds; tensors outside
     the blocks count 1 on the stage that holds them (embedding, vision tower: the first stage;
@@ -176,9 +170,7 @@ def tensor_layers_in_stage(spec: ModelSpec, t: Tensor, layout: Layout, stage: in
         return max(t.layers, 1) if stage == 0 else 0
     if t.part in (Part.MTP, Part.MTP_COPY) or t.layers == 0:
         return max(t.layers, 1) if stage == last else 0
-    first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
-    n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
-    return sum(1 for j in layers_of(spec, t.layer_kind) if first <= j < first + n)
+    return layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, stage)).of(t.layer_kind)
 
 
 @dataclass(frozen=True)
@@ -219,7 +211,7 @@ def per_gpu(
             if n:
                 share = t.per_layer * n * tensor_share(spec, t, layout)
                 elements += share
-                routed += share if t.group == "routed_experts" else 0
+                routed += share if t.group == TensorGroup.ROUTED_EXPERTS else 0
         if spec.tie_word_embeddings and layout.pp > 1 and i == layout.pp - 1:
             elements += Fraction(spec.vocab_size * spec.hidden_size, layout.tp)
         weights.append(exact(elements * bits / 8))
@@ -234,9 +226,8 @@ def per_gpu(
         replication = max(1, layout.tp // n_kv)
         per_layer = per_layer * heads // n_kv  # the GPU's share of the K/V heads
     kv = []
-    firsts = stage_first_layers(spec.num_hidden_layers, layout.pp)
-    for first, n in zip(firsts, stage_layers(spec.num_hidden_layers, layout.pp)):
-        caching = sum(1 for j in range(first, first + n) if spec.layer_type(j) in CACHING_LAYER_TYPES)
+    for i in range(layout.pp):
+        caching = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i)).of(LayerKind.SOFTMAX_ATTENTION)
         kv.append(to_bytes(caching * per_layer, kv_bits))
     return PerGPU(stage_layers(spec.num_hidden_layers, layout.pp), weights, experts, kv, heads, replication)
 
@@ -255,22 +246,15 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
     la_state = sum(linear_state_elements(spec))
     m_state = sum(mamba_state_elements(spec))
     kept = {
-        "full_attention": context,
-        "sliding_attention": min(context, window) if window else context,
-        "chunked_attention": min(context, chunk) if chunk else context,
+        LayerType.FULL_ATTENTION: context,
+        LayerType.SLIDING_ATTENTION: min(context, window) if window else context,
+        LayerType.CHUNKED_ATTENTION: min(context, chunk) if chunk else context,
     }
+    state = {LayerType.LINEAR_ATTENTION: Fraction(la_state, layout.tp), LayerType.MAMBA2: Fraction(m_state, layout.tp)}
     out = []
-    for first, n in zip(
-        stage_first_layers(spec.num_hidden_layers, layout.pp), stage_layers(spec.num_hidden_layers, layout.pp)
-    ):
+    for i in range(layout.pp):
         elements = Fraction(0)
-        for j in range(first, first + n):
-            kind = spec.layer_type(j)
-            if kind in kept:
-                elements += per_token * kept[kind]
-            elif kind == "linear_attention":
-                elements += Fraction(la_state, layout.tp)
-            elif kind == "mamba2":
-                elements += Fraction(m_state, layout.tp)
+        for kind, n in layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i)).mixers.items():
+            elements += n * (per_token * kept[kind] if kind in kept else state.get(kind, 0))
         out.append(exact(elements * kv_bits / 8))
     return out

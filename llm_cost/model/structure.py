@@ -22,7 +22,8 @@ from functools import cached_property
 from math import prod
 
 from llm_cost.core.records import record
-from llm_cost.core.types import LayerKind, Part, ShardRule, TensorKind
+from llm_cost.core.types import LayerKind, LayerType, MlpType, Part, ShardRule, TensorKind
+from llm_cost.model.layers import layer_counts
 from llm_cost.specs.schema import (
     GQAAttention,
     Llama4Vision,
@@ -325,7 +326,6 @@ def _linear_attention(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     d = spec.hidden_size
     key_dim = la.linear_num_key_heads * la.linear_key_head_dim
     value_dim = la.linear_num_value_heads * la.linear_value_head_dim
-    conv_dim = 2 * key_dim + value_dim
     p = "layers.*.linear_attn"
     g = "linear_attention"
     heads = la.linear_num_value_heads
@@ -334,7 +334,7 @@ def _linear_attention(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     t.append(
         Tensor(
             f"{p}.conv1d.weight",
-            (conv_dim, 1, la.linear_conv_kernel_dim),
+            (la.conv_dim, 1, la.linear_conv_kernel_dim),
             g,
             O,
             layers,
@@ -451,26 +451,26 @@ def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     return t
 
 
-def _blocks(spec: ModelSpec, attention_counts: dict[str, int], mlp_counts: dict[str, int], part: Part) -> list[Tensor]:
+def _blocks(
+    spec: ModelSpec, attention_counts: dict[LayerType, int], mlp_counts: dict[MlpType, int], part: Part
+) -> list[Tensor]:
     """Tensors of decoder blocks, given how many blocks have each attention / feed-forward kind."""
     t: list[Tensor] = []
     att = spec.attention
-    softmax_layers = sum(
-        attention_counts.get(k, 0) for k in ("full_attention", "sliding_attention", "chunked_attention")
-    )
+    softmax_layers = sum(n for k, n in attention_counts.items() if k.caches_kv)
     if softmax_layers:
         if isinstance(att, MLAAttention):
             t += _mla(spec, att, softmax_layers, part)
         else:
             t += _gqa(spec, att, softmax_layers, part)
-    if attention_counts.get("linear_attention"):
-        t += _linear_attention(spec, attention_counts["linear_attention"], part)
-    if attention_counts.get("mamba2"):
-        t += _mamba2(spec, attention_counts["mamba2"], part)
-    if mlp_counts.get("dense"):
-        t += _dense_mlp(spec, mlp_counts["dense"], part)
-    if mlp_counts.get("moe"):
-        t += _moe(spec, mlp_counts["moe"], part)
+    if attention_counts.get(LayerType.LINEAR_ATTENTION):
+        t += _linear_attention(spec, attention_counts[LayerType.LINEAR_ATTENTION], part)
+    if attention_counts.get(LayerType.MAMBA2):
+        t += _mamba2(spec, attention_counts[LayerType.MAMBA2], part)
+    if mlp_counts.get(MlpType.DENSE):
+        t += _dense_mlp(spec, mlp_counts[MlpType.DENSE], part)
+    if mlp_counts.get(MlpType.MOE):
+        t += _moe(spec, mlp_counts[MlpType.MOE], part)
     layers = sum(attention_counts.values())
     for i in range(spec.norms_per_layer):
         t += _norm(f"layers.*.norm{i + 1}", spec.hidden_size, spec, layers, part)
@@ -726,11 +726,11 @@ def _mtp(spec: ModelSpec) -> list[Tensor]:
     mtp = spec.mtp
     assert mtp is not None
     D, d, V = mtp.num_nextn_predict_layers, spec.hidden_size, spec.vocab_size
-    mlp_kind = "moe" if spec.moe is not None else "dense"
+    mlp_kind = MlpType.MOE if spec.moe is not None else MlpType.DENSE
     t = [Tensor(f"mtp.*.{n}.weight", (d,), "mtp", N, D, part=Part.MTP) for n in ("enorm", "hnorm")]
     t.append(Tensor("mtp.*.eh_proj.weight", (d, 2 * d), "mtp", M, D, part=Part.MTP))
     t.append(Tensor("mtp.*.shared_head.norm.weight", (d,), "mtp", N, D, part=Part.MTP))
-    block = _blocks(spec, {"full_attention": D}, {mlp_kind: D}, Part.MTP)
+    block = _blocks(spec, {LayerType.FULL_ATTENTION: D}, {mlp_kind: D}, Part.MTP)
     t += [
         Tensor(
             b.name.replace("layers.*", "mtp.*.block"),
@@ -773,14 +773,9 @@ def build(spec: ModelSpec) -> Structure:
 
 def _build(spec: ModelSpec) -> Structure:
     """Expand ``spec`` into its weight tensors (a few dozen tensors)."""
-    d, V, L = spec.hidden_size, spec.vocab_size, spec.num_hidden_layers
-    attention_counts: dict[str, int] = {}
-    mlp_counts: dict[str, int] = {}
-    for i in range(L):
-        kind = spec.layer_type(i)
-        attention_counts[kind] = attention_counts.get(kind, 0) + 1
-        mlp_kind = spec.mlp_kind(i)
-        mlp_counts[mlp_kind] = mlp_counts.get(mlp_kind, 0) + 1
+    d, V = spec.hidden_size, spec.vocab_size
+    counts = layer_counts(spec)
+    attention_counts, mlp_counts = counts.mixers, counts.mlps
     t = [Tensor("embed_tokens.weight", (V, d), "embedding", L_, shard=ShardRule.VOCAB)]
     if spec.position_embedding == "learned":
         t.append(Tensor("embed_positions.weight", (spec.max_position_embeddings, d), "position_embedding", L_))

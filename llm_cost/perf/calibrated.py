@@ -34,9 +34,17 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
-from llm_cost.core.types import DTYPE_BITS, OpKind
+from llm_cost.core.types import DTYPE_BITS, Bound, OpKind, TimeKind
 from llm_cost.perf.profile import Profile, default_profile
-from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, OpTime, StageTime, StepTime, link_of
+from llm_cost.perf.timemodel import (
+    DEFAULT_NETWORK_GB_S,
+    EfficiencyEstimate,
+    OpTime,
+    StageTime,
+    StepTime,
+    link_of,
+    sum_stages,
+)
 from llm_cost.specs.declare import to_data
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Operator, Step
@@ -161,7 +169,7 @@ class CalibratedModel:
 
     profile: Profile
     network_gb_s: float = DEFAULT_NETWORK_GB_S
-    kind: str = "prediction"
+    kind: TimeKind = TimeKind.PREDICTION
 
     @property
     def label(self) -> str:
@@ -185,19 +193,13 @@ class CalibratedModel:
         for stage in step.stages:
             times = [_op_time(op, e_w, peak, bw, link_gb_s * 1e9, q) for op in stage.ops]
             for op, (c, m, l_, t) in zip(stage.ops, times) if operators else ():
-                bound = "communication" if l_ else ("compute" if c >= m else "memory")
-                ops.append(OpTime(op.name, op.kind, stage.index, c, m, l_, t, bound))
+                ops.append(OpTime(op.name, op.kind, stage.index, c, m, l_, t, Bound.of(c, m, l_, t)))
             fixed = q["layer_overhead_s"] * stage.layers + q["step_overhead_s"]
             c = sum(t[0] for t in times)
             m = sum(t[1] for t in times)
             l_ = sum(t[2] for t in times)
             stages.append(StageTime(stage.index, c, m, l_, sum(t[3] for t in times) + fixed))
-        compute = sum(s.compute_s for s in stages)
-        memory = sum(s.memory_s for s in stages)
-        comm = sum(s.link_s for s in stages)
-        total = sum(s.time_s for s in stages)
-        bound = "communication" if comm > total - comm else ("compute" if compute >= memory else "memory")
-        return StepTime(self.label, self.kind, ops, stages, compute, memory, comm, total, bound, link, link_gb_s)
+        return sum_stages(self.label, self.kind, ops, stages, link, link_gb_s)
 
 
 def prediction_model(

@@ -26,9 +26,10 @@ from typing import Protocol
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
-from llm_cost.core.types import OpKind
+from llm_cost.core.types import Bound, OpKind, TimeKind
+from llm_cost.core.units import Number
 from llm_cost.specs.schema import HardwareSpec
-from llm_cost.workload.step import Step
+from llm_cost.workload.step import Step, sum_of
 
 __all__ = [
     "OpTime",
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_MBU",
     "DEFAULT_NETWORK_GB_S",
     "link_of",
+    "sum_stages",
 ]
 
 #: Model FLOP utilisation of estimates when none is given (a typical dense-GEMM share of peak).
@@ -62,7 +64,7 @@ class OpTime:
     memory_s: float
     link_s: float
     time_s: float
-    bound: str  # "compute" | "memory" | "communication"
+    bound: Bound
 
 
 @record
@@ -78,17 +80,17 @@ class StageTime:
 
 @record
 class StepTime:
-    """A step's time under one time model: ``kind`` is "bound", "estimate" or "prediction"."""
+    """A step's time under one time model of ``kind``."""
 
     model: str  # the time model's label, e.g. "Roofline bound" or "estimate at MFU 60%, MBU 80%"
-    kind: str
+    kind: TimeKind
     ops: list[OpTime]
     stages: list[StageTime]
     compute_s: float
     memory_s: float
     link_s: float
     time_s: float
-    bound: str  # what dominates: "compute", "memory" or "communication"
+    bound: Bound  # what dominates the step
     link: str  # the link collectives use
     link_gb_s: float
 
@@ -97,7 +99,7 @@ class TimeModel(Protocol):
     """Turns a step's operators into seconds on one GPU type."""
 
     label: str
-    kind: str
+    kind: TimeKind
 
     def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
         """The step's time, per operator (unless not ``operators``), per stage and in all."""
@@ -113,7 +115,22 @@ def link_of(step: Step, gpu: HardwareSpec, network_gb_s: float) -> tuple[str, fl
     return "network", network_gb_s
 
 
-def _divide(amount: float, rate: float, what: str) -> float:
+def sum_stages(
+    label: str, kind: TimeKind, ops: list[OpTime], stages: list[StageTime], link: str, link_gb_s: float
+) -> StepTime:
+    """A step's time from its stages': a token passes through every stage in turn, so each term
+    and the time are the sums over the stages; the bound is :meth:`Bound.of` those sums. The one
+    aggregation of every time model."""
+    compute = sum(s.compute_s for s in stages)
+    memory = sum(s.memory_s for s in stages)
+    comm = sum(s.link_s for s in stages)
+    total = sum(s.time_s for s in stages)
+    return StepTime(
+        label, kind, ops, stages, compute, memory, comm, total, Bound.of(compute, memory, comm, total), link, link_gb_s
+    )
+
+
+def _divide(amount: Number, rate: float, what: str) -> float:
     """``amount / rate`` seconds; InputError when a rate is zero or the result is not finite."""
     if not amount:
         return 0.0
@@ -130,7 +147,7 @@ def _time(
     byte_rate: float,
     network_gb_s: float,
     label: str,
-    kind: str,
+    kind: TimeKind,
     operators: bool,
 ) -> StepTime:
     link, link_gb_s = link_of(step, gpu, network_gb_s)
@@ -148,21 +165,14 @@ def _time(
             oc = float(f) / flop_rate if f else 0.0
             om = float(b) / byte_rate if b else 0.0
             ol = float(s) / link_rate if s else 0.0
-            work = oc if oc >= om else om
-            bound = "communication" if ol > work else ("compute" if oc >= om else "memory")
-            ops.append(OpTime(op.name, op.kind, stage.index, oc, om, ol, work + ol, bound))
+            t = (oc if oc >= om else om) + ol
+            ops.append(OpTime(op.name, op.kind, stage.index, oc, om, ol, t, Bound.of(oc, om, ol, t)))
         # the stage's terms from its exact totals, divided once
-        c = _divide(sum(flops), flop_rate, "FLOPs")
-        m = _divide(sum(nbytes), byte_rate, "bytes")
-        l_ = _divide(sum(sent), link_rate, "communication")
+        c = _divide(sum_of(flops), flop_rate, "FLOPs")
+        m = _divide(sum_of(nbytes), byte_rate, "bytes")
+        l_ = _divide(sum_of(sent), link_rate, "communication")
         stages.append(StageTime(stage.index, c, m, l_, max(c, m) + l_))
-    compute = sum(s.compute_s for s in stages)
-    memory = sum(s.memory_s for s in stages)
-    comm = sum(s.link_s for s in stages)
-    total = sum(s.time_s for s in stages)
-    work = total - comm
-    bound = "communication" if comm > work else ("compute" if compute >= memory else "memory")
-    return StepTime(label, kind, ops, stages, compute, memory, comm, total, bound, link, link_gb_s)
+    return sum_stages(label, kind, ops, stages, link, link_gb_s)
 
 
 @dataclass(frozen=True)
@@ -172,7 +182,7 @@ class RooflineBound:
 
     network_gb_s: float = DEFAULT_NETWORK_GB_S
     label: str = "Roofline bound"
-    kind: str = "bound"
+    kind: TimeKind = TimeKind.BOUND
 
     def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
         """The bound of ``step`` on ``gpu`` (without ``operators``: no per-operator times, the same
@@ -196,7 +206,7 @@ class EfficiencyEstimate:
     mfu: float = DEFAULT_MFU
     mbu: float = DEFAULT_MBU
     network_gb_s: float = DEFAULT_NETWORK_GB_S
-    kind: str = "estimate"
+    kind: TimeKind = TimeKind.ESTIMATE
 
     @property
     def label(self) -> str:

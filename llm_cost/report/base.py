@@ -15,7 +15,7 @@ from typing import Any
 
 from llm_cost.core.errors import OutputError
 from llm_cost.core.serialize import plain
-from llm_cost.core.units import fmt_iec, fmt_int, fmt_si
+from llm_cost.core.units import Number, fmt_iec, fmt_int, fmt_si
 
 __all__ = ["to_json", "console", "write_out", "print_table", "print_facts", "print_conventions", "pct", "bytes_exact"]
 
@@ -176,12 +176,12 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def bytes_exact(n: float) -> str:
+def bytes_exact(n: Number) -> str:
     """``131,072 B (128.0 KiB)``-style exact bytes with both unit systems."""
     if isinstance(n, int) or float(n).is_integer():
         exact = f"{fmt_int(int(n))} B"
     else:  # an expectation (e.g. expected experts read): not a whole number of bytes
         exact = f"≈{fmt_int(round(n))} B"
-    if abs(n) < 1000:
+    if abs(float(n)) < 1000:
         return exact
     return f"{exact} = {fmt_si(n)} = {fmt_iec(n)}"

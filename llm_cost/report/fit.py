@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from llm_cost.analyses.deployment import Deployment, FitReport
 from llm_cost.analyses.memory import Activations, Fit
+from llm_cost.core.choices import ActivationFormula, MemoryConvention
 from llm_cost.core.units import fmt_iec, fmt_int, fmt_seconds, fmt_si
 from llm_cost.report.base import bytes_exact, print_conventions, print_facts, print_table
 
@@ -93,7 +94,7 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
     s = d.step
     facts += [
         (
-            "memory per GPU" + (" (physical)" if d.room.convention == "physical" else " (datasheet)"),
+            "memory per GPU" + (" (physical)" if d.room.convention == MemoryConvention.PHYSICAL else " (datasheet)"),
             bytes_exact(d.room.capacity_bytes),
         ),
         (f"usable at {d.room.utilization:.0%}", bytes_exact(d.room.usable_bytes)),
@@ -141,7 +142,10 @@ def render_single(con, f: Fit, display_name: str, gpu_name: str) -> None:
         f"[bold]{display_name} on one {gpu_name}: weights at {f.weight_bits:g} bits, KV at {f.kv_bits} bits[/bold]"
     )
     facts = [
-        ("memory" + (" (physical)" if f.convention == "physical" else " (datasheet)"), bytes_exact(f.capacity_bytes)),
+        (
+            "memory" + (" (physical)" if f.convention == MemoryConvention.PHYSICAL else " (datasheet)"),
+            bytes_exact(f.capacity_bytes),
+        ),
         (f"usable at {f.utilization:.0%}", bytes_exact(f.usable_bytes)),
         ("weights", bytes_exact(f.weight_bytes)),
     ]
@@ -198,7 +202,7 @@ def render_activations(con, results: list[Activations], display_name: str) -> No
         ]
         for a in results
     ]
-    if first.method == "gpt":
+    if first.method == ActivationFormula.GPT:
         caption = (
             "Korthikanti et al. 2022, eq. 1, for a GPT block (MHA, 4h GELU MLP, dropout); for SwiGLU/GQA "
             "blocks it approximates (--formula model counts this model's own tensors)"

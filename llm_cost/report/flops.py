@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from llm_cost.core.types import Phase, TensorGroup
 from llm_cost.core.units import fmt_int
 from llm_cost.report.base import print_conventions, print_table
 from llm_cost.workload.flops import ForwardFlops
@@ -11,14 +12,14 @@ def _e(x: float) -> str:
     return f"{x:.3e}"
 
 
-def render(con, results: list[ForwardFlops], display_name: str, phase: str) -> None:
+def render(con, results: list[ForwardFlops], display_name: str, phase: Phase) -> None:
     """One row per length: per-layer linear and attention FLOPs, blocks, LM head, total."""
     first = results[0]
-    uniform = {op.layers for op in first.ops if op.group != "lm_head"} == {first.layers}
+    uniform = {op.layers for op in first.ops if op.group != TensorGroup.LM_HEAD} == {first.layers}
     per = "per layer" if uniform else "mean per layer"
     rows = []
     for f in results:
-        length = f.new_tokens if phase == "prefill" else f.cached
+        length = f.new_tokens if phase == Phase.PREFILL else f.cached
         rows.append(
             [
                 fmt_int(length),
@@ -30,9 +31,9 @@ def render(con, results: list[ForwardFlops], display_name: str, phase: str) -> N
                 f"{f.total_flops / 1e12:,.2f}",
             ]
         )
-    head = "prompt tokens" if phase == "prefill" else "cached tokens"
+    head = "prompt tokens" if phase == Phase.PREFILL else "cached tokens"
     title = f"{display_name}: {phase} FLOPs, batch {first.batch}" + (
-        ", one new token per sequence" if phase == "decode" else ""
+        ", one new token per sequence" if phase == Phase.DECODE else ""
     )
     print_table(
         con,

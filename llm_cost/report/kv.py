@@ -17,7 +17,7 @@ def render(con, r: KVResult, display_name: str) -> None:
     """Per-layer formula, per-token bytes, a table over contexts, comparisons."""
     facts = [("formula", r.formula)]
     for k in r.layer_kinds:
-        if k.layer_type in ("linear_attention", "mamba2"):
+        if not k.layer_type.caches_kv:
             facts.append(
                 (
                     f"{k.layer_type} ({k.layers} layers)",

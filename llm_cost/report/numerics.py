@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from llm_cost.analyses.numerics import FormatRow, NumericsResult
+from llm_cost.core.types import FormatKind
 from llm_cost.core.units import fmt_int
 from llm_cost.report.base import print_conventions, print_facts, print_table
 
 
 def _max(r: FormatRow) -> str:
-    if r.kind == "int":
+    if r.kind == FormatKind.INT:
         return f"{r.max_finite_exact} (min {r.min_value:.0f})"
     if r.max_finite < 1e7 and r.max_finite.is_integer():
         return fmt_int(int(r.max_finite))
@@ -16,7 +17,7 @@ def _max(r: FormatRow) -> str:
 
 
 def _min_normal(r: FormatRow) -> str:
-    if r.kind == "int":
+    if r.kind == FormatKind.INT:
         return f"step {r.step}"
     return f"{r.min_normal_exact} (subnormal {r.min_subnormal_exact})"
 
@@ -53,10 +54,11 @@ def render(con, r: NumericsResult) -> None:
     ]
     rows = []
     for f in r.formats:
-        if f.kind == "int":
+        if f.kind == FormatKind.INT:
             bits = f"int{f.bits}"
             exp_x, noise = "-", "exact (INT32 acc.)"
-        else:
+        else:  # a float format has its fields
+            assert f.exponent_bits is not None and f.mantissa_bits is not None and f.accumulation_noise is not None
             storage = f" in {f.bits}" if f.bits != 1 + f.exponent_bits + f.mantissa_bits else ""
             bits = f"{f.exponent_bits}/{f.mantissa_bits}{storage}"
             exp_x = f"{f.exp_overflow_x:.2f}"

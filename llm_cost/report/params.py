@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
+from llm_cost.core.types import Part
 from llm_cost.core.units import fmt_int
 from llm_cost.model.params import ParamsResult
 from llm_cost.report.base import bytes_exact, pct, print_conventions, print_facts, print_table
+
+if TYPE_CHECKING:
+    from llm_cost.analyses.checkpoint_roles import CheckpointReport
 
 
 def render(con, r: ParamsResult, display_name: str) -> None:
@@ -17,7 +23,7 @@ def render(con, r: ParamsResult, display_name: str) -> None:
                 fmt_int(row.per_layer) if row.per_layer is not None else "",
                 str(row.layers) if row.layers is not None else "",
                 fmt_int(row.params),
-                pct(row.share) if row.part != "mtp" else "(apart)",
+                pct(row.share) if row.part != Part.MTP else "(apart)",
             ]
         )
     rows.append(["[bold]total (main model)[/bold]", "", "", f"[bold]{fmt_int(r.total_params)}[/bold]", ""])
@@ -63,12 +69,13 @@ def render(con, r: ParamsResult, display_name: str) -> None:
         render_per_gpu_weights(con, r.layout, r.per_gpu)
     conventions = list(r.conventions)
     if r.checkpoint is not None:
-        render_checkpoint(con, r.checkpoint)
-        conventions += r.checkpoint.conventions
+        checkpoint = cast("CheckpointReport", r.checkpoint)  # model/ cannot name the analyses' type
+        render_checkpoint(con, checkpoint)
+        conventions += checkpoint.conventions
     print_conventions(con, conventions)
 
 
-def render_checkpoint(con, c) -> None:
+def render_checkpoint(con, c: CheckpointReport) -> None:
     """Stored tensors against the described structure (a checkpoint folder's headers)."""
     what = "tensor infos only" if c.folder.lower().endswith(".gguf") else "headers only"
     con.print(f"[bold]checkpoint {c.folder}: {c.tensors:,} tensors in {c.files} file(s), {what}[/bold]")

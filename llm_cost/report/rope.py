@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from llm_cost.analyses.rope import RopeResult
+from llm_cost.core.types import RopeExtension
 from llm_cost.core.units import fmt_int, fmt_number
 from llm_cost.report.base import print_conventions, print_facts, print_table
 
@@ -51,7 +52,7 @@ def render(con, r: RopeResult) -> None:
         ("shortest / longest", f"{_tokens(first)} / {_tokens(last)} tokens"),
         (f"pairs not turning once in {fmt_int(r.train_length)}", turn),
     ]
-    yarn = next((m for m in r.methods if m.name == "yarn"), None)
+    yarn = next((m for m in r.methods if m.name == RopeExtension.YARN), None)
     if yarn is not None and yarn.mscale is not None and yarn.logit_scale is not None:
         facts.append(
             ("YaRN attention", f"mscale 0.1 ln(alpha) + 1 = {yarn.mscale:.4f}; logits x {yarn.logit_scale:.4f}")

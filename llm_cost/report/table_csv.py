@@ -35,7 +35,7 @@ def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
     """The scalar fields of a result object or dict, nested ones prefixed; lists (an operator
     table, the conventions) are left out before they are turned into data."""
     row: dict[str, Any] = {}
-    if dataclasses.is_dataclass(data):
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
         names, values = _fields(type(data))
         items: Any = zip(names, values(data))
     else:

@@ -30,10 +30,11 @@ the 60-odd ``Annotated`` and ``Optional`` types (about 2 ms of a start).
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Literal, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Optional, Union
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
+from llm_cost.core.types import LayerType, MlpType
 from llm_cost.specs.declare import DISCRIMINATED, Bounds, Spec, spec, spec_field
 
 MAX_LAYERS = 10_000  #: decoder blocks, vision blocks, layer indices, list lengths per layer
@@ -63,14 +64,13 @@ Scale = Annotated[float, Bounds(ge=-1e6, le=1e6)]
 Text = Annotated[str, Bounds(max_length=MAX_TEXT)]
 Name = Annotated[str, Bounds(min_length=1, max_length=128)]
 Names = Annotated[list[Name], Bounds(max_length=64)]
+if TYPE_CHECKING:
+    LayerTypeName = str
+    MlpTypeName = str
+else:  # the values of the enums: a spec file is checked against them, and holds their text
+    LayerTypeName = Literal[tuple(t.value for t in LayerType)]
+    MlpTypeName = Literal[tuple(m.value for m in MlpType)]
 
-LayerType = Literal[
-    "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba2", "mlp_only"
-]
-#: Feed-forward kind per layer: dense MLP, MoE, or none (Nemotron-H mixer-only blocks).
-MlpType = Literal["dense", "moe", "none"]
-#: Layer types that keep a per-token KV cache (softmax attention).
-CACHING_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 
 
@@ -208,6 +208,13 @@ class LinearAttention(Spec):
     linear_key_head_dim: Width = spec_field(description="d_k per head.")
     linear_value_head_dim: Width = spec_field(description="d_v per head.")
     linear_conv_kernel_dim: Small = spec_field(description="Causal depthwise conv width.")
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels of the causal conv1d over q, k and v: 2 n_k d_k + n_v d_v."""
+        return 2 * self.linear_num_key_heads * self.linear_key_head_dim + (
+            self.linear_num_value_heads * self.linear_value_head_dim
+        )
 
 
 @spec
@@ -441,10 +448,10 @@ class ModelSpec(Spec):
     moe: Optional[MoE] = None
     linear_attention: Optional[LinearAttention] = None
     mamba: Optional[Mamba2] = spec_field(None, description="The Mamba-2 mixer of the mamba2 layers.")
-    mlp_layer_types: Optional[Annotated[list[MlpType], Bounds(max_length=MAX_LAYERS)]] = spec_field(
+    mlp_layer_types: Optional[Annotated[list[MlpTypeName], Bounds(max_length=MAX_LAYERS)]] = spec_field(
         None, description="Feed-forward kind per layer (overrides the MoE layer rule); none for mixer-only blocks."
     )
-    layer_types: Optional[Annotated[list[LayerType], Bounds(max_length=MAX_LAYERS)]] = spec_field(
+    layer_types: Optional[Annotated[list[LayerTypeName], Bounds(max_length=MAX_LAYERS)]] = spec_field(
         None,
         description="Attention kind per layer; default: all sliding_attention if "
         "attention.sliding_window is set, else all full_attention.",
@@ -488,30 +495,30 @@ class ModelSpec(Spec):
         if self.layer_types is not None and len(self.layer_types) != L:
             raise ValueError(f"layer_types has {len(self.layer_types)} entries but num_hidden_layers is {L}")
         kinds = set(self.layer_types or [])
-        if "linear_attention" in kinds and self.linear_attention is None:
+        if LayerType.LINEAR_ATTENTION in kinds and self.linear_attention is None:
             raise ValueError("layer_types names linear_attention layers but linear_attention is not set")
-        if self.linear_attention is not None and "linear_attention" not in kinds:
+        if self.linear_attention is not None and LayerType.LINEAR_ATTENTION not in kinds:
             raise ValueError("linear_attention is set but no layer in layer_types is linear_attention")
         sliding = isinstance(att, GQAAttention) and att.sliding_window is not None
-        if "sliding_attention" in kinds and not sliding:
+        if LayerType.SLIDING_ATTENTION in kinds and not sliding:
             raise ValueError("layer_types names sliding_attention layers but attention.sliding_window is not set")
         chunked = isinstance(att, GQAAttention) and att.attention_chunk_size is not None
-        if "chunked_attention" in kinds and not chunked:
+        if LayerType.CHUNKED_ATTENTION in kinds and not chunked:
             raise ValueError("layer_types names chunked_attention layers but attention.attention_chunk_size is not set")
-        if "mamba2" in kinds and self.mamba is None:
+        if LayerType.MAMBA2 in kinds and self.mamba is None:
             raise ValueError("layer_types names mamba2 layers but mamba is not set")
-        if self.mamba is not None and "mamba2" not in kinds:
+        if self.mamba is not None and LayerType.MAMBA2 not in kinds:
             raise ValueError("mamba is set but no layer in layer_types is mamba2")
         if self.mlp_layer_types is not None:
             if len(self.mlp_layer_types) != L:
                 raise ValueError(
                     f"mlp_layer_types has {len(self.mlp_layer_types)} entries but num_hidden_layers is {L}"
                 )
-            if "moe" in self.mlp_layer_types and self.moe is None:
+            if MlpType.MOE in self.mlp_layer_types and self.moe is None:
                 raise ValueError("mlp_layer_types names moe layers but moe is not set")
-            if "dense" in self.mlp_layer_types and self.mlp is None:
+            if MlpType.DENSE in self.mlp_layer_types and self.mlp is None:
                 raise ValueError("mlp_layer_types names dense layers but mlp is not set")
-        if kinds - {"full_attention"} and isinstance(att, MLAAttention):
+        if kinds - {LayerType.FULL_ATTENTION} and isinstance(att, MLAAttention):
             raise ValueError("MLA attention supports only full_attention layers")
         if self.moe is None and self.mlp is None:
             raise ValueError("a model needs mlp, moe, or both")
@@ -521,25 +528,25 @@ class ModelSpec(Spec):
                 raise ValueError(f"moe.mlp_only_layers {bad} are out of range for {L} layers")
             if self.moe.first_k_dense_replace > L:
                 raise ValueError(f"moe.first_k_dense_replace ({self.moe.first_k_dense_replace}) exceeds {L} layers")
-            dense_needed = any(self.mlp_kind(i) == "dense" for i in range(L))
+            dense_needed = any(self.mlp_kind(i) == MlpType.DENSE for i in range(L))
             if dense_needed and self.mlp is None:
                 raise ValueError("some layers are dense (first_k_dense_replace/mlp_only_layers) but mlp is not set")
         if self.position_embedding == "rope" and self.rope_theta is None:
             raise ValueError("rope_theta is required when position_embedding is rope")
 
-    def layer_type(self, i: int) -> str:
+    def layer_type(self, i: int) -> LayerType:
         """Attention kind of layer ``i`` (0-based)."""
         if self.layer_types is not None:
-            return self.layer_types[i]
+            return LayerType(self.layer_types[i])  # a shipped spec, rebuilt without validation, holds the text
         att = self.attention
         if isinstance(att, GQAAttention) and att.sliding_window is not None:
-            return "sliding_attention"
-        return "full_attention"
+            return LayerType.SLIDING_ATTENTION
+        return LayerType.FULL_ATTENTION
 
     def is_moe_layer(self, i: int) -> bool:
         """True when layer ``i`` (0-based) uses the MoE feed-forward (HF Qwen-MoE / DeepSeek rule)."""
         if self.mlp_layer_types is not None:
-            return self.mlp_layer_types[i] == "moe"
+            return self.mlp_layer_types[i] == MlpType.MOE
         moe = self.moe
         if moe is None:
             return False
@@ -547,11 +554,11 @@ class ModelSpec(Spec):
             i >= moe.first_k_dense_replace and (i + 1) % moe.decoder_sparse_step == 0 and i not in moe.mlp_only_layers
         )
 
-    def mlp_kind(self, i: int) -> str:
-        """Feed-forward kind of layer ``i``: "dense", "moe" or "none"."""
+    def mlp_kind(self, i: int) -> MlpType:
+        """Feed-forward kind of layer ``i``: dense, moe or none."""
         if self.mlp_layer_types is not None:
-            return self.mlp_layer_types[i]
-        return "moe" if self.is_moe_layer(i) else "dense"
+            return MlpType(self.mlp_layer_types[i])
+        return MlpType.MOE if self.is_moe_layer(i) else MlpType.DENSE
 
     def context_note(self, contexts: list[int]) -> list[Note]:
         """A warning when any context exceeds ``max_position_embeddings`` (the numbers are then

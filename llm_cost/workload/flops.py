@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llm_cost.core.errors import InputError
+from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightFlops
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import OpKind, Part, TensorKind
+from llm_cost.core.types import OpKind, OpRole, Part, TensorGroup, TensorKind
 from llm_cost.model.structure import Structure
 from llm_cost.specs.schema import MLAAttention, ModelSpec
 from llm_cost.workload.step import SeqGroup, build_step
@@ -25,14 +25,14 @@ from llm_cost.workload.step import SeqGroup, build_step
 __all__ = ["OP_NAMES", "Op", "ForwardFlops", "forward_flops", "weight_flops_params"]
 
 #: Display names of the matmul groups of the structure.
-OP_NAMES = {
-    "attention": "attention projections",
-    "linear_attention": "linear-attention projections",
-    "mlp": "MLP",
-    "router": "router",
-    "routed_experts": "routed experts (k of E)",
-    "shared_experts": "shared experts",
-    "lm_head": "LM head",
+OP_NAMES: dict[str, str] = {
+    TensorGroup.ATTENTION: "attention projections",
+    TensorGroup.LINEAR_ATTENTION: "linear-attention projections",
+    TensorGroup.MLP: "MLP",
+    TensorGroup.ROUTER: "router",
+    TensorGroup.ROUTED_EXPERTS: "routed experts (k of E)",
+    TensorGroup.SHARED_EXPERTS: "shared experts",
+    TensorGroup.LM_HEAD: "LM head",
 }
 
 
@@ -55,9 +55,9 @@ class ForwardFlops(Result):
     batch: int
     new_tokens: int
     cached: int
-    attention: str
-    logits: str
-    mla_form: str
+    attention: AttentionMask
+    logits: Logits
+    mla_form: MLAForm
     ops: list[Op]
     linear_flops: int  # weight matmuls in the blocks (per layer x layers)
     attention_flops: int  # QK^T + AV over all layers (plus recurrences)
@@ -70,25 +70,21 @@ class ForwardFlops(Result):
     conventions: list[Note] = field(default_factory=list)
 
 
-def weight_flops_params(structure: Structure, convention: str = "gemm") -> int:
+def weight_flops_params(structure: Structure, convention: WeightFlops = WeightFlops.GEMM) -> int:
     """Parameters behind "2 x N" weight FLOPs per token under a convention (exact for dense
     models; active parameters are whole for every shipped MoE):
     ``gemm`` = active N_gemm (matmul weights; the default), ``non_embedding`` = N less the
     input embedding (seed 003's "8B is 2 x 7.5B"), ``total`` = N (seed 003 §05 and §09 for 70B)."""
-    if convention == "gemm":
+    if convention == WeightFlops.GEMM:
         return int(structure.active_gemm)
+    if convention == WeightFlops.TOTAL:
+        return int(structure.active_params)
     embedding = sum(
         t.total
         for t in structure.tensors
-        if t.part == Part.DECODER and t.kind == TensorKind.LOOKUP and t.group == "embedding"
+        if t.part == Part.DECODER and t.kind == TensorKind.LOOKUP and t.group == TensorGroup.EMBEDDING
     )
-    if convention == "non_embedding":
-        return int(structure.active_params) - embedding
-    if convention == "total":
-        return int(structure.active_params)
-    raise InputError(
-        f"weight_convention: {convention!r} is not one of: gemm, non_embedding, total", fields=("weight_convention",)
-    )
+    return int(structure.active_params) - embedding
 
 
 def forward_flops(
@@ -96,14 +92,12 @@ def forward_flops(
     new_tokens: int,
     cached: int = 0,
     batch: int = 1,
-    attention: str = "causal",
-    logits: str = "last",
-    mla_form: str = "plain",
+    attention: AttentionMask = AttentionMask.CAUSAL,
+    logits: Logits = Logits.LAST,
+    mla_form: MLAForm = MLAForm.PLAIN,
 ) -> ForwardFlops:
-    """FLOPs of one forward pass of ``batch`` sequences, ``new_tokens`` each after ``cached``.
-
-    ``attention`` is "causal" or "full"; ``logits`` "all" or "last"; ``mla_form`` "plain" or
-    "absorbed". InputError for other values."""
+    """FLOPs of one forward pass of ``batch`` sequences, ``new_tokens`` each after ``cached``,
+    under the step's conventions (:func:`~llm_cost.workload.step.build_step`)."""
     step = build_step(
         spec, [SeqGroup(batch, new_tokens, cached)], logits=logits, attention=attention, mla_form=mla_form
     )
@@ -112,7 +106,7 @@ def forward_flops(
     for op in step.ops:
         if not op.flops:
             continue
-        key = (op.kind, op.group if op.kind == OpKind.GEMM else op.name)
+        key = (op.kind, op.group if op.kind == OpKind.GEMM else op.role)  # GEMMs by tensor group
         acc = groups.setdefault(key, [0, 0])
         acc[0] += int(op.flops)
         acc[1] = max(acc[1], op.layers)
@@ -121,7 +115,7 @@ def forward_flops(
         Op(names[key], key[0], key[1] if key[0] == OpKind.GEMM else "", layers, flops)
         for key, (flops, layers) in groups.items()
     ]
-    lm_head = sum(op.flops for op in ops if op.group == "lm_head")
+    lm_head = sum(int(op.flops) for op in step.ops if op.role == OpRole.LM_HEAD)
     linear = sum(op.flops for op in ops if op.kind == OpKind.GEMM) - lm_head
     attention_flops = sum(op.flops for op in ops if op.kind in (OpKind.ATTENTION, OpKind.RECURRENCE))
     conventions = [

@@ -13,12 +13,12 @@ TensorRT-LLM run continuous batching) holds a prefill chunk beside decoding sequ
 Operators, per GPU (the layout's TP, EP and PP shares applied; one DP replica):
 
 * GEMM, one per weight matrix: M = tokens multiplied (for the LM head: logits rows, one per
-  sequence with ``logits="last"``, every position with ``"all"``; for a routed expert: rows
+  sequence with ``Logits.LAST``, every position with ``Logits.ALL``; for a routed expert: rows
   per expert that runs), N x K = the GPU's share of the matrix. FLOPs = 2 M N K per layer
   (2 per multiply-add); weights read = the share at the weight format's bits (routed experts:
   the expected distinct experts hit, E(1 - (1 - k/E)^T), an expectation).
 * attention, per softmax layer kind: QK^T = 2 n_q d_qk and AV = 2 n_q d_v per (query, key)
-  pair; causal pairs sum_{i=1..s} (cached + i) per sequence (``attention="full"``: s x
+  pair; causal pairs sum_{i=1..s} (cached + i) per sequence (``AttentionMask.FULL``: s x
   (cached + s)); sliding layers see at most W keys. Reads the cached K/V of each sequence
   (sliding layers at most W tokens), writes the new tokens' K/V. MLA attends on the latent in
   the absorbed form (d_qk = kv_lora_rank + qk_rope, d_v = kv_lora_rank; DeepSeek-V2 §2.1.2).
@@ -28,12 +28,15 @@ Operators, per GPU (the layout's TP, EP and PP shares applied; one DP replica):
   counted).
 * elementwise: the norm scales, biases and other vectors, read once.
 * embedding: one row per new token read from an untied table (none when tied: the LM head
-  reads the whole matrix anyway); with ``weight_bytes="resident"`` (the source documents'
+  reads the whole matrix anyway); with ``WeightBytes.RESIDENT`` (the source documents'
   convention) every stored weight is read once instead, so this operator takes the rest of the
   tables and any vision tower.
 * collectives: TP ring all-reduce of the hidden state after attention and after each MLP (and
   after each MoE layer without EP), EP all-to-all dispatch and combine per MoE layer, PP
   send/receive of the hidden state between stages; bytes per GPU per call.
+
+Each operator has a ``kind`` (how a time model times it) and a ``role`` (:class:`~llm_cost.core.types.OpRole`: which
+operator it is, what code looks it up by); its ``name`` is for display only.
 
 Activation bytes (GEMM inputs and outputs at 16 bits) are recorded on each operator but are
 not part of ``bytes``, the figure a Roofline bound divides by the bandwidth (the documents'
@@ -48,18 +51,30 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes
 from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
-from llm_cost.core.types import Dtype, LayerKind, OpKind, Part, Phase, ShardRule, TensorKind
-from llm_cost.core.units import exact
+from llm_cost.core.types import (
+    Dtype,
+    LayerKind,
+    LayerType,
+    OpKind,
+    OpRole,
+    Part,
+    Phase,
+    ShardRule,
+    TensorGroup,
+    TensorKind,
+)
+from llm_cost.core.units import Number, exact
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
+from llm_cost.model.layers import LayerCounts, layer_counts
 from llm_cost.model.layout import (
     ONE_GPU,
     Layout,
     kv_heads_per_gpu,
-    layers_of,
-    stage_first_layers,
     stage_layers,
+    stage_range,
     tensor_layers_in_stage,
     tensor_share,
     validate_layout,
@@ -81,13 +96,12 @@ __all__ = [
     "chunked_pairs",
     "total_of",
     "sum_of",
+    "ring_all_reduce_bytes",
     "ACTIVATION_BITS",
 ]
 
 #: Bits of an activation element (the hidden state between operators, collectives' payload).
 ACTIVATION_BITS = 16
-
-Number = int | Fraction | float
 
 
 @record
@@ -126,7 +140,9 @@ class Collective:
 
 @record
 class Operator:
-    """One operator of a step on one GPU, repeated over ``layers`` layers.
+    """One operator of a step on one GPU, repeated over ``layers`` layers: ``name`` to show it,
+    ``kind`` how it is timed, ``role`` which operator it is (what code asks for), ``group`` the
+    tensor group of a GEMM's matrix.
 
     Figures are totals over the repeats. Shape per repeat: GEMM ``m`` x ``k`` @ ``k`` x ``n``
     (``m`` tokens, or rows per routed expert); attention ``batch`` sequences of ``heads`` query
@@ -135,6 +151,7 @@ class Operator:
 
     name: str
     kind: OpKind
+    role: OpRole
     group: str
     layers: int
     flops: Number
@@ -184,7 +201,7 @@ def sum_of(values: Sequence[Number]) -> Number:
         return sum(values)
     if any(isinstance(v, float) for v in values):
         return float(sum(values))
-    return exact(sum(values, Fraction(0)))
+    return exact(sum((v for v in values if not isinstance(v, float)), Fraction(0)))
 
 
 @record
@@ -202,10 +219,10 @@ class Step:
     compute_dtype: Dtype
     weight_bits: Fraction
     kv_bits: int
-    logits: str
-    attention: str
-    mla_form: str | None
-    weight_bytes_convention: str
+    logits: Logits
+    attention: AttentionMask
+    mla_form: MLAForm | None
+    weight_bytes_convention: WeightBytes
     stages: tuple[Stage, ...]
 
     @property
@@ -296,12 +313,20 @@ def _eighths(bits: int) -> int | Fraction:
     return Fraction(bits, 8) if rest else whole
 
 
+def ring_all_reduce_bytes(hidden_size: int, tp: int, bits: int = ACTIVATION_BITS) -> int | Fraction:
+    """Bytes one GPU sends in a ring all-reduce of one token's hidden state over ``tp`` GPUs:
+    2 (TP - 1) / TP x d elements at ``bits`` (reduce-scatter then all-gather; Patarasuk and Yuan
+    2009, NCCL's ring). Exact; 0 at TP 1."""
+    return exact(Fraction(2 * (tp - 1), tp) * hidden_size * bits / 8)
+
+
 @dataclass(frozen=True)
 class _Gemm:
     """What one weight matrix's GEMM on one stage's GPU costs per row multiplied (all its layers
     there): FLOPs per row, activation bits per row; its weight bytes are fixed."""
 
     name: str
+    role: OpRole  # LM_HEAD multiplies the logits rows; ROUTED_EXPERTS reads weights at the expected hit fraction
     group: str
     layers: int
     flops_per_row: int | Fraction
@@ -309,19 +334,42 @@ class _Gemm:
     activation_bits_per_row: int  # input and output rows at ACTIVATION_BITS
     n: int
     k: int
-    lm_head: bool  # multiplies the logits rows
-    routed: bool  # a routed expert: weights read at the expected hit fraction
+
+
+#: The attention operator of each softmax layer type, and its display name.
+_SOFTMAX_OPS = {
+    LayerType.FULL_ATTENTION: (OpRole.FULL_ATTENTION, "attention"),
+    LayerType.SLIDING_ATTENTION: (OpRole.SLIDING_ATTENTION, "sliding attention"),
+    LayerType.CHUNKED_ATTENTION: (OpRole.CHUNKED_ATTENTION, "chunked attention"),
+}
 
 
 @dataclass(frozen=True)
 class _Softmax:
-    """One softmax attention kind on a stage: ``layers`` layers that see at most ``cap`` keys
-    (a sliding window) or the tokens of their ``cap``-token chunk (``chunked``)."""
+    """One softmax attention kind on a stage: ``layers`` layers of ``layer_type`` that see at most
+    ``cap`` keys (a sliding window) or the tokens of their ``cap``-token chunk (chunked)."""
 
-    label: str
+    layer_type: LayerType
     layers: int
     cap: int | None
-    chunked: bool
+
+    @property
+    def chunked(self) -> bool:
+        """Chunked attention (Llama 4): each token sees the earlier tokens of its own chunk."""
+        return self.layer_type == LayerType.CHUNKED_ATTENTION
+
+
+@dataclass(frozen=True)
+class _Recurrence:
+    """One recurrent mixer on a stage: ``layers`` layers of ``per_token`` FLOPs per token each,
+    a fixed state of ``state_elements`` per sequence and layer, ``heads`` heads split over TP."""
+
+    role: OpRole
+    name: str
+    layers: int
+    per_token: int
+    state_elements: int
+    heads: int
 
 
 @dataclass(frozen=True)
@@ -332,7 +380,7 @@ class _StagePlan:
     layers: int
     gemms: tuple[_Gemm, ...]
     softmax: tuple[_Softmax, ...]
-    recurrences: tuple[tuple[str, int, int, int, int], ...]  # (name, layers, FLOPs per token, state, heads)
+    recurrences: tuple[_Recurrence, ...]
     resident: tuple[Operator, ...]  # by the resident convention, the first stage reads the tables whole
     vectors: tuple[Operator, ...]  # the norm/bias vectors
     embedding_tables: int  # input tables read one row per token (first stage, "read" convention)
@@ -354,8 +402,17 @@ class _Plan:
     d_qk: int
     d_v: int
     embedding_bytes_per_row: int | Fraction
-    ring_bytes_per_token: int | Fraction  # TP ring all-reduce, per GPU
+    ring_bytes_per_token: int | Fraction  # TP ring all-reduce of one token's hidden state, per GPU
     all_to_all_bytes_per_token: int | Fraction  # EP dispatch + combine, per GPU
+
+
+def _gemm_role(t: Tensor, spec: ModelSpec) -> OpRole:
+    """The operator a weight matrix's GEMM is."""
+    if t.group == TensorGroup.LM_HEAD:
+        return OpRole.LM_HEAD
+    if t.shard == ShardRule.EXPERT and spec.moe is not None:
+        return OpRole.ROUTED_EXPERTS
+    return OpRole.MATMUL
 
 
 def _gemms(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Fraction) -> tuple[_Gemm, ...]:
@@ -372,6 +429,7 @@ def _gemms(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Frac
         gemms.append(
             _Gemm(
                 t.name.removeprefix("layers.*."),
+                _gemm_role(t, spec),
                 t.group,
                 n_layers,
                 exact(2 * t.numel * t.active * n_layers * _flop_share(t, spec, layout)),
@@ -379,38 +437,29 @@ def _gemms(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Frac
                 (n + k) * n_layers * ACTIVATION_BITS,
                 n,
                 k,
-                t.group == "lm_head",
-                t.shard == ShardRule.EXPERT and spec.moe is not None,
             )
         )
     return tuple(gemms)
 
 
-def _attention_dims(spec: ModelSpec, mla_form: str | None) -> tuple[int, int]:
+def _attention_dims(spec: ModelSpec, mla_form: MLAForm | None) -> tuple[int, int]:
     """(d_qk, d_v) per head of the score computation."""
     att = spec.attention
     if isinstance(att, MLAAttention):
-        if mla_form == "absorbed":
+        if mla_form == MLAForm.ABSORBED:
             return att.kv_lora_rank + att.qk_rope_head_dim, att.kv_lora_rank
         return att.qk_nope_head_dim + att.qk_rope_head_dim, att.v_head_dim
     return spec.head_dim, spec.head_dim
 
 
-def _softmax_kinds(spec: ModelSpec, layout: Layout, stage: int) -> tuple[_Softmax, ...]:
-    """The softmax layer kinds (full, sliding, chunked) this stage holds."""
+def _softmax_kinds(spec: ModelSpec, counts: LayerCounts) -> tuple[_Softmax, ...]:
+    """The softmax layer kinds (full, sliding, chunked) of a stage whose layers are ``counts``."""
     att = spec.attention
-    window = att.sliding_window if isinstance(att, GQAAttention) else None
-    chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
-    kinds = (
-        ("full_attention", None, "attention"),
-        ("sliding_attention", window, "sliding attention"),
-        ("chunked_attention", chunk, "chunked attention"),
-    )
-    return tuple(
-        _Softmax(label, layers, cap, kind == "chunked_attention")
-        for kind, cap, label in kinds
-        if (layers := _layers_in_stage(spec, layout, stage, kind))
-    )
+    caps = {
+        LayerType.SLIDING_ATTENTION: att.sliding_window if isinstance(att, GQAAttention) else None,
+        LayerType.CHUNKED_ATTENTION: att.attention_chunk_size if isinstance(att, GQAAttention) else None,
+    }
+    return tuple(_Softmax(t, n, caps.get(t)) for t, n in counts.mixers.items() if t.caches_kv)
 
 
 def _attention_ops(
@@ -429,10 +478,12 @@ def _attention_ops(
         else:
             pairs = sum(attention_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
             cached = sum(g.count * (min(g.cached, cap) if cap else g.cached) for g in groups)
+        role, label = _SOFTMAX_OPS[kind.layer_type]
         ops.append(
             Operator(
-                f"{kind.label} (QK^T + AV)",
+                f"{label} (QK^T + AV)",
                 OpKind.ATTENTION,
+                role,
                 "",
                 layers,
                 2 * plan.heads * (plan.d_qk + plan.d_v) * pairs * layers,
@@ -447,60 +498,41 @@ def _attention_ops(
     return ops
 
 
-def _layers_in_stage(spec: ModelSpec, layout: Layout, stage: int, kind: str) -> int:
-    """How many layers of attention kind ``kind`` pipeline stage ``stage`` holds."""
-    first = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
-    n = stage_layers(spec.num_hidden_layers, layout.pp)[stage]
-    return sum(1 for j in range(first, first + n) if spec.layer_type(j) == kind)
-
-
-def _state_op(
-    name: str,
-    layers: int,
-    per_token: int,
-    state_elements: int,
-    heads: int,
-    layout: Layout,
-    groups: Sequence[SeqGroup],
-    kv_bits: int,
-) -> list[Operator]:
+def _state_op(r: _Recurrence, layout: Layout, groups: Sequence[SeqGroup], kv_bits: int) -> Operator:
     """A recurrent mixer's update and read-out: ``per_token`` FLOPs per token and layer, one read of
     each sequence's fixed state (``state_elements`` per layer), both split with the heads over TP."""
     seqs = sum(g.count for g in groups)
     tokens = sum(g.tokens for g in groups)
-    return [
-        Operator(
-            name,
-            OpKind.RECURRENCE,
-            "",
-            layers,
-            exact(Fraction(per_token * tokens * layers, layout.tp)),
-            kv_read_bytes=exact(Fraction(seqs * state_elements * layers * kv_bits, 8 * layout.tp)),
-            batch=seqs,
-            heads=heads // layout.tp,
-        )
-    ]
+    return Operator(
+        r.name,
+        OpKind.RECURRENCE,
+        r.role,
+        "",
+        r.layers,
+        exact(Fraction(r.per_token * tokens * r.layers, layout.tp)),
+        kv_read_bytes=exact(Fraction(seqs * r.state_elements * r.layers * kv_bits, 8 * layout.tp)),
+        batch=seqs,
+        heads=r.heads // layout.tp,
+    )
 
 
-def _recurrences(spec: ModelSpec, layout: Layout, stage: int) -> tuple[tuple[str, int, int, int, int], ...]:
-    """The recurrent layer kinds of this stage: (name, layers, FLOPs per token and layer, state
-    elements per sequence and layer, heads). Gated DeltaNet: about 6 n_v d_k d_v + 2 conv_dim x
-    kernel FLOPs per token. Mamba-2: about 6 H P N (decay, rank-1 update, C read-out over the
-    H x P x N state) + 2 conv_dim x kernel, in the recurrent form. Each reads its state and conv state."""
+def _recurrences(spec: ModelSpec, counts: LayerCounts) -> tuple[_Recurrence, ...]:
+    """The recurrent layer kinds of a stage whose layers are ``counts``. Gated DeltaNet: about
+    6 n_v d_k d_v + 2 conv_dim x kernel FLOPs per token. Mamba-2: about 6 H P N (decay, rank-1
+    update, C read-out over the H x P x N state) + 2 conv_dim x kernel, in the recurrent form. Each
+    reads its state and conv state."""
     kinds = []
     la = spec.linear_attention
     if la is not None:
-        conv_dim = (
-            2 * la.linear_num_key_heads * la.linear_key_head_dim + la.linear_num_value_heads * la.linear_value_head_dim
-        )
         per_token = (
             6 * la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim
-            + 2 * conv_dim * la.linear_conv_kernel_dim
+            + 2 * la.conv_dim * la.linear_conv_kernel_dim
         )
         kinds.append(
-            (
+            _Recurrence(
+                OpRole.LINEAR_ATTENTION,
                 "linear-attention recurrence",
-                _layers_in_stage(spec, layout, stage, "linear_attention"),
+                counts.mixer(LayerType.LINEAR_ATTENTION),
                 per_token,
                 sum(linear_state_elements(spec)),
                 la.linear_num_value_heads,
@@ -510,15 +542,16 @@ def _recurrences(spec: ModelSpec, layout: Layout, stage: int) -> tuple[tuple[str
     if m is not None:
         per_token = 6 * m.num_heads * m.head_dim * m.state_size + 2 * m.conv_dim * m.conv_kernel
         kinds.append(
-            (
+            _Recurrence(
+                OpRole.MAMBA2,
                 "Mamba-2 state update",
-                _layers_in_stage(spec, layout, stage, "mamba2"),
+                counts.mixer(LayerType.MAMBA2),
                 per_token,
                 sum(mamba_state_elements(spec)),
                 m.num_heads,
             )
         )
-    return tuple(kind for kind in kinds if kind[1])
+    return tuple(kind for kind in kinds if kind.layers)
 
 
 def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Fraction) -> list[Operator]:
@@ -534,6 +567,7 @@ def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: 
         Operator(
             "norms, biases and other vectors",
             OpKind.ELEMENTWISE,
+            OpRole.VECTORS,
             "norms",
             1,
             0,
@@ -550,7 +584,11 @@ def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) 
         if t.stored and (t.part == Part.VISION or (t.part == Part.DECODER and t.kind == TensorKind.LOOKUP)):
             elements += t.total * tensor_share(spec, t, layout)
     name = "embedding tables" + (" and vision tower" if spec.vision is not None else "") + " (resident)"
-    return [Operator(name, OpKind.EMBEDDING, "embedding", 1, 0, weight_bytes=exact(elements * bits / 8))]
+    return [
+        Operator(
+            name, OpKind.EMBEDDING, OpRole.RESIDENT_WEIGHTS, "embedding", 1, 0, weight_bytes=exact(elements * bits / 8)
+        )
+    ]
 
 
 def _stage_plan(
@@ -559,14 +597,14 @@ def _stage_plan(
     """The sequence-independent part of one stage's operators."""
     first = stage == 0
     tables = (0 if spec.tie_word_embeddings else 1) + (1 if spec.position_embedding == "learned" else 0)
-    start = stage_first_layers(spec.num_hidden_layers, layout.pp)[stage]
-    moe_layers = sum(1 for j in layers_of(spec, LayerKind.MOE) if start <= j < start + n)
+    counts = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, stage))
+    moe_layers = counts.of(LayerKind.MOE)
     return _StagePlan(
         stage,
         n,
         _gemms(spec, s, layout, stage, bits),
-        _softmax_kinds(spec, layout, stage),
-        _recurrences(spec, layout, stage),
+        _softmax_kinds(spec, counts),
+        _recurrences(spec, counts),
         tuple(_resident_op(spec, s, layout, bits) if first and resident else ()),
         tuple(_vector_op(spec, s, layout, stage, bits)),
         tables if first and not resident else 0,
@@ -584,7 +622,7 @@ def _plan(
     spec: ModelSpec,
     layout: Layout,
     bits: Fraction,
-    mla_form: str | None,
+    mla_form: MLAForm | None,
     resident: bool,
     dispatch_bits: int,
     combine_bits: int,
@@ -616,7 +654,7 @@ def _plan(
         d_qk,
         d_v,
         exact(Fraction(spec.hidden_size) * bits / 8),
-        exact(Fraction(2 * (tp - 1), tp) * d * ACTIVATION_BITS / 8),
+        ring_all_reduce_bytes(d, tp),
         exact(Fraction(k * d * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * ep)),
     )
     if len(_PLANS) > 64:
@@ -638,16 +676,17 @@ def _gemm_ops(
         m_routed = routed_tokens * moe.num_experts_per_tok / (moe.num_experts * hit)
     ops = []
     for g in stage.gemms:
-        rows = logit_rows if g.lm_head else tokens
+        rows = logit_rows if g.role == OpRole.LM_HEAD else tokens
         m: Number = rows
         weight: Number = g.weight_bytes
-        if g.routed:
+        if g.role == OpRole.ROUTED_EXPERTS:
             weight = float(weight) * (1.0 if resident else hit)
             m = m_routed
         ops.append(
             Operator(
                 g.name,
                 OpKind.GEMM,
+                g.role,
                 g.group,
                 g.layers,
                 _times(g.flops_per_row, rows),
@@ -671,6 +710,7 @@ def _embedding_op(plan: _Plan, stage: _StagePlan, tokens: int) -> list[Operator]
         Operator(
             "embedding rows",
             OpKind.EMBEDDING,
+            OpRole.EMBEDDING_ROWS,
             "embedding",
             1,
             0,
@@ -681,55 +721,26 @@ def _embedding_op(plan: _Plan, stage: _StagePlan, tokens: int) -> list[Operator]
     ]
 
 
+def _collective(name: str, role: OpRole, layers: int, payload: Collective) -> Operator:
+    """A communication operator: ``layers`` calls of ``payload``."""
+    return Operator(name, OpKind.COLLECTIVE, role, "", layers, 0, collective=payload)
+
+
 def _collective_ops(plan: _Plan, stage: _StagePlan, layout: Layout, tokens: int) -> list[Operator]:
     """TP all-reduces, EP all-to-all and the PP send of this stage's GPU."""
     ops = []
     tp = layout.tp
     if tp > 1:
-        ring = _times(plan.ring_bytes_per_token, tokens)
-        ops.append(
-            Operator(
-                "TP all-reduce after attention",
-                OpKind.COLLECTIVE,
-                "",
-                stage.all_layers,
-                0,
-                collective=Collective("ring_all_reduce", tp, ring),
-            )
-        )
+        ring = Collective("ring_all_reduce", tp, _times(plan.ring_bytes_per_token, tokens))
+        ops.append(_collective("TP all-reduce after attention", OpRole.TP_ALL_REDUCE_ATTENTION, stage.all_layers, ring))
         if stage.mlp_layers:
-            ops.append(
-                Operator(
-                    "TP all-reduce after the MLP",
-                    OpKind.COLLECTIVE,
-                    "",
-                    stage.mlp_layers,
-                    0,
-                    collective=Collective("ring_all_reduce", tp, ring),
-                )
-            )
+            ops.append(_collective("TP all-reduce after the MLP", OpRole.TP_ALL_REDUCE_MLP, stage.mlp_layers, ring))
     if plan.spec.moe is not None and layout.ep > 1 and stage.moe_layers:
-        ops.append(
-            Operator(
-                "EP all-to-all (dispatch + combine)",
-                OpKind.COLLECTIVE,
-                "",
-                stage.moe_layers,
-                0,
-                collective=Collective("all_to_all", layout.ep, _times(plan.all_to_all_bytes_per_token, tokens)),
-            )
-        )
+        payload = Collective("all_to_all", layout.ep, _times(plan.all_to_all_bytes_per_token, tokens))
+        ops.append(_collective("EP all-to-all (dispatch + combine)", OpRole.EP_ALL_TO_ALL, stage.moe_layers, payload))
     if layout.pp > 1 and stage.index < layout.pp - 1:
-        ops.append(
-            Operator(
-                "PP send to the next stage",
-                OpKind.COLLECTIVE,
-                "",
-                1,
-                0,
-                collective=Collective("send_recv", 2, _eighths(tokens * plan.spec.hidden_size * ACTIVATION_BITS)),
-            )
-        )
+        payload = Collective("send_recv", 2, _eighths(tokens * plan.spec.hidden_size * ACTIVATION_BITS))
+        ops.append(_collective("PP send to the next stage", OpRole.PP_SEND, 1, payload))
     return ops
 
 
@@ -749,45 +760,36 @@ def build_step(
     weight_bits: int | Fraction = 16,
     kv_bits: int = 16,
     compute_dtype: Dtype = Dtype.BF16,
-    logits: str = "last",
-    attention: str = "causal",
-    mla_form: str | None = None,
-    weight_bytes: str = "read",
+    logits: Logits = Logits.LAST,
+    attention: AttentionMask = AttentionMask.CAUSAL,
+    mla_form: MLAForm | None = None,
+    weight_bytes: WeightBytes = WeightBytes.READ,
     dispatch_bits: int = 8,
     combine_bits: int = 16,
 ) -> Step:
     """The operators each GPU runs in one step of ``groups`` (one DP replica: each group's
     sequences are split over ``layout.dp`` replicas, rounded up).
 
-    ``logits`` is "last" (one LM-head row per sequence, as serving computes them) or "all"
-    (every position: training, and the documents' prefill count); ``attention`` "causal" or
-    "full"; ``mla_form`` "plain" or "absorbed" (default: absorbed for decode, plain otherwise);
-    ``weight_bytes`` "read" or "resident" (see the module docstring). InputError for an invalid
-    layout or option, or an empty step."""
-    if logits not in ("all", "last"):
-        raise InputError(f"logits: {logits!r} is not one of: all, last", fields=("logits",))
-    if attention not in ("causal", "full"):
-        raise InputError(f"attention: {attention!r} is not one of: causal, full", fields=("attention",))
-    if weight_bytes not in ("read", "resident"):
-        raise InputError(f"weight_bytes: {weight_bytes!r} is not one of: read, resident", fields=("weight_bytes",))
-    if mla_form not in (None, "plain", "absorbed"):
-        raise InputError(f"mla_form: {mla_form!r} is not one of: plain, absorbed", fields=("mla_form",))
+    ``logits``: one LM-head row per sequence (LAST, as serving computes them) or every position
+    (ALL: training, and the documents' prefill count); ``attention`` causal or full; ``mla_form``
+    plain or absorbed (default: absorbed for decode, plain otherwise); ``weight_bytes`` read or
+    resident (see the module docstring). InputError for an invalid layout or an empty step."""
     validate_layout(spec, layout)
     groups = tuple(SeqGroup(math.ceil(g.count / layout.dp), g.new_tokens, g.cached) for g in groups if g.count)
     if not groups or any(g.new_tokens < 1 or g.cached < 0 for g in groups):
         raise InputError("a step needs at least one sequence adding at least one token")
     phase = _phase(groups)
     if isinstance(spec.attention, MLAAttention):
-        mla_form = mla_form or ("absorbed" if phase == Phase.DECODE else "plain")
+        mla_form = mla_form or (MLAForm.ABSORBED if phase == Phase.DECODE else MLAForm.PLAIN)
     else:
         mla_form = None
     bits = Fraction(weight_bits)
-    resident = weight_bytes == "resident"
+    resident = weight_bytes == WeightBytes.RESIDENT
     plan = _plan(spec, layout, bits, mla_form, resident, dispatch_bits, combine_bits)
     tokens = sum(g.tokens for g in groups)
-    logit_rows = tokens if logits == "all" else sum(g.count for g in groups)
+    logit_rows = tokens if logits == Logits.ALL else sum(g.count for g in groups)
     routed_tokens = tokens * (layout.dp if layout.ep > 1 else 1)  # EP ranks serve every replica's tokens
-    causal = attention == "causal"
+    causal = attention == AttentionMask.CAUSAL
     stages = []
     for st in plan.stages:
         ops = (
@@ -795,7 +797,7 @@ def build_step(
             + _embedding_op(plan, st, tokens)
             + _gemm_ops(plan, st, tokens, logit_rows, routed_tokens, resident)
             + _attention_ops(plan, st, groups, causal, kv_bits)
-            + [op for kind in st.recurrences for op in _state_op(*kind, layout, groups, kv_bits)]
+            + [_state_op(r, layout, groups, kv_bits) for r in st.recurrences]
             + list(st.vectors)
             + _collective_ops(plan, st, layout, tokens)
         )

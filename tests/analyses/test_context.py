@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from llm_cost.core.choices import Logits, MLAForm
 from llm_cost.specs.load import load_gpu, load_model
 
 
@@ -28,6 +29,6 @@ def test_kv_mla_ratio_agrees_with_the_flop_count(context):
     from llm_cost.workload.flops import forward_flops
 
     v3 = load_model("deepseek-v3")
-    plain = forward_flops(v3, 1, cached=context, logits="last").attention_flops
-    absorbed = forward_flops(v3, 1, cached=context, logits="last", mla_form="absorbed").attention_flops
+    plain = forward_flops(v3, 1, cached=context, logits=Logits.LAST).attention_flops
+    absorbed = forward_flops(v3, 1, cached=context, logits=Logits.LAST, mla_form=MLAForm.ABSORBED).attention_flops
     assert kv_cache(v3, [1]).mla_absorbed_flop_ratio == pytest.approx(absorbed / plain) == 3.4

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from llm_cost.analyses.memory import fit
 from llm_cost.analyses.roofline import decode_step, prefill_step
+from llm_cost.core.choices import Logits, Recompute
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.workload.flops import forward_flops
 from llm_cost.workload.step import attention_pairs
@@ -29,7 +30,7 @@ def test_no_decode_bound_exceeds_a_measured_h200_time(row):
 
 @pytest.mark.parametrize("row", MEASURED["prefill"], ids=lambda r: f"B{r['batch']}-s{r['prompt']}")
 def test_no_prefill_bound_exceeds_a_measured_h200_time(row):
-    p = prefill_step(load_model("llama3-8b"), load_gpu("h200"), row["prompt"], row["batch"], logits="last")
+    p = prefill_step(load_model("llama3-8b"), load_gpu("h200"), row["prompt"], row["batch"], logits=Logits.LAST)
     assert p.bound_s * 1e3 <= row["ms"]
 
 
@@ -179,7 +180,7 @@ def test_activations_of_the_models_own_block():
     a8 = activation_memory(load_model("llama3-8b"), 8192)
     assert a8.bytes_per_layer == 34 * 8192 * 4096 + 2 * 32 * 8192**2
     assert a8.quadratic_bytes_per_layer == 2 * 32 * 8192**2
-    a70 = activation_memory(load_model("llama3-70b"), 8192, recompute="selective")
+    a70 = activation_memory(load_model("llama3-70b"), 8192, recompute=Recompute.SELECTIVE)
     assert a70.bytes_per_layer == 8192 * (12 * 8192 + 4 * 1024 + 6 * 28672)
 
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from llm_cost.core.choices import Logits
 from llm_cost.core.types import OpKind
 from llm_cost.model.kv import kv_bytes
 from llm_cost.model.layout import Layout
@@ -51,7 +52,7 @@ def test_mixed_step_reads_weights_once_and_adds_the_rest():
 def test_verification_reads_each_sequence_cache_once():
     """Speculative verification: 4 sequences score 5 tokens after 1,000 cached: KV read 4 x 1,000 x
     131,072 B (once per sequence, not per token), written 4 x 5 x 131,072 B."""
-    step = build_step(LLAMA, [SeqGroup(4, 5, 1000)], logits="all")
+    step = build_step(LLAMA, [SeqGroup(4, 5, 1000)], logits=Logits.ALL)
     assert step.total("kv_read_bytes") == 4 * 1000 * 131_072
     assert step.total("kv_write_bytes") == 20 * 131_072
 
@@ -77,8 +78,8 @@ def test_pipeline_stages_split_the_step():
 def test_prefill_logits_at_the_last_position_save_the_lm_head():
     """An 8K prefill with the LM head on every position costs 2 x 525,336,576 x 8,191 FLOPs more than
     on the last one."""
-    last = build_step(LLAMA, prefill(1, 8192), logits="last")
-    every = build_step(LLAMA, prefill(1, 8192), logits="all")
+    last = build_step(LLAMA, prefill(1, 8192), logits=Logits.LAST)
+    every = build_step(LLAMA, prefill(1, 8192), logits=Logits.ALL)
     assert every.flops - last.flops == 2 * 525_336_576 * 8191
 
 

@@ -23,6 +23,7 @@ from llm_cost.analyses.serving.results import (
     Traffic,
 )
 from llm_cost.core.choices import ServingMode
+from llm_cost.core.types import Limit
 from llm_cost.model.kv import kv_bytes
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.step import SeqGroup
@@ -47,12 +48,17 @@ def _cost(c: dict, price: float | None, traffic: Traffic) -> dict:
     }
 
 
-def _finish(c: dict, traffic: Traffic, targets: Targets, price: float | None, also: tuple[str, ...] = ()) -> Candidate:
+def _finish(
+    c: dict, traffic: Traffic, targets: Targets, price: float | None, also: tuple[Limit, ...] = ()
+) -> Candidate:
     """The candidate of the figures ``c``, with its rates, costs and the targets it misses (and
-    ``also``: "memory" for a configuration evaluated beyond what its KV cache holds)."""
+    ``also``: MEMORY for a configuration evaluated beyond what its KV cache holds)."""
     violates = also + tuple(
         name
-        for name, value, target in (("TTFT", c["ttft_s"], targets.ttft_s), ("TPOT", c["tpot_s"], targets.tpot_s))
+        for name, value, target in (
+            (Limit.TTFT, c["ttft_s"], targets.ttft_s),
+            (Limit.TPOT, c["tpot_s"], targets.tpot_s),
+        )
         if target is not None and value > target
     )
     rate = c["requests_per_s"]
@@ -96,11 +102,11 @@ def aggregated_point(
     C: int,
     T: int | None,
     strict_memory: bool = True,
-) -> tuple[list[Candidate], str | None]:
+) -> tuple[list[Candidate], Limit | None]:
     """The candidates of ``C`` decoding sequences and a ``T``-token budget on one replica layout
-    (one, or with a rate one per replica count tried), or ([], why not): "budget" (no room for
-    prompt tokens), "memory" (the KV cache does not hold them; with ``strict_memory=False`` the
-    candidate is kept and marked), "prefill" (prompts arrive faster than chunks take them).
+    (one, or with a rate one per replica count tried), or ([], why not): BUDGET (no room for
+    prompt tokens), MEMORY (the KV cache does not hold them; with ``strict_memory=False`` the
+    candidate is kept and marked), PREFILL (prompts arrive faster than chunks take them).
     ``T=None``: no chunking; waiting prompts run whole in a step of their own while decoding
     waits (vLLM without chunked prefill)."""
     I, O = traffic.input_tokens, traffic.output_tokens
@@ -109,17 +115,17 @@ def aggregated_point(
     if T is None:
         q = I * max(1, math.ceil(arrivals))  # whole prompts per prefill step
     elif T - C < 1:
-        return [], "budget"
+        return [], Limit.BUDGET
     else:
         q = min(T - C, math.ceil(I * max(1.0, arrivals)))  # prompt tokens a step with a chunk carries
     in_flight = -(-q // I)  # prompts whose KV the step writes
     room = rep.room(spec, q if T is None else T, C + in_flight, policy)
     over = C * rep.seq_kv_bytes + in_flight * rep.prompt_kv_bytes > room
     if over and strict_memory:
-        return [], "memory"
+        return [], Limit.MEMORY
     f = arrivals * I / q
     if f > 1:
-        return [], "prefill"
+        return [], Limit.PREFILL
     decoding = decode_groups(C, I, O)
     t_dec = steps.seconds(rep.layout, decoding)
     if T is None:
@@ -159,8 +165,8 @@ def aggregated_point(
             requests_per_s=lam * replicas,
             prefill_share=f * (t_mix - t_dec) / t,
         )
-        out.append(_finish(c, traffic, targets, price, ("memory",) if over else ()))
-    return out, None if out else "prefill"
+        out.append(_finish(c, traffic, targets, price, (Limit.MEMORY,) if over else ()))
+    return out, None if out else Limit.PREFILL
 
 
 def aggregated(
@@ -173,9 +179,9 @@ def aggregated(
     price: float | None,
     policy: MemoryPolicy,
     concurrency: Sequence[int],
-    chunks: Sequence[int],
+    chunks: Sequence[int | None],
     counts: list[int],
-    refusals: dict[str, int],
+    refusals: dict[Limit, int],
 ) -> list[Candidate]:
     """Every aggregated candidate of one replica layout; ``refusals`` counts why others were not."""
     out = []

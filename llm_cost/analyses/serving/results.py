@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.notes import Note
 from llm_cost.core.serialize import Result
+from llm_cost.core.types import Dtype, Limit
 from llm_cost.model.layout import Layout
 
 #: Decode concurrencies a search tries per replica (those the KV cache holds).
@@ -73,7 +74,7 @@ class Candidate(Result):
     usd_per_request: float | None
     usd_per_million_input_tokens: float | None
     usd_per_million_output_tokens: float | None
-    violates: tuple[str, ...]  # "TTFT", "TPOT" (targets missed)
+    violates: tuple[Limit, ...]  # the targets missed (TTFT, TPOT), MEMORY when evaluated beyond the KV cache
 
     @property
     def meets(self) -> bool:
@@ -112,7 +113,7 @@ class ServePlan(Result):
     time_model: str
     weight_bits: float
     kv_bits: int
-    compute_dtype: str
+    compute_dtype: Dtype
     chosen: Candidate
     ttft_s: float
     tpot_s: float
@@ -128,7 +129,7 @@ class ServePlan(Result):
     best_disaggregated: Candidate | None
     mode_verdict: str
     frontier: list[Candidate]  # over every mode searched
-    frontier_by_mode: dict[str, list[Candidate]]
+    frontier_by_mode: dict[ServingMode, list[Candidate]]
     candidates_evaluated: int  # configurations examined (memory, prefill capacity, targets)
     candidates_feasible: int  # of those, the ones that hold their sequences and keep up with their prompts
     steps_timed: int

@@ -29,7 +29,7 @@ from llm_cost.analyses.serving.results import (
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
-from llm_cost.core.types import Dtype
+from llm_cost.core.types import Dtype, Limit
 from llm_cost.core.units import fmt_seconds
 from llm_cost.model.layout import Layout, kv_heads_per_gpu
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, TimeModel
@@ -189,7 +189,7 @@ def plan(
     modes: Sequence[ServingMode] = (ServingMode.AGGREGATED, ServingMode.DISAGGREGATED),
     layouts: Sequence[Layout] | None = None,
     concurrency: Sequence[int] = CONCURRENCY_GRID,
-    chunks: Sequence[int] = CHUNK_GRID,
+    chunks: Sequence[int | None] = CHUNK_GRID,
     extra_notes: Sequence[Note] = (),
 ) -> ServePlan:
     """Search serving configurations and choose the best meeting ``targets`` (module docstring).
@@ -218,7 +218,8 @@ def plan(
             "modes: disaggregated alone needs at least 2 GPUs (a prefill pool and a decode pool); give gpus 2 or more",
             fields=("modes", "gpus"),
         )
-    counts, refusals = [0], {}
+    counts: list[int] = [0]
+    refusals: dict[Limit, int] = {}
     cands: list[Candidate] = []
     if ServingMode.AGGREGATED in modes:
         for rep in reps:
@@ -286,7 +287,7 @@ def plan(
     dis = [c for c in meeting if c.mode == ServingMode.DISAGGREGATED]
     best_agg = _choose(agg, traffic.qps) if agg else None
     best_dis = _choose(dis, traffic.qps) if dis else None
-    fronts = {m.value: _frontier([c for c in cands if c.mode == m]) for m in modes}
+    fronts = {m: _frontier([c for c in cands if c.mode == m]) for m in modes}
     return _result(
         spec,
         gpu,
@@ -332,7 +333,7 @@ def _result(
     best_dis: Candidate | None,
     verdict: str,
     frontier: list[Candidate],
-    fronts: dict[str, list[Candidate]],
+    fronts: dict[ServingMode, list[Candidate]],
     evaluated: int,
     feasible: int,
     steps: int,
@@ -361,7 +362,7 @@ def _result(
         model.label,
         float(bits),
         kv_bits,
-        compute.value,
+        compute,
         chosen,
         chosen.ttft_s,
         chosen.tpot_s,
@@ -404,7 +405,7 @@ def _nothing_sustains(
     gpu: HardwareSpec,
     traffic: Traffic,
     budget: int,
-    refusals: dict[str, int],
+    refusals: dict[Limit, int],
     most: Candidate | None = None,
 ) -> InputError:
     """The error when no configuration searched is feasible, naming the commonest reason (with a
@@ -421,7 +422,7 @@ def _nothing_sustains(
             f"{carried}; raise gpus or lower qps",
             fields=("qps", "gpus"),
         )
-    if refusals.get("memory", 0) >= refusals.get("prefill", 0):
+    if refusals.get(Limit.MEMORY, 0) >= refusals.get(Limit.PREFILL, 0):
         return InputError(
             f"{spec.name} on {gpu.name}: the KV cache holds none of the concurrencies searched at "
             f"{traffic.input_tokens:,} + {traffic.output_tokens:,} tokens; use more GPUs (gpus), "
@@ -540,7 +541,7 @@ def evaluate(
     c = found[0]
     binding = (
         f"memory: the KV cache holds {c.max_concurrency:,} of these {concurrency:,} sequences per replica"
-        if "memory" in c.violates
+        if Limit.MEMORY in c.violates
         else "none (one configuration evaluated)"
     )
     return _result(
@@ -562,8 +563,8 @@ def evaluate(
         None,
         "one aggregated configuration evaluated",
         [c],
-        {ServingMode.AGGREGATED.value: [c]},
+        {ServingMode.AGGREGATED: [c]},
         1,
-        0 if "memory" in c.violates else 1,
+        0 if Limit.MEMORY in c.violates else 1,
         len(steps.cache),
     )

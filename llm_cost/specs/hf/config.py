@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
+from llm_cost.core.types import LayerType
 from llm_cost.specs.files import shown
 from llm_cost.specs.schema import MAX_LAYERS
 
@@ -130,10 +131,10 @@ _DTYPES = {
 }
 
 _LAYER_TYPE_REMAP = {
-    "attention": "full_attention",
-    "full": "full_attention",
-    "mamba": "linear_attention",
-    "linear": "linear_attention",
+    "attention": LayerType.FULL_ATTENTION,
+    "full": LayerType.FULL_ATTENTION,
+    "mamba": LayerType.LINEAR_ATTENTION,
+    "linear": LayerType.LINEAR_ATTENTION,
 }
 
 
@@ -337,8 +338,8 @@ def _rope(c: _Config, fam: _Family) -> dict[str, Any]:
     from llm_cost.specs.schema import RopeScaling
 
     params = c.dict("rope_parameters") or {}
-    if isinstance(params.get("full_attention"), dict):  # per-layer-type parameters (Gemma 3 style)
-        params = params["full_attention"]
+    if isinstance(params.get(LayerType.FULL_ATTENTION), dict):  # per-layer-type parameters (Gemma 3 style)
+        params = params[LayerType.FULL_ATTENTION]
         c.notes.append("rope_parameters per layer type: the full-attention layers' values are used")
     out: dict[str, Any] = {}
     if c.has("rope_theta"):
@@ -442,7 +443,7 @@ def _gqa(n_q: int, n_kv: int, head_dim: Optional[int], **kw: Any):
     return GQAAttention.checked(num_attention_heads=n_q, num_key_value_heads=n_kv, head_dim=head_dim, **kw)
 
 
-def _layer_types(c: _Config, L: int, allowed: tuple[str, ...]) -> Optional[list[str]]:
+def _layer_types(c: _Config, L: int, allowed: tuple[LayerType, ...]) -> Optional[list[LayerType]]:
     """Explicit ``layer_types`` (legacy names remapped), or None when the config has none."""
     raw = c.raw("layer_types")
     if raw is _ABSENT or raw is None:
@@ -455,38 +456,40 @@ def _layer_types(c: _Config, L: int, allowed: tuple[str, ...]) -> Optional[list[
         raise c.error("layer_types", f"has {', '.join(bad)}; model_type '{c.family}' supports {', '.join(allowed)}")
     if len(types) != L:
         raise c.error("layer_types", f"has {len(types)} entries but num_hidden_layers is {L}")
-    return types
+    return [LayerType(t) for t in types]
 
 
-def _place_layers(c: _Config, out: dict[str, Any], types: list[str], window: Optional[int]) -> Optional[int]:
+def _place_layers(c: _Config, out: dict[str, Any], types: list[LayerType], window: Optional[int]) -> Optional[int]:
     """Store the layer schedule in ``out`` compactly; return the sliding window to keep (or None)."""
     kinds = set(types)
-    if "sliding_attention" in kinds and window is None:
+    if LayerType.SLIDING_ATTENTION in kinds and window is None:
         raise c.error("sliding_window", "is null, but layer_types has sliding_attention layers")
-    if kinds == {"full_attention"}:
+    if kinds == {LayerType.FULL_ATTENTION}:
         return None
-    if kinds == {"sliding_attention"}:
+    if kinds == {LayerType.SLIDING_ATTENTION}:
         return window
     out["layer_types"] = types
-    return window if "sliding_attention" in kinds else None
+    return window if LayerType.SLIDING_ATTENTION in kinds else None
 
 
-def _qwen_sliding(c: _Config, L: int, rule: str) -> tuple[list[str], Optional[int]]:
+def _qwen_sliding(c: _Config, L: int, rule: str) -> tuple[list[LayerType], Optional[int]]:
     """The Qwen ``use_sliding_window`` / ``max_window_layers`` schedule (sliding_window only when
     use_sliding_window is true). ``rule``: "from_max" (Qwen2/Qwen3: layers i >= max_window_layers
     slide), "alternate_below_max" (Qwen2-MoE: odd-numbered i < max_window_layers), "all" (Qwen3-MoE)."""
     use = c.bool("use_sliding_window", False)
     if not use:
         c.ignore("sliding_window", "max_window_layers")
-        return ["full_attention"] * L, None
+        return [LayerType.FULL_ATTENTION] * L, None
     window = c.int("sliding_window", 4096)
     if rule == "all":
         c.ignore("max_window_layers")
-        return ["sliding_attention"] * L, window
+        return [LayerType.SLIDING_ATTENTION] * L, window
     mwl = c.int("max_window_layers", 28, minimum=0)
     if rule == "from_max":
-        return ["sliding_attention" if i >= mwl else "full_attention" for i in range(L)], window
-    return ["sliding_attention" if (i + 1) % 2 and i < mwl else "full_attention" for i in range(L)], window
+        return [LayerType.SLIDING_ATTENTION if i >= mwl else LayerType.FULL_ATTENTION for i in range(L)], window
+    return [
+        LayerType.SLIDING_ATTENTION if (i + 1) % 2 and i < mwl else LayerType.FULL_ATTENTION for i in range(L)
+    ], window
 
 
 def _mlp(c: _Config, **kw: Any):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llm_cost.core.errors import SpecError
+from llm_cost.core.types import LayerType, MlpType
 from llm_cost.specs.hf.config import (
     _ABSENT as _ABSENT_MARK,
 )
@@ -45,8 +46,8 @@ def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
         window = c.opt_int("sliding_window")
     elif c.family == "smollm3":
         window = _smollm3_window(c)
-    types = _layer_types(c, L, ("full_attention", "sliding_attention")) or (
-        ["sliding_attention"] * L if window else ["full_attention"] * L
+    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION)) or (
+        [LayerType.SLIDING_ATTENTION] * L if window else [LayerType.FULL_ATTENTION] * L
     )
     window = _place_layers(c, out, types, window)
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
@@ -63,8 +64,8 @@ def _mixtral(c: _Config, fam: _Family) -> dict[str, Any]:
     d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, hd = _heads(c, d, fam)
     window = c.opt_int("sliding_window")
-    types = _layer_types(c, L, ("full_attention", "sliding_attention")) or (
-        ["sliding_attention"] * L if window else ["full_attention"] * L
+    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION)) or (
+        [LayerType.SLIDING_ATTENTION] * L if window else [LayerType.FULL_ATTENTION] * L
     )
     window = _place_layers(c, out, types, window)
     out["attention"] = _gqa(n_q, n_kv, hd, sliding_window=window)
@@ -102,10 +103,10 @@ def _qwen(c: _Config, fam: _Family) -> dict[str, Any]:
     else:
         att_kw = dict(attention_bias=True)
     rule = {"qwen2_moe": "alternate_below_max", "qwen3_moe": "all"}.get(fam_name, "from_max")
-    explicit = _layer_types(c, L, ("full_attention", "sliding_attention"))
+    explicit = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION))
     if explicit is not None:
         use = c.bool("use_sliding_window", False)
-        window = c.int("sliding_window", 4096) if use or "sliding_attention" in explicit else None
+        window = c.int("sliding_window", 4096) if use or LayerType.SLIDING_ATTENTION in explicit else None
         c.ignore("sliding_window", "max_window_layers")
         types = explicit
     else:
@@ -204,16 +205,16 @@ def _qwen3_next(c: _Config, fam: _Family) -> dict[str, Any]:
     d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, hd = _heads(c, d, fam)
     bias = c.bool("attention_bias", False)
-    types = _layer_types(c, L, ("full_attention", "linear_attention"))
+    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.LINEAR_ATTENTION))
     if types is None:
         k = c.int("full_attention_interval", 4)
-        types = ["linear_attention" if (i + 1) % k else "full_attention" for i in range(L)]
+        types = [LayerType.LINEAR_ATTENTION if (i + 1) % k else LayerType.FULL_ATTENTION for i in range(L)]
     else:
         c.ignore("full_attention_interval")
     c.ignore("use_sliding_window", "sliding_window", "max_window_layers")
     out["layer_types"] = types
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True, output_gate=True)
-    if "linear_attention" in types:
+    if LayerType.LINEAR_ATTENTION in types:
         out["linear_attention"] = LinearAttention.checked(
             linear_num_key_heads=c.int("linear_num_key_heads", 16),
             linear_num_value_heads=c.int("linear_num_value_heads", 32),
@@ -343,12 +344,12 @@ def _gemma(c: _Config, fam: _Family) -> dict[str, Any]:
         out["norms_per_layer"] = 4
         window = c.int("sliding_window", 4096)
         c.ignore("sliding_window_size")
-        types = _layer_types(c, L, ("full_attention", "sliding_attention"))
+        types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION))
         if types is None and c.family == "gemma2":
-            types = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(L)]
+            types = [LayerType.SLIDING_ATTENTION if (i + 1) % 2 else LayerType.FULL_ATTENTION for i in range(L)]
         elif types is None:
             k = c.int(c.alias("sliding_window_pattern", "_sliding_window_pattern"), 6)
-            types = ["sliding_attention" if (i + 1) % k else "full_attention" for i in range(L)]
+            types = [LayerType.SLIDING_ATTENTION if (i + 1) % k else LayerType.FULL_ATTENTION for i in range(L)]
         else:
             c.ignore("sliding_window_pattern", "_sliding_window_pattern")
         window = _place_layers(c, out, types, window)
@@ -478,8 +479,8 @@ def _gpt_oss(c: _Config, fam: _Family) -> dict[str, Any]:
     n_q, n_kv, hd = _heads(c, d, fam)
     bias = c.bool("attention_bias", True)
     window = c.int("sliding_window", 128)
-    types = _layer_types(c, L, ("full_attention", "sliding_attention")) or [
-        "sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(L)
+    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION)) or [
+        LayerType.SLIDING_ATTENTION if (i + 1) % 2 else LayerType.FULL_ATTENTION for i in range(L)
     ]
     window = _place_layers(c, out, types, window)
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sinks=True, sliding_window=window)
@@ -569,8 +570,8 @@ def _olmo2(c: _Config, fam: _Family) -> dict[str, Any]:
     window = None
     if c.family == "olmo3":  # Olmo3Config: sliding layers except every 4th unless layer_types says otherwise
         window = c.int_or_null("sliding_window", 4096)
-        types = _layer_types(c, L, ("full_attention", "sliding_attention")) or [
-            "full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(L)
+        types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION)) or [
+            LayerType.FULL_ATTENTION if (i + 1) % 4 == 0 else LayerType.SLIDING_ATTENTION for i in range(L)
         ]
         window = _place_layers(c, out, types, window)
     out["attention"] = _gqa(
@@ -664,7 +665,11 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
     out = _common(c, fam, nope=True)
     d, L = out["hidden_size"], out["num_hidden_layers"]
     pattern = c.str("hybrid_override_pattern")
-    kinds = {"M": ("mamba2", "none"), "*": ("full_attention", "none"), "-": ("mlp_only", "dense")}
+    kinds = {
+        "M": (LayerType.MAMBA2, MlpType.NONE),
+        "*": (LayerType.FULL_ATTENTION, MlpType.NONE),
+        "-": (LayerType.MLP_ONLY, MlpType.DENSE),
+    }
     bad = sorted(set(pattern) - set(kinds))
     if bad:
         raise c.error(
@@ -740,7 +745,7 @@ def _granitemoehybrid(c: _Config, fam: _Family) -> dict[str, Any]:
     if raw is None or raw is _ABSENT_MARK:
         raw = ["mamba"] * L  # GraniteMoeHybridConfig default: every layer Mamba
         c.defaults.append(f"{key} = all mamba (absent; granitemoehybrid default)")
-    remap = {"mamba": "mamba2", "attention": "full_attention"}
+    remap = {"mamba": LayerType.MAMBA2, "attention": LayerType.FULL_ATTENTION}
     if not isinstance(raw, list) or any(t not in remap for t in raw):
         raise c.error(key, f"must be a list of 'mamba' / 'attention' (got {raw!r})")
     if len(raw) != L:
@@ -890,7 +895,7 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
     n_q, n_kv, hd = _heads(c, d, fam)
     bias = c.bool("attention_bias", False)
     chunk = c.opt_int("attention_chunk_size")
-    types = _layer_types(c, L, ("full_attention", "chunked_attention"))
+    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.CHUNKED_ATTENTION))
     if types is None:
         if c.has("no_rope_layers"):
             rope_layers = c.int_list("no_rope_layers")
@@ -899,7 +904,9 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
         else:
             k = c.int("no_rope_layer_interval", 4)
             rope_layers = [int((i + 1) % k != 0) for i in range(L)]
-        types = ["chunked_attention" if rope_layers[i] and chunk else "full_attention" for i in range(L)]
+        types = [
+            LayerType.CHUNKED_ATTENTION if rope_layers[i] and chunk else LayerType.FULL_ATTENTION for i in range(L)
+        ]
     else:
         c.ignore("no_rope_layers")
     c.ignore(
@@ -914,9 +921,9 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
         "output_router_logits",
         "cache_implementation",
     )
-    if "chunked_attention" in types and chunk is None:
+    if LayerType.CHUNKED_ATTENTION in types and chunk is None:
         raise c.error("attention_chunk_size", "is null, but layer_types has chunked_attention layers")
-    if set(types) != {"full_attention"}:
+    if set(types) != {LayerType.FULL_ATTENTION}:
         out["layer_types"] = types
     out["attention"] = _gqa(
         n_q,
@@ -924,7 +931,7 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
         hd,
         attention_bias=bias,
         o_proj_bias=bias,
-        attention_chunk_size=chunk if "chunked_attention" in types else None,
+        attention_chunk_size=chunk if LayerType.CHUNKED_ATTENTION in types else None,
     )
     if c.has("moe_layers"):
         moe_layers = set(c.int_list("moe_layers"))
@@ -935,7 +942,7 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
         step = c.int("interleave_moe_layer_step", 1)
         moe_layers = set(range(step - 1, L, step))
     width = c.int("intermediate_size", 8192)
-    out["mlp_layer_types"] = ["moe" if i in moe_layers else "dense" for i in range(L)]
+    out["mlp_layer_types"] = [MlpType.MOE if i in moe_layers else MlpType.DENSE for i in range(L)]
     if moe_layers:
         out["moe"] = MoE.checked(
             num_experts=c.int("num_local_experts", 16),
@@ -1144,7 +1151,7 @@ def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
     n_q, n_kv, hd = _heads(c, d, fam)
     bias = c.bool("attention_bias", False)
     window = c.opt_int("sliding_window")
-    types = ["sliding_attention"] * L if window else ["full_attention"] * L
+    types = [LayerType.SLIDING_ATTENTION] * L if window else [LayerType.FULL_ATTENTION] * L
     window = _place_layers(c, out, types, window)
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
     out["norm_type"] = "layernorm"

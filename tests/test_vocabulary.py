@@ -1,0 +1,136 @@
+"""One vocabulary below the command line: no module compares a layer type or an operator by a
+string literal (an operator is identified by its role, a layer by its LayerType), and the spec
+schema accepts exactly the LayerType and MlpType values, with the errors it always gave."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from llm_cost.core.errors import SpecError
+from llm_cost.core.types import LayerType, MlpType, OpRole
+from llm_cost.model.layout import Layout
+from llm_cost.specs.hf import load_hf_config
+from llm_cost.specs.load import load_model
+from llm_cost.workload.step import SeqGroup, build_step
+
+PACKAGE = Path(__file__).resolve().parents[1] / "llm_cost"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf"
+
+#: Models whose steps hold every kind of operator: GQA, MLA with MTP, MoE, sliding, chunked,
+#: linear-attention and Mamba-2 layers, a vision tower; with TP, EP and PP collectives.
+STEPS = [
+    ("llama3-8b", Layout(tp=2, pp=2)),
+    ("deepseek-v3", Layout(tp=8, pp=2, ep=8)),
+    ("mixtral-8x7b", Layout(tp=2)),
+    ("mistral-7b", Layout()),
+    ("qwen3-next-80b-a3b", Layout(tp=2)),
+    ("qwen2-vl-7b", Layout()),
+    (FIXTURES / "llama-4-scout-17b-16e" / "config.json", Layout(tp=2)),
+    (FIXTURES / "nvidia-nemotron-nano-9b-v2" / "config.json", Layout(tp=2)),
+    (FIXTURES / "gpt2" / "config.json", Layout()),
+]
+
+
+def _spec(name):
+    return load_hf_config(name) if isinstance(name, Path) else load_model(name)
+
+
+def _operators() -> dict[str, set[OpRole]]:
+    """Every operator name the steps of :data:`STEPS` hold (read and resident conventions), with
+    the roles that carry it."""
+    names: dict[str, set[OpRole]] = {}
+    for name, layout in STEPS:
+        spec = _spec(name)
+        for convention in ("read", "resident"):
+            step = build_step(spec, [SeqGroup(4, 1, 64), SeqGroup(1, 32, 0)], layout=layout, weight_bytes=convention)
+            for op in step.ops:
+                names.setdefault(op.name, set()).add(op.role)
+    return names
+
+
+def _literals(node: ast.AST) -> list[str]:
+    """The string constants of a comparison operand, inside a tuple, list or set literal too."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [s for e in node.elts for s in _literals(e)]
+    return []
+
+
+def _is_group(node: ast.AST) -> bool:
+    """A tensor's breakdown group (``t.group``, ``group``): a name such as "linear_attention" there
+    is a TensorGroup, a separate vocabulary that shares some spellings with LayerType."""
+    return (isinstance(node, ast.Attribute) and node.attr == "group") or (
+        isinstance(node, ast.Name) and node.id == "group"
+    )
+
+
+def _string_comparisons(banned: set[str]) -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "cli" in path.relative_to(PACKAGE).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Compare):
+                continue
+            operands = [node.left, *node.comparators]
+            if any(_is_group(o) for o in operands):
+                continue
+            for text in (s for o in operands for s in _literals(o)):
+                if text in banned:
+                    found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {text!r}")
+    return found
+
+
+def test_the_scan_sees_every_kind_of_operator():
+    """The steps the scan draws operator names from hold every role (so a new operator's name is
+    covered as soon as a step builds it)."""
+    roles = set().union(*_operators().values())
+    assert roles == set(OpRole)
+
+
+def test_no_module_below_the_cli_compares_a_layer_type_or_operator_by_its_text():
+    banned = {t.value for t in LayerType} | set(_operators())
+    assert _string_comparisons(banned) == []
+
+
+def test_the_scan_finds_a_string_comparison():
+    """The scan is not vacuous: it flags the comparisons the vocabulary replaced."""
+    source = 'if op.name == "embedding rows" or kind in ("linear_attention", "mamba2"): pass'
+    tree = ast.parse(source)
+    compares = [n for n in ast.walk(tree) if isinstance(n, ast.Compare)]
+    texts = {s for c in compares for o in [c.left, *c.comparators] for s in _literals(o)}
+    assert texts == {"embedding rows", "linear_attention", "mamba2"}
+
+
+def test_spec_layer_types_are_the_enum_values():
+    """The schema's layer_types and mlp_layer_types accept exactly the LayerType and MlpType values
+    (they are derived from the enums), and a spec holds their text, as a file gives it."""
+    from typing import get_args
+
+    from llm_cost.specs import schema
+
+    assert get_args(schema.LayerTypeName) == tuple(t.value for t in LayerType)
+    assert get_args(schema.MlpTypeName) == tuple(m.value for m in MlpType)
+    qwen = load_model("qwen3-next-80b-a3b")
+    assert all(type(t) is str for t in qwen.layer_types)
+    assert qwen.layer_type(3) is LayerType.FULL_ATTENTION and qwen.layer_type(0) is LayerType.LINEAR_ATTENTION
+
+
+def test_an_unknown_layer_type_names_the_valid_ones(tmp_path):
+    """The message a spec with a bad layer type gets lists the six types, as the Literal did."""
+    import yaml
+
+    data = yaml.safe_load((PACKAGE.parent / "models" / "llama3-8b.yaml").read_text())
+    data["layer_types"] = ["full_attention"] * 31 + ["sparse_attention"]
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError) as err:
+        load_model(str(path))
+    assert (
+        "Input should be 'full_attention', 'sliding_attention', 'chunked_attention', 'linear_attention', "
+        "'mamba2' or 'mlp_only'" in str(err.value)
+    )
