@@ -26,11 +26,12 @@ Bytes are exact integers for whole-byte dtypes (exact fractions are rounded only
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.units import to_bytes
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
@@ -42,7 +43,7 @@ if TYPE_CHECKING:  # imported by kv_cache only for a layout: it and the tensor s
 __all__ = ["KVLayerKind", "KVAtContext", "KVResult", "kv_cache", "kv_bytes_per_token", "kv_bytes"]
 
 
-@dataclass(frozen=True)
+@record
 class KVLayerKind:
     """The cache of one kind of layer."""
 
@@ -56,7 +57,7 @@ class KVLayerKind:
     formula: str
 
 
-@dataclass(frozen=True)
+@record
 class KVAtContext:
     """KV (and fixed state) of ``batch`` sequences of ``context`` tokens."""
 
@@ -69,7 +70,7 @@ class KVAtContext:
     all_attention_bytes: int | float | None  # batch x, hybrid: every layer full attention
 
 
-@dataclass(frozen=True)
+@record
 class KVResult(Result):
     """KV-cache sizes of a model at a KV dtype."""
 

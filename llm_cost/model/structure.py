@@ -16,7 +16,6 @@ buffers such as rotary ``inv_freq`` are not parameters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from math import prod
@@ -107,15 +106,18 @@ class Tensor:
         return self.numel * self.active * max(self.layers, 1)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
 class Structure:
-    """All weight tensors of a model, with the sums every metric is built from. Compared by
-    identity and shown by the default ``repr``: it holds hundreds of tensors and caches its sums
-    (and ``@dataclass`` would compile two more methods on every start for nothing)."""
+    """All weight tensors of a model, with the sums every metric is built from (computed on
+    first use). Not a record: it is compared by identity and shown by the default ``repr`` (it
+    holds hundreds of tensors), and :func:`build` makes one per spec.
 
-    spec: ModelSpec
-    tensors: tuple[Tensor, ...]
-    layer_counts: dict = field(default_factory=dict)
+    ``layer_counts`` holds the decoder layers of each attention kind (``"attention"``) and of
+    each feed-forward kind (``"mlp"``)."""
+
+    def __init__(self, spec: ModelSpec, tensors: tuple[Tensor, ...], layer_counts: dict[str, dict[str, int]]) -> None:
+        self.spec = spec
+        self.tensors = tensors
+        self.layer_counts = layer_counts
 
     def _sum(self, part: Part, attr: str = "total") -> int:
         return sum(getattr(t, attr) for t in self.tensors if t.part == part)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
+from llm_cost.core.records import record
 from llm_cost.specs.files import shown
 from llm_cost.specs.schema import MAX_LAYERS
 
@@ -284,7 +284,7 @@ class _Config:
             )
 
 
-@dataclass(frozen=True)
+@record
 class _Family:
     """Defaults of one family (its transformers config class)."""
 
