@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from fractions import Fraction
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from llm_cost.core.notes import Note, note
@@ -93,29 +94,21 @@ class KVResult(Result):
     all_gpus_bytes_per_token: int | Fraction | None = None  # summed over every GPU of a replica (KV heads replicated)
 
 
-#: Layer counts of the last specs (a spec is frozen): a grid of contexts asks for them per point.
-_COUNTED: dict[int, tuple[ModelSpec, dict[str, int]]] = {}
-
-
+@lru_cache(maxsize=64)
 def _layer_counts(spec: ModelSpec) -> dict[str, int]:
     """Layers of each type (``full_attention``, ``sliding_attention``, ``mamba2`` ...); not to be
-    changed by the caller."""
-    hit = _COUNTED.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
+    changed by the caller. Kept for the last specs (a spec is frozen): a grid of contexts asks for
+    them per point."""
     counts: dict[str, int] = {}
     for i in range(spec.num_hidden_layers):
         kind = spec.layer_type(i)
         counts[kind] = counts.get(kind, 0) + 1
-    if len(_COUNTED) > 64:
-        _COUNTED.clear()
-    _COUNTED[id(spec)] = (spec, counts)
     return counts
 
 
-def _state_layers(spec: ModelSpec) -> tuple[int, int]:
-    """(SSM + linear-attention state, conv state) elements of one sequence over all layers."""
-    counts = _layer_counts(spec)
+def _state_layers(spec: ModelSpec, counts: dict[str, int]) -> tuple[int, int]:
+    """(SSM + linear-attention state, conv state) elements of one sequence over all layers
+    (``counts``: :func:`_layer_counts`)."""
     la_state, la_conv = linear_state_elements(spec)
     m_state, m_conv = mamba_state_elements(spec)
     n_la, n_m = counts.get("linear_attention", 0), counts.get("mamba2", 0)
@@ -129,9 +122,9 @@ def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | float:
     return to_bytes(caching * kv_elements_per_token_per_layer(spec), bits)
 
 
-def _attention_elements(spec: ModelSpec, context: int, per_token_per_layer: int) -> int:
-    """Cached elements of one sequence in the softmax-attention layers (windows honoured)."""
-    counts = _layer_counts(spec)
+def _attention_elements(spec: ModelSpec, counts: dict[str, int], context: int, per_token_per_layer: int) -> int:
+    """Cached elements of one sequence in the softmax-attention layers (windows honoured;
+    ``counts``: :func:`_layer_counts`)."""
     att = spec.attention
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     kept_sliding = min(context, window) if window else context
@@ -147,9 +140,10 @@ def _attention_elements(spec: ModelSpec, context: int, per_token_per_layer: int)
 def kv_bytes(spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, include_state: bool = True) -> int:
     """Bytes of cache (and, if ``include_state``, fixed linear-attention state) for ``batch``
     sequences of ``context`` tokens. Exact."""
-    elements = _attention_elements(spec, context, kv_elements_per_token_per_layer(spec))
+    counts = _layer_counts(spec)
+    elements = _attention_elements(spec, counts, context, kv_elements_per_token_per_layer(spec))
     if include_state:
-        elements += sum(_state_layers(spec))
+        elements += sum(_state_layers(spec, counts))
     return to_bytes(elements * batch, bits)
 
 
@@ -243,13 +237,13 @@ def kv_cache(
         or counts.get("mlp_only")
         or counts.get("chunked_attention")
     )
-    all_state, all_conv = _state_layers(spec)
+    all_state, all_conv = _state_layers(spec, counts)
+    st, cv = to_bytes(all_state, bits), to_bytes(all_conv, bits)
     for s in contexts:
-        kv = kv_bytes(spec, s, bits, 1, include_state=False)
-        st = to_bytes(all_state, bits)
-        cv = to_bytes(all_conv, bits)
-        total = kv_bytes(spec, s, bits, batch, include_state=True)
-        mha = to_bytes(_attention_elements(spec, s, mha_elements) * batch, bits) if show_mha else None
+        cached = _attention_elements(spec, counts, s, per)  # kv_bytes(spec, s, bits), the counts looked up once
+        kv = to_bytes(cached, bits)
+        total = to_bytes((cached + all_state + all_conv) * batch, bits)
+        mha = to_bytes(_attention_elements(spec, counts, s, mha_elements) * batch, bits) if show_mha else None
         every = to_bytes(L * per * s * batch, bits) if hybrid else None
         rows.append(KVAtContext(s, kv, st, cv, total, mha, every))
 

@@ -17,7 +17,7 @@ buffers such as rotary ``inv_freq`` are not parameters.
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, lru_cache
 from math import prod
 
 from llm_cost.core.records import record
@@ -755,26 +755,11 @@ def _mtp(spec: ModelSpec) -> list[Tensor]:
     return t
 
 
-#: The structures of the last specs built, by identity (a spec is immutable): sweeps and searches
-#: ask for the same spec's tensors thousands of times.
-_BUILT: dict[int, tuple[ModelSpec, Structure]] = {}
-
-
+@lru_cache(maxsize=64)
 def build(spec: ModelSpec) -> Structure:
-    """Expand ``spec`` into its weight tensors. Pure (the result of the last specs is kept: a
-    spec is frozen, so its structure cannot change)."""
-    hit = _BUILT.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    if len(_BUILT) > 64:
-        _BUILT.clear()
-    structure = _build(spec)
-    _BUILT[id(spec)] = (spec, structure)
-    return structure
-
-
-def _build(spec: ModelSpec) -> Structure:
-    """Expand ``spec`` into its weight tensors (a few dozen tensors)."""
+    """Expand ``spec`` into its weight tensors (a few dozen tensors). Pure: the structures of the
+    last specs are kept (a spec is frozen and hashed by its fields, so its structure cannot
+    change), as sweeps and searches ask for the same spec's tensors thousands of times."""
     d, V, L = spec.hidden_size, spec.vocab_size, spec.num_hidden_layers
     attention_counts: dict[str, int] = {}
     mlp_counts: dict[str, int] = {}

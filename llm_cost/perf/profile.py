@@ -246,8 +246,8 @@ class Profile(Spec):
     note: str
     parameters: Parameters
     units: dict[str, str] = field(default_factory=_units)
-    fitted_on: list[str] = field(default_factory=list)  # measurement ids (fitted), or those of the source
-    measurements: list[str] = field(default_factory=list)  # the files holding them
+    fitted_on: tuple[str, ...] = ()  # measurement ids (fitted), or those of the source
+    measurements: tuple[str, ...] = ()  # the files holding them
     fixed: dict[str, str] = field(default_factory=dict)  # parameter -> why it is at its prior
     error: Optional[FitError] = None
     transferred_from: Optional[str] = None

@@ -56,8 +56,9 @@ def current(found: dict[str, Any] | None, path: Path) -> dict[str, Any] | None:
 
 def rebuilt(cls: type[T], found: dict[str, Any]) -> T:
     """The spec ``cls`` an entry holds, built without validation; the classes of its nested specs
-    are looked up in ``cls``'s module by the names the entry gives. A list or mapping is copied,
-    so a caller changing its spec's changes no later load."""
+    are looked up in ``cls``'s module by the names the entry gives. A list becomes the tuple a
+    spec's sequence is (as validation makes it); a mapping is copied, so a caller changing its
+    spec's changes no later load."""
     return _construct(cls, found["spec"], found["classes"], vars(sys.modules[cls.__module__]), "")
 
 
@@ -67,8 +68,10 @@ def _construct(cls: type[T], data: dict[str, Any], classes: dict[str, str], name
         path = f"{at}{name}"
         if path in classes:
             value = _construct(namespace[classes[path]], value, classes, namespace, f"{path}.")
-        elif isinstance(value, (list, dict)):
-            value = type(value)(value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        elif isinstance(value, dict):
+            value = dict(value)
         values[name] = value
     return cls(**values)
 

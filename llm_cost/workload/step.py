@@ -46,6 +46,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Literal
 
 from llm_cost.core.errors import InputError
@@ -576,10 +577,7 @@ def _stage_plan(
     )
 
 
-#: The plans of the last few (model, layout, formats): a spec is frozen, so its plan cannot change.
-_PLANS: dict[tuple, _Plan] = {}
-
-
+@lru_cache(maxsize=64)
 def _plan(
     spec: ModelSpec,
     layout: Layout,
@@ -589,12 +587,8 @@ def _plan(
     dispatch_bits: int,
     combine_bits: int,
 ) -> _Plan:
-    """The plan of ``spec`` under a validated ``layout`` and these formats (kept for the next step
-    of a sweep)."""
-    key = (id(spec), layout, bits.numerator, bits.denominator, mla_form, resident, dispatch_bits, combine_bits)
-    hit = _PLANS.get(key)
-    if hit is not None and hit.spec is spec:
-        return hit
+    """The plan of ``spec`` under a validated ``layout`` and these formats (the last few are kept for
+    the next steps of a sweep: a spec is frozen, so its plan cannot change)."""
     s = build(spec)
     mla = isinstance(spec.attention, MLAAttention)
     kv_heads = 1 if mla else kv_heads_per_gpu(spec, layout.tp)
@@ -604,7 +598,7 @@ def _plan(
     d_qk, d_v = _attention_dims(spec, mla_form)
     d, tp, ep = spec.hidden_size, layout.tp, layout.ep
     k = spec.moe.num_experts_per_tok if spec.moe is not None else 0
-    plan = _Plan(
+    return _Plan(
         spec,
         tuple(
             _stage_plan(spec, s, layout, i, n, bits, resident)
@@ -619,10 +613,6 @@ def _plan(
         exact(Fraction(2 * (tp - 1), tp) * d * ACTIVATION_BITS / 8),
         exact(Fraction(k * d * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * ep)),
     )
-    if len(_PLANS) > 64:
-        _PLANS.clear()
-    _PLANS[key] = plan
-    return plan
 
 
 def _gemm_ops(

@@ -201,7 +201,7 @@ def test_calibrate_cli_writes_a_profile_that_predicts_its_rows(cli, tmp_path):
     assert all(abs(r["loo_error"]) <= 0.10 for r in result["rows"])
     written = load_profile(str(out))
     assert written.kind == "fitted" and written.error.loo_max <= 0.10
-    assert written.fitted_on == [m.id for m in load_measurements([A100])]
+    assert written.fitted_on == tuple(m.id for m in load_measurements([A100]))
     assert "gemm_half_tokens" in written.fixed
     again = cli("calibrate", str(A100), "-o", str(out))
     assert again.code == 2 and "--force" in again.err and again.out == ""
