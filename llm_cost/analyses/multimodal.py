@@ -29,7 +29,7 @@ from llm_cost.core.serialize import Result
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.model.structure import build
 from llm_cost.specs.files import shown
-from llm_cost.specs.schema import ModelSpec
+from llm_cost.specs.schema import ModelSpec, Qwen2Vision
 from llm_cost.workload.flops import forward_flops, weight_flops_params
 
 __all__ = ["smart_resize", "VisionCost", "ImageResult", "image_cost", "video_cost"]
@@ -122,32 +122,15 @@ def _connector_tokens(connector: str, patches: int, merge: int) -> int:
 
 def _vision(spec: ModelSpec, height: int, width: int, frames: int, connector: str) -> VisionCost:
     v = spec.vision
-    other = (
-        "SigLIP (Gemma 3)"
-        if spec.siglip_vision is not None
-        else (
-            "Llama 4"
-            if spec.llama4_vision is not None
-            else (
-                "Qwen2.5-VL"
-                if spec.qwen25_vision is not None
-                else (
-                    "Qwen3-VL"
-                    if spec.qwen3_vision is not None
-                    else ("Pixtral" if spec.pixtral_vision is not None else None)
-                )
-            )
-        )
-    )
-    if v is None and other:
-        raise InputError(
-            f"{spec.name}: image costs are modelled for the Qwen2-VL tower only; its {other} vision "
-            "tower is counted by params but its image tokens and FLOPs are not modelled yet"
-        )
     if v is None:
         raise InputError(
             f"{spec.name} has no vision tower; use a vision-language model (e.g. qwen2-vl-7b) as MODEL "
             "and --decoder for another language model"
+        )
+    if not isinstance(v, Qwen2Vision):
+        raise InputError(
+            f"{spec.name}: image costs are modelled for the Qwen2-VL tower only; its {v.title} vision "
+            "tower is counted by params but its image tokens and FLOPs are not modelled yet"
         )
     factor = v.patch_size * v.spatial_merge_size
     h, w = smart_resize(height, width, factor)

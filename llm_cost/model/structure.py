@@ -28,10 +28,11 @@ from llm_cost.specs.schema import (
     MLAAttention,
     ModelSpec,
     PixtralVision,
+    Qwen2Vision,
     Qwen3Vision,
     Qwen25Vision,
     SiglipVision,
-    Vision,
+    VisionTower,
 )
 
 __all__ = ["Tensor", "Structure", "build"]
@@ -479,7 +480,7 @@ def _blocks(spec: ModelSpec, attention_counts: dict[str, int], mlp_counts: dict[
     return t
 
 
-def _vision(v: Vision) -> list[Tensor]:
+def _qwen2_vision(v: Qwen2Vision) -> list[Tensor]:
     """Qwen2-VL vision tower (transformers Qwen2VisionTransformerPretrainedModel): Conv3d patch
     embedding without bias, ``depth`` blocks (LayerNorm, fused qkv with bias, proj, fc1/fc2 with
     biases) and the merger (LayerNorm, then MLP [4 d_vit -> 4 d_vit -> d_model]). Sharded as
@@ -721,6 +722,21 @@ def _pixtral(v: PixtralVision, d_text: int) -> list[Tensor]:
     return t
 
 
+def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
+    """The tensors of a vision tower and its projector into the decoder's width ``d_text``."""
+    if isinstance(v, Qwen2Vision):
+        return _qwen2_vision(v)
+    if isinstance(v, Qwen25Vision):
+        return _qwen25_vision(v)
+    if isinstance(v, Qwen3Vision):
+        return _qwen3_vision(v)
+    if isinstance(v, SiglipVision):
+        return _siglip(v, d_text)
+    if isinstance(v, Llama4Vision):
+        return _llama4_vision(v, d_text)
+    return _pixtral(v, d_text)
+
+
 def _mtp(spec: ModelSpec) -> list[Tensor]:
     """DeepSeek-V3 MTP modules (seed 003 §07; DeepSeek-V3 report §2.2): per module enorm, hnorm,
     eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm. The
@@ -777,17 +793,7 @@ def build(spec: ModelSpec) -> Structure:
     if spec.lm_head_bias:
         t.append(Tensor("lm_head.bias", (V,), "biases", B, shard=ShardRule.VOCAB))
     if spec.vision is not None:
-        t += _vision(spec.vision)
-    if spec.siglip_vision is not None:
-        t += _siglip(spec.siglip_vision, d)
-    if spec.llama4_vision is not None:
-        t += _llama4_vision(spec.llama4_vision, d)
-    if spec.qwen25_vision is not None:
-        t += _qwen25_vision(spec.qwen25_vision)
-    if spec.qwen3_vision is not None:
-        t += _qwen3_vision(spec.qwen3_vision)
-    if spec.pixtral_vision is not None:
-        t += _pixtral(spec.pixtral_vision, d)
+        t += _vision(spec.vision, d)
     if spec.mtp is not None:
         t += _mtp(spec)
     return Structure(spec, tuple(t), {"attention": attention_counts, "mlp": mlp_counts})

@@ -274,10 +274,11 @@ class MTP(Spec):
 
 
 @spec
-class Vision(Spec):
+class Qwen2Vision(Spec):
     """Qwen2-VL vision tower: a ViT over 14x14 (x2 frames) patches, then a 2x2 patch merger
     into the language model's width (seed 003 §09)."""
 
+    title = "Qwen2-VL"  # the tower's name in messages (a class attribute, not a field: no annotation)
     kind: Literal["qwen2_vl"] = "qwen2_vl"
     depth: Layers = spec_field(description="Transformer blocks.")
     embed_dim: Width = spec_field(description="d_vit, block width.")
@@ -314,6 +315,7 @@ class SiglipVision(Spec):
     fc1/fc2 with biases) and a post-LayerNorm. Projector: an RMSNorm over e and a bias-free
     [e, d_text] matrix; the 4x4 average pool has no weights."""
 
+    title = "SigLIP (Gemma 3)"  # the tower's name in messages (a class attribute, not a field: no annotation)
     kind: Literal["siglip_gemma3"] = "siglip_gemma3"
     hidden_size: Width = spec_field(description="e, tower width.")
     intermediate_size: Width = spec_field(description="Tower MLP width.")
@@ -340,6 +342,7 @@ class Llama4Vision(Spec):
     without biases; projector linear_1 [d_text, vision_output_dim] (bias only if
     ``multi_modal_projector_bias``)."""
 
+    title = "Llama 4"  # the tower's name in messages (a class attribute, not a field: no annotation)
     kind: Literal["llama4"] = "llama4"
     hidden_size: Width
     intermediate_size: Width
@@ -365,6 +368,7 @@ class Qwen25Vision(Spec):
     biases, ``intermediate_size``), then the merger: RMSNorm and MLP [4e -> 4e -> out_hidden_size]
     with biases. Window attention (``window_size``, ``fullatt_block_indexes``) adds no weights."""
 
+    title = "Qwen2.5-VL"  # the tower's name in messages (a class attribute, not a field: no annotation)
     kind: Literal["qwen2_5_vl"] = "qwen2_5_vl"
     depth: Layers
     hidden_size: Width
@@ -386,6 +390,7 @@ class Qwen3Vision(Spec):
     [4e -> 4e -> out_hidden_size] with biases) and one DeepStack merger per
     ``deepstack_visual_indexes`` entry (LayerNorm over 4e, same MLP)."""
 
+    title = "Qwen3-VL"  # the tower's name in messages (a class attribute, not a field: no annotation)
     kind: Literal["qwen3_vl"] = "qwen3_vl"
     depth: Layers
     hidden_size: Width
@@ -410,6 +415,7 @@ class PixtralVision(Spec):
     weights. Projector: RMSNorm over e, patch_merger merging_layer [e m^2 -> e] without bias, then
     linear_1 [e -> d] and linear_2 [d -> d] (biases if ``multimodal_projector_bias``)."""
 
+    title = "Pixtral"  # the tower's name in messages (a class attribute, not a field: no annotation)
     kind: Literal["pixtral"] = "pixtral"
     hidden_size: Width
     intermediate_size: Width
@@ -420,6 +426,10 @@ class PixtralVision(Spec):
     num_channels: Small = 3
     spatial_merge_size: Small = 2
     multimodal_projector_bias: bool = False
+
+
+#: A vision encoder with its projector (``ModelSpec.vision``), told apart by ``kind``.
+VisionTower = Union[Qwen2Vision, Qwen25Vision, Qwen3Vision, SiglipVision, Llama4Vision, PixtralVision]
 
 
 @spec
@@ -470,15 +480,10 @@ class ModelSpec(Spec):
     )
     rope_scaling: Optional[RopeScaling] = None
     mtp: Optional[MTP] = None
-    vision: Optional[Vision] = None
-    siglip_vision: Optional[SiglipVision] = spec_field(default=None, description="Gemma 3 SigLIP tower and projector.")
-    llama4_vision: Optional[Llama4Vision] = spec_field(
-        default=None, description="Llama 4 vision encoder and projector."
-    )
-    qwen25_vision: Optional[Qwen25Vision] = spec_field(default=None, description="Qwen2.5-VL vision tower and merger.")
-    qwen3_vision: Optional[Qwen3Vision] = spec_field(default=None, description="Qwen3-VL vision tower and mergers.")
-    pixtral_vision: Optional[PixtralVision] = spec_field(
-        default=None, description="Pixtral encoder and Mistral 3 projector."
+    vision: Optional[Annotated[VisionTower, DISCRIMINATED]] = spec_field(
+        default=None,
+        description="The vision encoder and its projector into the decoder, told apart by kind: qwen2_vl, "
+        "qwen2_5_vl, qwen3_vl, siglip_gemma3 (Gemma 3), llama4, pixtral (Mistral 3).",
     )
     torch_dtype: Dtype = spec_field(default="bf16", description="The checkpoint's weight dtype.")
 

@@ -30,7 +30,7 @@ Operators, per GPU (the layout's TP, EP and PP shares applied; one DP replica):
 * embedding: one row per new token read from an untied table (none when tied: the LM head
   reads the whole matrix anyway); with ``weight_bytes="resident"`` (the source documents'
   convention) every stored weight is read once instead, so this operator takes the rest of the
-  tables and any vision tower.
+  tables, and a second one any vision tower.
 * collectives: TP ring all-reduce of the hidden state after attention and after each MLP (and
   after each MoE layer without EP), EP all-to-all dispatch and combine per MoE layer, PP
   send/receive of the hidden state between stages; bytes per GPU per call.
@@ -545,13 +545,26 @@ def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: 
 
 def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) -> list[Operator]:
     """By the resident convention, the first stage reads every stored weight no other operator
-    reads: the whole embedding tables and any vision tower."""
-    elements = Fraction(0)
-    for t in s.tensors:
-        if t.stored and (t.part == Part.VISION or (t.part == Part.DECODER and t.kind == TensorKind.LOOKUP)):
-            elements += t.total * tensor_share(spec, t, layout)
-    name = "embedding tables" + (" and vision tower" if spec.vision is not None else "") + " (resident)"
-    return [Operator(name, OpKind.EMBEDDING, "embedding", 1, 0, weight_bytes=exact(elements * bits / 8))]
+    reads: the decoder's whole embedding tables, and any vision tower as an operator of its own."""
+    tables = sum(
+        (
+            t.total * tensor_share(spec, t, layout)
+            for t in s.tensors
+            if t.stored and t.part == Part.DECODER and t.kind == TensorKind.LOOKUP
+        ),
+        Fraction(0),
+    )
+    vision = sum((t.total * tensor_share(spec, t, layout) for t in s.tensors_of(Part.VISION) if t.stored), Fraction(0))
+    ops = [
+        Operator(
+            "embedding tables (resident)", OpKind.EMBEDDING, "embedding", 1, 0, weight_bytes=exact(tables * bits / 8)
+        )
+    ]
+    if vision:
+        ops.append(
+            Operator("vision tower (resident)", OpKind.EMBEDDING, "vision", 1, 0, weight_bytes=exact(vision * bits / 8))
+        )
+    return ops
 
 
 def _stage_plan(
