@@ -82,10 +82,10 @@ class ContextRow:
     prefill_bound_s: float | None  # time to first token at the GPU's peak
     prefill_estimate_s: float | None  # at MFU x peak, MBU x bandwidth
     document_prefill_time_s: float | None  # document_prefill_flops at MFU x peak (seed 003 §05)
-    kv_bytes: int  # per request, caching layers
-    state_bytes: int  # per request, linear-attention recurrent + conv state
-    kv_plus_state_bytes: int
-    all_attention_kv_bytes: int | None  # hybrid / sliding: every layer full attention
+    kv_bytes: int | Fraction  # per request, caching layers
+    state_bytes: int | Fraction  # per request, linear-attention recurrent + conv state
+    kv_plus_state_bytes: int | Fraction
+    all_attention_kv_bytes: int | Fraction | None  # hybrid / sliding: every layer full attention
     scores_bytes_per_layer: int  # a materialised S = QK^T (n_q s^2 elements) at 16 bits
 
 

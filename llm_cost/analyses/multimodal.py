@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
@@ -98,7 +99,7 @@ class ImageResult(Result):
     decoder_weight_flops: float  # weight FLOPs per token x image tokens
     decoder_attention_flops: float  # causal attention among the image tokens
     decoder_prefill_flops: float
-    kv_bytes: int | float
+    kv_bytes: int | Fraction
     encoder_output_bytes: int | float
     kv_to_encoder_output: float
     conventions: list[Note] = field(default_factory=list)

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import Union
 
 from llm_cost.analyses.capacity import DOCUMENTS
 from llm_cost.analyses.context import context_analysis
@@ -40,11 +42,13 @@ __all__ = ["Check", "RowResult", "ROWS", "load_rows", "check_rows"]
 
 GiB, MiB, KiB = 2**30, 2**20, 2**10
 
-ROWS: dict[str, Callable[[], dict[str, float]]] = {}
+#: A row's figures by name: exact integers, Fractions (sub-byte bytes) or floats.
+Figures = Mapping[str, Union[float, Fraction]]
+ROWS: dict[str, Callable[[], Figures]] = {}
 
 
 def _row(row_id: str):
-    def register(fn: Callable[[], dict[str, float]]) -> Callable[[], dict[str, float]]:
+    def register(fn: Callable[[], Figures]) -> Callable[[], Figures]:
         ROWS[row_id] = fn
         return fn
 
@@ -173,7 +177,7 @@ def _k2():
     return {"kv_bytes_per_token": b, "kib": b / KiB}
 
 
-def _k3(context: int) -> dict[str, float]:
+def _k3(context: int) -> Figures:
     b = kv_bytes(_spec("llama3-8b"), context)
     return {"kv_bytes": b, "mib": b / MiB, "gib": b / GiB, "printed_gib": b / GiB}
 
@@ -188,7 +192,7 @@ def _k4():
     return {"mha_kv_bytes_per_token": kv_bytes_per_token(mha), "mha_gib_at_8k": kv_bytes(mha, 8192) / GiB}
 
 
-def _k5(spec: ModelSpec) -> dict[str, float]:
+def _k5(spec: ModelSpec) -> Figures:
     r = kv_cache(spec, [131072, 128000])
     return {
         "kv_bytes_per_token": r.bytes_per_token,
@@ -239,7 +243,7 @@ def _k8():
     return {"state_bytes": r.contexts[0].state_bytes, "mib": r.contexts[0].state_bytes / MiB}
 
 
-def _k8_at(context: int) -> dict[str, float]:
+def _k8_at(context: int) -> Figures:
     c = kv_cache(_spec("qwen3-next-80b-a3b"), [context]).contexts[0]
     hybrid = (c.kv_bytes + c.state_bytes) / GiB
     return {"hybrid_gib": hybrid, "printed_hybrid_gib": hybrid, "all_attention_gib": c.all_attention_bytes / GiB}
@@ -252,7 +256,7 @@ ROWS["K8c"] = lambda: _k8_at(1048576)
 # --- FLOPs and Roofline (seed 000 §八-§九, seed 003 §02) ------------------------------------------
 
 
-def _f4(seq: int) -> dict[str, float]:
+def _f4(seq: int) -> Figures:
     f = forward_flops(_spec("llama3-8b"), seq, attention="full", logits="all")
     blocks = f.linear_flops + f.attention_flops
     return {
@@ -665,7 +669,7 @@ class Check:
 
     name: str
     expected: float
-    computed: float
+    computed: float | Fraction
     rule: str
     ok: bool
 

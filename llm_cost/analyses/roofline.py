@@ -184,8 +184,8 @@ class DecodeStep(Result):
     other_weight_bytes: int | float  # norm/bias vectors, and by the resident convention the untouched tables
     embedding_row_bytes: int | float
     resident_weight_bytes: int | float  # every stored weight of the model (vision tower included), one GPU
-    kv_read_bytes: int | float
-    kv_write_bytes: int | float
+    kv_read_bytes: int | Fraction | float
+    kv_write_bytes: int | Fraction | float
     comm_bytes: int | float
     bytes: int | float
     intensity: float
@@ -206,7 +206,7 @@ class DecodeStep(Result):
     estimate_tokens_per_s: float
     compute_bound_batch_weights_only: int | None
     compute_bound_batch: int | None
-    kv_bytes_at_compute_bound_batch: int | float | None
+    kv_bytes_at_compute_bound_batch: int | Fraction | float | None
     intensity_limit: float | None
     ops: list[OpRow] = field(default_factory=list)
     conventions: list[Note] = field(default_factory=list)

@@ -291,8 +291,8 @@ _SI = ["B", "kB", "MB", "GB", "TB", "PB", "EB"]
 _IEC = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
 
 
-def _scaled(value: float, base: int, names: list[str], digits: int) -> str:
-    value = float(value)
+def _scaled(nbytes: float | Fraction, base: int, names: list[str], digits: int) -> str:
+    value = float(nbytes)
     if not math.isfinite(value):
         return TOO_LARGE
     index = 0
@@ -304,12 +304,12 @@ def _scaled(value: float, base: int, names: list[str], digits: int) -> str:
     return f"{value:,.{digits}f} {names[index]}"
 
 
-def fmt_si(nbytes: float, digits: int = 2) -> str:
+def fmt_si(nbytes: float | Fraction, digits: int = 2) -> str:
     """Bytes in SI units (1 GB = 10^9 B): ``16060522496`` -> ``16.06 GB``."""
     return _scaled(nbytes, 1000, _SI, digits)
 
 
-def fmt_iec(nbytes: float, digits: int = 2) -> str:
+def fmt_iec(nbytes: float | Fraction, digits: int = 2) -> str:
     """Bytes in IEC units (1 GiB = 2^30 B): ``1073741824`` -> ``1.00 GiB``."""
     return _scaled(nbytes, 1024, _IEC, digits)
 

@@ -51,10 +51,10 @@ class KVLayerKind:
     layer_type: str
     layers: int
     elements_per_token: int  # per layer
-    bytes_per_token: int | float  # per layer
+    bytes_per_token: int | Fraction  # per layer
     window: int | None  # tokens kept at most (sliding layers)
-    state_bytes: int | float  # fixed per-sequence state per layer (linear attention)
-    conv_state_bytes: int | float
+    state_bytes: int | Fraction  # fixed per-sequence state per layer (linear attention)
+    conv_state_bytes: int | Fraction
     formula: str
 
 
@@ -63,12 +63,13 @@ class KVAtContext:
     """KV (and fixed state) of ``batch`` sequences of ``context`` tokens."""
 
     context: int
-    kv_bytes: int | float  # per sequence, attention layers only
-    state_bytes: int | float  # per sequence, linear-attention recurrent state
-    conv_state_bytes: int | float  # per sequence
-    total_bytes: int | float  # batch x (kv + state + conv)
-    mha_equivalent_bytes: int | float | None  # batch x, same layers with n_kv = n_q (MLA: n_h K/V heads of v_head_dim)
-    all_attention_bytes: int | float | None  # batch x, hybrid: every layer full attention
+    kv_bytes: int | Fraction  # per sequence, attention layers only
+    state_bytes: int | Fraction  # per sequence, linear-attention recurrent state
+    conv_state_bytes: int | Fraction  # per sequence
+    total_bytes: int | Fraction  # batch x (kv + state + conv)
+    #: batch x, the same layers with n_kv = n_q (MLA: n_h K/V heads of v_head_dim)
+    mha_equivalent_bytes: int | Fraction | None
+    all_attention_bytes: int | Fraction | None  # batch x, hybrid: every layer full attention
 
 
 @record
@@ -80,8 +81,8 @@ class KVResult(Result):
     bits_per_element: int
     batch: int
     layer_kinds: list[KVLayerKind]
-    bytes_per_token: int | float  # all layers that cache tokens, below any window
-    mha_bytes_per_token: int | float | None
+    bytes_per_token: int | Fraction  # all layers that cache tokens, below any window
+    mha_bytes_per_token: int | Fraction | None
     mha_ratio: float | None  # MHA-equivalent bytes / this model's bytes per token
     kv_read_intensity: float | None  # FLOP per KV byte in decode attention (g = n_q/n_kv, or MLA absorbed)
     mla_absorbed_flop_ratio: float | None  # MLA: absorbed-form attention FLOPs / plain form (seed 003 §04: ~3.4x)
@@ -115,7 +116,7 @@ def _state_layers(spec: ModelSpec, counts: dict[str, int]) -> tuple[int, int]:
     return n_la * la_state + n_m * m_state, n_la * la_conv + n_m * m_conv
 
 
-def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | float:
+def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | Fraction:
     """KV bytes one token adds across all caching layers (below any sliding window)."""
     counts = _layer_counts(spec)
     caching = sum(counts.get(k, 0) for k in CACHING_LAYER_TYPES)
@@ -137,9 +138,11 @@ def _attention_elements(spec: ModelSpec, counts: dict[str, int], context: int, p
     )
 
 
-def kv_bytes(spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, include_state: bool = True) -> int:
+def kv_bytes(
+    spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, include_state: bool = True
+) -> int | Fraction:
     """Bytes of cache (and, if ``include_state``, fixed linear-attention state) for ``batch``
-    sequences of ``context`` tokens. Exact."""
+    sequences of ``context`` tokens. Exact (an int, or a Fraction for sub-byte elements)."""
     counts = _layer_counts(spec)
     elements = _attention_elements(spec, counts, context, kv_elements_per_token_per_layer(spec))
     if include_state:
@@ -257,11 +260,13 @@ def kv_cache(
     if window:
         conventions.append(note("kv.window", window=window))
     conventions += spec.context_note(contexts)
-    shards = None
+    shards = sequence_bytes = all_gpus = None
     if layout is not None:
         from llm_cost.model.layout import per_gpu
 
         shards = per_gpu(spec, layout, 16, bits)
+        sequence_bytes = [[k * c for c in contexts] for k in shards.kv_bytes_per_token]
+        all_gpus = sum(shards.kv_bytes_per_token) * layout.tp
     return KVResult(
         model=spec.name,
         kv_dtype=kv_dtype,
@@ -278,8 +283,6 @@ def kv_cache(
         conventions=conventions,
         layout=layout,
         per_gpu=shards,
-        per_gpu_sequence_bytes=None
-        if shards is None
-        else [[k * c for c in contexts] for k in shards.kv_bytes_per_token],
-        all_gpus_bytes_per_token=None if shards is None else sum(shards.kv_bytes_per_token) * layout.tp,
+        per_gpu_sequence_bytes=sequence_bytes,
+        all_gpus_bytes_per_token=all_gpus,
     )

@@ -21,6 +21,7 @@ Links: the GPU's per-direction NVLink/xGMI bandwidth while TP x DP GPUs fit in o
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Protocol
 
 from llm_cost.core.errors import InputError
@@ -112,7 +113,7 @@ def link_of(step: Step, gpu: HardwareSpec, network_gb_s: float) -> tuple[str, fl
     return "network", network_gb_s
 
 
-def _divide(amount: float, rate: float, what: str) -> float:
+def _divide(amount: float | Fraction, rate: float, what: str) -> float:
     """``amount / rate`` seconds; InputError when a rate is zero or the result is not finite."""
     if not amount:
         return 0.0
@@ -151,9 +152,9 @@ def _time(
             bound = "communication" if ol > work else ("compute" if oc >= om else "memory")
             ops.append(OpTime(op.name, op.kind, stage.index, oc, om, ol, work + ol, bound))
         # the stage's terms from its exact totals, divided once
-        c = _divide(sum(flops), flop_rate, "FLOPs")
-        m = _divide(sum(nbytes), byte_rate, "bytes")
-        l_ = _divide(sum(sent), link_rate, "communication")
+        c = _divide(sum(flops, 0), flop_rate, "FLOPs")
+        m = _divide(sum(nbytes, 0), byte_rate, "bytes")
+        l_ = _divide(sum(sent, 0), link_rate, "communication")
         stages.append(StageTime(stage.index, c, m, l_, max(c, m) + l_))
     compute = sum(s.compute_s for s in stages)
     memory = sum(s.memory_s for s in stages)

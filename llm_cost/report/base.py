@@ -11,6 +11,7 @@ import io
 import os
 import sys
 from collections.abc import Iterable
+from fractions import Fraction
 from typing import Any
 
 from llm_cost.core.errors import OutputError
@@ -176,12 +177,12 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def bytes_exact(n: float) -> str:
+def bytes_exact(n: float | Fraction) -> str:
     """``131,072 B (128.0 KiB)``-style exact bytes with both unit systems."""
     if isinstance(n, int) or float(n).is_integer():
         exact = f"{fmt_int(int(n))} B"
     else:  # an expectation (e.g. expected experts read): not a whole number of bytes
         exact = f"≈{fmt_int(round(n))} B"
-    if abs(n) < 1000:
+    if abs(float(n)) < 1000:
         return exact
     return f"{exact} = {fmt_si(n)} = {fmt_iec(n)}"

@@ -88,6 +88,7 @@ class Spec(Frozen):
     on every call of a sweep, 2-4 us for a model's whole tree of fields."""
 
     __slots__ = ("_hash",)
+    _hash: int
     __pydantic_config__ = {"extra": "forbid"}
 
     def __init__(self, **values: Any) -> None:
@@ -163,7 +164,8 @@ def validated(cls: type[T], data: dict[str, Any]) -> T:
     """``cls`` validated from ``data`` (a mapping as read from a file; nested specs may be given
     as instances). Raises pydantic's ValidationError listing every problem with its location."""
     plain = {key: to_data(value) if dataclasses.is_dataclass(value) else value for key, value in data.items()}
-    return _adapter(cls).validate_python(plain)
+    adapter: Any = _adapter(cls)  # type: ignore[arg-type]  # a class is hashable; mypy cannot tell for type[T]
+    return adapter.validate_python(plain)
 
 
 def to_data(value: Any, *, exclude_defaults: bool = False, exclude_none: bool = False) -> Any:

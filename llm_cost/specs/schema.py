@@ -688,4 +688,4 @@ class HardwareSpec(Spec):
                 f"--dtype: {self.name} ({self.display_name}) has no {dtype} tensor-core peak; "
                 f"its datasheet lists: {', '.join(self.dense_tflops)}"
             )
-        return self.dense_tflops[key] * 1e12  # type: ignore[index]
+        return self.dense_tflops[key] * 1e12
