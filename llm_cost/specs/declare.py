@@ -4,7 +4,10 @@ whose field types carry their bounds, validated by pydantic v2 only when a file 
 A spec class is a keyword-only frozen dataclass (:func:`spec`); a bounded field is
 ``Annotated[int, Bounds(ge=1, le=2**20, strict=True)]``; a union of spec classes told apart by
 their ``kind`` field is ``Annotated[Union[A, B], DISCRIMINATED]``; a class's cross-field rules
-are its ``_check`` method (ValueError). Declaring them needs nothing from pydantic, so a command
+are its ``_check`` method (ValueError); a sequence is a tuple (``tuple[int, ...]``: pydantic
+validates a list into it, :func:`to_data` writes it back as a list), so a spec without a mapping
+field (every model spec; not a GPU's ``dense_tflops``) is immutable and hashable and can key a
+``functools`` cache. Declaring them needs nothing from pydantic, so a command
 that reads only shipped specs (rebuilt from the index without validation, see
 :mod:`llm_cost.specs.load`) never imports it: importing pydantic and building model classes
 took about 100 ms of a 300 ms ``llm-cost params llama3-8b``.
