@@ -72,7 +72,7 @@ def model_catalog() -> list[ModelEntry]:
             ModelEntry(
                 spec.name,
                 spec.display_name,
-                spec.aliases,
+                list(spec.aliases),
                 spec.model_type,
                 build(spec).total_params,
                 _architecture(spec),
@@ -90,7 +90,7 @@ def gpu_catalog() -> list[GPUEntry]:
             GPUEntry(
                 g.name,
                 g.display_name,
-                g.aliases,
+                list(g.aliases),
                 g.memory_gb,
                 g.memory_bandwidth_tb_s,
                 g.dense_tflops.get("bf16"),

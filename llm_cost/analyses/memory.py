@@ -55,7 +55,7 @@ class Fit(Result):
     fits: bool
     shortfall_bytes: int | Fraction  # > 0 when the weights, workspace and reserve leave no room
     kv_budget_bytes: int | Fraction  # usable - weights - workspace - reserve (>= 0)
-    kv_bytes_per_token: int | float
+    kv_bytes_per_token: int | Fraction
     block_tokens: int
     token_budget: int | None  # B x s the KV budget holds (full-attention models)
     context: int
@@ -73,7 +73,7 @@ def max_context(
     sequence in whole blocks of ``block_tokens``; None when kv stops growing (sliding window,
     linear state) and the plateau fits."""
 
-    def need(s: int) -> int:
+    def need(s: int) -> int | Fraction:
         return kv_bytes(spec, paged_tokens(s, block_tokens), kv_bits, batch)
 
     if need(1) > budget:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from llm_cost.core.choices import Logits, WeightFlops
 from llm_cost.core.errors import InputError
@@ -31,7 +32,7 @@ from llm_cost.core.types import Part, TensorGroup
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.model.structure import build
 from llm_cost.specs.files import shown
-from llm_cost.specs.schema import ModelSpec
+from llm_cost.specs.schema import ModelSpec, Qwen2Vision
 from llm_cost.workload.flops import forward_flops, weight_flops_params
 
 __all__ = ["smart_resize", "VisionCost", "ImageResult", "image_cost", "video_cost"]
@@ -101,7 +102,7 @@ class ImageResult(Result):
     decoder_weight_flops: float  # weight FLOPs per token x image tokens
     decoder_attention_flops: float  # causal attention among the image tokens
     decoder_prefill_flops: float
-    kv_bytes: int | float
+    kv_bytes: int | Fraction
     encoder_output_bytes: int | float
     kv_to_encoder_output: float
     conventions: list[Note] = field(default_factory=list)
@@ -126,33 +127,16 @@ def _connector_tokens(connector: str, patches: int, merge: int) -> int:
 
 def _vision(spec: ModelSpec, height: int, width: int, frames: int, connector: str) -> VisionCost:
     v = spec.vision
-    other = (
-        "SigLIP (Gemma 3)"
-        if spec.siglip_vision is not None
-        else (
-            "Llama 4"
-            if spec.llama4_vision is not None
-            else (
-                "Qwen2.5-VL"
-                if spec.qwen25_vision is not None
-                else (
-                    "Qwen3-VL"
-                    if spec.qwen3_vision is not None
-                    else ("Pixtral" if spec.pixtral_vision is not None else None)
-                )
-            )
-        )
-    )
-    if v is None and other:
-        raise InputError(
-            f"{spec.name}: image costs are modelled for the Qwen2-VL tower only; its {other} vision "
-            "tower is counted by params but its image tokens and FLOPs are not modelled yet"
-        )
     if v is None:
         raise InputError(
             f"{spec.name} has no vision tower; give a vision-language model (e.g. qwen2-vl-7b), and decoder "
             "to price its image tokens in another language model",
             fields=("decoder",),
+        )
+    if not isinstance(v, Qwen2Vision):
+        raise InputError(
+            f"{spec.name}: image costs are modelled for the Qwen2-VL tower only; its {v.title} vision "
+            "tower is counted by params but its image tokens and FLOPs are not modelled yet"
         )
     factor = v.patch_size * v.spatial_merge_size
     h, w = smart_resize(height, width, factor)

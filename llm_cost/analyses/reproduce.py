@@ -14,6 +14,7 @@ import copy
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import TypeVar
@@ -691,7 +692,7 @@ class Check:
 
     name: str
     expected: float
-    computed: float
+    computed: float | Fraction
     rule: str
     ok: bool
 

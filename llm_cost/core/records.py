@@ -59,22 +59,27 @@ class Frozen:
         return f"{self.__class__.__qualname__}({shown})"
 
 
-@dataclass_transform(frozen_default=True)
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
 def record(cls: type[T]) -> type[T]:
     """``cls`` as a frozen dataclass built by one ``__dict__`` write, with :class:`Frozen`'s
-    methods. Not for classes with a ``__post_init__``, ``init=False``, keyword-only or
-    ``compare=False`` fields, or slots (TypeError)."""
+    methods. A ``__post_init__`` runs after that write, as the dataclass's would; the
+    ``init=False`` fields it sets (with ``object.__setattr__``) come after every other field.
+    Not for classes with other ``init=False``, keyword-only or ``compare=False`` fields, or
+    slots (TypeError)."""
     cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    given = [f for f in fields if f.init]
+    post_init = hasattr(cls, "__post_init__")
     if (
-        hasattr(cls, "__post_init__")
-        or hasattr(cls, "__slots__")
-        or any(not f.init or f.kw_only or not f.compare for f in fields)
+        hasattr(cls, "__slots__")
+        or any(f.kw_only or not f.compare for f in fields)
+        or list(fields[: len(given)]) != given
+        or (len(given) < len(fields) and not post_init)
     ):
         raise TypeError(f"@record: {cls.__name__} needs the dataclasses' own __init__ and methods")
     namespace: dict[str, Any] = {"_set": object.__setattr__, "_UNSET": _UNSET}
     params, items = [], []
-    for f in fields:
+    for f in given:
         if f.default is not dataclasses.MISSING:
             namespace[f"_default_{f.name}"] = f.default
             params.append(f"{f.name}=_default_{f.name}")
@@ -87,10 +92,12 @@ def record(cls: type[T]) -> type[T]:
             params.append(f.name)
             items.append(f"{f.name!r}: {f.name}")
     source = f"def __init__(self, {', '.join(params)}):\n    _set(self, '__dict__', {{{', '.join(items)}}})\n"
+    if post_init:
+        source += "    self.__post_init__()\n"
     exec(source, namespace)  # noqa: S102 - the same technique as the dataclasses module's own __init__
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
-    cls.__init__ = init  # type: ignore[misc]
+    cls.__init__ = init  # type: ignore[method-assign]  # the generated __init__ replaces the class's
     for name in ("__setattr__", "__delattr__", "__eq__", "__hash__", "__repr__"):
         setattr(cls, name, Frozen.__dict__[name])
     return cls

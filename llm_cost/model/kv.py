@@ -26,11 +26,13 @@ Bytes are exact integers for whole-byte dtypes (exact fractions are rounded only
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import LayerKind, LayerType
 from llm_cost.core.units import to_bytes
@@ -44,34 +46,35 @@ if TYPE_CHECKING:  # imported by kv_cache only for a layout: it and the tensor s
 __all__ = ["KVLayerKind", "KVAtContext", "KVResult", "kv_cache", "kv_bytes_per_token", "kv_bytes"]
 
 
-@dataclass(frozen=True)
+@record
 class KVLayerKind:
     """The cache of one kind of layer."""
 
     layer_type: LayerType
     layers: int
     elements_per_token: int  # per layer
-    bytes_per_token: int | float  # per layer
+    bytes_per_token: int | Fraction  # per layer
     window: int | None  # tokens kept at most (sliding layers)
-    state_bytes: int | float  # fixed per-sequence state per layer (linear attention)
-    conv_state_bytes: int | float
+    state_bytes: int | Fraction  # fixed per-sequence state per layer (linear attention)
+    conv_state_bytes: int | Fraction
     formula: str
 
 
-@dataclass(frozen=True)
+@record
 class KVAtContext:
     """KV (and fixed state) of ``batch`` sequences of ``context`` tokens."""
 
     context: int
-    kv_bytes: int | float  # per sequence, attention layers only
-    state_bytes: int | float  # per sequence, linear-attention recurrent state
-    conv_state_bytes: int | float  # per sequence
-    total_bytes: int | float  # batch x (kv + state + conv)
-    mha_equivalent_bytes: int | float | None  # batch x, same layers with n_kv = n_q (MLA: n_h K/V heads of v_head_dim)
-    all_attention_bytes: int | float | None  # batch x, hybrid: every layer full attention
+    kv_bytes: int | Fraction  # per sequence, attention layers only
+    state_bytes: int | Fraction  # per sequence, linear-attention recurrent state
+    conv_state_bytes: int | Fraction  # per sequence
+    total_bytes: int | Fraction  # batch x (kv + state + conv)
+    #: batch x, the same layers with n_kv = n_q (MLA: n_h K/V heads of v_head_dim)
+    mha_equivalent_bytes: int | Fraction | None
+    all_attention_bytes: int | Fraction | None  # batch x, hybrid: every layer full attention
 
 
-@dataclass(frozen=True)
+@record
 class KVResult(Result):
     """KV-cache sizes of a model at a KV dtype."""
 
@@ -80,8 +83,8 @@ class KVResult(Result):
     bits_per_element: int
     batch: int
     layer_kinds: list[KVLayerKind]
-    bytes_per_token: int | float  # all layers that cache tokens, below any window
-    mha_bytes_per_token: int | float | None
+    bytes_per_token: int | Fraction  # all layers that cache tokens, below any window
+    mha_bytes_per_token: int | Fraction | None
     mha_ratio: float | None  # MHA-equivalent bytes / this model's bytes per token
     kv_read_intensity: float | None  # FLOP per KV byte in decode attention (g = n_q/n_kv, or MLA absorbed)
     mla_absorbed_flop_ratio: float | None  # MLA: absorbed-form attention FLOPs / plain form (seed 003 §04: ~3.4x)
@@ -94,40 +97,32 @@ class KVResult(Result):
     all_gpus_bytes_per_token: int | Fraction | None = None  # summed over every GPU of a replica (KV heads replicated)
 
 
-#: Layer counts of the last specs (a spec is frozen): a grid of contexts asks for them per point.
-_COUNTED: dict[int, tuple[ModelSpec, LayerCounts]] = {}
-
-
+@lru_cache(maxsize=64)
 def _layer_counts(spec: ModelSpec) -> LayerCounts:
-    """:func:`~llm_cost.model.layers.layer_counts` of every layer, kept for the next point."""
-    hit = _COUNTED.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
+    """:func:`~llm_cost.model.layers.layer_counts` of every layer, kept for the last specs (a spec
+    is frozen and hashed by its fields): a grid of contexts asks for them per point."""
     counts = layer_counts(spec)
-    if len(_COUNTED) > 64:
-        _COUNTED.clear()
-    _COUNTED[id(spec)] = (spec, counts)
     return counts
 
 
-def _state_layers(spec: ModelSpec) -> tuple[int, int]:
-    """(SSM + linear-attention state, conv state) elements of one sequence over all layers."""
-    counts = _layer_counts(spec)
+def _state_layers(spec: ModelSpec, counts: LayerCounts) -> tuple[int, int]:
+    """(SSM + linear-attention state, conv state) elements of one sequence over all layers
+    (``counts``: :func:`_layer_counts`)."""
     la_state, la_conv = linear_state_elements(spec)
     m_state, m_conv = mamba_state_elements(spec)
     n_la, n_m = counts.mixer(LayerType.LINEAR_ATTENTION), counts.mixer(LayerType.MAMBA2)
     return n_la * la_state + n_m * m_state, n_la * la_conv + n_m * m_conv
 
 
-def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | float:
+def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | Fraction:
     """KV bytes one token adds across all caching layers (below any sliding window)."""
     caching = _layer_counts(spec).of(LayerKind.SOFTMAX_ATTENTION)
     return to_bytes(caching * kv_elements_per_token_per_layer(spec), bits)
 
 
-def _attention_elements(spec: ModelSpec, context: int, per_token_per_layer: int) -> int:
-    """Cached elements of one sequence in the softmax-attention layers (windows honoured)."""
-    counts = _layer_counts(spec)
+def _attention_elements(spec: ModelSpec, counts: LayerCounts, context: int, per_token_per_layer: int) -> int:
+    """Cached elements of one sequence in the softmax-attention layers (windows honoured;
+    ``counts``: :func:`_layer_counts`)."""
     att = spec.attention
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     kept_sliding = min(context, window) if window else context
@@ -140,12 +135,15 @@ def _attention_elements(spec: ModelSpec, context: int, per_token_per_layer: int)
     )
 
 
-def kv_bytes(spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, include_state: bool = True) -> int:
+def kv_bytes(
+    spec: ModelSpec, context: int, bits: int = 16, batch: int = 1, include_state: bool = True
+) -> int | Fraction:
     """Bytes of cache (and, if ``include_state``, fixed linear-attention state) for ``batch``
-    sequences of ``context`` tokens. Exact."""
-    elements = _attention_elements(spec, context, kv_elements_per_token_per_layer(spec))
+    sequences of ``context`` tokens. Exact (an int, or a Fraction for sub-byte elements)."""
+    counts = _layer_counts(spec)
+    elements = _attention_elements(spec, counts, context, kv_elements_per_token_per_layer(spec))
     if include_state:
-        elements += sum(_state_layers(spec))
+        elements += sum(_state_layers(spec, counts))
     return to_bytes(elements * batch, bits)
 
 
@@ -232,13 +230,13 @@ def kv_cache(
     show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
     rows = []
     hybrid = counts.mixer(LayerType.FULL_ATTENTION) != counts.total
-    all_state, all_conv = _state_layers(spec)
+    all_state, all_conv = _state_layers(spec, counts)
+    st, cv = to_bytes(all_state, bits), to_bytes(all_conv, bits)
     for s in contexts:
-        kv = kv_bytes(spec, s, bits, 1, include_state=False)
-        st = to_bytes(all_state, bits)
-        cv = to_bytes(all_conv, bits)
-        total = kv_bytes(spec, s, bits, batch, include_state=True)
-        mha = to_bytes(_attention_elements(spec, s, mha_elements) * batch, bits) if show_mha else None
+        cached = _attention_elements(spec, counts, s, per)  # kv_bytes(spec, s, bits), the counts looked up once
+        kv = to_bytes(cached, bits)
+        total = to_bytes((cached + all_state + all_conv) * batch, bits)
+        mha = to_bytes(_attention_elements(spec, counts, s, mha_elements) * batch, bits) if show_mha else None
         every = to_bytes(L * per * s * batch, bits) if hybrid else None
         rows.append(KVAtContext(s, kv, st, cv, total, mha, every))
 
@@ -252,11 +250,13 @@ def kv_cache(
     if window:
         conventions.append(note("kv.window", window=window))
     conventions += spec.context_note(contexts)
-    shards = None
+    shards = sequence_bytes = all_gpus = None
     if layout is not None:
         from llm_cost.model.layout import per_gpu
 
         shards = per_gpu(spec, layout, 16, bits)
+        sequence_bytes = [[k * c for c in contexts] for k in shards.kv_bytes_per_token]
+        all_gpus = sum(shards.kv_bytes_per_token) * layout.tp
     return KVResult(
         model=spec.name,
         kv_dtype=kv_dtype,
@@ -273,8 +273,6 @@ def kv_cache(
         conventions=conventions,
         layout=layout,
         per_gpu=shards,
-        per_gpu_sequence_bytes=None
-        if shards is None
-        else [[k * c for c in contexts] for k in shards.kv_bytes_per_token],
-        all_gpus_bytes_per_token=None if shards is None else sum(shards.kv_bytes_per_token) * layout.tp,
+        per_gpu_sequence_bytes=sequence_bytes,
+        all_gpus_bytes_per_token=all_gpus,
     )

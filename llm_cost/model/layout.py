@@ -20,10 +20,11 @@ Layout: TP x PP x DP GPUs (Megatron-LM; vLLM). Each tensor declares its shard ru
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, Part, ShardRule, TensorGroup, TensorKind
 from llm_cost.core.units import exact, to_bytes
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
@@ -47,7 +48,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class Layout:
     """GPUs = tp x pp x dp; ep ranks (1 or tp x dp) hold the experts of a stage."""
 
@@ -173,7 +174,7 @@ def tensor_layers_in_stage(spec: ModelSpec, t: Tensor, layout: Layout, stage: in
     return layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, stage)).of(t.layer_kind)
 
 
-@dataclass(frozen=True)
+@record
 class PerGPU:
     """What one GPU of each pipeline stage holds (bytes exact: int, or Fraction for sub-byte
     formats)."""

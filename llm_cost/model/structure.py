@@ -16,9 +16,8 @@ buffers such as rotary ``inv_freq`` are not parameters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, lru_cache
 from math import prod
 
 from llm_cost.core.records import record
@@ -30,10 +29,11 @@ from llm_cost.specs.schema import (
     MLAAttention,
     ModelSpec,
     PixtralVision,
+    Qwen2Vision,
     Qwen3Vision,
     Qwen25Vision,
     SiglipVision,
-    Vision,
+    VisionTower,
 )
 
 __all__ = ["Tensor", "Structure", "build"]
@@ -108,15 +108,18 @@ class Tensor:
         return self.numel * self.active * max(self.layers, 1)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
 class Structure:
-    """All weight tensors of a model, with the sums every metric is built from. Compared by
-    identity and shown by the default ``repr``: it holds hundreds of tensors and caches its sums
-    (and ``@dataclass`` would compile two more methods on every start for nothing)."""
+    """All weight tensors of a model, with the sums every metric is built from (computed on
+    first use). Not a record: it is compared by identity and shown by the default ``repr`` (it
+    holds hundreds of tensors), and :func:`build` makes one per spec.
 
-    spec: ModelSpec
-    tensors: tuple[Tensor, ...]
-    layer_counts: dict = field(default_factory=dict)
+    ``layer_counts`` holds the decoder layers of each attention kind (``"attention"``) and of
+    each feed-forward kind (``"mlp"``)."""
+
+    def __init__(self, spec: ModelSpec, tensors: tuple[Tensor, ...], layer_counts: dict[str, dict[str, int]]) -> None:
+        self.spec = spec
+        self.tensors = tensors
+        self.layer_counts = layer_counts
 
     def _sum(self, part: Part, attr: str = "total") -> int:
         return sum(getattr(t, attr) for t in self.tensors if t.part == part)
@@ -477,7 +480,7 @@ def _blocks(
     return t
 
 
-def _vision(v: Vision) -> list[Tensor]:
+def _qwen2_vision(v: Qwen2Vision) -> list[Tensor]:
     """Qwen2-VL vision tower (transformers Qwen2VisionTransformerPretrainedModel): Conv3d patch
     embedding without bias, ``depth`` blocks (LayerNorm, fused qkv with bias, proj, fc1/fc2 with
     biases) and the merger (LayerNorm, then MLP [4 d_vit -> 4 d_vit -> d_model]). Sharded as
@@ -719,6 +722,21 @@ def _pixtral(v: PixtralVision, d_text: int) -> list[Tensor]:
     return t
 
 
+def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
+    """The tensors of a vision tower and its projector into the decoder's width ``d_text``."""
+    if isinstance(v, Qwen2Vision):
+        return _qwen2_vision(v)
+    if isinstance(v, Qwen25Vision):
+        return _qwen25_vision(v)
+    if isinstance(v, Qwen3Vision):
+        return _qwen3_vision(v)
+    if isinstance(v, SiglipVision):
+        return _siglip(v, d_text)
+    if isinstance(v, Llama4Vision):
+        return _llama4_vision(v, d_text)
+    return _pixtral(v, d_text)
+
+
 def _mtp(spec: ModelSpec) -> list[Tensor]:
     """DeepSeek-V3 MTP modules (seed 003 §07; DeepSeek-V3 report §2.2): per module enorm, hnorm,
     eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm. The
@@ -753,26 +771,11 @@ def _mtp(spec: ModelSpec) -> list[Tensor]:
     return t
 
 
-#: The structures of the last specs built, by identity (a spec is immutable): sweeps and searches
-#: ask for the same spec's tensors thousands of times.
-_BUILT: dict[int, tuple[ModelSpec, Structure]] = {}
-
-
+@lru_cache(maxsize=64)
 def build(spec: ModelSpec) -> Structure:
-    """Expand ``spec`` into its weight tensors. Pure (the result of the last specs is kept: a
-    spec is frozen, so its structure cannot change)."""
-    hit = _BUILT.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    if len(_BUILT) > 64:
-        _BUILT.clear()
-    structure = _build(spec)
-    _BUILT[id(spec)] = (spec, structure)
-    return structure
-
-
-def _build(spec: ModelSpec) -> Structure:
-    """Expand ``spec`` into its weight tensors (a few dozen tensors)."""
+    """Expand ``spec`` into its weight tensors (a few dozen tensors). Pure: the structures of the
+    last specs are kept (a spec is frozen and hashed by its fields, so its structure cannot
+    change), as sweeps and searches ask for the same spec's tensors thousands of times."""
     d, V = spec.hidden_size, spec.vocab_size
     counts = layer_counts(spec)
     attention_counts, mlp_counts = counts.mixers, counts.mlps
@@ -785,17 +788,7 @@ def _build(spec: ModelSpec) -> Structure:
     if spec.lm_head_bias:
         t.append(Tensor("lm_head.bias", (V,), "biases", B, shard=ShardRule.VOCAB))
     if spec.vision is not None:
-        t += _vision(spec.vision)
-    if spec.siglip_vision is not None:
-        t += _siglip(spec.siglip_vision, d)
-    if spec.llama4_vision is not None:
-        t += _llama4_vision(spec.llama4_vision, d)
-    if spec.qwen25_vision is not None:
-        t += _qwen25_vision(spec.qwen25_vision)
-    if spec.qwen3_vision is not None:
-        t += _qwen3_vision(spec.qwen3_vision)
-    if spec.pixtral_vision is not None:
-        t += _pixtral(spec.pixtral_vision, d)
+        t += _vision(spec.vision, d)
     if spec.mtp is not None:
         t += _mtp(spec)
     return Structure(spec, tuple(t), {"attention": attention_counts, "mlp": mlp_counts})

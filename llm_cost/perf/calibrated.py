@@ -29,13 +29,13 @@ functions on numpy arrays when it fits a profile (one implementation).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property
+from functools import lru_cache
 from typing import Any
 
+from llm_cost.core.records import record
 from llm_cost.core.types import DTYPE_BITS, Bound, OpKind, TimeKind
-from llm_cost.perf.profile import Profile, default_profile
+from llm_cost.perf.profile import Parameters, Profile, default_profile
 from llm_cost.perf.timemodel import (
     DEFAULT_NETWORK_GB_S,
     EfficiencyEstimate,
@@ -163,7 +163,13 @@ def _op_time(
     return c, m, 0.0, smooth_max(c, m, q["overlap_p"])
 
 
-@dataclass(frozen=True)
+@lru_cache(maxsize=16)
+def _values(parameters: Parameters) -> dict[str, float]:
+    """A profile's parameters by name (read once: a sweep times many steps); not to be changed."""
+    return to_data(parameters)
+
+
+@record
 class CalibratedModel:
     """The calibrated prediction of a step's time under ``profile`` (a :class:`TimeModel`)."""
 
@@ -176,15 +182,10 @@ class CalibratedModel:
         """``prediction (profile h200)``."""
         return f"prediction (profile {self.profile.name})"
 
-    @cached_property
-    def _parameters(self) -> dict[str, float]:
-        """The profile's parameters by name (read once: a sweep times many steps)."""
-        return to_data(self.profile.parameters)
-
     def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
         """The predicted time of ``step`` on ``gpu`` (without ``operators``: no per-operator times, the
         same stages and totals); InputError if the GPU lacks the compute dtype."""
-        q = self._parameters
+        q = _values(self.profile.parameters)
         peak, bw = gpu.peak_flops(step.compute_dtype), gpu.bandwidth_bytes_s
         link, link_gb_s = link_of(step, gpu, self.network_gb_s)
         e_w = _format_efficiency(step, q)

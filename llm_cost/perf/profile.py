@@ -16,16 +16,15 @@ YAML or JSON parser.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, get_type_hints
 
 from llm_cost.core.errors import SpecError
 from llm_cost.core.notes import Note, note
-from llm_cost.core.records import record
-from llm_cost.specs.declare import Bounds, Spec, spec, to_data, validated
+from llm_cost.specs import index
+from llm_cost.specs.declare import Bounds, Spec, field_names, spec, validated
 from llm_cost.specs.files import read_yaml, shown, validation_message
 
 __all__ = [
@@ -44,140 +43,179 @@ __all__ = [
 ]
 
 
-@record
-class Parameter:
-    """A calibrated parameter's unit, meaning, physical range (the fit's bounds) and prior."""
+class Parameter(Bounds):
+    """A calibrated parameter as the type of its :class:`Parameters` field carries it: its unit,
+    meaning, physical range and prior (its value where the data cannot determine it). The range
+    bounds the fit and is enforced when a profile is read (pydantic's ``ge`` / ``le``)."""
 
-    unit: str
-    meaning: str
-    lower: float
-    upper: float
-    prior: float
+    __slots__ = ("unit", "meaning", "lower", "upper", "prior")
+
+    def __init__(self, *, unit: str, meaning: str, lower: float, upper: float, prior: float) -> None:
+        super().__init__(ge=lower, le=upper)
+        self.unit, self.meaning, self.lower, self.upper, self.prior = unit, meaning, lower, upper, prior
 
 
-#: Every parameter of the calibrated model: unit, meaning, bounds, prior (used when data cannot
-#: determine it). Priors: typical Hopper/Ampere figures (cuBLAS ~80% of dense peak on large GEMMs,
-#: ~80% of bandwidth on streaming reads, ~10 us per NCCL all-reduce call on NVLink).
-PARAMETERS: dict[str, Parameter] = {
-    p_name: Parameter(**p)
-    for p_name, p in {
-        "gemm_efficiency_max": dict(
+@spec
+class Parameters(Spec):
+    """The values of the calibrated model's parameters (:mod:`llm_cost.perf.calibrated`); each
+    field's type carries its :class:`Parameter` (:data:`PARAMETERS` lists them by name). Priors:
+    typical Hopper/Ampere figures (cuBLAS ~80% of dense peak on large GEMMs, ~80% of bandwidth on
+    streaming reads, ~10 us per NCCL all-reduce call on NVLink)."""
+
+    gemm_efficiency_max: Annotated[
+        float,
+        Parameter(
             unit="fraction of peak FLOP/s",
             lower=0.2,
             upper=1.0,
             prior=0.8,
             meaning="GEMM FLOP rate at many tokens in flight",
         ),
-        "gemm_half_tokens": dict(
+    ]
+    gemm_half_tokens: Annotated[
+        float,
+        Parameter(
             unit="tokens",
             lower=1.0,
             upper=4096.0,
             prior=64.0,
             meaning="tokens in flight M at which a GEMM reaches half its ceiling",
         ),
-        "overlap_p": dict(
+    ]
+    overlap_p: Annotated[
+        float,
+        Parameter(
             unit="p-norm exponent",
             lower=1.0,
             upper=16.0,
             prior=4.0,
             meaning="overlap of compute and memory in an operator (1: none, large: perfect)",
         ),
-        "bandwidth_efficiency_native": dict(
+    ]
+    bandwidth_efficiency_native: Annotated[
+        float,
+        Parameter(
             unit="fraction of bandwidth",
             lower=0.2,
             upper=1.0,
             prior=0.8,
             meaning="bandwidth reached reading 16-bit (or native fp8) weights",
         ),
-        "bandwidth_efficiency_int8": dict(
+    ]
+    bandwidth_efficiency_int8: Annotated[
+        float,
+        Parameter(
             unit="fraction of bandwidth",
             lower=0.1,
             upper=1.0,
             prior=0.65,
             meaning="bandwidth reached reading weight-only int8 weights",
         ),
-        "bandwidth_efficiency_int4": dict(
+    ]
+    bandwidth_efficiency_int4: Annotated[
+        float,
+        Parameter(
             unit="fraction of bandwidth",
             lower=0.1,
             upper=1.0,
             prior=0.5,
             meaning="bandwidth reached reading weight-only int4 weights (with scales)",
         ),
-        "kv_efficiency_max": dict(
+    ]
+    kv_efficiency_max: Annotated[
+        float,
+        Parameter(
             unit="fraction of bandwidth",
             lower=0.1,
             upper=1.0,
             prior=0.8,
             meaning="bandwidth of decode attention's KV reads once saturated",
         ),
-        "kv_saturation_heads": dict(
+    ]
+    kv_saturation_heads: Annotated[
+        float,
+        Parameter(
             unit="sequences x KV heads",
             lower=1.0,
             upper=4096.0,
             prior=64.0,
             meaning="KV heads in flight at which decode attention saturates",
         ),
-        "attention_efficiency_flash": dict(
+    ]
+    attention_efficiency_flash: Annotated[
+        float,
+        Parameter(
             unit="fraction of peak FLOP/s",
             lower=0.1,
             upper=1.0,
             prior=0.5,
             meaning="FLOP rate of prefill (flash) attention",
         ),
-        "layer_overhead_s": dict(
+    ]
+    layer_overhead_s: Annotated[
+        float,
+        Parameter(
             unit="s per layer",
             lower=0.0,
             upper=1e-3,
             prior=2e-5,
             meaning="fixed time per layer per step (kernel launches and tails)",
         ),
-        "step_overhead_s": dict(
+    ]
+    step_overhead_s: Annotated[
+        float,
+        Parameter(
             unit="s per step",
             lower=0.0,
             upper=0.05,
             prior=0.0,
             meaning="fixed time per step per pipeline stage (graph replay, sampling, sync)",
         ),
-        "collective_latency_s": dict(
+    ]
+    collective_latency_s: Annotated[
+        float,
+        Parameter(
             unit="s per call",
             lower=0.0,
             upper=1e-3,
             prior=1e-5,
             meaning="latency of one collective call (all-reduce, all-to-all, send)",
         ),
-        "link_efficiency": dict(
+    ]
+    link_efficiency: Annotated[
+        float,
+        Parameter(
             unit="fraction of link bandwidth",
             lower=0.1,
             upper=1.0,
             prior=0.8,
             meaning="link bandwidth a collective's bytes reach",
         ),
-    }.items()
-}
+    ]
 
 
-Share = Annotated[float, Bounds(gt=0, le=1)]  #: a share of a peak, in (0, 1]
-Positive = Annotated[float, Bounds(gt=0)]
-NonNegative = Annotated[float, Bounds(ge=0)]
+@cache
+def _declared() -> dict[str, Parameter]:
+    """The :class:`Parameter` each field of :class:`Parameters` carries in its type, by field
+    name in declared order (the field types are evaluated here, on first use: a prediction from a
+    shipped profile never needs them)."""
+    hints = get_type_hints(Parameters, include_extras=True)
+    return {
+        name: next(m for m in hints[name].__metadata__ if isinstance(m, Parameter)) for name in field_names(Parameters)
+    }
 
 
-@spec
-class Parameters(Spec):
-    """The values of :data:`PARAMETERS` (units there)."""
+if TYPE_CHECKING:
+    #: Every parameter of the calibrated model by name, in declared order: the :class:`Parameter`
+    #: its :class:`Parameters` field's type carries (built on first use, see :func:`__getattr__`).
+    PARAMETERS: dict[str, Parameter]
 
-    gemm_efficiency_max: Share
-    gemm_half_tokens: Positive
-    overlap_p: Annotated[float, Bounds(ge=1)]
-    bandwidth_efficiency_native: Share
-    bandwidth_efficiency_int8: Share
-    bandwidth_efficiency_int4: Share
-    kv_efficiency_max: Share
-    kv_saturation_heads: Positive
-    attention_efficiency_flash: Share
-    layer_overhead_s: NonNegative
-    step_overhead_s: NonNegative
-    collective_latency_s: NonNegative
-    link_efficiency: Share
+
+def __getattr__(name: str) -> Any:
+    """:data:`PARAMETERS`, derived from :class:`Parameters` on first use."""
+    if name == "PARAMETERS":
+        return _declared()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @spec
@@ -194,7 +232,7 @@ class FitError(Spec):
 
 
 def _units() -> dict[str, str]:
-    return {k: p.unit for k, p in PARAMETERS.items()}
+    return {k: p.unit for k, p in _declared().items()}
 
 
 @spec
@@ -208,8 +246,8 @@ class Profile(Spec):
     note: str
     parameters: Parameters
     units: dict[str, str] = field(default_factory=_units)
-    fitted_on: list[str] = field(default_factory=list)  # measurement ids (fitted), or those of the source
-    measurements: list[str] = field(default_factory=list)  # the files holding them
+    fitted_on: tuple[str, ...] = ()  # measurement ids (fitted), or those of the source
+    measurements: tuple[str, ...] = ()  # the files holding them
     fixed: dict[str, str] = field(default_factory=dict)  # parameter -> why it is at its prior
     error: Optional[FitError] = None
     transferred_from: Optional[str] = None
@@ -228,38 +266,20 @@ def profile_names() -> list[str]:
 
 def build_profile_index() -> dict[str, dict[str, Any]]:
     """The index of the shipped profiles (:mod:`llm_cost.perf.profile_index`, written by
-    scripts/fit_profiles.py): per file stem, the CRC-32 of the YAML's bytes and its validated
-    content, so that a command reads a shipped profile without pydantic or a YAML parser (as
-    :mod:`llm_cost.specs.load` does for specs)."""
-    return {
-        path.stem: {"crc32": _digest(path), "profile": to_data(_from_yaml(path))}
-        for path in sorted(profiles_dir().glob("*.yaml"))
-    }
+    ``scripts/build_index.py`` and ``scripts/fit_profiles.py``): per file stem, its
+    :func:`~llm_cost.specs.index.entry` (CRC-32, validated content, nested classes), so that a
+    command reads a shipped profile without pydantic or a YAML parser, as
+    :mod:`llm_cost.specs.load` reads a shipped spec."""
+    return {path.stem: index.entry(path, _from_yaml(path)) for path in sorted(profiles_dir().glob("*.yaml"))}
 
 
-def profile_index_source(index: dict[str, dict[str, Any]]) -> str:
-    """The text of :mod:`llm_cost.perf.profile_index` for ``index`` (:func:`build_profile_index`)."""
-    from llm_cost.core.serialize import literal_module
-
-    return literal_module(
+def profile_index_source(built: dict[str, dict[str, Any]]) -> str:
+    """The text of :mod:`llm_cost.perf.profile_index` for ``built`` (:func:`build_profile_index`)."""
+    return index.index_source(
         "The index of the shipped calibration profiles: their hashes and validated content.\n"
-        "Generated by ``python scripts/fit_profiles.py``; do not edit.",
-        "INDEX",
-        index,
+        "Generated by ``python scripts/build_index.py``; do not edit.",
+        built,
     )
-
-
-def _digest(path: Path) -> str:
-    return f"{zlib.crc32(path.read_bytes()):08x}"
-
-
-@lru_cache(maxsize=1)
-def _index() -> dict[str, dict[str, Any]]:
-    try:
-        from llm_cost.perf.profile_index import INDEX
-    except ImportError:
-        return {}
-    return INDEX
 
 
 def _from_yaml(path: Path) -> Profile:
@@ -271,30 +291,13 @@ def _from_yaml(path: Path) -> Profile:
         raise SpecError(validation_message(path, exc)) from None
 
 
-def _rebuilt(data: dict[str, Any]) -> Profile:
-    """The profile an index entry holds (validated when the index was built), without validating it
-    again; a test checks it equals the validated profile for every shipped file."""
-    error = data.get("error")
-    copied = {
-        k: type(v)(v) if isinstance(v, (list, dict)) else v for k, v in data.items()
-    }  # no list shared with the index
-    return Profile(
-        **{
-            **copied,
-            "parameters": Parameters(**data["parameters"]),
-            "error": FitError(**error) if error is not None else None,
-        }
-    )
-
-
 @lru_cache(maxsize=64)
 def _load(path: Path) -> Profile:
     """The profile in ``path``: from the index when it is a shipped file unchanged since the index
     was built, else from its YAML."""
-    entry = _index().get(path.stem) if path.parent == profiles_dir() else None
-    if entry is not None and entry["crc32"] == _digest(path):
-        return _rebuilt(entry["profile"])
-    return _from_yaml(path)
+    shipped = index.imported("llm_cost.perf.profile_index").get(path.stem) if path.parent == profiles_dir() else None
+    found = index.current(shipped, path)
+    return index.rebuilt(Profile, found) if found is not None else _from_yaml(path)
 
 
 def load_profile(name_or_path: str) -> Profile:

@@ -8,15 +8,14 @@ memory-bound. H100 SXM BF16: 989.4 TFLOP/s / 3.35 TB/s = 295.3.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.specs.schema import HardwareSpec
 
 __all__ = ["Ridge", "ridge_points", "ridge"]
 
 
-@dataclass(frozen=True)
+@record
 class Ridge(Result):
     """Ridge point of one dtype: peak FLOP/s over bandwidth B/s."""
 

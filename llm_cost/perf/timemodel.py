@@ -21,7 +21,6 @@ Links: the GPU's per-direction NVLink/xGMI bandwidth while TP x DP GPUs fit in o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from llm_cost.core.errors import InputError
@@ -175,7 +174,7 @@ def _time(
     return sum_stages(label, kind, ops, stages, link, link_gb_s)
 
 
-@dataclass(frozen=True)
+@record
 class RooflineBound:
     """The Roofline lower bound: datasheet peak FLOP/s at the step's compute dtype, datasheet
     bandwidth, links at their nominal bandwidth; no latency, perfect overlap within a GPU."""
@@ -199,7 +198,7 @@ class RooflineBound:
         )
 
 
-@dataclass(frozen=True)
+@record
 class EfficiencyEstimate:
     """An estimate: peak FLOP/s x MFU, bandwidth x MBU (links at nominal bandwidth)."""
 

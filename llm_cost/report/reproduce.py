@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from llm_cost.analyses.reproduce import RowResult
 from llm_cost.report.base import print_table
 
 
-def _num(x: float) -> str:
-    x = float(x)
+def _num(value: float | Fraction) -> str:
+    x = float(value)
     if x.is_integer() and abs(x) < 1e15:
         return f"{int(x):,}"
     if abs(x) >= 1e6 or abs(x) < 1e-3:

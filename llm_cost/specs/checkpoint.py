@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from llm_cost.core.errors import SpecError
+from llm_cost.core.records import record
 
 __all__ = [
     "StoredTensor",
@@ -53,7 +53,7 @@ MAX_HEADER_BYTES = 100_000_000
 INDEX = "model.safetensors.index.json"
 
 
-@dataclass(frozen=True)
+@record
 class StoredTensor:
     """One tensor as a checkpoint header describes it."""
 
@@ -71,7 +71,7 @@ class StoredTensor:
         return n
 
 
-@dataclass(frozen=True)
+@record
 class Checkpoint:
     """The stored tensors of a checkpoint folder."""
 

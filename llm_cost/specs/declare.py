@@ -4,7 +4,10 @@ whose field types carry their bounds, validated by pydantic v2 only when a file 
 A spec class is a keyword-only frozen dataclass (:func:`spec`); a bounded field is
 ``Annotated[int, Bounds(ge=1, le=2**20, strict=True)]``; a union of spec classes told apart by
 their ``kind`` field is ``Annotated[Union[A, B], DISCRIMINATED]``; a class's cross-field rules
-are its ``_check`` method (ValueError). Declaring them needs nothing from pydantic, so a command
+are its ``_check`` method (ValueError); a sequence is a tuple (``tuple[int, ...]``: pydantic
+validates a list into it, :func:`to_data` writes it back as a list), so a spec without a mapping
+field (every model spec; not a GPU's ``dense_tflops``) is immutable and hashable and can key a
+``functools`` cache. Declaring them needs nothing from pydantic, so a command
 that reads only shipped specs (rebuilt from the index without validation, see
 :mod:`llm_cost.specs.load`) never imports it: importing pydantic and building model classes
 took about 100 ms of a 300 ms ``llm-cost params llama3-8b``.
@@ -81,8 +84,14 @@ class Spec(Frozen):
     becomes a validation error at the object's location).
 
     These methods are shared, not generated per class as ``@dataclass`` generates them (one
-    ``exec`` per method and class: about 20 ms for the 18 spec classes, on every start)."""
+    ``exec`` per method and class: about 20 ms for the 18 spec classes, on every start).
 
+    A spec's hash is computed once, on first use, and kept in a slot outside its ``__dict__``
+    (which holds exactly its fields): caches keyed by a spec (``functools.lru_cache``) hash it
+    on every call of a sweep, 2-4 us for a model's whole tree of fields."""
+
+    __slots__ = ("_hash",)
+    _hash: int
     __pydantic_config__ = {"extra": "forbid"}
 
     def __init__(self, **values: Any) -> None:
@@ -102,6 +111,18 @@ class Spec(Frozen):
                 raise TypeError(f"{type(self).__name__}: missing field {name!r}")
         object.__setattr__(self, "__dict__", state)
 
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            value = hash(tuple(self.__dict__.values()))
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields, for ``copy`` and ``pickle`` (the hash is computed again by the copy)."""
+        return self.__dict__
+
     def _check(self) -> None:
         """Cross-field rules; ValueError naming the fields when one is broken."""
 
@@ -118,9 +139,10 @@ class Spec(Frozen):
 
 
 def spec_field(
-    default: Any = dataclasses.MISSING, *, description: str = "", default_factory: Any = dataclasses.MISSING
+    *, default: Any = dataclasses.MISSING, description: str = "", default_factory: Any = dataclasses.MISSING
 ) -> Any:
-    """A field with its description (kept in the field's metadata, ``"description"``)."""
+    """A field with its description (kept in the field's metadata, ``"description"``); its default
+    is given by keyword, as type checkers read a field specifier's (PEP 681)."""
     return dataclasses.field(
         default=default, default_factory=default_factory, metadata={"description": description} if description else None
     )
@@ -145,14 +167,16 @@ def validated(cls: type[T], data: dict[str, Any]) -> T:
     """``cls`` validated from ``data`` (a mapping as read from a file; nested specs may be given
     as instances). Raises pydantic's ValidationError listing every problem with its location."""
     plain = {key: to_data(value) if dataclasses.is_dataclass(value) else value for key, value in data.items()}
-    return _adapter(cls).validate_python(plain)
+    adapter: Any = _adapter(cls)  # type: ignore[arg-type]  # a class is hashable; mypy cannot tell for type[T]
+    return adapter.validate_python(plain)
 
 
 def to_data(value: Any, *, exclude_defaults: bool = False, exclude_none: bool = False) -> Any:
-    """A spec as plain data (dicts, lists, numbers, strings), the form :func:`validated` reads
-    back to an equal spec; optionally without the fields equal to their default or None."""
+    """A spec as plain data (dicts, lists, numbers, strings: a spec's tuples become lists, as YAML
+    and JSON write them), the form :func:`validated` reads back to an equal spec; optionally
+    without the fields equal to their default or None."""
     if not dataclasses.is_dataclass(value):
-        return [to_data(v) for v in value] if isinstance(value, list) else value
+        return [to_data(v) for v in value] if isinstance(value, (list, tuple)) else value
     out = {}
     for f in dataclasses.fields(value):
         item = getattr(value, f.name)

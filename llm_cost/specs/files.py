@@ -192,9 +192,9 @@ def _short_repr(value: Any) -> str:
     return shown(repr(value), 40)
 
 
-def validation_message(path: Path, exc: Exception) -> str:
-    """One line for a pydantic ValidationError: the file, then the first SHOWN_ERRORS problems
-    (field and rule) and how many more there are."""
+def validation_message(path: Path | str, exc: Exception) -> str:
+    """One line for a pydantic ValidationError: the file (or what else was validated), then the
+    first SHOWN_ERRORS problems (field and rule) and how many more there are."""
     errors = exc.errors()  # type: ignore[attr-defined]
     parts = [_problem(err) for err in errors[:SHOWN_ERRORS]]
     more = f"; and {len(errors) - SHOWN_ERRORS} more" if len(errors) > SHOWN_ERRORS else ""

@@ -16,19 +16,20 @@ LM head is tied when the file has no ``output.weight``; the vocabulary is the em
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from llm_cost.core.errors import SpecError
+from llm_cost.core.records import record
 
 __all__ = ["GGUFTensor", "GGUFFile", "read_gguf", "gguf_to_spec", "load_gguf", "SUPPORTED_ARCHITECTURES"]
 
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3")
 
 
-@dataclass(frozen=True)
+@record
 class GGUFTensor:
     name: str
     type: str  # ggml type name: F16, Q8_0, Q4_K ...
@@ -37,7 +38,7 @@ class GGUFTensor:
     shape: tuple[int, ...]  # ggml order (ne0 first)
 
 
-@dataclass(frozen=True)
+@record
 class GGUFFile:
     """Metadata and tensor infos of one GGUF file."""
 

@@ -63,7 +63,7 @@ PositiveFloat = Annotated[float, Bounds(gt=0, le=1e6)]
 Scale = Annotated[float, Bounds(ge=-1e6, le=1e6)]
 Text = Annotated[str, Bounds(max_length=MAX_TEXT)]
 Name = Annotated[str, Bounds(min_length=1, max_length=128)]
-Names = Annotated[list[Name], Bounds(max_length=64)]
+Names = Annotated[tuple[Name, ...], Bounds(max_length=64)]
 if TYPE_CHECKING:
     LayerTypeName = str
     MlpTypeName = str
@@ -80,7 +80,7 @@ class Source(Spec):
 
     url: Text = spec_field(description="The config.json or datasheet the values were read from.")
     retrieved: Text = spec_field(description="When the copy was read (ISO date).")
-    note: Optional[Text] = spec_field(None, description="Anything a reader must know about the source.")
+    note: Optional[Text] = spec_field(default=None, description="Anything a reader must know about the source.")
 
 
 @spec
@@ -94,28 +94,28 @@ class GQAAttention(Spec):
     kind: Literal["gqa"] = "gqa"
     num_attention_heads: Heads = spec_field(description="n_q, query heads.")
     num_key_value_heads: Optional[Heads] = spec_field(
-        None, description="n_kv, key/value heads; defaults to num_attention_heads (MHA)."
+        default=None, description="n_kv, key/value heads; defaults to num_attention_heads (MHA)."
     )
     head_dim: Optional[Width] = spec_field(
-        None, description="d_head, elements per head; defaults to hidden_size / num_attention_heads."
+        default=None, description="d_head, elements per head; defaults to hidden_size / num_attention_heads."
     )
-    attention_bias: bool = spec_field(False, description="q, k and v projections carry biases.")
-    o_proj_bias: bool = spec_field(False, description="The output projection carries a bias.")
-    qk_norm: bool = spec_field(False, description="Per-head RMSNorm (d_head weights) on q and on k.")
+    attention_bias: bool = spec_field(default=False, description="q, k and v projections carry biases.")
+    o_proj_bias: bool = spec_field(default=False, description="The output projection carries a bias.")
+    qk_norm: bool = spec_field(default=False, description="Per-head RMSNorm (d_head weights) on q and on k.")
     qk_norm_width: Literal["head", "projection"] = spec_field(
-        "head",
+        default="head",
         description="head: q_norm/k_norm have d_head weights (Qwen3, Gemma 3); projection: they span the "
         "whole q (n_q d_head) and k (n_kv d_head) projections (OLMo 2, OLMoE).",
     )
     output_gate: bool = spec_field(
-        False, description="Gated attention (Qwen3-Next): W_Q also emits a per-element output gate."
+        default=False, description="Gated attention (Qwen3-Next): W_Q also emits a per-element output gate."
     )
-    sinks: bool = spec_field(False, description="One learned attention-sink logit per query head (gpt-oss).")
+    sinks: bool = spec_field(default=False, description="One learned attention-sink logit per query head (gpt-oss).")
     sliding_window: Optional[Positions] = spec_field(
-        None, description="Window W in tokens of the sliding-attention layers (see layer_types)."
+        default=None, description="Window W in tokens of the sliding-attention layers (see layer_types)."
     )
     attention_chunk_size: Optional[Positions] = spec_field(
-        None,
+        default=None,
         description="Chunk C of the chunked-attention layers (Llama 4): a token attends to the earlier tokens "
         "of its own C-token chunk, so the cache holds at most C tokens.",
     )
@@ -140,13 +140,13 @@ class MLAAttention(Spec):
     kind: Literal["mla"] = "mla"
     num_attention_heads: Heads = spec_field(description="n_h, attention heads.")
     q_lora_rank: Optional[Width] = spec_field(
-        None, description="Rank of the query down-projection; null means a full W_Q (DeepSeek-V2-Lite)."
+        default=None, description="Rank of the query down-projection; null means a full W_Q (DeepSeek-V2-Lite)."
     )
     kv_lora_rank: Width = spec_field(description="d_c, width of the cached KV latent.")
     qk_nope_head_dim: Width = spec_field(description="Per-head query/key width without RoPE.")
     qk_rope_head_dim: Width = spec_field(description="Width of the decoupled RoPE query/key.")
     v_head_dim: Width = spec_field(description="Per-head value width.")
-    attention_bias: bool = spec_field(False, description="Projections carry biases.")
+    attention_bias: bool = spec_field(default=False, description="Projections carry biases.")
 
 
 @spec
@@ -155,9 +155,9 @@ class MLP(Spec):
     plain (GELU): up [d, d_ff] and down [d_ff, d] (seed 002, SwiGLU)."""
 
     intermediate_size: Width = spec_field(description="d_ff, the hidden width.")
-    gated: bool = spec_field(True, description="Three matrices (gate, up, down) instead of two.")
-    hidden_act: Text = spec_field("silu", description="Activation name as in config.json.")
-    mlp_bias: bool = spec_field(False, description="The projections carry biases.")
+    gated: bool = spec_field(default=True, description="Three matrices (gate, up, down) instead of two.")
+    hidden_act: Text = spec_field(default="silu", description="Activation name as in config.json.")
+    mlp_bias: bool = spec_field(default=False, description="The projections carry biases.")
 
 
 @spec
@@ -175,17 +175,17 @@ class MoE(Spec):
     num_experts_per_tok: Experts = spec_field(description="k, routed experts per token.")
     moe_intermediate_size: Width = spec_field(description="Hidden width of one routed expert.")
     shared_expert_intermediate_size: OptionalWidth = spec_field(
-        0, description="Total hidden width of the shared expert(s) (n_shared * width); 0 if none."
+        default=0, description="Total hidden width of the shared expert(s) (n_shared * width); 0 if none."
     )
-    shared_expert_gate: bool = spec_field(False, description="A sigmoid gate [d, 1] on the shared expert.")
+    shared_expert_gate: bool = spec_field(default=False, description="A sigmoid gate [d, 1] on the shared expert.")
     router_bias: bool = spec_field(
-        False, description="The router has E bias terms (DeepSeek-V3 correction bias, gpt-oss)."
+        default=False, description="The router has E bias terms (DeepSeek-V3 correction bias, gpt-oss)."
     )
-    expert_bias: bool = spec_field(False, description="Each expert's projections carry biases (gpt-oss).")
-    first_k_dense_replace: LayerIndex = spec_field(0, description="The first k layers are dense.")
-    decoder_sparse_step: Layers = spec_field(1, description="Every n-th layer is MoE (Qwen-MoE).")
-    mlp_only_layers: Annotated[list[LayerIndex], Bounds(max_length=MAX_LAYERS)] = spec_field(
-        default_factory=list, description="Dense layer indices."
+    expert_bias: bool = spec_field(default=False, description="Each expert's projections carry biases (gpt-oss).")
+    first_k_dense_replace: LayerIndex = spec_field(default=0, description="The first k layers are dense.")
+    decoder_sparse_step: Layers = spec_field(default=1, description="Every n-th layer is MoE (Qwen-MoE).")
+    mlp_only_layers: Annotated[tuple[LayerIndex, ...], Bounds(max_length=MAX_LAYERS)] = spec_field(
+        default=(), description="Dense layer indices."
     )
 
     def _check(self) -> None:
@@ -232,10 +232,10 @@ class Mamba2(Spec):
     num_heads: Heads = spec_field(description="H, SSM heads.")
     head_dim: Width = spec_field(description="P, elements per head.")
     state_size: Width = spec_field(description="N, SSM state per head element.")
-    n_groups: Heads = spec_field(1, description="G, groups sharing B and C.")
-    conv_kernel: Small = spec_field(4, description="k, causal depthwise conv width.")
-    conv_bias: bool = spec_field(True, description="The conv1d has a bias.")
-    proj_bias: bool = spec_field(False, description="in_proj and out_proj have biases.")
+    n_groups: Heads = spec_field(default=1, description="G, groups sharing B and C.")
+    conv_kernel: Small = spec_field(default=4, description="k, causal depthwise conv width.")
+    conv_bias: bool = spec_field(default=True, description="The conv1d has a bias.")
+    proj_bias: bool = spec_field(default=False, description="in_proj and out_proj have biases.")
 
     def _check(self) -> None:
         if self.num_heads % self.n_groups:
@@ -265,7 +265,7 @@ class RopeScaling(Spec):
     beta_slow: Optional[PositiveFloat] = None
     mscale: Optional[Scale] = None
     mscale_all_dim: Optional[Scale] = None
-    mrope_section: Optional[Annotated[list[Width], Bounds(max_length=64)]] = None
+    mrope_section: Optional[Annotated[tuple[Width, ...], Bounds(max_length=64)]] = None
 
 
 @spec
@@ -276,25 +276,26 @@ class MTP(Spec):
 
     num_nextn_predict_layers: Small = spec_field(description="D, the number of MTP modules.")
     checkpoint_stores_shared: bool = spec_field(
-        True, description="The checkpoint stores its own copy of the embedding and LM head."
+        default=True, description="The checkpoint stores its own copy of the embedding and LM head."
     )
 
 
 @spec
-class Vision(Spec):
+class Qwen2Vision(Spec):
     """Qwen2-VL vision tower: a ViT over 14x14 (x2 frames) patches, then a 2x2 patch merger
     into the language model's width (seed 003 §09)."""
 
+    title = "Qwen2-VL"  # the tower's name in messages (a class attribute, not a field: no annotation)
     kind: Literal["qwen2_vl"] = "qwen2_vl"
     depth: Layers = spec_field(description="Transformer blocks.")
     embed_dim: Width = spec_field(description="d_vit, block width.")
     num_heads: Heads = spec_field(description="Attention heads.")
     mlp_ratio: Small = spec_field(description="MLP width = mlp_ratio * embed_dim.")
-    in_chans: Small = spec_field(3, description="Input channels.")
+    in_chans: Small = spec_field(default=3, description="Input channels.")
     patch_size: Small = spec_field(description="Spatial patch edge in pixels.")
     spatial_merge_size: Small = spec_field(description="Patches merged per side into one token.")
     temporal_patch_size: Small = spec_field(description="Frames per patch.")
-    hidden_act: Text = spec_field("quick_gelu", description="Activation name.")
+    hidden_act: Text = spec_field(default="quick_gelu", description="Activation name.")
     out_hidden_size: Width = spec_field(description="Output width (the decoder's hidden_size).")
 
     def _check(self) -> None:
@@ -321,6 +322,7 @@ class SiglipVision(Spec):
     fc1/fc2 with biases) and a post-LayerNorm. Projector: an RMSNorm over e and a bias-free
     [e, d_text] matrix; the 4x4 average pool has no weights."""
 
+    title = "SigLIP (Gemma 3)"  # the tower's name in messages (a class attribute, not a field: no annotation)
     kind: Literal["siglip_gemma3"] = "siglip_gemma3"
     hidden_size: Width = spec_field(description="e, tower width.")
     intermediate_size: Width = spec_field(description="Tower MLP width.")
@@ -328,8 +330,8 @@ class SiglipVision(Spec):
     num_attention_heads: Heads = spec_field(description="Tower attention heads.")
     image_size: Positions = spec_field(description="Square input edge in pixels.")
     patch_size: Small = spec_field(description="Patch edge in pixels.")
-    num_channels: Small = spec_field(3, description="Input channels.")
-    mm_tokens_per_image: Positions = spec_field(256, description="Soft tokens per image after pooling.")
+    num_channels: Small = spec_field(default=3, description="Input channels.")
+    mm_tokens_per_image: Positions = spec_field(default=256, description="Soft tokens per image after pooling.")
 
     def _check(self) -> None:
         _check_tower(self.hidden_size, self.num_attention_heads, self.image_size, self.patch_size)
@@ -347,6 +349,7 @@ class Llama4Vision(Spec):
     without biases; projector linear_1 [d_text, vision_output_dim] (bias only if
     ``multi_modal_projector_bias``)."""
 
+    title = "Llama 4"  # the tower's name in messages (a class attribute, not a field: no annotation)
     kind: Literal["llama4"] = "llama4"
     hidden_size: Width
     intermediate_size: Width
@@ -372,6 +375,7 @@ class Qwen25Vision(Spec):
     biases, ``intermediate_size``), then the merger: RMSNorm and MLP [4e -> 4e -> out_hidden_size]
     with biases. Window attention (``window_size``, ``fullatt_block_indexes``) adds no weights."""
 
+    title = "Qwen2.5-VL"  # the tower's name in messages (a class attribute, not a field: no annotation)
     kind: Literal["qwen2_5_vl"] = "qwen2_5_vl"
     depth: Layers
     hidden_size: Width
@@ -393,6 +397,7 @@ class Qwen3Vision(Spec):
     [4e -> 4e -> out_hidden_size] with biases) and one DeepStack merger per
     ``deepstack_visual_indexes`` entry (LayerNorm over 4e, same MLP)."""
 
+    title = "Qwen3-VL"  # the tower's name in messages (a class attribute, not a field: no annotation)
     kind: Literal["qwen3_vl"] = "qwen3_vl"
     depth: Layers
     hidden_size: Width
@@ -417,6 +422,7 @@ class PixtralVision(Spec):
     weights. Projector: RMSNorm over e, patch_merger merging_layer [e m^2 -> e] without bias, then
     linear_1 [e -> d] and linear_2 [d -> d] (biases if ``multimodal_projector_bias``)."""
 
+    title = "Pixtral"  # the tower's name in messages (a class attribute, not a field: no annotation)
     kind: Literal["pixtral"] = "pixtral"
     hidden_size: Width
     intermediate_size: Width
@@ -429,60 +435,64 @@ class PixtralVision(Spec):
     multimodal_projector_bias: bool = False
 
 
+#: A vision encoder with its projector (``ModelSpec.vision``), told apart by ``kind``.
+VisionTower = Union[Qwen2Vision, Qwen25Vision, Qwen3Vision, SiglipVision, Llama4Vision, PixtralVision]
+
+
 @spec
 class ModelSpec(Spec):
     """A decoder-only model: every field needed to enumerate its weight tensors exactly."""
 
     name: Name = spec_field(description="Canonical lower-case name used on the command line.")
     display_name: Text = spec_field(description="Human-readable name.")
-    aliases: Names = spec_field(default_factory=list, description="Other accepted names.")
+    aliases: Names = spec_field(default=(), description="Other accepted names.")
     model_type: Text = spec_field(description="Hugging Face model_type (llama, deepseek_v3, ...).")
     source: Source
     vocab_size: Vocab = spec_field(description="V, vocabulary size.")
     hidden_size: Width = spec_field(description="d, residual width.")
     num_hidden_layers: Layers = spec_field(description="L, decoder blocks.")
     tie_word_embeddings: bool = spec_field(description="LM head shares the embedding matrix.")
-    lm_head_bias: bool = spec_field(False, description="The LM head has V bias terms (Phi-3.5-MoE).")
+    lm_head_bias: bool = spec_field(default=False, description="The LM head has V bias terms (Phi-3.5-MoE).")
     attention: Annotated[Union[GQAAttention, MLAAttention], DISCRIMINATED]
-    mlp: Optional[MLP] = spec_field(None, description="Dense MLP; required unless every layer is MoE.")
+    mlp: Optional[MLP] = spec_field(default=None, description="Dense MLP; required unless every layer is MoE.")
     moe: Optional[MoE] = None
     linear_attention: Optional[LinearAttention] = None
-    mamba: Optional[Mamba2] = spec_field(None, description="The Mamba-2 mixer of the mamba2 layers.")
-    mlp_layer_types: Optional[Annotated[list[MlpTypeName], Bounds(max_length=MAX_LAYERS)]] = spec_field(
-        None, description="Feed-forward kind per layer (overrides the MoE layer rule); none for mixer-only blocks."
+    mamba: Optional[Mamba2] = spec_field(default=None, description="The Mamba-2 mixer of the mamba2 layers.")
+    mlp_layer_types: Optional[Annotated[tuple[MlpTypeName, ...], Bounds(max_length=MAX_LAYERS)]] = spec_field(
+        default=None,
+        description="Feed-forward kind per layer (overrides the MoE layer rule); none for mixer-only blocks.",
     )
-    layer_types: Optional[Annotated[list[LayerTypeName], Bounds(max_length=MAX_LAYERS)]] = spec_field(
-        None,
+    layer_types: Optional[Annotated[tuple[LayerTypeName, ...], Bounds(max_length=MAX_LAYERS)]] = spec_field(
+        default=None,
         description="Attention kind per layer; default: all sliding_attention if "
         "attention.sliding_window is set, else all full_attention.",
     )
     norm_type: Literal["rmsnorm", "layernorm"] = spec_field(
-        "rmsnorm", description="RMSNorm has d weights; LayerNorm d weights and d biases."
+        default="rmsnorm", description="RMSNorm has d weights; LayerNorm d weights and d biases."
     )
     norms_per_layer: Annotated[int, Bounds(ge=1, le=4, strict=True)] = spec_field(
-        2, description="Norms in each block: 1 (parallel attention), 2 (pre-norm), 4 (Gemma 2/3)."
+        default=2, description="Norms in each block: 1 (parallel attention), 2 (pre-norm), 4 (Gemma 2/3)."
     )
     position_embedding: Literal["rope", "learned", "none"] = spec_field(
-        "rope",
+        default="rope",
         description="learned adds a [max_position_embeddings, d] table (GPT-2); none: no positions "
         "(NoPE, Nemotron-H and Granite 4.0-H attention).",
     )
     max_position_embeddings: Positions = spec_field(description="Longest position the config allows.")
     rope_theta: Optional[Annotated[float, Bounds(gt=1, le=1e15)]] = spec_field(
-        None, description="RoPE base (above 1: each pair turns more slowly than the one before)."
+        default=None, description="RoPE base (above 1: each pair turns more slowly than the one before)."
     )
     partial_rotary_factor: Annotated[float, Bounds(gt=0, le=1)] = spec_field(
-        1.0, description="Share of head_dim that is rotated."
+        default=1.0, description="Share of head_dim that is rotated."
     )
     rope_scaling: Optional[RopeScaling] = None
     mtp: Optional[MTP] = None
-    vision: Optional[Vision] = None
-    siglip_vision: Optional[SiglipVision] = spec_field(None, description="Gemma 3 SigLIP tower and projector.")
-    llama4_vision: Optional[Llama4Vision] = spec_field(None, description="Llama 4 vision encoder and projector.")
-    qwen25_vision: Optional[Qwen25Vision] = spec_field(None, description="Qwen2.5-VL vision tower and merger.")
-    qwen3_vision: Optional[Qwen3Vision] = spec_field(None, description="Qwen3-VL vision tower and mergers.")
-    pixtral_vision: Optional[PixtralVision] = spec_field(None, description="Pixtral encoder and Mistral 3 projector.")
-    torch_dtype: Dtype = spec_field("bf16", description="The checkpoint's weight dtype.")
+    vision: Optional[Annotated[VisionTower, DISCRIMINATED]] = spec_field(
+        default=None,
+        description="The vision encoder and its projector into the decoder, told apart by kind: qwen2_vl, "
+        "qwen2_5_vl, qwen3_vl, siglip_gemma3 (Gemma 3), llama4, pixtral (Mistral 3).",
+    )
+    torch_dtype: Dtype = spec_field(default="bf16", description="The checkpoint's weight dtype.")
 
     def _check(self) -> None:
         att = self.attention
@@ -620,7 +630,7 @@ class HardwareSpec(Spec):
 
     name: Name = spec_field(description="Canonical lower-case name used on the command line.")
     display_name: Text
-    aliases: Names = spec_field(default_factory=list)
+    aliases: Names = spec_field(default=())
     vendor: Text
     architecture: Text
     dense_tflops: Annotated[
@@ -688,4 +698,4 @@ class HardwareSpec(Spec):
                 f"its datasheet lists: {', '.join(self.dense_tflops)}",
                 fields=("dtype",),
             )
-        return self.dense_tflops[key] * 1e12  # type: ignore[index]
+        return self.dense_tflops[key] * 1e12

@@ -30,7 +30,7 @@ Operators, per GPU (the layout's TP, EP and PP shares applied; one DP replica):
 * embedding: one row per new token read from an untied table (none when tied: the LM head
   reads the whole matrix anyway); with ``WeightBytes.RESIDENT`` (the source documents'
   convention) every stored weight is read once instead, so this operator takes the rest of the
-  tables and any vision tower.
+  tables, and a second one any vision tower.
 * collectives: TP ring all-reduce of the hidden state after attention and after each MLP (and
   after each MoE layer without EP), EP all-to-all dispatch and combine per MoE layer, PP
   send/receive of the hidden state between stages; bytes per GPU per call.
@@ -49,6 +49,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Literal
 
 from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes
@@ -578,17 +579,40 @@ def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: 
 
 def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) -> list[Operator]:
     """By the resident convention, the first stage reads every stored weight no other operator
-    reads: the whole embedding tables and any vision tower."""
-    elements = Fraction(0)
-    for t in s.tensors:
-        if t.stored and (t.part == Part.VISION or (t.part == Part.DECODER and t.kind == TensorKind.LOOKUP)):
-            elements += t.total * tensor_share(spec, t, layout)
-    name = "embedding tables" + (" and vision tower" if spec.vision is not None else "") + " (resident)"
-    return [
+    reads: the decoder's whole embedding tables, and any vision tower as an operator of its own."""
+    tables = sum(
+        (
+            t.total * tensor_share(spec, t, layout)
+            for t in s.tensors
+            if t.stored and t.part == Part.DECODER and t.kind == TensorKind.LOOKUP
+        ),
+        Fraction(0),
+    )
+    vision = sum((t.total * tensor_share(spec, t, layout) for t in s.tensors_of(Part.VISION) if t.stored), Fraction(0))
+    ops = [
         Operator(
-            name, OpKind.EMBEDDING, OpRole.RESIDENT_WEIGHTS, "embedding", 1, 0, weight_bytes=exact(elements * bits / 8)
+            "embedding tables (resident)",
+            OpKind.EMBEDDING,
+            OpRole.RESIDENT_WEIGHTS,
+            "embedding",
+            1,
+            0,
+            weight_bytes=exact(tables * bits / 8),
         )
     ]
+    if vision:
+        ops.append(
+            Operator(
+                "vision tower (resident)",
+                OpKind.EMBEDDING,
+                OpRole.RESIDENT_WEIGHTS,
+                "vision",
+                1,
+                0,
+                weight_bytes=exact(vision * bits / 8),
+            )
+        )
+    return ops
 
 
 def _stage_plan(
@@ -614,10 +638,7 @@ def _stage_plan(
     )
 
 
-#: The plans of the last few (model, layout, formats): a spec is frozen, so its plan cannot change.
-_PLANS: dict[tuple, _Plan] = {}
-
-
+@lru_cache(maxsize=64)
 def _plan(
     spec: ModelSpec,
     layout: Layout,
@@ -627,12 +648,8 @@ def _plan(
     dispatch_bits: int,
     combine_bits: int,
 ) -> _Plan:
-    """The plan of ``spec`` under a validated ``layout`` and these formats (kept for the next step
-    of a sweep)."""
-    key = (id(spec), layout, bits.numerator, bits.denominator, mla_form, resident, dispatch_bits, combine_bits)
-    hit = _PLANS.get(key)
-    if hit is not None and hit.spec is spec:
-        return hit
+    """The plan of ``spec`` under a validated ``layout`` and these formats (the last few are kept for
+    the next steps of a sweep: a spec is frozen, so its plan cannot change)."""
     s = build(spec)
     mla = isinstance(spec.attention, MLAAttention)
     kv_heads = 1 if mla else kv_heads_per_gpu(spec, layout.tp)
@@ -642,7 +659,7 @@ def _plan(
     d_qk, d_v = _attention_dims(spec, mla_form)
     d, tp, ep = spec.hidden_size, layout.tp, layout.ep
     k = spec.moe.num_experts_per_tok if spec.moe is not None else 0
-    plan = _Plan(
+    return _Plan(
         spec,
         tuple(
             _stage_plan(spec, s, layout, i, n, bits, resident)
@@ -657,10 +674,6 @@ def _plan(
         ring_all_reduce_bytes(d, tp),
         exact(Fraction(k * d * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * ep)),
     )
-    if len(_PLANS) > 64:
-        _PLANS.clear()
-    _PLANS[key] = plan
-    return plan
 
 
 def _gemm_ops(

@@ -59,3 +59,12 @@ def test_smart_resize_multiples_and_bounds(h, w):
     rh, rw = smart_resize(h, w)
     assert rh % 28 == 0 and rw % 28 == 0
     assert 56 * 56 <= rh * rw <= 28 * 28 * 16384
+
+
+def test_an_unmodelled_tower_is_named_in_the_refusal(cli):
+    """Gemma 3's SigLIP tower is counted by params, but its image costs are not modelled."""
+    from pathlib import Path
+
+    gemma = Path(__file__).resolve().parents[1] / "fixtures" / "hf" / "gemma-3-4b-it"
+    r = cli("image", str(gemma), "--size", "896x896")
+    assert r.code == 2 and "its SigLIP (Gemma 3) vision tower is counted by params" in r.err

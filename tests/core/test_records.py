@@ -38,12 +38,54 @@ def test_a_record_behaves_as_the_frozen_dataclass():
         _Point()  # type: ignore[call-arg]
 
 
+@record
+class _Area:
+    w: int
+    h: int = 1
+    area: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "area", self.w * self.h)
+
+
+@dataclasses.dataclass(frozen=True)
+class _SameArea:
+    w: int
+    h: int = 1
+    area: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "area", self.w * self.h)
+
+
+def test_a_record_runs_its_post_init_as_the_dataclass_does():
+    a, b = _Area(3, h=2), _SameArea(3, h=2)
+    assert dataclasses.astuple(a) == dataclasses.astuple(b) == (3, 2, 6)
+    assert repr(a) == repr(b).replace("_SameArea", "_Area")
+    assert a == _Area(3, 2) and hash(a) == hash((3, 2, 6))
+    assert dataclasses.replace(a, h=5).area == 15
+
+
 def test_a_record_refuses_what_its_init_cannot_do():
     with pytest.raises(TypeError, match="__init__"):
 
         @record
-        class _Checked:
+        class _Unset:  # an init=False field nothing sets
             x: int
+            y: int = field(init=False)
+
+    with pytest.raises(TypeError, match="__init__"):
+
+        @record
+        class _Early:  # __post_init__'s fields must follow the given ones, as __dict__ keeps them in order
+            y: int = field(init=False)
+            x: int = 0
 
             def __post_init__(self) -> None:
-                pass
+                object.__setattr__(self, "y", self.x)
+
+    with pytest.raises(TypeError, match="__init__"):
+
+        @record
+        class _KeywordOnly:
+            x: int = field(kw_only=True)

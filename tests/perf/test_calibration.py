@@ -201,7 +201,7 @@ def test_calibrate_cli_writes_a_profile_that_predicts_its_rows(cli, tmp_path):
     assert all(abs(r["loo_error"]) <= 0.10 for r in result["rows"])
     written = load_profile(str(out))
     assert written.kind == "fitted" and written.error.loo_max <= 0.10
-    assert written.fitted_on == [m.id for m in load_measurements([A100])]
+    assert written.fitted_on == tuple(m.id for m in load_measurements([A100]))
     assert "gemm_half_tokens" in written.fixed
     again = cli("calibrate", str(A100), "-o", str(out))
     assert again.code == 2 and "--force" in again.err and again.out == ""
@@ -265,12 +265,14 @@ def test_profile_index_is_what_the_yaml_gives():
     YAML, and each entry rebuilt without validation is the validated profile."""
     from llm_cost.perf import profile
     from llm_cost.perf.profile_index import INDEX
+    from llm_cost.specs import index
     from llm_cost.specs.declare import validated
 
-    assert INDEX == profile.build_profile_index(), "run: python scripts/fit_profiles.py"
+    assert INDEX == profile.build_profile_index(), "run: python scripts/build_index.py"
     for entry in INDEX.values():
-        fast, checked = profile._rebuilt(entry["profile"]), validated(profile.Profile, entry["profile"])
+        fast, checked = index.rebuilt(profile.Profile, entry), validated(profile.Profile, entry["spec"])
         assert fast == checked and repr(fast) == repr(checked)
+        assert vars(fast).keys() == vars(checked).keys()
 
 
 @pytest.mark.parametrize("gpu", ["h200", "a100", "l40s", "b200"])

@@ -3,7 +3,9 @@ validated by pydantic with the bounds their types carry, and loadable without py
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 import subprocess
 import sys
 
@@ -96,11 +98,13 @@ def test_a_shipped_spec_loads_without_pydantic():
 
 
 def test_a_loaded_spec_shares_no_list_with_the_index():
-    """Changing a list or mapping of one loaded spec changes no later load (they are copies)."""
+    """A loaded spec's sequences are tuples (nothing to change), and changing a mapping of one
+    loaded spec changes no later load (it is a copy)."""
     spec, gpu = load_model("llama3-8b"), load_gpu("h100")
-    spec.aliases.append("changed")
+    assert isinstance(spec.aliases, tuple) and isinstance(gpu.aliases, tuple)
+    with pytest.raises(AttributeError):
+        spec.aliases.append("changed")  # type: ignore[attr-defined]
     gpu.dense_tflops["bf16"] = 1.0
-    assert "changed" not in load_model("llama3-8b").aliases
     assert load_gpu("h100").dense_tflops["bf16"] == 989.4  # the H100 SXM datasheet's dense BF16 TFLOP/s
 
 
@@ -123,3 +127,24 @@ def test_a_spec_built_in_python_is_validated_by_the_api():
     ]:
         with pytest.raises(llm_cost.LlmCostError, match=f"model: invalid spec: field {field}"):
             llm_cost.params(dataclasses.replace(spec, **bad))
+
+
+@pytest.mark.parametrize("name", model_names())
+def test_a_model_spec_is_hashable_and_equal_specs_hash_equal(name):
+    """A model spec and every spec in it hold tuples, not lists: an equal spec built another way
+    (validated from its plain data, copied, pickled) hashes equal and finds the same dict entry."""
+    spec = load_model(name)
+    again = validated(ModelSpec, to_data(spec))
+    assert again == spec and again is not spec
+    assert hash(again) == hash(spec) == hash(copy.deepcopy(spec)) == hash(pickle.loads(pickle.dumps(spec)))
+    assert {spec: name}[again] == name
+    assert dataclasses.replace(spec, num_hidden_layers=spec.num_hidden_layers + 1) not in {spec}
+
+
+def test_plain_data_has_lists_and_a_spec_has_tuples():
+    """to_data writes a spec's sequences as the lists YAML and JSON hold; validating them (or
+    rebuilding them from the shipped index) gives tuples back."""
+    data = to_data(load_model("qwen3-next-80b-a3b"))
+    assert isinstance(data["aliases"], list) and isinstance(data["layer_types"], list)
+    from_data = validated(ModelSpec, data)
+    assert isinstance(from_data.layer_types, tuple) and from_data == load_model("qwen3-next-80b-a3b")

@@ -683,3 +683,21 @@ def test_import_writes_refuses_and_forces(cli, tmp_path):
     assert r.code == 2 and "already exists; pass --force" in r.err
     assert cli("import", str(FIXTURES / "qwen2.5-7b"), "-o", str(out), "--force").code == 0
     assert [p.name for p in tmp_path.iterdir()] == ["qwen2.5-7b.yaml"]  # no temp file left
+
+
+@pytest.mark.parametrize(
+    "name,kind,title",
+    [
+        ("qwen2-vl-7b-instruct", "qwen2_vl", "Qwen2-VL"),
+        ("qwen2.5-vl-7b-instruct", "qwen2_5_vl", "Qwen2.5-VL"),
+        ("qwen3-vl-8b-instruct", "qwen3_vl", "Qwen3-VL"),
+        ("gemma-3-4b-it", "siglip_gemma3", "SigLIP (Gemma 3)"),
+        ("llama-4-scout-17b-16e", "llama4", "Llama 4"),
+        ("mistral-small-3.2-24b-instruct-2506", "pixtral", "Pixtral"),
+    ],
+)
+def test_every_vision_tower_is_the_one_vision_field_told_apart_by_kind(name, kind, title):
+    spec = load_hf_config(FIXTURES / name)
+    assert [f for f in field_names(ModelSpec) if "vision" in f] == ["vision"]
+    assert spec.vision is not None and spec.vision.kind == kind and spec.vision.title == title
+    assert yaml.safe_load(spec_to_yaml(spec))["vision"]["kind"] == kind

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import llm_cost.specs.load as load
+from llm_cost.specs import index
 from llm_cost.specs.declare import validated
 from llm_cost.specs.files import read_yaml
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -48,7 +49,7 @@ def test_the_unvalidated_fast_path_gives_the_validated_spec(kind, cls):
     entries = INDEX[kind]
     assert {path.stem for path in load.data_dir(kind).glob("*.yaml")} == set(entries)
     for entry in entries.values():
-        fast, checked = load._construct(cls, entry["spec"], entry["classes"]), validated(cls, entry["spec"])
+        fast, checked = index.rebuilt(cls, entry), validated(cls, entry["spec"])
         assert fast == checked and repr(fast) == repr(checked)
         assert vars(fast).keys() == vars(checked).keys()
 

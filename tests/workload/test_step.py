@@ -121,3 +121,29 @@ def test_decode_reads_exactly_the_cache_kv_reports(name, context):
     spec = load_hf_config(FIXTURES / name)
     step = build_step(spec, decode(3, context))
     assert step.total("kv_read_bytes") == kv_bytes(spec, context, batch=3)
+
+
+def _resident_ops(spec):
+    step = build_step(spec, decode(1, 0), weight_bytes="resident")
+    return {op.name: op.weight_bytes for op in step.ops if op.kind == OpKind.EMBEDDING}
+
+
+def test_resident_embedding_tables_are_the_text_tables_only():
+    """Gemma-3-4B (config.json: text vocab_size 262,208, hidden_size 2,560, tied): the resident
+    embedding tables are the one text table, 262,208 x 2,560 x 2 B; its SigLIP tower and projector,
+    416,866,032 + 2,950,272 parameters (the checkpoint's split, tests/fixtures/hf/CHECKPOINTS.yaml), are
+    an operator of their own at 2 B each."""
+    import json
+
+    config = json.loads((FIXTURES / "gemma-3-4b-it" / "config.json").read_text())["text_config"]
+    ops = _resident_ops(load_hf_config(FIXTURES / "gemma-3-4b-it"))
+    assert ops == {
+        "embedding tables (resident)": config["vocab_size"] * config["hidden_size"] * 2,
+        "vision tower (resident)": (416_866_032 + 2_950_272) * 2,
+    }
+    assert ops["embedding tables (resident)"] == 1_342_504_960
+
+
+def test_a_text_model_has_no_resident_vision_operator():
+    """Llama-3-8B, untied: embedding table 128,256 x 4,096 x 2 B, resident; no vision tower."""
+    assert _resident_ops(LLAMA) == {"embedding tables (resident)": 128_256 * 4_096 * 2}

@@ -4,12 +4,13 @@
 
 from __future__ import annotations
 
+import builtins  # the getters int, str, float, bool, dict shadow the built-in names in _Config
 import json
 import math
-from dataclasses import dataclass
 from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
+from llm_cost.core.records import record
 from llm_cost.core.types import LayerType
 from llm_cost.specs.files import shown
 from llm_cost.specs.schema import MAX_LAYERS
@@ -130,7 +131,7 @@ _DTYPES = {
     "int8": "int8",
 }
 
-_LAYER_TYPE_REMAP = {
+_LAYER_TYPE_REMAP: dict[str, LayerType] = {
     "attention": LayerType.FULL_ATTENTION,
     "full": LayerType.FULL_ATTENTION,
     "mamba": LayerType.LINEAR_ATTENTION,
@@ -212,14 +213,16 @@ class _Config:
             raise self.error(key, f"must be an integer <= {maximum:,} (got {shown(repr(value), 60)})")
         return value
 
-    def opt_int(self, key: str, minimum: int = 1) -> Optional[int]:
+    def opt_int(self, key: builtins.str, minimum: builtins.int = 1) -> Optional[builtins.int]:
         """An integer whose null (or absence) means "none" (e.g. ``sliding_window: null``); no default recorded."""
         if self.data.get(key) is None:
             self.used.add(key)
             return None
         return self.int(key, minimum=minimum)
 
-    def int_or_null(self, key: str, default: Any, why: Optional[str] = None, minimum: int = 1) -> Optional[int]:
+    def int_or_null(
+        self, key: builtins.str, default: Any, why: Optional[builtins.str] = None, minimum: builtins.int = 1
+    ) -> Optional[builtins.int]:
         """An integer where an explicit null means "none" (``q_lora_rank: null``) and absence the default."""
         if key in self.data and self.data[key] is None:
             self.used.add(key)
@@ -250,7 +253,9 @@ class _Config:
             raise self.error(key, f"must be a string (got {value!r})")
         return value
 
-    def int_list(self, key: str, default: Any = _REQUIRED, why: Optional[str] = None, minimum: int = 0) -> Any:
+    def int_list(
+        self, key: builtins.str, default: Any = _REQUIRED, why: Optional[builtins.str] = None, minimum: builtins.int = 0
+    ) -> Any:
         value = self.raw(key)
         if value is _ABSENT or value is None:
             return self._default(key, default, why)
@@ -260,7 +265,7 @@ class _Config:
             raise self.error(key, f"must be a list of integers >= {minimum} (got {value!r})")
         return list(value)
 
-    def dict(self, key: str) -> Optional[dict[str, Any]]:
+    def dict(self, key: builtins.str) -> Optional[builtins.dict[builtins.str, Any]]:
         value = self.raw(key)
         if value is _ABSENT or value is None:
             return None
@@ -269,7 +274,7 @@ class _Config:
         return value
 
     # -- the final check ---------------------------------------------------------------------------
-    def check_unplaced(self, shape_keys: frozenset[str] = SHAPE_KEYS) -> None:
+    def check_unplaced(self, shape_keys: frozenset[builtins.str] = SHAPE_KEYS) -> None:
         """Raise for a shape-changing key that the mapping did not read (inert values are fine)."""
         for key in sorted(self.data):
             if key in self.used or key not in shape_keys:
@@ -285,7 +290,7 @@ class _Config:
             )
 
 
-@dataclass(frozen=True)
+@record
 class _Family:
     """Defaults of one family (its transformers config class)."""
 
@@ -399,9 +404,10 @@ def _dtype(c: _Config, fam: _Family) -> str:
         c.defaults.append(f"torch_dtype = {dtype} (absent; {c.family} default)")
     else:
         raw = c.str(key)
-        dtype = _DTYPES.get(raw.lower().removeprefix("torch."))
-        if dtype is None:
+        known = _DTYPES.get(raw.lower().removeprefix("torch."))
+        if known is None:
             raise c.error(key, f"{raw!r} is not a dtype this tool models; known: {', '.join(sorted(_DTYPES))}")
+        dtype = known
     quant = c.dict("quantization_config")
     if quant:
         method = str(quant.get("quant_method", "unknown"))
@@ -450,7 +456,7 @@ def _layer_types(c: _Config, L: int, allowed: tuple[LayerType, ...]) -> Optional
         return None
     if not isinstance(raw, list) or not all(isinstance(t, str) for t in raw):
         raise c.error("layer_types", f"must be a list of strings (got {raw!r})")
-    types = [_LAYER_TYPE_REMAP.get(t, t) for t in raw]
+    types: list[str] = [_LAYER_TYPE_REMAP[t] if t in _LAYER_TYPE_REMAP else t for t in raw]
     bad = sorted({t for t in types if t not in allowed})
     if bad:
         raise c.error("layer_types", f"has {', '.join(bad)}; model_type '{c.family}' supports {', '.join(allowed)}")

@@ -155,7 +155,7 @@ def _qwen2_vl(c: _Config, fam: _Family) -> dict[str, Any]:
     keys; legacy ``in_chans`` / ``spatial_patch_size`` are synonyms of ``in_channels`` / ``patch_size``)."""
     from pydantic import ValidationError
 
-    from llm_cost.specs.schema import Vision
+    from llm_cost.specs.schema import Qwen2Vision
 
     out = _qwen(c, fam)
     raw = c.dict("vision_config")
@@ -186,7 +186,7 @@ def _qwen2_vl(c: _Config, fam: _Family) -> dict[str, Any]:
             f"({kw['out_hidden_size']}) must equal the language model's hidden_size ({out['hidden_size']})",
         )
     try:
-        out["vision"] = Vision.checked(**kw)
+        out["vision"] = Qwen2Vision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
     return out
@@ -543,7 +543,7 @@ def _gemma3_vlm(c: _Config, fam: _Family) -> dict[str, Any]:
     v.check_unplaced(_VISION_SHAPE_KEYS | {"projection_dim", "embed_dim", "depth"})
     c.ignore("boi_token_index", "eoi_token_index", "image_token_index", "initializer_range")
     try:
-        out["siglip_vision"] = SiglipVision.checked(**kw)
+        out["vision"] = SiglipVision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
     side = kw["image_size"] // kw["patch_size"]
@@ -956,7 +956,7 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
     else:
         c.ignore("intermediate_size_mlp")
     if c.family == "llama4":
-        out["llama4_vision"] = _llama4_vision(c)
+        out["vision"] = _llama4_vision(c)
     return out
 
 
@@ -1104,7 +1104,7 @@ def _qwen2_5_vl(c: _Config, fam: _Family) -> dict[str, Any]:
         )
     c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id", "vision_token_id")
     try:
-        out["qwen25_vision"] = Qwen25Vision.checked(**kw)
+        out["vision"] = Qwen25Vision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
     return out
@@ -1204,7 +1204,7 @@ def _qwen3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
         )
     c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
     try:
-        out["qwen3_vision"] = Qwen3Vision.checked(**kw)
+        out["vision"] = Qwen3Vision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
     return out
@@ -1255,7 +1255,7 @@ def _mistral3(c: _Config, fam: _Family) -> dict[str, Any]:
     v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size"})
     c.ignore("image_token_index", "projector_hidden_act", "vision_feature_layer", "vision_feature_select_strategy")
     try:
-        out["pixtral_vision"] = PixtralVision.checked(**kw)
+        out["vision"] = PixtralVision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
     return out
