@@ -19,6 +19,11 @@ its KV cache manager (:mod:`llm_cost.simulate.kvcache`). Each step:
    A request whose computed tokens reach all its tokens samples one output token at the step's end
    (the first one ends its TTFT); a request with all its output tokens finishes and frees its blocks.
 
+With ``async_scheduling`` (vLLM's default since v0.14, ``vllm/v1/core/sched/async_scheduler.py``,
+``EngineCore.step_with_batch_queue``) step N + 1 is scheduled while step N runs, so while steps run
+back to back a request that arrives during step N is first scheduled into step N + 2; an idle
+engine schedules an arriving request at once.
+
 A resumed request recomputes its prompt and the tokens it had generated, less what the prefix cache
 still holds of them (its own blocks stay cached until evicted). A request whose prompt and output
 exceed ``max_model_len``, or that cannot fit in an empty cache, is rejected, as vLLM refuses it.
@@ -28,8 +33,8 @@ exceed ``max_model_len``, or that cannot fit in an empty cache, is rejected, as 
 ``GuaranteedNoEvictScheduler``): a request is admitted only if the blocks of its whole prompt and
 maximum output can be reserved, so nothing is ever preempted.
 
-Not modelled: the API server (tokenisation, detokenisation, streaming), CPU scheduling time
-(overlapped with the GPU by vLLM's async scheduling), CUDA-graph padding, speculative decoding,
+Not modelled: the API server (tokenisation, detokenisation, streaming), CPU time between steps
+(hidden behind the GPU by async scheduling), CUDA-graph padding, speculative decoding,
 pipeline parallelism's concurrent micro-batches (a step's time is the sum of its stages).
 
 Speed: while every running request is decoding and no waiting request can be admitted, the steps
@@ -63,8 +68,8 @@ ENGINES = ("vllm", "trtllm")
 class EngineConfig:
     """An engine's scheduling settings, named as vLLM names them (``--max-num-seqs``,
     ``--max-num-batched-tokens``, ``--block-size``, ``--enable-prefix-caching``,
-    ``--enable-chunked-prefill``, ``--max-model-len``, ``--long-prefill-token-threshold``).
-    ``max_model_len`` None: no limit."""
+    ``--enable-chunked-prefill``, ``--max-model-len``, ``--long-prefill-token-threshold``,
+    ``--async-scheduling``). ``max_model_len`` None: no limit."""
 
     engine: str = "vllm"
     max_num_seqs: int = 256
@@ -74,6 +79,7 @@ class EngineConfig:
     chunked_prefill: bool = True
     max_model_len: int | None = None
     long_prefill_token_threshold: int = 0
+    async_scheduling: bool = True
 
 
 def vllm_defaults(gpu: HardwareSpec, **changes: object) -> EngineConfig:
@@ -179,6 +185,10 @@ class _Engine:
         self.bounds = list(bounds)
         self.stages = max(1, len(self.bounds))
         self.now = 0.0
+        #: Arrivals up to this time are seen by the next scheduling decision: the current time, or
+        #: with async scheduling while steps run back to back the start of the step just run.
+        self.horizon = 0.0
+        self.lag = config.async_scheduling
         self.future: list[tuple[float, int, Request, int]] = []  # (arrival, index, request, user)
         self.waiting: deque[_Live] = deque()
         self.running: list[_Live] = []
@@ -198,14 +208,14 @@ class _Engine:
         """Move the requests that have arrived by now into the waiting queue (rejecting those that
         cannot run)."""
         limit = self.config.max_model_len
-        while self.future and self.future[0][0] <= self.now:
+        while self.future and self.future[0][0] <= self.horizon:
             t, _, req, user = heapq.heappop(self.future)
             stage = _stage_of(t, self.bounds)
             if limit is not None and req.input_tokens + req.output_tokens > limit:
                 self.rejected[stage] += 1
                 self.user_done(self.now, user)
                 continue
-            self.wait_int += self.now - t  # it arrived during the last step
+            self.wait_int += self.now - t  # it arrived before this step
             self.waiting.append(_Live(req, self.config.block_tokens, stage, user))
 
     def finish(self, r: _Live) -> None:
@@ -350,6 +360,7 @@ class _Engine:
         seconds = self.step_seconds(batch)
         self.account(seconds)
         end = self.now = start + seconds
+        self.horizon = start if self.lag else end
         finished = False
         steady = [0] * self.stages  # decodes whose last token ended the previous step: gap = seconds
         for r, n in batch:
@@ -429,21 +440,22 @@ class _Engine:
         while done < steps:  # the steps of one context bucket at a time
             t = seconds_of(n, base + done)
             m = min(same_context_bucket(base + done), steps - done)
-            if watch < math.inf:
-                m = max(1, min(m, math.ceil((watch - now) / t)))
+            if watch < math.inf:  # up to the step after which the arrival is seen
+                m = max(1, min(m, math.ceil((watch - now) / t) + self.lag))
             for counter, c in gap_counts:
                 counter[t] += c * m
             if t > longest:
                 longest = t
             now += t * m
             done += m
-            if now >= watch:
+            if (now - t if self.lag else now) >= watch:
                 break
         elapsed = now - span_start
         self.run_int += n * elapsed
         self.wait_int += waiting * elapsed
         self.steps += done
         self.now = now
+        self.horizon = now - t if self.lag else now
         grow = self.pool.grow
         for r in running:
             c = r.computed + done
@@ -533,7 +545,7 @@ def run_engine(
                 continue
             if not engine.future:
                 break
-            engine.now = max(engine.now, engine.future[0][0])
+            engine.now = engine.horizon = max(engine.now, engine.future[0][0])  # an idle engine wakes up
             continue
         if not engine.decode_span():
             engine.general_step()

@@ -59,7 +59,7 @@ GPU = load_gpu("h100")
 BIG = 1_000_000  # KV tokens: never the limit
 
 
-DEFAULT = EngineConfig()
+DEFAULT = EngineConfig(async_scheduling=False)  # each step scheduled when the previous one ends
 
 
 def run(workload, model, config=DEFAULT, kv=BIG, seed=0):
@@ -81,7 +81,7 @@ def test_batch_of_one_is_an_md1_queue(rho):
     r = run(
         poisson(rho / S, Fixed(16), Fixed(1), requests=30_000),
         ConstantSteps(S),
-        EngineConfig(max_num_seqs=1),
+        EngineConfig(max_num_seqs=1, async_scheduling=False),
         seed=11,
     )
     wait = rho * S / (2 * (1 - rho))
@@ -96,7 +96,9 @@ def test_long_outputs_make_a_longer_deterministic_service():
     """Batch 1 and O output tokens: service O x S, still M/D/1; TPOT is exactly S."""
     S, O, rho = 0.002, 50, 0.6
     r = run(
-        poisson(rho / (O * S), Fixed(16), Fixed(O), requests=20_000), ConstantSteps(S), EngineConfig(max_num_seqs=1)
+        poisson(rho / (O * S), Fixed(16), Fixed(O), requests=10_000),
+        ConstantSteps(S),
+        EngineConfig(max_num_seqs=1, async_scheduling=False),
     )
     assert r.summary.queue_s.mean == pytest.approx(rho * O * S / (2 * (1 - rho)), rel=0.08)
     assert r.summary.tpot_s.p99 == pytest.approx(S) and r.summary.itl_s.max == pytest.approx(S)
@@ -132,10 +134,10 @@ def test_chunked_prefill_splits_a_prompt_over_the_token_budget():
     """A 5,000-token prompt with a 2,048-token budget takes ceil(5000 / 2048) = 3 steps before its
     first token; without chunking it waits for a step of its own (here it still fits: 8,192)."""
     one = [Request(0, 0.0, 5000, 3)]
-    r = run(one, ConstantSteps(0.01), EngineConfig(max_num_batched_tokens=2048))
+    r = run(one, ConstantSteps(0.01), EngineConfig(max_num_batched_tokens=2048, async_scheduling=False))
     assert r.requests[0].ttft_s == pytest.approx(0.03)
     assert r.requests[0].e2e_s == pytest.approx(0.05)
-    r = run(one, ConstantSteps(0.01), EngineConfig(max_num_batched_tokens=8192))
+    r = run(one, ConstantSteps(0.01), EngineConfig(max_num_batched_tokens=8192, async_scheduling=False))
     assert r.requests[0].ttft_s == pytest.approx(0.01)
 
 
@@ -143,11 +145,25 @@ def test_decodes_go_first_and_the_budget_caps_a_step():
     """Running requests are scheduled before waiting ones: a prompt arriving while 3 sequences
     decode gets the budget less their 3 tokens (here 16 - 3 = 13 tokens a step)."""
     reqs = [Request(i, 0.0, 4, 100) for i in range(3)] + [Request(3, 0.055, 40, 2)]
-    r = run(reqs, ConstantSteps(0.01), EngineConfig(max_num_batched_tokens=16))
+    r = run(reqs, ConstantSteps(0.01), EngineConfig(max_num_batched_tokens=16, async_scheduling=False))
     late = r.requests[3]
     # admitted at the first step start after its arrival (0.06 s); 40 tokens at 13 a step: 4 steps
     assert late.queue_s == pytest.approx(0.005)
     assert late.ttft_s == pytest.approx(0.005 + 4 * 0.01)
+
+
+def test_async_scheduling_sees_an_arrival_one_step_later():
+    """vLLM's async scheduling decides step N + 1 while step N runs: a request arriving during
+    step N is first scheduled into step N + 2 (one step later than with synchronous scheduling);
+    an idle engine takes it at once."""
+    reqs = [Request(0, 0.0, 4, 100), Request(1, 0.035, 16, 2)]
+    sync = run(reqs, ConstantSteps(0.01))
+    lagged = run(reqs, ConstantSteps(0.01), EngineConfig())
+    assert sync.requests[1].queue_s == pytest.approx(0.005)  # the step starting at 0.04
+    assert lagged.requests[1].queue_s == pytest.approx(0.015)  # decided at 0.04, run from 0.05
+    alone = run([Request(0, 0.5, 16, 2)], ConstantSteps(0.01), EngineConfig())
+    assert alone.requests[0].queue_s == 0 and alone.requests[0].ttft_s == pytest.approx(0.01)
+    _little(lagged)
 
 
 def test_prefix_cache_hits_whole_blocks_of_the_shared_prefix():
