@@ -37,9 +37,14 @@ Not modelled: the API server (tokenisation, detokenisation, streaming), CPU time
 (hidden behind the GPU by async scheduling), CUDA-graph padding, speculative decoding,
 pipeline parallelism's concurrent micro-batches (a step's time is the sum of its stages).
 
-Speed: while every running request is decoding and no waiting request can be admitted, the steps
-differ only by their contexts, so they are advanced together until the next completion, arrival,
-or block shortage, each step's time looked up in the step timer's memo.
+Speed: decoding requests form a cohort that one tick counter advances (see :class:`_Engine`), so a
+step costs the prompts it schedules, not the sequences decoding in it; while only the cohort runs
+and no waiting request can be admitted, the steps differ only by their contexts and are advanced
+together, bucket by bucket of the step timer's memo, up to the next completion, arrival, or block
+shortage. A step the cohort cannot take whole (blocks or budget short, preemption) is scheduled
+request by request, in vLLM's order. The cohort takes its budget before the prompts being
+prefilled: vLLM's running order too, since a chunked prompt uses the rest of a step's budget and so
+nothing is admitted behind it while it lasts.
 """
 
 from __future__ import annotations
@@ -122,6 +127,8 @@ class _Live:
         "cached",
         "preemptions",
         "user",
+        "tick0",
+        "version",
     )
 
     def __init__(self, req: Request, block_tokens: int, stage: int, user: int) -> None:
@@ -139,6 +146,8 @@ class _Live:
         self.cached = -1
         self.preemptions = 0
         self.user = user
+        self.tick0 = -1  # decoding in the cohort since this tick (-1: not in it)
+        self.version = 0  # bumped when it leaves the cohort (its finish-heap entry is stale)
 
 
 @record
@@ -171,7 +180,17 @@ def _stage_of(t: float, bounds: Sequence[float]) -> int:
 
 
 class _Engine:
-    """The state of one run (see the module docstring); :meth:`run` advances it to the end."""
+    """The state of one run (see the module docstring).
+
+    Decoding requests form a cohort advanced by a tick counter: each step in which all of them
+    decode is one tick, and a member's computed, generated and held-block counts are those of the
+    tick it joined plus the ticks since, brought up to date (:meth:`sync`) only when it finishes or
+    a step needs every request explicitly. The blocks the cohort takes each tick are counted by
+    the members' block phase (computed tokens mod the block size), its context sum by one
+    running total, its completions by a heap of finishing ticks; so a step costs the prompts it
+    runs, not the sequences that decode in it. A step the cohort cannot take whole (too few blocks
+    or tokens of budget, a preemption) is scheduled request by request (:meth:`explicit_step`),
+    exactly as vLLM's loop over its running list."""
 
     def __init__(
         self,
@@ -191,7 +210,8 @@ class _Engine:
         self.lag = config.async_scheduling
         self.future: list[tuple[float, int, Request, int]] = []  # (arrival, index, request, user)
         self.waiting: deque[_Live] = deque()
-        self.running: list[_Live] = []
+        self.running: list[_Live] = []  # in admission order (the cohort's members included)
+        self.explicit: list[_Live] = []  # running requests outside the cohort (prompts), in order
         self.done: list[tuple[int, RequestTimes]] = []
         self.rejected = [0] * self.stages
         self.gaps: list[Counter[float]] = [Counter() for _ in range(self.stages)]
@@ -202,11 +222,19 @@ class _Engine:
         self.reserve = config.engine == "trtllm"
         self.closed = False
         self.finished_users: list[tuple[float, int]] = []  # closed loop: (time, user) of each completion
+        # the decoding cohort
+        self.tick = 0
+        self.durations: list[float] = []  # each tick's step time
+        self.members = 0
+        self.member_stages = [0] * self.stages
+        self.context_base = 0  # sum over members of (computed - tick0): contexts sum to this + members x tick
+        self.phases = [0] * config.block_tokens  # members by (computed - tick0) mod block size
+        self.finishing: list[tuple[int, int, int, _Live]] = []  # (tick, index, version, member)
 
     # -- arrivals and completions ------------------------------------------------------------
     def arrive(self) -> None:
-        """Move the requests that have arrived by now into the waiting queue (rejecting those that
-        cannot run)."""
+        """Move the requests that have arrived by the horizon into the waiting queue (rejecting
+        those that cannot run)."""
         limit = self.config.max_model_len
         while self.future and self.future[0][0] <= self.horizon:
             t, _, req, user = heapq.heappop(self.future)
@@ -248,6 +276,99 @@ class _Engine:
         self.rejected[r.stage] += 1
         self.user_done(self.now, r.user)
 
+    def drop_finished(self) -> None:
+        self.running = [r for r in self.running if r.generated < r.out]
+
+    # -- the decoding cohort -------------------------------------------------------------------
+    def join(self, r: _Live) -> None:
+        """``r`` (decoding, up to date) joins the cohort at the current tick."""
+        r.tick0 = self.tick
+        self.members += 1
+        self.member_stages[r.stage] += 1
+        key = r.computed - self.tick
+        self.context_base += key
+        self.phases[key % self.config.block_tokens] += 1
+        heapq.heappush(self.finishing, (self.tick + r.out - r.generated, r.req.index, r.version, r))
+
+    def sync(self, r: _Live) -> None:
+        """Bring member ``r``'s counts up to the current tick and take it out of the cohort."""
+        ticks = self.tick - r.tick0
+        key = r.computed - r.tick0
+        if ticks:
+            r.computed += ticks
+            r.tokens += ticks
+            r.generated += ticks
+            r.last_s = self.now  # the last tick ended now
+            longest = max(self.durations[r.tick0 : self.tick])
+            if longest > r.itl_max:
+                r.itl_max = longest
+            seq = r.seq
+            extra = -(-r.computed // self.config.block_tokens) - seq.blocks
+            if extra > 0:  # taken from the pool tick by tick already
+                seq.own += extra
+                seq.blocks += extra
+        self.members -= 1
+        self.member_stages[r.stage] -= 1
+        self.context_base -= key
+        self.phases[key % self.config.block_tokens] -= 1
+        r.tick0 = -1
+        r.version += 1
+
+    def next_finish(self) -> int:
+        """The tick at which the next member finishes (stale heap entries dropped)."""
+        heap = self.finishing
+        while heap and heap[0][2] != heap[0][3].version:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else 1 << 62
+
+    def retire(self) -> bool:
+        """Finish the members whose last token came at this tick; whether any did."""
+        any_done = False
+        while self.next_finish() <= self.tick:
+            r = heapq.heappop(self.finishing)[3]
+            self.sync(r)
+            self.finish(r)
+            any_done = True
+        return any_done
+
+    def disband(self) -> None:
+        """Every member up to date and out of the cohort (before an explicit step)."""
+        for r in self.running:
+            if r.tick0 >= 0:
+                self.sync(r)
+        self.finishing.clear()
+        self.explicit = list(self.running)
+
+    def regroup(self) -> None:
+        """After an explicit step, the decoding requests form the cohort again."""
+        self.explicit = []
+        for r in self.running:
+            if r.generated and r.computed == r.tokens - 1:
+                self.join(r)
+            else:
+                self.explicit.append(r)
+
+    def tick_cohort(self, seconds: float, steps: int = 1) -> None:
+        """``steps`` ticks of ``seconds`` each: every member decodes a token per tick."""
+        self.tick += steps
+        self.durations.extend([seconds] * steps)
+        for stage, count in enumerate(self.member_stages):
+            if count:
+                self.gaps[stage][seconds] += count * steps
+
+    def cohort_blocks(self, ticks: int) -> int:
+        """Blocks the members take over the next ``ticks`` ticks: a member needs one at the tick
+        its computed tokens are a multiple of the block size (none when its request's blocks were
+        reserved at admission)."""
+        if self.reserve:
+            return 0
+        bt = self.config.block_tokens
+        phases, start = self.phases, self.tick
+        if ticks >= bt:
+            whole, rest = divmod(ticks, bt)
+            return whole * self.members + sum(phases[(-(start + j)) % bt] for j in range(rest))
+        return sum(phases[(-(start + j)) % bt] for j in range(ticks))
+
     # -- scheduling ------------------------------------------------------------------------------
     def preempt(self, victim: _Live) -> None:
         self.pool.release(victim.seq, preempted_at=victim.computed)
@@ -256,44 +377,12 @@ class _Engine:
         self.preemptions += 1
         self.waiting.appendleft(victim)
 
-    def schedule(self) -> list[tuple[_Live, int]]:
-        """One scheduling decision (vLLM's ``schedule``): the requests of the step and the tokens
-        each computes."""
-        cfg, pool = self.config, self.pool
-        budget = cfg.max_num_batched_tokens
-        threshold = cfg.long_prefill_token_threshold
-        running = self.running
-        out: list[tuple[_Live, int]] = []
-        preempted = False
-        i = 0
-        bt = cfg.block_tokens
-        while i < len(running) and budget > 0:
-            r = running[i]
-            n = r.tokens - r.computed
-            seq = r.seq
-            if n == 1 and -(-(r.computed + 1) // bt) <= seq.blocks:  # a decode within its blocks
-                out.append((r, 1))
-                budget -= 1
-                i += 1
-                continue
-            if 0 < threshold < n:
-                n = threshold
-            n = min(n, budget)
-            while not pool.allocate(seq, r.computed + n):
-                victim = running.pop()
-                self.preempt(victim)
-                preempted = True
-                if victim is r:
-                    break
-            else:
-                out.append((r, n))
-                budget -= n
-                i += 1
-                continue
-            break
-        if preempted:
-            return out
-        waiting = self.waiting
+    def admit(self, budget: int, out: list[tuple[_Live, int]]) -> None:
+        """vLLM's loop over the waiting queue: admit requests, FCFS, while fewer than
+        ``max_num_seqs`` run and the budget lasts, each with its cached prefix; stop at the first
+        whose blocks cannot be allocated."""
+        cfg, pool, waiting, running = self.config, self.pool, self.waiting, self.running
+        bt, threshold = cfg.block_tokens, cfg.long_prefill_token_threshold
         while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
             r = waiting[0]
             hits, free_hits = pool.lookup(r.seq, r.tokens)
@@ -304,7 +393,7 @@ class _Engine:
             if not cfg.chunked_prefill and n > budget:
                 break
             n = min(n, budget)
-            held = (r.req.input_tokens + r.out) if self.reserve else computed + n
+            held = (r.req.input_tokens + r.req.output_tokens) if self.reserve else computed + n
             if -(-held // bt) - hits + free_hits > pool.free:
                 if not running and not out:
                     self.reject_head()  # nothing runs, so nothing will free blocks for it
@@ -317,50 +406,79 @@ class _Engine:
             r.computed = computed
             waiting.popleft()
             running.append(r)
+            self.explicit.append(r)
             if r.scheduled_s < 0:
                 r.scheduled_s = self.now
                 r.cached = computed
             out.append((r, n))
             budget -= n
+
+    def schedule_explicit(self) -> list[tuple[_Live, int]]:
+        """One scheduling decision over every request (vLLM's ``schedule``, no cohort): the
+        requests of the step and the tokens each computes."""
+        cfg, pool = self.config, self.pool
+        budget = cfg.max_num_batched_tokens
+        threshold = cfg.long_prefill_token_threshold
+        running = self.running
+        out: list[tuple[_Live, int]] = []
+        preempted = False
+        i = 0
+        while i < len(running) and budget > 0:
+            r = running[i]
+            n = r.tokens - r.computed
+            if 0 < threshold < n:
+                n = threshold
+            n = min(n, budget)
+            while not pool.allocate(r.seq, r.computed + n):
+                victim = running.pop()
+                self.preempt(victim)
+                preempted = True
+                if victim is r:
+                    break
+            else:
+                out.append((r, n))
+                budget -= n
+                i += 1
+                continue
+            break
+        if not preempted:
+            self.admit(budget, out)
         return out
 
-    def step_seconds(self, batch: list[tuple[_Live, int]]) -> float:
-        decodes = ctx = prefills = pf_tokens = pf_cached = 0
+    def step_seconds(self, batch: Sequence[tuple[_Live, int]], decodes: int = 0, context: int = 0) -> float:
+        """The step's time: ``decodes`` cohort members with contexts summing to ``context`` and
+        the requests of ``batch``."""
+        prefills = pf_tokens = pf_cached = 0
         for r, n in batch:
             if n == 1 and r.computed == r.tokens - 1:
                 decodes += 1
-                ctx += r.computed
+                context += r.computed
             else:
                 prefills += 1
                 pf_tokens += n
                 pf_cached += r.computed
         return self.timer.seconds(
             decodes,
-            ctx // decodes if decodes else 0,
+            context // decodes if decodes else 0,
             pf_tokens,
             pf_cached // prefills if prefills else 0,
             prefills,
         )
 
-    def account(self, seconds: float) -> None:
+    def account(self, seconds: float, steps: int = 1, used_before: int | None = None) -> None:
+        """Time integrals over ``seconds`` (``steps`` steps): running and waiting requests, and KV
+        blocks held (the mean of the use before and now)."""
+        used = self.pool.used
+        before = used if used_before is None else used_before
         self.run_int += len(self.running) * seconds
         self.wait_int += len(self.waiting) * seconds
-        used = self.pool.used
-        self.kv_int += used * seconds
+        self.kv_int += (before + used) / 2 * seconds
         if used > self.kv_max:
             self.kv_max = used
-        self.steps += 1
+        self.steps += steps
 
-    def general_step(self) -> bool:
-        """Schedule and run one step; False when nothing could be scheduled."""
-        start = self.now
-        batch = self.schedule()
-        if not batch:
-            return False
-        seconds = self.step_seconds(batch)
-        self.account(seconds)
-        end = self.now = start + seconds
-        self.horizon = start if self.lag else end
+    def emit(self, batch: Sequence[tuple[_Live, int]], start: float, end: float, seconds: float) -> bool:
+        """The tokens of the explicitly scheduled requests at the step's end; whether any finished."""
         finished = False
         steady = [0] * self.stages  # decodes whose last token ended the previous step: gap = seconds
         for r, n in batch:
@@ -387,95 +505,125 @@ class _Engine:
         for stage, count in enumerate(steady):
             if count:
                 self.gaps[stage][seconds] += count
+        return finished
+
+    def advance(self, seconds: float) -> tuple[float, float]:
+        start = self.now
+        end = self.now = start + seconds
+        self.horizon = start if self.lag else end
+        return start, end
+
+    def explicit_step(self) -> None:
+        """Schedule and run one step request by request (the cohort disbanded first, formed again
+        after)."""
+        self.disband()
+        batch = self.schedule_explicit()
+        if batch:
+            seconds = self.step_seconds(batch)
+            self.account(seconds)
+            start, end = self.advance(seconds)
+            if self.emit(batch, start, end, seconds):
+                self.drop_finished()
+        self.regroup()
+
+    def cohort_step(self) -> bool:
+        """One step in which every member decodes, then the prompts in order and the waiting
+        requests admitted; False (nothing done) if the members or the prompts need more blocks or
+        budget than there is (an explicit step decides then, with its preemptions)."""
+        cfg, pool = self.config, self.pool
+        bt = cfg.block_tokens
+        budget = cfg.max_num_batched_tokens - self.members
+        if budget < 0:
+            return False
+        member_blocks = 0 if self.reserve else self.phases[(-self.tick) % bt]
+        need = member_blocks
+        threshold = cfg.long_prefill_token_threshold
+        chunks = []
+        for r in self.explicit:  # prompts being prefilled, after the members in running order
+            if budget <= 0:
+                break
+            n = r.tokens - r.computed
+            if 0 < threshold < n:
+                n = threshold
+            n = min(n, budget)
+            need += max(0, -(-(r.computed + n) // bt) - r.seq.blocks)
+            chunks.append((r, n))
+            budget -= n
+        if need > pool.free:
+            return False
+        pool.take(member_blocks)
+        for r, n in chunks:
+            pool.allocate(r.seq, r.computed + n)
+        self.admit(budget, chunks)
+        if not chunks and not self.members:
+            return True  # nothing to run: the caller jumps ahead
+        members = self.members
+        seconds = self.step_seconds(chunks, members, self.context_base + members * self.tick)
+        self.account(seconds)
+        start, end = self.advance(seconds)
+        if members:
+            self.tick_cohort(seconds)
+        finished = self.emit(chunks, start, end, seconds)
+        finished = self.retire() or finished
         if finished:
-            self.running = [r for r in self.running if r.generated < r.out]
+            self.drop_finished()
+        joined = [r for r, _ in chunks if r.generated and r.generated < r.out and r.computed == r.tokens - 1]
+        if joined or finished:
+            for r in joined:
+                self.join(r)
+            self.explicit = [r for r in self.explicit if r.generated < r.out and r.tick0 < 0]
         return True
 
     # -- fast path: runs of identical decode steps ---------------------------------------------
     def decode_span(self) -> bool:
-        """Advance a run of pure decode steps (see the module docstring); False if the next step
-        is not one."""
-        running, cfg = self.running, self.config
-        n = len(running)
-        if not n or n > cfg.max_num_batched_tokens:
+        """Advance a run of steps in which only the cohort decodes (see the module docstring);
+        False if the next step is not one."""
+        cfg = self.config
+        n = self.members
+        if not n or self.explicit or n > cfg.max_num_batched_tokens:
             return False
-        if self.waiting and n < cfg.max_num_seqs:
+        if self.waiting and len(self.running) < cfg.max_num_seqs:
             return False
-        steps = 1 << 62
-        total = 0
-        for r in running:
-            c = r.computed
-            if c != r.tokens - 1 or not r.generated:  # not decoding (a prompt's last token)
-                return False
-            left = r.out - r.generated
-            if left < steps:
-                steps = left
-            total += c
-        bt = self.config.block_tokens
-        free = self.pool.free
-
-        def blocks_needed(k: int) -> int:
-            return sum(-(-(r.computed + k) // bt) - r.seq.blocks for r in running)
-
-        if not self.reserve and n * (-(-steps // bt) + 1) > free and blocks_needed(steps) > free:
-            lo, hi = 0, steps  # the most steps whose blocks fit
+        steps = self.next_finish() - self.tick
+        if steps <= 0:
+            return False
+        if self.cohort_blocks(steps) > self.pool.free:
+            free = self.pool.free
+            lo, hi = 0, steps  # the most ticks whose blocks fit
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                if blocks_needed(mid) <= free:
+                if self.cohort_blocks(mid) <= free:
                     lo = mid
                 else:
                     hi = mid - 1
             steps = lo
             if not steps:
                 return False
-        watch = self.future[0][0] if self.future and n < cfg.max_num_seqs else math.inf
-        base = total // n
-        per_stage = Counter(r.stage for r in running)
+        watch = self.future[0][0] if self.future and len(self.running) < cfg.max_num_seqs else math.inf
         seconds_of = self.timer.seconds
-        gap_counts = [(self.gaps[s], c) for s, c in per_stage.items()]
-        now, longest, done = self.now, 0.0, 0
-        waiting = len(self.waiting)
+        now, done = self.now, 0
         used = self.pool.used
         span_start = now
+        t = 0.0
         while done < steps:  # the steps of one context bucket at a time
-            t = seconds_of(n, base + done)
-            m = min(same_context_bucket(base + done), steps - done)
+            context = (self.context_base + n * self.tick) // n
+            t = seconds_of(n, context)
+            m = min(same_context_bucket(context), steps - done)
             if watch < math.inf:  # up to the step after which the arrival is seen
                 m = max(1, min(m, math.ceil((watch - now) / t) + self.lag))
-            for counter, c in gap_counts:
-                counter[t] += c * m
-            if t > longest:
-                longest = t
+            blocks = self.cohort_blocks(m)
+            self.tick_cohort(t, m)
+            self.pool.take(blocks)
             now += t * m
             done += m
             if (now - t if self.lag else now) >= watch:
                 break
         elapsed = now - span_start
-        self.run_int += n * elapsed
-        self.wait_int += waiting * elapsed
-        self.steps += done
         self.now = now
         self.horizon = now - t if self.lag else now
-        grow = self.pool.grow
-        for r in running:
-            c = r.computed + done
-            extra = -(-c // bt) - r.seq.blocks
-            if extra > 0:
-                grow(r.seq, extra)
-            r.computed = c
-            r.tokens += done
-            r.generated += done
-            r.last_s = now
-            if longest > r.itl_max:
-                r.itl_max = longest
-        after = self.pool.used
-        self.kv_int += (used + after) / 2 * elapsed
-        self.kv_max = max(self.kv_max, after)
-        finished = [r for r in running if r.generated == r.out]
-        for r in finished:
-            self.finish(r)
-        if finished:
-            self.running = [r for r in running if r.generated < r.out]
+        self.account(elapsed, done, used)
+        if self.retire():
+            self.drop_finished()
         return True
 
 
@@ -547,8 +695,8 @@ def run_engine(
                 break
             engine.now = engine.horizon = max(engine.now, engine.future[0][0])  # an idle engine wakes up
             continue
-        if not engine.decode_span():
-            engine.general_step()
+        if not engine.decode_span() and not engine.cohort_step():
+            engine.explicit_step()
         if users is not None and engine.finished_users:
             users.come_back(engine)
     pool = engine.pool

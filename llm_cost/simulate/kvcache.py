@@ -124,6 +124,11 @@ class BlockPool:
         seq.own += n
         seq.blocks += n
 
+    def take(self, n: int) -> None:
+        """Take ``n`` free blocks for requests' own use (the caller counts them in each request's
+        ``own`` and ``blocks``, and checked that they are free)."""
+        self._fresh(n)
+
     def _fresh(self, n: int) -> None:
         """Take ``n`` free blocks: never-used first, then the queue's head (evicting hashes)."""
         take = min(n, self.never_used)
