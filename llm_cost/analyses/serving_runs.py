@@ -18,7 +18,8 @@ inference-perf; see that file's ``about``) becomes:
 * step times from the time model; by default :func:`vllm_time_model`, the GPU's torch.compile
   profile family (vLLM V1 compiles its model with torch.compile and replays CUDA graphs). The
   shipped H100 profile is fitted on PyTorch eager kernels (the H200 measurements) and predicts
-  vLLM's decode 30-50% slow on these runs (``scripts/check_serving_runs.py --profile shipped``);
+  vLLM's steps slow on these runs (median errors 46% on mean ITL, 50% on mean E2E:
+  ``scripts/check_serving_runs.py --profile shipped``);
   the torch.compile family is the a100 profile fitted on gpt-fast runs, and its transfers. Nothing
   is fitted on the serving runs.
 

@@ -18,6 +18,9 @@ Python use::
                       EngineConfig(max_num_seqs=128, max_num_batched_tokens=2048),
                       prediction_model("h100"), kv_capacity_tokens=400_000)
     result.summary.ttft_s.p99, result.to_dict()
+
+For vLLM, ``llm_cost.analyses.serving_runs.vllm_time_model(gpu)`` is the time model checked against
+measured vLLM runs (the torch.compile profile family).
 """
 
 from __future__ import annotations
