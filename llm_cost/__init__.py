@@ -20,6 +20,11 @@ fails on an upward import or a cycle, imports inside functions included):
 ``perf``
     time models: operators + GPU -> seconds (``perf.timemodel``: the Roofline bound and the
     MFU/MBU estimate behind one interface); ridge points.
+``simulate``
+    serving under load: one engine replica's scheduler (vLLM V1's continuous batching, chunked
+    prefill, prefix caching, preemption) simulated step by step on a workload (arrivals, length
+    distributions, shared prefixes, traces), each step timed by a ``perf`` time model
+    (``simulate.simulate``); percentiles of TTFT, ITL, TPOT and E2E.
 ``analyses``
     one module per question (roofline, deployment/fit, speculative, context, moe, training,
     memory, multimodal, rope, numerics, reproduce, catalog, import), each returning a result

@@ -12,7 +12,7 @@ import llm_cost
 PACKAGE = Path(llm_cost.__file__).parent
 
 #: Layers from the bottom up; a module may import its own layer or any layer below.
-LAYERS = ["core", "specs", "model", "workload", "perf", "analyses", "api", "report", "cli"]
+LAYERS = ["core", "specs", "model", "workload", "perf", "simulate", "analyses", "api", "report", "cli"]
 
 
 def _module_name(path: Path) -> str:

@@ -95,10 +95,18 @@ class StepTime:
 
 
 class TimeModel(Protocol):
-    """Turns a step's operators into seconds on one GPU type."""
+    """Turns a step's operators into seconds on one GPU type (``label`` and ``kind`` read-only:
+    frozen dataclasses and properties implement them)."""
 
-    label: str
-    kind: TimeKind
+    @property
+    def label(self) -> str:
+        """What the model is, e.g. "Roofline bound"."""
+        ...  # pragma: no cover - a protocol
+
+    @property
+    def kind(self) -> TimeKind:
+        """A bound, an estimate or a prediction."""
+        ...  # pragma: no cover - a protocol
 
     def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
         """The step's time, per operator (unless not ``operators``), per stage and in all."""

@@ -1,0 +1,269 @@
+"""The simulator against measured serving runs: each shipped experiment of
+``data/measurements/serving/`` replayed stage by stage, with its errors.
+
+An experiment of ``vllm-serving-under-load.yaml`` (real vLLM v0.15.1 runs measured with
+inference-perf; see that file's ``about``) becomes:
+
+* a workload: inference-perf's ``constant`` load (int(rate x duration) exponential gaps rescaled to
+  each stage's duration: ``fixed_count``) in its stages; prompts of ``system_prompt_len +
+  question_len`` tokens whose first ``system_prompt_len`` are one of ``num_unique_system_prompts``
+  system prompts, each used by ``num_users_per_system_prompt`` users; ``output_len`` output tokens
+  (``ignore_eos``). Every question is new, as the file's ``assumptions`` and the benchmark's own
+  simulators take them (the campaign ran ``enable_multi_turn_chat``; its measured TTFTs, two to
+  three decode steps, are those of prefilling the question, not of a whole-prompt cache hit);
+* vLLM's scheduler with the experiment's ``max_num_seqs``, ``max_num_batched_tokens`` and
+  ``max_model_len``, chunked prefill and prefix caching on (v0.15.1's defaults);
+* a KV cache of what ``gpu_mem_util`` of each GPU leaves after the weights, the workspace and the
+  runtime reserve (:func:`llm_cost.analyses.capacity.kv_room`);
+* step times from the time model; by default :func:`vllm_time_model`, the GPU's torch.compile
+  profile family (vLLM V1 compiles its model with torch.compile and replays CUDA graphs). The
+  shipped H100 profile is fitted on PyTorch eager kernels (the H200 measurements) and predicts
+  vLLM's steps slow on these runs (median errors 46% on mean ITL, 50% on mean E2E:
+  ``scripts/check_serving_runs.py --profile shipped``);
+  the torch.compile family is the a100 profile fitted on gpt-fast runs, and its transfers. Nothing
+  is fitted on the serving runs.
+
+Errors are absolute percentage errors |predicted - measured| / measured of mean ITL (the file's
+definition: (E2E - TTFT) / (output tokens - 1) of the means, which for fixed outputs is the mean
+TPOT), mean E2E, mean TTFT, P90 and P99 E2E and TTFT, per stage and for the whole run (stage -1,
+the figure the benchmark aggregates by its median).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from llm_cost.analyses.calibration import transfer
+from llm_cost.analyses.capacity import MemoryPolicy, kv_room
+from llm_cost.core.serialize import Result
+from llm_cost.model.layout import Layout, stage_kv_bytes
+from llm_cost.perf.calibrated import CalibratedModel, prediction_model
+from llm_cost.perf.profile import default_profile, load_profile
+from llm_cost.perf.timemodel import TimeModel
+from llm_cost.simulate import EngineConfig, SharedPrefix, SimResult, simulate
+from llm_cost.simulate.results import Summary
+from llm_cost.simulate.workload import Fixed, OpenLoop, Stage, Workload
+from llm_cost.specs.load import load_gpu, load_model, read_yaml
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+
+__all__ = [
+    "RUNS_FILE",
+    "METRICS",
+    "Experiment",
+    "Comparison",
+    "ServingCheck",
+    "load_experiments",
+    "experiment_workload",
+    "experiment_engine",
+    "kv_capacity_tokens",
+    "vllm_time_model",
+    "COMPILED_SOURCE",
+    "run_experiment",
+    "check_runs",
+    "error_summary",
+]
+
+#: The shipped measured serving runs.
+RUNS_FILE = (
+    Path(__file__).resolve().parent.parent / "data" / "measurements" / "serving" / "vllm-serving-under-load.yaml"
+)
+
+#: The hardware names of the file and the GPU specs they are.
+_GPUS = {"H100": "h100", "A100-80GB": "a100", "L40S": "l40s"}
+
+#: Metrics compared: name -> (the measured key in ms, the simulated value in seconds).
+METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
+    "itl_mean": ("itl_mean", lambda s: s.tpot_s.mean),
+    "e2e_mean": ("e2e_mean", lambda s: s.e2e_s.mean),
+    "ttft_mean": ("ttft_mean", lambda s: s.ttft_s.mean),
+    "e2e_p90": ("e2e_p90", lambda s: s.e2e_s.p90),
+    "e2e_p99": ("e2e_p99", lambda s: s.e2e_s.p99),
+    "ttft_p90": ("ttft_p90", lambda s: s.ttft_s.p90),
+    "ttft_p99": ("ttft_p99", lambda s: s.ttft_s.p99),
+}
+
+
+#: The fitted profile of the torch.compile family (gpt-fast decode on an A100), transferred to GPUs
+#: whose shipped profile is of another engine.
+COMPILED_SOURCE = "a100"
+
+
+def vllm_time_model(gpu: HardwareSpec) -> TimeModel:
+    """The prediction for vLLM V1 on ``gpu``: its shipped profile if that one was fitted on (or
+    transferred from) torch.compile kernels, else the torch.compile family's fitted profile
+    (:data:`COMPILED_SOURCE`) transferred to the GPU's datasheet peaks
+    (:func:`~llm_cost.analyses.calibration.transfer`); the MFU/MBU estimate for a GPU without a
+    profile."""
+    shipped = default_profile(gpu.name)
+    if shipped is None:
+        return prediction_model(gpu.name)
+    if "torch.compile" in shipped.engine:
+        return CalibratedModel(shipped)
+    source = load_profile(COMPILED_SOURCE)
+    return CalibratedModel(transfer(source, gpu, load_gpu(source.gpu)))
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One measured run: its id, model, GPU, layout and settings, the raw entry of the file, and
+    the spec its model is built from."""
+
+    id: int
+    label: str
+    spec: ModelSpec
+    gpu: HardwareSpec
+    layout: Layout
+    entry: dict[str, Any]
+
+
+def load_experiments(path: Path = RUNS_FILE) -> list[Experiment]:
+    """The experiments of a serving-runs file, in its order."""
+    data = read_yaml(path)
+    models = data.get("models") or {}
+    out = []
+    for e in data["experiments"]:
+        target = str(models.get(e["model"], e["model"]))
+        name = str(path.resolve().parent / target) if target.endswith((".yaml", ".yml", ".json")) else target
+        label = f"{e['id']} {e['model'].split('/')[-1]} {e['hardware']} TP{e['tp']} {e['workload']['name']}"
+        if e.get("notes"):
+            label += f" ({'; '.join(e['notes'])})"
+        out.append(Experiment(e["id"], label, load_model(name), load_gpu(_GPUS[e["hardware"]]), Layout(tp=e["tp"]), e))
+    return out
+
+
+def experiment_workload(e: Experiment) -> Workload:
+    """The experiment's traffic (see the module docstring)."""
+    w = e.entry["workload"]
+    stages = tuple(Stage(float(s["duration_s"]), float(s["rate_rps"])) for s in w["stages"])
+    prefix = SharedPrefix(w["num_unique_system_prompts"], w["system_prompt_len"], w["num_users_per_system_prompt"])
+    return Workload(
+        OpenLoop(stages, "fixed_count"),
+        Fixed(w["system_prompt_len"] + w["question_len"]),
+        Fixed(w["output_len"]),
+        prefix,
+    )
+
+
+def experiment_engine(e: Experiment) -> EngineConfig:
+    """vLLM with the experiment's settings (chunked prefill and prefix caching on)."""
+    return EngineConfig(
+        "vllm",
+        e.entry["max_num_seqs"],
+        e.entry["max_num_batched_tokens"],
+        max_model_len=e.entry["max_model_len"],
+    )
+
+
+def kv_capacity_tokens(e: Experiment, block_tokens: int = 16) -> int:
+    """Tokens the KV cache holds: the budget :func:`~llm_cost.analyses.capacity.kv_room` leaves at
+    the experiment's ``gpu_mem_util`` (workspace for a step of its token budget) over the KV bytes
+    of a token on the fullest GPU."""
+    policy = MemoryPolicy(utilization=Fraction(str(e.entry["gpu_mem_util"])))
+    room = kv_room(
+        e.spec,
+        e.gpu,
+        [block_tokens],
+        layout=e.layout,
+        policy=policy,
+        step_tokens=e.entry["max_num_batched_tokens"],
+        step_sequences=e.entry["max_num_seqs"],
+    )
+    per_block = max(stage_kv_bytes(e.spec, e.layout, block_tokens))
+    return int(room.kv_budget_bytes // per_block) * block_tokens
+
+
+@dataclass(frozen=True)
+class Comparison(Result):
+    """One experiment's stage (``stage`` -1: the whole run) predicted against measured: each
+    metric's measured and predicted milliseconds and absolute percentage error."""
+
+    id: int
+    label: str
+    stage: int
+    measured_ms: dict[str, float]
+    predicted_ms: dict[str, float]
+    error_pct: dict[str, float]
+
+
+def _compare(e: Experiment, stage: int, measured: dict[str, float], s: Summary) -> Comparison:
+    got, want, err = {}, {}, {}
+    for name, (key, of) in METRICS.items():
+        value = of(s)
+        if key not in measured or value is None:
+            continue
+        want[name] = float(measured[key])
+        got[name] = value * 1e3
+        err[name] = abs(got[name] - want[name]) / want[name] * 100
+    return Comparison(e.id, e.label, stage, want, got, err)
+
+
+def run_experiment(
+    e: Experiment, time_model: TimeModel | None = None, seed: int | str = 0
+) -> tuple[SimResult, list[Comparison]]:
+    """Simulate one experiment: the result and its comparisons (the whole run first, then each
+    stage)."""
+    model = time_model or vllm_time_model(e.gpu)
+    result = simulate(
+        e.spec,
+        e.gpu,
+        experiment_workload(e),
+        experiment_engine(e),
+        model,
+        e.layout,
+        kv_capacity_tokens=kv_capacity_tokens(e),
+        seed=seed,
+    )
+    measured = e.entry["measured"]
+    out = [_compare(e, -1, measured["summary"]["measured_ms"], result.summary)]
+    stages = result.stages or (result.summary,)
+    for st, summary in zip(measured["stages"], stages):
+        out.append(_compare(e, st["index"], st["measured_ms"], summary))
+    return result, out
+
+
+@dataclass(frozen=True)
+class ServingCheck(Result):
+    """Every experiment's comparisons and, per metric, the median and the worst absolute
+    percentage error over the experiments' whole runs (stage -1)."""
+
+    time_model: str
+    comparisons: tuple[Comparison, ...]
+    median_error_pct: dict[str, float]
+    worst: dict[str, tuple[int, float]]  # metric -> (experiment id, error %)
+
+
+def check_runs(
+    experiments: Sequence[Experiment] | None = None,
+    time_model: Callable[[Experiment], TimeModel] | None = None,
+    seed: int | str = 0,
+) -> ServingCheck:
+    """Simulate ``experiments`` (default: all shipped), each under ``time_model(experiment)``
+    (default: :func:`vllm_time_model` of its GPU), and summarise the errors."""
+    chosen = list(experiments) if experiments is not None else load_experiments()
+    comparisons: list[Comparison] = []
+    label = ""
+    for e in chosen:
+        model = time_model(e) if time_model else vllm_time_model(e.gpu)
+        label = label if model.label in label else ", ".join(filter(None, (label, model.label)))
+        comparisons += run_experiment(e, model, seed)[1]
+    medians, worst = error_summary(comparisons)
+    return ServingCheck(label, tuple(comparisons), medians, worst)
+
+
+def error_summary(comparisons: Sequence[Comparison]) -> tuple[dict[str, float], dict[str, tuple[int, float]]]:
+    """Per metric, the median absolute percentage error over the experiments' whole runs (stage
+    -1) and the worst (experiment id, error)."""
+    whole = [c for c in comparisons if c.stage == -1]
+    medians, worst = {}, {}
+    for name in METRICS:
+        values = [(c.error_pct[name], c.id) for c in whole if name in c.error_pct]
+        if values:
+            medians[name] = statistics.median(v for v, _ in values)
+            top = max(values)
+            worst[name] = (top[1], top[0])
+    return medians, worst

@@ -1,0 +1,171 @@
+"""Serving under load, simulated: one engine replica's scheduler step by step, driven by a workload.
+
+* :mod:`~llm_cost.simulate.workload`: arrivals (Poisson, gamma, constant, inference-perf's fixed
+  count, stages, closed-loop users), length distributions, shared prefixes, traces;
+* :mod:`~llm_cost.simulate.kvcache`: vLLM's paged KV cache with prefix caching and LRU eviction;
+* :mod:`~llm_cost.simulate.engine`: vLLM V1's scheduler (TensorRT-LLM's admission as a variant);
+* :mod:`~llm_cost.simulate.steptime`: each step's operators timed by a time model, memoised;
+* :mod:`~llm_cost.simulate.results`: per-request times and their distributions.
+
+The layer sits between ``perf`` and ``analyses``: it builds steps (``workload.step``) and times them
+with any :class:`~llm_cost.perf.timemodel.TimeModel`; the KV capacity comes from the caller
+(``analyses.capacity`` computes it).
+
+Python use::
+
+    from llm_cost.simulate import simulate, EngineConfig, poisson, Fixed
+    result = simulate(spec, gpu, poisson(8.0, Fixed(547), Fixed(248), duration_s=600),
+                      EngineConfig(max_num_seqs=128, max_num_batched_tokens=2048),
+                      prediction_model("h100"), kv_capacity_tokens=400_000)
+    result.summary.ttft_s.p99, result.to_dict()
+
+For vLLM, ``llm_cost.analyses.serving_runs.vllm_time_model(gpu)`` is the time model checked against
+measured vLLM runs (the torch.compile profile family).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+
+from llm_cost.core.errors import InputError
+from llm_cost.core.types import Dtype
+from llm_cost.model.layout import ONE_GPU, Layout
+from llm_cost.perf.timemodel import TimeModel
+from llm_cost.simulate.engine import ENGINES, EngineConfig, Run, run_engine, vllm_defaults
+from llm_cost.simulate.results import Distribution, RequestTimes, SimResult, Summary, summarize
+from llm_cost.simulate.steptime import StepTimer
+from llm_cost.simulate.workload import (
+    ClosedLoop,
+    Empirical,
+    Fixed,
+    LogNormal,
+    Normal,
+    OpenLoop,
+    Request,
+    SharedPrefix,
+    Stage,
+    Trace,
+    TraceRow,
+    Uniform,
+    Workload,
+    parse_lengths,
+    poisson,
+    read_trace,
+    requests,
+    stage_bounds,
+    trace_requests,
+)
+from llm_cost.specs.schema import HardwareSpec, ModelSpec
+
+__all__ = [
+    "simulate",
+    "summaries",
+    "EngineConfig",
+    "ENGINES",
+    "vllm_defaults",
+    "SimResult",
+    "Summary",
+    "Distribution",
+    "RequestTimes",
+    "Workload",
+    "OpenLoop",
+    "ClosedLoop",
+    "Stage",
+    "SharedPrefix",
+    "Fixed",
+    "Uniform",
+    "Normal",
+    "LogNormal",
+    "Empirical",
+    "parse_lengths",
+    "poisson",
+    "Trace",
+    "TraceRow",
+    "read_trace",
+    "Request",
+    "StepTimer",
+]
+
+
+def summaries(run: Run, bounds: Sequence[float]) -> tuple[Summary, tuple[Summary, ...]]:
+    """The whole run's summary (from 0 to its last completion) and, with more than one stage,
+    each stage's (its arrivals, rates over the stage's duration)."""
+    done = [t for _, t in run.done]
+    gaps: dict[float, int] = {}
+    for stage_gaps in run.gaps:
+        for v, c in stage_gaps.items():
+            gaps[v] = gaps.get(v, 0) + c
+    whole = summarize(done, sum(run.rejected), 0.0, run.end_s, gaps)
+    if len(bounds) < 2:
+        return whole, ()
+    stages = []
+    start = 0.0
+    for i, end in enumerate(bounds):
+        mine = [t for s, t in run.done if s == i]
+        stages.append(summarize(mine, run.rejected[i], start, end, run.gaps[i]))
+        start = end
+    return whole, tuple(stages)
+
+
+def simulate(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    workload: Workload | Trace | Sequence[Request],
+    engine: EngineConfig,
+    time_model: TimeModel,
+    layout: Layout = ONE_GPU,
+    *,
+    kv_capacity_tokens: int,
+    weight_bits: int | Fraction = 16,
+    kv_bits: int = 16,
+    compute_dtype: Dtype = Dtype.BF16,
+    seed: int | str = 0,
+) -> SimResult:
+    """Simulate one replica of ``spec`` on ``layout`` GPUs of ``gpu`` serving ``workload`` (a
+    workload drawn from ``seed``, a trace, or requests) under ``engine``'s scheduler, each step
+    timed by ``time_model`` with these formats.
+
+    ``kv_capacity_tokens``: tokens the replica's KV cache holds (whole blocks of
+    ``engine.block_tokens`` are used), e.g. vLLM's "GPU KV cache size" or the KV budget of
+    ``analyses.capacity.kv_room`` divided by the bytes per token. Deterministic for a seed.
+    InputError for an invalid workload, engine setting or capacity."""
+    if isinstance(kv_capacity_tokens, bool) or not isinstance(kv_capacity_tokens, int) or kv_capacity_tokens < 1:
+        raise InputError(
+            f"kv_capacity_tokens: {kv_capacity_tokens!r} must be a whole number of tokens, at least 1",
+            fields=("kv_capacity_tokens",),
+        )
+    blocks = kv_capacity_tokens // engine.block_tokens
+    timer = StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
+    if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
+        bounds = stage_bounds(workload)[:1]
+        run = run_engine(timer, engine, blocks, workload=workload, seed=seed, bounds=bounds)
+    else:
+        if isinstance(workload, Workload):
+            reqs, bounds = requests(workload, seed), stage_bounds(workload)
+        else:
+            reqs, bounds = (trace_requests(workload) if isinstance(workload, Trace) else list(workload)), []
+        if not reqs:
+            raise InputError("workload: no request arrives", fields=("workload",))
+        run = run_engine(timer, engine, blocks, reqs, bounds=bounds)
+    whole, stages = summaries(run, bounds)
+    span = run.end_s or 1.0
+    return SimResult(
+        spec.name,
+        gpu.name,
+        engine.engine,
+        time_model.label,
+        blocks,
+        engine.block_tokens,
+        whole,
+        stages,
+        run.running_integral / span,
+        run.waiting_integral / span,
+        run.kv_integral / span / blocks,
+        run.kv_max / blocks,
+        run.preemptions,
+        run.hit_tokens / run.queried_tokens if run.queried_tokens else 0.0,
+        run.steps,
+        len(timer.cache),
+        tuple(sorted((t for _, t in run.done), key=lambda t: t.index)),
+    )

@@ -1,0 +1,213 @@
+"""The paged KV cache with prefix caching, as vLLM V1 keeps it (``vllm/v1/core/kv_cache_manager.py``,
+``vllm/v1/core/block_pool.py``, ``vllm/v1/core/kv_cache_utils.py``).
+
+Rules followed:
+
+* The cache is ``blocks`` blocks of ``block_tokens`` tokens (16 by default); a request holds
+  ceil(computed tokens / 16) blocks (``allocate_slots`` allocates the blocks of the tokens it
+  schedules, before they run).
+* A full block is known by the hash of its tokens and of the blocks before it (the hash chain of
+  ``hash_request_tokens``); here a block wholly inside a shared prefix is known by that prefix's key
+  and its index, and any other block by its request and index, which no other request can match.
+* ``get_computed_blocks``: a request being admitted takes the longest run of leading blocks whose
+  hashes are cached, at most (prompt tokens - 1) tokens (the last token is always recomputed to get
+  its logits), so its computation starts after them.
+* ``cache_full_blocks``: a block is cached (hashable by others) as soon as the tokens scheduled fill
+  it; a block another request cached first is not cached twice.
+* Freed blocks keep their hash until reused (``free_blocks`` appends them to the free queue's tail,
+  a request's blocks in reverse order so that its last blocks are evicted first); a new block is
+  taken from the queue's head, evicting the hash it held (LRU over free blocks); a cache hit on a
+  free block takes it out of the queue. Never-used blocks come first.
+* ``allocate_slots`` fails (None) when the blocks to allocate, counting the cached hits that sit in
+  the free queue, exceed the free blocks.
+
+Only what timing needs is kept: counts of blocks, the hashes of shared blocks with their reference
+counts, and a free queue of hashed entries and runs of plain blocks (a finished request's own
+blocks can never be hit again, so they return as one plain run).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+
+__all__ = ["BlockPool", "Seq"]
+
+
+class Seq:
+    """One request's KV blocks: ``hashes`` (blocks known to the cache, held by reference, the
+    leading ones) and ``own`` (blocks only this request can use)."""
+
+    __slots__ = ("key", "shared", "shareable", "hashes", "own", "blocks", "registered")
+
+    def __init__(self, key: Hashable, shared: tuple[tuple[Hashable, int], ...], block_tokens: int) -> None:
+        self.key = key
+        self.shared = shared  # (prefix key, tokens) levels, innermost last
+        #: Leading blocks that lie wholly inside a shared prefix.
+        self.shareable = max((t for _, t in shared), default=0) // block_tokens
+        self.hashes: list[Hashable] = []
+        self.own = 0
+        self.blocks = 0  # len(hashes) + own: the blocks it holds
+        self.registered = 0  # leading blocks whose hash is known (looked up or cached)
+
+    def block_hash(self, i: int, block_tokens: int) -> Hashable:
+        """The hash of block ``i``: its innermost shared prefix's key and ``i``, or (request, i)."""
+        end = (i + 1) * block_tokens
+        for key, tokens in self.shared:
+            if end <= tokens:
+                return (key, i)
+        return (self.key, i)
+
+
+class BlockPool:
+    """``blocks`` KV blocks of ``block_tokens`` tokens with vLLM's prefix caching (``caching``)."""
+
+    def __init__(self, blocks: int, block_tokens: int = 16, caching: bool = True) -> None:
+        self.total = blocks
+        self.block_tokens = block_tokens
+        self.caching = caching
+        self.never_used = blocks
+        #: Free queue after the never-used blocks: hash -> 1 for a cached free block, or
+        #: ("plain", n) -> count for a run of blocks without a hash; oldest first.
+        self.queue: OrderedDict[Hashable, int] = OrderedDict()
+        self.queued = 0  # blocks in the queue
+        self.refs: dict[Hashable, int] = {}  # cached hash -> requests holding it (0: in the queue)
+        self.runs = 0
+        self.hit_tokens = 0
+        self.queried_tokens = 0
+
+    @property
+    def free(self) -> int:
+        """Free blocks (never used, plain, or cached and unreferenced)."""
+        return self.never_used + self.queued
+
+    @property
+    def used(self) -> int:
+        """Blocks held by requests."""
+        return self.total - self.free
+
+    def lookup(self, seq: Seq, tokens: int) -> tuple[int, int]:
+        """(cached leading blocks, of which free) for a request of ``tokens`` tokens being admitted:
+        at most (tokens - 1) // block_tokens blocks (vLLM's max_cache_hit_length)."""
+        if not self.caching:
+            return 0, 0
+        limit = (tokens - 1) // self.block_tokens
+        hits = free = 0
+        refs = self.refs
+        while hits < limit:
+            h = seq.block_hash(hits, self.block_tokens)
+            count = refs.get(h)
+            if count is None:
+                break
+            hits += 1
+            free += count == 0
+        return hits, free
+
+    def take_hits(self, seq: Seq, hits: int, tokens: int) -> None:
+        """Hold the ``hits`` cached leading blocks :meth:`lookup` found for a request of ``tokens``
+        tokens (counted in the hit rate)."""
+        self.queried_tokens += tokens
+        self.hit_tokens += hits * self.block_tokens
+        for i in range(hits):
+            h = seq.block_hash(i, self.block_tokens)
+            if self.refs[h] == 0:
+                del self.queue[h]
+                self.queued -= 1
+            self.refs[h] += 1
+            seq.hashes.append(h)
+        seq.blocks += hits
+        seq.registered = hits
+
+    def grow(self, seq: Seq, n: int) -> None:
+        """Give ``seq`` ``n`` more blocks of its own (the caller checked that they are free)."""
+        self._fresh(n)
+        seq.own += n
+        seq.blocks += n
+
+    def take(self, n: int) -> None:
+        """Take ``n`` free blocks for requests' own use (the caller counts them in each request's
+        ``own`` and ``blocks``, and checked that they are free)."""
+        self._fresh(n)
+
+    def _fresh(self, n: int) -> None:
+        """Take ``n`` free blocks: never-used first, then the queue's head (evicting hashes)."""
+        take = min(n, self.never_used)
+        self.never_used -= take
+        n -= take
+        queue = self.queue
+        while n:
+            key, count = next(iter(queue.items()))
+            if count > n:
+                queue[key] = count - n
+                self.queued -= n
+                return
+            del queue[key]
+            self.queued -= count
+            n -= count
+            if count == 1 and key in self.refs:
+                del self.refs[key]  # an evicted cached block
+
+    def reserve(self, seq: Seq, tokens: int) -> None:
+        """Hold the blocks of ``tokens`` tokens for ``seq`` now (TensorRT-LLM's reservation at
+        admission; the caller checked that they are free)."""
+        need = -(-tokens // self.block_tokens) - seq.blocks
+        if need > 0:
+            self.grow(seq, need)
+
+    def allocate(self, seq: Seq, computed_after: int) -> bool:
+        """Give ``seq`` the blocks for ``computed_after`` computed tokens (its computed tokens
+        after this step's), caching the shareable blocks they fill; False (and nothing taken) when
+        too few blocks are free."""
+        bt = self.block_tokens
+        need = -(-computed_after // bt) - seq.blocks
+        if need > self.free:
+            return False
+        if need > 0:
+            self.grow(seq, need)
+        if self.caching:
+            full = min(computed_after // bt, seq.shareable)
+            refs = self.refs
+            while seq.registered < full:
+                h = seq.block_hash(seq.registered, bt)
+                if h not in refs:  # cache_full_blocks: the first to fill a block caches it
+                    refs[h] = 1
+                    seq.hashes.append(h)
+                    seq.own -= 1
+                seq.registered += 1
+        return True
+
+    def release(self, seq: Seq, preempted_at: int | None = None) -> None:
+        """Free a request's blocks, last first. A request preempted with ``preempted_at`` computed
+        tokens keeps its full own blocks cached under its own hashes, so that it finds them when it
+        is resumed; a finished one's can never be hit and return as plain blocks."""
+        bt = self.block_tokens
+        refs = self.refs
+        keep = 0
+        if preempted_at is not None and self.caching:
+            first = len(seq.hashes)
+            keep = max(0, min(seq.own, preempted_at // bt - first))
+        self._append_plain(seq.own - keep)
+        for i in reversed(range(len(seq.hashes), len(seq.hashes) + keep)):
+            h = seq.block_hash(i, bt)
+            if h in refs:  # a duplicate of a block another request cached first
+                self._append_plain(1)
+                continue
+            refs[h] = 0
+            self.queue[h] = 1
+            self.queued += 1
+        for h in reversed(seq.hashes):
+            count = refs[h] - 1
+            refs[h] = count
+            if count == 0:
+                self.queue[h] = 1
+                self.queued += 1
+        seq.hashes = []
+        seq.own = 0
+        seq.blocks = 0
+        seq.registered = 0
+
+    def _append_plain(self, n: int) -> None:
+        if n > 0:
+            self.runs += 1
+            self.queue[("plain", self.runs)] = n
+            self.queued += n

@@ -1,0 +1,196 @@
+"""What a simulation returns: each request's times and the distributions over them.
+
+Per request (:class:`RequestTimes`), in seconds from its arrival:
+
+* ``queue_s``: until the engine first scheduled it;
+* ``ttft_s``: until its first output token (the end of the step that finished its prompt);
+* ``e2e_s``: until its last output token;
+* ``tpot_s``: (E2E - TTFT) / (output tokens - 1), the mean gap between its output tokens (None
+  for a one-token output); ``itl_max_s``: its longest gap.
+
+Distributions (:class:`Distribution`): mean, P50, P90, P99 and max, percentiles interpolated
+linearly between order statistics (numpy's default, which inference-perf and vLLM's benchmark
+use). ITL is over every gap between consecutive output tokens of every request (each gap once),
+the way vLLM's ``benchmark_serving`` reports it; TPOT over requests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from llm_cost.core.records import record
+from llm_cost.core.serialize import Result, plain
+
+__all__ = [
+    "Distribution",
+    "RequestTimes",
+    "Summary",
+    "SimResult",
+    "distribution",
+    "weighted_distribution",
+    "percentile",
+    "summarize",
+]
+
+
+@record
+class Distribution:
+    """Mean, median, P90, P99 and maximum of a quantity (seconds); None where there is no sample."""
+
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    max: float | None
+
+
+_EMPTY = Distribution(None, None, None, None, None)
+
+
+def percentile(ordered: Sequence[float], p: float) -> float:
+    """The ``p``-th percentile (0-100) of a sorted non-empty sequence, linear between order
+    statistics (numpy's ``linear`` method): position p / 100 x (n - 1)."""
+    pos = p / 100 * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def distribution(values: Iterable[float]) -> Distribution:
+    """The distribution of ``values`` (None entries skipped)."""
+    ordered = sorted(v for v in values if v is not None)
+    if not ordered:
+        return _EMPTY
+    return Distribution(
+        sum(ordered) / len(ordered),
+        percentile(ordered, 50),
+        percentile(ordered, 90),
+        percentile(ordered, 99),
+        ordered[-1],
+    )
+
+
+def weighted_distribution(counts: Mapping[float, int]) -> Distribution:
+    """The distribution of a multiset given as value -> multiplicity (the percentiles of the
+    values repeated that many times)."""
+    items = sorted((v, c) for v, c in counts.items() if c > 0)
+    n = sum(c for _, c in items)
+    if not n:
+        return _EMPTY
+
+    def at(rank: int) -> float:  # the rank-th smallest value, 0-based
+        seen = 0
+        for v, c in items:
+            seen += c
+            if rank < seen:
+                return v
+        return items[-1][0]
+
+    def pct(p: float) -> float:
+        pos = p / 100 * (n - 1)
+        lo = math.floor(pos)
+        a, b = at(lo), at(min(lo + 1, n - 1))
+        return a + (b - a) * (pos - lo)
+
+    return Distribution(sum(v * c for v, c in items) / n, pct(50), pct(90), pct(99), items[-1][0])
+
+
+@record
+class RequestTimes:
+    """One completed request's lengths and times (seconds from its arrival; see the module
+    docstring). ``cached_tokens``: prompt tokens found in the prefix cache when it was admitted."""
+
+    index: int
+    arrival_s: float
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    queue_s: float
+    ttft_s: float
+    tpot_s: float | None
+    e2e_s: float
+    itl_max_s: float
+    preemptions: int
+
+
+@record
+class Summary:
+    """The requests that arrived in ``start_s`` .. ``end_s`` (a stage, or the whole run): how many
+    completed and were rejected, their rates over the window, and the distributions of their times
+    (seconds)."""
+
+    start_s: float
+    end_s: float
+    requests: int
+    rejected: int
+    throughput_rps: float
+    input_tokens_per_s: float
+    output_tokens_per_s: float
+    queue_s: Distribution
+    ttft_s: Distribution
+    tpot_s: Distribution
+    itl_s: Distribution
+    e2e_s: Distribution
+
+
+def summarize(
+    done: Sequence[RequestTimes], rejected: int, start_s: float, end_s: float, gaps: Mapping[float, int]
+) -> Summary:
+    """The summary of ``done`` (requests that arrived in the window), ``gaps`` their inter-token
+    gaps as value -> count; rates over the window's length."""
+    span = end_s - start_s
+    rate = (lambda x: x / span) if span > 0 else (lambda x: 0.0)
+    return Summary(
+        start_s,
+        end_s,
+        len(done),
+        rejected,
+        rate(len(done)),
+        rate(sum(r.input_tokens for r in done)),
+        rate(sum(r.output_tokens for r in done)),
+        distribution(r.queue_s for r in done),
+        distribution(r.ttft_s for r in done),
+        distribution(r.tpot_s for r in done if r.tpot_s is not None),
+        weighted_distribution(gaps),
+        distribution(r.e2e_s for r in done),
+    )
+
+
+@record
+class SimResult(Result):
+    """A simulated run of one engine replica.
+
+    ``summary`` covers every request (its window from the first arrival to the last completion);
+    ``stages`` each open-loop stage's arrivals over the stage's duration (empty for one stage).
+    Engine figures are time averages over the run: ``running_mean`` sequences scheduled (the
+    occupancy), ``waiting_mean`` requests queued, ``kv_use_mean`` / ``kv_use_max`` the fraction of
+    KV blocks held; ``preemptions`` (recomputations), ``prefix_hit_rate`` (prompt tokens found in
+    the prefix cache over prompt tokens admitted), ``steps`` and ``step_shapes`` (distinct memoised
+    step buckets timed)."""
+
+    model: str
+    gpu: str
+    engine: str
+    time_model: str
+    kv_blocks: int
+    block_tokens: int
+    summary: Summary
+    stages: tuple[Summary, ...]
+    running_mean: float
+    waiting_mean: float
+    kv_use_mean: float
+    kv_use_max: float
+    preemptions: int
+    prefix_hit_rate: float
+    steps: int
+    step_shapes: int
+    requests: tuple[RequestTimes, ...]
+
+    def to_dict(self, requests: bool = False) -> dict[str, Any]:
+        """The result as plain data; each request's times only with ``requests``."""
+        data = plain(self)
+        if not requests:
+            del data["requests"]
+        return data

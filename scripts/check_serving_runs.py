@@ -1,0 +1,57 @@
+"""The simulator on every shipped vLLM serving run: a table of measured and predicted means and
+percentiles per experiment and stage, and the median error over the experiments.
+
+    PYTHONPATH=. python scripts/check_serving_runs.py [--stages] [--json] [--profile shipped]
+
+Default time model: vLLM's torch.compile profile family (``vllm_time_model``); ``--profile shipped``
+uses each GPU's shipped profile instead (PyTorch eager on the H100).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from llm_cost.analyses.serving_runs import METRICS, check_runs
+from llm_cost.perf.calibrated import prediction_model
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stages", action="store_true", help="also each stage's row")
+    parser.add_argument("--json", action="store_true", help="print the comparisons as JSON")
+    parser.add_argument("--profile", choices=("vllm", "shipped"), default="vllm", help="the time model")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    check = check_runs(time_model=(lambda e: prediction_model(e.gpu.name)) if args.profile == "shipped" else None)
+    elapsed = time.perf_counter() - start
+    if args.json:
+        print(json.dumps(check.to_dict(), indent=1))
+        return
+    names = ["itl_mean", "e2e_mean", "ttft_mean", "e2e_p99"]
+    head = f"{'experiment':<58} {'st':>3} " + " ".join(f"{n + ' ms (err)':>24}" for n in names)
+    print(f"time model: {check.time_model}")
+    print(head)
+    print("-" * len(head))
+    for c in check.comparisons:
+        if c.stage != -1 and not args.stages:
+            continue
+        cells = []
+        for n in names:
+            if n in c.error_pct:
+                cells.append(f"{c.measured_ms[n]:>8.1f} {c.predicted_ms[n]:>8.1f} {c.error_pct[n]:>5.1f}%")
+            else:
+                cells.append(f"{'':>24}")
+        print(f"{c.label[:58]:<58} {c.stage:>3} " + " ".join(f"{x:>24}" for x in cells))
+    print("-" * len(head))
+    print("median |error| over the experiments (whole runs):")
+    for n in METRICS:
+        if n in check.median_error_pct:
+            wid, werr = check.worst[n]
+            print(f"  {n:<10} {check.median_error_pct[n]:6.1f}%   worst: experiment {wid} at {werr:.1f}%")
+    print(f"{len([c for c in check.comparisons if c.stage == -1])} experiments simulated in {elapsed:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""The simulator against 18 real vLLM v0.15.1 serving runs (inference-perf, from inference-sim's
+sim-to-real accuracy benchmark; llm_cost/data/measurements/serving/): every experiment and stage
+replayed, errors of mean ITL, mean E2E, mean TTFT and P99 E2E against issue 22's targets.
+
+Nothing is fitted on these runs: the step times come from the torch.compile profile family
+(``vllm_time_model``: the a100 profile fitted on gpt-fast decode, and its transfers), the
+scheduler from vLLM's source. So no leave-one-out is needed; the medians asserted are the ones the
+simulator reaches (deterministic for the seed), each under the issue's target."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_cost.analyses.serving_runs import error_summary, load_experiments, run_experiment
+
+#: Issue 22's targets: median absolute percentage error over the experiments (whole runs).
+TARGETS = {"itl_mean": 10.0, "e2e_mean": 10.0, "ttft_mean": 20.0, "e2e_p99": 15.0}
+#: What the simulator reaches (4.8%, 5.9%, 11.4%, 7.6% when written), with a little room.
+REACHED = {"itl_mean": 5.5, "e2e_mean": 6.5, "ttft_mean": 12.5, "e2e_p99": 8.5}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return [(e, *run_experiment(e)) for e in load_experiments()]
+
+
+def test_every_experiment_and_stage_is_replayed(runs):
+    assert len(runs) == 18
+    for e, result, comparisons in runs:
+        stages = e.entry["measured"]["stages"]
+        assert [c.stage for c in comparisons] == [-1] + [s["index"] for s in stages]
+        assert len(result.stages) == (len(stages) if len(stages) > 1 else 0)
+        nominal = sum(round(s["rate_rps"] * s["duration_s"]) for s in e.entry["workload"]["stages"])
+        assert result.summary.requests == nominal and result.summary.rejected == 0
+
+
+def test_median_errors_meet_issue_22s_targets(runs):
+    medians, worst = error_summary([c for _, _, cs in runs for c in cs])
+    for metric, target in TARGETS.items():
+        assert medians[metric] <= REACHED[metric] <= target, (metric, medians[metric], worst[metric])
+
+
+def test_the_llama_8b_h100_runs_are_close(runs):
+    """The eight Llama-3.1-8B single-GPU H100 runs (general, codegen, roleplay, reasoning, and the
+    sweeps of token budget, CPU offload and memory share): mean E2E within 10% each, mean ITL
+    within 12% (the 1,024-token budget run is the farthest, 11%)."""
+    h100 = [cs[0] for e, _, cs in runs if e.gpu.name == "h100" and e.layout.tp == 1 and "Llama" in e.entry["model"]]
+    assert len(h100) == 8
+    for c in h100:
+        assert c.error_pct["itl_mean"] < 12 and c.error_pct["e2e_mean"] < 10, c
+
+
+def test_littles_law_holds_on_every_run(runs):
+    """Requests in the system on average = throughput x mean time in the system, on every run."""
+    for e, result, _ in runs:
+        s = result.summary
+        assert result.running_mean + result.waiting_mean == pytest.approx(s.throughput_rps * s.e2e_s.mean, rel=0.01), (
+            e.id
+        )
+
+
+def test_prefix_caching_serves_the_system_prompts(runs):
+    """Each prompt's system prompt (100 or 150 tokens: 6 or 9 whole blocks) is found cached after
+    its group's first request."""
+    for e, result, _ in runs:
+        w = e.entry["workload"]
+        blocks = w["system_prompt_len"] // 16 * 16
+        cached = sorted({t.cached_tokens for t in result.requests})
+        assert cached == [0, blocks], e.id
+        assert sum(t.cached_tokens == 0 for t in result.requests) == w["num_unique_system_prompts"], e.id
