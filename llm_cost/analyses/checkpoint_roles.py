@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from llm_cost.core.notes import Note, note
+from llm_cost.core.serialize import Result
 from llm_cost.core.types import Part
 from llm_cost.model.structure import Structure, build
 from llm_cost.specs.checkpoint import Checkpoint
@@ -96,7 +97,7 @@ class RoleDiff:
 
 
 @dataclass(frozen=True)
-class CheckpointReport:
+class CheckpointReport(Result):
     """A checkpoint's stored totals and how they match the described structure."""
 
     folder: str

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import TypeVar
 
 from llm_cost.analyses.capacity import DOCUMENTS
 from llm_cost.analyses.context import context_analysis
@@ -30,7 +29,8 @@ from llm_cost.analyses.rope import rope_analysis, wavelengths
 from llm_cost.analyses.speculative import speculative
 from llm_cost.analyses.training import TrainResult, train
 from llm_cost.core.choices import ActivationFormula, AttentionMask, Logits, MLAForm, Recompute, WeightBytes, WeightFlops
-from llm_cost.core.types import Part, TensorGroup
+from llm_cost.core.types import Dtype, Part, TensorGroup
+from llm_cost.core.units import Number
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer
 from llm_cost.model.params import ParamsResult, count_params
@@ -45,8 +45,7 @@ __all__ = ["Check", "RowResult", "ROWS", "load_rows", "check_rows"]
 GiB, MiB, KiB = 2**30, 2**20, 2**10
 
 #: The values of one row: what the document prints, by name.
-Values = Mapping[str, float]
-T = TypeVar("T")
+Values = Mapping[str, Number]
 
 ROWS: dict[str, Callable[[], Values]] = {}
 
@@ -59,7 +58,7 @@ def _row(row_id: str):
     return register
 
 
-def _present(value: T | None) -> T:
+def _present(value: Number | None) -> Number:
     """A figure the engine gives for the row's model (None only for models without it)."""
     assert value is not None
     return value
@@ -103,7 +102,7 @@ def _p3():
     return {"mlp_params_per_layer": _group(_params("llama3-8b"), TensorGroup.MLP).per_layer}
 
 
-def _block(r: ParamsResult, layers: int) -> int:
+def _block(r: ParamsResult, layers: int) -> Number:
     return sum(_present(row.per_layer) for row in r.rows if row.layers == layers and row.part == Part.DECODER)
 
 
@@ -450,7 +449,9 @@ def _f10():
 
 @cache
 def _v3_moe(ep: int = 1, redundant: int = 0):
-    return moe_analysis(_spec("deepseek-v3"), [1, 32, 128], 8, ep, redundant, gpu=load_gpu("h100"), compute_dtype="fp8")
+    return moe_analysis(
+        _spec("deepseek-v3"), [1, 32, 128], 8, ep, redundant, gpu=load_gpu("h100"), compute_dtype=Dtype.FP8
+    )
 
 
 for _i, _b in enumerate((1, 32, 128)):

@@ -42,6 +42,7 @@ from llm_cost.analyses.train_step import (
     step_breakdown,
 )
 from llm_cost.analyses.training import STATE_BYTES
+from llm_cost.core.choices import Logits, Recompute
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
@@ -159,7 +160,7 @@ class SearchSpace:
     vp: tuple[int, ...]
     ep: tuple[int, ...]
     zero: tuple[int, ...]
-    recompute: tuple[str, ...]
+    recompute: tuple[Recompute, ...]
     micro_batch: tuple[int, ...]
     dp: Optional[int] = None
 
@@ -277,7 +278,9 @@ def default_space(spec: ModelSpec, gpu: HardwareSpec, gpus: int, seq: int) -> Se
     cp = tuple(c for c in (1, 2, 4, 8, 16, 32) if seq % c == 0 and (c == 1 or seq // c >= 1024))
     pp = tuple(p for p in range(1, min(spec.num_hidden_layers, 128) + 1) if gpus % p == 0)
     ep = (1,) if spec.moe is None else tuple(e for e in (1, 2, 4, 8, 16, 32, 64) if spec.moe.num_experts % e == 0)
-    return SearchSpace(tp, cp, pp, (1, 2, 3, 4, 5, 6, 7, 8), ep, (0, 1, 2, 3), ("selective", "full"), (1, 2, 4, 8))
+    return SearchSpace(
+        tp, cp, pp, (1, 2, 3, 4, 5, 6, 7, 8), ep, (0, 1, 2, 3), (Recompute.SELECTIVE, Recompute.FULL), (1, 2, 4, 8)
+    )
 
 
 class _Evaluator:
@@ -291,7 +294,7 @@ class _Evaluator:
         self.links, self.tp_overlap = cluster.links, cluster.tp_overlap
         self.room = gpu.capacity_bytes - cluster.reserve_bytes
         self.peak = gpu.peak_flops(cluster.dtype)
-        self.forward_flops = float(build_step(spec, prefill(1, seq), logits="all").flops)
+        self.forward_flops = float(build_step(spec, prefill(1, seq), logits=Logits.ALL).flops)
         self.active = float(build(spec).active_params)
         self._ops: dict[tuple[int, int], list[tuple[int, list, int, int]]] = {}
         self._work: dict[tuple, StageWork] = {}
@@ -550,7 +553,7 @@ def _rank(c: Candidate) -> tuple:
         lay.ep,
         lay.tp,
         lay.zero,
-        lay.recompute == "full",
+        lay.recompute == Recompute.FULL,
         lay.micro_batch,
     )
 

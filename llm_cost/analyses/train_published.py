@@ -28,6 +28,7 @@ from llm_cost.analyses.train_plan import (
     search,
 )
 from llm_cost.analyses.train_step import Links, profile_parameters
+from llm_cost.core.choices import Logits
 from llm_cost.core.types import Dtype
 
 __all__ = [
@@ -106,7 +107,7 @@ def predict_row(row: dict[str, Any], efficiency: float) -> tuple[float, Candidat
     ranked = search(spec, cluster, row["seq"], row["sequences"], space)
     fitting = [c for c in ranked if c.memory.fits]
     best = fitting[0] if fitting else max(ranked, key=lambda c: c.mfu)
-    forward = float(build_step(spec, prefill(1, row["seq"]), logits="all").flops)
+    forward = float(build_step(spec, prefill(1, row["seq"]), logits=Logits.ALL).flops)
     per_sequence = model_flops_per_sequence(spec, row["seq"], row["convention"], forward)
     lay = best.layout
     sequences = lay.micro_batch * lay.micro_batches * lay.dp

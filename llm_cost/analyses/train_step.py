@@ -66,6 +66,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
+from llm_cost.core.choices import Logits, Recompute
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import attention_terms, gemm_terms, other_terms, smooth_max
@@ -116,7 +117,7 @@ class TrainLayout:
     dp: int
     ep: int
     zero: int
-    recompute: str
+    recompute: Recompute
     micro_batch: int
     micro_batches: int
 
@@ -208,7 +209,7 @@ class StepBreakdown:
 def stage_ops(spec: ModelSpec, tp: int, pp: int, seq: int) -> list[list[Operator]]:
     """The compute operators of one sequence of ``seq`` tokens on one GPU of each of ``pp`` stages
     at TP ``tp`` (no collectives: this module times its own). InputError for an invalid layout."""
-    step = build_step(spec, prefill(1, seq), layout=Layout(tp, pp), logits="all")
+    step = build_step(spec, prefill(1, seq), layout=Layout(tp, pp), logits=Logits.ALL)
     return [[op for op in st.ops if op.kind != OpKind.COLLECTIVE] for st in step.stages]
 
 
@@ -270,13 +271,13 @@ def stage_work(
             flops += (1 + FLASH_BACKWARD_FLOPS) * op_flops
         if op.group not in ("lm_head", "embedding"):
             layer_forward += f
-            flops += op_flops if recompute == "full" else 0.0
-    passes = 3 + (1 if recompute == "full" else 0)  # forward, backward (two kernels per op), recompute
+            flops += op_flops if recompute == Recompute.FULL else 0.0
+    passes = 3 + (1 if recompute == Recompute.FULL else 0)  # forward, backward (two kernels per op), recompute
     return StageWork(
         layers,
         forward,
         backward,
-        layer_forward if recompute == "full" else 0.0,
+        layer_forward if recompute == Recompute.FULL else 0.0,
         gemm,
         attention,
         q["layer_overhead_s"] * layers * passes,

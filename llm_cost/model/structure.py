@@ -111,15 +111,11 @@ class Tensor:
 class Structure:
     """All weight tensors of a model, with the sums every metric is built from (computed on
     first use). Not a record: it is compared by identity and shown by the default ``repr`` (it
-    holds hundreds of tensors), and :func:`build` makes one per spec.
+    holds hundreds of tensors), and :func:`build` makes one per spec."""
 
-    ``layer_counts`` holds the decoder layers of each attention kind (``"attention"``) and of
-    each feed-forward kind (``"mlp"``)."""
-
-    def __init__(self, spec: ModelSpec, tensors: tuple[Tensor, ...], layer_counts: dict[str, dict[str, int]]) -> None:
+    def __init__(self, spec: ModelSpec, tensors: tuple[Tensor, ...]) -> None:
         self.spec = spec
         self.tensors = tensors
-        self.layer_counts = layer_counts
 
     def _sum(self, part: Part, attr: str = "total") -> int:
         return sum(getattr(t, attr) for t in self.tensors if t.part == part)
@@ -791,4 +787,4 @@ def build(spec: ModelSpec) -> Structure:
         t += _vision(spec.vision, d)
     if spec.mtp is not None:
         t += _mtp(spec)
-    return Structure(spec, tuple(t), {"attention": attention_counts, "mlp": mlp_counts})
+    return Structure(spec, tuple(t))
