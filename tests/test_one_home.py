@@ -9,7 +9,8 @@ import pytest
 
 from llm_cost.analyses.moe import moe_analysis
 from llm_cost.analyses.speculative import speculative
-from llm_cost.core.types import Bound, LayerKind, LayerType, MlpType, OpKind, OpRole, Part
+from llm_cost.core.labels import Bound
+from llm_cost.core.types import LayerKind, LayerType, MlpType, OpKind, OpRole, Part
 from llm_cost.model.kv import kv_cache
 from llm_cost.model.kvshape import linear_state_elements
 from llm_cost.model.layers import layer_counts

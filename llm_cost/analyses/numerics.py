@@ -29,9 +29,9 @@ from fractions import Fraction
 from typing import Union
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.labels import FormatKind
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import FormatKind
 
 __all__ = [
     "Format",

@@ -22,10 +22,11 @@ from fractions import Fraction
 from operator import attrgetter
 
 from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes
+from llm_cost.core.labels import Bound
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Bound, Dtype, OpKind, OpRole
+from llm_cost.core.types import Dtype, OpKind, OpRole
 from llm_cost.core.units import Number, exact, to_bytes
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build

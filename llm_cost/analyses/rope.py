@@ -42,9 +42,9 @@ import math
 from dataclasses import dataclass, field
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.labels import RopeExtension
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import RopeExtension
 from llm_cost.specs.schema import MLAAttention, ModelSpec
 
 __all__ = [

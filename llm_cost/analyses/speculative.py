@@ -27,9 +27,10 @@ from fractions import Fraction
 from llm_cost.analyses.roofline import memory_note
 from llm_cost.core.choices import Logits, WeightBytes
 from llm_cost.core.errors import InputError
+from llm_cost.core.labels import Bound
 from llm_cost.core.notes import Note, note
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Bound, Dtype, Part, TensorGroup
+from llm_cost.core.types import Dtype, Part, TensorGroup
 from llm_cost.model.layout import ONE_GPU
 from llm_cost.model.structure import build
 from llm_cost.perf.ridge import ridge

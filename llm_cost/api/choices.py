@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from llm_cost.api import checks
-from llm_cost.core.choices import MemoryConvention
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, StorageDtype, stored_weight_bits
 
@@ -119,7 +118,7 @@ def kv_dtype_of(value: Any = None, name: str = "kv_dtype") -> StorageDtype:
 
 
 def memory_policy(
-    memory: Any = MemoryConvention.PHYSICAL, gpu_memory_utilization: Any = None, reserve_bytes: Any = None
+    memory: Any = "physical", gpu_memory_utilization: Any = None, reserve_bytes: Any = None
 ) -> MemoryPolicy:
     """The memory accounting: a serving engine's (vLLM's defaults: physical GiB, 90%, a 2 GiB
     reserve) or, with ``memory="datasheet"``, the source documents' (the datasheet's GB as 10^9 B,
@@ -128,6 +127,7 @@ def memory_policy(
     from dataclasses import replace
 
     from llm_cost.analyses.capacity import DEPLOYMENT, DOCUMENTS
+    from llm_cost.core.choices import MemoryConvention
 
     convention = checks.choice(memory, MemoryConvention, "memory")
     base = DOCUMENTS if convention is MemoryConvention.DATASHEET else DEPLOYMENT
@@ -165,9 +165,11 @@ def time_model(
 
 def layout_of(value: Any, name: str = "layout") -> Optional[Layout]:
     """A Layout, or None (one GPU)."""
+    if value is None:
+        return None
     from llm_cost.model.layout import Layout
 
-    if value is None or isinstance(value, Layout):
+    if isinstance(value, Layout):
         return value
     raise InputError(f"{name}: {value!r} is not a Layout, e.g. llm_cost.Layout(tp=2)", fields=(name,))
 

@@ -31,11 +31,6 @@ __all__ = [
     "Phase",
     "OpKind",
     "OpRole",
-    "Bound",
-    "TimeKind",
-    "Limit",
-    "FormatKind",
-    "RopeExtension",
     "stored_weight_bits",
     "GROUP_OVERHEAD_BITS",
     "DEFAULT_INT4_GROUP",
@@ -271,61 +266,6 @@ class OpRole(TextEnum):
     TP_ALL_REDUCE_MLP = "tp_all_reduce_mlp"
     EP_ALL_TO_ALL = "ep_all_to_all"
     PP_SEND = "pp_send"
-
-
-class Bound(TextEnum):
-    """What dominates an operator's or a step's time."""
-
-    COMPUTE = "compute"
-    MEMORY = "memory"
-    COMMUNICATION = "communication"
-
-    @classmethod
-    def of(cls, compute_s: float, memory_s: float, link_s: float, time_s: float) -> Bound:
-        """Communication when the link time exceeds the rest of ``time_s`` (the work of compute and
-        memory, overlapped, plus any fixed time), else compute when it is at least the memory time,
-        else memory. The one rule for every operator, stage and step of every time model."""
-        if link_s > time_s - link_s:
-            return cls.COMMUNICATION
-        return cls.COMPUTE if compute_s >= memory_s else cls.MEMORY
-
-
-class TimeKind(TextEnum):
-    """What a time model's seconds are: a lower bound (datasheet peaks), an estimate at stated
-    efficiencies (MFU, MBU), or a prediction from a calibration profile."""
-
-    BOUND = "bound"
-    ESTIMATE = "estimate"
-    PREDICTION = "prediction"
-
-
-class Limit(TextEnum):
-    """What a serving configuration misses (a latency target; memory when it is evaluated beyond
-    what its KV cache holds), or why a search refuses one."""
-
-    TTFT = "TTFT"
-    TPOT = "TPOT"
-    MEMORY = "memory"  # the KV cache does not hold the sequences
-    BUDGET = "budget"  # a step's token budget leaves no room for prompt tokens
-    PREFILL = "prefill"  # prompts arrive faster than the steps take them
-
-
-class FormatKind(TextEnum):
-    """A number format: floating point (sign, exponent, mantissa) or integer."""
-
-    FLOAT = "float"
-    INT = "int"
-
-
-class RopeExtension(TextEnum):
-    """A way to run RoPE beyond its training length (seed 003 §03)."""
-
-    NONE = "none"  # RoPE as trained
-    PI = "pi"  # position interpolation
-    NTK_AWARE = "ntk_aware"
-    YARN = "yarn"
-    DYNAMIC_NTK = "dynamic_ntk"
-    LLAMA3 = "llama3"  # Llama 3.1's rope_scaling
 
 
 #: A weight-only quantisation group's scale and zero, bits (bf16 each).

@@ -33,8 +33,9 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from llm_cost.core.labels import Bound, TimeKind
 from llm_cost.core.records import record
-from llm_cost.core.types import DTYPE_BITS, Bound, OpKind, TimeKind
+from llm_cost.core.types import DTYPE_BITS, OpKind
 from llm_cost.perf.profile import Parameters, Profile, default_profile
 from llm_cost.perf.timemodel import (
     DEFAULT_NETWORK_GB_S,

@@ -24,8 +24,9 @@ from __future__ import annotations
 from typing import Protocol
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.labels import Bound, TimeKind
 from llm_cost.core.records import record
-from llm_cost.core.types import Bound, OpKind, TimeKind
+from llm_cost.core.types import OpKind
 from llm_cost.core.units import Number
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Step, sum_of

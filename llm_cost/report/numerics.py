@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llm_cost.analyses.numerics import FormatRow, NumericsResult
-from llm_cost.core.types import FormatKind
+from llm_cost.core.labels import FormatKind
 from llm_cost.core.units import fmt_int
 from llm_cost.report.base import print_conventions, print_facts, print_table
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llm_cost.analyses.rope import RopeResult
-from llm_cost.core.types import RopeExtension
+from llm_cost.core.labels import RopeExtension
 from llm_cost.core.units import fmt_int, fmt_number
 from llm_cost.report.base import print_conventions, print_facts, print_table
 

@@ -23,7 +23,7 @@ from llm_cost.analyses.serving.results import (
     Traffic,
 )
 from llm_cost.core.choices import ServingMode
-from llm_cost.core.types import Limit
+from llm_cost.core.labels import Limit
 from llm_cost.model.kv import kv_bytes
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.step import SeqGroup

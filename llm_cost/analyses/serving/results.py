@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from llm_cost.core.choices import ServingMode
+from llm_cost.core.labels import Limit
 from llm_cost.core.notes import Note
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Dtype, Limit
+from llm_cost.core.types import Dtype
 from llm_cost.model.layout import Layout
 
 #: Decode concurrencies a search tries per replica (those the KV cache holds).

@@ -28,8 +28,9 @@ from llm_cost.analyses.serving.results import (
 )
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.errors import InputError
+from llm_cost.core.labels import Limit
 from llm_cost.core.notes import Note, note
-from llm_cost.core.types import Dtype, Limit
+from llm_cost.core.types import Dtype
 from llm_cost.core.units import fmt_seconds
 from llm_cost.model.layout import Layout, kv_heads_per_gpu
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, TimeModel
