@@ -101,7 +101,8 @@ def choice(value: Any, enum: type[E], name: str) -> E:
 def one_of(value: Any, name: str, valid: Sequence[Any]) -> Any:
     """``value`` if it is one of ``valid``."""
     if value not in valid:
-        raise InputError(f"{name}: {value!r} is not one of: {', '.join(map(str, valid))}", fields=(name,))
+        shown = repr(value.value if isinstance(value, Enum) else value)
+        raise InputError(f"{name}: {shown} is not one of: {', '.join(map(str, valid))}", fields=(name,))
     return value
 
 

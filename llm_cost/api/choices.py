@@ -40,8 +40,12 @@ __all__ = [
     "training_efficiency_of",
     "training_reserve_bytes",
     "GROUPED_DTYPES",
+    "STEP_DTYPES",
 ]
 
+#: Dtypes a model's step computes in: FP64 (HPC) and TF32 (FP32 training on tensor cores) are no
+#: inference engine's compute dtype, so a step at their peak is refused rather than planned.
+STEP_DTYPES = (Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8, Dtype.INT4, Dtype.FP4, Dtype.FP32)
 #: Weight dtypes stored with a scale and zero per group (weight-only quantisation).
 GROUPED_DTYPES = (StorageDtype.INT4, StorageDtype.INT8)
 
@@ -88,12 +92,18 @@ def weight_bits(
 
 def compute_dtype(spec: ModelSpec, gpu: HardwareSpec, dtype: Any = None, weights_dtype: Any = None) -> Dtype:
     """The dtype a step computes in: ``dtype`` if given (InputError if ``gpu`` has no peak for
-    it); else FP8 for FP8 weights on a GPU with FP8 tensor cores (DeepSeek-V3 serves this way),
+    it, or it is not one of :data:`STEP_DTYPES`); else FP8 for FP8 weights on a GPU with FP8 tensor cores (DeepSeek-V3 serves this way),
     else BF16: weight-only formats (int8, int4) and 16/32-bit checkpoints are upcast to BF16, as
     vLLM's weight-only kernels and its default ``dtype=auto`` do. InputError naming the GPU's
     ``dense_tflops`` when it lists no peak for the default."""
     if dtype is not None:
         chosen = checks.choice(dtype, Dtype, "dtype")
+        if chosen not in STEP_DTYPES:
+            raise InputError(
+                f"dtype: {chosen.value} is no inference engine's compute format; give one of "
+                f"{', '.join(d.value for d in STEP_DTYPES)}",
+                fields=("dtype",),
+            )
         if chosen.value not in gpu.dense_tflops:
             raise InputError(
                 f"dtype: {gpu.name} ({gpu.display_name}) has no {chosen.value} tensor-core peak; its datasheet "
