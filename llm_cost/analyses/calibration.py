@@ -28,14 +28,15 @@ import csv
 import dataclasses
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from llm_cost.core.errors import InputError, SpecError
+from llm_cost.core.records import record
 from llm_cost.core.types import DTYPE_BITS, Dtype, OpKind, Phase, stored_weight_bits
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import (
@@ -49,7 +50,7 @@ from llm_cost.perf.calibrated import (
 )
 from llm_cost.perf.profile import PARAMETERS, FitError, Parameters, Profile, load_profile, profile_names
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
-from llm_cost.specs.declare import to_data
+from llm_cost.specs.declare import Bounds, Spec, spec, to_data, validated
 from llm_cost.specs.files import read_text, read_yaml, shown, validation_message
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.specs.schema import HardwareSpec
@@ -79,24 +80,31 @@ __all__ = [
 FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
 
 
-class Measurement(BaseModel):
-    """One measured step time (fields in the module docstring)."""
+@spec
+class Measurement(Spec):
+    """One measured step time (fields in the module docstring). Validated from a file's row, as a
+    spec is (CSV text such as ``"8"`` is read as the number it spells); keys it does not name (a
+    row's source and quote) are left out."""
 
-    model_config = ConfigDict(extra="ignore")
+    __pydantic_config__ = {"extra": "ignore"}
 
     id: str
     model: str
     gpu: str
-    phase: str = Field(pattern="^(decode|prefill)$")
-    batch: int = Field(ge=1)
-    context: int = Field(ge=0)
-    tp: int = Field(default=1, ge=1)
-    weights_dtype: str = Field(default="bf16", pattern="^(bf16|fp16|fp8|int8|int4)$")
-    group_size: Optional[int] = Field(default=None, ge=1)
-    kv_dtype: str = Field(default="bf16", pattern="^(bf16|fp16|fp8)$")
-    compute_dtype: Optional[str] = Field(default=None, pattern="^(bf16|fp16|fp8)$")
-    measured_ms: float = Field(gt=0)
+    phase: Phase
+    batch: Annotated[int, Bounds(ge=1)]
+    context: Annotated[int, Bounds(ge=0)]
+    tp: Annotated[int, Bounds(ge=1)] = 1
+    weights_dtype: Literal["bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
+    group_size: Optional[Annotated[int, Bounds(ge=1)]] = None
+    kv_dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
+    compute_dtype: Optional[Literal["bf16", "fp16", "fp8"]] = None
+    measured_ms: Annotated[float, Bounds(gt=0)]
     spec: str = ""  # the model name or path the step is built from (resolved from ``models``)
+
+    def _check(self) -> None:
+        if self.phase == Phase.MIXED:
+            raise ValueError("phase must be decode or prefill (a step is measured by itself)")
 
 
 def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
@@ -129,10 +137,10 @@ def load_measurements(paths: Sequence[Path]) -> list[Measurement]:
             if row.get("measured_ms") in (None, ""):
                 continue
             try:
-                m = Measurement.model_validate(row)
+                m = validated(Measurement, row)
             except ValidationError as exc:
                 raise SpecError(validation_message(path, exc).replace("invalid spec", f"row {i + 1}")) from None
-            out.append(m.model_copy(update={"spec": _spec_name(m.model, models, path.resolve().parent)}))
+            out.append(replace(m, spec=_spec_name(m.model, models, path.resolve().parent)))
     if not out:
         raise InputError(f"{', '.join(shown(p) for p in paths)}: no rows with measured_ms")
     return out
@@ -140,7 +148,7 @@ def load_measurements(paths: Sequence[Path]) -> list[Measurement]:
 
 def category(m: Measurement) -> str:
     """The row's category in error tables: phase, batch 1 or more, weight format, TP."""
-    parts = [m.phase]
+    parts: list[str] = [m.phase.value]
     if m.phase == Phase.DECODE:
         parts.append("batch 1" if m.batch == 1 else "batch > 1")
     if m.weights_dtype in ("int8", "int4"):
@@ -216,7 +224,7 @@ NEEDS: dict[str, tuple[Callable[[list[Measurement]], bool], str]] = {
 }
 
 
-@dataclass
+@record
 class _Features:
     """The rows' operators as flat arrays (numpy), to evaluate the calibrated model's formulas on
     every row at once; built once per data set."""
@@ -310,7 +318,7 @@ def _import_fit() -> tuple[Any, Any]:
     return np, least_squares
 
 
-@dataclass(frozen=True)
+@record
 class RowResult:
     """One measurement beside the fitted (in-sample) and leave-one-out predictions, the Roofline
     bound and the MFU/MBU estimate, seconds."""
@@ -333,7 +341,7 @@ class RowResult:
     estimate_error: float  # estimate_s / measured_s - 1
 
 
-@dataclass(frozen=True)
+@record
 class CategoryError:
     """Median and max |relative error| of a category's rows: leave-one-out prediction, bound,
     MFU/MBU estimate; and how many rows each gets within 10%."""
@@ -373,7 +381,7 @@ def categories(rows: list[RowResult]) -> list[CategoryError]:
     ]
 
 
-@dataclass(frozen=True)
+@record
 class Calibration:
     """A fitted profile, the per-row results and errors by category, the parameters fitted and
     those fixed (with why), and the parameters of each leave-one-out fit; or (``method``

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 from llm_cost.core.choices import MemoryConvention
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.units import exact
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu, stage_kv_bytes
@@ -70,7 +70,7 @@ DEFAULT_STEP_TOKENS = 8192
 _ACTIVATION_BITS, _LOGIT_BITS = 16, 32
 
 
-@dataclass(frozen=True)
+@record
 class MemoryPolicy:
     """How much of a GPU's memory the KV cache may take (see the module docstring)."""
 
@@ -180,7 +180,7 @@ def max_concurrency(budget_bytes: int | Fraction, per_sequence_bytes: int | Frac
     return int(budget_bytes // per_sequence_bytes)
 
 
-@dataclass(frozen=True)
+@record
 class KvRoom(Result):
     """Memory of the fullest GPU of a layout under a policy, and the sequences its KV budget holds."""
 

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from llm_cost.core.errors import SpecError
+from llm_cost.core.records import record
 from llm_cost.specs.declare import to_data
 from llm_cost.specs.load import WrongKind, gpu_names, load_gpu, load_model, model_names
 
 __all__ = ["ModelEntry", "GPUEntry", "SpecView", "model_catalog", "gpu_catalog", "find_spec"]
 
 
-@dataclass(frozen=True)
+@record
 class ModelEntry:
     """One shipped model with the figures that identify it."""
 
@@ -24,7 +25,7 @@ class ModelEntry:
     architecture: str
 
 
-@dataclass(frozen=True)
+@record
 class GPUEntry:
     """One shipped GPU with its headline datasheet figures."""
 
@@ -38,7 +39,7 @@ class GPUEntry:
     tdp_w: float
 
 
-@dataclass(frozen=True)
+@record
 class SpecView:
     """A spec as loaded and validated: ``kind`` is "model" or "gpu"; ``spec`` its fields."""
 

@@ -17,10 +17,11 @@ not parameters: they are counted and weighed apart.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Part
 from llm_cost.model.structure import Structure, build
@@ -87,7 +88,7 @@ _TOP = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class RoleDiff:
     """A role whose stored and described element totals differ (0 when absent on that side)."""
 
@@ -96,7 +97,7 @@ class RoleDiff:
     described: int
 
 
-@dataclass(frozen=True)
+@record
 class CheckpointReport(Result):
     """A checkpoint's stored totals and how they match the described structure."""
 

@@ -19,12 +19,13 @@ column); ``document_prefill_flops`` is seed 003 §05's closed form under that co
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 
 from llm_cost.analyses.roofline import memory_note
 from llm_cost.core.choices import Logits, MLAForm, WeightFlops
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.core.units import Number
@@ -71,7 +72,7 @@ def crossover_context(spec: ModelSpec, weight_flops: float, ceiling: int = 10**1
     return lo + (weight_flops - a) / (b - a)
 
 
-@dataclass(frozen=True)
+@record
 class ContextRow:
     """Costs at one context length (tokens per request)."""
 
@@ -91,7 +92,7 @@ class ContextRow:
     scores_bytes_per_layer: int  # a materialised S = QK^T (n_q s^2 elements) at 16 bits
 
 
-@dataclass(frozen=True)
+@record
 class ContextResult(Result):
     """Long-context costs of one model."""
 

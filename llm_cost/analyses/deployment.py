@@ -10,7 +10,7 @@ operators, per GPU, with the collectives (TP all-reduce, EP all-to-all, PP send)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 
 from llm_cost.analyses.capacity import DEPLOYMENT, KvRoom, MemoryPolicy, kv_room, paged_tokens, policy_note
@@ -18,6 +18,7 @@ from llm_cost.analyses.memory import Fit
 from llm_cost.analyses.roofline import DecodeStep, decode_step
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import Layout, PerGPU, per_gpu, stage_kv_bytes
@@ -27,7 +28,7 @@ from llm_cost.specs.schema import HardwareSpec, ModelSpec
 __all__ = ["Deployment", "deployment", "smallest_layouts", "FitReport"]
 
 
-@dataclass(frozen=True)
+@record
 class Deployment(Result):
     """A model on ``layout`` x ``gpu``: memory per GPU by stage, the KV room and the largest
     concurrency at ``context``, and the layout's decode step."""
@@ -186,7 +187,7 @@ def smallest_layouts(
     return deps[:limit]
 
 
-@dataclass(frozen=True)
+@record
 class FitReport(Result):
     """``llm-cost fit``: one GPU's capacity and the smallest layouts, or one given layout."""
 

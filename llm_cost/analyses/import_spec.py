@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import yaml
 
 from llm_cost.core.errors import InputError, OutputError, SpecError
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.model.params import count_params
 from llm_cost.specs.declare import validated
@@ -25,7 +25,7 @@ __all__ = ["ImportResult", "import_config"]
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*")
 
 
-@dataclass(frozen=True)
+@record
 class ImportResult(Result):
     """What ``llm-cost import`` wrote."""
 

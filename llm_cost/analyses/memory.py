@@ -12,12 +12,13 @@ linear-attention state).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 
 from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, kv_room, paged_tokens, policy_note
 from llm_cost.core.choices import ActivationFormula, MemoryConvention, Recompute
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import LayerType, MlpType
 from llm_cost.core.units import exact_bits
@@ -28,7 +29,7 @@ from llm_cost.specs.schema import HardwareSpec, ModelSpec
 __all__ = ["Fit", "fit", "max_context", "Activations", "activation_memory"]
 
 
-@dataclass(frozen=True)
+@record
 class Concurrency:
     """How many sequences of ``context`` tokens fit beside the weights."""
 
@@ -37,7 +38,7 @@ class Concurrency:
     max_batch: int
 
 
-@dataclass(frozen=True)
+@record
 class Fit(Result):
     """Weights against memory, and the KV room left, on one GPU."""
 
@@ -146,7 +147,7 @@ def fit(
     )
 
 
-@dataclass(frozen=True)
+@record
 class Activations(Result):
     """Activation bytes per layer on one GPU for training (16-bit activations)."""
 

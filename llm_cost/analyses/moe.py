@@ -17,11 +17,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, LayerKind, OpRole
 from llm_cost.core.units import Number, to_bytes
@@ -36,7 +37,7 @@ from llm_cost.workload.step import build_step, decode, ring_all_reduce_bytes
 __all__ = ["MoEAtBatch", "MoEResult", "moe_analysis"]
 
 
-@dataclass(frozen=True)
+@record
 class MoEAtBatch:
     """Expert traffic of one decode step of ``batch`` tokens."""
 
@@ -51,7 +52,7 @@ class MoEAtBatch:
     expert_gemm_intensity: float  # FLOP per weight byte of an expert that runs
 
 
-@dataclass(frozen=True)
+@record
 class MoEResult(Result):
     """The MoE view of one model at a weight dtype."""
 

@@ -21,12 +21,13 @@ Costs of one image:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 
 from llm_cost.core.choices import Logits, WeightFlops
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Part, TensorGroup
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
@@ -68,7 +69,7 @@ def smart_resize(
     return h, w
 
 
-@dataclass(frozen=True)
+@record
 class VisionCost:
     """The vision encoder's work on one image (or one temporal group of a video)."""
 
@@ -87,7 +88,7 @@ class VisionCost:
     embed_and_merger_flops: float  # patch_embed_flops + merger_flops
 
 
-@dataclass(frozen=True)
+@record
 class ImageResult(Result):
     """An image's (or a video's) tokens, encoder FLOPs and what they cost the decoder."""
 

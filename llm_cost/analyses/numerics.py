@@ -24,13 +24,14 @@ Rounding (:func:`round_to_format`) is IEEE round-to-nearest, ties-to-even, done 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from typing import Union
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.labels import FormatKind
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 
 __all__ = [
@@ -79,7 +80,7 @@ def _pow2_str(k: int) -> str:
     return f"2^{k}"
 
 
-@dataclass(frozen=True)
+@record
 class Format:
     """A binary floating-point layout: 1 sign bit, ``exponent_bits``, ``mantissa_bits`` (stored
     fraction bits, the leading 1 of normals implicit), exponent ``bias``.
@@ -182,7 +183,7 @@ class Format:
         return f"(2 - 2^{-_floor_log2(1 / gap)}) x 2^{self.emax}"
 
 
-@dataclass(frozen=True)
+@record
 class IntFormat:
     """A two's-complement integer format of ``bits`` bits (step 1)."""
 
@@ -315,7 +316,7 @@ def qk_norm_logit_bound(head_dim: int) -> float:
 
 
 # --- result ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class FormatRow:
     """One number format's figures (``None`` where a figure does not apply to integers)."""
 
@@ -350,7 +351,7 @@ class FormatRow:
     source: str
 
 
-@dataclass(frozen=True)
+@record
 class NumericsResult(Result):
     """Range and precision of the formats, accumulation noise at ``k``, QK-norm logit bound."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache, lru_cache
 from pathlib import Path
@@ -29,6 +28,7 @@ from llm_cost.analyses.rope import rope_analysis, wavelengths
 from llm_cost.analyses.speculative import speculative
 from llm_cost.analyses.training import TrainResult, train
 from llm_cost.core.choices import ActivationFormula, AttentionMask, Logits, MLAForm, Recompute, WeightBytes, WeightFlops
+from llm_cost.core.records import record
 from llm_cost.core.types import Dtype, Part, TensorGroup
 from llm_cost.core.units import Number
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache
@@ -687,7 +687,7 @@ def _p10():
 # --- checking -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Check:
     """One value of a row: expected (as the data gives it), computed, and whether they agree."""
 
@@ -698,7 +698,7 @@ class Check:
     ok: bool
 
 
-@dataclass(frozen=True)
+@record
 class RowResult:
     """One document row with all its checks."""
 

@@ -17,7 +17,7 @@ give 4.48 ms); it includes a vision tower, as ``params`` and ``fit`` count it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from operator import attrgetter
 
@@ -475,7 +475,7 @@ def _compute_bound_batches(
     )
 
 
-@dataclass(frozen=True)
+@record
 class PrefillStep(Result):
     """A prefill of ``batch`` prompts of ``seq`` tokens: its time is the time to first token
     (TTFT) of a request that waits for nothing else."""

@@ -39,11 +39,12 @@ printing; the results are frozen dataclasses (``--json`` dumps their fields).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.labels import RopeExtension
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.specs.schema import MLAAttention, ModelSpec
 
@@ -72,7 +73,7 @@ _TWO_PI = 2 * math.pi
 _REL = 1e-9  # relative tolerance for "the same angle" (PI maps the target exactly onto the train range)
 
 
-@dataclass(frozen=True)
+@record
 class Llama3Scaling:
     """Llama 3.1 ``rope_scaling`` of type llama3 (config.json field names; Meta's values as defaults)."""
 
@@ -82,7 +83,7 @@ class Llama3Scaling:
     original_max_position_embeddings: int = 8192
 
 
-@dataclass(frozen=True)
+@record
 class RopePair:
     """One rotated pair i (dims 2i, 2i+1 of the rotated part of a head). Wavelengths in tokens."""
 
@@ -97,7 +98,7 @@ class RopePair:
     llama3: float | None  # None when no llama3 scaling was given
 
 
-@dataclass(frozen=True)
+@record
 class RopeMethod:
     """One extension method at the target length."""
 
@@ -114,7 +115,7 @@ class RopeMethod:
     logit_scale: float | None  # YaRN: attention logits multiplied by mscale^2
 
 
-@dataclass(frozen=True)
+@record
 class RopeResult(Result):
     """RoPE wavelengths of one base and rotated width, and their extensions from train to target length."""
 

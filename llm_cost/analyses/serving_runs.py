@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from llm_cost.analyses.calibration import transfer
 from llm_cost.analyses.capacity import MemoryPolicy, kv_room
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.model.layout import Layout, stage_kv_bytes
 from llm_cost.perf.calibrated import CalibratedModel, prediction_model
@@ -108,7 +108,7 @@ def vllm_time_model(gpu: HardwareSpec) -> TimeModel:
     return CalibratedModel(transfer(source, gpu, load_gpu(source.gpu)))
 
 
-@dataclass(frozen=True)
+@record
 class Experiment:
     """One measured run: its id, model, GPU, layout and settings, the raw entry of the file, and
     the spec its model is built from."""
@@ -177,7 +177,7 @@ def kv_capacity_tokens(e: Experiment, block_tokens: int = 16) -> int:
     return int(room.kv_budget_bytes // per_block) * block_tokens
 
 
-@dataclass(frozen=True)
+@record
 class Comparison(Result):
     """One experiment's stage (``stage`` -1: the whole run) predicted against measured: each
     metric's measured and predicted milliseconds and absolute percentage error."""
@@ -226,7 +226,7 @@ def run_experiment(
     return result, out
 
 
-@dataclass(frozen=True)
+@record
 class ServingCheck(Result):
     """Every experiment's comparisons and, per metric, the median and the worst absolute
     percentage error over the experiments' whole runs (stage -1)."""

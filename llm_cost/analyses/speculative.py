@@ -21,7 +21,7 @@ every context (with long contexts the KV reads keep the verify step memory-bound
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 
 from llm_cost.analyses.roofline import memory_note
@@ -29,6 +29,7 @@ from llm_cost.core.choices import Logits, WeightBytes
 from llm_cost.core.errors import InputError
 from llm_cost.core.labels import Bound
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, Part, TensorGroup
 from llm_cost.model.layout import ONE_GPU
@@ -48,7 +49,7 @@ def expected_tokens(alpha: float, gamma: int) -> float:
     return (1 - alpha ** (gamma + 1)) / (1 - alpha)
 
 
-@dataclass(frozen=True)
+@record
 class SpecAtBatch:
     """The step model at one batch."""
 
@@ -62,7 +63,7 @@ class SpecAtBatch:
     verify_bound: Bound  # what limits the verify step (one GPU: compute or memory)
 
 
-@dataclass(frozen=True)
+@record
 class SpecResult(Result):
     """Speculative decoding: the closed forms, and optionally the Roofline step model."""
 

@@ -27,7 +27,7 @@ FlashAttention's 2.5x backward.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Optional
 
 from llm_cost.analyses.memory import activation_memory
@@ -45,6 +45,7 @@ from llm_cost.analyses.training import STATE_BYTES
 from llm_cost.core.choices import Logits, Recompute
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, Part, TensorKind
 from llm_cost.model.layout import Layout, stage_first_layers, stage_layers, tensor_share, validate_layout
@@ -125,7 +126,7 @@ def model_flops_per_sequence(spec: ModelSpec, seq: int, convention: str, forward
     raise ValueError(f"unknown FLOP convention {convention!r}; known: {', '.join(CONVENTIONS)}")
 
 
-@dataclass(frozen=True)
+@record
 class LayoutMemory:
     """Bytes on the fullest GPU of a layout."""
 
@@ -137,7 +138,7 @@ class LayoutMemory:
     fits: bool
 
 
-@dataclass(frozen=True)
+@record
 class Candidate:
     """One evaluated layout: its predicted step, utilisation and memory."""
 
@@ -150,7 +151,7 @@ class Candidate:
     memory: LayoutMemory
 
 
-@dataclass(frozen=True)
+@record
 class SearchSpace:
     """The values the search tries for each knob; a knob the user gave has one value."""
 
@@ -165,7 +166,7 @@ class SearchSpace:
     dp: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@record
 class Cluster:
     """What the step is timed on: ``gpus`` GPUs of one kind, their links, the calibration profile
     (None: its parameters' priors) with the training-efficiency factor, the compute dtype, the
@@ -181,7 +182,7 @@ class Cluster:
     tp_overlap: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class Reason:
     """Why the best layout beats the best one with another value of ``knob``."""
 
@@ -196,7 +197,7 @@ class Reason:
     other_total_bytes: float
 
 
-@dataclass(frozen=True)
+@record
 class TrainPlan(Result):
     """A predicted training plan: the best layout found (or the one given) and its cost."""
 
@@ -558,7 +559,7 @@ def _rank(c: Candidate) -> tuple:
     )
 
 
-@dataclass(frozen=True)
+@record
 class Costs:
     """What a GPU-hour costs: power per GPU (None: the TDP), PUE, dollars, grid carbon."""
 
@@ -566,6 +567,10 @@ class Costs:
     pue: float = 1.0
     usd_per_gpu_hour: float | None = None
     grid_kg_per_kwh: float | None = None
+
+
+#: Costs of a plan without a price, power or grid intensity given.
+NO_PRICES = Costs()
 
 
 def plan_training(
@@ -577,7 +582,7 @@ def plan_training(
     space: SearchSpace,
     time_model: str,
     error_band: float,
-    costs: Costs = Costs(),
+    costs: Costs = NO_PRICES,
     top: int = 5,
 ) -> TrainPlan:
     """The best predicted layout of ``space`` on the cluster for steps of ``global_batch_tokens``

@@ -12,7 +12,6 @@ error: no row takes part in predicting itself.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -29,6 +28,7 @@ from llm_cost.analyses.train_plan import (
 )
 from llm_cost.analyses.train_step import Links, profile_parameters
 from llm_cost.core.choices import Logits
+from llm_cost.core.records import record
 from llm_cost.core.types import Dtype
 
 __all__ = [
@@ -47,7 +47,7 @@ __all__ = [
 RUNS_FILE = Path(__file__).resolve().parent.parent / "data" / "measurements" / "training" / "published-runs.yaml"
 
 
-@dataclass(frozen=True)
+@record
 class PublishedRow:
     """One published run and its prediction."""
 

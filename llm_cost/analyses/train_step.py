@@ -63,10 +63,11 @@ stragglers, failures and restarts, checkpoint writes, data loading.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 from llm_cost.core.choices import Logits, Recompute
+from llm_cost.core.records import record
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import attention_terms, gemm_terms, other_terms, smooth_max
@@ -103,7 +104,7 @@ ADAM_BYTES_PER_PARAM = 30
 WEIGHT_GATHER_BYTES = 2
 
 
-@dataclass(frozen=True)
+@record
 class TrainLayout:
     """A training layout: GPUs = tp x cp x pp x dp; ``vp`` virtual stages per pipeline stage (1:
     1F1B, more: interleaved); ``ep`` expert-parallel ranks among the dp x cp (MoE only); ZeRO stage
@@ -136,7 +137,7 @@ class TrainLayout:
         )
 
 
-@dataclass(frozen=True)
+@record
 class Links:
     """The cluster's links: NVLink (or xGMI) inside a node of ``gpus_per_node`` GPUs, the network
     between nodes, both GB/s per direction per GPU; the profile's per-call latency and efficiency."""
@@ -166,7 +167,7 @@ class Links:
         return (ranks - 1) * self.latency_s + (ranks - 1) / ranks * payload_bytes / rate
 
 
-@dataclass(frozen=True)
+@record
 class StageWork:
     """One micro-batch of ``micro_batch`` sequences on one GPU of a pipeline stage, seconds (and
     FLOPs as the GPU runs them)."""
@@ -186,7 +187,7 @@ class StageWork:
         return self.forward_s + self.backward_s + self.recompute_s + self.overhead_s
 
 
-@dataclass(frozen=True)
+@record
 class StepBreakdown:
     """Seconds of one training step on the slowest pipeline stage, by term; ``step_s`` their sum."""
 
@@ -285,7 +286,7 @@ def stage_work(
     )
 
 
-@dataclass(frozen=True)
+@record
 class _Payloads:
     """Per-micro-batch bytes of the layer-wise collectives of one GPU (whole tensors)."""
 

@@ -17,12 +17,13 @@ seed 003 §02 and §10).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from llm_cost.analyses.memory import Activations, activation_memory
 from llm_cost.core.choices import Logits, Recompute
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import Layout, per_gpu
@@ -45,7 +46,7 @@ __all__ = [
 STATE_BYTES = {"bf16 weights": 2, "bf16 gradients": 2, "fp32 master weights": 4, "adam m (fp32)": 4, "adam v (fp32)": 4}
 
 
-@dataclass(frozen=True)
+@record
 class StateMemory:
     """Training-state bytes: in total and per GPU under each ZeRO stage."""
 
@@ -55,7 +56,7 @@ class StateMemory:
     per_gpu_bytes: dict[str, float]  # "none", "zero1", "zero2", "zero3"
 
 
-@dataclass(frozen=True)
+@record
 class TrainResult(Result):
     """Training cost of ``tokens`` tokens."""
 
@@ -257,7 +258,7 @@ def _activations(
         return None
 
 
-@dataclass(frozen=True)
+@record
 class ParallelTrainMemory:
     """Training memory on the fullest GPU of a TP x PP x DP layout under one ZeRO stage."""
 

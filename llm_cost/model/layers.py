@@ -10,15 +10,14 @@ the blocks lives in the layers of its :class:`~llm_cost.core.types.LayerKind`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, MlpType
 from llm_cost.specs.schema import ModelSpec
 
 __all__ = ["LayerCounts", "layer_counts"]
 
 
-@dataclass(frozen=True)
+@record
 class LayerCounts:
     """How many layers of a run have each (mixer, feed-forward) pair."""
 

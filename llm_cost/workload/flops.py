@@ -12,10 +12,11 @@ documents' three conventions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightFlops
 from llm_cost.core.notes import Note, note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import OpKind, OpRole, Part, TensorGroup, TensorKind
 from llm_cost.model.structure import Structure
@@ -36,7 +37,7 @@ OP_NAMES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Op:
     """One group of operators summed over the layers that have it."""
 
@@ -47,7 +48,7 @@ class Op:
     flops: int
 
 
-@dataclass(frozen=True)
+@record
 class ForwardFlops(Result):
     """FLOPs of one forward pass over ``batch`` sequences (exact integers)."""
 

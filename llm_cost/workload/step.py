@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Literal
@@ -321,7 +320,7 @@ def ring_all_reduce_bytes(hidden_size: int, tp: int, bits: int = ACTIVATION_BITS
     return exact(Fraction(2 * (tp - 1), tp) * hidden_size * bits / 8)
 
 
-@dataclass(frozen=True)
+@record
 class _Gemm:
     """What one weight matrix's GEMM on one stage's GPU costs per row multiplied (all its layers
     there): FLOPs per row, activation bits per row; its weight bytes are fixed."""
@@ -345,7 +344,7 @@ _SOFTMAX_OPS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class _Softmax:
     """One softmax attention kind on a stage: ``layers`` layers of ``layer_type`` that see at most
     ``cap`` keys (a sliding window) or the tokens of their ``cap``-token chunk (chunked)."""
@@ -360,7 +359,7 @@ class _Softmax:
         return self.layer_type == LayerType.CHUNKED_ATTENTION
 
 
-@dataclass(frozen=True)
+@record
 class _Recurrence:
     """One recurrent mixer on a stage: ``layers`` layers of ``per_token`` FLOPs per token each,
     a fixed state of ``state_elements`` per sequence and layer, ``heads`` heads split over TP."""
@@ -373,7 +372,7 @@ class _Recurrence:
     heads: int
 
 
-@dataclass(frozen=True)
+@record
 class _StagePlan:
     """The parts of one stage's operators that do not depend on the sequences of a step."""
 
@@ -390,7 +389,7 @@ class _StagePlan:
     moe_layers: int  # EP all-to-all
 
 
-@dataclass(frozen=True)
+@record
 class _Plan:
     """The sequence-independent part of :func:`build_step` for one (model, layout, formats):
     matrices with their shares, shapes and layer counts; a step only multiplies by its counts."""

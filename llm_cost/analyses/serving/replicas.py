@@ -4,12 +4,12 @@ steps and their times (each step from its operators, timed once)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 from llm_cost.analyses.capacity import MemoryPolicy, kv_budget_bytes, sequence_kv_bytes, usable_bytes
 from llm_cost.analyses.serving.results import Traffic
 from llm_cost.core.errors import InputError
+from llm_cost.core.records import record
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import Layout, per_gpu
 from llm_cost.perf.timemodel import TimeModel
@@ -79,7 +79,7 @@ class StepTimes:
         return self.cache[key]
 
 
-@dataclass(frozen=True)
+@record
 class Replica:
     """What one replica layout holds: usable bytes, weights, KV per decoding sequence."""
 

@@ -4,11 +4,12 @@ figures and the plan; the grids a search tries. The serving model is described i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.labels import Limit
 from llm_cost.core.notes import Note
+from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import Layout
@@ -29,7 +30,7 @@ DEFAULT_CHUNK_TOKENS = 8192
 MAX_PLAN_GPUS = 4096
 
 
-@dataclass(frozen=True)
+@record
 class Traffic:
     """Requests of ``input_tokens`` prompt and ``output_tokens`` output tokens, at ``qps`` per
     second (None: as many as the deployment serves)."""
@@ -39,7 +40,7 @@ class Traffic:
     qps: float | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Targets:
     """Latency targets, seconds (None: no target)."""
 
@@ -47,7 +48,7 @@ class Targets:
     tpot_s: float | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Candidate(Result):
     """One serving configuration and what it achieves. Times are predictions of the plan's time
     model; rates per second; ``usd_*`` only with a price."""
@@ -98,7 +99,7 @@ class Candidate(Result):
         return one(self.layout, self.replicas)
 
 
-@dataclass(frozen=True)
+@record
 class ServePlan(Result):
     """``llm-cost serve``: the chosen configuration, the frontier, and how they were found."""
 
