@@ -123,3 +123,21 @@ def test_a_hostile_argument_raises_only_llm_cost_error(name, data):
         function(**call)
     except api.LlmCostError:
         pass
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: api.import_config({"model_type": "llama"}, "/tmp/x.yaml"), "config"),
+        (lambda: api.import_config("config.json", None), "out"),
+        (lambda: api.calibrate(["rows.yaml"], 5), "out"),
+        (lambda: api.kv("llama3-8b", batch=0), "batch"),
+        (lambda: api.image("qwen2-vl-7b", 448, 448, decoder=5), "decoder"),
+        (lambda: api.decode("llama3-8b", logits="all"), "logits"),
+        (lambda: api.prefill("llama3-8b", context=8192), "context"),
+    ],
+)
+def test_what_the_attack_found_names_the_argument(call, name):
+    with pytest.raises(api.LlmCostError) as info:
+        call()
+    assert str(info.value).startswith(f"{name}:") and "--" not in str(info.value)

@@ -64,7 +64,7 @@ CALLS = {
         "deepseek-v3", gpu="h100", weights_dtype="fp8", ep=32
     ),
     "spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --context 2K": lambda: api.spec(
-        0.8, 4, 0.1, "llama3-8b", "h100", context=2048
+        "llama3-8b", "h100", alpha=0.8, gamma=4, c=0.1, context=2048
     ),
     "train llama3-8b --tokens 15T --gpu-hours 1.3M": lambda: api.train("llama3-8b", 15 * 10**12, gpu_hours=1.3e6),
     "train llama3-70b --tokens 1T --mfu 0.4 --tp 8 --dp 64 --zero 3": lambda: api.train(
@@ -80,7 +80,7 @@ CALLS = {
     "list models": lambda: api.catalog("models"),
     "list gpus": lambda: api.catalog("gpus"),
     "show h100": lambda: api.show("h100"),
-    "spec --alpha 0.8 --gamma 4 --c 0.1": lambda: api.spec(0.8, 4, 0.1),
+    "spec --alpha 0.8 --gamma 4 --c 0.1": lambda: api.spec(alpha=0.8, gamma=4, c=0.1),
     "flops deepseek-v3 --phase decode --context 4K": lambda: api.flops("deepseek-v3", "decode", [4096]),
     "reproduce --row P7 --row R2 --row S4": lambda: api.reproduce(["P7", "R2", "S4"]),
     f"params {NEMOTRON}": lambda: api.params(NEMOTRON),

@@ -110,7 +110,10 @@ def moe_analysis(
     GPU lacking ``compute_dtype``."""
     moe = spec.moe
     if moe is None:
-        raise InputError(f"{spec.name} has no mixture-of-experts layers; the moe command needs a MoE model")
+        raise InputError(
+            f"model: {spec.name} has no mixture-of-experts layers; give a MoE model (e.g. mixtral-8x7b)",
+            fields=("model",),
+        )
     E, k, d = moe.num_experts, moe.num_experts_per_tok, spec.hidden_size
     if ep < 1 or (E + redundant_experts) % ep:
         raise InputError(

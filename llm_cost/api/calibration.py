@@ -29,6 +29,10 @@ def calibrate(
 
     if isinstance(measurements, (str, Path)) or not measurements:
         raise InputError("measurements: give a list of measurement files", fields=("measurements",))
+    if not isinstance(out, (str, Path)) or not str(out).strip():
+        raise InputError(f"out: {out!r} is not a path", fields=("out",))
+    if name is not None and not isinstance(name, str):
+        raise InputError(f"name: {name!r} is not a profile name", fields=("name",))
     target = Path(out)
     check_out(target, target.stem, bool(force))
     return write_profile(fit([Path(m) for m in measurements], name or target.stem), target, bool(force))

@@ -41,6 +41,14 @@ def count(value: Any, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> 
     return value
 
 
+def large_count(value: Any, name: str, minimum: int = 1, maximum: int = 10**40) -> int:
+    """A count that may be written as a float (``15e12`` tokens): an integer, or a finite float with
+    no fractional part, in ``[minimum, maximum]``."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and minimum <= value <= maximum:
+        return int(value)
+    return count(value, name, minimum, maximum)
+
+
 def counts(values: Any, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> list[int]:
     """A non-empty list of integers in ``[minimum, maximum]``."""
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, set, frozenset)):
@@ -113,6 +121,18 @@ def optional(value: Any, check: Any, *args: Any, **kwargs: Any) -> Any:
 
 #: The most points a sweep (batches x contexts) takes in one call.
 MAX_GRID_POINTS = 10_000
+
+
+def known_options(options: dict[str, Any], function: Any) -> None:
+    """InputError naming the keyword arguments of ``options`` that ``function`` does not take."""
+    import inspect
+
+    taken = {p.name for p in inspect.signature(function).parameters.values() if p.kind == p.KEYWORD_ONLY}
+    unknown = sorted(options.keys() - taken)
+    if unknown:
+        raise InputError(
+            f"{', '.join(unknown)}: not an option here; valid: {', '.join(sorted(taken))}", fields=tuple(unknown)
+        )
 
 
 def grid_size(points: int, names: tuple[str, ...]) -> None:

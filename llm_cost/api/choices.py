@@ -189,7 +189,12 @@ def network_gb_s_of(value: Any = None) -> float:
     :data:`llm_cost.perf.timemodel.DEFAULT_NETWORK_GB_S` (400 Gb/s InfiniBand NDR per GPU)."""
     from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S
 
-    return DEFAULT_NETWORK_GB_S if value is None else checks.number(value, "network_gb_s", maximum=1e6)
+    # at least 0.1 GB/s: 1 Gb/s Ethernet is 0.125 GB/s, and anything slower is a typing mistake
+    return (
+        DEFAULT_NETWORK_GB_S
+        if value is None
+        else checks.number(value, "network_gb_s", minimum=0.1, maximum=1e6, open_min=False)
+    )
 
 
 def mfu_of(value: Any = None) -> float:

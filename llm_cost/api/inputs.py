@@ -26,6 +26,17 @@ def _size(width: Any, height: Any) -> tuple[int, int]:
     )
 
 
+def _decoder(decoder: Any) -> Any:
+    """The language model the tokens are priced in, or None (the model's own decoder)."""
+    from llm_cost.core.errors import InputError
+
+    if decoder is None:
+        return None
+    if not isinstance(decoder, str):
+        raise InputError(f"decoder: {decoder!r} is not a model name or path", fields=("decoder",))
+    return load_model(decoder)
+
+
 def image(
     model: ModelLike,
     width: int,
@@ -44,7 +55,7 @@ def image(
 
     h, w = _size(width, height)
     convention = checks.choice(weight_flops, WeightFlops, "weight_flops")
-    spec, dec = load_model(model), (load_model(decoder) if decoder is not None else None)
+    spec, dec = load_model(model), _decoder(decoder)
     return image_cost(spec, h, w, dec, str(connector), 1, convention, choices.kv_dtype_of(kv_dtype).bits)
 
 
@@ -67,5 +78,5 @@ def video(
     seconds = checks.number(seconds, "seconds", maximum=10**7)
     fps = checks.number(fps, "fps", maximum=1000)
     convention = checks.choice(weight_flops, WeightFlops, "weight_flops")
-    spec, dec = load_model(model), (load_model(decoder) if decoder is not None else None)
+    spec, dec = load_model(model), _decoder(decoder)
     return video_cost(spec, h, w, seconds, fps, dec, convention, choices.kv_dtype_of(kv_dtype).bits)

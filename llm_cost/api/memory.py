@@ -34,7 +34,7 @@ def fit(
     memory: Any = MemoryConvention.PHYSICAL,
     gpu_memory_utilization: Any = None,
     reserve_bytes: Any = None,
-    memory_bytes: Optional[int] = None,
+    memory_gb: Optional[float] = None,
     max_gpus: int = 64,
     layout: Optional[Layout] = None,
     checkpoint: Any = None,
@@ -42,8 +42,8 @@ def fit(
     """What fits (``llm-cost fit``): one GPU's largest batch and context and its KV budget, and the
     smallest layouts of up to ``max_gpus`` GPUs; or, with ``layout``, that layout's per-GPU
     weights, KV, headroom and decode step. Memory is counted as a serving engine counts it unless
-    ``memory="datasheet"`` (:func:`llm_cost.api.choices.memory_policy`); ``memory_bytes``
-    replaces the GPU's capacity (10^9-byte GB, at least 1 GB); a GGUF ``checkpoint`` (default
+    ``memory="datasheet"`` (:func:`llm_cost.api.choices.memory_policy`); ``memory_gb``
+    replaces the GPU's capacity (GB = 10^9 B, from 1 to 10^6); a GGUF ``checkpoint`` (default
     ``model`` when it is a path) weighs the weights at its own types."""
     from llm_cost.analyses.deployment import FitReport, deployment, smallest_layouts
     from llm_cost.analyses.memory import fit as fit_one_gpu
@@ -51,7 +51,7 @@ def fit(
     context, batch = checks.count(context, "context"), checks.count(batch, "batch")
     max_gpus = checks.count(max_gpus, "max_gpus", 1, MAX_SEARCH_GPUS)
     policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
-    spec, g = load_model(model), _sized(load_gpu(gpu), memory_bytes)
+    spec, g = load_model(model), _sized(load_gpu(gpu), memory_gb)
     bits = choices.weight_bits(spec, weights_dtype, bits_per_weight, source=checkpoint_of(model, checkpoint))
     kv_bits = choices.kv_dtype_of(kv_dtype).bits
     compute = choices.compute_dtype(spec, g, None, weights_dtype)
@@ -67,12 +67,12 @@ def fit(
     )
 
 
-def _sized(gpu: Any, memory_bytes: Optional[int]) -> Any:
-    """``gpu`` with ``memory_bytes`` of memory (GB and GiB), when given."""
-    if memory_bytes is None:
+def _sized(gpu: Any, memory_gb: Optional[float]) -> Any:
+    """``gpu`` with ``memory_gb`` GB (10^9 B) of memory, when given."""
+    if memory_gb is None:
         return gpu
-    size = checks.count(memory_bytes, "memory_bytes", 10**9, 10**15)
-    return replace(gpu, memory_gb=size / 1e9, memory_gib=size / 2**30)
+    size = checks.number(memory_gb, "memory_gb", minimum=1, maximum=10**6, open_min=False)
+    return replace(gpu, memory_gb=size, memory_gib=size * 1e9 / 2**30)
 
 
 def activations(

@@ -119,7 +119,7 @@ def kv(
 ) -> KVResult:
     """KV-cache bytes per token and at each context of ``contexts`` for ``batch`` sequences
     (``llm-cost kv``); ``kv_dtype`` default bf16."""
-    return kv_sweep(model, contexts, [batch], kv_dtype, layout)[0]
+    return kv_sweep(model, contexts, [checks.count(batch, "batch")], kv_dtype, layout)[0]
 
 
 def kv_sweep(
@@ -146,6 +146,11 @@ def import_config(
     not ``force``."""
     from llm_cost.analyses.import_spec import import_config as write
 
+    for value, what in ((config, "config"), (out, "out")):
+        if not isinstance(value, (str, Path)) or not str(value).strip():
+            raise InputError(f"{what}: {value!r} is not a path", fields=(what,))
+    if name is not None and not isinstance(name, str):
+        raise InputError(f"name: {name!r} is not a spec name", fields=("name",))
     return write(Path(config), Path(out), name, bool(force))
 
 

@@ -66,7 +66,7 @@ def serve(
     traffic = Traffic(
         checks.count(input_tokens, "input_tokens"),
         checks.count(output_tokens, "output_tokens", 2),
-        checks.optional(qps, checks.number, "qps", maximum=1e6),
+        checks.optional(qps, checks.number, "qps", minimum=1e-3, maximum=1e6, open_min=False),
     )
     targets = Targets(
         checks.optional(ttft_s, checks.number, "ttft_s", maximum=86400),

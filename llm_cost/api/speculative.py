@@ -21,14 +21,14 @@ SPEC_BATCHES = (1, 8, 32, 64, 128, 256)
 
 
 def spec(
+    model: Optional[ModelLike] = None,
+    gpu: Optional[GpuLike] = None,
+    *,
     alpha: float,
     gamma: int,
     c: Optional[float] = None,
-    model: Optional[ModelLike] = None,
-    gpu: Optional[GpuLike] = None,
     batches: Optional[Sequence[int]] = None,
     context: int = 0,
-    *,
     mtp: bool = False,
     mfu: Any = None,
     mbu: Any = None,

@@ -126,6 +126,7 @@ def decode_sweep(
 def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, **options: Any) -> DecodeStep:
     """One decode step: ``batch`` sequences each adding a token after ``context`` cached tokens;
     ``options`` as :func:`decode_sweep`."""
+    checks.known_options(options, decode_sweep)
     return decode_sweep(model, gpu, [checks.count(batch, "batch")], [checks.count(context, "context", 0)], **options)[0]
 
 
@@ -164,6 +165,7 @@ def prefill_sweep(
 
 def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int = 1, **options: Any) -> PrefillStep:
     """One prefill of ``batch`` prompts of ``seq`` tokens; ``options`` as :func:`prefill_sweep`."""
+    checks.known_options(options, prefill_sweep)
     return prefill_sweep(model, gpu, [checks.count(batch, "batch")], [checks.count(seq, "seq")], **options)[0]
 
 

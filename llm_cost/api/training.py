@@ -75,7 +75,7 @@ def train(
         )  # fmt: skip
     from llm_cost.analyses.training import train as run
 
-    tokens = checks.count(tokens, "tokens", 1, 10**40)
+    tokens = checks.large_count(tokens, "tokens", 1, 10**40)
     gpus = checks.optional(gpus, checks.count, "gpus", 1, 10**7)
     if (mfu is None) == (gpu_hours is None):
         raise InputError(
@@ -171,7 +171,7 @@ def train_plan(
     from llm_cost.analyses.train_plan import Cluster, Costs, default_space, fixed, plan_training
     from llm_cost.analyses.train_step import Links, profile_parameters
 
-    tokens = checks.count(tokens, "tokens", 1, 10**40)
+    tokens = checks.large_count(tokens, "tokens", 1, 10**40)
     degrees = {n: checks.optional(v, checks.count, n, 1, _MAX_DEGREE) for n, v in
                (("tp", tp), ("cp", cp), ("pp", pp), ("vp", vp), ("dp", dp), ("ep", ep))}  # fmt: skip
     gpus = _cluster_size(checks.optional(gpus, checks.count, "gpus", 1, 10**7), degrees)

@@ -30,7 +30,6 @@ FLAGS: dict[str, str] = {
     "tokens": "--tokens",
     "micro_batch": "--micro-batch",
     "reserve_bytes": "--reserve-gb",
-    "memory_bytes": "--memory-gb",
     "utilization": "--gpu-memory-utilization",
     "modes": "--mode",
     "layouts": "--tp/--pp",

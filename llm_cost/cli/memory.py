@@ -17,8 +17,8 @@ from llm_cost.cli.options import (
     Plot,
     Pp,
     Tp,
-    gigabytes,
     integer,
+    non_negative,
     option,
     tokens,
 )
@@ -42,10 +42,10 @@ FitBatch = Annotated[
     int, option("--batch", "-b", parse=integer("--batch"), metavar="INTEGER", help="Sequences held at once.")
 ]
 MemoryGb = Annotated[
-    Optional[int],
+    Optional[float],
     option(
         "--memory-gb",
-        parse=gigabytes("--memory-gb"),
+        parse=non_negative("--memory-gb"),
         metavar="GB",
         help="Memory per GPU, GB (10^9 B), instead of the GPU spec's capacity.",
     ),
@@ -105,7 +105,7 @@ def fit(
         memory=memory,
         gpu_memory_utilization=gpu_memory_utilization,
         reserve_bytes=reserve_gb,
-        memory_bytes=memory_gb,
+        memory_gb=memory_gb,
         max_gpus=max_gpus,
         layout=layout,
     )

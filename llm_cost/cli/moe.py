@@ -199,7 +199,18 @@ def spec_(
     if as_csv and gpu is None:
         raise InputError("--csv: the rows are the step model's, one per batch; give a MODEL and --gpu too")
     result = api.spec(
-        alpha, gamma, c, model, gpu, batch, context, mtp=mtp, mfu=mfu, mbu=mbu, dtype=dtype, weight_bytes=weight_bytes
+        model,
+        gpu,
+        alpha=alpha,
+        gamma=gamma,
+        c=c,
+        batches=batch,
+        context=context,
+        mtp=mtp,
+        mfu=mfu,
+        mbu=mbu,
+        dtype=dtype,
+        weight_bytes=weight_bytes,
     )
     if plot is not None:
         from llm_cost.report import plots

@@ -40,7 +40,11 @@ def _shown(frontier: list[Candidate], chosen: Candidate) -> list[Candidate]:
 
 def render(con, r: ServePlan, display_name: str, gpu_name: str) -> None:
     """The traffic and targets, the chosen configuration's figures, the frontier, the conventions."""
-    rate = f"{r.qps:g} requests/s" if r.qps is not None else f"as much as {_gpus(r.gpu_budget)} serve"
+    rate = (
+        f"{r.qps:g} requests/s"
+        if r.qps is not None
+        else f"as much as {_gpus(r.gpu_budget)} {'serves' if r.gpu_budget == 1 else 'serve'}"
+    )
     targets = ", ".join(
         f"{name} <= {fmt_seconds(v)}"
         for name, v in (("TTFT", r.ttft_target_s), ("TPOT", r.tpot_target_s))

@@ -78,7 +78,10 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
     print_facts(con, facts)
     rows = [[TERMS[k], f"{v:,.3f}"] for k, v in r.breakdown.items() if v]
     print_table(
-        con, f"one step ({lay['micro_batches']} micro-batches), slowest stage", [("term", "left"), ("s", "right")], rows
+        con,
+        f"one step ({lay['micro_batches']} micro-batch{'es' if lay['micro_batches'] != 1 else ''}), slowest stage",
+        [("term", "left"), ("s", "right")],
+        rows,
     )
     top = [
         [c["layout"], pct(c["mfu"]), pct(c["mfu_with_attention"]), f"{c['step_time_s']:,.2f}", _gib(c["memory_bytes"])]

@@ -623,6 +623,13 @@ class Interconnect(Spec):
     )
     gpus_per_node: NodeGpus = spec_field(description="GPUs joined by this link in one node/board.")
 
+    def _check(self) -> None:
+        bw = self.bandwidth_gb_s_per_direction
+        if 0 < bw < 0.1:
+            raise ValueError(
+                f"bandwidth_gb_s_per_direction ({bw:g}) must be 0 (no GPU-to-GPU link) or at least 0.1 GB/s"
+            )
+
 
 @spec
 class HardwareSpec(Spec):

@@ -244,6 +244,17 @@ CASES = [
     ("bad-yaml-mapping-deep", ["params", "{spec}"], MODEL + "deep: " + "[" * 40 + "]" * 40 + "\n", None, 2, "nested"),
     # the attack on serve and fit (issue 13)
     ("serve-bare-tpot", ["serve", "llama3-8b", "--tpot", "50"], None, None, 2, "no unit"),
+    # the attack after the front door (issue 21): an absurd rate or link gives one line, never inf
+    (
+        "train-network-tiny",
+        ["train", "llama3-8b", "--tokens", "15T", "--gpus", "1024", "--network-gb-s", "1e-300"],
+        None,
+        None,
+        2,
+        "--network-gb-s",
+    ),
+    ("serve-qps-tiny", ["serve", "llama3-8b", "--qps", "1e-30"], None, None, 2, "--qps"),
+    ("fit-memory-half-gb", ["fit", "llama3-8b", "--memory-gb", "0.5"], None, None, 2, "--memory-gb: 0.5"),
     ("serve-negative-ttft", ["serve", "llama3-8b", "--ttft", "-1s"], None, None, 2, "greater than 0"),
     ("serve-chunk-1g", ["serve", "llama3-8b", "--chunk", "1G"], None, None, 2, "--chunk"),
     (
