@@ -159,22 +159,39 @@ def experiment_engine(e: Experiment) -> EngineConfig:
     )
 
 
-def kv_capacity_tokens(e: Experiment, block_tokens: int = 16) -> int:
-    """Tokens the KV cache holds: the budget :func:`~llm_cost.analyses.capacity.kv_room` leaves at
-    the experiment's ``gpu_mem_util`` (workspace for a step of its token budget) over the KV bytes
-    of a token on the fullest GPU."""
-    policy = MemoryPolicy(utilization=Fraction(str(e.entry["gpu_mem_util"])))
+def replica_kv_tokens(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    layout: Layout,
+    engine: EngineConfig,
+    policy: MemoryPolicy,
+    weight_bits: int | Fraction = 16,
+    kv_bits: int = 16,
+) -> int:
+    """Tokens one replica's KV cache holds, in whole blocks: the budget
+    :func:`~llm_cost.analyses.capacity.kv_room` leaves under ``policy`` (workspace for a step of
+    the engine's token budget and sequences) over the KV bytes of a block on the fullest GPU."""
+    block = engine.block_tokens
     room = kv_room(
-        e.spec,
-        e.gpu,
-        [block_tokens],
-        layout=e.layout,
+        spec,
+        gpu,
+        [block],
+        layout=layout,
         policy=policy,
-        step_tokens=e.entry["max_num_batched_tokens"],
-        step_sequences=e.entry["max_num_seqs"],
+        weight_bits=weight_bits,
+        kv_bits=kv_bits,
+        step_tokens=engine.max_num_batched_tokens,
+        step_sequences=engine.max_num_seqs,
     )
-    per_block = max(stage_kv_bytes(e.spec, e.layout, block_tokens))
-    return int(room.kv_budget_bytes // per_block) * block_tokens
+    per_block = max(stage_kv_bytes(spec, layout, block, kv_bits))
+    return int(room.kv_budget_bytes // per_block) * block
+
+
+def kv_capacity_tokens(e: Experiment, block_tokens: int = 16) -> int:
+    """Tokens the experiment's KV cache holds at its ``gpu_mem_util`` (:func:`replica_kv_tokens`)."""
+    policy = MemoryPolicy(utilization=Fraction(str(e.entry["gpu_mem_util"])))
+    engine = EngineConfig("vllm", e.entry["max_num_seqs"], e.entry["max_num_batched_tokens"], block_tokens=block_tokens)
+    return replica_kv_tokens(e.spec, e.gpu, e.layout, engine, policy)
 
 
 @record

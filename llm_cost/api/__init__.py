@@ -8,6 +8,7 @@ One module per question, each imported on first use so that a command loads only
 ``experts``      moe
 ``speculative``  spec
 ``serving``      serve
+``simulation``   simulate_serving (one replica under load: percentiles)
 ``training``     train, train_plan
 ``inputs``       image, video
 ``positions``    rope, numerics
@@ -47,6 +48,7 @@ EXPORTS = {
     "moe": "experts",
     "spec": "speculative",
     "serve": "serving",
+    "simulate_serving": "simulation",
     **dict.fromkeys(("train", "train_plan"), "training"),
     **dict.fromkeys(("image", "video"), "inputs"),
     **dict.fromkeys(("rope", "numerics"), "positions"),

@@ -1,0 +1,130 @@
+"""The API's simulation of one engine replica under load: a distribution of TTFT, ITL, TPOT and
+E2E, not a mean (:mod:`llm_cost.simulate`; checked on 18 real vLLM v0.15.1 runs,
+``scripts/check_serving_runs.py``). The command line reaches it with ``serve``'s simulated
+percentiles (issue 22); from Python it is :func:`simulate_serving` (``llm_cost.simulate`` is the simulator package)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from llm_cost.api import checks, choices
+from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
+from llm_cost.core.errors import InputError
+
+if TYPE_CHECKING:
+    from llm_cost.model.layout import Layout
+    from llm_cost.simulate import SimResult
+
+__all__ = ["simulate_serving", "MAX_REQUESTS"]
+
+#: The most requests one simulation runs (about a second and a half on a 2-core machine).
+MAX_REQUESTS = 20_000
+
+
+def simulate_serving(
+    model: ModelLike,
+    gpu: GpuLike = "h100",
+    input_tokens: Any = 2048,
+    output_tokens: Any = 256,
+    *,
+    qps: float,
+    requests: int = 1000,
+    prefix_tokens: Optional[int] = None,
+    prefix_groups: int = 1,
+    users_per_prefix: int = 1,
+    layout: Optional[Layout] = None,
+    engine: str = "vllm",
+    max_num_seqs: Optional[int] = None,
+    max_num_batched_tokens: Optional[int] = None,
+    prefix_caching: bool = True,
+    gpu_memory_utilization: Any = None,
+    weights_dtype: Any = None,
+    kv_dtype: Any = None,
+    profile: Any = None,
+    seed: int = 0,
+) -> SimResult:
+    """``requests`` requests arriving as a Poisson process at ``qps`` per second, served by one
+    replica of ``model`` on ``layout`` GPUs of ``gpu`` under ``engine``'s scheduler (``vllm``: V1's,
+    or ``trtllm``: full-length reservation). ``input_tokens`` and ``output_tokens`` are counts or
+    distributions (``"lognormal:mean=800,sd=400"``); ``prefix_tokens`` of each prompt are one of
+    ``prefix_groups`` shared system prompts, each used by ``users_per_prefix`` users. Engine
+    settings default to vLLM's server defaults for the GPU
+    (:func:`llm_cost.simulate.engine.vllm_defaults`), ``max_model_len`` to the model's
+    ``max_position_embeddings`` (a longer request is refused, as vLLM refuses it); the KV cache holds what
+    ``gpu_memory_utilization`` (default 0.9) of each GPU leaves after the weights, a step's
+    workspace and the runtime reserve. Steps are timed by ``profile`` if given, else by vLLM's
+    time model for the GPU (:func:`llm_cost.analyses.serving_runs.vllm_time_model`).
+    Deterministic for ``seed``; InputError naming the argument."""
+    from llm_cost.analyses.serving_runs import replica_kv_tokens, vllm_time_model
+    from llm_cost.model.layout import ONE_GPU
+    from llm_cost.simulate import SharedPrefix
+    from llm_cost.simulate import simulate as run
+    from llm_cost.simulate.engine import ENGINES, vllm_defaults
+    from llm_cost.simulate.workload import parse_lengths, poisson
+
+    rate = checks.number(qps, "qps", minimum=1e-3, maximum=1e6, open_min=False)
+    count = checks.count(requests, "requests", 1, MAX_REQUESTS)
+    lengths = [
+        parse_lengths(_length(v, n), n) for v, n in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens"))
+    ]
+    prefix = None
+    if prefix_tokens is not None:
+        prefix = SharedPrefix(
+            checks.count(prefix_groups, "prefix_groups", 1, 10**6),
+            checks.count(prefix_tokens, "prefix_tokens", 1, 2**32),
+            checks.count(users_per_prefix, "users_per_prefix", 1, 10**6),
+        )
+    workload = poisson(rate, lengths[0], lengths[1], requests=count, prefix=prefix)
+    spec, g = load_model(model), load_gpu(gpu)
+    changes = {
+        k: checks.count(v, k, 1, 2**24)
+        for k, v in (("max_num_seqs", max_num_seqs), ("max_num_batched_tokens", max_num_batched_tokens))
+        if v is not None
+    }
+    if not isinstance(prefix_caching, bool):
+        raise InputError(f"prefix_caching: {prefix_caching!r} must be True or False", fields=("prefix_caching",))
+    config = vllm_defaults(
+        g,
+        engine=checks.one_of(engine, "engine", ENGINES),
+        prefix_caching=prefix_caching,
+        max_model_len=spec.max_position_embeddings,  # vLLM's default: longer requests are refused
+        **changes,
+    )
+    where = choices.layout_of(layout) or ONE_GPU
+    bits, kv = choices.weight_bits(spec, weights_dtype), choices.kv_dtype_of(kv_dtype).bits
+    policy = choices.memory_policy(gpu_memory_utilization=gpu_memory_utilization)
+    tokens = replica_kv_tokens(spec, g, where, config, policy, bits, kv)
+    if tokens < config.block_tokens:
+        raise InputError(
+            f"gpu: {g.name} x {where.gpus} leaves no room for a KV block after {spec.name}'s weights; give more "
+            "GPUs (layout) or a smaller weights_dtype",
+            fields=("gpu",),
+        )
+    chosen = choices.profile_of(g, profile) if profile is not None else None
+    model_ = choices.time_model(g, chosen, choices.network_gb_s_of()) if chosen is not None else vllm_time_model(g)
+    compute = choices.compute_dtype(spec, g, None, weights_dtype)
+    return run(
+        spec,
+        g,
+        workload,
+        config,
+        model_,
+        where,
+        kv_capacity_tokens=tokens,
+        weight_bits=bits,
+        kv_bits=kv,
+        compute_dtype=compute,
+        seed=checks.count(seed, "seed", 0, 2**63),
+    )
+
+
+def _length(value: Any, name: str) -> Any:
+    """A count or a distribution's text, as :func:`llm_cost.simulate.workload.parse_lengths` reads."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return checks.count(value, name, 1, 2**32)
+    if not isinstance(value, str):
+        raise InputError(
+            f"{name}: {value!r} must be a token count or a distribution such as 'lognormal:mean=800,sd=400'",
+            fields=(name,),
+        )
+    return value
