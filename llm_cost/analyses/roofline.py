@@ -253,6 +253,24 @@ def decode_step(
     )[0]
 
 
+def _layout_notes(layout: Layout, bound: StepTime) -> list[Note]:
+    """The layout's degrees and the link its collectives use, for a step on more than one GPU."""
+    if layout == ONE_GPU:
+        return []
+    return [
+        note(
+            "layout.step",
+            tp=layout.tp,
+            pp=layout.pp,
+            dp=layout.dp,
+            ep=layout.ep,
+            gpus=layout.gpus,
+            link=bound.link,
+            link_gb_s=bound.link_gb_s,
+        )
+    ]
+
+
 def decode_steps(
     spec: ModelSpec,
     gpu: HardwareSpec,
@@ -418,19 +436,7 @@ def _decode_notes(
         note(f"decode.bytes_{step.weight_bytes_convention}", bits=float(step.weight_bits), kv_bits=kv_bits),
         note("time.bound_and_estimate"),
     ]
-    if layout != ONE_GPU:
-        conventions.append(
-            note(
-                "layout.step",
-                tp=layout.tp,
-                pp=layout.pp,
-                dp=layout.dp,
-                ep=layout.ep,
-                gpus=layout.gpus,
-                link=bound.link,
-                link_gb_s=bound.link_gb_s,
-            )
-        )
+    conventions += _layout_notes(layout, bound)
     if spec.moe is not None:
         conventions.append(note("moe.expected_experts"))
     if step.mla_form == MLAForm.ABSORBED:
@@ -559,19 +565,7 @@ def prefill_step(
         note("time.bound_and_estimate"),
         note("prefill.bytes"),
     ]
-    if layout != ONE_GPU:
-        conventions.append(
-            note(
-                "layout.step",
-                tp=layout.tp,
-                pp=layout.pp,
-                dp=layout.dp,
-                ep=layout.ep,
-                gpus=layout.gpus,
-                link=bound.link,
-                link_gb_s=bound.link_gb_s,
-            )
-        )
+    conventions += _layout_notes(layout, bound)
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, step.sequences, seq)
     return PrefillStep(
         spec.name,
