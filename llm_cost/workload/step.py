@@ -656,7 +656,7 @@ def _plan(
     if not mla:
         per_token = per_token * kv_heads // spec.num_key_value_heads
     d_qk, d_v = _attention_dims(spec, mla_form)
-    d, tp, ep = spec.hidden_size, layout.tp, layout.ep
+    d, tp = spec.hidden_size, layout.tp
     k = spec.moe.num_experts_per_tok if spec.moe is not None else 0
     return _Plan(
         spec,
@@ -671,8 +671,23 @@ def _plan(
         d_v,
         exact(Fraction(spec.hidden_size) * bits / 8),
         ring_all_reduce_bytes(d, tp),
-        exact(Fraction(k * d * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * ep)),
+        _all_to_all_bytes_per_token(k, d, layout, dispatch_bits, combine_bits),
     )
+
+
+def _all_to_all_bytes_per_token(
+    top_k: int, hidden_size: int, layout: Layout, dispatch_bits: int, combine_bits: int
+) -> int | Fraction:
+    """Bytes one GPU sends in a MoE layer's EP dispatch and combine, per token of its replica.
+
+    A replica's tokens are split over its ``tp`` ranks for the dispatch (DeepEP, vLLM's and SGLang's
+    all-to-all backends), so a GPU dispatches 1/tp of them; each goes to k experts, (EP - 1)/EP of
+    them on other GPUs, d elements at ``dispatch_bits``. With balanced routing a GPU's experts
+    compute as many rows for other GPUs as it sent away, and it sends their outputs back at
+    ``combine_bits``. Per replica token: k d (dispatch + combine) / 8 x (EP - 1) / (EP x TP); at
+    DP 1 (EP = TP) that is (EP - 1) / EP^2."""
+    ep = layout.ep
+    return exact(Fraction(top_k * hidden_size * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * layout.tp))
 
 
 def _gemm_ops(
@@ -680,7 +695,9 @@ def _gemm_ops(
 ) -> list[Operator]:
     """One GEMM per weight matrix of the decoder on this stage's GPU. Routed experts: weights read
     at the expected hit fraction ("read"), M = every token routed to this GPU's experts (all DP
-    replicas' under EP) over the experts that run."""
+    replicas' under EP) over the experts that run; their FLOPs are the GPU's 1/EP share of the
+    routed work of all ``routed_tokens``, which with balanced routing equals its own replica's
+    share (``routed_tokens`` = replica tokens x DP, split over EP = TP x DP ranks)."""
     moe = plan.spec.moe
     hit = m_routed = 0.0
     if moe is not None:
@@ -691,9 +708,11 @@ def _gemm_ops(
         rows = logit_rows if g.role == OpRole.LM_HEAD else tokens
         m: Number = rows
         weight: Number = g.weight_bytes
+        multiplied = rows  # the rows whose FLOPs this GPU does
         if g.role == OpRole.ROUTED_EXPERTS:
             weight = float(weight) * (1.0 if resident else hit)
             m = m_routed
+            multiplied = routed_tokens  # every replica's tokens reach this GPU's experts
         ops.append(
             Operator(
                 g.name,
@@ -701,7 +720,7 @@ def _gemm_ops(
                 g.role,
                 g.group,
                 g.layers,
-                _times(g.flops_per_row, rows),
+                _times(g.flops_per_row, multiplied),
                 weight_bytes=weight,
                 activation_bytes=_eighths(rows * g.activation_bits_per_row),
                 m=m,
