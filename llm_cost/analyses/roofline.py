@@ -28,6 +28,7 @@ from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, OpKind, OpRole
 from llm_cost.core.units import Number, exact, to_bytes
+from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
 from llm_cost.perf.calibrated import CalibratedModel
@@ -213,7 +214,7 @@ class DecodeStep(Result):
 
 
 def _bits(weight_bits: int | float | Fraction | None, dtype: Dtype) -> Fraction:
-    return Fraction(weight_bits).limit_denominator(1000) if weight_bits is not None else Fraction(dtype.bits)
+    return weight_bits_of(weight_bits, limit=True) if weight_bits is not None else Fraction(dtype.bits)
 
 
 def decode_step(

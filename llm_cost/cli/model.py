@@ -25,10 +25,10 @@ from llm_cost.cli.options import (
 )
 from llm_cost.cli.program import app, emit, emit_csv, layout_of, report_defaults
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import StorageDtype
+from llm_cost.core.types import StorageDtype, WeightFormat
 
 ParamsDtype = Annotated[
-    Optional[StorageDtype],
+    Optional[WeightFormat],
     typer.Option(
         "--weights-dtype",
         "--dtype",

@@ -93,6 +93,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "params.n_gemm": "N_gemm: matmul weights a token passes through (no embedding lookup, norms or biases; LM head "
     "included)",
     "params.weight_bytes": "weight bytes: every parameter at {bits:g} bits ({dtype}); GB = 10^9 B, GiB = 2^30 B",
+    "params.weight_bytes_mixed": "weight bytes: the checkpoint's formats by tensor group ({method}): matmul weights in "
+    "{format} with their scales, {kept}embedding, LM head, router and vectors in {kept_dtype}; {bits:.4g} bits per "
+    "parameter on average; GB = 10^9 B, GiB = 2^30 B",
     "params.active": "active: all parameters less the routed experts a token skips (k of E per MoE layer)",
     "params.mtp": "MTP modules reported apart from the main model; the checkpoint also stores copies of the embedding "
     "and LM head with them",
