@@ -229,3 +229,17 @@ def test_models_without_quantization_keep_their_json(cli):
     assert out["weight_bytes"] == 8_030_261_248 * 2 and out["dtype"] == "bf16"
     assert load_model("llama3-8b").quantization is None
     assert count_params(load_model("llama3-8b")).weight_bytes == 16_060_522_496
+
+
+def test_shipped_gpt_oss_120b_is_its_config(cli):
+    """The shipped gpt-oss-120b is the config.json field for field (metadata aside), so `params` and
+    `fit` of the name weigh its experts in MXFP4: 65,248,815,744 B, fitting one H100."""
+    from llm_cost.specs.declare import field_names
+    from llm_cost.specs.schema import ModelSpec
+
+    shipped, read = load_model("gpt-oss-120b"), load_hf_config(GPT_OSS_120B)
+    differ = {k for k in field_names(ModelSpec) if getattr(shipped, k) != getattr(read, k)}
+    assert differ == {"aliases", "source"}
+    assert cli("params", "gpt-oss-120b", "--json").json()["weight_bytes"] == 65_248_815_744
+    fit = cli("fit", "gpt-oss-120b", "--gpu", "h100", "--json").json()["single_gpu"]
+    assert fit["weight_bytes"] == 65_248_815_744 and fit["fits"]
