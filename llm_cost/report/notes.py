@@ -140,6 +140,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "layout.step": "layout TP {tp} x PP {pp} x DP {dp} = {gpus} GPUs, EP {ep}: figures per GPU, summed over the "
     "stages; the sequences split over {dp} replica(s); collectives over {link} at {link_gb_s:g} GB/s "
     "per direction, no latency",
+    "layout.expert_parallel": "EP {ep}: each GPU holds {experts:g} whole experts per MoE layer and multiplies the "
+    "rows every replica routes to them (balanced routing: its own replica's share of the routed work); in the "
+    "all-to-all a GPU sends its share of its replica's tokens (split over {tp} TP rank(s)) to k experts, (EP - 1)/EP "
+    "of them remote, and the outputs of its experts back",
     "layout.sharding": "sharding as Megatron-LM/vLLM (see llm_cost.model.layout); MTP modules not loaded",
     "layout.memory": "weights at {bits:g} bits, KV at {kv_bits} bits; {sequences} sequence(s) per replica",
     "moe.expected_experts": "MoE: routed expert weights read = expected distinct experts E(1 - (1 - k/E)^B) per "
