@@ -112,6 +112,18 @@ def test_deepseek_v3_checkpoint_bytes_with_block_scales():
     assert main.weight_bytes > main.total_params + 2 * 926_679_040  # + 1 B more per element of each table
 
 
+def test_kimi_k2_checkpoint_bytes_with_block_scales():
+    """Kimi-K2-Instruct (FP8, 128 x 128 blocks; 1 dense + 60 MoE layers of 384 experts): a recount of
+    its 61 shard headers gives 1,029,173,256,720 payload bytes (tests/fixtures/hf/CHECKPOINTS.yaml,
+    code-index id 68577105039). Weighed here: 52,912 B less, which is the 60 routers' correction
+    biases (384 each) that the checkpoint keeps in FP32 (60 x 384 x 2 B) and the 3,416 elements the
+    Hub's total holds above the logical parameters (3,416 x 2 B)."""
+    spec = load_hf_config(FIXTURES / "hf" / "kimi-k2-instruct" / "config.json")
+    bits = checkpoint_bits(spec)
+    every = sum(t.total * tensor_bits(bits, t) for t in build(spec).tensors) / 8
+    assert 1_029_173_256_720 - every == 60 * 384 * 2 + 3_416 * 2
+
+
 def test_mixed_bits_per_gpu_under_expert_parallelism():
     """gpt-oss-120b over EP 4 (TP 4): each GPU holds 32 of the 128 experts in MXFP4 (36 x 32 x 3 x
     2,880^2 x 17/32 B; their biases are vectors, in BF16) and a quarter of the attention, embedding
