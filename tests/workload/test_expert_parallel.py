@@ -115,3 +115,13 @@ def test_redundant_experts_on_the_command_line(cli):
     assert cli("params", *args, "--redundant-experts", "32").code == 0
     refused = cli("roofline", *args, "--gpu", "h100")
     assert refused.code == 2 and "--ep" in refused.err
+
+
+def test_issue_23_command_counts_the_one_gpu_work(cli):
+    """`roofline deepseek-v3 --gpu h100 --phase prefill --seq 2000 --batch 256 --dp 32 --ep 32` and
+    `--batch 8` without a layout print the same weight FLOPs, 1.142e15 (the arithmetic above)."""
+    common = ["roofline", "deepseek-v3", "--gpu", "h100", "--phase", "prefill", "--seq", "2000", "--json"]
+    layout = cli(*common, "--batch", "256", "--dp", "32", "--ep", "32").json()
+    one = cli(*common, "--batch", "8").json()
+    assert layout["weight_flops"] == one["weight_flops"] == 1_142_348_201_328_640
+    assert layout["comm_bytes"] == 154_656_768_000
