@@ -158,6 +158,8 @@ def count_params(
         note("params.n_gemm"),
         note("params.weight_bytes", bits=float(bits), dtype=str(dtype)),
     ]
+    if spec.source.read_generically:
+        conventions.append(note("params.read_generically", model_type=spec.model_type))
     if spec.moe is not None:
         conventions.append(note("params.active"))
     if spec.mtp is not None:

@@ -499,30 +499,33 @@ def test_folder_and_file_give_the_same_spec():
 
 
 def test_unknown_model_type_fails_clearly():
+    """An unknown model_type is read generically; a key outside the standard vocabulary (BERT's
+    token-type embedding) is refused, named, with the family whose keys are closest."""
     with pytest.raises(
         SpecError,
-        match=r"config\.json: model_type 'bert' is not supported \(closest supported "
-        r"family: \w+\); supported: llama, ",
+        match=r"config\.json: model_type 'bert' is not supported \(closest supported family by keys: llama\); "
+        r"read generically: type_vocab_size is not in the standard config vocabulary; refusing to guess",
     ):
-        hf_to_spec({**_config("llama-3.1-8b"), "model_type": "bert"}, "config.json")
+        hf_to_spec({**_config("llama-3.1-8b"), "model_type": "bert", "type_vocab_size": 2}, "config.json")
 
 
 @pytest.mark.parametrize(
-    "model_type,closest",
+    "fixture,model_type,closest",
     [
-        ("olmo4", "olmo2"),
-        ("qwen3_5", "qwen3"),
-        ("mistral4", "mistral"),
-        ("phi4", "phi3"),
+        # the closest family is found by the config's keys, not by the model_type's spelling
+        ("olmo-3-1025-7b", "olmo4", "olmo3"),
+        ("qwen3-30b-a3b", "qwen3_7_moe", "qwen3_moe"),
+        ("phi-3-mini-4k-instruct", "phi5", "phi3"),
+        ("glm-4.5-air", "zz_new", "glm4_moe"),
+        ("deepseek-v2-lite", "brand_new", "deepseek_v2"),
     ],
 )
-def test_unknown_model_type_names_the_closest_family(model_type, closest):
+def test_unknown_model_type_names_the_closest_family(fixture, model_type, closest):
     with pytest.raises(
         SpecError,
-        match=rf"model_type '{model_type}' is not supported \(closest supported family: "
-        rf"{closest}\)",
+        match=rf"model_type '{model_type}' is not supported \(closest supported family by keys: {closest}\)",
     ):
-        hf_to_spec({**_config("llama-3.1-8b"), "model_type": model_type}, "config.json")
+        hf_to_spec({**_config(fixture), "model_type": model_type, "unheard_of_width": 7}, "config.json")
 
 
 @pytest.mark.parametrize(
@@ -571,7 +574,8 @@ def test_missing_config_fails_clearly(tmp_path):
     "text,message",
     [
         ('{"model_type": "llama",', "invalid JSON at line 1"),
-        ('{"model_type": "llama", "x": NaN}', "NaN is not a valid JSON number"),
+        # NaN and Infinity are read (as transformers reads them); a shape key holding one is refused
+        ('{"model_type": "llama", "hidden_size": NaN}', r"hidden_size must be an integer >= 1 \(got nan\)"),
         ('{"model_type": "llama", "x": 1, "x": 2}', "duplicate key 'x'"),
         ("[1, 2]", "top level must be a JSON object"),
         ("", "empty file"),
@@ -669,9 +673,10 @@ def test_kv_accepts_a_config_json(cli):
 
 
 def test_unknown_model_type_exits_2(cli, tmp_path):
-    (tmp_path / "config.json").write_text('{"model_type": "bert"}')
+    (tmp_path / "config.json").write_text('{"model_type": "bert", "type_vocab_size": 2}')
     r = cli("params", str(tmp_path))
     assert r.code == 2 and "model_type 'bert' is not supported" in r.err and r.out == ""
+    assert "type_vocab_size is not in the standard config vocabulary" in r.err
 
 
 def test_import_writes_refuses_and_forces(cli, tmp_path):

@@ -24,6 +24,7 @@ from llm_cost.specs.hf.config import (
     _place_layers,
     _qwen_sliding,
 )
+from llm_cost.specs.hf.generic import DEPARTURES
 
 
 def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -95,6 +96,9 @@ def _qwen(c: _Config, fam: _Family) -> dict[str, Any]:
     d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, hd = _heads(c, d, fam)
     qwen3 = fam_name in ("qwen3", "qwen3_moe", "qwen3_vl")
+    if qwen3 and "use_qk_norm" in c.data and c.raw("use_qk_norm") is not True:
+        # Qwen3-Coder-480B's config restates "use_qk_norm": true; the modeling file always has the norms
+        raise c.error("use_qk_norm", f"= {c.data['use_qk_norm']!r}: model_type {fam_name!r} always has q/k norms")
     if qwen3:
         bias = c.bool("attention_bias", False)
         att_kw = dict(attention_bias=bias, o_proj_bias=bias, qk_norm=True)
@@ -1167,46 +1171,12 @@ def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
 
 def _qwen3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
     """qwen3_vl (transformers models/qwen3_vl/modeling_qwen3_vl.py): the Qwen3 language model of
-    ``text_config`` (per-head q/k norms) and the Qwen3-VL vision tower of ``vision_config`` with
-    one DeepStack merger per ``deepstack_visual_indexes`` entry."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.schema import Qwen3Vision
+    ``text_config`` (per-head q/k norms) and the Qwen3-VL vision tower of ``vision_config``
+    (:func:`llm_cost.specs.hf.vision.qwen3_vision`)."""
+    from llm_cost.specs.hf.vision import qwen3_vision
 
     out = _qwen(c, fam)
-    raw = c.dict("vision_config")
-    if raw is None:
-        raise c.error("vision_config", "is required for model_type 'qwen3_vl' (the vision tower's shapes)")
-    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore("model_type", "hidden_act", "initializer_range", "torch_dtype", "dtype")
-    deepstack = v.int_list("deepstack_visual_indexes", [8, 16, 24])
-    kw = dict(
-        depth=v.int("depth", 27),
-        hidden_size=v.int("hidden_size", 1152),
-        intermediate_size=v.int("intermediate_size", 4304),
-        num_heads=v.int("num_heads", 16),
-        in_channels=v.int("in_channels", 3),
-        patch_size=v.int("patch_size", 16),
-        spatial_merge_size=v.int("spatial_merge_size", 2),
-        temporal_patch_size=v.int("temporal_patch_size", 2),
-        out_hidden_size=v.int("out_hidden_size", out["hidden_size"]),
-        num_position_embeddings=v.int("num_position_embeddings", 2304),
-        deepstack_mergers=len(deepstack),
-    )
-    v.check_unplaced(
-        _VISION_SHAPE_KEYS
-        - {"intermediate_size", "out_hidden_size", "num_position_embeddings", "deepstack_visual_indexes"}
-    )
-    if kw["out_hidden_size"] != out["hidden_size"]:
-        raise v.error(
-            "out_hidden_size",
-            f"({kw['out_hidden_size']}) must equal the language model's hidden_size ({out['hidden_size']})",
-        )
-    c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
-    try:
-        out["vision"] = Qwen3Vision.checked(**kw)
-    except ValidationError as exc:
-        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    out["vision"] = qwen3_vision(c, out)
     return out
 
 
@@ -1307,6 +1277,8 @@ ALIASES = {
     # Kimi K2 ships DeepseekV3ForCausalLM (remote code, the DeepSeek-V3 tensors) under its own model_type
     "kimi_k2": "deepseek_v3",
 }
-SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
+#: Every model_type read by a mapping or by the generic reader with a departures line (checked
+#: against a checkpoint of the family); others are read generically when their keys allow.
+SUPPORTED_MODEL_TYPES = tuple(FAMILIES) + tuple(DEPARTURES)
 
 _HEADS = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
