@@ -81,11 +81,11 @@ class Source(Spec):
     url: Text = spec_field(description="The config.json or datasheet the values were read from.")
     retrieved: Text = spec_field(description="When the copy was read (ISO date).")
     note: Optional[Text] = spec_field(default=None, description="Anything a reader must know about the source.")
-    read_generically: bool = spec_field(
-        default=False,
-        description="Read from a config.json of a model_type no mapping was checked for, through the standard "
-        "config vocabulary: not checked against a checkpoint of this family.",
-    )
+
+
+#: The sentence in the source note of a spec read from a config.json of a model_type that no
+#: mapping was checked for, through the standard config vocabulary (llm_cost.specs.hf.generic).
+READ_GENERICALLY = "Read generically: not checked against a checkpoint of this family."
 
 
 @spec

@@ -160,7 +160,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
 
     from llm_cost.specs.hf.defaults import defaults_for
     from llm_cost.specs.hf.generic import refuse_unknown_keys
-    from llm_cost.specs.schema import ModelSpec, Source
+    from llm_cost.specs.schema import READ_GENERICALLY, ModelSpec, Source
 
     if not isinstance(config, dict):
         raise SpecError(f"{source}: the top level must be a JSON object, not {type(config).__name__}")
@@ -210,7 +210,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
         + ") by llm-cost."
     ]
     if generic:
-        note.append("Read generically: not checked against a checkpoint of this family.")
+        note.append(READ_GENERICALLY)
     if defaults:
         note.append("Defaults applied: " + "; ".join(defaults) + ".")
     if notes:
@@ -221,9 +221,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
             name=spec_name,
             display_name=shown or _stem_of(source),
             model_type=family,
-            source=Source.checked(
-                url=source, retrieved=date.today().isoformat(), note=" ".join(note), read_generically=generic
-            ),
+            source=Source.checked(url=source, retrieved=date.today().isoformat(), note=" ".join(note)),
             **fields,
         )
     except ValidationError as exc:

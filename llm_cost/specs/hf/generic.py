@@ -95,6 +95,7 @@ INERT_KEYS = frozenset(
         "rope_theta",
         "partial_rotary_factor",
         "rope_interleave",
+        "use_mrope",
         "max_position_embeddings",
         "max_window_layers",
         "use_sliding_window",
