@@ -197,3 +197,69 @@ def test_kv_of_a_generic_read_is_the_hand_count():
 def test_verbose_defaults_name_the_transformers_class():
     _, defaults = load_hf_config_verbose(FIXTURES / "gemma-2b")
     assert defaults == ["tie_word_embeddings = true (absent; gemma default)"]
+
+
+# -- model types read through the departures table, against checkpoint totals -------------------------
+
+
+def test_qwen3_vl_moe_language_model_is_qwen3_30b_a3b():
+    """Qwen3-VL-30B-A3B: its language model is Qwen3-30B-A3B's 30,532,122,624 (CHECKPOINTS.yaml),
+    the rest the vision tower; the whole is the loaded model's 31,070,754,032."""
+    r = count_params(load_hf_config(FIXTURES / "qwen3-vl-30b-a3b-instruct"))
+    assert r.total_params == CHECKPOINTS["qwen3-vl-30b-a3b-instruct"]["total_params"] == 31_070_754_032
+    assert r.decoder_params == CHECKPOINTS["qwen3-30b-a3b"]["total_params"]
+
+
+@pytest.mark.parametrize(
+    "name,mtp_layer",
+    [
+        # MTP layer: fc [d, 2d] + 2 input norms + 1 final norm + one decoder layer of full attention
+        # (gated q 2 x n_q d_h, k/v n_kv d_h, o, q/k norms d_h) and the layer's FFN, no embedding copies
+        (
+            "qwen3.5-27b",
+            5_120 * 10_240
+            + 3 * 5_120
+            + (5_120 * 2 * 24 * 256 + 2 * 5_120 * 4 * 256 + 24 * 256 * 5_120 + 2 * 256)
+            + 3 * 5_120 * 17_408
+            + 2 * 5_120,
+        ),
+        (
+            "qwen3.5-35b-a3b",
+            2_048 * 4_096
+            + 3 * 2_048
+            + (2_048 * 2 * 16 * 256 + 2 * 2_048 * 2 * 256 + 16 * 256 * 2_048 + 2 * 256)
+            + (256 * 3 * 2_048 * 512 + 256 * 2_048 + 3 * 2_048 * 512 + 2_048)
+            + 2 * 2_048,
+        ),
+    ],
+)
+def test_qwen3_5_counts_the_loaded_model_and_the_mtp_layer_apart(name, mtp_layer):
+    """Qwen3.5 (dense and MoE): the loaded model's total (CHECKPOINTS.yaml); the checkpoint's MTP
+    layer (mtp_num_hidden_layers 1, Qwen3-Next layout) by hand arithmetic beside it. For
+    Qwen3.5-35B-A3B the two together are the Hub's 35.95B."""
+    r = count_params(load_hf_config(FIXTURES / name))
+    assert r.total_params == CHECKPOINTS[name]["total_params"]
+    assert r.mtp_params == mtp_layer and r.mtp_checkpoint_copies == 0
+    if name == "qwen3.5-35b-a3b":
+        assert round(r.checkpoint_params / 1e9, 2) == 35.95
+
+
+def test_qwen3_5_vision_has_no_deepstack():
+    cfg = _config("qwen3.5-27b")
+    cfg["vision_config"]["deepstack_visual_indexes"] = [8, 16, 24]
+    with pytest.raises(SpecError, match=r"deepstack_visual_indexes is set, but model_type 'qwen3_5' has no DeepStack"):
+        hf_to_spec(cfg, "x/config.json")
+
+
+def test_qwen3_5_moe_shared_expert_is_gated():
+    """Qwen3.5-MoE's shared expert always has its sigmoid gate [1, d] (modeling_qwen3_5_moe.py):
+    a config without a shared expert cannot be placed."""
+    cfg = _config("qwen3.5-35b-a3b")
+    cfg["text_config"]["shared_expert_intermediate_size"] = 0
+    with pytest.raises(SpecError, match=r"shared_expert_intermediate_size = 0 leaves the always-present"):
+        hf_to_spec(cfg, "x/config.json")
+
+
+def test_departure_types_are_not_labelled():
+    spec = load_hf_config(FIXTURES / "qwen3.5-35b-a3b")
+    assert "Read generically" not in spec.source.note and spec.model_type == "qwen3_5_moe"

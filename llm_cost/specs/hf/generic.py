@@ -324,12 +324,20 @@ def _moe_layers(c: _Config, L: int) -> tuple[list[int], int, int]:
         return [i for i, t in enumerate(key) if t == "dense"], 0, 1
     if key is not None and key is not _ABSENT:
         raise c.error("mlp_layer_types", f"must be a list (got {key!r})")
-    first_k = min(c.int("first_k_dense_replace", 0, minimum=0), L)
-    freq = c.int("moe_layer_freq", 1)
-    step = c.int("decoder_sparse_step", 1)
-    only = set(c.int_list("mlp_only_layers", []))
+    first_k = min(_present_int(c, "first_k_dense_replace", 0, minimum=0), L)
+    freq = _present_int(c, "moe_layer_freq", 1)
+    step = _present_int(c, "decoder_sparse_step", 1)
+    only = set(c.int_list("mlp_only_layers") if c.known("mlp_only_layers") else [])
+    c.ignore("mlp_only_layers")
     only |= {i for i in range(first_k, L) if i % freq}
     return sorted(only), first_k, step
+
+
+def _present_int(c: _Config, key: str, absent: int, minimum: int = 1) -> int:
+    """``key`` when the config (or the defaults table) has it, else ``absent`` (the reading of a
+    config without the key, not a family default: no default is recorded)."""
+    c.ignore(key)
+    return c.int(key, minimum=minimum) if c.known(key) else absent
 
 
 def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
@@ -359,7 +367,8 @@ def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
         shared = c.int("shared_expert_intermediate_size", minimum=0)
         c.ignore("n_shared_experts")
     else:
-        shared = (c.int_or_null("n_shared_experts", 0, minimum=0) or 0) * width
+        shared = (c.int_or_null("n_shared_experts", 0, minimum=0) or 0) * width if c.known("n_shared_experts") else 0
+        c.ignore("n_shared_experts")
         c.ignore("shared_expert_intermediate_size")
     if dep.shared_expert_gate and not shared:
         raise c.error(
@@ -367,7 +376,8 @@ def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
             f"= 0 leaves the always-present shared_expert_gate [1, d] that the spec cannot place ({dep.cite})",
         )
     dense, first_k, step = _moe_layers(c, L)
-    topk = c.str("topk_method", "greedy")
+    topk = c.str("topk_method") if c.known("topk_method") else "greedy"
+    c.ignore("topk_method")
     out["moe"] = MoE.checked(
         num_experts=E,
         num_experts_per_tok=c.int(c.spelling("num_experts_per_tok", "experts_per_token")),
