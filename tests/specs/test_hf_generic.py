@@ -263,3 +263,16 @@ def test_qwen3_5_moe_shared_expert_is_gated():
 def test_departure_types_are_not_labelled():
     spec = load_hf_config(FIXTURES / "qwen3.5-35b-a3b")
     assert "Read generically" not in spec.source.note and spec.model_type == "qwen3_5_moe"
+
+
+def test_glm4_moe_lite_is_deepseek_attention_with_glm_routing():
+    """GLM-4.7-Flash (glm4_moe_lite): DeepSeek-V3 MLA and a GLM-4-MoE router that always stores
+    e_score_correction_bias; the GGUF anatomy's parts (CHECKPOINTS.yaml): attention 1,022,623,744,
+    routed experts 27,783,069,696, active 3,896,766,080 of 29,943,393,920."""
+    r = count_params(load_hf_config(FIXTURES / "glm-4.7-flash"))
+    rows = {row.label.split(" (")[0]: row.params for row in r.rows}
+    assert r.total_params == CHECKPOINTS["glm-4.7-flash"]["total_params"] == 29_943_393_920
+    assert rows["attention"] == 1_022_623_744 and rows["routed experts"] == 27_783_069_696
+    assert r.active_params == 3_896_766_080
+    # router: 46 MoE layers x (weight 64 x 2,048 + e_score_correction_bias 64)
+    assert rows["router"] == 46 * (64 * 2_048 + 64)
