@@ -46,10 +46,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 42 checkpoints across the 39 families with fixtures."""
+    figure) have an exact total: 43 checkpoints across the 39 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 42
+    assert len(_exact()) == 43
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -384,6 +384,7 @@ KV = [
     ("qwen3.5-27b", 65_536),  # 16 full-attention layers of 64 (every 4th): 2 x 16 x 4 x 256 x 2
     ("qwen3.5-35b-a3b", 20_480),  # 10 full-attention layers of 40: 2 x 10 x 2 x 256 x 2
     ("glm-4.7-flash", 54_144),  # MLA latent 512 + rope key 64 per layer: 47 x 576 x 2
+    ("qwen3-coder-480b-a35b-instruct", 253_952),  # 2 x 62 x 8 x 128 x 2
 ]
 
 

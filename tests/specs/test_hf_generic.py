@@ -178,7 +178,12 @@ def test_infinity_in_a_shape_key_is_refused(tmp_path):
 
 def test_qwen3_restating_use_qk_norm_is_accepted():
     """Qwen3-Coder-480B's qwen3_moe config says ``"use_qk_norm": true``, which every qwen3_moe model
-    has: accepted, the count unchanged (Qwen3-30B-A3B's checkpoint total); false is refused."""
+    has: accepted, counted exactly (480,154,875,392, the Hub's safetensors count) and the same key
+    on Qwen3-30B-A3B changes nothing; false is refused."""
+    coder = load_hf_config(FIXTURES / "qwen3-coder-480b-a35b-instruct")
+    assert _config("qwen3-coder-480b-a35b-instruct")["use_qk_norm"] is True
+    assert count_params(coder).total_params == CHECKPOINTS["qwen3-coder-480b-a35b-instruct"]["total_params"]
+    assert count_params(coder).total_params == 480_154_875_392
     cfg = {**_config("qwen3-30b-a3b"), "use_qk_norm": True}
     assert (
         count_params(hf_to_spec(cfg, "x/config.json")[0]).total_params == CHECKPOINTS["qwen3-30b-a3b"]["total_params"]

@@ -6,14 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from llm_cost.core.errors import SpecError
 from llm_cost.core.types import LayerType, MlpType
 from llm_cost.specs.hf.config import (
     _ABSENT as _ABSENT_MARK,
 )
 from llm_cost.specs.hf.config import (
     _REQUIRED,
-    _VISION_SHAPE_KEYS,
     _common,
     _Config,
     _Family,
@@ -157,42 +155,10 @@ def _qwen2_vl(c: _Config, fam: _Family) -> dict[str, Any]:
     """qwen2_vl (transformers models/qwen2_vl/modeling_qwen2_vl.py): a Qwen2 language model plus
     Qwen2VisionTransformerPretrainedModel (``vision_config``; Qwen2VLVisionConfig defaults for absent
     keys; legacy ``in_chans`` / ``spatial_patch_size`` are synonyms of ``in_channels`` / ``patch_size``)."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.schema import Qwen2Vision
+    from llm_cost.specs.hf.vision import qwen2_vision
 
     out = _qwen(c, fam)
-    raw = c.dict("vision_config")
-    if raw is None:
-        raise c.error("vision_config", "is required for model_type 'qwen2_vl' (the vision tower's shapes)")
-    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore("model_type", "hidden_act", "initializer_range")
-    kw = dict(
-        depth=v.int("depth", 32),
-        embed_dim=v.int("embed_dim", 1280),
-        num_heads=v.int("num_heads", 16),
-        mlp_ratio=v.int("mlp_ratio", 4),
-        in_chans=v.int(v.alias("in_channels", "in_chans"), 3),
-        patch_size=v.int(v.alias("patch_size", "spatial_patch_size"), 14),
-        spatial_merge_size=v.int("spatial_merge_size", 2),
-        temporal_patch_size=v.int("temporal_patch_size", 2),
-        hidden_act=v.str("hidden_act", "quick_gelu"),
-        out_hidden_size=v.int(
-            "hidden_size",
-            out["hidden_size"],
-            why="absent; the language model's hidden_size, which the merger must output",
-        ),
-    )
-    v.check_unplaced(_VISION_SHAPE_KEYS)
-    if kw["out_hidden_size"] != out["hidden_size"]:
-        raise v.error(
-            "hidden_size",
-            f"({kw['out_hidden_size']}) must equal the language model's hidden_size ({out['hidden_size']})",
-        )
-    try:
-        out["vision"] = Qwen2Vision.checked(**kw)
-    except ValidationError as exc:
-        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    out["vision"] = qwen2_vision(c, out)
     return out
 
 
@@ -517,46 +483,10 @@ def _gemma3_vlm(c: _Config, fam: _Family) -> dict[str, Any]:
     (models/siglip/modeling_siglip.py, ``vision_config``; SiglipVisionConfig defaults for absent keys)
     and Gemma3MultiModalProjector (RMSNorm + [e, d] matrix). ``vision_use_head`` true would add
     SigLIP's attention-pooling head, which Gemma 3 does not use: refused."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.schema import SiglipVision
+    from llm_cost.specs.hf.vision import siglip_gemma3_vision
 
     out = _gemma(c, fam)
-    raw = c.dict("vision_config")
-    if raw is None:
-        raise c.error(
-            "vision_config",
-            "is required for model_type 'gemma3' (the SigLIP tower's shapes); "
-            "a text-only Gemma 3 config has model_type gemma3_text",
-        )
-    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore("model_type", "hidden_act", "layer_norm_eps", "attention_dropout", "torch_dtype", "dtype")
-    if v.data.get("vision_use_head"):
-        raise v.error("vision_use_head", "= true adds SigLIP's pooling head, which Gemma 3 does not have")
-    v.ignore("vision_use_head")
-    kw = dict(
-        hidden_size=v.int("hidden_size", 768),
-        intermediate_size=v.int("intermediate_size", 3072),
-        num_hidden_layers=v.int("num_hidden_layers", 12),
-        num_attention_heads=v.int("num_attention_heads", 12),
-        image_size=v.int("image_size", 224),
-        patch_size=v.int("patch_size", 16),
-        num_channels=v.int("num_channels", 3),
-        mm_tokens_per_image=c.int("mm_tokens_per_image", 256),
-    )
-    v.check_unplaced(_VISION_SHAPE_KEYS | {"projection_dim", "embed_dim", "depth"})
-    c.ignore("boi_token_index", "eoi_token_index", "image_token_index", "initializer_range")
-    try:
-        out["vision"] = SiglipVision.checked(**kw)
-    except ValidationError as exc:
-        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
-    side = kw["image_size"] // kw["patch_size"]
-    tokens = int(round(kw["mm_tokens_per_image"] ** 0.5))
-    if tokens * tokens != kw["mm_tokens_per_image"] or side % tokens:
-        raise c.error(
-            "mm_tokens_per_image",
-            f"({kw['mm_tokens_per_image']}) must be a square whose side divides image_size / patch_size ({side})",
-        )
+    out["vision"] = siglip_gemma3_vision(c, out)
     return out
 
 
@@ -960,58 +890,10 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
     else:
         c.ignore("intermediate_size_mlp")
     if c.family == "llama4":
-        out["vision"] = _llama4_vision(c)
+        from llm_cost.specs.hf.vision import llama4_vision
+
+        out["vision"] = llama4_vision(c)
     return out
-
-
-def _llama4_vision(c: _Config):
-    """The Llama4VisionConfig keys (its defaults for absent ones) of a llama4 wrapper config."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.schema import Llama4Vision
-
-    raw = c.dict("vision_config")
-    if raw is None:
-        raise c.error(
-            "vision_config",
-            "is required for model_type 'llama4' (the vision encoder's shapes); a text-only "
-            "config has model_type llama4_text",
-        )
-    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore(
-        "model_type",
-        "hidden_act",
-        "norm_eps",
-        "attention_dropout",
-        "projector_dropout",
-        "rope_theta",
-        "vision_feature_layer",
-        "vision_feature_select_strategy",
-        "initializer_range",
-        "torch_dtype",
-        "dtype",
-        "pixel_shuffle_ratio",
-        "rope_parameters",
-    )
-    kw = dict(
-        hidden_size=v.int("hidden_size", 768),
-        intermediate_size=v.int("intermediate_size", 5632),
-        num_hidden_layers=v.int("num_hidden_layers", 34),
-        num_attention_heads=v.int("num_attention_heads", 16),
-        image_size=v.int("image_size", 448),
-        patch_size=v.int("patch_size", 14),
-        num_channels=v.int("num_channels", 3),
-        projector_input_dim=v.int("projector_input_dim", 4096),
-        projector_output_dim=v.int("projector_output_dim", 4096),
-        vision_output_dim=v.int("vision_output_dim", 7680),
-        multi_modal_projector_bias=v.bool("multi_modal_projector_bias", False),
-    )
-    v.check_unplaced(_VISION_SHAPE_KEYS)
-    c.ignore("boi_token_index", "eoi_token_index", "image_token_index")
-    try:
-        return Llama4Vision.checked(**kw)
-    except ValidationError as exc:
-        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
 
 
 def _olmoe(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -1068,49 +950,10 @@ def _qwen2_5_vl(c: _Config, fam: _Family) -> dict[str, Any]:
     """qwen2_5_vl (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py): the Qwen2 language model
     (q/k/v biases; keys at the top level or under ``text_config``) and the Qwen2.5-VL vision tower of
     ``vision_config`` (RMSNorm, gated MLP; Qwen2_5_VLVisionConfig defaults for absent keys)."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.schema import Qwen25Vision
+    from llm_cost.specs.hf.vision import qwen25_vision
 
     out = _qwen(c, fam)
-    raw = c.dict("vision_config")
-    if raw is None:
-        raise c.error("vision_config", "is required for model_type 'qwen2_5_vl' (the vision tower's shapes)")
-    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore(
-        "model_type",
-        "hidden_act",
-        "initializer_range",
-        "tokens_per_second",
-        "window_size",
-        "fullatt_block_indexes",
-        "torch_dtype",
-        "dtype",
-    )
-    kw = dict(
-        depth=v.int("depth", 32),
-        hidden_size=v.int("hidden_size", 3584),
-        intermediate_size=v.int("intermediate_size", 3420),
-        num_heads=v.int("num_heads", 16),
-        in_channels=v.int(v.alias("in_channels", "in_chans"), 3),
-        patch_size=v.int(v.alias("patch_size", "spatial_patch_size"), 14),
-        spatial_merge_size=v.int("spatial_merge_size", 2),
-        temporal_patch_size=v.int("temporal_patch_size", 2),
-        out_hidden_size=v.int("out_hidden_size", out["hidden_size"]),
-    )
-    v.check_unplaced(
-        _VISION_SHAPE_KEYS - {"intermediate_size", "out_hidden_size", "fullatt_block_indexes", "window_size"}
-    )
-    if kw["out_hidden_size"] != out["hidden_size"]:
-        raise v.error(
-            "out_hidden_size",
-            f"({kw['out_hidden_size']}) must equal the language model's hidden_size ({out['hidden_size']})",
-        )
-    c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id", "vision_token_id")
-    try:
-        out["vision"] = Qwen25Vision.checked(**kw)
-    except ValidationError as exc:
-        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    out["vision"] = qwen25_vision(c, out)
     return out
 
 
@@ -1185,49 +1028,14 @@ def _mistral3(c: _Config, fam: _Family) -> dict[str, Any]:
     the Mistral language model of ``text_config`` (read as mistral), the Pixtral encoder of
     ``vision_config`` (models/pixtral/modeling_pixtral.py) and the projector (RMSNorm, 2x2 patch
     merger, linear_1, linear_2; biases only with ``multimodal_projector_bias``)."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.schema import PixtralVision
+    from llm_cost.specs.hf.vision import pixtral_vision
 
     c.family = "mistral"
     try:
         out = _llama_like(c, fam)
     finally:
         c.family = "mistral3"
-    raw = c.dict("vision_config")
-    if raw is None:
-        raise c.error("vision_config", "is required for model_type 'mistral3' (the Pixtral encoder's shapes)")
-    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore(
-        "model_type",
-        "hidden_act",
-        "initializer_range",
-        "attention_dropout",
-        "rope_theta",
-        "rope_parameters",
-        "image_size",
-        "torch_dtype",
-        "dtype",
-        "rms_norm_eps",
-    )
-    heads = v.int("num_attention_heads", 16)
-    kw = dict(
-        hidden_size=v.int("hidden_size", 1024),
-        intermediate_size=v.int("intermediate_size", 4096),
-        num_hidden_layers=v.int("num_hidden_layers", 24),
-        num_attention_heads=heads,
-        head_dim=v.int("head_dim", 64),
-        patch_size=v.int("patch_size", 16),
-        num_channels=v.int("num_channels", 3),
-        spatial_merge_size=c.int("spatial_merge_size", 2),
-        multimodal_projector_bias=c.bool("multimodal_projector_bias", False),
-    )
-    v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size"})
-    c.ignore("image_token_index", "projector_hidden_act", "vision_feature_layer", "vision_feature_select_strategy")
-    try:
-        out["vision"] = PixtralVision.checked(**kw)
-    except ValidationError as exc:
-        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+    out["vision"] = pixtral_vision(c, out)
     return out
 
 
