@@ -440,8 +440,32 @@ class PixtralVision(Spec):
     multimodal_projector_bias: bool = False
 
 
+@spec
+class MoonVitVision(Spec):
+    """Kimi-K2.5's MoonViT encoder and patch-merger projector (transformers
+    models/kimi_k25/modeling_kimi_k25.py, Kimi_K25VisionModel and Kimi_K25MultimodalProjection).
+
+    Encoder: a Conv2d patch embedding [e, C, p, p] with bias, a learned position grid
+    [h, w, e] (resampled per image; the temporal sinusoid is a buffer), blocks of LayerNorm (with
+    bias), q/k/v (one fused wqkv in the checkpoint) and o with biases, LayerNorm, an MLP fc0/fc1
+    with biases; a final LayerNorm. Projector: LayerNorm over e, then [e m^2 -> e m^2] and
+    [e m^2 -> d] with biases, m^2 = the merge kernel's patches."""
+
+    title = "MoonViT (Kimi-K2.5)"  # the tower's name in messages (a class attribute, not a field: no annotation)
+    kind: Literal["moonvit"] = "moonvit"
+    hidden_size: Width
+    intermediate_size: Width
+    num_hidden_layers: Layers
+    num_attention_heads: Heads
+    patch_size: Small
+    pos_emb_height: Positions
+    pos_emb_width: Positions
+    merge_patches: Small = spec_field(default=4, description="Patches merged into one token (2 x 2).")
+    num_channels: Small = 3
+
+
 #: A vision encoder with its projector (``ModelSpec.vision``), told apart by ``kind``.
-VisionTower = Union[Qwen2Vision, Qwen25Vision, Qwen3Vision, SiglipVision, Llama4Vision, PixtralVision]
+VisionTower = Union[Qwen2Vision, Qwen25Vision, Qwen3Vision, SiglipVision, Llama4Vision, PixtralVision, MoonVitVision]
 
 
 @spec

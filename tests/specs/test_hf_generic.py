@@ -281,3 +281,29 @@ def test_glm4_moe_lite_is_deepseek_attention_with_glm_routing():
     assert r.active_params == 3_896_766_080
     # router: 46 MoE layers x (weight 64 x 2,048 + e_score_correction_bias 64)
     assert rows["router"] == 46 * (64 * 2_048 + 64)
+
+
+def test_kimi_k25_is_kimi_k2_plus_moonvit():
+    """Kimi-K2.5: the language model is Kimi K2's 1,026,408,232,448 (CHECKPOINTS.yaml kimi-k2-instruct);
+    the vision part is the checkpoint's tensor list (code-index id 62530201892) summed by hand, and
+    equals the catalogue's Kimi K2.5 - Kimi K2 Thinking difference."""
+    r = count_params(load_hf_config(FIXTURES / "kimi-k2.5"))
+    e, f, layers, d = 1_152, 4_304, 27, 7_168
+    tower = (
+        e * 3 * 14 * 14
+        + e  # patch_embed.proj weight [1152, 3, 14, 14] + bias
+        + 64 * 64 * e  # patch_embed.pos_emb [64, 64, 1152]
+        + layers * (2 * 2 * e + 3 * e * e + 3 * e + e * e + e + f * e + f + e * f + e)  # norm0/1, wqkv, wo, fc0, fc1
+        + 2 * e  # final_layernorm
+    )
+    projector = 2 * e + (4 * e) * (4 * e) + 4 * e + d * 4 * e + d  # pre_norm, proj.0, proj.2
+    assert r.vision_params == tower + projector == 1_028_542_417_904 - 1_028_071_273_984
+    assert r.decoder_params == CHECKPOINTS["kimi-k2-instruct"]["total_params"]
+    assert r.total_params == CHECKPOINTS["kimi-k2.5"]["total_params"]
+
+
+def test_kimi_k25_projector_width_must_be_the_tower_width():
+    cfg = _config("kimi-k2.5")
+    cfg["vision_config"]["mm_hidden_size"] = 1024
+    with pytest.raises(SpecError, match=r"vision_config\.mm_hidden_size \(1024\) must equal the tower's hidden_size"):
+        hf_to_spec(cfg, "x/config.json")

@@ -183,6 +183,11 @@ DEPARTURES: dict[str, Departures] = {
     "qwen3_5_moe_text": Departures(
         cite="transformers models/qwen3_5_moe/modeling_qwen3_5_moe.py (Qwen3_5MoeForCausalLM)", **_QWEN3_NEXT_TEXT
     ),
+    "kimi_k25": Departures(
+        cite="transformers models/kimi_k25/modeling_kimi_k25.py (a DeepSeek-V3 language model of text_config, "
+        "model_type kimi_k2 or deepseek_v3, and the MoonViT tower with its patch-merger projector)",
+        vision="moonvit",
+    ),
     "glm4_moe_lite": Departures(
         cite="transformers models/glm4_moe_lite/modeling_glm4_moe_lite.py (DeepSeek-V3 MLA, GLM-4-MoE router with "
         "e_score_correction_bias and shared experts)",

@@ -21,6 +21,7 @@ __all__ = [
     "siglip_gemma3_vision",
     "llama4_vision",
     "pixtral_vision",
+    "moonvit_vision",
     "VISION_READERS",
 ]
 
@@ -311,8 +312,78 @@ def pixtral_vision(c: _Config, out: dict[str, Any]):
     return vision
 
 
+def moonvit_vision(c: _Config, out: dict[str, Any]):
+    """The MoonViT tower and projector of a kimi_k25 wrapper's ``vision_config`` (transformers
+    models/kimi_k25/modeling_kimi_k25.py; Kimi_K25VisionConfig defaults for absent keys). The
+    checkpoints' remote-code spellings (``vt_hidden_size``, ``vt_num_hidden_layers``,
+    ``init_pos_emb_height`` ...) are synonyms of transformers' names; the projector's LayerNorm
+    width (``mm_hidden_size``, transformers' ``projection_hidden_size``) must be the tower width,
+    and ``text_hidden_size`` the language model's."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import MoonVitVision
+
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", f"is required for model_type '{c.family}' (the MoonViT tower's shapes)")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore(
+        "model_type",
+        "hidden_act",
+        "projector_hidden_act",
+        "projector_ln_eps",
+        "merge_type",
+        "pos_emb_type",
+        "video_attn_type",
+        "init_pos_emb_time",
+        "pos_emb_time",
+        "rope_parameters",
+        "_attn_implementation",
+        "mm_projector_type",
+        "initializer_range",
+        "torch_dtype",
+        "dtype",
+    )
+    e = v.int(v.alias("hidden_size", "vt_hidden_size"), 1152)
+    kernel = v.int_list("merge_kernel_size", [2, 2], minimum=1)
+    if len(kernel) != 2:
+        raise v.error("merge_kernel_size", f"must list two sizes (got {kernel!r})")
+    kw = dict(
+        hidden_size=e,
+        intermediate_size=v.int(v.alias("intermediate_size", "vt_intermediate_size"), 4304),
+        num_hidden_layers=v.int(v.alias("num_hidden_layers", "vt_num_hidden_layers"), 27),
+        num_attention_heads=v.int(v.alias("num_attention_heads", "vt_num_attention_heads"), 16),
+        patch_size=v.int("patch_size", 14),
+        pos_emb_height=v.int(v.alias("pos_emb_height", "init_pos_emb_height"), 64),
+        pos_emb_width=v.int(v.alias("pos_emb_width", "init_pos_emb_width"), 64),
+        merge_patches=kernel[0] * kernel[1],
+    )
+    for key, inner, wanted, what in (
+        ("mm_hidden_size", v, e, "the tower's hidden_size"),
+        ("projection_hidden_size", c, e, "the tower's hidden_size"),
+        ("text_hidden_size", v, out["hidden_size"], "the language model's hidden_size"),
+    ):
+        if inner.has(key) and inner.int(key) != wanted:
+            raise inner.error(key, f"({inner.data[key]}) must equal {what} ({wanted})")
+        inner.ignore(key)
+    v.check_unplaced(_VISION_SHAPE_KEYS | {"vt_hidden_size", "vt_intermediate_size", "vt_num_hidden_layers"})
+    c.ignore(
+        "media_placeholder_token_id",
+        "image_token_id",
+        "video_token_id",
+        "vision_start_token_id",
+        "vision_end_token_id",
+        "projection_layer_norm_eps",
+    )
+    try:
+        return MoonVitVision.checked(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+
+
 #: Vision readers by the name a departures line gives.
 VISION_READERS: dict[str, Callable[[_Config, dict[str, Any]], Any]] = {
     "qwen3_vl": qwen3_vision,
     "qwen3_5": lambda c, out: qwen3_vision(c, out, deepstack=False),
+    "moonvit": moonvit_vision,
 }
