@@ -99,7 +99,7 @@ def params(
     bits = choices.weight_bits(spec, dtype, source=source) if dtype or gguf else None
     shown = dtype.value if dtype else ("the GGUF file's types" if gguf else None)
     report = checkpoint_report(spec, source) if source is not None else None
-    if report is None and checkpoint is None and _is_hub_id(model):
+    if report is None and checkpoint is None and isinstance(model, str) and _is_hub_id(model):
         from llm_cost.analyses.checkpoint import hub_checkpoint_report
 
         report = hub_checkpoint_report(spec, model)  # the shard headers on the Hub, when online

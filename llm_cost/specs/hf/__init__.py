@@ -104,8 +104,8 @@ def _closest(config: dict[str, Any]) -> str:
 
     vocabulary = {f: family_keys(f) for f in FAMILIES}
     declared: dict[str, int] = {}
-    for keys in vocabulary.values():
-        for k in keys:
+    for family_vocabulary in vocabulary.values():
+        for k in family_vocabulary:
             declared[k] = declared.get(k, 0) + 1
     n = len(vocabulary)
     keys = _config_keys(config) - _NOT_VOCABULARY

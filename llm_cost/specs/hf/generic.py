@@ -157,7 +157,10 @@ def _qwen_text(cite: str, **kw: Any) -> Departures:
     return Departures(cite=cite, qk_norm=True, restates=(("use_qk_norm", True),), **kw)
 
 
-_QWEN3_NEXT_TEXT = dict(qk_norm=True, output_gate=True, shared_expert_gate=True)
+def _qwen3_next_text(cite: str, vision: Optional[str] = None) -> Departures:
+    """Qwen3-Next's text departures: per-head q/k norms, the gated q_proj, the gated shared expert."""
+    return Departures(cite=cite, qk_norm=True, output_gate=True, shared_expert_gate=True, vision=vision)
+
 
 #: model_type -> how its modeling file departs from the standard vocabulary.
 DEPARTURES: dict[str, Departures] = {
@@ -165,23 +168,19 @@ DEPARTURES: dict[str, Departures] = {
         "transformers models/qwen3_vl_moe/modeling_qwen3_vl_moe.py (Qwen3-MoE text, Qwen3-VL vision with DeepStack)",
         vision="qwen3_vl",
     ),
-    "qwen3_5": Departures(
-        cite="transformers models/qwen3_5/modeling_qwen3_5.py (Qwen3-Next text with a dense MLP; in_proj_qkv/z/b/a "
+    "qwen3_5": _qwen3_next_text(
+        "transformers models/qwen3_5/modeling_qwen3_5.py (Qwen3-Next text with a dense MLP; in_proj_qkv/z/b/a "
         "hold the elements of Qwen3-Next's in_proj_qkvz/ba; Qwen3-VL vision without DeepStack)",
         vision="qwen3_5",
-        **_QWEN3_NEXT_TEXT,
     ),
-    "qwen3_5_text": Departures(
-        cite="transformers models/qwen3_5/modeling_qwen3_5.py (Qwen3_5ForCausalLM)", **_QWEN3_NEXT_TEXT
-    ),
-    "qwen3_5_moe": Departures(
-        cite="transformers models/qwen3_5_moe/modeling_qwen3_5_moe.py (Qwen3-Next text: gated attention, Gated "
+    "qwen3_5_text": _qwen3_next_text("transformers models/qwen3_5/modeling_qwen3_5.py (Qwen3_5ForCausalLM)"),
+    "qwen3_5_moe": _qwen3_next_text(
+        "transformers models/qwen3_5_moe/modeling_qwen3_5_moe.py (Qwen3-Next text: gated attention, Gated "
         "DeltaNet, MoE with a gated shared expert; Qwen3-VL vision without DeepStack)",
         vision="qwen3_5",
-        **_QWEN3_NEXT_TEXT,
     ),
-    "qwen3_5_moe_text": Departures(
-        cite="transformers models/qwen3_5_moe/modeling_qwen3_5_moe.py (Qwen3_5MoeForCausalLM)", **_QWEN3_NEXT_TEXT
+    "qwen3_5_moe_text": _qwen3_next_text(
+        "transformers models/qwen3_5_moe/modeling_qwen3_5_moe.py (Qwen3_5MoeForCausalLM)"
     ),
     "kimi_k25": Departures(
         cite="transformers models/kimi_k25/modeling_kimi_k25.py (a DeepSeek-V3 language model of text_config, "
