@@ -24,6 +24,7 @@ from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, MlpType, Part, ShardRule, TensorKind
 from llm_cost.model.layers import layer_counts
 from llm_cost.specs.schema import (
+    Glm4vVision,
     GQAAttention,
     Llama4Vision,
     MLAAttention,
@@ -754,6 +755,45 @@ def _moonvit(v: MoonVitVision, d_text: int) -> list[Tensor]:
     return t
 
 
+def _glm4v_vision(v: Glm4vVision) -> list[Tensor]:
+    """GLM-4V vision tower and merger (transformers models/glm4v/modeling_glm4v.py Glm4vVisionModel)."""
+    e, o, f, L, m = v.hidden_size, v.out_hidden_size, v.intermediate_size, v.depth, v.spatial_merge_size
+    p, vt, blk = Part.VISION, "visual", "visual.blocks.*"
+    patch = (e, v.in_channels, v.temporal_patch_size, v.patch_size, v.patch_size)
+    t = [
+        Tensor(
+            f"{vt}.embeddings.position_embedding.weight",
+            ((v.image_size // v.patch_size) ** 2, e),
+            "vision.patch_embed",
+            L_,
+            part=p,
+        ),
+        Tensor(f"{vt}.patch_embed.proj.weight", patch, "vision.patch_embed", M, part=p),
+        Tensor(f"{vt}.patch_embed.proj.bias", (e,), "vision.patch_embed", B, part=p),
+    ]
+    for norm in ("norm1", "norm2"):
+        t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
+    t.append(Tensor(f"{blk}.attn.qkv.weight", (3 * e, e), "vision.blocks", M, L, part=p))
+    if v.attention_bias:
+        t.append(Tensor(f"{blk}.attn.qkv.bias", (3 * e,), "vision.blocks", B, L, part=p))
+    for name, d_in, d_out in (
+        ("attn.proj", e, e),
+        ("mlp.gate_proj", e, o),
+        ("mlp.up_proj", e, o),
+        ("mlp.down_proj", o, e),
+    ):
+        t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
+    for norm in ("post_conv_layernorm", "post_layernorm"):
+        t.append(Tensor(f"{vt}.{norm}.weight", (e,), "vision.blocks", N, part=p))
+    t.append(Tensor(f"{vt}.downsample.weight", (o, e, m, m), "vision.merger", M, part=p))
+    t.append(Tensor(f"{vt}.downsample.bias", (o,), "vision.merger", B, part=p))
+    t.append(Tensor(f"{vt}.merger.post_projection_norm.weight", (o,), "vision.merger", N, part=p))
+    t.append(Tensor(f"{vt}.merger.post_projection_norm.bias", (o,), "vision.merger", N, part=p))
+    for name, d_in, d_out in (("proj", o, o), ("gate_proj", o, f), ("up_proj", o, f), ("down_proj", f, o)):
+        t.append(Tensor(f"{vt}.merger.{name}.weight", (d_out, d_in), "vision.merger", M, part=p))
+    return t
+
+
 def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
     """The tensors of a vision tower and its projector into the decoder's width ``d_text``."""
     if isinstance(v, Qwen2Vision):
@@ -768,6 +808,8 @@ def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
         return _llama4_vision(v, d_text)
     if isinstance(v, MoonVitVision):
         return _moonvit(v, d_text)
+    if isinstance(v, Glm4vVision):
+        return _glm4v_vision(v)
     return _pixtral(v, d_text)
 
 

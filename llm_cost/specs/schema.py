@@ -464,8 +464,37 @@ class MoonVitVision(Spec):
     num_channels: Small = 3
 
 
+@spec
+class Glm4vVision(Spec):
+    """The GLM-4V vision tower of GLM-4.5V (transformers models/glm4v/modeling_glm4v.py
+    Glm4vVisionModel, which models/glm4v_moe/modeling_glm4v_moe.py reuses).
+
+    A learned position embedding [(image / patch)^2, e]; a Conv3d patch embedding
+    [e, C, T, p, p] with bias; blocks of two RMSNorms, a fused qkv [3e, e] (bias with
+    ``attention_bias``), proj [e, e] without bias and a gated MLP of width ``out_hidden_size``
+    without biases; post_conv_layernorm and post_layernorm (RMSNorm); a Conv2d downsample
+    [o, e, m, m] with bias; the merger: proj [o, o], a LayerNorm, and a gated MLP of
+    ``intermediate_size`` (gate/up/down, no biases)."""
+
+    title = "GLM-4V"  # the tower's name in messages (a class attribute, not a field: no annotation)
+    kind: Literal["glm4v"] = "glm4v"
+    depth: Layers
+    hidden_size: Width
+    out_hidden_size: Width
+    intermediate_size: Width
+    num_heads: Heads
+    image_size: Positions
+    patch_size: Small
+    temporal_patch_size: Small
+    spatial_merge_size: Small
+    in_channels: Small = 3
+    attention_bias: bool = False
+
+
 #: A vision encoder with its projector (``ModelSpec.vision``), told apart by ``kind``.
-VisionTower = Union[Qwen2Vision, Qwen25Vision, Qwen3Vision, SiglipVision, Llama4Vision, PixtralVision, MoonVitVision]
+VisionTower = Union[
+    Qwen2Vision, Qwen25Vision, Qwen3Vision, SiglipVision, Llama4Vision, PixtralVision, MoonVitVision, Glm4vVision
+]
 
 
 @spec

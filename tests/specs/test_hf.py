@@ -46,10 +46,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 44 checkpoints across the 40 families with fixtures."""
+    figure) have an exact total: 45 checkpoints across the 41 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 44
+    assert len(_exact()) == 45
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -386,6 +386,7 @@ KV = [
     ("glm-4.7-flash", 54_144),  # MLA latent 512 + rope key 64 per layer: 47 x 576 x 2
     ("qwen3-coder-480b-a35b-instruct", 253_952),  # 2 x 62 x 8 x 128 x 2
     ("kimi-k2.5", 70_272),  # MLA as DeepSeek-V3: 61 x (512 + 64) x 2
+    ("glm-4.5v", 188_416),  # 2 x 46 x 8 x 128 x 2
 ]
 
 
@@ -706,6 +707,7 @@ def test_import_writes_refuses_and_forces(cli, tmp_path):
         ("llama-4-scout-17b-16e", "llama4", "Llama 4"),
         ("mistral-small-3.2-24b-instruct-2506", "pixtral", "Pixtral"),
         ("kimi-k2.5", "moonvit", "MoonViT (Kimi-K2.5)"),
+        ("glm-4.5v", "glm4v", "GLM-4V"),
     ],
 )
 def test_every_vision_tower_is_the_one_vision_field_told_apart_by_kind(name, kind, title):

@@ -307,3 +307,26 @@ def test_kimi_k25_projector_width_must_be_the_tower_width():
     cfg["vision_config"]["mm_hidden_size"] = 1024
     with pytest.raises(SpecError, match=r"vision_config\.mm_hidden_size \(1024\) must equal the tower's hidden_size"):
         hf_to_spec(cfg, "x/config.json")
+
+
+def test_glm4v_moe_is_glm_4_5_air_plus_the_glm4v_tower():
+    """GLM-4.5V: its language model is GLM-4.5-Air's main model (106,852,251,264, the glm-4.5-air
+    test's figure); the vision tower and merger summed by hand from the checkpoint's tensor list
+    (code-index id 62538297598); the whole is the report's 107,710,933,120."""
+    r = count_params(load_hf_config(FIXTURES / "glm-4.5v"))
+    e, o, f, blocks = 1_536, 4_096, 10_944, 24
+    tower = (
+        576 * e  # embeddings.position_embedding [576, 1536]
+        + e * 3 * 2 * 14 * 14
+        + e  # patch_embed.proj [1536, 3, 2, 14, 14] + bias
+        + blocks * (2 * e + 3 * e * e + e * e + 3 * o * e)  # norm1/2, qkv, proj, gate/up/down
+        + 2 * e  # post_conv_layernorm, post_layernorm
+        + o * e * 2 * 2
+        + o  # downsample [4096, 1536, 2, 2] + bias
+        + o * o
+        + 2 * o
+        + 3 * f * o  # merger proj, post_projection_norm, gate/up/down
+    )
+    assert r.vision_params == tower
+    assert r.decoder_params == 106_852_251_264
+    assert r.total_params == CHECKPOINTS["glm-4.5v"]["total_params"] == 107_710_933_120

@@ -187,6 +187,13 @@ DEPARTURES: dict[str, Departures] = {
         "model_type kimi_k2 or deepseek_v3, and the MoonViT tower with its patch-merger projector)",
         vision="moonvit",
     ),
+    "glm4v_moe": Departures(
+        cite="transformers models/glm4v_moe/modeling_glm4v_moe.py (the GLM-4-MoE language model: q/k/v biases "
+        "without an o_proj bias, the router's e_score_correction_bias, shared experts; the GLM-4V vision tower)",
+        o_proj_bias=False,
+        router_bias=True,
+        vision="glm4v",
+    ),
     "glm4_moe_lite": Departures(
         cite="transformers models/glm4_moe_lite/modeling_glm4_moe_lite.py (DeepSeek-V3 MLA, GLM-4-MoE router with "
         "e_score_correction_bias and shared experts)",

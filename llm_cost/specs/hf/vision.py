@@ -22,6 +22,7 @@ __all__ = [
     "llama4_vision",
     "pixtral_vision",
     "moonvit_vision",
+    "glm4v_vision",
     "VISION_READERS",
 ]
 
@@ -381,9 +382,65 @@ def moonvit_vision(c: _Config, out: dict[str, Any]):
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
 
 
+def glm4v_vision(c: _Config, out: dict[str, Any]):
+    """The GLM-4V vision tower of ``vision_config`` (transformers models/glm4v/modeling_glm4v.py;
+    Glm4vMoeVisionConfig defaults for absent keys); ``out_hidden_size`` must be the language
+    model's width (the downsample and merger project into it)."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import Glm4vVision
+
+    raw = c.dict("vision_config")
+    if raw is None:
+        raise c.error("vision_config", f"is required for model_type '{c.family}' (the GLM-4V tower's shapes)")
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    v.ignore(
+        "model_type",
+        "hidden_act",
+        "attention_dropout",
+        "initializer_range",
+        "rms_norm_eps",
+        "rope_parameters",
+        "torch_dtype",
+        "dtype",
+    )
+    kw = dict(
+        depth=v.int("depth", 24),
+        hidden_size=v.int("hidden_size", 1536),
+        out_hidden_size=v.int("out_hidden_size", out["hidden_size"]),
+        intermediate_size=v.int("intermediate_size", 13696),
+        num_heads=v.int("num_heads", 12),
+        image_size=v.int("image_size", 336),
+        patch_size=v.int("patch_size", 14),
+        temporal_patch_size=v.int("temporal_patch_size", 2),
+        spatial_merge_size=v.int("spatial_merge_size", 2),
+        in_channels=v.int("in_channels", 3),
+        attention_bias=v.bool("attention_bias", False),
+    )
+    v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size", "out_hidden_size"})
+    if kw["out_hidden_size"] != out["hidden_size"]:
+        raise v.error(
+            "out_hidden_size",
+            f"({kw['out_hidden_size']}) must equal the language model's hidden_size ({out['hidden_size']})",
+        )
+    c.ignore(
+        "image_token_id",
+        "video_token_id",
+        "image_start_token_id",
+        "image_end_token_id",
+        "video_start_token_id",
+        "video_end_token_id",
+    )
+    try:
+        return Glm4vVision.checked(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+
+
 #: Vision readers by the name a departures line gives.
 VISION_READERS: dict[str, Callable[[_Config, dict[str, Any]], Any]] = {
     "qwen3_vl": qwen3_vision,
     "qwen3_5": lambda c, out: qwen3_vision(c, out, deepstack=False),
     "moonvit": moonvit_vision,
+    "glm4v": glm4v_vision,
 }
