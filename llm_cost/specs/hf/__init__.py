@@ -127,20 +127,15 @@ _NESTED_TEXT = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llama4", "mistr
 
 
 def _reader(model_type: str):
-    """(mapper, family defaults, departures or None, read generically) for ``model_type``."""
-    from llm_cost.specs.hf.generic import DEPARTURES, generic_family, read_generic
+    """(family, mapper, family defaults, read generically) for ``model_type``: a supported family
+    (its mapping, or the generic reader with its departures line), else the generic reader alone."""
+    from llm_cost.specs.hf.generic import generic_family, read_generic
 
     family = ALIASES.get(model_type, model_type)
     if family in FAMILIES:
         mapper, fam = FAMILIES[family]
         return family, mapper, fam, False
-    dep = DEPARTURES.get(model_type)
-    return (
-        model_type,
-        lambda c, fam: read_generic(c, fam, dep),
-        generic_family(model_type),
-        dep is None,
-    )
+    return model_type, lambda c, fam: read_generic(c, fam, None), generic_family(model_type), True
 
 
 def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, display_name: Optional[str] = None):
@@ -159,7 +154,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
     from pydantic import ValidationError
 
     from llm_cost.specs.hf.defaults import defaults_for
-    from llm_cost.specs.hf.generic import refuse_unknown_keys
+    from llm_cost.specs.hf.generic import DEPARTURES, refuse_unknown_keys
     from llm_cost.specs.schema import READ_GENERICALLY, ModelSpec, Source
 
     if not isinstance(config, dict):
@@ -178,15 +173,18 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
     family, mapper, fam, generic = _reader(model_type)
     data = dict(config)
     text = data.get("text_config")
-    nested = isinstance(text, dict) and (family in _NESTED_TEXT or family not in FAMILIES)
+    dep = DEPARTURES.get(family)
+    nested = isinstance(text, dict) and (
+        family in _NESTED_TEXT or generic or (dep is not None and dep.vision is not None)
+    )
     if nested:
         assert isinstance(text, dict)
         data.update({k: v for k, v in text.items() if k not in ("model_type", "architectures")})
         data.pop("text_config")
     defaults: list[str] = []
     notes: list[str] = []
-    c = _Config(data, source, family, defaults, notes, table=defaults_for(model_type, nested))
-    c.table_first = family not in FAMILIES
+    c = _Config(data, source, family, defaults, notes, table=defaults_for(family, nested))
+    c.table_first = generic
     c.ignore("model_type", "architectures", "_name_or_path")
     try:
         if generic:

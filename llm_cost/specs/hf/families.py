@@ -11,7 +11,6 @@ from llm_cost.specs.hf.config import (
     _ABSENT as _ABSENT_MARK,
 )
 from llm_cost.specs.hf.config import (
-    _REQUIRED,
     _common,
     _Config,
     _Family,
@@ -22,22 +21,23 @@ from llm_cost.specs.hf.config import (
     _place_layers,
     _qwen_sliding,
 )
-from llm_cost.specs.hf.generic import DEPARTURES
+from llm_cost.specs.hf.generic import DEPARTURES, generic_family, generic_mapper
 
 
 def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
-    """llama (transformers models/llama/modeling_llama.py), mistral (modeling_mistral.py),
-    phi3 (modeling_phi3.py; fused qkv_proj / gate_up_proj hold the same elements).
+    """The language model of mistral3 (read as mistral, transformers models/mistral/modeling_mistral.py),
+    phi3 (modeling_phi3.py; fused qkv_proj / gate_up_proj hold the same elements), smollm3
+    (modeling_smollm3.py). llama and mistral configs themselves go through the generic reader.
 
-    Per layer: q/k/v/o projections (llama: ``attention_bias`` on all four), gated MLP (llama:
+    Per layer: q/k/v/o projections (smollm3: ``attention_bias`` on all four), gated MLP (smollm3:
     ``mlp_bias`` on all three), two RMSNorms. Mistral and Phi-3 use ``sliding_window`` (when set) in
     every layer; Mistral's default window is 4096, Phi-3's none.
     """
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False) if c.family in ("llama", "smollm3") else False
-    mlp_bias = c.bool("mlp_bias", False) if c.family in ("llama", "smollm3") else False
+    bias = c.bool("attention_bias", False) if c.family == "smollm3" else False
+    mlp_bias = c.bool("mlp_bias", False) if c.family == "smollm3" else False
     window = None
     if c.family == "mistral":
         window = c.int_or_null("sliding_window", 4096)
@@ -51,29 +51,6 @@ def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
     window = _place_layers(c, out, types, window)
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
     out["mlp"] = _mlp(c, mlp_bias=mlp_bias)
-    return out
-
-
-def _mixtral(c: _Config, fam: _Family) -> dict[str, Any]:
-    """mixtral (transformers models/mixtral/modeling_mixtral.py): Mistral attention; every FFN is
-    ``num_local_experts`` gated experts of width ``intermediate_size`` with a bias-free router."""
-    from llm_cost.specs.schema import MoE
-
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    window = c.opt_int("sliding_window")
-    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION)) or (
-        [LayerType.SLIDING_ATTENTION] * L if window else [LayerType.FULL_ATTENTION] * L
-    )
-    window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(n_q, n_kv, hd, sliding_window=window)
-    c.ignore("hidden_act")
-    out["moe"] = MoE.checked(
-        num_experts=c.int("num_local_experts", 8),
-        num_experts_per_tok=c.int("num_experts_per_tok", 2),
-        moe_intermediate_size=c.int("intermediate_size"),
-    )
     return out
 
 
@@ -228,73 +205,6 @@ def _qwen3_next(c: _Config, fam: _Family) -> dict[str, Any]:
         )
     if n_mtp:
         out["mtp"] = MTP.checked(num_nextn_predict_layers=n_mtp, checkpoint_stores_shared=False)
-    return out
-
-
-def _deepseek(c: _Config, fam: _Family) -> dict[str, Any]:
-    """deepseek_v2 / deepseek_v3 (transformers models/deepseek_v2/modeling_deepseek_v2.py,
-    models/deepseek_v3/modeling_deepseek_v3.py, and the checkpoints' modeling_deepseek.py): MLA
-    (q_lora_rank null: a full q_proj), ``attention_bias`` on q_a_proj, kv_a_proj_with_mqa and o_proj.
-    Layer i is MoE when n_routed_experts is set, i >= first_k_dense_replace and
-    i % moe_layer_freq == 0 (other layers: dense MLP of intermediate_size); shared experts
-    n_shared_experts x moe_intermediate_size; ``topk_method`` noaux_tc stores a per-expert
-    e_score_correction_bias. ``num_nextn_predict_layers`` MTP modules are reported apart."""
-    from llm_cost.specs.schema import MTP, MLAAttention, MoE
-
-    v3 = c.family == "deepseek_v3"
-    out = _common(c, fam)
-    L = out["num_hidden_layers"]
-    n = c.int("num_attention_heads")
-    c.ignore("num_key_value_heads", "head_dim", "rope_interleave")  # MLA: K/V heads = n_h; head_dim derived
-    out["attention"] = MLAAttention.checked(
-        num_attention_heads=n,
-        q_lora_rank=c.int_or_null("q_lora_rank", 1536),
-        kv_lora_rank=c.int("kv_lora_rank", 512),
-        qk_nope_head_dim=c.int("qk_nope_head_dim", 128),
-        qk_rope_head_dim=c.int("qk_rope_head_dim", 64),
-        v_head_dim=c.int("v_head_dim", 128),
-        attention_bias=c.bool("attention_bias", False),
-    )
-    E = c.int_or_null("n_routed_experts", 256 if v3 else None)
-    first_k = c.int("first_k_dense_replace", 3 if v3 else 0, minimum=0)
-    freq = c.int("moe_layer_freq", 1)
-    c.ignore(
-        "n_group",
-        "topk_group",
-        "routed_scaling_factor",
-        "scoring_func",
-        "norm_topk_prob",
-        "aux_loss_alpha",
-        "seq_aux",
-        "ep_size",
-    )
-    if E:
-        topk = c.str("topk_method", "noaux_tc" if v3 else "greedy")
-        shared = c.int_or_null("n_shared_experts", 1 if v3 else None, minimum=0) or 0
-        width = c.int("moe_intermediate_size", 2048 if v3 else 1407)
-        moe_layers = [i for i in range(L) if i >= first_k and i % freq == 0]
-        only = [i for i in range(first_k, L) if i not in moe_layers]
-        out["moe"] = MoE.checked(
-            num_experts=E,
-            num_experts_per_tok=c.int("num_experts_per_tok", 8 if v3 else _REQUIRED),
-            moe_intermediate_size=width,
-            shared_expert_intermediate_size=shared * width,
-            router_bias=topk == "noaux_tc",
-            first_k_dense_replace=min(first_k, L),
-            mlp_only_layers=only,
-        )
-        dense = len(moe_layers) < L
-    else:
-        c.ignore("topk_method", "n_shared_experts", "moe_intermediate_size", "num_experts_per_tok")
-        dense = True
-    if dense:
-        out["mlp"] = _mlp(c)
-    else:
-        c.ignore("intermediate_size", "hidden_act")
-    if "num_nextn_predict_layers" in c.data:
-        mtp = c.int("num_nextn_predict_layers", 0, minimum=0)
-        if mtp:
-            out["mtp"] = MTP.checked(num_nextn_predict_layers=mtp)
     return out
 
 
@@ -519,44 +429,6 @@ def _olmo2(c: _Config, fam: _Family) -> dict[str, Any]:
         sliding_window=window,
     )
     out["mlp"] = _mlp(c)
-    return out
-
-
-def _glm4_moe(c: _Config, fam: _Family) -> dict[str, Any]:
-    """glm4_moe (transformers models/glm4_moe/modeling_glm4_moe.py): GQA with ``attention_bias`` on
-    q/k/v (o_proj never has one), optional per-head q/k norms (``use_qk_norm``), partial RoPE; layers
-    i >= ``first_k_dense_replace`` are MoE: Glm4MoeTopkRouter weight [E, d] plus its
-    e_score_correction_bias [E], E routed experts of ``moe_intermediate_size``, and
-    ``n_shared_experts`` x that width of shared expert. The checkpoint also stores
-    ``num_nextn_predict_layers`` MTP layers (DeepSeek-V3 layout with embedding/head copies), which
-    transformers skips on load; they are reported apart."""
-    from llm_cost.specs.schema import MTP, MoE
-
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    out["attention"] = _gqa(
-        n_q, n_kv, hd, attention_bias=c.bool("attention_bias", False), qk_norm=c.bool("use_qk_norm", False)
-    )
-    first_k = c.int("first_k_dense_replace", 1, minimum=0)
-    width = c.int("moe_intermediate_size", 1408)
-    shared = c.int("n_shared_experts", 1, minimum=0)
-    c.ignore("n_group", "topk_group", "routed_scaling_factor", "norm_topk_prob", "topk_method", "scoring_func")
-    out["moe"] = MoE.checked(
-        num_experts=c.int("n_routed_experts", 128),
-        num_experts_per_tok=c.int("num_experts_per_tok", 8),
-        moe_intermediate_size=width,
-        shared_expert_intermediate_size=shared * width,
-        router_bias=True,
-        first_k_dense_replace=min(first_k, L),
-    )
-    if first_k:
-        out["mlp"] = _mlp(c)
-    else:
-        c.ignore("intermediate_size", "hidden_act")
-    mtp = c.int("num_nextn_predict_layers", 0, minimum=0) if c.has("num_nextn_predict_layers") else 0
-    if mtp:
-        out["mtp"] = MTP.checked(num_nextn_predict_layers=mtp)
     return out
 
 
@@ -1041,10 +913,10 @@ def _mistral3(c: _Config, fam: _Family) -> dict[str, Any]:
 
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
-    "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
-    "mistral": (_llama_like, _F(tie=False, max_pos=131072, rope_theta=10000.0)),
+    "llama": (generic_mapper("llama"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "mistral": (generic_mapper("mistral"), _F(tie=False, max_pos=131072, rope_theta=10000.0)),
     "mistral3": (_mistral3, _F(tie=False, max_pos=131072, rope_theta=1e9)),
-    "mixtral": (_mixtral, _F(tie=False, max_pos=131072, rope_theta=1e6)),
+    "mixtral": (generic_mapper("mixtral"), _F(tie=False, max_pos=131072, rope_theta=1e6)),
     "qwen2": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
     "qwen2_moe": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
     "qwen3": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=128)),
@@ -1053,8 +925,8 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "qwen2_vl": (_qwen2_vl, _F(tie=False, max_pos=32768, rope_theta=1e6)),
     "qwen3_vl": (_qwen3_vl, _F(tie=False, max_pos=262144, rope_theta=5e6, head_dim=128)),
     "qwen2_5_vl": (_qwen2_5_vl, _F(tie=False, max_pos=128000, rope_theta=1e6)),
-    "deepseek_v2": (_deepseek, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
-    "deepseek_v3": (_deepseek, _F(tie=False, max_pos=4096, rope_theta=10000.0)),
+    "deepseek_v2": (generic_mapper("deepseek_v2"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "deepseek_v3": (generic_mapper("deepseek_v3"), _F(tie=False, max_pos=4096, rope_theta=10000.0)),
     "gemma": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
     "gemma2": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
     "gemma3_text": (_gemma, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
@@ -1076,7 +948,10 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "ernie4_5": (_ernie4_5, _F(tie=True, max_pos=131072, rope_theta=500000.0, head_dim=128)),
     "internlm2": (_internlm2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "olmoe": (_olmoe, _F(tie=False, max_pos=4096, rope_theta=10000.0, dtype="fp32")),
-    "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
+    "glm4_moe": (
+        generic_mapper("glm4_moe"),
+        _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5),
+    ),
 }
 #: Legacy model_type names read by another family's mapping.
 ALIASES = {
@@ -1085,8 +960,11 @@ ALIASES = {
     # Kimi K2 ships DeepseekV3ForCausalLM (remote code, the DeepSeek-V3 tensors) under its own model_type
     "kimi_k2": "deepseek_v3",
 }
-#: Every model_type read by a mapping or by the generic reader with a departures line (checked
+# Every other line of the departures table is a family read through the vocabulary alone.
+for _model_type in DEPARTURES:
+    FAMILIES.setdefault(_model_type, (generic_mapper(_model_type), generic_family(_model_type)))
+#: Every model_type read by a mapping or by the generic reader with a departures line (each checked
 #: against a checkpoint of the family); others are read generically when their keys allow.
-SUPPORTED_MODEL_TYPES = tuple(FAMILIES) + tuple(DEPARTURES)
+SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
 _HEADS = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")

@@ -37,6 +37,8 @@ not checked against a checkpoint of this family"; a key that is not understood i
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
@@ -60,6 +62,7 @@ __all__ = [
     "INERT_KEYS",
     "READ_KEYS",
     "read_generic",
+    "generic_mapper",
     "refuse_unknown_keys",
     "generic_family",
 ]
@@ -97,9 +100,6 @@ INERT_KEYS = frozenset(
         "rope_interleave",
         "use_mrope",
         "max_position_embeddings",
-        "max_window_layers",
-        "use_sliding_window",
-        "sliding_window",
         "norm_topk_prob",
         "router_aux_loss_coef",
         "output_router_logits",
@@ -112,11 +112,6 @@ INERT_KEYS = frozenset(
         "ep_size",
         "hidden_act",
         "quantization_config",
-        "tie_word_embeddings",
-        "use_qk_norm",
-        "qk_norm",
-        "attn_output_gate",
-        "mtp_use_dedicated_embeddings",
         "output_attentions",
         "output_hidden_states",
         "return_dict",
@@ -138,8 +133,11 @@ class Departures:
     ``router_bias``: the router stores e_score_correction_bias whatever ``topk_method`` says.
     ``restates``: keys whose value the family implies (``use_qk_norm: true`` on Qwen3-MoE):
     that value is accepted, another is refused. ``vision``: the reader of ``vision_config``
-    (:mod:`llm_cost.specs.hf.vision`), None when the family has no tower. ``counted_as``: the
-    model_type the spec records (the family whose tensors these are).
+    (:mod:`llm_cost.specs.hf.vision`), None when the family has no tower. ``declared_only``: a
+    key of the vocabulary that the family's transformers configuration class does not declare
+    (``num_experts`` on llama, ``attention_bias`` on mistral) is refused rather than read, unless
+    it is one of ``extra_keys`` (keys the checkpoints' configs carry beyond the class, DeepSeek's
+    ``num_nextn_predict_layers``).
     """
 
     cite: str
@@ -150,7 +148,8 @@ class Departures:
     router_bias: bool = False
     restates: tuple[tuple[str, Any], ...] = ()
     vision: Optional[str] = None
-    counted_as: Optional[str] = None
+    declared_only: bool = False
+    extra_keys: tuple[str, ...] = ()
 
 
 def _qwen_text(cite: str, **kw: Any) -> Departures:
@@ -187,6 +186,46 @@ DEPARTURES: dict[str, Departures] = {
         "model_type kimi_k2 or deepseek_v3, and the MoonViT tower with its patch-merger projector)",
         vision="moonvit",
     ),
+    # -- supported families read through the vocabulary (FAMILIES maps them to generic_mapper) ------
+    "llama": Departures(
+        cite="transformers models/llama/modeling_llama.py: q/k/v/o (attention_bias on all four), gated MLP "
+        "(mlp_bias on all three), two RMSNorms per layer",
+        declared_only=True,
+    ),
+    "mistral": Departures(
+        cite="transformers models/mistral/modeling_mistral.py: llama's tensors without biases; sliding_window "
+        "(MistralConfig default 4,096) in every layer",
+        declared_only=True,
+    ),
+    "mixtral": Departures(
+        cite="transformers models/mixtral/modeling_mixtral.py: Mistral attention; every FFN num_local_experts "
+        "gated experts of intermediate_size with a bias-free router",
+        declared_only=True,
+    ),
+    "deepseek_v2": Departures(
+        cite="transformers models/deepseek_v2/modeling_deepseek_v2.py (and the checkpoints' modeling_deepseek.py): "
+        "MLA, MoE after first_k_dense_replace every moe_layer_freq-th layer with n_shared_experts shared experts; "
+        "topk_method noaux_tc stores e_score_correction_bias",
+        declared_only=True,
+        extra_keys=("moe_layer_freq", "num_nextn_predict_layers", "q_lora_rank"),
+    ),
+    "deepseek_v3": Departures(
+        cite="transformers models/deepseek_v3/modeling_deepseek_v3.py (and the checkpoints' modeling_deepseek.py): "
+        "DeepSeek-V2's layout; DeepseekV3TopkRouter always stores e_score_correction_bias; "
+        "num_nextn_predict_layers MTP modules (with embedding/head copies) reported apart",
+        router_bias=True,
+        declared_only=True,
+        extra_keys=("moe_layer_freq", "num_nextn_predict_layers", "topk_method", "head_dim"),
+    ),
+    "glm4_moe": Departures(
+        cite="transformers models/glm4_moe/modeling_glm4_moe.py: attention_bias on q/k/v (never o_proj), optional "
+        "per-head q/k norms (use_qk_norm), partial RoPE; MoE after first_k_dense_replace with "
+        "e_score_correction_bias and n_shared_experts; the checkpoint's num_nextn_predict_layers MTP layers",
+        o_proj_bias=False,
+        router_bias=True,
+        declared_only=True,
+        extra_keys=("num_nextn_predict_layers", "head_dim", "topk_method"),
+    ),
     "glm4v_moe": Departures(
         cite="transformers models/glm4v_moe/modeling_glm4v_moe.py (the GLM-4-MoE language model: q/k/v biases "
         "without an o_proj bias, the router's e_score_correction_bias, shared experts; the GLM-4V vision tower)",
@@ -213,6 +252,8 @@ def read_generic(c: _Config, fam: _Family, dep: Optional[Departures]) -> dict[st
     with ``dep``'s departures; SpecError naming the key for a value that cannot be placed."""
     dep = dep or Departures(cite="the standard config vocabulary")
     _restated(c, dep)
+    if dep.declared_only:
+        _undeclared(c, dep)
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
     types = _schedule(c, L)
@@ -233,6 +274,40 @@ def read_generic(c: _Config, fam: _Family, dep: Optional[Departures]) -> dict[st
 
         out["vision"] = VISION_READERS[dep.vision](c, out)
     return out
+
+
+def generic_mapper(model_type: str) -> Callable[[_Config, _Family], dict[str, Any]]:
+    """The mapping of a supported family read by :func:`read_generic` with its
+    :data:`DEPARTURES` line (transformers' defaults first for absent keys)."""
+
+    def mapper(c: _Config, fam: _Family) -> dict[str, Any]:
+        c.table_first = True
+        return read_generic(c, fam, DEPARTURES[model_type])
+
+    mapper.__doc__ = DEPARTURES[model_type].cite
+    return mapper
+
+
+def _undeclared(c: _Config, dep: Departures) -> None:
+    """SpecError for a shape key the family's configuration class does not declare (see
+    :class:`Departures` ``declared_only``), in the words of the unplaced-key check."""
+    from llm_cost.specs.hf.config import SHAPE_KEYS
+    from llm_cost.specs.hf.defaults import family_keys
+
+    declared = family_keys(c.family) | set(dep.extra_keys) | {k for k, _ in dep.restates}
+    for key in sorted(c.data):
+        value = c.data[key]
+        if key in declared or key not in (READ_KEYS | SHAPE_KEYS) or key in INERT_KEYS:
+            continue
+        if value is None or value is False or value == 0 or value == [] or value == {}:
+            c.ignore(key)
+            continue
+        shown = json.dumps(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise SpecError(
+            f"{c.file}: {c.prefix}{key} = {shown} changes the weight shapes or the KV cache, and the "
+            f"mapping for model_type '{c.family}' cannot place it; refusing to guess a count"
+        )
 
 
 def _restated(c: _Config, dep: Departures) -> None:
@@ -260,11 +335,23 @@ def _schedule(c: _Config, L: int) -> list[LayerType]:
 
 
 def _window(c: _Config) -> Optional[int]:
-    """The sliding window in force: ``sliding_window``, unless ``use_sliding_window`` is false."""
+    """The sliding window in force: ``sliding_window`` (absent: the configuration class's default,
+    Mistral's 4,096), unless ``use_sliding_window`` is false."""
     if "use_sliding_window" in c.data and not c.bool("use_sliding_window", False):
         c.ignore("sliding_window", "max_window_layers")
         return None
+    if "sliding_window" not in c.data and c.known("sliding_window"):
+        return c.int("sliding_window")
     return c.opt_int("sliding_window")
+
+
+def _bias(c: _Config, key: str) -> bool:
+    """A bias switch: the config's value, else the configuration class's default (recorded), else
+    false where the class has no such switch (nothing recorded)."""
+    if key in c.data or c.known(key):
+        return bool(c.bool(key, False))
+    c.ignore(key)
+    return False
 
 
 def _flag(c: _Config, *keys: str) -> bool:
@@ -275,7 +362,7 @@ def _flag(c: _Config, *keys: str) -> bool:
 
 def _gqa_of(c: _Config, d: int, fam: _Family, dep: Departures, types: list[LayerType], out: dict[str, Any]):
     n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
+    bias = _bias(c, "attention_bias")
     window = None
     if LayerType.LINEAR_ATTENTION in types:
         if LayerType.SLIDING_ATTENTION in types:
@@ -309,7 +396,7 @@ def _mla(c: _Config):
         qk_nope_head_dim=c.int("qk_nope_head_dim"),
         qk_rope_head_dim=c.int("qk_rope_head_dim"),
         v_head_dim=c.int("v_head_dim"),
-        attention_bias=c.bool("attention_bias", False),
+        attention_bias=_bias(c, "attention_bias"),
     )
 
 
@@ -355,7 +442,7 @@ def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
     from llm_cost.specs.schema import MoE
 
     key = c.spelling("num_experts", "num_local_experts", "n_routed_experts")
-    E = c.int_or_null(key, 0, minimum=0) or 0
+    E = (c.int_or_null(key, 0, minimum=0) or 0) if key in c.data or c.known(key) else 0
     if not E:
         c.ignore(
             "num_experts_per_tok",
@@ -370,9 +457,10 @@ def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
             "mlp_layer_types",
             "topk_method",
         )
-        out["mlp"] = _mlp(c, mlp_bias=c.bool("mlp_bias", False))
+        out["mlp"] = _mlp(c, mlp_bias=_bias(c, "mlp_bias"))
         return
-    width = c.int("moe_intermediate_size") if c.known("moe_intermediate_size") else c.int("intermediate_size")
+    expert_width_key = "moe_intermediate_size" if c.known("moe_intermediate_size") else "intermediate_size"
+    width = c.int(expert_width_key)
     c.ignore("moe_intermediate_size")
     if c.known("shared_expert_intermediate_size"):
         shared = c.int("shared_expert_intermediate_size", minimum=0)
@@ -401,19 +489,20 @@ def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
         mlp_only_layers=[i for i in dense if i >= first_k],
     )
     if first_k or dense or any((i + 1) % step for i in range(L)):
-        out["mlp"] = _mlp(c, mlp_bias=c.bool("mlp_bias", False))
+        out["mlp"] = _mlp(c, mlp_bias=_bias(c, "mlp_bias"))
     else:
-        c.ignore("intermediate_size")
-        c.ignore("hidden_act")
-        c.notes.append("intermediate_size is unused: every layer is MoE")
+        c.ignore("intermediate_size", "hidden_act")
+        if expert_width_key != "intermediate_size":
+            c.notes.append("intermediate_size is unused: every layer is MoE")
 
 
 def _mtp(c: _Config, out: dict[str, Any]) -> None:
     from llm_cost.specs.schema import MTP
 
-    deepseek = c.int("num_nextn_predict_layers", 0, minimum=0) if c.has("num_nextn_predict_layers") else 0
+    key = c.alias("num_nextn_predict_layers", "num_mtp_layers")
+    deepseek = c.int(key, 0, minimum=0) if c.has(key) else 0
     qwen = c.int("mtp_num_hidden_layers", 0, minimum=0) if c.has("mtp_num_hidden_layers") else 0
-    c.ignore("num_nextn_predict_layers", "mtp_num_hidden_layers")
+    c.ignore("mtp_num_hidden_layers")
     if deepseek and qwen:
         raise c.error("mtp_num_hidden_layers", "and num_nextn_predict_layers are both set: two MTP layouts")
     if c.data.get("mtp_use_dedicated_embeddings") is True:
@@ -468,7 +557,16 @@ READ_KEYS = frozenset(
         "mlp_layer_types",
         "topk_method",
         "num_nextn_predict_layers",
+        "num_mtp_layers",
         "mtp_num_hidden_layers",
+        "mtp_use_dedicated_embeddings",
+        "sliding_window",
+        "use_sliding_window",
+        "max_window_layers",
+        "tie_word_embeddings",
+        "use_qk_norm",
+        "qk_norm",
+        "attn_output_gate",
     }
 )
 
