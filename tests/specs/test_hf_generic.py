@@ -188,7 +188,7 @@ def test_qwen3_restating_use_qk_norm_is_accepted():
     assert (
         count_params(hf_to_spec(cfg, "x/config.json")[0]).total_params == CHECKPOINTS["qwen3-30b-a3b"]["total_params"]
     )
-    with pytest.raises(SpecError, match=r"use_qk_norm = False: model_type 'qwen3_moe' always has q/k norms"):
+    with pytest.raises(SpecError, match=r"use_qk_norm = False: model_type 'qwen3_moe' always has use_qk_norm = True"):
         hf_to_spec({**cfg, "use_qk_norm": False}, "x/config.json")
 
 

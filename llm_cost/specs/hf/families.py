@@ -19,7 +19,6 @@ from llm_cost.specs.hf.config import (
     _layer_types,
     _mlp,
     _place_layers,
-    _qwen_sliding,
 )
 from llm_cost.specs.hf.generic import DEPARTURES, generic_family, generic_mapper
 
@@ -51,91 +50,6 @@ def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
     window = _place_layers(c, out, types, window)
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
     out["mlp"] = _mlp(c, mlp_bias=mlp_bias)
-    return out
-
-
-def _qwen(c: _Config, fam: _Family) -> dict[str, Any]:
-    """qwen2 (transformers models/qwen2/modeling_qwen2.py), qwen2_moe (modeling_qwen2_moe.py),
-    qwen3 (modeling_qwen3.py), qwen3_moe (modeling_qwen3_moe.py), qwen2_vl's language model
-    (modeling_qwen2_vl.py).
-
-    Qwen2 / Qwen2-VL / Qwen2-MoE: q, k, v biases (Qwen2-MoE: ``qkv_bias``, default true), no o bias.
-    Qwen3 / Qwen3-MoE: ``attention_bias`` on q, k, v and o, per-head q_norm / k_norm.
-    MoE (Qwen2-MoE, Qwen3-MoE): layer i is MoE unless i is in ``mlp_only_layers`` or
-    (i + 1) % ``decoder_sparse_step`` != 0; Qwen2-MoE adds a shared expert and its sigmoid gate.
-    """
-    from llm_cost.specs.schema import MoE
-
-    fam_name = c.family
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    qwen3 = fam_name in ("qwen3", "qwen3_moe", "qwen3_vl")
-    if qwen3 and "use_qk_norm" in c.data and c.raw("use_qk_norm") is not True:
-        # Qwen3-Coder-480B's config restates "use_qk_norm": true; the modeling file always has the norms
-        raise c.error("use_qk_norm", f"= {c.data['use_qk_norm']!r}: model_type {fam_name!r} always has q/k norms")
-    if qwen3:
-        bias = c.bool("attention_bias", False)
-        att_kw = dict(attention_bias=bias, o_proj_bias=bias, qk_norm=True)
-    elif fam_name == "qwen2_moe":
-        att_kw = dict(attention_bias=c.bool("qkv_bias", True))
-    else:
-        att_kw = dict(attention_bias=True)
-    rule = {"qwen2_moe": "alternate_below_max", "qwen3_moe": "all"}.get(fam_name, "from_max")
-    explicit = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION))
-    if explicit is not None:
-        use = c.bool("use_sliding_window", False)
-        window = c.int("sliding_window", 4096) if use or LayerType.SLIDING_ATTENTION in explicit else None
-        c.ignore("sliding_window", "max_window_layers")
-        types = explicit
-    else:
-        types, window = _qwen_sliding(c, L, rule)
-    window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(n_q, n_kv, hd, sliding_window=window, **att_kw)
-
-    if fam_name in ("qwen2_moe", "qwen3_moe"):
-        moe_defaults = {"qwen2_moe": (60, 4, 1408), "qwen3_moe": (128, 8, 768)}[fam_name]
-        E = c.int("num_experts", moe_defaults[0], minimum=0)
-        moe_kw: dict[str, Any] = {}
-        if fam_name == "qwen2_moe":
-            shared = c.int("shared_expert_intermediate_size", 5632, minimum=0)
-            if shared == 0:
-                raise c.error(
-                    "shared_expert_intermediate_size",
-                    "= 0 leaves the always-present shared_expert_gate [1, d] that the spec cannot place",
-                )
-            moe_kw = dict(shared_expert_intermediate_size=shared, shared_expert_gate=True)
-        step = c.int("decoder_sparse_step", 1)
-        only = c.int_list("mlp_only_layers", [])
-        c.ignore("norm_topk_prob", "router_aux_loss_coef", "output_router_logits")
-        if E:
-            out["moe"] = MoE.checked(
-                num_experts=E,
-                num_experts_per_tok=c.int("num_experts_per_tok", moe_defaults[1]),
-                moe_intermediate_size=c.int("moe_intermediate_size", moe_defaults[2]),
-                decoder_sparse_step=step,
-                mlp_only_layers=sorted(set(only)),
-                **moe_kw,
-            )
-        dense = (not E) or any(i in only or (i + 1) % step for i in range(L))
-        if dense:
-            out["mlp"] = _mlp(c)
-        else:
-            c.ignore("intermediate_size", "hidden_act")
-            c.notes.append("intermediate_size is unused: every layer is MoE")
-    else:
-        out["mlp"] = _mlp(c)
-    return out
-
-
-def _qwen2_vl(c: _Config, fam: _Family) -> dict[str, Any]:
-    """qwen2_vl (transformers models/qwen2_vl/modeling_qwen2_vl.py): a Qwen2 language model plus
-    Qwen2VisionTransformerPretrainedModel (``vision_config``; Qwen2VLVisionConfig defaults for absent
-    keys; legacy ``in_chans`` / ``spatial_patch_size`` are synonyms of ``in_channels`` / ``patch_size``)."""
-    from llm_cost.specs.hf.vision import qwen2_vision
-
-    out = _qwen(c, fam)
-    out["vision"] = qwen2_vision(c, out)
     return out
 
 
@@ -818,17 +732,6 @@ def _ernie4_5(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
-def _qwen2_5_vl(c: _Config, fam: _Family) -> dict[str, Any]:
-    """qwen2_5_vl (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py): the Qwen2 language model
-    (q/k/v biases; keys at the top level or under ``text_config``) and the Qwen2.5-VL vision tower of
-    ``vision_config`` (RMSNorm, gated MLP; Qwen2_5_VLVisionConfig defaults for absent keys)."""
-    from llm_cost.specs.hf.vision import qwen25_vision
-
-    out = _qwen(c, fam)
-    out["vision"] = qwen25_vision(c, out)
-    return out
-
-
 def _granitemoe(c: _Config, fam: _Family) -> dict[str, Any]:
     """granitemoe (transformers models/granitemoe/modeling_granitemoe.py): q/k/v/o (bias
     ``attention_bias``), pre-norm blocks, every FFN a MoE: router layer [E, d] without bias, experts
@@ -884,17 +787,6 @@ def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
-def _qwen3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
-    """qwen3_vl (transformers models/qwen3_vl/modeling_qwen3_vl.py): the Qwen3 language model of
-    ``text_config`` (per-head q/k norms) and the Qwen3-VL vision tower of ``vision_config``
-    (:func:`llm_cost.specs.hf.vision.qwen3_vision`)."""
-    from llm_cost.specs.hf.vision import qwen3_vision
-
-    out = _qwen(c, fam)
-    out["vision"] = qwen3_vision(c, out)
-    return out
-
-
 def _mistral3(c: _Config, fam: _Family) -> dict[str, Any]:
     """mistral3 (transformers models/mistral3/modeling_mistral3.py, Mistral3ForConditionalGeneration):
     the Mistral language model of ``text_config`` (read as mistral), the Pixtral encoder of
@@ -917,14 +809,14 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "mistral": (generic_mapper("mistral"), _F(tie=False, max_pos=131072, rope_theta=10000.0)),
     "mistral3": (_mistral3, _F(tie=False, max_pos=131072, rope_theta=1e9)),
     "mixtral": (generic_mapper("mixtral"), _F(tie=False, max_pos=131072, rope_theta=1e6)),
-    "qwen2": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
-    "qwen2_moe": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
-    "qwen3": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=128)),
-    "qwen3_moe": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
+    "qwen2": (generic_mapper("qwen2"), _F(tie=False, max_pos=32768, rope_theta=10000.0)),
+    "qwen2_moe": (generic_mapper("qwen2_moe"), _F(tie=False, max_pos=32768, rope_theta=10000.0)),
+    "qwen3": (generic_mapper("qwen3"), _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=128)),
+    "qwen3_moe": (generic_mapper("qwen3_moe"), _F(tie=False, max_pos=32768, rope_theta=10000.0)),
     "qwen3_next": (_qwen3_next, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=256, partial_rotary=0.25)),
-    "qwen2_vl": (_qwen2_vl, _F(tie=False, max_pos=32768, rope_theta=1e6)),
-    "qwen3_vl": (_qwen3_vl, _F(tie=False, max_pos=262144, rope_theta=5e6, head_dim=128)),
-    "qwen2_5_vl": (_qwen2_5_vl, _F(tie=False, max_pos=128000, rope_theta=1e6)),
+    "qwen2_vl": (generic_mapper("qwen2_vl"), _F(tie=False, max_pos=32768, rope_theta=1e6)),
+    "qwen3_vl": (generic_mapper("qwen3_vl"), _F(tie=False, max_pos=262144, rope_theta=5e6, head_dim=128)),
+    "qwen2_5_vl": (generic_mapper("qwen2_5_vl"), _F(tie=False, max_pos=128000, rope_theta=1e6)),
     "deepseek_v2": (generic_mapper("deepseek_v2"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "deepseek_v3": (generic_mapper("deepseek_v3"), _F(tie=False, max_pos=4096, rope_theta=10000.0)),
     "gemma": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),

@@ -137,7 +137,10 @@ class Departures:
     key of the vocabulary that the family's transformers configuration class does not declare
     (``num_experts`` on llama, ``attention_bias`` on mistral) is refused rather than read, unless
     it is one of ``extra_keys`` (keys the checkpoints' configs carry beyond the class, DeepSeek's
-    ``num_nextn_predict_layers``).
+    ``num_nextn_predict_layers``). ``window_rule``: the Qwen ``use_sliding_window`` /
+    ``max_window_layers`` schedule (see :func:`llm_cost.specs.hf.config._qwen_sliding`).
+    ``bias_key``: the key switching the q/k/v (and o) biases (None: q/k/v biases always, Qwen2),
+    ``bias_default`` its value when absent (Qwen2-MoE's ``qkv_bias``: true).
     """
 
     cite: str
@@ -150,6 +153,9 @@ class Departures:
     vision: Optional[str] = None
     declared_only: bool = False
     extra_keys: tuple[str, ...] = ()
+    window_rule: Optional[str] = None
+    bias_key: Optional[str] = "attention_bias"
+    bias_default: bool = False
 
 
 def _qwen_text(cite: str, **kw: Any) -> Departures:
@@ -187,6 +193,58 @@ DEPARTURES: dict[str, Departures] = {
         vision="moonvit",
     ),
     # -- supported families read through the vocabulary (FAMILIES maps them to generic_mapper) ------
+    "qwen2": Departures(
+        cite="transformers models/qwen2/modeling_qwen2.py: q/k/v biases always (o_proj none); sliding layers "
+        "i >= max_window_layers when use_sliding_window",
+        bias_key=None,
+        o_proj_bias=False,
+        window_rule="from_max",
+        declared_only=True,
+    ),
+    "qwen2_vl": Departures(
+        cite="transformers models/qwen2_vl/modeling_qwen2_vl.py: the Qwen2 language model and "
+        "Qwen2VisionTransformerPretrainedModel",
+        bias_key=None,
+        o_proj_bias=False,
+        window_rule="from_max",
+        vision="qwen2_vl",
+    ),
+    "qwen2_5_vl": Departures(
+        cite="transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py: the Qwen2 language model and the Qwen2.5-VL "
+        "vision tower",
+        bias_key=None,
+        o_proj_bias=False,
+        window_rule="from_max",
+        vision="qwen2_5_vl",
+    ),
+    "qwen2_moe": Departures(
+        cite="transformers models/qwen2_moe/modeling_qwen2_moe.py: q/k/v biases (qkv_bias, default true), MoE "
+        "with a gated shared expert; sliding layers odd i < max_window_layers when use_sliding_window",
+        bias_key="qkv_bias",
+        bias_default=True,
+        o_proj_bias=False,
+        shared_expert_gate=True,
+        window_rule="alternate_below_max",
+        declared_only=True,
+    ),
+    "qwen3": _qwen_text(
+        "transformers models/qwen3/modeling_qwen3.py: attention_bias on q/k/v/o, per-head q/k norms",
+        window_rule="from_max",
+        declared_only=True,
+    ),
+    "qwen3_moe": _qwen_text(
+        "transformers models/qwen3_moe/modeling_qwen3_moe.py: Qwen3 attention, MoE every decoder_sparse_step-th "
+        "layer outside mlp_only_layers; a window slides in every layer when use_sliding_window",
+        window_rule="all",
+        declared_only=True,
+        extra_keys=("shared_expert_intermediate_size", "qkv_bias", "head_dim", "max_window_layers"),
+    ),
+    "qwen3_vl": _qwen_text(
+        "transformers models/qwen3_vl/modeling_qwen3_vl.py: the Qwen3 language model and the Qwen3-VL vision tower "
+        "with DeepStack mergers",
+        window_rule="from_max",
+        vision="qwen3_vl",
+    ),
     "llama": Departures(
         cite="transformers models/llama/modeling_llama.py: q/k/v/o (attention_bias on all four), gated MLP "
         "(mlp_bias on all three), two RMSNorms per layer",
@@ -256,7 +314,7 @@ def read_generic(c: _Config, fam: _Family, dep: Optional[Departures]) -> dict[st
         _undeclared(c, dep)
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
-    types = _schedule(c, L)
+    types = [LayerType.FULL_ATTENTION] * L if dep.window_rule is not None else _schedule(c, L)
     if c.has("kv_lora_rank"):
         if set(types) != {LayerType.FULL_ATTENTION}:
             raise c.error("layer_types", "has sliding or linear layers; MLA layers are read as full attention only")
@@ -315,7 +373,7 @@ def _restated(c: _Config, dep: Departures) -> None:
         if key in c.data:
             value = c.raw(key)
             if value != implied:
-                raise c.error(key, f"= {value!r}: model_type '{c.family}' always has {implied!r} ({dep.cite})")
+                raise c.error(key, f"= {value!r}: model_type '{c.family}' always has {key} = {implied!r} ({dep.cite})")
 
 
 def _schedule(c: _Config, L: int) -> list[LayerType]:
@@ -360,11 +418,35 @@ def _flag(c: _Config, *keys: str) -> bool:
     return bool(c.bool(key)) if c.has(key) else False
 
 
+def _qwen_window(c: _Config, L: int, rule: str, out: dict[str, Any]) -> Optional[int]:
+    """The Qwen schedule: explicit ``layer_types`` slide over ``sliding_window`` (default 4,096)
+    when any layer slides or ``use_sliding_window`` is set; else ``use_sliding_window`` and
+    ``max_window_layers`` by ``rule``. The schedule is stored in ``out``; returns the window."""
+    from llm_cost.specs.hf.config import _qwen_sliding
+
+    explicit = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION))
+    if explicit is not None:
+        use = c.bool("use_sliding_window", False)
+        window = c.int("sliding_window", 4096) if use or LayerType.SLIDING_ATTENTION in explicit else None
+        c.ignore("sliding_window", "max_window_layers")
+        types = explicit
+    else:
+        types, window = _qwen_sliding(c, L, rule)
+    return _place_layers(c, out, types, window)
+
+
 def _gqa_of(c: _Config, d: int, fam: _Family, dep: Departures, types: list[LayerType], out: dict[str, Any]):
     n_q, n_kv, hd = _heads(c, d, fam)
-    bias = _bias(c, "attention_bias")
+    if dep.bias_key is None:
+        bias = True
+    elif dep.bias_default:
+        bias = bool(c.bool(dep.bias_key, True))
+    else:
+        bias = _bias(c, dep.bias_key)
     window = None
-    if LayerType.LINEAR_ATTENTION in types:
+    if dep.window_rule is not None:
+        window = _qwen_window(c, out["num_hidden_layers"], dep.window_rule, out)
+    elif LayerType.LINEAR_ATTENTION in types:
         if LayerType.SLIDING_ATTENTION in types:
             raise c.error("layer_types", "mixes sliding and linear attention, which the spec cannot place")
         c.ignore("sliding_window", "use_sliding_window", "max_window_layers")

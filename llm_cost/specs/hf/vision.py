@@ -439,6 +439,8 @@ def glm4v_vision(c: _Config, out: dict[str, Any]):
 
 #: Vision readers by the name a departures line gives.
 VISION_READERS: dict[str, Callable[[_Config, dict[str, Any]], Any]] = {
+    "qwen2_vl": qwen2_vision,
+    "qwen2_5_vl": qwen25_vision,
     "qwen3_vl": qwen3_vision,
     "qwen3_5": lambda c, out: qwen3_vision(c, out, deepstack=False),
     "moonvit": moonvit_vision,
