@@ -682,85 +682,6 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
-def _olmoe(c: _Config, fam: _Family) -> dict[str, Any]:
-    """olmoe (transformers models/olmoe/modeling_olmoe.py): q/k/v/o (bias ``attention_bias``), RMSNorm
-    q_norm over the whole q projection and k_norm over k (``clip_qkv`` has no weights), pre-norm
-    blocks, every FFN a MoE: gate [E, d] without bias and E gated experts of ``intermediate_size``."""
-    from llm_cost.specs.schema import MoE
-
-    out = _common(c, fam)
-    d = out["hidden_size"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    out["attention"] = _gqa(
-        n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True, qk_norm_width="projection"
-    )
-    c.ignore("clip_qkv", "norm_topk_prob", "router_aux_loss_coef", "output_router_logits", "hidden_act")
-    out["moe"] = MoE.checked(
-        num_experts=c.int("num_experts", 64),
-        num_experts_per_tok=c.int("num_experts_per_tok", 8),
-        moe_intermediate_size=c.int("intermediate_size"),
-    )
-    return out
-
-
-def _internlm2(c: _Config, fam: _Family) -> dict[str, Any]:
-    """internlm2 (the checkpoints' own modeling_internlm2.py, InternLM2ForCausalLM; remote code, not
-    in transformers): tok_embeddings, per layer a fused wqkv [(n_q + 2 n_kv) d_head, d] (the elements
-    of separate q/k/v) and wo, both with bias ``bias``, attention_norm, feed_forward w1/w3/w2 (gated,
-    no bias), ffn_norm; norm and an untied output head by default."""
-    out = _common(c, fam)
-    d = out["hidden_size"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("bias", False)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
-    c.ignore("pretraining_tp", "attn_implementation")
-    out["mlp"] = _mlp(c)
-    return out
-
-
-def _ernie4_5(c: _Config, fam: _Family) -> dict[str, Any]:
-    """ernie4_5 (transformers models/ernie4_5/modeling_ernie4_5.py, and the checkpoints' remote
-    modeling_ernie4_5.py with the same tensors): llama blocks where ``use_bias`` puts biases on q/k/v/o
-    and on gate/up/down."""
-    out = _common(c, fam)
-    d = out["hidden_size"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("use_bias", False)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
-    out["mlp"] = _mlp(c, mlp_bias=bias)
-    return out
-
-
-def _granitemoe(c: _Config, fam: _Family) -> dict[str, Any]:
-    """granitemoe (transformers models/granitemoe/modeling_granitemoe.py): q/k/v/o (bias
-    ``attention_bias``), pre-norm blocks, every FFN a MoE: router layer [E, d] without bias, experts
-    input_linear [E, 2 d_ff, d] (gate and up fused) and output_linear [E, d, d_ff]; the embedding,
-    residual, attention and logit multipliers are scalars, not weights."""
-    from llm_cost.specs.schema import MoE
-
-    out = _common(c, fam)
-    d = out["hidden_size"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
-    c.ignore(
-        "embedding_multiplier",
-        "residual_multiplier",
-        "attention_multiplier",
-        "logits_scaling",
-        "hidden_act",
-        "router_aux_loss_coef",
-        "output_router_logits",
-    )
-    out["moe"] = MoE.checked(
-        num_experts=c.int("num_local_experts", 8),
-        num_experts_per_tok=c.int("num_experts_per_tok", 2),
-        moe_intermediate_size=c.int("intermediate_size"),
-    )
-    return out
-
-
 def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
     """phimoe (transformers models/phimoe/modeling_phimoe.py): q/k/v/o with biases
     (``attention_bias``), LayerNorms with biases (input, post-attention, final), every FFN a MoE
@@ -831,15 +752,15 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "olmo2": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "olmo3": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "phimoe": (_phimoe, _F(tie=False, max_pos=131072, rope_theta=1e6)),
-    "granitemoe": (_granitemoe, _F(tie=True, max_pos=4096, rope_theta=10000.0)),
+    "granitemoe": (generic_mapper("granitemoe"), _F(tie=True, max_pos=4096, rope_theta=10000.0)),
     "nemotron_h": (_nemotron_h, _F(tie=False, max_pos=4096, rope_theta=None, head_dim=128)),
     "granitemoehybrid": (_granitemoehybrid, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "minimax_m2": (_minimax_m2, _F(tie=False, max_pos=196608, rope_theta=5e6, head_dim=128)),
     "llama4": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
     "llama4_text": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
-    "ernie4_5": (_ernie4_5, _F(tie=True, max_pos=131072, rope_theta=500000.0, head_dim=128)),
-    "internlm2": (_internlm2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
-    "olmoe": (_olmoe, _F(tie=False, max_pos=4096, rope_theta=10000.0, dtype="fp32")),
+    "ernie4_5": (generic_mapper("ernie4_5"), _F(tie=True, max_pos=131072, rope_theta=500000.0, head_dim=128)),
+    "internlm2": (generic_mapper("internlm2"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "olmoe": (generic_mapper("olmoe"), _F(tie=False, max_pos=4096, rope_theta=10000.0, dtype="fp32")),
     "glm4_moe": (
         generic_mapper("glm4_moe"),
         _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5),

@@ -140,7 +140,9 @@ class Departures:
     ``num_nextn_predict_layers``). ``window_rule``: the Qwen ``use_sliding_window`` /
     ``max_window_layers`` schedule (see :func:`llm_cost.specs.hf.config._qwen_sliding`).
     ``bias_key``: the key switching the q/k/v (and o) biases (None: q/k/v biases always, Qwen2),
-    ``bias_default`` its value when absent (Qwen2-MoE's ``qkv_bias``: true).
+    ``bias_default`` its value when absent (Qwen2-MoE's ``qkv_bias``: true); ``mlp_bias_key`` the
+    MLP's (ERNIE's ``use_bias`` switches both). ``qk_norm_width``: "projection" when the q/k norms
+    span the whole projection (OLMoE) rather than one head.
     """
 
     cite: str
@@ -156,6 +158,8 @@ class Departures:
     window_rule: Optional[str] = None
     bias_key: Optional[str] = "attention_bias"
     bias_default: bool = False
+    mlp_bias_key: str = "mlp_bias"
+    qk_norm_width: str = "head"
 
 
 def _qwen_text(cite: str, **kw: Any) -> Departures:
@@ -244,6 +248,31 @@ DEPARTURES: dict[str, Departures] = {
         "with DeepStack mergers",
         window_rule="from_max",
         vision="qwen3_vl",
+    ),
+    "ernie4_5": Departures(
+        cite="transformers models/ernie4_5/modeling_ernie4_5.py (and the checkpoints' remote modeling_ernie4_5.py): "
+        "llama blocks where use_bias puts biases on q/k/v/o and on gate/up/down",
+        bias_key="use_bias",
+        mlp_bias_key="use_bias",
+        declared_only=True,
+    ),
+    "internlm2": Departures(
+        cite="the checkpoints' own modeling_internlm2.py (InternLM2ForCausalLM, remote code): a fused wqkv holding "
+        "q/k/v's elements and wo, both with bias `bias`; gated feed_forward w1/w3/w2 without biases",
+        bias_key="bias",
+    ),
+    "olmoe": Departures(
+        cite="transformers models/olmoe/modeling_olmoe.py: q/k/v/o (attention_bias), RMSNorm q_norm / k_norm over "
+        "the whole projections (clip_qkv has no weights), every FFN a MoE of intermediate_size experts",
+        qk_norm=True,
+        qk_norm_width="projection",
+        declared_only=True,
+    ),
+    "granitemoe": Departures(
+        cite="transformers models/granitemoe/modeling_granitemoe.py: q/k/v/o (attention_bias), every FFN a MoE: "
+        "router [E, d] without bias, experts input_linear (gate and up fused) and output_linear of "
+        "intermediate_size; the multipliers are scalars, not weights",
+        declared_only=True,
     ),
     "llama": Departures(
         cite="transformers models/llama/modeling_llama.py: q/k/v/o (attention_bias on all four), gated MLP "
@@ -462,6 +491,7 @@ def _gqa_of(c: _Config, d: int, fam: _Family, dep: Departures, types: list[Layer
         attention_bias=bias,
         o_proj_bias=bias and dep.o_proj_bias,
         qk_norm=dep.qk_norm or _flag(c, "use_qk_norm", "qk_norm"),
+        qk_norm_width=dep.qk_norm_width,
         output_gate=gate,
         sliding_window=window,
     )
@@ -539,7 +569,7 @@ def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
             "mlp_layer_types",
             "topk_method",
         )
-        out["mlp"] = _mlp(c, mlp_bias=_bias(c, "mlp_bias"))
+        out["mlp"] = _mlp(c, mlp_bias=_bias(c, dep.mlp_bias_key))
         return
     expert_width_key = "moe_intermediate_size" if c.known("moe_intermediate_size") else "intermediate_size"
     width = c.int(expert_width_key)
@@ -571,7 +601,7 @@ def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
         mlp_only_layers=[i for i in dense if i >= first_k],
     )
     if first_k or dense or any((i + 1) % step for i in range(L)):
-        out["mlp"] = _mlp(c, mlp_bias=_bias(c, "mlp_bias"))
+        out["mlp"] = _mlp(c, mlp_bias=_bias(c, dep.mlp_bias_key))
     else:
         c.ignore("intermediate_size", "hidden_act")
         if expert_width_key != "intermediate_size":
