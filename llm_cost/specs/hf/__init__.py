@@ -183,7 +183,8 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
         data.pop("text_config")
     defaults: list[str] = []
     notes: list[str] = []
-    c = _Config(data, source, family, defaults, notes, table=defaults_for(family, nested))
+    table = defaults_for(family, nested, dep.declared_as if dep is not None else None)
+    c = _Config(data, source, family, defaults, notes, table=table)
     c.table_first = generic
     c.ignore("model_type", "architectures", "_name_or_path")
     try:

@@ -12,7 +12,7 @@ reported among the defaults applied; an explicit null is still refused.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Optional
 
 __all__ = ["DefaultsTable", "defaults_for", "table_version", "family_keys"]
 
@@ -43,26 +43,29 @@ class DefaultsTable:
         return self.values.get(key)
 
 
-def defaults_for(model_type: str, nested_text: bool) -> DefaultsTable:
+def defaults_for(model_type: str, nested_text: bool, text_family: Optional[str] = None) -> DefaultsTable:
     """The defaults of ``model_type``'s configuration class; with ``nested_text`` (the config's
-    ``text_config`` was merged into the top level), its text sub-configuration's defaults under the
-    wrapper's own. An unknown model_type has an empty table."""
-    entry = _data()["families"].get(model_type)
+    ``text_config`` was merged into the top level), its text sub-configuration's defaults over the
+    wrapper's own (the language model's ``tie_word_embeddings`` decides, as Mistral-Small-3.2's
+    untied checkpoint shows). ``text_family``: the model_type whose class is the language model's
+    where the wrapper's class names none of its own (Mistral3Config: mistral). An unknown
+    model_type has an empty table."""
+    families = _data()["families"]
+    entry = families.get(model_type)
     if entry is None:
         return DefaultsTable({}, f"transformers {table_version()}")
     values = dict(entry["defaults"])
     name = entry["class"]
-    text = entry.get("text")
+    text = entry.get("text") or (families.get(text_family) if text_family else None)
     if text is not None:
-        values = {**text["defaults"], **values}
+        values = {**values, **text["defaults"]}  # the language model's own defaults win (tie_word_embeddings)
         name = f"{text['class']} / {name}" if nested_text else f"{name} (text: {text['class']})"
     return DefaultsTable(values, f"transformers {table_version()} {name}")
 
 
 def family_keys(model_type: str) -> frozenset[str]:
     """Every key ``model_type``'s configuration class declares a default for (its text
-    sub-configuration's too):
-    what the closest-family hint compares a config's keys with."""
+    sub-configuration's too): what the closest-family hint compares a config's keys with."""
     entry = _data()["families"].get(model_type)
     if entry is None:
         return frozenset()

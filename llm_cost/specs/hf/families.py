@@ -23,36 +23,6 @@ from llm_cost.specs.hf.config import (
 from llm_cost.specs.hf.generic import DEPARTURES, generic_family, generic_mapper
 
 
-def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
-    """The language model of mistral3 (read as mistral, transformers models/mistral/modeling_mistral.py),
-    phi3 (modeling_phi3.py; fused qkv_proj / gate_up_proj hold the same elements), smollm3
-    (modeling_smollm3.py). llama and mistral configs themselves go through the generic reader.
-
-    Per layer: q/k/v/o projections (smollm3: ``attention_bias`` on all four), gated MLP (smollm3:
-    ``mlp_bias`` on all three), two RMSNorms. Mistral and Phi-3 use ``sliding_window`` (when set) in
-    every layer; Mistral's default window is 4096, Phi-3's none.
-    """
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False) if c.family == "smollm3" else False
-    mlp_bias = c.bool("mlp_bias", False) if c.family == "smollm3" else False
-    window = None
-    if c.family == "mistral":
-        window = c.int_or_null("sliding_window", 4096)
-    elif c.family == "phi3":
-        window = c.opt_int("sliding_window")
-    elif c.family == "smollm3":
-        window = _smollm3_window(c)
-    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION)) or (
-        [LayerType.SLIDING_ATTENTION] * L if window else [LayerType.FULL_ATTENTION] * L
-    )
-    window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
-    out["mlp"] = _mlp(c, mlp_bias=mlp_bias)
-    return out
-
-
 def _qwen3_next(c: _Config, fam: _Family) -> dict[str, Any]:
     """qwen3_next (transformers models/qwen3_next/modeling_qwen3_next.py): Gated DeltaNet linear
     attention in most layers, gated full attention (q_proj emits an output gate; q/k norms) every
@@ -288,17 +258,6 @@ def _gpt_oss(c: _Config, fam: _Family) -> dict[str, Any]:
         expert_bias=True,
     )
     return out
-
-
-def _smollm3_window(c: _Config):
-    """smollm3 (transformers models/smollm3/modeling_smollm3.py): llama weights; ``no_rope_layers``
-    only switches RoPE off in some layers (no weights). The window applies only with
-    ``use_sliding_window`` (then through ``layer_types``)."""
-    c.ignore("no_rope_layers", "no_rope_layer_interval", "max_window_layers")
-    if not c.bool("use_sliding_window", False):
-        c.ignore("sliding_window")
-        return None
-    return c.opt_int("sliding_window")
 
 
 def _gemma3_vlm(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -708,27 +667,11 @@ def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
-def _mistral3(c: _Config, fam: _Family) -> dict[str, Any]:
-    """mistral3 (transformers models/mistral3/modeling_mistral3.py, Mistral3ForConditionalGeneration):
-    the Mistral language model of ``text_config`` (read as mistral), the Pixtral encoder of
-    ``vision_config`` (models/pixtral/modeling_pixtral.py) and the projector (RMSNorm, 2x2 patch
-    merger, linear_1, linear_2; biases only with ``multimodal_projector_bias``)."""
-    from llm_cost.specs.hf.vision import pixtral_vision
-
-    c.family = "mistral"
-    try:
-        out = _llama_like(c, fam)
-    finally:
-        c.family = "mistral3"
-    out["vision"] = pixtral_vision(c, out)
-    return out
-
-
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (generic_mapper("llama"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "mistral": (generic_mapper("mistral"), _F(tie=False, max_pos=131072, rope_theta=10000.0)),
-    "mistral3": (_mistral3, _F(tie=False, max_pos=131072, rope_theta=1e9)),
+    "mistral3": (generic_mapper("mistral3"), _F(tie=False, max_pos=131072, rope_theta=1e9)),
     "mixtral": (generic_mapper("mixtral"), _F(tie=False, max_pos=131072, rope_theta=1e6)),
     "qwen2": (generic_mapper("qwen2"), _F(tie=False, max_pos=32768, rope_theta=10000.0)),
     "qwen2_moe": (generic_mapper("qwen2_moe"), _F(tie=False, max_pos=32768, rope_theta=10000.0)),
@@ -743,12 +686,12 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "gemma": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
     "gemma2": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
     "gemma3_text": (_gemma, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
-    "phi3": (_llama_like, _F(tie=False, max_pos=4096, rope_theta=10000.0)),
+    "phi3": (generic_mapper("phi3"), _F(tie=False, max_pos=4096, rope_theta=10000.0)),
     "gpt2": (_gpt2, _F(tie=True, max_pos=1024, rope_theta=None, dtype="fp32")),
     "falcon": (_falcon, _F(tie=True, max_pos=2048, rope_theta=10000.0)),
     "gpt_oss": (_gpt_oss, _F(tie=False, max_pos=131072, rope_theta=150000.0, head_dim=64)),
     "gemma3": (_gemma3_vlm, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
-    "smollm3": (_llama_like, _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
+    "smollm3": (generic_mapper("smollm3"), _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
     "olmo2": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "olmo3": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "phimoe": (_phimoe, _F(tie=False, max_pos=131072, rope_theta=1e6)),

@@ -137,7 +137,8 @@ class Departures:
     key of the vocabulary that the family's transformers configuration class does not declare
     (``num_experts`` on llama, ``attention_bias`` on mistral) is refused rather than read, unless
     it is one of ``extra_keys`` (keys the checkpoints' configs carry beyond the class, DeepSeek's
-    ``num_nextn_predict_layers``). ``window_rule``: the Qwen ``use_sliding_window`` /
+    ``num_nextn_predict_layers``), or declared by the configuration class of ``declared_as`` (a
+    wrapper's language model: mistral for mistral3). ``window_rule``: the Qwen ``use_sliding_window`` /
     ``max_window_layers`` schedule (see :func:`llm_cost.specs.hf.config._qwen_sliding`).
     ``bias_key``: the key switching the q/k/v (and o) biases (None: q/k/v biases always, Qwen2),
     ``bias_default`` its value when absent (Qwen2-MoE's ``qkv_bias``: true); ``mlp_bias_key`` the
@@ -155,6 +156,7 @@ class Departures:
     vision: Optional[str] = None
     declared_only: bool = False
     extra_keys: tuple[str, ...] = ()
+    declared_as: Optional[str] = None
     window_rule: Optional[str] = None
     bias_key: Optional[str] = "attention_bias"
     bias_default: bool = False
@@ -241,7 +243,7 @@ DEPARTURES: dict[str, Departures] = {
         "layer outside mlp_only_layers; a window slides in every layer when use_sliding_window",
         window_rule="all",
         declared_only=True,
-        extra_keys=("shared_expert_intermediate_size", "qkv_bias", "head_dim", "max_window_layers"),
+        extra_keys=("shared_expert_intermediate_size", "qkv_bias", "max_window_layers"),
     ),
     "qwen3_vl": _qwen_text(
         "transformers models/qwen3_vl/modeling_qwen3_vl.py: the Qwen3 language model and the Qwen3-VL vision tower "
@@ -274,6 +276,23 @@ DEPARTURES: dict[str, Departures] = {
         "intermediate_size; the multipliers are scalars, not weights",
         declared_only=True,
     ),
+    "phi3": Departures(
+        cite="transformers models/phi3/modeling_phi3.py: fused qkv_proj / gate_up_proj holding q/k/v's and "
+        "gate/up's elements, no biases; sliding_window (when set) in every layer",
+        declared_only=True,
+    ),
+    "smollm3": Departures(
+        cite="transformers models/smollm3/modeling_smollm3.py: llama weights (attention_bias, mlp_bias); "
+        "no_rope_layers only switches RoPE off (no weights); the window applies only with use_sliding_window",
+        declared_only=True,
+    ),
+    "mistral3": Departures(
+        cite="transformers models/mistral3/modeling_mistral3.py (Mistral3ForConditionalGeneration): the Mistral "
+        "language model of text_config, the Pixtral encoder and the Mistral 3 projector",
+        declared_only=True,
+        declared_as="mistral",
+        vision="pixtral",
+    ),
     "llama": Departures(
         cite="transformers models/llama/modeling_llama.py: q/k/v/o (attention_bias on all four), gated MLP "
         "(mlp_bias on all three), two RMSNorms per layer",
@@ -302,7 +321,7 @@ DEPARTURES: dict[str, Departures] = {
         "num_nextn_predict_layers MTP modules (with embedding/head copies) reported apart",
         router_bias=True,
         declared_only=True,
-        extra_keys=("moe_layer_freq", "num_nextn_predict_layers", "topk_method", "head_dim"),
+        extra_keys=("moe_layer_freq", "num_nextn_predict_layers", "topk_method"),
     ),
     "glm4_moe": Departures(
         cite="transformers models/glm4_moe/modeling_glm4_moe.py: attention_bias on q/k/v (never o_proj), optional "
@@ -311,7 +330,7 @@ DEPARTURES: dict[str, Departures] = {
         o_proj_bias=False,
         router_bias=True,
         declared_only=True,
-        extra_keys=("num_nextn_predict_layers", "head_dim", "topk_method"),
+        extra_keys=("num_nextn_predict_layers", "topk_method"),
     ),
     "glm4v_moe": Departures(
         cite="transformers models/glm4v_moe/modeling_glm4v_moe.py (the GLM-4-MoE language model: q/k/v biases "
@@ -375,13 +394,36 @@ def generic_mapper(model_type: str) -> Callable[[_Config, _Family], dict[str, An
     return mapper
 
 
+#: Keys every decoder's configuration has in substance, whether its class declares them or derives
+#: them (``head_dim`` = hidden_size / heads where a class does not store it).
+_EVERY_FAMILY = frozenset(
+    {
+        "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "intermediate_size",
+        "tie_word_embeddings",
+    }
+)
+
+
 def _undeclared(c: _Config, dep: Departures) -> None:
     """SpecError for a shape key the family's configuration class does not declare (see
     :class:`Departures` ``declared_only``), in the words of the unplaced-key check."""
     from llm_cost.specs.hf.config import SHAPE_KEYS
     from llm_cost.specs.hf.defaults import family_keys
 
-    declared = family_keys(c.family) | set(dep.extra_keys) | {k for k, _ in dep.restates}
+    declared = (
+        family_keys(c.family)
+        | family_keys(dep.declared_as or c.family)
+        | _EVERY_FAMILY
+        | set(dep.extra_keys)
+        | {k for k, _ in dep.restates}
+        | ({"vision_config"} if dep.vision is not None else set())
+    )
     for key in sorted(c.data):
         value = c.data[key]
         if key in declared or key not in (READ_KEYS | SHAPE_KEYS) or key in INERT_KEYS:

@@ -443,6 +443,7 @@ VISION_READERS: dict[str, Callable[[_Config, dict[str, Any]], Any]] = {
     "qwen2_5_vl": qwen25_vision,
     "qwen3_vl": qwen3_vision,
     "qwen3_5": lambda c, out: qwen3_vision(c, out, deepstack=False),
+    "pixtral": pixtral_vision,
     "moonvit": moonvit_vision,
     "glm4v": glm4v_vision,
 }
