@@ -23,75 +23,6 @@ from llm_cost.specs.hf.config import (
 from llm_cost.specs.hf.generic import DEPARTURES, generic_family, generic_mapper
 
 
-def _qwen3_next(c: _Config, fam: _Family) -> dict[str, Any]:
-    """qwen3_next (transformers models/qwen3_next/modeling_qwen3_next.py): Gated DeltaNet linear
-    attention in most layers, gated full attention (q_proj emits an output gate; q/k norms) every
-    ``full_attention_interval``-th layer (or ``layer_types``), MoE with a gated shared expert.
-    ``mtp_num_hidden_layers`` (the checkpoint's MTP block, which transformers does not load) maps to
-    a DeepSeek-style MTP module without embedding/head copies (fc [2d -> d], two input norms, one
-    decoder layer, a final norm), reported apart from the main model."""
-    from llm_cost.specs.schema import MTP, LinearAttention, MoE
-
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.LINEAR_ATTENTION))
-    if types is None:
-        k = c.int("full_attention_interval", 4)
-        types = [LayerType.LINEAR_ATTENTION if (i + 1) % k else LayerType.FULL_ATTENTION for i in range(L)]
-    else:
-        c.ignore("full_attention_interval")
-    c.ignore("use_sliding_window", "sliding_window", "max_window_layers")
-    out["layer_types"] = types
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True, output_gate=True)
-    if LayerType.LINEAR_ATTENTION in types:
-        out["linear_attention"] = LinearAttention.checked(
-            linear_num_key_heads=c.int("linear_num_key_heads", 16),
-            linear_num_value_heads=c.int("linear_num_value_heads", 32),
-            linear_key_head_dim=c.int("linear_key_head_dim", 128),
-            linear_value_head_dim=c.int("linear_value_head_dim", 128),
-            linear_conv_kernel_dim=c.int("linear_conv_kernel_dim", 4),
-        )
-    E = c.int("num_experts", 512, minimum=0)
-    step = c.int("decoder_sparse_step", 1)
-    only = c.int_list("mlp_only_layers", [])
-    c.ignore("norm_topk_prob", "router_aux_loss_coef", "output_router_logits")
-    if E:
-        shared = c.int("shared_expert_intermediate_size", 512, minimum=0)
-        if shared == 0:
-            raise c.error(
-                "shared_expert_intermediate_size",
-                "= 0 leaves the always-present shared_expert_gate [1, d] that the spec cannot place",
-            )
-        out["moe"] = MoE.checked(
-            num_experts=E,
-            num_experts_per_tok=c.int("num_experts_per_tok", 10),
-            moe_intermediate_size=c.int("moe_intermediate_size", 512),
-            shared_expert_intermediate_size=shared,
-            shared_expert_gate=True,
-            decoder_sparse_step=step,
-            mlp_only_layers=sorted(set(only)),
-        )
-    if (not E) or any(i in only or (i + 1) % step for i in range(L)):
-        out["mlp"] = _mlp(c)
-    else:
-        c.ignore("intermediate_size", "hidden_act")
-        c.notes.append("intermediate_size is unused: every layer is MoE")
-    n_mtp = c.int("mtp_num_hidden_layers", minimum=0) if c.has("mtp_num_hidden_layers") else 0
-    c.ignore("mtp_num_hidden_layers", "mtp_use_dedicated_embeddings")
-    if c.data.get("mtp_use_dedicated_embeddings") and c.bool("mtp_use_dedicated_embeddings"):
-        raise c.error("mtp_use_dedicated_embeddings", "= true: dedicated MTP embeddings cannot be placed")
-    if n_mtp > 1:
-        raise c.error(
-            "mtp_num_hidden_layers",
-            f"= {n_mtp}: one fc with several MTP layers cannot be placed (the spec models one module per layer)",
-        )
-    if n_mtp:
-        out["mtp"] = MTP.checked(num_nextn_predict_layers=n_mtp, checkpoint_stores_shared=False)
-    return out
-
-
 def _gemma(c: _Config, fam: _Family) -> dict[str, Any]:
     """gemma (transformers models/gemma/modeling_gemma.py), gemma2 (modeling_gemma2.py), gemma3_text
     (models/gemma3/modeling_gemma3.py, Gemma3ForCausalLM): GeGLU MLP, ``attention_bias`` on q/k/v/o,
@@ -677,7 +608,10 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "qwen2_moe": (generic_mapper("qwen2_moe"), _F(tie=False, max_pos=32768, rope_theta=10000.0)),
     "qwen3": (generic_mapper("qwen3"), _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=128)),
     "qwen3_moe": (generic_mapper("qwen3_moe"), _F(tie=False, max_pos=32768, rope_theta=10000.0)),
-    "qwen3_next": (_qwen3_next, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=256, partial_rotary=0.25)),
+    "qwen3_next": (
+        generic_mapper("qwen3_next"),
+        _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=256, partial_rotary=0.25),
+    ),
     "qwen2_vl": (generic_mapper("qwen2_vl"), _F(tie=False, max_pos=32768, rope_theta=1e6)),
     "qwen3_vl": (generic_mapper("qwen3_vl"), _F(tie=False, max_pos=262144, rope_theta=5e6, head_dim=128)),
     "qwen2_5_vl": (generic_mapper("qwen2_5_vl"), _F(tie=False, max_pos=128000, rope_theta=1e6)),

@@ -143,7 +143,8 @@ class Departures:
     ``bias_key``: the key switching the q/k/v (and o) biases (None: q/k/v biases always, Qwen2),
     ``bias_default`` its value when absent (Qwen2-MoE's ``qkv_bias``: true); ``mlp_bias_key`` the
     MLP's (ERNIE's ``use_bias`` switches both). ``qk_norm_width``: "projection" when the q/k norms
-    span the whole projection (OLMoE) rather than one head.
+    span the whole projection (OLMoE) rather than one head. ``full_attention_interval``: the
+    interval a config without ``layer_types`` or that key takes (Qwen3NextConfig's __post_init__: 4).
     """
 
     cite: str
@@ -160,6 +161,7 @@ class Departures:
     window_rule: Optional[str] = None
     bias_key: Optional[str] = "attention_bias"
     bias_default: bool = False
+    full_attention_interval: Optional[int] = None
     mlp_bias_key: str = "mlp_bias"
     qk_norm_width: str = "head"
 
@@ -170,7 +172,9 @@ def _qwen_text(cite: str, **kw: Any) -> Departures:
 
 def _qwen3_next_text(cite: str, vision: Optional[str] = None) -> Departures:
     """Qwen3-Next's text departures: per-head q/k norms, the gated q_proj, the gated shared expert."""
-    return Departures(cite=cite, qk_norm=True, output_gate=True, shared_expert_gate=True, vision=vision)
+    return Departures(
+        cite=cite, qk_norm=True, output_gate=True, shared_expert_gate=True, vision=vision, full_attention_interval=4
+    )
 
 
 #: model_type -> how its modeling file departs from the standard vocabulary.
@@ -178,6 +182,11 @@ DEPARTURES: dict[str, Departures] = {
     "qwen3_vl_moe": _qwen_text(
         "transformers models/qwen3_vl_moe/modeling_qwen3_vl_moe.py (Qwen3-MoE text, Qwen3-VL vision with DeepStack)",
         vision="qwen3_vl",
+    ),
+    "qwen3_next": _qwen3_next_text(
+        "transformers models/qwen3_next/modeling_qwen3_next.py: Gated DeltaNet linear attention between gated full "
+        "attention layers (q_proj also emits the output gate; per-head q/k norms), MoE with a gated shared "
+        "expert; mtp_num_hidden_layers is the checkpoint's MTP block (no embedding/head copies), reported apart"
     ),
     "qwen3_5": _qwen3_next_text(
         "transformers models/qwen3_5/modeling_qwen3_5.py (Qwen3-Next text with a dense MLP; in_proj_qkv/z/b/a "
@@ -362,7 +371,7 @@ def read_generic(c: _Config, fam: _Family, dep: Optional[Departures]) -> dict[st
         _undeclared(c, dep)
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
-    types = [LayerType.FULL_ATTENTION] * L if dep.window_rule is not None else _schedule(c, L)
+    types = [LayerType.FULL_ATTENTION] * L if dep.window_rule is not None else _schedule(c, L, dep)
     if c.has("kv_lora_rank"):
         if set(types) != {LayerType.FULL_ATTENTION}:
             raise c.error("layer_types", "has sliding or linear layers; MLA layers are read as full attention only")
@@ -447,7 +456,7 @@ def _restated(c: _Config, dep: Departures) -> None:
                 raise c.error(key, f"= {value!r}: model_type '{c.family}' always has {key} = {implied!r} ({dep.cite})")
 
 
-def _schedule(c: _Config, L: int) -> list[LayerType]:
+def _schedule(c: _Config, L: int, dep: Departures) -> list[LayerType]:
     """Each layer's token mixer: ``layer_types``, else ``full_attention_interval`` (linear
     attention between), else sliding attention everywhere when a window is in force, else full."""
     allowed = (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.LINEAR_ATTENTION)
@@ -455,8 +464,8 @@ def _schedule(c: _Config, L: int) -> list[LayerType]:
     if types is not None:
         c.ignore("full_attention_interval")
         return types
-    if c.has("full_attention_interval"):
-        k = c.int("full_attention_interval")
+    if c.known("full_attention_interval") or dep.full_attention_interval is not None:
+        k = c.int("full_attention_interval", dep.full_attention_interval)
         return [LayerType.LINEAR_ATTENTION if (i + 1) % k else LayerType.FULL_ATTENTION for i in range(L)]
     if _window(c) is not None:
         return [LayerType.SLIDING_ATTENTION] * L
