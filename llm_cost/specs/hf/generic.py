@@ -28,9 +28,9 @@ interprets those keys as transformers' modeling files use them:
 * MTP: ``num_nextn_predict_layers`` (DeepSeek-V3 layout: the checkpoint stores embedding and head
   copies) or ``mtp_num_hidden_layers`` (Qwen3-Next layout: it does not).
 
-A modeling file that departs from this reading has one :class:`~llm_cost.specs.hf.departures.Departures` line in
-:data:`~llm_cost.specs.hf.departures.DEPARTURES` citing it (a per-head q/k norm without a config key, a gated shared expert, a
-vision tower). A model_type with no line is read only when every key of its config is understood
+A modeling file that departs from this reading has one line in
+:data:`~llm_cost.specs.hf.departures.DEPARTURES` citing it (a per-head q/k norm without a config
+key, a gated shared expert, a vision tower). A model_type with no line is read only when every key of its config is understood
 (read here, or known to change no weight: :data:`INERT_KEYS`), and is labelled "read generically:
 not checked against a checkpoint of this family"; a key that is not understood is refused, named.
 """
