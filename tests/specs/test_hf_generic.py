@@ -330,3 +330,14 @@ def test_glm4v_moe_is_glm_4_5_air_plus_the_glm4v_tower():
     assert r.vision_params == tower
     assert r.decoder_params == 106_852_251_264
     assert r.total_params == CHECKPOINTS["glm-4.5v"]["total_params"] == 107_710_933_120
+
+
+@pytest.mark.parametrize("name,text_type", [("qwen3.5-35b-a3b", "qwen3_5_moe_text"), ("qwen3.5-27b", "qwen3_5_text")])
+def test_qwen3_5_text_models_are_the_wrappers_language_models(name, text_type):
+    """Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM: a config of the text model alone (the wrapper's
+    text_config, model_type qwen3_5_text / qwen3_5_moe_text) counts the wrapper's language model."""
+    wrapper = count_params(load_hf_config(FIXTURES / name))
+    text = {**_config(name)["text_config"], "model_type": text_type}
+    r = count_params(hf_to_spec(text, "x/config.json")[0])
+    assert r.total_params == wrapper.decoder_params == wrapper.total_params - wrapper.vision_params
+    assert r.mtp_params == wrapper.mtp_params
