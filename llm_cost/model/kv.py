@@ -19,6 +19,8 @@ Formulas (elements per token per layer, times bytes per element):
   H x P x N elements (heads x head_dim x state size) per sequence per layer plus a conv state of
   (H P + 2 G N) x (kernel - 1), as vLLM's Mamba-2 cache holds them. Both are counted at the KV
   dtype (engines often keep the SSM state in fp32: pass ``--kv-dtype fp32`` for that).
+* LFM2 short convolution: no per-token cache, no recurrent state; a conv state of d x (kernel - 1)
+  per sequence per layer (vLLM's ShortConv cache), counted at the KV dtype.
 * ``mlp_only`` layers (Nemotron-H feed-forward blocks) cache nothing.
 
 Bytes are exact integers for whole-byte dtypes (exact fractions are rounded only for display).
@@ -36,7 +38,12 @@ from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import LayerKind, LayerType
 from llm_cost.core.units import to_bytes
-from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
+from llm_cost.model.kvshape import (
+    kv_elements_per_token_per_layer,
+    linear_state_elements,
+    mamba_state_elements,
+    short_conv_state_elements,
+)
 from llm_cost.model.layers import LayerCounts, layer_counts
 from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
 
@@ -110,8 +117,10 @@ def _state_layers(spec: ModelSpec, counts: LayerCounts) -> tuple[int, int]:
     (``counts``: :func:`_layer_counts`)."""
     la_state, la_conv = linear_state_elements(spec)
     m_state, m_conv = mamba_state_elements(spec)
+    _, sc_conv = short_conv_state_elements(spec)
     n_la, n_m = counts.mixer(LayerType.LINEAR_ATTENTION), counts.mixer(LayerType.MAMBA2)
-    return n_la * la_state + n_m * m_state, n_la * la_conv + n_m * m_conv
+    n_sc = counts.mixer(LayerType.SHORT_CONV)
+    return n_la * la_state + n_m * m_state, n_la * la_conv + n_m * m_conv + n_sc * sc_conv
 
 
 def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | Fraction:
@@ -206,6 +215,21 @@ def kv_cache(
                     f"SSM state H x P x N = {m.num_heads} x {m.head_dim} x {m.state_size} per sequence",
                 )
             )
+        elif kind == LayerType.SHORT_CONV:
+            assert spec.short_conv is not None
+            _, sc_conv = short_conv_state_elements(spec)
+            kinds.append(
+                KVLayerKind(
+                    kind,
+                    n,
+                    0,
+                    0,
+                    None,
+                    0,
+                    to_bytes(sc_conv, bits),
+                    f"conv state d x (kernel - 1) = {spec.hidden_size} x {spec.short_conv.conv_kernel - 1} per sequence",
+                )
+            )
         elif kind == LayerType.LINEAR_ATTENTION:
             assert spec.linear_attention is not None
             la = spec.linear_attention
@@ -245,6 +269,8 @@ def kv_cache(
         conventions.append(note("kv.linear_state"))
     if counts.mixer(LayerType.MAMBA2):
         conventions.append(note("kv.mamba_state"))
+    if counts.mixer(LayerType.SHORT_CONV):
+        conventions.append(note("kv.short_conv_state"))
     if chunk and counts.mixer(LayerType.CHUNKED_ATTENTION):
         conventions.append(note("kv.chunk", chunk=chunk))
     if window:

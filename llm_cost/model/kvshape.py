@@ -5,6 +5,8 @@ state of a linear-attention layer (seed 000 §七, seed 003 §04-§05).
 * MLA: kv_lora_rank + qk_rope_head_dim (the latent c_KV and the decoupled RoPE key).
 * Mamba-2: an SSM state of H x P x N (heads x head_dim x state size) per sequence per layer and a
   conv state of conv_dim x (kernel - 1), as vLLM's Mamba-2 cache holds them.
+* LFM2 short convolution: no per-token cache and no recurrent state; a conv state of
+  d x (kernel - 1) per sequence per layer (vLLM's ShortConv cache).
 * Gated DeltaNet: no per-token cache; a recurrent state of n_v x d_k x d_v elements per sequence
   per layer plus a causal-conv state of (2 n_k d_k + n_v d_v) x (kernel - 1) elements.
 """
@@ -13,7 +15,12 @@ from __future__ import annotations
 
 from llm_cost.specs.schema import MLAAttention, ModelSpec
 
-__all__ = ["kv_elements_per_token_per_layer", "linear_state_elements", "mamba_state_elements"]
+__all__ = [
+    "kv_elements_per_token_per_layer",
+    "linear_state_elements",
+    "mamba_state_elements",
+    "short_conv_state_elements",
+]
 
 
 def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
@@ -38,3 +45,12 @@ def mamba_state_elements(spec: ModelSpec) -> tuple[int, int]:
     if m is None:
         return 0, 0
     return m.num_heads * m.head_dim * m.state_size, m.conv_dim * (m.conv_kernel - 1)
+
+
+def short_conv_state_elements(spec: ModelSpec) -> tuple[int, int]:
+    """(recurrent state, conv state) elements of one LFM2 short-convolution layer for one sequence:
+    no recurrent state, d x (kernel - 1) of conv state (the last kernel - 1 inputs of B x)."""
+    sc = spec.short_conv
+    if sc is None:
+        return 0, 0
+    return 0, spec.hidden_size * (sc.conv_kernel - 1)

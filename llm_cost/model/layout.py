@@ -27,7 +27,12 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, Part, ShardRule, TensorGroup, TensorKind
 from llm_cost.core.units import exact, to_bytes
-from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
+from llm_cost.model.kvshape import (
+    kv_elements_per_token_per_layer,
+    linear_state_elements,
+    mamba_state_elements,
+    short_conv_state_elements,
+)
 from llm_cost.model.layers import layer_counts
 from llm_cost.model.structure import Tensor, build
 from llm_cost.specs.schema import GQAAttention, ModelSpec
@@ -251,7 +256,12 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
         LayerType.SLIDING_ATTENTION: min(context, window) if window else context,
         LayerType.CHUNKED_ATTENTION: min(context, chunk) if chunk else context,
     }
-    state = {LayerType.LINEAR_ATTENTION: Fraction(la_state, layout.tp), LayerType.MAMBA2: Fraction(m_state, layout.tp)}
+    sc_state = sum(short_conv_state_elements(spec))
+    state = {
+        LayerType.LINEAR_ATTENTION: Fraction(la_state, layout.tp),
+        LayerType.MAMBA2: Fraction(m_state, layout.tp),
+        LayerType.SHORT_CONV: Fraction(sc_state, layout.tp),
+    }
     out = []
     for i in range(layout.pp):
         elements = Fraction(0)

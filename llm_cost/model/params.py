@@ -89,6 +89,10 @@ def _label(spec: ModelSpec, group: str) -> str:
         m = spec.mamba
         assert m is not None
         return f"Mamba-2 mixer ({m.num_heads} heads x {m.head_dim}, state {m.state_size})"
+    if group == "short_conv":
+        sc = spec.short_conv
+        assert sc is not None
+        return f"short convolution (gated, kernel {sc.conv_kernel})"
     if group == "mlp":
         mlp = spec.mlp
         assert mlp is not None

@@ -45,6 +45,7 @@ GROUPS = (
     "attention",
     "linear_attention",
     "mamba",
+    "short_conv",
     "mlp",
     "router",
     "routed_experts",
@@ -179,7 +180,7 @@ class Structure:
 M, L_, N, B, O = TensorKind.MATMUL, TensorKind.LOOKUP, TensorKind.NORM, TensorKind.BIAS, TensorKind.OTHER
 COL, ROW, KV, REP = ShardRule.COLUMN, ShardRule.ROW, ShardRule.KV, ShardRule.REPLICATED
 SOFTMAX, LINEAR, DENSE, MOE = LayerKind.SOFTMAX_ATTENTION, LayerKind.LINEAR_ATTENTION, LayerKind.DENSE, LayerKind.MOE
-MAMBA = LayerKind.MAMBA
+MAMBA, SHORT = LayerKind.MAMBA, LayerKind.SHORT_CONV
 
 
 def _norm(name: str, d: int, spec: ModelSpec, layers: int, part: Part, group: str = "norms") -> list[Tensor]:
@@ -377,6 +378,22 @@ def _mamba2(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     return t
 
 
+def _short_conv(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
+    """LFM2's gated short convolution (transformers modeling_lfm2.py Lfm2ShortConv): in_proj
+    [d -> 3d], a depthwise conv [d, 1, k] and out_proj [d -> d], biases if ``conv_bias``. Sharded
+    as vLLM's ShortConv: in_proj and the conv split by channel, out_proj row-parallel."""
+    sc = spec.short_conv
+    assert sc is not None
+    d, b = spec.hidden_size, sc.conv_bias
+    p, g = "layers.*.conv", "short_conv"
+    t = _linear(f"{p}.in_proj", d, 3 * d, g, layers, b, part, SHORT, COL)
+    t.append(Tensor(f"{p}.conv.weight", (d, 1, sc.conv_kernel), g, O, layers, part=part, layer_kind=SHORT, shard=COL))
+    if b:
+        t.append(Tensor(f"{p}.conv.bias", (d,), "biases", B, layers, part=part, layer_kind=SHORT, shard=COL))
+    t += _linear(f"{p}.out_proj", d, d, g, layers, b, part, SHORT, ROW)
+    return t
+
+
 def _ffn(
     prefix: str,
     d: int,
@@ -466,6 +483,8 @@ def _blocks(
         t += _linear_attention(spec, attention_counts[LayerType.LINEAR_ATTENTION], part)
     if attention_counts.get(LayerType.MAMBA2):
         t += _mamba2(spec, attention_counts[LayerType.MAMBA2], part)
+    if attention_counts.get(LayerType.SHORT_CONV):
+        t += _short_conv(spec, attention_counts[LayerType.SHORT_CONV], part)
     if mlp_counts.get(MlpType.DENSE):
         t += _dense_mlp(spec, mlp_counts[MlpType.DENSE], part)
     if mlp_counts.get(MlpType.MOE):

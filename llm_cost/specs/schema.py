@@ -253,6 +253,19 @@ class Mamba2(Spec):
 
 
 @spec
+class ShortConv(Spec):
+    """LFM2's gated short convolution (transformers models/lfm2/modeling_lfm2.py Lfm2ShortConv):
+    in_proj [d -> 3d] gives the gates B and C and the value x; B x goes through a depthwise causal
+    conv1d of ``conv_kernel`` taps over the last tokens, C multiplies its output, out_proj [d -> d].
+    No KV cache and no recurrent state: a conv state of d x (conv_kernel - 1) elements per sequence
+    per layer (vLLM's ShortConv cache)."""
+
+    kind: Literal["short_conv"] = "short_conv"
+    conv_kernel: Small = spec_field(description="Taps of the depthwise conv (config.json conv_L_cache).")
+    conv_bias: bool = spec_field(default=False, description="in_proj, conv and out_proj carry biases.")
+
+
+@spec
 class RopeScaling(Spec):
     """RoPE scaling as in config.json ``rope_scaling`` (llama3, yarn, linear, dynamic, mrope)."""
 
@@ -458,6 +471,9 @@ class ModelSpec(Spec):
     moe: Optional[MoE] = None
     linear_attention: Optional[LinearAttention] = None
     mamba: Optional[Mamba2] = spec_field(default=None, description="The Mamba-2 mixer of the mamba2 layers.")
+    short_conv: Optional[ShortConv] = spec_field(
+        default=None, description="The gated short convolution of the short_conv layers (LFM2)."
+    )
     mlp_layer_types: Optional[Annotated[tuple[MlpTypeName, ...], Bounds(max_length=MAX_LAYERS)]] = spec_field(
         default=None,
         description="Feed-forward kind per layer (overrides the MoE layer rule); none for mixer-only blocks.",
@@ -519,6 +535,10 @@ class ModelSpec(Spec):
             raise ValueError("layer_types names mamba2 layers but mamba is not set")
         if self.mamba is not None and LayerType.MAMBA2 not in kinds:
             raise ValueError("mamba is set but no layer in layer_types is mamba2")
+        if LayerType.SHORT_CONV in kinds and self.short_conv is None:
+            raise ValueError("layer_types names short_conv layers but short_conv is not set")
+        if self.short_conv is not None and LayerType.SHORT_CONV not in kinds:
+            raise ValueError("short_conv is set but no layer in layer_types is short_conv")
         if self.mlp_layer_types is not None:
             if len(self.mlp_layer_types) != L:
                 raise ValueError(
@@ -528,8 +548,8 @@ class ModelSpec(Spec):
                 raise ValueError("mlp_layer_types names moe layers but moe is not set")
             if MlpType.DENSE in self.mlp_layer_types and self.mlp is None:
                 raise ValueError("mlp_layer_types names dense layers but mlp is not set")
-        if kinds - {LayerType.FULL_ATTENTION} and isinstance(att, MLAAttention):
-            raise ValueError("MLA attention supports only full_attention layers")
+        if kinds & {LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION} and isinstance(att, MLAAttention):
+            raise ValueError("MLA attention has no sliding or chunked layers (its softmax layers are full_attention)")
         if self.moe is None and self.mlp is None:
             raise ValueError("a model needs mlp, moe, or both")
         if self.moe is not None:

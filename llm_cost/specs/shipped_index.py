@@ -924,6 +924,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                                       'original_max_position_embeddings': 4096,
                                                       'rope_type': 'yarn'},
                                      'rope_theta': 10000.0,
+                                     'short_conv': None,
                                      'source': {'note': 'Verbatim V3 config (incl. quantization_config) read '
                                                         'via JPAdams12th/dormant-model-2; cross-checked with '
                                                         'deepseek-ai/DeepSeek-V3 README_WEIGHTS.md. The MTP '
@@ -974,6 +975,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'position_embedding': 'rope',
                                     'rope_scaling': None,
                                     'rope_theta': 500000.0,
+                                    'short_conv': None,
                                     'source': {'note': 'Copy read via kittn/Meta-Llama-3-70B-quant '
                                                        '(_name_or_path meta-llama/Meta-Llama-3-70B).',
                                                'retrieved': '2026-11-29',
@@ -1022,6 +1024,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                    'position_embedding': 'rope',
                                    'rope_scaling': None,
                                    'rope_theta': 500000.0,
+                                   'short_conv': None,
                                    'source': {'note': 'Copy read via FriendliAI/Meta-Llama-3-8B-fp8 '
                                                       '(_name_or_path meta-llama/Meta-Llama-3-8B).',
                                               'retrieved': '2026-11-29',
@@ -1088,6 +1091,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                                         'original_max_position_embeddings': 8192,
                                                         'rope_type': 'llama3'},
                                        'rope_theta': 500000.0,
+                                       'short_conv': None,
                                        'source': {'note': 'Copy read via '
                                                           'relaxml/Llama-3.1-405B-Instruct-QTIP-4Bit-TP8 '
                                                           '(_name_or_path '
@@ -1142,6 +1146,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'position_embedding': 'rope',
                                     'rope_scaling': None,
                                     'rope_theta': 10000.0,
+                                    'short_conv': None,
                                     'source': {'note': 'Copy read via bartowski/OpenOrca-Zephyr-7B-exl2 (a '
                                                        'snapshot of mistralai/Mistral-7B-v0.1) and '
                                                        'Capstone-lpx/mistral7b_instruct.',
@@ -1197,6 +1202,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                       'position_embedding': 'rope',
                                       'rope_scaling': None,
                                       'rope_theta': 1000000.0,
+                                      'short_conv': None,
                                       'source': {'note': 'Shapes read from '
                                                          'mistralai/Mixtral-8x7B-Instruct-v0.1 at eba92302 '
                                                          '(identical to the base model); sliding_window is '
@@ -1260,6 +1266,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                                       'original_max_position_embeddings': None,
                                                       'rope_type': 'mrope'},
                                      'rope_theta': 1000000.0,
+                                     'short_conv': None,
                                      'source': {'note': 'Copy read via '
                                                         'pbarker/Qwen2-VL-7B-sk-googleflights-full-750-47ep '
                                                         '(from snapshot a7a06a1); vision fields completed '
@@ -1385,6 +1392,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                             'position_embedding': 'rope',
                                             'rope_scaling': None,
                                             'rope_theta': 10000000.0,
+                                            'short_conv': None,
                                             'source': {'note': "Fields from the official model card's "
                                                                'architecture section, google/maxtext '
                                                                'convert_qwen3_next_unscanned.py '

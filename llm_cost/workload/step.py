@@ -23,7 +23,8 @@ Operators, per GPU (the layout's TP, EP and PP shares applied; one DP replica):
   (sliding layers at most W tokens), writes the new tokens' K/V. MLA attends on the latent in
   the absorbed form (d_qk = kv_lora_rank + qk_rope, d_v = kv_lora_rank; DeepSeek-V2 §2.1.2).
   Chunked layers (Llama 4) see the earlier tokens of their own C-token chunk.
-* recurrence (Gated DeltaNet; Mamba-2: 6 H P N + 2 conv_dim x kernel per token): about 6 n_v d_k d_v + 2 conv_dim x kernel FLOPs per token;
+* recurrence (Gated DeltaNet; Mamba-2: 6 H P N + 2 conv_dim x kernel per token; LFM2's short
+  convolution: 2 d x kernel + 2 d per token): about 6 n_v d_k d_v + 2 conv_dim x kernel FLOPs per token;
   reads the fixed recurrent and conv state of each sequence (updated in place: the write is not
   counted).
 * elementwise: the norm scales, biases and other vectors, read once.
@@ -67,7 +68,12 @@ from llm_cost.core.types import (
     TensorKind,
 )
 from llm_cost.core.units import Number, exact
-from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
+from llm_cost.model.kvshape import (
+    kv_elements_per_token_per_layer,
+    linear_state_elements,
+    mamba_state_elements,
+    short_conv_state_elements,
+)
 from llm_cost.model.layers import LayerCounts, layer_counts
 from llm_cost.model.layout import (
     ONE_GPU,
@@ -519,8 +525,9 @@ def _state_op(r: _Recurrence, layout: Layout, groups: Sequence[SeqGroup], kv_bit
 def _recurrences(spec: ModelSpec, counts: LayerCounts) -> tuple[_Recurrence, ...]:
     """The recurrent layer kinds of a stage whose layers are ``counts``. Gated DeltaNet: about
     6 n_v d_k d_v + 2 conv_dim x kernel FLOPs per token. Mamba-2: about 6 H P N (decay, rank-1
-    update, C read-out over the H x P x N state) + 2 conv_dim x kernel, in the recurrent form. Each
-    reads its state and conv state."""
+    update, C read-out over the H x P x N state) + 2 conv_dim x kernel, in the recurrent form. LFM2's
+    short convolution: 2 d x kernel (the depthwise conv) + 2 d (the B and C gates, one multiply each)
+    per token, over d channels split with TP. Each reads its state and conv state."""
     kinds = []
     la = spec.linear_attention
     if la is not None:
@@ -549,6 +556,19 @@ def _recurrences(spec: ModelSpec, counts: LayerCounts) -> tuple[_Recurrence, ...
                 per_token,
                 sum(mamba_state_elements(spec)),
                 m.num_heads,
+            )
+        )
+    sc = spec.short_conv
+    if sc is not None:
+        d = spec.hidden_size
+        kinds.append(
+            _Recurrence(
+                OpRole.SHORT_CONV,
+                "short convolution (gated)",
+                counts.mixer(LayerType.SHORT_CONV),
+                2 * d * sc.conv_kernel + 2 * d,
+                sum(short_conv_state_elements(spec)),
+                d,
             )
         )
     return tuple(kind for kind in kinds if kind.layers)

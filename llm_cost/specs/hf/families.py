@@ -24,6 +24,7 @@ from llm_cost.specs.hf.config import (
     _place_layers,
     _qwen_sliding,
 )
+from llm_cost.specs.hf.new_kinds import NEW_KINDS
 
 
 def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -1300,6 +1301,8 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "olmoe": (_olmoe, _F(tie=False, max_pos=4096, rope_theta=10000.0, dtype="fp32")),
     "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
 }
+FAMILIES.update(NEW_KINDS)  # the families of new layer kinds (specs.hf.new_kinds)
+
 #: Legacy model_type names read by another family's mapping.
 ALIASES = {
     "RefinedWebModel": "falcon",

@@ -1,0 +1,96 @@
+"""config.json -> ModelSpec fields for the families whose blocks are new kinds of layer: LFM2's
+gated short convolutions (``lfm2``). Each mapping names the transformers modeling file whose
+weight tensors it mirrors (transformers 5.x, ``src/transformers/models/<family>/``); the table
+:data:`NEW_KINDS` is merged into :data:`llm_cost.specs.hf.families.FAMILIES`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from llm_cost.core.types import LayerType
+from llm_cost.specs.hf.config import _common, _Config, _Family, _gqa, _heads, _layer_types
+
+__all__ = ["NEW_KINDS"]
+
+
+def _lfm2_ffn_width(c: _Config) -> int:
+    """The MLP width Lfm2MLP builds (modeling_lfm2.py): ``intermediate_size`` (or the original
+    ``block_ff_dim``, Lfm2Config reads either), and with ``block_auto_adjust_ff_dim`` two thirds of
+    it, times ``block_ffn_dim_multiplier`` and rounded up to ``block_multiple_of`` when the
+    multiplier is set."""
+    width = c.int(c.alias("block_ff_dim", "intermediate_size"), 12288)
+    if not c.bool("block_auto_adjust_ff_dim", True):
+        c.ignore("block_ffn_dim_multiplier", "block_multiple_of")
+        return width
+    width = int(2 * width / 3)
+    multiplier = c.raw("block_ffn_dim_multiplier")
+    if multiplier is None:
+        c.ignore("block_multiple_of")
+        return width
+    if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not multiplier > 0:
+        raise c.error("block_ffn_dim_multiplier", f"must be a number > 0 (got {multiplier!r})")
+    width = int(multiplier * width)
+    multiple = c.int("block_multiple_of", 256)
+    return multiple * ((width + multiple - 1) // multiple)
+
+
+def _lfm2_layers(c: _Config, L: int) -> list[LayerType]:
+    """``layer_types`` (full_attention / conv), else ``full_attn_idxs`` (absent: every layer is
+    attention), as Lfm2Config builds them."""
+    remapped = dict(c.data)
+    if isinstance(remapped.get("layer_types"), list):
+        remapped["layer_types"] = [LayerType.SHORT_CONV if t == "conv" else t for t in remapped["layer_types"]]
+        c.ignore("full_attn_idxs")
+        view = _Config(remapped, c.file, c.family, c.defaults, c.notes, c.prefix)
+        types = _layer_types(view, L, (LayerType.FULL_ATTENTION, LayerType.SHORT_CONV))
+        c.ignore("layer_types")
+        assert types is not None
+        return types
+    c.ignore("layer_types")
+    idxs = c.int_list("full_attn_idxs", list(range(L)), why="absent; every layer attention (Lfm2Config)")
+    bad = [i for i in idxs if i >= L]
+    if bad:
+        raise c.error("full_attn_idxs", f"{bad} are out of range for {L} layers")
+    return [LayerType.FULL_ATTENTION if i in idxs else LayerType.SHORT_CONV for i in range(L)]
+
+
+def _lfm2(c: _Config, fam: _Family) -> dict[str, Any]:
+    """lfm2 (transformers models/lfm2/modeling_lfm2.py, Lfm2ForCausalLM): each block is
+    operator_norm, a mixer and ffn_norm with a SwiGLU MLP (w1, w3, w2; width per
+    :func:`_lfm2_ffn_width`). The mixer is attention (q/k/v/out_proj without biases, q_layernorm
+    and k_layernorm of head_dim) or Lfm2ShortConv (in_proj [d -> 3d], a depthwise conv of
+    ``conv_L_cache`` taps, out_proj; biases ``conv_bias``). The final norm is embedding_norm; the
+    LM head is tied unless ``tie_word_embeddings`` (or the original ``tie_embedding``) is false."""
+    from llm_cost.specs.schema import MLP, ShortConv
+
+    if c.alias("tie_word_embeddings", "tie_embedding") == "tie_embedding":  # Lfm2Config reads either
+        c.data["tie_word_embeddings"] = c.data["tie_embedding"]
+    c.ignore("block_dim", "conv_dim", "conv_dim_out", "num_heads", "block_use_swiglu")
+    c.ignore("block_norm_eps", "norm_eps", "use_pos_enc", "theta")
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    for key, value in (("block_dim", d), ("conv_dim", d), ("conv_dim_out", d)):
+        if c.data.get(key) not in (None, value):
+            raise c.error(key, f"= {c.data[key]!r} differs from hidden_size ({d}); Lfm2 builds every block at d")
+    if c.data.get("block_use_swiglu") is False:
+        raise c.error("block_use_swiglu", "= false: Lfm2MLP is always SwiGLU (w1, w3, w2)")
+    types = _lfm2_layers(c, L)
+    n_q, n_kv, hd = _heads(c, d, fam)
+    out["attention"] = _gqa(n_q, n_kv, hd, qk_norm=True)
+    if LayerType.SHORT_CONV in types:
+        out["layer_types"] = types
+        out["short_conv"] = ShortConv.checked(
+            conv_kernel=c.int("conv_L_cache", 3), conv_bias=c.bool("conv_bias", False)
+        )
+    else:
+        c.ignore("conv_L_cache", "conv_bias")
+    out["mlp"] = MLP.checked(intermediate_size=_lfm2_ffn_width(c), hidden_act="silu")
+    return out
+
+
+_F = _Family
+#: model_type -> (mapping, defaults of its transformers configuration class).
+NEW_KINDS: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
+    "lfm2": (_lfm2, _F(tie=True, max_pos=128000, rope_theta=1e6)),
+}
