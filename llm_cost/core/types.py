@@ -135,6 +135,7 @@ class TensorGroup(TextEnum):
     ROUTER = "router"
     ROUTED_EXPERTS = "routed_experts"
     SHARED_EXPERTS = "shared_experts"
+    MOE_LATENT = "moe_latent"  # a latent MoE's projections into and out of the experts' width
     NORMS = "norms"
     BIASES = "biases"
     FINAL_NORM = "final_norm"

@@ -102,9 +102,12 @@ def _label(spec: ModelSpec, group: str) -> str:
     if group == "routed_experts":
         moe = spec.moe
         assert moe is not None
-        return f"routed experts ({moe.num_experts} x 3 x d x {moe.moe_intermediate_size:,})"
+        width = f"l={moe.moe_latent_size:,}" if moe.moe_latent_size else "d"
+        return f"routed experts ({moe.num_experts} x {3 if moe.expert_gated else 2} x {width} x {moe.moe_intermediate_size:,})"
     if group == "shared_experts":
         return "shared experts"
+    if group == "moe_latent":
+        return "latent projections (d -> l -> d)"
     if group == "lm_head":
         return "LM head (tied to embedding)" if spec.tie_word_embeddings else "LM head (untied)"
     return {

@@ -50,6 +50,7 @@ GROUPS = (
     "router",
     "routed_experts",
     "shared_experts",
+    "moe_latent",
     "norms",
     "biases",
     "final_norm",
@@ -427,6 +428,10 @@ def _dense_mlp(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
 
 
 def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
+    """Router [E, d] (+ E bias terms), E routed experts (gated or up/down only) and the shared
+    experts. A latent MoE (transformers modeling_nemotron_h.py NemotronHMoE) adds fc1_latent_proj
+    [d -> l] and fc2_latent_proj [l -> d], run by every token (replicated, as vLLM's
+    ReplicatedLinear), and its routed experts work at width l."""
     moe = spec.moe
     assert moe is not None
     d, E, k = spec.hidden_size, moe.num_experts, moe.num_experts_per_tok
@@ -434,11 +439,15 @@ def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     t = [Tensor(f"{p}.gate.weight", (E, d), "router", M, layers, part=part, layer_kind=MOE)]
     if moe.router_bias:
         t.append(Tensor(f"{p}.gate.bias", (E,), "router", B, layers, part=part, layer_kind=MOE))
+    latent = moe.moe_latent_size
+    if latent:
+        t += _linear(f"{p}.fc1_latent_proj", d, latent, "moe_latent", layers, False, part, MOE, REP)
+        t += _linear(f"{p}.fc2_latent_proj", latent, d, "moe_latent", layers, False, part, MOE, REP)
     t += _ffn(
         f"{p}.experts.*",
-        d,
+        latent or d,
         moe.moe_intermediate_size,
-        True,
+        moe.expert_gated,
         moe.expert_bias,
         "routed_experts",
         layers,
@@ -453,7 +462,7 @@ def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
             f"{p}.shared_experts",
             d,
             moe.shared_expert_intermediate_size,
-            True,
+            moe.expert_gated,
             False,
             "shared_experts",
             layers,

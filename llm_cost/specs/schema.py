@@ -164,9 +164,10 @@ class MLP(Spec):
 class MoE(Spec):
     """Mixture-of-experts feed-forward (seed 003 §06).
 
-    A MoE layer holds E routed experts (gated, width moe_intermediate_size), a router
-    [d, E], and optionally always-on shared experts of total width
-    shared_expert_intermediate_size. A token runs k routed experts plus the shared ones.
+    A MoE layer holds E routed experts (gated unless ``expert_gated`` is false, width
+    moe_intermediate_size), a router [d, E], and optionally always-on shared experts of total width
+    shared_expert_intermediate_size. A token runs k routed experts plus the shared ones. A latent MoE
+    (``moe_latent_size`` l) projects the token to l before the routed experts and back after them.
     Layer i is a MoE layer when i >= first_k_dense_replace, (i + 1) % decoder_sparse_step == 0
     and i is not in mlp_only_layers; other layers use the dense ``mlp``.
     """
@@ -182,6 +183,16 @@ class MoE(Spec):
         default=False, description="The router has E bias terms (DeepSeek-V3 correction bias, gpt-oss)."
     )
     expert_bias: bool = spec_field(default=False, description="Each expert's projections carry biases (gpt-oss).")
+    expert_gated: bool = spec_field(
+        default=True,
+        description="Routed and shared experts are gated (gate, up, down); false: up and down only (Nemotron-H's "
+        "relu2 experts).",
+    )
+    moe_latent_size: Optional[Width] = spec_field(
+        default=None,
+        description="Latent MoE (Nemotron 3): fc1_latent_proj [d -> l] before the routed experts and "
+        "fc2_latent_proj [l -> d] after them, the experts working at width l; null: at d.",
+    )
     first_k_dense_replace: LayerIndex = spec_field(default=0, description="The first k layers are dense.")
     decoder_sparse_step: Layers = spec_field(default=1, description="Every n-th layer is MoE (Qwen-MoE).")
     mlp_only_layers: Annotated[tuple[LayerIndex, ...], Bounds(max_length=MAX_LAYERS)] = spec_field(

@@ -678,6 +678,7 @@ def _plan(
     d_qk, d_v = _attention_dims(spec, mla_form)
     d, tp, ep = spec.hidden_size, layout.tp, layout.ep
     k = spec.moe.num_experts_per_tok if spec.moe is not None else 0
+    dispatched = (spec.moe.moe_latent_size if spec.moe is not None else None) or d  # a latent MoE sends l wide
     return _Plan(
         spec,
         tuple(
@@ -691,7 +692,7 @@ def _plan(
         d_v,
         exact(Fraction(spec.hidden_size) * bits / 8),
         ring_all_reduce_bytes(d, tp),
-        exact(Fraction(k * d * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * ep)),
+        exact(Fraction(k * dispatched * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * ep)),
     )
 
 

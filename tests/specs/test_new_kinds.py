@@ -82,3 +82,50 @@ def test_lfm2_decode_flops_per_token_by_hand():
     assert step.flops == 2 * matmul + attention + conv
     (op,) = [o for o in step.ops if o.role == OpRole.SHORT_CONV]
     assert (op.flops, op.kv_read_bytes) == (conv, 10 * d * 2 * 2)
+
+
+# -- Nemotron 3: MoE blocks in nemotron_h ------------------------------------------------------
+
+
+def test_nemotron3_nano_moe_blocks_as_nemotron_h_builds_them():
+    """23 E blocks: a router [128, d] with its correction bias, 128 routed experts of up_proj /
+    down_proj only (NemotronHExperts, relu2) and one shared up/down MLP of 3712."""
+    spec = _spec("nemotron-3-nano-30b-a3b")
+    d = 2688
+    moe = {t.name: (t.shape, t.layers, t.copies) for t in build(spec).tensors if t.layer_kind == "moe"}
+    assert moe == {
+        "layers.*.mlp.gate.weight": ((128, d), 23, 1),
+        "layers.*.mlp.gate.bias": ((128,), 23, 1),
+        "layers.*.mlp.experts.*.up_proj.weight": ((1856, d), 23, 128),
+        "layers.*.mlp.experts.*.down_proj.weight": ((d, 1856), 23, 128),
+        "layers.*.mlp.shared_experts.up_proj.weight": ((3712, d), 23, 1),
+        "layers.*.mlp.shared_experts.down_proj.weight": ((d, 3712), 23, 1),
+    }
+
+
+def test_nemotron3_nano_cache_and_state_by_hand():
+    """KV per token: 6 attention layers x 2 x 2 KV heads x 128 x 2 B. Each of the 23 Mamba-2 layers
+    keeps an SSM state of 64 heads x 64 x 128 and a conv state of (64 x 64 + 2 x 8 x 128) x (4 - 1)
+    per sequence."""
+    spec = _spec("nemotron-3-nano-30b-a3b")
+    assert kv_bytes_per_token(spec, 16) == 6 * 2 * 2 * 128 * 2 == 6144
+    state = 23 * (64 * 64 * 128 + (64 * 64 + 2 * 8 * 128) * 3) * 2
+    assert kv_bytes(spec, 8192, 16) == 8192 * 6144 + state
+
+
+def test_nemotron3_nano_decode_flops_per_token_by_hand():
+    """One decode token at context 4095: 2 FLOPs per weight it multiplies by (6 attention blocks of
+    q [4096], k and v [256], o; 23 Mamba-2 in_proj [2 x 4096 + 2 x 8 x 128 + 64] and out_proj; 23 MoE
+    blocks of router, 6 of the 128 routed experts and the shared expert; the LM head), attention
+    6 x 2 x 32 heads x (128 + 128) x 4096 keys, the Mamba-2 recurrence 23 x (6 x 64 x 64 x 128 +
+    2 x 6144 x 4)."""
+    spec = _spec("nemotron-3-nano-30b-a3b")
+    d = 2688
+    attention_w = 6 * (d * 4096 + 2 * d * 256 + 4096 * d)
+    mamba_w = 23 * (d * (2 * 4096 + 2 * 8 * 128 + 64) + 4096 * d)
+    moe_w = 23 * (128 * d + 6 * 2 * d * 1856 + 2 * d * 3712)
+    head = 131072 * d
+    step = build_step(spec, decode(1, 4095))
+    assert step.flops == 2 * (attention_w + mamba_w + moe_w + head) + 6 * 2 * 32 * 256 * 4096 + 23 * (
+        6 * 64 * 64 * 128 + 2 * 6144 * 4
+    )

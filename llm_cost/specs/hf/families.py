@@ -24,7 +24,7 @@ from llm_cost.specs.hf.config import (
     _place_layers,
     _qwen_sliding,
 )
-from llm_cost.specs.hf.new_kinds import NEW_KINDS
+from llm_cost.specs.hf.new_kinds import NEW_KINDS, nemotron_h_moe
 
 
 def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -659,8 +659,8 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
     """nemotron_h (transformers models/nemotron_h/modeling_nemotron_h.py): one RMSNorm and one mixer
     per block, chosen by ``hybrid_override_pattern``: ``M`` a Mamba-2 mixer (in_proj / out_proj bias
     ``use_bias``, conv bias ``use_conv_bias``), ``*`` attention (q/k/v/o, bias ``attention_bias``, no
-    position encoding), ``-`` an MLP up_proj / down_proj (relu2, not gated, bias ``mlp_bias``).
-    ``E`` (MoE blocks, Nemotron 3) is refused."""
+    position encoding), ``-`` an MLP up_proj / down_proj (relu2, not gated, bias ``mlp_bias``),
+    ``E`` a MoE block (Nemotron 3; :func:`~llm_cost.specs.hf.new_kinds.nemotron_h_moe`)."""
     from llm_cost.specs.schema import MLP
 
     out = _common(c, fam, nope=True)
@@ -670,13 +670,14 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
         "M": (LayerType.MAMBA2, MlpType.NONE),
         "*": (LayerType.FULL_ATTENTION, MlpType.NONE),
         "-": (LayerType.MLP_ONLY, MlpType.DENSE),
+        "E": (LayerType.MLP_ONLY, MlpType.MOE),
     }
     bad = sorted(set(pattern) - set(kinds))
     if bad:
         raise c.error(
             "hybrid_override_pattern",
             f"has {', '.join(map(repr, bad))}; the nemotron_h mapping places "
-            "M (Mamba-2), * (attention) and - (MLP) blocks",
+            "M (Mamba-2), * (attention), - (MLP) and E (MoE) blocks",
         )
     if len(pattern) != L:
         raise c.error("hybrid_override_pattern", f"has {len(pattern)} blocks but num_hidden_layers is {L}")
@@ -720,9 +721,16 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
         defaults=(128, 128, 8, 4),
     )
     act = c.str(c.alias("mlp_hidden_act", "hidden_act"), "relu2")
-    out["mlp"] = MLP.checked(
-        intermediate_size=c.int("intermediate_size"), gated=False, hidden_act=act, mlp_bias=c.bool("mlp_bias", False)
-    )
+    out.update(nemotron_h_moe(c, "E" in pattern))
+    if "-" in pattern or "E" not in pattern:
+        out["mlp"] = MLP.checked(
+            intermediate_size=c.int("intermediate_size"),
+            gated=False,
+            hidden_act=act,
+            mlp_bias=c.bool("mlp_bias", False),
+        )
+    else:
+        c.ignore("intermediate_size")
     return out
 
 

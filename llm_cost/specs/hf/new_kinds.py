@@ -1,5 +1,6 @@
 """config.json -> ModelSpec fields for the families whose blocks are new kinds of layer: LFM2's
-gated short convolutions (``lfm2``). Each mapping names the transformers modeling file whose
+gated short convolutions (``lfm2``), and the MoE blocks of Nemotron 3 (``nemotron_h``'s ``E``
+blocks, read by :func:`nemotron_h_moe` for the nemotron_h mapping). Each mapping names the transformers modeling file whose
 weight tensors it mirrors (transformers 5.x, ``src/transformers/models/<family>/``); the table
 :data:`NEW_KINDS` is merged into :data:`llm_cost.specs.hf.families.FAMILIES`."""
 
@@ -11,7 +12,7 @@ from typing import Any
 from llm_cost.core.types import LayerType
 from llm_cost.specs.hf.config import _common, _Config, _Family, _gqa, _heads, _layer_types
 
-__all__ = ["NEW_KINDS"]
+__all__ = ["NEW_KINDS", "nemotron_h_moe"]
 
 
 def _lfm2_ffn_width(c: _Config) -> int:
@@ -87,6 +88,48 @@ def _lfm2(c: _Config, fam: _Family) -> dict[str, Any]:
         c.ignore("conv_L_cache", "conv_bias")
     out["mlp"] = MLP.checked(intermediate_size=_lfm2_ffn_width(c), hidden_act="silu")
     return out
+
+
+def nemotron_h_moe(c: _Config, present: bool) -> dict[str, Any]:
+    """The ``moe`` field of a nemotron_h config whose ``hybrid_override_pattern`` has ``E`` blocks
+    (``present``), else nothing (its MoE keys read and ignored). transformers
+    models/nemotron_h/modeling_nemotron_h.py NemotronHMoE: a router gate [E, d] with an
+    e_score_correction_bias [E] (NemotronHTopkRouter; stored in the checkpoint), E routed experts
+    of up_proj / down_proj only (NemotronHExperts: relu2, not gated, no biases) of width
+    moe_intermediate_size, one shared NemotronHMLP of width moe_shared_expert_intermediate_size,
+    and with ``moe_latent_size`` l the fc1_latent_proj [d -> l] / fc2_latent_proj [l -> d] around
+    the routed experts (which then work at l). Biases ``mlp_bias`` on the shared expert and the
+    latent projections are refused (no released checkpoint has them)."""
+    from llm_cost.specs.schema import MoE
+
+    keys = (
+        "n_routed_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        "moe_shared_expert_intermediate_size",
+        "n_shared_experts",
+        "moe_latent_size",
+    )
+    c.ignore("n_group", "topk_group", "norm_topk_prob", "routed_scaling_factor", "moe_shared_expert_overlap")
+    if not present:
+        c.ignore(*keys)
+        return {}
+    if c.data.get("mlp_bias") is True:
+        raise c.error(
+            "mlp_bias", "= true with E blocks: biases on the shared expert and latent projections are not modelled"
+        )
+    c.ignore("n_shared_experts")  # NemotronHMoE builds one shared MLP of the shared width whatever it says
+    return {
+        "moe": MoE.checked(
+            num_experts=c.int("n_routed_experts", 8),
+            num_experts_per_tok=c.int("num_experts_per_tok", 2),
+            moe_intermediate_size=c.int("moe_intermediate_size", 7688),
+            shared_expert_intermediate_size=c.int("moe_shared_expert_intermediate_size", 7688),
+            router_bias=True,
+            expert_gated=False,
+            moe_latent_size=c.opt_int("moe_latent_size"),
+        )
+    }
 
 
 _F = _Family
