@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llm_cost"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf"
 
 #: Models whose steps hold every kind of operator: GQA, MLA with MTP, MoE, sliding, chunked,
-#: linear-attention, Mamba-2 and short-convolution layers, a vision tower; with TP, EP and PP collectives.
+#: linear-attention, Mamba-2 and short-convolution layers, sparse attention's indexer, a vision tower; with TP, EP and PP collectives.
 STEPS = [
     ("llama3-8b", Layout(tp=2, pp=2)),
     ("deepseek-v3", Layout(tp=8, pp=2, ep=8)),
@@ -32,6 +32,7 @@ STEPS = [
     (FIXTURES / "nvidia-nemotron-nano-9b-v2" / "config.json", Layout(tp=2)),
     (FIXTURES / "gpt2" / "config.json", Layout()),
     (FIXTURES.parent / "hf-kinds" / "lfm2.5-1.2b" / "config.json", Layout(tp=2)),
+    (FIXTURES.parent / "hf-kinds" / "glm-5.1" / "config.json", Layout(tp=8, ep=8)),
 ]
 
 

@@ -128,6 +128,7 @@ class TensorGroup(TextEnum):
     EMBEDDING = "embedding"
     POSITION_EMBEDDING = "position_embedding"
     ATTENTION = "attention"
+    INDEXER = "indexer"  # DeepSeek Sparse Attention's lightning indexer
     LINEAR_ATTENTION = "linear_attention"
     MAMBA = "mamba"
     SHORT_CONV = "short_conv"
@@ -265,6 +266,7 @@ class OpRole(TextEnum):
     FULL_ATTENTION = "full_attention"
     SLIDING_ATTENTION = "sliding_attention"
     CHUNKED_ATTENTION = "chunked_attention"
+    SPARSE_INDEXER = "sparse_indexer"  # the lightning indexer's scan of every cached key (DeepSeek Sparse Attention)
     LINEAR_ATTENTION = "linear_attention"  # the Gated DeltaNet recurrence
     MAMBA2 = "mamba2"  # the Mamba-2 state update
     SHORT_CONV = "short_conv"  # LFM2's gated short convolution over the last few tokens

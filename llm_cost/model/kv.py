@@ -5,7 +5,9 @@ Formulas (elements per token per layer, times bytes per element):
 * GQA/MHA/MQA: 2 * n_kv * d_head (K and V); full-attention layers keep every token, sliding
   layers at most W tokens.
 * MLA: kv_lora_rank + qk_rope_head_dim (the latent c_KV and the decoupled RoPE key, shared by
-  all heads).
+  all heads). DeepSeek Sparse Attention adds the lightning indexer's key per token per layer: D_i
+  FP8 bytes and a 4-byte fp32 scale per 128 (132 B at D_i = 128), at that format whatever the KV
+  dtype (vLLM's and SGLang's indexer cache); the attention still caches every token.
 * Linear attention (Gated DeltaNet): no per-token cache; a fixed recurrent state of
   n_v * d_k * d_v elements per sequence per layer (seed 003 §05) plus a causal-conv state of
   (2 n_k d_k + n_v d_v) * (kernel - 1) elements, which the document leaves out and this
@@ -39,6 +41,7 @@ from llm_cost.core.serialize import Result
 from llm_cost.core.types import LayerKind, LayerType
 from llm_cost.core.units import to_bytes
 from llm_cost.model.kvshape import (
+    indexer_key_bytes,
     kv_elements_per_token_per_layer,
     linear_state_elements,
     mamba_state_elements,
@@ -126,7 +129,13 @@ def _state_layers(spec: ModelSpec, counts: LayerCounts) -> tuple[int, int]:
 def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | Fraction:
     """KV bytes one token adds across all caching layers (below any sliding window)."""
     caching = _layer_counts(spec).of(LayerKind.SOFTMAX_ATTENTION)
-    return to_bytes(caching * kv_elements_per_token_per_layer(spec), bits)
+    return to_bytes(caching * kv_elements_per_token_per_layer(spec), bits) + caching * indexer_key_bytes(spec)
+
+
+def _indexer_bytes(spec: ModelSpec, counts: LayerCounts, context: int) -> int:
+    """Lightning-indexer key bytes of one sequence of ``context`` tokens (0 without DeepSeek Sparse
+    Attention): every full-attention layer keeps every token's key."""
+    return counts.mixer(LayerType.FULL_ATTENTION) * context * indexer_key_bytes(spec)
 
 
 def _attention_elements(spec: ModelSpec, counts: LayerCounts, context: int, per_token_per_layer: int) -> int:
@@ -153,7 +162,7 @@ def kv_bytes(
     elements = _attention_elements(spec, counts, context, kv_elements_per_token_per_layer(spec))
     if include_state:
         elements += sum(_state_layers(spec, counts))
-    return to_bytes(elements * batch, bits)
+    return to_bytes(elements * batch, bits) + _indexer_bytes(spec, counts, context) * batch
 
 
 def kv_cache(
@@ -186,6 +195,8 @@ def kv_cache(
             f"(kv_lora_rank + qk_rope_head_dim) x bytes = ({att.kv_lora_rank} + {att.qk_rope_head_dim})"
             f" x {bits / 8:g} B per token per layer"
         )
+        if att.indexer is not None:
+            formula += f", + indexer key {indexer_key_bytes(spec)} B (FP8 + fp32 scales)"
         mha_elements = 2 * n_q * att.v_head_dim
         intensity = 2 * n_q * (2 * att.kv_lora_rank + att.qk_rope_head_dim) / ((per * bits) / 8)
     else:
@@ -248,7 +259,8 @@ def kv_cache(
             )
         else:
             cap = {LayerType.SLIDING_ATTENTION: window, LayerType.CHUNKED_ATTENTION: chunk}.get(kind)
-            kinds.append(KVLayerKind(kind, n, per, to_bytes(per, bits), cap, 0, 0, formula))
+            per_bytes = to_bytes(per, bits) + indexer_key_bytes(spec)
+            kinds.append(KVLayerKind(kind, n, per, per_bytes, cap, 0, 0, formula))
 
     caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
     show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
@@ -258,8 +270,9 @@ def kv_cache(
     st, cv = to_bytes(all_state, bits), to_bytes(all_conv, bits)
     for s in contexts:
         cached = _attention_elements(spec, counts, s, per)  # kv_bytes(spec, s, bits), the counts looked up once
-        kv = to_bytes(cached, bits)
-        total = to_bytes((cached + all_state + all_conv) * batch, bits)
+        indexed = _indexer_bytes(spec, counts, s)
+        kv = to_bytes(cached, bits) + indexed
+        total = to_bytes((cached + all_state + all_conv) * batch, bits) + indexed * batch
         mha = to_bytes(_attention_elements(spec, counts, s, mha_elements) * batch, bits) if show_mha else None
         every = to_bytes(L * per * s * batch, bits) if hybrid else None
         rows.append(KVAtContext(s, kv, st, cv, total, mha, every))

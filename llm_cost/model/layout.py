@@ -28,6 +28,7 @@ from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, Part, ShardRule, TensorGroup, TensorKind
 from llm_cost.core.units import exact, to_bytes
 from llm_cost.model.kvshape import (
+    indexer_key_bytes,
     kv_elements_per_token_per_layer,
     linear_state_elements,
     mamba_state_elements,
@@ -234,7 +235,7 @@ def per_gpu(
     kv = []
     for i in range(layout.pp):
         caching = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i)).of(LayerKind.SOFTMAX_ATTENTION)
-        kv.append(to_bytes(caching * per_layer, kv_bits))
+        kv.append(to_bytes(caching * per_layer, kv_bits) + caching * indexer_key_bytes(spec))  # indexer keys: every GPU
     return PerGPU(stage_layers(spec.num_hidden_layers, layout.pp), weights, experts, kv, heads, replication)
 
 
@@ -267,5 +268,6 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
         elements = Fraction(0)
         for kind, n in layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i)).mixers.items():
             elements += n * (per_token * kept[kind] if kind in kept else state.get(kind, 0))
-        out.append(exact(elements * kv_bits / 8))
+        full = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i)).mixer(LayerType.FULL_ATTENTION)
+        out.append(exact(elements * kv_bits / 8) + full * context * indexer_key_bytes(spec))
     return out

@@ -43,6 +43,7 @@ GROUPS = (
     "embedding",
     "position_embedding",
     "attention",
+    "indexer",
     "linear_attention",
     "mamba",
     "short_conv",
@@ -315,6 +316,26 @@ def _mla(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> list[Te
         COL,
     )
     t += _linear(f"{p}.o_proj", n * att.v_head_dim, d, "attention", layers, b, part, SOFTMAX, ROW)
+    if att.indexer is not None:
+        t += _indexer(spec, att, layers, part)
+    return t
+
+
+def _indexer(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> list[Tensor]:
+    """DeepSeek Sparse Attention's lightning indexer (transformers modeling_deepseek_v32.py
+    DeepseekV32Indexer): wq_b [q_lora_rank -> H_i D_i], wk [d -> D_i], k_norm (a LayerNorm: weight
+    and bias of D_i) and weights_proj [d -> H_i]. Replicated across TP (vLLM's ReplicatedLinear):
+    every rank scores all keys for its queries."""
+    idx = att.indexer
+    assert idx is not None and att.q_lora_rank
+    d, H, D = spec.hidden_size, idx.index_n_heads, idx.index_head_dim
+    p, g = "layers.*.self_attn.indexer", "indexer"
+    t = _linear(f"{p}.wq_b", att.q_lora_rank, H * D, g, layers, False, part, SOFTMAX, REP)
+    t += _linear(f"{p}.wk", d, D, g, layers, False, part, SOFTMAX, REP)
+    t += [
+        Tensor(f"{p}.k_norm.{n}", (D,), "norms", N, layers, part=part, layer_kind=SOFTMAX) for n in ("weight", "bias")
+    ]
+    t += _linear(f"{p}.weights_proj", d, H, g, layers, False, part, SOFTMAX, REP)
     return t
 
 

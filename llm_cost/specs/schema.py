@@ -129,6 +129,22 @@ class GQAAttention(Spec):
 
 
 @spec
+class SparseIndexer(Spec):
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp inference/model.py
+    ``Indexer``; transformers models/deepseek_v32/modeling_deepseek_v32.py DeepseekV32Indexer, the
+    same in models/glm_moe_dsa). Per MLA layer: wq_b [q_lora_rank -> H_i D_i] from the query latent,
+    wk [d -> D_i], a LayerNorm k_norm (D_i weights and biases) and weights_proj [d -> H_i]. It keeps
+    one D_i-wide key per token, stored as FP8 with one fp32 scale per 128 elements (D_i + 4 D_i / 128
+    bytes: vLLM's and SGLang's indexer cache), scores every cached key (sum over H_i heads of
+    w_h relu(q_h . k)) and hands the index_topk best to the attention, which then sees at most
+    index_topk keys per query."""
+
+    index_n_heads: Heads = spec_field(description="H_i, indexer heads.")
+    index_head_dim: Width = spec_field(description="D_i, width of an indexer query head and of the cached key.")
+    index_topk: Positions = spec_field(description="Keys each query's attention keeps.")
+
+
+@spec
 class MLAAttention(Spec):
     """Multi-head latent attention (DeepSeek-V2/V3).
 
@@ -147,6 +163,15 @@ class MLAAttention(Spec):
     qk_rope_head_dim: Width = spec_field(description="Width of the decoupled RoPE query/key.")
     v_head_dim: Width = spec_field(description="Per-head value width.")
     attention_bias: bool = spec_field(default=False, description="Projections carry biases.")
+    indexer: Optional[SparseIndexer] = spec_field(
+        default=None,
+        description="DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning indexer choosing each "
+        "query's top-k keys; null: dense MLA.",
+    )
+
+    def _check(self) -> None:
+        if self.indexer is not None and not self.q_lora_rank:
+            raise ValueError("attention.indexer reads the query latent, so q_lora_rank must be set")
 
 
 @spec

@@ -22,7 +22,10 @@ Operators, per GPU (the layout's TP, EP and PP shares applied; one DP replica):
   (cached + s)); sliding layers see at most W keys. Reads the cached K/V of each sequence
   (sliding layers at most W tokens), writes the new tokens' K/V. MLA attends on the latent in
   the absorbed form (d_qk = kv_lora_rank + qk_rope, d_v = kv_lora_rank; DeepSeek-V2 §2.1.2).
-  Chunked layers (Llama 4) see the earlier tokens of their own C-token chunk.
+  Chunked layers (Llama 4) see the earlier tokens of their own C-token chunk. DeepSeek Sparse
+  Attention (DeepSeek-V3.2, GLM-5): the attention sees at most index_topk keys per query and reads
+  only those, and a second operator, the lightning indexer, scores every causal (query, key) pair
+  (2 H_i (D_i + 1) FLOPs each) and reads every cached indexer key.
 * recurrence (Gated DeltaNet; Mamba-2: 6 H P N + 2 conv_dim x kernel per token; LFM2's short
   convolution: 2 d x kernel + 2 d per token): about 6 n_v d_k d_v + 2 conv_dim x kernel FLOPs per token;
   reads the fixed recurrent and conv state of each sequence (updated in place: the write is not
@@ -69,6 +72,7 @@ from llm_cost.core.types import (
 )
 from llm_cost.core.units import Number, exact
 from llm_cost.model.kvshape import (
+    indexer_key_bytes,
     kv_elements_per_token_per_layer,
     linear_state_elements,
     mamba_state_elements,
@@ -464,6 +468,8 @@ def _softmax_kinds(spec: ModelSpec, counts: LayerCounts) -> tuple[_Softmax, ...]
     caps = {
         LayerType.SLIDING_ATTENTION: att.sliding_window if isinstance(att, GQAAttention) else None,
         LayerType.CHUNKED_ATTENTION: att.attention_chunk_size if isinstance(att, GQAAttention) else None,
+        # DeepSeek Sparse Attention: each query attends to the index_topk keys its indexer picks
+        LayerType.FULL_ATTENTION: att.indexer.index_topk if isinstance(att, MLAAttention) and att.indexer else None,
     }
     return tuple(_Softmax(t, n, caps.get(t)) for t, n in counts.mixers.items() if t.caches_kv)
 
@@ -501,7 +507,38 @@ def _attention_ops(
                 keys=exact(Fraction(pairs, tokens)) if tokens else 0,
             )
         )
+        if kind.layer_type == LayerType.FULL_ATTENTION and indexer_key_bytes(plan.spec):
+            ops.append(_indexer_op(plan.spec, layers, groups, causal))
     return ops
+
+
+def _indexer_op(spec: ModelSpec, layers: int, groups: Sequence[SeqGroup], causal: bool) -> Operator:
+    """DeepSeek Sparse Attention's lightning indexer on ``layers`` layers: every new token scores
+    every key it may see (all causal pairs, no top-k cap), 2 H_i (D_i + 1) FLOPs per (query, key)
+    pair (H_i dot products of D_i, then the weighted sum over heads: DeepSeek-V3.2-Exp
+    inference/model.py Indexer); reads each sequence's cached indexer keys once and writes the new
+    tokens' keys (:func:`~llm_cost.model.kvshape.indexer_key_bytes` each). The top-k selection
+    itself is not counted. Replicated across TP, as its weights are."""
+    att = spec.attention
+    assert isinstance(att, MLAAttention) and att.indexer is not None
+    H, D = att.indexer.index_n_heads, att.indexer.index_head_dim
+    key = indexer_key_bytes(spec)
+    pairs = sum(attention_pairs(g.new_tokens, g.cached, causal) * g.count for g in groups)
+    tokens = sum(g.tokens for g in groups)
+    return Operator(
+        "sparse-attention indexer (scores every key)",
+        OpKind.ATTENTION,
+        OpRole.SPARSE_INDEXER,
+        "",
+        layers,
+        2 * H * (D + 1) * pairs * layers,
+        kv_read_bytes=sum(g.count * g.cached for g in groups) * key * layers,
+        kv_write_bytes=tokens * key * layers,
+        batch=sum(g.count for g in groups),
+        heads=H,
+        kv_heads=1,
+        keys=exact(Fraction(pairs, tokens)) if tokens else 0,
+    )
 
 
 def _state_op(r: _Recurrence, layout: Layout, groups: Sequence[SeqGroup], kv_bits: int) -> Operator:

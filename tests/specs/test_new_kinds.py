@@ -13,8 +13,8 @@ from llm_cost.core.types import LayerType, OpRole
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache
 from llm_cost.model.params import count_params
 from llm_cost.model.structure import build
-from llm_cost.specs.hf import load_hf_config
-from llm_cost.workload.step import build_step, decode
+from llm_cost.specs.hf import hf_to_spec, load_hf_config
+from llm_cost.workload.step import SeqGroup, build_step, decode
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf-kinds"
 SOURCES = yaml.safe_load((FIXTURES / "SOURCES.yaml").read_text(encoding="utf-8"))
@@ -26,13 +26,21 @@ def _spec(name: str):
 
 
 def test_every_fixture_has_a_source_and_an_exact_total():
+    """Each fixture has an exact main-model total (total_params) or an exact total of everything its
+    checkpoint stores (checkpoint_total: the main model plus its MTP layers)."""
     assert set(FOLDERS) == set(SOURCES)
-    assert all(SOURCES[n]["exact"] and isinstance(SOURCES[n]["total_params"], int) for n in FOLDERS)
+    for name in FOLDERS:
+        entry = SOURCES[name]
+        assert entry["exact"] and (entry.get("total_params") or entry.get("checkpoint_total"))
 
 
 @pytest.mark.parametrize("name", FOLDERS)
 def test_total_equals_checkpoint(name):
-    assert count_params(_spec(name)).total_params == SOURCES[name]["total_params"]
+    counted, entry = count_params(_spec(name)), SOURCES[name]
+    if entry.get("total_params"):
+        assert counted.total_params == entry["total_params"]
+    if entry.get("checkpoint_total"):
+        assert counted.checkpoint_params == entry["checkpoint_total"]
 
 
 # -- LFM2: gated short convolutions ----------------------------------------------------------------
@@ -129,3 +137,96 @@ def test_nemotron3_nano_decode_flops_per_token_by_hand():
     assert step.flops == 2 * (attention_w + mamba_w + moe_w + head) + 6 * 2 * 32 * 256 * 4096 + 23 * (
         6 * 64 * 64 * 128 + 2 * 6144 * 4
     )
+
+
+# -- DeepSeek Sparse Attention: GLM-5.1 and DeepSeek-V3.2-Exp --------------------------------------
+
+#: One lightning indexer of GLM-5.1, by hand from DeepseekV32Indexer / GlmMoeDsaIndexer: wq_b
+#: [2048 -> 32 x 128], wk [6144 -> 128], k_norm weight and bias [128], weights_proj [6144 -> 32].
+GLM5_INDEXER = 2048 * 32 * 128 + 6144 * 128 + 2 * 128 + 6144 * 32
+
+
+def test_glm5_indexer_tensors_and_the_mtp_layer():
+    """78 indexers in the main model and one in the MTP layer, whose checkpoint tensors hold no
+    embedding or head copy (the Hub total is main model + MTP layer)."""
+    spec = _spec("glm-5.1")
+    s = build(spec)
+    indexer = [t for t in s.tensors if ".indexer." in t.name and t.part == "decoder"]
+    assert sum(t.total for t in indexer) == 78 * GLM5_INDEXER
+    assert s.mtp_copies == 0 and spec.mtp.checkpoint_stores_shared is False
+
+
+def test_glm5_cache_per_token_by_hand():
+    """Per token, each of the 78 layers caches the latent and RoPE key, (512 + 64) x 2 B at bf16, and
+    the indexer's key: 128 FP8 bytes and one fp32 scale per 128 elements (4 B): vLLM's "128 fp8 + 4
+    fp32 scale = 132"."""
+    spec = _spec("glm-5.1")
+    assert kv_bytes_per_token(spec, 16) == 78 * ((512 + 64) * 2 + 128 + 4) == 100_152
+    assert kv_bytes_per_token(spec, 8) == 78 * ((512 + 64) + 132)
+    assert kv_bytes(spec, 10_000, 16, batch=2) == 2 * 10_000 * 100_152
+
+
+def test_glm5_decode_attends_to_the_top_k_and_the_indexer_scans_every_key():
+    """One decode token after 9,999 cached: the attention (absorbed MLA, d_qk 576, d_v 512, 64 heads)
+    sees index_topk = 2048 of the 10,000 keys and reads those latents; the indexer scores all
+    10,000 (2 x 32 heads x (128 + 1) FLOPs each) and reads every cached indexer key. Weight FLOPs:
+    2 per weight of the attention and indexer projections, 3 dense MLPs, 75 MoE layers (router, 8 of
+    256 experts, the shared expert) and the LM head."""
+    spec = _spec("glm-5.1")
+    d = 6144
+    attention_w = 6144 * 2048 + 2048 * 64 * 256 + 6144 * 576 + 512 * 64 * (192 + 256) + 64 * 256 * 6144
+    weights = 78 * (attention_w + GLM5_INDEXER - 2 * 128) + 3 * 3 * d * 12288 + 154880 * d
+    weights += 75 * (256 * d + 8 * 3 * d * 2048 + 3 * d * 2048)
+    step = build_step(spec, decode(1, 9_999))
+    (att,) = [o for o in step.ops if o.role == OpRole.FULL_ATTENTION]
+    (idx,) = [o for o in step.ops if o.role == OpRole.SPARSE_INDEXER]
+    assert att.flops == 78 * 2 * 64 * (576 + 512) * 2048
+    assert att.kv_read_bytes == 78 * 2048 * 576 * 2
+    assert idx.flops == 78 * 2 * 32 * (128 + 1) * 10_000
+    assert (idx.kv_read_bytes, idx.kv_write_bytes) == (78 * 9_999 * 132, 78 * 132)
+    assert step.flops == 2 * weights + att.flops + idx.flops
+
+
+def test_glm5_prefill_attention_grows_to_the_top_k():
+    """A 4096-token prefill: token i attends to min(i, 2048) keys, the indexer to all i."""
+    spec = _spec("glm-5.1")
+    step = build_step(spec, [SeqGroup(1, 4096, 0)])
+    (att,) = [o for o in step.ops if o.role == OpRole.FULL_ATTENTION]
+    (idx,) = [o for o in step.ops if o.role == OpRole.SPARSE_INDEXER]
+    pairs = 2048 * 2049 // 2 + (4096 - 2048) * 2048
+    assert att.flops == 78 * 2 * 64 * (192 + 64 + 256) * pairs  # the plain form in prefill
+    assert idx.flops == 78 * 2 * 32 * 129 * (4096 * 4097 // 2)
+
+
+def _deepseek_v32_exp() -> dict:
+    """DeepSeek-V3.2-Exp's config: DeepSeek-V3's shapes (it is V3.1-Terminus, V3's layout, trained
+    further) with model_type deepseek_v32 and the indexer keys of its inference/config_671B_v3.2.json
+    (index_n_heads 64, index_head_dim 128, index_topk 2048)."""
+    import json
+
+    v3 = json.loads((FIXTURES.parent / "hf" / "deepseek-v3" / "config.json").read_text(encoding="utf-8"))
+    return {
+        **v3,
+        "model_type": "deepseek_v32",
+        "architectures": ["DeepseekV32ForCausalLM"],
+        "index_n_heads": 64,
+        "index_head_dim": 128,
+        "index_topk": 2048,
+    }
+
+
+def test_deepseek_v32_exp_indexers_are_the_hub_difference_to_v3():
+    """The Hub's safetensors totals of deepseek-ai/DeepSeek-V3.2-Exp (685,396,921,376) and
+    DeepSeek-V3 (684,531,386,000) differ by the 62 indexers (61 layers and the MTP layer) and
+    their FP8 block scales: wq_b [8192, 1536] has 64 x 12 fp32 scales of 128 x 128 blocks and wk
+    [128, 7168] 1 x 56 (k_norm and weights_proj are kept in bf16, DeepSeek's NVFP4 notes list them
+    among the unquantised tensors)."""
+    spec, _ = hf_to_spec(_deepseek_v32_exp(), "DeepSeek-V3.2-Exp/config.json")
+    v3 = load_hf_config(FIXTURES.parent / "hf" / "deepseek-v3" / "config.json")
+    per_layer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
+    scales = 64 * 12 + 1 * 56
+    assert 685_396_921_376 - 684_531_386_000 == 62 * (per_layer + scales)
+    s = build(spec)
+    assert sum(t.total for t in s.tensors if ".indexer." in t.name and t.part == "decoder") == 61 * per_layer
+    assert count_params(spec).total_params == count_params(v3).total_params + 61 * per_layer
+    assert kv_bytes_per_token(spec, 16) == 61 * ((512 + 64) * 2 + 132)

@@ -24,7 +24,7 @@ from llm_cost.specs.hf.config import (
     _place_layers,
     _qwen_sliding,
 )
-from llm_cost.specs.hf.new_kinds import NEW_KINDS, nemotron_h_moe
+from llm_cost.specs.hf.new_kinds import NEW_KINDS, nemotron_h_moe, with_sparse_indexer
 
 
 def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -272,7 +272,7 @@ def _deepseek(c: _Config, fam: _Family) -> dict[str, Any]:
     e_score_correction_bias. ``num_nextn_predict_layers`` MTP modules are reported apart."""
     from llm_cost.specs.schema import MTP, MLAAttention, MoE
 
-    v3 = c.family == "deepseek_v3"
+    v3 = c.family != "deepseek_v2"  # deepseek_v32 and glm_moe_dsa default as deepseek_v3 does
     out = _common(c, fam)
     L = out["num_hidden_layers"]
     n = c.int("num_attention_heads")
@@ -1286,6 +1286,11 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "qwen2_5_vl": (_qwen2_5_vl, _F(tie=False, max_pos=128000, rope_theta=1e6)),
     "deepseek_v2": (_deepseek, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "deepseek_v3": (_deepseek, _F(tie=False, max_pos=4096, rope_theta=10000.0)),
+    "deepseek_v32": (with_sparse_indexer(_deepseek), _F(tie=False, max_pos=163840, rope_theta=10000.0)),
+    "glm_moe_dsa": (
+        with_sparse_indexer(_deepseek, mtp_stores_shared=False),
+        _F(tie=False, max_pos=202752, rope_theta=10000.0),
+    ),
     "gemma": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
     "gemma2": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
     "gemma3_text": (_gemma, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),

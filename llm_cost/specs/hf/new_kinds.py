@@ -1,6 +1,7 @@
 """config.json -> ModelSpec fields for the families whose blocks are new kinds of layer: LFM2's
 gated short convolutions (``lfm2``), and the MoE blocks of Nemotron 3 (``nemotron_h``'s ``E``
-blocks, read by :func:`nemotron_h_moe` for the nemotron_h mapping). Each mapping names the transformers modeling file whose
+blocks, read by :func:`nemotron_h_moe` for the nemotron_h mapping), and DeepSeek Sparse Attention
+(``deepseek_v32``, ``glm_moe_dsa``: :func:`with_sparse_indexer` around the DeepSeek MLA mapping). Each mapping names the transformers modeling file whose
 weight tensors it mirrors (transformers 5.x, ``src/transformers/models/<family>/``); the table
 :data:`NEW_KINDS` is merged into :data:`llm_cost.specs.hf.families.FAMILIES`."""
 
@@ -12,7 +13,9 @@ from typing import Any
 from llm_cost.core.types import LayerType
 from llm_cost.specs.hf.config import _common, _Config, _Family, _gqa, _heads, _layer_types
 
-__all__ = ["NEW_KINDS", "nemotron_h_moe"]
+__all__ = ["NEW_KINDS", "nemotron_h_moe", "with_sparse_indexer"]
+
+FamilyMapping = Callable[[_Config, _Family], dict[str, Any]]
 
 
 def _lfm2_ffn_width(c: _Config) -> int:
@@ -90,6 +93,43 @@ def _lfm2(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def with_sparse_indexer(mla_mapping: FamilyMapping, mtp_stores_shared: bool = True) -> FamilyMapping:
+    """``mla_mapping`` (a DeepSeek-V3-layout mapping) plus DeepSeek Sparse Attention's lightning
+    indexer on every MLA layer: ``index_n_heads``, ``index_head_dim``, ``index_topk`` (transformers
+    models/deepseek_v32/modeling_deepseek_v32.py DeepseekV32Indexer; models/glm_moe_dsa's
+    GlmMoeDsaIndexer is the same). GLM-5.1's shared-indexer layers (``indexer_types``,
+    ``index_topk_pattern``, ``index_topk_freq`` above 1: layers that reuse an earlier layer's
+    selection and hold no indexer) are refused, naming the key. ``mtp_stores_shared`` false: the
+    checkpoint's MTP layer holds no copy of the embedding and LM head (GLM-5: its Hub total is the
+    main model plus the MTP layer's own tensors, 753,864,139,008)."""
+
+    def mapping(c: _Config, fam: _Family) -> dict[str, Any]:
+        import dataclasses
+
+        from llm_cost.specs.schema import SparseIndexer
+
+        for key in ("indexer_types", "index_topk_pattern"):
+            if c.data.get(key) is not None:
+                raise c.error(key, "is set: layers that share an earlier layer's indexer are not modelled")
+        if c.int("index_topk_freq", 1) != 1:
+            raise c.error(
+                "index_topk_freq", "is above 1: layers that share an earlier layer's indexer are not modelled"
+            )
+        c.ignore("index_skip_topk_offset", "indexer_rope_interleave", "layer_types")
+        out = mla_mapping(c, fam)
+        indexer = SparseIndexer.checked(
+            index_n_heads=c.int("index_n_heads", 64),
+            index_head_dim=c.int("index_head_dim", 128),
+            index_topk=c.int("index_topk", 2048),
+        )
+        out["attention"] = dataclasses.replace(out["attention"], indexer=indexer)
+        if "mtp" in out and not mtp_stores_shared:
+            out["mtp"] = dataclasses.replace(out["mtp"], checkpoint_stores_shared=False)
+        return out
+
+    return mapping
+
+
 def nemotron_h_moe(c: _Config, present: bool) -> dict[str, Any]:
     """The ``moe`` field of a nemotron_h config whose ``hybrid_override_pattern`` has ``E`` blocks
     (``present``), else nothing (its MoE keys read and ignored). transformers
@@ -134,6 +174,6 @@ def nemotron_h_moe(c: _Config, present: bool) -> dict[str, Any]:
 
 _F = _Family
 #: model_type -> (mapping, defaults of its transformers configuration class).
-NEW_KINDS: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
+NEW_KINDS: dict[str, tuple[FamilyMapping, _Family]] = {
     "lfm2": (_lfm2, _F(tie=True, max_pos=128000, rope_theta=1e6)),
 }
