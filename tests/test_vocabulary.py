@@ -33,6 +33,7 @@ STEPS = [
     (FIXTURES / "gpt2" / "config.json", Layout()),
     (FIXTURES.parent / "hf-kinds" / "lfm2.5-1.2b" / "config.json", Layout(tp=2)),
     (FIXTURES.parent / "hf-kinds" / "glm-5.1" / "config.json", Layout(tp=8, ep=8)),
+    (FIXTURES.parent / "hf-kinds" / "kimi-linear-48b-a3b" / "config.json", Layout(tp=2)),
 ]
 
 

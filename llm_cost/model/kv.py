@@ -8,6 +8,8 @@ Formulas (elements per token per layer, times bytes per element):
   all heads). DeepSeek Sparse Attention adds the lightning indexer's key per token per layer: D_i
   FP8 bytes and a 4-byte fp32 scale per 128 (132 B at D_i = 128), at that format whatever the KV
   dtype (vLLM's and SGLang's indexer cache); the attention still caches every token.
+* Kimi Delta Attention: no per-token cache; a recurrent state of H x K x K elements per sequence
+  per layer and a q/k/v short-conv state of 3 H K x (kernel - 1), like Gated DeltaNet's.
 * Linear attention (Gated DeltaNet): no per-token cache; a fixed recurrent state of
   n_v * d_k * d_v elements per sequence per layer (seed 003 §05) plus a causal-conv state of
   (2 n_k d_k + n_v d_v) * (kernel - 1) elements, which the document leaves out and this
@@ -48,7 +50,7 @@ from llm_cost.model.kvshape import (
     short_conv_state_elements,
 )
 from llm_cost.model.layers import LayerCounts, layer_counts
-from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
+from llm_cost.specs.schema import GQAAttention, KimiDeltaAttention, MLAAttention, ModelSpec
 
 if TYPE_CHECKING:  # imported by kv_cache only for a layout: it and the tensor structure cost a cold start 4 ms
     from llm_cost.model.layout import Layout, PerGPU
@@ -244,19 +246,14 @@ def kv_cache(
         elif kind == LayerType.LINEAR_ATTENTION:
             assert spec.linear_attention is not None
             la = spec.linear_attention
-            kinds.append(
-                KVLayerKind(
-                    kind,
-                    n,
-                    0,
-                    0,
-                    None,
-                    to_bytes(state, bits),
-                    to_bytes(conv, bits),
+            if isinstance(la, KimiDeltaAttention):
+                shape = f"state H x K x K = {la.num_heads} x {la.head_dim} x {la.head_dim} per sequence"
+            else:
+                shape = (
                     f"state n_v x d_k x d_v = {la.linear_num_value_heads} x "
-                    f"{la.linear_key_head_dim} x {la.linear_value_head_dim} per sequence",
+                    f"{la.linear_key_head_dim} x {la.linear_value_head_dim} per sequence"
                 )
-            )
+            kinds.append(KVLayerKind(kind, n, 0, 0, None, to_bytes(state, bits), to_bytes(conv, bits), shape))
         else:
             cap = {LayerType.SLIDING_ATTENTION: window, LayerType.CHUNKED_ATTENTION: chunk}.get(kind)
             per_bytes = to_bytes(per, bits) + indexer_key_bytes(spec)

@@ -9,6 +9,8 @@ state of a linear-attention layer (seed 000 §七, seed 003 §04-§05).
   conv state of conv_dim x (kernel - 1), as vLLM's Mamba-2 cache holds them.
 * LFM2 short convolution: no per-token cache and no recurrent state; a conv state of
   d x (kernel - 1) per sequence per layer (vLLM's ShortConv cache).
+* Kimi Delta Attention: no per-token cache; a recurrent state of H x K x K elements per sequence
+  per layer plus the q/k/v short-conv state of 3 H K x (kernel - 1).
 * Gated DeltaNet: no per-token cache; a recurrent state of n_v x d_k x d_v elements per sequence
   per layer plus a causal-conv state of (2 n_k d_k + n_v d_v) x (kernel - 1) elements.
 """
@@ -52,11 +54,13 @@ def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
 
 
 def linear_state_elements(spec: ModelSpec) -> tuple[int, int]:
+    """(recurrent state, conv state) elements of one linear-attention layer for one sequence: Gated
+    DeltaNet n_v x d_k x d_v and (2 n_k d_k + n_v d_v) x (kernel - 1); Kimi Delta Attention
+    H x K x K and 3 H K x (kernel - 1)."""
     la = spec.linear_attention
     if la is None:
         return 0, 0
-    state = la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim
-    return state, la.conv_dim * (la.linear_conv_kernel_dim - 1)
+    return la.recurrent_state, la.conv_dim * (la.conv_kernel - 1)
 
 
 def mamba_state_elements(spec: ModelSpec) -> tuple[int, int]:

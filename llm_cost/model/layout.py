@@ -36,7 +36,7 @@ from llm_cost.model.kvshape import (
 )
 from llm_cost.model.layers import layer_counts
 from llm_cost.model.structure import Tensor, build
-from llm_cost.specs.schema import GQAAttention, ModelSpec
+from llm_cost.specs.schema import GQAAttention, KimiDeltaAttention, LinearAttention, ModelSpec
 
 __all__ = [
     "Layout",
@@ -91,10 +91,12 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
                 f"tp: {layout.tp} neither divides nor is a multiple of the {n_kv} KV heads", fields=("tp",)
             )
     la = spec.linear_attention
-    if la is not None and (la.linear_num_value_heads % layout.tp or la.linear_num_key_heads % layout.tp):
+    heads: tuple[int, ...] = (la.state_heads,) if isinstance(la, KimiDeltaAttention) else ()
+    if isinstance(la, LinearAttention):
+        heads = (la.linear_num_key_heads, la.linear_num_value_heads)
+    if any(h % layout.tp for h in heads):
         raise InputError(
-            f"tp: {layout.tp} does not divide the linear-attention heads "
-            f"({la.linear_num_key_heads} key, {la.linear_num_value_heads} value)",
+            f"tp: {layout.tp} does not divide the linear-attention heads ({', '.join(map(str, heads))})",
             fields=("tp",),
         )
     mamba = spec.mamba

@@ -25,6 +25,8 @@ from llm_cost.core.types import LayerKind, LayerType, MlpType, Part, ShardRule, 
 from llm_cost.model.layers import layer_counts
 from llm_cost.specs.schema import (
     GQAAttention,
+    KimiDeltaAttention,
+    LinearAttention,
     Llama4Vision,
     MLAAttention,
     ModelSpec,
@@ -340,11 +342,48 @@ def _indexer(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> lis
 
 
 def _linear_attention(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
+    """The linear-attention mixer's tensors: Gated DeltaNet or Kimi Delta Attention."""
+    if isinstance(spec.linear_attention, KimiDeltaAttention):
+        return _kda(spec, spec.linear_attention, layers, part)
+    return _gated_deltanet(spec, layers, part)
+
+
+def _kda(spec: ModelSpec, kda: KimiDeltaAttention, layers: int, part: Part) -> list[Tensor]:
+    """Kimi Delta Attention (the checkpoint's modeling_kimi.py KimiDeltaAttention; transformers
+    modeling_kimi_linear.py KimiLinearDeltaAttention, which fuses the three convs into one of the
+    same elements): q/k/v_proj [d -> H K], q/k/v_conv1d [H K, 1, kernel], f_a_proj [d -> K] and
+    f_b_proj [K -> H K], dt_bias [H K], A_log [H], b_proj [d -> H], g_a_proj [d -> K] and g_b_proj
+    [K -> H K], o_norm [K], o_proj [H K -> d]; no biases. Sharded as vLLM's KimiDeltaAttention: the
+    per-head projections, convs and vectors split with the heads, the rank-K gate inputs
+    (f_a_proj, g_a_proj) replicated, o_proj row-parallel."""
+    d, K, w = spec.hidden_size, kda.head_dim, kda.width
+    p, g = "layers.*.self_attn", "linear_attention"
+    HEAD = ShardRule.HEADWISE
+    t: list[Tensor] = []
+    for name in ("q_proj", "k_proj", "v_proj"):
+        t += _linear(f"{p}.{name}", d, w, g, layers, False, part, LINEAR, COL)
+    for name in ("q_conv1d", "k_conv1d", "v_conv1d"):
+        t.append(
+            Tensor(f"{p}.{name}.weight", (w, 1, kda.conv_kernel), g, O, layers, part=part, layer_kind=LINEAR, shard=COL)
+        )
+    t += _linear(f"{p}.f_a_proj", d, K, g, layers, False, part, LINEAR, REP)
+    t += _linear(f"{p}.f_b_proj", K, w, g, layers, False, part, LINEAR, COL)
+    t.append(Tensor(f"{p}.dt_bias", (w,), g, O, layers, part=part, layer_kind=LINEAR, shard=HEAD))
+    t.append(Tensor(f"{p}.A_log", (kda.num_heads,), g, O, layers, part=part, layer_kind=LINEAR, shard=HEAD))
+    t += _linear(f"{p}.b_proj", d, kda.num_heads, g, layers, False, part, LINEAR, COL)
+    t += _linear(f"{p}.g_a_proj", d, K, g, layers, False, part, LINEAR, REP)
+    t += _linear(f"{p}.g_b_proj", K, w, g, layers, False, part, LINEAR, COL)
+    t.append(Tensor(f"{p}.o_norm.weight", (K,), "norms", N, layers, part=part, layer_kind=LINEAR))
+    t += _linear(f"{p}.o_proj", w, d, g, layers, False, part, LINEAR, ROW)
+    return t
+
+
+def _gated_deltanet(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     """Qwen3-Next Gated DeltaNet: in_proj_qkvz [d, 2 n_k d_k + 2 n_v d_v], in_proj_ba [d, 2 n_v],
     depthwise conv1d over q, k, v (conv_dim x kernel), dt_bias and A_log (n_v each), a gated
     RMSNorm over d_v and out_proj [n_v d_v, d] (transformers modeling_qwen3_next)."""
     la = spec.linear_attention
-    assert la is not None
+    assert isinstance(la, LinearAttention)
     d = spec.hidden_size
     key_dim = la.linear_num_key_heads * la.linear_key_head_dim
     value_dim = la.linear_num_value_heads * la.linear_value_head_dim

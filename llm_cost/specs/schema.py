@@ -252,6 +252,63 @@ class LinearAttention(Spec):
             self.linear_num_value_heads * self.linear_value_head_dim
         )
 
+    @property
+    def conv_kernel(self) -> int:
+        """Taps of the causal conv1d."""
+        return self.linear_conv_kernel_dim
+
+    @property
+    def state_heads(self) -> int:
+        """Heads of the recurrent state (split over TP): n_v."""
+        return self.linear_num_value_heads
+
+    @property
+    def recurrent_state(self) -> int:
+        """Recurrent state elements per sequence per layer: n_v x d_k x d_v."""
+        return self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+
+
+@spec
+class KimiDeltaAttention(Spec):
+    """Kimi Delta Attention (Kimi Linear; the model repository's modeling_kimi.py
+    KimiDeltaAttention, transformers models/kimi_linear/modeling_kimi_linear.py
+    KimiLinearDeltaAttention): a gated delta rule with a per-channel decay. With H heads of width K
+    (keys and values alike): q_proj, k_proj, v_proj [d -> H K], a causal depthwise conv of
+    ``conv_kernel`` taps on each of q, k and v, the decay gate f_a_proj [d -> K] / f_b_proj
+    [K -> H K] with dt_bias [H K] and A_log [H], b_proj [d -> H] (the rate beta), the output gate
+    g_a_proj [d -> K] / g_b_proj [K -> H K], a gated RMSNorm o_norm [K] and o_proj [H K -> d]. No
+    KV cache: a recurrent state of H x K x K elements per sequence per layer and a conv state of
+    3 H K x (conv_kernel - 1)."""
+
+    kind: Literal["kda"] = "kda"
+    num_heads: Heads = spec_field(description="H, KDA heads (linear_attn_config.num_heads).")
+    head_dim: Width = spec_field(description="K, key and value width per head (linear_attn_config.head_dim).")
+    conv_kernel: Small = spec_field(description="Taps of the q/k/v short convolutions (short_conv_kernel_size).")
+
+    @property
+    def width(self) -> int:
+        """H K, the width of q, k and v."""
+        return self.num_heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels of the three short convolutions: 3 H K."""
+        return 3 * self.width
+
+    @property
+    def state_heads(self) -> int:
+        """Heads of the recurrent state (split over TP): H."""
+        return self.num_heads
+
+    @property
+    def recurrent_state(self) -> int:
+        """Recurrent state elements per sequence per layer: H x K x K."""
+        return self.num_heads * self.head_dim * self.head_dim
+
+
+#: The linear-attention mixer of the linear_attention layers, told apart by ``kind``.
+LinearMixer = Union[LinearAttention, KimiDeltaAttention]
+
 
 @spec
 class Mamba2(Spec):
@@ -505,7 +562,11 @@ class ModelSpec(Spec):
     attention: Annotated[Union[GQAAttention, MLAAttention], DISCRIMINATED]
     mlp: Optional[MLP] = spec_field(default=None, description="Dense MLP; required unless every layer is MoE.")
     moe: Optional[MoE] = None
-    linear_attention: Optional[LinearAttention] = None
+    linear_attention: Optional[Annotated[LinearMixer, DISCRIMINATED]] = spec_field(
+        default=None,
+        description="The mixer of the linear_attention layers, told apart by kind: gated_deltanet (Qwen3-Next), "
+        "kda (Kimi Linear).",
+    )
     mamba: Optional[Mamba2] = spec_field(default=None, description="The Mamba-2 mixer of the mamba2 layers.")
     short_conv: Optional[ShortConv] = spec_field(
         default=None, description="The gated short convolution of the short_conv layers (LFM2)."

@@ -564,22 +564,20 @@ def _recurrences(spec: ModelSpec, counts: LayerCounts) -> tuple[_Recurrence, ...
     6 n_v d_k d_v + 2 conv_dim x kernel FLOPs per token. Mamba-2: about 6 H P N (decay, rank-1
     update, C read-out over the H x P x N state) + 2 conv_dim x kernel, in the recurrent form. LFM2's
     short convolution: 2 d x kernel (the depthwise conv) + 2 d (the B and C gates, one multiply each)
-    per token, over d channels split with TP. Each reads its state and conv state."""
+    per token, over d channels split with TP. Kimi Delta Attention as Gated DeltaNet: 6 H K K (its
+    decay is per channel, still one multiply per state element) + 2 x 3 H K x kernel. Each reads its
+    state and conv state."""
     kinds = []
     la = spec.linear_attention
     if la is not None:
-        per_token = (
-            6 * la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim
-            + 2 * la.conv_dim * la.linear_conv_kernel_dim
-        )
         kinds.append(
             _Recurrence(
                 OpRole.LINEAR_ATTENTION,
                 "linear-attention recurrence",
                 counts.mixer(LayerType.LINEAR_ATTENTION),
-                per_token,
+                6 * la.recurrent_state + 2 * la.conv_dim * la.conv_kernel,
                 sum(linear_state_elements(spec)),
-                la.linear_num_value_heads,
+                la.state_heads,
             )
         )
     m = spec.mamba

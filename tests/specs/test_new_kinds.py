@@ -230,3 +230,44 @@ def test_deepseek_v32_exp_indexers_are_the_hub_difference_to_v3():
     assert sum(t.total for t in s.tensors if ".indexer." in t.name and t.part == "decoder") == 61 * per_layer
     assert count_params(spec).total_params == count_params(v3).total_params + 61 * per_layer
     assert kv_bytes_per_token(spec, 16) == 61 * ((512 + 64) * 2 + 132)
+
+
+# -- Kimi Linear: Kimi Delta Attention and MLA -------------------------------------------------------
+
+
+def test_kimi_linear_kda_tensors_by_hand():
+    """One KDA layer (the checkpoint's modeling_kimi.py): q/k/v_proj 3 x 2304 x 4096, three convs
+    3 x 4096 x 4, f_a/g_a 2 x 2304 x 128, f_b/g_b 2 x 128 x 4096, dt_bias 4096, A_log 32, b_proj
+    2304 x 32, o_norm 128, o_proj 4096 x 2304: 39,514,272 elements, in 20 layers."""
+    spec = _spec("kimi-linear-48b-a3b")
+    kda = [t for t in build(spec).tensors if t.group == "linear_attention" or t.name.endswith("o_norm.weight")]
+    per_layer = 3 * 2304 * 4096 + 3 * 4096 * 4 + 2 * 2304 * 128 + 2 * 128 * 4096 + 4096 + 32 + 2304 * 32
+    per_layer += 128 + 4096 * 2304
+    assert per_layer == 39_514_272
+    assert sum(t.total for t in kda) == 20 * per_layer
+    assert [i + 1 for i in range(27) if spec.layer_type(i) == LayerType.FULL_ATTENTION] == [4, 8, 12, 16, 20, 24, 27]
+
+
+def test_kimi_linear_cache_and_state_by_hand():
+    """Per token only the 7 MLA layers cache: (512 + 64) x 2 B each. Per sequence each of the 20 KDA
+    layers keeps its 32 x 128 x 128 state and the last 3 inputs of its 3 x 4096 conv channels."""
+    spec = _spec("kimi-linear-48b-a3b")
+    assert kv_bytes_per_token(spec, 16) == 7 * (512 + 64) * 2 == 8064
+    state = 20 * (32 * 128 * 128 + 3 * 4096 * 3) * 2
+    assert kv_bytes(spec, 100_000, 16) == 100_000 * 8064 + state
+
+
+def test_kimi_linear_decode_flops_per_token_by_hand():
+    """One decode token at context 4095: 2 FLOPs per weight it uses (20 KDA layers' projections, 7
+    MLA layers' q_proj, kv_a, kv_b and o_proj, the dense MLP, 26 MoE layers of router, 8 of 256
+    experts and the shared one, the LM head), the MLA attention absorbed (7 x 2 x 32 x (576 + 512) x
+    4096 keys), the KDA recurrence 20 x (6 x 32 x 128 x 128 + 2 x 3 x 4096 x 4)."""
+    spec = _spec("kimi-linear-48b-a3b")
+    d = 2304
+    kda_w = 3 * d * 4096 + 2 * d * 128 + 2 * 128 * 4096 + d * 32 + 4096 * d
+    mla_w = d * 32 * 192 + d * 576 + 512 * 32 * 256 + 32 * 128 * d
+    moe_w = 256 * d + 8 * 3 * d * 1024 + 3 * d * 1024
+    weights = 20 * kda_w + 7 * mla_w + 3 * d * 9216 + 26 * moe_w + 163840 * d
+    attention = 7 * 2 * 32 * (576 + 512) * 4096
+    recurrence = 20 * (6 * 32 * 128 * 128 + 2 * 3 * 4096 * 4)
+    assert build_step(spec, decode(1, 4095)).flops == 2 * weights + attention + recurrence

@@ -1,7 +1,8 @@
 """config.json -> ModelSpec fields for the families whose blocks are new kinds of layer: LFM2's
 gated short convolutions (``lfm2``), and the MoE blocks of Nemotron 3 (``nemotron_h``'s ``E``
 blocks, read by :func:`nemotron_h_moe` for the nemotron_h mapping), and DeepSeek Sparse Attention
-(``deepseek_v32``, ``glm_moe_dsa``: :func:`with_sparse_indexer` around the DeepSeek MLA mapping). Each mapping names the transformers modeling file whose
+(``deepseek_v32``, ``glm_moe_dsa``: :func:`with_sparse_indexer` around the DeepSeek MLA mapping),
+and Kimi Linear's hybrid of Kimi Delta Attention and MLA layers (``kimi_linear``). Each mapping names the transformers modeling file whose
 weight tensors it mirrors (transformers 5.x, ``src/transformers/models/<family>/``); the table
 :data:`NEW_KINDS` is merged into :data:`llm_cost.specs.hf.families.FAMILIES`."""
 
@@ -172,8 +173,86 @@ def nemotron_h_moe(c: _Config, present: bool) -> dict[str, Any]:
     }
 
 
+def _kimi_layers(c: _Config, L: int, kda: dict[str, Any]) -> list[LayerType]:
+    """The layer schedule of ``linear_attn_config``: 1-based ``kda_layers`` and ``full_attn_layers``
+    (KimiLinearConfig numbers them from 1), which together must name every layer once."""
+    kinds: dict[int, LayerType] = {}
+    for key, kind in (("kda_layers", LayerType.LINEAR_ATTENTION), ("full_attn_layers", LayerType.FULL_ATTENTION)):
+        value = kda.get(key)
+        if not isinstance(value, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in value):
+            raise c.error(f"linear_attn_config.{key}", f"must be a list of 1-based layer numbers (got {value!r})")
+        for i in value:
+            if not 1 <= i <= L or i in kinds:
+                raise c.error(f"linear_attn_config.{key}", f"has {i}: layers are numbered 1..{L}, each once")
+            kinds[i] = kind
+    if len(kinds) != L:
+        missing = sorted(set(range(1, L + 1)) - set(kinds))
+        raise c.error("linear_attn_config", f"places no mixer in layers {missing} (1-based)")
+    return [kinds[i + 1] for i in range(L)]
+
+
+def _kimi_linear(c: _Config, fam: _Family) -> dict[str, Any]:
+    """kimi_linear (the checkpoint's own modeling_kimi.py, KimiLinearForCausalLM; transformers
+    models/kimi_linear/modeling_kimi_linear.py): each block is input_layernorm, a mixer and
+    post_attention_layernorm with a feed-forward. The mixer is Kimi Delta Attention on the
+    ``linear_attn_config.kda_layers`` and MLA on its ``full_attn_layers`` (1-based): q_proj [d ->
+    n_h (nope + rope)] when ``q_lora_rank`` is null, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj,
+    o_proj, no position encoding when ``mla_use_nope``. The first ``first_k_dense_replace`` layers
+    have a gated MLP of intermediate_size, the others a MoE block_sparse_moe: a router with its
+    e_score_correction_bias (KimiLinearTopkRouter), ``num_experts`` gated experts (w1, w2, w3) of
+    moe_intermediate_size, ``num_experts_per_token`` per token, and ``num_shared_experts`` x
+    moe_intermediate_size of shared expert. A full-rank decay gate (``use_full_rank_gate``) and MoE
+    layers other than every layer (``moe_layer_freq`` above 1) are refused."""
+    from llm_cost.specs.schema import MLP, KimiDeltaAttention, MLAAttention, MoE
+
+    nope = c.bool("mla_use_nope", False)
+    out = _common(c, fam, nope=nope)
+    L = out["num_hidden_layers"]
+    kda = c.dict("linear_attn_config") or {}
+    if kda.get("use_full_rank_gate"):
+        raise c.error("linear_attn_config.use_full_rank_gate", "= true: a full-rank KDA gate is not modelled")
+    types = _kimi_layers(c, L, kda)
+    if LayerType.LINEAR_ATTENTION in types:
+        out["layer_types"] = types
+        out["linear_attention"] = KimiDeltaAttention.checked(
+            num_heads=kda.get("num_heads", 32),
+            head_dim=kda.get("head_dim", 128),
+            conv_kernel=kda.get("short_conv_kernel_size", 4),
+        )
+    c.ignore("head_dim", "num_key_value_heads", "model_max_length")  # MLA derives its head widths
+    out["attention"] = MLAAttention.checked(
+        num_attention_heads=c.int("num_attention_heads"),
+        q_lora_rank=c.int_or_null("q_lora_rank", None),
+        kv_lora_rank=c.int("kv_lora_rank", 512),
+        qk_nope_head_dim=c.int("qk_nope_head_dim", 128),
+        qk_rope_head_dim=c.int("qk_rope_head_dim", 64),
+        v_head_dim=c.int("v_head_dim", 128),
+        attention_bias=c.bool("attention_bias", False),
+    )
+    if c.int("moe_layer_freq", 1) != 1:
+        raise c.error("moe_layer_freq", "is above 1: MoE layers other than every layer are not modelled")
+    c.ignore("moe_renormalize", "moe_router_activation_func", "routed_scaling_factor", "use_grouped_topk")
+    c.ignore("num_expert_group", "topk_group", "num_nextn_predict_layers")
+    first_k = min(c.int("first_k_dense_replace", 1, minimum=0), L)
+    width = c.int("moe_intermediate_size", 1024)
+    out["moe"] = MoE.checked(
+        num_experts=c.int(c.alias("num_experts", "n_routed_experts"), 256),
+        num_experts_per_tok=c.int(c.alias("num_experts_per_token", "num_experts_per_tok"), 8),
+        moe_intermediate_size=width,
+        shared_expert_intermediate_size=c.int(c.alias("num_shared_experts", "n_shared_experts"), 1, minimum=0) * width,
+        router_bias=True,
+        first_k_dense_replace=first_k,
+    )
+    if first_k:
+        out["mlp"] = MLP.checked(intermediate_size=c.int("intermediate_size"), hidden_act=c.str("hidden_act", "silu"))
+    else:
+        c.ignore("intermediate_size", "hidden_act")
+    return out
+
+
 _F = _Family
 #: model_type -> (mapping, defaults of its transformers configuration class).
 NEW_KINDS: dict[str, tuple[FamilyMapping, _Family]] = {
     "lfm2": (_lfm2, _F(tie=True, max_pos=128000, rope_theta=1e6)),
+    "kimi_linear": (_kimi_linear, _F(tie=False, max_pos=1048576, rope_theta=10000.0)),
 }
