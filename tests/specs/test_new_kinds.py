@@ -271,3 +271,42 @@ def test_kimi_linear_decode_flops_per_token_by_hand():
     attention = 7 * 2 * 32 * (576 + 512) * 4096
     recurrence = 20 * (6 * 32 * 128 * 128 + 2 * 3 * 4096 * 4)
     assert build_step(spec, decode(1, 4095)).flops == 2 * weights + attention + recurrence
+
+
+def test_nemotron3_super_latent_moe_against_the_hub_total():
+    """Nemotron-3-Super-120B-A12B (latent MoE): its published shapes (d 4096, 40 Mamba-2 blocks of
+    128 x 64 heads, 40 E blocks of 512 experts of 2688 working at the latent width 1024, a shared
+    expert of 5376, 8 attention blocks of 32 q / 2 kv heads; a public artifact check pins them and
+    the 40 / 40 / 8 block counts, code-index id 70124835016) give the main model; the count does not
+    depend on the order of the blocks, so they are written in an arbitrary order here. The Hub's
+    BF16 total 123,611,012,096 (code-index id 69468411049) is that main model plus the MTP module
+    ("*E": enorm, hnorm, eh_proj [2d -> d], an attention and a latent-MoE block of one norm each, a
+    final norm; no embedding or head copy), less the 41 routers' 512-entry correction biases, which
+    the Hub's figures for Nemotron 3 leave out (Nano's is 23 x 128 below its GGUF count)."""
+    import json
+
+    nano = json.loads((FIXTURES / "nemotron-3-nano-30b-a3b" / "config.json").read_text(encoding="utf-8"))
+    super_shapes = {
+        "hidden_size": 4096,
+        "num_hidden_layers": 88,
+        "hybrid_override_pattern": "ME" * 40 + "*" * 8,
+        "mamba_num_heads": 128,
+        "n_routed_experts": 512,
+        "num_experts_per_tok": 22,
+        "moe_intermediate_size": 2688,
+        "moe_latent_size": 1024,
+        "moe_shared_expert_intermediate_size": 5376,
+    }
+    spec, _ = hf_to_spec({**nano, **super_shapes}, "Nemotron-3-Super/config.json")
+    latent = {t.name: t.shape for t in build(spec).tensors if t.group in ("moe_latent", "routed_experts")}
+    assert latent == {
+        "layers.*.mlp.fc1_latent_proj.weight": (1024, 4096),
+        "layers.*.mlp.fc2_latent_proj.weight": (4096, 1024),
+        "layers.*.mlp.experts.*.up_proj.weight": (2688, 1024),
+        "layers.*.mlp.experts.*.down_proj.weight": (1024, 2688),
+    }
+    d = 4096
+    attention = d * 32 * 128 + 2 * d * 2 * 128 + 32 * 128 * d
+    moe = 512 * d + 2 * d * 1024 + 512 * 2 * 1024 * 2688 + 2 * d * 5376  # without the router bias
+    mtp = 2 * d + 2 * d * d + (attention + d) + (moe + d) + d
+    assert count_params(spec).total_params - 40 * 512 + mtp == 123_611_012_096
