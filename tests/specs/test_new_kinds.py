@@ -310,3 +310,20 @@ def test_nemotron3_super_latent_moe_against_the_hub_total():
     moe = 512 * d + 2 * d * 1024 + 512 * 2 * 1024 * 2688 + 2 * d * 5376  # without the router bias
     mtp = 2 * d + 2 * d * d + (attention + d) + (moe + d) + d
     assert count_params(spec).total_params - 40 * 512 + mtp == 123_611_012_096
+
+
+def test_a_latent_moe_dispatches_the_latent_width():
+    """With EP the token goes to its 22 experts at l = 1024 wide (fc1_latent_proj runs before the
+    dispatch): 22 x 1024 x (8 + 16) / 8 bytes per token per MoE layer, times (ep - 1) / ep^2 sent
+    by one GPU; the moe analysis reports the same 22 x 1024 B of FP8 dispatch."""
+    import json
+
+    from llm_cost.analyses.moe import moe_analysis
+    from llm_cost.model.layout import Layout
+
+    nano = json.loads((FIXTURES / "nemotron-3-nano-30b-a3b" / "config.json").read_text(encoding="utf-8"))
+    spec, _ = hf_to_spec({**nano, "moe_latent_size": 1024, "num_experts_per_tok": 22}, "latent/config.json")
+    step = build_step(spec, decode(16, 100), layout=Layout(tp=8, ep=8))
+    (a2a,) = [o for o in step.ops if o.role == OpRole.EP_ALL_TO_ALL]
+    assert a2a.collective.bytes_per_call * 64 == 16 * 22 * 1024 * (8 + 16) // 8 * 7
+    assert moe_analysis(spec, [1]).dispatch_bytes_per_token_per_layer == 22 * 1024
