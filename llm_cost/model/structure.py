@@ -823,8 +823,10 @@ def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
 
 def _mtp(spec: ModelSpec) -> list[Tensor]:
     """DeepSeek-V3 MTP modules (seed 003 §07; DeepSeek-V3 report §2.2): per module enorm, hnorm,
-    eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm. The
-    checkpoint also stores a copy of the embedding and of the LM head with each module."""
+    eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm; a
+    two-block module (Nemotron-H's *E, transformers modeling_nemotron_h.py) has an attention block
+    and a MoE block, each with its norms. With ``checkpoint_stores_shared`` the checkpoint also
+    stores a copy of the embedding and of the LM head with each module."""
     mtp = spec.mtp
     assert mtp is not None
     D, d, V = mtp.num_nextn_predict_layers, spec.hidden_size, spec.vocab_size
@@ -833,6 +835,9 @@ def _mtp(spec: ModelSpec) -> list[Tensor]:
     t.append(Tensor("mtp.*.eh_proj.weight", (d, 2 * d), "mtp", M, D, part=Part.MTP))
     t.append(Tensor("mtp.*.shared_head.norm.weight", (d,), "mtp", N, D, part=Part.MTP))
     block = _blocks(spec, {LayerType.FULL_ATTENTION: D}, {mlp_kind: D}, Part.MTP)
+    for b in range(2, mtp.blocks + 1):  # Nemotron-H's *E module: the MoE block's own norms
+        for i in range(spec.norms_per_layer):
+            block += _norm(f"layers.*.block{b}.norm{i + 1}", d, spec, D, Part.MTP)
     t += [
         Tensor(
             b.name.replace("layers.*", "mtp.*.block"),

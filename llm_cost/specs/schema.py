@@ -384,6 +384,11 @@ class MTP(Spec):
     checkpoint_stores_shared: bool = spec_field(
         default=True, description="The checkpoint stores its own copy of the embedding and LM head."
     )
+    blocks: Annotated[int, Bounds(ge=1, le=2, strict=True)] = spec_field(
+        default=1,
+        description="Blocks in each module: 1 (a decoder layer), or 2 for Nemotron-H's *E module (an attention "
+        "block then a MoE block, each with its own norms).",
+    )
 
 
 @spec

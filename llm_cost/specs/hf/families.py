@@ -24,7 +24,7 @@ from llm_cost.specs.hf.config import (
     _place_layers,
     _qwen_sliding,
 )
-from llm_cost.specs.hf.new_kinds import NEW_KINDS, nemotron_h_moe, with_sparse_indexer
+from llm_cost.specs.hf.new_kinds import NEW_KINDS, nemotron3_blocks, with_sparse_indexer
 
 
 def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -660,7 +660,7 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
     per block, chosen by ``hybrid_override_pattern``: ``M`` a Mamba-2 mixer (in_proj / out_proj bias
     ``use_bias``, conv bias ``use_conv_bias``), ``*`` attention (q/k/v/o, bias ``attention_bias``, no
     position encoding), ``-`` an MLP up_proj / down_proj (relu2, not gated, bias ``mlp_bias``),
-    ``E`` a MoE block (Nemotron 3; :func:`~llm_cost.specs.hf.new_kinds.nemotron_h_moe`)."""
+    ``E`` a MoE block (Nemotron 3, with its MTP module: :func:`~llm_cost.specs.hf.new_kinds.nemotron3_blocks`)."""
     from llm_cost.specs.schema import MLP
 
     out = _common(c, fam, nope=True)
@@ -721,7 +721,7 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
         defaults=(128, 128, 8, 4),
     )
     act = c.str(c.alias("mlp_hidden_act", "hidden_act"), "relu2")
-    out.update(nemotron_h_moe(c, "E" in pattern))
+    out.update(nemotron3_blocks(c, pattern))
     if "-" in pattern or "E" not in pattern:
         out["mlp"] = MLP.checked(
             intermediate_size=c.int("intermediate_size"),

@@ -1,6 +1,6 @@
 """config.json -> ModelSpec fields for the families whose blocks are new kinds of layer: LFM2's
 gated short convolutions (``lfm2``), and the MoE blocks of Nemotron 3 (``nemotron_h``'s ``E``
-blocks, read by :func:`nemotron_h_moe` for the nemotron_h mapping), and DeepSeek Sparse Attention
+blocks and MTP module, read by :func:`nemotron3_blocks` for the nemotron_h mapping), and DeepSeek Sparse Attention
 (``deepseek_v32``, ``glm_moe_dsa``: :func:`with_sparse_indexer` around the DeepSeek MLA mapping),
 and Kimi Linear's hybrid of Kimi Delta Attention and MLA layers (``kimi_linear``). Each mapping names the transformers modeling file whose
 weight tensors it mirrors (transformers 5.x, ``src/transformers/models/<family>/``); the table
@@ -14,7 +14,7 @@ from typing import Any
 from llm_cost.core.types import LayerType
 from llm_cost.specs.hf.config import _common, _Config, _Family, _gqa, _heads, _layer_types
 
-__all__ = ["NEW_KINDS", "nemotron_h_moe", "with_sparse_indexer"]
+__all__ = ["NEW_KINDS", "nemotron3_blocks", "with_sparse_indexer"]
 
 FamilyMapping = Callable[[_Config, _Family], dict[str, Any]]
 
@@ -131,17 +131,25 @@ def with_sparse_indexer(mla_mapping: FamilyMapping, mtp_stores_shared: bool = Tr
     return mapping
 
 
-def nemotron_h_moe(c: _Config, present: bool) -> dict[str, Any]:
-    """The ``moe`` field of a nemotron_h config whose ``hybrid_override_pattern`` has ``E`` blocks
-    (``present``), else nothing (its MoE keys read and ignored). transformers
-    models/nemotron_h/modeling_nemotron_h.py NemotronHMoE: a router gate [E, d] with an
+def nemotron3_blocks(c: _Config, pattern: str) -> dict[str, Any]:
+    """The ``moe`` and ``mtp`` fields of a nemotron_h config from Nemotron 3, read for the
+    nemotron_h mapping (``pattern``: its ``hybrid_override_pattern``).
+
+    MoE (``E`` blocks; their MoE keys are read and ignored without them): transformers
+    models/nemotron_h/modeling_nemotron_h.py NemotronHMoE, a router gate [E, d] with an
     e_score_correction_bias [E] (NemotronHTopkRouter; stored in the checkpoint), E routed experts
     of up_proj / down_proj only (NemotronHExperts: relu2, not gated, no biases) of width
     moe_intermediate_size, one shared NemotronHMLP of width moe_shared_expert_intermediate_size,
     and with ``moe_latent_size`` l the fc1_latent_proj [d -> l] / fc2_latent_proj [l -> d] around
     the routed experts (which then work at l). Biases ``mlp_bias`` on the shared expert and the
-    latent projections are refused (no released checkpoint has them)."""
-    from llm_cost.specs.schema import MoE
+    latent projections are refused (no released checkpoint has them).
+
+    MTP (``num_nextn_predict_layers`` 1 with ``mtp_hybrid_override_pattern`` "*E" or
+    ``mtp_layers_block_type`` [attention, moe]; transformers does not load it, vLLM's
+    nemotron_h_mtp.py does): one module of enorm, hnorm, eh_proj [2d -> d], an attention block and a
+    MoE block (one norm each) and a final norm, without its own embedding or head (Nemotron-3-Super's
+    Hub total holds exactly that). Other MTP shapes are refused, naming the key."""
+    from llm_cost.specs.schema import MTP, MoE
 
     keys = (
         "n_routed_experts",
@@ -152,16 +160,16 @@ def nemotron_h_moe(c: _Config, present: bool) -> dict[str, Any]:
         "moe_latent_size",
     )
     c.ignore("n_group", "topk_group", "norm_topk_prob", "routed_scaling_factor", "moe_shared_expert_overlap")
-    if not present:
+    out: dict[str, Any] = {}
+    if "E" not in pattern:
         c.ignore(*keys)
-        return {}
-    if c.data.get("mlp_bias") is True:
-        raise c.error(
-            "mlp_bias", "= true with E blocks: biases on the shared expert and latent projections are not modelled"
-        )
-    c.ignore("n_shared_experts")  # NemotronHMoE builds one shared MLP of the shared width whatever it says
-    return {
-        "moe": MoE.checked(
+    else:
+        if c.data.get("mlp_bias") is True:
+            raise c.error(
+                "mlp_bias", "= true with E blocks: biases on the shared expert and latent projections are not modelled"
+            )
+        c.ignore("n_shared_experts")  # NemotronHMoE builds one shared MLP of the shared width whatever it says
+        out["moe"] = MoE.checked(
             num_experts=c.int("n_routed_experts", 8),
             num_experts_per_tok=c.int("num_experts_per_tok", 2),
             moe_intermediate_size=c.int("moe_intermediate_size", 7688),
@@ -170,7 +178,18 @@ def nemotron_h_moe(c: _Config, present: bool) -> dict[str, Any]:
             expert_gated=False,
             moe_latent_size=c.opt_int("moe_latent_size"),
         )
-    }
+    n_mtp = c.int("num_nextn_predict_layers", 0, minimum=0) if c.has("num_nextn_predict_layers") else 0
+    block_key = c.alias("mtp_hybrid_override_pattern", "mtp_layers_block_type")
+    c.ignore("keep_mtp_spec_in_bf16", "mtp_use_repeated_layer")
+    if n_mtp:
+        blocks = c.data.get(block_key, "*E")
+        if n_mtp != 1 or blocks not in ("*E", ["attention", "moe"], ["full_attention", "moe"]) or "E" not in pattern:
+            raise c.error(
+                block_key if n_mtp == 1 else "num_nextn_predict_layers",
+                f"({n_mtp} x {blocks!r}): only one *E module after a model with E blocks is modelled",
+            )
+        out["mtp"] = MTP.checked(num_nextn_predict_layers=1, checkpoint_stores_shared=False, blocks=2)
+    return out
 
 
 def _kimi_layers(c: _Config, L: int, kda: dict[str, Any]) -> list[LayerType]:
