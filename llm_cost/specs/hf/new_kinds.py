@@ -183,7 +183,8 @@ def nemotron3_blocks(c: _Config, pattern: str) -> dict[str, Any]:
     c.ignore("keep_mtp_spec_in_bf16", "mtp_use_repeated_layer")
     if n_mtp:
         blocks = c.data.get(block_key, "*E")
-        if n_mtp != 1 or blocks not in ("*E", ["attention", "moe"], ["full_attention", "moe"]) or "E" not in pattern:
+        known = ("*E", ["attention", "moe"], [LayerType.FULL_ATTENTION.value, "moe"])
+        if n_mtp != 1 or blocks not in known or "E" not in pattern:
             raise c.error(
                 block_key if n_mtp == 1 else "num_nextn_predict_layers",
                 f"({n_mtp} x {blocks!r}): only one *E module after a model with E blocks is modelled",
