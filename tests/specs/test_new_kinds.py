@@ -332,3 +332,51 @@ def test_a_latent_moe_dispatches_the_latent_width():
     (a2a,) = [o for o in step.ops if o.role == OpRole.EP_ALL_TO_ALL]
     assert a2a.collective.bytes_per_call * 64 == 16 * 22 * 1024 * (8 + 16) // 8 * 7
     assert moe_analysis(spec, [1]).dispatch_bytes_per_token_per_layer == 22 * 1024
+
+
+# -- refusals: shape-changing keys the new mappings cannot place -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "name,change,key",
+    [
+        ("glm-5.1", {"index_topk_freq": 4, "index_skip_topk_offset": 3}, "index_topk_freq"),
+        ("glm-5.1", {"indexer_types": ["full", "shared"] * 39}, "indexer_types"),
+        ("lfm2.5-1.2b", {"conv_dim": 1024}, "conv_dim"),
+        ("nemotron-3-nano-30b-a3b", {"num_nextn_predict_layers": 2}, "num_nextn_predict_layers"),
+        ("nemotron-3-nano-30b-a3b", {"mlp_bias": True}, "mlp_bias"),
+        ("kimi-linear-48b-a3b", {"moe_layer_freq": 2}, "moe_layer_freq"),
+    ],
+)
+def test_a_shape_the_mapping_cannot_place_is_refused_naming_its_key(name, change, key):
+    import json
+
+    from llm_cost.core.errors import SpecError
+
+    config = json.loads((FIXTURES / name / "config.json").read_text(encoding="utf-8"))
+    with pytest.raises(SpecError, match=key):
+        hf_to_spec({**config, **change}, f"{name}/config.json")
+
+
+def test_kimi_linear_refuses_a_full_rank_gate_and_a_layer_left_out():
+    import json
+
+    from llm_cost.core.errors import SpecError
+
+    config = json.loads((FIXTURES / "kimi-linear-48b-a3b" / "config.json").read_text(encoding="utf-8"))
+    full_rank = {**config["linear_attn_config"], "use_full_rank_gate": True}
+    with pytest.raises(SpecError, match="use_full_rank_gate"):
+        hf_to_spec({**config, "linear_attn_config": full_rank}, "k/config.json")
+    short = {**config["linear_attn_config"], "kda_layers": config["linear_attn_config"]["kda_layers"][:-1]}
+    with pytest.raises(SpecError, match=r"places no mixer in layers \[26\]"):
+        hf_to_spec({**config, "linear_attn_config": short}, "k/config.json")
+
+
+def test_every_gpu_of_a_tp_group_keeps_the_whole_latent_and_indexer_key():
+    """MLA's latent and the indexer's key are not split by heads: at TP 8 each GPU of GLM-5.1 holds
+    the 78 x (1152 + 132) B of every token, as at TP 1."""
+    from llm_cost.model.layout import Layout
+
+    spec = _spec("glm-5.1")
+    kv = kv_cache(spec, [1000], layout=Layout(tp=8))
+    assert kv.per_gpu.kv_bytes_per_token == [78 * (1152 + 132)]
