@@ -281,6 +281,8 @@ def kv_cache(
         conventions.append(note("kv.mamba_state"))
     if counts.mixer(LayerType.SHORT_CONV):
         conventions.append(note("kv.short_conv_state"))
+    if indexer_key_bytes(spec):
+        conventions.append(note("kv.indexer", bytes=indexer_key_bytes(spec)))
     if chunk and counts.mixer(LayerType.CHUNKED_ATTENTION):
         conventions.append(note("kv.chunk", chunk=chunk))
     if window:
