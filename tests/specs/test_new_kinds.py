@@ -62,6 +62,19 @@ def test_lfm2_layers_and_widths_as_lfm2_builds_them():
     }
 
 
+def test_lfm2_original_keys_give_the_same_model():
+    """LFM2-1.2B's first config spelled the same model with block_ff_dim, full_attn_idxs and
+    tie_embedding (Lfm2Config reads them); its model card's 1,170,340,608 is the same count."""
+    import json
+
+    config = json.loads((FIXTURES / "lfm2.5-1.2b" / "config.json").read_text(encoding="utf-8"))
+    for key in ("layer_types", "intermediate_size", "tie_word_embeddings"):
+        del config[key]
+    config.update(block_ff_dim=12288, full_attn_idxs=[2, 5, 8, 10, 12, 14], tie_embedding=True)
+    spec, _ = hf_to_spec(config, "LFM2-1.2B/config.json")
+    assert count_params(spec).total_params == 1_170_340_608
+
+
 def test_lfm2_cache_and_conv_state_by_hand():
     """KV per token: 6 attention layers x 2 (K, V) x 8 KV heads x 64 x 2 B. Conv state: each of
     the 10 short-conv layers keeps the last conv_L_cache - 1 = 2 inputs of its d = 2048 channels,

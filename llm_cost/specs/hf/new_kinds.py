@@ -1,10 +1,15 @@
-"""config.json -> ModelSpec fields for the families whose blocks are new kinds of layer: LFM2's
-gated short convolutions (``lfm2``), and the MoE blocks of Nemotron 3 (``nemotron_h``'s ``E``
-blocks and MTP module, read by :func:`nemotron3_blocks` for the nemotron_h mapping), and DeepSeek Sparse Attention
-(``deepseek_v32``, ``glm_moe_dsa``: :func:`with_sparse_indexer` around the DeepSeek MLA mapping),
-and Kimi Linear's hybrid of Kimi Delta Attention and MLA layers (``kimi_linear``). Each mapping names the transformers modeling file whose
-weight tensors it mirrors (transformers 5.x, ``src/transformers/models/<family>/``); the table
-:data:`NEW_KINDS` is merged into :data:`llm_cost.specs.hf.families.FAMILIES`."""
+"""config.json -> ModelSpec fields for the families whose blocks are new kinds of layer:
+
+* LFM2's gated short convolutions (``lfm2``);
+* Nemotron 3's MoE and latent-MoE blocks and its MTP module (``nemotron_h``'s ``E`` blocks, read by
+  :func:`nemotron3_blocks` for the nemotron_h mapping);
+* DeepSeek Sparse Attention (``deepseek_v32``, ``glm_moe_dsa``: :func:`with_sparse_indexer` around
+  the DeepSeek MLA mapping);
+* Kimi Linear's hybrid of Kimi Delta Attention and MLA layers (``kimi_linear``).
+
+Each mapping names the modeling file whose weight tensors it mirrors (transformers 5.x,
+``src/transformers/models/<family>/``, or the checkpoint's own); the table :data:`NEW_KINDS` is
+merged into :data:`llm_cost.specs.hf.families.FAMILIES`."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llm_cost.core.types import LayerType
-from llm_cost.specs.hf.config import _common, _Config, _Family, _gqa, _heads, _layer_types
+from llm_cost.specs.hf.config import _common, _Config, _Family, _gqa, _heads
 
 __all__ = ["NEW_KINDS", "nemotron3_blocks", "with_sparse_indexer"]
 
@@ -43,20 +48,21 @@ def _lfm2_ffn_width(c: _Config) -> int:
 def _lfm2_layers(c: _Config, L: int) -> list[LayerType]:
     """``layer_types`` (full_attention / conv), else ``full_attn_idxs`` (absent: every layer is
     attention), as Lfm2Config builds them."""
-    remapped = dict(c.data)
-    if isinstance(remapped.get("layer_types"), list):
-        remapped["layer_types"] = [LayerType.SHORT_CONV if t == "conv" else t for t in remapped["layer_types"]]
+    kinds = {LayerType.FULL_ATTENTION.value: LayerType.FULL_ATTENTION, "conv": LayerType.SHORT_CONV}
+    if isinstance(c.data.get("layer_types"), list):
         c.ignore("full_attn_idxs")
-        view = _Config(remapped, c.file, c.family, c.defaults, c.notes, c.prefix)
-        types = _layer_types(view, L, (LayerType.FULL_ATTENTION, LayerType.SHORT_CONV))
-        c.ignore("layer_types")
-        assert types is not None
-        return types
+        names = c.raw("layer_types")
+        bad = sorted({repr(t) for t in names if not isinstance(t, str) or t not in kinds})
+        if bad:
+            raise c.error("layer_types", f"has {', '.join(bad)}; lfm2 layers are full_attention or conv")
+        if len(names) != L:
+            raise c.error("layer_types", f"has {len(names)} entries but num_hidden_layers is {L}")
+        return [kinds[t] for t in names]
     c.ignore("layer_types")
     idxs = c.int_list("full_attn_idxs", list(range(L)), why="absent; every layer attention (Lfm2Config)")
-    bad = [i for i in idxs if i >= L]
-    if bad:
-        raise c.error("full_attn_idxs", f"{bad} are out of range for {L} layers")
+    bad_idx = [i for i in idxs if i >= L]
+    if bad_idx:
+        raise c.error("full_attn_idxs", f"{bad_idx} are out of range for {L} layers")
     return [LayerType.FULL_ATTENTION if i in idxs else LayerType.SHORT_CONV for i in range(L)]
 
 
@@ -98,7 +104,7 @@ def with_sparse_indexer(mla_mapping: FamilyMapping, mtp_stores_shared: bool = Tr
     """``mla_mapping`` (a DeepSeek-V3-layout mapping) plus DeepSeek Sparse Attention's lightning
     indexer on every MLA layer: ``index_n_heads``, ``index_head_dim``, ``index_topk`` (transformers
     models/deepseek_v32/modeling_deepseek_v32.py DeepseekV32Indexer; models/glm_moe_dsa's
-    GlmMoeDsaIndexer is the same). GLM-5.1's shared-indexer layers (``indexer_types``,
+    GlmMoeDsaIndexer is the same). GLM-5.2's shared-indexer layers (``indexer_types``,
     ``index_topk_pattern``, ``index_topk_freq`` above 1: layers that reuse an earlier layer's
     selection and hold no indexer) are refused, naming the key. ``mtp_stores_shared`` false: the
     checkpoint's MTP layer holds no copy of the embedding and LM head (GLM-5: its Hub total is the
