@@ -283,7 +283,10 @@ def test_kimi_linear_decode_flops_per_token_by_hand():
     weights = 20 * kda_w + 7 * mla_w + 3 * d * 9216 + 26 * moe_w + 163840 * d
     attention = 7 * 2 * 32 * (576 + 512) * 4096
     recurrence = 20 * (6 * 32 * 128 * 128 + 2 * 3 * 4096 * 4)
-    assert build_step(spec, decode(1, 4095)).flops == 2 * weights + attention + recurrence
+    step = build_step(spec, decode(1, 4095))
+    assert step.flops == 2 * weights + attention + recurrence
+    (kda,) = [o for o in step.ops if o.role == OpRole.LINEAR_ATTENTION]
+    assert kda.kv_read_bytes == 20 * (32 * 128 * 128 + 3 * 4096 * 3) * 2  # each layer's state, read once
 
 
 def test_nemotron3_super_latent_moe_against_the_hub_total():
@@ -393,3 +396,13 @@ def test_every_gpu_of_a_tp_group_keeps_the_whole_latent_and_indexer_key():
     spec = _spec("glm-5.1")
     kv = kv_cache(spec, [1000], layout=Layout(tp=8))
     assert kv.per_gpu.kv_bytes_per_token == [78 * (1152 + 132)]
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_one_gpu_holds_what_the_cache_counts(name):
+    """The per-GPU cache of a layout (what fit, serving and the simulator size the KV pool with) is,
+    at one GPU, the cache and state kv_bytes counts: indexer keys, conv and recurrent states too."""
+    from llm_cost.model.layout import ONE_GPU, stage_kv_bytes
+
+    spec = _spec(name)
+    assert stage_kv_bytes(spec, ONE_GPU, 5000) == [kv_bytes(spec, 5000)]
