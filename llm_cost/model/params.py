@@ -19,7 +19,7 @@ from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
 from llm_cost.core.units import exact_bits, to_bytes
 from llm_cost.model.structure import GROUPS, Structure, build
-from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
+from llm_cost.specs.schema import READ_GENERICALLY, GQAAttention, MLAAttention, ModelSpec
 
 if TYPE_CHECKING:  # imported by count_params only for a layout: its module costs a cold start about 2 ms
     from llm_cost.model.layout import Layout, PerGPU
@@ -165,6 +165,8 @@ def count_params(
         note("params.n_gemm"),
         note("params.weight_bytes", bits=float(bits), dtype=str(dtype)),
     ]
+    if READ_GENERICALLY in (spec.source.note or ""):
+        conventions.append(note("params.read_generically", model_type=spec.model_type))
     if spec.moe is not None:
         conventions.append(note("params.active"))
     if spec.mtp is not None:

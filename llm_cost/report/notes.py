@@ -90,6 +90,8 @@ def _model_scaling(p: dict) -> str:
 
 TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "params.counted": "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
+    "params.read_generically": "model_type {model_type} read generically: not checked against a checkpoint of this "
+    "family",
     "params.n_gemm": "N_gemm: matmul weights a token passes through (no embedding lookup, norms or biases; LM head "
     "included)",
     "params.weight_bytes": "weight bytes: every parameter at {bits:g} bits ({dtype}); GB = 10^9 B, GiB = 2^30 B",
