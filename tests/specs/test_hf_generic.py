@@ -201,7 +201,7 @@ def test_kv_of_a_generic_read_is_the_hand_count():
 
 def test_verbose_defaults_name_the_transformers_class():
     _, defaults = load_hf_config_verbose(FIXTURES / "gemma-2b")
-    assert defaults == ["tie_word_embeddings = true (absent; gemma default)"]
+    assert defaults == ["tie_word_embeddings = true (absent; transformers 5.24.0 GemmaConfig default)"]
 
 
 # -- model types read through the departures table, against checkpoint totals -------------------------

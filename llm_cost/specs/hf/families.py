@@ -17,55 +17,9 @@ from llm_cost.specs.hf.config import (
     _gqa,
     _heads,
     _layer_types,
-    _mlp,
     _place_layers,
 )
 from llm_cost.specs.hf.generic import DEPARTURES, generic_family, generic_mapper
-
-
-def _gemma(c: _Config, fam: _Family) -> dict[str, Any]:
-    """gemma (transformers models/gemma/modeling_gemma.py), gemma2 (modeling_gemma2.py), gemma3_text
-    (models/gemma3/modeling_gemma3.py, Gemma3ForCausalLM): GeGLU MLP, ``attention_bias`` on q/k/v/o,
-    tied embedding by default (its sqrt(d) normalizer is a buffer). Gemma 2/3 have four norms per
-    block (input, post-attention, pre- and post-feed-forward) and alternate sliding / global layers
-    (Gemma 2: even layers slide; Gemma 3: all but every ``sliding_window_pattern``-th); Gemma 3 adds
-    per-head q_norm / k_norm."""
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    window = None
-    if c.family != "gemma":
-        out["norms_per_layer"] = 4
-        window = c.int("sliding_window", 4096)
-        c.ignore("sliding_window_size")
-        types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION))
-        if types is None and c.family == "gemma2":
-            types = [LayerType.SLIDING_ATTENTION if (i + 1) % 2 else LayerType.FULL_ATTENTION for i in range(L)]
-        elif types is None:
-            k = c.int(c.alias("sliding_window_pattern", "_sliding_window_pattern"), 6)
-            types = [LayerType.SLIDING_ATTENTION if (i + 1) % k else LayerType.FULL_ATTENTION for i in range(L)]
-        else:
-            c.ignore("sliding_window_pattern", "_sliding_window_pattern")
-        window = _place_layers(c, out, types, window)
-    c.ignore("rope_local_base_freq", "query_pre_attn_scalar")
-    out["attention"] = _gqa(
-        n_q,
-        n_kv,
-        hd,
-        attention_bias=bias,
-        o_proj_bias=bias,
-        sliding_window=window,
-        qk_norm=c.family in ("gemma3_text", "gemma3"),
-    )
-    act_key = "hidden_activation" if c.has("hidden_activation") else "hidden_act"
-    c.ignore("hidden_act", "hidden_activation")
-    from llm_cost.specs.schema import MLP
-
-    out["mlp"] = MLP.checked(
-        intermediate_size=c.int("intermediate_size"), hidden_act=c.str(act_key, "gelu_pytorch_tanh")
-    )
-    return out
 
 
 def _gpt2(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -188,51 +142,6 @@ def _gpt_oss(c: _Config, fam: _Family) -> dict[str, Any]:
         router_bias=True,
         expert_bias=True,
     )
-    return out
-
-
-def _gemma3_vlm(c: _Config, fam: _Family) -> dict[str, Any]:
-    """gemma3 (transformers models/gemma3/modeling_gemma3.py, Gemma3ForConditionalGeneration): the
-    Gemma 3 text model of ``text_config`` (as gemma3_text), a SigLIP vision tower
-    (models/siglip/modeling_siglip.py, ``vision_config``; SiglipVisionConfig defaults for absent keys)
-    and Gemma3MultiModalProjector (RMSNorm + [e, d] matrix). ``vision_use_head`` true would add
-    SigLIP's attention-pooling head, which Gemma 3 does not use: refused."""
-    from llm_cost.specs.hf.vision import siglip_gemma3_vision
-
-    out = _gemma(c, fam)
-    out["vision"] = siglip_gemma3_vision(c, out)
-    return out
-
-
-def _olmo2(c: _Config, fam: _Family) -> dict[str, Any]:
-    """olmo2 (transformers models/olmo2/modeling_olmo2.py): llama projections (``attention_bias`` on
-    q/k/v/o), RMSNorm q_norm over the whole q projection (n_q d_head) and k_norm over k
-    (n_kv d_head), and two norms per block, both after their sublayer (post_attention_layernorm,
-    post_feedforward_layernorm; no input norm). olmo3 (models/olmo3/modeling_olmo3.py) has the same
-    tensors and slides a ``sliding_window`` over the layers ``layer_types`` marks (default: all but
-    every 4th)."""
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    window = None
-    if c.family == "olmo3":  # Olmo3Config: sliding layers except every 4th unless layer_types says otherwise
-        window = c.int_or_null("sliding_window", 4096)
-        types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION)) or [
-            LayerType.FULL_ATTENTION if (i + 1) % 4 == 0 else LayerType.SLIDING_ATTENTION for i in range(L)
-        ]
-        window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(
-        n_q,
-        n_kv,
-        hd,
-        attention_bias=bias,
-        o_proj_bias=bias,
-        qk_norm=True,
-        qk_norm_width="projection",
-        sliding_window=window,
-    )
-    out["mlp"] = _mlp(c)
     return out
 
 
@@ -617,17 +526,17 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "qwen2_5_vl": (generic_mapper("qwen2_5_vl"), _F(tie=False, max_pos=128000, rope_theta=1e6)),
     "deepseek_v2": (generic_mapper("deepseek_v2"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "deepseek_v3": (generic_mapper("deepseek_v3"), _F(tie=False, max_pos=4096, rope_theta=10000.0)),
-    "gemma": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
-    "gemma2": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
-    "gemma3_text": (_gemma, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
+    "gemma": (generic_mapper("gemma"), _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
+    "gemma2": (generic_mapper("gemma2"), _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
+    "gemma3_text": (generic_mapper("gemma3_text"), _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
     "phi3": (generic_mapper("phi3"), _F(tie=False, max_pos=4096, rope_theta=10000.0)),
     "gpt2": (_gpt2, _F(tie=True, max_pos=1024, rope_theta=None, dtype="fp32")),
     "falcon": (_falcon, _F(tie=True, max_pos=2048, rope_theta=10000.0)),
     "gpt_oss": (_gpt_oss, _F(tie=False, max_pos=131072, rope_theta=150000.0, head_dim=64)),
-    "gemma3": (_gemma3_vlm, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
+    "gemma3": (generic_mapper("gemma3"), _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
     "smollm3": (generic_mapper("smollm3"), _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
-    "olmo2": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
-    "olmo3": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "olmo2": (generic_mapper("olmo2"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "olmo3": (generic_mapper("olmo3"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "phimoe": (_phimoe, _F(tie=False, max_pos=131072, rope_theta=1e6)),
     "granitemoe": (generic_mapper("granitemoe"), _F(tie=True, max_pos=4096, rope_theta=10000.0)),
     "nemotron_h": (_nemotron_h, _F(tie=False, max_pos=4096, rope_theta=None, head_dim=128)),
