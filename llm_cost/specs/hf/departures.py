@@ -41,7 +41,10 @@ class Departures:
     slide (Gemma 2: 2, Olmo 3: 4), k read from ``window_every_keys`` when the config has one
     (Gemma 3's ``sliding_window_pattern``, default 6). ``norms_per_layer``: RMSNorms per block
     when not two (Gemma 2/3: four). ``act_keys``: the activation's key (the first present, Gemma's
-    ``hidden_activation`` before ``hidden_act``), ``act_default`` its default.
+    ``hidden_activation`` before ``hidden_act``), ``act_default`` its default. ``sinks``: one
+    learned attention-sink logit per head; ``expert_bias``: biased expert projections (gpt-oss).
+    ``norm_type``: "layernorm" where the norms carry biases; ``lm_head_bias_key``: the key of an
+    LM-head bias (Phi-3.5-MoE).
     """
 
     cite: str
@@ -64,6 +67,10 @@ class Departures:
     norms_per_layer: Optional[int] = None
     act_keys: tuple[str, ...] = ("hidden_act",)
     act_default: str = "silu"
+    sinks: bool = False
+    expert_bias: bool = False
+    norm_type: Optional[str] = None
+    lm_head_bias_key: Optional[str] = None
     mlp_bias_key: str = "mlp_bias"
     qk_norm_width: str = "head"
 
@@ -256,6 +263,25 @@ DEPARTURES: dict[str, Departures] = {
         qk_norm=True,
         qk_norm_width="projection",
         window_every=4,
+        declared_only=True,
+    ),
+    "gpt_oss": Departures(
+        cite="transformers models/gpt_oss/modeling_gpt_oss.py: q/k/v/o with biases (attention_bias, default true) "
+        "and a learned sink per head; even layers slide (sliding_window, default 128); every FFN a MoE with a "
+        "biased router and biased experts gate_up_proj / down_proj of intermediate_size",
+        sinks=True,
+        expert_bias=True,
+        router_bias=True,
+        window_every=2,
+        declared_only=True,
+        extra_keys=("experts_per_token",),
+    ),
+    "phimoe": Departures(
+        cite="transformers models/phimoe/modeling_phimoe.py: q/k/v/o with biases (attention_bias), LayerNorms with "
+        "biases, every FFN a MoE of num_local_experts gated experts of intermediate_size, an LM head with a bias "
+        "(lm_head_bias)",
+        norm_type="layernorm",
+        lm_head_bias_key="lm_head_bias",
         declared_only=True,
     ),
     "llama": Departures(

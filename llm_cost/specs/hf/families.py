@@ -17,7 +17,6 @@ from llm_cost.specs.hf.config import (
     _gqa,
     _heads,
     _layer_types,
-    _place_layers,
 )
 from llm_cost.specs.hf.generic import DEPARTURES, generic_family, generic_mapper
 
@@ -112,36 +111,6 @@ def _falcon(c: _Config, fam: _Family) -> dict[str, Any]:
     c.ignore("apply_residual_connection_post_layernorm")
     if legacy:
         c.notes.append(f"legacy model_type {c.data.get('model_type')!r} read as falcon")
-    return out
-
-
-def _gpt_oss(c: _Config, fam: _Family) -> dict[str, Any]:
-    """gpt_oss (transformers models/gpt_oss/modeling_gpt_oss.py): q/k/v/o with biases
-    (``attention_bias``, default true) and one learned sink logit per head; layers alternate sliding
-    (window ``sliding_window``, default 128) and full attention unless ``layer_types`` says otherwise;
-    every FFN is a MoE: router Linear with bias [E, d] + [E], experts gate_up_proj [E, d, 2 d_ff] +
-    bias, down_proj [E, d_ff, d] + bias."""
-    from llm_cost.specs.schema import MoE
-
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", True)
-    window = c.int("sliding_window", 128)
-    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION)) or [
-        LayerType.SLIDING_ATTENTION if (i + 1) % 2 else LayerType.FULL_ATTENTION for i in range(L)
-    ]
-    window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sinks=True, sliding_window=window)
-    k = c.int(c.alias("num_experts_per_tok", "experts_per_token"), 4)
-    c.ignore("hidden_act", "swiglu_limit", "router_aux_loss_coef", "output_router_logits", "initial_context_length")
-    out["moe"] = MoE.checked(
-        num_experts=c.int("num_local_experts", 128),
-        num_experts_per_tok=k,
-        moe_intermediate_size=c.int("intermediate_size"),
-        router_bias=True,
-        expert_bias=True,
-    )
     return out
 
 
@@ -481,32 +450,6 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
-def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
-    """phimoe (transformers models/phimoe/modeling_phimoe.py): q/k/v/o with biases
-    (``attention_bias``), LayerNorms with biases (input, post-attention, final), every FFN a MoE
-    of ``num_local_experts`` gated experts (w1, w3, w2) of ``intermediate_size`` with a bias-free
-    router, and an LM head with a bias (``lm_head_bias``)."""
-    from llm_cost.specs.schema import MoE
-
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    window = c.opt_int("sliding_window")
-    types = [LayerType.SLIDING_ATTENTION] * L if window else [LayerType.FULL_ATTENTION] * L
-    window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
-    out["norm_type"] = "layernorm"
-    out["lm_head_bias"] = c.bool("lm_head_bias", False)
-    c.ignore("router_jitter_noise", "input_jitter_noise", "router_aux_loss_coef", "output_router_logits", "hidden_act")
-    out["moe"] = MoE.checked(
-        num_experts=c.int("num_local_experts", 16),
-        num_experts_per_tok=c.int("num_experts_per_tok", 2),
-        moe_intermediate_size=c.int("intermediate_size"),
-    )
-    return out
-
-
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (generic_mapper("llama"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
@@ -532,12 +475,12 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "phi3": (generic_mapper("phi3"), _F(tie=False, max_pos=4096, rope_theta=10000.0)),
     "gpt2": (_gpt2, _F(tie=True, max_pos=1024, rope_theta=None, dtype="fp32")),
     "falcon": (_falcon, _F(tie=True, max_pos=2048, rope_theta=10000.0)),
-    "gpt_oss": (_gpt_oss, _F(tie=False, max_pos=131072, rope_theta=150000.0, head_dim=64)),
+    "gpt_oss": (generic_mapper("gpt_oss"), _F(tie=False, max_pos=131072, rope_theta=150000.0, head_dim=64)),
     "gemma3": (generic_mapper("gemma3"), _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
     "smollm3": (generic_mapper("smollm3"), _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
     "olmo2": (generic_mapper("olmo2"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "olmo3": (generic_mapper("olmo3"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
-    "phimoe": (_phimoe, _F(tie=False, max_pos=131072, rope_theta=1e6)),
+    "phimoe": (generic_mapper("phimoe"), _F(tie=False, max_pos=131072, rope_theta=1e6)),
     "granitemoe": (generic_mapper("granitemoe"), _F(tie=True, max_pos=4096, rope_theta=10000.0)),
     "nemotron_h": (_nemotron_h, _F(tie=False, max_pos=4096, rope_theta=None, head_dim=128)),
     "granitemoehybrid": (_granitemoehybrid, _F(tie=False, max_pos=2048, rope_theta=10000.0)),

@@ -151,6 +151,10 @@ def read_generic(c: _Config, fam: _Family, dep: Optional[Departures]) -> dict[st
     _mtp(c, out)
     if dep.norms_per_layer is not None:
         out["norms_per_layer"] = dep.norms_per_layer
+    if dep.norm_type is not None:
+        out["norm_type"] = dep.norm_type
+    if dep.lm_head_bias_key is not None:
+        out["lm_head_bias"] = c.bool(dep.lm_head_bias_key, False)
     if dep.vision is not None:
         from llm_cost.specs.hf.vision import VISION_READERS
 
@@ -314,6 +318,7 @@ def _gqa_of(c: _Config, d: int, fam: _Family, dep: Departures, types: list[Layer
         o_proj_bias=bias and dep.o_proj_bias,
         qk_norm=dep.qk_norm or _flag(c, "use_qk_norm", "qk_norm"),
         qk_norm_width=dep.qk_norm_width,
+        sinks=dep.sinks,
         output_gate=gate,
         sliding_window=window,
     )
@@ -431,6 +436,7 @@ def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
         shared_expert_intermediate_size=shared,
         shared_expert_gate=dep.shared_expert_gate,
         router_bias=dep.router_bias or topk == "noaux_tc",
+        expert_bias=dep.expert_bias,
         first_k_dense_replace=first_k,
         decoder_sparse_step=step,
         mlp_only_layers=[i for i in dense if i >= first_k],
