@@ -1,5 +1,10 @@
-"""One mapping per Hugging Face model_type: config keys -> ModelSpec fields, each mirroring the
-transformers modeling file whose weight tensors it names (see :mod:`llm_cost.hf`)."""
+"""The supported Hugging Face model_types (:data:`FAMILIES`): most are read by the generic reader
+with their line of departures (:func:`~llm_cost.specs.hf.generic.generic_mapper`,
+:mod:`llm_cost.specs.hf.departures`); the mappings here are the families whose modeling files
+depart from the standard vocabulary too far for a line (learned positions and fused projections
+of GPT-2 and Falcon, the Mamba-2 hybrids, MiniMax-M2's projection-wide q/k norms and rotary_dim,
+Llama 4's chunked attention and interleaved MoE), each mirroring the transformers modeling file
+whose weight tensors it names (see :mod:`llm_cost.specs.hf`)."""
 
 from __future__ import annotations
 
@@ -451,6 +456,7 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
 
 
 _F = _Family
+#: model_type -> (mapping, family defaults the mapping falls back on where transformers' table has none).
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (generic_mapper("llama"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "mistral": (generic_mapper("mistral"), _F(tie=False, max_pos=131072, rope_theta=10000.0)),
