@@ -7,6 +7,7 @@ is a supported family (:data:`llm_cost.specs.hf.families.FAMILIES` maps it to th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Optional
 
 from llm_cost.core.records import record
@@ -44,7 +45,10 @@ class Departures:
     ``hidden_activation`` before ``hidden_act``), ``act_default`` its default. ``sinks``: one
     learned attention-sink logit per head; ``expert_bias``: biased expert projections (gpt-oss).
     ``norm_type``: "layernorm" where the norms carry biases; ``lm_head_bias_key``: the key of an
-    LM-head bias (Phi-3.5-MoE).
+    LM-head bias (Phi-3.5-MoE). ``extra``: a reader ``(config, fields)`` of the keys of a layer or
+    block kind the vocabulary does not know (an indexer, a short convolution), run after the
+    vocabulary's fields are read; it marks the keys it reads and adds or replaces fields (the way
+    to bring a new kind to a family that otherwise speaks the vocabulary).
     """
 
     cite: str
@@ -71,6 +75,7 @@ class Departures:
     expert_bias: bool = False
     norm_type: Optional[str] = None
     lm_head_bias_key: Optional[str] = None
+    extra: Optional[Callable[[Any, dict[str, Any]], None]] = None
     mlp_bias_key: str = "mlp_bias"
     qk_norm_width: str = "head"
 

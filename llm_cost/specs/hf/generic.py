@@ -159,6 +159,8 @@ def read_generic(c: _Config, fam: _Family, dep: Optional[Departures]) -> dict[st
         from llm_cost.specs.hf.vision import VISION_READERS
 
         out["vision"] = VISION_READERS[dep.vision](c, out)
+    if dep.extra is not None:
+        dep.extra(c, out)
     return out
 
 
