@@ -96,8 +96,12 @@ def params(
     spec, source = load_model(model), checkpoint_of(model, checkpoint)
     dtype = choices.weights_dtype_of(weights_dtype)
     gguf = source is not None and source.name.lower().endswith(".gguf")
-    bits = choices.weight_bits(spec, dtype, source=source) if dtype or gguf else None
+    mixed = dtype is None and not gguf and spec.quantization is not None
+    bits = choices.weight_bits(spec, dtype, source=source) if dtype or gguf or mixed else None
     shown = dtype.value if dtype else ("the GGUF file's types" if gguf else None)
+    if mixed:
+        assert spec.quantization is not None
+        shown = f"{spec.quantization.weights_format}+{spec.quantization.kept_dtype}"
     report = checkpoint_report(spec, source) if source is not None else None
     if report is None and checkpoint is None and isinstance(model, str) and _is_hub_id(model):
         from llm_cost.analyses.checkpoint import hub_checkpoint_report

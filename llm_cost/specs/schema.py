@@ -285,6 +285,29 @@ class MTP(Spec):
     )
 
 
+#: A format weights are stored in (llm_cost.core.types.WeightFormat).
+WeightFormatName = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp8_block", "mxfp4", "nvfp4"]
+#: A tensor group whose matmuls a quantization_config can leave unquantized.
+KeptGroup = Literal[
+    "attention", "linear_attention", "mamba", "mlp", "routed_experts", "shared_experts", "mtp", "vision"
+]
+
+
+@spec
+class Quantization(Spec):
+    """Weight formats that differ by tensor group, as a checkpoint's ``quantization_config`` says
+    (read by :mod:`llm_cost.specs.hf.quantization`): the matmul weights in ``weights_format``, except
+    the groups in ``kept``, which stay in ``kept_dtype`` with every embedding, LM head, router, norm,
+    bias and other vector."""
+
+    method: Text = spec_field(description="quant_method of the quantization_config (fp8, mxfp4, modelopt, ...).")
+    weights_format: WeightFormatName = spec_field(description="Format of the quantized matmul weights.")
+    kept: Annotated[tuple[KeptGroup, ...], Bounds(max_length=16)] = spec_field(
+        default=(), description="Matmul groups left unquantized (modules_to_not_convert, ignore, exclude_modules)."
+    )
+    kept_dtype: Dtype = spec_field(default="bf16", description="Dtype of the tensors not quantized.")
+
+
 @spec
 class Qwen2Vision(Spec):
     """Qwen2-VL vision tower: a ViT over 14x14 (x2 frames) patches, then a 2x2 patch merger
@@ -551,6 +574,9 @@ class ModelSpec(Spec):
         "qwen2_5_vl, qwen3_vl, siglip_gemma3 (Gemma 3), llama4, pixtral (Mistral 3).",
     )
     torch_dtype: Dtype = spec_field(default="bf16", description="The checkpoint's weight dtype.")
+    quantization: Optional[Quantization] = spec_field(
+        default=None, description="Formats by tensor group when the checkpoint quantizes some (quantization_config)."
+    )
 
     def _check(self) -> None:
         att = self.attention

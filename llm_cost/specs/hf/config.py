@@ -14,6 +14,7 @@ from llm_cost.core.records import record
 from llm_cost.core.types import LayerType
 from llm_cost.specs.files import shown
 from llm_cost.specs.hf.defaults import DefaultsTable
+from llm_cost.specs.hf.quantization import MODELLED_METHODS, read_quantization
 from llm_cost.specs.schema import MAX_LAYERS
 
 _ABSENT = object()
@@ -357,6 +358,7 @@ def _common(
     else:
         out["position_embedding"] = "learned"
     out["torch_dtype"] = _dtype(c, fam)
+    out.update(read_quantization(c.dict("quantization_config"), out["torch_dtype"], c.notes))
     return out
 
 
@@ -438,8 +440,7 @@ def _dtype(c: _Config, fam: _Family) -> str:
         method = str(quant.get("quant_method", "unknown"))
         if method == "fp8":
             dtype = "fp8"
-            c.notes.append("quantization_config fp8: weights stored as FP8 with block scales (scales not counted)")
-        else:
+        elif method not in MODELLED_METHODS:
             c.notes.append(
                 f"quantization_config {method}: counts are logical parameters; weight bytes use "
                 f"torch_dtype {dtype} and do not model the packed format"
