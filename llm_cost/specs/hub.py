@@ -228,11 +228,11 @@ def _shard_header(repo: str, rev: Optional[str], filename: str) -> list:
 def hub_checkpoint(model_id: str):
     """The stored tensors of a Hub model's safetensors checkpoint, read from the shard headers
     only: the index ``model.safetensors.index.json`` (else the one ``model.safetensors``) through
-    the cache, then each shard's 8-byte length and its header by HTTP range requests (huggingface_hub's
-    session, HF_TOKEN and HF_ENDPOINT honoured; each request 10 s at most, :data:`HEADER_TIMEOUT_S`). No
-    weight byte is requested. None when HF_HUB_OFFLINE is set (as before: the config alone is
-    read offline) or the repository has no safetensors files; a one-line SpecError when the Hub
-    fails or a header is malformed."""
+    the cache, then each shard's 8-byte length and its header by HTTP range requests, eight shards
+    at a time (huggingface_hub's session; HF_TOKEN and HF_ENDPOINT honoured; each request 10 s at
+    most, :data:`HEADER_TIMEOUT_S`). No weight byte is requested. None when HF_HUB_OFFLINE is set
+    (as before: the config alone is read offline) or the repository has no safetensors files; a
+    one-line SpecError when the Hub fails or a header is malformed."""
     import json
 
     from llm_cost.specs.checkpoint import Checkpoint, StoredTensor
@@ -251,9 +251,13 @@ def hub_checkpoint(model_id: str):
             total = (index.get("metadata") or {}).get("total_size")
         except (errors.RemoteEntryNotFoundError, errors.EntryNotFoundError):
             files, total = [_SINGLE], None
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(8, len(files))) as pool:  # 163 shards of DeepSeek-V3: 8 at a time
+            headers = list(pool.map(lambda f: _shard_header(repo, rev, f), files))
         tensors: dict[str, StoredTensor] = {}
-        for filename in files:
-            for t in _shard_header(repo, rev, filename):
+        for filename, stored in zip(files, headers):
+            for t in stored:
                 if t.name in tensors:
                     raise SpecError(f"{repo}/{filename}: tensor {t.name!r} is also in {tensors[t.name].file}")
                 tensors[t.name] = t

@@ -479,7 +479,7 @@ def test_defaults_are_reported():
     _, defaults = load_hf_config_verbose(FIXTURES / "qwen2-vl-7b-instruct")
     assert "vision_config.depth = 32 (absent; qwen2_vl default)" in defaults
     _, defaults = load_hf_config_verbose(FIXTURES / "gemma-2b")
-    assert defaults == ["tie_word_embeddings = true (absent; gemma default)"]
+    assert defaults == ["tie_word_embeddings = true (absent; transformers 5.24.0 GemmaConfig default)"]
     _, defaults = load_hf_config_verbose(FIXTURES / "llama-3.2-1b-instruct")
     assert defaults == []
 
@@ -650,7 +650,9 @@ def test_defaults_used_only_for_config_paths(tmp_path):
     assert defaults_used("llama3-8b") is None
     (tmp_path / "dir.yaml").mkdir()
     assert defaults_used(str(tmp_path / "dir.yaml")) is None  # a folder named like a YAML spec
-    assert defaults_used(str(FIXTURES / "gemma-2b")) == ["tie_word_embeddings = true (absent; gemma default)"]
+    assert defaults_used(str(FIXTURES / "gemma-2b")) == [
+        "tie_word_embeddings = true (absent; transformers 5.24.0 GemmaConfig default)"
+    ]
 
 
 # --- the command line -------------------------------------------------------------------------
@@ -672,7 +674,7 @@ def test_params_from_any_folder(cli, tmp_path, monkeypatch):
 def test_params_verbose_lists_defaults_on_stderr(cli):
     r = cli("params", str(FIXTURES / "gemma-2b"), "--json", "--verbose")
     assert r.code == 0 and r.json()["total_params"] == 2_506_172_416
-    assert "tie_word_embeddings = true (absent; gemma default)" in r.err
+    assert "tie_word_embeddings = true (absent; transformers 5.24.0 GemmaConfig default)" in r.err
 
 
 def test_kv_accepts_a_config_json(cli):

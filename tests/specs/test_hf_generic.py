@@ -201,7 +201,7 @@ def test_kv_of_a_generic_read_is_the_hand_count():
 
 def test_verbose_defaults_name_the_transformers_class():
     _, defaults = load_hf_config_verbose(FIXTURES / "gemma-2b")
-    assert defaults == ["tie_word_embeddings = true (absent; gemma default)"]
+    assert defaults == ["tie_word_embeddings = true (absent; transformers 5.24.0 GemmaConfig default)"]
 
 
 # -- model types read through the departures table, against checkpoint totals -------------------------
@@ -341,3 +341,30 @@ def test_qwen3_5_text_models_are_the_wrappers_language_models(name, text_type):
     r = count_params(hf_to_spec(text, "x/config.json")[0])
     assert r.total_params == wrapper.decoder_params == wrapper.total_params - wrapper.vision_params
     assert r.mtp_params == wrapper.mtp_params
+
+
+def test_a_departures_line_can_bring_a_new_kind(monkeypatch):
+    """The extension point for a new layer kind: a line whose ``extra`` reader reads the kind's key
+    (here a stand-in that moves the model to LayerNorms) is a supported family; without the line
+    the key is refused, named."""
+    from llm_cost.specs.hf import departures, families
+    from llm_cost.specs.hf.generic import generic_mapper
+
+    def layernorm_reader(c, out):
+        if c.bool("use_layernorm", False):
+            out["norm_type"] = "layernorm"
+
+    cfg = {**_config("llama-3.1-8b"), "model_type": "llama_with_layernorm", "use_layernorm": True}
+    with pytest.raises(SpecError, match="use_layernorm is not in the standard config vocabulary"):
+        hf_to_spec(cfg, "x/config.json")
+    monkeypatch.setitem(
+        departures.DEPARTURES, "llama_with_layernorm", departures.Departures(cite="a test", extra=layernorm_reader)
+    )
+    monkeypatch.setitem(
+        families.FAMILIES,
+        "llama_with_layernorm",
+        (generic_mapper("llama_with_layernorm"), families.FAMILIES["llama"][1]),
+    )
+    spec, _ = hf_to_spec(cfg, "x/config.json")
+    # LayerNorms add a bias beside each RMSNorm weight: 2 per layer x 32 layers + the final norm, of d = 4,096
+    assert count_params(spec).total_params - CHECKPOINTS["llama-3.1-8b"]["total_params"] == (2 * 32 + 1) * 4_096

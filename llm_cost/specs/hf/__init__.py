@@ -1,9 +1,12 @@
 """Hugging Face ``config.json`` -> :class:`~llm_cost.spec.ModelSpec`, exactly as transformers builds the weights.
 
 Every command accepts MODEL as a path to a ``config.json`` (or a folder holding one); the spec made
-here is then counted by :mod:`llm_cost.structure` like any shipped spec. One mapping function per
-family (or per group of families that share a modeling file's layout), each naming the transformers
-modeling file whose weight tensors it mirrors.
+here is then counted by :mod:`llm_cost.structure` like any shipped spec. Most families are one
+reading of the standard config vocabulary (:mod:`llm_cost.specs.hf.generic`) with a line of
+departures each (:mod:`llm_cost.specs.hf.departures`); the rest have a mapping of their own
+(:mod:`llm_cost.specs.hf.families`); vision towers are read in :mod:`llm_cost.specs.hf.vision`.
+Each names the transformers modeling file whose weight tensors it mirrors. A key a config leaves
+out takes transformers' default (:mod:`llm_cost.specs.hf.defaults`).
 
 Rules (design notes, "config.json import"):
 

@@ -7,6 +7,7 @@ is a supported family (:data:`llm_cost.specs.hf.families.FAMILIES` maps it to th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Optional
 
 from llm_cost.core.records import record
@@ -37,6 +38,17 @@ class Departures:
     MLP's (ERNIE's ``use_bias`` switches both). ``qk_norm_width``: "projection" when the q/k norms
     span the whole projection (OLMoE) rather than one head. ``full_attention_interval``: the
     interval a config without ``layer_types`` or that key takes (Qwen3NextConfig's __post_init__: 4).
+    ``window_every``: without ``layer_types``, every k-th layer attends globally and the others
+    slide (Gemma 2: 2, Olmo 3: 4), k read from ``window_every_keys`` when the config has one
+    (Gemma 3's ``sliding_window_pattern``, default 6). ``norms_per_layer``: RMSNorms per block
+    when not two (Gemma 2/3: four). ``act_keys``: the activation's key (the first present, Gemma's
+    ``hidden_activation`` before ``hidden_act``), ``act_default`` its default. ``sinks``: one
+    learned attention-sink logit per head; ``expert_bias``: biased expert projections (gpt-oss).
+    ``norm_type``: "layernorm" where the norms carry biases; ``lm_head_bias_key``: the key of an
+    LM-head bias (Phi-3.5-MoE). ``extra``: a reader ``(config, fields)`` of the keys of a layer or
+    block kind the vocabulary does not know (an indexer, a short convolution), run after the
+    vocabulary's fields are read; it marks the keys it reads and adds or replaces fields (the way
+    to bring a new kind to a family that otherwise speaks the vocabulary).
     """
 
     cite: str
@@ -54,6 +66,16 @@ class Departures:
     bias_key: Optional[str] = "attention_bias"
     bias_default: bool = False
     full_attention_interval: Optional[int] = None
+    window_every: Optional[int] = None
+    window_every_keys: tuple[str, ...] = ()
+    norms_per_layer: Optional[int] = None
+    act_keys: tuple[str, ...] = ("hidden_act",)
+    act_default: str = "silu"
+    sinks: bool = False
+    expert_bias: bool = False
+    norm_type: Optional[str] = None
+    lm_head_bias_key: Optional[str] = None
+    extra: Optional[Callable[[Any, dict[str, Any]], None]] = None
     mlp_bias_key: str = "mlp_bias"
     qk_norm_width: str = "head"
 
@@ -193,6 +215,79 @@ DEPARTURES: dict[str, Departures] = {
         declared_only=True,
         declared_as="mistral",
         vision="pixtral",
+    ),
+    "gemma": Departures(
+        cite="transformers models/gemma/modeling_gemma.py: GeGLU MLP, attention_bias on q/k/v/o, a tied "
+        "embedding by default (its sqrt(d) normalizer is a buffer)",
+        act_keys=("hidden_activation", "hidden_act"),
+        act_default="gelu_pytorch_tanh",
+        declared_only=True,
+    ),
+    "gemma2": Departures(
+        cite="transformers models/gemma2/modeling_gemma2.py: Gemma's tensors with four norms per block (input, "
+        "post-attention, pre- and post-feed-forward); even layers slide over sliding_window",
+        act_keys=("hidden_activation", "hidden_act"),
+        act_default="gelu_pytorch_tanh",
+        norms_per_layer=4,
+        window_every=2,
+        declared_only=True,
+    ),
+    "gemma3_text": Departures(
+        cite="transformers models/gemma3/modeling_gemma3.py (Gemma3ForCausalLM): Gemma 2's block with per-head "
+        "q_norm / k_norm; all layers but every sliding_window_pattern-th (default 6) slide",
+        qk_norm=True,
+        act_keys=("hidden_activation", "hidden_act"),
+        act_default="gelu_pytorch_tanh",
+        norms_per_layer=4,
+        window_every=6,
+        window_every_keys=("sliding_window_pattern", "_sliding_window_pattern"),
+        declared_only=True,
+        extra_keys=("sliding_window_pattern", "_sliding_window_pattern"),
+    ),
+    "gemma3": Departures(
+        cite="transformers models/gemma3/modeling_gemma3.py (Gemma3ForConditionalGeneration): the Gemma 3 text "
+        "model of text_config, a SigLIP tower and Gemma3MultiModalProjector",
+        qk_norm=True,
+        act_keys=("hidden_activation", "hidden_act"),
+        act_default="gelu_pytorch_tanh",
+        norms_per_layer=4,
+        window_every=6,
+        window_every_keys=("sliding_window_pattern", "_sliding_window_pattern"),
+        vision="siglip_gemma3",
+    ),
+    "olmo2": Departures(
+        cite="transformers models/olmo2/modeling_olmo2.py: llama projections (attention_bias on q/k/v/o), RMSNorm "
+        "q_norm / k_norm over the whole projections, two norms per block after their sublayers",
+        qk_norm=True,
+        qk_norm_width="projection",
+        declared_only=True,
+    ),
+    "olmo3": Departures(
+        cite="transformers models/olmo3/modeling_olmo3.py: Olmo 2's tensors; a sliding_window over the layers "
+        "layer_types marks (Olmo3Config: all but every 4th)",
+        qk_norm=True,
+        qk_norm_width="projection",
+        window_every=4,
+        declared_only=True,
+    ),
+    "gpt_oss": Departures(
+        cite="transformers models/gpt_oss/modeling_gpt_oss.py: q/k/v/o with biases (attention_bias, default true) "
+        "and a learned sink per head; even layers slide (sliding_window, default 128); every FFN a MoE with a "
+        "biased router and biased experts gate_up_proj / down_proj of intermediate_size",
+        sinks=True,
+        expert_bias=True,
+        router_bias=True,
+        window_every=2,
+        declared_only=True,
+        extra_keys=("experts_per_token",),
+    ),
+    "phimoe": Departures(
+        cite="transformers models/phimoe/modeling_phimoe.py: q/k/v/o with biases (attention_bias), LayerNorms with "
+        "biases, every FFN a MoE of num_local_experts gated experts of intermediate_size, an LM head with a bias "
+        "(lm_head_bias)",
+        norm_type="layernorm",
+        lm_head_bias_key="lm_head_bias",
+        declared_only=True,
     ),
     "llama": Departures(
         cite="transformers models/llama/modeling_llama.py: q/k/v/o (attention_bias on all four), gated MLP "

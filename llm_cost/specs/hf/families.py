@@ -1,5 +1,10 @@
-"""One mapping per Hugging Face model_type: config keys -> ModelSpec fields, each mirroring the
-transformers modeling file whose weight tensors it names (see :mod:`llm_cost.hf`)."""
+"""The supported Hugging Face model_types (:data:`FAMILIES`): most are read by the generic reader
+with their line of departures (:func:`~llm_cost.specs.hf.generic.generic_mapper`,
+:mod:`llm_cost.specs.hf.departures`); the mappings here are the families whose modeling files
+depart from the standard vocabulary too far for a line (learned positions and fused projections
+of GPT-2 and Falcon, the Mamba-2 hybrids, MiniMax-M2's projection-wide q/k norms and rotary_dim,
+Llama 4's chunked attention and interleaved MoE), each mirroring the transformers modeling file
+whose weight tensors it names (see :mod:`llm_cost.specs.hf`)."""
 
 from __future__ import annotations
 
@@ -17,56 +22,9 @@ from llm_cost.specs.hf.config import (
     _gqa,
     _heads,
     _layer_types,
-    _mlp,
-    _place_layers,
 )
 from llm_cost.specs.hf.generic import DEPARTURES, generic_family, generic_mapper
 from llm_cost.specs.hf.new_kinds import NEW_KINDS, nemotron3_blocks, with_sparse_indexer
-
-
-def _gemma(c: _Config, fam: _Family) -> dict[str, Any]:
-    """gemma (transformers models/gemma/modeling_gemma.py), gemma2 (modeling_gemma2.py), gemma3_text
-    (models/gemma3/modeling_gemma3.py, Gemma3ForCausalLM): GeGLU MLP, ``attention_bias`` on q/k/v/o,
-    tied embedding by default (its sqrt(d) normalizer is a buffer). Gemma 2/3 have four norms per
-    block (input, post-attention, pre- and post-feed-forward) and alternate sliding / global layers
-    (Gemma 2: even layers slide; Gemma 3: all but every ``sliding_window_pattern``-th); Gemma 3 adds
-    per-head q_norm / k_norm."""
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    window = None
-    if c.family != "gemma":
-        out["norms_per_layer"] = 4
-        window = c.int("sliding_window", 4096)
-        c.ignore("sliding_window_size")
-        types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION))
-        if types is None and c.family == "gemma2":
-            types = [LayerType.SLIDING_ATTENTION if (i + 1) % 2 else LayerType.FULL_ATTENTION for i in range(L)]
-        elif types is None:
-            k = c.int(c.alias("sliding_window_pattern", "_sliding_window_pattern"), 6)
-            types = [LayerType.SLIDING_ATTENTION if (i + 1) % k else LayerType.FULL_ATTENTION for i in range(L)]
-        else:
-            c.ignore("sliding_window_pattern", "_sliding_window_pattern")
-        window = _place_layers(c, out, types, window)
-    c.ignore("rope_local_base_freq", "query_pre_attn_scalar")
-    out["attention"] = _gqa(
-        n_q,
-        n_kv,
-        hd,
-        attention_bias=bias,
-        o_proj_bias=bias,
-        sliding_window=window,
-        qk_norm=c.family in ("gemma3_text", "gemma3"),
-    )
-    act_key = "hidden_activation" if c.has("hidden_activation") else "hidden_act"
-    c.ignore("hidden_act", "hidden_activation")
-    from llm_cost.specs.schema import MLP
-
-    out["mlp"] = MLP.checked(
-        intermediate_size=c.int("intermediate_size"), hidden_act=c.str(act_key, "gelu_pytorch_tanh")
-    )
-    return out
 
 
 def _gpt2(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -159,81 +117,6 @@ def _falcon(c: _Config, fam: _Family) -> dict[str, Any]:
     c.ignore("apply_residual_connection_post_layernorm")
     if legacy:
         c.notes.append(f"legacy model_type {c.data.get('model_type')!r} read as falcon")
-    return out
-
-
-def _gpt_oss(c: _Config, fam: _Family) -> dict[str, Any]:
-    """gpt_oss (transformers models/gpt_oss/modeling_gpt_oss.py): q/k/v/o with biases
-    (``attention_bias``, default true) and one learned sink logit per head; layers alternate sliding
-    (window ``sliding_window``, default 128) and full attention unless ``layer_types`` says otherwise;
-    every FFN is a MoE: router Linear with bias [E, d] + [E], experts gate_up_proj [E, d, 2 d_ff] +
-    bias, down_proj [E, d_ff, d] + bias."""
-    from llm_cost.specs.schema import MoE
-
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", True)
-    window = c.int("sliding_window", 128)
-    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION)) or [
-        LayerType.SLIDING_ATTENTION if (i + 1) % 2 else LayerType.FULL_ATTENTION for i in range(L)
-    ]
-    window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sinks=True, sliding_window=window)
-    k = c.int(c.alias("num_experts_per_tok", "experts_per_token"), 4)
-    c.ignore("hidden_act", "swiglu_limit", "router_aux_loss_coef", "output_router_logits", "initial_context_length")
-    out["moe"] = MoE.checked(
-        num_experts=c.int("num_local_experts", 128),
-        num_experts_per_tok=k,
-        moe_intermediate_size=c.int("intermediate_size"),
-        router_bias=True,
-        expert_bias=True,
-    )
-    return out
-
-
-def _gemma3_vlm(c: _Config, fam: _Family) -> dict[str, Any]:
-    """gemma3 (transformers models/gemma3/modeling_gemma3.py, Gemma3ForConditionalGeneration): the
-    Gemma 3 text model of ``text_config`` (as gemma3_text), a SigLIP vision tower
-    (models/siglip/modeling_siglip.py, ``vision_config``; SiglipVisionConfig defaults for absent keys)
-    and Gemma3MultiModalProjector (RMSNorm + [e, d] matrix). ``vision_use_head`` true would add
-    SigLIP's attention-pooling head, which Gemma 3 does not use: refused."""
-    from llm_cost.specs.hf.vision import siglip_gemma3_vision
-
-    out = _gemma(c, fam)
-    out["vision"] = siglip_gemma3_vision(c, out)
-    return out
-
-
-def _olmo2(c: _Config, fam: _Family) -> dict[str, Any]:
-    """olmo2 (transformers models/olmo2/modeling_olmo2.py): llama projections (``attention_bias`` on
-    q/k/v/o), RMSNorm q_norm over the whole q projection (n_q d_head) and k_norm over k
-    (n_kv d_head), and two norms per block, both after their sublayer (post_attention_layernorm,
-    post_feedforward_layernorm; no input norm). olmo3 (models/olmo3/modeling_olmo3.py) has the same
-    tensors and slides a ``sliding_window`` over the layers ``layer_types`` marks (default: all but
-    every 4th)."""
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    window = None
-    if c.family == "olmo3":  # Olmo3Config: sliding layers except every 4th unless layer_types says otherwise
-        window = c.int_or_null("sliding_window", 4096)
-        types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION)) or [
-            LayerType.FULL_ATTENTION if (i + 1) % 4 == 0 else LayerType.SLIDING_ATTENTION for i in range(L)
-        ]
-        window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(
-        n_q,
-        n_kv,
-        hd,
-        attention_bias=bias,
-        o_proj_bias=bias,
-        qk_norm=True,
-        qk_norm_width="projection",
-        sliding_window=window,
-    )
-    out["mlp"] = _mlp(c)
     return out
 
 
@@ -581,33 +464,8 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
-def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
-    """phimoe (transformers models/phimoe/modeling_phimoe.py): q/k/v/o with biases
-    (``attention_bias``), LayerNorms with biases (input, post-attention, final), every FFN a MoE
-    of ``num_local_experts`` gated experts (w1, w3, w2) of ``intermediate_size`` with a bias-free
-    router, and an LM head with a bias (``lm_head_bias``)."""
-    from llm_cost.specs.schema import MoE
-
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    window = c.opt_int("sliding_window")
-    types = [LayerType.SLIDING_ATTENTION] * L if window else [LayerType.FULL_ATTENTION] * L
-    window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
-    out["norm_type"] = "layernorm"
-    out["lm_head_bias"] = c.bool("lm_head_bias", False)
-    c.ignore("router_jitter_noise", "input_jitter_noise", "router_aux_loss_coef", "output_router_logits", "hidden_act")
-    out["moe"] = MoE.checked(
-        num_experts=c.int("num_local_experts", 16),
-        num_experts_per_tok=c.int("num_experts_per_tok", 2),
-        moe_intermediate_size=c.int("intermediate_size"),
-    )
-    return out
-
-
 _F = _Family
+#: model_type -> (mapping, family defaults the mapping falls back on where transformers' table has none).
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
     "llama": (generic_mapper("llama"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "mistral": (generic_mapper("mistral"), _F(tie=False, max_pos=131072, rope_theta=10000.0)),
@@ -634,18 +492,18 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
         with_sparse_indexer(generic_mapper("glm_moe_dsa"), mtp_stores_shared=False),
         _F(tie=False, max_pos=202752, rope_theta=10000.0),
     ),
-    "gemma": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
-    "gemma2": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
-    "gemma3_text": (_gemma, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
+    "gemma": (generic_mapper("gemma"), _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
+    "gemma2": (generic_mapper("gemma2"), _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
+    "gemma3_text": (generic_mapper("gemma3_text"), _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
     "phi3": (generic_mapper("phi3"), _F(tie=False, max_pos=4096, rope_theta=10000.0)),
     "gpt2": (_gpt2, _F(tie=True, max_pos=1024, rope_theta=None, dtype="fp32")),
     "falcon": (_falcon, _F(tie=True, max_pos=2048, rope_theta=10000.0)),
-    "gpt_oss": (_gpt_oss, _F(tie=False, max_pos=131072, rope_theta=150000.0, head_dim=64)),
-    "gemma3": (_gemma3_vlm, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
+    "gpt_oss": (generic_mapper("gpt_oss"), _F(tie=False, max_pos=131072, rope_theta=150000.0, head_dim=64)),
+    "gemma3": (generic_mapper("gemma3"), _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
     "smollm3": (generic_mapper("smollm3"), _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
-    "olmo2": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
-    "olmo3": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
-    "phimoe": (_phimoe, _F(tie=False, max_pos=131072, rope_theta=1e6)),
+    "olmo2": (generic_mapper("olmo2"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "olmo3": (generic_mapper("olmo3"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "phimoe": (generic_mapper("phimoe"), _F(tie=False, max_pos=131072, rope_theta=1e6)),
     "granitemoe": (generic_mapper("granitemoe"), _F(tie=True, max_pos=4096, rope_theta=10000.0)),
     "nemotron_h": (_nemotron_h, _F(tie=False, max_pos=4096, rope_theta=None, head_dim=128)),
     "granitemoehybrid": (_granitemoehybrid, _F(tie=False, max_pos=2048, rope_theta=10000.0)),

@@ -51,7 +51,6 @@ from llm_cost.specs.hf.config import (
     _gqa,
     _heads,
     _layer_types,
-    _mlp,
     _place_layers,
 )
 from llm_cost.specs.hf.departures import DEPARTURES, Departures
@@ -150,10 +149,18 @@ def read_generic(c: _Config, fam: _Family, dep: Optional[Departures]) -> dict[st
         out["linear_attention"] = _linear(c)
     _ffn(c, out, L, dep)
     _mtp(c, out)
+    if dep.norms_per_layer is not None:
+        out["norms_per_layer"] = dep.norms_per_layer
+    if dep.norm_type is not None:
+        out["norm_type"] = dep.norm_type
+    if dep.lm_head_bias_key is not None:
+        out["lm_head_bias"] = c.bool(dep.lm_head_bias_key, False)
     if dep.vision is not None:
         from llm_cost.specs.hf.vision import VISION_READERS
 
         out["vision"] = VISION_READERS[dep.vision](c, out)
+    if dep.extra is not None:
+        dep.extra(c, out)
     return out
 
 
@@ -228,8 +235,12 @@ def _schedule(c: _Config, L: int, dep: Departures) -> list[LayerType]:
     allowed = (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.LINEAR_ATTENTION)
     types = _layer_types(c, L, allowed)
     if types is not None:
-        c.ignore("full_attention_interval")
+        c.ignore("full_attention_interval", *dep.window_every_keys)
         return types
+    if dep.window_every is not None:
+        key = c.alias(*dep.window_every_keys) if dep.window_every_keys else None
+        k = c.int(key, dep.window_every) if key is not None else dep.window_every
+        return [LayerType.FULL_ATTENTION if (i + 1) % k == 0 else LayerType.SLIDING_ATTENTION for i in range(L)]
     if c.known("full_attention_interval") or dep.full_attention_interval is not None:
         k = c.int("full_attention_interval", dep.full_attention_interval)
         return [LayerType.LINEAR_ATTENTION if (i + 1) % k else LayerType.FULL_ATTENTION for i in range(L)]
@@ -309,6 +320,7 @@ def _gqa_of(c: _Config, d: int, fam: _Family, dep: Departures, types: list[Layer
         o_proj_bias=bias and dep.o_proj_bias,
         qk_norm=dep.qk_norm or _flag(c, "use_qk_norm", "qk_norm"),
         qk_norm_width=dep.qk_norm_width,
+        sinks=dep.sinks,
         output_gate=gate,
         sliding_window=window,
     )
@@ -367,6 +379,19 @@ def _present_int(c: _Config, key: str, absent: int, minimum: int = 1) -> int:
     return c.int(key, minimum=minimum) if c.known(key) else absent
 
 
+def _dense_mlp(c: _Config, dep: Departures):
+    """The dense gated MLP of ``intermediate_size``, its activation and bias as ``dep`` names them."""
+    from llm_cost.specs.schema import MLP
+
+    key = next((k for k in dep.act_keys if c.has(k)), dep.act_keys[0])
+    c.ignore(*dep.act_keys)
+    return MLP.checked(
+        intermediate_size=c.int("intermediate_size"),
+        hidden_act=c.str(key, dep.act_default),
+        mlp_bias=_bias(c, dep.mlp_bias_key),
+    )
+
+
 def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
     from llm_cost.specs.schema import MoE
 
@@ -386,7 +411,7 @@ def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
             "mlp_layer_types",
             "topk_method",
         )
-        out["mlp"] = _mlp(c, mlp_bias=_bias(c, dep.mlp_bias_key))
+        out["mlp"] = _dense_mlp(c, dep)
         return
     expert_width_key = "moe_intermediate_size" if c.known("moe_intermediate_size") else "intermediate_size"
     width = c.int(expert_width_key)
@@ -413,12 +438,13 @@ def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
         shared_expert_intermediate_size=shared,
         shared_expert_gate=dep.shared_expert_gate,
         router_bias=dep.router_bias or topk == "noaux_tc",
+        expert_bias=dep.expert_bias,
         first_k_dense_replace=first_k,
         decoder_sparse_step=step,
         mlp_only_layers=[i for i in dense if i >= first_k],
     )
     if first_k or dense or any((i + 1) % step for i in range(L)):
-        out["mlp"] = _mlp(c, mlp_bias=_bias(c, dep.mlp_bias_key))
+        out["mlp"] = _dense_mlp(c, dep)
     else:
         c.ignore("intermediate_size", "hidden_act")
         if expert_width_key != "intermediate_size":

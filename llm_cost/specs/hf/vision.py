@@ -444,6 +444,7 @@ VISION_READERS: dict[str, Callable[[_Config, dict[str, Any]], Any]] = {
     "qwen3_vl": qwen3_vision,
     "qwen3_5": lambda c, out: qwen3_vision(c, out, deepstack=False),
     "pixtral": pixtral_vision,
+    "siglip_gemma3": siglip_gemma3_vision,
     "moonvit": moonvit_vision,
     "glm4v": glm4v_vision,
 }
