@@ -50,5 +50,8 @@ def validate(profile: Optional[str] = None) -> list[Calibration]:
         return validate_shipped()
     if not isinstance(profile, str) or not profile.strip():
         raise InputError(f"profile: {profile!r} is not a profile name or YAML path", fields=("profile",))
-    base = Path(profile).resolve().parent if profile.lower().endswith((".yaml", ".yml")) else None
+    from llm_cost.specs.files import real_path
+
+    yaml_file = profile.lower().endswith((".yaml", ".yml"))
+    base = real_path(Path(profile), "a profile YAML").parent if yaml_file else None
     return [check(load_profile(profile), base)]

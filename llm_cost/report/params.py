@@ -89,7 +89,18 @@ def render_checkpoint(con, c: CheckpointReport) -> None:
                 f"{c.scale_tensors:,} tensors, {fmt_int(c.scale_elements)} elements, {bytes_exact(c.scale_bytes)}",
             )
         )
-    if c.index_total_size is not None:
+    if c.buffer_tensors:
+        buffers = f"{c.buffer_tensors:,} tensors, {fmt_int(c.buffer_elements)} elements"
+        facts.append(("buffers (inv_freq, not parameters)", buffers))
+    if c.index_total_disagrees:
+        facts.append(
+            (
+                "index total_size",
+                f"{fmt_int(c.index_total_size)} B, but the shards' tensors hold {fmt_int(c.tensor_bytes)} B "
+                "(a stale or edited index?)",
+            )
+        )
+    elif c.index_total_size is not None:
         facts.append(("index total_size", bytes_exact(c.index_total_size)))
     facts.append(("described by the config", fmt_int(c.described_params)))
     if c.matches:

@@ -6,8 +6,11 @@ neither imports the other for it.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from llm_cost.core.errors import SpecError
 
@@ -15,6 +18,8 @@ __all__ = [
     "MAX_SPEC_BYTES",
     "MAX_VALUES",
     "MAX_DEPTH",
+    "open_regular",
+    "real_path",
     "read_text",
     "read_yaml",
     "check_shape",
@@ -38,26 +43,67 @@ def shown(path: object, limit: int = 120) -> str:
     return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-limit // 2 :]} ({len(text):,} characters)"
 
 
-def read_text(path: Path, what: str = "a .yaml spec") -> str:
-    """The UTF-8 text of a spec or config file; SpecError for a missing, non-regular, huge
-    (over 1 MB), undecodable or binary (NUL bytes) file, or a path the system cannot use
-    (too long, a part that is not a folder), naming the file and what is expected."""
+def _refused(path: Path, exc: OSError, what: str) -> SpecError:
+    """One line for a path the system refused: missing, a loop of symbolic links, or its reason."""
+    if exc.errno == errno.ENOENT:
+        return SpecError(f"{shown(path)}: no such file")
+    if exc.errno == errno.ELOOP:
+        return SpecError(f"{shown(path)}: a loop of symbolic links; give the path of {what}")
+    return SpecError(f"{shown(path)}: cannot be read ({exc.strerror or exc})")
+
+
+def open_regular(path: Path, what: str) -> IO[bytes]:
+    """``path`` opened for binary reading if it is a regular file once its symbolic links are
+    followed (the kernel's own resolution, which stops a loop); SpecError naming the file
+    otherwise: missing, a link loop, a folder, a device, a FIFO or a socket (a FIFO would block
+    the reader forever). The file is opened without blocking and checked on the open descriptor,
+    so it cannot be swapped for something else between the check and the read."""
     try:
-        if not path.exists():
-            raise SpecError(f"{shown(path)}: no such file")
-        if not path.is_file():
-            raise SpecError(f"{shown(path)}: not a regular file (a folder or a device); give the path of {what}")
-        size = path.stat().st_size
-        if size > MAX_SPEC_BYTES:
-            raise SpecError(f"{shown(path)}: {size:,} bytes is too large for {what} (limit {MAX_SPEC_BYTES:,} bytes)")
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _refused(path, exc, what) from None
+    except ValueError:  # a NUL character in the path
+        raise SpecError(f"{shown(path)}: not a path the system accepts; give the path of {what}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise SpecError(f"{shown(path)}: not a regular file ({kind}); give the path of {what}")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def real_path(path: Path, what: str) -> Path:
+    """``path`` with every symbolic link followed, once (the folder a file's relative paths are
+    read from); SpecError naming the file for a loop of links or a path the system refuses."""
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except OSError as exc:
+        raise _refused(path, exc, what) from None
+    except ValueError:
+        raise SpecError(f"{shown(path)}: not a path the system accepts; give the path of {what}") from None
+
+
+def read_text(path: Path, what: str = "a .yaml spec") -> str:
+    """The UTF-8 text of a spec or config file; SpecError for a missing or non-regular file (a
+    folder, device, FIFO; see :func:`open_regular`), a loop of links, a huge (over 1 MB),
+    undecodable or binary (NUL bytes) file, or a path the system cannot use (too long, a part
+    that is not a folder), naming the file and what is expected."""
+    with open_regular(path, what) as f:
+        try:
+            raw = f.read(MAX_SPEC_BYTES + 1)
+        except OSError as exc:
+            raise _refused(path, exc, what) from None
+    if len(raw) > MAX_SPEC_BYTES:
+        size = os.stat(path).st_size
+        raise SpecError(f"{shown(path)}: {size:,} bytes is too large for {what} (limit {MAX_SPEC_BYTES:,} bytes)")
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise SpecError(f"{shown(path)}: not a UTF-8 text file") from None
-    except (OSError, ValueError) as exc:
-        raise SpecError(f"{shown(path)}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
     if "\x00" in text:
         raise SpecError(f"{shown(path)}: binary content (NUL bytes); expected {what}")
-    return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as text mode reads
 
 
 def check_shape(data: Any, path: Path) -> None:
