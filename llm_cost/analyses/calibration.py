@@ -651,12 +651,12 @@ def measurements_dir() -> Path:
 def write_profile(result: Calibration, out: Path, force: bool) -> Calibration:
     """Write the fitted profile to ``out`` whole or not at all; InputError if it exists and not
     ``force``, OutputError if it cannot be written. The result, with ``out`` set."""
-    from llm_cost.analyses.import_spec import _write_atomically, check_out
     from llm_cost.core.errors import OutputError
+    from llm_cost.specs.files import check_out, write_atomically
 
-    check_out(out, result.profile.name, force)
+    target = check_out(out, result.profile.name, force)
     try:
-        _write_atomically(out, profile_yaml(result.profile), force)
+        write_atomically(target, profile_yaml(result.profile), force)
     except OSError as exc:
         raise OutputError(f"{shown(out)}: cannot be written ({exc.strerror or exc}); nothing was written") from None
     return dataclasses.replace(result, out=str(out))

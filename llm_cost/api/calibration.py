@@ -25,7 +25,7 @@ def calibrate(
     that exists (unless ``force``), before any fit."""
     from llm_cost.analyses.calibration import calibrate as fit
     from llm_cost.analyses.calibration import write_profile
-    from llm_cost.analyses.import_spec import check_out
+    from llm_cost.specs.files import check_out
 
     if isinstance(measurements, (str, Path)) or not measurements:
         raise InputError("measurements: give a list of measurement files", fields=("measurements",))

@@ -28,6 +28,7 @@ Errors name the file and the key: ``config.json: model_type 'bert' is not suppor
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import date
 from pathlib import Path
@@ -54,11 +55,16 @@ __all__ = [
 # -- public API -------------------------------------------------------------------------------------
 
 
+def _one_line(text: str) -> str:
+    """``text`` on one line: runs of whitespace and control characters become one space."""
+    return " ".join(re.sub(r"[\x00-\x1f\x7f]", " ", text).split())
+
+
 def _display_name(config: dict[str, Any]) -> Optional[str]:
     raw = config.get("_name_or_path")
-    if not isinstance(raw, str) or not raw.strip():
+    if not isinstance(raw, str) or not _one_line(raw):
         return None
-    raw = raw.strip().rstrip("/")
+    raw = _one_line(raw).rstrip("/")
     m = re.search(r"models--([^/]+?)--([^/]+)", raw)
     if m:
         return f"{m.group(1)}/{m.group(2)}"
@@ -70,7 +76,7 @@ def _display_name(config: dict[str, Any]) -> Optional[str]:
 def _stem_of(source: str) -> str:
     """The folder of ``.../NAME/config.json``, else the file stem."""
     p = Path(source)
-    return (p.parent.resolve().name if p.name == "config.json" else p.stem).strip() or "model"
+    return (Path(os.path.realpath(p.parent)).name if p.name == "config.json" else p.stem).strip() or "model"
 
 
 def _name_from(source: str) -> str:
@@ -140,7 +146,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
     shown = display_name or _display_name(config)
     note = [
         f"Imported from a Hugging Face config.json (model_type {model_type}"
-        + (f", _name_or_path {config['_name_or_path']}" if _display_name(config) else "")
+        + (f", _name_or_path {_one_line(config['_name_or_path'])}" if _display_name(config) else "")
         + ") by llm-cost."
     ]
     if defaults:
@@ -257,6 +263,6 @@ def spec_to_yaml(spec) -> str:
 
     Dumper.add_representer(list, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
     Dumper.add_representer(dict, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=False))
-    header = f"# {spec.display_name}: written by `llm-cost import` from {spec.source.url}\n"
+    header = f"# {_one_line(f'{spec.display_name}: written by `llm-cost import` from {spec.source.url}')}\n"
     body = yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)
     return header + body
