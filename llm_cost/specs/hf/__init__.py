@@ -36,7 +36,7 @@ from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
 from llm_cost.specs.files import check_shape, read_text, shown, validation_message
-from llm_cost.specs.hf.config import SHAPE_KEYS, _Config
+from llm_cost.specs.hf.config import SHAPE_KEYS, _Config, check_inert_keys
 from llm_cost.specs.hf.families import _HEADS, ALIASES, FAMILIES, SUPPORTED_MODEL_TYPES
 
 __all__ = [
@@ -137,6 +137,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
     notes: list[str] = []
     c = _Config(data, source, family, defaults, notes)
     c.ignore("model_type", "architectures", "_name_or_path")
+    check_inert_keys(c)
     try:
         fields = mapper(c, fam)
     except ValidationError as exc:
