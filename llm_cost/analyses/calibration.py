@@ -198,7 +198,17 @@ def category(m: Measurement) -> str:
 
 
 def step_of(m: Measurement) -> Step:
-    """The step a measurement timed: its model, layout, weight bits and dtypes."""
+    """The step a measurement timed: its model, layout, weight bits and dtypes. InputError naming
+    the row and its field (``tp``, not an argument) for a layout the model cannot take."""
+    try:
+        return _step(m)
+    except InputError as exc:
+        if not exc.fields:
+            raise
+        raise InputError(f"row {m.id!r}: field {exc}") from None
+
+
+def _step(m: Measurement) -> Step:
     spec = load_model(m.spec)
     bits = stored_weight_bits(m.weights_dtype, m.group_size)
     compute = (
