@@ -358,13 +358,22 @@ class _Features:
         return total
 
 
-def _import_fit() -> tuple[Any, Any]:
+def _numpy() -> Any:
     try:
         import numpy as np
+    except ImportError:
+        raise InputError(FIT_INSTALL_HINT) from None
+    return np
+
+
+def _least_squares() -> Any:
+    """scipy's least_squares, imported once the rows are checked (scipy.optimize takes about a
+    second to import: a refused file is told so before)."""
+    try:
         from scipy.optimize import least_squares
     except ImportError:
         raise InputError(FIT_INSTALL_HINT) from None
-    return np, least_squares
+    return least_squares
 
 
 @record
@@ -509,7 +518,7 @@ def _check_reachable(rows: list[Measurement], slowest_s: Any, gpu: HardwareSpec)
 
 
 def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
-    np, least_squares = _import_fit()
+    np = _numpy()
     rows = load_measurements(paths)
     gpus = {load_gpu(m.gpu).name for m in rows}
     if len(gpus) != 1:
@@ -543,6 +552,7 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
     feats = _Features.of(steps, gpu, np)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     _check_reachable(rows, feats.predict(SLOWEST, np), gpu)
+    least_squares = _least_squares()
     start = {k: p.prior for k, p in PARAMETERS.items()}
     everything = np.ones(len(rows), dtype=bool)
     q = _fit(feats, measured, everything, free, start, np, least_squares)

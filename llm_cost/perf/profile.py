@@ -306,7 +306,7 @@ def load_profile(name_or_path: str) -> Profile:
     text = name_or_path.strip()
     path = Path(text)
     if text.lower().endswith((".yaml", ".yml")) or "/" in text:
-        if not path.is_file() and not path.is_symlink():
+        if not path.exists() and not path.is_symlink():
             raise SpecError(f"profile: no such file {shown(text, 80)!r}", fields=("profile",))
         return _load(real_path(path, "a profile YAML"))
     shipped = profiles_dir() / f"{text.lower()}.yaml"

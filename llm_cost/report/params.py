@@ -92,7 +92,7 @@ def render_checkpoint(con, c: CheckpointReport) -> None:
     if c.buffer_tensors:
         buffers = f"{c.buffer_tensors:,} tensors, {fmt_int(c.buffer_elements)} elements"
         facts.append(("buffers (inv_freq, not parameters)", buffers))
-    if c.index_total_disagrees:
+    if c.index_total_size is not None and c.index_total_disagrees:
         facts.append(
             (
                 "index total_size",
