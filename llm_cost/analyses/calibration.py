@@ -518,8 +518,8 @@ def _check_reachable(rows: list[Measurement], slowest_s: Any, gpu: HardwareSpec)
 
 
 def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
-    np = _numpy()
     rows = load_measurements(paths)
+    np = _numpy()
     gpus = {load_gpu(m.gpu).name for m in rows}
     if len(gpus) != 1:
         raise InputError(f"a profile is for one GPU; the rows name {', '.join(sorted(gpus))}: split the file")
