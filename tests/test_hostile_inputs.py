@@ -507,6 +507,28 @@ ROWS = [
         2,
         "cp: shapes a predicted plan",
     ),
+    # work bounded at the schema's own bounds
+    (
+        "fit-10000-layers",
+        lambda t: ["fit", str(_spec(t, "s", "num_hidden_layers: 32", "num_hidden_layers: 10000"))],
+        {},
+        0,
+        "usable at 90%",
+    ),
+    (
+        "train-plan-10000-layers",
+        lambda t: [
+            "train",
+            str(_spec(t, "s", "num_hidden_layers: 32", "num_hidden_layers: 10000")),
+            "--tokens",
+            "1T",
+            "--gpus",
+            "1024",
+        ],
+        {},
+        0,
+        "training plan",
+    ),
     # the attacker's leftovers: the right flag blamed, none ignored
     (
         "train-tp-over-gpus",
