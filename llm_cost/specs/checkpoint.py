@@ -32,6 +32,8 @@ __all__ = [
     "Checkpoint",
     "DTYPE_BYTES",
     "read_safetensors_header",
+    "header_length",
+    "parse_safetensors_header",
     "is_checkpoint_folder",
     "read_checkpoint",
 ]
@@ -116,22 +118,35 @@ def read_safetensors_header(path: Path) -> list[StoredTensor]:
         with open_regular(path, "a .safetensors file") as f:
             size = os.fstat(f.fileno()).st_size
             head = f.read(8)
-            if len(head) < 8:
-                raise SpecError(f"{path}: not a safetensors file ({size} bytes; the header length takes 8)")
-            (n,) = struct.unpack("<Q", head)
-            if n > MAX_HEADER_BYTES or n > size - 8:
-                raise SpecError(
-                    f"{path}: not a safetensors file (header length {n:,} exceeds the file's "
-                    f"{size - 8:,} remaining bytes or the {MAX_HEADER_BYTES:,}-byte limit)"
-                )
+            n = header_length(path, head, size)
             raw = f.read(n)
     except OSError as exc:
         raise SpecError(f"{path}: cannot be read ({exc.strerror})") from None
+    return parse_safetensors_header(path, raw, size)
+
+
+def header_length(path: Path, head: bytes, size: int) -> int:
+    """N, the header length the first 8 bytes of a safetensors file of ``size`` bytes give."""
+    if len(head) < 8:
+        raise SpecError(f"{path}: not a safetensors file ({size} bytes; the header length takes 8)")
+    (n,) = struct.unpack("<Q", head[:8])
+    if n > MAX_HEADER_BYTES or n > size - 8:
+        raise SpecError(
+            f"{path}: not a safetensors file (header length {n:,} exceeds the file's "
+            f"{size - 8:,} remaining bytes or the {MAX_HEADER_BYTES:,}-byte limit)"
+        )
+    return int(n)
+
+
+def parse_safetensors_header(path: Path, raw: bytes, size: int) -> list[StoredTensor]:
+    """The tensors a safetensors header ``raw`` (the N bytes after the length) describes, for a
+    file of ``size`` bytes; SpecError naming ``path`` for a malformed header (not JSON, nested
+    too deeply, an integer of thousands of digits, an entry without dtype, shape and offsets)."""
     header = _json(raw, path, "the safetensors header")
     if not isinstance(header, dict):
         raise SpecError(f"{path}: the safetensors header must be a JSON object")
     out = []
-    data_bytes = size - 8 - n
+    data_bytes = size - 8 - len(raw)
     for name, entry in header.items():
         if name == "__metadata__":
             continue
