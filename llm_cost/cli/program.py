@@ -59,7 +59,7 @@ def emit(result, as_json: bool, render, *args) -> None:
     else:
         con = console()
         render(con, result, *args)
-        write_out(con.file.getvalue())
+        write_out("\n".join(line.rstrip() for line in con.file.getvalue().split("\n")))  # no trailing spaces
 
 
 def emit_csv(rows: list, extra: list[dict] | None = None) -> None:
