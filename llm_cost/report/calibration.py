@@ -16,9 +16,7 @@ def _pct(x: float) -> str:
 
 
 def _abs_pct(x: float) -> str:
-    """A fraction as a percentage, rounded first to the 4 decimals a profile stores its errors at
-    (FitError), so a table and the profile's footnote print one figure (12.8%, not 12.7% beside it)."""
-    return f"{round(x, 4):.1%}"
+    return f"{x:.1%}"
 
 
 def render_parameters(con, c: Calibration) -> None:
