@@ -281,6 +281,7 @@ ROWS = [
         0,
         "every stored tensor is explained",
     ),
+    ("tiny-model-count", lambda t: ["params", str(_folder(t, "c"))], {}, 0, "6,736 (6.74K)"),
     # paths resolved once, loops caught
     ("spec-link-loop", lambda t: ["params", str(_loop(t, "spec.yaml"))], {}, 2, "a loop of symbolic links"),
     ("gpu-link-loop", lambda t: ["roofline", "llama3-8b", "--gpu", str(_loop(t, "gpu.yaml"))], {}, 2, "loop"),
