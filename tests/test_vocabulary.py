@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llm_cost"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf"
 
 #: Models whose steps hold every kind of operator: GQA, MLA with MTP, MoE, sliding, chunked,
-#: linear-attention and Mamba-2 layers, a vision tower; with TP, EP and PP collectives.
+#: linear-attention, Mamba-2 and short-convolution layers, sparse attention's indexer, a vision tower; with TP, EP and PP collectives.
 STEPS = [
     ("llama3-8b", Layout(tp=2, pp=2)),
     ("deepseek-v3", Layout(tp=8, pp=2, ep=8)),
@@ -31,6 +31,9 @@ STEPS = [
     (FIXTURES / "llama-4-scout-17b-16e" / "config.json", Layout(tp=2)),
     (FIXTURES / "nvidia-nemotron-nano-9b-v2" / "config.json", Layout(tp=2)),
     (FIXTURES / "gpt2" / "config.json", Layout()),
+    (FIXTURES.parent / "hf-kinds" / "lfm2.5-1.2b" / "config.json", Layout(tp=2)),
+    (FIXTURES.parent / "hf-kinds" / "glm-5.1" / "config.json", Layout(tp=8, ep=8)),
+    (FIXTURES.parent / "hf-kinds" / "kimi-linear-48b-a3b" / "config.json", Layout(tp=2)),
 ]
 
 
@@ -121,7 +124,7 @@ def test_spec_layer_types_are_the_enum_values():
 
 
 def test_an_unknown_layer_type_names_the_valid_ones(tmp_path):
-    """The message a spec with a bad layer type gets lists the six types, as the Literal did."""
+    """The message a spec with a bad layer type gets lists the seven types, as the Literal did."""
     import yaml
 
     data = yaml.safe_load((PACKAGE.parent / "models" / "llama3-8b.yaml").read_text())
@@ -132,5 +135,5 @@ def test_an_unknown_layer_type_names_the_valid_ones(tmp_path):
         load_model(str(path))
     assert (
         "Input should be 'full_attention', 'sliding_attention', 'chunked_attention', 'linear_attention', "
-        "'mamba2' or 'mlp_only'" in str(err.value)
+        "'mamba2', 'short_conv' or 'mlp_only'" in str(err.value)
     )

@@ -170,7 +170,7 @@ def _block_terms(spec: ModelSpec, mixer: LayerType, moe_layer: bool) -> tuple[Fr
     an MoE (``moe_layer``) or dense feed-forward, in units of 2 s b bytes per element of width
     (replicated, sharded) and of 2 a s^2 b bytes (scores): the tensors a backward pass needs,
     following Korthikanti et al.'s accounting for a block without dropout."""
-    from llm_cost.specs.schema import GQAAttention, MLAAttention
+    from llm_cost.specs.schema import GQAAttention, KimiDeltaAttention, MLAAttention
 
     h = spec.hidden_size
     replicated = Fraction(2 * h + spec.norms_per_layer * h)  # attention and MLP inputs, norm inputs
@@ -178,10 +178,14 @@ def _block_terms(spec: ModelSpec, mixer: LayerType, moe_layer: bool) -> tuple[Fr
     scores = 0
     if mixer == LayerType.LINEAR_ATTENTION:
         la = spec.linear_attention
-        assert la is not None
-        kd = la.linear_num_key_heads * la.linear_key_head_dim
-        vd = la.linear_num_value_heads * la.linear_value_head_dim
-        sharded = Fraction(2 * kd + 2 * vd + la.conv_dim + vd)  # projections, conv output, out_proj input
+        if isinstance(la, KimiDeltaAttention):
+            # q, k, v and the output gate, the conv outputs, the out_proj input
+            sharded = Fraction(4 * la.width + la.conv_dim + la.width)
+        else:
+            assert la is not None
+            kd = la.linear_num_key_heads * la.linear_key_head_dim
+            vd = la.linear_num_value_heads * la.linear_value_head_dim
+            sharded = Fraction(2 * kd + 2 * vd + la.conv_dim + vd)  # projections, conv output, out_proj input
     elif isinstance(att, MLAAttention):
         n = att.num_attention_heads
         qk = n * (att.qk_nope_head_dim + att.qk_rope_head_dim)

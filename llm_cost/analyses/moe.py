@@ -8,8 +8,9 @@
 * Expert parallelism (EP) over n GPUs puts (E + R)/n experts on each (R redundant copies of hot
   experts), replicating every non-expert weight.
 * Each MoE layer sends every token's hidden state to its k experts and back: all-to-all dispatch
-  k d bytes-per-element and combine k d, against a tensor-parallel ring all-reduce of one hidden
-  state, 2 (n-1)/n d bytes.
+  k d bytes-per-element and combine k d (k l for a latent MoE, which projects the token to its
+  latent width l first), against a tensor-parallel ring all-reduce of one hidden state,
+  2 (n-1)/n d bytes.
 * In a step of T tokens the experts that run get T k / E[distinct] rows each (T k / E once every
   expert is hit); with b bytes per weight an expert GEMM does 2 x rows / b FLOP per weight byte,
   so it reaches a ridge R only when T >= R b / 2 x E / k tokens per layer.
@@ -163,8 +164,9 @@ def moe_analysis(
                 expert_gemm_intensity=2 * (B * k / hit) / b,
             )
         )
-    dispatch = k * d * dispatch_bits // 8
-    combine = k * d * combine_bits // 8
+    sent = moe.moe_latent_size or d  # a latent MoE dispatches the token at its latent width
+    dispatch = k * sent * dispatch_bits // 8
+    combine = k * sent * combine_bits // 8
     allreduce = float(ring_all_reduce_bytes(d, tp))
     conventions = [
         note("moe.weights", bits=float(bits)),

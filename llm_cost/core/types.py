@@ -134,12 +134,15 @@ class TensorGroup(TextEnum):
     EMBEDDING = "embedding"
     POSITION_EMBEDDING = "position_embedding"
     ATTENTION = "attention"
+    INDEXER = "indexer"  # DeepSeek Sparse Attention's lightning indexer
     LINEAR_ATTENTION = "linear_attention"
     MAMBA = "mamba"
+    SHORT_CONV = "short_conv"
     MLP = "mlp"
     ROUTER = "router"
     ROUTED_EXPERTS = "routed_experts"
     SHARED_EXPERTS = "shared_experts"
+    MOE_LATENT = "moe_latent"  # a latent MoE's projections into and out of the experts' width
     NORMS = "norms"
     BIASES = "biases"
     FINAL_NORM = "final_norm"
@@ -168,6 +171,7 @@ class LayerType(TextEnum):
     CHUNKED_ATTENTION = "chunked_attention"  # sees the earlier tokens of its own chunk (Llama 4)
     LINEAR_ATTENTION = "linear_attention"  # Gated DeltaNet: a fixed recurrent state (Qwen3-Next)
     MAMBA2 = "mamba2"  # a Mamba-2 mixer (Nemotron-H)
+    SHORT_CONV = "short_conv"  # LFM2's gated short convolution ("conv" in its layer_types): a conv state only
     MLP_ONLY = "mlp_only"  # no token mixer
 
     @property
@@ -197,6 +201,7 @@ class LayerKind(TextEnum):
     SOFTMAX_ATTENTION = "softmax_attention"  # every softmax-attention layer: full, sliding or chunked
     LINEAR_ATTENTION = "linear_attention"
     MAMBA = "mamba2"
+    SHORT_CONV = "short_conv"
     DENSE = "dense"
     MOE = "moe"
     ANY = "any"  # norms and anything every layer has
@@ -213,7 +218,11 @@ class LayerKind(TextEnum):
 
 
 _SOFTMAX_LAYERS = frozenset((LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION))
-_MIXER_KINDS = {LayerType.LINEAR_ATTENTION: LayerKind.LINEAR_ATTENTION, LayerType.MAMBA2: LayerKind.MAMBA}
+_MIXER_KINDS = {
+    LayerType.LINEAR_ATTENTION: LayerKind.LINEAR_ATTENTION,
+    LayerType.MAMBA2: LayerKind.MAMBA,
+    LayerType.SHORT_CONV: LayerKind.SHORT_CONV,
+}
 
 
 class ShardRule(TextEnum):
@@ -263,8 +272,10 @@ class OpRole(TextEnum):
     FULL_ATTENTION = "full_attention"
     SLIDING_ATTENTION = "sliding_attention"
     CHUNKED_ATTENTION = "chunked_attention"
+    SPARSE_INDEXER = "sparse_indexer"  # the lightning indexer's scan of every cached key (DeepSeek Sparse Attention)
     LINEAR_ATTENTION = "linear_attention"  # the Gated DeltaNet recurrence
     MAMBA2 = "mamba2"  # the Mamba-2 state update
+    SHORT_CONV = "short_conv"  # LFM2's gated short convolution over the last few tokens
     VECTORS = "vectors"  # norm scales, biases and other vectors
     EMBEDDING_ROWS = "embedding_rows"  # one row per new token of each untied table
     RESIDENT_WEIGHTS = "resident_weights"  # by the resident convention, the tables (and vision tower) read whole

@@ -5,7 +5,11 @@ Formulas (elements per token per layer, times bytes per element):
 * GQA/MHA/MQA: 2 * n_kv * d_head (K and V); full-attention layers keep every token, sliding
   layers at most W tokens.
 * MLA: kv_lora_rank + qk_rope_head_dim (the latent c_KV and the decoupled RoPE key, shared by
-  all heads).
+  all heads). DeepSeek Sparse Attention adds the lightning indexer's key per token per layer: D_i
+  FP8 bytes and a 4-byte fp32 scale per 128 (132 B at D_i = 128), at that format whatever the KV
+  dtype (vLLM's and SGLang's indexer cache); the attention still caches every token.
+* Kimi Delta Attention: no per-token cache; a recurrent state of H x K x K elements per sequence
+  per layer and a q/k/v short-conv state of 3 H K x (kernel - 1), like Gated DeltaNet's.
 * Linear attention (Gated DeltaNet): no per-token cache; a fixed recurrent state of
   n_v * d_k * d_v elements per sequence per layer (seed 003 §05) plus a causal-conv state of
   (2 n_k d_k + n_v d_v) * (kernel - 1) elements, which the document leaves out and this
@@ -19,6 +23,8 @@ Formulas (elements per token per layer, times bytes per element):
   H x P x N elements (heads x head_dim x state size) per sequence per layer plus a conv state of
   (H P + 2 G N) x (kernel - 1), as vLLM's Mamba-2 cache holds them. Both are counted at the KV
   dtype (engines often keep the SSM state in fp32: pass ``--kv-dtype fp32`` for that).
+* LFM2 short convolution: no per-token cache, no recurrent state; a conv state of d x (kernel - 1)
+  per sequence per layer (vLLM's ShortConv cache), counted at the KV dtype.
 * ``mlp_only`` layers (Nemotron-H feed-forward blocks) cache nothing.
 
 Bytes are exact integers for whole-byte dtypes (exact fractions are rounded only for display).
@@ -36,9 +42,15 @@ from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import LayerKind, LayerType
 from llm_cost.core.units import to_bytes
-from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
+from llm_cost.model.kvshape import (
+    indexer_key_bytes,
+    kv_elements_per_token_per_layer,
+    linear_state_elements,
+    mamba_state_elements,
+    short_conv_state_elements,
+)
 from llm_cost.model.layers import LayerCounts, layer_counts
-from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
+from llm_cost.specs.schema import GQAAttention, KimiDeltaAttention, MLAAttention, ModelSpec
 
 if TYPE_CHECKING:  # imported by kv_cache only for a layout: it and the tensor structure cost a cold start 4 ms
     from llm_cost.model.layout import Layout, PerGPU
@@ -110,14 +122,22 @@ def _state_layers(spec: ModelSpec, counts: LayerCounts) -> tuple[int, int]:
     (``counts``: :func:`_layer_counts`)."""
     la_state, la_conv = linear_state_elements(spec)
     m_state, m_conv = mamba_state_elements(spec)
+    _, sc_conv = short_conv_state_elements(spec)
     n_la, n_m = counts.mixer(LayerType.LINEAR_ATTENTION), counts.mixer(LayerType.MAMBA2)
-    return n_la * la_state + n_m * m_state, n_la * la_conv + n_m * m_conv
+    n_sc = counts.mixer(LayerType.SHORT_CONV)
+    return n_la * la_state + n_m * m_state, n_la * la_conv + n_m * m_conv + n_sc * sc_conv
 
 
 def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | Fraction:
     """KV bytes one token adds across all caching layers (below any sliding window)."""
     caching = _layer_counts(spec).of(LayerKind.SOFTMAX_ATTENTION)
-    return to_bytes(caching * kv_elements_per_token_per_layer(spec), bits)
+    return to_bytes(caching * kv_elements_per_token_per_layer(spec), bits) + caching * indexer_key_bytes(spec)
+
+
+def _indexer_bytes(spec: ModelSpec, counts: LayerCounts, context: int) -> int:
+    """Lightning-indexer key bytes of one sequence of ``context`` tokens (0 without DeepSeek Sparse
+    Attention): every full-attention layer keeps every token's key."""
+    return counts.mixer(LayerType.FULL_ATTENTION) * context * indexer_key_bytes(spec)
 
 
 def _attention_elements(spec: ModelSpec, counts: LayerCounts, context: int, per_token_per_layer: int) -> int:
@@ -144,7 +164,7 @@ def kv_bytes(
     elements = _attention_elements(spec, counts, context, kv_elements_per_token_per_layer(spec))
     if include_state:
         elements += sum(_state_layers(spec, counts))
-    return to_bytes(elements * batch, bits)
+    return to_bytes(elements * batch, bits) + _indexer_bytes(spec, counts, context) * batch
 
 
 def kv_cache(
@@ -177,6 +197,8 @@ def kv_cache(
             f"(kv_lora_rank + qk_rope_head_dim) x bytes = ({att.kv_lora_rank} + {att.qk_rope_head_dim})"
             f" x {bits / 8:g} B per token per layer"
         )
+        if att.indexer is not None:
+            formula += f", + indexer key {indexer_key_bytes(spec)} B (FP8 + fp32 scales)"
         mha_elements = 2 * n_q * att.v_head_dim
         intensity = 2 * n_q * (2 * att.kv_lora_rank + att.qk_rope_head_dim) / ((per * bits) / 8)
     else:
@@ -206,9 +228,9 @@ def kv_cache(
                     f"SSM state H x P x N = {m.num_heads} x {m.head_dim} x {m.state_size} per sequence",
                 )
             )
-        elif kind == LayerType.LINEAR_ATTENTION:
-            assert spec.linear_attention is not None
-            la = spec.linear_attention
+        elif kind == LayerType.SHORT_CONV:
+            assert spec.short_conv is not None
+            _, sc_conv = short_conv_state_elements(spec)
             kinds.append(
                 KVLayerKind(
                     kind,
@@ -216,15 +238,26 @@ def kv_cache(
                     0,
                     0,
                     None,
-                    to_bytes(state, bits),
-                    to_bytes(conv, bits),
-                    f"state n_v x d_k x d_v = {la.linear_num_value_heads} x "
-                    f"{la.linear_key_head_dim} x {la.linear_value_head_dim} per sequence",
+                    0,
+                    to_bytes(sc_conv, bits),
+                    f"conv state d x (kernel - 1) = {spec.hidden_size} x {spec.short_conv.conv_kernel - 1} per sequence",
                 )
             )
+        elif kind == LayerType.LINEAR_ATTENTION:
+            assert spec.linear_attention is not None
+            la = spec.linear_attention
+            if isinstance(la, KimiDeltaAttention):
+                shape = f"state H x K x K = {la.num_heads} x {la.head_dim} x {la.head_dim} per sequence"
+            else:
+                shape = (
+                    f"state n_v x d_k x d_v = {la.linear_num_value_heads} x "
+                    f"{la.linear_key_head_dim} x {la.linear_value_head_dim} per sequence"
+                )
+            kinds.append(KVLayerKind(kind, n, 0, 0, None, to_bytes(state, bits), to_bytes(conv, bits), shape))
         else:
             cap = {LayerType.SLIDING_ATTENTION: window, LayerType.CHUNKED_ATTENTION: chunk}.get(kind)
-            kinds.append(KVLayerKind(kind, n, per, to_bytes(per, bits), cap, 0, 0, formula))
+            per_bytes = to_bytes(per, bits) + indexer_key_bytes(spec)
+            kinds.append(KVLayerKind(kind, n, per, per_bytes, cap, 0, 0, formula))
 
     caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
     show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
@@ -234,8 +267,9 @@ def kv_cache(
     st, cv = to_bytes(all_state, bits), to_bytes(all_conv, bits)
     for s in contexts:
         cached = _attention_elements(spec, counts, s, per)  # kv_bytes(spec, s, bits), the counts looked up once
-        kv = to_bytes(cached, bits)
-        total = to_bytes((cached + all_state + all_conv) * batch, bits)
+        indexed = _indexer_bytes(spec, counts, s)
+        kv = to_bytes(cached, bits) + indexed
+        total = to_bytes((cached + all_state + all_conv) * batch, bits) + indexed * batch
         mha = to_bytes(_attention_elements(spec, counts, s, mha_elements) * batch, bits) if show_mha else None
         every = to_bytes(L * per * s * batch, bits) if hybrid else None
         rows.append(KVAtContext(s, kv, st, cv, total, mha, every))
@@ -245,6 +279,10 @@ def kv_cache(
         conventions.append(note("kv.linear_state"))
     if counts.mixer(LayerType.MAMBA2):
         conventions.append(note("kv.mamba_state"))
+    if counts.mixer(LayerType.SHORT_CONV):
+        conventions.append(note("kv.short_conv_state"))
+    if indexer_key_bytes(spec):
+        conventions.append(note("kv.indexer", bytes=indexer_key_bytes(spec)))
     if chunk and counts.mixer(LayerType.CHUNKED_ATTENTION):
         conventions.append(note("kv.chunk", chunk=chunk))
     if window:

@@ -2,9 +2,15 @@
 state of a linear-attention layer (seed 000 §七, seed 003 §04-§05).
 
 * GQA/MHA/MQA: 2 x n_kv x d_head (K and V) per token per layer.
-* MLA: kv_lora_rank + qk_rope_head_dim (the latent c_KV and the decoupled RoPE key).
+* MLA: kv_lora_rank + qk_rope_head_dim (the latent c_KV and the decoupled RoPE key). With DeepSeek
+  Sparse Attention each layer also keeps the indexer's key: D_i FP8 bytes and one fp32 scale per
+  128 of them, whatever the KV dtype (:func:`indexer_key_bytes`).
 * Mamba-2: an SSM state of H x P x N (heads x head_dim x state size) per sequence per layer and a
   conv state of conv_dim x (kernel - 1), as vLLM's Mamba-2 cache holds them.
+* LFM2 short convolution: no per-token cache and no recurrent state; a conv state of
+  d x (kernel - 1) per sequence per layer (vLLM's ShortConv cache).
+* Kimi Delta Attention: no per-token cache; a recurrent state of H x K x K elements per sequence
+  per layer plus the q/k/v short-conv state of 3 H K x (kernel - 1).
 * Gated DeltaNet: no per-token cache; a recurrent state of n_v x d_k x d_v elements per sequence
   per layer plus a causal-conv state of (2 n_k d_k + n_v d_v) x (kernel - 1) elements.
 """
@@ -13,7 +19,30 @@ from __future__ import annotations
 
 from llm_cost.specs.schema import MLAAttention, ModelSpec
 
-__all__ = ["kv_elements_per_token_per_layer", "linear_state_elements", "mamba_state_elements"]
+__all__ = [
+    "INDEXER_SCALE_BLOCK",
+    "indexer_key_bytes",
+    "kv_elements_per_token_per_layer",
+    "linear_state_elements",
+    "mamba_state_elements",
+    "short_conv_state_elements",
+]
+
+
+#: Elements of an indexer key that share one fp32 scale (DeepSeek-V3.2-Exp inference/model.py
+#: ``block_size``; vLLM's and SGLang's ``quant_block_size``).
+INDEXER_SCALE_BLOCK = 128
+
+
+def indexer_key_bytes(spec: ModelSpec) -> int:
+    """Bytes one token adds to one layer's lightning-indexer key cache: D_i FP8 bytes plus 4 bytes
+    of fp32 scale per 128 elements (D_i = 128: 132 B, vLLM's "128 fp8 + 4 fp32 scale"); 0 without
+    DeepSeek Sparse Attention. Exact."""
+    att = spec.attention
+    idx = att.indexer if isinstance(att, MLAAttention) else None
+    if idx is None:
+        return 0
+    return idx.index_head_dim + 4 * -(-idx.index_head_dim // INDEXER_SCALE_BLOCK)
 
 
 def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
@@ -25,11 +54,13 @@ def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
 
 
 def linear_state_elements(spec: ModelSpec) -> tuple[int, int]:
+    """(recurrent state, conv state) elements of one linear-attention layer for one sequence: Gated
+    DeltaNet n_v x d_k x d_v and (2 n_k d_k + n_v d_v) x (kernel - 1); Kimi Delta Attention
+    H x K x K and 3 H K x (kernel - 1)."""
     la = spec.linear_attention
     if la is None:
         return 0, 0
-    state = la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim
-    return state, la.conv_dim * (la.linear_conv_kernel_dim - 1)
+    return la.recurrent_state, la.conv_dim * (la.conv_kernel - 1)
 
 
 def mamba_state_elements(spec: ModelSpec) -> tuple[int, int]:
@@ -38,3 +69,12 @@ def mamba_state_elements(spec: ModelSpec) -> tuple[int, int]:
     if m is None:
         return 0, 0
     return m.num_heads * m.head_dim * m.state_size, m.conv_dim * (m.conv_kernel - 1)
+
+
+def short_conv_state_elements(spec: ModelSpec) -> tuple[int, int]:
+    """(recurrent state, conv state) elements of one LFM2 short-convolution layer for one sequence:
+    no recurrent state, d x (kernel - 1) of conv state (the last kernel - 1 inputs of B x)."""
+    sc = spec.short_conv
+    if sc is None:
+        return 0, 0
+    return 0, spec.hidden_size * (sc.conv_kernel - 1)

@@ -28,10 +28,16 @@ from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, Part, ShardRule, TensorGroup, TensorKind
 from llm_cost.core.units import exact, to_bytes
 from llm_cost.model.formats import tensor_bits, weight_bits_of
-from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
+from llm_cost.model.kvshape import (
+    indexer_key_bytes,
+    kv_elements_per_token_per_layer,
+    linear_state_elements,
+    mamba_state_elements,
+    short_conv_state_elements,
+)
 from llm_cost.model.layers import layer_counts
 from llm_cost.model.structure import Tensor, build
-from llm_cost.specs.schema import GQAAttention, ModelSpec
+from llm_cost.specs.schema import GQAAttention, KimiDeltaAttention, LinearAttention, ModelSpec
 
 __all__ = [
     "Layout",
@@ -86,10 +92,12 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
                 f"tp: {layout.tp} neither divides nor is a multiple of the {n_kv} KV heads", fields=("tp",)
             )
     la = spec.linear_attention
-    if la is not None and (la.linear_num_value_heads % layout.tp or la.linear_num_key_heads % layout.tp):
+    heads: tuple[int, ...] = (la.state_heads,) if isinstance(la, KimiDeltaAttention) else ()
+    if isinstance(la, LinearAttention):
+        heads = (la.linear_num_key_heads, la.linear_num_value_heads)
+    if any(h % layout.tp for h in heads):
         raise InputError(
-            f"tp: {layout.tp} does not divide the linear-attention heads "
-            f"({la.linear_num_key_heads} key, {la.linear_num_value_heads} value)",
+            f"tp: {layout.tp} does not divide the linear-attention heads ({', '.join(map(str, heads))})",
             fields=("tp",),
         )
     mamba = spec.mamba
@@ -232,7 +240,7 @@ def per_gpu(
     kv = []
     for i in range(layout.pp):
         caching = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i)).of(LayerKind.SOFTMAX_ATTENTION)
-        kv.append(to_bytes(caching * per_layer, kv_bits))
+        kv.append(to_bytes(caching * per_layer, kv_bits) + caching * indexer_key_bytes(spec))  # indexer keys: every GPU
     return PerGPU(stage_layers(spec.num_hidden_layers, layout.pp), weights, experts, kv, heads, replication)
 
 
@@ -254,15 +262,22 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
         LayerType.SLIDING_ATTENTION: min(context, window) if window else context,
         LayerType.CHUNKED_ATTENTION: min(context, chunk) if chunk else context,
     }
-    state = {LayerType.LINEAR_ATTENTION: Fraction(la_state, layout.tp), LayerType.MAMBA2: Fraction(m_state, layout.tp)}
+    sc_state = sum(short_conv_state_elements(spec))
+    state = {
+        LayerType.LINEAR_ATTENTION: Fraction(la_state, layout.tp),
+        LayerType.MAMBA2: Fraction(m_state, layout.tp),
+        LayerType.SHORT_CONV: Fraction(sc_state, layout.tp),
+    }
     out = []
     by_mixers: dict[tuple, int | Fraction] = {}  # stages of the same layers weigh the same (most of them)
     for i in range(layout.pp):
-        mixers = tuple(layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i)).mixers.items())
+        counts = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i))
+        mixers = tuple(counts.mixers.items())
         if mixers not in by_mixers:
             elements = Fraction(0)
             for kind, n in mixers:
                 elements += n * (per_token * kept[kind] if kind in kept else state.get(kind, 0))
-            by_mixers[mixers] = exact(elements * kv_bits / 8)
+            full = counts.mixer(LayerType.FULL_ATTENTION)
+            by_mixers[mixers] = exact(elements * kv_bits / 8) + full * context * indexer_key_bytes(spec)
         out.append(by_mixers[mixers])
     return out

@@ -90,6 +90,10 @@ def _label(spec: ModelSpec, group: str) -> str:
         m = spec.mamba
         assert m is not None
         return f"Mamba-2 mixer ({m.num_heads} heads x {m.head_dim}, state {m.state_size})"
+    if group == "short_conv":
+        sc = spec.short_conv
+        assert sc is not None
+        return f"short convolution (gated, kernel {sc.conv_kernel})"
     if group == "mlp":
         mlp = spec.mlp
         assert mlp is not None
@@ -99,9 +103,12 @@ def _label(spec: ModelSpec, group: str) -> str:
     if group == "routed_experts":
         moe = spec.moe
         assert moe is not None
-        return f"routed experts ({moe.num_experts} x 3 x d x {moe.moe_intermediate_size:,})"
+        width = f"l={moe.moe_latent_size:,}" if moe.moe_latent_size else "d"
+        return f"routed experts ({moe.num_experts} x {3 if moe.expert_gated else 2} x {width} x {moe.moe_intermediate_size:,})"
     if group == "shared_experts":
         return "shared experts"
+    if group == "moe_latent":
+        return "latent projections (d -> l -> d)"
     if group == "lm_head":
         return "LM head (tied to embedding)" if spec.tie_word_embeddings else "LM head (untied)"
     return {

@@ -26,6 +26,8 @@ from llm_cost.model.layers import layer_counts
 from llm_cost.specs.schema import (
     Glm4vVision,
     GQAAttention,
+    KimiDeltaAttention,
+    LinearAttention,
     Llama4Vision,
     MLAAttention,
     ModelSpec,
@@ -45,12 +47,15 @@ GROUPS = (
     "embedding",
     "position_embedding",
     "attention",
+    "indexer",
     "linear_attention",
     "mamba",
+    "short_conv",
     "mlp",
     "router",
     "routed_experts",
     "shared_experts",
+    "moe_latent",
     "norms",
     "biases",
     "final_norm",
@@ -181,7 +186,7 @@ class Structure:
 M, L_, N, B, O = TensorKind.MATMUL, TensorKind.LOOKUP, TensorKind.NORM, TensorKind.BIAS, TensorKind.OTHER
 COL, ROW, KV, REP = ShardRule.COLUMN, ShardRule.ROW, ShardRule.KV, ShardRule.REPLICATED
 SOFTMAX, LINEAR, DENSE, MOE = LayerKind.SOFTMAX_ATTENTION, LayerKind.LINEAR_ATTENTION, LayerKind.DENSE, LayerKind.MOE
-MAMBA = LayerKind.MAMBA
+MAMBA, SHORT = LayerKind.MAMBA, LayerKind.SHORT_CONV
 
 
 def _norm(name: str, d: int, spec: ModelSpec, layers: int, part: Part, group: str = "norms") -> list[Tensor]:
@@ -315,15 +320,72 @@ def _mla(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> list[Te
         COL,
     )
     t += _linear(f"{p}.o_proj", n * att.v_head_dim, d, "attention", layers, b, part, SOFTMAX, ROW)
+    if att.indexer is not None:
+        t += _indexer(spec, att, layers, part)
+    return t
+
+
+def _indexer(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> list[Tensor]:
+    """DeepSeek Sparse Attention's lightning indexer (transformers modeling_deepseek_v32.py
+    DeepseekV32Indexer): wq_b [q_lora_rank -> H_i D_i], wk [d -> D_i], k_norm (a LayerNorm: weight
+    and bias of D_i) and weights_proj [d -> H_i]. Replicated across TP (vLLM's ReplicatedLinear):
+    every rank scores all keys for its queries."""
+    idx = att.indexer
+    assert idx is not None and att.q_lora_rank
+    d, H, D = spec.hidden_size, idx.index_n_heads, idx.index_head_dim
+    p, g = "layers.*.self_attn.indexer", "indexer"
+    t = _linear(f"{p}.wq_b", att.q_lora_rank, H * D, g, layers, False, part, SOFTMAX, REP)
+    t += _linear(f"{p}.wk", d, D, g, layers, False, part, SOFTMAX, REP)
+    t += [
+        Tensor(f"{p}.k_norm.{n}", (D,), "norms", N, layers, part=part, layer_kind=SOFTMAX) for n in ("weight", "bias")
+    ]
+    t += _linear(f"{p}.weights_proj", d, H, g, layers, False, part, SOFTMAX, REP)
     return t
 
 
 def _linear_attention(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
+    """The linear-attention mixer's tensors: Gated DeltaNet or Kimi Delta Attention."""
+    if isinstance(spec.linear_attention, KimiDeltaAttention):
+        return _kda(spec, spec.linear_attention, layers, part)
+    return _gated_deltanet(spec, layers, part)
+
+
+def _kda(spec: ModelSpec, kda: KimiDeltaAttention, layers: int, part: Part) -> list[Tensor]:
+    """Kimi Delta Attention (the checkpoint's modeling_kimi.py KimiDeltaAttention; transformers
+    modeling_kimi_linear.py KimiLinearDeltaAttention, which fuses the three convs into one of the
+    same elements): q/k/v_proj [d -> H K], q/k/v_conv1d [H K, 1, kernel], f_a_proj [d -> K] and
+    f_b_proj [K -> H K], dt_bias [H K], A_log [H], b_proj [d -> H], g_a_proj [d -> K] and g_b_proj
+    [K -> H K], o_norm [K], o_proj [H K -> d]; no biases. Sharded as vLLM's KimiDeltaAttention: the
+    per-head projections, convs and vectors split with the heads, the rank-K gate inputs
+    (f_a_proj, g_a_proj) replicated, o_proj row-parallel."""
+    d, K, w = spec.hidden_size, kda.head_dim, kda.width
+    p, g = "layers.*.self_attn", "linear_attention"
+    HEAD = ShardRule.HEADWISE
+    t: list[Tensor] = []
+    for name in ("q_proj", "k_proj", "v_proj"):
+        t += _linear(f"{p}.{name}", d, w, g, layers, False, part, LINEAR, COL)
+    for name in ("q_conv1d", "k_conv1d", "v_conv1d"):
+        t.append(
+            Tensor(f"{p}.{name}.weight", (w, 1, kda.conv_kernel), g, O, layers, part=part, layer_kind=LINEAR, shard=COL)
+        )
+    t += _linear(f"{p}.f_a_proj", d, K, g, layers, False, part, LINEAR, REP)
+    t += _linear(f"{p}.f_b_proj", K, w, g, layers, False, part, LINEAR, COL)
+    t.append(Tensor(f"{p}.dt_bias", (w,), g, O, layers, part=part, layer_kind=LINEAR, shard=HEAD))
+    t.append(Tensor(f"{p}.A_log", (kda.num_heads,), g, O, layers, part=part, layer_kind=LINEAR, shard=HEAD))
+    t += _linear(f"{p}.b_proj", d, kda.num_heads, g, layers, False, part, LINEAR, COL)
+    t += _linear(f"{p}.g_a_proj", d, K, g, layers, False, part, LINEAR, REP)
+    t += _linear(f"{p}.g_b_proj", K, w, g, layers, False, part, LINEAR, COL)
+    t.append(Tensor(f"{p}.o_norm.weight", (K,), "norms", N, layers, part=part, layer_kind=LINEAR))
+    t += _linear(f"{p}.o_proj", w, d, g, layers, False, part, LINEAR, ROW)
+    return t
+
+
+def _gated_deltanet(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     """Qwen3-Next Gated DeltaNet: in_proj_qkvz [d, 2 n_k d_k + 2 n_v d_v], in_proj_ba [d, 2 n_v],
     depthwise conv1d over q, k, v (conv_dim x kernel), dt_bias and A_log (n_v each), a gated
     RMSNorm over d_v and out_proj [n_v d_v, d] (transformers modeling_qwen3_next)."""
     la = spec.linear_attention
-    assert la is not None
+    assert isinstance(la, LinearAttention)
     d = spec.hidden_size
     key_dim = la.linear_num_key_heads * la.linear_key_head_dim
     value_dim = la.linear_num_value_heads * la.linear_value_head_dim
@@ -379,6 +441,22 @@ def _mamba2(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     return t
 
 
+def _short_conv(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
+    """LFM2's gated short convolution (transformers modeling_lfm2.py Lfm2ShortConv): in_proj
+    [d -> 3d], a depthwise conv [d, 1, k] and out_proj [d -> d], biases if ``conv_bias``. Sharded
+    as vLLM's ShortConv: in_proj and the conv split by channel, out_proj row-parallel."""
+    sc = spec.short_conv
+    assert sc is not None
+    d, b = spec.hidden_size, sc.conv_bias
+    p, g = "layers.*.conv", "short_conv"
+    t = _linear(f"{p}.in_proj", d, 3 * d, g, layers, b, part, SHORT, COL)
+    t.append(Tensor(f"{p}.conv.weight", (d, 1, sc.conv_kernel), g, O, layers, part=part, layer_kind=SHORT, shard=COL))
+    if b:
+        t.append(Tensor(f"{p}.conv.bias", (d,), "biases", B, layers, part=part, layer_kind=SHORT, shard=COL))
+    t += _linear(f"{p}.out_proj", d, d, g, layers, b, part, SHORT, ROW)
+    return t
+
+
 def _ffn(
     prefix: str,
     d: int,
@@ -412,6 +490,10 @@ def _dense_mlp(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
 
 
 def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
+    """Router [E, d] (+ E bias terms), E routed experts (gated or up/down only) and the shared
+    experts. A latent MoE (transformers modeling_nemotron_h.py NemotronHMoE) adds fc1_latent_proj
+    [d -> l] and fc2_latent_proj [l -> d], run by every token (replicated, as vLLM's
+    ReplicatedLinear), and its routed experts work at width l."""
     moe = spec.moe
     assert moe is not None
     d, E, k = spec.hidden_size, moe.num_experts, moe.num_experts_per_tok
@@ -419,11 +501,15 @@ def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     t = [Tensor(f"{p}.gate.weight", (E, d), "router", M, layers, part=part, layer_kind=MOE)]
     if moe.router_bias:
         t.append(Tensor(f"{p}.gate.bias", (E,), "router", B, layers, part=part, layer_kind=MOE))
+    latent = moe.moe_latent_size
+    if latent:
+        t += _linear(f"{p}.fc1_latent_proj", d, latent, "moe_latent", layers, False, part, MOE, REP)
+        t += _linear(f"{p}.fc2_latent_proj", latent, d, "moe_latent", layers, False, part, MOE, REP)
     t += _ffn(
         f"{p}.experts.*",
-        d,
+        latent or d,
         moe.moe_intermediate_size,
-        True,
+        moe.expert_gated,
         moe.expert_bias,
         "routed_experts",
         layers,
@@ -438,7 +524,7 @@ def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
             f"{p}.shared_experts",
             d,
             moe.shared_expert_intermediate_size,
-            True,
+            moe.expert_gated,
             False,
             "shared_experts",
             layers,
@@ -468,6 +554,8 @@ def _blocks(
         t += _linear_attention(spec, attention_counts[LayerType.LINEAR_ATTENTION], part)
     if attention_counts.get(LayerType.MAMBA2):
         t += _mamba2(spec, attention_counts[LayerType.MAMBA2], part)
+    if attention_counts.get(LayerType.SHORT_CONV):
+        t += _short_conv(spec, attention_counts[LayerType.SHORT_CONV], part)
     if mlp_counts.get(MlpType.DENSE):
         t += _dense_mlp(spec, mlp_counts[MlpType.DENSE], part)
     if mlp_counts.get(MlpType.MOE):
@@ -815,8 +903,10 @@ def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
 
 def _mtp(spec: ModelSpec) -> list[Tensor]:
     """DeepSeek-V3 MTP modules (seed 003 §07; DeepSeek-V3 report §2.2): per module enorm, hnorm,
-    eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm. The
-    checkpoint also stores a copy of the embedding and of the LM head with each module."""
+    eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm; a
+    two-block module (Nemotron-H's *E, transformers modeling_nemotron_h.py) has an attention block
+    and a MoE block, each with its norms. With ``checkpoint_stores_shared`` the checkpoint also
+    stores a copy of the embedding and of the LM head with each module."""
     mtp = spec.mtp
     assert mtp is not None
     D, d, V = mtp.num_nextn_predict_layers, spec.hidden_size, spec.vocab_size
@@ -825,6 +915,9 @@ def _mtp(spec: ModelSpec) -> list[Tensor]:
     t.append(Tensor("mtp.*.eh_proj.weight", (d, 2 * d), "mtp", M, D, part=Part.MTP))
     t.append(Tensor("mtp.*.shared_head.norm.weight", (d,), "mtp", N, D, part=Part.MTP))
     block = _blocks(spec, {LayerType.FULL_ATTENTION: D}, {mlp_kind: D}, Part.MTP)
+    for b in range(2, mtp.blocks + 1):  # Nemotron-H's *E module: the MoE block's own norms
+        for i in range(spec.norms_per_layer):
+            block += _norm(f"layers.*.block{b}.norm{i + 1}", d, spec, D, Part.MTP)
     t += [
         Tensor(
             b.name.replace("layers.*", "mtp.*.block"),

@@ -109,6 +109,12 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "kv.window": "sliding-window layers keep at most W = {window:,} tokens",
     "kv.mamba_state": "Mamba-2 state: H x P x N SSM state and (H P + 2 G N) x (kernel - 1) conv state per layer per "
     "sequence, at the KV dtype (engines often keep the SSM state in fp32)",
+    "kv.indexer": "DeepSeek Sparse Attention: each attention layer also keeps the lightning indexer's key, "
+    "{bytes} B per token (FP8 with one fp32 scale per 128 elements), whatever the KV dtype",
+    "attention.sparse": "DeepSeek Sparse Attention: each query attends to at most index_topk = {topk:,} keys; the "
+    "lightning indexer scores every key it may see",
+    "kv.short_conv_state": "short-convolution state (LFM2): d x (kernel - 1) conv state per layer per sequence, "
+    "no per-token cache",
     "kv.chunk": "chunked-attention layers keep at most C = {chunk:,} tokens (the current chunk; counted as "
     "min(context, C), the reserve an engine needs)",
     "warning.context_over_max": lambda p: (

@@ -135,6 +135,22 @@ class GQAAttention(Spec):
 
 
 @spec
+class SparseIndexer(Spec):
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp inference/model.py
+    ``Indexer``; transformers models/deepseek_v32/modeling_deepseek_v32.py DeepseekV32Indexer, the
+    same in models/glm_moe_dsa). Per MLA layer: wq_b [q_lora_rank -> H_i D_i] from the query latent,
+    wk [d -> D_i], a LayerNorm k_norm (D_i weights and biases) and weights_proj [d -> H_i]. It keeps
+    one D_i-wide key per token, stored as FP8 with one fp32 scale per 128 elements (D_i + 4 D_i / 128
+    bytes: vLLM's and SGLang's indexer cache), scores every cached key (sum over H_i heads of
+    w_h relu(q_h . k)) and hands the index_topk best to the attention, which then sees at most
+    index_topk keys per query."""
+
+    index_n_heads: Heads = spec_field(description="H_i, indexer heads.")
+    index_head_dim: Width = spec_field(description="D_i, width of an indexer query head and of the cached key.")
+    index_topk: Positions = spec_field(description="Keys each query's attention keeps.")
+
+
+@spec
 class MLAAttention(Spec):
     """Multi-head latent attention (DeepSeek-V2/V3).
 
@@ -153,6 +169,15 @@ class MLAAttention(Spec):
     qk_rope_head_dim: Width = spec_field(description="Width of the decoupled RoPE query/key.")
     v_head_dim: Width = spec_field(description="Per-head value width.")
     attention_bias: bool = spec_field(default=False, description="Projections carry biases.")
+    indexer: Optional[SparseIndexer] = spec_field(
+        default=None,
+        description="DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning indexer choosing each "
+        "query's top-k keys; null: dense MLA.",
+    )
+
+    def _check(self) -> None:
+        if self.indexer is not None and not self.q_lora_rank:
+            raise ValueError("attention.indexer reads the query latent, so q_lora_rank must be set")
 
 
 @spec
@@ -170,9 +195,10 @@ class MLP(Spec):
 class MoE(Spec):
     """Mixture-of-experts feed-forward (seed 003 §06).
 
-    A MoE layer holds E routed experts (gated, width moe_intermediate_size), a router
-    [d, E], and optionally always-on shared experts of total width
-    shared_expert_intermediate_size. A token runs k routed experts plus the shared ones.
+    A MoE layer holds E routed experts (gated unless ``expert_gated`` is false, width
+    moe_intermediate_size), a router [d, E], and optionally always-on shared experts of total width
+    shared_expert_intermediate_size. A token runs k routed experts plus the shared ones. A latent MoE
+    (``moe_latent_size`` l) projects the token to l before the routed experts and back after them.
     Layer i is a MoE layer when i >= first_k_dense_replace, (i + 1) % decoder_sparse_step == 0
     and i is not in mlp_only_layers; other layers use the dense ``mlp``.
     """
@@ -188,6 +214,16 @@ class MoE(Spec):
         default=False, description="The router has E bias terms (DeepSeek-V3 correction bias, gpt-oss)."
     )
     expert_bias: bool = spec_field(default=False, description="Each expert's projections carry biases (gpt-oss).")
+    expert_gated: bool = spec_field(
+        default=True,
+        description="Routed and shared experts are gated (gate, up, down); false: up and down only (Nemotron-H's "
+        "relu2 experts).",
+    )
+    moe_latent_size: Optional[Width] = spec_field(
+        default=None,
+        description="Latent MoE (Nemotron 3): fc1_latent_proj [d -> l] before the routed experts and "
+        "fc2_latent_proj [l -> d] after them, the experts working at width l; null: at d.",
+    )
     first_k_dense_replace: LayerIndex = spec_field(default=0, description="The first k layers are dense.")
     decoder_sparse_step: Layers = spec_field(default=1, description="Every n-th layer is MoE (Qwen-MoE).")
     mlp_only_layers: Annotated[tuple[LayerIndex, ...], Bounds(max_length=MAX_LAYERS)] = spec_field(
@@ -221,6 +257,63 @@ class LinearAttention(Spec):
         return 2 * self.linear_num_key_heads * self.linear_key_head_dim + (
             self.linear_num_value_heads * self.linear_value_head_dim
         )
+
+    @property
+    def conv_kernel(self) -> int:
+        """Taps of the causal conv1d."""
+        return self.linear_conv_kernel_dim
+
+    @property
+    def state_heads(self) -> int:
+        """Heads of the recurrent state (split over TP): n_v."""
+        return self.linear_num_value_heads
+
+    @property
+    def recurrent_state(self) -> int:
+        """Recurrent state elements per sequence per layer: n_v x d_k x d_v."""
+        return self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+
+
+@spec
+class KimiDeltaAttention(Spec):
+    """Kimi Delta Attention (Kimi Linear; the model repository's modeling_kimi.py
+    KimiDeltaAttention, transformers models/kimi_linear/modeling_kimi_linear.py
+    KimiLinearDeltaAttention): a gated delta rule with a per-channel decay. With H heads of width K
+    (keys and values alike): q_proj, k_proj, v_proj [d -> H K], a causal depthwise conv of
+    ``conv_kernel`` taps on each of q, k and v, the decay gate f_a_proj [d -> K] / f_b_proj
+    [K -> H K] with dt_bias [H K] and A_log [H], b_proj [d -> H] (the rate beta), the output gate
+    g_a_proj [d -> K] / g_b_proj [K -> H K], a gated RMSNorm o_norm [K] and o_proj [H K -> d]. No
+    KV cache: a recurrent state of H x K x K elements per sequence per layer and a conv state of
+    3 H K x (conv_kernel - 1)."""
+
+    kind: Literal["kda"] = "kda"
+    num_heads: Heads = spec_field(description="H, KDA heads (linear_attn_config.num_heads).")
+    head_dim: Width = spec_field(description="K, key and value width per head (linear_attn_config.head_dim).")
+    conv_kernel: Small = spec_field(description="Taps of the q/k/v short convolutions (short_conv_kernel_size).")
+
+    @property
+    def width(self) -> int:
+        """H K, the width of q, k and v."""
+        return self.num_heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels of the three short convolutions: 3 H K."""
+        return 3 * self.width
+
+    @property
+    def state_heads(self) -> int:
+        """Heads of the recurrent state (split over TP): H."""
+        return self.num_heads
+
+    @property
+    def recurrent_state(self) -> int:
+        """Recurrent state elements per sequence per layer: H x K x K."""
+        return self.num_heads * self.head_dim * self.head_dim
+
+
+#: The linear-attention mixer of the linear_attention layers, told apart by ``kind``.
+LinearMixer = Union[LinearAttention, KimiDeltaAttention]
 
 
 @spec
@@ -264,6 +357,19 @@ ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "su"
 
 
 @spec
+class ShortConv(Spec):
+    """LFM2's gated short convolution (transformers models/lfm2/modeling_lfm2.py Lfm2ShortConv):
+    in_proj [d -> 3d] gives the gates B and C and the value x; B x goes through a depthwise causal
+    conv1d of ``conv_kernel`` taps over the last tokens, C multiplies its output, out_proj [d -> d].
+    No KV cache and no recurrent state: a conv state of d x (conv_kernel - 1) elements per sequence
+    per layer (vLLM's ShortConv cache)."""
+
+    kind: Literal["short_conv"] = "short_conv"
+    conv_kernel: Small = spec_field(description="Taps of the depthwise conv (config.json conv_L_cache).")
+    conv_bias: bool = spec_field(default=False, description="in_proj, conv and out_proj carry biases.")
+
+
+@spec
 class RopeScaling(Spec):
     """RoPE scaling as in config.json ``rope_scaling`` (llama3, yarn, linear, dynamic, mrope).
     Checked as transformers' ``rope_config_validation`` checks it, refusing where it only warns:
@@ -303,6 +409,11 @@ class MTP(Spec):
     num_nextn_predict_layers: Small = spec_field(description="D, the number of MTP modules.")
     checkpoint_stores_shared: bool = spec_field(
         default=True, description="The checkpoint stores its own copy of the embedding and LM head."
+    )
+    blocks: Annotated[int, Bounds(ge=1, le=2, strict=True)] = spec_field(
+        default=1,
+        description="Blocks in each module: 1 (a decoder layer), or 2 for Nemotron-H's *E module (an attention "
+        "block then a MoE block, each with its own norms).",
     )
 
 
@@ -558,8 +669,15 @@ class ModelSpec(Spec):
     attention: Annotated[Union[GQAAttention, MLAAttention], DISCRIMINATED]
     mlp: Optional[MLP] = spec_field(default=None, description="Dense MLP; required unless every layer is MoE.")
     moe: Optional[MoE] = None
-    linear_attention: Optional[LinearAttention] = None
+    linear_attention: Optional[Annotated[LinearMixer, DISCRIMINATED]] = spec_field(
+        default=None,
+        description="The mixer of the linear_attention layers, told apart by kind: gated_deltanet (Qwen3-Next), "
+        "kda (Kimi Linear).",
+    )
     mamba: Optional[Mamba2] = spec_field(default=None, description="The Mamba-2 mixer of the mamba2 layers.")
+    short_conv: Optional[ShortConv] = spec_field(
+        default=None, description="The gated short convolution of the short_conv layers (LFM2)."
+    )
     mlp_layer_types: Optional[Annotated[tuple[MlpTypeName, ...], Bounds(max_length=MAX_LAYERS)]] = spec_field(
         default=None,
         description="Feed-forward kind per layer (overrides the MoE layer rule); none for mixer-only blocks.",
@@ -624,6 +742,10 @@ class ModelSpec(Spec):
             raise ValueError("layer_types names mamba2 layers but mamba is not set")
         if self.mamba is not None and LayerType.MAMBA2 not in kinds:
             raise ValueError("mamba is set but no layer in layer_types is mamba2")
+        if LayerType.SHORT_CONV in kinds and self.short_conv is None:
+            raise ValueError("layer_types names short_conv layers but short_conv is not set")
+        if self.short_conv is not None and LayerType.SHORT_CONV not in kinds:
+            raise ValueError("short_conv is set but no layer in layer_types is short_conv")
         if self.mlp_layer_types is not None:
             if len(self.mlp_layer_types) != L:
                 raise ValueError(
@@ -633,8 +755,8 @@ class ModelSpec(Spec):
                 raise ValueError("mlp_layer_types names moe layers but moe is not set")
             if MlpType.DENSE in self.mlp_layer_types and self.mlp is None:
                 raise ValueError("mlp_layer_types names dense layers but mlp is not set")
-        if kinds - {LayerType.FULL_ATTENTION} and isinstance(att, MLAAttention):
-            raise ValueError("MLA attention supports only full_attention layers")
+        if kinds & {LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION} and isinstance(att, MLAAttention):
+            raise ValueError("MLA attention has no sliding or chunked layers (its softmax layers are full_attention)")
         if self.moe is None and self.mlp is None:
             raise ValueError("a model needs mlp, moe, or both")
         if self.moe is not None:

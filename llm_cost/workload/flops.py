@@ -28,11 +28,14 @@ __all__ = ["OP_NAMES", "Op", "ForwardFlops", "forward_flops", "weight_flops_para
 #: Display names of the matmul groups of the structure.
 OP_NAMES: dict[str, str] = {
     TensorGroup.ATTENTION: "attention projections",
+    TensorGroup.INDEXER: "sparse-attention indexer projections",
     TensorGroup.LINEAR_ATTENTION: "linear-attention projections",
+    TensorGroup.SHORT_CONV: "short-convolution projections",
     TensorGroup.MLP: "MLP",
     TensorGroup.ROUTER: "router",
     TensorGroup.ROUTED_EXPERTS: "routed experts (k of E)",
     TensorGroup.SHARED_EXPERTS: "shared experts",
+    TensorGroup.MOE_LATENT: "latent MoE projections",
     TensorGroup.LM_HEAD: "LM head",
 }
 
@@ -127,6 +130,8 @@ def forward_flops(
     ]
     if isinstance(spec.attention, MLAAttention):
         conventions.append(note("mla.form", form=str(mla_form)))
+        if spec.attention.indexer is not None:
+            conventions.append(note("attention.sparse", topk=spec.attention.indexer.index_topk))
     return ForwardFlops(
         spec.name,
         batch,

@@ -22,8 +22,12 @@ Operators, per GPU (the layout's TP, EP and PP shares applied; one DP replica):
   (cached + s)); sliding layers see at most W keys. Reads the cached K/V of each sequence
   (sliding layers at most W tokens), writes the new tokens' K/V. MLA attends on the latent in
   the absorbed form (d_qk = kv_lora_rank + qk_rope, d_v = kv_lora_rank; DeepSeek-V2 §2.1.2).
-  Chunked layers (Llama 4) see the earlier tokens of their own C-token chunk.
-* recurrence (Gated DeltaNet; Mamba-2: 6 H P N + 2 conv_dim x kernel per token): about 6 n_v d_k d_v + 2 conv_dim x kernel FLOPs per token;
+  Chunked layers (Llama 4) see the earlier tokens of their own C-token chunk. DeepSeek Sparse
+  Attention (DeepSeek-V3.2, GLM-5): the attention sees at most index_topk keys per query and reads
+  only those, and a second operator, the lightning indexer, scores every causal (query, key) pair
+  (2 H_i (D_i + 1) FLOPs each) and reads every cached indexer key.
+* recurrence (Gated DeltaNet; Mamba-2: 6 H P N + 2 conv_dim x kernel per token; LFM2's short
+  convolution: 2 d x kernel + 2 d per token): about 6 n_v d_k d_v + 2 conv_dim x kernel FLOPs per token;
   reads the fixed recurrent and conv state of each sequence (updated in place: the write is not
   counted).
 * elementwise: the norm scales, biases and other vectors, read once.
@@ -68,7 +72,13 @@ from llm_cost.core.types import (
 )
 from llm_cost.core.units import Number, exact
 from llm_cost.model.formats import tensor_bits, weight_bits_of
-from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
+from llm_cost.model.kvshape import (
+    indexer_key_bytes,
+    kv_elements_per_token_per_layer,
+    linear_state_elements,
+    mamba_state_elements,
+    short_conv_state_elements,
+)
 from llm_cost.model.layers import LayerCounts, layer_counts
 from llm_cost.model.layout import (
     ONE_GPU,
@@ -460,6 +470,8 @@ def _softmax_kinds(spec: ModelSpec, counts: LayerCounts) -> tuple[_Softmax, ...]
     caps = {
         LayerType.SLIDING_ATTENTION: att.sliding_window if isinstance(att, GQAAttention) else None,
         LayerType.CHUNKED_ATTENTION: att.attention_chunk_size if isinstance(att, GQAAttention) else None,
+        # DeepSeek Sparse Attention: each query attends to the index_topk keys its indexer picks
+        LayerType.FULL_ATTENTION: att.indexer.index_topk if isinstance(att, MLAAttention) and att.indexer else None,
     }
     return tuple(_Softmax(t, n, caps.get(t)) for t, n in counts.mixers.items() if t.caches_kv)
 
@@ -497,7 +509,38 @@ def _attention_ops(
                 keys=exact(Fraction(pairs, tokens)) if tokens else 0,
             )
         )
+        if kind.layer_type == LayerType.FULL_ATTENTION and indexer_key_bytes(plan.spec):
+            ops.append(_indexer_op(plan.spec, layers, groups, causal))
     return ops
+
+
+def _indexer_op(spec: ModelSpec, layers: int, groups: Sequence[SeqGroup], causal: bool) -> Operator:
+    """DeepSeek Sparse Attention's lightning indexer on ``layers`` layers: every new token scores
+    every key it may see (all causal pairs, no top-k cap), 2 H_i (D_i + 1) FLOPs per (query, key)
+    pair (H_i dot products of D_i, then the weighted sum over heads: DeepSeek-V3.2-Exp
+    inference/model.py Indexer); reads each sequence's cached indexer keys once and writes the new
+    tokens' keys (:func:`~llm_cost.model.kvshape.indexer_key_bytes` each). The top-k selection
+    itself is not counted. Replicated across TP, as its weights are."""
+    att = spec.attention
+    assert isinstance(att, MLAAttention) and att.indexer is not None
+    H, D = att.indexer.index_n_heads, att.indexer.index_head_dim
+    key = indexer_key_bytes(spec)
+    pairs = sum(attention_pairs(g.new_tokens, g.cached, causal) * g.count for g in groups)
+    tokens = sum(g.tokens for g in groups)
+    return Operator(
+        "sparse-attention indexer (scores every key)",
+        OpKind.ATTENTION,
+        OpRole.SPARSE_INDEXER,
+        "",
+        layers,
+        2 * H * (D + 1) * pairs * layers,
+        kv_read_bytes=sum(g.count * g.cached for g in groups) * key * layers,
+        kv_write_bytes=tokens * key * layers,
+        batch=sum(g.count for g in groups),
+        heads=H,
+        kv_heads=1,
+        keys=exact(Fraction(pairs, tokens)) if tokens else 0,
+    )
 
 
 def _state_op(r: _Recurrence, layout: Layout, groups: Sequence[SeqGroup], kv_bits: int) -> Operator:
@@ -521,23 +564,22 @@ def _state_op(r: _Recurrence, layout: Layout, groups: Sequence[SeqGroup], kv_bit
 def _recurrences(spec: ModelSpec, counts: LayerCounts) -> tuple[_Recurrence, ...]:
     """The recurrent layer kinds of a stage whose layers are ``counts``. Gated DeltaNet: about
     6 n_v d_k d_v + 2 conv_dim x kernel FLOPs per token. Mamba-2: about 6 H P N (decay, rank-1
-    update, C read-out over the H x P x N state) + 2 conv_dim x kernel, in the recurrent form. Each
-    reads its state and conv state."""
+    update, C read-out over the H x P x N state) + 2 conv_dim x kernel, in the recurrent form. LFM2's
+    short convolution: 2 d x kernel (the depthwise conv) + 2 d (the B and C gates, one multiply each)
+    per token, over d channels split with TP. Kimi Delta Attention as Gated DeltaNet: 6 H K K (its
+    decay is per channel, still one multiply per state element) + 2 x 3 H K x kernel. Each reads its
+    state and conv state."""
     kinds = []
     la = spec.linear_attention
     if la is not None:
-        per_token = (
-            6 * la.linear_num_value_heads * la.linear_key_head_dim * la.linear_value_head_dim
-            + 2 * la.conv_dim * la.linear_conv_kernel_dim
-        )
         kinds.append(
             _Recurrence(
                 OpRole.LINEAR_ATTENTION,
                 "linear-attention recurrence",
                 counts.mixer(LayerType.LINEAR_ATTENTION),
-                per_token,
+                6 * la.recurrent_state + 2 * la.conv_dim * la.conv_kernel,
                 sum(linear_state_elements(spec)),
-                la.linear_num_value_heads,
+                la.state_heads,
             )
         )
     m = spec.mamba
@@ -551,6 +593,19 @@ def _recurrences(spec: ModelSpec, counts: LayerCounts) -> tuple[_Recurrence, ...
                 per_token,
                 sum(mamba_state_elements(spec)),
                 m.num_heads,
+            )
+        )
+    sc = spec.short_conv
+    if sc is not None:
+        d = spec.hidden_size
+        kinds.append(
+            _Recurrence(
+                OpRole.SHORT_CONV,
+                "short convolution (gated)",
+                counts.mixer(LayerType.SHORT_CONV),
+                2 * d * sc.conv_kernel + 2 * d,
+                sum(short_conv_state_elements(spec)),
+                d,
             )
         )
     return tuple(kind for kind in kinds if kind.layers)
@@ -664,6 +719,7 @@ def _plan(
     d_qk, d_v = _attention_dims(spec, mla_form)
     d, tp = spec.hidden_size, layout.tp
     k = spec.moe.num_experts_per_tok if spec.moe is not None else 0
+    dispatched = (spec.moe.moe_latent_size if spec.moe is not None else None) or d  # a latent MoE sends l wide
     return _Plan(
         spec,
         tuple(
@@ -677,23 +733,23 @@ def _plan(
         d_v,
         exact(spec.hidden_size * tensor_bits(bits, s.tensors[0]) / 8),  # one row of the embedding
         ring_all_reduce_bytes(d, tp),
-        _all_to_all_bytes_per_token(k, d, layout, dispatch_bits, combine_bits),
+        _all_to_all_bytes_per_token(k, dispatched, layout, dispatch_bits, combine_bits),
     )
 
 
 def _all_to_all_bytes_per_token(
-    top_k: int, hidden_size: int, layout: Layout, dispatch_bits: int, combine_bits: int
+    top_k: int, width: int, layout: Layout, dispatch_bits: int, combine_bits: int
 ) -> int | Fraction:
     """Bytes one GPU sends in a MoE layer's EP dispatch and combine, per token of its replica.
 
     A replica's tokens are split over its ``tp`` ranks for the dispatch (DeepEP, vLLM's and SGLang's
     all-to-all backends), so a GPU dispatches 1/tp of them; each goes to k experts, (EP - 1)/EP of
-    them on other GPUs, d elements at ``dispatch_bits``. With balanced routing a GPU's experts
+    them on other GPUs, ``width`` elements at ``dispatch_bits`` (d, or a latent MoE's latent width). With balanced routing a GPU's experts
     compute as many rows for other GPUs as it sent away, and it sends their outputs back at
     ``combine_bits``. Per replica token: k d (dispatch + combine) / 8 x (EP - 1) / (EP x TP); at
     DP 1 (EP = TP) that is (EP - 1) / EP^2."""
     ep = layout.ep
-    return exact(Fraction(top_k * hidden_size * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * layout.tp))
+    return exact(Fraction(top_k * width * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * layout.tp))
 
 
 def _gemm_ops(

@@ -175,10 +175,11 @@ def test_nemotron_h_blocks_follow_the_pattern():
     assert layers["layers.*.norm1.weight"] == 56 and "layers.*.norm2.weight" not in layers
 
 
-def test_nemotron_h_refuses_moe_blocks():
+def test_nemotron_h_refuses_blocks_it_cannot_place():
+    """M, *, - and E (MoE, tests/specs/test_new_kinds.py) are placed; any other block letter is refused."""
     cfg = _config("nvidia-nemotron-nano-9b-v2")
-    pattern = cfg["hybrid_override_pattern"].replace("-", "E", 1)
-    with pytest.raises(SpecError, match=r"hybrid_override_pattern has 'E'"):
+    pattern = cfg["hybrid_override_pattern"].replace("-", "O", 1)
+    with pytest.raises(SpecError, match=r"hybrid_override_pattern has 'O'"):
         hf_to_spec({**cfg, "hybrid_override_pattern": pattern}, "x/config.json")
 
 

@@ -224,6 +224,20 @@ DEPARTURES: dict[str, Departures] = {
         declared_only=True,
         extra_keys=("moe_layer_freq", "num_nextn_predict_layers", "topk_method"),
     ),
+    "deepseek_v32": Departures(
+        cite="transformers models/deepseek_v32/modeling_deepseek_v32.py (DeepSeek-V3.2-Exp's inference/model.py): "
+        "DeepSeek-V3's layout with DeepSeek Sparse Attention's lightning indexer on every MLA layer "
+        "(read by specs.hf.new_kinds.with_sparse_indexer)",
+        router_bias=True,
+        extra_keys=("moe_layer_freq", "num_nextn_predict_layers", "topk_method"),
+    ),
+    "glm_moe_dsa": Departures(
+        cite="transformers models/glm_moe_dsa/modeling_glm_moe_dsa.py (GLM-5): DeepSeek-V3-style MLA and MoE with "
+        "e_score_correction_bias and shared experts, the lightning indexer on every layer (specs.hf.new_kinds."
+        "with_sparse_indexer); the checkpoint's MTP layer stores no embedding or head copy",
+        router_bias=True,
+        extra_keys=("moe_layer_freq", "num_nextn_predict_layers", "topk_method"),
+    ),
     "glm4_moe": Departures(
         cite="transformers models/glm4_moe/modeling_glm4_moe.py: attention_bias on q/k/v (never o_proj), optional "
         "per-head q/k norms (use_qk_norm), partial RoPE; MoE after first_k_dense_replace with "

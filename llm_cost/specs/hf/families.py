@@ -21,6 +21,7 @@ from llm_cost.specs.hf.config import (
     _place_layers,
 )
 from llm_cost.specs.hf.generic import DEPARTURES, generic_family, generic_mapper
+from llm_cost.specs.hf.new_kinds import NEW_KINDS, nemotron3_blocks, with_sparse_indexer
 
 
 def _gemma(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -268,8 +269,8 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
     """nemotron_h (transformers models/nemotron_h/modeling_nemotron_h.py): one RMSNorm and one mixer
     per block, chosen by ``hybrid_override_pattern``: ``M`` a Mamba-2 mixer (in_proj / out_proj bias
     ``use_bias``, conv bias ``use_conv_bias``), ``*`` attention (q/k/v/o, bias ``attention_bias``, no
-    position encoding), ``-`` an MLP up_proj / down_proj (relu2, not gated, bias ``mlp_bias``).
-    ``E`` (MoE blocks, Nemotron 3) is refused."""
+    position encoding), ``-`` an MLP up_proj / down_proj (relu2, not gated, bias ``mlp_bias``),
+    ``E`` a MoE block (Nemotron 3, with its MTP module: :func:`~llm_cost.specs.hf.new_kinds.nemotron3_blocks`)."""
     from llm_cost.specs.schema import MLP
 
     out = _common(c, fam, nope=True)
@@ -279,13 +280,14 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
         "M": (LayerType.MAMBA2, MlpType.NONE),
         "*": (LayerType.FULL_ATTENTION, MlpType.NONE),
         "-": (LayerType.MLP_ONLY, MlpType.DENSE),
+        "E": (LayerType.MLP_ONLY, MlpType.MOE),
     }
     bad = sorted(set(pattern) - set(kinds))
     if bad:
         raise c.error(
             "hybrid_override_pattern",
             f"has {', '.join(map(repr, bad))}; the nemotron_h mapping places "
-            "M (Mamba-2), * (attention) and - (MLP) blocks",
+            "M (Mamba-2), * (attention), - (MLP) and E (MoE) blocks",
         )
     if len(pattern) != L:
         raise c.error("hybrid_override_pattern", f"has {len(pattern)} blocks but num_hidden_layers is {L}")
@@ -329,9 +331,16 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
         defaults=(128, 128, 8, 4),
     )
     act = c.str(c.alias("mlp_hidden_act", "hidden_act"), "relu2")
-    out["mlp"] = MLP.checked(
-        intermediate_size=c.int("intermediate_size"), gated=False, hidden_act=act, mlp_bias=c.bool("mlp_bias", False)
-    )
+    out.update(nemotron3_blocks(c, pattern))
+    if "-" in pattern or "E" not in pattern:
+        out["mlp"] = MLP.checked(
+            intermediate_size=c.int("intermediate_size"),
+            gated=False,
+            hidden_act=act,
+            mlp_bias=c.bool("mlp_bias", False),
+        )
+    else:
+        c.ignore("intermediate_size")
     return out
 
 
@@ -617,6 +626,14 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "qwen2_5_vl": (generic_mapper("qwen2_5_vl"), _F(tie=False, max_pos=128000, rope_theta=1e6)),
     "deepseek_v2": (generic_mapper("deepseek_v2"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "deepseek_v3": (generic_mapper("deepseek_v3"), _F(tie=False, max_pos=4096, rope_theta=10000.0)),
+    "deepseek_v32": (
+        with_sparse_indexer(generic_mapper("deepseek_v32")),
+        _F(tie=False, max_pos=163840, rope_theta=10000.0),
+    ),
+    "glm_moe_dsa": (
+        with_sparse_indexer(generic_mapper("glm_moe_dsa"), mtp_stores_shared=False),
+        _F(tie=False, max_pos=202752, rope_theta=10000.0),
+    ),
     "gemma": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
     "gemma2": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
     "gemma3_text": (_gemma, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
@@ -643,6 +660,8 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
         _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5),
     ),
 }
+FAMILIES.update(NEW_KINDS)  # the families of new layer kinds (specs.hf.new_kinds)
+
 #: Legacy model_type names read by another family's mapping.
 ALIASES = {
     "RefinedWebModel": "falcon",

@@ -1,0 +1,284 @@
+"""config.json -> ModelSpec fields for the families whose blocks are new kinds of layer:
+
+* LFM2's gated short convolutions (``lfm2``);
+* Nemotron 3's MoE and latent-MoE blocks and its MTP module (``nemotron_h``'s ``E`` blocks, read by
+  :func:`nemotron3_blocks` for the nemotron_h mapping);
+* DeepSeek Sparse Attention (``deepseek_v32``, ``glm_moe_dsa``: :func:`with_sparse_indexer` around
+  the DeepSeek MLA mapping);
+* Kimi Linear's hybrid of Kimi Delta Attention and MLA layers (``kimi_linear``).
+
+Each mapping names the modeling file whose weight tensors it mirrors (transformers 5.x,
+``src/transformers/models/<family>/``, or the checkpoint's own); the table :data:`NEW_KINDS` is
+merged into :data:`llm_cost.specs.hf.families.FAMILIES`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from llm_cost.core.types import LayerType
+from llm_cost.specs.hf.config import _common, _Config, _Family, _gqa, _heads
+
+__all__ = ["NEW_KINDS", "nemotron3_blocks", "with_sparse_indexer"]
+
+FamilyMapping = Callable[[_Config, _Family], dict[str, Any]]
+
+
+def _lfm2_ffn_width(c: _Config) -> int:
+    """The MLP width Lfm2MLP builds (modeling_lfm2.py): ``intermediate_size`` (or the original
+    ``block_ff_dim``, Lfm2Config reads either), and with ``block_auto_adjust_ff_dim`` two thirds of
+    it, times ``block_ffn_dim_multiplier`` and rounded up to ``block_multiple_of`` when the
+    multiplier is set."""
+    width = c.int(c.alias("block_ff_dim", "intermediate_size"), 12288)
+    if not c.bool("block_auto_adjust_ff_dim", True):
+        c.ignore("block_ffn_dim_multiplier", "block_multiple_of")
+        return width
+    width = int(2 * width / 3)
+    multiplier = c.raw("block_ffn_dim_multiplier")
+    if multiplier is None:
+        c.ignore("block_multiple_of")
+        return width
+    if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not multiplier > 0:
+        raise c.error("block_ffn_dim_multiplier", f"must be a number > 0 (got {multiplier!r})")
+    width = int(multiplier * width)
+    multiple = c.int("block_multiple_of", 256)
+    return multiple * ((width + multiple - 1) // multiple)
+
+
+def _lfm2_layers(c: _Config, L: int) -> list[LayerType]:
+    """``layer_types`` (full_attention / conv), else ``full_attn_idxs`` (absent: every layer is
+    attention), as Lfm2Config builds them."""
+    kinds = {LayerType.FULL_ATTENTION.value: LayerType.FULL_ATTENTION, "conv": LayerType.SHORT_CONV}
+    if isinstance(c.data.get("layer_types"), list):
+        c.ignore("full_attn_idxs")
+        names = c.raw("layer_types")
+        bad = sorted({repr(t) for t in names if not isinstance(t, str) or t not in kinds})
+        if bad:
+            raise c.error("layer_types", f"has {', '.join(bad)}; lfm2 layers are full_attention or conv")
+        if len(names) != L:
+            raise c.error("layer_types", f"has {len(names)} entries but num_hidden_layers is {L}")
+        return [kinds[t] for t in names]
+    c.ignore("layer_types")
+    idxs = c.int_list("full_attn_idxs", list(range(L)), why="absent; every layer attention (Lfm2Config)")
+    bad_idx = [i for i in idxs if i >= L]
+    if bad_idx:
+        raise c.error("full_attn_idxs", f"{bad_idx} are out of range for {L} layers")
+    return [LayerType.FULL_ATTENTION if i in idxs else LayerType.SHORT_CONV for i in range(L)]
+
+
+def _lfm2(c: _Config, fam: _Family) -> dict[str, Any]:
+    """lfm2 (transformers models/lfm2/modeling_lfm2.py, Lfm2ForCausalLM): each block is
+    operator_norm, a mixer and ffn_norm with a SwiGLU MLP (w1, w3, w2; width per
+    :func:`_lfm2_ffn_width`). The mixer is attention (q/k/v/out_proj without biases, q_layernorm
+    and k_layernorm of head_dim) or Lfm2ShortConv (in_proj [d -> 3d], a depthwise conv of
+    ``conv_L_cache`` taps, out_proj; biases ``conv_bias``). The final norm is embedding_norm; the
+    LM head is tied unless ``tie_word_embeddings`` (or the original ``tie_embedding``) is false."""
+    from llm_cost.specs.schema import MLP, ShortConv
+
+    if c.alias("tie_word_embeddings", "tie_embedding") == "tie_embedding":  # Lfm2Config reads either
+        c.data["tie_word_embeddings"] = c.data["tie_embedding"]
+    c.ignore("block_dim", "conv_dim", "conv_dim_out", "num_heads", "block_use_swiglu")
+    c.ignore("block_norm_eps", "norm_eps", "use_pos_enc", "theta")
+    out = _common(c, fam)
+    d, L = out["hidden_size"], out["num_hidden_layers"]
+    for key, value in (("block_dim", d), ("conv_dim", d), ("conv_dim_out", d)):
+        if c.data.get(key) not in (None, value):
+            raise c.error(key, f"= {c.data[key]!r} differs from hidden_size ({d}); Lfm2 builds every block at d")
+    if c.data.get("block_use_swiglu") is False:
+        raise c.error("block_use_swiglu", "= false: Lfm2MLP is always SwiGLU (w1, w3, w2)")
+    types = _lfm2_layers(c, L)
+    n_q, n_kv, hd = _heads(c, d, fam)
+    out["attention"] = _gqa(n_q, n_kv, hd, qk_norm=True)
+    if LayerType.SHORT_CONV in types:
+        out["layer_types"] = types
+        out["short_conv"] = ShortConv.checked(
+            conv_kernel=c.int("conv_L_cache", 3), conv_bias=c.bool("conv_bias", False)
+        )
+    else:
+        c.ignore("conv_L_cache", "conv_bias")
+    out["mlp"] = MLP.checked(intermediate_size=_lfm2_ffn_width(c), hidden_act="silu")
+    return out
+
+
+def with_sparse_indexer(mla_mapping: FamilyMapping, mtp_stores_shared: bool = True) -> FamilyMapping:
+    """``mla_mapping`` (a DeepSeek-V3-layout mapping) plus DeepSeek Sparse Attention's lightning
+    indexer on every MLA layer: ``index_n_heads``, ``index_head_dim``, ``index_topk`` (transformers
+    models/deepseek_v32/modeling_deepseek_v32.py DeepseekV32Indexer; models/glm_moe_dsa's
+    GlmMoeDsaIndexer is the same). GLM-5.2's shared-indexer layers (``indexer_types``,
+    ``index_topk_pattern``, ``index_topk_freq`` above 1: layers that reuse an earlier layer's
+    selection and hold no indexer) are refused, naming the key. ``mtp_stores_shared`` false: the
+    checkpoint's MTP layer holds no copy of the embedding and LM head (GLM-5: its Hub total is the
+    main model plus the MTP layer's own tensors, 753,864,139,008)."""
+
+    def mapping(c: _Config, fam: _Family) -> dict[str, Any]:
+        import dataclasses
+
+        from llm_cost.specs.schema import SparseIndexer
+
+        for key in ("indexer_types", "index_topk_pattern"):
+            if c.data.get(key) is not None:
+                raise c.error(key, "is set: layers that share an earlier layer's indexer are not modelled")
+        if c.int("index_topk_freq", 1) != 1:
+            raise c.error(
+                "index_topk_freq", "is above 1: layers that share an earlier layer's indexer are not modelled"
+            )
+        c.ignore("index_skip_topk_offset", "indexer_rope_interleave", "layer_types")
+        out = mla_mapping(c, fam)
+        indexer = SparseIndexer.checked(
+            index_n_heads=c.int("index_n_heads", 64),
+            index_head_dim=c.int("index_head_dim", 128),
+            index_topk=c.int("index_topk", 2048),
+        )
+        out["attention"] = dataclasses.replace(out["attention"], indexer=indexer)
+        if "mtp" in out and not mtp_stores_shared:
+            out["mtp"] = dataclasses.replace(out["mtp"], checkpoint_stores_shared=False)
+        return out
+
+    return mapping
+
+
+def nemotron3_blocks(c: _Config, pattern: str) -> dict[str, Any]:
+    """The ``moe`` and ``mtp`` fields of a nemotron_h config from Nemotron 3, read for the
+    nemotron_h mapping (``pattern``: its ``hybrid_override_pattern``).
+
+    MoE (``E`` blocks; their MoE keys are read and ignored without them): transformers
+    models/nemotron_h/modeling_nemotron_h.py NemotronHMoE, a router gate [E, d] with an
+    e_score_correction_bias [E] (NemotronHTopkRouter; stored in the checkpoint), E routed experts
+    of up_proj / down_proj only (NemotronHExperts: relu2, not gated, no biases) of width
+    moe_intermediate_size, one shared NemotronHMLP of width moe_shared_expert_intermediate_size,
+    and with ``moe_latent_size`` l the fc1_latent_proj [d -> l] / fc2_latent_proj [l -> d] around
+    the routed experts (which then work at l). Biases ``mlp_bias`` on the shared expert and the
+    latent projections are refused (no released checkpoint has them).
+
+    MTP (``num_nextn_predict_layers`` 1 with ``mtp_hybrid_override_pattern`` "*E" or
+    ``mtp_layers_block_type`` [attention, moe]; transformers does not load it, vLLM's
+    nemotron_h_mtp.py does): one module of enorm, hnorm, eh_proj [2d -> d], an attention block and a
+    MoE block (one norm each) and a final norm, without its own embedding or head (Nemotron-3-Super's
+    Hub total holds exactly that). Other MTP shapes are refused, naming the key."""
+    from llm_cost.specs.schema import MTP, MoE
+
+    keys = (
+        "n_routed_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        "moe_shared_expert_intermediate_size",
+        "n_shared_experts",
+        "moe_latent_size",
+    )
+    c.ignore("n_group", "topk_group", "norm_topk_prob", "routed_scaling_factor", "moe_shared_expert_overlap")
+    out: dict[str, Any] = {}
+    if "E" not in pattern:
+        c.ignore(*keys)
+    else:
+        if c.data.get("mlp_bias") is True:
+            raise c.error(
+                "mlp_bias", "= true with E blocks: biases on the shared expert and latent projections are not modelled"
+            )
+        c.ignore("n_shared_experts")  # NemotronHMoE builds one shared MLP of the shared width whatever it says
+        out["moe"] = MoE.checked(
+            num_experts=c.int("n_routed_experts", 8),
+            num_experts_per_tok=c.int("num_experts_per_tok", 2),
+            moe_intermediate_size=c.int("moe_intermediate_size", 7688),
+            shared_expert_intermediate_size=c.int("moe_shared_expert_intermediate_size", 7688),
+            router_bias=True,
+            expert_gated=False,
+            moe_latent_size=c.opt_int("moe_latent_size"),
+        )
+    n_mtp = c.int("num_nextn_predict_layers", 0, minimum=0) if c.has("num_nextn_predict_layers") else 0
+    block_key = c.alias("mtp_hybrid_override_pattern", "mtp_layers_block_type")
+    c.ignore("keep_mtp_spec_in_bf16", "mtp_use_repeated_layer")
+    if n_mtp:
+        blocks = c.data.get(block_key, "*E")
+        known = ("*E", ["attention", "moe"], [LayerType.FULL_ATTENTION.value, "moe"])
+        if n_mtp != 1 or blocks not in known or "E" not in pattern:
+            raise c.error(
+                block_key if n_mtp == 1 else "num_nextn_predict_layers",
+                f"({n_mtp} x {blocks!r}): only one *E module after a model with E blocks is modelled",
+            )
+        out["mtp"] = MTP.checked(num_nextn_predict_layers=1, checkpoint_stores_shared=False, blocks=2)
+    return out
+
+
+def _kimi_layers(c: _Config, L: int, kda: dict[str, Any]) -> list[LayerType]:
+    """The layer schedule of ``linear_attn_config``: 1-based ``kda_layers`` and ``full_attn_layers``
+    (KimiLinearConfig numbers them from 1), which together must name every layer once."""
+    kinds: dict[int, LayerType] = {}
+    for key, kind in (("kda_layers", LayerType.LINEAR_ATTENTION), ("full_attn_layers", LayerType.FULL_ATTENTION)):
+        value = kda.get(key)
+        if not isinstance(value, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in value):
+            raise c.error(f"linear_attn_config.{key}", f"must be a list of 1-based layer numbers (got {value!r})")
+        for i in value:
+            if not 1 <= i <= L or i in kinds:
+                raise c.error(f"linear_attn_config.{key}", f"has {i}: layers are numbered 1..{L}, each once")
+            kinds[i] = kind
+    if len(kinds) != L:
+        missing = sorted(set(range(1, L + 1)) - set(kinds))
+        raise c.error("linear_attn_config", f"places no mixer in layers {missing} (1-based)")
+    return [kinds[i + 1] for i in range(L)]
+
+
+def _kimi_linear(c: _Config, fam: _Family) -> dict[str, Any]:
+    """kimi_linear (the checkpoint's own modeling_kimi.py, KimiLinearForCausalLM; transformers
+    models/kimi_linear/modeling_kimi_linear.py): each block is input_layernorm, a mixer and
+    post_attention_layernorm with a feed-forward. The mixer is Kimi Delta Attention on the
+    ``linear_attn_config.kda_layers`` and MLA on its ``full_attn_layers`` (1-based): q_proj [d ->
+    n_h (nope + rope)] when ``q_lora_rank`` is null, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj,
+    o_proj, no position encoding when ``mla_use_nope``. The first ``first_k_dense_replace`` layers
+    have a gated MLP of intermediate_size, the others a MoE block_sparse_moe: a router with its
+    e_score_correction_bias (KimiLinearTopkRouter), ``num_experts`` gated experts (w1, w2, w3) of
+    moe_intermediate_size, ``num_experts_per_token`` per token, and ``num_shared_experts`` x
+    moe_intermediate_size of shared expert. A full-rank decay gate (``use_full_rank_gate``) and MoE
+    layers other than every layer (``moe_layer_freq`` above 1) are refused."""
+    from llm_cost.specs.schema import MLP, KimiDeltaAttention, MLAAttention, MoE
+
+    nope = c.bool("mla_use_nope", False)
+    out = _common(c, fam, nope=nope)
+    L = out["num_hidden_layers"]
+    kda = c.dict("linear_attn_config") or {}
+    if kda.get("use_full_rank_gate"):
+        raise c.error("linear_attn_config.use_full_rank_gate", "= true: a full-rank KDA gate is not modelled")
+    types = _kimi_layers(c, L, kda)
+    if LayerType.LINEAR_ATTENTION in types:
+        out["layer_types"] = types
+        out["linear_attention"] = KimiDeltaAttention.checked(
+            num_heads=kda.get("num_heads", 32),
+            head_dim=kda.get("head_dim", 128),
+            conv_kernel=kda.get("short_conv_kernel_size", 4),
+        )
+    c.ignore("head_dim", "num_key_value_heads", "model_max_length")  # MLA derives its head widths
+    out["attention"] = MLAAttention.checked(
+        num_attention_heads=c.int("num_attention_heads"),
+        q_lora_rank=c.int_or_null("q_lora_rank", None),
+        kv_lora_rank=c.int("kv_lora_rank", 512),
+        qk_nope_head_dim=c.int("qk_nope_head_dim", 128),
+        qk_rope_head_dim=c.int("qk_rope_head_dim", 64),
+        v_head_dim=c.int("v_head_dim", 128),
+        attention_bias=c.bool("attention_bias", False),
+    )
+    if c.int("moe_layer_freq", 1) != 1:
+        raise c.error("moe_layer_freq", "is above 1: MoE layers other than every layer are not modelled")
+    c.ignore("moe_renormalize", "moe_router_activation_func", "routed_scaling_factor", "use_grouped_topk")
+    c.ignore("num_expert_group", "topk_group", "num_nextn_predict_layers")
+    first_k = min(c.int("first_k_dense_replace", 1, minimum=0), L)
+    width = c.int("moe_intermediate_size", 1024)
+    out["moe"] = MoE.checked(
+        num_experts=c.int(c.alias("num_experts", "n_routed_experts"), 256),
+        num_experts_per_tok=c.int(c.alias("num_experts_per_token", "num_experts_per_tok"), 8),
+        moe_intermediate_size=width,
+        shared_expert_intermediate_size=c.int(c.alias("num_shared_experts", "n_shared_experts"), 1, minimum=0) * width,
+        router_bias=True,
+        first_k_dense_replace=first_k,
+    )
+    if first_k:
+        out["mlp"] = MLP.checked(intermediate_size=c.int("intermediate_size"), hidden_act=c.str("hidden_act", "silu"))
+    else:
+        c.ignore("intermediate_size", "hidden_act")
+    return out
+
+
+_F = _Family
+#: model_type -> (mapping, defaults of its transformers configuration class).
+NEW_KINDS: dict[str, tuple[FamilyMapping, _Family]] = {
+    "lfm2": (_lfm2, _F(tie=True, max_pos=128000, rope_theta=1e6)),
+    "kimi_linear": (_kimi_linear, _F(tie=False, max_pos=1048576, rope_theta=10000.0)),
+}
