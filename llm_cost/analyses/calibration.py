@@ -51,7 +51,7 @@ from llm_cost.perf.calibrated import (
 from llm_cost.perf.profile import PARAMETERS, FitError, Parameters, Profile, load_profile, profile_names
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
 from llm_cost.specs.declare import Bounds, Spec, spec, to_data, validated
-from llm_cost.specs.files import read_text, read_yaml, shown, validation_message
+from llm_cost.specs.files import read_text, read_yaml, real_path, shown, validation_message
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Step, build_step, decode, prefill
@@ -62,6 +62,9 @@ __all__ = [
     "category",
     "step_of",
     "NEEDS",
+    "SLOWEST",
+    "MAX_ROWS",
+    "check_distinct",
     "RowResult",
     "CategoryError",
     "categories",
@@ -77,6 +80,10 @@ __all__ = [
     "FIT_INSTALL_HINT",
 ]
 
+#: What a measurement file is, for messages about its path.
+_WHAT = "a .yaml or .csv measurement file"
+#: Rows a profile is fitted on at most: leave-one-out refits the profile once per row.
+MAX_ROWS = 1000
 FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
 
 
@@ -92,11 +99,11 @@ class Measurement(Spec):
     model: str
     gpu: str
     phase: Phase
-    batch: Annotated[int, Bounds(ge=1)]
-    context: Annotated[int, Bounds(ge=0)]
-    tp: Annotated[int, Bounds(ge=1)] = 1
+    batch: Annotated[int, Bounds(ge=1, le=2**20)]
+    context: Annotated[int, Bounds(ge=0, le=2**30)]
+    tp: Annotated[int, Bounds(ge=1, le=4096)] = 1
     weights_dtype: Literal["bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
-    group_size: Optional[Annotated[int, Bounds(ge=1)]] = None
+    group_size: Optional[Annotated[int, Bounds(ge=1, le=2**20)]] = None
     kv_dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
     compute_dtype: Optional[Literal["bf16", "fp16", "fp8"]] = None
     measured_ms: Annotated[float, Bounds(gt=0)]
@@ -119,7 +126,12 @@ def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
     listed = data.get("rows")
     if not isinstance(listed, list) or not all(isinstance(r, dict) for r in listed):
         raise SpecError(f"{shown(path)}: a measurement file needs 'rows', a list of mappings")
-    return listed, {str(k): str(v) for k, v in (data.get("models") or {}).items()}
+    models = data.get("models") or {}
+    if not isinstance(models, dict) or not all(isinstance(v, str) for v in models.values()):
+        raise SpecError(
+            f"{shown(path)}: field models must map each row's model id to an llm-cost model name or spec path"
+        )
+    return listed, {str(k): v for k, v in models.items()}
 
 
 def _spec_name(model: str, models: dict[str, str], folder: Path) -> str:
@@ -133,6 +145,11 @@ def load_measurements(paths: Sequence[Path]) -> list[Measurement]:
     out = []
     for path in paths:
         rows, models = _rows_of(path)
+        if len(rows) > MAX_ROWS:
+            raise InputError(
+                f"{shown(path)}: {len(rows):,} rows; a profile is fitted on at most {MAX_ROWS:,} (leave-one-out "
+                "refits it once per row): give a sample of the configurations"
+            )
         for i, row in enumerate(rows):
             if row.get("measured_ms") in (None, ""):
                 continue
@@ -140,10 +157,32 @@ def load_measurements(paths: Sequence[Path]) -> list[Measurement]:
                 m = validated(Measurement, row)
             except ValidationError as exc:
                 raise SpecError(validation_message(path, exc).replace("invalid spec", f"row {i + 1}")) from None
-            out.append(replace(m, spec=_spec_name(m.model, models, path.resolve().parent)))
+            out.append(replace(m, spec=_spec_name(m.model, models, real_path(path, _WHAT).parent)))
     if not out:
         raise InputError(f"{', '.join(shown(p) for p in paths)}: no rows with measured_ms")
     return out
+
+
+def _measured(m: Measurement) -> tuple:
+    """What a row says: the step (model resolved, GPU, phase, sizes, dtypes, layout) and its time."""
+    return (m.spec, m.gpu.lower(), m.phase, m.batch, m.context, m.tp, m.weights_dtype, m.group_size, m.kv_dtype,
+            m.compute_dtype, m.measured_ms)  # fmt: skip
+
+
+def check_distinct(rows: list[Measurement]) -> None:
+    """InputError naming the first rows that share an id, or that repeat one another (the same
+    step, the same time: a copied row): a copy weighs its row twice in the fit and hides its error
+    leave-one-out (its twin stays in). Two measurements of one step that differ are kept."""
+    ids: set[str] = set()
+    seen: dict[tuple, Measurement] = {}
+    for m in rows:
+        if m.id in ids:
+            raise InputError(f"row id {m.id!r} is given to two rows; give each row its own id")
+        twin = seen.get(_measured(m))
+        if twin is not None:
+            raise InputError(f"rows {twin.id!r} and {m.id!r} repeat one measurement (the same step and time); keep one")
+        ids.add(m.id)
+        seen[_measured(m)] = m
 
 
 def category(m: Measurement) -> str:
@@ -159,7 +198,17 @@ def category(m: Measurement) -> str:
 
 
 def step_of(m: Measurement) -> Step:
-    """The step a measurement timed: its model, layout, weight bits and dtypes."""
+    """The step a measurement timed: its model, layout, weight bits and dtypes. InputError naming
+    the row and its field (``tp``, not an argument) for a layout the model cannot take."""
+    try:
+        return _step(m)
+    except InputError as exc:
+        if not exc.fields:
+            raise
+        raise InputError(f"row {m.id!r}: field {exc}") from None
+
+
+def _step(m: Measurement) -> Step:
     spec = load_model(m.spec)
     bits = stored_weight_bits(m.weights_dtype, m.group_size)
     compute = (
@@ -309,13 +358,22 @@ class _Features:
         return total
 
 
-def _import_fit() -> tuple[Any, Any]:
+def _numpy() -> Any:
     try:
         import numpy as np
+    except ImportError:
+        raise InputError(FIT_INSTALL_HINT) from None
+    return np
+
+
+def _least_squares() -> Any:
+    """scipy's least_squares, imported once the rows are checked (scipy.optimize takes about a
+    second to import: a refused file is told so before)."""
+    try:
         from scipy.optimize import least_squares
     except ImportError:
         raise InputError(FIT_INSTALL_HINT) from None
-    return np, least_squares
+    return least_squares
 
 
 @record
@@ -427,11 +485,12 @@ def calibrate(paths: list[Path], name: str, note: str = "") -> Calibration:
     without numpy/scipy, for rows of more than one GPU, fewer rows than free parameters + 2, or a
     row faster than the bound. The same unchanged files fitted again in one process return the same
     (shared, not to be modified) result: validating and calibrating refit nothing twice."""
-    try:
-        key = tuple((str(p.resolve()), p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
-    except OSError:
-        return _calibrate(tuple(paths), name, note)  # reading reports the missing or unreadable file
-    return _calibrate_once(key, tuple(paths), name, note)
+    key = []
+    for p in paths:
+        real = real_path(p, _WHAT)
+        status = real.stat()
+        key.append((str(real), status.st_mtime_ns, status.st_size))
+    return _calibrate_once(tuple(key), tuple(paths), name, note)
 
 
 @lru_cache(maxsize=16)
@@ -439,9 +498,28 @@ def _calibrate_once(key: tuple, paths: tuple[Path, ...], name: str, note: str) -
     return _calibrate(paths, name, note)
 
 
+#: The slowest profile within the parameters' bounds: the least efficiency and overlap (p = 1, compute
+#: and memory added), the most tokens and heads to saturate, the longest fixed times. A measured row
+#: slower than it predicts is one no profile can fit (a wrong unit, a step that stalled).
+SLOWEST = {k: p.lower if ("efficiency" in k or k == "overlap_p") else p.upper for k, p in PARAMETERS.items()}
+
+
+def _check_reachable(rows: list[Measurement], slowest_s: Any, gpu: HardwareSpec) -> None:
+    """InputError naming the rows measured slower than :data:`SLOWEST` predicts."""
+    over = [
+        f"{m.id} ({m.measured_ms:g} ms > {t * 1e3:.3g} ms)" for m, t in zip(rows, slowest_s) if m.measured_ms / 1e3 > t
+    ]
+    if over:
+        raise InputError(
+            f"measured slower than any profile of {gpu.name} within the parameters' bounds predicts (a wrong "
+            f"unit, or a stalled step?): {', '.join(over[:5])}"
+            + (f" and {len(over) - 5} more" if len(over) > 5 else "")
+        )
+
+
 def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
-    np, least_squares = _import_fit()
     rows = load_measurements(paths)
+    np = _numpy()
     gpus = {load_gpu(m.gpu).name for m in rows}
     if len(gpus) != 1:
         raise InputError(f"a profile is for one GPU; the rows name {', '.join(sorted(gpus))}: split the file")
@@ -470,8 +548,11 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
             f"measured faster than the Roofline bound of {gpu.name} allows (a wrong GPU, model, dtype "
             f"or unit?): {', '.join(below[:5])}" + (f" and {len(below) - 5} more" if len(below) > 5 else "")
         )
+    check_distinct(rows)
     feats = _Features.of(steps, gpu, np)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
+    _check_reachable(rows, feats.predict(SLOWEST, np), gpu)
+    least_squares = _least_squares()
     start = {k: p.prior for k, p in PARAMETERS.items()}
     everything = np.ones(len(rows), dtype=bool)
     q = _fit(feats, measured, everything, free, start, np, least_squares)
@@ -498,7 +579,7 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
         note=note or f"fitted by llm-cost calibrate on {len(rows)} rows",
         parameters=Parameters.checked(**_rounded(q)),
         fitted_on=[m.id for m in rows],
-        measurements=[p.name if p.resolve().parent == measurements_dir() else str(p) for p in paths],
+        measurements=[p.name if real_path(p, _WHAT).parent == measurements_dir() else str(p) for p in paths],
         fixed=fixed,
         error=error,
     )
@@ -590,12 +671,12 @@ def measurements_dir() -> Path:
 def write_profile(result: Calibration, out: Path, force: bool) -> Calibration:
     """Write the fitted profile to ``out`` whole or not at all; InputError if it exists and not
     ``force``, OutputError if it cannot be written. The result, with ``out`` set."""
-    from llm_cost.analyses.import_spec import _write_atomically, check_out
     from llm_cost.core.errors import OutputError
+    from llm_cost.specs.files import check_out, write_atomically
 
-    check_out(out, result.profile.name, force)
+    target = check_out(out, result.profile.name, force)
     try:
-        _write_atomically(out, profile_yaml(result.profile), force)
+        write_atomically(target, profile_yaml(result.profile), force)
     except OSError as exc:
         raise OutputError(f"{shown(out)}: cannot be written ({exc.strerror or exc}); nothing was written") from None
     return dataclasses.replace(result, out=str(out))

@@ -9,7 +9,9 @@ embedding, LM head, final norm, everything of the vision tower as one role, and 
 ``num_hidden_layers`` (DeepSeek-style MTP) as one. A role whose totals differ, or that exists on one
 side only, is reported: stored but not described ("unexplained") or described but not stored
 ("missing"). FP8/NVFP4 scale tensors (``*_scale_inv``, ``*weight_scale*``, ``*input_scale``) are
-not parameters: they are counted and weighed apart.
+not parameters: they are counted and weighed apart; nor are rotary ``inv_freq`` buffers (older
+conversions save the frequencies the config's ``rope_theta`` implies), counted apart too. An
+index's ``total_size`` is compared with the bytes of the tensors its shards hold.
 
 :mod:`llm_cost.analyses.checkpoint` imports this module only when a checkpoint is given.
 """
@@ -42,6 +44,8 @@ _VISION = (
 )
 _LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks|blk)\.(\d+|\*)\.")
 _SCALE = re.compile(r"(_scale_inv|weight_scale(_2)?|input_scale|_scale)$")
+#: Buffers some checkpoints store beside the parameters: rotary inverse frequencies.
+_BUFFER = re.compile(r"(?:^|\.)inv_freq$")
 _BLOCK_NORMS = {
     "input_layernorm",
     "post_attention_layernorm",
@@ -115,10 +119,18 @@ class CheckpointReport(Result):
     missing: list[RoleDiff]
     index_total_size: int | None
     conventions: list[Note] = field(default_factory=list)
+    buffer_tensors: int = 0  # rotary inv_freq buffers: stored, not parameters
+    buffer_elements: int = 0
+    tensor_bytes: int = 0  # every stored tensor's bytes (parameters, scales, buffers): an index's total_size
 
     @property
     def matches(self) -> bool:
         return not self.unexplained and not self.missing and self.stored_params == self.described_params
+
+    @property
+    def index_total_disagrees(self) -> bool:
+        """The index's ``total_size`` is not the bytes of the tensors its shards hold."""
+        return self.index_total_size is not None and self.index_total_size != self.tensor_bytes
 
 
 def _last(name: str) -> str:
@@ -144,8 +156,8 @@ def _role(name: str, layers: int) -> str:
 
 
 def stored_role(name: str, layers: int) -> str | None:
-    """Role of a checkpoint tensor name, or None for a scale tensor (not a parameter)."""
-    return None if _SCALE.search(name) else _role(name, layers)
+    """Role of a checkpoint tensor name, or None for a scale tensor or a buffer (not parameters)."""
+    return None if _SCALE.search(name) or _BUFFER.search(name) else _role(name, layers)
 
 
 def described_role(structure: Structure, name: str, part: Part) -> str:
@@ -164,8 +176,12 @@ def compare(spec: ModelSpec, ckpt: Checkpoint) -> CheckpointReport:
     stored: dict[str, int] = {}
     by_dtype: dict[str, list[int]] = {}
     scales = [0, 0, 0]
-    params = nbytes = 0
+    params = nbytes = buffers = buffer_elements = 0
     for t in ckpt.tensors:
+        if _BUFFER.search(t.name):
+            buffers += 1
+            buffer_elements += t.numel
+            continue
         role = stored_role(t.name, L)
         if role is None:
             scales[0] += 1
@@ -201,6 +217,9 @@ def compare(spec: ModelSpec, ckpt: Checkpoint) -> CheckpointReport:
         missing,
         ckpt.index_total_size,
         conventions,
+        buffers,
+        buffer_elements,
+        ckpt.tensor_bytes,
     )
 
 

@@ -3,9 +3,7 @@ checking that the YAML loads back to the same spec."""
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -16,7 +14,7 @@ from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.model.params import count_params
 from llm_cost.specs.declare import validated
-from llm_cost.specs.files import shown
+from llm_cost.specs.files import check_out, shown, write_atomically
 from llm_cost.specs.hf import load_hf_config_verbose, spec_to_yaml
 from llm_cost.specs.schema import ModelSpec
 
@@ -44,7 +42,9 @@ def import_config(config: Path, out: Path, name: Optional[str] = None, force: bo
     The spec's name is ``name`` or ``out``'s stem (the catalogue finds a spec by its file stem).
     The text is validated by loading it back (it must give the same spec) before anything is
     written; ``out`` is never overwritten unless ``force``; the file appears whole or not at all
-    (temporary file in the same folder, then rename). Raises SpecError / InputError (exit 2), or
+    (temporary file in the same folder, then rename), with the user's umask; a symbolic link is
+    followed to its target, and only a regular file is written
+    (:func:`~llm_cost.specs.files.check_out`). Raises SpecError / InputError (exit 2), or
     OutputError (exit 1) when the file system refuses the write (read-only, full).
     """
 
@@ -59,56 +59,14 @@ def import_config(config: Path, out: Path, name: Optional[str] = None, force: bo
             ". _ + -; at most 128 characters)" + ("" if name is not None else "; or give name"),
             fields=("out", "name"),
         )
-    check_out(out, spec_name, force)
+    target = check_out(out, spec_name, force)
     spec, defaults = load_hf_config_verbose(Path(config), spec_name)
     text = spec_to_yaml(spec)
     if validated(ModelSpec, yaml.safe_load(text)) != spec:  # pragma: no cover - a bug, not a user error
         raise SpecError(f"{out}: the YAML written for {spec_name} would not load back to the same spec")
     total = count_params(spec).total_params
     try:
-        _write_atomically(out, text, force)
+        write_atomically(target, text, force)
     except OSError as exc:
         raise OutputError(f"{shown(out)}: cannot be written ({exc.strerror or exc}); nothing was written") from None
     return ImportResult(str(out), spec.name, spec.display_name, spec.model_type, total, defaults, spec.source.url)
-
-
-def check_out(out: Path, spec_name: str, force: bool) -> None:
-    """InputError unless ``out`` can name a new spec file: not a folder, in an existing folder,
-    not there already (unless ``force``), a path the system accepts (not too long)."""
-    try:
-        if out.is_dir():
-            raise InputError(
-                f"out: {shown(out)!r} is a folder; give a file path such as {shown(out / (spec_name + '.yaml'))!r}",
-                fields=("out",),
-            )
-        if not out.parent.is_dir():
-            raise InputError(f"out: folder {shown(out.parent)!r} does not exist", fields=("out",))
-        if out.exists() and not force:
-            raise InputError(f"{shown(out)}: already exists; pass force to overwrite it", fields=("force",))
-    except OSError as exc:
-        raise InputError(f"out: {shown(out)!r} cannot be used ({exc.strerror or exc})", fields=("out",)) from None
-
-
-def _write_atomically(out: Path, text: str, force: bool) -> None:
-    """Write ``text`` to ``out`` whole or not at all (a temporary file in the same folder, then a
-    link or rename); InputError if ``out`` appeared meanwhile and ``force`` is not given."""
-    fd, tmp = tempfile.mkstemp(prefix=".llm-cost-import.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if force:
-            os.replace(tmp, out)
-        else:
-            try:
-                os.link(tmp, out)  # fails if out appeared meanwhile: never clobber without force
-            except FileExistsError:
-                raise InputError(f"{out}: already exists; pass force to overwrite it", fields=("force",)) from None
-            except OSError:  # filesystems without hard links
-                if out.exists():
-                    raise InputError(f"{out}: already exists; pass force to overwrite it", fields=("force",)) from None
-                os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

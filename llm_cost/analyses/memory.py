@@ -165,17 +165,18 @@ class Activations(Result):
     method: ActivationFormula
 
 
-def _block_terms(spec: ModelSpec, layer: int) -> tuple[Fraction, Fraction, int]:
-    """(replicated, TP-sharded, scores) activation terms of one layer, in units of 2 s b bytes per
-    element of width (replicated, sharded) and of 2 a s^2 b bytes (scores): the tensors a backward
-    pass needs, following Korthikanti et al.'s accounting for a block without dropout."""
+def _block_terms(spec: ModelSpec, mixer: LayerType, moe_layer: bool) -> tuple[Fraction, Fraction, int]:
+    """(replicated, TP-sharded, scores) activation terms of a layer with token mixer ``mixer`` and
+    an MoE (``moe_layer``) or dense feed-forward, in units of 2 s b bytes per element of width
+    (replicated, sharded) and of 2 a s^2 b bytes (scores): the tensors a backward pass needs,
+    following Korthikanti et al.'s accounting for a block without dropout."""
     from llm_cost.specs.schema import GQAAttention, KimiDeltaAttention, MLAAttention
 
     h = spec.hidden_size
     replicated = Fraction(2 * h + spec.norms_per_layer * h)  # attention and MLP inputs, norm inputs
     att = spec.attention
     scores = 0
-    if spec.layer_type(layer) == LayerType.LINEAR_ATTENTION:
+    if mixer == LayerType.LINEAR_ATTENTION:
         la = spec.linear_attention
         if isinstance(la, KimiDeltaAttention):
             # q, k, v and the output gate, the conv outputs, the out_proj input
@@ -198,7 +199,7 @@ def _block_terms(spec: ModelSpec, layer: int) -> tuple[Fraction, Fraction, int]:
         kv = spec.num_key_value_heads * spec.head_dim
         sharded = Fraction(2 * q + 2 * kv)  # Q and the o-projection input; K and V
         scores = 1
-    if spec.is_moe_layer(layer):
+    if moe_layer:
         moe = spec.moe
         assert moe is not None
         width = moe.num_experts_per_tok * moe.moe_intermediate_size + moe.shared_expert_intermediate_size
@@ -234,6 +235,7 @@ def activation_memory(
     recompute keeps each layer's input, 2 s b h (/ t with sequence parallelism).
     InputError for the model's own block of a Mamba-2 or mixer-only model (not modelled)."""
     kept = recompute == Recompute.NONE  # the score matrix is kept (not recomputed)
+    weights: list[int]  # layers of each entry of per_layer and scores: one entry per kind of layer
     if formula == ActivationFormula.MODEL and (spec.mamba is not None or layer_counts(spec).mlp(MlpType.NONE)):
         from llm_cost.core.errors import InputError
 
@@ -246,32 +248,33 @@ def activation_memory(
     L = spec.num_hidden_layers
     sbh = s * b * h
     if recompute == Recompute.FULL:
-        per_layer = [Fraction(2 * sbh, t) if sequence_parallel else Fraction(2 * sbh)] * L
-        scores = [Fraction(0)] * L
+        per_layer = [Fraction(2 * sbh, t) if sequence_parallel else Fraction(2 * sbh)]
+        scores, weights = [Fraction(0)], [L]
         text = "2sbh" + ("/t" if sequence_parallel else "") + " (only the layer input kept)"
     elif formula == ActivationFormula.GPT:
         linear = Fraction(34 * sbh, t) if sequence_parallel else 10 * sbh + Fraction(24 * sbh, t)
         quad = Fraction(5 * a * s * s * b, t) if kept else Fraction(0)
-        per_layer, scores = [linear + quad] * L, [quad] * L
+        per_layer, scores, weights = [linear + quad], [quad], [L]
         if t == 1 and not sequence_parallel:
             text = "sbh(34 + 5as/h)" if kept else "34sbh (attention scores recomputed)"
         else:
             where = "sbh(34/t" if sequence_parallel else "sbh(10 + 24/t"
             text = f"{where} + 5as/(ht))" if kept else f"{where}) (attention scores recomputed)"
-    else:
-        per_layer, scores = [], []
-        for i in range(L):
-            rep, shard, sc = _block_terms(spec, i)
+    else:  # each kind of layer once, weighed by how many layers are of that kind
+        per_layer, scores, weights = [], [], []
+        for (mixer, mlp), n in layer_counts(spec).pairs.items():
+            rep, shard, sc = _block_terms(spec, mixer, mlp == MlpType.MOE)
             linear = 2 * s * b * ((rep + shard) / t if sequence_parallel else rep + shard / t)
             quad = Fraction(2 * a * s * s * b * sc, t) if kept else Fraction(0)
             per_layer.append(linear + quad)
             scores.append(quad)
+            weights.append(n)
         text = (
             "the model's block: inputs, norms, Q/K/V/O, MLP"
             + (" + 2as^2b scores" if kept else " (scores recomputed)")
             + (", all / t (SP)" if sequence_parallel else ", inner tensors / t" if t > 1 else "")
         )
-    total = sum(per_layer, Fraction(0))
+    total = sum((n * x for n, x in zip(weights, per_layer)), Fraction(0))
     exact = lambda x: int(x) if x.denominator == 1 else float(x)  # noqa: E731
     return Activations(
         spec.name,

@@ -453,6 +453,32 @@ def check_space(spec: ModelSpec, space: SearchSpace, seq: int) -> None:
         )
 
 
+def _check_divides(spec: ModelSpec, gpus: int, space: SearchSpace) -> None:
+    """InputError naming the knobs fixed when no tp x cp x pp of the space divides ``gpus`` (so no
+    layout exists whatever the batch), or when none leaves the ``dp`` fixed."""
+    triples = [
+        (t, c, p)
+        for t in space.tp
+        for c in space.cp
+        for p in space.pp
+        if p <= spec.num_hidden_layers and gpus % (t * c * p) == 0
+    ]
+    fixed = {k: getattr(space, k)[0] for k in ("tp", "cp", "pp") if len(getattr(space, k)) == 1}
+    named = [k for k, v in fixed.items() if v > 1]
+    if not triples and named:
+        product = " x ".join(f"{k} {fixed[k]}" for k in named)
+        raise InputError(
+            f"{product}: {math.prod(fixed[k] for k in named):,} GPUs per replica do not divide the {gpus:,} GPUs; "
+            "give gpus a multiple of it",
+            fields=(*named, "gpus"),
+        )
+    if space.dp is not None and not any(gpus // (t * c * p) == space.dp for t, c, p in triples):
+        raise InputError(
+            f"dp: {space.dp:,} replicas of tp x cp x pp do not make {gpus:,} GPUs",
+            fields=("dp", "gpus", "tp", "cp", "pp"),
+        )
+
+
 def _layouts(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpace):  # noqa: ANN202 - a generator
     """Every layout of ``space`` on ``gpus`` GPUs for ``sequences`` sequences per step."""
     for tp in space.tp:
@@ -597,6 +623,7 @@ def plan_training(
         )
     ranked = search(spec, cluster, seq, sequences, space)
     if not ranked:
+        _check_divides(spec, cluster.gpus, space)
         raise InputError(
             f"gpus: no layout of the knobs given fits {cluster.gpus:,} GPU(s) and {sequences:,} sequences per "
             "step: dp must divide the sequences, and micro_batch the sequences of one replica",

@@ -25,7 +25,7 @@ def calibrate(
     that exists (unless ``force``), before any fit."""
     from llm_cost.analyses.calibration import calibrate as fit
     from llm_cost.analyses.calibration import write_profile
-    from llm_cost.analyses.import_spec import check_out
+    from llm_cost.specs.files import check_out
 
     if isinstance(measurements, (str, Path)) or not measurements:
         raise InputError("measurements: give a list of measurement files", fields=("measurements",))
@@ -50,5 +50,8 @@ def validate(profile: Optional[str] = None) -> list[Calibration]:
         return validate_shipped()
     if not isinstance(profile, str) or not profile.strip():
         raise InputError(f"profile: {profile!r} is not a profile name or YAML path", fields=("profile",))
-    base = Path(profile).resolve().parent if profile.lower().endswith((".yaml", ".yml")) else None
+    from llm_cost.specs.files import real_path
+
+    yaml_file = profile.lower().endswith((".yaml", ".yml"))
+    base = real_path(Path(profile), "a profile YAML").parent if yaml_file else None
     return [check(load_profile(profile), base)]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
+from llm_cost.core.errors import InputError
 from llm_cost.core.types import StorageDtype
 
 if TYPE_CHECKING:
@@ -32,7 +33,8 @@ def moe(
     """MoE parameter counts (total, active, read per step), expected experts hit per decode
     batch, expert-parallel memory and all-to-all volume against the TP all-reduce
     (``llm-cost moe``); with ``gpu``, the expert GEMMs' ridge at the step's compute dtype
-    (:func:`llm_cost.api.choices.compute_dtype`)."""
+    (:func:`llm_cost.api.choices.compute_dtype`). InputError naming the argument: a ``tp`` that
+    does not divide the heads, a ``dtype`` without ``gpu``."""
     from llm_cost.analyses.moe import moe_analysis
 
     batches = checks.counts(batches, "batches")
@@ -42,6 +44,11 @@ def moe(
     dispatch = checks.choice(dispatch_dtype, StorageDtype, "dispatch_dtype")
     combine = checks.choice(combine_dtype, StorageDtype, "combine_dtype")
     s = load_model(model)
+    from llm_cost.model.layout import Layout, validate_layout
+
+    validate_layout(s, Layout(tp=tp))
+    if gpu is None and dtype is not None:
+        raise InputError("dtype: sets the expert GEMMs' ridge, which needs gpu", fields=("dtype", "gpu"))
     g = load_gpu(gpu) if gpu is not None else None
     compute = choices.compute_dtype(s, g, dtype, weights_dtype) if g is not None else None
     bits = choices.weight_bits(s, weights_dtype)

@@ -54,7 +54,7 @@ def train(
     network_gb_s: Optional[float] = None,
     profile: Any = None,
     tp_comm_overlap: bool = False,
-    top: int = 5,
+    top: Optional[int] = None,
 ) -> Union[TrainResult, TrainPlan]:
     """Training of ``tokens`` tokens D (``llm-cost train``).
 
@@ -65,16 +65,20 @@ def train(
     TrainResult.
 
     With neither, on ``gpus`` GPUs (or tp x cp x pp x dp when all four are given): the training
-    planner (:func:`train_plan`), a TrainPlan. InputError naming the argument."""
+    planner (:func:`train_plan`), a TrainPlan; its own arguments (``cp``, ``vp``, ``ep``,
+    ``global_batch``, ``network_gb_s``, ``profile``, ``tp_comm_overlap``, ``top``) are refused
+    with mfu or gpu_hours. InputError naming the argument."""
     if mfu is None and gpu_hours is None and (gpus is not None or None not in (tp, cp, pp, dp)):
         return train_plan(
             model, tokens, gpu, gpus=gpus, global_batch=global_batch, seq=seq, tp=tp, cp=cp, pp=pp, vp=vp,
             dp=dp, ep=ep, zero=zero, recompute=recompute, micro_batch=micro_batch, dtype=dtype,
             network_gb_s=network_gb_s, profile=profile, tp_comm_overlap=tp_comm_overlap, power_w=power_w, pue=pue,
-            grid_kg_per_kwh=grid_kg_per_kwh, usd_per_gpu_hour=usd_per_gpu_hour, top=top,
+            grid_kg_per_kwh=grid_kg_per_kwh, usd_per_gpu_hour=usd_per_gpu_hour, **({} if top is None else {"top": top}),
         )  # fmt: skip
     from llm_cost.analyses.training import train as run
 
+    _planner_only(cp=cp, vp=vp, ep=ep, global_batch=global_batch, network_gb_s=network_gb_s, profile=profile,
+                  tp_comm_overlap=tp_comm_overlap or None, top=top)  # fmt: skip
     tokens = checks.large_count(tokens, "tokens", 1, 10**40)
     gpus = checks.optional(gpus, checks.count, "gpus", 1, 10**7)
     if (mfu is None) == (gpu_hours is None):
@@ -118,6 +122,19 @@ def train(
         zero,
         sequence_parallel,
     )
+
+
+def _planner_only(**given: Any) -> None:
+    """InputError naming the planner's arguments given (not None) to a run at a given MFU or budget,
+    which would ignore them: they shape a predicted plan (``train`` without mfu and gpu_hours)."""
+    named = [name for name, value in given.items() if value is not None]
+    if named:
+        verb = "shape" if len(named) > 1 else "shapes"
+        raise InputError(
+            f"{', '.join(named)}: {verb} a predicted plan only; give neither mfu nor gpu_hours for one, or leave "
+            f"{'them' if len(named) > 1 else 'it'} out",
+            fields=(*named, "mfu", "gpu_hours"),
+        )
 
 
 def _costs(

@@ -28,6 +28,28 @@ from llm_cost.core.units import (
 )
 
 
+def given(*params: str) -> list[str]:
+    """The flags of the running command's parameters ``params`` (Python names) that the command
+    line gave (not left at their default): to refuse a flag the other flags make meaningless.
+    Read from the Click context of the command (Click as Typer vendors it from 0.2x, else Click)."""
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # a Typer that runs on Click itself
+        from click import get_current_context  # type: ignore[no-redef]
+
+    ctx = get_current_context()
+    flags = {p.name: p.opts[0] for p in ctx.command.params}
+    sources = {n: ctx.get_parameter_source(n) for n in params}
+    return [flags[n] for n, source in sources.items() if source is not None and source.name != "DEFAULT"]
+
+
+def ignored(flags: list[str], why: str) -> None:
+    """InputError naming ``flags`` (given on the command line) that do not apply, and ``why``."""
+    if flags:
+        verb = "do" if len(flags) > 1 else "does"
+        raise InputError(f"{', '.join(flags)} {verb} not apply {why}")
+
+
 def tokens(flag: str, minimum: int = 1) -> Callable[[str], int]:
     """A token count (8K = 8,192) for ``flag``."""
     return lambda text: parse_context(text, flag, minimum)

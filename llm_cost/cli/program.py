@@ -59,7 +59,7 @@ def emit(result, as_json: bool, render, *args) -> None:
     else:
         con = console()
         render(con, result, *args)
-        write_out(con.file.getvalue())
+        write_out("\n".join(line.rstrip() for line in con.file.getvalue().split("\n")))  # no trailing spaces
 
 
 def emit_csv(rows: list, extra: list[dict] | None = None) -> None:
@@ -267,6 +267,21 @@ def _failure(exc: BaseException) -> tuple[int, str]:
     )
 
 
+def _tolerant_stdout() -> None:
+    """A stdout that cannot encode every character (PYTHONIOENCODING=ascii, a latin-1 terminal)
+    writes ASCII stand-ins or ``?`` for them instead of failing: the help too, which Rich writes
+    itself. A UTF-8 stdout (the common case) is left alone, at no cost."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower().replace("-", "")
+    if encoding.startswith("utf") or not hasattr(sys.stdout, "reconfigure"):
+        return
+    import codecs
+
+    from llm_cost.report.base import stand_in
+
+    codecs.register_error("llm-cost-stand-in", stand_in)
+    sys.stdout.reconfigure(errors="llm-cost-stand-in")
+
+
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's last flush cannot fail again."""
     import os
@@ -288,6 +303,7 @@ def main() -> None:
     try:
         if sys.stdout is None:
             raise OutputError("stdout is closed; nothing to write the result to")
+        _tolerant_stdout()
         _run(argv)
         from llm_cost.report.base import write_out
 

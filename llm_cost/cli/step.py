@@ -19,6 +19,8 @@ from llm_cost.cli.options import (
     Pp,
     RedundantExperts,
     Tp,
+    given,
+    ignored,
     integer,
     integer_grid,
     option,
@@ -161,7 +163,12 @@ def flops(
     from llm_cost import api
     from llm_cost.report import flops as view
 
-    lengths = seq if phase is OnePhase.prefill else context
+    prefill = phase is OnePhase.prefill
+    ignored(
+        given("context") if prefill else given("seq"),
+        f"to --phase {phase.value}; use {'--seq' if prefill else '--context'}",
+    )
+    lengths = seq if prefill else context
     result = api.flops(model, phase, lengths, batch, attention, logits, mla)
     if as_csv:
         emit_csv(result)

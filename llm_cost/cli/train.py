@@ -157,7 +157,10 @@ TrainEp = Annotated[
 TpOverlap = Annotated[
     bool, typer.Option("--tp-comm-overlap", help="TP collectives overlap the GEMMs (Megatron's --tp-comm-overlap).")
 ]
-Top = Annotated[int, option("--top", parse=integer("--top", 1, 100), metavar="INTEGER", help="Layouts listed.")]
+Top = Annotated[
+    Optional[int],
+    option("--top", parse=integer("--top", 1, 100), metavar="INTEGER", help="Layouts listed (default 5)."),
+]
 SequenceParallel = Annotated[bool, typer.Option("--sequence-parallel", help="Megatron sequence parallelism.")]
 
 
@@ -189,7 +192,7 @@ def train(
     pue: Pue = 1.0,
     grid_kg_per_kwh: Grid = None,
     usd_per_gpu_hour: TrainPrice = None,
-    top: Top = 5,
+    top: Top = None,
     as_json: Json = False,
 ) -> None:
     """Training: FLOPs, time, energy, CO2, cost and memory; the MFU given (--mfu), implied by a budget

@@ -283,6 +283,15 @@ def fmt_int(value: int) -> str:
     return f"{int(value):,}"
 
 
+def fmt_params(count: int) -> str:
+    """A parameter count in short form: ``8030261248`` -> ``8.03B``, ``124439808`` -> ``124.44M``,
+    ``6736`` -> ``6.74K``, ``12`` -> ``12`` (a tiny model is not "0.00B")."""
+    for factor, suffix in ((10**9, "B"), (10**6, "M"), (10**3, "K")):
+        if count >= factor:
+            return f"{count / factor:.2f}{suffix}"
+    return str(count)
+
+
 #: What a formatter prints for a float that overflowed (a result is a number, never ``inf``).
 TOO_LARGE = "too large to print (beyond a float's range)"
 

@@ -10,6 +10,8 @@ the blocks lives in the layers of its :class:`~llm_cost.core.types.LayerKind`
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, MlpType
 from llm_cost.specs.schema import ModelSpec
@@ -51,10 +53,26 @@ class LayerCounts:
         return {m: n for m in MlpType if (n := self.mlp(m))}
 
 
+@lru_cache(maxsize=64)
+def _running(spec: ModelSpec) -> dict[tuple[LayerType, MlpType], list[int]]:
+    """For each (mixer, feed-forward) pair of ``spec``, how many of its first i layers have it
+    (i = 0 .. L): a run's counts are two look-ups, not a walk over its layers (a planner asks
+    for thousands of runs of a 10,000-layer spec)."""
+    kinds = [(spec.layer_type(i), spec.mlp_kind(i)) for i in range(spec.num_hidden_layers)]
+    out = {}
+    for key in dict.fromkeys(kinds):
+        running = [0]
+        for kind in kinds:
+            running.append(running[-1] + (kind == key))
+        out[key] = running
+    return out
+
+
 def layer_counts(spec: ModelSpec, layers: range | None = None) -> LayerCounts:
-    """The counts of ``layers`` (default: every decoder layer) by mixer and feed-forward."""
-    pairs: dict[tuple[LayerType, MlpType], int] = {}
-    for i in range(spec.num_hidden_layers) if layers is None else layers:
-        key = (spec.layer_type(i), spec.mlp_kind(i))
-        pairs[key] = pairs.get(key, 0) + 1
-    return LayerCounts(pairs)
+    """The counts of ``layers`` (default: every decoder layer, or a run of them with step 1) by
+    mixer and feed-forward, pairs in the order they first appear in the model."""
+    span = range(spec.num_hidden_layers) if layers is None else layers
+    if span.step != 1 or not 0 <= span.start <= span.stop <= spec.num_hidden_layers:
+        raise ValueError(f"layers {span} is not a run of the {spec.num_hidden_layers} layers")
+    counts = {key: r[span.stop] - r[span.start] for key, r in _running(spec).items()}
+    return LayerCounts({key: n for key, n in counts.items() if n})

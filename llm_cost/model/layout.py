@@ -136,14 +136,14 @@ def stage_layers(num_layers: int, pp: int) -> list[int]:
 
 def stage_first_layers(num_layers: int, pp: int) -> list[int]:
     """Index of the first layer of each pipeline stage."""
-    stages = stage_layers(num_layers, pp)
-    return [sum(stages[:i]) for i in range(pp)]
+    return [stage_range(num_layers, pp, i).start for i in range(pp)]
 
 
 def stage_range(num_layers: int, pp: int, stage: int) -> range:
-    """The decoder layers pipeline stage ``stage`` holds."""
-    first = stage_first_layers(num_layers, pp)[stage]
-    return range(first, first + stage_layers(num_layers, pp)[stage])
+    """The decoder layers pipeline stage ``stage`` holds (the first ``extra`` stages one more)."""
+    base, extra = divmod(num_layers, pp)
+    first = stage * base + min(stage, extra)
+    return range(first, first + base + (1 if stage < extra else 0))
 
 
 def kv_heads_per_gpu(spec: ModelSpec, tp: int) -> int:
@@ -269,10 +269,15 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
         LayerType.SHORT_CONV: Fraction(sc_state, layout.tp),
     }
     out = []
+    by_mixers: dict[tuple, int | Fraction] = {}  # stages of the same layers weigh the same (most of them)
     for i in range(layout.pp):
-        elements = Fraction(0)
-        for kind, n in layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i)).mixers.items():
-            elements += n * (per_token * kept[kind] if kind in kept else state.get(kind, 0))
-        full = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i)).mixer(LayerType.FULL_ATTENTION)
-        out.append(exact(elements * kv_bits / 8) + full * context * indexer_key_bytes(spec))
+        counts = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i))
+        mixers = tuple(counts.mixers.items())
+        if mixers not in by_mixers:
+            elements = Fraction(0)
+            for kind, n in mixers:
+                elements += n * (per_token * kept[kind] if kind in kept else state.get(kind, 0))
+            full = counts.mixer(LayerType.FULL_ATTENTION)
+            by_mixers[mixers] = exact(elements * kv_bits / 8) + full * context * indexer_key_bytes(spec)
+        out.append(by_mixers[mixers])
     return out

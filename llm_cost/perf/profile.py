@@ -25,7 +25,7 @@ from llm_cost.core.errors import SpecError
 from llm_cost.core.notes import Note, note
 from llm_cost.specs import index
 from llm_cost.specs.declare import Bounds, Spec, field_names, spec, validated
-from llm_cost.specs.files import read_yaml, shown, validation_message
+from llm_cost.specs.files import read_yaml, real_path, shown, validation_message
 
 __all__ = [
     "Parameter",
@@ -306,9 +306,9 @@ def load_profile(name_or_path: str) -> Profile:
     text = name_or_path.strip()
     path = Path(text)
     if text.lower().endswith((".yaml", ".yml")) or "/" in text:
-        if not path.is_file():
+        if not path.exists() and not path.is_symlink():
             raise SpecError(f"profile: no such file {shown(text, 80)!r}", fields=("profile",))
-        return _load(path.resolve())
+        return _load(real_path(path, "a profile YAML"))
     shipped = profiles_dir() / f"{text.lower()}.yaml"
     if not shipped.is_file():
         raise SpecError(

@@ -17,7 +17,17 @@ from llm_cost.core.errors import OutputError
 from llm_cost.core.serialize import plain
 from llm_cost.core.units import Number, fmt_iec, fmt_int, fmt_si
 
-__all__ = ["to_json", "console", "write_out", "print_table", "print_facts", "print_conventions", "pct", "bytes_exact"]
+__all__ = [
+    "to_json",
+    "console",
+    "write_out",
+    "stand_in",
+    "print_table",
+    "print_facts",
+    "print_conventions",
+    "pct",
+    "bytes_exact",
+]
 
 #: ASCII stand-ins for the characters the tables use, for a stdout that cannot encode them
 #: (PYTHONIOENCODING=ascii, a latin-1 terminal); anything else becomes "?".
@@ -93,6 +103,15 @@ def console():  # noqa: ANN201 - rich type imported lazily
         force_terminal=styled,
         no_color=not styled,
     )
+
+
+def stand_in(exc: UnicodeError) -> tuple[str, int]:
+    """A codec error handler (``codecs.register_error``) writing the ASCII stand-ins of
+    :data:`_ASCII` (or ``?``) for the characters a stream cannot encode."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start : exc.end].translate(_ASCII)
+    return "".join(c if c.isascii() else "?" for c in text), exc.end
 
 
 def encodable(text: str, encoding: str) -> str:

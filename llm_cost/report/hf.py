@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llm_cost.core.units import fmt_int
+from llm_cost.core.units import fmt_int, fmt_params
 
 
 def print_defaults(con, defaults: list[str]) -> None:
@@ -19,7 +19,7 @@ def render_import(con, r, verbose: bool) -> None:
     """One line for what was written, then (with --verbose) the defaults applied."""
     con.print(
         f"wrote {r.path}: {r.name} ({r.display_name}, model_type {r.model_type}), "
-        f"{fmt_int(r.total_params)} parameters ({r.total_params / 1e9:.2f}B); source {r.source}",
+        f"{fmt_int(r.total_params)} parameters ({fmt_params(r.total_params)}); source {r.source}",
         markup=False,
     )
     if verbose:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llm_cost.analyses.moe import MoEResult
-from llm_cost.core.units import fmt_iec, fmt_int, fmt_si
+from llm_cost.core.units import fmt_flops, fmt_iec, fmt_int, fmt_si
 from llm_cost.report.base import print_conventions, print_facts, print_table
 
 
@@ -30,7 +30,7 @@ def render(con, r: MoEResult, display_name: str) -> None:
             (
                 "active per token: set the FLOPs",
                 f"{fmt_int(r.active_params)}; weight FLOPs per token 2 x active N_gemm "
-                f"= {r.weight_flops_per_token / 1e9:,.2f} GFLOP",
+                f"= {fmt_flops(r.weight_flops_per_token)}",
             ),
             ("non-routed parameters", fmt_int(r.non_routed_params)),
             ("one routed expert, one layer", fmt_int(r.expert_params)),

@@ -165,7 +165,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "{combine_bits} bits; TP-{tp} ring all-reduce moves 2(n-1)/n x d x 2 B (BF16)",
     "moe.gemm_ridge": "expert GEMM intensity = 2 x rows / bytes per weight; ridge of {gpu} at {dtype}",
     "checkpoint.stored_safetensors": "stored: every tensor in the safetensors headers (weights never read); scale "
-    "tensors are not parameters",
+    "tensors and rotary inv_freq buffers are not parameters",
     "checkpoint.stored_gguf": "stored: every tensor in the GGUF file's tensor infos, bytes per ggml type as stored "
     "(block scales included in each quantised type's bytes)",
     "checkpoint.matched_by_role": "matched by role: projections (fused q/k/v and gate/up merged), pooled block norms, "

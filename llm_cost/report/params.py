@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from llm_cost.core.types import Part
-from llm_cost.core.units import fmt_int
+from llm_cost.core.units import fmt_flops, fmt_int, fmt_params
 from llm_cost.model.params import ParamsResult
 from llm_cost.report.base import bytes_exact, pct, print_conventions, print_facts, print_table
 
@@ -33,7 +33,7 @@ def render(con, r: ParamsResult, display_name: str) -> None:
         [("part", "left"), ("per layer", "right"), ("layers", "right"), ("parameters", "right"), ("share", "right")],
         rows,
     )
-    facts = [("total parameters", f"{fmt_int(r.total_params)} ({r.total_params / 1e9:.2f}B)")]
+    facts = [("total parameters", f"{fmt_int(r.total_params)} ({fmt_params(r.total_params)})")]
     if r.vision_params:
         facts.append(("  language model", fmt_int(r.decoder_params)))
         facts.append(("  vision tower", fmt_int(r.vision_params)))
@@ -43,13 +43,12 @@ def render(con, r: ParamsResult, display_name: str) -> None:
     facts.append(
         (
             "weight FLOPs per token",
-            f"2 x {'active ' if r.active_n_gemm != r.n_gemm else ''}N_gemm = "
-            f"{r.weight_flops_per_token / 1e9:,.2f} GFLOP",
+            f"2 x {'active ' if r.active_n_gemm != r.n_gemm else ''}N_gemm = {fmt_flops(r.weight_flops_per_token)}",
         )
     )
     facts.append(("N without input embedding", fmt_int(r.params_without_input_embedding)))
     if r.routed_expert_params:
-        facts.append(("active parameters per token", f"{fmt_int(r.active_params)} ({r.active_params / 1e9:.2f}B)"))
+        facts.append(("active parameters per token", f"{fmt_int(r.active_params)} ({fmt_params(r.active_params)})"))
         facts.append(("routed experts (all)", fmt_int(r.routed_expert_params)))
         facts.append(("non-routed parameters", fmt_int(r.non_routed_params)))
     if r.mtp_params:
@@ -89,7 +88,18 @@ def render_checkpoint(con, c: CheckpointReport) -> None:
                 f"{c.scale_tensors:,} tensors, {fmt_int(c.scale_elements)} elements, {bytes_exact(c.scale_bytes)}",
             )
         )
-    if c.index_total_size is not None:
+    if c.buffer_tensors:
+        buffers = f"{c.buffer_tensors:,} tensors, {fmt_int(c.buffer_elements)} elements"
+        facts.append(("buffers (inv_freq, not parameters)", buffers))
+    if c.index_total_size is not None and c.index_total_disagrees:
+        facts.append(
+            (
+                "index total_size",
+                f"{fmt_int(c.index_total_size)} B, but the shards' tensors hold {fmt_int(c.tensor_bytes)} B "
+                "(a stale or edited index?)",
+            )
+        )
+    elif c.index_total_size is not None:
         facts.append(("index total_size", bytes_exact(c.index_total_size)))
     facts.append(("described by the config", fmt_int(c.described_params)))
     if c.matches:

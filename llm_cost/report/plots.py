@@ -19,13 +19,25 @@ DPI = 100
 
 
 def pyplot():  # noqa: ANN201 - matplotlib's module
-    """matplotlib.pyplot on a non-interactive backend; InputError saying how to install it."""
+    """matplotlib.pyplot on a non-interactive backend; InputError saying how to install it, or
+    naming MPLBACKEND when it names no backend (matplotlib refuses to start then, although a file
+    is drawn with Agg whatever it says)."""
     try:
         import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
     except ImportError:
         raise InputError("--plot needs matplotlib: pip install 'llm-cost[plot]'") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    except ValueError as exc:
+        if "backend" not in str(exc):
+            raise
+        import os
+
+        raise InputError(
+            f"MPLBACKEND={os.environ.get('MPLBACKEND', '')[:40]!r} is not a matplotlib backend; unset it (--plot "
+            "draws files with Agg)"
+        ) from None
 
     return plt
 

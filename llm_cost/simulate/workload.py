@@ -488,23 +488,49 @@ class Trace:
 _TRACE_COLUMNS = ("arrival_s", "input_tokens", "output_tokens", "prefix_id", "prefix_tokens")
 
 
+#: The most tokens a trace row's prompt or output holds, and the most bytes a trace file has.
+MAX_TRACE_TOKENS = 2**27
+MAX_TRACE_BYTES = 100_000_000
+
+
+def _trace_count(value: object, name: str, where: str, minimum: int) -> int:
+    """A token count of a trace row: an integer (a JSON number without a fraction, or CSV digits)
+    in [minimum, MAX_TRACE_TOKENS]; InputError naming the row and column otherwise (a fraction is
+    not truncated, a boolean is no count)."""
+    text = value.strip() if isinstance(value, str) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        count = value
+    elif text is not None and text.isdigit() and len(text) <= 12:
+        count = int(text)
+    else:
+        raise InputError(f"{where}: {name} {str(value)[:40]!r} is not a whole number of tokens")
+    if not minimum <= count <= MAX_TRACE_TOKENS:
+        raise InputError(f"{where}: {name} {count} is not from {minimum} to {MAX_TRACE_TOKENS:,} tokens")
+    return count
+
+
 def _trace_row(raw: dict, where: str) -> TraceRow:
-    unknown = set(raw) - set(_TRACE_COLUMNS)
+    unknown = {str(k) for k in raw} - set(_TRACE_COLUMNS)
     if unknown:
         raise InputError(
-            f"{where}: unknown column(s) {', '.join(sorted(unknown))}; columns: {', '.join(_TRACE_COLUMNS)}"
+            f"{where}: unknown column(s) {', '.join(sorted(unknown))[:200]}; columns: {', '.join(_TRACE_COLUMNS)}"
         )
+    missing = [c for c in _TRACE_COLUMNS[:3] if raw.get(c) in (None, "")]
+    if missing:
+        raise InputError(f"{where}: no {missing[0]}")
+    arrival_raw = raw["arrival_s"]
     try:
-        arrival = float(raw["arrival_s"])
-        prompt, out = int(raw["input_tokens"]), int(raw["output_tokens"])
-        prefix_id = raw.get("prefix_id")
-        prefix_id = None if prefix_id in (None, "") else str(prefix_id)
-        prefix = int(raw.get("prefix_tokens") or 0)
-    except KeyError as missing:
-        raise InputError(f"{where}: no {missing.args[0]}") from None
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{where}: {exc}") from None
-    if not (math.isfinite(arrival) and arrival >= 0 and prompt >= 1 and out >= 1 and 0 <= prefix <= prompt):
+        arrival = float(arrival_raw) if not isinstance(arrival_raw, bool) else math.nan
+    except (TypeError, ValueError, OverflowError):
+        arrival = math.nan
+    if not (math.isfinite(arrival) and 0 <= arrival <= 1e9):
+        raise InputError(f"{where}: arrival_s {str(arrival_raw)[:40]!r} is not a time from 0 to 1e9 seconds")
+    prompt = _trace_count(raw["input_tokens"], "input_tokens", where, 1)
+    out = _trace_count(raw["output_tokens"], "output_tokens", where, 1)
+    prefix_id = raw.get("prefix_id")
+    prefix_id = None if prefix_id in (None, "") else str(prefix_id)
+    prefix = _trace_count(raw.get("prefix_tokens") or 0, "prefix_tokens", where, 0)
+    if prefix > prompt:
         raise InputError(
             f"{where}: needs arrival_s >= 0, input_tokens and output_tokens >= 1, 0 <= prefix_tokens <= input_tokens"
         )
@@ -513,22 +539,45 @@ def _trace_row(raw: dict, where: str) -> TraceRow:
     return TraceRow(arrival, prompt, out, prefix_id, prefix)
 
 
+def _trace_text(path: Path) -> str:
+    """The text of a trace file: a regular file (:func:`llm_cost.specs.files.open_regular`: no
+    FIFO, no link loop) of at most MAX_TRACE_BYTES of UTF-8."""
+    from llm_cost.specs.files import open_regular
+
+    with open_regular(path, "a .jsonl or .csv trace") as f:
+        try:
+            raw = f.read(MAX_TRACE_BYTES + 1)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read the trace ({exc.strerror or exc})") from None
+    if len(raw) > MAX_TRACE_BYTES:
+        raise InputError(f"{path}: more than {MAX_TRACE_BYTES:,} bytes; not a trace llm-cost replays")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a UTF-8 text file") from None
+
+
 def read_trace(path: str | Path) -> Trace:
     """A trace from a ``.jsonl`` (one JSON object a line) or ``.csv`` (a header line) file of the
     columns ``arrival_s``, ``input_tokens``, ``output_tokens`` and optionally ``prefix_id``,
-    ``prefix_tokens``; rows sorted by arrival. InputError naming the file and line otherwise."""
+    ``prefix_tokens``; rows sorted by arrival. InputError naming the file and line otherwise: a
+    file that is not regular, too large, a row that is not an object, a count that is not a whole
+    number from 1 to :data:`MAX_TRACE_TOKENS`, an arrival that is not a time from 0 to 1e9 s."""
     path = Path(path)
     if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
         raise InputError(f"{path}: a trace is a .jsonl or .csv file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the trace ({exc.strerror or exc})") from None
+    text = _trace_text(path)
     if path.suffix.lower() == ".csv":
         import csv
 
         lines = text.splitlines()
-        raws = [(f"{path}:{i + 2}", dict(r)) for i, r in enumerate(csv.DictReader(lines))]
+        try:
+            raws = [(f"{path}:{i + 2}", dict(r)) for i, r in enumerate(csv.DictReader(lines))]
+        except csv.Error as exc:
+            raise InputError(f"{path}: not a CSV file ({exc})") from None
+        for where, raw in raws:
+            if None in raw:  # more fields than the header names
+                raise InputError(f"{where}: more values than the header has columns")
     else:
         import json
 
@@ -538,8 +587,10 @@ def read_trace(path: str | Path) -> Trace:
                 continue
             try:
                 obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{i + 1}: not JSON ({exc.msg})") from None
+            except RecursionError:
+                raise InputError(f"{path}:{i + 1}: nested too deeply") from None
+            except ValueError as exc:  # JSONDecodeError, and integers past 4,300 digits
+                raise InputError(f"{path}:{i + 1}: not JSON ({getattr(exc, 'msg', str(exc))[:80]})") from None
             if not isinstance(obj, dict):
                 raise InputError(f"{path}:{i + 1}: a row is a JSON object")
             raws.append((f"{path}:{i + 1}", obj))

@@ -8,18 +8,24 @@ https://huggingface.co/docs/safetensors; the ``safetensors`` library is not need
 
 A folder is a checkpoint when it holds ``*.safetensors`` files or a
 ``model.safetensors.index.json``; with an index, the shards it names are read (a missing shard is
-an error naming it). Errors are one-line :class:`SpecError`\\ s naming the file.
+an error naming it). A shard's name must stay inside the folder as written (no absolute path, no
+``..``): the index cannot make the reader open ``/etc/passwd``; the shard itself may be a link
+(a Hugging Face cache links each one to its blob). Only regular files are opened (a FIFO named
+``model.safetensors`` would block the reader), JSON nested too deeply or holding an integer of
+thousands of digits is refused. Errors are one-line :class:`SpecError`\\ s naming the file.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import struct
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
 from llm_cost.core.records import record
+from llm_cost.specs.files import open_regular, shown
 
 __all__ = [
     "StoredTensor",
@@ -82,12 +88,35 @@ class Checkpoint:
     tensors: tuple[StoredTensor, ...]
     index_total_size: Optional[int]  # metadata.total_size of the index, when there is one
 
+    @property
+    def tensor_bytes(self) -> int:
+        """Bytes of every stored tensor (what an index's ``total_size`` counts)."""
+        return sum(t.nbytes for t in self.tensors)
+
+
+def _int(text: str) -> int:
+    """A JSON integer, refused past the 4,300 digits ``int()`` converts (no header needs 20)."""
+    if len(text) > 4300:
+        raise ValueError(f"an integer of {len(text):,} digits")
+    return int(text)
+
+
+def _json(raw: bytes, path: Path, what: str) -> Any:
+    """``raw`` parsed as JSON; SpecError naming ``path`` for text that is not JSON, nests too deeply
+    for the parser, or holds an integer longer than Python converts (4,300 digits)."""
+    try:
+        return json.loads(raw.decode("utf-8"), parse_int=_int)
+    except RecursionError:
+        raise SpecError(f"{shown(path)}: {what} nests lists or objects too deeply") from None
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, and the digit limit of int()
+        raise SpecError(f"{shown(path)}: {what} is not valid JSON ({str(exc)[:120]})") from None
+
 
 def read_safetensors_header(path: Path) -> list[StoredTensor]:
     """The tensors of one safetensors file, from its header (8 + N bytes; the weights are not read)."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
+        with open_regular(path, "a .safetensors file") as f:
+            size = os.fstat(f.fileno()).st_size
             head = f.read(8)
             n = header_length(path, head, size)
             raw = f.read(n)
@@ -111,11 +140,9 @@ def header_length(path: Path, head: bytes, size: int) -> int:
 
 def parse_safetensors_header(path: Path, raw: bytes, size: int) -> list[StoredTensor]:
     """The tensors a safetensors header ``raw`` (the N bytes after the length) describes, for a
-    file of ``size`` bytes; SpecError naming ``path`` for a malformed header."""
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SpecError(f"{path}: the safetensors header is not valid JSON ({exc})") from None
+    file of ``size`` bytes; SpecError naming ``path`` for a malformed header (not JSON, nested
+    too deeply, an integer of thousands of digits, an entry without dtype, shape and offsets)."""
+    header = _json(raw, path, "the safetensors header")
     if not isinstance(header, dict):
         raise SpecError(f"{path}: the safetensors header must be a JSON object")
     out = []
@@ -163,31 +190,53 @@ def _tensor(path: Path, name: str, entry: object, data_bytes: int) -> StoredTens
 
 def is_checkpoint_folder(path: Path) -> bool:
     """A folder holding ``*.safetensors`` files or a safetensors index."""
-    return path.is_dir() and ((path / INDEX).is_file() or any(path.glob("*.safetensors")))
+    return path.is_dir() and ((path / INDEX).exists() or any(path.glob("*.safetensors")))
+
+
+def _index(folder: Path) -> tuple[list[Path], Optional[int]]:
+    """The shards an index names (sorted) and its ``metadata.total_size``; SpecError for an
+    index that is not a JSON object with a weight_map of tensor -> file name, a shard name that
+    leaves the folder, or a shard missing."""
+    index = folder / INDEX
+    with open_regular(index, "a safetensors index") as f:
+        raw = f.read(MAX_HEADER_BYTES + 1)
+    if len(raw) > MAX_HEADER_BYTES:
+        raise SpecError(f"{shown(index)}: larger than {MAX_HEADER_BYTES:,} bytes; not a safetensors index")
+    data = _json(raw, index, "the safetensors index")
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict):
+        raise SpecError(f"{shown(index)}: not a safetensors index (a JSON object with a weight_map)")
+    wrong = next(((k, v) for k, v in weight_map.items() if not isinstance(v, str) or not v.strip()), None)
+    if wrong is not None:
+        raise SpecError(
+            f"{shown(index)}: weight_map[{shown(wrong[0], 60)!r}] is {shown(repr(wrong[1]), 40)}, "
+            "not the name of a shard file"
+        )
+    names = sorted(set(weight_map.values()))
+    outside = [n for n in names if os.path.isabs(n) or os.path.normpath(n).split(os.sep)[0] == ".."]
+    if outside:
+        raise SpecError(
+            f"{shown(index)}: shard {shown(outside[0], 80)!r} is outside the checkpoint folder; an index "
+            "names shards in its own folder"
+        )
+    missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        raise SpecError(
+            f"{shown(index)}: shard {shown(missing[0], 80)} is missing from {shown(folder)} ({len(missing)} of "
+            f"{len(names)} shards absent); headers are read from the shards themselves"
+        )
+    metadata = data.get("metadata")
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
+    return [folder / n for n in names], total if isinstance(total, int) and not isinstance(total, bool) else None
 
 
 def read_checkpoint(folder: Path) -> Checkpoint:
     """Every tensor header of the checkpoint in ``folder`` (the index's shards, else every
-    ``*.safetensors`` file). SpecError for a missing shard, a malformed header or a duplicate name."""
+    ``*.safetensors`` file). SpecError for a malformed index, a shard outside the folder or
+    missing, a malformed header or a duplicate name."""
     index_total = None
-    index = folder / INDEX
-    if index.is_file():
-        try:
-            data = json.loads(index.read_text(encoding="utf-8"))
-            weight_map = data["weight_map"]
-            assert isinstance(weight_map, dict)
-        except (OSError, ValueError, KeyError, AssertionError, TypeError):
-            raise SpecError(f"{index}: not a safetensors index (a JSON object with a weight_map)") from None
-        total = (data.get("metadata") or {}).get("total_size")
-        index_total = total if isinstance(total, int) and not isinstance(total, bool) else None
-        names = sorted(set(weight_map.values()))
-        missing = [n for n in names if not (folder / n).is_file()]
-        if missing:
-            raise SpecError(
-                f"{index}: shard {missing[0]} is missing from {folder} ({len(missing)} of {len(names)} "
-                "shards absent); headers are read from the shards themselves"
-            )
-        files = [folder / n for n in names]
+    if (folder / INDEX).exists() or (folder / INDEX).is_symlink():
+        files, index_total = _index(folder)
     else:
         files = sorted(folder.glob("*.safetensors"))
     tensors: dict[str, StoredTensor] = {}

@@ -1,21 +1,30 @@
-"""Reading spec and config files: size, encoding and YAML checks, and one-line validation messages.
+"""Reading spec and config files: size, encoding and YAML checks, and one-line validation messages;
+writing the files ``-o`` names (a spec from ``import``, a profile from ``calibrate``).
 
 Shared by :mod:`llm_cost.specs.load` (YAML specs) and :mod:`llm_cost.specs.hf` (config.json), so
-neither imports the other for it.
+neither imports the other for it. Files are read only when regular (:func:`open_regular`) and
+written only as regular files, whole or not at all (:func:`check_out`, :func:`write_atomically`).
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from llm_cost.core.errors import SpecError
+from llm_cost.core.errors import InputError, SpecError
 
 __all__ = [
     "MAX_SPEC_BYTES",
     "MAX_VALUES",
     "MAX_DEPTH",
+    "open_regular",
+    "real_path",
     "read_text",
+    "check_out",
+    "write_atomically",
     "read_yaml",
     "check_shape",
     "shown",
@@ -38,26 +47,150 @@ def shown(path: object, limit: int = 120) -> str:
     return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-limit // 2 :]} ({len(text):,} characters)"
 
 
-def read_text(path: Path, what: str = "a .yaml spec") -> str:
-    """The UTF-8 text of a spec or config file; SpecError for a missing, non-regular, huge
-    (over 1 MB), undecodable or binary (NUL bytes) file, or a path the system cannot use
-    (too long, a part that is not a folder), naming the file and what is expected."""
+def _refused(path: Path, exc: OSError, what: str) -> SpecError:
+    """One line for a path the system refused: missing, a loop of symbolic links, or its reason."""
+    if exc.errno == errno.ENOENT:
+        return SpecError(f"{shown(path)}: no such file")
+    if exc.errno == errno.ELOOP:
+        return SpecError(f"{shown(path)}: a loop of symbolic links; give the path of {what}")
+    return SpecError(f"{shown(path)}: cannot be read ({exc.strerror or exc})")
+
+
+def open_regular(path: Path, what: str) -> IO[bytes]:
+    """``path`` opened for binary reading if it is a regular file once its symbolic links are
+    followed (the kernel's own resolution, which stops a loop); SpecError naming the file
+    otherwise: missing, a link loop, a folder, a device, a FIFO or a socket (a FIFO would block
+    the reader forever). The file is opened without blocking and checked on the open descriptor,
+    so it cannot be swapped for something else between the check and the read."""
     try:
-        if not path.exists():
-            raise SpecError(f"{shown(path)}: no such file")
-        if not path.is_file():
-            raise SpecError(f"{shown(path)}: not a regular file (a folder or a device); give the path of {what}")
-        size = path.stat().st_size
-        if size > MAX_SPEC_BYTES:
-            raise SpecError(f"{shown(path)}: {size:,} bytes is too large for {what} (limit {MAX_SPEC_BYTES:,} bytes)")
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _refused(path, exc, what) from None
+    except ValueError:  # a NUL character in the path
+        raise SpecError(f"{shown(path)}: not a path the system accepts; give the path of {what}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise SpecError(f"{shown(path)}: not a regular file ({kind}); give the path of {what}")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def real_path(path: Path, what: str) -> Path:
+    """``path`` with every symbolic link followed, once (the folder a file's relative paths are
+    read from); SpecError naming the file for a loop of links or a path the system refuses."""
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except OSError as exc:
+        raise _refused(path, exc, what) from None
+    except ValueError:
+        raise SpecError(f"{shown(path)}: not a path the system accepts; give the path of {what}") from None
+
+
+def read_text(path: Path, what: str = "a .yaml spec") -> str:
+    """The UTF-8 text of a spec or config file; SpecError for a missing or non-regular file (a
+    folder, device, FIFO; see :func:`open_regular`), a loop of links, a huge (over 1 MB),
+    undecodable or binary (NUL bytes) file, or a path the system cannot use (too long, a part
+    that is not a folder), naming the file and what is expected."""
+    with open_regular(path, what) as f:
+        try:
+            raw = f.read(MAX_SPEC_BYTES + 1)
+        except OSError as exc:
+            raise _refused(path, exc, what) from None
+    if len(raw) > MAX_SPEC_BYTES:
+        size = os.stat(path).st_size
+        raise SpecError(f"{shown(path)}: {size:,} bytes is too large for {what} (limit {MAX_SPEC_BYTES:,} bytes)")
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise SpecError(f"{shown(path)}: not a UTF-8 text file") from None
-    except (OSError, ValueError) as exc:
-        raise SpecError(f"{shown(path)}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
     if "\x00" in text:
         raise SpecError(f"{shown(path)}: binary content (NUL bytes); expected {what}")
-    return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as text mode reads
+
+
+def _target(out: Path) -> Path:
+    """The file ``out`` names: itself, or where its symbolic link points (InputError for a loop)."""
+    if not out.is_symlink():
+        return out
+    try:
+        return Path(os.path.realpath(out, strict=True))
+    except FileNotFoundError:  # a dangling link: write the file it names
+        return Path(os.path.realpath(out))
+    except OSError as exc:
+        raise InputError(f"out: {shown(out)!r} cannot be used ({exc.strerror})", fields=("out",)) from None
+
+
+def check_out(out: Path, stem: str, force: bool) -> Path:
+    """The regular file that writing ``out`` replaces or creates, before anything is computed: ``out``
+    itself, or the target of its symbolic link (a link is followed, never replaced). InputError
+    (naming the argument) for a folder, a device, FIFO or socket (refused even with ``force``: only
+    regular files are written), a missing folder, a loop of links, a path the system refuses, or
+    a file that exists when ``force`` is not given."""
+    try:
+        target = _target(out)
+        if target.is_dir():
+            raise InputError(
+                f"out: {shown(out)!r} is a folder; give a file path such as {shown(out / (stem + '.yaml'))!r}",
+                fields=("out",),
+            )
+        if target.exists() and not target.is_file():
+            raise InputError(
+                f"out: {shown(out)!r} is not a regular file (a device, FIFO or socket); only regular files are written",
+                fields=("out",),
+            )
+        if not target.parent.is_dir():
+            raise InputError(f"out: folder {shown(target.parent)!r} does not exist", fields=("out",))
+        if target.exists() and not force:
+            raise InputError(f"{shown(out)}: already exists; pass force to overwrite it", fields=("force",))
+    except OSError as exc:
+        raise InputError(f"out: {shown(out)!r} cannot be used ({exc.strerror or exc})", fields=("out",)) from None
+    except ValueError as exc:  # a NUL character in the path (an InputError above is one too)
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"out: {shown(out)!r} is not a path the system accepts", fields=("out",)) from None
+    return target
+
+
+def _umask() -> int:
+    """The process's file-creation mask (read by setting it, then restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomically(target: Path, text: str, force: bool) -> None:
+    """Write ``text`` to the regular file ``target`` (from :func:`check_out`) whole or not at all:
+    a temporary file in the same folder, made readable as a new file is under the user's umask
+    (``0o666 & ~umask``, not the temporary file's 0600), flushed to disk, then linked (a new file:
+    never clobbering one that appeared meanwhile, InputError then) or renamed over it (``force``).
+    OSError from the file system (read-only, full, no permission) is left to the caller."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=".llm-cost.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
+            os.fsync(fh.fileno())
+        if force:
+            os.replace(tmp, target)
+        else:
+            try:
+                os.link(tmp, target)  # fails if the file appeared meanwhile: never clobber without force
+            except FileExistsError:
+                raise InputError(f"{target}: already exists; pass force to overwrite it", fields=("force",)) from None
+            except OSError:  # filesystems without hard links
+                if target.exists():
+                    raise InputError(
+                        f"{target}: already exists; pass force to overwrite it", fields=("force",)
+                    ) from None
+                os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def check_shape(data: Any, path: Path) -> None:

@@ -2,8 +2,11 @@
 
 The config is fetched with ``huggingface_hub`` (the optional extra ``pip install 'llm-cost[hub]'``,
 imported only when MODEL is such an id), cache first: a config already in the local Hugging Face
-cache is read without touching the network. The usual environment is honoured: ``HF_HUB_OFFLINE``
-(never go online), ``HF_TOKEN`` (gated and private repos) and the cache location (``HF_HUB_CACHE``,
+cache is read without touching the network. Online, the Hub has :data:`HUB_TIMEOUT_S` seconds to
+answer one request for the file's metadata, with no retries, so an unreachable Hub fails in a few
+seconds (huggingface_hub alone retries for up to a minute). The usual environment is honoured:
+``HF_HUB_OFFLINE`` (never go online; a value that is neither true nor false, such as ``maybe``,
+is refused rather than read as false and online as huggingface_hub reads it), ``HF_TOKEN`` (gated and private repos) and the cache location (``HF_HUB_CACHE``,
 else ``HF_HOME``/hub, else ``XDG_CACHE_HOME``/huggingface/hub, else ~/.cache/huggingface/hub). The
 variables are read when MODEL is resolved, not when huggingface_hub was imported.
 
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Optional
 
 from llm_cost.core.errors import SpecError
+from llm_cost.specs.files import shown
 
 __all__ = [
     "is_hub_id",
@@ -40,6 +44,9 @@ _HUB_ID = re.compile(
 )
 _FILE_SUFFIXES = (".yaml", ".yml", ".json", ".gguf", ".safetensors")
 _TRUE = {"1", "on", "yes", "true"}
+_FALSE = {"", "0", "off", "no", "false"}
+#: Seconds the Hub has to answer (connect and respond), once.
+HUB_TIMEOUT_S = 3.0
 
 
 def parse_hub_id(text: str) -> Optional[tuple[str, Optional[str]]]:
@@ -66,8 +73,14 @@ def cache_dir() -> Path:
 
 
 def offline() -> bool:
-    """HF_HUB_OFFLINE is set to a true value."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
+    """HF_HUB_OFFLINE is set to a true value; SpecError for a value neither true nor false."""
+    value = os.environ.get("HF_HUB_OFFLINE", "").strip().lower()
+    if value not in _TRUE | _FALSE:
+        raise SpecError(
+            f"HF_HUB_OFFLINE={shown(value, 20)!r} is neither true (1, on, yes, true) nor false (0, off, no, false); "
+            "huggingface_hub would read it as false and go online"
+        )
+    return value in _TRUE
 
 
 def _shown(repo: str, rev: Optional[str]) -> str:
@@ -85,6 +98,10 @@ def _download(repo: str, rev: Optional[str], local_only: bool, filename: str = "
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # its retry warnings would break the one-line error
     try:
+        if not local_only:  # one request with a short timeout: hf_hub_download would retry for a minute
+            from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+            get_hf_file_metadata(hf_hub_url(repo, filename, revision=rev), token=_token(), timeout=HUB_TIMEOUT_S)
         return Path(
             hf_hub_download(
                 repo,
@@ -93,7 +110,7 @@ def _download(repo: str, rev: Optional[str], local_only: bool, filename: str = "
                 cache_dir=str(cache_dir()),
                 token=_token(),
                 local_files_only=local_only,
-                etag_timeout=HEADER_TIMEOUT_S,
+                etag_timeout=HUB_TIMEOUT_S,
             )
         )
     finally:
@@ -123,10 +140,32 @@ def _error(model_id: str, exc: Exception) -> SpecError:
         return SpecError(
             f"{model_id}: the repository has no config.json (a GGUF-only repo? download the .gguf and give its path)"
         )
+    kind = type(exc).__name__
+    if "timeout" in kind.lower() or "connect" in kind.lower():
+        why = f"did not answer within {HUB_TIMEOUT_S:g} s" if "timeout" in kind.lower() else "cannot be reached"
+        return SpecError(
+            f"{model_id}: the Hugging Face Hub {why} ({kind}); connect, or copy the model's config.json and give "
+            "its path"
+        )
     return SpecError(
         f"{model_id}: the Hugging Face Hub lookup failed ({type(exc).__name__}: "
         f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})"
     )
+
+
+def _check_cache_links(model_id: str, repo: str) -> None:
+    """SpecError when a cached snapshot's config.json of ``repo`` is a link that does not resolve
+    (a loop, or a missing blob): huggingface_hub takes it as absent and would replace it."""
+    snapshots = cache_dir() / f"models--{repo.replace('/', '--')}" / "snapshots"
+    links = [d / "config.json" for d in sorted(snapshots.iterdir())] if snapshots.is_dir() else []
+    for link in (p for p in links if p.is_symlink()):
+        try:
+            os.path.realpath(link, strict=True)
+        except OSError as exc:
+            raise SpecError(
+                f"{model_id}: the Hugging Face cache's {shown(link)} cannot be read ({exc.strerror}); delete that "
+                "snapshot folder and fetch it again"
+            ) from None
 
 
 def config_path(model_id: str) -> Path:
@@ -150,6 +189,7 @@ def config_path(model_id: str) -> Path:
     try:
         return _download(repo, rev, local_only=True)
     except errors.LocalEntryNotFoundError:
+        _check_cache_links(model_id, repo)
         if offline():
             raise SpecError(
                 f"{model_id}: HF_HUB_OFFLINE is set and config.json is not in the Hugging Face cache "

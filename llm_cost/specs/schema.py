@@ -62,6 +62,7 @@ PcieGen = Annotated[int, Bounds(ge=1, le=16, strict=True)]
 PositiveFloat = Annotated[float, Bounds(gt=0, le=1e6)]
 Scale = Annotated[float, Bounds(ge=-1e6, le=1e6)]
 Text = Annotated[str, Bounds(max_length=MAX_TEXT)]
+StrictBool = Annotated[bool, Bounds(strict=True)]  #: true or false, not 1 or "yes"
 Name = Annotated[str, Bounds(min_length=1, max_length=128)]
 Names = Annotated[tuple[Name, ...], Bounds(max_length=64)]
 if TYPE_CHECKING:
@@ -350,6 +351,11 @@ class Mamba2(Spec):
         return self.inner + 2 * self.n_groups * self.state_size
 
 
+#: The ``rope_type`` values of transformers' RoPE initialisers (``ROPE_INIT_FUNCTIONS``), its older
+#: name ``su`` of longrope, and ``mrope`` (Qwen2-VL's sections, default frequencies).
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "su", "mrope")
+
+
 @spec
 class ShortConv(Spec):
     """LFM2's gated short convolution (transformers models/lfm2/modeling_lfm2.py Lfm2ShortConv):
@@ -365,9 +371,12 @@ class ShortConv(Spec):
 
 @spec
 class RopeScaling(Spec):
-    """RoPE scaling as in config.json ``rope_scaling`` (llama3, yarn, linear, dynamic, mrope)."""
+    """RoPE scaling as in config.json ``rope_scaling`` (llama3, yarn, linear, dynamic, mrope).
+    Checked as transformers' ``rope_config_validation`` checks it, refusing where it only warns:
+    a known ``rope_type``; a ``factor`` of at least 1 (a scaling stretches positions); llama3's
+    ``low_freq_factor`` below its ``high_freq_factor``; YaRN's ``beta_fast`` above ``beta_slow``."""
 
-    rope_type: Text = spec_field(description="llama3, yarn, linear, dynamic, mrope, default.")
+    rope_type: Text = spec_field(description="llama3, yarn, linear, dynamic, longrope, mrope, default.")
     factor: Optional[PositiveFloat] = None
     original_max_position_embeddings: Optional[Positions] = None
     low_freq_factor: Optional[PositiveFloat] = None
@@ -377,6 +386,18 @@ class RopeScaling(Spec):
     mscale: Optional[Scale] = None
     mscale_all_dim: Optional[Scale] = None
     mrope_section: Optional[Annotated[tuple[Width, ...], Bounds(max_length=64)]] = None
+
+    def _check(self) -> None:
+        if self.rope_type not in ROPE_TYPES:
+            raise ValueError(f"rope_scaling.rope_type {self.rope_type[:40]!r} is not one of {', '.join(ROPE_TYPES)}")
+        if self.factor is not None and self.factor < 1 and self.rope_type in ("linear", "dynamic", "yarn", "llama3"):
+            raise ValueError(f"rope_scaling.factor {self.factor:g} is below 1; a {self.rope_type} scaling stretches")
+        low, high = self.low_freq_factor, self.high_freq_factor
+        if self.rope_type == "llama3" and low is not None and high is not None and low >= high:
+            raise ValueError(f"rope_scaling.low_freq_factor ({low:g}) must be below high_freq_factor ({high:g})")
+        fast, slow = self.beta_fast, self.beta_slow
+        if self.rope_type == "yarn" and fast is not None and slow is not None and fast <= slow:
+            raise ValueError(f"rope_scaling.beta_fast ({fast:g}) must be above beta_slow ({slow:g})")
 
 
 @spec
@@ -643,8 +664,8 @@ class ModelSpec(Spec):
     vocab_size: Vocab = spec_field(description="V, vocabulary size.")
     hidden_size: Width = spec_field(description="d, residual width.")
     num_hidden_layers: Layers = spec_field(description="L, decoder blocks.")
-    tie_word_embeddings: bool = spec_field(description="LM head shares the embedding matrix.")
-    lm_head_bias: bool = spec_field(default=False, description="The LM head has V bias terms (Phi-3.5-MoE).")
+    tie_word_embeddings: StrictBool = spec_field(description="LM head shares the embedding matrix.")
+    lm_head_bias: StrictBool = spec_field(default=False, description="The LM head has V bias terms (Phi-3.5-MoE).")
     attention: Annotated[Union[GQAAttention, MLAAttention], DISCRIMINATED]
     mlp: Optional[MLP] = spec_field(default=None, description="Dense MLP; required unless every layer is MoE.")
     moe: Optional[MoE] = None
@@ -749,6 +770,23 @@ class ModelSpec(Spec):
                 raise ValueError("some layers are dense (first_k_dense_replace/mlp_only_layers) but mlp is not set")
         if self.position_embedding == "rope" and self.rope_theta is None:
             raise ValueError("rope_theta is required when position_embedding is rope")
+        self._check_rotary_width()
+
+    def _check_rotary_width(self) -> None:
+        """RoPE turns pairs of elements: the rotated width of a head (head_dim x
+        partial_rotary_factor, as transformers truncates it; MLA's qk_rope_head_dim) is even."""
+        if self.position_embedding != "rope":
+            return
+        att = self.attention
+        if isinstance(att, MLAAttention):
+            rotated, what = att.qk_rope_head_dim, "attention.qk_rope_head_dim"
+        else:
+            rotated, what = (
+                int(self.head_dim * self.partial_rotary_factor),
+                "attention.head_dim x partial_rotary_factor",
+            )
+        if rotated % 2:
+            raise ValueError(f"{what} = {rotated} is odd; RoPE rotates pairs of elements")
 
     def layer_type(self, i: int) -> LayerType:
         """Attention kind of layer ``i`` (0-based)."""

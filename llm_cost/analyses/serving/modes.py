@@ -130,8 +130,8 @@ def aggregated_point(
     t_dec = steps.seconds(rep.layout, decoding)
     if T is None:
         t_mix = steps.seconds(rep.layout, chunk_groups(q, I)) + t_dec
-    else:
-        t_mix = steps.seconds(rep.layout, decoding + chunk_groups(q, I))
+    else:  # a step with a chunk does more than one without: never faster (a memoised time may round below)
+        t_mix = max(t_dec, steps.seconds(rep.layout, decoding + chunk_groups(q, I)))
     t = f * t_mix + (1 - f) * t_dec
     mu = C / ((O - 1) * t)
     service = I * t_mix / q  # the prompt server's time per prompt

@@ -203,6 +203,14 @@ def plan(
     budget = gpus or (MAX_PLAN_GPUS if traffic.qps is not None else max(1, gpu.interconnect.gpus_per_node))
     if budget > MAX_PLAN_GPUS:
         raise InputError(f"gpus: {budget:,} is more than the {MAX_PLAN_GPUS:,} GPUs a plan covers", fields=("gpus",))
+    if layouts is not None and layouts and min(layout.gpus for layout in layouts) > budget:
+        smallest = min(layouts, key=lambda layout: layout.gpus)
+        given = "" if gpus else f" (by default one node of {gpu.name})"
+        raise InputError(
+            f"tp {smallest.tp} x pp {smallest.pp}: {smallest.gpus:,} GPUs, more than the gpus budget of "
+            f"{budget:,}{given}; give gpus {smallest.gpus:,} or more, or a smaller layout",
+            fields=("tp", "pp", "gpus"),
+        )
     bits = weight_bits_of(weight_bits, limit=True)
     steps = StepTimes(spec, gpu, model, bits, kv_bits, compute_dtype)
     candidate_layouts = list(layouts) if layouts is not None else replica_layouts(spec, gpu, budget)

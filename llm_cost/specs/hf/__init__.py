@@ -31,6 +31,7 @@ Errors name the file and the key: ``config.json: model_type 'bert' is not suppor
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import date
 from pathlib import Path
@@ -38,7 +39,7 @@ from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
 from llm_cost.specs.files import check_shape, read_text, shown, validation_message
-from llm_cost.specs.hf.config import SHAPE_KEYS, _Config
+from llm_cost.specs.hf.config import SHAPE_KEYS, _Config, check_inert_keys
 from llm_cost.specs.hf.families import _HEADS, ALIASES, FAMILIES, SUPPORTED_MODEL_TYPES
 
 __all__ = [
@@ -57,11 +58,16 @@ __all__ = [
 # -- public API -------------------------------------------------------------------------------------
 
 
+def _one_line(text: str) -> str:
+    """``text`` on one line: runs of whitespace and control characters become one space."""
+    return " ".join(re.sub(r"[\x00-\x1f\x7f]", " ", text).split())
+
+
 def _display_name(config: dict[str, Any]) -> Optional[str]:
     raw = config.get("_name_or_path")
-    if not isinstance(raw, str) or not raw.strip():
+    if not isinstance(raw, str) or not _one_line(raw):
         return None
-    raw = raw.strip().rstrip("/")
+    raw = _one_line(raw).rstrip("/")
     m = re.search(r"models--([^/]+?)--([^/]+)", raw)
     if m:
         return f"{m.group(1)}/{m.group(2)}"
@@ -73,7 +79,7 @@ def _display_name(config: dict[str, Any]) -> Optional[str]:
 def _stem_of(source: str) -> str:
     """The folder of ``.../NAME/config.json``, else the file stem."""
     p = Path(source)
-    return (p.parent.resolve().name if p.name == "config.json" else p.stem).strip() or "model"
+    return (Path(os.path.realpath(p.parent)).name if p.name == "config.json" else p.stem).strip() or "model"
 
 
 def _name_from(source: str) -> str:
@@ -190,6 +196,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
     c = _Config(data, source, family, defaults, notes, table=table)
     c.table_first = generic
     c.ignore("model_type", "architectures", "_name_or_path")
+    check_inert_keys(c)
     try:
         if generic:
             refuse_unknown_keys(data, source)
@@ -208,7 +215,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
     shown = display_name or _display_name(config)
     note = [
         f"Imported from a Hugging Face config.json (model_type {model_type}"
-        + (f", _name_or_path {config['_name_or_path']}" if _display_name(config) else "")
+        + (f", _name_or_path {_one_line(config['_name_or_path'])}" if _display_name(config) else "")
         + ") by llm-cost."
     ]
     if generic:
@@ -326,6 +333,6 @@ def spec_to_yaml(spec) -> str:
 
     Dumper.add_representer(list, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
     Dumper.add_representer(dict, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=False))
-    header = f"# {spec.display_name}: written by `llm-cost import` from {spec.source.url}\n"
+    header = f"# {_one_line(f'{spec.display_name}: written by `llm-cost import` from {spec.source.url}')}\n"
     body = yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)
     return header + body

@@ -362,6 +362,19 @@ def _common(
     return out
 
 
+def check_inert_keys(c: _Config) -> None:
+    """SpecError for keys a family may not read but no checkpoint holds in these forms: a
+    ``sliding_window`` that is neither null nor an integer >= 1, a ``quantization_config`` whose
+    ``quant_method`` is not a method's name."""
+    window = c.data.get("sliding_window")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+        raise c.error("sliding_window", f"must be null or an integer >= 1 (got {shown(repr(window), 40)})")
+    quant = c.data.get("quantization_config")
+    method = quant.get("quant_method") if isinstance(quant, dict) else None
+    if method is not None and not isinstance(method, str):
+        raise c.error("quantization_config.quant_method", f"must name a method (got {shown(repr(method), 40)})")
+
+
 def _rope(c: _Config, fam: _Family) -> dict[str, Any]:
     """rope_theta, rope_scaling and partial_rotary_factor, from the classic keys or ``rope_parameters``."""
     from pydantic import ValidationError
@@ -418,6 +431,8 @@ def _rope(c: _Config, fam: _Family) -> dict[str, Any]:
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])
+                if not where:  # a rule across fields (RopeScaling._check): its message names them
+                    raise SpecError(f"{c.file}: {first['msg'].removeprefix('Value error, ')}") from None
                 raise c.error(
                     f"rope_scaling.{where}", f"is invalid: {first['msg']} (got {first.get('input')!r})"
                 ) from None

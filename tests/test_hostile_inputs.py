@@ -1,0 +1,822 @@
+"""The hostile-input attack of issue 26, kept: one row per reproducer, each run in a fresh
+interpreter (a FIFO that blocks, a Hub that does not answer, a stdout that cannot encode the help
+are properties of a process), with its files built in ``tmp_path``. A row gives the command line
+(or a Python call of the API), the exit code (2 and one ``error:`` line naming the file, field or
+flag; 1 only for the environment; 0 for an answer, whose output holds the phrase), a phrase of the
+message, and the limits every row is held to: 2 s of the process's CPU, 10 s of the clock after
+the interpreter started (a read that blocks uses no CPU; 5 s for the Hub) and 200 MB of resident
+memory.
+
+Then hypothesis fuzzes the readers of checkpoint folders, timing files and workload traces with
+hostile content: each answers or raises the package's one error class, never another exception.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import llm_cost.specs.load as load
+from llm_cost.analyses.calibration import check_distinct, load_measurements, measurements_dir
+from llm_cost.core.errors import InputError
+from llm_cost.simulate.workload import read_trace
+from llm_cost.specs.checkpoint import read_checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "hf"
+MODEL = (load.data_dir("models") / "llama3-8b.yaml").read_text()
+PROFILE = (ROOT / "llm_cost" / "data" / "profiles" / "h200.yaml").read_text()
+TIMINGS = measurements_dir() / "local-h200-llama3-8b-measured.yaml"
+TIME_LIMIT_S = 2.0  # of the process's CPU: the work itself, whatever else the machine runs
+WALL_LIMIT_S = 10.0  # of the clock: a read that blocks (a FIFO) uses no CPU
+HUB_TIME_LIMIT_S = 5.0  # of the clock: the Hub has 3 s to answer
+MEMORY_LIMIT_MB = 200
+
+# --- files ------------------------------------------------------------------------------------
+
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "vocab_size": 64,
+    "hidden_size": 16,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 32,
+    "max_position_embeddings": 128,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+
+
+def _shapes() -> dict[str, tuple[int, ...]]:
+    """The tensors transformers' LlamaForCausalLM saves for CONFIG (6,736 parameters)."""
+    t: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (64, 16), "model.norm.weight": (16,)}
+    t["lm_head.weight"] = (64, 16)
+    for i in range(2):
+        p = f"model.layers.{i}"
+        for name, shape in (
+            ("self_attn.q_proj", (16, 16)),
+            ("self_attn.k_proj", (8, 16)),
+            ("self_attn.v_proj", (8, 16)),
+            ("self_attn.o_proj", (16, 16)),
+            ("mlp.gate_proj", (32, 16)),
+            ("mlp.up_proj", (32, 16)),
+            ("mlp.down_proj", (16, 32)),
+        ):
+            t[f"{p}.{name}.weight"] = shape
+        t[f"{p}.input_layernorm.weight"] = (16,)
+        t[f"{p}.post_attention_layernorm.weight"] = (16,)
+    return t
+
+
+def _safetensors(shapes: dict[str, tuple[int, ...]], header: bytes | None = None) -> bytes:
+    """A BF16 safetensors file of zeros as the format documents it: header length, JSON, data."""
+    entries, offset = {}, 0
+    for name, shape in shapes.items():
+        size = 2
+        for s in shape:
+            size *= s
+        entries[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    raw = json.dumps(entries).encode() if header is None else header
+    return struct.pack("<Q", len(raw)) + raw + bytes(offset)
+
+
+def _folder(tmp: Path, name: str, shapes=None, header: bytes | None = None, index=None) -> Path:
+    """A checkpoint folder: config.json and either model.safetensors or ``index`` (JSON text)."""
+    folder = tmp / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(CONFIG))
+    if index is None:
+        (folder / "model.safetensors").write_bytes(_safetensors(shapes or _shapes(), header))
+    else:
+        (folder / "model.safetensors.index.json").write_text(index)
+    return folder
+
+
+def _weight_map(value) -> str:
+    return json.dumps({"weight_map": {"model.norm.weight": "model.safetensors", "lm_head.weight": value}})
+
+
+def _loop(tmp: Path, name: str) -> Path:
+    """``name`` and ``name``.2, each a symbolic link to the other."""
+    a, b = tmp / name, tmp / f"{name}.2"
+    a.symlink_to(b.name)
+    b.symlink_to(a.name)
+    return a
+
+
+def _timings(tmp: Path, name: str, change) -> Path:
+    """The shipped H200 timing file (models map made explicit) after ``change(data)``."""
+    data = yaml.safe_load(TIMINGS.read_text())
+    change(data)
+    path = tmp / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _row0(field, value):
+    def change(data):
+        data["rows"][0][field] = value
+
+    return change
+
+
+def _copy_row(data):
+    data["rows"].append(dict(data["rows"][0], id="a-copy"))
+
+
+def _big_csv(tmp: Path) -> Path:
+    path = tmp / "big.csv"
+    head = "id,model,gpu,phase,batch,context,measured_ms\n"
+    path.write_text(
+        head + "".join(f"r{i},llama3-8b,h200,decode,1,{128 + i},{7 + i * 1e-4:.4f}\n" for i in range(11_000))
+    )
+    return path
+
+
+def _config(tmp: Path, name: str, **changes) -> Path:
+    data = json.loads((FIXTURES / "llama-3.1-8b" / "config.json").read_text())
+    for key, value in changes.items():
+        *parents, leaf = key.split(".")
+        target = data
+        for part in parents:
+            target = target.setdefault(part, {})
+        target[leaf] = value
+    path = tmp / f"{name}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _spec(tmp: Path, name: str, old: str, new: str) -> Path:
+    assert old in MODEL
+    path = tmp / f"{name}.yaml"
+    path.write_text(MODEL.replace(old, new))
+    return path
+
+
+def _hub_cache_loop(tmp: Path) -> dict[str, str]:
+    repo = tmp / "hub" / "models--meta-llama--Llama-3.1-8B"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0123456789abcdef")
+    snapshot = repo / "snapshots" / "0123456789abcdef"
+    snapshot.mkdir(parents=True)
+    _loop(snapshot, "config.json")
+    return {"HF_HUB_CACHE": str(tmp / "hub"), "HF_HUB_OFFLINE": "1"}
+
+
+def _fifo(tmp: Path, name: str) -> Path:
+    path = tmp / name
+    os.mkfifo(path)
+    return path
+
+
+def _fifo_checkpoint(tmp: Path) -> Path:
+    folder = tmp / "fifo-checkpoint"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(CONFIG))
+    _fifo(folder, "model.safetensors")
+    return folder
+
+
+def _link_to(tmp: Path, name: str, target: str) -> Path:
+    path = tmp / name
+    path.symlink_to(target)
+    return path
+
+
+LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+YARN = {
+    "rope_type": "yarn",
+    "factor": 4.0,
+    "beta_fast": 1.0,
+    "beta_slow": 32.0,
+    "original_max_position_embeddings": 8192,
+}
+NO_HUB = {"HF_HUB_OFFLINE": "", "HF_ENDPOINT": "http://127.0.0.1:9"}  # a closed port: refused at once
+CONFIG_PATH = str(FIXTURES / "llama-3.1-8b" / "config.json")
+TINY = str(FIXTURES / "gpt2" / "config.json")
+
+# (id, build(tmp) -> argv (a list: the command line) or a str (a Python expression of the API),
+#  environment, exit code, phrase of stderr (exit 2 or 1) or of stdout (exit 0))
+ROWS = [
+    # the checkpoint reader
+    (
+        "weight-map-int",
+        lambda t: ["params", str(_folder(t, "c", index=_weight_map(3)))],
+        {},
+        2,
+        "not the name of a shard",
+    ),
+    ("weight-map-list", lambda t: ["params", str(_folder(t, "c", index=_weight_map(["a"])))], {}, 2, "is ['a']"),
+    (
+        "weight-map-mixed",
+        lambda t: ["params", str(_folder(t, "c", index=json.dumps({"weight_map": {"a": "x.safetensors", "b": 1}})))],
+        {},
+        2,
+        "weight_map['b']",
+    ),
+    (
+        "header-5000-digits",
+        lambda t: ["params", str(_folder(t, "c", header=b'{"a": {"dtype": "BF16", "shape": [' + b"9" * 5000 + b"]}}"))],
+        {},
+        2,
+        "5,000 digits",
+    ),
+    (
+        "header-deep",
+        lambda t: ["params", str(_folder(t, "c", header=b"[" * 100_000 + b"]" * 100_000))],
+        {},
+        2,
+        "too deeply",
+    ),
+    (
+        "index-deep",
+        lambda t: ["params", str(_folder(t, "c", index="[" * 100_000 + "]" * 100_000))],
+        {},
+        2,
+        "too deeply",
+    ),
+    (
+        "shard-etc-passwd",
+        lambda t: ["params", str(_folder(t, "c", index=_weight_map("/etc/passwd")))],
+        {},
+        2,
+        "outside",
+    ),
+    (
+        "shard-dotdot",
+        lambda t: ["params", str(_folder(t, "c", index=_weight_map("../x.safetensors")))],
+        {},
+        2,
+        "outside",
+    ),
+    ("shard-fifo", lambda t: ["params", str(_fifo_checkpoint(t))], {}, 2, "not a regular file (a FIFO)"),
+    (
+        "index-total-size-disagrees",
+        lambda t: [
+            "params",
+            str(_index_with_total(t, 12_345)),
+        ],
+        {},
+        0,
+        "12,345 B, but the shards' tensors hold 13,472 B",
+    ),
+    (
+        "inv-freq-is-a-buffer",
+        lambda t: ["params", str(_folder(t, "c", {**_shapes(), "model.layers.0.self_attn.rotary_emb.inv_freq": (4,)}))],
+        {},
+        0,
+        "every stored tensor is explained",
+    ),
+    ("tiny-model-count", lambda t: ["params", str(_folder(t, "c"))], {}, 0, "6,736 (6.74K)"),
+    # paths resolved once, loops caught
+    ("spec-link-loop", lambda t: ["params", str(_loop(t, "spec.yaml"))], {}, 2, "a loop of symbolic links"),
+    ("gpu-link-loop", lambda t: ["roofline", "llama3-8b", "--gpu", str(_loop(t, "gpu.yaml"))], {}, 2, "loop"),
+    ("timing-link-loop", lambda t: ["calibrate", str(_loop(t, "t.yaml")), "-o", str(t / "p.yaml")], {}, 2, "loop"),
+    ("profile-link-loop", lambda t: ["validate", "--profile", str(_loop(t, "p.yaml"))], {}, 2, "loop"),
+    ("spec-fifo", lambda t: ["params", str(_fifo(t, "spec.yaml"))], {}, 2, "not a regular file (a FIFO)"),
+    ("profile-fifo", lambda t: ["validate", "--profile", str(_fifo(t, "p.yaml"))], {}, 2, "not a regular file"),
+    ("hub-cache-link-loop", lambda t: ["params", "meta-llama/Llama-3.1-8B"], "hub-loop", 2, "delete that snapshot"),
+    # calibrate: timing files validated before any fit
+    (
+        "timing-inf",
+        lambda t: ["calibrate", str(_timings(t, "t.yaml", _row0("measured_ms", "inf"))), "-o", str(t / "p.yaml")],
+        {},
+        2,
+        "measured_ms",
+    ),
+    (
+        "timing-models-list",
+        lambda t: ["calibrate", str(_timings(t, "t.yaml", lambda d: d.update(models=["x"]))), "-o", str(t / "p.yaml")],
+        {},
+        2,
+        "field models",
+    ),
+    (
+        "timing-batch-400-digits",
+        lambda t: ["calibrate", str(_timings(t, "t.yaml", _row0("batch", int("9" * 400)))), "-o", str(t / "p.yaml")],
+        {},
+        2,
+        "field batch",
+    ),
+    (
+        "timing-duplicate-row",
+        lambda t: ["calibrate", str(_timings(t, "t.yaml", _copy_row)), "-o", str(t / "p.yaml")],
+        {},
+        2,
+        "and 'a-copy' repeat one measurement",
+    ),
+    (
+        "timing-1e300-ms",
+        lambda t: ["calibrate", str(_timings(t, "t.yaml", _row0("measured_ms", 1e300))), "-o", str(t / "p.yaml")],
+        {},
+        2,
+        "slower than any profile",
+    ),
+    (
+        "timing-faster-than-bound",
+        lambda t: ["calibrate", str(_timings(t, "t.yaml", _row0("measured_ms", 0.001))), "-o", str(t / "p.yaml")],
+        {},
+        2,
+        "faster than the Roofline bound",
+    ),
+    ("timing-11000-rows", lambda t: ["calibrate", str(_big_csv(t)), "-o", str(t / "p.yaml")], {}, 2, "at most 1,000"),
+    (
+        "timing-row-tp-field",
+        lambda t: ["calibrate", str(_timings(t, "t.yaml", _row0("tp", 3))), "-o", str(t / "p.yaml")],
+        {},
+        2,
+        "field tp: 3",
+    ),
+    (
+        "profile-overlap-1e300",
+        lambda t: ["validate", "--profile", str(_profile(t, "overlap_p", "1.0e+300"))],
+        {},
+        2,
+        "parameters.overlap_p",
+    ),
+    # import, help
+    (
+        "import-name-newline",
+        lambda t: ["import", str(_config(t, "nl", _name_or_path="a\nb")), "-o", str(t / "nl.yaml")],
+        {},
+        0,
+        "nl",
+    ),
+    ("help-ascii", lambda t: ["params", "-h"], {"PYTHONIOENCODING": "ascii"}, 0, "--weights-dtype"),
+    # the Hub
+    ("hub-unreachable", lambda t: ["params", "meta-llama/Llama-3.1-8B"], NO_HUB, 2, "cannot be reached"),
+    (
+        "hub-offline-maybe",
+        lambda t: ["params", "meta-llama/Llama-3.1-8B"],
+        {"HF_HUB_OFFLINE": "maybe"},
+        2,
+        "neither true",
+    ),
+    # -o writes regular files only
+    (
+        "out-fifo",
+        lambda t: ["import", CONFIG_PATH, "-o", str(_fifo(t, "o.yaml")), "--force"],
+        {},
+        2,
+        "not a regular file",
+    ),
+    ("out-dev-null", lambda t: ["calibrate", str(TIMINGS), "-o", "/dev/null", "--force"], {}, 2, "not a regular file"),
+    (
+        "out-link-to-dev-null",
+        lambda t: ["import", CONFIG_PATH, "-o", str(_link_to(t, "o.yaml", "/dev/null")), "--force"],
+        {},
+        2,
+        "not a regular file",
+    ),
+    ("out-link-loop", lambda t: ["import", CONFIG_PATH, "-o", str(_loop(t, "o.yaml")), "--force"], {}, 2, "--out"),
+    (
+        "out-unwritable",
+        lambda t: ["import", CONFIG_PATH, "-o", "/proc/llm-cost-test.yaml"],
+        {},
+        1,
+        "nothing was written",
+    ),
+    # accepted silently before
+    ("serve-fp64", lambda t: ["serve", "llama3-8b", "--dtype", "fp64"], {}, 2, "fp64"),
+    (
+        "train-int8",
+        lambda t: ["train", "llama3-8b", "--tokens", "15T", "--gpu-hours", "1.3M", "--dtype", "int8"],
+        {},
+        2,
+        "'int8'",
+    ),
+    (
+        "fit-utilization-tiny",
+        lambda t: ["fit", "llama3-70b", "--gpu-memory-utilization", "1e-300"],
+        {},
+        2,
+        "rounds to 0",
+    ),
+    ("serve-qps-tiny", lambda t: ["serve", "llama3-8b", "--qps", "1e-300"], {}, 2, "--qps"),
+    (
+        "serve-1m-1m",
+        lambda t: ["serve", "llama3-8b", "--input", "1M", "--output", "1M", "--json"],
+        {},
+        0,
+        '"prefill_share"',
+    ),
+    ("serve-tiny-4090", lambda t: ["serve", TINY, "--gpu", "rtx-4090", "--json"], {}, 0, '"prefill_share"'),
+    ("config-sliding-negative", lambda t: ["params", str(_config(t, "c", sliding_window=-5))], {}, 2, "sliding_window"),
+    (
+        "config-sliding-string",
+        lambda t: ["params", str(_config(t, "c", sliding_window="4096"))],
+        {},
+        2,
+        "sliding_window",
+    ),
+    (
+        "config-rope-type",
+        lambda t: ["params", str(_config(t, "c", **{"rope_scaling.rope_type": "bogus"}))],
+        {},
+        2,
+        "rope_type 'bogus'",
+    ),
+    (
+        "config-llama3-factor",
+        lambda t: ["params", str(_config(t, "c", **{"rope_scaling.factor": 0.5}))],
+        {},
+        2,
+        "below 1",
+    ),
+    (
+        "config-llama3-inverted",
+        lambda t: [
+            "params",
+            str(_config(t, "c", rope_scaling={**LLAMA3_ROPE, "low_freq_factor": 4.0, "high_freq_factor": 1.0})),
+        ],
+        {},
+        2,
+        "low_freq_factor",
+    ),
+    ("config-yarn-betas", lambda t: ["params", str(_config(t, "c", rope_scaling=YARN))], {}, 2, "beta_fast"),
+    ("config-tie-1", lambda t: ["params", str(_config(t, "c", tie_word_embeddings=1))], {}, 2, "tie_word_embeddings"),
+    ("config-odd-head-dim", lambda t: ["params", str(_config(t, "c", head_dim=127))], {}, 2, "is odd"),
+    (
+        "config-quant-method-dict",
+        lambda t: ["params", str(_config(t, "c", quantization_config={"quant_method": {"a": 1}}))],
+        {},
+        2,
+        "quant_method",
+    ),
+    (
+        "spec-tie-yes",
+        lambda t: ["params", str(_spec(t, "s", "tie_word_embeddings: false", 'tie_word_embeddings: "yes"'))],
+        {},
+        2,
+        "tie_word_embeddings",
+    ),
+    (
+        "spec-tie-1",
+        lambda t: ["params", str(_spec(t, "s", "tie_word_embeddings: false", "tie_word_embeddings: 1"))],
+        {},
+        2,
+        "tie_word_embeddings",
+    ),
+    (
+        "spec-sliding-negative",
+        lambda t: ["params", str(_spec(t, "s", "head_dim: 128", "head_dim: 128\n  sliding_window: -1"))],
+        {},
+        2,
+        "sliding_window",
+    ),
+    (
+        "spec-rope-type",
+        lambda t: [
+            "params",
+            str(_spec(t, "s", "rope_theta: 500000.0", "rope_theta: 500000.0\nrope_scaling: {rope_type: x}")),
+        ],
+        {},
+        2,
+        "rope_type 'x'",
+    ),
+    (
+        "mplbackend",
+        lambda t: ["kv", "llama3-8b", "--context", "1K,2K", "--plot", str(t / "k.png")],
+        {"MPLBACKEND": "nosuch"},
+        2,
+        "MPLBACKEND",
+    ),
+    # the API
+    ("api-train-tokens", lambda t: 'llm_cost.train("llama3-8b", -1, mfu=0.4)', {}, 2, "tokens:"),
+    ("api-layout-type", lambda t: 'llm_cost.params("llama3-8b", layout=True)', {}, 2, "layout:"),
+    ("api-dtype-string", lambda t: 'llm_cost.moe("mixtral-8x7b", gpu="h100", dtype="fp3")', {}, 2, "dtype"),
+    ("api-kv-dtype-string", lambda t: 'llm_cost.kv("llama3-8b", kv_dtype="fp3")', {}, 2, "kv_dtype"),
+    ("api-context-mfu", lambda t: 'llm_cost.context("llama3-8b", mfu=5)', {}, 2, "mfu:"),
+    (
+        "api-train-planner-knob",
+        lambda t: 'llm_cost.train("llama3-8b", 10**12, mfu=0.4, cp=2)',
+        {},
+        2,
+        "cp: shapes a predicted plan",
+    ),
+    # work bounded at the schema's own bounds
+    (
+        "fit-10000-layers",
+        lambda t: ["fit", str(_spec(t, "s", "num_hidden_layers: 32", "num_hidden_layers: 10000"))],
+        {},
+        0,
+        "usable at 90%",
+    ),
+    (
+        "train-plan-10000-layers",
+        lambda t: [
+            "train",
+            str(_spec(t, "s", "num_hidden_layers: 32", "num_hidden_layers: 10000")),
+            "--tokens",
+            "1T",
+            "--gpus",
+            "1024",
+        ],
+        {},
+        0,
+        "training plan",
+    ),
+    # the attacker's leftovers: the right flag blamed, none ignored
+    (
+        "train-tp-over-gpus",
+        lambda t: ["train", "llama3-405b", "--tokens", "15T", "--gpus", "8", "--tp", "16"],
+        {},
+        2,
+        "--tp 16: 16 GPUs",
+    ),
+    ("serve-tp-16", lambda t: ["serve", "llama3-8b", "--tp", "16"], {}, 2, "--tp 16 x --pp 1: 16 GPUs"),
+    (
+        "flops-prefill-context",
+        lambda t: ["flops", "llama3-8b", "--phase", "prefill", "--context", "100"],
+        {},
+        2,
+        "--context does not apply",
+    ),
+    (
+        "flops-decode-seq",
+        lambda t: ["flops", "llama3-8b", "--phase", "decode", "--seq", "100"],
+        {},
+        2,
+        "--seq does not apply",
+    ),
+    ("moe-tp-3", lambda t: ["moe", "mixtral-8x7b", "--tp", "3"], {}, 2, "--tp: 3 does not divide"),
+    ("moe-dtype-without-gpu", lambda t: ["moe", "mixtral-8x7b", "--dtype", "fp8"], {}, 2, "--dtype"),
+    (
+        "train-mfu-cp",
+        lambda t: ["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--cp", "2"],
+        {},
+        2,
+        "--cp: shapes",
+    ),
+    (
+        "train-mfu-top",
+        lambda t: ["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--top", "3"],
+        {},
+        2,
+        "--top: shapes",
+    ),
+]
+
+
+def _index_with_total(tmp: Path, total: int) -> Path:
+    folder = _folder(tmp, "c", index=json.dumps({"metadata": {"total_size": total}, "weight_map": {}}))
+    (folder / "shard-1.safetensors").write_bytes(_safetensors(_shapes()))
+    weight_map = dict.fromkeys(_shapes(), "shard-1.safetensors")
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map})
+    )
+    return folder
+
+
+def _profile(tmp: Path, parameter: str, value: str) -> Path:
+    text, n = re.subn(rf"(\n  {parameter}: )[^\n]*", rf"\g<1>{value}", PROFILE, count=1)
+    assert n == 1
+    path = tmp / "profile.yaml"
+    path.write_text(text)
+    return path
+
+
+#: The child: runs the command line or evaluates the API call, then reports its exit code, the
+#: seconds it took after the interpreter started and its peak resident memory.
+RUNNER = r"""
+import json, resource, sys, time
+start = time.perf_counter()
+kind, payload, report = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+code = 0
+try:
+    if kind == "cli":
+        from llm_cost.cli import main
+        sys.argv = ["llm-cost", *payload]
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    else:
+        import llm_cost
+        try:
+            eval(payload, {"llm_cost": llm_cost})
+        except llm_cost.LlmCostError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            code = 2
+        except Exception as exc:
+            sys.stderr.write(f"foreign exception {type(exc).__name__}: {exc}\n")
+            code = 1
+finally:
+    try:  # this process image's peak (ru_maxrss keeps the forking parent's across exec on Linux)
+        with open("/proc/self/status") as status:
+            peak_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except OSError:
+        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    with open(report, "w") as f:
+        json.dump({"code": code, "elapsed_s": time.perf_counter() - start, "cpu_s": usage.ru_utime + usage.ru_stime,
+                   "maxrss_mb": peak_kb / 1024}, f)
+"""
+
+
+def _environment(tmp: Path, env) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "MPLBACKEND", "PYTHONIOENCODING")}
+    base |= {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp / "empty-hf-cache"), "PYTHONPATH": str(ROOT)}
+    return base | (_hub_cache_loop(tmp) if env == "hub-loop" else env)
+
+
+@pytest.mark.parametrize("case,build,env,code,phrase", ROWS, ids=[r[0] for r in ROWS])
+def test_reproducer(tmp_path, case, build, env, code, phrase):
+    call = build(tmp_path)
+    kind = "cli" if isinstance(call, list) else "api"
+    report = tmp_path / "report.json"
+    r = subprocess.run(
+        [sys.executable, "-c", RUNNER, kind, json.dumps(call), str(report)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_environment(tmp_path, env),
+        cwd=tmp_path,
+    )
+    facts = json.loads(report.read_text())
+    assert facts["code"] == code, f"{case}: exit {facts['code']}; stderr {r.stderr[:400]}"
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") <= 1, r.stderr[:600]
+    if code:
+        assert r.stderr.startswith("error: ") and phrase in r.stderr, f"{case}: {r.stderr[:400]}"
+        assert r.stdout == ""
+    else:
+        assert phrase in r.stdout, f"{case}: {r.stdout[-600:]}"
+    assert facts["cpu_s"] < TIME_LIMIT_S, f"{case}: {facts['cpu_s']:.2f} s of CPU"
+    wall = HUB_TIME_LIMIT_S if case.startswith("hub-") else WALL_LIMIT_S
+    assert facts["elapsed_s"] < wall, f"{case}: {facts['elapsed_s']:.2f} s"
+    assert facts["maxrss_mb"] < MEMORY_LIMIT_MB, f"{case}: {facts['maxrss_mb']:.0f} MB"
+
+
+def test_prefill_share_is_never_negative(cli):
+    """A step that carries a prompt chunk is never faster than the same step without it."""
+    for args in (
+        ["llama3-8b", "--input", "1M", "--output", "1M"],
+        [str(FIXTURES / "gpt2" / "config.json"), "--gpu", "rtx-4090"],
+    ):
+        r = cli("serve", *args, "--json")
+        shares = [float(x) for x in re.findall(r'"prefill_share": ([-0-9.e]+)', r.out)]
+        assert r.code == 0 and shares and min(shares) >= 0, args
+
+
+def test_out_follows_a_link_and_writes_with_the_umask(cli, tmp_path):
+    """``-o`` onto a link writes its target (the link stays), readable as a new file under the
+    umask (0o644 under umask 022, not a temporary file's 0o600)."""
+    target, link = tmp_path / "target.yaml", tmp_path / "link.yaml"
+    link.symlink_to(target.name)
+    old = os.umask(0o022)
+    try:
+        r = cli("import", CONFIG_PATH, "-o", str(link), "--name", "x")
+    finally:
+        os.umask(old)
+    assert r.code == 0, r.err
+    assert link.is_symlink() and target.is_file() and (target.stat().st_mode & 0o777) == 0o644
+    assert "name: x" in target.read_text()
+
+
+def test_newline_in_name_or_path_writes_one_header_line(cli, tmp_path):
+    out = tmp_path / "nl.yaml"
+    r = cli("import", str(_config(tmp_path, "nl", _name_or_path="org/a\nb")), "-o", str(out))
+    assert r.code == 0, r.err
+    assert out.read_text().splitlines()[0].startswith("# org/a b: written by")
+
+
+# --- fuzz: checkpoint folders, timing files, workload traces --------------------------------
+
+JSON_VALUES = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(10**30), 10**30),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=12),
+        st.sampled_from(["/etc/passwd", "../x.safetensors", "model.safetensors", "BF16", "F8_E4M3", "\x00"]),
+    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=12,
+)
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, allow_nan=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    header=st.one_of(
+        JSON_VALUES,
+        st.dictionaries(
+            st.sampled_from(["model.norm.weight", "__metadata__", "lm_head.weight"]),
+            st.fixed_dictionaries(
+                {
+                    "dtype": JSON_VALUES | st.sampled_from(["BF16", "U8"]),
+                    "shape": JSON_VALUES,
+                    "data_offsets": JSON_VALUES,
+                }
+            ),
+            max_size=3,
+        ),
+    ),
+    index=st.one_of(
+        st.none(), JSON_VALUES, st.fixed_dictionaries({"weight_map": JSON_VALUES, "metadata": JSON_VALUES})
+    ),
+    extra=st.binary(max_size=64),
+)
+def test_fuzz_checkpoint_folders(tmp_path_factory, header, index, extra):
+    folder = tmp_path_factory.mktemp("ckpt")
+    raw = _dumps(header).encode()
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + extra)
+    if index is not None:
+        (folder / "model.safetensors.index.json").write_text(_dumps(index))
+    try:
+        read_checkpoint(folder)
+    except InputError:
+        pass
+
+
+ROW_FIELDS = ["id", "model", "gpu", "phase", "batch", "context", "tp", "weights_dtype", "group_size", "kv_dtype",
+              "compute_dtype", "measured_ms"]  # fmt: skip
+ROW_VALUES = st.one_of(
+    JSON_VALUES,
+    st.sampled_from(["llama3-8b", "h200", "decode", "prefill", "bf16", "int4", "inf", "nan", "1e300", "9" * 400]),
+    st.integers(-5, 10**7),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.lists(st.dictionaries(st.sampled_from(ROW_FIELDS), ROW_VALUES, max_size=12), max_size=4),
+    models=st.one_of(st.none(), JSON_VALUES),
+    as_csv=st.booleans(),
+)
+def test_fuzz_timing_files(tmp_path_factory, rows, models, as_csv):
+    folder = tmp_path_factory.mktemp("timings")
+    valid = yaml.safe_load(TIMINGS.read_text())["rows"][0]
+    rows = [{**valid, **row} for row in rows]
+    if as_csv:
+        path = folder / "t.csv"
+        lines = [",".join(ROW_FIELDS)] + [
+            ",".join(str(r.get(k, "")).replace(",", ";") for k in ROW_FIELDS) for r in rows
+        ]
+        path.write_text("\n".join(lines) + "\n")
+    else:
+        path = folder / "t.yaml"
+        path.write_text(yaml.safe_dump({"models": models, "rows": rows}))
+    try:
+        check_distinct(load_measurements([path]))
+    except InputError:
+        pass
+
+
+TRACE_VALUES = st.one_of(JSON_VALUES, st.integers(-5, 2**40), st.sampled_from(["12", "1.5", "1e9", "nan", "-1", ""]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.lists(
+        st.one_of(
+            JSON_VALUES,
+            st.dictionaries(
+                st.sampled_from(["arrival_s", "input_tokens", "output_tokens", "prefix_id", "prefix_tokens", "x"]),
+                TRACE_VALUES,
+                max_size=5,
+            ),
+        ),
+        max_size=4,
+    ),
+    as_csv=st.booleans(),
+)
+def test_fuzz_workload_traces(tmp_path_factory, rows, as_csv):
+    folder = tmp_path_factory.mktemp("trace")
+    if as_csv:
+        columns = ["arrival_s", "input_tokens", "output_tokens", "prefix_id", "prefix_tokens"]
+        lines = [",".join(columns)] + [
+            ",".join(str(r.get(k, "")).replace(",", ";").replace("\n", " ") for k in columns)
+            for r in rows
+            if isinstance(r, dict)
+        ]
+        path = folder / "t.csv"
+        path.write_text("\n".join(lines) + "\n")
+    else:
+        path = folder / "t.jsonl"
+        path.write_text("\n".join(_dumps(r) for r in rows) + "\n")
+    try:
+        trace = read_trace(path)
+    except InputError:
+        return
+    assert all(
+        1 <= r.input_tokens and 1 <= r.output_tokens and 0 <= r.prefix_tokens <= r.input_tokens for r in trace.rows
+    )
