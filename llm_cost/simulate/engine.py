@@ -683,8 +683,9 @@ def run_engine(
         assert workload is not None and isinstance(workload.arrivals, ClosedLoop)
         engine.closed = True
         users = _Users(workload, seed)
-        for user in range(workload.arrivals.users):
-            users.send(engine, 0.0, user)
+        loop = workload.arrivals
+        for user in range(loop.users):
+            users.send(engine, loop.ramp_s * user / loop.users, user)
     while True:
         engine.arrive()
         if not engine.running and not engine.waiting:

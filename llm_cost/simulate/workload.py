@@ -61,6 +61,7 @@ __all__ = [
     "Empirical",
     "Lengths",
     "parse_lengths",
+    "check_lengths",
     "Stage",
     "OpenLoop",
     "ClosedLoop",
@@ -177,7 +178,7 @@ class Empirical:
 Lengths = Fixed | Uniform | Normal | LogNormal | Empirical
 
 
-def _check_lengths(lengths: Lengths, what: str) -> None:
+def check_lengths(lengths: Lengths, what: str) -> None:
     """InputError naming ``what`` for a distribution without positive lengths."""
     bad = None
     if isinstance(lengths, Fixed):
@@ -243,7 +244,7 @@ def parse_lengths(text: str | int, what: str = "input_tokens") -> Lengths:
         if isinstance(exc, InputError):
             raise
         raise InputError(f"{what}: {text!r}: {exc}", fields=(what,)) from None
-    _check_lengths(lengths, what)
+    check_lengths(lengths, what)
     return lengths
 
 
@@ -271,12 +272,15 @@ class OpenLoop:
 class ClosedLoop:
     """``users`` users, each sending its next request ``think_s`` seconds after its previous one
     completed (``think="exponential"``: exponential think times of that mean), for ``duration_s``
-    seconds (requests sent after it are not) or until the workload's ``requests`` were sent."""
+    seconds (requests sent after it are not) or until the workload's ``requests`` were sent. The
+    users' first requests are spread evenly over ``ramp_s`` seconds (0: all at once, as a
+    benchmark's burst; about one request's E2E reaches the steady state without the burst)."""
 
     users: int
     think_s: float = 0.0
     think: str = "fixed"
     duration_s: float = math.inf
+    ramp_s: float = 0.0
 
 
 @record
@@ -330,8 +334,8 @@ class Request:
 
 def _check(workload: Workload) -> None:
     """InputError for a workload no generator could run."""
-    _check_lengths(workload.input_tokens, "input_tokens")
-    _check_lengths(workload.output_tokens, "output_tokens")
+    check_lengths(workload.input_tokens, "input_tokens")
+    check_lengths(workload.output_tokens, "output_tokens")
     a = workload.arrivals
     if isinstance(a, OpenLoop):
         if a.process not in ARRIVAL_PROCESSES:
@@ -349,9 +353,10 @@ def _check(workload: Workload) -> None:
         if any(math.isinf(s.duration_s) for s in a.stages[:-1]):
             raise InputError("only the last stage can be open-ended", fields=("stages",))
     else:
-        if a.users < 1 or a.think_s < 0 or a.think not in ("fixed", "exponential"):
+        if a.users < 1 or a.think_s < 0 or a.think not in ("fixed", "exponential") or not a.ramp_s >= 0:
             raise InputError(
-                "a closed loop needs users >= 1, think_s >= 0 and think 'fixed' or 'exponential'", fields=("users",)
+                "a closed loop needs users >= 1, think_s >= 0, ramp_s >= 0 and think 'fixed' or 'exponential'",
+                fields=("users",),
             )
         if math.isinf(a.duration_s) and workload.requests is None:
             raise InputError("a closed loop needs a duration or a number of requests", fields=("requests",))
@@ -492,7 +497,8 @@ def _trace_row(raw: dict, where: str) -> TraceRow:
     unknown = set(raw) - set(_TRACE_COLUMNS)
     if unknown:
         raise InputError(
-            f"{where}: unknown column(s) {', '.join(sorted(unknown))}; columns: {', '.join(_TRACE_COLUMNS)}"
+            f"{where}: unknown column(s) {', '.join(sorted(map(str, unknown)))}; columns: {', '.join(_TRACE_COLUMNS)}",
+            fields=("trace",),
         )
     try:
         arrival = float(raw["arrival_s"])
@@ -501,15 +507,16 @@ def _trace_row(raw: dict, where: str) -> TraceRow:
         prefix_id = None if prefix_id in (None, "") else str(prefix_id)
         prefix = int(raw.get("prefix_tokens") or 0)
     except KeyError as missing:
-        raise InputError(f"{where}: no {missing.args[0]}") from None
+        raise InputError(f"{where}: no {missing.args[0]}", fields=("trace",)) from None
     except (TypeError, ValueError) as exc:
-        raise InputError(f"{where}: {exc}") from None
+        raise InputError(f"{where}: {exc}", fields=("trace",)) from None
     if not (math.isfinite(arrival) and arrival >= 0 and prompt >= 1 and out >= 1 and 0 <= prefix <= prompt):
         raise InputError(
-            f"{where}: needs arrival_s >= 0, input_tokens and output_tokens >= 1, 0 <= prefix_tokens <= input_tokens"
+            f"{where}: needs arrival_s >= 0, input_tokens and output_tokens >= 1, 0 <= prefix_tokens <= input_tokens",
+            fields=("trace",),
         )
     if (prefix_id is None) != (prefix == 0):
-        raise InputError(f"{where}: prefix_id and prefix_tokens go together")
+        raise InputError(f"{where}: prefix_id and prefix_tokens go together", fields=("trace",))
     return TraceRow(arrival, prompt, out, prefix_id, prefix)
 
 
@@ -519,11 +526,11 @@ def read_trace(path: str | Path) -> Trace:
     ``prefix_tokens``; rows sorted by arrival. InputError naming the file and line otherwise."""
     path = Path(path)
     if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
-        raise InputError(f"{path}: a trace is a .jsonl or .csv file")
+        raise InputError(f"{path}: a trace is a .jsonl or .csv file", fields=("trace",))
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"{path}: cannot read the trace ({exc.strerror or exc})") from None
+        raise InputError(f"{path}: cannot read the trace ({exc.strerror or exc})", fields=("trace",)) from None
     if path.suffix.lower() == ".csv":
         import csv
 
@@ -539,13 +546,13 @@ def read_trace(path: str | Path) -> Trace:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{i + 1}: not JSON ({exc.msg})") from None
+                raise InputError(f"{path}:{i + 1}: not JSON ({exc.msg})", fields=("trace",)) from None
             if not isinstance(obj, dict):
-                raise InputError(f"{path}:{i + 1}: a row is a JSON object")
+                raise InputError(f"{path}:{i + 1}: a row is a JSON object", fields=("trace",))
             raws.append((f"{path}:{i + 1}", obj))
     rows = sorted((_trace_row(raw, where) for where, raw in raws), key=lambda r: r.arrival_s)
     if not rows:
-        raise InputError(f"{path}: the trace has no rows")
+        raise InputError(f"{path}: the trace has no rows", fields=("trace",))
     return Trace(tuple(rows))
 
 
