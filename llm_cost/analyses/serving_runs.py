@@ -64,6 +64,7 @@ __all__ = [
     "vllm_time_model",
     "COMPILED_SOURCE",
     "run_experiment",
+    "compare_stage",
     "check_runs",
     "error_summary",
 ]
@@ -207,7 +208,8 @@ class Comparison(Result):
     error_pct: dict[str, float]
 
 
-def _compare(e: Experiment, stage: int, measured: dict[str, float], s: Summary) -> Comparison:
+def compare_stage(e: Experiment, stage: int, measured: dict[str, float], s: Summary) -> Comparison:
+    """One stage's (-1: the whole run's) simulated summary against its measured milliseconds."""
     got, want, err = {}, {}, {}
     for name, (key, of) in METRICS.items():
         value = of(s)
@@ -236,10 +238,10 @@ def run_experiment(
         seed=seed,
     )
     measured = e.entry["measured"]
-    out = [_compare(e, -1, measured["summary"]["measured_ms"], result.summary)]
+    out = [compare_stage(e, -1, measured["summary"]["measured_ms"], result.summary)]
     stages = result.stages or (result.summary,)
     for st, summary in zip(measured["stages"], stages):
-        out.append(_compare(e, st["index"], st["measured_ms"], summary))
+        out.append(compare_stage(e, st["index"], st["measured_ms"], summary))
     return result, out
 
 

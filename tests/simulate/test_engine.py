@@ -106,6 +106,64 @@ def test_long_outputs_make_a_longer_deterministic_service():
     _little(r)
 
 
+def _mdc_mean_in_system(lam: float, D: float, c: int, states: int = 150) -> float:
+    """The exact mean number in an M/D/c system at an arbitrary time: seen every D seconds, every
+    customer in service leaves within D and the first c waiting start, so N(t + D) =
+    max(N(t) - c, 0) + Poisson(lam D) (the embedded chain of Crommelin 1932; with Poisson
+    arrivals, lattice times at a random phase see the time-average distribution)."""
+    a = lam * D
+    arrivals = [math.exp(-a)]
+    for k in range(1, states):
+        arrivals.append(arrivals[-1] * a / k)
+    p = [1.0] + [0.0] * (states - 1)
+    mean = -1.0
+    while True:  # power iteration to the stationary distribution
+        nxt = [0.0] * states
+        for n, pn in enumerate(p):
+            if pn < 1e-18:
+                continue
+            base = max(n - c, 0)
+            for k in range(states - base):
+                nxt[base + k] += pn * arrivals[k]
+        total = sum(nxt)
+        p = [x / total for x in nxt]
+        now = sum(n * pn for n, pn in enumerate(p))
+        if abs(now - mean) < 1e-10:
+            return now
+        mean = now
+
+
+@pytest.mark.parametrize("c, rho", [(4, 0.7), (8, 0.85)])
+def test_continuous_batching_of_fixed_outputs_is_an_mdc_queue(c, rho):
+    """At most c sequences, every request O output tokens at a constant step S: c servers of a
+    deterministic service D = O S (the prefill step gives the first token), an M/D/c queue. The
+    mean time in the system is the exact M/D/c value L / lambda (Little) plus the half step a
+    request waits for the running step to end; the queueing wait alone is checked too."""
+    S, O = 0.001, 100
+    D = O * S
+    lam = rho * c / D
+    r = run(
+        poisson(lam, Fixed(8), Fixed(O), requests=20_000),
+        ConstantSteps(S),
+        EngineConfig(max_num_seqs=c, async_scheduling=False),
+        seed=3,
+    )
+    in_system = _mdc_mean_in_system(lam, D, c)
+    exact_wait = in_system / lam - D
+    assert r.summary.e2e_s.mean == pytest.approx(in_system / lam + S / 2, rel=0.03)
+    assert r.summary.queue_s.mean == pytest.approx(exact_wait + S / 2, rel=0.05)
+    _little(r)
+
+
+def test_unbounded_batching_is_an_md_infinity_queue():
+    """With no cap on sequences nobody waits: E2E is exactly O steps (after the arrival's partial
+    step), and the mean occupancy is lambda x E2E, M/D/infinity's Poisson mean."""
+    S, O, lam = 0.001, 200, 150.0
+    r = run(poisson(lam, Fixed(8), Fixed(O), requests=20_000), ConstantSteps(S), EngineConfig(async_scheduling=False))
+    assert r.summary.ttft_s.max <= 2 * S and r.summary.tpot_s.max == pytest.approx(S)
+    assert r.running_mean == pytest.approx(lam * (O * S + S / 2), rel=0.03)
+
+
 def test_littles_law_under_continuous_batching():
     """Occupancy feeds step time and step time occupancy; the time averages of the engine still
     equal throughput x time in the system (lognormal lengths, a shared prefix, two stages)."""
