@@ -148,7 +148,7 @@ def traffic_of(
     if own and (rate is not None or prefix is not None):
         name = "trace" if trace is not None else "workload"
         raise InputError(
-            f"{name}: a {name} file holds its own arrivals and prefixes; leave out qps and prefix_tokens",
+            f"{name}: the file holds its own arrivals and prefixes; leave out qps and prefix_tokens",
             fields=(name, "qps", "prefix_tokens"),
         )
     if trace is not None:
