@@ -385,6 +385,8 @@ class _Engine:
         bt, threshold = cfg.block_tokens, cfg.long_prefill_token_threshold
         while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
             r = waiting[0]
+            if (running or out) and self.fewest_blocks(r, budget) > pool.free:
+                break  # whatever the cache holds of it, it does not fit (skips the lookup)
             hits, free_hits = pool.lookup(r.seq, r.tokens)
             computed = hits * bt
             n = r.tokens - computed
@@ -412,6 +414,22 @@ class _Engine:
                 r.cached = computed
             out.append((r, n))
             budget -= n
+
+    def fewest_blocks(self, r: _Live, budget: int) -> int:
+        """A lower bound of the blocks admitting ``r`` takes from the free pool, whatever the
+        prefix cache holds of it: a hit block other requests hold costs none, but only blocks of
+        its shared prefix can be held by others (its own cached blocks are free, so taking them
+        costs as much as computing them), so the bound is the need with its whole shared prefix
+        hit and held."""
+        bt = self.config.block_tokens
+        h = min(r.seq.shareable, (r.tokens - 1) // bt) if self.config.prefix_caching else 0
+        if self.reserve:
+            return -(-(r.req.input_tokens + r.req.output_tokens) // bt) - h
+        n = min(r.tokens - h * bt, budget)
+        threshold = self.config.long_prefill_token_threshold
+        if 0 < threshold < n:
+            n = threshold
+        return -(-n // bt)
 
     def schedule_explicit(self) -> list[tuple[_Live, int]]:
         """One scheduling decision over every request (vLLM's ``schedule``, no cohort): the
