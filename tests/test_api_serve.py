@@ -264,15 +264,10 @@ def experiment_call(e, folder) -> dict:
     """The ``llm_cost.serve`` arguments of one experiment: its layout and engine settings, its
     stages, prefixes and lengths in a workload file written to ``folder`` (the command line:
     ``scripts/check_serving_runs.py --commands``)."""
-    w = e.entry["workload"]
-    stages = "".join(f"    - {{rate_rps: {s['rate_rps']}, duration_s: {s['duration_s']}}}\n" for s in w["stages"])
+    from llm_cost.analyses.serving_runs import workload_file_text
+
     path = folder / f"experiment-{e.id}.yaml"
-    path.write_text(
-        f"arrivals:\n  process: fixed_count\n  stages:\n{stages}"
-        f"input_tokens: {w['system_prompt_len'] + w['question_len']}\noutput_tokens: {w['output_len']}\n"
-        f"prefix: {{tokens: {w['system_prompt_len']}, groups: {w['num_unique_system_prompts']}, "
-        f"users_per_group: {w['num_users_per_system_prompt']}}}\n"
-    )
+    path.write_text(workload_file_text(e))
     return dict(
         model=e.spec,
         gpu=e.gpu,
@@ -315,3 +310,19 @@ def test_the_experiments_through_serve_are_the_simulator_replays(experiments):
     for e, r, _ in experiments[:3]:
         direct, _ = run_experiment(e)
         assert r.simulation.summary == direct.summary and r.kv_capacity_tokens // 16 == direct.kv_blocks
+
+
+def test_an_experiments_command_prints_the_json_of_its_serve_call(cli, tmp_path):
+    """The documented command of one experiment (``scripts/check_serving_runs.py --commands``)
+    prints, with --json, the result of its ``llm_cost.serve`` call."""
+    from llm_cost.analyses.serving_runs import load_experiments
+    from llm_cost.report.base import to_json
+
+    e = next(x for x in load_experiments() if x.id == 13)  # Qwen3-14B, two stages
+    kwargs = experiment_call(e, tmp_path)
+    argv = ["serve", "llm_cost/data/measurements/models/qwen3-14b.yaml", "--gpu", "h100", "--tp", "1"]
+    argv += ["--workload", kwargs["workload"], "--max-num-seqs", "128", "--chunk", "2048"]
+    argv += ["--max-model-len", "4096", "--gpu-memory-utilization", "0.9", "--json"]
+    run = cli(*argv)
+    assert run.code == 0, run.err
+    assert json.loads(run.out) == json.loads(to_json(llm_cost.serve(**kwargs)))

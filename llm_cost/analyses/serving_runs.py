@@ -60,6 +60,7 @@ __all__ = [
     "load_experiments",
     "experiment_workload",
     "experiment_engine",
+    "workload_file_text",
     "kv_capacity_tokens",
     "vllm_time_model",
     "COMPILED_SOURCE",
@@ -147,6 +148,20 @@ def experiment_workload(e: Experiment) -> Workload:
         Fixed(w["system_prompt_len"] + w["question_len"]),
         Fixed(w["output_len"]),
         prefix,
+    )
+
+
+def workload_file_text(e: Experiment) -> str:
+    """The experiment's traffic as a workload file (:mod:`llm_cost.simulate.workfile`): its stages
+    of inference-perf's ``constant`` load, its prompt and output lengths and its shared prefixes;
+    ``llm-cost serve`` replays it with ``llm_cost.serve(..., workload=path)``."""
+    w = e.entry["workload"]
+    stages = "".join(f"    - {{rate_rps: {s['rate_rps']}, duration_s: {s['duration_s']}}}\n" for s in w["stages"])
+    return (
+        f"# experiment {e.label}\narrivals:\n  process: fixed_count\n  stages:\n{stages}"
+        f"input_tokens: {w['system_prompt_len'] + w['question_len']}\noutput_tokens: {w['output_len']}\n"
+        f"prefix: {{tokens: {w['system_prompt_len']}, groups: {w['num_unique_system_prompts']}, "
+        f"users_per_group: {w['num_users_per_system_prompt']}}}\n"
     )
 
 
