@@ -179,7 +179,8 @@ def describe(traffic: Workload | Trace) -> str:
     text = f"{when}; prompts {_lengths(traffic.input_tokens)}, outputs {_lengths(traffic.output_tokens)}"
     if traffic.prefix is not None:
         p = traffic.prefix
-        text += f"; {p.groups:,} shared prefixes of {p.tokens:,} tokens ({p.users_per_group:,} users each)"
+        users = f"{p.users_per_group:,} user{'s' if p.users_per_group > 1 else ''}"
+        text += f"; {p.groups:,} shared prefixes of {p.tokens:,} tokens ({users} each)"
     if traffic.requests is not None:
         text += f"; {traffic.requests:,} requests"
     return text

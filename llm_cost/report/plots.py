@@ -194,6 +194,8 @@ def serve(r: Any, model: str, gpu: str, path: str) -> None:
 def latency_cdf(run: Any, model: str, gpu: str, path: str) -> None:
     """The distribution of TTFT, TPOT and E2E over a simulated run's requests: one CDF each, its
     P50/P90/P99 marked, and each target as a dashed line."""
+    from llm_cost.core.units import fmt_seconds
+
     out = _target(path)
     plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=SIZE_IN)
@@ -209,7 +211,7 @@ def latency_cdf(run: Any, model: str, gpu: str, path: str) -> None:
             if v is not None:
                 ax.plot([v * 1e3], [float(q[1:]) / 100], "o", markersize=4, color="black")
                 ax.annotate(
-                    f"{q} {v * 1e3:,.0f} ms",
+                    f"{q} {fmt_seconds(v)}",
                     (v * 1e3, float(q[1:]) / 100),
                     fontsize=8,
                     xytext=(4, -10),
