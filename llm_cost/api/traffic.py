@@ -35,7 +35,7 @@ REQUESTS = 1000
 #: The most requests one simulation runs (about a second and a half on a 2-core machine).
 MAX_REQUESTS = 20_000
 #: The engines whose schedulers are simulated (:data:`llm_cost.simulate.engine.ENGINES`).
-ENGINES = ("vllm", "trtllm")
+ENGINES = ("vllm", "sglang", "trtllm")
 #: The latency metrics a target can bound, in the order they are shown.
 METRICS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
 

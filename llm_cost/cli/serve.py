@@ -206,6 +206,7 @@ class EngineChoice(str, Enum):
     """The engine whose scheduler is simulated."""
 
     vllm = "vllm"
+    sglang = "sglang"
     trtllm = "trtllm"
 
 
@@ -214,7 +215,8 @@ EngineOpt = Annotated[
     typer.Option(
         "--engine",
         case_sensitive=False,
-        help="Scheduler simulated: vllm (V1) or trtllm (GUARANTEED_NO_EVICT: whole requests reserved).",
+        help="Scheduler simulated: vllm (V1), sglang (admits by its new-token estimate) or trtllm "
+        "(GUARANTEED_NO_EVICT: whole requests reserved).",
     ),
 ]
 MaxNumSeqs = Annotated[

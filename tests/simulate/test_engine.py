@@ -283,6 +283,46 @@ def test_trtllm_reserves_whole_requests_and_never_preempts():
     assert sorted(t.e2e_s for t in r.requests) == pytest.approx([1.0, 2.0, 3.0])
 
 
+def test_sglang_admits_by_its_new_token_estimate():
+    """SGLang's PrefillAdder: a request is admitted only if the free tokens, less 0.7 x the
+    running requests' remaining outputs and the admitted ones' prompts and outputs, exceed its
+    prompt and whole output. Three 32 + 100-token requests in 10 blocks (160 tokens): 132 tokens
+    each, so one at a time, never preempted, where vLLM admits all three and preempts."""
+    reqs = [Request(i, 0.0, 32, 100) for i in range(3)]
+    r = run(reqs, ConstantSteps(0.01), EngineConfig(engine="sglang"), kv=10 * 16)
+    assert r.preemptions == 0 and r.running_mean == pytest.approx(1.0)
+    assert sorted(t.e2e_s for t in r.requests) == pytest.approx([1.0, 2.0, 3.0])
+    assert run(reqs, ConstantSteps(0.01), EngineConfig(), kv=10 * 16).preemptions >= 1
+
+
+def test_sglang_with_room_for_everything_schedules_as_vllm():
+    w = poisson(8.0, LogNormal(500, 200), LogNormal(100, 50), requests=300, prefix=SharedPrefix(3, 64))
+    vllm = run(w, LinearSteps(0.005, 1e-5), EngineConfig())
+    sglang = run(w, LinearSteps(0.005, 1e-5), EngineConfig(engine="sglang"))
+    assert sglang.summary == vllm.summary and sglang.preemptions == vllm.preemptions == 0
+
+
+def test_sglang_estimate_falls_from_0_7_to_0_098_over_600_steps():
+    """The ratio discounting a running request's remaining output starts at 0.7 and falls by
+    (0.7 - 0.098) / 600 a step (SGLang's defaults): a long request holds a second one back until
+    free tokens - ratio x its remaining output exceed the second's 32 + 100 tokens, worked out by
+    hand step by step here; vLLM admits the second at once."""
+    S, blocks = 0.01, 66
+    reqs = [Request(0, 0.0, 32, 2000), Request(1, 3.0, 32, 100)]
+    for k in range(300, 2000):  # the first step (after the arrival) whose estimate admits it
+        ratio = max(0.098, 0.7 - (0.7 - 0.098) / 600 * k)
+        free = (blocks - math.ceil((32 + k) / 16)) * 16
+        if 132 < free - ratio * (2000 - k):
+            break
+    r = run(reqs, ConstantSteps(S), EngineConfig(engine="sglang"), kv=blocks * 16)
+    late = next(t for t in r.requests if t.index == 1)
+    assert 3.0 + late.queue_s == pytest.approx(k * S, abs=2 * S) and late.queue_s > 0.5
+    assert (
+        next(t for t in run(reqs, ConstantSteps(S), EngineConfig(), kv=blocks * 16).requests if t.index == 1).queue_s
+        < 2 * S
+    )
+
+
 def test_requests_longer_than_max_model_len_are_rejected():
     reqs = [Request(0, 0.0, 4000, 200), Request(1, 0.0, 3000, 200)]
     r = run(reqs, ConstantSteps(0.01), EngineConfig(max_model_len=4096))
