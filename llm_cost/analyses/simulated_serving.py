@@ -406,7 +406,7 @@ def _nothing_meets(runs: Sequence[ServeRun], targets: Mapping[str, Target]) -> I
         if reached is not None and reached > target.seconds:
             parts.append(
                 f"{metric} {fmt_seconds(target.seconds)} ({target.statistic.value}): the fastest configuration "
-                f"simulated reaches {fmt_seconds(reached)} ({best.describe()}, at most {best.max_num_seqs:,} sequences each)"
+                f"simulated reaches {fmt_seconds(reached)} ({best.describe()}, at most {best.max_num_seqs:,} sequence{'s' if best.max_num_seqs > 1 else ''} each)"
             )
             fields_.append(metric)
     if not parts:

@@ -56,6 +56,7 @@ def serve(
     prefix_caching: bool = True,
     max_model_len: Optional[int] = None,
     seed: int = 0,
+    analytic: bool = False,
     dtype: Any = None,
     weights_dtype: Any = None,
     bits_per_weight: Any = None,
@@ -78,7 +79,8 @@ def serve(
       simulated and ranked on their simulated distributions against the targets (a
       :class:`~llm_cost.analyses.simulated_serving.SimulatedPlan`: with ``qps`` the fewest GPUs, up
       to ``gpus``, else the most output tokens/s per GPU); ``modes`` disaggregated alone stays
-      analytic (a :class:`~llm_cost.analyses.serving.ServePlan`);
+      analytic (a :class:`~llm_cost.analyses.serving.ServePlan`), as does ``analytic=True``
+      (the analytic search alone: means from its queueing formulas, no simulation);
     - **one configuration, saturated, analytic** (``layout`` and ``concurrency``, no rate): a
       ``ServePlan`` whose frontier is that one row, at ``chunk_tokens`` (default 8K).
 
@@ -111,7 +113,7 @@ def serve(
     )
     searched = _modes(modes)
     one = choices.layout_of(layout)
-    analytic = dict(
+    options = dict(
         dtype=dtype,
         weights_dtype=weights_dtype,
         bits_per_weight=bits_per_weight,
@@ -123,9 +125,15 @@ def serve(
         network_gb_s=network_gb_s,
         usd_per_gpu_hour=usd_per_gpu_hour,
     )
-    if (one is not None and concurrency is not None and not has_arrivals) or searched == (ServingMode.DISAGGREGATED,):
+    if not isinstance(analytic, bool):
+        raise InputError(f"analytic: {analytic!r} must be True or False", fields=("analytic",))
+    if (
+        analytic
+        or (one is not None and concurrency is not None and not has_arrivals)
+        or searched == (ServingMode.DISAGGREGATED,)
+    ):
         return _analytic(
-            spec, g, load, goals, gpus, searched, one, concurrency, chunk_tokens, chunked_prefill, profile, analytic
+            spec, g, load, goals, gpus, searched, one, concurrency, chunk_tokens, chunked_prefill, profile, options
         )
     if concurrency is not None and has_arrivals:
         raise InputError(
@@ -142,7 +150,7 @@ def serve(
         searched,
         one,
         profile,
-        analytic,
+        options,
         dict(
             engine=engine,
             max_num_seqs=max_num_seqs,
@@ -225,6 +233,12 @@ def _analytic(
         raise InputError(
             "input_tokens: the analytic forms (concurrency with a layout, disaggregated alone) take fixed lengths",
             fields=("input_tokens", "output_tokens"),
+        )
+    extra = [m for m in goals if m not in ("ttft_s", "tpot_s")]
+    if extra:
+        raise InputError(
+            f"{extra[0]}: the analytic planner bounds TTFT and TPOT only; leave out analytic to simulate",
+            fields=(extra[0], "analytic"),
         )
     targets = _mean_targets(goals)
     budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)

@@ -237,6 +237,13 @@ MaxModelLen = Annotated[
         help="Longest request (prompt + output) the engine accepts (default: the model's context).",
     ),
 ]
+Analytic = Annotated[
+    bool,
+    typer.Option(
+        "--analytic",
+        help="The analytic planner alone: means from its queueing formulas and its frontier, no simulation.",
+    ),
+]
 NoPrefixCaching = Annotated[
     bool, typer.Option("--no-prefix-caching", help="Turn prefix caching off (vLLM's --no-enable-prefix-caching).")
 ]
@@ -302,6 +309,7 @@ def serve(
     chunk: Chunk = None,
     max_model_len: MaxModelLen = None,
     no_prefix_caching: NoPrefixCaching = False,
+    analytic: Analytic = False,
     dtype: ComputeDtype = None,
     weights_dtype: WeightsDtype = None,
     bits_per_weight: BitsPerWeight = None,
@@ -372,6 +380,7 @@ def _options(given: dict[str, Any], layout: Any) -> dict[str, Any]:
         users_per_prefix=given["users_per_prefix"],
         requests=given["requests"],
         seed=given["seed"],
+        analytic=given["analytic"],
         gpus=given["gpus"],
         usd_per_gpu_hour=given["usd_per_gpu_hour"],
         modes=MODES[given["mode"]],
