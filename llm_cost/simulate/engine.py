@@ -86,7 +86,8 @@ SGLANG_RATIO, SGLANG_MIN_RATIO, SGLANG_DECAY_STEPS, SGLANG_CLIP_TOKENS = 0.7, 0.
 
 @record
 class EngineConfig:
-    """An engine's scheduling settings, named as vLLM names them (``--max-num-seqs``,
+    """An engine's scheduling settings (``engine``: one of :data:`ENGINES`, whose admission rules
+    the module docstring gives), named as vLLM names them (``--max-num-seqs``,
     ``--max-num-batched-tokens``, ``--block-size``, ``--enable-prefix-caching``,
     ``--enable-chunked-prefill``, ``--max-model-len``, ``--long-prefill-token-threshold``,
     ``--async-scheduling``). ``max_model_len`` None: no limit."""
