@@ -326,3 +326,16 @@ def test_an_experiments_command_prints_the_json_of_its_serve_call(cli, tmp_path,
     assert run.code == 0, run.err
     printed, called = json.loads(run.out), json.loads(to_json(result))
     assert printed["simulation"] == called["simulation"] and printed["percentiles"] == called["percentiles"]
+
+
+def test_with_a_rate_the_plan_is_the_fewest_gpus_meeting_the_targets():
+    """At 20 requests/s the candidates are each layout's fewest replicas; every one serves the
+    offered rate (all its requests complete, throughput near 20/s), and the chosen one has the
+    fewest GPUs of those whose simulated percentiles meet the targets."""
+    p = llm_cost.serve("llama3-8b", "h100", 2048, 256, qps=20.0, ttft_s="p99:1s", tpot_s="p90:30ms")
+    meeting = [r for r in p.simulated if r.meets]
+    assert p.chosen.meets and p.chosen.gpus == min(r.gpus for r in meeting)
+    for r in p.simulated:
+        assert r.qps == 20.0 and r.throughput_rps == pytest.approx(20.0, rel=0.15)
+        assert r.goodput_rps <= r.throughput_rps * (1 + 1e-12)
+    assert len({(r.layout, r.replicas) for r in p.simulated}) == len(p.simulated)

@@ -9,13 +9,13 @@ divided among them, a trace's rows dealt out in turn); one replica is simulated
 
 **The plan.** The analytic search (:func:`llm_cost.analyses.serving.plan`, without targets: its
 frontier of output tokens/s per GPU against tokens/s per user) is the fast screen. Its aggregated
-frontier points are grouped by replica layout and replica count; of each group at most
-:data:`PER_LAYOUT` are simulated (the fastest whose analytic means meet the targets, the most
-throughput per GPU, and one between), each as the engine would run it: ``max_num_seqs`` the
-candidate's concurrency, ``max_num_batched_tokens`` its chunk (unchunked: vLLM's default without
-chunked prefill, ``max(max_model_len, 2048)``), at the rate per replica, or, without a rate, as a
-closed loop of ``concurrency`` users per replica with no think time (the saturated benchmark the
-analytic search assumes). A candidate meets the targets when every target holds on its simulated
+frontier points are grouped by replica layout and replica count; Without a rate, of each group at
+most :data:`PER_LAYOUT` are simulated (the fastest whose analytic means meet the targets, the most
+throughput per GPU, and one between) as a closed loop of ``concurrency`` users per replica with
+no think time (the saturated benchmark the analytic search assumes; ``max_num_seqs`` the
+concurrency); with a rate, each layout's :data:`PER_LAYOUT` fewest replica counts, at the rate per
+replica (``max_num_seqs`` the engine's). ``max_num_batched_tokens`` is the candidate's chunk
+(unchunked: vLLM's default without chunked prefill, ``max(max_model_len, 2048)``). A candidate meets the targets when every target holds on its simulated
 distribution and no request is refused; the plan is, of those meeting them, with a rate the
 fewest GPUs (then the most goodput), without one the most output tokens/s per GPU. Disaggregated
 candidates stay analytic (the simulator runs one engine replica), and are not chosen.
@@ -376,14 +376,29 @@ def _picks(group: list[Candidate], targets: Mapping[str, Target]) -> list[Candid
     return [ordered[i] for i in chosen][-PER_LAYOUT:]
 
 
-def _engine_for(c: Candidate, base: EngineConfig) -> EngineConfig:
-    """The engine settings that run candidate ``c`` (module docstring)."""
+def _at_a_rate(groups: Mapping[tuple[Layout, int], list[Candidate]]) -> dict[tuple[Layout, int], list[Candidate]]:
+    """With a rate: of each layout, its :data:`PER_LAYOUT` fewest replica counts on the frontier,
+    one candidate each (the lowest analytic TTFT; at a rate the engine runs as many sequences as
+    come, so a group's candidates differ only by their chunk)."""
+    out: dict[tuple[Layout, int], list[Candidate]] = {}
+    layouts: dict[Layout, list[int]] = {}
+    for layout, replicas in sorted(groups, key=lambda k: k[1]):
+        layouts.setdefault(layout, []).append(replicas)
+    for layout, counts in layouts.items():
+        for replicas in counts[:PER_LAYOUT]:
+            out[(layout, replicas)] = [min(groups[(layout, replicas)], key=lambda c: c.ttft_s)]
+    return out
+
+
+def _engine_for(c: Candidate, base: EngineConfig, saturated: bool) -> EngineConfig:
+    """The engine settings that run candidate ``c`` (module docstring): its chunk, and saturated
+    its concurrency as ``max_num_seqs`` (at a rate the engine's own cap)."""
     chunk = c.chunk_tokens
     budget = chunk if chunk is not None else max(base.max_model_len or 2048, 2048)
     return EngineConfig(
         **{
             **base.__dict__,
-            "max_num_seqs": c.concurrency,
+            "max_num_seqs": c.concurrency if saturated else base.max_num_seqs,
             "max_num_batched_tokens": budget,
             "chunked_prefill": chunk is not None,
         }
@@ -458,11 +473,12 @@ def plan_on_simulation(
         groups.setdefault((c.layout, c.replicas), []).append(c)
     timers: dict[Layout, StepTimer] = {}
     runs = []
-    for (layout, replicas), group in groups.items():
+    chosen = _at_a_rate(groups) if qps is not None else {k: _picks(g, targets) for k, g in groups.items()}
+    for (layout, replicas), picks in chosen.items():
         timer = timers.setdefault(
             layout, StepTimer(spec, gpu, time_model, layout, Fraction(weight_bits), kv_bits, compute_dtype)
         )
-        for c in _picks(group, targets):
+        for c in picks:
             load = traffic
             if qps is None:
                 load = _closed_loop(
@@ -481,7 +497,7 @@ def plan_on_simulation(
                     gpu,
                     layout,
                     load,
-                    _engine_for(c, base),
+                    _engine_for(c, base, qps is None),
                     time_model,
                     policy,
                     replicas=replicas,

@@ -199,8 +199,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + "; percentiles linear between order statistics; goodput: requests/s meeting every target (DistServe)"
     ),
     "serve.simulated_plan": "plan: the analytic search screens the configurations; {simulated} of its aggregated "
-    "frontier (at most {per_layout} per layout and replica count) are simulated, {requests:,} requests per replica, "
-    "and ranked on their simulated distributions against the targets",
+    "frontier are simulated (without a rate at most {per_layout} per layout and replica count, with one each layout's "
+    "{per_layout} fewest replica counts), {requests:,} requests per replica, and ranked on their simulated "
+    "distributions against the targets",
     "serve.compare": "each GPU planned for the same traffic and targets; the cheapest per million output tokens is "
     "marked (GPUs without a price or a plan are not ranked)",
     "serve.percentile_screen": "the analytic search reads each percentile target as a bound on the mean",
