@@ -49,14 +49,7 @@ class Seq:
         self.own = 0
         self.blocks = 0  # len(hashes) + own: the blocks it holds
         self.registered = 0  # leading blocks whose hash is known (looked up or cached)
-        self.memo: list[Hashable] = []  # block_hash(i) of the leading blocks asked so far
-
-    def leading_hashes(self, n: int, block_tokens: int) -> list[Hashable]:
-        """The hashes of (at least) the first ``n`` blocks, computed once."""
-        memo = self.memo
-        while len(memo) < n:
-            memo.append(self.block_hash(len(memo), block_tokens))
-        return memo
+        self.memo: list[Hashable] = []  # block_hash(i) of the leading blocks looked up so far
 
     def block_hash(self, i: int, block_tokens: int) -> Hashable:
         """The hash of block ``i``: its innermost shared prefix's key and ``i``, or (request, i)."""
@@ -102,9 +95,11 @@ class BlockPool:
         limit = (tokens - 1) // self.block_tokens
         hits = free = 0
         refs = self.refs
-        hashes = seq.leading_hashes(limit, self.block_tokens)
+        memo = seq.memo
         while hits < limit:
-            count = refs.get(hashes[hits])
+            if hits == len(memo):
+                memo.append(seq.block_hash(hits, self.block_tokens))
+            count = refs.get(memo[hits])
             if count is None:
                 break
             hits += 1
