@@ -19,7 +19,7 @@ from llm_cost.specs.schema import ModelSpec
 if TYPE_CHECKING:
     from llm_cost.analyses.checkpoint_roles import CheckpointReport
 
-__all__ = ["checkpoint_report", "gguf_weight_bits"]
+__all__ = ["checkpoint_report", "hub_checkpoint_report", "gguf_weight_bits"]
 
 
 def gguf_weight_bits(spec: ModelSpec, path: Path) -> Fraction:
@@ -48,3 +48,17 @@ def checkpoint_report(spec: ModelSpec, path: Path) -> CheckpointReport | None:
     from llm_cost.analyses.checkpoint_roles import compare
 
     return compare(spec, read_checkpoint(path))
+
+
+def hub_checkpoint_report(spec: ModelSpec, model_id: str) -> CheckpointReport | None:
+    """Stored against described tensors of a Hugging Face model id's safetensors checkpoint, read
+    from the shard headers on the Hub (:func:`llm_cost.specs.hub.hub_checkpoint`: range requests,
+    no weight byte); None offline or for a repository without safetensors files."""
+    from llm_cost.specs.hub import hub_checkpoint
+
+    stored = hub_checkpoint(model_id)
+    if stored is None:
+        return None
+    from llm_cost.analyses.checkpoint_roles import compare
+
+    return compare(spec, stored)

@@ -21,6 +21,7 @@ from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
+from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -69,7 +70,7 @@ def deployment(
     """Per-GPU memory of ``spec`` on ``layout`` and its decode step at ``batch`` x ``context``.
 
     InputError for a layout that cannot hold the model (see :func:`~llm_cost.model.layout.validate_layout`)."""
-    bits = Fraction(weight_bits).limit_denominator(1000)
+    bits = weight_bits_of(weight_bits, limit=True)
     p = per_gpu(spec, layout, bits, kv_bits)
     seqs = math.ceil(batch / layout.dp)
     room = kv_room(spec, gpu, [context], layout=layout, policy=policy, weight_bits=bits, kv_bits=kv_bits)
@@ -158,7 +159,7 @@ def smallest_layouts(
     the fewest GPUs whose memory could hold the model and its KV cache and stops at the largest
     layout there is (the largest TP x L stages), however large ``max_gpus``."""
     n_q = spec.attention.num_attention_heads
-    bits = Fraction(weight_bits).limit_denominator(1000)
+    bits = weight_bits_of(weight_bits, limit=True)
     fitting: list[Layout] = []
     counts: list[int] = []
     tps = [t for t in _divisors(n_q) if t <= max(1, gpu.interconnect.gpus_per_node)]

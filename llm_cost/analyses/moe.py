@@ -24,8 +24,9 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Dtype, LayerKind, OpRole
+from llm_cost.core.types import Dtype, LayerKind, OpRole, Part, TensorGroup, TensorKind
 from llm_cost.core.units import Number, to_bytes
+from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.layers import layer_counts
 from llm_cost.model.layout import Layout, per_gpu
 from llm_cost.model.structure import build
@@ -123,9 +124,14 @@ def moe_analysis(
         )
     if tp < 1:
         raise InputError(f"tp: {tp} must be at least 1", fields=("tp",))
-    bits = Fraction(weight_bits).limit_denominator(1000)
-    b = float(bits) / 8
+    bits = weight_bits_of(weight_bits, limit=True)
     s = build(spec)
+    main = [t for t in s.tensors if t.part in (Part.DECODER, Part.VISION) and t.stored]
+    experts = [t for t in main if t.group == TensorGroup.ROUTED_EXPERTS and t.kind == TensorKind.MATMUL]
+    b = float(tensor_bits(bits, experts[0])) / 8  # bytes per routed-expert weight: what an expert GEMM reads
+    non_routed_bytes = (
+        float(sum(t.total * tensor_bits(bits, t) for t in main if t.group != TensorGroup.ROUTED_EXPERTS)) / 8
+    )
     moe_layers = layer_counts(spec).of(LayerKind.MOE)
     routed = s.routed_expert_params
     expert = routed // (E * moe_layers)
@@ -151,8 +157,8 @@ def moe_analysis(
                 expected_experts_per_rank=hit / ep,
                 routed_bytes=routed_b,
                 weight_bytes_read=step.total("weight_bytes"),
-                weight_bytes_seed=non_routed * b + routed_b,
-                dense_same_memory_bytes=total * b,
+                weight_bytes_seed=non_routed_bytes + routed_b,
+                dense_same_memory_bytes=float(to_bytes(total, bits)),
                 expert_gemm_rows=B * k / hit,
                 expert_gemm_intensity=2 * (B * k / hit) / b,
             )

@@ -28,6 +28,7 @@ from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, OpKind, OpRole
 from llm_cost.core.units import Number, exact, to_bytes
+from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
 from llm_cost.perf.calibrated import CalibratedModel
@@ -213,7 +214,7 @@ class DecodeStep(Result):
 
 
 def _bits(weight_bits: int | float | Fraction | None, dtype: Dtype) -> Fraction:
-    return Fraction(weight_bits).limit_denominator(1000) if weight_bits is not None else Fraction(dtype.bits)
+    return weight_bits_of(weight_bits, limit=True) if weight_bits is not None else Fraction(dtype.bits)
 
 
 def decode_step(
@@ -253,11 +254,16 @@ def decode_step(
     )[0]
 
 
-def _layout_notes(layout: Layout, bound: StepTime) -> list[Note]:
-    """The layout's degrees and the link its collectives use, for a step on more than one GPU."""
+def _layout_notes(layout: Layout, bound: StepTime, spec: ModelSpec) -> list[Note]:
+    """The layout's degrees and the link its collectives use, for a step on more than one GPU; how
+    expert parallelism shares the routed work."""
     if layout == ONE_GPU:
         return []
-    return [
+    experts = []
+    if spec.moe is not None and layout.ep > 1:
+        slots = Fraction(spec.moe.num_experts + layout.redundant_experts, layout.ep)
+        experts = [note("layout.expert_parallel", ep=layout.ep, experts=float(slots), tp=layout.tp)]
+    return experts + [
         note(
             "layout.step",
             tp=layout.tp,
@@ -436,7 +442,7 @@ def _decode_notes(
         note(f"decode.bytes_{step.weight_bytes_convention}", bits=float(step.weight_bits), kv_bits=kv_bits),
         note("time.bound_and_estimate"),
     ]
-    conventions += _layout_notes(layout, bound)
+    conventions += _layout_notes(layout, bound, spec)
     if spec.moe is not None:
         conventions.append(note("moe.expected_experts"))
     if step.mla_form == MLAForm.ABSORBED:
@@ -565,7 +571,7 @@ def prefill_step(
         note("time.bound_and_estimate"),
         note("prefill.bytes"),
     ]
-    conventions += _layout_notes(layout, bound)
+    conventions += _layout_notes(layout, bound, spec)
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, step.sequences, seq)
     return PrefillStep(
         spec.name,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from llm_cost.api import checks
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import Dtype, StorageDtype, stored_weight_bits
+from llm_cost.core.types import Dtype, StorageDtype, WeightFormat, stored_weight_bits
 
 if TYPE_CHECKING:
     from llm_cost.analyses.capacity import MemoryPolicy
@@ -47,12 +47,13 @@ __all__ = [
 #: inference engine's compute dtype, so a step at their peak is refused rather than planned.
 STEP_DTYPES = (Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8, Dtype.INT4, Dtype.FP4, Dtype.FP32)
 #: Weight dtypes stored with a scale and zero per group (weight-only quantisation).
-GROUPED_DTYPES = (StorageDtype.INT4, StorageDtype.INT8)
+GROUPED_DTYPES = (WeightFormat.INT4, WeightFormat.INT8)
 
 
-def weights_dtype_of(value: Any, name: str = "weights_dtype") -> Optional[StorageDtype]:
-    """A storage dtype of the weights, or None (the checkpoint's)."""
-    return checks.optional(value, checks.choice, StorageDtype, name)
+def weights_dtype_of(value: Any, name: str = "weights_dtype") -> Optional[WeightFormat]:
+    """A format of the weights (a storage dtype or a block-scaled format: fp8_block, mxfp4, nvfp4),
+    or None (the checkpoint's)."""
+    return checks.optional(value, checks.choice, WeightFormat, name)
 
 
 def weight_bits(
@@ -66,8 +67,12 @@ def weight_bits(
     ``weights_dtype`` (int4 and int8 weight-only formats carry a bf16 scale and zero per
     ``group_size`` weights: int4 at the default group of 128 is 4.25 bits, at 32 it is 5; int8
     without a group is per channel, 8 bits: :func:`llm_cost.core.types.stored_weight_bits`); else
-    a GGUF file's own types when ``source`` is one; else the checkpoint's ``torch_dtype``.
-    InputError naming the arguments that conflict or are out of range."""
+    a GGUF file's own types when ``source`` is one; else the checkpoint's formats: by tensor group
+    when its ``quantization`` says so (:class:`llm_cost.model.formats.MixedBits`: gpt-oss's MXFP4
+    experts beside BF16 attention), else its ``torch_dtype``. A block-scaled ``weights_dtype``
+    carries its scales (mxfp4 4.25, nvfp4 4.5, fp8_block 8 + 1/512 bits:
+    :data:`llm_cost.core.types.BLOCK_SCALES`). InputError naming the arguments that conflict or are
+    out of range."""
     dtype = weights_dtype_of(weights_dtype)
     if bits_per_weight is not None and dtype is not None:
         raise InputError("give bits_per_weight or weights_dtype, not both", fields=("bits_per_weight", "weights_dtype"))
@@ -86,16 +91,24 @@ def weight_bits(
         from llm_cost.analyses.checkpoint import gguf_weight_bits
 
         return gguf_weight_bits(spec, Path(str(source).strip()))
+    if dtype is None and spec.quantization is not None:
+        from llm_cost.model.formats import checkpoint_bits
+
+        return checkpoint_bits(spec)
     exact = stored_weight_bits((dtype or StorageDtype(spec.torch_dtype)).value, group)
     return int(exact) if exact.denominator == 1 else exact
 
 
 def compute_dtype(spec: ModelSpec, gpu: HardwareSpec, dtype: Any = None, weights_dtype: Any = None) -> Dtype:
     """The dtype a step computes in: ``dtype`` if given (InputError if ``gpu`` has no peak for
-    it, or it is not one of :data:`STEP_DTYPES`); else FP8 for FP8 weights on a GPU with FP8 tensor cores (DeepSeek-V3 serves this way),
-    else BF16: weight-only formats (int8, int4) and 16/32-bit checkpoints are upcast to BF16, as
-    vLLM's weight-only kernels and its default ``dtype=auto`` do. InputError naming the GPU's
-    ``dense_tflops`` when it lists no peak for the default."""
+    it, or it is not one of :data:`STEP_DTYPES`); else, by the format of the quantized weights (the
+    checkpoint's ``quantization`` or ``torch_dtype``, or ``weights_dtype``): FP8 for FP8 weights
+    (per tensor or in blocks) on a GPU with FP8 tensor cores (DeepSeek-V3 serves this way); FP4 for
+    NVFP4 or FP4 weights on a GPU with FP4 tensor cores (Blackwell: NVFP4 checkpoints quantize
+    activations too, and TensorRT-LLM and vLLM run them W4A4); else BF16: weight-only formats
+    (int8, int4, MXFP4 as vLLM's Marlin and Triton MoE kernels run gpt-oss on Hopper) and 16/32-bit
+    checkpoints are upcast to BF16, as vLLM's weight-only kernels and its default ``dtype=auto`` do.
+    InputError naming the GPU's ``dense_tflops`` when it lists no peak for the default."""
     if dtype is not None:
         chosen = checks.choice(dtype, Dtype, "dtype")
         if chosen not in STEP_DTYPES:
@@ -111,8 +124,7 @@ def compute_dtype(spec: ModelSpec, gpu: HardwareSpec, dtype: Any = None, weights
                 fields=("dtype",),
             )
         return chosen
-    stored = weights_dtype_of(weights_dtype) or StorageDtype(spec.torch_dtype)
-    chosen = Dtype.FP8 if stored is StorageDtype.FP8 and "fp8" in gpu.dense_tflops else Dtype.BF16
+    chosen = _default_compute(_stored_format(spec, weights_dtype), gpu)
     if chosen.value not in gpu.dense_tflops:
         raise InputError(
             f"gpu: {gpu.name}'s dense_tflops has no {chosen.value} peak, the dtype {spec.name}'s weights run at; "
@@ -120,6 +132,24 @@ def compute_dtype(spec: ModelSpec, gpu: HardwareSpec, dtype: Any = None, weights
             fields=("dtype",),
         )
     return chosen
+
+
+def _stored_format(spec: ModelSpec, weights_dtype: Any) -> WeightFormat:
+    """The format of the quantized weights: ``weights_dtype``, else the checkpoint's."""
+    given = weights_dtype_of(weights_dtype)
+    if given is not None:
+        return given
+    q = spec.quantization
+    return WeightFormat(q.weights_format if q is not None else spec.torch_dtype)
+
+
+def _default_compute(fmt: WeightFormat, gpu: HardwareSpec) -> Dtype:
+    """The compute dtype engines pick for weights in ``fmt`` on ``gpu`` (see :func:`compute_dtype`)."""
+    if fmt.element is Dtype.FP8 and "fp8" in gpu.dense_tflops:
+        return Dtype.FP8
+    if fmt in (WeightFormat.NVFP4, WeightFormat.FP4) and "fp4" in gpu.dense_tflops:
+        return Dtype.FP4
+    return Dtype.BF16
 
 
 def kv_dtype_of(value: Any = None, name: str = "kv_dtype") -> StorageDtype:

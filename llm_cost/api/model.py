@@ -87,18 +87,33 @@ def params(
     N_gemm, active parameters of an MoE, the weight bytes at ``weights_dtype`` (default the
     checkpoint's; a GGUF file's own types; int4 with its group scales,
     :func:`llm_cost.api.choices.weight_bits`), per GPU of ``layout``, and the stored tensors of
-    ``checkpoint`` (a safetensors folder or a GGUF file; default ``model`` when it is a path)
-    compared with the description."""
+    ``checkpoint`` (a safetensors folder or a GGUF file; default ``model`` when it is a path,
+    or, for a Hugging Face id online, its safetensors shard headers read from the Hub by range
+    requests, no weight byte) compared with the description."""
     from llm_cost.analyses.checkpoint import checkpoint_report
     from llm_cost.model.params import count_params
 
     spec, source = load_model(model), checkpoint_of(model, checkpoint)
     dtype = choices.weights_dtype_of(weights_dtype)
     gguf = source is not None and source.name.lower().endswith(".gguf")
-    bits = choices.weight_bits(spec, dtype, source=source) if dtype or gguf else None
+    mixed = dtype is None and not gguf and spec.quantization is not None
+    bits = choices.weight_bits(spec, dtype, source=source) if dtype or gguf or mixed else None
     shown = dtype.value if dtype else ("the GGUF file's types" if gguf else None)
+    if mixed:
+        assert spec.quantization is not None
+        shown = f"{spec.quantization.weights_format}+{spec.quantization.kept_dtype}"
     report = checkpoint_report(spec, source) if source is not None else None
+    if report is None and checkpoint is None and isinstance(model, str) and _is_hub_id(model):
+        from llm_cost.analyses.checkpoint import hub_checkpoint_report
+
+        report = hub_checkpoint_report(spec, model)  # the shard headers on the Hub, when online
     return count_params(spec, bits, shown, choices.layout_of(layout), report)
+
+
+def _is_hub_id(model: Any) -> bool:
+    from llm_cost.specs import hub
+
+    return isinstance(model, str) and hub.is_hub_id(model)
 
 
 def checkpoint_of(model: Any, checkpoint: Any) -> Optional[Path]:

@@ -16,6 +16,7 @@ from llm_cost.cli.options import (
     KvDtype,
     Plot,
     Pp,
+    RedundantExperts,
     Tp,
     integer,
     non_negative,
@@ -79,6 +80,7 @@ def fit(
     pp: Pp = None,
     ep: Ep = None,
     dp: Dp = None,
+    redundant_experts: RedundantExperts = None,
     as_json: Json = False,
     plot: Plot = None,
 ) -> None:
@@ -91,7 +93,7 @@ def fit(
     from llm_cost import api
     from llm_cost.report import fit as view
 
-    layout = layout_of(tp, pp, ep, dp)
+    layout = layout_of(tp, pp, ep, dp, redundant_experts)
     if plot is not None and layout is not None:
         raise InputError("--plot: the memory picture is of one GPU; leave out --tp/--pp/--ep/--dp")
     result = api.fit(

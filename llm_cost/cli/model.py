@@ -16,6 +16,7 @@ from llm_cost.cli.options import (
     KvDtype,
     Plot,
     Pp,
+    RedundantExperts,
     Tp,
     Verbose,
     integer_grid,
@@ -24,10 +25,10 @@ from llm_cost.cli.options import (
 )
 from llm_cost.cli.program import app, emit, emit_csv, layout_of, report_defaults
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import StorageDtype
+from llm_cost.core.types import StorageDtype, WeightFormat
 
 ParamsDtype = Annotated[
-    Optional[StorageDtype],
+    Optional[WeightFormat],
     typer.Option(
         "--weights-dtype",
         "--dtype",
@@ -68,6 +69,7 @@ def params(
     pp: Pp = None,
     ep: Ep = None,
     dp: Dp = None,
+    redundant_experts: RedundantExperts = None,
     verbose: Verbose = False,
     as_json: Json = False,
 ) -> None:
@@ -78,7 +80,7 @@ def params(
     from llm_cost import api
     from llm_cost.report import params as view
 
-    result = api.params(model, dtype, layout_of(tp, pp, ep, dp))
+    result = api.params(model, dtype, layout_of(tp, pp, ep, dp, redundant_experts))
     emit(result, as_json, view.render, api.load_model(model).display_name)
     if verbose:
         report_defaults(model)

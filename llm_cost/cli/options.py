@@ -153,6 +153,15 @@ Ep = Annotated[
     ),
 ]
 Dp = Annotated[Optional[int], option("--dp", parse=integer("--dp"), metavar="INTEGER", help="Data-parallel replicas.")]
+RedundantExperts = Annotated[
+    Optional[int],
+    option(
+        "--redundant-experts",
+        parse=integer("--redundant-experts", 0),
+        metavar="INTEGER",
+        help="Extra expert slots over the EP ranks (EPLB: 256 experts + 32 over EP 72).",
+    ),
+]
 KvDtype = Annotated[StorageDtype, typer.Option("--kv-dtype", case_sensitive=False, help="KV-cache element dtype.")]
 
 

@@ -35,9 +35,13 @@ app = typer.Typer(
 DEBUG_HELP = "Before the command: show the traceback of an internal error (also LLM_COST_DEBUG=1)."
 
 
-def layout_of(tp: Optional[int], pp: Optional[int], ep: Optional[int], dp: Optional[int]) -> Any:
-    """The Layout of the --tp/--pp/--ep/--dp flags given (each other degree 1), or None when none is."""
-    given = {k: v for k, v in (("tp", tp), ("pp", pp), ("ep", ep), ("dp", dp)) if v is not None}
+def layout_of(
+    tp: Optional[int], pp: Optional[int], ep: Optional[int], dp: Optional[int], redundant_experts: Optional[int] = None
+) -> Any:
+    """The Layout of the --tp/--pp/--ep/--dp/--redundant-experts flags given (each other degree 1, no
+    redundant experts), or None when none is."""
+    pairs = (("tp", tp), ("pp", pp), ("ep", ep), ("dp", dp), ("redundant_experts", redundant_experts))
+    given = {k: v for k, v in pairs if v is not None}
     if not given:
         return None
     from llm_cost.api import Layout

@@ -17,6 +17,7 @@ from llm_cost.cli.options import (
     KvDtype,
     Plot,
     Pp,
+    RedundantExperts,
     Tp,
     integer,
     integer_grid,
@@ -202,6 +203,7 @@ def roofline(
     pp: Pp = None,
     ep: Ep = None,
     dp: Dp = None,
+    redundant_experts: RedundantExperts = None,
     network_gb_s: NetworkGbS = None,
     profile: ProfileOpt = None,
     as_json: Json = False,
@@ -217,7 +219,7 @@ def roofline(
     """
     from llm_cost import api
 
-    layout = layout_of(tp, pp, ep, dp)
+    layout = layout_of(tp, pp, ep, dp, redundant_experts)
     step_options = dict(
         dtype=dtype,
         weights_dtype=weights_dtype,

@@ -15,7 +15,7 @@ import typer
 
 from llm_cost.cli.options import efficiency, fraction, gigabytes, integer, option, positive, token_grid
 from llm_cost.core.choices import AttentionMask, Logits, MemoryConvention, MLAForm, WeightBytes, WeightFlops
-from llm_cost.core.types import Dtype, StorageDtype
+from llm_cost.core.types import Dtype, WeightFormat
 
 ContextGrid = Annotated[
     Any,
@@ -39,8 +39,12 @@ SeqGrid = Annotated[
     ),
 ]
 WeightsDtype = Annotated[
-    Optional[StorageDtype],
-    typer.Option("--weights-dtype", case_sensitive=False, help="Weight storage dtype (default: the checkpoint's)."),
+    Optional[WeightFormat],
+    typer.Option(
+        "--weights-dtype",
+        case_sensitive=False,
+        help="Weight storage format, scales included (mxfp4, nvfp4, fp8_block; default: the checkpoint's, by group).",
+    ),
 ]
 ComputeDtype = Annotated[
     Optional[Dtype],

@@ -9,10 +9,12 @@ table of storage bits per element.
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from fractions import Fraction
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.records import record
 
 __all__ = [
     "TextEnum",
@@ -32,6 +34,10 @@ __all__ = [
     "OpKind",
     "OpRole",
     "stored_weight_bits",
+    "WeightFormat",
+    "BLOCK_SCALES",
+    "BlockScales",
+    "block_scaled_bits",
     "GROUP_OVERHEAD_BITS",
     "DEFAULT_INT4_GROUP",
 ]
@@ -274,10 +280,74 @@ GROUP_OVERHEAD_BITS = 32
 DEFAULT_INT4_GROUP = 128
 
 
+class WeightFormat(TextEnum):
+    """Formats a weight matrix is stored in: a storage dtype, or a block-scaled format whose scales
+    are part of its bits (:data:`BLOCK_SCALES`)."""
+
+    FP32 = "fp32"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"  # one scale per tensor or channel: 8 bits
+    INT8 = "int8"
+    INT4 = "int4"
+    FP4 = "fp4"
+    FP8_BLOCK = "fp8_block"  # FP8 E4M3 with an FP32 scale per 128 x 128 block (DeepSeek-V3's weight_block_size)
+    MXFP4 = "mxfp4"  # FP4 E2M1 in blocks of 32 along the input, one E8M0 scale each (OCP MX v1.0)
+    NVFP4 = "nvfp4"  # FP4 E2M1 in blocks of 16, one FP8 E4M3 scale each, one FP32 scale per tensor
+
+    @property
+    def element(self) -> Dtype:
+        """The dtype of one element, scales aside (what the tensor cores multiply)."""
+        return _FORMAT_ELEMENT.get(self, Dtype(self.value) if self.value in DTYPE_BITS else Dtype.FP4)
+
+
+_FORMAT_ELEMENT = {WeightFormat.FP8_BLOCK: Dtype.FP8, WeightFormat.MXFP4: Dtype.FP4, WeightFormat.NVFP4: Dtype.FP4}
+
+
+@record
+class BlockScales:
+    """One scale of ``scale_bits`` per ``rows`` x ``cols`` block of a [out, in] matrix, and
+    ``tensor_scale_bits`` once per tensor."""
+
+    rows: int
+    cols: int
+    scale_bits: int
+    tensor_scale_bits: int = 0
+
+
+#: The scales of each block-scaled format: MXFP4, OCP Microscaling Formats (MX) v1.0 §5 (k = 32 elements
+#: share an 8-bit E8M0 scale: 4 + 8/32 = 4.25 bits); NVFP4, NVIDIA's Blackwell format (16 FP4 values share
+#: an FP8 E4M3 scale, and a per-tensor FP32 scale: 4.5 bits and 32 bits a tensor; TensorRT Model
+#: Optimizer's weight_scale and weight_scale_2); FP8 block scaling, DeepSeek-V3 (an FP32 weight_scale_inv
+#: per 128 x 128 block, quantization_config.weight_block_size).
+BLOCK_SCALES: dict[WeightFormat, BlockScales] = {
+    WeightFormat.FP8_BLOCK: BlockScales(128, 128, 32),
+    WeightFormat.MXFP4: BlockScales(1, 32, 8),
+    WeightFormat.NVFP4: BlockScales(1, 16, 8, 32),
+}
+
+
+def block_scaled_bits(fmt: WeightFormat, shape: tuple[int, ...]) -> Fraction:
+    """Exact bits per element of one [out, in...] matrix of ``shape`` in the block-scaled ``fmt``: the
+    element bits, plus one scale per block (partial blocks at the edges count whole, as checkpoints
+    store ceil(out / rows) x ceil(in / cols) scales) and any per-tensor scale, spread over the
+    elements. E.g. MXFP4 at in = 2,880: 4 + 90 x 8 / 2,880 = 4.25."""
+    scales = BLOCK_SCALES[fmt]
+    out, inner = shape[0], math.prod(shape[1:])
+    blocks = -(-out // scales.rows) * -(-inner // scales.cols)
+    extra = blocks * scales.scale_bits + scales.tensor_scale_bits
+    return DTYPE_BITS[fmt.element] + Fraction(extra, out * inner)
+
+
 def stored_weight_bits(dtype: str, group_size: int | None) -> Fraction:
     """Bits per stored weight of ``dtype``, with a group's bf16 scale and zero spread over its
     ``group_size`` weights for int4/int8 (int4: group 128 by default, 4.25 bits; at 32, 5 bits;
-    int8 without a group is per channel, 8 bits)."""
+    int8 without a group is per channel, 8 bits). A block-scaled format (:data:`BLOCK_SCALES`) on
+    whole blocks: fp8_block 8 + 32 / 16,384, mxfp4 4.25, nvfp4 4.5 (its per-tensor scale, 32 bits a
+    tensor, is left out: :func:`block_scaled_bits` counts it on a shape)."""
+    if dtype in BLOCK_SCALES:
+        s = BLOCK_SCALES[WeightFormat(dtype)]
+        return DTYPE_BITS[WeightFormat(dtype).element] + Fraction(s.scale_bits, s.rows * s.cols)
     bits = Fraction(DTYPE_BITS[Dtype(dtype)])
     if dtype == "int4" and group_size is None:
         group_size = DEFAULT_INT4_GROUP

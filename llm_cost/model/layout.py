@@ -27,6 +27,7 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, Part, ShardRule, TensorGroup, TensorKind
 from llm_cost.core.units import exact, to_bytes
+from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
 from llm_cost.model.layers import layer_counts
 from llm_cost.model.structure import Tensor, build
@@ -195,28 +196,30 @@ class PerGPU:
 def per_gpu(
     spec: ModelSpec, layout: Layout, weight_bits: int | Fraction = 16, kv_bits: int = 16, mtp: bool = False
 ) -> PerGPU:
-    """Per-GPU weights and KV per token on each stage under ``layout`` (validated first). MTP
+    """Per-GPU weights and KV per token on each stage under ``layout`` (validated first), each
+    tensor at its own bits under :class:`llm_cost.model.formats.MixedBits`. MTP
     modules are placed on the last stage only with ``mtp`` (training, or serving with MTP as the
     speculative draft); plain serving does not load them. A tied LM head on another stage than
     the embedding needs its own copy of the matrix."""
     validate_layout(spec, layout)
-    bits = Fraction(weight_bits)
+    bits = weight_bits_of(weight_bits)
     s = build(spec)
     weights, experts = [], []
     for i in range(layout.pp):
-        elements = routed = Fraction(0)
+        stored = routed = Fraction(0)  # bits
         for t in s.tensors:
             if t.part == Part.MTP_COPY or not t.stored or (t.part == Part.MTP and not mtp):
                 continue
             n = tensor_layers_in_stage(spec, t, layout, i)
             if n:
-                share = t.per_layer * n * tensor_share(spec, t, layout)
-                elements += share
+                share = t.per_layer * n * tensor_share(spec, t, layout) * tensor_bits(bits, t)
+                stored += share
                 routed += share if t.group == TensorGroup.ROUTED_EXPERTS else 0
         if spec.tie_word_embeddings and layout.pp > 1 and i == layout.pp - 1:
-            elements += Fraction(spec.vocab_size * spec.hidden_size, layout.tp)
-        weights.append(exact(elements * bits / 8))
-        experts.append(exact(routed * bits / 8))
+            embedding = s.tensors[0]  # the copy a last stage's tied LM head multiplies by
+            stored += Fraction(spec.vocab_size * spec.hidden_size, layout.tp) * tensor_bits(bits, embedding)
+        weights.append(exact(stored / 8))
+        experts.append(exact(routed / 8))
 
     per_layer = kv_elements_per_token_per_layer(spec)
     heads = None

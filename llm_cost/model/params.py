@@ -18,8 +18,9 @@ from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
 from llm_cost.core.units import exact_bits, to_bytes
+from llm_cost.model.formats import MixedBits
 from llm_cost.model.structure import GROUPS, Structure, build
-from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec
+from llm_cost.specs.schema import READ_GENERICALLY, GQAAttention, MLAAttention, ModelSpec
 
 if TYPE_CHECKING:  # imported by count_params only for a layout: its module costs a cold start about 2 ms
     from llm_cost.model.layout import Layout, PerGPU
@@ -137,6 +138,22 @@ def _rows(structure: Structure, total: int) -> list[BreakdownRow]:
     return rows
 
 
+def _weight_bytes_note(bits: int | float | Fraction, dtype: str) -> Note:
+    """How the weight bytes were weighed: one format for all, or the checkpoint's by group."""
+    if not isinstance(bits, MixedBits):
+        return note("params.weight_bytes", bits=float(bits), dtype=dtype)
+    q = bits.quantization
+    kept = "".join(f"{group}, " for group in q.kept)
+    return note(
+        "params.weight_bytes_mixed",
+        method=q.method,
+        format=q.weights_format,
+        kept=kept,
+        kept_dtype=q.kept_dtype,
+        bits=float(bits),
+    )
+
+
 def count_params(
     spec: ModelSpec,
     bits: int | float | Fraction | None = None,
@@ -145,7 +162,8 @@ def count_params(
     checkpoint: Result | None = None,
 ) -> ParamsResult:
     """Count ``spec``'s parameters and weigh them at ``bits`` per parameter (default: the
-    checkpoint's ``torch_dtype``); with ``layout``, also the weights on one GPU of each pipeline
+    checkpoint's ``torch_dtype``; a :class:`~llm_cost.model.formats.MixedBits` weighs each tensor in
+    its group's format); with ``layout``, also the weights on one GPU of each pipeline
     stage. InputError only for a layout that cannot hold the model."""
     dtype = dtype or spec.torch_dtype
     bits = bits if bits is not None else Dtype(dtype).bits
@@ -153,11 +171,9 @@ def count_params(
     total = s.total_params
     embedding = sum(t.total for t in s.tensors if t.part == "decoder" and t.group == "embedding")
     weight_bytes = to_bytes(total, exact_bits(bits))
-    conventions = [
-        note("params.counted"),
-        note("params.n_gemm"),
-        note("params.weight_bytes", bits=float(bits), dtype=str(dtype)),
-    ]
+    conventions = [note("params.counted"), note("params.n_gemm"), _weight_bytes_note(bits, str(dtype))]
+    if READ_GENERICALLY in (spec.source.note or ""):
+        conventions.append(note("params.read_generically", model_type=spec.model_type))
     if spec.moe is not None:
         conventions.append(note("params.active"))
     if spec.mtp is not None:

@@ -24,10 +24,12 @@ from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, MlpType, Part, ShardRule, TensorKind
 from llm_cost.model.layers import layer_counts
 from llm_cost.specs.schema import (
+    Glm4vVision,
     GQAAttention,
     Llama4Vision,
     MLAAttention,
     ModelSpec,
+    MoonVitVision,
     PixtralVision,
     Qwen2Vision,
     Qwen3Vision,
@@ -718,6 +720,80 @@ def _pixtral(v: PixtralVision, d_text: int) -> list[Tensor]:
     return t
 
 
+def _moonvit(v: MoonVitVision, d_text: int) -> list[Tensor]:
+    """MoonViT + Kimi-K2.5 projector (transformers models/kimi_k25/modeling_kimi_k25.py). Names as
+    in the Kimi-K2.5 checkpoint (q/k/v fused in ``wqkv``, the same elements)."""
+    e, L, f = v.hidden_size, v.num_hidden_layers, v.intermediate_size
+    p, vt, blk = Part.VISION, "vision_tower", "vision_tower.encoder.blocks.*"
+    t = [
+        Tensor(
+            f"{vt}.patch_embed.proj.weight",
+            (e, v.num_channels, v.patch_size, v.patch_size),
+            "vision.patch_embed",
+            M,
+            part=p,
+        ),
+        Tensor(f"{vt}.patch_embed.proj.bias", (e,), "vision.patch_embed", B, part=p),
+        Tensor(
+            f"{vt}.patch_embed.pos_emb.weight", (v.pos_emb_height, v.pos_emb_width, e), "vision.patch_embed", L_, part=p
+        ),
+    ]
+    for norm in ("norm0", "norm1"):
+        t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
+        t.append(Tensor(f"{blk}.{norm}.bias", (e,), "vision.blocks", N, L, part=p))
+    for name, d_in, d_out in (("wqkv", e, 3 * e), ("wo", e, e), ("mlp.fc0", e, f), ("mlp.fc1", f, e)):
+        t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
+        t.append(Tensor(f"{blk}.{name}.bias", (d_out,), "vision.blocks", B, L, part=p))
+    t.append(Tensor(f"{vt}.encoder.final_layernorm.weight", (e,), "vision.blocks", N, part=p))
+    t.append(Tensor(f"{vt}.encoder.final_layernorm.bias", (e,), "vision.blocks", N, part=p))
+    merged = e * v.merge_patches
+    t.append(Tensor("mm_projector.pre_norm.weight", (e,), "vision.merger", N, part=p))
+    t.append(Tensor("mm_projector.pre_norm.bias", (e,), "vision.merger", N, part=p))
+    for name, d_out in (("proj.0", merged), ("proj.2", d_text)):
+        t.append(Tensor(f"mm_projector.{name}.weight", (d_out, merged), "vision.merger", M, part=p))
+        t.append(Tensor(f"mm_projector.{name}.bias", (d_out,), "vision.merger", B, part=p))
+    return t
+
+
+def _glm4v_vision(v: Glm4vVision) -> list[Tensor]:
+    """GLM-4V vision tower and merger (transformers models/glm4v/modeling_glm4v.py Glm4vVisionModel)."""
+    e, o, f, L, m = v.hidden_size, v.out_hidden_size, v.intermediate_size, v.depth, v.spatial_merge_size
+    p, vt, blk = Part.VISION, "visual", "visual.blocks.*"
+    patch = (e, v.in_channels, v.temporal_patch_size, v.patch_size, v.patch_size)
+    t = [
+        Tensor(
+            f"{vt}.embeddings.position_embedding.weight",
+            ((v.image_size // v.patch_size) ** 2, e),
+            "vision.patch_embed",
+            L_,
+            part=p,
+        ),
+        Tensor(f"{vt}.patch_embed.proj.weight", patch, "vision.patch_embed", M, part=p),
+        Tensor(f"{vt}.patch_embed.proj.bias", (e,), "vision.patch_embed", B, part=p),
+    ]
+    for norm in ("norm1", "norm2"):
+        t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
+    t.append(Tensor(f"{blk}.attn.qkv.weight", (3 * e, e), "vision.blocks", M, L, part=p))
+    if v.attention_bias:
+        t.append(Tensor(f"{blk}.attn.qkv.bias", (3 * e,), "vision.blocks", B, L, part=p))
+    for name, d_in, d_out in (
+        ("attn.proj", e, e),
+        ("mlp.gate_proj", e, o),
+        ("mlp.up_proj", e, o),
+        ("mlp.down_proj", o, e),
+    ):
+        t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
+    for norm in ("post_conv_layernorm", "post_layernorm"):
+        t.append(Tensor(f"{vt}.{norm}.weight", (e,), "vision.blocks", N, part=p))
+    t.append(Tensor(f"{vt}.downsample.weight", (o, e, m, m), "vision.merger", M, part=p))
+    t.append(Tensor(f"{vt}.downsample.bias", (o,), "vision.merger", B, part=p))
+    t.append(Tensor(f"{vt}.merger.post_projection_norm.weight", (o,), "vision.merger", N, part=p))
+    t.append(Tensor(f"{vt}.merger.post_projection_norm.bias", (o,), "vision.merger", N, part=p))
+    for name, d_in, d_out in (("proj", o, o), ("gate_proj", o, f), ("up_proj", o, f), ("down_proj", f, o)):
+        t.append(Tensor(f"{vt}.merger.{name}.weight", (d_out, d_in), "vision.merger", M, part=p))
+    return t
+
+
 def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
     """The tensors of a vision tower and its projector into the decoder's width ``d_text``."""
     if isinstance(v, Qwen2Vision):
@@ -730,6 +806,10 @@ def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
         return _siglip(v, d_text)
     if isinstance(v, Llama4Vision):
         return _llama4_vision(v, d_text)
+    if isinstance(v, MoonVitVision):
+        return _moonvit(v, d_text)
+    if isinstance(v, Glm4vVision):
+        return _glm4v_vision(v)
     return _pixtral(v, d_text)
 
 

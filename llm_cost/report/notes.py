@@ -90,9 +90,14 @@ def _model_scaling(p: dict) -> str:
 
 TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "params.counted": "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
+    "params.read_generically": "model_type {model_type} read generically: not checked against a checkpoint of this "
+    "family",
     "params.n_gemm": "N_gemm: matmul weights a token passes through (no embedding lookup, norms or biases; LM head "
     "included)",
     "params.weight_bytes": "weight bytes: every parameter at {bits:g} bits ({dtype}); GB = 10^9 B, GiB = 2^30 B",
+    "params.weight_bytes_mixed": "weight bytes: the checkpoint's formats by tensor group ({method}): matmul weights in "
+    "{format} with their scales, {kept}embedding, LM head, router and vectors in {kept_dtype}; {bits:.4g} bits per "
+    "parameter on average; GB = 10^9 B, GiB = 2^30 B",
     "params.active": "active: all parameters less the routed experts a token skips (k of E per MoE layer)",
     "params.mtp": "MTP modules reported apart from the main model; the checkpoint also stores copies of the embedding "
     "and LM head with them",
@@ -137,6 +142,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "layout.step": "layout TP {tp} x PP {pp} x DP {dp} = {gpus} GPUs, EP {ep}: figures per GPU, summed over the "
     "stages; the sequences split over {dp} replica(s); collectives over {link} at {link_gb_s:g} GB/s "
     "per direction, no latency",
+    "layout.expert_parallel": "EP {ep}: each GPU holds {experts:g} whole experts per MoE layer and multiplies the "
+    "rows every replica routes to them (balanced routing: its own replica's share of the routed work); in the "
+    "all-to-all a GPU sends its share of its replica's tokens (split over {tp} TP rank(s)) to k experts, (EP - 1)/EP "
+    "of them remote, and the outputs of its experts back",
     "layout.sharding": "sharding as Megatron-LM/vLLM (see llm_cost.model.layout); MTP modules not loaded",
     "layout.memory": "weights at {bits:g} bits, KV at {kv_bits} bits; {sequences} sequence(s) per replica",
     "moe.expected_experts": "MoE: routed expert weights read = expected distinct experts E(1 - (1 - k/E)^B) per "

@@ -26,6 +26,8 @@ __all__ = [
     "Checkpoint",
     "DTYPE_BYTES",
     "read_safetensors_header",
+    "header_length",
+    "parse_safetensors_header",
     "is_checkpoint_folder",
     "read_checkpoint",
 ]
@@ -87,17 +89,29 @@ def read_safetensors_header(path: Path) -> list[StoredTensor]:
         size = path.stat().st_size
         with path.open("rb") as f:
             head = f.read(8)
-            if len(head) < 8:
-                raise SpecError(f"{path}: not a safetensors file ({size} bytes; the header length takes 8)")
-            (n,) = struct.unpack("<Q", head)
-            if n > MAX_HEADER_BYTES or n > size - 8:
-                raise SpecError(
-                    f"{path}: not a safetensors file (header length {n:,} exceeds the file's "
-                    f"{size - 8:,} remaining bytes or the {MAX_HEADER_BYTES:,}-byte limit)"
-                )
+            n = header_length(path, head, size)
             raw = f.read(n)
     except OSError as exc:
         raise SpecError(f"{path}: cannot be read ({exc.strerror})") from None
+    return parse_safetensors_header(path, raw, size)
+
+
+def header_length(path: Path, head: bytes, size: int) -> int:
+    """N, the header length the first 8 bytes of a safetensors file of ``size`` bytes give."""
+    if len(head) < 8:
+        raise SpecError(f"{path}: not a safetensors file ({size} bytes; the header length takes 8)")
+    (n,) = struct.unpack("<Q", head[:8])
+    if n > MAX_HEADER_BYTES or n > size - 8:
+        raise SpecError(
+            f"{path}: not a safetensors file (header length {n:,} exceeds the file's "
+            f"{size - 8:,} remaining bytes or the {MAX_HEADER_BYTES:,}-byte limit)"
+        )
+    return int(n)
+
+
+def parse_safetensors_header(path: Path, raw: bytes, size: int) -> list[StoredTensor]:
+    """The tensors a safetensors header ``raw`` (the N bytes after the length) describes, for a
+    file of ``size`` bytes; SpecError naming ``path`` for a malformed header."""
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -105,7 +119,7 @@ def read_safetensors_header(path: Path) -> list[StoredTensor]:
     if not isinstance(header, dict):
         raise SpecError(f"{path}: the safetensors header must be a JSON object")
     out = []
-    data_bytes = size - 8 - n
+    data_bytes = size - 8 - len(raw)
     for name, entry in header.items():
         if name == "__metadata__":
             continue

@@ -23,7 +23,16 @@ from typing import Optional
 
 from llm_cost.core.errors import SpecError
 
-__all__ = ["is_hub_id", "parse_hub_id", "cache_dir", "offline", "config_path", "load_hub_model"]
+__all__ = [
+    "is_hub_id",
+    "parse_hub_id",
+    "cache_dir",
+    "offline",
+    "config_path",
+    "load_hub_model",
+    "hub_checkpoint",
+    "HEADER_TIMEOUT_S",
+]
 
 _HUB_ID = re.compile(
     r"(?P<repo>[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})"
@@ -65,17 +74,26 @@ def _shown(repo: str, rev: Optional[str]) -> str:
     return f"{repo}@{rev}" if rev else repo
 
 
-def _download(repo: str, rev: Optional[str], local_only: bool) -> Path:
+def _token() -> Optional[str]:
+    return os.environ.get("HF_TOKEN") or None  # None: the stored login (hf auth login), if any
+
+
+def _download(repo: str, rev: Optional[str], local_only: bool, filename: str = "config.json") -> Path:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.utils import logging as hf_logging
 
-    token = os.environ.get("HF_TOKEN") or None  # None: the stored login (hf auth login), if any
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # its retry warnings would break the one-line error
     try:
         return Path(
             hf_hub_download(
-                repo, "config.json", revision=rev, cache_dir=str(cache_dir()), token=token, local_files_only=local_only
+                repo,
+                filename,
+                revision=rev,
+                cache_dir=str(cache_dir()),
+                token=_token(),
+                local_files_only=local_only,
+                etag_timeout=HEADER_TIMEOUT_S,
             )
         )
     finally:
@@ -162,3 +180,92 @@ def load_hub_model(model_id: str, verbose: bool = False):
     url = f"https://huggingface.co/{repo}/blob/{rev or 'main'}/config.json"
     spec, defaults = load_hf_config_verbose(path, name=name, source=url, display_name=_shown(repo, rev))
     return (spec, defaults) if verbose else spec
+
+
+# -- checkpoint headers -------------------------------------------------------------------------------
+
+#: Seconds each Hub request for a checkpoint header may take (connect and read), before the lookup
+#: gives up with a one-line error: headers are a few kilobytes, so a longer wait is a dead link.
+HEADER_TIMEOUT_S = 10.0
+_INDEX = "model.safetensors.index.json"
+_SINGLE = "model.safetensors"
+
+
+def _endpoint() -> str:
+    """The Hub's address: HF_ENDPOINT (read now, not at import) or huggingface.co."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def _ranged(url: str, first: int, last: int) -> tuple[bytes, int]:
+    """Bytes ``first``..``last`` (inclusive) of the file at ``url`` by one HTTP range request, and
+    the file's size from the Content-Range answer. SpecError when the server sends more than asked
+    (it ignored the range: the weights would follow) or no size."""
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    headers = {**build_hf_headers(token=_token()), "Range": f"bytes={first}-{last}"}
+    response = get_session().get(url, headers=headers, timeout=HEADER_TIMEOUT_S)
+    hf_raise_for_status(response)
+    body = response.content
+    total = str(response.headers.get("Content-Range", "")).rpartition("/")[2]
+    if response.status_code != 206 or len(body) > last - first + 1 or not total.isdigit():
+        raise SpecError(f"{url}: the server did not answer the range request for bytes {first}-{last} with them alone")
+    return body, int(total)
+
+
+def _shard_header(repo: str, rev: Optional[str], filename: str) -> list:
+    """The tensors of one shard on the Hub, from two range requests: its first 8 bytes (the header
+    length N), then bytes 8 .. 8 + N - 1 (the header). No byte past the header is requested."""
+    from llm_cost.specs.checkpoint import header_length, parse_safetensors_header
+
+    url = f"{_endpoint()}/{repo}/resolve/{rev or 'main'}/{filename}"
+    shown = Path(f"{repo}/{filename}")
+    head, size = _ranged(url, 0, 7)
+    n = header_length(shown, head, size)
+    raw, _ = _ranged(url, 8, 8 + n - 1)
+    return parse_safetensors_header(shown, raw, size)
+
+
+def hub_checkpoint(model_id: str):
+    """The stored tensors of a Hub model's safetensors checkpoint, read from the shard headers
+    only: the index ``model.safetensors.index.json`` (else the one ``model.safetensors``) through
+    the cache, then each shard's 8-byte length and its header by HTTP range requests (huggingface_hub's
+    session, HF_TOKEN and HF_ENDPOINT honoured; each request 10 s at most, :data:`HEADER_TIMEOUT_S`). No
+    weight byte is requested. None when HF_HUB_OFFLINE is set (as before: the config alone is
+    read offline) or the repository has no safetensors files; a one-line SpecError when the Hub
+    fails or a header is malformed."""
+    import json
+
+    from llm_cost.specs.checkpoint import Checkpoint, StoredTensor
+
+    parsed = parse_hub_id(model_id)
+    if parsed is None or offline():
+        return None
+    repo, rev = parsed
+    from huggingface_hub import errors
+
+    try:
+        try:
+            index = json.loads(_download(repo, rev, local_only=False, filename=_INDEX).read_text(encoding="utf-8"))
+            weight_map = index["weight_map"]
+            files = sorted(set(weight_map.values()))
+            total = (index.get("metadata") or {}).get("total_size")
+        except (errors.RemoteEntryNotFoundError, errors.EntryNotFoundError):
+            files, total = [_SINGLE], None
+        tensors: dict[str, StoredTensor] = {}
+        for filename in files:
+            for t in _shard_header(repo, rev, filename):
+                if t.name in tensors:
+                    raise SpecError(f"{repo}/{filename}: tensor {t.name!r} is also in {tensors[t.name].file}")
+                tensors[t.name] = t
+    except SpecError:
+        raise
+    except (errors.RemoteEntryNotFoundError, errors.EntryNotFoundError):
+        return None
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise SpecError(
+            f"{model_id}: {_INDEX} on the Hub is not a safetensors index (a JSON object with a weight_map)"
+        ) from None
+    except Exception as exc:  # network and HTTP errors of any kind become one line
+        raise _error(model_id, exc) from None
+    index_total = total if isinstance(total, int) and not isinstance(total, bool) else None
+    return Checkpoint(f"hf://{repo}", tuple(files), tuple(tensors.values()), index_total)

@@ -83,6 +83,11 @@ class Source(Spec):
     note: Optional[Text] = spec_field(default=None, description="Anything a reader must know about the source.")
 
 
+#: The sentence in the source note of a spec read from a config.json of a model_type that no
+#: mapping was checked for, through the standard config vocabulary (llm_cost.specs.hf.generic).
+READ_GENERICALLY = "Read generically: not checked against a checkpoint of this family."
+
+
 @spec
 class GQAAttention(Spec):
     """Multi-head attention with n_kv key/value heads: MHA (n_kv = n_q), GQA, MQA (n_kv = 1).
@@ -280,6 +285,29 @@ class MTP(Spec):
     )
 
 
+#: A format weights are stored in (llm_cost.core.types.WeightFormat).
+WeightFormatName = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp8_block", "mxfp4", "nvfp4"]
+#: A tensor group whose matmuls a quantization_config can leave unquantized.
+KeptGroup = Literal[
+    "attention", "linear_attention", "mamba", "mlp", "routed_experts", "shared_experts", "mtp", "vision"
+]
+
+
+@spec
+class Quantization(Spec):
+    """Weight formats that differ by tensor group, as a checkpoint's ``quantization_config`` says
+    (read by :mod:`llm_cost.specs.hf.quantization`): the matmul weights in ``weights_format``, except
+    the groups in ``kept``, which stay in ``kept_dtype`` with every embedding, LM head, router, norm,
+    bias and other vector."""
+
+    method: Text = spec_field(description="quant_method of the quantization_config (fp8, mxfp4, modelopt, ...).")
+    weights_format: WeightFormatName = spec_field(description="Format of the quantized matmul weights.")
+    kept: Annotated[tuple[KeptGroup, ...], Bounds(max_length=16)] = spec_field(
+        default=(), description="Matmul groups left unquantized (modules_to_not_convert, ignore, exclude_modules)."
+    )
+    kept_dtype: Dtype = spec_field(default="bf16", description="Dtype of the tensors not quantized.")
+
+
 @spec
 class Qwen2Vision(Spec):
     """Qwen2-VL vision tower: a ViT over 14x14 (x2 frames) patches, then a 2x2 patch merger
@@ -435,8 +463,61 @@ class PixtralVision(Spec):
     multimodal_projector_bias: bool = False
 
 
+@spec
+class MoonVitVision(Spec):
+    """Kimi-K2.5's MoonViT encoder and patch-merger projector (transformers
+    models/kimi_k25/modeling_kimi_k25.py, Kimi_K25VisionModel and Kimi_K25MultimodalProjection).
+
+    Encoder: a Conv2d patch embedding [e, C, p, p] with bias, a learned position grid
+    [h, w, e] (resampled per image; the temporal sinusoid is a buffer), blocks of LayerNorm (with
+    bias), q/k/v (one fused wqkv in the checkpoint) and o with biases, LayerNorm, an MLP fc0/fc1
+    with biases; a final LayerNorm. Projector: LayerNorm over e, then [e m^2 -> e m^2] and
+    [e m^2 -> d] with biases, m^2 = the merge kernel's patches."""
+
+    title = "MoonViT (Kimi-K2.5)"  # the tower's name in messages (a class attribute, not a field: no annotation)
+    kind: Literal["moonvit"] = "moonvit"
+    hidden_size: Width
+    intermediate_size: Width
+    num_hidden_layers: Layers
+    num_attention_heads: Heads
+    patch_size: Small
+    pos_emb_height: Positions
+    pos_emb_width: Positions
+    merge_patches: Small = spec_field(default=4, description="Patches merged into one token (2 x 2).")
+    num_channels: Small = 3
+
+
+@spec
+class Glm4vVision(Spec):
+    """The GLM-4V vision tower of GLM-4.5V (transformers models/glm4v/modeling_glm4v.py
+    Glm4vVisionModel, which models/glm4v_moe/modeling_glm4v_moe.py reuses).
+
+    A learned position embedding [(image / patch)^2, e]; a Conv3d patch embedding
+    [e, C, T, p, p] with bias; blocks of two RMSNorms, a fused qkv [3e, e] (bias with
+    ``attention_bias``), proj [e, e] without bias and a gated MLP of width ``out_hidden_size``
+    without biases; post_conv_layernorm and post_layernorm (RMSNorm); a Conv2d downsample
+    [o, e, m, m] with bias; the merger: proj [o, o], a LayerNorm, and a gated MLP of
+    ``intermediate_size`` (gate/up/down, no biases)."""
+
+    title = "GLM-4V"  # the tower's name in messages (a class attribute, not a field: no annotation)
+    kind: Literal["glm4v"] = "glm4v"
+    depth: Layers
+    hidden_size: Width
+    out_hidden_size: Width
+    intermediate_size: Width
+    num_heads: Heads
+    image_size: Positions
+    patch_size: Small
+    temporal_patch_size: Small
+    spatial_merge_size: Small
+    in_channels: Small = 3
+    attention_bias: bool = False
+
+
 #: A vision encoder with its projector (``ModelSpec.vision``), told apart by ``kind``.
-VisionTower = Union[Qwen2Vision, Qwen25Vision, Qwen3Vision, SiglipVision, Llama4Vision, PixtralVision]
+VisionTower = Union[
+    Qwen2Vision, Qwen25Vision, Qwen3Vision, SiglipVision, Llama4Vision, PixtralVision, MoonVitVision, Glm4vVision
+]
 
 
 @spec
@@ -493,6 +574,9 @@ class ModelSpec(Spec):
         "qwen2_5_vl, qwen3_vl, siglip_gemma3 (Gemma 3), llama4, pixtral (Mistral 3).",
     )
     torch_dtype: Dtype = spec_field(default="bf16", description="The checkpoint's weight dtype.")
+    quantization: Optional[Quantization] = spec_field(
+        default=None, description="Formats by tensor group when the checkpoint quantizes some (quantization_config)."
+    )
 
     def _check(self) -> None:
         att = self.attention

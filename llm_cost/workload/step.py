@@ -67,6 +67,7 @@ from llm_cost.core.types import (
     TensorKind,
 )
 from llm_cost.core.units import Number, exact
+from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.kvshape import kv_elements_per_token_per_layer, linear_state_elements, mamba_state_elements
 from llm_cost.model.layers import LayerCounts, layer_counts
 from llm_cost.model.layout import (
@@ -425,6 +426,7 @@ def _gemms(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Frac
         if not n_layers:
             continue
         elements = t.numel * t.copies * n_layers * tensor_share(spec, t, layout)  # this GPU's copy, all layers
+        weight_bits = tensor_bits(bits, t)
         n, k = _gemm_dims(t, spec, layout)
         gemms.append(
             _Gemm(
@@ -433,7 +435,7 @@ def _gemms(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Frac
                 t.group,
                 n_layers,
                 exact(2 * t.numel * t.active * n_layers * _flop_share(t, spec, layout)),
-                exact(elements * bits / 8),
+                exact(elements * weight_bits / 8),
                 (n + k) * n_layers * ACTIVATION_BITS,
                 n,
                 k,
@@ -556,12 +558,13 @@ def _recurrences(spec: ModelSpec, counts: LayerCounts) -> tuple[_Recurrence, ...
 
 def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Fraction) -> list[Operator]:
     """Norm scales, biases and other vectors of the decoder on this stage, read once."""
-    elements = Fraction(0)
+    stored = Fraction(0)  # bits
     for t in s.tensors_of(Part.DECODER):
         if t.kind in (TensorKind.MATMUL, TensorKind.LOOKUP) or not t.stored:
             continue
-        elements += t.per_layer * tensor_layers_in_stage(spec, t, layout, stage) * tensor_share(spec, t, layout)
-    if not elements:
+        share = t.per_layer * tensor_layers_in_stage(spec, t, layout, stage) * tensor_share(spec, t, layout)
+        stored += share * tensor_bits(bits, t)
+    if not stored:
         return []
     return [
         Operator(
@@ -571,7 +574,7 @@ def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: 
             "norms",
             1,
             0,
-            weight_bytes=exact(elements * bits / 8),
+            weight_bytes=exact(stored / 8),
         )
     ]
 
@@ -581,13 +584,16 @@ def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) 
     reads: the decoder's whole embedding tables, and any vision tower as an operator of its own."""
     tables = sum(
         (
-            t.total * tensor_share(spec, t, layout)
+            t.total * tensor_share(spec, t, layout) * tensor_bits(bits, t)
             for t in s.tensors
             if t.stored and t.part == Part.DECODER and t.kind == TensorKind.LOOKUP
         ),
         Fraction(0),
     )
-    vision = sum((t.total * tensor_share(spec, t, layout) for t in s.tensors_of(Part.VISION) if t.stored), Fraction(0))
+    vision = sum(
+        (t.total * tensor_share(spec, t, layout) * tensor_bits(bits, t) for t in s.tensors_of(Part.VISION) if t.stored),
+        Fraction(0),
+    )
     ops = [
         Operator(
             "embedding tables (resident)",
@@ -596,7 +602,7 @@ def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) 
             "embedding",
             1,
             0,
-            weight_bytes=exact(tables * bits / 8),
+            weight_bytes=exact(tables / 8),
         )
     ]
     if vision:
@@ -608,7 +614,7 @@ def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) 
                 "vision",
                 1,
                 0,
-                weight_bytes=exact(vision * bits / 8),
+                weight_bytes=exact(vision / 8),
             )
         )
     return ops
@@ -656,7 +662,7 @@ def _plan(
     if not mla:
         per_token = per_token * kv_heads // spec.num_key_value_heads
     d_qk, d_v = _attention_dims(spec, mla_form)
-    d, tp, ep = spec.hidden_size, layout.tp, layout.ep
+    d, tp = spec.hidden_size, layout.tp
     k = spec.moe.num_experts_per_tok if spec.moe is not None else 0
     return _Plan(
         spec,
@@ -669,10 +675,25 @@ def _plan(
         per_token,
         d_qk,
         d_v,
-        exact(Fraction(spec.hidden_size) * bits / 8),
+        exact(spec.hidden_size * tensor_bits(bits, s.tensors[0]) / 8),  # one row of the embedding
         ring_all_reduce_bytes(d, tp),
-        exact(Fraction(k * d * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * ep)),
+        _all_to_all_bytes_per_token(k, d, layout, dispatch_bits, combine_bits),
     )
+
+
+def _all_to_all_bytes_per_token(
+    top_k: int, hidden_size: int, layout: Layout, dispatch_bits: int, combine_bits: int
+) -> int | Fraction:
+    """Bytes one GPU sends in a MoE layer's EP dispatch and combine, per token of its replica.
+
+    A replica's tokens are split over its ``tp`` ranks for the dispatch (DeepEP, vLLM's and SGLang's
+    all-to-all backends), so a GPU dispatches 1/tp of them; each goes to k experts, (EP - 1)/EP of
+    them on other GPUs, d elements at ``dispatch_bits``. With balanced routing a GPU's experts
+    compute as many rows for other GPUs as it sent away, and it sends their outputs back at
+    ``combine_bits``. Per replica token: k d (dispatch + combine) / 8 x (EP - 1) / (EP x TP); at
+    DP 1 (EP = TP) that is (EP - 1) / EP^2."""
+    ep = layout.ep
+    return exact(Fraction(top_k * hidden_size * (dispatch_bits + combine_bits), 8) * Fraction(ep - 1, ep * layout.tp))
 
 
 def _gemm_ops(
@@ -680,7 +701,9 @@ def _gemm_ops(
 ) -> list[Operator]:
     """One GEMM per weight matrix of the decoder on this stage's GPU. Routed experts: weights read
     at the expected hit fraction ("read"), M = every token routed to this GPU's experts (all DP
-    replicas' under EP) over the experts that run."""
+    replicas' under EP) over the experts that run; their FLOPs are the GPU's 1/EP share of the
+    routed work of all ``routed_tokens``, which with balanced routing equals its own replica's
+    share (``routed_tokens`` = replica tokens x DP, split over EP = TP x DP ranks)."""
     moe = plan.spec.moe
     hit = m_routed = 0.0
     if moe is not None:
@@ -691,9 +714,11 @@ def _gemm_ops(
         rows = logit_rows if g.role == OpRole.LM_HEAD else tokens
         m: Number = rows
         weight: Number = g.weight_bytes
+        multiplied = rows  # the rows whose FLOPs this GPU does
         if g.role == OpRole.ROUTED_EXPERTS:
             weight = float(weight) * (1.0 if resident else hit)
             m = m_routed
+            multiplied = routed_tokens  # every replica's tokens reach this GPU's experts
         ops.append(
             Operator(
                 g.name,
@@ -701,7 +726,7 @@ def _gemm_ops(
                 g.role,
                 g.group,
                 g.layers,
-                _times(g.flops_per_row, rows),
+                _times(g.flops_per_row, multiplied),
                 weight_bytes=weight,
                 activation_bytes=_eighths(rows * g.activation_bits_per_row),
                 m=m,
@@ -795,7 +820,7 @@ def build_step(
         mla_form = mla_form or (MLAForm.ABSORBED if phase == Phase.DECODE else MLAForm.PLAIN)
     else:
         mla_form = None
-    bits = Fraction(weight_bits)
+    bits = weight_bits_of(weight_bits)
     resident = weight_bytes == WeightBytes.RESIDENT
     plan = _plan(spec, layout, bits, mla_form, resident, dispatch_bits, combine_bits)
     tokens = sum(g.tokens for g in groups)

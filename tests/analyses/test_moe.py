@@ -45,9 +45,9 @@ def test_mixtral_decode_reads_nearly_all_experts_at_batch_32():
 
 
 def test_moe_cli_deepseek(cli):
-    r = cli("moe", "deepseek-v3", "--batch", "1,32,128")
+    r = cli("moe", "deepseek-v3", "--batch", "1,32,128", "--weights-dtype", "fp8")  # seed 003: every weight at 8 bits
     assert r.code == 0, r.err
     for text in ("8.0", "163.3", "251.6", "37.55 GB", "434.28 GB", "659.79 GB", "weights at 8 bits"):
         assert text in r.out
-    data = cli("moe", "deepseek-v3", "--ep", "32", "--gpu", "h100", "--json").json()
+    data = cli("moe", "deepseek-v3", "--ep", "32", "--gpu", "h100", "--weights-dtype", "fp8", "--json").json()
     assert data["experts_per_rank"] == 8 and round(data["tokens_to_pass_ridge"]) == 9451

@@ -46,10 +46,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 38 checkpoints across the 35 families with fixtures."""
+    figure) have an exact total: 45 checkpoints across the 41 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 38
+    assert len(_exact()) == 45
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -380,6 +380,13 @@ KV = [
     ("phi-3.5-moe-instruct", 131_072),  # 2 x 32 x 8 x 128 x 2
     ("qwen3-vl-8b-instruct", 147_456),  # 2 x 36 x 8 x 128 x 2 (as Qwen3-8B)
     ("mistral-small-3.2-24b-instruct-2506", 163_840),  # 2 x 40 x 8 x 128 x 2
+    ("qwen3-vl-30b-a3b-instruct", 98_304),  # 2 x 48 x 4 x 128 x 2
+    ("qwen3.5-27b", 65_536),  # 16 full-attention layers of 64 (every 4th): 2 x 16 x 4 x 256 x 2
+    ("qwen3.5-35b-a3b", 20_480),  # 10 full-attention layers of 40: 2 x 10 x 2 x 256 x 2
+    ("glm-4.7-flash", 54_144),  # MLA latent 512 + rope key 64 per layer: 47 x 576 x 2
+    ("qwen3-coder-480b-a35b-instruct", 253_952),  # 2 x 62 x 8 x 128 x 2
+    ("kimi-k2.5", 70_272),  # MLA as DeepSeek-V3: 61 x (512 + 64) x 2
+    ("glm-4.5v", 188_416),  # 2 x 46 x 8 x 128 x 2
 ]
 
 
@@ -499,30 +506,33 @@ def test_folder_and_file_give_the_same_spec():
 
 
 def test_unknown_model_type_fails_clearly():
+    """An unknown model_type is read generically; a key outside the standard vocabulary (BERT's
+    token-type embedding) is refused, named, with the family whose keys are closest."""
     with pytest.raises(
         SpecError,
-        match=r"config\.json: model_type 'bert' is not supported \(closest supported "
-        r"family: \w+\); supported: llama, ",
+        match=r"config\.json: model_type 'bert' is not supported \(closest supported family by keys: llama\); "
+        r"read generically: type_vocab_size is not in the standard config vocabulary; refusing to guess",
     ):
-        hf_to_spec({**_config("llama-3.1-8b"), "model_type": "bert"}, "config.json")
+        hf_to_spec({**_config("llama-3.1-8b"), "model_type": "bert", "type_vocab_size": 2}, "config.json")
 
 
 @pytest.mark.parametrize(
-    "model_type,closest",
+    "fixture,model_type,closest",
     [
-        ("olmo4", "olmo2"),
-        ("qwen3_5", "qwen3"),
-        ("mistral4", "mistral"),
-        ("phi4", "phi3"),
+        # the closest family is found by the config's keys, not by the model_type's spelling
+        ("olmo-3-1025-7b", "olmo4", "olmo3"),
+        ("qwen3-30b-a3b", "qwen3_7_moe", "qwen3_moe"),
+        ("phi-3-mini-4k-instruct", "phi5", "phi3"),
+        ("glm-4.5-air", "zz_new", "glm4_moe"),
+        ("deepseek-v2-lite", "brand_new", "deepseek_v2"),
     ],
 )
-def test_unknown_model_type_names_the_closest_family(model_type, closest):
+def test_unknown_model_type_names_the_closest_family(fixture, model_type, closest):
     with pytest.raises(
         SpecError,
-        match=rf"model_type '{model_type}' is not supported \(closest supported family: "
-        rf"{closest}\)",
+        match=rf"model_type '{model_type}' is not supported \(closest supported family by keys: {closest}\)",
     ):
-        hf_to_spec({**_config("llama-3.1-8b"), "model_type": model_type}, "config.json")
+        hf_to_spec({**_config(fixture), "model_type": model_type, "unheard_of_width": 7}, "config.json")
 
 
 @pytest.mark.parametrize(
@@ -571,7 +581,8 @@ def test_missing_config_fails_clearly(tmp_path):
     "text,message",
     [
         ('{"model_type": "llama",', "invalid JSON at line 1"),
-        ('{"model_type": "llama", "x": NaN}', "NaN is not a valid JSON number"),
+        # NaN and Infinity are read (as transformers reads them); a shape key holding one is refused
+        ('{"model_type": "llama", "hidden_size": NaN}', r"hidden_size must be an integer >= 1 \(got nan\)"),
         ('{"model_type": "llama", "x": 1, "x": 2}', "duplicate key 'x'"),
         ("[1, 2]", "top level must be a JSON object"),
         ("", "empty file"),
@@ -669,9 +680,10 @@ def test_kv_accepts_a_config_json(cli):
 
 
 def test_unknown_model_type_exits_2(cli, tmp_path):
-    (tmp_path / "config.json").write_text('{"model_type": "bert"}')
+    (tmp_path / "config.json").write_text('{"model_type": "bert", "type_vocab_size": 2}')
     r = cli("params", str(tmp_path))
     assert r.code == 2 and "model_type 'bert' is not supported" in r.err and r.out == ""
+    assert "type_vocab_size is not in the standard config vocabulary" in r.err
 
 
 def test_import_writes_refuses_and_forces(cli, tmp_path):
@@ -694,6 +706,8 @@ def test_import_writes_refuses_and_forces(cli, tmp_path):
         ("gemma-3-4b-it", "siglip_gemma3", "SigLIP (Gemma 3)"),
         ("llama-4-scout-17b-16e", "llama4", "Llama 4"),
         ("mistral-small-3.2-24b-instruct-2506", "pixtral", "Pixtral"),
+        ("kimi-k2.5", "moonvit", "MoonViT (Kimi-K2.5)"),
+        ("glm-4.5v", "glm4v", "GLM-4V"),
     ],
 )
 def test_every_vision_tower_is_the_one_vision_field_told_apart_by_kind(name, kind, title):

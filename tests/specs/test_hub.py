@@ -184,3 +184,175 @@ def test_token_is_passed_from_the_environment(monkeypatch, tmp_path):
     spec = load_model("openai-community/gpt2")
     assert seen["token"] == "hf_test_token_not_real" and seen["local_files_only"] is True
     assert seen["filename"] == "config.json" and count_params(spec).total_params == 124_439_808
+
+
+# -- checkpoint headers from the Hub, served by a local fake ------------------------------------------
+
+
+class _RangeServer:
+    """A local HTTP server for ``/ORG/NAME/resolve/REV/FILE`` that answers only range requests
+    (206 with Content-Range) from the files of ``folder`` and records every range asked."""
+
+    def __init__(self, folder: Path):
+        import http.server
+        import threading
+
+        self.ranges: list[tuple[str, int, int]] = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (the http.server name)
+                name = self.path.rsplit("/", 1)[-1]
+                path = folder / name
+                spec = self.headers.get("Range", "")
+                if not path.is_file() or not spec.startswith("bytes="):
+                    self.send_response(404 if not path.is_file() else 400)
+                    self.end_headers()
+                    return
+                first, last = (int(x) for x in spec.removeprefix("bytes=").split("-"))
+                data = path.read_bytes()
+                server.ranges.append((name, first, last))
+                body = data[first : last + 1]
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {first}-{first + len(body) - 1}/{len(data)}")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _tiny_llama_checkpoint(folder: Path) -> dict:
+    """A two-shard Llama checkpoint (the names LlamaForCausalLM saves) and its config."""
+    np = pytest.importorskip("numpy")
+    st = pytest.importorskip("safetensors.numpy")
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "vocab_size": 64,
+        "hidden_size": 16,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "intermediate_size": 32,
+        "max_position_embeddings": 128,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+    }
+    f16 = np.float16
+    t = {"model.embed_tokens.weight": np.ones((64, 16), f16), "model.norm.weight": np.ones(16, f16)}
+    t["lm_head.weight"] = np.ones((64, 16), f16)
+    for i in range(2):
+        for name, shape in (
+            ("self_attn.q_proj", (16, 16)),
+            ("self_attn.k_proj", (8, 16)),
+            ("self_attn.v_proj", (8, 16)),
+            ("self_attn.o_proj", (16, 16)),
+            ("mlp.gate_proj", (32, 16)),
+            ("mlp.up_proj", (32, 16)),
+            ("mlp.down_proj", (16, 32)),
+        ):
+            t[f"model.layers.{i}.{name}.weight"] = np.ones(shape, f16)
+        t[f"model.layers.{i}.input_layernorm.weight"] = np.ones(16, f16)
+        t[f"model.layers.{i}.post_attention_layernorm.weight"] = np.ones(16, f16)
+    folder.mkdir(parents=True)
+    names = sorted(t)
+    weight_map = {}
+    for k in range(2):
+        part = {n: t[n] for n in names[k::2]}
+        fname = f"model-{k + 1:05d}-of-00002.safetensors"
+        st.save_file(part, str(folder / fname))
+        weight_map.update(dict.fromkeys(part, fname))
+    (folder / "config.json").write_text(json.dumps(config))
+    index = {"metadata": {"total_size": sum(a.nbytes for a in t.values())}, "weight_map": weight_map}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    return t
+
+
+@pytest.fixture
+def hub_fake(tmp_path, monkeypatch):
+    """ORG/tiny-llama online: config.json and the index through a stand-in for the cached
+    download, the shards from a local range server at HF_ENDPOINT."""
+    folder = tmp_path / "repo"
+    tensors = _tiny_llama_checkpoint(folder)
+    server = _RangeServer(folder)
+    asked: list[str] = []
+
+    def download(repo, rev, local_only, filename="config.json"):
+        asked.append(filename)
+        return folder / filename
+
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(hub, "_download", download)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "is_offline_mode", lambda: False)
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    yield folder, tensors, server, asked
+    server.close()
+
+
+def test_params_of_a_hub_id_reads_the_shard_headers_only(hub_fake):
+    """``params ORG/NAME`` online: the stored tensors by role from the two shards' headers, equal to
+    the arrays written (2 x 64 x 16 + 16 + 2 x (256 + 2 x 128 + 256 + 3 x 512 + 32) = 6,736), and every
+    byte range asked ends inside a header: no weight byte is requested."""
+    from llm_cost.api.model import params
+    from llm_cost.specs.checkpoint import read_safetensors_header
+
+    folder, tensors, server, asked = hub_fake
+    r = params("ORG/tiny-llama")
+    c = r.checkpoint
+    written = sum(a.size for a in tensors.values())
+    assert c is not None and c.stored_params == c.described_params == r.total_params == written == 6_736
+    assert c.files == 2 and c.unexplained == [] and c.missing == []
+    assert asked == ["config.json", "model.safetensors.index.json"]
+    for name in {n for n, _, _ in server.ranges}:
+        head = (folder / name).read_bytes()[:8]
+        header_end = 8 + int.from_bytes(head, "little")  # the first weight byte's offset
+        assert read_safetensors_header(folder / name)  # a real shard, with weights after its header
+        assert (folder / name).stat().st_size > header_end
+        assert all(last < header_end for n, _, last in server.ranges if n == name)
+    assert sorted(server.ranges) == sorted(
+        [(n, 0, 7) for n in {n for n, _, _ in server.ranges}]
+        + [
+            (n, 8, 8 + int.from_bytes((folder / n).read_bytes()[:8], "little") - 1)
+            for n in {x for x, _, _ in server.ranges}
+        ]
+    )
+
+
+def test_hub_headers_are_not_read_offline(hub_fake, monkeypatch):
+    from llm_cost.api.model import params
+
+    _, _, server, asked = hub_fake
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    r = params("ORG/tiny-llama")
+    assert r.checkpoint is None and server.ranges == [] and asked == ["config.json"]
+
+
+def test_a_server_that_ignores_the_range_is_refused(hub_fake, monkeypatch):
+    """A server answering 200 with the whole file would send the weights: refused, one line."""
+    _, _, server, _ = hub_fake
+
+    def whole(url, first, last):
+        raise SpecError(f"{url}: the server did not answer the range request for bytes {first}-{last} with them alone")
+
+    monkeypatch.setattr(hub, "_ranged", whole)
+    with pytest.raises(SpecError, match=r"did not answer the range request for bytes 0-7"):
+        hub.hub_checkpoint("ORG/tiny-llama")
+
+
+def test_the_header_timeout_is_short_and_stated():
+    assert hub.HEADER_TIMEOUT_S == 10.0 and "10 s" in hub.hub_checkpoint.__doc__

@@ -32,6 +32,7 @@ from llm_cost.core.labels import Limit
 from llm_cost.core.notes import Note, note
 from llm_cost.core.types import Dtype
 from llm_cost.core.units import fmt_seconds
+from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import Layout, kv_heads_per_gpu
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, TimeModel
 from llm_cost.specs.schema import HardwareSpec, MLAAttention, ModelSpec
@@ -202,7 +203,7 @@ def plan(
     budget = gpus or (MAX_PLAN_GPUS if traffic.qps is not None else max(1, gpu.interconnect.gpus_per_node))
     if budget > MAX_PLAN_GPUS:
         raise InputError(f"gpus: {budget:,} is more than the {MAX_PLAN_GPUS:,} GPUs a plan covers", fields=("gpus",))
-    bits = Fraction(weight_bits).limit_denominator(1000)
+    bits = weight_bits_of(weight_bits, limit=True)
     steps = StepTimes(spec, gpu, model, bits, kv_bits, compute_dtype)
     candidate_layouts = list(layouts) if layouts is not None else replica_layouts(spec, gpu, budget)
     reps = [
@@ -514,7 +515,7 @@ def evaluate(
             f"{chunk_tokens:,} tokens; give a larger chunk_tokens",
             fields=("concurrency", "chunk_tokens"),
         )
-    bits = Fraction(weight_bits).limit_denominator(1000)
+    bits = weight_bits_of(weight_bits, limit=True)
     steps = StepTimes(spec, gpu, model, bits, kv_bits, compute_dtype)
     rep = replica(spec, gpu, layout, Traffic(I, O), policy, bits, kv_bits)
     if rep.room(spec, smallest_step([chunk_tokens], Traffic(I, O)), 1, policy) < rep.seq_kv_bytes + rep.prompt_kv_bytes:

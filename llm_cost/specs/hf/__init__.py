@@ -77,42 +77,91 @@ def _name_from(source: str) -> str:
     return re.sub(r"\s+", "-", _stem_of(source)).lower()
 
 
-def _closest(model_type: str) -> str:
-    """`` (closest supported family: X)`` for an unknown model_type: a family sharing its stem
-    (``olmo3`` -> olmo2, ``qwen3_5`` -> qwen3), else the nearest name by spelling."""
-    import difflib
+def _config_keys(config: dict[str, Any]) -> set[str]:
+    """The keys of a config and of its ``text_config``."""
+    text = config.get("text_config")
+    return set(config) | (set(text) if isinstance(text, dict) else set())
 
-    names = list(SUPPORTED_MODEL_TYPES) + list(ALIASES)
-    key = model_type.lower()
-    stem = re.sub(r"[_\-]?(v?\d+(\.\d+)?|moe|text|vl|hybrid)$", "", key)
-    close = [n for n in names if stem and stem != key and n.startswith(stem)][:1] or difflib.get_close_matches(
-        key, names, n=1, cutoff=0.0
-    )
-    return f" (closest supported family: {ALIASES.get(close[0], close[0])})" if close else ""
+
+#: Keys every config carries whatever its family: left out of the closest-family comparison.
+_NOT_VOCABULARY = frozenset(
+    {"architectures", "model_type", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "auto_map"}
+    | {"text_config", "vision_config", "audio_config"}
+)
+#: The weighted share of keys below which no family is named as closest.
+_CLOSEST_MIN_SHARE = 0.3
+
+
+def _closest(config: dict[str, Any]) -> str:
+    """`` (closest supported family by keys: X)``: the supported family whose transformers
+    configuration class declares most of the config's keys (and of its ``text_config``'s),
+    by a Jaccard share in which each key weighs log(families / families declaring it), so
+    ``num_attention_heads`` counts for little and ``linear_num_value_heads`` for much, and a key no
+    family declares weighs most; below a 0.3 share (LFM2 against every family here) no family is named."""
+    import math
+
+    from llm_cost.specs.hf.defaults import family_keys
+
+    vocabulary = {f: family_keys(f) for f in FAMILIES}
+    declared: dict[str, int] = {}
+    for family_vocabulary in vocabulary.values():
+        for k in family_vocabulary:
+            declared[k] = declared.get(k, 0) + 1
+    n = len(vocabulary)
+    keys = _config_keys(config) - _NOT_VOCABULARY
+
+    def share(family: str) -> float:
+        theirs = vocabulary[family]
+        both = sum(math.log(n / declared[k]) for k in keys & theirs)
+        either = sum(math.log(n / declared.get(k, 1)) for k in keys | theirs)
+        return both / either if either else 0.0
+
+    best = max(FAMILIES, key=share)
+    if share(best) < _CLOSEST_MIN_SHARE:
+        return " (no supported family declares most of its keys)"
+    return f" (closest supported family by keys: {best})"
+
+
+#: Wrapper families whose language model's keys may sit under ``text_config``.
+_NESTED_TEXT = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llama4", "mistral3")
+
+
+def _reader(model_type: str):
+    """(family, mapper, family defaults, read generically) for ``model_type``: a supported family
+    (its mapping, or the generic reader with its departures line), else the generic reader alone."""
+    from llm_cost.specs.hf.generic import generic_family, read_generic
+
+    family = ALIASES.get(model_type, model_type)
+    if family in FAMILIES:
+        mapper, fam = FAMILIES[family]
+        return family, mapper, fam, False
+    return model_type, lambda c, fam: read_generic(c, fam, None), generic_family(model_type), True
 
 
 def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, display_name: Optional[str] = None):
     """Map a parsed config.json to ``(ModelSpec, defaults applied)``.
 
     ``source`` names the file in messages and in ``spec.source.url``; ``name`` defaults to the
-    folder (for ``.../NAME/config.json``) or file stem; ``display_name`` to ``_name_or_path``. Raises SpecError naming the key for an
-    unsupported model_type, a missing required size, a wrong type, or a shape key it cannot place.
+    folder (for ``.../NAME/config.json``) or file stem; ``display_name`` to ``_name_or_path``.
+    A supported model_type is read by its family's mapping; one of the generic reader's
+    departures table (:data:`~llm_cost.specs.hf.generic.DEPARTURES`) by the standard vocabulary
+    with its departures; any other through the standard vocabulary alone, only when every key is
+    understood, and labelled ``read_generically``. Absent keys take the transformers
+    configuration class's defaults (:mod:`llm_cost.specs.hf.defaults`). Raises SpecError naming
+    the key for a missing required size, a wrong type, a shape key it cannot place, or (read
+    generically) a key it does not understand.
     """
     from pydantic import ValidationError
 
-    from llm_cost.specs.schema import ModelSpec, Source
+    from llm_cost.specs.hf.defaults import defaults_for
+    from llm_cost.specs.hf.generic import DEPARTURES, refuse_unknown_keys
+    from llm_cost.specs.schema import READ_GENERICALLY, ModelSpec, Source
 
     if not isinstance(config, dict):
         raise SpecError(f"{source}: the top level must be a JSON object, not {type(config).__name__}")
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise SpecError(f"{source}: model_type is missing; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
-    family = ALIASES.get(model_type, model_type)
-    if family not in FAMILIES:
-        raise SpecError(
-            f"{source}: model_type {model_type!r} is not supported{_closest(model_type)}; supported: "
-            f"{', '.join(SUPPORTED_MODEL_TYPES)}"
-        )
     archs = config.get("architectures")
     if isinstance(archs, list):
         bad = [a for a in archs if isinstance(a, str) and not a.endswith(_HEADS)]
@@ -121,20 +170,36 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
                 f"{source}: architectures {bad} carry a head other than the LM head; only causal-LM "
                 "checkpoints (…ForCausalLM, …LMHeadModel) are modelled"
             )
-    mapper, fam = FAMILIES[family]
+    family, mapper, fam, generic = _reader(model_type)
     data = dict(config)
     text = data.get("text_config")
-    if family in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llama4", "mistral3") and isinstance(text, dict):
+    dep = DEPARTURES.get(family)
+    nested = isinstance(text, dict) and (
+        family in _NESTED_TEXT or generic or (dep is not None and dep.vision is not None)
+    )
+    if nested:
+        assert isinstance(text, dict)
         data.update({k: v for k, v in text.items() if k not in ("model_type", "architectures")})
         data.pop("text_config")
     defaults: list[str] = []
     notes: list[str] = []
-    c = _Config(data, source, family, defaults, notes)
+    table = defaults_for(family, nested, dep.declared_as if dep is not None else None)
+    c = _Config(data, source, family, defaults, notes, table=table)
+    c.table_first = generic
     c.ignore("model_type", "architectures", "_name_or_path")
     try:
+        if generic:
+            refuse_unknown_keys(data, source)
         fields = mapper(c, fam)
     except ValidationError as exc:
         raise SpecError(validation_message(Path(source), exc)) from None
+    except SpecError as exc:
+        if not generic:
+            raise
+        reason = str(exc).removeprefix(f"{source}: ")
+        raise SpecError(
+            f"{source}: model_type {model_type!r} is not supported{_closest(config)}; read generically: {reason}"
+        ) from None
     c.check_unplaced()
 
     shown = display_name or _display_name(config)
@@ -143,6 +208,8 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
         + (f", _name_or_path {config['_name_or_path']}" if _display_name(config) else "")
         + ") by llm-cost."
     ]
+    if generic:
+        note.append(READ_GENERICALLY)
     if defaults:
         note.append("Defaults applied: " + "; ".join(defaults) + ".")
     if notes:
@@ -176,14 +243,13 @@ def find_config(path: Path) -> Path:
 
 
 def _read_json(path: Path) -> Any:
-    """A config.json parsed strictly (no NaN/Infinity, no duplicate keys), its nesting and size
+    """A config.json parsed as Python's json module and transformers read it (``Infinity`` and
+    ``NaN`` accepted: Nemotron-3-Super's ``"time_step_limit": [0.0, Infinity]``; a shape key that
+    holds one is refused when read, as any non-integer is), no duplicate keys, its nesting and size
     bounded (see :func:`~llm_cost.specs.files.check_shape`); SpecError naming the file otherwise."""
     text = read_text(path, "a config.json")
     if not text.strip():
         raise SpecError(f"{path}: empty file; a config.json is a JSON object")
-
-    def no_constants(name: str) -> Any:
-        raise ValueError(f"{name} is not a valid JSON number")
 
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -194,7 +260,7 @@ def _read_json(path: Path) -> Any:
         return out
 
     try:
-        data = json.loads(text, parse_constant=no_constants, object_pairs_hook=no_duplicates)
+        data = json.loads(text, object_pairs_hook=no_duplicates)
     except json.JSONDecodeError as exc:
         raise SpecError(f"{shown(path)}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except ValueError as exc:

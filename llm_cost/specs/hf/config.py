@@ -13,6 +13,8 @@ from llm_cost.core.errors import SpecError
 from llm_cost.core.records import record
 from llm_cost.core.types import LayerType
 from llm_cost.specs.files import shown
+from llm_cost.specs.hf.defaults import DefaultsTable
+from llm_cost.specs.hf.quantization import MODELLED_METHODS, read_quantization
 from llm_cost.specs.schema import MAX_LAYERS
 
 _ABSENT = object()
@@ -143,7 +145,14 @@ class _Config:
     """A config.json mapping being read: typed getters that record the keys read and the defaults used."""
 
     def __init__(
-        self, data: dict[str, Any], file: str, family: str, defaults: list[str], notes: list[str], prefix: str = ""
+        self,
+        data: dict[str, Any],
+        file: str,
+        family: str,
+        defaults: list[str],
+        notes: list[str],
+        prefix: str = "",
+        table: Optional[DefaultsTable] = None,
     ) -> None:
         self.data = data
         self.file = file
@@ -151,6 +160,8 @@ class _Config:
         self.defaults = defaults
         self.notes = notes
         self.prefix = prefix
+        self.table = table  # transformers' defaults for a key the config leaves out
+        self.table_first = False  # True: the table's default wins over the mapping's (a generic read)
         self.used: set[str] = set()
 
     # -- errors ------------------------------------------------------------------------------------
@@ -170,6 +181,17 @@ class _Config:
         self.used.add(key)
         return self.data.get(key, _ABSENT)
 
+    def known(self, key: str) -> bool:
+        """True when ``key`` is present with a non-null value or the defaults table has one."""
+        return self.has(key) or (key not in self.data and self.table is not None and self.table.get(key) is not None)
+
+    def spelling(self, *keys: str) -> str:
+        """:meth:`alias`, except that with none present the spelling the defaults table has wins."""
+        key = self.alias(*keys)
+        if not self.has(key) and self.table is not None:
+            return next((k for k in keys if k not in self.data and self.table.get(k) is not None), key)
+        return key
+
     def alias(self, *keys: str) -> str:
         """The one of ``keys`` (synonyms, the first is the canonical name) that the config uses.
         All are marked read; two present with different values is an error."""
@@ -183,7 +205,11 @@ class _Config:
         return present[0] if present else keys[0]
 
     # -- typed getters -----------------------------------------------------------------------------
-    def _default(self, key: str, default: Any, why: Optional[str]) -> Any:
+    def _default(self, key: str, default: Any, why: Optional[str], absent: bool = True) -> Any:
+        known = self.table.get(key) if self.table is not None and absent else None
+        if known is not None and (default is _REQUIRED or self.table_first):
+            assert self.table is not None
+            default, why = known, f"absent; {self.table.name} default"
         if default is _REQUIRED:
             raise self.error(key, f"is required for model_type '{self.family}' (missing or null)")
         shown = "null" if default is None else (str(default).lower() if isinstance(default, bool) else repr(default))
@@ -202,7 +228,7 @@ class _Config:
         such as the layers, is bounded before anything is built from it)."""
         value = self.raw(key)
         if value is _ABSENT or value is None:
-            return self._default(key, default, why)
+            return self._default(key, default, why, value is _ABSENT)
         if isinstance(value, bool) or not isinstance(value, int):
             if not (isinstance(value, float) and value.is_integer() and value >= minimum):
                 raise self.error(key, f"must be an integer >= {minimum} (got {shown(repr(value), 60)})")
@@ -232,7 +258,7 @@ class _Config:
     def bool(self, key: str, default: Any = _REQUIRED, why: Optional[str] = None) -> Any:
         value = self.raw(key)
         if value is _ABSENT or value is None:
-            return self._default(key, default, why)
+            return self._default(key, default, why, value is _ABSENT)
         if not isinstance(value, bool):
             raise self.error(key, f"must be true or false (got {value!r})")
         return value
@@ -240,7 +266,7 @@ class _Config:
     def float(self, key: str, default: Any = _REQUIRED, why: Optional[str] = None) -> Any:
         value = self.raw(key)
         if value is _ABSENT or value is None:
-            return self._default(key, default, why)
+            return self._default(key, default, why, value is _ABSENT)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
             raise self.error(key, f"must be a finite number > 0 (got {value!r})")
         return float(value)
@@ -248,7 +274,7 @@ class _Config:
     def str(self, key: str, default: Any = _REQUIRED, why: Optional[str] = None) -> Any:
         value = self.raw(key)
         if value is _ABSENT or value is None:
-            return self._default(key, default, why)
+            return self._default(key, default, why, value is _ABSENT)
         if not isinstance(value, str):
             raise self.error(key, f"must be a string (got {value!r})")
         return value
@@ -258,7 +284,7 @@ class _Config:
     ) -> Any:
         value = self.raw(key)
         if value is _ABSENT or value is None:
-            return self._default(key, default, why)
+            return self._default(key, default, why, value is _ABSENT)
         if not isinstance(value, list) or any(
             isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in value
         ):
@@ -332,6 +358,7 @@ def _common(
     else:
         out["position_embedding"] = "learned"
     out["torch_dtype"] = _dtype(c, fam)
+    out.update(read_quantization(c.dict("quantization_config"), out["torch_dtype"], c.notes))
     return out
 
 
@@ -413,8 +440,7 @@ def _dtype(c: _Config, fam: _Family) -> str:
         method = str(quant.get("quant_method", "unknown"))
         if method == "fp8":
             dtype = "fp8"
-            c.notes.append("quantization_config fp8: weights stored as FP8 with block scales (scales not counted)")
-        else:
+        elif method not in MODELLED_METHODS:
             c.notes.append(
                 f"quantization_config {method}: counts are logical parameters; weight bytes use "
                 f"torch_dtype {dtype} and do not model the packed format"

@@ -6,14 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from llm_cost.core.errors import SpecError
 from llm_cost.core.types import LayerType, MlpType
 from llm_cost.specs.hf.config import (
     _ABSENT as _ABSENT_MARK,
 )
 from llm_cost.specs.hf.config import (
-    _REQUIRED,
-    _VISION_SHAPE_KEYS,
     _common,
     _Config,
     _Family,
@@ -22,310 +19,8 @@ from llm_cost.specs.hf.config import (
     _layer_types,
     _mlp,
     _place_layers,
-    _qwen_sliding,
 )
-
-
-def _llama_like(c: _Config, fam: _Family) -> dict[str, Any]:
-    """llama (transformers models/llama/modeling_llama.py), mistral (modeling_mistral.py),
-    phi3 (modeling_phi3.py; fused qkv_proj / gate_up_proj hold the same elements).
-
-    Per layer: q/k/v/o projections (llama: ``attention_bias`` on all four), gated MLP (llama:
-    ``mlp_bias`` on all three), two RMSNorms. Mistral and Phi-3 use ``sliding_window`` (when set) in
-    every layer; Mistral's default window is 4096, Phi-3's none.
-    """
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False) if c.family in ("llama", "smollm3") else False
-    mlp_bias = c.bool("mlp_bias", False) if c.family in ("llama", "smollm3") else False
-    window = None
-    if c.family == "mistral":
-        window = c.int_or_null("sliding_window", 4096)
-    elif c.family == "phi3":
-        window = c.opt_int("sliding_window")
-    elif c.family == "smollm3":
-        window = _smollm3_window(c)
-    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION)) or (
-        [LayerType.SLIDING_ATTENTION] * L if window else [LayerType.FULL_ATTENTION] * L
-    )
-    window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, sliding_window=window)
-    out["mlp"] = _mlp(c, mlp_bias=mlp_bias)
-    return out
-
-
-def _mixtral(c: _Config, fam: _Family) -> dict[str, Any]:
-    """mixtral (transformers models/mixtral/modeling_mixtral.py): Mistral attention; every FFN is
-    ``num_local_experts`` gated experts of width ``intermediate_size`` with a bias-free router."""
-    from llm_cost.specs.schema import MoE
-
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    window = c.opt_int("sliding_window")
-    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION)) or (
-        [LayerType.SLIDING_ATTENTION] * L if window else [LayerType.FULL_ATTENTION] * L
-    )
-    window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(n_q, n_kv, hd, sliding_window=window)
-    c.ignore("hidden_act")
-    out["moe"] = MoE.checked(
-        num_experts=c.int("num_local_experts", 8),
-        num_experts_per_tok=c.int("num_experts_per_tok", 2),
-        moe_intermediate_size=c.int("intermediate_size"),
-    )
-    return out
-
-
-def _qwen(c: _Config, fam: _Family) -> dict[str, Any]:
-    """qwen2 (transformers models/qwen2/modeling_qwen2.py), qwen2_moe (modeling_qwen2_moe.py),
-    qwen3 (modeling_qwen3.py), qwen3_moe (modeling_qwen3_moe.py), qwen2_vl's language model
-    (modeling_qwen2_vl.py).
-
-    Qwen2 / Qwen2-VL / Qwen2-MoE: q, k, v biases (Qwen2-MoE: ``qkv_bias``, default true), no o bias.
-    Qwen3 / Qwen3-MoE: ``attention_bias`` on q, k, v and o, per-head q_norm / k_norm.
-    MoE (Qwen2-MoE, Qwen3-MoE): layer i is MoE unless i is in ``mlp_only_layers`` or
-    (i + 1) % ``decoder_sparse_step`` != 0; Qwen2-MoE adds a shared expert and its sigmoid gate.
-    """
-    from llm_cost.specs.schema import MoE
-
-    fam_name = c.family
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    qwen3 = fam_name in ("qwen3", "qwen3_moe", "qwen3_vl")
-    if qwen3:
-        bias = c.bool("attention_bias", False)
-        att_kw = dict(attention_bias=bias, o_proj_bias=bias, qk_norm=True)
-    elif fam_name == "qwen2_moe":
-        att_kw = dict(attention_bias=c.bool("qkv_bias", True))
-    else:
-        att_kw = dict(attention_bias=True)
-    rule = {"qwen2_moe": "alternate_below_max", "qwen3_moe": "all"}.get(fam_name, "from_max")
-    explicit = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION))
-    if explicit is not None:
-        use = c.bool("use_sliding_window", False)
-        window = c.int("sliding_window", 4096) if use or LayerType.SLIDING_ATTENTION in explicit else None
-        c.ignore("sliding_window", "max_window_layers")
-        types = explicit
-    else:
-        types, window = _qwen_sliding(c, L, rule)
-    window = _place_layers(c, out, types, window)
-    out["attention"] = _gqa(n_q, n_kv, hd, sliding_window=window, **att_kw)
-
-    if fam_name in ("qwen2_moe", "qwen3_moe"):
-        moe_defaults = {"qwen2_moe": (60, 4, 1408), "qwen3_moe": (128, 8, 768)}[fam_name]
-        E = c.int("num_experts", moe_defaults[0], minimum=0)
-        moe_kw: dict[str, Any] = {}
-        if fam_name == "qwen2_moe":
-            shared = c.int("shared_expert_intermediate_size", 5632, minimum=0)
-            if shared == 0:
-                raise c.error(
-                    "shared_expert_intermediate_size",
-                    "= 0 leaves the always-present shared_expert_gate [1, d] that the spec cannot place",
-                )
-            moe_kw = dict(shared_expert_intermediate_size=shared, shared_expert_gate=True)
-        step = c.int("decoder_sparse_step", 1)
-        only = c.int_list("mlp_only_layers", [])
-        c.ignore("norm_topk_prob", "router_aux_loss_coef", "output_router_logits")
-        if E:
-            out["moe"] = MoE.checked(
-                num_experts=E,
-                num_experts_per_tok=c.int("num_experts_per_tok", moe_defaults[1]),
-                moe_intermediate_size=c.int("moe_intermediate_size", moe_defaults[2]),
-                decoder_sparse_step=step,
-                mlp_only_layers=sorted(set(only)),
-                **moe_kw,
-            )
-        dense = (not E) or any(i in only or (i + 1) % step for i in range(L))
-        if dense:
-            out["mlp"] = _mlp(c)
-        else:
-            c.ignore("intermediate_size", "hidden_act")
-            c.notes.append("intermediate_size is unused: every layer is MoE")
-    else:
-        out["mlp"] = _mlp(c)
-    return out
-
-
-def _qwen2_vl(c: _Config, fam: _Family) -> dict[str, Any]:
-    """qwen2_vl (transformers models/qwen2_vl/modeling_qwen2_vl.py): a Qwen2 language model plus
-    Qwen2VisionTransformerPretrainedModel (``vision_config``; Qwen2VLVisionConfig defaults for absent
-    keys; legacy ``in_chans`` / ``spatial_patch_size`` are synonyms of ``in_channels`` / ``patch_size``)."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.schema import Qwen2Vision
-
-    out = _qwen(c, fam)
-    raw = c.dict("vision_config")
-    if raw is None:
-        raise c.error("vision_config", "is required for model_type 'qwen2_vl' (the vision tower's shapes)")
-    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore("model_type", "hidden_act", "initializer_range")
-    kw = dict(
-        depth=v.int("depth", 32),
-        embed_dim=v.int("embed_dim", 1280),
-        num_heads=v.int("num_heads", 16),
-        mlp_ratio=v.int("mlp_ratio", 4),
-        in_chans=v.int(v.alias("in_channels", "in_chans"), 3),
-        patch_size=v.int(v.alias("patch_size", "spatial_patch_size"), 14),
-        spatial_merge_size=v.int("spatial_merge_size", 2),
-        temporal_patch_size=v.int("temporal_patch_size", 2),
-        hidden_act=v.str("hidden_act", "quick_gelu"),
-        out_hidden_size=v.int(
-            "hidden_size",
-            out["hidden_size"],
-            why="absent; the language model's hidden_size, which the merger must output",
-        ),
-    )
-    v.check_unplaced(_VISION_SHAPE_KEYS)
-    if kw["out_hidden_size"] != out["hidden_size"]:
-        raise v.error(
-            "hidden_size",
-            f"({kw['out_hidden_size']}) must equal the language model's hidden_size ({out['hidden_size']})",
-        )
-    try:
-        out["vision"] = Qwen2Vision.checked(**kw)
-    except ValidationError as exc:
-        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
-    return out
-
-
-def _qwen3_next(c: _Config, fam: _Family) -> dict[str, Any]:
-    """qwen3_next (transformers models/qwen3_next/modeling_qwen3_next.py): Gated DeltaNet linear
-    attention in most layers, gated full attention (q_proj emits an output gate; q/k norms) every
-    ``full_attention_interval``-th layer (or ``layer_types``), MoE with a gated shared expert.
-    ``mtp_num_hidden_layers`` (the checkpoint's MTP block, which transformers does not load) maps to
-    a DeepSeek-style MTP module without embedding/head copies (fc [2d -> d], two input norms, one
-    decoder layer, a final norm), reported apart from the main model."""
-    from llm_cost.specs.schema import MTP, LinearAttention, MoE
-
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.LINEAR_ATTENTION))
-    if types is None:
-        k = c.int("full_attention_interval", 4)
-        types = [LayerType.LINEAR_ATTENTION if (i + 1) % k else LayerType.FULL_ATTENTION for i in range(L)]
-    else:
-        c.ignore("full_attention_interval")
-    c.ignore("use_sliding_window", "sliding_window", "max_window_layers")
-    out["layer_types"] = types
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True, output_gate=True)
-    if LayerType.LINEAR_ATTENTION in types:
-        out["linear_attention"] = LinearAttention.checked(
-            linear_num_key_heads=c.int("linear_num_key_heads", 16),
-            linear_num_value_heads=c.int("linear_num_value_heads", 32),
-            linear_key_head_dim=c.int("linear_key_head_dim", 128),
-            linear_value_head_dim=c.int("linear_value_head_dim", 128),
-            linear_conv_kernel_dim=c.int("linear_conv_kernel_dim", 4),
-        )
-    E = c.int("num_experts", 512, minimum=0)
-    step = c.int("decoder_sparse_step", 1)
-    only = c.int_list("mlp_only_layers", [])
-    c.ignore("norm_topk_prob", "router_aux_loss_coef", "output_router_logits")
-    if E:
-        shared = c.int("shared_expert_intermediate_size", 512, minimum=0)
-        if shared == 0:
-            raise c.error(
-                "shared_expert_intermediate_size",
-                "= 0 leaves the always-present shared_expert_gate [1, d] that the spec cannot place",
-            )
-        out["moe"] = MoE.checked(
-            num_experts=E,
-            num_experts_per_tok=c.int("num_experts_per_tok", 10),
-            moe_intermediate_size=c.int("moe_intermediate_size", 512),
-            shared_expert_intermediate_size=shared,
-            shared_expert_gate=True,
-            decoder_sparse_step=step,
-            mlp_only_layers=sorted(set(only)),
-        )
-    if (not E) or any(i in only or (i + 1) % step for i in range(L)):
-        out["mlp"] = _mlp(c)
-    else:
-        c.ignore("intermediate_size", "hidden_act")
-        c.notes.append("intermediate_size is unused: every layer is MoE")
-    n_mtp = c.int("mtp_num_hidden_layers", minimum=0) if c.has("mtp_num_hidden_layers") else 0
-    c.ignore("mtp_num_hidden_layers", "mtp_use_dedicated_embeddings")
-    if c.data.get("mtp_use_dedicated_embeddings") and c.bool("mtp_use_dedicated_embeddings"):
-        raise c.error("mtp_use_dedicated_embeddings", "= true: dedicated MTP embeddings cannot be placed")
-    if n_mtp > 1:
-        raise c.error(
-            "mtp_num_hidden_layers",
-            f"= {n_mtp}: one fc with several MTP layers cannot be placed (the spec models one module per layer)",
-        )
-    if n_mtp:
-        out["mtp"] = MTP.checked(num_nextn_predict_layers=n_mtp, checkpoint_stores_shared=False)
-    return out
-
-
-def _deepseek(c: _Config, fam: _Family) -> dict[str, Any]:
-    """deepseek_v2 / deepseek_v3 (transformers models/deepseek_v2/modeling_deepseek_v2.py,
-    models/deepseek_v3/modeling_deepseek_v3.py, and the checkpoints' modeling_deepseek.py): MLA
-    (q_lora_rank null: a full q_proj), ``attention_bias`` on q_a_proj, kv_a_proj_with_mqa and o_proj.
-    Layer i is MoE when n_routed_experts is set, i >= first_k_dense_replace and
-    i % moe_layer_freq == 0 (other layers: dense MLP of intermediate_size); shared experts
-    n_shared_experts x moe_intermediate_size; ``topk_method`` noaux_tc stores a per-expert
-    e_score_correction_bias. ``num_nextn_predict_layers`` MTP modules are reported apart."""
-    from llm_cost.specs.schema import MTP, MLAAttention, MoE
-
-    v3 = c.family == "deepseek_v3"
-    out = _common(c, fam)
-    L = out["num_hidden_layers"]
-    n = c.int("num_attention_heads")
-    c.ignore("num_key_value_heads", "head_dim", "rope_interleave")  # MLA: K/V heads = n_h; head_dim derived
-    out["attention"] = MLAAttention.checked(
-        num_attention_heads=n,
-        q_lora_rank=c.int_or_null("q_lora_rank", 1536),
-        kv_lora_rank=c.int("kv_lora_rank", 512),
-        qk_nope_head_dim=c.int("qk_nope_head_dim", 128),
-        qk_rope_head_dim=c.int("qk_rope_head_dim", 64),
-        v_head_dim=c.int("v_head_dim", 128),
-        attention_bias=c.bool("attention_bias", False),
-    )
-    E = c.int_or_null("n_routed_experts", 256 if v3 else None)
-    first_k = c.int("first_k_dense_replace", 3 if v3 else 0, minimum=0)
-    freq = c.int("moe_layer_freq", 1)
-    c.ignore(
-        "n_group",
-        "topk_group",
-        "routed_scaling_factor",
-        "scoring_func",
-        "norm_topk_prob",
-        "aux_loss_alpha",
-        "seq_aux",
-        "ep_size",
-    )
-    if E:
-        topk = c.str("topk_method", "noaux_tc" if v3 else "greedy")
-        shared = c.int_or_null("n_shared_experts", 1 if v3 else None, minimum=0) or 0
-        width = c.int("moe_intermediate_size", 2048 if v3 else 1407)
-        moe_layers = [i for i in range(L) if i >= first_k and i % freq == 0]
-        only = [i for i in range(first_k, L) if i not in moe_layers]
-        out["moe"] = MoE.checked(
-            num_experts=E,
-            num_experts_per_tok=c.int("num_experts_per_tok", 8 if v3 else _REQUIRED),
-            moe_intermediate_size=width,
-            shared_expert_intermediate_size=shared * width,
-            router_bias=topk == "noaux_tc",
-            first_k_dense_replace=min(first_k, L),
-            mlp_only_layers=only,
-        )
-        dense = len(moe_layers) < L
-    else:
-        c.ignore("topk_method", "n_shared_experts", "moe_intermediate_size", "num_experts_per_tok")
-        dense = True
-    if dense:
-        out["mlp"] = _mlp(c)
-    else:
-        c.ignore("intermediate_size", "hidden_act")
-    if "num_nextn_predict_layers" in c.data:
-        mtp = c.int("num_nextn_predict_layers", 0, minimum=0)
-        if mtp:
-            out["mtp"] = MTP.checked(num_nextn_predict_layers=mtp)
-    return out
+from llm_cost.specs.hf.generic import DEPARTURES, generic_family, generic_mapper
 
 
 def _gemma(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -496,63 +191,16 @@ def _gpt_oss(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
-def _smollm3_window(c: _Config):
-    """smollm3 (transformers models/smollm3/modeling_smollm3.py): llama weights; ``no_rope_layers``
-    only switches RoPE off in some layers (no weights). The window applies only with
-    ``use_sliding_window`` (then through ``layer_types``)."""
-    c.ignore("no_rope_layers", "no_rope_layer_interval", "max_window_layers")
-    if not c.bool("use_sliding_window", False):
-        c.ignore("sliding_window")
-        return None
-    return c.opt_int("sliding_window")
-
-
 def _gemma3_vlm(c: _Config, fam: _Family) -> dict[str, Any]:
     """gemma3 (transformers models/gemma3/modeling_gemma3.py, Gemma3ForConditionalGeneration): the
     Gemma 3 text model of ``text_config`` (as gemma3_text), a SigLIP vision tower
     (models/siglip/modeling_siglip.py, ``vision_config``; SiglipVisionConfig defaults for absent keys)
     and Gemma3MultiModalProjector (RMSNorm + [e, d] matrix). ``vision_use_head`` true would add
     SigLIP's attention-pooling head, which Gemma 3 does not use: refused."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.schema import SiglipVision
+    from llm_cost.specs.hf.vision import siglip_gemma3_vision
 
     out = _gemma(c, fam)
-    raw = c.dict("vision_config")
-    if raw is None:
-        raise c.error(
-            "vision_config",
-            "is required for model_type 'gemma3' (the SigLIP tower's shapes); "
-            "a text-only Gemma 3 config has model_type gemma3_text",
-        )
-    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore("model_type", "hidden_act", "layer_norm_eps", "attention_dropout", "torch_dtype", "dtype")
-    if v.data.get("vision_use_head"):
-        raise v.error("vision_use_head", "= true adds SigLIP's pooling head, which Gemma 3 does not have")
-    v.ignore("vision_use_head")
-    kw = dict(
-        hidden_size=v.int("hidden_size", 768),
-        intermediate_size=v.int("intermediate_size", 3072),
-        num_hidden_layers=v.int("num_hidden_layers", 12),
-        num_attention_heads=v.int("num_attention_heads", 12),
-        image_size=v.int("image_size", 224),
-        patch_size=v.int("patch_size", 16),
-        num_channels=v.int("num_channels", 3),
-        mm_tokens_per_image=c.int("mm_tokens_per_image", 256),
-    )
-    v.check_unplaced(_VISION_SHAPE_KEYS | {"projection_dim", "embed_dim", "depth"})
-    c.ignore("boi_token_index", "eoi_token_index", "image_token_index", "initializer_range")
-    try:
-        out["vision"] = SiglipVision.checked(**kw)
-    except ValidationError as exc:
-        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
-    side = kw["image_size"] // kw["patch_size"]
-    tokens = int(round(kw["mm_tokens_per_image"] ** 0.5))
-    if tokens * tokens != kw["mm_tokens_per_image"] or side % tokens:
-        raise c.error(
-            "mm_tokens_per_image",
-            f"({kw['mm_tokens_per_image']}) must be a square whose side divides image_size / patch_size ({side})",
-        )
+    out["vision"] = siglip_gemma3_vision(c, out)
     return out
 
 
@@ -585,44 +233,6 @@ def _olmo2(c: _Config, fam: _Family) -> dict[str, Any]:
         sliding_window=window,
     )
     out["mlp"] = _mlp(c)
-    return out
-
-
-def _glm4_moe(c: _Config, fam: _Family) -> dict[str, Any]:
-    """glm4_moe (transformers models/glm4_moe/modeling_glm4_moe.py): GQA with ``attention_bias`` on
-    q/k/v (o_proj never has one), optional per-head q/k norms (``use_qk_norm``), partial RoPE; layers
-    i >= ``first_k_dense_replace`` are MoE: Glm4MoeTopkRouter weight [E, d] plus its
-    e_score_correction_bias [E], E routed experts of ``moe_intermediate_size``, and
-    ``n_shared_experts`` x that width of shared expert. The checkpoint also stores
-    ``num_nextn_predict_layers`` MTP layers (DeepSeek-V3 layout with embedding/head copies), which
-    transformers skips on load; they are reported apart."""
-    from llm_cost.specs.schema import MTP, MoE
-
-    out = _common(c, fam)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    out["attention"] = _gqa(
-        n_q, n_kv, hd, attention_bias=c.bool("attention_bias", False), qk_norm=c.bool("use_qk_norm", False)
-    )
-    first_k = c.int("first_k_dense_replace", 1, minimum=0)
-    width = c.int("moe_intermediate_size", 1408)
-    shared = c.int("n_shared_experts", 1, minimum=0)
-    c.ignore("n_group", "topk_group", "routed_scaling_factor", "norm_topk_prob", "topk_method", "scoring_func")
-    out["moe"] = MoE.checked(
-        num_experts=c.int("n_routed_experts", 128),
-        num_experts_per_tok=c.int("num_experts_per_tok", 8),
-        moe_intermediate_size=width,
-        shared_expert_intermediate_size=shared * width,
-        router_bias=True,
-        first_k_dense_replace=min(first_k, L),
-    )
-    if first_k:
-        out["mlp"] = _mlp(c)
-    else:
-        c.ignore("intermediate_size", "hidden_act")
-    mtp = c.int("num_nextn_predict_layers", 0, minimum=0) if c.has("num_nextn_predict_layers") else 0
-    if mtp:
-        out["mtp"] = MTP.checked(num_nextn_predict_layers=mtp)
     return out
 
 
@@ -956,186 +566,9 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
     else:
         c.ignore("intermediate_size_mlp")
     if c.family == "llama4":
-        out["vision"] = _llama4_vision(c)
-    return out
+        from llm_cost.specs.hf.vision import llama4_vision
 
-
-def _llama4_vision(c: _Config):
-    """The Llama4VisionConfig keys (its defaults for absent ones) of a llama4 wrapper config."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.schema import Llama4Vision
-
-    raw = c.dict("vision_config")
-    if raw is None:
-        raise c.error(
-            "vision_config",
-            "is required for model_type 'llama4' (the vision encoder's shapes); a text-only "
-            "config has model_type llama4_text",
-        )
-    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore(
-        "model_type",
-        "hidden_act",
-        "norm_eps",
-        "attention_dropout",
-        "projector_dropout",
-        "rope_theta",
-        "vision_feature_layer",
-        "vision_feature_select_strategy",
-        "initializer_range",
-        "torch_dtype",
-        "dtype",
-        "pixel_shuffle_ratio",
-        "rope_parameters",
-    )
-    kw = dict(
-        hidden_size=v.int("hidden_size", 768),
-        intermediate_size=v.int("intermediate_size", 5632),
-        num_hidden_layers=v.int("num_hidden_layers", 34),
-        num_attention_heads=v.int("num_attention_heads", 16),
-        image_size=v.int("image_size", 448),
-        patch_size=v.int("patch_size", 14),
-        num_channels=v.int("num_channels", 3),
-        projector_input_dim=v.int("projector_input_dim", 4096),
-        projector_output_dim=v.int("projector_output_dim", 4096),
-        vision_output_dim=v.int("vision_output_dim", 7680),
-        multi_modal_projector_bias=v.bool("multi_modal_projector_bias", False),
-    )
-    v.check_unplaced(_VISION_SHAPE_KEYS)
-    c.ignore("boi_token_index", "eoi_token_index", "image_token_index")
-    try:
-        return Llama4Vision.checked(**kw)
-    except ValidationError as exc:
-        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
-
-
-def _olmoe(c: _Config, fam: _Family) -> dict[str, Any]:
-    """olmoe (transformers models/olmoe/modeling_olmoe.py): q/k/v/o (bias ``attention_bias``), RMSNorm
-    q_norm over the whole q projection and k_norm over k (``clip_qkv`` has no weights), pre-norm
-    blocks, every FFN a MoE: gate [E, d] without bias and E gated experts of ``intermediate_size``."""
-    from llm_cost.specs.schema import MoE
-
-    out = _common(c, fam)
-    d = out["hidden_size"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    out["attention"] = _gqa(
-        n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias, qk_norm=True, qk_norm_width="projection"
-    )
-    c.ignore("clip_qkv", "norm_topk_prob", "router_aux_loss_coef", "output_router_logits", "hidden_act")
-    out["moe"] = MoE.checked(
-        num_experts=c.int("num_experts", 64),
-        num_experts_per_tok=c.int("num_experts_per_tok", 8),
-        moe_intermediate_size=c.int("intermediate_size"),
-    )
-    return out
-
-
-def _internlm2(c: _Config, fam: _Family) -> dict[str, Any]:
-    """internlm2 (the checkpoints' own modeling_internlm2.py, InternLM2ForCausalLM; remote code, not
-    in transformers): tok_embeddings, per layer a fused wqkv [(n_q + 2 n_kv) d_head, d] (the elements
-    of separate q/k/v) and wo, both with bias ``bias``, attention_norm, feed_forward w1/w3/w2 (gated,
-    no bias), ffn_norm; norm and an untied output head by default."""
-    out = _common(c, fam)
-    d = out["hidden_size"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("bias", False)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
-    c.ignore("pretraining_tp", "attn_implementation")
-    out["mlp"] = _mlp(c)
-    return out
-
-
-def _ernie4_5(c: _Config, fam: _Family) -> dict[str, Any]:
-    """ernie4_5 (transformers models/ernie4_5/modeling_ernie4_5.py, and the checkpoints' remote
-    modeling_ernie4_5.py with the same tensors): llama blocks where ``use_bias`` puts biases on q/k/v/o
-    and on gate/up/down."""
-    out = _common(c, fam)
-    d = out["hidden_size"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("use_bias", False)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
-    out["mlp"] = _mlp(c, mlp_bias=bias)
-    return out
-
-
-def _qwen2_5_vl(c: _Config, fam: _Family) -> dict[str, Any]:
-    """qwen2_5_vl (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py): the Qwen2 language model
-    (q/k/v biases; keys at the top level or under ``text_config``) and the Qwen2.5-VL vision tower of
-    ``vision_config`` (RMSNorm, gated MLP; Qwen2_5_VLVisionConfig defaults for absent keys)."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.schema import Qwen25Vision
-
-    out = _qwen(c, fam)
-    raw = c.dict("vision_config")
-    if raw is None:
-        raise c.error("vision_config", "is required for model_type 'qwen2_5_vl' (the vision tower's shapes)")
-    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore(
-        "model_type",
-        "hidden_act",
-        "initializer_range",
-        "tokens_per_second",
-        "window_size",
-        "fullatt_block_indexes",
-        "torch_dtype",
-        "dtype",
-    )
-    kw = dict(
-        depth=v.int("depth", 32),
-        hidden_size=v.int("hidden_size", 3584),
-        intermediate_size=v.int("intermediate_size", 3420),
-        num_heads=v.int("num_heads", 16),
-        in_channels=v.int(v.alias("in_channels", "in_chans"), 3),
-        patch_size=v.int(v.alias("patch_size", "spatial_patch_size"), 14),
-        spatial_merge_size=v.int("spatial_merge_size", 2),
-        temporal_patch_size=v.int("temporal_patch_size", 2),
-        out_hidden_size=v.int("out_hidden_size", out["hidden_size"]),
-    )
-    v.check_unplaced(
-        _VISION_SHAPE_KEYS - {"intermediate_size", "out_hidden_size", "fullatt_block_indexes", "window_size"}
-    )
-    if kw["out_hidden_size"] != out["hidden_size"]:
-        raise v.error(
-            "out_hidden_size",
-            f"({kw['out_hidden_size']}) must equal the language model's hidden_size ({out['hidden_size']})",
-        )
-    c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id", "vision_token_id")
-    try:
-        out["vision"] = Qwen25Vision.checked(**kw)
-    except ValidationError as exc:
-        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
-    return out
-
-
-def _granitemoe(c: _Config, fam: _Family) -> dict[str, Any]:
-    """granitemoe (transformers models/granitemoe/modeling_granitemoe.py): q/k/v/o (bias
-    ``attention_bias``), pre-norm blocks, every FFN a MoE: router layer [E, d] without bias, experts
-    input_linear [E, 2 d_ff, d] (gate and up fused) and output_linear [E, d, d_ff]; the embedding,
-    residual, attention and logit multipliers are scalars, not weights."""
-    from llm_cost.specs.schema import MoE
-
-    out = _common(c, fam)
-    d = out["hidden_size"]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
-    c.ignore(
-        "embedding_multiplier",
-        "residual_multiplier",
-        "attention_multiplier",
-        "logits_scaling",
-        "hidden_act",
-        "router_aux_loss_coef",
-        "output_router_logits",
-    )
-    out["moe"] = MoE.checked(
-        num_experts=c.int("num_local_experts", 8),
-        num_experts_per_tok=c.int("num_experts_per_tok", 2),
-        moe_intermediate_size=c.int("intermediate_size"),
-    )
+        out["vision"] = llama4_vision(c)
     return out
 
 
@@ -1165,140 +598,50 @@ def _phimoe(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
-def _qwen3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
-    """qwen3_vl (transformers models/qwen3_vl/modeling_qwen3_vl.py): the Qwen3 language model of
-    ``text_config`` (per-head q/k norms) and the Qwen3-VL vision tower of ``vision_config`` with
-    one DeepStack merger per ``deepstack_visual_indexes`` entry."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.schema import Qwen3Vision
-
-    out = _qwen(c, fam)
-    raw = c.dict("vision_config")
-    if raw is None:
-        raise c.error("vision_config", "is required for model_type 'qwen3_vl' (the vision tower's shapes)")
-    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore("model_type", "hidden_act", "initializer_range", "torch_dtype", "dtype")
-    deepstack = v.int_list("deepstack_visual_indexes", [8, 16, 24])
-    kw = dict(
-        depth=v.int("depth", 27),
-        hidden_size=v.int("hidden_size", 1152),
-        intermediate_size=v.int("intermediate_size", 4304),
-        num_heads=v.int("num_heads", 16),
-        in_channels=v.int("in_channels", 3),
-        patch_size=v.int("patch_size", 16),
-        spatial_merge_size=v.int("spatial_merge_size", 2),
-        temporal_patch_size=v.int("temporal_patch_size", 2),
-        out_hidden_size=v.int("out_hidden_size", out["hidden_size"]),
-        num_position_embeddings=v.int("num_position_embeddings", 2304),
-        deepstack_mergers=len(deepstack),
-    )
-    v.check_unplaced(
-        _VISION_SHAPE_KEYS
-        - {"intermediate_size", "out_hidden_size", "num_position_embeddings", "deepstack_visual_indexes"}
-    )
-    if kw["out_hidden_size"] != out["hidden_size"]:
-        raise v.error(
-            "out_hidden_size",
-            f"({kw['out_hidden_size']}) must equal the language model's hidden_size ({out['hidden_size']})",
-        )
-    c.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
-    try:
-        out["vision"] = Qwen3Vision.checked(**kw)
-    except ValidationError as exc:
-        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
-    return out
-
-
-def _mistral3(c: _Config, fam: _Family) -> dict[str, Any]:
-    """mistral3 (transformers models/mistral3/modeling_mistral3.py, Mistral3ForConditionalGeneration):
-    the Mistral language model of ``text_config`` (read as mistral), the Pixtral encoder of
-    ``vision_config`` (models/pixtral/modeling_pixtral.py) and the projector (RMSNorm, 2x2 patch
-    merger, linear_1, linear_2; biases only with ``multimodal_projector_bias``)."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.schema import PixtralVision
-
-    c.family = "mistral"
-    try:
-        out = _llama_like(c, fam)
-    finally:
-        c.family = "mistral3"
-    raw = c.dict("vision_config")
-    if raw is None:
-        raise c.error("vision_config", "is required for model_type 'mistral3' (the Pixtral encoder's shapes)")
-    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
-    v.ignore(
-        "model_type",
-        "hidden_act",
-        "initializer_range",
-        "attention_dropout",
-        "rope_theta",
-        "rope_parameters",
-        "image_size",
-        "torch_dtype",
-        "dtype",
-        "rms_norm_eps",
-    )
-    heads = v.int("num_attention_heads", 16)
-    kw = dict(
-        hidden_size=v.int("hidden_size", 1024),
-        intermediate_size=v.int("intermediate_size", 4096),
-        num_hidden_layers=v.int("num_hidden_layers", 24),
-        num_attention_heads=heads,
-        head_dim=v.int("head_dim", 64),
-        patch_size=v.int("patch_size", 16),
-        num_channels=v.int("num_channels", 3),
-        spatial_merge_size=c.int("spatial_merge_size", 2),
-        multimodal_projector_bias=c.bool("multimodal_projector_bias", False),
-    )
-    v.check_unplaced(_VISION_SHAPE_KEYS - {"intermediate_size"})
-    c.ignore("image_token_index", "projector_hidden_act", "vision_feature_layer", "vision_feature_select_strategy")
-    try:
-        out["vision"] = PixtralVision.checked(**kw)
-    except ValidationError as exc:
-        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
-    return out
-
-
 _F = _Family
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
-    "llama": (_llama_like, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
-    "mistral": (_llama_like, _F(tie=False, max_pos=131072, rope_theta=10000.0)),
-    "mistral3": (_mistral3, _F(tie=False, max_pos=131072, rope_theta=1e9)),
-    "mixtral": (_mixtral, _F(tie=False, max_pos=131072, rope_theta=1e6)),
-    "qwen2": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
-    "qwen2_moe": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
-    "qwen3": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=128)),
-    "qwen3_moe": (_qwen, _F(tie=False, max_pos=32768, rope_theta=10000.0)),
-    "qwen3_next": (_qwen3_next, _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=256, partial_rotary=0.25)),
-    "qwen2_vl": (_qwen2_vl, _F(tie=False, max_pos=32768, rope_theta=1e6)),
-    "qwen3_vl": (_qwen3_vl, _F(tie=False, max_pos=262144, rope_theta=5e6, head_dim=128)),
-    "qwen2_5_vl": (_qwen2_5_vl, _F(tie=False, max_pos=128000, rope_theta=1e6)),
-    "deepseek_v2": (_deepseek, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
-    "deepseek_v3": (_deepseek, _F(tie=False, max_pos=4096, rope_theta=10000.0)),
+    "llama": (generic_mapper("llama"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "mistral": (generic_mapper("mistral"), _F(tie=False, max_pos=131072, rope_theta=10000.0)),
+    "mistral3": (generic_mapper("mistral3"), _F(tie=False, max_pos=131072, rope_theta=1e9)),
+    "mixtral": (generic_mapper("mixtral"), _F(tie=False, max_pos=131072, rope_theta=1e6)),
+    "qwen2": (generic_mapper("qwen2"), _F(tie=False, max_pos=32768, rope_theta=10000.0)),
+    "qwen2_moe": (generic_mapper("qwen2_moe"), _F(tie=False, max_pos=32768, rope_theta=10000.0)),
+    "qwen3": (generic_mapper("qwen3"), _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=128)),
+    "qwen3_moe": (generic_mapper("qwen3_moe"), _F(tie=False, max_pos=32768, rope_theta=10000.0)),
+    "qwen3_next": (
+        generic_mapper("qwen3_next"),
+        _F(tie=False, max_pos=32768, rope_theta=10000.0, head_dim=256, partial_rotary=0.25),
+    ),
+    "qwen2_vl": (generic_mapper("qwen2_vl"), _F(tie=False, max_pos=32768, rope_theta=1e6)),
+    "qwen3_vl": (generic_mapper("qwen3_vl"), _F(tie=False, max_pos=262144, rope_theta=5e6, head_dim=128)),
+    "qwen2_5_vl": (generic_mapper("qwen2_5_vl"), _F(tie=False, max_pos=128000, rope_theta=1e6)),
+    "deepseek_v2": (generic_mapper("deepseek_v2"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "deepseek_v3": (generic_mapper("deepseek_v3"), _F(tie=False, max_pos=4096, rope_theta=10000.0)),
     "gemma": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
     "gemma2": (_gemma, _F(tie=True, max_pos=8192, rope_theta=10000.0, head_dim=256)),
     "gemma3_text": (_gemma, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
-    "phi3": (_llama_like, _F(tie=False, max_pos=4096, rope_theta=10000.0)),
+    "phi3": (generic_mapper("phi3"), _F(tie=False, max_pos=4096, rope_theta=10000.0)),
     "gpt2": (_gpt2, _F(tie=True, max_pos=1024, rope_theta=None, dtype="fp32")),
     "falcon": (_falcon, _F(tie=True, max_pos=2048, rope_theta=10000.0)),
     "gpt_oss": (_gpt_oss, _F(tie=False, max_pos=131072, rope_theta=150000.0, head_dim=64)),
     "gemma3": (_gemma3_vlm, _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
-    "smollm3": (_llama_like, _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
+    "smollm3": (generic_mapper("smollm3"), _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
     "olmo2": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "olmo3": (_olmo2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "phimoe": (_phimoe, _F(tie=False, max_pos=131072, rope_theta=1e6)),
-    "granitemoe": (_granitemoe, _F(tie=True, max_pos=4096, rope_theta=10000.0)),
+    "granitemoe": (generic_mapper("granitemoe"), _F(tie=True, max_pos=4096, rope_theta=10000.0)),
     "nemotron_h": (_nemotron_h, _F(tie=False, max_pos=4096, rope_theta=None, head_dim=128)),
     "granitemoehybrid": (_granitemoehybrid, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "minimax_m2": (_minimax_m2, _F(tie=False, max_pos=196608, rope_theta=5e6, head_dim=128)),
     "llama4": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
     "llama4_text": (_llama4, _F(tie=False, max_pos=131072, rope_theta=500000.0, head_dim=128)),
-    "ernie4_5": (_ernie4_5, _F(tie=True, max_pos=131072, rope_theta=500000.0, head_dim=128)),
-    "internlm2": (_internlm2, _F(tie=False, max_pos=2048, rope_theta=10000.0)),
-    "olmoe": (_olmoe, _F(tie=False, max_pos=4096, rope_theta=10000.0, dtype="fp32")),
-    "glm4_moe": (_glm4_moe, _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5)),
+    "ernie4_5": (generic_mapper("ernie4_5"), _F(tie=True, max_pos=131072, rope_theta=500000.0, head_dim=128)),
+    "internlm2": (generic_mapper("internlm2"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
+    "olmoe": (generic_mapper("olmoe"), _F(tie=False, max_pos=4096, rope_theta=10000.0, dtype="fp32")),
+    "glm4_moe": (
+        generic_mapper("glm4_moe"),
+        _F(tie=False, max_pos=131072, rope_theta=10000.0, head_dim=128, partial_rotary=0.5),
+    ),
 }
 #: Legacy model_type names read by another family's mapping.
 ALIASES = {
@@ -1307,6 +650,11 @@ ALIASES = {
     # Kimi K2 ships DeepseekV3ForCausalLM (remote code, the DeepSeek-V3 tensors) under its own model_type
     "kimi_k2": "deepseek_v3",
 }
+# Every other line of the departures table is a family read through the vocabulary alone.
+for _model_type in DEPARTURES:
+    FAMILIES.setdefault(_model_type, (generic_mapper(_model_type), generic_family(_model_type)))
+#: Every model_type read by a mapping or by the generic reader with a departures line (each checked
+#: against a checkpoint of the family); others are read generically when their keys allow.
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
 _HEADS = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")

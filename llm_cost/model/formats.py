@@ -1,0 +1,119 @@
+"""What each weight tensor is stored in: one format for every weight (a number of bits), or a
+checkpoint's formats by tensor group (:class:`MixedBits`, from ``ModelSpec.quantization``).
+
+Every byte count of weights (:mod:`llm_cost.model.params`, :mod:`llm_cost.model.layout`,
+:mod:`llm_cost.workload.step`) multiplies a tensor's elements by :func:`tensor_bits`, so a
+checkpoint with BF16 attention and MXFP4 experts weighs each group in its own format: its total,
+what one GPU of a layout holds and what a step reads.
+
+Quantized, under a ``Quantization``: the matmul weights of the decoder blocks (attention, MLP,
+shared and routed experts, linear-attention and Mamba projections), of the MTP modules' blocks and
+of the vision tower, except the groups it keeps. Never quantized (as transformers', vLLM's and
+TensorRT-LLM's quantizers leave them): the embedding, the LM head, the router, MTP's ``eh_proj``
+and the stored embedding/head copies, and every vector (norms, biases, sinks), all in the kept
+dtype (DeepSeek-V3 stores its routers' correction biases in FP32: 30,208 B more than counted).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from llm_cost.core.types import BLOCK_SCALES, DTYPE_BITS, Dtype, Part, TensorKind, WeightFormat, block_scaled_bits
+from llm_cost.model.structure import Tensor, build
+from llm_cost.specs.schema import ModelSpec, Quantization
+
+__all__ = ["MixedBits", "tensor_bits", "is_quantized", "format_bits", "checkpoint_bits", "weight_bits_of"]
+
+#: Matmul groups no quantizer converts.
+_NEVER_QUANTIZED = frozenset(("embedding", "lm_head", "router"))
+
+
+class MixedBits(Fraction):
+    """Bits per weight of a checkpoint whose tensor groups are stored in different formats. As a
+    number it is the exact average over the main model's parameters (decoder and vision tower), so a
+    total weighs what the checkpoint's tensors do; :func:`tensor_bits` gives each tensor's own.
+    Equal only to a MixedBits of the same value and quantization (a cache key tells them apart)."""
+
+    quantization: Quantization
+
+    def __new__(cls, average: Fraction, quantization: Quantization) -> MixedBits:
+        self = super().__new__(cls, average.numerator, average.denominator)
+        self.quantization = quantization
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, MixedBits)
+            and self.quantization == other.quantization
+            and Fraction(self) == Fraction(other)
+        )
+
+    def __hash__(self) -> int:  # type: ignore[override]  # numbers.Complex declares __hash__ None
+        return hash((Fraction(self), self.quantization))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (MixedBits, (Fraction(self), self.quantization))
+
+    def __copy__(self) -> MixedBits:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> MixedBits:
+        return self
+
+    def __repr__(self) -> str:
+        return f"MixedBits({float(self):.4g} on average, {self.quantization!r})"
+
+
+def is_quantized(q: Quantization, t: Tensor) -> bool:
+    """True when ``q`` stores tensor ``t`` in its quantized format (see the module docstring)."""
+    if t.kind != TensorKind.MATMUL or t.group in _NEVER_QUANTIZED:
+        return False
+    if t.part == Part.VISION:
+        return "vision" not in q.kept
+    if t.part in (Part.MTP, Part.MTP_COPY):
+        return "mtp" not in q.kept and ".block." in t.name and ".mlp.gate." not in t.name  # not the router
+    return t.group not in q.kept
+
+
+def format_bits(fmt: str, shape: tuple[int, ...]) -> Fraction:
+    """Exact bits per element of one matrix of ``shape`` stored in ``fmt`` (a WeightFormat name):
+    block scales by :func:`llm_cost.core.types.block_scaled_bits`; a plain dtype's bits (fp8 with a
+    scale per tensor or channel: 8)."""
+    chosen = WeightFormat(fmt)
+    if chosen in BLOCK_SCALES:
+        return block_scaled_bits(chosen, shape)
+    return Fraction(DTYPE_BITS[chosen.element])
+
+
+def tensor_bits(bits: int | Fraction, t: Tensor) -> Fraction:
+    """Bits per element of tensor ``t``: ``bits`` itself when it is one number for every weight;
+    under :class:`MixedBits`, the quantized format on the tensor's shape or the kept dtype."""
+    if not isinstance(bits, MixedBits):
+        return Fraction(bits)
+    q = bits.quantization
+    if is_quantized(q, t):
+        return format_bits(q.weights_format, t.shape)
+    return Fraction(DTYPE_BITS[Dtype(q.kept_dtype)])
+
+
+@lru_cache(maxsize=64)
+def checkpoint_bits(spec: ModelSpec) -> MixedBits:
+    """The MixedBits of ``spec``'s checkpoint (``spec.quantization`` must be set): the average over
+    its main-model parameters of each tensor's bits."""
+    q = spec.quantization
+    assert q is not None
+    s = build(spec)
+    main = [t for t in s.tensors if t.part in (Part.DECODER, Part.VISION) and t.stored]
+    total_bits = sum((t.total * tensor_bits(MixedBits(Fraction(16), q), t) for t in main), Fraction(0))
+    return MixedBits(total_bits / s.total_params, q)
+
+
+def weight_bits_of(bits: Any, limit: bool = False) -> Fraction:
+    """``bits`` as the engine carries it: a MixedBits as it is; any other number as a Fraction,
+    exactly, or with ``limit`` the nearest of denominator at most 1,000 (a float typed on the
+    command line)."""
+    if isinstance(bits, MixedBits):
+        return bits
+    return Fraction(bits).limit_denominator(1000) if limit else Fraction(bits)

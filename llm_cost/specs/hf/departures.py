@@ -1,0 +1,248 @@
+"""The departures table: one line per model_type whose modeling file departs from the standard
+config vocabulary that :func:`llm_cost.specs.hf.generic.read_generic` interprets, each citing
+the modeling file it was read from. A new family that recombines known pieces is one more line
+here (and, when it brings a vision tower, a reader in :mod:`llm_cost.specs.hf.vision`); every line
+is a supported family (:data:`llm_cost.specs.hf.families.FAMILIES` maps it to the generic reader).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from llm_cost.core.records import record
+
+__all__ = ["Departures", "DEPARTURES"]
+
+
+@record
+class Departures:
+    """How one model_type's modeling file departs from the standard vocabulary.
+
+    ``cite``: the modeling file read. ``qk_norm``: per-head q/k RMSNorms that no config key
+    announces (Qwen3). ``output_gate``: q_proj also emits a sigmoid output gate (Qwen3-Next).
+    ``o_proj_bias``: ``attention_bias`` reaches o_proj too (False: q/k/v only, GLM-4-MoE).
+    ``shared_expert_gate``: the shared expert has a sigmoid gate [1, d] (Qwen2-MoE, Qwen3-Next).
+    ``router_bias``: the router stores e_score_correction_bias whatever ``topk_method`` says.
+    ``restates``: keys whose value the family implies (``use_qk_norm: true`` on Qwen3-MoE):
+    that value is accepted, another is refused. ``vision``: the reader of ``vision_config``
+    (:mod:`llm_cost.specs.hf.vision`), None when the family has no tower. ``declared_only``: a
+    key of the vocabulary that the family's transformers configuration class does not declare
+    (``num_experts`` on llama, ``attention_bias`` on mistral) is refused rather than read, unless
+    it is one of ``extra_keys`` (keys the checkpoints' configs carry beyond the class, DeepSeek's
+    ``num_nextn_predict_layers``), or declared by the configuration class of ``declared_as`` (a
+    wrapper's language model: mistral for mistral3). ``window_rule``: the Qwen ``use_sliding_window`` /
+    ``max_window_layers`` schedule (see :func:`llm_cost.specs.hf.config._qwen_sliding`).
+    ``bias_key``: the key switching the q/k/v (and o) biases (None: q/k/v biases always, Qwen2),
+    ``bias_default`` its value when absent (Qwen2-MoE's ``qkv_bias``: true); ``mlp_bias_key`` the
+    MLP's (ERNIE's ``use_bias`` switches both). ``qk_norm_width``: "projection" when the q/k norms
+    span the whole projection (OLMoE) rather than one head. ``full_attention_interval``: the
+    interval a config without ``layer_types`` or that key takes (Qwen3NextConfig's __post_init__: 4).
+    """
+
+    cite: str
+    qk_norm: bool = False
+    output_gate: bool = False
+    o_proj_bias: bool = True
+    shared_expert_gate: bool = False
+    router_bias: bool = False
+    restates: tuple[tuple[str, Any], ...] = ()
+    vision: Optional[str] = None
+    declared_only: bool = False
+    extra_keys: tuple[str, ...] = ()
+    declared_as: Optional[str] = None
+    window_rule: Optional[str] = None
+    bias_key: Optional[str] = "attention_bias"
+    bias_default: bool = False
+    full_attention_interval: Optional[int] = None
+    mlp_bias_key: str = "mlp_bias"
+    qk_norm_width: str = "head"
+
+
+def _qwen_text(cite: str, **kw: Any) -> Departures:
+    return Departures(cite=cite, qk_norm=True, restates=(("use_qk_norm", True),), **kw)
+
+
+def _qwen3_next_text(cite: str, vision: Optional[str] = None) -> Departures:
+    """Qwen3-Next's text departures: per-head q/k norms, the gated q_proj, the gated shared expert."""
+    return Departures(
+        cite=cite, qk_norm=True, output_gate=True, shared_expert_gate=True, vision=vision, full_attention_interval=4
+    )
+
+
+#: model_type -> how its modeling file departs from the standard vocabulary.
+DEPARTURES: dict[str, Departures] = {
+    "qwen3_vl_moe": _qwen_text(
+        "transformers models/qwen3_vl_moe/modeling_qwen3_vl_moe.py (Qwen3-MoE text, Qwen3-VL vision with DeepStack)",
+        vision="qwen3_vl",
+    ),
+    "qwen3_next": _qwen3_next_text(
+        "transformers models/qwen3_next/modeling_qwen3_next.py: Gated DeltaNet linear attention between gated full "
+        "attention layers (q_proj also emits the output gate; per-head q/k norms), MoE with a gated shared "
+        "expert; mtp_num_hidden_layers is the checkpoint's MTP block (no embedding/head copies), reported apart"
+    ),
+    "qwen3_5": _qwen3_next_text(
+        "transformers models/qwen3_5/modeling_qwen3_5.py (Qwen3-Next text with a dense MLP; in_proj_qkv/z/b/a "
+        "hold the elements of Qwen3-Next's in_proj_qkvz/ba; Qwen3-VL vision without DeepStack)",
+        vision="qwen3_5",
+    ),
+    "qwen3_5_text": _qwen3_next_text("transformers models/qwen3_5/modeling_qwen3_5.py (Qwen3_5ForCausalLM)"),
+    "qwen3_5_moe": _qwen3_next_text(
+        "transformers models/qwen3_5_moe/modeling_qwen3_5_moe.py (Qwen3-Next text: gated attention, Gated "
+        "DeltaNet, MoE with a gated shared expert; Qwen3-VL vision without DeepStack)",
+        vision="qwen3_5",
+    ),
+    "qwen3_5_moe_text": _qwen3_next_text(
+        "transformers models/qwen3_5_moe/modeling_qwen3_5_moe.py (Qwen3_5MoeForCausalLM)"
+    ),
+    "kimi_k25": Departures(
+        cite="transformers models/kimi_k25/modeling_kimi_k25.py (a DeepSeek-V3 language model of text_config, "
+        "model_type kimi_k2 or deepseek_v3, and the MoonViT tower with its patch-merger projector)",
+        vision="moonvit",
+    ),
+    # -- supported families read through the vocabulary (FAMILIES maps them to generic_mapper) ------
+    "qwen2": Departures(
+        cite="transformers models/qwen2/modeling_qwen2.py: q/k/v biases always (o_proj none); sliding layers "
+        "i >= max_window_layers when use_sliding_window",
+        bias_key=None,
+        o_proj_bias=False,
+        window_rule="from_max",
+        declared_only=True,
+    ),
+    "qwen2_vl": Departures(
+        cite="transformers models/qwen2_vl/modeling_qwen2_vl.py: the Qwen2 language model and "
+        "Qwen2VisionTransformerPretrainedModel",
+        bias_key=None,
+        o_proj_bias=False,
+        window_rule="from_max",
+        vision="qwen2_vl",
+    ),
+    "qwen2_5_vl": Departures(
+        cite="transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py: the Qwen2 language model and the Qwen2.5-VL "
+        "vision tower",
+        bias_key=None,
+        o_proj_bias=False,
+        window_rule="from_max",
+        vision="qwen2_5_vl",
+    ),
+    "qwen2_moe": Departures(
+        cite="transformers models/qwen2_moe/modeling_qwen2_moe.py: q/k/v biases (qkv_bias, default true), MoE "
+        "with a gated shared expert; sliding layers odd i < max_window_layers when use_sliding_window",
+        bias_key="qkv_bias",
+        bias_default=True,
+        o_proj_bias=False,
+        shared_expert_gate=True,
+        window_rule="alternate_below_max",
+        declared_only=True,
+    ),
+    "qwen3": _qwen_text(
+        "transformers models/qwen3/modeling_qwen3.py: attention_bias on q/k/v/o, per-head q/k norms",
+        window_rule="from_max",
+        declared_only=True,
+    ),
+    "qwen3_moe": _qwen_text(
+        "transformers models/qwen3_moe/modeling_qwen3_moe.py: Qwen3 attention, MoE every decoder_sparse_step-th "
+        "layer outside mlp_only_layers; a window slides in every layer when use_sliding_window",
+        window_rule="all",
+        declared_only=True,
+        extra_keys=("shared_expert_intermediate_size", "qkv_bias", "max_window_layers"),
+    ),
+    "qwen3_vl": _qwen_text(
+        "transformers models/qwen3_vl/modeling_qwen3_vl.py: the Qwen3 language model and the Qwen3-VL vision tower "
+        "with DeepStack mergers",
+        window_rule="from_max",
+        vision="qwen3_vl",
+    ),
+    "ernie4_5": Departures(
+        cite="transformers models/ernie4_5/modeling_ernie4_5.py (and the checkpoints' remote modeling_ernie4_5.py): "
+        "llama blocks where use_bias puts biases on q/k/v/o and on gate/up/down",
+        bias_key="use_bias",
+        mlp_bias_key="use_bias",
+        declared_only=True,
+    ),
+    "internlm2": Departures(
+        cite="the checkpoints' own modeling_internlm2.py (InternLM2ForCausalLM, remote code): a fused wqkv holding "
+        "q/k/v's elements and wo, both with bias `bias`; gated feed_forward w1/w3/w2 without biases",
+        bias_key="bias",
+    ),
+    "olmoe": Departures(
+        cite="transformers models/olmoe/modeling_olmoe.py: q/k/v/o (attention_bias), RMSNorm q_norm / k_norm over "
+        "the whole projections (clip_qkv has no weights), every FFN a MoE of intermediate_size experts",
+        qk_norm=True,
+        qk_norm_width="projection",
+        declared_only=True,
+    ),
+    "granitemoe": Departures(
+        cite="transformers models/granitemoe/modeling_granitemoe.py: q/k/v/o (attention_bias), every FFN a MoE: "
+        "router [E, d] without bias, experts input_linear (gate and up fused) and output_linear of "
+        "intermediate_size; the multipliers are scalars, not weights",
+        declared_only=True,
+    ),
+    "phi3": Departures(
+        cite="transformers models/phi3/modeling_phi3.py: fused qkv_proj / gate_up_proj holding q/k/v's and "
+        "gate/up's elements, no biases; sliding_window (when set) in every layer",
+        declared_only=True,
+    ),
+    "smollm3": Departures(
+        cite="transformers models/smollm3/modeling_smollm3.py: llama weights (attention_bias, mlp_bias); "
+        "no_rope_layers only switches RoPE off (no weights); the window applies only with use_sliding_window",
+        declared_only=True,
+    ),
+    "mistral3": Departures(
+        cite="transformers models/mistral3/modeling_mistral3.py (Mistral3ForConditionalGeneration): the Mistral "
+        "language model of text_config, the Pixtral encoder and the Mistral 3 projector",
+        declared_only=True,
+        declared_as="mistral",
+        vision="pixtral",
+    ),
+    "llama": Departures(
+        cite="transformers models/llama/modeling_llama.py: q/k/v/o (attention_bias on all four), gated MLP "
+        "(mlp_bias on all three), two RMSNorms per layer",
+        declared_only=True,
+    ),
+    "mistral": Departures(
+        cite="transformers models/mistral/modeling_mistral.py: llama's tensors without biases; sliding_window "
+        "(MistralConfig default 4,096) in every layer",
+        declared_only=True,
+    ),
+    "mixtral": Departures(
+        cite="transformers models/mixtral/modeling_mixtral.py: Mistral attention; every FFN num_local_experts "
+        "gated experts of intermediate_size with a bias-free router",
+        declared_only=True,
+    ),
+    "deepseek_v2": Departures(
+        cite="transformers models/deepseek_v2/modeling_deepseek_v2.py (and the checkpoints' modeling_deepseek.py): "
+        "MLA, MoE after first_k_dense_replace every moe_layer_freq-th layer with n_shared_experts shared experts; "
+        "topk_method noaux_tc stores e_score_correction_bias",
+        declared_only=True,
+        extra_keys=("moe_layer_freq", "num_nextn_predict_layers", "q_lora_rank"),
+    ),
+    "deepseek_v3": Departures(
+        cite="transformers models/deepseek_v3/modeling_deepseek_v3.py (and the checkpoints' modeling_deepseek.py): "
+        "DeepSeek-V2's layout; DeepseekV3TopkRouter always stores e_score_correction_bias; "
+        "num_nextn_predict_layers MTP modules (with embedding/head copies) reported apart",
+        router_bias=True,
+        declared_only=True,
+        extra_keys=("moe_layer_freq", "num_nextn_predict_layers", "topk_method"),
+    ),
+    "glm4_moe": Departures(
+        cite="transformers models/glm4_moe/modeling_glm4_moe.py: attention_bias on q/k/v (never o_proj), optional "
+        "per-head q/k norms (use_qk_norm), partial RoPE; MoE after first_k_dense_replace with "
+        "e_score_correction_bias and n_shared_experts; the checkpoint's num_nextn_predict_layers MTP layers",
+        o_proj_bias=False,
+        router_bias=True,
+        declared_only=True,
+        extra_keys=("num_nextn_predict_layers", "topk_method"),
+    ),
+    "glm4v_moe": Departures(
+        cite="transformers models/glm4v_moe/modeling_glm4v_moe.py (the GLM-4-MoE language model: q/k/v biases "
+        "without an o_proj bias, the router's e_score_correction_bias, shared experts; the GLM-4V vision tower)",
+        o_proj_bias=False,
+        router_bias=True,
+        vision="glm4v",
+    ),
+    "glm4_moe_lite": Departures(
+        cite="transformers models/glm4_moe_lite/modeling_glm4_moe_lite.py (DeepSeek-V3 MLA, GLM-4-MoE router with "
+        "e_score_correction_bias and shared experts)",
+        router_bias=True,
+    ),
+}

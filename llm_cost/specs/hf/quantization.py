@@ -1,0 +1,130 @@
+"""A config.json's ``quantization_config``: which matmul weights a checkpoint quantizes, in what
+format, and which stay in 16 bits (a :class:`llm_cost.specs.schema.Quantization`).
+
+Methods read (the format names of :class:`llm_cost.core.types.WeightFormat`):
+
+* ``mxfp4`` (gpt-oss; transformers' Mxfp4Config): the experts in MXFP4, ``modules_to_not_convert``
+  (attention, router, embedding, LM head) in BF16.
+* ``fp8`` (DeepSeek-V3; transformers' FineGrainedFP8Config, vLLM's Fp8Config): every linear layer in
+  FP8 E4M3, with an FP32 scale per 128 x 128 block when ``weight_block_size`` is [128, 128], else
+  one scale per tensor; ``modules_to_not_convert`` / ``ignored_layers`` kept.
+* ``modelopt`` (TensorRT Model Optimizer's hf_quant_config): ``quant_algo`` NVFP4 or FP8,
+  ``exclude_modules`` kept.
+* ``compressed-tensors`` (llm-compressor): the first config group's ``weights`` (4-bit float in
+  groups of 16: NVFP4; 8-bit float: FP8, in 128 x 128 blocks with the block strategy), ``ignore``
+  kept.
+
+Always kept, as every one of these methods does: the embedding, the LM head, the router and the
+vectors (norms, biases). A kept module names a group of tensors (``model.layers.*.self_attn``:
+attention); an entry for one layer (``model.layers.0.mlp``) keeps its whole group, noted. Other
+methods (GPTQ, AWQ, bitsandbytes) are not modelled here: the caller notes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+__all__ = ["MODELLED_METHODS", "read_quantization"]
+
+#: quant_method values this module reads.
+MODELLED_METHODS = ("mxfp4", "fp8", "modelopt", "compressed-tensors")
+
+#: (substring of a module name, the kept group), first match wins; None: a module always kept.
+_MODULE_GROUPS: tuple[tuple[str, Optional[str]], ...] = (
+    ("lm_head", None),
+    ("visual", "vision"),  # before the tower's own attention and MLP
+    ("vision", "vision"),
+    ("embed", None),
+    ("gate_proj", "mlp"),  # before the router's "gate"
+    ("gate_up", "routed_experts"),
+    ("shared_expert", "shared_experts"),
+    ("experts", "routed_experts"),
+    ("router", None),
+    ("gate", None),  # mlp.gate, block_sparse_moe.gate: the router
+    ("linear_attn", "linear_attention"),
+    ("mamba", "mamba"),
+    ("mixer", "mamba"),
+    ("attn", "attention"),
+    ("attention", "attention"),
+    ("mtp", "mtp"),
+    ("mlp", "mlp"),
+    ("feed_forward", "mlp"),
+)
+
+
+def _kept_group(module: str) -> tuple[bool, Optional[str]]:
+    """(understood, the group) of one kept module name or ``re:`` pattern."""
+    name = module.lower().removeprefix("re:")
+    for part, group in _MODULE_GROUPS:
+        if part in name:
+            return True, group
+    return False, None
+
+
+def _format(method: str, q: dict[str, Any]) -> Optional[str]:
+    """The WeightFormat name of the quantized matmuls, or None when the config does not say one
+    this tool models."""
+    if method == "mxfp4":
+        return "mxfp4"
+    if method == "fp8":
+        return "fp8_block" if list(q.get("weight_block_size") or []) == [128, 128] else "fp8"
+    if method == "modelopt":
+        algo = str(q.get("quant_algo") or (q.get("quantization") or {}).get("quant_algo") or "").upper()
+        return {"NVFP4": "nvfp4", "FP8": "fp8"}.get(algo)
+    groups = q.get("config_groups") or {}
+    first: Any = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
+    weights = first.get("weights") or {} if isinstance(first, dict) else {}
+    bits, kind = weights.get("num_bits"), weights.get("type")
+    if kind == "float" and bits == 4 and weights.get("group_size") == 16:
+        return "nvfp4"
+    if kind == "float" and bits == 8:
+        block = list(weights.get("block_structure") or [])
+        return "fp8_block" if weights.get("strategy") == "block" and block == [128, 128] else "fp8"
+    return None
+
+
+def _kept_modules(method: str, q: dict[str, Any]) -> list[str]:
+    if method == "modelopt":
+        nested = q.get("quantization") or {}
+        return list(q.get("exclude_modules") or nested.get("exclude_modules") or [])
+    if method == "compressed-tensors":
+        return list(q.get("ignore") or [])
+    return list(q.get("modules_to_not_convert") or q.get("ignored_layers") or [])
+
+
+def read_quantization(q: Optional[dict[str, Any]], torch_dtype: str, notes: list[str]) -> dict[str, Any]:
+    """``{"quantization": {...}}`` for a ModelSpec from a ``quantization_config`` ``q`` (empty when
+    there is none or its method is not modelled); notes what was read and what was approximated.
+    ``torch_dtype`` is the checkpoint's dtype as read; the kept tensors are in it when it is a 16-
+    or 32-bit dtype, else in BF16."""
+    if not q:
+        return {}
+    method = str(q.get("quant_method", "unknown"))
+    if method not in MODELLED_METHODS:
+        return {}
+    fmt = _format(method, q)
+    if fmt is None:
+        notes.append(
+            f"quantization_config {method}: its weight format is not one this tool models; weights weighed at torch_dtype {torch_dtype}"
+        )
+        return {}
+    kept: list[str] = []
+    unknown, per_layer = [], []
+    for module in _kept_modules(method, q):
+        understood, group = _kept_group(str(module))
+        if not understood:
+            unknown.append(str(module))
+        elif group is not None and group not in kept:
+            kept.append(group)
+        if understood and group is not None and any(ch.isdigit() for ch in str(module)):
+            per_layer.append(str(module))
+    kept_dtype = torch_dtype if torch_dtype in ("bf16", "fp16", "fp32") else "bf16"
+    notes.append(
+        f"quantization_config {method}: matmul weights in {fmt} (scales counted), "
+        f"{', '.join(kept) + ', ' if kept else ''}embedding, LM head, router and vectors in {kept_dtype}"
+    )
+    if per_layer:
+        notes.append(f"quantization_config keeps single layers ({', '.join(per_layer[:3])}...): their whole group kept")
+    if unknown:
+        notes.append(f"quantization_config modules not matched to a tensor group (ignored): {', '.join(unknown[:5])}")
+    return {"quantization": {"method": method, "weights_format": fmt, "kept": tuple(kept), "kept_dtype": kept_dtype}}
