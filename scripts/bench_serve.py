@@ -1,8 +1,10 @@
-"""Time of ``llm-cost serve`` searches (issue 13's target: under 2 s for 10,000+ configurations).
+"""Time of ``llm-cost serve`` plans (issue 13's target: under 2 s for 10,000+ configurations;
+issue 22's: the plan on the simulator, percentile targets, under 2 s).
 
 Usage: python scripts/bench_serve.py [--runs R] [--exe PATH]. For each plan, prints the best of R
 in-process runs (the command called in this interpreter, its JSON written to memory), the wall
-time of one whole ``llm-cost`` process, and the configurations the plan evaluated.
+time of one whole ``llm-cost`` process, the configurations the analytic screen evaluated and the
+candidates simulated (with their requests).
 """
 
 from __future__ import annotations
@@ -17,6 +19,24 @@ import sys
 import time
 
 PLANS = {
+    "issue 22: llama3-70b, 8 x H100, 2K/256, TTFT P99 2 s, TPOT P90 50 ms": [
+        "serve",
+        "llama3-70b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "8",
+        "--input",
+        "2K",
+        "--output",
+        "256",
+        "--ttft",
+        "p99:2s",
+        "--tpot",
+        "p90:50ms",
+        "--usd-per-gpu-hour",
+        "2.5",
+    ],
     "issue 13: llama3-70b, 8 x H100, 2K/256, TTFT 2 s, TPOT 50 ms": [
         "serve",
         "llama3-70b",
@@ -78,15 +98,22 @@ PLANS = {
 }
 
 
-def in_process(argv: list[str]) -> tuple[float, int]:
-    """(seconds, configurations evaluated) of one run of the command in this interpreter."""
+def in_process(argv: list[str]) -> tuple[float, str]:
+    """(seconds, what was searched) of one run of the command in this interpreter."""
     from llm_cost.cli.program import _run
 
     out = io.StringIO()
     start = time.perf_counter()
     with contextlib.redirect_stdout(out):
         _run([*argv, "--json"])
-    return time.perf_counter() - start, json.loads(out.getvalue())["candidates_evaluated"]
+    seconds = time.perf_counter() - start
+    data = json.loads(out.getvalue())
+    screen = data.get("screen", data)
+    searched = f"{screen['candidates_evaluated']:,} configurations screened"
+    if "simulated" in data:
+        requests = sum(r["requests"] // r["replicas"] for r in data["simulated"])
+        searched += f", {len(data['simulated'])} simulated ({requests:,} requests in all)"
+    return seconds, searched
 
 
 def main() -> None:
@@ -99,7 +126,7 @@ def main() -> None:
         start = time.perf_counter()
         subprocess.run([args.exe, *argv, "--json"], stdout=subprocess.DEVNULL, check=True)
         wall = time.perf_counter() - start
-        print(f"{name}: {best:.2f} s in-process, {wall:.2f} s as a process, {evaluated:,} configurations")
+        print(f"{name}: {best:.2f} s in-process, {wall:.2f} s as a process; {evaluated}")
     sys.stdout.flush()
 
 

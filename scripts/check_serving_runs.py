@@ -2,6 +2,12 @@
 percentiles per experiment and stage, and the median error over the experiments.
 
     PYTHONPATH=. python scripts/check_serving_runs.py [--stages] [--json] [--profile shipped]
+    PYTHONPATH=. python scripts/check_serving_runs.py --commands FOLDER
+
+``--commands FOLDER`` writes each experiment's workload file (its stages, lengths and shared
+prefixes) into FOLDER and prints the one ``llm-cost serve`` command that replays it; each
+command's ``--json`` holds the whole run's figures and, under ``simulation.stages``, each stage's
+(tests/test_api_serve.py runs them through ``llm_cost.serve``).
 
 Default time model: vLLM's torch.compile profile family (``vllm_time_model``); ``--profile shipped``
 uses each GPU's shipped profile instead (PyTorch eager on the H100).
@@ -12,9 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
-from llm_cost.analyses.serving_runs import METRICS, check_runs
+from llm_cost.analyses.serving_runs import METRICS, RUNS_FILE, check_runs, load_experiments, workload_file_text
 from llm_cost.perf.calibrated import prediction_model
+from llm_cost.specs.load import read_yaml
 
 
 def main() -> None:
@@ -22,7 +30,11 @@ def main() -> None:
     parser.add_argument("--stages", action="store_true", help="also each stage's row")
     parser.add_argument("--json", action="store_true", help="print the comparisons as JSON")
     parser.add_argument("--profile", choices=("vllm", "shipped"), default="vllm", help="the time model")
+    parser.add_argument("--commands", metavar="FOLDER", help="write the workload files there and print the commands")
     args = parser.parse_args()
+    if args.commands:
+        commands(Path(args.commands))
+        return
     start = time.perf_counter()
     check = check_runs(time_model=(lambda e: prediction_model(e.gpu.name)) if args.profile == "shipped" else None)
     elapsed = time.perf_counter() - start
@@ -51,6 +63,22 @@ def main() -> None:
             wid, werr = check.worst[n]
             print(f"  {n:<10} {check.median_error_pct[n]:6.1f}%   worst: experiment {wid} at {werr:.1f}%")
     print(f"{len([c for c in check.comparisons if c.stage == -1])} experiments simulated in {elapsed:.1f} s")
+
+
+def commands(folder: Path) -> None:
+    """Each experiment's workload file in ``folder`` and its ``llm-cost serve`` command."""
+    folder.mkdir(parents=True, exist_ok=True)
+    models = read_yaml(RUNS_FILE).get("models") or {}
+    for e in load_experiments():
+        path = folder / f"experiment-{e.id}.yaml"
+        path.write_text(workload_file_text(e))
+        target = str(models.get(e.entry["model"], e.entry["model"]))
+        model = (RUNS_FILE.parent / target).resolve() if target.endswith(".yaml") else target
+        print(
+            f"llm-cost serve {model} --gpu {e.gpu.name} --tp {e.layout.tp} --workload {path} "
+            f"--max-num-seqs {e.entry['max_num_seqs']} --chunk {e.entry['max_num_batched_tokens']} "
+            f"--max-model-len {e.entry['max_model_len']} --gpu-memory-utilization {e.entry['gpu_mem_util']} --json"
+        )
 
 
 if __name__ == "__main__":

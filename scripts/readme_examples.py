@@ -21,7 +21,9 @@ PICTURES = [
     "llm-cost roofline llama3-8b --gpu h100 --batch 64 --context 2K --plot docs/roofline.png",
     "llm-cost spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --context 2K --batch 1..512 --plot docs/spec.png",
     "llm-cost serve llama3-70b --gpu h100 --gpus 8 --input 2K --output 256 --ttft 2s --tpot 50ms --usd-per-gpu-hour 2.5 "
-    "--plot docs/serve.png",
+    "--mode disaggregated --plot docs/serve.png",
+    "llm-cost serve llama3-8b --gpu h100 --tp 1 --qps 12 --input lognormal:mean=800,sd=400 --output 128 --prefix 256 "
+    "--prefix-groups 4 --ttft p99:150ms --tpot p90:12ms --plot docs/serve-cdf.png",
 ]
 BLOCK = re.compile(r"```console\n\$ (llm-cost [^\n]*)\n(.*?)```", re.S)
 

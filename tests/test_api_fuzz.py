@@ -41,6 +41,7 @@ VALID = {
         concurrency=8,
         layout=api.Layout(tp=1),
     ),
+    "serve_compare": dict(model="llama3-8b", gpu=["h100"], input_tokens=256, output_tokens=16, gpus=1, requests=20),
     "train": dict(model="llama3-8b", tokens=10**12, mfu=0.4),
     "simulate_serving": dict(model="llama3-8b", gpu="h100", input_tokens=256, output_tokens=16, qps=2.0, requests=20),
     "train_plan": dict(model="llama3-8b", tokens=10**12, gpus=8, tp=8, cp=1, pp=1, dp=1, global_batch=2**20),

@@ -42,7 +42,7 @@ def test_a_light_load_waits_for_no_one():
     [
         (dict(qps=0), "qps"),
         (dict(qps=1.0, requests=0), "requests"),
-        (dict(qps=1.0, engine="sglang"), "engine"),
+        (dict(qps=1.0, engine="tgi"), "engine"),
         (dict(qps=1.0, max_num_seqs=0), "max_num_seqs"),
         (dict(qps=1.0, input_tokens=1.5), "input_tokens"),
     ],

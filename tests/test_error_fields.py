@@ -68,18 +68,10 @@ def test_no_string_below_the_command_line_names_a_flag():
     assert not found, "\n".join(found)
 
 
-#: Layers no command reaches yet: the serving simulator is called from Python only (its flags come
-#: with ``serve``'s simulated percentiles, issue 22).
-NOT_ON_THE_COMMAND_LINE = ("simulate", "api/simulation.py")
-
-
 def _listed_fields() -> set[str]:
     """Every name a literal ``fields=(...)`` below the command line lists, in the layers a command reaches."""
     names = set()
     for path in _engine_modules():
-        rel = path.relative_to(PACKAGE)
-        if rel.parts[0] in NOT_ON_THE_COMMAND_LINE or rel.as_posix() in NOT_ON_THE_COMMAND_LINE:
-            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.keyword) and node.arg == "fields" and isinstance(node.value, ast.Tuple):
                 names.update(e.value for e in node.value.elts if isinstance(e, ast.Constant))

@@ -58,6 +58,34 @@ CALLS = {
     "serve llama3-8b --gpu h100 --qps 20 --gpus 8 --input 2K --output 256 --ttft 1s": lambda: api.serve(
         "llama3-8b", "h100", 2048, 256, qps=20.0, gpus=8, ttft_s=1.0
     ),
+    "serve llama3-8b --tp 1 --qps 10 --input lognormal:mean=800,sd=400 --output 128 --prefix 200 --prefix-groups 4 "
+    "--requests 300 --ttft p99:500ms --usd-per-gpu-hour 2.5": lambda: api.serve(
+        "llama3-8b",
+        "h100",
+        "lognormal:mean=800,sd=400",
+        128,
+        layout=api.Layout(tp=1),
+        qps=10.0,
+        prefix_tokens=200,
+        prefix_groups=4,
+        requests=300,
+        ttft_s=api.Target(api.Statistic.P99, 0.5),
+        usd_per_gpu_hour=2.5,
+    ),
+    "serve llama3-8b --tp 1 --workload chat --qps 5 --requests 200 --engine trtllm": lambda: api.serve(
+        "llama3-8b", layout=api.Layout(tp=1), workload="chat", qps=5.0, requests=200, engine="trtllm"
+    ),
+    "serve llama3-8b --gpu h100,a100 --gpus 2 --input 1K --output 128 --ttft p99:1s --tpot p90:40ms "
+    "--usd-per-gpu-hour 2.5,1.8": lambda: api.serve_compare(
+        "llama3-8b",
+        ["h100", "a100"],
+        1024,
+        128,
+        gpus=2,
+        ttft_s="p99:1s",
+        tpot_s="p90:40ms",
+        usd_per_gpu_hour=[2.5, 1.8],
+    ),
     "activations llama3-8b": lambda: api.activations("llama3-8b"),
     "context llama3-8b --context 8K,128K": lambda: api.context("llama3-8b", [8192, 131072]),
     "moe deepseek-v3 --gpu h100 --weights-dtype fp8 --ep 32": lambda: api.moe(

@@ -60,10 +60,12 @@ __all__ = [
     "load_experiments",
     "experiment_workload",
     "experiment_engine",
+    "workload_file_text",
     "kv_capacity_tokens",
     "vllm_time_model",
     "COMPILED_SOURCE",
     "run_experiment",
+    "compare_stage",
     "check_runs",
     "error_summary",
 ]
@@ -149,6 +151,20 @@ def experiment_workload(e: Experiment) -> Workload:
     )
 
 
+def workload_file_text(e: Experiment) -> str:
+    """The experiment's traffic as a workload file (:mod:`llm_cost.simulate.workfile`): its stages
+    of inference-perf's ``constant`` load, its prompt and output lengths and its shared prefixes;
+    ``llm-cost serve`` replays it with ``llm_cost.serve(..., workload=path)``."""
+    w = e.entry["workload"]
+    stages = "".join(f"    - {{rate_rps: {s['rate_rps']}, duration_s: {s['duration_s']}}}\n" for s in w["stages"])
+    return (
+        f"# experiment {e.label}\narrivals:\n  process: fixed_count\n  stages:\n{stages}"
+        f"input_tokens: {w['system_prompt_len'] + w['question_len']}\noutput_tokens: {w['output_len']}\n"
+        f"prefix: {{tokens: {w['system_prompt_len']}, groups: {w['num_unique_system_prompts']}, "
+        f"users_per_group: {w['num_users_per_system_prompt']}}}\n"
+    )
+
+
 def experiment_engine(e: Experiment) -> EngineConfig:
     """vLLM with the experiment's settings (chunked prefill and prefix caching on)."""
     return EngineConfig(
@@ -207,7 +223,8 @@ class Comparison(Result):
     error_pct: dict[str, float]
 
 
-def _compare(e: Experiment, stage: int, measured: dict[str, float], s: Summary) -> Comparison:
+def compare_stage(e: Experiment, stage: int, measured: dict[str, float], s: Summary) -> Comparison:
+    """One stage's (-1: the whole run's) simulated summary against its measured milliseconds."""
     got, want, err = {}, {}, {}
     for name, (key, of) in METRICS.items():
         value = of(s)
@@ -236,10 +253,10 @@ def run_experiment(
         seed=seed,
     )
     measured = e.entry["measured"]
-    out = [_compare(e, -1, measured["summary"]["measured_ms"], result.summary)]
+    out = [compare_stage(e, -1, measured["summary"]["measured_ms"], result.summary)]
     stages = result.stages or (result.summary,)
     for st, summary in zip(measured["stages"], stages):
-        out.append(_compare(e, st["index"], st["measured_ms"], summary))
+        out.append(compare_stage(e, st["index"], st["measured_ms"], summary))
     return result, out
 
 

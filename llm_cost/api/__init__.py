@@ -7,7 +7,7 @@ One module per question, each imported on first use so that a command loads only
 ``memory``       fit, activations
 ``experts``      moe
 ``speculative``  spec
-``serving``      serve
+``serving``      serve, serve_compare
 ``simulation``   simulate_serving (one replica under load: percentiles)
 ``training``     train, train_plan
 ``inputs``       image, video
@@ -47,7 +47,7 @@ EXPORTS = {
     **dict.fromkeys(("fit", "activations"), "memory"),
     "moe": "experts",
     "spec": "speculative",
-    "serve": "serving",
+    **dict.fromkeys(("serve", "serve_compare"), "serving"),
     "simulate_serving": "simulation",
     **dict.fromkeys(("train", "train_plan"), "training"),
     **dict.fromkeys(("image", "video"), "inputs"),
@@ -56,7 +56,7 @@ EXPORTS = {
     **dict.fromkeys(("calibrate", "validate"), "calibration"),
 }
 #: Value types the API's arguments take, with the modules that define them.
-TYPES = {"Layout": "llm_cost.model.layout"}
+TYPES = {"Layout": "llm_cost.model.layout", "Target": "llm_cost.simulate.results", "Statistic": "llm_cost.core.choices"}
 
 __all__ = ["LlmCostError", *EXPORTS, *TYPES]
 

@@ -1,21 +1,23 @@
-"""The API's serving question: the plan that serves a traffic best under latency targets, or one
-configuration evaluated (``llm-cost serve``)."""
+"""The API's serving question (``llm-cost serve``): one configuration simulated under a traffic,
+the plan that serves it best under latency targets (screened analytically, ranked by
+simulation), or GPUs side by side (:func:`serve_compare`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from llm_cost.api import checks, choices
+from llm_cost.api import checks, choices, traffic
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import MemoryConvention, ServingMode
 from llm_cost.core.errors import InputError
 
 if TYPE_CHECKING:
     from llm_cost.analyses.serving import ServePlan
+    from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
     from llm_cost.model.layout import Layout
 
-__all__ = ["serve", "MAX_CHUNK_TOKENS", "MAX_CONCURRENCY"]
+__all__ = ["serve", "serve_compare", "MAX_CHUNK_TOKENS", "MAX_CONCURRENCY"]
 
 #: The largest token budget per step (``chunk_tokens``).
 MAX_CHUNK_TOKENS = 1 << 20
@@ -28,11 +30,13 @@ BOTH_MODES = (ServingMode.AGGREGATED, ServingMode.DISAGGREGATED)
 def serve(
     model: ModelLike,
     gpu: GpuLike = "h100",
-    input_tokens: int = 2048,
-    output_tokens: int = 256,
+    input_tokens: Any = None,
+    output_tokens: Any = None,
     *,
-    ttft_s: Optional[float] = None,
-    tpot_s: Optional[float] = None,
+    ttft_s: Any = None,
+    tpot_s: Any = None,
+    itl_s: Any = None,
+    e2e_s: Any = None,
     qps: Optional[float] = None,
     gpus: Optional[int] = None,
     usd_per_gpu_hour: Optional[float] = None,
@@ -41,6 +45,18 @@ def serve(
     concurrency: Optional[int] = None,
     chunk_tokens: Optional[int] = None,
     chunked_prefill: bool = True,
+    workload: Any = None,
+    trace: Any = None,
+    prefix_tokens: Optional[int] = None,
+    prefix_groups: int = 1,
+    users_per_prefix: int = 1,
+    requests: Optional[int] = None,
+    engine: str = "vllm",
+    max_num_seqs: Optional[int] = None,
+    prefix_caching: bool = True,
+    max_model_len: Optional[int] = None,
+    seed: int = 0,
+    analytic: bool = False,
     dtype: Any = None,
     weights_dtype: Any = None,
     bits_per_weight: Any = None,
@@ -51,27 +67,180 @@ def serve(
     gpu_memory_utilization: Any = None,
     reserve_bytes: Any = None,
     network_gb_s: Any = None,
-) -> ServePlan:
-    """The serving plan (``llm-cost serve``): searches TP/PP/EP layouts and replicas, concurrency,
-    chunked-prefill budgets (vLLM's ``max_num_batched_tokens``) and prefill/decode splits in
-    ``modes`` for the configuration meeting ``ttft_s`` and ``tpot_s`` (means) with the most output
-    tokens/s per GPU, or, with ``qps``, the fewest GPUs (up to ``gpus``). Every step is timed from
-    its operators by the GPU's calibrated profile (else the MFU/MBU estimate).
-    ``layout`` narrows the search to that layout; ``concurrency`` and ``chunk_tokens`` to those
-    values; ``chunked_prefill=False`` runs prompts whole in steps of their own. With ``layout`` and
-    ``concurrency`` it evaluates that one configuration, saturated, at ``chunk_tokens`` (default
-    8K). InputError naming the argument for anything out of range or contradictory."""
-    from llm_cost.analyses.serving import MAX_PLAN_GPUS, Targets, Traffic
+) -> ServePlan | SimulatedPlan | ServeRun:
+    """The serving answer (``llm-cost serve``), in one of three forms:
 
-    traffic = Traffic(
-        checks.count(input_tokens, "input_tokens"),
-        checks.count(output_tokens, "output_tokens", 2),
-        checks.optional(qps, checks.number, "qps", minimum=1e-3, maximum=1e6, open_min=False),
+    - **one configuration simulated** (``layout`` with a rate ``qps``, a ``workload`` or a
+      ``trace``, no ``concurrency``): a :class:`~llm_cost.analyses.simulated_serving.ServeRun`,
+      ``gpus // layout.gpus`` replicas (default one) under ``engine``'s scheduler, with means,
+      P50/P90/P99 of TTFT, TPOT, ITL and E2E, goodput, occupancy, KV use and preemptions;
+    - **the plan** (otherwise): the analytic search over TP/PP/EP layouts, replicas, concurrency
+      and chunked-prefill budgets screens the configurations, the promising aggregated ones are
+      simulated and ranked on their simulated distributions against the targets (a
+      :class:`~llm_cost.analyses.simulated_serving.SimulatedPlan`: with ``qps`` the fewest GPUs, up
+      to ``gpus``, else the most output tokens/s per GPU); ``modes`` disaggregated alone stays
+      analytic (a :class:`~llm_cost.analyses.serving.ServePlan`), as does ``analytic=True``
+      (the analytic search alone: means from its queueing formulas, no simulation);
+    - **one configuration, saturated, analytic** (``layout`` and ``concurrency``, no rate): a
+      ``ServePlan`` whose frontier is that one row, at ``chunk_tokens`` (default 8K).
+
+    Targets ``ttft_s``, ``tpot_s``, ``itl_s``, ``e2e_s``: seconds (the mean), a
+    :class:`~llm_cost.simulate.Target` (``Target(Statistic.P99, 2.0)``) or text ``"p99:2s"``.
+    Traffic: ``input_tokens`` / ``output_tokens`` (counts, default 2,048 / 256, or distributions
+    such as ``"lognormal:mean=800,sd=400"``), Poisson arrivals at ``qps``, ``prefix_tokens`` of
+    each prompt one of ``prefix_groups`` shared prompts used by ``users_per_prefix`` users each; or a
+    ``workload`` (YAML file, preset name or Workload) or a ``trace`` (JSONL/CSV file or Trace);
+    ``requests`` per simulation (default 1,000; the plan: 400 per replica and candidate). Engine:
+    ``engine`` (``vllm``, ``trtllm``) with its server defaults for the GPU, ``max_num_seqs``,
+    ``chunk_tokens`` (``max_num_batched_tokens``), ``chunked_prefill``, ``prefix_caching``,
+    ``max_model_len`` (default the model's), ``gpu_memory_utilization``. Steps are timed by
+    ``profile`` if given, else by vLLM's time model for the GPU
+    (:func:`llm_cost.analyses.serving_runs.vllm_time_model`); the analytic-only forms by the GPU's
+    calibrated profile. Deterministic for ``seed``. InputError naming the argument for anything
+    out of range, contradictory, or for targets nothing meets (with the nearest reached)."""
+    spec, g = load_model(model), load_gpu(gpu)
+    goals = traffic.targets_of(ttft_s=ttft_s, tpot_s=tpot_s, itl_s=itl_s, e2e_s=e2e_s)
+    load, has_arrivals = traffic.traffic_of(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        qps=qps,
+        workload=workload,
+        trace=trace,
+        prefix_tokens=prefix_tokens,
+        prefix_groups=prefix_groups,
+        users_per_prefix=users_per_prefix,
+        requests=requests,
     )
-    targets = Targets(
-        checks.optional(ttft_s, checks.number, "ttft_s", maximum=86400),
-        checks.optional(tpot_s, checks.number, "tpot_s", maximum=86400),
+    searched = _modes(modes)
+    one = choices.layout_of(layout)
+    options = dict(
+        dtype=dtype,
+        weights_dtype=weights_dtype,
+        bits_per_weight=bits_per_weight,
+        group_size=group_size,
+        kv_dtype=kv_dtype,
+        memory=memory,
+        gpu_memory_utilization=gpu_memory_utilization,
+        reserve_bytes=reserve_bytes,
+        network_gb_s=network_gb_s,
+        usd_per_gpu_hour=usd_per_gpu_hour,
     )
+    if not isinstance(analytic, bool):
+        raise InputError(f"analytic: {analytic!r} must be True or False", fields=("analytic",))
+    if (
+        analytic
+        or (one is not None and concurrency is not None and not has_arrivals)
+        or searched == (ServingMode.DISAGGREGATED,)
+    ):
+        return _analytic(
+            spec, g, load, goals, gpus, searched, one, concurrency, chunk_tokens, chunked_prefill, profile, options
+        )
+    if concurrency is not None and has_arrivals:
+        raise InputError(
+            "concurrency: a simulated configuration's concurrency is the engine's max_num_seqs; give max_num_seqs",
+            fields=("concurrency", "max_num_seqs"),
+        )
+    return _simulated(
+        spec,
+        g,
+        load,
+        has_arrivals,
+        goals,
+        gpus,
+        searched,
+        one,
+        profile,
+        options,
+        dict(
+            engine=engine,
+            max_num_seqs=max_num_seqs,
+            max_num_batched_tokens=_chunk(chunk_tokens, chunked_prefill),
+            chunked_prefill=chunked_prefill,
+            prefix_caching=prefix_caching,
+            max_model_len=max_model_len,
+        ),
+        checks.count(seed, "seed", 0, 2**63),
+        requests,
+    )
+
+
+def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The formats, price, memory policy and network of a plan, resolved."""
+    return dict(
+        weight_bits=choices.weight_bits(
+            spec, options["weights_dtype"], options["bits_per_weight"], options["group_size"]
+        ),
+        kv_bits=choices.kv_dtype_of(options["kv_dtype"]).bits,
+        compute_dtype=choices.compute_dtype(spec, g, options["dtype"], options["weights_dtype"]),
+        usd_per_gpu_hour=checks.optional(
+            options["usd_per_gpu_hour"], checks.number, "usd_per_gpu_hour", maximum=1e6, open_min=False
+        ),
+        policy=choices.memory_policy(options["memory"], options["gpu_memory_utilization"], options["reserve_bytes"]),
+        network_gb_s=choices.network_gb_s_of(options["network_gb_s"]),
+        extra_notes=_profile_notes(chosen, g.name),
+    )
+
+
+def _screen_traffic(load: Any) -> Any:
+    """The analytic screen's fixed lengths and rate: the traffic's means."""
+    from llm_cost.analyses.serving import Traffic
+    from llm_cost.analyses.simulated_serving import offered_rps
+    from llm_cost.simulate import Trace
+
+    if isinstance(load, Trace):
+        rows = load.rows
+        mean_in = sum(r.input_tokens for r in rows) / len(rows)
+        mean_out = sum(r.output_tokens for r in rows) / len(rows)
+    else:
+        mean_in, mean_out = load.input_tokens.mean, load.output_tokens.mean
+    rate = offered_rps(load)
+    return Traffic(
+        checks.count(max(1, round(mean_in)), "input_tokens"),
+        max(1, round(mean_out)),
+        None if rate is None else max(rate, 1e-3),
+    )
+
+
+def _mean_targets(goals: dict[str, Any]) -> Any:
+    from llm_cost.analyses.serving import Targets
+
+    return Targets(
+        goals["ttft_s"].seconds if "ttft_s" in goals else None,
+        goals["tpot_s"].seconds if "tpot_s" in goals else None,
+    )
+
+
+def _analytic(
+    spec: Any,
+    g: Any,
+    load: Any,
+    goals: dict[str, Any],
+    gpus: Any,
+    searched: tuple[ServingMode, ...],
+    one: Any,
+    concurrency: Any,
+    chunk_tokens: Any,
+    chunked_prefill: Any,
+    profile: Any,
+    options: dict[str, Any],
+) -> ServePlan:
+    """The analytic forms: one saturated configuration, or a disaggregated-only search (its
+    targets read as bounds on the means)."""
+    from llm_cost.analyses.serving import MAX_PLAN_GPUS, plan
+
+    screen = _screen_traffic(load)
+    if not _fixed_lengths(load):
+        raise InputError(
+            "input_tokens: the analytic forms (concurrency with a layout, disaggregated alone) take fixed lengths",
+            fields=("input_tokens", "output_tokens"),
+        )
+    extra = [m for m in goals if m not in ("ttft_s", "tpot_s")]
+    if extra:
+        raise InputError(
+            f"{extra[0]}: the analytic planner bounds TTFT and TPOT only; leave out analytic to simulate",
+            fields=(extra[0], "analytic"),
+        )
+    targets = _mean_targets(goals)
     budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)
     chunk = _chunk(chunk_tokens, chunked_prefill)
     batch = checks.optional(concurrency, checks.count, "concurrency", 1, MAX_CONCURRENCY)
@@ -81,28 +250,23 @@ def serve(
             "chunk_tokens",
             fields=("concurrency", "chunk_tokens"),
         )
-    spec, g = load_model(model), load_gpu(gpu)
     chosen = choices.profile_of(g, profile)
-    network = choices.network_gb_s_of(network_gb_s)
-    common = dict(
-        weight_bits=choices.weight_bits(spec, weights_dtype, bits_per_weight, group_size),
-        kv_bits=choices.kv_dtype_of(kv_dtype).bits,
-        compute_dtype=choices.compute_dtype(spec, g, dtype, weights_dtype),
-        usd_per_gpu_hour=checks.optional(
-            usd_per_gpu_hour, checks.number, "usd_per_gpu_hour", maximum=1e6, open_min=False
-        ),
-        policy=choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes),
-        network_gb_s=network,
-        extra_notes=_profile_notes(chosen, g.name),
-    )
-    time_model = choices.time_model(g, chosen, network)
-    searched = _modes(modes)
-    one = choices.layout_of(layout)
+    common = _common(spec, g, chosen, options)
+    if any(t.statistic.value != "mean" for t in goals.values()):
+        from llm_cost.core.notes import note
+
+        common["extra_notes"] = [*common["extra_notes"], note("serve.percentile_screen")]
+    time_model = choices.time_model(g, chosen, common["network_gb_s"])
     if one is not None and batch is not None:
         return _one_configuration(
-            spec, g, traffic, targets, time_model, one, batch, chunk, chunked_prefill, budget, searched, common
+            spec, g, screen, targets, time_model, one, batch, chunk, chunked_prefill, budget, searched, common
         )
-    from llm_cost.analyses.serving import plan
+    search = _narrowed(one, batch, chunk, chunked_prefill)
+    return plan(spec, g, screen, targets, time_model, gpus=budget, modes=searched, **search, **common)
+
+
+def _narrowed(one: Any, batch: Any, chunk: Any, chunked_prefill: bool) -> dict[str, Any]:
+    """The search narrowed to a layout, a concurrency (or those up to a cap) and a chunk."""
     from llm_cost.model.layout import Layout
 
     search: dict[str, Any] = {}
@@ -112,7 +276,167 @@ def serve(
         search["concurrency"] = [batch]
     if chunk is not None or not chunked_prefill:
         search["chunks"] = [chunk]
-    return plan(spec, g, traffic, targets, time_model, gpus=budget, modes=searched, **search, **common)
+    return search
+
+
+def _fixed_lengths(load: Any) -> bool:
+    from llm_cost.simulate import Fixed, Workload
+
+    return isinstance(load, Workload) and isinstance(load.input_tokens, Fixed) and isinstance(load.output_tokens, Fixed)
+
+
+def _simulated(
+    spec: Any,
+    g: Any,
+    load: Any,
+    has_arrivals: bool,
+    goals: dict[str, Any],
+    gpus: Any,
+    searched: tuple[ServingMode, ...],
+    one: Any,
+    profile: Any,
+    options: dict[str, Any],
+    engine_options: dict[str, Any],
+    seed: int,
+    requests: Any,
+) -> SimulatedPlan | ServeRun:
+    """One configuration simulated, or the plan screened analytically and ranked by simulation."""
+    from llm_cost.analyses.serving import CONCURRENCY_GRID, MAX_PLAN_GPUS, plan
+    from llm_cost.analyses.serving_runs import vllm_time_model
+    from llm_cost.analyses.simulated_serving import PLAN_REQUESTS, plan_on_simulation, run_configuration
+
+    config = traffic.engine_of(spec, g, **engine_options)
+    chosen = choices.profile_of(g, profile) if profile is not None else None
+    common = _common(spec, g, chosen, options)
+    time_model = choices.time_model(g, chosen, common["network_gb_s"]) if chosen is not None else vllm_time_model(g)
+    budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)
+    formats = {k: common[k] for k in ("weight_bits", "kv_bits", "compute_dtype")}
+    if one is not None and has_arrivals:
+        if budget is not None and budget % one.gpus:
+            raise InputError(
+                f"gpus {budget} is not a whole number of TP {one.tp} x PP {one.pp} replicas", fields=("gpus",)
+            )
+        return run_configuration(
+            spec,
+            g,
+            one,
+            load,
+            config,
+            time_model,
+            common["policy"],
+            replicas=(budget or one.gpus) // one.gpus,
+            targets=goals,
+            usd_per_gpu_hour=common["usd_per_gpu_hour"],
+            seed=seed,
+            notes=common["extra_notes"],
+            **formats,
+        )
+    search = _narrowed(one, None, engine_options["max_num_batched_tokens"], engine_options["chunked_prefill"])
+    if engine_options["max_num_seqs"] is not None:
+        search["concurrency"] = [c for c in CONCURRENCY_GRID if c <= config.max_num_seqs] or [config.max_num_seqs]
+    screen = plan(
+        spec,
+        g,
+        _screen_traffic(load),
+        _mean_targets({}),
+        time_model,
+        gpus=budget,
+        modes=(ServingMode.AGGREGATED,),
+        **search,
+        **common,
+    )
+    return plan_on_simulation(
+        screen,
+        spec,
+        g,
+        load,
+        config,
+        time_model,
+        common["policy"],
+        targets=goals,
+        qps=_screen_traffic(load).qps if has_arrivals else None,
+        usd_per_gpu_hour=common["usd_per_gpu_hour"],
+        seed=seed,
+        requests=requests or PLAN_REQUESTS,
+        **formats,
+    )
+
+
+def serve_compare(
+    model: ModelLike,
+    gpu: Sequence[GpuLike] = ("h100", "h200"),
+    input_tokens: Any = None,
+    output_tokens: Any = None,
+    *,
+    usd_per_gpu_hour: Any = None,
+    **options: Any,
+) -> ServeComparison:
+    """The plan of :func:`serve` on each GPU of ``gpu`` for the same traffic and targets, side by
+    side (``llm-cost serve --gpu h100,h200``): ``usd_per_gpu_hour`` one price for all or one per
+    GPU, in order. Every other argument is :func:`serve`'s (a plan: no ``concurrency``). A GPU
+    with no plan (the model does not fit, no configuration meets the targets) keeps its reason;
+    the cheapest plan per million output tokens is marked. InputError naming the argument for a
+    bad list or for arguments that are bad whatever the GPU."""
+    from llm_cost.analyses.simulated_serving import SimulatedPlan, compare_gpus
+
+    names = list(gpu) if isinstance(gpu, (list, tuple)) else None
+    if not names or len(names) > 16:
+        raise InputError(f"gpu: {gpu!r} must list 1 to 16 GPUs", fields=("gpu",))
+    prices = list(usd_per_gpu_hour) if isinstance(usd_per_gpu_hour, (list, tuple)) else [usd_per_gpu_hour] * len(names)
+    if len(prices) != len(names):
+        raise InputError(
+            f"usd_per_gpu_hour: {len(prices)} prices for {len(names)} GPUs; give one price, or one per GPU",
+            fields=("usd_per_gpu_hour",),
+        )
+    checks.known_options(options, serve)
+    if options.get("concurrency") is not None:
+        raise InputError("concurrency: a comparison plans each GPU; leave out concurrency", fields=("concurrency",))
+    spec = load_model(model)
+    answers: list[tuple[str, Any, Any, Any]] = []
+    first: Any = None
+    for name, price in zip(names, prices):
+        g = load_gpu(name)
+        try:
+            result = serve(spec, g, input_tokens, output_tokens, usd_per_gpu_hour=price, **options)
+        except InputError as e:
+            if not _per_gpu(e):
+                raise
+            answers.append((g.name, price, None, str(e)))
+            continue
+        if not isinstance(result, SimulatedPlan):
+            raise InputError(
+                "layout: a comparison plans each GPU; leave out a layout with a rate, or modes disaggregated",
+                fields=("layout", "modes"),
+            )
+        first = first or result
+        answers.append((g.name, price, result, None))
+    shown = first.workload if first is not None else ""
+    goals = first.targets if first is not None else {}
+    return compare_gpus(spec.name, shown, first.qps if first is not None else None, goals, answers)
+
+
+#: Fields of an error that belongs to one GPU (its memory, its speed), not to the arguments.
+_PER_GPU_FIELDS = {
+    "gpus",
+    "ttft_s",
+    "tpot_s",
+    "itl_s",
+    "e2e_s",
+    "qps",
+    "layouts",
+    "layout",
+    "weights_dtype",
+    "kv_dtype",
+}
+
+
+def _per_gpu(error: InputError) -> bool:
+    """Whether ``error`` says this GPU has no plan (it is kept in the comparison) rather than that
+    an argument is bad (it is raised)."""
+    text = str(error)
+    return bool(set(error.fields) & _PER_GPU_FIELDS) and (
+        "reaches" in text or "needs" in text or "carr" in text or "fit" in text or "hold" in text
+    )
 
 
 def _one_configuration(

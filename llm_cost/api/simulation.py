@@ -1,7 +1,9 @@
 """The API's simulation of one engine replica under load: a distribution of TTFT, ITL, TPOT and
 E2E, not a mean (:mod:`llm_cost.simulate`; checked on 18 real vLLM v0.15.1 runs,
-``scripts/check_serving_runs.py``). The command line reaches it with ``serve``'s simulated
-percentiles (issue 22); from Python it is :func:`simulate_serving` (``llm_cost.simulate`` is the simulator package)."""
+``scripts/check_serving_runs.py``). The command line reaches the same simulation through ``serve``
+with a layout and a rate, a workload or a trace (:func:`llm_cost.serve`, whose result adds
+targets, goodput and cost); :func:`simulate_serving` is its Poisson-only form, returning the
+simulator's own result (``llm_cost.simulate`` is the simulator package)."""
 
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def simulate_serving(
 ) -> SimResult:
     """``requests`` requests arriving as a Poisson process at ``qps`` per second, served by one
     replica of ``model`` on ``layout`` GPUs of ``gpu`` under ``engine``'s scheduler (``vllm``: V1's,
-    or ``trtllm``: full-length reservation). ``input_tokens`` and ``output_tokens`` are counts or
+    ``sglang``: admission by its new-token estimate, or ``trtllm``: full-length reservation). ``input_tokens`` and ``output_tokens`` are counts or
     distributions (``"lognormal:mean=800,sd=400"``); ``prefix_tokens`` of each prompt are one of
     ``prefix_groups`` shared system prompts, each used by ``users_per_prefix`` users. Engine
     settings default to vLLM's server defaults for the GPU

@@ -38,7 +38,7 @@ from llm_cost.cli.step_options import (
 from llm_cost.core.choices import MemoryConvention, ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import StorageDtype
-from llm_cost.core.units import parse_context, parse_duration
+from llm_cost.core.units import parse_context
 
 
 class ModeChoice(str, Enum):
@@ -57,17 +57,26 @@ MODES = {
 }
 
 
-def _duration(flag: str):  # noqa: ANN202 - a parser
-    """A latency target with its unit (2s, 50ms): a bare number is refused, as ``--tpot 50``
-    could mean 50 ms or 50 s."""
+def _target(text: str) -> str:
+    """A latency target as written (``2s``, ``p99:2s``): the API reads it and names the flag."""
+    return str(text)
 
-    def parse(text: str) -> float:
-        raw = str(text).strip().lower()
-        if raw and not raw[-1].isalpha():
-            raise InputError(f"{flag}: {text!r} has no unit; give one, e.g. {raw}ms or {raw}s")
-        return parse_duration(text, flag)
+
+def _lengths(flag: str):  # noqa: ANN202 - a parser
+    """A token count (2K = 2,048) or a distribution's text (``lognormal:mean=800,sd=400``), which
+    the API reads."""
+
+    def parse(text: str) -> Any:
+        return str(text).strip() if ":" in str(text) else parse_context(text, flag)
 
     return parse
+
+
+def _prices(text: str) -> Any:
+    """One price, or one per GPU of a comparison (``2.5,3.5``)."""
+    parse = non_negative("--usd-per-gpu-hour", maximum=1e6)
+    values = [parse(part) for part in str(text).split(",")]
+    return values[0] if len(values) == 1 else values
 
 
 #: The value of ``--chunk off``.
@@ -85,29 +94,39 @@ def _chunk(text: str) -> Any:
 
 
 Input = Annotated[
-    int, option("--input", parse=tokens("--input"), metavar="TOKENS", help="Prompt tokens per request (2K = 2,048).")
+    Optional[Any],
+    option(
+        "--input",
+        parse=_lengths("--input"),
+        metavar="TOKENS|DIST",
+        help="Prompt tokens per request (2K = 2,048; default 2K), or a distribution: "
+        "lognormal:mean=800,sd=400, normal:mean=800,sd=200, uniform:low=100,high=900, empirical:100,200,400.",
+    ),
 ]
 Output = Annotated[
-    int, option("--output", parse=tokens("--output"), metavar="TOKENS", help="Output tokens per request (at least 2).")
-]
-Ttft = Annotated[
-    Optional[float],
+    Optional[Any],
     option(
-        "--ttft",
-        parse=_duration("--ttft"),
-        metavar="DURATION",
-        help="Target time to first token (2s, 500ms), queueing included.",
+        "--output",
+        parse=_lengths("--output"),
+        metavar="TOKENS|DIST",
+        help="Output tokens per request (default 256), or a distribution as --input.",
     ),
 ]
-Tpot = Annotated[
-    Optional[float],
-    option(
-        "--tpot",
-        parse=_duration("--tpot"),
-        metavar="DURATION",
-        help="Target time per output token (50ms), the mean between tokens.",
-    ),
-]
+
+
+def _target_option(flag: str, what: str) -> Any:
+    return option(
+        flag,
+        parse=_target,
+        metavar="[STAT:]DURATION",
+        help=f"Target {what}: 2s or 50ms bounds the mean; p50:, p90:, p99: a percentile (p99:2s).",
+    )
+
+
+Ttft = Annotated[Optional[str], _target_option("--ttft", "time to first token, queueing included")]
+Tpot = Annotated[Optional[str], _target_option("--tpot", "time per output token (a request's mean gap)")]
+Itl = Annotated[Optional[str], _target_option("--itl", "inter-token latency (each gap; per request, its longest)")]
+E2e = Annotated[Optional[str], _target_option("--e2e", "end-to-end latency of a request")]
 Qps = Annotated[
     Optional[float],
     option(
@@ -128,13 +147,105 @@ Gpus = Annotated[
     ),
 ]
 Price = Annotated[
-    Optional[float],
+    Optional[Any],
     option(
         "--usd-per-gpu-hour",
-        parse=non_negative("--usd-per-gpu-hour"),
-        metavar="NUMBER",
-        help="Price of one GPU-hour, USD: gives $ per million tokens and per request.",
+        parse=_prices,
+        metavar="NUMBER[,NUMBER...]",
+        help="Price of one GPU-hour, USD: gives $ per million tokens and per request; one per GPU of --gpu a,b.",
     ),
+]
+Workload = Annotated[
+    Optional[str],
+    typer.Option(
+        "--workload",
+        metavar="FILE|PRESET",
+        help="Traffic from a YAML workload file (arrivals, stages, closed-loop users, lengths, prefixes; see the "
+        "README) or a preset: chat, code, rag, agentic-long-context (their lengths and prefixes at --qps).",
+    ),
+]
+TraceFile = Annotated[
+    Optional[str],
+    typer.Option(
+        "--trace",
+        metavar="FILE",
+        help="Replay a JSONL or CSV trace of arrival_s, input_tokens, output_tokens (optional prefix_id, prefix_tokens).",
+    ),
+]
+Prefix = Annotated[
+    Optional[int],
+    option("--prefix", parse=tokens("--prefix"), metavar="TOKENS", help="Shared system-prompt tokens of each prompt."),
+]
+PrefixGroups = Annotated[
+    int, option("--prefix-groups", parse=integer("--prefix-groups"), metavar="INTEGER", help="Distinct shared prompts.")
+]
+UsersPerPrefix = Annotated[
+    int,
+    option(
+        "--users-per-prefix",
+        parse=integer("--users-per-prefix"),
+        metavar="INTEGER",
+        help="Users of each shared prompt.",
+    ),
+]
+Requests = Annotated[
+    Optional[int],
+    option(
+        "--requests",
+        parse=integer("--requests", maximum=20_000),
+        metavar="INTEGER",
+        help="Requests to simulate (default 1,000; a plan: 400 per replica and candidate).",
+    ),
+]
+Seed = Annotated[
+    int, option("--seed", parse=integer("--seed", 0), metavar="INTEGER", help="Random seed of the traffic.")
+]
+
+
+class EngineChoice(str, Enum):
+    """The engine whose scheduler is simulated."""
+
+    vllm = "vllm"
+    sglang = "sglang"
+    trtllm = "trtllm"
+
+
+EngineOpt = Annotated[
+    EngineChoice,
+    typer.Option(
+        "--engine",
+        case_sensitive=False,
+        help="Scheduler simulated: vllm (V1), sglang (admits by its new-token estimate) or trtllm "
+        "(GUARANTEED_NO_EVICT: whole requests reserved).",
+    ),
+]
+MaxNumSeqs = Annotated[
+    Optional[int],
+    option(
+        "--max-num-seqs",
+        parse=integer("--max-num-seqs"),
+        metavar="INTEGER",
+        help="Sequences an engine replica runs at once (vLLM's --max-num-seqs; default vLLM's for the GPU).",
+    ),
+]
+MaxModelLen = Annotated[
+    Optional[int],
+    option(
+        "--max-model-len",
+        parse=tokens("--max-model-len", 2),
+        metavar="TOKENS",
+        help="Longest request (prompt + output) the engine accepts (default: the model's context).",
+    ),
+]
+Analytic = Annotated[
+    bool,
+    typer.Option(
+        "--analytic",
+        help="The analytic planner alone: means from its queueing formulas and its frontier, no simulation.",
+    ),
+]
+NoPrefixCaching = Annotated[
+    bool, typer.Option("--no-prefix-caching", help="Turn prefix caching off (vLLM's --no-enable-prefix-caching).")
 ]
 Mode = Annotated[
     ModeChoice,
@@ -172,11 +283,20 @@ ServeGpu = Annotated[str, typer.Option("--gpu", "-g", help=GPU_HELP)]
 def serve(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
     gpu: ServeGpu = "h100",
-    input_tokens: Input = 2048,
-    output_tokens: Output = 256,
+    input_tokens: Input = None,
+    output_tokens: Output = None,
     ttft: Ttft = None,
     tpot: Tpot = None,
+    itl: Itl = None,
+    e2e: E2e = None,
     qps: Qps = None,
+    workload: Workload = None,
+    trace: TraceFile = None,
+    prefix: Prefix = None,
+    prefix_groups: PrefixGroups = 1,
+    users_per_prefix: UsersPerPrefix = 1,
+    requests: Requests = None,
+    seed: Seed = 0,
     gpus: Gpus = None,
     usd_per_gpu_hour: Price = None,
     mode: Mode = ModeChoice.both,
@@ -184,7 +304,12 @@ def serve(
     pp: Pp = None,
     ep: Ep = None,
     batch: Concurrency = None,
+    engine: EngineOpt = EngineChoice.vllm,
+    max_num_seqs: MaxNumSeqs = None,
     chunk: Chunk = None,
+    max_model_len: MaxModelLen = None,
+    no_prefix_caching: NoPrefixCaching = False,
+    analytic: Analytic = False,
     dtype: ComputeDtype = None,
     weights_dtype: WeightsDtype = None,
     bits_per_weight: BitsPerWeight = None,
@@ -199,53 +324,82 @@ def serve(
     as_csv: Csv = False,
     plot: Plot = None,
 ) -> None:
-    """Serving plan: the layout, concurrency and chunk size that serve a traffic best under TTFT/TPOT targets,
-    with tokens/s per GPU and per user, GPUs for --qps, and $ per million tokens.
+    """Serving: one configuration simulated under a traffic (TTFT, TPOT, ITL, E2E: means, P50/P90/P99,
+    goodput), or the plan that serves it best under targets (--ttft p99:2s --tpot p90:50ms), or GPUs side
+    by side (--gpu h100,h200 --usd-per-gpu-hour 2.5,3.5).
 
-    Searches TP/PP/EP layouts and replicas, concurrency, chunked-prefill budgets and prefill/decode
-    splits (aggregated and disaggregated); every step is timed from its operators by the GPU's
-    calibrated profile. With --tp/--pp and --batch: that one configuration.
-    Examples: llm-cost serve llama3-70b --gpu h100 --gpus 8 --input 2K --output 256 --ttft 2s --tpot 50ms
-    --usd-per-gpu-hour 2.5; llm-cost serve llama3-8b --gpu h100 --qps 20 --ttft 1s --tpot 30ms;
-    llm-cost serve llama3-70b --tp 2 --batch 64 --input 2048 --output 2048
+    The plan screens TP/PP/EP layouts, replicas, concurrency and chunked-prefill budgets analytically,
+    then simulates the promising configurations of each layout under the engine's scheduler (vLLM V1:
+    continuous batching, chunked prefill, prefix caching, preemption) and ranks them on their simulated
+    percentiles. With --tp/--pp and --qps (or --workload, --trace): that one configuration simulated; with
+    --tp/--pp and --batch: one configuration, saturated, analytic.
+    Examples: llm-cost serve llama3-70b --gpu h100 --gpus 8 --input 2K --output 256 --ttft p99:2s --tpot p90:50ms
+    --usd-per-gpu-hour 2.5; llm-cost serve llama3-8b --tp 1 --qps 10 --input lognormal:mean=800,sd=400
+    --prefix 200 --prefix-groups 4; llm-cost serve llama3-70b --gpu h100,h200,b200,mi300x --gpus 8
+    --usd-per-gpu-hour 2.5,3.5,5.5,2.5 --ttft p99:2s --tpot p90:50ms
     """
     from llm_cost import api
     from llm_cost.report import serve as view
 
-    result = api.serve(
+    gpu_names = [g.strip() for g in gpu.split(",")]
+    call = api.serve_compare if len(gpu_names) > 1 else api.serve
+    result = call(
         model,
-        gpu,
+        gpu_names if len(gpu_names) > 1 else gpu,
         input_tokens,
         output_tokens,
-        ttft_s=ttft,
-        tpot_s=tpot,
-        qps=qps,
-        gpus=gpus,
-        usd_per_gpu_hour=usd_per_gpu_hour,
-        modes=MODES[mode],
-        layout=layout_of(tp, pp, ep, None),
-        concurrency=batch,
-        chunk_tokens=None if chunk == NO_CHUNKING else chunk,
-        chunked_prefill=chunk != NO_CHUNKING,
-        dtype=dtype,
-        weights_dtype=weights_dtype,
-        bits_per_weight=bits_per_weight,
-        group_size=group_size,
-        kv_dtype=kv_dtype,
-        profile=profile,
-        memory=memory,
-        gpu_memory_utilization=gpu_memory_utilization,
-        reserve_bytes=reserve_gb,
-        network_gb_s=network_gb_s,
+        **_options(locals(), layout_of(tp, pp, ep, None)),
     )
-    title, gpu_title = api.load_model(model).display_name, api.load_gpu(gpu).display_name
+    title = api.load_model(model).display_name
+    gpu_title = api.load_gpu(gpu).display_name if len(gpu_names) == 1 else ", ".join(gpu_names)
     if plot is not None:
         from llm_cost.report import plots
 
         plots.serve(result, title, gpu_title, plot)
     if as_csv:
-        emit_csv(
-            result.frontier, [{"chosen": f == result.chosen, "misses": " ".join(f.violates)} for f in result.frontier]
-        )
+        rows, extra = view.csv_rows(result)
+        emit_csv(rows, extra)
         return
     emit(result, as_json, view.render, title, gpu_title)
+
+
+def _options(given: dict[str, Any], layout: Any) -> dict[str, Any]:
+    """The API's keyword arguments from the command's parameters (flags named as the API's
+    arguments where they differ)."""
+    chunk = given["chunk"]
+    return dict(
+        ttft_s=given["ttft"],
+        tpot_s=given["tpot"],
+        itl_s=given["itl"],
+        e2e_s=given["e2e"],
+        qps=given["qps"],
+        workload=given["workload"],
+        trace=given["trace"],
+        prefix_tokens=given["prefix"],
+        prefix_groups=given["prefix_groups"],
+        users_per_prefix=given["users_per_prefix"],
+        requests=given["requests"],
+        seed=given["seed"],
+        analytic=given["analytic"],
+        gpus=given["gpus"],
+        usd_per_gpu_hour=given["usd_per_gpu_hour"],
+        modes=MODES[given["mode"]],
+        layout=layout,
+        concurrency=given["batch"],
+        engine=given["engine"].value,
+        max_num_seqs=given["max_num_seqs"],
+        chunk_tokens=None if chunk == NO_CHUNKING else chunk,
+        chunked_prefill=chunk != NO_CHUNKING,
+        max_model_len=given["max_model_len"],
+        prefix_caching=not given["no_prefix_caching"],
+        dtype=given["dtype"],
+        weights_dtype=given["weights_dtype"],
+        bits_per_weight=given["bits_per_weight"],
+        group_size=given["group_size"],
+        kv_dtype=given["kv_dtype"],
+        profile=given["profile"],
+        memory=given["memory"],
+        gpu_memory_utilization=given["gpu_memory_utilization"],
+        reserve_bytes=given["reserve_gb"],
+        network_gb_s=given["network_gb_s"],
+    )

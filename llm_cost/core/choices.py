@@ -20,6 +20,7 @@ __all__ = [
     "ServingMode",
     "WeightFlops",
     "ActivationFormula",
+    "Statistic",
 ]
 
 
@@ -91,3 +92,13 @@ class ActivationFormula(TextEnum):
 
     MODEL = "model"
     GPT = "gpt"
+
+
+class Statistic(TextEnum):
+    """The statistic of a latency distribution a service target bounds: the mean or a percentile
+    (``p99:2s``: 99% of requests within 2 s)."""
+
+    MEAN = "mean"
+    P50 = "p50"
+    P90 = "p90"
+    P99 = "p99"

@@ -12,9 +12,11 @@ __all__ = ["plain", "Result", "literal_module"]
 
 def plain(value: Any) -> Any:
     """``value`` as JSON-ready data: dataclass fields by name, Fractions as floats, enums as their
-    strings, non-finite floats as None; integers stay exact."""
+    strings, non-finite floats as None; integers stay exact. A result's fields named in its
+    class's ``JSON_OMITS`` (bulk data such as every request's times) are left out."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        omit = getattr(value, "JSON_OMITS", ())
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name not in omit}
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -29,7 +31,10 @@ def plain(value: Any) -> Any:
 
 
 class Result:
-    """Mixin of the engine's result dataclasses: ``to_dict()`` gives what ``--json`` prints."""
+    """Mixin of the engine's result dataclasses: ``to_dict()`` gives what ``--json`` prints
+    (without the fields of ``JSON_OMITS``)."""
+
+    JSON_OMITS: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain data (the same keys and values as the command's ``--json``)."""

@@ -203,6 +203,23 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "prompt and output tokens by what prefill adds (aggregated: the chunks' share of step "
         "time; disaggregated: the prefill pool's share of GPUs)"
     ),
+    "serve.simulated": lambda p: (
+        f"simulated: {p['engine']}'s scheduler step by step (continuous batching, chunked prefill, prefix caching, "
+        f"preemption), each step timed by {p['label']}; "
+        + (
+            f"{p['replicas']} replicas share the traffic in turn, one is simulated"
+            if p["replicas"] > 1
+            else "one replica"
+        )
+        + "; percentiles linear between order statistics; goodput: requests/s meeting every target (DistServe)"
+    ),
+    "serve.simulated_plan": "plan: the analytic search screens the configurations; {simulated} of its aggregated "
+    "frontier are simulated (without a rate at most {per_layout} per layout and replica count, with one each layout's "
+    "{per_layout} fewest replica counts), {requests:,} requests per replica, and ranked on their simulated "
+    "distributions against the targets",
+    "serve.compare": "each GPU planned for the same traffic and targets; the cheapest per million output tokens is "
+    "marked (GPUs without a price or a plan are not ranked)",
+    "serve.percentile_screen": "the analytic search reads each percentile target as a bound on the mean",
     "weight_flops.gemm": "weight FLOPs per token = 2 x N_gemm (matmul weights, LM head included)",
     "weight_flops.non_embedding": "weight FLOPs per token = 2 x (N - input embedding), seed 003's '2 x 7.5B'",
     "weight_flops.total": "weight FLOPs per token = 2 x N (every parameter), seed 003 §05's 70B convention",

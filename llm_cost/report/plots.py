@@ -191,6 +191,80 @@ def speculative(r: Any, path: str) -> None:
 
 
 def serve(r: Any, model: str, gpu: str, path: str) -> None:
+    """``serve``'s picture: a simulated run's (or the chosen plan's) latency CDFs, GPUs side by
+    side, or the analytic frontier."""
+    from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
+
+    if isinstance(r, (ServeRun, SimulatedPlan)):
+        latency_cdf(r if isinstance(r, ServeRun) else r.chosen, model, gpu, path)
+    elif isinstance(r, ServeComparison):
+        comparison(r, model, path)
+    else:
+        frontier(r, model, gpu, path)
+
+
+def latency_cdf(run: Any, model: str, gpu: str, path: str) -> None:
+    """The distribution of TTFT, TPOT and E2E over a simulated run's requests: one CDF each, its
+    P50/P90/P99 marked, and each target as a dashed line."""
+    from llm_cost.core.units import fmt_seconds
+
+    out = _target(path)
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=SIZE_IN)
+    times = run.simulation.requests
+    for ax, (metric, label) in zip(axes, (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("e2e_s", "E2E"))):
+        values = sorted(getattr(t, metric) for t in times if getattr(t, metric) is not None)
+        if not values:
+            continue
+        n = len(values)
+        ax.plot([v * 1e3 for v in values], [(i + 1) / n for i in range(n)], linewidth=1.5)
+        p = run.percentiles[metric]
+        for q, v in (("P50", p.p50), ("P90", p.p90), ("P99", p.p99)):
+            if v is not None:
+                ax.plot([v * 1e3], [float(q[1:]) / 100], "o", markersize=4, color="black")
+                ax.annotate(
+                    f"{q} {fmt_seconds(v)}",
+                    (v * 1e3, float(q[1:]) / 100),
+                    fontsize=8,
+                    xytext=(4, -10),
+                    textcoords="offset points",
+                )
+        target = run.targets.get(metric)
+        if target is not None:
+            ax.axvline(target.seconds * 1e3, color="red", linestyle="--", linewidth=1, label=f"target {target.label()}")
+            ax.legend(fontsize=8, loc="lower right")
+        ax.set_xlabel(f"{label} (ms)")
+        ax.set_ylim(0, 1.02)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("share of requests")
+    fig.suptitle(f"{model} on {gpu}: {run.describe()}, {run.engine}, simulated ({len(times):,} requests)", fontsize=10)
+    fig.tight_layout()
+    _save(fig, out)
+
+
+def comparison(r: Any, model: str, path: str) -> None:
+    """GPUs side by side: each plan's $ per million output tokens (the cheapest highlighted) and
+    its output tokens/s per GPU."""
+    out = _target(path)
+    plt = pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=SIZE_IN)
+    rows = [g for g in r.plans if g.plan is not None]
+    names = [f"{g.gpu}\n{g.plan.chosen.describe()}" for g in rows]
+    usd = [g.plan.usd_per_million_output_tokens or 0.0 for g in rows]
+    colours = ["tab:green" if g.cheapest else "tab:blue" for g in rows]
+    left.bar(names, usd, color=colours)
+    left.set_ylabel("$ per million output tokens")
+    right.bar(names, [g.plan.output_tokens_per_s_per_gpu for g in rows], color=colours)
+    right.set_ylabel("output tokens/s per GPU")
+    for ax in (left, right):
+        ax.tick_params(axis="x", labelsize=8)
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(f"{model}: the best plan on each GPU (green: cheapest)", fontsize=10)
+    fig.tight_layout()
+    _save(fig, out)
+
+
+def frontier(r: Any, model: str, gpu: str, path: str) -> None:
     """Output tokens/s per GPU against tokens/s per user: each mode's frontier, the chosen
     configuration, and the TPOT target as a line (1 / TPOT tokens/s per user)."""
     out = _target(path)

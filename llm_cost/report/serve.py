@@ -1,6 +1,10 @@
-"""Tables for ``llm-cost serve``: the chosen configuration, then the frontier with it marked."""
+"""Tables for ``llm-cost serve``: a simulated configuration's distribution; the plan (its chosen
+configuration's simulated percentiles, the candidates simulated, the analytic screen's frontier);
+GPUs side by side; the analytic plan (the chosen configuration, then the frontier with it marked)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from llm_cost.analyses.serving import Candidate, ServePlan
 from llm_cost.core.choices import ServingMode
@@ -38,7 +42,7 @@ def _shown(frontier: list[Candidate], chosen: Candidate) -> list[Candidate]:
     return sorted(picks, key=lambda c: c.tokens_per_s_per_user)
 
 
-def render(con, r: ServePlan, display_name: str, gpu_name: str) -> None:
+def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None:
     """The traffic and targets, the chosen configuration's figures, the frontier, the conventions."""
     rate = (
         f"{r.qps:g} requests/s"
@@ -171,3 +175,225 @@ def render(con, r: ServePlan, display_name: str, gpu_name: str) -> None:
             caption=caption,
         )
     print_conventions(con, r.conventions)
+
+
+def render(con, r: Any, display_name: str, gpu_name: str) -> None:
+    """Any of ``serve``'s results (module docstring)."""
+    from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
+
+    if isinstance(r, ServeRun):
+        render_run(con, r, display_name, gpu_name)
+    elif isinstance(r, SimulatedPlan):
+        render_plan(con, r, display_name, gpu_name)
+    elif isinstance(r, ServeComparison):
+        render_comparison(con, r, display_name)
+    else:
+        render_analytic(con, r, display_name, gpu_name)
+
+
+#: The latency metrics shown, with their labels.
+METRICS = (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "E2E"))
+
+
+def _s(x: float | None) -> str:
+    return "-" if x is None else fmt_seconds(x)
+
+
+def _targets(targets: dict) -> str:
+    return ", ".join(f"{label} {targets[m].label()}" for m, label in METRICS if m in targets) or "none"
+
+
+def _latency_table(con, runs: list, title: str) -> None:
+    """Mean, P50, P90, P99 of each latency for one run; the targets beside them."""
+    r = runs[0]
+    rows = []
+    for m, label in METRICS:
+        p = r.percentiles[m]
+        target = r.targets.get(m)
+        rows.append(
+            [
+                label,
+                _s(getattr(r, m)),
+                _s(p.p50),
+                _s(p.p90),
+                _s(p.p99),
+                "-"
+                if target is None
+                else target.label() + (" missed" if f"{m} {target.statistic.value}" in r.violates else " met"),
+            ]
+        )
+    print_table(
+        con,
+        title,
+        [("", "left"), ("mean", "right"), ("P50", "right"), ("P90", "right"), ("P99", "right"), ("target", "left")],
+        rows,
+    )
+
+
+def _run_facts(r: Any) -> list[tuple[str, str]]:
+    facts = [
+        (
+            "configuration",
+            f"[bold]{r.describe()}[/bold] ({_gpus(r.gpus)}), {r.engine}: max_num_seqs {fmt_int(r.max_num_seqs)}, "
+            f"max_num_batched_tokens {fmt_int(r.max_num_batched_tokens)}"
+            + ("" if r.chunked_prefill else " (no chunked prefill)")
+            + (", prefix caching" if r.prefix_caching else ", no prefix caching"),
+        ),
+        ("traffic", r.workload),
+        (
+            "goodput",
+            f"[bold]{r.goodput_rps:,.3g} requests/s[/bold] meet every target, of {r.throughput_rps:,.3g} served"
+            + (f"; {r.rejected:,} refused (longer than max_model_len)" if r.rejected else ""),
+        ),
+        (
+            "output tokens/s",
+            f"{r.output_tokens_per_s:,.0f} in all, [bold]{r.output_tokens_per_s_per_gpu:,.1f} per GPU[/bold]",
+        ),
+        (
+            "engine (one replica)",
+            f"{r.running_mean:,.1f} sequences running and {r.waiting_mean:,.1f} waiting on average; KV cache "
+            f"{fmt_int(r.kv_capacity_tokens)} tokens, {r.kv_use_mean:.0%} used on average, {r.kv_use_max:.0%} at most; "
+            f"{fmt_int(r.preemptions)} preemptions; prefix-cache hits {r.prefix_hit_rate:.0%} of prompt tokens",
+        ),
+    ]
+    if r.usd_per_million_output_tokens is not None:
+        facts.append(
+            (
+                "cost",
+                f"[bold]{_usd(r.usd_per_million_output_tokens)}[/bold] per million output tokens, "
+                f"{_usd(r.usd_per_request, 5)} per request",
+            )
+        )
+    return facts
+
+
+def render_run(con, r: Any, display_name: str, gpu_name: str) -> None:
+    """One configuration simulated: its facts and its latency distribution."""
+    con.print(f"[bold]{display_name} on {gpu_name}, simulated; targets: {_targets(r.targets)}[/bold]")
+    print_facts(con, _run_facts(r))
+    _latency_table(con, [r], f"latency over {fmt_int(r.requests)} requests (ITL: every gap between tokens)")
+    print_conventions(con, r.conventions)
+
+
+def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
+    """The plan: the chosen configuration's simulated figures and distribution, then every
+    candidate simulated, best first."""
+    rate = f"{r.qps:g} requests/s" if r.qps is not None else f"as much as {_gpus(r.gpu_budget)} serve, saturated"
+    con.print(f"[bold]{display_name} on {gpu_name}: {rate}; targets: {_targets(r.targets)}[/bold]")
+    print_facts(
+        con, [("chosen", f"[bold]{r.chosen.describe()}[/bold]")] + _run_facts(r.chosen)[:1] + _run_facts(r.chosen)[2:]
+    )
+    _latency_table(con, [r.chosen], "the chosen plan's simulated latency")
+    rows = [
+        [
+            ">" if i == 0 else "",
+            c.describe(),
+            fmt_int(c.max_num_seqs),
+            fmt_int(c.max_num_batched_tokens) if c.chunked_prefill else "off",
+            _s(c.percentiles["ttft_s"].p99),
+            _s(c.percentiles["tpot_s"].p90),
+            f"{c.output_tokens_per_s_per_gpu:,.1f}",
+            _usd(c.usd_per_million_output_tokens),
+            "yes" if c.meets else "no: " + ", ".join(c.violates),
+        ]
+        for i, c in enumerate(r.simulated)
+    ]
+    print_table(
+        con,
+        f"candidates simulated (of the analytic screen's {fmt_int(r.screen.candidates_evaluated)} configurations), best first",
+        [
+            ("", "left"),
+            ("configuration", "left"),
+            ("max seqs", "right"),
+            ("chunk", "right"),
+            ("TTFT P99", "right"),
+            ("TPOT P90", "right"),
+            ("out tok/s/GPU", "right"),
+            ("$/M out", "right"),
+            ("meets", "left"),
+        ],
+        rows,
+    )
+    print_conventions(con, r.conventions)
+
+
+def render_comparison(con, r: Any, display_name: str) -> None:
+    """GPUs side by side: each one's plan, the cheapest marked."""
+    rate = f"{r.qps:g} requests/s" if r.qps is not None else "saturated"
+    con.print(f"[bold]{display_name}: {rate}; targets: {_targets(r.targets)}[/bold]")
+    rows = []
+    for g in r.plans:
+        p = g.plan
+        if p is None:
+            rows.append(["", g.gpu, _usd(g.usd_per_gpu_hour, 2), "no plan: " + (g.error or ""), "", "", "", "", ""])
+            continue
+        c = p.chosen
+        rows.append(
+            [
+                "$" if g.cheapest else "",
+                g.gpu,
+                _usd(g.usd_per_gpu_hour, 2),
+                f"{c.describe()} ({_gpus(c.gpus)})",
+                _s(c.percentiles["ttft_s"].p99),
+                _s(c.percentiles["tpot_s"].p90),
+                f"{c.output_tokens_per_s_per_gpu:,.1f}",
+                f"{c.goodput_rps:,.3g}",
+                _usd(c.usd_per_million_output_tokens),
+            ]
+        )
+    print_table(
+        con,
+        "the best plan on each GPU ($: cheapest per million output tokens)",
+        [
+            ("", "left"),
+            ("GPU", "left"),
+            ("$/GPU-h", "right"),
+            ("plan", "left"),
+            ("TTFT P99", "right"),
+            ("TPOT P90", "right"),
+            ("out tok/s/GPU", "right"),
+            ("goodput req/s", "right"),
+            ("$/M out", "right"),
+        ],
+        rows,
+    )
+    print_conventions(con, r.conventions)
+
+
+def csv_rows(r: Any) -> tuple[list, list[dict] | None]:
+    """The rows ``--csv`` prints: the analytic frontier (chosen and the targets missed marked,
+    its warnings kept), the candidates simulated, one simulated run, or one row per GPU."""
+    from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
+
+    if isinstance(r, ServeRun):
+        return [_flat(r)], None
+    if isinstance(r, SimulatedPlan):
+        return [_flat(c) for c in r.simulated], [{"chosen": i == 0} for i in range(len(r.simulated))]
+    if isinstance(r, ServeComparison):
+        return [_flat(g.plan.chosen) if g.plan else {"gpu": g.gpu} for g in r.plans], [
+            {"gpu": g.gpu, "cheapest": g.cheapest, "error": g.error or ""} for g in r.plans
+        ]
+    return r.frontier, [{"chosen": f == r.chosen, "misses": " ".join(f.violates)} for f in r.frontier]
+
+
+def _flat(run: Any) -> dict:
+    """A simulated run's scalar figures and percentiles as one CSV row."""
+    row = {
+        "configuration": run.describe(),
+        "gpus": run.gpus,
+        "max_num_seqs": run.max_num_seqs,
+        "max_num_batched_tokens": run.max_num_batched_tokens,
+        "goodput_rps": run.goodput_rps,
+        "throughput_rps": run.throughput_rps,
+        "output_tokens_per_s_per_gpu": run.output_tokens_per_s_per_gpu,
+        "usd_per_million_output_tokens": run.usd_per_million_output_tokens,
+        "running_mean": run.running_mean,
+        "kv_use_mean": run.kv_use_mean,
+        "preemptions": run.preemptions,
+        "violates": " ".join(run.violates),
+    }
+    for m, _ in METRICS:
+        row[m] = getattr(run, m)
+        p = run.percentiles[m]
+        row.update({f"{m[:-2]}_p50_s": p.p50, f"{m[:-2]}_p90_s": p.p90, f"{m[:-2]}_p99_s": p.p99})
+    return row

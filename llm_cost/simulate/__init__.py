@@ -33,7 +33,15 @@ from llm_cost.core.types import Dtype
 from llm_cost.model.layout import ONE_GPU, Layout
 from llm_cost.perf.timemodel import TimeModel
 from llm_cost.simulate.engine import ENGINES, EngineConfig, Run, run_engine, vllm_defaults
-from llm_cost.simulate.results import Distribution, RequestTimes, SimResult, Summary, summarize
+from llm_cost.simulate.results import (
+    Distribution,
+    RequestTimes,
+    SimResult,
+    Summary,
+    Target,
+    goodput_rps,
+    summarize,
+)
 from llm_cost.simulate.steptime import StepTimer
 from llm_cost.simulate.workload import (
     ClosedLoop,
@@ -68,6 +76,8 @@ __all__ = [
     "Summary",
     "Distribution",
     "RequestTimes",
+    "Target",
+    "goodput_rps",
     "Workload",
     "OpenLoop",
     "ClosedLoop",
@@ -121,6 +131,7 @@ def simulate(
     kv_bits: int = 16,
     compute_dtype: Dtype = Dtype.BF16,
     seed: int | str = 0,
+    timer: StepTimer | None = None,
 ) -> SimResult:
     """Simulate one replica of ``spec`` on ``layout`` GPUs of ``gpu`` serving ``workload`` (a
     workload drawn from ``seed``, a trace, or requests) under ``engine``'s scheduler, each step
@@ -129,14 +140,15 @@ def simulate(
     ``kv_capacity_tokens``: tokens the replica's KV cache holds (whole blocks of
     ``engine.block_tokens`` are used), e.g. vLLM's "GPU KV cache size" or the KV budget of
     ``analyses.capacity.kv_room`` divided by the bytes per token. Deterministic for a seed.
-    InputError for an invalid workload, engine setting or capacity."""
+    InputError for an invalid workload, engine setting or capacity. ``timer``: a step timer of
+    the same model, GPU, layout and formats to reuse (its memo is shared between runs)."""
     if isinstance(kv_capacity_tokens, bool) or not isinstance(kv_capacity_tokens, int) or kv_capacity_tokens < 1:
         raise InputError(
             f"kv_capacity_tokens: {kv_capacity_tokens!r} must be a whole number of tokens, at least 1",
             fields=("kv_capacity_tokens",),
         )
     blocks = kv_capacity_tokens // engine.block_tokens
-    timer = StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
+    timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
     if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
         bounds = stage_bounds(workload)[:1]
         run = run_engine(timer, engine, blocks, workload=workload, seed=seed, bounds=bounds)

@@ -28,6 +28,18 @@ A resumed request recomputes its prompt and the tokens it had generated, less wh
 still holds of them (its own blocks stay cached until evicted). A request whose prompt and output
 exceed ``max_model_len``, or that cannot fit in an empty cache, is rejected, as vLLM refuses it.
 
+``engine="sglang"`` changes admission to SGLang's (``python/sglang/srt/managers/schedule_policy.py``,
+``PrefillAdder``): the free tokens (evictable cached blocks included) less, for every running
+request, ``new_token_ratio`` x its remaining output (at most ``CLIP_MAX_NEW_TOKENS`` = 4,096) and,
+for each request admitted in this step, its new prompt tokens and whole output, must exceed a
+waiting request's new prompt tokens plus its whole output (``add_one_req``: ``total_tokens >=
+rem_total_tokens`` refuses it), else admission stops. ``new_token_ratio`` starts at 0.7
+(``SGLANG_INIT_NEW_TOKEN_RATIO``), falls by (0.7 - 0.098) / 600 a step to 0.098 (0.14 x 0.7:
+``SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR``, ``SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS``) and goes back to
+0.7 when a request is retracted (preempted, recomputed as vLLM does; SGLang retracts the request
+with the fewest output tokens, here the newest as vLLM). Scheduling is FCFS (``--schedule-policy
+fcfs``); chunked prefill and the token budget as vLLM's.
+
 ``engine="trtllm"`` changes admission to TensorRT-LLM's ``GUARANTEED_NO_EVICT`` capacity policy
 (the default of ``CapacitySchedulerPolicy``; ``tensorrt_llm/_torch/pyexecutor/scheduler.py``,
 ``GuaranteedNoEvictScheduler``): a request is admitted only if the blocks of its whole prompt and
@@ -66,12 +78,16 @@ from llm_cost.specs.schema import HardwareSpec
 __all__ = ["EngineConfig", "ENGINES", "vllm_defaults", "Run", "run_engine"]
 
 #: The schedulers :func:`run_engine` follows.
-ENGINES = ("vllm", "trtllm")
+ENGINES = ("vllm", "sglang", "trtllm")
+#: SGLang's admission estimate (module docstring): its initial and least ``new_token_ratio``, the
+#: steps over which it falls from one to the other, and the clip of a request's remaining output.
+SGLANG_RATIO, SGLANG_MIN_RATIO, SGLANG_DECAY_STEPS, SGLANG_CLIP_TOKENS = 0.7, 0.7 * 0.14, 600, 4096
 
 
 @record
 class EngineConfig:
-    """An engine's scheduling settings, named as vLLM names them (``--max-num-seqs``,
+    """An engine's scheduling settings (``engine``: one of :data:`ENGINES`, whose admission rules
+    the module docstring gives), named as vLLM names them (``--max-num-seqs``,
     ``--max-num-batched-tokens``, ``--block-size``, ``--enable-prefix-caching``,
     ``--enable-chunked-prefill``, ``--max-model-len``, ``--long-prefill-token-threshold``,
     ``--async-scheduling``). ``max_model_len`` None: no limit."""
@@ -220,6 +236,8 @@ class _Engine:
         self.preemptions = 0
         self.steps = 0
         self.reserve = config.engine == "trtllm"
+        self.estimate = config.engine == "sglang"
+        self.ratio_since = 0  # the step SGLang's new_token_ratio last started from its initial value
         self.closed = False
         self.finished_users: list[tuple[float, int]] = []  # closed loop: (time, user) of each completion
         # the decoding cohort
@@ -372,6 +390,7 @@ class _Engine:
     # -- scheduling ------------------------------------------------------------------------------
     def preempt(self, victim: _Live) -> None:
         self.pool.release(victim.seq, preempted_at=victim.computed)
+        self.ratio_since = self.steps
         victim.computed = 0
         victim.preemptions += 1
         self.preemptions += 1
@@ -383,10 +402,18 @@ class _Engine:
         whose blocks cannot be allocated."""
         cfg, pool, waiting, running = self.config, self.pool, self.waiting, self.running
         bt, threshold = cfg.block_tokens, cfg.long_prefill_token_threshold
+        reserved = self.sglang_reserve() if self.estimate and waiting else 0.0
         while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
             r = waiting[0]
+            if (running or out) and self.fewest_blocks(r, budget) > pool.free:
+                break  # whatever the cache holds of it, it does not fit (skips the lookup)
             hits, free_hits = pool.lookup(r.seq, r.tokens)
             computed = hits * bt
+            if self.estimate:
+                total = r.tokens - computed + min(r.out - r.generated, SGLANG_CLIP_TOKENS)
+                if (running or out) and total >= pool.free * bt - reserved:
+                    break  # SGLang's NO_TOKEN
+                reserved += total
             n = r.tokens - computed
             if 0 < threshold < n:
                 n = threshold
@@ -412,6 +439,33 @@ class _Engine:
                 r.cached = computed
             out.append((r, n))
             budget -= n
+
+    def sglang_reserve(self) -> float:
+        """SGLang's estimate of the tokens the running requests will still take: ``new_token_ratio``
+        x each one's remaining output, clipped (module docstring)."""
+        fall = (SGLANG_RATIO - SGLANG_MIN_RATIO) / SGLANG_DECAY_STEPS * (self.steps - self.ratio_since)
+        ratio = max(SGLANG_MIN_RATIO, SGLANG_RATIO - fall)
+        left = 0
+        for r in self.running:
+            generated = r.generated + (self.tick - r.tick0 if r.tick0 >= 0 else 0)
+            left += min(r.out - generated, SGLANG_CLIP_TOKENS)
+        return ratio * left
+
+    def fewest_blocks(self, r: _Live, budget: int) -> int:
+        """A lower bound of the blocks admitting ``r`` takes from the free pool, whatever the
+        prefix cache holds of it: a hit block other requests hold costs none, but only blocks of
+        its shared prefix can be held by others (its own cached blocks are free, so taking them
+        costs as much as computing them), so the bound is the need with its whole shared prefix
+        hit and held."""
+        bt = self.config.block_tokens
+        h = min(r.seq.shareable, (r.tokens - 1) // bt) if self.config.prefix_caching else 0
+        if self.reserve:
+            return -(-(r.req.input_tokens + r.req.output_tokens) // bt) - h
+        n = min(r.tokens - h * bt, budget)
+        threshold = self.config.long_prefill_token_threshold
+        if 0 < threshold < n:
+            n = threshold
+        return -(-n // bt)
 
     def schedule_explicit(self) -> list[tuple[_Live, int]]:
         """One scheduling decision over every request (vLLM's ``schedule``, no cohort): the
@@ -683,8 +737,9 @@ def run_engine(
         assert workload is not None and isinstance(workload.arrivals, ClosedLoop)
         engine.closed = True
         users = _Users(workload, seed)
-        for user in range(workload.arrivals.users):
-            users.send(engine, 0.0, user)
+        loop = workload.arrivals
+        for user in range(loop.users):
+            users.send(engine, loop.ramp_s * user / loop.users, user)
     while True:
         engine.arrive()
         if not engine.running and not engine.waiting:

@@ -38,7 +38,7 @@ class Seq:
     """One request's KV blocks: ``hashes`` (blocks known to the cache, held by reference, the
     leading ones) and ``own`` (blocks only this request can use)."""
 
-    __slots__ = ("key", "shared", "shareable", "hashes", "own", "blocks", "registered")
+    __slots__ = ("key", "shared", "shareable", "hashes", "own", "blocks", "registered", "memo")
 
     def __init__(self, key: Hashable, shared: tuple[tuple[Hashable, int], ...], block_tokens: int) -> None:
         self.key = key
@@ -49,6 +49,7 @@ class Seq:
         self.own = 0
         self.blocks = 0  # len(hashes) + own: the blocks it holds
         self.registered = 0  # leading blocks whose hash is known (looked up or cached)
+        self.memo: list[Hashable] = []  # block_hash(i) of the leading blocks looked up so far
 
     def block_hash(self, i: int, block_tokens: int) -> Hashable:
         """The hash of block ``i``: its innermost shared prefix's key and ``i``, or (request, i)."""
@@ -94,9 +95,11 @@ class BlockPool:
         limit = (tokens - 1) // self.block_tokens
         hits = free = 0
         refs = self.refs
+        memo = seq.memo
         while hits < limit:
-            h = seq.block_hash(hits, self.block_tokens)
-            count = refs.get(h)
+            if hits == len(memo):
+                memo.append(seq.block_hash(hits, self.block_tokens))
+            count = refs.get(memo[hits])
             if count is None:
                 break
             hits += 1

@@ -12,6 +12,12 @@ Distributions (:class:`Distribution`): mean, P50, P90, P99 and max, percentiles 
 linearly between order statistics (numpy's default, which inference-perf and vLLM's benchmark
 use). ITL is over every gap between consecutive output tokens of every request (each gap once),
 the way vLLM's ``benchmark_serving`` reports it; TPOT over requests.
+
+Service targets (:class:`Target`) bound one statistic of a distribution (its mean or a
+percentile); :func:`goodput_rps` counts the requests that meet every target on their own, as
+DistServe (Zhong et al. 2024, section 2.2) and vLLM's ``benchmark_serving --goodput`` define
+goodput: a request is good when its TTFT, its TPOT and its E2E are each within their targets'
+values (an ITL target: its longest gap), whatever statistic the target bounds.
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from llm_cost.core.choices import Statistic
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result, plain
+from llm_cost.core.units import fmt_seconds
 
 __all__ = [
     "Distribution",
@@ -32,6 +40,9 @@ __all__ = [
     "weighted_distribution",
     "percentile",
     "summarize",
+    "Target",
+    "METRICS",
+    "goodput_rps",
 ]
 
 
@@ -188,9 +199,55 @@ class SimResult(Result):
     step_shapes: int
     requests: tuple[RequestTimes, ...]
 
+    JSON_OMITS = ("requests",)
+
     def to_dict(self, requests: bool = False) -> dict[str, Any]:
         """The result as plain data; each request's times only with ``requests``."""
         data = plain(self)
-        if not requests:
-            del data["requests"]
+        if requests:
+            data["requests"] = plain(self.requests)
         return data
+
+
+#: The latency metrics a target can bound: the :class:`Summary` distribution of each, and the
+#: per-request figure goodput compares (:class:`RequestTimes` field).
+METRICS = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "itl_s": "itl_max_s", "e2e_s": "e2e_s"}
+
+
+@record
+class Target:
+    """A service target: ``statistic`` (the mean or a percentile) of a latency distribution at
+    most ``seconds``."""
+
+    statistic: Statistic
+    seconds: float
+
+    def value(self, d: Distribution) -> float | None:
+        """The bounded statistic of ``d`` (None without samples)."""
+        return getattr(d, self.statistic.value)
+
+    def met(self, d: Distribution) -> bool:
+        """Whether ``d`` meets the target (no samples: met, nothing was late)."""
+        v = self.value(d)
+        return v is None or v <= self.seconds
+
+    def label(self) -> str:
+        """``p99 2.00 s`` or ``mean 50.0 ms``."""
+        return f"{self.statistic.value} {fmt_seconds(self.seconds)}"
+
+
+def goodput_rps(done: Sequence[RequestTimes], targets: Mapping[str, Target], span_s: float) -> float:
+    """Requests per second meeting every target of ``targets`` (metric name of :data:`METRICS` ->
+    target) on their own (module docstring), over ``span_s`` seconds; every completed request
+    counts without targets."""
+    if span_s <= 0:
+        return 0.0
+
+    def good(r: RequestTimes) -> bool:
+        for metric, target in targets.items():
+            v = getattr(r, METRICS[metric])
+            if v is not None and v > target.seconds:
+                return False
+        return True
+
+    return sum(1 for r in done if good(r)) / span_s

@@ -61,6 +61,7 @@ __all__ = [
     "Empirical",
     "Lengths",
     "parse_lengths",
+    "check_lengths",
     "Stage",
     "OpenLoop",
     "ClosedLoop",
@@ -177,7 +178,7 @@ class Empirical:
 Lengths = Fixed | Uniform | Normal | LogNormal | Empirical
 
 
-def _check_lengths(lengths: Lengths, what: str) -> None:
+def check_lengths(lengths: Lengths, what: str) -> None:
     """InputError naming ``what`` for a distribution without positive lengths."""
     bad = None
     if isinstance(lengths, Fixed):
@@ -243,7 +244,7 @@ def parse_lengths(text: str | int, what: str = "input_tokens") -> Lengths:
         if isinstance(exc, InputError):
             raise
         raise InputError(f"{what}: {text!r}: {exc}", fields=(what,)) from None
-    _check_lengths(lengths, what)
+    check_lengths(lengths, what)
     return lengths
 
 
@@ -271,12 +272,15 @@ class OpenLoop:
 class ClosedLoop:
     """``users`` users, each sending its next request ``think_s`` seconds after its previous one
     completed (``think="exponential"``: exponential think times of that mean), for ``duration_s``
-    seconds (requests sent after it are not) or until the workload's ``requests`` were sent."""
+    seconds (requests sent after it are not) or until the workload's ``requests`` were sent. The
+    users' first requests are spread evenly over ``ramp_s`` seconds (0: all at once, as a
+    benchmark's burst; about one request's E2E reaches the steady state without the burst)."""
 
     users: int
     think_s: float = 0.0
     think: str = "fixed"
     duration_s: float = math.inf
+    ramp_s: float = 0.0
 
 
 @record
@@ -330,8 +334,8 @@ class Request:
 
 def _check(workload: Workload) -> None:
     """InputError for a workload no generator could run."""
-    _check_lengths(workload.input_tokens, "input_tokens")
-    _check_lengths(workload.output_tokens, "output_tokens")
+    check_lengths(workload.input_tokens, "input_tokens")
+    check_lengths(workload.output_tokens, "output_tokens")
     a = workload.arrivals
     if isinstance(a, OpenLoop):
         if a.process not in ARRIVAL_PROCESSES:
@@ -349,9 +353,10 @@ def _check(workload: Workload) -> None:
         if any(math.isinf(s.duration_s) for s in a.stages[:-1]):
             raise InputError("only the last stage can be open-ended", fields=("stages",))
     else:
-        if a.users < 1 or a.think_s < 0 or a.think not in ("fixed", "exponential"):
+        if a.users < 1 or a.think_s < 0 or a.think not in ("fixed", "exponential") or not a.ramp_s >= 0:
             raise InputError(
-                "a closed loop needs users >= 1, think_s >= 0 and think 'fixed' or 'exponential'", fields=("users",)
+                "a closed loop needs users >= 1, think_s >= 0, ramp_s >= 0 and think 'fixed' or 'exponential'",
+                fields=("users",),
             )
         if math.isinf(a.duration_s) and workload.requests is None:
             raise InputError("a closed loop needs a duration or a number of requests", fields=("requests",))
@@ -503,9 +508,11 @@ def _trace_count(value: object, name: str, where: str, minimum: int) -> int:
     elif text is not None and text.isdigit() and len(text) <= 12:
         count = int(text)
     else:
-        raise InputError(f"{where}: {name} {str(value)[:40]!r} is not a whole number of tokens")
+        raise InputError(f"{where}: {name} {str(value)[:40]!r} is not a whole number of tokens", fields=("trace",))
     if not minimum <= count <= MAX_TRACE_TOKENS:
-        raise InputError(f"{where}: {name} {count} is not from {minimum} to {MAX_TRACE_TOKENS:,} tokens")
+        raise InputError(
+            f"{where}: {name} {count} is not from {minimum} to {MAX_TRACE_TOKENS:,} tokens", fields=("trace",)
+        )
     return count
 
 
@@ -513,18 +520,21 @@ def _trace_row(raw: dict, where: str) -> TraceRow:
     unknown = {str(k) for k in raw} - set(_TRACE_COLUMNS)
     if unknown:
         raise InputError(
-            f"{where}: unknown column(s) {', '.join(sorted(unknown))[:200]}; columns: {', '.join(_TRACE_COLUMNS)}"
+            f"{where}: unknown column(s) {', '.join(sorted(unknown))[:200]}; columns: {', '.join(_TRACE_COLUMNS)}",
+            fields=("trace",),
         )
     missing = [c for c in _TRACE_COLUMNS[:3] if raw.get(c) in (None, "")]
     if missing:
-        raise InputError(f"{where}: no {missing[0]}")
+        raise InputError(f"{where}: no {missing[0]}", fields=("trace",))
     arrival_raw = raw["arrival_s"]
     try:
         arrival = float(arrival_raw) if not isinstance(arrival_raw, bool) else math.nan
     except (TypeError, ValueError, OverflowError):
         arrival = math.nan
     if not (math.isfinite(arrival) and 0 <= arrival <= 1e9):
-        raise InputError(f"{where}: arrival_s {str(arrival_raw)[:40]!r} is not a time from 0 to 1e9 seconds")
+        raise InputError(
+            f"{where}: arrival_s {str(arrival_raw)[:40]!r} is not a time from 0 to 1e9 seconds", fields=("trace",)
+        )
     prompt = _trace_count(raw["input_tokens"], "input_tokens", where, 1)
     out = _trace_count(raw["output_tokens"], "output_tokens", where, 1)
     prefix_id = raw.get("prefix_id")
@@ -532,10 +542,11 @@ def _trace_row(raw: dict, where: str) -> TraceRow:
     prefix = _trace_count(raw.get("prefix_tokens") or 0, "prefix_tokens", where, 0)
     if prefix > prompt:
         raise InputError(
-            f"{where}: needs arrival_s >= 0, input_tokens and output_tokens >= 1, 0 <= prefix_tokens <= input_tokens"
+            f"{where}: needs arrival_s >= 0, input_tokens and output_tokens >= 1, 0 <= prefix_tokens <= input_tokens",
+            fields=("trace",),
         )
     if (prefix_id is None) != (prefix == 0):
-        raise InputError(f"{where}: prefix_id and prefix_tokens go together")
+        raise InputError(f"{where}: prefix_id and prefix_tokens go together", fields=("trace",))
     return TraceRow(arrival, prompt, out, prefix_id, prefix)
 
 
@@ -548,13 +559,15 @@ def _trace_text(path: Path) -> str:
         try:
             raw = f.read(MAX_TRACE_BYTES + 1)
         except OSError as exc:
-            raise InputError(f"{path}: cannot read the trace ({exc.strerror or exc})") from None
+            raise InputError(f"{path}: cannot read the trace ({exc.strerror or exc})", fields=("trace",)) from None
     if len(raw) > MAX_TRACE_BYTES:
-        raise InputError(f"{path}: more than {MAX_TRACE_BYTES:,} bytes; not a trace llm-cost replays")
+        raise InputError(
+            f"{path}: more than {MAX_TRACE_BYTES:,} bytes; not a trace llm-cost replays", fields=("trace",)
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError(f"{path}: not a UTF-8 text file") from None
+        raise InputError(f"{path}: not a UTF-8 text file", fields=("trace",)) from None
 
 
 def read_trace(path: str | Path) -> Trace:
@@ -565,7 +578,7 @@ def read_trace(path: str | Path) -> Trace:
     number from 1 to :data:`MAX_TRACE_TOKENS`, an arrival that is not a time from 0 to 1e9 s."""
     path = Path(path)
     if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
-        raise InputError(f"{path}: a trace is a .jsonl or .csv file")
+        raise InputError(f"{path}: a trace is a .jsonl or .csv file", fields=("trace",))
     text = _trace_text(path)
     if path.suffix.lower() == ".csv":
         import csv
@@ -574,10 +587,10 @@ def read_trace(path: str | Path) -> Trace:
         try:
             raws = [(f"{path}:{i + 2}", dict(r)) for i, r in enumerate(csv.DictReader(lines))]
         except csv.Error as exc:
-            raise InputError(f"{path}: not a CSV file ({exc})") from None
+            raise InputError(f"{path}: not a CSV file ({exc})", fields=("trace",)) from None
         for where, raw in raws:
             if None in raw:  # more fields than the header names
-                raise InputError(f"{where}: more values than the header has columns")
+                raise InputError(f"{where}: more values than the header has columns", fields=("trace",))
     else:
         import json
 
@@ -588,15 +601,17 @@ def read_trace(path: str | Path) -> Trace:
             try:
                 obj = json.loads(line)
             except RecursionError:
-                raise InputError(f"{path}:{i + 1}: nested too deeply") from None
+                raise InputError(f"{path}:{i + 1}: nested too deeply", fields=("trace",)) from None
             except ValueError as exc:  # JSONDecodeError, and integers past 4,300 digits
-                raise InputError(f"{path}:{i + 1}: not JSON ({getattr(exc, 'msg', str(exc))[:80]})") from None
+                raise InputError(
+                    f"{path}:{i + 1}: not JSON ({getattr(exc, 'msg', str(exc))[:80]})", fields=("trace",)
+                ) from None
             if not isinstance(obj, dict):
-                raise InputError(f"{path}:{i + 1}: a row is a JSON object")
+                raise InputError(f"{path}:{i + 1}: a row is a JSON object", fields=("trace",))
             raws.append((f"{path}:{i + 1}", obj))
     rows = sorted((_trace_row(raw, where) for where, raw in raws), key=lambda r: r.arrival_s)
     if not rows:
-        raise InputError(f"{path}: the trace has no rows")
+        raise InputError(f"{path}: the trace has no rows", fields=("trace",))
     return Trace(tuple(rows))
 
 

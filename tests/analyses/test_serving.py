@@ -106,6 +106,7 @@ def test_issue_13_plan_searches_ten_thousand_and_meets_its_targets(cli):
         "50ms",
         "--usd-per-gpu-hour",
         "2.5",
+        "--analytic",
         "--json",
     ).json()
     assert data["candidates_evaluated"] >= 10_000
@@ -156,7 +157,7 @@ def test_one_configuration_has_the_issues_keys(cli):
 
 
 def test_an_impossible_tpot_names_the_fastest_configuration(cli):
-    r = cli("serve", "llama3-70b", "--gpu", "h100", "--tpot", "1ms")
+    r = cli("serve", "llama3-70b", "--gpu", "h100", "--tpot", "1ms", "--analytic")
     assert r.code == 2 and r.out == "" and len(r.err.strip().splitlines()) == 1
     assert "--tpot 1.00 ms: the fastest configuration reaches" in r.err and "concurrency 1" in r.err
 
@@ -238,9 +239,9 @@ def test_a_rate_the_budget_cannot_carry_says_what_it_carries(cli):
 
 
 def test_the_verdict_says_which_modes_were_searched(cli):
-    only = cli("serve", "llama3-8b", "--mode", "aggregated", "--json").json()
+    only = cli("serve", "llama3-8b", "--mode", "aggregated", "--analytic", "--json").json()
     assert only["mode_verdict"] == "aggregated only (the one mode searched)" and only["best_disaggregated"] is None
-    one = cli("serve", "llama3-8b", "--gpus", "1", "--json").json()
+    one = cli("serve", "llama3-8b", "--gpus", "1", "--analytic", "--json").json()
     assert "needs at least 2 GPUs" in one["mode_verdict"]
 
 

@@ -118,23 +118,10 @@ def test_spec_csv_needs_the_step_model(cli):
 
 
 def test_serve_csv_is_the_frontier_of_the_json(cli):
-    """One row per frontier point, its JSON figures as columns, the chosen one marked."""
-    args = [
-        "serve",
-        "llama3-70b",
-        "--gpu",
-        "h100",
-        "--gpus",
-        "8",
-        "--input",
-        "2K",
-        "--output",
-        "256",
-        "--ttft",
-        "2s",
-        "--tpot",
-        "50ms",
-    ]
+    """The analytic plan (disaggregated alone stays analytic): one row per frontier point, its
+    JSON figures as columns, the chosen one marked."""
+    args = ["serve", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--input", "2K", "--output", "256"]
+    args += ["--ttft", "2s", "--tpot", "50ms", "--mode", "disaggregated"]
     rows = _rows(cli(*args, "--csv").out)
     plan = cli(*args, "--json").json()
     assert len(rows) == len(plan["frontier"])
@@ -142,3 +129,16 @@ def test_serve_csv_is_the_frontier_of_the_json(cli):
         assert row["tpot_s"] == _text(point["tpot_s"]) and row["concurrency"] == _text(point["concurrency"])
         assert row["layout_tp"] == _text(point["layout"]["tp"]) and row["misses"] == " ".join(point["violates"])
     assert sum(r["chosen"] == "True" for r in rows) == (plan["chosen"] in plan["frontier"])
+
+
+def test_serve_csv_of_the_simulated_plan_is_its_candidates(cli):
+    """The plan on the simulator: one row per candidate simulated (best first, marked chosen),
+    its simulated means and percentiles as the JSON has them."""
+    args = ["serve", "llama3-8b", "--gpu", "h100", "--gpus", "2", "--input", "1K", "--output", "128"]
+    args += ["--ttft", "p99:1s", "--tpot", "p90:30ms"]
+    rows = _rows(cli(*args, "--csv").out)
+    plan = cli(*args, "--json").json()
+    assert len(rows) == len(plan["simulated"]) and [r["chosen"] for r in rows][0] == "True"
+    for row, run in zip(rows, plan["simulated"]):
+        assert row["ttft_s"] == _text(run["ttft_s"]) and row["ttft_p99_s"] == _text(run["percentiles"]["ttft_s"]["p99"])
+        assert row["max_num_seqs"] == _text(run["max_num_seqs"]) and row["violates"] == " ".join(run["violates"])

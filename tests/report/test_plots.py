@@ -16,6 +16,9 @@ PLOTS = [
     ["moe", "deepseek-v3", "--batch", "1..256"],
     ["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--batch", "1..512"],
     ["serve", "llama3-8b", "--gpu", "h100", "--gpus", "2", "--input", "1K", "--output", "128", "--tpot", "30ms"],
+    ["serve", "llama3-8b", "--tp", "1", "--qps", "8", "--requests", "200", "--ttft", "p99:200ms"],
+    ["serve", "llama3-8b", "--gpu", "h100,a100", "--gpus", "1", "--requests", "50", "--usd-per-gpu-hour", "2.5,1.8"],
+    ["serve", "llama3-8b", "--gpus", "2", "--input", "1K", "--output", "128", "--tpot", "30ms", "--analytic"],
 ]
 
 

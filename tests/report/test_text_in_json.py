@@ -85,6 +85,11 @@ COMMANDS = [
     ["roofline", "tests/fixtures/hf/llama-4-scout-17b-16e", "--batch", "8", "--context", "12K"],
     ["validate", "--profile", "h200"],
     ["roofline", "llama3-8b", "--gpu", "a100", "--weights-dtype", "int4", "--group-size", "32", "--profile", "h200"],
+    "serve llama3-8b --tp 1 --qps 10 --input lognormal:mean=800,sd=400 --output 128 --prefix 200 --prefix-groups 4 "
+    "--requests 300 --ttft p99:500ms --usd-per-gpu-hour 2.5".split(),
+    "serve llama3-8b --tp 1 --workload chat --qps 5 --requests 200 --engine trtllm".split(),
+    "serve llama3-8b --gpu h100,a100 --gpus 2 --input 1K --output 128 --ttft p99:1s --tpot p90:40ms "
+    "--usd-per-gpu-hour 2.5,1.8".split(),
 ]
 
 _NUMBER = re.compile(r"(?<![\w.^/-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:e([+-]\d+))?(?![\w^-]|\.\d)")

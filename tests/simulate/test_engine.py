@@ -106,6 +106,64 @@ def test_long_outputs_make_a_longer_deterministic_service():
     _little(r)
 
 
+def _mdc_mean_in_system(lam: float, D: float, c: int, states: int = 150) -> float:
+    """The exact mean number in an M/D/c system at an arbitrary time: seen every D seconds, every
+    customer in service leaves within D and the first c waiting start, so N(t + D) =
+    max(N(t) - c, 0) + Poisson(lam D) (the embedded chain of Crommelin 1932; with Poisson
+    arrivals, lattice times at a random phase see the time-average distribution)."""
+    a = lam * D
+    arrivals = [math.exp(-a)]
+    for k in range(1, states):
+        arrivals.append(arrivals[-1] * a / k)
+    p = [1.0] + [0.0] * (states - 1)
+    mean = -1.0
+    while True:  # power iteration to the stationary distribution
+        nxt = [0.0] * states
+        for n, pn in enumerate(p):
+            if pn < 1e-18:
+                continue
+            base = max(n - c, 0)
+            for k in range(states - base):
+                nxt[base + k] += pn * arrivals[k]
+        total = sum(nxt)
+        p = [x / total for x in nxt]
+        now = sum(n * pn for n, pn in enumerate(p))
+        if abs(now - mean) < 1e-10:
+            return now
+        mean = now
+
+
+@pytest.mark.parametrize("c, rho", [(4, 0.7), (8, 0.85)])
+def test_continuous_batching_of_fixed_outputs_is_an_mdc_queue(c, rho):
+    """At most c sequences, every request O output tokens at a constant step S: c servers of a
+    deterministic service D = O S (the prefill step gives the first token), an M/D/c queue. The
+    mean time in the system is the exact M/D/c value L / lambda (Little) plus the half step a
+    request waits for the running step to end; the queueing wait alone is checked too."""
+    S, O = 0.001, 100
+    D = O * S
+    lam = rho * c / D
+    r = run(
+        poisson(lam, Fixed(8), Fixed(O), requests=20_000),
+        ConstantSteps(S),
+        EngineConfig(max_num_seqs=c, async_scheduling=False),
+        seed=3,
+    )
+    in_system = _mdc_mean_in_system(lam, D, c)
+    exact_wait = in_system / lam - D
+    assert r.summary.e2e_s.mean == pytest.approx(in_system / lam + S / 2, rel=0.03)
+    assert r.summary.queue_s.mean == pytest.approx(exact_wait + S / 2, rel=0.05)
+    _little(r)
+
+
+def test_unbounded_batching_is_an_md_infinity_queue():
+    """With no cap on sequences nobody waits: E2E is exactly O steps (after the arrival's partial
+    step), and the mean occupancy is lambda x E2E, M/D/infinity's Poisson mean."""
+    S, O, lam = 0.001, 200, 150.0
+    r = run(poisson(lam, Fixed(8), Fixed(O), requests=20_000), ConstantSteps(S), EngineConfig(async_scheduling=False))
+    assert r.summary.ttft_s.max <= 2 * S and r.summary.tpot_s.max == pytest.approx(S)
+    assert r.running_mean == pytest.approx(lam * (O * S + S / 2), rel=0.03)
+
+
 def test_littles_law_under_continuous_batching():
     """Occupancy feeds step time and step time occupancy; the time averages of the engine still
     equal throughput x time in the system (lognormal lengths, a shared prefix, two stages)."""
@@ -223,6 +281,46 @@ def test_trtllm_reserves_whole_requests_and_never_preempts():
     r = run(reqs, ConstantSteps(0.01), EngineConfig(engine="trtllm"), kv=10 * 16)
     assert r.preemptions == 0 and r.running_mean == pytest.approx(1.0)
     assert sorted(t.e2e_s for t in r.requests) == pytest.approx([1.0, 2.0, 3.0])
+
+
+def test_sglang_admits_by_its_new_token_estimate():
+    """SGLang's PrefillAdder: a request is admitted only if the free tokens, less 0.7 x the
+    running requests' remaining outputs and the admitted ones' prompts and outputs, exceed its
+    prompt and whole output. Three 32 + 100-token requests in 10 blocks (160 tokens): 132 tokens
+    each, so one at a time, never preempted, where vLLM admits all three and preempts."""
+    reqs = [Request(i, 0.0, 32, 100) for i in range(3)]
+    r = run(reqs, ConstantSteps(0.01), EngineConfig(engine="sglang"), kv=10 * 16)
+    assert r.preemptions == 0 and r.running_mean == pytest.approx(1.0)
+    assert sorted(t.e2e_s for t in r.requests) == pytest.approx([1.0, 2.0, 3.0])
+    assert run(reqs, ConstantSteps(0.01), EngineConfig(), kv=10 * 16).preemptions >= 1
+
+
+def test_sglang_with_room_for_everything_schedules_as_vllm():
+    w = poisson(8.0, LogNormal(500, 200), LogNormal(100, 50), requests=300, prefix=SharedPrefix(3, 64))
+    vllm = run(w, LinearSteps(0.005, 1e-5), EngineConfig())
+    sglang = run(w, LinearSteps(0.005, 1e-5), EngineConfig(engine="sglang"))
+    assert sglang.summary == vllm.summary and sglang.preemptions == vllm.preemptions == 0
+
+
+def test_sglang_estimate_falls_from_0_7_to_0_098_over_600_steps():
+    """The ratio discounting a running request's remaining output starts at 0.7 and falls by
+    (0.7 - 0.098) / 600 a step (SGLang's defaults): a long request holds a second one back until
+    free tokens - ratio x its remaining output exceed the second's 32 + 100 tokens, worked out by
+    hand step by step here; vLLM admits the second at once."""
+    S, blocks = 0.01, 66
+    reqs = [Request(0, 0.0, 32, 2000), Request(1, 3.0, 32, 100)]
+    for k in range(300, 2000):  # the first step (after the arrival) whose estimate admits it
+        ratio = max(0.098, 0.7 - (0.7 - 0.098) / 600 * k)
+        free = (blocks - math.ceil((32 + k) / 16)) * 16
+        if 132 < free - ratio * (2000 - k):
+            break
+    r = run(reqs, ConstantSteps(S), EngineConfig(engine="sglang"), kv=blocks * 16)
+    late = next(t for t in r.requests if t.index == 1)
+    assert 3.0 + late.queue_s == pytest.approx(k * S, abs=2 * S) and late.queue_s > 0.5
+    assert (
+        next(t for t in run(reqs, ConstantSteps(S), EngineConfig(), kv=blocks * 16).requests if t.index == 1).queue_s
+        < 2 * S
+    )
 
 
 def test_requests_longer_than_max_model_len_are_rejected():

@@ -1,0 +1,227 @@
+"""The serving question's traffic, targets and engine settings, checked: what ``serve`` and
+``serve_compare`` simulate. Defaults are decided here (the requests of a simulation, the engine's
+server defaults), as :mod:`llm_cost.api.choices` decides the others."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from llm_cost.api import checks
+from llm_cost.core.errors import InputError
+
+if TYPE_CHECKING:
+    from llm_cost.simulate import EngineConfig, Target, Trace, Workload
+    from llm_cost.specs.schema import HardwareSpec, ModelSpec
+
+__all__ = [
+    "target_of",
+    "targets_of",
+    "traffic_of",
+    "engine_of",
+    "lengths_of",
+    "INPUT_TOKENS",
+    "OUTPUT_TOKENS",
+    "REQUESTS",
+    "MAX_REQUESTS",
+    "ENGINES",
+]
+
+#: Prompt and output tokens per request when none are given.
+INPUT_TOKENS = 2048
+OUTPUT_TOKENS = 256
+#: Requests one configuration's simulation runs when none are given.
+REQUESTS = 1000
+#: The most requests one simulation runs (about a second and a half on a 2-core machine).
+MAX_REQUESTS = 20_000
+#: The engines whose schedulers are simulated (:data:`llm_cost.simulate.engine.ENGINES`).
+ENGINES = ("vllm", "sglang", "trtllm")
+#: The latency metrics a target can bound, in the order they are shown.
+METRICS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
+
+
+def target_of(value: Any, name: str) -> Optional[Target]:
+    """A service target: None; a number of seconds (the mean at most that); a
+    :class:`~llm_cost.simulate.Target`; or text ``p99:2s`` / ``p90:50ms`` / ``mean:1s`` / ``2s``
+    (a unit is required in text). InputError naming ``name`` otherwise."""
+    from llm_cost.core.choices import Statistic
+    from llm_cost.core.units import parse_duration
+    from llm_cost.simulate import Target
+
+    if value is None:
+        return None
+    if isinstance(value, Target):
+        statistic = checks.choice(value.statistic, Statistic, name)
+        return Target(statistic, checks.number(value.seconds, name, maximum=86400))
+    if isinstance(value, str):
+        head, sep, tail = value.strip().partition(":")
+        statistic = checks.choice(head.strip().lower(), Statistic, name) if sep else Statistic.MEAN
+        text = (tail if sep else head).strip()
+        if not text or not text[-1].isalpha():
+            raise InputError(f"{name}: {value!r} has no unit; give one, e.g. p99:2s or 50ms", fields=(name,))
+        seconds = parse_duration(text, name)
+        return Target(statistic, checks.number(seconds, name, maximum=86400))
+    return Target(Statistic.MEAN, checks.number(value, name, maximum=86400))
+
+
+def targets_of(**values: Any) -> dict[str, Target]:
+    """The targets given, by metric (``ttft_s``, ``tpot_s``, ``itl_s``, ``e2e_s``)."""
+    out = {}
+    for name in METRICS:
+        t = target_of(values.get(name), name)
+        if t is not None:
+            out[name] = t
+    return out
+
+
+def lengths_of(value: Any, name: str, default: int) -> Any:
+    """A length distribution: a token count, a distribution's text (``lognormal:mean=800,sd=400``)
+    or a distribution; ``default`` tokens when None."""
+    from llm_cost.simulate.workload import Empirical, Fixed, LogNormal, Normal, Uniform, parse_lengths
+
+    if value is None:
+        return Fixed(default)
+    if isinstance(value, (Fixed, Uniform, Normal, LogNormal, Empirical)):
+        return _checked_lengths(value, name)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Fixed(checks.count(value, name, 1, 2**32))
+    if not isinstance(value, str):
+        raise InputError(
+            f"{name}: {value!r} must be a token count or a distribution such as 'lognormal:mean=800,sd=400'",
+            fields=(name,),
+        )
+    return parse_lengths(value, name)
+
+
+def _checked_lengths(value: Any, name: str) -> Any:
+    from llm_cost.simulate.workload import check_lengths
+
+    check_lengths(value, name)
+    return value
+
+
+def _prefix(prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any) -> Any:
+    from llm_cost.simulate import SharedPrefix
+
+    if prefix_tokens is None:
+        return None
+    return SharedPrefix(
+        checks.count(prefix_groups, "prefix_groups", 1, 10**6),
+        checks.count(prefix_tokens, "prefix_tokens", 1, 2**32),
+        checks.count(users_per_prefix, "users_per_prefix", 1, 10**6),
+    )
+
+
+def traffic_of(
+    *,
+    input_tokens: Any,
+    output_tokens: Any,
+    qps: Any,
+    workload: Any,
+    trace: Any,
+    prefix_tokens: Any,
+    prefix_groups: Any,
+    users_per_prefix: Any,
+    requests: Any,
+) -> tuple[Workload | Trace, bool]:
+    """The traffic a simulation serves, and whether it has its own arrivals (a rate, a workload
+    file or a trace); without them it is one closed-loop user of the lengths and prefix given,
+    for the planner to run each candidate saturated at its concurrency.
+
+    ``workload``: a :class:`~llm_cost.simulate.Workload`, a YAML workload file
+    (:mod:`llm_cost.simulate.workfile`), or a preset name (``chat``, ``rag``, ``code``,
+    ``agentic-long-context``: its lengths and prefix at ``qps``; ``input_tokens`` /
+    ``output_tokens`` given replace its lengths). ``trace``: a :class:`~llm_cost.simulate.Trace`
+    or a JSONL/CSV file. Otherwise Poisson arrivals at ``qps`` of ``input_tokens`` /
+    ``output_tokens`` (counts or distributions) with an optional shared prefix; ``requests``
+    (default :data:`REQUESTS`) ends an open-ended workload. InputError naming the argument."""
+    from llm_cost.simulate import ClosedLoop, Trace, Workload, poisson
+    from llm_cost.simulate.workfile import preset, read_workload
+    from llm_cost.simulate.workload import read_trace
+
+    rate = checks.optional(qps, checks.number, "qps", minimum=1e-3, maximum=1e6, open_min=False)
+    count = checks.optional(requests, checks.count, "requests", 1, MAX_REQUESTS)
+    prefix = _prefix(prefix_tokens, prefix_groups, users_per_prefix)
+    if workload is not None and trace is not None:
+        raise InputError("workload and trace: give one of them", fields=("workload", "trace"))
+    own = trace is not None or isinstance(workload, Workload) or _is_file(workload)
+    if own and (rate is not None or prefix is not None):
+        name = "trace" if trace is not None else "workload"
+        raise InputError(
+            f"{name}: the file holds its own arrivals and prefixes; leave out qps and prefix_tokens",
+            fields=(name, "qps", "prefix_tokens"),
+        )
+    if trace is not None:
+        t = trace if isinstance(trace, Trace) else read_trace(_path(trace, "trace"))
+        return (Trace(t.rows[:count]) if count is not None else t), True
+    if own:
+        w = workload if isinstance(workload, Workload) else read_workload(_path(workload, "workload"))
+        if count is not None:
+            w = Workload(w.arrivals, w.input_tokens, w.output_tokens, w.prefix, min(count, w.requests or count))
+        return w, True
+    if workload is not None:
+        p = preset(workload)
+        inputs = p.input_tokens if input_tokens is None else lengths_of(input_tokens, "input_tokens", INPUT_TOKENS)
+        outputs = (
+            p.output_tokens if output_tokens is None else lengths_of(output_tokens, "output_tokens", OUTPUT_TOKENS)
+        )
+        prefix = prefix or p.prefix
+    else:
+        inputs = lengths_of(input_tokens, "input_tokens", INPUT_TOKENS)
+        outputs = lengths_of(output_tokens, "output_tokens", OUTPUT_TOKENS)
+    if rate is None:
+        return Workload(ClosedLoop(1), inputs, outputs, prefix, count or REQUESTS), False
+    return poisson(rate, inputs, outputs, requests=count or REQUESTS, prefix=prefix), True
+
+
+def _is_file(value: Any) -> bool:
+    """Whether a workload argument names a file (a path, or text ending in .yaml/.yml)."""
+    return isinstance(value, Path) or (isinstance(value, str) and value.strip().lower().endswith((".yaml", ".yml")))
+
+
+def _path(value: Any, name: str) -> Path:
+    if isinstance(value, Path):
+        return value
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        raise InputError(f"{name}: {value!r} is not a file path", fields=(name,))
+    return Path(value)
+
+
+def engine_of(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    *,
+    engine: Any,
+    max_num_seqs: Any,
+    max_num_batched_tokens: Any,
+    chunked_prefill: Any,
+    prefix_caching: Any,
+    max_model_len: Any,
+) -> EngineConfig:
+    """The engine's settings: its server defaults for the GPU
+    (:func:`llm_cost.simulate.engine.vllm_defaults`), ``max_model_len`` the model's
+    ``max_position_embeddings`` (a longer request is refused, as vLLM refuses it), and the
+    settings given. Without chunked prefill the token budget is vLLM's default for it,
+    ``max(max_model_len, 2048)``."""
+    from llm_cost.simulate.engine import vllm_defaults
+
+    name = checks.one_of(engine, "engine", ENGINES)
+    for flag, value in (("prefix_caching", prefix_caching), ("chunked_prefill", chunked_prefill)):
+        if not isinstance(value, bool):
+            raise InputError(f"{flag}: {value!r} must be True or False", fields=(flag,))
+    length = checks.optional(max_model_len, checks.count, "max_model_len", 2, 2**24) or spec.max_position_embeddings
+    changes: dict[str, Any] = {
+        k: checks.count(v, k, 1, 2**24)
+        for k, v in (("max_num_seqs", max_num_seqs), ("max_num_batched_tokens", max_num_batched_tokens))
+        if v is not None
+    }
+    if not chunked_prefill and "max_num_batched_tokens" not in changes:
+        changes["max_num_batched_tokens"] = max(length, 2048)
+    return vllm_defaults(
+        gpu,
+        engine=name,
+        prefix_caching=prefix_caching,
+        chunked_prefill=chunked_prefill,
+        max_model_len=length,
+        **changes,
+    )

@@ -1,0 +1,341 @@
+"""``serve`` on the simulator through the front door: one configuration's distribution and goodput,
+percentile targets, workloads (distributions, prefixes, files, presets, traces), the plan ranked on
+simulated percentiles, GPUs side by side, and the 18 shipped vLLM experiments replayed through
+``llm_cost.serve`` (one call per experiment, its stages in a workload file).
+
+Every figure is checked against an independent value: Little's law, goodput recounted from the
+per-request times, the measured vLLM runs, the targets themselves."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+import llm_cost
+from llm_cost import Layout, LlmCostError, Statistic, Target
+
+ONE = Layout(tp=1)
+
+
+@pytest.fixture(scope="module")
+def run():
+    return llm_cost.serve(
+        "llama3-8b",
+        "h100",
+        "lognormal:mean=800,sd=400",
+        128,
+        layout=ONE,
+        qps=12.0,
+        requests=600,
+        prefix_tokens=256,
+        prefix_groups=4,
+        ttft_s="p99:150ms",
+        tpot_s="p90:12ms",
+        seed=3,
+    )
+
+
+def test_one_configuration_reports_means_percentiles_and_goodput(run):
+    d = run.to_dict()
+    for m in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
+        p = d["percentiles"][m]
+        assert 0 < p["p50"] <= p["p90"] <= p["p99"], m
+        assert d[m] > 0
+    assert {"goodput_rps", "running_mean", "kv_use_mean", "kv_use_max", "preemptions"} <= set(d)
+    assert "requests" not in d["simulation"]  # every request's times stay out of the JSON
+    assert d["percentiles"]["ttft_s"]["p99"] == run.simulation.summary.ttft_s.p99
+
+
+def test_littles_law_holds_through_serve(run):
+    """Requests in the replica on average = its throughput x mean time in the system."""
+    s = run.simulation.summary
+    assert run.running_mean + run.waiting_mean == pytest.approx(s.throughput_rps * s.e2e_s.mean, rel=0.02)
+
+
+def test_goodput_counts_the_requests_meeting_every_target(run):
+    """DistServe's goodput recounted from the per-request times: TTFT and TPOT each within the
+    targets' values, over the run's span."""
+    times = run.simulation.requests
+    good = sum(1 for t in times if t.ttft_s <= 0.150 and (t.tpot_s is None or t.tpot_s <= 0.012))
+    span = run.simulation.summary.end_s - run.simulation.summary.start_s
+    assert run.goodput_rps == pytest.approx(good / span, rel=1e-12)
+    assert run.goodput_rps <= run.throughput_rps
+    # a target is met when its statistic of the distribution is within it
+    for m, target in run.targets.items():
+        met = getattr(run.percentiles[m], target.statistic.value) <= target.seconds
+        assert met == (f"{m} {target.statistic.value}" not in run.violates)
+
+
+def test_prefixes_are_served_from_the_cache(run):
+    """256-token system prompts are 16 whole blocks: every request after its group's first finds them."""
+    cached = [t.cached_tokens for t in run.simulation.requests]
+    assert sum(c == 0 for c in cached) == 4 and set(cached) == {0, 256}
+
+
+def test_a_run_is_deterministic_for_a_seed(run):
+    again = llm_cost.serve(
+        "llama3-8b",
+        "h100",
+        "lognormal:mean=800,sd=400",
+        128,
+        layout=ONE,
+        qps=12.0,
+        requests=600,
+        prefix_tokens=256,
+        prefix_groups=4,
+        ttft_s=Target(Statistic.P99, 0.150),
+        tpot_s=Target(Statistic.P90, 0.012),
+        seed=3,
+    )
+    assert again.to_dict() == run.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("text", "target"),
+    [
+        ("p99:2s", Target(Statistic.P99, 2.0)),
+        ("p90:50ms", Target(Statistic.P90, 0.05)),
+        ("2s", Target(Statistic.MEAN, 2.0)),
+        (0.5, Target(Statistic.MEAN, 0.5)),
+    ],
+)
+def test_targets_read_a_statistic_and_a_duration(text, target):
+    from llm_cost.api.traffic import target_of
+
+    assert target_of(text, "ttft_s") == target
+
+
+@pytest.mark.parametrize(("text", "name"), [("p99:2", "ttft_s"), ("p101:2s", "ttft_s"), ("2", "ttft_s")])
+def test_bad_targets_name_themselves(text, name):
+    with pytest.raises(LlmCostError) as info:
+        llm_cost.serve("llama3-8b", layout=ONE, qps=1.0, requests=10, ttft_s=text)
+    assert str(info.value).startswith(f"{name}:") and name in info.value.fields
+
+
+def test_a_workload_file_with_stages_and_a_closed_loop(tmp_path):
+    """Stages at two rates: the second stage's arrivals are about twice the first's; a closed
+    loop of 8 users keeps 8 requests in the replica (Little's law with L = 8)."""
+    staged = tmp_path / "staged.yaml"
+    staged.write_text(
+        "arrivals:\n  process: gamma\n  cv: 2\n  stages:\n    - {rate_rps: 4, duration_s: 60}\n"
+        "    - {rate_rps: 8, duration_s: 60}\ninput_tokens: uniform:low=200,high=600\noutput_tokens: 64\n"
+        "prefix: {tokens: 128, groups: 2, users_per_group: 4}\n"
+    )
+    r = llm_cost.serve("llama3-8b", layout=ONE, workload=str(staged))
+    a, b = r.simulation.stages
+    assert b.requests / a.requests == pytest.approx(2, rel=0.35)
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("arrivals: {users: 8}\ninput_tokens: 512\noutput_tokens: 64\nrequests: 400\n")
+    r = llm_cost.serve("llama3-8b", layout=ONE, workload=str(loop))
+    assert r.running_mean + r.waiting_mean == pytest.approx(8, rel=0.03)
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("arrivals: {rate_rps: 0}\ninput_tokens: 5\noutput_tokens: 5\n", "arrivals.rate_rps"),
+        ("arrivals: {rate_rps: 1, duration_s: 9}\ninput_tokens: lognormal:mean=x\noutput_tokens: 5\n", "input_tokens"),
+        ("arrivals: {rate_rps: 1, duration_s: 9}\nwhat: 1\n", "unknown key(s) what"),
+        ("arrivals: {stages: [{rate_rps: 1}], users: 3}\ninput_tokens: 5\noutput_tokens: 5\n", "closed loop"),
+        ("arrivals: {rate_rps: 1, duration_s: 9}\npreset: chats\n", "preset"),
+    ],
+)
+def test_a_bad_workload_file_names_the_file_and_key(tmp_path, text, where):
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    with pytest.raises(LlmCostError) as info:
+        llm_cost.serve("llama3-8b", layout=ONE, workload=str(path))
+    assert "workload" in info.value.fields and where in str(info.value)
+
+
+def test_presets_cite_their_sources():
+    from llm_cost.simulate.workfile import PRESETS
+
+    assert set(PRESETS) == {"chat", "code", "rag", "agentic-long-context"}
+    assert all(p.source for p in PRESETS.values())
+    r = llm_cost.serve("llama3-8b", layout=ONE, workload="rag", qps=2.0, requests=100)
+    assert {t.input_tokens for t in r.simulation.requests} == {4096}
+
+
+def test_a_trace_replays_its_rows(tmp_path):
+    """A JSONL trace: arrivals as recorded, each row's lengths, its prefix shared by id; the
+    same rows as CSV give the same run."""
+    rows = [
+        {
+            "arrival_s": 0.5 * i,
+            "input_tokens": 300 + 10 * i,
+            "output_tokens": 20,
+            "prefix_id": "sys",
+            "prefix_tokens": 64,
+        }
+        for i in range(40)
+    ]
+    jsonl = tmp_path / "t.jsonl"
+    jsonl.write_text("\n".join(json.dumps(r) for r in rows))
+    csv = tmp_path / "t.csv"
+    csv.write_text(
+        "arrival_s,input_tokens,output_tokens,prefix_id,prefix_tokens\n"
+        + "\n".join(f"{r['arrival_s']},{r['input_tokens']},{r['output_tokens']},sys,64" for r in rows)
+    )
+    a = llm_cost.serve("llama3-8b", layout=ONE, trace=str(jsonl))
+    b = llm_cost.serve("llama3-8b", layout=ONE, trace=str(csv))
+    assert a.simulation.summary == b.simulation.summary and a.requests == 40
+    assert sorted(t.input_tokens for t in a.simulation.requests) == [r["input_tokens"] for r in rows]
+    assert {t.cached_tokens for t in a.simulation.requests} == {0, 64}
+
+
+def test_a_bad_trace_names_the_file_and_line(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"arrival_s": 0, "input_tokens": 10, "output_tokens": 5}\n{"arrival_s": -1}\n')
+    with pytest.raises(LlmCostError) as info:
+        llm_cost.serve("llama3-8b", layout=ONE, trace=str(path))
+    assert info.value.fields == ("trace",) and f"{path}:2" in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return llm_cost.serve(
+        "llama3-70b", "h100", 2048, 256, gpus=8, ttft_s="p99:2s", tpot_s="p90:50ms", usd_per_gpu_hour=2.5
+    )
+
+
+def test_the_plan_meets_its_percentile_targets_on_the_simulation(plan):
+    """Issue 22's example: the chosen plan's simulated P99 TTFT and P90 TPOT are within 2 s and
+    50 ms, it is the candidate of most output tokens/s per GPU among those meeting them, and its
+    figures are the ones shown at the top."""
+    c = plan.chosen
+    assert c.percentiles["ttft_s"].p99 <= 2.0 and c.percentiles["tpot_s"].p90 <= 0.050 and c.meets
+    meeting = [r for r in plan.simulated if r.meets]
+    assert c.output_tokens_per_s_per_gpu == max(r.output_tokens_per_s_per_gpu for r in meeting)
+    assert plan.percentiles == c.percentiles and plan.gpus == c.gpus <= 8
+    layouts = {(r.layout, r.replicas) for r in plan.simulated}
+    assert len(layouts) >= 2 and len(plan.simulated) <= 3 * len(layouts)
+    # the price: $2.5 per GPU-hour over the deployment's output tokens
+    assert c.usd_per_million_output_tokens == pytest.approx(2.5 * c.gpus / 3600 / c.output_tokens_per_s * 1e6)
+
+
+def test_targets_nothing_meets_name_the_nearest():
+    with pytest.raises(LlmCostError) as info:
+        llm_cost.serve("llama3-8b", gpus=1, input_tokens=512, output_tokens=32, tpot_s="p99:1ms", requests=50)
+    assert "tpot_s" in info.value.fields and "the fastest configuration simulated reaches" in str(info.value)
+
+
+def test_gpus_side_by_side_mark_the_cheapest():
+    r = llm_cost.serve_compare(
+        "llama3-8b", ["h100", "a100"], 1024, 128, gpus=2, ttft_s="p99:1s", usd_per_gpu_hour=[2.5, 1.8], requests=100
+    )
+    costs = {g.gpu: g.plan.usd_per_million_output_tokens for g in r.plans}
+    assert r.cheapest == min(costs, key=costs.get) and sum(g.cheapest for g in r.plans) == 1
+    assert [g.usd_per_gpu_hour for g in r.plans] == [2.5, 1.8]
+
+
+def test_a_gpu_without_a_plan_keeps_its_reason():
+    r = llm_cost.serve_compare("llama3-70b", ["h100", "l40s"], 2048, 256, gpus=1, requests=50)
+    by = {g.gpu: g for g in r.plans}
+    assert by["l40s"].plan is None and "gpus" in by["l40s"].error
+    assert by["h100"].plan is None or by["h100"].error is None
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: llm_cost.serve_compare("llama3-8b", ["h100", "a100"], usd_per_gpu_hour=[1.0]), "usd_per_gpu_hour"),
+        (lambda: llm_cost.serve_compare("llama3-8b", "h100"), "gpu"),
+        (lambda: llm_cost.serve("llama3-8b", layout=ONE, qps=1.0, workload="chat", trace="t.csv"), "workload"),
+        (lambda: llm_cost.serve("llama3-8b", layout=ONE, qps=1.0, concurrency=8), "concurrency"),
+        (lambda: llm_cost.serve("llama3-8b", layout=ONE, qps=1.0, engine="tgi"), "engine"),
+    ],
+)
+def test_bad_calls_name_the_argument(call, name):
+    with pytest.raises(LlmCostError) as info:
+        call()
+    assert str(info.value).startswith(f"{name}") and name in info.value.fields
+
+
+# -- the 18 shipped vLLM experiments through the public API ---------------------------------------
+
+#: Issue 22's targets: median absolute percentage error over the experiments' whole runs.
+TARGETS = {"itl_mean": 10.0, "e2e_mean": 10.0, "ttft_mean": 20.0, "e2e_p99": 15.0}
+
+
+def experiment_call(e, folder) -> dict:
+    """The ``llm_cost.serve`` arguments of one experiment: its layout and engine settings, its
+    stages, prefixes and lengths in a workload file written to ``folder`` (the command line:
+    ``scripts/check_serving_runs.py --commands``)."""
+    from llm_cost.analyses.serving_runs import workload_file_text
+
+    path = folder / f"experiment-{e.id}.yaml"
+    path.write_text(workload_file_text(e))
+    return dict(
+        model=e.spec,
+        gpu=e.gpu,
+        layout=Layout(tp=e.layout.tp),
+        workload=str(path),
+        max_num_seqs=e.entry["max_num_seqs"],
+        chunk_tokens=e.entry["max_num_batched_tokens"],
+        max_model_len=e.entry["max_model_len"],
+        gpu_memory_utilization=e.entry["gpu_mem_util"],
+    )
+
+
+@pytest.fixture(scope="module")
+def experiments(tmp_path_factory):
+    from llm_cost.analyses.serving_runs import compare_stage, load_experiments
+
+    folder = tmp_path_factory.mktemp("experiments")
+    out = []
+    for e in load_experiments():
+        r = llm_cost.serve(**experiment_call(e, folder))
+        measured = e.entry["measured"]["summary"]["measured_ms"]
+        out.append((e, r, compare_stage(e, -1, measured, r.simulation.summary)))
+    return out
+
+
+def test_the_shipped_experiments_through_serve_meet_issue_22s_targets(experiments):
+    """Each experiment is one ``serve`` call with its workload file; over the 18 the median errors
+    of mean ITL, mean E2E, mean TTFT and P99 E2E are within issue 22's targets."""
+    assert len(experiments) == 18
+    for metric, target in TARGETS.items():
+        errors = [c.error_pct[metric] for _, _, c in experiments]
+        assert statistics.median(errors) <= target, (metric, max(zip(errors, (e.id for e, _, _ in experiments))))
+
+
+def test_the_experiments_through_serve_are_the_simulator_replays(experiments):
+    """The front door adds nothing of its own: each serve call gives the run that
+    ``analyses.serving_runs.run_experiment`` simulates from the file directly."""
+    from llm_cost.analyses.serving_runs import run_experiment
+
+    e, r, _ = experiments[0]
+    direct, _ = run_experiment(e)
+    assert r.simulation.summary == direct.summary and r.kv_capacity_tokens // 16 == direct.kv_blocks
+
+
+def test_an_experiments_command_prints_the_json_of_its_serve_call(cli, tmp_path, experiments):
+    """The documented command of one experiment (``scripts/check_serving_runs.py --commands``)
+    prints, with --json, the result of its ``llm_cost.serve`` call."""
+    from llm_cost.report.base import to_json
+
+    e, result, _ = next(x for x in experiments if x[0].id == 13)  # Qwen3-14B, two stages
+    kwargs = experiment_call(e, tmp_path)
+    argv = ["serve", "llm_cost/data/measurements/models/qwen3-14b.yaml", "--gpu", "h100", "--tp", "1"]
+    argv += ["--workload", kwargs["workload"], "--max-num-seqs", "128", "--chunk", "2048"]
+    argv += ["--max-model-len", "4096", "--gpu-memory-utilization", "0.9", "--json"]
+    run = cli(*argv)
+    assert run.code == 0, run.err
+    printed, called = json.loads(run.out), json.loads(to_json(result))
+    assert printed["simulation"] == called["simulation"] and printed["percentiles"] == called["percentiles"]
+
+
+def test_with_a_rate_the_plan_is_the_fewest_gpus_meeting_the_targets():
+    """At 20 requests/s the candidates are each layout's fewest replicas; every one serves the
+    offered rate (all its requests complete, throughput near 20/s), and the chosen one has the
+    fewest GPUs of those whose simulated percentiles meet the targets."""
+    p = llm_cost.serve("llama3-8b", "h100", 2048, 256, qps=20.0, ttft_s="p99:1s", tpot_s="p90:30ms")
+    meeting = [r for r in p.simulated if r.meets]
+    assert p.chosen.meets and p.chosen.gpus == min(r.gpus for r in meeting)
+    for r in p.simulated:
+        assert r.qps == 20.0 and r.throughput_rps == pytest.approx(20.0, rel=0.15)
+        assert r.goodput_rps <= r.throughput_rps * (1 + 1e-12)
+    assert len({(r.layout, r.replicas) for r in p.simulated}) == len(p.simulated)
