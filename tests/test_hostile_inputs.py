@@ -411,10 +411,16 @@ ROWS = [
         "serve-1m-1m",
         lambda t: ["serve", "llama3-8b", "--input", "1M", "--output", "1M", "--json"],
         {},
+        2,
+        "longer than max_model_len",
+    ),
+    (
+        "serve-tiny-4090",
+        lambda t: ["serve", TINY, "--gpu", "rtx-4090", "--input", "512", "--output", "128", "--json"],
+        {},
         0,
         '"prefill_share"',
     ),
-    ("serve-tiny-4090", lambda t: ["serve", TINY, "--gpu", "rtx-4090", "--json"], {}, 0, '"prefill_share"'),
     ("config-sliding-negative", lambda t: ["params", str(_config(t, "c", sliding_window=-5))], {}, 2, "sliding_window"),
     (
         "config-sliding-string",
@@ -664,8 +670,8 @@ def test_reproducer(tmp_path, case, build, env, code, phrase):
 def test_prefill_share_is_never_negative(cli):
     """A step that carries a prompt chunk is never faster than the same step without it."""
     for args in (
-        ["llama3-8b", "--input", "1M", "--output", "1M"],
-        [str(FIXTURES / "gpt2" / "config.json"), "--gpu", "rtx-4090"],
+        ["llama3-8b", "--input", "1M", "--output", "1M", "--analytic"],
+        [str(FIXTURES / "gpt2" / "config.json"), "--gpu", "rtx-4090", "--input", "512", "--output", "128"],
     ):
         r = cli("serve", *args, "--json")
         shares = [float(x) for x in re.findall(r'"prefill_share": ([-0-9.e]+)', r.out)]
