@@ -104,12 +104,14 @@ def decode_sweep(
     network_gb_s: Any = None,
     profile: Any = None,
     detail: bool = True,
+    ops: bool = True,
 ) -> list[DecodeStep]:
     """Decode steps at every (batch, context) of ``batches`` x ``contexts`` (batch-major), each
     with its Roofline bound, MFU/MBU estimate and calibrated prediction, on one GPU or per GPU of
     ``layout`` (``llm-cost roofline MODEL --batch B --context C``). Defaults:
     :mod:`llm_cost.api.choices`. Without ``detail`` the rows carry figures only (no operator
-    table or conventions); at most 10,000 points."""
+    table or conventions); without ``ops`` no operator table (the figures and conventions are
+    the same); at most 10,000 points."""
     from llm_cost.analyses.roofline import decode_steps
 
     batches, contexts = checks.counts(batches, "batches"), checks.counts(contexts, "contexts", 0)
@@ -120,7 +122,7 @@ def decode_sweep(
     )
     points = [(b, c) for b in batches for c in contexts]
     reads = checks.choice(weight_bytes, WeightBytes, "weight_bytes")
-    return decode_steps(spec, g, points, weight_bytes=reads, detail=bool(detail), **options)
+    return decode_steps(spec, g, points, weight_bytes=reads, detail=bool(detail), ops=bool(ops), **options)
 
 
 def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, **options: Any) -> DecodeStep:
