@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from llm_cost.core.errors import OutputError
-from llm_cost.core.serialize import plain
+from llm_cost.core.serialize import dumps, plain
 from llm_cost.core.units import Number, fmt_iec, fmt_int, fmt_si
 
 __all__ = [
@@ -23,6 +23,9 @@ __all__ = [
     "write_out",
     "stand_in",
     "print_table",
+    "rows_that_matter",
+    "shown_caption",
+    "TABLE_ROWS",
     "print_facts",
     "print_conventions",
     "pct",
@@ -51,12 +54,14 @@ _ASCII = str.maketrans(
 def to_json(result: Any) -> str:
     """The result object as JSON (stable keys = field names; exact integers stay integers;
     non-finite floats are null); characters stdout cannot encode are written as ``\\u`` escapes.
-    (``json`` is imported here, not with the module: a table has no use for it, about 2 ms.)"""
+    The text is ``json.dumps(indent=2)``'s, written by :func:`~llm_cost.core.serialize.dumps`."""
+    data = plain(result)
+    text = dumps(data)
+    if encodable(text, _encoding()) == text:
+        return text
     import json
 
-    data = plain(result)
-    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
-    return text if encodable(text, _encoding()) == text else json.dumps(data, indent=2, allow_nan=False)
+    return json.dumps(data, indent=2, allow_nan=False)
 
 
 class _Page(io.StringIO):
@@ -142,6 +147,51 @@ def write_out(text: str) -> None:
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise OutputError(f"cannot write to stdout: {reason}") from None
+
+
+#: Rows a grid's table prints whole; a longer grid prints :data:`SHOWN_ROWS` of them (``--all-rows``: all).
+TABLE_ROWS = 40
+#: Rows a long grid's table prints.
+SHOWN_ROWS = 20
+
+
+def rows_that_matter(
+    count: int, regime: list | None = None, best: int | None = None, series: list | None = None
+) -> list[int]:
+    """Indices (ascending) of the rows a table of a ``count``-row grid prints: every row up to
+    :data:`TABLE_ROWS`; else the first and last, each row whose ``regime`` (what bounds it, say)
+    differs from the row before it in its ``series`` (the rows of one context, say; by default
+    all rows are one) and that row before, the ``best`` row, and evenly spaced rows up to
+    :data:`SHOWN_ROWS` in all (more only where the regime changes more often)."""
+    if count <= TABLE_ROWS:
+        return list(range(count))
+    chosen = {0, count - 1}
+    if regime is not None:
+        last: dict = {}  # the row before, by series
+        for i in range(count):
+            line = series[i] if series is not None else None
+            before = last.get(line)
+            if before is not None and regime[i] != regime[before]:
+                chosen.update((before, i))
+            last[line] = i
+    if best is not None:
+        chosen.add(best)
+    spare = max(SHOWN_ROWS - len(chosen), 0)
+    for k in range(1, spare + 1):
+        if len(chosen) >= SHOWN_ROWS:
+            break
+        chosen.add(round(k * (count - 1) / (spare + 1)))
+    return sorted(chosen)
+
+
+def shown_caption(shown: int, count: int) -> str | None:
+    """The line under a long grid's table saying how many of its rows it prints, or None for all."""
+    if shown == count:
+        return None
+    return (
+        f"{shown} of {count:,} rows: the first and last, where the regime changes, and evenly spaced ones; "
+        "--all-rows prints every row, --csv or --json every row as data"
+    )
 
 
 def print_table(

@@ -5,7 +5,14 @@ from __future__ import annotations
 from llm_cost.analyses.roofline import DecodeStep, PrefillStep
 from llm_cost.core.units import fmt_flops, fmt_int, fmt_seconds, fmt_si
 from llm_cost.perf.ridge import Ridge
-from llm_cost.report.base import bytes_exact, print_conventions, print_facts, print_table
+from llm_cost.report.base import (
+    bytes_exact,
+    print_conventions,
+    print_facts,
+    print_table,
+    rows_that_matter,
+    shown_caption,
+)
 
 
 def render_ridges(con, ridges: list[Ridge], gpu_name: str) -> None:
@@ -203,12 +210,20 @@ def render_prefill(
     print_conventions(con, p.conventions)
 
 
-def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given: bool) -> None:
-    """One row per grid point: decode steps (batch x context) or prefills (batch x prompt)."""
+def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given: bool, all_rows: bool = False) -> None:
+    """One row per grid point: decode steps (batch x context) or prefills (batch x prompt); of a
+    long grid the rows that matter (:func:`~llm_cost.report.base.rows_that_matter`: where the bound
+    or the fit changes, the best throughput), unless ``all_rows``."""
     _default_note(con, model_given, display_name)
     first = steps[0]
     prefill = isinstance(first, PrefillStep)
     head = "prompt" if prefill else "context"
+    every = steps
+    if not all_rows:
+        regime = [(s.bound, any(n.code == "warning.does_not_fit" for n in s.conventions)) for s in steps]
+        speed = [s.tokens_per_s_at_mfu if prefill else s.estimate_tokens_per_s for s in steps]
+        series = [s.seq if prefill else s.context for s in steps]  # a regime changes along the batches
+        steps = [steps[i] for i in rows_that_matter(len(steps), regime, speed.index(max(speed)), series)]
     rows = [
         [
             fmt_int(s.batch),
@@ -239,15 +254,16 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
             ("tokens/s at the estimate", "right"),
         ],
         rows,
+        caption=shown_caption(len(steps), len(every)),
     )
     seen: list = []
-    for step in steps:  # the conventions of every row, once each; a row's own sizes are in its columns
+    for step in steps:  # the conventions of every row, once each (the rows not shown have the same ones)
         seen += [
             n
             for n in step.conventions
             if n.code not in ("decode.step", "prefill.step", "warning.does_not_fit") and n not in seen
         ]
-    warnings = [n for step in steps for n in step.conventions if n.code == "warning.does_not_fit"]
+    warnings = [n for step in every for n in step.conventions if n.code == "warning.does_not_fit"]
     if warnings:  # the largest setup that does not fit stands for the others
         seen.append(max(warnings, key=lambda n: n.params["need_bytes"]))
     print_conventions(con, seen)
