@@ -33,10 +33,12 @@ def flops(
     attention: Any = AttentionMask.CAUSAL,
     logits: Any = Logits.LAST,
     mla: Any = MLAForm.PLAIN,
+    detail: bool = True,
 ) -> list[ForwardFlops]:
     """FLOPs of a forward pass by part (``llm-cost flops``): a prefill of each prompt length of
     ``lengths``, or (``phase="decode"``) one new token after each cached context of ``lengths``
-    (its LM head on that one position). 2 FLOPs per multiply-add (seed 002)."""
+    (its LM head on that one position). 2 FLOPs per multiply-add (seed 002). Without ``detail``
+    the results carry their totals only (no FLOPs by operator group, no conventions)."""
     from llm_cost.workload.flops import forward_flops
 
     chosen = checks.one_of(checks.choice(phase, Phase, "phase"), "phase", (Phase.PREFILL, Phase.DECODE))
@@ -45,9 +47,10 @@ def flops(
     batch = checks.count(batch, "batch")
     mask, head = checks.choice(attention, AttentionMask, "attention"), checks.choice(logits, Logits, "logits")
     form, spec = checks.choice(mla, MLAForm, "mla"), load_model(model)
+    full = bool(detail)
     if chosen is Phase.PREFILL:
-        return [forward_flops(spec, n, 0, batch, mask, head, form) for n in lengths]
-    return [forward_flops(spec, 1, c, batch, mask, Logits.LAST, form) for c in lengths]
+        return [forward_flops(spec, n, 0, batch, mask, head, form, full) for n in lengths]
+    return [forward_flops(spec, 1, c, batch, mask, Logits.LAST, form, full) for c in lengths]
 
 
 def ridges(gpu: GpuLike = "h100") -> list[Ridge]:

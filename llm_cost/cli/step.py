@@ -121,7 +121,17 @@ StepKvDtype = Annotated[
     Optional[StorageDtype],
     typer.Option("--kv-dtype", case_sensitive=False, help="KV-cache element dtype (default bf16)."),
 ]
-Ops = Annotated[bool, typer.Option("--ops", help="Per-operator table (FLOPs, bytes, intensity, bound, estimate).")]
+Ops = Annotated[
+    bool,
+    typer.Option(
+        "--ops",
+        help="Per-operator table (FLOPs, bytes, intensity, bound, estimate); with --json, a grid's rows carry "
+        "their operator tables and conventions.",
+    ),
+]
+FlopsOps = Annotated[
+    bool, typer.Option("--ops", help="With --json, a grid's rows carry their FLOPs by operator group and conventions.")
+]
 ContextList = Annotated[
     Any,
     option(
@@ -153,6 +163,7 @@ def flops(
     attention: AttentionOpt = AttentionMask.CAUSAL,
     logits: LogitsOpt = Logits.LAST,
     mla: MlaOpt = MLAForm.PLAIN,
+    ops: FlopsOps = False,
     all_rows: AllRows = False,
     as_json: Json = False,
     as_csv: Csv = False,
@@ -171,7 +182,8 @@ def flops(
         f"to --phase {phase.value}; use {'--seq' if prefill else '--context'}",
     )
     lengths = seq if prefill else context
-    result = api.flops(model, phase, lengths, batch, attention, logits, mla)
+    detail = not as_csv and (ops or len(lengths) == 1 or not as_json)  # a grid's JSON rows: totals
+    result = api.flops(model, phase, lengths, batch, attention, logits, mla, detail)
     if as_csv:
         emit_csv(result)
         return
