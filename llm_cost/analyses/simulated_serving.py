@@ -376,23 +376,56 @@ def _picks(group: list[Candidate], targets: Mapping[str, Target]) -> list[Candid
     return [ordered[i] for i in chosen][-PER_LAYOUT:]
 
 
-def _at_a_rate(groups: Mapping[tuple[Layout, int], list[Candidate]]) -> dict[tuple[Layout, int], list[Candidate]]:
-    """With a rate: of each layout, its :data:`PER_LAYOUT` fewest replica counts on the frontier,
-    one candidate each (the lowest analytic TTFT; at a rate the engine runs as many sequences as
-    come, so a group's candidates differ only by their chunk)."""
-    out: dict[tuple[Layout, int], list[Candidate]] = {}
-    layouts: dict[Layout, list[int]] = {}
+def _at_a_rate(groups: Mapping[tuple[Layout, int], list[Candidate]]) -> dict[Layout, tuple[int, Candidate]]:
+    """With a rate: of each layout, the fewest replicas the analytic screen says carry the rate,
+    and its candidate there with the lowest analytic TTFT (at a rate the engine runs as many
+    sequences as come, so a layout's candidates differ only by their chunk)."""
+    out: dict[Layout, tuple[int, Candidate]] = {}
     for layout, replicas in sorted(groups, key=lambda k: k[1]):
-        layouts.setdefault(layout, []).append(replicas)
-    for layout, counts in layouts.items():
-        for replicas in counts[:PER_LAYOUT]:
-            out[(layout, replicas)] = [min(groups[(layout, replicas)], key=lambda c: c.ttft_s)]
+        if layout not in out:
+            out[layout] = (replicas, min(groups[(layout, replicas)], key=lambda c: c.ttft_s))
     return out
 
 
+def _fewest_replicas(lo: int, hi: int, run_at: Any, good: Any) -> list[ServeRun]:
+    """Every run tried while finding the fewest replicas in ``lo`` .. ``hi`` whose simulated run
+    is ``good``: ``lo`` first, then doubling until one is good (or ``hi`` is not), then bisection
+    between the last bad and the first good count. More replicas share the same traffic, so each
+    sees a lower rate and its latencies do not rise: goodness is monotone in the count, which is
+    what bisection needs; about 2 log2(answer / lo) simulations per layout."""
+    tried: dict[int, ServeRun] = {}
+
+    def ok(n: int) -> bool:
+        if n not in tried:
+            tried[n] = run_at(n)
+        return bool(good(tried[n]))
+
+    if ok(lo) or lo >= hi:
+        return list(tried.values())
+    bad, n = lo, lo
+    while True:
+        n = min(hi, 2 * n)
+        if ok(n):
+            break
+        if n >= hi:
+            return list(tried.values())
+        bad = n
+    first_good = n
+    while first_good - bad > 1:
+        mid = (first_good + bad) // 2
+        if ok(mid):
+            first_good = mid
+        else:
+            bad = mid
+    return list(tried.values())
+
+
 def _engine_for(c: Candidate, base: EngineConfig, saturated: bool) -> EngineConfig:
-    """The engine settings that run candidate ``c`` (module docstring): its chunk, and saturated
-    its concurrency as ``max_num_seqs`` (at a rate the engine's own cap)."""
+    """The engine settings that run candidate ``c`` (module docstring): saturated, its chunk and
+    its concurrency as ``max_num_seqs``; at a rate the engine's own settings (its cap on
+    sequences, its ``max_num_batched_tokens``: the default a user runs, or the one given)."""
+    if not saturated:
+        return base
     chunk = c.chunk_tokens
     budget = chunk if chunk is not None else max(base.max_model_len or 2048, 2048)
     return EngineConfig(
@@ -472,49 +505,60 @@ def plan_on_simulation(
     for c in frontier:
         groups.setdefault((c.layout, c.replicas), []).append(c)
     timers: dict[Layout, StepTimer] = {}
-    runs = []
-    chosen = _at_a_rate(groups) if qps is not None else {k: _picks(g, targets) for k, g in groups.items()}
-    for (layout, replicas), picks in chosen.items():
+    runs: list[ServeRun] = []
+
+    def run(layout: Layout, replicas: int, c: Candidate, load: Workload | Trace) -> ServeRun:
         timer = timers.setdefault(
             layout, StepTimer(spec, gpu, time_model, layout, Fraction(weight_bits), kv_bits, compute_dtype)
         )
-        for c in picks:
-            load = traffic
-            if qps is None:
+        return run_configuration(
+            spec,
+            gpu,
+            layout,
+            load,
+            _engine_for(c, base, qps is None),
+            time_model,
+            policy,
+            replicas=replicas,
+            targets=targets,
+            usd_per_gpu_hour=usd_per_gpu_hour,
+            weight_bits=weight_bits,
+            kv_bits=kv_bits,
+            compute_dtype=compute_dtype,
+            seed=seed,
+            timer=timer,
+            candidate=c,
+        )
+
+    if qps is None:
+        for (layout, replicas), picks in {k: _picks(g, targets) for k, g in groups.items()}.items():
+            for c in picks:
                 load = _closed_loop(
                     traffic,
                     c.concurrency * replicas,
                     requests * replicas,
                     c.ttft_s + c.tpot_s * (c.output_tokens_per_s / max(c.requests_per_s, 1e-9) - 1),
                 )
-            elif isinstance(traffic, Workload) and traffic.requests is None:
-                load = Workload(
-                    traffic.arrivals, traffic.input_tokens, traffic.output_tokens, traffic.prefix, requests * replicas
-                )
-            runs.append(
-                run_configuration(
-                    spec,
-                    gpu,
-                    layout,
-                    load,
-                    _engine_for(c, base, qps is None),
-                    time_model,
-                    policy,
-                    replicas=replicas,
-                    targets=targets,
-                    usd_per_gpu_hour=usd_per_gpu_hour,
-                    weight_bits=weight_bits,
-                    kv_bits=kv_bits,
-                    compute_dtype=compute_dtype,
-                    seed=seed,
-                    timer=timer,
-                    candidate=c,
-                )
-            )
+                runs.append(run(layout, replicas, c, load))
+    else:
+        bound = _implicit_ttft(targets)
+        for layout, (lo, c) in _at_a_rate(groups).items():
+
+            def at(n: int, layout: Layout = layout, c: Candidate = c) -> ServeRun:
+                load = traffic
+                if isinstance(traffic, Workload) and traffic.requests is None:
+                    load = Workload(
+                        traffic.arrivals, traffic.input_tokens, traffic.output_tokens, traffic.prefix, requests * n
+                    )
+                return run(layout, n, c, load)
+
+            runs += _fewest_replicas(lo, max(lo, screen.gpu_budget // layout.gpus), at, lambda r: _good(r, bound))
     ranked = tuple(sorted(runs, key=lambda r: _rank_key(r, qps)))
     best = ranked[0]
     if not best.meets:
         raise _nothing_meets(ranked, targets)
+    if qps is not None and not _good(best, _implicit_ttft(targets)):
+        raise _nothing_keeps_up(ranked, qps, screen.gpu_budget, gpu.name)
     return SimulatedPlan(
         spec.name,
         gpu.name,
@@ -535,10 +579,63 @@ def plan_on_simulation(
         ranked,
         screen,
         [
-            note("serve.simulated_plan", simulated=len(ranked), per_layout=PER_LAYOUT, requests=requests),
+            note("serve.simulated_plan", simulated=len(ranked), per_layout=PER_LAYOUT, requests=requests, qps=qps),
             *best.conventions,
+            *_plan_warnings(best, qps, targets),
         ],
     )
+
+
+#: The P99 TTFT, seconds, past which no interactive service waits: at a rate without a TTFT target
+#: the plan keeps within it (a stated default, so that the fewest replicas are not a queue that
+#: grows for as long as the traffic lasts); a chosen plan past it is warned about.
+SANE_TTFT_S = 10.0
+
+
+def _implicit_ttft(targets: Mapping[str, Target]) -> float | None:
+    """The P99 TTFT bound a plan at a rate keeps without a TTFT target (:data:`SANE_TTFT_S`)."""
+    return None if "ttft_s" in targets else SANE_TTFT_S
+
+
+def _good(run: ServeRun, bound: float | None) -> bool:
+    """Whether ``run`` meets its targets, refuses nothing and, without a TTFT target, keeps its
+    P99 TTFT within ``bound``."""
+    p99 = run.percentiles["ttft_s"].p99
+    return run.meets and (bound is None or (p99 is not None and p99 <= bound))
+
+
+def _nothing_keeps_up(runs: Sequence[ServeRun], qps: float, budget: int, gpu: str) -> InputError:
+    """The one-line error when, at ``qps``, no replica count within the budget keeps the P99 TTFT
+    within :data:`SANE_TTFT_S` (no TTFT target given)."""
+    most = max(runs, key=lambda r: (r.gpus, -(r.percentiles["ttft_s"].p99 or 0.0)))
+    reached = most.percentiles["ttft_s"].p99
+    return InputError(
+        f"qps {qps:g}: no configuration within {budget:,} x {gpu} keeps the P99 TTFT within "
+        f"{fmt_seconds(SANE_TTFT_S)} (the most simulated, {most.describe()}, reaches "
+        f"{fmt_seconds(reached or 0.0)}); raise gpus, lower qps or give a ttft_s target",
+        fields=("qps", "gpus"),
+    )
+
+
+def _plan_warnings(best: ServeRun, qps: float | None, targets: Mapping[str, Target]) -> list[Note]:
+    """What a user must be told about the chosen plan: at a rate without a TTFT target, the bound
+    it was held to; a P99 TTFT past :data:`SANE_TTFT_S` (saturated: requests waiting for a slot)."""
+    out = []
+    if qps is not None and "ttft_s" not in targets:
+        out.append(note("serve.implicit_ttft", bound=SANE_TTFT_S))
+    p99 = best.percentiles["ttft_s"].p99
+    if p99 is not None and p99 > SANE_TTFT_S:
+        queued = [r.queue_s for r in best.simulation.requests]
+        out.append(
+            note(
+                "warning.serve_ttft",
+                ttft=p99,
+                bound=SANE_TTFT_S,
+                queue=sum(queued) / len(queued) if queued else 0.0,
+                saturated=qps is None,
+            )
+        )
+    return out
 
 
 def _closed_loop(traffic: Workload | Trace, users: int, requests: int, ramp_s: float) -> Workload:

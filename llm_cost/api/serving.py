@@ -332,8 +332,9 @@ def _simulated(
             **formats,
         )
     search = _narrowed(one, None, engine_options["max_num_batched_tokens"], engine_options["chunked_prefill"])
-    if engine_options["max_num_seqs"] is not None:
-        search["concurrency"] = [c for c in CONCURRENCY_GRID if c <= config.max_num_seqs] or [config.max_num_seqs]
+    # the engine runs at most max_num_seqs sequences (its own default, or the one given): no
+    # concurrency beyond it is searched
+    search["concurrency"] = [c for c in CONCURRENCY_GRID if c <= config.max_num_seqs] or [config.max_num_seqs]
     screen = plan(
         spec,
         g,

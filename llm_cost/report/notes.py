@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from llm_cost.core.notes import Note
+from llm_cost.core.units import fmt_seconds
 
 __all__ = ["TEMPLATES", "sentence"]
 
@@ -213,10 +214,29 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         )
         + "; percentiles linear between order statistics; goodput: requests/s meeting every target (DistServe)"
     ),
-    "serve.simulated_plan": "plan: the analytic search screens the configurations; {simulated} of its aggregated "
-    "frontier are simulated (without a rate at most {per_layout} per layout and replica count, with one each layout's "
-    "{per_layout} fewest replica counts), {requests:,} requests per replica, and ranked on their simulated "
-    "distributions against the targets",
+    "serve.simulated_plan": lambda p: (
+        f"plan: the analytic search screens the configurations; {p['simulated']} runs of its aggregated frontier "
+        "are simulated ("
+        + (
+            f"at most {p['per_layout']} per layout and replica count"
+            if p.get("qps") is None
+            else "each layout from the fewest replicas the screen says carry the rate, doubled until the targets "
+            "hold, then bisected to the fewest that meet them, up to the GPU budget"
+        )
+        + f"), {p['requests']:,} requests per replica, and ranked on their simulated distributions against the "
+        "targets"
+    ),
+    "serve.implicit_ttft": "no TTFT target: at a rate the plan keeps the P99 TTFT within {bound:g} s (the fewest "
+    "replicas that carry the rate on average still let a queue grow); give --ttft for another bound",
+    "warning.serve_ttft": lambda p: (
+        f"warning: the chosen plan's P99 TTFT is {fmt_seconds(p['ttft'])}, past {fmt_seconds(p['bound'])}; "
+        f"requests wait {fmt_seconds(p['queue'])} on average before they are scheduled"
+        + (
+            " (saturated: every slot is busy, so each request waits for one to free); give --ttft or --qps"
+            if p["saturated"]
+            else "; give --ttft, more --gpus or a lower --qps"
+        )
+    ),
     "serve.compare": "each GPU planned for the same traffic and targets; the cheapest per million output tokens is "
     "marked (GPUs without a price or a plan are not ranked)",
     "serve.percentile_screen": "the analytic search reads each percentile target as a bound on the mean",
