@@ -34,6 +34,7 @@ from typing import Any
 
 from llm_cost.analyses.capacity import MemoryPolicy
 from llm_cost.analyses.serving import Candidate, ServePlan
+from llm_cost.analyses.serving.search import pcie_note
 from llm_cost.analyses.serving_runs import replica_kv_tokens
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.errors import InputError
@@ -331,6 +332,7 @@ def run_configuration(
         candidate,
         [
             note("serve.simulated", label=time_model.label, engine=engine.engine, replicas=replicas),
+            *pcie_note(gpu, layout, time_model),
             *notes,
         ],
     )

@@ -226,6 +226,16 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + f"), {p['requests']:,} requests per replica, and ranked on their simulated distributions against the "
         "targets"
     ),
+    "serve.pcie_tp": lambda p: (
+        f"tensor parallelism over PCIe: {p['gpu']} has no GPU-to-GPU link, so TP {p['tp']} runs its all-reduces "
+        f"over PCIe {p['gen']}.0 x16 at {p['gb_s']:g} GB/s per direction"
+        + (
+            f", each call also paying {p['latency_s'] * 1e6:.1f} us of latency (the profile's)"
+            if p.get("latency_s")
+            else " (no latency per call in this time model)"
+        )
+        + "; one host of up to 8 cards, as vLLM and SGLang run them"
+    ),
     "serve.implicit_ttft": "no TTFT target: at a rate the plan keeps the P99 TTFT within {bound:g} s (the fewest "
     "replicas that carry the rate on average still let a queue grow); give --ttft for another bound",
     "warning.serve_ttft": lambda p: (

@@ -3,7 +3,7 @@
 
 INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                       'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                      'crc32': 'ac70776a',
+                      'crc32': '45161b89',
                       'file': 'a10.yaml',
                       'spec': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                'architecture': 'Ampere GA102',
@@ -22,6 +22,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                'memory_gib': 24.0,
                                'memory_type': 'GDDR6',
                                'name': 'a10',
+                               'pcie_gb_s_per_direction': 32.0,
                                'pcie_gen': 4,
                                'source': {'note': 'Interconnect: no NVLink; PCIe Gen4 x16 (64 GB/s '
                                                   'bidirectional). Datasheet: FP32 31.2 TF; TF32 62.5 | '
@@ -59,6 +60,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_gib': 80.0,
                                 'memory_type': 'HBM2e',
                                 'name': 'a100',
+                                'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 4,
                                 'source': {'note': 'Interconnect: datasheet prints 600 GB/s, bidirectional '
                                                    'total; stored here per direction. Cross-checked: '
@@ -92,6 +94,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                      'memory_gib': 40.0,
                                      'memory_type': 'HBM2',
                                      'name': 'a100-40gb',
+                                     'pcie_gb_s_per_direction': None,
                                      'pcie_gen': 4,
                                      'source': {'note': 'Interconnect: datasheet prints 600 GB/s, '
                                                         'bidirectional total (12 links x 25 GB/s each way = '
@@ -127,6 +130,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_gib': 80.0,
                                 'memory_type': 'HBM2e',
                                 'name': 'a800',
+                                'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 4,
                                 'source': {'note': 'Interconnect: the datasheet prints NVLink 400 GB/s, '
                                                    'bidirectional total; stored here per direction (the A100 '
@@ -165,6 +169,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_gib': 180.0,
                                 'memory_type': 'HBM3e',
                                 'name': 'b200',
+                                'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 5,
                                 'source': {'note': 'Interconnect: datasheet prints 1800 GB/s, bidirectional '
                                                    'total (900 GB/s per direction); stored here per '
@@ -207,6 +212,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_gib': 270.0,
                                 'memory_type': 'HBM3e (12-high)',
                                 'name': 'b300',
+                                'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 6,
                                 'source': {'note': 'Interconnect: NVLink 5, 1,800 GB/s per GPU bidirectional '
                                                    'total (14.4 TB/s per 8 GPUs); stored per direction. PCIe '
@@ -250,6 +256,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                  'memory_gib': 186.0,
                                  'memory_type': 'HBM3e',
                                  'name': 'gb200',
+                                 'pcie_gb_s_per_direction': None,
                                  'pcie_gen': 5,
                                  'source': {'note': 'Interconnect: the datasheet prints 1,800 GB/s per GPU, '
                                                     'bidirectional total; stored here per direction; the '
@@ -290,6 +297,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                  'memory_gib': 279.0,
                                  'memory_type': 'HBM3e (12-high)',
                                  'name': 'gb300',
+                                 'pcie_gb_s_per_direction': None,
                                  'pcie_gen': 6,
                                  'source': {'note': 'Interconnect: 1,800 GB/s per GPU bidirectional total '
                                                     '(130 TB/s per 72); stored per direction; the NVLink '
@@ -331,6 +339,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_gib': 80.0,
                                 'memory_type': 'HBM3',
                                 'name': 'h100',
+                                'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 5,
                                 'source': {'note': 'Interconnect: datasheet prints 900 GB/s, bidirectional '
                                                    'total (18 links; 450 GB/s per direction); stored here '
@@ -367,6 +376,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                      'memory_gib': 80.0,
                                      'memory_type': 'HBM2e',
                                      'name': 'h100-pcie',
+                                     'pcie_gb_s_per_direction': None,
                                      'pcie_gen': 5,
                                      'source': {'note': 'Interconnect: datasheet prints 600 GB/s, '
                                                         'bidirectional total; stored here per direction. '
@@ -401,6 +411,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                'memory_gib': 96.0,
                                'memory_type': 'HBM3',
                                'name': 'h20',
+                               'pcie_gb_s_per_direction': None,
                                'pcie_gen': 5,
                                'source': {'note': 'Interconnect: NVLink 900 GB/s, bidirectional total; '
                                                   'stored here per direction. PCIe Gen5 128 GB/s. TDP 400 W. '
@@ -439,6 +450,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_gib': 141.0,
                                 'memory_type': 'HBM3e',
                                 'name': 'h200',
+                                'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 5,
                                 'source': {'note': 'Interconnect: datasheet prints 900 GB/s, bidirectional '
                                                    'total; stored here per direction. H200 NVL (PCIe): same '
@@ -475,6 +487,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_gib': 80.0,
                                 'memory_type': 'HBM3',
                                 'name': 'h800',
+                                'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 5,
                                 'source': {'note': 'Interconnect: the datasheet prints NVLink 400 GB/s, '
                                                    'bidirectional total; stored here per direction (the H100 '
@@ -493,7 +506,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'vendor': 'NVIDIA'}},
               'l4': {'aliases': ['nvidia-l4', 'l4-24gb'],
                      'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                     'crc32': '53ee3b66',
+                     'crc32': '3e49c3bd',
                      'file': 'l4.yaml',
                      'spec': {'aliases': ['nvidia-l4', 'l4-24gb'],
                               'architecture': 'Ada Lovelace AD104',
@@ -512,6 +525,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                               'memory_gib': 24.0,
                               'memory_type': 'GDDR6',
                               'name': 'l4',
+                              'pcie_gb_s_per_direction': 32.0,
                               'pcie_gen': 4,
                               'source': {'note': 'Interconnect: no NVLink; GPUs talk over PCIe Gen4 x16 (64 '
                                                  'GB/s bidirectional). TDP 72 W (low-profile, passively '
@@ -525,7 +539,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                               'vendor': 'NVIDIA'}},
               'l40s': {'aliases': [],
                        'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                       'crc32': '13051608',
+                       'crc32': 'a41f3de0',
                        'file': 'l40s.yaml',
                        'spec': {'aliases': [],
                                 'architecture': 'Ada Lovelace AD102',
@@ -545,6 +559,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_gib': 48.0,
                                 'memory_type': 'GDDR6 (ECC)',
                                 'name': 'l40s',
+                                'pcie_gb_s_per_direction': 32.0,
                                 'pcie_gen': 4,
                                 'source': {'note': 'Interconnect: datasheet prints 0 GB/s, n/a; stored here '
                                                    'per direction. Cross-checked: '
@@ -578,6 +593,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                   'memory_gib': 192.0,
                                   'memory_type': 'HBM3',
                                   'name': 'mi300x',
+                                  'pcie_gb_s_per_direction': None,
                                   'pcie_gen': 5,
                                   'source': {'note': 'Interconnect: datasheet prints 896 GB/s, AMD peak '
                                                      'per-link figure (bidirectional); 7 x 128 = 896 GB/s '
@@ -614,6 +630,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                   'memory_gib': 256.0,
                                   'memory_type': 'HBM3E',
                                   'name': 'mi325x',
+                                  'pcie_gb_s_per_direction': None,
                                   'pcie_gen': 5,
                                   'source': {'note': 'Interconnect: 7 Infinity Fabric links x 128 GB/s = 896 '
                                                      'GB/s aggregate (bidirectional), as the MI300X; stored '
@@ -651,6 +668,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                   'memory_gib': 288.0,
                                   'memory_type': 'HBM3E',
                                   'name': 'mi355x',
+                                  'pcie_gb_s_per_direction': None,
                                   'pcie_gen': 5,
                                   'source': {'note': 'Interconnect: 7 Infinity Fabric links x 153.6 GB/s = '
                                                      '1,075.2 GB/s aggregate (bidirectional); stored here '
@@ -690,6 +708,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'memory_gib': 24.0,
                                     'memory_type': 'GDDR6X',
                                     'name': 'rtx-3090',
+                                    'pcie_gb_s_per_direction': None,
                                     'pcie_gen': 4,
                                     'source': {'note': 'Memory: 24 GB GDDR6X at 19.5 Gbps on 384 bits = 936 '
                                                        'GB/s. TGP 350 W. Interconnect: a 2-way NVLink '
@@ -729,6 +748,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                        'memory_gib': 24.0,
                                        'memory_type': 'GDDR6X',
                                        'name': 'rtx-3090-ti',
+                                       'pcie_gb_s_per_direction': None,
                                        'pcie_gen': 4,
                                        'source': {'note': 'Derived, not printed: NVIDIA publishes no tensor '
                                                           'table for the 3090 Ti; 84 SMs x 1,024 FLOP/clock '
@@ -747,7 +767,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                        'vendor': 'NVIDIA'}},
               'rtx-4090': {'aliases': ['4090', 'rtx4090', 'geforce-rtx-4090'],
                            'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                           'crc32': '527a1e8e',
+                           'crc32': '06c7a3f4',
                            'file': 'rtx-4090.yaml',
                            'spec': {'aliases': ['4090', 'rtx4090', 'geforce-rtx-4090'],
                                     'architecture': 'Ada Lovelace AD102',
@@ -768,6 +788,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'memory_gib': 24.0,
                                     'memory_type': 'GDDR6X',
                                     'name': 'rtx-4090',
+                                    'pcie_gb_s_per_direction': 32.0,
                                     'pcie_gen': 4,
                                     'source': {'note': 'Interconnect: datasheet prints 0 GB/s, n/a; stored '
                                                        'here per direction. GeForce: BF16/FP16 with FP32 '
@@ -784,7 +805,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'vendor': 'NVIDIA'}},
               'rtx-5090': {'aliases': ['5090', 'rtx5090', 'geforce-rtx-5090'],
                            'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                           'crc32': '0ff5eeeb',
+                           'crc32': 'fee16c2c',
                            'file': 'rtx-5090.yaml',
                            'spec': {'aliases': ['5090', 'rtx5090', 'geforce-rtx-5090'],
                                     'architecture': 'Blackwell GB202',
@@ -805,6 +826,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'memory_gib': 32.0,
                                     'memory_type': 'GDDR7',
                                     'name': 'rtx-5090',
+                                    'pcie_gb_s_per_direction': 64.0,
                                     'pcie_gen': 5,
                                     'source': {'note': 'Interconnect: no NVLink; PCIe Gen5 x16. Memory: 28 '
                                                        'Gbps GDDR7 on 512 bits = 1,792 GB/s. Total graphics '
@@ -825,7 +847,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'vendor': 'NVIDIA'}},
               'rtx-pro-6000': {'aliases': ['rtx-pro-6000-blackwell', 'rtx-pro-6000-server', 'rtxpro6000'],
                                'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                               'crc32': '2eb2260c',
+                               'crc32': '9cca099a',
                                'file': 'rtx-pro-6000.yaml',
                                'spec': {'aliases': ['rtx-pro-6000-blackwell',
                                                     'rtx-pro-6000-server',
@@ -847,6 +869,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                         'memory_gib': 96.0,
                                         'memory_type': 'GDDR7 (ECC)',
                                         'name': 'rtx-pro-6000',
+                                        'pcie_gb_s_per_direction': 64.0,
                                         'pcie_gen': 5,
                                         'source': {'note': 'Interconnect: no NVLink; PCIe Gen5 x16. '
                                                            'Workstation Edition: same GPU and memory at 600 '

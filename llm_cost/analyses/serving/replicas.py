@@ -113,13 +113,24 @@ def replica(
     return Replica(layout, usable, weights, seq, prompt)
 
 
-def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
-    """Replica layouts up to ``budget`` GPUs: TP 1, 2, 4, 8 (or 16) dividing the query heads
-    within a node, PP 1, 2, 4 or 8, EP 1 or TP for MoE models (:func:`plan` keeps a pipeline only
-    where TP alone does not hold the model)."""
-    from llm_cost.model.layout import validate_layout
+def node_gpus(gpu: HardwareSpec) -> int:
+    """GPUs of one node a replica's tensor parallelism joins: the spec's ``gpus_per_node``; for a
+    card with no GPU-to-GPU link (one per node), one host of
+    :data:`~llm_cost.perf.timemodel.PCIE_TP_MAX` cards over PCIe."""
+    from llm_cost.perf.timemodel import PCIE_TP_MAX
 
     node = max(1, gpu.interconnect.gpus_per_node)
+    return PCIE_TP_MAX if node == 1 else node
+
+
+def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
+    """Replica layouts up to ``budget`` GPUs: TP 1, 2, 4, 8 (or 16) dividing the query heads
+    within a node (a card with no GPU-to-GPU link: up to
+    :data:`~llm_cost.perf.timemodel.PCIE_TP_MAX` over PCIe), PP 1, 2, 4 or 8, EP 1 or TP for MoE
+    models (:func:`plan` keeps a pipeline only where TP alone does not hold the model)."""
+    from llm_cost.model.layout import validate_layout
+
+    node = node_gpus(gpu)
     heads = spec.attention.num_attention_heads
     out = []
     for tp in (t for t in (1, 2, 4, 8, 16) if t <= node and heads % t == 0):

@@ -11,6 +11,7 @@ from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, policy_note, us
 from llm_cost.analyses.serving.modes import aggregated, aggregated_point, disaggregated
 from llm_cost.analyses.serving.replicas import (
     StepTimes,
+    node_gpus,
     replica,
     replica_layouts,
     smallest_step,
@@ -200,7 +201,7 @@ def plan(
     InputError when no layout holds the model within the budget (saying how many GPUs it needs),
     or when no configuration meets the targets (naming the nearest achievable values)."""
     _check_output_tokens(traffic.output_tokens)
-    budget = gpus or (MAX_PLAN_GPUS if traffic.qps is not None else max(1, gpu.interconnect.gpus_per_node))
+    budget = gpus or (MAX_PLAN_GPUS if traffic.qps is not None else node_gpus(gpu))
     if budget > MAX_PLAN_GPUS:
         raise InputError(f"gpus: {budget:,} is more than the {MAX_PLAN_GPUS:,} GPUs a plan covers", fields=("gpus",))
     if layouts is not None and layouts and min(layout.gpus for layout in layouts) > budget:
@@ -358,6 +359,7 @@ def _result(
         *extra_notes,
         *spec.context_note([traffic.input_tokens + traffic.output_tokens]),
         *_few_kv_heads_note(spec, model, chosen),
+        *pcie_note(gpu, chosen.layout, model),
     ]
     return ServePlan(
         spec.name,
@@ -394,6 +396,28 @@ def _result(
         steps,
         conventions,
     )
+
+
+def pcie_note(gpu: HardwareSpec, layout: Layout, model: TimeModel) -> list[Note]:
+    """A note when ``layout``'s tensor parallelism runs over PCIe (a card with no GPU-to-GPU link:
+    :func:`~llm_cost.perf.timemodel.pcie_tp`): its collectives at the host link's bandwidth, with
+    the time model's latency per call when it has one (a calibrated profile)."""
+    from llm_cost.perf.timemodel import pcie_tp
+
+    if not pcie_tp(gpu, layout.tp * layout.dp):
+        return []
+    params = getattr(getattr(model, "profile", None), "parameters", None)
+    latency = getattr(params, "collective_latency_s", None)
+    return [
+        note(
+            "serve.pcie_tp",
+            gpu=gpu.name,
+            tp=layout.tp,
+            gen=gpu.pcie_gen,
+            gb_s=gpu.pcie_bytes_s / 1e9,
+            latency_s=latency,
+        )
+    ]
 
 
 def _few_kv_heads_note(spec: ModelSpec, model: TimeModel, chosen: Candidate) -> list[Note]:
