@@ -33,6 +33,7 @@ from fractions import Fraction
 from typing import Any
 
 from llm_cost.analyses.capacity import MemoryPolicy
+from llm_cost.analyses.launch import Launch
 from llm_cost.analyses.serving import Candidate, ServePlan
 from llm_cost.analyses.serving.search import pcie_note
 from llm_cost.analyses.serving_runs import replica_kv_tokens
@@ -149,6 +150,7 @@ class ServeRun(Result):
     simulation: SimResult
     candidate: Candidate | None
     conventions: list[Note] = field(default_factory=list)
+    launch: Launch | None = None  # the engine command that runs it (``emit``)
 
     @property
     def meets(self) -> bool:
@@ -364,6 +366,7 @@ class SimulatedPlan(Result):
     simulated: tuple[ServeRun, ...]
     screen: ServePlan
     conventions: list[Note] = field(default_factory=list)
+    launch: Launch | None = None  # the engine command that runs it (``emit``)
 
 
 def _picks(group: list[Candidate], targets: Mapping[str, Target]) -> list[Candidate]:

@@ -67,6 +67,7 @@ def serve(
     gpu_memory_utilization: Any = None,
     reserve_bytes: Any = None,
     network_gb_s: Any = None,
+    emit: Any = None,
 ) -> ServePlan | SimulatedPlan | ServeRun:
     """The serving answer (``llm-cost serve``), in one of three forms:
 
@@ -96,8 +97,36 @@ def serve(
     ``max_model_len`` (default the model's), ``gpu_memory_utilization``. Steps are timed by
     ``profile`` if given, else by vLLM's time model for the GPU
     (:func:`llm_cost.analyses.serving_runs.vllm_time_model`); the analytic-only forms by the GPU's
-    calibrated profile. Deterministic for ``seed``. InputError naming the argument for anything
-    out of range, contradictory, or for targets nothing meets (with the nearest reached)."""
+    calibrated profile. Deterministic for ``seed``. ``emit`` (``vllm``, ``sglang``, ``trtllm``):
+    the result's ``launch`` holds the engine command that runs the chosen configuration
+    (:func:`llm_cost.analyses.launch.launch_command`; an aggregated plan). InputError naming the
+    argument for anything out of range, contradictory, or for targets nothing meets (with the
+    nearest reached)."""
+    engine_for_emit = _emit_engine(emit)
+    result = _serve(
+        model, gpu, input_tokens, output_tokens, ttft_s, tpot_s, itl_s, e2e_s, qps, gpus, usd_per_gpu_hour, modes,
+        layout, concurrency, chunk_tokens, chunked_prefill, workload, trace, prefix_tokens, prefix_groups,
+        users_per_prefix, requests, engine, max_num_seqs, prefix_caching, max_model_len, seed, analytic, dtype,
+        weights_dtype, bits_per_weight, group_size, kv_dtype, profile, memory, gpu_memory_utilization, reserve_bytes,
+        network_gb_s,
+    )  # fmt: skip
+    if engine_for_emit is None:
+        return result
+    return _with_launch(
+        result, engine_for_emit, model, gpu, weights_dtype, bits_per_weight, group_size, kv_dtype, memory,
+        gpu_memory_utilization, reserve_bytes, max_model_len,
+    )  # fmt: skip
+
+
+def _serve(
+    model: Any, gpu: Any, input_tokens: Any, output_tokens: Any, ttft_s: Any, tpot_s: Any, itl_s: Any, e2e_s: Any,
+    qps: Any, gpus: Any, usd_per_gpu_hour: Any, modes: Any, layout: Any, concurrency: Any, chunk_tokens: Any,
+    chunked_prefill: Any, workload: Any, trace: Any, prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any,
+    requests: Any, engine: Any, max_num_seqs: Any, prefix_caching: Any, max_model_len: Any, seed: Any, analytic: Any,
+    dtype: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any, kv_dtype: Any, profile: Any, memory: Any,
+    gpu_memory_utilization: Any, reserve_bytes: Any, network_gb_s: Any,
+) -> Any:  # fmt: skip
+    """:func:`serve` without ``emit``."""
     spec, g = load_model(model), load_gpu(gpu)
     goals = traffic.targets_of(ttft_s=ttft_s, tpot_s=tpot_s, itl_s=itl_s, e2e_s=e2e_s)
     load, has_arrivals = traffic.traffic_of(
@@ -162,6 +191,89 @@ def serve(
         checks.count(seed, "seed", 0, 2**63),
         requests,
     )
+
+
+def _emit_engine(emit: Any) -> Any:
+    """The engine whose launch command ``emit`` asks for (None: none)."""
+    from llm_cost.core.types import ServingEngine
+
+    return checks.optional(emit, checks.choice, ServingEngine, "emit")
+
+
+def _with_launch(
+    result: Any,
+    engine: Any,
+    model: Any,
+    gpu: Any,
+    weights_dtype: Any,
+    bits_per_weight: Any,
+    group_size: Any,
+    kv_dtype: Any,
+    memory: Any,
+    gpu_memory_utilization: Any,
+    reserve_bytes: Any,
+    max_model_len: Any,
+) -> Any:
+    """``result`` with its ``launch``: the command of its chosen configuration on ``engine``
+    (:func:`llm_cost.analyses.launch.launch_command`). InputError for a disaggregated plan (two
+    pools, no one command)."""
+    import dataclasses
+
+    from llm_cost.analyses.capacity import capacity_bytes
+    from llm_cost.analyses.launch import LaunchPlan, hf_repo_id, launch_command
+    from llm_cost.analyses.simulated_serving import ServeRun, SimulatedPlan
+    from llm_cost.core.notes import note
+    from llm_cost.core.types import WeightFormat
+    from llm_cost.model.layout import per_gpu
+
+    spec, g = load_model(model), load_gpu(gpu)
+    run = result.chosen if isinstance(result, SimulatedPlan) else result
+    weight_bits = choices.weight_bits(spec, weights_dtype, bits_per_weight, group_size)
+    kv_bits = choices.kv_dtype_of(kv_dtype).bits
+    policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
+    length = checks.optional(max_model_len, checks.count, "max_model_len", 2, 2**24) or spec.max_position_embeddings
+    if isinstance(run, ServeRun):
+        layout, replicas = run.layout, run.replicas
+        seqs, tokens, chunked, cached = run.max_num_seqs, run.max_num_batched_tokens, run.chunked_prefill, run.prefix_caching
+    else:
+        c = run.chosen
+        if c.prefill_layout is not None:
+            raise InputError(
+                "emit: the chosen plan is disaggregated (a prefill and a decode pool), which no one command "
+                "launches; search aggregated serving (modes) to emit a command",
+                fields=("emit", "modes"),
+            )
+        layout, replicas, seqs = c.layout, c.replicas, c.concurrency
+        chunked = c.chunk_tokens is not None
+        tokens, cached = c.chunk_tokens if chunked else max(length, 2048), True
+    notes: list[Any] = []
+    model_id = hf_repo_id(spec.source.url)
+    if model_id is None:
+        model_id = spec.name
+        notes.append(note("launch.model_id", name=spec.name))
+    fmt = choices.weights_dtype_of(weights_dtype)
+    quantization = None
+    if fmt in (WeightFormat.FP8,):
+        quantization = "fp8"
+    elif fmt is not None or bits_per_weight is not None:
+        notes.append(note("launch.checkpoint_quantized", bits=float(weight_bits)))
+    plan = LaunchPlan(
+        model_id,
+        layout,
+        replicas,
+        seqs,
+        tokens,
+        chunked,
+        cached,
+        length,
+        policy.utilization,
+        capacity_bytes(g, policy.convention),
+        per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes,
+        kv_bits,
+        quantization,
+    )
+    launch = launch_command(plan, engine)
+    return dataclasses.replace(result, launch=dataclasses.replace(launch, conventions=[*launch.conventions, *notes]))
 
 
 def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str, Any]:

@@ -236,6 +236,14 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         )
         + "; one host of up to 8 cards, as vLLM and SGLang run them"
     ),
+    "launch.replicas": "the command runs one replica of {gpus} GPU(s); run {replicas} of them behind a load "
+    "balancer (or the engine's data parallelism on one node)",
+    "launch.model_id": "model id: {name} is the spec's name; give the checkpoint's Hugging Face repo id or path",
+    "launch.checkpoint_quantized": "weights at {bits:g} bits: serve a checkpoint quantized so (AWQ, GPTQ, "
+    "compressed-tensors); the engine reads its format from the checkpoint's config, no flag",
+    "launch.trtllm_quantized": "TensorRT-LLM takes FP8 weights and an FP8 KV cache from a prequantized "
+    "checkpoint (ModelOpt's hf_quant_config.json) or --extra_llm_api_options (kv_cache_config: dtype: fp8), not "
+    "from a trtllm-serve flag",
     "serve.implicit_ttft": "no TTFT target: at a rate the plan keeps the P99 TTFT within {bound:g} s (the fewest "
     "replicas that carry the rate on average still let a queue grow); give --ttft for another bound",
     "warning.serve_ttft": lambda p: (

@@ -397,3 +397,13 @@ def _flat(run: Any) -> dict:
         p = run.percentiles[m]
         row.update({f"{m[:-2]}_p50_s": p.p50, f"{m[:-2]}_p90_s": p.p90, f"{m[:-2]}_p99_s": p.p99})
     return row
+
+
+def launch_text(launch: Any) -> str:
+    """``--emit``: comment lines (the engine version and the file its flags were checked against,
+    the replicas, the notes) and the command, one line a shell runs."""
+    from llm_cost.report.notes import sentence
+
+    lines = [f"# {launch.version}: flags checked against {launch.checked_against}"]
+    lines += [f"# {sentence(n)}" for n in launch.conventions]
+    return "\n".join([*lines, launch.command]) + "\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import field
 
+from llm_cost.analyses.launch import Launch
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.labels import Limit
 from llm_cost.core.notes import Note
@@ -136,3 +137,4 @@ class ServePlan(Result):
     candidates_feasible: int  # of those, the ones that hold their sequences and keep up with their prompts
     steps_timed: int
     conventions: list[Note] = field(default_factory=list)
+    launch: Launch | None = None  # the engine command that runs it (``emit``)
