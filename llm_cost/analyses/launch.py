@@ -126,7 +126,12 @@ def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
         argv = ["vllm", "serve", plan.model_id, _f("tensor-parallel-size"), str(lay.tp)]
         argv += [_f("pipeline-parallel-size"), str(lay.pp)]
         argv += [_f("enable-expert-parallel")] if lay.ep > 1 else []
-        argv += [_f("max-num-seqs"), str(plan.max_num_seqs), _f("max-num-batched-tokens"), str(plan.max_num_batched_tokens)]
+        argv += [
+            _f("max-num-seqs"),
+            str(plan.max_num_seqs),
+            _f("max-num-batched-tokens"),
+            str(plan.max_num_batched_tokens),
+        ]
         argv += [_f("enable-chunked-prefill") if plan.chunked_prefill else _f("no-enable-chunked-prefill")]
         argv += [_f("gpu-memory-utilization"), _fraction(plan.gpu_memory_utilization)]
         argv += [_f("kv-cache-dtype"), "fp8" if plan.kv_bits == 8 else "auto"]

@@ -492,6 +492,7 @@ def plan_on_simulation(
     compute_dtype: Dtype = Dtype.BF16,
     seed: int | str = 0,
     requests: int = PLAN_REQUESTS,
+    notes: Sequence[Note] = (),
 ) -> SimulatedPlan:
     """Simulate the promising candidates of ``screen`` (module docstring) and choose among them.
     ``traffic`` with a rate is simulated per replica as it is; without a rate (``qps`` None) each
@@ -586,6 +587,7 @@ def plan_on_simulation(
         [
             note("serve.simulated_plan", simulated=len(ranked), per_layout=PER_LAYOUT, requests=requests, qps=qps),
             *best.conventions,
+            *(n for n in notes if n not in best.conventions),
             *_plan_warnings(best, qps, targets),
         ],
     )

@@ -103,13 +103,8 @@ def serve(
     argument for anything out of range, contradictory, or for targets nothing meets (with the
     nearest reached)."""
     engine_for_emit = _emit_engine(emit)
-    result = _serve(
-        model, gpu, input_tokens, output_tokens, ttft_s, tpot_s, itl_s, e2e_s, qps, gpus, usd_per_gpu_hour, modes,
-        layout, concurrency, chunk_tokens, chunked_prefill, workload, trace, prefix_tokens, prefix_groups,
-        users_per_prefix, requests, engine, max_num_seqs, prefix_caching, max_model_len, seed, analytic, dtype,
-        weights_dtype, bits_per_weight, group_size, kv_dtype, profile, memory, gpu_memory_utilization, reserve_bytes,
-        network_gb_s,
-    )  # fmt: skip
+    given = {k: v for k, v in locals().items() if k not in ("emit", "engine_for_emit")}
+    result = _serve(**given)
     if engine_for_emit is None:
         return result
     return _with_launch(
@@ -162,7 +157,19 @@ def _serve(
         or searched == (ServingMode.DISAGGREGATED,)
     ):
         return _analytic(
-            spec, g, load, goals, gpus, searched, one, concurrency, chunk_tokens, chunked_prefill, profile, options
+            spec,
+            g,
+            load,
+            goals,
+            gpus,
+            searched,
+            one,
+            concurrency,
+            chunk_tokens,
+            chunked_prefill,
+            profile,
+            options,
+            checks.one_of(engine, "engine", traffic.ENGINES) == "trtllm",
         )
     if concurrency is not None and has_arrivals:
         raise InputError(
@@ -228,13 +235,18 @@ def _with_launch(
 
     spec, g = load_model(model), load_gpu(gpu)
     run = result.chosen if isinstance(result, SimulatedPlan) else result
-    weight_bits = choices.weight_bits(spec, weights_dtype, bits_per_weight, group_size)
+    weight_bits, _ = served_weight_bits(spec, weights_dtype, bits_per_weight, group_size)
     kv_bits = choices.kv_dtype_of(kv_dtype).bits
     policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
     length = checks.optional(max_model_len, checks.count, "max_model_len", 2, 2**24) or spec.max_position_embeddings
     if isinstance(run, ServeRun):
         layout, replicas = run.layout, run.replicas
-        seqs, tokens, chunked, cached = run.max_num_seqs, run.max_num_batched_tokens, run.chunked_prefill, run.prefix_caching
+        seqs, tokens, chunked, cached = (
+            run.max_num_seqs,
+            run.max_num_batched_tokens,
+            run.chunked_prefill,
+            run.prefix_caching,
+        )
     else:
         c = run.chosen
         if c.prefill_layout is not None:
@@ -276,12 +288,32 @@ def _with_launch(
     return dataclasses.replace(result, launch=dataclasses.replace(launch, conventions=[*launch.conventions, *notes]))
 
 
+def served_weight_bits(spec: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any) -> tuple[Any, list[Any]]:
+    """Bits per weight a server holds (:func:`llm_cost.api.choices.weight_bits`) and the note that
+    says why when it is not the checkpoint's: a checkpoint stored in float32 (Gemma-2-9B's
+    ``torch_dtype: float32``) is served at 16 bits (bf16) unless ``weights_dtype`` asks for fp32, as
+    servers load it (vLLM's ``dtype="auto"`` runs float32 checkpoints in 16 bits, ``_resolve_auto_dtype``
+    in ``vllm/config/model.py``; SGLang and TensorRT-LLM likewise)."""
+    from llm_cost.core.notes import note
+    from llm_cost.core.types import Dtype
+
+    if (
+        weights_dtype is None
+        and bits_per_weight is None
+        and spec.quantization is None
+        and spec.torch_dtype == Dtype.FP32
+    ):
+        return 16, [note("serve.fp32_checkpoint", model=spec.name)]
+    return choices.weight_bits(spec, weights_dtype, bits_per_weight, group_size), []
+
+
 def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str, Any]:
     """The formats, price, memory policy and network of a plan, resolved."""
+    bits, bits_notes = served_weight_bits(
+        spec, options["weights_dtype"], options["bits_per_weight"], options["group_size"]
+    )
     return dict(
-        weight_bits=choices.weight_bits(
-            spec, options["weights_dtype"], options["bits_per_weight"], options["group_size"]
-        ),
+        weight_bits=bits,
         kv_bits=choices.kv_dtype_of(options["kv_dtype"]).bits,
         compute_dtype=choices.compute_dtype(spec, g, options["dtype"], options["weights_dtype"]),
         usd_per_gpu_hour=checks.optional(
@@ -289,7 +321,7 @@ def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str
         ),
         policy=choices.memory_policy(options["memory"], options["gpu_memory_utilization"], options["reserve_bytes"]),
         network_gb_s=choices.network_gb_s_of(options["network_gb_s"]),
-        extra_notes=_profile_notes(chosen, g.name),
+        extra_notes=[*_profile_notes(chosen, g.name), *bits_notes],
     )
 
 
@@ -335,9 +367,11 @@ def _analytic(
     chunked_prefill: Any,
     profile: Any,
     options: dict[str, Any],
+    reserve_full: bool = False,
 ) -> ServePlan:
     """The analytic forms: one saturated configuration, or a disaggregated-only search (its
-    targets read as bounds on the means)."""
+    targets read as bounds on the means); ``reserve_full`` (TensorRT-LLM) counts each sequence's
+    KV cache at its whole length."""
     from llm_cost.analyses.serving import MAX_PLAN_GPUS, plan
 
     screen = _screen_traffic(load)
@@ -371,10 +405,13 @@ def _analytic(
     time_model = choices.time_model(g, chosen, common["network_gb_s"])
     if one is not None and batch is not None:
         return _one_configuration(
-            spec, g, screen, targets, time_model, one, batch, chunk, chunked_prefill, budget, searched, common
-        )
+            spec, g, screen, targets, time_model, one, batch, chunk, chunked_prefill, budget, searched, common,
+            reserve_full,
+        )  # fmt: skip
     search = _narrowed(one, batch, chunk, chunked_prefill)
-    return plan(spec, g, screen, targets, time_model, gpus=budget, modes=searched, **search, **common)
+    return plan(
+        spec, g, screen, targets, time_model, gpus=budget, modes=searched, reserve_full=reserve_full, **search, **common
+    )
 
 
 def _narrowed(one: Any, batch: Any, chunk: Any, chunked_prefill: bool) -> dict[str, Any]:
@@ -455,6 +492,7 @@ def _simulated(
         time_model,
         gpus=budget,
         modes=(ServingMode.AGGREGATED,),
+        reserve_full=config.engine == "trtllm",
         **search,
         **common,
     )
@@ -471,6 +509,7 @@ def _simulated(
         usd_per_gpu_hour=common["usd_per_gpu_hour"],
         seed=seed,
         requests=requests or PLAN_REQUESTS,
+        notes=common["extra_notes"],
         **formats,
     )
 
@@ -565,6 +604,7 @@ def _one_configuration(
     budget: Optional[int],
     modes: tuple[ServingMode, ...],
     common: dict[str, Any],
+    reserve_full: bool = False,
 ) -> ServePlan:
     """One configuration (a layout and a concurrency), evaluated saturated."""
     from llm_cost.analyses.serving import DEFAULT_CHUNK_TOKENS, evaluate
@@ -588,7 +628,17 @@ def _one_configuration(
     tokens = chunk if chunk is not None or not chunked_prefill else DEFAULT_CHUNK_TOKENS
     replicas = (budget or layout.gpus) // layout.gpus
     return evaluate(
-        spec, g, traffic, targets, time_model, layout, batch, chunk_tokens=tokens, replicas=replicas, **common
+        spec,
+        g,
+        traffic,
+        targets,
+        time_model,
+        layout,
+        batch,
+        chunk_tokens=tokens,
+        replicas=replicas,
+        reserve_full=reserve_full,
+        **common,
     )
 
 

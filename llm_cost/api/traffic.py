@@ -199,11 +199,11 @@ def engine_of(
     max_model_len: Any,
 ) -> EngineConfig:
     """The engine's settings: its server defaults for the GPU
-    (:func:`llm_cost.simulate.engine.vllm_defaults`), ``max_model_len`` the model's
+    (:func:`llm_cost.simulate.engine.engine_defaults`: vLLM's, TensorRT-LLM's own), ``max_model_len`` the model's
     ``max_position_embeddings`` (a longer request is refused, as vLLM refuses it), and the
     settings given. Without chunked prefill the token budget is vLLM's default for it,
     ``max(max_model_len, 2048)``."""
-    from llm_cost.simulate.engine import vllm_defaults
+    from llm_cost.simulate.engine import engine_defaults
 
     name = checks.one_of(engine, "engine", ENGINES)
     for flag, value in (("prefix_caching", prefix_caching), ("chunked_prefill", chunked_prefill)):
@@ -217,7 +217,7 @@ def engine_of(
     }
     if not chunked_prefill and "max_num_batched_tokens" not in changes:
         changes["max_num_batched_tokens"] = max(length, 2048)
-    return vllm_defaults(
+    return engine_defaults(
         gpu,
         engine=name,
         prefix_caching=prefix_caching,

@@ -244,6 +244,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "launch.trtllm_quantized": "TensorRT-LLM takes FP8 weights and an FP8 KV cache from a prequantized "
     "checkpoint (ModelOpt's hf_quant_config.json) or --extra_llm_api_options (kv_cache_config: dtype: fp8), not "
     "from a trtllm-serve flag",
+    "serve.fp32_checkpoint": "{model}'s checkpoint is stored in float32; it is served in bf16 (16 bits per "
+    "weight), as engines load it by default (vLLM's dtype auto); give --weights-dtype fp32 to serve 32 bits",
     "serve.implicit_ttft": "no TTFT target: at a rate the plan keeps the P99 TTFT within {bound:g} s (the fewest "
     "replicas that carry the rate on average still let a queue grow); give --ttft for another bound",
     "warning.serve_ttft": lambda p: (

@@ -102,13 +102,23 @@ def replica(
     policy: MemoryPolicy,
     weight_bits: Fraction,
     kv_bits: int,
+    reserve_full: bool = False,
 ) -> Replica:
-    """What one replica of ``layout`` holds for this traffic (its fullest GPU, under ``policy``)."""
+    """What one replica of ``layout`` holds for this traffic (its fullest GPU, under ``policy``).
+    A decoding sequence holds its blocks at its mean context; with ``reserve_full`` every
+    sequence holds the blocks of its whole length, prompt and every output token, from admission:
+    TensorRT-LLM's ``GUARANTEED_NO_EVICT`` capacity scheduler (its default) admits a request only
+    when the blocks that drive it to completion can be reserved
+    (``cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp``, ``GuaranteedNoEvictScheduler``:
+    "keep track of blocks needed to drive all in-progress requests to completion")."""
     usable = usable_bytes(gpu, policy)
     weights = per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes
-    seq = sequence_kv_bytes(
-        spec, layout, decode_contexts(traffic.input_tokens, traffic.output_tokens), kv_bits, policy.block_tokens
+    contexts = (
+        [traffic.input_tokens + traffic.output_tokens]
+        if reserve_full
+        else decode_contexts(traffic.input_tokens, traffic.output_tokens)
     )
+    seq = sequence_kv_bytes(spec, layout, contexts, kv_bits, policy.block_tokens)
     prompt = sequence_kv_bytes(spec, layout, [traffic.input_tokens], kv_bits, policy.block_tokens)
     return Replica(layout, usable, weights, seq, prompt)
 

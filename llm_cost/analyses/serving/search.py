@@ -194,8 +194,11 @@ def plan(
     concurrency: Sequence[int] = CONCURRENCY_GRID,
     chunks: Sequence[int | None] = CHUNK_GRID,
     extra_notes: Sequence[Note] = (),
+    reserve_full: bool = False,
 ) -> ServePlan:
     """Search serving configurations and choose the best meeting ``targets`` (module docstring).
+    ``reserve_full``: each sequence's KV cache is counted at its whole length, as TensorRT-LLM's
+    scheduler reserves it (:func:`~llm_cost.analyses.serving.replicas.replica`).
 
     ``gpus`` is the GPU budget (default: one node, or :data:`MAX_PLAN_GPUS` with ``traffic.qps``).
     InputError when no layout holds the model within the budget (saying how many GPUs it needs),
@@ -217,7 +220,9 @@ def plan(
     candidate_layouts = list(layouts) if layouts is not None else replica_layouts(spec, gpu, budget)
     reps = [
         rep
-        for rep in (replica(spec, gpu, layout, traffic, policy, bits, kv_bits) for layout in candidate_layouts)
+        for rep in (
+            replica(spec, gpu, layout, traffic, policy, bits, kv_bits, reserve_full) for layout in candidate_layouts
+        )
         if rep.room(spec, smallest_step(chunks, traffic), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes
     ]
     if layouts is None:
@@ -284,6 +289,7 @@ def plan(
                     layouts=layouts,
                     concurrency=concurrency,
                     chunks=chunks,
+                    reserve_full=reserve_full,
                 ).frontier
             except InputError:
                 most = None
@@ -533,6 +539,7 @@ def evaluate(
     policy: MemoryPolicy = DEPLOYMENT,
     network_gb_s: float = DEFAULT_NETWORK_GB_S,
     extra_notes: Sequence[Note] = (),
+    reserve_full: bool = False,
 ) -> ServePlan:
     """One aggregated configuration, saturated: ``replicas`` x ``layout`` at ``concurrency``
     decoding sequences each and a token budget of ``chunk_tokens`` per step; the same result as
@@ -549,7 +556,7 @@ def evaluate(
         )
     bits = weight_bits_of(weight_bits, limit=True)
     steps = StepTimes(spec, gpu, model, bits, kv_bits, compute_dtype)
-    rep = replica(spec, gpu, layout, Traffic(I, O), policy, bits, kv_bits)
+    rep = replica(spec, gpu, layout, Traffic(I, O), policy, bits, kv_bits, reserve_full)
     if rep.room(spec, smallest_step([chunk_tokens], Traffic(I, O)), 1, policy) < rep.seq_kv_bytes + rep.prompt_kv_bytes:
         raise _too_big(spec, gpu, Traffic(I, O), policy, bits, kv_bits, layout.gpus, [layout], "layout")
     budget = layout.gpus * replicas
