@@ -34,7 +34,7 @@ from typing import Any
 
 from llm_cost.analyses.capacity import MemoryPolicy
 from llm_cost.analyses.launch import Launch
-from llm_cost.analyses.serving import Candidate, ServePlan
+from llm_cost.analyses.serving import SANE_TTFT_S, Candidate, ServePlan
 from llm_cost.analyses.serving.search import pcie_note
 from llm_cost.analyses.serving_runs import replica_kv_tokens
 from llm_cost.core.choices import ServingMode
@@ -593,12 +593,6 @@ def plan_on_simulation(
     )
 
 
-#: The P99 TTFT, seconds, past which no interactive service waits: at a rate without a TTFT target
-#: the plan keeps within it (a stated default, so that the fewest replicas are not a queue that
-#: grows for as long as the traffic lasts); a chosen plan past it is warned about.
-SANE_TTFT_S = 10.0
-
-
 def _implicit_ttft(targets: Mapping[str, Target]) -> float | None:
     """The P99 TTFT bound a plan at a rate keeps without a TTFT target (:data:`SANE_TTFT_S`)."""
     return None if "ttft_s" in targets else SANE_TTFT_S
@@ -636,6 +630,7 @@ def _plan_warnings(best: ServeRun, qps: float | None, targets: Mapping[str, Targ
         out.append(
             note(
                 "warning.serve_ttft",
+                what="P99 TTFT",
                 ttft=p99,
                 bound=SANE_TTFT_S,
                 queue=sum(queued) / len(queued) if queued else 0.0,

@@ -246,10 +246,13 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "from a trtllm-serve flag",
     "serve.fp32_checkpoint": "{model}'s checkpoint is stored in float32; it is served in bf16 (16 bits per "
     "weight), as engines load it by default (vLLM's dtype auto); give --weights-dtype fp32 to serve 32 bits",
+    "warning.serve_memory": "warning: does not fit: the KV cache holds {holds:,} of these {asked:,} sequences per "
+    "replica; the figures are hypothetical (fewer sequences, more GPUs or fewer bits fit)",
     "serve.implicit_ttft": "no TTFT target: at a rate the plan keeps the P99 TTFT within {bound:g} s (the fewest "
     "replicas that carry the rate on average still let a queue grow); give --ttft for another bound",
     "warning.serve_ttft": lambda p: (
-        f"warning: the chosen plan's P99 TTFT is {fmt_seconds(p['ttft'])}, past {fmt_seconds(p['bound'])}; "
+        f"warning: the chosen plan's {p.get('what', 'P99 TTFT')} is {fmt_seconds(p['ttft'])}, past "
+        f"{fmt_seconds(p['bound'])}; "
         f"requests wait {fmt_seconds(p['queue'])} on average before they are scheduled"
         + (
             " (saturated: every slot is busy, so each request waits for one to free); give --ttft or --qps"

@@ -22,6 +22,7 @@ from llm_cost.analyses.serving.results import (
     CONCURRENCY_GRID,
     DEFAULT_CHUNK_TOKENS,
     MAX_PLAN_GPUS,
+    SANE_TTFT_S,
     Candidate,
     ServePlan,
     Targets,
@@ -366,6 +367,7 @@ def _result(
         *spec.context_note([traffic.input_tokens + traffic.output_tokens]),
         *_few_kv_heads_note(spec, model, chosen),
         *pcie_note(gpu, chosen.layout, model),
+        *_absurd_ttft(chosen, targets, traffic),
     ]
     return ServePlan(
         spec.name,
@@ -402,6 +404,27 @@ def _result(
         steps,
         conventions,
     )
+
+
+def _absurd_ttft(chosen: Candidate, targets: Targets, traffic: Traffic) -> list[Note]:
+    """A warning when the chosen configuration's TTFT is past :data:`SANE_TTFT_S` with no TTFT
+    target (without a rate: saturated, its requests wait for a slot), or when its KV cache does
+    not hold its sequences (one configuration evaluated beyond memory)."""
+    out = []
+    if targets.ttft_s is None and chosen.ttft_s > SANE_TTFT_S:
+        out.append(
+            note(
+                "warning.serve_ttft",
+                what="predicted mean TTFT",
+                ttft=chosen.ttft_s,
+                bound=SANE_TTFT_S,
+                queue=chosen.queue_s,
+                saturated=traffic.qps is None,
+            )
+        )
+    if Limit.MEMORY in chosen.violates:
+        out.append(note("warning.serve_memory", holds=chosen.max_concurrency, asked=chosen.concurrency))
+    return out
 
 
 def pcie_note(gpu: HardwareSpec, layout: Layout, model: TimeModel) -> list[Note]:
