@@ -392,12 +392,14 @@ def _at_a_rate(groups: Mapping[tuple[Layout, int], list[Candidate]]) -> dict[Lay
     return out
 
 
-def _fewest_replicas(lo: int, hi: int, run_at: Any, good: Any) -> list[ServeRun]:
+def _fewest_replicas(lo: int, hi: int, run_at: Any, good: Any, distance: Any) -> list[ServeRun]:
     """Every run tried while finding the fewest replicas in ``lo`` .. ``hi`` whose simulated run
-    is ``good``: ``lo`` first, then doubling until one is good (or ``hi`` is not), then bisection
-    between the last bad and the first good count. More replicas share the same traffic, so each
-    sees a lower rate and its latencies do not rise: goodness is monotone in the count, which is
-    what bisection needs; about 2 log2(answer / lo) simulations per layout."""
+    is ``good``: ``lo`` first, then doubling until one is good (or ``hi`` is not, or doubling no
+    longer brings the run 1% nearer its targets by ``distance``: the latencies of an unloaded
+    replica are reached, and no count meets them), then bisection between the last bad and the
+    first good count. More replicas share the same traffic, so each sees a lower rate and its
+    latencies do not rise: goodness is monotone in the count, which is what bisection needs;
+    about 2 log2(answer / lo) simulations per layout."""
     tried: dict[int, ServeRun] = {}
 
     def ok(n: int) -> bool:
@@ -412,7 +414,7 @@ def _fewest_replicas(lo: int, hi: int, run_at: Any, good: Any) -> list[ServeRun]
         n = min(hi, 2 * n)
         if ok(n):
             break
-        if n >= hi:
+        if n >= hi or distance(tried[n]) > 0.99 * distance(tried[bad]):
             return list(tried.values())
         bad = n
     first_good = n
@@ -514,9 +516,16 @@ def plan_on_simulation(
     runs: list[ServeRun] = []
 
     def run(layout: Layout, replicas: int, c: Candidate, load: Workload | Trace) -> ServeRun:
-        timer = timers.setdefault(
-            layout, StepTimer(spec, gpu, time_model, layout, Fraction(weight_bits), kv_bits, compute_dtype)
+        # a step timer memoises step times by bucket, the first step of a bucket timing it: a timer
+        # shared between runs would make one run's figures depend on the runs before it. At a rate
+        # (the replica search compares runs that differ only by their rate) each run times its own
+        # steps, exactly as the configuration simulated alone; saturated, one timer per layout.
+        timer = (
+            StepTimer(spec, gpu, time_model, layout, Fraction(weight_bits), kv_bits, compute_dtype)
+            if qps is not None or layout not in timers
+            else timers[layout]
         )
+        timers.setdefault(layout, timer)
         return run_configuration(
             spec,
             gpu,
@@ -548,7 +557,12 @@ def plan_on_simulation(
                 runs.append(run(layout, replicas, c, load))
     else:
         bound = _implicit_ttft(targets)
-        for layout, (lo, c) in _at_a_rate(groups).items():
+        fewest_gpus = screen.gpu_budget  # of a layout found good so far: no other needs to try more
+        starts = sorted(_at_a_rate(groups).items(), key=lambda kv: (kv[1][0] * kv[0].gpus, kv[0].gpus))
+        for layout, (lo, c) in starts:
+            hi = min(screen.gpu_budget, fewest_gpus) // layout.gpus
+            if hi < lo:
+                continue
 
             def at(n: int, layout: Layout = layout, c: Candidate = c) -> ServeRun:
                 load = traffic
@@ -558,7 +572,9 @@ def plan_on_simulation(
                     )
                 return run(layout, n, c, load)
 
-            runs += _fewest_replicas(lo, max(lo, screen.gpu_budget // layout.gpus), at, lambda r: _good(r, bound))
+            tried = _fewest_replicas(lo, hi, at, lambda r: _good(r, bound), lambda r: _distance(r, targets, bound))
+            runs += tried
+            fewest_gpus = min([fewest_gpus, *(r.gpus for r in tried if _good(r, bound))])
     ranked = tuple(sorted(runs, key=lambda r: _rank_key(r, qps)))
     best = ranked[0]
     if not best.meets:
@@ -603,6 +619,17 @@ def _good(run: ServeRun, bound: float | None) -> bool:
     P99 TTFT within ``bound``."""
     p99 = run.percentiles["ttft_s"].p99
     return run.meets and (bound is None or (p99 is not None and p99 <= bound))
+
+
+def _distance(run: ServeRun, targets: Mapping[str, Target], bound: float | None) -> float:
+    """How far ``run`` is from its targets: the largest of each target's reached value over its
+    bound (and the P99 TTFT over ``bound``); at most 1 when it meets them."""
+    s = run.simulation.summary
+    ratios = [(t.value(getattr(s, m)) or 0.0) / t.seconds for m, t in targets.items()]
+    p99 = run.percentiles["ttft_s"].p99
+    if bound is not None and p99 is not None:
+        ratios.append(p99 / bound)
+    return max(ratios, default=0.0)
 
 
 def _nothing_keeps_up(runs: Sequence[ServeRun], qps: float, budget: int, gpu: str) -> InputError:

@@ -197,6 +197,7 @@ def _serve(
         ),
         checks.count(seed, "seed", 0, 2**63),
         requests,
+        trace is not None or (workload is not None and not isinstance(workload, str)) or traffic.is_file(workload),
     )
 
 
@@ -448,8 +449,13 @@ def _simulated(
     engine_options: dict[str, Any],
     seed: int,
     requests: Any,
+    own_traffic: bool = False,
 ) -> SimulatedPlan | ServeRun:
-    """One configuration simulated, or the plan screened analytically and ranked by simulation."""
+    """One configuration simulated, or the plan screened analytically and ranked by simulation.
+    A plan at a rate of our making (``qps``, not a workload file or a trace: ``own_traffic``) with
+    no ``requests`` given runs :data:`~llm_cost.analyses.simulated_serving.PLAN_REQUESTS` per
+    replica and candidate, whatever the replicas (a fixed total would leave each of many replicas
+    a handful)."""
     from llm_cost.analyses.serving import CONCURRENCY_GRID, MAX_PLAN_GPUS, plan
     from llm_cost.analyses.serving_runs import vllm_time_model
     from llm_cost.analyses.simulated_serving import PLAN_REQUESTS, plan_on_simulation, run_configuration
@@ -496,6 +502,10 @@ def _simulated(
         **search,
         **common,
     )
+    from llm_cost.simulate import Workload
+
+    if requests is None and not own_traffic and isinstance(load, Workload):
+        load = Workload(load.arrivals, load.input_tokens, load.output_tokens, load.prefix, None)
     return plan_on_simulation(
         screen,
         spec,

@@ -19,6 +19,7 @@ __all__ = [
     "targets_of",
     "traffic_of",
     "engine_of",
+    "is_file",
     "lengths_of",
     "INPUT_TOKENS",
     "OUTPUT_TOKENS",
@@ -144,7 +145,7 @@ def traffic_of(
     prefix = _prefix(prefix_tokens, prefix_groups, users_per_prefix)
     if workload is not None and trace is not None:
         raise InputError("workload and trace: give one of them", fields=("workload", "trace"))
-    own = trace is not None or isinstance(workload, Workload) or _is_file(workload)
+    own = trace is not None or isinstance(workload, Workload) or is_file(workload)
     if own and (rate is not None or prefix is not None):
         name = "trace" if trace is not None else "workload"
         raise InputError(
@@ -174,7 +175,7 @@ def traffic_of(
     return poisson(rate, inputs, outputs, requests=count or REQUESTS, prefix=prefix), True
 
 
-def _is_file(value: Any) -> bool:
+def is_file(value: Any) -> bool:
     """Whether a workload argument names a file (a path, or text ending in .yaml/.yml)."""
     return isinstance(value, Path) or (isinstance(value, str) and value.strip().lower().endswith((".yaml", ".yml")))
 
