@@ -1,0 +1,189 @@
+"""MiMo-V2-Flash (``mimo_v2_flash``) from its real config (tests/fixtures/hf-kinds/mimo-v2-flash,
+source in SOURCES.yaml): value heads narrower than query/key heads, sliding layers with their own
+K/V heads and the only sinks, three undeclared MTP layers. Every figure is hand arithmetic from
+transformers models/mimo_v2_flash/modeling_mimo_v2_flash.py (MiMoV2FlashAttention,
+MiMoV2FlashSparseMoeBlock) and llama.cpp's convert_hf_to_gguf.py MimoV2Model, written out here,
+or the public checkpoint count in SOURCES.yaml."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llm_cost.core.errors import SpecError
+from llm_cost.core.types import LayerType, OpRole
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache
+from llm_cost.model.layout import Layout, stage_kv_bytes
+from llm_cost.model.params import count_params
+from llm_cost.model.structure import build
+from llm_cost.specs.hf import hf_to_spec, load_hf_config
+from llm_cost.workload.step import build_step, decode
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf-kinds"
+CONFIG = FIXTURES / "mimo-v2-flash" / "config.json"
+SOURCE = yaml.safe_load((FIXTURES / "SOURCES.yaml").read_text(encoding="utf-8"))["mimo-v2-flash"]
+
+D, V = 4096, 152576
+FULL = [0, 5, 11, 17, 23, 29, 35, 41, 47]  # hybrid_layer_pattern's zeros
+#: One attention layer, from MiMoV2FlashAttention: q_proj [d -> 64 x 192], k_proj [d -> n_kv x 192],
+#: v_proj [d -> n_kv x 128], o_proj [64 x 128 -> d]; sinks [64] on the sliding layers only.
+FULL_ATTENTION = D * 64 * 192 + D * 4 * 192 + D * 4 * 128 + 64 * 128 * D
+SLIDING_ATTENTION = D * 64 * 192 + D * 8 * 192 + D * 8 * 128 + 64 * 128 * D + 64
+DENSE_MLP = 3 * D * 16384  # gate, up, down (the first layer; each MTP layer)
+#: MiMoV2FlashSparseMoeBlock: the router [256, d] and its e_score_correction_bias [256], 256 gated
+#: experts of 2048, no shared expert.
+MOE = 256 * D + 256 + 256 * 3 * D * 2048
+MAIN = 2 * V * D + 9 * FULL_ATTENTION + 39 * SLIDING_ATTENTION + DENSE_MLP + 47 * MOE + 48 * 2 * D + D
+#: One MTP layer: enorm, hnorm, eh_proj [2d -> d], a sliding attention block with sinks, a dense
+#: MLP, its two norms and its final norm (llama.cpp MimoV2Model exports them; no embedding copy).
+MTP_LAYER = 2 * D + 2 * D * D + SLIDING_ATTENTION + DENSE_MLP + 2 * D + D
+
+
+def _spec():
+    return load_hf_config(CONFIG)
+
+
+def _config() -> dict:
+    return json.loads(CONFIG.read_text(encoding="utf-8"))
+
+
+def test_the_main_model_by_hand_and_the_checkpoint_against_its_public_count():
+    """308,778,780,864 parameters in the 48 layers, embedding and head (what transformers'
+    MiMoV2FlashForCausalLM holds), and with the 3 MTP layers the 309,766,601,088 of the public
+    mimo2 GGUF count (SOURCES.yaml)."""
+    counted = count_params(_spec())
+    assert MAIN == 308_778_780_864
+    assert counted.total_params == MAIN
+    assert counted.mtp_params == 3 * MTP_LAYER == 3 * 329_273_408
+    assert counted.mtp_checkpoint_copies == 0
+    assert counted.checkpoint_params == MAIN + 3 * MTP_LAYER == SOURCE["checkpoint_total"]
+
+
+def test_layer_schedules_and_the_attention_read_from_the_config():
+    """Full attention where hybrid_layer_pattern has 0, MoE wherever moe_layer_freq has 1."""
+    spec = _spec()
+    assert [i for i in range(48) if spec.layer_type(i) == LayerType.FULL_ATTENTION] == FULL
+    assert [i for i in range(48) if not spec.is_moe_layer(i)] == [0]
+    att = spec.attention
+    assert (att.num_key_value_heads, att.sliding_num_key_value_heads, att.head_dim, att.v_head_dim) == (4, 8, 192, 128)
+    assert (att.sinks, att.sink_layers, att.sliding_window) == (True, "sliding", 128)
+    assert spec.moe.shared_expert_intermediate_size in (None, 0) and spec.moe.router_bias
+
+
+def test_the_k_and_v_projections_and_sinks_of_each_layer_kind():
+    """k/v of the 9 full layers at 4 heads, of the 39 sliding layers at 8; o_proj reads 64 x 128;
+    sinks in the 39 sliding layers only."""
+    attention = {(t.name, t.shape, t.layers) for t in build(_spec()).tensors if t.group == "attention"}
+    assert attention == {
+        ("layers.*.self_attn.q_proj.weight", (64 * 192, D), 48),
+        ("layers.*.self_attn.k_proj.weight", (4 * 192, D), 9),
+        ("layers.*.self_attn.v_proj.weight", (4 * 128, D), 9),
+        ("layers.*.self_attn[sliding].k_proj.weight", (8 * 192, D), 39),
+        ("layers.*.self_attn[sliding].v_proj.weight", (8 * 128, D), 39),
+        ("layers.*.self_attn.o_proj.weight", (D, 64 * 128), 48),
+        ("layers.*.self_attn.sinks", (64,), 39),
+    }
+
+
+def test_kv_bytes_per_token_by_hand():
+    """A full layer caches 4 K heads of 192 and 4 V heads of 128, a sliding layer 8 of each: at
+    bf16 9 x 4 x (192 + 128) x 2 + 39 x 8 x (192 + 128) x 2 = 23,040 + 199,680 B per token."""
+    spec = _spec()
+    assert kv_bytes_per_token(spec, 16) == 9 * 4 * (192 + 128) * 2 + 39 * 8 * (192 + 128) * 2 == 222_720
+    assert kv_bytes_per_token(spec, 8) == 222_720 // 2
+
+
+def test_the_sliding_layers_keep_128_tokens():
+    """At 100,000 tokens the full layers keep all of them, the sliding layers the last 128."""
+    spec = _spec()
+    full, sliding = 4 * (192 + 128) * 2, 8 * (192 + 128) * 2
+    assert kv_bytes(spec, 100, 16) == 100 * (9 * full + 39 * sliding)
+    assert kv_bytes(spec, 100_000, 16, batch=3) == 3 * (9 * 100_000 * full + 39 * 128 * sliding)
+    kinds = {k.layer_type: (k.layers, k.bytes_per_token, k.window) for k in kv_cache(spec, [1000]).layer_kinds}
+    assert kinds == {
+        LayerType.FULL_ATTENTION: (9, full, None),
+        LayerType.SLIDING_ATTENTION: (39, sliding, 128),
+    }
+
+
+def test_tp8_gives_each_gpu_one_kv_head_of_each_layer_kind():
+    """At TP 8 a full layer's 4 K/V heads are replicated (one per GPU, each twice) and a sliding
+    layer's 8 split (one per GPU): 48 x (192 + 128) x 2 B per token per GPU; the k/v weights are a
+    quarter and an eighth on one GPU."""
+    spec = _spec()
+    one = (192 + 128) * 2
+    kv = kv_cache(spec, [1000], layout=Layout(tp=8))
+    assert kv.per_gpu.kv_bytes_per_token == [48 * one]
+    assert stage_kv_bytes(spec, Layout(tp=8), 1000) == [9 * 1000 * one + 39 * 128 * one]
+
+
+def test_decode_attention_flops_and_cache_reads_by_hand():
+    """One token after 4,095 cached: each of 64 heads scores keys over 192 and sums values over 128,
+    2 x 64 x (192 + 128) FLOPs a key; the 9 full layers see 4,096 keys and read 4,095 cached
+    tokens of 4 x 320 elements, the 39 sliding layers see 128 and read the 128 tokens their window
+    keeps, 8 x 320 elements each (the cache convention of every sliding layer here)."""
+    spec = _spec()
+    step = build_step(spec, decode(1, 4095))
+    ops = {o.role: o for o in step.ops if o.role in (OpRole.FULL_ATTENTION, OpRole.SLIDING_ATTENTION)}
+    full, sliding = ops[OpRole.FULL_ATTENTION], ops[OpRole.SLIDING_ATTENTION]
+    assert full.flops == 9 * 2 * 64 * (192 + 128) * 4096
+    assert sliding.flops == 39 * 2 * 64 * (192 + 128) * 128
+    assert full.kv_read_bytes == 9 * 4095 * 4 * 320 * 2 and full.kv_heads == 4
+    assert sliding.kv_read_bytes == 39 * 128 * 8 * 320 * 2 and sliding.kv_heads == 8
+    assert (full.kv_write_bytes, sliding.kv_write_bytes) == (9 * 4 * 320 * 2, 39 * 8 * 320 * 2)
+
+
+def test_decode_weight_flops_by_hand():
+    """2 FLOPs per weight a decode token multiplies by: q/k/v/o of each layer kind, the dense MLP,
+    47 MoE layers of router and 8 of 256 experts, the LM head (sinks and norms are not matmuls);
+    plus the attention of the test above."""
+    spec = _spec()
+    full_w = FULL_ATTENTION
+    sliding_w = SLIDING_ATTENTION - 64
+    moe_w = 256 * D + 8 * 3 * D * 2048
+    weights = 9 * full_w + 39 * sliding_w + DENSE_MLP + 47 * moe_w + V * D
+    attention = 2 * 64 * 320 * (9 * 4096 + 39 * 128)
+    assert build_step(spec, decode(1, 4095)).flops == 2 * weights + attention
+
+
+def test_the_sliding_kv_heads_default_to_twice_the_full_ones():
+    """Without swa_num_key_value_heads, MiMoV2FlashAttention builds 2 x num_key_value_heads, and
+    says so among the defaults."""
+    config = {k: v for k, v in _config().items() if k != "swa_num_key_value_heads"}
+    spec, defaults = hf_to_spec(config, "mimo/config.json")
+    assert spec.attention.sliding_num_key_value_heads == 8
+    assert any(d.startswith("swa_num_key_value_heads = 8") for d in defaults)
+
+
+def test_mimo_v2_text_config_reads_alike():
+    """MiMo-V2.5's text configs (model_type mimo_v2, q/k/v fused in one tensor, MTP layers declared)
+    count the same weights."""
+    config = {
+        **_config(),
+        "model_type": "mimo_v2",
+        "architectures": ["MiMoV2ForCausalLM"],
+        "attention_projection_layout": "fused_qkv",
+        "num_nextn_predict_layers": 3,
+    }
+    spec, _ = hf_to_spec(config, "mimo-v2.5/config.json")
+    assert count_params(spec).checkpoint_params == SOURCE["checkpoint_total"]
+
+
+@pytest.mark.parametrize(
+    "change,key",
+    [
+        ({"swa_head_dim": 128}, "swa_head_dim"),
+        ({"swa_num_attention_heads": 32}, "swa_num_attention_heads"),
+        ({"add_swa_attention_sink_bias": False, "add_full_attention_sink_bias": True}, "add_full_attention_sink_bias"),
+        ({"n_shared_experts": 1}, "n_shared_experts"),
+        ({"vision_config": {"hidden_size": 1280}}, "vision_config"),
+        ({"attention_chunk_size": 4096}, "attention_chunk_size"),
+        ({"hybrid_layer_pattern": [0, 1]}, "hybrid_layer_pattern"),
+    ],
+)
+def test_a_shape_the_mapping_cannot_place_is_refused_naming_its_key(change, key):
+    with pytest.raises(SpecError, match=key):
+        hf_to_spec({**_config(), **change}, "mimo/config.json")
