@@ -280,6 +280,9 @@ def kv_cache(
             kinds.append(KVLayerKind(kind, n, per_kind, per_bytes, cap, 0, 0, formula))
 
     caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
+    cached_per_token = sum(counts.mixer(t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
+    # every layer a full-attention one: softmax layers with their own K/V heads, the others with a full layer's
+    every_layer = cached_per_token + (L - caching) * per
     show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
     rows = []
     hybrid = counts.mixer(LayerType.FULL_ATTENTION) != counts.total
@@ -291,7 +294,7 @@ def kv_cache(
         kv = to_bytes(cached, bits) + indexed
         total = to_bytes((cached + all_state + all_conv) * batch, bits) + indexed * batch
         mha = to_bytes(_attention_elements(spec, counts, s, mha_elements) * batch, bits) if show_mha else None
-        every = to_bytes(L * per * s * batch, bits) if hybrid else None  # every layer a full-attention one
+        every = to_bytes(every_layer * s * batch, bits) if hybrid else None
         rows.append(KVAtContext(s, kv, st, cv, total, mha, every))
 
     conventions = [note("kv.dtype", dtype=str(kv_dtype), bits=bits), note("kv.context")]
@@ -323,7 +326,7 @@ def kv_cache(
         layer_kinds=kinds,
         bytes_per_token=kv_bytes_per_token(spec, bits),
         mha_bytes_per_token=to_bytes(caching * mha_elements, bits) if show_mha else None,
-        mha_ratio=mha_elements / per if show_mha else None,
+        mha_ratio=caching * mha_elements / cached_per_token if show_mha else None,
         kv_read_intensity=intensity,
         mla_absorbed_flop_ratio=absorbed_ratio,
         contexts=rows,

@@ -109,6 +109,16 @@ def test_the_sliding_layers_keep_128_tokens():
     }
 
 
+def test_the_mha_and_all_full_attention_comparisons_use_each_layers_own_heads():
+    """With n_kv = n_q = 64 every layer would cache 64 x 320 x 2 B a token: 48 x 40,960 against
+    222,720; with every layer full attention (no window) each layer keeps its own heads for all
+    1,000 tokens: 1,000 x 222,720 B."""
+    r = kv_cache(_spec(), [1000])
+    assert r.mha_bytes_per_token == 48 * 64 * 320 * 2
+    assert r.mha_ratio == 48 * 64 * 320 * 2 / 222_720
+    assert r.contexts[0].all_attention_bytes == 1000 * 222_720
+
+
 def test_tp8_gives_each_gpu_one_kv_head_of_each_layer_kind():
     """At TP 8 a full layer's 4 K/V heads are replicated (one per GPU, each twice) and a sliding
     layer's 8 split (one per GPU): 48 x (192 + 128) x 2 B per token per GPU; the k/v weights are a
