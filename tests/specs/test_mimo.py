@@ -197,3 +197,89 @@ def test_mimo_v2_text_config_reads_alike():
 def test_a_shape_the_mapping_cannot_place_is_refused_naming_its_key(change, key):
     with pytest.raises(SpecError, match=key):
         hf_to_spec({**_config(), **change}, "mimo/config.json")
+
+
+def test_a_checkpoint_named_as_the_hub_stores_mimo_matches_its_description(tmp_path):
+    """A miniature MiMo-V2-Flash checkpoint (4 layers: full, sliding, sliding, full; the first
+    dense) with the Hub's tensor names: per-layer q/k/v/o_proj, ``attention_sink_bias`` on the
+    sliding layers (transformers' conversion_mapping renames it ``sinks``), the router's
+    ``e_score_correction_bias``, per-expert projections, and ``model.mtp.layers.{0,1,2}`` (llama.cpp
+    MimoV2Model's names). Every stored tensor is explained and none is missing."""
+    np = pytest.importorskip("numpy")
+    st = pytest.importorskip("safetensors.numpy")
+    from llm_cost.analyses.checkpoint_roles import compare
+    from llm_cost.specs.checkpoint import read_checkpoint
+
+    d, n_q, hd, vd, E, w, dense, vocab = 32, 4, 12, 8, 4, 16, 64, 50
+    config = {
+        **_config(),
+        "vocab_size": vocab,
+        "hidden_size": d,
+        "num_hidden_layers": 4,
+        "num_attention_heads": n_q,
+        "num_key_value_heads": 1,
+        "head_dim": hd,
+        "v_head_dim": vd,
+        "swa_num_attention_heads": n_q,
+        "swa_num_key_value_heads": 2,
+        "swa_head_dim": hd,
+        "swa_v_head_dim": vd,
+        "hybrid_layer_pattern": [0, 1, 1, 0],
+        "moe_layer_freq": [0, 1, 1, 1],
+        "intermediate_size": dense,
+        "moe_intermediate_size": w,
+        "n_routed_experts": E,
+        "num_experts_per_tok": 2,
+        "quantization_config": None,
+    }
+    f16 = np.float16
+
+    def attention(p: str, kv: int, sinks: bool) -> dict:
+        t = {
+            f"{p}.self_attn.q_proj.weight": np.zeros((n_q * hd, d), f16),
+            f"{p}.self_attn.k_proj.weight": np.zeros((kv * hd, d), f16),
+            f"{p}.self_attn.v_proj.weight": np.zeros((kv * vd, d), f16),
+            f"{p}.self_attn.o_proj.weight": np.zeros((d, n_q * vd), f16),
+            f"{p}.input_layernorm.weight": np.zeros(d, f16),
+            f"{p}.post_attention_layernorm.weight": np.zeros(d, f16),
+        }
+        if sinks:
+            t[f"{p}.self_attn.attention_sink_bias"] = np.zeros(n_q, f16)
+        return t
+
+    def mlp(p: str, width: int) -> dict:
+        return {
+            f"{p}.gate_proj.weight": np.zeros((width, d), f16),
+            f"{p}.up_proj.weight": np.zeros((width, d), f16),
+            f"{p}.down_proj.weight": np.zeros((d, width), f16),
+        }
+
+    t = {
+        "model.embed_tokens.weight": np.zeros((vocab, d), f16),
+        "model.norm.weight": np.zeros(d, f16),
+        "lm_head.weight": np.zeros((vocab, d), f16),
+    }
+    for i, sliding in enumerate([False, True, True, False]):
+        p = f"model.layers.{i}"
+        t |= attention(p, 2 if sliding else 1, sliding)
+        if i == 0:
+            t |= mlp(f"{p}.mlp", dense)
+            continue
+        t[f"{p}.mlp.gate.weight"] = np.zeros((E, d), f16)
+        t[f"{p}.mlp.gate.e_score_correction_bias"] = np.zeros(E, np.float32)
+        for e in range(E):
+            t |= mlp(f"{p}.mlp.experts.{e}", w)
+    for k in range(3):
+        p = f"model.mtp.layers.{k}"
+        t |= attention(p, 2, True) | mlp(f"{p}.mlp", dense)
+        t[f"{p}.eh_proj.weight"] = np.zeros((d, 2 * d), f16)
+        for norm in ("enorm", "hnorm", "final_layernorm"):
+            t[f"{p}.{norm}.weight"] = np.zeros(d, f16)
+    folder = tmp_path / "mimo"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    st.save_file(t, str(folder / "model.safetensors"))
+    spec, _ = hf_to_spec(config, str(folder / "config.json"))
+    report = compare(spec, read_checkpoint(folder))
+    assert report.unexplained == [] and report.missing == []
+    assert report.stored_params == report.described_params == sum(a.size for a in t.values())

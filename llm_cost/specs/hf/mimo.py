@@ -130,6 +130,7 @@ def _mimo_v2(c: _Config, fam: _Family) -> dict[str, Any]:
     v_head_dim = c.int("v_head_dim", 128)
     _same_as(c, "swa_num_attention_heads", n_q, "num_attention_heads")
     _same_as(c, "swa_head_dim", head_dim, "head_dim")
+    _same_as(c, "swa_qk_head_dim", head_dim, "head_dim")
     _same_as(c, "swa_v_head_dim", v_head_dim, "v_head_dim")
     sliding = LayerType.SLIDING_ATTENTION in (out.get("layer_types") or []) or (
         att.sliding_window is not None and "layer_types" not in out
