@@ -283,3 +283,18 @@ def test_a_checkpoint_named_as_the_hub_stores_mimo_matches_its_description(tmp_p
     report = compare(spec, read_checkpoint(folder))
     assert report.unexplained == [] and report.missing == []
     assert report.stored_params == report.described_params == sum(a.size for a in t.values())
+
+
+def test_the_front_door_reports_the_same_figures(cli):
+    """``llm-cost params`` and ``llm-cost kv`` on the config: the totals above, 15.4B active (every
+    non-routed parameter and 8 of the 256 experts in each of the 47 MoE layers; the model card's
+    "15B active"), and the per-token cache."""
+    params = cli("params", str(CONFIG), "--json")
+    assert params.code == 0
+    p = params.json()
+    routed = 47 * 256 * 3 * D * 2048
+    assert (p["total_params"], p["checkpoint_params"], p["mtp_params"]) == (MAIN, MAIN + 3 * MTP_LAYER, 3 * MTP_LAYER)
+    assert p["routed_expert_params"] == routed
+    assert p["active_params"] == MAIN - routed + 47 * 8 * 3 * D * 2048 == 15_445_936_320
+    kv = cli("kv", str(CONFIG), "--context", "1000", "--json")
+    assert kv.code == 0 and kv.json()["bytes_per_token"] == 222_720
