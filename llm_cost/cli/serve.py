@@ -143,7 +143,8 @@ Gpus = Annotated[
         "--gpus",
         parse=integer("--gpus"),
         metavar="INTEGER",
-        help="GPUs the deployment may use (default: one node; with --qps, up to 4,096).",
+        help="GPUs the deployment may use (default: one node, a host of 8 for cards with no NVLink, over PCIe; "
+        "with --qps, up to 4,096).",
     ),
 ]
 Price = Annotated[

@@ -201,7 +201,8 @@ def plan(
     ``reserve_full``: each sequence's KV cache is counted at its whole length, as TensorRT-LLM's
     scheduler reserves it (:func:`~llm_cost.analyses.serving.replicas.replica`).
 
-    ``gpus`` is the GPU budget (default: one node, or :data:`MAX_PLAN_GPUS` with ``traffic.qps``).
+    ``gpus`` is the GPU budget (default: one node, :func:`~llm_cost.analyses.serving.replicas.node_gpus`, or
+    :data:`MAX_PLAN_GPUS` with ``traffic.qps``).
     InputError when no layout holds the model within the budget (saying how many GPUs it needs),
     or when no configuration meets the targets (naming the nearest achievable values)."""
     _check_output_tokens(traffic.output_tokens)
