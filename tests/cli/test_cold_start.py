@@ -5,6 +5,7 @@ is the whole app's help."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -120,7 +121,11 @@ def test_a_shipped_model_command_loads_only_what_it_uses():
         "rich.console",
     ]
     run = subprocess.run(
-        [sys.executable, "-c", f"UNUSED = {unused!r}\n{code}"], capture_output=True, text=True, check=True
+        [sys.executable, "-c", f"UNUSED = {unused!r}\n{code}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "COLUMNS": "160"},  # a pipe's width (pytest sets 80, where Rich wraps the table)
     )
     assert run.stderr.strip() == "[]"
 
