@@ -199,6 +199,8 @@ class LayerKind(TextEnum):
     """The kind of decoder layer a per-layer tensor belongs to (how sharding finds its layers)."""
 
     SOFTMAX_ATTENTION = "softmax_attention"  # every softmax-attention layer: full, sliding or chunked
+    FULL_ATTENTION = "full_attention"  # the full-attention layers only (Gemma 4's global geometry)
+    WINDOWED_ATTENTION = "windowed_attention"  # the sliding and chunked layers only
     LINEAR_ATTENTION = "linear_attention"
     MAMBA = "mamba2"
     SHORT_CONV = "short_conv"
@@ -214,6 +216,10 @@ class LayerKind(TextEnum):
             return mlp_type == MlpType.DENSE
         if self is LayerKind.MOE:
             return mlp_type == MlpType.MOE
+        if self is LayerKind.FULL_ATTENTION:
+            return layer_type == LayerType.FULL_ATTENTION
+        if self is LayerKind.WINDOWED_ATTENTION:
+            return layer_type in (LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION)
         return layer_type.kind is self
 
 

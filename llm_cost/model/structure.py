@@ -24,6 +24,7 @@ from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, MlpType, Part, ShardRule, TensorKind
 from llm_cost.model.layers import layer_counts
 from llm_cost.specs.schema import (
+    Gemma4Vision,
     Glm4vVision,
     GQAAttention,
     KimiDeltaAttention,
@@ -244,27 +245,41 @@ def _linear(
     return out
 
 
-def _gqa(spec: ModelSpec, att: GQAAttention, layers: int, part: Part) -> list[Tensor]:
+def _gqa(
+    spec: ModelSpec,
+    att: GQAAttention,
+    layers: int,
+    part: Part,
+    kind: LayerKind = SOFTMAX,
+    layer_type: LayerType = LayerType.SLIDING_ATTENTION,
+) -> list[Tensor]:
+    """q/k/v/o (and q/k norms, sinks) of ``layers`` softmax layers holding tensors of ``kind``,
+    with the heads of ``layer_type`` (:meth:`ModelSpec.heads_of`). Gemma 4's full-attention
+    layers with ``global_k_eq_v`` have no v_proj (transformers models/gemma4/modeling_gemma4.py
+    Gemma4TextAttention: ``v_proj = None`` when ``use_alternative_attention``)."""
     d = spec.hidden_size
-    n_q, n_kv, d_h = att.num_attention_heads, spec.num_key_value_heads, spec.head_dim
+    n_q = att.num_attention_heads
+    n_kv, d_h = spec.heads_of(layer_type)
     p = "layers.*.self_attn"
     q_out = n_q * d_h * (2 if att.output_gate else 1)
-    t = _linear(f"{p}.q_proj", d, q_out, "attention", layers, att.attention_bias, part, SOFTMAX, COL)
-    t += _linear(f"{p}.k_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, SOFTMAX, KV)
-    t += _linear(f"{p}.v_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, SOFTMAX, KV)
-    t += _linear(f"{p}.o_proj", n_q * d_h, d, "attention", layers, att.o_proj_bias, part, SOFTMAX, ROW)
+    no_v = att.global_k_eq_v and layer_type == LayerType.FULL_ATTENTION
+    t = _linear(f"{p}.q_proj", d, q_out, "attention", layers, att.attention_bias, part, kind, COL)
+    t += _linear(f"{p}.k_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, kind, KV)
+    if not no_v:
+        t += _linear(f"{p}.v_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, kind, KV)
+    t += _linear(f"{p}.o_proj", n_q * d_h, d, "attention", layers, att.o_proj_bias, part, kind, ROW)
     if att.qk_norm:
-        t += _qk_norms(p, att, n_q, n_kv, d_h, layers, part)
+        t += _qk_norms(p, att, n_q, n_kv, d_h, layers, part, kind)
     if att.sinks:
         t.append(
-            Tensor(
-                f"{p}.sinks", (n_q,), "attention", O, layers, part=part, layer_kind=SOFTMAX, shard=ShardRule.HEADWISE
-            )
+            Tensor(f"{p}.sinks", (n_q,), "attention", O, layers, part=part, layer_kind=kind, shard=ShardRule.HEADWISE)
         )
     return t
 
 
-def _qk_norms(p: str, att: GQAAttention, n_q: int, n_kv: int, d_h: int, layers: int, part: Part) -> list[Tensor]:
+def _qk_norms(
+    p: str, att: GQAAttention, n_q: int, n_kv: int, d_h: int, layers: int, part: Part, kind: LayerKind = SOFTMAX
+) -> list[Tensor]:
     """q_norm / k_norm: d_head weights each (a per-head norm, replicated across TP), or the whole q
     and k widths (``qk_norm_width`` projection: OLMo 2 and OLMoE normalise the full projections,
     split with the heads)."""
@@ -273,8 +288,8 @@ def _qk_norms(p: str, att: GQAAttention, n_q: int, n_kv: int, d_h: int, layers: 
     else:
         q, k, q_shard, k_shard = n_q * d_h, n_kv * d_h, ShardRule.HEADWISE, KV
     return [
-        Tensor(f"{p}.q_norm.weight", (q,), "norms", N, layers, part=part, layer_kind=SOFTMAX, shard=q_shard),
-        Tensor(f"{p}.k_norm.weight", (k,), "norms", N, layers, part=part, layer_kind=SOFTMAX, shard=k_shard),
+        Tensor(f"{p}.q_norm.weight", (q,), "norms", N, layers, part=part, layer_kind=kind, shard=q_shard),
+        Tensor(f"{p}.k_norm.weight", (k,), "norms", N, layers, part=part, layer_kind=kind, shard=k_shard),
     ]
 
 
@@ -548,6 +563,12 @@ def _blocks(
     if softmax_layers:
         if isinstance(att, MLAAttention):
             t += _mla(spec, att, softmax_layers, part)
+        elif att.has_global_geometry:  # Gemma 4: the full-attention layers have heads of their own
+            full = attention_counts.get(LayerType.FULL_ATTENTION, 0)
+            if softmax_layers - full:
+                t += _gqa(spec, att, softmax_layers - full, part, LayerKind.WINDOWED_ATTENTION)
+            if full:
+                t += _gqa(spec, att, full, part, LayerKind.FULL_ATTENTION, LayerType.FULL_ATTENTION)
         else:
             t += _gqa(spec, att, softmax_layers, part)
     if attention_counts.get(LayerType.LINEAR_ATTENTION):
@@ -563,6 +584,8 @@ def _blocks(
     layers = sum(attention_counts.values())
     for i in range(spec.norms_per_layer):
         t += _norm(f"layers.*.norm{i + 1}", spec.hidden_size, spec, layers, part)
+    if spec.layer_scalar:  # Gemma4TextDecoderLayer's register_buffer("layer_scalar", torch.ones(1)): stored
+        t.append(Tensor("layers.*.layer_scalar", (1,), "norms", O, layers, part=part))
     return t
 
 
@@ -882,6 +905,48 @@ def _glm4v_vision(v: Glm4vVision) -> list[Tensor]:
     return t
 
 
+def _gemma4_vision(v: Gemma4Vision, d_text: int) -> list[Tensor]:
+    """Gemma 4 vision encoder + embedder (transformers models/gemma4/modeling_gemma4.py
+    Gemma4VisionModel, Gemma4MultimodalEmbedder; see :class:`~llm_cost.specs.schema.Gemma4Vision`).
+    Names as in the checkpoint (``model.vision_tower``, ``model.embed_vision``)."""
+    e, L, f = v.hidden_size, v.num_hidden_layers, v.intermediate_size
+    q, kv = v.num_attention_heads * v.head_dim, v.num_key_value_heads * v.head_dim
+    p, vt = Part.VISION, "vision_tower"
+    t = [
+        Tensor(f"{vt}.patch_embedder.input_proj.weight", (e, 3 * v.patch_size**2), "vision.patch_embed", M, part=p),
+        Tensor(
+            f"{vt}.patch_embedder.position_embedding_table",
+            (2, v.position_embedding_size, e),
+            "vision.patch_embed",
+            L_,
+            part=p,
+        ),
+    ]
+    blk = f"{vt}.encoder.layers.*"
+    for norm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"):
+        t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
+    for norm in ("q_norm", "k_norm"):
+        t.append(Tensor(f"{blk}.self_attn.{norm}.weight", (v.head_dim,), "vision.blocks", N, L, part=p))
+    linears = (
+        ("self_attn.q_proj", e, q),
+        ("self_attn.k_proj", e, kv),
+        ("self_attn.v_proj", e, kv),
+        ("self_attn.o_proj", q, e),
+        ("mlp.gate_proj", e, f),
+        ("mlp.up_proj", e, f),
+        ("mlp.down_proj", f, e),
+    )
+    for name, d_in, d_out in linears:
+        t.append(Tensor(f"{blk}.{name}.linear.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
+        if v.use_clipped_linears:  # input_min, input_max, output_min, output_max: scalar buffers, stored
+            for bound in ("input_min", "input_max", "output_min", "output_max"):
+                t.append(Tensor(f"{blk}.{name}.{bound}", (), "vision.blocks", O, L, part=p))
+    if v.standardize:  # Gemma4VisionModel's std_bias / std_scale buffers, stored
+        t += [Tensor(f"{vt}.{n}", (e,), "vision.blocks", O, part=p) for n in ("std_bias", "std_scale")]
+    t.append(Tensor("embed_vision.embedding_projection.weight", (d_text, e), "vision.merger", M, part=p))
+    return t
+
+
 def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
     """The tensors of a vision tower and its projector into the decoder's width ``d_text``."""
     if isinstance(v, Qwen2Vision):
@@ -898,6 +963,8 @@ def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
         return _moonvit(v, d_text)
     if isinstance(v, Glm4vVision):
         return _glm4v_vision(v)
+    if isinstance(v, Gemma4Vision):
+        return _gemma4_vision(v, d_text)
     return _pixtral(v, d_text)
 
 

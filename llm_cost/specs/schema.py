@@ -125,6 +125,20 @@ class GQAAttention(Spec):
         description="Chunk C of the chunked-attention layers (Llama 4): a token attends to the earlier tokens "
         "of its own C-token chunk, so the cache holds at most C tokens.",
     )
+    global_head_dim: Optional[Width] = spec_field(
+        default=None,
+        description="d_head of the full_attention layers where it differs from head_dim (Gemma 4's "
+        "global_head_dim); the sliding layers keep head_dim.",
+    )
+    global_num_key_value_heads: Optional[Heads] = spec_field(
+        default=None,
+        description="K/V heads of the full_attention layers where they differ (Gemma 4's num_global_key_value_heads).",
+    )
+    global_k_eq_v: bool = spec_field(
+        default=False,
+        description="The full_attention layers have no v_proj: V is read from k_proj's output (Gemma 4's "
+        "attention_k_eq_v); K (normed, rotated) and V (normed) differ and both are cached.",
+    )
 
     def _check(self) -> None:
         n_kv = self.num_key_value_heads
@@ -132,6 +146,17 @@ class GQAAttention(Spec):
             raise ValueError(
                 f"num_attention_heads ({self.num_attention_heads}) must be a multiple of num_key_value_heads ({n_kv})"
             )
+        g_kv = self.global_num_key_value_heads
+        if g_kv is not None and self.num_attention_heads % g_kv:
+            raise ValueError(
+                f"num_attention_heads ({self.num_attention_heads}) must be a multiple of "
+                f"global_num_key_value_heads ({g_kv})"
+            )
+
+    @property
+    def has_global_geometry(self) -> bool:
+        """True when the full_attention layers differ from the others (Gemma 4)."""
+        return self.global_head_dim is not None or self.global_num_key_value_heads is not None or self.global_k_eq_v
 
 
 @spec
@@ -352,8 +377,10 @@ class Mamba2(Spec):
 
 
 #: The ``rope_type`` values of transformers' RoPE initialisers (``ROPE_INIT_FUNCTIONS``), its older
-#: name ``su`` of longrope, and ``mrope`` (Qwen2-VL's sections, default frequencies).
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "su", "mrope")
+#: name ``su`` of longrope, ``mrope`` (Qwen2-VL's sections, default frequencies), and ``proportional``
+#: (Gemma 4's full-attention layers, transformers modeling_rope_utils.py: partial rotation over
+#: global_head_dim; no weights).
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "su", "mrope", "proportional")
 
 
 @spec
@@ -646,9 +673,46 @@ class Glm4vVision(Spec):
     attention_bias: bool = False
 
 
+@spec
+class Gemma4Vision(Spec):
+    """The Gemma 4 vision encoder and its embedder into the decoder (transformers
+    models/gemma4/modeling_gemma4.py Gemma4VisionModel, Gemma4MultimodalEmbedder).
+
+    Patch embedder: input_proj [e, 3 p^2] without bias and a position_embedding_table
+    [2, position_embedding_size, e] (one row per x and per y coordinate). Blocks: four RMSNorms
+    (input, post-attention, pre- and post-feed-forward), q/k/v/o without biases (n_kv K/V heads of
+    head_dim), q_norm and k_norm of head_dim (v_norm has no weights), a gated MLP (gate/up/down, no
+    biases). With ``use_clipped_linears`` every linear of the tower (Gemma4ClippableLinear) stores four
+    scalar bounds (input_min/max, output_min/max); with ``standardize`` the tower stores std_bias and
+    std_scale [e]: persistent buffers, so checkpoint elements. 2-D RoPE and the pooler have no weights.
+    Embedder: embedding_projection [d_text, e] without bias; its pre-projection RMSNorm has no scale."""
+
+    title = "Gemma 4"  # the tower's name in messages (a class attribute, not a field: no annotation)
+    kind: Literal["gemma4_vision"] = "gemma4_vision"
+    hidden_size: Width = spec_field(description="e, tower width.")
+    intermediate_size: Width = spec_field(description="Tower MLP width.")
+    num_hidden_layers: Layers = spec_field(description="Tower blocks.")
+    num_attention_heads: Heads = spec_field(description="Tower attention heads.")
+    num_key_value_heads: Heads = spec_field(description="Tower K/V heads.")
+    head_dim: Width = spec_field(description="Tower head width.")
+    patch_size: Small = spec_field(description="Patch edge in pixels.")
+    position_embedding_size: Positions = spec_field(description="Rows of each coordinate's position table.")
+    use_clipped_linears: bool = spec_field(default=False, description="Each linear stores four clipping bounds.")
+    standardize: bool = spec_field(default=False, description="The tower stores std_bias and std_scale [e].")
+    pooling_kernel_size: Small = spec_field(default=3, description="Patches pooled per side into one soft token.")
+
+
 #: A vision encoder with its projector (``ModelSpec.vision``), told apart by ``kind``.
 VisionTower = Union[
-    Qwen2Vision, Qwen25Vision, Qwen3Vision, SiglipVision, Llama4Vision, PixtralVision, MoonVitVision, Glm4vVision
+    Qwen2Vision,
+    Qwen25Vision,
+    Qwen3Vision,
+    SiglipVision,
+    Llama4Vision,
+    PixtralVision,
+    MoonVitVision,
+    Glm4vVision,
+    Gemma4Vision,
 ]
 
 
@@ -693,6 +757,10 @@ class ModelSpec(Spec):
     norms_per_layer: Annotated[int, Bounds(ge=1, le=4, strict=True)] = spec_field(
         default=2, description="Norms in each block: 1 (parallel attention), 2 (pre-norm), 4 (Gemma 2/3)."
     )
+    layer_scalar: StrictBool = spec_field(
+        default=False,
+        description="Each block stores a one-element layer_scalar (Gemma 4: a persistent buffer, in the checkpoint).",
+    )
     position_embedding: Literal["rope", "learned", "none"] = spec_field(
         default="rope",
         description="learned adds a [max_position_embeddings, d] table (GPT-2); none: no positions "
@@ -710,7 +778,7 @@ class ModelSpec(Spec):
     vision: Optional[Annotated[VisionTower, DISCRIMINATED]] = spec_field(
         default=None,
         description="The vision encoder and its projector into the decoder, told apart by kind: qwen2_vl, "
-        "qwen2_5_vl, qwen3_vl, siglip_gemma3 (Gemma 3), llama4, pixtral (Mistral 3).",
+        "qwen2_5_vl, qwen3_vl, siglip_gemma3 (Gemma 3), llama4, pixtral (Mistral 3), gemma4_vision (Gemma 4).",
     )
     torch_dtype: Dtype = spec_field(default="bf16", description="The checkpoint's weight dtype.")
     quantization: Optional[Quantization] = spec_field(
@@ -855,6 +923,18 @@ class ModelSpec(Spec):
         if isinstance(att, MLAAttention):
             return att.num_attention_heads
         return att.num_key_value_heads or att.num_attention_heads
+
+    def heads_of(self, layer_type: LayerType) -> tuple[int, int]:
+        """(n_kv, d_head) of a softmax layer of ``layer_type``: the global geometry in the
+        full_attention layers of a model that has one (Gemma 4), else num_key_value_heads and
+        head_dim."""
+        att = self.attention
+        if isinstance(att, GQAAttention) and layer_type == LayerType.FULL_ATTENTION and att.has_global_geometry:
+            return (
+                att.global_num_key_value_heads or self.num_key_value_heads,
+                att.global_head_dim or self.head_dim,
+            )
+        return self.num_key_value_heads, self.head_dim
 
 
 @spec

@@ -500,6 +500,8 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "falcon": (_falcon, _F(tie=True, max_pos=2048, rope_theta=10000.0)),
     "gpt_oss": (generic_mapper("gpt_oss"), _F(tie=False, max_pos=131072, rope_theta=150000.0, head_dim=64)),
     "gemma3": (generic_mapper("gemma3"), _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
+    "gemma4": (generic_mapper("gemma4"), _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
+    "gemma4_text": (generic_mapper("gemma4_text"), _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
     "smollm3": (generic_mapper("smollm3"), _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
     "olmo2": (generic_mapper("olmo2"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "olmo3": (generic_mapper("olmo3"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
