@@ -44,6 +44,7 @@ from llm_cost.core.types import LayerKind, LayerType
 from llm_cost.core.units import to_bytes
 from llm_cost.model.kvshape import (
     indexer_key_bytes,
+    kv_elements_by_type,
     kv_elements_per_token_per_layer,
     linear_state_elements,
     mamba_state_elements,
@@ -129,9 +130,13 @@ def _state_layers(spec: ModelSpec, counts: LayerCounts) -> tuple[int, int]:
 
 
 def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | Fraction:
-    """KV bytes one token adds across all caching layers (below any sliding window)."""
-    caching = _layer_counts(spec).of(LayerKind.SOFTMAX_ATTENTION)
-    return to_bytes(caching * kv_elements_per_token_per_layer(spec), bits) + caching * indexer_key_bytes(spec)
+    """KV bytes one token adds across all caching layers (below any sliding window); each layer
+    type at its own heads (Gemma 4's full-attention layers)."""
+    counts = _layer_counts(spec)
+    caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
+    per = kv_elements_by_type(spec)
+    elements = sum(counts.mixer(t) * n for t, n in per.items())
+    return to_bytes(elements, bits) + caching * indexer_key_bytes(spec)
 
 
 def _indexer_bytes(spec: ModelSpec, counts: LayerCounts, context: int) -> int:
@@ -140,18 +145,23 @@ def _indexer_bytes(spec: ModelSpec, counts: LayerCounts, context: int) -> int:
     return counts.mixer(LayerType.FULL_ATTENTION) * context * indexer_key_bytes(spec)
 
 
-def _attention_elements(spec: ModelSpec, counts: LayerCounts, context: int, per_token_per_layer: int) -> int:
+def _attention_elements(
+    spec: ModelSpec, counts: LayerCounts, context: int, per_token_per_layer: int | dict[LayerType, int]
+) -> int:
     """Cached elements of one sequence in the softmax-attention layers (windows honoured;
-    ``counts``: :func:`_layer_counts`)."""
+    ``counts``: :func:`_layer_counts`); ``per_token_per_layer`` one number, or one per layer type."""
     att = spec.attention
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     kept_sliding = min(context, window) if window else context
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
     kept_chunked = min(context, chunk) if chunk else context
-    return per_token_per_layer * (
-        counts.mixer(LayerType.FULL_ATTENTION) * context
-        + counts.mixer(LayerType.SLIDING_ATTENTION) * kept_sliding
-        + counts.mixer(LayerType.CHUNKED_ATTENTION) * kept_chunked
+    per = per_token_per_layer
+    if isinstance(per, int):
+        per = dict.fromkeys((LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION), per)
+    return (
+        per[LayerType.FULL_ATTENTION] * counts.mixer(LayerType.FULL_ATTENTION) * context
+        + per[LayerType.SLIDING_ATTENTION] * counts.mixer(LayerType.SLIDING_ATTENTION) * kept_sliding
+        + per[LayerType.CHUNKED_ATTENTION] * counts.mixer(LayerType.CHUNKED_ATTENTION) * kept_chunked
     )
 
 
@@ -161,7 +171,7 @@ def kv_bytes(
     """Bytes of cache (and, if ``include_state``, fixed linear-attention state) for ``batch``
     sequences of ``context`` tokens. Exact (an int, or a Fraction for sub-byte elements)."""
     counts = _layer_counts(spec)
-    elements = _attention_elements(spec, counts, context, kv_elements_per_token_per_layer(spec))
+    elements = _attention_elements(spec, counts, context, kv_elements_by_type(spec))
     if include_state:
         elements += sum(_state_layers(spec, counts))
     return to_bytes(elements * batch, bits) + _indexer_bytes(spec, counts, context) * batch
@@ -181,6 +191,7 @@ def kv_cache(
     counts = _layer_counts(spec)
     att = spec.attention
     per = kv_elements_per_token_per_layer(spec)
+    per_type = kv_elements_by_type(spec)
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     state, conv = linear_state_elements(spec)
     L = spec.num_hidden_layers
@@ -206,6 +217,9 @@ def kv_cache(
         formula = f"2 x n_kv x d_head x bytes = 2 x {n_kv} x {d_h} x {bits / 8:g} B per token per layer"
         mha_elements = 2 * n_q * d_h
         intensity = (4 * n_q * d_h) / (2 * n_kv * d_h * bits / 8)
+        if att.has_global_geometry and counts.mixer(LayerType.FULL_ATTENTION):
+            g_kv, g_h = spec.heads_of(LayerType.FULL_ATTENTION)
+            formula += f"; full-attention layers 2 x {g_kv} x {g_h} x {bits / 8:g} B"
 
     kinds = []
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
@@ -256,22 +270,32 @@ def kv_cache(
             kinds.append(KVLayerKind(kind, n, 0, 0, None, to_bytes(state, bits), to_bytes(conv, bits), shape))
         else:
             cap = {LayerType.SLIDING_ATTENTION: window, LayerType.CHUNKED_ATTENTION: chunk}.get(kind)
-            per_bytes = to_bytes(per, bits) + indexer_key_bytes(spec)
-            kinds.append(KVLayerKind(kind, n, per, per_bytes, cap, 0, 0, formula))
+            per_bytes = to_bytes(per_type[kind], bits) + indexer_key_bytes(spec)
+            kinds.append(KVLayerKind(kind, n, per_type[kind], per_bytes, cap, 0, 0, formula))
 
     caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
-    show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
+    mha_type = dict.fromkeys(per_type, mha_elements)
+    if isinstance(att, GQAAttention) and att.has_global_geometry:  # MHA of each layer type's own head width
+        mha_type = {t: 2 * n_q * spec.heads_of(t)[1] for t in per_type}
+    show_mha = (
+        isinstance(att, MLAAttention)
+        or n_q != spec.num_key_value_heads
+        or any(n_q != spec.heads_of(t)[0] for t in per_type if counts.mixer(t))
+    )
+    cached_per_token = sum(counts.mixer(t) * n for t, n in per_type.items())
+    mha_per_token = sum(counts.mixer(t) * n for t, n in mha_type.items())
     rows = []
     hybrid = counts.mixer(LayerType.FULL_ATTENTION) != counts.total
     all_state, all_conv = _state_layers(spec, counts)
     st, cv = to_bytes(all_state, bits), to_bytes(all_conv, bits)
     for s in contexts:
-        cached = _attention_elements(spec, counts, s, per)  # kv_bytes(spec, s, bits), the counts looked up once
+        cached = _attention_elements(spec, counts, s, per_type)  # kv_bytes(spec, s, bits), the counts looked up once
         indexed = _indexer_bytes(spec, counts, s)
         kv = to_bytes(cached, bits) + indexed
         total = to_bytes((cached + all_state + all_conv) * batch, bits) + indexed * batch
-        mha = to_bytes(_attention_elements(spec, counts, s, mha_elements) * batch, bits) if show_mha else None
-        every = to_bytes(L * per * s * batch, bits) if hybrid else None
+        mha = to_bytes(_attention_elements(spec, counts, s, mha_type) * batch, bits) if show_mha else None
+        # every layer full attention: the softmax layers at their own heads, the others at the default
+        every = to_bytes((cached_per_token + (L - caching) * per) * s * batch, bits) if hybrid else None
         rows.append(KVAtContext(s, kv, st, cv, total, mha, every))
 
     conventions = [note("kv.dtype", dtype=str(kv_dtype), bits=bits), note("kv.context")]
@@ -302,8 +326,8 @@ def kv_cache(
         batch=batch,
         layer_kinds=kinds,
         bytes_per_token=kv_bytes_per_token(spec, bits),
-        mha_bytes_per_token=to_bytes(caching * mha_elements, bits) if show_mha else None,
-        mha_ratio=mha_elements / per if show_mha else None,
+        mha_bytes_per_token=to_bytes(mha_per_token, bits) if show_mha else None,
+        mha_ratio=(mha_per_token / cached_per_token if cached_per_token else mha_elements / per) if show_mha else None,
         kv_read_intensity=intensity,
         mla_absorbed_flop_ratio=absorbed_ratio,
         contexts=rows,

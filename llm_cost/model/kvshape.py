@@ -17,12 +17,14 @@ state of a linear-attention layer (seed 000 §七, seed 003 §04-§05).
 
 from __future__ import annotations
 
+from llm_cost.core.types import LayerType
 from llm_cost.specs.schema import MLAAttention, ModelSpec
 
 __all__ = [
     "INDEXER_SCALE_BLOCK",
     "indexer_key_bytes",
     "kv_elements_per_token_per_layer",
+    "kv_elements_by_type",
     "linear_state_elements",
     "mamba_state_elements",
     "short_conv_state_elements",
@@ -45,12 +47,20 @@ def indexer_key_bytes(spec: ModelSpec) -> int:
     return idx.index_head_dim + 4 * -(-idx.index_head_dim // INDEXER_SCALE_BLOCK)
 
 
-def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
-    """Elements one token adds to one softmax-attention layer's cache."""
+def kv_elements_per_token_per_layer(spec: ModelSpec, layer_type: LayerType = LayerType.SLIDING_ATTENTION) -> int:
+    """Elements one token adds to the cache of one softmax-attention layer of ``layer_type`` (a
+    model with global geometry, Gemma 4, caches 2 n_kv d_head of its full-attention layers' own
+    heads there: :meth:`ModelSpec.heads_of`; K and V both, even where V is k_proj's output)."""
     att = spec.attention
     if isinstance(att, MLAAttention):
         return att.kv_lora_rank + att.qk_rope_head_dim
-    return 2 * spec.num_key_value_heads * spec.head_dim
+    n_kv, d_h = spec.heads_of(layer_type)
+    return 2 * n_kv * d_h
+
+
+def kv_elements_by_type(spec: ModelSpec) -> dict[LayerType, int]:
+    """:func:`kv_elements_per_token_per_layer` of each softmax layer type (full, sliding, chunked)."""
+    return {t: kv_elements_per_token_per_layer(spec, t) for t in LayerType if t.caches_kv}
 
 
 def linear_state_elements(spec: ModelSpec) -> tuple[int, int]:

@@ -51,6 +51,7 @@ __all__ = [
     "PerGPU",
     "per_gpu",
     "kv_heads_per_gpu",
+    "gpu_kv_elements_by_type",
     "stage_kv_bytes",
 ]
 
@@ -86,11 +87,11 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
     if n_q % layout.tp:
         raise InputError(f"tp: {layout.tp} does not divide the {n_q} query heads of {spec.name}", fields=("tp",))
     if isinstance(att, GQAAttention):
-        n_kv = spec.num_key_value_heads
-        if n_kv % layout.tp and layout.tp % n_kv:
-            raise InputError(
-                f"tp: {layout.tp} neither divides nor is a multiple of the {n_kv} KV heads", fields=("tp",)
-            )
+        for n_kv in sorted({spec.heads_of(t)[0] for t in LayerType if t.caches_kv}, reverse=True):
+            if n_kv % layout.tp and layout.tp % n_kv:
+                raise InputError(
+                    f"tp: {layout.tp} neither divides nor is a multiple of the {n_kv} KV heads", fields=("tp",)
+                )
     la = spec.linear_attention
     heads: tuple[int, ...] = (la.state_heads,) if isinstance(la, KimiDeltaAttention) else ()
     if isinstance(la, LinearAttention):
@@ -146,9 +147,24 @@ def stage_range(num_layers: int, pp: int, stage: int) -> range:
     return range(first, first + base + (1 if stage < extra else 0))
 
 
-def kv_heads_per_gpu(spec: ModelSpec, tp: int) -> int:
-    """K/V heads one GPU holds (and attends with) at TP ``tp``: n_kv / TP, at least one."""
-    return max(1, spec.num_key_value_heads // tp)
+def kv_heads_per_gpu(spec: ModelSpec, tp: int, layer_type: LayerType = LayerType.SLIDING_ATTENTION) -> int:
+    """K/V heads one GPU holds (and attends with) at TP ``tp`` in a softmax layer of ``layer_type``:
+    n_kv / TP, at least one (Gemma 4's full-attention layers have their own n_kv)."""
+    return max(1, spec.heads_of(layer_type)[0] // tp)
+
+
+def gpu_kv_elements_by_type(spec: ModelSpec, tp: int) -> dict[LayerType, int]:
+    """KV elements one token adds to one GPU's cache in a softmax layer of each type at TP ``tp``:
+    the GPU's share of that type's K/V heads (MLA's latent is not split)."""
+    out = {}
+    for t in LayerType:
+        if not t.caches_kv:
+            continue
+        per = kv_elements_per_token_per_layer(spec, t)
+        if isinstance(spec.attention, GQAAttention):
+            per = per * kv_heads_per_gpu(spec, tp, t) // spec.heads_of(t)[0]
+        out[t] = per
+    return out
 
 
 def tensor_share(spec: ModelSpec, t: Tensor, layout: Layout) -> Fraction:
@@ -159,7 +175,8 @@ def tensor_share(spec: ModelSpec, t: Tensor, layout: Layout) -> Fraction:
     if rule.split_by_tp:
         return Fraction(1, layout.tp)
     if rule == ShardRule.KV:
-        return Fraction(kv_heads_per_gpu(spec, layout.tp), spec.num_key_value_heads)
+        kind = LayerType.FULL_ATTENTION if t.layer_kind == LayerKind.FULL_ATTENTION else LayerType.SLIDING_ATTENTION
+        return Fraction(kv_heads_per_gpu(spec, layout.tp, kind), spec.heads_of(kind)[0])
     if rule == ShardRule.EXPERT:
         moe = spec.moe
         assert moe is not None
@@ -229,18 +246,19 @@ def per_gpu(
         weights.append(exact(stored / 8))
         experts.append(exact(routed / 8))
 
-    per_layer = kv_elements_per_token_per_layer(spec)
+    per_type = gpu_kv_elements_by_type(spec, layout.tp)
     heads = None
     replication = 1
     if isinstance(spec.attention, GQAAttention):
         n_kv = spec.num_key_value_heads
         heads = kv_heads_per_gpu(spec, layout.tp)
         replication = max(1, layout.tp // n_kv)
-        per_layer = per_layer * heads // n_kv  # the GPU's share of the K/V heads
     kv = []
     for i in range(layout.pp):
-        caching = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i)).of(LayerKind.SOFTMAX_ATTENTION)
-        kv.append(to_bytes(caching * per_layer, kv_bits) + caching * indexer_key_bytes(spec))  # indexer keys: every GPU
+        counts = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i))
+        caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
+        elements = sum(counts.mixer(t) * n for t, n in per_type.items())
+        kv.append(to_bytes(elements, kv_bits) + caching * indexer_key_bytes(spec))  # indexer keys: every GPU
     return PerGPU(stage_layers(spec.num_hidden_layers, layout.pp), weights, experts, kv, heads, replication)
 
 
@@ -252,9 +270,7 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
     att = spec.attention
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
-    per_token = kv_elements_per_token_per_layer(spec)
-    if isinstance(att, GQAAttention):
-        per_token = per_token * kv_heads_per_gpu(spec, layout.tp) // spec.num_key_value_heads
+    per_token = gpu_kv_elements_by_type(spec, layout.tp)
     la_state = sum(linear_state_elements(spec))
     m_state = sum(mamba_state_elements(spec))
     kept = {
@@ -276,7 +292,7 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
         if mixers not in by_mixers:
             elements = Fraction(0)
             for kind, n in mixers:
-                elements += n * (per_token * kept[kind] if kind in kept else state.get(kind, 0))
+                elements += n * (per_token[kind] * kept[kind] if kind in kept else state.get(kind, 0))
             full = counts.mixer(LayerType.FULL_ATTENTION)
             by_mixers[mixers] = exact(elements * kv_bits / 8) + full * context * indexer_key_bytes(spec)
         out.append(by_mixers[mixers])

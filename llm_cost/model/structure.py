@@ -923,7 +923,12 @@ def _gemma4_vision(v: Gemma4Vision, d_text: int) -> list[Tensor]:
         ),
     ]
     blk = f"{vt}.encoder.layers.*"
-    for norm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"):
+    for norm in (
+        "input_layernorm",
+        "post_attention_layernorm",
+        "pre_feedforward_layernorm",
+        "post_feedforward_layernorm",
+    ):
         t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
     for norm in ("q_norm", "k_norm"):
         t.append(Tensor(f"{blk}.self_attn.{norm}.weight", (v.head_dim,), "vision.blocks", N, L, part=p))

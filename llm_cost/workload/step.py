@@ -83,6 +83,7 @@ from llm_cost.model.layers import LayerCounts, layer_counts
 from llm_cost.model.layout import (
     ONE_GPU,
     Layout,
+    gpu_kv_elements_by_type,
     kv_heads_per_gpu,
     stage_layers,
     stage_range,
@@ -363,6 +364,11 @@ class _Softmax:
     layer_type: LayerType
     layers: int
     cap: int | None
+    #: this kind's own heads where they differ from the plan's (Gemma 4's full-attention layers):
+    #: K/V heads and cached elements per token on one GPU, and the head width of QK^T and AV
+    kv_heads: int | None = None
+    kv_elements_per_token: int | None = None
+    d_head: int | None = None
 
     @property
     def chunked(self) -> bool:
@@ -464,8 +470,9 @@ def _attention_dims(spec: ModelSpec, mla_form: MLAForm | None) -> tuple[int, int
     return spec.head_dim, spec.head_dim
 
 
-def _softmax_kinds(spec: ModelSpec, counts: LayerCounts) -> tuple[_Softmax, ...]:
-    """The softmax layer kinds (full, sliding, chunked) of a stage whose layers are ``counts``."""
+def _softmax_kinds(spec: ModelSpec, counts: LayerCounts, tp: int = 1) -> tuple[_Softmax, ...]:
+    """The softmax layer kinds (full, sliding, chunked) of a stage whose layers are ``counts``; a
+    model with global geometry (Gemma 4) gives its full-attention kind its own heads at TP ``tp``."""
     att = spec.attention
     caps = {
         LayerType.SLIDING_ATTENTION: att.sliding_window if isinstance(att, GQAAttention) else None,
@@ -473,7 +480,16 @@ def _softmax_kinds(spec: ModelSpec, counts: LayerCounts) -> tuple[_Softmax, ...]
         # DeepSeek Sparse Attention: each query attends to the index_topk keys its indexer picks
         LayerType.FULL_ATTENTION: att.indexer.index_topk if isinstance(att, MLAAttention) and att.indexer else None,
     }
-    return tuple(_Softmax(t, n, caps.get(t)) for t, n in counts.mixers.items() if t.caches_kv)
+    out = []
+    for t, n in counts.mixers.items():
+        if not t.caches_kv:
+            continue
+        if isinstance(att, GQAAttention) and att.has_global_geometry and t == LayerType.FULL_ATTENTION:
+            per = gpu_kv_elements_by_type(spec, tp)[t]
+            out.append(_Softmax(t, n, caps.get(t), kv_heads_per_gpu(spec, tp, t), per, spec.heads_of(t)[1]))
+        else:
+            out.append(_Softmax(t, n, caps.get(t)))
+    return tuple(out)
 
 
 def _attention_ops(
@@ -481,10 +497,12 @@ def _attention_ops(
 ) -> list[Operator]:
     """One attention operator per softmax layer kind (full, sliding, chunked) on this stage."""
     ops = []
-    per_token = plan.kv_elements_per_token
     written = tokens = sum(g.tokens for g in groups)
     for kind in stage.softmax:
         layers, cap = kind.layers, kind.cap
+        per_token = plan.kv_elements_per_token if kind.kv_elements_per_token is None else kind.kv_elements_per_token
+        d_qk, d_v = (plan.d_qk, plan.d_v) if kind.d_head is None else (kind.d_head, kind.d_head)
+        kv_heads = plan.kv_heads if kind.kv_heads is None else kind.kv_heads
         if kind.chunked:
             assert cap is not None
             pairs = sum(chunked_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
@@ -500,12 +518,12 @@ def _attention_ops(
                 role,
                 "",
                 layers,
-                2 * plan.heads * (plan.d_qk + plan.d_v) * pairs * layers,
+                2 * plan.heads * (d_qk + d_v) * pairs * layers,
                 kv_read_bytes=_eighths(cached * per_token * layers * kv_bits),
                 kv_write_bytes=_eighths(written * per_token * layers * kv_bits),
                 batch=sum(g.count for g in groups),
                 heads=plan.heads,
-                kv_heads=plan.kv_heads,
+                kv_heads=kv_heads,
                 keys=exact(Fraction(pairs, tokens)) if tokens else 0,
             )
         )
@@ -687,7 +705,7 @@ def _stage_plan(
         stage,
         n,
         _gemms(spec, s, layout, stage, bits),
-        _softmax_kinds(spec, counts),
+        _softmax_kinds(spec, counts, layout.tp),
         _recurrences(spec, counts),
         tuple(_resident_op(spec, s, layout, bits) if first and resident else ()),
         tuple(_vector_op(spec, s, layout, stage, bits)),

@@ -28,7 +28,7 @@ from llm_cost.core.errors import SpecError
 from llm_cost.core.types import LayerType
 from llm_cost.specs.hf.config import _Config
 
-__all__ = ["gemma4_blocks", "gemma4_vision", "GEMMA4_EXTRA_KEYS"]
+__all__ = ["gemma4_blocks", "gemma4_vision", "refuse_unmodelled", "GEMMA4_EXTRA_KEYS"]
 
 #: Keys Gemma4TextConfig reads from its kwargs rather than declaring as fields.
 GEMMA4_EXTRA_KEYS = ("global_head_dim", "num_global_key_value_heads")
@@ -36,10 +36,11 @@ GEMMA4_EXTRA_KEYS = ("global_head_dim", "num_global_key_value_heads")
 _CITE = "transformers models/gemma4/modeling_gemma4.py"
 
 
-def gemma4_blocks(c: _Config, out: dict[str, Any]) -> None:
-    """The Gemma 4 departures of the fields :func:`~llm_cost.specs.hf.generic.read_generic` read
-    (see the module docstring): the full-attention layers' geometry, the stored layer scalars,
-    the forced full last layer, and refusals for the blocks not modelled."""
+def refuse_unmodelled(c: _Config) -> None:
+    """SpecError naming the key for a Gemma 4 block this reading does not model (module docstring),
+    checked before anything is read: per-layer embeddings (``hidden_size_per_layer_input``, whose
+    transformers default is 256), KV-shared layers, the MoE block, fully bidirectional attention,
+    an audio tower."""
     ple = c.int("hidden_size_per_layer_input", 256, minimum=0) if c.known("hidden_size_per_layer_input") else 0
     if ple:
         raise c.error(
@@ -47,7 +48,6 @@ def gemma4_blocks(c: _Config, out: dict[str, Any]) -> None:
             f"= {ple}: per-layer embeddings (Gemma 4 E2B/E4B: embed_tokens_per_layer, "
             f"per_layer_model_projection, a gate and projection per layer) are not modelled ({_CITE})",
         )
-    c.ignore("vocab_size_per_layer_input")
     shared = c.int("num_kv_shared_layers", 0, minimum=0) if c.known("num_kv_shared_layers") else 0
     if shared:
         raise c.error(
@@ -55,23 +55,29 @@ def gemma4_blocks(c: _Config, out: dict[str, Any]) -> None:
             f"= {shared}: layers that reuse an earlier layer's K/V (no k/v projections, no cache) are not "
             f"modelled ({_CITE})",
         )
-    c.ignore("use_double_wide_mlp")  # only the KV-shared layers double their MLP (Gemma4TextMLP)
     if c.bool("enable_moe_block", False):
         raise c.error(
             "enable_moe_block",
             f"= true: the MoE block beside the dense MLP (Gemma 4 26B-A4B: router with scales, experts, "
             f"three more norms) is not modelled ({_CITE})",
         )
-    c.ignore("num_experts", "top_k_experts", "moe_intermediate_size", "expert_intermediate_size")
     if c.data.get("use_bidirectional_attention") == "all":
         raise c.error(
             "use_bidirectional_attention",
             "= 'all': bidirectional attention (its window becomes sliding_window // 2 + 1) is not modelled",
         )
-    c.ignore("use_bidirectional_attention", "final_logit_softcapping", "hidden_size_per_layer_input")
     if c.has("audio_config"):
         raise c.error("audio_config", f"is set: the Gemma 4 audio tower and its embedder are not modelled ({_CITE})")
-    c.ignore("audio_config")
+
+
+def gemma4_blocks(c: _Config, out: dict[str, Any]) -> None:
+    """The Gemma 4 departures of the fields :func:`~llm_cost.specs.hf.generic.read_generic` read
+    (see the module docstring; :func:`refuse_unmodelled` has run first): the full-attention layers'
+    geometry, the stored layer scalars, the forced full last layer."""
+    c.ignore("vocab_size_per_layer_input", "hidden_size_per_layer_input", "num_kv_shared_layers", "audio_config")
+    c.ignore("use_double_wide_mlp")  # only the KV-shared layers double their MLP (Gemma4TextMLP)
+    c.ignore("enable_moe_block", "top_k_experts", "moe_intermediate_size", "expert_intermediate_size")
+    c.ignore("use_bidirectional_attention", "final_logit_softcapping")
     att = out["attention"]
     k_eq_v = bool(c.bool("attention_k_eq_v", False))
     global_kv = c.opt_int("num_global_key_value_heads") if k_eq_v else None

@@ -1,0 +1,168 @@
+"""Gemma 4 (model_type gemma4 / gemma4_text) against the 31B checkpoint's header totals
+(tests/fixtures/hf/CHECKPOINTS.yaml gemma-4-31b-it) and hand arithmetic written here from
+transformers models/gemma4/modeling_gemma4.py: the full-attention layers' own heads
+(global_head_dim 512, 4 K/V heads, no v_proj under attention_k_eq_v), the stored layer scalars,
+the Gemma 4 vision tower; KV bytes per token by layer type; the decode step's attention."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llm_cost.core.errors import SpecError
+from llm_cost.core.types import LayerType, OpRole
+from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache
+from llm_cost.model.layout import Layout
+from llm_cost.model.params import count_params
+from llm_cost.model.structure import build
+from llm_cost.specs.hf import hf_to_spec, load_hf_config
+from llm_cost.workload.step import build_step, decode
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
+CONFIG = FIXTURES / "gemma-4-31b-it" / "config.json"
+CHECKPOINTS = yaml.safe_load((FIXTURES / "CHECKPOINTS.yaml").read_text(encoding="utf-8"))
+
+D, V, FF = 5376, 262_144, 21_504
+#: one sliding layer's attention: q [32 x 256, d], k and v [16 x 256, d], o [d, 32 x 256], q/k norms of 256
+SLIDING = D * 32 * 256 + 2 * D * 16 * 256 + 32 * 256 * D + 2 * 256
+#: one full layer's: q [32 x 512, d], k [4 x 512, d], no v_proj, o [d, 32 x 512], q/k norms of 512
+FULL = D * 32 * 512 + D * 4 * 512 + 32 * 512 * D + 2 * 512
+#: every layer's GeGLU MLP, four norms and its stored layer_scalar [1]
+BLOCK = 3 * D * FF + 4 * D + 1
+
+
+def _config() -> dict:
+    return json.loads(CONFIG.read_text(encoding="utf-8"))
+
+
+def test_31b_language_model_by_hand_is_the_header_split():
+    """The headers' language model 30,697,345,340: the tied embedding once, 50 sliding and 10 full
+    layers, 60 blocks, the final norm; 60 of those elements are the layer scalars (the learned
+    tensors alone: 30,697,345,280)."""
+    spec = load_hf_config(CONFIG)
+    assert [spec.layer_type(i) for i in range(6)] == [LayerType.SLIDING_ATTENTION] * 5 + [LayerType.FULL_ATTENTION]
+    text = V * D + 50 * SLIDING + 10 * FULL + 60 * BLOCK + D
+    assert text == 30_697_345_340 and text - 60 == 30_697_345_280
+    assert build(spec).decoder_params == text
+
+
+def test_31b_vision_tower_and_embedder_by_hand():
+    """The headers' vision tower 569,550,384 and projector 6,193,152: input_proj [1152, 3 x 16^2],
+    the [2, 10240, 1152] position table, 27 blocks (q/k/v/o 1152 x 1152 with 16 heads of 72, q/k
+    norms of 72, gate/up/down of 4304, four norms), std_bias and std_scale [1152]; the embedder's
+    embedding_projection [5376, 1152]."""
+    e, f = 1152, 4304
+    block = 4 * e * e + 2 * 72 + 3 * e * f + 4 * e
+    tower = e * 3 * 16 * 16 + 2 * 10240 * e + 27 * block + 2 * e
+    assert tower == 569_550_384 and D * e == 6_193_152
+    assert build(load_hf_config(CONFIG)).vision_params == tower + D * e
+
+
+def test_31b_checkpoint_total():
+    counted = count_params(load_hf_config(CONFIG))
+    assert counted.total_params == CHECKPOINTS["gemma-4-31b-it"]["total_params"] == 31_273_088_876
+    assert counted.total_params == 30_697_345_340 + 569_550_384 + 6_193_152
+
+
+def test_full_layers_have_no_v_proj_and_their_own_heads():
+    shapes = {}
+    for t in build(load_hf_config(CONFIG)).tensors:
+        if t.group == "attention":
+            shapes.setdefault(t.name, []).append((t.shape, t.layers))
+    assert shapes["layers.*.self_attn.q_proj.weight"] == [((32 * 256, D), 50), ((32 * 512, D), 10)]
+    assert shapes["layers.*.self_attn.k_proj.weight"] == [((16 * 256, D), 50), ((4 * 512, D), 10)]
+    assert shapes["layers.*.self_attn.v_proj.weight"] == [((16 * 256, D), 50)]
+
+
+def test_gemma4_text_is_the_language_model():
+    """Gemma4ForCausalLM of the same text_config: the language model alone."""
+    cfg = {**_config()["text_config"], "architectures": ["Gemma4ForCausalLM"]}
+    spec, _ = hf_to_spec(cfg, "gemma-4-31b-text/config.json")
+    assert count_params(spec).total_params == 30_697_345_340 and spec.vision is None
+
+
+def test_kv_bytes_per_token_by_layer_type():
+    """Sliding layers cache 2 x 16 x 256 elements per token, full layers 2 x 4 x 512 (K and V
+    both: V is k_proj's output before k_norm and RoPE, so the two differ), at 2 B; the sliding
+    layers keep at most the 1,024-token window."""
+    spec = load_hf_config(CONFIG)
+    assert kv_bytes_per_token(spec, 16) == 50 * 2 * 16 * 256 * 2 + 10 * 2 * 4 * 512 * 2 == 901_120
+    assert kv_bytes(spec, 10_000, 16) == 50 * 1024 * 2 * 16 * 256 * 2 + 10 * 10_000 * 2 * 4 * 512 * 2
+    r = kv_cache(spec, [10_000])
+    assert {(k.layer_type, k.layers, k.bytes_per_token, k.window) for k in r.layer_kinds} == {
+        (LayerType.SLIDING_ATTENTION, 50, 16_384, 1024),
+        (LayerType.FULL_ATTENTION, 10, 8_192, None),
+    }
+    assert r.mha_bytes_per_token == 50 * 2 * 32 * 256 * 2 + 10 * 2 * 32 * 512 * 2
+
+
+def test_kv_per_gpu_at_tp8():
+    """At TP 8 a GPU holds 2 of the 16 sliding K/V heads and 1 of the 4 full ones (each full head
+    on two GPUs): 50 x 2 x 2 x 256 x 2 + 10 x 2 x 1 x 512 x 2 bytes per token."""
+    spec = load_hf_config(CONFIG)
+    r = kv_cache(spec, [1000], layout=Layout(tp=8))
+    assert r.per_gpu.kv_bytes_per_token == [50 * 2 * 2 * 256 * 2 + 10 * 2 * 1 * 512 * 2]
+    with pytest.raises(Exception, match="tp: 3"):
+        kv_cache(spec, [1000], layout=Layout(tp=3))
+
+
+def test_decode_step_attention_and_weights_by_hand():
+    """One decode token at context 4,095: the sliding layers see 1,024 keys, the full layers 4,096;
+    QK^T + AV is 2 x 32 heads x (d_head + d_head) FLOPs per key; every weight used once (the tied
+    LM head multiplies by the embedding); the sliding layers read their 1,024 cached tokens, the
+    full layers all 4,095."""
+    spec = load_hf_config(CONFIG)
+    step = build_step(spec, decode(1, 4095))
+    sliding_att = 50 * 2 * 32 * (256 + 256) * 1024
+    full_att = 10 * 2 * 32 * (512 + 512) * 4096
+    weights = 50 * (SLIDING - 512) + 10 * (FULL - 1024) + 60 * 3 * D * FF + V * D  # matmuls only
+    assert step.flops == 2 * weights + sliding_att + full_att
+    ops = {o.role: o for o in step.ops if o.role in (OpRole.FULL_ATTENTION, OpRole.SLIDING_ATTENTION)}
+    assert ops[OpRole.SLIDING_ATTENTION].kv_read_bytes == 50 * 1024 * 2 * 16 * 256 * 2
+    assert ops[OpRole.FULL_ATTENTION].kv_read_bytes == 10 * 4095 * 2 * 4 * 512 * 2
+    assert ops[OpRole.FULL_ATTENTION].kv_heads == 4
+
+
+@pytest.mark.parametrize(
+    "change,key",
+    [
+        ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input"),  # E2B/E4B per-layer embeddings
+        ({"num_kv_shared_layers": 20}, "num_kv_shared_layers"),  # E2B: layers reusing earlier K/V
+        ({"enable_moe_block": True, "num_experts": 128, "top_k_experts": 8}, "enable_moe_block"),  # 26B-A4B
+        ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention"),
+    ],
+)
+def test_blocks_not_modelled_are_refused_naming_the_key(change, key):
+    cfg = _config()
+    cfg["text_config"] = {**cfg["text_config"], **change}
+    with pytest.raises(SpecError, match=key):
+        hf_to_spec(cfg, "g/config.json")
+
+
+def test_absent_per_layer_width_takes_transformers_default_and_is_refused():
+    """Gemma4TextConfig's hidden_size_per_layer_input defaults to 256 (transformers 5.24.0): a
+    text_config without the key describes per-layer embeddings, which are refused, not dropped."""
+    cfg = _config()
+    del cfg["text_config"]["hidden_size_per_layer_input"]
+    with pytest.raises(SpecError, match=r"hidden_size_per_layer_input = 256: per-layer embeddings"):
+        hf_to_spec(cfg, "g/config.json")
+
+
+def test_an_audio_tower_is_refused():
+    cfg = {**_config(), "audio_config": {"model_type": "gemma4_audio", "hidden_size": 1024}}
+    with pytest.raises(SpecError, match="audio_config"):
+        hf_to_spec(cfg, "g/config.json")
+
+
+def test_without_layer_types_every_sixth_layer_is_full_and_the_last_one_too():
+    """Gemma4TextConfig.__post_init__: layer i is full when (i + 1) % 6 == 0, and the last layer is
+    forced to full attention (here 62 layers: 10 by the rule, plus layer 61)."""
+    cfg = _config()
+    text = {k: v for k, v in cfg["text_config"].items() if k != "layer_types"}
+    cfg["text_config"] = {**text, "num_hidden_layers": 62}
+    spec, _ = hf_to_spec(cfg, "g/config.json")
+    full = [i for i in range(62) if spec.layer_type(i) == LayerType.FULL_ATTENTION]
+    assert full == [5, 11, 17, 23, 29, 35, 41, 47, 53, 59, 61]
