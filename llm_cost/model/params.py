@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Dtype
+from llm_cost.core.types import Dtype, LayerType
 from llm_cost.core.units import exact_bits, to_bytes
 from llm_cost.model.formats import MixedBits
 from llm_cost.model.structure import GROUPS, Structure, build
@@ -83,6 +83,10 @@ def _label(spec: ModelSpec, group: str) -> str:
         assert isinstance(att, GQAAttention)
         n_q, n_kv = att.num_attention_heads, spec.num_key_value_heads
         kind = "MHA" if n_q == n_kv else ("MQA" if n_kv == 1 else "GQA")
+        if att.has_global_geometry:  # Gemma 4: the full-attention layers' own heads
+            g_kv, g_h = spec.heads_of(LayerType.FULL_ATTENTION)
+            k_eq_v = ", K = V" if att.global_k_eq_v else ""
+            return f"attention ({kind} {n_q}q/{n_kv}kv x {spec.head_dim}; full layers {g_kv}kv x {g_h}{k_eq_v})"
         return f"attention ({kind} {n_q}q/{n_kv}kv x {spec.head_dim})"
     if group == "linear_attention":
         return "linear attention (Gated DeltaNet)"

@@ -11,7 +11,9 @@ implementation.
 
 Counting convention (design notes): a parameter is an element of a stored trainable tensor.
 The embedding counts once when tied (the LM head is then a matmul with no storage of its own);
-buffers such as rotary ``inv_freq`` are not parameters.
+buffers such as rotary ``inv_freq`` are not parameters. A persistent buffer the checkpoint stores
+(Gemma 4's ``layer_scalar``, its vision tower's ``std_bias`` / ``std_scale`` and clipping bounds) is
+listed with the tensors: the checkpoint's totals count it.
 """
 
 from __future__ import annotations

@@ -94,6 +94,10 @@ def gemma4_blocks(c: _Config, out: dict[str, Any]) -> None:
         c.notes.append("the last layer is full attention (Gemma4TextConfig forces it)")
     out["layer_types"] = types
     out["layer_scalar"] = True
+    c.notes.append(
+        "each block's layer_scalar [1] (and a standardizing vision tower's std_bias / std_scale) is a persistent "
+        "buffer stored in the checkpoint: counted with its tensors"
+    )
 
 
 def gemma4_vision(c: _Config, out: dict[str, Any]):
