@@ -507,8 +507,9 @@ def _dense_mlp(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
 
 
 def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
-    """Router [E, d] (+ E bias terms), E routed experts (gated or up/down only) and the shared
-    experts. A latent MoE (transformers modeling_nemotron_h.py NemotronHMoE) adds fc1_latent_proj
+    """Router [E, d] (+ E bias terms; + Gemma 4's scales), E routed experts (gated or up/down only)
+    and the shared experts (Gemma 4's dense MLP beside its experts is one), the block's extra
+    norms. A latent MoE (transformers modeling_nemotron_h.py NemotronHMoE) adds fc1_latent_proj
     [d -> l] and fc2_latent_proj [l -> d], run by every token (replicated, as vLLM's
     ReplicatedLinear), and its routed experts work at width l."""
     moe = spec.moe
@@ -518,6 +519,11 @@ def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     t = [Tensor(f"{p}.gate.weight", (E, d), "router", M, layers, part=part, layer_kind=MOE)]
     if moe.router_bias:
         t.append(Tensor(f"{p}.gate.bias", (E,), "router", B, layers, part=part, layer_kind=MOE))
+    if moe.router_scales:  # Gemma4TextRouter: scale [d] on the normed input, per_expert_scale [E] on the weights
+        t.append(Tensor(f"{p}.router.scale", (d,), "router", O, layers, part=part, layer_kind=MOE))
+        t.append(Tensor(f"{p}.router.per_expert_scale", (E,), "router", O, layers, part=part, layer_kind=MOE))
+    for i in range(moe.extra_norms):  # Gemma 4: post_feedforward_layernorm_1 / _2, pre_feedforward_layernorm_2
+        t += [Tensor(f"{p}.moe_norm{i + 1}.weight", (d,), "norms", N, layers, part=part, layer_kind=MOE)]
     latent = moe.moe_latent_size
     if latent:
         t += _linear(f"{p}.fc1_latent_proj", d, latent, "moe_latent", layers, False, part, MOE, REP)

@@ -249,6 +249,15 @@ class MoE(Spec):
         description="Latent MoE (Nemotron 3): fc1_latent_proj [d -> l] before the routed experts and "
         "fc2_latent_proj [l -> d] after them, the experts working at width l; null: at d.",
     )
+    router_scales: bool = spec_field(
+        default=False,
+        description="The router also stores a scale [d] and a per_expert_scale [E] (Gemma 4's Gemma4TextRouter).",
+    )
+    extra_norms: Annotated[int, Bounds(ge=0, le=4, strict=True)] = spec_field(
+        default=0,
+        description="RMSNorms [d] the MoE block adds to each of its layers (Gemma 4: three, around the experts "
+        "and the dense MLP beside them).",
+    )
     first_k_dense_replace: LayerIndex = spec_field(default=0, description="The first k layers are dense.")
     decoder_sparse_step: Layers = spec_field(default=1, description="Every n-th layer is MoE (Qwen-MoE).")
     mlp_only_layers: Annotated[tuple[LayerIndex, ...], Bounds(max_length=MAX_LAYERS)] = spec_field(

@@ -1,5 +1,5 @@
-"""Gemma 4 (model_type gemma4 / gemma4_text) against the 31B checkpoint's header totals
-(tests/fixtures/hf/CHECKPOINTS.yaml gemma-4-31b-it) and hand arithmetic written here from
+"""Gemma 4 (model_type gemma4 / gemma4_text) against the 31B and 26B-A4B checkpoints' header totals
+(tests/fixtures/hf/CHECKPOINTS.yaml gemma-4-31b-it, gemma-4-26b-a4b-it) and hand arithmetic from
 transformers models/gemma4/modeling_gemma4.py: the full-attention layers' own heads
 (global_head_dim 512, 4 K/V heads, no v_proj under attention_k_eq_v), the stored layer scalars,
 the Gemma 4 vision tower; KV bytes per token by layer type; the decode step's attention."""
@@ -23,6 +23,7 @@ from llm_cost.workload.step import build_step, decode
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
 CONFIG = FIXTURES / "gemma-4-31b-it" / "config.json"
+MOE_CONFIG = FIXTURES / "gemma-4-26b-a4b-it" / "config.json"
 CHECKPOINTS = yaml.safe_load((FIXTURES / "CHECKPOINTS.yaml").read_text(encoding="utf-8"))
 
 D, V, FF = 5376, 262_144, 21_504
@@ -131,7 +132,6 @@ def test_decode_step_attention_and_weights_by_hand():
     [
         ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input"),  # E2B/E4B per-layer embeddings
         ({"num_kv_shared_layers": 20}, "num_kv_shared_layers"),  # E2B: layers reusing earlier K/V
-        ({"enable_moe_block": True, "num_experts": 128, "top_k_experts": 8}, "enable_moe_block"),  # 26B-A4B
         ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention"),
     ],
 )
@@ -166,3 +166,68 @@ def test_without_layer_types_every_sixth_layer_is_full_and_the_last_one_too():
     spec, _ = hf_to_spec(cfg, "g/config.json")
     full = [i for i in range(62) if spec.layer_type(i) == LayerType.FULL_ATTENTION]
     assert full == [5, 11, 17, 23, 29, 35, 41, 47, 53, 59, 61]
+
+
+# -- 26B-A4B: the MoE block beside the dense MLP -----------------------------------------------------
+
+
+def _moe_layer(d: int) -> int:
+    """One 26B-A4B layer's feed-forward (Gemma4TextDecoderLayer with enable_moe_block): the dense
+    GeGLU MLP of 2112, the router proj [128, d] + scale [d] + per_expert_scale [128], 128 experts of
+    gate_up_proj [2 x 704, d] and down_proj [d, 704], three more norms [d]."""
+    return 3 * d * 2112 + 128 * d + d + 128 + 128 * (2 * 704 * d + d * 704) + 3 * d
+
+
+def test_26b_language_model_by_hand_is_the_header_split():
+    """The headers' model.language_model 25,233,141,790: the tied embedding once, 25 sliding and 5
+    full layers (16 query heads; 8 K/V heads of 256, or 2 of 512 without v_proj), each layer's
+    feed-forward, four norms and layer_scalar, the final norm."""
+    d = 2816
+    sliding = d * 16 * 256 + 2 * d * 8 * 256 + 16 * 256 * d + 2 * 256
+    full = d * 16 * 512 + d * 2 * 512 + 16 * 512 * d + 2 * 512
+    text = V * d + 25 * sliding + 5 * full + 30 * (_moe_layer(d) + 4 * d + 1) + d
+    assert text == 25_233_141_790
+    spec = load_hf_config(MOE_CONFIG)
+    assert build(spec).decoder_params == text
+    assert build(spec).vision_params == 569_550_384 + d * 1152 == 572_794_416
+    assert count_params(spec).total_params == CHECKPOINTS["gemma-4-26b-a4b-it"]["total_params"] == 25_805_936_206
+
+
+def test_26b_active_parameters_per_token():
+    """A token runs 8 of the 128 experts: the total less 120 experts' 3 x 704 x d in 30 layers, and
+    less the vision tower (not run by a text token) gives the comparison table's 3,822,530,590."""
+    d = 2816
+    active_text = 25_233_141_790 - 30 * 120 * 3 * 704 * d
+    assert active_text == 3_822_530_590
+    counted = count_params(load_hf_config(MOE_CONFIG))
+    assert counted.active_params == active_text
+
+
+def test_26b_kv_and_a_decode_token_by_hand():
+    """KV: 25 sliding layers of 2 x 8 x 256 and 5 full layers of 2 x 2 x 512 elements per token at
+    2 B. Decode at context 4,095: attention 2 x 16 heads x (d_head + d_head) per key (1,024 keys in
+    a sliding layer, 4,096 in a full one)."""
+    spec = load_hf_config(MOE_CONFIG)
+    assert kv_bytes_per_token(spec, 16) == 25 * 2 * 8 * 256 * 2 + 5 * 2 * 2 * 512 * 2 == 225_280
+    step = build_step(spec, decode(1, 4095))
+    (full,) = [o for o in step.ops if o.role == OpRole.FULL_ATTENTION]
+    (sliding,) = [o for o in step.ops if o.role == OpRole.SLIDING_ATTENTION]
+    assert full.flops == 5 * 2 * 16 * (512 + 512) * 4096
+    assert sliding.flops == 25 * 2 * 16 * (256 + 256) * 1024
+
+
+def test_a_gemma4_config_with_the_vocabulary_top_k_spelling_is_refused():
+    cfg = json.loads(MOE_CONFIG.read_text(encoding="utf-8"))
+    cfg["text_config"]["num_experts_per_tok"] = 8
+    with pytest.raises(SpecError, match="num_experts_per_tok is not a Gemma4TextConfig key"):
+        hf_to_spec(cfg, "g/config.json")
+
+
+def test_expert_keys_without_the_moe_block_build_nothing():
+    """Without enable_moe_block Gemma4TextDecoderLayer builds no router and no experts: the 31B's
+    count is unchanged by expert keys (a note says they are unused)."""
+    cfg = _config()
+    cfg["text_config"].update(num_experts=128, top_k_experts=8, moe_intermediate_size=704)
+    spec, _ = hf_to_spec(cfg, "g/config.json")
+    assert count_params(spec).total_params == 31_273_088_876 and spec.moe is None
+    assert "num_experts is unused: enable_moe_block is false" in spec.source.note

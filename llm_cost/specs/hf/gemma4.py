@@ -11,12 +11,17 @@ with one full layer in six) with:
 * a stored one-element ``layer_scalar`` per block (Gemma4TextDecoderLayer ``register_buffer``,
   persistent: in the checkpoint);
 * the last layer is always full attention (Gemma4TextConfig.__post_init__ forces it);
+* the MoE block of ``enable_moe_block`` (Gemma 4 26B-A4B): every layer keeps its dense MLP and adds
+  Gemma4TextRouter (proj [E, d], scale [d], per_expert_scale [E]; its norm has no scale),
+  Gemma4TextExperts (gate_up_proj [E, 2 w, d], down_proj [E, d, w] of ``moe_intermediate_size`` w,
+  ``top_k_experts`` per token) and three RMSNorms (post_feedforward_layernorm_1 / _2,
+  pre_feedforward_layernorm_2); the dense MLP is the MoE's always-on shared expert (same tensors);
 * the Gemma 4 vision encoder and embedder (:class:`~llm_cost.specs.schema.Gemma4Vision`).
 
 Not modelled, refused naming the key: per-layer embeddings (``hidden_size_per_layer_input`` above 0,
-Gemma 4 E2B/E4B), KV sharing across layers (``num_kv_shared_layers``), the MoE block beside the MLP
-(``enable_moe_block``, Gemma 4 26B-A4B), the audio tower (``audio_config``) and fully bidirectional
-attention (``use_bidirectional_attention`` "all", which changes the window).
+Gemma 4 E2B/E4B), KV sharing across layers (``num_kv_shared_layers``), the audio tower
+(``audio_config``) and fully bidirectional attention (``use_bidirectional_attention`` "all", which
+changes the window).
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ from llm_cost.specs.hf.config import _Config
 
 __all__ = ["gemma4_blocks", "gemma4_vision", "refuse_unmodelled", "GEMMA4_EXTRA_KEYS"]
 
-#: Keys Gemma4TextConfig reads from its kwargs rather than declaring as fields.
-GEMMA4_EXTRA_KEYS = ("global_head_dim", "num_global_key_value_heads")
+#: Keys Gemma4TextConfig reads from its kwargs rather than declaring as fields, and the vocabulary's
+#: spelling of top_k_experts that :func:`refuse_unmodelled` writes (a config's own is refused).
+GEMMA4_EXTRA_KEYS = ("global_head_dim", "num_global_key_value_heads", "num_experts_per_tok")
 
 _CITE = "transformers models/gemma4/modeling_gemma4.py"
 
@@ -39,8 +45,9 @@ _CITE = "transformers models/gemma4/modeling_gemma4.py"
 def refuse_unmodelled(c: _Config) -> None:
     """SpecError naming the key for a Gemma 4 block this reading does not model (module docstring),
     checked before anything is read: per-layer embeddings (``hidden_size_per_layer_input``, whose
-    transformers default is 256), KV-shared layers, the MoE block, fully bidirectional attention,
-    an audio tower."""
+    transformers default is 256), KV-shared layers, fully bidirectional attention, an audio tower.
+    With ``enable_moe_block`` the vocabulary reads ``top_k_experts`` as the top-k; without it the
+    expert keys are dropped (no router or experts are built)."""
     ple = c.int("hidden_size_per_layer_input", 256, minimum=0) if c.known("hidden_size_per_layer_input") else 0
     if ple:
         raise c.error(
@@ -56,11 +63,16 @@ def refuse_unmodelled(c: _Config) -> None:
             f"modelled ({_CITE})",
         )
     if c.bool("enable_moe_block", False):
-        raise c.error(
-            "enable_moe_block",
-            f"= true: the MoE block beside the dense MLP (Gemma 4 26B-A4B: router with scales, experts, "
-            f"three more norms) is not modelled ({_CITE})",
-        )
+        # the vocabulary's spelling of the top-k; the dense MLP beside the experts is placed in gemma4_blocks
+        if "num_experts_per_tok" in c.data or "experts_per_token" in c.data:
+            raise c.error("num_experts_per_tok", "is not a Gemma4TextConfig key (top_k_experts is)")
+        c.data["num_experts_per_tok"] = c.data.get("top_k_experts")
+        c.ignore("top_k_experts")
+    else:  # Gemma4TextDecoderLayer builds no router or experts without enable_moe_block
+        for key in ("num_experts", "top_k_experts", "moe_intermediate_size"):
+            if c.data.get(key) is not None:
+                c.notes.append(f"{key} is unused: enable_moe_block is false")
+            c.data.pop(key, None)
     if c.data.get("use_bidirectional_attention") == "all":
         raise c.error(
             "use_bidirectional_attention",
@@ -77,6 +89,17 @@ def gemma4_blocks(c: _Config, out: dict[str, Any]) -> None:
     c.ignore("vocab_size_per_layer_input", "hidden_size_per_layer_input", "num_kv_shared_layers", "audio_config")
     c.ignore("use_double_wide_mlp")  # only the KV-shared layers double their MLP (Gemma4TextMLP)
     c.ignore("enable_moe_block", "top_k_experts", "moe_intermediate_size", "expert_intermediate_size")
+    moe = out.get("moe")
+    if moe is not None:  # Gemma4TextDecoderLayer with enable_moe_block: the dense MLP runs beside the experts
+        if out.get("mlp") is not None:
+            raise c.error("enable_moe_block", "with dense-only layers: every Gemma 4 layer has the MoE block")
+        width = c.int("intermediate_size")
+        c.notes[:] = [n for n in c.notes if n != "intermediate_size is unused: every layer is MoE"]
+        out["moe"] = dataclasses.replace(moe, shared_expert_intermediate_size=width, router_scales=True, extra_norms=3)
+        c.notes.append(
+            f"the dense MLP (gate/up/down of intermediate_size {width}) beside the experts is counted as a "
+            "shared expert: the same tensors, run by every token"
+        )
     c.ignore("use_bidirectional_attention", "final_logit_softcapping")
     att = out["attention"]
     k_eq_v = bool(c.bool("attention_k_eq_v", False))
