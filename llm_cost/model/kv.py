@@ -220,6 +220,10 @@ def kv_cache(
         if att.has_global_geometry and counts.mixer(LayerType.FULL_ATTENTION):
             g_kv, g_h = spec.heads_of(LayerType.FULL_ATTENTION)
             formula += f"; full-attention layers 2 x {g_kv} x {g_h} x {bits / 8:g} B"
+            # over every caching layer: 4 n_q d_head FLOPs per cached token against its 2 n_kv d_head elements
+            flops = sum(counts.mixer(t) * 4 * n_q * spec.heads_of(t)[1] for t in LayerType if t.caches_kv)
+            cached = sum(counts.mixer(t) * kv_elements_per_token_per_layer(spec, t) for t in LayerType if t.caches_kv)
+            intensity = flops / (cached * bits / 8)
 
     kinds = []
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
