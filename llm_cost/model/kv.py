@@ -135,8 +135,14 @@ def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | Fraction:
     counts = _layer_counts(spec)
     caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
     per = kv_elements_by_type(spec)
-    elements = sum(counts.mixer(t) * n for t, n in per.items())
+    elements = sum(_owners(spec, counts, t) * n for t, n in per.items())
     return to_bytes(elements, bits) + caching * indexer_key_bytes(spec)
+
+
+def _owners(spec: ModelSpec, counts: LayerCounts, layer_type: LayerType) -> int:
+    """Layers of ``layer_type`` (of the whole model's ``counts``) that cache their own K/V: all but
+    Gemma 4's KV-shared layers, which read an earlier layer's cache."""
+    return counts.mixer(layer_type) - spec.kv_shared_count(layer_type)
 
 
 def _indexer_bytes(spec: ModelSpec, counts: LayerCounts, context: int) -> int:
@@ -159,9 +165,9 @@ def _attention_elements(
     if isinstance(per, int):
         per = dict.fromkeys((LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION), per)
     return (
-        per[LayerType.FULL_ATTENTION] * counts.mixer(LayerType.FULL_ATTENTION) * context
-        + per[LayerType.SLIDING_ATTENTION] * counts.mixer(LayerType.SLIDING_ATTENTION) * kept_sliding
-        + per[LayerType.CHUNKED_ATTENTION] * counts.mixer(LayerType.CHUNKED_ATTENTION) * kept_chunked
+        per[LayerType.FULL_ATTENTION] * _owners(spec, counts, LayerType.FULL_ATTENTION) * context
+        + per[LayerType.SLIDING_ATTENTION] * _owners(spec, counts, LayerType.SLIDING_ATTENTION) * kept_sliding
+        + per[LayerType.CHUNKED_ATTENTION] * _owners(spec, counts, LayerType.CHUNKED_ATTENTION) * kept_chunked
     )
 
 
@@ -222,7 +228,9 @@ def kv_cache(
             formula += f"; full-attention layers 2 x {g_kv} x {g_h} x {bits / 8:g} B"
             # over every caching layer: 4 n_q d_head FLOPs per cached token against its 2 n_kv d_head elements
             flops = sum(counts.mixer(t) * 4 * n_q * spec.heads_of(t)[1] for t in LayerType if t.caches_kv)
-            cached = sum(counts.mixer(t) * kv_elements_per_token_per_layer(spec, t) for t in LayerType if t.caches_kv)
+            cached = sum(
+                _owners(spec, counts, t) * kv_elements_per_token_per_layer(spec, t) for t in LayerType if t.caches_kv
+            )
             intensity = flops / (cached * bits / 8)
 
     kinds = []
@@ -275,9 +283,10 @@ def kv_cache(
         else:
             cap = {LayerType.SLIDING_ATTENTION: window, LayerType.CHUNKED_ATTENTION: chunk}.get(kind)
             per_bytes = to_bytes(per_type[kind], bits) + indexer_key_bytes(spec)
-            kinds.append(KVLayerKind(kind, n, per_type[kind], per_bytes, cap, 0, 0, formula))
+            owners = _owners(spec, counts, kind)  # KV-shared layers (Gemma 4) cache nothing of their own
+            if owners:
+                kinds.append(KVLayerKind(kind, owners, per_type[kind], per_bytes, cap, 0, 0, formula))
 
-    caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
     mha_type = dict.fromkeys(per_type, mha_elements)
     if isinstance(att, GQAAttention) and att.has_global_geometry:  # MHA of each layer type's own head width
         mha_type = {t: 2 * n_q * spec.heads_of(t)[1] for t in per_type}
@@ -286,8 +295,9 @@ def kv_cache(
         or n_q != spec.num_key_value_heads
         or any(n_q != spec.heads_of(t)[0] for t in per_type if counts.mixer(t))
     )
-    cached_per_token = sum(counts.mixer(t) * n for t, n in per_type.items())
-    mha_per_token = sum(counts.mixer(t) * n for t, n in mha_type.items())
+    cached_per_token = sum(_owners(spec, counts, t) * n for t, n in per_type.items())
+    owning = sum(_owners(spec, counts, t) for t in per_type)
+    mha_per_token = sum(_owners(spec, counts, t) * n for t, n in mha_type.items())
     rows = []
     hybrid = counts.mixer(LayerType.FULL_ATTENTION) != counts.total
     all_state, all_conv = _state_layers(spec, counts)
@@ -299,7 +309,7 @@ def kv_cache(
         total = to_bytes((cached + all_state + all_conv) * batch, bits) + indexed * batch
         mha = to_bytes(_attention_elements(spec, counts, s, mha_type) * batch, bits) if show_mha else None
         # every layer full attention: the softmax layers at their own heads, the others at the default
-        every = to_bytes((cached_per_token + (L - caching) * per) * s * batch, bits) if hybrid else None
+        every = to_bytes((cached_per_token + (L - owning) * per) * s * batch, bits) if hybrid else None
         rows.append(KVAtContext(s, kv, st, cv, total, mha, every))
 
     conventions = [note("kv.dtype", dtype=str(kv_dtype), bits=bits), note("kv.context")]

@@ -119,6 +119,7 @@ def _label(spec: ModelSpec, group: str) -> str:
         "norms": "norms (in blocks)",
         "final_norm": "final norm",
         "biases": "biases",
+        "per_layer_embedding": "per-layer embeddings (PLE)",
         "vision.patch_embed": "vision: patch embedding",
         "vision.blocks": "vision: blocks",
         "vision.merger": "vision: merger",

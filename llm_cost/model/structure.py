@@ -59,6 +59,7 @@ GROUPS = (
     "routed_experts",
     "shared_experts",
     "moe_latent",
+    "per_layer_embedding",
     "norms",
     "biases",
     "final_norm",
@@ -254,11 +255,14 @@ def _gqa(
     part: Part,
     kind: LayerKind = SOFTMAX,
     layer_type: LayerType = LayerType.SLIDING_ATTENTION,
+    kv: bool = True,
 ) -> list[Tensor]:
     """q/k/v/o (and q/k norms, sinks) of ``layers`` softmax layers holding tensors of ``kind``,
     with the heads of ``layer_type`` (:meth:`ModelSpec.heads_of`). Gemma 4's full-attention
     layers with ``global_k_eq_v`` have no v_proj (transformers models/gemma4/modeling_gemma4.py
-    Gemma4TextAttention: ``v_proj = None`` when ``use_alternative_attention``)."""
+    Gemma4TextAttention: ``v_proj = None`` when ``use_alternative_attention``); its KV-shared
+    layers (``kv`` false) only q_proj, q_norm and o_proj ("Layers sharing kv states don't need any
+    weight matrices")."""
     d = spec.hidden_size
     n_q = att.num_attention_heads
     n_kv, d_h = spec.heads_of(layer_type)
@@ -266,12 +270,14 @@ def _gqa(
     q_out = n_q * d_h * (2 if att.output_gate else 1)
     no_v = att.global_k_eq_v and layer_type == LayerType.FULL_ATTENTION
     t = _linear(f"{p}.q_proj", d, q_out, "attention", layers, att.attention_bias, part, kind, COL)
-    t += _linear(f"{p}.k_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, kind, KV)
-    if not no_v:
+    if kv:
+        t += _linear(f"{p}.k_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, kind, KV)
+    if kv and not no_v:
         t += _linear(f"{p}.v_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, kind, KV)
     t += _linear(f"{p}.o_proj", n_q * d_h, d, "attention", layers, att.o_proj_bias, part, kind, ROW)
     if att.qk_norm:
-        t += _qk_norms(p, att, n_q, n_kv, d_h, layers, part, kind)
+        norms = _qk_norms(p, att, n_q, n_kv, d_h, layers, part, kind)
+        t += norms if kv else norms[:1]
     if att.sinks:
         t.append(
             Tensor(f"{p}.sinks", (n_q,), "attention", O, layers, part=part, layer_kind=kind, shard=ShardRule.HEADWISE)
@@ -498,12 +504,11 @@ def _ffn(
     return t
 
 
-def _dense_mlp(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
+def _dense_mlp(spec: ModelSpec, layers: int, part: Part, widen: int = 1) -> list[Tensor]:
     mlp = spec.mlp
     assert mlp is not None
-    return _ffn(
-        "layers.*.mlp", spec.hidden_size, mlp.intermediate_size, mlp.gated, mlp.mlp_bias, "mlp", layers, part, DENSE
-    )
+    width = mlp.intermediate_size * widen
+    return _ffn("layers.*.mlp", spec.hidden_size, width, mlp.gated, mlp.mlp_bias, "mlp", layers, part, DENSE)
 
 
 def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
@@ -571,14 +576,8 @@ def _blocks(
     if softmax_layers:
         if isinstance(att, MLAAttention):
             t += _mla(spec, att, softmax_layers, part)
-        elif att.has_global_geometry:  # Gemma 4: the full-attention layers have heads of their own
-            full = attention_counts.get(LayerType.FULL_ATTENTION, 0)
-            if softmax_layers - full:
-                t += _gqa(spec, att, softmax_layers - full, part, LayerKind.WINDOWED_ATTENTION)
-            if full:
-                t += _gqa(spec, att, full, part, LayerKind.FULL_ATTENTION, LayerType.FULL_ATTENTION)
         else:
-            t += _gqa(spec, att, softmax_layers, part)
+            t += _softmax_tensors(spec, att, attention_counts, part)
     if attention_counts.get(LayerType.LINEAR_ATTENTION):
         t += _linear_attention(spec, attention_counts[LayerType.LINEAR_ATTENTION], part)
     if attention_counts.get(LayerType.MAMBA2):
@@ -586,7 +585,11 @@ def _blocks(
     if attention_counts.get(LayerType.SHORT_CONV):
         t += _short_conv(spec, attention_counts[LayerType.SHORT_CONV], part)
     if mlp_counts.get(MlpType.DENSE):
-        t += _dense_mlp(spec, mlp_counts[MlpType.DENSE], part)
+        wide = spec.num_kv_shared_layers if spec.double_wide_shared_mlp and part == Part.DECODER else 0
+        if mlp_counts[MlpType.DENSE] - wide:
+            t += _dense_mlp(spec, mlp_counts[MlpType.DENSE] - wide, part)
+        if wide:  # Gemma4TextMLP: intermediate_size x 2 in the KV-shared layers with use_double_wide_mlp
+            t += _dense_mlp(spec, wide, part, 2)
     if mlp_counts.get(MlpType.MOE):
         t += _moe(spec, mlp_counts[MlpType.MOE], part)
     layers = sum(attention_counts.values())
@@ -594,6 +597,38 @@ def _blocks(
         t += _norm(f"layers.*.norm{i + 1}", spec.hidden_size, spec, layers, part)
     if spec.layer_scalar:  # Gemma4TextDecoderLayer's register_buffer("layer_scalar", torch.ones(1)): stored
         t.append(Tensor("layers.*.layer_scalar", (1,), "norms", O, layers, part=part))
+    ple = spec.per_layer_input_size
+    if ple and part == Part.DECODER:  # Gemma4TextDecoderLayer: the per-layer input's gate, projection, norm
+        g = "per_layer_embedding"
+        t += _linear("layers.*.per_layer_input_gate", spec.hidden_size, ple, g, layers, False, part, LayerKind.ANY, REP)
+        t += _linear("layers.*.per_layer_projection", ple, spec.hidden_size, g, layers, False, part, LayerKind.ANY, REP)
+        t += _norm("layers.*.post_per_layer_input_norm", spec.hidden_size, spec, layers, part, g)
+    return t
+
+
+def _softmax_tensors(
+    spec: ModelSpec, att: GQAAttention, attention_counts: dict[LayerType, int], part: Part
+) -> list[Tensor]:
+    """The GQA tensors of the softmax layers: one set for all of them, or (Gemma 4's global
+    geometry) one for the windowed layers and one for the full layers with their own heads; in the
+    decoder, the KV-shared layers of each set without k/v projections."""
+    softmax_layers = sum(n for k, n in attention_counts.items() if k.caches_kv)
+    windowed = (LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION)
+    if att.has_global_geometry:
+        full = attention_counts.get(LayerType.FULL_ATTENTION, 0)
+        sets = [
+            (softmax_layers - full, LayerKind.WINDOWED_ATTENTION, LayerType.SLIDING_ATTENTION, windowed),
+            (full, LayerKind.FULL_ATTENTION, LayerType.FULL_ATTENTION, (LayerType.FULL_ATTENTION,)),
+        ]
+    else:
+        sets = [(softmax_layers, SOFTMAX, LayerType.SLIDING_ATTENTION, (*windowed, LayerType.FULL_ATTENTION))]
+    t: list[Tensor] = []
+    for n, kind, layer_type, types in sets:
+        shared = sum(spec.kv_shared_count(x) for x in types) if part == Part.DECODER else 0
+        if n - shared:
+            t += _gqa(spec, att, n - shared, part, kind, layer_type)
+        if shared:
+            t += _gqa(spec, att, shared, part, kind, layer_type, kv=False)
     return t
 
 
@@ -1031,6 +1066,13 @@ def build(spec: ModelSpec) -> Structure:
     t = [Tensor("embed_tokens.weight", (V, d), "embedding", L_, shard=ShardRule.VOCAB)]
     if spec.position_embedding == "learned":
         t.append(Tensor("embed_positions.weight", (spec.max_position_embeddings, d), "position_embedding", L_))
+    if spec.per_layer_input_size:  # Gemma4TextModel's per-layer embeddings (PLE)
+        assert spec.per_layer_vocab_size is not None
+        Lp = spec.num_hidden_layers * spec.per_layer_input_size
+        g = "per_layer_embedding"
+        t.append(Tensor("embed_tokens_per_layer.weight", (spec.per_layer_vocab_size, Lp), g, L_, shard=ShardRule.VOCAB))
+        t += _linear("per_layer_model_projection", d, Lp, g, 0, False, Part.DECODER, LayerKind.ANY, REP)
+        t.append(Tensor("per_layer_projection_norm.weight", (spec.per_layer_input_size,), g, N))
     t += _blocks(spec, attention_counts, mlp_counts, Part.DECODER)
     t += _norm("norm", d, spec, 0, Part.DECODER, "final_norm")
     t.append(Tensor("lm_head.weight", (V, d), "lm_head", M, stored=not spec.tie_word_embeddings, shard=ShardRule.VOCAB))

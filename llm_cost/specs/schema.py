@@ -770,6 +770,23 @@ class ModelSpec(Spec):
         default=False,
         description="Each block stores a one-element layer_scalar (Gemma 4: a persistent buffer, in the checkpoint).",
     )
+    num_kv_shared_layers: LayerIndex = spec_field(
+        default=0,
+        description="The last n softmax layers reuse the K/V of the last earlier layer of their type: no k_proj, "
+        "v_proj or k_norm, nothing cached (Gemma 4 E2B/E4B's num_kv_shared_layers).",
+    )
+    double_wide_shared_mlp: StrictBool = spec_field(
+        default=False,
+        description="The KV-shared layers' dense MLP is 2 x intermediate_size wide (Gemma 4's use_double_wide_mlp).",
+    )
+    per_layer_input_size: Optional[Width] = spec_field(
+        default=None,
+        description="p of Gemma 4's per-layer embeddings: a [per_layer_vocab_size, L p] table, a [d -> L p] "
+        "projection and its norm [p], and in each block a gate [d -> p], a projection [p -> d] and a norm [d].",
+    )
+    per_layer_vocab_size: Optional[Vocab] = spec_field(
+        default=None, description="Rows of the per-layer embedding table (vocab_size_per_layer_input)."
+    )
     position_embedding: Literal["rope", "learned", "none"] = spec_field(
         default="rope",
         description="learned adds a [max_position_embeddings, d] table (GPT-2); none: no positions "
@@ -847,7 +864,37 @@ class ModelSpec(Spec):
                 raise ValueError("some layers are dense (first_k_dense_replace/mlp_only_layers) but mlp is not set")
         if self.position_embedding == "rope" and self.rope_theta is None:
             raise ValueError("rope_theta is required when position_embedding is rope")
+        self._check_kv_sharing()
         self._check_rotary_width()
+
+    def _check_kv_sharing(self) -> None:
+        """KV-shared layers (Gemma4TextAttention): each is a softmax layer with an earlier layer of its
+        type that owns K/V (the last such layer before the shared ones); not beside MoE or MLA."""
+        n, L = self.num_kv_shared_layers, self.num_hidden_layers
+        if self.double_wide_shared_mlp and not n:
+            raise ValueError("double_wide_shared_mlp needs num_kv_shared_layers above 0")
+        if (self.per_layer_input_size is None) != (self.per_layer_vocab_size is None):
+            raise ValueError("per_layer_input_size and per_layer_vocab_size are set together")
+        if not n:
+            return
+        if n >= L:
+            raise ValueError(f"num_kv_shared_layers ({n}) must be below num_hidden_layers ({L})")
+        if isinstance(self.attention, MLAAttention) or self.moe is not None:
+            raise ValueError("num_kv_shared_layers is modelled for dense GQA models only")
+        owners = {self.layer_type(i) for i in range(L - n)}
+        for i in range(L - n, L):
+            t = self.layer_type(i)
+            if not t.caches_kv or t not in owners:
+                raise ValueError(f"KV-shared layer {i} ({t.value}) has no earlier {t.value} layer to share with")
+
+    def kv_shared(self, i: int) -> bool:
+        """True when layer ``i`` reuses an earlier layer's K/V (the last num_kv_shared_layers layers)."""
+        return i >= self.num_hidden_layers - self.num_kv_shared_layers and self.num_kv_shared_layers > 0
+
+    def kv_shared_count(self, layer_type: LayerType) -> int:
+        """KV-shared layers of ``layer_type`` (they cache nothing)."""
+        L, n = self.num_hidden_layers, self.num_kv_shared_layers
+        return sum(1 for i in range(L - n, L) if self.layer_type(i) == layer_type) if n else 0
 
     def _check_rotary_width(self) -> None:
         """RoPE turns pairs of elements: the rotated width of a head (head_dim x

@@ -369,6 +369,8 @@ class _Softmax:
     kv_heads: int | None = None
     kv_elements_per_token: int | None = None
     d_head: int | None = None
+    #: layers that write their own K/V (Gemma 4's KV-shared layers only read an earlier layer's)
+    writers: int | None = None
 
     @property
     def chunked(self) -> bool:
@@ -484,11 +486,13 @@ def _softmax_kinds(spec: ModelSpec, counts: LayerCounts, tp: int = 1) -> tuple[_
     for t, n in counts.mixers.items():
         if not t.caches_kv:
             continue
+        writers = n - spec.kv_shared_count(t) if spec.num_kv_shared_layers else None  # one stage: validate_layout
         if isinstance(att, GQAAttention) and att.has_global_geometry and t == LayerType.FULL_ATTENTION:
             per = gpu_kv_elements_by_type(spec, tp)[t]
-            out.append(_Softmax(t, n, caps.get(t), kv_heads_per_gpu(spec, tp, t), per, spec.heads_of(t)[1]))
+            heads = kv_heads_per_gpu(spec, tp, t)
+            out.append(_Softmax(t, n, caps.get(t), heads, per, spec.heads_of(t)[1], writers))
         else:
-            out.append(_Softmax(t, n, caps.get(t)))
+            out.append(_Softmax(t, n, caps.get(t), writers=writers))
     return tuple(out)
 
 
@@ -520,7 +524,9 @@ def _attention_ops(
                 layers,
                 2 * plan.heads * (d_qk + d_v) * pairs * layers,
                 kv_read_bytes=_eighths(cached * per_token * layers * kv_bits),
-                kv_write_bytes=_eighths(written * per_token * layers * kv_bits),
+                kv_write_bytes=_eighths(
+                    written * per_token * (layers if kind.writers is None else kind.writers) * kv_bits
+                ),
                 batch=sum(g.count for g in groups),
                 heads=plan.heads,
                 kv_heads=kv_heads,

@@ -1,5 +1,5 @@
-"""Gemma 4 (model_type gemma4 / gemma4_text) against the 31B and 26B-A4B checkpoints' header totals
-(tests/fixtures/hf/CHECKPOINTS.yaml gemma-4-31b-it, gemma-4-26b-a4b-it) and hand arithmetic from
+"""Gemma 4 (model_type gemma4 / gemma4_text) against the 31B, 26B-A4B and E2B totals
+(tests/fixtures/hf/CHECKPOINTS.yaml gemma-4-31b-it, gemma-4-26b-a4b-it, gemma-4-e2b-it-text) and hand arithmetic from
 transformers models/gemma4/modeling_gemma4.py: the full-attention layers' own heads
 (global_head_dim 512, 4 K/V heads, no v_proj under attention_k_eq_v), the stored layer scalars,
 the Gemma 4 vision tower; KV bytes per token by layer type; the decode step's attention."""
@@ -24,6 +24,7 @@ from llm_cost.workload.step import build_step, decode
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
 CONFIG = FIXTURES / "gemma-4-31b-it" / "config.json"
 MOE_CONFIG = FIXTURES / "gemma-4-26b-a4b-it" / "config.json"
+E2B_CONFIG = FIXTURES / "gemma-4-e2b-it-text" / "config.json"
 CHECKPOINTS = yaml.safe_load((FIXTURES / "CHECKPOINTS.yaml").read_text(encoding="utf-8"))
 
 D, V, FF = 5376, 262_144, 21_504
@@ -130,28 +131,23 @@ def test_decode_step_attention_and_weights_by_hand():
     assert ops[OpRole.FULL_ATTENTION].kv_heads == 4
 
 
-@pytest.mark.parametrize(
-    "change,key",
-    [
-        ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input"),  # E2B/E4B per-layer embeddings
-        ({"num_kv_shared_layers": 20}, "num_kv_shared_layers"),  # E2B: layers reusing earlier K/V
-        ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention"),
-    ],
-)
-def test_blocks_not_modelled_are_refused_naming_the_key(change, key):
+def test_fully_bidirectional_attention_is_refused():
     cfg = _config()
-    cfg["text_config"] = {**cfg["text_config"], **change}
-    with pytest.raises(SpecError, match=key):
+    cfg["text_config"]["use_bidirectional_attention"] = "all"
+    with pytest.raises(SpecError, match="use_bidirectional_attention"):
         hf_to_spec(cfg, "g/config.json")
 
 
-def test_absent_per_layer_width_takes_transformers_default_and_is_refused():
+def test_absent_per_layer_width_takes_transformers_default():
     """Gemma4TextConfig's hidden_size_per_layer_input defaults to 256 (transformers 5.24.0): a
-    text_config without the key describes per-layer embeddings, which are refused, not dropped."""
+    text_config without the key has per-layer embeddings, 262,144 x 60 x 256 + the projection
+    5376 x 60 x 256 + its norm 256, and in each of the 60 blocks 2 x 5376 x 256 + 5376."""
     cfg = _config()
     del cfg["text_config"]["hidden_size_per_layer_input"]
-    with pytest.raises(SpecError, match=r"hidden_size_per_layer_input = 256: per-layer embeddings"):
-        hf_to_spec(cfg, "g/config.json")
+    spec, defaults = hf_to_spec(cfg, "g/config.json")
+    ple = V * 60 * 256 + D * 60 * 256 + 256 + 60 * (2 * D * 256 + D)
+    assert count_params(spec).total_params == 31_273_088_876 + ple
+    assert any(d.startswith("hidden_size_per_layer_input = 256 (absent;") for d in defaults)
 
 
 def test_an_audio_tower_is_refused():
@@ -234,3 +230,59 @@ def test_expert_keys_without_the_moe_block_build_nothing():
     spec, _ = hf_to_spec(cfg, "g/config.json")
     assert count_params(spec).total_params == 31_273_088_876 and spec.moe is None
     assert "num_experts is unused: enable_moe_block is false" in spec.source.note
+
+
+# -- E2B: per-layer embeddings, KV-shared layers, double-wide MLPs --------------------------------------
+
+
+def test_e2b_language_model_by_hand():
+    """4,628,569,379: the tied embedding; the per-layer embeddings [262144, 35 x 256], their
+    projection [35 x 256, 1536] and norm [256]; 12 sliding and 3 full layers with their own K/V
+    (q [8 x h, d], k and v [1 x h, d], o, q/k norms of h = 256 or 512); 16 sliding and 4 full
+    KV-shared layers (q, q_norm, o only); MLPs of 6144, 12288 in the 20 shared layers; in every
+    block four norms, the layer_scalar, the per-layer gate [256, d], projection [d, 256] and norm."""
+    d, p = 1536, 256
+
+    def attention(h: int, kv: bool) -> int:
+        return d * 8 * h + 8 * h * d + h + ((2 * d * 1 * h + h) if kv else 0)
+
+    own = 12 * attention(256, True) + 3 * attention(512, True)
+    shared = 16 * attention(256, False) + 4 * attention(512, False)
+    mlps = 15 * 3 * d * 6144 + 20 * 3 * d * 12288
+    blocks = 35 * (4 * d + 1 + 2 * d * p + d)
+    ple = V * 35 * p + d * 35 * p + p
+    total = V * d + ple + own + shared + mlps + blocks + d
+    assert total == CHECKPOINTS["gemma-4-e2b-it-text"]["total_params"] == 4_628_569_379
+    assert count_params(load_hf_config(E2B_CONFIG)).total_params == total
+
+
+def test_e2b_shared_layers_cache_nothing_and_write_nothing():
+    """Layers 15-34 reuse layer 13's (sliding) or 14's (full) K/V: per token only the 15 owning
+    layers cache; in a decode step every layer reads K/V (the shared ones their owner's), only
+    the owners write."""
+    spec = load_hf_config(E2B_CONFIG)
+    assert [spec.kv_shared(i) for i in (14, 15, 34)] == [False, True, True]
+    assert kv_bytes_per_token(spec, 16) == 12 * 2 * 256 * 2 + 3 * 2 * 512 * 2 == 18_432
+    assert kv_bytes(spec, 4096, 16) == 12 * 512 * 2 * 256 * 2 + 3 * 4096 * 2 * 512 * 2
+    step = build_step(spec, decode(1, 4095))
+    (full,) = [o for o in step.ops if o.role == OpRole.FULL_ATTENTION]
+    (sliding,) = [o for o in step.ops if o.role == OpRole.SLIDING_ATTENTION]
+    assert full.kv_write_bytes == 3 * 2 * 512 * 2 and sliding.kv_write_bytes == 12 * 2 * 256 * 2
+    assert full.kv_read_bytes == 7 * 4095 * 2 * 512 * 2  # all 7 full layers read 4,095 cached tokens
+    assert sliding.kv_read_bytes == 28 * 512 * 2 * 256 * 2  # 28 sliding layers read the 512-token window
+    assert full.flops == 7 * 2 * 8 * (512 + 512) * 4096
+
+
+def test_e2b_on_several_pipeline_stages_is_refused():
+    spec = load_hf_config(E2B_CONFIG)
+    with pytest.raises(Exception, match="pp: .*one pipeline stage"):
+        kv_cache(spec, [1000], layout=Layout(pp=2))
+
+
+def test_a_shared_layer_without_an_owner_of_its_type_is_refused():
+    """Gemma4TextAttention takes a shared layer's K/V from the last earlier layer of its type: with
+    one full layer (the last), 30 shared layers leave no full layer to share with."""
+    cfg = json.loads(E2B_CONFIG.read_text(encoding="utf-8"))
+    cfg.update(num_kv_shared_layers=34, layer_types=["sliding_attention"] * 34 + ["full_attention"])
+    with pytest.raises(SpecError, match="KV-shared layer 34 .* has no earlier full_attention layer"):
+        hf_to_spec(cfg, "g/config.json")

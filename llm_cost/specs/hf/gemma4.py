@@ -18,10 +18,16 @@ with one full layer in six) with:
   pre_feedforward_layernorm_2); the dense MLP is the MoE's always-on shared expert (same tensors);
 * the Gemma 4 vision encoder and embedder (:class:`~llm_cost.specs.schema.Gemma4Vision`).
 
-Not modelled, refused naming the key: per-layer embeddings (``hidden_size_per_layer_input`` above 0,
-Gemma 4 E2B/E4B), KV sharing across layers (``num_kv_shared_layers``), the audio tower
-(``audio_config``) and fully bidirectional attention (``use_bidirectional_attention`` "all", which
-changes the window).
+* per-layer embeddings (``hidden_size_per_layer_input`` p above 0; transformers' default is 256):
+  Gemma4TextModel's embed_tokens_per_layer [vocab_size_per_layer_input, L p], per_layer_model_projection
+  [d -> L p] and per_layer_projection_norm [p], and in each block per_layer_input_gate [d -> p],
+  per_layer_projection [p -> d] and post_per_layer_input_norm [d] (Gemma 4 E2B/E4B);
+* KV sharing: the last ``num_kv_shared_layers`` layers reuse the K/V of the last earlier layer of
+  their type (no k_proj, v_proj or k_norm; nothing cached), and with ``use_double_wide_mlp`` their
+  MLP is twice as wide (Gemma4TextMLP).
+
+Not modelled, refused naming the key: the audio tower (``audio_config``) and fully bidirectional
+attention (``use_bidirectional_attention`` "all", which changes the window).
 """
 
 from __future__ import annotations
@@ -44,24 +50,9 @@ _CITE = "transformers models/gemma4/modeling_gemma4.py"
 
 def refuse_unmodelled(c: _Config) -> None:
     """SpecError naming the key for a Gemma 4 block this reading does not model (module docstring),
-    checked before anything is read: per-layer embeddings (``hidden_size_per_layer_input``, whose
-    transformers default is 256), KV-shared layers, fully bidirectional attention, an audio tower.
+    checked before anything is read: fully bidirectional attention, an audio tower.
     With ``enable_moe_block`` the vocabulary reads ``top_k_experts`` as the top-k; without it the
     expert keys are dropped (no router or experts are built)."""
-    ple = c.int("hidden_size_per_layer_input", 256, minimum=0) if c.known("hidden_size_per_layer_input") else 0
-    if ple:
-        raise c.error(
-            "hidden_size_per_layer_input",
-            f"= {ple}: per-layer embeddings (Gemma 4 E2B/E4B: embed_tokens_per_layer, "
-            f"per_layer_model_projection, a gate and projection per layer) are not modelled ({_CITE})",
-        )
-    shared = c.int("num_kv_shared_layers", 0, minimum=0) if c.known("num_kv_shared_layers") else 0
-    if shared:
-        raise c.error(
-            "num_kv_shared_layers",
-            f"= {shared}: layers that reuse an earlier layer's K/V (no k/v projections, no cache) are not "
-            f"modelled ({_CITE})",
-        )
     if c.bool("enable_moe_block", False):
         # the vocabulary's spelling of the top-k; the dense MLP beside the experts is placed in gemma4_blocks
         if "num_experts_per_tok" in c.data or "experts_per_token" in c.data:
@@ -86,8 +77,20 @@ def gemma4_blocks(c: _Config, out: dict[str, Any]) -> None:
     """The Gemma 4 departures of the fields :func:`~llm_cost.specs.hf.generic.read_generic` read
     (see the module docstring; :func:`refuse_unmodelled` has run first): the full-attention layers'
     geometry, the stored layer scalars, the forced full last layer."""
-    c.ignore("vocab_size_per_layer_input", "hidden_size_per_layer_input", "num_kv_shared_layers", "audio_config")
-    c.ignore("use_double_wide_mlp")  # only the KV-shared layers double their MLP (Gemma4TextMLP)
+    c.ignore("audio_config")
+    ple = c.int("hidden_size_per_layer_input", 256, minimum=0) if c.known("hidden_size_per_layer_input") else 0
+    if ple:  # Gemma4TextModel's per-layer embeddings
+        out["per_layer_input_size"] = ple
+        out["per_layer_vocab_size"] = c.int("vocab_size_per_layer_input", 262_144)
+    else:
+        c.ignore("vocab_size_per_layer_input")
+    shared = c.int("num_kv_shared_layers", 0, minimum=0) if c.known("num_kv_shared_layers") else 0
+    if shared:
+        out["num_kv_shared_layers"] = shared
+        # Gemma4TextMLP: only the KV-shared layers double their MLP
+        out["double_wide_shared_mlp"] = bool(c.bool("use_double_wide_mlp", False))
+    else:
+        c.ignore("use_double_wide_mlp")
     c.ignore("enable_moe_block", "top_k_experts", "moe_intermediate_size", "expert_intermediate_size")
     moe = out.get("moe")
     if moe is not None:  # Gemma4TextDecoderLayer with enable_moe_block: the dense MLP runs beside the experts
