@@ -286,3 +286,26 @@ def test_a_shared_layer_without_an_owner_of_its_type_is_refused():
     cfg.update(num_kv_shared_layers=34, layer_types=["sliding_attention"] * 34 + ["full_attention"])
     with pytest.raises(SpecError, match="KV-shared layer 34 .* has no earlier full_attention layer"):
         hf_to_spec(cfg, "g/config.json")
+
+
+def test_e4b_language_model_against_its_published_counts():
+    """Gemma 4 E4B's text_config as a public package validator pins it (code-index id 70085931258:
+    hidden 2560, 42 layers of five sliding and one full, 8 heads, 2 K/V heads, 18 KV-shared layers,
+    head_dim 256 / 512, per-layer width 256, intermediate 10240); use_double_wide_mlp false, which the
+    totals decide (a doubled MLP in 18 layers would add 18 x 3 x 2560 x 10240). sum(p.numel()) of
+    the model 7,463,013,376 (id 66570493327, 'matching HuggingFace') + 42 layer scalars; llama.cpp
+    counts 7,463,013,674 = that + its rope_freqs [256] (id 68363928736)."""
+    cfg = json.loads(E2B_CONFIG.read_text(encoding="utf-8"))
+    cfg.update(
+        hidden_size=2560,
+        num_hidden_layers=42,
+        num_key_value_heads=2,
+        num_kv_shared_layers=18,
+        intermediate_size=10240,
+        use_double_wide_mlp=False,
+        layer_types=(["sliding_attention"] * 5 + ["full_attention"]) * 7,
+    )
+    spec, _ = hf_to_spec(cfg, "gemma-4-e4b-text/config.json")
+    assert count_params(spec).total_params == 7_463_013_376 + 42 == 7_463_013_674 - 256
+    # only the 24 owning layers cache: 20 sliding of 2 x 2 x 256 and 4 full of 2 x 2 x 512 elements, at 2 B
+    assert kv_bytes_per_token(spec, 16) == 20 * 2 * 2 * 256 * 2 + 4 * 2 * 2 * 512 * 2

@@ -259,7 +259,8 @@ DEPARTURES: dict[str, Departures] = {
     "gemma4_text": Departures(
         cite="transformers models/gemma4/modeling_gemma4.py (Gemma4ForCausalLM): Gemma 3's block (four norms, "
         "per-head q/k norms, GeGLU); full-attention layers of global_head_dim with num_global_key_value_heads "
-        "and no v_proj under attention_k_eq_v; a stored layer_scalar per block (llm_cost.specs.hf.gemma4)",
+        "and no v_proj under attention_k_eq_v; a stored layer_scalar per block; the MoE block, per-layer "
+        "embeddings and KV-shared layers (llm_cost.specs.hf.gemma4)",
         qk_norm=True,
         act_keys=("hidden_activation", "hidden_act"),
         act_default="gelu_pytorch_tanh",
