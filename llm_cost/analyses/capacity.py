@@ -34,6 +34,7 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
+from llm_cost.core.types import LayerType
 from llm_cost.core.units import exact
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu, stage_kv_bytes
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -119,7 +120,11 @@ def workspace_bytes(spec: ModelSpec, layout: Layout, step_tokens: int, sequences
     vLLM measures this with a profiling run; here it is the sum of the largest live tensors."""
     d, t = spec.hidden_size, layout.tp
     att = spec.attention
-    qkv = att.num_attention_heads * spec.head_dim + 2 * spec.num_key_value_heads * spec.head_dim
+    # the widest softmax layer's Q/K/V (Gemma 4's full-attention layers have heads of their own)
+    qkv = max(
+        att.num_attention_heads * d_h + 2 * n_kv * d_h
+        for n_kv, d_h in {spec.heads_of(x) for x in LayerType if x.caches_kv}
+    )
     widths = [2 * spec.mlp.intermediate_size] if spec.mlp is not None else []
     if spec.moe is not None:
         m = spec.moe

@@ -309,3 +309,13 @@ def test_e4b_language_model_against_its_published_counts():
     assert count_params(spec).total_params == 7_463_013_376 + 42 == 7_463_013_674 - 256
     # only the 24 owning layers cache: 20 sliding of 2 x 2 x 256 and 4 full of 2 x 2 x 512 elements, at 2 B
     assert kv_bytes_per_token(spec, 16) == 20 * 2 * 2 * 256 * 2 + 4 * 2 * 2 * 512 * 2
+
+
+def test_the_activation_workspace_takes_the_widest_attention_layer():
+    """The capacity planner's peak activations use the widest Q/K/V of any layer: the 31B's full
+    layers (32 x 512 + 2 x 4 x 512 = 20,480 wide) over its sliding layers (32 x 256 + 2 x 16 x 256 =
+    16,384): per token d + 20,480 + 2 x 21,504 elements at 2 B, and the logits V at 4 B per row."""
+    from llm_cost.analyses.capacity import workspace_bytes
+
+    spec = load_hf_config(CONFIG)
+    assert workspace_bytes(spec, Layout(), 100, 1) == 100 * (D + 20_480 + 2 * FF) * 2 + V * 4
