@@ -37,7 +37,7 @@ from llm_cost.core.serialize import Result
 from llm_cost.core.types import LayerType
 from llm_cost.core.units import exact
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu, stage_kv_bytes
-from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.specs.schema import GQAAttention, HardwareSpec, ModelSpec
 
 __all__ = [
     "MemoryPolicy",
@@ -120,9 +120,11 @@ def workspace_bytes(spec: ModelSpec, layout: Layout, step_tokens: int, sequences
     vLLM measures this with a profiling run; here it is the sum of the largest live tensors."""
     d, t = spec.hidden_size, layout.tp
     att = spec.attention
-    # the widest softmax layer's Q/K/V (Gemma 4's full-attention layers have heads of their own)
+    # the widest softmax layer's Q/K/V: a layer type's own K/V heads (MiMo-V2-Flash's sliding layers)
+    # and head width (Gemma 4's full layers); GQA value heads may be narrower (v_head_dim)
+    d_v = spec.v_head_dim if isinstance(att, GQAAttention) else spec.head_dim
     qkv = max(
-        att.num_attention_heads * d_h + 2 * n_kv * d_h
+        att.num_attention_heads * d_h + n_kv * (d_h + (d_h if d_h != spec.head_dim else d_v))
         for n_kv, d_h in {spec.heads_of(x) for x in LayerType if x.caches_kv}
     )
     widths = [2 * spec.mlp.intermediate_size] if spec.mlp is not None else []

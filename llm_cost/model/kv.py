@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import field
 from fractions import Fraction
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
@@ -44,7 +44,7 @@ from llm_cost.core.types import LayerKind, LayerType
 from llm_cost.core.units import to_bytes
 from llm_cost.model.kvshape import (
     indexer_key_bytes,
-    kv_elements_by_type,
+    kv_elements_per_token,
     kv_elements_per_token_per_layer,
     linear_state_elements,
     mamba_state_elements,
@@ -130,12 +130,10 @@ def _state_layers(spec: ModelSpec, counts: LayerCounts) -> tuple[int, int]:
 
 
 def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | Fraction:
-    """KV bytes one token adds across all caching layers (below any sliding window); each layer
-    type at its own heads (Gemma 4's full-attention layers)."""
+    """KV bytes one token adds across all caching layers (below any sliding window)."""
     counts = _layer_counts(spec)
     caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
-    per = kv_elements_by_type(spec)
-    elements = sum(_owners(spec, counts, t) * n for t, n in per.items())
+    elements = sum(_owners(spec, counts, t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
     return to_bytes(elements, bits) + caching * indexer_key_bytes(spec)
 
 
@@ -151,24 +149,30 @@ def _indexer_bytes(spec: ModelSpec, counts: LayerCounts, context: int) -> int:
     return counts.mixer(LayerType.FULL_ATTENTION) * context * indexer_key_bytes(spec)
 
 
+#: The softmax-attention layer types, which cache K/V per token.
+_SOFTMAX = (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION)
+
+
 def _attention_elements(
-    spec: ModelSpec, counts: LayerCounts, context: int, per_token_per_layer: int | dict[LayerType, int]
+    spec: ModelSpec, counts: LayerCounts, context: int, per_token_per_layer: Optional[int | dict] = None
 ) -> int:
     """Cached elements of one sequence in the softmax-attention layers (windows honoured;
-    ``counts``: :func:`_layer_counts`); ``per_token_per_layer`` one number, or one per layer type."""
+    ``counts``: :func:`_layer_counts`; ``per_token_per_layer`` None: each layer type's own,
+    :func:`~llm_cost.model.kvshape.kv_elements_per_token`)."""
     att = spec.attention
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     kept_sliding = min(context, window) if window else context
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
     kept_chunked = min(context, chunk) if chunk else context
-    per = per_token_per_layer
-    if isinstance(per, int):
-        per = dict.fromkeys((LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION), per)
-    return (
-        per[LayerType.FULL_ATTENTION] * _owners(spec, counts, LayerType.FULL_ATTENTION) * context
-        + per[LayerType.SLIDING_ATTENTION] * _owners(spec, counts, LayerType.SLIDING_ATTENTION) * kept_sliding
-        + per[LayerType.CHUNKED_ATTENTION] * _owners(spec, counts, LayerType.CHUNKED_ATTENTION) * kept_chunked
-    )
+    kept = {LayerType.FULL_ATTENTION: context, LayerType.SLIDING_ATTENTION: kept_sliding}
+    kept[LayerType.CHUNKED_ATTENTION] = kept_chunked
+    if per_token_per_layer is None:
+        per = {t: kv_elements_per_token(spec, t) for t in _SOFTMAX}
+    elif isinstance(per_token_per_layer, dict):  # one per layer type
+        per = per_token_per_layer
+    else:
+        per = dict.fromkeys(_SOFTMAX, per_token_per_layer)
+    return sum(per[t] * _owners(spec, counts, t) * kept[t] for t in _SOFTMAX)
 
 
 def kv_bytes(
@@ -177,7 +181,7 @@ def kv_bytes(
     """Bytes of cache (and, if ``include_state``, fixed linear-attention state) for ``batch``
     sequences of ``context`` tokens. Exact (an int, or a Fraction for sub-byte elements)."""
     counts = _layer_counts(spec)
-    elements = _attention_elements(spec, counts, context, kv_elements_by_type(spec))
+    elements = _attention_elements(spec, counts, context)
     if include_state:
         elements += sum(_state_layers(spec, counts))
     return to_bytes(elements * batch, bits) + _indexer_bytes(spec, counts, context) * batch
@@ -197,7 +201,6 @@ def kv_cache(
     counts = _layer_counts(spec)
     att = spec.attention
     per = kv_elements_per_token_per_layer(spec)
-    per_type = kv_elements_by_type(spec)
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     state, conv = linear_state_elements(spec)
     L = spec.num_hidden_layers
@@ -219,19 +222,23 @@ def kv_cache(
         mha_elements = 2 * n_q * att.v_head_dim
         intensity = 2 * n_q * (2 * att.kv_lora_rank + att.qk_rope_head_dim) / ((per * bits) / 8)
     else:
-        n_kv, d_h = spec.num_key_value_heads, spec.head_dim
-        formula = f"2 x n_kv x d_head x bytes = 2 x {n_kv} x {d_h} x {bits / 8:g} B per token per layer"
-        mha_elements = 2 * n_q * d_h
-        intensity = (4 * n_q * d_h) / (2 * n_kv * d_h * bits / 8)
+        n_kv, d_h, d_v = spec.num_key_value_heads, spec.head_dim, spec.v_head_dim
+        if d_v == d_h:
+            formula = f"2 x n_kv x d_head x bytes = 2 x {n_kv} x {d_h} x {bits / 8:g} B per token per layer"
+        else:
+            formula = f"n_kv x (d_head + d_v) x bytes = {n_kv} x ({d_h} + {d_v}) x {bits / 8:g} B per token per layer"
+        n_swa = spec.kv_heads_of(LayerType.SLIDING_ATTENTION)
+        if n_swa != n_kv and counts.mixer(LayerType.SLIDING_ATTENTION):
+            formula += f" (sliding layers: n_kv = {n_swa})"
+        mha_elements = n_q * (d_h + d_v)
+        intensity = (2 * n_q * (d_h + d_v)) / (n_kv * (d_h + d_v) * bits / 8)
         if att.has_global_geometry and counts.mixer(LayerType.FULL_ATTENTION):
             g_kv, g_h = spec.heads_of(LayerType.FULL_ATTENTION)
             formula += f"; full-attention layers 2 x {g_kv} x {g_h} x {bits / 8:g} B"
             # over every caching layer: 4 n_q d_head FLOPs per cached token against its 2 n_kv d_head elements
-            flops = sum(counts.mixer(t) * 4 * n_q * spec.heads_of(t)[1] for t in LayerType if t.caches_kv)
-            cached = sum(
-                _owners(spec, counts, t) * kv_elements_per_token_per_layer(spec, t) for t in LayerType if t.caches_kv
-            )
-            intensity = flops / (cached * bits / 8)
+            flops = sum(counts.mixer(t) * 4 * n_q * spec.heads_of(t)[1] for t in _SOFTMAX)
+            cached_all = sum(_owners(spec, counts, t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
+            intensity = flops / (cached_all * bits / 8)
 
     kinds = []
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
@@ -282,34 +289,36 @@ def kv_cache(
             kinds.append(KVLayerKind(kind, n, 0, 0, None, to_bytes(state, bits), to_bytes(conv, bits), shape))
         else:
             cap = {LayerType.SLIDING_ATTENTION: window, LayerType.CHUNKED_ATTENTION: chunk}.get(kind)
-            per_bytes = to_bytes(per_type[kind], bits) + indexer_key_bytes(spec)
+            per_kind = kv_elements_per_token(spec, kind)
+            per_bytes = to_bytes(per_kind, bits) + indexer_key_bytes(spec)
             owners = _owners(spec, counts, kind)  # KV-shared layers (Gemma 4) cache nothing of their own
             if owners:
-                kinds.append(KVLayerKind(kind, owners, per_type[kind], per_bytes, cap, 0, 0, formula))
+                kinds.append(KVLayerKind(kind, owners, per_kind, per_bytes, cap, 0, 0, formula))
 
-    mha_type = dict.fromkeys(per_type, mha_elements)
+    caching = sum(_owners(spec, counts, t) for t in _SOFTMAX)  # layers with a cache of their own
+    cached_per_token = sum(_owners(spec, counts, t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
+    # every layer a full-attention one: softmax layers with their own K/V heads, the others with a full layer's
+    every_layer = cached_per_token + (L - caching) * per
+    mha_type = dict.fromkeys(_SOFTMAX, mha_elements)
     if isinstance(att, GQAAttention) and att.has_global_geometry:  # MHA of each layer type's own head width
-        mha_type = {t: 2 * n_q * spec.heads_of(t)[1] for t in per_type}
+        mha_type = {t: 2 * n_q * spec.heads_of(t)[1] for t in _SOFTMAX}
+    mha_per_token = sum(_owners(spec, counts, t) * n for t, n in mha_type.items())
     show_mha = (
         isinstance(att, MLAAttention)
         or n_q != spec.num_key_value_heads
-        or any(n_q != spec.heads_of(t)[0] for t in per_type if counts.mixer(t))
+        or any(n_q != spec.kv_heads_of(t) for t in _SOFTMAX if counts.mixer(t))
     )
-    cached_per_token = sum(_owners(spec, counts, t) * n for t, n in per_type.items())
-    owning = sum(_owners(spec, counts, t) for t in per_type)
-    mha_per_token = sum(_owners(spec, counts, t) * n for t, n in mha_type.items())
     rows = []
     hybrid = counts.mixer(LayerType.FULL_ATTENTION) != counts.total
     all_state, all_conv = _state_layers(spec, counts)
     st, cv = to_bytes(all_state, bits), to_bytes(all_conv, bits)
     for s in contexts:
-        cached = _attention_elements(spec, counts, s, per_type)  # kv_bytes(spec, s, bits), the counts looked up once
+        cached = _attention_elements(spec, counts, s)  # kv_bytes(spec, s, bits), the counts looked up once
         indexed = _indexer_bytes(spec, counts, s)
         kv = to_bytes(cached, bits) + indexed
         total = to_bytes((cached + all_state + all_conv) * batch, bits) + indexed * batch
         mha = to_bytes(_attention_elements(spec, counts, s, mha_type) * batch, bits) if show_mha else None
-        # every layer full attention: the softmax layers at their own heads, the others at the default
-        every = to_bytes((cached_per_token + (L - owning) * per) * s * batch, bits) if hybrid else None
+        every = to_bytes(every_layer * s * batch, bits) if hybrid else None
         rows.append(KVAtContext(s, kv, st, cv, total, mha, every))
 
     conventions = [note("kv.dtype", dtype=str(kv_dtype), bits=bits), note("kv.context")]
@@ -341,7 +350,7 @@ def kv_cache(
         layer_kinds=kinds,
         bytes_per_token=kv_bytes_per_token(spec, bits),
         mha_bytes_per_token=to_bytes(mha_per_token, bits) if show_mha else None,
-        mha_ratio=(mha_per_token / cached_per_token if cached_per_token else mha_elements / per) if show_mha else None,
+        mha_ratio=mha_per_token / cached_per_token if show_mha and cached_per_token else None,
         kv_read_intensity=intensity,
         mla_absorbed_flop_ratio=absorbed_ratio,
         contexts=rows,

@@ -30,7 +30,7 @@ from llm_cost.core.units import exact, to_bytes
 from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.kvshape import (
     indexer_key_bytes,
-    kv_elements_per_token_per_layer,
+    kv_elements_per_token,
     linear_state_elements,
     mamba_state_elements,
     short_conv_state_elements,
@@ -51,7 +51,7 @@ __all__ = [
     "PerGPU",
     "per_gpu",
     "kv_heads_per_gpu",
-    "gpu_kv_elements_by_type",
+    "kv_elements_per_token_on_gpu",
     "stage_kv_bytes",
 ]
 
@@ -93,7 +93,7 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
             fields=("pp",),
         )
     if isinstance(att, GQAAttention):
-        for n_kv in sorted({spec.heads_of(t)[0] for t in LayerType if t.caches_kv}, reverse=True):
+        for n_kv in sorted({spec.kv_heads_of(t) for t in LayerType if t.caches_kv}):
             if n_kv % layout.tp and layout.tp % n_kv:
                 raise InputError(
                     f"tp: {layout.tp} neither divides nor is a multiple of the {n_kv} KV heads", fields=("tp",)
@@ -153,24 +153,20 @@ def stage_range(num_layers: int, pp: int, stage: int) -> range:
     return range(first, first + base + (1 if stage < extra else 0))
 
 
-def kv_heads_per_gpu(spec: ModelSpec, tp: int, layer_type: LayerType = LayerType.SLIDING_ATTENTION) -> int:
-    """K/V heads one GPU holds (and attends with) at TP ``tp`` in a softmax layer of ``layer_type``:
-    n_kv / TP, at least one (Gemma 4's full-attention layers have their own n_kv)."""
-    return max(1, spec.heads_of(layer_type)[0] // tp)
+def kv_heads_per_gpu(spec: ModelSpec, tp: int, layer_type: LayerType = LayerType.FULL_ATTENTION) -> int:
+    """K/V heads one GPU holds (and attends with) at TP ``tp`` in the softmax layers of
+    ``layer_type`` (their own n_kv: :meth:`ModelSpec.kv_heads_of`): n_kv / TP, at least one."""
+    return max(1, spec.kv_heads_of(layer_type) // tp)
 
 
-def gpu_kv_elements_by_type(spec: ModelSpec, tp: int) -> dict[LayerType, int]:
-    """KV elements one token adds to one GPU's cache in a softmax layer of each type at TP ``tp``:
-    the GPU's share of that type's K/V heads (MLA's latent is not split)."""
-    out = {}
-    for t in LayerType:
-        if not t.caches_kv:
-            continue
-        per = kv_elements_per_token_per_layer(spec, t)
-        if isinstance(spec.attention, GQAAttention):
-            per = per * kv_heads_per_gpu(spec, tp, t) // spec.heads_of(t)[0]
-        out[t] = per
-    return out
+def kv_elements_per_token_on_gpu(spec: ModelSpec, tp: int, layer_type: LayerType) -> int:
+    """Elements one token adds to one ``layer_type`` layer's cache on one GPU at TP ``tp``: the GPU's
+    share of the K/V heads (GQA), the whole latent (MLA: it is not split by heads)."""
+    per = kv_elements_per_token(spec, layer_type)
+    if isinstance(spec.attention, GQAAttention):
+        n_kv = spec.kv_heads_of(layer_type)
+        return per * kv_heads_per_gpu(spec, tp, layer_type) // n_kv
+    return per
 
 
 def tensor_share(spec: ModelSpec, t: Tensor, layout: Layout) -> Fraction:
@@ -181,8 +177,10 @@ def tensor_share(spec: ModelSpec, t: Tensor, layout: Layout) -> Fraction:
     if rule.split_by_tp:
         return Fraction(1, layout.tp)
     if rule == ShardRule.KV:
-        kind = LayerType.FULL_ATTENTION if t.layer_kind == LayerKind.FULL_ATTENTION else LayerType.SLIDING_ATTENTION
-        return Fraction(kv_heads_per_gpu(spec, layout.tp, kind), spec.heads_of(kind)[0])
+        kind = LayerType.SLIDING_ATTENTION if t.layer_kind == LayerKind.SLIDING_ATTENTION else LayerType.FULL_ATTENTION
+        if t.part == Part.MTP and spec.mtp is not None:
+            kind = LayerType(spec.mtp.block_layer_type)
+        return Fraction(kv_heads_per_gpu(spec, layout.tp, kind), spec.kv_heads_of(kind))
     if rule == ShardRule.EXPERT:
         moe = spec.moe
         assert moe is not None
@@ -252,19 +250,20 @@ def per_gpu(
         weights.append(exact(stored / 8))
         experts.append(exact(routed / 8))
 
-    per_type = gpu_kv_elements_by_type(spec, layout.tp)
     heads = None
     replication = 1
     if isinstance(spec.attention, GQAAttention):
         n_kv = spec.num_key_value_heads
         heads = kv_heads_per_gpu(spec, layout.tp)
         replication = max(1, layout.tp // n_kv)
+    softmax = (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION)
+    on_gpu = {t: kv_elements_per_token_on_gpu(spec, layout.tp, t) for t in softmax}  # the GPU's share of the heads
     kv = []
     for i in range(layout.pp):
         counts = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i))
         caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
         # KV-shared layers (Gemma 4; one stage: validate_layout) cache nothing of their own
-        elements = sum((counts.mixer(t) - spec.kv_shared_count(t)) * n for t, n in per_type.items())
+        elements = sum((counts.mixer(t) - spec.kv_shared_count(t)) * on_gpu[t] for t in softmax)
         kv.append(to_bytes(elements, kv_bits) + caching * indexer_key_bytes(spec))  # indexer keys: every GPU
     return PerGPU(stage_layers(spec.num_hidden_layers, layout.pp), weights, experts, kv, heads, replication)
 
@@ -277,7 +276,8 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
     att = spec.attention
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
-    per_token = gpu_kv_elements_by_type(spec, layout.tp)
+    softmax = (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION)
+    per_token = {t: kv_elements_per_token_on_gpu(spec, layout.tp, t) for t in softmax}
     la_state = sum(linear_state_elements(spec))
     m_state = sum(mamba_state_elements(spec))
     kept = {

@@ -74,7 +74,6 @@ from llm_cost.core.units import Number, exact
 from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.kvshape import (
     indexer_key_bytes,
-    kv_elements_per_token_per_layer,
     linear_state_elements,
     mamba_state_elements,
     short_conv_state_elements,
@@ -83,7 +82,7 @@ from llm_cost.model.layers import LayerCounts, layer_counts
 from llm_cost.model.layout import (
     ONE_GPU,
     Layout,
-    gpu_kv_elements_by_type,
+    kv_elements_per_token_on_gpu,
     kv_heads_per_gpu,
     stage_layers,
     stage_range,
@@ -364,10 +363,8 @@ class _Softmax:
     layer_type: LayerType
     layers: int
     cap: int | None
-    #: this kind's own heads where they differ from the plan's (Gemma 4's full-attention layers):
-    #: K/V heads and cached elements per token on one GPU, and the head width of QK^T and AV
-    kv_heads: int | None = None
-    kv_elements_per_token: int | None = None
+    #: this kind's own head width of QK^T and AV where it differs from the plan's (Gemma 4's
+    #: full-attention layers)
     d_head: int | None = None
     #: layers that write their own K/V (Gemma 4's KV-shared layers only read an earlier layer's)
     writers: int | None = None
@@ -417,7 +414,9 @@ class _Plan:
     stages: tuple[_StagePlan, ...]
     heads: int  # query heads per GPU
     kv_heads: int
-    kv_elements_per_token: int  # per layer, on one GPU
+    kv_elements_per_token: int  # per full-attention layer, on one GPU
+    #: (elements per token per layer, K/V heads) on one GPU, by softmax layer type
+    kv_by_type: dict[LayerType, tuple[int, int]]
     d_qk: int
     d_v: int
     embedding_bytes_per_row: int | Fraction
@@ -469,7 +468,7 @@ def _attention_dims(spec: ModelSpec, mla_form: MLAForm | None) -> tuple[int, int
         if mla_form == MLAForm.ABSORBED:
             return att.kv_lora_rank + att.qk_rope_head_dim, att.kv_lora_rank
         return att.qk_nope_head_dim + att.qk_rope_head_dim, att.v_head_dim
-    return spec.head_dim, spec.head_dim
+    return spec.head_dim, spec.v_head_dim  # QK^T over d_head, AV over d_v (MiMo-V2-Flash: 192 and 128)
 
 
 def _softmax_kinds(spec: ModelSpec, counts: LayerCounts, tp: int = 1) -> tuple[_Softmax, ...]:
@@ -488,9 +487,7 @@ def _softmax_kinds(spec: ModelSpec, counts: LayerCounts, tp: int = 1) -> tuple[_
             continue
         writers = n - spec.kv_shared_count(t) if spec.num_kv_shared_layers else None  # one stage: validate_layout
         if isinstance(att, GQAAttention) and att.has_global_geometry and t == LayerType.FULL_ATTENTION:
-            per = gpu_kv_elements_by_type(spec, tp)[t]
-            heads = kv_heads_per_gpu(spec, tp, t)
-            out.append(_Softmax(t, n, caps.get(t), heads, per, spec.heads_of(t)[1], writers))
+            out.append(_Softmax(t, n, caps.get(t), spec.heads_of(t)[1], writers))
         else:
             out.append(_Softmax(t, n, caps.get(t), writers=writers))
     return tuple(out)
@@ -504,9 +501,8 @@ def _attention_ops(
     written = tokens = sum(g.tokens for g in groups)
     for kind in stage.softmax:
         layers, cap = kind.layers, kind.cap
-        per_token = plan.kv_elements_per_token if kind.kv_elements_per_token is None else kind.kv_elements_per_token
+        per_token, kv_heads = plan.kv_by_type[kind.layer_type]  # the layer type's own K/V heads on this GPU
         d_qk, d_v = (plan.d_qk, plan.d_v) if kind.d_head is None else (kind.d_head, kind.d_head)
-        kv_heads = plan.kv_heads if kind.kv_heads is None else kind.kv_heads
         if kind.chunked:
             assert cap is not None
             pairs = sum(chunked_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
@@ -737,9 +733,12 @@ def _plan(
     s = build(spec)
     mla = isinstance(spec.attention, MLAAttention)
     kv_heads = 1 if mla else kv_heads_per_gpu(spec, layout.tp)
-    per_token = kv_elements_per_token_per_layer(spec)
-    if not mla:
-        per_token = per_token * kv_heads // spec.num_key_value_heads
+    softmax = (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION)
+    kv_by_type = {
+        t: (kv_elements_per_token_on_gpu(spec, layout.tp, t), 1 if mla else kv_heads_per_gpu(spec, layout.tp, t))
+        for t in softmax
+    }
+    per_token = kv_by_type[LayerType.FULL_ATTENTION][0]
     d_qk, d_v = _attention_dims(spec, mla_form)
     d, tp = spec.hidden_size, layout.tp
     k = spec.moe.num_experts_per_tok if spec.moe is not None else 0
@@ -753,6 +752,7 @@ def _plan(
         spec.attention.num_attention_heads // tp,
         kv_heads,
         per_token,
+        kv_by_type,
         d_qk,
         d_v,
         exact(spec.hidden_size * tensor_bits(bits, s.tensors[0]) / 8),  # one row of the embedding
