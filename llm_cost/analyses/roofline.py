@@ -31,7 +31,7 @@ from llm_cost.core.units import Number, exact, to_bytes
 from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
-from llm_cost.perf.calibrated import CalibratedModel
+from llm_cost.perf.calibrated import CalibratedModel, split_kv_notes
 from llm_cost.perf.profile import Profile, default_profile, profile_note
 from llm_cost.perf.timemodel import (
     DEFAULT_MBU,
@@ -365,6 +365,7 @@ def decode_steps(
         if predictor is not None:
             if detail:
                 conventions.append(profile_note(predictor.profile, gpu.name))
+                conventions += split_kv_notes(predictor, step, gpu)
             predicted = predictor.step_time(step, gpu, detail).time_s
         results.append(
             DecodeStep(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from llm_cost.core.notes import Note
+from llm_cost.core.units import fmt_seconds
 
 __all__ = ["TEMPLATES", "sentence"]
 
@@ -81,6 +82,17 @@ def _transferred(p: dict) -> str:
     return (
         f"prediction: profile {p['name']} is transferred from {p['source']} ({p['engine']}); expected error: "
         f"{p['expected_error']}" + _other_gpu(p)
+    )
+
+
+def _no_split_kv(p: dict) -> str:
+    return (
+        f"warning: profile {p['profile']} ({p['engine']}) times decode attention without split-KV: one thread "
+        f"block per sequence x KV head, {p['blocks']:,} here, so a long-context decode at small batch reads its KV "
+        f"cache far below the bandwidth. Engines whose kernels split the KV cache (FlashAttention, FlashInfer: "
+        f"vLLM, SGLang, TensorRT-LLM) run {p['split_blocks']:,} blocks by FlashAttention's split rule; with the "
+        f"same parameters and split-KV this step takes {fmt_seconds(p['split_time_s'])}, not "
+        f"{fmt_seconds(p['time_s'])}: give a profile with decode_split_kv for them"
     )
 
 
@@ -317,6 +329,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "bound is never above a measurement",
     "calibration.estimate": "estimate: the datasheet peaks at MFU {mfu:.0%} and MBU {mbu:.0%}",
     "prediction.transferred": _transferred,
+    "prediction.no_split_kv": _no_split_kv,
     "rope.mrope": "M-RoPE: the pairs are split between time, height and width positions; for text tokens all three "
     "are equal and the wavelengths are those of plain RoPE",
     "numerics.layout": "float values computed from the bit layout (sign, e exponent bits, m mantissa bits, bias "

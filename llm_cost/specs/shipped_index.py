@@ -3,7 +3,7 @@
 
 INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                       'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                      'crc32': 'ac70776a',
+                      'crc32': '58b06f9f',
                       'file': 'a10.yaml',
                       'spec': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                'architecture': 'Ampere GA102',
@@ -23,6 +23,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                'memory_type': 'GDDR6',
                                'name': 'a10',
                                'pcie_gen': 4,
+                               'sm_count': 72,
                                'source': {'note': 'Interconnect: no NVLink; PCIe Gen4 x16 (64 GB/s '
                                                   'bidirectional). Datasheet: FP32 31.2 TF; TF32 62.5 | '
                                                   '125*; BF16 125 | 250*; FP16 125 | 250*; INT8 250 | 500*; '
@@ -39,7 +40,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                'vendor': 'NVIDIA'}},
               'a100': {'aliases': ['a100-80gb', 'a100-sxm', 'a100-sxm4', 'a100-sxm4-80gb'],
                        'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                       'crc32': '3f0c2388',
+                       'crc32': 'c7846606',
                        'file': 'a100.yaml',
                        'spec': {'aliases': ['a100-80gb', 'a100-sxm', 'a100-sxm4', 'a100-sxm4-80gb'],
                                 'architecture': 'Ampere GA100',
@@ -60,6 +61,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_type': 'HBM2e',
                                 'name': 'a100',
                                 'pcie_gen': 4,
+                                'sm_count': 108,
                                 'source': {'note': 'Interconnect: datasheet prints 600 GB/s, bidirectional '
                                                    'total; stored here per direction. Cross-checked: '
                                                    'https://glennklockwood.com/garden/processors/A100 '
@@ -72,7 +74,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'vendor': 'NVIDIA'}},
               'a100-40gb': {'aliases': ['a100-sxm4-40gb', 'a100-40g'],
                             'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                            'crc32': '65334e99',
+                            'crc32': 'f28d7f14',
                             'file': 'a100-40gb.yaml',
                             'spec': {'aliases': ['a100-sxm4-40gb', 'a100-40g'],
                                      'architecture': 'Ampere GA100',
@@ -93,6 +95,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                      'memory_type': 'HBM2',
                                      'name': 'a100-40gb',
                                      'pcie_gen': 4,
+                                     'sm_count': 108,
                                      'source': {'note': 'Interconnect: datasheet prints 600 GB/s, '
                                                         'bidirectional total (12 links x 25 GB/s each way = '
                                                         '300 GB/s per direction); stored here per direction. '
@@ -107,7 +110,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                      'vendor': 'NVIDIA'}},
               'a800': {'aliases': ['a800-80gb', 'a800-sxm', 'a800-sxm4'],
                        'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                       'crc32': '7b1072f0',
+                       'crc32': 'ec10397b',
                        'file': 'a800.yaml',
                        'spec': {'aliases': ['a800-80gb', 'a800-sxm', 'a800-sxm4'],
                                 'architecture': 'Ampere GA100',
@@ -128,6 +131,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_type': 'HBM2e',
                                 'name': 'a800',
                                 'pcie_gen': 4,
+                                'sm_count': 108,
                                 'source': {'note': 'Interconnect: the datasheet prints NVLink 400 GB/s, '
                                                    'bidirectional total; stored here per direction (the A100 '
                                                    'has 600). Everything else as the A100 SXM4 80GB '
@@ -144,7 +148,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'vendor': 'NVIDIA'}},
               'b200': {'aliases': ['hgx-b200'],
                        'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                       'crc32': 'd9b36cb1',
+                       'crc32': '48b1149d',
                        'file': 'b200.yaml',
                        'spec': {'aliases': ['hgx-b200'],
                                 'architecture': 'Blackwell (2-die)',
@@ -166,6 +170,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_type': 'HBM3e',
                                 'name': 'b200',
                                 'pcie_gen': 5,
+                                'sm_count': 148,
                                 'source': {'note': 'Interconnect: datasheet prints 1800 GB/s, bidirectional '
                                                    'total (900 GB/s per direction); stored here per '
                                                    'direction. Early (GTC-2024) materials: 192 GB, 8 TB/s; '
@@ -208,6 +213,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_type': 'HBM3e (12-high)',
                                 'name': 'b300',
                                 'pcie_gen': 6,
+                                'sm_count': None,
                                 'source': {'note': 'Interconnect: NVLink 5, 1,800 GB/s per GPU bidirectional '
                                                    'total (14.4 TB/s per 8 GPUs); stored per direction. PCIe '
                                                    'Gen6. Memory: 288 GB per GPU (DGX B300: 2.3 TB for 8), '
@@ -251,6 +257,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                  'memory_type': 'HBM3e',
                                  'name': 'gb200',
                                  'pcie_gen': 5,
+                                 'sm_count': None,
                                  'source': {'note': 'Interconnect: the datasheet prints 1,800 GB/s per GPU, '
                                                     'bidirectional total; stored here per direction; the '
                                                     'NVLink domain is the whole 72-GPU rack. TDP: '
@@ -291,6 +298,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                  'memory_type': 'HBM3e (12-high)',
                                  'name': 'gb300',
                                  'pcie_gen': 6,
+                                 'sm_count': None,
                                  'source': {'note': 'Interconnect: 1,800 GB/s per GPU bidirectional total '
                                                     '(130 TB/s per 72); stored per direction; the NVLink '
                                                     'domain is the whole rack. TDP 1,400 W per GPU. '
@@ -311,7 +319,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                  'vendor': 'NVIDIA'}},
               'h100': {'aliases': ['h100-sxm', 'h100-sxm5', 'h100-80gb', 'h100-sxm-80gb'],
                        'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                       'crc32': '003b472c',
+                       'crc32': '9590060a',
                        'file': 'h100.yaml',
                        'spec': {'aliases': ['h100-sxm', 'h100-sxm5', 'h100-80gb', 'h100-sxm-80gb'],
                                 'architecture': 'Hopper GH100',
@@ -332,6 +340,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_type': 'HBM3',
                                 'name': 'h100',
                                 'pcie_gen': 5,
+                                'sm_count': 132,
                                 'source': {'note': 'Interconnect: datasheet prints 900 GB/s, bidirectional '
                                                    'total (18 links; 450 GB/s per direction); stored here '
                                                    'per direction.  TDP: up to 700 W (configurable) '
@@ -347,7 +356,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'vendor': 'NVIDIA'}},
               'h100-pcie': {'aliases': ['h100pcie'],
                             'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                            'crc32': 'ad4e544b',
+                            'crc32': 'b02cd18a',
                             'file': 'h100-pcie.yaml',
                             'spec': {'aliases': ['h100pcie'],
                                      'architecture': 'Hopper GH100',
@@ -368,6 +377,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                      'memory_type': 'HBM2e',
                                      'name': 'h100-pcie',
                                      'pcie_gen': 5,
+                                     'sm_count': 114,
                                      'source': {'note': 'Interconnect: datasheet prints 600 GB/s, '
                                                         'bidirectional total; stored here per direction. '
                                                         'Later datasheet revisions replaced the PCIe column '
@@ -402,6 +412,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                'memory_type': 'HBM3',
                                'name': 'h20',
                                'pcie_gen': 5,
+                               'sm_count': None,
                                'source': {'note': 'Interconnect: NVLink 900 GB/s, bidirectional total; '
                                                   'stored here per direction. PCIe Gen5 128 GB/s. TDP 400 W. '
                                                   'The figures are dense: a 2:4-sparse reading would put the '
@@ -419,7 +430,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                'vendor': 'NVIDIA'}},
               'h200': {'aliases': ['h200-sxm', 'h200-141gb'],
                        'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                       'crc32': 'b1d2264c',
+                       'crc32': 'a6da0836',
                        'file': 'h200.yaml',
                        'spec': {'aliases': ['h200-sxm', 'h200-141gb'],
                                 'architecture': 'Hopper GH100',
@@ -440,6 +451,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_type': 'HBM3e',
                                 'name': 'h200',
                                 'pcie_gen': 5,
+                                'sm_count': 132,
                                 'source': {'note': 'Interconnect: datasheet prints 900 GB/s, bidirectional '
                                                    'total; stored here per direction. H200 NVL (PCIe): same '
                                                    '141 GB/4.8 TB/s, FP8 3,341 sparse (1,670.5 dense), up to '
@@ -455,7 +467,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'vendor': 'NVIDIA'}},
               'h800': {'aliases': ['h800-sxm', 'h800-sxm5', 'h800-80gb'],
                        'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                       'crc32': '1689e392',
+                       'crc32': '5ff3b573',
                        'file': 'h800.yaml',
                        'spec': {'aliases': ['h800-sxm', 'h800-sxm5', 'h800-80gb'],
                                 'architecture': 'Hopper GH100',
@@ -476,6 +488,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_type': 'HBM3',
                                 'name': 'h800',
                                 'pcie_gen': 5,
+                                'sm_count': 132,
                                 'source': {'note': 'Interconnect: the datasheet prints NVLink 400 GB/s, '
                                                    'bidirectional total; stored here per direction (the H100 '
                                                    'SXM5 has 900). FP64 and FP64 Tensor Core: 1 TFLOPS each. '
@@ -493,7 +506,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'vendor': 'NVIDIA'}},
               'l4': {'aliases': ['nvidia-l4', 'l4-24gb'],
                      'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                     'crc32': '53ee3b66',
+                     'crc32': 'b23c500d',
                      'file': 'l4.yaml',
                      'spec': {'aliases': ['nvidia-l4', 'l4-24gb'],
                               'architecture': 'Ada Lovelace AD104',
@@ -513,6 +526,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                               'memory_type': 'GDDR6',
                               'name': 'l4',
                               'pcie_gen': 4,
+                              'sm_count': 58,
                               'source': {'note': 'Interconnect: no NVLink; GPUs talk over PCIe Gen4 x16 (64 '
                                                  'GB/s bidirectional). TDP 72 W (low-profile, passively '
                                                  'cooled). Cross-checked: '
@@ -525,7 +539,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                               'vendor': 'NVIDIA'}},
               'l40s': {'aliases': [],
                        'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                       'crc32': '13051608',
+                       'crc32': '584c59fe',
                        'file': 'l40s.yaml',
                        'spec': {'aliases': [],
                                 'architecture': 'Ada Lovelace AD102',
@@ -546,6 +560,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'memory_type': 'GDDR6 (ECC)',
                                 'name': 'l40s',
                                 'pcie_gen': 4,
+                                'sm_count': 142,
                                 'source': {'note': 'Interconnect: datasheet prints 0 GB/s, n/a; stored here '
                                                    'per direction. Cross-checked: '
                                                    'https://www.mullet.se/product.html?product_id=355414 '
@@ -558,7 +573,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'vendor': 'NVIDIA'}},
               'mi300x': {'aliases': ['amd-mi300x', 'instinct-mi300x'],
                          'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                         'crc32': 'd99227d3',
+                         'crc32': 'f6a03fdd',
                          'file': 'mi300x.yaml',
                          'spec': {'aliases': ['amd-mi300x', 'instinct-mi300x'],
                                   'architecture': 'CDNA 3',
@@ -579,6 +594,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                   'memory_type': 'HBM3',
                                   'name': 'mi300x',
                                   'pcie_gen': 5,
+                                  'sm_count': 304,
                                   'source': {'note': 'Interconnect: datasheet prints 896 GB/s, AMD peak '
                                                      'per-link figure (bidirectional); 7 x 128 = 896 GB/s '
                                                      'aggregate; stored here per direction. Some third-party '
@@ -594,7 +610,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                   'vendor': 'AMD'}},
               'mi325x': {'aliases': ['amd-mi325x', 'instinct-mi325x'],
                          'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                         'crc32': '65ac00af',
+                         'crc32': 'd4c7c98e',
                          'file': 'mi325x.yaml',
                          'spec': {'aliases': ['amd-mi325x', 'instinct-mi325x'],
                                   'architecture': 'CDNA 3',
@@ -615,6 +631,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                   'memory_type': 'HBM3E',
                                   'name': 'mi325x',
                                   'pcie_gen': 5,
+                                  'sm_count': 304,
                                   'source': {'note': 'Interconnect: 7 Infinity Fabric links x 128 GB/s = 896 '
                                                      'GB/s aggregate (bidirectional), as the MI300X; stored '
                                                      'here per direction. Vector FP64 81.7 TF. '
@@ -631,7 +648,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                   'vendor': 'AMD'}},
               'mi355x': {'aliases': ['amd-mi355x', 'instinct-mi355x'],
                          'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                         'crc32': '9c01d9ab',
+                         'crc32': '31a909f7',
                          'file': 'mi355x.yaml',
                          'spec': {'aliases': ['amd-mi355x', 'instinct-mi355x'],
                                   'architecture': 'CDNA 4',
@@ -652,6 +669,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                   'memory_type': 'HBM3E',
                                   'name': 'mi355x',
                                   'pcie_gen': 5,
+                                  'sm_count': 256,
                                   'source': {'note': 'Interconnect: 7 Infinity Fabric links x 153.6 GB/s = '
                                                      '1,075.2 GB/s aggregate (bidirectional); stored here '
                                                      'per direction. Total board power 1,400 W '
@@ -670,7 +688,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                   'vendor': 'AMD'}},
               'rtx-3090': {'aliases': ['3090', 'rtx3090', 'geforce-rtx-3090'],
                            'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                           'crc32': '9d2418aa',
+                           'crc32': 'bc02eaeb',
                            'file': 'rtx-3090.yaml',
                            'spec': {'aliases': ['3090', 'rtx3090', 'geforce-rtx-3090'],
                                     'architecture': 'Ampere GA102',
@@ -691,6 +709,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'memory_type': 'GDDR6X',
                                     'name': 'rtx-3090',
                                     'pcie_gen': 4,
+                                    'sm_count': 82,
                                     'source': {'note': 'Memory: 24 GB GDDR6X at 19.5 Gbps on 384 bits = 936 '
                                                        'GB/s. TGP 350 W. Interconnect: a 2-way NVLink '
                                                        'bridge, 4 x4 third-generation links, 112.5 GB/s '
@@ -709,7 +728,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'vendor': 'NVIDIA'}},
               'rtx-3090-ti': {'aliases': ['3090ti', 'rtx3090ti', 'geforce-rtx-3090-ti'],
                               'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                              'crc32': '00bb1805',
+                              'crc32': '5b9ce26f',
                               'file': 'rtx-3090-ti.yaml',
                               'spec': {'aliases': ['3090ti', 'rtx3090ti', 'geforce-rtx-3090-ti'],
                                        'architecture': 'Ampere GA102',
@@ -730,6 +749,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                        'memory_type': 'GDDR6X',
                                        'name': 'rtx-3090-ti',
                                        'pcie_gen': 4,
+                                       'sm_count': 84,
                                        'source': {'note': 'Derived, not printed: NVIDIA publishes no tensor '
                                                           'table for the 3090 Ti; 84 SMs x 1,024 FLOP/clock '
                                                           'x 1.86 GHz = 160 TFLOPS FP16-accumulate dense '
@@ -747,7 +767,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                        'vendor': 'NVIDIA'}},
               'rtx-4090': {'aliases': ['4090', 'rtx4090', 'geforce-rtx-4090'],
                            'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                           'crc32': '527a1e8e',
+                           'crc32': '73dd0b02',
                            'file': 'rtx-4090.yaml',
                            'spec': {'aliases': ['4090', 'rtx4090', 'geforce-rtx-4090'],
                                     'architecture': 'Ada Lovelace AD102',
@@ -769,6 +789,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'memory_type': 'GDDR6X',
                                     'name': 'rtx-4090',
                                     'pcie_gen': 4,
+                                    'sm_count': 128,
                                     'source': {'note': 'Interconnect: datasheet prints 0 GB/s, n/a; stored '
                                                        'here per direction. GeForce: BF16/FP16 with FP32 '
                                                        'accumulate runs at half the FP16-accumulate rate; '
@@ -784,7 +805,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'vendor': 'NVIDIA'}},
               'rtx-5090': {'aliases': ['5090', 'rtx5090', 'geforce-rtx-5090'],
                            'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                           'crc32': '0ff5eeeb',
+                           'crc32': '4844c1b8',
                            'file': 'rtx-5090.yaml',
                            'spec': {'aliases': ['5090', 'rtx5090', 'geforce-rtx-5090'],
                                     'architecture': 'Blackwell GB202',
@@ -806,6 +827,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'memory_type': 'GDDR7',
                                     'name': 'rtx-5090',
                                     'pcie_gen': 5,
+                                    'sm_count': 170,
                                     'source': {'note': 'Interconnect: no NVLink; PCIe Gen5 x16. Memory: 28 '
                                                        'Gbps GDDR7 on 512 bits = 1,792 GB/s. Total graphics '
                                                        'power 575 W. Cross-checked: '
@@ -825,7 +847,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'vendor': 'NVIDIA'}},
               'rtx-pro-6000': {'aliases': ['rtx-pro-6000-blackwell', 'rtx-pro-6000-server', 'rtxpro6000'],
                                'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                               'crc32': '2eb2260c',
+                               'crc32': '2762386f',
                                'file': 'rtx-pro-6000.yaml',
                                'spec': {'aliases': ['rtx-pro-6000-blackwell',
                                                     'rtx-pro-6000-server',
@@ -848,6 +870,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                         'memory_type': 'GDDR7 (ECC)',
                                         'name': 'rtx-pro-6000',
                                         'pcie_gen': 5,
+                                        'sm_count': 188,
                                         'source': {'note': 'Interconnect: no NVLink; PCIe Gen5 x16. '
                                                            'Workstation Edition: same GPU and memory at 600 '
                                                            'W; Max-Q: 300 W. 188 SMs of GB202. '
