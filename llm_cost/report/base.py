@@ -18,6 +18,7 @@ from llm_cost.core.serialize import plain
 from llm_cost.core.units import Number, fmt_iec, fmt_int, fmt_si
 
 __all__ = [
+    "layout_text",
     "to_json",
     "console",
     "write_out",
@@ -204,3 +205,10 @@ def bytes_exact(n: Number) -> str:
     if abs(float(n)) < 1000:
         return exact
     return f"{exact} = {fmt_si(n)} = {fmt_iec(n)}"
+
+
+def layout_text(layout: Any) -> str:
+    """``, TP 4 x PP 1 x DP 1 = 4 GPUs (EP 1)`` for a layout of more than one GPU, else empty."""
+    if layout.gpus == 1:
+        return ""
+    return f", TP {layout.tp} x PP {layout.pp} x DP {layout.dp} = {layout.gpus} GPUs (EP {layout.ep})"

@@ -242,10 +242,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "context.scores": "KV at {kv_bits} bits per element; scores S = n_q x s^2 elements at 2 B (BF16) per layer",
     "spec.closed_forms": "E = (1 - alpha^(gamma+1)) / (1 - alpha); speedup E / (gamma c + 1) assumes verifying "
     "gamma + 1 tokens costs one step (memory-bound); fully compute-bound: E / (gamma + 1 + gamma c)",
-    "spec.step_model": "step model on {gpu} ({dtype} peak at MFU {mfu:.0%}, bandwidth at MBU {mbu:.0%}), context "
-    "{context:,}: step = max(FLOPs / (MFU x peak), bytes / (MBU x bandwidth)) from the step's "
-    "operators, weights at {bits} bits; verification scores every drafted position; draft = gamma "
-    "x c x baseline step",
+    "spec.step_model": "step model on {gpu} ({gpus} GPU(s) per replica; {dtype} compute), context {context:,}: each "
+    "step's operators timed by the {time_model}, as roofline times them; weights at {bits} bits; verification "
+    "scores every drafted position; draft = gamma x c x baseline step; tokens/s of one replica",
     "spec.knee_and_break_even": "knee: smallest batch whose verify step is compute-bound; break-even: smallest batch "
     "with speedup below 1x; both searched up to batch {limit:,}",
     "train.flops": _train_flops,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from llm_cost.analyses.roofline import DecodeStep, PrefillStep
 from llm_cost.core.units import fmt_flops, fmt_int, fmt_seconds, fmt_si
 from llm_cost.perf.ridge import Ridge
-from llm_cost.report.base import bytes_exact, print_conventions, print_facts, print_table
+from llm_cost.report.base import bytes_exact, layout_text, print_conventions, print_facts, print_table
 
 
 def render_ridges(con, ridges: list[Ridge], gpu_name: str) -> None:
@@ -25,12 +25,6 @@ def render_ridges(con, ridges: list[Ridge], gpu_name: str) -> None:
 def _default_note(con, model_given: bool, display_name: str) -> None:
     if not model_given:
         con.print(f"[dim]model: {display_name} (the default; name a MODEL to change it)[/dim]")
-
-
-def _layout_text(layout) -> str:
-    if layout.gpus == 1:
-        return ""
-    return f", TP {layout.tp} x PP {layout.pp} x DP {layout.dp} = {layout.gpus} GPUs (EP {layout.ep})"
 
 
 def _ops_table(con, rows) -> None:
@@ -80,7 +74,7 @@ def render_decode(
     _default_note(con, model_given, display_name)
     default = " (the default: an empty cache; give --context)" if default_context else ""
     con.print(
-        f"[bold]{display_name} on {gpu_name}{_layout_text(d.layout)}: decode step, batch {d.batch}, context "
+        f"[bold]{display_name} on {gpu_name}{layout_text(d.layout)}: decode step, batch {d.batch}, context "
         f"{d.context:,} cached tokens per sequence{default}, {d.compute_dtype} peak, weights at "
         f"{d.weight_bits:g} bits, KV at {d.kv_bits} bits[/bold]"
     )
@@ -176,7 +170,7 @@ def render_prefill(
     """The prefill (time to first token): FLOPs, bytes, bound and estimate."""
     _default_note(con, model_given, display_name)
     con.print(
-        f"[bold]{display_name} on {gpu_name}{_layout_text(p.layout)}: prefill of {p.batch} x {p.seq:,} tokens "
+        f"[bold]{display_name} on {gpu_name}{layout_text(p.layout)}: prefill of {p.batch} x {p.seq:,} tokens "
         f"(time to first token), {p.compute_dtype} peak[/bold]"
     )
     facts = [
@@ -226,7 +220,7 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
     what = "prefill (time to first token)" if prefill else "decode step"
     print_table(
         con,
-        f"{display_name} on {gpu_name}{_layout_text(first.layout)}: {what}, {first.compute_dtype} peak",
+        f"{display_name} on {gpu_name}{layout_text(first.layout)}: {what}, {first.compute_dtype} peak",
         [
             ("batch", "right"),
             (head, "right"),
