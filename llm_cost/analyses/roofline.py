@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import field
 from fractions import Fraction
 from operator import attrgetter
+from typing import Any
 
 from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes
 from llm_cost.core.labels import Bound
@@ -43,7 +44,7 @@ from llm_cost.perf.timemodel import (
 )
 from llm_cost.specs.schema import HardwareSpec, ModelSpec, MoE
 from llm_cost.workload.routing import expert_hit_fraction
-from llm_cost.workload.step import Step, build_step, decode, prefill, sum_of
+from llm_cost.workload.step import SeqGroup, Step, build_step, decode, prefill, sum_of
 
 __all__ = ["OpRow", "DecodeStep", "decode_step", "decode_steps", "PrefillStep", "prefill_step", "memory_note"]
 
@@ -211,6 +212,7 @@ class DecodeStep(Result):
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
     profile: str | None = None  # its profile's name
+    total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
 
 
 def _bits(weight_bits: int | float | Fraction | None, dtype: Dtype) -> Fraction:
@@ -418,6 +420,16 @@ def decode_steps(
                 conventions=conventions,
                 predicted_s=predicted,
                 profile=chosen.name if chosen is not None else None,
+                total_flops=_total_flops(
+                    spec,
+                    step,
+                    layout,
+                    decode(batch, context),
+                    weight_bits=bits,
+                    kv_bits=kv_bits,
+                    compute_dtype=compute,
+                    weight_bytes=weight_bytes,
+                ),
             )
         )
     return results
@@ -524,6 +536,16 @@ class PrefillStep(Result):
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
     profile: str | None = None  # its profile's name
+    total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
+
+
+def _total_flops(spec: ModelSpec, step: Step, layout: Layout, groups: Sequence[SeqGroup], **build: Any) -> Number:
+    """The FLOPs of ``step``'s sequences summed over every GPU of ``layout``: the same step built on
+    one GPU (the model's count for those tokens; replicated operators such as norms counted once),
+    or ``step.flops`` when the layout is one GPU. ``flops`` of a step on a layout is per GPU."""
+    if layout == ONE_GPU:
+        return step.flops
+    return build_step(spec, groups, **build).flops
 
 
 def prefill_step(
@@ -548,16 +570,8 @@ def prefill_step(
     under ``profile`` (default: the GPU's shipped one)."""
     compute = dtype
     bits = _bits(weight_bits, compute)
-    step = build_step(
-        spec,
-        prefill(batch, seq),
-        layout=layout,
-        weight_bits=bits,
-        kv_bits=kv_bits,
-        compute_dtype=compute,
-        logits=logits,
-        attention=attention,
-    )
+    build = dict(weight_bits=bits, kv_bits=kv_bits, compute_dtype=compute, logits=logits, attention=attention)
+    step = build_step(spec, prefill(batch, seq), layout=layout, **build)
     bound = RooflineBound(network_gb_s).step_time(step, gpu)
     est = EfficiencyEstimate(mfu, mbu, network_gb_s).step_time(step, gpu)
     flops = step.flops
@@ -605,4 +619,5 @@ def prefill_step(
         _op_rows(step, bound, est),
         conventions,
         *_prediction(step, gpu, profile, network_gb_s, conventions),
+        total_flops=_total_flops(spec, step, layout, prefill(batch, seq), **build),
     )

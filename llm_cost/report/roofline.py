@@ -60,6 +60,14 @@ def _ops_table(con, rows) -> None:
     )
 
 
+def _total_flops_fact(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
+    """On a layout of more than one GPU, the FLOPs of the step on all of them (the model's count for
+    its tokens), beside the per-GPU figure."""
+    if step.layout.gpus == 1:
+        return []
+    return [(f"FLOPs, all {step.layout.gpus} GPUs (the model's)", fmt_flops(step.total_flops))]
+
+
 def _prediction(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
     """The calibrated prediction's fact line, when a profile applied."""
     if step.predicted_s is None:
@@ -84,6 +92,7 @@ def render_decode(
             "FLOPs" + per,
             f"{fmt_flops(d.flops)} = weights {fmt_flops(d.weight_flops)} + attention {fmt_flops(d.attention_flops)}",
         ),
+        *_total_flops_fact(d),
         ("matmul weights read" + per, bytes_exact(d.matmul_weight_bytes)),
         (
             "norm/bias vectors" + (" and tables (resident)" if d.weight_bytes_convention == "resident" else ""),
@@ -173,12 +182,14 @@ def render_prefill(
         f"[bold]{display_name} on {gpu_name}{layout_text(p.layout)}: prefill of {p.batch} x {p.seq:,} tokens "
         f"(time to first token), {p.compute_dtype} peak[/bold]"
     )
+    per = " per GPU" if p.layout.gpus > 1 else ""
     facts = [
         (
-            "FLOPs",
+            "FLOPs" + per,
             f"{fmt_flops(p.flops)} = weights {fmt_flops(p.weight_flops)} + attention {fmt_flops(p.attention_flops)}",
         ),
-        ("bytes", f"{bytes_exact(p.bytes)} (weights once + K/V written)"),
+        *_total_flops_fact(p),
+        ("bytes" + per, f"{bytes_exact(p.bytes)} (weights once + K/V written)"),
         ("arithmetic intensity", f"{p.intensity:,.0f} FLOP/byte"),
     ]
     if p.comm_bytes:

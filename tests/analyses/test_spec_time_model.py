@@ -58,3 +58,20 @@ def test_layout_without_a_gpu_is_refused():
 
     with pytest.raises(InputError, match="layout"):
         api.spec(alpha=0.8, gamma=4, c=0.1, layout=Layout(tp=2))
+
+
+def test_prefill_with_tp_labels_per_gpu_and_total_flops(cli):
+    """By hand, Llama-3-70B (70,553,706,496 parameters: 128,256 x 8,192 embedding and as many in the
+    untied LM head, 161 norm vectors of 8,192) prefilling 8,192 tokens, logits on the last position:
+    decoder matmul weights 70,553,706,496 - 2 x 1,050,673,152 - 1,318,912 = 68,451,041,280, so weight
+    FLOPs 2 x 68,451,041,280 x 8,192 + 2 x 1,050,673,152 (one LM-head row) = 1,121,507,962,077,184 in
+    all; with TP 4 each GPU does a quarter of them (every matrix splits by 4)."""
+    one = api.prefill("llama3-70b", "h100", seq=8192)
+    tp4 = api.prefill("llama3-70b", "h100", seq=8192, layout=Layout(tp=4))
+    assert one.weight_flops == 2 * 68_451_041_280 * 8192 + 2 * 1_050_673_152
+    assert tp4.total_flops == one.flops == one.total_flops
+    assert tp4.weight_flops * 4 == one.weight_flops
+    out = cli("roofline", "llama3-70b", "--phase", "prefill", "--seq", "8K", "--tp", "4").out
+    assert "FLOPs per GPU" in out and "FLOPs, all 4 GPUs (the model's)" in out and "bytes per GPU" in out
+    single = cli("roofline", "llama3-70b", "--phase", "prefill", "--seq", "8K").out
+    assert "per GPU" not in single.split("\n")[1]
