@@ -570,7 +570,9 @@ def prefill_step(
     under ``profile`` (default: the GPU's shipped one)."""
     compute = dtype
     bits = _bits(weight_bits, compute)
-    build = dict(weight_bits=bits, kv_bits=kv_bits, compute_dtype=compute, logits=logits, attention=attention)
+    build: dict[str, Any] = dict(
+        weight_bits=bits, kv_bits=kv_bits, compute_dtype=compute, logits=logits, attention=attention
+    )
     step = build_step(spec, prefill(batch, seq), layout=layout, **build)
     bound = RooflineBound(network_gb_s).step_time(step, gpu)
     est = EfficiencyEstimate(mfu, mbu, network_gb_s).step_time(step, gpu)
