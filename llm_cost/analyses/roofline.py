@@ -212,6 +212,7 @@ class DecodeStep(Result):
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
     profile: str | None = None  # its profile's name
+    predicted_tokens_per_s: float | None = None  # tokens the step produces (decode) or reads (prefill) per second
     total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
 
 
@@ -420,6 +421,7 @@ def decode_steps(
                 conventions=conventions,
                 predicted_s=predicted,
                 profile=chosen.name if chosen is not None else None,
+                predicted_tokens_per_s=batch / predicted if predicted else None,
                 total_flops=_total_flops(
                     spec,
                     step,
@@ -536,6 +538,7 @@ class PrefillStep(Result):
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
     profile: str | None = None  # its profile's name
+    predicted_tokens_per_s: float | None = None  # tokens the step produces (decode) or reads (prefill) per second
     total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
 
 
@@ -590,6 +593,7 @@ def prefill_step(
     ]
     conventions += _layout_notes(layout, bound, spec)
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, step.sequences, seq)
+    predicted, profile_name = _prediction(step, gpu, profile, network_gb_s, conventions)
     return PrefillStep(
         spec.name,
         gpu.name,
@@ -620,6 +624,8 @@ def prefill_step(
         batch * seq / est.time_s,
         _op_rows(step, bound, est),
         conventions,
-        *_prediction(step, gpu, profile, network_gb_s, conventions),
+        predicted,
+        profile_name,
+        predicted_tokens_per_s=batch * seq / predicted if predicted else None,
         total_flops=_total_flops(spec, step, layout, prefill(batch, seq), **build),
     )

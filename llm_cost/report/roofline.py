@@ -5,7 +5,7 @@ from __future__ import annotations
 from llm_cost.analyses.roofline import DecodeStep, PrefillStep
 from llm_cost.core.units import fmt_flops, fmt_int, fmt_seconds, fmt_si
 from llm_cost.perf.ridge import Ridge
-from llm_cost.report.base import bytes_exact, layout_text, print_conventions, print_facts, print_table
+from llm_cost.report.base import bytes_exact, fmt_prediction, layout_text, print_conventions, print_facts, print_table
 
 
 def render_ridges(con, ridges: list[Ridge], gpu_name: str) -> None:
@@ -72,7 +72,11 @@ def _prediction(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
     """The calibrated prediction's fact line, when a profile applied."""
     if step.predicted_s is None:
         return []
-    return [(f"prediction (profile {step.profile})", f"[bold]{fmt_seconds(step.predicted_s)}[/bold]")]
+    what = "prompt tokens/s" if isinstance(step, PrefillStep) else "tokens/s"
+    text = fmt_prediction(
+        step.predicted_s, profile=step.profile, tokens_per_s=step.predicted_tokens_per_s, tokens_what=what
+    )
+    return [("prediction", f"[bold]{text}[/bold]")]
 
 
 def render_decode(
@@ -224,6 +228,7 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
             s.bound,
             fmt_seconds(s.estimate_s),
             fmt_seconds(s.predicted_s) if s.predicted_s is not None else "-",
+            f"{s.predicted_tokens_per_s:,.0f}" if s.predicted_tokens_per_s is not None else "-",
             f"{(s.tokens_per_s_at_mfu if prefill else s.estimate_tokens_per_s):,.0f}",
         ]
         for s in steps
@@ -241,6 +246,7 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
             ("bound by", "left"),
             (f"estimate (MFU {first.mfu:.0%}, MBU {first.mbu:.0%})", "right"),
             (f"prediction ({first.profile or 'no profile'})", "right"),
+            ("tokens/s predicted", "right"),
             ("tokens/s at the estimate", "right"),
         ],
         rows,

@@ -75,3 +75,17 @@ def test_prefill_with_tp_labels_per_gpu_and_total_flops(cli):
     assert "FLOPs per GPU" in out and "FLOPs, all 4 GPUs (the model's)" in out and "bytes per GPU" in out
     single = cli("roofline", "llama3-70b", "--phase", "prefill", "--seq", "8K").out
     assert "per GPU" not in single.split("\n")[1]
+
+
+def test_every_printed_prediction_has_its_tokens_per_second(cli):
+    """Decode: batch / predicted seconds; prefill: prompt tokens / predicted seconds; in the text
+    beside the time and in JSON as predicted_tokens_per_s."""
+    d = cli("roofline", "llama3-8b", "--gpu", "h100", "--batch", "8", "--context", "1K", "--json").json()
+    assert d["predicted_tokens_per_s"] == pytest.approx(8 / d["predicted_s"], rel=1e-12)
+    text = cli("roofline", "llama3-8b", "--gpu", "h100", "--batch", "8", "--context", "1K").out
+    assert f"· {8 / d['predicted_s']:,.0f} tokens/s" in text
+    p = cli("roofline", "llama3-8b", "--gpu", "h100", "--phase", "prefill", "--seq", "8K", "--json").json()
+    assert p["predicted_tokens_per_s"] == pytest.approx(8192 / p["predicted_s"], rel=1e-12)
+    fit = cli("fit", "llama3-8b", "--gpu", "h100", "--tp", "1", "--batch", "1", "--context", "8K").out
+    line = next(x for x in fit.splitlines() if "decode prediction" in x)
+    assert "tokens/s" in line
