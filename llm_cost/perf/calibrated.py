@@ -244,7 +244,7 @@ class SplitKvGap:
 
 
 #: A step's prediction with split-KV this much faster is flagged (:func:`split_kv_gap`).
-SPLIT_KV_GAP = 0.10
+SPLIT_KV_GAP = 0.20
 
 
 def split_kv_gap(model: Any, step: Step, gpu: HardwareSpec) -> SplitKvGap | None:

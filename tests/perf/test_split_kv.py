@@ -100,3 +100,12 @@ def test_no_warning_where_the_cache_is_short_or_the_batch_large(cli):
     for args in (("--batch", "1", "--context", "1K"), ("--batch", "64", "--context", "8K")):
         out = cli("roofline", "llama3-8b", "--gpu", "h100", *args)
         assert out.code == 0 and "without split-KV" not in out.out
+
+
+def test_the_warning_starts_where_split_kv_saves_a_fifth():
+    """Batch 1 on the h100 profile: at 2,048 cached tokens split-KV would save about a tenth (no
+    warning), at 8,192 about a third (a warning)."""
+    short = api.decode("llama3-8b", "h100", batch=1, context=2048)
+    long = api.decode("llama3-8b", "h100", batch=1, context=8192)
+    assert not any(n.code == "prediction.no_split_kv" for n in short.conventions)
+    assert any(n.code == "prediction.no_split_kv" for n in long.conventions)
