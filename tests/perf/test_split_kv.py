@@ -109,3 +109,19 @@ def test_the_warning_starts_where_split_kv_saves_a_fifth():
     long = api.decode("llama3-8b", "h100", batch=1, context=8192)
     assert not any(n.code == "prediction.no_split_kv" for n in short.conventions)
     assert any(n.code == "prediction.no_split_kv" for n in long.conventions)
+
+
+def test_a_profile_fitted_with_split_kv_times_its_rows_as_the_model_does(tmp_path):
+    """Fitting with decode_split_kv evaluates the rows' attention at the split launch's blocks, and
+    the profile it writes carries the flag: the time model then predicts each row as the fit did."""
+    pytest.importorskip("scipy")
+    from llm_cost.analyses.calibration import load_measurements, measurements_dir, step_of
+    from llm_cost.perf.calibrated import CalibratedModel
+
+    data = measurements_dir() / "local-h200-llama3-8b-measured.yaml"
+    out = tmp_path / "h200-split.yaml"
+    fit = api.calibrate([str(data)], str(out), decode_split_kv=True)
+    assert fit.profile.decode_split_kv and load_profile(str(out)).decode_split_kv
+    model = CalibratedModel(load_profile(str(out)))
+    for m, r in zip(load_measurements([data]), fit.rows):
+        assert model.step_time(step_of(m), load_gpu("h200")).time_s == pytest.approx(r.predicted_s, rel=2e-3)
