@@ -391,7 +391,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                      'vendor': 'NVIDIA'}},
               'h20': {'aliases': ['h20-96gb', 'h20-sxm'],
                       'classes': {'interconnect': 'Interconnect', 'source': 'Source'},
-                      'crc32': 'c8072e63',
+                      'crc32': 'd83d4468',
                       'file': 'h20.yaml',
                       'spec': {'aliases': ['h20-96gb', 'h20-sxm'],
                                'architecture': 'Hopper GH100',
@@ -412,7 +412,7 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                'memory_type': 'HBM3',
                                'name': 'h20',
                                'pcie_gen': 5,
-                               'sm_count': None,
+                               'sm_count': 78,
                                'source': {'note': 'Interconnect: NVLink 900 GB/s, bidirectional total; '
                                                   'stored here per direction. PCIe Gen5 128 GB/s. TDP 400 W. '
                                                   'The figures are dense: a 2:4-sparse reading would put the '
