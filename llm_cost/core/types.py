@@ -199,6 +199,10 @@ class LayerKind(TextEnum):
     """The kind of decoder layer a per-layer tensor belongs to (how sharding finds its layers)."""
 
     SOFTMAX_ATTENTION = "softmax_attention"  # every softmax-attention layer: full, sliding or chunked
+    # the sliding layers alone, and the other softmax layers (full, chunked): for tensors whose shape
+    # differs between them (MiMo-V2-Flash: more K/V heads and the sinks on its sliding layers)
+    SLIDING_ATTENTION = "sliding_attention"
+    GLOBAL_ATTENTION = "global_attention"
     LINEAR_ATTENTION = "linear_attention"
     MAMBA = "mamba2"
     SHORT_CONV = "short_conv"
@@ -214,6 +218,10 @@ class LayerKind(TextEnum):
             return mlp_type == MlpType.DENSE
         if self is LayerKind.MOE:
             return mlp_type == MlpType.MOE
+        if self is LayerKind.SLIDING_ATTENTION:
+            return layer_type == LayerType.SLIDING_ATTENTION
+        if self is LayerKind.GLOBAL_ATTENTION:
+            return layer_type in (LayerType.FULL_ATTENTION, LayerType.CHUNKED_ATTENTION)
         return layer_type.kind is self
 
 
