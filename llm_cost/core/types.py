@@ -18,6 +18,7 @@ from llm_cost.core.records import record
 
 __all__ = [
     "TextEnum",
+    "ServingEngine",
     "Dtype",
     "DTYPE_BITS",
     "StorageDtype",
@@ -51,6 +52,14 @@ class TextEnum(str, Enum):
 
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
+
+
+class ServingEngine(TextEnum):
+    """The inference servers whose schedulers are simulated and whose launch commands are printed."""
+
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    TRTLLM = "trtllm"
 
 
 class Dtype(TextEnum):

@@ -923,6 +923,12 @@ class Interconnect(Spec):
             )
 
 
+#: Nominal PCIe x16 bandwidth per direction, 10^9 B/s, by generation (PCI-SIG: 2.5, 5, 8, 16, 32 and
+#: 64 GT/s per lane; 16 lanes; 8b/10b coding to 2.0, 128b/130b from 3.0, PAM4 FLIT from 6.0; vendors
+#: round to these figures: "PCIe Gen4 x16 64 GB/s" bidirectional in NVIDIA's L40S datasheet).
+PCIE_X16_GB_S = {1: 4.0, 2: 8.0, 3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
+
+
 @spec
 class HardwareSpec(Spec):
     """One accelerator's datasheet: dense peak throughput per dtype, memory, bandwidth, power."""
@@ -964,6 +970,12 @@ class HardwareSpec(Spec):
     )
     interconnect: Interconnect
     pcie_gen: PcieGen
+    pcie_gb_s_per_direction: Optional[Annotated[float, Bounds(ge=0.1, le=1e4)]] = spec_field(
+        default=None,
+        description="Host link (PCIe x16) bandwidth in one direction, 10^9 B/s, as the datasheet prints it (it "
+        "prints both directions' sum: 64 GB/s for PCIe 4.0 x16 is 32 each way). Absent: the PCI-SIG "
+        "rate of pcie_gen at x16. Cards with no GPU-to-GPU link run tensor parallelism over it.",
+    )
     source: Source
 
     @property
@@ -987,6 +999,14 @@ class HardwareSpec(Spec):
         """Physical capacity in bytes, as deployments see it: memory_gib x 2^30, or memory_bytes
         when the spec does not give memory_gib."""
         return round(self.memory_gib * 2**30) if self.memory_gib is not None else self.memory_bytes
+
+    @property
+    def pcie_bytes_s(self) -> float:
+        """Host link bandwidth in one direction, B/s: ``pcie_gb_s_per_direction``, else the x16
+        rate of ``pcie_gen`` (:data:`PCIE_X16_GB_S`, PCI-SIG's nominal rates)."""
+        if self.pcie_gb_s_per_direction is not None:
+            return self.pcie_gb_s_per_direction * 1e9
+        return PCIE_X16_GB_S.get(self.pcie_gen, PCIE_X16_GB_S[max(PCIE_X16_GB_S)]) * 1e9
 
     @property
     def bandwidth_bytes_s(self) -> float:
