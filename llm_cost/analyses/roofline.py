@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import field
 from fractions import Fraction
 from operator import attrgetter
+from typing import Any
 
 from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes
 from llm_cost.core.labels import Bound
@@ -31,7 +32,7 @@ from llm_cost.core.units import Number, exact, to_bytes
 from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
-from llm_cost.perf.calibrated import CalibratedModel
+from llm_cost.perf.calibrated import CalibratedModel, split_kv_notes
 from llm_cost.perf.profile import Profile, default_profile, profile_note
 from llm_cost.perf.timemodel import (
     DEFAULT_MBU,
@@ -43,7 +44,7 @@ from llm_cost.perf.timemodel import (
 )
 from llm_cost.specs.schema import HardwareSpec, ModelSpec, MoE
 from llm_cost.workload.routing import expert_hit_fraction
-from llm_cost.workload.step import Step, build_step, decode, prefill, sum_of
+from llm_cost.workload.step import SeqGroup, Step, build_step, decode, prefill, sum_of
 
 __all__ = ["OpRow", "DecodeStep", "decode_step", "decode_steps", "PrefillStep", "prefill_step", "memory_note"]
 
@@ -211,6 +212,8 @@ class DecodeStep(Result):
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
     profile: str | None = None  # its profile's name
+    predicted_tokens_per_s: float | None = None  # tokens the step produces (decode) or reads (prefill) per second
+    total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
 
 
 def _bits(weight_bits: int | float | Fraction | None, dtype: Dtype) -> Fraction:
@@ -365,6 +368,7 @@ def decode_steps(
         if predictor is not None:
             if detail:
                 conventions.append(profile_note(predictor.profile, gpu.name))
+                conventions += split_kv_notes(predictor, step, gpu)
             predicted = predictor.step_time(step, gpu, detail).time_s
         results.append(
             DecodeStep(
@@ -417,6 +421,17 @@ def decode_steps(
                 conventions=conventions,
                 predicted_s=predicted,
                 profile=chosen.name if chosen is not None else None,
+                predicted_tokens_per_s=batch / predicted if predicted else None,
+                total_flops=_total_flops(
+                    spec,
+                    step,
+                    layout,
+                    decode(batch, context),
+                    weight_bits=bits,
+                    kv_bits=kv_bits,
+                    compute_dtype=compute,
+                    weight_bytes=weight_bytes,
+                ),
             )
         )
     return results
@@ -523,6 +538,17 @@ class PrefillStep(Result):
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
     profile: str | None = None  # its profile's name
+    predicted_tokens_per_s: float | None = None  # tokens the step produces (decode) or reads (prefill) per second
+    total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
+
+
+def _total_flops(spec: ModelSpec, step: Step, layout: Layout, groups: Sequence[SeqGroup], **build: Any) -> Number:
+    """The FLOPs of ``step``'s sequences summed over every GPU of ``layout``: the same step built on
+    one GPU (the model's count for those tokens; replicated operators such as norms counted once),
+    or ``step.flops`` when the layout is one GPU. ``flops`` of a step on a layout is per GPU."""
+    if layout == ONE_GPU:
+        return step.flops
+    return build_step(spec, groups, **build).flops
 
 
 def prefill_step(
@@ -547,16 +573,10 @@ def prefill_step(
     under ``profile`` (default: the GPU's shipped one)."""
     compute = dtype
     bits = _bits(weight_bits, compute)
-    step = build_step(
-        spec,
-        prefill(batch, seq),
-        layout=layout,
-        weight_bits=bits,
-        kv_bits=kv_bits,
-        compute_dtype=compute,
-        logits=logits,
-        attention=attention,
+    build: dict[str, Any] = dict(
+        weight_bits=bits, kv_bits=kv_bits, compute_dtype=compute, logits=logits, attention=attention
     )
+    step = build_step(spec, prefill(batch, seq), layout=layout, **build)
     bound = RooflineBound(network_gb_s).step_time(step, gpu)
     est = EfficiencyEstimate(mfu, mbu, network_gb_s).step_time(step, gpu)
     flops = step.flops
@@ -573,6 +593,7 @@ def prefill_step(
     ]
     conventions += _layout_notes(layout, bound, spec)
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, step.sequences, seq)
+    predicted, profile_name = _prediction(step, gpu, profile, network_gb_s, conventions)
     return PrefillStep(
         spec.name,
         gpu.name,
@@ -603,5 +624,8 @@ def prefill_step(
         batch * seq / est.time_s,
         _op_rows(step, bound, est),
         conventions,
-        *_prediction(step, gpu, profile, network_gb_s, conventions),
+        predicted,
+        profile_name,
+        predicted_tokens_per_s=batch * seq / predicted if predicted else None,
+        total_flops=_total_flops(spec, step, layout, prefill(batch, seq), **build),
     )
