@@ -48,6 +48,7 @@ from llm_cost.perf.calibrated import (
     smooth_max,
     weight_format,
 )
+from llm_cost.perf.kernels import attention_blocks
 from llm_cost.perf.profile import PARAMETERS, FitError, Parameters, Profile, load_profile, profile_names
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
 from llm_cost.specs.declare import Bounds, Spec, spec, to_data, validated
@@ -289,7 +290,7 @@ class _Features:
     stages: Any
 
     @classmethod
-    def of(cls, steps: list[Step], gpu: HardwareSpec, np: Any) -> _Features:
+    def of(cls, steps: list[Step], gpu: HardwareSpec, np: Any, split_kv: bool = False) -> _Features:
         gemm: dict[str, list] = {k: [] for k in ("row", "flops", "w", "act", "m", "fmt")}
         attn: dict[str, list] = {k: [] for k in ("row", "flops", "read", "write", "x")}
         other: dict[str, list] = {k: [] for k in ("row", "flops", "bytes")}
@@ -303,7 +304,7 @@ class _Features:
                     for k, v in zip(gemm, (i, op.flops, op.weight_bytes, op.activation_bytes, op.m or 1, fmt)):
                         gemm[k].append(float(v))
                 elif op.kind == OpKind.ATTENTION:
-                    x = (op.batch or 1) * (op.kv_heads or 1)
+                    x = attention_blocks(op, gpu.sm_count, split_kv)
                     for k, v in zip(attn, (i, op.flops, op.kv_read_bytes, op.kv_write_bytes, x)):
                         attn[k].append(float(v))
                 elif op.kind == OpKind.COLLECTIVE:
@@ -480,8 +481,10 @@ def _fit(
     return q_of(result.x)
 
 
-def calibrate(paths: list[Path], name: str, note: str = "") -> Calibration:
-    """Fit a profile named ``name`` to the measurement files; leave-one-out errors. InputError
+def calibrate(paths: list[Path], name: str, note: str = "", decode_split_kv: bool = False) -> Calibration:
+    """Fit a profile named ``name`` to the measurement files; leave-one-out errors. With
+    ``decode_split_kv`` the engine's decode attention splits the keys (the profile's flag: the rows'
+    attention blocks by :func:`~llm_cost.perf.kernels.attention_blocks`). InputError
     without numpy/scipy, for rows of more than one GPU, fewer rows than free parameters + 2, or a
     row faster than the bound. The same unchanged files fitted again in one process return the same
     (shared, not to be modified) result: validating and calibrating refit nothing twice."""
@@ -490,12 +493,12 @@ def calibrate(paths: list[Path], name: str, note: str = "") -> Calibration:
         real = real_path(p, _WHAT)
         status = real.stat()
         key.append((str(real), status.st_mtime_ns, status.st_size))
-    return _calibrate_once(tuple(key), tuple(paths), name, note)
+    return _calibrate_once(tuple(key), tuple(paths), name, note, decode_split_kv)
 
 
 @lru_cache(maxsize=16)
-def _calibrate_once(key: tuple, paths: tuple[Path, ...], name: str, note: str) -> Calibration:
-    return _calibrate(paths, name, note)
+def _calibrate_once(key: tuple, paths: tuple[Path, ...], name: str, note: str, split_kv: bool) -> Calibration:
+    return _calibrate(paths, name, note, split_kv)
 
 
 #: The slowest profile within the parameters' bounds: the least efficiency and overlap (p = 1, compute
@@ -517,7 +520,7 @@ def _check_reachable(rows: list[Measurement], slowest_s: Any, gpu: HardwareSpec)
         )
 
 
-def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
+def _calibrate(paths: tuple[Path, ...], name: str, note: str, split_kv: bool = False) -> Calibration:
     rows = load_measurements(paths)
     np = _numpy()
     gpus = {load_gpu(m.gpu).name for m in rows}
@@ -549,7 +552,7 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
             f"or unit?): {', '.join(below[:5])}" + (f" and {len(below) - 5} more" if len(below) > 5 else "")
         )
     check_distinct(rows)
-    feats = _Features.of(steps, gpu, np)
+    feats = _Features.of(steps, gpu, np, split_kv)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     _check_reachable(rows, feats.predict(SLOWEST, np), gpu)
     least_squares = _least_squares()
@@ -578,6 +581,7 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str) -> Calibration:
         kind="fitted",
         note=note or f"fitted by llm-cost calibrate on {len(rows)} rows",
         parameters=Parameters.checked(**_rounded(q)),
+        decode_split_kv=split_kv,
         fitted_on=[m.id for m in rows],
         measurements=[p.name if real_path(p, _WHAT).parent == measurements_dir() else str(p) for p in paths],
         fixed=fixed,
@@ -639,6 +643,7 @@ def transfer(source: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec) -> Pr
             f"FLOP/s x{ratio_flops:.2f}); no measurement of {gpu.name} was fitted"
         ),
         parameters=source.parameters,
+        decode_split_kv=source.decode_split_kv,
         fitted_on=source.fitted_on,
         measurements=source.measurements,
         fixed=source.fixed,
@@ -696,7 +701,7 @@ def validate(profile: Profile, base: Path | None = None) -> Calibration:
         if found is None:
             raise InputError(f"profile {profile.name}: measurement file {shown(name)} not found")
         paths.append(found)
-    return calibrate(paths, profile.name, profile.note)
+    return calibrate(paths, profile.name, profile.note, profile.decode_split_kv)
 
 
 def check(profile: Profile, paths: list[Path]) -> Calibration:

@@ -24,6 +24,7 @@ required; without it the caller takes the per-point path.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -33,9 +34,10 @@ from llm_cost.core.labels import Bound
 from llm_cost.core.records import record
 from llm_cost.core.types import OpKind, OpRole
 from llm_cost.core.units import Number, exact
-from llm_cost.model.layout import Layout
+from llm_cost.model.layout import ONE_GPU, Layout
 from llm_cost.perf import calibrated as cal
-from llm_cost.perf.calibrated import CalibratedModel
+from llm_cost.perf.calibrated import SPLIT_KV_GAP, CalibratedModel, split_kv_notes
+from llm_cost.perf.kernels import attention_blocks
 from llm_cost.perf.timemodel import link_of
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.routing import expert_hit_fraction
@@ -98,6 +100,7 @@ class _Context:
         self.hits: list[float] | None = None
         self.largest: int | None = None
         ops = [p.ops for p in probes]
+        self.all_ops = ops
         self.ops = ops[0]
         self.stage_of = [i for i, stage in enumerate(probes[0].stages) for _ in stage.ops]
         if any(list(map(_shape, o)) != list(map(_shape, ops[0])) for o in [*ops[1:], full.ops]) or any(
@@ -116,6 +119,10 @@ class _Context:
                     return
                 cols[name] = col
             self.columns.append(cols)
+
+    def probe_ops(self, i: int) -> list[Operator]:
+        """Operator ``i`` of the probes at b' = 1, 2 and 3."""
+        return [o[i] for o in self.all_ops]
 
     def _hit(self, b: int) -> float:
         assert self.moe is not None
@@ -237,13 +244,17 @@ def decode_columns(
     rates: tuple[float, float, float, float],
     network_gb_s: float,
     predictor: CalibratedModel | None,
-) -> list[tuple[dict[str, Number], tuple[float, float, float, float, Bound], float, float | None, Step]] | None:
+    detail: bool = False,
+) -> list[tuple[dict[str, Any], tuple[float, float, float, float, Bound], float, float | None, Step]] | None:
     """Per point of ``points`` (batch, context): its totals (``flops``, ``weight_flops``,
     ``matmul``, ``rows``, ``other``, ``kv_read``, ``kv_write``, ``bytes``, ``sent``,
-    ``expert_bytes``, ``seqs``, ``tokens``), its bound's (compute, memory, link, time, bound), its
-    estimate's and prediction's seconds, and a step of its context (for the conventions); None when
-    NumPy is missing or a figure does not follow the forms of the module docstring. ``rates``: peak
-    FLOP/s and bandwidth of the bound, then of the estimate."""
+    ``expert_bytes``, ``seqs``, ``tokens``, ``total_flops`` on all GPUs, with ``detail`` the
+    ``split_kv_notes``), its bound's (compute, memory, link, time, bound), its estimate's and
+    prediction's seconds, and a step of its context (for the conventions); None when NumPy is
+    missing or a figure does not follow the forms of the module docstring. ``rates``: peak FLOP/s
+    and bandwidth of the bound, then of the estimate. Split-KV notes
+    (:func:`~llm_cost.perf.calibrated.split_kv_notes`) are worked out on the real step of each point
+    whose prediction with split-KV is more than ``SPLIT_KV_GAP`` faster, the others have none."""
     try:
         import numpy as np
     except ImportError:  # pragma: no cover - the extras install NumPy
@@ -279,7 +290,7 @@ def decode_columns(
         bs = [-(-points[i][0] // dp) for i in where]
         every = lambda i, op: True  # noqa: E731
         gemm = lambda i, op: op.kind == OpKind.GEMM  # noqa: E731
-        totals = {
+        totals: dict[str, list[Any]] = {
             "flops": ctx.total("flops", every, bs, np),
             "kv_read": ctx.total("kv_read_bytes", every, bs, np),
             "kv_write": ctx.total("kv_write_bytes", every, bs, np),
@@ -309,7 +320,39 @@ def decode_columns(
                     return None
                 stages.append((c, m, l_, np.maximum(c, m) + l_))
             times.append([_sum([s[k] for s in stages]) for k in range(4)])
-        predicted = _predicted(ctx, gpu, predictor, bs, link_s_rate, np, cls) if predictor is not None else None
+        if layout == ONE_GPU:
+            totals["total_flops"] = totals["flops"]
+        else:  # the same steps on one GPU: exact FLOPs, affine in the batch
+            one = [
+                build_step(
+                    spec,
+                    decode(b, context),
+                    weight_bits=bits,
+                    kv_bits=kv_bits,
+                    compute_dtype=compute,
+                    weight_bytes=weight_bytes,
+                ).flops
+                for b in (1, 2, 3)
+            ]
+            if not all(_is_exact(f) for f in one) or one[1] - one[0] != one[2] - one[1]:
+                return None
+            batches = [points[i][0] for i in where]
+            totals["total_flops"] = [exact(Fraction(one[0]) + (b - 1) * Fraction(one[1] - one[0])) for b in batches]
+        predicted = None
+        if predictor is not None:
+            split = predictor.profile.decode_split_kv
+            predicted = _predicted(ctx, gpu, predictor, bs, link_s_rate, np, cls, split)
+            if predicted is None:
+                return None
+        totals["split_kv_notes"] = [[] for _ in bs]
+        if detail and predictor is not None and _gap_possible(ctx, predictor, gpu):
+            then = _predicted(ctx, gpu, predictor, bs, link_s_rate, np, cls, True)
+            if then is None:
+                return None
+            assert predicted is not None
+            for j in np.nonzero(predicted > then * (1 + SPLIT_KV_GAP))[0].tolist():
+                b = bs[j]
+                totals["split_kv_notes"][j] = split_kv_notes(predictor, step_at(b), gpu)
         (bc, bm, bl, bt), est = times[0], times[1][3]
         bc, bm, bl, bt, est = bc.tolist(), bm.tolist(), bl.tolist(), bt.tolist(), est.tolist()
         pred = predicted.tolist() if predicted is not None else None
@@ -329,10 +372,42 @@ def _sum(columns: list[Any]) -> Any:
     return total
 
 
+def _gap_possible(ctx: _Context, model: CalibratedModel, gpu: HardwareSpec) -> bool:
+    """Whether :func:`~llm_cost.perf.calibrated.split_kv_gap` can find a gap in a step of the context."""
+    return (
+        not model.profile.decode_split_kv
+        and gpu.sm_count is not None
+        and any(op.kind == OpKind.ATTENTION and op.kv_read_bytes for op in ctx.ops)
+    )
+
+
+def _blocks(ctx: _Context, i: int, bs: list[int], sms: int | None, split: bool, np: Any, cls: Any) -> Any:
+    """:func:`~llm_cost.perf.kernels.attention_blocks` of attention operator ``i`` at every b' (the
+    operator at b' is the probe's with its batch replaced, as the probes check), or None."""
+    op = ctx.ops[i]
+    if not split or sms is None:
+        return _floats(ctx.values(ctx.columns[i]["x"], bs, np), np, cls)
+    at = [dataclasses.replace(op, batch=b * (op.batch or 1)) for b in (1, 2, 3)]
+    if any(attention_blocks(a, sms, True) != attention_blocks(p, sms, True) for a, p in zip(at, ctx.probe_ops(i))):
+        return None
+    return np.array(
+        [attention_blocks(dataclasses.replace(op, batch=b * (op.batch or 1)), sms, True) for b in bs], dtype=np.float64
+    ).view(cls)
+
+
 def _predicted(
-    ctx: _Context, gpu: HardwareSpec, model: CalibratedModel, bs: list[int], link_bytes_s: float, np: Any, cls: Any
+    ctx: _Context,
+    gpu: HardwareSpec,
+    model: CalibratedModel,
+    bs: list[int],
+    link_bytes_s: float,
+    np: Any,
+    cls: Any,
+    split: bool,
 ) -> Any:
-    """The calibrated prediction at every b' (:meth:`CalibratedModel.step_time`, column by column)."""
+    """The calibrated prediction at every b' (:meth:`CalibratedModel.step_time`, column by column),
+    the attention's KV read by the thread blocks of a kernel with split-KV or without; None when the
+    blocks do not follow the probes."""
     q = cal._values(model.profile.parameters)
     step = ctx.probe
     peak, bw = gpu.peak_flops(step.compute_dtype), gpu.bandwidth_bytes_s
@@ -354,7 +429,10 @@ def _predicted(
             if op.kind == OpKind.GEMM:
                 c, m = cal.gemm_terms(f("flops"), f("weight_bytes"), f("activation_bytes"), f("m"), e_w, peak, bw, q)
             elif op.kind == OpKind.ATTENTION:
-                c, m = cal.attention_terms(f("flops"), f("kv_read_bytes"), f("kv_write_bytes"), f("x"), peak, bw, q)
+                blocks = _blocks(ctx, i, bs, gpu.sm_count, split, np, cls)
+                if blocks is None:
+                    return None
+                c, m = cal.attention_terms(f("flops"), f("kv_read_bytes"), f("kv_write_bytes"), blocks, peak, bw, q)
             else:
                 c, m = cal.other_terms(f("flops"), f("bytes"), peak, bw, q)
             times.append((c, m, 0.0, cal.smooth_max(c, m, q["overlap_p"])))

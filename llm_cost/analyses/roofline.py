@@ -33,7 +33,7 @@ from llm_cost.core.units import Number, exact, to_bytes
 from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
-from llm_cost.perf.calibrated import CalibratedModel
+from llm_cost.perf.calibrated import CalibratedModel, split_kv_notes
 from llm_cost.perf.profile import Profile, default_profile, profile_note
 from llm_cost.perf.timemodel import (
     DEFAULT_MBU,
@@ -45,7 +45,7 @@ from llm_cost.perf.timemodel import (
 )
 from llm_cost.specs.schema import HardwareSpec, ModelSpec, MoE
 from llm_cost.workload.routing import expert_hit_fraction
-from llm_cost.workload.step import Step, build_step, decode, prefill, sum_of
+from llm_cost.workload.step import SeqGroup, Step, build_step, decode, prefill, sum_of
 
 __all__ = ["OpRow", "DecodeStep", "decode_step", "decode_steps", "PrefillStep", "prefill_step", "memory_note"]
 
@@ -213,6 +213,8 @@ class DecodeStep(Result):
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
     profile: str | None = None  # its profile's name
+    predicted_tokens_per_s: float | None = None  # tokens the step produces (decode) or reads (prefill) per second
+    total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
 
 
 def _bits(weight_bits: int | float | Fraction | None, dtype: Dtype) -> Fraction:
@@ -370,6 +372,7 @@ def decode_steps(
             conventions = _decode_notes(spec, gpu, step, link, held, kv_at, batch, context, kv_bits, seqs)
             if predicted_note is not None:
                 conventions.append(predicted_note)
+                conventions += t["split_kv_notes"]
         total_bytes = t["bytes"]
         return DecodeStep(
             model=spec.name,
@@ -427,6 +430,8 @@ def decode_steps(
             conventions=conventions,
             predicted_s=predicted,
             profile=profile_name,
+            predicted_tokens_per_s=batch / predicted if predicted else None,
+            total_flops=t["total_flops"],
         )
 
     if len(points) > GRID_POINTS and not (detail and ops):
@@ -444,6 +449,7 @@ def decode_steps(
             rates=(peak, bw, peak * mfu, bw * mbu),
             network_gb_s=network_gb_s,
             predictor=predictor,
+            detail=detail,
         )
         if columns is not None:
             link = bound_model.step_time(columns[0][4], gpu, False)
@@ -478,6 +484,17 @@ def decode_steps(
         totals["other"] = sum_of([f[2] for f in figures if f[0] in (OpKind.ELEMENTWISE, OpKind.EMBEDDING)])
         totals["expert_bytes"] = sum(float(op.weight_bytes) for op in step.ops if op.role == OpRole.ROUTED_EXPERTS)
         totals["seqs"], totals["tokens"] = step.sequences, step.tokens
+        totals["total_flops"] = _total_flops(
+            spec,
+            step,
+            layout,
+            decode(batch, context),
+            weight_bits=bits,
+            kv_bits=kv_bits,
+            compute_dtype=compute,
+            weight_bytes=weight_bytes,
+        )
+        totals["split_kv_notes"] = split_kv_notes(predictor, step, gpu) if detail and predictor is not None else []
         predicted = predictor.step_time(step, gpu, operators).time_s if predictor is not None else None
         results.append(
             row(
@@ -603,6 +620,17 @@ class PrefillStep(Result):
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
     profile: str | None = None  # its profile's name
+    predicted_tokens_per_s: float | None = None  # tokens the step produces (decode) or reads (prefill) per second
+    total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
+
+
+def _total_flops(spec: ModelSpec, step: Step, layout: Layout, groups: Sequence[SeqGroup], **build: Any) -> Number:
+    """The FLOPs of ``step``'s sequences summed over every GPU of ``layout``: the same step built on
+    one GPU (the model's count for those tokens; replicated operators such as norms counted once),
+    or ``step.flops`` when the layout is one GPU. ``flops`` of a step on a layout is per GPU."""
+    if layout == ONE_GPU:
+        return step.flops
+    return build_step(spec, groups, **build).flops
 
 
 def prefill_step(
@@ -627,16 +655,10 @@ def prefill_step(
     under ``profile`` (default: the GPU's shipped one)."""
     compute = dtype
     bits = _bits(weight_bits, compute)
-    step = build_step(
-        spec,
-        prefill(batch, seq),
-        layout=layout,
-        weight_bits=bits,
-        kv_bits=kv_bits,
-        compute_dtype=compute,
-        logits=logits,
-        attention=attention,
+    build: dict[str, Any] = dict(
+        weight_bits=bits, kv_bits=kv_bits, compute_dtype=compute, logits=logits, attention=attention
     )
+    step = build_step(spec, prefill(batch, seq), layout=layout, **build)
     bound = RooflineBound(network_gb_s).step_time(step, gpu)
     est = EfficiencyEstimate(mfu, mbu, network_gb_s).step_time(step, gpu)
     flops = step.flops
@@ -653,6 +675,7 @@ def prefill_step(
     ]
     conventions += _layout_notes(layout, bound, spec)
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, step.sequences, seq)
+    predicted, profile_name = _prediction(step, gpu, profile, network_gb_s, conventions)
     return PrefillStep(
         spec.name,
         gpu.name,
@@ -683,5 +706,8 @@ def prefill_step(
         batch * seq / est.time_s,
         _op_rows(step, bound, est),
         conventions,
-        *_prediction(step, gpu, profile, network_gb_s, conventions),
+        predicted,
+        profile_name,
+        predicted_tokens_per_s=batch * seq / predicted if predicted else None,
+        total_flops=_total_flops(spec, step, layout, prefill(batch, seq), **build),
     )

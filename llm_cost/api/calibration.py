@@ -17,12 +17,18 @@ __all__ = ["calibrate", "validate"]
 
 
 def calibrate(
-    measurements: Sequence[Union[str, Path]], out: Union[str, Path], name: Optional[str] = None, force: bool = False
+    measurements: Sequence[Union[str, Path]],
+    out: Union[str, Path],
+    name: Optional[str] = None,
+    force: bool = False,
+    decode_split_kv: bool = False,
 ) -> Calibration:
     """Fit a profile to the measurement files (one GPU; YAML or CSV rows of model, gpu, phase,
     batch, context, tp, weights_dtype, group_size, kv_dtype, measured_ms), write it to ``out``
-    whole or not at all, and return it with its leave-one-out errors. InputError for an ``out``
-    that exists (unless ``force``), before any fit."""
+    whole or not at all, and return it with its leave-one-out errors. ``decode_split_kv``: the
+    engine measured splits decode attention's KV cache (FlashAttention, FlashInfer; the profile's
+    flag, :mod:`llm_cost.perf.kernels`). InputError for an ``out`` that exists (unless ``force``),
+    before any fit."""
     from llm_cost.analyses.calibration import calibrate as fit
     from llm_cost.analyses.calibration import write_profile
     from llm_cost.specs.files import check_out
@@ -35,7 +41,10 @@ def calibrate(
         raise InputError(f"name: {name!r} is not a profile name", fields=("name",))
     target = Path(out)
     check_out(target, target.stem, bool(force))
-    return write_profile(fit([Path(m) for m in measurements], name or target.stem), target, bool(force))
+    if not isinstance(decode_split_kv, bool):
+        raise InputError(f"decode_split_kv: {decode_split_kv!r} is not true or false", fields=("decode_split_kv",))
+    fitted = fit([Path(m) for m in measurements], name or target.stem, decode_split_kv=decode_split_kv)
+    return write_profile(fitted, target, bool(force))
 
 
 def validate(profile: Optional[str] = None) -> list[Calibration]:

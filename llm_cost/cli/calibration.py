@@ -27,6 +27,14 @@ def calibrate(
         Optional[str], typer.Option("--name", help="Profile name (default: the file stem of --out).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+    split_kv: Annotated[
+        bool,
+        typer.Option(
+            "--split-kv",
+            help="The engine measured splits decode attention's KV cache (FlashAttention, FlashInfer: vLLM, "
+            "SGLang, TensorRT-LLM); PyTorch eager SDPA does not.",
+        ),
+    ] = False,
     as_json: Json = False,
 ) -> None:
     r"""Fit a calibration profile to measured step times and print its leave-one-out errors. Needs
@@ -37,7 +45,7 @@ def calibrate(
     from llm_cost import api
     from llm_cost.report import calibration as view
 
-    emit(api.calibrate(measurements, out, name, force), as_json, view.render_calibration)
+    emit(api.calibrate(measurements, out, name, force, split_kv), as_json, view.render_calibration)
 
 
 @app.command()

@@ -246,6 +246,11 @@ class Profile(Spec):
     note: str
     parameters: Parameters
     units: dict[str, str] = field(default_factory=_units)
+    # the engine's decode attention splits each sequence's keys over thread blocks (split-KV,
+    # flash-decoding: FlashAttention, FlashInfer, TensorRT-LLM's XQA), timed by the split rule of
+    # llm_cost.perf.kernels; false for kernels with one block per (sequence, KV head), such as
+    # PyTorch's eager SDPA that the h200 profile measured
+    decode_split_kv: bool = False
     fitted_on: tuple[str, ...] = ()  # measurement ids (fitted), or those of the source
     measurements: tuple[str, ...] = ()  # the files holding them
     fixed: dict[str, str] = field(default_factory=dict)  # parameter -> why it is at its prior

@@ -6,7 +6,7 @@ from llm_cost.analyses.deployment import Deployment, FitReport
 from llm_cost.analyses.memory import Activations, Fit
 from llm_cost.core.choices import ActivationFormula, MemoryConvention
 from llm_cost.core.units import fmt_iec, fmt_int, fmt_seconds, fmt_si
-from llm_cost.report.base import bytes_exact, print_conventions, print_facts, print_table
+from llm_cost.report.base import bytes_exact, fmt_prediction, print_conventions, print_facts, print_table
 
 
 def render(con, r: FitReport, display_name: str, gpu_name: str) -> None:
@@ -131,7 +131,12 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
         ),
     ]
     if s.predicted_s is not None:
-        facts.append((f"decode prediction (profile {s.profile})", fmt_seconds(s.predicted_s)))
+        facts.append(
+            (
+                "decode prediction",
+                fmt_prediction(s.predicted_s, profile=s.profile, tokens_per_s=s.predicted_tokens_per_s),
+            )
+        )
     print_facts(con, facts)
     print_conventions(con, d.conventions + s.conventions)
 

@@ -7,6 +7,8 @@ from llm_cost.core.units import fmt_flops, fmt_int, fmt_seconds, fmt_si
 from llm_cost.perf.ridge import Ridge
 from llm_cost.report.base import (
     bytes_exact,
+    fmt_prediction,
+    layout_text,
     print_conventions,
     print_facts,
     print_table,
@@ -32,12 +34,6 @@ def render_ridges(con, ridges: list[Ridge], gpu_name: str) -> None:
 def _default_note(con, model_given: bool, display_name: str) -> None:
     if not model_given:
         con.print(f"[dim]model: {display_name} (the default; name a MODEL to change it)[/dim]")
-
-
-def _layout_text(layout) -> str:
-    if layout.gpus == 1:
-        return ""
-    return f", TP {layout.tp} x PP {layout.pp} x DP {layout.dp} = {layout.gpus} GPUs (EP {layout.ep})"
 
 
 def _ops_table(con, rows) -> None:
@@ -73,11 +69,23 @@ def _ops_table(con, rows) -> None:
     )
 
 
+def _total_flops_fact(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
+    """On a layout of more than one GPU, the FLOPs of the step on all of them (the model's count for
+    its tokens), beside the per-GPU figure."""
+    if step.layout.gpus == 1:
+        return []
+    return [(f"FLOPs, all {step.layout.gpus} GPUs (the model's)", fmt_flops(step.total_flops))]
+
+
 def _prediction(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
     """The calibrated prediction's fact line, when a profile applied."""
     if step.predicted_s is None:
         return []
-    return [(f"prediction (profile {step.profile})", f"[bold]{fmt_seconds(step.predicted_s)}[/bold]")]
+    what = "prompt tokens/s" if isinstance(step, PrefillStep) else "tokens/s"
+    text = fmt_prediction(
+        step.predicted_s, profile=step.profile, tokens_per_s=step.predicted_tokens_per_s, tokens_what=what
+    )
+    return [("prediction", f"[bold]{text}[/bold]")]
 
 
 def render_decode(
@@ -87,7 +95,7 @@ def render_decode(
     _default_note(con, model_given, display_name)
     default = " (the default: an empty cache; give --context)" if default_context else ""
     con.print(
-        f"[bold]{display_name} on {gpu_name}{_layout_text(d.layout)}: decode step, batch {d.batch}, context "
+        f"[bold]{display_name} on {gpu_name}{layout_text(d.layout)}: decode step, batch {d.batch}, context "
         f"{d.context:,} cached tokens per sequence{default}, {d.compute_dtype} peak, weights at "
         f"{d.weight_bits:g} bits, KV at {d.kv_bits} bits[/bold]"
     )
@@ -97,6 +105,7 @@ def render_decode(
             "FLOPs" + per,
             f"{fmt_flops(d.flops)} = weights {fmt_flops(d.weight_flops)} + attention {fmt_flops(d.attention_flops)}",
         ),
+        *_total_flops_fact(d),
         ("matmul weights read" + per, bytes_exact(d.matmul_weight_bytes)),
         (
             "norm/bias vectors" + (" and tables (resident)" if d.weight_bytes_convention == "resident" else ""),
@@ -183,15 +192,17 @@ def render_prefill(
     """The prefill (time to first token): FLOPs, bytes, bound and estimate."""
     _default_note(con, model_given, display_name)
     con.print(
-        f"[bold]{display_name} on {gpu_name}{_layout_text(p.layout)}: prefill of {p.batch} x {p.seq:,} tokens "
+        f"[bold]{display_name} on {gpu_name}{layout_text(p.layout)}: prefill of {p.batch} x {p.seq:,} tokens "
         f"(time to first token), {p.compute_dtype} peak[/bold]"
     )
+    per = " per GPU" if p.layout.gpus > 1 else ""
     facts = [
         (
-            "FLOPs",
+            "FLOPs" + per,
             f"{fmt_flops(p.flops)} = weights {fmt_flops(p.weight_flops)} + attention {fmt_flops(p.attention_flops)}",
         ),
-        ("bytes", f"{bytes_exact(p.bytes)} (weights once + K/V written)"),
+        *_total_flops_fact(p),
+        ("bytes" + per, f"{bytes_exact(p.bytes)} (weights once + K/V written)"),
         ("arithmetic intensity", f"{p.intensity:,.0f} FLOP/byte"),
     ]
     if p.comm_bytes:
@@ -213,7 +224,7 @@ def render_prefill(
 def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given: bool, all_rows: bool = False) -> None:
     """One row per grid point: decode steps (batch x context) or prefills (batch x prompt); of a
     long grid the rows that matter (:func:`~llm_cost.report.base.rows_that_matter`: where the bound
-    or the fit changes, the best throughput), unless ``all_rows``."""
+    or the fit changes along the batches, the best throughput), unless ``all_rows``."""
     _default_note(con, model_given, display_name)
     first = steps[0]
     prefill = isinstance(first, PrefillStep)
@@ -234,6 +245,7 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
             s.bound,
             fmt_seconds(s.estimate_s),
             fmt_seconds(s.predicted_s) if s.predicted_s is not None else "-",
+            f"{s.predicted_tokens_per_s:,.0f}" if s.predicted_tokens_per_s is not None else "-",
             f"{(s.tokens_per_s_at_mfu if prefill else s.estimate_tokens_per_s):,.0f}",
         ]
         for s in steps
@@ -241,7 +253,7 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
     what = "prefill (time to first token)" if prefill else "decode step"
     print_table(
         con,
-        f"{display_name} on {gpu_name}{_layout_text(first.layout)}: {what}, {first.compute_dtype} peak",
+        f"{display_name} on {gpu_name}{layout_text(first.layout)}: {what}, {first.compute_dtype} peak",
         [
             ("batch", "right"),
             (head, "right"),
@@ -251,13 +263,14 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
             ("bound by", "left"),
             (f"estimate (MFU {first.mfu:.0%}, MBU {first.mbu:.0%})", "right"),
             (f"prediction ({first.profile or 'no profile'})", "right"),
+            ("tokens/s predicted", "right"),
             ("tokens/s at the estimate", "right"),
         ],
         rows,
         caption=shown_caption(len(steps), len(every)),
     )
     seen: list = []
-    for step in steps:  # the conventions of every row, once each (the rows not shown have the same ones)
+    for step in steps:  # the conventions of the rows shown, once each; a row's own sizes are in its columns
         seen += [
             n
             for n in step.conventions

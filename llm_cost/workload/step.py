@@ -157,7 +157,9 @@ class Operator:
 
     Figures are totals over the repeats. Shape per repeat: GEMM ``m`` x ``k`` @ ``k`` x ``n``
     (``m`` tokens, or rows per routed expert); attention ``batch`` sequences of ``heads`` query
-    and ``kv_heads`` K/V heads over ``keys`` keys per new token on average.
+    and ``kv_heads`` K/V heads over ``keys`` keys per new token on average, ``queries`` new tokens
+    per sequence on average, ``head_dim`` the wider of the score (d_qk) and value (d_v) head widths
+    (what a decode kernel's split-KV rule reads: :mod:`llm_cost.perf.kernels`).
     """
 
     name: str
@@ -178,6 +180,8 @@ class Operator:
     kv_heads: int | None = None
     keys: Number | None = None
     collective: Collective | None = None
+    queries: Number | None = None
+    head_dim: int | None = None
 
     @property
     def bytes(self) -> Number:
@@ -363,6 +367,11 @@ class _Softmax:
     layer_type: LayerType
     layers: int
     cap: int | None
+    #: this kind's own head width of QK^T and AV where it differs from the plan's (Gemma 4's
+    #: full-attention layers)
+    d_head: int | None = None
+    #: layers that write their own K/V (Gemma 4's KV-shared layers only read an earlier layer's)
+    writers: int | None = None
 
     @property
     def chunked(self) -> bool:
@@ -466,8 +475,9 @@ def _attention_dims(spec: ModelSpec, mla_form: MLAForm | None) -> tuple[int, int
     return spec.head_dim, spec.v_head_dim  # QK^T over d_head, AV over d_v (MiMo-V2-Flash: 192 and 128)
 
 
-def _softmax_kinds(spec: ModelSpec, counts: LayerCounts) -> tuple[_Softmax, ...]:
-    """The softmax layer kinds (full, sliding, chunked) of a stage whose layers are ``counts``."""
+def _softmax_kinds(spec: ModelSpec, counts: LayerCounts, tp: int = 1) -> tuple[_Softmax, ...]:
+    """The softmax layer kinds (full, sliding, chunked) of a stage whose layers are ``counts``; a
+    model with global geometry (Gemma 4) gives its full-attention kind its own heads at TP ``tp``."""
     att = spec.attention
     caps = {
         LayerType.SLIDING_ATTENTION: att.sliding_window if isinstance(att, GQAAttention) else None,
@@ -475,7 +485,16 @@ def _softmax_kinds(spec: ModelSpec, counts: LayerCounts) -> tuple[_Softmax, ...]
         # DeepSeek Sparse Attention: each query attends to the index_topk keys its indexer picks
         LayerType.FULL_ATTENTION: att.indexer.index_topk if isinstance(att, MLAAttention) and att.indexer else None,
     }
-    return tuple(_Softmax(t, n, caps.get(t)) for t, n in counts.mixers.items() if t.caches_kv)
+    out = []
+    for t, n in counts.mixers.items():
+        if not t.caches_kv:
+            continue
+        writers = n - spec.kv_shared_count(t) if spec.num_kv_shared_layers else None  # one stage: validate_layout
+        if isinstance(att, GQAAttention) and att.has_global_geometry and t == LayerType.FULL_ATTENTION:
+            out.append(_Softmax(t, n, caps.get(t), spec.heads_of(t)[1], writers))
+        else:
+            out.append(_Softmax(t, n, caps.get(t), writers=writers))
+    return tuple(out)
 
 
 def _attention_ops(
@@ -487,6 +506,7 @@ def _attention_ops(
     for kind in stage.softmax:
         layers, cap = kind.layers, kind.cap
         per_token, kv_heads = plan.kv_by_type[kind.layer_type]  # the layer type's own K/V heads on this GPU
+        d_qk, d_v = (plan.d_qk, plan.d_v) if kind.d_head is None else (kind.d_head, kind.d_head)
         if kind.chunked:
             assert cap is not None
             pairs = sum(chunked_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
@@ -502,13 +522,17 @@ def _attention_ops(
                 role,
                 "",
                 layers,
-                2 * plan.heads * (plan.d_qk + plan.d_v) * pairs * layers,
+                2 * plan.heads * (d_qk + d_v) * pairs * layers,
                 kv_read_bytes=_eighths(cached * per_token * layers * kv_bits),
-                kv_write_bytes=_eighths(written * per_token * layers * kv_bits),
+                kv_write_bytes=_eighths(
+                    written * per_token * (layers if kind.writers is None else kind.writers) * kv_bits
+                ),
                 batch=sum(g.count for g in groups),
                 heads=plan.heads,
                 kv_heads=kv_heads,
                 keys=exact(Fraction(pairs, tokens)) if tokens else 0,
+                queries=_per_sequence(tokens, groups),
+                head_dim=max(plan.d_qk, plan.d_v),
             )
         )
         if kind.layer_type == LayerType.FULL_ATTENTION and indexer_key_bytes(plan.spec):
@@ -542,7 +566,15 @@ def _indexer_op(spec: ModelSpec, layers: int, groups: Sequence[SeqGroup], causal
         heads=H,
         kv_heads=1,
         keys=exact(Fraction(pairs, tokens)) if tokens else 0,
+        queries=_per_sequence(tokens, groups),
+        head_dim=D,
     )
+
+
+def _per_sequence(tokens: int, groups: Sequence[SeqGroup]) -> Number:
+    """New tokens per sequence on average (0 for no sequences)."""
+    seqs = sum(g.count for g in groups)
+    return exact(Fraction(tokens, seqs)) if seqs else 0
 
 
 def _state_op(r: _Recurrence, layout: Layout, groups: Sequence[SeqGroup], kv_bits: int) -> Operator:
@@ -689,7 +721,7 @@ def _stage_plan(
         stage,
         n,
         _gemms(spec, s, layout, stage, bits),
-        _softmax_kinds(spec, counts),
+        _softmax_kinds(spec, counts, layout.tp),
         _recurrences(spec, counts),
         tuple(_resident_op(spec, s, layout, bits) if first and resident else ()),
         tuple(_vector_op(spec, s, layout, stage, bits)),

@@ -4,9 +4,13 @@ to the last bit, the same conventions. The independent value is the per-point pa
 (``decode_step``: one step built, timed by the bound, the estimate and the calibrated model), on
 random points of random setups: dense, MoE (expected expert reads, a float), sliding window,
 MLA with sparse attention, linear attention, layouts with TP, PP, DP and EP, quantised weights
-and KV, both weight-byte conventions, GPUs with and without a shipped profile."""
+and KV, both weight-byte conventions, GPUs with and without a shipped profile, profiles with and
+without split-KV decode attention (and, with the conventions, the split-KV warnings of rows where
+a profile without it is far slower)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,6 +19,7 @@ from hypothesis import strategies as st
 from llm_cost import api
 from llm_cost.analyses import decode_grid
 from llm_cost.analyses.roofline import GRID_POINTS
+from llm_cost.perf.profile import default_profile
 
 pytest.importorskip("numpy")
 
@@ -45,6 +50,10 @@ def sweeps(draw):
         mfu=draw(st.sampled_from([None, 0.37])),
     )
     gpu = draw(st.sampled_from(["h100", "a100", "h200", "mi300x"]))
+    if draw(st.booleans()):  # a profile whose decode attention splits the KV cache (FlashAttention-2's launch)
+        shipped = default_profile(gpu)
+        if shipped is not None:
+            options["profile"] = dataclasses.replace(shipped, decode_split_kv=True)
     return model, gpu, batches, contexts, options
 
 
