@@ -5,9 +5,9 @@ value: Rich itself), into a pipe 160 columns wide and into a narrow one where Ri
 from __future__ import annotations
 
 import pytest
+from test_text_in_json import COMMANDS  # same folder: pytest puts it on sys.path (prepend import mode)
 
 from llm_cost.report import base
-from tests.report.test_text_in_json import COMMANDS
 
 MORE = [
     ["params", "llama3-8b"],
