@@ -15,6 +15,7 @@ import pytest
 
 import llm_cost
 from llm_cost import Layout, LlmCostError, Statistic, Target
+from llm_cost.analyses.simulated_serving import ladder
 
 ONE = Layout(tp=1)
 
@@ -211,7 +212,10 @@ def test_the_plan_meets_its_percentile_targets_on_the_simulation(plan):
     assert c.output_tokens_per_s_per_gpu == max(r.output_tokens_per_s_per_gpu for r in meeting)
     assert plan.percentiles == c.percentiles and plan.gpus == c.gpus <= 8
     layouts = {(r.layout, r.replicas) for r in plan.simulated}
-    assert len(layouts) >= 2 and len(plan.simulated) <= 3 * len(layouts)
+    assert len(layouts) >= 2
+    for layout in layouts:  # 3 frontier points, then caps on the ladder below the group's largest
+        caps = [r.max_num_seqs for r in plan.simulated if (r.layout, r.replicas) == layout]
+        assert len(caps) <= 3 + len(ladder(max(caps)))
     # the price: $2.5 per GPU-hour over the deployment's output tokens
     assert c.usd_per_million_output_tokens == pytest.approx(2.5 * c.gpus / 3600 / c.output_tokens_per_s * 1e6)
 

@@ -10,10 +10,13 @@ divided among them, a trace's rows dealt out in turn); one replica is simulated
 **The plan.** The analytic search (:func:`llm_cost.analyses.serving.plan`, without targets: its
 frontier of output tokens/s per GPU against tokens/s per user) is the fast screen. Its aggregated
 frontier points are grouped by replica layout and replica count; Without a rate, of each group at
-most :data:`PER_LAYOUT` are simulated (the fastest whose analytic means meet the targets, the most
-throughput per GPU, and one between) as a closed loop of ``concurrency`` users per replica with
+most :data:`PER_LAYOUT` are simulated (the fastest per user, the most throughput per GPU, and one
+between: chosen without the targets) as a closed loop of ``concurrency`` users per replica with
 no think time (the saturated benchmark the analytic search assumes; ``max_num_seqs`` the
-concurrency); with a rate, each layout's :data:`PER_LAYOUT` fewest replica counts, at the rate per
+concurrency); when none at the group's best concurrency meets the targets, caps below it are
+simulated on a :func:`ladder` falling by sqrt 2 down to 1, until one meets them (the same caps in
+the same order whatever the targets, so a configuration is found whenever one on the ladder
+meets them, and a looser target never stops the descent lower); with a rate, each layout's :data:`PER_LAYOUT` fewest replica counts, at the rate per
 replica (``max_num_seqs`` the engine's). ``max_num_batched_tokens`` is the candidate's chunk
 (unchunked: vLLM's default without chunked prefill, ``max(max_model_len, 2048)``). A candidate meets the targets when every target holds on its simulated
 distribution and no request is refused; the plan is, of those meeting them, with a rate the
@@ -369,16 +372,41 @@ class SimulatedPlan(Result):
     launch: Launch | None = None  # the engine command that runs it (``emit``)
 
 
-def _picks(group: list[Candidate], targets: Mapping[str, Target]) -> list[Candidate]:
+def _picks(group: list[Candidate]) -> list[Candidate]:
     """At most :data:`PER_LAYOUT` of one layout's frontier points (module docstring), by rising
-    throughput per GPU."""
+    throughput per GPU: the fastest per user, the most throughput per GPU and one between. The
+    picks do not depend on the targets, so that a looser target never simulates fewer of them."""
     ordered = sorted(group, key=lambda c: c.output_tokens_per_s_per_gpu)
-    limits = {m: t.seconds for m, t in targets.items() if m in ("ttft_s", "tpot_s")}
-    meeting = [i for i, c in enumerate(ordered) if all(getattr(c, m) <= v for m, v in limits.items())]
-    low = meeting[-1] if meeting else 0
     last = len(ordered) - 1
-    chosen = sorted({low, (low + last) // 2, last})
+    chosen = sorted({0, last // 2, last})
     return [ordered[i] for i in chosen][-PER_LAYOUT:]
+
+
+#: The ratio between successive concurrency caps of a layout's ladder (saturated plans).
+LADDER_RATIO = 2**0.5
+
+
+def ladder(top: int) -> list[int]:
+    """The concurrency caps a saturated plan simulates below a layout's analytic best ``top``,
+    falling: ``top / r**k`` rounded half up for k = 1, 2, ... with r = :data:`LADDER_RATIO` (sqrt 2), distinct,
+    down to 1 (``ladder(88)`` is 62, 44, 31, 22, 16, 11, 8, 6, 4, 3, 2, 1). The analytic screen's
+    means put its best concurrency where percentiles may miss the targets (a P99 TTFT is met at
+    fewer sequences than its mean suggests, or not at all): descending the ladder finds the largest
+    cap whose simulated percentiles meet them, within a factor sqrt 2."""
+    out: list[int] = []
+    k = 1
+    while top > 1 and (not out or out[-1] > 1):
+        cap = max(1, math.floor(top / 2 ** (k / 2) + 0.5))  # r**k, exact at even k
+        if cap < top and (not out or cap < out[-1]):
+            out.append(cap)
+        k += 1
+    return out
+
+
+def _nearest(group: list[Candidate], cap: int) -> Candidate:
+    """The frontier point of a layout whose concurrency is nearest ``cap`` (the lower on a tie),
+    whose chunk a ladder rung at ``cap`` runs with."""
+    return min(group, key=lambda c: (abs(c.concurrency - cap), c.concurrency))
 
 
 def _at_a_rate(groups: Mapping[tuple[Layout, int], list[Candidate]]) -> dict[Layout, tuple[int, Candidate]]:
@@ -427,10 +455,10 @@ def _fewest_replicas(lo: int, hi: int, run_at: Any, good: Any, distance: Any) ->
     return list(tried.values())
 
 
-def _engine_for(c: Candidate, base: EngineConfig, saturated: bool) -> EngineConfig:
+def _engine_for(c: Candidate, base: EngineConfig, saturated: bool, cap: int | None = None) -> EngineConfig:
     """The engine settings that run candidate ``c`` (module docstring): saturated, its chunk and
-    its concurrency as ``max_num_seqs``; at a rate the engine's own settings (its cap on
-    sequences, its ``max_num_batched_tokens``: the default a user runs, or the one given)."""
+    ``cap`` (default its concurrency) as ``max_num_seqs``; at a rate the engine's own settings (its
+    cap on sequences, its ``max_num_batched_tokens``: the default a user runs, or the one given)."""
     if not saturated:
         return base
     chunk = c.chunk_tokens
@@ -438,7 +466,7 @@ def _engine_for(c: Candidate, base: EngineConfig, saturated: bool) -> EngineConf
     return EngineConfig(
         **{
             **base.__dict__,
-            "max_num_seqs": c.concurrency if saturated else base.max_num_seqs,
+            "max_num_seqs": cap or c.concurrency,
             "max_num_batched_tokens": budget,
             "chunked_prefill": chunk is not None,
         }
@@ -515,7 +543,7 @@ def plan_on_simulation(
     timers: dict[Layout, StepTimer] = {}
     runs: list[ServeRun] = []
 
-    def run(layout: Layout, replicas: int, c: Candidate, load: Workload | Trace) -> ServeRun:
+    def run(layout: Layout, replicas: int, c: Candidate, load: Workload | Trace, cap: int | None = None) -> ServeRun:
         # a step timer memoises step times by bucket, the first step of a bucket timing it: a timer
         # shared between runs would make one run's figures depend on the runs before it. At a rate
         # (the replica search compares runs that differ only by their rate) each run times its own
@@ -531,7 +559,7 @@ def plan_on_simulation(
             gpu,
             layout,
             load,
-            _engine_for(c, base, qps is None),
+            _engine_for(c, base, qps is None, cap),
             time_model,
             policy,
             replicas=replicas,
@@ -546,15 +574,32 @@ def plan_on_simulation(
         )
 
     if qps is None:
-        for (layout, replicas), picks in {k: _picks(g, targets) for k, g in groups.items()}.items():
-            for c in picks:
-                load = _closed_loop(
-                    traffic,
-                    c.concurrency * replicas,
-                    requests * replicas,
-                    c.ttft_s + c.tpot_s * (c.output_tokens_per_s / max(c.requests_per_s, 1e-9) - 1),
-                )
-                runs.append(run(layout, replicas, c, load))
+        for (layout, replicas), group in groups.items():
+
+            def closed(c: Candidate, cap: int, replicas: int = replicas) -> Workload:
+                e2e = c.ttft_s + c.tpot_s * (c.output_tokens_per_s / max(c.requests_per_s, 1e-9) - 1)
+                return _closed_loop(traffic, cap * replicas, requests * replicas, e2e)
+
+            mine = [run(layout, replicas, c, closed(c, c.concurrency)) for c in _picks(group)]
+            runs += mine
+            top = max(group, key=lambda c: c.output_tokens_per_s_per_gpu)
+            if not targets or any(r.meets and r.max_num_seqs >= top.concurrency for r in mine):
+                continue
+            # descend the ladder from the analytic best until a cap meets every target: the same
+            # caps in the same order whatever the targets, so a looser target stops no lower
+            done = {r.max_num_seqs for r in mine}
+            for cap in ladder(top.concurrency):
+                if any(r.meets and r.max_num_seqs >= cap for r in mine):
+                    break  # a frontier point at this cap or above already meets them
+                if cap in done:
+                    continue
+                c = _nearest(group, cap)
+                if c.chunk_tokens is not None and c.chunk_tokens <= cap:
+                    c = top
+                mine.append(run(layout, replicas, c, closed(c, cap), cap))
+                runs.append(mine[-1])
+                if mine[-1].meets:
+                    break
     else:
         bound = _implicit_ttft(targets)
         fewest_gpus = screen.gpu_budget  # of a layout found good so far: no other needs to try more

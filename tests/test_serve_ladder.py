@@ -1,0 +1,70 @@
+"""Saturated plans descend a ladder of concurrency caps (issue 22's new-user report): a plan is
+found whenever a configuration simulated alone meets the targets, and a looser target never gives
+a worse plan. Each check compares the plan with an independent run: the configuration simulated
+on its own, or the plan with one target removed."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from llm_cost import api
+from llm_cost.analyses.simulated_serving import ladder
+from llm_cost.core.errors import InputError
+
+GEMMA = str(Path(__file__).parent / "fixtures" / "hf" / "gemma-4-26b-a4b-it")
+
+
+def test_the_ladder_falls_by_root_two_to_one():
+    """88 / 2**(k/2) for k = 1.. : 62.2, 44, 31.1, 22, 15.6, 11, 7.8, 5.5, 3.9, 2.75, 1.94, 1.375,
+    0.97 rounded half up: 62, 44, 31, 22, 16, 11, 8, 6, 4, 3, 2, 1, (1 again, dropped)."""
+    assert ladder(88) == [62, 44, 31, 22, 16, 11, 8, 6, 4, 3, 2, 1]
+    assert ladder(2) == [1] and ladder(1) == []
+
+
+def test_a_plan_is_found_when_a_lower_cap_meets_the_targets():
+    """``serve gemma-4-26b-a4b-it --gpu h100 --gpus 1 --input 2K --output 256 --ttft p99:2s
+    --tpot p90:50ms`` said no configuration reaches TTFT P99 2 s (88 sequences: 6.34 s), yet the
+    same GPU capped at 32 sequences (``--max-num-seqs 32``, simulated on its own) meets both. The
+    plan must exist and serve at least that configuration's output tokens/s per GPU."""
+    targets = dict(ttft_s="p99:2s", tpot_s="p90:50ms")
+    alone = api.serve(GEMMA, "h100", "2K", 256, gpus=1, max_num_seqs=32, **targets)
+    assert alone.chosen.max_num_seqs == 32 and alone.chosen.meets
+    plan = api.serve(GEMMA, "h100", "2K", 256, gpus=1, **targets)
+    assert plan.chosen.meets
+    assert plan.output_tokens_per_s_per_gpu >= alone.output_tokens_per_s_per_gpu
+
+
+def test_dropping_a_target_never_gives_a_worse_plan_for_llama3_70b():
+    """Issue 22's example: with TTFT P99 2 s and TPOT P90 50 ms the plan is 2 x TP4 at $2.289/M;
+    dropping TPOT gave 1 x TP8 at $2.895/M. Without TPOT the plan must cost no more per million
+    output tokens (same price, so no fewer output tokens/s per GPU)."""
+    common = dict(gpus=8, usd_per_gpu_hour=2.5)
+    both = api.serve("llama3-70b", "h100", "2K", 256, ttft_s="p99:2s", tpot_s="p90:50ms", **common)
+    ttft_only = api.serve("llama3-70b", "h100", "2K", 256, ttft_s="p99:2s", **common)
+    assert ttft_only.output_tokens_per_s_per_gpu >= both.output_tokens_per_s_per_gpu
+    assert ttft_only.usd_per_million_output_tokens <= both.usd_per_million_output_tokens
+
+
+def _plan(**targets):
+    try:
+        return api.serve("llama3-8b", "h100", "2K", 256, gpus=1, requests=200, **targets)
+    except InputError:
+        return None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_looser_target_set_never_gives_a_worse_plan(seed):
+    """A property: for a random pair of percentile targets (TTFT P50..P99 of 0.05-3 s, TPOT
+    P50..P99 of 5-60 ms), the plan with either target removed exists whenever the plan with both
+    does, and serves at least its output tokens/s per GPU (the saturated objective)."""
+    rng = random.Random(seed)
+    ttft = f"p{rng.choice([50, 90, 99])}:{rng.uniform(0.05, 3.0):.3f}s"
+    tpot = f"p{rng.choice([50, 90, 99])}:{rng.uniform(5, 60):.1f}ms"
+    both = _plan(ttft_s=ttft, tpot_s=tpot)
+    for looser in (_plan(ttft_s=ttft), _plan(tpot_s=tpot)):
+        if both is not None:
+            assert looser is not None, (ttft, tpot)
+            assert looser.output_tokens_per_s_per_gpu >= both.output_tokens_per_s_per_gpu, (ttft, tpot)
