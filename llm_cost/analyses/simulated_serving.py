@@ -37,7 +37,7 @@ from typing import Any
 
 from llm_cost.analyses.capacity import MemoryPolicy
 from llm_cost.analyses.launch import Launch
-from llm_cost.analyses.serving import SANE_TTFT_S, Candidate, ServePlan
+from llm_cost.analyses.serving import COST_ALL_OUTPUT, SANE_TTFT_S, Candidate, ServePlan
 from llm_cost.analyses.serving.search import pcie_note
 from llm_cost.analyses.serving_runs import replica_kv_tokens
 from llm_cost.core.choices import ServingMode
@@ -89,15 +89,19 @@ PLAN_REQUESTS = 400
 
 @record
 class Percentiles:
-    """P50, P90 and P99 of a latency, seconds (None without samples)."""
+    """P50, P90 and P99 of a latency, seconds (None without samples); ``more``: any other
+    percentile a target bounds (``{"p95": 1.2}``)."""
 
     p50: float | None
     p90: float | None
     p99: float | None
+    more: dict[str, float | None] = field(default_factory=dict)
 
 
-def _percentiles(d: Distribution) -> Percentiles:
-    return Percentiles(d.p50, d.p90, d.p99)
+def _percentiles(d: Distribution, target: Target | None = None) -> Percentiles:
+    """P50, P90, P99 of ``d``, and the percentile ``target`` bounds when it is another."""
+    more = {target.name: target.value(d)} if target is not None and target.percentile is not None else {}
+    return Percentiles(d.p50, d.p90, d.p99, more)
 
 
 @record
@@ -109,7 +113,9 @@ class ServeRun(Result):
     over every completed request (ITL: over every gap between output tokens); ``goodput_rps``
     the deployment's requests/s that meet every target (DistServe); rates are the deployment's
     (``replicas`` x one replica's). ``violates`` lists each target missed (``ttft_s p99``) and
-    ``rejected`` when a request was refused. Engine figures are one replica's time averages:
+    ``rejected`` when a request was refused. ``usd_per_million_output_tokens``: the deployment's
+    GPU time over the output tokens served, all of it charged to output tokens (prompts are not
+    priced apart: ``cost_convention``). Engine figures are one replica's time averages:
     ``running_mean`` (the occupancy), ``waiting_mean``, ``kv_use_mean`` / ``kv_use_max``
     (fraction of KV blocks), ``preemptions``. ``candidate`` is the analytic screen's configuration
     it simulates (None for one configuration given)."""
@@ -154,6 +160,7 @@ class ServeRun(Result):
     candidate: Candidate | None
     conventions: list[Note] = field(default_factory=list)
     launch: Launch | None = None  # the engine command that runs it (``emit``)
+    cost_convention: str = COST_ALL_OUTPUT
 
     @property
     def meets(self) -> bool:
@@ -237,7 +244,7 @@ def per_replica(traffic: Workload | Trace, replicas: int) -> Workload | Trace:
 
 def _violations(result: SimResult, targets: Mapping[str, Target]) -> tuple[str, ...]:
     s = result.summary
-    missed = tuple(f"{m} {t.statistic.value}" for m, t in targets.items() if not t.met(getattr(s, m)))
+    missed = tuple(f"{m} {t.name}" for m, t in targets.items() if not t.met(getattr(s, m)))
     return missed + (("rejected",) if s.rejected else ())
 
 
@@ -287,6 +294,10 @@ def run_configuration(
         timer=timer,
     )
     s = result.summary
+    if s.rejected and not s.requests:
+        too_long = _all_refused(traffic, engine, tokens, candidate is None)
+        if too_long is not None:
+            raise too_long
     span = s.end_s - s.start_s
     gpus = replicas * layout.gpus
     out_per_s = s.output_tokens_per_s * replicas
@@ -315,7 +326,7 @@ def run_configuration(
         s.tpot_s.mean,
         s.itl_s.mean,
         s.e2e_s.mean,
-        {m: _percentiles(getattr(s, m)) for m in METRICS},
+        {m: _percentiles(getattr(s, m), goals.get(m)) for m in METRICS},
         goals,
         _violations(result, goals),
         goodput_rps(result.requests, goals, span) * replicas,
@@ -337,10 +348,42 @@ def run_configuration(
         candidate,
         [
             note("serve.simulated", label=time_model.label, engine=engine.engine, replicas=replicas),
+            note("serve.cost_simulated", price=usd_per_gpu_hour),
             *pcie_note(gpu, layout, time_model),
             *notes,
         ],
     )
+
+
+def _mean_lengths(traffic: Workload | Trace) -> tuple[float, float]:
+    """Mean prompt and output tokens of ``traffic``."""
+    if isinstance(traffic, Trace):
+        rows = traffic.rows
+        return sum(r.input_tokens for r in rows) / len(rows), sum(r.output_tokens for r in rows) / len(rows)
+    return traffic.input_tokens.mean, traffic.output_tokens.mean
+
+
+def _all_refused(traffic: Workload | Trace, engine: EngineConfig, kv_tokens: int, alone: bool) -> InputError | None:
+    """The one-line error when a run refused every request: its requests are longer than
+    ``max_model_len`` (vLLM refuses a prompt plus its output past it: any configuration would), or,
+    for one configuration given (``alone``), they do not fit its empty KV cache. None otherwise
+    (a plan's candidate that refuses all is ranked out)."""
+    mean_in, mean_out = _mean_lengths(traffic)
+    limit = engine.max_model_len
+    if limit is not None and mean_in + mean_out > limit:
+        return InputError(
+            f"max_model_len: every request was refused: prompts of {mean_in:,.0f} + {mean_out:,.0f} output tokens "
+            f"(mean) are longer than max_model_len {limit:,}; give a larger max_model_len (the model's context "
+            "at most) or shorter input_tokens",
+            fields=("max_model_len", "input_tokens"),
+        )
+    if alone:
+        return InputError(
+            f"layout: every request was refused: {mean_in + mean_out:,.0f} tokens (mean) do not fit the replica's "
+            f"empty KV cache of {kv_tokens:,} tokens; give a larger layout or shorter input_tokens",
+            fields=("layout", "input_tokens"),
+        )
+    return None
 
 
 @record
@@ -370,6 +413,7 @@ class SimulatedPlan(Result):
     screen: ServePlan
     conventions: list[Note] = field(default_factory=list)
     launch: Launch | None = None  # the engine command that runs it (``emit``)
+    cost_convention: str = COST_ALL_OUTPUT
 
 
 def _picks(group: list[Candidate]) -> list[Candidate]:
@@ -488,7 +532,7 @@ def _nothing_meets(runs: Sequence[ServeRun], targets: Mapping[str, Target]) -> I
         reached = target.value(getattr(best.simulation.summary, metric))
         if reached is not None and reached > target.seconds:
             parts.append(
-                f"{metric} {fmt_seconds(target.seconds)} ({target.statistic.value}): the fastest configuration "
+                f"{metric} {fmt_seconds(target.seconds)} ({target.name}): the fastest configuration "
                 f"simulated reaches {fmt_seconds(reached)} ({best.describe()}, at most {best.max_num_seqs:,} sequence{'s' if best.max_num_seqs > 1 else ''} each)"
             )
             fields_.append(metric)
@@ -496,9 +540,10 @@ def _nothing_meets(runs: Sequence[ServeRun], targets: Mapping[str, Target]) -> I
         refused = [r for r in runs if r.rejected]
         if refused and len(refused) == len(runs):
             return InputError(
-                f"input_tokens: every configuration simulated refuses requests longer than max_model_len "
-                f"({refused[0].rejected:,} refused)",
-                fields=("input_tokens",),
+                f"max_model_len: every configuration simulated refuses requests ({refused[0].rejected:,} refused): "
+                "longer than max_model_len or than an empty KV cache; give a larger max_model_len, more GPUs or "
+                "shorter input_tokens",
+                fields=("max_model_len", "input_tokens"),
             )
         parts.append("no configuration simulated meets every target at once; relax one of them")
         fields_ = list(targets)

@@ -76,6 +76,15 @@ def number(value: Any, name: str, *, minimum: float = 0.0, maximum: float = 1e30
     return float(value)
 
 
+def percentile(value: Any, name: str) -> float:
+    """A percentile strictly between 0 and 100 (a target's ``p95``, ``p99.9``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 100:
+        raise InputError(
+            f"{name}: percentile {value!r} must be above 0 and below 100 (p50, p95, p99.9)", fields=(name,)
+        )
+    return float(value)
+
+
 def efficiency(value: Any, name: str) -> float:
     """A utilisation (MFU, MBU) in [0.01, 1]: below 1% is a typing mistake, not a GPU."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.01 <= value <= 1:

@@ -4,6 +4,7 @@ server defaults), as :mod:`llm_cost.api.choices` decides the others."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -53,16 +54,37 @@ def target_of(value: Any, name: str) -> Optional[Target]:
         return None
     if isinstance(value, Target):
         statistic = checks.choice(value.statistic, Statistic, name)
-        return Target(statistic, checks.number(value.seconds, name, maximum=86400))
+        pct = checks.percentile(value.percentile, name) if statistic == Statistic.PERCENTILE else None
+        return Target(statistic, checks.number(value.seconds, name, maximum=86400), pct)
     if isinstance(value, str):
         head, sep, tail = value.strip().partition(":")
-        statistic = checks.choice(head.strip().lower(), Statistic, name) if sep else Statistic.MEAN
+        statistic, pct = _statistic(head.strip().lower(), name) if sep else (Statistic.MEAN, None)
         text = (tail if sep else head).strip()
         if not text or not text[-1].isalpha():
             raise InputError(f"{name}: {value!r} has no unit; give one, e.g. p99:2s or 50ms", fields=(name,))
         seconds = parse_duration(text, name)
-        return Target(statistic, checks.number(seconds, name, maximum=86400))
+        return Target(statistic, checks.number(seconds, name, maximum=86400), pct)
     return Target(Statistic.MEAN, checks.number(value, name, maximum=86400))
+
+
+def _statistic(text: str, name: str) -> tuple[Any, Optional[float]]:
+    """The statistic of a target's text: ``mean``, ``p50``/``p90``/``p99`` (named), or any other
+    percentile ``pXX`` with 0 < XX < 100 (``p95``, ``p99.9``: ``Statistic.PERCENTILE``)."""
+    from llm_cost.core.choices import Statistic
+
+    if text in ("mean", "p50", "p90", "p99"):
+        return Statistic(text), None
+    if text.startswith("p"):
+        try:
+            pct = float(text[1:])
+        except ValueError:
+            pct = math.nan
+        if math.isfinite(pct):
+            return Statistic.PERCENTILE, checks.percentile(pct, name)
+    raise InputError(
+        f"{name}: {text!r} is not a statistic; give mean or a percentile pXX with 0 < XX < 100 (p50, p95, p99.9)",
+        fields=(name,),
+    )
 
 
 def targets_of(**values: Any) -> dict[str, Target]:

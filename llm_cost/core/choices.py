@@ -102,3 +102,4 @@ class Statistic(TextEnum):
     P50 = "p50"
     P90 = "p90"
     P99 = "p99"
+    PERCENTILE = "percentile"  # any other: Target.percentile (p95, p99.9)

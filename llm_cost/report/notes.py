@@ -212,8 +212,14 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "no price given (--usd-per-gpu-hour): no dollar figures"
         if p["price"] is None
         else f"cost: ${p['price']:g} per GPU-hour x GPUs over requests served; GPU time split between "
-        "prompt and output tokens by what prefill adds (aggregated: the chunks' share of step "
+        "input (prompt) and output tokens by what prefill adds (aggregated: the chunks' share of step "
         "time; disaggregated: the prefill pool's share of GPUs)"
+    ),
+    "serve.cost_simulated": lambda p: (
+        "no price given (--usd-per-gpu-hour): no dollar figures"
+        if p["price"] is None
+        else f"cost: ${p['price']:g} per GPU-hour x GPUs over the output tokens served: all GPU time charged to "
+        "output tokens (prompts not priced apart; --batch, the analytic form, splits it between input and output)"
     ),
     "serve.simulated": lambda p: (
         f"simulated: {p['engine']}'s scheduler step by step (continuous batching, chunked prefill, prefix caching, "

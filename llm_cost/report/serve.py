@@ -231,7 +231,9 @@ def _latency_table(con, runs: list, title: str) -> None:
                 _s(p.p99),
                 "-"
                 if target is None
-                else target.label() + (" missed" if f"{m} {target.statistic.value}" in r.violates else " met"),
+                else target.label()
+                + (" missed" if f"{m} {target.name}" in r.violates else " met")
+                + (f" ({_s(p.more[target.name])})" if target.name in p.more else ""),
             ]
         )
     print_table(
@@ -279,6 +281,20 @@ def _run_facts(r: Any) -> list[tuple[str, str]]:
     return facts
 
 
+def _column(targets: Any, metric: str, default: str) -> tuple[str, Any]:
+    """The header and the value of one candidate column: the statistic the metric's target bounds
+    (default ``default``, ``p99`` or ``p90``), read off a run."""
+    target = targets.get(metric)
+    name = target.name if target is not None and target.name != "mean" else default
+    short = {"ttft_s": "TTFT", "tpot_s": "TPOT"}[metric]
+
+    def value(run: Any) -> Any:
+        p = run.percentiles[metric]
+        return p.more[name] if name in p.more else getattr(p, name)
+
+    return f"{short} {name.upper()}", value
+
+
 def render_run(con, r: Any, display_name: str, gpu_name: str) -> None:
     """One configuration simulated: its facts and its latency distribution."""
     con.print(f"[bold]{display_name} on {gpu_name}, simulated; targets: {_targets(r.targets)}[/bold]")
@@ -290,20 +306,30 @@ def render_run(con, r: Any, display_name: str, gpu_name: str) -> None:
 def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
     """The plan: the chosen configuration's simulated figures and distribution, then every
     candidate simulated, best first."""
-    rate = f"{r.qps:g} requests/s" if r.qps is not None else f"as much as {_gpus(r.gpu_budget)} serve, saturated"
+    if r.qps is not None:
+        rate = f"{r.qps:g} requests/s"
+    else:
+        c = r.chosen
+        users = c.max_num_seqs * c.replicas
+        each = f", {fmt_int(c.max_num_seqs)} per replica" if c.replicas > 1 else ""
+        rate = (
+            f"as much as {_gpus(r.gpu_budget)} {'serves' if r.gpu_budget == 1 else 'serve'}, saturated by "
+            f"{fmt_int(users)} closed-loop user{'s' if users > 1 else ''} (no think time{each})"
+        )
     con.print(f"[bold]{display_name} on {gpu_name}: {rate}; targets: {_targets(r.targets)}[/bold]")
     print_facts(
         con, [("chosen", f"[bold]{r.chosen.describe()}[/bold]")] + _run_facts(r.chosen)[:1] + _run_facts(r.chosen)[2:]
     )
     _latency_table(con, [r.chosen], "the chosen plan's simulated latency")
+    (ttft_h, ttft), (tpot_h, tpot) = _column(r.targets, "ttft_s", "p99"), _column(r.targets, "tpot_s", "p90")
     rows = [
         [
             ">" if i == 0 else "",
             c.describe(),
             fmt_int(c.max_num_seqs),
             fmt_int(c.max_num_batched_tokens) if c.chunked_prefill else "off",
-            _s(c.percentiles["ttft_s"].p99),
-            _s(c.percentiles["tpot_s"].p90),
+            _s(ttft(c)),
+            _s(tpot(c)),
             f"{c.output_tokens_per_s_per_gpu:,.1f}",
             _usd(c.usd_per_million_output_tokens),
             "yes" if c.meets else "no: " + ", ".join(c.violates),
@@ -318,8 +344,8 @@ def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
             ("configuration", "left"),
             ("max seqs", "right"),
             ("chunk", "right"),
-            ("TTFT P99", "right"),
-            ("TPOT P90", "right"),
+            (ttft_h, "right"),
+            (tpot_h, "right"),
             ("out tok/s/GPU", "right"),
             ("$/M out", "right"),
             ("meets", "left"),
@@ -432,6 +458,7 @@ def _flat(run: Any) -> dict:
         row[m] = getattr(run, m)
         p = run.percentiles[m]
         row.update({f"{m[:-2]}_p50_s": p.p50, f"{m[:-2]}_p90_s": p.p90, f"{m[:-2]}_p99_s": p.p99})
+        row.update({f"{m[:-2]}_{name}_s": v for name, v in p.more.items()})
     return row
 
 

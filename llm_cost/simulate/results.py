@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import field
 from typing import Any
 
 from llm_cost.core.choices import Statistic
@@ -48,13 +49,25 @@ __all__ = [
 
 @record
 class Distribution:
-    """Mean, median, P90, P99 and maximum of a quantity (seconds); None where there is no sample."""
+    """Mean, median, P90, P99 and maximum of a quantity (seconds); None where there is no sample.
+    ``samples``: the sorted values with their multiplicities, for any other percentile
+    (:meth:`at`); left out of JSON."""
 
     mean: float | None
     p50: float | None
     p90: float | None
     p99: float | None
     max: float | None
+    samples: tuple[tuple[float, int], ...] = field(default=(), repr=False)
+
+    JSON_OMITS = ("samples",)
+
+    def at(self, p: float) -> float | None:
+        """The ``p``-th percentile (0 < p < 100), linear between order statistics as P50/P90/P99
+        are (None without samples)."""
+        if not self.samples:
+            return None
+        return _weighted_percentile(self.samples, sum(c for _, c in self.samples), p)
 
 
 _EMPTY = Distribution(None, None, None, None, None)
@@ -69,17 +82,41 @@ def percentile(ordered: Sequence[float], p: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
+def _weighted_percentile(items: Sequence[tuple[float, int]], n: int, p: float) -> float:
+    """:func:`percentile` of sorted (value, multiplicity) pairs holding ``n`` values."""
+
+    def at(rank: int) -> float:  # the rank-th smallest value, 0-based
+        seen = 0
+        for v, c in items:
+            seen += c
+            if rank < seen:
+                return v
+        return items[-1][0]
+
+    pos = p / 100 * (n - 1)
+    lo = math.floor(pos)
+    a, b = at(lo), at(min(lo + 1, n - 1))
+    return a + (b - a) * (pos - lo)
+
+
 def distribution(values: Iterable[float]) -> Distribution:
     """The distribution of ``values`` (None entries skipped)."""
     ordered = sorted(v for v in values if v is not None)
     if not ordered:
         return _EMPTY
+    samples: list[tuple[float, int]] = []
+    for v in ordered:
+        if samples and samples[-1][0] == v:
+            samples[-1] = (v, samples[-1][1] + 1)
+        else:
+            samples.append((v, 1))
     return Distribution(
         sum(ordered) / len(ordered),
         percentile(ordered, 50),
         percentile(ordered, 90),
         percentile(ordered, 99),
         ordered[-1],
+        tuple(samples),
     )
 
 
@@ -91,21 +128,10 @@ def weighted_distribution(counts: Mapping[float, int]) -> Distribution:
     if not n:
         return _EMPTY
 
-    def at(rank: int) -> float:  # the rank-th smallest value, 0-based
-        seen = 0
-        for v, c in items:
-            seen += c
-            if rank < seen:
-                return v
-        return items[-1][0]
-
     def pct(p: float) -> float:
-        pos = p / 100 * (n - 1)
-        lo = math.floor(pos)
-        a, b = at(lo), at(min(lo + 1, n - 1))
-        return a + (b - a) * (pos - lo)
+        return _weighted_percentile(items, n, p)
 
-    return Distribution(sum(v * c for v, c in items) / n, pct(50), pct(90), pct(99), items[-1][0])
+    return Distribution(sum(v * c for v, c in items) / n, pct(50), pct(90), pct(99), items[-1][0], tuple(items))
 
 
 @record
@@ -217,13 +243,25 @@ METRICS = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "itl_s": "itl_max_s", "e2e_s"
 @record
 class Target:
     """A service target: ``statistic`` (the mean or a percentile) of a latency distribution at
-    most ``seconds``."""
+    most ``seconds``; ``Statistic.PERCENTILE`` bounds the ``percentile``-th (0 < p < 100: P95,
+    P99.9), the named ones (P50, P90, P99) their own."""
 
     statistic: Statistic
     seconds: float
+    percentile: float | None = None
+
+    @property
+    def name(self) -> str:
+        """``mean``, ``p99``, ``p95`` or ``p99.9``."""
+        if self.statistic == Statistic.PERCENTILE:
+            return f"p{self.percentile:g}"
+        return self.statistic.value
 
     def value(self, d: Distribution) -> float | None:
         """The bounded statistic of ``d`` (None without samples)."""
+        if self.statistic == Statistic.PERCENTILE:
+            assert self.percentile is not None
+            return d.at(self.percentile)
         return getattr(d, self.statistic.value)
 
     def met(self, d: Distribution) -> bool:
@@ -233,7 +271,7 @@ class Target:
 
     def label(self) -> str:
         """``p99 2.00 s`` or ``mean 50.0 ms``."""
-        return f"{self.statistic.value} {fmt_seconds(self.seconds)}"
+        return f"{self.name} {fmt_seconds(self.seconds)}"
 
 
 def goodput_rps(done: Sequence[RequestTimes], targets: Mapping[str, Target], span_s: float) -> float:

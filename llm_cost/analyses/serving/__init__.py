@@ -50,6 +50,8 @@ from llm_cost.analyses.serving.queues import md1_wait_s, mdc_wait_s
 from llm_cost.analyses.serving.results import (
     CHUNK_GRID,
     CONCURRENCY_GRID,
+    COST_ALL_OUTPUT,
+    COST_SPLIT,
     DEFAULT_CHUNK_TOKENS,
     FRONTIER_TTFT_S,
     MAX_PLAN_GPUS,
@@ -76,6 +78,8 @@ __all__ = [
     "PREFILL_BATCH_GRID",
     "MAX_PLAN_GPUS",
     "DEFAULT_CHUNK_TOKENS",
+    "COST_SPLIT",
+    "COST_ALL_OUTPUT",
     "mdc_wait_s",
     "md1_wait_s",
 ]

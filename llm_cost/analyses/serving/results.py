@@ -106,9 +106,19 @@ class Candidate(Result):
         return one(self.layout, self.replicas)
 
 
+#: How an analytic plan prices tokens (``ServePlan.cost_convention``): its $/M input and $/M output
+#: split the GPU time by what prefill adds (aggregated: the chunks' share of step time;
+#: disaggregated: the prefill pool's share of GPUs).
+COST_SPLIT = "GPU time split between input and output tokens by prefill's share"
+#: How a simulated run prices tokens (``ServeRun.cost_convention``): its $/M output tokens is all
+#: the deployment's GPU time over the output tokens it served; prompts are not priced apart.
+COST_ALL_OUTPUT = "all GPU time charged to output tokens"
+
+
 @record
 class ServePlan(Result):
-    """``llm-cost serve``: the chosen configuration, the frontier, and how they were found."""
+    """``llm-cost serve``: the chosen configuration, the frontier, and how they were found.
+    ``cost_convention``: how its dollar figures share GPU time (:data:`COST_SPLIT`)."""
 
     model: str
     gpu: str
@@ -144,3 +154,4 @@ class ServePlan(Result):
     steps_timed: int
     conventions: list[Note] = field(default_factory=list)
     launch: Launch | None = None  # the engine command that runs it (``emit``)
+    cost_convention: str = COST_SPLIT

@@ -1,0 +1,89 @@
+"""Issue 22's new-user faults in ``serve`` (after the ladder, tests/test_serve_ladder.py): any
+percentile target, every request refused, the $/M convention stated, the closed-loop users shown.
+Each against hand arithmetic or the simulation's own per-request times."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from llm_cost import LlmCostError, Statistic, Target, api
+from llm_cost.analyses.serving import COST_ALL_OUTPUT, COST_SPLIT
+from llm_cost.cli.program import _run
+from llm_cost.simulate.results import distribution, weighted_distribution
+
+
+def test_any_percentile_of_a_distribution_by_hand():
+    """1, 2, ..., 100: the 95th percentile sits at position 0.95 x 99 = 94.05, between the 95th
+    and 96th values: 95 + 0.05 x (96 - 95) = 95.05; P99.9 at 98.901: 99 + 0.901 = 99.901. The
+    multiset {1: 3, 10: 1} (1, 1, 1, 10): P95 at 0.95 x 3 = 2.85, 1 + 0.85 x 9 = 8.65."""
+    d = distribution(float(i) for i in range(1, 101))
+    assert d.at(95) == pytest.approx(95.05) and d.at(99.9) == pytest.approx(99.901)
+    assert d.at(99) == pytest.approx(d.p99)
+    assert weighted_distribution({1.0: 3, 10.0: 1}).at(95) == pytest.approx(8.65)
+
+
+def test_a_p95_target_is_accepted_and_reported():
+    """``--ttft p95:2s`` was refused. The target reads as percentile 95; the run's JSON reports
+    P95 of TTFT under ``percentiles.ttft_s.more.p95``, the 95th percentile of its requests' TTFTs
+    computed here by the linear rule (position 0.95 x (n - 1))."""
+    run = api.serve("llama3-8b", "h100", 2048, 256, qps=5, layout=api.Layout(tp=1), ttft_s="p95:2s", requests=200)
+    t = run.targets["ttft_s"]
+    assert t.statistic == Statistic.PERCENTILE and t.percentile == 95 and t.name == "p95"
+    ttfts = sorted(r.ttft_s for r in run.simulation.requests)
+    pos = 0.95 * (len(ttfts) - 1)
+    lo = math.floor(pos)
+    by_hand = ttfts[lo] + (ttfts[min(lo + 1, len(ttfts) - 1)] - ttfts[lo]) * (pos - lo)
+    assert run.percentiles["ttft_s"].more["p95"] == pytest.approx(by_hand)
+    assert run.meets == (by_hand <= 2.0)
+    data = run.to_dict()
+    assert data["percentiles"]["ttft_s"]["more"]["p95"] == pytest.approx(by_hand)
+    assert api.serve("llama3-8b", "h100", 2048, 256, qps=5, layout=api.Layout(tp=1), ttft_s=Target(
+        Statistic.PERCENTILE, 2.0, 95.0), requests=200).percentiles == run.percentiles  # fmt: skip
+
+
+@pytest.mark.parametrize("text", ["p0:1s", "p100:1s", "px:1s", "q50:1s"])
+def test_a_percentile_outside_0_100_is_refused_naming_the_target(text):
+    with pytest.raises(LlmCostError) as info:
+        api.serve("llama3-8b", "h100", 2048, 256, ttft_s=text)
+    assert info.value.fields == ("ttft_s",)
+
+
+def test_every_request_refused_is_an_error_naming_max_model_len():
+    """``serve llama3-8b --qps 0.1 --input 32K``: 32,768 + 256 tokens is more than the default
+    max_model_len of 8,192 (Llama-3-8B's context), so every request is refused; this was exit 0
+    with an empty table. Now one line naming max_model_len and its limit, for one configuration
+    and for the plan."""
+    for layout in (api.Layout(tp=1), None):
+        with pytest.raises(LlmCostError) as info:
+            api.serve("llama3-8b", "h100", 32768, 256, qps=0.1, layout=layout, requests=50)
+        assert "max_model_len" in info.value.fields and "8,192" in str(info.value)
+
+
+def test_the_cost_convention_is_stated_in_both_modes():
+    """Simulated plans charge all GPU time to output tokens: $/M output = price x GPUs / 3600 over
+    output tokens/s, x 1e6; the analytic form splits it, its $/M input and output covering the
+    same GPU time: per request, $/M in x I / 1e6 + $/M out x O / 1e6 = $ per request."""
+    sim = api.serve("llama3-8b", "h100", 2048, 256, gpus=1, ttft_s="p99:2s", usd_per_gpu_hour=2.0, requests=100)
+    assert sim.cost_convention == sim.chosen.cost_convention == COST_ALL_OUTPUT
+    c = sim.chosen
+    assert c.usd_per_million_output_tokens == pytest.approx(2.0 * c.gpus / 3600 / c.output_tokens_per_s * 1e6)
+    assert any(n.code == "serve.cost_simulated" for n in sim.conventions)
+    ana = api.serve("llama3-8b", "h100", 2048, 256, gpus=1, analytic=True, usd_per_gpu_hour=2.0)
+    assert ana.cost_convention == COST_SPLIT
+    k = ana.chosen
+    per_request = k.usd_per_million_input_tokens * 2048 / 1e6 + k.usd_per_million_output_tokens * 256 / 1e6
+    assert per_request == pytest.approx(k.usd_per_request)
+
+
+def test_the_saturated_header_names_the_closed_loop_users(capsys):
+    """A saturated plan prints its closed-loop users (max_num_seqs x replicas) and reads
+    "1 GPU serves" for one GPU."""
+    _run(["serve", "llama3-8b", "--gpu", "h100", "--gpus", "1", "--ttft", "p99:2s", "--requests", "100", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    users = data["chosen"]["max_num_seqs"] * data["chosen"]["replicas"]
+    _run(["serve", "llama3-8b", "--gpu", "h100", "--gpus", "1", "--ttft", "p99:2s", "--requests", "100"])
+    head = " ".join(capsys.readouterr().out.split())
+    assert f"as much as 1 GPU serves, saturated by {users:,} closed-loop users" in head
