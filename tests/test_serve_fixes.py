@@ -87,3 +87,15 @@ def test_the_saturated_header_names_the_closed_loop_users(capsys):
     _run(["serve", "llama3-8b", "--gpu", "h100", "--gpus", "1", "--ttft", "p99:2s", "--requests", "100"])
     head = " ".join(capsys.readouterr().out.split())
     assert f"as much as 1 GPU serves, saturated by {users:,} closed-loop users" in head
+
+
+def test_trtllm_runs_print_its_own_setting_names_and_no_preemption_line(capsys):
+    """TensorRT-LLM names its caps ``max_batch_size`` and ``max_num_tokens``
+    (``tensorrt_llm/commands/serve.py``), and its GUARANTEED_NO_EVICT scheduler reserves each
+    request's whole length, so it never preempts: no vLLM setting names, no preemption count."""
+    _run(["serve", "llama3-8b", "--gpu", "h100", "--gpus", "1", "--ttft", "p99:2s", "--engine", "trtllm",
+          "--requests", "100"])  # fmt: skip
+    out = " ".join(capsys.readouterr().out.split())
+    assert "max_batch_size" in out and "max_num_tokens" in out
+    assert "max_num_seqs 1" not in out and "max_num_batched_tokens" not in out
+    assert "preemptions" not in out and "no preemption" in out

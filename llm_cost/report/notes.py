@@ -223,7 +223,14 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     ),
     "serve.simulated": lambda p: (
         f"simulated: {p['engine']}'s scheduler step by step (continuous batching, chunked prefill, prefix caching, "
-        f"preemption), each step timed by {p['label']}; "
+        + (
+            "admission reserving each request's prompt and maximum output, GUARANTEED_NO_EVICT: no preemption"
+            if p["engine"] == "trtllm"
+            else "retraction"
+            if p["engine"] == "sglang"
+            else "preemption"
+        )
+        + f"), each step timed by {p['label']}; "
         + (
             f"{p['replicas']} replicas share the traffic in turn, one is simulated"
             if p["replicas"] > 1

@@ -244,12 +244,31 @@ def _latency_table(con, runs: list, title: str) -> None:
     )
 
 
+#: Each engine's own names for the cap on running sequences and the token budget per step
+#: (vLLM's ``max_num_seqs`` / ``max_num_batched_tokens``; SGLang's ``max_running_requests`` /
+#: ``chunked_prefill_size``; TensorRT-LLM's ``max_batch_size`` / ``max_num_tokens``).
+ENGINE_SETTINGS = {
+    "vllm": ("max_num_seqs", "max_num_batched_tokens"),
+    "sglang": ("max_running_requests", "chunked_prefill_size"),
+    "trtllm": ("max_batch_size", "max_num_tokens"),
+}
+
+
+def _preemptions(r: Any) -> str:
+    """The engine's preemptions, or why it has none (TensorRT-LLM's GUARANTEED_NO_EVICT reserves
+    each request's whole length at admission)."""
+    if r.engine == "trtllm":
+        return "no preemption (GUARANTEED_NO_EVICT reserves each request's prompt and maximum output)"
+    return f"{fmt_int(r.preemptions)} {'retractions' if r.engine == 'sglang' else 'preemptions'}"
+
+
 def _run_facts(r: Any) -> list[tuple[str, str]]:
+    seqs, budget = ENGINE_SETTINGS.get(r.engine, ENGINE_SETTINGS["vllm"])
     facts = [
         (
             "configuration",
-            f"[bold]{r.describe()}[/bold] ({_gpus(r.gpus)}), {r.engine}: max_num_seqs {fmt_int(r.max_num_seqs)}, "
-            f"max_num_batched_tokens {fmt_int(r.max_num_batched_tokens)}"
+            f"[bold]{r.describe()}[/bold] ({_gpus(r.gpus)}), {r.engine}: {seqs} {fmt_int(r.max_num_seqs)}, "
+            f"{budget} {fmt_int(r.max_num_batched_tokens)}"
             + ("" if r.chunked_prefill else " (no chunked prefill)")
             + (", prefix caching" if r.prefix_caching else ", no prefix caching"),
         ),
@@ -267,7 +286,7 @@ def _run_facts(r: Any) -> list[tuple[str, str]]:
             "engine (one replica)",
             f"{r.running_mean:,.1f} sequences running and {r.waiting_mean:,.1f} waiting on average; KV cache "
             f"{fmt_int(r.kv_capacity_tokens)} tokens, {r.kv_use_mean:.0%} used on average, {r.kv_use_max:.0%} at most; "
-            f"{fmt_int(r.preemptions)} preemptions; prefix-cache hits {r.prefix_hit_rate:.0%} of prompt tokens",
+            f"{_preemptions(r)}; prefix-cache hits {r.prefix_hit_rate:.0%} of prompt tokens",
         ),
     ]
     if r.usd_per_million_output_tokens is not None:
