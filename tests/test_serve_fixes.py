@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,8 @@ from llm_cost import LlmCostError, Statistic, Target, api
 from llm_cost.analyses.serving import COST_ALL_OUTPUT, COST_SPLIT
 from llm_cost.cli.program import _run
 from llm_cost.simulate.results import distribution, weighted_distribution
+
+GEMMA = str(Path(__file__).parent / "fixtures" / "hf" / "gemma-4-26b-a4b-it")
 
 
 def test_any_percentile_of_a_distribution_by_hand():
@@ -99,3 +102,42 @@ def test_trtllm_runs_print_its_own_setting_names_and_no_preemption_line(capsys):
     assert "max_batch_size" in out and "max_num_tokens" in out
     assert "max_num_seqs 1" not in out and "max_num_batched_tokens" not in out
     assert "preemptions" not in out and "no preemption" in out
+
+
+# -- the launch command (serve --emit) ---------------------------------------------------------
+
+
+def test_two_replicas_on_one_node_run_as_one_data_parallel_command():
+    """The issue's plan is 2 x TP4 on an 8-GPU H100 node: 2 x 4 = 8 GPUs fit the node, so vLLM
+    runs both as ``--data-parallel-size 2`` (an EngineArgs field, vllm/engine/arg_utils.py) and
+    SGLang as ``--dp-size 2`` (ServerArgs.dp_size); TensorRT-LLM's command stays one replica's,
+    the note splitting the devices 0-3 and 4-7."""
+    kw = dict(gpus=8, ttft_s="p99:2s", tpot_s="p90:50ms")
+    plan = api.serve("llama3-70b", "h100", 2048, 256, emit="vllm", **kw)
+    run, launch = plan.chosen, plan.launch
+    assert run.replicas * run.layout.gpus <= 8 and run.layout.pp == 1 and run.replicas == 2
+    argv = list(launch.argv)
+    assert argv[argv.index("--data-parallel-size") + 1] == "2" and launch.data_parallel == 2
+    sglang = list(api.serve("llama3-70b", "h100", 2048, 256, emit="sglang", **kw).launch.argv)
+    assert sglang[sglang.index("--dp-size") + 1] == "2"
+    trt = api.serve("llama3-70b", "h100", 2048, 256, emit="trtllm", **kw).launch
+    assert trt.data_parallel == 1 and "--dp-size" not in trt.argv
+    split = [n for n in trt.conventions if n.code == "launch.replicas"][0].params
+    assert split["first"] == "0,1,2,3" and split["second"] == "4,5,6,7"
+
+
+def test_vllms_registry_is_checked_for_the_models_family():
+    """vllm/model_executor/models/registry.py @ bf8e7624 lists ``"LlamaForCausalLM"``,
+    ``"DeepseekV3ForCausalLM"`` and ``"Qwen2VLForConditionalGeneration"`` but no Gemma 4 (its
+    Gemma entries stop at ``Gemma3ForCausalLM`` / ``Gemma3nForConditionalGeneration``): the
+    Gemma-4 checkpoint's command carries a warning, Llama's none, SGLang's says it is unchecked."""
+    from llm_cost.analyses.launch import vllm_knows
+
+    assert vllm_knows("llama") and vllm_knows("deepseek_v3") and vllm_knows("qwen2_vl")
+    assert vllm_knows("gemma3_text") and not vllm_knows("gemma4")
+    gemma = api.serve(GEMMA, "h100", 2048, 256, gpus=1, ttft_s="p99:2s", requests=100, emit="vllm").launch
+    assert any(n.code == "launch.unsupported" for n in gemma.conventions)
+    llama = api.serve("llama3-8b", "h100", 2048, 256, gpus=1, ttft_s="p99:2s", requests=100, emit="vllm").launch
+    assert not any(n.code.startswith("launch.unsupported") for n in llama.conventions)
+    sglang = api.serve("llama3-8b", "h100", 2048, 256, gpus=1, ttft_s="p99:2s", requests=100, emit="sglang").launch
+    assert any(n.code == "launch.support_unchecked" for n in sglang.conventions)

@@ -177,6 +177,7 @@ VLLM_KV_DTYPES = {"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"}
 SGLANG_FLAGS = {
     "model-path", "tp-size", "pp-size", "ep-size", "max-running-requests", "chunked-prefill-size",
     "mem-fraction-static", "kv-cache-dtype", "quantization", "context-length", "disable-radix-cache",
+    "dp-size",
 }  # fmt: skip
 #: trtllm-serve's click options, tensorrt_llm/commands/serve.py @ 4c05a748.
 TRTLLM_FLAGS = {
@@ -204,13 +205,13 @@ def _names(argv: tuple[str, ...]) -> set[str]:
 
 def test_the_emitted_vllm_command_parses_with_vllms_flags():
     """The plan of the issue's command, emitted for vLLM: ``vllm serve`` and the HF repo id the
-    spec's source names, then flags that vLLM 0.11's parser (its flags copied above) accepts with
+    spec's source names, then flags that vLLM's parser (its flags copied above) accepts with
     the plan's own values: TP, max_num_seqs and max_num_batched_tokens of the simulated run."""
     plan = api.serve(
         "llama3-70b", "h100", 2048, 256, gpus=8, ttft_s="p99:2s", tpot_s="p90:50ms", usd_per_gpu_hour=2.5, emit="vllm"
     )
     launch = plan.launch
-    assert launch.engine == ServingEngine.VLLM and "vLLM 0.11" in launch.version
+    assert launch.engine == ServingEngine.VLLM and "vLLM 0.15" in launch.version
     assert "vllm/engine/arg_utils.py" in launch.checked_against
     assert launch.argv[:3] == ("vllm", "serve", "meta-llama/Meta-Llama-3-70B")
     assert shlex.split(launch.command) == list(launch.argv)
@@ -246,7 +247,7 @@ def test_emit_prints_the_command_and_json_carries_it(cli):
     text = cli(*args, "--emit", "vllm")
     assert text.code == 0
     lines = text.out.strip().splitlines()
-    assert lines[0].startswith("# vLLM 0.11") and lines[-1].startswith("vllm serve meta-llama/Meta-Llama-3-70B ")
+    assert lines[0].startswith("# vLLM 0.15") and lines[-1].startswith("vllm serve meta-llama/Meta-Llama-3-70B ")
     data = cli(*args, "--emit", "vllm", "--json").json()
     assert data["launch"]["command"] == lines[-1] and data["launch"]["argv"][:2] == ["vllm", "serve"]
 

@@ -22,8 +22,23 @@ Flags, by engine (each is a parser entry of the file cited):
   utilisation leaves after the weights) is that fraction of ``capacity - weights``. KV dtype and
   quantization are not flags: a prequantized checkpoint (its ``hf_quant_config.json``) sets both.
 
-Replicas: the command is one replica's; a plan of N replicas runs N of them behind a load
-balancer (vLLM's and SGLang's data parallelism over the same node is the alternative).
+vLLM's version: the simulator follows vLLM V1 with async scheduling, the default since v0.14
+(``vllm/config/vllm.py``, ``VllmConfig.__post_init__``: ``async_scheduling`` None resolves to True
+unless pipeline parallelism, a non-EAGLE speculative method or an unsupported executor rules it
+out; ``vllm/config/scheduler.py`` @ 1f8758d5 declares it None by default), so no flag asks for it.
+The flags are ``EngineArgs`` fields of ``vllm/engine/arg_utils.py`` @ 99d7eb5d, the newest copy of
+that file stored here, every one still a field of the V1 engine's parser.
+
+Replicas: N replicas of a layout that fit one node together (N x TP x PP GPUs, PP 1) run as one
+command with data parallelism (vLLM ``--data-parallel-size N``, SGLang ``--dp-size N``: one
+server balancing requests over N engine ranks); otherwise, and for TensorRT-LLM, the command is
+one replica's, run N times, each on its own GPUs (``CUDA_VISIBLE_DEVICES``) and port, behind a
+load balancer.
+
+Model support: vLLM's model registry (``vllm/model_executor/models/registry.py`` @ bf8e7624,
+:data:`VLLM_REGISTRY_FAMILIES`) is checked for the spec's ``model_type``; a family it lacks is
+warned about (that snapshot is older than the version named: a newer family may run). SGLang's
+and TensorRT-LLM's registries are not checked (said so).
 """
 
 from __future__ import annotations
@@ -39,13 +54,83 @@ from llm_cost.core.serialize import Result
 from llm_cost.core.types import ServingEngine
 from llm_cost.model.layout import Layout
 
-__all__ = ["Launch", "LaunchPlan", "ENGINE_SOURCES", "launch_command", "hf_repo_id"]
+__all__ = [
+    "Launch",
+    "LaunchPlan",
+    "ENGINE_SOURCES",
+    "VLLM_REGISTRY_FAMILIES",
+    "launch_command",
+    "hf_repo_id",
+    "vllm_knows",
+]
+
+#: The HF architectures of vLLM's decoder-only text-generation and multimodal registries
+#: (``_TEXT_GENERATION_MODELS`` and ``_MULTIMODAL_MODELS`` keys of
+#: github.com/vllm-project/vllm vllm/model_executor/models/registry.py @ bf8e7624), as
+#: :func:`_family` reduces them (lower case, no underscores, no ``ForCausalLM``-like suffix).
+VLLM_REGISTRY_COMMIT = "bf8e7624"
+_VLLM_ARCHITECTURES = """
+AquilaModel AquilaForCausalLM ArceeForCausalLM ArcticForCausalLM MiniMaxForCausalLM MiniMaxText01ForCausalLM
+MiniMaxM1ForCausalLM BaiChuanForCausalLM BaichuanForCausalLM BailingMoeForCausalLM BambaForCausalLM
+BloomForCausalLM ChatGLMModel ChatGLMForConditionalGeneration CohereForCausalLM Cohere2ForCausalLM
+DbrxForCausalLM DeciLMForCausalLM DeepseekForCausalLM DeepseekV2ForCausalLM DeepseekV3ForCausalLM
+Dots1ForCausalLM Ernie4_5_ForCausalLM Ernie4_5_MoeForCausalLM ExaoneForCausalLM Exaone4ForCausalLM
+FalconForCausalLM Fairseq2LlamaForCausalLM GemmaForCausalLM Gemma2ForCausalLM Gemma3ForCausalLM
+Gemma3nForConditionalGeneration GlmForCausalLM Glm4ForCausalLM Glm4MoeForCausalLM GPT2LMHeadModel
+GPTBigCodeForCausalLM GPTJForCausalLM GPTNeoXForCausalLM GraniteForCausalLM GraniteMoeForCausalLM
+GraniteMoeHybridForCausalLM GraniteMoeSharedForCausalLM GritLM Grok1ModelForCausalLM HunYuanMoEV1ForCausalLM
+HunYuanDenseV1ForCausalLM InternLMForCausalLM InternLM2ForCausalLM InternLM2VEForCausalLM InternLM3ForCausalLM
+JAISLMHeadModel JambaForCausalLM LlamaForCausalLM LLaMAForCausalLM MambaForCausalLM FalconMambaForCausalLM
+FalconH1ForCausalLM Mamba2ForCausalLM MiniCPMForCausalLM MiniCPM3ForCausalLM MistralForCausalLM
+MixtralForCausalLM QuantMixtralForCausalLM MptForCausalLM MPTForCausalLM MiMoForCausalLM NemotronForCausalLM
+NemotronHForCausalLM OlmoForCausalLM Olmo2ForCausalLM OlmoeForCausalLM OPTForCausalLM OrionForCausalLM
+PersimmonForCausalLM PhiForCausalLM Phi3ForCausalLM PhiMoEForCausalLM Phi4FlashForCausalLM Plamo2ForCausalLM
+QWenLMHeadModel Qwen2ForCausalLM Qwen2MoeForCausalLM Qwen3ForCausalLM Qwen3MoeForCausalLM RWForCausalLM
+StableLMEpochForCausalLM StableLmForCausalLM Starcoder2ForCausalLM SolarForCausalLM TeleChat2ForCausalLM
+TeleFLMForCausalLM XverseForCausalLM Zamba2ForCausalLM
+AriaForConditionalGeneration AyaVisionForConditionalGeneration Blip2ForConditionalGeneration
+ChameleonForConditionalGeneration DeepseekVLV2ForCausalLM FuyuForCausalLM Gemma3ForConditionalGeneration
+GLM4VForCausalLM Glm4vForConditionalGeneration H2OVLChatModel InternVLChatModel Idefics3ForConditionalGeneration
+SmolVLMForConditionalGeneration KeyeForConditionalGeneration KimiVLForConditionalGeneration
+LlavaForConditionalGeneration LlavaNextForConditionalGeneration LlavaNextVideoForConditionalGeneration
+LlavaOnevisionForConditionalGeneration MantisForConditionalGeneration MiniMaxVL01ForConditionalGeneration
+MiniCPMO MiniCPMV Mistral3ForConditionalGeneration MolmoForCausalLM Ovis PaliGemmaForConditionalGeneration
+Phi3VForCausalLM PixtralForConditionalGeneration QwenVLForConditionalGeneration Qwen2VLForConditionalGeneration
+Qwen2_5_VLForConditionalGeneration Qwen2AudioForConditionalGeneration Phi4MMForCausalLM
+TarsierForConditionalGeneration Tarsier2ForConditionalGeneration MllamaForConditionalGeneration
+Llama4ForConditionalGeneration
+"""
+_SUFFIXES = ("forconditionalgeneration", "forcausallm", "lmheadmodel", "chatmodel", "model")
+
+
+def _family(name: str) -> str:
+    """An architecture or ``model_type`` reduced to its family: lower case, no underscores, no
+    class suffix (``DeepseekV3ForCausalLM`` and ``deepseek_v3`` -> ``deepseekv3``; ``gemma3_text``
+    -> ``gemma3``)."""
+    text = name.lower().replace("_", "")
+    for suffix in _SUFFIXES:
+        if text.endswith(suffix) and len(text) > len(suffix):
+            return text[: -len(suffix)]
+    return text[:-4] if text.endswith("text") and len(text) > 4 else text
+
+
+#: The families of :data:`_VLLM_ARCHITECTURES`.
+VLLM_REGISTRY_FAMILIES = frozenset(_family(a) for a in _VLLM_ARCHITECTURES.split())
+
+
+def vllm_knows(model_type: str) -> bool:
+    """Whether vLLM's model registry at :data:`VLLM_REGISTRY_COMMIT` holds an architecture of the
+    HF ``model_type``'s family (:func:`_family`)."""
+    return _family(model_type) in VLLM_REGISTRY_FAMILIES
+
 
 #: The version each engine's flags were checked against, and the file and commit that define them.
 ENGINE_SOURCES = {
     ServingEngine.VLLM: (
-        "vLLM 0.11",
-        "github.com/vllm-project/vllm vllm/engine/arg_utils.py @ 99d7eb5d (EngineArgs.add_cli_args)",
+        "vLLM 0.15 (V1, async scheduling on by default since 0.14)",
+        "github.com/vllm-project/vllm vllm/engine/arg_utils.py @ 99d7eb5d (EngineArgs fields, the newest copy "
+        "stored); async scheduling: vllm/config/scheduler.py @ 1f8758d5 (None by default), resolved on by "
+        "VllmConfig in vllm/config/vllm.py",
     ),
     ServingEngine.SGLANG: (
         "SGLang 0.5",
@@ -78,13 +163,16 @@ class LaunchPlan:
     weight_bytes: int | Fraction
     kv_bits: int
     quantization: str | None
+    node_gpus: int = 8  # GPUs of one node (data parallelism within it)
+    model_type: str | None = None  # the HF model_type, for the engine's model registry
 
 
 @record
 class Launch(Result):
     """One replica's launch command: ``argv`` (the words, as ``subprocess`` takes them) and
     ``command`` (the shell line), for ``engine`` at ``version`` (its flags checked against
-    ``checked_against``); ``replicas`` copies serve the plan."""
+    ``checked_against``); the plan's ``replicas``: ``data_parallel`` of them in this one command
+    (its data-parallel ranks), the command run ``replicas / data_parallel`` times."""
 
     engine: ServingEngine
     version: str
@@ -93,6 +181,7 @@ class Launch(Result):
     command: str
     replicas: int
     conventions: list[Note] = field(default_factory=list)
+    data_parallel: int = 1
 
 
 def hf_repo_id(url: str | None) -> str | None:
@@ -122,9 +211,18 @@ def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
     has nothing the engine's flags can express (none today: every layout and setting maps)."""
     lay = plan.layout
     notes: list[Note] = []
+    dp = (
+        plan.replicas
+        if engine != ServingEngine.TRTLLM
+        and plan.replicas > 1
+        and lay.pp == 1
+        and plan.replicas * lay.gpus <= plan.node_gpus
+        else 1
+    )
     if engine == ServingEngine.VLLM:
         argv = ["vllm", "serve", plan.model_id, _f("tensor-parallel-size"), str(lay.tp)]
         argv += [_f("pipeline-parallel-size"), str(lay.pp)]
+        argv += [_f("data-parallel-size"), str(dp)] if dp > 1 else []
         argv += [_f("enable-expert-parallel")] if lay.ep > 1 else []
         argv += [
             _f("max-num-seqs"),
@@ -141,6 +239,7 @@ def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
     elif engine == ServingEngine.SGLANG:
         argv = ["python", "-m", "sglang.launch_server", _f("model-path"), plan.model_id]
         argv += [_f("tp-size"), str(lay.tp), _f("pp-size"), str(lay.pp)]
+        argv += [_f("dp-size"), str(dp)] if dp > 1 else []
         argv += [_f("ep-size"), str(lay.ep)] if lay.ep > 1 else []
         argv += [_f("max-running-requests"), str(plan.max_num_seqs)]
         argv += [_f("chunked-prefill-size"), str(plan.max_num_batched_tokens) if plan.chunked_prefill else "-1"]
@@ -165,6 +264,32 @@ def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
     else:  # pragma: no cover - a closed enum
         raise InputError(f"emit: {engine!r} is not one of vllm, sglang, trtllm", fields=("emit",))
     version, source = ENGINE_SOURCES[engine]
-    if plan.replicas > 1:
-        notes.append(note("launch.replicas", replicas=plan.replicas, gpus=lay.gpus))
-    return Launch(engine, version, source, tuple(argv), shlex.join(argv), plan.replicas, notes)
+    if dp > 1:
+        notes.append(note("launch.data_parallel", replicas=dp, gpus=lay.gpus, node=plan.node_gpus))
+    elif plan.replicas > 1:
+        per_node = max(1, plan.node_gpus // lay.gpus)
+        first = ",".join(str(i) for i in range(lay.gpus))
+        second = ",".join(str(i) for i in range(lay.gpus, 2 * lay.gpus)) if per_node > 1 else None
+        notes.append(
+            note(
+                "launch.replicas",
+                replicas=plan.replicas,
+                gpus=lay.gpus,
+                per_node=per_node,
+                node=plan.node_gpus,
+                first=first,
+                second=second,
+            )
+        )
+    notes += _support_notes(engine, plan.model_type)
+    return Launch(engine, version, source, tuple(argv), shlex.join(argv), plan.replicas, notes, dp)
+
+
+def _support_notes(engine: ServingEngine, model_type: str | None) -> list[Note]:
+    """A warning when vLLM's registry lacks the model's family (:func:`vllm_knows`); for the other
+    engines, or a spec without a ``model_type``, that support is unchecked."""
+    if engine == ServingEngine.VLLM and model_type:
+        if vllm_knows(model_type):
+            return []
+        return [note("launch.unsupported", model_type=model_type, commit=VLLM_REGISTRY_COMMIT)]
+    return [note("launch.support_unchecked", engine=engine.value, model_type=model_type or "unknown")]

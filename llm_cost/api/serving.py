@@ -229,6 +229,7 @@ def _with_launch(
 
     from llm_cost.analyses.capacity import capacity_bytes
     from llm_cost.analyses.launch import LaunchPlan, hf_repo_id, launch_command
+    from llm_cost.analyses.serving.replicas import node_gpus
     from llm_cost.analyses.simulated_serving import ServeRun, SimulatedPlan
     from llm_cost.core.notes import note
     from llm_cost.core.types import WeightFormat
@@ -284,6 +285,8 @@ def _with_launch(
         per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes,
         kv_bits,
         quantization,
+        node_gpus(g),
+        spec.model_type,
     )
     launch = launch_command(plan, engine)
     return dataclasses.replace(result, launch=dataclasses.replace(launch, conventions=[*launch.conventions, *notes]))

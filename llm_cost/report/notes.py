@@ -261,8 +261,23 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         )
         + "; one host of up to 8 cards, as vLLM and SGLang run them"
     ),
-    "launch.replicas": "the command runs one replica of {gpus} GPU(s); run {replicas} of them behind a load "
-    "balancer (or the engine's data parallelism on one node)",
+    "launch.replicas": lambda p: (
+        f"the command runs one replica of {p['gpus']} GPU(s); run {p['replicas']} of them behind a load balancer, "
+        + (
+            f"{p['per_node']} per node of {p['node']} GPUs, each on its own GPUs and port: "
+            f"CUDA_VISIBLE_DEVICES={p['first']} for the first"
+            + (f", {p['second']} for the second, and so on" if p.get("second") else "")
+            if p.get("per_node")
+            else "each on its own GPUs"
+        )
+    ),
+    "launch.data_parallel": "the command runs all {replicas} replicas of {gpus} GPU(s) as data-parallel ranks on "
+    "one node of {node} GPUs (one server balancing requests over them)",
+    "launch.unsupported": "warning: vLLM's model registry (vllm/model_executor/models/registry.py @ {commit}) "
+    "has no architecture of model_type {model_type}; this version may not run it (that snapshot is older: check "
+    "vLLM's supported models)",
+    "launch.support_unchecked": "model support unchecked: {engine}'s model registry is not checked for model_type "
+    "{model_type}",
     "launch.model_id": "model id: {name} is the spec's name; give the checkpoint's Hugging Face repo id or path",
     "launch.checkpoint_quantized": "weights at {bits:g} bits: serve a checkpoint quantized so (AWQ, GPTQ, "
     "compressed-tensors); the engine reads its format from the checkpoint's config, no flag",
