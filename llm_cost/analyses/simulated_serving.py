@@ -13,10 +13,11 @@ frontier points are grouped by replica layout and replica count; Without a rate,
 most :data:`PER_LAYOUT` are simulated (the fastest per user, the most throughput per GPU, and one
 between: chosen without the targets) as a closed loop of ``concurrency`` users per replica with
 no think time (the saturated benchmark the analytic search assumes; ``max_num_seqs`` the
-concurrency); when none at the group's best concurrency meets the targets, caps below it are
-simulated on a :func:`ladder` falling by sqrt 2 down to 1, until one meets them (the same caps in
-the same order whatever the targets, so a configuration is found whenever one on the ladder
-meets them, and a looser target never stops the descent lower); with a rate, each layout's :data:`PER_LAYOUT` fewest replica counts, at the rate per
+concurrency); when none at the group's best concurrency meets the targets, the plan descends
+(:func:`_descent`) through the group's frontier points and the caps of a :func:`ladder` falling by
+sqrt 2 below its best down to 1, by falling cap, until one meets them (the same steps in the same
+order whatever the targets, so a configuration is found whenever one on the way meets them, and a
+looser target never stops the descent lower); with a rate, each layout's :data:`PER_LAYOUT` fewest replica counts, at the rate per
 replica (``max_num_seqs`` the engine's). ``max_num_batched_tokens`` is the candidate's chunk
 (unchunked: vLLM's default without chunked prefill, ``max(max_model_len, 2048)``). A candidate meets the targets when every target holds on its simulated
 distribution and no request is refused; the plan is, of those meeting them, with a rate the
@@ -447,6 +448,18 @@ def ladder(top: int) -> list[int]:
     return out
 
 
+def _descent(group: list[Candidate], top: Candidate) -> list[tuple[int, Candidate]]:
+    """The (cap, candidate) steps a saturated plan descends in one layout (module docstring): its
+    frontier points at their own concurrency and each cap of :func:`ladder` below ``top`` with
+    the chunk of the frontier point nearest it (``top``'s when that chunk would not hold the cap's
+    sequences), by falling cap, then falling analytic throughput per GPU."""
+    steps = [(c.concurrency, c) for c in group if c.concurrency <= top.concurrency]
+    for cap in ladder(top.concurrency):
+        c = _nearest(group, cap)
+        steps.append((cap, top if c.chunk_tokens is not None and c.chunk_tokens <= cap else c))
+    return sorted(steps, key=lambda s: (-s[0], -s[1].output_tokens_per_s_per_gpu))
+
+
 def _nearest(group: list[Candidate], cap: int) -> Candidate:
     """The frontier point of a layout whose concurrency is nearest ``cap`` (the lower on a tie),
     whose chunk a ladder rung at ``cap`` runs with."""
@@ -630,17 +643,19 @@ def plan_on_simulation(
             top = max(group, key=lambda c: c.output_tokens_per_s_per_gpu)
             if not targets or any(r.meets and r.max_num_seqs >= top.concurrency for r in mine):
                 continue
-            # descend the ladder from the analytic best until a cap meets every target: the same
-            # caps in the same order whatever the targets, so a looser target stops no lower
-            done = {r.max_num_seqs for r in mine}
-            for cap in ladder(top.concurrency):
+            # descend from the analytic best until a configuration meets every target: the
+            # group's frontier points and the ladder's caps below its best, by falling cap (the
+            # frontier's higher throughput first at one cap); the same steps in the same order
+            # whatever the targets, so a looser target stops no lower
+            done = {(r.max_num_seqs, r.max_num_batched_tokens, r.chunked_prefill) for r in mine}
+            for cap, c in _descent(group, top):
                 if any(r.meets and r.max_num_seqs >= cap for r in mine):
-                    break  # a frontier point at this cap or above already meets them
-                if cap in done:
+                    break  # a configuration at this cap or above already meets them
+                engine = _engine_for(c, base, True, cap)
+                key = (cap, engine.max_num_batched_tokens, engine.chunked_prefill)
+                if key in done:
                     continue
-                c = _nearest(group, cap)
-                if c.chunk_tokens is not None and c.chunk_tokens <= cap:
-                    c = top
+                done.add(key)
                 mine.append(run(layout, replicas, c, closed(c, cap), cap))
                 runs.append(mine[-1])
                 if mine[-1].meets:

@@ -243,7 +243,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "are simulated ("
         + (
             f"at most {p['per_layout']} per layout and replica count, then, where none at its best concurrency "
-            "meets the targets, lower caps on max_num_seqs falling by sqrt 2 until one does"
+            "meets the targets, its other frontier points and lower caps on max_num_seqs (falling by sqrt 2), by falling "
+            "cap, until one does"
             if p.get("qps") is None
             else "each layout from the fewest replicas the screen says carry the rate, doubled until the targets "
             "hold, then bisected to the fewest that meet them, up to the GPU budget"
