@@ -412,7 +412,7 @@ ROWS = [
         lambda t: ["serve", "llama3-8b", "--input", "1M", "--output", "1M", "--json"],
         {},
         2,
-        "longer than max_model_len",
+        "longer than --max-model-len 8,192",
     ),
     (
         "serve-tiny-4090",
