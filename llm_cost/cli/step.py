@@ -38,6 +38,7 @@ from llm_cost.cli.step_options import (
     Mfu,
     MlaOpt,
     NetworkGbS,
+    PredictionEngine,
     ProfileOpt,
     SeqGrid,
     WeightFlopsOpt,
@@ -213,6 +214,7 @@ def roofline(
     redundant_experts: RedundantExperts = None,
     network_gb_s: NetworkGbS = None,
     profile: ProfileOpt = None,
+    engine: PredictionEngine = None,
     as_json: Json = False,
     as_csv: Csv = False,
     plot: Plot = None,
@@ -222,7 +224,8 @@ def roofline(
 
     Examples: llm-cost roofline --gpu h100; llm-cost roofline llama3-8b --gpu h100 --batch 1 --context 2K;
     llm-cost roofline --gpu h100 --batch 1,8,64 --context 2K (model llama3-8b);
-    llm-cost roofline llama3-70b --tp 4 --batch 32 --context 4K; llm-cost roofline llama3-8b --phase prefill --seq 8K
+    llm-cost roofline llama3-70b --tp 4 --batch 32 --context 4K; llm-cost roofline llama3-8b --phase prefill --seq 8K;
+    llm-cost roofline llama3-8b --gpu rtx-4090 --engine llamacpp --weights-dtype int4
     """
     from llm_cost import api
 
@@ -238,6 +241,7 @@ def roofline(
         layout=layout,
         network_gb_s=network_gb_s,
         profile=profile,
+        engine=engine,
     )
     given = (phase, batch, context, seq, logits, weight_bytes, *step_options.values())
     if model is None and not ops and all(v is None for v in given):

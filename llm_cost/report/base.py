@@ -27,6 +27,9 @@ __all__ = [
     "print_conventions",
     "pct",
     "bytes_exact",
+    "fmt_band",
+    "fmt_prediction",
+    "fmt_step_prediction",
 ]
 
 #: ASCII stand-ins for the characters the tables use, for a stdout that cannot encode them
@@ -204,3 +207,55 @@ def bytes_exact(n: Number) -> str:
     if abs(float(n)) < 1000:
         return exact
     return f"{exact} = {fmt_si(n)} = {fmt_iec(n)}"
+
+
+def fmt_band(predicted_s: float, low_s: float | None, high_s: float | None) -> str:
+    """``-8% / +12%``: a prediction's error band as shares of it (the lower, then the upper end)."""
+    if low_s is None or high_s is None or predicted_s <= 0:
+        return ""
+    return f"-{1 - low_s / predicted_s:.0%} / +{high_s / predicted_s - 1:.0%}"
+
+
+def fmt_prediction(
+    predicted_s: float,
+    low_s: float | None = None,
+    high_s: float | None = None,
+    profile: str | None = None,
+    engine: str | None = None,
+    rows: int | None = None,
+    kind: str | None = None,
+    tokens_per_s: float | None = None,
+    tokens_what: str = "tokens/s",
+) -> str:
+    """A predicted time as every command prints it, e.g. ``14.7 ms (-8% / +12%, profile h100-vllm/vllm,
+    23 rows) · 68 tokens/s``: the band (:func:`fmt_band`), the profile and engine it comes from, the
+    rows it (or, transferred, its source) was fitted on, and tokens per predicted second. The one
+    formatter of predictions, so that every command says the same."""
+    from llm_cost.core.units import fmt_seconds
+
+    parts = [p for p in (fmt_band(predicted_s, low_s, high_s),) if p]
+    if profile:
+        parts.append(f"profile {profile}" + (f"/{engine}" if engine else ""))
+    if rows is not None:
+        parts.append(f"{rows} rows" + (", transferred" if kind == "transferred" else ""))
+    text = fmt_seconds(predicted_s) + (f" ({', '.join(parts)})" if parts else "")
+    if tokens_per_s is not None:
+        text += f" · {tokens_per_s:,.{0 if tokens_per_s >= 100 else 1}f} {tokens_what}"
+    return text
+
+
+def fmt_step_prediction(step: Any, tokens_what: str = "tokens/s") -> str:
+    """:func:`fmt_prediction` of a result carrying ``predicted_s``, ``predicted_low_s``,
+    ``predicted_high_s``, ``profile``, ``engine``, ``profile_rows``, ``profile_kind`` and
+    ``predicted_tokens_per_s`` (a roofline step)."""
+    return fmt_prediction(
+        step.predicted_s,
+        step.predicted_low_s,
+        step.predicted_high_s,
+        step.profile,
+        step.engine,
+        step.profile_rows,
+        step.profile_kind,
+        step.predicted_tokens_per_s,
+        tokens_what,
+    )

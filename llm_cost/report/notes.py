@@ -84,11 +84,20 @@ def _transferred(p: dict) -> str:
     )
 
 
+def _engine(p: dict) -> str:
+    rows = f", {p['rows']} rows" if p["rows"] is not None else ""
+    return (
+        f"prediction: profile {p['profile']} ({p['kind']}{rows}), engine {p['engine']} "
+        + ("(default; engines: vllm, sglang, trtllm, pytorch-eager, torch-compile, llamacpp)" if p["default"] else "(given)")
+    )
+
+
 def _model_scaling(p: dict) -> str:
     return f"model rope_scaling: {p['rope_type']}" + (f", factor {p['factor']:g}" if p["factor"] else "")
 
 
 TEMPLATES: dict[str, str | Callable[[dict], str]] = {
+    "prediction.engine": _engine,
     "params.counted": "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
     "params.read_generically": "model_type {model_type} read generically: not checked against a checkpoint of this "
     "family",

@@ -5,7 +5,14 @@ from __future__ import annotations
 from llm_cost.analyses.roofline import DecodeStep, PrefillStep
 from llm_cost.core.units import fmt_flops, fmt_int, fmt_seconds, fmt_si
 from llm_cost.perf.ridge import Ridge
-from llm_cost.report.base import bytes_exact, print_conventions, print_facts, print_table
+from llm_cost.report.base import (
+    bytes_exact,
+    fmt_band,
+    fmt_step_prediction,
+    print_conventions,
+    print_facts,
+    print_table,
+)
 
 
 def render_ridges(con, ridges: list[Ridge], gpu_name: str) -> None:
@@ -70,7 +77,8 @@ def _prediction(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
     """The calibrated prediction's fact line, when a profile applied."""
     if step.predicted_s is None:
         return []
-    return [(f"prediction (profile {step.profile})", f"[bold]{fmt_seconds(step.predicted_s)}[/bold]")]
+    what = "prompt tokens/s" if isinstance(step, PrefillStep) else "tokens/s"
+    return [("prediction", f"[bold]{fmt_step_prediction(step, what)}[/bold]")]
 
 
 def render_decode(
@@ -219,6 +227,8 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
             s.bound,
             fmt_seconds(s.estimate_s),
             fmt_seconds(s.predicted_s) if s.predicted_s is not None else "-",
+            fmt_band(s.predicted_s, s.predicted_low_s, s.predicted_high_s) if s.predicted_s is not None else "-",
+            f"{s.predicted_tokens_per_s:,.0f}" if s.predicted_tokens_per_s is not None else "-",
             f"{(s.tokens_per_s_at_mfu if prefill else s.estimate_tokens_per_s):,.0f}",
         ]
         for s in steps
@@ -236,6 +246,8 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
             ("bound by", "left"),
             (f"estimate (MFU {first.mfu:.0%}, MBU {first.mbu:.0%})", "right"),
             (f"prediction ({first.profile or 'no profile'})", "right"),
+            ("band", "right"),
+            ("tokens/s predicted", "right"),
             ("tokens/s at the estimate", "right"),
         ],
         rows,
