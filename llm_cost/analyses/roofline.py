@@ -159,6 +159,8 @@ def banded(profile: Profile | None, predicted: float | None, batch: int, context
         predicted_low_s=predicted * band.low if band is not None else None,
         predicted_high_s=predicted * band.high if band is not None else None,
         predicted_tokens_per_s=tokens / predicted,
+        predicted_below=1 - band.low if band is not None else None,
+        predicted_above=band.high - 1 if band is not None else None,
         engine=str(profile.engine),
         profile_kind=profile.kind,
         profile_rows=error.rows if error is not None else None,
@@ -234,6 +236,8 @@ class DecodeStep(Result):
     predicted_low_s: float | None = None  # the prediction's error band (band_factors), seconds
     predicted_high_s: float | None = None
     predicted_tokens_per_s: float | None = None  # tokens the step produces (decode) or reads (prefill) per second
+    predicted_below: float | None = None  # the band's lower end as a share below the prediction (0.08: -8%)
+    predicted_above: float | None = None  # its upper end as a share above it (0.12: +12%)
     engine: str | None = None  # the profile's engine
     profile_kind: str | None = None  # fitted or transferred
     profile_rows: int | None = None  # rows the profile (or its source) was fitted on
@@ -553,6 +557,8 @@ class PrefillStep(Result):
     predicted_low_s: float | None = None  # the prediction's error band (band_factors), seconds
     predicted_high_s: float | None = None
     predicted_tokens_per_s: float | None = None  # tokens the step produces (decode) or reads (prefill) per second
+    predicted_below: float | None = None  # the band's lower end as a share below the prediction (0.08: -8%)
+    predicted_above: float | None = None  # its upper end as a share above it (0.12: +12%)
     engine: str | None = None  # the profile's engine
     profile_kind: str | None = None  # fitted or transferred
     profile_rows: int | None = None  # rows the profile (or its source) was fitted on

@@ -17,12 +17,18 @@ __all__ = ["calibrate", "validate"]
 
 
 def calibrate(
-    measurements: Sequence[Union[str, Path]], out: Union[str, Path], name: Optional[str] = None, force: bool = False
+    measurements: Sequence[Union[str, Path]],
+    out: Union[str, Path],
+    name: Optional[str] = None,
+    force: bool = False,
+    engine: Optional[str] = None,
 ) -> Calibration:
     """Fit a profile to the measurement files (one GPU; YAML or CSV rows of model, gpu, phase,
     batch, context, tp, weights_dtype, group_size, kv_dtype, measured_ms), write it to ``out``
-    whole or not at all, and return it with its leave-one-out errors. InputError for an ``out``
-    that exists (unless ``force``), before any fit."""
+    whole or not at all, and return it with its leave-one-out errors. ``engine``: the engine the rows
+    were timed under (:class:`~llm_cost.core.types.Engine`), else the YAML files' ``engine_family``;
+    InputError when neither says. InputError for an ``out`` that exists (unless ``force``), before
+    any fit."""
     from llm_cost.analyses.calibration import calibrate as fit
     from llm_cost.analyses.calibration import write_profile
     from llm_cost.specs.files import check_out
@@ -33,9 +39,14 @@ def calibrate(
         raise InputError(f"out: {out!r} is not a path", fields=("out",))
     if name is not None and not isinstance(name, str):
         raise InputError(f"name: {name!r} is not a profile name", fields=("name",))
+    from llm_cost.api import checks
+    from llm_cost.core.types import Engine
+
+    chosen = checks.optional(engine, checks.choice, Engine, "engine")
     target = Path(out)
     check_out(target, target.stem, bool(force))
-    return write_profile(fit([Path(m) for m in measurements], name or target.stem), target, bool(force))
+    fitted = fit([Path(m) for m in measurements], name or target.stem, engine=chosen)
+    return write_profile(fitted, target, bool(force))
 
 
 def validate(profile: Optional[str] = None) -> list[Calibration]:

@@ -9,7 +9,10 @@ import typer
 from llm_cost.cli.options import Json
 from llm_cost.cli.program import app, emit
 
-PROFILE_HELP = "A shipped calibration profile (one per GPU: h200, a100, ...) or a profile YAML file."
+PROFILE_HELP = (
+    "A shipped calibration profile (one per GPU and engine: h200, a100, h100-vllm, rtx-4090-llamacpp, ...) or a "
+    "profile YAML file."
+)
 
 
 @app.command()
@@ -27,17 +30,25 @@ def calibrate(
         Optional[str], typer.Option("--name", help="Profile name (default: the file stem of --out).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+    engine: Annotated[
+        Optional[str],
+        typer.Option(
+            "--engine",
+            help="Engine the rows were timed under: vllm, sglang, trtllm, pytorch-eager, torch-compile or "
+            "llamacpp (default: the YAML files' engine_family).",
+        ),
+    ] = None,
     as_json: Json = False,
 ) -> None:
     r"""Fit a calibration profile to measured step times and print its leave-one-out errors. Needs
     numpy and scipy: pip install 'llm-cost\[fit]'.
 
-    Example: llm-cost calibrate my-h100-timings.csv -o h100-vllm.yaml
+    Example: llm-cost calibrate my-h100-timings.csv --engine vllm -o h100-vllm.yaml
     """
     from llm_cost import api
     from llm_cost.report import calibration as view
 
-    emit(api.calibrate(measurements, out, name, force), as_json, view.render_calibration)
+    emit(api.calibrate(measurements, out, name, force, engine), as_json, view.render_calibration)
 
 
 @app.command()
