@@ -86,6 +86,11 @@ __all__ = [
     "validate",
     "check",
     "validate_shipped",
+    "ProfileCheck",
+    "profile_checks",
+    "measured_transfer_widen",
+    "ProfileTable",
+    "profile_table",
     "FIT_INSTALL_HINT",
 ]
 
@@ -565,7 +570,10 @@ def _percentiles(signed: Any, np: Any) -> tuple[float, float]:
         low, high = float(np.percentile(signed, 10)), float(np.percentile(signed, 90))
     else:
         low, high = float(signed.min()), float(signed.max())
-    return round(min(low, 0.0), 4), round(max(high, 0.0), 4)
+    import math
+
+    # rounded outwards to 4 digits, so that the band still holds the rows that set it
+    return math.floor(min(low, 0.0) * 1e4) / 1e4, math.ceil(max(high, 0.0) * 1e4) / 1e4
 
 
 #: The slowest profile within the parameters' bounds: the least efficiency and overlap (p = 1, compute
@@ -865,3 +873,122 @@ def validate_shipped() -> list[Calibration]:
     return [validate(p) for p in profiles if p.kind == "fitted"] + [
         check(p, files) for p in profiles if p.name in unfitted
     ]
+
+
+@record
+class ProfileCheck:
+    """One fitted (GPU, engine) profile against the shipped measurements: leave-one-out on its own
+    rows, and out of sample on the rows it was not fitted on, of its engine on other GPUs (the profile
+    transferred there: how the transfer rule does) and of other engines (on any GPU, transferred
+    where the GPU differs). Errors are |predicted / measured - 1|; ``*_in_band``: the rows whose
+    measured time lies inside the prediction's error band
+    (:func:`llm_cost.perf.calibrated.band_factors`)."""
+
+    profile: str
+    gpu: str
+    engine: Engine
+    rows: int
+    loo_median: float
+    loo_max: float
+    loo_low: float  # the band's residuals: 10th / 90th percentile (least / greatest under 10 rows)
+    loo_high: float
+    loo_in_band: int
+    same_engine_rows: int  # the engine's rows on other GPUs
+    same_engine_median: Optional[float]
+    same_engine_max: Optional[float]
+    same_engine_in_band: int
+    other_engine_rows: int
+    other_engine_median: Optional[float]
+    other_engine_max: Optional[float]
+    source: str  # the measurement files the profile was fitted on
+
+
+def _inside(predicted: float, measured: float, band: Any) -> bool:
+    return band is not None and predicted * band.low <= measured <= predicted * band.high
+
+
+def profile_checks() -> list[ProfileCheck]:
+    """:class:`ProfileCheck` of every fitted shipped profile (``llm-cost validate``), in name order."""
+    from llm_cost.perf.calibrated import band_factors
+
+    files = sorted(measurements_dir().glob("*.yaml"))
+    rows = [(m, engine_of_files([f])) for f in files for m in load_measurements([f])]
+    out = []
+    for p in [load_profile(n) for n in profile_names()]:
+        if p.kind != "fitted" or p.error is None:
+            continue
+        c = validate(p)
+        loo_in = sum(
+            _inside(r.loo_s, r.measured_s, band_factors(p, r.batch, r.context)) for r in c.rows
+        )
+        fitted = set(p.fitted_on)
+        fitted_gpus = {load_gpu(m.gpu).name for m, _ in rows if m.id in fitted}
+        same: list[tuple[float, bool]] = []
+        other: list[float] = []
+        for m, engine in rows:
+            if m.id in fitted:
+                continue
+            gpu = load_gpu(m.gpu)
+            if engine == p.engine and gpu.name in fitted_gpus:
+                continue  # a row the fit left out on purpose (scripts/fit_profiles.py says why)
+            used = p if gpu.name in fitted_gpus else transferred(p, gpu, load_gpu(p.gpu))
+            t = CalibratedModel(used).step_time(step_of(m), gpu, operators=False).time_s
+            measured = m.measured_ms / 1e3
+            if engine == p.engine:
+                same.append((abs(t / measured - 1), _inside(t, measured, band_factors(used, m.batch, m.context))))
+            else:
+                other.append(abs(t / measured - 1))
+        errs = [e for e, _ in same]
+        out.append(
+            ProfileCheck(
+                p.name,
+                p.gpu,
+                p.engine,
+                p.error.rows,
+                p.error.loo_median,
+                p.error.loo_max,
+                p.error.loo_low,
+                p.error.loo_high,
+                loo_in,
+                len(same),
+                statistics.median(errs) if errs else None,
+                max(errs) if errs else None,
+                sum(inside for _, inside in same),
+                len(other),
+                statistics.median(other) if other else None,
+                max(other) if other else None,
+                ", ".join(p.measurements),
+            )
+        )
+    return out
+
+
+def measured_transfer_widen(checks: list[ProfileCheck]) -> float:
+    """How much worse profiles do carried to another GPU than held out on their own: the median,
+    over the fitted profiles with rows of their engine on other GPUs, of that out-of-sample median
+    error over the profile's leave-one-out median (what
+    :data:`llm_cost.perf.profile.TRANSFER_WIDEN` states)."""
+    ratios = [
+        c.same_engine_median / c.loo_median
+        for c in checks
+        if c.same_engine_median is not None and c.loo_median > 0
+    ]
+    return statistics.median(ratios) if ratios else 1.0
+
+
+@record
+class ProfileTable:
+    """``llm-cost validate``: :class:`ProfileCheck` of every fitted profile, the transfer widening
+    the rows measure (:func:`measured_transfer_widen`) and the one the bands use."""
+
+    profiles: list[ProfileCheck]
+    measured_transfer_widen: float
+    transfer_widen: float
+
+
+def profile_table() -> ProfileTable:
+    """The :class:`ProfileTable` of the shipped profiles and measurements."""
+    from llm_cost.perf.profile import TRANSFER_WIDEN
+
+    checks = profile_checks()
+    return ProfileTable(checks, measured_transfer_widen(checks), TRANSFER_WIDEN)

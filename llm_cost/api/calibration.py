@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Optional, Union
 from llm_cost.core.errors import InputError
 
 if TYPE_CHECKING:
-    from llm_cost.analyses.calibration import Calibration
+    from llm_cost.analyses.calibration import Calibration, ProfileTable
 
-__all__ = ["calibrate", "validate"]
+__all__ = ["calibrate", "validate", "validate_profiles"]
 
 
 def calibrate(
@@ -66,3 +66,14 @@ def validate(profile: Optional[str] = None) -> list[Calibration]:
     yaml_file = profile.lower().endswith((".yaml", ".yml"))
     base = real_path(Path(profile), "a profile YAML").parent if yaml_file else None
     return [check(load_profile(profile), base)]
+
+
+def validate_profiles() -> ProfileTable:
+    """Every fitted (GPU, engine) profile against the shipped measurements (``llm-cost validate``):
+    leave-one-out on its own rows (median, max, rows inside the error band), out of sample on its
+    engine's rows of other GPUs (the profile transferred, as the transfer rule of
+    :func:`llm_cost.api.choices.profile_of` would) and on other engines' rows; and how much wider a
+    transferred profile's band must be, measured and as used."""
+    from llm_cost.analyses.calibration import profile_table
+
+    return profile_table()

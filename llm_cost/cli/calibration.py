@@ -59,13 +59,18 @@ def validate(
     ] = None,
     as_json: Json = False,
 ) -> None:
-    r"""Predicted vs measured for the shipped measurements, leave-one-out (fitted profiles) or
-    out-of-sample (transferred ones), beside the Roofline bound and the MFU 60% / MBU 80% estimate;
+    r"""Predicted vs measured for the shipped measurements. Without --profile: per (GPU, engine)
+    profile, its leave-one-out errors and its out-of-sample errors on its engine's rows of other GPUs
+    (transferred) and on other engines' rows. With --profile: every row, leave-one-out (fitted) or
+    out-of-sample (transferred), beside the Roofline bound and the MFU 60% / MBU 80% estimate;
     errors per category. Needs pip install 'llm-cost\[fit]'.
 
-    Example: llm-cost validate --profile h200
+    Examples: llm-cost validate; llm-cost validate --profile h200
     """
     from llm_cost import api
     from llm_cost.report import calibration as view
 
+    if profile is None:
+        emit(api.validate_profiles(), as_json, view.render_profile_table)
+        return
     emit(api.validate(profile), as_json, view.render_validation)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llm_cost.analyses.calibration import Calibration
+from llm_cost.analyses.calibration import Calibration, ProfileTable
 from llm_cost.core.notes import note
 from llm_cost.core.units import fmt_int, fmt_seconds
 from llm_cost.perf.profile import PARAMETERS
@@ -116,4 +116,54 @@ def render_validation(con, results: list[Calibration]) -> None:
         render_categories(con, c)
     print_conventions(
         con, [note("calibration.validation"), note("calibration.estimate", mfu=DEFAULT_MFU, mbu=DEFAULT_MBU)]
+    )
+
+
+def _opt(x: float | None) -> str:
+    return "-" if x is None else _abs_pct(x)
+
+
+def render_profile_table(con, t: ProfileTable) -> None:
+    """``validate``: one row per fitted (GPU, engine) profile: leave-one-out, then out of sample."""
+    rows = [
+        [
+            c.profile,
+            c.gpu,
+            str(c.engine),
+            fmt_int(c.rows),
+            _abs_pct(c.loo_median),
+            _abs_pct(c.loo_max),
+            f"{_pct(c.loo_low)} / {_pct(c.loo_high)}",
+            f"{c.loo_in_band}/{c.rows}",
+            fmt_int(c.same_engine_rows),
+            _opt(c.same_engine_median),
+            f"{c.same_engine_in_band}/{c.same_engine_rows}" if c.same_engine_rows else "-",
+            fmt_int(c.other_engine_rows),
+            _opt(c.other_engine_median),
+        ]
+        for c in t.profiles
+    ]
+    print_table(
+        con,
+        "calibration profiles per (GPU, engine): leave-one-out on their own rows, out of sample on the others",
+        [
+            ("profile", "left"),
+            ("GPU", "left"),
+            ("engine", "left"),
+            ("rows", "right"),
+            ("LOO med", "right"),
+            ("LOO max", "right"),
+            ("p10 / p90", "right"),
+            ("in band", "right"),
+            ("its engine, other GPUs", "right"),
+            ("med", "right"),
+            ("in band", "right"),
+            ("other engines", "right"),
+            ("med", "right"),
+        ],
+        rows,
+    )
+    print_conventions(
+        con,
+        [note("calibration.profiles", measured=t.measured_transfer_widen, used=t.transfer_widen)],
     )
