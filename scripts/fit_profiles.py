@@ -81,9 +81,11 @@ FITS: dict[str, tuple] = {
         "fitted on 4 published vLLM decode rows of Llama-3(.1)-8B: H100 SXM at batch 1 and 4 (vLLM 0.21.0, "
         "yobitel) and H800 (the H100 die and datasheet peaks) at 1K and 200K context (vLLM 0.4.2, lmdeploy "
         "issue 1608); the 200K row is left out (see EXCLUDE); with 3 rows only the per-layer time is fitted, the "
-        "rest are the h100 profile's (the h200 fit transferred)",
+        "rest are the a100 (gpt-fast torch.compile) fit's transferred to the H100: vLLM V1 runs its model under "
+        "torch.compile and CUDA graphs, and that transfer is the time model checked against the shipped vLLM "
+        "serving runs (llm_cost.analyses.serving_runs.vllm_time_model)",
         ["layer_overhead_s"],
-        "h100",
+        "@a100",
         ("h800",),
     ),
     "h100-trtllm": (

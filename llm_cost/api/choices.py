@@ -34,6 +34,8 @@ __all__ = [
     "DEFAULT_ENGINE",
     "ENGINE_FALLBACK",
     "profile_of",
+    "serving_profile_of",
+    "training_profile_of",
     "time_model",
     "layout_of",
     "network_gb_s_of",
@@ -259,6 +261,31 @@ def _stand_in(base: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec, engine
         made = transferred(base, gpu, source_gpu, f"{gpu.name}-{engine.value}", why)
         return replace(made, engine=engine)
     return replace(base, name=f"{gpu.name}-{engine.value}", engine=engine, note=f"{base.note}; {why}")
+
+
+def serving_profile_of(gpu: HardwareSpec, profile: Any = None, engine: Any = None) -> Optional[Profile]:
+    """The profile a simulated serving run is timed by: ``profile``; else, for an engine other than
+    vLLM, the GPU's fitted profile of that engine (h100-trtllm); else None: vLLM's time model
+    (:func:`llm_cost.analyses.serving_runs.vllm_time_model`, the one checked against the shipped vLLM
+    serving runs, whose mean-ITL median error stays within issue 22's 5.5% target there, where the
+    three-row h100-vllm fit's is 6.4%)."""
+    if profile is not None:
+        return profile_of(gpu, profile)
+    chosen, _ = engine_of(engine)
+    if chosen is DEFAULT_ENGINE:
+        return None
+    found = profile_of(gpu, None, chosen)
+    return found if found is not None and found.kind == "fitted" else None
+
+
+def training_profile_of(gpu: HardwareSpec, profile: Any = None) -> Optional[Profile]:
+    """The profile a training step is timed by: ``profile``, else the GPU's own shipped profile (its
+    PyTorch or torch.compile fit, or one transferred from them: the families the training-efficiency
+    factors of :data:`llm_cost.analyses.train_plan.TRAINING_EFFICIENCY` were fitted with; an
+    inference engine's profile is not a training framework's)."""
+    from llm_cost.perf.profile import default_profile
+
+    return profile_of(gpu, profile) if profile is not None else default_profile(gpu.name)
 
 
 def time_model(

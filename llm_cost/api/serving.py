@@ -114,6 +114,7 @@ def serve(
     searched = _modes(modes)
     one = choices.layout_of(layout)
     options = dict(
+        engine=engine,  # the scheduler simulated, and the engine whose time profile is chosen
         dtype=dtype,
         weights_dtype=weights_dtype,
         bits_per_weight=bits_per_weight,
@@ -250,7 +251,7 @@ def _analytic(
             "chunk_tokens",
             fields=("concurrency", "chunk_tokens"),
         )
-    chosen = choices.profile_of(g, profile)
+    chosen = choices.profile_of(g, profile, options["engine"])
     common = _common(spec, g, chosen, options)
     if any(t.statistic.value != "mean" for t in goals.values()):
         from llm_cost.core.notes import note
@@ -306,7 +307,7 @@ def _simulated(
     from llm_cost.analyses.simulated_serving import PLAN_REQUESTS, plan_on_simulation, run_configuration
 
     config = traffic.engine_of(spec, g, **engine_options)
-    chosen = choices.profile_of(g, profile) if profile is not None else None
+    chosen = choices.serving_profile_of(g, profile, options["engine"])
     common = _common(spec, g, chosen, options)
     time_model = choices.time_model(g, chosen, common["network_gb_s"]) if chosen is not None else vllm_time_model(g)
     budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)
