@@ -118,7 +118,13 @@ FITS: dict[str, tuple] = {
         "and the llama.cpp PR tables; the GEMM ramp is fitted although every decode row is at batch 1 (at M = 1 "
         "its prior makes a GEMV compute-bound on a GeForce card, which llama.cpp's are not); parameters the rows "
         "do not determine are the rtx-4090 profile's",
-        ["gemm_efficiency_max", "gemm_half_tokens", "bandwidth_efficiency_native", "bandwidth_efficiency_int4", "layer_overhead_s"],
+        [
+            "gemm_efficiency_max",
+            "gemm_half_tokens",
+            "bandwidth_efficiency_native",
+            "bandwidth_efficiency_int4",
+            "layer_overhead_s",
+        ],
         "rtx-4090",
         (),
     ),
@@ -129,7 +135,13 @@ FITS: dict[str, tuple] = {
         "fitted on llama.cpp (CUDA backend) tables on the RTX 3090 (XiongjieDai's GPU-Benchmarks-on-LLM-"
         "Inference); the GEMM ramp is fitted as on the RTX 4090; parameters the rows do not determine are the "
         "rtx-4090-llamacpp fit's (transferred)",
-        ["gemm_efficiency_max", "gemm_half_tokens", "bandwidth_efficiency_native", "bandwidth_efficiency_int4", "layer_overhead_s"],
+        [
+            "gemm_efficiency_max",
+            "gemm_half_tokens",
+            "bandwidth_efficiency_native",
+            "bandwidth_efficiency_int4",
+            "layer_overhead_s",
+        ],
         "@rtx-4090-llamacpp",
         (),
     ),

@@ -598,9 +598,9 @@ def _check_reachable(rows: list[Measurement], slowest_s: Any, gpu: HardwareSpec)
 def _same_die(a: HardwareSpec, b: HardwareSpec) -> bool:
     """The same bandwidth and tensor-core peaks of the inference dtypes (an H800 is an H100 with its
     NVLink and FP64 cut, neither of which a one-GPU inference step uses)."""
-    keys = ("bf16", "fp16", "fp8", "int8")
+    peaks_a, peaks_b = dict(a.dense_tflops), dict(b.dense_tflops)
     return a.memory_bandwidth_tb_s == b.memory_bandwidth_tb_s and all(
-        a.dense_tflops.get(k) == b.dense_tflops.get(k) for k in keys
+        peaks_a.get(k) == peaks_b.get(k) for k in ("bf16", "fp16", "fp8", "int8")
     )
 
 
@@ -918,9 +918,7 @@ def profile_checks() -> list[ProfileCheck]:
         if p.kind != "fitted" or p.error is None:
             continue
         c = validate(p)
-        loo_in = sum(
-            _inside(r.loo_s, r.measured_s, band_factors(p, r.batch, r.context)) for r in c.rows
-        )
+        loo_in = sum(_inside(r.loo_s, r.measured_s, band_factors(p, r.batch, r.context)) for r in c.rows)
         fitted = set(p.fitted_on)
         fitted_gpus = {load_gpu(m.gpu).name for m, _ in rows if m.id in fitted}
         same: list[tuple[float, bool]] = []
@@ -969,9 +967,7 @@ def measured_transfer_widen(checks: list[ProfileCheck]) -> float:
     error over the profile's leave-one-out median (what
     :data:`llm_cost.perf.profile.TRANSFER_WIDEN` states)."""
     ratios = [
-        c.same_engine_median / c.loo_median
-        for c in checks
-        if c.same_engine_median is not None and c.loo_median > 0
+        c.same_engine_median / c.loo_median for c in checks if c.same_engine_median is not None and c.loo_median > 0
     ]
     return statistics.median(ratios) if ratios else 1.0
 

@@ -17,10 +17,10 @@ give 4.48 ms); it includes a vision tower, as ``params`` and ``fit`` count it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 from dataclasses import field
 from fractions import Fraction
 from operator import attrgetter
+from typing import Any
 
 from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes
 from llm_cost.core.labels import Bound
@@ -32,7 +32,7 @@ from llm_cost.core.units import Number, exact, to_bytes
 from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
-from llm_cost.perf.calibrated import band_factors, CalibratedModel
+from llm_cost.perf.calibrated import CalibratedModel, band_factors
 from llm_cost.perf.profile import Profile, default_profile, profile_note
 from llm_cost.perf.timemodel import (
     DEFAULT_MBU,

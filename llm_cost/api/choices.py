@@ -247,7 +247,9 @@ def profile_of(gpu: HardwareSpec, profile: Any = None, engine: Any = None) -> Op
             base = profile_of(gpu, None, other)
             if base is not None:
                 source = specs[base.gpu] if base.kind == "fitted" else gpu
-                return _stand_in(base, gpu, source, chosen, f"no GPU has a {chosen.value} fit; {other.value}'s stands in")
+                return _stand_in(
+                    base, gpu, source, chosen, f"no GPU has a {chosen.value} fit; {other.value}'s stands in"
+                )
     return None
 
 

@@ -163,7 +163,9 @@ def decode_sweep(
     )
     points = [(b, c) for b in batches for c in contexts]
     reads = checks.choice(weight_bytes, WeightBytes, "weight_bytes")
-    return _engine_noted(decode_steps(spec, g, points, weight_bytes=reads, detail=bool(detail), **options), profile, engine)
+    return _engine_noted(
+        decode_steps(spec, g, points, weight_bytes=reads, detail=bool(detail), **options), profile, engine
+    )
 
 
 def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, **options: Any) -> DecodeStep:

@@ -128,38 +128,32 @@ def render_profile_table(con, t: ProfileTable) -> None:
     rows = [
         [
             c.profile,
-            c.gpu,
             str(c.engine),
             fmt_int(c.rows),
             _abs_pct(c.loo_median),
             _abs_pct(c.loo_max),
-            f"{_pct(c.loo_low)} / {_pct(c.loo_high)}",
+            f"{c.loo_low:+.0%}/{c.loo_high:+.0%}",
             f"{c.loo_in_band}/{c.rows}",
-            fmt_int(c.same_engine_rows),
-            _opt(c.same_engine_median),
+            f"{_opt(c.same_engine_median)} ({c.same_engine_rows})" if c.same_engine_rows else "-",
             f"{c.same_engine_in_band}/{c.same_engine_rows}" if c.same_engine_rows else "-",
-            fmt_int(c.other_engine_rows),
-            _opt(c.other_engine_median),
+            f"{_opt(c.other_engine_median)} ({c.other_engine_rows})" if c.other_engine_rows else "-",
         ]
         for c in t.profiles
     ]
     print_table(
         con,
-        "calibration profiles per (GPU, engine): leave-one-out on their own rows, out of sample on the others",
+        "profiles per (GPU, engine): leave-one-out, then out of sample",
         [
             ("profile", "left"),
-            ("GPU", "left"),
             ("engine", "left"),
             ("rows", "right"),
-            ("LOO med", "right"),
+            ("LOO median", "right"),
             ("LOO max", "right"),
-            ("p10 / p90", "right"),
+            ("band", "right"),
             ("in band", "right"),
-            ("its engine, other GPUs", "right"),
-            ("med", "right"),
+            ("its engine, other GPUs: median (rows)", "right"),
             ("in band", "right"),
-            ("other engines", "right"),
-            ("med", "right"),
+            ("other engines: median (rows)", "right"),
         ],
         rows,
     )

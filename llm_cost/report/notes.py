@@ -86,9 +86,10 @@ def _transferred(p: dict) -> str:
 
 def _engine(p: dict) -> str:
     rows = f", {p['rows']} rows" if p["rows"] is not None else ""
-    return (
-        f"prediction: profile {p['profile']} ({p['kind']}{rows}), engine {p['engine']} "
-        + ("(default; engines: vllm, sglang, trtllm, pytorch-eager, torch-compile, llamacpp)" if p["default"] else "(given)")
+    return f"prediction: profile {p['profile']} ({p['kind']}{rows}), engine {p['engine']} " + (
+        "(default; engines: vllm, sglang, trtllm, pytorch-eager, torch-compile, llamacpp)"
+        if p["default"]
+        else "(given)"
     )
 
 
@@ -97,7 +98,8 @@ def _model_scaling(p: dict) -> str:
 
 
 TEMPLATES: dict[str, str | Callable[[dict], str]] = {
-    "calibration.profiles": "errors are |predicted / measured - 1|; out of sample, a profile is transferred to the "
+    "calibration.profiles": "errors are |predicted / measured - 1|; band: the leave-one-out residuals predicted / "
+    "measured - 1 at the 10th / 90th percentile (the extremes under 10 rows); out of sample, a profile is transferred to the "
     "row's GPU (its efficiencies on that GPU's datasheet peaks); a row is in band when the measured time lies in the "
     "prediction's error band (the profile's leave-one-out residuals at the 10th/90th percentile, widened for a "
     "transferred profile or a shape outside the fitted rows); profiles carried to other GPUs of their engine miss by "
