@@ -88,7 +88,7 @@ def _step_options(
     )
 
 
-def _engine_noted(results: list[Any], profile: Any, engine: Any) -> list[Any]:
+def engine_noted(results: list[Any], profile: Any, engine: Any) -> list[Any]:
     """``results`` with a note saying which engine their prediction is for and whether it is the
     default (:func:`llm_cost.api.choices.engine_of`); unchanged when ``profile`` was given (the
     profile decides) or the results carry no conventions (rows of figures only) or no prediction."""
@@ -163,7 +163,7 @@ def decode_sweep(
     )
     points = [(b, c) for b in batches for c in contexts]
     reads = checks.choice(weight_bytes, WeightBytes, "weight_bytes")
-    return _engine_noted(
+    return engine_noted(
         decode_steps(spec, g, points, weight_bytes=reads, detail=bool(detail), **options), profile, engine
     )
 
@@ -219,7 +219,7 @@ def prefill_sweep(
     )
     head = checks.choice(logits, Logits, "logits")
     steps = [prefill_step(spec, g, s, b, logits=head, **options) for b in batches for s in seqs]
-    return _engine_noted(steps, profile, engine)
+    return engine_noted(steps, profile, engine)
 
 
 def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int = 1, **options: Any) -> PrefillStep:
