@@ -19,10 +19,17 @@ def _abs_pct(x: float) -> str:
     return f"{x:.1%}"
 
 
+def _status(name: str, value: float, c: Calibration) -> str:
+    """fitted, at its prior, or fixed at a base profile's value (a fit of few rows)."""
+    if name in c.free:
+        return "fitted"
+    return "prior" if value == PARAMETERS[name].prior else "base profile's"
+
+
 def render_parameters(con, c: Calibration) -> None:
     """The profile's parameters: value, unit, fitted or at its prior."""
     values = to_data(c.profile.parameters)
-    rows = [[k, f"{v:.4g}", PARAMETERS[k].unit, "fitted" if k in c.free else "prior"] for k, v in values.items()]
+    rows = [[k, f"{v:.4g}", PARAMETERS[k].unit, _status(k, v, c)] for k, v in values.items()]
     print_table(
         con,
         f"profile {c.profile.name}: {c.profile.gpu}, {c.profile.engine}",
