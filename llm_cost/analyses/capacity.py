@@ -34,9 +34,10 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
+from llm_cost.core.types import LayerType
 from llm_cost.core.units import exact
 from llm_cost.model.layout import ONE_GPU, Layout, per_gpu, stage_kv_bytes
-from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.specs.schema import GQAAttention, HardwareSpec, ModelSpec
 
 __all__ = [
     "MemoryPolicy",
@@ -119,7 +120,9 @@ def workspace_bytes(spec: ModelSpec, layout: Layout, step_tokens: int, sequences
     vLLM measures this with a profiling run; here it is the sum of the largest live tensors."""
     d, t = spec.hidden_size, layout.tp
     att = spec.attention
-    qkv = att.num_attention_heads * spec.head_dim + 2 * spec.num_key_value_heads * spec.head_dim
+    n_kv = max(spec.num_key_value_heads, spec.kv_heads_of(LayerType.SLIDING_ATTENTION))  # the widest layer's
+    d_v = spec.v_head_dim if isinstance(att, GQAAttention) else spec.head_dim  # GQA value heads may be narrower
+    qkv = att.num_attention_heads * spec.head_dim + n_kv * (spec.head_dim + d_v)
     widths = [2 * spec.mlp.intermediate_size] if spec.mlp is not None else []
     if spec.moe is not None:
         m = spec.moe

@@ -6,7 +6,7 @@ fused ``qkv_proj`` / ``gate_up_proj`` ...). So both sides are reduced to *roles*
 element totals per role: the projection name with its fused forms merged (q/k/v, gate/up, down,
 o), block norms pooled (every family names them differently), the router with its correction bias,
 embedding, LM head, final norm, everything of the vision tower as one role, and layers past
-``num_hidden_layers`` (DeepSeek-style MTP) as one. A role whose totals differ, or that exists on one
+``num_hidden_layers`` (DeepSeek-style MTP) or under ``mtp.`` (MiMo-V2, Qwen3.5) as one. A role whose totals differ, or that exists on one
 side only, is reported: stored but not described ("unexplained") or described but not stored
 ("missing"). FP8/NVFP4 scale tensors (``*_scale_inv``, ``*weight_scale*``, ``*input_scale``) are
 not parameters: they are counted and weighed apart; nor are rotary ``inv_freq`` buffers (older
@@ -78,6 +78,7 @@ _MERGE = {
     ),
     **dict.fromkeys(("ffn_down", "ffn_down_exps", "ffn_down_shexp"), "down"),
     "attn_output": "o_proj",
+    "attention_sink_bias": "sinks",  # MiMo-V2's name (transformers conversion_mapping renames it sinks)
     "attn_q_norm": "q_norm",
     "attn_k_norm": "k_norm",
 }
@@ -144,6 +145,8 @@ def _role(name: str, layers: int) -> str:
             name = name[len(p) :]
     if name.startswith(_VISION):
         return "vision"
+    if name.startswith("mtp."):  # MTP layers kept apart (MiMo-V2's model.mtp.layers.*, Qwen3.5's mtp.*)
+        return "mtp"
     m = _LAYER.search(name)
     last = _last(name)
     if m is None:

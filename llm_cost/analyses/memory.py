@@ -195,9 +195,8 @@ def _block_terms(spec: ModelSpec, mixer: LayerType, moe_layer: bool) -> tuple[Fr
         scores = 1
     else:
         assert isinstance(att, GQAAttention)
-        q = att.num_attention_heads * spec.head_dim
-        kv = spec.num_key_value_heads * spec.head_dim
-        sharded = Fraction(2 * q + 2 * kv)  # Q and the o-projection input; K and V
+        d_qv = spec.head_dim + spec.v_head_dim  # a query (key) head and a value head
+        sharded = Fraction(att.num_attention_heads * d_qv + spec.num_key_value_heads * d_qv)  # Q, o_proj input; K, V
         scores = 1
     if moe_layer:
         moe = spec.moe

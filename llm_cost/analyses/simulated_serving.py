@@ -33,7 +33,9 @@ from fractions import Fraction
 from typing import Any
 
 from llm_cost.analyses.capacity import MemoryPolicy
-from llm_cost.analyses.serving import Candidate, ServePlan
+from llm_cost.analyses.launch import Launch
+from llm_cost.analyses.serving import SANE_TTFT_S, Candidate, ServePlan
+from llm_cost.analyses.serving.search import pcie_note
 from llm_cost.analyses.serving_runs import replica_kv_tokens
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.errors import InputError
@@ -148,6 +150,7 @@ class ServeRun(Result):
     simulation: SimResult
     candidate: Candidate | None
     conventions: list[Note] = field(default_factory=list)
+    launch: Launch | None = None  # the engine command that runs it (``emit``)
 
     @property
     def meets(self) -> bool:
@@ -331,6 +334,7 @@ def run_configuration(
         candidate,
         [
             note("serve.simulated", label=time_model.label, engine=engine.engine, replicas=replicas),
+            *pcie_note(gpu, layout, time_model),
             *notes,
         ],
     )
@@ -362,6 +366,7 @@ class SimulatedPlan(Result):
     simulated: tuple[ServeRun, ...]
     screen: ServePlan
     conventions: list[Note] = field(default_factory=list)
+    launch: Launch | None = None  # the engine command that runs it (``emit``)
 
 
 def _picks(group: list[Candidate], targets: Mapping[str, Target]) -> list[Candidate]:
@@ -376,23 +381,58 @@ def _picks(group: list[Candidate], targets: Mapping[str, Target]) -> list[Candid
     return [ordered[i] for i in chosen][-PER_LAYOUT:]
 
 
-def _at_a_rate(groups: Mapping[tuple[Layout, int], list[Candidate]]) -> dict[tuple[Layout, int], list[Candidate]]:
-    """With a rate: of each layout, its :data:`PER_LAYOUT` fewest replica counts on the frontier,
-    one candidate each (the lowest analytic TTFT; at a rate the engine runs as many sequences as
-    come, so a group's candidates differ only by their chunk)."""
-    out: dict[tuple[Layout, int], list[Candidate]] = {}
-    layouts: dict[Layout, list[int]] = {}
+def _at_a_rate(groups: Mapping[tuple[Layout, int], list[Candidate]]) -> dict[Layout, tuple[int, Candidate]]:
+    """With a rate: of each layout, the fewest replicas the analytic screen says carry the rate,
+    and its candidate there with the lowest analytic TTFT (at a rate the engine runs as many
+    sequences as come, so a layout's candidates differ only by their chunk)."""
+    out: dict[Layout, tuple[int, Candidate]] = {}
     for layout, replicas in sorted(groups, key=lambda k: k[1]):
-        layouts.setdefault(layout, []).append(replicas)
-    for layout, counts in layouts.items():
-        for replicas in counts[:PER_LAYOUT]:
-            out[(layout, replicas)] = [min(groups[(layout, replicas)], key=lambda c: c.ttft_s)]
+        if layout not in out:
+            out[layout] = (replicas, min(groups[(layout, replicas)], key=lambda c: c.ttft_s))
     return out
 
 
+def _fewest_replicas(lo: int, hi: int, run_at: Any, good: Any, distance: Any) -> list[ServeRun]:
+    """Every run tried while finding the fewest replicas in ``lo`` .. ``hi`` whose simulated run
+    is ``good``: ``lo`` first, then doubling until one is good (or ``hi`` is not, or doubling no
+    longer brings the run 1% nearer its targets by ``distance``: the latencies of an unloaded
+    replica are reached, and no count meets them), then bisection between the last bad and the
+    first good count. More replicas share the same traffic, so each sees a lower rate and its
+    latencies do not rise: goodness is monotone in the count, which is what bisection needs;
+    about 2 log2(answer / lo) simulations per layout."""
+    tried: dict[int, ServeRun] = {}
+
+    def ok(n: int) -> bool:
+        if n not in tried:
+            tried[n] = run_at(n)
+        return bool(good(tried[n]))
+
+    if ok(lo) or lo >= hi:
+        return list(tried.values())
+    bad, n = lo, lo
+    while True:
+        n = min(hi, 2 * n)
+        if ok(n):
+            break
+        if n >= hi or distance(tried[n]) > 0.99 * distance(tried[bad]):
+            return list(tried.values())
+        bad = n
+    first_good = n
+    while first_good - bad > 1:
+        mid = (first_good + bad) // 2
+        if ok(mid):
+            first_good = mid
+        else:
+            bad = mid
+    return list(tried.values())
+
+
 def _engine_for(c: Candidate, base: EngineConfig, saturated: bool) -> EngineConfig:
-    """The engine settings that run candidate ``c`` (module docstring): its chunk, and saturated
-    its concurrency as ``max_num_seqs`` (at a rate the engine's own cap)."""
+    """The engine settings that run candidate ``c`` (module docstring): saturated, its chunk and
+    its concurrency as ``max_num_seqs``; at a rate the engine's own settings (its cap on
+    sequences, its ``max_num_batched_tokens``: the default a user runs, or the one given)."""
+    if not saturated:
+        return base
     chunk = c.chunk_tokens
     budget = chunk if chunk is not None else max(base.max_model_len or 2048, 2048)
     return EngineConfig(
@@ -454,6 +494,7 @@ def plan_on_simulation(
     compute_dtype: Dtype = Dtype.BF16,
     seed: int | str = 0,
     requests: int = PLAN_REQUESTS,
+    notes: Sequence[Note] = (),
 ) -> SimulatedPlan:
     """Simulate the promising candidates of ``screen`` (module docstring) and choose among them.
     ``traffic`` with a rate is simulated per replica as it is; without a rate (``qps`` None) each
@@ -472,49 +513,74 @@ def plan_on_simulation(
     for c in frontier:
         groups.setdefault((c.layout, c.replicas), []).append(c)
     timers: dict[Layout, StepTimer] = {}
-    runs = []
-    chosen = _at_a_rate(groups) if qps is not None else {k: _picks(g, targets) for k, g in groups.items()}
-    for (layout, replicas), picks in chosen.items():
-        timer = timers.setdefault(
-            layout, StepTimer(spec, gpu, time_model, layout, Fraction(weight_bits), kv_bits, compute_dtype)
+    runs: list[ServeRun] = []
+
+    def run(layout: Layout, replicas: int, c: Candidate, load: Workload | Trace) -> ServeRun:
+        # a step timer memoises step times by bucket, the first step of a bucket timing it: a timer
+        # shared between runs would make one run's figures depend on the runs before it. At a rate
+        # (the replica search compares runs that differ only by their rate) each run times its own
+        # steps, exactly as the configuration simulated alone; saturated, one timer per layout.
+        timer = (
+            StepTimer(spec, gpu, time_model, layout, Fraction(weight_bits), kv_bits, compute_dtype)
+            if qps is not None or layout not in timers
+            else timers[layout]
         )
-        for c in picks:
-            load = traffic
-            if qps is None:
+        timers.setdefault(layout, timer)
+        return run_configuration(
+            spec,
+            gpu,
+            layout,
+            load,
+            _engine_for(c, base, qps is None),
+            time_model,
+            policy,
+            replicas=replicas,
+            targets=targets,
+            usd_per_gpu_hour=usd_per_gpu_hour,
+            weight_bits=weight_bits,
+            kv_bits=kv_bits,
+            compute_dtype=compute_dtype,
+            seed=seed,
+            timer=timer,
+            candidate=c,
+        )
+
+    if qps is None:
+        for (layout, replicas), picks in {k: _picks(g, targets) for k, g in groups.items()}.items():
+            for c in picks:
                 load = _closed_loop(
                     traffic,
                     c.concurrency * replicas,
                     requests * replicas,
                     c.ttft_s + c.tpot_s * (c.output_tokens_per_s / max(c.requests_per_s, 1e-9) - 1),
                 )
-            elif isinstance(traffic, Workload) and traffic.requests is None:
-                load = Workload(
-                    traffic.arrivals, traffic.input_tokens, traffic.output_tokens, traffic.prefix, requests * replicas
-                )
-            runs.append(
-                run_configuration(
-                    spec,
-                    gpu,
-                    layout,
-                    load,
-                    _engine_for(c, base, qps is None),
-                    time_model,
-                    policy,
-                    replicas=replicas,
-                    targets=targets,
-                    usd_per_gpu_hour=usd_per_gpu_hour,
-                    weight_bits=weight_bits,
-                    kv_bits=kv_bits,
-                    compute_dtype=compute_dtype,
-                    seed=seed,
-                    timer=timer,
-                    candidate=c,
-                )
-            )
+                runs.append(run(layout, replicas, c, load))
+    else:
+        bound = _implicit_ttft(targets)
+        fewest_gpus = screen.gpu_budget  # of a layout found good so far: no other needs to try more
+        starts = sorted(_at_a_rate(groups).items(), key=lambda kv: (kv[1][0] * kv[0].gpus, kv[0].gpus))
+        for layout, (lo, c) in starts:
+            hi = min(screen.gpu_budget, fewest_gpus) // layout.gpus
+            if hi < lo:
+                continue
+
+            def at(n: int, layout: Layout = layout, c: Candidate = c) -> ServeRun:
+                load = traffic
+                if isinstance(traffic, Workload) and traffic.requests is None:
+                    load = Workload(
+                        traffic.arrivals, traffic.input_tokens, traffic.output_tokens, traffic.prefix, requests * n
+                    )
+                return run(layout, n, c, load)
+
+            tried = _fewest_replicas(lo, hi, at, lambda r: _good(r, bound), lambda r: _distance(r, targets, bound))
+            runs += tried
+            fewest_gpus = min([fewest_gpus, *(r.gpus for r in tried if _good(r, bound))])
     ranked = tuple(sorted(runs, key=lambda r: _rank_key(r, qps)))
     best = ranked[0]
     if not best.meets:
         raise _nothing_meets(ranked, targets)
+    if qps is not None and not _good(best, _implicit_ttft(targets)):
+        raise _nothing_keeps_up(ranked, qps, screen.gpu_budget, gpu.name)
     return SimulatedPlan(
         spec.name,
         gpu.name,
@@ -535,10 +601,70 @@ def plan_on_simulation(
         ranked,
         screen,
         [
-            note("serve.simulated_plan", simulated=len(ranked), per_layout=PER_LAYOUT, requests=requests),
+            note("serve.simulated_plan", simulated=len(ranked), per_layout=PER_LAYOUT, requests=requests, qps=qps),
             *best.conventions,
+            *(n for n in notes if n not in best.conventions),
+            *_plan_warnings(best, qps, targets),
         ],
     )
+
+
+def _implicit_ttft(targets: Mapping[str, Target]) -> float | None:
+    """The P99 TTFT bound a plan at a rate keeps without a TTFT target (:data:`SANE_TTFT_S`)."""
+    return None if "ttft_s" in targets else SANE_TTFT_S
+
+
+def _good(run: ServeRun, bound: float | None) -> bool:
+    """Whether ``run`` meets its targets, refuses nothing and, without a TTFT target, keeps its
+    P99 TTFT within ``bound``."""
+    p99 = run.percentiles["ttft_s"].p99
+    return run.meets and (bound is None or (p99 is not None and p99 <= bound))
+
+
+def _distance(run: ServeRun, targets: Mapping[str, Target], bound: float | None) -> float:
+    """How far ``run`` is from its targets: the largest of each target's reached value over its
+    bound (and the P99 TTFT over ``bound``); at most 1 when it meets them."""
+    s = run.simulation.summary
+    ratios = [(t.value(getattr(s, m)) or 0.0) / t.seconds for m, t in targets.items()]
+    p99 = run.percentiles["ttft_s"].p99
+    if bound is not None and p99 is not None:
+        ratios.append(p99 / bound)
+    return max(ratios, default=0.0)
+
+
+def _nothing_keeps_up(runs: Sequence[ServeRun], qps: float, budget: int, gpu: str) -> InputError:
+    """The one-line error when, at ``qps``, no replica count within the budget keeps the P99 TTFT
+    within :data:`SANE_TTFT_S` (no TTFT target given)."""
+    most = max(runs, key=lambda r: (r.gpus, -(r.percentiles["ttft_s"].p99 or 0.0)))
+    reached = most.percentiles["ttft_s"].p99
+    return InputError(
+        f"qps {qps:g}: no configuration within {budget:,} x {gpu} keeps the P99 TTFT within "
+        f"{fmt_seconds(SANE_TTFT_S)} (the most simulated, {most.describe()}, reaches "
+        f"{fmt_seconds(reached or 0.0)}); raise gpus, lower qps or give a ttft_s target",
+        fields=("qps", "gpus"),
+    )
+
+
+def _plan_warnings(best: ServeRun, qps: float | None, targets: Mapping[str, Target]) -> list[Note]:
+    """What a user must be told about the chosen plan: at a rate without a TTFT target, the bound
+    it was held to; a P99 TTFT past :data:`SANE_TTFT_S` (saturated: requests waiting for a slot)."""
+    out = []
+    if qps is not None and "ttft_s" not in targets:
+        out.append(note("serve.implicit_ttft", bound=SANE_TTFT_S))
+    p99 = best.percentiles["ttft_s"].p99
+    if p99 is not None and p99 > SANE_TTFT_S:
+        queued = [r.queue_s for r in best.simulation.requests]
+        out.append(
+            note(
+                "warning.serve_ttft",
+                what="P99 TTFT",
+                ttft=p99,
+                bound=SANE_TTFT_S,
+                queue=sum(queued) / len(queued) if queued else 0.0,
+                saturated=qps is None,
+            )
+        )
+    return out
 
 
 def _closed_loop(traffic: Workload | Trace, users: int, requests: int, ramp_s: float) -> Workload:

@@ -71,7 +71,7 @@ from llm_cost.core.records import record
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import attention_terms, gemm_terms, other_terms, smooth_max
-from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.specs.schema import GQAAttention, HardwareSpec, ModelSpec
 from llm_cost.workload.step import ACTIVATION_BITS, Operator, build_step, prefill
 
 __all__ = [
@@ -302,10 +302,11 @@ def _payloads(spec: ModelSpec, layout: TrainLayout, seq: int) -> _Payloads:
     tokens = layout.micro_batch * seq / layout.cp
     kv_heads = max(1, spec.num_key_value_heads // layout.tp) if spec.num_key_value_heads else 1
     head_dim = spec.head_dim
+    d_v = spec.v_head_dim if isinstance(spec.attention, GQAAttention) else head_dim  # K and V per head
     routed = spec.moe.num_experts_per_tok if spec.moe is not None else 0
     return _Payloads(
         tokens * h * element,
-        2 * layout.micro_batch * seq * kv_heads * head_dim * element,
+        layout.micro_batch * seq * kv_heads * (head_dim + d_v) * element,
         tokens * routed * h * element / layout.tp,
         tokens * h * element / layout.tp,
     )

@@ -67,6 +67,7 @@ def serve(
     gpu_memory_utilization: Any = None,
     reserve_bytes: Any = None,
     network_gb_s: Any = None,
+    emit: Any = None,
 ) -> ServePlan | SimulatedPlan | ServeRun:
     """The serving answer (``llm-cost serve``), in one of three forms:
 
@@ -96,8 +97,31 @@ def serve(
     ``max_model_len`` (default the model's), ``gpu_memory_utilization``. Steps are timed by
     ``profile`` if given, else by vLLM's time model for the GPU
     (:func:`llm_cost.analyses.serving_runs.vllm_time_model`); the analytic-only forms by the GPU's
-    calibrated profile. Deterministic for ``seed``. InputError naming the argument for anything
-    out of range, contradictory, or for targets nothing meets (with the nearest reached)."""
+    calibrated profile. Deterministic for ``seed``. ``emit`` (``vllm``, ``sglang``, ``trtllm``):
+    the result's ``launch`` holds the engine command that runs the chosen configuration
+    (:func:`llm_cost.analyses.launch.launch_command`; an aggregated plan). InputError naming the
+    argument for anything out of range, contradictory, or for targets nothing meets (with the
+    nearest reached)."""
+    engine_for_emit = _emit_engine(emit)
+    given = {k: v for k, v in locals().items() if k not in ("emit", "engine_for_emit")}
+    result = _serve(**given)
+    if engine_for_emit is None:
+        return result
+    return _with_launch(
+        result, engine_for_emit, model, gpu, weights_dtype, bits_per_weight, group_size, kv_dtype, memory,
+        gpu_memory_utilization, reserve_bytes, max_model_len,
+    )  # fmt: skip
+
+
+def _serve(
+    model: Any, gpu: Any, input_tokens: Any, output_tokens: Any, ttft_s: Any, tpot_s: Any, itl_s: Any, e2e_s: Any,
+    qps: Any, gpus: Any, usd_per_gpu_hour: Any, modes: Any, layout: Any, concurrency: Any, chunk_tokens: Any,
+    chunked_prefill: Any, workload: Any, trace: Any, prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any,
+    requests: Any, engine: Any, max_num_seqs: Any, prefix_caching: Any, max_model_len: Any, seed: Any, analytic: Any,
+    dtype: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any, kv_dtype: Any, profile: Any, memory: Any,
+    gpu_memory_utilization: Any, reserve_bytes: Any, network_gb_s: Any,
+) -> Any:  # fmt: skip
+    """:func:`serve` without ``emit``."""
     spec, g = load_model(model), load_gpu(gpu)
     goals = traffic.targets_of(ttft_s=ttft_s, tpot_s=tpot_s, itl_s=itl_s, e2e_s=e2e_s)
     load, has_arrivals = traffic.traffic_of(
@@ -134,7 +158,19 @@ def serve(
         or searched == (ServingMode.DISAGGREGATED,)
     ):
         return _analytic(
-            spec, g, load, goals, gpus, searched, one, concurrency, chunk_tokens, chunked_prefill, profile, options
+            spec,
+            g,
+            load,
+            goals,
+            gpus,
+            searched,
+            one,
+            concurrency,
+            chunk_tokens,
+            chunked_prefill,
+            profile,
+            options,
+            checks.one_of(engine, "engine", traffic.ENGINES) == "trtllm",
         )
     if concurrency is not None and has_arrivals:
         raise InputError(
@@ -162,15 +198,124 @@ def serve(
         ),
         checks.count(seed, "seed", 0, 2**63),
         requests,
+        trace is not None or (workload is not None and not isinstance(workload, str)) or traffic.is_file(workload),
     )
+
+
+def _emit_engine(emit: Any) -> Any:
+    """The engine whose launch command ``emit`` asks for (None: none)."""
+    from llm_cost.core.types import ServingEngine
+
+    return checks.optional(emit, checks.choice, ServingEngine, "emit")
+
+
+def _with_launch(
+    result: Any,
+    engine: Any,
+    model: Any,
+    gpu: Any,
+    weights_dtype: Any,
+    bits_per_weight: Any,
+    group_size: Any,
+    kv_dtype: Any,
+    memory: Any,
+    gpu_memory_utilization: Any,
+    reserve_bytes: Any,
+    max_model_len: Any,
+) -> Any:
+    """``result`` with its ``launch``: the command of its chosen configuration on ``engine``
+    (:func:`llm_cost.analyses.launch.launch_command`). InputError for a disaggregated plan (two
+    pools, no one command)."""
+    import dataclasses
+
+    from llm_cost.analyses.capacity import capacity_bytes
+    from llm_cost.analyses.launch import LaunchPlan, hf_repo_id, launch_command
+    from llm_cost.analyses.simulated_serving import ServeRun, SimulatedPlan
+    from llm_cost.core.notes import note
+    from llm_cost.core.types import WeightFormat
+    from llm_cost.model.layout import per_gpu
+
+    spec, g = load_model(model), load_gpu(gpu)
+    run = result.chosen if isinstance(result, SimulatedPlan) else result
+    weight_bits, _ = served_weight_bits(spec, weights_dtype, bits_per_weight, group_size)
+    kv_bits = choices.kv_dtype_of(kv_dtype).bits
+    policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
+    length = checks.optional(max_model_len, checks.count, "max_model_len", 2, 2**24) or spec.max_position_embeddings
+    if isinstance(run, ServeRun):
+        layout, replicas = run.layout, run.replicas
+        seqs, tokens, chunked, cached = (
+            run.max_num_seqs,
+            run.max_num_batched_tokens,
+            run.chunked_prefill,
+            run.prefix_caching,
+        )
+    else:
+        c = run.chosen
+        if c.prefill_layout is not None:
+            raise InputError(
+                "emit: the chosen plan is disaggregated (a prefill and a decode pool), which no one command "
+                "launches; search aggregated serving (modes) to emit a command",
+                fields=("emit", "modes"),
+            )
+        layout, replicas, seqs = c.layout, c.replicas, c.concurrency
+        chunked = c.chunk_tokens is not None
+        tokens, cached = c.chunk_tokens if chunked else max(length, 2048), True
+    notes: list[Any] = []
+    model_id = hf_repo_id(spec.source.url)
+    if model_id is None:
+        model_id = spec.name
+        notes.append(note("launch.model_id", name=spec.name))
+    fmt = choices.weights_dtype_of(weights_dtype)
+    quantization = None
+    if fmt in (WeightFormat.FP8,):
+        quantization = "fp8"
+    elif fmt is not None or bits_per_weight is not None:
+        notes.append(note("launch.checkpoint_quantized", bits=float(weight_bits)))
+    plan = LaunchPlan(
+        model_id,
+        layout,
+        replicas,
+        seqs,
+        tokens,
+        chunked,
+        cached,
+        length,
+        policy.utilization,
+        capacity_bytes(g, policy.convention),
+        per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes,
+        kv_bits,
+        quantization,
+    )
+    launch = launch_command(plan, engine)
+    return dataclasses.replace(result, launch=dataclasses.replace(launch, conventions=[*launch.conventions, *notes]))
+
+
+def served_weight_bits(spec: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any) -> tuple[Any, list[Any]]:
+    """Bits per weight a server holds (:func:`llm_cost.api.choices.weight_bits`) and the note that
+    says why when it is not the checkpoint's: a checkpoint stored in float32 (Gemma-2-9B's
+    ``torch_dtype: float32``) is served at 16 bits (bf16) unless ``weights_dtype`` asks for fp32, as
+    servers load it (vLLM's ``dtype="auto"`` runs float32 checkpoints in 16 bits, ``_resolve_auto_dtype``
+    in ``vllm/config/model.py``; SGLang and TensorRT-LLM likewise)."""
+    from llm_cost.core.notes import note
+    from llm_cost.core.types import Dtype
+
+    if (
+        weights_dtype is None
+        and bits_per_weight is None
+        and spec.quantization is None
+        and spec.torch_dtype == Dtype.FP32
+    ):
+        return 16, [note("serve.fp32_checkpoint", model=spec.name)]
+    return choices.weight_bits(spec, weights_dtype, bits_per_weight, group_size), []
 
 
 def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str, Any]:
     """The formats, price, memory policy and network of a plan, resolved."""
+    bits, bits_notes = served_weight_bits(
+        spec, options["weights_dtype"], options["bits_per_weight"], options["group_size"]
+    )
     return dict(
-        weight_bits=choices.weight_bits(
-            spec, options["weights_dtype"], options["bits_per_weight"], options["group_size"]
-        ),
+        weight_bits=bits,
         kv_bits=choices.kv_dtype_of(options["kv_dtype"]).bits,
         compute_dtype=choices.compute_dtype(spec, g, options["dtype"], options["weights_dtype"]),
         usd_per_gpu_hour=checks.optional(
@@ -178,7 +323,7 @@ def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str
         ),
         policy=choices.memory_policy(options["memory"], options["gpu_memory_utilization"], options["reserve_bytes"]),
         network_gb_s=choices.network_gb_s_of(options["network_gb_s"]),
-        extra_notes=_profile_notes(chosen, g.name),
+        extra_notes=[*_profile_notes(chosen, g.name), *bits_notes],
     )
 
 
@@ -224,9 +369,11 @@ def _analytic(
     chunked_prefill: Any,
     profile: Any,
     options: dict[str, Any],
+    reserve_full: bool = False,
 ) -> ServePlan:
     """The analytic forms: one saturated configuration, or a disaggregated-only search (its
-    targets read as bounds on the means)."""
+    targets read as bounds on the means); ``reserve_full`` (TensorRT-LLM) counts each sequence's
+    KV cache at its whole length."""
     from llm_cost.analyses.serving import MAX_PLAN_GPUS, plan
 
     screen = _screen_traffic(load)
@@ -260,10 +407,13 @@ def _analytic(
     time_model = choices.time_model(g, chosen, common["network_gb_s"])
     if one is not None and batch is not None:
         return _one_configuration(
-            spec, g, screen, targets, time_model, one, batch, chunk, chunked_prefill, budget, searched, common
-        )
+            spec, g, screen, targets, time_model, one, batch, chunk, chunked_prefill, budget, searched, common,
+            reserve_full,
+        )  # fmt: skip
     search = _narrowed(one, batch, chunk, chunked_prefill)
-    return plan(spec, g, screen, targets, time_model, gpus=budget, modes=searched, **search, **common)
+    return plan(
+        spec, g, screen, targets, time_model, gpus=budget, modes=searched, reserve_full=reserve_full, **search, **common
+    )
 
 
 def _narrowed(one: Any, batch: Any, chunk: Any, chunked_prefill: bool) -> dict[str, Any]:
@@ -300,8 +450,13 @@ def _simulated(
     engine_options: dict[str, Any],
     seed: int,
     requests: Any,
+    own_traffic: bool = False,
 ) -> SimulatedPlan | ServeRun:
-    """One configuration simulated, or the plan screened analytically and ranked by simulation."""
+    """One configuration simulated, or the plan screened analytically and ranked by simulation.
+    A plan at a rate of our making (``qps``, not a workload file or a trace: ``own_traffic``) with
+    no ``requests`` given runs :data:`~llm_cost.analyses.simulated_serving.PLAN_REQUESTS` per
+    replica and candidate, whatever the replicas (a fixed total would leave each of many replicas
+    a handful)."""
     from llm_cost.analyses.serving import CONCURRENCY_GRID, MAX_PLAN_GPUS, plan
     from llm_cost.analyses.serving_runs import vllm_time_model
     from llm_cost.analyses.simulated_serving import PLAN_REQUESTS, plan_on_simulation, run_configuration
@@ -333,8 +488,9 @@ def _simulated(
             **formats,
         )
     search = _narrowed(one, None, engine_options["max_num_batched_tokens"], engine_options["chunked_prefill"])
-    if engine_options["max_num_seqs"] is not None:
-        search["concurrency"] = [c for c in CONCURRENCY_GRID if c <= config.max_num_seqs] or [config.max_num_seqs]
+    # the engine runs at most max_num_seqs sequences (its own default, or the one given): no
+    # concurrency beyond it is searched
+    search["concurrency"] = [c for c in CONCURRENCY_GRID if c <= config.max_num_seqs] or [config.max_num_seqs]
     screen = plan(
         spec,
         g,
@@ -343,9 +499,14 @@ def _simulated(
         time_model,
         gpus=budget,
         modes=(ServingMode.AGGREGATED,),
+        reserve_full=config.engine == "trtllm",
         **search,
         **common,
     )
+    from llm_cost.simulate import Workload
+
+    if requests is None and not own_traffic and isinstance(load, Workload):
+        load = Workload(load.arrivals, load.input_tokens, load.output_tokens, load.prefix, None)
     return plan_on_simulation(
         screen,
         spec,
@@ -359,6 +520,7 @@ def _simulated(
         usd_per_gpu_hour=common["usd_per_gpu_hour"],
         seed=seed,
         requests=requests or PLAN_REQUESTS,
+        notes=common["extra_notes"],
         **formats,
     )
 
@@ -453,6 +615,7 @@ def _one_configuration(
     budget: Optional[int],
     modes: tuple[ServingMode, ...],
     common: dict[str, Any],
+    reserve_full: bool = False,
 ) -> ServePlan:
     """One configuration (a layout and a concurrency), evaluated saturated."""
     from llm_cost.analyses.serving import DEFAULT_CHUNK_TOKENS, evaluate
@@ -476,7 +639,17 @@ def _one_configuration(
     tokens = chunk if chunk is not None or not chunked_prefill else DEFAULT_CHUNK_TOKENS
     replicas = (budget or layout.gpus) // layout.gpus
     return evaluate(
-        spec, g, traffic, targets, time_model, layout, batch, chunk_tokens=tokens, replicas=replicas, **common
+        spec,
+        g,
+        traffic,
+        targets,
+        time_model,
+        layout,
+        batch,
+        chunk_tokens=tokens,
+        replicas=replicas,
+        reserve_full=reserve_full,
+        **common,
     )
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "targets_of",
     "traffic_of",
     "engine_of",
+    "is_file",
     "lengths_of",
     "INPUT_TOKENS",
     "OUTPUT_TOKENS",
@@ -144,7 +145,7 @@ def traffic_of(
     prefix = _prefix(prefix_tokens, prefix_groups, users_per_prefix)
     if workload is not None and trace is not None:
         raise InputError("workload and trace: give one of them", fields=("workload", "trace"))
-    own = trace is not None or isinstance(workload, Workload) or _is_file(workload)
+    own = trace is not None or isinstance(workload, Workload) or is_file(workload)
     if own and (rate is not None or prefix is not None):
         name = "trace" if trace is not None else "workload"
         raise InputError(
@@ -174,7 +175,7 @@ def traffic_of(
     return poisson(rate, inputs, outputs, requests=count or REQUESTS, prefix=prefix), True
 
 
-def _is_file(value: Any) -> bool:
+def is_file(value: Any) -> bool:
     """Whether a workload argument names a file (a path, or text ending in .yaml/.yml)."""
     return isinstance(value, Path) or (isinstance(value, str) and value.strip().lower().endswith((".yaml", ".yml")))
 
@@ -199,11 +200,11 @@ def engine_of(
     max_model_len: Any,
 ) -> EngineConfig:
     """The engine's settings: its server defaults for the GPU
-    (:func:`llm_cost.simulate.engine.vllm_defaults`), ``max_model_len`` the model's
+    (:func:`llm_cost.simulate.engine.engine_defaults`: vLLM's, TensorRT-LLM's own), ``max_model_len`` the model's
     ``max_position_embeddings`` (a longer request is refused, as vLLM refuses it), and the
     settings given. Without chunked prefill the token budget is vLLM's default for it,
     ``max(max_model_len, 2048)``."""
-    from llm_cost.simulate.engine import vllm_defaults
+    from llm_cost.simulate.engine import engine_defaults
 
     name = checks.one_of(engine, "engine", ENGINES)
     for flag, value in (("prefix_caching", prefix_caching), ("chunked_prefill", chunked_prefill)):
@@ -217,7 +218,7 @@ def engine_of(
     }
     if not chunked_prefill and "max_num_batched_tokens" not in changes:
         changes["max_num_batched_tokens"] = max(length, 2048)
-    return vllm_defaults(
+    return engine_defaults(
         gpu,
         engine=name,
         prefix_caching=prefix_caching,

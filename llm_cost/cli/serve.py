@@ -143,7 +143,8 @@ Gpus = Annotated[
         "--gpus",
         parse=integer("--gpus"),
         metavar="INTEGER",
-        help="GPUs the deployment may use (default: one node; with --qps, up to 4,096).",
+        help="GPUs the deployment may use (default: one node, a host of 8 for cards with no NVLink, over PCIe; "
+        "with --qps, up to 4,096).",
     ),
 ]
 Price = Annotated[
@@ -277,6 +278,16 @@ Chunk = Annotated[
     ),
 ]
 ServeGpu = Annotated[str, typer.Option("--gpu", "-g", help=GPU_HELP)]
+Emit = Annotated[
+    Optional[EngineChoice],
+    typer.Option(
+        "--emit",
+        case_sensitive=False,
+        help="Print the launch command of the chosen plan for vllm (vllm serve), sglang "
+        "(python -m sglang.launch_server) or trtllm (trtllm-serve), naming the engine version its flags were "
+        "checked against; with --json, the result's launch object.",
+    ),
+]
 
 
 @app.command()
@@ -323,6 +334,7 @@ def serve(
     as_json: Json = False,
     as_csv: Csv = False,
     plot: Plot = None,
+    emit_engine: Emit = None,
 ) -> None:
     """Serving: one configuration simulated under a traffic (TTFT, TPOT, ITL, E2E: means, P50/P90/P99,
     goodput), or the plan that serves it best under targets (--ttft p99:2s --tpot p90:50ms), or GPUs side
@@ -342,6 +354,8 @@ def serve(
     from llm_cost.report import serve as view
 
     gpu_names = [g.strip() for g in gpu.split(",")]
+    if emit_engine is not None and (len(gpu_names) > 1 or as_csv):
+        raise InputError("--emit: prints one plan's command; give one --gpu and leave out --csv")
     call = api.serve_compare if len(gpu_names) > 1 else api.serve
     result = call(
         model,
@@ -359,6 +373,11 @@ def serve(
     if as_csv:
         rows, extra = view.csv_rows(result)
         emit_csv(rows, extra)
+        return
+    if emit_engine is not None and not as_json:
+        from llm_cost.report.base import write_out
+
+        write_out(view.launch_text(result.launch))
         return
     emit(result, as_json, view.render, title, gpu_title)
 
@@ -402,4 +421,5 @@ def _options(given: dict[str, Any], layout: Any) -> dict[str, Any]:
         gpu_memory_utilization=given["gpu_memory_utilization"],
         reserve_bytes=given["reserve_gb"],
         network_gb_s=given["network_gb_s"],
+        **({} if given["emit_engine"] is None else {"emit": given["emit_engine"].value}),
     )

@@ -18,6 +18,7 @@ from llm_cost.core.records import record
 
 __all__ = [
     "TextEnum",
+    "ServingEngine",
     "Dtype",
     "DTYPE_BITS",
     "StorageDtype",
@@ -52,6 +53,14 @@ class TextEnum(str, Enum):
 
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
+
+
+class ServingEngine(TextEnum):
+    """The inference servers whose schedulers are simulated and whose launch commands are printed."""
+
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    TRTLLM = "trtllm"
 
 
 class Dtype(TextEnum):
@@ -200,6 +209,10 @@ class LayerKind(TextEnum):
     """The kind of decoder layer a per-layer tensor belongs to (how sharding finds its layers)."""
 
     SOFTMAX_ATTENTION = "softmax_attention"  # every softmax-attention layer: full, sliding or chunked
+    # the sliding layers alone, and the other softmax layers (full, chunked): for tensors whose shape
+    # differs between them (MiMo-V2-Flash: more K/V heads and the sinks on its sliding layers)
+    SLIDING_ATTENTION = "sliding_attention"
+    GLOBAL_ATTENTION = "global_attention"
     LINEAR_ATTENTION = "linear_attention"
     MAMBA = "mamba2"
     SHORT_CONV = "short_conv"
@@ -215,6 +228,10 @@ class LayerKind(TextEnum):
             return mlp_type == MlpType.DENSE
         if self is LayerKind.MOE:
             return mlp_type == MlpType.MOE
+        if self is LayerKind.SLIDING_ATTENTION:
+            return layer_type == LayerType.SLIDING_ATTENTION
+        if self is LayerKind.GLOBAL_ATTENTION:
+            return layer_type in (LayerType.FULL_ATTENTION, LayerType.CHUNKED_ATTENTION)
         return layer_type.kind is self
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import field
 from fractions import Fraction
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
@@ -44,6 +44,7 @@ from llm_cost.core.types import LayerKind, LayerType
 from llm_cost.core.units import to_bytes
 from llm_cost.model.kvshape import (
     indexer_key_bytes,
+    kv_elements_per_token,
     kv_elements_per_token_per_layer,
     linear_state_elements,
     mamba_state_elements,
@@ -130,8 +131,10 @@ def _state_layers(spec: ModelSpec, counts: LayerCounts) -> tuple[int, int]:
 
 def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | Fraction:
     """KV bytes one token adds across all caching layers (below any sliding window)."""
-    caching = _layer_counts(spec).of(LayerKind.SOFTMAX_ATTENTION)
-    return to_bytes(caching * kv_elements_per_token_per_layer(spec), bits) + caching * indexer_key_bytes(spec)
+    counts = _layer_counts(spec)
+    caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
+    elements = sum(counts.mixer(t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
+    return to_bytes(elements, bits) + caching * indexer_key_bytes(spec)
 
 
 def _indexer_bytes(spec: ModelSpec, counts: LayerCounts, context: int) -> int:
@@ -140,18 +143,28 @@ def _indexer_bytes(spec: ModelSpec, counts: LayerCounts, context: int) -> int:
     return counts.mixer(LayerType.FULL_ATTENTION) * context * indexer_key_bytes(spec)
 
 
-def _attention_elements(spec: ModelSpec, counts: LayerCounts, context: int, per_token_per_layer: int) -> int:
+#: The softmax-attention layer types, which cache K/V per token.
+_SOFTMAX = (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION)
+
+
+def _attention_elements(
+    spec: ModelSpec, counts: LayerCounts, context: int, per_token_per_layer: Optional[int] = None
+) -> int:
     """Cached elements of one sequence in the softmax-attention layers (windows honoured;
-    ``counts``: :func:`_layer_counts`)."""
+    ``counts``: :func:`_layer_counts`; ``per_token_per_layer`` None: each layer type's own,
+    :func:`~llm_cost.model.kvshape.kv_elements_per_token`)."""
     att = spec.attention
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     kept_sliding = min(context, window) if window else context
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
     kept_chunked = min(context, chunk) if chunk else context
-    return per_token_per_layer * (
-        counts.mixer(LayerType.FULL_ATTENTION) * context
-        + counts.mixer(LayerType.SLIDING_ATTENTION) * kept_sliding
-        + counts.mixer(LayerType.CHUNKED_ATTENTION) * kept_chunked
+    kept = {LayerType.FULL_ATTENTION: context, LayerType.SLIDING_ATTENTION: kept_sliding}
+    kept[LayerType.CHUNKED_ATTENTION] = kept_chunked
+    return sum(
+        (kv_elements_per_token(spec, t) if per_token_per_layer is None else per_token_per_layer)
+        * counts.mixer(t)
+        * kept[t]
+        for t in _SOFTMAX
     )
 
 
@@ -161,7 +174,7 @@ def kv_bytes(
     """Bytes of cache (and, if ``include_state``, fixed linear-attention state) for ``batch``
     sequences of ``context`` tokens. Exact (an int, or a Fraction for sub-byte elements)."""
     counts = _layer_counts(spec)
-    elements = _attention_elements(spec, counts, context, kv_elements_per_token_per_layer(spec))
+    elements = _attention_elements(spec, counts, context)
     if include_state:
         elements += sum(_state_layers(spec, counts))
     return to_bytes(elements * batch, bits) + _indexer_bytes(spec, counts, context) * batch
@@ -202,10 +215,16 @@ def kv_cache(
         mha_elements = 2 * n_q * att.v_head_dim
         intensity = 2 * n_q * (2 * att.kv_lora_rank + att.qk_rope_head_dim) / ((per * bits) / 8)
     else:
-        n_kv, d_h = spec.num_key_value_heads, spec.head_dim
-        formula = f"2 x n_kv x d_head x bytes = 2 x {n_kv} x {d_h} x {bits / 8:g} B per token per layer"
-        mha_elements = 2 * n_q * d_h
-        intensity = (4 * n_q * d_h) / (2 * n_kv * d_h * bits / 8)
+        n_kv, d_h, d_v = spec.num_key_value_heads, spec.head_dim, spec.v_head_dim
+        if d_v == d_h:
+            formula = f"2 x n_kv x d_head x bytes = 2 x {n_kv} x {d_h} x {bits / 8:g} B per token per layer"
+        else:
+            formula = f"n_kv x (d_head + d_v) x bytes = {n_kv} x ({d_h} + {d_v}) x {bits / 8:g} B per token per layer"
+        n_swa = spec.kv_heads_of(LayerType.SLIDING_ATTENTION)
+        if n_swa != n_kv and counts.mixer(LayerType.SLIDING_ATTENTION):
+            formula += f" (sliding layers: n_kv = {n_swa})"
+        mha_elements = n_q * (d_h + d_v)
+        intensity = (2 * n_q * (d_h + d_v)) / (n_kv * (d_h + d_v) * bits / 8)
 
     kinds = []
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
@@ -256,22 +275,26 @@ def kv_cache(
             kinds.append(KVLayerKind(kind, n, 0, 0, None, to_bytes(state, bits), to_bytes(conv, bits), shape))
         else:
             cap = {LayerType.SLIDING_ATTENTION: window, LayerType.CHUNKED_ATTENTION: chunk}.get(kind)
-            per_bytes = to_bytes(per, bits) + indexer_key_bytes(spec)
-            kinds.append(KVLayerKind(kind, n, per, per_bytes, cap, 0, 0, formula))
+            per_kind = kv_elements_per_token(spec, kind)
+            per_bytes = to_bytes(per_kind, bits) + indexer_key_bytes(spec)
+            kinds.append(KVLayerKind(kind, n, per_kind, per_bytes, cap, 0, 0, formula))
 
     caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
+    cached_per_token = sum(counts.mixer(t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
+    # every layer a full-attention one: softmax layers with their own K/V heads, the others with a full layer's
+    every_layer = cached_per_token + (L - caching) * per
     show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
     rows = []
     hybrid = counts.mixer(LayerType.FULL_ATTENTION) != counts.total
     all_state, all_conv = _state_layers(spec, counts)
     st, cv = to_bytes(all_state, bits), to_bytes(all_conv, bits)
     for s in contexts:
-        cached = _attention_elements(spec, counts, s, per)  # kv_bytes(spec, s, bits), the counts looked up once
+        cached = _attention_elements(spec, counts, s)  # kv_bytes(spec, s, bits), the counts looked up once
         indexed = _indexer_bytes(spec, counts, s)
         kv = to_bytes(cached, bits) + indexed
         total = to_bytes((cached + all_state + all_conv) * batch, bits) + indexed * batch
         mha = to_bytes(_attention_elements(spec, counts, s, mha_elements) * batch, bits) if show_mha else None
-        every = to_bytes(L * per * s * batch, bits) if hybrid else None
+        every = to_bytes(every_layer * s * batch, bits) if hybrid else None
         rows.append(KVAtContext(s, kv, st, cv, total, mha, every))
 
     conventions = [note("kv.dtype", dtype=str(kv_dtype), bits=bits), note("kv.context")]
@@ -303,7 +326,7 @@ def kv_cache(
         layer_kinds=kinds,
         bytes_per_token=kv_bytes_per_token(spec, bits),
         mha_bytes_per_token=to_bytes(caching * mha_elements, bits) if show_mha else None,
-        mha_ratio=mha_elements / per if show_mha else None,
+        mha_ratio=caching * mha_elements / cached_per_token if show_mha else None,
         kv_read_intensity=intensity,
         mla_absorbed_flop_ratio=absorbed_ratio,
         contexts=rows,

@@ -1,7 +1,10 @@
 """The shape of a model's cache: elements one token adds to a layer's KV cache, and the fixed
 state of a linear-attention layer (seed 000 §七, seed 003 §04-§05).
 
-* GQA/MHA/MQA: 2 x n_kv x d_head (K and V) per token per layer.
+* GQA/MHA/MQA: 2 x n_kv x d_head (K and V) per token per layer; n_kv x (d_head + d_v) when the value
+  heads are d_v wide, with the sliding layers' own n_kv when they have one (MiMo-V2-Flash: 4 x (192 +
+  128) on its full layers, 8 x (192 + 128) on its sliding ones; transformers
+  models/mimo_v2_flash/modeling_mimo_v2_flash.py MiMoV2FlashAttention).
 * MLA: kv_lora_rank + qk_rope_head_dim (the latent c_KV and the decoupled RoPE key). With DeepSeek
   Sparse Attention each layer also keeps the indexer's key: D_i FP8 bytes and one fp32 scale per
   128 of them, whatever the KV dtype (:func:`indexer_key_bytes`).
@@ -17,11 +20,13 @@ state of a linear-attention layer (seed 000 §七, seed 003 §04-§05).
 
 from __future__ import annotations
 
+from llm_cost.core.types import LayerType
 from llm_cost.specs.schema import MLAAttention, ModelSpec
 
 __all__ = [
     "INDEXER_SCALE_BLOCK",
     "indexer_key_bytes",
+    "kv_elements_per_token",
     "kv_elements_per_token_per_layer",
     "linear_state_elements",
     "mamba_state_elements",
@@ -45,12 +50,20 @@ def indexer_key_bytes(spec: ModelSpec) -> int:
     return idx.index_head_dim + 4 * -(-idx.index_head_dim // INDEXER_SCALE_BLOCK)
 
 
-def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
-    """Elements one token adds to one softmax-attention layer's cache."""
+def kv_elements_per_token(spec: ModelSpec, layer_type: LayerType) -> int:
+    """Elements one token adds to the cache of one softmax-attention layer of ``layer_type``
+    (full, sliding, chunked): MLA kv_lora_rank + qk_rope_head_dim; GQA n_kv x (d_head + d_v), n_kv
+    the layer type's K/V heads (:meth:`ModelSpec.kv_heads_of`)."""
     att = spec.attention
     if isinstance(att, MLAAttention):
         return att.kv_lora_rank + att.qk_rope_head_dim
-    return 2 * spec.num_key_value_heads * spec.head_dim
+    return spec.kv_heads_of(layer_type) * (spec.head_dim + spec.v_head_dim)
+
+
+def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
+    """Elements one token adds to one full-attention layer's cache (every softmax layer's, unless
+    the sliding layers have K/V heads of their own: :func:`kv_elements_per_token`)."""
+    return kv_elements_per_token(spec, LayerType.FULL_ATTENTION)
 
 
 def linear_state_elements(spec: ModelSpec) -> tuple[int, int]:

@@ -30,7 +30,7 @@ from llm_cost.core.units import exact, to_bytes
 from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.kvshape import (
     indexer_key_bytes,
-    kv_elements_per_token_per_layer,
+    kv_elements_per_token,
     linear_state_elements,
     mamba_state_elements,
     short_conv_state_elements,
@@ -51,6 +51,7 @@ __all__ = [
     "PerGPU",
     "per_gpu",
     "kv_heads_per_gpu",
+    "kv_elements_per_token_on_gpu",
     "stage_kv_bytes",
 ]
 
@@ -86,11 +87,11 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
     if n_q % layout.tp:
         raise InputError(f"tp: {layout.tp} does not divide the {n_q} query heads of {spec.name}", fields=("tp",))
     if isinstance(att, GQAAttention):
-        n_kv = spec.num_key_value_heads
-        if n_kv % layout.tp and layout.tp % n_kv:
-            raise InputError(
-                f"tp: {layout.tp} neither divides nor is a multiple of the {n_kv} KV heads", fields=("tp",)
-            )
+        for n_kv in sorted({spec.num_key_value_heads, spec.kv_heads_of(LayerType.SLIDING_ATTENTION)}):
+            if n_kv % layout.tp and layout.tp % n_kv:
+                raise InputError(
+                    f"tp: {layout.tp} neither divides nor is a multiple of the {n_kv} KV heads", fields=("tp",)
+                )
     la = spec.linear_attention
     heads: tuple[int, ...] = (la.state_heads,) if isinstance(la, KimiDeltaAttention) else ()
     if isinstance(la, LinearAttention):
@@ -146,9 +147,20 @@ def stage_range(num_layers: int, pp: int, stage: int) -> range:
     return range(first, first + base + (1 if stage < extra else 0))
 
 
-def kv_heads_per_gpu(spec: ModelSpec, tp: int) -> int:
-    """K/V heads one GPU holds (and attends with) at TP ``tp``: n_kv / TP, at least one."""
-    return max(1, spec.num_key_value_heads // tp)
+def kv_heads_per_gpu(spec: ModelSpec, tp: int, layer_type: LayerType = LayerType.FULL_ATTENTION) -> int:
+    """K/V heads one GPU holds (and attends with) at TP ``tp`` in the softmax layers of
+    ``layer_type`` (their own n_kv: :meth:`ModelSpec.kv_heads_of`): n_kv / TP, at least one."""
+    return max(1, spec.kv_heads_of(layer_type) // tp)
+
+
+def kv_elements_per_token_on_gpu(spec: ModelSpec, tp: int, layer_type: LayerType) -> int:
+    """Elements one token adds to one ``layer_type`` layer's cache on one GPU at TP ``tp``: the GPU's
+    share of the K/V heads (GQA), the whole latent (MLA: it is not split by heads)."""
+    per = kv_elements_per_token(spec, layer_type)
+    if isinstance(spec.attention, GQAAttention):
+        n_kv = spec.kv_heads_of(layer_type)
+        return per * kv_heads_per_gpu(spec, tp, layer_type) // n_kv
+    return per
 
 
 def tensor_share(spec: ModelSpec, t: Tensor, layout: Layout) -> Fraction:
@@ -159,7 +171,10 @@ def tensor_share(spec: ModelSpec, t: Tensor, layout: Layout) -> Fraction:
     if rule.split_by_tp:
         return Fraction(1, layout.tp)
     if rule == ShardRule.KV:
-        return Fraction(kv_heads_per_gpu(spec, layout.tp), spec.num_key_value_heads)
+        kind = LayerType.SLIDING_ATTENTION if t.layer_kind == LayerKind.SLIDING_ATTENTION else LayerType.FULL_ATTENTION
+        if t.part == Part.MTP and spec.mtp is not None:
+            kind = LayerType(spec.mtp.block_layer_type)
+        return Fraction(kv_heads_per_gpu(spec, layout.tp, kind), spec.kv_heads_of(kind))
     if rule == ShardRule.EXPERT:
         moe = spec.moe
         assert moe is not None
@@ -229,18 +244,20 @@ def per_gpu(
         weights.append(exact(stored / 8))
         experts.append(exact(routed / 8))
 
-    per_layer = kv_elements_per_token_per_layer(spec)
     heads = None
     replication = 1
     if isinstance(spec.attention, GQAAttention):
         n_kv = spec.num_key_value_heads
         heads = kv_heads_per_gpu(spec, layout.tp)
         replication = max(1, layout.tp // n_kv)
-        per_layer = per_layer * heads // n_kv  # the GPU's share of the K/V heads
+    softmax = (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION)
+    on_gpu = {t: kv_elements_per_token_on_gpu(spec, layout.tp, t) for t in softmax}  # the GPU's share of the heads
     kv = []
     for i in range(layout.pp):
-        caching = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i)).of(LayerKind.SOFTMAX_ATTENTION)
-        kv.append(to_bytes(caching * per_layer, kv_bits) + caching * indexer_key_bytes(spec))  # indexer keys: every GPU
+        counts = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i))
+        caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
+        elements = sum(counts.mixer(t) * on_gpu[t] for t in softmax)
+        kv.append(to_bytes(elements, kv_bits) + caching * indexer_key_bytes(spec))  # indexer keys: every GPU
     return PerGPU(stage_layers(spec.num_hidden_layers, layout.pp), weights, experts, kv, heads, replication)
 
 
@@ -252,9 +269,8 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
     att = spec.attention
     window = att.sliding_window if isinstance(att, GQAAttention) else None
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
-    per_token = kv_elements_per_token_per_layer(spec)
-    if isinstance(att, GQAAttention):
-        per_token = per_token * kv_heads_per_gpu(spec, layout.tp) // spec.num_key_value_heads
+    softmax = (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION)
+    per_token = {t: kv_elements_per_token_on_gpu(spec, layout.tp, t) for t in softmax}
     la_state = sum(linear_state_elements(spec))
     m_state = sum(mamba_state_elements(spec))
     kept = {
@@ -276,7 +292,7 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
         if mixers not in by_mixers:
             elements = Fraction(0)
             for kind, n in mixers:
-                elements += n * (per_token * kept[kind] if kind in kept else state.get(kind, 0))
+                elements += n * (per_token[kind] * kept[kind] if kind in kept else state.get(kind, 0))
             full = counts.mixer(LayerType.FULL_ATTENTION)
             by_mixers[mixers] = exact(elements * kv_bits / 8) + full * context * indexer_key_bytes(spec)
         out.append(by_mixers[mixers])

@@ -83,7 +83,11 @@ def _label(spec: ModelSpec, group: str) -> str:
         assert isinstance(att, GQAAttention)
         n_q, n_kv = att.num_attention_heads, spec.num_key_value_heads
         kind = "MHA" if n_q == n_kv else ("MQA" if n_kv == 1 else "GQA")
-        return f"attention ({kind} {n_q}q/{n_kv}kv x {spec.head_dim})"
+        kv = f"{n_kv}kv"
+        if att.sliding_num_key_value_heads not in (None, n_kv):
+            kv += f" ({att.sliding_num_key_value_heads}kv sliding)"
+        width = f"{spec.head_dim}" if spec.v_head_dim == spec.head_dim else f"{spec.head_dim}, v {spec.v_head_dim}"
+        return f"attention ({kind} {n_q}q/{kv} x {width})"
     if group == "linear_attention":
         return "linear attention (Gated DeltaNet)"
     if group == "mamba":

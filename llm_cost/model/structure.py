@@ -186,6 +186,7 @@ class Structure:
 M, L_, N, B, O = TensorKind.MATMUL, TensorKind.LOOKUP, TensorKind.NORM, TensorKind.BIAS, TensorKind.OTHER
 COL, ROW, KV, REP = ShardRule.COLUMN, ShardRule.ROW, ShardRule.KV, ShardRule.REPLICATED
 SOFTMAX, LINEAR, DENSE, MOE = LayerKind.SOFTMAX_ATTENTION, LayerKind.LINEAR_ATTENTION, LayerKind.DENSE, LayerKind.MOE
+SLIDING, GLOBAL = LayerKind.SLIDING_ATTENTION, LayerKind.GLOBAL_ATTENTION
 MAMBA, SHORT = LayerKind.MAMBA, LayerKind.SHORT_CONV
 
 
@@ -244,21 +245,43 @@ def _linear(
     return out
 
 
-def _gqa(spec: ModelSpec, att: GQAAttention, layers: int, part: Part) -> list[Tensor]:
+def _gqa(
+    spec: ModelSpec, att: GQAAttention, layers: int, part: Part, sliding: int = 0, sliding_att: bool = False
+) -> list[Tensor]:
+    """q/k/v/o projections of ``layers`` softmax-attention layers, ``sliding`` of them sliding.
+
+    W_V is [d, n_kv d_v] and W_O [n_q d_v, d] (``v_head_dim`` d_v, default d_head; transformers
+    models/mimo_v2_flash/modeling_mimo_v2_flash.py MiMoV2FlashAttention). When the sliding layers
+    have their own K/V heads (``sliding_num_key_value_heads``) their k/v projections are separate
+    tensors held by the sliding layers only (``self_attn[sliding]``); sinks with ``sink_layers``
+    sliding are held by the sliding layers only (MiMo-V2-Flash). ``sliding_att``: every one of the
+    ``layers`` is sliding (an MTP block of sliding attention)."""
     d = spec.hidden_size
-    n_q, n_kv, d_h = att.num_attention_heads, spec.num_key_value_heads, spec.head_dim
+    n_q, n_kv, d_h, d_v = att.num_attention_heads, spec.num_key_value_heads, spec.head_dim, spec.v_head_dim
     p = "layers.*.self_attn"
     q_out = n_q * d_h * (2 if att.output_gate else 1)
+    n_sliding = layers if sliding_att else sliding
+    n_kv_sliding = spec.kv_heads_of(LayerType.SLIDING_ATTENTION)
+    split_kv = n_kv_sliding != n_kv and n_sliding
     t = _linear(f"{p}.q_proj", d, q_out, "attention", layers, att.attention_bias, part, SOFTMAX, COL)
-    t += _linear(f"{p}.k_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, SOFTMAX, KV)
-    t += _linear(f"{p}.v_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, SOFTMAX, KV)
-    t += _linear(f"{p}.o_proj", n_q * d_h, d, "attention", layers, att.o_proj_bias, part, SOFTMAX, ROW)
+    if sliding_att:
+        kv_parts = [(p, n_kv_sliding, layers, SOFTMAX)]
+    elif split_kv:
+        kv_parts = [(p, n_kv, layers - n_sliding, GLOBAL), (f"{p}[sliding]", n_kv_sliding, n_sliding, SLIDING)]
+    else:
+        kv_parts = [(p, n_kv, layers, SOFTMAX)]
+    for prefix, heads, n, kind in kv_parts:
+        if n:
+            t += _linear(f"{prefix}.k_proj", d, heads * d_h, "attention", n, att.attention_bias, part, kind, KV)
+            t += _linear(f"{prefix}.v_proj", d, heads * d_v, "attention", n, att.attention_bias, part, kind, KV)
+    t += _linear(f"{p}.o_proj", n_q * d_v, d, "attention", layers, att.o_proj_bias, part, SOFTMAX, ROW)
     if att.qk_norm:
         t += _qk_norms(p, att, n_q, n_kv, d_h, layers, part)
-    if att.sinks:
+    sinks, sink_kind = (layers, SOFTMAX) if att.sink_layers == "all" or sliding_att else (n_sliding, SLIDING)
+    if att.sinks and sinks:
         t.append(
             Tensor(
-                f"{p}.sinks", (n_q,), "attention", O, layers, part=part, layer_kind=SOFTMAX, shard=ShardRule.HEADWISE
+                f"{p}.sinks", (n_q,), "attention", O, sinks, part=part, layer_kind=sink_kind, shard=ShardRule.HEADWISE
             )
         )
     return t
@@ -539,9 +562,15 @@ def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
 
 
 def _blocks(
-    spec: ModelSpec, attention_counts: dict[LayerType, int], mlp_counts: dict[MlpType, int], part: Part
+    spec: ModelSpec,
+    attention_counts: dict[LayerType, int],
+    mlp_counts: dict[MlpType, int],
+    part: Part,
+    sliding_mtp: bool = False,
 ) -> list[Tensor]:
-    """Tensors of decoder blocks, given how many blocks have each attention / feed-forward kind."""
+    """Tensors of decoder blocks, given how many blocks have each attention / feed-forward kind
+    (``sliding_mtp``: MTP blocks of sliding attention, whose K/V heads and sinks are the sliding
+    layers')."""
     t: list[Tensor] = []
     att = spec.attention
     softmax_layers = sum(n for k, n in attention_counts.items() if k.caches_kv)
@@ -549,7 +578,8 @@ def _blocks(
         if isinstance(att, MLAAttention):
             t += _mla(spec, att, softmax_layers, part)
         else:
-            t += _gqa(spec, att, softmax_layers, part)
+            sliding = attention_counts.get(LayerType.SLIDING_ATTENTION, 0)
+            t += _gqa(spec, att, softmax_layers, part, sliding, sliding_att=part == Part.MTP and sliding_mtp)
     if attention_counts.get(LayerType.LINEAR_ATTENTION):
         t += _linear_attention(spec, attention_counts[LayerType.LINEAR_ATTENTION], part)
     if attention_counts.get(LayerType.MAMBA2):
@@ -905,16 +935,21 @@ def _mtp(spec: ModelSpec) -> list[Tensor]:
     """DeepSeek-V3 MTP modules (seed 003 §07; DeepSeek-V3 report §2.2): per module enorm, hnorm,
     eh_proj [2d -> d], one decoder block (MoE feed-forward) and the shared head's norm; a
     two-block module (Nemotron-H's *E, transformers modeling_nemotron_h.py) has an attention block
-    and a MoE block, each with its norms. With ``checkpoint_stores_shared`` the checkpoint also
+    and a MoE block, each with its norms. ``block_mlp`` and ``block_layer_type`` override the
+    block's feed-forward and attention (MiMo-V2-Flash: a dense MLP and sliding attention; its
+    final_layernorm is the head norm here). With ``checkpoint_stores_shared`` the checkpoint also
     stores a copy of the embedding and of the LM head with each module."""
     mtp = spec.mtp
     assert mtp is not None
     D, d, V = mtp.num_nextn_predict_layers, spec.hidden_size, spec.vocab_size
     mlp_kind = MlpType.MOE if spec.moe is not None else MlpType.DENSE
+    if mtp.block_mlp is not None:
+        mlp_kind = MlpType(mtp.block_mlp)
+    sliding = mtp.block_layer_type == LayerType.SLIDING_ATTENTION.value
     t = [Tensor(f"mtp.*.{n}.weight", (d,), "mtp", N, D, part=Part.MTP) for n in ("enorm", "hnorm")]
     t.append(Tensor("mtp.*.eh_proj.weight", (d, 2 * d), "mtp", M, D, part=Part.MTP))
     t.append(Tensor("mtp.*.shared_head.norm.weight", (d,), "mtp", N, D, part=Part.MTP))
-    block = _blocks(spec, {LayerType.FULL_ATTENTION: D}, {mlp_kind: D}, Part.MTP)
+    block = _blocks(spec, {LayerType.FULL_ATTENTION: D}, {mlp_kind: D}, Part.MTP, sliding_mtp=sliding)
     for b in range(2, mtp.blocks + 1):  # Nemotron-H's *E module: the MoE block's own norms
         for i in range(spec.norms_per_layer):
             block += _norm(f"layers.*.block{b}.norm{i + 1}", d, spec, D, Part.MTP)

@@ -114,12 +114,29 @@ class TimeModel(Protocol):
         ...  # pragma: no cover - a protocol
 
 
+#: The most GPUs of a card without a GPU-to-GPU link (one GPU per node in its spec) that tensor
+#: parallelism joins over PCIe: one host's x16 slots, as vLLM and SGLang run L40S and RTX 4090 boxes.
+PCIE_TP_MAX = 8
+
+
+def pcie_tp(gpu: HardwareSpec, gpus: int) -> bool:
+    """Whether ``gpus`` GPUs of ``gpu`` talk over PCIe: a card with no GPU-to-GPU link (one per node
+    in its spec), 2 to :data:`PCIE_TP_MAX` of them in one host."""
+    ic = gpu.interconnect
+    return ic.gpus_per_node <= 1 and 1 < gpus <= PCIE_TP_MAX
+
+
 def link_of(step: Step, gpu: HardwareSpec, network_gb_s: float) -> tuple[str, float]:
     """(name, GB/s per direction) of the link a step's collectives use: the node's GPU link while
-    TP x DP GPUs fit in one node, else the network."""
+    TP x DP GPUs fit in one node; on a card without one, PCIe for up to :data:`PCIE_TP_MAX` GPUs
+    (its ``pcie_bytes_s``, each collective also paying the time model's latency per call); else
+    the network."""
     ic = gpu.interconnect
-    if step.layout.tp * step.layout.dp <= ic.gpus_per_node and ic.bandwidth_gb_s_per_direction > 0:
+    gpus = step.layout.tp * step.layout.dp
+    if gpus <= ic.gpus_per_node and ic.bandwidth_gb_s_per_direction > 0:
         return ic.type, ic.bandwidth_gb_s_per_direction
+    if pcie_tp(gpu, gpus):
+        return f"PCIe {gpu.pcie_gen}.0 x16", gpu.pcie_bytes_s / 1e9
     return "network", network_gb_s
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from llm_cost.core.notes import Note
+from llm_cost.core.units import fmt_seconds
 
 __all__ = ["TEMPLATES", "sentence"]
 
@@ -230,10 +231,52 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         )
         + "; percentiles linear between order statistics; goodput: requests/s meeting every target (DistServe)"
     ),
-    "serve.simulated_plan": "plan: the analytic search screens the configurations; {simulated} of its aggregated "
-    "frontier are simulated (without a rate at most {per_layout} per layout and replica count, with one each layout's "
-    "{per_layout} fewest replica counts), {requests:,} requests per replica, and ranked on their simulated "
-    "distributions against the targets",
+    "serve.simulated_plan": lambda p: (
+        f"plan: the analytic search screens the configurations; {p['simulated']} runs of its aggregated frontier "
+        "are simulated ("
+        + (
+            f"at most {p['per_layout']} per layout and replica count"
+            if p.get("qps") is None
+            else "each layout from the fewest replicas the screen says carry the rate, doubled until the targets "
+            "hold, then bisected to the fewest that meet them, up to the GPU budget"
+        )
+        + f"), {p['requests']:,} requests per replica, and ranked on their simulated distributions against the "
+        "targets"
+    ),
+    "serve.pcie_tp": lambda p: (
+        f"tensor parallelism over PCIe: {p['gpu']} has no GPU-to-GPU link, so TP {p['tp']} runs its all-reduces "
+        f"over PCIe {p['gen']}.0 x16 at {p['gb_s']:g} GB/s per direction"
+        + (
+            f", each call also paying {p['latency_s'] * 1e6:.1f} us of latency (the profile's)"
+            if p.get("latency_s")
+            else " (no latency per call in this time model)"
+        )
+        + "; one host of up to 8 cards, as vLLM and SGLang run them"
+    ),
+    "launch.replicas": "the command runs one replica of {gpus} GPU(s); run {replicas} of them behind a load "
+    "balancer (or the engine's data parallelism on one node)",
+    "launch.model_id": "model id: {name} is the spec's name; give the checkpoint's Hugging Face repo id or path",
+    "launch.checkpoint_quantized": "weights at {bits:g} bits: serve a checkpoint quantized so (AWQ, GPTQ, "
+    "compressed-tensors); the engine reads its format from the checkpoint's config, no flag",
+    "launch.trtllm_quantized": "TensorRT-LLM takes FP8 weights and an FP8 KV cache from a prequantized "
+    "checkpoint (ModelOpt's hf_quant_config.json) or --extra_llm_api_options (kv_cache_config: dtype: fp8), not "
+    "from a trtllm-serve flag",
+    "serve.fp32_checkpoint": "{model}'s checkpoint is stored in float32; it is served in bf16 (16 bits per "
+    "weight), as engines load it by default (vLLM's dtype auto); give --weights-dtype fp32 to serve 32 bits",
+    "warning.serve_memory": "warning: does not fit: the KV cache holds {holds:,} of these {asked:,} sequences per "
+    "replica; the figures are hypothetical (fewer sequences, more GPUs or fewer bits fit)",
+    "serve.implicit_ttft": "no TTFT target: at a rate the plan keeps the P99 TTFT within {bound:g} s (the fewest "
+    "replicas that carry the rate on average still let a queue grow); give --ttft for another bound",
+    "warning.serve_ttft": lambda p: (
+        f"warning: the chosen plan's {p.get('what', 'P99 TTFT')} is {fmt_seconds(p['ttft'])}, past "
+        f"{fmt_seconds(p['bound'])}; "
+        f"requests wait {fmt_seconds(p['queue'])} on average before they are scheduled"
+        + (
+            " (saturated: every slot is busy, so each request waits for one to free); give --ttft or --qps"
+            if p["saturated"]
+            else "; give --ttft, more --gpus or a lower --qps"
+        )
+    ),
     "serve.compare": "each GPU planned for the same traffic and targets; the cheapest per million output tokens is "
     "marked (GPUs without a price or a plan are not ranked)",
     "serve.percentile_screen": "the analytic search reads each percentile target as a bound on the mean",

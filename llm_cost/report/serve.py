@@ -26,6 +26,13 @@ def _step(c: Candidate) -> str:
     return f"prefill batch {c.prefill_batch}"
 
 
+def _sane(frontier: list[Candidate]) -> list[Candidate]:
+    """The frontier points whose TTFT is within :data:`~llm_cost.analyses.serving.FRONTIER_TTFT_S`."""
+    from llm_cost.analyses.serving import FRONTIER_TTFT_S
+
+    return [f for f in frontier if f.ttft_s <= FRONTIER_TTFT_S]
+
+
 #: Console columns below which the frontier table leaves out its derived columns.
 WIDE = 120
 #: Frontier rows a table shows (evenly spaced; the JSON has every one).
@@ -34,7 +41,9 @@ TABLE_ROWS = 14
 
 def _shown(frontier: list[Candidate], chosen: Candidate) -> list[Candidate]:
     """At most :data:`TABLE_ROWS` frontier points, evenly spaced from slowest per user to fastest,
-    and the chosen configuration, by tokens/s per user."""
+    and the chosen configuration, by tokens/s per user; points with a TTFT past
+    :data:`~llm_cost.analyses.serving.FRONTIER_TTFT_S` are left out (JSON keeps them)."""
+    frontier = _sane(frontier)
     n = len(frontier)
     picks = frontier if n <= TABLE_ROWS else [frontier[i * (n - 1) // (TABLE_ROWS - 1)] for i in range(TABLE_ROWS)]
     if chosen not in picks:
@@ -103,8 +112,11 @@ def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None
     ]
     print_facts(con, facts)
     shown = _shown(r.frontier, c)
+    dropped = len(r.frontier) - len(_sane(r.frontier))
     caption = (
-        f"{len(shown) - (c not in r.frontier)} of the frontier's {len(r.frontier)} points (--json has all); > "
+        f"{len(shown) - (c not in r.frontier)} of the frontier's {len(r.frontier)} points (--json has all"
+        + (f"; {dropped} with a TTFT past a minute left out" if dropped else "")
+        + "); > "
         "the chosen configuration, which sits below the frontier when a target binds; N x TPt = N replicas "
         "of TP t; P + D = prefill and decode pools"
     )
@@ -366,14 +378,38 @@ def csv_rows(r: Any) -> tuple[list, list[dict] | None]:
     from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
 
     if isinstance(r, ServeRun):
-        return [_flat(r)], None
+        return [_flat(r)], [{"warnings": _warnings(r.conventions)}]
     if isinstance(r, SimulatedPlan):
-        return [_flat(c) for c in r.simulated], [{"chosen": i == 0} for i in range(len(r.simulated))]
+        said = _warnings(r.conventions)
+        return [_flat(c) for c in r.simulated], [
+            {"chosen": i == 0, "warnings": said if i == 0 else ""} for i in range(len(r.simulated))
+        ]
     if isinstance(r, ServeComparison):
         return [_flat(g.plan.chosen) if g.plan else {"gpu": g.gpu} for g in r.plans], [
-            {"gpu": g.gpu, "cheapest": g.cheapest, "error": g.error or ""} for g in r.plans
+            {
+                "gpu": g.gpu,
+                "cheapest": g.cheapest,
+                "error": g.error or "",
+                "warnings": _warnings(g.plan.conventions) if g.plan else "",
+            }
+            for g in r.plans
         ]
-    return r.frontier, [{"chosen": f == r.chosen, "misses": " ".join(f.violates)} for f in r.frontier]
+    said = _warnings(r.conventions)
+    return r.frontier, [
+        {"chosen": f == r.chosen, "misses": " ".join(f.violates), "warnings": said if f == r.chosen else ""}
+        for f in r.frontier
+    ]
+
+
+def _warnings(conventions: list) -> str:
+    """The warnings among a result's conventions (``warning.*`` codes, sentences that begin
+    "warning:" or "note:"), joined by " | ": a CSV keeps what the table would have said."""
+    from llm_cost.report.notes import sentence
+
+    texts = [sentence(n) for n in conventions]
+    return " | ".join(
+        t for n, t in zip(conventions, texts) if n.code.startswith("warning.") or t.startswith(("warning:", "note:"))
+    )
 
 
 def _flat(run: Any) -> dict:
@@ -397,3 +433,13 @@ def _flat(run: Any) -> dict:
         p = run.percentiles[m]
         row.update({f"{m[:-2]}_p50_s": p.p50, f"{m[:-2]}_p90_s": p.p90, f"{m[:-2]}_p99_s": p.p99})
     return row
+
+
+def launch_text(launch: Any) -> str:
+    """``--emit``: comment lines (the engine version and the file its flags were checked against,
+    the replicas, the notes) and the command, one line a shell runs."""
+    from llm_cost.report.notes import sentence
+
+    lines = [f"# {launch.version}: flags checked against {launch.checked_against}"]
+    lines += [f"# {sentence(n)}" for n in launch.conventions]
+    return "\n".join([*lines, launch.command]) + "\n"

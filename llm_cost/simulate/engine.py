@@ -75,7 +75,7 @@ from llm_cost.simulate.steptime import StepTimer, same_context_bucket
 from llm_cost.simulate.workload import ClosedLoop, Request, Workload, draw_lengths, user_table
 from llm_cost.specs.schema import HardwareSpec
 
-__all__ = ["EngineConfig", "ENGINES", "vllm_defaults", "Run", "run_engine"]
+__all__ = ["EngineConfig", "ENGINES", "vllm_defaults", "engine_defaults", "Run", "run_engine"]
 
 #: The schedulers :func:`run_engine` follows.
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -110,6 +110,24 @@ def vllm_defaults(gpu: HardwareSpec, **changes: object) -> EngineConfig:
     big = gpu.capacity_bytes >= 70 * 2**30 and "a100" not in gpu.name.lower()
     base = EngineConfig("vllm", 1024 if big else 256, 8192 if big else 2048)
     return EngineConfig(**{**base.__dict__, **changes})
+
+
+#: TensorRT-LLM's own defaults for ``trtllm-serve``: ``BuildConfig.max_batch_size`` 2,048 requests
+#: and ``max_num_tokens`` 8,192 (``tensorrt_llm/builder.py``, the defaults of ``--max_batch_size``
+#: and ``--max_num_tokens`` in ``tensorrt_llm/commands/serve.py``).
+TRTLLM_MAX_BATCH_SIZE, TRTLLM_MAX_NUM_TOKENS = 2048, 8192
+
+
+def engine_defaults(gpu: HardwareSpec, engine: str = "vllm", **changes: object) -> EngineConfig:
+    """The server defaults of ``engine`` on ``gpu``: vLLM's (:func:`vllm_defaults`); TensorRT-LLM's
+    ``max_batch_size`` and ``max_num_tokens`` (:data:`TRTLLM_MAX_BATCH_SIZE`,
+    :data:`TRTLLM_MAX_NUM_TOKENS`); SGLang sizes ``max_running_requests`` from its KV pool at start,
+    so it runs with vLLM's caps for the GPU here (the pool bounds it again in admission). The caps
+    bound the concurrency a plan searches."""
+    if engine == "trtllm":
+        base = EngineConfig("trtllm", TRTLLM_MAX_BATCH_SIZE, TRTLLM_MAX_NUM_TOKENS)
+        return EngineConfig(**{**base.__dict__, **changes})
+    return vllm_defaults(gpu, **{"engine": engine, **changes})
 
 
 def check_config(config: EngineConfig) -> None:

@@ -117,6 +117,21 @@ class GQAAttention(Spec):
         default=False, description="Gated attention (Qwen3-Next): W_Q also emits a per-element output gate."
     )
     sinks: bool = spec_field(default=False, description="One learned attention-sink logit per query head (gpt-oss).")
+    sink_layers: Literal["all", "sliding"] = spec_field(
+        default="all",
+        description="Which softmax layers hold the sinks: all, or only the sliding_attention layers "
+        "(MiMo-V2-Flash: add_swa_attention_sink_bias without add_full_attention_sink_bias).",
+    )
+    v_head_dim: Optional[Width] = spec_field(
+        default=None,
+        description="d_v, elements per value head when it differs from head_dim (MiMo-V2-Flash: 128 against "
+        "192): W_V is [d, n_kv d_v], W_O [n_q d_v, d] and the cache keeps n_kv (d_head + d_v) per token.",
+    )
+    sliding_num_key_value_heads: Optional[Heads] = spec_field(
+        default=None,
+        description="K/V heads of the sliding_attention layers when they differ from num_key_value_heads "
+        "(MiMo-V2-Flash's swa_num_key_value_heads).",
+    )
     sliding_window: Optional[Positions] = spec_field(
         default=None, description="Window W in tokens of the sliding-attention layers (see layer_types)."
     )
@@ -127,11 +142,14 @@ class GQAAttention(Spec):
     )
 
     def _check(self) -> None:
-        n_kv = self.num_key_value_heads
-        if n_kv is not None and self.num_attention_heads % n_kv:
-            raise ValueError(
-                f"num_attention_heads ({self.num_attention_heads}) must be a multiple of num_key_value_heads ({n_kv})"
-            )
+        for key in ("num_key_value_heads", "sliding_num_key_value_heads"):
+            n_kv = getattr(self, key)
+            if n_kv is not None and self.num_attention_heads % n_kv:
+                raise ValueError(
+                    f"num_attention_heads ({self.num_attention_heads}) must be a multiple of {key} ({n_kv})"
+                )
+        if self.sliding_num_key_value_heads is not None and self.sliding_window is None:
+            raise ValueError("sliding_num_key_value_heads is set but sliding_window is not")
 
 
 @spec
@@ -414,6 +432,16 @@ class MTP(Spec):
         default=1,
         description="Blocks in each module: 1 (a decoder layer), or 2 for Nemotron-H's *E module (an attention "
         "block then a MoE block, each with its own norms).",
+    )
+    block_layer_type: Literal["full_attention", "sliding_attention"] = spec_field(
+        default="full_attention",
+        description="The attention of each module's decoder block: full, or sliding (MiMo-V2-Flash's MTP "
+        "layers use the sliding layers' K/V heads and sinks).",
+    )
+    block_mlp: Optional[Literal["dense", "moe"]] = spec_field(
+        default=None,
+        description="The feed-forward of each module's block: dense or moe; default moe when the model has "
+        "experts (DeepSeek-V3), else dense. MiMo-V2-Flash's MTP layers are dense.",
     )
 
 
@@ -849,6 +877,26 @@ class ModelSpec(Spec):
         return att.head_dim or self.hidden_size // att.num_attention_heads
 
     @property
+    def v_head_dim(self) -> int:
+        """d_v, elements per value head: GQA's v_head_dim (default head_dim); MLA's v_head_dim."""
+        att = self.attention
+        if isinstance(att, MLAAttention):
+            return att.v_head_dim
+        return att.v_head_dim or self.head_dim
+
+    def kv_heads_of(self, layer_type: LayerType) -> int:
+        """K/V heads of the softmax layers of ``layer_type``: a sliding layer's
+        ``sliding_num_key_value_heads`` when set, else :attr:`num_key_value_heads`."""
+        att = self.attention
+        if (
+            layer_type == LayerType.SLIDING_ATTENTION
+            and isinstance(att, GQAAttention)
+            and att.sliding_num_key_value_heads is not None
+        ):
+            return att.sliding_num_key_value_heads
+        return self.num_key_value_heads
+
+    @property
     def num_key_value_heads(self) -> int:
         """n_kv (MLA: n_h, the heads the up-projected K/V have)."""
         att = self.attention
@@ -873,6 +921,12 @@ class Interconnect(Spec):
             raise ValueError(
                 f"bandwidth_gb_s_per_direction ({bw:g}) must be 0 (no GPU-to-GPU link) or at least 0.1 GB/s"
             )
+
+
+#: Nominal PCIe x16 bandwidth per direction, 10^9 B/s, by generation (PCI-SIG: 2.5, 5, 8, 16, 32 and
+#: 64 GT/s per lane; 16 lanes; 8b/10b coding to 2.0, 128b/130b from 3.0, PAM4 FLIT from 6.0; vendors
+#: round to these figures: "PCIe Gen4 x16 64 GB/s" bidirectional in NVIDIA's L40S datasheet).
+PCIE_X16_GB_S = {1: 4.0, 2: 8.0, 3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 
 
 @spec
@@ -910,6 +964,12 @@ class HardwareSpec(Spec):
     tdp_w: Annotated[float, Bounds(ge=1, le=1e5)] = spec_field(description="Board power limit, W.")
     interconnect: Interconnect
     pcie_gen: PcieGen
+    pcie_gb_s_per_direction: Optional[Annotated[float, Bounds(ge=0.1, le=1e4)]] = spec_field(
+        default=None,
+        description="Host link (PCIe x16) bandwidth in one direction, 10^9 B/s, as the datasheet prints it (it "
+        "prints both directions' sum: 64 GB/s for PCIe 4.0 x16 is 32 each way). Absent: the PCI-SIG "
+        "rate of pcie_gen at x16. Cards with no GPU-to-GPU link run tensor parallelism over it.",
+    )
     source: Source
 
     @property
@@ -933,6 +993,14 @@ class HardwareSpec(Spec):
         """Physical capacity in bytes, as deployments see it: memory_gib x 2^30, or memory_bytes
         when the spec does not give memory_gib."""
         return round(self.memory_gib * 2**30) if self.memory_gib is not None else self.memory_bytes
+
+    @property
+    def pcie_bytes_s(self) -> float:
+        """Host link bandwidth in one direction, B/s: ``pcie_gb_s_per_direction``, else the x16
+        rate of ``pcie_gen`` (:data:`PCIE_X16_GB_S`, PCI-SIG's nominal rates)."""
+        if self.pcie_gb_s_per_direction is not None:
+            return self.pcie_gb_s_per_direction * 1e9
+        return PCIE_X16_GB_S.get(self.pcie_gen, PCIE_X16_GB_S[max(PCIE_X16_GB_S)]) * 1e9
 
     @property
     def bandwidth_bytes_s(self) -> float:

@@ -74,7 +74,6 @@ from llm_cost.core.units import Number, exact
 from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.kvshape import (
     indexer_key_bytes,
-    kv_elements_per_token_per_layer,
     linear_state_elements,
     mamba_state_elements,
     short_conv_state_elements,
@@ -83,6 +82,7 @@ from llm_cost.model.layers import LayerCounts, layer_counts
 from llm_cost.model.layout import (
     ONE_GPU,
     Layout,
+    kv_elements_per_token_on_gpu,
     kv_heads_per_gpu,
     stage_layers,
     stage_range,
@@ -409,7 +409,9 @@ class _Plan:
     stages: tuple[_StagePlan, ...]
     heads: int  # query heads per GPU
     kv_heads: int
-    kv_elements_per_token: int  # per layer, on one GPU
+    kv_elements_per_token: int  # per full-attention layer, on one GPU
+    #: (elements per token per layer, K/V heads) on one GPU, by softmax layer type
+    kv_by_type: dict[LayerType, tuple[int, int]]
     d_qk: int
     d_v: int
     embedding_bytes_per_row: int | Fraction
@@ -461,7 +463,7 @@ def _attention_dims(spec: ModelSpec, mla_form: MLAForm | None) -> tuple[int, int
         if mla_form == MLAForm.ABSORBED:
             return att.kv_lora_rank + att.qk_rope_head_dim, att.kv_lora_rank
         return att.qk_nope_head_dim + att.qk_rope_head_dim, att.v_head_dim
-    return spec.head_dim, spec.head_dim
+    return spec.head_dim, spec.v_head_dim  # QK^T over d_head, AV over d_v (MiMo-V2-Flash: 192 and 128)
 
 
 def _softmax_kinds(spec: ModelSpec, counts: LayerCounts) -> tuple[_Softmax, ...]:
@@ -481,10 +483,10 @@ def _attention_ops(
 ) -> list[Operator]:
     """One attention operator per softmax layer kind (full, sliding, chunked) on this stage."""
     ops = []
-    per_token = plan.kv_elements_per_token
     written = tokens = sum(g.tokens for g in groups)
     for kind in stage.softmax:
         layers, cap = kind.layers, kind.cap
+        per_token, kv_heads = plan.kv_by_type[kind.layer_type]  # the layer type's own K/V heads on this GPU
         if kind.chunked:
             assert cap is not None
             pairs = sum(chunked_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
@@ -505,7 +507,7 @@ def _attention_ops(
                 kv_write_bytes=_eighths(written * per_token * layers * kv_bits),
                 batch=sum(g.count for g in groups),
                 heads=plan.heads,
-                kv_heads=plan.kv_heads,
+                kv_heads=kv_heads,
                 keys=exact(Fraction(pairs, tokens)) if tokens else 0,
             )
         )
@@ -713,9 +715,12 @@ def _plan(
     s = build(spec)
     mla = isinstance(spec.attention, MLAAttention)
     kv_heads = 1 if mla else kv_heads_per_gpu(spec, layout.tp)
-    per_token = kv_elements_per_token_per_layer(spec)
-    if not mla:
-        per_token = per_token * kv_heads // spec.num_key_value_heads
+    softmax = (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION)
+    kv_by_type = {
+        t: (kv_elements_per_token_on_gpu(spec, layout.tp, t), 1 if mla else kv_heads_per_gpu(spec, layout.tp, t))
+        for t in softmax
+    }
+    per_token = kv_by_type[LayerType.FULL_ATTENTION][0]
     d_qk, d_v = _attention_dims(spec, mla_form)
     d, tp = spec.hidden_size, layout.tp
     k = spec.moe.num_experts_per_tok if spec.moe is not None else 0
@@ -729,6 +734,7 @@ def _plan(
         spec.attention.num_attention_heads // tp,
         kv_heads,
         per_token,
+        kv_by_type,
         d_qk,
         d_v,
         exact(spec.hidden_size * tensor_bits(bits, s.tensors[0]) / 8),  # one row of the embedding

@@ -51,8 +51,10 @@ from llm_cost.analyses.serving.results import (
     CHUNK_GRID,
     CONCURRENCY_GRID,
     DEFAULT_CHUNK_TOKENS,
+    FRONTIER_TTFT_S,
     MAX_PLAN_GPUS,
     PREFILL_BATCH_GRID,
+    SANE_TTFT_S,
     Candidate,
     ServePlan,
     Targets,
@@ -61,6 +63,8 @@ from llm_cost.analyses.serving.results import (
 from llm_cost.analyses.serving.search import evaluate, plan
 
 __all__ = [
+    "SANE_TTFT_S",
+    "FRONTIER_TTFT_S",
     "Traffic",
     "Targets",
     "Candidate",

@@ -102,24 +102,45 @@ def replica(
     policy: MemoryPolicy,
     weight_bits: Fraction,
     kv_bits: int,
+    reserve_full: bool = False,
 ) -> Replica:
-    """What one replica of ``layout`` holds for this traffic (its fullest GPU, under ``policy``)."""
+    """What one replica of ``layout`` holds for this traffic (its fullest GPU, under ``policy``).
+    A decoding sequence holds its blocks at its mean context; with ``reserve_full`` every
+    sequence holds the blocks of its whole length, prompt and every output token, from admission:
+    TensorRT-LLM's ``GUARANTEED_NO_EVICT`` capacity scheduler (its default) admits a request only
+    when the blocks that drive it to completion can be reserved
+    (``cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp``, ``GuaranteedNoEvictScheduler``:
+    "keep track of blocks needed to drive all in-progress requests to completion")."""
     usable = usable_bytes(gpu, policy)
     weights = per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes
-    seq = sequence_kv_bytes(
-        spec, layout, decode_contexts(traffic.input_tokens, traffic.output_tokens), kv_bits, policy.block_tokens
+    contexts = (
+        [traffic.input_tokens + traffic.output_tokens]
+        if reserve_full
+        else decode_contexts(traffic.input_tokens, traffic.output_tokens)
     )
+    seq = sequence_kv_bytes(spec, layout, contexts, kv_bits, policy.block_tokens)
     prompt = sequence_kv_bytes(spec, layout, [traffic.input_tokens], kv_bits, policy.block_tokens)
     return Replica(layout, usable, weights, seq, prompt)
 
 
-def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
-    """Replica layouts up to ``budget`` GPUs: TP 1, 2, 4, 8 (or 16) dividing the query heads
-    within a node, PP 1, 2, 4 or 8, EP 1 or TP for MoE models (:func:`plan` keeps a pipeline only
-    where TP alone does not hold the model)."""
-    from llm_cost.model.layout import validate_layout
+def node_gpus(gpu: HardwareSpec) -> int:
+    """GPUs of one node a replica's tensor parallelism joins: the spec's ``gpus_per_node``; for a
+    card with no GPU-to-GPU link (one per node), one host of
+    :data:`~llm_cost.perf.timemodel.PCIE_TP_MAX` cards over PCIe."""
+    from llm_cost.perf.timemodel import PCIE_TP_MAX
 
     node = max(1, gpu.interconnect.gpus_per_node)
+    return PCIE_TP_MAX if node == 1 else node
+
+
+def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
+    """Replica layouts up to ``budget`` GPUs: TP 1, 2, 4, 8 (or 16) dividing the query heads
+    within a node (a card with no GPU-to-GPU link: up to
+    :data:`~llm_cost.perf.timemodel.PCIE_TP_MAX` over PCIe), PP 1, 2, 4 or 8, EP 1 or TP for MoE
+    models (:func:`plan` keeps a pipeline only where TP alone does not hold the model)."""
+    from llm_cost.model.layout import validate_layout
+
+    node = node_gpus(gpu)
     heads = spec.attention.num_attention_heads
     out = []
     for tp in (t for t in (1, 2, 4, 8, 16) if t <= node and heads % t == 0):

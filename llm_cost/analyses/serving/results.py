@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import field
 
+from llm_cost.analyses.launch import Launch
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.labels import Limit
 from llm_cost.core.notes import Note
@@ -28,6 +29,12 @@ PREFILL_BATCH_GRID = (1, 2, 3, 4, 6, 8)
 DEFAULT_CHUNK_TOKENS = 8192
 #: The most GPUs a plan may use (a search over more would take minutes).
 MAX_PLAN_GPUS = 4096
+#: The TTFT, seconds, past which no interactive service waits: at a rate without a TTFT target the
+#: simulated plan keeps its P99 within it; a chosen plan past it is warned about (saturated, its
+#: requests wait for a slot); frontier rows past :data:`FRONTIER_TTFT_S` are left out of tables.
+SANE_TTFT_S = 10.0
+#: Frontier rows with a TTFT past this many seconds are left out of the printed tables (JSON keeps them).
+FRONTIER_TTFT_S = 60.0
 
 
 @record
@@ -136,3 +143,4 @@ class ServePlan(Result):
     candidates_feasible: int  # of those, the ones that hold their sequences and keep up with their prompts
     steps_timed: int
     conventions: list[Note] = field(default_factory=list)
+    launch: Launch | None = None  # the engine command that runs it (``emit``)

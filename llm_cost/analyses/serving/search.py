@@ -11,6 +11,7 @@ from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, policy_note, us
 from llm_cost.analyses.serving.modes import aggregated, aggregated_point, disaggregated
 from llm_cost.analyses.serving.replicas import (
     StepTimes,
+    node_gpus,
     replica,
     replica_layouts,
     smallest_step,
@@ -21,6 +22,7 @@ from llm_cost.analyses.serving.results import (
     CONCURRENCY_GRID,
     DEFAULT_CHUNK_TOKENS,
     MAX_PLAN_GPUS,
+    SANE_TTFT_S,
     Candidate,
     ServePlan,
     Targets,
@@ -193,14 +195,18 @@ def plan(
     concurrency: Sequence[int] = CONCURRENCY_GRID,
     chunks: Sequence[int | None] = CHUNK_GRID,
     extra_notes: Sequence[Note] = (),
+    reserve_full: bool = False,
 ) -> ServePlan:
     """Search serving configurations and choose the best meeting ``targets`` (module docstring).
+    ``reserve_full``: each sequence's KV cache is counted at its whole length, as TensorRT-LLM's
+    scheduler reserves it (:func:`~llm_cost.analyses.serving.replicas.replica`).
 
-    ``gpus`` is the GPU budget (default: one node, or :data:`MAX_PLAN_GPUS` with ``traffic.qps``).
+    ``gpus`` is the GPU budget (default: one node, :func:`~llm_cost.analyses.serving.replicas.node_gpus`, or
+    :data:`MAX_PLAN_GPUS` with ``traffic.qps``).
     InputError when no layout holds the model within the budget (saying how many GPUs it needs),
     or when no configuration meets the targets (naming the nearest achievable values)."""
     _check_output_tokens(traffic.output_tokens)
-    budget = gpus or (MAX_PLAN_GPUS if traffic.qps is not None else max(1, gpu.interconnect.gpus_per_node))
+    budget = gpus or (MAX_PLAN_GPUS if traffic.qps is not None else node_gpus(gpu))
     if budget > MAX_PLAN_GPUS:
         raise InputError(f"gpus: {budget:,} is more than the {MAX_PLAN_GPUS:,} GPUs a plan covers", fields=("gpus",))
     if layouts is not None and layouts and min(layout.gpus for layout in layouts) > budget:
@@ -216,7 +222,9 @@ def plan(
     candidate_layouts = list(layouts) if layouts is not None else replica_layouts(spec, gpu, budget)
     reps = [
         rep
-        for rep in (replica(spec, gpu, layout, traffic, policy, bits, kv_bits) for layout in candidate_layouts)
+        for rep in (
+            replica(spec, gpu, layout, traffic, policy, bits, kv_bits, reserve_full) for layout in candidate_layouts
+        )
         if rep.room(spec, smallest_step(chunks, traffic), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes
     ]
     if layouts is None:
@@ -283,6 +291,7 @@ def plan(
                     layouts=layouts,
                     concurrency=concurrency,
                     chunks=chunks,
+                    reserve_full=reserve_full,
                 ).frontier
             except InputError:
                 most = None
@@ -358,6 +367,8 @@ def _result(
         *extra_notes,
         *spec.context_note([traffic.input_tokens + traffic.output_tokens]),
         *_few_kv_heads_note(spec, model, chosen),
+        *pcie_note(gpu, chosen.layout, model),
+        *_absurd_ttft(chosen, targets, traffic),
     ]
     return ServePlan(
         spec.name,
@@ -394,6 +405,49 @@ def _result(
         steps,
         conventions,
     )
+
+
+def _absurd_ttft(chosen: Candidate, targets: Targets, traffic: Traffic) -> list[Note]:
+    """A warning when the chosen configuration's TTFT is past :data:`SANE_TTFT_S` with no TTFT
+    target (without a rate: saturated, its requests wait for a slot), or when its KV cache does
+    not hold its sequences (one configuration evaluated beyond memory)."""
+    out = []
+    if targets.ttft_s is None and chosen.ttft_s > SANE_TTFT_S:
+        out.append(
+            note(
+                "warning.serve_ttft",
+                what="predicted mean TTFT",
+                ttft=chosen.ttft_s,
+                bound=SANE_TTFT_S,
+                queue=chosen.queue_s,
+                saturated=traffic.qps is None,
+            )
+        )
+    if Limit.MEMORY in chosen.violates:
+        out.append(note("warning.serve_memory", holds=chosen.max_concurrency, asked=chosen.concurrency))
+    return out
+
+
+def pcie_note(gpu: HardwareSpec, layout: Layout, model: TimeModel) -> list[Note]:
+    """A note when ``layout``'s tensor parallelism runs over PCIe (a card with no GPU-to-GPU link:
+    :func:`~llm_cost.perf.timemodel.pcie_tp`): its collectives at the host link's bandwidth, with
+    the time model's latency per call when it has one (a calibrated profile)."""
+    from llm_cost.perf.timemodel import pcie_tp
+
+    if not pcie_tp(gpu, layout.tp * layout.dp):
+        return []
+    params = getattr(getattr(model, "profile", None), "parameters", None)
+    latency = getattr(params, "collective_latency_s", None)
+    return [
+        note(
+            "serve.pcie_tp",
+            gpu=gpu.name,
+            tp=layout.tp,
+            gen=gpu.pcie_gen,
+            gb_s=gpu.pcie_bytes_s / 1e9,
+            latency_s=latency,
+        )
+    ]
 
 
 def _few_kv_heads_note(spec: ModelSpec, model: TimeModel, chosen: Candidate) -> list[Note]:
@@ -509,6 +563,7 @@ def evaluate(
     policy: MemoryPolicy = DEPLOYMENT,
     network_gb_s: float = DEFAULT_NETWORK_GB_S,
     extra_notes: Sequence[Note] = (),
+    reserve_full: bool = False,
 ) -> ServePlan:
     """One aggregated configuration, saturated: ``replicas`` x ``layout`` at ``concurrency``
     decoding sequences each and a token budget of ``chunk_tokens`` per step; the same result as
@@ -525,7 +580,7 @@ def evaluate(
         )
     bits = weight_bits_of(weight_bits, limit=True)
     steps = StepTimes(spec, gpu, model, bits, kv_bits, compute_dtype)
-    rep = replica(spec, gpu, layout, Traffic(I, O), policy, bits, kv_bits)
+    rep = replica(spec, gpu, layout, Traffic(I, O), policy, bits, kv_bits, reserve_full)
     if rep.room(spec, smallest_step([chunk_tokens], Traffic(I, O)), 1, policy) < rep.seq_kv_bytes + rep.prompt_kv_bytes:
         raise _too_big(spec, gpu, Traffic(I, O), policy, bits, kv_bits, layout.gpus, [layout], "layout")
     budget = layout.gpus * replicas

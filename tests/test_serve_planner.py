@@ -1,0 +1,256 @@
+"""The serving planner's faults of issue 22 and the launch command (``serve --emit``), through the
+public API and the command line, each against arithmetic written out here or a source's own list."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+from pathlib import Path
+
+import pytest
+
+from llm_cost import Layout, api
+from llm_cost.core.types import ServingEngine
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hf"
+
+
+# -- replicas as far as the budget allows ------------------------------------------------------
+
+
+def test_a_rate_is_planned_with_as_many_replicas_as_one_replicas_rate_allows():
+    """``serve llama3-70b --gpu h100 --qps 40 --input 4K --output 512 --ttft 250ms``: with no
+    --gpus the budget is 4,096 GPUs, so the plan is the fewest replicas whose simulated run meets
+    the target. n replicas share 40 requests/s evenly, each sees 40 / n (one replica simulated at
+    that rate is the same run, same seed and 400 requests); so n is right when one TP8 replica
+    meets the target at 40 / n requests/s and misses it at 40 / (n - 1). The old search stopped at
+    the screen's fewest replicas (13 x TP8, 829 ms): more than 16 replicas are needed."""
+    plan = api.serve("llama3-70b", "h100", 4096, 512, qps=40, ttft_s=0.25)
+    run = plan.chosen
+    n = run.replicas
+    assert run.layout == Layout(tp=8) and plan.ttft_s <= 0.25 and n > 16
+    one = api.serve("llama3-70b", "h100", 4096, 512, qps=40 / n, ttft_s=0.25, layout=Layout(tp=8), requests=400)
+    fewer = api.serve("llama3-70b", "h100", 4096, 512, qps=40 / (n - 1), ttft_s=0.25, layout=Layout(tp=8), requests=400)
+    assert one.meets and one.ttft_s == plan.ttft_s
+    assert not fewer.meets and fewer.ttft_s > 0.25
+
+
+def test_a_rate_without_a_ttft_target_is_held_to_the_stated_bound():
+    """Without a TTFT target the fewest replicas that carry the rate on average may still let a
+    queue grow; the plan keeps the P99 TTFT within the stated 10 s and says so."""
+    plan = api.serve("llama3-8b", "h100", 2048, 256, qps=30, tpot_s=0.05)
+    assert plan.percentiles["ttft_s"].p99 <= 10.0
+    assert any(n.code == "serve.implicit_ttft" and n.params["bound"] == 10.0 for n in plan.conventions)
+
+
+# -- tensor parallelism over PCIe --------------------------------------------------------------
+
+
+def test_llama3_70b_on_l40s_runs_tensor_parallel_over_pcie():
+    """L40S has no NVLink (one GPU per node in its spec); Llama-3-70B's 141 GB of BF16 weights
+    need more than one 48 GB card, and TPOT 40 ms needs TP over PCIe. NVIDIA's L40S datasheet:
+    PCIe Gen4 x16, 64 GB/s bidirectional = 32 GB/s per direction."""
+    plan = api.serve("llama3-70b", "l40s", 2048, 256, tpot_s=0.040)
+    layout = plan.chosen.layout
+    assert layout.tp >= 2 and layout.tp * layout.pp <= 8 and plan.tpot_s <= 0.040
+    pcie = [n for n in plan.conventions if n.code == "serve.pcie_tp"]
+    assert pcie and pcie[0].params["gb_s"] == 64 / 2 and pcie[0].params["gen"] == 4
+
+
+def test_a_pcie_tensor_parallel_step_uses_the_pcie_link():
+    """A TP4 decode step on RTX 4090s (PCIe 4.0 x16: 16 GT/s x 16 lanes = 32 GB/s each way) times
+    its collectives on PCIe, bytes / 32e9 s, not on the network; on H100 the same TP stays on
+    NVLink."""
+    on_4090 = api.decode("llama3-8b", "rtx-4090", batch=8, context=2048, layout=Layout(tp=4))
+    assert on_4090.link == "PCIe 4.0 x16" and on_4090.comm_bytes > 0
+    assert on_4090.comm_time_s == pytest.approx(on_4090.comm_bytes / 32e9)
+    on_h100 = api.decode("llama3-8b", "h100", batch=8, context=2048, layout=Layout(tp=4))
+    assert on_h100.link.startswith("NVLink")
+
+
+# -- engine caps and reservation ---------------------------------------------------------------
+
+
+def test_concurrency_is_searched_only_up_to_the_engines_cap():
+    """vLLM's default max_num_seqs is 256 on a GPU under 70 GiB (vllm/engine/arg_utils.py,
+    _set_default_args: 1,024 only at >= 70 GiB and not an A100); an L40S holds 48 GiB, so no
+    configuration screened or simulated runs more than 256 sequences; --max-num-seqs 32 caps at 32."""
+    default = api.serve("llama3-8b", "l40s", 2048, 256, gpus=1)
+    assert all(c.concurrency <= 256 for c in default.screen.frontier)
+    assert all(r.max_num_seqs <= 256 for r in default.simulated)
+    capped = api.serve("llama3-8b", "l40s", 2048, 256, gpus=1, max_num_seqs=32)
+    assert all(c.concurrency <= 32 for c in capped.screen.frontier)
+    assert all(r.max_num_seqs <= 32 for r in capped.simulated)
+
+
+def test_trtllm_reserves_each_request_whole_and_so_holds_fewer_sequences():
+    """TensorRT-LLM's GUARANTEED_NO_EVICT scheduler admits a request only when the blocks of its
+    prompt and every output token can be reserved (capacityScheduler.cpp). Llama-3-70B on TP4:
+    KV per token per GPU = 80 layers x (8 / 4) KV heads x 128 x 2 (K, V) x 2 B = 81,920 B. At
+    2,048 + 2,048 tokens a reserved sequence holds 4,096 tokens = 256 blocks of 16; vLLM's running
+    sequences hold their current context, the screen's mean over four shares of the output:
+    contexts 2,049 + (2i + 1) x 2,047 // 8 = 2,304, 2,816, 3,328, 3,840 -> 144, 176, 208, 240
+    blocks, mean 192 blocks = 3,072 tokens. The same KV budget R holds floor(R / bytes) of each."""
+    kw = dict(layout=Layout(tp=4), concurrency=64)
+    vllm = api.serve("llama3-70b", "h100", 2048, 2048, **kw).max_concurrency
+    trt = api.serve("llama3-70b", "h100", 2048, 2048, engine="trtllm", **kw).max_concurrency
+    per_token = 80 * (8 // 4) * 128 * 2 * 2
+    mean, full = 3072 * per_token, 4096 * per_token
+    low, high = vllm * mean, (vllm + 1) * mean  # the budget R: vllm = floor(R / mean)
+    assert math.floor(low / full) <= trt <= math.floor((high - 1) / full)
+    assert trt < vllm
+
+
+def test_trtllm_concurrency_cap_is_its_max_batch_size():
+    """trtllm-serve's --max_batch_size defaults to BuildConfig.max_batch_size = 2,048
+    (tensorrt_llm/builder.py); the simulated engine runs at most that many."""
+    run = api.serve("llama3-8b", "h100", 512, 64, qps=1, layout=Layout(tp=1), engine="trtllm", requests=50)
+    assert run.max_num_seqs == 2048 and run.max_num_batched_tokens == 8192
+
+
+# -- float32 checkpoints -----------------------------------------------------------------------
+
+
+def test_a_float32_checkpoint_is_served_in_bf16_and_says_so(tmp_path):
+    """google/gemma-2-9b's config.json says ``torch_dtype: float32``; servers load it in 16 bits
+    (vLLM's dtype auto). The plan holds 16-bit weights and a note says so; a bf16 checkpoint has no
+    such note."""
+    config = json.loads((FIXTURES / "gemma-2-9b-it" / "config.json").read_text())
+    config["torch_dtype"] = "float32"
+    path = tmp_path / "gemma-2-9b" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(config))
+    fp32 = api.serve(str(path), "h100", 2048, 256, gpus=1, analytic=True)
+    assert fp32.weight_bits == 16
+    assert any(n.code == "serve.fp32_checkpoint" for n in fp32.conventions)
+    bf16 = api.serve(str(FIXTURES / "gemma-2-9b-it" / "config.json"), "h100", 2048, 256, gpus=1, analytic=True)
+    assert bf16.weight_bits == 16 and not any(n.code == "serve.fp32_checkpoint" for n in bf16.conventions)
+
+
+# -- warnings ----------------------------------------------------------------------------------
+
+
+def test_csv_keeps_the_does_not_fit_warning(cli):
+    """One configuration evaluated past its KV cache (Llama-3-70B, TP2 on H100, 256 sequences)
+    warns that it does not fit; --csv keeps the warning in its warnings column."""
+    table = cli("serve", "llama3-70b", "--gpu", "h100", "--tp", "2", "--batch", "256")
+    assert table.code == 0 and "does not fit" in table.out
+    csv = cli("serve", "llama3-70b", "--gpu", "h100", "--tp", "2", "--batch", "256", "--csv")
+    header, first = csv.out.splitlines()[:2]
+    assert "warnings" in header.split(",") and "does not fit" in first
+
+
+def test_a_saturated_plan_waiting_for_slots_is_warned_about():
+    """Without a rate or a TTFT target a configuration saturated at 256 sequences makes each
+    request wait for a slot: tens of seconds of TTFT, which the result warns about."""
+    plan = api.serve("llama3-70b", "h100", 2048, 256, layout=Layout(tp=2), concurrency=256)
+    assert plan.ttft_s > 10
+    assert any(n.code == "warning.serve_ttft" and n.params["saturated"] for n in plan.conventions)
+
+
+# -- the launch command ------------------------------------------------------------------------
+
+#: Every flag of ``vllm serve``'s engine arguments, copied from vllm/engine/arg_utils.py at commit
+#: 99d7eb5d (vLLM 0.11: its deprecations say "will be removed in v0.12.0"), EngineArgs.add_cli_args,
+#: the model, parallel, cache and scheduler groups; booleans are BooleanOptionalAction (--x, --no-x).
+VLLM_FLAGS = {
+    "model": str, "runner": str, "convert": str, "tokenizer": str, "tokenizer-mode": str,
+    "trust-remote-code": bool, "dtype": str, "seed": int, "hf-config-path": str, "revision": str,
+    "max-model-len": int, "quantization": str, "enforce-eager": bool, "max-logprobs": int,
+    "served-model-name": str, "generation-config": str, "load-format": str, "download-dir": str,
+    "distributed-executor-backend": str, "pipeline-parallel-size": int, "tensor-parallel-size": int,
+    "decode-context-parallel-size": int, "data-parallel-size": int, "enable-expert-parallel": bool,
+    "enable-eplb": bool, "max-parallel-loading-workers": int, "disable-custom-all-reduce": bool,
+    "block-size": int, "gpu-memory-utilization": float, "kv-cache-memory-bytes": int, "swap-space": float,
+    "kv-cache-dtype": str, "num-gpu-blocks-override": int, "enable-prefix-caching": bool,
+    "prefix-caching-hash-algo": str, "cpu-offload-gb": float, "calculate-kv-scales": bool,
+    "max-num-batched-tokens": int, "max-num-seqs": int, "max-num-partial-prefills": int,
+    "max-long-partial-prefills": int, "long-prefill-token-threshold": int, "scheduling-policy": str,
+    "enable-chunked-prefill": bool, "async-scheduling": bool, "cudagraph-capture-sizes": int,
+}  # fmt: skip
+#: kv-cache-dtype's choices at that commit (CacheDType in vllm/config/cache.py, as the parser takes them).
+VLLM_KV_DTYPES = {"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"}
+#: SGLang's flags the command uses: ServerArgs fields of python/sglang/srt/server_args.py @ 001067ff,
+#: each field's flag its name with dashes (tp_size -> --tp-size).
+SGLANG_FLAGS = {
+    "model-path", "tp-size", "pp-size", "ep-size", "max-running-requests", "chunked-prefill-size",
+    "mem-fraction-static", "kv-cache-dtype", "quantization", "context-length", "disable-radix-cache",
+}  # fmt: skip
+#: trtllm-serve's click options, tensorrt_llm/commands/serve.py @ 4c05a748.
+TRTLLM_FLAGS = {
+    "tokenizer", "host", "port", "backend", "log_level", "max_beam_width", "max_batch_size",
+    "max_num_tokens", "max_seq_len", "tp_size", "pp_size", "ep_size", "cluster_size", "gpus_per_node",
+    "kv_cache_free_gpu_memory_fraction", "num_postprocess_workers", "trust_remote_code",
+    "extra_llm_api_options", "reasoning_parser", "enable_chunked_prefill",
+}  # fmt: skip
+
+
+def _vllm_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vllm serve", allow_abbrev=False, exit_on_error=False)
+    parser.add_argument("model_tag")
+    for name, kind in VLLM_FLAGS.items():
+        if kind is bool:
+            parser.add_argument("-" * 2 + name, action=argparse.BooleanOptionalAction)
+        else:
+            parser.add_argument("-" * 2 + name, type=kind)
+    return parser
+
+
+def _names(argv: tuple[str, ...]) -> set[str]:
+    return {a[2:] for a in argv if a.startswith("-" * 2)}
+
+
+def test_the_emitted_vllm_command_parses_with_vllms_flags():
+    """The plan of the issue's command, emitted for vLLM: ``vllm serve`` and the HF repo id the
+    spec's source names, then flags that vLLM 0.11's parser (its flags copied above) accepts with
+    the plan's own values: TP, max_num_seqs and max_num_batched_tokens of the simulated run."""
+    plan = api.serve(
+        "llama3-70b", "h100", 2048, 256, gpus=8, ttft_s="p99:2s", tpot_s="p90:50ms", usd_per_gpu_hour=2.5, emit="vllm"
+    )
+    launch = plan.launch
+    assert launch.engine == ServingEngine.VLLM and "vLLM 0.11" in launch.version
+    assert "vllm/engine/arg_utils.py" in launch.checked_against
+    assert launch.argv[:3] == ("vllm", "serve", "meta-llama/Meta-Llama-3-70B")
+    assert shlex.split(launch.command) == list(launch.argv)
+    args = _vllm_parser().parse_args(list(launch.argv[2:]))
+    run = plan.chosen
+    assert args.tensor_parallel_size == run.layout.tp and args.pipeline_parallel_size == run.layout.pp
+    assert args.max_num_seqs == run.max_num_seqs and args.max_num_batched_tokens == run.max_num_batched_tokens
+    assert args.enable_chunked_prefill is run.chunked_prefill and args.kv_cache_dtype in VLLM_KV_DTYPES
+    assert args.gpu_memory_utilization == 0.9 and launch.replicas == run.replicas
+
+
+def test_sglang_and_trtllm_commands_use_only_their_flags():
+    """The same plan emitted for SGLang and TensorRT-LLM names only flags of their parsers."""
+    kw = dict(gpus=8, ttft_s="p99:2s", tpot_s="p90:50ms")
+    sglang = api.serve("llama3-70b", "h100", 2048, 256, emit="sglang", **kw).launch
+    assert sglang.argv[:3] == ("python", "-m", "sglang.launch_server") and _names(sglang.argv) <= SGLANG_FLAGS
+    trt = api.serve("llama3-70b", "h100", 2048, 256, emit="trtllm", **kw).launch
+    assert trt.argv[0] == "trtllm-serve" and _names(trt.argv) <= TRTLLM_FLAGS
+
+
+def test_an_analytic_plan_emits_its_concurrency_and_chunk():
+    """The analytic plan's chosen concurrency and chunk become max_num_seqs and
+    max_num_batched_tokens."""
+    plan = api.serve("llama3-70b", "h100", 2048, 256, gpus=8, analytic=True, emit="vllm")
+    args = _vllm_parser().parse_args(list(plan.launch.argv[2:]))
+    c = plan.chosen
+    assert args.max_num_seqs == c.concurrency and args.tensor_parallel_size == c.layout.tp
+    assert args.max_num_batched_tokens == (c.chunk_tokens or 8192)
+
+
+def test_emit_prints_the_command_and_json_carries_it(cli):
+    args = ["serve", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--ttft", "p99:2s", "--tpot", "p90:50ms"]
+    text = cli(*args, "--emit", "vllm")
+    assert text.code == 0
+    lines = text.out.strip().splitlines()
+    assert lines[0].startswith("# vLLM 0.11") and lines[-1].startswith("vllm serve meta-llama/Meta-Llama-3-70B ")
+    data = cli(*args, "--emit", "vllm", "--json").json()
+    assert data["launch"]["command"] == lines[-1] and data["launch"]["argv"][:2] == ["vllm", "serve"]
+
+
+def test_emit_without_a_plan_is_one_line_and_exit_2(cli):
+    run = cli("serve", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--ttft", "1ms", "--emit", "vllm")
+    assert run.code == 2 and run.out == "" and len(run.err.strip().splitlines()) == 1
