@@ -95,9 +95,11 @@ def serve(
     ``engine`` (``vllm``, ``trtllm``) with its server defaults for the GPU, ``max_num_seqs``,
     ``chunk_tokens`` (``max_num_batched_tokens``), ``chunked_prefill``, ``prefix_caching``,
     ``max_model_len`` (default the model's), ``gpu_memory_utilization``. Steps are timed by
-    ``profile`` if given, else by vLLM's time model for the GPU
-    (:func:`llm_cost.analyses.serving_runs.vllm_time_model`); the analytic-only forms by the GPU's
-    calibrated profile. Deterministic for ``seed``. ``emit`` (``vllm``, ``sglang``, ``trtllm``):
+    ``profile`` if given, else by the GPU's fitted profile of ``engine`` when it is not vLLM
+    (h100-trtllm), else by vLLM's time model for the GPU
+    (:func:`llm_cost.api.choices.serving_profile_of`,
+    :func:`llm_cost.analyses.serving_runs.vllm_time_model`); the analytic-only forms by the GPU's
+    calibrated profile of ``engine`` (:func:`llm_cost.api.choices.profile_of`). Deterministic for ``seed``. ``emit`` (``vllm``, ``sglang``, ``trtllm``):
     the result's ``launch`` holds the engine command that runs the chosen configuration
     (:func:`llm_cost.analyses.launch.launch_command`; an aggregated plan). InputError naming the
     argument for anything out of range, contradictory, or for targets nothing meets (with the
