@@ -80,8 +80,8 @@ FITS: dict[str, tuple] = {
         VLLM,
         "fitted on 4 published vLLM decode rows of Llama-3(.1)-8B: H100 SXM at batch 1 and 4 (vLLM 0.21.0, "
         "yobitel) and H800 (the H100 die and datasheet peaks) at 1K and 200K context (vLLM 0.4.2, lmdeploy "
-        "issue 1608); the 200K row is left out (see EXCLUDE); with 3 rows only the per-layer time is fitted, the "
-        "rest are the a100 (gpt-fast torch.compile) fit's transferred to the H100: vLLM V1 runs its model under "
+        "issue 1608); the 200K row is left out (see EXCLUDE); decode attention split-KV (FlashAttention); with 3 "
+        "rows only the per-layer time is fitted, the rest are the a100 (gpt-fast torch.compile) fit's transferred to the H100: vLLM V1 runs its model under "
         "torch.compile and CUDA graphs, and that transfer is the time model checked against the shipped vLLM "
         "serving runs (llm_cost.analyses.serving_runs.vllm_time_model)",
         ["layer_overhead_s"],
@@ -166,14 +166,24 @@ FITS: dict[str, tuple] = {
         (),
     ),
 }
+#: Whether each engine's decode attention splits the KV cache (flash-decoding: the profile's
+#: ``decode_split_kv``, :mod:`llm_cost.perf.kernels`): vLLM and SGLang (FlashAttention / FlashInfer),
+#: TensorRT-LLM (its XQA / multi-block MMHA kernels) and llama.cpp (its flash-attention kernel splits the
+#: KV across blocks) do; PyTorch's eager SDPA, which the H200 rows ran, and gpt-fast's compiled SDPA at
+#: batch 1 do not.
+SPLIT_KV = {
+    Engine.VLLM: True,
+    Engine.SGLANG: True,
+    Engine.TRTLLM: True,
+    Engine.LLAMACPP: True,
+    Engine.PYTORCH_EAGER: False,
+    Engine.TORCH_COMPILE: False,
+}
 #: Rows left out of a fit, with why: they stay in ``llm-cost validate`` as out-of-sample rows.
 EXCLUDE = {
-    "rtx-4090-llamacpp-pr17505-l3-8b-q4_0-ub1-d32768": "batch-1 decode at a 32K context with llama.cpp's "
-    "flash-attention kernel, which splits the KV across thread blocks: the time model's decode attention has no "
-    "split-KV yet, so this row would pull every other parameter (it is predicted 4x too slow)",
-    "h800-vllm042-l3-8b-b1-c200k": "batch-1 decode at a 200K context with vLLM's FlashAttention, which splits "
-    "the KV (flash-decoding): without split-KV in the time model only the KV saturation could absorb it, which "
-    "no other row determines (held out, it is predicted 13x too slow)",
+    "h800-vllm042-l3-8b-b1-c200k": "batch-1 decode at a 204,790-token context, 200x the longest of the other "
+    "vLLM rows (1,024): in the fit it alone would set the decode-attention efficiency (4 rows, 2 parameters), "
+    "held out it is predicted 43% too fast (with split-KV); kept out until more long-context vLLM rows exist",
 }
 NEAREST = {
     "h100": "h200",
@@ -205,7 +215,8 @@ def main() -> None:
     made = {}
     for name in ("h200", "a100"):
         gpu, engine, files, note, free, _, peers = FITS[name]
-        made[name] = calibrate([DATA / f for f in files], name, note, gpu=gpu, engine=engine).profile
+        paths = [DATA / f for f in files]
+        made[name] = calibrate(paths, name, note, SPLIT_KV[engine], gpu=gpu, engine=engine).profile
     for gpu in gpu_names():
         if gpu not in made:
             source = NEAREST[gpu]
@@ -221,7 +232,7 @@ def main() -> None:
         paths = [DATA / f for f in files]
         ids = [m.id for m in load_measurements(paths) if m.id not in EXCLUDE]
         made[name] = calibrate(
-            paths, name, note, gpu=gpu, peers=peers, engine=engine, free=free, base=start, ids=ids
+            paths, name, note, SPLIT_KV[engine], gpu=gpu, peers=peers, engine=engine, free=free, base=start, ids=ids
         ).profile
     for name, profile in made.items():
         (out / f"{name}.yaml").write_text(profile_yaml(profile))

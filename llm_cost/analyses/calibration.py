@@ -48,6 +48,7 @@ from llm_cost.perf.calibrated import (
     smooth_max,
     weight_format,
 )
+from llm_cost.perf.kernels import attention_blocks
 from llm_cost.perf.profile import (
     PARAMETERS,
     FitError,
@@ -303,7 +304,7 @@ class _Features:
     stages: Any
 
     @classmethod
-    def of(cls, steps: list[Step], gpu: HardwareSpec, np: Any) -> _Features:
+    def of(cls, steps: list[Step], gpu: HardwareSpec, np: Any, split_kv: bool = False) -> _Features:
         gemm: dict[str, list] = {k: [] for k in ("row", "flops", "w", "act", "m", "fmt")}
         attn: dict[str, list] = {k: [] for k in ("row", "flops", "read", "write", "x")}
         other: dict[str, list] = {k: [] for k in ("row", "flops", "bytes")}
@@ -317,7 +318,7 @@ class _Features:
                     for k, v in zip(gemm, (i, op.flops, op.weight_bytes, op.activation_bytes, op.m or 1, fmt)):
                         gemm[k].append(float(v))
                 elif op.kind == OpKind.ATTENTION:
-                    x = (op.batch or 1) * (op.kv_heads or 1)
+                    x = attention_blocks(op, gpu.sm_count, split_kv)
                     for k, v in zip(attn, (i, op.flops, op.kv_read_bytes, op.kv_write_bytes, x)):
                         attn[k].append(float(v))
                 elif op.kind == OpKind.COLLECTIVE:
@@ -498,6 +499,7 @@ def calibrate(
     paths: list[Path],
     name: str,
     note: str = "",
+    decode_split_kv: bool = False,
     *,
     gpu: Optional[str] = None,
     peers: Sequence[str] = (),
@@ -506,7 +508,9 @@ def calibrate(
     base: Optional[Profile] = None,
     ids: Optional[Sequence[str]] = None,
 ) -> Calibration:
-    """Fit a profile named ``name`` to the measurement files; leave-one-out errors. InputError
+    """Fit a profile named ``name`` to the measurement files; leave-one-out errors. With
+    ``decode_split_kv`` the engine's decode attention splits the keys (the profile's flag: the rows'
+    attention blocks by :func:`~llm_cost.perf.kernels.attention_blocks`). InputError
     without numpy/scipy, for rows of more than one GPU, fewer rows than free parameters + 2, or a
     row faster than the bound. The same unchanged files fitted again in one process return the same
     (shared, not to be modified) result: validating and calibrating refit nothing twice.
@@ -524,6 +528,7 @@ def calibrate(
         status = real.stat()
         key.append((str(real), status.st_mtime_ns, status.st_size))
     options = (
+        bool(decode_split_kv),
         gpu,
         tuple(peers),
         None if engine is None else str(engine),
@@ -608,6 +613,7 @@ def _calibrate(
     paths: tuple[Path, ...],
     name: str,
     note: str,
+    split_kv: bool = False,
     only_gpu: Optional[str] = None,
     peers: tuple[str, ...] = (),
     engine_given: Optional[str] = None,
@@ -671,7 +677,7 @@ def _calibrate(
             f"or unit?): {', '.join(below[:5])}" + (f" and {len(below) - 5} more" if len(below) > 5 else "")
         )
     check_distinct(rows)
-    feats = _Features.of(steps, gpu, np)
+    feats = _Features.of(steps, gpu, np, split_kv)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     _check_reachable(rows, feats.predict(SLOWEST, np), gpu)
     engine = _engine_of(engine_given, paths)  # after the rows are checked: their faults are told first
@@ -709,6 +715,7 @@ def _calibrate(
         kind="fitted",
         note=note or f"fitted by llm-cost calibrate on {len(rows)} rows",
         parameters=Parameters.checked(**_rounded(q)),
+        decode_split_kv=split_kv,
         fitted_on=[m.id for m in rows],
         measurements=[p.name if real_path(p, _WHAT).parent == measurements_dir() else str(p) for p in paths],
         fixed=fixed,
@@ -831,6 +838,7 @@ def validate(profile: Profile, base: Path | None = None) -> Calibration:
         paths,
         profile.name,
         profile.note,
+        profile.decode_split_kv,
         gpu=profile.gpu,
         peers=sorted(gpus - {profile.gpu}),
         engine=profile.engine,

@@ -32,7 +32,7 @@ from llm_cost.core.units import Number, exact, to_bytes
 from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
-from llm_cost.perf.calibrated import CalibratedModel, band_factors
+from llm_cost.perf.calibrated import CalibratedModel, band_factors, split_kv_notes
 from llm_cost.perf.profile import Profile, default_profile, profile_note
 from llm_cost.perf.timemodel import (
     DEFAULT_MBU,
@@ -44,7 +44,7 @@ from llm_cost.perf.timemodel import (
 )
 from llm_cost.specs.schema import HardwareSpec, ModelSpec, MoE
 from llm_cost.workload.routing import expert_hit_fraction
-from llm_cost.workload.step import Step, build_step, decode, prefill, sum_of
+from llm_cost.workload.step import SeqGroup, Step, build_step, decode, prefill, sum_of
 
 __all__ = ["OpRow", "DecodeStep", "decode_step", "decode_steps", "PrefillStep", "prefill_step", "memory_note"]
 
@@ -241,6 +241,7 @@ class DecodeStep(Result):
     engine: str | None = None  # the profile's engine
     profile_kind: str | None = None  # fitted or transferred
     profile_rows: int | None = None  # rows the profile (or its source) was fitted on
+    total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
 
 
 def _bits(weight_bits: int | float | Fraction | None, dtype: Dtype) -> Fraction:
@@ -395,6 +396,7 @@ def decode_steps(
         if predictor is not None:
             if detail:
                 conventions.append(profile_note(predictor.profile, gpu.name))
+                conventions += split_kv_notes(predictor, step, gpu)
             predicted = predictor.step_time(step, gpu, detail).time_s
         results.append(
             DecodeStep(
@@ -448,6 +450,16 @@ def decode_steps(
                 predicted_s=predicted,
                 profile=chosen.name if chosen is not None else None,
                 **banded(chosen, predicted, batch, context, batch),
+                total_flops=_total_flops(
+                    spec,
+                    step,
+                    layout,
+                    decode(batch, context),
+                    weight_bits=bits,
+                    kv_bits=kv_bits,
+                    compute_dtype=compute,
+                    weight_bytes=weight_bytes,
+                ),
             )
         )
     return results
@@ -562,6 +574,16 @@ class PrefillStep(Result):
     engine: str | None = None  # the profile's engine
     profile_kind: str | None = None  # fitted or transferred
     profile_rows: int | None = None  # rows the profile (or its source) was fitted on
+    total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
+
+
+def _total_flops(spec: ModelSpec, step: Step, layout: Layout, groups: Sequence[SeqGroup], **build: Any) -> Number:
+    """The FLOPs of ``step``'s sequences summed over every GPU of ``layout``: the same step built on
+    one GPU (the model's count for those tokens; replicated operators such as norms counted once),
+    or ``step.flops`` when the layout is one GPU. ``flops`` of a step on a layout is per GPU."""
+    if layout == ONE_GPU:
+        return step.flops
+    return build_step(spec, groups, **build).flops
 
 
 def prefill_step(
@@ -586,16 +608,10 @@ def prefill_step(
     under ``profile`` (default: the GPU's shipped one)."""
     compute = dtype
     bits = _bits(weight_bits, compute)
-    step = build_step(
-        spec,
-        prefill(batch, seq),
-        layout=layout,
-        weight_bits=bits,
-        kv_bits=kv_bits,
-        compute_dtype=compute,
-        logits=logits,
-        attention=attention,
+    build: dict[str, Any] = dict(
+        weight_bits=bits, kv_bits=kv_bits, compute_dtype=compute, logits=logits, attention=attention
     )
+    step = build_step(spec, prefill(batch, seq), layout=layout, **build)
     bound = RooflineBound(network_gb_s).step_time(step, gpu)
     est = EfficiencyEstimate(mfu, mbu, network_gb_s).step_time(step, gpu)
     flops = step.flops
@@ -647,4 +663,5 @@ def prefill_step(
         predicted,
         chosen.name if chosen is not None else None,
         **banded(chosen, predicted, batch, seq, batch * seq),
+        total_flops=_total_flops(spec, step, layout, prefill(batch, seq), **build),
     )

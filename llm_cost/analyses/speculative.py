@@ -7,11 +7,14 @@ memory-bound regime), the speedup is E / (gamma c + 1). Verification stays almos
 while B (gamma + 1) tokens per step stay below the ridge: the gain turns near
 B = ridge / (gamma + 1). Fully compute-bound, the speedup falls to E / (gamma + 1 + gamma c).
 
-The step model (seed 003 §08), from the step's operators (:mod:`llm_cost.workload.step`)
-timed by the MFU/MBU estimate: baseline, B sequences add one token each after the context;
-verification, B sequences score gamma + 1 tokens each (the FLOPs and weights of B (gamma + 1)
-tokens, each sequence's KV read once). Baseline: B tokens per step; speculative: B x E tokens
-per verify step + gamma x c x baseline step. The documents' numbers use full bandwidth (MBU 1).
+The step model (seed 003 §08), from the step's operators (:mod:`llm_cost.workload.step`) on one
+GPU or a layout, timed by the time model ``roofline`` predicts with (a :class:`~llm_cost.perf.timemodel.TimeModel`:
+the GPU's calibrated profile, else the MFU/MBU estimate; :func:`llm_cost.api.choices.time_model`):
+baseline, B sequences add one token each after the context; verification, B sequences score
+gamma + 1 tokens each (the FLOPs and weights of B (gamma + 1) tokens, each sequence's KV read
+once). Baseline: B tokens per step; speculative: B x E tokens per verify step + gamma x c x
+baseline step. The documents' numbers use full bandwidth (MBU 1). Tokens per second are of one
+replica (its B sequences, on the layout's GPUs).
 
 Two batches answer "when does it stop paying": the knee, the smallest batch whose verify step
 is compute-bound (from there the gain falls), and the break-even, the smallest batch whose
@@ -32,10 +35,12 @@ from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, Part, TensorGroup
-from llm_cost.model.layout import ONE_GPU
+from llm_cost.model.layout import ONE_GPU, Layout
 from llm_cost.model.structure import build
+from llm_cost.perf.calibrated import split_kv_notes
+from llm_cost.perf.profile import profile_note
 from llm_cost.perf.ridge import ridge
-from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, EfficiencyEstimate, StepTime
+from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, EfficiencyEstimate, StepTime, TimeModel
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.step import SeqGroup, build_step
 
@@ -79,6 +84,9 @@ class SpecResult(Result):
     mfu: float | None
     mbu: float | None
     context: int
+    layout: Layout | None
+    time_model: str | None  # the label of what timed the steps, e.g. "prediction (profile h100)"
+    time_kind: str | None  # bound, estimate or prediction
     weight_bytes_convention: WeightBytes | None
     ridge: float | None
     turning_batch: float | None  # ridge / (gamma + 1), at peak FLOP/s: the closed form
@@ -132,7 +140,7 @@ def _smallest(predicate, limit: int = BATCH_SEARCH_LIMIT) -> int | None:
 
 
 class _StepModel:
-    """The baseline and verify steps of one model on one GPU, timed by the MFU/MBU estimate."""
+    """The baseline and verify steps of one model on one GPU or a layout, timed by ``time``."""
 
     def __init__(
         self,
@@ -141,18 +149,18 @@ class _StepModel:
         dtype: Dtype,
         bits: int,
         context: int,
-        mfu: float,
-        mbu: float,
+        time: TimeModel,
         weight_bytes: WeightBytes,
         gamma: int,
         c: float,
         expected: float,
+        layout: Layout,
     ) -> None:
-        self.dtype, self.bits, self.weight_bytes = dtype, bits, weight_bytes
+        self.dtype, self.bits, self.weight_bytes, self.layout = dtype, bits, weight_bytes, layout
         self.spec, self.gpu, self.context, self.gamma, self.c, self.E = spec, gpu, context, gamma, c, expected
-        self.time = EfficiencyEstimate(mfu, mbu)
+        self.time = time
 
-    def _step(self, batch: int, tokens: int) -> StepTime:
+    def step(self, batch: int, tokens: int) -> StepTime:
         """A step of ``batch`` sequences adding ``tokens`` tokens each; verification scores every
         drafted position, so the LM head runs on all of them."""
         step = build_step(
@@ -162,11 +170,12 @@ class _StepModel:
             weight_bits=self.bits,
             compute_dtype=self.dtype,
             weight_bytes=self.weight_bytes,
+            layout=self.layout,
         )
-        return self.time.step_time(step, self.gpu)
+        return self.time.step_time(step, self.gpu, False)
 
     def row(self, batch: int) -> SpecAtBatch:
-        base, verify = self._step(batch, 1), self._step(batch, self.gamma + 1)
+        base, verify = self.step(batch, 1), self.step(batch, self.gamma + 1)
         draft = self.gamma * self.c * base.time_s
         base_rate = batch / base.time_s
         spec_rate = batch * self.E / (verify.time_s + draft)
@@ -182,6 +191,18 @@ class _StepModel:
         )
 
 
+def _decode(model: _StepModel, batch: int):
+    """The operators of the baseline (one-token) step at ``batch``."""
+    return build_step(
+        model.spec,
+        [SeqGroup(batch, 1, model.context)],
+        weight_bits=model.bits,
+        compute_dtype=model.dtype,
+        weight_bytes=model.weight_bytes,
+        layout=model.layout,
+    )
+
+
 def speculative(
     alpha: float,
     gamma: int,
@@ -195,11 +216,15 @@ def speculative(
     weight_bytes: WeightBytes = WeightBytes.READ,
     use_mtp: bool = False,
     mbu: float = DEFAULT_MBU,
+    time_model: TimeModel | None = None,
+    layout: Layout = ONE_GPU,
 ) -> SpecResult:
     """Closed forms for (alpha, gamma, c); with a model and GPU, the step model at each batch and
-    its knee and break-even batches.
+    its knee and break-even batches, its steps timed by ``time_model`` (default: the MFU/MBU
+    estimate) per GPU of ``layout``.
 
-    InputError for alpha outside [0, 1], gamma < 1, c < 0, a missing c, or a GPU lacking ``dtype``."""
+    InputError for alpha outside [0, 1], gamma < 1, c < 0, a missing c, a GPU lacking ``dtype``, or a
+    layout that cannot hold the model."""
     c_source = "given"
     if use_mtp:
         if spec is None:
@@ -214,22 +239,37 @@ def speculative(
     E = expected_tokens(alpha, gamma)
     rows: list[SpecAtBatch] = []
     r = turning = turning_mfu = knee = even = None
+    timer: TimeModel = EfficiencyEstimate(mfu, mbu)
     conventions = [note("spec.closed_forms")]
     if spec is not None and gpu is not None:
         r = ridge(gpu, dtype)
         turning = r / (gamma + 1)
         turning_mfu = turning * mfu / mbu
         bits = Dtype(spec.torch_dtype).bits  # weights at the checkpoint's dtype
-        model = _StepModel(spec, gpu, dtype, bits, context, mfu, mbu, weight_bytes, gamma, float(c), E)
+        timer = time_model or EfficiencyEstimate(mfu, mbu)
+        model = _StepModel(spec, gpu, dtype, bits, context, timer, weight_bytes, gamma, float(c), E, layout)
         rows = [model.row(B) for B in batches or ()]
         knee = _smallest(lambda b: model.row(b).verify_bound == Bound.COMPUTE)
         even = _smallest(lambda b: model.row(b).speedup < 1)
         conventions.append(
-            note("spec.step_model", gpu=gpu.name, dtype=dtype, mfu=mfu, mbu=mbu, context=context, bits=bits)
+            note(
+                "spec.step_model",
+                gpu=gpu.name,
+                dtype=dtype,
+                time_model=timer.label,
+                context=context,
+                bits=bits,
+                gpus=layout.gpus,
+            )
         )
+        profile = getattr(timer, "profile", None)
+        if profile is not None:
+            conventions.append(profile_note(profile, gpu.name))
+            if rows:
+                conventions += split_kv_notes(timer, _decode(model, min(r_.batch for r_ in rows)), gpu)
         conventions.append(note(f"decode.bytes_{weight_bytes}", bits=bits, kv_bits=16))
         conventions.append(note("spec.knee_and_break_even", limit=BATCH_SEARCH_LIMIT))
-        conventions += memory_note(spec, gpu, ONE_GPU, Fraction(bits), 16, max(r_.batch for r_ in rows), context)
+        conventions += memory_note(spec, gpu, layout, Fraction(bits), 16, max(r_.batch for r_ in rows), context)
     return SpecResult(
         alpha,
         gamma,
@@ -243,6 +283,9 @@ def speculative(
         mfu if gpu else None,
         mbu if gpu else None,
         context,
+        layout if gpu else None,
+        timer.label if gpu is not None and spec is not None else None,
+        str(timer.kind) if gpu is not None and spec is not None else None,
         weight_bytes if gpu else None,
         r,
         turning,

@@ -21,14 +21,16 @@ def calibrate(
     out: Union[str, Path],
     name: Optional[str] = None,
     force: bool = False,
+    decode_split_kv: bool = False,
     engine: Optional[str] = None,
 ) -> Calibration:
     """Fit a profile to the measurement files (one GPU; YAML or CSV rows of model, gpu, phase,
     batch, context, tp, weights_dtype, group_size, kv_dtype, measured_ms), write it to ``out``
-    whole or not at all, and return it with its leave-one-out errors. ``engine``: the engine the rows
-    were timed under (:class:`~llm_cost.core.types.Engine`), else the YAML files' ``engine_family``;
-    InputError when neither says. InputError for an ``out`` that exists (unless ``force``), before
-    any fit."""
+    whole or not at all, and return it with its leave-one-out errors. ``decode_split_kv``: the
+    engine measured splits decode attention's KV cache (FlashAttention, FlashInfer; the profile's
+    flag, :mod:`llm_cost.perf.kernels`). ``engine``: the engine the rows were timed under
+    (:class:`~llm_cost.core.types.Engine`), else the YAML files' ``engine_family``; InputError when
+    neither says. InputError for an ``out`` that exists (unless ``force``), before any fit."""
     from llm_cost.analyses.calibration import calibrate as fit
     from llm_cost.analyses.calibration import write_profile
     from llm_cost.specs.files import check_out
@@ -45,7 +47,9 @@ def calibrate(
     chosen = checks.optional(engine, checks.choice, Engine, "engine")
     target = Path(out)
     check_out(target, target.stem, bool(force))
-    fitted = fit([Path(m) for m in measurements], name or target.stem, engine=chosen)
+    if not isinstance(decode_split_kv, bool):
+        raise InputError(f"decode_split_kv: {decode_split_kv!r} is not true or false", fields=("decode_split_kv",))
+    fitted = fit([Path(m) for m in measurements], name or target.stem, decode_split_kv=decode_split_kv, engine=chosen)
     return write_profile(fitted, target, bool(force))
 
 

@@ -30,6 +30,14 @@ def calibrate(
         Optional[str], typer.Option("--name", help="Profile name (default: the file stem of --out).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+    split_kv: Annotated[
+        bool,
+        typer.Option(
+            "--split-kv",
+            help="The engine measured splits decode attention's KV cache (FlashAttention, FlashInfer: vLLM, "
+            "SGLang, TensorRT-LLM); PyTorch eager SDPA does not.",
+        ),
+    ] = False,
     engine: Annotated[
         Optional[str],
         typer.Option(
@@ -48,7 +56,7 @@ def calibrate(
     from llm_cost import api
     from llm_cost.report import calibration as view
 
-    emit(api.calibrate(measurements, out, name, force, engine), as_json, view.render_calibration)
+    emit(api.calibrate(measurements, out, name, force, split_kv, engine), as_json, view.render_calibration)
 
 
 @app.command()

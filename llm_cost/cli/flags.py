@@ -49,6 +49,7 @@ FLAGS: dict[str, str] = {
     "modes": "--mode",
     "layouts": "--tp/--pp",
     "layout": "--tp/--pp",
+    "decode_split_kv": "--split-kv",
     "mla_form": "--mla",
     "weight_convention": "--weight-flops",
     "dims": "--head-dim",

@@ -10,9 +10,14 @@ from llm_cost.cli.options import (
     GPU_HELP,
     MODEL_HELP,
     Csv,
+    Dp,
+    Ep,
     Json,
     OptionalGpu,
     Plot,
+    Pp,
+    RedundantExperts,
+    Tp,
     fraction,
     integer,
     integer_grid,
@@ -20,8 +25,8 @@ from llm_cost.cli.options import (
     option,
     tokens,
 )
-from llm_cost.cli.program import app, emit, emit_csv
-from llm_cost.cli.step_options import ComputeDtype, Mbu, Mfu, WeightBytesOpt, WeightsDtype
+from llm_cost.cli.program import app, emit, emit_csv, layout_of
+from llm_cost.cli.step_options import ComputeDtype, Mbu, Mfu, NetworkGbS, ProfileOpt, WeightBytesOpt, WeightsDtype
 from llm_cost.core.choices import WeightBytes
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import StorageDtype
@@ -183,14 +188,23 @@ def spec_(
     mbu: Mbu = None,
     dtype: ComputeDtype = None,
     weight_bytes: WeightBytesOpt = WeightBytes.READ,
+    tp: Tp = None,
+    pp: Pp = None,
+    ep: Ep = None,
+    dp: Dp = None,
+    redundant_experts: RedundantExperts = None,
+    network_gb_s: NetworkGbS = None,
+    profile: ProfileOpt = None,
     as_json: Json = False,
     as_csv: Csv = False,
     plot: Plot = None,
 ) -> None:
-    """Speculative decoding: expected tokens per round, speedup, the knee and break-even batches, the step model.
+    """Speculative decoding: expected tokens per round, speedup, the knee and break-even batches, the step model
+    (its steps timed as roofline predicts them, on one GPU or a layout: --tp/--pp/--ep/--dp).
 
     Examples: llm-cost spec --alpha 0.8 --gamma 4 --c 0.1;
     llm-cost spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --batch 64,128 --context 2K;
+    llm-cost spec llama3-70b --gpu h100 --tp 4 --alpha 0.8 --gamma 4 --c 0.05;
     llm-cost spec deepseek-v3 --mtp --alpha 0.85 --gamma 1
     """
     from llm_cost import api
@@ -211,6 +225,9 @@ def spec_(
         mbu=mbu,
         dtype=dtype,
         weight_bytes=weight_bytes,
+        layout=layout_of(tp, pp, ep, dp, redundant_experts),
+        profile=profile,
+        network_gb_s=network_gb_s,
     )
     if plot is not None:
         from llm_cost.report import plots

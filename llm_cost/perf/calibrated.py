@@ -12,9 +12,11 @@ Per operator, with P the dense peak FLOP/s of the step's compute dtype and BW th
   t = (t_c^p + t_m^p)^(1/p), a p-norm: max(t_c, t_m) as p -> inf, their sum at p = 1 (compute and
   memory overlap imperfectly near the ridge).
 * attention: compute FLOPs / (P x e_flash) (flash-attention efficiency, prefill) and KV read /
-  (BW x e_kv(x)) + KV written / (BW x e_bw), with x = sequences x KV heads per GPU in flight (the
-  thread blocks of a decode attention kernel without split-KV), e_kv(x) = e_kv,max x x / (x^4 +
-  x_sat^4)^(1/4): linear in x until it saturates near x_sat; combined by the same p-norm.
+  (BW x e_kv(x)) + KV written / (BW x e_bw), with x the thread blocks in flight: sequences x KV
+  heads per GPU for a kernel without split-KV, those of FlashAttention's split-KV launch for a
+  profile with ``decode_split_kv`` on a GPU spec with ``sm_count`` (:mod:`llm_cost.perf.kernels`),
+  e_kv(x) = e_kv,max x x / (x^4 + x_sat^4)^(1/4): linear in x until it saturates near x_sat;
+  combined by the same p-norm.
 * recurrence, norms/vectors and embedding rows: FLOPs at the GEMM ceiling and bytes at e_bw, p-norm.
 * collectives: per call, latency + bytes / (link GB/s x e_link); one call per layer repeat.
 * per step: ``layer_overhead_s`` x layers + ``step_overhead_s`` per pipeline stage (kernel launches,
@@ -29,13 +31,16 @@ functions on numpy arrays when it fits a profile (one implementation).
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
 from llm_cost.core.labels import Bound, TimeKind
+from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.types import DTYPE_BITS, OpKind
+from llm_cost.perf.kernels import attention_blocks
 from llm_cost.perf.profile import Parameters, Profile, default_profile
 from llm_cost.perf.timemodel import (
     DEFAULT_NETWORK_GB_S,
@@ -66,6 +71,10 @@ __all__ = [
     "band_factors",
     "RANGE_WIDEN_PER_OCTAVE",
     "RANGE_WIDEN_MAX",
+    "SplitKvGap",
+    "SPLIT_KV_GAP",
+    "split_kv_gap",
+    "split_kv_notes",
 ]
 
 #: Sharpness of the knee of the decode-attention efficiency (a 4-norm: within 16% of the linear ramp
@@ -141,10 +150,11 @@ def _format_efficiency(step: Step, q: dict[str, float]) -> float:
 
 
 def _op_time(
-    op: Operator, e_w: float, peak: float, bw: float, link_bytes_s: float, q: dict[str, float]
+    op: Operator, e_w: float, peak: float, bw: float, link_bytes_s: float, q: dict[str, float], blocks: float
 ) -> tuple[float, float, float, float]:
     """(compute, memory, link, time) seconds of one operator under the profile's parameters, GEMM
-    weights read at bandwidth efficiency ``e_w`` (their format's)."""
+    weights read at bandwidth efficiency ``e_w`` (their format's), an attention operator's KV at
+    the efficiency of ``blocks`` thread blocks in flight (:func:`~llm_cost.perf.kernels.attention_blocks`)."""
     if op.kind == OpKind.COLLECTIVE:
         assert op.collective is not None  # every collective operator carries its payload
         t = collective_time(op.layers, float(op.collective.bytes_per_call), link_bytes_s, q)
@@ -158,7 +168,7 @@ def _op_time(
             float(op.flops),
             float(op.kv_read_bytes),
             float(op.kv_write_bytes),
-            float((op.batch or 1) * (op.kv_heads or 1)),
+            blocks,
             peak,
             bw,
             q,
@@ -197,7 +207,10 @@ class CalibratedModel:
         ops: list[OpTime] = []
         stages: list[StageTime] = []
         for stage in step.stages:
-            times = [_op_time(op, e_w, peak, bw, link_gb_s * 1e9, q) for op in stage.ops]
+            split, sms = self.profile.decode_split_kv, gpu.sm_count
+            times = [
+                _op_time(op, e_w, peak, bw, link_gb_s * 1e9, q, attention_blocks(op, sms, split)) for op in stage.ops
+            ]
             for op, (c, m, l_, t) in zip(stage.ops, times) if operators else ():
                 ops.append(OpTime(op.name, op.kind, stage.index, c, m, l_, t, Bound.of(c, m, l_, t)))
             fixed = q["layer_overhead_s"] * stage.layers + q["step_overhead_s"]
@@ -296,3 +309,65 @@ def prediction_model(
     return (
         CalibratedModel(chosen, network_gb_s) if chosen is not None else EfficiencyEstimate(network_gb_s=network_gb_s)
     )
+
+
+@record
+class SplitKvGap:
+    """What a profile without split-KV misses on one decode step: the thread blocks its decode
+    attention runs (``blocks``: sequences x KV heads) and those of FlashAttention's split-KV launch
+    (``split_blocks``), the step's predicted time as the profile times it (``time_s``) and with the
+    same parameters and split-KV (``split_time_s``)."""
+
+    profile: str
+    engine: str
+    blocks: int
+    split_blocks: int
+    time_s: float
+    split_time_s: float
+
+
+#: A step's prediction with split-KV this much faster is flagged (:func:`split_kv_gap`).
+SPLIT_KV_GAP = 0.20
+
+
+def split_kv_gap(model: Any, step: Step, gpu: HardwareSpec) -> SplitKvGap | None:
+    """The gap when ``model`` is a :class:`CalibratedModel` whose profile has no split-KV, ``gpu``
+    has an ``sm_count`` and the same profile with split-KV predicts ``step`` more than
+    :data:`SPLIT_KV_GAP` faster (a long-context decode at small batch); else None. The blocks are
+    those of the step's attention operator that reads the most KV."""
+    if not isinstance(model, CalibratedModel) or model.profile.decode_split_kv or gpu.sm_count is None:
+        return None
+    reads = [op for op in step.ops if op.kind == OpKind.ATTENTION and op.kv_read_bytes]
+    if not reads:
+        return None
+    split = CalibratedModel(dataclasses.replace(model.profile, decode_split_kv=True), model.network_gb_s)
+    now, then = model.step_time(step, gpu, False).time_s, split.step_time(step, gpu, False).time_s
+    if now <= then * (1 + SPLIT_KV_GAP):
+        return None
+    op = max(reads, key=lambda o: float(o.kv_read_bytes))
+    return SplitKvGap(
+        model.profile.name,
+        model.profile.engine,
+        int(attention_blocks(op, gpu.sm_count, False)),
+        int(attention_blocks(op, gpu.sm_count, True)),
+        now,
+        then,
+    )
+
+
+def split_kv_notes(model: Any, step: Step, gpu: HardwareSpec) -> list[Note]:
+    """A warning (``prediction.no_split_kv``) when :func:`split_kv_gap` finds one, else none."""
+    gap = split_kv_gap(model, step, gpu)
+    if gap is None:
+        return []
+    return [
+        note(
+            "prediction.no_split_kv",
+            profile=gap.profile,
+            engine=gap.engine,
+            blocks=gap.blocks,
+            split_blocks=gap.split_blocks,
+            time_s=gap.time_s,
+            split_time_s=gap.split_time_s,
+        )
+    ]

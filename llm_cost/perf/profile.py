@@ -259,6 +259,11 @@ class Profile(Spec):
     note: str
     parameters: Parameters
     units: dict[str, str] = field(default_factory=_units)
+    # the engine's decode attention splits each sequence's keys over thread blocks (split-KV,
+    # flash-decoding: FlashAttention, FlashInfer, TensorRT-LLM's XQA), timed by the split rule of
+    # llm_cost.perf.kernels; false for kernels with one block per (sequence, KV head), such as
+    # PyTorch's eager SDPA that the h200 profile measured
+    decode_split_kv: bool = False
     fitted_on: tuple[str, ...] = ()  # measurement ids (fitted), or those of the source
     measurements: tuple[str, ...] = ()  # the files holding them
     fixed: dict[str, str] = field(default_factory=dict)  # parameter -> why it is at its prior
@@ -346,12 +351,12 @@ def default_profile(gpu_name: str) -> Profile | None:
 
 
 #: How much wider a transferred profile's error band is than its source's leave-one-out band: on the
-#: shipped rows, profiles carried to other GPUs of their engine miss by a median 3.8x their own
+#: shipped rows, profiles carried to other GPUs of their engine miss by a median 2.4x their own
 #: leave-one-out median error (the median over the fitted profiles of that ratio:
 #: :func:`llm_cost.analyses.calibration.measured_transfer_widen`, printed by ``llm-cost validate``;
-#: from 1.5x for rtx-4090-llamacpp to 12x for mi300x-vllm on NVIDIA rows), rounded to 4.
+#: from 1.0x for h100-vllm to 13x for mi300x-vllm on NVIDIA rows), rounded to 2.5.
 #: ``tests/perf/test_engines.py`` recomputes it.
-TRANSFER_WIDEN = 4.0
+TRANSFER_WIDEN = 2.5
 
 
 def transferred(
@@ -378,6 +383,7 @@ def transferred(
             f"measurement of {gpu.name} was fitted"
         ),
         parameters=source.parameters,
+        decode_split_kv=source.decode_split_kv,
         fitted_on=source.fitted_on,
         measurements=source.measurements,
         fixed=dict(source.fixed),

@@ -30,6 +30,7 @@ __all__ = [
     "fmt_band",
     "fmt_prediction",
     "fmt_step_prediction",
+    "layout_text",
 ]
 
 #: ASCII stand-ins for the characters the tables use, for a stdout that cannot encode them
@@ -259,3 +260,10 @@ def fmt_step_prediction(step: Any, tokens_what: str = "tokens/s") -> str:
         step.predicted_tokens_per_s,
         tokens_what,
     )
+
+
+def layout_text(layout: Any) -> str:
+    """``, TP 4 x PP 1 x DP 1 = 4 GPUs (EP 1)`` for a layout of more than one GPU, else empty."""
+    if layout.gpus == 1:
+        return ""
+    return f", TP {layout.tp} x PP {layout.pp} x DP {layout.dp} = {layout.gpus} GPUs (EP {layout.ep})"

@@ -94,6 +94,17 @@ def _engine(p: dict) -> str:
     )
 
 
+def _no_split_kv(p: dict) -> str:
+    return (
+        f"warning: profile {p['profile']} ({p['engine']}) times decode attention without split-KV: one thread "
+        f"block per sequence x KV head, {p['blocks']:,} here, so a long-context decode at small batch reads its KV "
+        f"cache far below the bandwidth. Engines whose kernels split the KV cache (FlashAttention, FlashInfer: "
+        f"vLLM, SGLang, TensorRT-LLM) run {p['split_blocks']:,} blocks by FlashAttention's split rule; with the "
+        f"same parameters and split-KV this step takes {fmt_seconds(p['split_time_s'])}, not "
+        f"{fmt_seconds(p['time_s'])}: give a profile with decode_split_kv for them"
+    )
+
+
 def _model_scaling(p: dict) -> str:
     return f"model rope_scaling: {p['rope_type']}" + (f", factor {p['factor']:g}" if p["factor"] else "")
 
@@ -290,10 +301,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "context.scores": "KV at {kv_bits} bits per element; scores S = n_q x s^2 elements at 2 B (BF16) per layer",
     "spec.closed_forms": "E = (1 - alpha^(gamma+1)) / (1 - alpha); speedup E / (gamma c + 1) assumes verifying "
     "gamma + 1 tokens costs one step (memory-bound); fully compute-bound: E / (gamma + 1 + gamma c)",
-    "spec.step_model": "step model on {gpu} ({dtype} peak at MFU {mfu:.0%}, bandwidth at MBU {mbu:.0%}), context "
-    "{context:,}: step = max(FLOPs / (MFU x peak), bytes / (MBU x bandwidth)) from the step's "
-    "operators, weights at {bits} bits; verification scores every drafted position; draft = gamma "
-    "x c x baseline step",
+    "spec.step_model": "step model on {gpu} ({gpus} GPU(s) per replica; {dtype} compute), context {context:,}: each "
+    "step's operators timed by the {time_model}, as roofline times them; weights at {bits} bits; verification "
+    "scores every drafted position; draft = gamma x c x baseline step; tokens/s of one replica",
     "spec.knee_and_break_even": "knee: smallest batch whose verify step is compute-bound; break-even: smallest batch "
     "with speedup below 1x; both searched up to batch {limit:,}",
     "train.flops": _train_flops,
@@ -377,6 +387,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "bound is never above a measurement",
     "calibration.estimate": "estimate: the datasheet peaks at MFU {mfu:.0%} and MBU {mbu:.0%}",
     "prediction.transferred": _transferred,
+    "prediction.no_split_kv": _no_split_kv,
     "rope.mrope": "M-RoPE: the pairs are split between time, height and width positions; for text tokens all three "
     "are equal and the wavelengths are those of plain RoPE",
     "numerics.layout": "float values computed from the bit layout (sign, e exponent bits, m mantissa bits, bias "

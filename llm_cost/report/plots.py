@@ -183,8 +183,7 @@ def speculative(r: Any, path: str) -> None:
     ax.set_xlabel("batch (sequences)")
     ax.set_ylabel("speedup over plain decoding (x)")
     ax.set_title(
-        f"{r.model} on {r.gpu}: alpha {r.alpha:g}, gamma {r.gamma}, c {r.c:.3g}, context {r.context:,}, "
-        f"MFU {r.mfu:.0%}, MBU {r.mbu:.0%}",
+        f"{r.model} on {r.gpu}: alpha {r.alpha:g}, gamma {r.gamma}, c {r.c:.3g}, context {r.context:,}; {r.time_model}",
         fontsize=10,
     )
     _save(fig, out)

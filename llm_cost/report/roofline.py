@@ -9,6 +9,7 @@ from llm_cost.report.base import (
     bytes_exact,
     fmt_band,
     fmt_step_prediction,
+    layout_text,
     print_conventions,
     print_facts,
     print_table,
@@ -32,12 +33,6 @@ def render_ridges(con, ridges: list[Ridge], gpu_name: str) -> None:
 def _default_note(con, model_given: bool, display_name: str) -> None:
     if not model_given:
         con.print(f"[dim]model: {display_name} (the default; name a MODEL to change it)[/dim]")
-
-
-def _layout_text(layout) -> str:
-    if layout.gpus == 1:
-        return ""
-    return f", TP {layout.tp} x PP {layout.pp} x DP {layout.dp} = {layout.gpus} GPUs (EP {layout.ep})"
 
 
 def _ops_table(con, rows) -> None:
@@ -73,6 +68,14 @@ def _ops_table(con, rows) -> None:
     )
 
 
+def _total_flops_fact(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
+    """On a layout of more than one GPU, the FLOPs of the step on all of them (the model's count for
+    its tokens), beside the per-GPU figure."""
+    if step.layout.gpus == 1:
+        return []
+    return [(f"FLOPs, all {step.layout.gpus} GPUs (the model's)", fmt_flops(step.total_flops))]
+
+
 def _prediction(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
     """The calibrated prediction's fact line, when a profile applied."""
     if step.predicted_s is None:
@@ -88,7 +91,7 @@ def render_decode(
     _default_note(con, model_given, display_name)
     default = " (the default: an empty cache; give --context)" if default_context else ""
     con.print(
-        f"[bold]{display_name} on {gpu_name}{_layout_text(d.layout)}: decode step, batch {d.batch}, context "
+        f"[bold]{display_name} on {gpu_name}{layout_text(d.layout)}: decode step, batch {d.batch}, context "
         f"{d.context:,} cached tokens per sequence{default}, {d.compute_dtype} peak, weights at "
         f"{d.weight_bits:g} bits, KV at {d.kv_bits} bits[/bold]"
     )
@@ -98,6 +101,7 @@ def render_decode(
             "FLOPs" + per,
             f"{fmt_flops(d.flops)} = weights {fmt_flops(d.weight_flops)} + attention {fmt_flops(d.attention_flops)}",
         ),
+        *_total_flops_fact(d),
         ("matmul weights read" + per, bytes_exact(d.matmul_weight_bytes)),
         (
             "norm/bias vectors" + (" and tables (resident)" if d.weight_bytes_convention == "resident" else ""),
@@ -184,15 +188,17 @@ def render_prefill(
     """The prefill (time to first token): FLOPs, bytes, bound and estimate."""
     _default_note(con, model_given, display_name)
     con.print(
-        f"[bold]{display_name} on {gpu_name}{_layout_text(p.layout)}: prefill of {p.batch} x {p.seq:,} tokens "
+        f"[bold]{display_name} on {gpu_name}{layout_text(p.layout)}: prefill of {p.batch} x {p.seq:,} tokens "
         f"(time to first token), {p.compute_dtype} peak[/bold]"
     )
+    per = " per GPU" if p.layout.gpus > 1 else ""
     facts = [
         (
-            "FLOPs",
+            "FLOPs" + per,
             f"{fmt_flops(p.flops)} = weights {fmt_flops(p.weight_flops)} + attention {fmt_flops(p.attention_flops)}",
         ),
-        ("bytes", f"{bytes_exact(p.bytes)} (weights once + K/V written)"),
+        *_total_flops_fact(p),
+        ("bytes" + per, f"{bytes_exact(p.bytes)} (weights once + K/V written)"),
         ("arithmetic intensity", f"{p.intensity:,.0f} FLOP/byte"),
     ]
     if p.comm_bytes:
@@ -236,7 +242,7 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
     what = "prefill (time to first token)" if prefill else "decode step"
     print_table(
         con,
-        f"{display_name} on {gpu_name}{_layout_text(first.layout)}: {what}, {first.compute_dtype} peak",
+        f"{display_name} on {gpu_name}{layout_text(first.layout)}: {what}, {first.compute_dtype} peak",
         [
             ("batch", "right"),
             (head, "right"),

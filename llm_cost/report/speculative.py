@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llm_cost.analyses.speculative import SpecResult
 from llm_cost.core.units import fmt_int, fmt_seconds
-from llm_cost.report.base import print_conventions, print_facts, print_table
+from llm_cost.report.base import layout_text, print_conventions, print_facts, print_table
 
 
 def render(con, r: SpecResult) -> None:
@@ -56,7 +56,9 @@ def render(con, r: SpecResult) -> None:
         ]
         print_table(
             con,
-            f"step model: {r.model} on {r.gpu}, estimates at MFU {r.mfu:.0%} and MBU {r.mbu:.0%}",
+            f"step model: {r.model} on {r.gpu}"
+            + (layout_text(r.layout) if r.layout else "")
+            + f"; steps: {r.time_model}",
             [
                 ("batch", "right"),
                 ("baseline step", "right"),

@@ -157,7 +157,9 @@ class Operator:
 
     Figures are totals over the repeats. Shape per repeat: GEMM ``m`` x ``k`` @ ``k`` x ``n``
     (``m`` tokens, or rows per routed expert); attention ``batch`` sequences of ``heads`` query
-    and ``kv_heads`` K/V heads over ``keys`` keys per new token on average.
+    and ``kv_heads`` K/V heads over ``keys`` keys per new token on average, ``queries`` new tokens
+    per sequence on average, ``head_dim`` the wider of the score (d_qk) and value (d_v) head widths
+    (what a decode kernel's split-KV rule reads: :mod:`llm_cost.perf.kernels`).
     """
 
     name: str
@@ -178,6 +180,8 @@ class Operator:
     kv_heads: int | None = None
     keys: Number | None = None
     collective: Collective | None = None
+    queries: Number | None = None
+    head_dim: int | None = None
 
     @property
     def bytes(self) -> Number:
@@ -509,6 +513,8 @@ def _attention_ops(
                 heads=plan.heads,
                 kv_heads=kv_heads,
                 keys=exact(Fraction(pairs, tokens)) if tokens else 0,
+                queries=_per_sequence(tokens, groups),
+                head_dim=max(plan.d_qk, plan.d_v),
             )
         )
         if kind.layer_type == LayerType.FULL_ATTENTION and indexer_key_bytes(plan.spec):
@@ -542,7 +548,15 @@ def _indexer_op(spec: ModelSpec, layers: int, groups: Sequence[SeqGroup], causal
         heads=H,
         kv_heads=1,
         keys=exact(Fraction(pairs, tokens)) if tokens else 0,
+        queries=_per_sequence(tokens, groups),
+        head_dim=D,
     )
+
+
+def _per_sequence(tokens: int, groups: Sequence[SeqGroup]) -> Number:
+    """New tokens per sequence on average (0 for no sequences)."""
+    seqs = sum(g.count for g in groups)
+    return exact(Fraction(tokens, seqs)) if seqs else 0
 
 
 def _state_op(r: _Recurrence, layout: Layout, groups: Sequence[SeqGroup], kv_bits: int) -> Operator:

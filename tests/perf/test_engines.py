@@ -49,7 +49,7 @@ FITTED = {
     ),
     "rtx-3090-llamacpp": (Engine.LLAMACPP, ["xiongjiedai-gpu-benchmarks-llamacpp-rtx3090.yaml"], 0.10),
     "a100-llamacpp": (Engine.LLAMACPP, ["xiongjiedai-gpu-benchmarks-llamacpp-a100.yaml"], 0.15),
-    "h100-pcie-llamacpp": (Engine.LLAMACPP, ["xiongjiedai-gpu-benchmarks-llamacpp-h100-pcie.yaml"], 0.10),
+    "h100-pcie-llamacpp": (Engine.LLAMACPP, ["xiongjiedai-gpu-benchmarks-llamacpp-h100-pcie.yaml"], 0.15),
 }
 
 

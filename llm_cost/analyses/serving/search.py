@@ -455,7 +455,7 @@ def _few_kv_heads_note(spec: ModelSpec, model: TimeModel, chosen: Candidate) -> 
     than the profile's decode-attention saturation: its kernels split no KV (no flash-decoding),
     so engines that do read the cache faster there and TPOT is pessimistic."""
     profile = getattr(model, "profile", None)
-    if profile is None or isinstance(spec.attention, MLAAttention):
+    if profile is None or profile.decode_split_kv or isinstance(spec.attention, MLAAttention):
         return []
     in_flight = chosen.concurrency * kv_heads_per_gpu(spec, chosen.layout.tp)
     saturation = profile.parameters.kv_saturation_heads

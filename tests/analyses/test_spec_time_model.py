@@ -1,0 +1,91 @@
+"""``spec`` times its steps as ``roofline`` predicts them (the same time model, the same layouts)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_cost import api
+from llm_cost.core.choices import Logits
+from llm_cost.model.layout import Layout
+from llm_cost.perf.calibrated import CalibratedModel
+from llm_cost.perf.profile import load_profile
+from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.workload.step import SeqGroup, build_step
+
+
+@pytest.mark.parametrize("layout", [None, Layout(tp=4)])
+def test_baseline_step_is_roofline_s_prediction(layout):
+    model = "llama3-70b" if layout else "llama3-8b"
+    s = api.spec(model, "h100", alpha=0.8, gamma=4, c=0.05, batches=[1, 32], context=4096, layout=layout)
+    assert s.time_model == "prediction (profile h100)" and s.time_kind == "prediction"
+    for row in s.rows:
+        d = api.decode(model, "h100", batch=row.batch, context=4096, layout=layout)
+        assert row.baseline_step_s == pytest.approx(d.predicted_s, rel=1e-12)
+        assert row.baseline_tokens_per_s == pytest.approx(row.batch / d.predicted_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("layout", [Layout(), Layout(tp=4)])
+def test_verify_step_is_the_time_model_of_the_same_shape(layout):
+    """The verify step: B sequences scoring gamma + 1 = 5 tokens after 4,096 cached, logits at every
+    position, timed by roofline's time model (CalibratedModel with the GPU's profile) per GPU of the
+    layout."""
+    model = "llama3-70b" if layout.tp > 1 else "llama3-8b"
+    s = api.spec(model, "h100", alpha=0.8, gamma=4, c=0.05, batches=[8], context=4096, layout=layout)
+    step = build_step(load_model(model), [SeqGroup(8, 5, 4096)], logits=Logits.ALL, layout=layout)
+    expected = CalibratedModel(load_profile("h100")).step_time(step, load_gpu("h100")).time_s
+    assert s.rows[0].verify_step_s == pytest.approx(expected, rel=1e-12)
+
+
+def test_spec_accepts_tp_on_the_command_line(cli):
+    out = cli("spec", "llama3-70b", "--gpu", "h100", "--tp", "4", "--alpha", "0.8", "--gamma", "4", "--c", "0.05")
+    assert out.code == 0, out.err
+    assert "TP 4" in out.out and "prediction (profile h100)" in out.out
+    data = cli(
+        "spec", "llama3-70b", "--gpu", "h100", "--tp", "4", "--alpha", "0.8", "--gamma", "4", "--c", "0.05", "--json"
+    ).json()
+    assert data["layout"]["tp"] == 4
+
+
+def test_a_given_mbu_asks_for_the_estimate(cli):
+    data = cli(
+        "spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--mbu", "1", "--json"
+    ).json()
+    assert data["time_kind"] == "estimate" and data["time_model"] == "estimate at MFU 60%, MBU 100%"
+
+
+def test_layout_without_a_gpu_is_refused():
+    from llm_cost.core.errors import InputError
+
+    with pytest.raises(InputError, match="layout"):
+        api.spec(alpha=0.8, gamma=4, c=0.1, layout=Layout(tp=2))
+
+
+def test_prefill_with_tp_labels_per_gpu_and_total_flops(cli):
+    """By hand, Llama-3-70B (70,553,706,496 parameters: 128,256 x 8,192 embedding and as many in the
+    untied LM head, 161 norm vectors of 8,192) prefilling 8,192 tokens, logits on the last position:
+    decoder matmul weights 70,553,706,496 - 2 x 1,050,673,152 - 1,318,912 = 68,451,041,280, so weight
+    FLOPs 2 x 68,451,041,280 x 8,192 + 2 x 1,050,673,152 (one LM-head row) = 1,121,507,962,077,184 in
+    all; with TP 4 each GPU does a quarter of them (every matrix splits by 4)."""
+    one = api.prefill("llama3-70b", "h100", seq=8192)
+    tp4 = api.prefill("llama3-70b", "h100", seq=8192, layout=Layout(tp=4))
+    assert one.weight_flops == 2 * 68_451_041_280 * 8192 + 2 * 1_050_673_152
+    assert tp4.total_flops == one.flops == one.total_flops
+    assert tp4.weight_flops * 4 == one.weight_flops
+    out = cli("roofline", "llama3-70b", "--phase", "prefill", "--seq", "8K", "--tp", "4").out
+    assert "FLOPs per GPU" in out and "FLOPs, all 4 GPUs (the model's)" in out and "bytes per GPU" in out
+    single = cli("roofline", "llama3-70b", "--phase", "prefill", "--seq", "8K").out
+    assert "per GPU" not in single.split("\n")[1]
+
+
+def test_every_printed_prediction_has_its_tokens_per_second(cli):
+    """Decode: batch / predicted seconds; prefill: prompt tokens / predicted seconds; in the text
+    beside the time and in JSON as predicted_tokens_per_s."""
+    d = cli("roofline", "llama3-8b", "--gpu", "h100", "--batch", "8", "--context", "1K", "--json").json()
+    assert d["predicted_tokens_per_s"] == pytest.approx(8 / d["predicted_s"], rel=1e-12)
+    text = cli("roofline", "llama3-8b", "--gpu", "h100", "--batch", "8", "--context", "1K").out
+    assert f"· {8 / d['predicted_s']:,.0f} tokens/s" in text
+    p = cli("roofline", "llama3-8b", "--gpu", "h100", "--phase", "prefill", "--seq", "8K", "--json").json()
+    assert p["predicted_tokens_per_s"] == pytest.approx(8192 / p["predicted_s"], rel=1e-12)
+    fit = cli("fit", "llama3-8b", "--gpu", "h100", "--tp", "1", "--batch", "1", "--context", "8K").out
+    line = next(x for x in fit.splitlines() if "decode prediction" in x)
+    assert "tokens/s" in line
