@@ -120,9 +120,13 @@ def workspace_bytes(spec: ModelSpec, layout: Layout, step_tokens: int, sequences
     vLLM measures this with a profiling run; here it is the sum of the largest live tensors."""
     d, t = spec.hidden_size, layout.tp
     att = spec.attention
-    n_kv = max(spec.num_key_value_heads, spec.kv_heads_of(LayerType.SLIDING_ATTENTION))  # the widest layer's
-    d_v = spec.v_head_dim if isinstance(att, GQAAttention) else spec.head_dim  # GQA value heads may be narrower
-    qkv = att.num_attention_heads * spec.head_dim + n_kv * (spec.head_dim + d_v)
+    # the widest softmax layer's Q/K/V: a layer type's own K/V heads (MiMo-V2-Flash's sliding layers)
+    # and head width (Gemma 4's full layers); GQA value heads may be narrower (v_head_dim)
+    d_v = spec.v_head_dim if isinstance(att, GQAAttention) else spec.head_dim
+    qkv = max(
+        att.num_attention_heads * d_h + n_kv * (d_h + (d_h if d_h != spec.head_dim else d_v))
+        for n_kv, d_h in {spec.heads_of(x) for x in LayerType if x.caches_kv}
+    )
     widths = [2 * spec.mlp.intermediate_size] if spec.mlp is not None else []
     if spec.moe is not None:
         m = spec.moe

@@ -158,6 +158,7 @@ class TensorGroup(TextEnum):
     FINAL_NORM = "final_norm"
     LM_HEAD = "lm_head"
     MTP = "mtp"
+    PER_LAYER_EMBEDDING = "per_layer_embedding"  # Gemma 4's per-layer embeddings (PLE) and their projections
     VISION_PATCH_EMBED = "vision.patch_embed"
     VISION_BLOCKS = "vision.blocks"
     VISION_MERGER = "vision.merger"

@@ -133,8 +133,14 @@ def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | Fraction:
     """KV bytes one token adds across all caching layers (below any sliding window)."""
     counts = _layer_counts(spec)
     caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
-    elements = sum(counts.mixer(t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
+    elements = sum(_owners(spec, counts, t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
     return to_bytes(elements, bits) + caching * indexer_key_bytes(spec)
+
+
+def _owners(spec: ModelSpec, counts: LayerCounts, layer_type: LayerType) -> int:
+    """Layers of ``layer_type`` (of the whole model's ``counts``) that cache their own K/V: all but
+    Gemma 4's KV-shared layers, which read an earlier layer's cache."""
+    return counts.mixer(layer_type) - spec.kv_shared_count(layer_type)
 
 
 def _indexer_bytes(spec: ModelSpec, counts: LayerCounts, context: int) -> int:
@@ -148,7 +154,7 @@ _SOFTMAX = (LayerType.FULL_ATTENTION, LayerType.SLIDING_ATTENTION, LayerType.CHU
 
 
 def _attention_elements(
-    spec: ModelSpec, counts: LayerCounts, context: int, per_token_per_layer: Optional[int] = None
+    spec: ModelSpec, counts: LayerCounts, context: int, per_token_per_layer: Optional[int | dict] = None
 ) -> int:
     """Cached elements of one sequence in the softmax-attention layers (windows honoured;
     ``counts``: :func:`_layer_counts`; ``per_token_per_layer`` None: each layer type's own,
@@ -160,12 +166,13 @@ def _attention_elements(
     kept_chunked = min(context, chunk) if chunk else context
     kept = {LayerType.FULL_ATTENTION: context, LayerType.SLIDING_ATTENTION: kept_sliding}
     kept[LayerType.CHUNKED_ATTENTION] = kept_chunked
-    return sum(
-        (kv_elements_per_token(spec, t) if per_token_per_layer is None else per_token_per_layer)
-        * counts.mixer(t)
-        * kept[t]
-        for t in _SOFTMAX
-    )
+    if per_token_per_layer is None:
+        per = {t: kv_elements_per_token(spec, t) for t in _SOFTMAX}
+    elif isinstance(per_token_per_layer, dict):  # one per layer type
+        per = per_token_per_layer
+    else:
+        per = dict.fromkeys(_SOFTMAX, per_token_per_layer)
+    return sum(per[t] * _owners(spec, counts, t) * kept[t] for t in _SOFTMAX)
 
 
 def kv_bytes(
@@ -225,6 +232,13 @@ def kv_cache(
             formula += f" (sliding layers: n_kv = {n_swa})"
         mha_elements = n_q * (d_h + d_v)
         intensity = (2 * n_q * (d_h + d_v)) / (n_kv * (d_h + d_v) * bits / 8)
+        if att.has_global_geometry and counts.mixer(LayerType.FULL_ATTENTION):
+            g_kv, g_h = spec.heads_of(LayerType.FULL_ATTENTION)
+            formula += f"; full-attention layers 2 x {g_kv} x {g_h} x {bits / 8:g} B"
+            # over every caching layer: 4 n_q d_head FLOPs per cached token against its 2 n_kv d_head elements
+            flops = sum(counts.mixer(t) * 4 * n_q * spec.heads_of(t)[1] for t in _SOFTMAX)
+            cached_all = sum(_owners(spec, counts, t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
+            intensity = flops / (cached_all * bits / 8)
 
     kinds = []
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
@@ -277,13 +291,23 @@ def kv_cache(
             cap = {LayerType.SLIDING_ATTENTION: window, LayerType.CHUNKED_ATTENTION: chunk}.get(kind)
             per_kind = kv_elements_per_token(spec, kind)
             per_bytes = to_bytes(per_kind, bits) + indexer_key_bytes(spec)
-            kinds.append(KVLayerKind(kind, n, per_kind, per_bytes, cap, 0, 0, formula))
+            owners = _owners(spec, counts, kind)  # KV-shared layers (Gemma 4) cache nothing of their own
+            if owners:
+                kinds.append(KVLayerKind(kind, owners, per_kind, per_bytes, cap, 0, 0, formula))
 
-    caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
-    cached_per_token = sum(counts.mixer(t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
+    caching = sum(_owners(spec, counts, t) for t in _SOFTMAX)  # layers with a cache of their own
+    cached_per_token = sum(_owners(spec, counts, t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
     # every layer a full-attention one: softmax layers with their own K/V heads, the others with a full layer's
     every_layer = cached_per_token + (L - caching) * per
-    show_mha = isinstance(att, MLAAttention) or n_q != spec.num_key_value_heads
+    mha_type = dict.fromkeys(_SOFTMAX, mha_elements)
+    if isinstance(att, GQAAttention) and att.has_global_geometry:  # MHA of each layer type's own head width
+        mha_type = {t: 2 * n_q * spec.heads_of(t)[1] for t in _SOFTMAX}
+    mha_per_token = sum(_owners(spec, counts, t) * n for t, n in mha_type.items())
+    show_mha = (
+        isinstance(att, MLAAttention)
+        or n_q != spec.num_key_value_heads
+        or any(n_q != spec.kv_heads_of(t) for t in _SOFTMAX if counts.mixer(t))
+    )
     rows = []
     hybrid = counts.mixer(LayerType.FULL_ATTENTION) != counts.total
     all_state, all_conv = _state_layers(spec, counts)
@@ -293,7 +317,7 @@ def kv_cache(
         indexed = _indexer_bytes(spec, counts, s)
         kv = to_bytes(cached, bits) + indexed
         total = to_bytes((cached + all_state + all_conv) * batch, bits) + indexed * batch
-        mha = to_bytes(_attention_elements(spec, counts, s, mha_elements) * batch, bits) if show_mha else None
+        mha = to_bytes(_attention_elements(spec, counts, s, mha_type) * batch, bits) if show_mha else None
         every = to_bytes(every_layer * s * batch, bits) if hybrid else None
         rows.append(KVAtContext(s, kv, st, cv, total, mha, every))
 
@@ -325,8 +349,8 @@ def kv_cache(
         batch=batch,
         layer_kinds=kinds,
         bytes_per_token=kv_bytes_per_token(spec, bits),
-        mha_bytes_per_token=to_bytes(caching * mha_elements, bits) if show_mha else None,
-        mha_ratio=caching * mha_elements / cached_per_token if show_mha else None,
+        mha_bytes_per_token=to_bytes(mha_per_token, bits) if show_mha else None,
+        mha_ratio=mha_per_token / cached_per_token if show_mha and cached_per_token else None,
         kv_read_intensity=intensity,
         mla_absorbed_flop_ratio=absorbed_ratio,
         contexts=rows,

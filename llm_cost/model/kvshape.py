@@ -28,6 +28,7 @@ __all__ = [
     "indexer_key_bytes",
     "kv_elements_per_token",
     "kv_elements_per_token_per_layer",
+    "kv_elements_by_type",
     "linear_state_elements",
     "mamba_state_elements",
     "short_conv_state_elements",
@@ -53,17 +54,26 @@ def indexer_key_bytes(spec: ModelSpec) -> int:
 def kv_elements_per_token(spec: ModelSpec, layer_type: LayerType) -> int:
     """Elements one token adds to the cache of one softmax-attention layer of ``layer_type``
     (full, sliding, chunked): MLA kv_lora_rank + qk_rope_head_dim; GQA n_kv x (d_head + d_v), n_kv
-    the layer type's K/V heads (:meth:`ModelSpec.kv_heads_of`)."""
+    the layer type's K/V heads (:meth:`ModelSpec.kv_heads_of`); a full layer of a model with global
+    geometry (Gemma 4) at its own head width (:meth:`ModelSpec.heads_of`; K and V both, even where
+    V is k_proj's output)."""
     att = spec.attention
     if isinstance(att, MLAAttention):
         return att.kv_lora_rank + att.qk_rope_head_dim
-    return spec.kv_heads_of(layer_type) * (spec.head_dim + spec.v_head_dim)
+    n_kv, d_h = spec.heads_of(layer_type)
+    d_v = d_h if att.has_global_geometry else spec.v_head_dim
+    return n_kv * (d_h + d_v)
 
 
 def kv_elements_per_token_per_layer(spec: ModelSpec) -> int:
     """Elements one token adds to one full-attention layer's cache (every softmax layer's, unless
     the sliding layers have K/V heads of their own: :func:`kv_elements_per_token`)."""
     return kv_elements_per_token(spec, LayerType.FULL_ATTENTION)
+
+
+def kv_elements_by_type(spec: ModelSpec) -> dict[LayerType, int]:
+    """:func:`kv_elements_per_token` of each softmax layer type (full, sliding, chunked)."""
+    return {t: kv_elements_per_token(spec, t) for t in LayerType if t.caches_kv}
 
 
 def linear_state_elements(spec: ModelSpec) -> tuple[int, int]:

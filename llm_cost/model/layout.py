@@ -86,8 +86,14 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
             raise InputError(f"{name}: {value} must be at least 1", fields=(name,))
     if n_q % layout.tp:
         raise InputError(f"tp: {layout.tp} does not divide the {n_q} query heads of {spec.name}", fields=("tp",))
+    if layout.pp > 1 and (spec.num_kv_shared_layers or spec.per_layer_input_size):
+        raise InputError(
+            f"pp: {spec.name}'s KV-shared layers and per-layer embeddings (Gemma 4) are modelled on one "
+            "pipeline stage; use pp 1",
+            fields=("pp",),
+        )
     if isinstance(att, GQAAttention):
-        for n_kv in sorted({spec.num_key_value_heads, spec.kv_heads_of(LayerType.SLIDING_ATTENTION)}):
+        for n_kv in sorted({spec.kv_heads_of(t) for t in LayerType if t.caches_kv}):
             if n_kv % layout.tp and layout.tp % n_kv:
                 raise InputError(
                     f"tp: {layout.tp} neither divides nor is a multiple of the {n_kv} KV heads", fields=("tp",)
@@ -256,7 +262,8 @@ def per_gpu(
     for i in range(layout.pp):
         counts = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i))
         caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
-        elements = sum(counts.mixer(t) * on_gpu[t] for t in softmax)
+        # KV-shared layers (Gemma 4; one stage: validate_layout) cache nothing of their own
+        elements = sum((counts.mixer(t) - spec.kv_shared_count(t)) * on_gpu[t] for t in softmax)
         kv.append(to_bytes(elements, kv_bits) + caching * indexer_key_bytes(spec))  # indexer keys: every GPU
     return PerGPU(stage_layers(spec.num_hidden_layers, layout.pp), weights, experts, kv, heads, replication)
 
@@ -292,7 +299,10 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
         if mixers not in by_mixers:
             elements = Fraction(0)
             for kind, n in mixers:
-                elements += n * (per_token[kind] * kept[kind] if kind in kept else state.get(kind, 0))
+                if kind in kept:  # KV-shared layers (Gemma 4; one stage: validate_layout) cache nothing
+                    elements += (n - spec.kv_shared_count(kind)) * per_token[kind] * kept[kind]
+                else:
+                    elements += n * state.get(kind, 0)
             full = counts.mixer(LayerType.FULL_ATTENTION)
             by_mixers[mixers] = exact(elements * kv_bits / 8) + full * context * indexer_key_bytes(spec)
         out.append(by_mixers[mixers])

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Dtype
+from llm_cost.core.types import Dtype, LayerType
 from llm_cost.core.units import exact_bits, to_bytes
 from llm_cost.model.formats import MixedBits
 from llm_cost.model.structure import GROUPS, Structure, build
@@ -87,6 +87,10 @@ def _label(spec: ModelSpec, group: str) -> str:
         if att.sliding_num_key_value_heads not in (None, n_kv):
             kv += f" ({att.sliding_num_key_value_heads}kv sliding)"
         width = f"{spec.head_dim}" if spec.v_head_dim == spec.head_dim else f"{spec.head_dim}, v {spec.v_head_dim}"
+        if att.has_global_geometry:  # Gemma 4: the full-attention layers' own heads
+            g_kv, g_h = spec.heads_of(LayerType.FULL_ATTENTION)
+            k_eq_v = ", K = V" if att.global_k_eq_v else ""
+            width += f"; full layers {g_kv}kv x {g_h}{k_eq_v}"
         return f"attention ({kind} {n_q}q/{kv} x {width})"
     if group == "linear_attention":
         return "linear attention (Gated DeltaNet)"
@@ -119,6 +123,7 @@ def _label(spec: ModelSpec, group: str) -> str:
         "norms": "norms (in blocks)",
         "final_norm": "final norm",
         "biases": "biases",
+        "per_layer_embedding": "per-layer embeddings (PLE)",
         "vision.patch_embed": "vision: patch embedding",
         "vision.blocks": "vision: blocks",
         "vision.merger": "vision: merger",

@@ -11,7 +11,9 @@ implementation.
 
 Counting convention (design notes): a parameter is an element of a stored trainable tensor.
 The embedding counts once when tied (the LM head is then a matmul with no storage of its own);
-buffers such as rotary ``inv_freq`` are not parameters.
+buffers such as rotary ``inv_freq`` are not parameters. A persistent buffer the checkpoint stores
+(Gemma 4's ``layer_scalar``, its vision tower's ``std_bias`` / ``std_scale`` and clipping bounds) is
+listed with the tensors: the checkpoint's totals count it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, MlpType, Part, ShardRule, TensorKind
 from llm_cost.model.layers import layer_counts
 from llm_cost.specs.schema import (
+    Gemma4Vision,
     Glm4vVision,
     GQAAttention,
     KimiDeltaAttention,
@@ -56,6 +59,7 @@ GROUPS = (
     "routed_experts",
     "shared_experts",
     "moe_latent",
+    "per_layer_embedding",
     "norms",
     "biases",
     "final_norm",
@@ -287,7 +291,46 @@ def _gqa(
     return t
 
 
-def _qk_norms(p: str, att: GQAAttention, n_q: int, n_kv: int, d_h: int, layers: int, part: Part) -> list[Tensor]:
+def _gqa_geometry(
+    spec: ModelSpec,
+    att: GQAAttention,
+    layers: int,
+    part: Part,
+    kind: LayerKind = SOFTMAX,
+    layer_type: LayerType = LayerType.SLIDING_ATTENTION,
+    kv: bool = True,
+) -> list[Tensor]:
+    """q/k/v/o (and q/k norms, sinks) of ``layers`` softmax layers holding tensors of ``kind``,
+    with the heads of ``layer_type`` (:meth:`ModelSpec.heads_of`). Gemma 4's full-attention
+    layers with ``global_k_eq_v`` have no v_proj (transformers models/gemma4/modeling_gemma4.py
+    Gemma4TextAttention: ``v_proj = None`` when ``use_alternative_attention``); its KV-shared
+    layers (``kv`` false) only q_proj, q_norm and o_proj ("Layers sharing kv states don't need any
+    weight matrices")."""
+    d = spec.hidden_size
+    n_q = att.num_attention_heads
+    n_kv, d_h = spec.heads_of(layer_type)
+    p = "layers.*.self_attn"
+    q_out = n_q * d_h * (2 if att.output_gate else 1)
+    no_v = att.global_k_eq_v and layer_type == LayerType.FULL_ATTENTION
+    t = _linear(f"{p}.q_proj", d, q_out, "attention", layers, att.attention_bias, part, kind, COL)
+    if kv:
+        t += _linear(f"{p}.k_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, kind, KV)
+    if kv and not no_v:
+        t += _linear(f"{p}.v_proj", d, n_kv * d_h, "attention", layers, att.attention_bias, part, kind, KV)
+    t += _linear(f"{p}.o_proj", n_q * d_h, d, "attention", layers, att.o_proj_bias, part, kind, ROW)
+    if att.qk_norm:
+        norms = _qk_norms(p, att, n_q, n_kv, d_h, layers, part, kind)
+        t += norms if kv else norms[:1]
+    if att.sinks:
+        t.append(
+            Tensor(f"{p}.sinks", (n_q,), "attention", O, layers, part=part, layer_kind=kind, shard=ShardRule.HEADWISE)
+        )
+    return t
+
+
+def _qk_norms(
+    p: str, att: GQAAttention, n_q: int, n_kv: int, d_h: int, layers: int, part: Part, kind: LayerKind = SOFTMAX
+) -> list[Tensor]:
     """q_norm / k_norm: d_head weights each (a per-head norm, replicated across TP), or the whole q
     and k widths (``qk_norm_width`` projection: OLMo 2 and OLMoE normalise the full projections,
     split with the heads)."""
@@ -296,8 +339,8 @@ def _qk_norms(p: str, att: GQAAttention, n_q: int, n_kv: int, d_h: int, layers: 
     else:
         q, k, q_shard, k_shard = n_q * d_h, n_kv * d_h, ShardRule.HEADWISE, KV
     return [
-        Tensor(f"{p}.q_norm.weight", (q,), "norms", N, layers, part=part, layer_kind=SOFTMAX, shard=q_shard),
-        Tensor(f"{p}.k_norm.weight", (k,), "norms", N, layers, part=part, layer_kind=SOFTMAX, shard=k_shard),
+        Tensor(f"{p}.q_norm.weight", (q,), "norms", N, layers, part=part, layer_kind=kind, shard=q_shard),
+        Tensor(f"{p}.k_norm.weight", (k,), "norms", N, layers, part=part, layer_kind=kind, shard=k_shard),
     ]
 
 
@@ -504,17 +547,17 @@ def _ffn(
     return t
 
 
-def _dense_mlp(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
+def _dense_mlp(spec: ModelSpec, layers: int, part: Part, widen: int = 1) -> list[Tensor]:
     mlp = spec.mlp
     assert mlp is not None
-    return _ffn(
-        "layers.*.mlp", spec.hidden_size, mlp.intermediate_size, mlp.gated, mlp.mlp_bias, "mlp", layers, part, DENSE
-    )
+    width = mlp.intermediate_size * widen
+    return _ffn("layers.*.mlp", spec.hidden_size, width, mlp.gated, mlp.mlp_bias, "mlp", layers, part, DENSE)
 
 
 def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
-    """Router [E, d] (+ E bias terms), E routed experts (gated or up/down only) and the shared
-    experts. A latent MoE (transformers modeling_nemotron_h.py NemotronHMoE) adds fc1_latent_proj
+    """Router [E, d] (+ E bias terms; + Gemma 4's scales), E routed experts (gated or up/down only)
+    and the shared experts (Gemma 4's dense MLP beside its experts is one), the block's extra
+    norms. A latent MoE (transformers modeling_nemotron_h.py NemotronHMoE) adds fc1_latent_proj
     [d -> l] and fc2_latent_proj [l -> d], run by every token (replicated, as vLLM's
     ReplicatedLinear), and its routed experts work at width l."""
     moe = spec.moe
@@ -524,6 +567,11 @@ def _moe(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     t = [Tensor(f"{p}.gate.weight", (E, d), "router", M, layers, part=part, layer_kind=MOE)]
     if moe.router_bias:
         t.append(Tensor(f"{p}.gate.bias", (E,), "router", B, layers, part=part, layer_kind=MOE))
+    if moe.router_scales:  # Gemma4TextRouter: scale [d] on the normed input, per_expert_scale [E] on the weights
+        t.append(Tensor(f"{p}.router.scale", (d,), "router", O, layers, part=part, layer_kind=MOE))
+        t.append(Tensor(f"{p}.router.per_expert_scale", (E,), "router", O, layers, part=part, layer_kind=MOE))
+    for i in range(moe.extra_norms):  # Gemma 4: post_feedforward_layernorm_1 / _2, pre_feedforward_layernorm_2
+        t += [Tensor(f"{p}.moe_norm{i + 1}.weight", (d,), "norms", N, layers, part=part, layer_kind=MOE)]
     latent = moe.moe_latent_size
     if latent:
         t += _linear(f"{p}.fc1_latent_proj", d, latent, "moe_latent", layers, False, part, MOE, REP)
@@ -578,8 +626,11 @@ def _blocks(
         if isinstance(att, MLAAttention):
             t += _mla(spec, att, softmax_layers, part)
         else:
-            sliding = attention_counts.get(LayerType.SLIDING_ATTENTION, 0)
-            t += _gqa(spec, att, softmax_layers, part, sliding, sliding_att=part == Part.MTP and sliding_mtp)
+            if att.has_global_geometry or spec.num_kv_shared_layers:  # Gemma 4
+                t += _softmax_tensors(spec, att, attention_counts, part)
+            else:
+                sliding = attention_counts.get(LayerType.SLIDING_ATTENTION, 0)
+                t += _gqa(spec, att, softmax_layers, part, sliding, sliding_att=part == Part.MTP and sliding_mtp)
     if attention_counts.get(LayerType.LINEAR_ATTENTION):
         t += _linear_attention(spec, attention_counts[LayerType.LINEAR_ATTENTION], part)
     if attention_counts.get(LayerType.MAMBA2):
@@ -587,12 +638,50 @@ def _blocks(
     if attention_counts.get(LayerType.SHORT_CONV):
         t += _short_conv(spec, attention_counts[LayerType.SHORT_CONV], part)
     if mlp_counts.get(MlpType.DENSE):
-        t += _dense_mlp(spec, mlp_counts[MlpType.DENSE], part)
+        wide = spec.num_kv_shared_layers if spec.double_wide_shared_mlp and part == Part.DECODER else 0
+        if mlp_counts[MlpType.DENSE] - wide:
+            t += _dense_mlp(spec, mlp_counts[MlpType.DENSE] - wide, part)
+        if wide:  # Gemma4TextMLP: intermediate_size x 2 in the KV-shared layers with use_double_wide_mlp
+            t += _dense_mlp(spec, wide, part, 2)
     if mlp_counts.get(MlpType.MOE):
         t += _moe(spec, mlp_counts[MlpType.MOE], part)
     layers = sum(attention_counts.values())
     for i in range(spec.norms_per_layer):
         t += _norm(f"layers.*.norm{i + 1}", spec.hidden_size, spec, layers, part)
+    if spec.layer_scalar:  # Gemma4TextDecoderLayer's register_buffer("layer_scalar", torch.ones(1)): stored
+        t.append(Tensor("layers.*.layer_scalar", (1,), "norms", O, layers, part=part))
+    ple = spec.per_layer_input_size
+    if ple and part == Part.DECODER:  # Gemma4TextDecoderLayer: the per-layer input's gate, projection, norm
+        g = "per_layer_embedding"
+        t += _linear("layers.*.per_layer_input_gate", spec.hidden_size, ple, g, layers, False, part, LayerKind.ANY, REP)
+        t += _linear("layers.*.per_layer_projection", ple, spec.hidden_size, g, layers, False, part, LayerKind.ANY, REP)
+        t += _norm("layers.*.post_per_layer_input_norm", spec.hidden_size, spec, layers, part, g)
+    return t
+
+
+def _softmax_tensors(
+    spec: ModelSpec, att: GQAAttention, attention_counts: dict[LayerType, int], part: Part
+) -> list[Tensor]:
+    """The GQA tensors of the softmax layers: one set for all of them, or (Gemma 4's global
+    geometry) one for the windowed layers and one for the full layers with their own heads; in the
+    decoder, the KV-shared layers of each set without k/v projections."""
+    softmax_layers = sum(n for k, n in attention_counts.items() if k.caches_kv)
+    windowed = (LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION)
+    if att.has_global_geometry:
+        full = attention_counts.get(LayerType.FULL_ATTENTION, 0)
+        sets = [
+            (softmax_layers - full, LayerKind.SLIDING_ATTENTION, LayerType.SLIDING_ATTENTION, windowed),
+            (full, LayerKind.GLOBAL_ATTENTION, LayerType.FULL_ATTENTION, (LayerType.FULL_ATTENTION,)),
+        ]
+    else:
+        sets = [(softmax_layers, SOFTMAX, LayerType.SLIDING_ATTENTION, (*windowed, LayerType.FULL_ATTENTION))]
+    t: list[Tensor] = []
+    for n, kind, layer_type, types in sets:
+        shared = sum(spec.kv_shared_count(x) for x in types) if part == Part.DECODER else 0
+        if n - shared:
+            t += _gqa_geometry(spec, att, n - shared, part, kind, layer_type)
+        if shared:
+            t += _gqa_geometry(spec, att, shared, part, kind, layer_type, kv=False)
     return t
 
 
@@ -912,6 +1001,53 @@ def _glm4v_vision(v: Glm4vVision) -> list[Tensor]:
     return t
 
 
+def _gemma4_vision(v: Gemma4Vision, d_text: int) -> list[Tensor]:
+    """Gemma 4 vision encoder + embedder (transformers models/gemma4/modeling_gemma4.py
+    Gemma4VisionModel, Gemma4MultimodalEmbedder; see :class:`~llm_cost.specs.schema.Gemma4Vision`).
+    Names as in the checkpoint (``model.vision_tower``, ``model.embed_vision``)."""
+    e, L, f = v.hidden_size, v.num_hidden_layers, v.intermediate_size
+    q, kv = v.num_attention_heads * v.head_dim, v.num_key_value_heads * v.head_dim
+    p, vt = Part.VISION, "vision_tower"
+    t = [
+        Tensor(f"{vt}.patch_embedder.input_proj.weight", (e, 3 * v.patch_size**2), "vision.patch_embed", M, part=p),
+        Tensor(
+            f"{vt}.patch_embedder.position_embedding_table",
+            (2, v.position_embedding_size, e),
+            "vision.patch_embed",
+            L_,
+            part=p,
+        ),
+    ]
+    blk = f"{vt}.encoder.layers.*"
+    for norm in (
+        "input_layernorm",
+        "post_attention_layernorm",
+        "pre_feedforward_layernorm",
+        "post_feedforward_layernorm",
+    ):
+        t.append(Tensor(f"{blk}.{norm}.weight", (e,), "vision.blocks", N, L, part=p))
+    for norm in ("q_norm", "k_norm"):
+        t.append(Tensor(f"{blk}.self_attn.{norm}.weight", (v.head_dim,), "vision.blocks", N, L, part=p))
+    linears = (
+        ("self_attn.q_proj", e, q),
+        ("self_attn.k_proj", e, kv),
+        ("self_attn.v_proj", e, kv),
+        ("self_attn.o_proj", q, e),
+        ("mlp.gate_proj", e, f),
+        ("mlp.up_proj", e, f),
+        ("mlp.down_proj", f, e),
+    )
+    for name, d_in, d_out in linears:
+        t.append(Tensor(f"{blk}.{name}.linear.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
+        if v.use_clipped_linears:  # input_min, input_max, output_min, output_max: scalar buffers, stored
+            for bound in ("input_min", "input_max", "output_min", "output_max"):
+                t.append(Tensor(f"{blk}.{name}.{bound}", (), "vision.blocks", O, L, part=p))
+    if v.standardize:  # Gemma4VisionModel's std_bias / std_scale buffers, stored
+        t += [Tensor(f"{vt}.{n}", (e,), "vision.blocks", O, part=p) for n in ("std_bias", "std_scale")]
+    t.append(Tensor("embed_vision.embedding_projection.weight", (d_text, e), "vision.merger", M, part=p))
+    return t
+
+
 def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
     """The tensors of a vision tower and its projector into the decoder's width ``d_text``."""
     if isinstance(v, Qwen2Vision):
@@ -928,6 +1064,8 @@ def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
         return _moonvit(v, d_text)
     if isinstance(v, Glm4vVision):
         return _glm4v_vision(v)
+    if isinstance(v, Gemma4Vision):
+        return _gemma4_vision(v, d_text)
     return _pixtral(v, d_text)
 
 
@@ -986,6 +1124,13 @@ def build(spec: ModelSpec) -> Structure:
     t = [Tensor("embed_tokens.weight", (V, d), "embedding", L_, shard=ShardRule.VOCAB)]
     if spec.position_embedding == "learned":
         t.append(Tensor("embed_positions.weight", (spec.max_position_embeddings, d), "position_embedding", L_))
+    if spec.per_layer_input_size:  # Gemma4TextModel's per-layer embeddings (PLE)
+        assert spec.per_layer_vocab_size is not None
+        Lp = spec.num_hidden_layers * spec.per_layer_input_size
+        g = "per_layer_embedding"
+        t.append(Tensor("embed_tokens_per_layer.weight", (spec.per_layer_vocab_size, Lp), g, L_, shard=ShardRule.VOCAB))
+        t += _linear("per_layer_model_projection", d, Lp, g, 0, False, Part.DECODER, LayerKind.ANY, REP)
+        t.append(Tensor("per_layer_projection_norm.weight", (spec.per_layer_input_size,), g, N))
     t += _blocks(spec, attention_counts, mlp_counts, Part.DECODER)
     t += _norm("norm", d, spec, 0, Part.DECODER, "final_norm")
     t.append(Tensor("lm_head.weight", (V, d), "lm_head", M, stored=not spec.tie_word_embeddings, shard=ShardRule.VOCAB))

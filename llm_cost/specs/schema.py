@@ -140,9 +140,23 @@ class GQAAttention(Spec):
         description="Chunk C of the chunked-attention layers (Llama 4): a token attends to the earlier tokens "
         "of its own C-token chunk, so the cache holds at most C tokens.",
     )
+    global_head_dim: Optional[Width] = spec_field(
+        default=None,
+        description="d_head of the full_attention layers where it differs from head_dim (Gemma 4's "
+        "global_head_dim); the sliding layers keep head_dim.",
+    )
+    global_num_key_value_heads: Optional[Heads] = spec_field(
+        default=None,
+        description="K/V heads of the full_attention layers where they differ (Gemma 4's num_global_key_value_heads).",
+    )
+    global_k_eq_v: bool = spec_field(
+        default=False,
+        description="The full_attention layers have no v_proj: V is read from k_proj's output (Gemma 4's "
+        "attention_k_eq_v); K (normed, rotated) and V (normed) differ and both are cached.",
+    )
 
     def _check(self) -> None:
-        for key in ("num_key_value_heads", "sliding_num_key_value_heads"):
+        for key in ("num_key_value_heads", "sliding_num_key_value_heads", "global_num_key_value_heads"):
             n_kv = getattr(self, key)
             if n_kv is not None and self.num_attention_heads % n_kv:
                 raise ValueError(
@@ -150,6 +164,17 @@ class GQAAttention(Spec):
                 )
         if self.sliding_num_key_value_heads is not None and self.sliding_window is None:
             raise ValueError("sliding_num_key_value_heads is set but sliding_window is not")
+        if self.has_global_geometry and (self.sliding_num_key_value_heads is not None or self.v_head_dim is not None):
+            raise ValueError(
+                "global geometry (Gemma 4) is not modelled beside sliding_num_key_value_heads or v_head_dim"
+            )
+        if self.has_global_geometry and self.attention_chunk_size is not None:
+            raise ValueError("global geometry (Gemma 4) is not modelled beside chunked attention")
+
+    @property
+    def has_global_geometry(self) -> bool:
+        """True when the full_attention layers differ from the others (Gemma 4)."""
+        return self.global_head_dim is not None or self.global_num_key_value_heads is not None or self.global_k_eq_v
 
 
 @spec
@@ -241,6 +266,15 @@ class MoE(Spec):
         default=None,
         description="Latent MoE (Nemotron 3): fc1_latent_proj [d -> l] before the routed experts and "
         "fc2_latent_proj [l -> d] after them, the experts working at width l; null: at d.",
+    )
+    router_scales: bool = spec_field(
+        default=False,
+        description="The router also stores a scale [d] and a per_expert_scale [E] (Gemma 4's Gemma4TextRouter).",
+    )
+    extra_norms: Annotated[int, Bounds(ge=0, le=4, strict=True)] = spec_field(
+        default=0,
+        description="RMSNorms [d] the MoE block adds to each of its layers (Gemma 4: three, around the experts "
+        "and the dense MLP beside them).",
     )
     first_k_dense_replace: LayerIndex = spec_field(default=0, description="The first k layers are dense.")
     decoder_sparse_step: Layers = spec_field(default=1, description="Every n-th layer is MoE (Qwen-MoE).")
@@ -370,8 +404,10 @@ class Mamba2(Spec):
 
 
 #: The ``rope_type`` values of transformers' RoPE initialisers (``ROPE_INIT_FUNCTIONS``), its older
-#: name ``su`` of longrope, and ``mrope`` (Qwen2-VL's sections, default frequencies).
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "su", "mrope")
+#: name ``su`` of longrope, ``mrope`` (Qwen2-VL's sections, default frequencies), and ``proportional``
+#: (Gemma 4's full-attention layers, transformers modeling_rope_utils.py: partial rotation over
+#: global_head_dim; no weights).
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "su", "mrope", "proportional")
 
 
 @spec
@@ -674,9 +710,46 @@ class Glm4vVision(Spec):
     attention_bias: bool = False
 
 
+@spec
+class Gemma4Vision(Spec):
+    """The Gemma 4 vision encoder and its embedder into the decoder (transformers
+    models/gemma4/modeling_gemma4.py Gemma4VisionModel, Gemma4MultimodalEmbedder).
+
+    Patch embedder: input_proj [e, 3 p^2] without bias and a position_embedding_table
+    [2, position_embedding_size, e] (one row per x and per y coordinate). Blocks: four RMSNorms
+    (input, post-attention, pre- and post-feed-forward), q/k/v/o without biases (n_kv K/V heads of
+    head_dim), q_norm and k_norm of head_dim (v_norm has no weights), a gated MLP (gate/up/down, no
+    biases). With ``use_clipped_linears`` every linear of the tower (Gemma4ClippableLinear) stores four
+    scalar bounds (input_min/max, output_min/max); with ``standardize`` the tower stores std_bias and
+    std_scale [e]: persistent buffers, so checkpoint elements. 2-D RoPE and the pooler have no weights.
+    Embedder: embedding_projection [d_text, e] without bias; its pre-projection RMSNorm has no scale."""
+
+    title = "Gemma 4"  # the tower's name in messages (a class attribute, not a field: no annotation)
+    kind: Literal["gemma4_vision"] = "gemma4_vision"
+    hidden_size: Width = spec_field(description="e, tower width.")
+    intermediate_size: Width = spec_field(description="Tower MLP width.")
+    num_hidden_layers: Layers = spec_field(description="Tower blocks.")
+    num_attention_heads: Heads = spec_field(description="Tower attention heads.")
+    num_key_value_heads: Heads = spec_field(description="Tower K/V heads.")
+    head_dim: Width = spec_field(description="Tower head width.")
+    patch_size: Small = spec_field(description="Patch edge in pixels.")
+    position_embedding_size: Positions = spec_field(description="Rows of each coordinate's position table.")
+    use_clipped_linears: bool = spec_field(default=False, description="Each linear stores four clipping bounds.")
+    standardize: bool = spec_field(default=False, description="The tower stores std_bias and std_scale [e].")
+    pooling_kernel_size: Small = spec_field(default=3, description="Patches pooled per side into one soft token.")
+
+
 #: A vision encoder with its projector (``ModelSpec.vision``), told apart by ``kind``.
 VisionTower = Union[
-    Qwen2Vision, Qwen25Vision, Qwen3Vision, SiglipVision, Llama4Vision, PixtralVision, MoonVitVision, Glm4vVision
+    Qwen2Vision,
+    Qwen25Vision,
+    Qwen3Vision,
+    SiglipVision,
+    Llama4Vision,
+    PixtralVision,
+    MoonVitVision,
+    Glm4vVision,
+    Gemma4Vision,
 ]
 
 
@@ -721,6 +794,27 @@ class ModelSpec(Spec):
     norms_per_layer: Annotated[int, Bounds(ge=1, le=4, strict=True)] = spec_field(
         default=2, description="Norms in each block: 1 (parallel attention), 2 (pre-norm), 4 (Gemma 2/3)."
     )
+    layer_scalar: StrictBool = spec_field(
+        default=False,
+        description="Each block stores a one-element layer_scalar (Gemma 4: a persistent buffer, in the checkpoint).",
+    )
+    num_kv_shared_layers: LayerIndex = spec_field(
+        default=0,
+        description="The last n softmax layers reuse the K/V of the last earlier layer of their type: no k_proj, "
+        "v_proj or k_norm, nothing cached (Gemma 4 E2B/E4B's num_kv_shared_layers).",
+    )
+    double_wide_shared_mlp: StrictBool = spec_field(
+        default=False,
+        description="The KV-shared layers' dense MLP is 2 x intermediate_size wide (Gemma 4's use_double_wide_mlp).",
+    )
+    per_layer_input_size: Optional[Width] = spec_field(
+        default=None,
+        description="p of Gemma 4's per-layer embeddings: a [per_layer_vocab_size, L p] table, a [d -> L p] "
+        "projection and its norm [p], and in each block a gate [d -> p], a projection [p -> d] and a norm [d].",
+    )
+    per_layer_vocab_size: Optional[Vocab] = spec_field(
+        default=None, description="Rows of the per-layer embedding table (vocab_size_per_layer_input)."
+    )
     position_embedding: Literal["rope", "learned", "none"] = spec_field(
         default="rope",
         description="learned adds a [max_position_embeddings, d] table (GPT-2); none: no positions "
@@ -738,7 +832,7 @@ class ModelSpec(Spec):
     vision: Optional[Annotated[VisionTower, DISCRIMINATED]] = spec_field(
         default=None,
         description="The vision encoder and its projector into the decoder, told apart by kind: qwen2_vl, "
-        "qwen2_5_vl, qwen3_vl, siglip_gemma3 (Gemma 3), llama4, pixtral (Mistral 3).",
+        "qwen2_5_vl, qwen3_vl, siglip_gemma3 (Gemma 3), llama4, pixtral (Mistral 3), gemma4_vision (Gemma 4).",
     )
     torch_dtype: Dtype = spec_field(default="bf16", description="The checkpoint's weight dtype.")
     quantization: Optional[Quantization] = spec_field(
@@ -798,7 +892,37 @@ class ModelSpec(Spec):
                 raise ValueError("some layers are dense (first_k_dense_replace/mlp_only_layers) but mlp is not set")
         if self.position_embedding == "rope" and self.rope_theta is None:
             raise ValueError("rope_theta is required when position_embedding is rope")
+        self._check_kv_sharing()
         self._check_rotary_width()
+
+    def _check_kv_sharing(self) -> None:
+        """KV-shared layers (Gemma4TextAttention): each is a softmax layer with an earlier layer of its
+        type that owns K/V (the last such layer before the shared ones); not beside MoE or MLA."""
+        n, L = self.num_kv_shared_layers, self.num_hidden_layers
+        if self.double_wide_shared_mlp and not n:
+            raise ValueError("double_wide_shared_mlp needs num_kv_shared_layers above 0")
+        if (self.per_layer_input_size is None) != (self.per_layer_vocab_size is None):
+            raise ValueError("per_layer_input_size and per_layer_vocab_size are set together")
+        if not n:
+            return
+        if n >= L:
+            raise ValueError(f"num_kv_shared_layers ({n}) must be below num_hidden_layers ({L})")
+        if isinstance(self.attention, MLAAttention) or self.moe is not None:
+            raise ValueError("num_kv_shared_layers is modelled for dense GQA models only")
+        owners = {self.layer_type(i) for i in range(L - n)}
+        for i in range(L - n, L):
+            t = self.layer_type(i)
+            if not t.caches_kv or t not in owners:
+                raise ValueError(f"KV-shared layer {i} ({t.value}) has no earlier {t.value} layer to share with")
+
+    def kv_shared(self, i: int) -> bool:
+        """True when layer ``i`` reuses an earlier layer's K/V (the last num_kv_shared_layers layers)."""
+        return i >= self.num_hidden_layers - self.num_kv_shared_layers and self.num_kv_shared_layers > 0
+
+    def kv_shared_count(self, layer_type: LayerType) -> int:
+        """KV-shared layers of ``layer_type`` (they cache nothing)."""
+        L, n = self.num_hidden_layers, self.num_kv_shared_layers
+        return sum(1 for i in range(L - n, L) if self.layer_type(i) == layer_type) if n else 0
 
     def _check_rotary_width(self) -> None:
         """RoPE turns pairs of elements: the rotated width of a head (head_dim x
@@ -886,8 +1010,11 @@ class ModelSpec(Spec):
 
     def kv_heads_of(self, layer_type: LayerType) -> int:
         """K/V heads of the softmax layers of ``layer_type``: a sliding layer's
-        ``sliding_num_key_value_heads`` when set, else :attr:`num_key_value_heads`."""
+        ``sliding_num_key_value_heads`` when set, a full layer's ``global_num_key_value_heads``
+        (Gemma 4) when set, else :attr:`num_key_value_heads`."""
         att = self.attention
+        if layer_type == LayerType.FULL_ATTENTION and isinstance(att, GQAAttention) and att.global_num_key_value_heads:
+            return att.global_num_key_value_heads
         if (
             layer_type == LayerType.SLIDING_ATTENTION
             and isinstance(att, GQAAttention)
@@ -903,6 +1030,15 @@ class ModelSpec(Spec):
         if isinstance(att, MLAAttention):
             return att.num_attention_heads
         return att.num_key_value_heads or att.num_attention_heads
+
+    def heads_of(self, layer_type: LayerType) -> tuple[int, int]:
+        """(n_kv, d_head) of a softmax layer of ``layer_type``: :meth:`kv_heads_of` and the global
+        head width in the full_attention layers of a model with global geometry (Gemma 4), else
+        head_dim."""
+        att = self.attention
+        if isinstance(att, GQAAttention) and layer_type == LayerType.FULL_ATTENTION and att.has_global_geometry:
+            return self.kv_heads_of(layer_type), att.global_head_dim or self.head_dim
+        return self.kv_heads_of(layer_type), self.head_dim
 
 
 @spec

@@ -367,6 +367,11 @@ class _Softmax:
     layer_type: LayerType
     layers: int
     cap: int | None
+    #: this kind's own head width of QK^T and AV where it differs from the plan's (Gemma 4's
+    #: full-attention layers)
+    d_head: int | None = None
+    #: layers that write their own K/V (Gemma 4's KV-shared layers only read an earlier layer's)
+    writers: int | None = None
 
     @property
     def chunked(self) -> bool:
@@ -470,8 +475,9 @@ def _attention_dims(spec: ModelSpec, mla_form: MLAForm | None) -> tuple[int, int
     return spec.head_dim, spec.v_head_dim  # QK^T over d_head, AV over d_v (MiMo-V2-Flash: 192 and 128)
 
 
-def _softmax_kinds(spec: ModelSpec, counts: LayerCounts) -> tuple[_Softmax, ...]:
-    """The softmax layer kinds (full, sliding, chunked) of a stage whose layers are ``counts``."""
+def _softmax_kinds(spec: ModelSpec, counts: LayerCounts, tp: int = 1) -> tuple[_Softmax, ...]:
+    """The softmax layer kinds (full, sliding, chunked) of a stage whose layers are ``counts``; a
+    model with global geometry (Gemma 4) gives its full-attention kind its own heads at TP ``tp``."""
     att = spec.attention
     caps = {
         LayerType.SLIDING_ATTENTION: att.sliding_window if isinstance(att, GQAAttention) else None,
@@ -479,7 +485,16 @@ def _softmax_kinds(spec: ModelSpec, counts: LayerCounts) -> tuple[_Softmax, ...]
         # DeepSeek Sparse Attention: each query attends to the index_topk keys its indexer picks
         LayerType.FULL_ATTENTION: att.indexer.index_topk if isinstance(att, MLAAttention) and att.indexer else None,
     }
-    return tuple(_Softmax(t, n, caps.get(t)) for t, n in counts.mixers.items() if t.caches_kv)
+    out = []
+    for t, n in counts.mixers.items():
+        if not t.caches_kv:
+            continue
+        writers = n - spec.kv_shared_count(t) if spec.num_kv_shared_layers else None  # one stage: validate_layout
+        if isinstance(att, GQAAttention) and att.has_global_geometry and t == LayerType.FULL_ATTENTION:
+            out.append(_Softmax(t, n, caps.get(t), spec.heads_of(t)[1], writers))
+        else:
+            out.append(_Softmax(t, n, caps.get(t), writers=writers))
+    return tuple(out)
 
 
 def _attention_ops(
@@ -491,6 +506,7 @@ def _attention_ops(
     for kind in stage.softmax:
         layers, cap = kind.layers, kind.cap
         per_token, kv_heads = plan.kv_by_type[kind.layer_type]  # the layer type's own K/V heads on this GPU
+        d_qk, d_v = (plan.d_qk, plan.d_v) if kind.d_head is None else (kind.d_head, kind.d_head)
         if kind.chunked:
             assert cap is not None
             pairs = sum(chunked_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
@@ -506,9 +522,11 @@ def _attention_ops(
                 role,
                 "",
                 layers,
-                2 * plan.heads * (plan.d_qk + plan.d_v) * pairs * layers,
+                2 * plan.heads * (d_qk + d_v) * pairs * layers,
                 kv_read_bytes=_eighths(cached * per_token * layers * kv_bits),
-                kv_write_bytes=_eighths(written * per_token * layers * kv_bits),
+                kv_write_bytes=_eighths(
+                    written * per_token * (layers if kind.writers is None else kind.writers) * kv_bits
+                ),
                 batch=sum(g.count for g in groups),
                 heads=plan.heads,
                 kv_heads=kv_heads,
@@ -703,7 +721,7 @@ def _stage_plan(
         stage,
         n,
         _gemms(spec, s, layout, stage, bits),
-        _softmax_kinds(spec, counts),
+        _softmax_kinds(spec, counts, layout.tp),
         _recurrences(spec, counts),
         tuple(_resident_op(spec, s, layout, bits) if first and resident else ()),
         tuple(_vector_op(spec, s, layout, stage, bits)),

@@ -46,10 +46,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 45 checkpoints across the 41 families with fixtures."""
+    figure) have an exact total: 48 checkpoints across the 43 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 45
+    assert len(_exact()) == 48
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -388,6 +388,13 @@ KV = [
     ("qwen3-coder-480b-a35b-instruct", 253_952),  # 2 x 62 x 8 x 128 x 2
     ("kimi-k2.5", 70_272),  # MLA as DeepSeek-V3: 61 x (512 + 64) x 2
     ("glm-4.5v", 188_416),  # 2 x 46 x 8 x 128 x 2
+    # Gemma 4 31B: 50 sliding layers 2 x 16 x 256 x 2 B + 10 full layers at their own heads 2 x 4 x 512 x 2 B
+    ("gemma-4-31b-it", 50 * 2 * 16 * 256 * 2 + 10 * 2 * 4 * 512 * 2),
+    # Gemma 4 26B-A4B: 25 sliding layers 2 x 8 x 256 x 2 B + 5 full layers 2 x 2 x 512 x 2 B
+    ("gemma-4-26b-a4b-it", 25 * 2 * 8 * 256 * 2 + 5 * 2 * 2 * 512 * 2),
+    # Gemma 4 E2B text: only the 15 layers before the 20 KV-shared ones cache, 12 sliding of 2 x 1 x 256
+    # and 3 full of 2 x 1 x 512 elements, at 2 B
+    ("gemma-4-e2b-it-text", 12 * 2 * 1 * 256 * 2 + 3 * 2 * 1 * 512 * 2),
 ]
 
 

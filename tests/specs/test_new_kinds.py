@@ -290,33 +290,14 @@ def test_kimi_linear_decode_flops_per_token_by_hand():
 
 
 def test_nemotron3_super_latent_moe_against_the_hub_total():
-    """Nemotron-3-Super-120B-A12B (latent MoE): its published shapes (d 4096, 40 Mamba-2 blocks of
-    128 x 64 heads, 40 E blocks of 512 experts of 2688 working at the latent width 1024, a shared
-    expert of 5376, 8 attention blocks of 32 q / 2 kv heads; a public artifact check pins them and
-    the 40 / 40 / 8 block counts, code-index id 70124835016) give the main model; the count does not
-    depend on the order of the blocks, so they are written in an arbitrary order here. The Hub's
-    BF16 total 123,611,012,096 (code-index id 69468411049) is that main model plus the MTP module
-    ("*E": enorm, hnorm, eh_proj [2d -> d], an attention and a latent-MoE block of one norm each, a
-    final norm; no embedding or head copy; by hand here), less the 41 routers' 512-entry correction
-    biases, which the Hub's figures for Nemotron 3 leave out (Nano's is 23 x 128 below its GGUF
-    count)."""
-    import json
-
-    nano = json.loads((FIXTURES / "nemotron-3-nano-30b-a3b" / "config.json").read_text(encoding="utf-8"))
-    super_shapes = {
-        "hidden_size": 4096,
-        "num_hidden_layers": 88,
-        "hybrid_override_pattern": "ME" * 40 + "*" * 8,
-        "mamba_num_heads": 128,
-        "n_routed_experts": 512,
-        "num_experts_per_tok": 22,
-        "moe_intermediate_size": 2688,
-        "moe_latent_size": 1024,
-        "moe_shared_expert_intermediate_size": 5376,
-        "num_nextn_predict_layers": 1,
-        "mtp_hybrid_override_pattern": "*E",
-    }
-    spec, _ = hf_to_spec({**nano, **super_shapes}, "Nemotron-3-Super/config.json")
+    """Nemotron-3-Super-120B-A12B's real config (latent MoE, 40 M / 40 E / 8 * blocks, MTP "*E"):
+    the routed experts work at the latent width 1024. The Hub's BF16 figure 123,611,012,096 and
+    its API total 123,611,033,088 (SOURCES.yaml) differ by the 41 routers' 512-entry F32
+    correction biases; the MTP module (enorm, hnorm, eh_proj [2d -> d], an attention and a
+    latent-MoE block of one norm each, a final norm; no embedding or head copy) by hand here."""
+    spec = _spec("nemotron-3-super-120b-a12b")
+    pattern = "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME"
+    assert (pattern.count("M"), pattern.count("E"), pattern.count("*")) == (40, 40, 8)
     latent = {t.name: t.shape for t in build(spec).tensors if t.group in ("moe_latent", "routed_experts")}
     assert latent == {
         "layers.*.mlp.fc1_latent_proj.weight": (1024, 4096),
@@ -330,7 +311,28 @@ def test_nemotron3_super_latent_moe_against_the_hub_total():
     mtp = 2 * d + 2 * d * d + (attention + d) + (moe + d) + d
     counted = count_params(spec)
     assert counted.mtp_params == mtp + 512 and counted.mtp_checkpoint_copies == 0
-    assert counted.checkpoint_params - 41 * 512 == 123_611_012_096
+    assert counted.checkpoint_params == SOURCES["nemotron-3-super-120b-a12b"]["checkpoint_total"] == 123_611_033_088
+    assert counted.checkpoint_params - 41 * 512 == 123_611_012_096  # the Hub's BF16 parameters
+
+
+def test_nemotron3_super_with_its_infinity_line_counts_the_same(tmp_path):
+    """The BF16 config's ``"time_step_limit": [0.0, Infinity]`` (Python's JSON dialect, which
+    transformers reads) changes no shape: the real config with that line counts the Hub total."""
+    text = (FIXTURES / "nemotron-3-super-120b-a12b" / "config.json").read_text(encoding="utf-8")
+    text = text.replace(' "time_step_floor"', ' "time_step_limit": [0.0, Infinity],\n "time_step_floor"')
+    (tmp_path / "config.json").write_text(text, encoding="utf-8")
+    assert "Infinity" in text
+    assert count_params(load_hf_config(tmp_path)).checkpoint_params == 123_611_033_088
+
+
+def test_nemotron3_super_cache_and_state_by_hand():
+    """Per token only the 8 attention blocks cache: 2 x 2 KV heads x 128 x 2 B each. Per sequence
+    each of the 40 Mamba-2 mixers keeps its SSM state 128 heads x 64 x 128 and a conv state of
+    (H P + 2 G N) x (kernel - 1) = (8192 + 2 x 8 x 128) x 3 elements, at 2 B."""
+    spec = _spec("nemotron-3-super-120b-a12b")
+    assert kv_bytes_per_token(spec, 16) == 8 * 2 * 2 * 128 * 2 == 8192
+    state = 40 * (128 * 64 * 128 + (8192 + 2 * 8 * 128) * 3) * 2
+    assert kv_bytes(spec, 10_000, 16) == 10_000 * 8192 + state
 
 
 def test_a_latent_moe_dispatches_the_latent_width():

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from llm_cost.core.records import record
+from llm_cost.specs.hf.gemma4 import GEMMA4_EXTRA_KEYS, gemma4_blocks
 
 __all__ = ["Departures", "DEPARTURES"]
 
@@ -254,6 +255,33 @@ DEPARTURES: dict[str, Departures] = {
         window_every=6,
         window_every_keys=("sliding_window_pattern", "_sliding_window_pattern"),
         vision="siglip_gemma3",
+    ),
+    "gemma4_text": Departures(
+        cite="transformers models/gemma4/modeling_gemma4.py (Gemma4ForCausalLM): Gemma 3's block (four norms, "
+        "per-head q/k norms, GeGLU); full-attention layers of global_head_dim with num_global_key_value_heads "
+        "and no v_proj under attention_k_eq_v; a stored layer_scalar per block; the MoE block, per-layer "
+        "embeddings and KV-shared layers (llm_cost.specs.hf.gemma4)",
+        qk_norm=True,
+        act_keys=("hidden_activation", "hidden_act"),
+        act_default="gelu_pytorch_tanh",
+        norms_per_layer=4,
+        window_every=6,
+        declared_only=True,
+        extra_keys=GEMMA4_EXTRA_KEYS,
+        extra=gemma4_blocks,
+    ),
+    "gemma4": Departures(
+        cite="transformers models/gemma4/modeling_gemma4.py (Gemma4ForConditionalGeneration): the Gemma 4 text "
+        "model of text_config, Gemma4VisionModel and Gemma4MultimodalEmbedder (llm_cost.specs.hf.gemma4)",
+        qk_norm=True,
+        act_keys=("hidden_activation", "hidden_act"),
+        act_default="gelu_pytorch_tanh",
+        norms_per_layer=4,
+        window_every=6,
+        declared_only=True,
+        extra_keys=GEMMA4_EXTRA_KEYS,
+        extra=gemma4_blocks,
+        vision="gemma4",
     ),
     "olmo2": Departures(
         cite="transformers models/olmo2/modeling_olmo2.py: llama projections (attention_bias on q/k/v/o), RMSNorm "

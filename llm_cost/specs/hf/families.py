@@ -465,6 +465,21 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+def _gemma4(model_type: str) -> Callable[[_Config, _Family], dict[str, Any]]:
+    """Gemma 4: the blocks it does not model refused first (llm_cost.specs.hf.gemma4), then the
+    vocabulary with its departures line."""
+    from llm_cost.specs.hf.gemma4 import refuse_unmodelled
+
+    read = generic_mapper(model_type)
+
+    def mapper(c: _Config, fam: _Family) -> dict[str, Any]:
+        refuse_unmodelled(c)
+        return read(c, fam)
+
+    mapper.__doc__ = read.__doc__
+    return mapper
+
+
 _F = _Family
 #: model_type -> (mapping, family defaults the mapping falls back on where transformers' table has none).
 FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]] = {
@@ -501,6 +516,8 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
     "falcon": (_falcon, _F(tie=True, max_pos=2048, rope_theta=10000.0)),
     "gpt_oss": (generic_mapper("gpt_oss"), _F(tie=False, max_pos=131072, rope_theta=150000.0, head_dim=64)),
     "gemma3": (generic_mapper("gemma3"), _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
+    "gemma4": (_gemma4("gemma4"), _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
+    "gemma4_text": (_gemma4("gemma4_text"), _F(tie=True, max_pos=131072, rope_theta=1e6, head_dim=256)),
     "smollm3": (generic_mapper("smollm3"), _F(tie=True, max_pos=32768, rope_theta=2000000.0)),
     "olmo2": (generic_mapper("olmo2"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),
     "olmo3": (generic_mapper("olmo3"), _F(tie=False, max_pos=2048, rope_theta=10000.0)),

@@ -13,6 +13,7 @@ from typing import Any
 
 from llm_cost.core.errors import SpecError
 from llm_cost.specs.hf.config import _VISION_SHAPE_KEYS, _Config
+from llm_cost.specs.hf.gemma4 import gemma4_vision
 
 __all__ = [
     "qwen2_vision",
@@ -447,4 +448,5 @@ VISION_READERS: dict[str, Callable[[_Config, dict[str, Any]], Any]] = {
     "siglip_gemma3": siglip_gemma3_vision,
     "moonvit": moonvit_vision,
     "glm4v": glm4v_vision,
+    "gemma4": gemma4_vision,
 }

@@ -1,0 +1,165 @@
+"""Gemma 4 (``gemma4``, ``gemma4_text``): where its modeling file departs from the vocabulary.
+
+Read from transformers ``models/gemma4/modeling_gemma4.py`` and ``configuration_gemma4.py``
+(transformers 5.24.0). Gemma 3's block (four RMSNorms, per-head q/k norms, GeGLU, sliding layers
+with one full layer in six) with:
+
+* global geometry: the full-attention layers have heads of ``global_head_dim`` (absent: 512,
+  Gemma4TextConfig.__post_init__ ``kwargs.pop("global_head_dim", 512)``) and, with
+  ``attention_k_eq_v``, ``num_global_key_value_heads`` K/V heads and no v_proj (V is k_proj's
+  output: Gemma4TextAttention ``use_alternative_attention``); v_norm has no weights;
+* a stored one-element ``layer_scalar`` per block (Gemma4TextDecoderLayer ``register_buffer``,
+  persistent: in the checkpoint);
+* the last layer is always full attention (Gemma4TextConfig.__post_init__ forces it);
+* the MoE block of ``enable_moe_block`` (Gemma 4 26B-A4B): every layer keeps its dense MLP and adds
+  Gemma4TextRouter (proj [E, d], scale [d], per_expert_scale [E]; its norm has no scale),
+  Gemma4TextExperts (gate_up_proj [E, 2 w, d], down_proj [E, d, w] of ``moe_intermediate_size`` w,
+  ``top_k_experts`` per token) and three RMSNorms (post_feedforward_layernorm_1 / _2,
+  pre_feedforward_layernorm_2); the dense MLP is the MoE's always-on shared expert (same tensors);
+* the Gemma 4 vision encoder and embedder (:class:`~llm_cost.specs.schema.Gemma4Vision`).
+
+* per-layer embeddings (``hidden_size_per_layer_input`` p above 0; transformers' default is 256):
+  Gemma4TextModel's embed_tokens_per_layer [vocab_size_per_layer_input, L p], per_layer_model_projection
+  [d -> L p] and per_layer_projection_norm [p], and in each block per_layer_input_gate [d -> p],
+  per_layer_projection [p -> d] and post_per_layer_input_norm [d] (Gemma 4 E2B/E4B);
+* KV sharing: the last ``num_kv_shared_layers`` layers reuse the K/V of the last earlier layer of
+  their type (no k_proj, v_proj or k_norm; nothing cached), and with ``use_double_wide_mlp`` their
+  MLP is twice as wide (Gemma4TextMLP).
+
+Not modelled, refused naming the key: the audio tower (``audio_config``) and fully bidirectional
+attention (``use_bidirectional_attention`` "all", which changes the window).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from llm_cost.core.errors import SpecError
+from llm_cost.core.types import LayerType
+from llm_cost.specs.hf.config import _Config
+
+__all__ = ["gemma4_blocks", "gemma4_vision", "refuse_unmodelled", "GEMMA4_EXTRA_KEYS"]
+
+#: Keys Gemma4TextConfig reads from its kwargs rather than declaring as fields, and the vocabulary's
+#: spelling of top_k_experts that :func:`refuse_unmodelled` writes (a config's own is refused).
+GEMMA4_EXTRA_KEYS = ("global_head_dim", "num_global_key_value_heads", "num_experts_per_tok")
+
+_CITE = "transformers models/gemma4/modeling_gemma4.py"
+
+
+def refuse_unmodelled(c: _Config) -> None:
+    """SpecError naming the key for a Gemma 4 block this reading does not model (module docstring),
+    checked before anything is read: fully bidirectional attention, an audio tower.
+    With ``enable_moe_block`` the vocabulary reads ``top_k_experts`` as the top-k; without it the
+    expert keys are dropped (no router or experts are built)."""
+    if c.bool("enable_moe_block", False):
+        # the vocabulary's spelling of the top-k; the dense MLP beside the experts is placed in gemma4_blocks
+        if "num_experts_per_tok" in c.data or "experts_per_token" in c.data:
+            raise c.error("num_experts_per_tok", "is not a Gemma4TextConfig key (top_k_experts is)")
+        c.data["num_experts_per_tok"] = c.data.get("top_k_experts")
+        c.ignore("top_k_experts")
+    else:  # Gemma4TextDecoderLayer builds no router or experts without enable_moe_block
+        for key in ("num_experts", "top_k_experts", "moe_intermediate_size"):
+            if c.data.get(key) is not None:
+                c.notes.append(f"{key} is unused: enable_moe_block is false")
+            c.data.pop(key, None)
+    if c.data.get("use_bidirectional_attention") == "all":
+        raise c.error(
+            "use_bidirectional_attention",
+            "= 'all': bidirectional attention (its window becomes sliding_window // 2 + 1) is not modelled",
+        )
+    if c.has("audio_config"):
+        raise c.error("audio_config", f"is set: the Gemma 4 audio tower and its embedder are not modelled ({_CITE})")
+
+
+def gemma4_blocks(c: _Config, out: dict[str, Any]) -> None:
+    """The Gemma 4 departures of the fields :func:`~llm_cost.specs.hf.generic.read_generic` read
+    (see the module docstring; :func:`refuse_unmodelled` has run first): the full-attention layers'
+    geometry, the stored layer scalars, the forced full last layer."""
+    c.ignore("audio_config")
+    ple = c.int("hidden_size_per_layer_input", 256, minimum=0) if c.known("hidden_size_per_layer_input") else 0
+    if ple:  # Gemma4TextModel's per-layer embeddings
+        out["per_layer_input_size"] = ple
+        out["per_layer_vocab_size"] = c.int("vocab_size_per_layer_input", 262_144)
+    else:
+        c.ignore("vocab_size_per_layer_input")
+    shared = c.int("num_kv_shared_layers", 0, minimum=0) if c.known("num_kv_shared_layers") else 0
+    if shared:
+        out["num_kv_shared_layers"] = shared
+        # Gemma4TextMLP: only the KV-shared layers double their MLP
+        out["double_wide_shared_mlp"] = bool(c.bool("use_double_wide_mlp", False))
+    else:
+        c.ignore("use_double_wide_mlp")
+    c.ignore("enable_moe_block", "top_k_experts", "moe_intermediate_size", "expert_intermediate_size")
+    moe = out.get("moe")
+    if moe is not None:  # Gemma4TextDecoderLayer with enable_moe_block: the dense MLP runs beside the experts
+        if out.get("mlp") is not None:
+            raise c.error("enable_moe_block", "with dense-only layers: every Gemma 4 layer has the MoE block")
+        width = c.int("intermediate_size")
+        c.notes[:] = [n for n in c.notes if n != "intermediate_size is unused: every layer is MoE"]
+        out["moe"] = dataclasses.replace(moe, shared_expert_intermediate_size=width, router_scales=True, extra_norms=3)
+        c.notes.append(
+            f"the dense MLP (gate/up/down of intermediate_size {width}) beside the experts is counted as a "
+            "shared expert: the same tensors, run by every token"
+        )
+    c.ignore("use_bidirectional_attention", "final_logit_softcapping")
+    att = out["attention"]
+    k_eq_v = bool(c.bool("attention_k_eq_v", False))
+    global_kv = c.opt_int("num_global_key_value_heads") if k_eq_v else None
+    if not k_eq_v:
+        c.ignore("num_global_key_value_heads")  # read only with attention_k_eq_v (Gemma4TextConfig)
+    head_dim = c.int("global_head_dim", 512, why="absent; Gemma4TextConfig kwargs.pop('global_head_dim', 512)")
+    out["attention"] = dataclasses.replace(
+        att, global_head_dim=head_dim, global_num_key_value_heads=global_kv, global_k_eq_v=k_eq_v
+    )
+    L = out["num_hidden_layers"]
+    types = out.get("layer_types") or [LayerType.SLIDING_ATTENTION] * L
+    if types[-1] != LayerType.FULL_ATTENTION:
+        types = [*types[:-1], LayerType.FULL_ATTENTION]
+        c.notes.append("the last layer is full attention (Gemma4TextConfig forces it)")
+    out["layer_types"] = types
+    out["layer_scalar"] = True
+    c.notes.append(
+        "each block's layer_scalar [1] (and a standardizing vision tower's std_bias / std_scale) is a persistent "
+        "buffer stored in the checkpoint: counted with its tensors"
+    )
+
+
+def gemma4_vision(c: _Config, out: dict[str, Any]):
+    """The Gemma 4 vision encoder of ``vision_config`` (Gemma4VisionConfig defaults of transformers
+    5.24.0 for absent keys), or None when the wrapper has no vision_config (Gemma4Model then builds
+    no vision tower)."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import Gemma4Vision
+
+    raw = c.dict("vision_config")
+    if raw is None:
+        return None
+    v = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="vision_config.")
+    why = "absent; transformers 5.24.0 Gemma4VisionConfig default"
+    v.ignore("model_type", "hidden_activation", "rms_norm_eps", "attention_dropout", "initializer_range")
+    v.ignore("torch_dtype", "dtype", "rope_parameters", "max_position_embeddings", "default_output_length")
+    if v.data.get("attention_bias"):
+        raise v.error("attention_bias", "= true: Gemma4ClippableLinear has no biases")
+    v.ignore("attention_bias")
+    kw = dict(
+        hidden_size=v.int("hidden_size", 768, why),
+        intermediate_size=v.int("intermediate_size", 3072, why),
+        num_hidden_layers=v.int("num_hidden_layers", 16, why),
+        num_attention_heads=v.int("num_attention_heads", 12, why),
+        num_key_value_heads=v.int("num_key_value_heads", 12, why),
+        head_dim=v.int("head_dim", 64, why),
+        patch_size=v.int("patch_size", 16, why),
+        position_embedding_size=v.int("position_embedding_size", 10240, why),
+        use_clipped_linears=bool(v.bool("use_clipped_linears", False, why)),
+        standardize=bool(v.bool("standardize", False, why)),
+        pooling_kernel_size=v.int("pooling_kernel_size", 3, why),
+    )
+    v.check_unplaced(frozenset({"global_head_dim", "num_global_key_value_heads", "layer_types", "num_kv_heads"}))
+    c.ignore("vision_soft_tokens_per_image", "image_token_id", "video_token_id", "boi_token_id", "eoi_token_id")
+    try:
+        return Gemma4Vision.checked(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
