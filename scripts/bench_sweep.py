@@ -1,10 +1,13 @@
-"""Time of 10,000-point sweeps (issue 14's target: under 1 s each, in one process).
+"""Time of 10,000-point sweeps (issues 14 and 26: under 1 s each, in one process, in every format).
 
-Usage: python scripts/bench_sweep.py [--points N] [--runs R] [--exe PATH]. For each sweep, prints
-the best of R in-process runs of the command (the entry point called in this interpreter, its
-CSV written to memory: the computation and the rendering, no start-up) and the wall time of one
-whole ``llm-cost`` process (start-up included), in seconds. The grids are written out as explicit
-comma-separated lists, so the script times any version of the tool.
+Usage: python scripts/bench_sweep.py [--points N] [--runs R] [--exe PATH] [--formats csv,json,table]
+[--only WORD] [--no-whole]. For each sweep (roofline, kv and flops grids) and each format (CSV, JSON,
+the table), prints the best of R in-process runs of the command (the entry point called in this
+interpreter, its output written to memory: the computation and the rendering, no start-up) in wall
+and in CPU seconds (steadier on a shared machine), the output's lines, and the wall time of one whole
+``llm-cost`` process (start-up included).
+The grids are written out as explicit comma-separated lists, so the script times any version of the
+tool.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ import time
 
 
 def sweeps(points: int) -> dict[str, list[str]]:
-    """Command lines of ``points`` rows each: dense, MoE, sliding-window, a layout, and kv."""
+    """Command lines of ``points`` rows each, as CSV: roofline of a dense model, a MoE, a sliding
+    window and a layout; kv over contexts; flops over prompt lengths and over contexts."""
     batches = ",".join(str(b) for b in range(1, points + 1))
     half = ",".join(str(b) for b in range(1, points // 2 + 1))
-    contexts = ",".join(str(1024 * i) for i in range(1, points // 2 + 1))
+    many = ",".join(str(16 * i) for i in range(1, points + 1))
     return {
         "roofline llama3-8b, batch 1..N, context 2K": [
             "roofline",
@@ -70,17 +74,29 @@ def sweeps(points: int) -> dict[str, list[str]]:
             "4K",
             "--csv",
         ],
-        "kv llama3-8b, N/2 contexts x 2 batches": ["kv", "llama3-8b", "--context", contexts, "--batch", "1,8", "--csv"],
+        "kv llama3-8b, N contexts, batch 8": ["kv", "llama3-8b", "--context", many, "--batch", "8", "--csv"],
+        "flops llama3-8b prefill, N prompt lengths": ["flops", "llama3-8b", "--seq", batches, "--csv"],
+        "flops llama3-8b decode, N contexts": ["flops", "llama3-8b", "--phase", "decode", "--context", many, "--csv"],
     }
 
 
-def in_process(argv: list[str]) -> tuple[float, int]:
-    """(seconds, output lines) of one call of the entry point with ``argv``, stdout to memory."""
+#: The flag of each format (the table is the command without one).
+FORMATS = {"csv": ["--csv"], "json": ["--json"], "table": []}
+
+
+def in_format(argv: list[str], form: str) -> list[str]:
+    """``argv`` (a CSV command line) printing ``form``."""
+    return [a for a in argv if a != "--csv"] + FORMATS[form]
+
+
+def in_process(argv: list[str]) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, output lines) of one call of the entry point with ``argv``, stdout
+    to memory."""
     from llm_cost.cli import main
 
     old, sys.argv = sys.argv, ["llm-cost", *argv]
     out = io.StringIO()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         with contextlib.redirect_stdout(out):
             main()
@@ -89,7 +105,7 @@ def in_process(argv: list[str]) -> tuple[float, int]:
             raise RuntimeError(f"llm-cost {' '.join(argv[:2])} ... exited {exc.code}") from None
     finally:
         sys.argv = old
-    return time.perf_counter() - start, out.getvalue().count("\n")
+    return time.perf_counter() - start, time.process_time() - cpu, out.getvalue().count("\n")
 
 
 def whole_process(exe: str, argv: list[str]) -> float:
@@ -104,11 +120,25 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--exe", default=shutil.which("llm-cost") or "llm-cost")
+    parser.add_argument("--formats", default="csv,json,table", help="comma-separated: csv, json, table")
+    parser.add_argument("--only", default="", help="only the sweeps whose label contains this")
+    parser.add_argument("--no-whole", action="store_true", help="skip the whole-process run")
     args = parser.parse_args()
-    for label, argv in sweeps(args.points).items():
-        best, lines = min(in_process(argv) for _ in range(args.runs))
-        wall = whole_process(args.exe, argv)
-        print(f"{label:55s} {lines - 1:6d} rows: in-process {best:6.3f} s, whole process {wall:6.3f} s")
+    worst = worst_cpu = 0.0
+    for label, csv_argv in sweeps(args.points).items():
+        if args.only not in label:
+            continue
+        for form in args.formats.split(","):
+            argv = in_format(csv_argv, form)
+            runs = [in_process(argv) for _ in range(args.runs)]
+            best, cpu, lines = min(runs)[0], min(r[1] for r in runs), runs[0][2]
+            worst, worst_cpu = max(worst, best), max(worst_cpu, cpu)
+            wall = "" if args.no_whole else f", whole process {whole_process(args.exe, argv):6.3f} s"
+            print(
+                f"{label:55s} {form:5s} {lines:6d} lines: in-process {best:6.3f} s (CPU {cpu:6.3f} s){wall}",
+                flush=True,
+            )
+    print(f"slowest in-process: {worst:.3f} s, CPU {worst_cpu:.3f} s (target: under 1 s)")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,13 @@ CALLS = {
         "llama3-70b", "h100", 32, 4096, layout=api.Layout(tp=4)
     ),
     "roofline llama3-8b --phase prefill --seq 8K": lambda: api.prefill("llama3-8b", "h100", 8192),
-    "roofline llama3-8b --batch 1,8,64 --context 2K": lambda: api.decode_sweep("llama3-8b", "h100", [1, 8, 64], [2048]),
+    # a grid's JSON rows carry the figures; the operator tables and conventions come with --ops
+    "roofline llama3-8b --batch 1,8,64 --context 2K": lambda: api.decode_sweep(
+        "llama3-8b", "h100", [1, 8, 64], [2048], detail=False
+    ),
+    "roofline llama3-8b --batch 1,8,64 --context 2K --ops": lambda: api.decode_sweep(
+        "llama3-8b", "h100", [1, 8, 64], [2048]
+    ),
     "roofline mixtral-8x7b --batch 16 --context 1K": lambda: api.decode("mixtral-8x7b", "h100", 16, 1024),
     "fit llama3-8b": lambda: api.fit("llama3-8b", "h100"),
     "fit llama3-70b --tp 2": lambda: api.fit("llama3-70b", layout=api.Layout(tp=2)),

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import field
 from fractions import Fraction
+from math import gcd
 from operator import attrgetter
 from typing import Any
 
@@ -322,12 +323,15 @@ def decode_steps(
     network_gb_s: float = DEFAULT_NETWORK_GB_S,
     profile: Profile | None = None,
     detail: bool = True,
+    ops: bool = True,
 ) -> list[DecodeStep]:
     """:func:`decode_step` at each (batch, context) of ``points``, in order: a sweep. What does not
     depend on the point (formats, peaks, the model's resident bytes, the profile, the per-GPU
     weights) is worked out once; each result equals that point's :func:`decode_step`. Without
     ``detail`` the results leave the operator table and the conventions empty (rows of figures
-    only, as a CSV prints them); every figure is the same."""
+    only, as a CSV prints them); with ``detail`` but without ``ops``, the operator table only. Every
+    figure is the same. A sweep of more than :data:`GRID_POINTS` points without operator tables is
+    worked out a context at a time over all its batches (:mod:`llm_cost.analyses.decode_grid`)."""
     compute = dtype
     bits = _bits(weight_bits, compute)
     bound_model = RooflineBound(network_gb_s)
@@ -337,46 +341,45 @@ def decode_steps(
     resident = to_bytes(build(spec).total_params, bits)
     chosen = profile or default_profile(gpu.name)
     predictor = CalibratedModel(chosen, network_gb_s) if chosen is not None else None
+    predicted_note = profile_note(chosen, gpu.name) if chosen is not None and detail else None
     held = per_gpu(spec, layout, bits, kv_bits)
     moe = spec.moe
     searched: dict[tuple, tuple[int | None, int | None]] = {}  # the batches by the figures they depend on
+    bits_f, resident_s = float(bits), float(resident) / bw
+    profile_name = chosen.name if chosen is not None else None
     kv_at: dict[int, list[int | Fraction]] = {}  # per-stage KV of one sequence by context
-    results = []
-    for batch, context in points:
-        step = build_step(
-            spec,
-            decode(batch, context),
-            layout=layout,
-            weight_bits=bits,
-            kv_bits=kv_bits,
-            compute_dtype=compute,
-            weight_bytes=weight_bytes,
-        )
-        bound = bound_model.step_time(step, gpu, detail)
-        estimate = estimate_model.step_time(step, gpu, detail)
 
-        ops = step.ops
-        figures = list(map(_FIGURES, ops))  # per operator: (kind, flops, weight, KV read, KV write, bytes, sent)
-        gemms = [f for f in figures if f[0] == OpKind.GEMM]
-        flops, kv_read, kv_write, total_bytes, sent = (sum_of([f[i] for f in figures]) for i in (1, 3, 4, 5, 6))
-        weight_flops, matmul = sum_of([f[1] for f in gemms]), sum_of([f[2] for f in gemms])
-        rows = sum_of([op.weight_bytes for op in ops if op.role == OpRole.EMBEDDING_ROWS])
-        other = sum_of([f[2] for f in figures if f[0] in (OpKind.ELEMENTWISE, OpKind.EMBEDDING)]) - rows
+    def row(
+        batch: int,
+        context: int,
+        t: dict[str, Any],
+        bound: tuple[float, float, float, float, Bound],
+        link: StepTime,
+        estimate_s: float,
+        predicted: float | None,
+        op_rows: list[OpRow],
+        step: Step | None,
+    ) -> DecodeStep:
+        """The result of one point from its totals ``t`` and its times."""
+        flops, weight_flops, matmul, rows, other = t["flops"], t["weight_flops"], t["matmul"], t["rows"], t["other"]
+        kv_read, kv_write, seqs = t["kv_read"], t["kv_write"], t["seqs"]
+        other = other - rows
         weights_b = matmul + other + rows
 
         # FLOPs grow linearly with the batch; so do embedding rows and KV; only the routed experts'
         # expected reads grow otherwise. Intensity rises with B towards a limit.
-        seqs = step.sequences
         flops_1, weight_flops_1 = float(flops) / seqs, float(weight_flops) / seqs
         rows_1 = float(rows) / seqs
         per_seq = float(rows + kv_read + kv_write) / seqs
-        expert_bytes = sum(float(op.weight_bytes) for op in ops if op.role == OpRole.ROUTED_EXPERTS)
+        expert_bytes = t["expert_bytes"]
         fixed = float(weights_b - rows) - expert_bytes
-        routed = Fraction(step.tokens * (layout.dp if layout.ep > 1 else 1), seqs)  # routed tokens per sequence
+        routed_tokens = t["tokens"] * (layout.dp if layout.ep > 1 else 1)
+        common = gcd(routed_tokens, seqs)  # routed tokens per sequence: routed_tokens / seqs in lowest terms
         if moe is not None and weight_bytes == WeightBytes.READ:
-            expert_bytes /= expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, int(seqs * routed))
-        key = (weight_flops_1, flops_1, rows_1, per_seq, fixed, expert_bytes, routed.numerator, routed.denominator)
+            expert_bytes /= expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, routed_tokens)
+        key = (weight_flops_1, flops_1, rows_1, per_seq, fixed, expert_bytes, routed_tokens // common, seqs // common)
         if key not in searched:
+            routed = Fraction(routed_tokens, seqs)
             searched[key] = _compute_bound_batches(
                 weight_flops_1,
                 flops_1,
@@ -390,79 +393,155 @@ def decode_steps(
             )
         b_weights, b_all = searched[key]
         limit = flops_1 / per_seq if per_seq else None
+        compute_s, memory_s, link_s, bound_s, bound_by = bound
 
-        conventions = _decode_notes(spec, gpu, step, bound, held, kv_at, batch, context, kv_bits) if detail else []
-        predicted = None
-        if predictor is not None:
-            if detail:
-                conventions.append(profile_note(predictor.profile, gpu.name))
-                conventions += split_kv_notes(predictor, step, gpu)
-            predicted = predictor.step_time(step, gpu, detail).time_s
+        conventions = []
+        if detail and step is not None:
+            conventions = _decode_notes(spec, gpu, step, link, held, kv_at, batch, context, kv_bits, seqs)
+            if predicted_note is not None:
+                conventions.append(predicted_note)
+                conventions += t["split_kv_notes"]
+        total_bytes = t["bytes"]
+        return DecodeStep(
+            model=spec.name,
+            gpu=gpu.name,
+            layout=layout,
+            batch=batch,
+            context=context,
+            compute_dtype=compute,
+            weight_bits=bits_f,
+            kv_bits=kv_bits,
+            weight_bytes_convention=weight_bytes,
+            peak_flops=peak,
+            bandwidth_bytes_s=bw,
+            ridge=ridge,
+            flops=flops,
+            weight_flops=weight_flops,
+            attention_flops=flops - weight_flops,
+            matmul_weight_bytes=matmul,
+            other_weight_bytes=other,
+            embedding_row_bytes=rows,
+            resident_weight_bytes=resident,
+            kv_read_bytes=kv_read,
+            kv_write_bytes=kv_write,
+            comm_bytes=t["sent"],
+            bytes=total_bytes,
+            intensity=float(flops) / float(total_bytes),
+            weight_intensity=float(weight_flops) / float(weights_b),
+            kv_intensity=float(flops - weight_flops) / float(kv_read) if kv_read else None,
+            compute_time_s=compute_s,
+            memory_time_s=memory_s,
+            comm_time_s=link_s,
+            link=link.link,
+            bound_s=bound_s,
+            bound=bound_by,
+            tokens_per_s=batch / bound_s,
+            resident_read_time_s=resident_s,
+            matmul_weights_time_s=float(matmul) / bw,
+            mfu=mfu,
+            mbu=mbu,
+            estimate_s=estimate_s,
+            estimate_tokens_per_s=batch / estimate_s,
+            compute_bound_batch_weights_only=b_weights,
+            compute_bound_batch=b_all,
+            kv_bytes_at_compute_bound_batch=(
+                exact(
+                    Fraction(kv_read * b_weights, seqs)
+                    if type(kv_read) is int
+                    else Fraction(kv_read) * b_weights / seqs
+                )
+                if (b_weights and kv_read)
+                else None
+            ),
+            intensity_limit=limit,
+            ops=op_rows,
+            conventions=conventions,
+            predicted_s=predicted,
+            profile=profile_name,
+            **banded(chosen, predicted, batch, context, batch),
+            total_flops=t["total_flops"],
+        )
+
+    if len(points) > GRID_POINTS and not (detail and ops):
+        from llm_cost.analyses.decode_grid import decode_columns
+
+        columns = decode_columns(
+            spec,
+            gpu,
+            points,
+            compute=compute,
+            bits=bits,
+            kv_bits=kv_bits,
+            weight_bytes=weight_bytes,
+            layout=layout,
+            rates=(peak, bw, peak * mfu, bw * mbu),
+            network_gb_s=network_gb_s,
+            predictor=predictor,
+            detail=detail,
+        )
+        if columns is not None:
+            link = bound_model.step_time(columns[0][4], gpu, False)
+            return [
+                row(b, c, t, bound, link, estimate_s, predicted, [], probe)
+                for (b, c), (t, bound, estimate_s, predicted, probe) in zip(points, columns)
+            ]
+    results = []
+    for batch, context in points:
+        step = build_step(
+            spec,
+            decode(batch, context),
+            layout=layout,
+            weight_bits=bits,
+            kv_bits=kv_bits,
+            compute_dtype=compute,
+            weight_bytes=weight_bytes,
+        )
+        operators = detail and ops
+        bound = bound_model.step_time(step, gpu, operators)
+        estimate = estimate_model.step_time(step, gpu, operators)
+        figures = list(map(_FIGURES, step.ops))  # per operator: (kind, flops, weight, KV read, KV write, bytes, sent)
+        gemms = [f for f in figures if f[0] == OpKind.GEMM]
+        totals: dict[str, Any] = dict(
+            zip(
+                ("flops", "kv_read", "kv_write", "bytes", "sent"),
+                (sum_of([f[i] for f in figures]) for i in (1, 3, 4, 5, 6)),
+            )
+        )
+        totals["weight_flops"], totals["matmul"] = sum_of([f[1] for f in gemms]), sum_of([f[2] for f in gemms])
+        totals["rows"] = sum_of([op.weight_bytes for op in step.ops if op.role == OpRole.EMBEDDING_ROWS])
+        totals["other"] = sum_of([f[2] for f in figures if f[0] in (OpKind.ELEMENTWISE, OpKind.EMBEDDING)])
+        totals["expert_bytes"] = sum(float(op.weight_bytes) for op in step.ops if op.role == OpRole.ROUTED_EXPERTS)
+        totals["seqs"], totals["tokens"] = step.sequences, step.tokens
+        totals["total_flops"] = _total_flops(
+            spec,
+            step,
+            layout,
+            decode(batch, context),
+            weight_bits=bits,
+            kv_bits=kv_bits,
+            compute_dtype=compute,
+            weight_bytes=weight_bytes,
+        )
+        totals["split_kv_notes"] = split_kv_notes(predictor, step, gpu) if detail and predictor is not None else []
+        predicted = predictor.step_time(step, gpu, operators).time_s if predictor is not None else None
         results.append(
-            DecodeStep(
-                model=spec.name,
-                gpu=gpu.name,
-                layout=layout,
-                batch=batch,
-                context=context,
-                compute_dtype=compute,
-                weight_bits=float(bits),
-                kv_bits=kv_bits,
-                weight_bytes_convention=weight_bytes,
-                peak_flops=peak,
-                bandwidth_bytes_s=bw,
-                ridge=ridge,
-                flops=flops,
-                weight_flops=weight_flops,
-                attention_flops=flops - weight_flops,
-                matmul_weight_bytes=matmul,
-                other_weight_bytes=other,
-                embedding_row_bytes=rows,
-                resident_weight_bytes=resident,
-                kv_read_bytes=kv_read,
-                kv_write_bytes=kv_write,
-                comm_bytes=sent,
-                bytes=total_bytes,
-                intensity=float(flops) / float(total_bytes),
-                weight_intensity=float(weight_flops) / float(weights_b),
-                kv_intensity=float(flops - weight_flops) / float(kv_read) if kv_read else None,
-                compute_time_s=bound.compute_s,
-                memory_time_s=bound.memory_s,
-                comm_time_s=bound.link_s,
-                link=bound.link,
-                bound_s=bound.time_s,
-                bound=bound.bound,
-                tokens_per_s=batch / bound.time_s,
-                resident_read_time_s=float(resident) / bw,
-                matmul_weights_time_s=float(matmul) / bw,
-                mfu=mfu,
-                mbu=mbu,
-                estimate_s=estimate.time_s,
-                estimate_tokens_per_s=batch / estimate.time_s,
-                compute_bound_batch_weights_only=b_weights,
-                compute_bound_batch=b_all,
-                kv_bytes_at_compute_bound_batch=(
-                    exact(Fraction(kv_read) * b_weights / seqs) if (b_weights and kv_read) else None
-                ),
-                intensity_limit=limit,
-                ops=_op_rows(step, bound, estimate) if detail else [],
-                conventions=conventions,
-                predicted_s=predicted,
-                profile=chosen.name if chosen is not None else None,
-                **banded(chosen, predicted, batch, context, batch),
-                total_flops=_total_flops(
-                    spec,
-                    step,
-                    layout,
-                    decode(batch, context),
-                    weight_bits=bits,
-                    kv_bits=kv_bits,
-                    compute_dtype=compute,
-                    weight_bytes=weight_bytes,
-                ),
+            row(
+                batch,
+                context,
+                totals,
+                (bound.compute_s, bound.memory_s, bound.link_s, bound.time_s, bound.bound),
+                bound,
+                estimate.time_s,
+                predicted,
+                _op_rows(step, bound, estimate) if operators else [],
+                step,
             )
         )
     return results
+
+
+#: Sweeps of more points than this are worked out by columns (one context at a time).
+GRID_POINTS = 8
 
 
 def _decode_notes(
@@ -475,9 +554,12 @@ def _decode_notes(
     batch: int,
     context: int,
     kv_bits: int,
+    sequences: int,
 ) -> list[Note]:
-    """The conventions of a decode step of ``batch`` sequences after ``context`` tokens (before the
-    prediction's); ``kv_at`` keeps each context's per-stage KV bytes of one sequence for the next point."""
+    """The conventions of a decode step of ``batch`` sequences (``sequences`` per replica) after
+    ``context`` tokens (before the prediction's); ``step`` any step of the sweep's context, ``bound``
+    any bound of the sweep (for its link); ``kv_at`` keeps each context's per-stage KV bytes of one sequence for the next
+    point."""
     layout, compute = step.layout, step.compute_dtype
     conventions = [
         note("decode.step", batch=batch, context=context),
@@ -492,7 +574,7 @@ def _decode_notes(
         conventions.append(note("mla.absorbed_decode"))
     if context not in kv_at:
         kv_at[context] = stage_kv_bytes(spec, layout, context, kv_bits)
-    return conventions + _fit_note(held, kv_at[context], gpu, layout, step.sequences)
+    return conventions + _fit_note(held, kv_at[context], gpu, layout, sequences)
 
 
 #: The figures of an operator a decode step's result sums.

@@ -111,9 +111,11 @@ def params(
 
 
 def _is_hub_id(model: Any) -> bool:
+    if not isinstance(model, str) or "/" not in model:  # a Hub id is ORG/NAME: a shipped name needs no hub module
+        return False
     from llm_cost.specs import hub
 
-    return isinstance(model, str) and hub.is_hub_id(model)
+    return hub.is_hub_id(model)
 
 
 def checkpoint_of(model: Any, checkpoint: Any) -> Optional[Path]:

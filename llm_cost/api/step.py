@@ -33,10 +33,12 @@ def flops(
     attention: Any = AttentionMask.CAUSAL,
     logits: Any = Logits.LAST,
     mla: Any = MLAForm.PLAIN,
+    detail: bool = True,
 ) -> list[ForwardFlops]:
     """FLOPs of a forward pass by part (``llm-cost flops``): a prefill of each prompt length of
     ``lengths``, or (``phase="decode"``) one new token after each cached context of ``lengths``
-    (its LM head on that one position). 2 FLOPs per multiply-add (seed 002)."""
+    (its LM head on that one position). 2 FLOPs per multiply-add (seed 002). Without ``detail``
+    the results carry their totals only (no FLOPs by operator group, no conventions)."""
     from llm_cost.workload.flops import forward_flops
 
     chosen = checks.one_of(checks.choice(phase, Phase, "phase"), "phase", (Phase.PREFILL, Phase.DECODE))
@@ -45,9 +47,10 @@ def flops(
     batch = checks.count(batch, "batch")
     mask, head = checks.choice(attention, AttentionMask, "attention"), checks.choice(logits, Logits, "logits")
     form, spec = checks.choice(mla, MLAForm, "mla"), load_model(model)
+    full = bool(detail)
     if chosen is Phase.PREFILL:
-        return [forward_flops(spec, n, 0, batch, mask, head, form) for n in lengths]
-    return [forward_flops(spec, 1, c, batch, mask, Logits.LAST, form) for c in lengths]
+        return [forward_flops(spec, n, 0, batch, mask, head, form, full) for n in lengths]
+    return [forward_flops(spec, 1, c, batch, mask, Logits.LAST, form, full) for c in lengths]
 
 
 def ridges(gpu: GpuLike = "h100") -> list[Ridge]:
@@ -134,13 +137,15 @@ def decode_sweep(
     network_gb_s: Any = None,
     profile: Any = None,
     detail: bool = True,
+    ops: bool = True,
     engine: Any = None,
 ) -> list[DecodeStep]:
     """Decode steps at every (batch, context) of ``batches`` x ``contexts`` (batch-major), each
     with its Roofline bound, MFU/MBU estimate and calibrated prediction, on one GPU or per GPU of
     ``layout`` (``llm-cost roofline MODEL --batch B --context C``). Defaults:
     :mod:`llm_cost.api.choices`. Without ``detail`` the rows carry figures only (no operator
-    table or conventions); at most 10,000 points."""
+    table or conventions); without ``ops`` no operator table (the figures and conventions are
+    the same); at most 10,000 points."""
     from llm_cost.analyses.roofline import decode_steps
 
     batches, contexts = checks.counts(batches, "batches"), checks.counts(contexts, "contexts", 0)
@@ -163,9 +168,8 @@ def decode_sweep(
     )
     points = [(b, c) for b in batches for c in contexts]
     reads = checks.choice(weight_bytes, WeightBytes, "weight_bytes")
-    return engine_noted(
-        decode_steps(spec, g, points, weight_bytes=reads, detail=bool(detail), **options), profile, engine
-    )
+    steps = decode_steps(spec, g, points, weight_bytes=reads, detail=bool(detail), ops=bool(ops), **options)
+    return engine_noted(steps, profile, engine)
 
 
 def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, **options: Any) -> DecodeStep:

@@ -9,6 +9,7 @@ import typer
 
 from llm_cost.cli.options import (
     MODEL_HELP,
+    AllRows,
     Csv,
     Dp,
     Ep,
@@ -97,6 +98,7 @@ def kv(
     ep: Ep = None,
     dp: Dp = None,
     verbose: Verbose = False,
+    all_rows: AllRows = False,
     as_json: Json = False,
     as_csv: Csv = False,
     plot: Plot = None,
@@ -119,7 +121,7 @@ def kv(
     if as_csv:
         emit_csv([c for r in results for c in r.contexts], [{"batch": r.batch} for r in results for _ in r.contexts])
     else:
-        emit(results if len(results) > 1 else results[0], as_json, view.render, title)
+        emit(results if len(results) > 1 else results[0], as_json, view.render, title, all_rows)
     if verbose:
         report_defaults(model)
 

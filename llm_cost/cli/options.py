@@ -143,6 +143,14 @@ Plot = Annotated[
         help="Also draw the result to FILE.png or FILE.svg (needs pip install 'llm-cost\\[plot]').",
     ),
 ]
+AllRows = Annotated[
+    bool,
+    typer.Option(
+        "--all-rows",
+        help="Print every row of a long grid's table (by default a grid of more than 40 rows prints the rows "
+        "that matter: the first and last, where the regime changes, and evenly spaced ones).",
+    ),
+]
 Csv = Annotated[
     bool,
     typer.Option(

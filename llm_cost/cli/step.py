@@ -9,6 +9,7 @@ import typer
 
 from llm_cost.cli.options import (
     MODEL_HELP,
+    AllRows,
     Csv,
     Dp,
     Ep,
@@ -121,7 +122,17 @@ StepKvDtype = Annotated[
     Optional[StorageDtype],
     typer.Option("--kv-dtype", case_sensitive=False, help="KV-cache element dtype (default bf16)."),
 ]
-Ops = Annotated[bool, typer.Option("--ops", help="Per-operator table (FLOPs, bytes, intensity, bound, estimate).")]
+Ops = Annotated[
+    bool,
+    typer.Option(
+        "--ops",
+        help="Per-operator table (FLOPs, bytes, intensity, bound, estimate); with --json, a grid's rows carry "
+        "their operator tables and conventions.",
+    ),
+]
+FlopsOps = Annotated[
+    bool, typer.Option("--ops", help="With --json, a grid's rows carry their FLOPs by operator group and conventions.")
+]
 ContextList = Annotated[
     Any,
     option(
@@ -153,6 +164,8 @@ def flops(
     attention: AttentionOpt = AttentionMask.CAUSAL,
     logits: LogitsOpt = Logits.LAST,
     mla: MlaOpt = MLAForm.PLAIN,
+    ops: FlopsOps = False,
+    all_rows: AllRows = False,
     as_json: Json = False,
     as_csv: Csv = False,
 ) -> None:
@@ -170,11 +183,12 @@ def flops(
         f"to --phase {phase.value}; use {'--seq' if prefill else '--context'}",
     )
     lengths = seq if prefill else context
-    result = api.flops(model, phase, lengths, batch, attention, logits, mla)
+    detail = not as_csv and (ops or len(lengths) == 1 or not as_json)  # a grid's JSON rows: totals
+    result = api.flops(model, phase, lengths, batch, attention, logits, mla, detail)
     if as_csv:
         emit_csv(result)
         return
-    emit(result, as_json, view.render, api.load_model(model).display_name, phase.value)
+    emit(result, as_json, view.render, api.load_model(model).display_name, phase.value, all_rows)
 
 
 def _check_phase(prefill: bool, context: Any, weight_bytes: Any, seq: Any, logits: Any) -> None:
@@ -215,6 +229,7 @@ def roofline(
     network_gb_s: NetworkGbS = None,
     profile: ProfileOpt = None,
     engine: PredictionEngine = None,
+    all_rows: AllRows = False,
     as_json: Json = False,
     as_csv: Csv = False,
     plot: Plot = None,
@@ -255,16 +270,19 @@ def roofline(
             name, gpu, batch or [1], seq or [8192], logits=logits or Logits.LAST, **step_options
         )
     else:
+        grid = len(batch or [1]) * len(context or [0]) > 1  # a grid's JSON rows: figures, the rest with --ops
         result = api.decode_sweep(
             name,
             gpu,
             batch or [1],
             context or [0],
             weight_bytes=weight_bytes or WeightBytes.READ,
-            detail=not as_csv or plot is not None,
+            detail=plot is not None or not (as_csv or (grid and as_json and not ops)),
+            ops=plot is not None or not grid or ops,
             **step_options,
         )
-    _render_steps(result, name, gpu, prefill, model is not None, ops, context is None, as_json, as_csv, plot)
+    shown = (model is not None, ops, context is None, all_rows)
+    _render_steps(result, name, gpu, prefill, shown, as_json, as_csv, plot)
 
 
 def _ridges(gpu: str, as_json: bool, as_csv: bool, plot: Optional[str]) -> None:
@@ -286,17 +304,17 @@ def _render_steps(
     model: str,
     gpu: str,
     prefill: bool,
-    model_given: bool,
-    ops: bool,
-    no_context: bool,
+    shown: tuple[bool, bool, bool, bool],
     as_json: bool,
     as_csv: bool,
     plot: Optional[str],
 ) -> None:
-    """A roofline sweep as a picture, CSV rows, a table of rows, or one step's whole account."""
+    """A roofline sweep as a picture, CSV rows, a table of rows, or one step's whole account;
+    ``shown``: whether the model was named, --ops, whether no context was given, --all-rows."""
     from llm_cost import api
     from llm_cost.report import roofline as view
 
+    model_given, ops, no_context, all_rows = shown
     title, gpu_title = api.load_model(model).display_name, api.load_gpu(gpu).display_name
     if plot is not None:
         from llm_cost.report import plots
@@ -307,7 +325,7 @@ def _render_steps(
     if as_csv:
         emit_csv(result)
     elif len(result) > 1:
-        emit(result, as_json, view.render_rows, title, gpu_title, model_given)
+        emit(result, as_json, view.render_rows, title, gpu_title, model_given, all_rows)
     else:
         render = view.render_prefill if prefill else view.render_decode
         emit(result[0], as_json, render, title, gpu_title, model_given, ops, no_context and not prefill)

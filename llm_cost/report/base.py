@@ -9,20 +9,25 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 from collections.abc import Iterable
 from typing import Any
 
 from llm_cost.core.errors import OutputError
-from llm_cost.core.serialize import plain
+from llm_cost.core.serialize import dumps, plain
 from llm_cost.core.units import Number, fmt_iec, fmt_int, fmt_si
 
 __all__ = [
     "to_json",
     "console",
+    "PlainConsole",
     "write_out",
     "stand_in",
     "print_table",
+    "rows_that_matter",
+    "shown_caption",
+    "TABLE_ROWS",
     "print_facts",
     "print_conventions",
     "pct",
@@ -55,12 +60,14 @@ _ASCII = str.maketrans(
 def to_json(result: Any) -> str:
     """The result object as JSON (stable keys = field names; exact integers stay integers;
     non-finite floats are null); characters stdout cannot encode are written as ``\\u`` escapes.
-    (``json`` is imported here, not with the module: a table has no use for it, about 2 ms.)"""
+    The text is ``json.dumps(indent=2)``'s, written by :func:`~llm_cost.core.serialize.dumps`."""
+    data = plain(result)
+    text = dumps(data)
+    if encodable(text, _encoding()) == text:
+        return text
     import json
 
-    data = plain(result)
-    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
-    return text if encodable(text, _encoding()) == text else json.dumps(data, indent=2, allow_nan=False)
+    return json.dumps(data, indent=2, allow_nan=False)
 
 
 class _Page(io.StringIO):
@@ -83,23 +90,30 @@ def _is_terminal() -> bool:
         return False
 
 
-def console():  # noqa: ANN201 - rich type imported lazily
-    """A Rich console that renders into a page in memory (see :func:`write_out`): colours only
-    on a terminal and without NO_COLOR; a pipe or file gets plain text, 120 columns wide
-    (or $COLUMNS), a terminal its own width.
+def console(plain: bool = True):  # noqa: ANN201 - rich type imported lazily
+    """A console that renders into a page in memory (see :func:`write_out`): colours only on a
+    terminal and without NO_COLOR; a pipe or file gets plain text, 160 columns wide (or $COLUMNS),
+    a terminal its own width. Plain text is written by :class:`PlainConsole` (unless not
+    ``plain``), Rich's own console for anything else.
 
     Emoji codes are off: no table means ``:name:`` as an emoji, and Rich's emoji lookup costs a
     cold start about 3 ms of the 10 ms a table takes (importing its table of 4,000 codes and
     scanning every cell for them)."""
     import shutil
 
-    from rich.console import Console
-
     # a terminal's own width (or $COLUMNS); 160 columns when writing to a pipe or file
     width = shutil.get_terminal_size(fallback=(160, 24)).columns
     styled = _is_terminal() and not os.environ.get("NO_COLOR")
+    if plain and not styled:
+        return PlainConsole(width)
+    return _rich_console(_Page(), width, styled)
+
+
+def _rich_console(page: io.StringIO, width: int, styled: bool):  # noqa: ANN202 - rich type imported lazily
+    from rich.console import Console
+
     return Console(
-        file=_Page(),
+        file=page,
         highlight=False,
         emoji=False,
         soft_wrap=False,
@@ -107,6 +121,211 @@ def console():  # noqa: ANN201 - rich type imported lazily
         force_terminal=styled,
         no_color=not styled,
     )
+
+
+#: A Rich markup tag (rich/markup.py's RE_TAGS without the escapes, which :class:`PlainConsole`
+#: leaves to Rich).
+_TAG = re.compile(r"\[([a-z#/@][^[]*?)]")
+
+
+class PlainConsole:
+    """Rich's console for plain text (a pipe or a file), written without importing it: Rich's
+    console module and its styles take a cold start about as long as the command's own work.
+
+    ``print`` of a string with simple markup, of a table as :func:`print_table` builds it and of a
+    grid as :func:`print_facts` builds it, each fitting the width, writes the text Rich writes
+    (its markup stripped, its boxes drawn, its cells padded and justified as Rich pads them; a test
+    compares the two on every command); anything else (a cell to wrap, an escape, another
+    renderable or option, an encoding without box characters) is printed by a Rich console writing
+    into the same page, and any other attribute is that console's."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self._page = _Page()
+        self._rich: Any = None
+
+    @property
+    def file(self) -> io.StringIO:
+        return self._page if self._rich is None else self._rich.file
+
+    @file.setter
+    def file(self, stream: Any) -> None:
+        self._real().file = stream
+
+    def _real(self) -> Any:
+        if self._rich is None:
+            self._rich = _rich_console(self._page, self.width, False)
+        return self._rich
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        """Write ``objects`` as Rich's ``Console.print`` would."""
+        text = None
+        if self._rich is None and set(options) <= {"soft_wrap"} and len(objects) <= 1 and _utf(self._page.encoding):
+            text = self._plain(objects[0] if objects else "", bool(options.get("soft_wrap")))
+        if text is None:
+            self._real().print(*objects, **options)
+        else:
+            self._page.write(text)
+
+    def _plain(self, obj: Any, soft_wrap: bool) -> str | None:
+        if isinstance(obj, str):
+            line = _plain_text(obj)
+            if line is None or "\n" in line or (not soft_wrap and _cells(line) > self.width):
+                return None
+            return line + "\n"
+        from rich import box
+        from rich.table import Table
+
+        if type(obj) is not Table or obj.rows and any(r.style or r.end_section for r in obj.rows):
+            return None
+        if obj.box is box.HEAVY_HEAD:
+            return _heavy_table(obj, self.width)
+        if obj.box is None:
+            return _grid(obj, self.width)
+        return None
+
+
+def _utf(encoding: str) -> bool:
+    return encoding.replace("-", "").replace("_", "").startswith("utf")
+
+
+def _cells(text: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _plain_text(markup: Any) -> str | None:
+    """The text Rich shows for ``markup`` (its tags removed), or None where Rich would do more: an
+    escape, a non-string."""
+    if not isinstance(markup, str) or "\\" in markup:
+        return None
+    return _TAG.sub("", markup)
+
+
+def _column_cells(table: Any, header: bool) -> list[list[str]] | None:
+    """Each column's cells as plain text (the header first), or None if one is not plain."""
+    out = []
+    for c in table.columns:
+        if (
+            c.footer
+            or c.no_wrap
+            and header
+            or c.width is not None
+            or c.min_width is not None
+            or c.max_width is not None
+            or c.ratio is not None
+            or c.style
+            or c.header_style
+            or c.vertical != "top"
+            or c.justify not in ("left", "right")
+        ):
+            return None
+        cells = [_plain_text(x) for x in ([c.header] if header else []) + list(c._cells)]
+        plain = [x for x in cells if x is not None and "\n" not in x]
+        if len(plain) < len(cells):
+            return None
+        out.append(plain)
+    return out
+
+
+def _justified(text: str, width: int, justify: str) -> str:
+    pad = " " * (width - _cells(text))
+    return pad + text if justify == "right" else text + pad
+
+
+def _heavy_table(t: Any, width: int) -> str | None:
+    """A :func:`print_table` table as Rich draws it when it fits ``width``: a heavy head, a cell
+    padding of one, the title and caption left-justified over the table's width."""
+    from rich._ratio import ratio_distribute
+
+    if (
+        not t.show_header
+        or not t.show_edge
+        or t.show_lines
+        or t.show_footer
+        or t.expand
+        or t.width is not None
+        or tuple(t.padding) != (0, 1, 0, 1)
+        or not t.pad_edge
+        or t.collapse_padding
+        or t.leading
+        or t.title_justify != "left"
+        or t.caption_justify != "left"
+        or t.style not in ("", "none", None)
+        or t.row_styles
+    ):
+        return None
+    columns = _column_cells(t, header=True)
+    if columns is None:
+        return None
+    extra = len(columns) + 1
+    inner = width - extra
+    widths = [max(map(_cells, cells)) + 2 for cells in columns]
+    if sum(widths) > inner:
+        return None  # Rich wraps or folds cells
+    if t.min_width is not None and sum(widths) < t.min_width - extra:
+        pads = ratio_distribute(min(t.min_width - extra, inner) - sum(widths), widths)
+        widths = [w + p for w, p in zip(widths, pads)]
+    total = sum(widths) + extra
+    lines = []
+    for text in (t.title,):
+        if text:
+            plain = _plain_text(text)
+            if plain is None or "\n" in plain or _cells(plain) > total:
+                return None
+            lines.append(_justified(plain, total, "left"))
+    justify = [c.justify for c in t.columns]
+    rows = list(zip(*columns))
+    lines.append("┏" + "┳".join("━" * w for w in widths) + "┓")
+    for i, row in enumerate(rows):
+        edge, bar = ("┃", "┃") if i == 0 else ("│", "│")
+        body = bar.join(" " + _justified(cell, w - 2, j) + " " for cell, w, j in zip(row, widths, justify))
+        lines.append(edge + body + edge)
+        if i == 0:
+            lines.append("┡" + "╇".join("━" * w for w in widths) + "┩")
+    lines.append("└" + "┴".join("─" * w for w in widths) + "┘")
+    if t.caption:
+        plain = _plain_text(t.caption)
+        if plain is None or "\n" in plain or _cells(plain) > total:
+            return None
+        lines.append(_justified(plain, total, "left"))
+    return "".join(line + "\n" for line in lines)
+
+
+def _grid(t: Any, width: int) -> str | None:
+    """A :func:`print_facts` grid as Rich lays it out when it fits ``width``: columns two spaces
+    apart, each cell left-justified to its column's width."""
+    if (
+        t.show_header
+        or t.show_edge
+        or t.show_lines
+        or t.expand
+        or t.width is not None
+        or t.min_width is not None
+        or tuple(t.padding) != (0, 2, 0, 2)
+        or t.pad_edge
+        or not t.collapse_padding
+        or t.leading
+        or t.title
+        or t.caption
+        or t.style not in ("", "none", None)
+        or t.row_styles
+        or any(c.justify != "left" for c in t.columns)
+    ):
+        return None
+    columns = _column_cells(t, header=False)
+    if not columns or not columns[0]:
+        return None
+    widths = [max(map(_cells, cells)) for cells in columns]
+    gaps = 2 * (len(columns) - 1)
+    if sum(widths) + gaps > width:
+        return None  # Rich wraps the last column
+    lines = ["  ".join(_justified(cell, w, "left") for cell, w in zip(row, widths)) for row in zip(*columns)]
+    return "".join(line + "\n" for line in lines)
 
 
 def stand_in(exc: UnicodeError) -> tuple[str, int]:
@@ -146,6 +365,51 @@ def write_out(text: str) -> None:
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise OutputError(f"cannot write to stdout: {reason}") from None
+
+
+#: Rows a grid's table prints whole; a longer grid prints :data:`SHOWN_ROWS` of them (``--all-rows``: all).
+TABLE_ROWS = 40
+#: Rows a long grid's table prints.
+SHOWN_ROWS = 20
+
+
+def rows_that_matter(
+    count: int, regime: list | None = None, best: int | None = None, series: list | None = None
+) -> list[int]:
+    """Indices (ascending) of the rows a table of a ``count``-row grid prints: every row up to
+    :data:`TABLE_ROWS`; else the first and last, each row whose ``regime`` (what bounds it, say)
+    differs from the row before it in its ``series`` (the rows of one context, say; by default
+    all rows are one) and that row before, the ``best`` row, and evenly spaced rows up to
+    :data:`SHOWN_ROWS` in all (more only where the regime changes more often)."""
+    if count <= TABLE_ROWS:
+        return list(range(count))
+    chosen = {0, count - 1}
+    if regime is not None:
+        last: dict = {}  # the row before, by series
+        for i in range(count):
+            line = series[i] if series is not None else None
+            before = last.get(line)
+            if before is not None and regime[i] != regime[before]:
+                chosen.update((before, i))
+            last[line] = i
+    if best is not None:
+        chosen.add(best)
+    spare = max(SHOWN_ROWS - len(chosen), 0)
+    for k in range(1, spare + 1):
+        if len(chosen) >= SHOWN_ROWS:
+            break
+        chosen.add(round(k * (count - 1) / (spare + 1)))
+    return sorted(chosen)
+
+
+def shown_caption(shown: int, count: int) -> str | None:
+    """The line under a long grid's table saying how many of its rows it prints, or None for all."""
+    if shown == count:
+        return None
+    return (
+        f"{shown} of {count:,} rows: the first and last, where the regime changes, and evenly spaced ones; "
+        "--all-rows prints every row, --csv or --json every row as data"
+    )
 
 
 def print_table(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llm_cost.core.types import Phase, TensorGroup
 from llm_cost.core.units import fmt_int
-from llm_cost.report.base import print_conventions, print_table
+from llm_cost.report.base import print_conventions, print_table, rows_that_matter, shown_caption
 from llm_cost.workload.flops import ForwardFlops
 
 
@@ -12,9 +12,14 @@ def _e(x: float) -> str:
     return f"{x:.3e}"
 
 
-def render(con, results: list[ForwardFlops], display_name: str, phase: Phase) -> None:
-    """One row per length: per-layer linear and attention FLOPs, blocks, LM head, total."""
+def render(con, results: list[ForwardFlops], display_name: str, phase: Phase, all_rows: bool = False) -> None:
+    """One row per length: per-layer linear and attention FLOPs, blocks, LM head, total; of a long
+    grid the rows that matter (where attention overtakes the linear layers), unless ``all_rows``."""
     first = results[0]
+    count = len(results)
+    if not all_rows:
+        regime = [f.attention_flops_per_layer > f.linear_flops_per_layer for f in results]
+        results = [results[i] for i in rows_that_matter(count, regime)]
     uniform = {op.layers for op in first.ops if op.group != TensorGroup.LM_HEAD} == {first.layers}
     per = "per layer" if uniform else "mean per layer"
     rows = []
@@ -48,5 +53,6 @@ def render(con, results: list[ForwardFlops], display_name: str, phase: Phase) ->
             ("TFLOP", "right"),
         ],
         rows,
+        caption=shown_caption(len(results), count),
     )
     print_conventions(con, first.conventions)

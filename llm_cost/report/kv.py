@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from llm_cost.core.units import fmt_int
 from llm_cost.model.kv import KVResult
-from llm_cost.report.base import bytes_exact, print_conventions, print_facts, print_table
+from llm_cost.report.base import (
+    bytes_exact,
+    print_conventions,
+    print_facts,
+    print_table,
+    rows_that_matter,
+    shown_caption,
+)
 
 
 def _iec_first(n) -> str:
@@ -13,8 +20,9 @@ def _iec_first(n) -> str:
     return fmt_iec(n) if n >= 1024 else f"{n:,} B"
 
 
-def render(con, r: KVResult, display_name: str) -> None:
-    """Per-layer formula, per-token bytes, a table over contexts, comparisons."""
+def render(con, r: KVResult, display_name: str, all_rows: bool = False) -> None:
+    """Per-layer formula, per-token bytes, a table over contexts (of a long grid the rows that
+    matter, unless ``all_rows``), comparisons."""
     facts = [("formula", r.formula)]
     for k in r.layer_kinds:
         if not k.layer_type.caches_kv:
@@ -65,7 +73,8 @@ def render(con, r: KVResult, display_name: str) -> None:
     if has_all:
         columns.append(("all layers full attention", "right"))
     rows = []
-    for c in r.contexts:
+    shown = r.contexts if all_rows else [r.contexts[i] for i in rows_that_matter(len(r.contexts))]
+    for c in shown:
         row = [fmt_int(c.context), _iec_first(c.kv_bytes)]
         if has_state:
             row += [_iec_first(c.state_bytes), _iec_first(c.conv_state_bytes)]
@@ -75,7 +84,7 @@ def render(con, r: KVResult, display_name: str) -> None:
         if has_all:
             row.append(_iec_first(c.all_attention_bytes) if c.all_attention_bytes is not None else "")
         rows.append(row)
-    print_table(con, "", columns, rows)
+    print_table(con, "", columns, rows, caption=shown_caption(len(shown), len(r.contexts)))
     if r.per_gpu is not None:
         from llm_cost.report.parallel import render_per_gpu_kv
 

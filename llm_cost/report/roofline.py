@@ -13,6 +13,8 @@ from llm_cost.report.base import (
     print_conventions,
     print_facts,
     print_table,
+    rows_that_matter,
+    shown_caption,
 )
 
 
@@ -217,12 +219,20 @@ def render_prefill(
     print_conventions(con, p.conventions)
 
 
-def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given: bool) -> None:
-    """One row per grid point: decode steps (batch x context) or prefills (batch x prompt)."""
+def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given: bool, all_rows: bool = False) -> None:
+    """One row per grid point: decode steps (batch x context) or prefills (batch x prompt); of a
+    long grid the rows that matter (:func:`~llm_cost.report.base.rows_that_matter`: where the bound
+    or the fit changes along the batches, the best throughput), unless ``all_rows``."""
     _default_note(con, model_given, display_name)
     first = steps[0]
     prefill = isinstance(first, PrefillStep)
     head = "prompt" if prefill else "context"
+    every = steps
+    if not all_rows:
+        regime = [(s.bound, any(n.code == "warning.does_not_fit" for n in s.conventions)) for s in steps]
+        speed = [s.tokens_per_s_at_mfu if prefill else s.estimate_tokens_per_s for s in steps]
+        series = [s.seq if prefill else s.context for s in steps]  # a regime changes along the batches
+        steps = [steps[i] for i in rows_that_matter(len(steps), regime, speed.index(max(speed)), series)]
     rows = [
         [
             fmt_int(s.batch),
@@ -257,15 +267,16 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
             ("tokens/s at the estimate", "right"),
         ],
         rows,
+        caption=shown_caption(len(steps), len(every)),
     )
     seen: list = []
-    for step in steps:  # the conventions of every row, once each; a row's own sizes are in its columns
+    for step in steps:  # the conventions of the rows shown, once each; a row's own sizes are in its columns
         seen += [
             n
             for n in step.conventions
             if n.code not in ("decode.step", "prefill.step", "warning.does_not_fit") and n not in seen
         ]
-    warnings = [n for step in steps for n in step.conventions if n.code == "warning.does_not_fit"]
+    warnings = [n for step in every for n in step.conventions if n.code == "warning.does_not_fit"]
     if warnings:  # the largest setup that does not fit stands for the others
         seen.append(max(warnings, key=lambda n: n.params["need_bytes"]))
     print_conventions(con, seen)

@@ -31,6 +31,29 @@ def _fields(cls: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]
     return names, (read if len(names) > 1 else lambda obj: (read(obj),))
 
 
+#: How :func:`_flat` writes a value, by its type: as it is, as a finite float, left out (a list),
+#: flattened (a dict or dataclass), or through ``plain``.
+_AS_IS_, _FLOAT, _LEFT_OUT, _NESTED, _PLAIN = range(5)
+_MODES: dict[type, int] = {}
+
+
+def _mode(kind: type) -> int:
+    mode = _MODES.get(kind)
+    if mode is None:
+        if kind in _AS_IS:
+            mode = _AS_IS_
+        elif kind is float:
+            mode = _FLOAT
+        elif kind in (list, tuple):
+            mode = _LEFT_OUT
+        elif kind is dict or dataclasses.is_dataclass(kind):
+            mode = _NESTED
+        else:
+            mode = _PLAIN
+        _MODES[kind] = mode
+    return mode
+
+
 def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
     """The scalar fields of a result object or dict, nested ones prefixed; lists (an operator
     table, the conventions) are left out before they are turned into data."""
@@ -41,21 +64,23 @@ def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
     else:
         items = data.items()
     for key, value in items:
-        kind = type(value)
-        if kind in _AS_IS:
-            row[f"{prefix}{key}"] = value
-        elif kind is float:
-            row[f"{prefix}{key}"] = value if math.isfinite(value) else None
-        elif kind in (list, tuple):
+        mode = _MODES.get(type(value))
+        if mode is None:
+            mode = _mode(type(value))
+        if mode == _AS_IS_:
+            row[f"{prefix}{key}" if prefix else key] = value
+        elif mode == _FLOAT:
+            row[f"{prefix}{key}" if prefix else key] = value if math.isfinite(value) else None
+        elif mode == _LEFT_OUT:
             continue
-        elif kind is dict or dataclasses.is_dataclass(value):
+        elif mode == _NESTED:
             row.update(_flat(value, f"{prefix}{key}_"))
         else:
             value = plain(value)
             if isinstance(value, dict):
                 row.update(_flat(value, f"{prefix}{key}_"))
             elif not isinstance(value, list):
-                row[f"{prefix}{key}"] = value
+                row[f"{prefix}{key}" if prefix else key] = value
     return row
 
 
@@ -66,9 +91,11 @@ def rows_of(results: list[Any], extra: list[dict[str, Any]] | None = None) -> li
 
 def to_csv(rows: list[dict[str, Any]]) -> str:
     """``rows`` as CSV text: the union of their columns in first-seen order; empty for None."""
-    seen: dict[str, None] = {}  # a dict keeps the columns in first-seen order
+    seen: dict[str, None] = dict.fromkeys(rows[0]) if rows else {}  # a dict keeps the columns in first-seen order
+    first = seen.keys()
     for row in rows:
-        seen.update(dict.fromkeys(row))
+        if row.keys() != first:  # a row with other columns (the same ones are the rule)
+            seen.update(dict.fromkeys(row))
     columns = list(seen)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")

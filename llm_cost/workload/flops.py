@@ -99,9 +99,11 @@ def forward_flops(
     attention: AttentionMask = AttentionMask.CAUSAL,
     logits: Logits = Logits.LAST,
     mla_form: MLAForm = MLAForm.PLAIN,
+    detail: bool = True,
 ) -> ForwardFlops:
     """FLOPs of one forward pass of ``batch`` sequences, ``new_tokens`` each after ``cached``,
-    under the step's conventions (:func:`~llm_cost.workload.step.build_step`)."""
+    under the step's conventions (:func:`~llm_cost.workload.step.build_step`); without ``detail``
+    the result's ``ops`` and ``conventions`` are empty (a grid's row of totals), its figures the same."""
     step = build_step(
         spec, [SeqGroup(batch, new_tokens, cached)], logits=logits, attention=attention, mla_form=mla_form
     )
@@ -128,7 +130,9 @@ def forward_flops(
         note(f"logits.{logits}"),
         note("flops.not_counted"),
     ]
-    if isinstance(spec.attention, MLAAttention):
+    if not detail:
+        ops, conventions = [], []
+    elif isinstance(spec.attention, MLAAttention):
         conventions.append(note("mla.form", form=str(mla_form)))
         if spec.attention.indexer is not None:
             conventions.append(note("attention.sparse", topk=spec.attention.indexer.index_topk))

@@ -5,6 +5,7 @@ is the whole app's help."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -94,8 +95,9 @@ def test_the_command_table_is_what_each_module_registers():
 
 def test_a_shipped_model_command_loads_only_what_it_uses():
     """``params llama3-8b`` coerces its values without ``typer._adapters`` (most of Pydantic),
-    reads its spec without pydantic or a YAML or JSON parser, renders without Typer's Rich help,
-    and imports no other command's module."""
+    reads its spec without pydantic or a YAML or JSON parser, renders without Typer's Rich help
+    and, into a pipe, without Rich's console (report.base.PlainConsole), and imports no other
+    command's module nor the Hub's."""
     code = (
         "import sys; sys.argv = ['llm-cost', 'params', 'llama3-8b']\n"
         "from llm_cost.cli import main\n"
@@ -115,9 +117,15 @@ def test_a_shipped_model_command_loads_only_what_it_uses():
         "llm_cost.api.step",
         "llm_cost.api.serving",
         "llm_cost.api.memory",
+        "llm_cost.specs.hub",
+        "rich.console",
     ]
     run = subprocess.run(
-        [sys.executable, "-c", f"UNUSED = {unused!r}\n{code}"], capture_output=True, text=True, check=True
+        [sys.executable, "-c", f"UNUSED = {unused!r}\n{code}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "COLUMNS": "160"},  # a pipe's width (pytest sets 80, where Rich wraps the table)
     )
     assert run.stderr.strip() == "[]"
 

@@ -25,6 +25,7 @@ COMMANDS = [
     ["roofline", "llama3-70b", "--tp", "4", "--batch", "32", "--context", "4K", "--ops"],
     ["roofline", "llama3-8b", "--phase", "prefill", "--seq", "8K"],
     ["roofline", "llama3-8b", "--batch", "1,8,64", "--context", "2K"],
+    ["roofline", "llama3-8b", "--batch", "1,8,64", "--context", "2K", "--ops"],
     ["roofline", "mixtral-8x7b", "--batch", "16", "--context", "1K"],
     ["fit", "llama3-8b"],
     ["fit", "llama3-70b", "--tp", "2"],
