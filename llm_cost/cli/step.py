@@ -244,7 +244,6 @@ def roofline(
     """
     from llm_cost import api
 
-    layout = layout_of(tp, pp, ep, dp, redundant_experts)
     step_options = dict(
         dtype=dtype,
         weights_dtype=weights_dtype,
@@ -253,7 +252,7 @@ def roofline(
         kv_dtype=kv_dtype,
         mfu=mfu,
         mbu=mbu,
-        layout=layout,
+        layout=layout_of(tp, pp, ep, dp, redundant_experts),
         network_gb_s=network_gb_s,
         profile=profile,
         engine=engine,

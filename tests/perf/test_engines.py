@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import llm_cost
+from llm_cost import api
 from llm_cost.analyses.calibration import load_measurements
 from llm_cost.core.types import Engine
 from llm_cost.perf.profile import TRANSFER_WIDEN, load_profile, profile_names
@@ -55,7 +56,7 @@ FITTED = {
 
 @pytest.fixture(scope="module")
 def table():
-    return llm_cost.api.validate_profiles()
+    return api.validate_profiles()
 
 
 @pytest.mark.parametrize("name", sorted(FITTED))
@@ -64,7 +65,7 @@ def test_leave_one_out_per_profile_against_its_published_rows(name):
     profile = load_profile(name)
     assert profile.kind == "fitted" and profile.engine == engine
     measured = {m.id: m.measured_ms / 1e3 for m in load_measurements([DATA / f for f in files])}
-    (c,) = llm_cost.api.validate(profile=name)
+    (c,) = api.validate(profile=name)
     assert len(c.rows) == profile.error.rows >= 3
     errors = []
     for r in c.rows:
@@ -108,10 +109,10 @@ def test_the_transfer_widening_is_the_measured_one(table):
     ],
 )
 def test_every_prediction_has_an_ordered_band_and_tokens_per_s(gpu, engine, batch, context):
-    d = llm_cost.api.decode("llama3-8b", gpu, batch, context, engine=engine)
+    d = api.decode("llama3-8b", gpu, batch, context, engine=engine)
     assert 0 < d.predicted_low_s <= d.predicted_s <= d.predicted_high_s
     assert d.predicted_tokens_per_s == pytest.approx(batch / d.predicted_s)
-    p = llm_cost.api.prefill("llama3-8b", gpu, 2048, engine=engine)
+    p = api.prefill("llama3-8b", gpu, 2048, engine=engine)
     assert 0 < p.predicted_low_s <= p.predicted_s <= p.predicted_high_s
     assert p.predicted_tokens_per_s == pytest.approx(2048 / p.predicted_s)
 
@@ -121,11 +122,11 @@ def _width(step):
 
 
 def test_the_band_is_wider_transferred_and_far_from_the_fitted_rows():
-    fitted = llm_cost.api.decode("llama3-8b", "h100", 2, 512, engine="vllm")
-    moved = llm_cost.api.decode("llama3-8b", "h200", 2, 512, engine="vllm")  # h100-vllm carried to the H200
+    fitted = api.decode("llama3-8b", "h100", 2, 512, engine="vllm")
+    moved = api.decode("llama3-8b", "h200", 2, 512, engine="vllm")  # h100-vllm carried to the H200
     assert fitted.profile_kind == "fitted" and moved.profile_kind == "transferred"
     assert _width(moved) > _width(fitted)
-    far = llm_cost.api.decode("llama3-8b", "h100", 256, 512, engine="vllm")  # batches 1-4 were fitted
+    far = api.decode("llama3-8b", "h100", 256, 512, engine="vllm")  # batches 1-4 were fitted
     assert _width(far) > _width(fitted)
 
 
@@ -158,13 +159,13 @@ def test_llamacpp_on_an_rtx_4090_picks_its_llamacpp_profile(cli):
 def test_a_missing_gpu_engine_pair_is_transferred_by_the_stated_rule():
     """The nearest fitted profile of the same engine (same vendor first), else the profile the first
     engine with a fit gets; marked transferred, with its source."""
-    h200 = llm_cost.api.decode("llama3-8b", "h200", 1, 1024, engine="vllm")
+    h200 = api.decode("llama3-8b", "h200", 1, 1024, engine="vllm")
     assert h200.profile == "h200-vllm" and h200.profile_kind == "transferred"
     assert any("transferred from h100-vllm" in str(c.params) or c.params.get("source") == "h100-vllm"
                for c in h200.conventions if c.code == "prediction.transferred")  # fmt: skip
-    sglang = llm_cost.api.decode("llama3-8b", "h100", 1, 1024, engine="sglang")
+    sglang = api.decode("llama3-8b", "h100", 1, 1024, engine="sglang")
     assert sglang.profile == "h100-sglang" and sglang.profile_kind == "transferred" and sglang.engine == "sglang"
-    explicit = llm_cost.api.decode("llama3-8b", "h100", 1, 1024, engine="sglang", profile="h200")
+    explicit = api.decode("llama3-8b", "h100", 1, 1024, engine="sglang", profile="h200")
     assert explicit.profile == "h200"  # an explicit profile wins over the engine
 
 
@@ -173,7 +174,7 @@ def test_an_unknown_engine_exits_2_naming_the_valid_ones(cli):
     assert run.code == 2
     assert "--engine" in run.err and all(e.value in run.err for e in Engine)
     with pytest.raises(llm_cost.LlmCostError, match="engine"):
-        llm_cost.api.decode("llama3-8b", "h100", engine="tgi")
+        api.decode("llama3-8b", "h100", engine="tgi")
 
 
 def test_every_shipped_profile_declares_an_engine_and_names_gpu_engine():
