@@ -708,6 +708,39 @@ ROWS += [
         2,
         "prefix_tokens:",
     ),
+    (
+        "roofline-redundant-1e8",
+        lambda t: [
+            "roofline",
+            "deepseek-v3",
+            "--tp",
+            "1",
+            "--ep",
+            "8",
+            "--dp",
+            "8",
+            "--redundant-experts",
+            "100000000",
+        ],
+        {},
+        2,
+        "--redundant-experts",
+    ),
+    (
+        "roofline-redundant-no-ep",
+        lambda t: ["roofline", "deepseek-v3", "--redundant-experts", "32"],
+        {},
+        2,
+        "give --ep",
+    ),
+    (
+        "api-layout-redundant-negative",
+        lambda t: "llm_cost.Layout(ep=8, dp=8, redundant_experts=-1000)",
+        {},
+        2,
+        "redundant_experts:",
+    ),
+    ("api-layout-tp-text", lambda t: "llm_cost.Layout(tp='2')", {}, 2, "tp: '2'"),
 ]
 
 
@@ -959,3 +992,11 @@ def test_fuzz_workload_traces(tmp_path_factory, rows, as_csv):
     assert all(
         1 <= r.input_tokens and 1 <= r.output_tokens and 0 <= r.prefix_tokens <= r.input_tokens for r in trace.rows
     )
+
+
+def test_the_request_caps_agree():
+    """The API's cap on --requests is the simulator's cap on workloads and traces."""
+    from llm_cost.api import simulation, traffic
+    from llm_cost.simulate import workload
+
+    assert traffic.MAX_REQUESTS == simulation.MAX_REQUESTS == workload.MAX_REQUESTS == 20_000
