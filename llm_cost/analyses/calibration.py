@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from llm_cost.core.errors import InputError, SpecError
 from llm_cost.core.records import record
-from llm_cost.core.types import DTYPE_BITS, Dtype, OpKind, Phase, stored_weight_bits
+from llm_cost.core.types import DTYPE_BITS, Dtype, Engine, OpKind, Phase, stored_weight_bits
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import (
     CalibratedModel,
@@ -49,7 +49,15 @@ from llm_cost.perf.calibrated import (
     weight_format,
 )
 from llm_cost.perf.kernels import attention_blocks
-from llm_cost.perf.profile import PARAMETERS, FitError, Parameters, Profile, load_profile, profile_names
+from llm_cost.perf.profile import (
+    PARAMETERS,
+    FitError,
+    Parameters,
+    Profile,
+    load_profile,
+    profile_names,
+    transferred,
+)
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
 from llm_cost.specs.declare import Bounds, Spec, spec, to_data, validated
 from llm_cost.specs.files import read_text, read_yaml, real_path, shown, validation_message
@@ -71,6 +79,7 @@ __all__ = [
     "categories",
     "Calibration",
     "calibrate",
+    "engine_of_files",
     "transfer",
     "profile_yaml",
     "measurements_dir",
@@ -78,6 +87,11 @@ __all__ = [
     "validate",
     "check",
     "validate_shipped",
+    "ProfileCheck",
+    "profile_checks",
+    "measured_transfer_widen",
+    "ProfileTable",
+    "profile_table",
     "FIT_INSTALL_HINT",
 ]
 
@@ -481,24 +495,90 @@ def _fit(
     return q_of(result.x)
 
 
-def calibrate(paths: list[Path], name: str, note: str = "", decode_split_kv: bool = False) -> Calibration:
+def calibrate(
+    paths: list[Path],
+    name: str,
+    note: str = "",
+    decode_split_kv: bool = False,
+    *,
+    gpu: Optional[str] = None,
+    peers: Sequence[str] = (),
+    engine: Any = None,
+    free: Optional[Sequence[str]] = None,
+    base: Optional[Profile] = None,
+    ids: Optional[Sequence[str]] = None,
+) -> Calibration:
     """Fit a profile named ``name`` to the measurement files; leave-one-out errors. With
     ``decode_split_kv`` the engine's decode attention splits the keys (the profile's flag: the rows'
     attention blocks by :func:`~llm_cost.perf.kernels.attention_blocks`). InputError
     without numpy/scipy, for rows of more than one GPU, fewer rows than free parameters + 2, or a
     row faster than the bound. The same unchanged files fitted again in one process return the same
-    (shared, not to be modified) result: validating and calibrating refit nothing twice."""
+    (shared, not to be modified) result: validating and calibrating refit nothing twice.
+
+    ``gpu``: fit only the rows of that GPU (and of ``peers``: GPUs with the same datasheet bandwidth
+    and dense peaks, the same die, e.g. the H800 beside the H100; InputError otherwise). ``engine``
+    (an :class:`~llm_cost.core.types.Engine`): the rows' engine, else the files' ``engine_family``.
+    ``free``: fit these parameters (default: those the rows determine, :data:`NEEDS`; a caller naming
+    one the test of :data:`NEEDS` does not pass vouches for it, as ``scripts/fit_profiles.py`` says
+    why), the others at ``base``'s values (a transferred profile of the GPU: few rows fit only what they determine best),
+    else at their priors. ``ids``: only the rows of these ids (a profile's ``fitted_on``)."""
     key = []
     for p in paths:
         real = real_path(p, _WHAT)
         status = real.stat()
         key.append((str(real), status.st_mtime_ns, status.st_size))
-    return _calibrate_once(tuple(key), tuple(paths), name, note, decode_split_kv)
+    options = (
+        bool(decode_split_kv),
+        gpu,
+        tuple(peers),
+        None if engine is None else str(engine),
+        None if free is None else tuple(free),
+        None if base is None else (base.name, base.parameters),
+        None if ids is None else tuple(ids),
+    )
+    return _calibrate_once(tuple(key), tuple(paths), name, note, options)
 
 
-@lru_cache(maxsize=16)
-def _calibrate_once(key: tuple, paths: tuple[Path, ...], name: str, note: str, split_kv: bool) -> Calibration:
-    return _calibrate(paths, name, note, split_kv)
+@lru_cache(maxsize=32)
+def _calibrate_once(key: tuple, paths: tuple[Path, ...], name: str, note: str, options: tuple) -> Calibration:
+    return _calibrate(paths, name, note, *options)
+
+
+def engine_of_files(paths: Sequence[Path]) -> Optional[Engine]:
+    """The engine family the measurement files declare (their ``engine_family``), or None when
+    none does; InputError naming the field when they declare two or an unknown one."""
+    found = set()
+    for p in paths:
+        if p.suffix.lower() == ".csv":
+            continue
+        value = read_yaml(p).get("engine_family")
+        if value is None:
+            continue
+        try:
+            found.add(Engine(str(value).strip().lower()))
+        except ValueError:
+            raise InputError(
+                f"{shown(p)}: field engine_family: {shown(str(value), 40)!r} is not one of "
+                f"{', '.join(e.value for e in Engine)}"
+            ) from None
+    if len(found) > 1:
+        raise InputError(
+            f"the files declare engines {', '.join(sorted(e.value for e in found))}: a profile is for one engine"
+        )
+    return next(iter(found), None)
+
+
+def _percentiles(signed: Any, np: Any) -> tuple[float, float]:
+    """(low <= 0, high >= 0): the signed leave-one-out residuals at the 10th and 90th percentiles,
+    or their least and greatest with fewer than 10 rows (a percentile of few rows is no estimate)."""
+    if signed.size >= 10:
+        low, high = float(np.percentile(signed, 10)), float(np.percentile(signed, 90))
+    else:
+        low, high = float(signed.min()), float(signed.max())
+    import math
+
+    # rounded outwards to 4 digits, so that the band still holds the rows that set it
+    return math.floor(min(low, 0.0) * 1e4) / 1e4, math.ceil(max(high, 0.0) * 1e4) / 1e4
 
 
 #: The slowest profile within the parameters' bounds: the least efficiency and overlap (p = 1, compute
@@ -520,19 +600,64 @@ def _check_reachable(rows: list[Measurement], slowest_s: Any, gpu: HardwareSpec)
         )
 
 
-def _calibrate(paths: tuple[Path, ...], name: str, note: str, split_kv: bool = False) -> Calibration:
+def _same_die(a: HardwareSpec, b: HardwareSpec) -> bool:
+    """The same bandwidth and tensor-core peaks of the inference dtypes (an H800 is an H100 with its
+    NVLink and FP64 cut, neither of which a one-GPU inference step uses)."""
+    peaks_a, peaks_b = dict(a.dense_tflops), dict(b.dense_tflops)
+    return a.memory_bandwidth_tb_s == b.memory_bandwidth_tb_s and all(
+        peaks_a.get(k) == peaks_b.get(k) for k in ("bf16", "fp16", "fp8", "int8")
+    )
+
+
+def _calibrate(
+    paths: tuple[Path, ...],
+    name: str,
+    note: str,
+    split_kv: bool = False,
+    only_gpu: Optional[str] = None,
+    peers: tuple[str, ...] = (),
+    engine_given: Optional[str] = None,
+    limit: Optional[tuple[str, ...]] = None,
+    base: Optional[tuple[str, Parameters]] = None,
+    ids: Optional[tuple[str, ...]] = None,
+) -> Calibration:
     rows = load_measurements(paths)
     np = _numpy()
+    if ids is not None:
+        rows = [m for m in rows if m.id in set(ids)]
+    if only_gpu is not None:
+        target = load_gpu(only_gpu)
+        allowed = {target.name}
+        for peer in peers:
+            other = load_gpu(peer)
+            if not _same_die(target, other):
+                raise InputError(f"{other.name}'s datasheet peaks differ from {target.name}'s: not a peer of its fit")
+            allowed.add(other.name)
+        rows = [m for m in rows if load_gpu(m.gpu).name in allowed]
+        if not rows:
+            raise InputError(f"the files hold no rows of {target.name}")
     gpus = {load_gpu(m.gpu).name for m in rows}
-    if len(gpus) != 1:
+    if len(gpus) != 1 and not (only_gpu is not None and len(gpus) <= 1 + len(peers)):
         raise InputError(f"a profile is for one GPU; the rows name {', '.join(sorted(gpus))}: split the file")
-    gpu = load_gpu(rows[0].gpu)
-    engines = {str(read_yaml(p).get("engine", "")) for p in paths if p.suffix.lower() != ".csv"} - {""}
-    free = [k for k, (test, _) in NEEDS.items() if test(rows)]
+    gpu = load_gpu(only_gpu) if only_gpu is not None else load_gpu(rows[0].gpu)
+    used = {m.id for m in rows}
+    texts = {
+        str(read_yaml(p).get("engine", ""))
+        for p in paths
+        if p.suffix.lower() != ".csv" and any(m.id in used for m in load_measurements([p]))
+    } - {""}
+    determined = {k for k, (test, _) in NEEDS.items() if test(rows)}
+    free = [k for k in NEEDS if (k in limit if limit is not None else k in determined)]
+    start = {k: p.prior for k, p in PARAMETERS.items()} | (to_data(base[1]) if base is not None else {})
     fixed = {
-        k: f"at its prior {PARAMETERS[k].prior:g} {PARAMETERS[k].unit}: no {why} in the data"
+        k: (
+            f"at its prior {PARAMETERS[k].prior:g} {PARAMETERS[k].unit}: no {why} in the data"
+            if base is None
+            else f"at profile {base[0]}'s {start[k]:g} {PARAMETERS[k].unit}"
+            + (f": no {why} in the data" if k not in determined else ": too few rows to fit it too")
+        )
         for k, (test, why) in NEEDS.items()
-        if not test(rows)
+        if k not in free
     }
     if len(rows) < len(free) + 2:
         raise InputError(
@@ -555,8 +680,8 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str, split_kv: bool = F
     feats = _Features.of(steps, gpu, np, split_kv)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     _check_reachable(rows, feats.predict(SLOWEST, np), gpu)
+    engine = _engine_of(engine_given, paths)  # after the rows are checked: their faults are told first
     least_squares = _least_squares()
-    start = {k: p.prior for k, p in PARAMETERS.items()}
     everything = np.ones(len(rows), dtype=bool)
     q = _fit(feats, measured, everything, free, start, np, least_squares)
     loo_q = []
@@ -567,17 +692,26 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str, split_kv: bool = F
     fitted = feats.predict(q, np)
     loo = np.asarray([feats.predict(qi, np)[i] for i, qi in enumerate(loo_q)])
     ins, out = np.abs(fitted / measured - 1), np.abs(loo / measured - 1)
+    low, high = _percentiles(loo / measured - 1, np)
     error = FitError.checked(
         rows=len(rows),
         loo_median=round(float(np.median(out)), 4),
         loo_max=round(float(out.max()), 4),
         in_sample_median=round(float(np.median(ins)), 4),
         in_sample_max=round(float(ins.max()), 4),
+        loo_low=low,
+        loo_high=high,
     )
+    spans = {
+        "fitted_batch": [min(m.batch for m in rows), max(m.batch for m in rows)],
+        "fitted_context": [min(m.context for m in rows), max(m.context for m in rows)],
+    }
     profile = Profile.checked(
         name=name,
         gpu=gpu.name,
-        engine=", ".join(sorted(engines)) or "unspecified",
+        engine=engine,
+        engine_version="; ".join(sorted(texts)),
+        **spans,
         kind="fitted",
         note=note or f"fitted by llm-cost calibrate on {len(rows)} rows",
         parameters=Parameters.checked(**_rounded(q)),
@@ -593,6 +727,27 @@ def _calibrate(paths: tuple[Path, ...], name: str, note: str, split_kv: bool = F
     ]
     loo_parameters = {m.id: Parameters.checked(**_rounded(loo_q[i])) for i, m in enumerate(rows)}
     return Calibration(profile, results, categories(results), free, fixed, loo_parameters)
+
+
+def _engine_of(given: Optional[str], paths: Sequence[Path]) -> Engine:
+    """The engine of a fit: ``given``, else the files' ``engine_family``; InputError naming
+    ``engine`` when neither says."""
+    if given is not None:
+        try:
+            return Engine(str(given).strip().lower())
+        except ValueError:
+            raise InputError(
+                f"engine: {shown(str(given), 40)!r} is not one of {', '.join(e.value for e in Engine)}",
+                fields=("engine",),
+            ) from None
+    found = engine_of_files(paths)
+    if found is None:
+        raise InputError(
+            "engine: the measurement files do not say their engine (a YAML file's engine_family); give engine, "
+            f"one of {', '.join(e.value for e in Engine)}",
+            fields=("engine",),
+        )
+    return found
 
 
 def _row_result(
@@ -625,36 +780,10 @@ def _rounded(q: dict[str, float]) -> dict[str, float]:
     return {k: 0.0 if abs(v) < 1e-12 else float(f"{v:.4g}") for k, v in q.items()}
 
 
-def transfer(source: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec) -> Profile:
-    """A profile for ``gpu`` from a fitted one: efficiencies (fractions of the target's own peaks
-    and bandwidth, so compute and memory times scale by the datasheet ratios) and fixed times kept."""
-    assert source.error is not None  # only fitted profiles are transferred
-    ratio_bw = gpu.memory_bandwidth_tb_s / source_gpu.memory_bandwidth_tb_s
-    ratio_flops = gpu.dense_tflops.get("bf16", 0) / source_gpu.dense_tflops["bf16"]
-    return Profile.checked(
-        name=gpu.name,
-        gpu=gpu.name,
-        engine=source.engine,
-        kind="transferred",
-        transferred_from=source.name,
-        note=(
-            f"transferred from profile {source.name} ({source_gpu.name}, fitted on {len(source.fitted_on)} rows): "
-            f"its efficiencies and fixed times on {gpu.name}'s datasheet peaks (bandwidth x{ratio_bw:.2f}, bf16 "
-            f"FLOP/s x{ratio_flops:.2f}); no measurement of {gpu.name} was fitted"
-        ),
-        parameters=source.parameters,
-        decode_split_kv=source.decode_split_kv,
-        fitted_on=source.fitted_on,
-        measurements=source.measurements,
-        fixed=source.fixed,
-        error=None,
-        expected_error=(
-            f"not fitted on {gpu.name}: the source's leave-one-out median {source.error.loo_median:.1%} "
-            f"(max {source.error.loo_max:.1%}) holds only if {gpu.name} reaches the same fractions of its "
-            f"datasheet peaks with the same engine; `llm-cost validate --profile {gpu.name}` checks it on "
-            f"any shipped rows of {gpu.name} (another engine's)"
-        ),
-    )
+def transfer(source: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec, name: Optional[str] = None) -> Profile:
+    """A profile for ``gpu`` from a fitted one (:func:`llm_cost.perf.profile.transferred`), validated."""
+    made = transferred(source, gpu, source_gpu, name)
+    return Profile.checked(**{f.name: getattr(made, f.name) for f in dataclasses.fields(made)})
 
 
 def profile_yaml(profile: Profile) -> str:
@@ -701,7 +830,22 @@ def validate(profile: Profile, base: Path | None = None) -> Calibration:
         if found is None:
             raise InputError(f"profile {profile.name}: measurement file {shown(name)} not found")
         paths.append(found)
-    return calibrate(paths, profile.name, profile.note, profile.decode_split_kv)
+    fitted = set(profile.fitted_on)
+    gpus = {load_gpu(m.gpu).name for m in load_measurements(paths) if m.id in fitted}
+    values = to_data(profile.parameters)
+    at_priors = all(values[k] == PARAMETERS[k].prior for k in profile.fixed)
+    return calibrate(
+        paths,
+        profile.name,
+        profile.note,
+        profile.decode_split_kv,
+        gpu=profile.gpu,
+        peers=sorted(gpus - {profile.gpu}),
+        engine=profile.engine,
+        free=[k for k in NEEDS if k not in profile.fixed],
+        base=None if at_priors else profile,
+        ids=profile.fitted_on,
+    )
 
 
 def check(profile: Profile, paths: list[Path]) -> Calibration:
@@ -737,3 +881,118 @@ def validate_shipped() -> list[Calibration]:
     return [validate(p) for p in profiles if p.kind == "fitted"] + [
         check(p, files) for p in profiles if p.name in unfitted
     ]
+
+
+@record
+class ProfileCheck:
+    """One fitted (GPU, engine) profile against the shipped measurements: leave-one-out on its own
+    rows, and out of sample on the rows it was not fitted on, of its engine on other GPUs (the profile
+    transferred there: how the transfer rule does) and of other engines (on any GPU, transferred
+    where the GPU differs). Errors are |predicted / measured - 1|; ``*_in_band``: the rows whose
+    measured time lies inside the prediction's error band
+    (:func:`llm_cost.perf.calibrated.band_factors`)."""
+
+    profile: str
+    gpu: str
+    engine: Engine
+    rows: int
+    loo_median: float
+    loo_max: float
+    loo_low: float  # the band's residuals: 10th / 90th percentile (least / greatest under 10 rows)
+    loo_high: float
+    loo_in_band: int
+    same_engine_rows: int  # the engine's rows on other GPUs
+    same_engine_median: Optional[float]
+    same_engine_max: Optional[float]
+    same_engine_in_band: int
+    other_engine_rows: int
+    other_engine_median: Optional[float]
+    other_engine_max: Optional[float]
+    source: str  # the measurement files the profile was fitted on
+
+
+def _inside(predicted: float, measured: float, band: Any) -> bool:
+    return band is not None and predicted * band.low <= measured <= predicted * band.high
+
+
+def profile_checks() -> list[ProfileCheck]:
+    """:class:`ProfileCheck` of every fitted shipped profile (``llm-cost validate``), in name order."""
+    from llm_cost.perf.calibrated import band_factors
+
+    files = sorted(measurements_dir().glob("*.yaml"))
+    rows = [(m, engine_of_files([f])) for f in files for m in load_measurements([f])]
+    out = []
+    for p in [load_profile(n) for n in profile_names()]:
+        if p.kind != "fitted" or p.error is None:
+            continue
+        c = validate(p)
+        loo_in = sum(_inside(r.loo_s, r.measured_s, band_factors(p, r.batch, r.context)) for r in c.rows)
+        fitted = set(p.fitted_on)
+        fitted_gpus = {load_gpu(m.gpu).name for m, _ in rows if m.id in fitted}
+        same: list[tuple[float, bool]] = []
+        other: list[float] = []
+        for m, engine in rows:
+            if m.id in fitted:
+                continue
+            gpu = load_gpu(m.gpu)
+            if engine == p.engine and gpu.name in fitted_gpus:
+                continue  # a row the fit left out on purpose (scripts/fit_profiles.py says why)
+            used = p if gpu.name in fitted_gpus else transferred(p, gpu, load_gpu(p.gpu))
+            t = CalibratedModel(used).step_time(step_of(m), gpu, operators=False).time_s
+            measured = m.measured_ms / 1e3
+            if engine == p.engine:
+                same.append((abs(t / measured - 1), _inside(t, measured, band_factors(used, m.batch, m.context))))
+            else:
+                other.append(abs(t / measured - 1))
+        errs = [e for e, _ in same]
+        out.append(
+            ProfileCheck(
+                p.name,
+                p.gpu,
+                p.engine,
+                p.error.rows,
+                p.error.loo_median,
+                p.error.loo_max,
+                p.error.loo_low,
+                p.error.loo_high,
+                loo_in,
+                len(same),
+                statistics.median(errs) if errs else None,
+                max(errs) if errs else None,
+                sum(inside for _, inside in same),
+                len(other),
+                statistics.median(other) if other else None,
+                max(other) if other else None,
+                ", ".join(p.measurements),
+            )
+        )
+    return out
+
+
+def measured_transfer_widen(checks: list[ProfileCheck]) -> float:
+    """How much worse profiles do carried to another GPU than held out on their own: the median,
+    over the fitted profiles with rows of their engine on other GPUs, of that out-of-sample median
+    error over the profile's leave-one-out median (what
+    :data:`llm_cost.perf.profile.TRANSFER_WIDEN` states)."""
+    ratios = [
+        c.same_engine_median / c.loo_median for c in checks if c.same_engine_median is not None and c.loo_median > 0
+    ]
+    return statistics.median(ratios) if ratios else 1.0
+
+
+@record
+class ProfileTable:
+    """``llm-cost validate``: :class:`ProfileCheck` of every fitted profile, the transfer widening
+    the rows measure (:func:`measured_transfer_widen`) and the one the bands use."""
+
+    profiles: list[ProfileCheck]
+    measured_transfer_widen: float
+    transfer_widen: float
+
+
+def profile_table() -> ProfileTable:
+    """The :class:`ProfileTable` of the shipped profiles and measurements."""
+    from llm_cost.perf.profile import TRANSFER_WIDEN
+
+    checks = profile_checks()
+    return ProfileTable(checks, measured_transfer_widen(checks), TRANSFER_WIDEN)

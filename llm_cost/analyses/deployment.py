@@ -23,6 +23,7 @@ from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
 from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import Layout, PerGPU, per_gpu, stage_kv_bytes
+from llm_cost.perf.profile import Profile
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
@@ -66,6 +67,7 @@ def deployment(
     policy: MemoryPolicy = DEPLOYMENT,
     dtype: Dtype = Dtype.BF16,
     network_gb_s: float = DEFAULT_NETWORK_GB_S,
+    profile: Profile | None = None,
 ) -> Deployment:
     """Per-GPU memory of ``spec`` on ``layout`` and its decode step at ``batch`` x ``context``.
 
@@ -77,7 +79,9 @@ def deployment(
     kv = [seqs * k for k in _paged_stage_kv(spec, layout, context, kv_bits, policy)]
     used = [w + k for w, k in zip(p.weight_bytes, kv)]
     overhead = room.workspace_bytes + room.reserve_bytes
-    step = decode_step(spec, gpu, batch, context, dtype, bits, kv_bits, layout=layout, network_gb_s=network_gb_s)
+    step = decode_step(
+        spec, gpu, batch, context, dtype, bits, kv_bits, layout=layout, network_gb_s=network_gb_s, profile=profile
+    )
     headroom = room.usable_bytes - overhead - max(used)
     conventions = [
         note("layout.sharding"),
@@ -150,6 +154,7 @@ def smallest_layouts(
     dtype: Dtype = Dtype.BF16,
     limit: int = 8,
     sizes: int = 3,
+    profile: Profile | None = None,
 ) -> list[Deployment]:
     """Feasible inference layouts (DP = 1) of the ``sizes`` smallest GPU counts that work, fewest
     GPUs first, then fastest decode bound; at most ``limit``.
@@ -183,7 +188,10 @@ def smallest_layouts(
                     fitting.append(layout)
                     if not counts or counts[-1] != total:
                         counts.append(total)
-    deps = [deployment(spec, gpu, layout, batch, context, bits, kv_bits, policy, dtype) for layout in fitting]
+    deps = [
+        deployment(spec, gpu, layout, batch, context, bits, kv_bits, policy, dtype, profile=profile)
+        for layout in fitting
+    ]
     deps.sort(key=lambda d: (d.layout.gpus, d.step.bound_s))
     return deps[:limit]
 

@@ -33,7 +33,7 @@ from llm_cost.core.units import Number, exact, to_bytes
 from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
-from llm_cost.perf.calibrated import CalibratedModel, split_kv_notes
+from llm_cost.perf.calibrated import CalibratedModel, band_factors, split_kv_notes
 from llm_cost.perf.profile import Profile, default_profile, profile_note
 from llm_cost.perf.timemodel import (
     DEFAULT_MBU,
@@ -147,6 +147,27 @@ def _first_batch(intensity: Callable[[int], float], ridge: float, limit: int = 1
     return lo
 
 
+def banded(profile: Profile | None, predicted: float | None, batch: int, context: int, tokens: int) -> dict[str, Any]:
+    """The fields of a prediction beside ``predicted_s``: its error band
+    (:func:`llm_cost.perf.calibrated.band_factors`: the profile's held-out residuals, widened for a
+    transferred profile or a shape outside the fitted rows), ``tokens`` per predicted second, and
+    the profile's engine, kind and rows; empty without a prediction."""
+    if profile is None or predicted is None:
+        return {}
+    band = band_factors(profile, batch, context)
+    error = profile.error if profile.kind == "fitted" else profile.source_error
+    return dict(
+        predicted_low_s=predicted * band.low if band is not None else None,
+        predicted_high_s=predicted * band.high if band is not None else None,
+        predicted_tokens_per_s=tokens / predicted,
+        predicted_below=1 - band.low if band is not None else None,
+        predicted_above=band.high - 1 if band is not None else None,
+        engine=str(profile.engine),
+        profile_kind=profile.kind,
+        profile_rows=error.rows if error is not None else None,
+    )
+
+
 def _prediction(
     step: Step, gpu: HardwareSpec, profile: Profile | None, network_gb_s: float, conventions: list[Note]
 ) -> tuple[float | None, str | None]:
@@ -213,7 +234,14 @@ class DecodeStep(Result):
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
     profile: str | None = None  # its profile's name
+    predicted_low_s: float | None = None  # the prediction's error band (band_factors), seconds
+    predicted_high_s: float | None = None
     predicted_tokens_per_s: float | None = None  # tokens the step produces (decode) or reads (prefill) per second
+    predicted_below: float | None = None  # the band's lower end as a share below the prediction (0.08: -8%)
+    predicted_above: float | None = None  # its upper end as a share above it (0.12: +12%)
+    engine: str | None = None  # the profile's engine
+    profile_kind: str | None = None  # fitted or transferred
+    profile_rows: int | None = None  # rows the profile (or its source) was fitted on
     total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
 
 
@@ -430,7 +458,7 @@ def decode_steps(
             conventions=conventions,
             predicted_s=predicted,
             profile=profile_name,
-            predicted_tokens_per_s=batch / predicted if predicted else None,
+            **banded(chosen, predicted, batch, context, batch),
             total_flops=t["total_flops"],
         )
 
@@ -620,7 +648,14 @@ class PrefillStep(Result):
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
     profile: str | None = None  # its profile's name
+    predicted_low_s: float | None = None  # the prediction's error band (band_factors), seconds
+    predicted_high_s: float | None = None
     predicted_tokens_per_s: float | None = None  # tokens the step produces (decode) or reads (prefill) per second
+    predicted_below: float | None = None  # the band's lower end as a share below the prediction (0.08: -8%)
+    predicted_above: float | None = None  # its upper end as a share above it (0.12: +12%)
+    engine: str | None = None  # the profile's engine
+    profile_kind: str | None = None  # fitted or transferred
+    profile_rows: int | None = None  # rows the profile (or its source) was fitted on
     total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
 
 
@@ -675,7 +710,8 @@ def prefill_step(
     ]
     conventions += _layout_notes(layout, bound, spec)
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, step.sequences, seq)
-    predicted, profile_name = _prediction(step, gpu, profile, network_gb_s, conventions)
+    chosen = profile or default_profile(gpu.name)
+    predicted, _ = _prediction(step, gpu, chosen, network_gb_s, conventions)
     return PrefillStep(
         spec.name,
         gpu.name,
@@ -707,7 +743,7 @@ def prefill_step(
         _op_rows(step, bound, est),
         conventions,
         predicted,
-        profile_name,
-        predicted_tokens_per_s=batch * seq / predicted if predicted else None,
+        chosen.name if chosen is not None else None,
+        **banded(chosen, predicted, batch, seq, batch * seq),
         total_flops=_total_flops(spec, step, layout, prefill(batch, seq), **build),
     )

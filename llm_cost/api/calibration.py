@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Optional, Union
 from llm_cost.core.errors import InputError
 
 if TYPE_CHECKING:
-    from llm_cost.analyses.calibration import Calibration
+    from llm_cost.analyses.calibration import Calibration, ProfileTable
 
-__all__ = ["calibrate", "validate"]
+__all__ = ["calibrate", "validate", "validate_profiles"]
 
 
 def calibrate(
@@ -22,13 +22,15 @@ def calibrate(
     name: Optional[str] = None,
     force: bool = False,
     decode_split_kv: bool = False,
+    engine: Optional[str] = None,
 ) -> Calibration:
     """Fit a profile to the measurement files (one GPU; YAML or CSV rows of model, gpu, phase,
     batch, context, tp, weights_dtype, group_size, kv_dtype, measured_ms), write it to ``out``
     whole or not at all, and return it with its leave-one-out errors. ``decode_split_kv``: the
     engine measured splits decode attention's KV cache (FlashAttention, FlashInfer; the profile's
-    flag, :mod:`llm_cost.perf.kernels`). InputError for an ``out`` that exists (unless ``force``),
-    before any fit."""
+    flag, :mod:`llm_cost.perf.kernels`). ``engine``: the engine the rows were timed under
+    (:class:`~llm_cost.core.types.Engine`), else the YAML files' ``engine_family``; InputError when
+    neither says. InputError for an ``out`` that exists (unless ``force``), before any fit."""
     from llm_cost.analyses.calibration import calibrate as fit
     from llm_cost.analyses.calibration import write_profile
     from llm_cost.specs.files import check_out
@@ -39,11 +41,15 @@ def calibrate(
         raise InputError(f"out: {out!r} is not a path", fields=("out",))
     if name is not None and not isinstance(name, str):
         raise InputError(f"name: {name!r} is not a profile name", fields=("name",))
+    from llm_cost.api import checks
+    from llm_cost.core.types import Engine
+
+    chosen = checks.optional(engine, checks.choice, Engine, "engine")
     target = Path(out)
     check_out(target, target.stem, bool(force))
     if not isinstance(decode_split_kv, bool):
         raise InputError(f"decode_split_kv: {decode_split_kv!r} is not true or false", fields=("decode_split_kv",))
-    fitted = fit([Path(m) for m in measurements], name or target.stem, decode_split_kv=decode_split_kv)
+    fitted = fit([Path(m) for m in measurements], name or target.stem, decode_split_kv=decode_split_kv, engine=chosen)
     return write_profile(fitted, target, bool(force))
 
 
@@ -64,3 +70,14 @@ def validate(profile: Optional[str] = None) -> list[Calibration]:
     yaml_file = profile.lower().endswith((".yaml", ".yml"))
     base = real_path(Path(profile), "a profile YAML").parent if yaml_file else None
     return [check(load_profile(profile), base)]
+
+
+def validate_profiles() -> ProfileTable:
+    """Every fitted (GPU, engine) profile against the shipped measurements (``llm-cost validate``):
+    leave-one-out on its own rows (median, max, rows inside the error band), out of sample on its
+    engine's rows of other GPUs (the profile transferred, as the transfer rule of
+    :func:`llm_cost.api.choices.profile_of` would) and on other engines' rows; and how much wider a
+    transferred profile's band must be, measured and as used."""
+    from llm_cost.analyses.calibration import profile_table
+
+    return profile_table()

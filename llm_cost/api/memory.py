@@ -38,13 +38,17 @@ def fit(
     max_gpus: int = 64,
     layout: Optional[Layout] = None,
     checkpoint: Any = None,
+    engine: Any = None,
+    profile: Any = None,
 ) -> FitReport:
     """What fits (``llm-cost fit``): one GPU's largest batch and context and its KV budget, and the
     smallest layouts of up to ``max_gpus`` GPUs; or, with ``layout``, that layout's per-GPU
     weights, KV, headroom and decode step. Memory is counted as a serving engine counts it unless
     ``memory="datasheet"`` (:func:`llm_cost.api.choices.memory_policy`); ``memory_gb``
     replaces the GPU's capacity (GB = 10^9 B, from 1 to 10^6); a GGUF ``checkpoint`` (default
-    ``model`` when it is a path) weighs the weights at its own types."""
+    ``model`` when it is a path) weighs the weights at its own types. The decode step's prediction is
+    under ``profile``, else the GPU's profile of ``engine`` (default vLLM:
+    :func:`llm_cost.api.choices.profile_of`)."""
     from llm_cost.analyses.deployment import FitReport, deployment, smallest_layouts
     from llm_cost.analyses.memory import fit as fit_one_gpu
 
@@ -56,12 +60,16 @@ def fit(
     kv_bits = choices.kv_dtype_of(kv_dtype).bits
     compute = choices.compute_dtype(spec, g, None, weights_dtype)
     chosen = choices.layout_of(layout)
+    timed = choices.profile_of(g, profile, engine)
     if chosen is not None:
-        one = deployment(spec, g, chosen, batch, context, bits, kv_bits, policy, compute)
+        from llm_cost.api.step import engine_noted
+
+        one = deployment(spec, g, chosen, batch, context, bits, kv_bits, policy, compute, profile=timed)
+        one = replace(one, step=engine_noted([one.step], profile, engine)[0])
         return FitReport(None, [], max_gpus, one)
     return FitReport(
         fit_one_gpu(spec, g, context, batch, bits, kv_bits, policy),
-        smallest_layouts(spec, g, batch, context, bits, kv_bits, policy, max_gpus, compute),
+        smallest_layouts(spec, g, batch, context, bits, kv_bits, policy, max_gpus, compute, profile=timed),
         max_gpus,
         None,
     )

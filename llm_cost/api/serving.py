@@ -95,9 +95,11 @@ def serve(
     ``engine`` (``vllm``, ``trtllm``) with its server defaults for the GPU, ``max_num_seqs``,
     ``chunk_tokens`` (``max_num_batched_tokens``), ``chunked_prefill``, ``prefix_caching``,
     ``max_model_len`` (default the model's), ``gpu_memory_utilization``. Steps are timed by
-    ``profile`` if given, else by vLLM's time model for the GPU
-    (:func:`llm_cost.analyses.serving_runs.vllm_time_model`); the analytic-only forms by the GPU's
-    calibrated profile. Deterministic for ``seed``. ``emit`` (``vllm``, ``sglang``, ``trtllm``):
+    ``profile`` if given, else by the GPU's fitted profile of ``engine`` when it is not vLLM
+    (h100-trtllm), else by vLLM's time model for the GPU
+    (:func:`llm_cost.api.choices.serving_profile_of`,
+    :func:`llm_cost.analyses.serving_runs.vllm_time_model`); the analytic-only forms by the GPU's
+    calibrated profile of ``engine`` (:func:`llm_cost.api.choices.profile_of`). Deterministic for ``seed``. ``emit`` (``vllm``, ``sglang``, ``trtllm``):
     the result's ``launch`` holds the engine command that runs the chosen configuration
     (:func:`llm_cost.analyses.launch.launch_command`; an aggregated plan). InputError naming the
     argument for anything out of range, contradictory, or for targets nothing meets (with the
@@ -138,6 +140,7 @@ def _serve(
     searched = _modes(modes)
     one = choices.layout_of(layout)
     options = dict(
+        engine=engine,  # the scheduler simulated, and the engine whose time profile is chosen
         dtype=dtype,
         weights_dtype=weights_dtype,
         bits_per_weight=bits_per_weight,
@@ -397,7 +400,7 @@ def _analytic(
             "chunk_tokens",
             fields=("concurrency", "chunk_tokens"),
         )
-    chosen = choices.profile_of(g, profile)
+    chosen = choices.profile_of(g, profile, options["engine"])
     common = _common(spec, g, chosen, options)
     if any(t.statistic.value != "mean" for t in goals.values()):
         from llm_cost.core.notes import note
@@ -461,7 +464,7 @@ def _simulated(
     from llm_cost.analyses.simulated_serving import PLAN_REQUESTS, plan_on_simulation, run_configuration
 
     config = traffic.engine_of(spec, g, **engine_options)
-    chosen = choices.profile_of(g, profile) if profile is not None else None
+    chosen = choices.serving_profile_of(g, profile, options["engine"])
     common = _common(spec, g, chosen, options)
     time_model = choices.time_model(g, chosen, common["network_gb_s"]) if chosen is not None else vllm_time_model(g)
     budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)

@@ -38,13 +38,15 @@ def spec(
     layout: Optional[Layout] = None,
     profile: Any = None,
     network_gb_s: Any = None,
+    engine: Any = None,
 ) -> SpecResult:
     """Speculative decoding (``llm-cost spec``): expected tokens per round at acceptance rate
     ``alpha`` with ``gamma`` drafted tokens, the speedup at draft cost ``c`` (a fraction of a
     target step; or the model's MTP module with ``mtp``), and, with a model and a GPU, the step
     model over ``batches`` (default 1 to 256) at ``context`` cached tokens, per GPU of ``layout``
     (default one GPU), its steps timed as ``roofline`` predicts them (:func:`choices.time_model`:
-    ``profile``, else the GPU's shipped profile, else the MFU/MBU estimate); given ``mfu`` or ``mbu``
+    ``profile``, else the GPU's profile of ``engine``, default vLLM: :func:`choices.profile_of`, else
+    the MFU/MBU estimate); given ``mfu`` or ``mbu``
     without a ``profile``, by the MFU/MBU estimate at them (the documents' figures use MBU 1)."""
     from llm_cost.analyses.speculative import speculative
 
@@ -69,17 +71,19 @@ def spec(
         points = list(SPEC_BATCHES)
     reads = checks.choice(weight_bytes, WeightBytes, "weight_bytes")
     chosen_layout = choices.layout_of(layout)
-    if g is None and (chosen_layout is not None or profile is not None or network_gb_s is not None):
+    if g is None and (
+        chosen_layout is not None or profile is not None or network_gb_s is not None or engine is not None
+    ):
         raise InputError(
-            "layout, profile and network_gb_s are for the step model: give a model and a gpu too",
-            fields=("layout", "profile", "network_gb_s", "gpu"),
+            "layout, profile, engine and network_gb_s are for the step model: give a model and a gpu too",
+            fields=("layout", "profile", "engine", "network_gb_s", "gpu"),
         )
     timer = None
     if g is not None:
         from llm_cost.perf.timemodel import EfficiencyEstimate
 
         network = choices.network_gb_s_of(network_gb_s)
-        timer = choices.time_model(g, choices.profile_of(g, profile), network)
+        timer = choices.time_model(g, choices.profile_of(g, profile, engine), network)
         if isinstance(timer, EfficiencyEstimate) or (profile is None and (mfu is not None or mbu is not None)):
             # no profile for this GPU, or an MFU/MBU asked for: the estimate at them (as the documents' figures)
             timer = EfficiencyEstimate(choices.mfu_of(mfu), choices.mbu_of(mbu), network)

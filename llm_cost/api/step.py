@@ -73,8 +73,10 @@ def _step_options(
     layout: Any,
     network_gb_s: Any,
     profile: Any,
+    engine: Any = None,
 ) -> dict[str, Any]:
-    """The engine arguments every step takes, resolved by :mod:`llm_cost.api.choices`."""
+    """The engine arguments every step takes, resolved by :mod:`llm_cost.api.choices` (the profile
+    from ``profile``, else from the GPU and ``engine``)."""
     from llm_cost.model.layout import ONE_GPU
 
     return dict(
@@ -85,8 +87,36 @@ def _step_options(
         mbu=choices.mbu_of(mbu),
         layout=choices.layout_of(layout) or ONE_GPU,
         network_gb_s=choices.network_gb_s_of(network_gb_s),
-        profile=choices.profile_of(g, profile),
+        profile=choices.profile_of(g, profile, engine),
     )
+
+
+def engine_noted(results: list[Any], profile: Any, engine: Any) -> list[Any]:
+    """``results`` with a note saying which engine their prediction is for and whether it is the
+    default (:func:`llm_cost.api.choices.engine_of`); unchanged when ``profile`` was given (the
+    profile decides) or the results carry no conventions (rows of figures only) or no prediction."""
+    from dataclasses import replace
+
+    from llm_cost.core.notes import note
+
+    if profile is not None:
+        return results
+    chosen, given = choices.engine_of(engine)
+    out = []
+    for r in results:
+        if r.predicted_s is None or not r.conventions:
+            out.append(r)
+            continue
+        n = note(
+            "prediction.engine",
+            engine=chosen.value,
+            default=not given,
+            profile=r.profile,
+            kind=r.profile_kind,
+            rows=r.profile_rows,
+        )
+        out.append(replace(r, conventions=[*r.conventions, n]))
+    return out
 
 
 def decode_sweep(
@@ -108,6 +138,7 @@ def decode_sweep(
     profile: Any = None,
     detail: bool = True,
     ops: bool = True,
+    engine: Any = None,
 ) -> list[DecodeStep]:
     """Decode steps at every (batch, context) of ``batches`` x ``contexts`` (batch-major), each
     with its Roofline bound, MFU/MBU estimate and calibrated prediction, on one GPU or per GPU of
@@ -121,11 +152,24 @@ def decode_sweep(
     checks.grid_size(len(batches) * len(contexts), ("batches", "contexts"))
     spec, g = load_model(model), load_gpu(gpu)
     options = _step_options(
-        spec, g, dtype, weights_dtype, bits_per_weight, group_size, kv_dtype, mfu, mbu, layout, network_gb_s, profile
+        spec,
+        g,
+        dtype,
+        weights_dtype,
+        bits_per_weight,
+        group_size,
+        kv_dtype,
+        mfu,
+        mbu,
+        layout,
+        network_gb_s,
+        profile,
+        engine,
     )
     points = [(b, c) for b in batches for c in contexts]
     reads = checks.choice(weight_bytes, WeightBytes, "weight_bytes")
-    return decode_steps(spec, g, points, weight_bytes=reads, detail=bool(detail), ops=bool(ops), **options)
+    steps = decode_steps(spec, g, points, weight_bytes=reads, detail=bool(detail), ops=bool(ops), **options)
+    return engine_noted(steps, profile, engine)
 
 
 def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, **options: Any) -> DecodeStep:
@@ -152,6 +196,7 @@ def prefill_sweep(
     layout: Optional[Layout] = None,
     network_gb_s: Any = None,
     profile: Any = None,
+    engine: Any = None,
 ) -> list[PrefillStep]:
     """Prefills (the time to first token) of ``batch`` prompts of each length of ``seqs``, at
     every batch of ``batches`` (batch-major), with bound, estimate and prediction
@@ -162,10 +207,23 @@ def prefill_sweep(
     checks.grid_size(len(batches) * len(seqs), ("batches", "seqs"))
     spec, g = load_model(model), load_gpu(gpu)
     options = _step_options(
-        spec, g, dtype, weights_dtype, bits_per_weight, group_size, kv_dtype, mfu, mbu, layout, network_gb_s, profile
+        spec,
+        g,
+        dtype,
+        weights_dtype,
+        bits_per_weight,
+        group_size,
+        kv_dtype,
+        mfu,
+        mbu,
+        layout,
+        network_gb_s,
+        profile,
+        engine,
     )
     head = checks.choice(logits, Logits, "logits")
-    return [prefill_step(spec, g, s, b, logits=head, **options) for b in batches for s in seqs]
+    steps = [prefill_step(spec, g, s, b, logits=head, **options) for b in batches for s in seqs]
+    return engine_noted(steps, profile, engine)
 
 
 def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int = 1, **options: Any) -> PrefillStep:

@@ -205,7 +205,7 @@ def train_plan(
     top = checks.count(top, "top", 1, 100)
     spec, g = load_model(model), load_gpu(gpu)
     compute = choices.compute_dtype(spec, g, compute)
-    chosen = choices.profile_of(g, profile)
+    chosen = choices.training_profile_of(g, profile)
     factor, band, label = choices.training_efficiency_of(g, chosen)
     q = profile_parameters(chosen)
     ic = g.interconnect

@@ -9,7 +9,10 @@ import typer
 from llm_cost.cli.options import Json
 from llm_cost.cli.program import app, emit
 
-PROFILE_HELP = "A shipped calibration profile (one per GPU: h200, a100, ...) or a profile YAML file."
+PROFILE_HELP = (
+    "A shipped calibration profile (one per GPU and engine: h200, a100, h100-vllm, rtx-4090-llamacpp, ...) or a "
+    "profile YAML file."
+)
 
 
 @app.command()
@@ -35,17 +38,25 @@ def calibrate(
             "SGLang, TensorRT-LLM); PyTorch eager SDPA does not.",
         ),
     ] = False,
+    engine: Annotated[
+        Optional[str],
+        typer.Option(
+            "--engine",
+            help="Engine the rows were timed under: vllm, sglang, trtllm, pytorch-eager, torch-compile or "
+            "llamacpp (default: the YAML files' engine_family).",
+        ),
+    ] = None,
     as_json: Json = False,
 ) -> None:
     r"""Fit a calibration profile to measured step times and print its leave-one-out errors. Needs
     numpy and scipy: pip install 'llm-cost\[fit]'.
 
-    Example: llm-cost calibrate my-h100-timings.csv -o h100-vllm.yaml
+    Example: llm-cost calibrate my-h100-timings.csv --engine vllm -o h100-vllm.yaml
     """
     from llm_cost import api
     from llm_cost.report import calibration as view
 
-    emit(api.calibrate(measurements, out, name, force, split_kv), as_json, view.render_calibration)
+    emit(api.calibrate(measurements, out, name, force, split_kv, engine), as_json, view.render_calibration)
 
 
 @app.command()
@@ -56,13 +67,18 @@ def validate(
     ] = None,
     as_json: Json = False,
 ) -> None:
-    r"""Predicted vs measured for the shipped measurements, leave-one-out (fitted profiles) or
-    out-of-sample (transferred ones), beside the Roofline bound and the MFU 60% / MBU 80% estimate;
+    r"""Predicted vs measured for the shipped measurements. Without --profile: per (GPU, engine)
+    profile, its leave-one-out errors and its out-of-sample errors on its engine's rows of other GPUs
+    (transferred) and on other engines' rows. With --profile: every row, leave-one-out (fitted) or
+    out-of-sample (transferred), beside the Roofline bound and the MFU 60% / MBU 80% estimate;
     errors per category. Needs pip install 'llm-cost\[fit]'.
 
-    Example: llm-cost validate --profile h200
+    Examples: llm-cost validate; llm-cost validate --profile h200
     """
     from llm_cost import api
     from llm_cost.report import calibration as view
 
+    if profile is None:
+        emit(api.validate_profiles(), as_json, view.render_profile_table)
+        return
     emit(api.validate(profile), as_json, view.render_validation)

@@ -28,6 +28,8 @@ from llm_cost.cli.step_options import (
     BitsPerWeight,
     GpuMemoryUtilization,
     MemoryOpt,
+    PredictionEngine,
+    ProfileOpt,
     ReserveGb,
     WeightsDtype,
 )
@@ -81,6 +83,8 @@ def fit(
     ep: Ep = None,
     dp: Dp = None,
     redundant_experts: RedundantExperts = None,
+    engine: PredictionEngine = None,
+    profile: ProfileOpt = None,
     as_json: Json = False,
     plot: Plot = None,
 ) -> None:
@@ -110,6 +114,8 @@ def fit(
         memory_gb=memory_gb,
         max_gpus=max_gpus,
         layout=layout,
+        engine=engine,
+        profile=profile,
     )
     title, gpu_title = api.load_model(model).display_name, api.load_gpu(gpu).display_name
     if plot is not None:

@@ -26,7 +26,16 @@ from llm_cost.cli.options import (
     tokens,
 )
 from llm_cost.cli.program import app, emit, emit_csv, layout_of
-from llm_cost.cli.step_options import ComputeDtype, Mbu, Mfu, NetworkGbS, ProfileOpt, WeightBytesOpt, WeightsDtype
+from llm_cost.cli.step_options import (
+    ComputeDtype,
+    Mbu,
+    Mfu,
+    NetworkGbS,
+    PredictionEngine,
+    ProfileOpt,
+    WeightBytesOpt,
+    WeightsDtype,
+)
 from llm_cost.core.choices import WeightBytes
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import StorageDtype
@@ -195,6 +204,7 @@ def spec_(
     redundant_experts: RedundantExperts = None,
     network_gb_s: NetworkGbS = None,
     profile: ProfileOpt = None,
+    engine: PredictionEngine = None,
     as_json: Json = False,
     as_csv: Csv = False,
     plot: Plot = None,
@@ -227,6 +237,7 @@ def spec_(
         weight_bytes=weight_bytes,
         layout=layout_of(tp, pp, ep, dp, redundant_experts),
         profile=profile,
+        engine=engine,
         network_gb_s=network_gb_s,
     )
     if plot is not None:

@@ -39,6 +39,7 @@ from llm_cost.cli.step_options import (
     Mfu,
     MlaOpt,
     NetworkGbS,
+    PredictionEngine,
     ProfileOpt,
     SeqGrid,
     WeightFlopsOpt,
@@ -227,6 +228,7 @@ def roofline(
     redundant_experts: RedundantExperts = None,
     network_gb_s: NetworkGbS = None,
     profile: ProfileOpt = None,
+    engine: PredictionEngine = None,
     all_rows: AllRows = False,
     as_json: Json = False,
     as_csv: Csv = False,
@@ -237,11 +239,11 @@ def roofline(
 
     Examples: llm-cost roofline --gpu h100; llm-cost roofline llama3-8b --gpu h100 --batch 1 --context 2K;
     llm-cost roofline --gpu h100 --batch 1,8,64 --context 2K (model llama3-8b);
-    llm-cost roofline llama3-70b --tp 4 --batch 32 --context 4K; llm-cost roofline llama3-8b --phase prefill --seq 8K
+    llm-cost roofline llama3-70b --tp 4 --batch 32 --context 4K; llm-cost roofline llama3-8b --phase prefill --seq 8K;
+    llm-cost roofline llama3-8b --gpu rtx-4090 --engine llamacpp --weights-dtype int4
     """
     from llm_cost import api
 
-    layout = layout_of(tp, pp, ep, dp, redundant_experts)
     step_options = dict(
         dtype=dtype,
         weights_dtype=weights_dtype,
@@ -250,9 +252,10 @@ def roofline(
         kv_dtype=kv_dtype,
         mfu=mfu,
         mbu=mbu,
-        layout=layout,
+        layout=layout_of(tp, pp, ep, dp, redundant_experts),
         network_gb_s=network_gb_s,
         profile=profile,
+        engine=engine,
     )
     given = (phase, batch, context, seq, logits, weight_bytes, *step_options.values())
     if model is None and not ops and all(v is None for v in given):

@@ -161,8 +161,17 @@ ProfileOpt = Annotated[
     typer.Option(
         "--profile",
         help="Calibration profile of the prediction: a "
-        "shipped name (one per GPU) or a profile YAML "
-        "file (default: the GPU's shipped profile).",
+        "shipped name (h200, a100, h100-vllm, rtx-4090-llamacpp, ...; llm-cost validate lists them) or a "
+        "profile YAML file (default: the profile of the GPU and --engine).",
+    ),
+]
+PredictionEngine = Annotated[
+    Optional[str],
+    typer.Option(
+        "--engine",
+        help="Inference engine the prediction is for: vllm, sglang, trtllm, pytorch-eager, torch-compile or "
+        "llamacpp (default vllm); picks the (GPU, engine) calibration profile, else a transferred one. "
+        "--profile wins over it.",
     ),
 ]
 GroupSize = Annotated[

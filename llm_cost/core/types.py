@@ -32,6 +32,7 @@ __all__ = [
     "LayerKind",
     "ShardRule",
     "Phase",
+    "Engine",
     "OpKind",
     "OpRole",
     "stored_weight_bits",
@@ -267,6 +268,21 @@ class Phase(TextEnum):
     PREFILL = "prefill"
     DECODE = "decode"
     MIXED = "mixed"  # a prefill chunk beside decoding sequences (chunked prefill)
+
+
+class Engine(TextEnum):
+    """The inference engine (family) a step runs under: its kernels, launch overheads and graph
+    capture decide how far below the bound a step runs, so a calibration profile is per (GPU, engine).
+    Values as users type them. vLLM and SGLang (FlashAttention/FlashInfer kernels, CUDA graphs,
+    torch.compile'd glue), TensorRT-LLM (compiled engines), PyTorch eager kernels (in CUDA graphs, as
+    the project's H200 rows), torch.compile (gpt-fast) and llama.cpp (GGML CUDA kernels)."""
+
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    TRTLLM = "trtllm"
+    PYTORCH_EAGER = "pytorch-eager"
+    TORCH_COMPILE = "torch-compile"
+    LLAMACPP = "llamacpp"
 
 
 class OpKind(TextEnum):

@@ -67,6 +67,10 @@ __all__ = [
     "other_terms",
     "collective_time",
     "KV_KNEE_POWER",
+    "Band",
+    "band_factors",
+    "RANGE_WIDEN_PER_OCTAVE",
+    "RANGE_WIDEN_MAX",
     "SplitKvGap",
     "SPLIT_KV_GAP",
     "split_kv_gap",
@@ -215,6 +219,85 @@ class CalibratedModel:
             l_ = sum(t[2] for t in times)
             stages.append(StageTime(stage.index, c, m, l_, sum(t[3] for t in times) + fixed))
         return sum_stages(self.label, self.kind, ops, stages, link, link_gb_s)
+
+
+#: How much an error band widens per octave (factor 2) that a step's batch or context lies outside
+#: the fitted rows' range (summed over the two): a quarter of the band per doubling, at most
+#: :data:`RANGE_WIDEN_MAX` times. A stated convention, not a measurement: the held-out residuals say
+#: nothing of shapes no row had, and the terms that extrapolate (the GEMM ramp at larger batches, the
+#: KV reads at longer contexts) grow with the distance.
+RANGE_WIDEN_PER_OCTAVE = 0.25
+RANGE_WIDEN_MAX = 3.0
+#: The least half-width of a band: rounding of the published figures (often to 2 or 3 digits).
+BAND_FLOOR = 0.01
+
+
+@record
+class Band:
+    """The error band of a prediction: predicted x ``low`` to predicted x ``high`` (``low`` <= 1 <=
+    ``high``), from ``rows`` held-out residuals of profile ``profile`` widened ``widen`` times
+    (``transfer`` for a transferred profile, ``range`` outside the fitted shapes)."""
+
+    low: float
+    high: float
+    profile: str
+    engine: str
+    kind: str
+    rows: int
+    widen: float
+    transfer: float
+    range: float
+
+
+def _octaves(value: int, span: tuple[int, ...], below: bool = True) -> float:
+    """Octaves (log2) that ``value`` lies outside ``span`` = (least, greatest), counting below the
+    least only if ``below``; 0 inside or for an unknown span."""
+    import math
+
+    if len(span) != 2:
+        return 0.0
+    lo, hi = max(span[0], 1), max(span[1], 1)
+    v = max(value, 1)
+    return math.log2(lo / v) if (v < lo and below) else (math.log2(v / hi) if v > hi else 0.0)
+
+
+def band_factors(profile: Profile, batch: int | None = None, context: int | None = None) -> Band | None:
+    """The error band of a prediction under ``profile`` of a step of ``batch`` sequences at
+    ``context`` tokens (decode: cached per sequence; prefill: the prompt), or None for a profile
+    without held-out residuals.
+
+    Source: the profile's leave-one-out residuals r = predicted / measured - 1 at their 10th and
+    90th percentiles (r_low <= 0 <= r_high; the least and greatest with fewer than 10 rows:
+    :class:`~llm_cost.perf.profile.FitError`); the measured time then lies in [predicted / (1 +
+    r_high), predicted / (1 + r_low)] for 8 of 10 held-out rows. Each side at least
+    :data:`BAND_FLOOR`. Widened (both residuals multiplied) by the profile's ``transfer_widen``
+    (:data:`~llm_cost.perf.profile.TRANSFER_WIDEN` for a transferred profile, 1 for a fitted one)
+    and by 1 + :data:`RANGE_WIDEN_PER_OCTAVE` x the octaves ``batch`` lies outside the fitted rows'
+    batches and ``context`` above their longest (a shorter context only shrinks the KV term the rows
+    did time), at most :data:`RANGE_WIDEN_MAX`; r_low is kept above -0.9 (a measured
+    time at most 10x the prediction)."""
+    error = profile.error if profile.kind == "fitted" else profile.source_error
+    if error is None:
+        return None
+    transfer = float(profile.transfer_widen) if profile.kind == "transferred" else 1.0
+    octaves = (_octaves(batch, profile.fitted_batch) if batch is not None else 0.0) + (
+        _octaves(context, profile.fitted_context, below=False) if context is not None else 0.0
+    )
+    range_ = min(1.0 + RANGE_WIDEN_PER_OCTAVE * octaves, RANGE_WIDEN_MAX)
+    widen = transfer * range_
+    r_low = max(min(error.loo_low, -BAND_FLOOR) * widen, -0.9)
+    r_high = max(error.loo_high, BAND_FLOOR) * widen
+    return Band(
+        1.0 / (1.0 + r_high),
+        1.0 / (1.0 + r_low),
+        profile.name,
+        str(profile.engine),
+        profile.kind,
+        error.rows,
+        widen,
+        transfer,
+        range_,
+    )
 
 
 def prediction_model(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, get_type_hi
 
 from llm_cost.core.errors import SpecError
 from llm_cost.core.notes import Note, note
+from llm_cost.core.types import Engine
 from llm_cost.specs import index
 from llm_cost.specs.declare import Bounds, Spec, field_names, spec, validated
 from llm_cost.specs.files import read_yaml, real_path, shown, validation_message
@@ -38,6 +39,11 @@ __all__ = [
     "load_profile",
     "default_profile",
     "profile_note",
+    "TRANSFER_WIDEN",
+    "transferred",
+    "engine_profile",
+    "shipped_profiles",
+    "nearest_fitted",
     "build_profile_index",
     "profile_index_source",
 ]
@@ -206,6 +212,8 @@ def _declared() -> dict[str, Parameter]:
 
 
 if TYPE_CHECKING:
+    from llm_cost.specs.schema import HardwareSpec
+
     #: Every parameter of the calibrated model by name, in declared order: the :class:`Parameter`
     #: its :class:`Parameters` field's type carries (built on first use, see :func:`__getattr__`).
     PARAMETERS: dict[str, Parameter]
@@ -221,7 +229,10 @@ def __getattr__(name: str) -> Any:
 @spec
 class FitError(Spec):
     """Relative errors |predicted / measured - 1| of a fit, leave-one-out (each row predicted by the
-    profile fitted without it) and in-sample."""
+    profile fitted without it) and in-sample; and the signed leave-one-out residuals predicted /
+    measured - 1 at the 10th and 90th percentiles (``loo_low`` <= 0 <= ``loo_high``: with fewer than
+    10 rows, their least and greatest), from which a prediction's error band is drawn
+    (:func:`llm_cost.perf.calibrated.band_factors`)."""
 
     method: Literal["leave-one-out"] = "leave-one-out"
     rows: int
@@ -229,6 +240,8 @@ class FitError(Spec):
     loo_max: float
     in_sample_median: float
     in_sample_max: float
+    loo_low: Annotated[float, Bounds(ge=-1.0, le=0.0)] = 0.0
+    loo_high: Annotated[float, Bounds(ge=0.0, le=100.0)] = 0.0
 
 
 def _units() -> dict[str, str]:
@@ -241,7 +254,7 @@ class Profile(Spec):
 
     name: str
     gpu: str
-    engine: str
+    engine: Engine
     kind: Literal["fitted", "transferred"]
     note: str
     parameters: Parameters
@@ -257,6 +270,11 @@ class Profile(Spec):
     error: Optional[FitError] = None
     transferred_from: Optional[str] = None
     expected_error: Optional[str] = None
+    engine_version: str = ""  # the engine and version of the measurements, as their files name it
+    fitted_batch: tuple[int, ...] = ()  # (least, greatest) batch of the rows fitted on (or the source's)
+    fitted_context: tuple[int, ...] = ()  # (least, greatest) decode context or prompt length, tokens
+    transfer_widen: float = 1.0  # the error band's widening for a transferred profile (see band_factors)
+    source_error: Optional[FitError] = None  # a transferred profile's source's leave-one-out errors
 
 
 def profiles_dir() -> Path:
@@ -302,7 +320,9 @@ def _load(path: Path) -> Profile:
     was built, else from its YAML."""
     shipped = index.imported("llm_cost.perf.profile_index").get(path.stem) if path.parent == profiles_dir() else None
     found = index.current(shipped, path)
-    return index.rebuilt(Profile, found) if found is not None else _from_yaml(path)
+    if found is None:
+        return _from_yaml(path)
+    return index.rebuilt(Profile, found)
 
 
 def load_profile(name_or_path: str) -> Profile:
@@ -328,6 +348,94 @@ def default_profile(gpu_name: str) -> Profile | None:
     """The shipped default profile of a shipped GPU (the file ``<gpu>.yaml``), or None."""
     path = profiles_dir() / f"{gpu_name.lower()}.yaml"
     return _load(path) if path.is_file() else None
+
+
+#: How much wider a transferred profile's error band is than its source's leave-one-out band: on the
+#: shipped rows, profiles carried to other GPUs of their engine miss by a median 2.4x their own
+#: leave-one-out median error (the median over the fitted profiles of that ratio:
+#: :func:`llm_cost.analyses.calibration.measured_transfer_widen`, printed by ``llm-cost validate``;
+#: from 1.0x for h100-vllm to 13x for mi300x-vllm on NVIDIA rows), rounded to 2.5.
+#: ``tests/perf/test_engines.py`` recomputes it.
+TRANSFER_WIDEN = 2.5
+
+
+def transferred(
+    source: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec, name: str | None = None, rule: str = ""
+) -> Profile:
+    """A profile for ``gpu`` from a fitted one: efficiencies (fractions of the target's own peaks
+    and bandwidth, so compute and memory times scale by the datasheet ratios) and fixed times kept;
+    its error band the source's widened by :data:`TRANSFER_WIDEN`. Built without validation (the
+    source was validated), so a prediction needs no pydantic. ``rule``: why this source (the
+    transfer rule of :func:`llm_cost.api.choices.profile_of`)."""
+    assert source.error is not None  # only fitted profiles are transferred
+    ratio_bw = gpu.memory_bandwidth_tb_s / source_gpu.memory_bandwidth_tb_s
+    ratio_flops = gpu.dense_tflops.get("bf16", 0) / source_gpu.dense_tflops["bf16"]
+    return Profile(
+        name=name or gpu.name,
+        gpu=gpu.name,
+        engine=source.engine,
+        kind="transferred",
+        transferred_from=source.name,
+        note=(
+            f"transferred from profile {source.name} ({source_gpu.name}, {source.engine}, fitted on "
+            f"{len(source.fitted_on)} rows){': ' + rule if rule else ''}: its efficiencies and fixed times on "
+            f"{gpu.name}'s datasheet peaks (bandwidth x{ratio_bw:.2f}, bf16 FLOP/s x{ratio_flops:.2f}); no "
+            f"measurement of {gpu.name} was fitted"
+        ),
+        parameters=source.parameters,
+        decode_split_kv=source.decode_split_kv,
+        fitted_on=source.fitted_on,
+        measurements=source.measurements,
+        fixed=dict(source.fixed),
+        error=None,
+        expected_error=(
+            f"not fitted on {gpu.name}: the source's leave-one-out median {source.error.loo_median:.1%} "
+            f"(max {source.error.loo_max:.1%}); profiles carried to another GPU or engine miss the shipped rows "
+            f"by about {TRANSFER_WIDEN:g}x their source's held-out error (llm-cost validate), so its band is "
+            f"{TRANSFER_WIDEN:g}x wider"
+        ),
+        engine_version=source.engine_version,
+        fitted_batch=source.fitted_batch,
+        fitted_context=source.fitted_context,
+        transfer_widen=TRANSFER_WIDEN,
+        source_error=source.error,
+    )
+
+
+def shipped_profiles() -> list[Profile]:
+    """Every shipped profile, by name."""
+    return [load_profile(n) for n in profile_names()]
+
+
+def engine_profile(gpu_name: str, engine: Engine) -> Profile | None:
+    """The shipped profile of ``gpu_name`` under ``engine``: the file ``<gpu>-<engine>.yaml``, else
+    the GPU's own ``<gpu>.yaml`` when its engine is ``engine`` (h200 is the PyTorch-eager fit), else
+    None."""
+    path = profiles_dir() / f"{gpu_name.lower()}-{engine.value}.yaml"
+    if path.is_file():
+        return _load(path)
+    plain = default_profile(gpu_name)
+    return plain if plain is not None and plain.engine == engine else None
+
+
+def nearest_fitted(gpu: HardwareSpec, engine: Engine | None, gpus: dict[str, HardwareSpec]) -> Profile | None:
+    """The fitted shipped profile (of ``engine``, or of any engine when None) on the GPU nearest
+    ``gpu`` other than itself: the same vendor first, then the least |log bandwidth ratio| + |log
+    bf16 peak ratio| (the datasheet figures a transfer scales by); ``gpus`` the specs by name."""
+    import math
+
+    def distance(p: Profile) -> tuple[int, float]:
+        other = gpus[p.gpu]
+        bw = abs(math.log(gpu.memory_bandwidth_tb_s / other.memory_bandwidth_tb_s))
+        flops = abs(math.log(max(gpu.dense_tflops.get("bf16", 1.0), 1e-9) / other.dense_tflops["bf16"]))
+        return (0 if other.vendor == gpu.vendor else 1, bw + flops)
+
+    found = [
+        p
+        for p in shipped_profiles()
+        if p.kind == "fitted" and p.gpu != gpu.name and (engine is None or p.engine == engine) and p.gpu in gpus
+    ]
+    return min(found, key=lambda p: (distance(p), p.name)) if found else None
 
 
 def profile_note(profile: Profile, gpu_name: str) -> Note:

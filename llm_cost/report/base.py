@@ -34,6 +34,7 @@ __all__ = [
     "bytes_exact",
     "fmt_band",
     "fmt_prediction",
+    "fmt_step_prediction",
     "layout_text",
 ]
 
@@ -506,6 +507,23 @@ def fmt_prediction(
     if tokens_per_s is not None:
         text += f" · {tokens_per_s:,.{0 if tokens_per_s >= 100 else 1}f} {tokens_what}"
     return text
+
+
+def fmt_step_prediction(step: Any, tokens_what: str = "tokens/s") -> str:
+    """:func:`fmt_prediction` of a result carrying ``predicted_s``, ``predicted_low_s``,
+    ``predicted_high_s``, ``profile``, ``engine``, ``profile_rows``, ``profile_kind`` and
+    ``predicted_tokens_per_s`` (a roofline step)."""
+    return fmt_prediction(
+        step.predicted_s,
+        step.predicted_low_s,
+        step.predicted_high_s,
+        step.profile,
+        step.engine,
+        step.profile_rows,
+        step.profile_kind,
+        step.predicted_tokens_per_s,
+        tokens_what,
+    )
 
 
 def layout_text(layout: Any) -> str:

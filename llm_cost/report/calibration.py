@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llm_cost.analyses.calibration import Calibration
+from llm_cost.analyses.calibration import Calibration, ProfileTable
 from llm_cost.core.notes import note
 from llm_cost.core.units import fmt_int, fmt_seconds
 from llm_cost.perf.profile import PARAMETERS
@@ -19,10 +19,17 @@ def _abs_pct(x: float) -> str:
     return f"{x:.1%}"
 
 
+def _status(name: str, value: float, c: Calibration) -> str:
+    """fitted, at its prior, or fixed at a base profile's value (a fit of few rows)."""
+    if name in c.free:
+        return "fitted"
+    return "prior" if value == PARAMETERS[name].prior else "base profile's"
+
+
 def render_parameters(con, c: Calibration) -> None:
     """The profile's parameters: value, unit, fitted or at its prior."""
     values = to_data(c.profile.parameters)
-    rows = [[k, f"{v:.4g}", PARAMETERS[k].unit, "fitted" if k in c.free else "prior"] for k, v in values.items()]
+    rows = [[k, f"{v:.4g}", PARAMETERS[k].unit, _status(k, v, c)] for k, v in values.items()]
     print_table(
         con,
         f"profile {c.profile.name}: {c.profile.gpu}, {c.profile.engine}",
@@ -116,4 +123,48 @@ def render_validation(con, results: list[Calibration]) -> None:
         render_categories(con, c)
     print_conventions(
         con, [note("calibration.validation"), note("calibration.estimate", mfu=DEFAULT_MFU, mbu=DEFAULT_MBU)]
+    )
+
+
+def _opt(x: float | None) -> str:
+    return "-" if x is None else _abs_pct(x)
+
+
+def render_profile_table(con, t: ProfileTable) -> None:
+    """``validate``: one row per fitted (GPU, engine) profile: leave-one-out, then out of sample."""
+    rows = [
+        [
+            c.profile,
+            str(c.engine),
+            fmt_int(c.rows),
+            _abs_pct(c.loo_median),
+            _abs_pct(c.loo_max),
+            f"{c.loo_low:+.0%}/{c.loo_high:+.0%}",
+            f"{c.loo_in_band}/{c.rows}",
+            f"{_opt(c.same_engine_median)} ({c.same_engine_rows})" if c.same_engine_rows else "-",
+            f"{c.same_engine_in_band}/{c.same_engine_rows}" if c.same_engine_rows else "-",
+            f"{_opt(c.other_engine_median)} ({c.other_engine_rows})" if c.other_engine_rows else "-",
+        ]
+        for c in t.profiles
+    ]
+    print_table(
+        con,
+        "profiles per (GPU, engine): leave-one-out, then out of sample",
+        [
+            ("profile", "left"),
+            ("engine", "left"),
+            ("rows", "right"),
+            ("LOO median", "right"),
+            ("LOO max", "right"),
+            ("band", "right"),
+            ("in band", "right"),
+            ("its engine, other GPUs: median (rows)", "right"),
+            ("in band", "right"),
+            ("other engines: median (rows)", "right"),
+        ],
+        rows,
+    )
+    print_conventions(
+        con,
+        [note("calibration.profiles", measured=t.measured_transfer_widen, used=t.transfer_widen)],
     )

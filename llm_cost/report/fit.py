@@ -6,7 +6,14 @@ from llm_cost.analyses.deployment import Deployment, FitReport
 from llm_cost.analyses.memory import Activations, Fit
 from llm_cost.core.choices import ActivationFormula, MemoryConvention
 from llm_cost.core.units import fmt_iec, fmt_int, fmt_seconds, fmt_si
-from llm_cost.report.base import bytes_exact, fmt_prediction, print_conventions, print_facts, print_table
+from llm_cost.report.base import (
+    bytes_exact,
+    fmt_band,
+    fmt_step_prediction,
+    print_conventions,
+    print_facts,
+    print_table,
+)
 
 
 def render(con, r: FitReport, display_name: str, gpu_name: str) -> None:
@@ -33,6 +40,9 @@ def render(con, r: FitReport, display_name: str, gpu_name: str) -> None:
             fmt_seconds(d.step.bound_s),
             fmt_seconds(d.step.estimate_s),
             fmt_seconds(d.step.predicted_s) if d.step.predicted_s is not None else "-",
+            fmt_band(d.step.predicted_s, d.step.predicted_low_s, d.step.predicted_high_s)
+            if d.step.predicted_s is not None
+            else "-",
             d.step.bound,
         ]
         for d in r.smallest_layouts
@@ -50,6 +60,7 @@ def render(con, r: FitReport, display_name: str, gpu_name: str) -> None:
             ("decode bound", "right"),
             (f"estimate (MFU {first.step.mfu:.0%}, MBU {first.step.mbu:.0%})", "right"),
             (f"prediction ({first.step.profile or 'no profile'})", "right"),
+            ("band", "right"),
             ("bound by", "left"),
         ],
         rows,
@@ -131,12 +142,7 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
         ),
     ]
     if s.predicted_s is not None:
-        facts.append(
-            (
-                "decode prediction",
-                fmt_prediction(s.predicted_s, profile=s.profile, tokens_per_s=s.predicted_tokens_per_s),
-            )
-        )
+        facts.append(("decode prediction", fmt_step_prediction(s)))
     print_facts(con, facts)
     print_conventions(con, d.conventions + s.conventions)
 

@@ -85,6 +85,15 @@ def _transferred(p: dict) -> str:
     )
 
 
+def _engine(p: dict) -> str:
+    rows = f", {p['rows']} rows" if p["rows"] is not None else ""
+    return f"prediction: profile {p['profile']} ({p['kind']}{rows}), engine {p['engine']} " + (
+        "(default; engines: vllm, sglang, trtllm, pytorch-eager, torch-compile, llamacpp)"
+        if p["default"]
+        else "(given)"
+    )
+
+
 def _no_split_kv(p: dict) -> str:
     return (
         f"warning: profile {p['profile']} ({p['engine']}) times decode attention without split-KV: one thread "
@@ -101,6 +110,14 @@ def _model_scaling(p: dict) -> str:
 
 
 TEMPLATES: dict[str, str | Callable[[dict], str]] = {
+    "calibration.profiles": "errors are |predicted / measured - 1|; band: the leave-one-out residuals predicted / "
+    "measured - 1 at the 10th / 90th percentile (the extremes under 10 rows); out of sample, a profile is transferred to the "
+    "row's GPU (its efficiencies on that GPU's datasheet peaks); a row is in band when the measured time lies in the "
+    "prediction's error band (the profile's leave-one-out residuals at the 10th/90th percentile, widened for a "
+    "transferred profile or a shape outside the fitted rows); profiles carried to other GPUs of their engine miss by "
+    "{measured:.1f}x their leave-one-out median (median over profiles), so a transferred profile's band is {used:g}x "
+    "wider",
+    "prediction.engine": _engine,
     "params.counted": "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
     "params.read_generically": "model_type {model_type} read generically: not checked against a checkpoint of this "
     "family",

@@ -7,7 +7,8 @@ from llm_cost.core.units import fmt_flops, fmt_int, fmt_seconds, fmt_si
 from llm_cost.perf.ridge import Ridge
 from llm_cost.report.base import (
     bytes_exact,
-    fmt_prediction,
+    fmt_band,
+    fmt_step_prediction,
     layout_text,
     print_conventions,
     print_facts,
@@ -82,10 +83,7 @@ def _prediction(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
     if step.predicted_s is None:
         return []
     what = "prompt tokens/s" if isinstance(step, PrefillStep) else "tokens/s"
-    text = fmt_prediction(
-        step.predicted_s, profile=step.profile, tokens_per_s=step.predicted_tokens_per_s, tokens_what=what
-    )
-    return [("prediction", f"[bold]{text}[/bold]")]
+    return [("prediction", f"[bold]{fmt_step_prediction(step, what)}[/bold]")]
 
 
 def render_decode(
@@ -245,6 +243,7 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
             s.bound,
             fmt_seconds(s.estimate_s),
             fmt_seconds(s.predicted_s) if s.predicted_s is not None else "-",
+            fmt_band(s.predicted_s, s.predicted_low_s, s.predicted_high_s) if s.predicted_s is not None else "-",
             f"{s.predicted_tokens_per_s:,.0f}" if s.predicted_tokens_per_s is not None else "-",
             f"{(s.tokens_per_s_at_mfu if prefill else s.estimate_tokens_per_s):,.0f}",
         ]
@@ -263,6 +262,7 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
             ("bound by", "left"),
             (f"estimate (MFU {first.mfu:.0%}, MBU {first.mbu:.0%})", "right"),
             (f"prediction ({first.profile or 'no profile'})", "right"),
+            ("band", "right"),
             ("tokens/s predicted", "right"),
             ("tokens/s at the estimate", "right"),
         ],

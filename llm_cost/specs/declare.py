@@ -23,6 +23,7 @@ generates for the bare type, so the errors (``less_than_equal``, ``int_type``, `
 from __future__ import annotations
 
 import dataclasses
+from enum import Enum
 from functools import cache
 from typing import Any, TypeVar, get_args
 
@@ -175,6 +176,8 @@ def to_data(value: Any, *, exclude_defaults: bool = False, exclude_none: bool = 
     """A spec as plain data (dicts, lists, numbers, strings: a spec's tuples become lists, as YAML
     and JSON write them), the form :func:`validated` reads back to an equal spec; optionally
     without the fields equal to their default or None."""
+    if isinstance(value, Enum):
+        return value.value  # a closed set's value, as typed in YAML
     if not dataclasses.is_dataclass(value):
         return [to_data(v) for v in value] if isinstance(value, (list, tuple)) else value
     out = {}

@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 import sys
 import zlib
+from enum import Enum
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -66,7 +67,9 @@ def _construct(cls: type[T], data: dict[str, Any], classes: dict[str, str], name
     values = {}
     for name, value in data.items():
         path = f"{at}{name}"
-        if path in classes:
+        if path in classes and classes[path].startswith("enum:"):
+            value = namespace[classes[path][5:]](value)  # a closed set's member, from its value
+        elif path in classes:
             value = _construct(namespace[classes[path]], value, classes, namespace, f"{path}.")
         elif isinstance(value, list):
             value = tuple(value)
@@ -84,6 +87,8 @@ def _classes(spec: Spec, at: str = "") -> dict[str, str]:
         if isinstance(value, Spec):
             out[f"{at}{name}"] = type(value).__name__
             out.update(_classes(value, f"{at}{name}."))
+        elif isinstance(value, Enum):
+            out[f"{at}{name}"] = f"enum:{type(value).__name__}"
     return out
 
 

@@ -80,5 +80,5 @@ def test_a_prediction_from_a_shipped_profile_imports_no_pydantic():
     run = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "200"}
     )
-    assert "(profile h100)" in next(line for line in run.stdout.splitlines() if "prediction  " in line)
+    assert "profile h100-vllm/vllm" in next(line for line in run.stdout.splitlines() if "prediction  " in line)
     assert run.stderr.strip() == "[]"

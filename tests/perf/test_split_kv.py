@@ -74,18 +74,19 @@ def test_bound_at_32k_is_the_bytes_over_the_bandwidth():
 
 def test_split_kv_profile_reads_a_long_cache_faster(tmp_path):
     split = _split_profile(tmp_path)
-    eager = api.decode("llama3-8b", "h100", batch=1, context=32768)
+    eager = api.decode("llama3-8b", "h100", batch=1, context=32768, engine="pytorch-eager")  # the h100 profile
     flash = api.decode("llama3-8b", "h100", batch=1, context=32768, profile=str(split))
     assert eager.bound_s < flash.predicted_s < eager.predicted_s / 2
     # at batch 64 the 512 blocks fill the GPU without a split: both profiles predict the same
-    a = api.decode("llama3-8b", "h100", batch=64, context=8192)
+    a = api.decode("llama3-8b", "h100", batch=64, context=8192, engine="pytorch-eager")
     b = api.decode("llama3-8b", "h100", batch=64, context=8192, profile=str(split))
     assert a.predicted_s == pytest.approx(b.predicted_s, rel=1e-9)
 
 
 @pytest.mark.parametrize("command", ["roofline", "fit"])
 def test_roofline_and_fit_warn_of_a_profile_without_split_kv(cli, tmp_path, command):
-    args = [command, "llama3-8b", "--gpu", "h100", "--context", "32K"] + (
+    # the h100 (PyTorch eager) profile times decode attention without split-KV
+    args = [command, "llama3-8b", "--gpu", "h100", "--engine", "pytorch-eager", "--context", "32K"] + (
         ["--batch", "1"] if command == "roofline" else ["--tp", "1"]
     )
     out = cli(*args)
@@ -98,15 +99,15 @@ def test_roofline_and_fit_warn_of_a_profile_without_split_kv(cli, tmp_path, comm
 
 def test_no_warning_where_the_cache_is_short_or_the_batch_large(cli):
     for args in (("--batch", "1", "--context", "1K"), ("--batch", "64", "--context", "8K")):
-        out = cli("roofline", "llama3-8b", "--gpu", "h100", *args)
+        out = cli("roofline", "llama3-8b", "--gpu", "h100", "--engine", "pytorch-eager", *args)
         assert out.code == 0 and "without split-KV" not in out.out
 
 
 def test_the_warning_starts_where_split_kv_saves_a_fifth():
     """Batch 1 on the h100 profile: at 2,048 cached tokens split-KV would save about a tenth (no
     warning), at 8,192 about a third (a warning)."""
-    short = api.decode("llama3-8b", "h100", batch=1, context=2048)
-    long = api.decode("llama3-8b", "h100", batch=1, context=8192)
+    short = api.decode("llama3-8b", "h100", batch=1, context=2048, engine="pytorch-eager")
+    long = api.decode("llama3-8b", "h100", batch=1, context=8192, engine="pytorch-eager")
     assert not any(n.code == "prediction.no_split_kv" for n in short.conventions)
     assert any(n.code == "prediction.no_split_kv" for n in long.conventions)
 
