@@ -578,6 +578,172 @@ ROWS = [
 ]
 
 
+def _file(tmp: Path, name: str, text: str) -> str:
+    path = tmp / name
+    path.write_text(text)
+    return str(path)
+
+
+def _work(tmp: Path, arrivals: str, rest: str = "input_tokens: 100\noutput_tokens: 10\n") -> list[str]:
+    return ["serve", "llama3-8b", "--tp", "1", "--workload", _file(tmp, "w.yaml", f"arrivals: {arrivals}\n{rest}")]
+
+
+def _trace_rows(tmp: Path, rows: int, output: int = 10) -> list[str]:
+    text = "".join(f'{{"arrival_s": {i * 0.01}, "input_tokens": 10, "output_tokens": {output}}}\n' for i in range(rows))
+    return ["serve", "llama3-8b", "--tp", "1", "--trace", _file(tmp, "t.jsonl", text)]
+
+
+SERVE = ["serve", "llama3-8b", "--tp", "1"]
+#: The second attack on serve's traffic (issue 26): work bounded, parameters checked.
+ROWS += [
+    ("work-closed-no-end", lambda t: _work(t, "{users: 4}"), {}, 2, "a closed loop needs an end"),
+    ("work-think-1e300", lambda t: _work(t, "{users: 4, think_s: 1.0e+300}"), {}, 2, "arrivals.think_s"),
+    ("work-users-1e9", lambda t: _work(t, "{users: 1000000000, think_s: 1}"), {}, 2, "arrivals.users"),
+    ("work-users-no-think", lambda t: _work(t, "{users: 4, duration_s: 600}"), {}, 2, "give requests"),
+    (
+        "work-requests-1e11",
+        lambda t: _work(t, "{rate_rps: 10}", "input_tokens: 100\noutput_tokens: 10\nrequests: 100000000000\n"),
+        {},
+        2,
+        "requests: 100000000000 must be a whole number from 1 to 20,000",
+    ),
+    (
+        "work-rate-x-duration",
+        lambda t: _work(t, "{rate_rps: 1.0e+6, duration_s: 1.0e+9}"),
+        {},
+        2,
+        "rate_rps x duration_s",
+    ),
+    (
+        "work-fixed-count-huge",
+        lambda t: _work(t, "{process: fixed_count, rate_rps: 1.0e+6, duration_s: 1.0e+6}"),
+        {},
+        2,
+        "rate_rps x duration_s",
+    ),
+    (
+        "work-cv-tiny",
+        lambda t: _work(t, "{process: gamma, cv: 1.0e-300, rate_rps: 10, duration_s: 10}"),
+        {},
+        2,
+        "arrivals.cv",
+    ),
+    (
+        "work-prefix-longer",
+        lambda t: _work(
+            t, "{rate_rps: 1, duration_s: 100}", "input_tokens: 100\noutput_tokens: 10\nprefix: {tokens: 5000}\n"
+        ),
+        {},
+        2,
+        "prefix.tokens: 5,000 shared tokens must be fewer",
+    ),
+    (
+        "work-long-outputs",
+        lambda t: _work(t, "{rate_rps: 1000}", "input_tokens: 1\noutput_tokens: 8000\nrequests: 20000\n"),
+        {},
+        2,
+        "requests x output_tokens",
+    ),
+    ("trace-20001-rows", lambda t: _trace_rows(t, 20_001), {}, 2, "more than 20,000 rows"),
+    ("trace-long-outputs", lambda t: _trace_rows(t, 2_000, 8_000), {}, 2, "requests x output_tokens"),
+    (
+        "trace-superscript-digit",
+        lambda t: SERVE + ["--trace", _file(t, "t.csv", "arrival_s,input_tokens,output_tokens\n0,\u00b2,5\n")],
+        {},
+        2,
+        "is not a whole number",
+    ),
+    (
+        "trace-arabic-indic-digit",
+        lambda t: SERVE + ["--trace", _file(t, "t.csv", "arrival_s,input_tokens,output_tokens\n0,\u0663,5\n")],
+        {},
+        2,
+        "is not a whole number",
+    ),
+    (
+        "trace-prefix-two-lengths",
+        lambda t: (
+            SERVE
+            + [
+                "--trace",
+                _file(
+                    t,
+                    "t.jsonl",
+                    '{"arrival_s": 0, "input_tokens": 2000, "output_tokens": 5, "prefix_id": "a", "prefix_tokens": 1900}\n'
+                    '{"arrival_s": 1, "input_tokens": 2000, "output_tokens": 5, "prefix_id": "a", "prefix_tokens": 100}\n',
+                ),
+            ]
+        ),
+        {},
+        2,
+        "one prefix has one length",
+    ),
+    (
+        "serve-long-outputs",
+        lambda t: SERVE + ["--qps", "1000", "--requests", "20000", "--input", "1", "--output", "8000"],
+        {},
+        2,
+        "--requests x --output",
+    ),
+    ("serve-sd-inf", lambda t: SERVE + ["--qps", "10", "--input", "lognormal:mean=800,sd=inf"], {}, 2, "finite sd"),
+    ("serve-sd-1e308", lambda t: SERVE + ["--qps", "10", "--input", "lognormal:mean=800,sd=1e308"], {}, 2, "finite sd"),
+    (
+        "serve-sd-twice",
+        lambda t: SERVE + ["--qps", "10", "--input", "lognormal:mean=800,sd=400,sd=3"],
+        {},
+        2,
+        "given twice",
+    ),
+    (
+        "serve-prefix-longer",
+        lambda t: SERVE + ["--qps", "10", "--prefix", "3000"],
+        {},
+        2,
+        "--prefix: 3,000 shared tokens",
+    ),
+    (
+        "api-prefix-longer",
+        lambda t: 'llm_cost.simulate_serving("llama3-8b", "h100", 100, 10, qps=1, prefix_tokens=5000)',
+        {},
+        2,
+        "prefix_tokens:",
+    ),
+    (
+        "roofline-redundant-1e8",
+        lambda t: [
+            "roofline",
+            "deepseek-v3",
+            "--tp",
+            "1",
+            "--ep",
+            "8",
+            "--dp",
+            "8",
+            "--redundant-experts",
+            "100000000",
+        ],
+        {},
+        2,
+        "--redundant-experts",
+    ),
+    (
+        "roofline-redundant-no-ep",
+        lambda t: ["roofline", "deepseek-v3", "--redundant-experts", "32"],
+        {},
+        2,
+        "give --ep",
+    ),
+    (
+        "api-layout-redundant-negative",
+        lambda t: "llm_cost.Layout(ep=8, dp=8, redundant_experts=-1000)",
+        {},
+        2,
+        "redundant_experts:",
+    ),
+    ("api-layout-tp-text", lambda t: "llm_cost.Layout(tp='2')", {}, 2, "tp: '2'"),
+]
+
+
 def _index_with_total(tmp: Path, total: int) -> Path:
     folder = _folder(tmp, "c", index=json.dumps({"metadata": {"total_size": total}, "weight_map": {}}))
     (folder / "shard-1.safetensors").write_bytes(_safetensors(_shapes()))
@@ -826,3 +992,11 @@ def test_fuzz_workload_traces(tmp_path_factory, rows, as_csv):
     assert all(
         1 <= r.input_tokens and 1 <= r.output_tokens and 0 <= r.prefix_tokens <= r.input_tokens for r in trace.rows
     )
+
+
+def test_the_request_caps_agree():
+    """The API's cap on --requests is the simulator's cap on workloads and traces."""
+    from llm_cost.api import simulation, traffic
+    from llm_cost.simulate import workload
+
+    assert traffic.MAX_REQUESTS == simulation.MAX_REQUESTS == workload.MAX_REQUESTS == 20_000

@@ -62,7 +62,7 @@ def simulate_serving(
     from llm_cost.simulate import SharedPrefix
     from llm_cost.simulate import simulate as run
     from llm_cost.simulate.engine import ENGINES, vllm_defaults
-    from llm_cost.simulate.workload import parse_lengths, poisson
+    from llm_cost.simulate.workload import check_workload, parse_lengths, poisson
 
     rate = checks.number(qps, "qps", minimum=1e-3, maximum=1e6, open_min=False)
     count = checks.count(requests, "requests", 1, MAX_REQUESTS)
@@ -77,6 +77,8 @@ def simulate_serving(
             checks.count(users_per_prefix, "users_per_prefix", 1, 10**6),
         )
     workload = poisson(rate, lengths[0], lengths[1], requests=count, prefix=prefix)
+    check_workload(workload)
+    checks.simulated_tokens(count, workload.output_tokens.mean)
     spec, g = load_model(model), load_gpu(gpu)
     changes = {
         k: checks.count(v, k, 1, 2**24)

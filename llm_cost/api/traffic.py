@@ -34,7 +34,9 @@ INPUT_TOKENS = 2048
 OUTPUT_TOKENS = 256
 #: Requests one configuration's simulation runs when none are given.
 REQUESTS = 1000
-#: The most requests one simulation runs (about a second and a half on a 2-core machine).
+#: The most requests one simulation runs (about a second and a half on a 2-core machine): the
+#: value of :data:`llm_cost.simulate.workload.MAX_REQUESTS`, which bounds workloads and traces (a
+#: test checks they agree; this module does not import the simulator before it is needed).
 MAX_REQUESTS = 20_000
 #: The engines whose schedulers are simulated (:data:`llm_cost.simulate.engine.ENGINES`).
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -176,12 +178,20 @@ def traffic_of(
         )
     if trace is not None:
         t = trace if isinstance(trace, Trace) else read_trace(_path(trace, "trace"))
-        return (Trace(t.rows[:count]) if count is not None else t), True
+        t = Trace(t.rows[:count]) if count is not None else t
+        if len(t.rows) > MAX_REQUESTS:
+            raise InputError(
+                f"trace: {len(t.rows):,} rows, more than the {MAX_REQUESTS:,} requests one simulation runs",
+                fields=("trace",),
+            )
+        outputs_sum = sum(r.output_tokens for r in t.rows)
+        checks.simulated_tokens(len(t.rows), outputs_sum / max(len(t.rows), 1), "trace")
+        return t, True
     if own:
         w = workload if isinstance(workload, Workload) else read_workload(_path(workload, "workload"))
         if count is not None:
             w = Workload(w.arrivals, w.input_tokens, w.output_tokens, w.prefix, min(count, w.requests or count))
-        return w, True
+        return _bounded(w, "workload" if isinstance(workload, Workload) else str(workload)), True
     if workload is not None:
         p = preset(workload)
         inputs = p.input_tokens if input_tokens is None else lengths_of(input_tokens, "input_tokens", INPUT_TOKENS)
@@ -193,8 +203,21 @@ def traffic_of(
         inputs = lengths_of(input_tokens, "input_tokens", INPUT_TOKENS)
         outputs = lengths_of(output_tokens, "output_tokens", OUTPUT_TOKENS)
     if rate is None:
-        return Workload(ClosedLoop(1), inputs, outputs, prefix, count or REQUESTS), False
-    return poisson(rate, inputs, outputs, requests=count or REQUESTS, prefix=prefix), True
+        return _bounded(Workload(ClosedLoop(1), inputs, outputs, prefix, count or REQUESTS), None, work=False), False
+    return _bounded(poisson(rate, inputs, outputs, requests=count or REQUESTS, prefix=prefix), None), True
+
+
+def _bounded(w: Workload, where: str | None, work: bool = True) -> Workload:
+    """``w`` within the simulator's bounds (:func:`~llm_cost.simulate.workload.check_workload`,
+    named by the file's keys with ``where``) and, with ``work``, within the output tokens one
+    simulation decodes (:func:`~llm_cost.api.checks.simulated_tokens`)."""
+    from llm_cost.simulate.workload import check_workload, request_bound
+
+    where = where if where != "workload" else None
+    check_workload(w, where)
+    if work:
+        checks.simulated_tokens(request_bound(w), w.output_tokens.mean, where)
+    return w
 
 
 def is_file(value: Any) -> bool:

@@ -68,7 +68,17 @@ class Layout:
     gpus: int = field(init=False)  # tp x pp x dp
 
     def __post_init__(self) -> None:
+        for name in ("tp", "pp", "ep", "dp", "redundant_experts"):
+            value, least = getattr(self, name), 0 if name == "redundant_experts" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_LAYOUT:
+                raise InputError(
+                    f"{name}: {value!r} must be a whole number from {least} to {MAX_LAYOUT:,}", fields=(name,)
+                )
         object.__setattr__(self, "gpus", self.tp * self.pp * self.dp)
+
+
+#: The most GPUs one layout dimension takes, and the most redundant experts (2^20).
+MAX_LAYOUT = 2**20
 
 
 #: The one-GPU layout.
@@ -127,6 +137,19 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
             f"ep: expert parallelism spans the TP x DP ranks of a stage, so ep must be 1 or "
             f"tp x dp = {layout.tp * layout.dp}; raise tp or dp to spread experts wider",
             fields=("ep", "tp", "dp"),
+        )
+    if layout.redundant_experts and layout.ep == 1:
+        raise InputError(
+            f"redundant_experts: {layout.redundant_experts} redundant copies need expert parallelism; give ep "
+            f"(tp x dp = {layout.tp * layout.dp}) or redundant_experts 0",
+            fields=("redundant_experts", "ep"),
+        )
+    most = moe.num_experts * (layout.ep - 1)  # every EP rank holding every expert
+    if layout.redundant_experts > most:
+        raise InputError(
+            f"redundant_experts: {layout.redundant_experts:,} is more than {most:,}, the copies that fill every one "
+            f"of the {layout.ep} EP ranks with all {moe.num_experts} experts",
+            fields=("redundant_experts",),
         )
     if (moe.num_experts + layout.redundant_experts) % layout.ep:
         raise InputError(

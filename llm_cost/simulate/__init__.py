@@ -57,6 +57,7 @@ from llm_cost.simulate.workload import (
     TraceRow,
     Uniform,
     Workload,
+    check_workload,
     parse_lengths,
     poisson,
     read_trace,
@@ -150,6 +151,7 @@ def simulate(
     blocks = kv_capacity_tokens // engine.block_tokens
     timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
     if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
+        check_workload(workload, limit=None)  # a closed loop with no end would never stop
         bounds = stage_bounds(workload)[:1]
         run = run_engine(timer, engine, blocks, workload=workload, seed=seed, bounds=bounds)
     else:

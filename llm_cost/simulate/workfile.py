@@ -20,7 +20,10 @@ A workload file is a YAML mapping (every key optional but the arrivals; lengths 
     requests: 2000                # at most this many requests (needed by an open-ended stage)
 
 An unknown key, a missing rate or a bad length is refused with the file and the key path
-(``work.yaml: arrivals.stages[1].rate_rps: ...``).
+(``work.yaml: arrivals.stages[1].rate_rps: ...``), and so is a workload past the simulator's
+bounds (:func:`~llm_cost.simulate.workload.check_workload`): more than 20,000 requests, users or
+expected arrivals (rate_rps x duration_s), a closed loop with no end (requests or duration_s),
+a gamma cv outside 0.01..100, a think time over a day, a prefix not shorter than the prompt.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from llm_cost.simulate.workload import (
     SharedPrefix,
     Stage,
     Workload,
+    check_workload,
     parse_lengths,
 )
 
@@ -212,13 +216,15 @@ def workload_from_dict(data: Any, where: str = "workload") -> Workload:
     if base is None and (inputs is None or outputs is None):
         raise _fail(where, "needs input_tokens and output_tokens (or a preset)")
     prefix = _prefix(d["prefix"], f"{where}.prefix") if d.get("prefix") is not None else None
-    return Workload(
+    workload = Workload(
         _arrivals(d["arrivals"], f"{where}.arrivals"),
         inputs or base.input_tokens,  # type: ignore[union-attr]
         outputs or base.output_tokens,  # type: ignore[union-attr]
         prefix if "prefix" in d or base is None else base.prefix,
         _count(d["requests"], f"{where}.requests") if "requests" in d else None,
     )
+    check_workload(workload, where)  # the simulator's bounds, named by this file's keys
+    return workload
 
 
 def read_workload(path: str | Path) -> Workload:

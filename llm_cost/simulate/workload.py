@@ -62,6 +62,10 @@ __all__ = [
     "Lengths",
     "parse_lengths",
     "check_lengths",
+    "check_workload",
+    "request_bound",
+    "shortest_prompt",
+    "MAX_REQUESTS",
     "Stage",
     "OpenLoop",
     "ClosedLoop",
@@ -177,6 +181,19 @@ class Empirical:
 
 Lengths = Fixed | Uniform | Normal | LogNormal | Empirical
 
+#: The largest mean or standard deviation a length distribution takes, tokens (2^32, the largest
+#: length a count takes; ``(sd / mean)^2`` stays finite).
+MAX_LENGTH = 2**32
+#: The most requests one simulation runs (about a second and a half on a 2-core machine): a
+#: workload's ``requests``, its users, its stages' expected count (rate x duration) and a trace's
+#: rows are held to it.
+MAX_REQUESTS = 20_000
+#: The gamma gaps' coefficient of variation, from nearly constant to very bursty (shape 1/cv^2
+#: from 10^4 to 10^-4; beyond, ``random.gammavariate`` divides by zero or never returns).
+CV_RANGE = (0.01, 100.0)
+#: The longest think time of a closed loop's users, seconds (a day).
+MAX_THINK_S = 86_400.0
+
 
 def check_lengths(lengths: Lengths, what: str) -> None:
     """InputError naming ``what`` for a distribution without positive lengths."""
@@ -186,8 +203,13 @@ def check_lengths(lengths: Lengths, what: str) -> None:
     elif isinstance(lengths, Uniform):
         bad = not 1 <= lengths.low <= lengths.high and "needs 1 <= low <= high"
     elif isinstance(lengths, (Normal, LogNormal)):
+        finite = all(
+            not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+            for v in (lengths.mean, lengths.sd)
+        )
         bad = (
-            not (lengths.mean > 0 and lengths.sd >= 0 and lengths.low >= 1) and "needs mean > 0, sd >= 0 and low >= 1"
+            not (finite and 1 <= lengths.mean <= MAX_LENGTH and 0 <= lengths.sd <= MAX_LENGTH and lengths.low >= 1)
+            and f"needs a finite mean from 1 to {MAX_LENGTH:,}, a finite sd from 0 to {MAX_LENGTH:,} and low >= 1"
         ) or (lengths.high is not None and lengths.high < lengths.low and "needs high >= low")
     elif isinstance(lengths, Empirical):
         bad = ((not lengths.values or min(lengths.values) < 1) and "needs values of at least 1 token") or (
@@ -207,6 +229,8 @@ def _options(text: str, what: str, names: tuple[str, ...]) -> dict[str, str]:
             raise InputError(
                 f"{what}: {part.strip()!r} is not one of {', '.join(n + '=' for n in names)}", fields=(what,)
             )
+        if key.strip() in out:
+            raise InputError(f"{what}: {key.strip()}= is given twice in {text!r}; give it once", fields=(what,))
         out[key.strip()] = value.strip()
     return out
 
@@ -332,39 +356,151 @@ class Request:
     shared: tuple[tuple[Hashable, int], ...] = ()
 
 
-def _check(workload: Workload) -> None:
-    """InputError for a workload no generator could run."""
+def _refuse(where: str | None, api: str, key: str, message: str) -> InputError:
+    """An InputError naming the API argument ``api`` (``where`` None: a Workload passed in
+    Python) or the file's key path ``key`` after ``where`` (a workload file)."""
+    if where is None:
+        return InputError(f"{api}: {message}", fields=(api,))
+    return InputError(f"{where}: {key}: {message}", fields=("workload",))
+
+
+def shortest_prompt(lengths: Lengths) -> float:
+    """The prompt length a shared prefix must stay below, tokens: the one length of
+    :class:`Fixed`, the least of :class:`Uniform` and :class:`Empirical`, the mean of
+    :class:`Normal` and :class:`LogNormal` (whose draws below the prefix are raised to it + 1, as
+    the module docstring says)."""
+    if isinstance(lengths, Fixed):
+        return lengths.tokens
+    if isinstance(lengths, Uniform):
+        return lengths.low
+    if isinstance(lengths, Empirical):
+        return min(lengths.values)
+    return lengths.mean
+
+
+def request_bound(workload: Workload) -> float:
+    """The most requests ``workload`` sends (``math.inf``: no bound): its ``requests`` if given,
+    else an open loop's expected count (the sum of rate x duration over its stages) or a closed
+    loop's users x (duration / think time + 1) (each user sends one request at once and at most
+    one per think time after it)."""
+    a = workload.arrivals
+    if isinstance(a, OpenLoop):
+        expected = math.fsum(s.rate_rps * s.duration_s for s in a.stages)
+    elif a.think_s > 0:
+        expected = a.users * (a.duration_s / a.think_s + 1)
+    else:
+        expected = math.inf
+    return expected if workload.requests is None else min(workload.requests, expected)
+
+
+def check_workload(workload: Workload, where: str | None = None, limit: int | None = MAX_REQUESTS) -> None:
+    """InputError for a workload no generator could run, or one past the simulator's bounds
+    (:data:`MAX_REQUESTS` requests, users, expected arrivals; :data:`CV_RANGE`;
+    :data:`MAX_THINK_S`), or whose shared prefix is not shorter than its prompts
+    (:func:`shortest_prompt`). The message names the API argument, or with ``where`` (a workload
+    file's name) the file's key path. The one check of a workload's bounds: the file reader, the
+    API's traffic and the simulator call it (the simulator with ``limit`` None: a Python caller of
+    the engine may run more requests than the front door allows, but never an endless loop)."""
+    cap = math.inf if limit is None else limit
     check_lengths(workload.input_tokens, "input_tokens")
     check_lengths(workload.output_tokens, "output_tokens")
     a = workload.arrivals
+    n = workload.requests
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= cap):
+        raise _refuse(where, "requests", "requests", f"{n!r} must be a whole number from 1 to {cap:,}")
     if isinstance(a, OpenLoop):
         if a.process not in ARRIVAL_PROCESSES:
-            raise InputError(
-                f"process: {a.process!r} is not one of {', '.join(ARRIVAL_PROCESSES)}", fields=("process",)
+            raise _refuse(
+                where, "process", "arrivals.process", f"{a.process!r} is not one of {', '.join(ARRIVAL_PROCESSES)}"
             )
         if not a.stages or any(not (s.rate_rps > 0 and s.duration_s > 0) for s in a.stages):
-            raise InputError("stages: each needs a rate and a duration greater than 0", fields=("stages",))
-        if a.process == "gamma" and not a.cv > 0:
-            raise InputError(f"cv: {a.cv} must be greater than 0", fields=("cv",))
+            raise _refuse(where, "stages", "arrivals", "each stage needs a rate and a duration greater than 0")
+        if a.process == "gamma" and not CV_RANGE[0] <= a.cv <= CV_RANGE[1]:
+            raise _refuse(
+                where, "cv", "arrivals.cv", f"{a.cv!r} must be from {CV_RANGE[0]:g} to {CV_RANGE[1]:g} (1 is Poisson)"
+            )
         if a.process == "fixed_count" and any(math.isinf(s.duration_s) for s in a.stages):
-            raise InputError("fixed_count arrivals need finite stage durations", fields=("stages",))
-        if math.isinf(a.stages[-1].duration_s) and workload.requests is None:
-            raise InputError("an open-ended stage needs a number of requests", fields=("requests",))
+            raise _refuse(where, "stages", "arrivals", "fixed_count arrivals need finite stage durations (duration_s)")
+        if math.isinf(a.stages[-1].duration_s) and n is None:
+            if where is None:
+                raise InputError("an open-ended stage needs a number of requests", fields=("requests",))
+            raise _refuse(
+                where, "requests", "arrivals", "an open-ended stage needs a number of requests (or duration_s)"
+            )
         if any(math.isinf(s.duration_s) for s in a.stages[:-1]):
-            raise InputError("only the last stage can be open-ended", fields=("stages",))
+            raise _refuse(where, "stages", "arrivals.stages", "only the last stage can be open-ended (no duration_s)")
+        for i, s in enumerate(a.stages):
+            # fixed_count draws each stage's whole count, whatever the requests
+            if (a.process == "fixed_count" or n is None) and s.rate_rps * s.duration_s > cap:
+                key = "arrivals" if len(a.stages) == 1 else f"arrivals.stages[{i}]"
+                raise _refuse(
+                    where,
+                    "stages",
+                    key,
+                    f"rate_rps x duration_s = {s.rate_rps * s.duration_s:,.4g} requests, more than the "
+                    f"{MAX_REQUESTS:,} one simulation runs; lower them"
+                    + (" or give requests" if a.process != "fixed_count" else ""),
+                )
+        if n is None and request_bound(workload) > cap:
+            raise _refuse(
+                where,
+                "stages",
+                "arrivals.stages",
+                f"the stages' rate_rps x duration_s add up to {request_bound(workload):,.4g} requests, more than "
+                f"the {MAX_REQUESTS:,} one simulation runs; shorten them or give requests",
+            )
     else:
         if a.users < 1 or a.think_s < 0 or a.think not in ("fixed", "exponential") or not a.ramp_s >= 0:
             raise InputError(
                 "a closed loop needs users >= 1, think_s >= 0, ramp_s >= 0 and think 'fixed' or 'exponential'",
                 fields=("users",),
             )
-        if math.isinf(a.duration_s) and workload.requests is None:
-            raise InputError("a closed loop needs a duration or a number of requests", fields=("requests",))
+        if a.users > cap:
+            raise _refuse(
+                where,
+                "users",
+                "arrivals.users",
+                f"{a.users:,} users is more than the {MAX_REQUESTS:,} requests one simulation runs",
+            )
+        if not a.think_s <= MAX_THINK_S:
+            raise _refuse(where, "users", "arrivals.think_s", f"{a.think_s!r} s is more than a day ({MAX_THINK_S:g} s)")
+        if math.isinf(a.duration_s) and n is None:
+            raise _refuse(
+                where,
+                "requests",
+                "arrivals",
+                "a closed loop needs an end: a number of requests (or a duration_s)",
+            )
+        if n is None and not a.think_s and limit is not None:
+            raise _refuse(
+                where,
+                "requests",
+                "arrivals",
+                "a closed loop with no think time sends any number of requests before its duration_s ends; "
+                f"give requests (at most {MAX_REQUESTS:,})",
+            )
+        if n is None and request_bound(workload) > cap:
+            raise _refuse(
+                where,
+                "requests",
+                "arrivals",
+                f"without requests its users can send users x (duration_s / think_s + 1) = "
+                f"{request_bound(workload):,.4g} requests, more than the {MAX_REQUESTS:,} one simulation runs; "
+                "give requests",
+            )
     p = workload.prefix
     if p is not None and (p.groups < 1 or p.tokens < 1 or p.users_per_group < 1):
         raise InputError("prefix: groups, tokens and users_per_group must be at least 1", fields=("prefix",))
-    if workload.requests is not None and workload.requests < 1:
-        raise InputError(f"requests: {workload.requests} must be at least 1", fields=("requests",))
+    if p is not None and not p.tokens < shortest_prompt(workload.input_tokens):
+        shortest = shortest_prompt(workload.input_tokens)
+        raise _refuse(
+            where,
+            "prefix_tokens",
+            "prefix.tokens",
+            f"{p.tokens:,} shared tokens must be fewer than the prompt's {shortest:,g} tokens "
+            f"({'its mean' if isinstance(workload.input_tokens, (Normal, LogNormal)) else 'its shortest'}; "
+            "input_tokens is the whole prompt, prefix included)",
+        )
 
 
 def _gaps(rng: random.Random, arrivals: OpenLoop, stage: Stage) -> Iterator[float]:
@@ -375,7 +511,7 @@ def _gaps(rng: random.Random, arrivals: OpenLoop, stage: Stage) -> Iterator[floa
         scale = stage.duration_s / sum(gaps) if gaps else 0.0
         yield from (g * scale for g in gaps)
         return
-    shape = 1 / arrivals.cv**2
+    shape = 1 / arrivals.cv**2 if arrivals.process == "gamma" else 1.0
     while True:
         if arrivals.process == "poisson":
             yield rng.expovariate(stage.rate_rps)
@@ -458,7 +594,7 @@ def requests(workload: Workload, seed: int | str = 0) -> list[Request]:
     """The open-loop requests of ``workload``, in arrival order (deterministic for ``seed``;
     arrival times, lengths and users come from separate streams, so a change of rate keeps the
     lengths). InputError for an invalid workload or a closed loop (the engine runs those)."""
-    _check(workload)
+    check_workload(workload, limit=None)
     if not isinstance(workload.arrivals, OpenLoop):
         raise InputError("a closed loop's requests depend on the engine: run it with simulate()", fields=("arrivals",))
     times = _arrival_times(random.Random(f"{seed}:arrivals"), workload.arrivals, workload.requests)
@@ -505,7 +641,7 @@ def _trace_count(value: object, name: str, where: str, minimum: int) -> int:
     text = value.strip() if isinstance(value, str) else None
     if isinstance(value, int) and not isinstance(value, bool):
         count = value
-    elif text is not None and text.isdigit() and len(text) <= 12:
+    elif text is not None and text.isascii() and text.isdigit() and len(text) <= 12:  # not '²', not '٣'
         count = int(text)
     else:
         raise InputError(f"{where}: {name} {str(value)[:40]!r} is not a whole number of tokens", fields=("trace",))
@@ -550,66 +686,105 @@ def _trace_row(raw: dict, where: str) -> TraceRow:
     return TraceRow(arrival, prompt, out, prefix_id, prefix)
 
 
-def _trace_text(path: Path) -> str:
-    """The text of a trace file: a regular file (:func:`llm_cost.specs.files.open_regular`: no
-    FIFO, no link loop) of at most MAX_TRACE_BYTES of UTF-8."""
+def _trace_lines(path: Path) -> Iterator[str]:
+    """The lines of a trace file (ends kept), read one at a time: a regular file
+    (:func:`llm_cost.specs.files.open_regular`: no FIFO, no link loop) of at most
+    MAX_TRACE_BYTES of UTF-8."""
     from llm_cost.specs.files import open_regular
 
     with open_regular(path, "a .jsonl or .csv trace") as f:
-        try:
-            raw = f.read(MAX_TRACE_BYTES + 1)
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read the trace ({exc.strerror or exc})", fields=("trace",)) from None
-    if len(raw) > MAX_TRACE_BYTES:
-        raise InputError(
-            f"{path}: more than {MAX_TRACE_BYTES:,} bytes; not a trace llm-cost replays", fields=("trace",)
-        )
+        total = 0
+        while True:
+            try:
+                raw = f.readline(MAX_TRACE_BYTES + 1 - total)
+            except OSError as exc:
+                raise InputError(f"{path}: cannot read the trace ({exc.strerror or exc})", fields=("trace",)) from None
+            if not raw:
+                return
+            total += len(raw)
+            if total > MAX_TRACE_BYTES:
+                raise InputError(
+                    f"{path}: more than {MAX_TRACE_BYTES:,} bytes; not a trace llm-cost replays", fields=("trace",)
+                )
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(f"{path}: not a UTF-8 text file", fields=("trace",)) from None
+
+
+def _too_many_rows(path: Path) -> InputError:
+    return InputError(
+        f"{path}: more than {MAX_REQUESTS:,} rows, the most requests one simulation runs; replay a part of the trace",
+        fields=("trace",),
+    )
+
+
+def _csv_rows(path: Path) -> list[tuple[str, dict]]:
+    import csv
+
+    raws: list[tuple[str, dict]] = []
+    reader = csv.DictReader(_trace_lines(path))
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a UTF-8 text file", fields=("trace",)) from None
+        for row in reader:
+            where = f"{path}:{reader.line_num}"
+            if None in row:  # more fields than the header names
+                raise InputError(f"{where}: more values than the header has columns", fields=("trace",))
+            if len(raws) == MAX_REQUESTS:
+                raise _too_many_rows(path)
+            raws.append((where, dict(row)))
+    except csv.Error as exc:
+        raise InputError(f"{path}: not a CSV file ({exc})", fields=("trace",)) from None
+    return raws
+
+
+def _jsonl_rows(path: Path) -> list[tuple[str, dict]]:
+    import json
+
+    raws: list[tuple[str, dict]] = []
+    for i, line in enumerate(_trace_lines(path)):
+        if not line.strip():
+            continue
+        if len(raws) == MAX_REQUESTS:
+            raise _too_many_rows(path)
+        try:
+            obj = json.loads(line)
+        except RecursionError:
+            raise InputError(f"{path}:{i + 1}: nested too deeply", fields=("trace",)) from None
+        except ValueError as exc:  # JSONDecodeError, and integers past 4,300 digits
+            raise InputError(
+                f"{path}:{i + 1}: not JSON ({getattr(exc, 'msg', str(exc))[:80]})", fields=("trace",)
+            ) from None
+        if not isinstance(obj, dict):
+            raise InputError(f"{path}:{i + 1}: a row is a JSON object", fields=("trace",))
+        raws.append((f"{path}:{i + 1}", obj))
+    return raws
 
 
 def read_trace(path: str | Path) -> Trace:
     """A trace from a ``.jsonl`` (one JSON object a line) or ``.csv`` (a header line) file of the
     columns ``arrival_s``, ``input_tokens``, ``output_tokens`` and optionally ``prefix_id``,
     ``prefix_tokens``; rows sorted by arrival. InputError naming the file and line otherwise: a
-    file that is not regular, too large, a row that is not an object, a count that is not a whole
-    number from 1 to :data:`MAX_TRACE_TOKENS`, an arrival that is not a time from 0 to 1e9 s."""
+    file that is not regular, too large, more than :data:`MAX_REQUESTS` rows (read no further), a
+    row that is not an object, a count that is not a whole number (ASCII digits) from 1 to
+    :data:`MAX_TRACE_TOKENS`, an arrival that is not a time from 0 to 1e9 s, a ``prefix_id`` whose
+    rows give different ``prefix_tokens``."""
     path = Path(path)
     if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
         raise InputError(f"{path}: a trace is a .jsonl or .csv file", fields=("trace",))
-    text = _trace_text(path)
-    if path.suffix.lower() == ".csv":
-        import csv
-
-        lines = text.splitlines()
-        try:
-            raws = [(f"{path}:{i + 2}", dict(r)) for i, r in enumerate(csv.DictReader(lines))]
-        except csv.Error as exc:
-            raise InputError(f"{path}: not a CSV file ({exc})", fields=("trace",)) from None
-        for where, raw in raws:
-            if None in raw:  # more fields than the header names
-                raise InputError(f"{where}: more values than the header has columns", fields=("trace",))
-    else:
-        import json
-
-        raws = []
-        for i, line in enumerate(text.splitlines()):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except RecursionError:
-                raise InputError(f"{path}:{i + 1}: nested too deeply", fields=("trace",)) from None
-            except ValueError as exc:  # JSONDecodeError, and integers past 4,300 digits
-                raise InputError(
-                    f"{path}:{i + 1}: not JSON ({getattr(exc, 'msg', str(exc))[:80]})", fields=("trace",)
-                ) from None
-            if not isinstance(obj, dict):
-                raise InputError(f"{path}:{i + 1}: a row is a JSON object", fields=("trace",))
-            raws.append((f"{path}:{i + 1}", obj))
-    rows = sorted((_trace_row(raw, where) for where, raw in raws), key=lambda r: r.arrival_s)
+    raws = _csv_rows(path) if path.suffix.lower() == ".csv" else _jsonl_rows(path)
+    parsed = [(where, _trace_row(raw, where)) for where, raw in raws]
+    prefixes: dict[str, tuple[str, int]] = {}
+    for where, row in parsed:
+        if row.prefix_id is None:
+            continue
+        first = prefixes.setdefault(row.prefix_id, (where, row.prefix_tokens))
+        if first[1] != row.prefix_tokens:
+            raise InputError(
+                f"{where}: prefix_id {row.prefix_id[:40]!r} has prefix_tokens {row.prefix_tokens}, but "
+                f"{first[1]} at {first[0]}; one prefix has one length",
+                fields=("trace",),
+            )
+    rows = sorted((row for _, row in parsed), key=lambda r: r.arrival_s)
     if not rows:
         raise InputError(f"{path}: the trace has no rows", fields=("trace",))
     return Trace(tuple(rows))

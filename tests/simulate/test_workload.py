@@ -138,8 +138,12 @@ def test_shared_prefix_follows_inference_perf():
         by_user.setdefault(r.shared[1][0], set()).add(r.input_tokens)
         assert r.shared[1][1] == r.input_tokens  # the whole prompt is the user's
     assert len(by_user) == 6 and all(len(v) == 1 for v in by_user.values())
-    short = requests(poisson(8.0, Fixed(20), Fixed(5), requests=5, prefix=SharedPrefix(1, 64)))
-    assert {r.input_tokens for r in short} == {65}  # at least the prefix and one token
+    # a prefix no shorter than the prompt is refused (it used to lengthen every prompt to 65 tokens)
+    with pytest.raises(InputError, match="prefix_tokens: 64 shared tokens must be fewer than the prompt's 20"):
+        requests(poisson(8.0, Fixed(20), Fixed(5), requests=5, prefix=SharedPrefix(1, 64)))
+    # a distribution's draws below the prefix are raised to it + 1: only its mean must be longer
+    spread = requests(poisson(8.0, LogNormal(100, 80), Fixed(5), requests=200, prefix=SharedPrefix(1, 64)))
+    assert min(r.input_tokens for r in spread) == 65
 
 
 def test_requests_are_deterministic_for_a_seed():
