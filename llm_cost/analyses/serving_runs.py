@@ -41,6 +41,7 @@ from llm_cost.analyses.calibration import transfer
 from llm_cost.analyses.capacity import MemoryPolicy, kv_room
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
+from llm_cost.core.types import Engine
 from llm_cost.model.layout import Layout, stage_kv_bytes
 from llm_cost.perf.calibrated import CalibratedModel, prediction_model
 from llm_cost.perf.profile import default_profile, load_profile
@@ -104,10 +105,13 @@ def vllm_time_model(gpu: HardwareSpec) -> TimeModel:
     shipped = default_profile(gpu.name)
     if shipped is None:
         return prediction_model(gpu.name)
-    if "torch.compile" in shipped.engine:
+    if shipped.engine is Engine.TORCH_COMPILE:
         return CalibratedModel(shipped)
     source = load_profile(COMPILED_SOURCE)
-    return CalibratedModel(transfer(source, gpu, load_gpu(source.gpu)))
+    # named for what it is, so that a serving label never passes it off as the GPU's own profile
+    return CalibratedModel(
+        transfer(source, gpu, load_gpu(source.gpu), name=f"{source.name}-{source.engine.value}-on-{gpu.name}")
+    )
 
 
 @record
