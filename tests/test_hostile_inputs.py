@@ -501,6 +501,14 @@ ROWS = [
         2,
         "MPLBACKEND",
     ),
+    (
+        # a plot that cannot be written is the environment's failure (exit 1), and leaves no file
+        "plot-unwritable",
+        lambda t: ["kv", "llama3-8b", "--context", "1K,2K", "--plot", "/proc/llm-cost-plot.png"],
+        {},
+        1,
+        "cannot write /proc/llm-cost-plot.png",
+    ),
     # the API
     ("api-train-tokens", lambda t: 'llm_cost.train("llama3-8b", -1, mfu=0.4)', {}, 2, "tokens:"),
     ("api-layout-type", lambda t: 'llm_cost.params("llama3-8b", layout=True)', {}, 2, "layout:"),

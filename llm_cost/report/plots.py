@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from llm_cost.core.errors import InputError
+from llm_cost.core.errors import InputError, OutputError
 
 __all__ = ["pyplot", "roofline", "kv", "fit", "moe", "speculative", "serve"]
 
@@ -52,8 +52,26 @@ def _target(path: str) -> Path:
 
 
 def _save(fig: Any, path: Path) -> None:
+    """Draw into a temporary file beside ``path``, then rename it over ``path``: a failed write
+    (a read-only or full file system, a folder the user cannot write) leaves nothing half-drawn
+    and is the environment's failure (OutputError, exit 1), not the input's."""
+    import os
+    import tempfile
+
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+        with os.fdopen(fd, "wb") as handle:
+            fig.savefig(handle, dpi=DPI, format=path.suffix[1:].lower())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a drawn file gets the user's umask as -o files do
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise OutputError(f"--plot: cannot write {path}: {exc.strerror or exc}") from None
 
 
 def roofline(step: Any, model: str, gpu: str, path: str) -> None:
