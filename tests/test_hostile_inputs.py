@@ -160,6 +160,16 @@ def _config(tmp: Path, name: str, **changes) -> Path:
     return path
 
 
+def _glm_without_mla(tmp: Path) -> Path:
+    """GLM-5.1's config (DeepSeek Sparse Attention) with ``kv_lora_rank: null``: no MLA to put
+    the indexer on."""
+    data = json.loads((FIXTURES.parent / "hf-kinds" / "glm-5.1" / "config.json").read_text())
+    data["kv_lora_rank"] = None
+    path = tmp / "glm-no-mla.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
 def _spec(tmp: Path, name: str, old: str, new: str) -> Path:
     assert old in MODEL
     path = tmp / f"{name}.yaml"
@@ -501,6 +511,7 @@ ROWS = [
         2,
         "MPLBACKEND",
     ),
+    ("dsa-without-mla", lambda t: ["params", str(_glm_without_mla(t))], {}, 2, "kv_lora_rank must be a positive"),
     (
         # a plot that cannot be written is the environment's failure (exit 1), and leaves no file
         "plot-unwritable",

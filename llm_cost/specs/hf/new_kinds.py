@@ -113,7 +113,7 @@ def with_sparse_indexer(mla_mapping: FamilyMapping, mtp_stores_shared: bool = Tr
     def mapping(c: _Config, fam: _Family) -> dict[str, Any]:
         import dataclasses
 
-        from llm_cost.specs.schema import SparseIndexer
+        from llm_cost.specs.schema import MLAAttention, SparseIndexer
 
         for key in ("indexer_types", "index_topk_pattern"):
             if c.data.get(key) is not None:
@@ -124,6 +124,8 @@ def with_sparse_indexer(mla_mapping: FamilyMapping, mtp_stores_shared: bool = Tr
             )
         c.ignore("index_skip_topk_offset", "indexer_rope_interleave", "layer_types")
         out = mla_mapping(c, fam)
+        if not isinstance(out["attention"], MLAAttention):
+            raise c.error("kv_lora_rank", "must be a positive integer: the lightning indexer sits on MLA layers")
         indexer = SparseIndexer.checked(
             index_n_heads=c.int("index_n_heads", 64),
             index_head_dim=c.int("index_head_dim", 128),
