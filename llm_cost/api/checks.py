@@ -28,7 +28,6 @@ __all__ = [
     "MAX_GRID_POINTS",
     "simulated_tokens",
     "MAX_SIMULATED_TOKENS",
-    "layout_field",
 ]
 
 E = TypeVar("E", bound=Enum)
@@ -174,13 +173,3 @@ def simulated_tokens(requests: float, output_tokens: float, where: str | None = 
             f"the {MAX_SIMULATED_TOKENS:,} one simulation runs; give fewer requests or shorter outputs",
             fields=("workload",) if where else ("requests", "output_tokens"),
         )
-
-
-#: The most GPUs a layout's dimension takes (tp, pp, ep, dp).
-MAX_LAYOUT = 2**20
-
-
-def layout_field(value: Any, name: str, minimum: int = 1) -> int:
-    """A Layout field (``tp``, ``pp``, ``ep``, ``dp``; ``redundant_experts`` from 0): an integer
-    from ``minimum`` to :data:`MAX_LAYOUT`."""
-    return count(value, name, minimum, MAX_LAYOUT)
