@@ -216,11 +216,12 @@ def tensor_share(spec: ModelSpec, t: Tensor, layout: Layout) -> Fraction:
 def tensor_layers_in_stage(spec: ModelSpec, t: Tensor, layout: Layout, stage: int) -> int:
     """How many copies of ``t`` (one per layer holding it) stage ``stage`` holds; tensors outside
     the blocks count 1 on the stage that holds them (embedding, vision tower: the first stage;
-    final norm, LM head, MTP modules: the last), 0 elsewhere."""
+    final norm, LM head, MTP modules: the last; an audio tower, as the vision tower, the first), 0
+    elsewhere."""
     if layout.pp == 1:  # one stage holds every tensor, each over all the layers that have it
         return max(t.layers, 1)
     last = layout.pp - 1
-    if t.part == Part.VISION or (t.layers == 0 and t.kind == TensorKind.LOOKUP):
+    if t.part in (Part.VISION, Part.AUDIO) or (t.layers == 0 and t.kind == TensorKind.LOOKUP):
         return max(t.layers, 1) if stage == 0 else 0
     if t.part in (Part.MTP, Part.MTP_COPY) or t.layers == 0:
         return max(t.layers, 1) if stage == last else 0

@@ -739,6 +739,56 @@ class Gemma4Vision(Spec):
     pooling_kernel_size: Small = spec_field(default=3, description="Patches pooled per side into one soft token.")
 
 
+@spec
+class Gemma4Audio(Spec):
+    """The Gemma 4 audio encoder and its embedder into the decoder (transformers
+    models/gemma4/modeling_gemma4.py Gemma4AudioModel, Gemma4MultimodalEmbedder): a USM-style
+    Conformer over log-mel frames.
+
+    Sub-sampling (Gemma4AudioSubSampleConvProjection): two Conv2d of kernel 3 x 3, stride 2, no bias
+    ([c0, 1, 3, 3] and [c1, c0, 3, 3]), each followed by a LayerNorm with a weight and no bias, then
+    input_proj_linear [e, (c0 // 4) c1] without bias (its input width as the modeling file computes
+    it). Each of the L Conformer blocks (Gemma4AudioLayer): two half-step feed-forwards
+    (ffw_layer_1 [4e, e], ffw_layer_2 [e, 4e], pre/post RMSNorms), chunked local self-attention
+    (q/k/v [e, e], post [e, e], relative_k_proj [e, e] without biases, per_dim_scale [e / heads]), a
+    light convolution (linear_start [2e, e], a depthwise causal Conv1d [e, 1, kernel] without bias,
+    linear_end [e, e], pre_layer_norm and conv_norm) and three RMSNorms (norm_pre_attn,
+    norm_post_attn, norm_out). With ``use_clipped_linears`` every Gemma4ClippableLinear (ten per
+    block: the feed-forwards' four, q/k/v/post, linear_start and linear_end; not relative_k_proj)
+    stores four scalar bounds: persistent buffers, so checkpoint elements. output_proj [o, e] with a
+    bias (nn.Linear(..., bias=True)). Embedder: embed_audio.embedding_projection [d_text, o] without
+    bias; its pre-projection RMSNorm has no scale. The sinusoidal relative positions have no weights."""
+
+    title = "Gemma 4 audio"  # the tower's name in messages (a class attribute, not a field)
+    kind: Literal["gemma4_audio"] = "gemma4_audio"
+    hidden_size: Width = spec_field(description="e, encoder width.")
+    num_hidden_layers: Layers = spec_field(description="Conformer blocks.")
+    num_attention_heads: Heads = spec_field(description="Attention heads (head width e / heads).")
+    subsampling_conv_channels: Annotated[tuple[Width, Width], Bounds(min_length=2, max_length=2)] = spec_field(
+        description="Output channels (c0, c1) of the two sub-sampling convolutions."
+    )
+    conv_kernel_size: Small = spec_field(default=5, description="Kernel of the depthwise causal convolution.")
+    output_proj_dims: Width = spec_field(description="o, width of output_proj (the embedder's input).")
+    use_clipped_linears: bool = spec_field(default=True, description="Each clippable linear stores four bounds.")
+
+    def _check(self) -> None:
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads "
+                f"({self.num_attention_heads}): Gemma4AudioAttention's head width is their quotient"
+            )
+        if self.subsampling_conv_channels[0] < 4:
+            raise ValueError(
+                f"subsampling_conv_channels[0] ({self.subsampling_conv_channels[0]}) must be at least 4: "
+                "input_proj_linear reads (c0 // 4) x c1 features"
+            )
+
+    @property
+    def head_dim(self) -> int:
+        """Width of one attention head (Gemma4AudioAttention: hidden_size // num_attention_heads)."""
+        return self.hidden_size // self.num_attention_heads
+
+
 #: A vision encoder with its projector (``ModelSpec.vision``), told apart by ``kind``.
 VisionTower = Union[
     Qwen2Vision,
@@ -833,6 +883,9 @@ class ModelSpec(Spec):
         default=None,
         description="The vision encoder and its projector into the decoder, told apart by kind: qwen2_vl, "
         "qwen2_5_vl, qwen3_vl, siglip_gemma3 (Gemma 3), llama4, pixtral (Mistral 3), gemma4_vision (Gemma 4).",
+    )
+    audio: Optional[Gemma4Audio] = spec_field(
+        default=None, description="The audio encoder and its embedder into the decoder (Gemma 4 E2B / E4B)."
     )
     torch_dtype: Dtype = spec_field(default="bf16", description="The checkpoint's weight dtype.")
     quantization: Optional[Quantization] = spec_field(

@@ -670,7 +670,7 @@ def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: 
 
 def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) -> list[Operator]:
     """By the resident convention, the first stage reads every stored weight no other operator
-    reads: the decoder's whole embedding tables, and any vision tower as an operator of its own."""
+    reads: the decoder's whole embedding tables, and any vision or audio tower as an operator of its own."""
     tables = sum(
         (
             t.total * tensor_share(spec, t, layout) * tensor_bits(bits, t)
@@ -694,18 +694,18 @@ def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) 
             weight_bytes=exact(tables / 8),
         )
     ]
-    if vision:
-        ops.append(
-            Operator(
-                "vision tower (resident)",
-                OpKind.EMBEDDING,
-                OpRole.RESIDENT_WEIGHTS,
-                "vision",
-                1,
-                0,
-                weight_bytes=exact(vision / 8),
+    audio = sum(
+        (t.total * tensor_share(spec, t, layout) * tensor_bits(bits, t) for t in s.tensors_of(Part.AUDIO) if t.stored),
+        Fraction(0),
+    )
+    for name, group, held in (
+        ("vision tower (resident)", "vision", vision),
+        ("audio tower (resident)", "audio", audio),
+    ):
+        if held:
+            ops.append(
+                Operator(name, OpKind.EMBEDDING, OpRole.RESIDENT_WEIGHTS, group, 1, 0, weight_bytes=exact(held / 8))
             )
-        )
     return ops
 
 
