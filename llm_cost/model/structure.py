@@ -33,6 +33,7 @@ from llm_cost.specs.schema import (
     KimiDeltaAttention,
     LinearAttention,
     Llama4Vision,
+    MiniMaxM3Vision,
     MLAAttention,
     ModelSpec,
     MoonVitVision,
@@ -41,6 +42,7 @@ from llm_cost.specs.schema import (
     Qwen3Vision,
     Qwen25Vision,
     SiglipVision,
+    SparseIndexer,
     VisionTower,
 )
 
@@ -415,6 +417,20 @@ def _indexer(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> lis
     return t
 
 
+def _block_indexer(spec: ModelSpec, idx: SparseIndexer, layers: int, part: Part, kind: LayerKind) -> list[Tensor]:
+    """MiniMax-M3's lightning indexer on ``layers`` layers of ``kind`` (transformers
+    models/minimax_m3_vl/modeling_minimax_m3_vl.py MiniMaxM3VLIndexer): q_proj [d -> H_i D_i] and
+    k_proj [d -> D_i] without biases, from the hidden state (not a query latent as DeepSeek's wq_b);
+    q_norm and k_norm, RMSNorms of D_i (weights only); no weights_proj (the block score is a max over
+    the index heads). Replicated across TP, as DeepSeek's."""
+    d, H, D = spec.hidden_size, idx.index_n_heads, idx.index_head_dim
+    p, g = "layers.*.self_attn.indexer", "indexer"
+    t = _linear(f"{p}.q_proj", d, H * D, g, layers, False, part, kind, REP)
+    t += _linear(f"{p}.k_proj", d, D, g, layers, False, part, kind, REP)
+    t += [Tensor(f"{p}.{n}.weight", (D,), "norms", N, layers, part=part, layer_kind=kind) for n in ("q_norm", "k_norm")]
+    return t
+
+
 def _linear_attention(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     """The linear-attention mixer's tensors: Gated DeltaNet or Kimi Delta Attention."""
     if isinstance(spec.linear_attention, KimiDeltaAttention):
@@ -637,6 +653,10 @@ def _blocks(
             else:
                 sliding = attention_counts.get(LayerType.SLIDING_ATTENTION, 0)
                 t += _gqa(spec, att, softmax_layers, part, sliding, sliding_att=part == Part.MTP and sliding_mtp)
+            if att.indexer is not None and part == Part.DECODER:  # MiniMax-M3's block indexer
+                on_moe = att.indexer.moe_layers_only
+                n = mlp_counts.get(MlpType.MOE, 0) if on_moe else softmax_layers
+                t += _block_indexer(spec, att.indexer, n, part, MOE if on_moe else SOFTMAX)
     if attention_counts.get(LayerType.LINEAR_ATTENTION):
         t += _linear_attention(spec, attention_counts[LayerType.LINEAR_ATTENTION], part)
     if attention_counts.get(LayerType.MAMBA2):
@@ -1054,6 +1074,41 @@ def _gemma4_vision(v: Gemma4Vision, d_text: int) -> list[Tensor]:
     return t
 
 
+def _minimax_m3_vision(v: MiniMaxM3Vision, d_text: int) -> list[Tensor]:
+    """MiniMax-M3 vision tower, multi_modal_projector and patch_merge (transformers
+    models/minimax_m3_vl/modeling_minimax_m3_vl.py; see :class:`~llm_cost.specs.schema.MiniMaxM3Vision`).
+    Names as in the checkpoint (``model.vision_tower.vision_model``)."""
+    e, f, L, P, m = (
+        v.hidden_size,
+        v.intermediate_size,
+        v.num_hidden_layers,
+        v.projector_hidden_size,
+        v.spatial_merge_size,
+    )
+    p, vm = Part.VISION, "vision_tower.vision_model"
+    patch = (e, v.num_channels, v.temporal_patch_size, v.patch_size, v.patch_size)
+    t = [Tensor(f"{vm}.embeddings.patch_embedding.weight", patch, "vision.patch_embed", M, part=p)]  # bias=False
+    t += [Tensor(f"{vm}.pre_layrnorm.{n}", (e,), "vision.patch_embed", N, part=p) for n in ("weight", "bias")]
+    blk = f"{vm}.encoder.layers.*"
+    for norm in ("layer_norm1", "layer_norm2"):
+        t += [Tensor(f"{blk}.{norm}.{n}", (e,), "vision.blocks", N, L, part=p) for n in ("weight", "bias")]
+    for name, d_in, d_out in (
+        ("self_attn.q_proj", e, e),
+        ("self_attn.k_proj", e, e),
+        ("self_attn.v_proj", e, e),
+        ("self_attn.out_proj", e, e),
+        ("mlp.fc1", e, f),
+        ("mlp.fc2", f, e),
+    ):
+        t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
+        t.append(Tensor(f"{blk}.{name}.bias", (d_out,), "vision.blocks", B, L, part=p))
+    for prefix, d_in in (("multi_modal_projector", e), ("patch_merge", d_text * m * m)):
+        for name, a, b in (("linear_1", d_in, P), ("linear_2", P, d_text)):
+            t.append(Tensor(f"{prefix}.{name}.weight", (b, a), "vision.merger", M, part=p))
+            t.append(Tensor(f"{prefix}.{name}.bias", (b,), "vision.merger", B, part=p))
+    return t
+
+
 def _gemma4_audio(a: Gemma4Audio, d_text: int) -> list[Tensor]:
     """Gemma 4 audio encoder + embedder (transformers models/gemma4/modeling_gemma4.py
     Gemma4AudioModel, Gemma4MultimodalEmbedder; see :class:`~llm_cost.specs.schema.Gemma4Audio`).
@@ -1127,6 +1182,8 @@ def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
         return _glm4v_vision(v)
     if isinstance(v, Gemma4Vision):
         return _gemma4_vision(v, d_text)
+    if isinstance(v, MiniMaxM3Vision):
+        return _minimax_m3_vision(v, d_text)
     return _pixtral(v, d_text)
 
 
