@@ -50,6 +50,7 @@ from llm_cost.model.kvshape import (
     linear_state_elements,
     mamba_state_elements,
     short_conv_state_elements,
+    sparse_indexer,
 )
 from llm_cost.model.layers import LayerCounts, layer_counts
 from llm_cost.specs.schema import GQAAttention, KimiDeltaAttention, MLAAttention, ModelSpec
@@ -335,7 +336,10 @@ def kv_cache(
         conventions.append(note("kv.mamba_state"))
     if counts.mixer(LayerType.SHORT_CONV):
         conventions.append(note("kv.short_conv_state"))
-    if indexer_key_bytes(spec):
+    idx = sparse_indexer(spec)
+    if idx is not None and idx.kind == "minimax_m3":
+        conventions.append(note("kv.indexer_block", bytes=indexer_key_bytes(spec), layers=indexer_layers(spec, counts)))
+    elif idx is not None:
         conventions.append(note("kv.indexer", bytes=indexer_key_bytes(spec)))
     if chunk and counts.mixer(LayerType.CHUNKED_ATTENTION):
         conventions.append(note("kv.chunk", chunk=chunk))

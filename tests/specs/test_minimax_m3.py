@@ -138,3 +138,17 @@ def test_without_sparse_attention_the_layers_are_dense():
     spec, _ = hf_to_spec(cfg, "m3/config.json")
     assert count_params(spec).total_params == 427_040_140_160 - 57 * INDEXER
     assert kv_bytes_per_token(spec, 16) == 60 * 2 * 4 * 128 * 2
+
+
+def test_the_notes_name_minimax_s_sparse_attention_not_deepseek_s():
+    """The KV and FLOP conventions describe the block indexer (bf16 keys on 57 layers; 16 blocks of
+    128 + 1 local = 2,176 keys at most), not DeepSeek's FP8 key and token top-k."""
+    from llm_cost.model.kv import kv_cache
+    from llm_cost.workload.flops import forward_flops
+
+    spec = load_hf_config(CONFIG)
+    kv = {n.code: n.params for n in kv_cache(spec, [1000]).conventions}
+    assert "kv.indexer" not in kv and kv["kv.indexer_block"] == {"bytes": 256, "layers": 57}
+    flops = {n.code: n.params for n in forward_flops(spec, 1000, detail=True).conventions}
+    assert "attention.sparse" not in flops
+    assert flops["attention.block_sparse"] == {"blocks": 16, "block": 128, "local": 1, "keys": 2176}
