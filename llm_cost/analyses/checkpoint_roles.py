@@ -41,6 +41,8 @@ _VISION = (
     "vision.",
     "mm_projector.",
     "vision_embed",
+    "embed_vision.",  # Gemma 4's Gemma4MultimodalEmbedder of the vision tower
+    "patch_merge.",  # MiniMax-M3's MiniMaxM3VLPatchMerger
 )
 #: Gemma 4's audio encoder and its embedder (transformers models/gemma4/modeling_gemma4.py).
 _AUDIO = ("audio_tower.", "embed_audio.")

@@ -153,3 +153,15 @@ def test_a_vision_global_head_dim_other_than_head_dim_is_refused():
     cfg["vision_config"]["global_head_dim"] = 128
     with pytest.raises(SpecError, match="global_head_dim must equal head_dim"):
         hf_to_spec(cfg, "g/config.json")
+
+
+def test_checkpoint_names_of_the_towers_take_their_roles():
+    """A checkpoint folder's tensors are matched by role: Gemma 4's audio tower and embed_audio are
+    the audio role, embed_vision the vision role (names as google/gemma-4-E2B-it stores them, code-index
+    id 53543809441), MiniMax-M3's patch_merge the vision role."""
+    from llm_cost.analyses.checkpoint_roles import stored_role
+
+    assert stored_role("model.audio_tower.layers.0.feed_forward1.ffw_layer_1.linear.weight", 35) == "audio"
+    assert stored_role("model.embed_audio.embedding_projection.weight", 35) == "audio"
+    assert stored_role("model.embed_vision.embedding_projection.weight", 35) == "vision"
+    assert stored_role("model.patch_merge.linear_1.weight", 60) == "vision"
