@@ -250,7 +250,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + (f"-{p['fast_high']:.2f}" if f"{p['fast_high']:.2f}" != f"{p['fast_low']:.2f}" else "")
         + f" at the fast end, x{p['slow_low']:.2f}"
         + (f"-{p['slow_high']:.2f}" if f"{p['slow_high']:.2f}" != f"{p['slow_low']:.2f}" else "")
-        + " at the slow end; tokens/s highest and $/M lowest at the fast end"
+        + " at the slow end; each figure's low and high are the least and greatest of the three runs (tokens/s "
+        "highest and $/M lowest at the fast end)"
     ),
     "serve.analytic_band": lambda p: (
         f"band: TTFT, TPOT, tokens/s and $/M of the chosen configuration scaled linearly by the profile "

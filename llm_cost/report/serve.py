@@ -284,11 +284,6 @@ def _latency_table(con, runs: list, title: str) -> None:
     )
 
 
-def _under(low: float | None, high: float | None, fmt: Any) -> str:
-    """A figure's band on the line under it, ``LOW to HIGH`` (nothing without one)."""
-    return "" if low is None or high is None else f"\n{fmt(low)} to {fmt(high)}"
-
-
 def _range(low: float | None, high: float | None, fmt: Any) -> str:
     """`` (band LOW to HIGH)`` of a figure's error band, or nothing without one."""
     if low is None or high is None:
@@ -474,19 +469,35 @@ def render_comparison(con, r: Any, display_name: str) -> None:
                 g.gpu,
                 _usd(g.usd_per_gpu_hour, 2),
                 f"{c.describe()} ({_gpus(c.gpus)})",
-                _s(ttft.p99) + _under(ttft.p99_low_s, ttft.p99_high_s, _s),
-                _s(tpot.p90) + _under(tpot.p90_low_s, tpot.p90_high_s, _s),
-                f"{c.output_tokens_per_s_per_gpu:,.1f}"
-                + _under(c.output_tokens_per_s_per_gpu_low, c.output_tokens_per_s_per_gpu_high, lambda x: f"{x:,.1f}"),
+                _s(ttft.p99),
+                _s(tpot.p90),
+                f"{c.output_tokens_per_s_per_gpu:,.1f}",
                 f"{c.goodput_rps:,.3g}",
-                _usd(c.usd_per_million_output_tokens)
-                + _under(c.usd_per_million_output_tokens_low, c.usd_per_million_output_tokens_high, _usd),
+                _usd(c.usd_per_million_output_tokens),
             ]
         )
+        if c.band is None:
+            continue
+        for end in ("low", "high"):
+            per_gpu = getattr(c, f"output_tokens_per_s_per_gpu_{end}")
+            goodput = getattr(c, f"goodput_rps_{end}")
+            rows.append(
+                [
+                    "",
+                    "",
+                    "",
+                    f"  band {end}",
+                    _s(getattr(ttft, f"p99_{end}_s")),
+                    _s(getattr(tpot, f"p90_{end}_s")),
+                    "-" if per_gpu is None else f"{per_gpu:,.1f}",
+                    "-" if goodput is None else f"{goodput:,.3g}",
+                    _usd(getattr(c, f"usd_per_million_output_tokens_{end}")),
+                ]
+            )
     print_table(
         con,
-        "the best plan on each GPU ($: cheapest per million output tokens; under each figure its error band, "
-        "low to high, re-simulated at its profile's band)",
+        "the best plan on each GPU ($: cheapest per million output tokens; band low / high: each figure's "
+        "least and greatest, re-simulated at its profile's band)",
         [
             ("", "left"),
             ("GPU", "left"),
