@@ -538,9 +538,28 @@ def csv_rows(r: Any) -> tuple[list, list[dict] | None]:
         ]
     said = _warnings(r.conventions)
     return r.frontier, [
-        {"chosen": f == r.chosen, "misses": " ".join(f.violates), "warnings": said if f == r.chosen else ""}
+        {
+            "chosen": f == r.chosen,
+            "misses": " ".join(f.violates),
+            "warnings": said if f == r.chosen else "",
+            **{name: getattr(r, name) if f == r.chosen else None for name in _ANALYTIC_BAND},
+        }
         for f in r.frontier
     ]
+
+
+#: The analytic plan's band columns (:func:`llm_cost.analyses.serving.band.with_analytic_band`),
+#: filled on the chosen configuration's CSV row.
+_ANALYTIC_BAND = (
+    "ttft_low_s",
+    "ttft_high_s",
+    "tpot_low_s",
+    "tpot_high_s",
+    "output_tokens_per_s_per_gpu_low",
+    "output_tokens_per_s_per_gpu_high",
+    "usd_per_million_output_tokens_low",
+    "usd_per_million_output_tokens_high",
+)
 
 
 def _warnings(conventions: list) -> str:
