@@ -669,6 +669,7 @@ def _plan(
         note("train_plan.mfu", tflops=gpu.peak_flops(dtype) / 1e12, dtype=dtype.value),
         note("train_plan.memory", reserve_gib=(gpu.capacity_bytes - best.memory.room_bytes) / 2**30),
         note("train_plan.band", band=band),
+        *([note("train_plan.moe_unchecked")] if spec.moe is not None else []),
         note("train_plan.left_out"),
     ]
     return TrainPlan(

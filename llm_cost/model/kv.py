@@ -108,6 +108,9 @@ class KVResult(Result):
     per_gpu: PerGPU | None = None  # KV per token per GPU by pipeline stage
     per_gpu_sequence_bytes: list[list[int | Fraction]] | None = None  # [stage][context]: one sequence on one GPU
     all_gpus_bytes_per_token: int | Fraction | None = None  # summed over every GPU of a replica (KV heads replicated)
+    #: bytes one more token adds once every sliding window and attention chunk is full (the
+    #: full-attention layers alone); None when no layer has a window or chunk
+    bytes_per_token_past_windows: int | Fraction | None = None
 
 
 @lru_cache(maxsize=64)
@@ -135,6 +138,20 @@ def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | Fraction:
     caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
     elements = sum(_owners(spec, counts, t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
     return to_bytes(elements, bits) + caching * indexer_key_bytes(spec)
+
+
+def kv_bytes_per_token_past_windows(spec: ModelSpec, bits: int = 16) -> int | Fraction | None:
+    """KV bytes one more token adds once every sliding window and attention chunk is full: the
+    full-attention layers that own a cache (K/V, plus a lightning indexer's key), the slope of KV
+    bytes in context past the longest window. None when no softmax layer has a window or chunk
+    (then it equals :func:`kv_bytes_per_token`)."""
+    counts = _layer_counts(spec)
+    windowed = counts.mixer(LayerType.SLIDING_ATTENTION) + counts.mixer(LayerType.CHUNKED_ATTENTION)
+    if not windowed:
+        return None
+    full = LayerType.FULL_ATTENTION
+    elements = _owners(spec, counts, full) * kv_elements_per_token(spec, full)
+    return to_bytes(elements, bits) + counts.mixer(full) * indexer_key_bytes(spec)
 
 
 def _owners(spec: ModelSpec, counts: LayerCounts, layer_type: LayerType) -> int:
@@ -360,4 +377,5 @@ def kv_cache(
         per_gpu=shards,
         per_gpu_sequence_bytes=sequence_bytes,
         all_gpus_bytes_per_token=all_gpus,
+        bytes_per_token_past_windows=kv_bytes_per_token_past_windows(spec, bits),
     )
