@@ -210,3 +210,13 @@ def test_csv_carries_the_band(cli):
     header = out.splitlines()[0].split(",")
     for column in ("ttft_low_s", "ttft_high_s", "tpot_p99_low_s", "tpot_p99_high_s", "output_tokens_per_s_per_gpu_low"):
         assert column in header, column
+
+
+def test_a_profile_without_residuals_gets_no_band_and_says_so():
+    """No held-out residuals, no band: the figures' low and high stay empty and a note says why,
+    rather than a band of width zero passed off as certainty."""
+    bare = dataclasses.replace(_vllm_profile(), source_error=None)
+    run = api.serve("llama3-8b", "h100", 1024, 128, layout=ONE, qps=4.0, requests=60, profile=bare)
+    assert run.band is None and run.ttft_low_s is None and run.percentiles["ttft_s"].p99_high_s is None
+    assert run.violates_at_slow_end is None
+    assert any(n.code == "serve.no_band" for n in run.conventions)
