@@ -61,6 +61,8 @@ def _architecture(spec) -> str:
         parts.append(f"MoE {spec.moe.num_experts}e top-{spec.moe.num_experts_per_tok}")
     if spec.vision is not None:
         parts.append("vision tower")
+    if spec.audio is not None:
+        parts.append("audio tower")
     if spec.mtp is not None:
         parts.append("MTP")
     return ", ".join(parts)

@@ -330,7 +330,7 @@ class _Evaluator:
             layout = Layout(tp, 1)
             layer = experts = first = last = 0.0
             for t in build(self.spec).tensors:
-                if t.part in (Part.VISION, Part.MTP_COPY) or not t.stored:
+                if t.part in (Part.VISION, Part.AUDIO, Part.MTP_COPY) or not t.stored:
                     continue
                 elements = float(t.total * tensor_share(self.spec, t, layout))
                 if t.layers and t.part == Part.DECODER:

@@ -140,6 +140,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "sequence, at the KV dtype (engines often keep the SSM state in fp32)",
     "kv.indexer": "DeepSeek Sparse Attention: each attention layer also keeps the lightning indexer's key, "
     "{bytes} B per token (FP8 with one fp32 scale per 128 elements), whatever the KV dtype",
+    "kv.indexer_block": "MiniMax Sparse Attention: each of the {layers} sparse layers also keeps the lightning "
+    "indexer's key, {bytes} B per token (bf16: vLLM's MiniMaxM3IndexerCache default), whatever the KV dtype",
+    "attention.block_sparse": "MiniMax Sparse Attention: each query of a sparse layer attends to its top {blocks} "
+    "blocks of {block} keys and {local} local block(s), at most {keys:,} keys (an upper bound: a local block among "
+    "the top blocks makes it fewer); the lightning indexer scores every key it may see",
     "attention.sparse": "DeepSeek Sparse Attention: each query attends to at most index_topk = {topk:,} keys; the "
     "lightning indexer scores every key it may see",
     "kv.short_conv_state": "short-convolution state (LFM2): d x (kernel - 1) conv state per layer per sequence, "
