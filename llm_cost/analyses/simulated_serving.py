@@ -30,15 +30,16 @@ cheapest per million output tokens is marked.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
 from fractions import Fraction
 from typing import Any
 
 from llm_cost.analyses.capacity import MemoryPolicy
 from llm_cost.analyses.launch import Launch
-from llm_cost.analyses.serving import COST_ALL_OUTPUT, SANE_TTFT_S, Candidate, ServePlan
+from llm_cost.analyses.serving import COST_ALL_OUTPUT, SANE_TTFT_S, Candidate, ServePlan, StepBand
 from llm_cost.analyses.serving.search import pcie_note
 from llm_cost.analyses.serving_runs import replica_kv_tokens
 from llm_cost.core.choices import ServingMode
@@ -49,11 +50,14 @@ from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
 from llm_cost.core.units import fmt_seconds
 from llm_cost.model.layout import Layout
+from llm_cost.perf.calibrated import CalibratedModel, band_factors
+from llm_cost.perf.profile import Profile
 from llm_cost.perf.timemodel import TimeModel
 from llm_cost.simulate import (
     ClosedLoop,
     EngineConfig,
     OpenLoop,
+    ScaledTimer,
     SimResult,
     Stage,
     StepTimer,
@@ -72,7 +76,11 @@ __all__ = [
     "SimulatedPlan",
     "GpuPlan",
     "ServeComparison",
+    "StepBand",
     "run_configuration",
+    "with_band",
+    "step_shape",
+    "step_band_factor",
     "plan_on_simulation",
     "compare_gpus",
     "per_replica",
@@ -97,6 +105,15 @@ class Percentiles:
     p90: float | None
     p99: float | None
     more: dict[str, float | None] = field(default_factory=dict)
+    # the error band of each (the chosen plan, one configuration: :func:`with_band`), seconds
+    p50_low_s: float | None = None
+    p50_high_s: float | None = None
+    p90_low_s: float | None = None
+    p90_high_s: float | None = None
+    p99_low_s: float | None = None
+    p99_high_s: float | None = None
+    more_low_s: dict[str, float | None] = field(default_factory=dict)
+    more_high_s: dict[str, float | None] = field(default_factory=dict)
 
 
 def _percentiles(d: Distribution, target: Target | None = None) -> Percentiles:
@@ -162,6 +179,26 @@ class ServeRun(Result):
     conventions: list[Note] = field(default_factory=list)
     launch: Launch | None = None  # the engine command that runs it (``emit``)
     cost_convention: str = COST_ALL_OUTPUT
+    # the error band (:func:`with_band`; None: not drawn, as for a candidate not chosen, or no
+    # profile band): each figure re-simulated at the fast and the slow end of the step times
+    ttft_low_s: float | None = None
+    ttft_high_s: float | None = None
+    tpot_low_s: float | None = None
+    tpot_high_s: float | None = None
+    itl_low_s: float | None = None
+    itl_high_s: float | None = None
+    e2e_low_s: float | None = None
+    e2e_high_s: float | None = None
+    goodput_rps_low: float | None = None
+    goodput_rps_high: float | None = None
+    output_tokens_per_s_low: float | None = None
+    output_tokens_per_s_high: float | None = None
+    output_tokens_per_s_per_gpu_low: float | None = None
+    output_tokens_per_s_per_gpu_high: float | None = None
+    usd_per_million_output_tokens_low: float | None = None
+    usd_per_million_output_tokens_high: float | None = None
+    violates_at_slow_end: tuple[str, ...] | None = None  # the targets missed at the band's slow end
+    band: StepBand | None = None
 
     @property
     def meets(self) -> bool:
@@ -268,10 +305,23 @@ def run_configuration(
     timer: StepTimer | None = None,
     candidate: Candidate | None = None,
     notes: Sequence[Note] = (),
+    band: bool = False,
 ) -> ServeRun:
     """Simulate ``replicas`` x ``layout`` serving ``traffic`` (module docstring); the KV cache holds
     what ``policy`` leaves after the weights (:func:`~llm_cost.analyses.serving_runs.replica_kv_tokens`).
-    InputError when no KV block fits, or for an invalid workload or engine setting."""
+    ``band``: with its error band (:func:`with_band`, two more simulations). InputError when no KV
+    block fits, or for an invalid workload or engine setting."""
+    if band:
+        timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
+
+        def again(t: StepTimer) -> ServeRun:
+            return run_configuration(
+                spec, gpu, layout, traffic, engine, time_model, policy, replicas=replicas, targets=targets,
+                usd_per_gpu_hour=usd_per_gpu_hour, weight_bits=weight_bits, kv_bits=kv_bits,
+                compute_dtype=compute_dtype, seed=seed, timer=t, candidate=candidate, notes=notes,
+            )  # fmt: skip
+
+        return with_band(again(timer), again, timer, time_model)
     goals = dict(targets or {})
     tokens = replica_kv_tokens(spec, gpu, layout, engine, policy, weight_bits, kv_bits)
     if tokens < engine.block_tokens:
@@ -356,6 +406,145 @@ def run_configuration(
     )
 
 
+def step_shape(
+    decodes: int, decode_context: int, prefill_tokens: int, prefill_cached: int, prefills: int
+) -> tuple[int, int]:
+    """(batch, context) of a simulator step bucket (:class:`~llm_cost.simulate.StepTimer`'s key)
+    as :func:`~llm_cost.perf.calibrated.band_factors` reads a step's shape: its sequences (decodes
+    and prompt chunks), and the longest per-sequence context among the decodes' mean cached
+    context and the chunks' prompt length so far (cached + the chunk's share). A mixed step takes
+    the longer, the one that widens a band the more beyond the fitted rows."""
+    prompt = prefill_cached + -(-prefill_tokens // prefills) if prefills else 0
+    return decodes + prefills, max(decode_context if decodes else 0, prompt)
+
+
+def step_band_factor(profile: Profile, slow: bool) -> Callable[[int, int, int, int, int], float]:
+    """The step-time factor of one end of the error band for a step bucket: ``band_factors(profile,
+    *step_shape(bucket))``'s ``high`` (``slow``: the measured time may be this much longer) or
+    ``low`` (the fast end), memoised by shape."""
+    cache: dict[tuple[int, int], float] = {}
+
+    def factor(decodes: int, decode_context: int, prefill_tokens: int, prefill_cached: int, prefills: int) -> float:
+        shape = step_shape(decodes, decode_context, prefill_tokens, prefill_cached, prefills)
+        hit = cache.get(shape)
+        if hit is None:
+            b = band_factors(profile, *shape)
+            assert b is not None  # with_band draws a band only for a profile with residuals
+            hit = cache[shape] = b.high if slow else b.low
+        return hit
+
+    return factor
+
+
+def _ends(*values: float | None) -> tuple[float | None, float | None]:
+    """(least, greatest) of the runs' values of a figure; (None, None) when the nominal run has none."""
+    if values[0] is None:
+        return None, None
+    known = [v for v in values if v is not None]
+    return min(known), max(known)
+
+
+def _banded_percentiles(p: Percentiles, fast: Percentiles, slow: Percentiles) -> Percentiles:
+    ends = {name: _ends(getattr(p, name), getattr(fast, name), getattr(slow, name)) for name in ("p50", "p90", "p99")}
+    more = {k: _ends(v, fast.more.get(k), slow.more.get(k)) for k, v in p.more.items()}
+    return dataclasses.replace(
+        p,
+        p50_low_s=ends["p50"][0],
+        p50_high_s=ends["p50"][1],
+        p90_low_s=ends["p90"][0],
+        p90_high_s=ends["p90"][1],
+        p99_low_s=ends["p99"][0],
+        p99_high_s=ends["p99"][1],
+        more_low_s={k: v[0] for k, v in more.items()},
+        more_high_s={k: v[1] for k, v in more.items()},
+    )
+
+
+def with_band(
+    nominal: ServeRun, rerun: Callable[[StepTimer], ServeRun], timer: StepTimer, time_model: TimeModel
+) -> ServeRun:
+    """``nominal`` with its error band: the same configuration, traffic and seed re-simulated
+    (``rerun``) twice, every step's time multiplied by the fast-end and then the slow-end factor
+    of the profile's band for that step's shape (:class:`~llm_cost.simulate.ScaledTimer` over the
+    nominal run's ``timer``).
+
+    Convention: per step, the factors are :func:`~llm_cost.perf.calibrated.band_factors` of the
+    time model's profile at the step's (batch, context) (:func:`step_shape`): the profile's
+    leave-one-out residuals r = predicted / measured - 1 at their 10th and 90th percentiles (the
+    measured time of 8 of 10 held-out rows lies within predicted / (1 + r_high) .. predicted / (1 +
+    r_low)), widened 2.5x for a transferred profile and for shapes outside the fitted rows. One end
+    is every step at its fast factor, the other every step at its slow factor: the errors of one
+    profile on one GPU are systematic (the same kernels, the same peaks), not independent per step.
+    Queueing is not linear in step time (a slower step lengthens every later request's wait), so
+    the percentiles are re-simulated rather than scaled. Each figure's ``*_low*`` / ``*_high*`` is
+    the least / greatest of the three runs (a discrete-event schedule is monotone in step time
+    only nearly: a step ending before or after an arrival batches differently); tokens/s and
+    goodput are highest, and $/M lowest, at the fast end. ``violates_at_slow_end``: the targets the
+    slow end misses. A time model without held-out residuals (the MFU/MBU estimate, a profile
+    without an error) gets no band and a note saying so."""
+    profile = time_model.profile if isinstance(time_model, CalibratedModel) else None
+    if profile is None or band_factors(profile) is None:
+        return dataclasses.replace(
+            nominal, conventions=[*nominal.conventions, note("serve.no_band", label=time_model.label)]
+        )
+    fast_factor, slow_factor = step_band_factor(profile, False), step_band_factor(profile, True)
+    fast_timer, slow_timer = ScaledTimer(timer, fast_factor), ScaledTimer(timer, slow_factor)
+    fast, slow = rerun(fast_timer), rerun(slow_timer)
+    fast_seen = [fast_factor(*k) for k in fast_timer.cache]
+    slow_seen = [slow_factor(*k) for k in slow_timer.cache]
+    error = profile.error if profile.kind == "fitted" else profile.source_error
+    assert error is not None  # band_factors found residuals
+    info = StepBand(
+        profile.name,
+        str(profile.engine),
+        profile.kind,
+        error.rows,
+        float(profile.transfer_widen) if profile.kind == "transferred" else 1.0,
+        min(fast_seen, default=1.0),
+        max(fast_seen, default=1.0),
+        min(slow_seen, default=1.0),
+        max(slow_seen, default=1.0),
+        len(set(fast_timer.cache) | set(slow_timer.cache)),
+    )
+    ends = {
+        name: _ends(getattr(nominal, name), getattr(fast, name), getattr(slow, name))
+        for name in (
+            "ttft_s", "tpot_s", "itl_s", "e2e_s", "goodput_rps", "output_tokens_per_s",
+            "output_tokens_per_s_per_gpu", "usd_per_million_output_tokens",
+        )
+    }  # fmt: skip
+
+    fields_: dict[str, Any] = {}
+    for name, (low, high) in ends.items():
+        seconds = name in ("ttft_s", "tpot_s", "itl_s", "e2e_s")  # ttft_low_s; output_tokens_per_s_low
+        stem, suffix = (name[:-2], "_s") if seconds else (name, "")
+        fields_.update({f"{stem}_low{suffix}": low, f"{stem}_high{suffix}": high})
+    return dataclasses.replace(
+        nominal,
+        percentiles={
+            m: _banded_percentiles(p, fast.percentiles[m], slow.percentiles[m]) for m, p in nominal.percentiles.items()
+        },
+        violates_at_slow_end=slow.violates,
+        band=info,
+        conventions=[
+            *nominal.conventions,
+            note(
+                "serve.band",
+                profile=info.profile,
+                engine=info.engine,
+                kind=info.kind,
+                rows=info.rows,
+                transfer=info.transfer,
+                fast_low=info.fast_low,
+                fast_high=info.fast_high,
+                slow_low=info.slow_low,
+                slow_high=info.slow_high,
+            ),
+        ],
+        **fields_,
+    )
+
+
 def _mean_lengths(traffic: Workload | Trace) -> tuple[float, float]:
     """Mean prompt and output tokens of ``traffic``."""
     if isinstance(traffic, Trace):
@@ -415,6 +604,22 @@ class SimulatedPlan(Result):
     conventions: list[Note] = field(default_factory=list)
     launch: Launch | None = None  # the engine command that runs it (``emit``)
     cost_convention: str = COST_ALL_OUTPUT
+    # the chosen configuration's error band, repeated from ``chosen`` (:func:`with_band`)
+    ttft_low_s: float | None = None
+    ttft_high_s: float | None = None
+    tpot_low_s: float | None = None
+    tpot_high_s: float | None = None
+    itl_low_s: float | None = None
+    itl_high_s: float | None = None
+    e2e_low_s: float | None = None
+    e2e_high_s: float | None = None
+    goodput_rps_low: float | None = None
+    goodput_rps_high: float | None = None
+    output_tokens_per_s_per_gpu_low: float | None = None
+    output_tokens_per_s_per_gpu_high: float | None = None
+    usd_per_million_output_tokens_low: float | None = None
+    usd_per_million_output_tokens_high: float | None = None
+    violates_at_slow_end: tuple[str, ...] | None = None
 
 
 def _picks(group: list[Candidate]) -> list[Candidate]:
@@ -600,6 +805,7 @@ def plan_on_simulation(
         groups.setdefault((c.layout, c.replicas), []).append(c)
     timers: dict[Layout, StepTimer] = {}
     runs: list[ServeRun] = []
+    reruns: dict[int, tuple[Callable[[StepTimer], ServeRun], StepTimer]] = {}
 
     def run(layout: Layout, replicas: int, c: Candidate, load: Workload | Trace, cap: int | None = None) -> ServeRun:
         # a step timer memoises step times by bucket, the first step of a bucket timing it: a timer
@@ -612,24 +818,31 @@ def plan_on_simulation(
             else timers[layout]
         )
         timers.setdefault(layout, timer)
-        return run_configuration(
-            spec,
-            gpu,
-            layout,
-            load,
-            _engine_for(c, base, qps is None, cap),
-            time_model,
-            policy,
-            replicas=replicas,
-            targets=targets,
-            usd_per_gpu_hour=usd_per_gpu_hour,
-            weight_bits=weight_bits,
-            kv_bits=kv_bits,
-            compute_dtype=compute_dtype,
-            seed=seed,
-            timer=timer,
-            candidate=c,
-        )
+        engine = _engine_for(c, base, qps is None, cap)
+
+        def again(t: StepTimer) -> ServeRun:
+            return run_configuration(
+                spec,
+                gpu,
+                layout,
+                load,
+                engine,
+                time_model,
+                policy,
+                replicas=replicas,
+                targets=targets,
+                usd_per_gpu_hour=usd_per_gpu_hour,
+                weight_bits=weight_bits,
+                kv_bits=kv_bits,
+                compute_dtype=compute_dtype,
+                seed=seed,
+                timer=t,
+                candidate=c,
+            )
+
+        result = again(timer)
+        reruns[id(result)] = (again, timer)  # the chosen run's band re-simulates it (with_band)
+        return result
 
     if qps is None:
         for (layout, replicas), group in groups.items():
@@ -686,6 +899,9 @@ def plan_on_simulation(
         raise _nothing_meets(ranked, targets)
     if qps is not None and not _good(best, _implicit_ttft(targets)):
         raise _nothing_keeps_up(ranked, qps, screen.gpu_budget, gpu.name)
+    again, timer = reruns[id(best)]
+    best = with_band(best, again, timer, time_model)
+    ranked = (best, *ranked[1:])
     return SimulatedPlan(
         spec.name,
         gpu.name,
@@ -711,6 +927,21 @@ def plan_on_simulation(
             *(n for n in notes if n not in best.conventions),
             *_plan_warnings(best, qps, targets),
         ],
+        ttft_low_s=best.ttft_low_s,
+        ttft_high_s=best.ttft_high_s,
+        tpot_low_s=best.tpot_low_s,
+        tpot_high_s=best.tpot_high_s,
+        itl_low_s=best.itl_low_s,
+        itl_high_s=best.itl_high_s,
+        e2e_low_s=best.e2e_low_s,
+        e2e_high_s=best.e2e_high_s,
+        goodput_rps_low=best.goodput_rps_low,
+        goodput_rps_high=best.goodput_rps_high,
+        output_tokens_per_s_per_gpu_low=best.output_tokens_per_s_per_gpu_low,
+        output_tokens_per_s_per_gpu_high=best.output_tokens_per_s_per_gpu_high,
+        usd_per_million_output_tokens_low=best.usd_per_million_output_tokens_low,
+        usd_per_million_output_tokens_high=best.usd_per_million_output_tokens_high,
+        violates_at_slow_end=best.violates_at_slow_end,
     )
 
 
@@ -829,4 +1060,10 @@ def compare_gpus(
     ]
     cheapest = min(priced)[1] if priced else None
     plans = tuple(GpuPlan(g, price, plan, error, g == cheapest) for g, price, plan, error in answers)
-    return ServeComparison(model, workload, qps, dict(targets), plans, cheapest, [note("serve.compare")])
+    bands = [n for _, _, p, _ in answers if p is not None for n in p.conventions if n.code in _BAND_NOTES]
+    said = [n for i, n in enumerate(bands) if n not in bands[:i]]  # each GPU's band, said once
+    return ServeComparison(model, workload, qps, dict(targets), plans, cheapest, [note("serve.compare"), *said])
+
+
+#: The notes that say how a plan's band was drawn (:func:`with_band`), repeated in a comparison.
+_BAND_NOTES = ("serve.band", "serve.no_band")

@@ -99,7 +99,12 @@ def serve(
     (h100-trtllm), else by vLLM's time model for the GPU
     (:func:`llm_cost.api.choices.serving_profile_of`,
     :func:`llm_cost.analyses.serving_runs.vllm_time_model`); the analytic-only forms by the GPU's
-    calibrated profile of ``engine`` (:func:`llm_cost.api.choices.profile_of`). Deterministic for ``seed``. ``emit`` (``vllm``, ``sglang``, ``trtllm``):
+    calibrated profile of ``engine`` (:func:`llm_cost.api.choices.profile_of`). Error band: the
+    chosen plan (and one configuration simulated) is re-simulated with every step's time at the
+    fast and the slow end of the profile's band (:func:`llm_cost.analyses.simulated_serving.with_band`;
+    ``ttft_low_s`` / ``ttft_high_s`` and the like beside each figure, ``p99_low_s`` / ``p99_high_s``
+    in ``percentiles``, ``violates_at_slow_end``); the analytic forms scale linearly
+    (:func:`llm_cost.analyses.serving.band.with_analytic_band`). Deterministic for ``seed``. ``emit`` (``vllm``, ``sglang``, ``trtllm``):
     the result's ``launch`` holds the engine command that runs the chosen configuration
     (:func:`llm_cost.analyses.launch.launch_command`; an aggregated plan). InputError naming the
     argument for anything out of range, contradictory, or for targets nothing meets (with the
@@ -411,14 +416,19 @@ def _analytic(
         common["extra_notes"] = [*common["extra_notes"], note("serve.percentile_screen")]
     time_model = choices.time_model(g, chosen, common["network_gb_s"])
     if one is not None and batch is not None:
-        return _one_configuration(
+        result = _one_configuration(
             spec, g, screen, targets, time_model, one, batch, chunk, chunked_prefill, budget, searched, common,
             reserve_full,
         )  # fmt: skip
-    search = _narrowed(one, batch, chunk, chunked_prefill)
-    return plan(
-        spec, g, screen, targets, time_model, gpus=budget, modes=searched, reserve_full=reserve_full, **search, **common
-    )
+    else:
+        search = _narrowed(one, batch, chunk, chunked_prefill)
+        result = plan(
+            spec, g, screen, targets, time_model, gpus=budget, modes=searched, reserve_full=reserve_full, **search,
+            **common,
+        )  # fmt: skip
+    from llm_cost.analyses.serving.band import with_analytic_band
+
+    return with_analytic_band(result, chosen)
 
 
 def _narrowed(one: Any, batch: Any, chunk: Any, chunked_prefill: bool) -> dict[str, Any]:
@@ -490,6 +500,7 @@ def _simulated(
             usd_per_gpu_hour=common["usd_per_gpu_hour"],
             seed=seed,
             notes=common["extra_notes"],
+            band=True,
             **formats,
         )
     search = _narrowed(one, None, engine_options["max_num_batched_tokens"], engine_options["chunked_prefill"])

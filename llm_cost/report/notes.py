@@ -243,6 +243,40 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         else f"cost: ${p['price']:g} per GPU-hour x GPUs over the output tokens served: all GPU time charged to "
         "output tokens (prompts not priced apart; --batch, the analytic form, splits it between input and output)"
     ),
+    "serve.band": lambda p: (
+        f"band: each figure's low and high re-simulated (same seed, same traffic) with every step's time x the "
+        f"profile {p['profile']}'s leave-one-out p10/p90 factor for its shape (engine {p['engine']}, "
+        + (
+            f"transferred: its source's {p['rows']} rows, widened {p['transfer']:g}x"
+            if p["kind"] == "transferred"
+            else f"fitted on {p['rows']} rows"
+        )
+        + f"; wider outside the fitted batches and contexts): x{p['fast_low']:.2f}"
+        + (f"-{p['fast_high']:.2f}" if f"{p['fast_high']:.2f}" != f"{p['fast_low']:.2f}" else "")
+        + f" at the fast end, x{p['slow_low']:.2f}"
+        + (f"-{p['slow_high']:.2f}" if f"{p['slow_high']:.2f}" != f"{p['slow_low']:.2f}" else "")
+        + " at the slow end; each figure's low and high are the least and greatest of the three runs (tokens/s "
+        "highest and $/M lowest at the fast end)"
+    ),
+    "serve.analytic_band": lambda p: (
+        f"band: TTFT, TPOT, tokens/s and $/M of the chosen configuration scaled linearly by the profile "
+        f"{p['profile']}'s leave-one-out p10/p90 step-time factors (engine {p['engine']}, "
+        + (
+            f"transferred: its source's {p['rows']} rows, widened {p['transfer']:g}x"
+            if p["kind"] == "transferred"
+            else f"fitted on {p['rows']} rows"
+        )
+        + f"; wider outside the fitted batches and contexts) for its typical decode step ({p['batch']:,} sequences "
+        f"at {p['context']:,} tokens): x{p['low']:.2f} / x{p['high']:.2f}"
+        + (
+            f" (TTFT: x{p['ttft_low']:.2f} / x{p['ttft_high']:.2f}, its prefill step)"
+            if (p["ttft_low"], p["ttft_high"]) != (p["low"], p["high"])
+            else ""
+        )
+        + "; analytic scaling: the queueing formulas are not re-evaluated at the band's ends (the simulated plan "
+        "re-simulates them)"
+    ),
+    "serve.no_band": "no error band: steps are timed by {label}, which has no held-out residuals",
     "serve.simulated": lambda p: (
         f"simulated: {p['engine']}'s scheduler step by step (continuous batching, chunked prefill, prefix caching, "
         + (

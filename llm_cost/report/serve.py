@@ -63,6 +63,9 @@ def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None
         for name, v in (("TTFT", r.ttft_target_s), ("TPOT", r.tpot_target_s))
         if v is not None
     )
+    if targets and r.violates_at_slow_end is not None:
+        slow = ", ".join(r.violates_at_slow_end)
+        targets += "; at the band's slow end " + (f"missed: {slow}" if slow else "met too")
     con.print(
         f"[bold]{display_name} on {gpu_name}: {r.input_tokens:,}-token prompts, {r.output_tokens:,} output "
         f"tokens, {rate}; targets: {targets or 'none'}[/bold]"
@@ -76,16 +79,24 @@ def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None
         ),
         (
             "TTFT (prediction)",
-            f"[bold]{fmt_seconds(c.ttft_s)}[/bold] (waiting {fmt_seconds(c.queue_s)}"
+            f"[bold]{fmt_seconds(c.ttft_s)}[/bold]{_range(r.ttft_low_s, r.ttft_high_s, fmt_seconds)} "
+            f"(waiting {fmt_seconds(c.queue_s)}"
             + (f", KV transfer {fmt_seconds(c.kv_transfer_s)}" if c.kv_transfer_s else "")
             + ")",
         ),
-        ("TPOT (prediction)", f"[bold]{fmt_seconds(c.tpot_s)}[/bold] mean; slowest step {fmt_seconds(c.tpot_max_s)}"),
+        (
+            "TPOT (prediction)",
+            f"[bold]{fmt_seconds(c.tpot_s)}[/bold]{_range(r.tpot_low_s, r.tpot_high_s, fmt_seconds)} mean; "
+            f"slowest step {fmt_seconds(c.tpot_max_s)}",
+        ),
         ("tokens/s per user", f"{c.tokens_per_s_per_user:,.1f}"),
         (
             "output tokens/s",
-            f"{c.output_tokens_per_s:,.0f} in all, [bold]{c.output_tokens_per_s_per_gpu:,.1f} per "
-            f"GPU[/bold]; {c.requests_per_s:,.3g} requests/s",
+            f"{c.output_tokens_per_s:,.0f} in all"
+            + _range(r.output_tokens_per_s_low, r.output_tokens_per_s_high, lambda x: f"{x:,.0f}")
+            + f", [bold]{c.output_tokens_per_s_per_gpu:,.1f} per GPU[/bold]"
+            + _range(r.output_tokens_per_s_per_gpu_low, r.output_tokens_per_s_per_gpu_high, lambda x: f"{x:,.1f}")
+            + f"; {c.requests_per_s:,.3g} requests/s",
         ),
         (
             "max concurrency (KV cache)",
@@ -96,8 +107,9 @@ def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None
         facts.append(
             (
                 "cost",
-                f"[bold]{_usd(c.usd_per_million_output_tokens)}[/bold] per million output tokens, "
-                f"{_usd(c.usd_per_million_input_tokens)} per million input tokens, "
+                f"[bold]{_usd(c.usd_per_million_output_tokens)}[/bold] per million output tokens"
+                + _range(r.usd_per_million_output_tokens_low, r.usd_per_million_output_tokens_high, _usd)
+                + f", {_usd(c.usd_per_million_input_tokens)} per million input tokens, "
                 f"{_usd(c.usd_per_request, 5)} per request",
             )
         )
@@ -215,8 +227,25 @@ def _targets(targets: dict) -> str:
     return ", ".join(f"{label} {targets[m].label()}" for m, label in METRICS if m in targets) or "none"
 
 
+def _slow_end(r: Any, metric: str, target: Any) -> str:
+    """Whether ``target`` still holds at the band's slow end, with the value reached there."""
+    if r.violates_at_slow_end is None:
+        return ""
+    p = r.percentiles[metric]
+    high = getattr(r, f"{metric[:-2]}_high_s") if target.name == "mean" else None
+    if target.name in ("p50", "p90", "p99"):
+        high = getattr(p, f"{target.name}_high_s")
+    elif target.name in p.more_high_s:
+        high = p.more_high_s[target.name]
+    missed = f"{metric} {target.name}" in r.violates_at_slow_end
+    return "slow end: " + ("missed" if missed else "met") + (f" ({_s(high)})" if high is not None and missed else "")
+
+
 def _latency_table(con, runs: list, title: str) -> None:
-    """Mean, P50, P90, P99 of each latency for one run; the targets beside them."""
+    """Mean, P50, P90, P99 of each latency for one run; the targets beside them; under each
+    latency its error band (each figure's low and high, re-simulated:
+    :func:`llm_cost.analyses.simulated_serving.with_band`) and whether the target holds at the
+    band's slow end."""
     r = runs[0]
     rows = []
     for m, label in METRICS:
@@ -236,12 +265,40 @@ def _latency_table(con, runs: list, title: str) -> None:
                 + (f" ({_s(p.more[target.name])})" if target.name in p.more else ""),
             ]
         )
+        if r.band is not None:
+            stem = m[:-2]
+            for end, label in (("low", "  band low"), ("high", "  band high")):
+                rows.append(
+                    [
+                        label,
+                        _s(getattr(r, f"{stem}_{end}_s")),
+                        *(_s(getattr(p, f"{q}_{end}_s")) for q in ("p50", "p90", "p99")),
+                        _slow_end(r, m, target) if target is not None and end == "high" else "",
+                    ]
+                )
     print_table(
         con,
         title,
         [("", "left"), ("mean", "right"), ("P50", "right"), ("P90", "right"), ("P99", "right"), ("target", "left")],
         rows,
     )
+
+
+def _range(low: float | None, high: float | None, fmt: Any) -> str:
+    """`` (band LOW to HIGH)`` of a figure's error band, or nothing without one."""
+    if low is None or high is None:
+        return ""
+    return f" (band {fmt(low)} to {fmt(high)})"
+
+
+def _verdict(r: Any) -> str:
+    """Whether a banded run meets its targets, and whether it still does at the band's slow end."""
+    if r.violates_at_slow_end is None or not r.targets:
+        return ""
+    now = "targets met" if r.meets else "targets missed"
+    if not r.violates_at_slow_end:
+        return f"; {now}, and at the band's slow end too"
+    return f"; {now}; at the band's slow end missed: {', '.join(r.violates_at_slow_end)}"
 
 
 #: Each engine's own names for the cap on running sequences and the token budget per step
@@ -275,12 +332,17 @@ def _run_facts(r: Any) -> list[tuple[str, str]]:
         ("traffic", r.workload),
         (
             "goodput",
-            f"[bold]{r.goodput_rps:,.3g} requests/s[/bold] meet every target, of {r.throughput_rps:,.3g} served"
+            f"[bold]{r.goodput_rps:,.3g} requests/s[/bold] meet every target"
+            + _range(r.goodput_rps_low, r.goodput_rps_high, lambda x: f"{x:,.3g}")
+            + f", of {r.throughput_rps:,.3g} served"
             + (f"; {r.rejected:,} refused (longer than max_model_len)" if r.rejected else ""),
         ),
         (
             "output tokens/s",
-            f"{r.output_tokens_per_s:,.0f} in all, [bold]{r.output_tokens_per_s_per_gpu:,.1f} per GPU[/bold]",
+            f"{r.output_tokens_per_s:,.0f} in all"
+            + _range(r.output_tokens_per_s_low, r.output_tokens_per_s_high, lambda x: f"{x:,.0f}")
+            + f", [bold]{r.output_tokens_per_s_per_gpu:,.1f} per GPU[/bold]"
+            + _range(r.output_tokens_per_s_per_gpu_low, r.output_tokens_per_s_per_gpu_high, lambda x: f"{x:,.1f}"),
         ),
         (
             "engine (one replica)",
@@ -293,8 +355,9 @@ def _run_facts(r: Any) -> list[tuple[str, str]]:
         facts.append(
             (
                 "cost",
-                f"[bold]{_usd(r.usd_per_million_output_tokens)}[/bold] per million output tokens, "
-                f"{_usd(r.usd_per_request, 5)} per request",
+                f"[bold]{_usd(r.usd_per_million_output_tokens)}[/bold] per million output tokens"
+                + _range(r.usd_per_million_output_tokens_low, r.usd_per_million_output_tokens_high, _usd)
+                + f", {_usd(r.usd_per_request, 5)} per request",
             )
         )
     return facts
@@ -316,9 +379,14 @@ def _column(targets: Any, metric: str, default: str) -> tuple[str, Any]:
 
 def render_run(con, r: Any, display_name: str, gpu_name: str) -> None:
     """One configuration simulated: its facts and its latency distribution."""
-    con.print(f"[bold]{display_name} on {gpu_name}, simulated; targets: {_targets(r.targets)}[/bold]")
+    con.print(f"[bold]{display_name} on {gpu_name}, simulated; targets: {_targets(r.targets)}[/bold]{_verdict(r)}")
     print_facts(con, _run_facts(r))
-    _latency_table(con, [r], f"latency over {fmt_int(r.requests)} requests (ITL: every gap between tokens)")
+    _latency_table(
+        con,
+        [r],
+        f"latency over {fmt_int(r.requests)} requests (ITL: every gap between tokens)"
+        + ("; band: re-simulated at the profile's error band" if r.band else ""),
+    )
     print_conventions(con, r.conventions)
 
 
@@ -337,9 +405,17 @@ def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
         )
     con.print(f"[bold]{display_name} on {gpu_name}: {rate}; targets: {_targets(r.targets)}[/bold]")
     print_facts(
-        con, [("chosen", f"[bold]{r.chosen.describe()}[/bold]")] + _run_facts(r.chosen)[:1] + _run_facts(r.chosen)[2:]
+        con,
+        [("chosen", f"[bold]{r.chosen.describe()}[/bold]{_verdict(r.chosen)}")]
+        + _run_facts(r.chosen)[:1]
+        + _run_facts(r.chosen)[2:],
     )
-    _latency_table(con, [r.chosen], "the chosen plan's simulated latency")
+    _latency_table(
+        con,
+        [r.chosen],
+        "the chosen plan's simulated latency"
+        + ("; band: re-simulated at the profile's error band" if r.chosen.band else ""),
+    )
     (ttft_h, ttft), (tpot_h, tpot) = _column(r.targets, "ttft_s", "p99"), _column(r.targets, "tpot_s", "p90")
     rows = [
         [
@@ -357,7 +433,8 @@ def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
     ]
     print_table(
         con,
-        f"candidates simulated (of the analytic screen's {fmt_int(r.screen.candidates_evaluated)} configurations), best first",
+        f"candidates simulated (of the analytic screen's {fmt_int(r.screen.candidates_evaluated)} configurations), best first"
+        + ("; nominal step times (the band above is the chosen plan's)" if r.chosen.band else ""),
         [
             ("", "left"),
             ("configuration", "left"),
@@ -385,22 +462,42 @@ def render_comparison(con, r: Any, display_name: str) -> None:
             rows.append(["", g.gpu, _usd(g.usd_per_gpu_hour, 2), "no plan: " + (g.error or ""), "", "", "", "", ""])
             continue
         c = p.chosen
+        ttft, tpot = c.percentiles["ttft_s"], c.percentiles["tpot_s"]
         rows.append(
             [
                 "$" if g.cheapest else "",
                 g.gpu,
                 _usd(g.usd_per_gpu_hour, 2),
                 f"{c.describe()} ({_gpus(c.gpus)})",
-                _s(c.percentiles["ttft_s"].p99),
-                _s(c.percentiles["tpot_s"].p90),
+                _s(ttft.p99),
+                _s(tpot.p90),
                 f"{c.output_tokens_per_s_per_gpu:,.1f}",
                 f"{c.goodput_rps:,.3g}",
                 _usd(c.usd_per_million_output_tokens),
             ]
         )
+        if c.band is None:
+            continue
+        for end in ("low", "high"):
+            per_gpu = getattr(c, f"output_tokens_per_s_per_gpu_{end}")
+            goodput = getattr(c, f"goodput_rps_{end}")
+            rows.append(
+                [
+                    "",
+                    "",
+                    "",
+                    f"  band {end}",
+                    _s(getattr(ttft, f"p99_{end}_s")),
+                    _s(getattr(tpot, f"p90_{end}_s")),
+                    "-" if per_gpu is None else f"{per_gpu:,.1f}",
+                    "-" if goodput is None else f"{goodput:,.3g}",
+                    _usd(getattr(c, f"usd_per_million_output_tokens_{end}")),
+                ]
+            )
     print_table(
         con,
-        "the best plan on each GPU ($: cheapest per million output tokens)",
+        "the best plan on each GPU ($: cheapest per million output tokens; band low / high: each figure's "
+        "least and greatest, re-simulated at its profile's band)",
         [
             ("", "left"),
             ("GPU", "left"),
@@ -441,9 +538,28 @@ def csv_rows(r: Any) -> tuple[list, list[dict] | None]:
         ]
     said = _warnings(r.conventions)
     return r.frontier, [
-        {"chosen": f == r.chosen, "misses": " ".join(f.violates), "warnings": said if f == r.chosen else ""}
+        {
+            "chosen": f == r.chosen,
+            "misses": " ".join(f.violates),
+            "warnings": said if f == r.chosen else "",
+            **{name: getattr(r, name) if f == r.chosen else None for name in _ANALYTIC_BAND},
+        }
         for f in r.frontier
     ]
+
+
+#: The analytic plan's band columns (:func:`llm_cost.analyses.serving.band.with_analytic_band`),
+#: filled on the chosen configuration's CSV row.
+_ANALYTIC_BAND = (
+    "ttft_low_s",
+    "ttft_high_s",
+    "tpot_low_s",
+    "tpot_high_s",
+    "output_tokens_per_s_per_gpu_low",
+    "output_tokens_per_s_per_gpu_high",
+    "usd_per_million_output_tokens_low",
+    "usd_per_million_output_tokens_high",
+)
 
 
 def _warnings(conventions: list) -> str:
@@ -473,11 +589,25 @@ def _flat(run: Any) -> dict:
         "preemptions": run.preemptions,
         "violates": " ".join(run.violates),
     }
+    for name in ("goodput_rps", "output_tokens_per_s_per_gpu", "usd_per_million_output_tokens"):
+        row.update({f"{name}_low": getattr(run, f"{name}_low"), f"{name}_high": getattr(run, f"{name}_high")})
     for m, _ in METRICS:
+        stem = m[:-2]
         row[m] = getattr(run, m)
+        row.update({f"{stem}_low_s": getattr(run, f"{stem}_low_s"), f"{stem}_high_s": getattr(run, f"{stem}_high_s")})
         p = run.percentiles[m]
-        row.update({f"{m[:-2]}_p50_s": p.p50, f"{m[:-2]}_p90_s": p.p90, f"{m[:-2]}_p99_s": p.p99})
-        row.update({f"{m[:-2]}_{name}_s": v for name, v in p.more.items()})
+        for q in ("p50", "p90", "p99"):
+            row.update(
+                {
+                    f"{stem}_{q}_s": getattr(p, q),
+                    f"{stem}_{q}_low_s": getattr(p, f"{q}_low_s"),
+                    f"{stem}_{q}_high_s": getattr(p, f"{q}_high_s"),
+                }
+            )
+        row.update({f"{stem}_{name}_s": v for name, v in p.more.items()})
+        row.update({f"{stem}_{name}_low_s": v for name, v in p.more_low_s.items()})
+        row.update({f"{stem}_{name}_high_s": v for name, v in p.more_high_s.items()})
+    row["violates_at_slow_end"] = " ".join(run.violates_at_slow_end) if run.violates_at_slow_end is not None else None
     return row
 
 

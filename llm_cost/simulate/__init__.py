@@ -42,7 +42,7 @@ from llm_cost.simulate.results import (
     goodput_rps,
     summarize,
 )
-from llm_cost.simulate.steptime import StepTimer
+from llm_cost.simulate.steptime import ScaledTimer, StepTimer
 from llm_cost.simulate.workload import (
     ClosedLoop,
     Empirical,
@@ -96,6 +96,7 @@ __all__ = [
     "read_trace",
     "Request",
     "StepTimer",
+    "ScaledTimer",
 ]
 
 

@@ -18,6 +18,7 @@ once (about 80 us each for a dense 8B model).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 
 from llm_cost.core.types import Dtype
@@ -26,7 +27,7 @@ from llm_cost.perf.timemodel import TimeModel
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.step import SeqGroup, build_step
 
-__all__ = ["StepTimer", "bucket", "context_bucket", "same_context_bucket"]
+__all__ = ["StepTimer", "ScaledTimer", "bucket", "context_bucket", "same_context_bucket"]
 
 
 def bucket(tokens: int) -> int:
@@ -110,5 +111,40 @@ class StepTimer:
             compute_dtype=self.compute_dtype,
         )
         seconds = self.model.step_time(step, self.gpu, operators=False).time_s
+        self.cache[key] = seconds
+        return seconds
+
+
+class ScaledTimer(StepTimer):
+    """``base``'s step times, each multiplied by ``factor(decodes, decode_context, prefill_tokens,
+    prefill_cached, prefills)`` of the step's bucket (the key :meth:`StepTimer.seconds` memoises
+    on; a factor of 1 gives ``base``'s times exactly). Re-simulating a run with every step
+    ``factor`` times slower or faster carries a step-time error band through the scheduler's
+    queueing, which is not linear in step time (``llm_cost.analyses.simulated_serving``). Shares
+    ``base``'s memo of unscaled times, so that it times no step ``base`` has timed."""
+
+    def __init__(self, base: StepTimer, factor: Callable[[int, int, int, int, int], float]) -> None:
+        super().__init__(
+            base.spec, base.gpu, base.model, base.layout, base.weight_bits, base.kv_bits, base.compute_dtype
+        )
+        self.base, self.factor = base, factor
+
+    def seconds(
+        self, decodes: int, decode_context: int, prefill_tokens: int = 0, prefill_cached: int = 0, prefills: int = 0
+    ) -> float:
+        """``base``'s seconds of the step times the factor of its bucket."""
+        key = (
+            decodes,
+            context_bucket(decode_context) if decodes else 0,
+            max(bucket(prefill_tokens), prefills),
+            bucket(prefill_cached) if prefills else 0,
+            prefills,
+        )
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        seconds = self.base.seconds(decodes, decode_context, prefill_tokens, prefill_cached, prefills) * self.factor(
+            *key
+        )
         self.cache[key] = seconds
         return seconds

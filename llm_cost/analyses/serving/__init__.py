@@ -59,6 +59,7 @@ from llm_cost.analyses.serving.results import (
     SANE_TTFT_S,
     Candidate,
     ServePlan,
+    StepBand,
     Targets,
     Traffic,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "Targets",
     "Candidate",
     "ServePlan",
+    "StepBand",
     "plan",
     "evaluate",
     "CONCURRENCY_GRID",

@@ -116,6 +116,26 @@ COST_ALL_OUTPUT = "all GPU time charged to output tokens"
 
 
 @record
+class StepBand:
+    """How a run's error band was drawn (:func:`llm_cost.analyses.simulated_serving.with_band`; an analytic plan's: :func:`llm_cost.analyses.serving.band.with_analytic_band`, one shape, ``shapes`` 1): the profile whose held-out residuals
+    give it (``profile``, its ``engine``, ``kind`` fitted or transferred, the ``rows`` it or its
+    source was fitted on, the ``transfer`` widening), the least and greatest step-time factor of
+    the fast end (``fast_low``, ``fast_high``, below 1) and of the slow end (``slow_low``,
+    ``slow_high``, above 1) over the ``shapes`` step buckets the band's runs timed."""
+
+    profile: str
+    engine: str
+    kind: str
+    rows: int
+    transfer: float
+    fast_low: float
+    fast_high: float
+    slow_low: float
+    slow_high: float
+    shapes: int
+
+
+@record
 class ServePlan(Result):
     """``llm-cost serve``: the chosen configuration, the frontier, and how they were found.
     ``cost_convention``: how its dollar figures share GPU time (:data:`COST_SPLIT`)."""
@@ -155,3 +175,17 @@ class ServePlan(Result):
     conventions: list[Note] = field(default_factory=list)
     launch: Launch | None = None  # the engine command that runs it (``emit``)
     cost_convention: str = COST_SPLIT
+    # the chosen configuration's error band, scaled analytically
+    # (:func:`llm_cost.analyses.serving.band.with_analytic_band`; None: no profile band)
+    ttft_low_s: float | None = None
+    ttft_high_s: float | None = None
+    tpot_low_s: float | None = None
+    tpot_high_s: float | None = None
+    output_tokens_per_s_low: float | None = None
+    output_tokens_per_s_high: float | None = None
+    output_tokens_per_s_per_gpu_low: float | None = None
+    output_tokens_per_s_per_gpu_high: float | None = None
+    usd_per_million_output_tokens_low: float | None = None
+    usd_per_million_output_tokens_high: float | None = None
+    violates_at_slow_end: tuple[str, ...] | None = None  # the targets missed at the band's slow end
+    band: StepBand | None = None

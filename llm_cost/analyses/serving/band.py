@@ -1,0 +1,107 @@
+"""The error band of an analytic serving plan (``llm-cost serve --batch``, disaggregated alone,
+``analytic``): its chosen configuration's TTFT, TPOT, tokens/s and $/M scaled by the step-time
+factors of the profile's band (:func:`llm_cost.perf.calibrated.band_factors`).
+
+The simulated plan re-simulates at the band's ends, because queueing is not linear in step time
+(:func:`llm_cost.analyses.simulated_serving.with_band`); this analytic form scales linearly and
+says so: its queueing formulas are not re-evaluated at the band's ends."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from llm_cost.analyses.serving.results import ServePlan, StepBand
+from llm_cost.core.choices import ServingMode
+from llm_cost.core.notes import note
+from llm_cost.perf.calibrated import band_factors
+from llm_cost.perf.profile import Profile
+
+__all__ = ["with_analytic_band", "decode_shape", "prefill_shape"]
+
+
+def decode_shape(plan: ServePlan) -> tuple[int, int]:
+    """(batch, context) of the chosen configuration's typical decode step: its ``concurrency``
+    sequences per (decode) replica at the mean context of a decoding sequence, the prompt plus
+    half the output (``input_tokens + output_tokens // 2``)."""
+    return plan.chosen.concurrency, plan.input_tokens + plan.output_tokens // 2
+
+
+def prefill_shape(plan: ServePlan) -> tuple[int, int]:
+    """(batch, context) of the step a prompt is prefilled in: disaggregated, a prefill step of
+    ``prefill_batch`` prompts of ``input_tokens``; aggregated, the prompt's chunks ride in the
+    decode step (:func:`decode_shape`, whose context is the longer: the convention of
+    :func:`llm_cost.analyses.simulated_serving.step_shape` for a mixed step)."""
+    c = plan.chosen
+    if c.mode == ServingMode.DISAGGREGATED and c.prefill_batch is not None:
+        return c.prefill_batch, plan.input_tokens
+    return decode_shape(plan)
+
+
+def with_analytic_band(plan: ServePlan, profile: Profile | None) -> ServePlan:
+    """``plan`` with its chosen configuration's error band, analytic scaling: TTFT x the band
+    factors (:func:`~llm_cost.perf.calibrated.band_factors`: the profile's leave-one-out p10/p90
+    residuals, widened 2.5x when transferred and outside the fitted shapes) of
+    :func:`prefill_shape`, TPOT x those of :func:`decode_shape`; output tokens/s / the decode
+    factors (a slower step: fewer tokens/s) and $/M output x them (the low cost with the fast
+    end). The queueing formulas' nonlinearity (a slower server waits longer) is not re-evaluated:
+    a stated approximation (the note ``serve.analytic_band``). ``violates_at_slow_end``: each
+    target (a bound on the mean) the slow end misses. No profile, or one without held-out
+    residuals: the plan as it is, with the note ``serve.no_band``."""
+    decode = band_factors(profile, *decode_shape(plan)) if profile is not None else None
+    prefill = band_factors(profile, *prefill_shape(plan)) if profile is not None else None
+    if profile is None or decode is None or prefill is None:
+        return dataclasses.replace(plan, conventions=[*plan.conventions, note("serve.no_band", label=plan.time_model)])
+    ttft_high, tpot_high = plan.ttft_s * prefill.high, plan.tpot_s * decode.high
+    missed = tuple(
+        f"{name} mean"
+        for name, target, value in (
+            ("ttft_s", plan.ttft_target_s, ttft_high),
+            ("tpot_s", plan.tpot_target_s, tpot_high),
+        )
+        if target is not None and value > target
+    )
+    usd = plan.usd_per_million_output_tokens
+    batch, context = decode_shape(plan)
+    return dataclasses.replace(
+        plan,
+        ttft_low_s=plan.ttft_s * prefill.low,
+        ttft_high_s=ttft_high,
+        tpot_low_s=plan.tpot_s * decode.low,
+        tpot_high_s=tpot_high,
+        output_tokens_per_s_low=plan.output_tokens_per_s / decode.high,
+        output_tokens_per_s_high=plan.output_tokens_per_s / decode.low,
+        output_tokens_per_s_per_gpu_low=plan.output_tokens_per_s_per_gpu / decode.high,
+        output_tokens_per_s_per_gpu_high=plan.output_tokens_per_s_per_gpu / decode.low,
+        usd_per_million_output_tokens_low=usd * decode.low if usd is not None else None,
+        usd_per_million_output_tokens_high=usd * decode.high if usd is not None else None,
+        violates_at_slow_end=missed,
+        band=StepBand(
+            decode.profile,
+            decode.engine,
+            decode.kind,
+            decode.rows,
+            decode.transfer,
+            min(decode.low, prefill.low),
+            max(decode.low, prefill.low),
+            min(decode.high, prefill.high),
+            max(decode.high, prefill.high),
+            1 if prefill == decode else 2,
+        ),
+        conventions=[
+            *plan.conventions,
+            note(
+                "serve.analytic_band",
+                profile=decode.profile,
+                engine=decode.engine,
+                kind=decode.kind,
+                rows=decode.rows,
+                transfer=decode.transfer,
+                batch=batch,
+                context=context,
+                low=decode.low,
+                high=decode.high,
+                ttft_low=prefill.low,
+                ttft_high=prefill.high,
+            ),
+        ],
+    )
