@@ -118,6 +118,7 @@ def test_a_shipped_model_command_loads_only_what_it_uses():
         "llm_cost.api.serving",
         "llm_cost.api.memory",
         "llm_cost.specs.hub",
+        "llm_cost.specs.files",
         "rich.console",
     ]
     run = subprocess.run(
