@@ -13,6 +13,7 @@ merged into :data:`llm_cost.specs.hf.families.FAMILIES`."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -38,8 +39,17 @@ def _lfm2_ffn_width(c: _Config) -> int:
     if multiplier is None:
         c.ignore("block_multiple_of")
         return width
-    if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not multiplier > 0:
-        raise c.error("block_ffn_dim_multiplier", f"must be a number > 0 (got {multiplier!r})")
+    if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not 0 < multiplier < math.inf:
+        import json  # the value as config.json writes it: Infinity, NaN, "x"
+
+        raise c.error("block_ffn_dim_multiplier", f"must be a finite number > 0 (got {json.dumps(multiplier)})")
+    from llm_cost.specs.schema import MAX_WIDTH
+
+    if not multiplier * width <= MAX_WIDTH:  # 1e308 x the width is no float: int() would overflow
+        raise c.error(
+            "block_ffn_dim_multiplier",
+            f"= {multiplier:g} times the adjusted width {width} is above the largest MLP width, {MAX_WIDTH:,}",
+        )
     width = int(multiplier * width)
     multiple = c.int("block_multiple_of", 256)
     return multiple * ((width + multiple - 1) // multiple)
