@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 from llm_cost.analyses.calibration import calibrate, load_measurements, profile_yaml, transfer
 from llm_cost.core.types import Engine
 from llm_cost.perf.profile import build_profile_index, profile_index_source, profiles_dir
+from llm_cost.specs.files import read_yaml
 from llm_cost.specs.load import gpu_names, load_gpu
 
 DATA = Path(__file__).resolve().parent.parent / "llm_cost" / "data" / "measurements"
@@ -210,7 +211,16 @@ NEAREST = {
 }
 
 
+def held_out(files: list[str]) -> list[str]:
+    """The files among ``files`` marked ``held_out: true``: published checks kept out of every fit
+    (e.g. vllm-blog-fp8-kvcache-h100-long-context.yaml, issue 23's long-context check)."""
+    return [f for f in files if read_yaml(DATA / f).get("held_out") is True]
+
+
 def main() -> None:
+    listed = sorted({f for _, _, files, *_ in FITS.values() for f in files})
+    if held_out(listed):
+        raise SystemExit(f"held-out measurement files are listed in FITS: {', '.join(held_out(listed))}")
     out = profiles_dir()
     made = {}
     for name in ("h200", "a100"):
