@@ -4,7 +4,8 @@ time the libraries themselves take to import.
 Usage: python scripts/bench.py [--runs N] [--exe PATH] [--pin CPU]. Prints min and median wall time and the
 median CPU time per command, then the cold-start ratio: the median wall time of
 ``llm-cost params llama3-8b`` (and of ``llm-cost --help``) over that of
-``python -c "import typer, rich.table"``, the two run in turn, side by side, so a drift of the
+``python -c "import typer, rich.table"`` (run by the Python the timed script's ``#!`` line names, so
+an install in another venv is compared with its own Typer and Rich), the two run in turn, side by side, so a drift of the
 machine's speed touches both (issue 16: at most 1.3; issue 26: at most 1.1), and the ratio of their median CPU
 times, steadier where other work shares the machine.
 """

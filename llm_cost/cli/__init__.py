@@ -15,7 +15,8 @@ commands. ``llm_cost.cli.app`` is the whole app, every command registered, in th
 A start stays cheap because :func:`program.main` imports only the module of the command that is
 run and builds only that command (``--help`` lists stand-ins for the commands,
 :func:`program._listing`), and coerces its values without Typer's Pydantic adapters where it can
-(:mod:`llm_cost.cli.coercion`). A new command module (``serve``, say) needs nothing of its own for
+(:mod:`llm_cost.cli.coercion`); its exit leaves the run's objects to the process instead of
+collecting them (:func:`main`). A new command module (``serve``, say) needs nothing of its own for
 that: declare its commands with ``@app.command()``, import what a command computes with inside the
 command's function (a module's top level runs on every start of its commands), and list the module
 and its commands in :data:`COMMAND_MODULES`; the tests of ``tests/cli/test_cold_start.py`` then
