@@ -27,12 +27,16 @@ class ModelEntry:
 
 @record
 class GPUEntry:
-    """One shipped GPU with its headline datasheet figures."""
+    """One shipped GPU with its headline datasheet figures. ``memory_gb`` is the datasheet's
+    figure as printed ("80GB"); ``capacity_bytes`` the physical capacity deployments see (an
+    "80GB" H100 holds 80 GiB = 85,899,345,920 B; ``GPUSpec.capacity_bytes``), which ``fit`` and
+    ``serve`` size against."""
 
     name: str
     display_name: str
     aliases: list[str]
     memory_gb: float
+    capacity_bytes: int
     memory_bandwidth_tb_s: float
     bf16_dense_tflops: float | None
     fp8_dense_tflops: float | None
@@ -57,6 +61,8 @@ def _architecture(spec) -> str:
         parts.append(f"MoE {spec.moe.num_experts}e top-{spec.moe.num_experts_per_tok}")
     if spec.vision is not None:
         parts.append("vision tower")
+    if spec.audio is not None:
+        parts.append("audio tower")
     if spec.mtp is not None:
         parts.append("MTP")
     return ", ".join(parts)
@@ -93,6 +99,7 @@ def gpu_catalog() -> list[GPUEntry]:
                 g.display_name,
                 list(g.aliases),
                 g.memory_gb,
+                g.capacity_bytes,
                 g.memory_bandwidth_tb_s,
                 g.dense_tflops.get("bf16"),
                 g.dense_tflops.get("fp8"),

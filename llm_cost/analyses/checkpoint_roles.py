@@ -41,7 +41,11 @@ _VISION = (
     "vision.",
     "mm_projector.",
     "vision_embed",
+    "embed_vision.",  # Gemma 4's Gemma4MultimodalEmbedder of the vision tower
+    "patch_merge.",  # MiniMax-M3's MiniMaxM3VLPatchMerger
 )
+#: Gemma 4's audio encoder and its embedder (transformers models/gemma4/modeling_gemma4.py).
+_AUDIO = ("audio_tower.", "embed_audio.")
 _LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks|blk)\.(\d+|\*)\.")
 _SCALE = re.compile(r"(_scale_inv|weight_scale(_2)?|input_scale|_scale)$")
 #: Buffers some checkpoints store beside the parameters: rotary inverse frequencies.
@@ -145,6 +149,8 @@ def _role(name: str, layers: int) -> str:
             name = name[len(p) :]
     if name.startswith(_VISION):
         return "vision"
+    if name.startswith(_AUDIO):
+        return "audio"
     if name.startswith("mtp."):  # MTP layers kept apart (MiMo-V2's model.mtp.layers.*, Qwen3.5's mtp.*)
         return "mtp"
     m = _LAYER.search(name)
@@ -167,6 +173,8 @@ def described_role(structure: Structure, name: str, part: Part) -> str:
     """Role of a structure tensor."""
     if part == Part.VISION:
         return "vision"
+    if part == Part.AUDIO:
+        return "audio"
     if part in (Part.MTP, Part.MTP_COPY):
         return "mtp"
     return _role(name, structure.spec.num_hidden_layers)

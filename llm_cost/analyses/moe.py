@@ -127,7 +127,7 @@ def moe_analysis(
         raise InputError(f"tp: {tp} must be at least 1", fields=("tp",))
     bits = weight_bits_of(weight_bits, limit=True)
     s = build(spec)
-    main = [t for t in s.tensors if t.part in (Part.DECODER, Part.VISION) and t.stored]
+    main = [t for t in s.tensors if t.part in (Part.DECODER, Part.VISION, Part.AUDIO) and t.stored]
     experts = [t for t in main if t.group == TensorGroup.ROUTED_EXPERTS and t.kind == TensorKind.MATMUL]
     b = float(tensor_bits(bits, experts[0])) / 8  # bytes per routed-expert weight: what an expert GEMM reads
     non_routed_bytes = (

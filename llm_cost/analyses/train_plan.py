@@ -330,7 +330,7 @@ class _Evaluator:
             layout = Layout(tp, 1)
             layer = experts = first = last = 0.0
             for t in build(self.spec).tensors:
-                if t.part in (Part.VISION, Part.MTP_COPY) or not t.stored:
+                if t.part in (Part.VISION, Part.AUDIO, Part.MTP_COPY) or not t.stored:
                     continue
                 elements = float(t.total * tensor_share(self.spec, t, layout))
                 if t.layers and t.part == Part.DECODER:
@@ -669,6 +669,7 @@ def _plan(
         note("train_plan.mfu", tflops=gpu.peak_flops(dtype) / 1e12, dtype=dtype.value),
         note("train_plan.memory", reserve_gib=(gpu.capacity_bytes - best.memory.room_bytes) / 2**30),
         note("train_plan.band", band=band),
+        *([note("train_plan.moe_unchecked")] if spec.moe is not None else []),
         note("train_plan.left_out"),
     ]
     return TrainPlan(

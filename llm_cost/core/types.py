@@ -162,6 +162,9 @@ class TensorGroup(TextEnum):
     VISION_PATCH_EMBED = "vision.patch_embed"
     VISION_BLOCKS = "vision.blocks"
     VISION_MERGER = "vision.merger"
+    AUDIO_SUBSAMPLE = "audio.subsample"  # an audio encoder's convolutional sub-sampling and input projection
+    AUDIO_BLOCKS = "audio.blocks"
+    AUDIO_PROJECTION = "audio.projection"  # its output projection and the embedder into the decoder
 
 
 class Part(TextEnum):
@@ -169,6 +172,7 @@ class Part(TextEnum):
 
     DECODER = "decoder"
     VISION = "vision"
+    AUDIO = "audio"  # an audio encoder and its embedder (Gemma 4 E2B / E4B)
     MTP = "mtp"
     MTP_COPY = "mtp_copy"  # the embedding and LM head copies stored with MTP modules
 

@@ -70,7 +70,7 @@ def is_quantized(q: Quantization, t: Tensor) -> bool:
     """True when ``q`` stores tensor ``t`` in its quantized format (see the module docstring)."""
     if t.kind != TensorKind.MATMUL or t.group in _NEVER_QUANTIZED:
         return False
-    if t.part == Part.VISION:
+    if t.part in (Part.VISION, Part.AUDIO):  # the encoders: kept with the vision group
         return "vision" not in q.kept
     if t.part in (Part.MTP, Part.MTP_COPY):
         return "mtp" not in q.kept and ".block." in t.name and ".mlp.gate." not in t.name  # not the router
@@ -105,7 +105,7 @@ def checkpoint_bits(spec: ModelSpec) -> MixedBits:
     q = spec.quantization
     assert q is not None
     s = build(spec)
-    main = [t for t in s.tensors if t.part in (Part.DECODER, Part.VISION) and t.stored]
+    main = [t for t in s.tensors if t.part in (Part.DECODER, Part.VISION, Part.AUDIO) and t.stored]
     total_bits = sum((t.total * tensor_bits(MixedBits(Fraction(16), q), t) for t in main), Fraction(0))
     return MixedBits(total_bits / s.total_params, q)
 

@@ -44,11 +44,13 @@ from llm_cost.core.types import LayerKind, LayerType
 from llm_cost.core.units import to_bytes
 from llm_cost.model.kvshape import (
     indexer_key_bytes,
+    indexer_layers,
     kv_elements_per_token,
     kv_elements_per_token_per_layer,
     linear_state_elements,
     mamba_state_elements,
     short_conv_state_elements,
+    sparse_indexer,
 )
 from llm_cost.model.layers import LayerCounts, layer_counts
 from llm_cost.specs.schema import GQAAttention, KimiDeltaAttention, MLAAttention, ModelSpec
@@ -108,6 +110,9 @@ class KVResult(Result):
     per_gpu: PerGPU | None = None  # KV per token per GPU by pipeline stage
     per_gpu_sequence_bytes: list[list[int | Fraction]] | None = None  # [stage][context]: one sequence on one GPU
     all_gpus_bytes_per_token: int | Fraction | None = None  # summed over every GPU of a replica (KV heads replicated)
+    #: bytes one more token adds once every sliding window and attention chunk is full (the
+    #: full-attention layers alone); None when no layer has a window or chunk
+    bytes_per_token_past_windows: int | Fraction | None = None
 
 
 @lru_cache(maxsize=64)
@@ -132,9 +137,22 @@ def _state_layers(spec: ModelSpec, counts: LayerCounts) -> tuple[int, int]:
 def kv_bytes_per_token(spec: ModelSpec, bits: int = 16) -> int | Fraction:
     """KV bytes one token adds across all caching layers (below any sliding window)."""
     counts = _layer_counts(spec)
-    caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
     elements = sum(_owners(spec, counts, t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
-    return to_bytes(elements, bits) + caching * indexer_key_bytes(spec)
+    return to_bytes(elements, bits) + indexer_layers(spec, counts) * indexer_key_bytes(spec)
+
+
+def kv_bytes_per_token_past_windows(spec: ModelSpec, bits: int = 16) -> int | Fraction | None:
+    """KV bytes one more token adds once every sliding window and attention chunk is full: the
+    full-attention layers that own a cache (K/V, plus a lightning indexer's key), the slope of KV
+    bytes in context past the longest window. None when no softmax layer has a window or chunk
+    (then it equals :func:`kv_bytes_per_token`)."""
+    counts = _layer_counts(spec)
+    windowed = counts.mixer(LayerType.SLIDING_ATTENTION) + counts.mixer(LayerType.CHUNKED_ATTENTION)
+    if not windowed:
+        return None
+    full = LayerType.FULL_ATTENTION
+    elements = _owners(spec, counts, full) * kv_elements_per_token(spec, full)
+    return to_bytes(elements, bits) + counts.mixer(full) * indexer_key_bytes(spec)
 
 
 def _owners(spec: ModelSpec, counts: LayerCounts, layer_type: LayerType) -> int:
@@ -144,9 +162,9 @@ def _owners(spec: ModelSpec, counts: LayerCounts, layer_type: LayerType) -> int:
 
 
 def _indexer_bytes(spec: ModelSpec, counts: LayerCounts, context: int) -> int:
-    """Lightning-indexer key bytes of one sequence of ``context`` tokens (0 without DeepSeek Sparse
-    Attention): every full-attention layer keeps every token's key."""
-    return counts.mixer(LayerType.FULL_ATTENTION) * context * indexer_key_bytes(spec)
+    """Lightning-indexer key bytes of one sequence of ``context`` tokens (0 without an indexer):
+    every indexed layer (:func:`~llm_cost.model.kvshape.indexer_layers`) keeps every token's key."""
+    return indexer_layers(spec, counts) * context * indexer_key_bytes(spec)
 
 
 #: The softmax-attention layer types, which cache K/V per token.
@@ -227,6 +245,11 @@ def kv_cache(
             formula = f"2 x n_kv x d_head x bytes = 2 x {n_kv} x {d_h} x {bits / 8:g} B per token per layer"
         else:
             formula = f"n_kv x (d_head + d_v) x bytes = {n_kv} x ({d_h} + {d_v}) x {bits / 8:g} B per token per layer"
+        if att.indexer is not None:  # MiniMax-M3's block indexer
+            formula += (
+                f", + indexer key {indexer_key_bytes(spec)} B (bf16) on the "
+                f"{indexer_layers(spec, counts)} indexed layers"
+            )
         n_swa = spec.kv_heads_of(LayerType.SLIDING_ATTENTION)
         if n_swa != n_kv and counts.mixer(LayerType.SLIDING_ATTENTION):
             formula += f" (sliding layers: n_kv = {n_swa})"
@@ -290,7 +313,9 @@ def kv_cache(
         else:
             cap = {LayerType.SLIDING_ATTENTION: window, LayerType.CHUNKED_ATTENTION: chunk}.get(kind)
             per_kind = kv_elements_per_token(spec, kind)
-            per_bytes = to_bytes(per_kind, bits) + indexer_key_bytes(spec)
+            # an indexer key on every layer of the kind (DeepSeek); MiniMax-M3's sit on some full layers only
+            whole_kind = indexer_layers(spec, counts) == counts.of(LayerKind.SOFTMAX_ATTENTION)
+            per_bytes = to_bytes(per_kind, bits) + (indexer_key_bytes(spec) if whole_kind else 0)
             owners = _owners(spec, counts, kind)  # KV-shared layers (Gemma 4) cache nothing of their own
             if owners:
                 kinds.append(KVLayerKind(kind, owners, per_kind, per_bytes, cap, 0, 0, formula))
@@ -328,7 +353,10 @@ def kv_cache(
         conventions.append(note("kv.mamba_state"))
     if counts.mixer(LayerType.SHORT_CONV):
         conventions.append(note("kv.short_conv_state"))
-    if indexer_key_bytes(spec):
+    idx = sparse_indexer(spec)
+    if idx is not None and idx.kind == "minimax_m3":
+        conventions.append(note("kv.indexer_block", bytes=indexer_key_bytes(spec), layers=indexer_layers(spec, counts)))
+    elif idx is not None:
         conventions.append(note("kv.indexer", bytes=indexer_key_bytes(spec)))
     if chunk and counts.mixer(LayerType.CHUNKED_ATTENTION):
         conventions.append(note("kv.chunk", chunk=chunk))
@@ -360,4 +388,5 @@ def kv_cache(
         per_gpu=shards,
         per_gpu_sequence_bytes=sequence_bytes,
         all_gpus_bytes_per_token=all_gpus,
+        bytes_per_token_past_windows=kv_bytes_per_token_past_windows(spec, bits),
     )

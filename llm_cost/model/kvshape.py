@@ -7,7 +7,10 @@ state of a linear-attention layer (seed 000 §七, seed 003 §04-§05).
   models/mimo_v2_flash/modeling_mimo_v2_flash.py MiMoV2FlashAttention).
 * MLA: kv_lora_rank + qk_rope_head_dim (the latent c_KV and the decoupled RoPE key). With DeepSeek
   Sparse Attention each layer also keeps the indexer's key: D_i FP8 bytes and one fp32 scale per
-  128 of them, whatever the KV dtype (:func:`indexer_key_bytes`).
+  128 of them, whatever the KV dtype (:func:`indexer_key_bytes`). MiniMax-M3's block indexer keeps a
+  D_i-wide bf16 key on each of its sparse layers (vLLM vllm/models/minimax_m3/common/indexer.py
+  MiniMaxM3IndexerCache, indexer_kv_dtype "bf16" by default; transformers'
+  MiniMaxM3VLSparseCacheLayer keeps idx_keys in the activations' dtype).
 * Mamba-2: an SSM state of H x P x N (heads x head_dim x state size) per sequence per layer and a
   conv state of conv_dim x (kernel - 1), as vLLM's Mamba-2 cache holds them.
 * LFM2 short convolution: no per-token cache and no recurrent state; a conv state of
@@ -20,12 +23,16 @@ state of a linear-attention layer (seed 000 §七, seed 003 §04-§05).
 
 from __future__ import annotations
 
-from llm_cost.core.types import LayerType
-from llm_cost.specs.schema import MLAAttention, ModelSpec
+from typing import Protocol
+
+from llm_cost.core.types import LayerKind, LayerType
+from llm_cost.specs.schema import GQAAttention, MLAAttention, ModelSpec, SparseIndexer
 
 __all__ = [
     "INDEXER_SCALE_BLOCK",
     "indexer_key_bytes",
+    "indexer_layers",
+    "sparse_indexer",
     "kv_elements_per_token",
     "kv_elements_per_token_per_layer",
     "kv_elements_by_type",
@@ -40,15 +47,37 @@ __all__ = [
 INDEXER_SCALE_BLOCK = 128
 
 
-def indexer_key_bytes(spec: ModelSpec) -> int:
-    """Bytes one token adds to one layer's lightning-indexer key cache: D_i FP8 bytes plus 4 bytes
-    of fp32 scale per 128 elements (D_i = 128: 132 B, vLLM's "128 fp8 + 4 fp32 scale"); 0 without
-    DeepSeek Sparse Attention. Exact."""
+class _Counts(Protocol):
+    def of(self, kind: LayerKind) -> int: ...
+
+
+def sparse_indexer(spec: ModelSpec) -> SparseIndexer | None:
+    """The lightning indexer of ``spec``'s attention (DeepSeek Sparse Attention on MLA, MiniMax-M3's
+    on GQA), or None."""
     att = spec.attention
-    idx = att.indexer if isinstance(att, MLAAttention) else None
+    return att.indexer if isinstance(att, (MLAAttention, GQAAttention)) else None
+
+
+def indexer_key_bytes(spec: ModelSpec) -> int:
+    """Bytes one token adds to one indexed layer's lightning-indexer key cache: DeepSeek's D_i FP8
+    bytes plus 4 bytes of fp32 scale per 128 elements (D_i = 128: 132 B, vLLM's "128 fp8 + 4 fp32
+    scale"); MiniMax-M3's D_i bf16 elements (D_i = 128: 256 B); 0 without an indexer. Exact."""
+    idx = sparse_indexer(spec)
     if idx is None:
         return 0
+    if idx.kind == "minimax_m3":
+        return 2 * idx.index_head_dim
     return idx.index_head_dim + 4 * -(-idx.index_head_dim // INDEXER_SCALE_BLOCK)
+
+
+def indexer_layers(spec: ModelSpec, counts: _Counts) -> int:
+    """How many of the layers ``counts`` describes hold an indexer and its key cache: every softmax
+    layer (DeepSeek Sparse Attention), or the MoE layers only (MiniMax-M3's ``moe_layers_only``:
+    its sparse_attention_freq equals moe_layer_freq); 0 without an indexer."""
+    idx = sparse_indexer(spec)
+    if idx is None:
+        return 0
+    return counts.of(LayerKind.MOE) if idx.moe_layers_only else counts.of(LayerKind.SOFTMAX_ATTENTION)
 
 
 def kv_elements_per_token(spec: ModelSpec, layer_type: LayerType) -> int:

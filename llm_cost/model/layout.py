@@ -30,6 +30,7 @@ from llm_cost.core.units import exact, to_bytes
 from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.kvshape import (
     indexer_key_bytes,
+    indexer_layers,
     kv_elements_per_token,
     linear_state_elements,
     mamba_state_elements,
@@ -216,11 +217,12 @@ def tensor_share(spec: ModelSpec, t: Tensor, layout: Layout) -> Fraction:
 def tensor_layers_in_stage(spec: ModelSpec, t: Tensor, layout: Layout, stage: int) -> int:
     """How many copies of ``t`` (one per layer holding it) stage ``stage`` holds; tensors outside
     the blocks count 1 on the stage that holds them (embedding, vision tower: the first stage;
-    final norm, LM head, MTP modules: the last), 0 elsewhere."""
+    final norm, LM head, MTP modules: the last; an audio tower, as the vision tower, the first), 0
+    elsewhere."""
     if layout.pp == 1:  # one stage holds every tensor, each over all the layers that have it
         return max(t.layers, 1)
     last = layout.pp - 1
-    if t.part == Part.VISION or (t.layers == 0 and t.kind == TensorKind.LOOKUP):
+    if t.part in (Part.VISION, Part.AUDIO) or (t.layers == 0 and t.kind == TensorKind.LOOKUP):
         return max(t.layers, 1) if stage == 0 else 0
     if t.part in (Part.MTP, Part.MTP_COPY) or t.layers == 0:
         return max(t.layers, 1) if stage == last else 0
@@ -284,10 +286,9 @@ def per_gpu(
     kv = []
     for i in range(layout.pp):
         counts = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i))
-        caching = counts.of(LayerKind.SOFTMAX_ATTENTION)
         # KV-shared layers (Gemma 4; one stage: validate_layout) cache nothing of their own
         elements = sum((counts.mixer(t) - spec.kv_shared_count(t)) * on_gpu[t] for t in softmax)
-        kv.append(to_bytes(elements, kv_bits) + caching * indexer_key_bytes(spec))  # indexer keys: every GPU
+        kv.append(to_bytes(elements, kv_bits) + indexer_layers(spec, counts) * indexer_key_bytes(spec))  # every GPU
     return PerGPU(stage_layers(spec.num_hidden_layers, layout.pp), weights, experts, kv, heads, replication)
 
 
@@ -326,7 +327,7 @@ def stage_kv_bytes(spec: ModelSpec, layout: Layout, context: int, kv_bits: int =
                     elements += (n - spec.kv_shared_count(kind)) * per_token[kind] * kept[kind]
                 else:
                     elements += n * state.get(kind, 0)
-            full = counts.mixer(LayerType.FULL_ATTENTION)
-            by_mixers[mixers] = exact(elements * kv_bits / 8) + full * context * indexer_key_bytes(spec)
+            indexed = indexer_layers(spec, counts)
+            by_mixers[mixers] = exact(elements * kv_bits / 8) + indexed * context * indexer_key_bytes(spec)
         out.append(by_mixers[mixers])
     return out

@@ -32,13 +32,13 @@ __all__ = ["BreakdownRow", "ParamsResult", "count_params"]
 class BreakdownRow:
     """One row of the breakdown: a group of tensors, per block and across blocks."""
 
-    part: str  # decoder | vision | mtp
+    part: str  # decoder | vision | audio | mtp
     group: str
     label: str
     per_layer: int | None  # elements per block when every tensor of the row is in the same blocks
     layers: int | None  # how many blocks hold them (None: not per block, or varies)
     params: int
-    share: float  # of the main model's parameters (decoder + vision)
+    share: float  # of the main model's parameters (decoder + vision + audio)
 
 
 @record
@@ -52,6 +52,7 @@ class ParamsResult(Result):
     total_params: int
     decoder_params: int
     vision_params: int
+    audio_params: int  # the audio tower and its embedder (Gemma 4 E2B / E4B)
     n_gemm: int
     active_n_gemm: int
     params_without_input_embedding: int
@@ -127,6 +128,9 @@ def _label(spec: ModelSpec, group: str) -> str:
         "vision.patch_embed": "vision: patch embedding",
         "vision.blocks": "vision: blocks",
         "vision.merger": "vision: merger",
+        "audio.subsample": "audio: sub-sampling convolutions",
+        "audio.blocks": "audio: Conformer blocks",
+        "audio.projection": "audio: output projection and embedder",
         "mtp": "MTP modules (unique)",
     }.get(group, group)
 
@@ -140,7 +144,7 @@ def _rows(structure: Structure, total: int) -> list[BreakdownRow]:
         key = (t.part, t.group)
         if key not in keys:
             keys.append(key)
-    part_rank = {"decoder": 0, "vision": 1, "mtp": 2}
+    part_rank = {"decoder": 0, "vision": 1, "audio": 2, "mtp": 3}
     keys.sort(key=lambda k: (part_rank[k[0]], order.get(k[1], len(order))))
     rows = []
     for part, group in keys:
@@ -204,6 +208,7 @@ def count_params(
         total_params=total,
         decoder_params=s.decoder_params,
         vision_params=s.vision_params,
+        audio_params=s.audio_params,
         n_gemm=s.n_gemm,
         active_n_gemm=int(s.active_gemm),
         params_without_input_embedding=s.decoder_params - embedding,

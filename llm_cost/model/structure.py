@@ -23,15 +23,17 @@ from functools import cached_property, lru_cache
 from math import prod
 
 from llm_cost.core.records import record
-from llm_cost.core.types import LayerKind, LayerType, MlpType, Part, ShardRule, TensorKind
+from llm_cost.core.types import LayerKind, LayerType, MlpType, Part, ShardRule, TensorGroup, TensorKind
 from llm_cost.model.layers import layer_counts
 from llm_cost.specs.schema import (
+    Gemma4Audio,
     Gemma4Vision,
     Glm4vVision,
     GQAAttention,
     KimiDeltaAttention,
     LinearAttention,
     Llama4Vision,
+    MiniMaxM3Vision,
     MLAAttention,
     ModelSpec,
     MoonVitVision,
@@ -40,6 +42,7 @@ from llm_cost.specs.schema import (
     Qwen3Vision,
     Qwen25Vision,
     SiglipVision,
+    SparseIndexer,
     VisionTower,
 )
 
@@ -133,8 +136,8 @@ class Structure:
 
     @cached_property
     def total_params(self) -> int:
-        """Parameters of the main model: decoder plus vision tower (MTP reported apart)."""
-        return self._sum(Part.DECODER) + self._sum(Part.VISION)
+        """Parameters of the main model: decoder plus vision and audio towers (MTP reported apart)."""
+        return self._sum(Part.DECODER) + self._sum(Part.VISION) + self._sum(Part.AUDIO)
 
     @cached_property
     def decoder_params(self) -> int:
@@ -145,6 +148,11 @@ class Structure:
     def vision_params(self) -> int:
         """Parameters of the vision tower (0 if none)."""
         return self._sum(Part.VISION)
+
+    @cached_property
+    def audio_params(self) -> int:
+        """Parameters of the audio tower and its embedder (0 if none)."""
+        return self._sum(Part.AUDIO)
 
     @cached_property
     def mtp_params(self) -> int:
@@ -183,7 +191,7 @@ class Structure:
         return sum(t.total for t in self.tensors if t.part == Part.DECODER and t.group == "routed_experts")
 
     def tensors_of(self, part: Part = Part.DECODER) -> list[Tensor]:
-        """The tensors of one part (decoder, vision, mtp, mtp_copy)."""
+        """The tensors of one part (decoder, vision, audio, mtp, mtp_copy)."""
         return [t for t in self.tensors if t.part == part]
 
 
@@ -409,6 +417,20 @@ def _indexer(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> lis
     return t
 
 
+def _block_indexer(spec: ModelSpec, idx: SparseIndexer, layers: int, part: Part, kind: LayerKind) -> list[Tensor]:
+    """MiniMax-M3's lightning indexer on ``layers`` layers of ``kind`` (transformers
+    models/minimax_m3_vl/modeling_minimax_m3_vl.py MiniMaxM3VLIndexer): q_proj [d -> H_i D_i] and
+    k_proj [d -> D_i] without biases, from the hidden state (not a query latent as DeepSeek's wq_b);
+    q_norm and k_norm, RMSNorms of D_i (weights only); no weights_proj (the block score is a max over
+    the index heads). Replicated across TP, as DeepSeek's."""
+    d, H, D = spec.hidden_size, idx.index_n_heads, idx.index_head_dim
+    p, g = "layers.*.self_attn.indexer", "indexer"
+    t = _linear(f"{p}.q_proj", d, H * D, g, layers, False, part, kind, REP)
+    t += _linear(f"{p}.k_proj", d, D, g, layers, False, part, kind, REP)
+    t += [Tensor(f"{p}.{n}.weight", (D,), "norms", N, layers, part=part, layer_kind=kind) for n in ("q_norm", "k_norm")]
+    return t
+
+
 def _linear_attention(spec: ModelSpec, layers: int, part: Part) -> list[Tensor]:
     """The linear-attention mixer's tensors: Gated DeltaNet or Kimi Delta Attention."""
     if isinstance(spec.linear_attention, KimiDeltaAttention):
@@ -631,6 +653,10 @@ def _blocks(
             else:
                 sliding = attention_counts.get(LayerType.SLIDING_ATTENTION, 0)
                 t += _gqa(spec, att, softmax_layers, part, sliding, sliding_att=part == Part.MTP and sliding_mtp)
+            if att.indexer is not None and part == Part.DECODER:  # MiniMax-M3's block indexer
+                on_moe = att.indexer.moe_layers_only
+                n = mlp_counts.get(MlpType.MOE, 0) if on_moe else softmax_layers
+                t += _block_indexer(spec, att.indexer, n, part, MOE if on_moe else SOFTMAX)
     if attention_counts.get(LayerType.LINEAR_ATTENTION):
         t += _linear_attention(spec, attention_counts[LayerType.LINEAR_ATTENTION], part)
     if attention_counts.get(LayerType.MAMBA2):
@@ -1048,6 +1074,96 @@ def _gemma4_vision(v: Gemma4Vision, d_text: int) -> list[Tensor]:
     return t
 
 
+def _minimax_m3_vision(v: MiniMaxM3Vision, d_text: int) -> list[Tensor]:
+    """MiniMax-M3 vision tower, multi_modal_projector and patch_merge (transformers
+    models/minimax_m3_vl/modeling_minimax_m3_vl.py; see :class:`~llm_cost.specs.schema.MiniMaxM3Vision`).
+    Names as in the checkpoint (``model.vision_tower.vision_model``)."""
+    e, f, L, P, m = (
+        v.hidden_size,
+        v.intermediate_size,
+        v.num_hidden_layers,
+        v.projector_hidden_size,
+        v.spatial_merge_size,
+    )
+    p, vm = Part.VISION, "vision_tower.vision_model"
+    patch = (e, v.num_channels, v.temporal_patch_size, v.patch_size, v.patch_size)
+    t = [Tensor(f"{vm}.embeddings.patch_embedding.weight", patch, "vision.patch_embed", M, part=p)]  # bias=False
+    t += [Tensor(f"{vm}.pre_layrnorm.{n}", (e,), "vision.patch_embed", N, part=p) for n in ("weight", "bias")]
+    blk = f"{vm}.encoder.layers.*"
+    for norm in ("layer_norm1", "layer_norm2"):
+        t += [Tensor(f"{blk}.{norm}.{n}", (e,), "vision.blocks", N, L, part=p) for n in ("weight", "bias")]
+    for name, d_in, d_out in (
+        ("self_attn.q_proj", e, e),
+        ("self_attn.k_proj", e, e),
+        ("self_attn.v_proj", e, e),
+        ("self_attn.out_proj", e, e),
+        ("mlp.fc1", e, f),
+        ("mlp.fc2", f, e),
+    ):
+        t.append(Tensor(f"{blk}.{name}.weight", (d_out, d_in), "vision.blocks", M, L, part=p))
+        t.append(Tensor(f"{blk}.{name}.bias", (d_out,), "vision.blocks", B, L, part=p))
+    for prefix, d_in in (("multi_modal_projector", e), ("patch_merge", d_text * m * m)):
+        for name, a, b in (("linear_1", d_in, P), ("linear_2", P, d_text)):
+            t.append(Tensor(f"{prefix}.{name}.weight", (b, a), "vision.merger", M, part=p))
+            t.append(Tensor(f"{prefix}.{name}.bias", (b,), "vision.merger", B, part=p))
+    return t
+
+
+def _gemma4_audio(a: Gemma4Audio, d_text: int) -> list[Tensor]:
+    """Gemma 4 audio encoder + embedder (transformers models/gemma4/modeling_gemma4.py
+    Gemma4AudioModel, Gemma4MultimodalEmbedder; see :class:`~llm_cost.specs.schema.Gemma4Audio`).
+    Names as in the checkpoint (``model.audio_tower``, ``model.embed_audio``)."""
+    e, L, o, (c0, c1) = a.hidden_size, a.num_hidden_layers, a.output_proj_dims, a.subsampling_conv_channels
+    p, at = Part.AUDIO, "audio_tower"
+    sub, blocks, proj = TensorGroup.AUDIO_SUBSAMPLE, TensorGroup.AUDIO_BLOCKS, TensorGroup.AUDIO_PROJECTION
+    ssc = f"{at}.subsample_conv_projection"
+    t = [
+        # Gemma4AudioSubSampleConvProjectionLayer: Conv2d(bias=False), LayerNorm(bias=False)
+        Tensor(f"{ssc}.layer0.conv.weight", (c0, 1, 3, 3), sub, M, part=p),
+        Tensor(f"{ssc}.layer0.norm.weight", (c0,), sub, N, part=p),
+        Tensor(f"{ssc}.layer1.conv.weight", (c1, c0, 3, 3), sub, M, part=p),
+        Tensor(f"{ssc}.layer1.norm.weight", (c1,), sub, N, part=p),
+        Tensor(f"{ssc}.input_proj_linear.weight", (e, (c0 // 4) * c1), sub, M, part=p),
+    ]
+    blk = f"{at}.layers.*"
+    clipped = (
+        ("feed_forward1.ffw_layer_1", e, 4 * e),
+        ("feed_forward1.ffw_layer_2", 4 * e, e),
+        ("feed_forward2.ffw_layer_1", e, 4 * e),
+        ("feed_forward2.ffw_layer_2", 4 * e, e),
+        ("self_attn.q_proj", e, e),
+        ("self_attn.k_proj", e, e),
+        ("self_attn.v_proj", e, e),
+        ("self_attn.post", e, e),
+        ("lconv1d.linear_start", e, 2 * e),
+        ("lconv1d.linear_end", e, e),
+    )
+    for name, d_in, d_out in clipped:  # Gemma4ClippableLinear: .linear.weight, and four bounds when clipped
+        t.append(Tensor(f"{blk}.{name}.linear.weight", (d_out, d_in), blocks, M, L, part=p))
+        if a.use_clipped_linears:
+            for bound in ("input_min", "input_max", "output_min", "output_max"):
+                t.append(Tensor(f"{blk}.{name}.{bound}", (), blocks, O, L, part=p))
+    t.append(Tensor(f"{blk}.self_attn.relative_k_proj.weight", (e, e), blocks, M, L, part=p))  # a plain nn.Linear
+    t.append(Tensor(f"{blk}.self_attn.per_dim_scale", (a.head_dim,), blocks, O, L, part=p))
+    t.append(Tensor(f"{blk}.lconv1d.depthwise_conv1d.weight", (e, 1, a.conv_kernel_size), blocks, O, L, part=p))
+    for norm in (
+        "feed_forward1.pre_layer_norm",
+        "feed_forward1.post_layer_norm",
+        "feed_forward2.pre_layer_norm",
+        "feed_forward2.post_layer_norm",
+        "lconv1d.pre_layer_norm",
+        "lconv1d.conv_norm",
+        "norm_pre_attn",
+        "norm_post_attn",
+        "norm_out",
+    ):
+        t.append(Tensor(f"{blk}.{norm}.weight", (e,), blocks, N, L, part=p))
+    t.append(Tensor(f"{at}.output_proj.weight", (o, e), proj, M, part=p))
+    t.append(Tensor(f"{at}.output_proj.bias", (o,), proj, B, part=p))  # nn.Linear(..., bias=True)
+    t.append(Tensor("embed_audio.embedding_projection.weight", (d_text, o), proj, M, part=p))
+    return t
+
+
 def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
     """The tensors of a vision tower and its projector into the decoder's width ``d_text``."""
     if isinstance(v, Qwen2Vision):
@@ -1066,6 +1182,8 @@ def _vision(v: VisionTower, d_text: int) -> list[Tensor]:
         return _glm4v_vision(v)
     if isinstance(v, Gemma4Vision):
         return _gemma4_vision(v, d_text)
+    if isinstance(v, MiniMaxM3Vision):
+        return _minimax_m3_vision(v, d_text)
     return _pixtral(v, d_text)
 
 
@@ -1138,6 +1256,8 @@ def build(spec: ModelSpec) -> Structure:
         t.append(Tensor("lm_head.bias", (V,), "biases", B, shard=ShardRule.VOCAB))
     if spec.vision is not None:
         t += _vision(spec.vision, d)
+    if spec.audio is not None:
+        t += _gemma4_audio(spec.audio, d)
     if spec.mtp is not None:
         t += _mtp(spec)
     return Structure(spec, tuple(t))

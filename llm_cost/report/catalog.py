@@ -34,6 +34,7 @@ def render(con, entries: list) -> None:
                 e.name,
                 e.display_name,
                 f"{e.memory_gb:g}",
+                f"{e.capacity_bytes / 2**30:g}",
                 f"{e.memory_bandwidth_tb_s:g}",
                 f"{e.bf16_dense_tflops:g}" if e.bf16_dense_tflops else "-",
                 f"{e.fp8_dense_tflops:g}" if e.fp8_dense_tflops else "-",
@@ -47,7 +48,8 @@ def render(con, entries: list) -> None:
         [
             ("name", "left"),
             ("GPU", "left"),
-            ("memory GB", "right"),
+            ("datasheet memory GB", "right"),
+            ("capacity GiB", "right"),
             ("bandwidth TB/s", "right"),
             ("BF16 TFLOP/s", "right"),
             ("FP8 TFLOP/s", "right"),
@@ -55,7 +57,10 @@ def render(con, entries: list) -> None:
             ("aliases", "left"),
         ],
         rows,
-        caption="GB = 10^9 B, TB/s = 10^12 B/s; TFLOP/s without sparsity",
+        caption=(
+            'datasheet memory as printed (an "80GB" part holds 80 GiB); capacity GiB = 2^30 B, '
+            "what fit and serve size against; TB/s = 10^12 B/s; TFLOP/s without sparsity"
+        ),
     )
 
 

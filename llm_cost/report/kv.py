@@ -38,7 +38,13 @@ def render(con, r: KVResult, display_name: str, all_rows: bool = False) -> None:
             facts.append(
                 (f"{k.layer_type} ({k.layers} layers)", f"{bytes_exact(k.bytes_per_token)} per token per layer{cap}")
             )
-    facts.append(("per token (all caching layers)", bytes_exact(r.bytes_per_token)))
+    if r.bytes_per_token_past_windows is None:
+        facts.append(("per token (all caching layers)", bytes_exact(r.bytes_per_token)))
+    else:
+        facts.append(("per token, within every window", bytes_exact(r.bytes_per_token)))
+        facts.append(
+            ("per token, past the windows (full-attention layers)", bytes_exact(r.bytes_per_token_past_windows))
+        )
     if r.mha_bytes_per_token is not None:
         label = (
             "MHA equivalent per token (n_h heads x v_head_dim for K and for V)"

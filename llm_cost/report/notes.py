@@ -140,6 +140,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "sequence, at the KV dtype (engines often keep the SSM state in fp32)",
     "kv.indexer": "DeepSeek Sparse Attention: each attention layer also keeps the lightning indexer's key, "
     "{bytes} B per token (FP8 with one fp32 scale per 128 elements), whatever the KV dtype",
+    "kv.indexer_block": "MiniMax Sparse Attention: each of the {layers} sparse layers also keeps the lightning "
+    "indexer's key, {bytes} B per token (bf16: vLLM's MiniMaxM3IndexerCache default), whatever the KV dtype",
+    "attention.block_sparse": "MiniMax Sparse Attention: each query of a sparse layer attends to its top {blocks} "
+    "blocks of {block} keys and {local} local block(s), at most {keys:,} keys (an upper bound: a local block among "
+    "the top blocks makes it fewer); the lightning indexer scores every key it may see",
     "attention.sparse": "DeepSeek Sparse Attention: each query attends to at most index_topk = {topk:,} keys; the "
     "lightning indexer scores every key it may see",
     "kv.short_conv_state": "short-convolution state (LFM2): d x (kernel - 1) conv state per layer per sequence, "
@@ -357,6 +362,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "training efficiency is fitted on (llm_cost/data/measurements/training/published-runs.yaml); "
         "other software stacks run slower (MosaicML's 2023 H100 FSDP rows: 6-71% below the prediction)"
     ),
+    "train_plan.moe_unchecked": "MoE: every run the band is measured on is dense; the experts' all-to-all and "
+    "grouped GEMMs are predicted but unchecked, so the band understates the error (DeepSeek-V3, the one MoE run "
+    "with published GPU-hours, reports 2,664K H800 GPU-hours for 14.8T pre-training tokens with FP8 GEMMs and "
+    "DualPipe overlap, arXiv:2412.19437 Table 1; compare with --dtype fp8 --gpus 2048)",
     "train_plan.left_out": "left out: stragglers (Llama 3 saw 1-2% diurnal throughput swings), failures and "
     "restarts (Llama 3: 466 interruptions in 54 days, over 90% effective training time), checkpoint writes, "
     "data loading, the elementwise kernels between the GEMMs",

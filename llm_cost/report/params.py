@@ -34,9 +34,12 @@ def render(con, r: ParamsResult, display_name: str) -> None:
         rows,
     )
     facts = [("total parameters", f"{fmt_int(r.total_params)} ({fmt_params(r.total_params)})")]
-    if r.vision_params:
+    if r.vision_params or r.audio_params:
         facts.append(("  language model", fmt_int(r.decoder_params)))
+    if r.vision_params:
         facts.append(("  vision tower", fmt_int(r.vision_params)))
+    if r.audio_params:
+        facts.append(("  audio tower", fmt_int(r.audio_params)))
     facts.append(("N_gemm (matmul weights)", fmt_int(r.n_gemm)))
     if r.active_n_gemm != r.n_gemm:
         facts.append(("active N_gemm per token", fmt_int(r.active_n_gemm)))

@@ -48,13 +48,22 @@ def _verdict(w, best_mfu: float) -> str:  # noqa: ANN001 - a Reason
     return f"+{fmt_seconds(w.delta_step_s)} per step, most in {SHORT[w.term]} +{fmt_seconds(w.term_delta_s)}"
 
 
+def _global_batch(r: TrainPlan) -> str:
+    """The step's tokens, in binary millions where they are a whole number of them (``--global-batch
+    16M`` reads M as 2^20, as Llama 3's "16M tokens" batch is 2^24), and in sequences."""
+    tokens = f"{r.global_batch_tokens:,} tokens"
+    if r.global_batch_tokens % 2**20 == 0:
+        tokens += f" ({r.global_batch_tokens // 2**20:,} x 2^20)"
+    return f"{tokens} = {r.sequences_per_step:,} sequences of {r.seq:,}"
+
+
 def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
     """The plan's figures, the step's terms, the top layouts and why the best wins."""
     con.print(f"[bold]{display_name}: training plan for {r.tokens:,} tokens on {r.gpus:,} x {gpu_name}[/bold]")
     lay, m = r.layout, r.memory
     facts = [
         ("layout", f"[bold]{r.layout_label}[/bold]"),
-        ("global batch", f"{r.global_batch_tokens:,} tokens = {r.sequences_per_step:,} sequences of {r.seq:,}"),
+        ("global batch", _global_batch(r)),
         ("step time", f"{r.step_time_s:,.2f} s (±{r.error_band:.0%})"),
         ("MFU (6ND)", f"{pct(r.mfu)} {_range(*r.mfu_range)}"),
         ("MFU with attention", pct(r.mfu_with_attention)),

@@ -90,6 +90,51 @@ READ_GENERICALLY = "Read generically: not checked against a checkpoint of this f
 
 
 @spec
+class SparseIndexer(Spec):
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp inference/model.py
+    ``Indexer``; transformers models/deepseek_v32/modeling_deepseek_v32.py DeepseekV32Indexer, the
+    same in models/glm_moe_dsa). Per MLA layer: wq_b [q_lora_rank -> H_i D_i] from the query latent,
+    wk [d -> D_i], a LayerNorm k_norm (D_i weights and biases) and weights_proj [d -> H_i]. It keeps
+    one D_i-wide key per token, stored as FP8 with one fp32 scale per 128 elements (D_i + 4 D_i / 128
+    bytes: vLLM's and SGLang's indexer cache), scores every cached key (sum over H_i heads of
+    w_h relu(q_h . k)) and hands the index_topk best to the attention, which then sees at most
+    index_topk keys per query."""
+
+    index_n_heads: Heads = spec_field(description="H_i, indexer heads.")
+    index_head_dim: Width = spec_field(description="D_i, width of an indexer query head and of the cached key.")
+    index_topk: Positions = spec_field(description="Keys (blocks, with index_block_size) each query's attention keeps.")
+    kind: Literal["deepseek", "minimax_m3"] = spec_field(
+        default="deepseek",
+        description="deepseek: DeepSeek Sparse Attention's indexer on MLA layers (above); minimax_m3: MiniMax-M3's "
+        "block indexer on GQA layers (transformers models/minimax_m3_vl/modeling_minimax_m3_vl.py "
+        "MiniMaxM3VLIndexer: q_proj [d -> H_i D_i] from the hidden state, k_proj [d -> D_i], RMSNorm q_norm and "
+        "k_norm of D_i; the cached key in the KV dtype, vLLM's MiniMaxM3IndexerCache bf16 by default; each query "
+        "keeps its index_topk best blocks of index_block_size keys (a block scores the max over its keys and "
+        "the index heads) plus the init and local blocks).",
+    )
+    index_block_size: Positions = spec_field(default=1, description="Keys per selected block (1: single keys).")
+    index_init_blocks: SmallCount = spec_field(default=0, description="Leading blocks every query keeps.")
+    index_local_blocks: SmallCount = spec_field(default=0, description="Blocks ending at the query's own, always kept.")
+    moe_layers_only: bool = spec_field(
+        default=False,
+        description="The indexer (and its sparse attention) is on the MoE layers only; the dense layers attend "
+        "to every key (MiniMax-M3: sparse_attention_freq equals moe_layer_freq).",
+    )
+
+    def _check(self) -> None:
+        if self.kind == "deepseek" and (
+            self.index_block_size != 1 or self.index_init_blocks or self.index_local_blocks or self.moe_layers_only
+        ):
+            raise ValueError("DeepSeek Sparse Attention's indexer picks single keys on every layer")
+
+    @property
+    def keys_per_query(self) -> int:
+        """Most keys one query's sparse attention sees: (top-k + init + local) blocks of
+        index_block_size keys (an init or local block that is also among the top-k makes it fewer)."""
+        return (self.index_topk + self.index_init_blocks + self.index_local_blocks) * self.index_block_size
+
+
+@spec
 class GQAAttention(Spec):
     """Multi-head attention with n_kv key/value heads: MHA (n_kv = n_q), GQA, MQA (n_kv = 1).
 
@@ -155,7 +200,15 @@ class GQAAttention(Spec):
         "attention_k_eq_v); K (normed, rotated) and V (normed) differ and both are cached.",
     )
 
+    indexer: Optional[SparseIndexer] = spec_field(
+        default=None,
+        description="MiniMax-M3's block-sparse attention: the lightning indexer (kind minimax_m3) picking each "
+        "query's key blocks; null: dense attention.",
+    )
+
     def _check(self) -> None:
+        if self.indexer is not None and self.indexer.kind != "minimax_m3":
+            raise ValueError("attention.indexer on GQA layers is MiniMax-M3's (kind minimax_m3)")
         for key in ("num_key_value_heads", "sliding_num_key_value_heads", "global_num_key_value_heads"):
             n_kv = getattr(self, key)
             if n_kv is not None and self.num_attention_heads % n_kv:
@@ -175,22 +228,6 @@ class GQAAttention(Spec):
     def has_global_geometry(self) -> bool:
         """True when the full_attention layers differ from the others (Gemma 4)."""
         return self.global_head_dim is not None or self.global_num_key_value_heads is not None or self.global_k_eq_v
-
-
-@spec
-class SparseIndexer(Spec):
-    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp inference/model.py
-    ``Indexer``; transformers models/deepseek_v32/modeling_deepseek_v32.py DeepseekV32Indexer, the
-    same in models/glm_moe_dsa). Per MLA layer: wq_b [q_lora_rank -> H_i D_i] from the query latent,
-    wk [d -> D_i], a LayerNorm k_norm (D_i weights and biases) and weights_proj [d -> H_i]. It keeps
-    one D_i-wide key per token, stored as FP8 with one fp32 scale per 128 elements (D_i + 4 D_i / 128
-    bytes: vLLM's and SGLang's indexer cache), scores every cached key (sum over H_i heads of
-    w_h relu(q_h . k)) and hands the index_topk best to the attention, which then sees at most
-    index_topk keys per query."""
-
-    index_n_heads: Heads = spec_field(description="H_i, indexer heads.")
-    index_head_dim: Width = spec_field(description="D_i, width of an indexer query head and of the cached key.")
-    index_topk: Positions = spec_field(description="Keys each query's attention keeps.")
 
 
 @spec
@@ -221,6 +258,8 @@ class MLAAttention(Spec):
     def _check(self) -> None:
         if self.indexer is not None and not self.q_lora_rank:
             raise ValueError("attention.indexer reads the query latent, so q_lora_rank must be set")
+        if self.indexer is not None and self.indexer.kind != "deepseek":
+            raise ValueError("attention.indexer on MLA layers is DeepSeek Sparse Attention's (kind deepseek)")
 
 
 @spec
@@ -739,6 +778,88 @@ class Gemma4Vision(Spec):
     pooling_kernel_size: Small = spec_field(default=3, description="Patches pooled per side into one soft token.")
 
 
+@spec
+class MiniMaxM3Vision(Spec):
+    """The MiniMax-M3 vision tower and its two projectors (transformers
+    models/minimax_m3_vl/modeling_minimax_m3_vl.py MiniMaxM3VLVisionModel, MiniMaxM3VLMultiModalProjector,
+    MiniMaxM3VLPatchMerger).
+
+    Tower (CLIP-style, 3-D RoPE: no position table): patch_embedding, a Conv3d [e, C, T, p, p] without
+    bias; pre_layrnorm (a LayerNorm: weight and bias of e); per block layer_norm1 / layer_norm2
+    (LayerNorms), q/k/v/out_proj [e, e] with biases, mlp.fc1 [f, e] and fc2 [e, f] with biases; no
+    post-encoder norm. multi_modal_projector: linear_1 [P, e] and linear_2 [d, P], with biases (P =
+    projector_hidden_size). patch_merge: linear_1 [P, d m^2] over m x m merged patches and linear_2
+    [d, P], with biases."""
+
+    title = "MiniMax-M3"  # the tower's name in messages (a class attribute, not a field)
+    kind: Literal["minimax_m3_vl"] = "minimax_m3_vl"
+    hidden_size: Width = spec_field(description="e, tower width.")
+    intermediate_size: Width = spec_field(description="f, tower MLP width.")
+    num_hidden_layers: Layers = spec_field(description="Tower blocks.")
+    num_attention_heads: Heads = spec_field(description="Tower attention heads.")
+    num_channels: Small = spec_field(default=3, description="Input channels.")
+    patch_size: Small = spec_field(description="Patch edge in pixels.")
+    temporal_patch_size: Small = spec_field(default=2, description="Frames per patch.")
+    spatial_merge_size: Small = spec_field(default=2, description="m: patches merged per side by patch_merge.")
+    projector_hidden_size: Width = spec_field(description="P, hidden width of both projectors.")
+
+    def _check(self) -> None:
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads ({self.num_attention_heads})"
+            )
+
+
+@spec
+class Gemma4Audio(Spec):
+    """The Gemma 4 audio encoder and its embedder into the decoder (transformers
+    models/gemma4/modeling_gemma4.py Gemma4AudioModel, Gemma4MultimodalEmbedder): a USM-style
+    Conformer over log-mel frames.
+
+    Sub-sampling (Gemma4AudioSubSampleConvProjection): two Conv2d of kernel 3 x 3, stride 2, no bias
+    ([c0, 1, 3, 3] and [c1, c0, 3, 3]), each followed by a LayerNorm with a weight and no bias, then
+    input_proj_linear [e, (c0 // 4) c1] without bias (its input width as the modeling file computes
+    it). Each of the L Conformer blocks (Gemma4AudioLayer): two half-step feed-forwards
+    (ffw_layer_1 [4e, e], ffw_layer_2 [e, 4e], pre/post RMSNorms), chunked local self-attention
+    (q/k/v [e, e], post [e, e], relative_k_proj [e, e] without biases, per_dim_scale [e / heads]), a
+    light convolution (linear_start [2e, e], a depthwise causal Conv1d [e, 1, kernel] without bias,
+    linear_end [e, e], pre_layer_norm and conv_norm) and three RMSNorms (norm_pre_attn,
+    norm_post_attn, norm_out). With ``use_clipped_linears`` every Gemma4ClippableLinear (ten per
+    block: the feed-forwards' four, q/k/v/post, linear_start and linear_end; not relative_k_proj)
+    stores four scalar bounds: persistent buffers, so checkpoint elements. output_proj [o, e] with a
+    bias (nn.Linear(..., bias=True)). Embedder: embed_audio.embedding_projection [d_text, o] without
+    bias; its pre-projection RMSNorm has no scale. The sinusoidal relative positions have no weights."""
+
+    title = "Gemma 4 audio"  # the tower's name in messages (a class attribute, not a field)
+    kind: Literal["gemma4_audio"] = "gemma4_audio"
+    hidden_size: Width = spec_field(description="e, encoder width.")
+    num_hidden_layers: Layers = spec_field(description="Conformer blocks.")
+    num_attention_heads: Heads = spec_field(description="Attention heads (head width e / heads).")
+    subsampling_conv_channels: Annotated[tuple[Width, Width], Bounds(min_length=2, max_length=2)] = spec_field(
+        description="Output channels (c0, c1) of the two sub-sampling convolutions."
+    )
+    conv_kernel_size: Small = spec_field(default=5, description="Kernel of the depthwise causal convolution.")
+    output_proj_dims: Width = spec_field(description="o, width of output_proj (the embedder's input).")
+    use_clipped_linears: bool = spec_field(default=True, description="Each clippable linear stores four bounds.")
+
+    def _check(self) -> None:
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads "
+                f"({self.num_attention_heads}): Gemma4AudioAttention's head width is their quotient"
+            )
+        if self.subsampling_conv_channels[0] < 4:
+            raise ValueError(
+                f"subsampling_conv_channels[0] ({self.subsampling_conv_channels[0]}) must be at least 4: "
+                "input_proj_linear reads (c0 // 4) x c1 features"
+            )
+
+    @property
+    def head_dim(self) -> int:
+        """Width of one attention head (Gemma4AudioAttention: hidden_size // num_attention_heads)."""
+        return self.hidden_size // self.num_attention_heads
+
+
 #: A vision encoder with its projector (``ModelSpec.vision``), told apart by ``kind``.
 VisionTower = Union[
     Qwen2Vision,
@@ -750,6 +871,7 @@ VisionTower = Union[
     MoonVitVision,
     Glm4vVision,
     Gemma4Vision,
+    MiniMaxM3Vision,
 ]
 
 
@@ -832,7 +954,11 @@ class ModelSpec(Spec):
     vision: Optional[Annotated[VisionTower, DISCRIMINATED]] = spec_field(
         default=None,
         description="The vision encoder and its projector into the decoder, told apart by kind: qwen2_vl, "
-        "qwen2_5_vl, qwen3_vl, siglip_gemma3 (Gemma 3), llama4, pixtral (Mistral 3), gemma4_vision (Gemma 4).",
+        "qwen2_5_vl, qwen3_vl, siglip_gemma3 (Gemma 3), llama4, pixtral (Mistral 3), gemma4_vision (Gemma 4), "
+        "minimax_m3_vl (MiniMax-M3).",
+    )
+    audio: Optional[Gemma4Audio] = spec_field(
+        default=None, description="The audio encoder and its embedder into the decoder (Gemma 4 E2B / E4B)."
     )
     torch_dtype: Dtype = spec_field(default="bf16", description="The checkpoint's weight dtype.")
     quantization: Optional[Quantization] = spec_field(

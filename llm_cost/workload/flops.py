@@ -136,6 +136,17 @@ def forward_flops(
         conventions.append(note("mla.form", form=str(mla_form)))
         if spec.attention.indexer is not None:
             conventions.append(note("attention.sparse", topk=spec.attention.indexer.index_topk))
+    elif spec.attention.indexer is not None:  # MiniMax-M3's block-sparse attention
+        idx = spec.attention.indexer
+        conventions.append(
+            note(
+                "attention.block_sparse",
+                blocks=idx.index_topk,
+                block=idx.index_block_size,
+                local=idx.index_local_blocks + idx.index_init_blocks,
+                keys=idx.keys_per_query,
+            )
+        )
     return ForwardFlops(
         spec.name,
         batch,

@@ -74,9 +74,11 @@ from llm_cost.core.units import Number, exact
 from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.kvshape import (
     indexer_key_bytes,
+    indexer_layers,
     linear_state_elements,
     mamba_state_elements,
     short_conv_state_elements,
+    sparse_indexer,
 )
 from llm_cost.model.layers import LayerCounts, layer_counts
 from llm_cost.model.layout import (
@@ -372,6 +374,9 @@ class _Softmax:
     d_head: int | None = None
     #: layers that write their own K/V (Gemma 4's KV-shared layers only read an earlier layer's)
     writers: int | None = None
+    #: the layers' lightning indexer picks their keys (DeepSeek Sparse Attention, MiniMax-M3): ``cap``
+    #: is then the most keys a query keeps, and an indexer operator scores every key
+    indexed: bool = False
 
     @property
     def chunked(self) -> bool:
@@ -479,17 +484,27 @@ def _softmax_kinds(spec: ModelSpec, counts: LayerCounts, tp: int = 1) -> tuple[_
     """The softmax layer kinds (full, sliding, chunked) of a stage whose layers are ``counts``; a
     model with global geometry (Gemma 4) gives its full-attention kind its own heads at TP ``tp``."""
     att = spec.attention
+    idx = sparse_indexer(spec)
     caps = {
         LayerType.SLIDING_ATTENTION: att.sliding_window if isinstance(att, GQAAttention) else None,
         LayerType.CHUNKED_ATTENTION: att.attention_chunk_size if isinstance(att, GQAAttention) else None,
         # DeepSeek Sparse Attention: each query attends to the index_topk keys its indexer picks
-        LayerType.FULL_ATTENTION: att.indexer.index_topk if isinstance(att, MLAAttention) and att.indexer else None,
+        LayerType.FULL_ATTENTION: idx.index_topk if isinstance(att, MLAAttention) and idx else None,
     }
     out = []
     for t, n in counts.mixers.items():
         if not t.caches_kv:
             continue
         writers = n - spec.kv_shared_count(t) if spec.num_kv_shared_layers else None  # one stage: validate_layout
+        if idx is not None and t == LayerType.FULL_ATTENTION:
+            # the indexed layers keep at most keys_per_query keys (DeepSeek: index_topk; MiniMax-M3: (top-k +
+            # init + local) blocks); MiniMax-M3's dense layers (not MoE) attend to every key
+            indexed = indexer_layers(spec, counts)
+            if n - indexed:
+                out.append(_Softmax(t, n - indexed, None))
+            if indexed:
+                out.append(_Softmax(t, indexed, idx.keys_per_query, indexed=True))
+            continue
         if isinstance(att, GQAAttention) and att.has_global_geometry and t == LayerType.FULL_ATTENTION:
             out.append(_Softmax(t, n, caps.get(t), spec.heads_of(t)[1], writers))
         else:
@@ -515,6 +530,8 @@ def _attention_ops(
             pairs = sum(attention_pairs(g.new_tokens, g.cached, causal, cap) * g.count for g in groups)
             cached = sum(g.count * (min(g.cached, cap) if cap else g.cached) for g in groups)
         role, label = _SOFTMAX_OPS[kind.layer_type]
+        if kind.indexed and isinstance(plan.spec.attention, GQAAttention):  # MiniMax-M3
+            label = "block-sparse attention"
         ops.append(
             Operator(
                 f"{label} (QK^T + AV)",
@@ -535,21 +552,23 @@ def _attention_ops(
                 head_dim=max(plan.d_qk, plan.d_v),
             )
         )
-        if kind.layer_type == LayerType.FULL_ATTENTION and indexer_key_bytes(plan.spec):
+        if kind.indexed:
             ops.append(_indexer_op(plan.spec, layers, groups, causal))
     return ops
 
 
 def _indexer_op(spec: ModelSpec, layers: int, groups: Sequence[SeqGroup], causal: bool) -> Operator:
-    """DeepSeek Sparse Attention's lightning indexer on ``layers`` layers: every new token scores
-    every key it may see (all causal pairs, no top-k cap), 2 H_i (D_i + 1) FLOPs per (query, key)
+    """The lightning indexer on ``layers`` layers: every new token scores every key it may see (all
+    causal pairs, no top-k cap). DeepSeek Sparse Attention: 2 H_i (D_i + 1) FLOPs per (query, key)
     pair (H_i dot products of D_i, then the weighted sum over heads: DeepSeek-V3.2-Exp
-    inference/model.py Indexer); reads each sequence's cached indexer keys once and writes the new
-    tokens' keys (:func:`~llm_cost.model.kvshape.indexer_key_bytes` each). The top-k selection
-    itself is not counted. Replicated across TP, as its weights are."""
-    att = spec.attention
-    assert isinstance(att, MLAAttention) and att.indexer is not None
-    H, D = att.indexer.index_n_heads, att.indexer.index_head_dim
+    inference/model.py Indexer); MiniMax-M3: 2 H_i D_i (H_i dot products; the block and head maxima
+    are comparisons: transformers MiniMaxM3VLIndexer._block_bias). Reads each sequence's cached
+    indexer keys once and writes the new tokens' keys (:func:`~llm_cost.model.kvshape.indexer_key_bytes`
+    each). The top-k selection itself is not counted. Replicated across TP, as its weights are."""
+    idx = sparse_indexer(spec)
+    assert idx is not None
+    H, D = idx.index_n_heads, idx.index_head_dim
+    per_pair = 2 * H * D if idx.kind == "minimax_m3" else 2 * H * (D + 1)
     key = indexer_key_bytes(spec)
     pairs = sum(attention_pairs(g.new_tokens, g.cached, causal) * g.count for g in groups)
     tokens = sum(g.tokens for g in groups)
@@ -559,7 +578,7 @@ def _indexer_op(spec: ModelSpec, layers: int, groups: Sequence[SeqGroup], causal
         OpRole.SPARSE_INDEXER,
         "",
         layers,
-        2 * H * (D + 1) * pairs * layers,
+        per_pair * pairs * layers,
         kv_read_bytes=sum(g.count * g.cached for g in groups) * key * layers,
         kv_write_bytes=tokens * key * layers,
         batch=sum(g.count for g in groups),
@@ -670,7 +689,7 @@ def _vector_op(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: 
 
 def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) -> list[Operator]:
     """By the resident convention, the first stage reads every stored weight no other operator
-    reads: the decoder's whole embedding tables, and any vision tower as an operator of its own."""
+    reads: the decoder's whole embedding tables, and any vision or audio tower as an operator of its own."""
     tables = sum(
         (
             t.total * tensor_share(spec, t, layout) * tensor_bits(bits, t)
@@ -694,18 +713,18 @@ def _resident_op(spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction) 
             weight_bytes=exact(tables / 8),
         )
     ]
-    if vision:
-        ops.append(
-            Operator(
-                "vision tower (resident)",
-                OpKind.EMBEDDING,
-                OpRole.RESIDENT_WEIGHTS,
-                "vision",
-                1,
-                0,
-                weight_bytes=exact(vision / 8),
+    audio = sum(
+        (t.total * tensor_share(spec, t, layout) * tensor_bits(bits, t) for t in s.tensors_of(Part.AUDIO) if t.stored),
+        Fraction(0),
+    )
+    for name, group, held in (
+        ("vision tower (resident)", "vision", vision),
+        ("audio tower (resident)", "audio", audio),
+    ):
+        if held:
+            ops.append(
+                Operator(name, OpKind.EMBEDDING, OpRole.RESIDENT_WEIGHTS, group, 1, 0, weight_bytes=exact(held / 8))
             )
-        )
     return ops
 
 

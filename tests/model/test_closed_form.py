@@ -96,3 +96,33 @@ def test_kv_linear_in_context_and_batch(shape, a, b, batch):
 def test_sliding_window_caps_kv(window, context):
     spec = llama_like(window=window)
     assert kv_bytes(spec, context) == kv_bytes_per_token(spec) * min(context, window)
+
+
+def test_gpt_oss_120b_per_token_past_its_windows_is_the_full_attention_layers_alone():
+    """gpt-oss-120b (config.json: 36 layers alternating sliding 128 / full, 8 KV heads, head_dim 64):
+    past the 128-token window, one more token adds K and V in the 18 full-attention layers only,
+    18 x 2 x 8 x 64 x 2 B = 36,864 B, the slope of KV bytes in context; within the window all 36
+    layers add, 73,728 B."""
+    import llm_cost
+
+    r = llm_cost.kv("gpt-oss-120b", contexts=[4096, 8192])
+    assert r.bytes_per_token == 36 * 2 * 8 * 64 * 2
+    assert r.bytes_per_token_past_windows == 18 * 2 * 8 * 64 * 2
+    assert r.contexts[1].kv_bytes - r.contexts[0].kv_bytes == 4096 * r.bytes_per_token_past_windows
+
+
+def test_no_window_no_separate_past_window_figure():
+    """Llama-3-8B has no sliding layers: one per-token figure, 2 x 32 x 8 x 128 x 2 B = 131,072 B."""
+    import llm_cost
+
+    r = llm_cost.kv("llama3-8b", contexts=[1024])
+    assert r.bytes_per_token == 131_072 and r.bytes_per_token_past_windows is None
+
+
+def test_gpu_list_gives_the_physical_capacity_beside_the_datasheet_figure():
+    """The H100 SXM datasheet prints "80GB"; the part holds 80 GiB = 80 x 2^30 B, which fit and
+    serve size against (vLLM reads torch.cuda.mem_get_info, in bytes)."""
+    import llm_cost
+
+    rows = {e.name: e for e in llm_cost.catalog("gpus")}
+    assert rows["h100"].memory_gb == 80 and rows["h100"].capacity_bytes == 80 * 2**30

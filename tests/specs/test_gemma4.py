@@ -150,10 +150,14 @@ def test_absent_per_layer_width_takes_transformers_default():
     assert any(d.startswith("hidden_size_per_layer_input = 256 (absent;") for d in defaults)
 
 
-def test_an_audio_tower_is_refused():
+def test_an_audio_tower_is_read_with_transformers_defaults():
+    """An audio_config of only a width takes Gemma4AudioConfig's other defaults (transformers 5.24.0:
+    12 layers, 8 heads, channels [128, 32], kernel 5, output 1536, clipped linears); the towers are
+    counted in tests/specs/test_gemma4_audio.py."""
     cfg = {**_config(), "audio_config": {"model_type": "gemma4_audio", "hidden_size": 1024}}
-    with pytest.raises(SpecError, match="audio_config"):
-        hf_to_spec(cfg, "g/config.json")
+    spec, defaults = hf_to_spec(cfg, "g/config.json")
+    assert spec.audio is not None and spec.audio.num_hidden_layers == 12
+    assert any(d.startswith("audio_config.num_hidden_layers = 12 (absent;") for d in defaults)
 
 
 def test_without_layer_types_every_sixth_layer_is_full_and_the_last_one_too():

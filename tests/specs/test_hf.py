@@ -46,10 +46,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 48 checkpoints across the 43 families with fixtures."""
+    figure) have an exact total: 51 checkpoints across the 44 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 48
+    assert len(_exact()) == 51
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -395,6 +395,12 @@ KV = [
     # Gemma 4 E2B text: only the 15 layers before the 20 KV-shared ones cache, 12 sliding of 2 x 1 x 256
     # and 3 full of 2 x 1 x 512 elements, at 2 B
     ("gemma-4-e2b-it-text", 12 * 2 * 1 * 256 * 2 + 3 * 2 * 1 * 512 * 2),
+    # the whole E2B: the same language model (the vision and audio towers cache nothing)
+    ("gemma-4-e2b-it", 12 * 2 * 1 * 256 * 2 + 3 * 2 * 1 * 512 * 2),
+    # E4B: the 24 layers before the 18 KV-shared ones, 20 sliding of 2 x 2 x 256 and 4 full of 2 x 2 x 512, at 2 B
+    ("gemma-4-e4b-it", 20 * 2 * 2 * 256 * 2 + 4 * 2 * 2 * 512 * 2),
+    # MiniMax-M3: 60 layers of 2 x 4 x 128 x 2 B, + the lightning indexer's bf16 key of 128 on the 57 sparse layers
+    ("minimax-m3", 60 * 2 * 4 * 128 * 2 + 57 * 128 * 2),
 ]
 
 

@@ -132,7 +132,7 @@ def _closest(config: dict[str, Any]) -> str:
 
 
 #: Wrapper families whose language model's keys may sit under ``text_config``.
-_NESTED_TEXT = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llama4", "mistral3")
+_NESTED_TEXT = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "llama4", "mistral3", "minimax_m3_vl")
 
 
 def _reader(model_type: str):

@@ -272,14 +272,15 @@ DEPARTURES: dict[str, Departures] = {
     ),
     "gemma4": Departures(
         cite="transformers models/gemma4/modeling_gemma4.py (Gemma4ForConditionalGeneration): the Gemma 4 text "
-        "model of text_config, Gemma4VisionModel and Gemma4MultimodalEmbedder (llm_cost.specs.hf.gemma4)",
+        "model of text_config, Gemma4VisionModel, Gemma4AudioModel and their Gemma4MultimodalEmbedders "
+        "(llm_cost.specs.hf.gemma4)",
         qk_norm=True,
         act_keys=("hidden_activation", "hidden_act"),
         act_default="gelu_pytorch_tanh",
         norms_per_layer=4,
         window_every=6,
         declared_only=True,
-        extra_keys=GEMMA4_EXTRA_KEYS,
+        extra_keys=(*GEMMA4_EXTRA_KEYS, "audio_config"),
         extra=gemma4_blocks,
         vision="gemma4",
     ),

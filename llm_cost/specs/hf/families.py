@@ -25,6 +25,7 @@ from llm_cost.specs.hf.config import (
 )
 from llm_cost.specs.hf.generic import DEPARTURES, generic_family, generic_mapper
 from llm_cost.specs.hf.mimo import MIMO_FAMILIES
+from llm_cost.specs.hf.minimax_m3 import MINIMAX_M3_FAMILIES
 from llm_cost.specs.hf.new_kinds import NEW_KINDS, nemotron3_blocks, with_sparse_indexer
 
 
@@ -538,6 +539,7 @@ FAMILIES: dict[str, tuple[Callable[[_Config, _Family], dict[str, Any]], _Family]
 }
 FAMILIES.update(NEW_KINDS)  # the families of new layer kinds (specs.hf.new_kinds)
 FAMILIES.update(MIMO_FAMILIES)  # MiMo-V2 (specs.hf.mimo)
+FAMILIES.update(MINIMAX_M3_FAMILIES)  # MiniMax-M3 (specs.hf.minimax_m3)
 
 #: Legacy model_type names read by another family's mapping.
 ALIASES = {

@@ -26,8 +26,17 @@ with one full layer in six) with:
   their type (no k_proj, v_proj or k_norm; nothing cached), and with ``use_double_wide_mlp`` their
   MLP is twice as wide (Gemma4TextMLP).
 
-Not modelled, refused naming the key: the audio tower (``audio_config``) and fully bidirectional
-attention (``use_bidirectional_attention`` "all", which changes the window).
+* the Gemma 4 audio encoder and embedder of ``audio_config`` (:class:`~llm_cost.specs.schema.Gemma4Audio`,
+  the wrapper only: Gemma4ForCausalLM builds no audio tower). Its parameters and weight memory are
+  counted; what an audio clip costs (its soft tokens, the encoder's FLOPs) is not modelled, as for
+  every tower but Qwen2-VL's.
+
+Google's released E2B / E4B safetensors (google/gemma-4-E2B-it, -E4B-it) also serialize the
+KV-shared layers' k_proj, v_proj and k_norm, which transformers drops on load
+(Gemma4TextModel ``_keys_to_ignore_on_load_unexpected``): they are not counted (a note says so).
+
+Not modelled, refused naming the key: fully bidirectional attention (``use_bidirectional_attention``
+"all", which changes the window).
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ from llm_cost.core.errors import SpecError
 from llm_cost.core.types import LayerType
 from llm_cost.specs.hf.config import _Config
 
-__all__ = ["gemma4_blocks", "gemma4_vision", "refuse_unmodelled", "GEMMA4_EXTRA_KEYS"]
+__all__ = ["gemma4_blocks", "gemma4_vision", "gemma4_audio", "refuse_unmodelled", "GEMMA4_EXTRA_KEYS"]
 
 #: Keys Gemma4TextConfig reads from its kwargs rather than declaring as fields, and the vocabulary's
 #: spelling of top_k_experts that :func:`refuse_unmodelled` writes (a config's own is refused).
@@ -50,7 +59,7 @@ _CITE = "transformers models/gemma4/modeling_gemma4.py"
 
 def refuse_unmodelled(c: _Config) -> None:
     """SpecError naming the key for a Gemma 4 block this reading does not model (module docstring),
-    checked before anything is read: fully bidirectional attention, an audio tower.
+    checked before anything is read: fully bidirectional attention.
     With ``enable_moe_block`` the vocabulary reads ``top_k_experts`` as the top-k; without it the
     expert keys are dropped (no router or experts are built)."""
     if c.bool("enable_moe_block", False):
@@ -69,14 +78,16 @@ def refuse_unmodelled(c: _Config) -> None:
             "use_bidirectional_attention",
             "= 'all': bidirectional attention (its window becomes sliding_window // 2 + 1) is not modelled",
         )
-    if c.has("audio_config"):
-        raise c.error("audio_config", f"is set: the Gemma 4 audio tower and its embedder are not modelled ({_CITE})")
 
 
 def gemma4_blocks(c: _Config, out: dict[str, Any]) -> None:
     """The Gemma 4 departures of the fields :func:`~llm_cost.specs.hf.generic.read_generic` read
     (see the module docstring; :func:`refuse_unmodelled` has run first): the full-attention layers'
-    geometry, the stored layer scalars, the forced full last layer."""
+    geometry, the stored layer scalars, the forced full last layer; the wrapper's audio tower."""
+    if c.family == "gemma4":
+        audio = gemma4_audio(c, out)
+        if audio is not None:
+            out["audio"] = audio
     c.ignore("audio_config")
     ple = c.int("hidden_size_per_layer_input", 256, minimum=0) if c.known("hidden_size_per_layer_input") else 0
     if ple:  # Gemma4TextModel's per-layer embeddings
@@ -87,6 +98,11 @@ def gemma4_blocks(c: _Config, out: dict[str, Any]) -> None:
     shared = c.int("num_kv_shared_layers", 0, minimum=0) if c.known("num_kv_shared_layers") else 0
     if shared:
         out["num_kv_shared_layers"] = shared
+        c.notes.append(
+            f"the {shared} KV-shared layers have no k_proj, v_proj or k_norm of their own (Gemma4TextAttention); "
+            "Google's released safetensors still store them, and transformers ignores them on load "
+            "(_keys_to_ignore_on_load_unexpected): not counted"
+        )
         # Gemma4TextMLP: only the KV-shared layers double their MLP
         out["double_wide_shared_mlp"] = bool(c.bool("use_double_wide_mlp", False))
     else:
@@ -157,9 +173,59 @@ def gemma4_vision(c: _Config, out: dict[str, Any]):
         standardize=bool(v.bool("standardize", False, why)),
         pooling_kernel_size=v.int("pooling_kernel_size", 3, why),
     )
+    # google/gemma-4-E2B-it's vision_config writes global_head_dim 64 (= head_dim); Gemma4VisionConfig
+    # declares no such field and its attention is of head_dim: accepted when it equals head_dim
+    if v.has("global_head_dim") and v.int("global_head_dim") != kw["head_dim"]:
+        raise v.error(
+            "global_head_dim", f"must equal head_dim ({kw['head_dim']}): Gemma4VisionAttention has one head width"
+        )
+    v.ignore("global_head_dim")
     v.check_unplaced(frozenset({"global_head_dim", "num_global_key_value_heads", "layer_types", "num_kv_heads"}))
     c.ignore("vision_soft_tokens_per_image", "image_token_id", "video_token_id", "boi_token_id", "eoi_token_id")
     try:
         return Gemma4Vision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+
+
+def gemma4_audio(c: _Config, out: dict[str, Any]):
+    """The Gemma 4 audio encoder of the wrapper's ``audio_config`` (Gemma4AudioConfig defaults of
+    transformers 5.24.0 for absent keys), or None when audio_config is null or absent (Gemma4Model
+    then builds no audio tower: ``self.audio_tower = ... if config.audio_config is not None else None``).
+    The keys that set no weight shape (chunking, context, logit cap, clipping values) are read as inert."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import Gemma4Audio
+
+    raw = c.dict("audio_config")
+    if raw is None:
+        return None
+    a = _Config(raw, c.file, c.family, c.defaults, c.notes, prefix="audio_config.")
+    why = "absent; transformers 5.24.0 Gemma4AudioConfig default"
+    a.ignore("model_type", "hidden_act", "rms_norm_eps", "initializer_range", "torch_dtype", "dtype")
+    a.ignore("residual_weight", "attention_chunk_size", "attention_context_left", "attention_context_right")
+    a.ignore("attention_logit_cap", "attention_invalid_logits_value", "gradient_clipping", "num_mel_bins")
+    a.ignore("_name_or_path", "architectures")
+    channels = a.int_list("subsampling_conv_channels", [128, 32], minimum=1)
+    if len(channels) != 2:
+        raise a.error("subsampling_conv_channels", f"must list two channel counts (got {channels!r})")
+    kw = dict(
+        hidden_size=a.int("hidden_size", 1024, why),
+        num_hidden_layers=a.int("num_hidden_layers", 12, why),
+        num_attention_heads=a.int("num_attention_heads", 8, why),
+        subsampling_conv_channels=tuple(channels),
+        conv_kernel_size=a.int("conv_kernel_size", 5, why),
+        output_proj_dims=a.int("output_proj_dims", 1536, why),
+        use_clipped_linears=bool(a.bool("use_clipped_linears", True, why)),
+    )
+    if a.has("intermediate_size"):  # not a Gemma4AudioConfig key; Gemma4AudioFeedForward is 4 x hidden_size wide
+        if a.int("intermediate_size") != 4 * kw["hidden_size"]:
+            raise a.error(
+                "intermediate_size", f"must be 4 x hidden_size ({4 * kw['hidden_size']}): Gemma4AudioFeedForward"
+            )
+    a.check_unplaced()
+    c.ignore("audio_token_id", "boa_token_id", "eoa_token_id", "eoa_token_index")
+    try:
+        return Gemma4Audio.checked(**kw)
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: audio_config is invalid: {exc.errors()[0]['msg']}") from None
