@@ -22,7 +22,7 @@ from pathlib import Path
 
 from llm_cost.analyses.serving_runs import METRICS, RUNS_FILE, check_runs, load_experiments, workload_file_text
 from llm_cost.perf.calibrated import prediction_model
-from llm_cost.specs.load import read_yaml
+from llm_cost.specs.files import read_yaml
 
 
 def main() -> None:
