@@ -70,6 +70,7 @@ def test_e2b_total_is_the_model_and_google_s_file_adds_the_ignored_kv():
     assert ignored_kv == 18_880_512
     assert r.total_params + ignored_kv == CHECKPOINTS["gemma-4-e2b-it"]["checkpoint_tensor_elements"]
     assert r.total_params + ignored_kv == 5_123_178_979
+    assert r.kv_shared_unloaded_params == ignored_kv and r.checkpoint_params == 5_123_178_979
 
 
 def test_e4b_total_is_the_model_and_google_s_file_adds_the_ignored_kv():
@@ -85,6 +86,7 @@ def test_e4b_total_is_the_model_and_google_s_file_adds_the_ignored_kv():
     ignored_kv = 15 * (2 * 2 * 256 * 2560 + 256) + 3 * (2 * 2 * 512 * 2560 + 512)
     assert r.total_params + ignored_kv == CHECKPOINTS["gemma-4-e4b-it"]["checkpoint_tensor_elements"]
     assert r.total_params + ignored_kv == 7_996_157_418
+    assert r.kv_shared_unloaded_params == ignored_kv and r.checkpoint_params == 7_996_157_418
 
 
 def test_breakdown_rows_of_the_audio_tower():
