@@ -64,6 +64,9 @@ __all__ = [
     "experiment_engine",
     "workload_file_text",
     "kv_capacity_tokens",
+    "KvPool",
+    "replica_kv_pool",
+    "replica_kv_tokens",
     "vllm_time_model",
     "COMPILED_SOURCE",
     "run_experiment",
@@ -180,7 +183,28 @@ def experiment_engine(e: Experiment) -> EngineConfig:
     )
 
 
-def replica_kv_tokens(
+@record
+class KvPool(Result):
+    """One replica's KV block pool as the simulator holds it: ``tokens`` of attention KV in whole
+    blocks of ``block_tokens``, and ``state_blocks`` of those blocks that each running request's
+    fixed state takes (a hybrid model's linear-attention / Mamba recurrent and convolution state;
+    0 without one). Bytes are of the fullest GPU: ``block_bytes`` per block of attention KV,
+    ``state_bytes`` per sequence, ``budget_bytes`` the KV budget."""
+
+    tokens: int
+    block_tokens: int
+    state_blocks: int
+    block_bytes: int | Fraction
+    state_bytes: int | Fraction
+    budget_bytes: int | Fraction
+
+    @property
+    def blocks(self) -> int:
+        """Blocks of the pool."""
+        return self.tokens // self.block_tokens
+
+
+def replica_kv_pool(
     spec: ModelSpec,
     gpu: HardwareSpec,
     layout: Layout,
@@ -188,10 +212,19 @@ def replica_kv_tokens(
     policy: MemoryPolicy,
     weight_bits: int | Fraction = 16,
     kv_bits: int = 16,
-) -> int:
-    """Tokens one replica's KV cache holds, in whole blocks: the budget
-    :func:`~llm_cost.analyses.capacity.kv_room` leaves under ``policy`` (workspace for a step of
-    the engine's token budget and sequences) over the KV bytes of a block on the fullest GPU."""
+) -> KvPool:
+    """One replica's KV pool (:class:`KvPool`): the budget :func:`~llm_cost.analyses.capacity.kv_room`
+    leaves under ``policy`` (workspace for a step of the engine's token budget and sequences) over
+    the attention KV bytes of a block on the fullest GPU (:func:`~llm_cost.model.layout.stage_kv_bytes`
+    of a block less that of an empty sequence), floored to whole blocks; each sequence's fixed
+    state (``stage_kv_bytes`` at context 0) rounded up to whole blocks, held once per running
+    request, as vLLM V1's hybrid KV cache manager holds one page per request for each Mamba-type
+    layer group (``vllm/v1/kv_cache_interface.py`` ``MambaSpec.max_memory_usage_bytes``,
+    vllm-project/vllm @ bc8282e61df21719b12b391c3a976b1c900dfbb4). So ``tokens`` agrees with
+    ``fit``'s KV budget over its KV per token, and the sequences of s tokens it holds, blocks //
+    (ceil(s / block) + state blocks), with ``kv_room``'s max concurrency within a block's rounding
+    per sequence. Per stage the larger attention block and the larger state are taken (equal at
+    PP 1). A model with no attention KV at all (only fixed state) keeps one state per block."""
     block = engine.block_tokens
     room = kv_room(
         spec,
@@ -204,8 +237,29 @@ def replica_kv_tokens(
         step_tokens=engine.max_num_batched_tokens,
         step_sequences=engine.max_num_seqs,
     )
-    per_block = max(stage_kv_bytes(spec, layout, block, kv_bits))
-    return int(room.kv_budget_bytes // per_block) * block
+    full = stage_kv_bytes(spec, layout, block, kv_bits)
+    empty = stage_kv_bytes(spec, layout, 0, kv_bits)
+    per_block = max(f - e for f, e in zip(full, empty))
+    state = max(empty)
+    budget = room.kv_budget_bytes
+    if per_block <= 0:  # only fixed state: a block per sequence's state, as before
+        per_block, state = max(full), 0
+    blocks = max(0, int(budget // per_block))
+    state_blocks = int(-(-state // per_block)) if state > 0 else 0
+    return KvPool(blocks * block, block, state_blocks, per_block, state, budget)
+
+
+def replica_kv_tokens(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    layout: Layout,
+    engine: EngineConfig,
+    policy: MemoryPolicy,
+    weight_bits: int | Fraction = 16,
+    kv_bits: int = 16,
+) -> int:
+    """Tokens of attention KV one replica's cache holds, in whole blocks (:func:`replica_kv_pool`)."""
+    return replica_kv_pool(spec, gpu, layout, engine, policy, weight_bits, kv_bits).tokens
 
 
 def kv_capacity_tokens(e: Experiment, block_tokens: int = 16) -> int:

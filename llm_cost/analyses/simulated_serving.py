@@ -41,7 +41,7 @@ from llm_cost.analyses.capacity import MemoryPolicy
 from llm_cost.analyses.launch import Launch
 from llm_cost.analyses.serving import COST_ALL_OUTPUT, SANE_TTFT_S, Candidate, ServePlan, StepBand
 from llm_cost.analyses.serving.search import pcie_note
-from llm_cost.analyses.serving_runs import replica_kv_tokens
+from llm_cost.analyses.serving_runs import replica_kv_pool
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
@@ -88,12 +88,17 @@ __all__ = [
     "describe",
     "PER_LAYOUT",
     "PLAN_REQUESTS",
+    "STEADY_ROUNDS",
 ]
 
 #: Candidates simulated per replica layout and count.
 PER_LAYOUT = 3
 #: Requests each planner candidate's simulation runs (one configuration runs the caller's count).
 PLAN_REQUESTS = 400
+#: Rounds of its users a saturated candidate runs at least (its requests raised to this many
+#: times its concurrency): the warm-up, a steady round its throughput is measured over
+#: (:func:`llm_cost.simulate.results.steady_window`), the drain.
+STEADY_ROUNDS = 3
 
 
 @record
@@ -130,12 +135,18 @@ class ServeRun(Result):
     Means and ``percentiles`` (``ttft_s``, ``tpot_s``, ``itl_s``, ``e2e_s``, each P50/P90/P99) are
     over every completed request (ITL: over every gap between output tokens); ``goodput_rps``
     the deployment's requests/s that meet every target (DistServe); rates are the deployment's
-    (``replicas`` x one replica's). ``violates`` lists each target missed (``ttft_s p99``) and
+    (``replicas`` x one replica's), measured over the run's steady window (from the completion that
+    ends the warm-up to the last completion at or before the last request is issued:
+    :func:`llm_cost.simulate.results.steady_window`; the whole run's in
+    ``simulation.summary``, which counts the warm-up and the drain), as are ``goodput_rps``,
+    ``throughput_rps``, ``output_tokens_per_s``, the dollar figures and ``running_mean`` /
+    ``waiting_mean``; a run too short for the window (fewer than 10 completions in it) reports
+    the whole run's. ``violates`` lists each target missed (``ttft_s p99``) and
     ``rejected`` when a request was refused. ``usd_per_million_output_tokens``: the deployment's
     GPU time over the output tokens served, all of it charged to output tokens (prompts are not
     priced apart: ``cost_convention``). Engine figures are one replica's time averages:
     ``running_mean`` (the occupancy), ``waiting_mean``, ``kv_use_mean`` / ``kv_use_max``
-    (fraction of KV blocks), ``preemptions``. ``candidate`` is the analytic screen's configuration
+    (fraction of KV blocks, over the whole run), ``preemptions``. ``candidate`` is the analytic screen's configuration
     it simulates (None for one configuration given)."""
 
     model: str
@@ -308,7 +319,8 @@ def run_configuration(
     band: bool = False,
 ) -> ServeRun:
     """Simulate ``replicas`` x ``layout`` serving ``traffic`` (module docstring); the KV cache holds
-    what ``policy`` leaves after the weights (:func:`~llm_cost.analyses.serving_runs.replica_kv_tokens`).
+    what ``policy`` leaves after the weights, a hybrid model's per-sequence state held once per running
+    request (:func:`~llm_cost.analyses.serving_runs.replica_kv_pool`).
     ``band``: with its error band (:func:`with_band`, two more simulations). InputError when no KV
     block fits, or for an invalid workload or engine setting."""
     if band:
@@ -323,8 +335,9 @@ def run_configuration(
 
         return with_band(again(timer), again, timer, time_model)
     goals = dict(targets or {})
-    tokens = replica_kv_tokens(spec, gpu, layout, engine, policy, weight_bits, kv_bits)
-    if tokens < engine.block_tokens:
+    pool = replica_kv_pool(spec, gpu, layout, engine, policy, weight_bits, kv_bits)
+    tokens = pool.tokens
+    if tokens < engine.block_tokens * (1 + pool.state_blocks):
         raise InputError(
             f"layout: {gpu.name} x {layout.gpus} leaves no room for a KV block after {spec.name}'s weights; give "
             "more GPUs (layout) or a smaller weights_dtype",
@@ -338,6 +351,7 @@ def run_configuration(
         time_model,
         layout,
         kv_capacity_tokens=tokens,
+        sequence_state_blocks=pool.state_blocks,
         weight_bits=weight_bits,
         kv_bits=kv_bits,
         compute_dtype=compute_dtype,
@@ -351,12 +365,16 @@ def run_configuration(
             raise too_long
     span = s.end_s - s.start_s
     gpus = replicas * layout.gpus
-    out_per_s = s.output_tokens_per_s * replicas
+    steady = result.steady  # rates over the steady window (warm-up and drain left out), else the run's
+    served_rps = steady.throughput_rps if steady else s.throughput_rps
+    out_per_s = (steady.output_tokens_per_s if steady else s.output_tokens_per_s) * replicas
+    running = steady.running_mean if steady else result.running_mean
+    waiting = steady.waiting_mean if steady else result.waiting_mean
     usd_m = usd_req = None
     if usd_per_gpu_hour is not None and out_per_s > 0:
         usd_per_s = usd_per_gpu_hour * gpus / 3600
         usd_m = usd_per_s / out_per_s * 1e6
-        usd_req = usd_per_s / (s.throughput_rps * replicas)
+        usd_req = usd_per_s / (served_rps * replicas)
     rate = offered_rps(traffic)
     return ServeRun(
         spec.name,
@@ -380,14 +398,14 @@ def run_configuration(
         {m: _percentiles(getattr(s, m), goals.get(m)) for m in METRICS},
         goals,
         _violations(result, goals),
-        goodput_rps(result.requests, goals, span) * replicas,
-        s.throughput_rps * replicas,
+        goodput_rps(result.requests, goals, span, steady) * replicas,
+        served_rps * replicas,
         out_per_s,
         out_per_s / gpus,
         s.requests * replicas,
         s.rejected * replicas,
-        result.running_mean,
-        result.waiting_mean,
+        running,
+        waiting,
         result.kv_use_mean,
         result.kv_use_max,
         result.preemptions,
@@ -849,7 +867,9 @@ def plan_on_simulation(
 
             def closed(c: Candidate, cap: int, replicas: int = replicas) -> Workload:
                 e2e = c.ttft_s + c.tpot_s * (c.output_tokens_per_s / max(c.requests_per_s, 1e-9) - 1)
-                return _closed_loop(traffic, cap * replicas, requests * replicas, e2e)
+                # at least STEADY_ROUNDS rounds of the users, so the steady window holds one
+                each = max(requests, STEADY_ROUNDS * cap)
+                return _closed_loop(traffic, cap * replicas, each * replicas, e2e)
 
             mine = [run(layout, replicas, c, closed(c, c.concurrency)) for c in _picks(group)]
             runs += mine

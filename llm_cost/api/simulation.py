@@ -57,7 +57,7 @@ def simulate_serving(
     workspace and the runtime reserve. Steps are timed by ``profile`` if given, else by vLLM's
     time model for the GPU (:func:`llm_cost.analyses.serving_runs.vllm_time_model`).
     Deterministic for ``seed``; InputError naming the argument."""
-    from llm_cost.analyses.serving_runs import replica_kv_tokens, vllm_time_model
+    from llm_cost.analyses.serving_runs import replica_kv_pool, vllm_time_model
     from llm_cost.model.layout import ONE_GPU
     from llm_cost.simulate import SharedPrefix
     from llm_cost.simulate import simulate as run
@@ -97,8 +97,9 @@ def simulate_serving(
     where = choices.layout_of(layout) or ONE_GPU
     bits, kv = choices.weight_bits(spec, weights_dtype), choices.kv_dtype_of(kv_dtype).bits
     policy = choices.memory_policy(gpu_memory_utilization=gpu_memory_utilization)
-    tokens = replica_kv_tokens(spec, g, where, config, policy, bits, kv)
-    if tokens < config.block_tokens:
+    pool = replica_kv_pool(spec, g, where, config, policy, bits, kv)
+    tokens = pool.tokens
+    if tokens < config.block_tokens * (1 + pool.state_blocks):
         raise InputError(
             f"gpu: {g.name} x {where.gpus} leaves no room for a KV block after {spec.name}'s weights; give more "
             "GPUs (layout) or a smaller weights_dtype",
@@ -115,6 +116,7 @@ def simulate_serving(
         model_,
         where,
         kv_capacity_tokens=tokens,
+        sequence_state_blocks=pool.state_blocks,
         weight_bits=bits,
         kv_bits=kv,
         compute_dtype=compute,

@@ -34,6 +34,8 @@ FLAGS: dict[str, str] = {
     "users": "--workload",
     "kv_capacity_tokens": "--gpu-memory-utilization",
     "kv_blocks": "--gpu-memory-utilization",
+    "state_blocks": "--gpu-memory-utilization",
+    "sequence_state_blocks": "--gpu-memory-utilization",
     "block_tokens": "--engine",
     "long_prefill_token_threshold": "--chunk",
     "contexts": "--context",

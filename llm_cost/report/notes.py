@@ -295,7 +295,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             if p["replicas"] > 1
             else "one replica"
         )
-        + "; percentiles linear between order statistics; goodput: requests/s meeting every target (DistServe)"
+        + "; percentiles linear between order statistics; goodput: requests/s meeting every target (DistServe); "
+        "rates (served, goodput, tokens/s, $) and occupancy over the steady window, from the completion ending the "
+        "warm-up (the first; a closed loop's users-th) to the last one before the last request is sent (warm-up and "
+        "drain left out; the whole run's rates are in the JSON's simulation.summary)"
     ),
     "serve.simulated_plan": lambda p: (
         f"plan: the analytic search screens the configurations; {p['simulated']} runs of its aggregated frontier "
@@ -308,8 +311,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             else "each layout from the fewest replicas the screen says carry the rate, doubled until the targets "
             "hold, then bisected to the fewest that meet them, up to the GPU budget"
         )
-        + f"), {p['requests']:,} requests per replica, and ranked on their simulated distributions against the "
-        "targets"
+        + f"), {p['requests']:,} requests per replica"
+        + (" (at least 3 rounds of its users: warm-up, a steady round, drain)" if p.get("qps") is None else "")
+        + ", and ranked on their simulated distributions against the targets"
     ),
     "serve.pcie_tp": lambda p: (
         f"tensor parallelism over PCIe: {p['gpu']} has no GPU-to-GPU link, so TP {p['tp']} runs its all-reduces "

@@ -311,6 +311,16 @@ ENGINE_SETTINGS = {
 }
 
 
+def _state(r: Any) -> str:
+    """A hybrid model's fixed per-sequence state, in the cache's tokens (empty without one)."""
+    sim = r.simulation
+    if not sim.state_blocks_per_sequence:
+        return ""
+    return (
+        f" (each running sequence's fixed state takes {fmt_int(sim.state_blocks_per_sequence * sim.block_tokens)} more)"
+    )
+
+
 def _preemptions(r: Any) -> str:
     """The engine's preemptions, or why it has none (TensorRT-LLM's GUARANTEED_NO_EVICT reserves
     each request's whole length at admission)."""
@@ -347,7 +357,7 @@ def _run_facts(r: Any) -> list[tuple[str, str]]:
         (
             "engine (one replica)",
             f"{r.running_mean:,.1f} sequences running and {r.waiting_mean:,.1f} waiting on average; KV cache "
-            f"{fmt_int(r.kv_capacity_tokens)} tokens, {r.kv_use_mean:.0%} used on average, {r.kv_use_max:.0%} at most; "
+            f"{fmt_int(r.kv_capacity_tokens)} tokens{_state(r)}, {r.kv_use_mean:.0%} used on average, {r.kv_use_max:.0%} at most; "
             f"{_preemptions(r)}; prefix-cache hits {r.prefix_hit_rate:.0%} of prompt tokens",
         ),
     ]

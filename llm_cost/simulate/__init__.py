@@ -37,9 +37,11 @@ from llm_cost.simulate.results import (
     Distribution,
     RequestTimes,
     SimResult,
+    Steady,
     Summary,
     Target,
     goodput_rps,
+    steady_window,
     summarize,
 )
 from llm_cost.simulate.steptime import ScaledTimer, StepTimer
@@ -75,6 +77,7 @@ __all__ = [
     "vllm_defaults",
     "SimResult",
     "Summary",
+    "Steady",
     "Distribution",
     "RequestTimes",
     "Target",
@@ -129,6 +132,7 @@ def simulate(
     layout: Layout = ONE_GPU,
     *,
     kv_capacity_tokens: int,
+    sequence_state_blocks: int = 0,
     weight_bits: int | Fraction = 16,
     kv_bits: int = 16,
     compute_dtype: Dtype = Dtype.BF16,
@@ -141,20 +145,36 @@ def simulate(
 
     ``kv_capacity_tokens``: tokens the replica's KV cache holds (whole blocks of
     ``engine.block_tokens`` are used), e.g. vLLM's "GPU KV cache size" or the KV budget of
-    ``analyses.capacity.kv_room`` divided by the bytes per token. Deterministic for a seed.
+    ``analyses.capacity.kv_room`` divided by the attention KV bytes per token.
+    ``sequence_state_blocks``: blocks of that cache each running request's fixed state (a hybrid
+    model's linear-attention or Mamba layers' recurrent and convolution state) holds, once per
+    request, however long it grows (``analyses.serving_runs.replica_kv_pool`` computes both).
+    Deterministic for a seed.
     InputError for an invalid workload, engine setting or capacity. ``timer``: a step timer of
-    the same model, GPU, layout and formats to reuse (its memo is shared between runs)."""
+    the same model, GPU, layout and formats to reuse (its memo is shared between runs). The result's
+    ``steady`` holds the rates over the run's steady window (:func:`~llm_cost.simulate.results.steady_window`:
+    warm-up and drain left out), its ``summary`` the whole run's."""
     if isinstance(kv_capacity_tokens, bool) or not isinstance(kv_capacity_tokens, int) or kv_capacity_tokens < 1:
         raise InputError(
             f"kv_capacity_tokens: {kv_capacity_tokens!r} must be a whole number of tokens, at least 1",
             fields=("kv_capacity_tokens",),
         )
+    if (
+        isinstance(sequence_state_blocks, bool)
+        or not isinstance(sequence_state_blocks, int)
+        or sequence_state_blocks < 0
+    ):
+        raise InputError(
+            f"sequence_state_blocks: {sequence_state_blocks!r} must be a whole number of blocks, at least 0",
+            fields=("sequence_state_blocks",),
+        )
     blocks = kv_capacity_tokens // engine.block_tokens
+    state = sequence_state_blocks
     timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
     if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
         check_workload(workload, limit=None)  # a closed loop with no end would never stop
         bounds = stage_bounds(workload)[:1]
-        run = run_engine(timer, engine, blocks, workload=workload, seed=seed, bounds=bounds)
+        run = run_engine(timer, engine, blocks, workload=workload, seed=seed, bounds=bounds, state_blocks=state)
     else:
         if isinstance(workload, Workload):
             reqs, bounds = requests(workload, seed), stage_bounds(workload)
@@ -162,8 +182,12 @@ def simulate(
             reqs, bounds = (trace_requests(workload) if isinstance(workload, Trace) else list(workload)), []
         if not reqs:
             raise InputError("workload: no request arrives", fields=("workload",))
-        run = run_engine(timer, engine, blocks, reqs, bounds=bounds)
+        run = run_engine(timer, engine, blocks, reqs, bounds=bounds, state_blocks=state)
     whole, stages = summaries(run, bounds)
+    warmup = 1  # an open loop's warm-up ends at its first completion, a closed loop's at the users'-th
+    if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
+        warmup = workload.arrivals.users
+    steady = steady_window([t for _, t in run.done], warmup)
     span = run.end_s or 1.0
     return SimResult(
         spec.name,
@@ -183,4 +207,6 @@ def simulate(
         run.steps,
         len(timer.cache),
         tuple(sorted((t for _, t in run.done), key=lambda t: t.index)),
+        state,
+        steady,
     )

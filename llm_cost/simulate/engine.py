@@ -24,6 +24,11 @@ With ``async_scheduling`` (vLLM's default since v0.14, ``vllm/v1/core/sched/asyn
 back to back a request that arrives during step N is first scheduled into step N + 2; an idle
 engine schedules an arriving request at once.
 
+A hybrid model's fixed per-sequence state (linear-attention / Mamba layers) takes
+``state_blocks`` blocks of the pool per running request, once, from its admission to its finish
+or preemption (vLLM V1's hybrid KV cache manager: one page per request for each Mamba-type layer
+group, :mod:`llm_cost.simulate.kvcache`); admission needs them free besides its KV blocks.
+
 A resumed request recomputes its prompt and the tokens it had generated, less what the prefix cache
 still holds of them (its own blocks stay cached until evicted). A request whose prompt and output
 exceed ``max_model_len``, or that cannot fit in an empty cache, is rejected, as vLLM refuses it.
@@ -232,8 +237,10 @@ class _Engine:
         config: EngineConfig,
         kv_blocks: int,
         bounds: Sequence[float],
+        state_blocks: int = 0,
     ) -> None:
         self.timer, self.config = timer, config
+        self.state_blocks = state_blocks
         self.pool = BlockPool(kv_blocks, config.block_tokens, config.prefix_caching)
         self.bounds = list(bounds)
         self.stages = max(1, len(self.bounds))
@@ -423,13 +430,13 @@ class _Engine:
         reserved = self.sglang_reserve() if self.estimate and waiting else 0.0
         while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
             r = waiting[0]
-            if (running or out) and self.fewest_blocks(r, budget) > pool.free:
+            if (running or out) and self.fewest_blocks(r, budget) + self.state_blocks > pool.free:
                 break  # whatever the cache holds of it, it does not fit (skips the lookup)
             hits, free_hits = pool.lookup(r.seq, r.tokens)
             computed = hits * bt
             if self.estimate:
                 total = r.tokens - computed + min(r.out - r.generated, SGLANG_CLIP_TOKENS)
-                if (running or out) and total >= pool.free * bt - reserved:
+                if (running or out) and total >= (pool.free - self.state_blocks) * bt - reserved:
                     break  # SGLang's NO_TOKEN
                 reserved += total
             n = r.tokens - computed
@@ -439,7 +446,7 @@ class _Engine:
                 break
             n = min(n, budget)
             held = (r.req.input_tokens + r.req.output_tokens) if self.reserve else computed + n
-            if -(-held // bt) - hits + free_hits > pool.free:
+            if -(-held // bt) - hits + free_hits + self.state_blocks > pool.free:
                 if not running and not out:
                     self.reject_head()  # nothing runs, so nothing will free blocks for it
                     continue
@@ -448,6 +455,8 @@ class _Engine:
             if self.reserve:
                 pool.reserve(r.seq, held)  # the whole request's blocks, held from admission
             pool.allocate(r.seq, computed + n)
+            if self.state_blocks:
+                pool.hold_state(r.seq, self.state_blocks)
             r.computed = computed
             waiting.popleft()
             running.append(r)
@@ -739,14 +748,18 @@ def run_engine(
     workload: Workload | None = None,
     seed: int | str = 0,
     bounds: Sequence[float] = (),
+    state_blocks: int = 0,
 ) -> Run:
     """Simulate the engine on open-loop ``requests`` (arrival times given) or a closed-loop
     ``workload`` (drawn from ``seed``); ``bounds`` the end of each stage, seconds (requests are
-    counted in the stage they arrived in). InputError for invalid settings."""
+    counted in the stage they arrived in); ``state_blocks`` the blocks of ``kv_blocks`` each
+    running request's fixed state holds (module docstring). InputError for invalid settings."""
     check_config(config)
     if kv_blocks < 1:
         raise InputError(f"kv_blocks: {kv_blocks} must be at least 1", fields=("kv_blocks",))
-    engine = _Engine(timer, config, kv_blocks, bounds)
+    if state_blocks < 0:
+        raise InputError(f"state_blocks: {state_blocks} must be at least 0", fields=("state_blocks",))
+    engine = _Engine(timer, config, kv_blocks, bounds, state_blocks)
     users: _Users | None = None
     if requests is not None:
         engine.future = [(r.arrival_s, r.index, r, -1) for r in requests]

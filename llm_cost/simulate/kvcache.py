@@ -21,6 +21,16 @@ Rules followed:
 * ``allocate_slots`` fails (None) when the blocks to allocate, counting the cached hits that sit in
   the free queue, exceed the free blocks.
 
+A hybrid model's fixed per-sequence state (the recurrent and convolution state of its
+linear-attention or Mamba layers) is held as ``state`` blocks of the same pool from admission to
+release (:meth:`BlockPool.hold_state`), however long the request grows: vLLM V1's hybrid KV cache
+manager gives each Mamba-type layer group one page per request in the same block pool
+(``vllm/v1/kv_cache_interface.py`` ``MambaSpec.max_memory_usage_bytes``: ``page_size_bytes x (1 +
+num_speculative_blocks)`` in the default ``mamba_cache_mode`` "none", vllm-project/vllm @
+bc8282e61df21719b12b391c3a976b1c900dfbb4; ``vllm/v1/core/single_type_kv_cache_manager.py``
+``MambaManager.get_num_skipped_tokens`` keeps only the last computed token's state, @
+129ab7c60cbb8eb11e875373e67f7e521b74aa30).
+
 Only what timing needs is kept: counts of blocks, the hashes of shared blocks with their reference
 counts, and a free queue of hashed entries and runs of plain blocks (a finished request's own
 blocks can never be hit again, so they return as one plain run).
@@ -38,7 +48,7 @@ class Seq:
     """One request's KV blocks: ``hashes`` (blocks known to the cache, held by reference, the
     leading ones) and ``own`` (blocks only this request can use)."""
 
-    __slots__ = ("key", "shared", "shareable", "hashes", "own", "blocks", "registered", "memo")
+    __slots__ = ("key", "shared", "shareable", "hashes", "own", "blocks", "registered", "memo", "state")
 
     def __init__(self, key: Hashable, shared: tuple[tuple[Hashable, int], ...], block_tokens: int) -> None:
         self.key = key
@@ -50,6 +60,7 @@ class Seq:
         self.blocks = 0  # len(hashes) + own: the blocks it holds
         self.registered = 0  # leading blocks whose hash is known (looked up or cached)
         self.memo: list[Hashable] = []  # block_hash(i) of the leading blocks looked up so far
+        self.state = 0  # blocks its fixed per-sequence state holds (not in ``blocks``)
 
     def block_hash(self, i: int, block_tokens: int) -> Hashable:
         """The hash of block ``i``: its innermost shared prefix's key and ``i``, or (request, i)."""
@@ -150,6 +161,12 @@ class BlockPool:
             if count == 1 and key in self.refs:
                 del self.refs[key]  # an evicted cached block
 
+    def hold_state(self, seq: Seq, n: int) -> None:
+        """Give ``seq`` the ``n`` blocks of its fixed per-sequence state (once, at admission; the
+        caller checked that they are free); :meth:`release` frees them."""
+        self._fresh(n)
+        seq.state += n
+
     def reserve(self, seq: Seq, tokens: int) -> None:
         """Hold the blocks of ``tokens`` tokens for ``seq`` now (TensorRT-LLM's reservation at
         admission; the caller checked that they are free)."""
@@ -182,14 +199,16 @@ class BlockPool:
     def release(self, seq: Seq, preempted_at: int | None = None) -> None:
         """Free a request's blocks, last first. A request preempted with ``preempted_at`` computed
         tokens keeps its full own blocks cached under its own hashes, so that it finds them when it
-        is resumed; a finished one's can never be hit and return as plain blocks."""
+        is resumed; a finished one's can never be hit and return as plain blocks, as do the blocks
+        of its fixed state (a resumed request recomputes its state)."""
         bt = self.block_tokens
         refs = self.refs
         keep = 0
         if preempted_at is not None and self.caching:
             first = len(seq.hashes)
             keep = max(0, min(seq.own, preempted_at // bt - first))
-        self._append_plain(seq.own - keep)
+        self._append_plain(seq.own - keep + seq.state)
+        seq.state = 0
         for i in reversed(range(len(seq.hashes), len(seq.hashes) + keep)):
             h = seq.block_hash(i, bt)
             if h in refs:  # a duplicate of a block another request cached first

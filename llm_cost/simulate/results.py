@@ -18,6 +18,22 @@ percentile); :func:`goodput_rps` counts the requests that meet every target on t
 DistServe (Zhong et al. 2024, section 2.2) and vLLM's ``benchmark_serving --goodput`` define
 goodput: a request is good when its TTFT, its TPOT and its E2E are each within their targets'
 values (an ITL target: its longest gap), whatever statistic the target bounds.
+
+Throughput (:class:`Steady`, :func:`steady_window`) is measured over the run's steady window, not
+over the whole finite run: a run starts with an empty engine (warm-up: nothing completes at
+first, a closed loop's users all start together) and ends with a drain (after the last arrival
+the load falls to nothing), and both lower the whole-run rate N / (last completion) below what
+the engine sustains (a closed loop of U users with no think time serves U / mean E2E by Little's
+law). The window runs from the completion that ends the warm-up (the first completion of an open
+loop; the U-th of a closed loop of U users: every user's first round) to the last completion at
+or before the last request is issued (an open loop's last arrival; when a closed loop stops
+sending), and the rate is the completions after the opening instant up to the closing one over
+the time between the two: an inter-completion rate with no partial interval at either end (a batch
+of completions in one step counts once, at the end it closes). vLLM's
+``benchmark_serving`` instead divides all completions by the whole benchmark's duration
+(``benchmarks/benchmark_serving.py`` ``calculate_metrics``: ``request_throughput = completed /
+dur_s``, ``dur_s`` from the first request sent until every one returned; vllm-project/vllm @
+8668d7c05027b98ac66bd5540955dd2ce3a0f318), which counts the warm-up and the drain; the whole-run figure stays in ``Summary.throughput_rps``.
 """
 
 from __future__ import annotations
@@ -44,6 +60,9 @@ __all__ = [
     "Target",
     "METRICS",
     "goodput_rps",
+    "Steady",
+    "steady_window",
+    "STEADY_LEAST_REQUESTS",
 ]
 
 
@@ -195,6 +214,67 @@ def summarize(
     )
 
 
+#: Completions a steady window needs (after the one that opens it) to stand for the run's rate;
+#: with fewer the whole-run figures are reported.
+STEADY_LEAST_REQUESTS = 10
+
+
+@record
+class Steady:
+    """The run's rates over its steady window (module docstring): ``start_s`` .. ``end_s`` the
+    completions that open and close it, ``requests`` completed after the opening one up to the
+    closing one, and their rates (per second) over the window's length; ``running_mean`` and
+    ``waiting_mean`` the requests in the engine over the window, from each request's times (running
+    from its first scheduling to its last token, waiting before: a preempted request counts as
+    running)."""
+
+    start_s: float
+    end_s: float
+    requests: int
+    throughput_rps: float
+    input_tokens_per_s: float
+    output_tokens_per_s: float
+    running_mean: float
+    waiting_mean: float
+
+
+def steady_window(done: Sequence[RequestTimes], warmup: int = 1) -> Steady | None:
+    """The steady window of a run's completed requests ``done`` (module docstring): opened by the
+    ``warmup``-th completion (1 for an open loop, a closed loop's users), closed by the last
+    completion at or before the last arrival; the requests completing after the opening instant
+    up to the closing one count (several completing at the instant that opens it, in one step,
+    all belong to the warm-up). None when fewer than :data:`STEADY_LEAST_REQUESTS` count."""
+    if not done:
+        return None
+    last_arrival = max(r.arrival_s for r in done)
+    ends = sorted(r.arrival_s + r.e2e_s for r in done)
+    start = ends[min(max(1, warmup), len(ends)) - 1]
+    closing = [t for t in ends if t <= last_arrival]
+    if not closing or closing[-1] <= start:
+        return None
+    end = closing[-1]
+    counted = [r for r in done if start < r.arrival_s + r.e2e_s <= end]
+    if len(counted) < STEADY_LEAST_REQUESTS:
+        return None
+    span = end - start
+
+    def overlap(a: float, b: float) -> float:
+        return max(0.0, min(b, end) - max(a, start))
+
+    running = sum(overlap(r.arrival_s + r.queue_s, r.arrival_s + r.e2e_s) for r in done)
+    waiting = sum(overlap(r.arrival_s, r.arrival_s + r.queue_s) for r in done)
+    return Steady(
+        start,
+        end,
+        len(counted),
+        len(counted) / span,
+        sum(r.input_tokens for r in counted) / span,
+        sum(r.output_tokens for r in counted) / span,
+        running / span,
+        waiting / span,
+    )
+
+
 @record
 class SimResult(Result):
     """A simulated run of one engine replica.
@@ -203,7 +283,7 @@ class SimResult(Result):
     ``stages`` each open-loop stage's arrivals over the stage's duration (empty for one stage).
     Engine figures are time averages over the run: ``running_mean`` sequences scheduled (the
     occupancy), ``waiting_mean`` requests queued, ``kv_use_mean`` / ``kv_use_max`` the fraction of
-    KV blocks held; ``preemptions`` (recomputations), ``prefix_hit_rate`` (prompt tokens found in
+    KV blocks held (a hybrid model's per-sequence state blocks included); ``preemptions`` (recomputations), ``prefix_hit_rate`` (prompt tokens found in
     the prefix cache over prompt tokens admitted), ``steps`` and ``step_shapes`` (distinct memoised
     step buckets timed)."""
 
@@ -224,8 +304,25 @@ class SimResult(Result):
     steps: int
     step_shapes: int
     requests: tuple[RequestTimes, ...]
+    #: Blocks of ``kv_blocks`` each running request's fixed state holds (linear-attention and
+    #: Mamba layers' recurrent and convolution state; 0 for a model without one).
+    state_blocks_per_sequence: int = 0
+    #: The rates over the run's steady window (:func:`steady_window`; None: too few requests
+    #: completed in it, the whole run's ``summary`` rates stand).
+    steady: Steady | None = None
 
     JSON_OMITS = ("requests",)
+
+    @property
+    def kv_tokens(self) -> int:
+        """Tokens of attention KV the cache holds (``kv_blocks`` x ``block_tokens``), before any
+        request's fixed state takes its blocks."""
+        return self.kv_blocks * self.block_tokens
+
+    def max_sequences(self, tokens: int) -> int:
+        """Requests of ``tokens`` tokens each that the cache holds at once: ``kv_blocks`` //
+        (ceil(tokens / block_tokens) + ``state_blocks_per_sequence``)."""
+        return self.kv_blocks // (-(-tokens // self.block_tokens) + self.state_blocks_per_sequence)
 
     def to_dict(self, requests: bool = False) -> dict[str, Any]:
         """The result as plain data; each request's times only with ``requests``."""
@@ -274,10 +371,16 @@ class Target:
         return f"{self.name} {fmt_seconds(self.seconds)}"
 
 
-def goodput_rps(done: Sequence[RequestTimes], targets: Mapping[str, Target], span_s: float) -> float:
+def goodput_rps(
+    done: Sequence[RequestTimes], targets: Mapping[str, Target], span_s: float, window: Steady | None = None
+) -> float:
     """Requests per second meeting every target of ``targets`` (metric name of :data:`METRICS` ->
     target) on their own (module docstring), over ``span_s`` seconds; every completed request
-    counts without targets."""
+    counts without targets. With ``window`` (a run's steady window): the requests completing in it,
+    over its length (``span_s`` unused)."""
+    if window is not None:
+        done = [r for r in done if window.start_s < r.arrival_s + r.e2e_s <= window.end_s]
+        span_s = window.end_s - window.start_s
     if span_s <= 0:
         return 0.0
 

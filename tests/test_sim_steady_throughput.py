@@ -1,0 +1,68 @@
+"""Simulated throughput over the run's steady window (llm_cost.simulate.results.steady_window): the
+warm-up (an empty engine, a closed loop's users all starting at once) and the drain (after the
+last request is sent) are left out, so a saturated closed loop serves what Little's law says and a
+stable open loop serves what is offered. The whole-run figures (vLLM benchmark_serving's
+completed / duration) stay in ``simulation.summary``."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import llm_cost
+from llm_cost.model.layout import ONE_GPU
+from llm_cost.simulate import ClosedLoop, Fixed, OpenLoop, Stage, Workload
+
+
+def test_a_saturated_closed_loop_serves_users_over_mean_e2e():
+    """Little's law, N = X x W: 64 users with no think time are always in the system, so the
+    replica serves 64 / mean E2E requests/s. A 512-token chunk makes the first round's burst of 64
+    prompts slow and 4 rounds (256 requests) make the drain a quarter of the run: the whole-run
+    rate falls short of Little's law by more than the 3% the steady window is held to."""
+    users = 64
+    w = Workload(ClosedLoop(users), Fixed(2048), Fixed(256), requests=4 * users)
+    run = llm_cost.serve("llama3-8b", "h100", workload=w, layout=ONE_GPU, max_num_seqs=users, chunk_tokens=512)
+    little = users / run.e2e_s
+    assert run.throughput_rps == pytest.approx(little, rel=0.03)
+    steady = run.simulation.steady
+    assert steady is not None and run.throughput_rps == steady.throughput_rps
+    assert steady.requests >= 2 * users  # the rounds between the first and the drain
+    # occupancy over the window: the users, running or waiting
+    assert run.running_mean + run.waiting_mean == pytest.approx(users, rel=0.03)
+    # the whole run's figure is kept, and is the one that counts the warm-up and the drain
+    whole = run.simulation.summary
+    assert whole.throughput_rps == pytest.approx(whole.requests / (whole.end_s - whole.start_s))
+    assert whole.throughput_rps < little * 0.97
+    # output tokens/s are the requests' 256 tokens at the served rate
+    assert run.output_tokens_per_s == pytest.approx(run.throughput_rps * 256, rel=1e-9)
+
+
+def test_a_stable_open_loop_serves_the_offered_rate():
+    """5 requests/s of 2,048 + 256 tokens on one H100 (half what it serves saturated) arriving
+    evenly (constant gaps): every request is served as it comes, so the window's rate is the offered
+    one to within one gap over the window (~1/80 here, held to 2%); the whole run, 100 / (last
+    completion), is ~10% lower (its drain: one E2E of ~2.5 s over ~20 s)."""
+    w = Workload(OpenLoop((Stage(math.inf, 5.0),), "constant"), Fixed(2048), Fixed(256), requests=100)
+    run = llm_cost.serve("llama3-8b", "h100", workload=w, layout=ONE_GPU)
+    assert run.throughput_rps == pytest.approx(5.0, rel=0.02)
+    assert run.simulation.summary.throughput_rps < 5.0 * 0.95
+
+
+def test_poisson_arrivals_are_served_within_sampling_error():
+    """Poisson arrivals at 5/s, 1,000 requests: the completions in the window are a Poisson count
+    whose relative standard deviation is 1 / sqrt(n) (n ~ 970, ~3.2%); the served rate is held to
+    three of them of the offered rate."""
+    run = llm_cost.serve("llama3-8b", "h100", qps=5.0, layout=ONE_GPU, requests=1000)
+    n = run.simulation.steady.requests
+    assert n > 900
+    assert abs(run.throughput_rps - 5.0) <= 3 * 5.0 / math.sqrt(n)
+
+
+def test_a_run_too_short_for_a_window_reports_the_whole_run():
+    """With fewer than 10 completions in the window (8 users, 8 requests: no second round) the
+    whole run's rates stand."""
+    w = Workload(ClosedLoop(8), Fixed(512), Fixed(64), requests=8)
+    run = llm_cost.serve("llama3-8b", "h100", workload=w, layout=ONE_GPU, max_num_seqs=8)
+    assert run.simulation.steady is None
+    assert run.throughput_rps == run.simulation.summary.throughput_rps
