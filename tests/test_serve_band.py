@@ -1,11 +1,16 @@
 """Issue 23: the error band of ``serve``'s predictions. The chosen plan (and one configuration
-simulated) is re-simulated with every step's time at the fast and at the slow end of its profile's
-band (``llm_cost.perf.calibrated.band_factors``); the analytic forms scale linearly.
+simulated) is re-simulated with every step's time at the fast and at the slow end of its band; the
+analytic forms scale linearly. On the default simulated vLLM path the band is the serving
+prediction's spread on the 18 measured vLLM v0.15.1 runs (the p10 and p90 of mean ITL measured /
+predicted, llm_cost/data/serving-band.json); with another engine or an explicit profile, the
+profile's (``llm_cost.perf.calibrated.band_factors``).
 
 Checked through ``llm_cost.api.serve``: every figure lies within its band; a zero-width band gives
 the figure itself; the slow end is slower; for requests that never overlap (no queueing, no
 batching) the band is exactly the figure times the band factors, which the test computes by hand
-from the profile's leave-one-out residuals; $/M and tokens/s come from the same (fast) end."""
+(from the profile's leave-one-out residuals, or from the runs' ratios with numpy.percentile and the
+interpolation written out); the serving band's coverage of the 18 runs, in-sample and
+leave-one-out; $/M and tokens/s come from the same (fast) end."""
 
 from __future__ import annotations
 
