@@ -305,6 +305,7 @@ def test_the_vllm_path_band_is_the_serving_runs_p10_p90(plan, one):
         text = sentence(band_notes[0])
         assert "18 measured vLLM v0.15.1 runs" in text, text
         assert f"mean ITL measured/predicted p10..p90 = {p10:.2f}..{p90:.2f}" in text, text
+        assert "h100 is one of their GPUs" in text and "widened" not in text, text
 
 
 def test_the_serving_band_covers_the_runs_in_sample_and_leave_one_out():

@@ -249,7 +249,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             f"{p['fast']:.2f} at the fast end and x{p['slow']:.2f} at the slow end: the serving prediction's spread on "
             f"{p['runs']} measured {p['engine']} runs (mean ITL measured/predicted p{p['percentiles'][0]}..p"
             f"{p['percentiles'][1]} = {p['p_low']:.2f}..{p['p_high']:.2f}"
-            + (f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:g}x" if p["transfer"] != 1 else "")
+            + (
+                f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:g}x"
+                if p["transfer"] != 1
+                else f"; {p['gpu']} is one of their GPUs"
+            )
             + f"; steps timed by profile {p['profile']}); each figure's low and high are the least and greatest of "
             "the three runs (tokens/s highest and $/M lowest at the fast end)"
         )

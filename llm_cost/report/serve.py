@@ -382,7 +382,7 @@ def _band_title(band: Any) -> str:
     if band is None:
         return ""
     if band.source == "serving-runs":
-        return "; band: re-simulated at the serving prediction's spread on the measured vLLM runs"
+        return "; band: re-simulated at the vLLM runs' spread"
     return "; band: re-simulated at the profile's error band"
 
 
