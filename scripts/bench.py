@@ -4,7 +4,8 @@ time the libraries themselves take to import.
 Usage: python scripts/bench.py [--runs N] [--exe PATH] [--pin CPU]. Prints min and median wall time and the
 median CPU time per command, then the cold-start ratio: the median wall time of
 ``llm-cost params llama3-8b`` (and of ``llm-cost --help``) over that of
-``python -c "import typer, rich.table"``, the two run in turn, side by side, so a drift of the
+``python -c "import typer, rich.table"`` (run by the Python the timed script's ``#!`` line names, so
+an install in another venv is compared with its own Typer and Rich), the two run in turn, side by side, so a drift of the
 machine's speed touches both (issue 16: at most 1.3; issue 26: at most 1.1), and the ratio of their median CPU
 times, steadier where other work shares the machine.
 """
@@ -30,8 +31,9 @@ COMMANDS = [
     "show H100",
 ]
 
-#: The libraries' own import: the floor a Typer + Rich command line cannot go under.
-BASELINE = [sys.executable, "-c", "import typer, rich.table"]
+#: The libraries' own import: the floor a Typer + Rich command line cannot go under (run by the
+#: interpreter of the ``llm-cost`` timed, :func:`_interpreter_of`).
+BASELINE = ["-c", "import typer, rich.table"]
 #: Commands whose cold start is compared with the baseline.
 RATIO_COMMANDS = ["params llama3-8b", "--help"]
 #: The runs' environment: bytecode is written (PYTHONDONTWRITEBYTECODE unset), so the warm-up run
@@ -50,13 +52,28 @@ def _timed(argv: list[str]) -> tuple[float, float]:
     return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
+def _interpreter_of(exe: str) -> str:
+    """The Python a console script runs on (its ``#!`` line), so the baseline imports the Typer
+    and Rich the script imports: a script installed in another environment (``pip install`` into a
+    fresh venv) may hold other versions of them than this interpreter's. This interpreter when the
+    script names none."""
+    try:
+        with open(shutil.which(exe) or exe, "rb") as script:
+            first = script.readline(4096).decode(errors="replace")
+    except OSError:
+        return sys.executable
+    interpreter = first[2:].strip().split(" ")[0] if first.startswith("#!") else ""
+    return interpreter if interpreter and Path(interpreter).is_file() else sys.executable
+
+
 def _ratio(argv: list[str], runs: int) -> tuple[float, float, float, float]:
     """(median wall of ``argv``, median wall of the baseline, their ratio, the ratio of their
     median CPU times), the two run in turn."""
     ours, base = [], []
+    baseline = [_interpreter_of(argv[0]), *BASELINE]
     for _ in range(runs):
         ours.append(_timed(argv))
-        base.append(_timed(BASELINE))
+        base.append(_timed(baseline))
     wall, cpu = (statistics.median(times) for times in zip(*ours))
     base_wall, base_cpu = (statistics.median(times) for times in zip(*base))
     return wall, base_wall, wall / base_wall, cpu / base_cpu
@@ -83,7 +100,9 @@ def main() -> None:
     if args.pin is not None:
         os.sched_setaffinity(0, {args.pin})  # the children inherit it
         print(f"pinned to processor {args.pin}")
-    _timed([args.exe, "--help"])  # warm the file cache and the bytecode
+    print(f"timing {args.exe}; baseline run by {_interpreter_of(args.exe)}")
+    for command in ["--help", *COMMANDS]:  # warm the file cache and write every command's bytecode
+        _timed([args.exe, *command.split()])
     worst = 0.0
     for command in COMMANDS:
         times, cpu = zip(*(_timed([args.exe, *command.split()]) for _ in range(args.runs)))

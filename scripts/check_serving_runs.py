@@ -37,7 +37,7 @@ from llm_cost.analyses.serving_runs import (
     workload_file_text,
 )
 from llm_cost.perf.calibrated import prediction_model
-from llm_cost.specs.load import read_yaml
+from llm_cost.specs.files import read_yaml
 
 
 def main() -> None:

@@ -763,6 +763,79 @@ ROWS += [
 ]
 
 
+def _lfm2_multiplier(tmp: Path, token: str) -> str:
+    """LFM2.5-1.2B's config.json with ``block_ffn_dim_multiplier`` written as the JSON token
+    ``token`` (``Infinity`` is Python's json extension, which transformers reads too)."""
+    text = (FIXTURES.parent / "hf-kinds" / "lfm2.5-1.2b" / "config.json").read_text()
+    text, n = re.subn(r'("block_ffn_dim_multiplier": )[^,\n]*', rf"\g<1>{token}", text)
+    assert n == 1
+    return _file(tmp, "config.json", text)
+
+
+#: Issue 26's leftovers: a config value that overflows names its key; serve refuses flags that
+#: would be ignored, the same GPU twice, and says how many GPUs were too many; the API's step
+#: budget has the CLI's bound.
+ROWS += [
+    (
+        "lfm2-multiplier-infinity",
+        lambda t: ["params", _lfm2_multiplier(t, "Infinity")],
+        {},
+        2,
+        "block_ffn_dim_multiplier must be a finite number > 0 (got Infinity)",
+    ),
+    (
+        "lfm2-multiplier-1e308",
+        lambda t: ["params", _lfm2_multiplier(t, "1e308")],
+        {},
+        2,
+        "block_ffn_dim_multiplier = 1e+308 times the adjusted width",
+    ),
+    (
+        "serve-prefix-groups-no-prefix",
+        lambda t: SERVE + ["--qps", "10", "--prefix-groups", "4"],
+        {},
+        2,
+        "--prefix-groups: 4 shapes a shared prefix; give --prefix too",
+    ),
+    (
+        "serve-trace-and-lengths",
+        lambda t: _trace_rows(t, 3) + ["--input", "100", "--output", "10"],
+        {},
+        2,
+        "--trace: the file holds its own request lengths; leave out --input and --output",
+    ),
+    (
+        "serve-gpu-twice",
+        lambda t: ["serve", "llama3-8b", "--qps", "1", "--gpu", "h100,h100"],
+        {},
+        2,
+        "--gpu: 'h100' is listed twice",
+    ),
+    (
+        "api-compare-alias-twice",
+        lambda t: 'llm_cost.serve_compare("llama3-8b", ["h100", "h100-sxm"], qps=1)',
+        {},
+        2,
+        "gpu: 'h100-sxm' is listed again after 'h100', the same GPU",
+    ),
+    (
+        "serve-17-gpus",
+        lambda t: ["serve", "llama3-8b", "--qps", "1", "--gpu", ",".join(["h100", "h200"] * 8 + ["b200"])],
+        {},
+        2,
+        "error: --gpu: 17 GPUs listed; a comparison takes 1 to 16 GPUs\n",
+    ),
+    (
+        "api-batched-tokens-1",
+        lambda t: 'llm_cost.simulate_serving("llama3-8b", "h100", 100, 10, qps=1, max_num_batched_tokens=1)',
+        {},
+        2,
+        "max_num_batched_tokens: 1 must be an integer from 2",
+    ),
+    ("serve-chunk-1", lambda t: SERVE + ["--qps", "1", "--chunk", "1"], {}, 2, "--chunk: 1 must be an integer from 2"),
+]
+
+
 def _index_with_total(tmp: Path, total: int) -> Path:
     folder = _folder(tmp, "c", index=json.dumps({"metadata": {"total_size": total}, "weight_map": {}}))
     (folder / "shard-1.safetensors").write_bytes(_safetensors(_shapes()))

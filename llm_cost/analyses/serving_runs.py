@@ -51,7 +51,8 @@ from llm_cost.perf.timemodel import TimeModel
 from llm_cost.simulate import EngineConfig, SharedPrefix, SimResult, simulate
 from llm_cost.simulate.results import Summary
 from llm_cost.simulate.workload import Fixed, OpenLoop, Stage, Workload
-from llm_cost.specs.load import load_gpu, load_model, read_yaml
+from llm_cost.specs.files import read_yaml
+from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 __all__ = [

@@ -18,6 +18,9 @@ from llm_cost.core.errors import InputError
 __all__ = [
     "count",
     "counts",
+    "step_tokens",
+    "MIN_STEP_TOKENS",
+    "MAX_STEP_TOKENS",
     "number",
     "efficiency",
     "choice",
@@ -41,6 +44,19 @@ def count(value: Any, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> 
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
         raise InputError(f"{name}: {value!r} must be an integer from {minimum:,} to {maximum:,}", fields=(name,))
     return value
+
+
+#: The fewest tokens one engine step may schedule: vLLM's ``max_num_batched_tokens``
+#: (:func:`llm_cost.simulate_serving`), serve's ``chunk_tokens`` (the CLI's ``--chunk``). One
+#: rule for every argument that sets it: serve took 2 and more, the simulation 1 (issue 26).
+MIN_STEP_TOKENS = 2
+#: The most tokens one engine step may schedule: the longest ``max_model_len`` taken, 2^24.
+MAX_STEP_TOKENS = 2**24
+
+
+def step_tokens(value: Any, name: str, maximum: int = MAX_STEP_TOKENS) -> int:
+    """A step's token budget: an integer from :data:`MIN_STEP_TOKENS` to ``maximum``."""
+    return count(value, name, MIN_STEP_TOKENS, maximum)
 
 
 def large_count(value: Any, name: str, minimum: int = 1, maximum: int = 10**40) -> int:

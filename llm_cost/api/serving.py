@@ -21,6 +21,8 @@ __all__ = ["serve", "serve_compare", "MAX_CHUNK_TOKENS", "MAX_CONCURRENCY"]
 
 #: The largest token budget per step (``chunk_tokens``).
 MAX_CHUNK_TOKENS = 1 << 20
+#: GPUs one comparison (:func:`serve_compare`) plans side by side.
+MAX_COMPARED = 16
 #: The largest concurrency per replica.
 MAX_CONCURRENCY = 1 << 20
 #: Both serving modes, the default search.
@@ -565,8 +567,17 @@ def serve_compare(
     from llm_cost.analyses.simulated_serving import SimulatedPlan, compare_gpus
 
     names = list(gpu) if isinstance(gpu, (list, tuple)) else None
-    if not names or len(names) > 16:
-        raise InputError(f"gpu: {gpu!r} must list 1 to 16 GPUs", fields=("gpu",))
+    if not names or len(names) > MAX_COMPARED:
+        given = f"{gpu!r:.60} is not a list" if names is None else f"{len(names)} GPUs listed"
+        raise InputError(f"gpu: {given}; a comparison takes 1 to {MAX_COMPARED} GPUs", fields=("gpu",))
+    first_named: dict[str, str] = {}
+    for name in names:  # each GPU once: the same GPU twice (by name or alias) is one plan shown twice
+        key = load_gpu(name).name
+        if key in first_named:
+            earlier = first_named[key]
+            again = "twice" if earlier == name else f"again after {earlier!r}, the same GPU"
+            raise InputError(f"gpu: {name!r} is listed {again}; list each GPU once", fields=("gpu",))
+        first_named[key] = name
     prices = list(usd_per_gpu_hour) if isinstance(usd_per_gpu_hour, (list, tuple)) else [usd_per_gpu_hour] * len(names)
     if len(prices) != len(names):
         raise InputError(
@@ -683,7 +694,7 @@ def _chunk(chunk_tokens: Any, chunked_prefill: Any) -> Optional[int]:
         raise InputError(
             "chunk_tokens: give a budget or chunked_prefill=False, not both", fields=("chunk_tokens", "chunked_prefill")
         )
-    return checks.optional(chunk_tokens, checks.count, "chunk_tokens", 2, MAX_CHUNK_TOKENS)
+    return checks.optional(chunk_tokens, checks.step_tokens, "chunk_tokens", MAX_CHUNK_TOKENS)
 
 
 def _modes(modes: Any) -> tuple[ServingMode, ...]:

@@ -80,11 +80,11 @@ def simulate_serving(
     check_workload(workload)
     checks.simulated_tokens(count, workload.output_tokens.mean)
     spec, g = load_model(model), load_gpu(gpu)
-    changes = {
-        k: checks.count(v, k, 1, 2**24)
-        for k, v in (("max_num_seqs", max_num_seqs), ("max_num_batched_tokens", max_num_batched_tokens))
-        if v is not None
-    }
+    changes = {}
+    if max_num_seqs is not None:
+        changes["max_num_seqs"] = checks.count(max_num_seqs, "max_num_seqs", 1, 2**24)
+    if max_num_batched_tokens is not None:
+        changes["max_num_batched_tokens"] = checks.step_tokens(max_num_batched_tokens, "max_num_batched_tokens")
     if not isinstance(prefix_caching, bool):
         raise InputError(f"prefix_caching: {prefix_caching!r} must be True or False", fields=("prefix_caching",))
     config = vllm_defaults(

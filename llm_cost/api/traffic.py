@@ -126,9 +126,18 @@ def _checked_lengths(value: Any, name: str) -> Any:
 
 
 def _prefix(prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any) -> Any:
+    """The shared prefix of ``prefix_tokens`` tokens, or None; InputError for ``prefix_groups`` or
+    ``users_per_prefix`` other than 1 without ``prefix_tokens`` (they shape a prefix there is none
+    of: a preset's or a file's own prefix is not changed by them)."""
     from llm_cost.simulate import SharedPrefix
 
     if prefix_tokens is None:
+        for name, value in (("prefix_groups", prefix_groups), ("users_per_prefix", users_per_prefix)):
+            if value != 1:
+                raise InputError(
+                    f"{name}: {value!r} shapes a shared prefix; give prefix_tokens too, or leave {name} out",
+                    fields=(name, "prefix_tokens"),
+                )
         return None
     return SharedPrefix(
         checks.count(prefix_groups, "prefix_groups", 1, 10**6),
@@ -175,6 +184,12 @@ def traffic_of(
         raise InputError(
             f"{name}: the file holds its own arrivals and prefixes; leave out qps and prefix_tokens",
             fields=(name, "qps", "prefix_tokens"),
+        )
+    if own and (input_tokens is not None or output_tokens is not None):
+        name = "trace" if trace is not None else "workload"
+        raise InputError(
+            f"{name}: the file holds its own request lengths; leave out input_tokens and output_tokens",
+            fields=(name, "input_tokens", "output_tokens"),
         )
     if trace is not None:
         t = trace if isinstance(trace, Trace) else read_trace(_path(trace, "trace"))
@@ -256,11 +271,11 @@ def engine_of(
         if not isinstance(value, bool):
             raise InputError(f"{flag}: {value!r} must be True or False", fields=(flag,))
     length = checks.optional(max_model_len, checks.count, "max_model_len", 2, 2**24) or spec.max_position_embeddings
-    changes: dict[str, Any] = {
-        k: checks.count(v, k, 1, 2**24)
-        for k, v in (("max_num_seqs", max_num_seqs), ("max_num_batched_tokens", max_num_batched_tokens))
-        if v is not None
-    }
+    changes: dict[str, Any] = {}
+    if max_num_seqs is not None:
+        changes["max_num_seqs"] = checks.count(max_num_seqs, "max_num_seqs", 1, 2**24)
+    if max_num_batched_tokens is not None:
+        changes["max_num_batched_tokens"] = checks.step_tokens(max_num_batched_tokens, "max_num_batched_tokens")
     if not chunked_prefill and "max_num_batched_tokens" not in changes:
         changes["max_num_batched_tokens"] = max(length, 2048)
     return engine_defaults(

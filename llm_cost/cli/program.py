@@ -164,6 +164,16 @@ def _listing() -> typer.Typer:
     return listing
 
 
+def _reflowed(text: str | None) -> str | None:
+    """A command's docstring with each paragraph's lines joined: Typer's Rich help keeps the single
+    line breaks of every paragraph after the first, so a docstring wrapped at 100 columns printed
+    ragged on an 80-column terminal ("... for the" / "highest predicted MFU ..."). Paragraphs stay
+    apart; Rich wraps each to the terminal."""
+    if text is None:
+        return None
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in text.split("\n\n"))
+
+
 def _run(argv: list[str]) -> None:
     """Run the CLI. A known subcommand is built on its own: Typer otherwise converts every
     command's signature to Click parameters on each start, which costs tens of milliseconds
@@ -180,6 +190,7 @@ def _run(argv: list[str]) -> None:
         single = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=COMMAND_HELP_MARKUP)
         single.registered_commands = [commands[argv[0]]]  # type: ignore[list-item]
         command, args, prog = get_command(single), argv[1:], f"llm-cost {argv[0]}"
+        command.help = _reflowed(command.help)
         coercion.install(command, HELP_OPTIONS)
         _reject_empty(command, args)
         if "--json" in args and "--csv" in args:

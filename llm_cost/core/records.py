@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pydantic and typer depend on it
     from typing_extensions import dataclass_transform
 
-__all__ = ["record", "Frozen"]
+__all__ = ["record", "Frozen", "fields_of"]
 
 T = TypeVar("T")
 
@@ -59,6 +59,36 @@ class Frozen:
         return f"{self.__class__.__qualname__}({shown})"
 
 
+#: Stands for a field's type while :func:`fields_of` runs the dataclasses module on a class.
+_TYPE: Any = object()
+
+
+def fields_of(cls: type[T], **options: Any) -> type[T]:
+    """``dataclasses.dataclass(**options)(cls)`` for a class whose annotations are strings
+    (``from __future__ import annotations``), with ``init=False``: the same fields, defaults,
+    factories, metadata and field types, found about twice as fast. The dataclasses module tests
+    each string annotation with regular expressions (is it ``ClassVar``, ``InitVar``,
+    ``KW_ONLY``?), three tests a field, about a third of declaring a class: 0.9 of 2.6 ms for
+    the spec classes on every start (issue 26). It is given a stand-in object for each type, which
+    no such test matches, and each field gets its string back. A class that names one of those
+    three is left to the module's own tests."""
+    annotations = cls.__dict__.get("__annotations__", {})
+    special = any(
+        not isinstance(a, str) or "ClassVar" in a or "InitVar" in a or "KW_ONLY" in a for a in annotations.values()
+    )
+    if special or options.get("init", True):
+        return dataclasses.dataclass(**options)(cls)
+    cls.__annotations__ = dict.fromkeys(annotations, _TYPE)
+    try:
+        cls = dataclasses.dataclass(**options)(cls)
+    finally:
+        cls.__annotations__ = annotations
+    for f in cls.__dataclass_fields__.values():  # type: ignore[attr-defined]
+        if f.type is _TYPE:
+            f.type = annotations[f.name]
+    return cls
+
+
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
 def record(cls: type[T]) -> type[T]:
     """``cls`` as a frozen dataclass built by one ``__dict__`` write, with :class:`Frozen`'s
@@ -66,7 +96,7 @@ def record(cls: type[T]) -> type[T]:
     ``init=False`` fields it sets (with ``object.__setattr__``) come after every other field.
     Not for classes with other ``init=False``, keyword-only or ``compare=False`` fields, or
     slots (TypeError)."""
-    cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+    cls = fields_of(cls, init=False, repr=False, eq=False)
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
     given = [f for f in fields if f.init]
     post_init = hasattr(cls, "__post_init__")

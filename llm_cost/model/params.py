@@ -19,7 +19,7 @@ from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, LayerType
 from llm_cost.core.units import exact_bits, to_bytes
 from llm_cost.model.formats import MixedBits
-from llm_cost.model.structure import GROUPS, Structure, build
+from llm_cost.model.structure import GROUPS, Structure, build, kv_shared_unloaded_params
 from llm_cost.specs.schema import READ_GENERICALLY, GQAAttention, MLAAttention, ModelSpec
 
 if TYPE_CHECKING:  # imported by count_params only for a layout: its module costs a cold start about 2 ms
@@ -60,7 +60,8 @@ class ParamsResult(Result):
     routed_expert_params: int
     mtp_params: int
     mtp_checkpoint_copies: int
-    checkpoint_params: int
+    checkpoint_params: int  # what the checkpoint files store: main + MTP + its copies + unloaded KV-shared K/V
+    kv_shared_unloaded_params: int  # Gemma 4: the KV-shared layers' stored, never-loaded k/v projections and k norms
     weight_bytes: int | Fraction
     weight_flops_per_token: int  # 2 x active N_gemm
     non_routed_params: int  # all parameters less the routed experts
@@ -198,6 +199,9 @@ def count_params(
         conventions.append(note("params.active"))
     if spec.mtp is not None:
         conventions.append(note("params.mtp"))
+    unloaded = kv_shared_unloaded_params(spec)
+    if unloaded:
+        conventions.append(note("params.kv_shared_unloaded"))
     if layout is not None:
         from llm_cost.model.layout import per_gpu
     return ParamsResult(
@@ -216,7 +220,8 @@ def count_params(
         routed_expert_params=s.routed_expert_params,
         mtp_params=s.mtp_params,
         mtp_checkpoint_copies=s.mtp_copies,
-        checkpoint_params=total + s.mtp_params + s.mtp_copies,
+        checkpoint_params=total + s.mtp_params + s.mtp_copies + unloaded,
+        kv_shared_unloaded_params=unloaded,
         weight_bytes=weight_bytes,
         weight_flops_per_token=2 * int(s.active_gemm),
         non_routed_params=total - s.routed_expert_params,

@@ -46,7 +46,7 @@ from llm_cost.specs.schema import (
     VisionTower,
 )
 
-__all__ = ["Tensor", "Structure", "build"]
+__all__ = ["Tensor", "Structure", "build", "kv_shared_unloaded_params"]
 
 # Breakdown groups, in display order.
 GROUPS = (
@@ -686,11 +686,12 @@ def _blocks(
 
 
 def _softmax_tensors(
-    spec: ModelSpec, att: GQAAttention, attention_counts: dict[LayerType, int], part: Part
+    spec: ModelSpec, att: GQAAttention, attention_counts: dict[LayerType, int], part: Part, unloaded: bool = False
 ) -> list[Tensor]:
     """The GQA tensors of the softmax layers: one set for all of them, or (Gemma 4's global
     geometry) one for the windowed layers and one for the full layers with their own heads; in the
-    decoder, the KV-shared layers of each set without k/v projections."""
+    decoder, the KV-shared layers of each set without k/v projections. ``unloaded``: instead, only
+    the k/v projections and k norms the KV-shared layers would have (:func:`kv_shared_unloaded_params`)."""
     softmax_layers = sum(n for k, n in attention_counts.items() if k.caches_kv)
     windowed = (LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION)
     if att.has_global_geometry:
@@ -704,11 +705,27 @@ def _softmax_tensors(
     t: list[Tensor] = []
     for n, kind, layer_type, types in sets:
         shared = sum(spec.kv_shared_count(x) for x in types) if part == Part.DECODER else 0
-        if n - shared:
+        if n - shared and not unloaded:
             t += _gqa_geometry(spec, att, n - shared, part, kind, layer_type)
-        if shared:
+        if shared and not unloaded:
             t += _gqa_geometry(spec, att, shared, part, kind, layer_type, kv=False)
+        if shared and unloaded:
+            without = {x.name for x in _gqa_geometry(spec, att, shared, part, kind, layer_type, kv=False)}
+            t += [x for x in _gqa_geometry(spec, att, shared, part, kind, layer_type) if x.name not in without]
     return t
+
+
+def kv_shared_unloaded_params(spec: ModelSpec) -> int:
+    """Elements a Gemma 4 checkpoint file stores for its KV-shared layers' k_proj, v_proj and
+    k_norm, which the model never uses: transformers drops them on load
+    (models/gemma4/modeling_gemma4.py, Gemma4TextModel ``_keys_to_ignore_on_load_unexpected``), so
+    :attr:`Structure.total_params` leaves them out and the file's total is this much larger
+    (google/gemma-4-E2B-it: 5,123,178,979 = 5,104,298,467 + 18,880,512). 0 without KV sharing."""
+    att = spec.attention
+    if not spec.num_kv_shared_layers or not isinstance(att, GQAAttention):
+        return 0
+    counts = layer_counts(spec)
+    return sum(x.total for x in _softmax_tensors(spec, att, counts.mixers, Part.DECODER, unloaded=True))
 
 
 def _qwen2_vision(v: Qwen2Vision) -> list[Tensor]:

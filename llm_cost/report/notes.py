@@ -128,6 +128,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "{format} with their scales, {kept}embedding, LM head, router and vectors in {kept_dtype}; {bits:.4g} bits per "
     "parameter on average; GB = 10^9 B, GiB = 2^30 B",
     "params.active": "active: all parameters less the routed experts a token skips (k of E per MoE layer)",
+    "params.kv_shared_unloaded": "checkpoint total: Google's files also store k_proj, v_proj and k_norm for the "
+    "KV-shared layers, which read an earlier layer's cache; transformers ignores them on load "
+    "(Gemma4TextModel._keys_to_ignore_on_load_unexpected), so the total above, and every weight byte, leaves them out",
     "params.mtp": "MTP modules reported apart from the main model; the checkpoint also stores copies of the embedding "
     "and LM head with them",
     "kv.dtype": "KV dtype {dtype} ({bits} bits per element); bytes exact; KiB/MiB/GiB = 2^10/2^20/2^30 B, "

@@ -63,6 +63,14 @@ def render(con, r: ParamsResult, display_name: str) -> None:
                 f"embedding and LM head, {fmt_int(r.mtp_checkpoint_copies)})",
             )
         )
+    if r.kv_shared_unloaded_params:
+        facts.append(
+            (
+                "checkpoint total",
+                f"{fmt_int(r.checkpoint_params)} (+ {fmt_int(r.kv_shared_unloaded_params)} stored K/V of the "
+                "KV-shared layers, never loaded)",
+            )
+        )
     facts.append((f"weights at {r.dtype} ({r.bits_per_param:g} bits)", bytes_exact(r.weight_bytes)))
     print_facts(con, facts)
     if r.per_gpu is not None:

@@ -27,7 +27,7 @@ from enum import Enum
 from functools import cache
 from typing import Any, TypeVar, get_args
 
-from llm_cost.core.records import Frozen, dataclass_transform
+from llm_cost.core.records import Frozen, dataclass_transform, fields_of
 
 __all__ = ["Bounds", "DISCRIMINATED", "spec", "spec_field", "Spec", "validated", "to_data", "field_names"]
 
@@ -154,7 +154,7 @@ def spec(cls: type[T]) -> type[T]:
     """``cls`` (a :class:`Spec`) as a keyword-only dataclass whose methods are Spec's: its fields
     are listed for ``dataclasses.fields`` / ``replace`` / ``asdict`` and for pydantic, and may
     come with and without defaults in any order."""
-    return dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(cls)
+    return fields_of(cls, init=False, repr=False, eq=False, kw_only=True)
 
 
 @cache

@@ -2,7 +2,8 @@
 
 Shipped specs live in ``models/`` and ``hardware/`` (inside the wheel under ``llm_cost/_data``).
 Names are case-insensitive; a name is a file's stem or one of the aliases the file lists.
-YAML is read with a safe loader only (:mod:`llm_cost.specs.files`).
+YAML is read with a safe loader only (:mod:`llm_cost.specs.files`, imported where a file is
+read: a shipped name's start needs none of it).
 
 A shipped name is looked up in :mod:`llm_cost.specs.shipped_index`, a generated index
 (:mod:`llm_cost.specs.index`) of every shipped file with its names, the CRC-32 of its bytes and
@@ -21,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from llm_cost.core.errors import SpecError
 from llm_cost.specs import index
-from llm_cost.specs.files import read_yaml, shown, validation_message
 
 if TYPE_CHECKING:
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -68,6 +68,7 @@ def _validate(path: Path, cls: type, data: dict[str, Any]) -> Any:
     from pydantic import ValidationError
 
     from llm_cost.specs.declare import validated
+    from llm_cost.specs.files import shown, validation_message
 
     kind = "a GPU" if cls.__name__ == "HardwareSpec" else "a model"
     if kind == "a GPU" and "hidden_size" in data:
@@ -86,6 +87,7 @@ def checked_spec(spec: Any, what: str) -> Any:
     from pydantic import ValidationError
 
     from llm_cost.specs.declare import to_data, validated
+    from llm_cost.specs.files import validation_message
 
     try:
         return validated(type(spec), to_data(spec))
@@ -116,6 +118,7 @@ def build_index() -> dict[str, dict[str, dict[str, Any]]]:
     """The index of the shipped specs, from their YAML: per kind ("models", "hardware") and file
     stem, the file name, its lower-case aliases and its :func:`~llm_cost.specs.index.entry`
     (CRC-32, validated content, nested classes)."""
+    from llm_cost.specs.files import read_yaml
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -166,6 +169,8 @@ def _resolve(kind: str, name: str, what: str) -> Path:
     """The shipped file named ``name`` (its stem) or listing it as an alias; SpecError with the
     names there are and the closest match. A file that cannot be read is skipped here (loading it
     by its stem reports why)."""
+    from llm_cost.specs.files import read_yaml, shown
+
     key = name.strip().lower()
     folder = data_dir(kind)
     direct = folder / f"{key}.yaml"
@@ -210,6 +215,8 @@ def load_model(name_or_path: str) -> ModelSpec:
         from llm_cost.specs.hf import load_hf_config  # lazy: only config.json models pay for the import
 
         return load_hf_config(path)
+    from llm_cost.specs.files import read_yaml
+
     return _validate(path, ModelSpec, read_yaml(path))
 
 
@@ -220,4 +227,6 @@ def load_gpu(name_or_path: str) -> HardwareSpec:
     if not _looks_like_path(name_or_path) and (shipped := _shipped("hardware", name_or_path)) is not None:
         return index.rebuilt(HardwareSpec, shipped)
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("hardware", name_or_path, "GPU")
+    from llm_cost.specs.files import read_yaml
+
     return _validate(path, HardwareSpec, read_yaml(path))

@@ -163,3 +163,17 @@ def test_json_round_trips_for_every_basic_command(cli):
         r = cli(*args, "--json")
         assert r.code == 0
         json.loads(r.out)
+
+
+@pytest.mark.parametrize("command", ["train", "serve", "fit", "roofline"])
+def test_a_command_s_help_paragraphs_wrap_to_the_terminal(cli, command, monkeypatch):
+    """Typer's Rich help keeps a docstring's single line breaks after its first paragraph, which
+    printed train's help ragged on 80 columns ("... micro-batch for the" / "highest predicted MFU").
+    Each paragraph is rewrapped to the terminal: no help line is padded short of half the width
+    unless it ends a paragraph."""
+    monkeypatch.setenv("COLUMNS", "80")
+    out = cli(command, "--help").out
+    lines = [line.rstrip() for line in out.split("Arguments")[0].splitlines()]
+    for line, following in zip(lines, lines[1:]):
+        if line.strip() and following.strip():  # inside a paragraph
+            assert len(line) >= 40, (line, following)

@@ -118,6 +118,7 @@ def test_a_shipped_model_command_loads_only_what_it_uses():
         "llm_cost.api.serving",
         "llm_cost.api.memory",
         "llm_cost.specs.hub",
+        "llm_cost.specs.files",
         "rich.console",
     ]
     run = subprocess.run(
@@ -143,3 +144,22 @@ def test_the_program_help_lists_the_commands_as_the_whole_app(cli, capsys, monke
     assert (listed.code, listed.out, listed.err) == (0, whole.out, whole.err)
     assert all(f" {name} " in listed.out for name in get_command(app).commands)
     assert [c.params for c in get_command(_listing()).commands.values()] == [[]] * len(app.registered_commands)
+
+
+def test_the_exit_leaves_the_run_s_objects_to_the_process():
+    """The console script's exit freezes what the run leaves (``gc.freeze`` at exit: the
+    interpreter's finalization collects none of it), after the output is complete, and keeps
+    the exit code; an exit handler registered before the run runs after the freeze. Not timed:
+    ``scripts/bench.py`` measures what the freeze saves."""
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+        "sys.argv = ['llm-cost', 'params', 'nosuch-model']\n"
+        "from llm_cost.cli import main\n"
+        "main()\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr.splitlines()[0].startswith("error: unknown model 'nosuch-model'")
+    assert run.stderr.splitlines()[-1] == "frozen True"

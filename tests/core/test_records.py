@@ -89,3 +89,47 @@ def test_a_record_refuses_what_its_init_cannot_do():
         @record
         class _KeywordOnly:
             x: int = field(kw_only=True)
+
+
+def _described(cls):
+    return [
+        (f.name, f.type, f.default, f.default_factory, f.kw_only, f._field_type, dict(f.metadata), f.init)
+        for f in cls.__dataclass_fields__.values()
+    ] + [cls.__annotations__, getattr(cls, "__match_args__", None)]
+
+
+def _declared():
+    """Two copies of one class body: string annotations (this module has ``from __future__
+    import annotations``), defaults, a factory, metadata, a ClassVar and a keyword-only marker."""
+    from typing import ClassVar
+
+    def body():
+        class Sample:
+            a: int
+            b: tuple[int, ...] = (1, 2)
+            c: list[str] = field(default_factory=list, metadata={"description": "c"})
+            d: ClassVar[int] = 3
+
+        return Sample
+
+    return body(), body()
+
+
+@pytest.mark.parametrize("options", [{"init": False}, {"init": False, "kw_only": True}, {"init": True}])
+def test_fields_of_declares_the_fields_the_dataclasses_module_does(options):
+    from llm_cost.core.records import fields_of
+
+    plain, fast = _declared()
+    assert _described(fields_of(fast, **options)) == _described(dataclasses.dataclass(**options)(plain))
+
+    def body():
+        class NoClassVar:
+            a: int
+            b: str = "x"
+            c: dict[str, int] = field(default_factory=dict)
+
+        return NoClassVar
+
+    plain, fast = body(), body()
+    assert _described(fields_of(fast, **options)) == _described(dataclasses.dataclass(**options)(plain))
+    assert all(isinstance(f.type, str) for f in dataclasses.fields(fast))

@@ -4,16 +4,16 @@ groups differ in format (quantization_config) against the bytes the checkpoints 
 Sources of the checkpoint figures (each independent of this tool's tensor list):
 
 * openai/gpt-oss-120b: the Hub's safetensors parameter counts by dtype, BF16 2,167,371,072 and
-  114,661,785,600 FP4 values in U8 blocks (code-index ids 57890337346, 71083239225; the Hub API as
-  quoted in id 57412532707 counts the U8 blocks and scales together, 118,244,966,400 =
+  114,661,785,600 FP4 values in U8 blocks (untraced index reference 57890337346; untraced index reference 71083239225; the Hub API as
+  quoted in github.com/scttfrdmn/cultivar internal/model/model_test.go @ 9160bc1c21b9 counts the U8 blocks and scales together, 118,244,966,400 =
   114,661,785,600 + 3,583,180,800 scales); tensor bytes of its 15 shards 65,248,815,744, the shard
-  files 65,248,893,184 B with their headers (id 59724567210, a vLLM deployment's model inventory);
+  files 65,248,893,184 B with their headers (github.com/milkinfrastructure/milk-harness deploy/teacher/gpt-oss-120b/test_runtime.py @ 314444004492, a vLLM deployment's model inventory);
   the model card's "60.8 GiB" (= 65.25e9 B).
 * openai/gpt-oss-20b: BF16 1,804,459,584 + 19,110,297,600 FP4 values, shard files 13,761,316,904 B
   (tests/fixtures/hf/CHECKPOINTS.yaml, gpt-oss-20b).
 * deepseek-ai/DeepSeek-V3: the Hub's safetensors counts BF16 3,918,786,560, F8_E4M3 680,571,043,840,
   F32 41,555,600 over every tensor (main model, MTP layer, FP32 scales and correction biases;
-  tests/fixtures/hf/CHECKPOINTS.yaml, deepseek-v3: code-index ids 67469160833, 58758039937).
+  tests/fixtures/hf/CHECKPOINTS.yaml, deepseek-v3: github.com/KinChow/model-structure-viewer, the design document 'msv 演进设计方案' v6 of 2026-09-04, path not resolved; untraced index reference 58758039937).
 
 The gpt-oss-120b config (tests/fixtures/formats/gpt-oss-120b/config.json) is the gpt-oss-20b
 fixture with the 120b's 36 layers (alternating sliding and full attention) and 128 experts, as the
@@ -115,7 +115,7 @@ def test_deepseek_v3_checkpoint_bytes_with_block_scales():
 def test_kimi_k2_checkpoint_bytes_with_block_scales():
     """Kimi-K2-Instruct (FP8, 128 x 128 blocks; 1 dense + 60 MoE layers of 384 experts): a recount of
     its 61 shard headers gives 1,029,173,256,720 payload bytes (tests/fixtures/hf/CHECKPOINTS.yaml,
-    code-index id 68577105039). Weighed here: 52,912 B less, which is the 60 routers' correction
+    untraced index reference 68577105039). Weighed here: 52,912 B less, which is the 60 routers' correction
     biases (384 each) that the checkpoint keeps in FP32 (60 x 384 x 2 B) and the 3,416 elements the
     Hub's total holds above the logical parameters (3,416 x 2 B)."""
     spec = load_hf_config(FIXTURES / "hf" / "kimi-k2-instruct" / "config.json")

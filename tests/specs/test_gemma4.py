@@ -293,12 +293,12 @@ def test_a_shared_layer_without_an_owner_of_its_type_is_refused():
 
 
 def test_e4b_language_model_against_its_published_counts():
-    """Gemma 4 E4B's text_config as a public package validator pins it (code-index id 70085931258:
+    """Gemma 4 E4B's text_config as a public package validator pins it (untraced index reference 70085931258:
     hidden 2560, 42 layers of five sliding and one full, 8 heads, 2 K/V heads, 18 KV-shared layers,
     head_dim 256 / 512, per-layer width 256, intermediate 10240); use_double_wide_mlp false, which the
     totals decide (a doubled MLP in 18 layers would add 18 x 3 x 2560 x 10240). sum(p.numel()) of
-    the model 7,463,013,376 (id 66570493327, 'matching HuggingFace') + 42 layer scalars; llama.cpp
-    counts 7,463,013,674 = that + its rope_freqs [256] (id 68363928736)."""
+    the model 7,463,013,376 (github.com/facebookresearch/fairseq2 tests/integration/models/test_gemma4.py @ 9200c9e736a4, 'matching HuggingFace') + 42 layer scalars; llama.cpp
+    counts 7,463,013,674 = that + its rope_freqs [256] (github.com/miztiik/yen-idhazh docs/reference/models/gemma-4-e4b-qat.md at an unpinned revision)."""
     cfg = json.loads(E2B_CONFIG.read_text(encoding="utf-8"))
     cfg.update(
         hidden_size=2560,

@@ -45,7 +45,7 @@ BOUNDS = 4 * (10 * 12) + 4 * (7 * 16)
 
 
 def test_audio_and_vision_towers_by_hand_are_the_checkpoint_split():
-    """The split of google/gemma-4-E2B-it's 5,123,178,979 (code-index ids 55851901686, 68885337669):
+    """The split of google/gemma-4-E2B-it's 5,123,178,979 (github.com/bamb00boy/Gemma4_executorch_deployment docs/architecture.md @ 6220a881b54b; github.com/alexkroman/tiny-audio tiny_audio/asr_modeling.py at an unpinned revision):
     audio tower 304,824,608, vision tower 167,364,608, embed_vision [1536, 768] 1,179,648, embed_audio
     [1536, 1536] 2,359,296, and 928 clipping bounds (480 audio + 448 vision)."""
     assert AUDIO_TOWER == 304_824_608 and VISION_TOWER == 167_364_608 and BOUNDS == 928
@@ -55,9 +55,8 @@ def test_audio_and_vision_towers_by_hand_are_the_checkpoint_split():
 
 
 def test_e2b_total_is_the_model_and_google_s_file_adds_the_ignored_kv():
-    """The count is the model transformers builds: sum(p.numel()) 5,104,297,504 (code-index ids
-    66625149308, 70182790305) + 35 layer_scalar and 928 clipping-bound buffers = 5,104,298,467, the
-    header total of the same architecture's qat-q4_0-unquantized checkpoint (id 70182790305).
+    """The count is the model transformers builds: sum(p.numel()) 5,104,297,504 (github.com/AI-Safeter/eml-torch gemma_architecture/prepare.py @ 50912e0fa45b; github.com/Unjuno/tiny-omni-decision README.md at a revision before 903b366b719e) + 35 layer_scalar and 928 clipping-bound buffers = 5,104,298,467, the
+    header total of the same architecture's qat-q4_0-unquantized checkpoint (github.com/Unjuno/tiny-omni-decision README.md at a revision before 903b366b719e).
     Google's google/gemma-4-E2B-it file holds 5,123,178,979: the same plus the 20 KV-shared layers'
     k_proj, v_proj and k_norm (16 sliding: 2 x 256 x 1536 + 256; 4 full: 2 x 512 x 1536 + 512), which
     Gemma4TextModel ignores on load."""
@@ -70,11 +69,12 @@ def test_e2b_total_is_the_model_and_google_s_file_adds_the_ignored_kv():
     assert ignored_kv == 18_880_512
     assert r.total_params + ignored_kv == CHECKPOINTS["gemma-4-e2b-it"]["checkpoint_tensor_elements"]
     assert r.total_params + ignored_kv == 5_123_178_979
+    assert r.kv_shared_unloaded_params == ignored_kv and r.checkpoint_params == 5_123_178_979
 
 
 def test_e4b_total_is_the_model_and_google_s_file_adds_the_ignored_kv():
-    """E4B: sum(model.parameters()) 7,941,100,832 (code-index id 63152215713) + 42 layer scalars +
-    928 bounds; google/gemma-4-E4B-it's file holds 7,996,157,418 (ids 54011893124, 60545915970): the
+    """E4B: sum(model.parameters()) 7,941,100,832 (github.com/pushkarsingh019/environment_for_science docs/gemma-training-path-proof.md @ 70ef42131bb6) + 42 layer scalars +
+    928 bounds; google/gemma-4-E4B-it's file holds 7,996,157,418 (github.com/fyh2001/megatron-sft-recipes docs/gemma4_E4B_alt_offload_log.md @ f7df6d9028a5; github.com/sathieshiah/ai docs/weight-layout-comparison.md @ e980afa7314f): the
     same plus the 18 KV-shared layers' K/V (15 sliding: 2 x 2 x 256 x 2560 + 256; 3 full: 2 x 2 x 512
     x 2560 + 512). The towers are E2B's; the embedders project into 2560."""
     r = count_params(load_hf_config(E4B))
@@ -85,6 +85,7 @@ def test_e4b_total_is_the_model_and_google_s_file_adds_the_ignored_kv():
     ignored_kv = 15 * (2 * 2 * 256 * 2560 + 256) + 3 * (2 * 2 * 512 * 2560 + 512)
     assert r.total_params + ignored_kv == CHECKPOINTS["gemma-4-e4b-it"]["checkpoint_tensor_elements"]
     assert r.total_params + ignored_kv == 7_996_157_418
+    assert r.kv_shared_unloaded_params == ignored_kv and r.checkpoint_params == 7_996_157_418
 
 
 def test_breakdown_rows_of_the_audio_tower():
@@ -157,8 +158,7 @@ def test_a_vision_global_head_dim_other_than_head_dim_is_refused():
 
 def test_checkpoint_names_of_the_towers_take_their_roles():
     """A checkpoint folder's tensors are matched by role: Gemma 4's audio tower and embed_audio are
-    the audio role, embed_vision the vision role (names as google/gemma-4-E2B-it stores them, code-index
-    id 53543809441), MiniMax-M3's patch_merge the vision role."""
+    the audio role, embed_vision the vision role (names as google/gemma-4-E2B-it stores them, github.com/1amageek/swift-lm docs/parameter-dumps/google_gemma-4-E2B-it.md @ 7c4a37f7899e), MiniMax-M3's patch_merge the vision role."""
     from llm_cost.analyses.checkpoint_roles import stored_role
 
     assert stored_role("model.audio_tower.layers.0.feed_forward1.ffw_layer_1.linear.weight", 35) == "audio"

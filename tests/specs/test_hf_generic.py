@@ -285,7 +285,7 @@ def test_glm4_moe_lite_is_deepseek_attention_with_glm_routing():
 
 def test_kimi_k25_is_kimi_k2_plus_moonvit():
     """Kimi-K2.5: the language model is Kimi K2's 1,026,408,232,448 (CHECKPOINTS.yaml kimi-k2-instruct);
-    the vision part is the checkpoint's tensor list (code-index id 62530201892) summed by hand, and
+    the vision part is the checkpoint's tensor list (untraced index reference 62530201892) summed by hand, and
     equals the catalogue's Kimi K2.5 - Kimi K2 Thinking difference."""
     r = count_params(load_hf_config(FIXTURES / "kimi-k2.5"))
     e, f, layers, d = 1_152, 4_304, 27, 7_168
@@ -312,7 +312,7 @@ def test_kimi_k25_projector_width_must_be_the_tower_width():
 def test_glm4v_moe_is_glm_4_5_air_plus_the_glm4v_tower():
     """GLM-4.5V: its language model is GLM-4.5-Air's main model (106,852,251,264, the glm-4.5-air
     test's figure); the vision tower and merger summed by hand from the checkpoint's tensor list
-    (code-index id 62538297598); the whole is the report's 107,710,933,120."""
+    (untraced index reference 62538297598); the whole is the report's 107,710,933,120."""
     r = count_params(load_hf_config(FIXTURES / "glm-4.5v"))
     e, o, f, blocks = 1_536, 4_096, 10_944, 24
     tower = (

@@ -45,7 +45,7 @@ PROJECTORS = (6144 * E + 6144) + (D * 6144 + D) + (6144 * 4 * D + 6144) + (D * 6
 
 def test_total_by_hand_is_the_checkpoint_s_values():
     """Untied embedding and LM head, 3 dense and 57 MoE layers (two norms each), the final norm;
-    the tower and projectors: 427,040,140,160 values (code-index id 61699509129)."""
+    the tower and projectors: 427,040,140,160 values (untraced index reference 61699509129)."""
     text = 2 * V * D + 3 * (ATTENTION + DENSE_MLP + 2 * D) + 57 * (ATTENTION + INDEXER + MOE + 2 * D) + D
     assert text + TOWER + PROJECTORS == CHECKPOINTS["minimax-m3"]["total_params"] == 427_040_140_160
     r = count_params(load_hf_config(CONFIG))
@@ -54,7 +54,7 @@ def test_total_by_hand_is_the_checkpoint_s_values():
 
 
 def test_payload_bytes_are_bf16_with_f32_routers_and_patch_embedding():
-    """854,172,958,720 payload bytes from the 59 shard headers (code-index id 59245552846) = 2 B per
+    """854,172,958,720 payload bytes from the 59 shard headers (untraced index reference 59245552846) = 2 B per
     value + 2 B more for each of the 46,339,200 values of the 57 routers, their correction biases and
     the Conv3d patch embedding: those tensors are F32, the rest BF16."""
     s = build(load_hf_config(CONFIG))

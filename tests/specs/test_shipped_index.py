@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import llm_cost.specs.files as files
 import llm_cost.specs.load as load
 from llm_cost.specs import index
 from llm_cost.specs.declare import validated
@@ -61,7 +62,7 @@ def test_a_name_the_index_lacks_parses_no_yaml(monkeypatch):
     def no_yaml(path):
         raise AssertionError(f"parsed {path}")
 
-    monkeypatch.setattr(load, "read_yaml", no_yaml)
+    monkeypatch.setattr(files, "read_yaml", no_yaml)  # load imports it where it reads a file
     with pytest.raises(load.SpecError, match="unknown model 'h100'.*llama3-8b"):
         load.load_model("h100")
     assert load.load_gpu("H100-SXM").name == "h100"

@@ -299,7 +299,7 @@ def load_hf_config(path: Path):
 
 def is_hf_path(name_or_path: str) -> bool:
     """True when MODEL names a config.json (any ``.json`` file) or an existing folder (other than
-    one named like a YAML spec, which load.read_yaml reports as "not a regular file")."""
+    one named like a YAML spec, which files.read_yaml reports as "not a regular file")."""
     path = Path(name_or_path)
     suffix = path.suffix.lower()
     return suffix == ".json" or (path.is_dir() and suffix not in (".yaml", ".yml"))

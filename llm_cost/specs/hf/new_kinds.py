@@ -13,11 +13,15 @@ merged into :data:`llm_cost.specs.hf.families.FAMILIES`."""
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable
 from typing import Any
 
 from llm_cost.core.types import LayerType
+from llm_cost.specs.files import shown
 from llm_cost.specs.hf.config import _common, _Config, _Family, _gqa, _heads
+from llm_cost.specs.schema import MAX_WIDTH
 
 __all__ = ["NEW_KINDS", "nemotron3_blocks", "with_sparse_indexer"]
 
@@ -38,8 +42,14 @@ def _lfm2_ffn_width(c: _Config) -> int:
     if multiplier is None:
         c.ignore("block_multiple_of")
         return width
-    if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not multiplier > 0:
-        raise c.error("block_ffn_dim_multiplier", f"must be a number > 0 (got {multiplier!r})")
+    given = shown(json.dumps(multiplier), 40)  # as config.json writes it: Infinity, NaN, "x", 1e+308
+    if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not 0 < multiplier < math.inf:
+        raise c.error("block_ffn_dim_multiplier", f"must be a finite number > 0 (got {given})")
+    if not multiplier * width <= MAX_WIDTH:  # 1e308 x the width is no float: int() would overflow
+        raise c.error(
+            "block_ffn_dim_multiplier",
+            f"= {given} times the adjusted width {width} is above the largest MLP width, {MAX_WIDTH:,}",
+        )
     width = int(multiplier * width)
     multiple = c.int("block_multiple_of", 256)
     return multiple * ((width + multiple - 1) // multiple)
