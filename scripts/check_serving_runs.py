@@ -59,7 +59,7 @@ def main() -> None:
     check = check_runs(time_model=(lambda e: prediction_model(e.gpu.name)) if args.profile == "shipped" else None)
     elapsed = time.perf_counter() - start
     if args.write_band:
-        data = band_file_data(check)
+        data = band_file_data(check, "scripts/check_serving_runs.py --write-band")
         BAND_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {BAND_FILE} ({len(data['runs'])} runs: p10 {data['p10']:.3f}, p90 {data['p90']:.3f})")
         return

@@ -285,6 +285,7 @@ def test_the_shipped_ratios_are_measured_over_predicted_of_18_runs():
     assert _p10_p90(x) == pytest.approx((x[1] + 0.7 * (x[2] - x[1]), x[15] + 0.3 * (x[16] - x[15])))
     assert (data["p10"], data["p90"]) == pytest.approx(_p10_p90(x), abs=1e-6)
     assert data["source"]["engine"] == "vLLM v0.15.1" and data["source"]["harness"] == "inference-perf"
+    assert data["source"]["script"] == "scripts/check_serving_runs.py --write-band"
     assert data["source"]["runs_file"].endswith("measurements/serving/vllm-serving-under-load.yaml")
 
 

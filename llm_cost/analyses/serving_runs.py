@@ -370,9 +370,12 @@ def band_runs(check: ServingCheck, experiments: Sequence[Experiment] | None = No
     return out
 
 
-def band_file_data(check: ServingCheck, experiments: Sequence[Experiment] | None = None) -> dict[str, Any]:
+def band_file_data(
+    check: ServingCheck, written_by: str, experiments: Sequence[Experiment] | None = None
+) -> dict[str, Any]:
     """The content of :data:`BAND_FILE` from ``check`` (:func:`check_runs` under
-    :func:`vllm_time_model`, seed 0): its provenance, the runs' ratios and their percentiles."""
+    :func:`vllm_time_model`, seed 0): its provenance (``written_by``: the command that wrote it),
+    the runs' ratios and their percentiles."""
     runs = band_runs(check, experiments)
     ratios = [r["ratio"] for r in runs]
     data = read_yaml(RUNS_FILE)
@@ -388,7 +391,7 @@ def band_file_data(check: ServingCheck, experiments: Sequence[Experiment] | None
             "rows, transferred to the other GPUs). Generated; do not edit."
         ),
         "source": {
-            "script": "scripts/check_serving_runs.py --write-band",
+            "script": written_by,
             "runs_file": "llm_cost/data/measurements/serving/vllm-serving-under-load.yaml",
             "engine": "vLLM v0.15.1",
             "harness": "inference-perf",
