@@ -1,26 +1,37 @@
 """How often the measured vLLM serving runs fall inside ``serve``'s error band (issue 23).
 
-Usage: python scripts/check_serving_band.py. Each experiment of
+Usage: python scripts/check_serving_band.py [--leave-one-out]. Each experiment of
 ``llm_cost/data/measurements/serving/vllm-serving-under-load.yaml`` (real vLLM v0.15.1 runs,
 inference-perf; see that file's ``about``) is replayed through ``llm_cost.serve`` as one
 configuration (its layout, engine settings and a workload file of its stages, as
 ``scripts/check_serving_runs.py --commands`` writes them), with its band: the run re-simulated
-at the fast and the slow end of the profile's step-time band
+with every step's time at the fast and the slow end of the band
 (``llm_cost.analyses.simulated_serving.with_band``). Prints, per experiment, each measured figure
 against [low, high] and the prediction, then per figure how many of the experiments' measured
-values lie inside and the median band as multiples of the prediction. Nothing is fitted on these
-runs: the band comes from the profiles' own leave-one-out residuals.
+values lie inside and the median band as multiples of the prediction.
+
+On this path (vLLM, no profile) the band is the serving prediction's own spread on these same 18
+runs: every step x the p10 and the p90 of the runs' mean ITL measured / predicted
+(``llm_cost/data/serving-band.json``, ``scripts/check_serving_runs.py --write-band``). The
+default pass is therefore IN-SAMPLE: each run helped draw the band it is checked against (the
+simulator and its time model are fitted on none of them). ``--leave-one-out`` adds the honest
+pass: each run re-simulated with the band drawn from the other 17 runs' ratios
+(``llm_cost.analyses.serving_runs.vllm_serving_band(gpu, ratios)``, substituted for the shipped
+ratios while that run's ``serve`` call runs).
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import llm_cost
 from llm_cost import Layout
-from llm_cost.analyses.serving_runs import load_experiments, workload_file_text
+from llm_cost.analyses import serving_runs
+from llm_cost.analyses.serving_runs import Experiment, band_ratios, load_experiments, workload_file_text
 
 #: Measured key (milliseconds) -> the run's (low, predicted, high) seconds.
 FIGURES = {
@@ -40,23 +51,39 @@ FIGURES = {
 }
 
 
-def main() -> None:
+def replay(e: Experiment, folder: Path):
+    """The experiment through ``llm_cost.serve``, one configuration with its band."""
+    path = folder / f"experiment-{e.id}.yaml"
+    path.write_text(workload_file_text(e))
+    return llm_cost.serve(
+        e.spec,
+        e.gpu,
+        layout=Layout(tp=e.layout.tp),
+        workload=str(path),
+        max_num_seqs=e.entry["max_num_seqs"],
+        chunk_tokens=e.entry["max_num_batched_tokens"],
+        max_model_len=e.entry["max_model_len"],
+        gpu_memory_utilization=e.entry["gpu_mem_util"],
+    )
+
+
+def check(leave_one_out: bool) -> None:
+    """One pass over the experiments: in-sample (the shipped band) or each with its band from the
+    other runs."""
     folder = Path(tempfile.mkdtemp(prefix="llm-cost-band-"))
     inside = {k: 0 for k in FIGURES}
     widths: dict[str, list[tuple[float, float]]] = {k: [] for k in FIGURES}
+    shipped = band_ratios()
+    ids = [r["id"] for r in _rows()]
+    kind = "leave-one-out" if leave_one_out else "in-sample"
+    print(f"-- {kind}: " + ("each run's band from the other runs' ratios" if leave_one_out else "the shipped band"))
     for e in load_experiments():
-        path = folder / f"experiment-{e.id}.yaml"
-        path.write_text(workload_file_text(e))
-        r = llm_cost.serve(
-            e.spec,
-            e.gpu,
-            layout=Layout(tp=e.layout.tp),
-            workload=str(path),
-            max_num_seqs=e.entry["max_num_seqs"],
-            chunk_tokens=e.entry["max_num_batched_tokens"],
-            max_model_len=e.entry["max_model_len"],
-            gpu_memory_utilization=e.entry["gpu_mem_util"],
-        )
+        if leave_one_out:
+            others = tuple(x for i, x in zip(ids, shipped) if i != e.id)
+            with mock.patch.object(serving_runs, "band_ratios", lambda others=others: others):
+                r = replay(e, folder)
+        else:
+            r = replay(e, folder)
         measured = e.entry["measured"]["summary"]["measured_ms"]
         cells = []
         for key, of in FIGURES.items():
@@ -71,15 +98,32 @@ def main() -> None:
                 f"{key} {m * 1e3:.1f} ms in [{low * 1e3:.1f}, {high * 1e3:.1f}] (predicted {value * 1e3:.1f})"
                 + ("" if ok else " OUTSIDE")
             )
-        print(f"{e.label} ({r.band.profile if r.band else 'no band'}): " + "; ".join(cells))
+        b = r.band
+        src = "no band" if b is None else f"{b.source}: x{b.fast_low:.3f}..x{b.slow_high:.3f}, {b.profile}"
+        print(f"{e.label} ({src}): " + "; ".join(cells))
     for key in FIGURES:
         if widths[key]:
             low = statistics.median(w[0] for w in widths[key])
             high = statistics.median(w[1] for w in widths[key])
             print(
-                f"{key}: {inside[key]} of {len(widths[key])} measured inside the band; median band "
+                f"{kind} {key}: {inside[key]} of {len(widths[key])} measured inside the band; median band "
                 f"x{low:.2f} to x{high:.2f} of the prediction"
             )
+
+
+def _rows() -> list[dict]:
+    import json
+
+    return json.loads(serving_runs.BAND_FILE.read_text(encoding="utf-8"))["runs"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--leave-one-out", action="store_true", help="also each run with its band from the others")
+    args = parser.parse_args()
+    check(False)
+    if args.leave_one_out:
+        check(True)
 
 
 if __name__ == "__main__":

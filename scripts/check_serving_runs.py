@@ -3,6 +3,13 @@ percentiles per experiment and stage, and the median error over the experiments.
 
     PYTHONPATH=. python scripts/check_serving_runs.py [--stages] [--json] [--profile shipped]
     PYTHONPATH=. python scripts/check_serving_runs.py --commands FOLDER
+    PYTHONPATH=. python scripts/check_serving_runs.py --write-band
+
+``--write-band`` (re)writes ``llm_cost/data/serving-band.json``, the calibration of ``serve``'s
+error band on the default simulated vLLM path: per experiment, the whole run's mean ITL measured
+and predicted under the default time model and their ratio, with the ratios' p10 and p90
+(``llm_cost.analyses.serving_runs.band_file_data``). Run it whenever the simulator or the time
+model changes (tests/test_api_serve.py fails when the file and the replay disagree).
 
 ``--commands FOLDER`` writes each experiment's workload file (its stages, lengths and shared
 prefixes) into FOLDER and prints the one ``llm-cost serve`` command that replays it; each
@@ -20,7 +27,15 @@ import json
 import time
 from pathlib import Path
 
-from llm_cost.analyses.serving_runs import METRICS, RUNS_FILE, check_runs, load_experiments, workload_file_text
+from llm_cost.analyses.serving_runs import (
+    BAND_FILE,
+    METRICS,
+    RUNS_FILE,
+    band_file_data,
+    check_runs,
+    load_experiments,
+    workload_file_text,
+)
 from llm_cost.perf.calibrated import prediction_model
 from llm_cost.specs.files import read_yaml
 
@@ -31,13 +46,23 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the comparisons as JSON")
     parser.add_argument("--profile", choices=("vllm", "shipped"), default="vllm", help="the time model")
     parser.add_argument("--commands", metavar="FOLDER", help="write the workload files there and print the commands")
+    parser.add_argument(
+        "--write-band", action="store_true", help=f"write the serving band's calibration ({BAND_FILE.name})"
+    )
     args = parser.parse_args()
+    if args.write_band and args.profile != "vllm":
+        parser.error("--write-band calibrates the default time model (--profile vllm)")
     if args.commands:
         commands(Path(args.commands))
         return
     start = time.perf_counter()
     check = check_runs(time_model=(lambda e: prediction_model(e.gpu.name)) if args.profile == "shipped" else None)
     elapsed = time.perf_counter() - start
+    if args.write_band:
+        data = band_file_data(check, "scripts/check_serving_runs.py --write-band")
+        BAND_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {BAND_FILE} ({len(data['runs'])} runs: p10 {data['p10']:.3f}, p90 {data['p90']:.3f})")
+        return
     if args.json:
         print(json.dumps(check.to_dict(), indent=1))
         return

@@ -324,6 +324,24 @@ def test_the_experiments_through_serve_are_the_simulator_replays(experiments):
     assert r.simulation.summary == direct.summary and r.kv_capacity_tokens // 16 == direct.kv_blocks
 
 
+def test_the_shipped_serving_band_is_the_replay_through_serve(experiments):
+    """The calibration of serve's band on the vLLM path (llm_cost/data/serving-band.json, written by
+    ``scripts/check_serving_runs.py --write-band``) cannot drift from the model: each run's
+    predicted mean ITL there is the one ``serve`` predicts for it now (to 0.01%), its measured one
+    the runs file's, and its ratio measured / predicted. Regenerate the file when this fails."""
+    from llm_cost.analyses.serving_runs import BAND_FILE
+
+    shipped = {r["id"]: r for r in json.loads(BAND_FILE.read_text())["runs"]}
+    assert set(shipped) == {e.id for e, _, _ in experiments}
+    for e, r, c in experiments:
+        row = shipped[e.id]
+        assert (row["model"], row["hardware"], row["tp"]) == (e.entry["model"], e.entry["hardware"], e.layout.tp)
+        assert row["predicted_ms"] == pytest.approx(r.tpot_s * 1e3, rel=1e-4), e.id
+        assert row["predicted_ms"] == pytest.approx(c.predicted_ms["itl_mean"], rel=1e-4), e.id
+        assert row["measured_ms"] == e.entry["measured"]["summary"]["measured_ms"]["itl_mean"]
+        assert row["ratio"] == pytest.approx(row["measured_ms"] / (r.tpot_s * 1e3), rel=1e-4), e.id
+
+
 def test_an_experiments_command_prints_the_json_of_its_serve_call(cli, tmp_path, experiments):
     """The documented command of one experiment (``scripts/check_serving_runs.py --commands``)
     prints, with --json, the result of its ``llm_cost.serve`` call."""

@@ -59,7 +59,9 @@ def _plan(**targets):
 def test_a_looser_target_set_never_gives_a_worse_plan(seed):
     """A property: for a random pair of percentile targets (TTFT P50..P99 of 0.05-3 s, TPOT
     P50..P99 of 5-60 ms), the plan with either target removed exists whenever the plan with both
-    does, and serves at least its output tokens/s per GPU (the saturated objective)."""
+    does, and serves at least its output tokens/s per GPU (the saturated objective), to within the
+    resolution of the steady-window rate it is measured by: one completion of the window (two caps
+    both past saturation serve the same rate, and the window's whole completions decide)."""
     rng = random.Random(seed)
     ttft = f"p{rng.choice([50, 90, 99])}:{rng.uniform(0.05, 3.0):.3f}s"
     tpot = f"p{rng.choice([50, 90, 99])}:{rng.uniform(5, 60):.1f}ms"
@@ -67,4 +69,9 @@ def test_a_looser_target_set_never_gives_a_worse_plan(seed):
     for looser in (_plan(ttft_s=ttft), _plan(tpot_s=tpot)):
         if both is not None:
             assert looser is not None, (ttft, tpot)
-            assert looser.output_tokens_per_s_per_gpu >= both.output_tokens_per_s_per_gpu, (ttft, tpot)
+            window = both.chosen.simulation.steady
+            resolution = 1 / window.requests if window is not None else 0.0
+            assert looser.output_tokens_per_s_per_gpu >= both.output_tokens_per_s_per_gpu * (1 - resolution), (
+                ttft,
+                tpot,
+            )

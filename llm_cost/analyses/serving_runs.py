@@ -31,6 +31,8 @@ the figure the benchmark aggregates by its median).
 
 from __future__ import annotations
 
+import functools
+import json
 import statistics
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -73,6 +75,15 @@ __all__ = [
     "compare_stage",
     "check_runs",
     "error_summary",
+    "BAND_FILE",
+    "BAND_PERCENTILES",
+    "RUN_GPUS",
+    "ServingBand",
+    "linear_percentile",
+    "band_runs",
+    "band_file_data",
+    "band_ratios",
+    "vllm_serving_band",
 ]
 
 #: The shipped measured serving runs.
@@ -82,6 +93,16 @@ RUNS_FILE = (
 
 #: The hardware names of the file and the GPU specs they are.
 _GPUS = {"H100": "h100", "A100-80GB": "a100", "L40S": "l40s"}
+#: The GPUs (spec names) the measured serving runs ran on: their serving band applies as is.
+RUN_GPUS = frozenset(_GPUS.values())
+
+#: The serving band's calibration (``scripts/check_serving_runs.py --write-band``): per shipped run,
+#: the whole run's mean ITL measured and predicted by :func:`vllm_time_model`. JSON (a YAML subset),
+#: so that ``serve`` reads it without a YAML parser.
+BAND_FILE = Path(__file__).resolve().parent.parent / "data" / "serving-band.json"
+#: The percentiles of the runs' measured / predicted mean ITL that are the band's fast and slow
+#: ends (:func:`linear_percentile`).
+BAND_PERCENTILES = (10, 90)
 
 #: Metrics compared: name -> (the measured key in ms, the simulated value in seconds).
 METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
@@ -360,3 +381,134 @@ def error_summary(comparisons: Sequence[Comparison]) -> tuple[dict[str, float], 
             top = max(values)
             worst[name] = (top[1], top[0])
     return medians, worst
+
+
+# -- the serving band: the prediction's spread on the measured runs ------------------------------
+
+
+def linear_percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) of ``values`` by linear interpolation between the closest
+    ranks: sorted x_0..x_{n-1}, h = (n - 1) q / 100, x_floor(h) + (h - floor(h)) (x_floor(h)+1 -
+    x_floor(h)); numpy.percentile's default ``method="linear"`` (Hyndman and Fan's type 7).
+    ValueError for no values."""
+    if not values:
+        raise ValueError("no values")
+    x = sorted(values)
+    h = (len(x) - 1) * q / 100
+    lo = int(h)
+    return x[lo] if lo + 1 >= len(x) else x[lo] + (h - lo) * (x[lo + 1] - x[lo])
+
+
+def band_runs(check: ServingCheck, experiments: Sequence[Experiment] | None = None) -> list[dict[str, Any]]:
+    """Per experiment of ``check`` (its whole run, stage -1): id, model, hardware (the file's name),
+    gpu (the spec), TP, mean ITL predicted and measured (ms) and their ratio measured / predicted."""
+    by_id = {e.id: e for e in (experiments if experiments is not None else load_experiments())}
+    out = []
+    for c in check.comparisons:
+        if c.stage != -1 or "itl_mean" not in c.error_pct:
+            continue
+        e = by_id[c.id]
+        predicted, measured = c.predicted_ms["itl_mean"], c.measured_ms["itl_mean"]
+        out.append(
+            {
+                "id": c.id,
+                "model": e.entry["model"],
+                "hardware": e.entry["hardware"],
+                "gpu": e.gpu.name,
+                "tp": e.layout.tp,
+                "predicted_ms": round(predicted, 6),
+                "measured_ms": measured,
+                "ratio": round(measured / predicted, 6),
+            }
+        )
+    return out
+
+
+def band_file_data(
+    check: ServingCheck, written_by: str, experiments: Sequence[Experiment] | None = None
+) -> dict[str, Any]:
+    """The content of :data:`BAND_FILE` from ``check`` (:func:`check_runs` under
+    :func:`vllm_time_model`, seed 0): its provenance (``written_by``: the command that wrote it),
+    the runs' ratios and their percentiles."""
+    runs = band_runs(check, experiments)
+    ratios = [r["ratio"] for r in runs]
+    data = read_yaml(RUNS_FILE)
+    bench = data.get("benchmark") or {}
+    lo, hi = BAND_PERCENTILES
+    return {
+        "about": (
+            "The spread of llm-cost's simulated vLLM serving prediction on measured runs: per run, the whole "
+            "run's mean ITL (the runs file's definition: (E2E_mean - TTFT_mean) / (output_len - 1), the mean "
+            "decode step time) measured / predicted. serve's band on the default simulated vLLM path multiplies "
+            f"every step's time by the ratios' p{lo} (fast end) and p{hi} (slow end). Nothing is fitted on "
+            "these runs: the prediction is vllm_time_model's (the a100 torch-compile profile, fitted on gpt-fast "
+            "rows, transferred to the other GPUs). Generated; do not edit."
+        ),
+        "source": {
+            "script": written_by,
+            "runs_file": "llm_cost/data/measurements/serving/vllm-serving-under-load.yaml",
+            "engine": "vLLM v0.15.1",
+            "harness": "inference-perf",
+            "benchmark": f"{bench.get('repo', '')}@{bench.get('head', '')}",
+            "time_model": check.time_model,
+            "simulation_seed": 0,
+        },
+        "metric": "itl_mean",
+        "percentile_method": "linear interpolation between closest ranks (numpy.percentile's default, type 7)",
+        f"p{lo}": round(linear_percentile(ratios, lo), 6),
+        f"p{hi}": round(linear_percentile(ratios, hi), 6),
+        "runs": runs,
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def band_ratios(path: Path = BAND_FILE) -> tuple[float, ...]:
+    """The shipped runs' mean-ITL ratios measured / predicted (:data:`BAND_FILE`), in its order."""
+    return tuple(float(r["ratio"]) for r in json.loads(path.read_text(encoding="utf-8"))["runs"])
+
+
+@record
+class ServingBand:
+    """The step-time factors of a simulated vLLM run's error band from the measured serving runs:
+    ``low`` (fast end, <= 1) and ``high`` (slow end, >= 1) for ``gpu``; ``p_low`` / ``p_high``:
+    the runs' mean-ITL measured / predicted at :data:`BAND_PERCENTILES` (``percentiles``), over
+    ``runs`` runs of ``engine``; ``widen``: 1 on a GPU the runs measured, else the transfer
+    widening applied."""
+
+    low: float
+    high: float
+    p_low: float
+    p_high: float
+    percentiles: tuple[int, int]
+    runs: int
+    gpu: str
+    widen: float
+    engine: str = "vLLM v0.15.1"
+
+
+def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) -> ServingBand | None:
+    """The error band of :func:`vllm_time_model`'s simulated serving prediction on ``gpu``, from the
+    held-out spread of that prediction on the shipped serving runs (``ratios``: default
+    :func:`band_ratios`), or None when ``gpu`` has no calibrated vLLM time model (the MFU/MBU
+    estimate was not checked on the runs).
+
+    Source: :data:`BAND_FILE`, the runs' whole-run mean ITL measured / predicted (nothing fitted on
+    them). The fast-end and slow-end step factors are the ratios' 10th and 90th percentiles
+    (:func:`linear_percentile`), clamped so that low <= 1 <= high: 8 of 10 runs' measured mean ITL
+    lay within [predicted x low, predicted x high]. On a GPU none of the runs used (not in
+    :data:`RUN_GPUS`) the band is widened as :func:`~llm_cost.perf.calibrated.band_factors` widens
+    a transferred profile's: the residuals r = predicted / measured - 1 = 1 / factor - 1 times
+    :data:`~llm_cost.perf.profile.TRANSFER_WIDEN` (r kept above -0.9)."""
+    from llm_cost.perf.profile import TRANSFER_WIDEN
+
+    if default_profile(gpu.name) is None:  # vllm_time_model is then the MFU/MBU estimate
+        return None
+    values = list(band_ratios() if ratios is None else ratios)
+    lo_q, hi_q = BAND_PERCENTILES
+    p_low, p_high = linear_percentile(values, lo_q), linear_percentile(values, hi_q)
+    low, high = min(p_low, 1.0), max(p_high, 1.0)
+    widen = 1.0 if gpu.name in RUN_GPUS else float(TRANSFER_WIDEN)
+    if widen != 1.0:
+        low = 1.0 / (1.0 + (1.0 / low - 1.0) * widen)
+        high = 1.0 / (1.0 + max((1.0 / high - 1.0) * widen, -0.9))
+    return ServingBand(low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen)

@@ -41,8 +41,8 @@ from llm_cost.analyses.capacity import MemoryPolicy
 from llm_cost.analyses.launch import Launch
 from llm_cost.analyses.serving import COST_ALL_OUTPUT, SANE_TTFT_S, Candidate, ServePlan, StepBand
 from llm_cost.analyses.serving.search import pcie_note
-from llm_cost.analyses.serving_runs import replica_kv_pool
-from llm_cost.core.choices import ServingMode
+from llm_cost.analyses.serving_runs import ServingBand, replica_kv_pool
+from llm_cost.core.choices import BandSource, ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
@@ -317,12 +317,14 @@ def run_configuration(
     candidate: Candidate | None = None,
     notes: Sequence[Note] = (),
     band: bool = False,
+    serving_band: ServingBand | None = None,
 ) -> ServeRun:
     """Simulate ``replicas`` x ``layout`` serving ``traffic`` (module docstring); the KV cache holds
     what ``policy`` leaves after the weights, a hybrid model's per-sequence state held once per running
     request (:func:`~llm_cost.analyses.serving_runs.replica_kv_pool`).
-    ``band``: with its error band (:func:`with_band`, two more simulations). InputError when no KV
-    block fits, or for an invalid workload or engine setting."""
+    ``band``: with its error band (:func:`with_band`, two more simulations; ``serving_band``: drawn
+    from the measured serving runs rather than from the profile). InputError when no KV block fits,
+    or for an invalid workload or engine setting."""
     if band:
         timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
 
@@ -333,7 +335,7 @@ def run_configuration(
                 compute_dtype=compute_dtype, seed=seed, timer=t, candidate=candidate, notes=notes,
             )  # fmt: skip
 
-        return with_band(again(timer), again, timer, time_model)
+        return with_band(again(timer), again, timer, time_model, serving_band)
     goals = dict(targets or {})
     pool = replica_kv_pool(spec, gpu, layout, engine, policy, weight_bits, kv_bits)
     tokens = pool.tokens
@@ -454,6 +456,15 @@ def step_band_factor(profile: Profile, slow: bool) -> Callable[[int, int, int, i
     return factor
 
 
+def _constant_factor(value: float) -> Callable[[int, int, int, int, int], float]:
+    """The step-time factor ``value`` for every step bucket (the serving band's: one factor per end)."""
+
+    def factor(decodes: int, decode_context: int, prefill_tokens: int, prefill_cached: int, prefills: int) -> float:
+        return value
+
+    return factor
+
+
 def _ends(*values: float | None) -> tuple[float | None, float | None]:
     """(least, greatest) of the runs' values of a figure; (None, None) when the nominal run has none."""
     if values[0] is None:
@@ -479,51 +490,113 @@ def _banded_percentiles(p: Percentiles, fast: Percentiles, slow: Percentiles) ->
 
 
 def with_band(
-    nominal: ServeRun, rerun: Callable[[StepTimer], ServeRun], timer: StepTimer, time_model: TimeModel
+    nominal: ServeRun,
+    rerun: Callable[[StepTimer], ServeRun],
+    timer: StepTimer,
+    time_model: TimeModel,
+    serving: ServingBand | None = None,
 ) -> ServeRun:
     """``nominal`` with its error band: the same configuration, traffic and seed re-simulated
     (``rerun``) twice, every step's time multiplied by the fast-end and then the slow-end factor
-    of the profile's band for that step's shape (:class:`~llm_cost.simulate.ScaledTimer` over the
-    nominal run's ``timer``).
+    of the band (:class:`~llm_cost.simulate.ScaledTimer` over the nominal run's ``timer``).
 
-    Convention: per step, the factors are :func:`~llm_cost.perf.calibrated.band_factors` of the
-    time model's profile at the step's (batch, context) (:func:`step_shape`): the profile's
-    leave-one-out residuals r = predicted / measured - 1 at their 10th and 90th percentiles (the
-    measured time of 8 of 10 held-out rows lies within predicted / (1 + r_high) .. predicted / (1 +
-    r_low)), widened 2.5x for a transferred profile and for shapes outside the fitted rows. One end
-    is every step at its fast factor, the other every step at its slow factor: the errors of one
-    profile on one GPU are systematic (the same kernels, the same peaks), not independent per step.
-    Queueing is not linear in step time (a slower step lengthens every later request's wait), so
-    the percentiles are re-simulated rather than scaled. Each figure's ``*_low*`` / ``*_high*`` is
-    the least / greatest of the three runs (a discrete-event schedule is monotone in step time
-    only nearly: a step ending before or after an arrival batches differently); tokens/s and
-    goodput are highest, and $/M lowest, at the fast end. ``violates_at_slow_end``: the targets the
-    slow end misses. A time model without held-out residuals (the MFU/MBU estimate, a profile
-    without an error) gets no band and a note saying so."""
+    Convention, ``serving`` given (the default simulated vLLM path, whose time model
+    :func:`~llm_cost.analyses.serving_runs.vllm_time_model` was checked on the shipped vLLM
+    serving runs): every step x ``serving.low`` at the fast end and x ``serving.high`` at the slow
+    end, the 10th and 90th percentiles of that prediction's mean ITL measured / predicted over the
+    18 measured vLLM v0.15.1 runs (:func:`~llm_cost.analyses.serving_runs.vllm_serving_band`;
+    widened 2.5x on a GPU the runs did not use): a calibration at serving shapes, on the
+    prediction itself, rather than the step profile's batch-1 residuals widened to their cap.
+
+    Convention, otherwise (another engine's profile, an explicit profile): per step, the factors
+    are :func:`~llm_cost.perf.calibrated.band_factors` of the time model's profile at the step's
+    (batch, context) (:func:`step_shape`): the profile's leave-one-out residuals r = predicted /
+    measured - 1 at their 10th and 90th percentiles (the measured time of 8 of 10 held-out rows
+    lies within predicted / (1 + r_high) .. predicted / (1 + r_low)), widened 2.5x for a
+    transferred profile and for shapes outside the fitted rows.
+
+    Either way, one end is every step at its fast factor, the other every step at its slow factor:
+    the errors of one prediction on one GPU are systematic (the same kernels, the same peaks), not
+    independent per step. Queueing is not linear in step time (a slower step lengthens every later
+    request's wait), so the percentiles are re-simulated rather than scaled. Each figure's
+    ``*_low*`` / ``*_high*`` is the least / greatest of the three runs (a discrete-event schedule
+    is monotone in step time only nearly: a step ending before or after an arrival batches
+    differently); tokens/s and goodput are highest, and $/M lowest, at the fast end.
+    ``violates_at_slow_end``: the targets the slow end misses. A time model without held-out
+    residuals (the MFU/MBU estimate, a profile without an error) gets no band and a note saying
+    so."""
     profile = time_model.profile if isinstance(time_model, CalibratedModel) else None
-    if profile is None or band_factors(profile) is None:
+    if profile is None or (serving is None and band_factors(profile) is None):
         return dataclasses.replace(
             nominal, conventions=[*nominal.conventions, note("serve.no_band", label=time_model.label)]
         )
-    fast_factor, slow_factor = step_band_factor(profile, False), step_band_factor(profile, True)
+    if serving is not None:
+        fast_factor, slow_factor = _constant_factor(serving.low), _constant_factor(serving.high)
+    else:
+        fast_factor, slow_factor = step_band_factor(profile, False), step_band_factor(profile, True)
     fast_timer, slow_timer = ScaledTimer(timer, fast_factor), ScaledTimer(timer, slow_factor)
     fast, slow = rerun(fast_timer), rerun(slow_timer)
     fast_seen = [fast_factor(*k) for k in fast_timer.cache]
     slow_seen = [slow_factor(*k) for k in slow_timer.cache]
-    error = profile.error if profile.kind == "fitted" else profile.source_error
-    assert error is not None  # band_factors found residuals
-    info = StepBand(
-        profile.name,
-        str(profile.engine),
-        profile.kind,
-        error.rows,
-        float(profile.transfer_widen) if profile.kind == "transferred" else 1.0,
-        min(fast_seen, default=1.0),
-        max(fast_seen, default=1.0),
-        min(slow_seen, default=1.0),
-        max(slow_seen, default=1.0),
-        len(set(fast_timer.cache) | set(slow_timer.cache)),
-    )
+    shapes = len(set(fast_timer.cache) | set(slow_timer.cache))
+    if serving is not None:
+        info = StepBand(
+            profile.name,
+            str(profile.engine),
+            profile.kind,
+            serving.runs,
+            serving.widen,
+            serving.low,
+            serving.low,
+            serving.high,
+            serving.high,
+            shapes,
+            BandSource.SERVING_RUNS,
+            serving.p_low,
+            serving.p_high,
+        )
+        band_note = note(
+            "serve.band",
+            source=str(info.source),
+            profile=info.profile,
+            runs=serving.runs,
+            engine=serving.engine,
+            gpu=serving.gpu,
+            percentiles=list(serving.percentiles),
+            p_low=serving.p_low,
+            p_high=serving.p_high,
+            transfer=serving.widen,
+            fast=serving.low,
+            slow=serving.high,
+        )
+    else:
+        error = profile.error if profile.kind == "fitted" else profile.source_error
+        assert error is not None  # band_factors found residuals
+        info = StepBand(
+            profile.name,
+            str(profile.engine),
+            profile.kind,
+            error.rows,
+            float(profile.transfer_widen) if profile.kind == "transferred" else 1.0,
+            min(fast_seen, default=1.0),
+            max(fast_seen, default=1.0),
+            min(slow_seen, default=1.0),
+            max(slow_seen, default=1.0),
+            shapes,
+        )
+        band_note = note(
+            "serve.band",
+            source=str(info.source),
+            profile=info.profile,
+            engine=info.engine,
+            kind=info.kind,
+            rows=info.rows,
+            transfer=info.transfer,
+            fast_low=info.fast_low,
+            fast_high=info.fast_high,
+            slow_low=info.slow_low,
+            slow_high=info.slow_high,
+        )
     ends = {
         name: _ends(getattr(nominal, name), getattr(fast, name), getattr(slow, name))
         for name in (
@@ -544,21 +617,7 @@ def with_band(
         },
         violates_at_slow_end=slow.violates,
         band=info,
-        conventions=[
-            *nominal.conventions,
-            note(
-                "serve.band",
-                profile=info.profile,
-                engine=info.engine,
-                kind=info.kind,
-                rows=info.rows,
-                transfer=info.transfer,
-                fast_low=info.fast_low,
-                fast_high=info.fast_high,
-                slow_low=info.slow_low,
-                slow_high=info.slow_high,
-            ),
-        ],
+        conventions=[*nominal.conventions, band_note],
         **fields_,
     )
 
@@ -804,11 +863,14 @@ def plan_on_simulation(
     seed: int | str = 0,
     requests: int = PLAN_REQUESTS,
     notes: Sequence[Note] = (),
+    serving_band: ServingBand | None = None,
 ) -> SimulatedPlan:
     """Simulate the promising candidates of ``screen`` (module docstring) and choose among them.
     ``traffic`` with a rate is simulated per replica as it is; without a rate (``qps`` None) each
-    candidate runs its concurrency as closed-loop users. InputError when the screen holds no
-    aggregated candidate, or when none simulated meets the targets (naming the nearest)."""
+    candidate runs its concurrency as closed-loop users. The chosen one gets its error band
+    (:func:`with_band`; ``serving_band``: the measured serving runs' rather than the profile's).
+    InputError when the screen holds no aggregated candidate, or when none simulated meets the
+    targets (naming the nearest)."""
     frontier = list(screen.frontier_by_mode.get(ServingMode.AGGREGATED, []))
     if screen.chosen.mode == ServingMode.AGGREGATED and screen.chosen not in frontier:
         frontier.append(screen.chosen)
@@ -920,7 +982,7 @@ def plan_on_simulation(
     if qps is not None and not _good(best, _implicit_ttft(targets)):
         raise _nothing_keeps_up(ranked, qps, screen.gpu_budget, gpu.name)
     again, timer = reruns[id(best)]
-    best = with_band(best, again, timer, time_model)
+    best = with_band(best, again, timer, time_model, serving_band)
     ranked = (best, *ranked[1:])
     return SimulatedPlan(
         spec.name,

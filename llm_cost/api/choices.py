@@ -18,6 +18,7 @@ from llm_cost.core.types import Dtype, Engine, StorageDtype, WeightFormat, store
 
 if TYPE_CHECKING:
     from llm_cost.analyses.capacity import MemoryPolicy
+    from llm_cost.analyses.serving_runs import ServingBand
     from llm_cost.model.layout import Layout
     from llm_cost.perf.calibrated import CalibratedModel
     from llm_cost.perf.profile import Profile
@@ -35,6 +36,7 @@ __all__ = [
     "ENGINE_FALLBACK",
     "profile_of",
     "serving_profile_of",
+    "serving_band_of",
     "training_profile_of",
     "time_model",
     "layout_of",
@@ -278,6 +280,21 @@ def serving_profile_of(gpu: HardwareSpec, profile: Any = None, engine: Any = Non
         return None
     found = profile_of(gpu, None, chosen)
     return found if found is not None and found.kind == "fitted" else None
+
+
+def serving_band_of(gpu: HardwareSpec, profile: Optional[Profile], engine: Any = None) -> Optional[ServingBand]:
+    """The error band of a simulated serving run drawn from the measured serving runs
+    (:func:`llm_cost.analyses.serving_runs.vllm_serving_band`), or None for the profile's band:
+    the runs calibrate only vLLM's time model, so only when no profile was chosen
+    (:func:`serving_profile_of` gave None) and the engine is vLLM (given or the default); another
+    engine (SGLang, TensorRT-LLM) or an explicit profile keeps its profile's band
+    (:func:`llm_cost.perf.calibrated.band_factors`)."""
+    chosen, _ = engine_of(engine)
+    if profile is not None or chosen is not Engine.VLLM:
+        return None
+    from llm_cost.analyses.serving_runs import vllm_serving_band
+
+    return vllm_serving_band(gpu)
 
 
 def training_profile_of(gpu: HardwareSpec, profile: Any = None) -> Optional[Profile]:

@@ -103,7 +103,10 @@ def serve(
     :func:`llm_cost.analyses.serving_runs.vllm_time_model`); the analytic-only forms by the GPU's
     calibrated profile of ``engine`` (:func:`llm_cost.api.choices.profile_of`). Error band: the
     chosen plan (and one configuration simulated) is re-simulated with every step's time at the
-    fast and the slow end of the profile's band (:func:`llm_cost.analyses.simulated_serving.with_band`;
+    fast and the slow end of its band: on vLLM's time model (no ``profile``, engine vLLM), the
+    prediction's p10/p90 mean-ITL spread on the 18 measured vLLM serving runs
+    (:func:`llm_cost.api.choices.serving_band_of`); otherwise the profile's band
+    (:func:`llm_cost.analyses.simulated_serving.with_band`;
     ``ttft_low_s`` / ``ttft_high_s`` and the like beside each figure, ``p99_low_s`` / ``p99_high_s``
     in ``percentiles``, ``violates_at_slow_end``); the analytic forms scale linearly
     (:func:`llm_cost.analyses.serving.band.with_analytic_band`). Deterministic for ``seed``. ``emit`` (``vllm``, ``sglang``, ``trtllm``):
@@ -480,6 +483,7 @@ def _simulated(
 
     config = traffic.engine_of(spec, g, **engine_options)
     chosen = choices.serving_profile_of(g, profile, options["engine"])
+    serving_band = choices.serving_band_of(g, chosen, options["engine"])
     common = _common(spec, g, chosen, options)
     time_model = choices.time_model(g, chosen, common["network_gb_s"]) if chosen is not None else vllm_time_model(g)
     budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)
@@ -503,6 +507,7 @@ def _simulated(
             seed=seed,
             notes=common["extra_notes"],
             band=True,
+            serving_band=serving_band,
             **formats,
         )
     search = _narrowed(one, None, engine_options["max_num_batched_tokens"], engine_options["chunked_prefill"])
@@ -539,6 +544,7 @@ def _simulated(
         seed=seed,
         requests=requests or PLAN_REQUESTS,
         notes=common["extra_notes"],
+        serving_band=serving_band,
         **formats,
     )
 

@@ -21,6 +21,7 @@ __all__ = [
     "WeightFlops",
     "ActivationFormula",
     "Statistic",
+    "BandSource",
 ]
 
 
@@ -68,6 +69,15 @@ class MemoryConvention(TextEnum):
 
     PHYSICAL = "physical"
     DATASHEET = "datasheet"
+
+
+class BandSource(TextEnum):
+    """What a simulated serving run's error band is calibrated on: a time model's profile (its
+    held-out step-time residuals, widened outside the fitted shapes) or the serving prediction's
+    own spread on measured serving runs (mean ITL measured / predicted)."""
+
+    PROFILE = "profile"
+    SERVING_RUNS = "serving-runs"
 
 
 class ServingMode(TextEnum):

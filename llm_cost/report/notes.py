@@ -247,19 +247,35 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "output tokens (prompts not priced apart; --batch, the analytic form, splits it between input and output)"
     ),
     "serve.band": lambda p: (
-        f"band: each figure's low and high re-simulated (same seed, same traffic) with every step's time x the "
-        f"profile {p['profile']}'s leave-one-out p10/p90 factor for its shape (engine {p['engine']}, "
-        + (
-            f"transferred: its source's {p['rows']} rows, widened {p['transfer']:g}x"
-            if p["kind"] == "transferred"
-            else f"fitted on {p['rows']} rows"
+        (
+            f"band: each figure's low and high re-simulated (same seed, same traffic) with every step's time x"
+            f"{p['fast']:.2f} at the fast end and x{p['slow']:.2f} at the slow end: the serving prediction's spread on "
+            f"{p['runs']} measured {p['engine']} runs (mean ITL measured/predicted p{p['percentiles'][0]}..p"
+            f"{p['percentiles'][1]} = {p['p_low']:.2f}..{p['p_high']:.2f}"
+            + (
+                f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:g}x"
+                if p["transfer"] != 1
+                else f"; {p['gpu']} is one of their GPUs"
+            )
+            + f"; steps timed by profile {p['profile']}); each figure's low and high are the least and greatest of "
+            "the three runs (tokens/s highest and $/M lowest at the fast end)"
         )
-        + f"; wider outside the fitted batches and contexts): x{p['fast_low']:.2f}"
-        + (f"-{p['fast_high']:.2f}" if f"{p['fast_high']:.2f}" != f"{p['fast_low']:.2f}" else "")
-        + f" at the fast end, x{p['slow_low']:.2f}"
-        + (f"-{p['slow_high']:.2f}" if f"{p['slow_high']:.2f}" != f"{p['slow_low']:.2f}" else "")
-        + " at the slow end; each figure's low and high are the least and greatest of the three runs (tokens/s "
-        "highest and $/M lowest at the fast end)"
+        if p.get("source") == "serving-runs"
+        else (
+            f"band: each figure's low and high re-simulated (same seed, same traffic) with every step's time x the "
+            f"profile {p['profile']}'s leave-one-out p10/p90 factor for its shape (engine {p['engine']}, "
+            + (
+                f"transferred: its source's {p['rows']} rows, widened {p['transfer']:g}x"
+                if p["kind"] == "transferred"
+                else f"fitted on {p['rows']} rows"
+            )
+            + f"; wider outside the fitted batches and contexts): x{p['fast_low']:.2f}"
+            + (f"-{p['fast_high']:.2f}" if f"{p['fast_high']:.2f}" != f"{p['fast_low']:.2f}" else "")
+            + f" at the fast end, x{p['slow_low']:.2f}"
+            + (f"-{p['slow_high']:.2f}" if f"{p['slow_high']:.2f}" != f"{p['slow_low']:.2f}" else "")
+            + " at the slow end; each figure's low and high are the least and greatest of the three runs (tokens/s "
+            "highest and $/M lowest at the fast end)"
+        )
     ),
     "serve.analytic_band": lambda p: (
         f"band: TTFT, TPOT, tokens/s and $/M of the chosen configuration scaled linearly by the profile "

@@ -387,6 +387,15 @@ def _column(targets: Any, metric: str, default: str) -> tuple[str, Any]:
     return f"{short} {name.upper()}", value
 
 
+def _band_title(band: Any) -> str:
+    """What a latency table's band rows are re-simulated at (nothing without a band)."""
+    if band is None:
+        return ""
+    if band.source == "serving-runs":
+        return "; band: re-simulated at the vLLM runs' spread"
+    return "; band: re-simulated at the profile's error band"
+
+
 def render_run(con, r: Any, display_name: str, gpu_name: str) -> None:
     """One configuration simulated: its facts and its latency distribution."""
     con.print(f"[bold]{display_name} on {gpu_name}, simulated; targets: {_targets(r.targets)}[/bold]{_verdict(r)}")
@@ -394,8 +403,7 @@ def render_run(con, r: Any, display_name: str, gpu_name: str) -> None:
     _latency_table(
         con,
         [r],
-        f"latency over {fmt_int(r.requests)} requests (ITL: every gap between tokens)"
-        + ("; band: re-simulated at the profile's error band" if r.band else ""),
+        f"latency over {fmt_int(r.requests)} requests (ITL: every gap between tokens)" + _band_title(r.band),
     )
     print_conventions(con, r.conventions)
 
@@ -423,8 +431,7 @@ def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
     _latency_table(
         con,
         [r.chosen],
-        "the chosen plan's simulated latency"
-        + ("; band: re-simulated at the profile's error band" if r.chosen.band else ""),
+        "the chosen plan's simulated latency" + _band_title(r.chosen.band),
     )
     (ttft_h, ttft), (tpot_h, tpot) = _column(r.targets, "ttft_s", "p99"), _column(r.targets, "tpot_s", "p90")
     rows = [
@@ -507,7 +514,7 @@ def render_comparison(con, r: Any, display_name: str) -> None:
     print_table(
         con,
         "the best plan on each GPU ($: cheapest per million output tokens; band low / high: each figure's "
-        "least and greatest, re-simulated at its profile's band)",
+        "least and greatest, re-simulated at its band: see the notes)",
         [
             ("", "left"),
             ("GPU", "left"),

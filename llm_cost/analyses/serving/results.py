@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import field
 
 from llm_cost.analyses.launch import Launch
-from llm_cost.core.choices import ServingMode
+from llm_cost.core.choices import BandSource, ServingMode
 from llm_cost.core.labels import Limit
 from llm_cost.core.notes import Note
 from llm_cost.core.records import record
@@ -117,11 +117,18 @@ COST_ALL_OUTPUT = "all GPU time charged to output tokens"
 
 @record
 class StepBand:
-    """How a run's error band was drawn (:func:`llm_cost.analyses.simulated_serving.with_band`; an analytic plan's: :func:`llm_cost.analyses.serving.band.with_analytic_band`, one shape, ``shapes`` 1): the profile whose held-out residuals
-    give it (``profile``, its ``engine``, ``kind`` fitted or transferred, the ``rows`` it or its
-    source was fitted on, the ``transfer`` widening), the least and greatest step-time factor of
-    the fast end (``fast_low``, ``fast_high``, below 1) and of the slow end (``slow_low``,
-    ``slow_high``, above 1) over the ``shapes`` step buckets the band's runs timed."""
+    """How a run's error band was drawn (:func:`llm_cost.analyses.simulated_serving.with_band`; an
+    analytic plan's: :func:`llm_cost.analyses.serving.band.with_analytic_band`, one shape,
+    ``shapes`` 1). ``source``: what it is calibrated on. From a profile
+    (:attr:`~llm_cost.core.choices.BandSource.PROFILE`): the profile whose held-out residuals give
+    it (``profile``, its ``engine``, ``kind`` fitted or transferred, the ``rows`` it or its source
+    was fitted on, the ``transfer`` widening). From the measured serving runs
+    (:attr:`~llm_cost.core.choices.BandSource.SERVING_RUNS`): the time model's profile, the
+    ``rows`` runs, ``transfer`` the widening on a GPU they did not use, and ``p_low`` / ``p_high``
+    the runs' mean ITL measured / predicted at p10 / p90. Either way the least and greatest
+    step-time factor of the fast end (``fast_low``, ``fast_high``, at most 1) and of the slow end
+    (``slow_low``, ``slow_high``, at least 1) over the ``shapes`` step buckets the band's runs
+    timed."""
 
     profile: str
     engine: str
@@ -133,6 +140,9 @@ class StepBand:
     slow_low: float
     slow_high: float
     shapes: int
+    source: BandSource = BandSource.PROFILE
+    p_low: float | None = None
+    p_high: float | None = None
 
 
 @record
