@@ -338,6 +338,12 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "vLLM's supported models)",
     "launch.support_unchecked": "model support unchecked: {engine}'s model registry is not checked for model_type "
     "{model_type}",
+    "launch.max_model_len_capped": "max model length: {tokens:,} tokens, what one replica's KV cache holds, not "
+    "{asked:,}: an engine refuses to start when one request of max_model_len tokens does not fit (vLLM: "
+    "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory, 'To serve at least one request with the "
+    "models's max seq len ...'); give more GPUs, an fp8 KV cache or a shorter max_model_len",
+    "launch.other_engine": "warning: the plan was simulated under {planned}'s scheduler, not {emitted}'s; plan with "
+    "engine {emitted} to simulate the engine this command launches",
     "launch.model_id": "model id: {name} is the spec's name; give the checkpoint's Hugging Face repo id or path",
     "launch.checkpoint_quantized": "weights at {bits:g} bits: serve a checkpoint quantized so (AWQ, GPTQ, "
     "compressed-tensors); the engine reads its format from the checkpoint's config, no flag",
