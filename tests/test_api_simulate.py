@@ -51,3 +51,14 @@ def test_bad_arguments_name_themselves(options, name):
     with pytest.raises(llm_cost.LlmCostError) as info:
         llm_cost.simulate_serving("llama3-8b", "h100", **options)
     assert str(info.value).startswith(f"{name}:")
+
+
+def test_simulate_serving_refuses_prefix_shapes_without_a_prefix():
+    """prefix_groups / users_per_prefix shape a shared prefix; without prefix_tokens there is none,
+    so simulate_serving refuses them as serve does (one rule, api.traffic.shared_prefix)."""
+    import pytest
+
+    import llm_cost
+
+    with pytest.raises(llm_cost.LlmCostError, match="prefix_groups"):
+        llm_cost.simulate_serving("llama3-8b", qps=1, prefix_groups=4)

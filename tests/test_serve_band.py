@@ -156,13 +156,13 @@ def test_isolated_requests_scale_by_the_band_factors_exactly():
     its 2,048-token prompt then decode steps of one sequence, so every time it sees is a sum of its
     own steps' times. With a profile whose fitted rows span every shape, each step's factor is the
     same, the band's own, which is (hand arithmetic from the profile's residuals, band_factors'
-    definition): fast end 1 / (1 + r_high x 2.5), slow end 1 / (1 + r_low x 2.5) with r the source's
-    leave-one-out p90 and p10 residuals and 2.5 the transfer widening. TTFT, TPOT and E2E at the
+    definition): fast end (1 / (1 + r_high)) ^ 2.5, slow end (1 / (1 + r_low)) ^ 2.5 with r the
+    source's leave-one-out p90 and p10 residuals and 2.5 the transfer widening (of the log ratio). TTFT, TPOT and E2E at the
     band's ends are then the nominal ones times those factors."""
     profile = _wide(_vllm_profile())
     error = profile.source_error
-    fast = 1 / (1 + error.loo_high * profile.transfer_widen)
-    slow = 1 / (1 + error.loo_low * profile.transfer_widen)
+    fast = (1 / (1 + error.loo_high)) ** profile.transfer_widen
+    slow = (1 / (1 + error.loo_low)) ** profile.transfer_widen
     b = band_factors(profile, 1, 2048)
     assert (b.low, b.high) == pytest.approx((fast, slow))
     assert band_factors(profile, 1, 2304) == b  # the last decode step's shape: the same band
@@ -187,8 +187,7 @@ def test_the_profile_band_widens_outside_the_fitted_shapes():
         "llama3-8b", "h100", 1024, 128, layout=ONE, qps=8.0, requests=200, ttft_s="p95:1s", seed=2, profile=profile
     )
     inside = band_factors(profile, profile.fitted_batch[0], profile.fitted_context[0])
-    r_low = profile.source_error.loo_low * profile.transfer_widen * calibrated.RANGE_WIDEN_MAX
-    cap = 1 / (1 + max(r_low, -0.9))
+    cap = (1 / (1 + profile.source_error.loo_low)) ** (profile.transfer_widen * calibrated.RANGE_WIDEN_MAX)
     assert inside.high <= run.band.slow_low <= run.band.slow_high <= cap + 1e-12
     assert run.band.slow_high > inside.high
     assert run.band.kind == "transferred" and run.band.profile == profile.name
@@ -341,12 +340,12 @@ def test_isolated_requests_scale_by_the_serving_band_exactly():
 
 
 def test_a_gpu_the_runs_did_not_use_gets_the_band_widened():
-    """An H200 (no run measured one): the runs' residuals r = predicted / measured - 1 = 1 / factor
-    - 1 widened 2.5x (TRANSFER_WIDEN), as a transferred profile's are: fast end 1 / (1 + 2.5 (1 /
-    p10 - 1)), slow end 1 / (1 + 2.5 (1 / p90 - 1)); the footnote names the widening."""
+    """An H200 (no run measured one): the runs' factors widened 2.5x (TRANSFER_WIDEN) in log ratio,
+    as a transferred profile's are: fast end p10 ^ 2.5, slow end p90 ^ 2.5; the footnote names the
+    widening."""
     p10, p90 = _p10_p90([r["ratio"] for r in _shipped_runs()])
     low, high = min(p10, 1.0), max(p90, 1.0)
-    fast, slow = 1 / (1 + 2.5 * (1 / low - 1)), 1 / (1 + max(2.5 * (1 / high - 1), -0.9))
+    fast, slow = low**2.5, high**2.5
     run = api.serve("llama3-8b", "h200", 2048, 256, layout=ONE, qps=0.001, requests=3, seed=0)
     assert run.band.source == "serving-runs" and run.band.transfer == 2.5
     assert (run.band.fast_low, run.band.slow_high) == pytest.approx((fast, slow), rel=1e-12)

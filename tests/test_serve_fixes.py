@@ -141,3 +141,29 @@ def test_vllms_registry_is_checked_for_the_models_family():
     assert not any(n.code.startswith("launch.unsupported") for n in llama.conventions)
     sglang = api.serve("llama3-8b", "h100", 2048, 256, gpus=1, ttft_s="p99:2s", requests=100, emit="sglang").launch
     assert any(n.code == "launch.support_unchecked" for n in sglang.conventions)
+
+
+def test_emitted_max_model_len_fits_the_plans_kv_cache():
+    """vLLM refuses to start when one request of max_model_len tokens does not fit its KV cache
+    (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory: "To serve at least one request with
+    the models's max seq len ..."). Llama-3-8B on one H100 holds a few hundred thousand tokens of KV
+    (2 x 32 x 8 x 128 x 2 B = 128 KiB each): a 10M-token max_model_len is emitted as the replica's KV
+    capacity, with a note; a length that fits (8,192) is kept."""
+    kw = dict(gpus=1, ttft_s="p99:2s", requests=100, emit="vllm")
+    plan = api.serve("llama3-8b", "h100", 2048, 256, max_model_len=10_000_000, **kw)
+    argv = list(plan.launch.argv)
+    emitted = int(argv[argv.index("--max-model-len") + 1])
+    assert emitted == plan.chosen.kv_capacity_tokens < 10_000_000
+    assert any(n.code == "launch.max_model_len_capped" for n in plan.launch.conventions)
+    fits = list(api.serve("llama3-8b", "h100", 2048, 256, max_model_len=8192, **kw).launch.argv)
+    assert fits[fits.index("--max-model-len") + 1] == "8192"
+
+
+def test_a_command_for_another_engine_than_the_plans_says_so():
+    """The plan simulates one engine's scheduler (vLLM by default); a TensorRT-LLM command for it
+    carries a warning, and none when the plan was made under TensorRT-LLM."""
+    kw = dict(gpus=1, ttft_s="p99:2s", requests=100, emit="trtllm")
+    other = api.serve("llama3-8b", "h100", 2048, 256, **kw).launch
+    assert any(n.code == "launch.other_engine" for n in other.conventions)
+    same = api.serve("llama3-8b", "h100", 2048, 256, engine="trtllm", **kw).launch
+    assert not any(n.code == "launch.other_engine" for n in same.conventions)

@@ -120,6 +120,12 @@ def fit(
         note("fit.dtypes", bits=float(bits), kv_bits=kv_bits),
         note("fit.whole_sequences", block_tokens=block),
     ] + spec.context_note([context, *(concurrency_contexts if fits else ())])
+    longest = max_context(spec, budget, batch, kv_bits, block_tokens=block)
+    if longest is not None and longest > spec.max_position_embeddings:
+        conventions = [
+            *conventions,
+            note("fit.beyond_model_context", tokens=longest, limit=spec.max_position_embeddings),
+        ]
     return Fit(
         spec.name,
         gpu.name,
@@ -141,7 +147,7 @@ def fit(
         context,
         batch,
         room.max_concurrency,
-        max_context(spec, budget, batch, kv_bits, block_tokens=block),
+        longest,
         conc,
         conventions,
     )

@@ -497,8 +497,9 @@ def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) 
     (:func:`linear_percentile`), clamped so that low <= 1 <= high: 8 of 10 runs' measured mean ITL
     lay within [predicted x low, predicted x high]. On a GPU none of the runs used (not in
     :data:`RUN_GPUS`) the band is widened as :func:`~llm_cost.perf.calibrated.band_factors` widens
-    a transferred profile's: the residuals r = predicted / measured - 1 = 1 / factor - 1 times
-    :data:`~llm_cost.perf.profile.TRANSFER_WIDEN` (r kept above -0.9)."""
+    a transferred profile's: each factor's log ratio times
+    :data:`~llm_cost.perf.profile.TRANSFER_WIDEN` (:func:`~llm_cost.perf.calibrated.widened`)."""
+    from llm_cost.perf.calibrated import widened
     from llm_cost.perf.profile import TRANSFER_WIDEN
 
     if default_profile(gpu.name) is None:  # vllm_time_model is then the MFU/MBU estimate
@@ -508,7 +509,5 @@ def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) 
     p_low, p_high = linear_percentile(values, lo_q), linear_percentile(values, hi_q)
     low, high = min(p_low, 1.0), max(p_high, 1.0)
     widen = 1.0 if gpu.name in RUN_GPUS else float(TRANSFER_WIDEN)
-    if widen != 1.0:
-        low = 1.0 / (1.0 + (1.0 / low - 1.0) * widen)
-        high = 1.0 / (1.0 + max((1.0 / high - 1.0) * widen, -0.9))
+    low, high = widened(low, widen), widened(high, widen)
     return ServingBand(low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen)

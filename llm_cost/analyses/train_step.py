@@ -137,6 +137,19 @@ class TrainLayout:
         )
 
 
+def node_links(gpu: HardwareSpec) -> tuple[float, int]:
+    """(GB/s per direction, GPUs) of the link inside one node: the GPU link (NVLink, xGMI) of the
+    spec's interconnect, or, for a card without one (RTX, L4, L40S, A10), PCIe x16 between up to
+    :data:`~llm_cost.perf.timemodel.PCIE_TP_MAX` cards of one host (``pcie_bytes_s``), as serving's
+    collectives take it (:func:`~llm_cost.perf.timemodel.link_of`)."""
+    from llm_cost.perf.timemodel import PCIE_TP_MAX
+
+    ic = gpu.interconnect
+    if ic.bandwidth_gb_s_per_direction > 0:
+        return ic.bandwidth_gb_s_per_direction, ic.gpus_per_node
+    return gpu.pcie_bytes_s / 1e9, PCIE_TP_MAX
+
+
 @record
 class Links:
     """The cluster's links: NVLink (or xGMI) inside a node of ``gpus_per_node`` GPUs, the network
@@ -154,7 +167,9 @@ class Links:
         gpus_per_node / inner members driving k NICs in parallel (NCCL runs one ring per NIC, so the
         ring's per-GPU rate is k x the per-GPU network rate, at most NVLink's)."""
         node = self.gpus_per_node
-        if ranks <= 1 or (inner * ranks <= node and self.node_gb_s > 0):
+        if ranks <= 1:  # no collective: nothing to wait for
+            return math.inf
+        if inner * ranks <= node and self.node_gb_s > 0:
             return self.node_gb_s * 1e9 * self.efficiency
         members = max(1, min(ranks, node // max(1, inner)))
         return min(self.node_gb_s or math.inf, members * self.network_gb_s) * 1e9 * self.efficiency

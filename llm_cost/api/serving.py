@@ -243,10 +243,12 @@ def _with_launch(
     from llm_cost.analyses.capacity import capacity_bytes
     from llm_cost.analyses.launch import LaunchPlan, hf_repo_id, launch_command
     from llm_cost.analyses.serving.replicas import node_gpus
+    from llm_cost.analyses.serving_runs import replica_kv_pool
     from llm_cost.analyses.simulated_serving import ServeRun, SimulatedPlan
     from llm_cost.core.notes import note
     from llm_cost.core.types import WeightFormat
     from llm_cost.model.layout import per_gpu
+    from llm_cost.simulate import EngineConfig
 
     spec, g = load_model(model), load_gpu(gpu)
     run = result.chosen if isinstance(result, SimulatedPlan) else result
@@ -274,6 +276,19 @@ def _with_launch(
         chunked = c.chunk_tokens is not None
         tokens, cached = c.chunk_tokens if chunked else max(length, 2048), True
     notes: list[Any] = []
+    if isinstance(run, ServeRun):  # one sequence's tokens: the cache less its fixed state (a hybrid model)
+        sim = run.simulation
+        kv_tokens = run.kv_capacity_tokens - sim.state_blocks_per_sequence * sim.block_tokens
+    else:
+        pool = replica_kv_pool(spec, g, layout, EngineConfig(max_num_seqs=seqs, max_num_batched_tokens=tokens),
+                               policy, weight_bits, kv_bits)  # fmt: skip
+        kv_tokens = pool.tokens - pool.state_blocks * pool.block_tokens
+    planned = getattr(run, "engine", None)
+    if planned is not None and str(planned) != str(engine):
+        notes.append(note("launch.other_engine", planned=str(planned), emitted=str(engine)))
+    if length > kv_tokens:  # vLLM refuses to start (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
+        notes.append(note("launch.max_model_len_capped", asked=length, tokens=kv_tokens))
+        length = kv_tokens
     model_id = hf_repo_id(spec.source.url)
     if model_id is None:
         model_id = spec.name

@@ -58,8 +58,8 @@ def simulate_serving(
     time model for the GPU (:func:`llm_cost.analyses.serving_runs.vllm_time_model`).
     Deterministic for ``seed``; InputError naming the argument."""
     from llm_cost.analyses.serving_runs import replica_kv_pool, vllm_time_model
+    from llm_cost.api.traffic import shared_prefix
     from llm_cost.model.layout import ONE_GPU
-    from llm_cost.simulate import SharedPrefix
     from llm_cost.simulate import simulate as run
     from llm_cost.simulate.engine import ENGINES, vllm_defaults
     from llm_cost.simulate.workload import check_workload, parse_lengths, poisson
@@ -69,13 +69,7 @@ def simulate_serving(
     lengths = [
         parse_lengths(_length(v, n), n) for v, n in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens"))
     ]
-    prefix = None
-    if prefix_tokens is not None:
-        prefix = SharedPrefix(
-            checks.count(prefix_groups, "prefix_groups", 1, 10**6),
-            checks.count(prefix_tokens, "prefix_tokens", 1, 2**32),
-            checks.count(users_per_prefix, "users_per_prefix", 1, 10**6),
-        )
+    prefix = shared_prefix(prefix_tokens, prefix_groups, users_per_prefix)
     workload = poisson(rate, lengths[0], lengths[1], requests=count, prefix=prefix)
     check_workload(workload)
     checks.simulated_tokens(count, workload.output_tokens.mean)

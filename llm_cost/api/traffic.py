@@ -125,7 +125,7 @@ def _checked_lengths(value: Any, name: str) -> Any:
     return value
 
 
-def _prefix(prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any) -> Any:
+def shared_prefix(prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any) -> Any:
     """The shared prefix of ``prefix_tokens`` tokens, or None; InputError for ``prefix_groups`` or
     ``users_per_prefix`` other than 1 without ``prefix_tokens`` (they shape a prefix there is none
     of: a preset's or a file's own prefix is not changed by them)."""
@@ -175,7 +175,7 @@ def traffic_of(
 
     rate = checks.optional(qps, checks.number, "qps", minimum=1e-3, maximum=1e6, open_min=False)
     count = checks.optional(requests, checks.count, "requests", 1, MAX_REQUESTS)
-    prefix = _prefix(prefix_tokens, prefix_groups, users_per_prefix)
+    prefix = shared_prefix(prefix_tokens, prefix_groups, users_per_prefix)
     if workload is not None and trace is not None:
         raise InputError("workload and trace: give one of them", fields=("workload", "trace"))
     own = trace is not None or isinstance(workload, Workload) or is_file(workload)

@@ -186,7 +186,7 @@ def train_plan(
     network between nodes at ``network_gb_s`` per GPU (default 50 GB/s); TP collectives overlap the
     GEMMs with ``tp_comm_overlap``. InputError naming the argument."""
     from llm_cost.analyses.train_plan import Cluster, Costs, default_space, fixed, plan_training
-    from llm_cost.analyses.train_step import Links, profile_parameters
+    from llm_cost.analyses.train_step import Links, node_links, profile_parameters
 
     tokens = checks.large_count(tokens, "tokens", 1, 10**40)
     degrees = {n: checks.optional(v, checks.count, n, 1, _MAX_DEGREE) for n, v in
@@ -208,11 +208,10 @@ def train_plan(
     chosen = choices.training_profile_of(g, profile)
     factor, band, label = choices.training_efficiency_of(g, chosen)
     q = profile_parameters(chosen)
-    ic = g.interconnect
+    node_gb_s, per_node = node_links(g)
     links = Links(
-        ic.bandwidth_gb_s_per_direction, choices.network_gb_s_of(network_gb_s), ic.gpus_per_node,
-        q["collective_latency_s"], q["link_efficiency"],
-    )  # fmt: skip
+        node_gb_s, choices.network_gb_s_of(network_gb_s), per_node, q["collective_latency_s"], q["link_efficiency"]
+    )
     cluster = Cluster(g, gpus, links, chosen, factor, compute, choices.training_reserve_bytes(), tp_comm_overlap)
     space = fixed(
         default_space(spec, g, gpus, seq),

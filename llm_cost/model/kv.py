@@ -365,10 +365,11 @@ def kv_cache(
     conventions += spec.context_note(contexts)
     shards = sequence_bytes = all_gpus = None
     if layout is not None:
-        from llm_cost.model.layout import per_gpu
+        from llm_cost.model.layout import per_gpu, stage_kv_bytes
 
         shards = per_gpu(spec, layout, 16, bits)
-        sequence_bytes = [[k * c for c in contexts] for k in shards.kv_bytes_per_token]
+        by_context = [stage_kv_bytes(spec, layout, c, bits) for c in contexts]  # windows and state honoured
+        sequence_bytes = [[row[i] for row in by_context] for i in range(layout.pp)]
         all_gpus = sum(shards.kv_bytes_per_token) * layout.tp
     return KVResult(
         model=spec.name,

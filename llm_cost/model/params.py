@@ -198,7 +198,7 @@ def count_params(
     if spec.moe is not None:
         conventions.append(note("params.active"))
     if spec.mtp is not None:
-        conventions.append(note("params.mtp"))
+        conventions.append(note("params.mtp", copies=s.mtp_copies))
     unloaded = kv_shared_unloaded_params(spec)
     if unloaded:
         conventions.append(note("params.kv_shared_unloaded"))

@@ -69,6 +69,7 @@ __all__ = [
     "KV_KNEE_POWER",
     "Band",
     "band_factors",
+    "widened",
     "RANGE_WIDEN_PER_OCTAVE",
     "RANGE_WIDEN_MAX",
     "SplitKvGap",
@@ -261,6 +262,15 @@ def _octaves(value: int, span: tuple[int, ...], below: bool = True) -> float:
     return math.log2(lo / v) if (v < lo and below) else (math.log2(v / hi) if v > hi else 0.0)
 
 
+def widened(factor: float, widen: float) -> float:
+    """A band end ``factor`` (measured / predicted) widened ``widen`` times in log ratio:
+    ``factor ** widen``. Multiplying the residual itself (1 / factor - 1) runs a low end's residual
+    past -1 (a measured time infinitely above the prediction) once a band of -25% is widened 4x,
+    which needed a clamp (+900% printed for h100-vllm carried to another GPU); in log ratio a
+    widening is symmetric for an over- and an under-prediction, and ``widen`` 1 is the fitted band."""
+    return float(factor**widen)
+
+
 def band_factors(profile: Profile, batch: int | None = None, context: int | None = None) -> Band | None:
     """The error band of a prediction under ``profile`` of a step of ``batch`` sequences at
     ``context`` tokens (decode: cached per sequence; prefill: the prompt), or None for a profile
@@ -270,12 +280,11 @@ def band_factors(profile: Profile, batch: int | None = None, context: int | None
     90th percentiles (r_low <= 0 <= r_high; the least and greatest with fewer than 10 rows:
     :class:`~llm_cost.perf.profile.FitError`); the measured time then lies in [predicted / (1 +
     r_high), predicted / (1 + r_low)] for 8 of 10 held-out rows. Each side at least
-    :data:`BAND_FLOOR`. Widened (both residuals multiplied) by the profile's ``transfer_widen``
-    (:data:`~llm_cost.perf.profile.TRANSFER_WIDEN` for a transferred profile, 1 for a fitted one)
-    and by 1 + :data:`RANGE_WIDEN_PER_OCTAVE` x the octaves ``batch`` lies outside the fitted rows'
-    batches and ``context`` above their longest (a shorter context only shrinks the KV term the rows
-    did time), at most :data:`RANGE_WIDEN_MAX`; r_low is kept above -0.9 (a measured
-    time at most 10x the prediction)."""
+    :data:`BAND_FLOOR`. Widened (:func:`widened`: each end's log ratio multiplied) by the profile's
+    ``transfer_widen`` (:data:`~llm_cost.perf.profile.TRANSFER_WIDEN` for a transferred profile, 1
+    for a fitted one) and by 1 + :data:`RANGE_WIDEN_PER_OCTAVE` x the octaves ``batch`` lies outside
+    the fitted rows' batches and ``context`` above their longest (a shorter context only shrinks the
+    KV term the rows did time), at most :data:`RANGE_WIDEN_MAX`."""
     error = profile.error if profile.kind == "fitted" else profile.source_error
     if error is None:
         return None
@@ -285,11 +294,10 @@ def band_factors(profile: Profile, batch: int | None = None, context: int | None
     )
     range_ = min(1.0 + RANGE_WIDEN_PER_OCTAVE * octaves, RANGE_WIDEN_MAX)
     widen = transfer * range_
-    r_low = max(min(error.loo_low, -BAND_FLOOR) * widen, -0.9)
-    r_high = max(error.loo_high, BAND_FLOOR) * widen
+    r_low, r_high = min(error.loo_low, -BAND_FLOOR), max(error.loo_high, BAND_FLOOR)
     return Band(
-        1.0 / (1.0 + r_high),
-        1.0 / (1.0 + r_low),
+        widened(1.0 / (1.0 + r_high), widen),
+        widened(1.0 / (1.0 + r_low), widen),
         profile.name,
         str(profile.engine),
         profile.kind,

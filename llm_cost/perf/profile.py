@@ -273,7 +273,10 @@ class Profile(Spec):
     engine_version: str = ""  # the engine and version of the measurements, as their files name it
     fitted_batch: tuple[int, ...] = ()  # (least, greatest) batch of the rows fitted on (or the source's)
     fitted_context: tuple[int, ...] = ()  # (least, greatest) decode context or prompt length, tokens
-    transfer_widen: float = 1.0  # the error band's widening for a transferred profile (see band_factors)
+    #: the error band's widening for a transferred profile (see band_factors): at least 1 (a band is
+    #: never narrowed), at most 10 (the measured transfer error is 2.4x; 10 leaves a hand-edited
+    #: profile room, and a finite band)
+    transfer_widen: Annotated[float, Bounds(ge=1.0, le=10.0)] = 1.0
     source_error: Optional[FitError] = None  # a transferred profile's source's leave-one-out errors
 
 

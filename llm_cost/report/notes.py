@@ -131,8 +131,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "params.kv_shared_unloaded": "checkpoint total: Google's files also store k_proj, v_proj and k_norm for the "
     "KV-shared layers, which read an earlier layer's cache; transformers ignores them on load "
     "(Gemma4TextModel._keys_to_ignore_on_load_unexpected), so the total above, and every weight byte, leaves them out",
-    "params.mtp": "MTP modules reported apart from the main model; the checkpoint also stores copies of the embedding "
-    "and LM head with them",
+    "params.mtp": lambda p: (
+        "MTP modules reported apart from the main model"
+        + ("; the checkpoint also stores copies of the embedding and LM head with them" if p.get("copies") else "")
+    ),
     "kv.dtype": "KV dtype {dtype} ({bits} bits per element); bytes exact; KiB/MiB/GiB = 2^10/2^20/2^30 B, "
     "kB/MB/GB = 10^3/10^6/10^9 B",
     "kv.context": "context = tokens held per sequence (128K = 131,072; 128000 as written)",
@@ -358,6 +360,14 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "vLLM's supported models)",
     "launch.support_unchecked": "model support unchecked: {engine}'s model registry is not checked for model_type "
     "{model_type}",
+    "launch.max_model_len_capped": "max model length: {tokens:,} tokens, what one replica's KV cache holds, not "
+    "{asked:,}: an engine refuses to start when one request of max_model_len tokens does not fit (vLLM: "
+    "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory, 'To serve at least one request with the "
+    "models's max seq len ...'); give more GPUs, an fp8 KV cache or a shorter max_model_len",
+    "launch.other_engine": "warning: the plan was simulated under {planned}'s scheduler, not {emitted}'s; plan with "
+    "engine {emitted} to simulate the engine this command launches",
+    "fit.beyond_model_context": "largest context: the KV room holds {tokens:,} tokens per sequence, more than the "
+    "model's {limit:,} (max_position_embeddings); a server caps a request at the model's length",
     "launch.model_id": "model id: {name} is the spec's name; give the checkpoint's Hugging Face repo id or path",
     "launch.checkpoint_quantized": "weights at {bits:g} bits: serve a checkpoint quantized so (AWQ, GPTQ, "
     "compressed-tensors); the engine reads its format from the checkpoint's config, no flag",

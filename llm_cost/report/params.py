@@ -60,7 +60,10 @@ def render(con, r: ParamsResult, display_name: str) -> None:
             (
                 "checkpoint total",
                 f"{fmt_int(r.checkpoint_params)} (main + MTP + its stored copies of "
-                f"embedding and LM head, {fmt_int(r.mtp_checkpoint_copies)})",
+                f"embedding and LM head, {fmt_int(r.mtp_checkpoint_copies)})"
+                if r.mtp_checkpoint_copies
+                else f"{fmt_int(r.checkpoint_params)} (main + MTP; the MTP modules store no copy of the "
+                "embedding or LM head)",
             )
         )
     if r.kv_shared_unloaded_params:

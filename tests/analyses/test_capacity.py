@@ -139,3 +139,15 @@ def test_concurrency_never_grows_with_context_and_never_shrinks_with_utilisation
 
 def test_max_concurrency_is_whole_sequences():
     assert max_concurrency(10, 3) == 3 and max_concurrency(-5, 3) == 0 and max_concurrency(0, 3) == 0
+
+
+def test_a_context_longer_than_the_model_s_is_flagged():
+    """Llama-3-8B's config.json has max_position_embeddings 8,192; one H100's KV room holds far
+    more (about 60 GiB / 128 KiB per token, some 490K tokens), so the largest context at batch 1
+    says it is past the model's length."""
+    import llm_cost
+
+    f = llm_cost.fit("llama3-8b", "h100").single_gpu
+    assert f.max_context_at_batch > 8192
+    flagged = [n for n in f.conventions if n.code == "fit.beyond_model_context"]
+    assert flagged and flagged[0].params["limit"] == 8192

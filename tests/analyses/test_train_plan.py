@@ -209,3 +209,14 @@ def test_deepseek_v3_pretraining_gpu_hours_out_of_sample():
     assert any(c.code == "train_plan.moe_unchecked" for c in plan.conventions)
     dense = llm_cost.train_plan("llama3-8b", 10**12, "h100", gpus=8)
     assert not any(c.code == "train_plan.moe_unchecked" for c in dense.conventions)
+
+
+@pytest.mark.parametrize("gpu", ["rtx-5090", "l40s", "a10"])
+def test_cards_without_a_gpu_link_train_over_pcie(gpu):
+    """A card with no NVLink (the spec's interconnect at 0 GB/s) trains with its collectives on PCIe
+    x16 between the host's cards, as serving's do; a layout whose data-parallel group is one GPU
+    (TP4 CP2 DP1) has no data-parallel collective to wait for. Both were a ZeroDivisionError."""
+    plan = llm_cost.train_plan("llama3-8b", 10**9, gpu, gpus=8)
+    assert 0 < plan.mfu < 1 and math.isfinite(plan.step_time_s)
+    one = llm_cost.train_plan("llama3-8b", 10**9, gpu, gpus=8, tp=4, cp=2, pp=1, dp=1)
+    assert "DP1" in one.layout_label and math.isfinite(one.step_time_s)

@@ -126,3 +126,14 @@ def test_gpu_list_gives_the_physical_capacity_beside_the_datasheet_figure():
 
     rows = {e.name: e for e in llm_cost.catalog("gpus")}
     assert rows["h100"].memory_gb == 80 and rows["h100"].capacity_bytes == 80 * 2**30
+
+
+def test_kv_per_gpu_of_a_sliding_model_honours_its_window():
+    """Mistral-7B (32 layers, 8 KV heads of 128, sliding window 4,096) on TP2 x PP2: one GPU holds
+    16 layers x 4 KV heads, 16 x 2 x 4 x 128 x 2 B = 32,768 B per token, for at most 4,096 tokens of a
+    sequence: 134,217,728 B at 131,072 tokens (it printed 4 GiB, as if every token were kept)."""
+    import llm_cost
+
+    r = llm_cost.kv("mistral-7b", contexts=[1024, 131072], layout=llm_cost.Layout(tp=2, pp=2))
+    per_token = 16 * 2 * 4 * 128 * 2
+    assert r.per_gpu_sequence_bytes == [[per_token * 1024, per_token * 4096]] * 2

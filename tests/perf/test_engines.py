@@ -190,3 +190,15 @@ def test_serves_schedulers_are_engines():
 
     assert {e.value for e in EngineChoice} <= {e.value for e in Engine}
     assert set(ENGINES) <= {e.value for e in Engine}
+
+
+def test_a_band_widens_in_log_ratio_without_a_clamp():
+    """widened(f, w) = f ** w: w = 1 is the fitted band; a -25% residual (measured up to 1 / 0.75 =
+    1.333x the prediction) widened 4x gives 1.333^4 = 3.16x, finite, where widening the residual
+    itself (-25% x 4 = -100%) would put the measured time infinitely above the prediction; and an
+    over- and an under-prediction of the same log size widen alike."""
+    from llm_cost.perf.calibrated import widened
+
+    assert widened(0.8, 1.0) == 0.8 and widened(1 / 0.75, 4.0) == pytest.approx((4 / 3) ** 4)
+    assert widened(1 / 0.75, 4.0) == pytest.approx(3.1605, abs=1e-4)
+    assert widened(0.5, 2.0) * widened(2.0, 2.0) == pytest.approx(1.0)

@@ -82,3 +82,21 @@ def test_a_prediction_from_a_shipped_profile_imports_no_pydantic():
     )
     assert "profile h100-vllm/vllm" in next(line for line in run.stdout.splitlines() if "prediction  " in line)
     assert run.stderr.strip() == "[]"
+
+
+@pytest.mark.parametrize("value", [".inf", ".nan", "1e308", "-1", "0", "0.5"])
+def test_a_profile_s_transfer_widening_must_be_finite_and_widen(tmp_path, value):
+    """transfer_widen multiplies a band's log ratio (band_factors): below 1 it would narrow or invert
+    the band (at -1 the fast end was slower than the slow end), infinite or NaN it divided by zero in
+    the simulator; it is refused naming the field, and 2.5 (the shipped value) is read."""
+    import yaml
+
+    data = yaml.safe_load((profiles_dir() / "h100-vllm.yaml").read_text(encoding="utf-8"))
+    data["transfer_widen"] = yaml.safe_load(value)
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(SpecError, match="transfer_widen"):
+        load_profile(str(path))
+    data["transfer_widen"] = 2.5
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert load_profile(str(path)).transfer_widen == 2.5

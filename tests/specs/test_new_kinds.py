@@ -411,3 +411,15 @@ def test_one_gpu_holds_what_the_cache_counts(name):
 
     spec = _spec(name)
     assert stage_kv_bytes(spec, ONE_GPU, 5000) == [kv_bytes(spec, 5000)]
+
+
+def test_lfm2_without_block_ffn_dim_multiplier_takes_lfm2configs_default():
+    """Lfm2Config's block_ffn_dim_multiplier defaults to 1.0 (transformers configuration_lfm2.py;
+    llm_cost/data/hf_defaults.json): a config that leaves it out is the same model, 1,170,340,608
+    (it was an internal error, a sentinel reaching the JSON encoder)."""
+    import json
+
+    config = json.loads((FIXTURES / "lfm2.5-1.2b" / "config.json").read_text(encoding="utf-8"))
+    assert config.pop("block_ffn_dim_multiplier") == 1.0
+    spec, _ = hf_to_spec(config, "LFM2.5-1.2B/config.json")
+    assert count_params(spec).total_params == 1_170_340_608

@@ -20,7 +20,7 @@ from typing import Any
 
 from llm_cost.core.types import LayerType
 from llm_cost.specs.files import shown
-from llm_cost.specs.hf.config import _common, _Config, _Family, _gqa, _heads
+from llm_cost.specs.hf.config import _ABSENT, _common, _Config, _Family, _gqa, _heads
 from llm_cost.specs.schema import MAX_WIDTH
 
 __all__ = ["NEW_KINDS", "nemotron3_blocks", "with_sparse_indexer"]
@@ -39,6 +39,8 @@ def _lfm2_ffn_width(c: _Config) -> int:
         return width
     width = int(2 * width / 3)
     multiplier = c.raw("block_ffn_dim_multiplier")
+    if multiplier is _ABSENT:  # Lfm2Config's default, 1.0 (llm_cost/data/hf_defaults.json)
+        multiplier = c._default("block_ffn_dim_multiplier", 1.0, "absent; Lfm2Config default")
     if multiplier is None:
         c.ignore("block_multiple_of")
         return width
