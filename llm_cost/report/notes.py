@@ -316,7 +316,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + "; percentiles linear between order statistics; goodput: requests/s meeting every target (DistServe); "
         "rates (served, goodput, tokens/s, $) and occupancy over the steady window, from the completion ending the "
         "warm-up (the first; a closed loop's users-th) to the last one before the last request is sent (warm-up and "
-        "drain left out; the whole run's rates are in the JSON's simulation.summary)"
+        "drain left out; the whole run's rates are in the JSON's simulation.summary); latencies, their percentiles and "
+        "the targets' verdict are over every request, the drain's lighter steps included, so they can read better "
+        "than the steady load gives (goodput, counted in the window, then falls below them)"
     ),
     "serve.simulated_plan": lambda p: (
         f"plan: the analytic search screens the configurations; {p['simulated']} runs of its aggregated frontier "
