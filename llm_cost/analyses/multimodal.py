@@ -26,6 +26,7 @@ from fractions import Fraction
 
 from llm_cost.core.choices import Logits, WeightFlops
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import MAX_RESAMPLER_TOKENS
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
@@ -41,8 +42,6 @@ __all__ = ["smart_resize", "VisionCost", "ImageResult", "image_cost", "video_cos
 #: Qwen2-VL image processor defaults (preprocessor_config.json of Qwen/Qwen2-VL-7B-Instruct).
 MIN_PIXELS = 56 * 56
 MAX_PIXELS = 28 * 28 * 16384
-#: Most tokens a resampler connector may emit per image (real ones emit 64 to 1,024).
-MAX_RESAMPLER_TOKENS = 1_000_000
 
 
 def smart_resize(

@@ -43,6 +43,7 @@ from dataclasses import field
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.labels import RopeExtension
+from llm_cost.core.limits import MAX_ROPE_DIMS
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
@@ -147,14 +148,10 @@ def _check_base(base: float) -> float:
     return float(base)
 
 
-#: Largest rotated width accepted (real heads have at most a few hundred dims).
-MAX_DIMS = 8192
-
-
 def _check_dims(dims: int) -> int:
-    if isinstance(dims, bool) or not isinstance(dims, int) or dims < 2 or dims % 2 or dims > MAX_DIMS:
+    if isinstance(dims, bool) or not isinstance(dims, int) or dims < 2 or dims % 2 or dims > MAX_ROPE_DIMS:
         raise InputError(
-            f"dims: {dims!r} must be an even whole number from 2 to {MAX_DIMS:,} (rotated dimensions per head, "
+            f"dims: {dims!r} must be an even whole number from 2 to {MAX_ROPE_DIMS:,} (rotated dimensions per head, "
             "e.g. 128)",
             fields=("dims",),
         )
@@ -505,11 +502,11 @@ def rope_for_model(
     target = max_position_embeddings when it is longer than train, else 4 x train (tokens).
     """
     d_model = rotated_dims(spec)  # raises for learned positions
-    if dims is None and (d_model < 2 or d_model % 2 or d_model > MAX_DIMS):
+    if dims is None and (d_model < 2 or d_model % 2 or d_model > MAX_ROPE_DIMS):
         raise InputError(
             f"{spec.name}: the spec rotates {d_model} dimensions per head (attention.head_dim x "
             f"partial_rotary_factor, or qk_rope_head_dim); RoPE needs an even number from 2 to "
-            f"{MAX_DIMS:,}: correct the spec, or give dims",
+            f"{MAX_ROPE_DIMS:,}: correct the spec, or give dims",
             fields=("dims",),
         )
     rs = spec.rope_scaling

@@ -14,13 +14,21 @@ from fractions import Fraction
 from typing import Any, TypeVar
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import (
+    MAX_COUNT,
+    MAX_GRID_POINTS,
+    MAX_SIMULATED_STEPS,
+    MAX_SIMULATED_TOKENS,
+    MAX_STEP_TOKENS,
+    MIN_STEP_TOKENS,
+    PERCENTILE_DECIMALS,
+    PERCENTILE_RANGE,
+)
 
 __all__ = [
     "count",
     "counts",
     "step_tokens",
-    "MIN_STEP_TOKENS",
-    "MAX_STEP_TOKENS",
     "number",
     "efficiency",
     "choice",
@@ -28,15 +36,11 @@ __all__ = [
     "fraction",
     "one_of",
     "grid_size",
-    "MAX_GRID_POINTS",
     "simulated_tokens",
-    "MAX_SIMULATED_TOKENS",
+    "simulated_steps",
 ]
 
 E = TypeVar("E", bound=Enum)
-
-#: The largest count an argument takes (a batch, a context, a token total): 10^15.
-MAX_COUNT = 10**15
 
 
 def count(value: Any, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
@@ -44,14 +48,6 @@ def count(value: Any, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> 
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
         raise InputError(f"{name}: {value!r} must be an integer from {minimum:,} to {maximum:,}", fields=(name,))
     return value
-
-
-#: The fewest tokens one engine step may schedule: vLLM's ``max_num_batched_tokens``
-#: (:func:`llm_cost.simulate_serving`), serve's ``chunk_tokens`` (the CLI's ``--chunk``). One
-#: rule for every argument that sets it: serve took 2 and more, the simulation 1 (issue 26).
-MIN_STEP_TOKENS = 2
-#: The most tokens one engine step may schedule: the longest ``max_model_len`` taken, 2^24.
-MAX_STEP_TOKENS = 2**24
 
 
 def step_tokens(value: Any, name: str, maximum: int = MAX_STEP_TOKENS) -> int:
@@ -82,7 +78,7 @@ def number(value: Any, name: str, *, minimum: float = 0.0, maximum: float = 1e30
     ok = (
         not isinstance(value, bool)
         and isinstance(value, (int, float, Fraction))
-        and math.isfinite(value)
+        and (not isinstance(value, float) or math.isfinite(value))  # an int or Fraction is finite (10**400 too)
         and (value > minimum if open_min else value >= minimum)
         and value <= maximum
     )
@@ -95,10 +91,22 @@ def number(value: Any, name: str, *, minimum: float = 0.0, maximum: float = 1e30
 
 
 def percentile(value: Any, name: str) -> float:
-    """A percentile strictly between 0 and 100 (a target's ``p95``, ``p99.9``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 100:
+    """A percentile of a target (``p95``, ``p99.9``): a number in
+    :data:`~llm_cost.core.limits.PERCENTILE_RANGE` with at most
+    :data:`~llm_cost.core.limits.PERCENTILE_DECIMALS` decimals (a simulation of at most 20,000
+    requests resolves no finer percentile)."""
+    low, high = PERCENTILE_RANGE
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and low <= value <= high
+        and round(value, PERCENTILE_DECIMALS) == value
+    )
+    if not ok:
         raise InputError(
-            f"{name}: percentile {value!r} must be above 0 and below 100 (p50, p95, p99.9)", fields=(name,)
+            f"{name}: percentile {value!r} must be from {low:g} to {high:g} with at most {PERCENTILE_DECIMALS} "
+            "decimals (p50, p95, p99.9)",
+            fields=(name,),
         )
     return float(value)
 
@@ -146,10 +154,6 @@ def optional(value: Any, check: Any, *args: Any, **kwargs: Any) -> Any:
     return None if value is None else check(value, *args, **kwargs)
 
 
-#: The most points a sweep (batches x contexts) takes in one call.
-MAX_GRID_POINTS = 10_000
-
-
 def known_options(options: dict[str, Any], function: Any) -> None:
     """InputError naming the keyword arguments of ``options`` that ``function`` does not take."""
     import inspect
@@ -171,12 +175,6 @@ def grid_size(points: int, names: tuple[str, ...]) -> None:
         )
 
 
-#: The most output tokens one simulation decodes (2^23: 1,000 requests of 8K tokens). The
-#: simulator's time grows with them: about 2.3 million a second on a 2-core machine (measured:
-#: 20,000 x 256 tokens in 1.8 s, 20,000 x 1,000 in 9.3 s, 2,000 x 8,000 in 6.6 s).
-MAX_SIMULATED_TOKENS = 2**23
-
-
 def simulated_tokens(requests: float, output_tokens: float, where: str | None = None) -> None:
     """InputError naming ``requests`` and ``output_tokens`` (with ``where``, a workload or trace
     file: the file, ``fields`` ``workload``) when ``requests`` requests of ``output_tokens`` output
@@ -188,4 +186,45 @@ def simulated_tokens(requests: float, output_tokens: float, where: str | None = 
             f"{head}: {requests:,.0f} x {output_tokens:,.0f} = {total:,.0f} output tokens to decode, more than "
             f"the {MAX_SIMULATED_TOKENS:,} one simulation runs; give fewer requests or shorter outputs",
             fields=("workload",) if where else ("requests", "output_tokens"),
+        )
+
+
+def simulated_steps(requests: float, tokens: float, step_tokens: int, name: str = "max_num_batched_tokens") -> None:
+    """InputError naming ``name`` (the token budget per step) when ``requests`` requests of
+    ``tokens`` prompt and output tokens each (their mean; shared prefixes served from the cache
+    left out) need more than :data:`MAX_SIMULATED_STEPS` engine steps at ``step_tokens`` tokens a
+    step: the least a simulation runs, each step scheduling at most its budget."""
+    steps = requests * tokens / step_tokens
+    if steps > MAX_SIMULATED_STEPS:
+        raise InputError(
+            f"{name}: {step_tokens:,} tokens a step: {requests:,.0f} x {tokens:,.0f} prompt and output tokens take "
+            f"{steps:,.0f} steps at the least, more than the {MAX_SIMULATED_STEPS:,} one simulation runs; give a "
+            f"larger {name}, fewer requests or shorter ones",
+            fields=(name,),
+        )
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    """Whether ``value`` is a parameter's default (the same object, or an equal one of its type)."""
+    return value is default or (type(value) is type(default) and value == default)
+
+
+def unused(
+    function: Any, given: dict[str, Any], names: Sequence[str], mode: str, used_by: str, mentions: Sequence[str] = ()
+) -> None:
+    """The one refusal of arguments a form of a call does not use: InputError naming each of
+    ``names`` that ``given`` sets to other than ``function``'s default, saying which form uses them
+    (``used_by``) and that ``mode`` (the form this call takes) does not. ``mentions``: the other
+    argument names the two descriptions use as words (written as flags on the command line).
+    ``serve`` refuses the simulation's arguments in its analytic forms and the chunk in a
+    disaggregated search; ``train`` the planner's arguments and a layout's at a given MFU."""
+    import inspect
+
+    defaults = {p.name: p.default for p in inspect.signature(function).parameters.values()}
+    named = [n for n in names if not _is_default(given[n], defaults[n])]
+    if named:
+        them = "them" if len(named) > 1 else "it"
+        raise InputError(
+            f"{', '.join(named)}: {used_by} uses {them}, not {mode}; leave {them} out",
+            fields=(*named, *mentions),
         )

@@ -8,14 +8,12 @@ from typing import TYPE_CHECKING, Any, Optional
 from llm_cost.api import checks, choices
 from llm_cost.api.model import ModelLike, load_model
 from llm_cost.core.choices import WeightFlops
+from llm_cost.core.limits import MAX_PIXELS_PER_SIDE
 
 if TYPE_CHECKING:
     from llm_cost.analyses.multimodal import ImageResult
 
 __all__ = ["image", "video", "MAX_PIXELS_PER_SIDE"]
-
-#: The largest image side in pixels.
-MAX_PIXELS_PER_SIDE = 10**6
 
 
 def _size(width: Any, height: Any) -> tuple[int, int]:

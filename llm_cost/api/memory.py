@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, checkpoint_of, load_gpu, load_model
 from llm_cost.core.choices import ActivationFormula, MemoryConvention, Recompute
+from llm_cost.core.limits import MAX_SEARCH_GPUS
 
 if TYPE_CHECKING:
     from llm_cost.analyses.deployment import FitReport
@@ -16,10 +17,6 @@ if TYPE_CHECKING:
     from llm_cost.model.layout import Layout
 
 __all__ = ["fit", "activations", "MAX_SEARCH_GPUS"]
-
-#: Largest ``max_gpus``: a layout search of more GPUs than this is a typing mistake (the search
-#: itself stops at the largest layout a model has, TP x L).
-MAX_SEARCH_GPUS = 1_000_000
 
 
 def fit(

@@ -12,15 +12,13 @@ from typing import TYPE_CHECKING, Any, Optional
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import MAX_LENGTH, MAX_NUM_SEQS, MAX_REQUESTS, MAX_SEED, QPS_RANGE
 
 if TYPE_CHECKING:
     from llm_cost.model.layout import Layout
     from llm_cost.simulate import SimResult
 
-__all__ = ["simulate_serving", "MAX_REQUESTS"]
-
-#: The most requests one simulation runs (about a second and a half on a 2-core machine).
-MAX_REQUESTS = 20_000
+__all__ = ["simulate_serving"]
 
 
 def simulate_serving(
@@ -58,13 +56,13 @@ def simulate_serving(
     time model for the GPU (:func:`llm_cost.analyses.serving_runs.vllm_time_model`).
     Deterministic for ``seed``; InputError naming the argument."""
     from llm_cost.analyses.serving_runs import replica_kv_pool, vllm_time_model
-    from llm_cost.api.traffic import shared_prefix
+    from llm_cost.api.traffic import check_steps, shared_prefix
     from llm_cost.model.layout import ONE_GPU
     from llm_cost.simulate import simulate as run
     from llm_cost.simulate.engine import ENGINES, vllm_defaults
     from llm_cost.simulate.workload import check_workload, parse_lengths, poisson
 
-    rate = checks.number(qps, "qps", minimum=1e-3, maximum=1e6, open_min=False)
+    rate = checks.number(qps, "qps", minimum=QPS_RANGE[0], maximum=QPS_RANGE[1], open_min=False)
     count = checks.count(requests, "requests", 1, MAX_REQUESTS)
     lengths = [
         parse_lengths(_length(v, n), n) for v, n in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens"))
@@ -76,7 +74,7 @@ def simulate_serving(
     spec, g = load_model(model), load_gpu(gpu)
     changes = {}
     if max_num_seqs is not None:
-        changes["max_num_seqs"] = checks.count(max_num_seqs, "max_num_seqs", 1, 2**24)
+        changes["max_num_seqs"] = checks.count(max_num_seqs, "max_num_seqs", 1, MAX_NUM_SEQS)
     if max_num_batched_tokens is not None:
         changes["max_num_batched_tokens"] = checks.step_tokens(max_num_batched_tokens, "max_num_batched_tokens")
     if not isinstance(prefix_caching, bool):
@@ -88,6 +86,7 @@ def simulate_serving(
         max_model_len=spec.max_position_embeddings,  # vLLM's default: longer requests are refused
         **changes,
     )
+    check_steps(workload, config)
     where = choices.layout_of(layout) or ONE_GPU
     bits, kv = choices.weight_bits(spec, weights_dtype), choices.kv_dtype_of(kv_dtype).bits
     policy = choices.memory_policy(gpu_memory_utilization=gpu_memory_utilization)
@@ -114,14 +113,14 @@ def simulate_serving(
         weight_bits=bits,
         kv_bits=kv,
         compute_dtype=compute,
-        seed=checks.count(seed, "seed", 0, 2**63),
+        seed=checks.count(seed, "seed", 0, MAX_SEED),
     )
 
 
 def _length(value: Any, name: str) -> Any:
     """A count or a distribution's text, as :func:`llm_cost.simulate.workload.parse_lengths` reads."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return checks.count(value, name, 1, 2**32)
+        return checks.count(value, name, 1, MAX_LENGTH)
     if not isinstance(value, str):
         raise InputError(
             f"{name}: {value!r} must be a token count or a distribution such as 'lognormal:mean=800,sd=400'",

@@ -4,12 +4,22 @@ server defaults), as :mod:`llm_cost.api.choices` decides the others."""
 
 from __future__ import annotations
 
-import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from llm_cost.api import checks
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import (
+    MAX_LENGTH,
+    MAX_MODEL_LEN,
+    MAX_NUM_SEQS,
+    MAX_PREFIX_USERS,
+    MAX_REQUESTS,
+    MAX_TARGET_S,
+    PERCENTILE_RANGE,
+    QPS_RANGE,
+)
 
 if TYPE_CHECKING:
     from llm_cost.simulate import EngineConfig, Target, Trace, Workload
@@ -25,7 +35,6 @@ __all__ = [
     "INPUT_TOKENS",
     "OUTPUT_TOKENS",
     "REQUESTS",
-    "MAX_REQUESTS",
     "ENGINES",
 ]
 
@@ -34,10 +43,6 @@ INPUT_TOKENS = 2048
 OUTPUT_TOKENS = 256
 #: Requests one configuration's simulation runs when none are given.
 REQUESTS = 1000
-#: The most requests one simulation runs (about a second and a half on a 2-core machine): the
-#: value of :data:`llm_cost.simulate.workload.MAX_REQUESTS`, which bounds workloads and traces (a
-#: test checks they agree; this module does not import the simulator before it is needed).
-MAX_REQUESTS = 20_000
 #: The engines whose schedulers are simulated (:data:`llm_cost.simulate.engine.ENGINES`).
 ENGINES = ("vllm", "sglang", "trtllm")
 #: The latency metrics a target can bound, in the order they are shown.
@@ -57,7 +62,7 @@ def target_of(value: Any, name: str) -> Optional[Target]:
     if isinstance(value, Target):
         statistic = checks.choice(value.statistic, Statistic, name)
         pct = checks.percentile(value.percentile, name) if statistic == Statistic.PERCENTILE else None
-        return Target(statistic, checks.number(value.seconds, name, maximum=86400), pct)
+        return Target(statistic, checks.number(value.seconds, name, maximum=MAX_TARGET_S), pct)
     if isinstance(value, str):
         head, sep, tail = value.strip().partition(":")
         statistic, pct = _statistic(head.strip().lower(), name) if sep else (Statistic.MEAN, None)
@@ -65,8 +70,8 @@ def target_of(value: Any, name: str) -> Optional[Target]:
         if not text or not text[-1].isalpha():
             raise InputError(f"{name}: {value!r} has no unit; give one, e.g. p99:2s or 50ms", fields=(name,))
         seconds = parse_duration(text, name)
-        return Target(statistic, checks.number(seconds, name, maximum=86400), pct)
-    return Target(Statistic.MEAN, checks.number(value, name, maximum=86400))
+        return Target(statistic, checks.number(seconds, name, maximum=MAX_TARGET_S), pct)
+    return Target(Statistic.MEAN, checks.number(value, name, maximum=MAX_TARGET_S))
 
 
 def _statistic(text: str, name: str) -> tuple[Any, Optional[float]]:
@@ -76,15 +81,12 @@ def _statistic(text: str, name: str) -> tuple[Any, Optional[float]]:
 
     if text in ("mean", "p50", "p90", "p99"):
         return Statistic(text), None
-    if text.startswith("p"):
-        try:
-            pct = float(text[1:])
-        except ValueError:
-            pct = math.nan
-        if math.isfinite(pct):
-            return Statistic.PERCENTILE, checks.percentile(pct, name)
+    if re.fullmatch(r"p[0-9]+(\.[0-9]+)?", text, re.ASCII):  # ASCII digits: not p٩٩
+        return Statistic.PERCENTILE, checks.percentile(float(text[1:]), name)
+    low, high = PERCENTILE_RANGE
     raise InputError(
-        f"{name}: {text!r} is not a statistic; give mean or a percentile pXX with 0 < XX < 100 (p50, p95, p99.9)",
+        f"{name}: {text!r} is not a statistic; give mean or a percentile pXX with XX from {low:g} to {high:g} "
+        "(p50, p95, p99.9)",
         fields=(name,),
     )
 
@@ -109,7 +111,7 @@ def lengths_of(value: Any, name: str, default: int) -> Any:
     if isinstance(value, (Fixed, Uniform, Normal, LogNormal, Empirical)):
         return _checked_lengths(value, name)
     if isinstance(value, int) and not isinstance(value, bool):
-        return Fixed(checks.count(value, name, 1, 2**32))
+        return Fixed(checks.count(value, name, 1, MAX_LENGTH))
     if not isinstance(value, str):
         raise InputError(
             f"{name}: {value!r} must be a token count or a distribution such as 'lognormal:mean=800,sd=400'",
@@ -140,9 +142,9 @@ def shared_prefix(prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any)
                 )
         return None
     return SharedPrefix(
-        checks.count(prefix_groups, "prefix_groups", 1, 10**6),
-        checks.count(prefix_tokens, "prefix_tokens", 1, 2**32),
-        checks.count(users_per_prefix, "users_per_prefix", 1, 10**6),
+        checks.count(prefix_groups, "prefix_groups", 1, MAX_PREFIX_USERS),
+        checks.count(prefix_tokens, "prefix_tokens", 1, MAX_LENGTH),
+        checks.count(users_per_prefix, "users_per_prefix", 1, MAX_PREFIX_USERS),
     )
 
 
@@ -173,7 +175,7 @@ def traffic_of(
     from llm_cost.simulate.workfile import preset, read_workload
     from llm_cost.simulate.workload import read_trace
 
-    rate = checks.optional(qps, checks.number, "qps", minimum=1e-3, maximum=1e6, open_min=False)
+    rate = checks.optional(qps, checks.number, "qps", minimum=QPS_RANGE[0], maximum=QPS_RANGE[1], open_min=False)
     count = checks.optional(requests, checks.count, "requests", 1, MAX_REQUESTS)
     prefix = shared_prefix(prefix_tokens, prefix_groups, users_per_prefix)
     if workload is not None and trace is not None:
@@ -270,10 +272,12 @@ def engine_of(
     for flag, value in (("prefix_caching", prefix_caching), ("chunked_prefill", chunked_prefill)):
         if not isinstance(value, bool):
             raise InputError(f"{flag}: {value!r} must be True or False", fields=(flag,))
-    length = checks.optional(max_model_len, checks.count, "max_model_len", 2, 2**24) or spec.max_position_embeddings
+    length = (
+        checks.optional(max_model_len, checks.count, "max_model_len", 2, MAX_MODEL_LEN) or spec.max_position_embeddings
+    )
     changes: dict[str, Any] = {}
     if max_num_seqs is not None:
-        changes["max_num_seqs"] = checks.count(max_num_seqs, "max_num_seqs", 1, 2**24)
+        changes["max_num_seqs"] = checks.count(max_num_seqs, "max_num_seqs", 1, MAX_NUM_SEQS)
     if max_num_batched_tokens is not None:
         changes["max_num_batched_tokens"] = checks.step_tokens(max_num_batched_tokens, "max_num_batched_tokens")
     if not chunked_prefill and "max_num_batched_tokens" not in changes:
@@ -286,3 +290,26 @@ def engine_of(
         max_model_len=length,
         **changes,
     )
+
+
+def check_steps(load: Workload | Trace, config: EngineConfig, requests: Optional[int] = None) -> None:
+    """InputError (naming ``max_num_batched_tokens``) when simulating ``load`` (at most ``requests``
+    of its requests) under ``config`` takes more engine steps at the least than one simulation runs
+    (:func:`~llm_cost.api.checks.simulated_steps`): its prompt and output tokens, less the shared
+    prefixes the cache serves, over the token budget per step. ``--chunk 2`` under 1,000 requests
+    of 2,048 + 256 tokens is 1.15 million steps."""
+    from llm_cost.simulate import Trace
+    from llm_cost.simulate.workload import request_bound
+
+    cached = config.prefix_caching
+    tokens: float
+    if isinstance(load, Trace):
+        rows = load.rows[:requests] if requests is not None else load.rows
+        tokens = sum(r.input_tokens + r.output_tokens - (r.prefix_tokens if cached else 0) for r in rows)
+        count = float(len(rows))
+    else:
+        count = request_bound(load) if requests is None else min(requests, request_bound(load))
+        prefix = load.prefix.tokens if cached and load.prefix is not None else 0
+        tokens = count * max(1.0, load.input_tokens.mean - prefix + load.output_tokens.mean)
+    if count:
+        checks.simulated_steps(count, tokens / count, config.max_num_batched_tokens)

@@ -23,6 +23,7 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import MAX_COUNT
 
 #: A count of bytes, FLOPs or elements: exact (an int, or a Fraction for sub-byte formats) or an
 #: expectation (a float, e.g. the expected routed experts a step reads).
@@ -79,11 +80,6 @@ def _split(text: str, what: str, suffixes: dict[str, int]) -> tuple[Decimal, int
     if not value.is_finite():
         raise _bad(what, f"{text!r} is not a finite number")
     return value, suffixes[suffix.lower()]
-
-
-#: Largest context, batch or count a flag accepts (larger values are typing mistakes, and
-#: floats derived from them would lose exactness).
-MAX_COUNT = 10**15
 
 
 def _exact_int(value: Decimal, scale: int, text: str, what: str, minimum: int, maximum: int = MAX_COUNT) -> int:

@@ -24,6 +24,7 @@ from dataclasses import field
 from fractions import Fraction
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import MAX_LAYOUT
 from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, Part, ShardRule, TensorGroup, TensorKind
 from llm_cost.core.units import exact, to_bytes
@@ -76,10 +77,6 @@ class Layout:
                     f"{name}: {value!r} must be a whole number from {least} to {MAX_LAYOUT:,}", fields=(name,)
                 )
         object.__setattr__(self, "gpus", self.tp * self.pp * self.dp)
-
-
-#: The most GPUs one layout dimension takes, and the most redundant experts (2^20).
-MAX_LAYOUT = 2**20
 
 
 #: The one-GPU layout.

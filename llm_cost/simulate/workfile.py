@@ -16,7 +16,7 @@ A workload file is a YAML mapping (every key optional but the arrivals; lengths 
     # arrivals: {users: 32, think_s: 2.0, think: exponential, duration_s: 600}   # a closed loop
     input_tokens: lognormal:mean=800,sd=400     # the whole prompt, prefix included
     output_tokens: 256
-    prefix: {tokens: 1000, groups: 4, users_per_group: 8, repeat_questions: false}
+    prefix: {tokens: 200, groups: 4, users_per_group: 8, repeat_questions: false}
     requests: 2000                # at most this many requests (needed by an open-ended stage)
 
 An unknown key, a missing rate or a bad length is refused with the file and the key path

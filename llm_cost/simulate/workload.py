@@ -50,8 +50,18 @@ from collections.abc import Hashable, Iterator, Sequence
 from pathlib import Path
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import (
+    CV_RANGE,
+    MAX_LENGTH,
+    MAX_PREFIX_USERS,
+    MAX_REQUESTS,
+    MAX_THINK_S,
+    MAX_TRACE_BYTES,
+    MAX_TRACE_TOKENS,
+)
 from llm_cost.core.records import record
 from llm_cost.core.units import parse_context
+from llm_cost.specs.files import shown
 
 __all__ = [
     "Fixed",
@@ -180,19 +190,6 @@ class Empirical:
 
 
 Lengths = Fixed | Uniform | Normal | LogNormal | Empirical
-
-#: The largest mean or standard deviation a length distribution takes, tokens (2^32, the largest
-#: length a count takes; ``(sd / mean)^2`` stays finite).
-MAX_LENGTH = 2**32
-#: The most requests one simulation runs (about a second and a half on a 2-core machine): a
-#: workload's ``requests``, its users, its stages' expected count (rate x duration) and a trace's
-#: rows are held to it.
-MAX_REQUESTS = 20_000
-#: The gamma gaps' coefficient of variation, from nearly constant to very bursty (shape 1/cv^2
-#: from 10^4 to 10^-4; beyond, ``random.gammavariate`` divides by zero or never returns).
-CV_RANGE = (0.01, 100.0)
-#: The longest think time of a closed loop's users, seconds (a day).
-MAX_THINK_S = 86_400.0
 
 
 def check_lengths(lengths: Lengths, what: str) -> None:
@@ -358,9 +355,9 @@ class Request:
 
 def _refuse(where: str | None, api: str, key: str, message: str) -> InputError:
     """An InputError naming the API argument ``api`` (``where`` None: a Workload passed in
-    Python) or the file's key path ``key`` after ``where`` (a workload file)."""
+    Python; ``a x b`` names two) or the file's key path ``key`` after ``where`` (a workload file)."""
     if where is None:
-        return InputError(f"{api}: {message}", fields=(api,))
+        return InputError(f"{api}: {message}", fields=tuple(api.split(" x ")))
     return InputError(f"{where}: {key}: {message}", fields=("workload",))
 
 
@@ -491,6 +488,14 @@ def check_workload(workload: Workload, where: str | None = None, limit: int | No
     p = workload.prefix
     if p is not None and (p.groups < 1 or p.tokens < 1 or p.users_per_group < 1):
         raise InputError("prefix: groups, tokens and users_per_group must be at least 1", fields=("prefix",))
+    if p is not None and p.groups * p.users_per_group > MAX_PREFIX_USERS:
+        raise _refuse(
+            where,
+            "prefix_groups x users_per_prefix",
+            "prefix.groups x prefix.users_per_group",
+            f"{p.groups:,} x {p.users_per_group:,} users is more than {MAX_PREFIX_USERS:,}, the most requests one "
+            "simulation runs (each user sends one in turn)",
+        )
     if p is not None and not p.tokens < shortest_prompt(workload.input_tokens):
         shortest = shortest_prompt(workload.input_tokens)
         raise _refuse(
@@ -629,56 +634,81 @@ class Trace:
 _TRACE_COLUMNS = ("arrival_s", "input_tokens", "output_tokens", "prefix_id", "prefix_tokens")
 
 
-#: The most tokens a trace row's prompt or output holds, and the most bytes a trace file has.
-MAX_TRACE_TOKENS = 2**27
-MAX_TRACE_BYTES = 100_000_000
-
-
-def _trace_count(value: object, name: str, where: str, minimum: int) -> int:
-    """A token count of a trace row: an integer (a JSON number without a fraction, or CSV digits)
-    in [minimum, MAX_TRACE_TOKENS]; InputError naming the row and column otherwise (a fraction is
-    not truncated, a boolean is no count)."""
-    text = value.strip() if isinstance(value, str) else None
+def _trace_count(value: object, name: str, where: str, minimum: int, text: bool) -> int:
+    """A token count of a trace row: an integer (a JSON number without a fraction; with ``text``, a
+    CSV cell of ASCII digits) in [minimum, MAX_TRACE_TOKENS]; InputError naming the row and column
+    otherwise (a fraction is not truncated, a boolean is no count, JSON text is no number)."""
+    digits = value.strip() if text and isinstance(value, str) else None
     if isinstance(value, int) and not isinstance(value, bool):
         count = value
-    elif text is not None and text.isascii() and text.isdigit() and len(text) <= 12:  # not '²', not '٣'
-        count = int(text)
+    elif digits is not None and digits.isascii() and digits.isdigit() and len(digits) <= 12:  # not '²', not '٣'
+        count = int(digits)
+    elif isinstance(value, str) and not text:
+        raise InputError(
+            f"{where}: {name} {shown(value, 40)!r} is text; write the number without quotes", fields=("trace",)
+        )
     else:
-        raise InputError(f"{where}: {name} {str(value)[:40]!r} is not a whole number of tokens", fields=("trace",))
+        raise InputError(f"{where}: {name} {shown(repr(value), 40)} is not a whole number of tokens", fields=("trace",))
     if not minimum <= count <= MAX_TRACE_TOKENS:
         raise InputError(
-            f"{where}: {name} {count} is not from {minimum} to {MAX_TRACE_TOKENS:,} tokens", fields=("trace",)
+            f"{where}: {name} {shown(count, 40)} is not from {minimum} to {MAX_TRACE_TOKENS:,} tokens",
+            fields=("trace",),
         )
     return count
 
 
-def _trace_row(raw: dict, where: str) -> TraceRow:
+def _trace_arrival(value: object, where: str, text: bool) -> float:
+    """A row's arrival, seconds from 0 to 1e9: a JSON number (with ``text``, a CSV cell in ASCII
+    decimal notation); InputError naming the row otherwise."""
+    arrival = math.nan
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        arrival = float(value) if abs(value) < 1e300 else math.inf
+    elif text and isinstance(value, str) and value.strip().isascii():
+        try:
+            arrival = float(value)
+        except ValueError:
+            pass
+    if not (math.isfinite(arrival) and 0 <= arrival <= 1e9):
+        kind = "text; write the number without quotes" if isinstance(value, str) and not text else None
+        raise InputError(
+            f"{where}: arrival_s {shown(repr(value), 40)} is {kind or 'not a time from 0 to 1e9 seconds'}",
+            fields=("trace",),
+        )
+    return arrival
+
+
+def _trace_prefix_id(value: object, where: str) -> str | None:
+    """A row's prefix id: text or a whole number (None when absent or empty); InputError naming
+    the row for anything else (a list, a mapping, a fraction, a boolean)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return shown(value, 200)
+    raise InputError(
+        f"{where}: prefix_id {shown(repr(value), 40)} must be text or a whole number naming the shared prefix",
+        fields=("trace",),
+    )
+
+
+def _trace_row(raw: dict, where: str, text: bool) -> TraceRow:
+    """One trace row; ``text``: a CSV row (every cell text), else a JSON object (numbers typed)."""
     unknown = {str(k) for k in raw} - set(_TRACE_COLUMNS)
     if unknown:
         raise InputError(
-            f"{where}: unknown column(s) {', '.join(sorted(unknown))[:200]}; columns: {', '.join(_TRACE_COLUMNS)}",
+            f"{where}: unknown column(s) {shown(', '.join(sorted(unknown)), 200)}; columns: {', '.join(_TRACE_COLUMNS)}",
             fields=("trace",),
         )
     missing = [c for c in _TRACE_COLUMNS[:3] if raw.get(c) in (None, "")]
     if missing:
         raise InputError(f"{where}: no {missing[0]}", fields=("trace",))
-    arrival_raw = raw["arrival_s"]
-    try:
-        arrival = float(arrival_raw) if not isinstance(arrival_raw, bool) else math.nan
-    except (TypeError, ValueError, OverflowError):
-        arrival = math.nan
-    if not (math.isfinite(arrival) and 0 <= arrival <= 1e9):
-        raise InputError(
-            f"{where}: arrival_s {str(arrival_raw)[:40]!r} is not a time from 0 to 1e9 seconds", fields=("trace",)
-        )
-    prompt = _trace_count(raw["input_tokens"], "input_tokens", where, 1)
-    out = _trace_count(raw["output_tokens"], "output_tokens", where, 1)
-    prefix_id = raw.get("prefix_id")
-    prefix_id = None if prefix_id in (None, "") else str(prefix_id)
-    prefix = _trace_count(raw.get("prefix_tokens") or 0, "prefix_tokens", where, 0)
+    arrival = _trace_arrival(raw["arrival_s"], where, text)
+    prompt = _trace_count(raw["input_tokens"], "input_tokens", where, 1, text)
+    out = _trace_count(raw["output_tokens"], "output_tokens", where, 1, text)
+    prefix_id = _trace_prefix_id(raw.get("prefix_id"), where)
+    prefix = _trace_count(raw.get("prefix_tokens") or 0, "prefix_tokens", where, 0, text)
     if prefix > prompt:
         raise InputError(
-            f"{where}: needs arrival_s >= 0, input_tokens and output_tokens >= 1, 0 <= prefix_tokens <= input_tokens",
+            f"{where}: prefix_tokens {prefix:,} is more than input_tokens {prompt:,} (the prompt includes its prefix)",
             fields=("trace",),
         )
     if (prefix_id is None) != (prefix == 0):
@@ -771,8 +801,9 @@ def read_trace(path: str | Path) -> Trace:
     path = Path(path)
     if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
         raise InputError(f"{path}: a trace is a .jsonl or .csv file", fields=("trace",))
-    raws = _csv_rows(path) if path.suffix.lower() == ".csv" else _jsonl_rows(path)
-    parsed = [(where, _trace_row(raw, where)) for where, raw in raws]
+    text = path.suffix.lower() == ".csv"
+    raws = _csv_rows(path) if text else _jsonl_rows(path)
+    parsed = [(where, _trace_row(raw, where, text)) for where, raw in raws]
     prefixes: dict[str, tuple[str, int]] = {}
     for where, row in parsed:
         if row.prefix_id is None:
@@ -780,7 +811,7 @@ def read_trace(path: str | Path) -> Trace:
         first = prefixes.setdefault(row.prefix_id, (where, row.prefix_tokens))
         if first[1] != row.prefix_tokens:
             raise InputError(
-                f"{where}: prefix_id {row.prefix_id[:40]!r} has prefix_tokens {row.prefix_tokens}, but "
+                f"{where}: prefix_id {shown(row.prefix_id, 40)!r} has prefix_tokens {row.prefix_tokens}, but "
                 f"{first[1]} at {first[0]}; one prefix has one length",
                 fields=("trace",),
             )

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
+from llm_cost.core.limits import MAX_HEADER_BYTES
 from llm_cost.core.records import record
 from llm_cost.specs.files import open_regular, shown
 
@@ -57,7 +58,6 @@ DTYPE_BYTES = {
     "U8": 1,
     "BOOL": 1,
 }
-MAX_HEADER_BYTES = 100_000_000
 INDEX = "model.safetensors.index.json"
 
 

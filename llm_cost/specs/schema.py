@@ -33,19 +33,21 @@ import dataclasses
 from typing import TYPE_CHECKING, Annotated, Literal, Optional, Union
 
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import (
+    MAX_EXPERTS,
+    MAX_HEADS,
+    MAX_LAYERS,
+    MAX_NAME,
+    MAX_PLAN_GPUS,
+    MAX_POSITIONS,
+    MAX_SMALL,
+    MAX_TEXT,
+    MAX_VOCAB,
+    MAX_WIDTH,
+)
 from llm_cost.core.notes import Note, note
 from llm_cost.core.types import LayerType, MlpType
 from llm_cost.specs.declare import DISCRIMINATED, Bounds, Spec, spec, spec_field
-
-MAX_LAYERS = 10_000  #: decoder blocks, vision blocks, layer indices, list lengths per layer
-MAX_WIDTH = 2**20  #: hidden, FFN, head and latent widths (1,048,576)
-MAX_HEADS = 2**16  #: attention heads of any kind (65,536)
-MAX_VOCAB = 2**24  #: vocabulary entries (16,777,216)
-MAX_EXPERTS = 2**16  #: routed experts per layer (65,536)
-MAX_POSITIONS = 2**32  #: positions and window lengths in tokens
-MAX_SMALL = 1024  #: kernel, patch and ratio sizes, MTP modules, GPUs per node share this
-MAX_TEXT = 4096  #: characters in a name, a note or a URL (a path may be this long)
-
 
 Small = Annotated[int, Bounds(ge=1, le=MAX_SMALL, strict=True)]
 LayerIndex = Annotated[int, Bounds(ge=0, le=MAX_LAYERS, strict=True)]
@@ -57,13 +59,13 @@ Experts = Annotated[int, Bounds(ge=1, le=MAX_EXPERTS, strict=True)]
 OptionalWidth = Annotated[int, Bounds(ge=0, le=MAX_WIDTH, strict=True)]  #: a width that may be 0 (none)
 SmallCount = Annotated[int, Bounds(ge=0, le=MAX_SMALL, strict=True)]
 Vocab = Annotated[int, Bounds(ge=1, le=MAX_VOCAB, strict=True)]
-NodeGpus = Annotated[int, Bounds(ge=1, le=2**16, strict=True)]
+NodeGpus = Annotated[int, Bounds(ge=1, le=MAX_PLAN_GPUS, strict=True)]
 PcieGen = Annotated[int, Bounds(ge=1, le=16, strict=True)]
 PositiveFloat = Annotated[float, Bounds(gt=0, le=1e6)]
 Scale = Annotated[float, Bounds(ge=-1e6, le=1e6)]
 Text = Annotated[str, Bounds(max_length=MAX_TEXT)]
 StrictBool = Annotated[bool, Bounds(strict=True)]  #: true or false, not 1 or "yes"
-Name = Annotated[str, Bounds(min_length=1, max_length=128)]
+Name = Annotated[str, Bounds(min_length=1, max_length=MAX_NAME)]
 Names = Annotated[tuple[Name, ...], Bounds(max_length=64)]
 if TYPE_CHECKING:
     LayerTypeName = str

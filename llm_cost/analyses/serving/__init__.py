@@ -54,7 +54,6 @@ from llm_cost.analyses.serving.results import (
     COST_SPLIT,
     DEFAULT_CHUNK_TOKENS,
     FRONTIER_TTFT_S,
-    MAX_PLAN_GPUS,
     PREFILL_BATCH_GRID,
     SANE_TTFT_S,
     Candidate,
@@ -64,6 +63,7 @@ from llm_cost.analyses.serving.results import (
     Traffic,
 )
 from llm_cost.analyses.serving.search import evaluate, plan
+from llm_cost.core.limits import MAX_PLAN_GPUS
 
 __all__ = [
     "SANE_TTFT_S",

@@ -27,8 +27,6 @@ MAX_PREFILL_TOKENS = 16384
 PREFILL_BATCH_GRID = (1, 2, 3, 4, 6, 8)
 #: The token budget of one evaluated configuration when none is given.
 DEFAULT_CHUNK_TOKENS = 8192
-#: The most GPUs a plan may use (a search over more would take minutes).
-MAX_PLAN_GPUS = 4096
 #: The TTFT, seconds, past which no interactive service waits: at a rate without a TTFT target the
 #: simulated plan keeps its P99 within it; a chosen plan past it is warned about (saturated, its
 #: requests wait for a slot); frontier rows past :data:`FRONTIER_TTFT_S` are left out of tables.

@@ -21,7 +21,6 @@ from llm_cost.analyses.serving.results import (
     CHUNK_GRID,
     CONCURRENCY_GRID,
     DEFAULT_CHUNK_TOKENS,
-    MAX_PLAN_GPUS,
     SANE_TTFT_S,
     Candidate,
     ServePlan,
@@ -31,6 +30,7 @@ from llm_cost.analyses.serving.results import (
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.labels import Limit
+from llm_cost.core.limits import MAX_PLAN_GPUS
 from llm_cost.core.notes import Note, note
 from llm_cost.core.types import Dtype
 from llm_cost.core.units import fmt_seconds
