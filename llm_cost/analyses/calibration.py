@@ -36,6 +36,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import ValidationError
 
 from llm_cost.core.errors import InputError, SpecError
+from llm_cost.core.limits import MAX_CALIBRATION_ROWS
 from llm_cost.core.records import record
 from llm_cost.core.types import DTYPE_BITS, Dtype, Engine, OpKind, Phase, stored_weight_bits
 from llm_cost.model.layout import Layout
@@ -60,7 +61,7 @@ from llm_cost.perf.profile import (
 )
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
 from llm_cost.specs.declare import Bounds, Spec, spec, to_data, validated
-from llm_cost.specs.files import read_text, read_yaml, real_path, shown, validation_message
+from llm_cost.specs.files import OutFile, read_text, read_yaml, real_path, shown, validation_message
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Step, build_step, decode, prefill
@@ -72,7 +73,7 @@ __all__ = [
     "step_of",
     "NEEDS",
     "SLOWEST",
-    "MAX_ROWS",
+    "MAX_CALIBRATION_ROWS",
     "check_distinct",
     "RowResult",
     "CategoryError",
@@ -97,8 +98,6 @@ __all__ = [
 
 #: What a measurement file is, for messages about its path.
 _WHAT = "a .yaml or .csv measurement file"
-#: Rows a profile is fitted on at most: leave-one-out refits the profile once per row.
-MAX_ROWS = 1000
 FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
 
 
@@ -133,7 +132,7 @@ def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
     if path.suffix.lower() == ".csv":
         lines = list(csv.DictReader(read_text(path, "a .csv measurement file").splitlines()))
         rows = [
-            {k: v for k, v in r.items() if v not in (None, "")} | {"id": r.get("id") or f"line{i + 2}"}
+            {k: _csv_number(k, v) for k, v in r.items() if v not in (None, "")} | {"id": r.get("id") or f"line{i + 2}"}
             for i, r in enumerate(lines)
         ]
         return rows, {}
@@ -149,6 +148,17 @@ def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
     return listed, {str(k): v for k, v in models.items()}
 
 
+def _csv_number(column: object, text: object) -> object:
+    """A CSV cell of ``measured_ms`` as the number it spells (CSV holds only text; a YAML row's
+    time must be a number): ASCII decimal notation, else the text, which validation refuses."""
+    if column != "measured_ms" or not isinstance(text, str) or not text.strip().isascii():
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def _spec_name(model: str, models: dict[str, str], folder: Path) -> str:
     target = models.get(model, model)
     return str(folder / target) if target.endswith((".yaml", ".yml", ".json")) else target
@@ -160,9 +170,9 @@ def load_measurements(paths: Sequence[Path]) -> list[Measurement]:
     out = []
     for path in paths:
         rows, models = _rows_of(path)
-        if len(rows) > MAX_ROWS:
+        if len(rows) > MAX_CALIBRATION_ROWS:
             raise InputError(
-                f"{shown(path)}: {len(rows):,} rows; a profile is fitted on at most {MAX_ROWS:,} (leave-one-out "
+                f"{shown(path)}: {len(rows):,} rows; a profile is fitted on at most {MAX_CALIBRATION_ROWS:,} (leave-one-out "
                 "refits it once per row): give a sample of the configurations"
             )
         for i, row in enumerate(rows):
@@ -173,6 +183,8 @@ def load_measurements(paths: Sequence[Path]) -> list[Measurement]:
             except ValidationError as exc:
                 raise SpecError(validation_message(path, exc).replace("invalid spec", f"row {i + 1}")) from None
             out.append(replace(m, spec=_spec_name(m.model, models, real_path(path, _WHAT).parent)))
+    if not paths:
+        raise InputError("measurements: give at least one measurement file", fields=("measurements",))
     if not out:
         raise InputError(f"{', '.join(shown(p) for p in paths)}: no rows with measured_ms")
     return out
@@ -802,18 +814,13 @@ def measurements_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "data" / "measurements"
 
 
-def write_profile(result: Calibration, out: Path, force: bool) -> Calibration:
-    """Write the fitted profile to ``out`` whole or not at all; InputError if it exists and not
-    ``force``, OutputError if it cannot be written. The result, with ``out`` set."""
-    from llm_cost.core.errors import OutputError
-    from llm_cost.specs.files import check_out, write_atomically
+def write_profile(result: Calibration, out: OutFile) -> Calibration:
+    """Write the fitted profile to ``out`` (checked by :func:`~llm_cost.specs.files.check_out`)
+    whole or not at all (:func:`~llm_cost.specs.files.write_file`). The result, with ``out`` set."""
+    from llm_cost.specs.files import write_file
 
-    target = check_out(out, result.profile.name, force)
-    try:
-        write_atomically(target, profile_yaml(result.profile), force)
-    except OSError as exc:
-        raise OutputError(f"{shown(out)}: cannot be written ({exc.strerror or exc}); nothing was written") from None
-    return dataclasses.replace(result, out=str(out))
+    write_file(out, profile_yaml(result.profile))
+    return dataclasses.replace(result, out=str(out.path))
 
 
 def validate(profile: Profile, base: Path | None = None) -> Calibration:
@@ -823,6 +830,11 @@ def validate(profile: Profile, base: Path | None = None) -> Calibration:
     a measurement file that is not there, or a transferred profile whose GPU has no rows."""
     if profile.kind == "transferred":
         return check(profile, sorted(measurements_dir().glob("*.yaml")))
+    if not profile.measurements:
+        raise InputError(
+            f"profile {profile.name}: field measurements is empty; a fitted profile lists the measurement files "
+            "it was fitted on"
+        )
     paths = []
     for name in profile.measurements:
         candidates = [measurements_dir() / name] + ([base / name] if base else []) + [Path(name)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from llm_cost.core.errors import InputError
 
@@ -33,24 +33,36 @@ def calibrate(
     neither says. InputError for an ``out`` that exists (unless ``force``), before any fit."""
     from llm_cost.analyses.calibration import calibrate as fit
     from llm_cost.analyses.calibration import write_profile
-    from llm_cost.specs.files import check_out
-
-    if isinstance(measurements, (str, Path)) or not measurements:
-        raise InputError("measurements: give a list of measurement files", fields=("measurements",))
-    if not isinstance(out, (str, Path)) or not str(out).strip():
-        raise InputError(f"out: {out!r} is not a path", fields=("out",))
-    if name is not None and not isinstance(name, str):
-        raise InputError(f"name: {name!r} is not a profile name", fields=("name",))
     from llm_cost.api import checks
     from llm_cost.core.types import Engine
+    from llm_cost.perf.profile import profile_name
+    from llm_cost.specs.files import check_out
 
+    files = _measurement_files(measurements)
+    for flag, value in (("force", force), ("decode_split_kv", decode_split_kv)):
+        if not isinstance(value, bool):
+            raise InputError(f"{flag}: {value!r} must be True or False", fields=(flag,))
+    target = check_out(out, "out", force, (".yaml", ".yml"))
+    chosen_name = profile_name(target.path.stem if name is None else name, "name" if name is not None else "out")
     chosen = checks.optional(engine, checks.choice, Engine, "engine")
-    target = Path(out)
-    check_out(target, target.stem, bool(force))
-    if not isinstance(decode_split_kv, bool):
-        raise InputError(f"decode_split_kv: {decode_split_kv!r} is not true or false", fields=("decode_split_kv",))
-    fitted = fit([Path(m) for m in measurements], name or target.stem, decode_split_kv=decode_split_kv, engine=chosen)
-    return write_profile(fitted, target, bool(force))
+    fitted = fit(files, chosen_name, decode_split_kv=decode_split_kv, engine=chosen)
+    return write_profile(fitted, target)
+
+
+def _measurement_files(measurements: Any) -> list[Path]:
+    """The measurement files' paths: a non-empty list of paths; InputError naming ``measurements``."""
+    from llm_cost.core.limits import MAX_ECHO
+    from llm_cost.specs.files import shown
+
+    if isinstance(measurements, (str, Path)) or not isinstance(measurements, (list, tuple)) or not measurements:
+        raise InputError(
+            f"measurements: {shown(measurements, MAX_ECHO)} must be a list of measurement files",
+            fields=("measurements",),
+        )
+    bad = [m for m in measurements if not isinstance(m, (str, Path)) or not str(m).strip() or "\x00" in str(m)]
+    if bad:
+        raise InputError(f"measurements: {shown(bad[0], MAX_ECHO)!r} is not a file path", fields=("measurements",))
+    return [Path(m) for m in measurements]
 
 
 def validate(profile: Optional[str] = None) -> list[Calibration]:

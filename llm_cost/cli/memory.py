@@ -15,12 +15,14 @@ from llm_cost.cli.options import (
     Json,
     KvDtype,
     Plot,
+    PlotForce,
     Pp,
     RedundantExperts,
     Tp,
     integer,
     non_negative,
     option,
+    plot_file,
     tokens,
 )
 from llm_cost.cli.program import app, emit, emit_csv, layout_of
@@ -87,6 +89,7 @@ def fit(
     profile: ProfileOpt = None,
     as_json: Json = False,
     plot: Plot = None,
+    force: PlotForce = False,
 ) -> None:
     """What fits: one GPU's capacity (largest batch/context, KV budget) and the smallest multi-GPU layouts.
 
@@ -100,6 +103,7 @@ def fit(
     layout = layout_of(tp, pp, ep, dp, redundant_experts)
     if plot is not None and layout is not None:
         raise InputError("--plot: the memory picture is of one GPU; leave out --tp/--pp/--ep/--dp")
+    out = plot_file(plot, force)
     result = api.fit(
         model,
         gpu,
@@ -118,11 +122,11 @@ def fit(
         profile=profile,
     )
     title, gpu_title = api.load_model(model).display_name, api.load_gpu(gpu).display_name
-    if plot is not None:
+    if out is not None:
         from llm_cost.report import plots
 
         sweep = api.kv(model, [2**k for k in range(10, 21)], batch, kv_dtype)
-        plots.fit(result, sweep, title, gpu_title, plot)
+        plots.fit(result, sweep, title, gpu_title, out)
     emit(result, as_json, view.render, title, gpu_title)
 
 

@@ -16,12 +16,14 @@ from llm_cost.cli.options import (
     Json,
     KvDtype,
     Plot,
+    PlotForce,
     Pp,
     RedundantExperts,
     Tp,
     Verbose,
     integer_grid,
     option,
+    plot_file,
     token_grid,
 )
 from llm_cost.cli.program import app, emit, emit_csv, layout_of, report_defaults
@@ -102,6 +104,7 @@ def kv(
     as_json: Json = False,
     as_csv: Csv = False,
     plot: Plot = None,
+    force: PlotForce = False,
 ) -> None:
     """KV-cache bytes per token and per sequence over contexts (GQA, MLA, sliding window, hybrid).
 
@@ -110,14 +113,15 @@ def kv(
     from llm_cost import api
     from llm_cost.report import kv as view
 
+    out = plot_file(plot, force)
     results = api.kv_sweep(model, context, batch, kv_dtype, layout_of(tp, pp, ep, dp))
     if len(results) > 1 and not (as_json or as_csv):
         raise InputError("--batch: a list of batches prints as --json or --csv; give one value for the table")
     title = api.load_model(model).display_name
-    if plot is not None:
+    if out is not None:
         from llm_cost.report import plots
 
-        plots.kv(results, title, plot)
+        plots.kv(results, title, out)
     if as_csv:
         emit_csv([c for r in results for c in r.contexts], [{"batch": r.batch} for r in results for _ in r.contexts])
     else:

@@ -15,6 +15,7 @@ from llm_cost.cli.options import (
     Json,
     OptionalGpu,
     Plot,
+    PlotForce,
     Pp,
     RedundantExperts,
     Tp,
@@ -23,6 +24,7 @@ from llm_cost.cli.options import (
     integer_grid,
     non_negative,
     option,
+    plot_file,
     tokens,
 )
 from llm_cost.cli.program import app, emit, emit_csv, layout_of
@@ -108,6 +110,7 @@ def moe(
     as_json: Json = False,
     as_csv: Csv = False,
     plot: Plot = None,
+    force: PlotForce = False,
 ) -> None:
     """MoE: total / active / read-per-step parameters, expected experts per batch, EP memory, all-to-all.
 
@@ -116,6 +119,7 @@ def moe(
     from llm_cost import api
     from llm_cost.report import moe as view
 
+    out = plot_file(plot, force)
     result = api.moe(
         model,
         batch,
@@ -130,10 +134,10 @@ def moe(
         dtype=dtype,
     )
     title = api.load_model(model).display_name
-    if plot is not None:
+    if out is not None:
         from llm_cost.report import plots
 
-        plots.moe(result, title, plot)
+        plots.moe(result, title, out)
     if as_csv:
         emit_csv(result.rows)
         return
@@ -208,6 +212,7 @@ def spec_(
     as_json: Json = False,
     as_csv: Csv = False,
     plot: Plot = None,
+    force: PlotForce = False,
 ) -> None:
     """Speculative decoding: expected tokens per round, speedup, the knee and break-even batches, the step model
     (its steps timed as roofline predicts them, on one GPU or a layout: --tp/--pp/--ep/--dp).
@@ -222,6 +227,7 @@ def spec_(
 
     if as_csv and gpu is None:
         raise InputError("--csv: the rows are the step model's, one per batch; give a MODEL and --gpu too")
+    out = plot_file(plot, force)
     result = api.spec(
         model,
         gpu,
@@ -240,10 +246,10 @@ def spec_(
         engine=engine,
         network_gb_s=network_gb_s,
     )
-    if plot is not None:
+    if out is not None:
         from llm_cost.report import plots
 
-        plots.speculative(result, plot)
+        plots.speculative(result, out)
     if as_csv:
         emit_csv(result.rows)
         return

@@ -143,6 +143,22 @@ Plot = Annotated[
         help="Also draw the result to FILE.png or FILE.svg (needs pip install 'llm-cost\\[plot]').",
     ),
 ]
+PlotForce = Annotated[bool, typer.Option("--force", help="Replace the --plot file if it exists.")]
+
+
+def plot_file(plot: Optional[str], force: bool) -> Any:
+    """The checked file of ``--plot`` (:func:`llm_cost.report.plots.target`), or None without
+    ``--plot``; checked before anything is computed. InputError for ``--force`` without
+    ``--plot`` (it replaces nothing then)."""
+    if plot is None:
+        if force:
+            raise InputError("--force: replaces an existing --plot file; give --plot too, or leave --force out")
+        return None
+    from llm_cost.report.plots import target
+
+    return target(plot, force)
+
+
 AllRows = Annotated[
     bool,
     typer.Option(
@@ -193,7 +209,3 @@ RedundantExperts = Annotated[
     ),
 ]
 KvDtype = Annotated[StorageDtype, typer.Option("--kv-dtype", case_sensitive=False, help="KV-cache element dtype.")]
-
-
-#: The most points a sweep (--batch x --context) takes in one command.
-MAX_GRID_POINTS = 10_000

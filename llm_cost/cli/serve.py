@@ -15,11 +15,13 @@ from llm_cost.cli.options import (
     Json,
     KvDtype,
     Plot,
+    PlotForce,
     Pp,
     Tp,
     integer,
     non_negative,
     option,
+    plot_file,
     positive,
     tokens,
 )
@@ -37,6 +39,7 @@ from llm_cost.cli.step_options import (
 )
 from llm_cost.core.choices import MemoryConvention, ServingMode
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import MAX_REQUESTS
 from llm_cost.core.types import StorageDtype
 from llm_cost.core.units import parse_context
 
@@ -193,7 +196,7 @@ Requests = Annotated[
     Optional[int],
     option(
         "--requests",
-        parse=integer("--requests", maximum=20_000),
+        parse=integer("--requests", maximum=MAX_REQUESTS),
         metavar="INTEGER",
         help="Requests to simulate (default 1,000; a plan: 400 per replica and candidate).",
     ),
@@ -334,6 +337,7 @@ def serve(
     as_json: Json = False,
     as_csv: Csv = False,
     plot: Plot = None,
+    force: PlotForce = False,
     emit_engine: Emit = None,
 ) -> None:
     """Serving: one configuration simulated under a traffic (TTFT, TPOT, ITL, E2E: means, P50/P90/P99,
@@ -356,6 +360,7 @@ def serve(
     gpu_names = [g.strip() for g in gpu.split(",")]
     if emit_engine is not None and (len(gpu_names) > 1 or as_csv):
         raise InputError("--emit: prints one plan's command; give one --gpu and leave out --csv")
+    out = plot_file(plot, force)
     call = api.serve_compare if len(gpu_names) > 1 else api.serve
     result = call(
         model,
@@ -366,10 +371,10 @@ def serve(
     )
     title = api.load_model(model).display_name
     gpu_title = api.load_gpu(gpu).display_name if len(gpu_names) == 1 else ", ".join(gpu_names)
-    if plot is not None:
+    if out is not None:
         from llm_cost.report import plots
 
-        plots.serve(result, title, gpu_title, plot)
+        plots.serve(result, title, gpu_title, out)
     if as_csv:
         rows, extra = view.csv_rows(result)
         emit_csv(rows, extra)

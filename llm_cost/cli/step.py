@@ -17,6 +17,7 @@ from llm_cost.cli.options import (
     Json,
     KvDtype,
     Plot,
+    PlotForce,
     Pp,
     RedundantExperts,
     Tp,
@@ -25,6 +26,7 @@ from llm_cost.cli.options import (
     integer,
     integer_grid,
     option,
+    plot_file,
     token_grid,
 )
 from llm_cost.cli.program import app, emit, emit_csv, layout_of
@@ -233,6 +235,7 @@ def roofline(
     as_json: Json = False,
     as_csv: Csv = False,
     plot: Plot = None,
+    force: PlotForce = False,
 ) -> None:
     """Roofline: ridge points of a GPU; with a model (or any step option), a decode step's or a prefill's
     bound, estimate and calibrated prediction (--profile), on one GPU or a layout (--tp/--pp/--ep/--dp).
@@ -244,6 +247,7 @@ def roofline(
     """
     from llm_cost import api
 
+    out = plot_file(plot, force)
     step_options = dict(
         dtype=dtype,
         weights_dtype=weights_dtype,
@@ -280,8 +284,7 @@ def roofline(
             ops=plot is not None or not grid or ops,
             **step_options,
         )
-    shown = (model is not None, ops, context is None, all_rows)
-    _render_steps(result, name, gpu, prefill, shown, as_json, as_csv, plot)
+    _render_steps(result, name, gpu, prefill, (model is not None, ops, context is None, all_rows), as_json, as_csv, out)
 
 
 def _ridges(gpu: str, as_json: bool, as_csv: bool, plot: Optional[str]) -> None:
@@ -306,7 +309,7 @@ def _render_steps(
     shown: tuple[bool, bool, bool, bool],
     as_json: bool,
     as_csv: bool,
-    plot: Optional[str],
+    out: Any,
 ) -> None:
     """A roofline sweep as a picture, CSV rows, a table of rows, or one step's whole account;
     ``shown``: whether the model was named, --ops, whether no context was given, --all-rows."""
@@ -315,12 +318,12 @@ def _render_steps(
 
     model_given, ops, no_context, all_rows = shown
     title, gpu_title = api.load_model(model).display_name, api.load_gpu(gpu).display_name
-    if plot is not None:
+    if out is not None:
         from llm_cost.report import plots
 
         if len(result) > 1:
             raise InputError("--plot: the Roofline picture is of one step; give one --batch and --context")
-        plots.roofline(result[0], title, gpu_title, plot)
+        plots.roofline(result[0], title, gpu_title, out)
     if as_csv:
         emit_csv(result)
     elif len(result) > 1:

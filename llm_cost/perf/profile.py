@@ -21,7 +21,8 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, get_type_hints
 
-from llm_cost.core.errors import SpecError
+from llm_cost.core.errors import InputError, SpecError
+from llm_cost.core.limits import MAX_CALIBRATION_ROWS, MAX_ECHO, MAX_NAME, MAX_TEXT
 from llm_cost.core.notes import Note, note
 from llm_cost.core.types import Engine
 from llm_cost.specs import index
@@ -34,6 +35,7 @@ __all__ = [
     "Parameters",
     "FitError",
     "Profile",
+    "profile_name",
     "profiles_dir",
     "profile_names",
     "load_profile",
@@ -235,13 +237,36 @@ class FitError(Spec):
     (:func:`llm_cost.perf.calibrated.band_factors`)."""
 
     method: Literal["leave-one-out"] = "leave-one-out"
-    rows: int
-    loo_median: float
-    loo_max: float
-    in_sample_median: float
-    in_sample_max: float
+    rows: Annotated[int, Bounds(ge=1, le=MAX_CALIBRATION_ROWS, strict=True)]
+    loo_median: RelativeError
+    loo_max: RelativeError
+    in_sample_median: RelativeError
+    in_sample_max: RelativeError
     loo_low: Annotated[float, Bounds(ge=-1.0, le=0.0)] = 0.0
     loo_high: Annotated[float, Bounds(ge=0.0, le=100.0)] = 0.0
+
+
+#: A profile's name: a file stem (``validate --profile NAME`` finds a shipped profile by it).
+PROFILE_NAME = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
+ProfileName = Annotated[str, Bounds(min_length=1, max_length=MAX_NAME, pattern=f"^{PROFILE_NAME}$")]
+#: A relative error |predicted / measured - 1| (a finite number; 100: a prediction 101x off).
+RelativeError = Annotated[float, Bounds(ge=0.0, le=1e6)]
+
+
+def profile_name(value: object, name: str = "name") -> str:
+    """``value`` as a profile name (:data:`PROFILE_NAME`, at most :data:`MAX_NAME` characters: no
+    newline, no path separator, nothing a file name or a YAML header cannot hold); InputError
+    naming the argument ``name`` otherwise."""
+    import re
+
+    text = value.strip() if isinstance(value, str) else None
+    if text is None or len(text) > MAX_NAME or not re.fullmatch(PROFILE_NAME, text, re.ASCII):
+        raise InputError(
+            f"{name}: {shown(value, MAX_ECHO)!r} is not a valid profile identifier (ASCII letters, digits, . _ + -, starting with "
+            f"a letter or digit; at most {MAX_NAME} characters)",
+            fields=(name,),
+        )
+    return text
 
 
 def _units() -> dict[str, str]:
@@ -252,11 +277,11 @@ def _units() -> dict[str, str]:
 class Profile(Spec):
     """A calibration profile (see the module docstring)."""
 
-    name: str
-    gpu: str
+    name: ProfileName
+    gpu: Annotated[str, Bounds(min_length=1, max_length=MAX_NAME)]
     engine: Engine
     kind: Literal["fitted", "transferred"]
-    note: str
+    note: Annotated[str, Bounds(max_length=MAX_TEXT)]
     parameters: Parameters
     units: dict[str, str] = field(default_factory=_units)
     # the engine's decode attention splits each sequence's keys over thread blocks (split-KV,
@@ -278,6 +303,14 @@ class Profile(Spec):
     #: profile room, and a finite band)
     transfer_widen: Annotated[float, Bounds(ge=1.0, le=10.0)] = 1.0
     source_error: Optional[FitError] = None  # a transferred profile's source's leave-one-out errors
+
+    def _check(self) -> None:
+        """The GPU is a shipped one: a profile's rows were timed on a GPU the catalogue knows
+        (:func:`~llm_cost.specs.load.gpu_names`), and a prediction looks its profile up by it."""
+        from llm_cost.specs.load import gpu_names
+
+        if self.gpu not in gpu_names():
+            raise ValueError(f"gpu: {shown(self.gpu, MAX_ECHO)!r} is not a shipped GPU ({', '.join(gpu_names())})")
 
 
 def profiles_dir() -> Path:

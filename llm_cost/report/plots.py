@@ -1,18 +1,18 @@
 """Pictures of results (matplotlib, an optional extra: ``pip install 'llm-cost[plot]'``).
 
-Each function draws one result object to ``path`` (``.png`` or ``.svg``); nothing is computed
+Each function draws one result object to ``out`` (a ``.png`` or ``.svg`` file :func:`target` checked); nothing is computed
 here beyond placing the result's own numbers. Titles name the model, GPU and dtypes; axes carry
 units; ranges that span decades use log axes.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from llm_cost.core.errors import InputError, OutputError
+from llm_cost.core.errors import InputError
+from llm_cost.specs.files import OutFile, check_out, write_file
 
-__all__ = ["pyplot", "roofline", "kv", "fit", "moe", "speculative", "serve"]
+__all__ = ["pyplot", "target", "roofline", "kv", "fit", "moe", "speculative", "serve"]
 
 SIZE_IN = (8, 5)  # figure size in inches at 100 dpi: 800 x 500 pixels
 DPI = 100
@@ -42,42 +42,24 @@ def pyplot():  # noqa: ANN201 - matplotlib's module
     return plt
 
 
-def _target(path: str) -> Path:
-    out = Path(path)
-    if out.suffix.lower() not in (".png", ".svg"):
-        raise InputError(f"--plot: {path!r} must end in .png or .svg")
-    if not out.parent.is_dir():
-        raise InputError(f"--plot: folder {out.parent} does not exist")
-    return out
+def target(path: str, force: bool) -> OutFile:
+    """The picture's file, checked before anything is computed (a ``.png`` or ``.svg`` path; the
+    one writer's rules, :func:`~llm_cost.specs.files.check_out`: a new file, or an existing
+    regular file with ``force``; never a link, a FIFO or a device)."""
+    return check_out(path, "plot", force, (".png", ".svg"))
 
 
-def _save(fig: Any, path: Path) -> None:
-    """Draw into a temporary file beside ``path``, then rename it over ``path``: a failed write
-    (a read-only or full file system, a folder the user cannot write) leaves nothing half-drawn
-    and is the environment's failure (OutputError, exit 1), not the input's."""
-    import os
-    import tempfile
-
+def _save(fig: Any, out: OutFile) -> None:
+    """Draw the figure into ``out`` through the one writer (:func:`~llm_cost.specs.files.write_file`):
+    whole or not at all; a failed write (a read-only or full file system, a folder the user cannot
+    write) is the environment's failure (OutputError, exit 1), not the input's."""
     fig.tight_layout()
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-        with os.fdopen(fd, "wb") as handle:
-            fig.savefig(handle, dpi=DPI, format=path.suffix[1:].lower())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a drawn file gets the user's umask as -o files do
-        os.replace(tmp, path)
-    except OSError as exc:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        raise OutputError(f"--plot: cannot write {path}: {exc.strerror or exc}") from None
+    write_file(out, lambda handle: fig.savefig(handle, dpi=DPI, format=out.path.suffix[1:].lower()))
 
 
-def roofline(step: Any, model: str, gpu: str, path: str) -> None:
+def roofline(step: Any, model: str, gpu: str, out: OutFile) -> None:
     """The GPU's Roofline (attainable FLOP/s against FLOP/byte) with its ridge, each operator of
     the step and the whole step at the FLOP rate its bound implies."""
-    out = _target(path)
     plt = pyplot()
     peak, bw = step.peak_flops, step.bandwidth_bytes_s
     ops = [o for o in step.ops if o.intensity]
@@ -120,9 +102,8 @@ def roofline(step: Any, model: str, gpu: str, path: str) -> None:
     _save(fig, out)
 
 
-def kv(results: list[Any], model: str, path: str) -> None:
+def kv(results: list[Any], model: str, out: OutFile) -> None:
     """KV (and fixed state) bytes per sequence group against context, one line per batch."""
-    out = _target(path)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=SIZE_IN)
     for r in results:
@@ -141,10 +122,9 @@ def kv(results: list[Any], model: str, path: str) -> None:
     _save(fig, out)
 
 
-def fit(report: Any, sweep: Any, model: str, gpu: str, path: str) -> None:
+def fit(report: Any, sweep: Any, model: str, gpu: str, out: OutFile) -> None:
     """Memory against context for the fit's batch on one GPU: weights (with the engine's workspace
     and reserve), that plus the KV cache, the capacity and the share the engine may use."""
-    out = _target(path)
     plt = pyplot()
     f = report.single_gpu
     fig, ax = plt.subplots(figsize=SIZE_IN)
@@ -166,9 +146,8 @@ def fit(report: Any, sweep: Any, model: str, gpu: str, path: str) -> None:
     _save(fig, out)
 
 
-def moe(r: Any, model: str, path: str) -> None:
+def moe(r: Any, model: str, out: OutFile) -> None:
     """Expected distinct experts per layer and weight bytes read per step against batch."""
-    out = _target(path)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=SIZE_IN)
     batches = [x.batch for x in r.rows]
@@ -184,9 +163,8 @@ def moe(r: Any, model: str, path: str) -> None:
     _save(fig, out)
 
 
-def speculative(r: Any, path: str) -> None:
+def speculative(r: Any, out: OutFile) -> None:
     """The step model's speedup against batch, with the knee and the break-even batch."""
-    out = _target(path)
     if not r.rows:
         raise InputError("--plot: the speedup picture needs the step model: give a MODEL and --gpu")
     plt = pyplot()
@@ -207,25 +185,24 @@ def speculative(r: Any, path: str) -> None:
     _save(fig, out)
 
 
-def serve(r: Any, model: str, gpu: str, path: str) -> None:
+def serve(r: Any, model: str, gpu: str, out: OutFile) -> None:
     """``serve``'s picture: a simulated run's (or the chosen plan's) latency CDFs, GPUs side by
     side, or the analytic frontier."""
     from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
 
     if isinstance(r, (ServeRun, SimulatedPlan)):
-        latency_cdf(r if isinstance(r, ServeRun) else r.chosen, model, gpu, path)
+        latency_cdf(r if isinstance(r, ServeRun) else r.chosen, model, gpu, out)
     elif isinstance(r, ServeComparison):
-        comparison(r, model, path)
+        comparison(r, model, out)
     else:
-        frontier(r, model, gpu, path)
+        frontier(r, model, gpu, out)
 
 
-def latency_cdf(run: Any, model: str, gpu: str, path: str) -> None:
+def latency_cdf(run: Any, model: str, gpu: str, out: OutFile) -> None:
     """The distribution of TTFT, TPOT and E2E over a simulated run's requests: one CDF each, its
     P50/P90/P99 marked, and each target as a dashed line."""
     from llm_cost.core.units import fmt_seconds
 
-    out = _target(path)
     plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=SIZE_IN)
     times = run.simulation.requests
@@ -259,10 +236,9 @@ def latency_cdf(run: Any, model: str, gpu: str, path: str) -> None:
     _save(fig, out)
 
 
-def comparison(r: Any, model: str, path: str) -> None:
+def comparison(r: Any, model: str, out: OutFile) -> None:
     """GPUs side by side: each plan's $ per million output tokens (the cheapest highlighted) and
     its output tokens/s per GPU."""
-    out = _target(path)
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=SIZE_IN)
     rows = [g for g in r.plans if g.plan is not None]
@@ -281,10 +257,9 @@ def comparison(r: Any, model: str, path: str) -> None:
     _save(fig, out)
 
 
-def frontier(r: Any, model: str, gpu: str, path: str) -> None:
+def frontier(r: Any, model: str, gpu: str, out: OutFile) -> None:
     """Output tokens/s per GPU against tokens/s per user: each mode's frontier, the chosen
     configuration, and the TPOT target as a line (1 / TPOT tokens/s per user)."""
-    out = _target(path)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=SIZE_IN)
     for mode, rows in r.frontier_by_mode.items():

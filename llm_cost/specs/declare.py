@@ -36,8 +36,10 @@ T = TypeVar("T")
 
 class Bounds:
     """Constraints of one field's type, as pydantic's ``Field`` takes them: ``ge``, ``gt``, ``le``
-    (numbers), ``min_length``, ``max_length`` (strings, lists), ``strict`` (an integer must be given
-    as an integer, not a float or a string)."""
+    (numbers), ``min_length``, ``max_length``, ``pattern`` (strings, lists), ``strict`` (an integer
+    must be given as an integer, not a float or a string). A bounded number or text is strict
+    whatever it says: a float field takes an integer or a float (finite), never a string
+    (``memory_gb: "80"``) or a boolean; a text field takes text, never bytes (YAML's ``!!binary``)."""
 
     __slots__ = ("constraints",)
 
@@ -52,6 +54,8 @@ class Bounds:
         schema.update(self.constraints)
         if schema.get("type") == "float":
             schema["allow_inf_nan"] = False
+        if schema.get("type") in ("float", "str"):  # "80" is no number, !!binary bytes no text
+            schema.setdefault("strict", True)
         return schema
 
 

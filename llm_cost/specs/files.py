@@ -1,9 +1,10 @@
 """Reading spec and config files: size, encoding and YAML checks, and one-line validation messages;
-writing the files ``-o`` names (a spec from ``import``, a profile from ``calibrate``).
+writing the files ``-o`` and ``--plot`` name (a spec from ``import``, a profile from ``calibrate``,
+a picture).
 
 Shared by :mod:`llm_cost.specs.load` (YAML specs) and :mod:`llm_cost.specs.hf` (config.json), so
 neither imports the other for it. Files are read only when regular (:func:`open_regular`) and
-written only as regular files, whole or not at all (:func:`check_out`, :func:`write_atomically`).
+written only as regular files, whole or not at all, by one writer (:func:`check_out`, :func:`write_file`).
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from llm_cost.core.errors import InputError, SpecError
+from llm_cost.core.errors import InputError, OutputError, SpecError
+from llm_cost.core.limits import MAX_DEPTH, MAX_DIGITS, MAX_ECHO, MAX_SPEC_BYTES, MAX_VALUES
+from llm_cost.core.records import record
 
 __all__ = [
     "MAX_SPEC_BYTES",
@@ -23,28 +27,23 @@ __all__ = [
     "open_regular",
     "real_path",
     "read_text",
+    "OutFile",
     "check_out",
-    "write_atomically",
+    "write_file",
     "read_yaml",
     "check_shape",
     "shown",
     "validation_message",
 ]
 
-MAX_SPEC_BYTES = 1_000_000
-#: Values (scalars, lists, mappings) a spec may hold once its aliases are expanded: a spec has a few
-#: hundred, a 10,000-layer ``layer_types`` list 10,000; an alias bomb has billions.
-MAX_VALUES = 100_000
-#: Nesting depth of lists and mappings in a spec or config.json (specs use 3 or 4 levels).
-MAX_DEPTH = 32
-#: Digits in an integer (Python refuses to convert more than 4,300; no spec field needs 20).
-MAX_DIGITS = 4300
 
-
-def shown(path: object, limit: int = 120) -> str:
-    """A path or name for a message, shortened in the middle when longer than ``limit``."""
-    text = str(path)
-    return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-limit // 2 :]} ({len(text):,} characters)"
+def shown(path: object, limit: int = MAX_ECHO) -> str:
+    """A path or name for a message, shortened in the middle when longer than ``limit`` (at most
+    :data:`~llm_cost.core.limits.MAX_ECHO` less 4, so quoted and followed by a colon it stays one
+    value a message may echo whole), its length given."""
+    text, limit = str(path), min(limit, MAX_ECHO - 4)
+    half = (limit - 3) // 2
+    return text if len(text) <= limit else f"{text[:half]}...{text[-half:]} ({len(text):,} characters)"
 
 
 def _refused(path: Path, exc: OSError, what: str) -> SpecError:
@@ -110,47 +109,58 @@ def read_text(path: Path, what: str = "a .yaml spec") -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as text mode reads
 
 
-def _target(out: Path) -> Path:
-    """The file ``out`` names: itself, or where its symbolic link points (InputError for a loop)."""
-    if not out.is_symlink():
-        return out
-    try:
-        return Path(os.path.realpath(out, strict=True))
-    except FileNotFoundError:  # a dangling link: write the file it names
-        return Path(os.path.realpath(out))
-    except OSError as exc:
-        raise InputError(f"out: {shown(out)!r} cannot be used ({exc.strerror})", fields=("out",)) from None
+@record
+class OutFile:
+    """A file a command writes, checked by :func:`check_out` before anything is computed:
+    ``path`` as given, ``name`` the argument that gave it (``out``, ``plot``), and whether it may
+    replace an existing file (``force``)."""
+
+    path: Path
+    name: str
+    force: bool
 
 
-def check_out(out: Path, stem: str, force: bool) -> Path:
-    """The regular file that writing ``out`` replaces or creates, before anything is computed: ``out``
-    itself, or the target of its symbolic link (a link is followed, never replaced). InputError
-    (naming the argument) for a folder, a device, FIFO or socket (refused even with ``force``: only
-    regular files are written), a missing folder, a loop of links, a path the system refuses, or
-    a file that exists when ``force`` is not given."""
+def check_out(out: Any, name: str, force: bool, suffixes: tuple[str, ...] = ()) -> OutFile:
+    """The file ``out`` (the argument ``name``) names, checked before anything is computed: a new
+    file in an existing folder, or with ``force`` an existing regular file to replace. InputError
+    naming the argument for a suffix not in ``suffixes`` (when given), a symbolic link (never
+    followed: the link itself, not the file it names, would be what the user meant to replace), a
+    folder, a device, FIFO or socket (refused even with ``force``: only regular files are written),
+    a missing folder, a path the system refuses, or an existing file without ``force``."""
+    if not isinstance(out, (str, Path)) or not str(out).strip():
+        raise InputError(f"{name}: {shown(out, 80)!r} is not a file path", fields=(name,))
+    path = Path(out)
     try:
-        target = _target(out)
-        if target.is_dir():
-            raise InputError(
-                f"out: {shown(out)!r} is a folder; give a file path such as {shown(out / (stem + '.yaml'))!r}",
-                fields=("out",),
-            )
-        if target.exists() and not target.is_file():
-            raise InputError(
-                f"out: {shown(out)!r} is not a regular file (a device, FIFO or socket); only regular files are written",
-                fields=("out",),
-            )
-        if not target.parent.is_dir():
-            raise InputError(f"out: folder {shown(target.parent)!r} does not exist", fields=("out",))
-        if target.exists() and not force:
-            raise InputError(f"{shown(out)}: already exists; pass force to overwrite it", fields=("force",))
-    except OSError as exc:
-        raise InputError(f"out: {shown(out)!r} cannot be used ({exc.strerror or exc})", fields=("out",)) from None
-    except ValueError as exc:  # a NUL character in the path (an InputError above is one too)
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(f"out: {shown(out)!r} is not a path the system accepts", fields=("out",)) from None
-    return target
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except (OSError, ValueError) as exc:  # too long, a loop in a folder of the path, a NUL character
+        why = getattr(exc, "strerror", None) or "not a path the system accepts"
+        raise InputError(f"{name}: {shown(path, 80)!r} cannot be used ({why})", fields=(name,)) from None
+    kind = None if mode is None or stat.S_ISREG(mode) else _KINDS.get(stat.S_IFMT(mode), "something else")
+    if kind is not None:
+        raise InputError(
+            f"{name}: {shown(path, 80)!r} is {kind}, not a regular file; give the path of a new or a regular file",
+            fields=(name,),
+        )
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise InputError(f"{name}: {shown(path, 80)!r} must end in {' or '.join(suffixes)}", fields=(name,))
+    if mode is None and not path.parent.is_dir():
+        raise InputError(f"{name}: folder {shown(path.parent, 80)!r} does not exist", fields=(name,))
+    if mode is not None and not force:
+        raise InputError(f"{shown(path, 80)}: already exists; pass force to replace it", fields=("force",))
+    return OutFile(path, name, bool(force))
+
+
+#: What a path that is no regular file is, for :func:`check_out`'s message.
+_KINDS = {
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+}
 
 
 def _umask() -> int:
@@ -160,37 +170,54 @@ def _umask() -> int:
     return mask
 
 
-def write_atomically(target: Path, text: str, force: bool) -> None:
-    """Write ``text`` to the regular file ``target`` (from :func:`check_out`) whole or not at all:
-    a temporary file in the same folder, made readable as a new file is under the user's umask
-    (``0o666 & ~umask``, not the temporary file's 0600), flushed to disk, then linked (a new file:
-    never clobbering one that appeared meanwhile, InputError then) or renamed over it (``force``).
-    OSError from the file system (read-only, full, no permission) is left to the caller."""
+def write_file(out: OutFile, content: str | bytes | Callable[[IO[bytes]], None]) -> None:
+    """The one writer of the files commands write (``-o``, ``--plot``): ``content`` (text as
+    UTF-8, bytes, or a function that writes into the binary file it is given) to ``out`` (from
+    :func:`check_out`) whole or not at all. A temporary file in the same folder, made readable as a
+    new file is under the user's umask (``0o666 & ~umask``, not the temporary file's 0600), flushed
+    to disk, then linked to the path (a new file: never replacing one that appeared meanwhile,
+    InputError then) or renamed over it (``force``; a rename replaces the directory entry, never
+    following a link or writing into a FIFO that appeared meanwhile). OutputError (naming the file,
+    "nothing was written") when the file system refuses (read-only, full, no permission)."""
     import tempfile
 
-    fd, tmp = tempfile.mkstemp(prefix=".llm-cost.", suffix=".tmp", dir=target.parent)
+    tmp = None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        fd, tmp = tempfile.mkstemp(prefix=".llm-cost.", suffix=".tmp", dir=out.path.parent)
+        with os.fdopen(fd, "wb") as fh:
+            if callable(content):
+                content(fh)
+            else:
+                fh.write(content.encode("utf-8") if isinstance(content, str) else content)
             fh.flush()
             os.fchmod(fh.fileno(), 0o666 & ~_umask())
             os.fsync(fh.fileno())
-        if force:
-            os.replace(tmp, target)
-        else:
-            try:
-                os.link(tmp, target)  # fails if the file appeared meanwhile: never clobber without force
-            except FileExistsError:
-                raise InputError(f"{target}: already exists; pass force to overwrite it", fields=("force",)) from None
-            except OSError:  # filesystems without hard links
-                if target.exists():
-                    raise InputError(
-                        f"{target}: already exists; pass force to overwrite it", fields=("force",)
-                    ) from None
-                os.replace(tmp, target)
+        _place(tmp, out)
+    except OSError as exc:
+        raise OutputError(
+            f"{shown(out.path)}: cannot be written ({exc.strerror or exc}); nothing was written"
+        ) from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+def _place(tmp: str, out: OutFile) -> None:
+    """Put the written temporary file ``tmp`` at ``out.path``: renamed over it with ``force``,
+    else linked (failing if anything is there by now)."""
+    if out.force:
+        os.replace(tmp, out.path)
+        return
+    try:
+        os.link(tmp, out.path)  # fails if a file appeared meanwhile: never replace without force
+    except FileExistsError:
+        raise InputError(f"{shown(out.path)}: already exists; pass force to replace it", fields=("force",)) from None
+    except OSError:  # file systems without hard links
+        if os.path.lexists(out.path):
+            raise InputError(
+                f"{shown(out.path)}: already exists; pass force to replace it", fields=("force",)
+            ) from None
+        os.replace(tmp, out.path)
 
 
 def check_shape(data: Any, path: Path) -> None:
