@@ -11,6 +11,7 @@ from llm_cost.api import checks, choices, traffic
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import MemoryConvention, ServingMode
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import MAX_CHUNK_TOKENS, MAX_COMPARED, MAX_CONCURRENCY, MAX_MODEL_LEN, MAX_SEED
 
 if TYPE_CHECKING:
     from llm_cost.analyses.serving import ServePlan
@@ -19,12 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = ["serve", "serve_compare", "MAX_CHUNK_TOKENS", "MAX_CONCURRENCY"]
 
-#: The largest token budget per step (``chunk_tokens``).
-MAX_CHUNK_TOKENS = 1 << 20
-#: GPUs one comparison (:func:`serve_compare`) plans side by side.
-MAX_COMPARED = 16
-#: The largest concurrency per replica.
-MAX_CONCURRENCY = 1 << 20
 #: Both serving modes, the default search.
 BOTH_MODES = (ServingMode.AGGREGATED, ServingMode.DISAGGREGATED)
 
@@ -116,7 +111,7 @@ def serve(
     nearest reached)."""
     engine_for_emit = _emit_engine(emit)
     given = {k: v for k, v in locals().items() if k not in ("emit", "engine_for_emit")}
-    result = _serve(**given)
+    result = _serve(**given, launch=engine_for_emit is not None)
     if engine_for_emit is None:
         return result
     return _with_launch(
@@ -131,9 +126,9 @@ def _serve(
     chunked_prefill: Any, workload: Any, trace: Any, prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any,
     requests: Any, engine: Any, max_num_seqs: Any, prefix_caching: Any, max_model_len: Any, seed: Any, analytic: Any,
     dtype: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any, kv_dtype: Any, profile: Any, memory: Any,
-    gpu_memory_utilization: Any, reserve_bytes: Any, network_gb_s: Any,
+    gpu_memory_utilization: Any, reserve_bytes: Any, network_gb_s: Any, launch: bool,
 ) -> Any:  # fmt: skip
-    """:func:`serve` without ``emit``."""
+    """:func:`serve` without ``emit`` (``launch``: whether it was given)."""
     spec, g = load_model(model), load_gpu(gpu)
     goals = traffic.targets_of(ttft_s=ttft_s, tpot_s=tpot_s, itl_s=itl_s, e2e_s=e2e_s)
     load, has_arrivals = traffic.traffic_of(
@@ -164,11 +159,9 @@ def _serve(
     )
     if not isinstance(analytic, bool):
         raise InputError(f"analytic: {analytic!r} must be True or False", fields=("analytic",))
-    if (
-        analytic
-        or (one is not None and concurrency is not None and not has_arrivals)
-        or searched == (ServingMode.DISAGGREGATED,)
-    ):
+    form = _analytic_form(analytic, one is not None and concurrency is not None and not has_arrivals, searched)
+    if form is not None:
+        _unused_by_analytic(locals(), form, launch)
         return _analytic(
             spec,
             g,
@@ -208,10 +201,50 @@ def _serve(
             prefix_caching=prefix_caching,
             max_model_len=max_model_len,
         ),
-        checks.count(seed, "seed", 0, 2**63),
+        checks.count(seed, "seed", 0, MAX_SEED),
         requests,
         trace is not None or (workload is not None and not isinstance(workload, str)) or traffic.is_file(workload),
     )
+
+
+#: The arguments only a simulation uses (its traffic's shared prefix, its engine's settings, its
+#: requests and seed): the analytic forms of :func:`serve` refuse them.
+SIMULATION_ONLY = (
+    "seed",
+    "requests",
+    "max_num_seqs",
+    "max_model_len",
+    "prefix_caching",
+    "prefix_tokens",
+    "prefix_groups",
+    "users_per_prefix",
+)
+
+
+def _analytic_form(analytic: bool, saturated: bool, searched: tuple[ServingMode, ...]) -> Optional[str]:
+    """Which analytic form a :func:`serve` call takes (None: it simulates): ``analytic``, one
+    configuration saturated (a layout and a concurrency, no rate), or a disaggregated search."""
+    if analytic:
+        return "the queueing formulas alone (analytic)"
+    if saturated:
+        return "one configuration saturated (a layout with concurrency, no qps)"
+    if searched == (ServingMode.DISAGGREGATED,):
+        return "the disaggregated search (modes disaggregated)"
+    return None
+
+
+def _unused_by_analytic(given: dict[str, Any], form: str, launch: bool) -> None:
+    """InputError for the arguments :func:`serve`'s analytic ``form`` would ignore
+    (:func:`~llm_cost.api.checks.unused`): a simulation's (max_model_len stays with ``launch``:
+    the emitted command takes it), and a disaggregated search's chunk (its prefill runs in a pool
+    of its own; aggregated serving takes the chunk)."""
+    names = tuple(n for n in SIMULATION_ONLY if not (launch and n == "max_model_len"))
+    mentions = ("analytic", "concurrency", "qps", "modes")
+    simulation = "a simulation (a layout under qps, workload or trace; or the plan without analytic)"
+    checks.unused(serve, given, names, form, simulation, (*mentions, "workload", "trace"))
+    if given["searched"] == (ServingMode.DISAGGREGATED,):
+        chunk = ("chunk_tokens", "chunked_prefill")
+        checks.unused(serve, given, chunk, form, "aggregated serving (chunked prefill)", mentions)
 
 
 def _emit_engine(emit: Any) -> Any:
@@ -255,7 +288,9 @@ def _with_launch(
     weight_bits, _ = served_weight_bits(spec, weights_dtype, bits_per_weight, group_size)
     kv_bits = choices.kv_dtype_of(kv_dtype).bits
     policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
-    length = checks.optional(max_model_len, checks.count, "max_model_len", 2, 2**24) or spec.max_position_embeddings
+    length = (
+        checks.optional(max_model_len, checks.count, "max_model_len", 2, MAX_MODEL_LEN) or spec.max_position_embeddings
+    )
     if isinstance(run, ServeRun):
         layout, replicas = run.layout, run.replicas
         seqs, tokens, chunked, cached = (
@@ -503,6 +538,7 @@ def _simulated(
     time_model = choices.time_model(g, chosen, common["network_gb_s"]) if chosen is not None else vllm_time_model(g)
     budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)
     formats = {k: common[k] for k in ("weight_bits", "kv_bits", "compute_dtype")}
+    traffic.check_steps(load, config, None if one is not None and has_arrivals else requests or PLAN_REQUESTS)
     if one is not None and has_arrivals:
         if budget is not None and budget % one.gpus:
             raise InputError(

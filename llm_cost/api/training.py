@@ -10,6 +10,7 @@ from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import Recompute
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import MAX_LAYOUT
 from llm_cost.core.types import Dtype
 
 if TYPE_CHECKING:
@@ -21,9 +22,6 @@ __all__ = ["train", "train_plan", "TRAINING_DTYPES"]
 #: Compute dtypes a training run's matmuls use (BF16 mixed precision is the default; FP8 where the
 #: GPU has it, as DeepSeek-V3 trained; FP16 and TF32 on older GPUs). Integer formats train nothing.
 TRAINING_DTYPES = (Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.TF32, Dtype.FP32)
-
-#: Layout degrees the API takes, each at most this.
-_MAX_DEGREE = 2**20
 
 
 def train(
@@ -77,8 +75,7 @@ def train(
         )  # fmt: skip
     from llm_cost.analyses.training import train as run
 
-    _planner_only(cp=cp, vp=vp, ep=ep, global_batch=global_batch, network_gb_s=network_gb_s, profile=profile,
-                  tp_comm_overlap=tp_comm_overlap or None, top=top)  # fmt: skip
+    _unused_at_a_given_mfu(locals())
     tokens = checks.large_count(tokens, "tokens", 1, 10**40)
     gpus = checks.optional(gpus, checks.count, "gpus", 1, 10**7)
     if (mfu is None) == (gpu_hours is None):
@@ -93,7 +90,7 @@ def train(
     power_w, pue, grid, price = _costs(power_w, pue, grid_kg_per_kwh, usd_per_gpu_hour)
     seq = checks.count(seq, "seq")
     micro_batch = checks.count(1 if micro_batch is None else micro_batch, "micro_batch")
-    tp, pp, dp = (checks.optional(v, checks.count, n, 1, _MAX_DEGREE) for v, n in ((tp, "tp"), (pp, "pp"), (dp, "dp")))
+    tp, pp, dp = (checks.optional(v, checks.count, n, 1, MAX_LAYOUT) for v, n in ((tp, "tp"), (pp, "pp"), (dp, "dp")))
     zero = checks.one_of(1 if zero is None else zero, "zero", (0, 1, 2, 3))
     if not isinstance(sequence_parallel, bool):
         raise InputError(
@@ -124,17 +121,25 @@ def train(
     )
 
 
-def _planner_only(**given: Any) -> None:
-    """InputError naming the planner's arguments given (not None) to a run at a given MFU or budget,
-    which would ignore them: they shape a predicted plan (``train`` without mfu and gpu_hours)."""
-    named = [name for name, value in given.items() if value is not None]
-    if named:
-        verb = "shape" if len(named) > 1 else "shapes"
-        raise InputError(
-            f"{', '.join(named)}: {verb} a predicted plan only; give neither mfu nor gpu_hours for one, or leave "
-            f"{'them' if len(named) > 1 else 'it'} out",
-            fields=(*named, "mfu", "gpu_hours"),
-        )
+#: What ``train`` at a given MFU or GPU-hour budget is, and the forms that take the arguments it
+#: refuses (:func:`~llm_cost.api.checks.unused`).
+_AT_A_GIVEN_MFU = "a run at a given mfu or gpu_hours"
+_PLANNER = ("cp", "vp", "ep", "global_batch", "network_gb_s", "profile", "tp_comm_overlap", "top")
+_LAYOUT_MEMORY = ("zero", "sequence_parallel")
+
+
+def _unused_at_a_given_mfu(given: dict[str, Any]) -> None:
+    """InputError for the arguments a run at a given MFU or GPU-hour budget would ignore: the
+    planner's (they shape a predicted plan), and without tp, pp or dp a layout's (ZeRO and
+    sequence parallelism shape a layout's per-GPU memory; the state memory is shown for every
+    ZeRO stage)."""
+    mentions = ("mfu", "gpu_hours")
+    checks.unused(train, given, _PLANNER, _AT_A_GIVEN_MFU, "a predicted plan (neither mfu nor gpu_hours)", mentions)
+    if given["tp"] is None and given["pp"] is None and given["dp"] is None:
+        checks.unused(
+            train, given, _LAYOUT_MEMORY, f"{_AT_A_GIVEN_MFU} without a layout", "a layout's memory (tp, pp or dp)",
+            (*mentions, "tp", "pp", "dp"),
+        )  # fmt: skip
 
 
 def _costs(
@@ -189,7 +194,7 @@ def train_plan(
     from llm_cost.analyses.train_step import Links, node_links, profile_parameters
 
     tokens = checks.large_count(tokens, "tokens", 1, 10**40)
-    degrees = {n: checks.optional(v, checks.count, n, 1, _MAX_DEGREE) for n, v in
+    degrees = {n: checks.optional(v, checks.count, n, 1, MAX_LAYOUT) for n, v in
                (("tp", tp), ("cp", cp), ("pp", pp), ("vp", vp), ("dp", dp), ("ep", ep))}  # fmt: skip
     gpus = _cluster_size(checks.optional(gpus, checks.count, "gpus", 1, 10**7), degrees)
     seq = checks.count(seq, "seq")
