@@ -178,12 +178,16 @@ def sequence_kv_bytes(
     return max(per_stage)
 
 
-def max_concurrency(budget_bytes: int | Fraction, per_sequence_bytes: int | Fraction) -> int:
-    """Whole sequences of ``per_sequence_bytes`` the budget holds (0 when there is no budget)."""
+def max_concurrency(budget_bytes: int | Fraction, per_sequence_bytes: int | Fraction, model: str = "model") -> int:
+    """Whole sequences of ``per_sequence_bytes`` the budget holds (0 when there is no budget).
+    InputError naming ``model``'s layer_types when no layer keeps anything per sequence."""
     if budget_bytes <= 0:
         return 0
     if per_sequence_bytes <= 0:
-        raise InputError("the model caches nothing per sequence; its concurrency is not limited by memory")
+        raise InputError(
+            f"{model}: no layer of its layer_types keeps a KV cache or a state per sequence (every layer is "
+            "mlp_only), so memory does not bound the sequences it holds: there is no capacity to compute"
+        )
     return int(budget_bytes // per_sequence_bytes)
 
 
@@ -238,7 +242,7 @@ def kv_room(
         policy.reserve_bytes,
         exact(budget),
         exact(per_seq),
-        max_concurrency(budget, per_seq),
+        max_concurrency(budget, per_seq, spec.name),
         policy.block_tokens,
     )
 

@@ -5,8 +5,10 @@ Errors below the command line name what a Python caller passes (:mod:`llm_cost.c
 ``fields`` as the flags a shell user typed. A name missing from :data:`FLAGS` is its own flag with
 ``_`` as ``-`` (``kv_dtype`` is ``--kv-dtype``); a name that is a flag already (``--chunk``, as the
 command line's own parsers name their values) stays as it is. Quoted text (a value shown with
-``repr``: a path, a name) is never rewritten, and one flag named twice in a row (``width and
-height``, both ``--size``) is written once.
+``repr``: a path, a name) is never rewritten, nor is a part of an unquoted path or dotted key (a
+name after ``/``, ``.`` or ``~``, or before ``/`` or ``.`` and a letter: ``/tmp/p/trace.jsonl:6``,
+``prefix.tokens``), and one flag named twice in a row (``width and height``, both ``--size``)
+is written once.
 """
 
 from __future__ import annotations
@@ -85,6 +87,6 @@ def as_flags(error: InputError) -> str:
     if not error.fields:
         return message
     names = "|".join(re.escape(name) for name in sorted(set(error.fields), key=len, reverse=True))
-    pattern = re.compile(rf"({_QUOTED})|(?<![\w-])({names})(?![\w-])")
+    pattern = re.compile(rf"({_QUOTED})|(?<![\w./~-])({names})(?![\w-]|\.\w|/)")
     message = pattern.sub(lambda m: m.group(1) or flag(m.group(2)), message)
     return _REPEATED.sub(r"\1", message)

@@ -183,6 +183,7 @@ def _run(argv: list[str]) -> None:
     from typer.main import get_command
 
     from llm_cost.cli import coercion, load_commands
+    from llm_cost.core.errors import OutputError
 
     load_commands(argv[0] if argv else None)
     commands = _command_names()
@@ -193,7 +194,8 @@ def _run(argv: list[str]) -> None:
         command.help = _reflowed(command.help)
         coercion.install(command, HELP_OPTIONS)
         _reject_empty(command, args)
-        if "--json" in args and "--csv" in args:
+        takes = {opt for p in command.params for opt in p.opts}
+        if "--json" in args and "--csv" in args and {"--json", "--csv"} <= takes:
             raise InputError("--json and --csv: give one (JSON is the whole result, CSV its rows)")
     elif len(argv) == 1 and argv[0] in HELP_OPTIONS:
         command, args, prog = get_command(_listing()), argv, "llm-cost"
@@ -201,6 +203,10 @@ def _run(argv: list[str]) -> None:
         command, args, prog = get_command(app), argv or ["--help"], "llm-cost"
     try:
         code = command.main(args=args, prog_name=prog, help_option_names=HELP_OPTIONS, standalone_mode=False)
+    except SystemExit as exc:  # Rich (Console.on_broken_pipe) and Typer exit 1 when the help meets a closed pipe
+        if exc.code == 1 and (set(args) & set(HELP_OPTIONS) or type(sys.stdout).__name__ == "PacifyFlushWrapper"):
+            raise OutputError("stdout: the reader closed the pipe", broken_pipe=True) from None
+        raise
     except Exception as exc:  # Click's usage errors: match on its interface
         if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
             raise
@@ -262,9 +268,9 @@ def _failure(exc: BaseException) -> tuple[int, str]:
 
         return 2, as_flags(exc)
     if isinstance(exc, OutputError):
-        return (141, "") if exc.broken_pipe else (1, str(exc))
+        return (0, "") if exc.broken_pipe else (1, str(exc))
     if isinstance(exc, BrokenPipeError):
-        return 141, ""
+        return 0, ""
     if isinstance(exc, OSError):
         return _os_failure(exc)
     if isinstance(exc, (OverflowError, RecursionError, MemoryError)):
@@ -306,7 +312,8 @@ def _quiet_stdout() -> None:
 
 def main() -> None:
     """Entry point and the one failure boundary: a user's mistake exits 2, an output or
-    environment failure 1 (a broken pipe 141, quietly), each with one line on stderr; an internal
+    environment failure 1, each with one line on stderr; a reader that closed the pipe (``| head``)
+    ends the run quietly with 0 (nothing failed: the reader had what it wanted); an internal
     error says so in one line, with the traceback only under ``--debug`` or LLM_COST_DEBUG=1."""
     from llm_cost.core.errors import OutputError
 
@@ -329,8 +336,10 @@ def main() -> None:
 
             traceback.print_exc()
         code, message = _failure(exc)
-        if code in (1, 141) and not isinstance(exc, InputError):
+        if (code == 1 or not message) and not isinstance(exc, InputError):
             _quiet_stdout()
         if message:
-            sys.stderr.write(f"error: {' '.join(message.split())}\n")
+            from llm_cost.core.errors import cut_long_values
+
+            sys.stderr.write(f"error: {cut_long_values(' '.join(message.split()))}\n")
         raise SystemExit(code) from None

@@ -11,15 +11,35 @@ a shell user "--output: at least 2 tokens".
 
 from __future__ import annotations
 
-__all__ = ["InputError", "SpecError", "OutputError"]
+import re
+
+from llm_cost.core.limits import MAX_ECHO
+
+__all__ = ["InputError", "SpecError", "OutputError", "cut_long_values"]
+
+#: A run of characters without a space longer than an echoed value may be.
+_LONG = re.compile(rf"\S{{{MAX_ECHO + 1},}}")
+
+
+def cut_long_values(message: str) -> str:
+    """``message`` with each run of more than :data:`~llm_cost.core.limits.MAX_ECHO` characters
+    without a space (a value echoed back: 5,000 digits, a 100,000-character name, a long path)
+    cut in the middle, its length given: a refusal stays one readable line."""
+
+    def cut(m: re.Match[str]) -> str:
+        text, half = m.group(0), MAX_ECHO // 2 - 2
+        return f"{text[:half]}...{text[-half:]} ({len(text):,} characters)"
+
+    return _LONG.sub(cut, message)
 
 
 class InputError(ValueError):
     """A user's input (an argument, a file, a name) is not valid; the message says what is and
-    what would be. ``fields``: the argument names the message mentions, as words of it."""
+    what would be, each value it echoes cut to :data:`~llm_cost.core.limits.MAX_ECHO` characters
+    (:func:`cut_long_values`). ``fields``: the argument names the message mentions, as words of it."""
 
     def __init__(self, message: str, *, fields: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
+        super().__init__(cut_long_values(str(message)))
         self.fields = fields
 
 

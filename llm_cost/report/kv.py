@@ -51,7 +51,8 @@ def render(con, r: KVResult, display_name: str, all_rows: bool = False) -> None:
             if r.mla_absorbed_flop_ratio
             else "MHA equivalent per token (n_kv = n_q)"
         )
-        facts.append((label, f"{bytes_exact(r.mha_bytes_per_token)} ({r.mha_ratio:.2f}x)"))
+        ratio = f" ({r.mha_ratio:.2f}x)" if r.mha_ratio is not None else ""  # None: this model caches nothing
+        facts.append((label, f"{bytes_exact(r.mha_bytes_per_token)}{ratio}"))
     if r.kv_read_intensity is not None:
         how = " (absorbed MLA: all heads read one latent)" if r.mla_absorbed_flop_ratio else ""
         facts.append(("decode KV read intensity", f"{r.kv_read_intensity:.1f} FLOP per KV byte{how}"))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Optional
 
@@ -62,14 +63,39 @@ def is_hub_id(text: str) -> bool:
     return parse_hub_id(text) is not None and not Path(text).exists()
 
 
+def _cache_variable() -> str:
+    """The environment variable that names the cache folder (for messages)."""
+    for name in ("HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"):
+        if os.environ.get(name):
+            return name
+    return "the default cache folder"
+
+
 def cache_dir() -> Path:
-    """The Hugging Face hub cache folder the environment names (read now, not at import)."""
+    """The Hugging Face hub cache folder the environment names (read now, not at import).
+    SpecError naming the variable when the system cannot use it as a folder: a loop of symbolic
+    links (huggingface_hub fails on it with a RuntimeError), a file, a path it refuses; a folder
+    that does not exist yet is an empty cache."""
     if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "huggingface" / "hub"
+        folder = Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    elif os.environ.get("HF_HOME"):
+        folder = Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        folder = Path(base).expanduser() / "huggingface" / "hub"
+    try:
+        mode = os.stat(folder).st_mode
+    except FileNotFoundError:  # not made yet: an empty cache
+        return folder
+    except (OSError, ValueError) as exc:  # a loop of links (ELOOP), a file as a folder, a NUL character
+        why = getattr(exc, "strerror", None) or "not a path the system accepts"
+        raise SpecError(
+            f"{_cache_variable()}: the Hugging Face cache folder {shown(folder)} cannot be used ({why}); point it "
+            "at a folder"
+        ) from None
+    if not stat.S_ISDIR(mode):
+        raise SpecError(f"{_cache_variable()}: the Hugging Face cache {shown(folder)} is not a folder; point it at one")
+    return folder
 
 
 def offline() -> bool:
@@ -186,6 +212,7 @@ def config_path(model_id: str) -> Path:
         ) from None
     from huggingface_hub import errors
 
+    cache_dir()  # a cache the system cannot use is named here, not inside huggingface_hub
     try:
         return _download(repo, rev, local_only=True)
     except errors.LocalEntryNotFoundError:

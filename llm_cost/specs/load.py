@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_cost.core.errors import SpecError
+from llm_cost.core.limits import MAX_NAME
 from llm_cost.specs import index
 
 if TYPE_CHECKING:
@@ -95,15 +96,19 @@ def checked_spec(spec: Any, what: str) -> Any:
         raise SpecError(validation_message(what, exc)) from None
 
 
-#: Longest name or alias a spec may have; a longer model or GPU name is a path or a mistake.
-MAX_NAME = 128
-
-
 def _exists(text: str) -> bool:
     """``Path(text).exists()``, False where the system cannot even look (a name over 255 bytes,
     a NUL character)."""
     try:
         return Path(text).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    """``path.is_dir()``, False where the system cannot even look (its reader says why)."""
+    try:
+        return path.is_dir()
     except (OSError, ValueError):
         return False
 
@@ -211,7 +216,7 @@ def load_model(name_or_path: str) -> ModelSpec:
 
         return load_gguf(Path(name_or_path))[0]
     path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("models", name_or_path, "model")
-    if path.suffix.lower() == ".json" or (path.is_dir() and path.suffix.lower() not in (".yaml", ".yml")):
+    if path.suffix.lower() == ".json" or (_is_dir(path) and path.suffix.lower() not in (".yaml", ".yml")):
         from llm_cost.specs.hf import load_hf_config  # lazy: only config.json models pay for the import
 
         return load_hf_config(path)

@@ -239,7 +239,14 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
 
 
 def find_config(path: Path) -> Path:
-    """The config.json that ``path`` names: the file itself, or ``config.json`` inside a folder."""
+    """The config.json that ``path`` names: the file itself, or ``config.json`` inside a folder.
+    SpecError naming the path when the system cannot look at it (a name too long, a NUL)."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise SpecError(f"{shown(path)}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"{shown(path)}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
     if path.is_dir():
         inner = path / "config.json"
         if not inner.is_file():
