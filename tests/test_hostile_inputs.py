@@ -518,7 +518,7 @@ ROWS = [
         lambda t: ["kv", "llama3-8b", "--context", "1K,2K", "--plot", "/proc/llm-cost-plot.png"],
         {},
         1,
-        "cannot write /proc/llm-cost-plot.png",
+        "/proc/llm-cost-plot.png: cannot be written",
     ),
     # the API
     ("api-train-tokens", lambda t: 'llm_cost.train("llama3-8b", -1, mfu=0.4)', {}, 2, "tokens:"),
@@ -531,7 +531,7 @@ ROWS = [
         lambda t: 'llm_cost.train("llama3-8b", 10**12, mfu=0.4, cp=2)',
         {},
         2,
-        "cp: shapes a predicted plan",
+        "cp: a predicted plan (neither mfu nor gpu_hours) uses it, not a run at a given mfu or gpu_hours",
     ),
     # work bounded at the schema's own bounds
     (
@@ -585,14 +585,14 @@ ROWS = [
         lambda t: ["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--cp", "2"],
         {},
         2,
-        "--cp: shapes",
+        "--cp: a predicted plan (neither --mfu nor --gpu-hours) uses it",
     ),
     (
         "train-mfu-top",
         lambda t: ["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--top", "3"],
         {},
         2,
-        "--top: shapes",
+        "--top: a predicted plan",
     ),
 ]
 
@@ -936,19 +936,25 @@ def test_prefill_share_is_never_negative(cli):
         assert r.code == 0 and shares and min(shares) >= 0, args
 
 
-def test_out_follows_a_link_and_writes_with_the_umask(cli, tmp_path):
-    """``-o`` onto a link writes its target (the link stays), readable as a new file under the
+def test_out_refuses_a_link_and_writes_with_the_umask(cli, tmp_path):
+    """``-o`` onto a symbolic link is refused, even with --force, and neither the link nor the
+    file it names changes (the one writer never follows a link); a new file is readable under the
     umask (0o644 under umask 022, not a temporary file's 0o600)."""
     target, link = tmp_path / "target.yaml", tmp_path / "link.yaml"
+    target.write_text("kept\n")
     link.symlink_to(target.name)
+    refused = cli("import", CONFIG_PATH, "-o", str(link), "--name", "x", "--force")
+    assert refused.code == 2 and "is a symbolic link" in refused.err
+    assert link.is_symlink() and target.read_text() == "kept\n"
     old = os.umask(0o022)
     try:
-        r = cli("import", CONFIG_PATH, "-o", str(link), "--name", "x")
+        r = cli("import", CONFIG_PATH, "-o", str(tmp_path / "new.yaml"), "--name", "x")
     finally:
         os.umask(old)
     assert r.code == 0, r.err
-    assert link.is_symlink() and target.is_file() and (target.stat().st_mode & 0o777) == 0o644
-    assert "name: x" in target.read_text()
+    assert ((tmp_path / "new.yaml").stat().st_mode & 0o777) == 0o644 and "name: x" in (
+        tmp_path / "new.yaml"
+    ).read_text()
 
 
 def test_newline_in_name_or_path_writes_one_header_line(cli, tmp_path):
