@@ -836,6 +836,37 @@ ROWS += [
 ]
 
 
+#: Issue 36, the rows whose point is a process's memory, time or environment: the file's shared
+#: prefix has the flag's bound (1e9 groups grew to 24 GB), a two-token step budget under the
+#: default traffic is refused before 1.15 million steps (20 s), a loop of links as the Hugging
+#: Face cache is named (was an internal error).
+ROWS += [
+    (
+        "i36-workload-groups-1e9",
+        lambda t: _work(t, "{process: poisson, rate_rps: 5, duration_s: 60}", "input_tokens: 500\noutput_tokens: 100\n"
+                        "prefix: {tokens: 100, groups: 1000000000}\n"),
+        {},
+        2,
+        "prefix.groups x prefix.users_per_group: 1,000,000,000 x 1 users is more than 20,000",
+    ),
+    (
+        "i36-flag-groups-x-users",
+        lambda t: SERVE + ["--qps", "5", "--prefix", "100", "--prefix-groups", "1000", "--users-per-prefix", "1000"],
+        {},
+        2,
+        "--prefix-groups x --users-per-prefix: 1,000 x 1,000 users is more than 20,000",
+    ),
+    ("i36-serve-chunk-2", lambda t: SERVE + ["--qps", "5", "--chunk", "2"], {}, 2, "--chunk: 2 tokens a step"),
+    (
+        "i36-hub-cache-is-a-loop",
+        lambda t: ["params", "a/b"],
+        "cache-loop",
+        2,
+        "HF_HUB_CACHE: the Hugging Face cache folder",
+    ),
+]  # fmt: skip
+
+
 def _index_with_total(tmp: Path, total: int) -> Path:
     folder = _folder(tmp, "c", index=json.dumps({"metadata": {"total_size": total}, "weight_map": {}}))
     (folder / "shard-1.safetensors").write_bytes(_safetensors(_shapes()))
@@ -895,6 +926,8 @@ finally:
 def _environment(tmp: Path, env) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "MPLBACKEND", "PYTHONIOENCODING")}
     base |= {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp / "empty-hf-cache"), "PYTHONPATH": str(ROOT)}
+    if env == "cache-loop":
+        return base | {"HF_HUB_CACHE": str(_loop(tmp, "hub-cache"))}
     return base | (_hub_cache_loop(tmp) if env == "hub-loop" else env)
 
 
@@ -923,6 +956,145 @@ def test_reproducer(tmp_path, case, build, env, code, phrase):
     wall = HUB_TIME_LIMIT_S if case.startswith("hub-") else WALL_LIMIT_S
     assert facts["elapsed_s"] < wall, f"{case}: {facts['elapsed_s']:.2f} s"
     assert facts["maxrss_mb"] < MEMORY_LIMIT_MB, f"{case}: {facts['maxrss_mb']:.0f} MB"
+
+
+# --- issue 36, in-process: one row per reproducer whose point is its answer -------------------------
+
+A100_TIMINGS = measurements_dir() / "local-a100-gpt-fast-decode.yaml"
+GPU_SPEC = (load.data_dir("hardware") / "h100.yaml").read_text()
+
+
+def _existing(tmp: Path, name: str, text: str = "notes\n") -> str:
+    return _file(tmp, name, text)
+
+
+def _gpu_spec(tmp: Path, old: str, new: str) -> str:
+    text, n = re.subn(old, new, GPU_SPEC, count=1)
+    assert n == 1
+    return _file(tmp, "gpu.yaml", text)
+
+
+def _trace_in(tmp: Path, row: dict) -> str:
+    """A one-row trace in a folder and file named after the flag (``/tmp/.../p/trace.jsonl``)."""
+    (tmp / "p").mkdir()
+    return _file(tmp / "p", "trace.jsonl", json.dumps(row) + "\n")
+
+
+def _calibrated(tmp: Path, change) -> str:
+    """The shipped H200 profile (a fitted one) after ``change(text)``."""
+    return _file(tmp, "p.yaml", change(PROFILE))
+
+
+def _no_measurements(text: str) -> str:
+    return re.sub(r"measurements:\n(- .*\n)+", "measurements: []\n", text)
+
+
+def _mlp_only(tmp: Path) -> str:
+    text = MODEL.replace(
+        "num_hidden_layers: 32", "num_hidden_layers: 32\nlayer_types: [" + ", ".join(["mlp_only"] * 32) + "]"
+    )
+    return _file(tmp, "mlp-only.yaml", text)
+
+
+ROW = {"arrival_s": 0, "input_tokens": 100, "output_tokens": 12}
+#: (id, build(tmp) -> argv or an API call's text, exit code, phrase of stderr (2) or stdout (0)).
+IN_PROCESS = [
+    # 4: every output path through the one writer
+    ("i36-plot-existing", lambda t: ["kv", "llama3-8b", "--plot", _existing(t, "n.png")], 2, "already exists; pass --force"),
+    ("i36-plot-fifo", lambda t: ["kv", "llama3-8b", "--plot", str(_fifo(t, "n.png")), "--force"], 2, "a FIFO, not a regular file"),
+    ("i36-plot-link", lambda t: ["kv", "llama3-8b", "--plot", str(_link_to(t, "n.png", _existing(t, "x.png"))), "--force"],
+     2, "a symbolic link, not a regular file"),
+    ("i36-force-without-plot", lambda t: ["kv", "llama3-8b", "--force"], 2, "--force: replaces an existing --plot file"),
+    # 5: the path is not rewritten; the one rule that failed
+    ("i36-trace-path-kept", lambda t: SERVE + ["--trace", _trace_in(t, {**ROW, "prefix_id": "a", "prefix_tokens": 200})],
+     2, "/p/trace.jsonl:1: prefix_tokens 200 is more than input_tokens 100"),
+    # 7: typed trace rows, percentiles with their range
+    ("i36-trace-output-text", lambda t: SERVE + ["--trace", _trace_in(t, {**ROW, "output_tokens": "12"})],
+     2, "trace.jsonl:1: output_tokens '12' is text"),
+    ("i36-trace-prefix-id-list", lambda t: SERVE + ["--trace", _trace_in(t, {**ROW, "prefix_id": [1], "prefix_tokens": 5})],
+     2, "trace.jsonl:1: prefix_id [1] must be text or a whole number"),
+    ("i36-p99.99999999", lambda t: SERVE + ["--qps", "1", "--ttft", "p99.99999999:2s"], 2, "--ttft: percentile 99.99999999 must be from 0.01 to 99.99"),
+    ("i36-p0.0001", lambda t: SERVE + ["--qps", "1", "--ttft", "p0.0001:2s"], 2, "--ttft: percentile 0.0001 must be from 0.01"),
+    ("i36-arabic-indic-digits", lambda t: SERVE + ["--qps", "1", "--ttft", "p\u0669\u0669:2s"], 2, "XX from 0.01 to 99.99"),
+    # 8: options the form does not use
+    ("i36-analytic-seed", lambda t: ["serve", "llama3-8b", "--analytic", "--seed", "3"], 2, "--seed: a simulation"),
+    ("i36-saturated-simulation-flags", lambda t: SERVE + ["--batch", "8", "--requests", "50", "--max-num-seqs", "8",
+     "--max-model-len", "4K", "--no-prefix-caching", "--prefix", "100"], 2,
+     "--requests, --max-num-seqs, --max-model-len, --no-prefix-caching, --prefix: a simulation"),
+    ("i36-disaggregated-chunk", lambda t: ["serve", "llama3-8b", "--mode", "disaggregated", "--chunk", "2K"], 2,
+     "--chunk: aggregated serving (chunked prefill) uses it, not the disaggregated search"),
+    ("i36-train-mfu-zero-sp", lambda t: ["train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--zero", "3", "--sequence-parallel"],
+     2, "--zero, --sequence-parallel: a layout's memory (--tp, --pp or --dp) uses them"),
+    ("i36-train-gpu-hours-zero-with-layout", lambda t: ["train", "llama3-8b", "--tokens", "15T", "--gpu-hours", "1.3M", "--tp", "8", "--zero", "3"],
+     0, "ZeRO-3"),
+    # 10: the refusal names what is wrong
+    ("i36-train-csv-json", lambda t: ["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--csv", "--json"], 2, "No such option: --csv"),
+    ("i36-gpus-per-node-5000", lambda t: ["serve", "llama3-8b", "--gpu", _gpu_spec(t, r"gpus_per_node: .*", "gpus_per_node: 5000")],
+     2, "field interconnect.gpus_per_node"),
+    ("i36-validate-no-measurements", lambda t: ["validate", "--profile", _calibrated(t, _no_measurements)], 2,
+     "profile h200: field measurements is empty"),
+    ("i36-fit-mlp-only", lambda t: ["fit", _mlp_only(t)], 2, "llama3-8b: no layer of its layer_types keeps a KV cache"),
+    ("i36-kv-mlp-only", lambda t: ["kv", _mlp_only(t)], 0, "per token (all caching layers)         0 B"),
+    # 11: calibrate's names, profiles and GPU specs read strictly
+    ("i36-profile-name-newline", lambda t: ["calibrate", str(A100_TIMINGS), "-o", str(t / "x.yaml"), "--name", "a\nb"], 2,
+     "--name: 'a\\nb' is not a valid profile identifier"),
+    ("i36-profile-name-dotdot", lambda t: ["calibrate", str(A100_TIMINGS), "-o", str(t / "x.yaml"), "--name", "../evil"], 2,
+     "'../evil' is not a valid profile identifier"),
+    ("i36-profile-name-5000", lambda t: ["calibrate", str(A100_TIMINGS), "-o", str(t / "x.yaml"), "--name", "a" * 5000], 2,
+     "(5,000 characters)' is not a valid profile identifier"),
+    ("i36-profile-gpu-tpu", lambda t: ["validate", "--profile", _calibrated(t, lambda s: s.replace("\ngpu: h200\n", "\ngpu: tpu-v9\n"))],
+     2, "gpu: 'tpu-v9' is not a shipped GPU"),
+    ("i36-profile-loo-nan", lambda t: ["validate", "--profile", _calibrated(t, lambda s: re.sub(r"loo_median: .*", "loo_median: .nan", s, count=1))],
+     2, "field error.loo_median: Input should be a finite number"),
+    ("i36-gpu-memory-string", lambda t: ["fit", "llama3-8b", "--gpu", _gpu_spec(t, r"memory_gb: .*", 'memory_gb: "80"')], 2,
+     "field memory_gb: Input should be a valid number (got '80')"),
+    ("i36-gpu-name-binary", lambda t: ["fit", "llama3-8b", "--gpu", _gpu_spec(t, r"\nname: .*", "\nname: !!binary aDEwMA==")], 2,
+     "field name: Input should be a valid string"),
+    # 13: an echoed value is cut to 80 characters
+    ("i36-context-5000-digits", lambda t: ["kv", "llama3-8b", "--context", "9" * 5000], 2, "(5,002 characters) is larger than 1e+15"),
+    # 14: the API raises its own error only
+    ("i36-api-10e400", lambda t: "llm_cost.spec(alpha=0.8, gamma=4, c=10**400)", 2, "(401 characters) must be a finite number"),
+    ("i36-api-calibrate-true", lambda t: f"llm_cost.calibrate(True, {str(t / 'x.yaml')!r})", 2, "measurements: True must be a list"),
+    ("i36-api-name-100000", lambda t: 'llm_cost.params("x" * 100_000 + ".yaml")', 2, "(100,005 characters): cannot be read"),
+    ("i36-api-config-100000", lambda t: 'llm_cost.params("x" * 100_000 + ".json")', 2, "cannot be read (File name too long)"),
+    ("i36-api-numpy-contexts", lambda t: 'llm_cost.kv("llama3-8b", __import__("numpy").array([1024, 2048]))', 2, "contexts: array([1024, 2048])"),
+    ("i36-api-numpy-batch", lambda t: 'llm_cost.decode("llama3-8b", batch=__import__("numpy").int64(8))', 2, "batch: "),
+]  # fmt: skip
+
+
+def _peak_mb() -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+
+
+@pytest.mark.parametrize("case,build,code,phrase", IN_PROCESS, ids=[r[0] for r in IN_PROCESS])
+def test_reproducer_in_process(cli, tmp_path, case, build, code, phrase):
+    """An issue-36 reproducer run in this process (as the suite's ``cli`` fixture runs the program,
+    or an API call): exit 0 with the phrase in its output, or 2 with one ``error:`` line holding
+    it; under 2 s of CPU and 200 MB more resident memory at its peak (the peak is reset first)."""
+    import time
+
+    import llm_cost
+
+    call = build(tmp_path)
+    with open("/proc/self/clear_refs", "w") as refs:  # reset the peak resident memory (Linux)
+        refs.write("5")
+    before, start = _peak_mb(), time.process_time()
+    if isinstance(call, list):
+        r = cli(*call)
+        got, out, err = r.code, r.out, r.err
+    else:
+        got, out, err = 0, "", ""
+        try:
+            eval(call, {"llm_cost": llm_cost})  # noqa: S307 - the row's own API call
+        except llm_cost.LlmCostError as exc:
+            got, err = 2, f"error: {exc}\n"
+    cpu_s, grown_mb = time.process_time() - start, _peak_mb() - before
+    assert got == code, f"{case}: exit {got}; {err[:400]}"
+    assert (phrase in err) if code else (phrase in out), f"{case}: {(err or out)[-400:]}"
+    if code:
+        assert err.startswith("error: ") and err.count("\n") == 1 and len(err) < 600, err[:600]
+    assert cpu_s < TIME_LIMIT_S and grown_mb < MEMORY_LIMIT_MB, (cpu_s, grown_mb)
 
 
 def test_prefill_share_is_never_negative(cli):
@@ -1090,11 +1262,3 @@ def test_fuzz_workload_traces(tmp_path_factory, rows, as_csv):
     assert all(
         1 <= r.input_tokens and 1 <= r.output_tokens and 0 <= r.prefix_tokens <= r.input_tokens for r in trace.rows
     )
-
-
-def test_the_request_caps_agree():
-    """The API's cap on --requests is the simulator's cap on workloads and traces."""
-    from llm_cost.api import simulation, traffic
-    from llm_cost.simulate import workload
-
-    assert traffic.MAX_REQUESTS == simulation.MAX_REQUESTS == workload.MAX_REQUESTS == 20_000

@@ -1,0 +1,94 @@
+"""The limit table (``llm_cost/core/limits.py``) is the one home of every size an input may set, and
+each bound is the same whichever way the value comes in: a flag, a workload or trace file, an
+API argument."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import llm_cost
+from llm_cost.core import limits
+
+PACKAGE = Path(llm_cost.__file__).parent
+#: Module constants named MAX_* that are facts of a model or an engine, not bounds on input.
+FACTS = {
+    ("analyses/multimodal.py", "MAX_PIXELS"),  # Qwen2-VL's image processor default
+    ("analyses/serving/results.py", "MAX_PREFILL_TOKENS"),  # a disaggregated prefill step's batch
+    ("perf/kernels.py", "MAX_SPLITS"),  # split-KV decode kernels' most splits
+}
+
+
+def test_no_module_but_the_table_sets_a_bound():
+    """A module-level ``MAX_...`` or ``..._RANGE`` constant assigned anywhere else is a second home
+    (the generated indexes hold data, no constants)."""
+    assignment = re.compile(r"^(_?MAX_\w+|\w+_RANGE)\s*(?::[^=\n]*)?=", re.M)
+    found = {
+        (str(path.relative_to(PACKAGE)), name)
+        for path in PACKAGE.rglob("*.py")
+        if path.name not in ("limits.py", "shipped_index.py", "profile_index.py")
+        for name in assignment.findall(path.read_text(encoding="utf-8"))
+    }
+    assert found == FACTS
+
+
+def _file(tmp: Path, name: str, text: str) -> str:
+    path = tmp / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "flag_args,file_text",
+    [
+        (["--qps", "5", "--requests", str(limits.MAX_REQUESTS + 1)], f"requests: {limits.MAX_REQUESTS + 1}\n"),
+        (
+            ["--qps", "5", "--prefix", "100", "--prefix-groups", str(limits.MAX_PREFIX_USERS + 1)],
+            f"prefix: {{tokens: 100, groups: {limits.MAX_PREFIX_USERS + 1}}}\n",
+        ),
+    ],
+    ids=["requests", "prefix-groups"],
+)
+def test_the_flag_and_the_workload_file_have_one_bound(cli, tmp_path, flag_args, file_text):
+    """One more than the table's bound is refused from the flag and from the file, each message
+    naming the bound; the bound itself is taken by both."""
+    bound = f"{limits.MAX_REQUESTS:,}"
+    head = "arrivals: {process: poisson, rate_rps: 5, duration_s: 10}\ninput_tokens: 500\noutput_tokens: 10\n"
+    flag = cli("serve", "llama3-8b", "--tp", "1", *flag_args)
+    work = cli("serve", "llama3-8b", "--tp", "1", "--workload", _file(tmp_path, "w.yaml", head + file_text))
+    assert flag.code == work.code == 2 and bound in flag.err and bound in work.err, (flag.err, work.err)
+
+
+def test_a_trace_has_the_request_bound(cli, tmp_path):
+    row = json.dumps({"arrival_s": 0, "input_tokens": 10, "output_tokens": 1}) + "\n"
+    r = cli("serve", "llama3-8b", "--tp", "1", "--trace", _file(tmp_path, "t.jsonl", row * (limits.MAX_REQUESTS + 1)))
+    assert r.code == 2 and f"more than {limits.MAX_REQUESTS:,} rows" in r.err, r.err
+
+
+def test_the_api_has_the_flag_bounds():
+    with pytest.raises(llm_cost.LlmCostError, match=f"requests: .* to {limits.MAX_REQUESTS:,}"):
+        llm_cost.simulate_serving("llama3-8b", qps=1, requests=limits.MAX_REQUESTS + 1)
+    with pytest.raises(llm_cost.LlmCostError, match=f"prefix_groups: .* to {limits.MAX_PREFIX_USERS:,}"):
+        llm_cost.simulate_serving("llama3-8b", qps=1, prefix_tokens=10, prefix_groups=limits.MAX_PREFIX_USERS + 1)
+
+
+def test_a_runaway_step_budget_is_refused_from_every_door(cli):
+    """The least steps a simulation needs (its tokens over the step budget) are held to the
+    table's bound from the flag and the API: --chunk 2 under the default traffic is 1,000 x 2,304
+    tokens / 2 = 1,152,000 steps."""
+    steps = f"{1000 * 2304 // 2:,} steps at the least, more than the {limits.MAX_SIMULATED_STEPS:,}"
+    r = cli("serve", "llama3-8b", "--tp", "1", "--qps", "5", "--chunk", "2")
+    assert r.code == 2 and r.err.startswith("error: --chunk: 2 tokens a step") and steps in r.err, r.err
+    with pytest.raises(llm_cost.LlmCostError, match="max_num_batched_tokens: 2 tokens a step") as info:
+        llm_cost.simulate_serving("llama3-8b", qps=5, max_num_batched_tokens=2)
+    assert steps in str(info.value)
+
+
+def test_an_echoed_value_is_cut_to_the_table_width():
+    from llm_cost.core.errors import InputError
+
+    message = str(InputError(f"context: {'9' * 5000!r} is larger than 1e+15"))
+    assert max(len(word) for word in message.split()) <= limits.MAX_ECHO and "(5,002 characters)" in message
