@@ -1,14 +1,19 @@
 """The Python API refuses bad arguments with its one exception, LlmCostError, never another.
 
 Every public function of ``llm_cost.api`` is called with one argument replaced by a hostile value
-(wrong types, zero, negatives, NaN, infinities, huge integers, empty and odd strings and lists);
-the call either answers or raises LlmCostError, whose message names the argument it was given.
+(wrong types, zero, negatives, NaN, infinities, integers past a float's range, numpy arrays and
+scalars, empty, odd and 100,000-character strings and paths, lists); the call either answers or
+raises LlmCostError, whose message names the argument it was given. ``LLM_COST_FUZZ_EXAMPLES``
+sets the calls per function (40 here; issue 36's run: 300 each).
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import os
+from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -52,7 +57,18 @@ VALID = {
     "reproduce": dict(rows=["P1"]),
     "show": dict(name="h100"),
     "catalog": dict(kind="gpus"),
+    "load_model": dict(model="llama3-8b"),
+    "load_gpu": dict(gpu="h100"),
+    "defaults_used": dict(model=str(Path(__file__).parent / "fixtures" / "hf" / "gpt2" / "config.json")),
 }
+#: Valid calls of the functions that write or fit, run on fewer examples (a fit takes a second):
+#: ``out`` names a file under the test's folder.
+WRITERS = {
+    "import_config": dict(config=str(Path(__file__).parent / "fixtures" / "hf" / "gpt2" / "config.json"), out="{tmp}/x.yaml"),
+    "calibrate": dict(measurements=["{measurements}"], out="{tmp}/p.yaml"),
+    "validate": dict(profile="h200"),
+}  # fmt: skip
+EXAMPLES = int(os.environ.get("LLM_COST_FUZZ_EXAMPLES", "40"))
 
 HOSTILE = st.one_of(
     st.sampled_from(
@@ -90,6 +106,22 @@ HOSTILE = st.one_of(
             object(),
             b"bytes",
             1 + 2j,
+            10**400,
+            -(10**400),
+            Fraction(10**400, 3),
+            "9" * 5000,
+            "x" * 100_000,
+            "x" * 100_000 + ".yaml",
+            "x" * 100_000 + ".json",
+            "a/" + "b" * 100_000,
+            "/dev/null",
+            "/etc/passwd",
+            "../../x.yaml",
+            Path("/nonexistent/x.yaml"),
+            [10**400],
+            ["x" * 100_000],
+            [None],
+            [[1]],
         ]
     ),
     st.integers(min_value=-(2**80), max_value=2**80),
@@ -98,22 +130,16 @@ HOSTILE = st.one_of(
 )
 
 
+def _numpy_values() -> list:
+    """numpy arrays and scalars, whose truth value and comparisons are not Python's."""
+    np = pytest.importorskip("numpy")
+    return [np.array([1024, 2048]), np.array([]), np.array([[1.0]]), np.int64(8), np.float64("nan"), np.bool_(True)]
+
+
 def test_every_public_function_is_fuzzed():
-    functions = {
-        n
-        for n in api.EXPORTS
-        if n
-        not in (
-            "load_model",
-            "load_gpu",
-            "defaults_used",
-            "import_config",
-            "calibrate",
-            "validate",
-            "validate_profiles",
-        )
-    }
-    assert functions <= set(VALID), sorted(functions - set(VALID))
+    """Every public function but validate_profiles (no arguments) is in VALID or WRITERS."""
+    functions = set(api.EXPORTS) - {"validate_profiles"}
+    assert functions <= set(VALID) | set(WRITERS), sorted(functions - set(VALID) - set(WRITERS))
 
 
 @pytest.mark.parametrize("name", sorted(VALID))
@@ -121,19 +147,47 @@ def test_each_valid_call_answers(name):
     getattr(api, name)(**VALID[name])
 
 
-@pytest.mark.parametrize("name", sorted(VALID))
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_a_hostile_argument_raises_only_llm_cost_error(name, data):
-    function = getattr(api, name)
+def _call(function, valid: dict, data, values) -> None:  # noqa: ANN001 - hypothesis's data
+    """``function`` with one argument of ``valid`` replaced by a drawn value: it answers or raises
+    LlmCostError (any other exception fails the test)."""
     arguments = [p for p in inspect.signature(function).parameters.values() if p.kind != p.VAR_KEYWORD]
     chosen = data.draw(st.sampled_from(arguments), label="argument")
-    value = data.draw(HOSTILE, label="value")
-    call = {**VALID[name], chosen.name: value}
+    value = data.draw(values, label="value")
     try:
-        function(**call)
+        function(**{**valid, chosen.name: value})
     except api.LlmCostError:
         pass
+
+
+@pytest.mark.parametrize("name", sorted(VALID))
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_hostile_argument_raises_only_llm_cost_error(name, data):
+    _call(getattr(api, name), VALID[name], data, HOSTILE | st.sampled_from(_numpy_values()))
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS))
+@settings(
+    max_examples=max(3, EXAMPLES // 8),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_a_writer_given_a_hostile_argument_raises_only_llm_cost_error(name, tmp_path, data):
+    """import_config, calibrate and validate: each answers (writing under the test's folder) or
+    refuses with LlmCostError; a file an earlier example wrote is refused without force."""
+    from llm_cost.analyses.calibration import measurements_dir
+
+    files = {"{tmp}": str(tmp_path), "{measurements}": str(measurements_dir() / "local-a100-gpt-fast-decode.yaml")}
+
+    def filled(value):  # noqa: ANN001, ANN202
+        if isinstance(value, list):
+            return [filled(v) for v in value]
+        for key, path in files.items():
+            value = value.replace(key, path) if isinstance(value, str) else value
+        return value
+
+    _call(getattr(api, name), {k: filled(v) for k, v in WRITERS[name].items()}, data, HOSTILE)
 
 
 @pytest.mark.parametrize(

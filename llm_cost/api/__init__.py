@@ -20,7 +20,8 @@ Hugging Face ``config.json``, an already loaded spec, or (models only) a ``confi
 dict; enum-valued choices as the enum or its value (``"fp8"``). Every default is decided in
 :mod:`llm_cost.api.choices`, and every argument is checked by :mod:`llm_cost.api.checks`. Each
 returns the result object the CLI renders (``.to_dict()`` is its ``--json``); bad input raises
-:class:`LlmCostError` naming the argument.
+:class:`LlmCostError` naming the argument, and only it: a failure the input caused beneath the
+checks (a path the system refuses, a number too large to compute with) is raised as one too.
 
     >>> import llm_cost
     >>> llm_cost.params("llama3-8b").total_params
@@ -61,10 +62,35 @@ TYPES = {"Layout": "llm_cost.model.layout", "Target": "llm_cost.simulate.results
 __all__ = ["LlmCostError", *EXPORTS, *TYPES]
 
 
+def _guarded(function: Any) -> Any:
+    """``function`` behind the API's boundary: a failure the input caused beneath the checks (a
+    path the system refuses, a number too large to compute with:
+    :func:`~llm_cost.core.errors.input_error_of`) is raised as :class:`LlmCostError`, as the
+    command line reports it; anything else (a bug, the environment) passes unchanged."""
+    import functools
+
+    from llm_cost.core.errors import input_error_of
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except (OSError, OverflowError, RecursionError, MemoryError) as exc:
+            refused = input_error_of(exc)
+            if refused is None:
+                raise
+            raise refused from None
+
+    return call
+
+
 def __getattr__(name: str) -> Any:
-    """An API function or type, its module imported on first use."""
+    """An API function (behind the boundary, :func:`_guarded`) or type, its module imported on
+    first use."""
     if name in EXPORTS:
-        return getattr(import_module(f"llm_cost.api.{EXPORTS[name]}"), name)
+        function = _guarded(getattr(import_module(f"llm_cost.api.{EXPORTS[name]}"), name))
+        globals()[name] = function
+        return function
     if name in TYPES:
         return getattr(import_module(TYPES[name]), name)
     raise AttributeError(f"module 'llm_cost.api' has no attribute {name!r}")

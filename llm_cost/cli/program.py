@@ -232,11 +232,6 @@ def _input_error(exc: BaseException) -> Optional[InputError]:
     return None
 
 
-#: errno values of a path the user gave that cannot be used (exit 2); other OSErrors are the
-#: environment's (a full disk, an I/O error: exit 1).
-_INPUT_ERRNOS = {"ENAMETOOLONG", "ENOENT", "ENOTDIR", "EISDIR", "EACCES", "EPERM", "ELOOP", "EINVAL", "EEXIST"}
-
-
 def _split_debug(argv: list[str]) -> tuple[list[str], bool]:
     """Take a leading global ``--debug`` off ``argv``; debugging is also on with LLM_COST_DEBUG=1."""
     import os
@@ -248,14 +243,20 @@ def _split_debug(argv: list[str]) -> tuple[list[str], bool]:
 
 
 def _os_failure(exc: OSError) -> tuple[int, str]:
-    """(exit code, message) for an OSError: the file it names and the system's reason."""
+    """(exit code, message) for an OSError: the file it names and the system's reason; exit 2 for
+    a path the user gave (:func:`~llm_cost.core.errors.input_error_of`), else 1."""
     import errno
+
+    from llm_cost.core.errors import input_error_of
 
     name = errno.errorcode.get(exc.errno or 0, "")
     if not exc.filename and name in ("ENOSPC", "EDQUOT", "EIO", "EBADF"):  # a stream, not a file we opened
         return 1, f"cannot write the output: {exc.strerror or exc}"
+    refused = input_error_of(exc)
+    if refused is not None:
+        return 2, str(refused)
     where = f"{exc.filename}: " if exc.filename else ""
-    return (2 if name in _INPUT_ERRNOS else 1), f"{where}{exc.strerror or exc}"
+    return 1, f"{where}{exc.strerror or exc}"
 
 
 def _failure(exc: BaseException) -> tuple[int, str]:
@@ -274,10 +275,9 @@ def _failure(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, OSError):
         return _os_failure(exc)
     if isinstance(exc, (OverflowError, RecursionError, MemoryError)):
-        return 2, (
-            f"the input is too large to compute with ({type(exc).__name__}: {str(exc) or 'out of memory'});"
-            " give smaller sizes or counts"
-        )
+        from llm_cost.core.errors import input_error_of
+
+        return 2, str(input_error_of(exc))
     return 1, (
         f"internal error ({type(exc).__name__}: {exc}); this is a bug in llm-cost: please report it with "
         "the command line (run with --debug or LLM_COST_DEBUG=1 for the traceback)"

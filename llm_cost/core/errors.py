@@ -15,7 +15,7 @@ import re
 
 from llm_cost.core.limits import MAX_ECHO
 
-__all__ = ["InputError", "SpecError", "OutputError", "cut_long_values"]
+__all__ = ["InputError", "SpecError", "OutputError", "cut_long_values", "input_error_of", "INPUT_ERRNOS"]
 
 #: A run of characters without a space longer than an echoed value may be.
 _LONG = re.compile(rf"\S{{{MAX_ECHO + 1},}}")
@@ -55,3 +55,31 @@ class OutputError(Exception):
     def __init__(self, message: str, broken_pipe: bool = False) -> None:
         super().__init__(message)
         self.broken_pipe = broken_pipe
+
+
+#: errno names of a path the user gave that the system cannot use (a refusal of the input); other
+#: OSErrors are the environment's (a full disk, an I/O error).
+INPUT_ERRNOS = frozenset(
+    {"ENAMETOOLONG", "ENOENT", "ENOTDIR", "EISDIR", "EACCES", "EPERM", "ELOOP", "EINVAL", "EEXIST"}
+)
+
+
+def input_error_of(exc: BaseException) -> InputError | None:
+    """The one table of failures the input caused beneath a check (the API's and the command
+    line's boundary): a path the system refuses (:data:`INPUT_ERRNOS`: a name too long, a loop of
+    links, no permission) names the path and the system's reason; a number too large to compute
+    with (an int past a float's range, a recursion or an allocation it drove) says so. None for
+    anything else: the environment's failure or a bug."""
+    import errno
+
+    if isinstance(exc, OSError):
+        if errno.errorcode.get(exc.errno or 0, "") not in INPUT_ERRNOS:
+            return None
+        where = f"{exc.filename}: " if exc.filename else ""
+        return InputError(f"{where}{exc.strerror or exc}")
+    if isinstance(exc, (OverflowError, RecursionError, MemoryError)):
+        return InputError(
+            f"the input is too large to compute with ({type(exc).__name__}: {str(exc) or 'out of memory'}); "
+            "give smaller sizes or counts"
+        )
+    return None
