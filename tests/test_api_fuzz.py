@@ -66,7 +66,7 @@ VALID = {
 WRITERS = {
     "import_config": dict(config=str(Path(__file__).parent / "fixtures" / "hf" / "gpt2" / "config.json"), out="{tmp}/x.yaml"),
     "calibrate": dict(measurements=["{measurements}"], out="{tmp}/p.yaml"),
-    "validate": dict(profile="h200"),
+    "validate": dict(profile="a100-trtllm"),
 }  # fmt: skip
 EXAMPLES = int(os.environ.get("LLM_COST_FUZZ_EXAMPLES", "40"))
 
@@ -166,9 +166,13 @@ def test_a_hostile_argument_raises_only_llm_cost_error(name, data):
     _call(getattr(api, name), VALID[name], data, HOSTILE | st.sampled_from(_numpy_values()))
 
 
+def _not_none(value) -> bool:  # noqa: ANN001
+    return value is not None
+
+
 @pytest.mark.parametrize("name", sorted(WRITERS))
 @settings(
-    max_examples=max(3, EXAMPLES // 8),
+    max_examples=max(3, EXAMPLES // 13),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -187,7 +191,8 @@ def test_a_writer_given_a_hostile_argument_raises_only_llm_cost_error(name, tmp_
             value = value.replace(key, path) if isinstance(value, str) else value
         return value
 
-    _call(getattr(api, name), {k: filled(v) for k, v in WRITERS[name].items()}, data, HOSTILE)
+    # None is a valid profile for validate (every shipped profile, seconds): left out here
+    _call(getattr(api, name), {k: filled(v) for k, v in WRITERS[name].items()}, data, HOSTILE.filter(_not_none))
 
 
 @pytest.mark.parametrize(

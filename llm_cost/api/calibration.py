@@ -39,9 +39,8 @@ def calibrate(
     from llm_cost.specs.files import check_out
 
     files = _measurement_files(measurements)
-    for flag, value in (("force", force), ("decode_split_kv", decode_split_kv)):
-        if not isinstance(value, bool):
-            raise InputError(f"{flag}: {value!r} must be True or False", fields=(flag,))
+    checks.flag(force, "force")
+    checks.flag(decode_split_kv, "decode_split_kv")
     target = check_out(out, "out", force, (".yaml", ".yml"))
     chosen_name = profile_name(target.path.stem if name is None else name, "name" if name is not None else "out")
     chosen = checks.optional(engine, checks.choice, Engine, "engine")

@@ -27,6 +27,9 @@ from llm_cost.core.limits import (
 
 __all__ = [
     "count",
+    "flag",
+    "is_default",
+    "unused",
     "counts",
     "step_tokens",
     "number",
@@ -143,9 +146,20 @@ def choice(value: Any, enum: type[E], name: str) -> E:
 
 def one_of(value: Any, name: str, valid: Sequence[Any]) -> Any:
     """``value`` if it is one of ``valid``."""
-    if value not in valid:
+    try:
+        found = value in valid
+    except (TypeError, ValueError):  # an array compares elementwise: no truth value
+        found = False
+    if not found:
         shown = repr(value.value if isinstance(value, Enum) else value)
         raise InputError(f"{name}: {shown} is not one of: {', '.join(map(str, valid))}", fields=(name,))
+    return value
+
+
+def flag(value: Any, name: str) -> bool:
+    """A yes-or-no argument: True or False (not 1, "yes" or an array)."""
+    if not isinstance(value, bool):
+        raise InputError(f"{name}: {value!r} must be True or False", fields=(name,))
     return value
 
 
@@ -204,7 +218,7 @@ def simulated_steps(requests: float, tokens: float, step_tokens: int, name: str 
         )
 
 
-def _is_default(value: Any, default: Any) -> bool:
+def is_default(value: Any, default: Any) -> bool:
     """Whether ``value`` is a parameter's default (the same object, or an equal one of its type)."""
     return value is default or (type(value) is type(default) and value == default)
 
@@ -221,7 +235,7 @@ def unused(
     import inspect
 
     defaults = {p.name: p.default for p in inspect.signature(function).parameters.values()}
-    named = [n for n in names if not _is_default(given[n], defaults[n])]
+    named = [n for n in names if not is_default(given[n], defaults[n])]
     if named:
         them = "them" if len(named) > 1 else "it"
         raise InputError(

@@ -168,7 +168,7 @@ def import_config(
             raise InputError(f"{what}: {value!r} is not a path", fields=(what,))
     if name is not None and not isinstance(name, str):
         raise InputError(f"name: {name!r} is not a spec name", fields=("name",))
-    return write(Path(config), Path(out), name, bool(force))
+    return write(Path(config), Path(out), name, checks.flag(force, "force"))
 
 
 def catalog(kind: Any) -> Union[list[ModelEntry], list[GPUEntry]]:

@@ -157,8 +157,7 @@ def _serve(
         network_gb_s=network_gb_s,
         usd_per_gpu_hour=usd_per_gpu_hour,
     )
-    if not isinstance(analytic, bool):
-        raise InputError(f"analytic: {analytic!r} must be True or False", fields=("analytic",))
+    checks.flag(analytic, "analytic")
     form = _analytic_form(analytic, one is not None and concurrency is not None and not has_arrivals, searched)
     if form is not None:
         _unused_by_analytic(locals(), form, launch)
@@ -739,8 +738,7 @@ def _one_configuration(
 
 def _chunk(chunk_tokens: Any, chunked_prefill: Any) -> Optional[int]:
     """The token budget per step, or None (searched, or no chunking)."""
-    if not isinstance(chunked_prefill, bool):
-        raise InputError(f"chunked_prefill: {chunked_prefill!r} must be True or False", fields=("chunked_prefill",))
+    checks.flag(chunked_prefill, "chunked_prefill")
     if not chunked_prefill and chunk_tokens is not None:
         raise InputError(
             "chunk_tokens: give a budget or chunked_prefill=False, not both", fields=("chunk_tokens", "chunked_prefill")

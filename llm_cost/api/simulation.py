@@ -77,8 +77,7 @@ def simulate_serving(
         changes["max_num_seqs"] = checks.count(max_num_seqs, "max_num_seqs", 1, MAX_NUM_SEQS)
     if max_num_batched_tokens is not None:
         changes["max_num_batched_tokens"] = checks.step_tokens(max_num_batched_tokens, "max_num_batched_tokens")
-    if not isinstance(prefix_caching, bool):
-        raise InputError(f"prefix_caching: {prefix_caching!r} must be True or False", fields=("prefix_caching",))
+    checks.flag(prefix_caching, "prefix_caching")
     config = vllm_defaults(
         g,
         engine=checks.one_of(engine, "engine", ENGINES),

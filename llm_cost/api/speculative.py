@@ -55,7 +55,7 @@ def spec(
         raise InputError(f"alpha: {alpha!r} must be below 1 (an acceptance rate)", fields=("alpha",))
     gamma, context = checks.count(gamma, "gamma", 1, 2**16), checks.count(context, "context", 0)
     c = checks.optional(c, checks.number, "c", maximum=100, open_min=False)
-    if mtp and c is not None:
+    if checks.flag(mtp, "mtp") and c is not None:
         raise InputError("give c or mtp (which derives c from the model's MTP module), not both", fields=("c", "mtp"))
     if batches is not None and (model is None or gpu is None):
         raise InputError(

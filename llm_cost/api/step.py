@@ -47,7 +47,7 @@ def flops(
     batch = checks.count(batch, "batch")
     mask, head = checks.choice(attention, AttentionMask, "attention"), checks.choice(logits, Logits, "logits")
     form, spec = checks.choice(mla, MLAForm, "mla"), load_model(model)
-    full = bool(detail)
+    full = checks.flag(detail, "detail")
     if chosen is Phase.PREFILL:
         return [forward_flops(spec, n, 0, batch, mask, head, form, full) for n in lengths]
     return [forward_flops(spec, 1, c, batch, mask, Logits.LAST, form, full) for c in lengths]
@@ -168,7 +168,15 @@ def decode_sweep(
     )
     points = [(b, c) for b in batches for c in contexts]
     reads = checks.choice(weight_bytes, WeightBytes, "weight_bytes")
-    steps = decode_steps(spec, g, points, weight_bytes=reads, detail=bool(detail), ops=bool(ops), **options)
+    steps = decode_steps(
+        spec,
+        g,
+        points,
+        weight_bytes=reads,
+        detail=checks.flag(detail, "detail"),
+        ops=checks.flag(ops, "ops"),
+        **options,
+    )
     return engine_noted(steps, profile, engine)
 
 

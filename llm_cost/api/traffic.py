@@ -135,7 +135,7 @@ def shared_prefix(prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any)
 
     if prefix_tokens is None:
         for name, value in (("prefix_groups", prefix_groups), ("users_per_prefix", users_per_prefix)):
-            if value != 1:
+            if not checks.is_default(value, 1):
                 raise InputError(
                     f"{name}: {value!r} shapes a shared prefix; give prefix_tokens too, or leave {name} out",
                     fields=(name, "prefix_tokens"),
@@ -269,9 +269,8 @@ def engine_of(
     from llm_cost.simulate.engine import engine_defaults
 
     name = checks.one_of(engine, "engine", ENGINES)
-    for flag, value in (("prefix_caching", prefix_caching), ("chunked_prefill", chunked_prefill)):
-        if not isinstance(value, bool):
-            raise InputError(f"{flag}: {value!r} must be True or False", fields=(flag,))
+    checks.flag(prefix_caching, "prefix_caching")
+    checks.flag(chunked_prefill, "chunked_prefill")
     length = (
         checks.optional(max_model_len, checks.count, "max_model_len", 2, MAX_MODEL_LEN) or spec.max_position_embeddings
     )

@@ -92,10 +92,7 @@ def train(
     micro_batch = checks.count(1 if micro_batch is None else micro_batch, "micro_batch")
     tp, pp, dp = (checks.optional(v, checks.count, n, 1, MAX_LAYOUT) for v, n in ((tp, "tp"), (pp, "pp"), (dp, "dp")))
     zero = checks.one_of(1 if zero is None else zero, "zero", (0, 1, 2, 3))
-    if not isinstance(sequence_parallel, bool):
-        raise InputError(
-            f"sequence_parallel: {sequence_parallel!r} must be True or False", fields=("sequence_parallel",)
-        )
+    checks.flag(sequence_parallel, "sequence_parallel")
     spec, g = load_model(model), load_gpu(gpu)
     recompute = checks.choice(Recompute.NONE if recompute is None else recompute, Recompute, "recompute")
     return run(
@@ -205,8 +202,7 @@ def train_plan(
     compute = checks.one_of(checks.choice(dtype, Dtype, "dtype"), "dtype", TRAINING_DTYPES)
     power_w, pue, grid, price = _costs(power_w, pue, grid_kg_per_kwh, usd_per_gpu_hour)
     costs = Costs(power_w=power_w, pue=pue, usd_per_gpu_hour=price, grid_kg_per_kwh=grid)
-    if not isinstance(tp_comm_overlap, bool):
-        raise InputError(f"tp_comm_overlap: {tp_comm_overlap!r} must be True or False", fields=("tp_comm_overlap",))
+    checks.flag(tp_comm_overlap, "tp_comm_overlap")
     top = checks.count(top, "top", 1, 100)
     spec, g = load_model(model), load_gpu(gpu)
     compute = choices.compute_dtype(spec, g, compute)
