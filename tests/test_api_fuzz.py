@@ -3,7 +3,8 @@
 Every public function of ``llm_cost.api`` is called with one argument replaced by a hostile value
 (wrong types, zero, negatives, NaN, infinities, integers past a float's range, numpy arrays and
 scalars, empty, odd and 100,000-character strings and paths, lists); the call either answers or
-raises LlmCostError, whose message names the argument it was given. ``LLM_COST_FUZZ_EXAMPLES``
+raises LlmCostError, whose message names the argument it was given, within 3 s of CPU and 500 MB
+of resident memory. ``LLM_COST_FUZZ_EXAMPLES``
 sets the calls per function (40 here; issue 36's run: 300 each).
 """
 
@@ -147,16 +148,33 @@ def test_each_valid_call_answers(name):
     getattr(api, name)(**VALID[name])
 
 
+#: Issue 36's bounds on one call: CPU seconds and peak resident memory.
+TIME_LIMIT_S, MEMORY_LIMIT_MB = 3.0, 500
+
+
+def _peak_mb() -> float:
+    """The process's peak resident memory since the last reset (Linux)."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+
+
 def _call(function, valid: dict, data, values) -> None:  # noqa: ANN001 - hypothesis's data
     """``function`` with one argument of ``valid`` replaced by a drawn value: it answers or raises
-    LlmCostError (any other exception fails the test)."""
+    LlmCostError (any other exception fails the test), within 3 s of CPU and 500 MB."""
+    import time
+
     arguments = [p for p in inspect.signature(function).parameters.values() if p.kind != p.VAR_KEYWORD]
     chosen = data.draw(st.sampled_from(arguments), label="argument")
     value = data.draw(values, label="value")
+    with open("/proc/self/clear_refs", "w") as refs:  # reset the peak resident memory
+        refs.write("5")
+    start = time.process_time()
     try:
         function(**{**valid, chosen.name: value})
     except api.LlmCostError:
         pass
+    cpu_s, peak_mb = time.process_time() - start, _peak_mb()
+    assert cpu_s < TIME_LIMIT_S and peak_mb < MEMORY_LIMIT_MB, (chosen.name, f"{cpu_s:.1f} s", f"{peak_mb:.0f} MB")
 
 
 @pytest.mark.parametrize("name", sorted(VALID))
