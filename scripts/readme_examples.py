@@ -18,12 +18,12 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 #: The pictures the README shows, drawn by the tool itself.
 PICTURES = [
-    "llm-cost roofline llama3-8b --gpu h100 --batch 64 --context 2K --plot docs/roofline.png",
-    "llm-cost spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --context 2K --batch 1..512 --plot docs/spec.png",
+    "llm-cost roofline llama3-8b --gpu h100 --batch 64 --context 2K --plot docs/roofline.png --force",
+    "llm-cost spec llama3-8b --gpu h100 --alpha 0.8 --gamma 4 --c 0.1 --context 2K --batch 1..512 --plot docs/spec.png --force",
     "llm-cost serve llama3-70b --gpu h100 --gpus 8 --input 2K --output 256 --ttft 2s --tpot 50ms --usd-per-gpu-hour 2.5 "
-    "--mode disaggregated --plot docs/serve.png",
+    "--mode disaggregated --plot docs/serve.png --force",
     "llm-cost serve llama3-8b --gpu h100 --tp 1 --qps 12 --input lognormal:mean=800,sd=400 --output 128 --prefix 256 "
-    "--prefix-groups 4 --ttft p99:150ms --tpot p90:12ms --plot docs/serve-cdf.png",
+    "--prefix-groups 4 --ttft p99:150ms --tpot p90:12ms --plot docs/serve-cdf.png --force",
 ]
 BLOCK = re.compile(r"```console\n\$ (llm-cost [^\n]*)\n(.*?)```", re.S)
 

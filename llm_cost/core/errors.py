@@ -11,26 +11,24 @@ a shell user "--output: at least 2 tokens".
 
 from __future__ import annotations
 
-import re
-
 from llm_cost.core.limits import MAX_ECHO
 
 __all__ = ["InputError", "SpecError", "OutputError", "cut_long_values", "input_error_of", "INPUT_ERRNOS"]
-
-#: A run of characters without a space longer than an echoed value may be.
-_LONG = re.compile(rf"\S{{{MAX_ECHO + 1},}}")
 
 
 def cut_long_values(message: str) -> str:
     """``message`` with each run of more than :data:`~llm_cost.core.limits.MAX_ECHO` characters
     without a space (a value echoed back: 5,000 digits, a 100,000-character name, a long path)
     cut in the middle, its length given: a refusal stays one readable line."""
+    if len(message) <= MAX_ECHO or max(map(len, message.split()), default=0) <= MAX_ECHO:
+        return message  # the common case, without the regular expression module's work
+    import re
 
     def cut(m: re.Match[str]) -> str:
         text, half = m.group(0), MAX_ECHO // 2 - 2
         return f"{text[:half]}...{text[-half:]} ({len(text):,} characters)"
 
-    return _LONG.sub(cut, message)
+    return re.sub(rf"\S{{{MAX_ECHO + 1},}}", cut, message)
 
 
 class InputError(ValueError):
