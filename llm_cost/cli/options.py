@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -26,6 +26,9 @@ from llm_cost.core.units import (
     parse_integer,
     parse_positive_float,
 )
+
+if TYPE_CHECKING:
+    from llm_cost.specs.files import OutFile
 
 
 def given(*params: str) -> list[str]:
@@ -146,7 +149,7 @@ Plot = Annotated[
 PlotForce = Annotated[bool, typer.Option("--force", help="Replace the --plot file if it exists.")]
 
 
-def plot_file(plot: Optional[str], force: bool) -> Any:
+def plot_file(plot: Optional[str], force: bool) -> Optional[OutFile]:
     """The checked file of ``--plot`` (:func:`llm_cost.report.plots.target`), or None without
     ``--plot``; checked before anything is computed. InputError for ``--force`` without
     ``--plot`` (it replaces nothing then)."""
