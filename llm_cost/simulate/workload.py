@@ -200,14 +200,7 @@ def check_lengths(lengths: Lengths, what: str) -> None:
     elif isinstance(lengths, Uniform):
         bad = not 1 <= lengths.low <= lengths.high and "needs 1 <= low <= high"
     elif isinstance(lengths, (Normal, LogNormal)):
-        finite = all(
-            not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-            for v in (lengths.mean, lengths.sd)
-        )
-        bad = (
-            not (finite and 1 <= lengths.mean <= MAX_LENGTH and 0 <= lengths.sd <= MAX_LENGTH and lengths.low >= 1)
-            and f"needs a finite mean from 1 to {MAX_LENGTH:,}, a finite sd from 0 to {MAX_LENGTH:,} and low >= 1"
-        ) or (lengths.high is not None and lengths.high < lengths.low and "needs high >= low")
+        bad = _spread_rule(lengths)
     elif isinstance(lengths, Empirical):
         bad = ((not lengths.values or min(lengths.values) < 1) and "needs values of at least 1 token") or (
             lengths.weights is not None
@@ -216,6 +209,25 @@ def check_lengths(lengths: Lengths, what: str) -> None:
         )
     if bad:
         raise InputError(f"{what}: {lengths!r} {bad}", fields=(what,))
+
+
+def _spread_rule(lengths: Normal | LogNormal) -> str | None:
+    """The one rule a normal or lognormal distribution breaks, if any: a finite mean from 1 to
+    :data:`MAX_LENGTH`, a finite sd from 0 to it, low at least 1, high at least low."""
+
+    def within(value: object, low: float) -> bool:
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+        return ok and low <= value <= MAX_LENGTH  # type: ignore[operator]
+
+    if not within(lengths.mean, 1):
+        return f"needs a finite mean from 1 to {MAX_LENGTH:,}"
+    if not within(lengths.sd, 0):
+        return f"needs a finite sd from 0 to {MAX_LENGTH:,}"
+    if lengths.low < 1:
+        return "needs low >= 1"
+    if lengths.high is not None and lengths.high < lengths.low:
+        return "needs high >= low"
+    return None
 
 
 def _options(text: str, what: str, names: tuple[str, ...]) -> dict[str, str]:
@@ -447,11 +459,21 @@ def check_workload(workload: Workload, where: str | None = None, limit: int | No
                 f"the {MAX_REQUESTS:,} one simulation runs; shorten them or give requests",
             )
     else:
-        if a.users < 1 or a.think_s < 0 or a.think not in ("fixed", "exponential") or not a.ramp_s >= 0:
-            raise InputError(
-                "a closed loop needs users >= 1, think_s >= 0, ramp_s >= 0 and think 'fixed' or 'exponential'",
-                fields=("users",),
-            )
+        broken = next(
+            (
+                rule
+                for ok, rule in (
+                    (a.users >= 1, "users >= 1"),
+                    (a.think_s >= 0, "think_s >= 0"),
+                    (a.ramp_s >= 0, "ramp_s >= 0"),
+                    (a.think in ("fixed", "exponential"), "think 'fixed' or 'exponential'"),
+                )
+                if not ok
+            ),
+            None,
+        )
+        if broken is not None:
+            raise InputError(f"a closed loop needs {broken}", fields=("users",))
         if a.users > cap:
             raise _refuse(
                 where,
