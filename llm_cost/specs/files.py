@@ -112,11 +112,9 @@ def read_text(path: Path, what: str = "a .yaml spec") -> str:
 @record
 class OutFile:
     """A file a command writes, checked by :func:`check_out` before anything is computed:
-    ``path`` as given, ``name`` the argument that gave it (``out``, ``plot``), and whether it may
-    replace an existing file (``force``)."""
+    ``path`` as given, and whether it may replace an existing file (``force``)."""
 
     path: Path
-    name: str
     force: bool
 
 
@@ -149,7 +147,7 @@ def check_out(out: Any, name: str, force: bool, suffixes: tuple[str, ...] = ()) 
         raise InputError(f"{name}: folder {shown(path.parent, 80)!r} does not exist", fields=(name,))
     if mode is not None and not force:
         raise InputError(f"{shown(path, 80)}: already exists; pass force to replace it", fields=("force",))
-    return OutFile(path, name, bool(force))
+    return OutFile(path, bool(force))
 
 
 #: What a path that is no regular file is, for :func:`check_out`'s message.
