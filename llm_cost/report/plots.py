@@ -50,11 +50,14 @@ def target(path: str, force: bool) -> OutFile:
 
 
 def _save(fig: Any, out: OutFile) -> None:
-    """Draw the figure into ``out`` through the one writer (:func:`~llm_cost.specs.files.write_file`):
-    whole or not at all; a failed write (a read-only or full file system, a folder the user cannot
-    write) is the environment's failure (OutputError, exit 1), not the input's."""
+    """Draw the figure into ``out`` through the one writer (:func:`~llm_cost.specs.files.write_file`),
+    then close it: whole or not at all; a failed write (a read-only or full file system, a folder
+    the user cannot write) is the environment's failure (OutputError, exit 1), not the input's."""
     fig.tight_layout()
-    write_file(out, lambda handle: fig.savefig(handle, dpi=DPI, format=out.path.suffix[1:].lower()))
+    try:
+        write_file(out, lambda handle: fig.savefig(handle, dpi=DPI, format=out.path.suffix[1:].lower()))
+    finally:  # pyplot keeps every figure until it is closed: a process drawing many would keep them all
+        pyplot().close(fig)
 
 
 def roofline(step: Any, model: str, gpu: str, out: OutFile) -> None:

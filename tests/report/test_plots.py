@@ -30,6 +30,9 @@ def test_plot_is_an_image_that_is_not_blank(cli, tmp_path, args):
     pixels = mpimg.imread(path)
     assert pixels.shape[:2] == (500, 800)
     assert pixels.std() > 0.05  # lines, points and text, not one flat colour
+    import matplotlib.pyplot as plt
+
+    assert plt.get_fignums() == []  # the figure is closed once drawn: a process drawing many keeps none
 
 
 def test_without_matplotlib_plot_says_how_to_install(cli, tmp_path, monkeypatch):
