@@ -28,7 +28,7 @@ from llm_cost.core.units import (
 )
 
 if TYPE_CHECKING:
-    from llm_cost.specs.files import OutFile
+    from llm_cost.report.plots import OutFile
 
 
 def given(*params: str) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 from llm_cost.core.errors import InputError
 from llm_cost.specs.files import OutFile, check_out, write_file
 
-__all__ = ["pyplot", "target", "roofline", "kv", "fit", "moe", "speculative", "serve"]
+__all__ = ["OutFile", "pyplot", "target", "roofline", "kv", "fit", "moe", "speculative", "serve"]
 
 SIZE_IN = (8, 5)  # figure size in inches at 100 dpi: 800 x 500 pixels
 DPI = 100
