@@ -8,7 +8,7 @@ passes them here, so a shell user and a Python caller are refused by the same ru
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from fractions import Fraction
 from typing import Any, TypeVar
@@ -224,7 +224,12 @@ def is_default(value: Any, default: Any) -> bool:
 
 
 def unused(
-    function: Any, given: dict[str, Any], names: Sequence[str], mode: str, used_by: str, mentions: Sequence[str] = ()
+    function: Callable[..., object],
+    given: dict[str, Any],
+    names: Sequence[str],
+    mode: str,
+    used_by: str,
+    mentions: Sequence[str] = (),
 ) -> None:
     """The one refusal of arguments a form of a call does not use: InputError naming each of
     ``names`` that ``given`` sets to other than ``function``'s default, saying which form uses them
