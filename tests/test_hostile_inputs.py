@@ -1061,6 +1061,9 @@ IN_PROCESS = [
      "field memory_gb: Input should be a valid number (got '80')"),
     ("i36-gpu-name-binary", lambda t: ["fit", "llama3-8b", "--gpu", _gpu_spec(t, r"\nname: .*", "\nname: !!binary aDEwMA==")], 2,
      "field name: Input should be a valid string"),
+    # the CLI fuzz: a picture of one step is refused for a sweep before the sweep is computed (3 s before)
+    ("i36-roofline-sweep-plot", lambda t: ["roofline", "qwen2-vl-7b", "--batch", "1", "--context", "1..10000:1",
+     "--plot", str(t / "r.png")], 2, "--plot: the Roofline picture is of one step"),
     # 13: an echoed value is cut to 80 characters
     ("i36-context-5000-digits", lambda t: ["kv", "llama3-8b", "--context", "9" * 5000], 2, "(5,002 characters) is larger than 1e+15"),
     # 14: the API raises its own error only

@@ -205,6 +205,15 @@ def _check_phase(prefill: bool, context: Any, weight_bytes: Any, seq: Any, logit
         )
 
 
+def _plot_of_one_step(plot: Optional[str], force: bool, batch: Any, lengths: Any) -> Any:
+    """The checked ``--plot`` file (:func:`~llm_cost.cli.options.plot_file`), refused before
+    anything is computed for more than one step (the picture is of one step; a 10,000-point sweep
+    took 3 s before saying so)."""
+    if plot is not None and len(batch or [1]) * len(lengths or [0]) > 1:
+        raise InputError("--plot: the Roofline picture is of one step; give one --batch and --context")
+    return plot_file(plot, force)
+
+
 @app.command()
 def roofline(
     model: StepModel = None,
@@ -247,7 +256,7 @@ def roofline(
     """
     from llm_cost import api
 
-    out = plot_file(plot, force)
+    out = _plot_of_one_step(plot, force, batch, context or seq)
     step_options = dict(
         dtype=dtype,
         weights_dtype=weights_dtype,
@@ -318,11 +327,9 @@ def _render_steps(
 
     model_given, ops, no_context, all_rows = shown
     title, gpu_title = api.load_model(model).display_name, api.load_gpu(gpu).display_name
-    if out is not None:
+    if out is not None:  # one step (_plot_of_one_step)
         from llm_cost.report import plots
 
-        if len(result) > 1:
-            raise InputError("--plot: the Roofline picture is of one step; give one --batch and --context")
         plots.roofline(result[0], title, gpu_title, out)
     if as_csv:
         emit_csv(result)
