@@ -120,6 +120,13 @@ class SparseIndexer(Spec):
         description="The indexer (and its sparse attention) is on the MoE layers only; the dense layers attend "
         "to every key (MiniMax-M3: sparse_attention_freq equals moe_layer_freq).",
     )
+    shared_layers: Annotated[tuple[LayerIndex, ...], Bounds(max_length=MAX_LAYERS)] = spec_field(
+        default=(),
+        description="Layers that reuse the previous indexed layer's top-k selection (GLM-5.2's indexer_types "
+        "'shared'; transformers models/glm_moe_dsa/modeling_glm_moe_dsa.py GlmMoeDsaAttention builds no indexer "
+        "there): no indexer weights, no indexer key cache, no indexer FLOPs; their attention still keeps "
+        "index_topk keys per query.",
+    )
 
     def _check(self) -> None:
         if self.kind == "deepseek" and (
@@ -1018,6 +1025,14 @@ class ModelSpec(Spec):
                 raise ValueError("some layers are dense (first_k_dense_replace/mlp_only_layers) but mlp is not set")
         if self.position_embedding == "rope" and self.rope_theta is None:
             raise ValueError("rope_theta is required when position_embedding is rope")
+        indexer = getattr(att, "indexer", None)
+        if indexer is not None and indexer.shared_layers:
+            shared = indexer.shared_layers
+            if min(shared) == 0 or max(shared) >= L or len(set(shared)) != len(shared):
+                raise ValueError(
+                    f"attention.indexer.shared_layers must name distinct layers 1..{L - 1} (a shared layer reuses an "
+                    "earlier layer's selection)"
+                )
         self._check_kv_sharing()
         self._check_rotary_width()
 

@@ -358,8 +358,9 @@ def test_a_latent_moe_dispatches_the_latent_width():
 @pytest.mark.parametrize(
     "name,change,key",
     [
-        ("glm-5.1", {"index_topk_freq": 4, "index_skip_topk_offset": 3}, "index_topk_freq"),
-        ("glm-5.1", {"indexer_types": ["full", "shared"] * 39}, "indexer_types"),
+        ("glm-5.1", {"index_topk_freq": 4, "indexer_types": ["full", "shared"] * 39}, "index_topk_freq disagrees"),
+        ("glm-5.1", {"indexer_types": ["shared", "full"] * 39}, "indexer_types makes layer 0 shared"),
+        ("glm-5.1", {"indexer_types": ["full"] * 77}, "indexer_types must list 'full' or 'shared' for each of the 78"),
         ("lfm2.5-1.2b", {"conv_dim": 1024}, "conv_dim"),
         ("lfm2.5-1.2b", {"block_ffn_dim_multiplier": float("inf")}, r"block_ffn_dim_multiplier .*\(got Infinity\)"),
         ("lfm2.5-1.2b", {"block_ffn_dim_multiplier": float("nan")}, r"block_ffn_dim_multiplier .*\(got NaN\)"),

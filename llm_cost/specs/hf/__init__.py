@@ -147,6 +147,23 @@ def _reader(model_type: str):
     return model_type, lambda c, fam: read_generic(c, fam, None), generic_family(model_type), True
 
 
+def _tie_across(config: dict[str, Any], text: Any, data: dict[str, Any]) -> Optional[str]:
+    """Where a wrapper and its ``text_config`` disagree on ``tie_word_embeddings`` (transformers 5
+    saves each class's default: Qwen3-VL's wrapper false beside a text_config true, Mistral 3's
+    wrapper true beside a text_config false), the embedding is counted untied: the checkpoints
+    store lm_head.weight, and transformers' from_pretrained unties a tied pair the checkpoint
+    stores both of (modeling_utils.PreTrainedModel.tie_weights). Returns the note, or None."""
+    outer = config.get("tie_word_embeddings")
+    inner = text.get("tie_word_embeddings") if isinstance(text, dict) else None
+    if not isinstance(outer, bool) or not isinstance(inner, bool) or outer == inner:
+        return None
+    data["tie_word_embeddings"] = False
+    return (
+        f"tie_word_embeddings is {str(outer).lower()} in the wrapper and {str(inner).lower()} in text_config: "
+        "counted untied (transformers unties a pair the checkpoint stores both of)"
+    )
+
+
 def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, display_name: Optional[str] = None):
     """Map a parsed config.json to ``(ModelSpec, defaults applied)``.
 
@@ -190,12 +207,14 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
         assert isinstance(text, dict)
         data.update({k: v for k, v in text.items() if k not in ("model_type", "architectures")})
         data.pop("text_config")
+    tie_note = _tie_across(config, text if nested else None, data)
     defaults: list[str] = []
-    notes: list[str] = []
+    notes: list[str] = [tie_note] if tie_note else []
     table = defaults_for(family, nested, dep.declared_as if dep is not None else None)
     c = _Config(data, source, family, defaults, notes, table=table)
     c.table_first = generic
     c.ignore("model_type", "architectures", "_name_or_path")
+    c.read_aliases()
     check_inert_keys(c)
     try:
         if generic:

@@ -163,6 +163,34 @@ class _Config:
         self.table = table  # transformers' defaults for a key the config leaves out
         self.table_first = False  # True: the table's default wins over the mapping's (a generic read)
         self.used: set[str] = set()
+        self.synonyms: dict[str, str] = {}  # spellings of one attribute (transformers' attribute_map), both ways
+
+    def read_aliases(self) -> None:
+        """Make each spelling pair of the configuration class's ``attribute_map`` readable under
+        both names (transformers 5 saves the attribute's name: Qwen3MoeConfig's ``num_experts`` as
+        ``num_local_experts``, NemotronHConfig's ``layer_types`` as ``layers_block_type``); a config
+        that gives both with different values is refused, naming both."""
+        aliases = self.table.aliases if self.table is not None else {}
+        for alias, attribute in aliases.items():
+            if alias in self.data and attribute in self.data:
+                if json.dumps(self.data[alias], sort_keys=True) != json.dumps(self.data[attribute], sort_keys=True):
+                    assert self.table is not None
+                    raise SpecError(
+                        f"{self.file}: {self.prefix}{alias} = {shown(json.dumps(self.data[alias]), 40)} and "
+                        f"{self.prefix}{attribute} = {shown(json.dumps(self.data[attribute]), 40)} disagree; "
+                        f"{self.table.name} reads both as one attribute (attribute_map)"
+                    )
+            elif attribute in self.data:
+                self.data[alias] = self.data[attribute]
+            elif alias in self.data:
+                self.data[attribute] = self.data[alias]
+            else:
+                continue
+            self.synonyms[alias], self.synonyms[attribute] = attribute, alias
+
+    def is_used(self, key: str) -> bool:
+        """True when ``key`` (or its other spelling) was read or marked understood."""
+        return key in self.used or self.synonyms.get(key) in self.used
 
     # -- errors ------------------------------------------------------------------------------------
     def error(self, key: str, message: str) -> SpecError:
@@ -303,7 +331,7 @@ class _Config:
     def check_unplaced(self, shape_keys: frozenset[builtins.str] = SHAPE_KEYS) -> None:
         """Raise for a shape-changing key that the mapping did not read (inert values are fine)."""
         for key in sorted(self.data):
-            if key in self.used or key not in shape_keys:
+            if self.is_used(key) or key not in shape_keys:
                 continue
             value = self.data[key]
             if value is None or value is False or value == 0 or value == [] or value == {}:
@@ -367,7 +395,9 @@ def check_inert_keys(c: _Config) -> None:
     ``sliding_window`` that is neither null nor an integer >= 1, a ``quantization_config`` whose
     ``quant_method`` is not a method's name."""
     window = c.data.get("sliding_window")
-    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+    if window == 0 and c.data.get("use_sliding_window") is False and not isinstance(window, bool):
+        c.data["sliding_window"] = None  # Qwen2MoeConfig (transformers 5) writes 0 when use_sliding_window is false
+    elif window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
         raise c.error("sliding_window", f"must be null or an integer >= 1 (got {shown(repr(window), 40)})")
     quant = c.data.get("quantization_config")
     method = quant.get("quant_method") if isinstance(quant, dict) else None

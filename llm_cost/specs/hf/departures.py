@@ -88,7 +88,14 @@ def _qwen_text(cite: str, **kw: Any) -> Departures:
 def _qwen3_next_text(cite: str, vision: Optional[str] = None) -> Departures:
     """Qwen3-Next's text departures: per-head q/k norms, the gated q_proj, the gated shared expert."""
     return Departures(
-        cite=cite, qk_norm=True, output_gate=True, shared_expert_gate=True, vision=vision, full_attention_interval=4
+        cite=cite,
+        qk_norm=True,
+        output_gate=True,
+        shared_expert_gate=True,
+        vision=vision,
+        full_attention_interval=4,
+        # the Hub configs restate the gate that Qwen3NextAttention always builds (vLLM reads the key)
+        restates=(("attn_output_gate", True),),
     )
 
 
