@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from llm_cost.core.units import fmt_int, fmt_params
+
+
+def defaults_line(defaults: Sequence) -> str:
+    """One line for the defaults a config.json took (``AppliedDefault`` records):
+    ``defaults: head_dim 64 (hidden_size / num_attention_heads), ...``; empty for none."""
+    if not defaults:
+        return ""
+    return "defaults: " + ", ".join(f"{d.field} {d.value} ({d.source})" for d in defaults)
 
 
 def print_defaults(con, defaults: list[str]) -> None:

@@ -76,6 +76,10 @@ def render(con, r: ParamsResult, display_name: str) -> None:
         )
     facts.append((f"weights at {r.dtype} ({r.bits_per_param:g} bits)", bytes_exact(r.weight_bytes)))
     print_facts(con, facts)
+    if r.defaults:
+        from llm_cost.report.hf import defaults_line
+
+        con.print(defaults_line(r.defaults), markup=False, soft_wrap=True)
     if r.per_gpu is not None:
         from llm_cost.report.parallel import render_per_gpu_weights
 

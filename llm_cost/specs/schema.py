@@ -76,12 +76,27 @@ Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 
 
 @spec
+class AppliedDefault(Spec):
+    """A value a config.json left out (or wrote as null) that the reader supplied: ``field`` (the
+    config key, ``text_config.`` / ``vision_config.`` prefixed where nested), ``value`` as read,
+    ``source`` where it comes from (``transformers 5.24.0 Qwen3MoeConfig default``,
+    ``hidden_size / num_attention_heads``)."""
+
+    field: Text
+    value: Text
+    source: Text
+
+
+@spec
 class Source(Spec):
     """Where a spec's numbers come from."""
 
     url: Text = spec_field(description="The config.json or datasheet the values were read from.")
     retrieved: Text = spec_field(description="When the copy was read (ISO date).")
     note: Optional[Text] = spec_field(default=None, description="Anything a reader must know about the source.")
+    defaults: Annotated[tuple[AppliedDefault, ...], Bounds(max_length=MAX_LAYERS)] = spec_field(
+        default=(), description="Every default the reader applied to a config.json (its keys left out or null)."
+    )
 
 
 #: The sentence in the source note of a spec read from a config.json of a model_type that no

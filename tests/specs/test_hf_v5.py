@@ -76,3 +76,40 @@ def test_nemotron_resave_has_no_num_hidden_layers():
     spec, defaults = load_hf_config_verbose(V5 / "nemotron-3-nano-30b-a3b")
     assert spec.num_hidden_layers == 52
     assert any(d.startswith("num_hidden_layers = 52 (absent; the length of layers_block_type") for d in defaults)
+
+
+# -- every default applied is stated --------------------------------------------------------------
+
+
+def test_a_qwen3_moe_config_without_head_dim_states_the_default_it_takes(tmp_path):
+    """Qwen3-30B-A3B's config without head_dim: transformers builds heads of hidden_size /
+    num_attention_heads = 64, not the checkpoint's 128; the count is the checkpoint's
+    30,532,122,624 less 48 layers x 64 x (2,048 x (32 + 4 + 4 + 32) + 2) = 30,079,131,648, and the
+    text and JSON of ``params`` say which default was taken and whose it is."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_cost.cli import app
+
+    config = json.loads((FIXTURES / "hf" / "qwen3-30b-a3b" / "config.json").read_text(encoding="utf-8"))
+    del config["head_dim"]
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    runner = CliRunner()
+    text = runner.invoke(app, ["params", str(tmp_path)]).output
+    assert "defaults: head_dim 64 (transformers 5.24.0 Qwen3MoeConfig: hidden_size / num_attention_heads)" in text
+    data = json.loads(runner.invoke(app, ["params", str(tmp_path), "--json"]).output)
+    assert data["total_params"] == 30_532_122_624 - 48 * 64 * (2048 * (32 + 4 + 4 + 32) + 2) == 30_079_131_648
+    assert data["defaults"] == [
+        {
+            "field": "head_dim",
+            "value": "64",
+            "source": "transformers 5.24.0 Qwen3MoeConfig: hidden_size / num_attention_heads",
+        }
+    ]
+
+
+def test_a_config_with_every_key_states_no_default():
+    """The published Qwen3-30B-A3B config sets every key the mapping reads: no defaults line."""
+    r = count_params(load_hf_config(FIXTURES / "hf" / "qwen3-30b-a3b"))
+    assert r.defaults == [] and r.total_params == 30_532_122_624

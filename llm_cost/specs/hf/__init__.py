@@ -52,6 +52,8 @@ __all__ = [
     "find_config",
     "is_hf_path",
     "defaults_used",
+    "applied_default",
+    "read_config",
 ]
 
 
@@ -249,12 +251,30 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
             name=spec_name,
             display_name=shown or _stem_of(source),
             model_type=family,
-            source=Source.checked(url=source, retrieved=date.today().isoformat(), note=" ".join(note)),
+            source=Source.checked(
+                url=source,
+                retrieved=date.today().isoformat(),
+                note=" ".join(note),
+                defaults=tuple(applied_default(line) for line in defaults),
+            ),
             **fields,
         )
     except ValidationError as exc:
         raise SpecError(validation_message(Path(source), exc)) from None
     return spec, defaults
+
+
+def applied_default(line: str):
+    """An :class:`~llm_cost.specs.schema.AppliedDefault` from the reader's ``key = value (why)``
+    line (``head_dim = 64 (absent; hidden_size / num_attention_heads)``)."""
+    from llm_cost.specs.schema import AppliedDefault
+
+    key, _, rest = line.partition(" = ")
+    value, _, why = rest.partition(" (")
+    why = why[:-1] if why.endswith(")") else why
+    for lead in ("absent or null; ", "absent; "):
+        why = why.removeprefix(lead)
+    return AppliedDefault.checked(field=key, value=value, source=why or "absent")
 
 
 def find_config(path: Path) -> Path:
@@ -297,6 +317,16 @@ def _read_json(path: Path) -> Any:
     except RecursionError:
         raise SpecError(f"{shown(path)}: arrays or objects nested too deeply") from None
     check_shape(data, path)
+    return data
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The parsed config.json that ``path`` names (the file, or ``config.json`` in a folder), read
+    as :func:`load_hf_config` reads it; SpecError naming the file when it is not a JSON object."""
+    file = find_config(Path(path))
+    data = _read_json(file)
+    if not isinstance(data, dict):
+        raise SpecError(f"{file}: the top level must be a JSON object, not {type(data).__name__}")
     return data
 
 

@@ -188,6 +188,12 @@ class _Config:
                 continue
             self.synonyms[alias], self.synonyms[attribute] = attribute, alias
 
+    def class_name(self) -> builtins.str:
+        """The configuration class whose defaults this config takes (``transformers 5.24.0
+        Qwen3MoeConfig``), or the model_type where the table has none."""
+        name = self.table.name if self.table is not None else ""
+        return name if " " in name.removeprefix("transformers ") else f"model_type {self.family}"
+
     def is_used(self, key: str) -> bool:
         """True when ``key`` (or its other spelling) was read or marked understood."""
         return key in self.used or self.synonyms.get(key) in self.used
@@ -235,7 +241,7 @@ class _Config:
     # -- typed getters -----------------------------------------------------------------------------
     def _default(self, key: str, default: Any, why: Optional[str], absent: bool = True) -> Any:
         known = self.table.get(key) if self.table is not None and absent else None
-        if known is not None and (default is _REQUIRED or self.table_first):
+        if known is not None and (default is _REQUIRED or self.table_first or (known == default and why is None)):
             assert self.table is not None
             default, why = known, f"absent; {self.table.name} default"
         if default is _REQUIRED:
@@ -473,7 +479,7 @@ def _dtype(c: _Config, fam: _Family) -> str:
     key = c.alias("torch_dtype", "dtype")
     if not c.has(key):
         dtype = fam.dtype
-        c.defaults.append(f"torch_dtype = {dtype} (absent; {c.family} default)")
+        c.defaults.append(f"torch_dtype = {dtype} (absent; llm-cost's {c.family} default, as the checkpoints store it)")
     else:
         raw = c.str(key)
         known = _DTYPES.get(raw.lower().removeprefix("torch."))
@@ -507,7 +513,7 @@ def _heads(c: _Config, d: int, fam: _Family) -> tuple[int, int, Optional[int]]:
             raise c.error(
                 "head_dim", f"is required: hidden_size ({d}) is not a multiple of num_attention_heads ({n_q})"
             )
-        c.defaults.append(f"head_dim = {d // n_q} (absent; hidden_size / num_attention_heads)")
+        c.defaults.append(f"head_dim = {d // n_q} (absent; {c.class_name()}: hidden_size / num_attention_heads)")
         head_dim = None
     if n_q % n_kv:
         raise c.error("num_key_value_heads", f"({n_kv}) must divide num_attention_heads ({n_q})")
