@@ -85,6 +85,10 @@ def render(con, r: ParamsResult, display_name: str) -> None:
 
         render_per_gpu_weights(con, r.layout, r.per_gpu)
     conventions = list(r.conventions)
+    if r.transformers is not None:
+        from llm_cost.report.hf import render_transformers_check
+
+        render_transformers_check(con, r.transformers)
     if r.checkpoint is not None:
         checkpoint = cast("CheckpointReport", r.checkpoint)  # model/ cannot name the analyses' type
         render_checkpoint(con, checkpoint)

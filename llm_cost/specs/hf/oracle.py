@@ -79,11 +79,24 @@ def _imports() -> tuple[Any, Any]:
     return torch, transformers
 
 
+def _floats(value: Any) -> Any:
+    """``value`` with transformers 5's encoding of non-finite floats, ``{"__float__": "Infinity"}``,
+    decoded as PreTrainedConfig reads a saved file (``from_dict`` takes them decoded)."""
+    if isinstance(value, dict):
+        if set(value) == {"__float__"}:
+            return float(value["__float__"])
+        return {k: _floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_floats(v) for v in value]
+    return value
+
+
 def _config(transformers: Any, data: dict[str, Any], source: str, changes: list[str]) -> Any:
     """transformers' configuration object of ``data`` (with the changes it needs, recorded)."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    model_type = data.get("model_type")
+    data = _floats(data)
+    model_type = str(data.get("model_type"))
     if model_type in RENAMED:
         changes.append(f"model_type {model_type} built as {RENAMED[model_type]}")
         data = {**data, "model_type": RENAMED[model_type]}
