@@ -9,7 +9,9 @@ fields every PretrainedConfig has (ids, labels, output flags) are dropped. A wra
 ``text_config`` / ``vision_config`` sub-configuration is written under ``text`` / ``vision`` with
 its own model_type. ``aliases`` is the class's ``attribute_map`` (a spelling -> the attribute it
 stands for, which transformers 5 writes back: Qwen3MoeConfig reads ``num_experts`` and saves
-``num_local_experts``); llm_cost.specs.hf reads either spelling. tests/specs/test_hf_defaults.py checks the file against the installed
+``num_local_experts``); llm_cost.specs.hf reads either spelling. ``types`` lists the fields typed
+as integers and those whose type admits null (llm_cost.specs.hf.values checks a config's values
+against them before reading). tests/specs/test_hf_defaults.py checks the file against the installed
 transformers.
 """
 
@@ -116,14 +118,34 @@ def _aliases(cls) -> dict:
     return {k: v for k, v in sorted((getattr(cls, "attribute_map", None) or {}).items()) if k not in _BASE_ALIASES}
 
 
+def _types(cls) -> dict:
+    """``int``: the fields typed as integers (``int`` or ``int | None``), ``nullable``: the fields
+    whose type admits None (transformers' strict dataclass validation refuses null elsewhere)."""
+    ints, nullable = [], []
+    for f in dataclasses.fields(cls):
+        if f.name in _BASE or f.name in ("text_config", "vision_config", "audio_config"):
+            continue
+        kind = str(f.type).replace("<class 'int'>", "int")
+        if kind in ("int", "int | None"):
+            ints.append(f.name)
+        if "None" in kind or "Optional" in kind or "Any" in kind:
+            nullable.append(f.name)
+    return {"int": sorted(ints), "nullable": sorted(nullable)}
+
+
 def _entry(cls) -> dict:
-    entry: dict = {"class": cls.__name__, "defaults": _defaults(cls)}
+    entry: dict = {"class": cls.__name__, "defaults": _defaults(cls), "types": _types(cls)}
     if _aliases(cls):
         entry["aliases"] = _aliases(cls)
     for key, part in (("text", "text_config"), ("vision", "vision_config")):
         sub = (getattr(cls, "sub_configs", None) or {}).get(part)
         if sub is not None and dataclasses.is_dataclass(sub):
-            entry[key] = {"model_type": sub.model_type, "class": sub.__name__, "defaults": _defaults(sub)}
+            entry[key] = {
+                "model_type": sub.model_type,
+                "class": sub.__name__,
+                "defaults": _defaults(sub),
+                "types": _types(sub),
+            }
             if _aliases(sub):
                 entry[key]["aliases"] = _aliases(sub)
     return entry

@@ -408,7 +408,7 @@ def test_a_latent_moe_dispatches_the_latent_width():
     [
         ("glm-5.1", {"index_topk_freq": 4, "indexer_types": ["full", "shared"] * 39}, "index_topk_freq disagrees"),
         ("glm-5.1", {"indexer_types": ["shared", "full"] * 39}, "indexer_types makes layer 0 shared"),
-        ("glm-5.1", {"indexer_types": ["full"] * 77}, "indexer_types must list 'full' or 'shared' for each of the 78"),
+        ("glm-5.1", {"indexer_types": ["full"] * 77}, "indexer_types has 77 entries but num_hidden_layers is 78"),
         ("lfm2.5-1.2b", {"conv_dim": 1024}, "conv_dim"),
         ("lfm2.5-1.2b", {"block_ffn_dim_multiplier": float("inf")}, r"block_ffn_dim_multiplier .*\(got Infinity\)"),
         ("lfm2.5-1.2b", {"block_ffn_dim_multiplier": float("nan")}, r"block_ffn_dim_multiplier .*\(got NaN\)"),

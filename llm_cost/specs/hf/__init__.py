@@ -41,6 +41,7 @@ from llm_cost.core.errors import SpecError
 from llm_cost.specs.files import check_shape, read_text, shown, validation_message
 from llm_cost.specs.hf.config import SHAPE_KEYS, _Config, check_inert_keys
 from llm_cost.specs.hf.families import _HEADS, ALIASES, FAMILIES, SUPPORTED_MODEL_TYPES
+from llm_cost.specs.hf.values import check_values
 
 __all__ = [
     "SUPPORTED_MODEL_TYPES",
@@ -199,6 +200,9 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
                 "checkpoints (…ForCausalLM, …LMHeadModel) are modelled"
             )
     family, mapper, fam, generic = _reader(model_type)
+    for part in ("text_config", "vision_config", "audio_config"):
+        if config.get(part) is not None and not isinstance(config[part], dict):
+            raise SpecError(f"{source}: {part} must be a mapping or null (got {type(config[part]).__name__})")
     data = dict(config)
     text = data.get("text_config")
     dep = DEPARTURES.get(family)
@@ -218,6 +222,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
     c.ignore("model_type", "architectures", "_name_or_path")
     c.read_aliases()
     check_inert_keys(c)
+    check_values(c)
     try:
         if generic:
             refuse_unknown_keys(data, source)
@@ -292,11 +297,12 @@ def find_config(path: Path) -> Path:
 
 
 def _read_json(path: Path) -> Any:
-    """A config.json parsed as Python's json module and transformers read it (``Infinity`` and
+    """A config.json parsed as Python's json module and transformers read it, a leading UTF-8
+    byte-order mark skipped (``Infinity`` and
     ``NaN`` accepted: Nemotron-3-Super's ``"time_step_limit": [0.0, Infinity]``; a shape key that
     holds one is refused when read, as any non-integer is), no duplicate keys, its nesting and size
     bounded (see :func:`~llm_cost.specs.files.check_shape`); SpecError naming the file otherwise."""
-    text = read_text(path, "a config.json")
+    text = read_text(path, "a config.json").removeprefix("\ufeff")  # a UTF-8 byte-order mark (Windows editors)
     if not text.strip():
         raise SpecError(f"{path}: empty file; a config.json is a JSON object")
 

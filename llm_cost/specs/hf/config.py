@@ -247,7 +247,10 @@ class _Config:
         if default is _REQUIRED:
             raise self.error(key, f"is required for model_type '{self.family}' (missing or null)")
         shown = "null" if default is None else (str(default).lower() if isinstance(default, bool) else repr(default))
-        self.defaults.append(f"{self.prefix}{key} = {shown} ({why or f'absent; {self.family} default'})")
+        why = why or f"absent; {self.family} default"
+        if not absent:  # an explicit null that transformers accepts: say so, and what it stands for
+            why = "null in the config" + why.removeprefix("absent").removeprefix(" or null")
+        self.defaults.append(f"{self.prefix}{key} = {shown} ({why})")
         return default
 
     def int(

@@ -37,10 +37,20 @@ class DefaultsTable:
     ``attribute_map`` (a spelling -> the attribute it stands for: Qwen3MoeConfig's ``num_experts``
     is saved by transformers 5 as ``num_local_experts``)."""
 
-    def __init__(self, values: dict[str, Any], name: str, aliases: Optional[dict[str, str]] = None) -> None:
+    def __init__(
+        self,
+        values: dict[str, Any],
+        name: str,
+        aliases: Optional[dict[str, str]] = None,
+        types: Optional[dict[str, list[str]]] = None,
+    ) -> None:
         self.values = values
         self.name = name
         self.aliases = aliases or {}
+        types = types or {}
+        self.ints = frozenset(types.get("int", ()))  # fields typed int (or int | None)
+        self.nullable = frozenset(types.get("nullable", ()))  # fields whose type admits null
+        self.declared = frozenset(values) | self.ints | self.nullable
 
     def get(self, key: str) -> Any:
         return self.values.get(key)
@@ -59,6 +69,7 @@ def defaults_for(model_type: str, nested_text: bool, text_family: Optional[str] 
         return DefaultsTable({}, f"transformers {table_version()}")
     values = dict(entry["defaults"])
     aliases = dict(entry.get("aliases", {}))
+    types = {k: list(v) for k, v in entry.get("types", {}).items()}
     name = entry["class"]
     text = entry.get("text") or (families.get(text_family) if text_family else None)
     if text is not None:
@@ -66,7 +77,12 @@ def defaults_for(model_type: str, nested_text: bool, text_family: Optional[str] 
         name = f"{text['class']} / {name}" if nested_text else f"{name} (text: {text['class']})"
         if nested_text:
             aliases.update(text.get("aliases", {}))
-    return DefaultsTable(values, f"transformers {table_version()} {name}", aliases)
+            inner = text.get("types", {})
+            types = {
+                k: sorted((set(types.get(k, ())) - set(text["defaults"])) | set(inner.get(k, ())))
+                for k in ("int", "nullable")
+            }
+    return DefaultsTable(values, f"transformers {table_version()} {name}", aliases, types)
 
 
 def family_keys(model_type: str) -> frozenset[str]:

@@ -30,7 +30,7 @@ from llm_cost.core.records import record
 
 __all__ = ["TransformersModel", "build_transformers_model", "INSTALL_HINT", "WRAPPERS"]
 
-INSTALL_HINT = "--check builds the model with transformers: pip install 'llm-cost[hf]' (transformers and torch)"
+INSTALL_HINT = "check: building the model with transformers needs pip install 'llm-cost[hf]' (transformers and torch)"
 
 #: Module names that wrap the language model (or the whole model) and are left out of a top-level name.
 WRAPPERS = ("model", "language_model", "transformer", "text_model", "backbone")
@@ -104,7 +104,7 @@ def _config(transformers: Any, data: dict[str, Any], source: str, changes: list[
     if model_type not in CONFIG_MAPPING:
         raise SpecError(
             f"{source}: transformers {transformers.__version__} has no class for model_type {model_type!r} "
-            "(remote code only): --check cannot build it"
+            "(remote code only): it cannot be built to check the count"
         )
     if "auto_map" in data:
         changes.append("auto_map dropped (no remote code runs)")
