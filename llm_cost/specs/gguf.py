@@ -17,7 +17,6 @@ LM head is tied when the file has no ``output.weight``; the vocabulary is the em
 from __future__ import annotations
 
 import re
-
 from dataclasses import field
 from datetime import date
 from pathlib import Path
