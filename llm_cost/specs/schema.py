@@ -508,11 +508,12 @@ class RopeScaling(Spec):
         if self.factor is not None and self.factor < 1 and self.rope_type in ("linear", "dynamic", "yarn", "llama3"):
             raise ValueError(f"rope_scaling.factor {self.factor:g} is below 1; a {self.rope_type} scaling stretches")
         low, high = self.low_freq_factor, self.high_freq_factor
-        if self.rope_type == "llama3" and low is not None and high is not None and low >= high:
-            raise ValueError(f"rope_scaling.low_freq_factor ({low:g}) must be below high_freq_factor ({high:g})")
+        # equal factors are what Llama 4 (1, 1) and Kimi K2 (beta 1, 1) publish; transformers accepts them
+        if self.rope_type == "llama3" and low is not None and high is not None and low > high:
+            raise ValueError(f"rope_scaling.low_freq_factor ({low:g}) must be at most high_freq_factor ({high:g})")
         fast, slow = self.beta_fast, self.beta_slow
-        if self.rope_type == "yarn" and fast is not None and slow is not None and fast <= slow:
-            raise ValueError(f"rope_scaling.beta_fast ({fast:g}) must be above beta_slow ({slow:g})")
+        if self.rope_type == "yarn" and fast is not None and slow is not None and fast < slow:
+            raise ValueError(f"rope_scaling.beta_fast ({fast:g}) must be at least beta_slow ({slow:g})")
 
 
 @spec

@@ -36,13 +36,13 @@ def _original(name: str) -> Path:
 
 
 def test_every_fixture_has_a_resave_or_a_reason():
-    """56 re-saves; the two without one say why (no transformers class; transformers refuses the file)."""
+    """59 re-saves; the three without one say why (no transformers class; transformers refuses the file)."""
     skipped = yaml.safe_load((V5 / "SKIPPED.yaml").read_text(encoding="utf-8"))
-    originals = {p.parent.name for p in FIXTURES.glob("hf/*/config.json")} | {
-        p.parent.name for p in FIXTURES.glob("hf-kinds/*/config.json")
+    originals = {
+        p.parent.name for part in ("hf", "hf-kinds", "hf-unverified") for p in FIXTURES.glob(f"{part}/*/config.json")
     }
     assert set(RESAVED) | set(skipped) == originals and not set(RESAVED) & set(skipped)
-    assert set(skipped) == {"internlm2_5-7b-chat", "llama-4-scout-17b-16e"}
+    assert set(skipped) == {"internlm2_5-7b-chat", "llama-4-scout-17b-16e", "mimo-7b-base"}
 
 
 @pytest.mark.parametrize("name", RESAVED)
@@ -113,3 +113,63 @@ def test_a_config_with_every_key_states_no_default():
     """The published Qwen3-30B-A3B config sets every key the mapping reads: no defaults line."""
     r = count_params(load_hf_config(FIXTURES / "hf" / "qwen3-30b-a3b"))
     assert r.defaults == [] and r.total_params == 30_532_122_624
+
+
+# -- Qwen3.5 / 3.6 as published, SmolLM3, MiMo-7B -------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.6-27b", "qwen3.6-35b-a3b"])
+def test_qwen3_5_and_3_6_as_published_state_the_gate_and_count_the_checkpoint(name):
+    """The published configs say ``attn_output_gate: true`` (the gate Qwen3_5Attention always builds:
+    q_proj [d -> 2 n_q d_head], models/qwen3_5/modeling_qwen3_5.py); read, not refused, and the
+    totals are the checkpoints' (CHECKPOINTS.yaml); false would drop the gate and is refused."""
+    import json
+
+    from llm_cost.core.errors import SpecError
+    from llm_cost.specs.hf import hf_to_spec
+
+    spec = load_hf_config(FIXTURES / "hf" / name)
+    assert spec.attention.output_gate and count_params(spec).total_params == TOTALS[name]["total_params"]
+    config = json.loads((FIXTURES / "hf" / name / "config.json").read_text(encoding="utf-8"))
+    config["text_config"]["attn_output_gate"] = False
+    with pytest.raises(
+        SpecError, match="attn_output_gate = False: model_type 'qwen3_5.*' always has attn_output_gate = True"
+    ):
+        hf_to_spec(config, "x/config.json")
+
+
+def test_qwen3_5_27b_gate_weights_kv_and_decode_flops_by_hand():
+    """Qwen3.5-27B's 16 full-attention layers: q_proj 5,120 -> 2 x 24 x 256 (queries and gate),
+    k/v 5,120 -> 4 x 256, o_proj 24 x 256 -> 5,120; each caches 4 K and 4 V heads of 256 per token
+    (16 x 4 x 512 x 2 B = 65,536 B at bf16; the gate is not cached); one decode token multiplies by
+    every q_proj weight, the gate's half included (2 FLOPs each). The checkpoint's MTP layer
+    (424,699,392, CHECKPOINTS.yaml checkpoint_total 27,781,427,952) is stored apart."""
+    from llm_cost.model.kv import kv_bytes_per_token
+    from llm_cost.model.structure import build
+
+    spec = load_hf_config(FIXTURES / "hf" / "qwen3.5-27b")
+    q = [t for t in build(spec).tensors if t.name == "layers.*.self_attn.q_proj.weight" and t.part == "decoder"]
+    assert [(t.shape, t.layers) for t in q] == [((2 * 24 * 256, 5120), 16)]
+    assert kv_bytes_per_token(spec) == 16 * 4 * 512 * 2 + 0 == 65_536
+    r = count_params(spec)
+    assert r.checkpoint_params == TOTALS["qwen3.5-27b"]["checkpoint_total"] == 27_356_728_560 + 424_699_392
+
+
+def test_smollm3_with_the_hub_window_keys():
+    """SmolLM3-3B's Hub config also carries ``max_window_layers: 28``, ``use_sliding_window: false``
+    and ``sliding_window: null``: read as inert (SmolLM3Config does not read max_window_layers), the
+    count is the checkpoint's 3,075,098,624. With a window, SmolLM3Config slides the NoPE layers
+    (no_rope_layers 0: every 4th), not the first 28: at 100,000 tokens 27 full layers keep them all
+    and 9 keep 4,096, each 4 x (128 + 128) x 2 B a token."""
+    import json
+
+    from llm_cost.model.kv import kv_bytes
+    from llm_cost.specs.hf import hf_to_spec
+
+    config = json.loads((FIXTURES / "hf" / "smollm3-3b" / "config.json").read_text(encoding="utf-8"))
+    hub = {**config, "max_window_layers": 28, "use_sliding_window": False, "sliding_window": None}
+    assert count_params(hf_to_spec(hub, "x/config.json")[0]).total_params == TOTALS["smollm3-3b"]["total_params"]
+    spec, _ = hf_to_spec({**hub, "use_sliding_window": True, "sliding_window": 4096}, "x/config.json")
+    assert [i for i in range(36) if spec.layer_type(i) == "sliding_attention"] == list(range(3, 36, 4))
+    assert kv_bytes(spec, 100_000, 16) == (27 * 100_000 + 9 * 4_096) * 4 * 256 * 2
+    assert "max_window_layers is not read by SmolLM3Config" in spec.source.note

@@ -301,3 +301,24 @@ def test_the_front_door_reports_the_same_figures(cli):
     assert p["active_params"] == MAIN - routed + 47 * 8 * 3 * D * 2048 == 15_445_936_320
     kv = cli("kv", str(CONFIG), "--context", "1000", "--json")
     assert kv.code == 0 and kv.json()["bytes_per_token"] == 222_720
+
+
+# -- MiMo-7B (model_type mimo): Qwen2 blocks and MTP layers without embedding or head copies ---------
+
+MIMO7B = Path(__file__).resolve().parents[1] / "fixtures" / "hf-unverified" / "mimo-7b-base"
+
+
+def test_mimo_7b_main_model_and_mtp_by_hand():
+    """MiMo-7B by the shapes of its modeling_mimo.py (tests/fixtures/hf-unverified/SOURCES.yaml):
+    Qwen2 blocks of d 4,096 (q 4,096 x 4,096 + bias, k/v 1,024 x 4,096 + bias, o 4,096 x 4,096 without
+    bias, a gated MLP of 11,008, two norms) x 36, untied embedding and head of 151,680, the final norm;
+    one MTP layer of the same block plus token/hidden/final norms and input_proj [8,192 -> 4,096]
+    without bias, using the main model's embedding and head (no copies). The reader used to add an
+    o_proj bias per layer (+147,456) and DeepSeek's embedding and head copies (+1,242,562,560)."""
+    d, kv, ff, V = 4096, 1024, 11008, 151680
+    block = d * d + d + 2 * (d * kv + kv) + d * d + 3 * d * ff + 2 * d
+    main = 2 * V * d + 36 * block + d
+    mtp = block + 3 * d + 2 * d * d
+    r = count_params(load_hf_config(MIMO7B))
+    assert (r.total_params, r.mtp_params, r.mtp_checkpoint_copies) == (main, mtp, 0) == (7_622_619_136, 210_790_400, 0)
+    assert r.checkpoint_params == 7_833_409_536

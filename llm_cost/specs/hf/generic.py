@@ -150,7 +150,7 @@ def read_generic(c: _Config, fam: _Family, dep: Optional[Departures]) -> dict[st
         out["layer_types"] = types
         out["linear_attention"] = _linear(c)
     _ffn(c, out, L, dep)
-    _mtp(c, out)
+    _mtp(c, out, dep)
     if dep.norms_per_layer is not None:
         out["norms_per_layer"] = dep.norms_per_layer
     if dep.norm_type is not None:
@@ -490,12 +490,21 @@ def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
             c.notes.append("intermediate_size is unused: every layer is MoE")
 
 
-def _mtp(c: _Config, out: dict[str, Any]) -> None:
+def _mtp(c: _Config, out: dict[str, Any], dep: Departures) -> None:
+    """The MTP layers: DeepSeek's ``num_nextn_predict_layers`` (``dep.mtp_stores_shared``: with
+    embedding and head copies), Qwen3-Next's ``mtp_num_hidden_layers`` (none), or, for a config
+    that declares neither, the ``dep.stored_mtp_layers`` its checkpoints store (stated in a note)."""
     from llm_cost.specs.schema import MTP
 
     key = c.alias("num_nextn_predict_layers", "num_mtp_layers")
     deepseek = c.int(key, 0, minimum=0) if c.has(key) else 0
     qwen = c.int("mtp_num_hidden_layers", 0, minimum=0) if c.has("mtp_num_hidden_layers") else 0
+    if dep.stored_mtp_layers and not c.has(key) and "mtp_num_hidden_layers" not in c.data:
+        qwen = dep.stored_mtp_layers
+        c.notes.append(
+            f"{qwen} MTP layer (mtp.*) counted in the checkpoint total as the checkpoints store it; the config "
+            "does not declare it and transformers does not load it"
+        )
     c.ignore("mtp_num_hidden_layers")
     if deepseek and qwen:
         raise c.error("mtp_num_hidden_layers", "and num_nextn_predict_layers are both set: two MTP layouts")
@@ -507,7 +516,7 @@ def _mtp(c: _Config, out: dict[str, Any]) -> None:
             f"= {qwen}: one fc with several MTP layers cannot be placed (the spec models one module per layer)",
         )
     if deepseek:
-        out["mtp"] = MTP.checked(num_nextn_predict_layers=deepseek)
+        out["mtp"] = MTP.checked(num_nextn_predict_layers=deepseek, checkpoint_stores_shared=dep.mtp_stores_shared)
     elif qwen:
         out["mtp"] = MTP.checked(num_nextn_predict_layers=qwen, checkpoint_stores_shared=False)
 

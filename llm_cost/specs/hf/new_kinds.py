@@ -113,6 +113,10 @@ def _lfm2(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+#: The names a DeepSeek-Sparse-Attention config gives its MLA layers in ``layer_types``.
+_DSA_LAYER_NAMES = frozenset({"indexed_attention", "deepseek_sparse_attention", "full_attention"})
+
+
 def _indexer_schedule(c: _Config, L: int) -> dict[str, list[str]]:
     """Each spelling of the indexer schedule the config gives, as GlmMoeDsaConfig.__post_init__
     reads it: ``indexer_types`` ("full" / "shared" per layer), ``index_topk_pattern`` ("F" / "S"
@@ -177,8 +181,9 @@ def with_sparse_indexer(mla_mapping: FamilyMapping, mtp_stores_shared: bool = Tr
             raise c.error("indexer_types", f"has shared layers, which model_type '{c.family}' does not build")
         c.ignore("indexer_rope_interleave", "index_share_for_mtp_iteration")
         types = c.data.get("layer_types")
-        if isinstance(types, list) and types and set(types) <= {"indexed_attention", "full_attention"}:
-            del c.data["layer_types"]  # GlmMoeDsaConfig saves every layer as indexed_attention: MLA + the indexer
+        if isinstance(types, list) and types and set(types) <= _DSA_LAYER_NAMES:
+            # GlmMoeDsaConfig saves every layer as indexed_attention (vLLM's GLM-5.2 configs: deepseek_sparse_attention)
+            del c.data["layer_types"]
         out = mla_mapping(c, fam)
         if not isinstance(out["attention"], MLAAttention):
             raise c.error("kv_lora_rank", "must be a positive integer: the lightning indexer sits on MLA layers")
