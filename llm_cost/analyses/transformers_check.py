@@ -64,6 +64,11 @@ class TransformersCheck(Result):
     transformers_buffers: int  # persistent buffers among transformers' elements (stored; counted by both)
     changes: list[str]  # what the config needed for transformers to build it
     conventions: list[str]
+    #: layers whose attention kind (full, sliding, chunked, linear) differs from transformers'
+    #: layer_types (None: transformers' config lists none comparable), and the two sliding windows
+    #: where a layer slides (the KV cache follows both)
+    layer_type_differences: list[int] | None = None
+    sliding_windows: tuple[int | None, int | None] | None = None
 
 
 #: Our top-level names (the checkpoint's) -> the module transformers loads them into: MiniMax-M3's
@@ -115,6 +120,35 @@ def _explain(spec: ModelSpec, config: dict[str, Any], module: str, difference: i
     return None
 
 
+#: transformers' layer_types names -> the attention kind they are (GLM-5's and MiniMax-M3's
+#: indexed layers attend fully; Mamba and linear mixers are one "linear" kind on both sides).
+_KIND = {
+    "full_attention": "full",
+    "indexed_attention": "full",
+    "deepseek_sparse_attention": "full",
+    "minimax_m3_sparse": "full",
+    "sliding_attention": "sliding",
+    "chunked_attention": "chunked",
+    "linear_attention": "linear",
+    "mamba2": "linear",
+}
+
+
+def _schedule(
+    spec: ModelSpec, model: TransformersModel
+) -> tuple[list[int] | None, tuple[int | None, int | None] | None]:
+    """(layers whose attention kind differs from transformers' layer_types, or None when its list
+    is not of attention kinds; our and its sliding windows, or None when no layer slides)."""
+    theirs = model.layer_types
+    ours = [_KIND.get(spec.layer_type(i).value) for i in range(spec.num_hidden_layers)]
+    differing = None
+    if theirs is not None and len(theirs) == len(ours) and all(t in _KIND for t in theirs) and None not in ours:
+        differing = [i for i, (a, b) in enumerate(zip(ours, theirs)) if a != _KIND[b]]
+    window = getattr(spec.attention, "sliding_window", None)
+    windows = (window, model.sliding_window) if "sliding" in ours else None
+    return differing, windows
+
+
 def check_against_transformers(spec: ModelSpec, config: dict[str, Any], source: str) -> TransformersCheck:
     """Compare ``spec`` (read from ``config``) with the model transformers builds from ``config``
     (InputError without the ``hf`` extra, SpecError when transformers cannot build it)."""
@@ -126,6 +160,7 @@ def check_against_transformers(spec: ModelSpec, config: dict[str, Any], source: 
         why = _explain(spec, config, name, diff) if diff else None
         rows.append(ModuleCount(name, ours.get(name, 0), theirs.get(name, 0), diff, why))
     total_ours, total_theirs = sum(ours.values()), sum(theirs.values())
+    differing, windows = _schedule(spec, model)
     return TransformersCheck(
         transformers_version=model.transformers_version,
         torch_version=model.torch_version,
@@ -134,7 +169,9 @@ def check_against_transformers(spec: ModelSpec, config: dict[str, Any], source: 
         transformers_total=total_theirs,
         difference=total_ours - total_theirs,
         modules=rows,
-        explained=all(r.difference == 0 or r.why is not None for r in rows),
+        explained=all(r.difference == 0 or r.why is not None for r in rows)
+        and not differing
+        and (windows is None or windows[0] == windows[1]),
         transformers_buffers=sum(model.buffers.values()),
         changes=model.changes,
         conventions=[
@@ -142,5 +179,9 @@ def check_against_transformers(spec: ModelSpec, config: dict[str, Any], source: 
             "both sides: stored tensors, tied ones once; persistent buffers the checkpoint stores "
             "(e_score_correction_bias, layer_scalar) included, rotary inv_freq excluded",
             "ours: the main model; MTP modules (which transformers does not build) left out",
+            "layer schedule: each layer's attention kind (full, sliding, chunked, linear) against transformers' "
+            "layer_types, and the sliding window, which decide the KV cache",
         ],
+        layer_type_differences=differing,
+        sliding_windows=windows,
     )

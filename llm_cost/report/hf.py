@@ -76,6 +76,12 @@ def render_transformers_check(con, c) -> None:
     facts = [("llm-cost vs transformers", f"{fmt_int(c.ours)} vs {fmt_int(c.transformers_total)}: {verdict}")]
     if c.transformers_buffers:
         facts.append(("  of which persistent buffers", f"{fmt_int(c.transformers_buffers)} (stored; counted by both)"))
+    if c.layer_type_differences is not None:
+        n = len(c.layer_type_differences)
+        facts.append(("layer schedule", "agrees with its layer_types" if not n else f"DIFFERS in {n} layers"))
+    if c.sliding_windows is not None:
+        ours, theirs = c.sliding_windows
+        facts.append(("sliding window", f"{ours} vs {theirs}" + ("" if ours == theirs else ": DIFFERS")))
     for change in c.changes:
         facts.append(("  built with", change))
     print_facts(con, facts)

@@ -49,6 +49,9 @@ def test_params_check_agrees_with_transformers(name):
         assert differing == {EXPLAINED[name]} and check.explained
     else:
         assert check.difference == 0 and differing == set(), [m for m in check.modules if m.difference]
+    # the KV cache's schedule: every layer's attention kind and the window, as transformers builds them
+    assert not check.layer_type_differences, check.layer_type_differences
+    assert check.sliding_windows is None or check.sliding_windows[0] == check.sliding_windows[1], check.sliding_windows
 
 
 def test_llama4_builds_with_its_integer_flag_passed_as_a_bool():

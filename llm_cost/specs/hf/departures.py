@@ -38,6 +38,7 @@ def smollm3_layers(c: Any, out: dict[str, Any]) -> None:
     if window is not None and "layer_types" not in out:
         out["layer_types"] = [LayerType.FULL_ATTENTION if f else LayerType.SLIDING_ATTENTION for f in flags]
 
+
 __all__ = ["Departures", "DEPARTURES"]
 
 

@@ -53,6 +53,10 @@ class TransformersModel:
     buffers: dict[str, int]
     skipped_buffers: int
     changes: list[str]
+    #: the language model's per-layer attention kinds as transformers' config lists them (its
+    #: ``layer_types``), and its ``sliding_window``; None where the config has none
+    layer_types: list[str] | None = None
+    sliding_window: int | None = None
 
     @property
     def total(self) -> int:
@@ -185,6 +189,9 @@ def build_transformers_model(data: dict[str, Any], source: str) -> TransformersM
             top = top_module(f"{prefix}.{name}" if prefix else name)
             modules[top] = modules.get(top, 0) + b.numel()
             buffers[top] = buffers.get(top, 0) + b.numel()
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    types = getattr(text, "layer_types", None)
+    window = getattr(text, "sliding_window", None)
     return TransformersModel(
         transformers_version=transformers.__version__,
         torch_version=torch.__version__,
@@ -193,4 +200,6 @@ def build_transformers_model(data: dict[str, Any], source: str) -> TransformersM
         buffers=buffers,
         skipped_buffers=skipped,
         changes=changes,
+        layer_types=[str(t) for t in types] if isinstance(types, (list, tuple)) else None,
+        sliding_window=window if isinstance(window, int) and not isinstance(window, bool) else None,
     )
