@@ -152,6 +152,12 @@ def test_defaults_table_matches_installed_transformers():
         for key, value in entry["defaults"].items():
             got = fields[key]
             assert (list(got) if isinstance(got, tuple) else got) == value, (model_type, key)
+        # the spellings transformers 5 saves (attribute_map), and the fields that admit null
+        assert entry.get("aliases", {}) == dict(getattr(cls, "attribute_map", {})), model_type
+        nullable = {
+            f.name for f in dataclasses.fields(cls) if any(w in str(f.type) for w in ("None", "Optional", "Any"))
+        }
+        assert set(entry["types"]["nullable"]) <= nullable, model_type
     assert data["families"]["gemma3_text"]["defaults"]["vocab_size"] == 262_208
 
 

@@ -38,7 +38,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
-from llm_cost.specs.files import check_shape, read_text, shown, validation_message
+from llm_cost.specs.files import (
+    MAX_CONFIG_BYTES,
+    MAX_CONFIG_VALUES,
+    check_shape,
+    read_text,
+    shown,
+    validation_message,
+)
 from llm_cost.specs.hf.config import SHAPE_KEYS, _Config, check_inert_keys
 from llm_cost.specs.hf.families import _HEADS, ALIASES, FAMILIES, SUPPORTED_MODEL_TYPES
 from llm_cost.specs.hf.values import check_values
@@ -302,7 +309,7 @@ def _read_json(path: Path) -> Any:
     ``NaN`` accepted: Nemotron-3-Super's ``"time_step_limit": [0.0, Infinity]``; a shape key that
     holds one is refused when read, as any non-integer is), no duplicate keys, its nesting and size
     bounded (see :func:`~llm_cost.specs.files.check_shape`); SpecError naming the file otherwise."""
-    text = read_text(path, "a config.json").removeprefix("\ufeff")  # a UTF-8 byte-order mark (Windows editors)
+    text = read_text(path, "a config.json", MAX_CONFIG_BYTES).removeprefix("\ufeff")  # a UTF-8 byte-order mark
     if not text.strip():
         raise SpecError(f"{path}: empty file; a config.json is a JSON object")
 
@@ -322,7 +329,7 @@ def _read_json(path: Path) -> Any:
         raise SpecError(f"{shown(path)}: invalid JSON: {exc}") from None
     except RecursionError:
         raise SpecError(f"{shown(path)}: arrays or objects nested too deeply") from None
-    check_shape(data, path)
+    check_shape(data, path, MAX_CONFIG_VALUES)
     return data
 
 
