@@ -516,7 +516,8 @@ def _heads(c: _Config, d: int, fam: _Family) -> tuple[int, int, Optional[int]]:
             raise c.error(
                 "head_dim", f"is required: hidden_size ({d}) is not a multiple of num_attention_heads ({n_q})"
             )
-        c.defaults.append(f"head_dim = {d // n_q} (absent; {c.class_name()}: hidden_size / num_attention_heads)")
+        how = "null in the config" if "head_dim" in c.data else "absent"
+        c.defaults.append(f"head_dim = {d // n_q} ({how}; {c.class_name()}: hidden_size / num_attention_heads)")
         head_dim = None
     if n_q % n_kv:
         raise c.error("num_key_value_heads", f"({n_kv}) must divide num_attention_heads ({n_q})")
