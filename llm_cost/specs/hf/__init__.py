@@ -15,8 +15,12 @@ Rules (design notes, "config.json import"):
   weight shapes (:data:`SHAPE_KEYS`) and that the family's mapping does not place raises
   :class:`~llm_cost.load.SpecError` naming it (unless its value is inert: null, false, 0, empty), so
   a count is never silently wrong.
+* Keys are read under every spelling the family's configuration class knows (its
+  ``attribute_map``) and in the layouts transformers 5 saves; values are checked by type and range
+  first (:mod:`llm_cost.specs.hf.values`), and keys that disagree are refused, both named.
 * A missing optional field takes the family's default (the transformers config class default) and
-  is reported in the list of defaults applied (``--verbose``). The core sizes (``vocab_size``,
+  is listed in ``spec.source.defaults`` (field, value, source): ``params`` prints them on one line
+  and in its JSON, ``--verbose`` one per line. The core sizes (``vocab_size``,
   ``hidden_size``, ``num_hidden_layers``, ``num_attention_heads`` and the FFN width that is used)
   are required: a config without them is not a model description.
 * A parameter is an element of a checkpoint weight tensor; buffers (rotary ``inv_freq``, GPT-2's
