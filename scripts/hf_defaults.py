@@ -120,10 +120,14 @@ def _aliases(cls) -> dict:
 
 def _types(cls) -> dict:
     """``int``: the fields typed as integers (``int`` or ``int | None``), ``nullable``: the fields
-    whose type admits None (transformers' strict dataclass validation refuses null elsewhere)."""
+    whose type admits None (transformers' strict dataclass validation refuses null elsewhere);
+    only the keys llm_cost.specs.hf.values checks (sizes and shape keys)."""
+    from llm_cost.specs.hf.config import SHAPE_KEYS
+    from llm_cost.specs.hf.values import SIZE_KEYS
+
     ints, nullable = [], []
     for f in dataclasses.fields(cls):
-        if f.name in _BASE or f.name in ("text_config", "vision_config", "audio_config"):
+        if f.name not in SHAPE_KEYS | SIZE_KEYS:
             continue
         kind = str(f.type).replace("<class 'int'>", "int")
         if kind in ("int", "int | None"):
