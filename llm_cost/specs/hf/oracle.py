@@ -58,11 +58,6 @@ class TransformersModel:
     layer_types: list[str] | None = None
     sliding_window: int | None = None
 
-    @property
-    def total(self) -> int:
-        """Parameters and persistent buffers of the whole model."""
-        return sum(self.modules.values())
-
 
 def top_module(name: str) -> str:
     """The top-level module of a parameter name: ``model.language_model.layers.3.mlp.up_proj.weight``
