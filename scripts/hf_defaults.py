@@ -7,7 +7,11 @@ A config.json that leaves a key out takes that default (transformers fills it th
 it builds the model). Only JSON values are kept (numbers, strings, booleans, null, lists of them);
 fields every PretrainedConfig has (ids, labels, output flags) are dropped. A wrapper's
 ``text_config`` / ``vision_config`` sub-configuration is written under ``text`` / ``vision`` with
-its own model_type. tests/specs/test_hf_defaults.py checks the file against the installed
+its own model_type. ``aliases`` is the class's ``attribute_map`` (a spelling -> the attribute it
+stands for, which transformers 5 writes back: Qwen3MoeConfig reads ``num_experts`` and saves
+``num_local_experts``); llm_cost.specs.hf reads either spelling. ``types`` lists the fields typed
+as integers and those whose type admits null (llm_cost.specs.hf.values checks a config's values
+against them before reading). tests/specs/test_hf_defaults.py checks the file against the installed
 transformers.
 """
 
@@ -85,6 +89,7 @@ MODEL_TYPES = sorted(
     }
 )
 
+_BASE_ALIASES = set(getattr(PretrainedConfig, "attribute_map", None) or {})
 _BASE = {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
 
 
@@ -108,12 +113,45 @@ def _defaults(cls) -> dict:
     return out
 
 
+def _aliases(cls) -> dict:
+    """The class's own ``attribute_map`` (PretrainedConfig's shared entries left out)."""
+    return {k: v for k, v in sorted((getattr(cls, "attribute_map", None) or {}).items()) if k not in _BASE_ALIASES}
+
+
+def _types(cls) -> dict:
+    """``int``: the fields typed as integers (``int`` or ``int | None``), ``nullable``: the fields
+    whose type admits None (transformers' strict dataclass validation refuses null elsewhere);
+    only the keys llm_cost.specs.hf.values checks (sizes and shape keys)."""
+    from llm_cost.specs.hf.config import SHAPE_KEYS
+    from llm_cost.specs.hf.values import SIZE_KEYS
+
+    ints, nullable = [], []
+    for f in dataclasses.fields(cls):
+        if f.name not in SHAPE_KEYS | SIZE_KEYS:
+            continue
+        kind = str(f.type).replace("<class 'int'>", "int")
+        if kind in ("int", "int | None"):
+            ints.append(f.name)
+        if "None" in kind or "Optional" in kind or "Any" in kind:
+            nullable.append(f.name)
+    return {"int": sorted(ints), "nullable": sorted(nullable)}
+
+
 def _entry(cls) -> dict:
-    entry: dict = {"class": cls.__name__, "defaults": _defaults(cls)}
+    entry: dict = {"class": cls.__name__, "defaults": _defaults(cls), "types": _types(cls)}
+    if _aliases(cls):
+        entry["aliases"] = _aliases(cls)
     for key, part in (("text", "text_config"), ("vision", "vision_config")):
         sub = (getattr(cls, "sub_configs", None) or {}).get(part)
         if sub is not None and dataclasses.is_dataclass(sub):
-            entry[key] = {"model_type": sub.model_type, "class": sub.__name__, "defaults": _defaults(sub)}
+            entry[key] = {
+                "model_type": sub.model_type,
+                "class": sub.__name__,
+                "defaults": _defaults(sub),
+                "types": _types(sub),
+            }
+            if _aliases(sub):
+                entry[key]["aliases"] = _aliases(sub)
     return entry
 
 

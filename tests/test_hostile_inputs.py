@@ -162,6 +162,15 @@ def _config(tmp: Path, name: str, **changes) -> Path:
     return path
 
 
+def _changed(tmp: Path, folder: str, change: dict, text: bool = False) -> Path:
+    """A fixture's config.json with ``change`` (in its text_config with ``text``), written to ``tmp``."""
+    data = json.loads((FIXTURES.parent / folder / "config.json").read_text())
+    (data["text_config"] if text else data).update(change)
+    path = tmp / f"{Path(folder).name}-changed.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
 def _glm_without_mla(tmp: Path) -> Path:
     """GLM-5.1's config (DeepSeek Sparse Attention) with ``kv_lora_rank: null``: no MLA to put
     the indexer on."""
@@ -513,7 +522,42 @@ ROWS = [
         2,
         "MPLBACKEND",
     ),
-    ("dsa-without-mla", lambda t: ["params", str(_glm_without_mla(t))], {}, 2, "kv_lora_rank must be a positive"),
+    # issue 36 item 6: nonsense that used to change the count (743.9B -> 33.2B; active 12.77B -> 8.37B)
+    (
+        "moe-layer-freq-1e300",
+        lambda t: ["params", str(_changed(t, "hf-kinds/glm-5.1", {"moe_layer_freq": 1e300}))],
+        {},
+        2,
+        "moe_layer_freq must be an integer",
+    ),
+    (
+        "text-config-list",
+        lambda t: ["params", str(_changed(t, "hf/qwen3.5-35b-a3b", {"text_config": []}))],
+        {},
+        2,
+        "text_config must be a mapping or null (got list)",
+    ),
+    (
+        "full-attention-interval-1e20",
+        lambda t: ["params", str(_changed(t, "hf/qwen3.5-27b", {"full_attention_interval": 1e20}, text=True))],
+        {},
+        2,
+        "full_attention_interval must be an integer",
+    ),
+    (
+        "null-experts-per-token",
+        lambda t: ["params", str(_changed(t, "hf-kinds/nemotron-3-super-120b-a12b", {"num_experts_per_tok": None}))],
+        {},
+        2,
+        "num_experts_per_tok = null",
+    ),
+    (
+        "dsa-without-mla",
+        lambda t: ["params", str(_glm_without_mla(t))],
+        {},
+        2,
+        "kv_lora_rank = null: transformers 5.24.0 GlmMoeDsaConfig declares an integer",
+    ),
     (
         # a plot that cannot be written is the environment's failure (exit 1), and leaves no file
         "plot-unwritable",

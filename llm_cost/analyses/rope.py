@@ -170,19 +170,19 @@ def _check_lengths(train_length: int, target_length: int) -> None:
 
 
 def _check_betas(beta_fast: float, beta_slow: float) -> None:
-    if not (math.isfinite(beta_fast) and math.isfinite(beta_slow) and beta_fast > beta_slow > 0):
-        raise InputError(f"YaRN beta_fast ({beta_fast!r}) must be greater than beta_slow ({beta_slow!r}) > 0")
+    if not (math.isfinite(beta_fast) and math.isfinite(beta_slow) and beta_fast >= beta_slow > 0):
+        raise InputError(f"YaRN beta_fast ({beta_fast!r}) must be at least beta_slow ({beta_slow!r}) > 0")
 
 
 def _check_llama3(s: Llama3Scaling) -> None:
     if not (
         s.factor >= 1
         and s.low_freq_factor > 0
-        and s.high_freq_factor > s.low_freq_factor
+        and s.high_freq_factor >= s.low_freq_factor
         and s.original_max_position_embeddings >= 1
     ):
         raise InputError(
-            f"llama3 rope_scaling: need factor >= 1, high_freq_factor > low_freq_factor > 0 and "
+            f"llama3 rope_scaling: need factor >= 1, high_freq_factor >= low_freq_factor > 0 and "
             f"original_max_position_embeddings >= 1; got {s}"
         )
 
@@ -226,6 +226,8 @@ def ntk_wavelengths(base: float, dims: int, alpha: float) -> list[float]:
 
 
 def _yarn_ramp(wavelength: float, low: float, high: float) -> float:
+    if high == low:  # beta_fast = beta_slow (Kimi K2's 1 and 1): a step at the one boundary, no ramp
+        return 0.0 if wavelength <= low else 1.0
     return min(1.0, max(0.0, (wavelength - low) / (high - low)))
 
 
@@ -271,6 +273,8 @@ def llama3_wavelengths(base: float, dims: int, scaling: Llama3Scaling) -> list[f
             out.append(lam)
         elif lam > low_freq_wavelen:
             out.append(lam * scaling.factor)
+        elif scaling.high_freq_factor == scaling.low_freq_factor:  # Llama 4's 1 and 1: no smoothing band
+            out.append(lam)
         else:
             smooth = (orig / lam - scaling.low_freq_factor) / (scaling.high_freq_factor - scaling.low_freq_factor)
             out.append(_TWO_PI / ((1 - smooth) * theta / scaling.factor + smooth * theta))

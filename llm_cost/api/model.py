@@ -81,7 +81,11 @@ def defaults_used(model: str) -> Optional[list[str]]:
 
 
 def params(
-    model: ModelLike, weights_dtype: Any = None, layout: Optional[Layout] = None, checkpoint: Any = None
+    model: ModelLike,
+    weights_dtype: Any = None,
+    layout: Optional[Layout] = None,
+    checkpoint: Any = None,
+    check: bool = False,
 ) -> ParamsResult:
     """Parameter breakdown and weight bytes (``llm-cost params``): every stored trainable tensor,
     N_gemm, active parameters of an MoE, the weight bytes at ``weights_dtype`` (default the
@@ -89,7 +93,11 @@ def params(
     :func:`llm_cost.api.choices.weight_bits`), per GPU of ``layout``, and the stored tensors of
     ``checkpoint`` (a safetensors folder or a GGUF file; default ``model`` when it is a path,
     or, for a Hugging Face id online, its safetensors shard headers read from the Hub by range
-    requests, no weight byte) compared with the description."""
+    requests, no weight byte) compared with the description. ``check``: also build the model
+    with transformers from the same config.json on the meta device and compare the counts by
+    top-level module (:mod:`llm_cost.analyses.transformers_check`; the ``hf`` extra)."""
+    import dataclasses
+
     from llm_cost.analyses.checkpoint import checkpoint_report
     from llm_cost.model.params import count_params
 
@@ -107,7 +115,40 @@ def params(
         from llm_cost.analyses.checkpoint import hub_checkpoint_report
 
         report = hub_checkpoint_report(spec, model)  # the shard headers on the Hub, when online
-    return count_params(spec, bits, shown, choices.layout_of(layout), report)
+    result = count_params(spec, bits, shown, choices.layout_of(layout), report)
+    if not isinstance(check, bool):
+        raise InputError(f"check: {check!r} is not true or false", fields=("check",))
+    if check:
+        from llm_cost.analyses.transformers_check import check_against_transformers
+
+        config, named = config_of(model)
+        result = dataclasses.replace(result, transformers=check_against_transformers(spec, config, named))
+    return result
+
+
+def config_of(model: ModelLike) -> tuple[dict, str]:
+    """The parsed config.json a model was read from and its name: a dict as given, a config.json
+    path or folder, a Hub id's cached or downloaded file; InputError for a shipped or YAML spec or a
+    GGUF file, which have none."""
+    if isinstance(model, dict):
+        return model, "a config dict"
+    from llm_cost.specs import hub
+    from llm_cost.specs.hf import is_hf_path, read_config
+
+    if isinstance(model, str) and hub.is_hub_id(model):
+        path = hub.config_path(model)
+        return read_config(path), model
+    if isinstance(model, str) and is_hf_path(model):
+        return read_config(Path(model)), model
+    raise InputError(
+        f"check: {shown_model(model)} has no config.json to build with transformers (give a config.json path or a Hub id)",
+        fields=("check",),
+    )
+
+
+def shown_model(model: Any) -> str:
+    """``model`` as a message names it: its name, or its type for a built spec."""
+    return repr(model) if isinstance(model, str) else f"a {type(model).__name__}"
 
 
 def _is_hub_id(model: Any) -> bool:

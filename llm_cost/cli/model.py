@@ -73,17 +73,25 @@ def params(
     ep: Ep = None,
     dp: Dp = None,
     redundant_experts: RedundantExperts = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="For a config.json or Hub id: build the model with transformers on the meta device (no weights) "
+            "and compare the counts by module; needs pip install 'llm-cost[hf]'.",
+        ),
+    ] = False,
     verbose: Verbose = False,
     as_json: Json = False,
 ) -> None:
     """Parameter breakdown: embedding, attention, MLP or experts, norms, biases, LM head, vision, MTP.
 
-    Example: llm-cost params llama3-8b --dtype fp8
+    Example: llm-cost params llama3-8b --dtype fp8; llm-cost params ./Qwen3-8B/config.json --check
     """
     from llm_cost import api
     from llm_cost.report import params as view
 
-    result = api.params(model, dtype, layout_of(tp, pp, ep, dp, redundant_experts))
+    result = api.params(model, dtype, layout_of(tp, pp, ep, dp, redundant_experts), check=check)
     emit(result, as_json, view.render, api.load_model(model).display_name)
     if verbose:
         report_defaults(model)

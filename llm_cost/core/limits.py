@@ -21,6 +21,10 @@ MAX_NAME = 128
 #: Bytes of a YAML spec, config.json, workload file, profile or measurement file (specs are a
 #: few kilobytes; a model's config.json at most tens).
 MAX_SPEC_BYTES = 1_000_000
+#: A config.json may carry a quantization layer map: nvidia's NVFP4 MiniMax-M3 and Nemotron-3-Super
+#: publish 3 and 6 MB of it (the rest is a few kB). Bytes and values a config.json may hold.
+MAX_CONFIG_BYTES = 16_000_000
+MAX_CONFIG_VALUES = 1_000_000
 #: Values (scalars, lists, mappings) a spec may hold once its aliases are expanded: a spec has a
 #: few hundred, a 10,000-layer ``layer_types`` list 10,000; an alias bomb has billions.
 MAX_VALUES = 100_000

@@ -224,6 +224,9 @@ class LayerKind(TextEnum):
     DENSE = "dense"
     MOE = "moe"
     ANY = "any"  # norms and anything every layer has
+    # the layers holding a sparse-attention indexer: every softmax layer (MiniMax-M3: every MoE layer) but
+    # those that reuse an earlier layer's selection (GLM-5.2); counted by LayerCounts, not by holds()
+    INDEXED = "indexed"
 
     def holds(self, layer_type: LayerType, mlp_type: MlpType) -> bool:
         """True when a layer of this mixer and feed-forward holds tensors of this kind."""
@@ -237,6 +240,8 @@ class LayerKind(TextEnum):
             return layer_type == LayerType.SLIDING_ATTENTION
         if self is LayerKind.GLOBAL_ATTENTION:
             return layer_type in (LayerType.FULL_ATTENTION, LayerType.CHUNKED_ATTENTION)
+        if self is LayerKind.INDEXED:
+            raise ValueError("LayerKind.INDEXED depends on the layer's position: ask LayerCounts.of")
         return layer_type.kind is self
 
 

@@ -152,7 +152,7 @@ def kv_bytes_per_token_past_windows(spec: ModelSpec, bits: int = 16) -> int | Fr
         return None
     full = LayerType.FULL_ATTENTION
     elements = _owners(spec, counts, full) * kv_elements_per_token(spec, full)
-    return to_bytes(elements, bits) + counts.mixer(full) * indexer_key_bytes(spec)
+    return to_bytes(elements, bits) + indexer_layers(spec, counts) * indexer_key_bytes(spec)
 
 
 def _owners(spec: ModelSpec, counts: LayerCounts, layer_type: LayerType) -> int:

@@ -73,11 +73,9 @@ def indexer_key_bytes(spec: ModelSpec) -> int:
 def indexer_layers(spec: ModelSpec, counts: _Counts) -> int:
     """How many of the layers ``counts`` describes hold an indexer and its key cache: every softmax
     layer (DeepSeek Sparse Attention), or the MoE layers only (MiniMax-M3's ``moe_layers_only``:
-    its sparse_attention_freq equals moe_layer_freq); 0 without an indexer."""
-    idx = sparse_indexer(spec)
-    if idx is None:
-        return 0
-    return counts.of(LayerKind.MOE) if idx.moe_layers_only else counts.of(LayerKind.SOFTMAX_ATTENTION)
+    its sparse_attention_freq equals moe_layer_freq), less the layers that share an earlier layer's
+    selection (GLM-5.2's ``shared_layers``); 0 without an indexer."""
+    return counts.of(LayerKind.INDEXED) if sparse_indexer(spec) is not None else 0
 
 
 def kv_elements_per_token(spec: ModelSpec, layer_type: LayerType) -> int:

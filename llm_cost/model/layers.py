@@ -24,6 +24,7 @@ class LayerCounts:
     """How many layers of a run have each (mixer, feed-forward) pair."""
 
     pairs: dict[tuple[LayerType, MlpType], int]
+    indexed: int = 0  # layers holding a sparse-attention indexer (LayerKind.INDEXED)
 
     @property
     def total(self) -> int:
@@ -40,6 +41,8 @@ class LayerCounts:
 
     def of(self, kind: LayerKind) -> int:
         """Layers that hold tensors of ``kind`` (softmax attention: full, sliding and chunked)."""
+        if kind is LayerKind.INDEXED:
+            return self.indexed
         return sum(n for (t, m), n in self.pairs.items() if kind.holds(t, m))
 
     @property
@@ -68,6 +71,24 @@ def _running(spec: ModelSpec) -> dict[tuple[LayerType, MlpType], list[int]]:
     return out
 
 
+@lru_cache(maxsize=64)
+def _running_indexed(spec: ModelSpec) -> list[int]:
+    """How many of the first i layers hold a sparse-attention indexer (i = 0 .. L): the softmax
+    layers (MiniMax-M3's ``moe_layers_only``: the MoE layers) outside ``shared_layers``."""
+    idx = getattr(spec.attention, "indexer", None)
+    running = [0]
+    shared = set(idx.shared_layers) if idx is not None else set()
+    for i in range(spec.num_hidden_layers):
+        if idx is None or i in shared:
+            holds = False
+        elif idx.moe_layers_only:
+            holds = spec.mlp_kind(i) == MlpType.MOE
+        else:
+            holds = LayerKind.SOFTMAX_ATTENTION.holds(spec.layer_type(i), spec.mlp_kind(i))
+        running.append(running[-1] + holds)
+    return running
+
+
 def layer_counts(spec: ModelSpec, layers: range | None = None) -> LayerCounts:
     """The counts of ``layers`` (default: every decoder layer, or a run of them with step 1) by
     mixer and feed-forward, pairs in the order they first appear in the model."""
@@ -75,4 +96,5 @@ def layer_counts(spec: ModelSpec, layers: range | None = None) -> LayerCounts:
     if span.step != 1 or not 0 <= span.start <= span.stop <= spec.num_hidden_layers:
         raise ValueError(f"layers {span} is not a run of the {spec.num_hidden_layers} layers")
     counts = {key: r[span.stop] - r[span.start] for key, r in _running(spec).items()}
-    return LayerCounts({key: n for key, n in counts.items() if n})
+    indexed = _running_indexed(spec)
+    return LayerCounts({key: n for key, n in counts.items() if n}, indexed[span.stop] - indexed[span.start])

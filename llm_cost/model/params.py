@@ -20,7 +20,7 @@ from llm_cost.core.types import Dtype, LayerType
 from llm_cost.core.units import exact_bits, to_bytes
 from llm_cost.model.formats import MixedBits
 from llm_cost.model.structure import GROUPS, Structure, build, kv_shared_unloaded_params
-from llm_cost.specs.schema import READ_GENERICALLY, GQAAttention, MLAAttention, ModelSpec
+from llm_cost.specs.schema import READ_GENERICALLY, AppliedDefault, GQAAttention, MLAAttention, ModelSpec
 
 if TYPE_CHECKING:  # imported by count_params only for a layout: its module costs a cold start about 2 ms
     from llm_cost.model.layout import Layout, PerGPU
@@ -70,6 +70,9 @@ class ParamsResult(Result):
     layout: Layout | None = None  # when --tp/--pp/--ep/--dp were given
     per_gpu: PerGPU | None = None  # weights per GPU by pipeline stage
     checkpoint: Result | None = None  # a checkpoint's stored vs described tensors (analyses.checkpoint_roles)
+    #: every default the config.json reader applied (its keys left out or null): field, value, source
+    defaults: list[AppliedDefault] = field(default_factory=list)
+    transformers: Result | None = None  # --check: the count transformers builds (analyses.transformers_check)
 
 
 def _label(spec: ModelSpec, group: str) -> str:
@@ -230,4 +233,5 @@ def count_params(
         layout=layout,
         per_gpu=per_gpu(spec, layout, exact_bits(bits)) if layout is not None else None,
         checkpoint=checkpoint,
+        defaults=list(spec.source.defaults) if spec.source is not None else [],
     )

@@ -394,8 +394,8 @@ def _mla(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> list[Te
         COL,
     )
     t += _linear(f"{p}.o_proj", n * att.v_head_dim, d, "attention", layers, b, part, SOFTMAX, ROW)
-    if att.indexer is not None:
-        t += _indexer(spec, att, layers, part)
+    if att.indexer is not None:  # the MTP blocks keep their own indexer; GLM-5.2's shared layers hold none
+        t += _indexer(spec, att, layers - (len(att.indexer.shared_layers) if part == Part.DECODER else 0), part)
     return t
 
 
@@ -407,24 +407,22 @@ def _indexer(spec: ModelSpec, att: MLAAttention, layers: int, part: Part) -> lis
     idx = att.indexer
     assert idx is not None and att.q_lora_rank
     d, H, D = spec.hidden_size, idx.index_n_heads, idx.index_head_dim
-    p, g = "layers.*.self_attn.indexer", "indexer"
-    t = _linear(f"{p}.wq_b", att.q_lora_rank, H * D, g, layers, False, part, SOFTMAX, REP)
-    t += _linear(f"{p}.wk", d, D, g, layers, False, part, SOFTMAX, REP)
-    t += [
-        Tensor(f"{p}.k_norm.{n}", (D,), "norms", N, layers, part=part, layer_kind=SOFTMAX) for n in ("weight", "bias")
-    ]
-    t += _linear(f"{p}.weights_proj", d, H, g, layers, False, part, SOFTMAX, REP)
+    p, g, kind = "layers.*.self_attn.indexer", "indexer", LayerKind.INDEXED
+    t = _linear(f"{p}.wq_b", att.q_lora_rank, H * D, g, layers, False, part, kind, REP)
+    t += _linear(f"{p}.wk", d, D, g, layers, False, part, kind, REP)
+    t += [Tensor(f"{p}.k_norm.{n}", (D,), "norms", N, layers, part=part, layer_kind=kind) for n in ("weight", "bias")]
+    t += _linear(f"{p}.weights_proj", d, H, g, layers, False, part, kind, REP)
     return t
 
 
-def _block_indexer(spec: ModelSpec, idx: SparseIndexer, layers: int, part: Part, kind: LayerKind) -> list[Tensor]:
-    """MiniMax-M3's lightning indexer on ``layers`` layers of ``kind`` (transformers
+def _block_indexer(spec: ModelSpec, idx: SparseIndexer, layers: int, part: Part) -> list[Tensor]:
+    """MiniMax-M3's lightning indexer on ``layers`` indexed layers (transformers
     models/minimax_m3_vl/modeling_minimax_m3_vl.py MiniMaxM3VLIndexer): q_proj [d -> H_i D_i] and
     k_proj [d -> D_i] without biases, from the hidden state (not a query latent as DeepSeek's wq_b);
     q_norm and k_norm, RMSNorms of D_i (weights only); no weights_proj (the block score is a max over
     the index heads). Replicated across TP, as DeepSeek's."""
     d, H, D = spec.hidden_size, idx.index_n_heads, idx.index_head_dim
-    p, g = "layers.*.self_attn.indexer", "indexer"
+    p, g, kind = "layers.*.self_attn.indexer", "indexer", LayerKind.INDEXED
     t = _linear(f"{p}.q_proj", d, H * D, g, layers, False, part, kind, REP)
     t += _linear(f"{p}.k_proj", d, D, g, layers, False, part, kind, REP)
     t += [Tensor(f"{p}.{n}.weight", (D,), "norms", N, layers, part=part, layer_kind=kind) for n in ("q_norm", "k_norm")]
@@ -654,9 +652,7 @@ def _blocks(
                 sliding = attention_counts.get(LayerType.SLIDING_ATTENTION, 0)
                 t += _gqa(spec, att, softmax_layers, part, sliding, sliding_att=part == Part.MTP and sliding_mtp)
             if att.indexer is not None and part == Part.DECODER:  # MiniMax-M3's block indexer
-                on_moe = att.indexer.moe_layers_only
-                n = mlp_counts.get(MlpType.MOE, 0) if on_moe else softmax_layers
-                t += _block_indexer(spec, att.indexer, n, part, MOE if on_moe else SOFTMAX)
+                t += _block_indexer(spec, att.indexer, layer_counts(spec).of(LayerKind.INDEXED), part)
     if attention_counts.get(LayerType.LINEAR_ATTENTION):
         t += _linear_attention(spec, attention_counts[LayerType.LINEAR_ATTENTION], part)
     if attention_counts.get(LayerType.MAMBA2):

@@ -76,11 +76,19 @@ def render(con, r: ParamsResult, display_name: str) -> None:
         )
     facts.append((f"weights at {r.dtype} ({r.bits_per_param:g} bits)", bytes_exact(r.weight_bytes)))
     print_facts(con, facts)
+    if r.defaults:
+        from llm_cost.report.hf import defaults_line
+
+        con.print(defaults_line(r.defaults), markup=False, soft_wrap=True)
     if r.per_gpu is not None:
         from llm_cost.report.parallel import render_per_gpu_weights
 
         render_per_gpu_weights(con, r.layout, r.per_gpu)
     conventions = list(r.conventions)
+    if r.transformers is not None:
+        from llm_cost.report.hf import render_transformers_check
+
+        render_transformers_check(con, r.transformers)
     if r.checkpoint is not None:
         checkpoint = cast("CheckpointReport", r.checkpoint)  # model/ cannot name the analyses' type
         render_checkpoint(con, checkpoint)

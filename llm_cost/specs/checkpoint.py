@@ -227,7 +227,19 @@ def _index(folder: Path) -> tuple[list[Path], Optional[int]]:
         )
     metadata = data.get("metadata")
     total = metadata.get("total_size") if isinstance(metadata, dict) else None
-    return [folder / n for n in names], total if isinstance(total, int) and not isinstance(total, bool) else None
+    return [folder / n for n in names], index_total_size(total, shown(index))
+
+
+def index_total_size(total: object, where: str) -> Optional[int]:
+    """An index's ``metadata.total_size`` (bytes): None when absent or null; SpecError naming the
+    field for anything but a non-negative integer (a byte count is never -5 or 1.5)."""
+    if total is None:
+        return None
+    if isinstance(total, bool) or not isinstance(total, int) or total < 0:
+        raise SpecError(
+            f"{where}: metadata.total_size must be a byte count, an integer >= 0 (got {shown(repr(total), 40)})"
+        )
+    return total
 
 
 def read_checkpoint(folder: Path) -> Checkpoint:

@@ -17,11 +17,21 @@ from pathlib import Path
 from typing import IO, Any
 
 from llm_cost.core.errors import InputError, OutputError, SpecError
-from llm_cost.core.limits import MAX_DEPTH, MAX_DIGITS, MAX_ECHO, MAX_SPEC_BYTES, MAX_VALUES
+from llm_cost.core.limits import (
+    MAX_CONFIG_BYTES,
+    MAX_CONFIG_VALUES,
+    MAX_DEPTH,
+    MAX_DIGITS,
+    MAX_ECHO,
+    MAX_SPEC_BYTES,
+    MAX_VALUES,
+)
 from llm_cost.core.records import record
 
 __all__ = [
     "MAX_SPEC_BYTES",
+    "MAX_CONFIG_BYTES",
+    "MAX_CONFIG_VALUES",
     "MAX_VALUES",
     "MAX_DEPTH",
     "open_regular",
@@ -87,19 +97,19 @@ def real_path(path: Path, what: str) -> Path:
         raise SpecError(f"{shown(path)}: not a path the system accepts; give the path of {what}") from None
 
 
-def read_text(path: Path, what: str = "a .yaml spec") -> str:
+def read_text(path: Path, what: str = "a .yaml spec", limit: int = MAX_SPEC_BYTES) -> str:
     """The UTF-8 text of a spec or config file; SpecError for a missing or non-regular file (a
     folder, device, FIFO; see :func:`open_regular`), a loop of links, a huge (over 1 MB),
     undecodable or binary (NUL bytes) file, or a path the system cannot use (too long, a part
     that is not a folder), naming the file and what is expected."""
     with open_regular(path, what) as f:
         try:
-            raw = f.read(MAX_SPEC_BYTES + 1)
+            raw = f.read(limit + 1)
         except OSError as exc:
             raise _refused(path, exc, what) from None
-    if len(raw) > MAX_SPEC_BYTES:
+    if len(raw) > limit:
         size = os.stat(path).st_size
-        raise SpecError(f"{shown(path)}: {size:,} bytes is too large for {what} (limit {MAX_SPEC_BYTES:,} bytes)")
+        raise SpecError(f"{shown(path)}: {size:,} bytes is too large for {what} (limit {limit:,} bytes)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -218,7 +228,7 @@ def _place(tmp: str, out: OutFile) -> None:
         os.replace(tmp, out.path)
 
 
-def check_shape(data: Any, path: Path) -> None:
+def check_shape(data: Any, path: Path, max_values: int = MAX_VALUES) -> None:
     """SpecError when ``data`` (a parsed spec, aliases expanded as the schema will see them)
     holds more than MAX_VALUES values or nests deeper than MAX_DEPTH; stops counting at the
     limit, so an alias bomb or a self-referencing alias is caught in a few milliseconds."""
@@ -226,9 +236,9 @@ def check_shape(data: Any, path: Path) -> None:
     while stack:
         value, depth = stack.pop()
         count += 1
-        if count > MAX_VALUES:
+        if count > max_values:
             raise SpecError(
-                f"{shown(path)}: more than {MAX_VALUES:,} values once YAML aliases are expanded; "
+                f"{shown(path)}: more than {max_values:,} values once YAML aliases are expanded; "
                 "a spec holds a few hundred"
             )
         if depth > MAX_DEPTH:

@@ -16,6 +16,7 @@ LM head is tied when the file has no ``output.weight``; the vocabulary is the em
 
 from __future__ import annotations
 
+import re
 from dataclasses import field
 from datetime import date
 from pathlib import Path
@@ -119,6 +120,22 @@ def _dtype(g: GGUFFile) -> str:
     return "int8" if top.startswith(("Q8", "Q6", "Q5")) else "int4"
 
 
+def _check_blocks(g: GGUFFile, a: str, names: dict[str, Any]) -> None:
+    """SpecError naming both when ``{arch}.block_count`` disagrees with the blocks the tensors
+    name (``blk.N.*``, N = 0 .. block_count - 1): a file whose metadata and tensors describe two
+    models gives no count."""
+    blocks = {int(m.group(1)) for n in names if (m := re.match(r"blk\.(\d+)\.", n))}
+    count = _int(g, f"{a}.block_count")
+    if blocks != set(range(count)):
+        held = (
+            f"blocks 0..{max(blocks)}" if blocks and blocks == set(range(max(blocks) + 1)) else f"{len(blocks)} blocks"
+        )
+        raise SpecError(
+            f"{g.path}: {a}.block_count is {count}, but the tensors (blk.N.*) hold {held}; "
+            "the metadata and the tensors describe different models"
+        )
+
+
 def gguf_to_spec(g: GGUFFile):
     """The :class:`ModelSpec` a GGUF file describes (architectures in SUPPORTED_ARCHITECTURES)."""
     from pydantic import ValidationError
@@ -141,6 +158,7 @@ def gguf_to_spec(g: GGUFFile):
             f"{g.path}: token_embd.weight ({embd.n_elements:,} elements) is not a multiple of "
             f"{a}.embedding_length ({d})"
         )
+    _check_blocks(g, a, names)
     n_q = _int(g, f"{a}.attention.head_count")
     n_kv = _int(g, f"{a}.attention.head_count_kv", n_q)
     head_dim = g.metadata.get(f"{a}.attention.key_length")

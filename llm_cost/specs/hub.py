@@ -302,7 +302,7 @@ def hub_checkpoint(model_id: str):
     one-line SpecError when the Hub fails or a header is malformed."""
     import json
 
-    from llm_cost.specs.checkpoint import Checkpoint, StoredTensor
+    from llm_cost.specs.checkpoint import Checkpoint, StoredTensor, index_total_size
 
     parsed = parse_hub_id(model_id)
     if parsed is None or offline():
@@ -315,7 +315,7 @@ def hub_checkpoint(model_id: str):
             index = json.loads(_download(repo, rev, local_only=False, filename=_INDEX).read_text(encoding="utf-8"))
             weight_map = index["weight_map"]
             files = sorted(set(weight_map.values()))
-            total = (index.get("metadata") or {}).get("total_size")
+            total = index_total_size((index.get("metadata") or {}).get("total_size"), f"{model_id}: {_INDEX}")
         except (errors.RemoteEntryNotFoundError, errors.EntryNotFoundError):
             files, total = [_SINGLE], None
         from concurrent.futures import ThreadPoolExecutor

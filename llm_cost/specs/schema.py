@@ -78,12 +78,27 @@ Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 
 
 @spec
+class AppliedDefault(Spec):
+    """A value a config.json left out (or wrote as null) that the reader supplied: ``field`` (the
+    config key, ``text_config.`` / ``vision_config.`` prefixed where nested), ``value`` as read,
+    ``source`` where it comes from (``transformers 5.24.0 Qwen3MoeConfig default``,
+    ``hidden_size / num_attention_heads``)."""
+
+    field: Text
+    value: Text
+    source: Text
+
+
+@spec
 class Source(Spec):
     """Where a spec's numbers come from."""
 
     url: Text = spec_field(description="The config.json or datasheet the values were read from.")
     retrieved: Text = spec_field(description="When the copy was read (ISO date).")
     note: Optional[Text] = spec_field(default=None, description="Anything a reader must know about the source.")
+    defaults: Annotated[tuple[AppliedDefault, ...], Bounds(max_length=MAX_LAYERS)] = spec_field(
+        default=(), description="Every default the reader applied to a config.json (its keys left out or null)."
+    )
 
 
 #: The sentence in the source note of a spec read from a config.json of a model_type that no
@@ -121,6 +136,13 @@ class SparseIndexer(Spec):
         default=False,
         description="The indexer (and its sparse attention) is on the MoE layers only; the dense layers attend "
         "to every key (MiniMax-M3: sparse_attention_freq equals moe_layer_freq).",
+    )
+    shared_layers: Annotated[tuple[LayerIndex, ...], Bounds(max_length=MAX_LAYERS)] = spec_field(
+        default=(),
+        description="Layers that reuse the previous indexed layer's top-k selection (GLM-5.2's indexer_types "
+        "'shared'; transformers models/glm_moe_dsa/modeling_glm_moe_dsa.py GlmMoeDsaAttention builds no indexer "
+        "there): no indexer weights, no indexer key cache, no indexer FLOPs; their attention still keeps "
+        "index_topk keys per query.",
     )
 
     def _check(self) -> None:
@@ -488,11 +510,12 @@ class RopeScaling(Spec):
         if self.factor is not None and self.factor < 1 and self.rope_type in ("linear", "dynamic", "yarn", "llama3"):
             raise ValueError(f"rope_scaling.factor {self.factor:g} is below 1; a {self.rope_type} scaling stretches")
         low, high = self.low_freq_factor, self.high_freq_factor
-        if self.rope_type == "llama3" and low is not None and high is not None and low >= high:
-            raise ValueError(f"rope_scaling.low_freq_factor ({low:g}) must be below high_freq_factor ({high:g})")
+        # equal factors are what Llama 4 (1, 1) and Kimi K2 (beta 1, 1) publish; transformers accepts them
+        if self.rope_type == "llama3" and low is not None and high is not None and low > high:
+            raise ValueError(f"rope_scaling.low_freq_factor ({low:g}) must be at most high_freq_factor ({high:g})")
         fast, slow = self.beta_fast, self.beta_slow
-        if self.rope_type == "yarn" and fast is not None and slow is not None and fast <= slow:
-            raise ValueError(f"rope_scaling.beta_fast ({fast:g}) must be above beta_slow ({slow:g})")
+        if self.rope_type == "yarn" and fast is not None and slow is not None and fast < slow:
+            raise ValueError(f"rope_scaling.beta_fast ({fast:g}) must be at least beta_slow ({slow:g})")
 
 
 @spec
@@ -1020,6 +1043,14 @@ class ModelSpec(Spec):
                 raise ValueError("some layers are dense (first_k_dense_replace/mlp_only_layers) but mlp is not set")
         if self.position_embedding == "rope" and self.rope_theta is None:
             raise ValueError("rope_theta is required when position_embedding is rope")
+        indexer = getattr(att, "indexer", None)
+        if indexer is not None and indexer.shared_layers:
+            shared = indexer.shared_layers
+            if min(shared) == 0 or max(shared) >= L or len(set(shared)) != len(shared):
+                raise ValueError(
+                    f"attention.indexer.shared_layers must name distinct layers 1..{L - 1} (a shared layer reuses an "
+                    "earlier layer's selection)"
+                )
         self._check_kv_sharing()
         self._check_rotary_width()
 

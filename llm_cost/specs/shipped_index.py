@@ -25,7 +25,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                'pcie_gb_s_per_direction': 32.0,
                                'pcie_gen': 4,
                                'sm_count': 72,
-                               'source': {'note': 'Interconnect: no NVLink; PCIe Gen4 x16 (64 GB/s '
+                               'source': {'defaults': [],
+                                          'note': 'Interconnect: no NVLink; PCIe Gen4 x16 (64 GB/s '
                                                   'bidirectional). Datasheet: FP32 31.2 TF; TF32 62.5 | '
                                                   '125*; BF16 125 | 250*; FP16 125 | 250*; INT8 250 | 500*; '
                                                   'INT4 500 | 1,000*; 24 GB GDDR6, 600 GB/s; 150 W. '
@@ -64,7 +65,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 4,
                                 'sm_count': 108,
-                                'source': {'note': 'Interconnect: datasheet prints 600 GB/s, bidirectional '
+                                'source': {'defaults': [],
+                                           'note': 'Interconnect: datasheet prints 600 GB/s, bidirectional '
                                                    'total; stored here per direction. Cross-checked: '
                                                    'https://glennklockwood.com/garden/processors/A100 '
                                                    '(reproduces datasheet table); '
@@ -99,7 +101,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                      'pcie_gb_s_per_direction': None,
                                      'pcie_gen': 4,
                                      'sm_count': 108,
-                                     'source': {'note': 'Interconnect: datasheet prints 600 GB/s, '
+                                     'source': {'defaults': [],
+                                                'note': 'Interconnect: datasheet prints 600 GB/s, '
                                                         'bidirectional total (12 links x 25 GB/s each way = '
                                                         '300 GB/s per direction); stored here per direction. '
                                                         'Cross-checked: '
@@ -136,7 +139,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 4,
                                 'sm_count': 108,
-                                'source': {'note': 'Interconnect: the datasheet prints NVLink 400 GB/s, '
+                                'source': {'defaults': [],
+                                           'note': 'Interconnect: the datasheet prints NVLink 400 GB/s, '
                                                    'bidirectional total; stored here per direction (the A100 '
                                                    'has 600). Everything else as the A100 SXM4 80GB '
                                                    'datasheet: BF16 312 / 624*, 80 GB HBM2e at 2,039 GB/s, '
@@ -176,7 +180,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 5,
                                 'sm_count': 148,
-                                'source': {'note': 'Interconnect: datasheet prints 1800 GB/s, bidirectional '
+                                'source': {'defaults': [],
+                                           'note': 'Interconnect: datasheet prints 1800 GB/s, bidirectional '
                                                    'total (900 GB/s per direction); stored here per '
                                                    'direction. Early (GTC-2024) materials: 192 GB, 8 TB/s; '
                                                    'DGX B200 datasheet: 1,440 GB total, 64 TB/s, 72 PF FP8 '
@@ -220,7 +225,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 6,
                                 'sm_count': None,
-                                'source': {'note': 'Interconnect: NVLink 5, 1,800 GB/s per GPU bidirectional '
+                                'source': {'defaults': [],
+                                           'note': 'Interconnect: NVLink 5, 1,800 GB/s per GPU bidirectional '
                                                    'total (14.4 TB/s per 8 GPUs); stored per direction. PCIe '
                                                    'Gen6. Memory: 288 GB per GPU (DGX B300: 2.3 TB for 8), '
                                                    'up to 8 TB/s per GPU (64 TB/s per 8). TDP: 1,100 W (HGX; '
@@ -265,7 +271,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                  'pcie_gb_s_per_direction': None,
                                  'pcie_gen': 5,
                                  'sm_count': None,
-                                 'source': {'note': 'Interconnect: the datasheet prints 1,800 GB/s per GPU, '
+                                 'source': {'defaults': [],
+                                            'note': 'Interconnect: the datasheet prints 1,800 GB/s per GPU, '
                                                     'bidirectional total; stored here per direction; the '
                                                     'NVLink domain is the whole 72-GPU rack. TDP: '
                                                     'configurable up to 1,200 W per GPU (a GB200 superchip '
@@ -307,7 +314,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                  'pcie_gb_s_per_direction': None,
                                  'pcie_gen': 6,
                                  'sm_count': None,
-                                 'source': {'note': 'Interconnect: 1,800 GB/s per GPU bidirectional total '
+                                 'source': {'defaults': [],
+                                            'note': 'Interconnect: 1,800 GB/s per GPU bidirectional total '
                                                     '(130 TB/s per 72); stored per direction; the NVLink '
                                                     'domain is the whole rack. TDP 1,400 W per GPU. '
                                                     'Bandwidth 576 TB/s / 72 = 8 TB/s. Cross-checked: '
@@ -350,7 +358,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 5,
                                 'sm_count': 132,
-                                'source': {'note': 'Interconnect: datasheet prints 900 GB/s, bidirectional '
+                                'source': {'defaults': [],
+                                           'note': 'Interconnect: datasheet prints 900 GB/s, bidirectional '
                                                    'total (18 links; 450 GB/s per direction); stored here '
                                                    'per direction.  TDP: up to 700 W (configurable) '
                                                    'Cross-checked: '
@@ -388,7 +397,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                      'pcie_gb_s_per_direction': None,
                                      'pcie_gen': 5,
                                      'sm_count': 114,
-                                     'source': {'note': 'Interconnect: datasheet prints 600 GB/s, '
+                                     'source': {'defaults': [],
+                                                'note': 'Interconnect: datasheet prints 600 GB/s, '
                                                         'bidirectional total; stored here per direction. '
                                                         'Later datasheet revisions replaced the PCIe column '
                                                         'with H100 NVL. TDP: 300-350 W (configurable)',
@@ -424,7 +434,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                'pcie_gb_s_per_direction': None,
                                'pcie_gen': 5,
                                'sm_count': 78,
-                               'source': {'note': 'Interconnect: NVLink 900 GB/s, bidirectional total; '
+                               'source': {'defaults': [],
+                                          'note': 'Interconnect: NVLink 900 GB/s, bidirectional total; '
                                                   'stored here per direction. PCIe Gen5 128 GB/s. TDP 400 W. '
                                                   'The figures are dense: a 2:4-sparse reading would put the '
                                                   'H20 at 7% of an H100, and FP8 296 x 8 bits = 2,368 (TPP) '
@@ -464,7 +475,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 5,
                                 'sm_count': 132,
-                                'source': {'note': 'Interconnect: datasheet prints 900 GB/s, bidirectional '
+                                'source': {'defaults': [],
+                                           'note': 'Interconnect: datasheet prints 900 GB/s, bidirectional '
                                                    'total; stored here per direction. H200 NVL (PCIe): same '
                                                    '141 GB/4.8 TB/s, FP8 3,341 sparse (1,670.5 dense), up to '
                                                    '600 W, 2-/4-way NVLink bridge 900 GB/s. TDP: up to 700 W '
@@ -502,7 +514,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'pcie_gb_s_per_direction': None,
                                 'pcie_gen': 5,
                                 'sm_count': 132,
-                                'source': {'note': 'Interconnect: the datasheet prints NVLink 400 GB/s, '
+                                'source': {'defaults': [],
+                                           'note': 'Interconnect: the datasheet prints NVLink 400 GB/s, '
                                                    'bidirectional total; stored here per direction (the H100 '
                                                    'SXM5 has 900). FP64 and FP64 Tensor Core: 1 TFLOPS each. '
                                                    'Dense tensor peaks are the H100 SXM5 whitepaper values '
@@ -541,7 +554,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                               'pcie_gb_s_per_direction': 32.0,
                               'pcie_gen': 4,
                               'sm_count': 58,
-                              'source': {'note': 'Interconnect: no NVLink; GPUs talk over PCIe Gen4 x16 (64 '
+                              'source': {'defaults': [],
+                                         'note': 'Interconnect: no NVLink; GPUs talk over PCIe Gen4 x16 (64 '
                                                  'GB/s bidirectional). TDP 72 W (low-profile, passively '
                                                  'cooled). Cross-checked: '
                                                  'https://grokipedia.com/page/NVIDIA_L4_vs_L40S (FP16 242 / '
@@ -576,7 +590,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                 'pcie_gb_s_per_direction': 32.0,
                                 'pcie_gen': 4,
                                 'sm_count': 142,
-                                'source': {'note': 'Interconnect: datasheet prints 0 GB/s, n/a; stored here '
+                                'source': {'defaults': [],
+                                           'note': 'Interconnect: datasheet prints 0 GB/s, n/a; stored here '
                                                    'per direction. Cross-checked: '
                                                    'https://www.mullet.se/product.html?product_id=355414 '
                                                    "(reproduces L40/L40S datasheet table with '* With "
@@ -611,7 +626,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                   'pcie_gb_s_per_direction': None,
                                   'pcie_gen': 5,
                                   'sm_count': 304,
-                                  'source': {'note': 'Interconnect: datasheet prints 896 GB/s, AMD peak '
+                                  'source': {'defaults': [],
+                                             'note': 'Interconnect: datasheet prints 896 GB/s, AMD peak '
                                                      'per-link figure (bidirectional); 7 x 128 = 896 GB/s '
                                                      'aggregate; stored here per direction. Some third-party '
                                                      "pages quote 2,615 'FP16 dense' — that is the sparse "
@@ -649,7 +665,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                   'pcie_gb_s_per_direction': None,
                                   'pcie_gen': 5,
                                   'sm_count': 304,
-                                  'source': {'note': 'Interconnect: 7 Infinity Fabric links x 128 GB/s = 896 '
+                                  'source': {'defaults': [],
+                                             'note': 'Interconnect: 7 Infinity Fabric links x 128 GB/s = 896 '
                                                      'GB/s aggregate (bidirectional), as the MI300X; stored '
                                                      'here per direction. Vector FP64 81.7 TF. '
                                                      'Cross-checked: '
@@ -688,7 +705,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                   'pcie_gb_s_per_direction': None,
                                   'pcie_gen': 5,
                                   'sm_count': 256,
-                                  'source': {'note': 'Interconnect: 7 Infinity Fabric links x 153.6 GB/s = '
+                                  'source': {'defaults': [],
+                                             'note': 'Interconnect: 7 Infinity Fabric links x 153.6 GB/s = '
                                                      '1,075.2 GB/s aggregate (bidirectional); stored here '
                                                      'per direction. Total board power 1,400 W '
                                                      '(liquid-cooled; the MI350X is the 1,000 W part with '
@@ -729,7 +747,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'pcie_gb_s_per_direction': None,
                                     'pcie_gen': 4,
                                     'sm_count': 82,
-                                    'source': {'note': 'Memory: 24 GB GDDR6X at 19.5 Gbps on 384 bits = 936 '
+                                    'source': {'defaults': [],
+                                               'note': 'Memory: 24 GB GDDR6X at 19.5 Gbps on 384 bits = 936 '
                                                        'GB/s. TGP 350 W. Interconnect: a 2-way NVLink '
                                                        'bridge, 4 x4 third-generation links, 112.5 GB/s '
                                                        'bidirectional total; stored here per direction; '
@@ -770,7 +789,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                        'pcie_gb_s_per_direction': None,
                                        'pcie_gen': 4,
                                        'sm_count': 84,
-                                       'source': {'note': 'Derived, not printed: NVIDIA publishes no tensor '
+                                       'source': {'defaults': [],
+                                                  'note': 'Derived, not printed: NVIDIA publishes no tensor '
                                                           'table for the 3090 Ti; 84 SMs x 1,024 FLOP/clock '
                                                           'x 1.86 GHz = 160 TFLOPS FP16-accumulate dense '
                                                           '(320 sparse), the same per-SM rate that gives the '
@@ -811,7 +831,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'pcie_gb_s_per_direction': 32.0,
                                     'pcie_gen': 4,
                                     'sm_count': 128,
-                                    'source': {'note': 'Interconnect: datasheet prints 0 GB/s, n/a; stored '
+                                    'source': {'defaults': [],
+                                               'note': 'Interconnect: datasheet prints 0 GB/s, n/a; stored '
                                                        'here per direction. GeForce: BF16/FP16 with FP32 '
                                                        'accumulate runs at half the FP16-accumulate rate; '
                                                        'use 165.2 for BF16 training/inference estimates. '
@@ -850,7 +871,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'pcie_gb_s_per_direction': 64.0,
                                     'pcie_gen': 5,
                                     'sm_count': 170,
-                                    'source': {'note': 'Interconnect: no NVLink; PCIe Gen5 x16. Memory: 28 '
+                                    'source': {'defaults': [],
+                                               'note': 'Interconnect: no NVLink; PCIe Gen5 x16. Memory: 28 '
                                                        'Gbps GDDR7 on 512 bits = 1,792 GB/s. Total graphics '
                                                        'power 575 W. Cross-checked: '
                                                        'https://www.spheron.network/blog/nvidia-rtx-5090-specs/ '
@@ -894,7 +916,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                         'pcie_gb_s_per_direction': 64.0,
                                         'pcie_gen': 5,
                                         'sm_count': 188,
-                                        'source': {'note': 'Interconnect: no NVLink; PCIe Gen5 x16. '
+                                        'source': {'defaults': [],
+                                                   'note': 'Interconnect: no NVLink; PCIe Gen5 x16. '
                                                            'Workstation Edition: same GPU and memory at 600 '
                                                            'W; Max-Q: 300 W. 188 SMs of GB202. '
                                                            'Cross-checked: '
@@ -991,7 +1014,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                                       'rope_type': 'yarn'},
                                      'rope_theta': 10000.0,
                                      'short_conv': None,
-                                     'source': {'note': 'Verbatim V3 config (incl. quantization_config) read '
+                                     'source': {'defaults': [],
+                                                'note': 'Verbatim V3 config (incl. quantization_config) read '
                                                         'via JPAdams12th/dormant-model-2; cross-checked with '
                                                         'deepseek-ai/DeepSeek-V3 README_WEIGHTS.md. The MTP '
                                                         'module is layer 61 of the checkpoint.',
@@ -1117,7 +1141,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                                        'rope_type': 'yarn'},
                                       'rope_theta': 150000.0,
                                       'short_conv': None,
-                                      'source': {'note': 'The gpt-oss-20b config.json '
+                                      'source': {'defaults': [],
+                                                 'note': 'The gpt-oss-20b config.json '
                                                          "(tests/fixtures/hf/gpt-oss-20b) with the 120b's 36 "
                                                          'layers and 128 experts (model card; Hub '
                                                          'safetensors counts BF16 2,167,371,072 + '
@@ -1188,7 +1213,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'rope_scaling': None,
                                     'rope_theta': 500000.0,
                                     'short_conv': None,
-                                    'source': {'note': 'Copy read via kittn/Meta-Llama-3-70B-quant '
+                                    'source': {'defaults': [],
+                                               'note': 'Copy read via kittn/Meta-Llama-3-70B-quant '
                                                        '(_name_or_path meta-llama/Meta-Llama-3-70B).',
                                                'retrieved': '2026-11-29',
                                                'url': 'https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json'},
@@ -1251,7 +1277,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                    'rope_scaling': None,
                                    'rope_theta': 500000.0,
                                    'short_conv': None,
-                                   'source': {'note': 'Copy read via FriendliAI/Meta-Llama-3-8B-fp8 '
+                                   'source': {'defaults': [],
+                                              'note': 'Copy read via FriendliAI/Meta-Llama-3-8B-fp8 '
                                                       '(_name_or_path meta-llama/Meta-Llama-3-8B).',
                                               'retrieved': '2026-11-29',
                                               'url': 'https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json'},
@@ -1332,7 +1359,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                                         'rope_type': 'llama3'},
                                        'rope_theta': 500000.0,
                                        'short_conv': None,
-                                       'source': {'note': 'Copy read via '
+                                       'source': {'defaults': [],
+                                                  'note': 'Copy read via '
                                                           'relaxml/Llama-3.1-405B-Instruct-QTIP-4Bit-TP8 '
                                                           '(_name_or_path '
                                                           'meta-llama/Meta-Llama-3.1-405B-Instruct); shapes '
@@ -1401,7 +1429,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                     'rope_scaling': None,
                                     'rope_theta': 10000.0,
                                     'short_conv': None,
-                                    'source': {'note': 'Copy read via bartowski/OpenOrca-Zephyr-7B-exl2 (a '
+                                    'source': {'defaults': [],
+                                               'note': 'Copy read via bartowski/OpenOrca-Zephyr-7B-exl2 (a '
                                                        'snapshot of mistralai/Mistral-7B-v0.1) and '
                                                        'Capstone-lpx/mistral7b_instruct.',
                                                'retrieved': '2026-11-29',
@@ -1475,7 +1504,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                       'rope_scaling': None,
                                       'rope_theta': 1000000.0,
                                       'short_conv': None,
-                                      'source': {'note': 'Shapes read from '
+                                      'source': {'defaults': [],
+                                                 'note': 'Shapes read from '
                                                          'mistralai/Mixtral-8x7B-Instruct-v0.1 at eba92302 '
                                                          '(identical to the base model); sliding_window is '
                                                          'null (full attention).',
@@ -1553,7 +1583,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                                       'rope_type': 'mrope'},
                                      'rope_theta': 1000000.0,
                                      'short_conv': None,
-                                     'source': {'note': 'Copy read via '
+                                     'source': {'defaults': [],
+                                                'note': 'Copy read via '
                                                         'pbarker/Qwen2-VL-7B-sk-googleflights-full-750-47ep '
                                                         '(from snapshot a7a06a1); vision fields completed '
                                                         "from transformers' Qwen2VLVisionConfig defaults. "
@@ -1697,7 +1728,8 @@ INDEX = {'hardware': {'a10': {'aliases': ['nvidia-a10', 'a10-24gb'],
                                             'rope_scaling': None,
                                             'rope_theta': 10000000.0,
                                             'short_conv': None,
-                                            'source': {'note': "Fields from the official model card's "
+                                            'source': {'defaults': [],
+                                                       'note': "Fields from the official model card's "
                                                                'architecture section, google/maxtext '
                                                                'convert_qwen3_next_unscanned.py '
                                                                'MODEL_PARAMS_DICT, and '

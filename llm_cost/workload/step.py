@@ -377,6 +377,9 @@ class _Softmax:
     #: the layers' lightning indexer picks their keys (DeepSeek Sparse Attention, MiniMax-M3): ``cap``
     #: is then the most keys a query keeps, and an indexer operator scores every key
     indexed: bool = False
+    #: of those layers, the ones that run an indexer (GLM-5.2's shared layers reuse an earlier
+    #: layer's selection: sparse attention, no indexer of their own); None: all of them
+    indexers: int | None = None
 
     @property
     def chunked(self) -> bool:
@@ -500,10 +503,11 @@ def _softmax_kinds(spec: ModelSpec, counts: LayerCounts, tp: int = 1) -> tuple[_
             # the indexed layers keep at most keys_per_query keys (DeepSeek: index_topk; MiniMax-M3: (top-k +
             # init + local) blocks); MiniMax-M3's dense layers (not MoE) attend to every key
             indexed = indexer_layers(spec, counts)
-            if n - indexed:
-                out.append(_Softmax(t, n - indexed, None))
-            if indexed:
-                out.append(_Softmax(t, indexed, idx.keys_per_query, indexed=True))
+            sparse = n if isinstance(att, MLAAttention) else indexed  # GLM-5.2's shared layers attend sparsely too
+            if n - sparse:
+                out.append(_Softmax(t, n - sparse, None))
+            if sparse:
+                out.append(_Softmax(t, sparse, idx.keys_per_query, indexed=True, indexers=indexed))
             continue
         if isinstance(att, GQAAttention) and att.has_global_geometry and t == LayerType.FULL_ATTENTION:
             out.append(_Softmax(t, n, caps.get(t), spec.heads_of(t)[1], writers))
@@ -552,8 +556,8 @@ def _attention_ops(
                 head_dim=max(plan.d_qk, plan.d_v),
             )
         )
-        if kind.indexed:
-            ops.append(_indexer_op(plan.spec, layers, groups, causal))
+        if kind.indexed and (layers if kind.indexers is None else kind.indexers):
+            ops.append(_indexer_op(plan.spec, layers if kind.indexers is None else kind.indexers, groups, causal))
     return ops
 
 

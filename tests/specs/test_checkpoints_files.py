@@ -163,3 +163,14 @@ def test_missing_shard_is_named(cli, tmp_path):
     (folder / "model-00002-of-00002.safetensors").unlink()
     r = cli("params", str(folder))
     assert r.code == 2 and "shard model-00002-of-00002.safetensors is missing" in r.err
+
+
+@pytest.mark.parametrize("total", [-5, 1.5, "12", True])
+def test_an_index_total_size_that_is_no_byte_count_is_refused(cli, tmp_path, total):
+    """issue 36 item 12: ``"total_size": -5`` was printed as ``"index_total_size": -5``."""
+    folder = _folder(tmp_path / "ckpt", _tensors(), shards=2)
+    index = json.loads((folder / "model.safetensors.index.json").read_text())
+    index["metadata"]["total_size"] = total
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    r = cli("params", str(folder), "--json")
+    assert r.code == 2 and "metadata.total_size must be a byte count, an integer >= 0" in r.err

@@ -139,3 +139,14 @@ def test_bad_gguf_files_exit_2(cli, tmp_path):
 def test_gguf_metadata_out_of_the_schema_names_the_field(cli, tmp_path, heads, ff, problem):
     r = cli("params", str(_write(tmp_path / "bad.gguf", heads=heads, ff=ff)))
     assert r.code == 2 and "bad.gguf: invalid spec: " + problem in r.err and r.err.strip().count("\n") == 0
+
+
+def test_a_block_count_the_tensors_disagree_with_is_refused_naming_both(tmp_path):
+    """issue 36 item 12: llama.block_count says 1, the tensors hold blocks 0 and 1."""
+    from llm_cost.core.errors import SpecError
+    from llm_cost.specs.gguf import load_gguf
+
+    extra = {k.replace("blk.0.", "blk.1."): v for k, v in TENSORS.items() if k.startswith("blk.0.")}
+    path = _write(tmp_path / "two-blocks.gguf", {**TENSORS, **extra})
+    with pytest.raises(SpecError, match=r"llama\.block_count is 1, but the tensors \(blk\.N\.\*\) hold blocks 0\.\.1"):
+        load_gguf(path)

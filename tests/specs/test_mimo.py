@@ -69,7 +69,8 @@ def test_layer_schedules_and_the_attention_read_from_the_config():
     assert [i for i in range(48) if not spec.is_moe_layer(i)] == [0]
     att = spec.attention
     assert (att.num_key_value_heads, att.sliding_num_key_value_heads, att.head_dim, att.v_head_dim) == (4, 8, 192, 128)
-    assert (att.sinks, att.sink_layers, att.sliding_window) == (True, "sliding", 128)
+    # MiMoV2FlashConfig: sliding_window = sliding_window_size (128 previous tokens) + 1, the query itself
+    assert (att.sinks, att.sink_layers, att.sliding_window) == (True, "sliding", 129)
     assert spec.moe.shared_expert_intermediate_size in (None, 0) and spec.moe.router_bias
 
 
@@ -96,16 +97,18 @@ def test_kv_bytes_per_token_by_hand():
     assert kv_bytes_per_token(spec, 8) == 222_720 // 2
 
 
-def test_the_sliding_layers_keep_128_tokens():
-    """At 100,000 tokens the full layers keep all of them, the sliding layers the last 128."""
+def test_the_sliding_layers_keep_129_tokens():
+    """At 100,000 tokens the full layers keep all of them, the sliding layers the last 129: the
+    128 previous tokens of sliding_window_size and the query (transformers
+    models/mimo_v2_flash/configuration_mimo_v2_flash.py: sliding_window = sliding_window_size + 1)."""
     spec = _spec()
     full, sliding = 4 * (192 + 128) * 2, 8 * (192 + 128) * 2
     assert kv_bytes(spec, 100, 16) == 100 * (9 * full + 39 * sliding)
-    assert kv_bytes(spec, 100_000, 16, batch=3) == 3 * (9 * 100_000 * full + 39 * 128 * sliding)
+    assert kv_bytes(spec, 100_000, 16, batch=3) == 3 * (9 * 100_000 * full + 39 * 129 * sliding)
     kinds = {k.layer_type: (k.layers, k.bytes_per_token, k.window) for k in kv_cache(spec, [1000]).layer_kinds}
     assert kinds == {
         LayerType.FULL_ATTENTION: (9, full, None),
-        LayerType.SLIDING_ATTENTION: (39, sliding, 128),
+        LayerType.SLIDING_ATTENTION: (39, sliding, 129),
     }
 
 
@@ -127,22 +130,22 @@ def test_tp8_gives_each_gpu_one_kv_head_of_each_layer_kind():
     one = (192 + 128) * 2
     kv = kv_cache(spec, [1000], layout=Layout(tp=8))
     assert kv.per_gpu.kv_bytes_per_token == [48 * one]
-    assert stage_kv_bytes(spec, Layout(tp=8), 1000) == [9 * 1000 * one + 39 * 128 * one]
+    assert stage_kv_bytes(spec, Layout(tp=8), 1000) == [9 * 1000 * one + 39 * 129 * one]
 
 
 def test_decode_attention_flops_and_cache_reads_by_hand():
     """One token after 4,095 cached: each of 64 heads scores keys over 192 and sums values over 128,
     2 x 64 x (192 + 128) FLOPs a key; the 9 full layers see 4,096 keys and read 4,095 cached
-    tokens of 4 x 320 elements, the 39 sliding layers see 128 and read the 128 tokens their window
+    tokens of 4 x 320 elements, the 39 sliding layers see 129 and read the 129 tokens their window
     keeps, 8 x 320 elements each (the cache convention of every sliding layer here)."""
     spec = _spec()
     step = build_step(spec, decode(1, 4095))
     ops = {o.role: o for o in step.ops if o.role in (OpRole.FULL_ATTENTION, OpRole.SLIDING_ATTENTION)}
     full, sliding = ops[OpRole.FULL_ATTENTION], ops[OpRole.SLIDING_ATTENTION]
     assert full.flops == 9 * 2 * 64 * (192 + 128) * 4096
-    assert sliding.flops == 39 * 2 * 64 * (192 + 128) * 128
+    assert sliding.flops == 39 * 2 * 64 * (192 + 128) * 129
     assert full.kv_read_bytes == 9 * 4095 * 4 * 320 * 2 and full.kv_heads == 4
-    assert sliding.kv_read_bytes == 39 * 128 * 8 * 320 * 2 and sliding.kv_heads == 8
+    assert sliding.kv_read_bytes == 39 * 129 * 8 * 320 * 2 and sliding.kv_heads == 8
     assert (full.kv_write_bytes, sliding.kv_write_bytes) == (9 * 4 * 320 * 2, 39 * 8 * 320 * 2)
 
 
@@ -155,7 +158,7 @@ def test_decode_weight_flops_by_hand():
     sliding_w = SLIDING_ATTENTION - 64
     moe_w = 256 * D + 8 * 3 * D * 2048
     weights = 9 * full_w + 39 * sliding_w + DENSE_MLP + 47 * moe_w + V * D
-    attention = 2 * 64 * 320 * (9 * 4096 + 39 * 128)
+    attention = 2 * 64 * 320 * (9 * 4096 + 39 * 129)
     assert build_step(spec, decode(1, 4095)).flops == 2 * weights + attention
 
 
@@ -298,3 +301,24 @@ def test_the_front_door_reports_the_same_figures(cli):
     assert p["active_params"] == MAIN - routed + 47 * 8 * 3 * D * 2048 == 15_445_936_320
     kv = cli("kv", str(CONFIG), "--context", "1000", "--json")
     assert kv.code == 0 and kv.json()["bytes_per_token"] == 222_720
+
+
+# -- MiMo-7B (model_type mimo): Qwen2 blocks and MTP layers without embedding or head copies ---------
+
+MIMO7B = Path(__file__).resolve().parents[1] / "fixtures" / "hf-unverified" / "mimo-7b-base"
+
+
+def test_mimo_7b_main_model_and_mtp_by_hand():
+    """MiMo-7B by the shapes of its modeling_mimo.py (tests/fixtures/hf-unverified/SOURCES.yaml):
+    Qwen2 blocks of d 4,096 (q 4,096 x 4,096 + bias, k/v 1,024 x 4,096 + bias, o 4,096 x 4,096 without
+    bias, a gated MLP of 11,008, two norms) x 36, untied embedding and head of 151,680, the final norm;
+    one MTP layer of the same block plus token/hidden/final norms and input_proj [8,192 -> 4,096]
+    without bias, using the main model's embedding and head (no copies). The reader used to add an
+    o_proj bias per layer (+147,456) and DeepSeek's embedding and head copies (+1,242,562,560)."""
+    d, kv, ff, V = 4096, 1024, 11008, 151680
+    block = d * d + d + 2 * (d * kv + kv) + d * d + 3 * d * ff + 2 * d
+    main = 2 * V * d + 36 * block + d
+    mtp = block + 3 * d + 2 * d * d
+    r = count_params(load_hf_config(MIMO7B))
+    assert (r.total_params, r.mtp_params, r.mtp_checkpoint_copies) == (main, mtp, 0) == (7_622_619_136, 210_790_400, 0)
+    assert r.checkpoint_params == 7_833_409_536

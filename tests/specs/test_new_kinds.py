@@ -211,6 +211,54 @@ def test_glm5_prefill_attention_grows_to_the_top_k():
     assert idx.flops == 78 * 2 * 32 * 129 * (4096 * 4097 // 2)
 
 
+#: GLM-5.2's shared-indexer schedule (its config.json: index_topk_freq 4, index_skip_topk_offset 3;
+#: GlmMoeDsaConfig: layer i runs its indexer when max(i - 2, 0) % 4 == 0): 21 of 78 layers.
+GLM52 = {"index_topk_freq": 4, "index_skip_topk_offset": 3}
+GLM52_FULL = [0, 1, *range(2, 78, 4)]
+
+
+def _glm52():
+    import json
+
+    from llm_cost.specs.hf import hf_to_spec
+
+    config = json.loads((FIXTURES / "glm-5.1" / "config.json").read_text(encoding="utf-8"))
+    return hf_to_spec({**config, **GLM52}, "glm-5.2/config.json")[0]
+
+
+def test_glm52_shared_layers_hold_no_indexer_and_the_total_is_the_hubs():
+    """GLM-5.2 has GLM-5.1's shapes (SOURCES.yaml glm-5.1 notes) with 57 layers that reuse an earlier
+    layer's top-k: the Hub API's safetensors total of zai-org/GLM-5.2, 753,329,940,480 (BF16
+    753,329,921,024 + F32 19,456; quoted from https://huggingface.co/api/models/zai-org/GLM-5.2 in a
+    public architecture note, untraced index reference 58123340717), is GLM-5.1's 753,864,139,008
+    less 57 indexers; the MTP layer keeps its own."""
+    spec = _glm52()
+    assert sorted(set(range(78)) - set(spec.attention.indexer.shared_layers)) == GLM52_FULL
+    r = count_params(spec)
+    assert r.checkpoint_params == 753_329_940_480 == 753_864_139_008 - 57 * GLM5_INDEXER
+
+
+def test_glm52_cache_and_decode_by_hand():
+    """Only the 21 indexed layers cache an indexer key (132 B) and run the indexer; all 78 attend to
+    the top 2,048 keys."""
+    spec = _glm52()
+    assert kv_bytes_per_token(spec, 16) == 78 * (512 + 64) * 2 + 21 * 132
+    step = build_step(spec, decode(1, 9_999))
+    (att,) = [o for o in step.ops if o.role == OpRole.FULL_ATTENTION]
+    (idx,) = [o for o in step.ops if o.role == OpRole.SPARSE_INDEXER]
+    assert att.flops == 78 * 2 * 64 * (576 + 512) * 2048
+    assert idx.flops == 21 * 2 * 32 * (128 + 1) * 10_000
+    assert (idx.kv_read_bytes, idx.kv_write_bytes) == (21 * 9_999 * 132, 21 * 132)
+
+
+def test_glm52_pipeline_stages_split_the_indexers_where_they_are():
+    """PP 2 over 39 + 39 layers: the first stage holds 12 indexers (0, 1, 2, 6, ..., 38), the second 9 (42, ..., 74)."""
+    from llm_cost.model.layers import layer_counts
+
+    spec = _glm52()
+    assert layer_counts(spec, range(0, 39)).indexed == 12 and layer_counts(spec, range(39, 78)).indexed == 9
+
+
 def _deepseek_v32_exp() -> dict:
     """DeepSeek-V3.2-Exp's config: DeepSeek-V3's shapes (it is V3.1-Terminus, V3's layout, trained
     further) with model_type deepseek_v32 and the indexer keys of its inference/config_671B_v3.2.json
@@ -358,8 +406,9 @@ def test_a_latent_moe_dispatches_the_latent_width():
 @pytest.mark.parametrize(
     "name,change,key",
     [
-        ("glm-5.1", {"index_topk_freq": 4, "index_skip_topk_offset": 3}, "index_topk_freq"),
-        ("glm-5.1", {"indexer_types": ["full", "shared"] * 39}, "indexer_types"),
+        ("glm-5.1", {"index_topk_freq": 4, "indexer_types": ["full", "shared"] * 39}, "index_topk_freq disagrees"),
+        ("glm-5.1", {"indexer_types": ["shared", "full"] * 39}, "indexer_types makes layer 0 shared"),
+        ("glm-5.1", {"indexer_types": ["full"] * 77}, "indexer_types has 77 entries but num_hidden_layers is 78"),
         ("lfm2.5-1.2b", {"conv_dim": 1024}, "conv_dim"),
         ("lfm2.5-1.2b", {"block_ffn_dim_multiplier": float("inf")}, r"block_ffn_dim_multiplier .*\(got Infinity\)"),
         ("lfm2.5-1.2b", {"block_ffn_dim_multiplier": float("nan")}, r"block_ffn_dim_multiplier .*\(got NaN\)"),

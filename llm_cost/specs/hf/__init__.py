@@ -15,8 +15,12 @@ Rules (design notes, "config.json import"):
   weight shapes (:data:`SHAPE_KEYS`) and that the family's mapping does not place raises
   :class:`~llm_cost.load.SpecError` naming it (unless its value is inert: null, false, 0, empty), so
   a count is never silently wrong.
+* Keys are read under every spelling the family's configuration class knows (its
+  ``attribute_map``) and in the layouts transformers 5 saves; values are checked by type and range
+  first (:mod:`llm_cost.specs.hf.values`), and keys that disagree are refused, both named.
 * A missing optional field takes the family's default (the transformers config class default) and
-  is reported in the list of defaults applied (``--verbose``). The core sizes (``vocab_size``,
+  is listed in ``spec.source.defaults`` (field, value, source): ``params`` prints them on one line
+  and in its JSON, ``--verbose`` one per line. The core sizes (``vocab_size``,
   ``hidden_size``, ``num_hidden_layers``, ``num_attention_heads`` and the FFN width that is used)
   are required: a config without them is not a model description.
 * A parameter is an element of a checkpoint weight tensor; buffers (rotary ``inv_freq``, GPT-2's
@@ -38,9 +42,17 @@ from pathlib import Path
 from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
-from llm_cost.specs.files import check_shape, read_text, shown, validation_message
+from llm_cost.specs.files import (
+    MAX_CONFIG_BYTES,
+    MAX_CONFIG_VALUES,
+    check_shape,
+    read_text,
+    shown,
+    validation_message,
+)
 from llm_cost.specs.hf.config import SHAPE_KEYS, _Config, check_inert_keys
 from llm_cost.specs.hf.families import _HEADS, ALIASES, FAMILIES, SUPPORTED_MODEL_TYPES
+from llm_cost.specs.hf.values import check_values
 
 __all__ = [
     "SUPPORTED_MODEL_TYPES",
@@ -52,6 +64,8 @@ __all__ = [
     "find_config",
     "is_hf_path",
     "defaults_used",
+    "applied_default",
+    "read_config",
 ]
 
 
@@ -147,6 +161,23 @@ def _reader(model_type: str):
     return model_type, lambda c, fam: read_generic(c, fam, None), generic_family(model_type), True
 
 
+def _tie_across(config: dict[str, Any], text: Any, data: dict[str, Any]) -> Optional[str]:
+    """Where a wrapper and its ``text_config`` disagree on ``tie_word_embeddings`` (transformers 5
+    saves each class's default: Qwen3-VL's wrapper false beside a text_config true, Mistral 3's
+    wrapper true beside a text_config false), the embedding is counted untied: the checkpoints
+    store lm_head.weight, and transformers' from_pretrained unties a tied pair the checkpoint
+    stores both of (modeling_utils.PreTrainedModel.tie_weights). Returns the note, or None."""
+    outer = config.get("tie_word_embeddings")
+    inner = text.get("tie_word_embeddings") if isinstance(text, dict) else None
+    if not isinstance(outer, bool) or not isinstance(inner, bool) or outer == inner:
+        return None
+    data["tie_word_embeddings"] = False
+    return (
+        f"tie_word_embeddings is {str(outer).lower()} in the wrapper and {str(inner).lower()} in text_config: "
+        "counted untied (transformers unties a pair the checkpoint stores both of)"
+    )
+
+
 def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, display_name: Optional[str] = None):
     """Map a parsed config.json to ``(ModelSpec, defaults applied)``.
 
@@ -180,6 +211,9 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
                 "checkpoints (…ForCausalLM, …LMHeadModel) are modelled"
             )
     family, mapper, fam, generic = _reader(model_type)
+    for part in ("text_config", "vision_config", "audio_config"):
+        if config.get(part) is not None and not isinstance(config[part], dict):
+            raise SpecError(f"{source}: {part} must be a mapping or null (got {type(config[part]).__name__})")
     data = dict(config)
     text = data.get("text_config")
     dep = DEPARTURES.get(family)
@@ -190,13 +224,16 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
         assert isinstance(text, dict)
         data.update({k: v for k, v in text.items() if k not in ("model_type", "architectures")})
         data.pop("text_config")
+    tie_note = _tie_across(config, text if nested else None, data)
     defaults: list[str] = []
-    notes: list[str] = []
+    notes: list[str] = [tie_note] if tie_note else []
     table = defaults_for(family, nested, dep.declared_as if dep is not None else None)
     c = _Config(data, source, family, defaults, notes, table=table)
     c.table_first = generic
     c.ignore("model_type", "architectures", "_name_or_path")
+    c.read_aliases()
     check_inert_keys(c)
+    check_values(c)
     try:
         if generic:
             refuse_unknown_keys(data, source)
@@ -230,12 +267,30 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
             name=spec_name,
             display_name=shown or _stem_of(source),
             model_type=family,
-            source=Source.checked(url=source, retrieved=date.today().isoformat(), note=" ".join(note)),
+            source=Source.checked(
+                url=source,
+                retrieved=date.today().isoformat(),
+                note=" ".join(note),
+                defaults=tuple(applied_default(line) for line in defaults),
+            ),
             **fields,
         )
     except ValidationError as exc:
         raise SpecError(validation_message(Path(source), exc)) from None
     return spec, defaults
+
+
+def applied_default(line: str):
+    """An :class:`~llm_cost.specs.schema.AppliedDefault` from the reader's ``key = value (why)``
+    line (``head_dim = 64 (absent; hidden_size / num_attention_heads)``)."""
+    from llm_cost.specs.schema import AppliedDefault
+
+    key, _, rest = line.partition(" = ")
+    value, _, why = rest.partition(" (")
+    why = why[:-1] if why.endswith(")") else why
+    for lead in ("absent or null; ", "absent; "):
+        why = why.removeprefix(lead)
+    return AppliedDefault.checked(field=key, value=value, source=why or "absent")
 
 
 def find_config(path: Path) -> Path:
@@ -260,11 +315,12 @@ def find_config(path: Path) -> Path:
 
 
 def _read_json(path: Path) -> Any:
-    """A config.json parsed as Python's json module and transformers read it (``Infinity`` and
+    """A config.json parsed as Python's json module and transformers read it, a leading UTF-8
+    byte-order mark skipped (``Infinity`` and
     ``NaN`` accepted: Nemotron-3-Super's ``"time_step_limit": [0.0, Infinity]``; a shape key that
     holds one is refused when read, as any non-integer is), no duplicate keys, its nesting and size
     bounded (see :func:`~llm_cost.specs.files.check_shape`); SpecError naming the file otherwise."""
-    text = read_text(path, "a config.json")
+    text = read_text(path, "a config.json", MAX_CONFIG_BYTES).removeprefix("\ufeff")  # a UTF-8 byte-order mark
     if not text.strip():
         raise SpecError(f"{path}: empty file; a config.json is a JSON object")
 
@@ -284,7 +340,17 @@ def _read_json(path: Path) -> Any:
         raise SpecError(f"{shown(path)}: invalid JSON: {exc}") from None
     except RecursionError:
         raise SpecError(f"{shown(path)}: arrays or objects nested too deeply") from None
-    check_shape(data, path)
+    check_shape(data, path, MAX_CONFIG_VALUES)
+    return data
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The parsed config.json that ``path`` names (the file, or ``config.json`` in a folder), read
+    as :func:`load_hf_config` reads it; SpecError naming the file when it is not a JSON object."""
+    file = find_config(Path(path))
+    data = _read_json(file)
+    if not isinstance(data, dict):
+        raise SpecError(f"{file}: the top level must be a JSON object, not {type(data).__name__}")
     return data
 
 

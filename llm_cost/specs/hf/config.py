@@ -163,6 +163,40 @@ class _Config:
         self.table = table  # transformers' defaults for a key the config leaves out
         self.table_first = False  # True: the table's default wins over the mapping's (a generic read)
         self.used: set[str] = set()
+        self.synonyms: dict[str, str] = {}  # spellings of one attribute (transformers' attribute_map), both ways
+
+    def read_aliases(self) -> None:
+        """Make each spelling pair of the configuration class's ``attribute_map`` readable under
+        both names (transformers 5 saves the attribute's name: Qwen3MoeConfig's ``num_experts`` as
+        ``num_local_experts``, NemotronHConfig's ``layer_types`` as ``layers_block_type``); a config
+        that gives both with different values is refused, naming both."""
+        aliases = self.table.aliases if self.table is not None else {}
+        for alias, attribute in aliases.items():
+            if alias in self.data and attribute in self.data:
+                if json.dumps(self.data[alias], sort_keys=True) != json.dumps(self.data[attribute], sort_keys=True):
+                    assert self.table is not None
+                    raise SpecError(
+                        f"{self.file}: {self.prefix}{alias} = {shown(json.dumps(self.data[alias]), 40)} and "
+                        f"{self.prefix}{attribute} = {shown(json.dumps(self.data[attribute]), 40)} disagree; "
+                        f"{self.table.name} reads both as one attribute (attribute_map)"
+                    )
+            elif attribute in self.data:
+                self.data[alias] = self.data[attribute]
+            elif alias in self.data:
+                self.data[attribute] = self.data[alias]
+            else:
+                continue
+            self.synonyms[alias], self.synonyms[attribute] = attribute, alias
+
+    def class_name(self) -> builtins.str:
+        """The configuration class whose defaults this config takes (``transformers 5.24.0
+        Qwen3MoeConfig``), or the model_type where the table has none."""
+        name = self.table.name if self.table is not None else ""
+        return name if " " in name.removeprefix("transformers ") else f"model_type {self.family}"
+
+    def is_used(self, key: str) -> bool:
+        """True when ``key`` (or its other spelling) was read or marked understood."""
+        return key in self.used or self.synonyms.get(key) in self.used
 
     # -- errors ------------------------------------------------------------------------------------
     def error(self, key: str, message: str) -> SpecError:
@@ -207,13 +241,16 @@ class _Config:
     # -- typed getters -----------------------------------------------------------------------------
     def _default(self, key: str, default: Any, why: Optional[str], absent: bool = True) -> Any:
         known = self.table.get(key) if self.table is not None and absent else None
-        if known is not None and (default is _REQUIRED or self.table_first):
+        if known is not None and (default is _REQUIRED or self.table_first or (known == default and why is None)):
             assert self.table is not None
             default, why = known, f"absent; {self.table.name} default"
         if default is _REQUIRED:
             raise self.error(key, f"is required for model_type '{self.family}' (missing or null)")
         shown = "null" if default is None else (str(default).lower() if isinstance(default, bool) else repr(default))
-        self.defaults.append(f"{self.prefix}{key} = {shown} ({why or f'absent; {self.family} default'})")
+        why = why or f"absent; {self.family} default"
+        if not absent:  # an explicit null that transformers accepts: say so, and what it stands for
+            why = "null in the config" + why.removeprefix("absent").removeprefix(" or null")
+        self.defaults.append(f"{self.prefix}{key} = {shown} ({why})")
         return default
 
     def int(
@@ -303,7 +340,7 @@ class _Config:
     def check_unplaced(self, shape_keys: frozenset[builtins.str] = SHAPE_KEYS) -> None:
         """Raise for a shape-changing key that the mapping did not read (inert values are fine)."""
         for key in sorted(self.data):
-            if key in self.used or key not in shape_keys:
+            if self.is_used(key) or key not in shape_keys:
                 continue
             value = self.data[key]
             if value is None or value is False or value == 0 or value == [] or value == {}:
@@ -367,7 +404,9 @@ def check_inert_keys(c: _Config) -> None:
     ``sliding_window`` that is neither null nor an integer >= 1, a ``quantization_config`` whose
     ``quant_method`` is not a method's name."""
     window = c.data.get("sliding_window")
-    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+    if window == 0 and c.data.get("use_sliding_window") is False and not isinstance(window, bool):
+        c.data["sliding_window"] = None  # Qwen2MoeConfig (transformers 5) writes 0 when use_sliding_window is false
+    elif window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
         raise c.error("sliding_window", f"must be null or an integer >= 1 (got {shown(repr(window), 40)})")
     quant = c.data.get("quantization_config")
     method = quant.get("quant_method") if isinstance(quant, dict) else None
@@ -443,7 +482,7 @@ def _dtype(c: _Config, fam: _Family) -> str:
     key = c.alias("torch_dtype", "dtype")
     if not c.has(key):
         dtype = fam.dtype
-        c.defaults.append(f"torch_dtype = {dtype} (absent; {c.family} default)")
+        c.defaults.append(f"torch_dtype = {dtype} (absent; llm-cost's {c.family} default, as the checkpoints store it)")
     else:
         raw = c.str(key)
         known = _DTYPES.get(raw.lower().removeprefix("torch."))
@@ -477,7 +516,8 @@ def _heads(c: _Config, d: int, fam: _Family) -> tuple[int, int, Optional[int]]:
             raise c.error(
                 "head_dim", f"is required: hidden_size ({d}) is not a multiple of num_attention_heads ({n_q})"
             )
-        c.defaults.append(f"head_dim = {d // n_q} (absent; hidden_size / num_attention_heads)")
+        how = "null in the config" if "head_dim" in c.data else "absent"
+        c.defaults.append(f"head_dim = {d // n_q} ({how}; {c.class_name()}: hidden_size / num_attention_heads)")
         head_dim = None
     if n_q % n_kv:
         raise c.error("num_key_value_heads", f"({n_kv}) must divide num_attention_heads ({n_q})")

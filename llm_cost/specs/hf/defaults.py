@@ -32,12 +32,25 @@ def table_version() -> str:
 
 
 class DefaultsTable:
-    """One model_type's defaults: ``values`` (key -> default) and ``name`` for messages
-    (``transformers 5.24.0 Gemma3TextConfig``)."""
+    """One model_type's defaults: ``values`` (key -> default), ``name`` for messages
+    (``transformers 5.24.0 Gemma3TextConfig``) and ``aliases``, the configuration classes'
+    ``attribute_map`` (a spelling -> the attribute it stands for: Qwen3MoeConfig's ``num_experts``
+    is saved by transformers 5 as ``num_local_experts``)."""
 
-    def __init__(self, values: dict[str, Any], name: str) -> None:
+    def __init__(
+        self,
+        values: dict[str, Any],
+        name: str,
+        aliases: Optional[dict[str, str]] = None,
+        types: Optional[dict[str, list[str]]] = None,
+    ) -> None:
         self.values = values
         self.name = name
+        self.aliases = aliases or {}
+        types = types or {}
+        self.ints = frozenset(types.get("int", ()))  # fields typed int (or int | None)
+        self.nullable = frozenset(types.get("nullable", ()))  # fields whose type admits null
+        self.declared = frozenset(values) | self.ints | self.nullable
 
     def get(self, key: str) -> Any:
         return self.values.get(key)
@@ -55,12 +68,21 @@ def defaults_for(model_type: str, nested_text: bool, text_family: Optional[str] 
     if entry is None:
         return DefaultsTable({}, f"transformers {table_version()}")
     values = dict(entry["defaults"])
+    aliases = dict(entry.get("aliases", {}))
+    types = {k: list(v) for k, v in entry.get("types", {}).items()}
     name = entry["class"]
     text = entry.get("text") or (families.get(text_family) if text_family else None)
     if text is not None:
         values = {**values, **text["defaults"]}  # the language model's own defaults win (tie_word_embeddings)
         name = f"{text['class']} / {name}" if nested_text else f"{name} (text: {text['class']})"
-    return DefaultsTable(values, f"transformers {table_version()} {name}")
+        if nested_text:
+            aliases.update(text.get("aliases", {}))
+            inner = text.get("types", {})
+            types = {
+                k: sorted((set(types.get(k, ())) - set(text["defaults"])) | set(inner.get(k, ())))
+                for k in ("int", "nullable")
+            }
+    return DefaultsTable(values, f"transformers {table_version()} {name}", aliases, types)
 
 
 def family_keys(model_type: str) -> frozenset[str]:

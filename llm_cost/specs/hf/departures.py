@@ -13,6 +13,32 @@ from typing import Any, Optional
 from llm_cost.core.records import record
 from llm_cost.specs.hf.gemma4 import GEMMA4_EXTRA_KEYS, gemma4_blocks
 
+
+def smollm3_layers(c: Any, out: dict[str, Any]) -> None:
+    """SmolLM3's layer schedule as SmolLM3Config.__post_init__ builds it (transformers
+    models/smollm3/configuration_smollm3.py): ``no_rope_layers`` (1: RoPE, 0: NoPE; absent, every
+    ``no_rope_layer_interval``-th layer is NoPE) and, only with ``use_sliding_window`` and a
+    ``sliding_window``, sliding attention on the NoPE layers; ``max_window_layers`` (a Qwen2 key the
+    Hub configs carry) means nothing to SmolLM3 and is read as inert."""
+    from llm_cost.core.types import LayerType
+
+    L = out["num_hidden_layers"]
+    c.ignore("max_window_layers", "no_rope_layer_interval")
+    flags = c.raw("no_rope_layers")
+    if flags is None or not isinstance(flags, list):
+        if flags is not None and not isinstance(flags, dict):
+            c.int_list("no_rope_layers")  # refuses a value that is no list, naming the key
+        k = c.int("no_rope_layer_interval", 4, maximum=max(L, 1))
+        flags = [int((i + 1) % k != 0) for i in range(L)]
+    elif len(flags) != L or any(f not in (0, 1) or isinstance(f, bool) for f in flags):
+        raise c.error("no_rope_layers", f"must list 0 (NoPE) or 1 (RoPE) for each of the {L} layers")
+    if c.data.get("max_window_layers") is not None and c.data.get("use_sliding_window"):
+        c.notes.append("max_window_layers is not read by SmolLM3Config: the NoPE layers slide")
+    window = out["attention"].sliding_window
+    if window is not None and "layer_types" not in out:
+        out["layer_types"] = [LayerType.FULL_ATTENTION if f else LayerType.SLIDING_ATTENTION for f in flags]
+
+
 __all__ = ["Departures", "DEPARTURES"]
 
 
@@ -49,7 +75,11 @@ class Departures:
     LM-head bias (Phi-3.5-MoE). ``extra``: a reader ``(config, fields)`` of the keys of a layer or
     block kind the vocabulary does not know (an indexer, a short convolution), run after the
     vocabulary's fields are read; it marks the keys it reads and adds or replaces fields (the way
-    to bring a new kind to a family that otherwise speaks the vocabulary).
+    to bring a new kind to a family that otherwise speaks the vocabulary). ``mtp_stores_shared``
+    false: the checkpoint's ``num_nextn_predict_layers`` MTP layers hold no copy of the embedding
+    and LM head (MiMo-7B: they use the main model's). ``stored_mtp_layers``: MTP layers the
+    checkpoints store when the config declares none (Qwen3-Next's ``mtp.*``, which transformers'
+    Qwen3NextForCausalLM ignores on load: ``_keys_to_ignore_on_load_unexpected = [r"^mtp.*"]``).
     """
 
     cite: str
@@ -79,16 +109,26 @@ class Departures:
     extra: Optional[Callable[[Any, dict[str, Any]], None]] = None
     mlp_bias_key: str = "mlp_bias"
     qk_norm_width: str = "head"
+    mtp_stores_shared: bool = True
+    stored_mtp_layers: int = 0
 
 
 def _qwen_text(cite: str, **kw: Any) -> Departures:
     return Departures(cite=cite, qk_norm=True, restates=(("use_qk_norm", True),), **kw)
 
 
-def _qwen3_next_text(cite: str, vision: Optional[str] = None) -> Departures:
+def _qwen3_next_text(cite: str, vision: Optional[str] = None, stored_mtp_layers: int = 0) -> Departures:
     """Qwen3-Next's text departures: per-head q/k norms, the gated q_proj, the gated shared expert."""
     return Departures(
-        cite=cite, qk_norm=True, output_gate=True, shared_expert_gate=True, vision=vision, full_attention_interval=4
+        stored_mtp_layers=stored_mtp_layers,
+        cite=cite,
+        qk_norm=True,
+        output_gate=True,
+        shared_expert_gate=True,
+        vision=vision,
+        full_attention_interval=4,
+        # the Hub configs restate the gate that Qwen3NextAttention always builds (vLLM reads the key)
+        restates=(("attn_output_gate", True),),
     )
 
 
@@ -101,7 +141,9 @@ DEPARTURES: dict[str, Departures] = {
     "qwen3_next": _qwen3_next_text(
         "transformers models/qwen3_next/modeling_qwen3_next.py: Gated DeltaNet linear attention between gated full "
         "attention layers (q_proj also emits the output gate; per-head q/k norms), MoE with a gated shared "
-        "expert; mtp_num_hidden_layers is the checkpoint's MTP block (no embedding/head copies), reported apart"
+        "expert; mtp_num_hidden_layers is the checkpoint's MTP block (no embedding/head copies), reported apart; "
+        "a config without it (the Hub's Qwen3-Next configs) still has the one MTP layer mtp.* in its checkpoint",
+        stored_mtp_layers=1,
     ),
     "qwen3_5": _qwen3_next_text(
         "transformers models/qwen3_5/modeling_qwen3_5.py (Qwen3-Next text with a dense MLP; in_proj_qkv/z/b/a "
@@ -130,6 +172,17 @@ DEPARTURES: dict[str, Departures] = {
         o_proj_bias=False,
         window_rule="from_max",
         declared_only=True,
+    ),
+    "mimo": Departures(
+        cite="the checkpoints' own modeling_mimo.py (MiMoForCausalLM, remote code: Qwen2ForCausalLM with "
+        "MiMoMTPLayers): Qwen2 blocks, q/k/v biases and none on o_proj; num_nextn_predict_layers MTP layers "
+        "model.mtp_layers.* of token_layernorm, hidden_layernorm, input_proj [2d -> d] without bias, a Qwen2 "
+        "attention and MLP with their two norms and final_layernorm, using the main model's embedding and LM head",
+        bias_key=None,
+        o_proj_bias=False,
+        restates=(("attention_bias", True),),  # Qwen2Attention's q/k/v biases, which the config restates
+        window_rule="from_max",
+        mtp_stores_shared=False,
     ),
     "qwen2_vl": Departures(
         cite="transformers models/qwen2_vl/modeling_qwen2_vl.py: the Qwen2 language model and "
@@ -207,8 +260,11 @@ DEPARTURES: dict[str, Departures] = {
     ),
     "smollm3": Departures(
         cite="transformers models/smollm3/modeling_smollm3.py: llama weights (attention_bias, mlp_bias); "
-        "no_rope_layers only switches RoPE off (no weights); the window applies only with use_sliding_window",
+        "no_rope_layers only switches RoPE off (no weights); with use_sliding_window and a sliding_window the "
+        "NoPE layers slide (SmolLM3Config); max_window_layers, which the Hub configs carry, is not read",
         declared_only=True,
+        extra_keys=("max_window_layers",),
+        extra=smollm3_layers,
     ),
     "mistral3": Departures(
         cite="transformers models/mistral3/modeling_mistral3.py (Mistral3ForConditionalGeneration): the Mistral "

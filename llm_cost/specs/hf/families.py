@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llm_cost.core.types import LayerType, MlpType
+from llm_cost.specs.files import shown
 from llm_cost.specs.hf.config import (
     _ABSENT as _ABSENT_MARK,
 )
@@ -87,12 +88,16 @@ def _falcon(c: _Config, fam: _Family) -> dict[str, Any]:
     else:
         multi_query = c.bool("multi_query", True)
         n_kv = 1 if multi_query else n_q
-        if c.has(kv_key) and c.int(kv_key) != n_kv:
+        # FalconConfig (transformers 5) writes num_kv_heads = num_attention_heads when a config has none;
+        # the old architecture's query_key_value is sized by multi_query alone (FalconAttention)
+        if c.has(kv_key) and c.int(kv_key) not in (n_kv, n_q):
             raise c.error(
                 kv_key,
                 f"({c.data[kv_key]}) disagrees with multi_query = {str(multi_query).lower()} "
                 f"in the old decoder architecture ({n_kv} KV heads)",
             )
+        if c.has(kv_key) and c.int(kv_key) != n_kv:
+            c.notes.append(f"{kv_key} = {n_q} is not read by the old decoder architecture (multi_query decides)")
         c.ignore(kv_key)
     if not parallel:
         c.ignore("num_ln_in_parallel_attn")
@@ -150,6 +155,42 @@ def _mamba2_spec(
     )
 
 
+#: NemotronHConfig's block names (transformers 5 ``layers_block_type``, legacy names remapped) -> pattern letters.
+_NEMOTRON_BLOCKS = {
+    "linear_attention": "M",
+    "mamba": "M",
+    "moe": "E",
+    "full_attention": "*",
+    "attention": "*",
+    "mlp": "-",
+}
+
+
+def _nemotron_pattern(c: _Config) -> str:
+    """The block pattern of ``hybrid_override_pattern`` (transformers 4) or ``layers_block_type``
+    (transformers 5, a list of block names); both present must agree. NemotronHConfig derives
+    num_hidden_layers from the pattern: absent, it is filled in; present, it must agree."""
+    listed = c.raw("layers_block_type")
+    c.ignore("layer_types")
+    if listed is not _ABSENT_MARK and listed is not None:
+        if not isinstance(listed, list) or any(not isinstance(b, str) or b not in _NEMOTRON_BLOCKS for b in listed):
+            raise c.error("layers_block_type", f"must list block names of {', '.join(_NEMOTRON_BLOCKS)}")
+        pattern = "".join(_NEMOTRON_BLOCKS[b] for b in listed)
+        if c.has("hybrid_override_pattern") and c.str("hybrid_override_pattern") != pattern:
+            raise c.error("layers_block_type", "disagrees with hybrid_override_pattern")
+        c.ignore("hybrid_override_pattern")
+        key = "layers_block_type"
+    else:
+        pattern, key = c.str("hybrid_override_pattern"), "hybrid_override_pattern"
+    layers = c.data.get("num_hidden_layers")
+    if layers is None:
+        c.data["num_hidden_layers"] = len(pattern)
+        c.defaults.append(f"num_hidden_layers = {len(pattern)} (absent; the length of {key}, NemotronHConfig)")
+    elif layers != len(pattern):
+        raise c.error(key, f"has {len(pattern)} blocks but num_hidden_layers is {layers}")
+    return pattern
+
+
 def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
     """nemotron_h (transformers models/nemotron_h/modeling_nemotron_h.py): one RMSNorm and one mixer
     per block, chosen by ``hybrid_override_pattern``: ``M`` a Mamba-2 mixer (in_proj / out_proj bias
@@ -158,9 +199,9 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
     ``E`` a MoE block (Nemotron 3, with its MTP module: :func:`~llm_cost.specs.hf.new_kinds.nemotron3_blocks`)."""
     from llm_cost.specs.schema import MLP
 
+    pattern = _nemotron_pattern(c)
     out = _common(c, fam, nope=True)
-    d, L = out["hidden_size"], out["num_hidden_layers"]
-    pattern = c.str("hybrid_override_pattern")
+    d = out["hidden_size"]
     kinds = {
         "M": (LayerType.MAMBA2, MlpType.NONE),
         "*": (LayerType.FULL_ATTENTION, MlpType.NONE),
@@ -174,8 +215,6 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
             f"has {', '.join(map(repr, bad))}; the nemotron_h mapping places "
             "M (Mamba-2), * (attention), - (MLP) and E (MoE) blocks",
         )
-    if len(pattern) != L:
-        raise c.error("hybrid_override_pattern", f"has {len(pattern)} blocks but num_hidden_layers is {L}")
     if c.opt_int("sliding_window") is not None:
         raise c.error("sliding_window", "is set: sliding attention in nemotron_h cannot be placed")
     out["layer_types"] = [kinds[ch][0] for ch in pattern]
@@ -249,12 +288,19 @@ def _granitemoehybrid(c: _Config, fam: _Family) -> dict[str, Any]:
     if raw is None or raw is _ABSENT_MARK:
         raw = ["mamba"] * L  # GraniteMoeHybridConfig default: every layer Mamba
         c.defaults.append(f"{key} = all mamba (absent; granitemoehybrid default)")
-    remap = {"mamba": LayerType.MAMBA2, "attention": LayerType.FULL_ATTENTION}
-    if not isinstance(raw, list) or any(t not in remap for t in raw):
-        raise c.error(key, f"must be a list of 'mamba' / 'attention' (got {raw!r})")
+    # GraniteMoeHybridConfig's names, and the ones transformers 5 saves them as
+    remap = {
+        "mamba": LayerType.MAMBA2,
+        "linear_attention": LayerType.MAMBA2,
+        "attention": LayerType.FULL_ATTENTION,
+        "full_attention": LayerType.FULL_ATTENTION,
+    }
+    if not isinstance(raw, list) or any(not isinstance(t, str) or t not in remap for t in raw):
+        raise c.error(key, f"must be a list of {' / '.join(map(repr, remap))} (got {shown(repr(raw), 60)})")
     if len(raw) != L:
         raise c.error(key, f"has {len(raw)} entries but num_hidden_layers is {L}")
     out["layer_types"] = [remap[t] for t in raw]
+    raw = ["mamba" if remap[t] == LayerType.MAMBA2 else "attention" for t in raw]
     n_q, n_kv, hd = _heads(c, d, fam)
     bias = c.bool("attention_bias", False)
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)

@@ -42,10 +42,12 @@ Not modelled, refused naming the key: fully bidirectional attention (``use_bidir
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import json
+from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
 from llm_cost.core.types import LayerType
+from llm_cost.specs.files import shown
 from llm_cost.specs.hf.config import _Config
 
 __all__ = ["gemma4_blocks", "gemma4_vision", "gemma4_audio", "refuse_unmodelled", "GEMMA4_EXTRA_KEYS"]
@@ -121,25 +123,64 @@ def gemma4_blocks(c: _Config, out: dict[str, Any]) -> None:
         )
     c.ignore("use_bidirectional_attention", "final_logit_softcapping")
     att = out["attention"]
-    k_eq_v = bool(c.bool("attention_k_eq_v", False))
-    global_kv = c.opt_int("num_global_key_value_heads") if k_eq_v else None
-    if not k_eq_v:
-        c.ignore("num_global_key_value_heads")  # read only with attention_k_eq_v (Gemma4TextConfig)
-    head_dim = c.int("global_head_dim", 512, why="absent; Gemma4TextConfig kwargs.pop('global_head_dim', 512)")
-    out["attention"] = dataclasses.replace(
-        att, global_head_dim=head_dim, global_num_key_value_heads=global_kv, global_k_eq_v=k_eq_v
-    )
     L = out["num_hidden_layers"]
     types = out.get("layer_types") or [LayerType.SLIDING_ATTENTION] * L
     if types[-1] != LayerType.FULL_ATTENTION:
         types = [*types[:-1], LayerType.FULL_ATTENTION]
         c.notes.append("the last layer is full attention (Gemma4TextConfig forces it)")
+    k_eq_v = bool(c.bool("attention_k_eq_v", False))
+    head_dim, global_kv = _global_geometry(c, types, k_eq_v)
+    out["attention"] = dataclasses.replace(
+        att, global_head_dim=head_dim, global_num_key_value_heads=global_kv, global_k_eq_v=k_eq_v
+    )
     out["layer_types"] = types
     out["layer_scalar"] = True
     c.notes.append(
         "each block's layer_scalar [1] (and a standardizing vision tower's std_bias / std_scale) is a persistent "
         "buffer stored in the checkpoint: counted with its tensors"
     )
+
+
+def _global_geometry(c: _Config, types: list[LayerType], k_eq_v: bool) -> tuple[int, Optional[int]]:
+    """(head width, K/V heads or None) of the full-attention layers: ``global_head_dim`` (absent:
+    512) and, with ``attention_k_eq_v``, ``num_global_key_value_heads`` (transformers 4 and the Hub
+    configs), or the ``per_layer_config`` overrides Gemma4TextConfig.__post_init__ builds from them
+    (transformers 5 saves those instead: ``{"05": {"head_dim": 512, "num_key_value_heads": 2}, ...}``
+    on every full-attention layer). Both given must agree; overrides on other layers, of other
+    keys or unequal across layers are refused, naming per_layer_config."""
+    overrides = c.dict("per_layer_config")
+    if overrides is None:
+        global_kv = c.opt_int("num_global_key_value_heads") if k_eq_v else None
+        c.ignore("num_global_key_value_heads")  # read only with attention_k_eq_v (Gemma4TextConfig)
+        return c.int(
+            "global_head_dim", 512, why="absent; Gemma4TextConfig kwargs.pop('global_head_dim', 512)"
+        ), global_kv
+    full = [i for i, t in enumerate(types) if t == LayerType.FULL_ATTENTION]
+    try:
+        layers = sorted(int(k) for k in overrides)
+    except ValueError:
+        raise c.error("per_layer_config", "must be keyed by layer numbers") from None
+    values = {json.dumps(v, sort_keys=True) for v in overrides.values()}
+    one: Any = next(iter(overrides.values()), {})
+    if (
+        layers != full
+        or len(values) != 1
+        or not isinstance(one, dict)
+        or not set(one) <= {"head_dim", "num_key_value_heads"}
+    ):
+        raise c.error(
+            "per_layer_config",
+            f"overrides layers {shown(str(layers), 40)}; only one head_dim / num_key_value_heads override on each "
+            f"full-attention layer ({shown(str(full), 40)}) is modelled",
+        )
+    sub = _Config(one, c.file, c.family, c.defaults, c.notes, prefix=f"per_layer_config.{next(iter(overrides))}.")
+    head_dim = sub.int("head_dim", 512, why="absent; Gemma4TextConfig's global_head_dim default")
+    global_kv = sub.opt_int("num_key_value_heads")
+    for key, value in (("global_head_dim", head_dim), ("num_global_key_value_heads", global_kv)):
+        if c.has(key) and value is not None and c.data[key] != value:
+            raise c.error(key, f"= {c.data[key]!r} disagrees with per_layer_config ({value})")
+    c.ignore("global_head_dim", "num_global_key_value_heads")
+    return head_dim, global_kv
 
 
 def gemma4_vision(c: _Config, out: dict[str, Any]):

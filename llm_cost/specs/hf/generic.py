@@ -43,6 +43,7 @@ from typing import Any, Optional
 
 from llm_cost.core.errors import SpecError
 from llm_cost.core.types import LayerType
+from llm_cost.specs.files import shown
 from llm_cost.specs.hf.config import (
     _ABSENT,
     _common,
@@ -64,6 +65,7 @@ __all__ = [
     "generic_mapper",
     "refuse_unknown_keys",
     "generic_family",
+    "mlp_layer_types",
 ]
 
 #: Keys that change no weight shape and no cache size: token ids, dropout, epsilons, initialisation,
@@ -148,7 +150,7 @@ def read_generic(c: _Config, fam: _Family, dep: Optional[Departures]) -> dict[st
         out["layer_types"] = types
         out["linear_attention"] = _linear(c)
     _ffn(c, out, L, dep)
-    _mtp(c, out)
+    _mtp(c, out, dep)
     if dep.norms_per_layer is not None:
         out["norms_per_layer"] = dep.norms_per_layer
     if dep.norm_type is not None:
@@ -205,6 +207,7 @@ def _undeclared(c: _Config, dep: Departures) -> None:
         | set(dep.extra_keys)
         | {k for k, _ in dep.restates}
         | ({"vision_config"} if dep.vision is not None else set())
+        | set(c.synonyms)
     )
     for key in sorted(c.data):
         value = c.data[key]
@@ -353,30 +356,66 @@ def _linear(c: _Config):
     )
 
 
+#: The spellings of a dense-or-MoE schedule other than ``mlp_layer_types`` (transformers 5 saves
+#: the list it derives from them beside them).
+_SCHEDULE_KEYS = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers")
+
+
+def mlp_layer_types(c: _Config, L: int) -> Optional[list[int]]:
+    """The dense layers an explicit ``mlp_layer_types`` list ('dense' / 'sparse' per layer) names,
+    or None without one. Where the config also gives the older spellings (transformers 5 saves
+    both), they must describe the same layers: SpecError naming both otherwise."""
+    listed = c.raw("mlp_layer_types")
+    if listed is None or listed is _ABSENT:
+        return None
+    if not isinstance(listed, list) or len(listed) != L or any(t not in ("dense", "sparse") for t in listed):
+        raise c.error("mlp_layer_types", f"must list 'dense' or 'sparse' for each of the {L} layers")
+    dense = [i for i, t in enumerate(listed) if t == "dense"]
+    given = [k for k in _SCHEDULE_KEYS if c.has(k)]
+    if given:
+        only, first_k, step = _schedule_of(c, L, table=False)
+        implied = sorted(set(only) | set(range(first_k)) | {i for i in range(L) if (i + 1) % step})
+        if implied != dense:
+            raise c.error(
+                "mlp_layer_types",
+                f"names dense layers {shown(str(dense), 40)}, but {', '.join(given)} name {shown(str(implied), 40)}",
+            )
+    c.ignore(*_SCHEDULE_KEYS)
+    return dense
+
+
 def _moe_layers(c: _Config, L: int) -> tuple[list[int], int, int]:
     """(the layers listed dense, first_k_dense_replace, decoder_sparse_step) from whichever of the
     dense-layer spellings the config uses."""
-    key = c.raw("mlp_layer_types")
-    if isinstance(key, list):
-        if len(key) != L or any(t not in ("dense", "sparse") for t in key):
-            raise c.error("mlp_layer_types", f"must list 'dense' or 'sparse' for each of the {L} layers")
-        return [i for i, t in enumerate(key) if t == "dense"], 0, 1
-    if key is not None and key is not _ABSENT:
-        raise c.error("mlp_layer_types", f"must be a list (got {key!r})")
-    first_k = min(_present_int(c, "first_k_dense_replace", 0, minimum=0), L)
-    freq = _present_int(c, "moe_layer_freq", 1)
-    step = _present_int(c, "decoder_sparse_step", 1)
-    only = set(c.int_list("mlp_only_layers") if c.known("mlp_only_layers") else [])
+    listed = mlp_layer_types(c, L)
+    if listed is not None:
+        return listed, 0, 1
+    return _schedule_of(c, L, table=True)
+
+
+def _schedule_of(c: _Config, L: int, table: bool) -> tuple[list[int], int, int]:
+    """(dense layers of ``mlp_only_layers`` and ``moe_layer_freq``, first_k_dense_replace,
+    decoder_sparse_step) from the config's keys (and, with ``table``, the class defaults)."""
+    first_k = min(_present_int(c, "first_k_dense_replace", 0, minimum=0, table=table), L)
+    freq = _present_int(c, "moe_layer_freq", 1, table=table, maximum=max(L, 1))
+    step = _present_int(c, "decoder_sparse_step", 1, table=table, maximum=max(L, 1))
+    present = c.known("mlp_only_layers") if table else c.has("mlp_only_layers")
+    only = set(c.int_list("mlp_only_layers") if present else [])
+    if any(i >= L for i in only):
+        raise c.error("mlp_only_layers", f"lists layers beyond the {L} layers (numbered 0..{L - 1})")
     c.ignore("mlp_only_layers")
     only |= {i for i in range(first_k, L) if i % freq}
     return sorted(only), first_k, step
 
 
-def _present_int(c: _Config, key: str, absent: int, minimum: int = 1) -> int:
-    """``key`` when the config (or the defaults table) has it, else ``absent`` (the reading of a
-    config without the key, not a family default: no default is recorded)."""
+def _present_int(
+    c: _Config, key: str, absent: int, minimum: int = 1, table: bool = True, maximum: Optional[int] = None
+) -> int:
+    """``key`` when the config (or, with ``table``, the defaults table) has it, else ``absent``
+    (the reading of a config without the key, not a family default: no default is recorded)."""
     c.ignore(key)
-    return c.int(key, minimum=minimum) if c.known(key) else absent
+    present = c.known(key) if table else c.has(key)
+    return c.int(key, minimum=minimum, maximum=maximum) if present else absent
 
 
 def _dense_mlp(c: _Config, dep: Departures):
@@ -451,12 +490,21 @@ def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
             c.notes.append("intermediate_size is unused: every layer is MoE")
 
 
-def _mtp(c: _Config, out: dict[str, Any]) -> None:
+def _mtp(c: _Config, out: dict[str, Any], dep: Departures) -> None:
+    """The MTP layers: DeepSeek's ``num_nextn_predict_layers`` (``dep.mtp_stores_shared``: with
+    embedding and head copies), Qwen3-Next's ``mtp_num_hidden_layers`` (none), or, for a config
+    that declares neither, the ``dep.stored_mtp_layers`` its checkpoints store (stated in a note)."""
     from llm_cost.specs.schema import MTP
 
     key = c.alias("num_nextn_predict_layers", "num_mtp_layers")
     deepseek = c.int(key, 0, minimum=0) if c.has(key) else 0
     qwen = c.int("mtp_num_hidden_layers", 0, minimum=0) if c.has("mtp_num_hidden_layers") else 0
+    if dep.stored_mtp_layers and not c.has(key) and "mtp_num_hidden_layers" not in c.data:
+        qwen = dep.stored_mtp_layers
+        c.notes.append(
+            f"{qwen} MTP layer (mtp.*) counted in the checkpoint total as the checkpoints store it; the config "
+            "does not declare it and transformers does not load it"
+        )
     c.ignore("mtp_num_hidden_layers")
     if deepseek and qwen:
         raise c.error("mtp_num_hidden_layers", "and num_nextn_predict_layers are both set: two MTP layouts")
@@ -468,7 +516,7 @@ def _mtp(c: _Config, out: dict[str, Any]) -> None:
             f"= {qwen}: one fc with several MTP layers cannot be placed (the spec models one module per layer)",
         )
     if deepseek:
-        out["mtp"] = MTP.checked(num_nextn_predict_layers=deepseek)
+        out["mtp"] = MTP.checked(num_nextn_predict_layers=deepseek, checkpoint_stores_shared=dep.mtp_stores_shared)
     elif qwen:
         out["mtp"] = MTP.checked(num_nextn_predict_layers=qwen, checkpoint_stores_shared=False)
 

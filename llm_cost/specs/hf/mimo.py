@@ -88,6 +88,28 @@ def _schedules(c: _Config) -> None:
         c.defaults.append("mlp_layer_types = dense first, then MoE (absent; MiMoV2FlashConfig)")
 
 
+def _window_size(c: _Config) -> Any:
+    """The previous tokens a sliding layer attends to (the query attends to itself too):
+    ``sliding_window_size``, which MiMoV2FlashConfig turns into ``sliding_window`` = size + 1
+    (transformers' window counts the query; "the reference SGLang implementation attends to
+    sliding_window_size previous tokens plus the query"), else ``sliding_window`` - 1 as
+    transformers 5 saves it. ``c.data["sliding_window"]`` is left in transformers' convention."""
+    c.ignore("sliding_window_size")
+    if not c.has("sliding_window_size"):
+        window = c.opt_int("sliding_window", minimum=2)
+        return None if window is None else window - 1
+    size = c.int("sliding_window_size")
+    if c.data.get("sliding_window") not in (None, size, size + 1):
+        raise c.error("sliding_window", f"= {c.data['sliding_window']!r} disagrees with sliding_window_size ({size})")
+    if c.data.get("sliding_window") == size:
+        c.notes.append(
+            f"sliding_window = {size + 1}: sliding_window_size {size} previous tokens and the query "
+            f"(MiMoV2FlashConfig overrides sliding_window {size})"
+        )
+    c.data["sliding_window"] = size + 1
+    return size
+
+
 def _same_as(c: _Config, key: str, value: int, full_key: str) -> None:
     """A ``swa_*`` shape that transformers builds from the full layers' key must equal it."""
     if c.has(key) and c.int(key) != value:
@@ -106,15 +128,14 @@ def _mimo_v2(c: _Config, fam: _Family) -> dict[str, Any]:
         if c.data.get(key):
             raise c.error(key, "is set: MiMo-V2.5's vision and audio towers are not modelled (text checkpoints only)")
     _schedules(c)
-    window = c.alias("sliding_window", "sliding_window_size")
-    if c.has("attention_chunk_size") and c.has(window) and c.data["attention_chunk_size"] != c.data[window]:
+    size = _window_size(c)
+    if c.has("attention_chunk_size") and size is not None and c.data["attention_chunk_size"] != size:
         raise c.error(
             "attention_chunk_size",
-            f"= {c.data['attention_chunk_size']} differs from {window} ({c.data[window]}); MiMo's chunk is its window",
+            f"= {c.data['attention_chunk_size']} differs from the window's {size} previous tokens; "
+            "MiMo's chunk is its window",
         )
     c.ignore("attention_chunk_size")
-    if window == "sliding_window_size":
-        c.data["sliding_window"] = c.data.pop("sliding_window_size")
     if c.data.get("n_shared_experts"):
         raise c.error("n_shared_experts", "is set: MiMoV2FlashSparseMoeBlock has no shared expert")
     c.ignore("n_shared_experts", "swa_rope_theta", "attention_value_scale", "layernorm_epsilon", "moe_router_dtype")

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from llm_cost.core.errors import SpecError
-from llm_cost.specs.hf.config import _common, _Config, _Family, _gqa, _heads
+from llm_cost.specs.hf.config import _ABSENT, _common, _Config, _Family, _gqa, _heads
 
 __all__ = ["MINIMAX_M3_FAMILIES"]
 
@@ -52,12 +52,121 @@ def _flags(c: _Config, key: str, L: int) -> list[int]:
     return list(raw)
 
 
+def _moe_flags(c: _Config, L: int) -> list[int]:
+    """1 for a MoE layer, 0 for a dense one: ``moe_layer_freq`` (the Hub config) or ``mlp_layer_types``
+    (sparse / dense: MiniMaxM3VLTextConfig builds it from moe_layer_freq, and transformers 5 saves
+    it); both given must agree; neither: every layer MoE (the class's default)."""
+    listed = c.raw("mlp_layer_types")
+    flags = _flags(c, "moe_layer_freq", L) if c.has("moe_layer_freq") else None
+    if listed is None or listed is _ABSENT:
+        return flags if flags is not None else [1] * L
+    if not isinstance(listed, list) or len(listed) != L or any(t not in ("dense", "sparse") for t in listed):
+        raise c.error("mlp_layer_types", f"must list 'dense' or 'sparse' for each of the {L} layers")
+    from_list = [int(t == "sparse") for t in listed]
+    if flags is not None and flags != from_list:
+        raise c.error("mlp_layer_types", "disagrees with moe_layer_freq")
+    return from_list
+
+
+#: The flat index keys of MiniMaxM3VLTextConfig (transformers 5) and the sparse_attention_config
+#: keys of the Hub config they are read from (MiniMaxM3VLTextConfig.__post_init__).
+_INDEX_KEYS = {
+    "index_n_heads": "sparse_num_index_heads",
+    "index_head_dim": "sparse_index_dim",
+    "index_block_size": "sparse_block_size",
+    "index_topk_blocks": "sparse_topk_blocks",
+    "index_local_blocks": "sparse_local_block",
+}
+
+
+def _sparse_layers(c: _Config, sparse: dict[str, Any], s: _Config, L: int) -> list[int]:
+    """1 for a layer with the block indexer: ``sparse_attention_config.sparse_attention_freq`` or
+    ``layer_types`` (minimax_m3_sparse / full_attention, as transformers 5 saves them); both given
+    must agree; neither: no sparse layer."""
+    listed = c.raw("layer_types")
+    where = _flags(s, "sparse_attention_freq", L) if "sparse_attention_freq" in sparse else None
+    if listed is None or listed is _ABSENT:
+        return where if where is not None else [0] * L
+    names = ("full_attention", "minimax_m3_sparse")
+    if not isinstance(listed, list) or len(listed) != L or any(t not in names for t in listed):
+        raise c.error("layer_types", f"must list full_attention or minimax_m3_sparse for each of the {L} layers")
+    from_list = [names.index(t) for t in listed]
+    if where is not None and where != from_list:
+        raise c.error("layer_types", "disagrees with sparse_attention_config.sparse_attention_freq")
+    return from_list
+
+
+def _sparse_indexer(c: _Config, L: int, freq: list[int]):
+    """MiniMax-M3's block indexer (module docstring) from ``sparse_attention_config`` or from the
+    flat ``index_*`` keys and ``layer_types`` of transformers 5 (both given must agree); None when no
+    layer is sparse."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import SparseIndexer
+
+    sparse = c.dict("sparse_attention_config") or {}
+    c.ignore(*_INDEX_KEYS)
+    if not sparse.get("use_sparse_attention", True):
+        c.ignore("layer_types")
+        return None
+    s = _Config(sparse, c.file, c.family, c.defaults, c.notes, prefix="sparse_attention_config.")
+    s.ignore("use_sparse_attention", "sparse_score_type")
+    where = _sparse_layers(c, sparse, s, L)
+    if any(where) and where != freq:
+        raise s.error(
+            "sparse_attention_freq", "differs from moe_layer_freq: sparse attention off the MoE layers is not modelled"
+        )
+    if s.has("sparse_disable_index_value") and _flags(s, "sparse_disable_index_value", L) != where:
+        raise s.error(
+            "sparse_disable_index_value",
+            "must equal sparse_attention_freq: an index-value path (MiniMaxM3VLIndexer has none) is not modelled",
+        )
+    s.ignore("sparse_disable_index_value")
+    sizes = {}
+    for flat, nested in _INDEX_KEYS.items():
+        if nested in sparse and c.has(flat) and sparse[nested] != c.data[flat]:
+            raise c.error(
+                flat, f"= {c.data[flat]!r} disagrees with sparse_attention_config.{nested} ({sparse[nested]!r})"
+            )
+        minimum = 0 if flat == "index_local_blocks" else 1
+        sizes[flat] = (
+            s.int(nested, minimum=minimum) if nested in sparse else c.int(flat, _TEXT_DEFAULTS[flat], _WHY, minimum)
+        )
+    if not any(where):
+        s.check_unplaced(frozenset(s.data))
+        return None
+    try:
+        indexer = SparseIndexer.checked(
+            kind="minimax_m3",
+            index_n_heads=sizes["index_n_heads"],
+            index_head_dim=sizes["index_head_dim"],
+            index_topk=sizes["index_topk_blocks"],
+            index_block_size=sizes["index_block_size"],
+            index_init_blocks=s.int("sparse_init_block", 0, minimum=0),
+            index_local_blocks=sizes["index_local_blocks"],
+            moe_layers_only=True,
+        )
+    except ValidationError as exc:
+        raise SpecError(f"{c.file}: sparse_attention_config is invalid: {exc.errors()[0]['msg']}") from None
+    s.check_unplaced(frozenset(s.data))
+    return indexer
+
+
+#: MiniMaxM3VLTextConfig's defaults of the flat index keys (transformers 5.24.0).
+_TEXT_DEFAULTS = {
+    "index_n_heads": 4,
+    "index_head_dim": 128,
+    "index_block_size": 128,
+    "index_topk_blocks": 16,
+    "index_local_blocks": 1,
+}
+
+
 def _minimax_m3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
     """minimax_m3_vl (module docstring): the language model, its block-sparse attention and the
     vision tower with both projectors."""
-    from pydantic import ValidationError
 
-    from llm_cost.specs.schema import MLP, MoE, SparseIndexer
+    from llm_cost.specs.schema import MLP, MoE
 
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
@@ -91,7 +200,6 @@ def _minimax_m3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
         "output_router_logits",
         "initializer_range",
         "attention_dropout",
-        "layer_types",
         "num_mtp_modules",
         "num_nextn_predict_layers",
     )
@@ -103,7 +211,7 @@ def _minimax_m3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
         )
 
     # feed-forward schedule
-    freq = _flags(c, "moe_layer_freq", L) if c.has("moe_layer_freq") else [1] * L
+    freq = _moe_flags(c, L)
     dense = [i for i, f in enumerate(freq) if not f]
     lead = next((i for i, f in enumerate(freq) if f), L)
     if dense:
@@ -129,39 +237,7 @@ def _minimax_m3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
         c.ignore("n_shared_experts", "use_routing_bias")
 
     # MiniMax Sparse Attention
-    indexer = None
-    sparse = c.dict("sparse_attention_config")
-    if sparse and sparse.get("use_sparse_attention", True):
-        s = _Config(sparse, c.file, c.family, c.defaults, c.notes, prefix="sparse_attention_config.")
-        s.ignore("use_sparse_attention", "sparse_score_type")
-        where = _flags(s, "sparse_attention_freq", L)
-        if any(where) and where != freq:
-            raise s.error(
-                "sparse_attention_freq",
-                "differs from moe_layer_freq: sparse attention off the MoE layers is not modelled",
-            )
-        if s.has("sparse_disable_index_value") and _flags(s, "sparse_disable_index_value", L) != where:
-            raise s.error(
-                "sparse_disable_index_value",
-                "must equal sparse_attention_freq: an index-value path (MiniMaxM3VLIndexer has none) is not modelled",
-            )
-        s.ignore("sparse_disable_index_value")
-        if any(where):
-            try:
-                indexer = SparseIndexer.checked(
-                    kind="minimax_m3",
-                    index_n_heads=s.int("sparse_num_index_heads"),
-                    index_head_dim=s.int("sparse_index_dim"),
-                    index_topk=s.int("sparse_topk_blocks"),
-                    index_block_size=s.int("sparse_block_size"),
-                    index_init_blocks=s.int("sparse_init_block", 0, minimum=0),
-                    index_local_blocks=s.int("sparse_local_block", 1, minimum=0),
-                    moe_layers_only=True,
-                )
-            except ValidationError as exc:
-                raise SpecError(f"{c.file}: sparse_attention_config is invalid: {exc.errors()[0]['msg']}") from None
-        s.check_unplaced(frozenset(s.data))
-    c.ignore("sparse_attention_config")
+    indexer = _sparse_indexer(c, L, freq)
     out["attention"] = _gqa(n_q, n_kv, head_dim, qk_norm=True, qk_norm_width="head", indexer=indexer)
     out["vision"] = _vision(c, out)
     return out

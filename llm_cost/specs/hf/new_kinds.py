@@ -21,6 +21,7 @@ from typing import Any
 from llm_cost.core.types import LayerType
 from llm_cost.specs.files import shown
 from llm_cost.specs.hf.config import _ABSENT, _common, _Config, _Family, _gqa, _heads
+from llm_cost.specs.hf.generic import mlp_layer_types
 from llm_cost.specs.schema import MAX_WIDTH
 
 __all__ = ["NEW_KINDS", "nemotron3_blocks", "with_sparse_indexer"]
@@ -112,6 +113,51 @@ def _lfm2(c: _Config, fam: _Family) -> dict[str, Any]:
     return out
 
 
+#: The names a DeepSeek-Sparse-Attention config gives its MLA layers in ``layer_types``.
+_DSA_LAYER_NAMES = frozenset({"indexed_attention", "deepseek_sparse_attention", "full_attention"})
+
+
+def _indexer_schedule(c: _Config, L: int) -> dict[str, list[str]]:
+    """Each spelling of the indexer schedule the config gives, as GlmMoeDsaConfig.__post_init__
+    reads it: ``indexer_types`` ("full" / "shared" per layer), ``index_topk_pattern`` ("F" / "S"
+    per layer, a string or a list), ``index_topk_freq`` f with ``index_skip_topk_offset`` o (layer
+    i full when max(i - o + 1, 0) % f == 0; o defaults to 2)."""
+    found: dict[str, list[str]] = {}
+    listed = c.raw("indexer_types")
+    if listed is not None and listed is not _ABSENT:
+        if not isinstance(listed, list) or any(t not in ("full", "shared") for t in listed) or len(listed) != L:
+            raise c.error("indexer_types", f"must list 'full' or 'shared' for each of the {L} layers")
+        found["indexer_types"] = list(listed)
+    pattern = c.raw("index_topk_pattern")
+    if pattern is not None and pattern is not _ABSENT:
+        letters = list(pattern) if isinstance(pattern, (str, list)) else None
+        if letters is None or len(letters) != L or any(t not in ("F", "S", "full", "shared") for t in letters):
+            raise c.error("index_topk_pattern", f"must give F or S for each of the {L} layers")
+        found["index_topk_pattern"] = [{"F": "full", "S": "shared"}.get(t, t) for t in letters]
+    c.ignore("index_skip_topk_offset")
+    if c.has("index_topk_freq") or c.has("index_skip_topk_offset"):
+        freq = c.int("index_topk_freq", 1, maximum=max(L, 1))
+        offset = c.int("index_skip_topk_offset", 2, minimum=0, maximum=L) if c.has("index_skip_topk_offset") else 2
+        found["index_topk_freq"] = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(L)]
+    return found
+
+
+def _shared_indexer_layers(c: _Config, L: int) -> tuple[int, ...]:
+    """The layers that reuse an earlier layer's top-k (GLM-5.2, transformers
+    models/glm_moe_dsa/modeling_glm_moe_dsa.py GlmMoeDsaAttention: ``indexer_types[i] == "shared"``
+    builds no indexer); the spellings given must agree, and layer 0 must run its own."""
+    found = _indexer_schedule(c, L)
+    if not found:
+        return ()
+    (first, types), *others = found.items()
+    for key, other in others:
+        if other != types:
+            raise c.error(key, f"disagrees with {first}")
+    if types[0] != "full":
+        raise c.error(first, "makes layer 0 shared, but no earlier layer has an indexer to share")
+    return tuple(i for i, t in enumerate(types) if t == "shared")
+
+
 def with_sparse_indexer(mla_mapping: FamilyMapping, mtp_stores_shared: bool = True) -> FamilyMapping:
     """``mla_mapping`` (a DeepSeek-V3-layout mapping) plus DeepSeek Sparse Attention's lightning
     indexer on every MLA layer: ``index_n_heads``, ``index_head_dim``, ``index_topk`` (transformers
@@ -127,14 +173,17 @@ def with_sparse_indexer(mla_mapping: FamilyMapping, mtp_stores_shared: bool = Tr
 
         from llm_cost.specs.schema import MLAAttention, SparseIndexer
 
-        for key in ("indexer_types", "index_topk_pattern"):
-            if c.data.get(key) is not None:
-                raise c.error(key, "is set: layers that share an earlier layer's indexer are not modelled")
-        if c.int("index_topk_freq", 1) != 1:
-            raise c.error(
-                "index_topk_freq", "is above 1: layers that share an earlier layer's indexer are not modelled"
-            )
-        c.ignore("index_skip_topk_offset", "indexer_rope_interleave", "layer_types")
+        L = c.data.get("num_hidden_layers")
+        shared = _shared_indexer_layers(c, L) if isinstance(L, int) and not isinstance(L, bool) else ()
+        if shared and not mtp_stores_shared:  # glm_moe_dsa: GlmMoeDsaAttention builds no indexer on them
+            c.notes.append(f"{len(shared)} layers reuse an earlier layer's top-k and hold no indexer (indexer_types)")
+        elif shared:
+            raise c.error("indexer_types", f"has shared layers, which model_type '{c.family}' does not build")
+        c.ignore("indexer_rope_interleave", "index_share_for_mtp_iteration")
+        types = c.data.get("layer_types")
+        if isinstance(types, list) and types and set(types) <= _DSA_LAYER_NAMES:
+            # GlmMoeDsaConfig saves every layer as indexed_attention (vLLM's GLM-5.2 configs: deepseek_sparse_attention)
+            del c.data["layer_types"]
         out = mla_mapping(c, fam)
         if not isinstance(out["attention"], MLAAttention):
             raise c.error("kv_lora_rank", "must be a positive integer: the lightning indexer sits on MLA layers")
@@ -142,6 +191,7 @@ def with_sparse_indexer(mla_mapping: FamilyMapping, mtp_stores_shared: bool = Tr
             index_n_heads=c.int("index_n_heads", 64),
             index_head_dim=c.int("index_head_dim", 128),
             index_topk=c.int("index_topk", 2048),
+            shared_layers=shared,
         )
         out["attention"] = dataclasses.replace(out["attention"], indexer=indexer)
         if "mtp" in out and not mtp_stores_shared:
@@ -213,6 +263,39 @@ def nemotron3_blocks(c: _Config, pattern: str) -> dict[str, Any]:
     return out
 
 
+def _kda_key(c: _Config, kda: dict[str, Any], key: str, flat: str, default: int) -> int:
+    """A KDA size from ``linear_attn_config`` (the checkpoints) or its flat spelling (KimiLinearConfig,
+    which transformers 5 saves beside it); both present must agree."""
+    if key in kda:
+        value = kda[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise c.error(f"linear_attn_config.{key}", f"must be an integer >= 1 (got {shown(repr(value), 40)})")
+        if c.has(flat) and c.data[flat] != value:
+            raise c.error(flat, f"= {shown(repr(c.data[flat]), 40)} disagrees with linear_attn_config.{key} ({value})")
+        return int(value)
+    return c.int(flat, default)
+
+
+def _kimi_schedule(c: _Config, L: int, kda: dict[str, Any]) -> list[LayerType]:
+    """The mixers of ``linear_attn_config`` (:func:`_kimi_layers`) or, without its lists, of
+    ``layer_types`` (linear_attention / full_attention, as KimiLinearConfig saves them), else
+    KimiLinearConfig's default (full attention at every 4th layer from layer 4, 0-based); both
+    given must agree."""
+    listed = c.raw("layer_types")
+    names = {LayerType.LINEAR_ATTENTION.value: LayerType.LINEAR_ATTENTION, "full_attention": LayerType.FULL_ATTENTION}
+    if listed is not _ABSENT and listed is not None:
+        if not isinstance(listed, list) or len(listed) != L or any(t not in names for t in listed):
+            raise c.error("layer_types", f"must list linear_attention or full_attention for each of the {L} layers")
+        types = [names[t] for t in listed]
+        if ("kda_layers" in kda or "full_attn_layers" in kda) and _kimi_layers(c, L, kda) != types:
+            raise c.error("layer_types", "disagrees with linear_attn_config's kda_layers / full_attn_layers")
+        return types
+    if "kda_layers" in kda or "full_attn_layers" in kda:
+        return _kimi_layers(c, L, kda)
+    c.defaults.append("layer_types = full attention at layers 4, 8, ... (absent; KimiLinearConfig default)")
+    return [LayerType.FULL_ATTENTION if i and i % 4 == 0 else LayerType.LINEAR_ATTENTION for i in range(L)]
+
+
 def _kimi_layers(c: _Config, L: int, kda: dict[str, Any]) -> list[LayerType]:
     """The layer schedule of ``linear_attn_config``: 1-based ``kda_layers`` and ``full_attn_layers``
     (KimiLinearConfig numbers them from 1), which together must name every layer once."""
@@ -251,14 +334,15 @@ def _kimi_linear(c: _Config, fam: _Family) -> dict[str, Any]:
     kda = c.dict("linear_attn_config") or {}
     if kda.get("use_full_rank_gate"):
         raise c.error("linear_attn_config.use_full_rank_gate", "= true: a full-rank KDA gate is not modelled")
-    types = _kimi_layers(c, L, kda)
+    types = _kimi_schedule(c, L, kda)
     if LayerType.LINEAR_ATTENTION in types:
         out["layer_types"] = types
         out["linear_attention"] = KimiDeltaAttention.checked(
-            num_heads=kda.get("num_heads", 32),
-            head_dim=kda.get("head_dim", 128),
-            conv_kernel=kda.get("short_conv_kernel_size", 4),
+            num_heads=_kda_key(c, kda, "num_heads", "linear_num_heads", 32),
+            head_dim=_kda_key(c, kda, "head_dim", "linear_head_dim", 128),
+            conv_kernel=_kda_key(c, kda, "short_conv_kernel_size", "linear_conv_kernel_dim", 4),
         )
+    c.ignore("linear_num_heads", "linear_head_dim", "linear_conv_kernel_dim")
     c.ignore("head_dim", "num_key_value_heads", "model_max_length")  # MLA derives its head widths
     out["attention"] = MLAAttention.checked(
         num_attention_heads=c.int("num_attention_heads"),
@@ -269,11 +353,14 @@ def _kimi_linear(c: _Config, fam: _Family) -> dict[str, Any]:
         v_head_dim=c.int("v_head_dim", 128),
         attention_bias=c.bool("attention_bias", False),
     )
-    if c.int("moe_layer_freq", 1) != 1:
+    if c.int("moe_layer_freq", 1, maximum=max(L, 1)) != 1:
         raise c.error("moe_layer_freq", "is above 1: MoE layers other than every layer are not modelled")
     c.ignore("moe_renormalize", "moe_router_activation_func", "routed_scaling_factor", "use_grouped_topk")
     c.ignore("num_expert_group", "topk_group", "num_nextn_predict_layers")
-    first_k = min(c.int("first_k_dense_replace", 1, minimum=0), L)
+    dense = mlp_layer_types(c, L)
+    if dense is not None and dense != list(range(len(dense))):
+        raise c.error("mlp_layer_types", "has dense layers after a MoE layer: KimiLinearConfig's are the first ones")
+    first_k = len(dense) if dense is not None else min(c.int("first_k_dense_replace", 1, minimum=0), L)
     width = c.int("moe_intermediate_size", 1024)
     out["moe"] = MoE.checked(
         num_experts=c.int(c.alias("num_experts", "n_routed_experts"), 256),
