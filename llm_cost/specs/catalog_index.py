@@ -50,6 +50,17 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                       '(scripts/scrape_hf_models.py takes safetensors.total); '
                                       'tests/fixtures/hf/CHECKPOINTS.yaml entry deepseek-v2-lite: '
                                       '15,706,484,224'},
+ 'deepseek-v3-0324-nvfp4': {'aliases': [],
+                            'family': 'DeepSeek-V3 (NVFP4)',
+                            'hub_ids': ['nvidia/DeepSeek-V3-0324-NVFP4'],
+                            'model_type': 'deepseek_v3',
+                            'reader': 'ok',
+                            'source': 'github.com/ai-dynamo/aiconfigurator '
+                                      'src/aiconfigurator/model_configs/nvidia--DeepSeek-V3-0324-NVFP4_config.json '
+                                      '@ 39033e8cd1f8',
+                            'total': None,
+                            'total_counts': None,
+                            'total_source': 'none found'},
  'deepseek-v3.1': {'aliases': [],
                    'family': 'DeepSeek-V3',
                    'hub_ids': ['deepseek-ai/DeepSeek-V3.1'],
@@ -65,6 +76,17 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                    'tensor element) as stored in github.com/AlexsJones/llmfit '
                                    'llmfit-core/data/hf_models.json @ a3e0eb27c57f, field parameters_raw '
                                    '(scripts/scrape_hf_models.py takes safetensors.total)'},
+ 'deepseek-v3.1-nvfp4': {'aliases': [],
+                         'family': 'DeepSeek-V3 (NVFP4)',
+                         'hub_ids': ['nvidia/DeepSeek-V3.1-NVFP4'],
+                         'model_type': 'deepseek_v3',
+                         'reader': 'ok',
+                         'source': 'github.com/ai-dynamo/aiconfigurator '
+                                   'aic-core/src/aiconfigurator_core/model_configs/nvidia--DeepSeek-V3.1-NVFP4_config.json '
+                                   '@ 0b077da5e017',
+                         'total': None,
+                         'total_counts': None,
+                         'total_source': 'none found'},
  'deepseek-v3.2': {'aliases': [],
                    'family': 'DeepSeek-V3.2',
                    'hub_ids': ['deepseek-ai/DeepSeek-V3.2'],
@@ -81,6 +103,17 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                    'tensor element) as stored in github.com/AlexsJones/llmfit '
                                    'llmfit-core/data/hf_models.json @ a3e0eb27c57f, field parameters_raw '
                                    '(scripts/scrape_hf_models.py takes safetensors.total)'},
+ 'deepseek-v3.2-nvfp4': {'aliases': [],
+                         'family': 'DeepSeek-V3.2 (NVFP4)',
+                         'hub_ids': ['nvidia/DeepSeek-V3.2-NVFP4'],
+                         'model_type': 'deepseek_v32',
+                         'reader': 'ok',
+                         'source': 'github.com/ai-dynamo/aiconfigurator '
+                                   'aic-core/src/aiconfigurator_core/model_configs/nvidia--DeepSeek-V3.2-NVFP4_config.json '
+                                   '@ c56db49fe2f1',
+                         'total': None,
+                         'total_counts': None,
+                         'total_source': 'none found'},
  'deepseek-v4-flash': {'aliases': [],
                        'family': 'DeepSeek-V4',
                        'hub_ids': ['deepseek-ai/DeepSeek-V4-Flash'],
@@ -114,6 +147,28 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                      'total': None,
                      'total_counts': None,
                      'total_source': 'none found'},
+ 'gemma-4-26b-a4b-nvfp4': {'aliases': [],
+                           'family': 'Gemma 4 (NVFP4)',
+                           'hub_ids': ['nvidia/Gemma-4-26B-A4B-NVFP4'],
+                           'model_type': 'gemma4',
+                           'reader': 'ok',
+                           'source': 'github.com/ai-dynamo/aiconfigurator '
+                                     'aic-core/src/aiconfigurator_core/model_configs/nvidia--Gemma-4-26B-A4B-NVFP4_config.json '
+                                     '@ 90f7fc0fcba7',
+                           'total': None,
+                           'total_counts': None,
+                           'total_source': 'none found'},
+ 'gemma-4-31b-it-nvfp4': {'aliases': [],
+                          'family': 'Gemma 4 (NVFP4)',
+                          'hub_ids': ['nvidia/Gemma-4-31B-IT-NVFP4'],
+                          'model_type': 'gemma4',
+                          'reader': 'ok',
+                          'source': 'github.com/ai-dynamo/aiconfigurator '
+                                    'aic-core/src/aiconfigurator_core/model_configs/nvidia--Gemma-4-31B-IT-NVFP4_config.json '
+                                    '@ 90f7fc0fcba7',
+                          'total': None,
+                          'total_counts': None,
+                          'total_source': 'none found'},
  'glm-4.7-flash': {'aliases': [],
                    'family': 'GLM-4.7',
                    'hub_ids': ['zai-org/GLM-4.7-Flash'],
@@ -167,6 +222,17 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                'Hub model API, which counts every stored tensor element) as stored in '
                                'github.com/AlexsJones/llmfit llmfit-core/data/hf_models.json @ a3e0eb27c57f, '
                                'field parameters_raw (scripts/scrape_hf_models.py takes safetensors.total)'},
+ 'glm-5-nvfp4': {'aliases': [],
+                 'family': 'GLM-5 (NVFP4)',
+                 'hub_ids': ['nvidia/GLM-5-NVFP4'],
+                 'model_type': 'glm_moe_dsa',
+                 'reader': 'ok',
+                 'source': 'github.com/ai-dynamo/aiconfigurator '
+                           'aic-core/src/aiconfigurator_core/model_configs/nvidia--GLM-5-NVFP4_config.json @ '
+                           '0b077da5e017',
+                 'total': None,
+                 'total_counts': None,
+                 'total_source': 'none found'},
  'glm-5.1': {'aliases': [],
              'family': 'GLM-5',
              'hub_ids': ['zai-org/GLM-5.1'],
@@ -185,6 +251,36 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                              "Fireworks AI documentation page 'Models' (training-shapes catalog generated "
                              '2026-08-28 21:22 UTC), a stored copy whose repository was not recorded '
                              '(untraced index reference 66729435508)'},
+ 'glm-5.1-fp8': {'aliases': [],
+                 'family': 'GLM-5 (FP8)',
+                 'hub_ids': ['zai-org/GLM-5.1-FP8'],
+                 'model_type': 'glm_moe_dsa',
+                 'reader': 'pending: the FP8 scales do not match: hf/quantization.py reads '
+                           "modules_to_not_convert's 'model.layers.N.post_attention_layernorm' (and "
+                           "'self_attn.q_a_layernorm') as keeping the attention group, so attention is "
+                           'counted unquantized (783,696 scales missing)',
+                 'source': 'github.com/ai-dynamo/aiconfigurator '
+                           'aic-core/src/aiconfigurator_core/model_configs/zai-org--GLM-5.1-FP8_config.json '
+                           '@ e418fe29d6f6',
+                 'total': 753910024032,
+                 'total_counts': 'checkpoint_params + fp8_block_scales',
+                 'total_source': "the Hub's safetensors total for zai-org/GLM-5.1-FP8 (safetensors.total of "
+                                 'the Hub model API, which counts every stored tensor element) as stored in '
+                                 'github.com/AlexsJones/llmfit llmfit-core/data/hf_models.json @ '
+                                 'a3e0eb27c57f, field parameters_raw (scripts/scrape_hf_models.py takes '
+                                 'safetensors.total)'},
+ 'glm-5.1-nvfp4': {'aliases': [],
+                   'family': 'GLM-5 (NVFP4)',
+                   'hub_ids': ['nvidia/GLM-5.1-NVFP4'],
+                   'model_type': 'glm_moe_dsa',
+                   'reader': "pending: indexer_types (layers sharing an earlier layer's indexer) is not "
+                             'modelled (branch hf34)',
+                   'source': 'github.com/ai-dynamo/aiconfigurator '
+                             'aic-core/src/aiconfigurator_core/model_configs/nvidia--GLM-5.1-NVFP4_config.json '
+                             '@ e418fe29d6f6',
+                   'total': None,
+                   'total_counts': None,
+                   'total_source': 'none found'},
  'glm-5.2': {'aliases': [],
              'family': 'GLM-5',
              'hub_ids': ['zai-org/GLM-5.2'],
@@ -199,6 +295,30 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
              'total_source': "the paramCount of 'GLM 5.2 FP8' in the Fireworks AI documentation page "
                              "'Models' (training-shapes catalog generated 2026-08-28 21:22 UTC), a stored "
                              'copy whose repository was not recorded (untraced index reference 66729435508)'},
+ 'glm-5.2-fp8': {'aliases': [],
+                 'family': 'GLM-5 (FP8)',
+                 'hub_ids': ['zai-org/GLM-5.2-FP8'],
+                 'model_type': 'glm_moe_dsa',
+                 'reader': "pending: indexer_types (layers sharing an earlier layer's indexer) is not "
+                           'modelled (branch hf34)',
+                 'source': 'github.com/ai-dynamo/aiconfigurator '
+                           'aic-core/src/aiconfigurator_core/model_configs/zai-org--GLM-5.2-FP8_config.json '
+                           '@ e418fe29d6f6',
+                 'total': None,
+                 'total_counts': None,
+                 'total_source': 'none found'},
+ 'glm-5.2-nvfp4': {'aliases': [],
+                   'family': 'GLM-5 (NVFP4)',
+                   'hub_ids': ['nvidia/GLM-5.2-NVFP4'],
+                   'model_type': 'glm_moe_dsa',
+                   'reader': "pending: indexer_types (layers sharing an earlier layer's indexer) is not "
+                             'modelled (branch hf34)',
+                   'source': 'github.com/ai-dynamo/aiconfigurator '
+                             'aic-core/src/aiconfigurator_core/model_configs/nvidia--GLM-5.2-NVFP4_config.json '
+                             '@ 0b077da5e017',
+                   'total': None,
+                   'total_counts': None,
+                   'total_source': 'none found'},
  'glm-5.3': {'aliases': [],
              'family': 'GLM-5',
              'hub_ids': ['zai-org/GLM-5.3'],
@@ -269,6 +389,28 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                'total_source': 'tests/fixtures/hf/CHECKPOINTS.yaml entry kimi-k2.5: the logical total: Kimi '
                                "K2's language model + the vision tower and projector of the report's tensor "
                                'list'},
+ 'kimi-k2.5-nvfp4': {'aliases': [],
+                     'family': 'Kimi K2.5 (NVFP4)',
+                     'hub_ids': ['nvidia/Kimi-K2.5-NVFP4'],
+                     'model_type': 'kimi_k25',
+                     'reader': 'ok',
+                     'source': 'github.com/ai-dynamo/aiconfigurator '
+                               'aic-core/src/aiconfigurator_core/model_configs/nvidia--Kimi-K2.5-NVFP4_config.json '
+                               '@ 0b077da5e017',
+                     'total': None,
+                     'total_counts': None,
+                     'total_source': 'none found'},
+ 'kimi-k2.6-nvfp4': {'aliases': [],
+                     'family': 'Kimi K2.6 (NVFP4)',
+                     'hub_ids': ['nvidia/Kimi-K2.6-NVFP4'],
+                     'model_type': 'kimi_k25',
+                     'reader': 'ok',
+                     'source': 'github.com/ai-dynamo/aiconfigurator '
+                               'aic-core/src/aiconfigurator_core/model_configs/nvidia--Kimi-K2.6-NVFP4_config.json '
+                               '@ 90f7fc0fcba7',
+                     'total': None,
+                     'total_counts': None,
+                     'total_source': 'none found'},
  'kimi-k3': {'aliases': [],
              'family': 'Kimi K3',
              'hub_ids': ['moonshotai/Kimi-K3'],
@@ -401,6 +543,19 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                           'llmfit-core/data/hf_models.json @ a3e0eb27c57f, field '
                                           'parameters_raw (scripts/scrape_hf_models.py takes '
                                           'safetensors.total)'},
+ 'llama3.2-3b': {'aliases': ['llama-3.2-3b'],
+                 'family': 'Llama 3.2',
+                 'hub_ids': ['meta-llama/Llama-3.2-3B'],
+                 'model_type': 'llama',
+                 'reader': 'ok',
+                 'source': 'github.com/citsjtu2020/LLM-Prof sglang/Model_Config.md @ 8434c8d19c39',
+                 'total': 3212749824,
+                 'total_counts': 'total_params',
+                 'total_source': "the Hub's safetensors total for meta-llama/Llama-3.2-3B (safetensors.total "
+                                 'of the Hub model API, which counts every stored tensor element) as stored '
+                                 'in github.com/AlexsJones/llmfit llmfit-core/data/hf_models.json @ '
+                                 'a3e0eb27c57f, field parameters_raw (scripts/scrape_hf_models.py takes '
+                                 'safetensors.total)'},
  'llama3.3-70b': {'aliases': ['llama-3.3-70b', 'llama3.3-70b-instruct', 'llama-3.3-70b-instruct'],
                   'family': 'Llama 3.3',
                   'hub_ids': ['meta-llama/Llama-3.3-70B-Instruct'],
@@ -508,6 +663,17 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                   'in github.com/AlexsJones/llmfit llmfit-core/data/hf_models.json @ '
                                   'a3e0eb27c57f, field parameters_raw (scripts/scrape_hf_models.py takes '
                                   'safetensors.total)'},
+ 'minimax-m2.5-nvfp4': {'aliases': [],
+                        'family': 'MiniMax-M2 (NVFP4)',
+                        'hub_ids': ['nvidia/MiniMax-M2.5-NVFP4'],
+                        'model_type': 'minimax_m2',
+                        'reader': 'ok',
+                        'source': 'github.com/ai-dynamo/aiconfigurator '
+                                  'aic-core/src/aiconfigurator_core/model_configs/nvidia--MiniMax-M2.5-NVFP4_config.json '
+                                  '@ 0b077da5e017',
+                        'total': None,
+                        'total_counts': None,
+                        'total_source': 'none found'},
  'minimax-m2.7': {'aliases': [],
                   'family': 'MiniMax-M2',
                   'hub_ids': ['MiniMaxAI/MiniMax-M2.7'],
@@ -523,6 +689,17 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                   'in github.com/AlexsJones/llmfit llmfit-core/data/hf_models.json @ '
                                   'a3e0eb27c57f, field parameters_raw (scripts/scrape_hf_models.py takes '
                                   'safetensors.total)'},
+ 'minimax-m2.7-nvfp4': {'aliases': [],
+                        'family': 'MiniMax-M2 (NVFP4)',
+                        'hub_ids': ['nvidia/MiniMax-M2.7-NVFP4'],
+                        'model_type': 'minimax_m2',
+                        'reader': 'ok',
+                        'source': 'github.com/ai-dynamo/aiconfigurator '
+                                  'aic-core/src/aiconfigurator_core/model_configs/nvidia--MiniMax-M2.7-NVFP4_config.json '
+                                  '@ 0b077da5e017',
+                        'total': None,
+                        'total_counts': None,
+                        'total_source': 'none found'},
  'minimax-m3': {'aliases': [],
                 'family': 'MiniMax-M3',
                 'hub_ids': ['MiniMaxAI/MiniMax-M3'],
@@ -557,6 +734,39 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                    'total': None,
                    'total_counts': None,
                    'total_source': 'none found'},
+ 'mixtral-8x22b-instruct': {'aliases': ['mixtral-8x22b-instruct-v0.1'],
+                            'family': 'Mixtral',
+                            'hub_ids': ['mistralai/Mixtral-8x22B-Instruct-v0.1'],
+                            'model_type': 'mixtral',
+                            'reader': 'ok',
+                            'source': 'github.com/inference-sim/inference-sim '
+                                      'model_configs/mixtral-8x22b-instruct-v0.1/config.json @ 59649ee4320a',
+                            'total': 140630071296,
+                            'total_counts': 'total_params',
+                            'total_source': "the Hub's safetensors total for "
+                                            'mistralai/Mixtral-8x22B-Instruct-v0.1 (safetensors.total of the '
+                                            'Hub model API, which counts every stored tensor element) as '
+                                            'stored in github.com/AlexsJones/llmfit '
+                                            'llmfit-core/data/hf_models.json @ a3e0eb27c57f, field '
+                                            'parameters_raw (scripts/scrape_hf_models.py takes '
+                                            'safetensors.total)'},
+ 'mixtral-8x7b-instruct': {'aliases': ['mixtral-8x7b-instruct-v0.1'],
+                           'family': 'Mixtral',
+                           'hub_ids': ['mistralai/Mixtral-8x7B-Instruct-v0.1'],
+                           'model_type': 'mixtral',
+                           'reader': 'ok',
+                           'source': 'github.com/inference-sim/inference-sim '
+                                     'model_configs/mixtral-8x7b-instruct-v0.1/config.json @ 59649ee4320a',
+                           'total': 46702792704,
+                           'total_counts': 'total_params',
+                           'total_source': "the Hub's safetensors total for "
+                                           'mistralai/Mixtral-8x7B-Instruct-v0.1 (safetensors.total of the '
+                                           'Hub model API, which counts every stored tensor element) as '
+                                           'stored in github.com/AlexsJones/llmfit '
+                                           'llmfit-core/data/hf_models.json @ a3e0eb27c57f, field '
+                                           'parameters_raw (scripts/scrape_hf_models.py takes '
+                                           'safetensors.total); tests/fixtures/hf/CHECKPOINTS.yaml entry '
+                                           'mixtral-8x7b-instruct-v0.1: 46,702,792,704'},
  'nemotron-3-nano-30b-a3b': {'aliases': ['nemotron-3-nano', 'nemotron-3-nano-30b-a3b-bf16'],
                              'family': 'Nemotron 3',
                              'hub_ids': ['nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16'],
@@ -568,6 +778,17 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                              'total': None,
                              'total_counts': None,
                              'total_source': 'none found'},
+ 'nemotron-3-nano-30b-a3b-nvfp4': {'aliases': [],
+                                   'family': 'Nemotron 3 (NVFP4)',
+                                   'hub_ids': ['nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4'],
+                                   'model_type': 'nemotron_h',
+                                   'reader': 'ok',
+                                   'source': 'github.com/ai-dynamo/aiconfigurator '
+                                             'aic-core/src/aiconfigurator_core/model_configs/nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4_config.json '
+                                             '@ 90f7fc0fcba7',
+                                   'total': None,
+                                   'total_counts': None,
+                                   'total_source': 'none found'},
  'nemotron-3-super-120b-a12b-fp8': {'aliases': ['nemotron-3-super'],
                                     'family': 'Nemotron 3',
                                     'hub_ids': ['nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8'],
@@ -582,6 +803,17 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                                     'nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16 (same '
                                                     'shapes, MTP layer included; '
                                                     'tests/fixtures/hf-kinds/SOURCES.yaml, its sources)'},
+ 'nemotron-3-super-120b-a12b-nvfp4': {'aliases': [],
+                                      'family': 'Nemotron 3 (NVFP4)',
+                                      'hub_ids': ['nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4'],
+                                      'model_type': 'nemotron_h',
+                                      'reader': 'ok',
+                                      'source': 'github.com/ai-dynamo/aiconfigurator '
+                                                'aic-core/src/aiconfigurator_core/model_configs/nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4_config.json '
+                                                '@ 0b077da5e017',
+                                      'total': None,
+                                      'total_counts': None,
+                                      'total_source': 'none found'},
  'nemotron-3-ultra-550b-a55b': {'aliases': ['nemotron-3-ultra'],
                                 'family': 'Nemotron 3',
                                 'hub_ids': ['nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16'],
@@ -591,9 +823,37 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                 'source': 'github.com/ai-dynamo/aiconfigurator '
                                           'aic-core/src/aiconfigurator_core/model_configs/nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16_config.json '
                                           '@ 0b077da5e017',
-                                'total': None,
-                                'total_counts': None,
-                                'total_source': 'none found'},
+                                'total': 549308108800,
+                                'total_counts': 'total_params',
+                                'total_source': "the paramCount of 'NVIDIA Nemotron 3 Ultra BF16' in the "
+                                                "Fireworks AI documentation page 'Models' (training-shapes "
+                                                'catalog generated 2026-08-28 21:22 UTC), a stored copy '
+                                                'whose repository was not recorded (untraced index reference '
+                                                '66729435508)'},
+ 'nemotron-3-ultra-550b-a55b-fp8': {'aliases': [],
+                                    'family': 'Nemotron 3 (FP8)',
+                                    'hub_ids': ['nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8'],
+                                    'model_type': 'nemotron_h',
+                                    'reader': 'pending: this transformers-5 config lists layers_block_type '
+                                              'and no num_hidden_layers (branch hf34)',
+                                    'source': 'github.com/ai-dynamo/aiconfigurator '
+                                              'aic-core/src/aiconfigurator_core/model_configs/nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8_config.json '
+                                              '@ 0b077da5e017',
+                                    'total': None,
+                                    'total_counts': None,
+                                    'total_source': 'none found'},
+ 'nemotron-3-ultra-550b-a55b-nvfp4': {'aliases': [],
+                                      'family': 'Nemotron 3 (NVFP4)',
+                                      'hub_ids': ['nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4'],
+                                      'model_type': 'nemotron_h',
+                                      'reader': 'pending: this transformers-5 config lists layers_block_type '
+                                                'and no num_hidden_layers (branch hf34)',
+                                      'source': 'github.com/ai-dynamo/aiconfigurator '
+                                                'aic-core/src/aiconfigurator_core/model_configs/nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4_config.json '
+                                                '@ 0b077da5e017',
+                                      'total': None,
+                                      'total_counts': None,
+                                      'total_source': 'none found'},
  'nemotron-h-56b': {'aliases': ['nemotron-h-56b-base'],
                     'family': 'Nemotron-H',
                     'hub_ids': ['nvidia/Nemotron-H-56B-Base-8K'],
@@ -605,6 +865,36 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                     'total': None,
                     'total_counts': None,
                     'total_source': 'none found'},
+ 'olmo-2-13b': {'aliases': ['olmo-2-1124-13b'],
+                'family': 'OLMo 2',
+                'hub_ids': ['allenai/OLMo-2-1124-13B'],
+                'model_type': 'olmo2',
+                'reader': 'ok',
+                'source': 'github.com/mauer4/Attention-From-Scratch '
+                          'weights/allenai/OLMo-2-1124-13B/config.json @ 381a295f1d06',
+                'total': 13716198400,
+                'total_counts': 'total_params',
+                'total_source': 'model.safetensors.index.json metadata total_size 54,864,793,600 B / 4 '
+                                '(torch_dtype float32) in the same downloaded copy, '
+                                'github.com/mauer4/Attention-From-Scratch '
+                                'weights/allenai/OLMo-2-1124-13B/model.safetensors.index.json @ '
+                                '381a295f1d06; tests/fixtures/hf/CHECKPOINTS.yaml entry olmo-2-1124-13b: '
+                                '13,716,198,400'},
+ 'olmo-2-13b-instruct': {'aliases': ['olmo-2-1124-13b-instruct'],
+                         'family': 'OLMo 2',
+                         'hub_ids': ['allenai/OLMo-2-1124-13B-Instruct'],
+                         'model_type': 'olmo2',
+                         'reader': 'ok',
+                         'source': 'github.com/mauer4/Attention-From-Scratch '
+                                   'weights/allenai/OLMo-2-1124-13B-Instruct/config.json @ 7b2eb9540b39',
+                         'total': 13716198400,
+                         'total_counts': 'total_params',
+                         'total_source': "the Hub's safetensors total for allenai/OLMo-2-1124-13B-Instruct "
+                                         '(safetensors.total of the Hub model API, which counts every stored '
+                                         'tensor element) as stored in github.com/AlexsJones/llmfit '
+                                         'llmfit-core/data/hf_models.json @ a3e0eb27c57f, field '
+                                         'parameters_raw (scripts/scrape_hf_models.py takes '
+                                         'safetensors.total)'},
  'qwen2.5-1.5b': {'aliases': ['qwen-2.5-1.5b'],
                   'family': 'Qwen2.5',
                   'hub_ids': ['Qwen/Qwen2.5-1.5B'],
@@ -619,6 +909,37 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                   'github.com/AlexsJones/llmfit llmfit-core/data/hf_models.json @ '
                                   'a3e0eb27c57f, field parameters_raw (scripts/scrape_hf_models.py takes '
                                   'safetensors.total)'},
+ 'qwen2.5-1.5b-instruct': {'aliases': [],
+                           'family': 'Qwen2.5',
+                           'hub_ids': ['Qwen/Qwen2.5-1.5B-Instruct'],
+                           'model_type': 'qwen2',
+                           'reader': 'ok',
+                           'source': 'github.com/inference-sim/inference-sim '
+                                     'model_configs/qwen2.5-1.5b-instruct/config.json @ c7736c4cdeee',
+                           'total': 1543714304,
+                           'total_counts': 'total_params',
+                           'total_source': "the Hub's safetensors total for Qwen/Qwen2.5-1.5B-Instruct "
+                                           '(safetensors.total of the Hub model API, which counts every '
+                                           'stored tensor element) as stored in github.com/AlexsJones/llmfit '
+                                           'llmfit-core/data/hf_models.json @ a3e0eb27c57f, field '
+                                           'parameters_raw (scripts/scrape_hf_models.py takes '
+                                           'safetensors.total)'},
+ 'qwen2.5-14b': {'aliases': [],
+                 'family': 'Qwen2.5',
+                 'hub_ids': ['Qwen/Qwen2.5-14B'],
+                 'model_type': 'qwen2',
+                 'reader': 'ok',
+                 'source': 'github.com/citsjtu2020/LLM-Prof sglang/Model_Config.md @ 8434c8d19c39',
+                 'total': 14770033664,
+                 'total_counts': 'total_params',
+                 'total_source': "the Hub's safetensors total for Qwen/Qwen2.5-14B (safetensors.total of the "
+                                 'Hub model API, which counts every stored tensor element) as stored in '
+                                 'github.com/AlexsJones/llmfit llmfit-core/data/hf_models.json @ '
+                                 'a3e0eb27c57f, field parameters_raw (scripts/scrape_hf_models.py takes '
+                                 "safetensors.total); the same figure in the paramCount of 'Qwen 2.5 14B' in "
+                                 "the Fireworks AI documentation page 'Models' (training-shapes catalog "
+                                 'generated 2026-08-28 21:22 UTC), a stored copy whose repository was not '
+                                 'recorded (untraced index reference 66729435508)'},
  'qwen2.5-32b': {'aliases': ['qwen-2.5-32b'],
                  'family': 'Qwen2.5',
                  'hub_ids': ['Qwen/Qwen2.5-32B'],
@@ -633,6 +954,21 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                  'github.com/AlexsJones/llmfit llmfit-core/data/hf_models.json @ '
                                  'a3e0eb27c57f, field parameters_raw (scripts/scrape_hf_models.py takes '
                                  'safetensors.total)'},
+ 'qwen2.5-3b-instruct': {'aliases': [],
+                         'family': 'Qwen2.5',
+                         'hub_ids': ['Qwen/Qwen2.5-3B-Instruct'],
+                         'model_type': 'qwen2',
+                         'reader': 'ok',
+                         'source': 'github.com/inference-sim/inference-sim '
+                                   'model_configs/qwen2.5-3b-instruct/config.json @ c7736c4cdeee',
+                         'total': 3085938688,
+                         'total_counts': 'total_params',
+                         'total_source': "the Hub's safetensors total for Qwen/Qwen2.5-3B-Instruct "
+                                         '(safetensors.total of the Hub model API, which counts every stored '
+                                         'tensor element) as stored in github.com/AlexsJones/llmfit '
+                                         'llmfit-core/data/hf_models.json @ a3e0eb27c57f, field '
+                                         'parameters_raw (scripts/scrape_hf_models.py takes '
+                                         'safetensors.total)'},
  'qwen2.5-72b': {'aliases': ['qwen-2.5-72b'],
                  'family': 'Qwen2.5',
                  'hub_ids': ['Qwen/Qwen2.5-72B'],
@@ -763,6 +1099,17 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                          'llmfit-core/data/hf_models.json @ a3e0eb27c57f, field '
                                          'parameters_raw (scripts/scrape_hf_models.py takes '
                                          'safetensors.total)'},
+ 'qwen3-235b-a22b-nvfp4': {'aliases': [],
+                           'family': 'Qwen3 MoE (NVFP4)',
+                           'hub_ids': ['nvidia/Qwen3-235B-A22B-NVFP4'],
+                           'model_type': 'qwen3_moe',
+                           'reader': 'ok',
+                           'source': 'github.com/ai-dynamo/aiconfigurator '
+                                     'aic-core/src/aiconfigurator_core/model_configs/nvidia--Qwen3-235B-A22B-NVFP4_config.json '
+                                     '@ 0b077da5e017',
+                           'total': None,
+                           'total_counts': None,
+                           'total_source': 'none found'},
  'qwen3-30b-a3b': {'aliases': [],
                    'family': 'Qwen3 MoE',
                    'hub_ids': ['Qwen/Qwen3-30B-A3B'],
@@ -789,6 +1136,17 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                        'total': None,
                        'total_counts': None,
                        'total_source': 'none found'},
+ 'qwen3-30b-a3b-nvfp4': {'aliases': [],
+                         'family': 'Qwen3 MoE (NVFP4)',
+                         'hub_ids': ['nvidia/Qwen3-30B-A3B-NVFP4'],
+                         'model_type': 'qwen3_moe',
+                         'reader': 'ok',
+                         'source': 'github.com/ai-dynamo/aiconfigurator '
+                                   'src/aiconfigurator/model_configs/nvidia--Qwen3-30B-A3B-NVFP4_config.json '
+                                   '@ 473ce5b6b44c',
+                         'total': None,
+                         'total_counts': None,
+                         'total_source': 'none found'},
  'qwen3-32b': {'aliases': [],
                'family': 'Qwen3',
                'hub_ids': ['Qwen/Qwen3-32B'],
@@ -814,6 +1172,28 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                    'total': None,
                    'total_counts': None,
                    'total_source': 'none found'},
+ 'qwen3-32b-nvfp4': {'aliases': [],
+                     'family': 'Qwen3 (NVFP4)',
+                     'hub_ids': ['nvidia/Qwen3-32B-NVFP4'],
+                     'model_type': 'qwen3',
+                     'reader': 'ok',
+                     'source': 'github.com/ai-dynamo/aiconfigurator '
+                               'src/aiconfigurator/model_configs/nvidia--Qwen3-32B-NVFP4_config.json @ '
+                               'f577ab8432df',
+                     'total': None,
+                     'total_counts': None,
+                     'total_source': 'none found'},
+ 'qwen3-4b': {'aliases': [],
+              'family': 'Qwen3',
+              'hub_ids': ['Qwen/Qwen3-4B'],
+              'model_type': 'qwen3',
+              'reader': 'ok',
+              'source': 'github.com/citsjtu2020/LLM-Prof sglang/Model_Config.md @ 8434c8d19c39',
+              'total': 4411424256,
+              'total_counts': 'checkpoint_params + tied_head',
+              'total_source': "the paramCount of 'Qwen 3 4B' in the Fireworks AI documentation page 'Models' "
+                              '(training-shapes catalog generated 2026-08-28 21:22 UTC), a stored copy whose '
+                              'repository was not recorded (untraced index reference 66729435508)'},
  'qwen3-8b': {'aliases': [],
               'family': 'Qwen3',
               'hub_ids': ['Qwen/Qwen3-8B'],
@@ -986,6 +1366,19 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                        'tensor element) as stored in github.com/AlexsJones/llmfit '
                                        'llmfit-core/data/hf_models.json @ a3e0eb27c57f, field parameters_raw '
                                        '(scripts/scrape_hf_models.py takes safetensors.total)'},
+ 'qwen3.5-122b-a10b-nvfp4': {'aliases': [],
+                             'family': 'Qwen3.5 MoE (NVFP4)',
+                             'hub_ids': ['nvidia/Qwen3.5-122B-A10B-NVFP4'],
+                             'model_type': 'qwen3_5_moe',
+                             'reader': 'pending: attn_output_gate = true is refused (the gate doubles '
+                                       "q_proj's output); being fixed in the config reader (issue #34, "
+                                       'branch hf34)',
+                             'source': 'github.com/ai-dynamo/aiconfigurator '
+                                       'aic-core/src/aiconfigurator_core/model_configs/nvidia--Qwen3.5-122B-A10B-NVFP4_config.json '
+                                       '@ 90f7fc0fcba7',
+                             'total': None,
+                             'total_counts': None,
+                             'total_source': 'none found'},
  'qwen3.5-27b': {'aliases': [],
                  'family': 'Qwen3.5',
                  'hub_ids': ['Qwen/Qwen3.5-27B'],
@@ -1033,6 +1426,31 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                        '2026-08-28 21:22 UTC), a stored copy whose repository was not '
                                        'recorded (untraced index reference 66729435508); the Hub total '
                                        '403,397,928,944 adds the MTP layer'},
+ 'qwen3.5-397b-a17b-nvfp4': {'aliases': [],
+                             'family': 'Qwen3.5 MoE (NVFP4)',
+                             'hub_ids': ['nvidia/Qwen3.5-397B-A17B-NVFP4'],
+                             'model_type': 'qwen3_5_moe',
+                             'reader': 'pending: attn_output_gate = true is refused (the gate doubles '
+                                       "q_proj's output); being fixed in the config reader (issue #34, "
+                                       'branch hf34)',
+                             'source': 'github.com/ai-dynamo/aiconfigurator '
+                                       'aic-core/src/aiconfigurator_core/model_configs/nvidia--Qwen3.5-397B-A17B-NVFP4_config.json '
+                                       '@ 90f7fc0fcba7',
+                             'total': None,
+                             'total_counts': None,
+                             'total_source': 'none found'},
+ 'qwen3.6-27b-nvfp4': {'aliases': [],
+                       'family': 'Qwen3.6 (NVFP4)',
+                       'hub_ids': ['nvidia/Qwen3.6-27B-NVFP4'],
+                       'model_type': 'qwen3_5',
+                       'reader': "pending: attn_output_gate = true is refused (the gate doubles q_proj's "
+                                 'output); being fixed in the config reader (issue #34, branch hf34)',
+                       'source': 'github.com/ai-dynamo/aiconfigurator '
+                                 'aic-core/src/aiconfigurator_core/model_configs/nvidia--Qwen3.6-27B-NVFP4_config.json '
+                                 '@ 90f7fc0fcba7',
+                       'total': None,
+                       'total_counts': None,
+                       'total_source': 'none found'},
  'qwen3.6-35b-a3b': {'aliases': [],
                      'family': 'Qwen3.6 MoE',
                      'hub_ids': ['Qwen/Qwen3.6-35B-A3B'],
@@ -1048,6 +1466,18 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                      "page 'Models' (training-shapes catalog generated 2026-08-28 21:22 "
                                      'UTC), a stored copy whose repository was not recorded (untraced index '
                                      'reference 66729435508)'},
+ 'qwen3.6-35b-a3b-nvfp4': {'aliases': [],
+                           'family': 'Qwen3.6 MoE (NVFP4)',
+                           'hub_ids': ['nvidia/Qwen3.6-35B-A3B-NVFP4'],
+                           'model_type': 'qwen3_5_moe',
+                           'reader': "pending: attn_output_gate = true is refused (the gate doubles q_proj's "
+                                     'output); being fixed in the config reader (issue #34, branch hf34)',
+                           'source': 'github.com/ai-dynamo/aiconfigurator '
+                                     'aic-core/src/aiconfigurator_core/model_configs/nvidia--Qwen3.6-35B-A3B-NVFP4_config.json '
+                                     '@ 90f7fc0fcba7',
+                           'total': None,
+                           'total_counts': None,
+                           'total_source': 'none found'},
  'step-3.7-flash': {'aliases': [],
                     'family': 'Step 3.7',
                     'hub_ids': ['stepfun-ai/Step-3.7-Flash'],
@@ -1059,6 +1489,17 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                     'total': None,
                     'total_counts': None,
                     'total_source': 'none found'},
+ 'step-3.7-flash-fp8': {'aliases': [],
+                        'family': 'Step 3.7 (FP8)',
+                        'hub_ids': ['stepfun-ai/Step-3.7-Flash-FP8'],
+                        'model_type': 'step3p7',
+                        'reader': 'pending: model_type step3p7 is not supported',
+                        'source': 'github.com/ai-dynamo/aiconfigurator '
+                                  'aic-core/src/aiconfigurator_core/model_configs/stepfun-ai--Step-3.7-Flash-FP8_config.json '
+                                  '@ fb55e89a0d87',
+                        'total': None,
+                        'total_counts': None,
+                        'total_source': 'none found'},
  'yi-34b': {'aliases': [],
             'family': 'Yi',
             'hub_ids': ['01-ai/Yi-34B'],
