@@ -75,8 +75,8 @@ def _render_offline(con, entries: list[CatalogEntry]) -> None:
             "\n".join(e.hub_ids),
             e.family,
             fmt_int(e.checkpoint_total) if e.checkpoint_total is not None else "unknown",
-            (e.total_counts or "-") if e.reader == "ok" else f"reader {e.reader}",
-            e.source,
+            (e.total_counts or "-") if e.reader == "ok" else "reader pending (--json: why)",
+            _repository(e.source),
         ]
         for e in entries
     ]
@@ -89,7 +89,7 @@ def _render_offline(con, entries: list[CatalogEntry]) -> None:
             ("family", "left"),
             ("checkpoint parameters", "right"),
             ("counts", "left"),
-            ("config.json copied from", "left"),
+            ("config.json copied from (path: --json)", "left"),
         ],
         rows,
         caption=(
@@ -97,6 +97,13 @@ def _render_offline(con, entries: list[CatalogEntry]) -> None:
             "each), tested against llm-cost's count in the convention shown; other Hub ids are read from the Hub"
         ),
     )
+
+
+def _repository(source: str) -> str:
+    """``owner/repo @ commit`` of a catalog source ``github.com/owner/repo path @ commit`` (its path is
+    in the JSON)."""
+    repo, _, rest = source.partition(" ")
+    return f"{repo.removeprefix('github.com/')} @ {rest.rpartition(' @ ')[2]}"
 
 
 def render_spec(con, view: SpecView) -> None:
