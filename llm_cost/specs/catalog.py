@@ -69,7 +69,7 @@ class TotalCounts(str, Enum):
 
 def catalog_dir() -> Path:
     """The catalog's folder (wheel or source checkout)."""
-    from llm_cost.specs.load import data_dir
+    from llm_cost.specs.index import data_dir
 
     return data_dir("catalog")
 
@@ -147,12 +147,13 @@ def build_catalog_index(folder: Optional[Path] = None) -> dict[str, Any]:
     when a record is malformed or two entries (or an entry and a shipped model) claim one name."""
     import json
 
+    from llm_cost.specs import index
     from llm_cost.specs.files import read_yaml
-    from llm_cost.specs.load import _index as shipped
 
     folder = folder or catalog_dir()
     records = read_yaml(folder / CATALOG_FILE)
-    taken = {n: f"shipped model {stem}" for stem, e in shipped("models").items() for n in (stem, *e["aliases"])}
+    shipped = index.imported("llm_cost.specs.shipped_index").get("models", {})
+    taken = {n: f"shipped model {stem}" for stem, e in shipped.items() for n in (stem, *e["aliases"])}
     names: dict[str, str] = {}
     out: dict[str, dict[str, Any]] = {}
     for short, record in sorted(records.items()):

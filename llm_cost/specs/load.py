@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_cost.core.errors import SpecError
 from llm_cost.specs import index
+from llm_cost.specs.index import data_dir
 
 if TYPE_CHECKING:
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -42,13 +43,6 @@ __all__ = [
 
 class WrongKind(SpecError):
     """A GPU spec given where a model is expected, or the other way round."""
-
-
-def data_dir(kind: str) -> Path:
-    """Folder of shipped specs: ``kind`` is "models" or "hardware" (wheel or source checkout)."""
-    here = Path(__file__).resolve().parent.parent
-    packaged = here / "_data" / kind
-    return packaged if packaged.is_dir() else here.parent / kind
 
 
 def _names(kind: str) -> list[str]:
