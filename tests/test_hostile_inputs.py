@@ -299,7 +299,13 @@ ROWS = [
     ("profile-link-loop", lambda t: ["validate", "--profile", str(_loop(t, "p.yaml"))], {}, 2, "loop"),
     ("spec-fifo", lambda t: ["params", str(_fifo(t, "spec.yaml"))], {}, 2, "not a regular file (a FIFO)"),
     ("profile-fifo", lambda t: ["validate", "--profile", str(_fifo(t, "p.yaml"))], {}, 2, "not a regular file"),
-    ("hub-cache-link-loop", lambda t: ["params", "NousResearch/Meta-Llama-3.1-8B"], "hub-loop", 2, "delete that snapshot"),
+    (
+        "hub-cache-link-loop",
+        lambda t: ["params", "NousResearch/Meta-Llama-3.1-8B"],
+        "hub-loop",
+        2,
+        "delete that snapshot",
+    ),
     # calibrate: timing files validated before any fit
     (
         "timing-inf",

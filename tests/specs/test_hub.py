@@ -76,7 +76,10 @@ def test_offline_and_not_cached_is_one_line(cli):
     r = cli("params", "NousResearch/Meta-Llama-3.1-8B")
     assert r.code == 2 and r.out == ""
     assert r.err.strip().count("\n") == 0
-    assert "NousResearch/Meta-Llama-3.1-8B: HF_HUB_OFFLINE is set and config.json is not in the Hugging Face cache" in r.err
+    assert (
+        "NousResearch/Meta-Llama-3.1-8B: HF_HUB_OFFLINE is set and config.json is not in the Hugging Face cache"
+        in r.err
+    )
 
 
 def test_existing_path_wins_over_an_id(tmp_path, monkeypatch):
