@@ -189,7 +189,7 @@ def _spec(tmp: Path, name: str, old: str, new: str) -> Path:
 
 
 def _hub_cache_loop(tmp: Path) -> dict[str, str]:
-    repo = tmp / "hub" / "models--meta-llama--Llama-3.1-8B"
+    repo = tmp / "hub" / "models--NousResearch--Meta-Llama-3.1-8B"
     (repo / "refs").mkdir(parents=True)
     (repo / "refs" / "main").write_text("0123456789abcdef")
     snapshot = repo / "snapshots" / "0123456789abcdef"
@@ -310,7 +310,13 @@ ROWS = [
     ("profile-link-loop", lambda t: ["validate", "--profile", str(_loop(t, "p.yaml"))], {}, 2, "loop"),
     ("spec-fifo", lambda t: ["params", str(_fifo(t, "spec.yaml"))], {}, 2, "not a regular file (a FIFO)"),
     ("profile-fifo", lambda t: ["validate", "--profile", str(_fifo(t, "p.yaml"))], {}, 2, "not a regular file"),
-    ("hub-cache-link-loop", lambda t: ["params", "meta-llama/Llama-3.1-8B"], "hub-loop", 2, "delete that snapshot"),
+    (
+        "hub-cache-link-loop",
+        lambda t: ["params", "NousResearch/Meta-Llama-3.1-8B"],
+        "hub-loop",
+        2,
+        "delete that snapshot",
+    ),
     # calibrate: timing files validated before any fit
     (
         "timing-inf",
@@ -379,10 +385,10 @@ ROWS = [
     ),
     ("help-ascii", lambda t: ["params", "-h"], {"PYTHONIOENCODING": "ascii"}, 0, "--weights-dtype"),
     # the Hub
-    ("hub-unreachable", lambda t: ["params", "meta-llama/Llama-3.1-8B"], NO_HUB, 2, "cannot be reached"),
+    ("hub-unreachable", lambda t: ["params", "NousResearch/Meta-Llama-3.1-8B"], NO_HUB, 2, "cannot be reached"),
     (
         "hub-offline-maybe",
-        lambda t: ["params", "meta-llama/Llama-3.1-8B"],
+        lambda t: ["params", "NousResearch/Meta-Llama-3.1-8B"],
         {"HF_HUB_OFFLINE": "maybe"},
         2,
         "neither true",

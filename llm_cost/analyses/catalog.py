@@ -10,7 +10,7 @@ from llm_cost.core.records import record
 from llm_cost.specs.declare import to_data
 from llm_cost.specs.load import WrongKind, gpu_names, load_gpu, load_model, model_names
 
-__all__ = ["ModelEntry", "GPUEntry", "SpecView", "model_catalog", "gpu_catalog", "find_spec"]
+__all__ = ["ModelEntry", "CatalogEntry", "GPUEntry", "SpecView", "model_catalog", "gpu_catalog", "find_spec"]
 
 
 @record
@@ -23,6 +23,26 @@ class ModelEntry:
     model_type: str
     total_params: int
     architecture: str
+
+
+@record
+class CatalogEntry:
+    """One model of the offline catalog (:mod:`llm_cost.specs.catalog`): a published config.json,
+    read when the model is asked for. ``checkpoint_total`` is its checkpoint's parameter total from
+    an independent source (``total_source``), counted as ``total_counts`` says (None when no total
+    was found); ``source`` is where the config.json was copied from; ``reader`` is "ok" or
+    "pending: why" when today's config reader refuses or miscounts it."""
+
+    name: str
+    hub_ids: list[str]
+    aliases: list[str]
+    family: str
+    model_type: str
+    checkpoint_total: int | None
+    total_counts: str | None
+    total_source: str
+    source: str
+    reader: str
 
 
 @record
@@ -68,11 +88,13 @@ def _architecture(spec) -> str:
     return ", ".join(parts)
 
 
-def model_catalog() -> list[ModelEntry]:
-    """Every shipped model, validated, with its exact parameter total."""
+def model_catalog() -> list[ModelEntry | CatalogEntry]:
+    """Every shipped model, validated, with its exact parameter total; then every model of the
+    offline catalog with its source and checkpoint total (its config.json is not read)."""
     from llm_cost.model.structure import build
+    from llm_cost.specs.catalog import entries
 
-    out = []
+    out: list[ModelEntry | CatalogEntry] = []
     for name in model_names():
         spec = load_model(name)
         out.append(
@@ -83,6 +105,21 @@ def model_catalog() -> list[ModelEntry]:
                 spec.model_type,
                 build(spec).total_params,
                 _architecture(spec),
+            )
+        )
+    for short, e in entries().items():
+        out.append(
+            CatalogEntry(
+                short,
+                list(e["hub_ids"]),
+                list(e["aliases"]),
+                e["family"],
+                e["model_type"],
+                e["total"],
+                e["total_counts"],
+                e["total_source"],
+                e["source"],
+                e["reader"],
             )
         )
     return out

@@ -11,7 +11,7 @@ from llm_cost.api import checks, choices
 from llm_cost.core.errors import InputError
 
 if TYPE_CHECKING:
-    from llm_cost.analyses.catalog import GPUEntry, ModelEntry, SpecView
+    from llm_cost.analyses.catalog import CatalogEntry, GPUEntry, ModelEntry, SpecView
     from llm_cost.analyses.import_spec import ImportResult
     from llm_cost.model.kv import KVResult
     from llm_cost.model.layout import Layout
@@ -70,13 +70,18 @@ def load_gpu(gpu: GpuLike) -> HardwareSpec:
 
 
 def defaults_used(model: str) -> Optional[list[str]]:
-    """The family defaults a config.json ``model`` (a path, a folder or a Hub id) took, each as
-    ``key = value (reason)``; None for a shipped or YAML spec."""
+    """The family defaults a config.json ``model`` (a path, a folder, a Hub id or a name of the
+    offline catalog) took, each as ``key = value (reason)``; None for a shipped or YAML spec."""
     from llm_cost.specs import hub
     from llm_cost.specs.hf import defaults_used as from_file
+    from llm_cost.specs.load import catalog_name
 
     if not isinstance(model, str):
         raise InputError(f"model: {model!r} is not a name or path", fields=("model",))
+    if (short := catalog_name(model)) is not None:
+        from llm_cost.specs.catalog import load_catalog_model
+
+        return load_catalog_model(short, verbose=True)[1]
     return hub.load_hub_model(model, verbose=True)[1] if hub.is_hub_id(model) else from_file(model)
 
 
@@ -212,8 +217,9 @@ def import_config(
     return write(Path(config), Path(out), name, checks.flag(force, "force"))
 
 
-def catalog(kind: Any) -> Union[list[ModelEntry], list[GPUEntry]]:
-    """The shipped ``models`` or ``gpus`` with their key figures (``llm-cost list``)."""
+def catalog(kind: Any) -> Union[list[Union[ModelEntry, CatalogEntry]], list[GPUEntry]]:
+    """The shipped ``models`` (then those of the offline catalog, with their sources and checkpoint
+    totals) or ``gpus`` with their key figures (``llm-cost list``)."""
     from llm_cost.analyses.catalog import gpu_catalog, model_catalog
 
     chosen = checks.one_of(str(getattr(kind, "value", kind)).strip().lower(), "kind", ("models", "gpus"))

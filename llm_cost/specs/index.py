@@ -30,9 +30,16 @@ from typing import Any, TypeVar
 
 from llm_cost.specs.declare import Spec, to_data
 
-__all__ = ["digest", "entry", "current", "rebuilt", "index_source", "imported"]
+__all__ = ["data_dir", "digest", "entry", "current", "rebuilt", "index_source", "imported"]
 
 T = TypeVar("T")
+
+
+def data_dir(kind: str) -> Path:
+    """Folder of shipped files: ``kind`` is "models", "hardware" or "catalog" (wheel or source checkout)."""
+    here = Path(__file__).resolve().parent.parent
+    packaged = here / "_data" / kind
+    return packaged if packaged.is_dir() else here.parent / kind
 
 
 def digest(path: Path) -> str:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from llm_cost.core.errors import SpecError
 from llm_cost.core.limits import MAX_NAME
 from llm_cost.specs import index
+from llm_cost.specs.index import data_dir
 
 if TYPE_CHECKING:
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -37,18 +38,12 @@ __all__ = [
     "build_index",
     "index_source",
     "checked_spec",
+    "catalog_name",
 ]
 
 
 class WrongKind(SpecError):
     """A GPU spec given where a model is expected, or the other way round."""
-
-
-def data_dir(kind: str) -> Path:
-    """Folder of shipped specs: ``kind`` is "models" or "hardware" (wheel or source checkout)."""
-    here = Path(__file__).resolve().parent.parent
-    packaged = here / "_data" / kind
-    return packaged if packaged.is_dir() else here.parent / kind
 
 
 def _names(kind: str) -> list[str]:
@@ -193,20 +188,45 @@ def _resolve(kind: str, name: str, what: str) -> Path:
             return path
     import difflib
 
-    close = difflib.get_close_matches(key[:MAX_NAME], names, n=1, cutoff=0.4)
+    more = _catalog_names() if kind == "models" else []
+    close = difflib.get_close_matches(key[:MAX_NAME], names + more, n=1, cutoff=0.4)
     hint = f"; closest match: {close[0]}" if close else ""
-    raise SpecError(f"unknown {what} {shown(name, 60)!r}{hint}. Available {what}s: {', '.join(names)}")
+    also = f", or one of the {len(more)} names of the offline catalog (llm-cost list models)" if more else ""
+    raise SpecError(f"unknown {what} {shown(name, 60)!r}{hint}. Available {what}s: {', '.join(names)}{also}")
+
+
+def _catalog_names() -> list[str]:
+    """The offline catalog's short names and aliases (not its Hub ids), for a closest match."""
+    from llm_cost.specs.catalog import entries
+
+    return sorted(n for short, e in entries().items() for n in (short, *e["aliases"]))
+
+
+def catalog_name(name_or_path: str) -> str | None:
+    """The offline catalog's short name for ``name_or_path`` (a short name, alias or Hub id of
+    :mod:`llm_cost.specs.catalog`, any case) when it is no existing path; else None. Shipped names
+    are looked up before it, the Hub after it."""
+    if len(name_or_path) > 2 * MAX_NAME or _exists(name_or_path):
+        return None
+    from llm_cost.specs.catalog import find
+
+    return find(name_or_path)
 
 
 def load_model(name_or_path: str) -> ModelSpec:
-    """A shipped model by name or alias, a YAML spec file, a Hugging Face config.json (or a
-    folder holding one, see :mod:`llm_cost.specs.hf`), or a Hub id ``org/name[@revision]`` that is
-    not an existing path (see :mod:`llm_cost.specs.hub`); SpecError if none works."""
+    """A shipped model by name or alias, a model of the offline catalog by short name or Hub id
+    (:mod:`llm_cost.specs.catalog`), a YAML spec file, a Hugging Face config.json (or a folder
+    holding one, see :mod:`llm_cost.specs.hf`), or a Hub id ``org/name[@revision]`` that is not an
+    existing path (see :mod:`llm_cost.specs.hub`); SpecError if none works."""
     from llm_cost.specs.schema import ModelSpec
 
     # A shipped name first: it has no "/", so it is never a Hub id, and it skips the Hub module.
     if not _looks_like_path(name_or_path) and (shipped := _shipped("models", name_or_path)) is not None:
         return index.rebuilt(ModelSpec, shipped)
+    if (short := catalog_name(name_or_path)) is not None:
+        from llm_cost.specs.catalog import load_catalog_model
+
+        return load_catalog_model(short)
     from llm_cost.specs import hub
 
     if hub.is_hub_id(name_or_path):

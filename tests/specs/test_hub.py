@@ -1,6 +1,8 @@
 """Hugging Face model ids as MODEL (llm_cost.specs.hub), against a Hub cache built in a temporary
 folder. Nothing here touches the network: conftest sets HF_HUB_OFFLINE=1 for every test, and the
-failure cases raise the huggingface_hub errors from a stand-in for the download."""
+failure cases raise the huggingface_hub errors from a stand-in for the download. The id used,
+NousResearch/Meta-Llama-3.1-8B (a re-upload of Llama-3.1-8B with its config.json), is not in the
+offline catalog (llm_cost.specs.catalog), which answers meta-llama/Llama-3.1-8B before the Hub."""
 
 from __future__ import annotations
 
@@ -35,17 +37,17 @@ def _cache(root: Path, repo: str, config: Path, commit: str = COMMIT, ref: str =
 
 @pytest.fixture
 def llama_cache(tmp_path, monkeypatch):
-    root = _cache(tmp_path / "hub", "meta-llama/Llama-3.1-8B", FIXTURES / "llama-3.1-8b" / "config.json")
+    root = _cache(tmp_path / "hub", "NousResearch/Meta-Llama-3.1-8B", FIXTURES / "llama-3.1-8b" / "config.json")
     monkeypatch.setenv("HF_HUB_CACHE", str(root))
     return root
 
 
 def test_cached_id_loads_offline(llama_cache):
-    """meta-llama/Llama-3.1-8B from the cache: the checkpoint's 8,030,261,248 (CHECKPOINTS.yaml)."""
-    spec = load_model("meta-llama/Llama-3.1-8B")
+    """NousResearch/Meta-Llama-3.1-8B from the cache: the checkpoint's 8,030,261,248 (CHECKPOINTS.yaml)."""
+    spec = load_model("NousResearch/Meta-Llama-3.1-8B")
     assert count_params(spec).total_params == 8_030_261_248
-    assert (spec.name, spec.display_name) == ("llama-3.1-8b", "meta-llama/Llama-3.1-8B")
-    assert spec.source.url == "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json"
+    assert (spec.name, spec.display_name) == ("meta-llama-3.1-8b", "NousResearch/Meta-Llama-3.1-8B")
+    assert spec.source.url == "https://huggingface.co/NousResearch/Meta-Llama-3.1-8B/blob/main/config.json"
 
 
 def test_revision_selects_the_snapshot(llama_cache):
@@ -56,25 +58,28 @@ def test_revision_selects_the_snapshot(llama_cache):
 
 
 def test_hf_home_locates_the_cache(tmp_path, monkeypatch):
-    _cache(tmp_path / "home" / "hub", "meta-llama/Llama-3.1-8B", FIXTURES / "llama-3.1-8b" / "config.json")
+    _cache(tmp_path / "home" / "hub", "NousResearch/Meta-Llama-3.1-8B", FIXTURES / "llama-3.1-8b" / "config.json")
     monkeypatch.delenv("HF_HUB_CACHE")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
     assert hub.cache_dir() == tmp_path / "home" / "hub"
-    assert load_model("meta-llama/Llama-3.1-8B").name == "llama-3.1-8b"
+    assert load_model("NousResearch/Meta-Llama-3.1-8B").name == "meta-llama-3.1-8b"
 
 
 def test_cli_params_from_the_cache(cli, llama_cache):
-    r = cli("params", "meta-llama/Llama-3.1-8B", "--json")
+    r = cli("params", "NousResearch/Meta-Llama-3.1-8B", "--json")
     assert r.code == 0 and r.json()["total_params"] == 8_030_261_248
-    r = cli("params", "meta-llama/Llama-3.1-8B", "--json", "--verbose")
+    r = cli("params", "NousResearch/Meta-Llama-3.1-8B", "--json", "--verbose")
     assert r.code == 0 and "a shipped or YAML spec" not in r.err
 
 
 def test_offline_and_not_cached_is_one_line(cli):
-    r = cli("params", "meta-llama/Llama-3.1-8B")
+    r = cli("params", "NousResearch/Meta-Llama-3.1-8B")
     assert r.code == 2 and r.out == ""
     assert r.err.strip().count("\n") == 0
-    assert "meta-llama/Llama-3.1-8B: HF_HUB_OFFLINE is set and config.json is not in the Hugging Face cache" in r.err
+    assert (
+        "NousResearch/Meta-Llama-3.1-8B: HF_HUB_OFFLINE is set and config.json is not in the Hugging Face cache"
+        in r.err
+    )
 
 
 def test_existing_path_wins_over_an_id(tmp_path, monkeypatch):
@@ -90,7 +95,7 @@ def test_existing_path_wins_over_an_id(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "text,parsed",
     [
-        ("meta-llama/Llama-3.1-8B", ("meta-llama/Llama-3.1-8B", None)),
+        ("NousResearch/Meta-Llama-3.1-8B", ("NousResearch/Meta-Llama-3.1-8B", None)),
         ("Qwen/Qwen3-8B@refs/pr/1", ("Qwen/Qwen3-8B", "refs/pr/1")),
         ("llama3-8b", None),
         ("a/b/c", None),
