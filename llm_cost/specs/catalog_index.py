@@ -273,8 +273,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                    'family': 'GLM-5 (NVFP4)',
                    'hub_ids': ['nvidia/GLM-5.1-NVFP4'],
                    'model_type': 'glm_moe_dsa',
-                   'reader': "pending: indexer_types (layers sharing an earlier layer's indexer) is not "
-                             'modelled (branch hf34)',
+                   'reader': 'ok',
                    'source': 'github.com/ai-dynamo/aiconfigurator '
                              'aic-core/src/aiconfigurator_core/model_configs/nvidia--GLM-5.1-NVFP4_config.json '
                              '@ e418fe29d6f6',
@@ -299,8 +298,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                  'family': 'GLM-5 (FP8)',
                  'hub_ids': ['zai-org/GLM-5.2-FP8'],
                  'model_type': 'glm_moe_dsa',
-                 'reader': "pending: indexer_types (layers sharing an earlier layer's indexer) is not "
-                           'modelled (branch hf34)',
+                 'reader': 'ok',
                  'source': 'github.com/ai-dynamo/aiconfigurator '
                            'aic-core/src/aiconfigurator_core/model_configs/zai-org--GLM-5.2-FP8_config.json '
                            '@ e418fe29d6f6',
@@ -311,8 +309,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                    'family': 'GLM-5 (NVFP4)',
                    'hub_ids': ['nvidia/GLM-5.2-NVFP4'],
                    'model_type': 'glm_moe_dsa',
-                   'reader': "pending: indexer_types (layers sharing an earlier layer's indexer) is not "
-                             'modelled (branch hf34)',
+                   'reader': 'ok',
                    'source': 'github.com/ai-dynamo/aiconfigurator '
                              'aic-core/src/aiconfigurator_core/model_configs/nvidia--GLM-5.2-NVFP4_config.json '
                              '@ 0b077da5e017',
@@ -323,8 +320,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
              'family': 'GLM-5',
              'hub_ids': ['zai-org/GLM-5.3'],
              'model_type': 'glm_moe_dsa',
-             'reader': "pending: indexer_types (layers sharing an earlier layer's indexer) is not modelled "
-                       '(branch hf34)',
+             'reader': 'ok',
              'source': 'github.com/ai-dynamo/aiconfigurator '
                        'aic-core/src/aiconfigurator_core/model_configs/zai-org--GLM-5.3_config.json @ '
                        '46cae4c6e9ed',
@@ -353,8 +349,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
              'family': 'Kimi K2',
              'hub_ids': ['moonshotai/Kimi-K2-Instruct'],
              'model_type': 'kimi_k2',
-             'reader': 'pending: rope_scaling beta_fast 1 = beta_slow 1 is refused (beta_fast must be above '
-                       'beta_slow)',
+             'reader': 'ok',
              'source': 'github.com/ai-dynamo/aiconfigurator '
                        'aic-core/src/aiconfigurator_core/model_configs/moonshotai--Kimi-K2-Instruct_config.json '
                        '@ 0b077da5e017',
@@ -593,9 +588,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                   'family': 'Llama 4',
                   'hub_ids': ['meta-llama/Llama-4-Scout-17B-16E-Instruct'],
                   'model_type': 'llama4',
-                  'reader': 'pending: rope_scaling low_freq_factor 1 = high_freq_factor 1 is refused '
-                            "(low_freq_factor must be below high_freq_factor), though transformers' llama3 "
-                            'rope accepts it',
+                  'reader': 'ok',
                   'source': 'github.com/ai-dynamo/aiconfigurator '
                             'aic-core/src/aiconfigurator_core/model_configs/meta-llama--Llama-4-Scout-17B-16E-Instruct_config.json '
                             '@ 54cb8c65a28d',
@@ -620,8 +613,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                   'family': 'MiMo',
                   'hub_ids': ['XiaomiMiMo/MiMo-7B-Base'],
                   'model_type': 'mimo',
-                  'reader': 'pending: the main model is counted 147,456 over its checkpoint and the MTP '
-                            'layers 1.24B over (issue #34; branch hf34)',
+                  'reader': 'ok',
                   'source': 'github.com/ai-dynamo/aiconfigurator '
                             'aic-core/src/aiconfigurator_core/model_configs/XiaomiMiMo--MiMo-7B-Base_config.json '
                             '@ 0b077da5e017',
@@ -834,8 +826,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                     'family': 'Nemotron 3 (FP8)',
                                     'hub_ids': ['nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8'],
                                     'model_type': 'nemotron_h',
-                                    'reader': 'pending: this transformers-5 config lists layers_block_type '
-                                              'and no num_hidden_layers (branch hf34)',
+                                    'reader': 'ok',
                                     'source': 'github.com/ai-dynamo/aiconfigurator '
                                               'aic-core/src/aiconfigurator_core/model_configs/nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8_config.json '
                                               '@ 0b077da5e017',
@@ -846,8 +837,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                       'family': 'Nemotron 3 (NVFP4)',
                                       'hub_ids': ['nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4'],
                                       'model_type': 'nemotron_h',
-                                      'reader': 'pending: this transformers-5 config lists layers_block_type '
-                                                'and no num_hidden_layers (branch hf34)',
+                                      'reader': 'ok',
                                       'source': 'github.com/ai-dynamo/aiconfigurator '
                                                 'aic-core/src/aiconfigurator_core/model_configs/nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4_config.json '
                                                 '@ 0b077da5e017',
@@ -1354,8 +1344,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                        'family': 'Qwen3.5 MoE',
                        'hub_ids': ['Qwen/Qwen3.5-122B-A10B'],
                        'model_type': 'qwen3_5_moe',
-                       'reader': "pending: attn_output_gate = true is refused (the gate doubles q_proj's "
-                                 'output); being fixed in the config reader (issue #34, branch hf34)',
+                       'reader': 'ok',
                        'source': 'github.com/ai-dynamo/aiconfigurator '
                                  'aic-core/src/aiconfigurator_core/model_configs/Qwen--Qwen3.5-122B-A10B_config.json '
                                  '@ 0b077da5e017',
@@ -1370,9 +1359,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                              'family': 'Qwen3.5 MoE (NVFP4)',
                              'hub_ids': ['nvidia/Qwen3.5-122B-A10B-NVFP4'],
                              'model_type': 'qwen3_5_moe',
-                             'reader': 'pending: attn_output_gate = true is refused (the gate doubles '
-                                       "q_proj's output); being fixed in the config reader (issue #34, "
-                                       'branch hf34)',
+                             'reader': 'ok',
                              'source': 'github.com/ai-dynamo/aiconfigurator '
                                        'aic-core/src/aiconfigurator_core/model_configs/nvidia--Qwen3.5-122B-A10B-NVFP4_config.json '
                                        '@ 90f7fc0fcba7',
@@ -1383,8 +1370,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                  'family': 'Qwen3.5',
                  'hub_ids': ['Qwen/Qwen3.5-27B'],
                  'model_type': 'qwen3_5',
-                 'reader': "pending: attn_output_gate = true is refused (the gate doubles q_proj's output); "
-                           'being fixed in the config reader (issue #34, branch hf34)',
+                 'reader': 'ok',
                  'source': 'github.com/ai-dynamo/aiconfigurator '
                            'aic-core/src/aiconfigurator_core/model_configs/Qwen--Qwen3.5-27B_config.json @ '
                            '0b077da5e017',
@@ -1399,8 +1385,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                      'family': 'Qwen3.5 MoE',
                      'hub_ids': ['Qwen/Qwen3.5-35B-A3B'],
                      'model_type': 'qwen3_5_moe',
-                     'reader': "pending: attn_output_gate = true is refused (the gate doubles q_proj's "
-                               'output); being fixed in the config reader (issue #34, branch hf34)',
+                     'reader': 'ok',
                      'source': 'github.com/ai-dynamo/aiconfigurator '
                                'aic-core/src/aiconfigurator_core/model_configs/Qwen--Qwen3.5-35B-A3B_config.json '
                                '@ 0b077da5e017',
@@ -1414,8 +1399,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                        'family': 'Qwen3.5 MoE',
                        'hub_ids': ['Qwen/Qwen3.5-397B-A17B'],
                        'model_type': 'qwen3_5_moe',
-                       'reader': "pending: attn_output_gate = true is refused (the gate doubles q_proj's "
-                                 'output); being fixed in the config reader (issue #34, branch hf34)',
+                       'reader': 'ok',
                        'source': 'github.com/ai-dynamo/aiconfigurator '
                                  'aic-core/src/aiconfigurator_core/model_configs/Qwen--Qwen3.5-397B-A17B_config.json '
                                  '@ 0b077da5e017',
@@ -1430,9 +1414,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                              'family': 'Qwen3.5 MoE (NVFP4)',
                              'hub_ids': ['nvidia/Qwen3.5-397B-A17B-NVFP4'],
                              'model_type': 'qwen3_5_moe',
-                             'reader': 'pending: attn_output_gate = true is refused (the gate doubles '
-                                       "q_proj's output); being fixed in the config reader (issue #34, "
-                                       'branch hf34)',
+                             'reader': 'ok',
                              'source': 'github.com/ai-dynamo/aiconfigurator '
                                        'aic-core/src/aiconfigurator_core/model_configs/nvidia--Qwen3.5-397B-A17B-NVFP4_config.json '
                                        '@ 90f7fc0fcba7',
@@ -1443,8 +1425,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                        'family': 'Qwen3.6 (NVFP4)',
                        'hub_ids': ['nvidia/Qwen3.6-27B-NVFP4'],
                        'model_type': 'qwen3_5',
-                       'reader': "pending: attn_output_gate = true is refused (the gate doubles q_proj's "
-                                 'output); being fixed in the config reader (issue #34, branch hf34)',
+                       'reader': 'ok',
                        'source': 'github.com/ai-dynamo/aiconfigurator '
                                  'aic-core/src/aiconfigurator_core/model_configs/nvidia--Qwen3.6-27B-NVFP4_config.json '
                                  '@ 90f7fc0fcba7',
@@ -1455,8 +1436,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                      'family': 'Qwen3.6 MoE',
                      'hub_ids': ['Qwen/Qwen3.6-35B-A3B'],
                      'model_type': 'qwen3_5_moe',
-                     'reader': "pending: attn_output_gate = true is refused (the gate doubles q_proj's "
-                               'output); being fixed in the config reader (issue #34, branch hf34)',
+                     'reader': 'ok',
                      'source': 'github.com/ai-dynamo/aiconfigurator '
                                'src/aiconfigurator/model_configs/Qwen--Qwen3.6-35B-A3B_config.json @ '
                                'abbac647cd87',
@@ -1470,8 +1450,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                            'family': 'Qwen3.6 MoE (NVFP4)',
                            'hub_ids': ['nvidia/Qwen3.6-35B-A3B-NVFP4'],
                            'model_type': 'qwen3_5_moe',
-                           'reader': "pending: attn_output_gate = true is refused (the gate doubles q_proj's "
-                                     'output); being fixed in the config reader (issue #34, branch hf34)',
+                           'reader': 'ok',
                            'source': 'github.com/ai-dynamo/aiconfigurator '
                                      'aic-core/src/aiconfigurator_core/model_configs/nvidia--Qwen3.6-35B-A3B-NVFP4_config.json '
                                      '@ 90f7fc0fcba7',
