@@ -47,7 +47,7 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Dtype, Part, TensorKind
+from llm_cost.core.types import Dtype, Engine, Part, TensorKind
 from llm_cost.model.layout import Layout, stage_first_layers, stage_layers, tensor_share, validate_layout
 from llm_cost.model.structure import build
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -63,6 +63,8 @@ __all__ = [
     "CONVENTIONS",
     "DEFAULT_RESERVE_BYTES",
     "TRAINING_EFFICIENCY",
+    "TRAINING_ENGINE",
+    "training_profile",
     "Cluster",
     "Costs",
     "search",
@@ -83,8 +85,8 @@ DEFAULT_RESERVE_BYTES = 2 * 2**30
 #: leave-one-out relative errors (each row predicted with the factor fitted on the others). Written
 #: by ``python scripts/fit_training.py``; a test refits it.
 TRAINING_EFFICIENCY: dict[str, dict[str, Any]] = {
-    "h200": {"factor": 1.099, "source": "llama3", "rows": 3, "loo_median": 0.03, "loo_max": 0.051},
-    "a100": {"factor": 0.826, "source": "mosaicml", "rows": 7, "loo_median": 0.078, "loo_max": 0.135},
+    "hopper": {"factor": 1.099, "source": "llama3", "rows": 3, "loo_median": 0.03, "loo_max": 0.051},
+    "ampere": {"factor": 0.826, "source": "mosaicml", "rows": 7, "loo_median": 0.078, "loo_max": 0.135},
 }
 
 #: FLOPs per sequence by the conventions published runs quote (``forward`` = the forward FLOPs of
@@ -99,11 +101,24 @@ CONVENTIONS = {
 
 
 def efficiency_family(gpu_name: str, profile: Any) -> str:
-    """The key of :data:`TRAINING_EFFICIENCY` for a GPU: the profile its own is transferred from,
-    else its profile's name, else the GPU's name."""
+    """The key of :data:`TRAINING_EFFICIENCY` for a GPU: the kernel family whose fitted parameters
+    its profile holds, else the GPU's name."""
     if profile is None:
         return gpu_name
-    return str(profile.transferred_from or profile.name)
+    return str(profile.source_family or profile.family)
+
+
+#: The engine whose kernels a training step's time model is fitted on: training frameworks
+#: (Megatron-Core, FSDP) run PyTorch's eager kernels (cuBLAS, FlashAttention, Transformer Engine).
+TRAINING_ENGINE = Engine.PYTORCH_EAGER
+
+
+def training_profile(gpu: HardwareSpec, profile: Any = None) -> Any:
+    """The profile a training step on ``gpu`` is timed with: ``profile`` (a Profile, name or path),
+    else the one rule's choice for :data:`TRAINING_ENGINE` (:func:`llm_cost.perf.choose.time_model_for`)."""
+    from llm_cost.perf.choose import time_model_for
+
+    return getattr(time_model_for(gpu, TRAINING_ENGINE, profile), "profile", None)
 
 
 def model_flops_per_sequence(spec: ModelSpec, seq: int, convention: str, forward_flops: float) -> float:

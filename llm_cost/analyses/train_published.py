@@ -77,21 +77,22 @@ def _spec(model: Any):  # noqa: ANN202 - a ModelSpec
 
 def row_family(row: dict[str, Any]) -> str:
     """The profile family of a row's GPU (:func:`llm_cost.analyses.train_plan.efficiency_family`)."""
-    from llm_cost.perf.profile import default_profile
+    from llm_cost.analyses.train_plan import training_profile
+    from llm_cost.specs.load import load_gpu
 
-    return efficiency_family(row["gpu"], default_profile(row["gpu"]))
+    return efficiency_family(row["gpu"], training_profile(load_gpu(row["gpu"])))
 
 
 def predict_row(row: dict[str, Any], efficiency: float) -> tuple[float, Candidate]:
     """(predicted TFLOP/s per GPU in the row's convention, the layout predicted) of one row at a
     training-efficiency factor: the planner's best fitting layout with the row's stated knobs (or,
     when none fits, the best of all: the run did fit, so its time is still the prediction to check)."""
-    from llm_cost.perf.profile import default_profile
+    from llm_cost.analyses.train_plan import training_profile
     from llm_cost.specs.load import load_gpu
     from llm_cost.workload.step import build_step, prefill
 
     spec, gpu = _spec(row["model"]), load_gpu(row["gpu"])
-    profile = default_profile(gpu.name)
+    profile = training_profile(gpu)
     q = profile_parameters(profile)
     ic = gpu.interconnect
     links = Links(

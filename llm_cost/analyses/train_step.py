@@ -439,7 +439,16 @@ def profile_parameters(profile: Any, efficiency: float = 1.0) -> dict[str, float
     from llm_cost.perf.profile import PARAMETERS
     from llm_cost.specs.declare import to_data
 
-    q = {name: p.prior for name, p in PARAMETERS.items()} if profile is None else dict(to_data(profile.parameters))
-    for name in ("gemm_efficiency_max", "attention_efficiency_flash"):
-        q[name] = min(1.0, q[name] * efficiency)
-    return q
+    if profile is None:
+        p = {name: x.prior for name, x in PARAMETERS.items()}
+    else:
+        p = dict(to_data(profile.parameters.family)) | dict(to_data(profile.parameters.engine))
+    return {
+        "gemm_efficiency_max": min(1.0, p["gemm_efficiency_16"] * efficiency),
+        "attention_efficiency_flash": min(1.0, p["flash_efficiency"] * efficiency),
+        "bandwidth_efficiency_native": p["bandwidth_efficiency"],
+        "collective_latency_s": p["collective_latency_s"],
+        "link_efficiency": p["link_efficiency"],
+        "layer_overhead_s": p["layer_overhead_s"],
+        "step_overhead_s": p["step_overhead_s"],
+    }

@@ -33,12 +33,10 @@ __all__ = [
     "memory_policy",
     "engine_of",
     "DEFAULT_ENGINE",
-    "ENGINE_FALLBACK",
+    "profile_given",
+    "time_model_of",
     "profile_of",
-    "serving_profile_of",
     "serving_band_of",
-    "training_profile_of",
-    "time_model",
     "layout_of",
     "network_gb_s_of",
     "mfu_of",
@@ -55,10 +53,6 @@ __all__ = [
 STEP_DTYPES = (Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8, Dtype.INT4, Dtype.FP4, Dtype.FP32)
 #: The engine a prediction assumes when none is given: vLLM, the most deployed open engine.
 DEFAULT_ENGINE = Engine.VLLM
-#: The order in which other engines' profiles stand in for an engine no GPU has a fitted profile of
-#: (SGLang runs the FlashInfer/FlashAttention kernels and CUDA graphs vLLM does, so vLLM's first; then
-#: the other compiled serving engines). Eager PyTorch stands in for none: no server runs it.
-ENGINE_FALLBACK = (Engine.VLLM, Engine.SGLANG, Engine.TRTLLM, Engine.TORCH_COMPILE, Engine.LLAMACPP)
 #: Weight dtypes stored with a scale and zero per group (weight-only quantisation).
 GROUPED_DTYPES = (WeightFormat.INT4, WeightFormat.INT8)
 
@@ -202,118 +196,52 @@ def engine_of(value: Any = None) -> tuple[Engine, bool]:
     return checks.choice(value, Engine, "engine"), True
 
 
-def profile_of(gpu: HardwareSpec, profile: Any = None, engine: Any = None) -> Optional[Profile]:
-    """The calibration profile of a prediction on ``gpu`` under ``engine`` (:func:`engine_of`).
+def profile_given(profile: Any = None) -> Optional[Profile]:
+    """A profile the user gave (a name ``<family>-<engine>``, a YAML path or a Profile), or None;
+    InputError naming ``profile`` for anything else."""
+    from llm_cost.perf.profile import Profile, load_profile
 
-    The rule, in order: ``profile`` if given (a shipped name, a YAML path or a Profile: it wins over
-    ``engine``); else the shipped profile of (``gpu``, engine), fitted on its own rows or shipped
-    transferred (:func:`llm_cost.perf.profile.engine_profile`); else the fitted profile of the same
-    engine on the nearest other GPU (same vendor first, then the nearest datasheet bandwidth and bf16
-    peak), transferred to ``gpu``'s datasheet peaks; else (no GPU has a fitted profile of the engine:
-    SGLang's rows are not shipped yet) the profile this rule gives ``gpu`` under the first engine of
-    :data:`ENGINE_FALLBACK` that has a fit, relabelled as transferred to the engine; else None (the
-    MFU/MBU estimate predicts). A transferred profile's error band is
-    :data:`llm_cost.perf.profile.TRANSFER_WIDEN` times its source's."""
-    from llm_cost.perf.profile import (
-        Profile,
-        engine_profile,
-        load_profile,
-        nearest_fitted,
-        shipped_profiles,
-        transferred,
+    if profile is None or isinstance(profile, Profile):
+        return profile
+    if not isinstance(profile, str) or not profile.strip():
+        raise InputError(f"profile: {profile!r} is not a profile name, a YAML path or a Profile", fields=("profile",))
+    return load_profile(profile)
+
+
+def time_model_of(
+    gpu: HardwareSpec, engine: Any = None, profile: Any = None, network_gb_s: Any = None
+) -> CalibratedModel | EfficiencyEstimate:
+    """The time model of a prediction on ``gpu`` under ``engine`` (:func:`engine_of`: default vLLM)
+    with the user's ``profile`` if any: THE rule, :func:`llm_cost.perf.choose.time_model_for`, which
+    every command, the simulator and the planners reach through this function."""
+    from llm_cost.perf.choose import time_model_for
+
+    chosen, _ = engine_of(engine)
+    model: CalibratedModel | EfficiencyEstimate = time_model_for(
+        gpu, chosen, profile_given(profile), network_gb_s_of(network_gb_s)
     )
-
-    if profile is not None:
-        if isinstance(profile, Profile):
-            return profile
-        if not isinstance(profile, str) or not profile.strip():
-            raise InputError(
-                f"profile: {profile!r} is not a profile name, a YAML path or a Profile", fields=("profile",)
-            )
-        return load_profile(profile)
-    chosen, _ = engine_of(engine)
-    own = engine_profile(gpu.name, chosen)
-    if own is not None:
-        return own
-    from llm_cost.specs.load import gpu_names, load_gpu
-
-    specs = {n: load_gpu(n) for n in gpu_names()}
-    specs.setdefault(gpu.name, gpu)
-    near = nearest_fitted(gpu, chosen, specs)
-    if near is not None:
-        rule = f"the nearest GPU with a fitted {chosen.value} profile"
-        return transferred(near, gpu, specs[near.gpu], f"{gpu.name}-{chosen.value}", rule)
-    fitted_engines = {p.engine for p in shipped_profiles() if p.kind == "fitted"}
-    for other in ENGINE_FALLBACK:  # no GPU has a fit of the engine: the profile the first engine with one gets
-        if other is not chosen and other in fitted_engines:
-            base = profile_of(gpu, None, other)
-            if base is not None:
-                source = specs[base.gpu] if base.kind == "fitted" else gpu
-                return _stand_in(
-                    base, gpu, source, chosen, f"no GPU has a {chosen.value} fit; {other.value}'s stands in"
-                )
-    return None
+    return model
 
 
-def _stand_in(base: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec, engine: Engine, why: str) -> Profile:
-    """``base`` (fitted, or already transferred) carried to ``gpu`` as the profile of ``engine``."""
-    from dataclasses import replace
-
-    from llm_cost.perf.profile import transferred
-
-    if base.kind == "fitted":
-        made = transferred(base, gpu, source_gpu, f"{gpu.name}-{engine.value}", why)
-        return replace(made, engine=engine)
-    return replace(base, name=f"{gpu.name}-{engine.value}", engine=engine, note=f"{base.note}; {why}")
-
-
-def serving_profile_of(gpu: HardwareSpec, profile: Any = None, engine: Any = None) -> Optional[Profile]:
-    """The profile a simulated serving run is timed by: ``profile``; else, for an engine other than
-    vLLM, the GPU's fitted profile of that engine (h100-trtllm); else None: vLLM's time model
-    (:func:`llm_cost.analyses.serving_runs.vllm_time_model`, the one checked against the shipped vLLM
-    serving runs, whose mean-ITL median error stays within issue 22's 5.5% target there, where the
-    three-row h100-vllm fit's is 6.4%)."""
-    if profile is not None:
-        return profile_of(gpu, profile)
-    chosen, _ = engine_of(engine)
-    if chosen is DEFAULT_ENGINE:
-        return None
-    found = profile_of(gpu, None, chosen)
-    return found if found is not None and found.kind == "fitted" else None
+def profile_of(gpu: HardwareSpec, profile: Any = None, engine: Any = None) -> Optional[Profile]:
+    """The profile of the time model :func:`time_model_of` chooses for ``gpu`` under ``engine``
+    (None: no fit applies, the MFU/MBU estimate predicts)."""
+    model = time_model_of(gpu, engine, profile)
+    return getattr(model, "profile", None)
 
 
 def serving_band_of(gpu: HardwareSpec, profile: Optional[Profile], engine: Any = None) -> Optional[ServingBand]:
     """The error band of a simulated serving run drawn from the measured serving runs
     (:func:`llm_cost.analyses.serving_runs.vllm_serving_band`), or None for the profile's band:
-    the runs calibrate only vLLM's time model, so only when no profile was chosen
-    (:func:`serving_profile_of` gave None) and the engine is vLLM (given or the default); another
-    engine (SGLang, TensorRT-LLM) or an explicit profile keeps its profile's band
-    (:func:`llm_cost.perf.calibrated.band_factors`)."""
+    the runs check only vLLM's predictions, so only when no profile was given and the engine is
+    vLLM (given or the default); another engine (SGLang, TensorRT-LLM) or an explicit profile keeps
+    the step-time band (:func:`llm_cost.perf.calibrated.band_for`)."""
     chosen, _ = engine_of(engine)
     if profile is not None or chosen is not Engine.VLLM:
         return None
     from llm_cost.analyses.serving_runs import vllm_serving_band
 
     return vllm_serving_band(gpu)
-
-
-def training_profile_of(gpu: HardwareSpec, profile: Any = None) -> Optional[Profile]:
-    """The profile a training step is timed by: ``profile``, else the GPU's own shipped profile (its
-    PyTorch or torch.compile fit, or one transferred from them: the families the training-efficiency
-    factors of :data:`llm_cost.analyses.train_plan.TRAINING_EFFICIENCY` were fitted with; an
-    inference engine's profile is not a training framework's)."""
-    from llm_cost.perf.profile import default_profile
-
-    return profile_of(gpu, profile) if profile is not None else default_profile(gpu.name)
-
-
-def time_model(
-    gpu: HardwareSpec, profile: Optional[Profile], network_gb_s: float
-) -> CalibratedModel | EfficiencyEstimate:
-    """The time model of a prediction (:func:`llm_cost.perf.calibrated.prediction_model`)."""
-    from llm_cost.perf.calibrated import prediction_model
-
-    return prediction_model(gpu.name, profile, network_gb_s)
 
 
 def layout_of(value: Any, name: str = "layout") -> Optional[Layout]:

@@ -185,7 +185,7 @@ def train_plan(
     Timed by the GPU's calibration profile (or ``profile``) x its training-efficiency factor; the
     network between nodes at ``network_gb_s`` per GPU (default 50 GB/s); TP collectives overlap the
     GEMMs with ``tp_comm_overlap``. InputError naming the argument."""
-    from llm_cost.analyses.train_plan import Cluster, Costs, default_space, fixed, plan_training
+    from llm_cost.analyses.train_plan import TRAINING_ENGINE, Cluster, Costs, default_space, fixed, plan_training
     from llm_cost.analyses.train_step import Links, node_links, profile_parameters
 
     tokens = checks.large_count(tokens, "tokens", 1, 10**40)
@@ -205,7 +205,7 @@ def train_plan(
     top = checks.count(top, "top", 1, 100)
     spec, g = load_model(model), load_gpu(gpu)
     compute = choices.compute_dtype(spec, g, compute)
-    chosen = choices.training_profile_of(g, profile)
+    chosen = choices.profile_of(g, profile, TRAINING_ENGINE)
     factor, band, label = choices.training_efficiency_of(g, chosen)
     q = profile_parameters(chosen)
     node_gb_s, per_node = node_links(g)

@@ -65,23 +65,16 @@ def _train_flops(p: dict) -> str:
     return text + (" x 4/3 (recompute)" if p["full_recompute"] else "")
 
 
-def _other_gpu(p: dict) -> str:
-    if not p["other_gpu"]:
-        return ""
-    return f"; a profile of {p['other_gpu']} applied to {p['target']}'s datasheet peaks"
-
-
-def _fitted(p: dict) -> str:
-    return (
-        f"prediction: profile {p['name']} ({p['engine']}), fitted on {p['rows']} measured rows of {p['gpu']}, "
-        f"leave-one-out median error {p['loo_median']:.1%}, max {p['loo_max']:.1%}" + _other_gpu(p)
+def _profile(p: dict) -> str:
+    held = (
+        f"; the fit predicts sources it never saw with a median error of {p['median']:.1%} ({p['rows']} rows of "
+        f"{p['sources']} sources, leave-one-source-out: llm-cost validate)"
+        if p["median"] is not None
+        else ""
     )
-
-
-def _transferred(p: dict) -> str:
     return (
-        f"prediction: profile {p['name']} is transferred from {p['source']} ({p['engine']}); expected error: "
-        f"{p['expected_error']}" + _other_gpu(p)
+        f"prediction: profile {p['name']} ({p['engine']}, {p['situation']}) for {p['target']}: {p['note']}{held}; "
+        f"its band: the 10th-90th percentile of such held-out errors"
     )
 
 
@@ -265,13 +258,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         if p.get("source") == "serving-runs"
         else (
             f"band: each figure's low and high re-simulated (same seed, same traffic) with every step's time x the "
-            f"profile {p['profile']}'s leave-one-out p10/p90 factor for its shape (engine {p['engine']}, "
-            + (
-                f"transferred: its source's {p['rows']} rows, widened {p['transfer']:g}x"
-                if p["kind"] == "transferred"
-                else f"fitted on {p['rows']} rows"
-            )
-            + f"; wider outside the fitted batches and contexts): x{p['fast_low']:.2f}"
+            f"p10/p90 factor for its shape of profile {p['profile']} (engine {p['engine']}, {p['kind']}: the "
+            f"held-out errors of {p['rows']} rows of such predictions, leave-one-source-out; wider outside the fitted "
+            f"batches and contexts): x{p['fast_low']:.2f}"
             + (f"-{p['fast_high']:.2f}" if f"{p['fast_high']:.2f}" != f"{p['fast_low']:.2f}" else "")
             + f" at the fast end, x{p['slow_low']:.2f}"
             + (f"-{p['slow_high']:.2f}" if f"{p['slow_high']:.2f}" != f"{p['slow_low']:.2f}" else "")
@@ -280,14 +269,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         )
     ),
     "serve.analytic_band": lambda p: (
-        f"band: TTFT, TPOT, tokens/s and $/M of the chosen configuration scaled linearly by the profile "
-        f"{p['profile']}'s leave-one-out p10/p90 step-time factors (engine {p['engine']}, "
-        + (
-            f"transferred: its source's {p['rows']} rows, widened {p['transfer']:g}x"
-            if p["kind"] == "transferred"
-            else f"fitted on {p['rows']} rows"
-        )
-        + f"; wider outside the fitted batches and contexts) for its typical decode step ({p['batch']:,} sequences "
+        f"band: TTFT, TPOT, tokens/s and $/M of the chosen configuration scaled linearly by the p10/p90 "
+        f"step-time factors of profile {p['profile']} (engine {p['engine']}, {p['kind']}: the held-out errors of "
+        f"{p['rows']} rows of {p['sources']} sources, leave-one-source-out"
+        + (f", widened {p['transfer']:.2f}x outside the fitted batches and contexts" if p["transfer"] != 1 else "")
+        + f") for its typical decode step ({p['batch']:,} sequences "
         f"at {p['context']:,} tokens): x{p['low']:.2f} / x{p['high']:.2f}"
         + (
             f" (TTFT: x{p['ttft_low']:.2f} / x{p['ttft_high']:.2f}, its prefill step)"
@@ -486,7 +472,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "rope.partial": "partial rotary: {factor:g} of head_dim {head_dim} = {dims} dims are rotated",
     "rope.base_override": "--base {base} overrides the model's rope_theta {model_base}",
     "rope.model_scaling": _model_scaling,
-    "prediction.fitted": _fitted,
+    "prediction.profile": _profile,
     "calibration.fixed": "{parameter}: {why}",
     "calibration.error": "error = predicted / measured - 1; leave-one-out: each row predicted by the profile fitted to "
     "the other rows",
@@ -494,7 +480,6 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "fitted to the other rows; out-of-sample: by a profile not fitted on any of them; a "
     "bound is never above a measurement",
     "calibration.estimate": "estimate: the datasheet peaks at MFU {mfu:.0%} and MBU {mbu:.0%}",
-    "prediction.transferred": _transferred,
     "prediction.no_split_kv": _no_split_kv,
     "rope.mrope": "M-RoPE: the pairs are split between time, height and width positions; for text tokens all three "
     "are equal and the wavelengths are those of plain RoPE",
