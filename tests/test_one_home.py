@@ -17,7 +17,9 @@ from llm_cost.model.layers import layer_counts
 from llm_cost.model.layout import Layout, stage_kv_bytes, stage_range
 from llm_cost.model.structure import build
 from llm_cost.perf.calibrated import CalibratedModel
-from llm_cost.perf.profile import default_profile
+from llm_cost.core.types import Engine
+from llm_cost.perf.choose import profile_for
+from llm_cost.specs.load import load_gpu as _gpu_spec
 from llm_cost.perf.timemodel import RooflineBound, link_of
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.workload.step import build_step, decode, prefill, ring_all_reduce_bytes
@@ -52,7 +54,7 @@ def test_decode_at_batch_1_is_memory_bound_and_a_long_prefill_compute_bound():
     weights (15.0 GFLOP, 15 us at peak) but reads 15.0 GB of them (4.5 ms): memory-bound. An
     8,192-token prefill does 8,192 x 15.0 GFLOP + attention (over 120 TFLOP, 0.12 s) over the same
     bytes: compute-bound. Both models label it the same way, from the same rule."""
-    profile = default_profile("h100")
+    profile = profile_for(_gpu_spec("h100"), Engine.VLLM)
     assert profile is not None
     decode_step, prefill_step = build_step(LLAMA, decode(1, 0)), build_step(LLAMA, prefill(1, 8192))
     for model in (RooflineBound(), CalibratedModel(profile)):
@@ -67,7 +69,7 @@ def test_collectives_are_communication_bound_in_every_time_model():
     communication by the bound and by the calibrated prediction; every other operator of a
     one-token step reads more than it multiplies (memory)."""
     step = build_step(LLAMA, decode(1, 0), layout=Layout(tp=4))
-    profile = default_profile("h100")
+    profile = profile_for(_gpu_spec("h100"), Engine.VLLM)
     assert profile is not None
     for model in (RooflineBound(), CalibratedModel(profile)):
         times = model.step_time(step, H100)
@@ -194,7 +196,7 @@ def test_the_step_time_is_the_sum_of_its_stages():
     assert bound.link_s == pytest.approx(sum(s[2] for s in stages), rel=1e-12)
     assert bound.bound is Bound.MEMORY
 
-    profile = default_profile("h100")
+    profile = profile_for(_gpu_spec("h100"), Engine.VLLM)
     assert profile is not None
     predicted = CalibratedModel(profile).step_time(step, H100)
     q = profile.parameters

@@ -39,6 +39,7 @@ from llm_cost.analyses.measurements import (
 )
 from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
+from llm_cost.core.serialize import Result
 from llm_cost.core.types import DTYPE_BITS, Engine, OpKind, OpRole, Phase
 from llm_cost.perf.calibrated import (
     DEFAULT_SMS,
@@ -87,6 +88,13 @@ __all__ = [
     "measurements_dir",
     "priors",
     "fit_file",
+    "stored_fit",
+    "Validation",
+    "validation",
+    "UserCalibration",
+    "calibrate_files",
+    "profile_yaml",
+    "write_profile",
 ]
 
 FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
@@ -290,9 +298,10 @@ AT_BOUND = 1e-3
 UNDETERMINED = 0.02
 
 
-def fit(feats: Features, measured: Any, mask: Any, start: Fit | None = None) -> Fit:
-    """Parameters minimising the log residuals of the rows in ``mask`` and the pull to the priors
-    (module docstring), from ``start`` (or the priors). InputError without scipy."""
+def fit(feats: Features, measured: Any, mask: Any, start: Fit | None = None, center: Fit | None = None) -> Fit:
+    """Parameters minimising the log residuals of the rows in ``mask`` and the pull towards
+    ``center``'s values (default: every parameter's prior; module docstring), from ``start`` (or
+    the priors). InputError without scipy."""
     np = _np()
     try:
         from scipy.optimize import least_squares
@@ -305,7 +314,10 @@ def fit(feats: Features, measured: Any, mask: Any, start: Fit | None = None) -> 
     fspec, espec = list(FAMILY_PARAMETERS.values()), list(ENGINE_PARAMETERS.values())
     lo = np.asarray([p.lower for _ in fams for p in fspec] + [p.lower for _ in engs for p in espec])
     hi = np.asarray([p.upper for _ in fams for p in fspec] + [p.upper for _ in engs for p in espec])
-    prior = np.asarray([p.prior for _ in fams for p in fspec] + [p.prior for _ in engs for p in espec])
+    if center is None:
+        prior = np.asarray([p.prior for _ in fams for p in fspec] + [p.prior for _ in engs for p in espec])
+    else:
+        prior = np.concatenate([center.families[list(fams)].ravel(), center.engines[list(engs)].ravel()])
     span = hi - lo
     nf, ne = len(fspec), len(espec)
     fam_rows, eng_rows = feats.family.clip(0), feats.engine
@@ -653,3 +665,243 @@ def fit_file(rows: list[Measurement], written_by: str) -> dict[str, Any]:
         "by_source": [to_data(t) for t in table],
         "folds": folds,
     }
+
+
+def stored_fit(data: dict[str, Any], source: str | None = None) -> Fit:
+    """The shipped fit file's whole fit (``source`` None) or its fold without ``source``, as a
+    :class:`Fit` (parameter matrices at their priors where the fit had no rows)."""
+    np = _np()
+    fp, ep = priors()
+    block = data["folds"][source] if source is not None else None
+    families = block["families"] if block is not None else {k: v["parameters"] for k, v in data["families"].items()}
+    engines = block["engines"] if block is not None else {k: v["parameters"] for k, v in data["engines"].items()}
+    for name, params in families.items():
+        fp[FAMILIES.index(KernelFamily(name))] = np.asarray([params[k] for k in FAMILY_PARAMETERS])
+    for name, params in engines.items():
+        ep[ENGINES.index(Engine(name))] = np.asarray([params[k] for k in ENGINE_PARAMETERS])
+    pairs = frozenset(
+        (FAMILIES.index(KernelFamily(p.split("/")[0])), ENGINES.index(Engine(p.split("/")[1])))
+        for p, v in data["pairs"].items()
+        if source is None or set(v["sources"]) - {source}
+    )
+    fams = tuple(sorted(FAMILIES.index(KernelFamily(f)) for f in families))
+    engs = tuple(sorted(ENGINES.index(Engine(e)) for e in engines))
+    return Fit(fp, ep, fams, engs, pairs)
+
+
+@record
+class Validation(Result):
+    """``llm-cost validate``: the shipped fit checked leave-one-source-out on the shipped rows (each
+    source predicted by the fit without it: :func:`held_out`), per source (:class:`SourceRow`), with
+    the bands those held-out errors give, the parameters the whole fit left at a bound, and every
+    row (``profile`` given: the rows of that profile's family and engine)."""
+
+    rows: int
+    sources: int
+    median: float
+    within_10pct: int
+    in_band: int
+    by_source: list[SourceRow]
+    bands: list[RegimeBand]
+    at_bounds: dict[str, list[str]]
+    results: list[RowResult]
+    profile: str | None = None
+    method: str = "leave-one-source-out"
+
+
+def validation(profile_name: str | None = None) -> Validation:
+    """The shipped fit's leave-one-source-out check (:class:`Validation`), from its stored folds
+    (no fit: numpy only); ``profile_name`` (a shipped ``<family>-<engine>``) keeps the rows of that
+    family and engine in ``results``."""
+    from llm_cost.perf.profile import fit_data
+
+    np = _np()
+    data = fit_data()
+    rows = shipped_rows()
+    steps = [step_of(m) for m in rows]
+    feats = features_of(rows, steps)
+    measured = np.asarray([m.measured_ms / 1e3 for m in rows])
+    folds = {s: stored_fit(data, s) for s in data["folds"]}
+    ho = held_out(rows, feats, measured, stored_fit(data), folds)
+    ratio = [float(x) for x in measured / ho.predicted_s]
+    table = by_source(rows, ratio, ho.situation)
+    results = row_results(rows, steps, list(ho.predicted_s), ho.situation)
+    if profile_name is not None:
+        keep = {f"{FAMILIES[int(f)].value}-{ENGINES[int(e)].value}" if f >= 0 else "" for f, e in zip(feats.family, feats.engine)}
+        if profile_name not in keep:
+            raise InputError(
+                f"profile: no shipped rows of {profile_name!r}; profiles with rows: {', '.join(sorted(keep - {''}))}",
+                fields=("profile",),
+            )
+        results = [
+            r for r, f, e in zip(results, feats.family, feats.engine)
+            if f >= 0 and f"{FAMILIES[int(f)].value}-{ENGINES[int(e)].value}" == profile_name
+        ]  # fmt: skip
+    errors = [abs(1 / r - 1) for r in ratio]
+    bounds = {f"family {k}": v["at_bounds"] for k, v in data["families"].items() if v["at_bounds"]} | {
+        f"engine {k}": v["at_bounds"] for k, v in data["engines"].items() if v["at_bounds"]
+    }
+    return Validation(
+        len(rows),
+        len(table),
+        statistics.median(errors),
+        sum(e <= 0.1 for e in errors),
+        sum(t.in_band for t in table),
+        table,
+        [RegimeBand(**b) for b in data["bands"]],
+        bounds,
+        results,
+        profile_name,
+    )
+
+
+@record
+class UserCalibration(Result):
+    """``llm-cost calibrate``: a profile fitted to a user's measurements of one GPU family and one
+    engine, pulled towards the shipped fit's parameters of that family and engine (or the priors),
+    and its rows predicted held out (``method``: leave-one-source-out when the files hold two or
+    more sources, else leave-one-row-out, which says less), with their median error; ``out``, the
+    file the profile went to."""
+
+    profile: Any
+    results: list[RowResult]
+    method: str
+    median: float
+    out: str | None = None
+
+
+def _one_family(rows: Sequence[Measurement]) -> KernelFamily:
+    found = {family_of(load_gpu(m.gpu)) for m in rows}
+    if None in found or len(found) != 1:
+        names = sorted({load_gpu(m.gpu).name for m in rows})
+        raise InputError(
+            f"gpu: the rows name {', '.join(names)}, GPUs of "
+            + ("no known kernel family" if None in found else f"{len(found)} kernel families")
+            + "; a profile is for the GPUs of one family (llm_cost.perf.families)",
+            fields=("gpu",),
+        )
+    return next(iter(found))  # type: ignore[return-value]
+
+
+def _user_rows(paths: Sequence[Any], engine: Engine | None) -> tuple[list[Measurement], Engine]:
+    from dataclasses import replace
+
+    rows = load_measurements(paths)
+    check_distinct(rows)
+    declared = {m.engine_family for m in rows} - {None}
+    if engine is None and len(declared) != 1:
+        raise InputError(
+            "engine: "
+            + ("the files declare engines " + ", ".join(sorted(e.value for e in declared)) if declared else "the files do not say their engine (a YAML file's engine_family)")
+            + f"; give engine, one of {', '.join(e.value for e in Engine)}",
+            fields=("engine",),
+        )
+    chosen = engine if engine is not None else next(iter(declared))
+    return [replace(m, engine_family=chosen) for m in rows], chosen
+
+
+def _below_bound(rows: Sequence[Measurement], steps: Sequence[Step]) -> None:
+    below = []
+    for m, step in zip(rows, steps):
+        bound = RooflineBound().step_time(step, load_gpu(m.gpu), operators=False).time_s
+        if m.measured_ms / 1e3 < bound:
+            below.append(f"{m.id} ({m.measured_ms:g} ms < bound {bound * 1e3:.3g} ms)")
+    if below:
+        raise InputError(
+            "measured faster than the Roofline bound allows (a wrong GPU, model, dtype or unit?): "
+            + ", ".join(below[:5])
+            + (f" and {len(below) - 5} more" if len(below) > 5 else "")
+        )
+
+
+def calibrate_files(paths: Sequence[Any], name: str, engine: Engine | None = None, split_kv: bool | None = None) -> UserCalibration:
+    """Fit a profile named ``name`` to the measurement files (one kernel family, one engine:
+    ``engine`` or the files' ``engine_family``), pulled towards the shipped fit of that family and
+    engine; its rows predicted held out (:class:`UserCalibration`). ``split_kv``: whether the
+    engine's decode attention splits the KV cache (default: the engine's, :data:`SPLIT_KV_ENGINES`).
+    InputError for rows of several families or engines, rows faster than the bound, or fewer than
+    3 rows."""
+    from dataclasses import replace
+
+    from llm_cost.perf.profile import Profile, SourceError, fit_data, join
+
+    np = _np()
+    rows, chosen = _user_rows(paths, engine)
+    family = _one_family(rows)
+    if len(rows) < 3:
+        raise InputError(f"{len(rows)} rows: a profile needs at least 3 (one is left out at a time)")
+    steps = [step_of(m) for m in rows]
+    _below_bound(rows, steps)
+    if split_kv is not None and split_kv != SPLIT_KV_ENGINES[chosen]:
+        raise InputError(
+            f"split_kv: {chosen.value}'s decode attention {'splits' if SPLIT_KV_ENGINES[chosen] else 'does not split'} the "
+            "KV cache (llm_cost.perf.kernels.SPLIT_KV_ENGINES); give the engine whose kernels the rows ran",
+            fields=("split_kv", "engine"),
+        )
+    by_source = len({m.source for m in rows}) >= 2
+    grouped = rows if by_source else [replace(m, source=m.id) for m in rows]
+    feats = features_of(grouped, steps)
+    measured = np.asarray([m.measured_ms / 1e3 for m in rows])
+    shipped = stored_fit(fit_data())
+    whole = fit(feats, measured, np.ones(len(rows), dtype=bool), shipped, shipped)
+    ho = held_out(grouped, feats, measured, whole)
+    ratio = [float(x) for x in measured / ho.predicted_s]
+    band = _band(grouped, ratio, Situation.FITTED, Regime.ALL) if len(rows) >= BAND_MIN_ROWS else RegimeBand(
+        situation=Situation.FITTED, regime=Regime.ALL, low=round(min(min(ratio), 1.0), 4),
+        high=round(max(max(ratio), 1.0), 4), rows=len(rows), sources=len({m.source for m in grouped}),
+    )  # fmt: skip
+    fi, ei = FAMILIES.index(family), ENGINES.index(chosen)
+    fn, en = tuple(FAMILY_PARAMETERS), tuple(ENGINE_PARAMETERS)
+    errors = [abs(1 / r - 1) for r in ratio]
+    method = "leave-one-source-out" if by_source else "leave-one-row-out"
+    profile = Profile(
+        name=name,
+        family=family.value,
+        engine=chosen,
+        situation=Situation.FITTED,
+        note=f"fitted by llm-cost calibrate on {len(rows)} rows of {', '.join(sorted({m.file for m in rows}))}, pulled towards the shipped {family.value} and {chosen.value} parameters",
+        parameters=join(_params(whole.families, fn, fi), _params(whole.engines, en, ei)),
+        decode_split_kv=SPLIT_KV_ENGINES[chosen],
+        sources=tuple(sorted({m.source for m in rows})),
+        rows=len(rows),
+        engine_version="; ".join(sorted({m.engine for m in rows} - {""})),
+        fitted_batch=tuple(_span([m.batch for m in rows])),
+        fitted_context=tuple(_span([m.context for m in rows])),
+        bands=(band,),
+        out_of_source=SourceError(
+            method=method, rows=len(rows), sources=len({m.source for m in grouped}), median=round(statistics.median(errors), 4),
+            in_band=sum(band.low <= r <= band.high for r in ratio),
+        ),  # fmt: skip
+        at_bounds=tuple(whole.at_bounds.get(f"family:{family.value}", []) + whole.at_bounds.get(f"engine:{chosen.value}", [])),
+        source_family=family.value,
+    )
+    results = row_results(rows, steps, list(ho.predicted_s), ho.situation)
+    return UserCalibration(profile, results, method, statistics.median(errors))
+
+
+def profile_yaml(profile: Any) -> str:
+    """The profile as YAML text, with a header comment."""
+    import yaml
+
+    head = (
+        f"# llm-cost calibration profile {profile.name}: the {profile.family} family under {profile.engine}.\n"
+        "# Parameters of llm_cost.perf.calibrated (units: llm-cost validate, or llm_cost.perf.profile.PARAMETERS).\n"
+    )
+    return head + yaml.safe_dump(to_data(profile, exclude_none=True), sort_keys=False, width=110)
+
+
+def write_profile(result: UserCalibration, out: Any, force: bool) -> UserCalibration:
+    """Write the fitted profile to ``out`` whole or not at all; InputError if it exists and not
+    ``force``, OutputError if it cannot be written. The result, with ``out`` set."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from llm_cost.core.errors import OutputError
+    from llm_cost.specs.files import check_out, shown, write_atomically
+
+    target = check_out(Path(out), result.profile.name, force)
+    try:
+        write_atomically(target, profile_yaml(result.profile), force)
+    except OSError as exc:
+        raise OutputError(f"{shown(out)}: cannot be written ({exc.strerror or exc}); nothing was written") from None
+    return replace(result, out=str(out))

@@ -14,13 +14,15 @@ from llm_cost.core.choices import ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import CalibratedModel
-from llm_cost.perf.profile import default_profile
+from llm_cost.core.types import Engine
+from llm_cost.perf.choose import profile_for
+from llm_cost.specs.load import load_gpu as _gpu_spec
 from llm_cost.perf.timemodel import RooflineBound
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.workload.step import SeqGroup, build_step
 
 H100 = load_gpu("h100")
-PREDICTION = CalibratedModel(default_profile("h100"))
+PREDICTION = CalibratedModel(profile_for(_gpu_spec("h100"), Engine.VLLM))
 
 
 def _simulated_wait(rho: float, servers: int, service: float, n: int = 200_000, seed: int = 1) -> float:

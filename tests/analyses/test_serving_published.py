@@ -29,7 +29,9 @@ from llm_cost.core.choices import ServingMode
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import CalibratedModel
-from llm_cost.perf.profile import default_profile
+from llm_cost.core.types import Engine
+from llm_cost.perf.choose import profile_for
+from llm_cost.specs.load import load_gpu as _gpu_spec
 from llm_cost.specs.load import load_gpu, load_model
 
 DATA = Path(__file__).parents[1] / "data" / "serving"
@@ -49,7 +51,7 @@ def _max_throughput(row: dict) -> float:
         gpu,
         Traffic(row["input_tokens"], row["output_tokens"]),
         Targets(),
-        CalibratedModel(default_profile(gpu.name)),
+        CalibratedModel(profile_for(gpu, Engine.VLLM)),
         gpus=row["tp"],
         modes=(ServingMode.AGGREGATED,),
         layouts=[Layout(row["tp"])],
@@ -93,7 +95,7 @@ def test_nim_latency_and_throughput_at_a_fixed_concurrency(row):
         load_gpu("h100"),
         Traffic(row["input_tokens"], row["output_tokens"]),
         Targets(),
-        CalibratedModel(default_profile("h100")),
+        CalibratedModel(profile_for(_gpu_spec("h100"), Engine.VLLM)),
         Layout(2),
         row["batch"],
         weight_bits=8,
@@ -118,7 +120,7 @@ def test_nim_saturates_where_the_kv_cache_is_full():
         load_gpu("h100"),
         Traffic(5000, 500),
         Targets(),
-        CalibratedModel(default_profile("h100")),
+        CalibratedModel(profile_for(_gpu_spec("h100"), Engine.VLLM)),
         Layout(2),
         50,
         weight_bits=8,

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from llm_cost.perf.calibrated import prediction_model
+from llm_cost.core.types import Engine
+from llm_cost.perf.choose import time_model_for
 from llm_cost.simulate.steptime import StepTimer, bucket, context_bucket, same_context_bucket
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.workload.step import SeqGroup, build_step
@@ -28,7 +29,7 @@ def test_memoised_steps_match_the_exact_ones():
     and exactly (every sequence its own group): within 3% (the contexts' bucket moves the KV read,
     most of a long-context step, by up to 3.1%)."""
     spec, gpu = load_model("llama3-8b"), load_gpu("h100")
-    model = prediction_model("h100")
+    model = time_model_for(gpu, Engine.VLLM)
     timer = StepTimer(spec, gpu, model)
     rng = random.Random(1)
     for _ in range(40):
