@@ -616,9 +616,6 @@ def fit_file(rows: list[Measurement], written_by: str) -> dict[str, Any]:
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     whole = fit(feats, measured, np.ones(len(rows), dtype=bool))
     ho = held_out(rows, feats, measured, whole)
-    ratio = [float(x) for x in measured / ho.predicted_s]
-    bands = bands_of(rows, ratio, ho.situation)
-    table = by_source(rows, ratio, ho.situation)
     fn, en = tuple(FAMILY_PARAMETERS), tuple(ENGINE_PARAMETERS)
     why = "no row moves it: at its prior"
     families = {}
@@ -647,24 +644,29 @@ def fit_file(rows: list[Measurement], written_by: str) -> dict[str, Any]:
         }
         for s, f in ho.folds.items()
     }
-    errors = [abs(1 / r - 1) for r in ratio]
-    return {
+    data = {
         "written_by": written_by,
         "files": sorted({m.file for m in rows}),
         "rows": len(rows),
-        "out_of_source": {
-            "rows": len(rows),
-            "sources": len(table),
-            "median": round(statistics.median(errors), 4),
-            "in_band": sum(t.in_band for t in table),
-        },
         "families": families,
         "engines": engines,
         "pairs": pairs,
-        "bands": [to_data(b) for b in bands],
-        "by_source": [to_data(t) for t in table],
         "folds": folds,
     }
+    # the table and bands from the folds as stored (rounded to 4 digits), as validate reads them
+    stored = held_out(rows, feats, measured, stored_fit(data), {s: stored_fit(data, s) for s in folds})
+    ratio = [float(x) for x in measured / stored.predicted_s]
+    table = by_source(rows, ratio, stored.situation)
+    errors = [abs(1 / r - 1) for r in ratio]
+    data["out_of_source"] = {
+        "rows": len(rows),
+        "sources": len(table),
+        "median": round(statistics.median(errors), 4),
+        "in_band": sum(t.in_band for t in table),
+    }
+    data["bands"] = [to_data(b) for b in bands_of(rows, ratio, stored.situation)]
+    data["by_source"] = [to_data(t) for t in table]
+    return data
 
 
 def stored_fit(data: dict[str, Any], source: str | None = None) -> Fit:

@@ -103,6 +103,363 @@ def _model_scaling(p: dict) -> str:
 
 
 TEMPLATES: dict[str, str | Callable[[dict], str]] = {
+    "prediction.engine": _engine,
+    "params.counted": "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
+    "params.read_generically": "model_type {model_type} read generically: not checked against a checkpoint of this "
+    "family",
+    "params.n_gemm": "N_gemm: matmul weights a token passes through (no embedding lookup, norms or biases; LM head "
+    "included)",
+    "params.weight_bytes": "weight bytes: every parameter at {bits:g} bits ({dtype}); GB = 10^9 B, GiB = 2^30 B",
+    "params.weight_bytes_mixed": "weight bytes: the checkpoint's formats by tensor group ({method}): matmul weights in "
+    "{format} with their scales, {kept}embedding, LM head, router and vectors in {kept_dtype}; {bits:.4g} bits per "
+    "parameter on average; GB = 10^9 B, GiB = 2^30 B",
+    "params.active": "active: all parameters less the routed experts a token skips (k of E per MoE layer)",
+    "params.kv_shared_unloaded": "checkpoint total: Google's files also store k_proj, v_proj and k_norm for the "
+    "KV-shared layers, which read an earlier layer's cache; transformers ignores them on load "
+    "(Gemma4TextModel._keys_to_ignore_on_load_unexpected), so the total above, and every weight byte, leaves them out",
+    "params.mtp": lambda p: (
+        "MTP modules reported apart from the main model"
+        + ("; the checkpoint also stores copies of the embedding and LM head with them" if p.get("copies") else "")
+    ),
+    "kv.dtype": "KV dtype {dtype} ({bits} bits per element); bytes exact; KiB/MiB/GiB = 2^10/2^20/2^30 B, "
+    "kB/MB/GB = 10^3/10^6/10^9 B",
+    "kv.context": "context = tokens held per sequence (128K = 131,072; 128000 as written)",
+    "kv.linear_state": "linear-attention state: recurrent n_v x d_k x d_v per layer (seed 003 §05); the causal-conv "
+    "state is listed apart",
+    "kv.window": "sliding-window layers keep at most W = {window:,} tokens",
+    "kv.mamba_state": "Mamba-2 state: H x P x N SSM state and (H P + 2 G N) x (kernel - 1) conv state per layer per "
+    "sequence, at the KV dtype (engines often keep the SSM state in fp32)",
+    "kv.indexer": "DeepSeek Sparse Attention: each attention layer also keeps the lightning indexer's key, "
+    "{bytes} B per token (FP8 with one fp32 scale per 128 elements), whatever the KV dtype",
+    "kv.indexer_block": "MiniMax Sparse Attention: each of the {layers} sparse layers also keeps the lightning "
+    "indexer's key, {bytes} B per token (bf16: vLLM's MiniMaxM3IndexerCache default), whatever the KV dtype",
+    "attention.block_sparse": "MiniMax Sparse Attention: each query of a sparse layer attends to its top {blocks} "
+    "blocks of {block} keys and {local} local block(s), at most {keys:,} keys (an upper bound: a local block among "
+    "the top blocks makes it fewer); the lightning indexer scores every key it may see",
+    "attention.sparse": "DeepSeek Sparse Attention: each query attends to at most index_topk = {topk:,} keys; the "
+    "lightning indexer scores every key it may see",
+    "kv.short_conv_state": "short-convolution state (LFM2): d x (kernel - 1) conv state per layer per sequence, "
+    "no per-token cache",
+    "kv.chunk": "chunked-attention layers keep at most C = {chunk:,} tokens (the current chunk; counted as "
+    "min(context, C), the reserve an engine needs)",
+    "warning.context_over_max": lambda p: (
+        f"note: {_contexts(p)} tokens exceed {p['model']}'s max_position_embeddings "
+        f"({p['max_position_embeddings']:,}): figures at such lengths are "
+        "hypothetical"
+    ),
+    "warning.does_not_fit": _does_not_fit,
+    "flops.counting": "2 FLOPs per multiply-add; weight FLOPs = 2 x weights used per token (routed experts: k of E)",
+    "flops.not_counted": "norms, activations, softmax and residual adds not counted",
+    "attention.causal": "attention: causal (each token sees itself and all before it)",
+    "attention.full": "attention: full (S x S, an upper bound)",
+    "logits.all": "LM head on every position",
+    "logits.last": "LM head on the last position of each sequence",
+    "mla.form": "MLA attention in the {form} form",
+    "mla.absorbed_decode": "MLA: decode attention in the absorbed form, on the cached latent and RoPE key",
+    "decode.step": "decode step: {batch} sequence(s), each adding 1 token after {context:,} cached tokens; the new "
+    "token attends to itself and every cached token",
+    "decode.bytes_read": "bytes: matmul weights used + norm/bias vectors + one embedding row per sequence at {bits:g} "
+    "bits, KV read at {kv_bits} bits + the new K/V written; activations not counted",
+    "decode.bytes_resident": "bytes: every stored weight once (resident, the source documents' convention) at "
+    "{bits:g} bits, KV read at {kv_bits} bits + the new K/V written; activations not counted",
+    "prefill.step": "prefill = time to first token of {batch} prompt(s) of {seq:,} tokens, nothing else running",
+    "prefill.bytes": "bytes: the matmul weights, vectors and embedding rows read once + the K/V written; activations "
+    "not counted",
+    "gpu.peak": "peak {tflops:g} TFLOP/s dense {dtype}, bandwidth {tb_s:g} TB/s (10^12 B/s), from the GPU spec",
+    "time.bound_and_estimate": "a bound is max(FLOPs / peak, bytes / bandwidth) per GPU, summed over pipeline "
+    "stages, plus communication at link bandwidth; an estimate divides peak by MFU and "
+    "bandwidth by MBU (collectives stay at link bandwidth, no latency: the prediction adds "
+    "it)",
+    "layout.step": "layout TP {tp} x PP {pp} x DP {dp} = {gpus} GPUs, EP {ep}: figures per GPU, summed over the "
+    "stages; the sequences split over {dp} replica(s); collectives over {link} at {link_gb_s:g} GB/s "
+    "per direction, no latency",
+    "layout.expert_parallel": "EP {ep}: each GPU holds {experts:g} whole experts per MoE layer and multiplies the "
+    "rows every replica routes to them (balanced routing: its own replica's share of the routed work); in the "
+    "all-to-all a GPU sends its share of its replica's tokens (split over {tp} TP rank(s)) to k experts, (EP - 1)/EP "
+    "of them remote, and the outputs of its experts back",
+    "layout.sharding": "sharding as Megatron-LM/vLLM (see llm_cost.model.layout); MTP modules not loaded",
+    "layout.memory": "weights at {bits:g} bits, KV at {kv_bits} bits; {sequences} sequence(s) per replica",
+    "moe.expected_experts": "MoE: routed expert weights read = expected distinct experts E(1 - (1 - k/E)^B) per "
+    "layer (uniform independent routing)",
+    "moe.weights": "weights at {bits:g} bits; GB = 10^9 B, GiB = 2^30 B",
+    "moe.read_per_step": "read per step = matmul weights used + norm vectors + B embedding rows; the source documents "
+    "count every non-routed parameter instead",
+    "moe.ep": "EP over {ep} GPU(s): ({experts} + {redundant} redundant)/{ep} experts each; non-expert weights "
+    "replicated",
+    "moe.all_to_all": "all-to-all per token per MoE layer: dispatch k x d at {dispatch_bits} bits, combine k x d at "
+    "{combine_bits} bits; TP-{tp} ring all-reduce moves 2(n-1)/n x d x 2 B (BF16)",
+    "moe.gemm_ridge": "expert GEMM intensity = 2 x rows / bytes per weight; ridge of {gpu} at {dtype}",
+    "checkpoint.stored_safetensors": "stored: every tensor in the safetensors headers (weights never read); scale "
+    "tensors and rotary inv_freq buffers are not parameters",
+    "checkpoint.stored_gguf": "stored: every tensor in the GGUF file's tensor infos, bytes per ggml type as stored "
+    "(block scales included in each quantised type's bytes)",
+    "checkpoint.matched_by_role": "matched by role: projections (fused q/k/v and gate/up merged), pooled block norms, "
+    "router, embedding, LM head, vision tower, MTP layers; a role is reported when its "
+    "element totals differ",
+    "fit.dtypes": "weights: every parameter at {bits:g} bits; KV at {kv_bits} bits per element",
+    "fit.whole_sequences": lambda p: (
+        "max batch and context use whole sequences: batch x kv(context) <= KV budget"
+        + (f", each sequence in {p['block_tokens']}-token blocks" if p["block_tokens"] > 1 else "")
+    ),
+    "capacity.documents": "memory: the source documents' convention, {memory_gb:g} GB = {memory_bytes:,} B "
+    "(datasheet, 10^9 B per GB), all of it for weights and KV; no workspace, no reserve",
+    "capacity.policy": _capacity_policy,
+    "serve.model": "times: {label}, each step from its operators; steady-state continuous batching, decoding "
+    "sequences spread evenly over their output positions; TPOT = mean time between output tokens",
+    "serve.queueing": lambda p: (
+        "TTFT = waiting + the prompt's own prefill; the prefill server as M/D/1 "
+        "(Pollaczek-Khinchine)"
+        + (
+            f", the decode slots as M/D/c (Sakasegawa, Allen-Cunneen) at {p['qps']:g} requests/s, Poisson arrivals"
+            if p["qps"] is not None
+            else "; no rate given: each configuration saturated at its concurrency (closed loop, as benchmarks run)"
+        )
+    ),
+    "serve.concurrency": "max concurrency: the sequences a replica's KV cache holds at their steady-state lengths "
+    "(input + a uniformly spread share of the output, each in whole blocks); `fit` counts every "
+    "sequence at its full context",
+    "serve.few_kv_heads": "note: the chosen decode steps hold sequences x KV heads per GPU = {in_flight}, below profile "
+    "{profile}'s decode-attention saturation ({saturation:g}); its kernels split no KV cache, so "
+    "an engine with split-KV (flash-decoding) reads it faster: TPOT here is pessimistic",
+    "serve.cost": lambda p: (
+        "no price given (--usd-per-gpu-hour): no dollar figures"
+        if p["price"] is None
+        else f"cost: ${p['price']:g} per GPU-hour x GPUs over requests served; GPU time split between "
+        "input (prompt) and output tokens by what prefill adds (aggregated: the chunks' share of step "
+        "time; disaggregated: the prefill pool's share of GPUs)"
+    ),
+    "serve.cost_simulated": lambda p: (
+        "no price given (--usd-per-gpu-hour): no dollar figures"
+        if p["price"] is None
+        else f"cost: ${p['price']:g} per GPU-hour x GPUs over the output tokens served: all GPU time charged to "
+        "output tokens (prompts not priced apart; --batch, the analytic form, splits it between input and output)"
+    ),
+    "serve.band": lambda p: (
+        (
+            f"band: each figure's low and high re-simulated (same seed, same traffic) with every step's time x"
+            f"{p['fast']:.2f} at the fast end and x{p['slow']:.2f} at the slow end: the serving prediction's spread on "
+            f"{p['runs']} measured {p['engine']} runs (mean ITL measured/predicted p{p['percentiles'][0]}..p"
+            f"{p['percentiles'][1]} = {p['p_low']:.2f}..{p['p_high']:.2f}"
+            + (
+                f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:g}x"
+                if p["transfer"] != 1
+                else f"; {p['gpu']} is one of their GPUs"
+            )
+            + f"; steps timed by profile {p['profile']}); each figure's low and high are the least and greatest of "
+            "the three runs (tokens/s highest and $/M lowest at the fast end)"
+        )
+        if p.get("source") == "serving-runs"
+        else (
+            f"band: each figure's low and high re-simulated (same seed, same traffic) with every step's time x the "
+            f"p10/p90 factor for its shape of profile {p['profile']} (engine {p['engine']}, {p['kind']}: the "
+            f"held-out errors of {p['rows']} rows of such predictions, leave-one-source-out; wider outside the fitted "
+            f"batches and contexts): x{p['fast_low']:.2f}"
+            + (f"-{p['fast_high']:.2f}" if f"{p['fast_high']:.2f}" != f"{p['fast_low']:.2f}" else "")
+            + f" at the fast end, x{p['slow_low']:.2f}"
+            + (f"-{p['slow_high']:.2f}" if f"{p['slow_high']:.2f}" != f"{p['slow_low']:.2f}" else "")
+            + " at the slow end; each figure's low and high are the least and greatest of the three runs (tokens/s "
+            "highest and $/M lowest at the fast end)"
+        )
+    ),
+    "serve.analytic_band": lambda p: (
+        f"band: TTFT, TPOT, tokens/s and $/M of the chosen configuration scaled linearly by the p10/p90 "
+        f"step-time factors of profile {p['profile']} (engine {p['engine']}, {p['kind']}: the held-out errors of "
+        f"{p['rows']} rows of {p['sources']} sources, leave-one-source-out"
+        + (f", widened {p['transfer']:.2f}x outside the fitted batches and contexts" if p["transfer"] != 1 else "")
+        + f") for its typical decode step ({p['batch']:,} sequences "
+        f"at {p['context']:,} tokens): x{p['low']:.2f} / x{p['high']:.2f}"
+        + (
+            f" (TTFT: x{p['ttft_low']:.2f} / x{p['ttft_high']:.2f}, its prefill step)"
+            if (p["ttft_low"], p["ttft_high"]) != (p["low"], p["high"])
+            else ""
+        )
+        + "; analytic scaling: the queueing formulas are not re-evaluated at the band's ends (the simulated plan "
+        "re-simulates them)"
+    ),
+    "serve.no_band": "no error band: steps are timed by {label}, which has no held-out residuals",
+    "serve.simulated": lambda p: (
+        f"simulated: {p['engine']}'s scheduler step by step (continuous batching, chunked prefill, prefix caching, "
+        + (
+            "admission reserving each request's prompt and maximum output, GUARANTEED_NO_EVICT: no preemption"
+            if p["engine"] == "trtllm"
+            else "retraction"
+            if p["engine"] == "sglang"
+            else "preemption"
+        )
+        + f"), each step timed by {p['label']}; "
+        + (
+            f"{p['replicas']} replicas share the traffic in turn, one is simulated"
+            if p["replicas"] > 1
+            else "one replica"
+        )
+        + "; percentiles linear between order statistics; goodput: requests/s meeting every target (DistServe); "
+        "rates (served, goodput, tokens/s, $) and occupancy over the steady window, from the completion ending the "
+        "warm-up (the first; a closed loop's users-th) to the last one before the last request is sent (warm-up and "
+        "drain left out; the whole run's rates are in the JSON's simulation.summary); latencies, their percentiles and "
+        "the targets' verdict are over every request, the drain's lighter steps included, so they can read better "
+        "than the steady load gives (goodput, counted in the window, then falls below them)"
+    ),
+    "serve.simulated_plan": lambda p: (
+        f"plan: the analytic search screens the configurations; {p['simulated']} runs of its aggregated frontier "
+        "are simulated ("
+        + (
+            f"at most {p['per_layout']} per layout and replica count, then, where none at its best concurrency "
+            "meets the targets, its other frontier points and lower caps on max_num_seqs (falling by sqrt 2), by falling "
+            "cap, until one does"
+            if p.get("qps") is None
+            else "each layout from the fewest replicas the screen says carry the rate, doubled until the targets "
+            "hold, then bisected to the fewest that meet them, up to the GPU budget"
+        )
+        + f"), {p['requests']:,} requests per replica"
+        + (" (at least 3 rounds of its users: warm-up, a steady round, drain)" if p.get("qps") is None else "")
+        + ", and ranked on their simulated distributions against the targets"
+    ),
+    "serve.pcie_tp": lambda p: (
+        f"tensor parallelism over PCIe: {p['gpu']} has no GPU-to-GPU link, so TP {p['tp']} runs its all-reduces "
+        f"over PCIe {p['gen']}.0 x16 at {p['gb_s']:g} GB/s per direction"
+        + (
+            f", each call also paying {p['latency_s'] * 1e6:.1f} us of latency (the profile's)"
+            if p.get("latency_s")
+            else " (no latency per call in this time model)"
+        )
+        + "; one host of up to 8 cards, as vLLM and SGLang run them"
+    ),
+    "launch.replicas": lambda p: (
+        f"the command runs one replica of {p['gpus']} GPU(s); run {p['replicas']} of them behind a load balancer, "
+        + (
+            f"{p['per_node']} per node of {p['node']} GPUs, each on its own GPUs and port: "
+            f"CUDA_VISIBLE_DEVICES={p['first']} for the first"
+            + (f", {p['second']} for the second, and so on" if p.get("second") else "")
+            if p.get("per_node")
+            else "each on its own GPUs"
+        )
+    ),
+    "launch.data_parallel": "the command runs all {replicas} replicas of {gpus} GPU(s) as data-parallel ranks on "
+    "one node of {node} GPUs (one server balancing requests over them)",
+    "launch.unsupported": "warning: vLLM's model registry (vllm/model_executor/models/registry.py @ {commit}) "
+    "has no architecture of model_type {model_type}; this version may not run it (that snapshot is older: check "
+    "vLLM's supported models)",
+    "launch.support_unchecked": "model support unchecked: {engine}'s model registry is not checked for model_type "
+    "{model_type}",
+    "launch.max_model_len_capped": "max model length: {tokens:,} tokens, what one replica's KV cache holds, not "
+    "{asked:,}: an engine refuses to start when one request of max_model_len tokens does not fit (vLLM: "
+    "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory, 'To serve at least one request with the "
+    "models's max seq len ...'); give more GPUs, an fp8 KV cache or a shorter max_model_len",
+    "launch.other_engine": "warning: the plan was simulated under {planned}'s scheduler, not {emitted}'s; plan with "
+    "engine {emitted} to simulate the engine this command launches",
+    "fit.beyond_model_context": "largest context: the KV room holds {tokens:,} tokens per sequence, more than the "
+    "model's {limit:,} (max_position_embeddings); a server caps a request at the model's length",
+    "launch.model_id": "model id: {name} is the spec's name; give the checkpoint's Hugging Face repo id or path",
+    "launch.checkpoint_quantized": "weights at {bits:g} bits: serve a checkpoint quantized so (AWQ, GPTQ, "
+    "compressed-tensors); the engine reads its format from the checkpoint's config, no flag",
+    "launch.trtllm_quantized": "TensorRT-LLM takes FP8 weights and an FP8 KV cache from a prequantized "
+    "checkpoint (ModelOpt's hf_quant_config.json) or --extra_llm_api_options (kv_cache_config: dtype: fp8), not "
+    "from a trtllm-serve flag",
+    "serve.fp32_checkpoint": "{model}'s checkpoint is stored in float32; it is served in bf16 (16 bits per "
+    "weight), as engines load it by default (vLLM's dtype auto); give --weights-dtype fp32 to serve 32 bits",
+    "warning.serve_memory": "warning: does not fit: the KV cache holds {holds:,} of these {asked:,} sequences per "
+    "replica; the figures are hypothetical (fewer sequences, more GPUs or fewer bits fit)",
+    "serve.implicit_ttft": "no TTFT target: at a rate the plan keeps the P99 TTFT within {bound:g} s (the fewest "
+    "replicas that carry the rate on average still let a queue grow); give --ttft for another bound",
+    "warning.serve_ttft": lambda p: (
+        f"warning: the chosen plan's {p.get('what', 'P99 TTFT')} is {fmt_seconds(p['ttft'])}, past "
+        f"{fmt_seconds(p['bound'])}; "
+        f"requests wait {fmt_seconds(p['queue'])} on average before they are scheduled"
+        + (
+            " (saturated: every slot is busy, so each request waits for one to free); give --ttft or --qps"
+            if p["saturated"]
+            else "; give --ttft, more --gpus or a lower --qps"
+        )
+    ),
+    "serve.compare": "each GPU planned for the same traffic and targets; the cheapest per million output tokens is "
+    "marked (GPUs without a price or a plan are not ranked)",
+    "serve.percentile_screen": "the analytic search reads each percentile target as a bound on the mean",
+    "weight_flops.gemm": "weight FLOPs per token = 2 x N_gemm (matmul weights, LM head included)",
+    "weight_flops.non_embedding": "weight FLOPs per token = 2 x (N - input embedding), seed 003's '2 x 7.5B'",
+    "weight_flops.total": "weight FLOPs per token = 2 x N (every parameter), seed 003 §05's 70B convention",
+    "context.attention_per_token": "attention per token: a token seeing s positions (itself included), QK^T + AV in "
+    "every softmax layer",
+    "context.prefill": _context_prefill,
+    "context.document_prefill": _document_prefill,
+    "context.scores": "KV at {kv_bits} bits per element; scores S = n_q x s^2 elements at 2 B (BF16) per layer",
+    "spec.closed_forms": "E = (1 - alpha^(gamma+1)) / (1 - alpha); speedup E / (gamma c + 1) assumes verifying "
+    "gamma + 1 tokens costs one step (memory-bound); fully compute-bound: E / (gamma + 1 + gamma c)",
+    "spec.step_model": "step model on {gpu} ({gpus} GPU(s) per replica; {dtype} compute), context {context:,}: each "
+    "step's operators timed by the {time_model}, as roofline times them; weights at {bits} bits; verification "
+    "scores every drafted position; draft = gamma x c x baseline step; tokens/s of one replica",
+    "spec.knee_and_break_even": "knee: smallest batch whose verify step is compute-bound; break-even: smallest batch "
+    "with speedup below 1x; both searched up to batch {limit:,}",
+    "train.flops": _train_flops,
+    "train.mfu": "peak {tflops:g} TFLOP/s dense {dtype} per GPU; MFU = 6 N D / (GPU-seconds x peak)",
+    "train.energy": lambda p: (
+        f"energy = GPU-hours x {p['power_w']:g} W x PUE {p['pue']:g}" + (" (the GPU's TDP)" if p["tdp"] else "")
+    ),
+    "train.activations_not_modelled": "activations not reported: {reason}",
+    "train_plan.step": "predicted from the operators by {time_model}: backward GEMMs 2x the forward, attention "
+    "backward 2.5x (FlashAttention's count), TP with sequence parallelism, ring attention, interleaved 1F1B "
+    "(bubble (p-1)/(m v)), ZeRO collectives overlapped with the backward, ring collectives over NVLink in a "
+    "node and the network between nodes",
+    "train_plan.mfu": "MFU against {tflops:g} TFLOP/s dense {dtype} per GPU: 6 N D, and 3 x the forward "
+    "operators' FLOPs (causal attention and every LM-head position) 'with attention'; HFU adds recompute "
+    "and FlashAttention's recomputation",
+    "train_plan.memory": "memory: 16 B of Adam state per parameter (ZeRO-sharded over DP x CP), activations "
+    "of the model's block (Korthikanti et al. 2022) x the micro-batches 1F1B keeps in flight, FP32 logits, "
+    "{reserve_gib:g} GiB reserve; the first and last stages carry the fewer layers",
+    "train_plan.band": lambda p: (
+        f"error band ±{p['band']:.0%}: the largest leave-one-out MFU error on the published runs the "
+        "training efficiency is fitted on (llm_cost/data/measurements/training/published-runs.yaml); "
+        "other software stacks run slower (MosaicML's 2023 H100 FSDP rows: 6-71% below the prediction)"
+    ),
+    "train_plan.moe_unchecked": "MoE: every run the band is measured on is dense; the experts' all-to-all and "
+    "grouped GEMMs are predicted but unchecked, so the band understates the error (DeepSeek-V3, the one MoE run "
+    "with published GPU-hours, reports 2,664K H800 GPU-hours for 14.8T pre-training tokens with FP8 GEMMs and "
+    "DualPipe overlap, arXiv:2412.19437 Table 1; compare with --dtype fp8 --gpus 2048)",
+    "train_plan.left_out": "left out: stragglers (Llama 3 saw 1-2% diurnal throughput swings), failures and "
+    "restarts (Llama 3: 466 interruptions in 54 days, over 90% effective training time), checkpoint writes, "
+    "data loading, the elementwise kernels between the GEMMs",
+    "train.state": "state: 16 B per parameter (BF16 weights + gradients, FP32 master, Adam m, v); decimal units",
+    "train.layout_state": "TP {tp} x PP {pp} x DP {dp}; state 16 B per parameter (2 weights + 2 gradients + 12 FP32 "
+    "master and Adam), ZeRO-{zero} over DP",
+    "train.layout_activations": "activations: {formula} per layer x {layers} layers x {pp} micro-batch(es) in flight "
+    "(1F1B), s = {seq:,}, micro-batch {micro_batch}",
+    "train.layout_memory": lambda p: (
+        "memory "
+        + (
+            f"{p['memory_gib']:g} GiB (physical)"
+            if p["memory_gib"] is not None
+            else f"{p['memory_gb']:g} GB (datasheet, 10^9 B)"
+        )
+        + f" = {p['capacity_bytes']:,} B less {p['reserve_bytes']:,} B reserve; smallest "
+        f"DP searched at ZeRO-{p['zero']}"
+    ),
+    "image.resize": "Qwen2-VL smart_resize: sides rounded to multiples of 28 px, pixels within [3,136, 12,845,056] "
+    "(the transformers processor's defaults, for video frames too; qwen-vl-utils caps video frames "
+    "lower); 14 px patches, {connector} connector",
+    "image.encoder_flops": "encoder FLOPs: 2 x ViT block parameters x patches + 4 L n_p^2 d (full attention), seed "
+    "003 §09; patch embedding and merger listed apart",
+    "image.decoder_prefill.gemm": "decoder prefill: 2 x N_gemm per image token + causal attention among them",
+    "image.decoder_prefill.non_embedding": "decoder prefill: 2 x (N - embedding) per image token + causal attention",
+    "image.decoder_prefill.total": "decoder prefill: 2 x N per image token (seed 003 §09) + causal attention",
+    "image.bits": "KV and encoder output at {kv_bits} bits; MiB = 2^20 B",
+    "rope.wavelength": "lambda_i = 2 pi base^(2i/d) tokens per turn, theta_i = base^(-2i/d) rad per token, i = 0 .. "
+    "d/2-1, d = rotated dims (seed 003 §03; RoFormer)",
+    "rope.unseen_phases": "a pair completes a turn within L tokens when lambda_i <= L; 'unseen phases': a pair that "
+    "did not turn within the train length ({train:,}) reaches a larger angle at the target "
+    "({target:,}) than in training",
+    "rope.methods": "alpha = target / train = {alpha:.6g}; PI: positions x 1/alpha (Chen et al. 2023); NTK-aware: "
+    "base' = base x alpha^(d/(d-2)) (bloc97); dynamic NTK: alpha = max(1, length / train), evaluated "
+    "at the target length, where it equals NTK-aware (seed 001)",
+    "rope.yarn_ramp": "YaRN ramp as in seed 001, linear in the wavelength between train/beta_fast and train/beta_slow "
+    "(beta_fast {beta_fast:g}, beta_slow {beta_slow:g}); the paper ramps linearly in rotations "
+    "L/lambda, transformers in the pair index; same end points",
+    "rope.yarn_attention": "YaRN attention: mscale = 0.1 ln(alpha) + 1 (the paper's sqrt(1/t)); logits x mscale^2 "
+    "(transformers scales cos and sin by mscale); seed 001 writes t = 0.1 ln(alpha) + 1 and "
+    "logits x 1/sqrt(t), which would shrink them",
+    "rope.abf": "ABF (Llama 3): only a larger base (500000 instead of 10000), no rescaling: compare with --base 500000",
+    "rope.llama3": "llama3 scaling (transformers _compute_llama3_parameters, Meta apply_scaling): λ below "
+    "orig/high_freq_factor kept, above orig/low_freq_factor x factor, smooth in between; factor "
+    "{factor:g} and orig {original:,} come from rope_scaling, not from alpha",
+    "rope.head_dim_override": "--head-dim {dims} overrides the model's {model_dims} rotated dims",
     "rope.mla": "MLA: RoPE turns only the decoupled qk_rope_head_dim = {dims} dims of each query/key head ({nope} "
     "more dims carry no position)",
     "rope.partial": "partial rotary: {factor:g} of head_dim {head_dim} = {dims} dims are rotated",
@@ -111,8 +468,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "prediction.profile": _profile,
     "calibration.method": lambda p: (
         f"error = predicted / measured - 1; {p['method']}: each row predicted by the profile fitted without it"
-        + (" and the other rows of its source" if p["method"] == "leave-one-source-out" else " (one source: its rows share "
-           "a setup, so this says less than leaving a source out)")
+        + (
+            " and the other rows of its source"
+            if p["method"] == "leave-one-source-out"
+            else " (one source: its rows share a setup, so this says less than leaving a source out)"
+        )
         + f"; median |error| {p['median']:.1%}"
     ),
     "calibration.sources": "error = predicted / measured - 1 of each row predicted by the fit WITHOUT its source (one "
