@@ -461,6 +461,7 @@ class ServingBand:
     gpu: str
     widen: float
     engine: str = "vLLM v0.15.1"
+    measured: bool = True  # the runs measured ``gpu``
 
 
 def transfer_widening() -> float:
@@ -503,4 +504,4 @@ def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) 
     low, high = min(p_low, 1.0), max(p_high, 1.0)
     widen = 1.0 if gpu.name in RUN_GPUS else transfer_widening()
     low, high = widened(low, widen), widened(high, widen)
-    return ServingBand(low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen)
+    return ServingBand(low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen, measured=gpu.name in RUN_GPUS)

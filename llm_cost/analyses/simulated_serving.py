@@ -565,6 +565,7 @@ def with_band(
             p_low=serving.p_low,
             p_high=serving.p_high,
             transfer=serving.widen,
+            measured=serving.measured,
             fast=serving.low,
             slow=serving.high,
         )

@@ -241,9 +241,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             f"{p['runs']} measured {p['engine']} runs (mean ITL measured/predicted p{p['percentiles'][0]}..p"
             f"{p['percentiles'][1]} = {p['p_low']:.2f}..{p['p_high']:.2f}"
             + (
-                f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:g}x"
-                if p["transfer"] != 1
-                else f"; {p['gpu']} is one of their GPUs"
+                f"; {p['gpu']} is one of their GPUs"
+                if p.get("measured", p["transfer"] == 1)
+                else f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:.3g}x (how much wider the "
+                "step-time fit's held-out band is for transferred predictions than for fitted ones)"
             )
             + f"; steps timed by profile {p['profile']}); each figure's low and high are the least and greatest of "
             "the three runs (tokens/s highest and $/M lowest at the fast end)"

@@ -31,13 +31,9 @@ ENGINE_FAMILIES = {"vllm", "sglang", "trtllm", "pytorch-eager", "torch-compile",
 # "PR #7676 branch"), or a dated build (llama.cpp "build of Dec 2023").
 VERSION = re.compile(r"\d+\.\d+|\b[0-9a-f]{7,40}\b|PR #\d+|build of \w+ \d{4}|builds of \w+ \d{4}")
 DEFERRED = re.compile(r"per row|each row names")  # the file's engine defers the version to its rows
-# Files written before engine versions were required whose source names none: the gap is listed here so a new
-# file without one fails, and shrinks when a version is found (issue #32 item 4).
-UNVERSIONED = {
-    "gpt-fast-readme-tp-quant-mixtral": "the gpt-fast README names no PyTorch version for its tables",
-    "local-a100-gpt-fast-decode": "converted from the same README table (shared/data), no PyTorch version",
-    "local-h200-llama3-8b-measured": "the project's own H200 measurement file names no PyTorch version",
-}
+# Files written before engine versions were required whose source names none (none left: a new file
+# without a version fails).
+UNVERSIONED: dict[str, str] = {}
 RUN_KEYS = {
     "id", "model", "gpu", "tp", "weights_dtype", "kv_dtype", "input_tokens", "output_tokens", "concurrency",
     "request_rate_rps", "num_prompts", "max_num_seqs", "max_num_batched_tokens", "measured", "quote", "derivation",
