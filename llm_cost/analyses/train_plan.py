@@ -77,16 +77,16 @@ __all__ = [
 #: fragmentation (the same 2 GiB vLLM keeps back; PyTorch's context alone is about 0.5 GiB).
 DEFAULT_RESERVE_BYTES = 2 * 2**30
 
-#: The training kernels' compute rate relative to a GPU's serving profile (the profile's GEMM and
-#: flash-attention efficiencies are multiplied by ``factor``), by profile family (the profile a GPU's
-#: own is transferred from, or its own): fitted on the reference rows of
+#: The training kernels' compute rate relative to a GPU's profile (the profile's GEMM and
+#: flash-attention shares are multiplied by ``factor``), by kernel family (the family whose fitted
+#: parameters the GPU's profile holds): fitted on the reference rows of
 #: ``llm_cost/data/measurements/training/published-runs.yaml`` (the newest stack on that GPU that
 #: runs the kernels the step model assumes); ``loo_median`` / ``loo_max`` are those rows'
 #: leave-one-out relative errors (each row predicted with the factor fitted on the others). Written
 #: by ``python scripts/fit_training.py``; a test refits it.
 TRAINING_EFFICIENCY: dict[str, dict[str, Any]] = {
-    "hopper": {"factor": 1.099, "source": "llama3", "rows": 3, "loo_median": 0.03, "loo_max": 0.051},
-    "ampere": {"factor": 0.826, "source": "mosaicml", "rows": 7, "loo_median": 0.078, "loo_max": 0.135},
+    "hopper": {"factor": 0.975, "source": "llama3", "rows": 3, "loo_median": 0.105, "loo_max": 0.177},
+    "ampere": {"factor": 0.88, "source": "mosaicml", "rows": 7, "loo_median": 0.077, "loo_max": 0.136},
 }
 
 #: FLOPs per sequence by the conventions published runs quote (``forward`` = the forward FLOPs of

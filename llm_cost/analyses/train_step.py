@@ -68,9 +68,18 @@ from typing import Any
 
 from llm_cost.core.choices import Logits, Recompute
 from llm_cost.core.records import record
-from llm_cost.core.types import Dtype, OpKind
+from llm_cost.core.types import Dtype, OpKind, OpRole
 from llm_cost.model.layout import Layout
-from llm_cost.perf.calibrated import attention_terms, gemm_terms, other_terms, smooth_max
+from llm_cost.perf.calibrated import (
+    DEFAULT_SMS,
+    attention_terms,
+    gemm_groups,
+    gemm_shape_factor,
+    gemm_terms,
+    other_terms,
+    smooth_max,
+    width_class,
+)
 from llm_cost.specs.schema import GQAAttention, HardwareSpec, ModelSpec
 from llm_cost.workload.step import ACTIVATION_BITS, Operator, build_step, prefill
 
@@ -230,29 +239,38 @@ def stage_ops(spec: ModelSpec, tp: int, pp: int, seq: int) -> list[list[Operator
 
 
 def _op_seconds(
-    op: Operator, share: float, ep: int, gemm_peak: float, peak: float, bw: float, q: dict[str, float]
+    op: Operator, share: float, ep: int, gemm_peak: float, peak: float, bw: float, q: dict[str, float], sms: int
 ) -> tuple[float, float]:
-    """(forward, backward) seconds of ``op`` scaled to ``share`` of its sequence (b / cp)."""
+    """(forward, backward) seconds of ``op`` scaled to ``share`` of its sequence (b / cp), by the
+    formulas of :mod:`llm_cost.perf.calibrated` (a GEMM's FLOPs tile- and wave-quantised at its rows
+    per expert; ``q`` the training parameters, :func:`profile_parameters`)."""
     p = q["overlap_p"]
     if op.kind == OpKind.GEMM:
-        rows = float(op.m or 1) * share * (ep if op.group == "routed_experts" else 1)
+        routed = op.role == OpRole.ROUTED_EXPERTS
+        rows = float(op.m or 1) * share * (ep if routed else 1)
+        flops = float(op.flops) * share
+        shaped = flops * gemm_shape_factor(rows, op.n, gemm_groups(op), sms)
         c, m = gemm_terms(
-            float(op.flops) * share,
+            shaped,
             float(op.weight_bytes),
             float(op.activation_bytes) * share,
-            rows,
-            q["bandwidth_efficiency_native"],
             gemm_peak,
             bw,
-            q,
+            q["gemm_efficiency"],
+            q["bandwidth_efficiency"],
+            1.0,
+            q["moe_gemm_share"] if routed else 1.0,
         )
         forward = smooth_max(c, m, p)
         return forward, 2 * forward
     if op.kind == OpKind.ATTENTION:
-        c, m = attention_terms(float(op.flops) * share, 0.0, float(op.kv_write_bytes) * share, 1.0, peak, bw, q)
+        c, m = attention_terms(
+            float(op.flops) * share, 0.0, float(op.kv_write_bytes) * share, 1.0, peak, bw,
+            q["flash_efficiency"], 1.0, q["bandwidth_efficiency"],
+        )  # fmt: skip
         backward = FLASH_BACKWARD_FLOPS * c / FLASH_BACKWARD_EFFICIENCY
         return smooth_max(c, m, p), smooth_max(backward, 2 * m, p)
-    c, m = other_terms(float(op.flops) * share, float(op.bytes), peak, bw, q)
+    c, m = other_terms(float(op.flops) * share, float(op.bytes), peak, bw, q["gemm_efficiency_16"], q["bandwidth_efficiency"])
     forward = smooth_max(c, m, p)
     return forward, 2 * forward
 
@@ -273,10 +291,12 @@ def stage_work(
     peak = gpu.peak_flops(Dtype.BF16 if dtype == Dtype.FP8 else dtype)
     gemm_peak = gpu.peak_flops(dtype)
     bw = gpu.bandwidth_bytes_s
+    sms = gpu.sm_count or DEFAULT_SMS
+    q = q | {"gemm_efficiency": q[f"gemm_efficiency_{width_class(dtype)}"]}
     forward = backward = gemm = attention = flops = 0.0
     layer_forward = 0.0
     for op in ops:
-        f, b = _op_seconds(op, share, ep, gemm_peak, peak, bw, q)
+        f, b = _op_seconds(op, share, ep, gemm_peak, peak, bw, q, sms)
         forward, backward = forward + f, backward + b
         op_flops = float(op.flops) * share
         if op.kind == OpKind.GEMM:
@@ -420,7 +440,7 @@ def step_breakdown(
         micro = work.compute_s + tp + cp + ep + pp
         dp_once, dp_mb = _dp_exposed(work, params_per_gpu[i], layout, links)
         shard = params_per_gpu[i] / (layout.dp * layout.cp if layout.zero else 1)
-        optimizer = shard * ADAM_BYTES_PER_PARAM / (bandwidth_bytes_s * q["bandwidth_efficiency_native"])
+        optimizer = shard * ADAM_BYTES_PER_PARAM / (bandwidth_bytes_s * q["bandwidth_efficiency"])
         fill = (p - 1) / v * micro
         total = m * micro + fill + dp_once + dp_mb + optimizer + q["step_overhead_s"]
         row = StepBreakdown(
@@ -433,22 +453,17 @@ def step_breakdown(
 
 
 def profile_parameters(profile: Any, efficiency: float = 1.0) -> dict[str, float]:
-    """The calibrated model's parameters for training: the profile's (every parameter's prior
-    without one), its GEMM and flash-attention efficiencies x ``efficiency`` (at most 1), the training
-    kernels' rate relative to the serving measurements the profile was fitted on."""
+    """The calibrated model's parameters for training, by name (family's and engine's): the
+    profile's (every parameter's prior without one), its GEMM and flash-attention shares x
+    ``efficiency`` (at most each share's upper bound), the training kernels' rate relative to the
+    measurements the profile was fitted on."""
     from llm_cost.perf.profile import PARAMETERS
     from llm_cost.specs.declare import to_data
 
     if profile is None:
-        p = {name: x.prior for name, x in PARAMETERS.items()}
+        q = {name: x.prior for name, x in PARAMETERS.items()}
     else:
-        p = dict(to_data(profile.parameters.family)) | dict(to_data(profile.parameters.engine))
-    return {
-        "gemm_efficiency_max": min(1.0, p["gemm_efficiency_16"] * efficiency),
-        "attention_efficiency_flash": min(1.0, p["flash_efficiency"] * efficiency),
-        "bandwidth_efficiency_native": p["bandwidth_efficiency"],
-        "collective_latency_s": p["collective_latency_s"],
-        "link_efficiency": p["link_efficiency"],
-        "layer_overhead_s": p["layer_overhead_s"],
-        "step_overhead_s": p["step_overhead_s"],
-    }
+        q = dict(to_data(profile.parameters.family)) | dict(to_data(profile.parameters.engine))
+    for name in ("gemm_efficiency_16", "gemm_efficiency_8", "gemm_efficiency_4", "flash_efficiency"):
+        q[name] = min(PARAMETERS[name].upper, q[name] * efficiency)
+    return q
