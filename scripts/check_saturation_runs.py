@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's llm_cost, not an installed copy
-from llm_cost.analyses.saturation_runs import check_saturation, load_runs
+from llm_cost import api
+from llm_cost.analyses.saturation_runs import load_runs
 
 
 def main() -> None:
     runs = load_runs()
-    check = check_saturation()
+    check = api.check_saturation_runs()
     markdown = "--markdown" in sys.argv
     print("| run | engine | model | GPU | layout | in/out | prompts | tok/s measured | predicted | ITL P50 measured | predicted |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

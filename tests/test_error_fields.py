@@ -156,7 +156,7 @@ def test_engine_errors_name_the_argument():
     from llm_cost.analyses.serving import Targets, Traffic, plan
     from llm_cost.core.units import parse_context, parse_integer
     from llm_cost.perf.calibrated import prediction_model
-    from llm_cost.perf.profile import load_profile
+    from llm_cost.perf.choose import load_profile
     from llm_cost.specs.load import load_gpu, load_model
 
     spec, gpu = load_model("llama3-8b"), load_gpu("h100")

@@ -199,10 +199,12 @@ def test_the_step_time_is_the_sum_of_its_stages():
     profile = profile_for(_gpu_spec("h100"), Engine.VLLM)
     assert profile is not None
     predicted = CalibratedModel(profile).step_time(step, H100)
-    q = profile.parameters
-    for stage, timed in zip(step.stages, predicted.stages):
+    q = profile.parameters.engine
+    for i, (stage, timed) in enumerate(zip(step.stages, predicted.stages)):
         ops = [t for t in predicted.ops if t.stage == stage.index]
-        fixed = q.layer_overhead_s * stage.layers + q.step_overhead_s
+        moe = max((op.layers for op in stage.ops if op.role.value == "routed_experts"), default=0)
+        per_step = q.step_overhead_s + q.sequence_overhead_s * step.sequences if i == 0 else 0.0
+        fixed = q.layer_overhead_s * stage.layers + q.moe_layer_overhead_s * moe + per_step
         assert timed.time_s == pytest.approx(sum(t.time_s for t in ops) + fixed, rel=1e-12)
     assert predicted.time_s == pytest.approx(sum(s.time_s for s in predicted.stages), rel=1e-12)
     assert predicted.link_s == pytest.approx(sum(s.link_s for s in predicted.stages), rel=1e-12)

@@ -26,7 +26,7 @@ from llm_cost import api
 from llm_cost.analyses.serving_runs import transfer_widening, vllm_model
 from llm_cost.perf import calibrated
 from llm_cost.perf.calibrated import band_for
-from llm_cost.perf.profile import load_profile
+from llm_cost.perf.choose import load_profile
 from llm_cost.report.notes import sentence
 from llm_cost.specs.load import load_gpu
 

@@ -39,7 +39,17 @@ from llm_cost.model.layout import Layout
 from llm_cost.specs.files import read_yaml
 from llm_cost.specs.load import load_gpu, load_model
 
-__all__ = ["SaturationRun", "RunCheck", "SaturationCheck", "saturation_files", "load_runs", "check_run", "check_saturation"]
+__all__ = [
+    "SaturationRun",
+    "RunCheck",
+    "Formats",
+    "SaturationCheck",
+    "saturation_files",
+    "load_runs",
+    "check_run",
+    "summarise",
+    "skipped_runs",
+]
 
 #: The metrics compared: name -> the measured key (milliseconds or tokens/s).
 METRICS = ("output_tokens_per_s", "itl_p50_ms")
@@ -141,11 +151,20 @@ def _workload(run: SaturationRun) -> Any:
     return Workload(ClosedLoop(run.concurrency), Fixed(run.input_tokens), Fixed(run.output_tokens), requests=run.num_prompts)
 
 
-def check_run(run: SaturationRun, seed: int = 0) -> RunCheck:
-    """Simulate one run (module docstring) and compare it."""
+@record
+class Formats:
+    """A run's resolved formats and time model (the API resolves them: ``llm_cost.api.choices``)."""
+
+    weight_bits: Any
+    kv_bits: int
+    compute_dtype: Any
+    time_model: Any
+
+
+def check_run(run: SaturationRun, formats: Formats, seed: int = 0) -> RunCheck:
+    """Simulate one run (module docstring) with its resolved ``formats`` and compare it."""
     from llm_cost.analyses.capacity import DEPLOYMENT
     from llm_cost.analyses.serving_runs import replica_kv_pool
-    from llm_cost.api import choices
     from llm_cost.simulate import simulate
     from llm_cost.simulate.engine import engine_defaults
 
@@ -153,15 +172,11 @@ def check_run(run: SaturationRun, seed: int = 0) -> RunCheck:
     layout = Layout(tp=run.tp, pp=run.pp)
     caps = {k: v for k, v in (("max_num_seqs", run.max_num_seqs), ("max_num_batched_tokens", run.max_num_batched_tokens)) if v}
     config = engine_defaults(gpu, run.engine.value, max_model_len=None, **caps)
-    weights = None if run.weights_dtype in ("checkpoint", "mxfp4") else run.weights_dtype
-    bits = choices.weight_bits(spec, weights)
-    kv = choices.kv_dtype_of(run.kv_dtype).bits
-    pool = replica_kv_pool(spec, gpu, layout, config, DEPLOYMENT, bits, kv)
-    model = choices.time_model_of(gpu, run.engine)
+    pool = replica_kv_pool(spec, gpu, layout, config, DEPLOYMENT, formats.weight_bits, formats.kv_bits)
     result = simulate(
-        spec, gpu, _workload(run), config, model, layout,
+        spec, gpu, _workload(run), config, formats.time_model, layout,
         kv_capacity_tokens=pool.tokens, sequence_state_blocks=pool.state_blocks,
-        weight_bits=bits, kv_bits=kv, compute_dtype=choices.compute_dtype(spec, gpu, None, weights), seed=seed,
+        weight_bits=formats.weight_bits, kv_bits=formats.kv_bits, compute_dtype=formats.compute_dtype, seed=seed,
     )  # fmt: skip
     s = result.summary
     predicted = {"output_tokens_per_s": s.output_tokens_per_s, "itl_p50_ms": s.itl_s.p50 * 1e3}
@@ -197,15 +212,17 @@ def _medians(checks: list[RunCheck]) -> dict[str, float]:
     return out
 
 
-def check_saturation(runs: Sequence[SaturationRun] | None = None) -> SaturationCheck:
-    """Replay ``runs`` (default: every shipped one) and summarise (:class:`SaturationCheck`)."""
-    chosen = list(runs) if runs is not None else load_runs()
-    total = sum(len(read_yaml(p)["runs"]) for p in saturation_files()) if runs is None else len(chosen)
-    checks = [check_run(r) for r in chosen]
-    moe = [c for c, r in zip(checks, chosen) if load_model(r.model).moe is not None]
-    dense = [c for c, r in zip(checks, chosen) if load_model(r.model).moe is None]
-    fixed = [c for c, r in zip(checks, chosen) if not r.varied]
-    varied = [c for c, r in zip(checks, chosen) if r.varied]
+def summarise(runs: Sequence[SaturationRun], checks: list[RunCheck], skipped: int) -> SaturationCheck:
+    """:class:`SaturationCheck` of ``checks`` (those of ``runs``, in order)."""
+    moe = [c for c, r in zip(checks, runs) if load_model(r.model).moe is not None]
+    dense = [c for c, r in zip(checks, runs) if load_model(r.model).moe is None]
+    fixed = [c for c, r in zip(checks, runs) if not r.varied]
+    varied = [c for c, r in zip(checks, runs) if r.varied]
     return SaturationCheck(
-        checks, _medians(checks), _medians(moe), _medians(dense), _medians(fixed), _medians(varied), total - len(chosen)
+        checks, _medians(checks), _medians(moe), _medians(dense), _medians(fixed), _medians(varied), skipped
     )
+
+
+def skipped_runs() -> int:
+    """The shipped runs :func:`load_runs` leaves out (data or expert parallel)."""
+    return sum(len(read_yaml(p)["runs"]) for p in saturation_files()) - len(load_runs())

@@ -199,7 +199,8 @@ def engine_of(value: Any = None) -> tuple[Engine, bool]:
 def profile_given(profile: Any = None) -> Optional[Profile]:
     """A profile the user gave (a name ``<family>-<engine>``, a YAML path or a Profile), or None;
     InputError naming ``profile`` for anything else."""
-    from llm_cost.perf.profile import Profile, load_profile
+    from llm_cost.perf.choose import load_profile
+    from llm_cost.perf.profile import Profile
 
     if profile is None or isinstance(profile, Profile):
         return profile

@@ -26,6 +26,7 @@ from typing import Any
 
 from llm_cost.core.types import Engine
 from llm_cost.perf.families import KernelFamily, family_of
+from llm_cost.core.errors import SpecError
 from llm_cost.perf.profile import (
     Profile,
     RegimeBand,
@@ -33,12 +34,22 @@ from llm_cost.perf.profile import (
     SourceError,
     fit_data,
     join,
-    load_profile,
+    profile_file,
 )
+from llm_cost.specs.files import shown
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate
 from llm_cost.specs.schema import HardwareSpec
 
-__all__ = ["STAND_IN", "REPRESENTATIVE", "resolve", "nearest_family", "time_model_for", "profile_for", "named_profile"]
+__all__ = [
+    "STAND_IN",
+    "REPRESENTATIVE",
+    "resolve",
+    "nearest_family",
+    "time_model_for",
+    "profile_for",
+    "named_profile",
+    "load_profile",
+]
 
 #: The engines whose fitted parameters stand in for an engine without rows, in order: SGLang runs
 #: the kernels and CUDA graphs vLLM runs (FlashInfer/FlashAttention, torch.compile'd glue);
@@ -176,6 +187,21 @@ def named_profile(name: str) -> Profile | None:
             if name == f"{family.value}-{engine.value}":
                 return profile_for(load_gpu(REPRESENTATIVE[family]), engine)
     return None
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """A profile by name (``<family>-<engine>``: :func:`named_profile`) or a profile YAML file (as
+    ``llm-cost calibrate`` writes: :func:`llm_cost.perf.profile.profile_file`); SpecError naming the
+    valid names when neither."""
+    found = profile_file(name_or_path) or named_profile(name_or_path.strip().lower())
+    if found is None:
+        raise SpecError(
+            f"profile: {shown(name_or_path.strip(), 60)!r} is not a profile name <family>-<engine> (families "
+            f"{', '.join(f.value for f in KernelFamily)}; engines {', '.join(e.value for e in Engine)}), nor the "
+            "path of a profile YAML file",
+            fields=("profile",),
+        )
+    return found
 
 
 def time_model_for(

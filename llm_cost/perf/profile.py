@@ -22,7 +22,8 @@ The shipped fit is one file, ``llm_cost/data/timemodel-fit.json``, written by
 the parameters of each family and engine with rows, the parameters refitted without each source
 (the leave-one-source-out folds ``llm-cost validate`` checks), and the error bands those folds
 measured. A :class:`Profile` is a family's parameters joined with an engine's; ``llm-cost calibrate``
-writes one as a YAML file of its own (a user's GPU and engine), which ``--profile`` reads.
+writes one as a YAML file of its own (a user's GPU and engine), which ``--profile`` reads
+(:func:`llm_cost.perf.choose.load_profile`).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ __all__ = [
     "Profile",
     "FIT_FILE",
     "fit_data",
-    "load_profile",
+    "profile_file",
     "profile_names",
     "profile_note",
     "join",
@@ -295,25 +296,14 @@ def _from_yaml(path: Path) -> Profile:
         raise SpecError(validation_message(path, exc)) from None
 
 
-def load_profile(name_or_path: str) -> Profile:
-    """A profile by name (``<family>-<engine>``: :func:`profile_names`, built from the shipped fit by
-    :func:`llm_cost.perf.choose.named_profile`) or a profile YAML file (as ``llm-cost calibrate``
-    writes); SpecError naming the valid names when neither exists."""
+def profile_file(name_or_path: str) -> Profile | None:
+    """The profile in a YAML file (as ``llm-cost calibrate`` writes one) when ``name_or_path`` names
+    a file (ends in .yaml/.yml or holds a /), else None (a name: :func:`llm_cost.perf.choose.load_profile`);
+    SpecError for a file that is not there or not a valid profile, naming the field."""
     text = name_or_path.strip()
     path = Path(text)
-    if text.lower().endswith((".yaml", ".yml")) or "/" in text:
-        if not path.exists() and not path.is_symlink():
-            raise SpecError(f"profile: no such file {shown(text, 80)!r}", fields=("profile",))
-        return _from_yaml(real_path(path, "a profile YAML"))
-    from llm_cost.perf.choose import named_profile
-    from llm_cost.perf.families import KernelFamily
-
-    found = named_profile(text.lower())
-    if found is None:
-        raise SpecError(
-            f"profile: {shown(text, 60)!r} is not a profile name <family>-<engine> (families "
-            f"{', '.join(f.value for f in KernelFamily)}; engines {', '.join(e.value for e in Engine)}), nor the "
-            "path of a profile YAML file",
-            fields=("profile",),
-        )
-    return found
+    if not (text.lower().endswith((".yaml", ".yml")) or "/" in text):
+        return None
+    if not path.exists() and not path.is_symlink():
+        raise SpecError(f"profile: no such file {shown(text, 80)!r}", fields=("profile",))
+    return _from_yaml(real_path(path, "a profile YAML"))

@@ -8,7 +8,7 @@ from llm_cost import api
 from llm_cost.core.choices import Logits
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import CalibratedModel
-from llm_cost.perf.profile import load_profile
+from llm_cost.perf.choose import load_profile
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.workload.step import SeqGroup, build_step
 

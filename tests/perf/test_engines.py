@@ -14,7 +14,8 @@ from llm_cost import api
 from llm_cost.api import choices
 from llm_cost.core.types import Engine
 from llm_cost.perf.choose import STAND_IN, profile_for
-from llm_cost.perf.profile import Situation, fit_data, load_profile
+from llm_cost.perf.choose import load_profile
+from llm_cost.perf.profile import Situation, fit_data
 from llm_cost.simulate.steptime import StepTimer
 from llm_cost.specs.load import load_gpu, load_model
 

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from llm_cost.core.types import Engine
+from llm_cost.perf.choose import load_profile
 from llm_cost.perf.families import KernelFamily
 from llm_cost.perf.profile import (
     ENGINE_PARAMETERS,
@@ -20,7 +21,6 @@ from llm_cost.perf.profile import (
     RegimeBand,
     SourceError,
     fit_data,
-    load_profile,
     profile_names,
 )
 from llm_cost.specs.declare import to_data

@@ -10,7 +10,7 @@ import pytest
 
 from llm_cost import api
 from llm_cost.perf.kernels import fa_decode_launch, fa_num_splits
-from llm_cost.perf.profile import load_profile
+from llm_cost.perf.choose import load_profile
 from llm_cost.specs.load import load_gpu
 
 
