@@ -27,7 +27,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import llm_cost.specs.load as load
-from llm_cost.analyses.calibration import check_distinct, load_measurements, measurements_dir
+from llm_cost.analyses.calibration import profile_yaml
+from llm_cost.analyses.measurements import check_distinct, load_measurements, measurements_dir
+from llm_cost.perf.choose import load_profile
 from llm_cost.core.errors import InputError
 from llm_cost.simulate.workload import read_trace
 from llm_cost.specs.checkpoint import read_checkpoint
@@ -35,7 +37,7 @@ from llm_cost.specs.checkpoint import read_checkpoint
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "hf"
 MODEL = (load.data_dir("models") / "llama3-8b.yaml").read_text()
-PROFILE = (ROOT / "llm_cost" / "data" / "profiles" / "h200.yaml").read_text()
+PROFILE = profile_yaml(load_profile("hopper-pytorch-eager"))
 TIMINGS = measurements_dir() / "local-h200-llama3-8b-measured.yaml"
 TIME_LIMIT_S = 2.0  # of the process's CPU: the work itself, whatever else the machine runs
 WALL_LIMIT_S = 10.0  # of the clock: a read that blocks (a FIFO) uses no CPU
@@ -356,7 +358,7 @@ ROWS = [
         lambda t: ["validate", "--profile", str(_profile(t, "overlap_p", "1.0e+300"))],
         {},
         2,
-        "parameters.overlap_p",
+        "parameters.family.overlap_p",
     ),
     # import, help
     (
@@ -847,7 +849,7 @@ def _index_with_total(tmp: Path, total: int) -> Path:
 
 
 def _profile(tmp: Path, parameter: str, value: str) -> Path:
-    text, n = re.subn(rf"(\n  {parameter}: )[^\n]*", rf"\g<1>{value}", PROFILE, count=1)
+    text, n = re.subn(rf"(\n    {parameter}: )[^\n]*", rf"\g<1>{value}", PROFILE, count=1)
     assert n == 1
     path = tmp / "profile.yaml"
     path.write_text(text)

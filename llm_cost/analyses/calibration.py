@@ -711,10 +711,11 @@ class Validation(Result):
     method: str = "leave-one-source-out"
 
 
-def validation(profile_name: str | None = None) -> Validation:
+def validation(profile_name: str | None = None, own: Any = None) -> Validation:
     """The shipped fit's leave-one-source-out check (:class:`Validation`), from its stored folds
     (no fit: numpy only); ``profile_name`` (a shipped ``<family>-<engine>``) keeps the rows of that
-    family and engine in ``results``."""
+    family and engine in ``results``; ``own`` (a user's profile, e.g. from ``llm-cost calibrate``)
+    predicts the shipped rows of its family and engine itself, out of sample, in ``results``."""
     from llm_cost.perf.profile import fit_data
 
     np = _np()
@@ -728,6 +729,8 @@ def validation(profile_name: str | None = None) -> Validation:
     ratio = [float(x) for x in measured / ho.predicted_s]
     table = by_source(rows, ratio, ho.situation)
     results = row_results(rows, steps, list(ho.predicted_s), ho.situation)
+    if own is not None:
+        return _own_validation(own, rows, steps, table, data, results)
     if profile_name is not None:
         keep = {f"{FAMILIES[int(f)].value}-{ENGINES[int(e)].value}" if f >= 0 else "" for f, e in zip(feats.family, feats.engine)}
         if profile_name not in keep:
@@ -755,6 +758,37 @@ def validation(profile_name: str | None = None) -> Validation:
         results,
         profile_name,
     )
+
+
+def _own_validation(own: Any, rows: list[Measurement], steps: list[Step], table: list[SourceRow], data: dict[str, Any], shipped: list[RowResult]) -> Validation:
+    """:func:`validation` of a user's profile: the shipped rows of its family and engine predicted by
+    it (out of sample: it was fitted on none of them, or it says so by its sources)."""
+    from dataclasses import replace
+
+    from llm_cost.perf.calibrated import CalibratedModel
+
+    model = CalibratedModel(own)
+    mine = [
+        (m, step, r) for m, step, r in zip(rows, steps, shipped)
+        if family_of(load_gpu(m.gpu)) is not None and family_of(load_gpu(m.gpu)).value == own.family and m.engine_family == own.engine
+    ]  # fmt: skip
+    if not mine:
+        raise InputError(
+            f"profile: no shipped rows of the {own.family} family under {own.engine} to check {own.name} on",
+            fields=("profile",),
+        )
+    results = []
+    for m, step, r in mine:
+        t = model.step_time(step, load_gpu(m.gpu), operators=False).time_s
+        if m.phase == Phase.PREFILL:
+            t += own.parameters.engine.request_overhead_s
+        measured = m.measured_ms / 1e3
+        results.append(replace(r, predicted_s=t, error=t / measured - 1, situation="out of sample"))
+    errors = [abs(r.error) for r in results]
+    return Validation(
+        len(results), len({r.source for r in results}), statistics.median(errors), sum(e <= 0.1 for e in errors),
+        0, [], [RegimeBand(**b) for b in data["bands"]], {}, results, own.name, "out of sample",
+    )  # fmt: skip
 
 
 @record
@@ -816,6 +850,31 @@ def _below_bound(rows: Sequence[Measurement], steps: Sequence[Step]) -> None:
         )
 
 
+def slowest() -> tuple[Any, Any]:
+    """The slowest parameters within the bounds: the least shares and overlap, the longest fixed
+    times, the most blocks to saturate (a row measured slower than they predict is one no profile
+    can fit: a wrong unit, a stalled step)."""
+    np = _np()
+
+    def worst(name: str, p: Any) -> float:
+        return p.upper if name.endswith("_s") or name == "kv_saturation_blocks_per_sm" else p.lower
+
+    f = np.asarray([[worst(k, p) for k, p in FAMILY_PARAMETERS.items()]] * len(FAMILIES))
+    e = np.asarray([[worst(k, p) for k, p in ENGINE_PARAMETERS.items()]] * len(ENGINES))
+    return f, e
+
+
+def _beyond_slowest(rows: Sequence[Measurement], feats: Features) -> None:
+    f, e = slowest()
+    limit = predict(feats, f, e, feats.family.clip(0), feats.engine)
+    over = [f"{m.id} ({m.measured_ms:g} ms > {t * 1e3:.3g} ms)" for m, t in zip(rows, limit) if m.measured_ms / 1e3 > t]
+    if over:
+        raise InputError(
+            "measured slower than any profile within the parameters' bounds predicts (a wrong unit, or a stalled "
+            "step?): " + ", ".join(over[:5]) + (f" and {len(over) - 5} more" if len(over) > 5 else "")
+        )
+
+
 def calibrate_files(paths: Sequence[Any], name: str, engine: Engine | None = None, split_kv: bool | None = None) -> UserCalibration:
     """Fit a profile named ``name`` to the measurement files (one kernel family, one engine:
     ``engine`` or the files' ``engine_family``), pulled towards the shipped fit of that family and
@@ -834,6 +893,7 @@ def calibrate_files(paths: Sequence[Any], name: str, engine: Engine | None = Non
         raise InputError(f"{len(rows)} rows: a profile needs at least 3 (one is left out at a time)")
     steps = [step_of(m) for m in rows]
     _below_bound(rows, steps)
+    _beyond_slowest(rows, features_of(rows, steps))
     if split_kv is not None and split_kv != SPLIT_KV_ENGINES[chosen]:
         raise InputError(
             f"split_kv: {chosen.value}'s decode attention {'splits' if SPLIT_KV_ENGINES[chosen] else 'does not split'} the "

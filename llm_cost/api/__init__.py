@@ -8,7 +8,7 @@ One module per question, each imported on first use so that a command loads only
 ``experts``      moe
 ``speculative``  spec
 ``serving``      serve, serve_compare
-``simulation``   simulate_serving (one replica under load: percentiles), check_saturation_runs
+``simulation``   simulate_serving (one replica under load: percentiles)
 ``training``     train, train_plan
 ``inputs``       image, video
 ``positions``    rope, numerics
@@ -49,7 +49,6 @@ EXPORTS = {
     "spec": "speculative",
     **dict.fromkeys(("serve", "serve_compare"), "serving"),
     "simulate_serving": "simulation",
-    "check_saturation_runs": "simulation",
     **dict.fromkeys(("train", "train_plan"), "training"),
     **dict.fromkeys(("image", "video"), "inputs"),
     **dict.fromkeys(("rope", "numerics"), "positions"),

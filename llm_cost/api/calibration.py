@@ -57,9 +57,14 @@ def validate(profile: Optional[str] = None) -> Validation:
     predicted by the fit without that source (its stored fold), per source (rows, median error,
     rows inside the band drawn from the other sources' held-out errors), the bands, and every row
     beside the bound and the MFU/MBU estimate; ``profile`` (a shipped ``<family>-<engine>`` name)
-    keeps that profile's rows."""
+    keeps that profile's rows; a profile YAML file (``llm-cost calibrate``'s) predicts the shipped
+    rows of its family and engine, out of sample."""
     from llm_cost.analyses.calibration import validation
+    from llm_cost.perf.profile import profile_file
 
     if profile is not None and (not isinstance(profile, str) or not profile.strip()):
-        raise InputError(f"profile: {profile!r} is not a profile name", fields=("profile",))
+        raise InputError(f"profile: {profile!r} is not a profile name or YAML path", fields=("profile",))
+    own = profile_file(profile) if profile is not None else None
+    if own is not None:
+        return validation(own=own)
     return validation(profile.strip().lower() if profile is not None else None)

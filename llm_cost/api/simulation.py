@@ -7,7 +7,6 @@ simulator's own result (``llm_cost.simulate`` is the simulator package)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from llm_cost.api import checks, choices
@@ -16,10 +15,9 @@ from llm_cost.core.errors import InputError
 
 if TYPE_CHECKING:
     from llm_cost.model.layout import Layout
-    from llm_cost.analyses.saturation_runs import SaturationCheck
     from llm_cost.simulate import SimResult
 
-__all__ = ["simulate_serving", "check_saturation_runs", "MAX_REQUESTS"]
+__all__ = ["simulate_serving", "MAX_REQUESTS"]
 
 #: The most requests one simulation runs (about a second and a half on a 2-core machine).
 MAX_REQUESTS = 20_000
@@ -130,30 +128,3 @@ def _length(value: Any, name: str) -> Any:
         )
     return value
 
-
-def check_saturation_runs(ids: Optional[Sequence[str]] = None, seed: int = 0) -> SaturationCheck:
-    """The simulator against the shipped published serving runs at saturation or fixed concurrency
-    (:mod:`llm_cost.analyses.saturation_runs`): each run (or those of ``ids``) replayed with its
-    formats and time model resolved here, as ``serve`` resolves them, and compared on output
-    tokens/s and ITL P50. InputError for an unknown id."""
-    from llm_cost.analyses.saturation_runs import Formats, check_run, load_runs, skipped_runs, summarise
-
-    runs = load_runs()
-    if ids is not None:
-        known = {r.id for r in runs}
-        unknown = [i for i in ids if i not in known]
-        if unknown:
-            raise InputError(f"ids: {', '.join(map(str, unknown[:3]))} name no shipped run", fields=("ids",))
-        runs = [r for r in runs if r.id in set(ids)]
-    checks = []
-    for r in runs:
-        spec, g = load_model(r.model), load_gpu(r.gpu)
-        weights = None if r.weights_dtype in ("checkpoint", "mxfp4") else r.weights_dtype
-        formats = Formats(
-            choices.weight_bits(spec, weights),
-            choices.kv_dtype_of(r.kv_dtype).bits,
-            choices.compute_dtype(spec, g, None, weights),
-            choices.time_model_of(g, r.engine),
-        )
-        checks.append(check_run(r, formats, seed))
-    return summarise(runs, checks, skipped_runs() if ids is None else 0)

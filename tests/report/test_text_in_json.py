@@ -84,8 +84,8 @@ COMMANDS = [
     ["reproduce", "--row", "P7", "--row", "R2", "--row", "S4"],
     ["params", "tests/fixtures/hf/nvidia-nemotron-nano-9b-v2"],
     ["roofline", "tests/fixtures/hf/llama-4-scout-17b-16e", "--batch", "8", "--context", "12K"],
-    ["validate", "--profile", "h200"],
-    ["roofline", "llama3-8b", "--gpu", "a100", "--weights-dtype", "int4", "--group-size", "32", "--profile", "h200"],
+    ["validate", "--profile", "hopper-pytorch-eager"],
+    ["roofline", "llama3-8b", "--gpu", "a100", "--weights-dtype", "int4", "--group-size", "32", "--profile", "ampere-torch-compile"],
     "serve llama3-8b --tp 1 --qps 10 --input lognormal:mean=800,sd=400 --output 128 --prefix 200 --prefix-groups 4 "
     "--requests 300 --ttft p99:500ms --usd-per-gpu-hour 2.5".split(),
     "serve llama3-8b --tp 1 --workload chat --qps 5 --requests 200 --engine trtllm".split(),
