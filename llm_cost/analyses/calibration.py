@@ -7,7 +7,8 @@ row against its own GPU's datasheet peaks) and one set of
 :class:`~llm_cost.perf.profile.EngineParameters` per engine with rows, so a family's efficiencies
 rest on every engine's rows of its GPUs and an engine's fixed costs on every GPU it was timed on.
 It minimises the log residuals log(predicted / measured) (a relative error: the same weight for a
-3 ms and a 1.4 s row) plus a weak pull of each parameter towards its prior (its residual (value -
+3 ms and a 1.4 s row; each row weighted 1 / sqrt(its source's rows), :func:`source_weights`) plus a
+weak pull of each parameter towards its prior (its residual (value -
 prior) / (half its range)), within each parameter's physical bounds (scipy.optimize.least_squares,
 trust-region reflective). A parameter no row moves stays at its prior, and the fit says so; one that
 ends at a bound is named.
@@ -57,6 +58,7 @@ from llm_cost.perf.calibrated import (
     width_class,
 )
 from llm_cost.perf.choose import resolve
+from llm_cost.perf.eras import CURRENT, EngineBlock, block_of, engine_of_block
 from llm_cost.perf.families import KernelFamily, family_of
 from llm_cost.perf.kernels import SPLIT_KV_ENGINES, attention_blocks
 from llm_cost.perf.profile import ENGINE_PARAMETERS, FAMILY_PARAMETERS, Regime, RegimeBand, Situation
@@ -80,6 +82,7 @@ __all__ = [
     "held_out",
     "bands_of",
     "weighted_percentile",
+    "source_weights",
     "SourceRow",
     "by_source",
     "RowResult",
@@ -98,9 +101,10 @@ __all__ = [
 ]
 
 FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
-#: Every family and engine, in the order of the parameter matrices' rows.
+#: Every family and engine block (an engine's current release, or an earlier one fitted apart:
+#: :mod:`llm_cost.perf.eras`), in the order of the parameter matrices' rows.
 FAMILIES: tuple[KernelFamily, ...] = tuple(KernelFamily)
-ENGINES: tuple[Engine, ...] = tuple(Engine)
+ENGINES: tuple[EngineBlock, ...] = tuple(EngineBlock)
 #: Weight of each parameter's pull towards its prior, against one row's log residual: a parameter
 #: moved across half its range costs as much as one row predicted e (2.7x) off. Weak beside a few
 #: rows that determine it; decisive for one that no row moves.
@@ -197,9 +201,10 @@ def features_of(rows: Sequence[Measurement], steps: Sequence[Step] | None = None
         gpu = load_gpu(m.gpu)
         engine = m.engine_family or Engine.VLLM
         _add_ops(out, i, step, gpu, SPLIT_KV_ENGINES[engine])
+        block = block_of(engine, m.engine)
         f = family_of(gpu)
         fam.append(FAMILIES.index(f) if f is not None else -1)
-        eng.append(ENGINES.index(engine))
+        eng.append(ENGINES.index(block))
         pre.append(1.0 if m.phase == Phase.PREFILL else 0.0)
         layers.append(sum(s.layers for s in step.stages))
         moe.append(sum(moe_layers(s.ops) for s in step.stages))
@@ -264,7 +269,7 @@ def predict(feats: Features, fam_params: Any, eng_params: Any, fam_of_row: Any, 
     k = feats.coll
     if k["row"].size:
         r = k["row"].astype(int)
-        t = collective_time(k["calls"], k["bytes"], k["link"], E("collective_latency_s", r), E("link_efficiency", r))
+        t = collective_time(k["calls"], k["bytes"], k["link"], F("collective_latency_s", r), F("link_efficiency", r))
         total = total + np.bincount(r, t, feats.n)
     return total
 
@@ -298,10 +303,29 @@ AT_BOUND = 1e-3
 UNDETERMINED = 0.02
 
 
-def fit(feats: Features, measured: Any, mask: Any, start: Fit | None = None, center: Fit | None = None) -> Fit:
-    """Parameters minimising the log residuals of the rows in ``mask`` and the pull towards
-    ``center``'s values (default: every parameter's prior; module docstring), from ``start`` (or
-    the priors). InputError without scipy."""
+def source_weights(rows: Sequence[Measurement]) -> Any:
+    """Each row's weight in a fit: 1 / sqrt(its source's rows). A source of 56 rows weighs about 7
+    one-row sources, not 56: its rows share a setup and its bias, so they are less than 56
+    independent measurements, yet more than one."""
+    from collections import Counter
+
+    np = _np()
+    count = Counter(m.source for m in rows)
+    return np.asarray([count[m.source] ** -0.5 for m in rows])
+
+
+def fit(
+    feats: Features,
+    measured: Any,
+    mask: Any,
+    start: Fit | None = None,
+    center: Fit | None = None,
+    weights: Any = None,
+) -> Fit:
+    """Parameters minimising the log residuals of the rows in ``mask`` (each times the square root
+    of its weight: :func:`source_weights`; default all 1) and the pull towards ``center``'s values
+    (default: every parameter's prior; module docstring), from ``start`` (or the priors). InputError
+    without scipy."""
     np = _np()
     try:
         from scipy.optimize import least_squares
@@ -332,9 +356,11 @@ def fit(feats: Features, measured: Any, mask: Any, start: Fit | None = None, cen
             e[ei] = theta[off + j * ne : off + (j + 1) * ne]
         return f, e
 
+    root = np.sqrt(weights[mask]) if weights is not None else 1.0
+
     def residuals(u: Any) -> Any:
         f, e = matrices(u)
-        data = np.log(predict(feats, f, e, fam_rows, eng_rows)[mask] / measured[mask])
+        data = root * np.log(predict(feats, f, e, fam_rows, eng_rows)[mask] / measured[mask])
         return np.concatenate([data, PRIOR_WEIGHT * (u - (prior - lo) / span) * 2.0])
 
     current = np.concatenate([fp[list(fams)].ravel(), ep[list(engs)].ravel()])
@@ -381,9 +407,17 @@ def _resolved(feats: Features, rows: Sequence[Measurement], index: Sequence[int]
     return fams, engs, sits
 
 
-def held_out(rows: Sequence[Measurement], feats: Features, measured: Any, whole: Fit, folds: dict[str, Fit] | None = None) -> HeldOut:
-    """Each source's rows predicted by the fit without them (refitted from ``whole`` unless
-    ``folds`` gives them: the shipped file's folds, checked without scipy)."""
+def held_out(
+    rows: Sequence[Measurement],
+    feats: Features,
+    measured: Any,
+    whole: Fit,
+    folds: dict[str, Fit] | None = None,
+    weights: Any = None,
+) -> HeldOut:
+    """Each source's rows predicted by the fit without them (refitted from ``whole``, with the
+    rows' ``weights``, unless ``folds`` gives them: the shipped file's folds, checked without
+    scipy)."""
     np = _np()
     sources = sorted({m.source for m in rows})
     out = np.zeros(feats.n)
@@ -391,7 +425,7 @@ def held_out(rows: Sequence[Measurement], feats: Features, measured: Any, whole:
     made = {}
     for s in sources:
         mask = np.asarray([m.source != s for m in rows])
-        f = folds[s] if folds is not None else fit(feats, measured, mask, whole)
+        f = folds[s] if folds is not None else fit(feats, measured, mask, whole, weights=weights)
         made[s] = f
         index = [i for i, m in enumerate(rows) if m.source == s]
         fam, eng, sits = _resolved(feats, rows, index, f)
@@ -614,8 +648,9 @@ def fit_file(rows: list[Measurement], written_by: str) -> dict[str, Any]:
     steps = [step_of(m) for m in rows]
     feats = features_of(rows, steps)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
-    whole = fit(feats, measured, np.ones(len(rows), dtype=bool))
-    ho = held_out(rows, feats, measured, whole)
+    weights = source_weights(rows)
+    whole = fit(feats, measured, np.ones(len(rows), dtype=bool), weights=weights)
+    ho = held_out(rows, feats, measured, whole, weights=weights)
     fn, en = tuple(FAMILY_PARAMETERS), tuple(ENGINE_PARAMETERS)
     why = "no row moves it: at its prior"
     families = {}
@@ -630,7 +665,7 @@ def fit_file(rows: list[Measurement], written_by: str) -> dict[str, Any]:
         engines[ENGINES[i].value] = (
             {"parameters": _params(whole.engines, en, i)}
             | _block(mine)
-            | {"versions": sorted({m.engine for m in mine}), "decode_split_kv": SPLIT_KV_ENGINES[ENGINES[i]]}
+            | {"versions": sorted({m.engine for m in mine}), "decode_split_kv": SPLIT_KV_ENGINES[engine_of_block(ENGINES[i])]}
             | _fit_block(whole, owner, en, why)
         )
     pairs = {
@@ -680,14 +715,14 @@ def stored_fit(data: dict[str, Any], source: str | None = None) -> Fit:
     for name, params in families.items():
         fp[FAMILIES.index(KernelFamily(name))] = np.asarray([params[k] for k in FAMILY_PARAMETERS])
     for name, params in engines.items():
-        ep[ENGINES.index(Engine(name))] = np.asarray([params[k] for k in ENGINE_PARAMETERS])
+        ep[ENGINES.index(EngineBlock(name))] = np.asarray([params[k] for k in ENGINE_PARAMETERS])
     pairs = frozenset(
-        (FAMILIES.index(KernelFamily(p.split("/")[0])), ENGINES.index(Engine(p.split("/")[1])))
+        (FAMILIES.index(KernelFamily(p.split("/")[0])), ENGINES.index(EngineBlock(p.split("/")[1])))
         for p, v in data["pairs"].items()
         if source is None or set(v["sources"]) - {source}
     )
     fams = tuple(sorted(FAMILIES.index(KernelFamily(f)) for f in families))
-    engs = tuple(sorted(ENGINES.index(Engine(e)) for e in engines))
+    engs = tuple(sorted(ENGINES.index(EngineBlock(e)) for e in engines))
     return Fit(fp, ep, fams, engs, pairs)
 
 
@@ -903,6 +938,7 @@ def calibrate_files(paths: Sequence[Any], name: str, engine: Engine | None = Non
     by_source = len({m.source for m in rows}) >= 2
     grouped = rows if by_source else [replace(m, source=m.id) for m in rows]
     feats = features_of(grouped, steps)
+    feats.engine[:] = ENGINES.index(CURRENT[chosen])  # the user's rows are the profile's engine, whatever release
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     shipped = stored_fit(fit_data())
     whole = fit(feats, measured, np.ones(len(rows), dtype=bool), shipped, shipped)
@@ -912,7 +948,7 @@ def calibrate_files(paths: Sequence[Any], name: str, engine: Engine | None = Non
         situation=Situation.FITTED, regime=Regime.ALL, low=round(min(min(ratio), 1.0), 4),
         high=round(max(max(ratio), 1.0), 4), rows=len(rows), sources=len({m.source for m in grouped}),
     )  # fmt: skip
-    fi, ei = FAMILIES.index(family), ENGINES.index(chosen)
+    fi, ei = FAMILIES.index(family), ENGINES.index(CURRENT[chosen])
     fn, en = tuple(FAMILY_PARAMETERS), tuple(ENGINE_PARAMETERS)
     errors = [abs(1 / r - 1) for r in ratio]
     method = "leave-one-source-out" if by_source else "leave-one-row-out"

@@ -435,7 +435,7 @@ def _predicted(
 
             if op.kind == OpKind.COLLECTIVE:
                 t = cal.collective_time(
-                    op.layers, f("call_bytes"), link_bytes_s, e_["collective_latency_s"], e_["link_efficiency"]
+                    op.layers, f("call_bytes"), link_bytes_s, f_["collective_latency_s"], f_["link_efficiency"]
                 )
                 times.append(t)
                 continue

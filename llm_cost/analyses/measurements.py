@@ -12,7 +12,9 @@ tokens cached per sequence; prefill: prompt tokens), ``tp`` (default 1), ``weigh
 fp16 | fp8 | int8 | int4), ``group_size`` (weight-only quantisation group, blank for per-channel int8;
 int4 without one is taken as 128), ``kv_dtype`` (default bf16), ``compute_dtype`` (bf16 | fp16 | fp8;
 default bf16, fp16 with fp16 weights or KV), ``measured_ms`` (milliseconds per step: per token at
-batch 1 for decode, the time to first token for a prefill); optionally ``source`` (the row's own,
+batch 1 for decode, the time to first token for a prefill); ``prefill_tokens`` and ``prefill_cached``
+(a decode step under load that also computes a prompt chunk of that many tokens after that many
+cached: chunked prefill's mixed step, as serving runs give it); optionally ``source`` (the row's own,
 when a file gathers several), ``engine`` (the row's engine version), ``tpot_ms`` / ``ttft_ms`` (the
 published figure the step time was derived from: it must agree with ``measured_ms``), ``quote`` and
 ``derivation``. A row with ``excluded`` (a reason) is kept in the file but fitted on by nothing.
@@ -42,7 +44,7 @@ from llm_cost.model.layout import Layout
 from llm_cost.specs.declare import Bounds, Spec, spec, validated
 from llm_cost.specs.files import read_text, read_yaml, real_path, shown, validation_message
 from llm_cost.specs.load import load_model
-from llm_cost.workload.step import Step, build_step, decode, prefill
+from llm_cost.workload.step import SeqGroup, Step, build_step, decode, prefill
 
 __all__ = [
     "Measurement",
@@ -86,6 +88,8 @@ class Measurement(Spec):
     kv_dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
     compute_dtype: Optional[Literal["bf16", "fp16", "fp8"]] = None
     measured_ms: Annotated[float, Bounds(gt=0)]
+    prefill_tokens: Annotated[int, Bounds(ge=0, le=2**24)] = 0
+    prefill_cached: Annotated[int, Bounds(ge=0, le=2**30)] = 0
     tpot_ms: Optional[Annotated[float, Bounds(gt=0)]] = None
     ttft_ms: Optional[Annotated[float, Bounds(gt=0)]] = None
     excluded: Optional[str] = None
@@ -192,7 +196,7 @@ def load_measurements(paths: Sequence[Path], *, with_excluded: bool = False) -> 
 def _measured(m: Measurement) -> tuple:
     """What a row says: the step (model resolved, GPU, phase, sizes, dtypes, layout) and its time."""
     return (m.spec, m.gpu.lower(), m.phase, m.batch, m.context, m.tp, m.weights_dtype, m.group_size, m.kv_dtype,
-            m.compute_dtype, m.measured_ms)  # fmt: skip
+            m.compute_dtype, m.prefill_tokens, m.prefill_cached, m.measured_ms)  # fmt: skip
 
 
 def check_distinct(rows: list[Measurement]) -> None:
@@ -242,6 +246,8 @@ def _step(m: Measurement) -> Step:
         else (Dtype.FP16 if "fp16" in (m.weights_dtype, m.kv_dtype) else Dtype.BF16)
     )
     groups = decode(m.batch, m.context) if m.phase == Phase.DECODE else prefill(m.batch, m.context)
+    if m.prefill_tokens:  # a prompt chunk computed in the same step (chunked prefill under load)
+        groups = [*groups, SeqGroup(1, m.prefill_tokens, m.prefill_cached)]
     return build_step(
         spec,
         groups,

@@ -251,7 +251,7 @@ def _op_time(op: Operator, v: Rates, link_bytes_s: float, split_kv: bool) -> tup
     if op.kind == OpKind.COLLECTIVE:
         assert op.collective is not None  # every collective operator carries its payload
         t = collective_time(
-            op.layers, float(op.collective.bytes_per_call), link_bytes_s, e["collective_latency_s"], e["link_efficiency"]
+            op.layers, float(op.collective.bytes_per_call), link_bytes_s, f["collective_latency_s"], f["link_efficiency"]
         )
         return 0.0, 0.0, t, t
     if op.kind == OpKind.GEMM:

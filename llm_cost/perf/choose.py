@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from llm_cost.core.types import Engine
+from llm_cost.perf.eras import CURRENT, EngineBlock
 from llm_cost.perf.families import KernelFamily, family_of
 from llm_cost.core.errors import SpecError
 from llm_cost.perf.profile import (
@@ -54,14 +55,16 @@ __all__ = [
 #: The engines whose fitted parameters stand in for an engine without rows, in order: SGLang runs
 #: the kernels and CUDA graphs vLLM runs (FlashInfer/FlashAttention, torch.compile'd glue);
 #: TensorRT-LLM and vLLM both replay CUDA graphs of fused kernels; torch.compile and PyTorch eager
-#: differ in fixed costs only; llama.cpp's GGML kernels are nearest vLLM's.
-STAND_IN: dict[Engine, tuple[Engine, ...]] = {
-    Engine.SGLANG: (Engine.VLLM, Engine.TRTLLM),
-    Engine.VLLM: (Engine.SGLANG, Engine.TRTLLM),
-    Engine.TRTLLM: (Engine.VLLM, Engine.SGLANG),
-    Engine.TORCH_COMPILE: (Engine.PYTORCH_EAGER, Engine.VLLM),
-    Engine.PYTORCH_EAGER: (Engine.TORCH_COMPILE, Engine.VLLM),
-    Engine.LLAMACPP: (Engine.VLLM, Engine.SGLANG),
+#: differ in fixed costs only; llama.cpp's GGML kernels are nearest vLLM's; an earlier release
+#: (:mod:`llm_cost.perf.eras`) takes its engine's current one first.
+STAND_IN: dict[EngineBlock, tuple[EngineBlock, ...]] = {
+    EngineBlock.SGLANG: (EngineBlock.VLLM, EngineBlock.TRTLLM),
+    EngineBlock.VLLM: (EngineBlock.SGLANG, EngineBlock.TRTLLM),
+    EngineBlock.TRTLLM: (EngineBlock.VLLM, EngineBlock.SGLANG),
+    EngineBlock.TORCH_COMPILE: (EngineBlock.PYTORCH_EAGER, EngineBlock.VLLM),
+    EngineBlock.PYTORCH_EAGER: (EngineBlock.TORCH_COMPILE, EngineBlock.VLLM),
+    EngineBlock.LLAMACPP: (EngineBlock.VLLM, EngineBlock.SGLANG),
+    EngineBlock.VLLM_V0: (EngineBlock.VLLM, EngineBlock.SGLANG),
 }
 
 #: A representative GPU of each family, whose datasheet measures distances between families.
@@ -96,14 +99,15 @@ def nearest_family(gpu: HardwareSpec, fitted: set[KernelFamily] | frozenset[Kern
 
 def resolve(
     gpu: HardwareSpec,
-    engine: Engine,
+    engine: EngineBlock,
     families: set[KernelFamily] | frozenset[KernelFamily],
-    engines: set[Engine] | frozenset[Engine],
-    pairs: set[tuple[KernelFamily, Engine]] | frozenset[tuple[KernelFamily, Engine]],
-) -> tuple[KernelFamily, Engine, Situation]:
-    """(the family and engine whose fitted parameters time a step on ``gpu`` under ``engine``, the
-    prediction's situation), given the ``families``, ``engines`` and (family, engine) ``pairs`` a
-    fit had rows of (the module docstring's rule 2). ValueError when the fit has none."""
+    engines: set[EngineBlock] | frozenset[EngineBlock],
+    pairs: set[tuple[KernelFamily, EngineBlock]] | frozenset[tuple[KernelFamily, EngineBlock]],
+) -> tuple[KernelFamily, EngineBlock, Situation]:
+    """(the family and engine block whose fitted parameters time a step on ``gpu`` under
+    ``engine``, the prediction's situation), given the ``families``, engine blocks and (family,
+    block) ``pairs`` a fit had rows of (the module docstring's rule 2). ValueError when the fit has
+    none."""
     own = family_of(gpu)
     family = own if own in families else nearest_family(gpu, families)
     stand_in = (engine, *STAND_IN[engine], *sorted(engines, key=lambda e: e.value))
@@ -115,10 +119,12 @@ def resolve(
     return family, chosen, Situation.TRANSFERRED
 
 
-def _fitted() -> tuple[frozenset[KernelFamily], frozenset[Engine], frozenset[tuple[KernelFamily, Engine]]]:
+def _fitted() -> tuple[
+    frozenset[KernelFamily], frozenset[EngineBlock], frozenset[tuple[KernelFamily, EngineBlock]]
+]:
     data = fit_data()
-    pairs = frozenset((KernelFamily(p.split("/")[0]), Engine(p.split("/")[1])) for p in data["pairs"])
-    return frozenset(KernelFamily(f) for f in data["families"]), frozenset(Engine(e) for e in data["engines"]), pairs
+    pairs = frozenset((KernelFamily(p.split("/")[0]), EngineBlock(p.split("/")[1])) for p in data["pairs"])
+    return frozenset(KernelFamily(f) for f in data["families"]), frozenset(EngineBlock(e) for e in data["engines"]), pairs
 
 
 def _bands() -> tuple[RegimeBand, ...]:
@@ -126,7 +132,9 @@ def _bands() -> tuple[RegimeBand, ...]:
 
 
 @lru_cache(maxsize=256)
-def _profile(family: KernelFamily | None, source: KernelFamily, engine: Engine, used: Engine, situation: Situation) -> Profile:
+def _profile(
+    family: KernelFamily | None, source: KernelFamily, engine: Engine, used: EngineBlock, situation: Situation
+) -> Profile:
     """The profile of ``family`` (None: a GPU of no known family) under ``engine``, from the fitted
     parameters of ``source`` and ``used``."""
     data = fit_data()
@@ -136,7 +144,7 @@ def _profile(family: KernelFamily | None, source: KernelFamily, engine: Engine, 
     name = f"{(family or source).value}-{engine.value}"
     moved = [
         f"the {source.value} family's efficiencies" if source is not family else "",
-        f"{used.value}'s fixed costs and kernels" if used is not engine else "",
+        f"{used.value}'s fixed costs and kernels" if used is not CURRENT[engine] else "",
     ]
     moved_text = " and ".join(m for m in moved if m)
     return Profile(
@@ -171,7 +179,7 @@ def profile_for(gpu: HardwareSpec, engine: Engine) -> Profile | None:
     no fit is shipped."""
     families, engines, pairs = _fitted()
     try:
-        source, used, situation = resolve(gpu, engine, families, engines, pairs)
+        source, used, situation = resolve(gpu, CURRENT[engine], families, engines, pairs)
     except ValueError:
         return None
     return _profile(family_of(gpu), source, engine, used, situation)

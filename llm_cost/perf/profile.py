@@ -5,13 +5,15 @@ The parameters split along what they belong to:
 
 * :class:`FamilyParameters`, the hardware's: the shares of its own datasheet peaks that a GPU
   family's kernels reach (large GEMMs per dtype width, weight streams, decode attention's KV reads,
-  flash attention) and how compute and memory overlap. Shared by every engine on the family (they
+  flash attention), how compute and memory overlap, and its collectives' latency and link share
+  (NVLink with NCCL or the engines' custom all-reduce, xGMI with RCCL). Shared by every engine on the family (they
   all run cuBLAS/hipBLASLt GEMMs and FlashAttention-class kernels), fitted on every row of the
   family's GPUs.
 * :class:`EngineParameters`, the software's: fixed costs per layer, per step and per sequence
   (kernel launches or CUDA-graph replay, scheduling, sampling, detokenisation), routing and
   permutation per MoE layer, its weight-only and grouped-MoE kernels' shares of the family's
-  bandwidth, its collectives' latency and link share. Shared by every GPU the engine runs on.
+  bandwidth, and the request overhead of a time to first token. Shared by every GPU the engine runs
+  on; a release whose fixed costs differ is fitted apart (:mod:`llm_cost.perf.eras`).
 
 Every parameter has a unit, physical bounds and a prior (:class:`Parameter`); a fit stays inside
 the bounds, says which parameters ended at one, and leaves at its prior any parameter the rows do
@@ -114,6 +116,8 @@ class FamilyParameters(Spec):
             meaning="overlap of an operator's compute and memory time (1: none, large: perfect)",
         ),
     ]
+    collective_latency_s: _seconds("latency of one collective call (all-reduce, all-to-all, send) on the GPUs' links and library", "s per call", 2e-4, 1e-5, 1e-6)  # type: ignore[valid-type]
+    link_efficiency: _fraction("link bandwidth a collective's bytes reach", 0.2, 0.95, 0.75, "link bandwidth")  # type: ignore[valid-type]
 
 
 @spec
@@ -131,8 +135,6 @@ class EngineParameters(Spec):
     int8_bandwidth_share: _fraction("weight-only int8 kernels' bandwidth, of the native stream's", 0.2, 1.0, 0.8, "native stream")  # type: ignore[valid-type]
     int4_bandwidth_share: _fraction("weight-only int4 kernels' bandwidth, of the native stream's", 0.15, 1.0, 0.65, "native stream")  # type: ignore[valid-type]
     request_overhead_s: _seconds("time a request's first token waits beside its prefill step (API server, tokenising, scheduling, the first sample)", "s per request", 0.05, 2e-3)  # type: ignore[valid-type]
-    collective_latency_s: _seconds("latency of one collective call (all-reduce, all-to-all, send)", "s per call", 2e-4, 1e-5, 1e-6)  # type: ignore[valid-type]
-    link_efficiency: _fraction("link bandwidth a collective's bytes reach", 0.2, 0.95, 0.75, "link bandwidth")  # type: ignore[valid-type]
 
 
 @spec

@@ -134,7 +134,7 @@ def test_sequence_parallel_collectives_move_the_all_reduce_volume():
         recompute="selective",
     )  # fmt: skip
     h, s, layers, t = 4096, 8192, 32, 8
-    q = load_profile("hopper-pytorch-eager").parameters.engine  # the training engine's link share and latency
+    q = load_profile("hopper-pytorch-eager").parameters.family  # the family's link share and latency
     ring = (t - 1) * q.collective_latency_s + (t - 1) / t * s * h * 2 / (450e9 * q.link_efficiency)
     assert plan.breakdown["tp_s"] == pytest.approx(8 * 8 * layers * ring)
 

@@ -16,6 +16,7 @@ from llm_cost.analyses.calibration import (
     fit,
     held_out,
     predict,
+    source_weights,
     shipped_rows,
     stored_fit,
     validation,
@@ -79,7 +80,7 @@ def test_a_fold_is_the_fit_without_its_source(shipped):
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     source = next(s for s in sorted(data["folds"]) if "yobitel" in s)
     mask = np.asarray([m.source != source for m in rows])
-    refit = fit(feats, measured, mask, stored_fit(data), None)
+    refit = fit(feats, measured, mask, stored_fit(data), None, source_weights(rows))
     again = held_out(rows, feats, measured, stored_fit(data), {s: refit if s == source else stored_fit(data, s) for s in data["folds"]})
     stored = held_out(rows, feats, measured, stored_fit(data), {s: stored_fit(data, s) for s in data["folds"]})
     mine = ~mask
