@@ -50,6 +50,7 @@ from llm_cost.perf.calibrated import (
     gemm_shape_factor,
     gemm_terms,
     kv_efficiency,
+    latency_hops,
     moe_layers,
     other_terms,
     regime_of,
@@ -146,7 +147,7 @@ class Features:
 _GEMM = ("row", "shaped", "w", "act", "peak", "bw", "width", "fmt", "routed")
 _ATTN = ("row", "flops", "read", "write", "x", "x_sat_sms", "peak16", "bw")
 _OTHER = ("row", "flops", "bytes", "peak16", "bw")
-_COLL = ("row", "calls", "bytes", "link")
+_COLL = ("row", "calls", "bytes", "link", "hops")
 _WIDTHS = (16, 8, 4)
 _FORMATS = ("native", "int8", "int4")
 
@@ -177,7 +178,7 @@ def _add_ops(out: dict[str, dict[str, list]], i: int, step: Step, gpu: HardwareS
             target = out["attn"]
         elif op.kind == OpKind.COLLECTIVE:
             assert op.collective is not None
-            values = (i, op.layers, op.collective.bytes_per_call, link_bytes_s)
+            values = (i, op.layers, op.collective.bytes_per_call, link_bytes_s, latency_hops(op.collective.ranks))
             target = out["coll"]
         else:
             values = (i, op.flops, op.bytes, peak16, bw)
@@ -269,7 +270,7 @@ def predict(feats: Features, fam_params: Any, eng_params: Any, fam_of_row: Any, 
     k = feats.coll
     if k["row"].size:
         r = k["row"].astype(int)
-        t = collective_time(k["calls"], k["bytes"], k["link"], F("collective_latency_s", r), F("link_efficiency", r))
+        t = collective_time(k["calls"], k["bytes"], k["link"], F("collective_latency_s", r), F("link_efficiency", r), k["hops"])
         total = total + np.bincount(r, t, feats.n)
     return total
 

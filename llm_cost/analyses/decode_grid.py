@@ -434,9 +434,11 @@ def _predicted(
                 return _floats(ctx.values(cols[name], bs, np), np, cls)
 
             if op.kind == OpKind.COLLECTIVE:
+                assert op.collective is not None
                 t = cal.collective_time(
-                    op.layers, f("call_bytes"), link_bytes_s, f_["collective_latency_s"], f_["link_efficiency"]
-                )
+                    op.layers, f("call_bytes"), link_bytes_s, f_["collective_latency_s"], f_["link_efficiency"],
+                    cal.latency_hops(op.collective.ranks),
+                )  # fmt: skip
                 times.append(t)
                 continue
             if op.kind == OpKind.GEMM:

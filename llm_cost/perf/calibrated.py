@@ -22,7 +22,8 @@ the datasheet bandwidth of the GPU:
 * recurrences, norms and vectors, embedding rows: FLOPs at P16 x e_gemm16, bytes at BW x e_bw.
 * an operator's time: (t_c^p + t_m^p)^(1/p), between max(t_c, t_m) (p -> inf) and their sum
   (p = 1): compute and memory overlap imperfectly near the ridge.
-* collectives: per call, latency + bytes / (link GB/s x e_link).
+* collectives: per call, latency x log2(ranks) (a tree all-reduce's steps; at least one) + bytes /
+  (link GB/s x e_link).
 * fixed: per layer ``layer_overhead_s``, per MoE layer ``moe_layer_overhead_s``, and once per step
   ``step_overhead_s`` + ``sequence_overhead_s`` x the step's sequences.
 
@@ -72,6 +73,7 @@ __all__ = [
     "attention_terms",
     "other_terms",
     "collective_time",
+    "latency_hops",
     "fixed_time",
     "KV_KNEE_POWER",
     "DEFAULT_SMS",
@@ -181,9 +183,17 @@ def other_terms(flops: Any, nbytes: Any, peak16: Any, bw: Any, e_gemm16: Any, e_
     return flops / (peak16 * e_gemm16), nbytes / (bw * e_bw)
 
 
-def collective_time(calls: Any, bytes_per_call: Any, link_bytes_s: Any, latency_s: Any, e_link: Any) -> Any:
-    """Seconds of ``calls`` collectives of ``bytes_per_call`` each: latency + bytes / achieved link rate."""
-    return calls * (latency_s + bytes_per_call / (link_bytes_s * e_link))
+def latency_hops(ranks: int) -> float:
+    """The latency steps of one collective over ``ranks`` GPUs: log2 of the ranks (a tree or a
+    recursive-doubling all-reduce, NCCL's and the engines' custom one-shot all-reduce for small
+    messages; 1 for two ranks and for a point-to-point send)."""
+    return max(1.0, math.log2(max(ranks, 1)))
+
+
+def collective_time(calls: Any, bytes_per_call: Any, link_bytes_s: Any, latency_s: Any, e_link: Any, hops: Any = 1.0) -> Any:
+    """Seconds of ``calls`` collectives of ``bytes_per_call`` each: latency x ``hops``
+    (:func:`latency_hops`) + bytes / achieved link rate."""
+    return calls * (latency_s * hops + bytes_per_call / (link_bytes_s * e_link))
 
 
 def fixed_time(layers: Any, moe_layers: Any, first_stage: Any, sequences: Any, e: dict[str, Any]) -> Any:
@@ -251,7 +261,12 @@ def _op_time(op: Operator, v: Rates, link_bytes_s: float, split_kv: bool) -> tup
     if op.kind == OpKind.COLLECTIVE:
         assert op.collective is not None  # every collective operator carries its payload
         t = collective_time(
-            op.layers, float(op.collective.bytes_per_call), link_bytes_s, f["collective_latency_s"], f["link_efficiency"]
+            op.layers,
+            float(op.collective.bytes_per_call),
+            link_bytes_s,
+            f["collective_latency_s"],
+            f["link_efficiency"],
+            latency_hops(op.collective.ranks),
         )
         return 0.0, 0.0, t, t
     if op.kind == OpKind.GEMM:
