@@ -252,7 +252,10 @@ def predict(feats: Features, fam_params: Any, eng_params: Any, fam_of_row: Any, 
         shares = np.stack([np.ones(r.size), E("int8_bandwidth_share", r), E("int4_bandwidth_share", r)])
         fmt_share = shares[g["fmt"].astype(int), np.arange(r.size)]
         moe_share = 1.0 + g["routed"] * (E("moe_gemm_share", r) - 1.0)
-        c, m = gemm_terms(g["shaped"], g["w"], g["act"], g["peak"], g["bw"], e_gemm, F("bandwidth_efficiency", r), fmt_share, moe_share)
+        c, m = gemm_terms(
+            g["shaped"], g["w"], g["act"], g["peak"], g["bw"], e_gemm, F("bandwidth_efficiency", r),
+            fmt_share * E("stream_share", r), moe_share,
+        )  # fmt: skip
         total = total + np.bincount(r, smooth_max(c, m, F("overlap_p", r)), feats.n)
     a = feats.attn
     if a["row"].size:
@@ -270,7 +273,8 @@ def predict(feats: Features, fam_params: Any, eng_params: Any, fam_of_row: Any, 
     k = feats.coll
     if k["row"].size:
         r = k["row"].astype(int)
-        t = collective_time(k["calls"], k["bytes"], k["link"], F("collective_latency_s", r), F("link_efficiency", r), k["hops"])
+        latency = F("collective_latency_s", r) * E("collective_latency_share", r)
+        t = collective_time(k["calls"], k["bytes"], k["link"], latency, F("link_efficiency", r), k["hops"])
         total = total + np.bincount(r, t, feats.n)
     return total
 

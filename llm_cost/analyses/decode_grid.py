@@ -436,7 +436,8 @@ def _predicted(
             if op.kind == OpKind.COLLECTIVE:
                 assert op.collective is not None
                 t = cal.collective_time(
-                    op.layers, f("call_bytes"), link_bytes_s, f_["collective_latency_s"], f_["link_efficiency"],
+                    op.layers, f("call_bytes"), link_bytes_s, f_["collective_latency_s"] * e_["collective_latency_share"],
+                    f_["link_efficiency"],
                     cal.latency_hops(op.collective.ranks),
                 )  # fmt: skip
                 times.append(t)
@@ -446,7 +447,7 @@ def _predicted(
                 moe = e_["moe_gemm_share"] if op.role == OpRole.ROUTED_EXPERTS else 1.0
                 c, m = cal.gemm_terms(
                     shaped, f("weight_bytes"), f("activation_bytes"), v.peak, v.bw, v.e_gemm,
-                    f_["bandwidth_efficiency"], v.format_share, moe,
+                    f_["bandwidth_efficiency"], v.format_share * e_["stream_share"], moe,
                 )  # fmt: skip
             elif op.kind == OpKind.ATTENTION:
                 blocks = _blocks(ctx, i, bs, v.sms, split, np, cls)

@@ -11,9 +11,9 @@ the datasheet bandwidth of the GPU:
   SMs) once there are at least SMs tiles; below that split-K or stream-K fills the SMs); e_gemm the
   family's share of peak for the dtype's width (16, 8 or 4 bits). So a GEMM of M = 2 costs 64 rows
   of compute, which stays below its weight read on every GPU here, and never hundreds of tokens.
-  Memory t_m = weight bytes / (BW x e_bw x s_fmt) + activation bytes / (BW x e_bw), e_bw the
-  family's stream share and s_fmt the engine's share for weight-only int8/int4 kernels (1 for
-  native weights). Routed experts (grouped GEMMs, M the rows per expert) divide both terms by the
+  Memory t_m = weight bytes / (BW x e_bw x s_eng x s_fmt) + activation bytes / (BW x e_bw), e_bw
+  the family's stream share, s_eng the engine's kernels' share of it and s_fmt the engine's share
+  for weight-only int8/int4 kernels (1 for native weights). Routed experts (grouped GEMMs, M the rows per expert) divide both terms by the
   engine's ``moe_gemm_share``.
 * attention: compute FLOPs / (P16 x e_flash) and KV read / (BW x e_kv(x)) + KV written / (BW x
   e_bw), with x the thread blocks in flight (sequences x KV heads without split-KV; FlashAttention's
@@ -22,8 +22,9 @@ the datasheet bandwidth of the GPU:
 * recurrences, norms and vectors, embedding rows: FLOPs at P16 x e_gemm16, bytes at BW x e_bw.
 * an operator's time: (t_c^p + t_m^p)^(1/p), between max(t_c, t_m) (p -> inf) and their sum
   (p = 1): compute and memory overlap imperfectly near the ridge.
-* collectives: per call, latency x log2(ranks) (a tree all-reduce's steps; at least one) + bytes /
-  (link GB/s x e_link).
+* collectives: per call, the family's latency x the engine's latency share (a custom one-shot
+  all-reduce or NCCL's) x log2(ranks) (a tree all-reduce's steps; at least one) + bytes / (link
+  GB/s x e_link).
 * fixed: per layer ``layer_overhead_s``, per MoE layer ``moe_layer_overhead_s``, and once per step
   ``step_overhead_s`` + ``sequence_overhead_s`` x the step's sequences.
 
@@ -264,7 +265,7 @@ def _op_time(op: Operator, v: Rates, link_bytes_s: float, split_kv: bool) -> tup
             op.layers,
             float(op.collective.bytes_per_call),
             link_bytes_s,
-            f["collective_latency_s"],
+            f["collective_latency_s"] * e["collective_latency_share"],
             f["link_efficiency"],
             latency_hops(op.collective.ranks),
         )
@@ -281,7 +282,7 @@ def _op_time(op: Operator, v: Rates, link_bytes_s: float, split_kv: bool) -> tup
             v.bw,
             v.e_gemm,
             f["bandwidth_efficiency"],
-            v.format_share,
+            v.format_share * e["stream_share"],
             moe,
         )
     elif op.kind == OpKind.ATTENTION:

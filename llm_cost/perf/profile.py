@@ -131,6 +131,17 @@ class EngineParameters(Spec):
     step_overhead_s: _seconds("fixed time per step (scheduling, sampling, graph replay, sync)", "s per step", 0.02, 5e-4)  # type: ignore[valid-type]
     sequence_overhead_s: _seconds("time per sequence per step (scheduling, sampling, detokenising)", "s per sequence", 1e-4, 5e-6)  # type: ignore[valid-type]
     moe_layer_overhead_s: _seconds("fixed time per MoE layer per step (routing, permutation, combine)", "s per MoE layer", 5e-4, 2e-5)  # type: ignore[valid-type]
+    stream_share: _fraction("the engine's GEMV/GEMM kernels' weight stream, of the family's", 0.5, 1.0, 0.95, "family's stream")  # type: ignore[valid-type]
+    collective_latency_share: Annotated[
+        float,
+        Parameter(
+            unit="x the family's latency",
+            lower=0.05,
+            upper=3.0,
+            prior=1.0,
+            meaning="the engine's collective latency per call, of the family's (a custom one-shot all-reduce vs NCCL)",
+        ),
+    ]
     moe_gemm_share: _fraction("grouped MoE GEMMs' rate, of dense GEMMs' (FLOPs and bytes)", 0.15, 1.0, 0.7, "dense GEMM rate")  # type: ignore[valid-type]
     int8_bandwidth_share: _fraction("weight-only int8 kernels' bandwidth, of the native stream's", 0.2, 1.0, 0.8, "native stream")  # type: ignore[valid-type]
     int4_bandwidth_share: _fraction("weight-only int4 kernels' bandwidth, of the native stream's", 0.15, 1.0, 0.65, "native stream")  # type: ignore[valid-type]
