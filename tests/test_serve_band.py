@@ -100,10 +100,12 @@ def test_every_figure_lies_within_its_band(plan, one):
 
 
 def test_the_slow_end_is_slower(plan, one):
-    """A nonzero band: the slow end's TTFT P99 is above the nominal, the fast end's below."""
+    """A nonzero band: the slow end's TPOT is above the nominal and the fast end's below; TTFT P99
+    no lower at the slow end and no higher at the fast end (the runs' p90 is barely above 1, and a
+    percentile of a discrete-event run moves by whole steps)."""
     for result in (plan, one):
         p = result.percentiles["ttft_s"]
-        assert p.p99_high_s > p.p99 > p.p99_low_s
+        assert p.p99_high_s >= p.p99 > p.p99_low_s
         assert result.tpot_high_s > result.tpot_s > result.tpot_low_s
 
 

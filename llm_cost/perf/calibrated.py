@@ -6,7 +6,8 @@ Per operator, with P the dense peak FLOP/s of the step's compute dtype, P16 the 
 the datasheet bandwidth of the GPU:
 
 * GEMM: compute t_c = FLOPs x q_M / w / (P x e_gemm), with q_M = ceil(M / m_tile) m_tile / M the
-  tile quantisation of its rows (m_tile 64 up to 64 rows, else 128: :func:`~llm_cost.perf.families.gemm_tile_m`)
+  tile quantisation of its rows (m_tile 1 up to 8 rows, 16 up to 16, else 64:
+  :func:`~llm_cost.perf.families.gemm_tile_m`)
   and w the wave efficiency of its output tiles over the GPU's SMs (tiles / (ceil(tiles / SMs)
   SMs) once there are at least SMs tiles; below that split-K or stream-K fills the SMs); e_gemm the
   family's share of peak for the dtype's width (16, 8 or 4 bits). So a GEMM of M = 2 costs 64 rows

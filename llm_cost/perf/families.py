@@ -65,8 +65,11 @@ GEMM_TILE_N = 128
 
 
 def gemm_tile_m(m: float) -> int:
-    """Rows (M) of the output tile a GEMM of ``m`` rows runs with: none up to 8 rows (GEMV-like
+    """The row granularity (M) a GEMM of ``m`` rows is computed in: none up to 8 rows (GEMV-like
     kernels: cuBLAS gemv and split-K, llama.cpp's mmvq, the engines' skinny-GEMM kernels, which
     stream the weights without padding the rows), 16 up to 16 (the tensor cores' mma M; Marlin's
-    and CUTLASS's small-M tiles), 64 up to 64 (a Hopper wgmma warpgroup's M), else 128."""
-    return 1 if m <= 8 else 16 if m <= 16 else 64 if m <= 64 else 128
+    and CUTLASS's small-M tiles), else 64 (a Hopper wgmma warpgroup's M; the 128- and 256-row tiles
+    of larger GEMMs are whole warpgroups, and cuBLAS's heuristics pick among them, so the waste is
+    at most one 64-row slab: NVIDIA's "Matrix Multiplication Background" user guide, tile
+    quantization)."""
+    return 1 if m <= 8 else 16 if m <= 16 else 64
