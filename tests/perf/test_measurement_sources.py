@@ -88,9 +88,11 @@ def test_step_file_names_one_source_and_a_versioned_engine(path):
 
 
 def _same_document(row: str, file: str) -> bool:
-    """A row's URL names the file's document: equal, or the same GitHub path at another revision."""
+    """A row's URL names the file's document: equal, the same GitHub path at another revision, or (a
+    publication that is a folder of result files, cited as ``/tree/<rev>/<folder>``) a file under it."""
     strip = re.compile(r"/blob/[^/]+/")
-    return row == file or strip.sub("/blob/", row) == strip.sub("/blob/", file) or file.startswith("local file")
+    in_folder = "/tree/" in file and row.startswith(file.replace("/tree/", "/blob/", 1) + "/")
+    return row == file or strip.sub("/blob/", row) == strip.sub("/blob/", file) or in_folder or file.startswith("local file")
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=_ids(RUN_FILES))
