@@ -235,7 +235,7 @@ def test_validate_cli_prints_every_row_beside_the_bound_and_estimate(cli):
     assert all(r["bound_error"] <= 0 for r in result["rows"])
     every = next(c for c in result["categories"] if c["category"] == "all")
     assert every["loo_median"] <= 0.10 < every["estimate_median"]
-    refused = cli("validate", "--profile", "b200")  # transferred, and no shipped row measures a B200
+    refused = cli("validate", "--profile", "b300")  # transferred, and no shipped row measures a B300
     assert refused.code == 2 and "transferred" in refused.err
 
 
