@@ -1,6 +1,7 @@
 """Provenance and schema of the shipped measurement files (llm_cost/data/measurements): every
 step-time file names one source, an engine family and an engine with its version, and each of its
-rows points at that source; every serving-run file (measurements/serving/saturation-*.yaml) has the
+rows points at that source (files split from one publication share a ``source_id``; a row's reported TPOT or
+TTFT agrees with its step time); every serving-run file (measurements/serving/saturation-*.yaml) has the
 run schema the simulator checks read (issue #32 item 5, issue #38): required keys, positive numbers,
 an engine version, a model that ``load_model`` builds and a GPU that ``load_gpu`` knows. Ids are
 unique across all files. Fast: YAML reads and spec loads, cached per model."""
@@ -60,6 +61,8 @@ def _spec(folder: Path, target: str) -> str:
 
 def _file_header_is_complete(data: dict, versioned: bool = True) -> None:
     assert isinstance(data.get("source"), str) and data["source"].strip(), "source"
+    if "source_id" in data:  # one publication split over several files names it once for leave-one-source-out
+        assert isinstance(data["source_id"], str) and data["source_id"].strip(), "source_id"
     assert data.get("retrieved"), "retrieved"
     assert data.get("engine_family") in ENGINE_FAMILIES, data.get("engine_family")
     assert data.get("engine"), "engine"
@@ -81,12 +84,28 @@ def test_step_file_names_one_source_and_a_versioned_engine(path):
                 assert _same_document(row_source, file_source), (row["id"], row_source, file_source)
         if DEFERRED.search(data["engine"]):
             assert VERSION.search(str(row.get("engine", ""))), row["id"]
+        _reported_figure_agrees(row)
+
+
+def _reported_figure_agrees(row: dict) -> None:
+    """A row's reported TPOT (decode) or TTFT (prefill) is the figure its step time comes from: they agree
+    within 1% (a decode row's step is the TPOT; a prefill row's is the TTFT, less nothing it does not say)."""
+    key = {"decode": "tpot_ms", "prefill": "ttft_ms"}.get(row.get("phase"))
+    if key and row.get(key) is not None:
+        assert abs(row[key] - row["measured_ms"]) <= 0.01 * row["measured_ms"], (row["id"], key, row[key])
 
 
 def _same_document(row: str, file: str) -> bool:
-    """A row's URL names the file's document: equal, or the same GitHub path at another revision."""
+    """A row's URL names the file's document: equal, the same GitHub path at another revision, or (a
+    publication that is a folder of result files, cited as ``/tree/<rev>/<folder>``) a file under it."""
     strip = re.compile(r"/blob/[^/]+/")
-    return row == file or strip.sub("/blob/", row) == strip.sub("/blob/", file) or file.startswith("local file")
+    in_folder = "/tree/" in file and row.startswith(file.replace("/tree/", "/blob/", 1) + "/")
+    return (
+        row == file
+        or strip.sub("/blob/", row) == strip.sub("/blob/", file)
+        or in_folder
+        or file.startswith("local file")
+    )
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=_ids(RUN_FILES))
@@ -110,6 +129,19 @@ def test_serving_run_file_has_the_run_schema(path):
         assert measured and set(measured) <= MEASURED_KEYS, (run["id"], sorted(set(measured) - MEASURED_KEYS))
         assert all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in measured.values()), run["id"]
         assert VERSION.search(str(run.get("engine", data["engine"]))), run["id"]
+
+
+def test_a_source_id_names_one_publication():
+    """Files sharing a source_id cite one publication: the same URL, or on GitHub one repository (a page,
+    a thread or a folder of result files split over several files; the check is no finer than the repository)."""
+    by_id: dict[str, set[str]] = {}
+    for path in STEP_FILES + RUN_FILES:
+        data = read_yaml(path)
+        if data.get("source_id"):
+            by_id.setdefault(data["source_id"], set()).add(
+                re.sub(r"/(blob|tree)/[^/]+/.*", "", data["source"].split()[0])
+            )
+    assert {k: v for k, v in by_id.items() if len(v) > 1} == {}
 
 
 def test_ids_are_unique_within_each_kind():
