@@ -59,7 +59,7 @@ from llm_cost.perf.calibrated import (
     width_class,
 )
 from llm_cost.perf.choose import resolve
-from llm_cost.perf.eras import CURRENT, EngineBlock, block_of, engine_of_block
+from llm_cost.perf.eras import EngineBlock, block_of, current_block, engine_of_block
 from llm_cost.perf.families import KernelFamily, family_of
 from llm_cost.perf.kernels import SPLIT_KV_ENGINES, attention_blocks
 from llm_cost.perf.profile import ENGINE_PARAMETERS, FAMILY_PARAMETERS, Regime, RegimeBand, Situation
@@ -202,7 +202,7 @@ def features_of(rows: Sequence[Measurement], steps: Sequence[Step] | None = None
         gpu = load_gpu(m.gpu)
         engine = m.engine_family or Engine.VLLM
         _add_ops(out, i, step, gpu, SPLIT_KV_ENGINES[engine])
-        block = block_of(engine, m.engine)
+        block = block_of(engine, m.engine, gpu.vendor)
         f = family_of(gpu)
         fam.append(FAMILIES.index(f) if f is not None else -1)
         eng.append(ENGINES.index(block))
@@ -943,7 +943,8 @@ def calibrate_files(paths: Sequence[Any], name: str, engine: Engine | None = Non
     by_source = len({m.source for m in rows}) >= 2
     grouped = rows if by_source else [replace(m, source=m.id) for m in rows]
     feats = features_of(grouped, steps)
-    feats.engine[:] = ENGINES.index(CURRENT[chosen])  # the user's rows are the profile's engine, whatever release
+    # the user's rows are the profile's engine, whatever release: its current build for the family's vendor
+    feats.engine[:] = ENGINES.index(current_block(chosen, load_gpu(rows[0].gpu).vendor))
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     shipped = stored_fit(fit_data())
     whole = fit(feats, measured, np.ones(len(rows), dtype=bool), shipped, shipped)
@@ -953,7 +954,7 @@ def calibrate_files(paths: Sequence[Any], name: str, engine: Engine | None = Non
         situation=Situation.FITTED, regime=Regime.ALL, low=round(min(min(ratio), 1.0), 4),
         high=round(max(max(ratio), 1.0), 4), rows=len(rows), sources=len({m.source for m in grouped}),
     )  # fmt: skip
-    fi, ei = FAMILIES.index(family), ENGINES.index(CURRENT[chosen])
+    fi, ei = FAMILIES.index(family), ENGINES.index(current_block(chosen, load_gpu(rows[0].gpu).vendor))
     fn, en = tuple(FAMILY_PARAMETERS), tuple(ENGINE_PARAMETERS)
     errors = [abs(1 / r - 1) for r in ratio]
     method = "leave-one-source-out" if by_source else "leave-one-row-out"

@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from llm_cost.core.types import Engine
-from llm_cost.perf.eras import CURRENT, EngineBlock
+from llm_cost.perf.eras import EngineBlock, current_block
 from llm_cost.perf.families import KernelFamily, family_of
 from llm_cost.core.errors import SpecError
 from llm_cost.perf.profile import (
@@ -56,7 +56,8 @@ __all__ = [
 #: the kernels and CUDA graphs vLLM runs (FlashInfer/FlashAttention, torch.compile'd glue);
 #: TensorRT-LLM and vLLM both replay CUDA graphs of fused kernels; torch.compile and PyTorch eager
 #: differ in fixed costs only; llama.cpp's GGML kernels are nearest vLLM's; an earlier release
-#: (:mod:`llm_cost.perf.eras`) takes its engine's current one first.
+#: takes its engine's current one first, a ROCm build the other ROCm engine's, then its own CUDA
+#: build's (:mod:`llm_cost.perf.eras`).
 STAND_IN: dict[EngineBlock, tuple[EngineBlock, ...]] = {
     EngineBlock.SGLANG: (EngineBlock.VLLM, EngineBlock.TRTLLM),
     EngineBlock.VLLM: (EngineBlock.SGLANG, EngineBlock.TRTLLM),
@@ -65,6 +66,10 @@ STAND_IN: dict[EngineBlock, tuple[EngineBlock, ...]] = {
     EngineBlock.PYTORCH_EAGER: (EngineBlock.TORCH_COMPILE, EngineBlock.VLLM),
     EngineBlock.LLAMACPP: (EngineBlock.VLLM, EngineBlock.SGLANG),
     EngineBlock.VLLM_V0: (EngineBlock.VLLM, EngineBlock.SGLANG),
+    EngineBlock.VLLM_ROCM: (EngineBlock.SGLANG_ROCM, EngineBlock.VLLM),
+    EngineBlock.SGLANG_ROCM: (EngineBlock.VLLM_ROCM, EngineBlock.SGLANG),
+    EngineBlock.LLAMACPP_ROCM: (EngineBlock.LLAMACPP, EngineBlock.VLLM_ROCM),
+    EngineBlock.PYTORCH_EAGER_ROCM: (EngineBlock.PYTORCH_EAGER, EngineBlock.VLLM_ROCM),
 }
 
 #: A representative GPU of each family, whose datasheet measures distances between families.
@@ -133,7 +138,12 @@ def _bands() -> tuple[RegimeBand, ...]:
 
 @lru_cache(maxsize=256)
 def _profile(
-    family: KernelFamily | None, source: KernelFamily, engine: Engine, used: EngineBlock, situation: Situation
+    family: KernelFamily | None,
+    source: KernelFamily,
+    engine: Engine,
+    used: EngineBlock,
+    situation: Situation,
+    vendor: str = "NVIDIA",
 ) -> Profile:
     """The profile of ``family`` (None: a GPU of no known family) under ``engine``, from the fitted
     parameters of ``source`` and ``used``."""
@@ -144,7 +154,7 @@ def _profile(
     name = f"{(family or source).value}-{engine.value}"
     moved = [
         f"the {source.value} family's efficiencies" if source is not family else "",
-        f"{used.value}'s fixed costs and kernels" if used is not CURRENT[engine] else "",
+        f"{used.value}'s fixed costs and kernels" if used is not current_block(engine, vendor) else "",
     ]
     moved_text = " and ".join(m for m in moved if m)
     return Profile(
@@ -179,10 +189,10 @@ def profile_for(gpu: HardwareSpec, engine: Engine) -> Profile | None:
     no fit is shipped."""
     families, engines, pairs = _fitted()
     try:
-        source, used, situation = resolve(gpu, CURRENT[engine], families, engines, pairs)
+        source, used, situation = resolve(gpu, current_block(engine, gpu.vendor), families, engines, pairs)
     except ValueError:
         return None
-    return _profile(family_of(gpu), source, engine, used, situation)
+    return _profile(family_of(gpu), source, engine, used, situation, gpu.vendor)
 
 
 def named_profile(name: str) -> Profile | None:

@@ -69,15 +69,15 @@ def test_the_default_engine_is_vllm_and_the_output_says_so(cli):
 
 
 def test_a_family_without_rows_is_transferred_from_the_nearest_and_says_so():
-    """No B200 row is shipped: its prediction takes the Hopper family's efficiencies (the same
-    vendor, the nearest datasheet) on the B200's own peaks, labelled transferred, with the band
-    measured for transferred predictions."""
+    """A GPU family no shipped row measures (the RTX 5090's, Blackwell GB202): its prediction takes
+    the nearest fitted family's efficiencies (the same vendor, the nearest datasheet) on the card's
+    own peaks, labelled transferred, with the band measured for transferred predictions."""
     data = fit_data()
-    assert "blackwell" not in data["families"]
-    p = profile_for(load_gpu("b200"), Engine.VLLM)
-    assert p.situation is Situation.TRANSFERRED and p.source_family == "hopper"
-    assert "hopper family's efficiencies" in p.note
-    d = api.decode("llama3-8b", "b200", batch=8, context=2048)
+    assert "blackwell-gb202" not in data["families"]
+    p = profile_for(load_gpu("rtx-5090"), Engine.VLLM)
+    assert p.situation is Situation.TRANSFERRED and p.source_family in data["families"]
+    assert f"the {p.source_family} family's efficiencies" in p.note
+    d = api.decode("llama3-8b", "rtx-5090", batch=8, context=2048)
     assert d.profile_kind == "transferred"
 
 

@@ -26,7 +26,7 @@ from llm_cost.analyses.measurements import step_of
 from llm_cost.core.types import Engine, OpKind, Phase
 from llm_cost.perf.calibrated import CalibratedModel, gemm_shape_factor
 from llm_cost.perf.choose import profile_for
-from llm_cost.perf.eras import CURRENT, block_of
+from llm_cost.perf.eras import block_of, current_block
 from llm_cost.perf.profile import fit_data
 from llm_cost.perf.timemodel import RooflineBound
 from llm_cost.specs.load import load_gpu, load_model
@@ -53,9 +53,9 @@ def test_the_fit_evaluates_the_same_formulas_as_the_time_model(shipped):
     whole = stored_fit(fit_data())
     arrays = predict(feats, whole.families, whole.engines, feats.family.clip(0), feats.engine)
     for m, step, got in zip(rows, steps, arrays):
-        if block_of(m.engine_family, m.engine) is not CURRENT[m.engine_family]:
-            continue  # an earlier release's own parameters (llm_cost.perf.eras): no profile serves it
         gpu = load_gpu(m.gpu)
+        if block_of(m.engine_family, m.engine, gpu.vendor) is not current_block(m.engine_family, gpu.vendor):
+            continue  # an earlier release's own parameters (llm_cost.perf.eras): no profile serves it
         profile = profile_for(gpu, m.engine_family)
         want = CalibratedModel(profile).step_time(step, gpu, operators=False).time_s
         if m.phase == Phase.PREFILL:
