@@ -100,13 +100,17 @@ def test_every_figure_lies_within_its_band(plan, one):
 
 
 def test_the_slow_end_is_slower(plan, one):
-    """A nonzero band: the slow end's TPOT is above the nominal and the fast end's below; TTFT P99
-    no lower at the slow end and no higher at the fast end (the runs' p90 is barely above 1, and a
+    """A nonzero band: the fast end's TPOT and TTFT P99 are below the nominal; the slow end's TPOT
+    is above it exactly when the runs' p90 of measured / predicted is above 1 (else the band's slow
+    end is the prediction itself: 9 of 10 runs ran no slower than predicted), TTFT P99 no lower (a
     percentile of a discrete-event run moves by whole steps)."""
     for result in (plan, one):
         p = result.percentiles["ttft_s"]
         assert p.p99_high_s >= p.p99 > p.p99_low_s
-        assert result.tpot_high_s > result.tpot_s > result.tpot_low_s
+        assert result.tpot_high_s >= result.tpot_s > result.tpot_low_s
+        # the slow end is the runs' p90 of measured / predicted, clamped at 1 (the prediction itself)
+        band = result.band if hasattr(result, "band") else result.chosen.band
+        assert (result.tpot_high_s > result.tpot_s) == (band.p_high > 1)
 
 
 def test_low_cost_goes_with_the_fast_end(plan):
