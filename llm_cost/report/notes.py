@@ -432,9 +432,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "other software stacks run slower (MosaicML's 2023 H100 FSDP rows: 6-71% below the prediction)"
     ),
     "train_plan.moe_unchecked": "MoE: every run the band is measured on is dense; the experts' all-to-all and "
-    "grouped GEMMs are predicted but unchecked, so the band understates the error (DeepSeek-V3, the one MoE run "
-    "with published GPU-hours, reports 2,664K H800 GPU-hours for 14.8T pre-training tokens with FP8 GEMMs and "
-    "DualPipe overlap, arXiv:2412.19437 Table 1; compare with --dtype fp8 --gpus 2048)",
+    "grouped GEMMs are predicted but unchecked, so the band understates the error",
     "train_plan.left_out": "left out: stragglers (Llama 3 saw 1-2% diurnal throughput swings), failures and "
     "restarts (Llama 3: 466 interruptions in 54 days, over 90% effective training time), checkpoint writes, "
     "data loading, the elementwise kernels between the GEMMs",
