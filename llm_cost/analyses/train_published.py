@@ -15,6 +15,7 @@ framework given; every knob searched).
 from __future__ import annotations
 
 import math
+from dataclasses import field
 from functools import lru_cache
 from pathlib import Path
 from statistics import median
@@ -33,7 +34,9 @@ from llm_cost.analyses.train_ranks import Links, node_links
 from llm_cost.analyses.train_rates import EFFICIENCY_FILE, TrainRates, efficiency_family, training_rates
 from llm_cost.analyses.train_step import TrainLayout
 from llm_cost.core.choices import Fp8Recipe, Framework, Logits, MoeDispatcher, Recompute
+from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
+from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
@@ -49,6 +52,9 @@ __all__ = [
     "fit_all",
     "row_framework",
     "published_errors",
+    "training_validation",
+    "TrainingValidation",
+    "SourceErrors",
     "RUNS_FILE",
     "FACTOR_BOUNDS",
 ]
@@ -301,6 +307,51 @@ def _row_entry(row: dict[str, Any], layout: TrainLayout, factors: dict[str, Any]
         "search_error": round(searched / measured - 1, 4),
         "factors": factors,
     }
+
+
+@record
+class SourceErrors:
+    """The out-of-source errors of one source's rows (or of a group of rows)."""
+
+    name: str
+    rows: int
+    median_error: float  # median |predicted / measured - 1|, published layouts
+    median_search_error: float  # the same with the free search's picks
+
+
+@record
+class TrainingValidation(Result):
+    """Every shipped training row predicted out of source (``llm-cost validate --training``): with
+    the factors fitted without its source, with its published layout and with the free search."""
+
+    rows: list[PublishedRow]
+    sources: list[SourceErrors]  # per source, then "all", "MoE" and "dense"
+    families: dict[str, dict[str, Any]]  # the fitted factors and bands, per GPU family
+    table: str  # where the errors are recorded
+    conventions: list[Note] = field(default_factory=list)
+
+
+def _errors(name: str, rows: list[PublishedRow]) -> SourceErrors:
+    return SourceErrors(
+        name,
+        len(rows),
+        median(abs(r.error) for r in rows),
+        median(abs(r.search_error) for r in rows),
+    )
+
+
+def training_validation(path: Path = EFFICIENCY_FILE) -> TrainingValidation:
+    """The shipped table's out-of-source errors (:func:`fit_all`, written by
+    ``scripts/fit_training.py``), row by row and per source, MoE and dense."""
+    from llm_cost.analyses.train_rates import training_efficiency
+
+    rows = published_errors(path)
+    sources = [_errors(s, [r for r in rows if r.source == s]) for s in dict.fromkeys(r.source for r in rows)]
+    groups = [("all", rows), ("MoE", [r for r in rows if r.moe]), ("dense", [r for r in rows if not r.moe])]
+    sources += [_errors(name, members) for name, members in groups if members]
+    table = training_efficiency(path)
+    conventions = [note("train_validate.method"), note("train_validate.reserved")]
+    return TrainingValidation(rows, sources, dict(table["families"]), str(path.name), conventions)
 
 
 def published_errors(path: Path = EFFICIENCY_FILE) -> list[PublishedRow]:

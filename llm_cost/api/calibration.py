@@ -12,8 +12,9 @@ from llm_cost.core.errors import InputError
 
 if TYPE_CHECKING:
     from llm_cost.analyses.calibration import Calibration, ProfileTable
+    from llm_cost.analyses.train_published import TrainingValidation
 
-__all__ = ["calibrate", "validate", "validate_profiles"]
+__all__ = ["calibrate", "validate", "validate_profiles", "validate_training"]
 
 
 def calibrate(
@@ -81,3 +82,13 @@ def validate_profiles() -> ProfileTable:
     from llm_cost.analyses.calibration import profile_table
 
     return profile_table()
+
+
+def validate_training() -> TrainingValidation:
+    """Every shipped published training run predicted out of source (``llm-cost validate
+    --training``): tokens/s per GPU with its published layout and with the free search, each with
+    the training factors fitted without its source; medians per source, MoE and dense. Reads the
+    table ``scripts/fit_training.py`` writes (no fit: numpy and scipy not needed)."""
+    from llm_cost.analyses.train_published import training_validation
+
+    return training_validation()

@@ -8,6 +8,7 @@ import typer
 
 from llm_cost.cli.options import Json
 from llm_cost.cli.program import app, emit
+from llm_cost.core.errors import InputError
 
 PROFILE_HELP = (
     "A shipped calibration profile (one per GPU and engine: h200, a100, h100-vllm, rtx-4090-llamacpp, ...) or a "
@@ -65,19 +66,33 @@ def validate(
         Optional[str],
         typer.Option("--profile", "-p", help=PROFILE_HELP + " Default: every shipped profile with measurements."),
     ] = None,
+    training: Annotated[
+        bool,
+        typer.Option("--training", help="The published training runs, each predicted out of source (no fit needed)."),
+    ] = False,
     as_json: Json = False,
 ) -> None:
     r"""Predicted vs measured for the shipped measurements. Without --profile: per (GPU, engine)
     profile, its leave-one-out errors and its out-of-sample errors on its engine's rows of other GPUs
     (transferred) and on other engines' rows. With --profile: every row, leave-one-out (fitted) or
     out-of-sample (transferred), beside the Roofline bound and the MFU 60% / MBU 80% estimate;
-    errors per category. Needs pip install 'llm-cost\[fit]'.
+    errors per category. Needs pip install 'llm-cost\[fit]'. With --training: every shipped published
+    training run's tokens/s per GPU, predicted with the factors fitted without its source, with its
+    published layout and with the free search.
 
-    Examples: llm-cost validate; llm-cost validate --profile h200
+    Examples: llm-cost validate; llm-cost validate --profile h200; llm-cost validate --training
     """
     from llm_cost import api
     from llm_cost.report import calibration as view
 
+    if training:
+        if profile is not None:
+            raise InputError(
+                "training: validates the training runs, not a profile; leave out profile",
+                fields=("training", "profile"),
+            )
+        emit(api.validate_training(), as_json, view.render_training_validation)
+        return
     if profile is None:
         emit(api.validate_profiles(), as_json, view.render_profile_table)
         return

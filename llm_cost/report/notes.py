@@ -445,6 +445,13 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "train_plan.left_out": "left out: load imbalance across experts, SM contention of overlapped communication, "
     "stragglers (Llama 3 saw 1-2% diurnal throughput swings), failures and restarts (Llama 3: 466 interruptions in "
     "54 days, over 90% effective training time), checkpoint writes, data loading",
+    "train_validate.method": "out of source: each row predicted with the training factors fitted on the other "
+    "sources' rows only (scripts/fit_training.py), in tokens/s per GPU (rows quoted in TFLOP/s converted by their "
+    "source's FLOP convention); 'published' keeps the knobs the source states and searches the rest, 'search' "
+    "searches every knob for the same cluster, batch, dtype and framework; error = predicted / measured - 1",
+    "train_validate.reserved": "not used: torchtitan's performance documents, Megatron-Bridge's performance "
+    "summaries and archive, the BLOOM-176B training README, DeepSeek-V3's GPU-hours (reserved for independent "
+    "checking)",
     "train.state": "state: 16 B per parameter (BF16 weights + gradients, FP32 master, Adam m, v); decimal units",
     "train.layout_state": "TP {tp} x PP {pp} x DP {dp}; state 16 B per parameter (2 weights + 2 gradients + 12 FP32 "
     "master and Adam), ZeRO-{zero} over DP",
