@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import field, replace
 from typing import Any, Optional
 
-from llm_cost.analyses.train_memory import LayoutMemory, MemoryModel
+from llm_cost.analyses.train_memory import DEFAULT_RESERVE_BYTES, LayoutMemory, MemoryModel
 from llm_cost.analyses.train_ranks import GROUP_NAMES, Links
 from llm_cost.analyses.train_rates import TrainRates
 from llm_cost.analyses.train_step import (
@@ -165,7 +165,7 @@ class Cluster:
     links: Links
     rates: TrainRates
     dtype: Dtype = Dtype.BF16
-    reserve_bytes: int = 2 * 2**30
+    reserve_bytes: int = DEFAULT_RESERVE_BYTES
     tp_overlap: bool = False
     dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL
     flash_attention: bool = True  # False: a stack before FlashAttention (the published 2021 rows)

@@ -7,23 +7,26 @@ time model behind ``llm-cost train``'s predicted mode).
 causal attention, the layout's TP and PP shares, the elementwise kernels between the GEMMs, with
 sequence parallelism under TP) and are timed with the calibrated functions of
 :mod:`llm_cost.perf.calibrated` under the GPU's profile and the training rates of
-:func:`training_rates` (one call picks them). A micro-batch of ``b`` sequences split over ``cp``
+:func:`~llm_cost.analyses.train_rates.training_rates` (one call picks them). A micro-batch of ``b`` sequences split over ``cp``
 context-parallel ranks scales every operator's FLOPs, rows and activation bytes by b / cp
 (load-balanced causal context parallelism gives each rank 1/cp of the (query, key) pairs).
 
 * GEMMs: compute at the profile's GEMM efficiency x the training factor fitted on the published
   runs (:mod:`~llm_cost.analyses.train_rates`), the FP8 GEMMs at their own factor against the FP8
-  peak; backward twice the forward (input and weight gradients, each the
-  forward's FLOPs: Kaplan et al. 2020's 4ND). The routed experts are grouped GEMMs of the rows each
+  peak (the router and the LM head in BF16); backward twice the forward (input and weight
+  gradients, each the forward's FLOPs: Kaplan et al. 2020's 4ND). The routed experts are grouped
+  GEMMs of the rows each
   expert receives: with EP, local tokens x k x ep / E rows per expert, at an efficiency that halves
   at :data:`GROUPED_GEMM_HALF_ROWS` rows.
-* attention: FlashAttention at the profile's flash-attention efficiency, backward 2.5x its forward FLOPs (five matmuls for two: Dao 2023,
-  FlashAttention-2 §3.2) at :data:`FLASH_BACKWARD_EFFICIENCY` of the forward's rate; BF16 under FP8
-  training (Transformer Engine keeps dot-product attention in BF16 unless asked).
+* attention: FlashAttention at the profile's flash-attention efficiency, backward 2.5x its forward
+  FLOPs (five matmuls for two: Dao 2023, FlashAttention-2 §3.2) at
+  :data:`FLASH_BACKWARD_EFFICIENCY` of the forward's rate; BF16 under FP8 training (Transformer
+  Engine keeps dot-product attention in BF16 unless asked). A stack before FlashAttention
+  (``flash=False``: Megatron-LM 2021) also writes and reads the s x s scores.
 * elementwise kernels (norms, residual adds, RoPE, activation, router top-k, MoE permutation, loss,
   FP8 casts): their bytes at the profile's streaming fraction of bandwidth; backward
   :data:`ELEMENTWISE_BACKWARD` x (FP8 casts: the gradients' casts, as many bytes again), the casts'
-  bytes x the recipe's :data:`FP8_CAST_TRAFFIC`.
+  bytes x the recipe's :data:`~llm_cost.analyses.train_rates.FP8_CAST_TRAFFIC`.
 * recompute: ``full`` runs each layer's forward again; ``selective`` is the framework's: Megatron's
   (``--recompute-granularity selective``) recomputes the core attention, which FlashAttention
   recomputes anyway (no time); torchtitan's op-level selective checkpointing saves every other

@@ -269,7 +269,9 @@ def _defaults(
         out["fp8_recipe"] = f"{recipe}: {recipe_from}"
     if tp_comm_overlap is None:
         out["tp_comm_overlap"] = f"{'on' if overlap else 'off'}: {framework}'s default " + (
-            "(--tp-comm-overlap in NeMo's and Megatron-LM's performance runs)" if overlap else "(async TP is opt-in)"
+            "(Megatron's tp_comm_overlap, as NeMo's and Megatron-LM's performance runs set it)"
+            if overlap
+            else "(async TP is opt-in)"
         )
     if network_gb_s is None:
         out["network_gb_s"] = f"{network:g} GB/s per GPU between nodes: 400 Gb/s InfiniBand NDR"
