@@ -37,6 +37,8 @@ from llm_cost.analyses.train_memory import DEFAULT_RESERVE_BYTES, LayoutMemory, 
 from llm_cost.analyses.train_ranks import GROUP_NAMES, Links
 from llm_cost.analyses.train_rates import TrainRates
 from llm_cost.analyses.train_step import (
+    DROPLESS,
+    MoeRouting,
     StageParams,
     StageWork,
     StepBreakdown,
@@ -45,7 +47,7 @@ from llm_cost.analyses.train_step import (
     stage_work,
     step_breakdown,
 )
-from llm_cost.core.choices import Framework, Logits, MoeDispatcher, Recompute
+from llm_cost.core.choices import Framework, Logits, Recompute
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
@@ -167,7 +169,7 @@ class Cluster:
     dtype: Dtype = Dtype.BF16
     reserve_bytes: int = DEFAULT_RESERVE_BYTES
     tp_overlap: bool = False
-    dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL
+    moe: MoeRouting = DROPLESS
     flash_attention: bool = True  # False: a stack before FlashAttention (the published 2021 rows)
 
 
@@ -264,7 +266,7 @@ class _Evaluator:
         gpu = cluster.gpu
         self.spec, self.gpu, self.seq, self.dtype = spec, gpu, seq, cluster.dtype
         self.rates, self.links, self.tp_overlap = cluster.rates, cluster.links, cluster.tp_overlap
-        self.dispatcher, self.flash = cluster.dispatcher, cluster.flash_attention
+        self.moe, self.flash = cluster.moe, cluster.flash_attention
         self.model = MemoryModel(spec, seq, gpu.capacity_bytes - cluster.reserve_bytes)
         self.memory = self.model.memory
         self.peak = gpu.peak_flops(cluster.dtype)
@@ -308,7 +310,9 @@ class _Evaluator:
                 layout.framework,
             )
             if key not in self._work:
-                self._work[key] = stage_work(self.spec, ops[i], n, layout, self.gpu, self.dtype, self.rates)
+                self._work[key] = stage_work(
+                    self.spec, ops[i], n, layout, self.gpu, self.dtype, self.rates, self.moe.padding
+                )
             works.append(self._work[key])
             params.append(model.stage_params(layout, n, i == 0, i == layout.pp - 1))
             moe_layers.append(moe)
@@ -322,7 +326,7 @@ class _Evaluator:
         works, params, moe_layers = self.works(layout)
         breakdown = step_breakdown(
             self.spec, layout, self.seq, works, params, moe_layers, self.links, self.gpu.bandwidth_bytes_s,
-            self.rates, self.tp_overlap, self.dispatcher,
+            self.rates, self.tp_overlap, self.moe,
         )  # fmt: skip
         step = breakdown.step_s
         sequences = layout.micro_batch * layout.micro_batches * layout.dp

@@ -32,7 +32,7 @@ from llm_cost.analyses.train_plan import (
 )
 from llm_cost.analyses.train_ranks import Links, node_links
 from llm_cost.analyses.train_rates import EFFICIENCY_FILE, TrainRates, efficiency_family, training_rates
-from llm_cost.analyses.train_step import TrainLayout
+from llm_cost.analyses.train_step import MoeRouting, TrainLayout
 from llm_cost.core.choices import Fp8Recipe, Framework, Logits, MoeDispatcher, Recompute
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
@@ -158,7 +158,7 @@ def _cluster(row: dict[str, Any], factors: Optional[dict[str, Any]]) -> Cluster:
     node_gb_s, per_node = node_links(gpu)
     links = Links(node_gb_s, float(row["network_gb_s"]), per_node, q["collective_latency_s"], q["link_efficiency"])
     overlap = bool(row.get("tp_comm_overlap", framework == Framework.MEGATRON))
-    dispatcher = MoeDispatcher(row.get("moe_dispatcher", "alltoall"))
+    moe = MoeRouting(MoeDispatcher(row.get("moe_dispatcher", "alltoall")))
     flash = bool(row.get("flash_attention", True))
     return Cluster(
         gpu,
@@ -167,7 +167,7 @@ def _cluster(row: dict[str, Any], factors: Optional[dict[str, Any]]) -> Cluster:
         rates,
         _dtype(row),
         tp_overlap=overlap,
-        dispatcher=dispatcher,
+        moe=moe,
         flash_attention=flash,
     )
 

@@ -43,8 +43,9 @@ framework's rank order), each on the link it spans (:class:`~llm_cost.analyses.t
 * CP, ring attention (Liu et al. 2023): each step's K/V chunk travels while the previous one is
   attended to; exposed beyond the attention kernel;
 * EP: dispatch and combine forward and backward (4 all-to-alls per MoE layer) of the local tokens'
-  k copies, each copy sent to its expert's GPU (Megatron-Core's ``alltoall`` dispatcher) or each
-  token once per node (DeepEP), exposed (neither overlaps them with the same micro-batch's compute);
+  k copies (padded to the capacity when a capacity factor drops tokens), each copy sent to its
+  expert's GPU (Megatron-Core's ``alltoall`` dispatcher) or each token once per node (DeepEP),
+  exposed, or with :class:`MoeRouting` ``overlap`` hidden behind another micro-batch's compute;
 * PP: each virtual chunk sends its activations forward and receives their gradient back; exposed
   in 1F1B, overlapped with other chunks' compute when interleaved;
 * DP: Megatron's distributed optimizer (ZeRO-1) reduce-scatters the FP32 gradients behind the
@@ -82,6 +83,7 @@ from llm_cost.workload.step import ACTIVATION_BITS, Operator, build_step, fp8_ge
 
 __all__ = [
     "TrainLayout",
+    "MoeRouting",
     "StageWork",
     "StepBreakdown",
     "StageParams",
@@ -181,6 +183,30 @@ class TrainLayout:
 
 
 @record
+class MoeRouting:
+    """How a MoE layer's tokens reach their experts in training: by ``dispatcher``; dropless
+    (``capacity_factor`` None: each expert computes the rows it gets, balanced on average) or with
+    a capacity of ``capacity_factor`` x its fair share, padded to it (Megatron-Core's
+    ``--moe-expert-capacity-factor`` with ``--moe-pad-expert-input-to-capacity``: the expert GEMMs
+    and the all-to-all carry the padding); the all-to-all exposed, or with ``overlap`` hidden behind
+    another micro-batch's compute (Megatron-Core's ``--overlap-moe-expert-parallel-comm``,
+    DeepSeek-V3's DualPipe), exposed only beyond it."""
+
+    dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL
+    capacity_factor: float | None = None
+    overlap: bool = False
+
+    @property
+    def padding(self) -> float:
+        """Rows computed and sent per row routed: the capacity factor, or 1 dropless."""
+        return self.capacity_factor or 1.0
+
+
+#: Dropless routing by all-to-all, not overlapped (Megatron-Core's defaults).
+DROPLESS = MoeRouting()
+
+
+@record
 class StageWork:
     """One micro-batch of ``micro_batch`` sequences on one GPU of a pipeline stage, seconds (and
     FLOPs as the GPU runs them)."""
@@ -267,6 +293,7 @@ class _Context:
     peak: float  # the 16-bit peak (attention, the BF16 GEMMs of an FP8 step)
     bw: float
     rates: TrainRates
+    padding: float  # rows per routed row (a capacity factor's padding)
 
 
 def _routed_rows(op: Operator, c: _Context) -> float:
@@ -274,7 +301,7 @@ def _routed_rows(op: Operator, c: _Context) -> float:
     expert (all tokens at EP 1, experts split over TP) x b/cp, x ep / tp under EP with expert-TP 1
     (each GPU dispatches its 1/tp of the tokens and holds E/ep whole experts)."""
     lay = c.layout
-    rows = float(op.m or 1) * c.share
+    rows = float(op.m or 1) * c.share * c.padding
     return rows * lay.ep / lay.tp if lay.ep > 1 else rows
 
 
@@ -295,7 +322,8 @@ def _gemm_seconds(op: Operator, c: _Context) -> tuple[float, float]:
             weights *= c.layout.tp / c.layout.ep
     else:
         efficiency = gemm_efficiency(float(op.m or 1) * c.share, e_max, q["gemm_half_tokens"])
-    compute = float(op.flops) * c.share / ((c.gemm_peak if fp8 else c.peak) * efficiency)
+    padding = c.padding if op.role == OpRole.ROUTED_EXPERTS else 1.0
+    compute = float(op.flops) * c.share * padding / ((c.gemm_peak if fp8 else c.peak) * efficiency)
     memory = (weights + activations) / (c.bw * q["bandwidth_efficiency_native"])
     forward = smooth_max(compute, memory, q["overlap_p"])
     return forward, 2 * forward
@@ -355,14 +383,15 @@ def stage_work(
     gpu: HardwareSpec,
     dtype: Dtype,
     rates: TrainRates,
+    padding: float = 1.0,
 ) -> StageWork:
     """One micro-batch on one stage's GPU: ``ops`` (:func:`stage_ops`) at b / cp of their sequence,
     timed with the training ``rates``; GEMMs at the ``dtype`` peak (FP8: the FP8 GEMMs of
-    :func:`~llm_cost.workload.step.fp8_gemm`), attention and the rest at the 16-bit peak."""
+    :func:`~llm_cost.workload.step.fp8_gemm`), attention and the rest at the 16-bit peak; the routed
+    experts' rows x ``padding`` (:attr:`MoeRouting.padding`)."""
     peak = gpu.peak_flops(Dtype.BF16 if dtype == Dtype.FP8 else dtype)
-    c = _Context(
-        spec, layout.micro_batch / layout.cp, layout, gpu.peak_flops(dtype), peak, gpu.bandwidth_bytes_s, rates
-    )
+    share = layout.micro_batch / layout.cp
+    c = _Context(spec, share, layout, gpu.peak_flops(dtype), peak, gpu.bandwidth_bytes_s, rates, padding)
     forward = backward = gemm = attention = elementwise = recompute = flops = 0.0
     for op, again in zip(ops, _recomputed(ops, layout.framework, layout.recompute)):
         f, b = _op_seconds(op, c)
@@ -450,16 +479,19 @@ def _cp_exposed(work: StageWork, layout: TrainLayout, links: Links, pay: _Payloa
 
 
 def _ep_exposed(
-    spec: ModelSpec, layout: TrainLayout, links: Links, pay: _Payloads, moe_layers: int, dispatcher: MoeDispatcher
-) -> float:
+    spec: ModelSpec, work: StageWork, layout: TrainLayout, links: Links, pay: _Payloads, moe_layers: int,
+    moe: MoeRouting,
+) -> float:  # fmt: skip
     """MoE all-to-all: dispatch and combine forward and backward, per MoE layer of the stage, on
-    the links the EP group spans, each token's k copies sent by ``dispatcher``
-    (:meth:`~llm_cost.analyses.train_ranks.Links.all_to_all`)."""
+    the links the EP group spans, each token's k copies (padded to capacity) sent by the dispatcher
+    (:meth:`~llm_cost.analyses.train_ranks.Links.all_to_all`); overlapped, only what the
+    micro-batch's compute cannot cover."""
     if layout.ep == 1 or not moe_layers or spec.moe is None:
         return 0.0
-    once = dispatcher == MoeDispatcher.DEEPEP
-    call = links.all_to_all(pay.ep_bytes, spec.moe.num_experts_per_tok, layout.groups().ep, once)
-    return 4 * moe_layers * call
+    once = moe.dispatcher == MoeDispatcher.DEEPEP
+    call = links.all_to_all(pay.ep_bytes * moe.padding, spec.moe.num_experts_per_tok, layout.groups().ep, once)
+    total = 4 * moe_layers * call
+    return max(0.0, total - work.compute_s) if moe.overlap else total
 
 
 def _pp_exposed(work: StageWork, layout: TrainLayout, links: Links, pay: _Payloads) -> float:
@@ -526,7 +558,7 @@ def step_breakdown(
     bandwidth_bytes_s: float,
     rates: TrainRates,
     tp_overlap: bool = False,
-    dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
+    moe: MoeRouting = DROPLESS,
 ) -> StepBreakdown:
     """The step time of ``layout`` from each stage's micro-batch work ``works``, its parameters on
     one GPU and its MoE layers: the slowest stage's micro-batch (compute and exposed TP/CP/EP/PP
@@ -535,10 +567,10 @@ def step_breakdown(
     m, p, v = layout.micro_batches, layout.pp, layout.vp
     q = rates.q
     best: StepBreakdown | None = None
-    for work, stage_params, moe in zip(works, params, moe_layers):
-        tp = _tp_exposed(spec, work, moe, layout, links, pay, tp_overlap)
+    for work, stage_params, moe_count in zip(works, params, moe_layers):
+        tp = _tp_exposed(spec, work, moe_count, layout, links, pay, tp_overlap)
         cp = _cp_exposed(work, layout, links, pay)
-        ep = _ep_exposed(spec, layout, links, pay, moe, dispatcher)
+        ep = _ep_exposed(spec, work, layout, links, pay, moe_count, moe)
         pp = _pp_exposed(work, layout, links, pay)
         micro = work.compute_s + tp + cp + ep + pp
         if layout.framework == Framework.FSDP2:

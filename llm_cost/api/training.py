@@ -14,6 +14,7 @@ from llm_cost.core.types import Dtype
 
 if TYPE_CHECKING:
     from llm_cost.analyses.train_plan import TrainPlan
+    from llm_cost.analyses.train_step import MoeRouting
     from llm_cost.analyses.training import TrainResult
 
 __all__ = ["train", "train_plan", "TRAINING_DTYPES"]
@@ -59,6 +60,8 @@ def train(
     fp8_recipe: Any = None,
     fsdp_shard: Optional[int] = None,
     moe_dispatcher: Any = None,
+    moe_capacity_factor: Optional[float] = None,
+    ep_comm_overlap: Optional[bool] = None,
 ) -> Union[TrainResult, TrainPlan]:
     """Training of ``tokens`` tokens D (``llm-cost train``).
 
@@ -71,8 +74,8 @@ def train(
     With neither, on ``gpus`` GPUs (or tp x cp x pp x dp when all four are given): the training
     planner (:func:`train_plan`), a TrainPlan; its own arguments (``cp``, ``vp``, ``ep``,
     ``global_batch``, ``network_gb_s``, ``profile``, ``tp_comm_overlap``, ``top``, ``framework``,
-    ``fp8_recipe``, ``fsdp_shard``, ``moe_dispatcher``) are refused with mfu or gpu_hours. InputError
-    naming the argument."""
+    ``fp8_recipe``, ``fsdp_shard``, ``moe_dispatcher``, ``moe_capacity_factor``, ``ep_comm_overlap``)
+    are refused with mfu or gpu_hours. InputError naming the argument."""
     if mfu is None and gpu_hours is None and (gpus is not None or None not in (tp, cp, pp, dp)):
         return train_plan(
             model, tokens, gpu, gpus=gpus, global_batch=global_batch, seq=seq, tp=tp, cp=cp, pp=pp, vp=vp,
@@ -80,13 +83,15 @@ def train(
             network_gb_s=network_gb_s, profile=profile, tp_comm_overlap=tp_comm_overlap, power_w=power_w, pue=pue,
             grid_kg_per_kwh=grid_kg_per_kwh, usd_per_gpu_hour=usd_per_gpu_hour, framework=framework,
             fp8_recipe=fp8_recipe, fsdp_shard=fsdp_shard, moe_dispatcher=moe_dispatcher,
+            moe_capacity_factor=moe_capacity_factor, ep_comm_overlap=bool(ep_comm_overlap),
             **({} if top is None else {"top": top}),
         )  # fmt: skip
     from llm_cost.analyses.training import train as run
 
     _planner_only(cp=cp, vp=vp, ep=ep, global_batch=global_batch, network_gb_s=network_gb_s, profile=profile,
                   tp_comm_overlap=tp_comm_overlap, top=top, framework=framework, fp8_recipe=fp8_recipe,
-                  fsdp_shard=fsdp_shard, moe_dispatcher=moe_dispatcher)  # fmt: skip
+                  fsdp_shard=fsdp_shard, moe_dispatcher=moe_dispatcher, moe_capacity_factor=moe_capacity_factor,
+                  ep_comm_overlap=ep_comm_overlap)  # fmt: skip
     tokens = checks.large_count(tokens, "tokens", 1, 10**40)
     gpus = checks.optional(gpus, checks.count, "gpus", 1, 10**7)
     if (mfu is None) == (gpu_hours is None):
@@ -181,6 +186,8 @@ def train_plan(
     fp8_recipe: Any = None,
     fsdp_shard: Optional[int] = None,
     moe_dispatcher: Any = None,
+    moe_capacity_factor: Optional[float] = None,
+    ep_comm_overlap: bool = False,
     network_gb_s: Optional[float] = None,
     profile: Any = None,
     tp_comm_overlap: Optional[bool] = None,
@@ -199,7 +206,9 @@ def train_plan(
     HSDP shard group ``fsdp_shard`` given is fixed; the others are searched
     (:mod:`llm_cost.analyses.train_plan`); TP always runs with sequence parallelism. ``dtype``:
     bf16 (default) or fp8 with ``fp8_recipe`` (:func:`llm_cost.api.choices.fp8_recipe_of`); MoE
-    tokens reach their experts by ``moe_dispatcher`` (``alltoall``, the default, or ``deepep``). Timed
+    tokens reach their experts by ``moe_dispatcher`` (``alltoall``, the default, or ``deepep``),
+    dropless unless ``moe_capacity_factor`` pads each expert to a capacity, the all-to-all exposed
+    unless ``ep_comm_overlap`` (:class:`~llm_cost.analyses.train_step.MoeRouting`). Timed
     by :func:`llm_cost.api.choices.training_time_model` (the GPU's profile, or ``profile``, x the
     fitted training factors); the network between nodes at ``network_gb_s`` per GPU (default 50
     GB/s); TP collectives overlap the GEMMs with ``tp_comm_overlap`` (default: Megatron yes, as its
@@ -207,7 +216,7 @@ def train_plan(
     InputError naming the argument."""
     from llm_cost.analyses.train_plan import Cluster, Costs, default_space, fixed, plan_training
     from llm_cost.analyses.train_ranks import Links, node_links
-    from llm_cost.core.choices import Framework, MoeDispatcher
+    from llm_cost.core.choices import Framework
 
     tokens = checks.large_count(tokens, "tokens", 1, 10**40)
     degrees = {n: checks.optional(v, checks.count, n, 1, _MAX_DEGREE) for n, v in
@@ -237,9 +246,8 @@ def train_plan(
     network = choices.network_gb_s_of(network_gb_s)
     links = Links(node_gb_s, network, per_node, q["collective_latency_s"], q["link_efficiency"])
     overlap = tp_comm_overlap if tp_comm_overlap is not None else chosen_framework == Framework.MEGATRON
-    dispatcher = checks.choice(MoeDispatcher.ALLTOALL if moe_dispatcher is None else moe_dispatcher, MoeDispatcher,
-                               "moe_dispatcher")  # fmt: skip
-    cluster = Cluster(g, gpus, links, rates, compute, choices.training_reserve_bytes(), overlap, dispatcher)
+    cluster = Cluster(g, gpus, links, rates, compute, choices.training_reserve_bytes(), overlap,
+                      _moe_routing(moe_dispatcher, moe_capacity_factor, ep_comm_overlap))  # fmt: skip
     space = fixed(
         default_space(spec, g, gpus, seq, chosen_framework),
         zero=zero, recompute=rec, micro_batch=micro_batch, shard=shard, **degrees,
@@ -251,6 +259,22 @@ def train_plan(
             "alltoall: each token copy to its expert's GPU (Megatron-Core's default dispatcher)"
         )
     return plan_training(spec, cluster, tokens, batch, seq, space, costs, top, defaults)
+
+
+def _moe_routing(dispatcher: Any, capacity_factor: Any, overlap: Any) -> MoeRouting:
+    """The MoE routing of a plan, checked: ``dispatcher`` (default alltoall), a capacity factor from 1
+    to 16 or None (dropless), ``overlap`` true or false."""
+    from llm_cost.analyses.train_step import MoeRouting
+    from llm_cost.core.choices import MoeDispatcher
+
+    chosen = checks.choice(MoeDispatcher.ALLTOALL if dispatcher is None else dispatcher, MoeDispatcher,
+                           "moe_dispatcher")  # fmt: skip
+    factor = checks.optional(
+        capacity_factor, checks.number, "moe_capacity_factor", minimum=1, maximum=16, open_min=False
+    )
+    if not isinstance(overlap, bool):
+        raise InputError(f"ep_comm_overlap: {overlap!r} must be True or False", fields=("ep_comm_overlap",))
+    return MoeRouting(chosen, factor, overlap)
 
 
 def _defaults(

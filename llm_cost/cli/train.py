@@ -194,6 +194,22 @@ TrainEp = Annotated[
     Optional[int],
     option("--ep", parse=integer("--ep"), metavar="INTEGER", help="Expert-parallel GPUs among DP x CP (MoE)."),
 ]
+CapacityFactor = Annotated[
+    Optional[float],
+    option(
+        "--moe-capacity-factor",
+        parse=positive("--moe-capacity-factor"),
+        metavar="NUMBER",
+        help="MoE: pad each expert to this x its fair share of tokens, dropping the rest (default: dropless).",
+    ),
+]
+EpOverlap = Annotated[
+    bool,
+    typer.Option(
+        "--ep-comm-overlap",
+        help="MoE all-to-all hidden behind another micro-batch's compute (Megatron's --overlap-moe-expert-parallel-comm).",
+    ),
+]
 TpOverlap = Annotated[
     Optional[bool],
     typer.Option(
@@ -233,6 +249,8 @@ def train(
     fp8_recipe: Fp8RecipeOpt = None,
     fsdp_shard: FsdpShard = None,
     moe_dispatcher: DispatcherOpt = None,
+    moe_capacity_factor: CapacityFactor = None,
+    ep_comm_overlap: EpOverlap = False,
     profile: ProfileOpt = None,
     network_gb_s: NetworkGbS = None,
     tp_comm_overlap: TpOverlap = None,
@@ -279,6 +297,8 @@ def train(
         fp8_recipe=fp8_recipe,
         fsdp_shard=fsdp_shard,
         moe_dispatcher=moe_dispatcher,
+        moe_capacity_factor=moe_capacity_factor,
+        ep_comm_overlap=ep_comm_overlap or None,
         profile=profile,
         network_gb_s=network_gb_s,
         tp_comm_overlap=tp_comm_overlap,

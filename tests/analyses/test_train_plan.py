@@ -512,3 +512,49 @@ def test_sequence_parallel_splits_the_elementwise_tokens_exactly():
     )  # fmt: skip
     norms = next(op for op in step.ops if op.role == OpRole.NORM)
     assert Fraction(norms.activation_bytes) == Fraction(1, 8) * 4096 * 4 * (2 * 32 + 1)
+
+
+@pytest.fixture(scope="module")
+def deepseek_256():
+    """DeepSeek-V3 on 256 H100 as NeMo AutoModel ran it (PP4 EP64, FSDP), under each MoE routing."""
+    kw = dict(gpus=256, tp=1, pp=4, dp=64, ep=64, vp=8, micro_batch=1, global_batch=512 * 4096, seq=4096,
+              framework="fsdp2", zero=3, recompute="selective")  # fmt: skip
+    return {
+        name: llm_cost.train_plan("deepseek-v3", 10**12, "h100", **kw, **extra)
+        for name, extra in {
+            "dropless": {},
+            "capacity": {"moe_capacity_factor": 1.5},
+            "overlap": {"ep_comm_overlap": True},
+            "deepep": {"moe_dispatcher": "deepep"},
+        }.items()
+    }
+
+
+def test_moe_routing_options_move_the_all_to_all(deepseek_256):
+    """A capacity factor of 1.5 pads the experts' rows and the all-to-all's payload by 1.5 (its
+    bandwidth part, latencies aside); overlapping the all-to-all with another micro-batch hides it
+    behind the compute; DeepEP sends a token once per other node its 8 copies go to among the EP
+    group's 8 nodes, 7 (1 - (7/8)^8) / (8 x 56/64) = 0.66 of the copies the all-to-all sends."""
+    base, padded = deepseek_256["dropless"].breakdown, deepseek_256["capacity"].breakdown
+    assert padded["ep_s"] == pytest.approx(1.5 * base["ep_s"], rel=0.01)
+    assert padded["compute_s"] > base["compute_s"]
+    assert deepseek_256["overlap"].breakdown["ep_s"] < 0.1 * base["ep_s"]
+    ratio = 7 * (1 - (7 / 8) ** 8) / (8 * 56 / 64)
+    assert deepseek_256["deepep"].breakdown["ep_s"] == pytest.approx(ratio * base["ep_s"], rel=0.01)
+    assert deepseek_256["dropless"].links["EP (MoE all-to-all)"] == "network (64 GPUs over 8 nodes, 8 per node)"
+
+
+def test_hsdp_shards_within_its_group_and_replicates_across():
+    """HSDP on 64 GPUs with FSDP groups of 8 (one node): the 16 B of state per parameter sharded over
+    8, not 64 (ZeRO paper's 16 Psi / N_d with N_d the shard group), the replicas' all-reduce over the
+    network, 8 replicas one node apart."""
+    plan = llm_cost.train_plan(
+        "llama3-8b", 10**12, "h100", tp=1, cp=1, pp=1, dp=64, zero=3, fsdp_shard=8, micro_batch=1,
+        global_batch=64 * 8192, recompute="full",
+    )  # fmt: skip
+    assert plan.layout_label.startswith("TP1 CP1 PP1 DP64 HSDP8 ZeRO-3")
+    assert plan.memory.state_bytes == pytest.approx(16 * 8_030_261_248 / 8, rel=1e-6)
+    assert plan.links["HSDP replicas (gradient all-reduce)"] == "network (8 GPUs over 8 nodes, 1 per node)"
+    with pytest.raises(llm_cost.LlmCostError) as err:
+        llm_cost.train_plan("llama3-8b", 10**12, "h100", gpus=64, fsdp_shard=8, framework="megatron")
+    assert err.value.fields == ("fsdp_shard",)
