@@ -36,7 +36,7 @@ from llm_cost.analyses.memory import activation_memory, op_sac_bytes_per_layer
 from llm_cost.analyses.train_step import StageParams, TrainLayout
 from llm_cost.core.choices import Framework, Recompute
 from llm_cost.core.records import record
-from llm_cost.core.types import Part, TensorKind
+from llm_cost.core.types import Part, TensorGroup, TensorKind
 from llm_cost.model.layout import Layout, tensor_share
 from llm_cost.model.structure import build
 from llm_cost.specs.schema import ModelSpec
@@ -122,7 +122,7 @@ class MemoryModel:
                 elements = float(t.total * tensor_share(self.spec, t, layout))
                 if t.layers and t.part == Part.DECODER:
                     layer += elements
-                    experts += elements if t.group == "routed_experts" else 0.0
+                    experts += elements if t.group == TensorGroup.ROUTED_EXPERTS else 0.0
                 elif t.kind == TensorKind.LOOKUP and t.part == Part.DECODER:
                     first += elements
                 else:

@@ -75,7 +75,7 @@ from llm_cost.analyses.train_ranks import Group, Links, RankGroups, rank_groups
 from llm_cost.analyses.train_rates import TrainRates
 from llm_cost.core.choices import Framework, Logits, MoeDispatcher, Recompute
 from llm_cost.core.records import record
-from llm_cost.core.types import Dtype, OpKind, OpRole
+from llm_cost.core.types import Dtype, OpKind, OpRole, TensorGroup
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import attention_terms, gemm_efficiency, smooth_max
 from llm_cost.specs.schema import GQAAttention, HardwareSpec, ModelSpec
@@ -358,7 +358,7 @@ def _recomputed(ops: tuple[Operator, ...], framework: Framework, recompute: Reco
     layers (the 2nd, 4th, ... in the block's order), the grouped expert GEMMs and every elementwise
     kernel of the layers; Megatron's ``selective`` and ``none`` nothing (FlashAttention recomputes
     its scores itself)."""
-    inside = [op.role not in _OUTSIDE and op.group not in ("lm_head", "embedding") for op in ops]
+    inside = [op.role not in _OUTSIDE and op.group not in (TensorGroup.LM_HEAD, TensorGroup.EMBEDDING) for op in ops]
     if recompute == Recompute.FULL:
         return inside
     if recompute != Recompute.SELECTIVE or framework != Framework.FSDP2:

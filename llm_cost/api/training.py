@@ -116,27 +116,8 @@ def train(
         )
     spec, g = load_model(model), load_gpu(gpu)
     recompute = checks.choice(Recompute.NONE if recompute is None else recompute, Recompute, "recompute")
-    return run(
-        spec,
-        tokens,
-        g,
-        gpus,
-        mfu,
-        gpu_hours,
-        recompute,
-        compute,
-        power_w,
-        pue,
-        grid,
-        price,
-        seq,
-        micro_batch,
-        tp,
-        pp,
-        dp,
-        zero,
-        sequence_parallel,
-    )
+    return run(spec, tokens, g, gpus, mfu, gpu_hours, recompute, compute, power_w, pue, grid, price, seq, micro_batch,
+               tp, pp, dp, zero, sequence_parallel)  # fmt: skip
 
 
 def _planner_only(**given: Any) -> None:

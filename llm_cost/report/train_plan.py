@@ -37,6 +37,17 @@ FRAMEWORKS = {
 }
 
 
+def _links(con, r: TrainPlan) -> None:  # noqa: ANN001 - a rich Console
+    """Each collective group of the plan's layout and the link it runs on."""
+    if r.links:
+        print_table(
+            con,
+            "collectives and the links their ranks span",
+            [("group", "left"), ("link", "left")],
+            [[group, link] for group, link in r.links.items()],
+        )
+
+
 def _widened(r: TrainPlan) -> str:
     """How far the band is widened outside the published runs' range, if at all."""
     return f", widened {r.band_widen:.2g}x outside the published runs" if r.band_widen > 1 else ""
@@ -98,13 +109,7 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
         )
     )
     print_facts(con, facts)
-    if r.links:
-        print_table(
-            con,
-            "collectives and the links their ranks span",
-            [("group", "left"), ("link", "left")],
-            [[group, link] for group, link in r.links.items()],
-        )
+    _links(con, r)
     rows = [[TERMS[k], f"{v:,.3f}"] for k, v in r.breakdown.items() if v]
     print_table(
         con,

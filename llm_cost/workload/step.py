@@ -992,7 +992,9 @@ def fp8_gemm(op: Operator) -> bool:
     """An FP8 training step runs this GEMM in FP8: the blocks' matrices and the routed experts; the
     router and the LM head stay in BF16 (Transformer Engine's FP8 covers the transformer layers;
     DeepSeek-V3 §3.3.1 keeps the embedding, output head, gating and attention in higher precision)."""
-    return op.kind == OpKind.GEMM and op.role in (OpRole.MATMUL, OpRole.ROUTED_EXPERTS) and op.group != "router"
+    return (
+        op.kind == OpKind.GEMM and op.role in (OpRole.MATMUL, OpRole.ROUTED_EXPERTS) and op.group != TensorGroup.ROUTER
+    )
 
 
 def _embedding_op(plan: _Plan, stage: _StagePlan, tokens: int) -> list[Operator]:
