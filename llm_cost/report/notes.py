@@ -428,13 +428,14 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "memory: "
         + (
             "BF16 weights + FP32 gradients on every rank, FP32 master and Adam sharded by the distributed optimizer "
-            "(Megatron's 6 + 12/DP B per parameter), activations of the model's block (Korthikanti et al. 2022; "
-            "FlashAttention keeps no scores), BF16 logits"
+            "(Megatron's 6 + 12/DP B per parameter); activations of the model's block (Korthikanti et al. 2022; "
+            "FlashAttention keeps no scores); the last stage's BF16 logits and their gradient"
             if p["framework"] == "megatron"
-            else "16 B per parameter sharded over the FSDP group (ZeRO-3), BF16 layers gathered in flight, "
-            "activations as torchtitan's checkpointing keeps them, FP32 log-softmax logits"
+            else "16 B per parameter sharded over the FSDP group (FP32 weights, gradients, Adam), each layer gathered "
+            "in BF16 while it runs (ZeRO-2: the stage's layers gathered for the whole step); activations as torchtitan's "
+            "checkpointing keeps them; the last stage's FP32 log-softmax and its gradient"
         )
-        + f" x the micro-batches 1F1B keeps in flight, {p['reserve_gib']:g} GiB reserve; GiB = 2^30 B"
+        + f"; activations x the micro-batches 1F1B keeps in flight; {p['reserve_gib']:g} GiB reserve; GiB = 2^30 B"
     ),
     "train_plan.band": lambda p: (
         f"error band ±{p['band']:.0%}: the 90th percentile of the out-of-source errors (each published run predicted "
