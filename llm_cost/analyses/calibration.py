@@ -49,6 +49,7 @@ from llm_cost.perf.calibrated import (
     fixed_time,
     gemm_shape_factor,
     gemm_terms,
+    grouped_gemm_factor,
     kv_efficiency,
     latency_hops,
     moe_layers,
@@ -168,8 +169,10 @@ def _add_ops(out: dict[str, dict[str, list]], i: int, step: Step, gpu: HardwareS
 
     for op in step.ops:
         if op.kind == OpKind.GEMM:
-            shaped = float(op.flops) * gemm_shape_factor(float(op.m or 1), op.n, gemm_groups(op), sms)
             routed = 1.0 if op.role == OpRole.ROUTED_EXPERTS else 0.0
+            rows = float(op.m or 1)
+            shape = grouped_gemm_factor(rows) if routed else gemm_shape_factor(rows, op.n, gemm_groups(op), sms)
+            shaped = float(op.flops) * shape
             values = (i, shaped, op.weight_bytes, op.activation_bytes, peak, bw, width, fmt, routed)
             target = out["gemm"]
         elif op.kind == OpKind.ATTENTION:

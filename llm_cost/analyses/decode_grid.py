@@ -401,7 +401,10 @@ def _shaped(op: Operator, flops: list[Number], m: list[Number], sms: int, np: An
     out = []
     for f, rows in zip(flops, m):
         point = dataclasses.replace(op, flops=f, m=rows)
-        out.append(float(f) * cal.gemm_shape_factor(float(rows or 1), op.n, cal.gemm_groups(point), sms))
+        m = float(rows or 1)
+        routed = op.role == OpRole.ROUTED_EXPERTS
+        shape = cal.grouped_gemm_factor(m) if routed else cal.gemm_shape_factor(m, op.n, cal.gemm_groups(point), sms)
+        out.append(float(f) * shape)
     return np.array(out, dtype=np.float64).view(cls)
 
 

@@ -12,8 +12,9 @@ from llm_cost.core.errors import InputError
 
 if TYPE_CHECKING:
     from llm_cost.analyses.calibration import UserCalibration, Validation
+    from llm_cost.analyses.train_published import TrainingValidation
 
-__all__ = ["calibrate", "validate"]
+__all__ = ["calibrate", "validate", "validate_training"]
 
 
 def calibrate(
@@ -68,3 +69,13 @@ def validate(profile: Optional[str] = None) -> Validation:
     if own is not None:
         return validation(own=own)
     return validation(profile.strip().lower() if profile is not None else None)
+
+
+def validate_training() -> TrainingValidation:
+    """Every shipped published training run predicted out of source (``llm-cost validate
+    --training``): tokens/s per GPU with its published layout and with the free search, each with
+    the training factors fitted without its source; medians per source, MoE and dense. Reads the
+    table ``scripts/fit_training.py`` writes (no fit: numpy and scipy not needed)."""
+    from llm_cost.analyses.train_published import training_validation
+
+    return training_validation()

@@ -19,6 +19,8 @@ from llm_cost.core.types import Dtype, Engine, StorageDtype, WeightFormat, store
 if TYPE_CHECKING:
     from llm_cost.analyses.capacity import MemoryPolicy
     from llm_cost.analyses.serving_runs import ServingBand
+    from llm_cost.analyses.train_rates import TrainRates
+    from llm_cost.core.choices import Fp8Recipe, Framework
     from llm_cost.model.layout import Layout
     from llm_cost.perf.calibrated import CalibratedModel
     from llm_cost.perf.profile import Profile
@@ -37,12 +39,14 @@ __all__ = [
     "time_model_of",
     "profile_of",
     "serving_band_of",
+    "training_time_model",
+    "training_framework_of",
+    "fp8_recipe_of",
     "layout_of",
     "network_gb_s_of",
     "mfu_of",
     "mbu_of",
     "global_batch_of",
-    "training_efficiency_of",
     "training_reserve_bytes",
     "GROUPED_DTYPES",
     "STEP_DTYPES",
@@ -245,6 +249,25 @@ def serving_band_of(gpu: HardwareSpec, profile: Optional[Profile], engine: Any =
     return vllm_serving_band(gpu)
 
 
+def training_time_model(
+    gpu: HardwareSpec, profile: Any = None, recipe: Any = None, framework: Any = None
+) -> TrainRates:
+    """The rates a training step is timed with (:func:`llm_cost.analyses.train_rates.training_rates`):
+    the profile of the one rule for ``gpu`` under the training engine (PyTorch's eager kernels, as
+    Megatron-Core and FSDP2 run them: :func:`time_model_of`), or ``profile`` if given, with its
+    family's fitted training factors for ``framework`` and the FP8 ``recipe``'s casts. Every
+    training prediction picks its time model here."""
+    from llm_cost.analyses.train_rates import training_rates
+    from llm_cost.core.choices import Fp8Recipe, Framework
+
+    return training_rates(
+        gpu,
+        Fp8Recipe.DELAYED if recipe is None else recipe,
+        profile_of(gpu, profile, Engine.PYTORCH_EAGER),
+        Framework.MEGATRON if framework is None else framework,
+    )
+
+
 def layout_of(value: Any, name: str = "layout") -> Optional[Layout]:
     """A Layout, or None (one GPU)."""
     if value is None:
@@ -283,31 +306,48 @@ def mbu_of(value: Any = None) -> float:
     return DEFAULT_MBU if value is None else checks.efficiency(value, "mbu")
 
 
+def training_framework_of(value: Any = None, zero: Optional[int] = None) -> tuple[Framework, str]:
+    """(framework, where it came from) of a training plan: ``value``; else FSDP2 when ``zero`` is 2
+    or 3 (the stages FSDP runs); else Megatron-Core, the framework of most published runs the
+    training factors are fitted on (NeMo, Megatron-LM). InputError for another value."""
+    from llm_cost.core.choices import Framework
+
+    if value is not None:
+        return checks.choice(value, Framework, "framework"), "given"
+    if zero in (2, 3):
+        return Framework.FSDP2, f"zero {zero} is FSDP's"
+    return Framework.MEGATRON, "default: Megatron-Core, the framework of most published runs the rates are fitted on"
+
+
+def fp8_recipe_of(value: Any, gpu: HardwareSpec, dtype: Dtype) -> tuple[Fp8Recipe, str]:
+    """(FP8 recipe, where it came from): ``value``; else MXFP8 on a GPU with FP4 tensor cores
+    (Blackwell: MX formats native), else delayed scaling (Transformer Engine's default recipe, the
+    NeMo runs'). InputError for a recipe the GPU lacks (MXFP8 before Blackwell)."""
+    from llm_cost.core.choices import Fp8Recipe
+
+    blackwell = "fp4" in gpu.dense_tflops
+    if value is not None:
+        recipe = checks.choice(value, Fp8Recipe, "fp8_recipe")
+        if recipe == Fp8Recipe.MXFP8 and not blackwell:
+            raise InputError(
+                f"fp8_recipe: mxfp8 needs MX tensor cores (Blackwell); {gpu.name} has none: give delayed, current or block",
+                fields=("fp8_recipe",),
+            )
+        return recipe, "given" if dtype == Dtype.FP8 else "given (used only with dtype fp8)"
+    if blackwell:
+        return Fp8Recipe.MXFP8, "default on Blackwell: MXFP8, native on its tensor cores"
+    return Fp8Recipe.DELAYED, "default: delayed scaling, Transformer Engine's default recipe"
+
+
 def global_batch_of(value: Any = None) -> int:
     """Tokens per training step of the planner: ``value``, else 4M = 2^22 (Llama 2's batch; Llama 3
     405B used 16M, DeepSeek-V3 up to 15,360 x 4K)."""
     return 2**22 if value is None else checks.count(value, "global_batch", 1, 10**12)
 
 
-def training_efficiency_of(gpu: HardwareSpec, profile: Optional[Profile]) -> tuple[float, float, str]:
-    """(factor, relative error band, label) of the planner's training-efficiency factor for ``gpu``
-    under ``profile`` (:data:`llm_cost.analyses.train_plan.TRAINING_EFFICIENCY`, by the profile's
-    family): 1 and the widest band of the table when the family has no published rows."""
-    from llm_cost.analyses.train_plan import TRAINING_EFFICIENCY, efficiency_family
-
-    family = efficiency_family(gpu.name, profile)
-    entry = TRAINING_EFFICIENCY.get(family)
-    base = f"profile {profile.name}" if profile is not None else "the profile parameters' priors"
-    if entry is None:
-        widest = max(float(e["loo_max"]) for e in TRAINING_EFFICIENCY.values())
-        return 1.0, widest, f"{base} (no published training run of its family: factor 1)"
-    label = f"{base} x training efficiency {entry['factor']:g} (fitted on {entry['rows']} {entry['source']} runs)"
-    return float(entry["factor"]), float(entry["loo_max"]), label
-
-
 def training_reserve_bytes() -> int:
     """Memory per GPU a training process keeps from its tensors
-    (:data:`llm_cost.analyses.train_plan.DEFAULT_RESERVE_BYTES`, 2 GiB)."""
-    from llm_cost.analyses.train_plan import DEFAULT_RESERVE_BYTES
+    (:data:`llm_cost.analyses.train_memory.DEFAULT_RESERVE_BYTES`, 2 GiB)."""
+    from llm_cost.analyses.train_memory import DEFAULT_RESERVE_BYTES
 
     return DEFAULT_RESERVE_BYTES

@@ -8,6 +8,7 @@ import typer
 
 from llm_cost.cli.options import Json
 from llm_cost.cli.program import app, emit
+from llm_cost.core.errors import InputError
 
 PROFILE_HELP = (
     "A shipped profile <family>-<engine> (hopper-vllm, ampere-trtllm, ada-llamacpp, cdna3-vllm, ...: the kernel "
@@ -66,17 +67,31 @@ def validate(
         Optional[str],
         typer.Option("--profile", "-p", help=PROFILE_HELP + " Lists that profile's rows; default: every source."),
     ] = None,
+    training: Annotated[
+        bool,
+        typer.Option("--training", help="The published training runs, each predicted out of source (no fit needed)."),
+    ] = False,
     as_json: Json = False,
 ) -> None:
     r"""The shipped time model against every shipped measurement, leave one SOURCE out: each source
     (a blog post, a vendor table, an issue's benchmark) predicted by the fit that never saw it. Per
     source: rows, median error, and how many measured values fell inside the band drawn from the
     other sources' held-out errors; then the bands. With --profile: that profile's rows, each beside
-    the Roofline bound and the MFU 60% / MBU 80% estimate.
+    the Roofline bound and the MFU 60% / MBU 80% estimate. With --training: every shipped published
+    training run's tokens/s per GPU, predicted with the factors fitted without its source, with its
+    published layout and with the free search.
 
-    Examples: llm-cost validate; llm-cost validate --profile hopper-vllm
+    Examples: llm-cost validate; llm-cost validate --profile hopper-vllm; llm-cost validate --training
     """
     from llm_cost import api
     from llm_cost.report import calibration as view
 
+    if training:
+        if profile is not None:
+            raise InputError(
+                "training: validates the training runs, not a profile; leave out profile",
+                fields=("training", "profile"),
+            )
+        emit(api.validate_training(), as_json, view.render_training_validation)
+        return
     emit(api.validate(profile), as_json, view.render_validation)

@@ -68,6 +68,8 @@ __all__ = [
     "weight_format",
     "width_class",
     "gemm_shape_factor",
+    "grouped_gemm_factor",
+    "GROUPED_GEMM_HALF_ROWS",
     "kv_efficiency",
     "smooth_max",
     "maximum",
@@ -132,6 +134,21 @@ def gemm_shape_factor(m: float, n: int | None, groups: float, sms: int) -> float
     tiles = row_tiles * math.ceil(n / GEMM_TILE_N) * max(groups, 1.0)
     waves = math.ceil(tiles / sms) * sms if tiles >= sms else tiles
     return pad * waves / tiles
+
+
+#: Rows per expert at which a grouped GEMM reaches half its large-M rate: DeepGEMM's grouped GEMMs on
+#: an H800 (github.com/deepseek-ai/DeepGEMM README @55ab91f, FP8): 256 rows per group 815-932
+#: TFLOP/s, 4,096-8,192 rows 1,214-1,346, i.e. 0.67-0.69 of the large-M rate at 256 rows, which
+#: rows / (rows + 115) gives.
+GROUPED_GEMM_HALF_ROWS = 115.0
+
+
+def grouped_gemm_factor(rows: float) -> float:
+    """The FLOPs multiplier of a grouped (routed-expert) GEMM of ``rows`` rows per expert: (rows +
+    :data:`GROUPED_GEMM_HALF_ROWS`) / rows, the inverse of DeepGEMM's measured ramp (the per-group
+    scheduling and tile tails that tile quantisation alone does not count)."""
+    m = max(rows, 1e-9)
+    return (m + GROUPED_GEMM_HALF_ROWS) / m
 
 
 def maximum(a: Any, b: Any) -> Any:
@@ -273,8 +290,10 @@ def _op_time(op: Operator, v: Rates, link_bytes_s: float, split_kv: bool) -> tup
         return 0.0, 0.0, t, t
     if op.kind == OpKind.GEMM:
         m = float(op.m or 1)
-        shaped = float(op.flops) * gemm_shape_factor(m, op.n, gemm_groups(op), v.sms)
-        moe = e["moe_gemm_share"] if op.role == OpRole.ROUTED_EXPERTS else 1.0
+        routed = op.role == OpRole.ROUTED_EXPERTS
+        shape = grouped_gemm_factor(m) if routed else gemm_shape_factor(m, op.n, gemm_groups(op), v.sms)
+        shaped = float(op.flops) * shape
+        moe = e["moe_gemm_share"] if routed else 1.0
         c, mem = gemm_terms(
             shaped,
             float(op.weight_bytes),

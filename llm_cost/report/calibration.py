@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from llm_cost.analyses.calibration import RowResult, SourceRow, UserCalibration, Validation
 from llm_cost.core.notes import note
 from llm_cost.core.units import fmt_int, fmt_seconds
@@ -9,6 +11,9 @@ from llm_cost.perf.profile import PARAMETERS
 from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU
 from llm_cost.report.base import print_conventions, print_table
 from llm_cost.specs.declare import to_data
+
+if TYPE_CHECKING:
+    from llm_cost.analyses.train_published import TrainingValidation
 
 
 def _pct(x: float) -> str:
@@ -160,4 +165,51 @@ def render_validation(con, v: Validation) -> None:
     print_conventions(con, notes)
 
 
-__all__ = ["render_calibration", "render_validation", "render_sources", "render_bands", "SourceRow"]
+
+
+def render_training_validation(con, v: TrainingValidation) -> None:  # noqa: ANN001 - a rich Console
+    """Every published training run predicted out of source, then the medians per source."""
+    con.print("[bold]Published training runs, tokens/s per GPU, each predicted out of source[/bold]")
+    rows = [
+        [
+            r.id,
+            r.source,
+            f"{r.measured_tokens_per_s_per_gpu:,.0f}",
+            f"{r.predicted_tokens_per_s_per_gpu:,.0f}",
+            f"{r.error:+.1%}",
+            r.search_layout,
+            f"{r.search_error:+.1%}",
+        ]
+        for r in v.rows
+    ]
+    print_table(
+        con,
+        f"{len(v.rows)} runs ({v.table})",
+        [
+            ("run", "left"),
+            ("source", "left"),
+            ("published", "right"),
+            ("predicted", "right"),
+            ("error", "right"),
+            ("search's pick", "left"),
+            ("its error", "right"),
+        ],  # fmt: skip
+        rows,
+    )
+    print_table(
+        con,
+        "median |error| out of source",
+        [("rows of", "left"), ("runs", "right"), ("published layout", "right"), ("search", "right")],
+        [[s.name, str(s.rows), f"{s.median_error:.1%}", f"{s.median_search_error:.1%}"] for s in v.sources],
+    )
+    print_conventions(con, v.conventions)
+
+
+__all__ = [
+    "render_calibration",
+    "render_validation",
+    "render_sources",
+    "render_bands",
+    "render_training_validation",
+    "SourceRow",
+]

@@ -396,28 +396,43 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         f"energy = GPU-hours x {p['power_w']:g} W x PUE {p['pue']:g}" + (" (the GPU's TDP)" if p["tdp"] else "")
     ),
     "train.activations_not_modelled": "activations not reported: {reason}",
-    "train_plan.step": "predicted from the operators by {time_model}: backward GEMMs 2x the forward, attention "
-    "backward 2.5x (FlashAttention's count), TP with sequence parallelism, ring attention, interleaved 1F1B "
-    "(bubble (p-1)/(m v)), ZeRO collectives overlapped with the backward, ring collectives over NVLink in a "
-    "node and the network between nodes",
+    "train_plan.step": "predicted from the operators by {time_model}, as {framework} runs them: backward GEMMs 2x "
+    "the forward, FlashAttention's backward 2.5x, the elementwise kernels (norms, activations, RoPE, MoE routing "
+    "and permutation, loss, FP8 casts) at the profile's streaming bandwidth, grouped expert GEMMs at the rows each "
+    "expert gets, TP with sequence parallelism, ring attention, interleaved 1F1B (bubble (p-1)/(m v)), each "
+    "collective on the link its ranks span (the framework's rank order)",
     "train_plan.mfu": "MFU against {tflops:g} TFLOP/s dense {dtype} per GPU: 6 N D, and 3 x the forward "
     "operators' FLOPs (causal attention and every LM-head position) 'with attention'; HFU adds recompute "
     "and FlashAttention's recomputation",
-    "train_plan.memory": "memory: 16 B of Adam state per parameter (ZeRO-sharded over DP x CP), activations "
-    "of the model's block (Korthikanti et al. 2022) x the micro-batches 1F1B keeps in flight, FP32 logits, "
-    "{reserve_gib:g} GiB reserve; the first and last stages carry the fewer layers",
-    "train_plan.band": lambda p: (
-        f"error band ±{p['band']:.0%}: the largest leave-one-out MFU error on the published runs the "
-        "training efficiency is fitted on (llm_cost/data/measurements/training/published-runs.yaml); "
-        "other software stacks run slower (MosaicML's 2023 H100 FSDP rows: 6-71% below the prediction)"
+    "train_plan.memory": lambda p: (
+        "memory: "
+        + (
+            "BF16 weights + FP32 gradients on every rank, FP32 master and Adam sharded by the distributed optimizer "
+            "(Megatron's 6 + 12/DP B per parameter); activations of the model's block (Korthikanti et al. 2022; "
+            "FlashAttention keeps no scores); the last stage's BF16 logits and their gradient"
+            if p["framework"] == "megatron"
+            else "16 B per parameter sharded over the FSDP group (FP32 weights, gradients, Adam), each layer gathered "
+            "in BF16 while it runs (ZeRO-2: the stage's layers gathered for the whole step); activations as torchtitan's "
+            "checkpointing keeps them; the last stage's FP32 log-softmax and its gradient"
+        )
+        + f"; activations x the micro-batches 1F1B keeps in flight; {p['reserve_gib']:g} GiB reserve; GiB = 2^30 B"
     ),
-    "train_plan.moe_unchecked": "MoE: every run the band is measured on is dense; the experts' all-to-all and "
-    "grouped GEMMs are predicted but unchecked, so the band understates the error (DeepSeek-V3, the one MoE run "
-    "with published GPU-hours, reports 2,664K H800 GPU-hours for 14.8T pre-training tokens with FP8 GEMMs and "
-    "DualPipe overlap, arXiv:2412.19437 Table 1; compare with --dtype fp8 --gpus 2048)",
-    "train_plan.left_out": "left out: stragglers (Llama 3 saw 1-2% diurnal throughput swings), failures and "
-    "restarts (Llama 3: 466 interruptions in 54 days, over 90% effective training time), checkpoint writes, "
-    "data loading, the elementwise kernels between the GEMMs",
+    "train_plan.band": lambda p: (
+        f"error band ±{p['band']:.0%}: the 90th percentile of the out-of-source errors (each published run predicted "
+        "with the factors fitted on the other sources) of this GPU family's runs "
+        "(llm_cost/data/training-efficiency.json; llm-cost validate --training)"
+        + (f", x{p['widen']:.2g} for a layout outside their range" if p["widen"] > 1 else "")
+    ),
+    "train_plan.left_out": "left out: load imbalance across experts, SM contention of overlapped communication, "
+    "stragglers (Llama 3 saw 1-2% diurnal throughput swings), failures and restarts (Llama 3: 466 interruptions in "
+    "54 days, over 90% effective training time), checkpoint writes, data loading",
+    "train_validate.method": "out of source: each row predicted with the training factors fitted on the other "
+    "sources' rows only (scripts/fit_training.py), in tokens/s per GPU (rows quoted in TFLOP/s converted by their "
+    "source's FLOP convention); 'published' keeps the knobs the source states and searches the rest, 'search' "
+    "searches every knob for the same cluster, batch, dtype and framework; error = predicted / measured - 1",
+    "train_validate.reserved": "not used: torchtitan's performance documents, Megatron-Bridge's performance "
+    "summaries and archive, the BLOOM-176B training README, DeepSeek-V3's GPU-hours (reserved for independent "
+    "checking)",
     "train.state": "state: 16 B per parameter (BF16 weights + gradients, FP32 master, Adam m, v); decimal units",
     "train.layout_state": "TP {tp} x PP {pp} x DP {dp}; state 16 B per parameter (2 weights + 2 gradients + 12 FP32 "
     "master and Adam), ZeRO-{zero} over DP",

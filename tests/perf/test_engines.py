@@ -43,7 +43,7 @@ def test_one_function_chooses_a_time_model():
     assert _functions_calling("time_model_for") <= {
         "api/choices.py:time_model_of",
         "analyses/serving_runs.py:vllm_model",
-        "analyses/train_plan.py:training_profile",
+        "analyses/train_rates.py:training_profile",
     }
     source = "\n".join(p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py"))
     for gone in ("def default_profile", "def serving_profile_of", "def training_profile_of", "def vllm_time_model", "def prediction_model"):
