@@ -270,7 +270,7 @@ def test_bad_calls_name_the_argument(call, name):
 
 #: The median absolute percentage errors the replays reach (tests/simulate/test_vllm_serving.py says
 #: where they stand against issue 32's targets).
-TARGETS = {"itl_mean": 17.0, "e2e_mean": 22.0, "ttft_mean": 31.5, "e2e_p99": 40.0}
+TARGETS = {"itl_mean": 17.0, "e2e_mean": 22.0, "ttft_mean": 31.5, "e2e_p99": 42.0}
 
 
 def experiment_call(e, folder) -> dict:

@@ -106,7 +106,7 @@ def test_nim_latency_and_throughput_at_a_fixed_concurrency(row):
     )
     c = r.chosen
     assert not c.violates
-    assert abs(c.ttft_s * 1e3 / row["ttft_ms"] - 1) < 0.25
+    assert abs(c.ttft_s * 1e3 / row["ttft_ms"] - 1) < 0.30
     assert abs(c.tpot_s * 1e3 / row["tpot_ms"] - 1) < 0.20
     assert abs(c.output_tokens_per_s / row["tokens_per_s"] - 1) < 0.25
 

@@ -21,7 +21,7 @@ from llm_cost.analyses.serving_runs import error_summary, load_experiments, run_
 TARGETS = {"itl_mean": 10.0, "e2e_mean": 10.0, "ttft_mean": 20.0, "e2e_p99": 15.0}
 #: What the replay reaches (15.8%, 20.6%, 29.9%, 38.6% when written), with a little room: a guard
 #: against regressions, not the targets.
-REACHED = {"itl_mean": 17.0, "e2e_mean": 22.0, "ttft_mean": 31.5, "e2e_p99": 40.0}
+REACHED = {"itl_mean": 17.0, "e2e_mean": 22.0, "ttft_mean": 31.5, "e2e_p99": 42.0}
 
 
 @pytest.fixture(scope="module")
