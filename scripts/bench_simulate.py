@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from llm_cost.perf.calibrated import prediction_model
+from llm_cost.core.types import Engine
+from llm_cost.perf.choose import time_model_for
 from llm_cost.simulate import EngineConfig, LogNormal, SharedPrefix, StepTimer, poisson, simulate
 from llm_cost.simulate.engine import run_engine
 from llm_cost.simulate.workload import Fixed, OpenLoop, Stage, Workload, requests, stage_bounds
@@ -34,7 +35,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     spec, gpu = load_model("llama3-8b"), load_gpu("h100")
-    model = prediction_model("h100")
+    model = time_model_for(load_gpu("h100"), Engine.VLLM)
     engine = EngineConfig(max_num_seqs=256, max_num_batched_tokens=2048)
     for name, workload in CASES.items():
         cold = warm = float("inf")

@@ -1,7 +1,7 @@
 """The simulator on every shipped vLLM serving run: a table of measured and predicted means and
 percentiles per experiment and stage, and the median error over the experiments.
 
-    PYTHONPATH=. python scripts/check_serving_runs.py [--stages] [--json] [--profile shipped]
+    PYTHONPATH=. python scripts/check_serving_runs.py [--stages] [--json]
     PYTHONPATH=. python scripts/check_serving_runs.py --commands FOLDER
     PYTHONPATH=. python scripts/check_serving_runs.py --write-band
 
@@ -16,8 +16,7 @@ prefixes) into FOLDER and prints the one ``llm-cost serve`` command that replays
 command's ``--json`` holds the whole run's figures and, under ``simulation.stages``, each stage's
 (tests/test_api_serve.py runs them through ``llm_cost.serve``).
 
-Default time model: vLLM's torch.compile profile family (``vllm_time_model``); ``--profile shipped``
-uses each GPU's shipped profile instead (PyTorch eager on the H100).
+Time model: the one rule's for vLLM on each run's GPU (``llm_cost.perf.choose.time_model_for``).
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ from llm_cost.analyses.serving_runs import (
     load_experiments,
     workload_file_text,
 )
-from llm_cost.perf.calibrated import prediction_model
 from llm_cost.specs.files import read_yaml
 
 
@@ -44,19 +42,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", action="store_true", help="also each stage's row")
     parser.add_argument("--json", action="store_true", help="print the comparisons as JSON")
-    parser.add_argument("--profile", choices=("vllm", "shipped"), default="vllm", help="the time model")
     parser.add_argument("--commands", metavar="FOLDER", help="write the workload files there and print the commands")
     parser.add_argument(
         "--write-band", action="store_true", help=f"write the serving band's calibration ({BAND_FILE.name})"
     )
     args = parser.parse_args()
-    if args.write_band and args.profile != "vllm":
-        parser.error("--write-band calibrates the default time model (--profile vllm)")
     if args.commands:
         commands(Path(args.commands))
         return
     start = time.perf_counter()
-    check = check_runs(time_model=(lambda e: prediction_model(e.gpu.name)) if args.profile == "shipped" else None)
+    check = check_runs()
     elapsed = time.perf_counter() - start
     if args.write_band:
         data = band_file_data(check, "scripts/check_serving_runs.py --write-band")

@@ -67,7 +67,7 @@ VALID = {
 WRITERS = {
     "import_config": dict(config=str(Path(__file__).parent / "fixtures" / "hf" / "gpt2" / "config.json"), out="{tmp}/x.yaml"),
     "calibrate": dict(measurements=["{measurements}"], out="{tmp}/p.yaml"),
-    "validate": dict(profile="a100-trtllm"),
+    "validate": dict(profile="ampere-trtllm"),
 }  # fmt: skip
 EXAMPLES = int(os.environ.get("LLM_COST_FUZZ_EXAMPLES", "40"))
 
@@ -138,8 +138,8 @@ def _numpy_values() -> list:
 
 
 def test_every_public_function_is_fuzzed():
-    """Every public function but validate_profiles (no arguments) is in VALID or WRITERS."""
-    functions = set(api.EXPORTS) - {"validate_profiles"}
+    """Every public function but validate_training (no arguments) is in VALID or WRITERS."""
+    functions = set(api.EXPORTS) - {"validate_training"}
     assert functions <= set(VALID) | set(WRITERS), sorted(functions - set(VALID) - set(WRITERS))
 
 
@@ -198,7 +198,7 @@ def _not_none(value) -> bool:  # noqa: ANN001
 def test_a_writer_given_a_hostile_argument_raises_only_llm_cost_error(name, tmp_path, data):
     """import_config, calibrate and validate: each answers (writing under the test's folder) or
     refuses with LlmCostError; a file an earlier example wrote is refused without force."""
-    from llm_cost.analyses.calibration import measurements_dir
+    from llm_cost.analyses.measurements import measurements_dir
 
     files = {"{tmp}": str(tmp_path), "{measurements}": str(measurements_dir() / "local-a100-gpt-fast-decode.yaml")}
 

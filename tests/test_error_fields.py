@@ -154,14 +154,14 @@ def test_engine_errors_name_the_argument():
     from llm_cost.analyses.multimodal import image_cost
     from llm_cost.analyses.rope import rope_analysis
     from llm_cost.analyses.serving import Targets, Traffic, plan
+    from llm_cost.core.types import Engine
     from llm_cost.core.units import parse_context, parse_integer
-    from llm_cost.perf.calibrated import prediction_model
-    from llm_cost.perf.profile import load_profile
+    from llm_cost.perf.choose import load_profile, time_model_for
     from llm_cost.specs.load import load_gpu, load_model
 
     spec, gpu = load_model("llama3-8b"), load_gpu("h100")
     calls = [
-        (lambda: plan(spec, gpu, Traffic(2048, 1), Targets(), prediction_model("h100")), "output_tokens"),
+        (lambda: plan(spec, gpu, Traffic(2048, 1), Targets(), time_model_for(gpu, Engine.VLLM)), "output_tokens"),
         (lambda: rope_analysis(1e4, 127, 8192, 32768), "dims"),
         (lambda: image_cost(load_model("qwen2-vl-7b"), 64, 64, connector="x"), "connector"),
         (lambda: load_profile("h2000"), "profile"),
@@ -181,7 +181,7 @@ CLI_MISTAKES = [
     (["serve", "llama3.1-405b", "--gpus", "8"], "--gpus:", "it needs 16"),
     (["serve", "llama3-8b", "--mode", "disaggregated", "--gpus", "1"], "--mode:", "give --gpus 2 or more"),
     (["serve", "llama3.1-405b", "--tp", "1", "--batch", "8"], "--tp/--pp:", "does not hold"),
-    (["serve", "llama3-8b", "--profile", "h2000"], "--profile:", "Shipped profiles"),
+    (["serve", "llama3-8b", "--profile", "h2000"], "--profile:", "<family>-<engine>"),
     (["fit", "llama3-8b", "--tp", "3"], "--tp:", "query heads"),
     (["fit", "deepseek-v3", "--tp", "8", "--ep", "4"], "--ep:", "--ep must be 1 or --tp x --dp = 8"),
     (["moe", "deepseek-v3", "--ep", "7"], "--ep:", "divisor of 256"),

@@ -119,9 +119,9 @@ CALLS = {
     "reproduce --row P7 --row R2 --row S4": lambda: api.reproduce(["P7", "R2", "S4"]),
     f"params {NEMOTRON}": lambda: api.params(NEMOTRON),
     f"roofline {SCOUT} --batch 8 --context 12K": lambda: api.decode(SCOUT, "h100", 8, 12288),
-    "validate --profile h200": lambda: api.validate("h200"),
-    "roofline llama3-8b --gpu a100 --weights-dtype int4 --group-size 32 --profile h200": lambda: api.decode(
-        "llama3-8b", "a100", weights_dtype="int4", group_size=32, profile="h200"
+    "validate --profile hopper-pytorch-eager": lambda: api.validate("hopper-pytorch-eager"),
+    "roofline llama3-8b --gpu a100 --weights-dtype int4 --group-size 32 --profile ampere-torch-compile": lambda: (
+        api.decode("llama3-8b", "a100", weights_dtype="int4", group_size=32, profile="ampere-torch-compile")
     ),
 }
 

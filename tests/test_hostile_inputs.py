@@ -29,15 +29,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import llm_cost.specs.load as load
-from llm_cost.analyses.calibration import check_distinct, load_measurements, measurements_dir
+from llm_cost.analyses.calibration import profile_yaml
+from llm_cost.analyses.measurements import check_distinct, load_measurements, measurements_dir
 from llm_cost.core.errors import InputError
+from llm_cost.perf.choose import load_profile
 from llm_cost.simulate.workload import read_trace
 from llm_cost.specs.checkpoint import read_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "hf"
 MODEL = (load.data_dir("models") / "llama3-8b.yaml").read_text()
-PROFILE = (ROOT / "llm_cost" / "data" / "profiles" / "h200.yaml").read_text()
+PROFILE = profile_yaml(load_profile("hopper-pytorch-eager"))
 TIMINGS = measurements_dir() / "local-h200-llama3-8b-measured.yaml"
 TIME_LIMIT_S = 2.0  # of the process's CPU: the work itself, whatever else the machine runs
 WALL_LIMIT_S = 10.0  # of the clock: a read that blocks (a FIFO) uses no CPU
@@ -373,7 +375,7 @@ ROWS = [
         lambda t: ["validate", "--profile", str(_profile(t, "overlap_p", "1.0e+300"))],
         {},
         2,
-        "parameters.overlap_p",
+        "parameters.family.overlap_p",
     ),
     # import, help
     (
@@ -601,7 +603,9 @@ ROWS = [
             "--tokens",
             "1T",
             "--gpus",
-            "1024",
+            "4096",
+            "--seq",
+            "2K",
         ],
         {},
         0,
@@ -613,7 +617,7 @@ ROWS = [
         lambda t: ["train", "llama3-405b", "--tokens", "15T", "--gpus", "8", "--tp", "16"],
         {},
         2,
-        "--tp 16: 16 GPUs",
+        "--tp: 16 does not divide the 8 GPUs",
     ),
     ("serve-tp-16", lambda t: ["serve", "llama3-8b", "--tp", "16"], {}, 2, "--tp 16 x --pp 1: 16 GPUs"),
     (
@@ -930,7 +934,7 @@ def _index_with_total(tmp: Path, total: int) -> Path:
 
 
 def _profile(tmp: Path, parameter: str, value: str) -> Path:
-    text, n = re.subn(rf"(\n  {parameter}: )[^\n]*", rf"\g<1>{value}", PROFILE, count=1)
+    text, n = re.subn(rf"(\n    {parameter}: )[^\n]*", rf"\g<1>{value}", PROFILE, count=1)
     assert n == 1
     path = tmp / "profile.yaml"
     path.write_text(text)
@@ -1042,12 +1046,8 @@ def _trace_in(tmp: Path, row: dict) -> str:
 
 
 def _calibrated(tmp: Path, change) -> str:
-    """The shipped H200 profile (a fitted one) after ``change(text)``."""
+    """The shipped hopper-pytorch-eager profile after ``change(text)``."""
     return _file(tmp, "p.yaml", change(PROFILE))
-
-
-def _no_measurements(text: str) -> str:
-    return re.sub(r"measurements:\n(- .*\n)+", "measurements: []\n", text)
 
 
 def _mlp_only(tmp: Path) -> str:
@@ -1092,8 +1092,6 @@ IN_PROCESS = [
     ("i36-train-csv-json", lambda t: ["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--csv", "--json"], 2, "No such option: --csv"),
     ("i36-gpus-per-node-5000", lambda t: ["serve", "llama3-8b", "--gpu", _gpu_spec(t, r"gpus_per_node: .*", "gpus_per_node: 5000")],
      2, "field interconnect.gpus_per_node"),
-    ("i36-validate-no-measurements", lambda t: ["validate", "--profile", _calibrated(t, _no_measurements)], 2,
-     "profile h200: field measurements is empty"),
     ("i36-fit-mlp-only", lambda t: ["fit", _mlp_only(t)], 2, "llama3-8b: no layer of its layer_types keeps a KV cache"),
     ("i36-kv-mlp-only", lambda t: ["kv", _mlp_only(t)], 0, "per token (all caching layers)         0 B"),
     # 11: calibrate's names, profiles and GPU specs read strictly
@@ -1103,10 +1101,10 @@ IN_PROCESS = [
      "'../evil' is not a valid profile identifier"),
     ("i36-profile-name-5000", lambda t: ["calibrate", str(A100_TIMINGS), "-o", str(t / "x.yaml"), "--name", "a" * 5000], 2,
      "(5,000 characters)' is not a valid profile identifier"),
-    ("i36-profile-gpu-tpu", lambda t: ["validate", "--profile", _calibrated(t, lambda s: s.replace("\ngpu: h200\n", "\ngpu: tpu-v9\n"))],
-     2, "gpu: 'tpu-v9' is not a shipped GPU"),
-    ("i36-profile-loo-nan", lambda t: ["validate", "--profile", _calibrated(t, lambda s: re.sub(r"loo_median: .*", "loo_median: .nan", s, count=1))],
-     2, "field error.loo_median: Input should be a finite number"),
+    ("i36-profile-family-tpu", lambda t: ["validate", "--profile", _calibrated(t, lambda s: s.replace("\nfamily: hopper\n", "\nfamily: tpu-v9\n"))],
+     2, "family: 'tpu-v9' is not a kernel family"),
+    ("i36-profile-error-nan", lambda t: ["validate", "--profile", _calibrated(t, lambda s: re.sub(r"\n  median: .*", "\n  median: .nan", s, count=1))],
+     2, "field out_of_source.median: Input should be a finite number"),
     ("i36-gpu-memory-string", lambda t: ["fit", "llama3-8b", "--gpu", _gpu_spec(t, r"memory_gb: .*", 'memory_gb: "80"')], 2,
      "field memory_gb: Input should be a valid number (got '80')"),
     ("i36-gpu-name-binary", lambda t: ["fit", "llama3-8b", "--gpu", _gpu_spec(t, r"\nname: .*", "\nname: !!binary aDEwMA==")], 2,

@@ -10,16 +10,17 @@ import pytest
 from llm_cost.analyses.moe import moe_analysis
 from llm_cost.analyses.speculative import speculative
 from llm_cost.core.labels import Bound
-from llm_cost.core.types import LayerKind, LayerType, MlpType, OpKind, OpRole, Part
+from llm_cost.core.types import Engine, LayerKind, LayerType, MlpType, OpKind, OpRole, Part
 from llm_cost.model.kv import kv_cache
 from llm_cost.model.kvshape import linear_state_elements
 from llm_cost.model.layers import layer_counts
 from llm_cost.model.layout import Layout, stage_kv_bytes, stage_range
 from llm_cost.model.structure import build
 from llm_cost.perf.calibrated import CalibratedModel
-from llm_cost.perf.profile import default_profile
+from llm_cost.perf.choose import profile_for
 from llm_cost.perf.timemodel import RooflineBound, link_of
 from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.specs.load import load_gpu as _gpu_spec
 from llm_cost.workload.step import build_step, decode, prefill, ring_all_reduce_bytes
 
 H100 = load_gpu("h100")
@@ -52,7 +53,7 @@ def test_decode_at_batch_1_is_memory_bound_and_a_long_prefill_compute_bound():
     weights (15.0 GFLOP, 15 us at peak) but reads 15.0 GB of them (4.5 ms): memory-bound. An
     8,192-token prefill does 8,192 x 15.0 GFLOP + attention (over 120 TFLOP, 0.12 s) over the same
     bytes: compute-bound. Both models label it the same way, from the same rule."""
-    profile = default_profile("h100")
+    profile = profile_for(_gpu_spec("h100"), Engine.VLLM)
     assert profile is not None
     decode_step, prefill_step = build_step(LLAMA, decode(1, 0)), build_step(LLAMA, prefill(1, 8192))
     for model in (RooflineBound(), CalibratedModel(profile)):
@@ -67,7 +68,7 @@ def test_collectives_are_communication_bound_in_every_time_model():
     communication by the bound and by the calibrated prediction; every other operator of a
     one-token step reads more than it multiplies (memory)."""
     step = build_step(LLAMA, decode(1, 0), layout=Layout(tp=4))
-    profile = default_profile("h100")
+    profile = profile_for(_gpu_spec("h100"), Engine.VLLM)
     assert profile is not None
     for model in (RooflineBound(), CalibratedModel(profile)):
         times = model.step_time(step, H100)
@@ -194,13 +195,15 @@ def test_the_step_time_is_the_sum_of_its_stages():
     assert bound.link_s == pytest.approx(sum(s[2] for s in stages), rel=1e-12)
     assert bound.bound is Bound.MEMORY
 
-    profile = default_profile("h100")
+    profile = profile_for(_gpu_spec("h100"), Engine.VLLM)
     assert profile is not None
     predicted = CalibratedModel(profile).step_time(step, H100)
-    q = profile.parameters
-    for stage, timed in zip(step.stages, predicted.stages):
+    q = profile.parameters.engine
+    for i, (stage, timed) in enumerate(zip(step.stages, predicted.stages)):
         ops = [t for t in predicted.ops if t.stage == stage.index]
-        fixed = q.layer_overhead_s * stage.layers + q.step_overhead_s
+        moe = max((op.layers for op in stage.ops if op.role.value == "routed_experts"), default=0)
+        per_step = q.step_overhead_s + q.sequence_overhead_s * step.sequences if i == 0 else 0.0
+        fixed = q.layer_overhead_s * stage.layers + q.moe_layer_overhead_s * moe + per_step
         assert timed.time_s == pytest.approx(sum(t.time_s for t in ops) + fixed, rel=1e-12)
     assert predicted.time_s == pytest.approx(sum(s.time_s for s in predicted.stages), rel=1e-12)
     assert predicted.link_s == pytest.approx(sum(s.link_s for s in predicted.stages), rel=1e-12)

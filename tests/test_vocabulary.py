@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from llm_cost.core.choices import Logits
 from llm_cost.core.errors import SpecError
-from llm_cost.core.types import LayerType, MlpType, OpRole
+from llm_cost.core.types import Dtype, LayerType, MlpType, OpRole
 from llm_cost.model.layout import Layout
 from llm_cost.specs.hf import load_hf_config
 from llm_cost.specs.load import load_model
@@ -51,6 +52,12 @@ def _operators() -> dict[str, set[OpRole]]:
             step = build_step(spec, [SeqGroup(4, 1, 64), SeqGroup(1, 32, 0)], layout=layout, weight_bytes=convention)
             for op in step.ops:
                 names.setdefault(op.name, set()).add(op.role)
+        training = build_step(  # a training step's elementwise kernels, FP8 casts, unfused attention's scores
+            spec, [SeqGroup(2, 32, 0)], layout=Layout(tp=layout.tp, pp=layout.pp), logits=Logits.ALL, elementwise=True,
+            sequence_parallel=True, compute_dtype=Dtype.FP8, materialised_scores=True,
+        )  # fmt: skip
+        for op in training.ops:
+            names.setdefault(op.name, set()).add(op.role)
     return names
 
 

@@ -1,391 +1,122 @@
-"""Fit a calibration profile to measured step times, and validate one, leave-one-out.
+"""Fit the time model's parameters to measured step times, across sources, and check it leave one
+SOURCE out.
 
-Measurement files (YAML or CSV). YAML: a mapping with ``engine``, ``source``, optional ``models`` (a
-row's model id -> an llm-cost model name or a spec path relative to the file) and ``rows``, a list of
-mappings; CSV: one row per line with a header. The fields of a row:
+The fit (``scripts/fit_profiles.py`` writes the shipped one) takes every shipped measurement at
+once: one set of :class:`~llm_cost.perf.profile.FamilyParameters` per kernel family with rows (each
+row against its own GPU's datasheet peaks) and one set of
+:class:`~llm_cost.perf.profile.EngineParameters` per engine with rows, so a family's efficiencies
+rest on every engine's rows of its GPUs and an engine's fixed costs on every GPU it was timed on.
+It minimises the log residuals log(predicted / measured) (a relative error: the same weight for a
+3 ms and a 1.4 s row; each row weighted 1 / sqrt(its source's rows), :func:`source_weights`) plus a
+weak pull of each parameter towards its prior (its residual (value -
+prior) / (half its range)), within each parameter's physical bounds (scipy.optimize.least_squares,
+trust-region reflective). A parameter no row moves stays at its prior, and the fit says so; one that
+ends at a bound is named.
 
-``id`` (optional in CSV: ``line`` and the line number), ``model`` (a shipped name, a spec path, or a key of
-``models``), ``gpu`` (shipped name or alias; one GPU per file), ``phase`` (decode | prefill), ``batch``
-(sequences), ``context`` (decode: tokens cached per sequence; prefill: prompt tokens), ``tp`` (default
-1), ``weights_dtype`` (bf16 | fp16 | fp8 | int8 | int4), ``group_size`` (weight-only quantisation group,
-blank for per-channel int8; int4 without one is taken as 128), ``kv_dtype`` (default bf16),
-``compute_dtype`` (bf16 | fp16 | fp8; default bf16, fp16 with fp16 weights or KV), ``measured_ms`` (milliseconds per step: per token at batch 1 for decode, the time to first token for a
-prefill). Other fields (source, quote, notes) are kept but not read.
-
-Weight bits (:func:`llm_cost.core.types.stored_weight_bits`): a group of G weights carries a bf16 scale and zero,
-32 / G bits per weight (int4 at G = 32: 5 bits; int8 per channel: 8).
-
-The fit (scipy.optimize.least_squares, trust-region reflective, within each parameter's physical
-bounds of :data:`~llm_cost.perf.profile.PARAMETERS`) minimises the log residuals log(predicted /
-measured): a relative error, the same weight for a 3 ms and a 1.4 s row. Parameters the rows cannot
-determine (:data:`NEEDS`) stay at their prior and the profile says why and which rows would determine
-them. Leave-one-out: each row predicted by the profile fitted to the others.
+Checked leave-one-source-out: for each source (one publication: a blog post, a vendor table, an
+issue's benchmark), the fit without its rows predicts them, the family or engine that then has no
+rows being taken from the nearest fitted one as a prediction would (:func:`llm_cost.perf.choose.resolve`).
+Those held-out residuals, by the prediction's situation (fitted, combined, transferred) and regime
+(decode at batch <= 8, decode above, prefill), give the error bands at their 10th and 90th
+percentiles; each source's rows are checked against the bands of the other sources' residuals, so
+the band's coverage is measured, not assumed.
 """
 
 from __future__ import annotations
 
-import csv
-import dataclasses
 import statistics
-from collections.abc import Callable, Sequence
-from dataclasses import field, replace
-from functools import lru_cache
-from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from collections.abc import Sequence
+from dataclasses import field
+from typing import Any, Literal
 
-from pydantic import ValidationError
-
-from llm_cost.core.errors import InputError, SpecError
-from llm_cost.core.limits import MAX_CALIBRATION_ROWS
+from llm_cost.analyses.measurements import (
+    Measurement,
+    category,
+    check_distinct,
+    load_measurements,
+    measurements_dir,
+    shipped_files,
+    step_of,
+)
+from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
-from llm_cost.core.types import DTYPE_BITS, Dtype, Engine, OpKind, Phase, stored_weight_bits
-from llm_cost.model.layout import Layout
+from llm_cost.core.serialize import Result
+from llm_cost.core.types import DTYPE_BITS, Engine, OpKind, OpRole, Phase
 from llm_cost.perf.calibrated import (
-    CalibratedModel,
+    DEFAULT_SMS,
     attention_terms,
     collective_time,
+    fixed_time,
+    gemm_shape_factor,
     gemm_terms,
+    grouped_gemm_factor,
+    kv_efficiency,
+    latency_hops,
+    moe_layers,
     other_terms,
+    regime_of,
     smooth_max,
     weight_format,
+    width_class,
 )
-from llm_cost.perf.kernels import attention_blocks
-from llm_cost.perf.profile import (
-    PARAMETERS,
-    FitError,
-    Parameters,
-    Profile,
-    load_profile,
-    profile_names,
-    transferred,
-)
+from llm_cost.perf.choose import resolve
+from llm_cost.perf.eras import EngineBlock, block_of, current_block, engine_of_block
+from llm_cost.perf.families import KernelFamily, family_of
+from llm_cost.perf.kernels import SPLIT_KV_ENGINES, attention_blocks
+from llm_cost.perf.profile import ENGINE_PARAMETERS, FAMILY_PARAMETERS, Regime, RegimeBand, Situation
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
-from llm_cost.specs.declare import Bounds, Spec, spec, to_data, validated
-from llm_cost.specs.files import OutFile, read_text, read_yaml, real_path, shown, validation_message
+from llm_cost.specs.declare import to_data
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.specs.schema import HardwareSpec
-from llm_cost.workload.step import Step, build_step, decode, prefill
+from llm_cost.workload.step import Step
 
 __all__ = [
-    "Measurement",
-    "load_measurements",
-    "category",
-    "step_of",
-    "NEEDS",
-    "SLOWEST",
-    "MAX_CALIBRATION_ROWS",
-    "check_distinct",
-    "RowResult",
-    "CategoryError",
-    "categories",
-    "Calibration",
-    "calibrate",
-    "engine_of_files",
-    "transfer",
-    "profile_yaml",
-    "measurements_dir",
-    "write_profile",
-    "validate",
-    "check",
-    "validate_shipped",
-    "ProfileCheck",
-    "profile_checks",
-    "measured_transfer_widen",
-    "ProfileTable",
-    "profile_table",
     "FIT_INSTALL_HINT",
+    "FAMILIES",
+    "ENGINES",
+    "PRIOR_WEIGHT",
+    "Features",
+    "features_of",
+    "predict",
+    "Fit",
+    "fit",
+    "HeldOut",
+    "held_out",
+    "bands_of",
+    "weighted_percentile",
+    "source_weights",
+    "SourceRow",
+    "by_source",
+    "RowResult",
+    "row_results",
+    "shipped_rows",
+    "measurements_dir",
+    "priors",
+    "fit_file",
+    "stored_fit",
+    "Validation",
+    "validation",
+    "UserCalibration",
+    "calibrate_files",
+    "profile_yaml",
+    "write_profile",
 ]
 
-#: What a measurement file is, for messages about its path.
-_WHAT = "a .yaml or .csv measurement file"
 FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
+#: Every family and engine block (an engine's current release, or an earlier one fitted apart:
+#: :mod:`llm_cost.perf.eras`), in the order of the parameter matrices' rows.
+FAMILIES: tuple[KernelFamily, ...] = tuple(KernelFamily)
+ENGINES: tuple[EngineBlock, ...] = tuple(EngineBlock)
+#: Weight of each parameter's pull towards its prior, against one row's log residual: a parameter
+#: moved across half its range costs as much as one row predicted e (2.7x) off. Weak beside a few
+#: rows that determine it; decisive for one that no row moves.
+PRIOR_WEIGHT = 1.0
+#: Held-out residuals a band needs: rows and sources (fewer: the band of a wider situation or regime).
+BAND_MIN_ROWS = 10
+BAND_MIN_SOURCES = 3
 
 
-@spec
-class Measurement(Spec):
-    """One measured step time (fields in the module docstring). Validated from a file's row, as a
-    spec is (CSV text such as ``"8"`` is read as the number it spells); keys it does not name (a
-    row's source and quote) are left out."""
-
-    __pydantic_config__ = {"extra": "ignore"}
-
-    id: str
-    model: str
-    gpu: str
-    phase: Phase
-    batch: Annotated[int, Bounds(ge=1, le=2**20)]
-    context: Annotated[int, Bounds(ge=0, le=2**30)]
-    tp: Annotated[int, Bounds(ge=1, le=4096)] = 1
-    weights_dtype: Literal["bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
-    group_size: Optional[Annotated[int, Bounds(ge=1, le=2**20)]] = None
-    kv_dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
-    compute_dtype: Optional[Literal["bf16", "fp16", "fp8"]] = None
-    measured_ms: Annotated[float, Bounds(gt=0)]
-    spec: str = ""  # the model name or path the step is built from (resolved from ``models``)
-
-    def _check(self) -> None:
-        if self.phase == Phase.MIXED:
-            raise ValueError("phase must be decode or prefill (a step is measured by itself)")
-
-
-def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    if path.suffix.lower() == ".csv":
-        lines = list(csv.DictReader(read_text(path, "a .csv measurement file").splitlines()))
-        rows = [
-            {k: _csv_number(k, v) for k, v in r.items() if v not in (None, "")} | {"id": r.get("id") or f"line{i + 2}"}
-            for i, r in enumerate(lines)
-        ]
-        return rows, {}
-    data = read_yaml(path)
-    listed = data.get("rows")
-    if not isinstance(listed, list) or not all(isinstance(r, dict) for r in listed):
-        raise SpecError(f"{shown(path)}: a measurement file needs 'rows', a list of mappings")
-    models = data.get("models") or {}
-    if not isinstance(models, dict) or not all(isinstance(v, str) for v in models.values()):
-        raise SpecError(
-            f"{shown(path)}: field models must map each row's model id to an llm-cost model name or spec path"
-        )
-    return listed, {str(k): v for k, v in models.items()}
-
-
-def _csv_number(column: object, text: object) -> object:
-    """A CSV cell of ``measured_ms`` as the number it spells (CSV holds only text; a YAML row's
-    time must be a number): ASCII decimal notation, else the text, which validation refuses."""
-    if column != "measured_ms" or not isinstance(text, str) or not text.strip().isascii():
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
-def _spec_name(model: str, models: dict[str, str], folder: Path) -> str:
-    target = models.get(model, model)
-    return str(folder / target) if target.endswith((".yaml", ".yml", ".json")) else target
-
-
-def load_measurements(paths: Sequence[Path]) -> list[Measurement]:
-    """The rows with a measured time of the files (rows without one, e.g. MFU-only, are skipped);
-    SpecError naming the file and row for an invalid one."""
-    out = []
-    for path in paths:
-        rows, models = _rows_of(path)
-        if len(rows) > MAX_CALIBRATION_ROWS:
-            raise InputError(
-                f"{shown(path)}: {len(rows):,} rows; a profile is fitted on at most {MAX_CALIBRATION_ROWS:,} (leave-one-out "
-                "refits it once per row): give a sample of the configurations"
-            )
-        for i, row in enumerate(rows):
-            if row.get("measured_ms") in (None, ""):
-                continue
-            try:
-                m = validated(Measurement, row)
-            except ValidationError as exc:
-                raise SpecError(validation_message(path, exc).replace("invalid spec", f"row {i + 1}")) from None
-            out.append(replace(m, spec=_spec_name(m.model, models, real_path(path, _WHAT).parent)))
-    if not paths:
-        raise InputError("measurements: give at least one measurement file", fields=("measurements",))
-    if not out:
-        raise InputError(f"{', '.join(shown(p) for p in paths)}: no rows with measured_ms")
-    return out
-
-
-def _measured(m: Measurement) -> tuple:
-    """What a row says: the step (model resolved, GPU, phase, sizes, dtypes, layout) and its time."""
-    return (m.spec, m.gpu.lower(), m.phase, m.batch, m.context, m.tp, m.weights_dtype, m.group_size, m.kv_dtype,
-            m.compute_dtype, m.measured_ms)  # fmt: skip
-
-
-def check_distinct(rows: list[Measurement]) -> None:
-    """InputError naming the first rows that share an id, or that repeat one another (the same
-    step, the same time: a copied row): a copy weighs its row twice in the fit and hides its error
-    leave-one-out (its twin stays in). Two measurements of one step that differ are kept."""
-    ids: set[str] = set()
-    seen: dict[tuple, Measurement] = {}
-    for m in rows:
-        if m.id in ids:
-            raise InputError(f"row id {m.id!r} is given to two rows; give each row its own id")
-        twin = seen.get(_measured(m))
-        if twin is not None:
-            raise InputError(f"rows {twin.id!r} and {m.id!r} repeat one measurement (the same step and time); keep one")
-        ids.add(m.id)
-        seen[_measured(m)] = m
-
-
-def category(m: Measurement) -> str:
-    """The row's category in error tables: phase, batch 1 or more, weight format, TP."""
-    parts: list[str] = [m.phase.value]
-    if m.phase == Phase.DECODE:
-        parts.append("batch 1" if m.batch == 1 else "batch > 1")
-    if m.weights_dtype in ("int8", "int4"):
-        parts.append(f"{m.weights_dtype} weight-only")
-    if m.tp > 1:
-        parts.append("TP > 1")
-    return ", ".join(parts)
-
-
-def step_of(m: Measurement) -> Step:
-    """The step a measurement timed: its model, layout, weight bits and dtypes. InputError naming
-    the row and its field (``tp``, not an argument) for a layout the model cannot take."""
-    try:
-        return _step(m)
-    except InputError as exc:
-        if not exc.fields:
-            raise
-        raise InputError(f"row {m.id!r}: field {exc}") from None
-
-
-def _step(m: Measurement) -> Step:
-    spec = load_model(m.spec)
-    bits = stored_weight_bits(m.weights_dtype, m.group_size)
-    compute = (
-        Dtype(m.compute_dtype)
-        if m.compute_dtype
-        else (Dtype.FP16 if "fp16" in (m.weights_dtype, m.kv_dtype) else Dtype.BF16)
-    )
-    groups = decode(m.batch, m.context) if m.phase == Phase.DECODE else prefill(m.batch, m.context)
-    return build_step(
-        spec,
-        groups,
-        layout=Layout(tp=m.tp),
-        weight_bits=bits,
-        kv_bits=DTYPE_BITS[Dtype(m.kv_dtype)],
-        compute_dtype=compute,
-    )
-
-
-#: What determines each parameter: (a test on the rows, the rows that would determine it).
-NEEDS: dict[str, tuple[Callable[[list[Measurement]], bool], str]] = {
-    "gemm_efficiency_max": (
-        lambda r: any(m.batch * (m.context if m.phase == Phase.PREFILL else 1) >= 1024 for m in r),
-        "rows with >= 1,024 tokens in flight (a prefill)",
-    ),
-    "gemm_half_tokens": (
-        lambda r: len({m.batch for m in r if m.phase == Phase.DECODE and m.batch >= 16}) >= 2,
-        "decode rows at two or more batch sizes >= 16",
-    ),
-    "overlap_p": (
-        lambda r: any(m.phase == Phase.DECODE and m.batch >= 64 for m in r),
-        "decode rows with batch >= 64 (near the ridge)",
-    ),
-    "bandwidth_efficiency_native": (
-        lambda r: len({(m.spec, m.tp) for m in r if m.weights_dtype in ("bf16", "fp16", "fp8")}) >= 2,
-        "rows with 16-bit (or fp8) weights of two or more models or TP degrees (with one "
-        "weight size it is not separable from the per-layer time)",
-    ),
-    "bandwidth_efficiency_int8": (lambda r: any(m.weights_dtype == "int8" for m in r), "rows with int8 weights"),
-    "bandwidth_efficiency_int4": (lambda r: any(m.weights_dtype == "int4" for m in r), "rows with int4 weights"),
-    "kv_efficiency_max": (
-        lambda r: len({m.batch for m in r if m.phase == Phase.DECODE and m.context >= 4096}) >= 2,
-        "decode rows with context >= 4,096 at two or more batch sizes",
-    ),
-    "kv_saturation_heads": (
-        lambda r: len({m.batch for m in r if m.phase == Phase.DECODE and m.context >= 4096}) >= 2,
-        "decode rows with context >= 4,096 at two or more batch sizes",
-    ),
-    "attention_efficiency_flash": (
-        lambda r: any(m.phase == Phase.PREFILL and m.context >= 4096 for m in r),
-        "prefill rows with prompts >= 4,096 tokens",
-    ),
-    "layer_overhead_s": (lambda r: any(m.phase == Phase.DECODE for m in r), "decode rows"),
-    "step_overhead_s": (
-        lambda r: len({load_model(m.spec).num_hidden_layers for m in r}) >= 2,
-        "rows of models with different layer counts (else it is not separable from the per-layer time)",
-    ),
-    "collective_latency_s": (lambda r: any(m.tp > 1 for m in r), "rows with TP > 1"),
-    "link_efficiency": (
-        lambda r: any(m.tp > 1 and m.batch * (m.context if m.phase == Phase.PREFILL else 1) >= 1024 for m in r),
-        "rows with TP > 1 and >= 1,024 tokens in flight",
-    ),
-}
-
-
-@record
-class _Features:
-    """The rows' operators as flat arrays (numpy), to evaluate the calibrated model's formulas on
-    every row at once; built once per data set."""
-
-    n: int
-    peak: Any
-    bw: Any
-    gemm: dict[str, Any]
-    attn: dict[str, Any]
-    other: dict[str, Any]
-    coll: dict[str, Any]
-    layers: Any
-    stages: Any
-
-    @classmethod
-    def of(cls, steps: list[Step], gpu: HardwareSpec, np: Any, split_kv: bool = False) -> _Features:
-        gemm: dict[str, list] = {k: [] for k in ("row", "flops", "w", "act", "m", "fmt")}
-        attn: dict[str, list] = {k: [] for k in ("row", "flops", "read", "write", "x")}
-        other: dict[str, list] = {k: [] for k in ("row", "flops", "bytes")}
-        coll: dict[str, list] = {k: [] for k in ("row", "calls", "bytes", "link")}
-        formats = ("native", "int8", "int4")
-        for i, step in enumerate(steps):
-            fmt = formats.index(weight_format(step.weight_bits, DTYPE_BITS[step.compute_dtype]))
-            link_gb_s = link_of(step, gpu, DEFAULT_NETWORK_GB_S)[1]
-            for op in step.ops:
-                if op.kind == OpKind.GEMM:
-                    for k, v in zip(gemm, (i, op.flops, op.weight_bytes, op.activation_bytes, op.m or 1, fmt)):
-                        gemm[k].append(float(v))
-                elif op.kind == OpKind.ATTENTION:
-                    x = attention_blocks(op, gpu.sm_count, split_kv)
-                    for k, v in zip(attn, (i, op.flops, op.kv_read_bytes, op.kv_write_bytes, x)):
-                        attn[k].append(float(v))
-                elif op.kind == OpKind.COLLECTIVE:
-                    assert op.collective is not None
-                    for k, v in zip(coll, (i, op.layers, op.collective.bytes_per_call, link_gb_s * 1e9)):
-                        coll[k].append(float(v))
-                else:
-                    for k, v in zip(other, (i, op.flops, op.bytes)):
-                        other[k].append(float(v))
-        arr = lambda d: {k: np.asarray(v, dtype=float) for k, v in d.items()}  # noqa: E731
-        peaks = np.asarray([gpu.peak_flops(s.compute_dtype) for s in steps])
-        return cls(
-            len(steps),
-            peaks,
-            float(gpu.bandwidth_bytes_s),
-            arr(gemm),
-            arr(attn),
-            arr(other),
-            arr(coll),
-            np.asarray([sum(st.layers for st in s.stages) for s in steps], dtype=float),
-            np.asarray([len(s.stages) for s in steps], dtype=float),
-        )
-
-    def predict(self, q: dict[str, float], np: Any) -> Any:
-        """Predicted seconds of every row, by the formulas of
-        :class:`~llm_cost.perf.calibrated.CalibratedModel`."""
-        p = q["overlap_p"]
-        total = q["layer_overhead_s"] * self.layers + q["step_overhead_s"] * self.stages
-        g = self.gemm
-        if g["row"].size:
-            e_w = np.asarray(
-                [q["bandwidth_efficiency_native"], q["bandwidth_efficiency_int8"], q["bandwidth_efficiency_int4"]]
-            )[g["fmt"].astype(int)]
-            peak = self.peak[g["row"].astype(int)]
-            c, m = gemm_terms(g["flops"], g["w"], g["act"], g["m"], e_w, peak, self.bw, q)
-            total = total + np.bincount(g["row"].astype(int), smooth_max(c, m, p), self.n)
-        a = self.attn
-        if a["row"].size:
-            c, m = attention_terms(
-                a["flops"], a["read"], a["write"], a["x"], self.peak[a["row"].astype(int)], self.bw, q
-            )
-            total = total + np.bincount(a["row"].astype(int), smooth_max(c, m, p), self.n)
-        o = self.other
-        if o["row"].size:
-            c, m = other_terms(o["flops"], o["bytes"], self.peak[o["row"].astype(int)], self.bw, q)
-            total = total + np.bincount(o["row"].astype(int), smooth_max(c, m, p), self.n)
-        k = self.coll
-        if k["row"].size:
-            total = total + np.bincount(
-                k["row"].astype(int), collective_time(k["calls"], k["bytes"], k["link"], q), self.n
-            )
-        return total
-
-
-def _numpy() -> Any:
+def _np() -> Any:
     try:
         import numpy as np
     except ImportError:
@@ -393,618 +124,941 @@ def _numpy() -> Any:
     return np
 
 
-def _least_squares() -> Any:
-    """scipy's least_squares, imported once the rows are checked (scipy.optimize takes about a
-    second to import: a refused file is told so before)."""
+@record
+class Features:
+    """Rows' operators as flat arrays (numpy): what the time model's formulas read, without any
+    parameter, built once per set of rows. Per row: its family and engine indexes (into
+    :data:`FAMILIES`, :data:`ENGINES`; -1 for a GPU without a family), layers, MoE layers and
+    sequences, and whether it is a prefill (its measured time is a time to first token: the step plus
+    the engine's request overhead). Per GEMM / attention / other / collective operator: its row and figures."""
+
+    n: int
+    family: Any
+    engine: Any
+    prefill: Any
+    layers: Any
+    moe_layers: Any
+    sequences: Any
+    gemm: dict[str, Any]
+    attn: dict[str, Any]
+    other: dict[str, Any]
+    coll: dict[str, Any]
+
+
+_GEMM = ("row", "shaped", "w", "act", "peak", "bw", "width", "fmt", "routed")
+_ATTN = ("row", "flops", "read", "write", "x", "x_sat_sms", "peak16", "bw")
+_OTHER = ("row", "flops", "bytes", "peak16", "bw")
+_COLL = ("row", "calls", "bytes", "link", "hops")
+_WIDTHS = (16, 8, 4)
+_FORMATS = ("native", "int8", "int4")
+
+
+def _peak16(gpu: HardwareSpec, step: Step) -> float:
+    from llm_cost.core.types import Dtype
+
+    return gpu.peak_flops(Dtype.BF16) if "bf16" in gpu.dense_tflops else gpu.peak_flops(step.compute_dtype)
+
+
+def _add_ops(out: dict[str, dict[str, list]], i: int, step: Step, gpu: HardwareSpec, split_kv: bool) -> None:
+    sms = gpu.sm_count or DEFAULT_SMS
+    peak, peak16, bw = gpu.peak_flops(step.compute_dtype), _peak16(gpu, step), gpu.bandwidth_bytes_s
+    width = _WIDTHS.index(width_class(step.compute_dtype))
+    fmt = _FORMATS.index(weight_format(step.weight_bits, DTYPE_BITS[step.compute_dtype]))
+    link_bytes_s = link_of(step, gpu, DEFAULT_NETWORK_GB_S)[1] * 1e9
+    from llm_cost.perf.calibrated import gemm_groups
+
+    for op in step.ops:
+        if op.kind == OpKind.GEMM:
+            routed = 1.0 if op.role == OpRole.ROUTED_EXPERTS else 0.0
+            rows = float(op.m or 1)
+            shape = grouped_gemm_factor(rows) if routed else gemm_shape_factor(rows, op.n, gemm_groups(op), sms)
+            shaped = float(op.flops) * shape
+            values: tuple[Any, ...] = (i, shaped, op.weight_bytes, op.activation_bytes, peak, bw, width, fmt, routed)
+            target = out["gemm"]
+        elif op.kind == OpKind.ATTENTION:
+            x = attention_blocks(op, sms, split_kv)
+            values = (i, op.flops, op.kv_read_bytes, op.kv_write_bytes, x, sms, peak16, bw)
+            target = out["attn"]
+        elif op.kind == OpKind.COLLECTIVE:
+            assert op.collective is not None
+            values = (i, op.layers, op.collective.bytes_per_call, link_bytes_s, latency_hops(op.collective.ranks))
+            target = out["coll"]
+        else:
+            values = (i, op.flops, op.bytes, peak16, bw)
+            target = out["other"]
+        for k, v in zip(target, values):
+            target[k].append(float(v))
+
+
+def features_of(rows: Sequence[Measurement], steps: Sequence[Step] | None = None) -> Features:
+    """The :class:`Features` of ``rows`` (their steps built by :func:`step_of` unless given)."""
+    np = _np()
+    steps = list(steps) if steps is not None else [step_of(m) for m in rows]
+    out: dict[str, dict[str, list]] = {
+        "gemm": {k: [] for k in _GEMM},
+        "attn": {k: [] for k in _ATTN},
+        "other": {k: [] for k in _OTHER},
+        "coll": {k: [] for k in _COLL},
+    }
+    fam, eng, pre, layers, moe, seqs = [], [], [], [], [], []
+    for i, (m, step) in enumerate(zip(rows, steps)):
+        gpu = load_gpu(m.gpu)
+        engine = m.engine_family or Engine.VLLM
+        _add_ops(out, i, step, gpu, SPLIT_KV_ENGINES[engine])
+        block = block_of(engine, m.engine, gpu.vendor)
+        f = family_of(gpu)
+        fam.append(FAMILIES.index(f) if f is not None else -1)
+        eng.append(ENGINES.index(block))
+        pre.append(1.0 if m.phase == Phase.PREFILL else 0.0)
+        layers.append(sum(s.layers for s in step.stages))
+        moe.append(sum(moe_layers(s.ops) for s in step.stages))
+        seqs.append(step.sequences)
+    arr = lambda d: {k: np.asarray(v, dtype=float) for k, v in d.items()}  # noqa: E731
+    return Features(
+        len(rows),
+        np.asarray(fam, dtype=int),
+        np.asarray(eng, dtype=int),
+        np.asarray(pre, dtype=float),
+        np.asarray(layers, dtype=float),
+        np.asarray(moe, dtype=float),
+        np.asarray(seqs, dtype=float),
+        arr(out["gemm"]),
+        arr(out["attn"]),
+        arr(out["other"]),
+        arr(out["coll"]),
+    )
+
+
+def _column(matrix: Any, names: tuple[str, ...], name: str, index: Any) -> Any:
+    return matrix[index, names.index(name)]
+
+
+def predict(feats: Features, fam_params: Any, eng_params: Any, fam_of_row: Any, eng_of_row: Any) -> Any:
+    """Predicted seconds of every row by the formulas of :mod:`llm_cost.perf.calibrated` (the same
+    functions, on arrays). ``fam_params`` [families x family parameters] and ``eng_params`` [engines
+    x engine parameters] in :data:`FAMILIES` / :data:`ENGINES` order; ``fam_of_row`` /
+    ``eng_of_row``: the family and engine whose parameters time each row (its own, or the one
+    standing in for it)."""
+    np = _np()
+    fn, en = tuple(FAMILY_PARAMETERS), tuple(ENGINE_PARAMETERS)
+    F = lambda name, rows: _column(fam_params, fn, name, fam_of_row[rows])  # noqa: E731
+    E = lambda name, rows: _column(eng_params, en, name, eng_of_row[rows])  # noqa: E731
+    all_rows = np.arange(feats.n)
+    e_row = {
+        k: E(k, all_rows)
+        for k in ("layer_overhead_s", "moe_layer_overhead_s", "step_overhead_s", "sequence_overhead_s")
+    }
+    total = fixed_time(feats.layers, feats.moe_layers, 1.0, feats.sequences, e_row)
+    total = total + feats.prefill * E("request_overhead_s", all_rows)  # a prefill row is a time to first token
+    g = feats.gemm
+    if g["row"].size:
+        r = g["row"].astype(int)
+        widths = np.stack([F(f"gemm_efficiency_{w}", r) for w in _WIDTHS])
+        e_gemm = widths[g["width"].astype(int), np.arange(r.size)]
+        shares = np.stack([np.ones(r.size), E("int8_bandwidth_share", r), E("int4_bandwidth_share", r)])
+        fmt_share = shares[g["fmt"].astype(int), np.arange(r.size)]
+        moe_share = 1.0 + g["routed"] * (E("moe_gemm_share", r) - 1.0)
+        c, m = gemm_terms(
+            g["shaped"], g["w"], g["act"], g["peak"], g["bw"], e_gemm, F("bandwidth_efficiency", r),
+            fmt_share * E("stream_share", r), moe_share,
+        )  # fmt: skip
+        total = total + np.bincount(r, smooth_max(c, m, F("overlap_p", r)), feats.n)
+    a = feats.attn
+    if a["row"].size:
+        r = a["row"].astype(int)
+        e_kv = kv_efficiency(a["x"], F("kv_efficiency_max", r), F("kv_saturation_blocks_per_sm", r) * a["x_sat_sms"])
+        c, m = attention_terms(
+            a["flops"],
+            a["read"],
+            a["write"],
+            a["x"],
+            a["peak16"],
+            a["bw"],
+            F("flash_efficiency", r),
+            e_kv,
+            F("bandwidth_efficiency", r),
+        )
+        total = total + np.bincount(r, smooth_max(c, m, F("overlap_p", r)), feats.n)
+    o = feats.other
+    if o["row"].size:
+        r = o["row"].astype(int)
+        c, m = other_terms(
+            o["flops"], o["bytes"], o["peak16"], o["bw"], F("gemm_efficiency_16", r), F("bandwidth_efficiency", r)
+        )
+        total = total + np.bincount(r, smooth_max(c, m, F("overlap_p", r)), feats.n)
+    k = feats.coll
+    if k["row"].size:
+        r = k["row"].astype(int)
+        latency = F("collective_latency_s", r) * E("collective_latency_share", r)
+        t = collective_time(k["calls"], k["bytes"], k["link"], latency, F("link_efficiency", r), k["hops"])
+        total = total + np.bincount(r, t, feats.n)
+    return total
+
+
+def priors() -> tuple[Any, Any]:
+    """The parameter matrices at every parameter's prior."""
+    np = _np()
+    f = np.asarray([[p.prior for p in FAMILY_PARAMETERS.values()]] * len(FAMILIES))
+    e = np.asarray([[p.prior for p in ENGINE_PARAMETERS.values()]] * len(ENGINES))
+    return f, e
+
+
+@record
+class Fit:
+    """Parameters fitted on some rows: the matrices (every family and engine; those without rows at
+    their priors), which families, engines and (family, engine) pairs had rows, the parameters that
+    ended at a bound, and those no row moved."""
+
+    families: Any
+    engines: Any
+    fitted_families: tuple[int, ...]
+    fitted_engines: tuple[int, ...]
+    pairs: frozenset[tuple[int, int]]
+    at_bounds: dict[str, list[str]] = field(default_factory=dict)  # "family:hopper" -> parameter names
+    fixed: dict[str, list[str]] = field(default_factory=dict)
+
+
+#: A parameter within this share of its range from a bound is reported at the bound.
+AT_BOUND = 1e-3
+#: A parameter whose full range moves the rows' residuals by less than this (norm) is undetermined.
+UNDETERMINED = 0.02
+
+
+def source_weights(rows: Sequence[Measurement]) -> Any:
+    """Each row's weight in a fit: 1 / sqrt(its source's rows). A source of 56 rows weighs about 7
+    one-row sources, not 56: its rows share a setup and its bias, so they are less than 56
+    independent measurements, yet more than one."""
+    from collections import Counter
+
+    np = _np()
+    count = Counter(m.source for m in rows)
+    return np.asarray([count[m.source] ** -0.5 for m in rows])
+
+
+def fit(
+    feats: Features,
+    measured: Any,
+    mask: Any,
+    start: Fit | None = None,
+    center: Fit | None = None,
+    weights: Any = None,
+) -> Fit:
+    """Parameters minimising the log residuals of the rows in ``mask`` (each times the square root
+    of its weight: :func:`source_weights`; default all 1) and the pull towards ``center``'s values
+    (default: every parameter's prior; module docstring), from ``start`` (or the priors). InputError
+    without scipy."""
+    np = _np()
     try:
         from scipy.optimize import least_squares
     except ImportError:
         raise InputError(FIT_INSTALL_HINT) from None
-    return least_squares
-
-
-@record
-class RowResult:
-    """One measurement beside the fitted (in-sample) and leave-one-out predictions, the Roofline
-    bound and the MFU/MBU estimate, seconds."""
-
-    id: str
-    category: str
-    model: str
-    phase: Phase
-    batch: int
-    context: int
-    tp: int
-    weights: str
-    measured_s: float
-    predicted_s: float
-    loo_s: float
-    bound_s: float
-    estimate_s: float
-    loo_error: float  # loo_s / measured_s - 1
-    bound_error: float  # bound_s / measured_s - 1 (never above 0: a bound)
-    estimate_error: float  # estimate_s / measured_s - 1
-
-
-@record
-class CategoryError:
-    """Median and max |relative error| of a category's rows: leave-one-out prediction, bound,
-    MFU/MBU estimate; and how many rows each gets within 10%."""
-
-    category: str
-    rows: int
-    loo_median: float
-    loo_max: float
-    loo_within_10pct: int
-    bound_median: float
-    estimate_median: float
-    estimate_within_10pct: int
-
-
-def categories(rows: list[RowResult]) -> list[CategoryError]:
-    """The rows' errors by :func:`category`, in order of first appearance, and "all" last."""
-    groups: dict[str, list[RowResult]] = {}
-    for r in rows:
-        groups.setdefault(r.category, []).append(r)
-    groups["all"] = rows
-
-    def med(xs: list[float]) -> float:
-        return statistics.median(abs(x) for x in xs)
-
-    return [
-        CategoryError(
-            c,
-            len(rs),
-            med([r.loo_error for r in rs]),
-            max(abs(r.loo_error) for r in rs),
-            sum(abs(r.loo_error) <= 0.1 for r in rs),
-            med([r.bound_error for r in rs]),
-            med([r.estimate_error for r in rs]),
-            sum(abs(r.estimate_error) <= 0.1 for r in rs),
-        )
-        for c, rs in groups.items()
-    ]
-
-
-@record
-class Calibration:
-    """A fitted profile, the per-row results and errors by category, the parameters fitted and
-    those fixed (with why), and the parameters of each leave-one-out fit; or (``method``
-    "out-of-sample") a profile's predictions of rows it was not fitted on, in ``loo_s``."""
-
-    profile: Profile
-    rows: list[RowResult]
-    categories: list[CategoryError]
-    free: list[str]
-    fixed: dict[str, str]
-    loo_parameters: dict[str, Parameters] = field(repr=False, default_factory=dict)  # by left-out row id
-    out: Optional[str] = None  # the file the profile was written to
-    method: str = "leave-one-out"  # or "out-of-sample": a profile checked on rows it was not fitted on
-
-    def loo_profile(self, row_id: str) -> Profile:
-        """The profile fitted without row ``row_id``."""
-        return dataclasses.replace(
-            self.profile, name=f"{self.profile.name} (without {row_id})", parameters=self.loo_parameters[row_id]
-        )
-
-
-def _fit(
-    feats: _Features, measured: Any, mask: Any, free: list[str], start: dict[str, float], np: Any, least_squares: Any
-) -> dict[str, float]:
-    """Parameters minimising the log residuals over the rows in ``mask``; the others at ``start``."""
-    lo = np.asarray([PARAMETERS[k].lower for k in free])
-    hi = np.asarray([PARAMETERS[k].upper for k in free])
+    fams = tuple(sorted({int(f) for f in feats.family[mask] if f >= 0}))
+    engs = tuple(sorted({int(e) for e in feats.engine[mask]}))
+    pairs = frozenset((int(f), int(e)) for f, e in zip(feats.family[mask], feats.engine[mask]) if f >= 0)
+    fp, ep = (start.families.copy(), start.engines.copy()) if start is not None else priors()
+    fspec, espec = list(FAMILY_PARAMETERS.values()), list(ENGINE_PARAMETERS.values())
+    lo = np.asarray([p.lower for _ in fams for p in fspec] + [p.lower for _ in engs for p in espec])
+    hi = np.asarray([p.upper for _ in fams for p in fspec] + [p.upper for _ in engs for p in espec])
+    if center is None:
+        prior = np.asarray([p.prior for _ in fams for p in fspec] + [p.prior for _ in engs for p in espec])
+    else:
+        prior = np.concatenate([center.families[list(fams)].ravel(), center.engines[list(engs)].ravel()])
     span = hi - lo
+    nf, ne = len(fspec), len(espec)
+    fam_rows, eng_rows = feats.family.clip(0), feats.engine
 
-    def q_of(u: Any) -> dict[str, float]:
-        return start | {k: float(v) for k, v in zip(free, lo + span * u)}
+    def matrices(u: Any) -> tuple[Any, Any]:
+        theta = lo + span * u
+        f, e = fp.copy(), ep.copy()
+        for j, fi in enumerate(fams):
+            f[fi] = theta[j * nf : (j + 1) * nf]
+        off = len(fams) * nf
+        for j, ei in enumerate(engs):
+            e[ei] = theta[off + j * ne : off + (j + 1) * ne]
+        return f, e
+
+    root = np.sqrt(weights[mask]) if weights is not None else 1.0
 
     def residuals(u: Any) -> Any:
-        return np.log(feats.predict(q_of(u), np)[mask] / measured[mask])
+        f, e = matrices(u)
+        data = root * np.log(predict(feats, f, e, fam_rows, eng_rows)[mask] / measured[mask])
+        return np.concatenate([data, PRIOR_WEIGHT * (u - (prior - lo) / span) * 2.0])
 
-    u0 = np.clip((np.asarray([start[k] for k in free]) - lo) / span, 1e-6, 1 - 1e-6)
+    current = np.concatenate([fp[list(fams)].ravel(), ep[list(engs)].ravel()])
+    u0 = np.clip((current - lo) / span, 1e-6, 1 - 1e-6)
     result = least_squares(residuals, u0, bounds=(0.0, 1.0), method="trf", x_scale="jac")
-    return q_of(result.x)
-
-
-def calibrate(
-    paths: list[Path],
-    name: str,
-    note: str = "",
-    decode_split_kv: bool = False,
-    *,
-    gpu: Optional[str] = None,
-    peers: Sequence[str] = (),
-    engine: Any = None,
-    free: Optional[Sequence[str]] = None,
-    base: Optional[Profile] = None,
-    ids: Optional[Sequence[str]] = None,
-) -> Calibration:
-    """Fit a profile named ``name`` to the measurement files; leave-one-out errors. With
-    ``decode_split_kv`` the engine's decode attention splits the keys (the profile's flag: the rows'
-    attention blocks by :func:`~llm_cost.perf.kernels.attention_blocks`). InputError
-    without numpy/scipy, for rows of more than one GPU, fewer rows than free parameters + 2, or a
-    row faster than the bound. The same unchanged files fitted again in one process return the same
-    (shared, not to be modified) result: validating and calibrating refit nothing twice.
-
-    ``gpu``: fit only the rows of that GPU (and of ``peers``: GPUs with the same datasheet bandwidth
-    and dense peaks, the same die, e.g. the H800 beside the H100; InputError otherwise). ``engine``
-    (an :class:`~llm_cost.core.types.Engine`): the rows' engine, else the files' ``engine_family``.
-    ``free``: fit these parameters (default: those the rows determine, :data:`NEEDS`; a caller naming
-    one the test of :data:`NEEDS` does not pass vouches for it, as ``scripts/fit_profiles.py`` says
-    why), the others at ``base``'s values (a transferred profile of the GPU: few rows fit only what they determine best),
-    else at their priors. ``ids``: only the rows of these ids (a profile's ``fitted_on``)."""
-    key = []
-    for p in paths:
-        real = real_path(p, _WHAT)
-        status = real.stat()
-        key.append((str(real), status.st_mtime_ns, status.st_size))
-    options = (
-        bool(decode_split_kv),
-        gpu,
-        tuple(peers),
-        None if engine is None else str(engine),
-        None if free is None else tuple(free),
-        None if base is None else (base.name, base.parameters),
-        None if ids is None else tuple(ids),
-    )
-    return _calibrate_once(tuple(key), tuple(paths), name, note, options)
-
-
-@lru_cache(maxsize=32)
-def _calibrate_once(key: tuple, paths: tuple[Path, ...], name: str, note: str, options: tuple) -> Calibration:
-    return _calibrate(paths, name, note, *options)
-
-
-def engine_of_files(paths: Sequence[Path]) -> Optional[Engine]:
-    """The engine family the measurement files declare (their ``engine_family``), or None when
-    none does; InputError naming the field when they declare two or an unknown one."""
-    found = set()
-    for p in paths:
-        if p.suffix.lower() == ".csv":
-            continue
-        value = read_yaml(p).get("engine_family")
-        if value is None:
-            continue
-        try:
-            found.add(Engine(str(value).strip().lower()))
-        except ValueError:
-            raise InputError(
-                f"{shown(p)}: field engine_family: {shown(str(value), 40)!r} is not one of "
-                f"{', '.join(e.value for e in Engine)}"
-            ) from None
-    if len(found) > 1:
-        raise InputError(
-            f"the files declare engines {', '.join(sorted(e.value for e in found))}: a profile is for one engine"
-        )
-    return next(iter(found), None)
-
-
-def _percentiles(signed: Any, np: Any) -> tuple[float, float]:
-    """(low <= 0, high >= 0): the signed leave-one-out residuals at the 10th and 90th percentiles,
-    or their least and greatest with fewer than 10 rows (a percentile of few rows is no estimate)."""
-    if signed.size >= 10:
-        low, high = float(np.percentile(signed, 10)), float(np.percentile(signed, 90))
-    else:
-        low, high = float(signed.min()), float(signed.max())
-    import math
-
-    # rounded outwards to 4 digits, so that the band still holds the rows that set it
-    return math.floor(min(low, 0.0) * 1e4) / 1e4, math.ceil(max(high, 0.0) * 1e4) / 1e4
-
-
-#: The slowest profile within the parameters' bounds: the least efficiency and overlap (p = 1, compute
-#: and memory added), the most tokens and heads to saturate, the longest fixed times. A measured row
-#: slower than it predicts is one no profile can fit (a wrong unit, a step that stalled).
-SLOWEST = {k: p.lower if ("efficiency" in k or k == "overlap_p") else p.upper for k, p in PARAMETERS.items()}
-
-
-def _check_reachable(rows: list[Measurement], slowest_s: Any, gpu: HardwareSpec) -> None:
-    """InputError naming the rows measured slower than :data:`SLOWEST` predicts."""
-    over = [
-        f"{m.id} ({m.measured_ms:g} ms > {t * 1e3:.3g} ms)" for m, t in zip(rows, slowest_s) if m.measured_ms / 1e3 > t
+    f, e = matrices(result.x)
+    names = [f"family:{FAMILIES[fi].value}" for fi in fams for _ in fspec] + [
+        f"engine:{ENGINES[ei].value}" for ei in engs for _ in espec
     ]
-    if over:
-        raise InputError(
-            f"measured slower than any profile of {gpu.name} within the parameters' bounds predicts (a wrong "
-            f"unit, or a stalled step?): {', '.join(over[:5])}"
-            + (f" and {len(over) - 5} more" if len(over) > 5 else "")
-        )
-
-
-def _same_die(a: HardwareSpec, b: HardwareSpec) -> bool:
-    """The same bandwidth and tensor-core peaks of the inference dtypes (an H800 is an H100 with its
-    NVLink and FP64 cut, neither of which a one-GPU inference step uses)."""
-    peaks_a, peaks_b = dict(a.dense_tflops), dict(b.dense_tflops)
-    return a.memory_bandwidth_tb_s == b.memory_bandwidth_tb_s and all(
-        peaks_a.get(k) == peaks_b.get(k) for k in ("bf16", "fp16", "fp8", "int8")
-    )
-
-
-def _calibrate(
-    paths: tuple[Path, ...],
-    name: str,
-    note: str,
-    split_kv: bool = False,
-    only_gpu: Optional[str] = None,
-    peers: tuple[str, ...] = (),
-    engine_given: Optional[str] = None,
-    limit: Optional[tuple[str, ...]] = None,
-    base: Optional[tuple[str, Parameters]] = None,
-    ids: Optional[tuple[str, ...]] = None,
-) -> Calibration:
-    rows = load_measurements(paths)
-    np = _numpy()
-    if ids is not None:
-        rows = [m for m in rows if m.id in set(ids)]
-    if only_gpu is not None:
-        target = load_gpu(only_gpu)
-        allowed = {target.name}
-        for peer in peers:
-            other = load_gpu(peer)
-            if not _same_die(target, other):
-                raise InputError(f"{other.name}'s datasheet peaks differ from {target.name}'s: not a peer of its fit")
-            allowed.add(other.name)
-        rows = [m for m in rows if load_gpu(m.gpu).name in allowed]
-        if not rows:
-            raise InputError(f"the files hold no rows of {target.name}")
-    gpus = {load_gpu(m.gpu).name for m in rows}
-    if len(gpus) != 1 and not (only_gpu is not None and len(gpus) <= 1 + len(peers)):
-        raise InputError(f"a profile is for one GPU; the rows name {', '.join(sorted(gpus))}: split the file")
-    gpu = load_gpu(only_gpu) if only_gpu is not None else load_gpu(rows[0].gpu)
-    used = {m.id for m in rows}
-    texts = {
-        str(read_yaml(p).get("engine", ""))
-        for p in paths
-        if p.suffix.lower() != ".csv" and any(m.id in used for m in load_measurements([p]))
-    } - {""}
-    determined = {k for k, (test, _) in NEEDS.items() if test(rows)}
-    free = [k for k in NEEDS if (k in limit if limit is not None else k in determined)]
-    start = {k: p.prior for k, p in PARAMETERS.items()} | (to_data(base[1]) if base is not None else {})
-    fixed = {
-        k: (
-            f"at its prior {PARAMETERS[k].prior:g} {PARAMETERS[k].unit}: no {why} in the data"
-            if base is None
-            else f"at profile {base[0]}'s {start[k]:g} {PARAMETERS[k].unit}"
-            + (f": no {why} in the data" if k not in determined else ": too few rows to fit it too")
-        )
-        for k, (test, why) in NEEDS.items()
-        if k not in free
-    }
-    if len(rows) < len(free) + 2:
-        raise InputError(
-            f"{len(rows)} rows cannot determine {len(free)} parameters ({', '.join(free)}) with one "
-            f"left out: give at least {len(free) + 2} rows, or fewer kinds of rows"
-        )
-    steps = [step_of(m) for m in rows]
-    bounds = [RooflineBound().step_time(s, gpu).time_s for s in steps]
-    below = [
-        f"{m.id} ({m.measured_ms:g} ms < bound {b * 1e3:.3g} ms)"
-        for m, b in zip(rows, bounds)
-        if m.measured_ms / 1e3 < b
-    ]
-    if below:
-        raise InputError(
-            f"measured faster than the Roofline bound of {gpu.name} allows (a wrong GPU, model, dtype "
-            f"or unit?): {', '.join(below[:5])}" + (f" and {len(below) - 5} more" if len(below) > 5 else "")
-        )
-    check_distinct(rows)
-    feats = _Features.of(steps, gpu, np, split_kv)
-    measured = np.asarray([m.measured_ms / 1e3 for m in rows])
-    _check_reachable(rows, feats.predict(SLOWEST, np), gpu)
-    engine = _engine_of(engine_given, paths)  # after the rows are checked: their faults are told first
-    least_squares = _least_squares()
-    everything = np.ones(len(rows), dtype=bool)
-    q = _fit(feats, measured, everything, free, start, np, least_squares)
-    loo_q = []
-    for i in range(len(rows)):
-        mask = everything.copy()
-        mask[i] = False
-        loo_q.append(_fit(feats, measured, mask, free, q, np, least_squares))
-    fitted = feats.predict(q, np)
-    loo = np.asarray([feats.predict(qi, np)[i] for i, qi in enumerate(loo_q)])
-    ins, out = np.abs(fitted / measured - 1), np.abs(loo / measured - 1)
-    low, high = _percentiles(loo / measured - 1, np)
-    error = FitError.checked(
-        rows=len(rows),
-        loo_median=round(float(np.median(out)), 4),
-        loo_max=round(float(out.max()), 4),
-        in_sample_median=round(float(np.median(ins)), 4),
-        in_sample_max=round(float(ins.max()), 4),
-        loo_low=low,
-        loo_high=high,
-    )
-    spans = {
-        "fitted_batch": [min(m.batch for m in rows), max(m.batch for m in rows)],
-        "fitted_context": [min(m.context for m in rows), max(m.context for m in rows)],
-    }
-    profile = Profile.checked(
-        name=name,
-        gpu=gpu.name,
-        engine=engine,
-        engine_version="; ".join(sorted(texts)),
-        **spans,
-        kind="fitted",
-        note=note or f"fitted by llm-cost calibrate on {len(rows)} rows",
-        parameters=Parameters.checked(**_rounded(q)),
-        decode_split_kv=split_kv,
-        fitted_on=[m.id for m in rows],
-        measurements=[p.name if real_path(p, _WHAT).parent == measurements_dir() else str(p) for p in paths],
-        fixed=fixed,
-        error=error,
-    )
-    results = [
-        _row_result(m, s, gpu, float(fitted[i]), float(loo[i]), b)
-        for i, (m, s, b) in enumerate(zip(rows, steps, bounds))
-    ]
-    loo_parameters = {m.id: Parameters.checked(**_rounded(loo_q[i])) for i, m in enumerate(rows)}
-    return Calibration(profile, results, categories(results), free, fixed, loo_parameters)
-
-
-def _engine_of(given: Optional[str], paths: Sequence[Path]) -> Engine:
-    """The engine of a fit: ``given``, else the files' ``engine_family``; InputError naming
-    ``engine`` when neither says."""
-    if given is not None:
-        try:
-            return Engine(str(given).strip().lower())
-        except ValueError:
-            raise InputError(
-                f"engine: {shown(str(given), 40)!r} is not one of {', '.join(e.value for e in Engine)}",
-                fields=("engine",),
-            ) from None
-    found = engine_of_files(paths)
-    if found is None:
-        raise InputError(
-            "engine: the measurement files do not say their engine (a YAML file's engine_family); give engine, "
-            f"one of {', '.join(e.value for e in Engine)}",
-            fields=("engine",),
-        )
-    return found
-
-
-def _row_result(
-    m: Measurement, step: Step, gpu: HardwareSpec, predicted: float, held_out: float, bound: float
-) -> RowResult:
-    """A row beside its predictions (in-sample and held out), bound and MFU/MBU estimate."""
-    t, e = m.measured_ms / 1e3, EfficiencyEstimate().step_time(step, gpu).time_s
-    return RowResult(
-        m.id,
-        category(m),
-        load_model(m.spec).name,
-        Phase(m.phase),
-        m.batch,
-        m.context,
-        m.tp,
-        m.weights_dtype + (f" g{m.group_size}" if m.group_size else ""),
-        t,
-        predicted,
-        held_out,
-        bound,
-        e,
-        held_out / t - 1,
-        bound / t - 1,
-        e / t - 1,
-    )
-
-
-def _rounded(q: dict[str, float]) -> dict[str, float]:
-    """Parameters at 4 significant digits (the data determine none better); below 1e-12 is 0."""
-    return {k: 0.0 if abs(v) < 1e-12 else float(f"{v:.4g}") for k, v in q.items()}
-
-
-def transfer(source: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec, name: Optional[str] = None) -> Profile:
-    """A profile for ``gpu`` from a fitted one (:func:`llm_cost.perf.profile.transferred`), validated."""
-    made = transferred(source, gpu, source_gpu, name)
-    return Profile.checked(**{f.name: getattr(made, f.name) for f in dataclasses.fields(made)})
-
-
-def profile_yaml(profile: Profile) -> str:
-    """The profile as YAML text, parameters in :data:`PARAMETERS` order, with a header comment."""
-    import yaml
-
-    head = (
-        f"# llm-cost calibration profile {profile.name} ({profile.kind}): {profile.gpu}, {profile.engine}.\n"
-        "# Parameters of llm_cost.perf.calibrated (units under 'units'); 'error' is leave-one-out.\n"
-    )
-    return head + yaml.safe_dump(to_data(profile, exclude_none=True), sort_keys=False, width=110)
-
-
-def measurements_dir() -> Path:
-    """Folder of the shipped measurement files."""
-    return Path(__file__).resolve().parent.parent / "data" / "measurements"
-
-
-def write_profile(result: Calibration, out: OutFile) -> Calibration:
-    """Write the fitted profile to ``out`` (checked by :func:`~llm_cost.specs.files.check_out`)
-    whole or not at all (:func:`~llm_cost.specs.files.write_file`). The result, with ``out`` set."""
-    from llm_cost.specs.files import write_file
-
-    write_file(out, profile_yaml(result.profile))
-    return dataclasses.replace(result, out=str(out.path))
-
-
-def validate(profile: Profile, base: Path | None = None) -> Calibration:
-    """Refit ``profile``'s measurements (shipped files, or files beside ``base``, the profile's
-    folder) leave-one-out: each row predicted by the profile fitted without it. A transferred
-    profile is checked out-of-sample on the shipped rows of its GPU (:func:`check`). InputError for
-    a measurement file that is not there, or a transferred profile whose GPU has no rows."""
-    if profile.kind == "transferred":
-        return check(profile, sorted(measurements_dir().glob("*.yaml")))
-    if not profile.measurements:
-        raise InputError(
-            f"profile {profile.name}: field measurements is empty; a fitted profile lists the measurement files "
-            "it was fitted on"
-        )
-    paths = []
-    for name in profile.measurements:
-        candidates = [measurements_dir() / name] + ([base / name] if base else []) + [Path(name)]
-        found = next((p for p in candidates if p.is_file()), None)
-        if found is None:
-            raise InputError(f"profile {profile.name}: measurement file {shown(name)} not found")
-        paths.append(found)
-    fitted = set(profile.fitted_on)
-    gpus = {load_gpu(m.gpu).name for m in load_measurements(paths) if m.id in fitted}
-    values = to_data(profile.parameters)
-    at_priors = all(values[k] == PARAMETERS[k].prior for k in profile.fixed)
-    return calibrate(
-        paths,
-        profile.name,
-        profile.note,
-        profile.decode_split_kv,
-        gpu=profile.gpu,
-        peers=sorted(gpus - {profile.gpu}),
-        engine=profile.engine,
-        free=[k for k in NEEDS if k not in profile.fixed],
-        base=None if at_priors else profile,
-        ids=profile.fitted_on,
-    )
-
-
-def check(profile: Profile, paths: list[Path]) -> Calibration:
-    """``profile``'s predictions of the rows of its GPU in ``paths`` that it was not fitted on
-    (out-of-sample; no fit, so no scipy). InputError when the files hold no such row."""
-    gpu = load_gpu(profile.gpu)
-    fitted = set(profile.fitted_on)
-    rows = [m for m in load_measurements(paths) if load_gpu(m.gpu).name == gpu.name and m.id not in fitted]
-    if not rows:
-        source = f" is transferred from {profile.transferred_from}" if profile.transferred_from else ""
-        raise InputError(
-            f"profile {profile.name}{source}: there are no other measurements of {profile.gpu} to "
-            f"check it on" + (f"; validate {profile.transferred_from}" if source else "")
-        )
-    model = CalibratedModel(profile)
-    results = []
-    for m in rows:
-        step = step_of(m)
-        t = model.step_time(step, gpu).time_s
-        results.append(_row_result(m, step, gpu, t, t, RooflineBound().step_time(step, gpu).time_s))
-    return Calibration(profile, results, categories(results), [], {}, method="out-of-sample")
-
-
-def validate_shipped() -> list[Calibration]:
-    """Every fitted shipped profile leave-one-out, then every profile on the shipped rows of its GPU
-    it was not fitted on (another engine's, for the shipped data), out-of-sample."""
-    profiles = [load_profile(n) for n in profile_names()]
-    files = sorted(measurements_dir().glob("*.yaml"))
-    rows = load_measurements(files)
-    unfitted = {
-        p.name for p in profiles if any(load_gpu(m.gpu).name == p.gpu and m.id not in set(p.fitted_on) for m in rows)
-    }
-    return [validate(p) for p in profiles if p.kind == "fitted"] + [
-        check(p, files) for p in profiles if p.name in unfitted
-    ]
+    params = [n for _ in fams for n in FAMILY_PARAMETERS] + [n for _ in engs for n in ENGINE_PARAMETERS]
+    data_jac = result.jac[: int(mask.sum())]
+    at_bounds: dict[str, list[str]] = {}
+    fixed: dict[str, list[str]] = {}
+    for j, (owner, name) in enumerate(zip(names, params)):
+        if result.x[j] < AT_BOUND or result.x[j] > 1 - AT_BOUND:
+            at_bounds.setdefault(owner, []).append(name)
+        elif float(np.linalg.norm(data_jac[:, j])) < UNDETERMINED:
+            fixed.setdefault(owner, []).append(name)
+    return Fit(f, e, fams, engs, pairs, at_bounds, fixed)
 
 
 @record
-class ProfileCheck:
-    """One fitted (GPU, engine) profile against the shipped measurements: leave-one-out on its own
-    rows, and out of sample on the rows it was not fitted on, of its engine on other GPUs (the profile
-    transferred there: how the transfer rule does) and of other engines (on any GPU, transferred
-    where the GPU differs). Errors are |predicted / measured - 1|; ``*_in_band``: the rows whose
-    measured time lies inside the prediction's error band
-    (:func:`llm_cost.perf.calibrated.band_factors`)."""
+class HeldOut:
+    """Every row predicted by the fit without its source: its seconds, the situation of that
+    prediction (what the fold had of its family and engine) and the fold's fit."""
 
-    profile: str
-    gpu: str
-    engine: Engine
-    rows: int
-    loo_median: float
-    loo_max: float
-    loo_low: float  # the band's residuals: 10th / 90th percentile (least / greatest under 10 rows)
-    loo_high: float
-    loo_in_band: int
-    same_engine_rows: int  # the engine's rows on other GPUs
-    same_engine_median: Optional[float]
-    same_engine_max: Optional[float]
-    same_engine_in_band: int
-    other_engine_rows: int
-    other_engine_median: Optional[float]
-    other_engine_max: Optional[float]
-    source: str  # the measurement files the profile was fitted on
+    predicted_s: Any
+    situation: list[Situation]
+    folds: dict[str, Fit]
 
 
-def _inside(predicted: float, measured: float, band: Any) -> bool:
-    return band is not None and predicted * band.low <= measured <= predicted * band.high
+def _resolved(
+    feats: Features, rows: Sequence[Measurement], index: Sequence[int], f: Fit
+) -> tuple[Any, Any, list[Situation]]:
+    """For the rows ``index``: the family and engine whose parameters time each under fit ``f``
+    (:func:`llm_cost.perf.choose.resolve`), and its situation."""
+    fams, engs, sits = [], [], []
+    fitted_f = {FAMILIES[i] for i in f.fitted_families}
+    fitted_e = {ENGINES[i] for i in f.fitted_engines}
+    pairs = {(FAMILIES[a], ENGINES[b]) for a, b in f.pairs}
+    for i in index:
+        gpu = load_gpu(rows[i].gpu)
+        engine = ENGINES[int(feats.engine[i])]
+        sf, se, sit = resolve(gpu, engine, fitted_f, fitted_e, pairs)
+        fams.append(FAMILIES.index(sf))
+        engs.append(ENGINES.index(se))
+        sits.append(sit)
+    return fams, engs, sits
 
 
-def profile_checks() -> list[ProfileCheck]:
-    """:class:`ProfileCheck` of every fitted shipped profile (``llm-cost validate``), in name order."""
-    from llm_cost.perf.calibrated import band_factors
+def held_out(
+    rows: Sequence[Measurement],
+    feats: Features,
+    measured: Any,
+    whole: Fit,
+    folds: dict[str, Fit] | None = None,
+    weights: Any = None,
+) -> HeldOut:
+    """Each source's rows predicted by the fit without them (refitted from ``whole``, with the
+    rows' ``weights``, unless ``folds`` gives them: the shipped file's folds, checked without
+    scipy)."""
+    np = _np()
+    sources = sorted({m.source for m in rows})
+    out = np.zeros(feats.n)
+    situation: list[Situation] = [Situation.FITTED] * feats.n
+    made = {}
+    for s in sources:
+        mask = np.asarray([m.source != s for m in rows])
+        f = folds[s] if folds is not None else fit(feats, measured, mask, whole, weights=weights)
+        made[s] = f
+        index = [i for i, m in enumerate(rows) if m.source == s]
+        fam, eng, sits = _resolved(feats, rows, index, f)
+        fam_rows, eng_rows = feats.family.clip(0).copy(), feats.engine.copy()
+        fam_rows[index], eng_rows[index] = fam, eng
+        seconds = predict(feats, f.families, f.engines, fam_rows, eng_rows)
+        out[index] = seconds[index]
+        for i, sit in zip(index, sits):
+            situation[i] = sit
+    return HeldOut(out, situation, made)
 
-    files = sorted(measurements_dir().glob("*.yaml"))
-    rows = [(m, engine_of_files([f])) for f in files for m in load_measurements([f])]
+
+def weighted_percentile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``values`` with ``weights``: the least value whose
+    cumulative weight reaches q% of the total, interpolated linearly between the midpoints of
+    neighbouring weights (with equal weights: numpy's default percentile)."""
+    np = _np()
+    order = np.argsort(values)
+    v, w = np.asarray(values, dtype=float)[order], np.asarray(weights, dtype=float)[order]
+    mid = (np.cumsum(w) - w / 2) / w.sum()
+    return float(np.interp(q / 100, mid, v))
+
+
+def _band(rows: Sequence[Measurement], ratios: list[float], situation: Situation, regime: Regime) -> RegimeBand:
+    """A band from held-out ``ratios`` (measured / predicted) of ``rows``, each source weighing the
+    same (a row weighs 1 / its source's rows here): a source the fit never saw brings its own bias,
+    so the spread between sources, not the count of one source's rows, is what a new one meets."""
+    from collections import Counter
+
+    count = Counter(m.source for m in rows)
+    weights = [1 / count[m.source] for m in rows]
+    low, high = weighted_percentile(ratios, weights, 10), weighted_percentile(ratios, weights, 90)
+    n_sources = len(count)
+    return RegimeBand(
+        situation=situation,
+        regime=regime,
+        low=round(min(low, 1.0), 4),
+        high=round(max(high, 1.0), 4),
+        rows=len(ratios),
+        sources=n_sources,
+    )
+
+
+def bands_of(rows: Sequence[Measurement], ratio: Sequence[float], situation: Sequence[Situation]) -> list[RegimeBand]:
+    """The error bands: measured / predicted of held-out rows at the 10th / 90th percentiles, for
+    each situation and regime with at least :data:`BAND_MIN_ROWS` rows of :data:`BAND_MIN_SOURCES`
+    sources, and over all regimes of the situation; a situation short of rows takes the residuals of
+    the next wider one (fitted -> combined -> transferred), and the transferred band over all
+    regimes is always given (from every held-out row if it has too few)."""
+    order = (Situation.FITTED, Situation.COMBINED, Situation.TRANSFERRED)
     out = []
-    for p in [load_profile(n) for n in profile_names()]:
-        if p.kind != "fitted" or p.error is None:
-            continue
-        c = validate(p)
-        loo_in = sum(_inside(r.loo_s, r.measured_s, band_factors(p, r.batch, r.context)) for r in c.rows)
-        fitted = set(p.fitted_on)
-        fitted_gpus = {load_gpu(m.gpu).name for m, _ in rows if m.id in fitted}
-        same: list[tuple[float, bool]] = []
-        other: list[float] = []
-        for m, engine in rows:
-            if m.id in fitted:
-                continue
-            gpu = load_gpu(m.gpu)
-            if engine == p.engine and gpu.name in fitted_gpus:
-                continue  # a row the fit left out on purpose (scripts/fit_profiles.py says why)
-            used = p if gpu.name in fitted_gpus else transferred(p, gpu, load_gpu(p.gpu))
-            t = CalibratedModel(used).step_time(step_of(m), gpu, operators=False).time_s
-            measured = m.measured_ms / 1e3
-            if engine == p.engine:
-                same.append((abs(t / measured - 1), _inside(t, measured, band_factors(used, m.batch, m.context))))
-            else:
-                other.append(abs(t / measured - 1))
-        errs = [e for e, _ in same]
+    for k, sit in enumerate(order):
+        wider = set(order[k:])
+        for regime in (Regime.DECODE_SMALL, Regime.DECODE_LARGE, Regime.PREFILL, Regime.ALL):
+            for pool in ({sit}, wider):
+                picked = [
+                    i
+                    for i, m in enumerate(rows)
+                    if situation[i] in pool
+                    and (regime is Regime.ALL or regime_of(m.phase == Phase.PREFILL, m.batch) is regime)
+                ]
+                n_sources = len({rows[i].source for i in picked})
+                if len(picked) >= BAND_MIN_ROWS and n_sources >= BAND_MIN_SOURCES:
+                    out.append(_band([rows[i] for i in picked], [ratio[i] for i in picked], sit, regime))
+                    break
+    if not any(b.situation is Situation.TRANSFERRED and b.regime is Regime.ALL for b in out):
+        out.append(_band(rows, list(ratio), Situation.TRANSFERRED, Regime.ALL))
+    return out
+
+
+def _inside(ratio: float, bands: list[RegimeBand], situation: Situation, m: Measurement) -> bool:
+    from llm_cost.perf.calibrated import _chosen_band
+
+    chosen = _chosen_band(tuple(bands), situation, regime_of(m.phase == Phase.PREFILL, m.batch))
+    return chosen is not None and chosen.low <= ratio <= chosen.high
+
+
+@record
+class SourceRow:
+    """One source out of sample: its rows predicted by the fit without it. ``in_band``: its rows
+    inside the band drawn from the OTHER sources' held-out residuals (nested: the coverage a user
+    would see on a source the project never had)."""
+
+    source: str
+    files: tuple[str, ...]
+    engine: str
+    engine_versions: tuple[str, ...]
+    gpus: tuple[str, ...]
+    situation: str
+    rows: int
+    median: float
+    max: float
+    within_10pct: int
+    in_band: int
+
+
+def by_source(rows: Sequence[Measurement], ratio: Sequence[float], situation: Sequence[Situation]) -> list[SourceRow]:
+    """:class:`SourceRow` of every source, in source order (module docstring)."""
+    out = []
+    for s in sorted({m.source for m in rows}):
+        mine = [i for i, m in enumerate(rows) if m.source == s]
+        others = [i for i, m in enumerate(rows) if m.source != s]
+        bands = bands_of([rows[i] for i in others], [ratio[i] for i in others], [situation[i] for i in others])
+        errors = [abs(1 / ratio[i] - 1) for i in mine]
+        sits = sorted({str(situation[i]) for i in mine})
         out.append(
-            ProfileCheck(
-                p.name,
-                p.gpu,
-                p.engine,
-                p.error.rows,
-                p.error.loo_median,
-                p.error.loo_max,
-                p.error.loo_low,
-                p.error.loo_high,
-                loo_in,
-                len(same),
-                statistics.median(errs) if errs else None,
-                max(errs) if errs else None,
-                sum(inside for _, inside in same),
-                len(other),
-                statistics.median(other) if other else None,
-                max(other) if other else None,
-                ", ".join(p.measurements),
+            SourceRow(
+                s,
+                tuple(sorted({rows[i].file for i in mine})),
+                str(rows[mine[0]].engine_family),
+                tuple(sorted({rows[i].engine for i in mine})),
+                tuple(sorted({load_gpu(rows[i].gpu).name for i in mine})),
+                "/".join(sits),
+                len(mine),
+                statistics.median(errors),
+                max(errors),
+                sum(e <= 0.1 for e in errors),
+                sum(_inside(ratio[i], bands, situation[i], rows[i]) for i in mine),
             )
         )
     return out
 
 
-def measured_transfer_widen(checks: list[ProfileCheck]) -> float:
-    """How much worse profiles do carried to another GPU than held out on their own: the median,
-    over the fitted profiles with rows of their engine on other GPUs, of that out-of-sample median
-    error over the profile's leave-one-out median (what
-    :data:`llm_cost.perf.profile.TRANSFER_WIDEN` states)."""
-    ratios = [
-        c.same_engine_median / c.loo_median for c in checks if c.same_engine_median is not None and c.loo_median > 0
-    ]
-    return statistics.median(ratios) if ratios else 1.0
+@record
+class RowResult:
+    """One measurement beside its held-out prediction (the fit without its source), the Roofline
+    bound and the MFU/MBU estimate, seconds; errors are predicted / measured - 1."""
+
+    id: str
+    source: str
+    category: str
+    model: str
+    gpu: str
+    engine: str
+    phase: Phase
+    batch: int
+    context: int
+    tp: int
+    weights: str
+    situation: str
+    measured_s: float
+    predicted_s: float
+    bound_s: float
+    estimate_s: float
+    error: float
+    bound_error: float
+    estimate_error: float
+
+
+def row_results(
+    rows: Sequence[Measurement], steps: Sequence[Step], predicted: Sequence[float], situation: Sequence[Situation]
+) -> list[RowResult]:
+    """Every row beside its held-out prediction, bound and estimate."""
+    out = []
+    for m, step, t_pred, sit in zip(rows, steps, predicted, situation):
+        gpu = load_gpu(m.gpu)
+        t = m.measured_ms / 1e3
+        bound = RooflineBound().step_time(step, gpu, operators=False).time_s
+        estimate = EfficiencyEstimate().step_time(step, gpu, operators=False).time_s
+        out.append(
+            RowResult(
+                m.id,
+                m.source,
+                category(m),
+                load_model(m.spec).name,
+                gpu.name,
+                str(m.engine_family),
+                Phase(m.phase),
+                m.batch,
+                m.context,
+                m.tp,
+                m.weights_dtype + (f" g{m.group_size}" if m.group_size else ""),
+                str(sit),
+                t,
+                float(t_pred),
+                bound,
+                estimate,
+                float(t_pred) / t - 1,
+                bound / t - 1,
+                estimate / t - 1,
+            )
+        )
+    return out
+
+
+def shipped_rows() -> list[Measurement]:
+    """Every shipped step-time row (checked distinct), in file order."""
+    rows = load_measurements(shipped_files())
+    check_distinct(rows)
+    return rows
+
+
+def _params(matrix: Any, names: tuple[str, ...], i: int) -> dict[str, float]:
+    return {k: float(f"{v:.4g}") for k, v in zip(names, matrix[i])}
+
+
+def _span(values: list[int]) -> list[int]:
+    return [min(values), max(values)]
+
+
+def _block(rows: list[Measurement]) -> dict[str, Any]:
+    return {
+        "rows": len(rows),
+        "sources": sorted({m.source for m in rows}),
+        "batch": _span([m.batch for m in rows]),
+        "context": _span([m.context for m in rows]),
+    }
+
+
+def _fit_block(whole: Fit, owner: str, names: tuple[str, ...], why: str) -> dict[str, Any]:
+    return {
+        "at_bounds": whole.at_bounds.get(owner, []),
+        "fixed": {k: why for k in whole.fixed.get(owner, [])},
+    }
+
+
+def fit_file(rows: list[Measurement], written_by: str) -> dict[str, Any]:
+    """The shipped fit file's data (:data:`llm_cost.perf.profile.FIT_FILE`) from ``rows``: the whole
+    fit, each source's fold, the bands and the per-source table (module docstring). Minutes of CPU:
+    a fit per source."""
+    np = _np()
+    steps = [step_of(m) for m in rows]
+    feats = features_of(rows, steps)
+    measured = np.asarray([m.measured_ms / 1e3 for m in rows])
+    weights = source_weights(rows)
+    whole = fit(feats, measured, np.ones(len(rows), dtype=bool), weights=weights)
+    ho = held_out(rows, feats, measured, whole, weights=weights)
+    fn, en = tuple(FAMILY_PARAMETERS), tuple(ENGINE_PARAMETERS)
+    why = "no row moves it: at its prior"
+    families = {}
+    for i in whole.fitted_families:
+        mine = [m for m, f in zip(rows, feats.family) if f == i]
+        owner = f"family:{FAMILIES[i].value}"
+        families[FAMILIES[i].value] = (
+            {"parameters": _params(whole.families, fn, i)} | _block(mine) | _fit_block(whole, owner, fn, why)
+        )
+    engines = {}
+    for i in whole.fitted_engines:
+        mine = [m for m, e in zip(rows, feats.engine) if e == i]
+        owner = f"engine:{ENGINES[i].value}"
+        engines[ENGINES[i].value] = (
+            {"parameters": _params(whole.engines, en, i)}
+            | _block(mine)
+            | {
+                "versions": sorted({m.engine for m in mine}),
+                "decode_split_kv": SPLIT_KV_ENGINES[engine_of_block(ENGINES[i])],
+            }
+            | _fit_block(whole, owner, en, why)
+        )
+    pairs = {
+        f"{FAMILIES[f].value}/{ENGINES[e].value}": _block(
+            [m for m, a, b in zip(rows, feats.family, feats.engine) if a == f and b == e]
+        )
+        for f, e in sorted(whole.pairs)
+    }
+    folds = {
+        s: {
+            "families": {FAMILIES[i].value: _params(f.families, fn, i) for i in f.fitted_families},
+            "engines": {ENGINES[i].value: _params(f.engines, en, i) for i in f.fitted_engines},
+        }
+        for s, f in ho.folds.items()
+    }
+    data = {
+        "written_by": written_by,
+        "files": sorted({m.file for m in rows}),
+        "rows": len(rows),
+        "families": families,
+        "engines": engines,
+        "pairs": pairs,
+        "folds": folds,
+    }
+    # the table and bands from the folds as stored (rounded to 4 digits), as validate reads them
+    stored = held_out(rows, feats, measured, stored_fit(data), {s: stored_fit(data, s) for s in folds})
+    ratio = [float(x) for x in measured / stored.predicted_s]
+    table = by_source(rows, ratio, stored.situation)
+    errors = [abs(1 / r - 1) for r in ratio]
+    data["out_of_source"] = {
+        "rows": len(rows),
+        "sources": len(table),
+        "median": round(statistics.median(errors), 4),
+        "in_band": sum(t.in_band for t in table),
+    }
+    data["bands"] = [to_data(b) for b in bands_of(rows, ratio, stored.situation)]
+    data["by_source"] = [to_data(t) for t in table]
+    return data
+
+
+def stored_fit(data: dict[str, Any], source: str | None = None) -> Fit:
+    """The shipped fit file's whole fit (``source`` None) or its fold without ``source``, as a
+    :class:`Fit` (parameter matrices at their priors where the fit had no rows)."""
+    np = _np()
+    fp, ep = priors()
+    block = data["folds"][source] if source is not None else None
+    families = block["families"] if block is not None else {k: v["parameters"] for k, v in data["families"].items()}
+    engines = block["engines"] if block is not None else {k: v["parameters"] for k, v in data["engines"].items()}
+    for name, params in families.items():
+        fp[FAMILIES.index(KernelFamily(name))] = np.asarray([params[k] for k in FAMILY_PARAMETERS])
+    for name, params in engines.items():
+        ep[ENGINES.index(EngineBlock(name))] = np.asarray([params[k] for k in ENGINE_PARAMETERS])
+    pairs = frozenset(
+        (FAMILIES.index(KernelFamily(p.split("/")[0])), ENGINES.index(EngineBlock(p.split("/")[1])))
+        for p, v in data["pairs"].items()
+        if source is None or set(v["sources"]) - {source}
+    )
+    fams = tuple(sorted(FAMILIES.index(KernelFamily(f)) for f in families))
+    engs = tuple(sorted(ENGINES.index(EngineBlock(e)) for e in engines))
+    return Fit(fp, ep, fams, engs, pairs)
 
 
 @record
-class ProfileTable:
-    """``llm-cost validate``: :class:`ProfileCheck` of every fitted profile, the transfer widening
-    the rows measure (:func:`measured_transfer_widen`) and the one the bands use."""
+class Validation(Result):
+    """``llm-cost validate``: the shipped fit checked leave-one-source-out on the shipped rows (each
+    source predicted by the fit without it: :func:`held_out`), per source (:class:`SourceRow`), with
+    the bands those held-out errors give, the parameters the whole fit left at a bound, and every
+    row (``profile`` given: the rows of that profile's family and engine)."""
 
-    profiles: list[ProfileCheck]
-    measured_transfer_widen: float
-    transfer_widen: float
+    rows: int
+    sources: int
+    median: float
+    within_10pct: int
+    in_band: int
+    by_source: list[SourceRow]
+    bands: list[RegimeBand]
+    at_bounds: dict[str, list[str]]
+    results: list[RowResult]
+    profile: str | None = None
+    method: str = "leave-one-source-out"
 
 
-def profile_table() -> ProfileTable:
-    """The :class:`ProfileTable` of the shipped profiles and measurements."""
-    from llm_cost.perf.profile import TRANSFER_WIDEN
+def validation(profile_name: str | None = None, own: Any = None) -> Validation:
+    """The shipped fit's leave-one-source-out check (:class:`Validation`), from its stored folds
+    (no fit: numpy only); ``profile_name`` (a shipped ``<family>-<engine>``) keeps the rows of that
+    family and engine in ``results``; ``own`` (a user's profile, e.g. from ``llm-cost calibrate``)
+    predicts the shipped rows of its family and engine itself, out of sample, in ``results``."""
+    from llm_cost.perf.profile import fit_data
 
-    checks = profile_checks()
-    return ProfileTable(checks, measured_transfer_widen(checks), TRANSFER_WIDEN)
+    np = _np()
+    data = fit_data()
+    rows = shipped_rows()
+    steps = [step_of(m) for m in rows]
+    feats = features_of(rows, steps)
+    measured = np.asarray([m.measured_ms / 1e3 for m in rows])
+    folds = {s: stored_fit(data, s) for s in data["folds"]}
+    ho = held_out(rows, feats, measured, stored_fit(data), folds)
+    ratio = [float(x) for x in measured / ho.predicted_s]
+    table = by_source(rows, ratio, ho.situation)
+    results = row_results(rows, steps, list(ho.predicted_s), ho.situation)
+    if own is not None:
+        return _own_validation(own, rows, steps, table, data, results)
+    if profile_name is not None:
+        keep = {
+            f"{FAMILIES[int(f)].value}-{ENGINES[int(e)].value}" if f >= 0 else ""
+            for f, e in zip(feats.family, feats.engine)
+        }
+        if profile_name not in keep:
+            raise InputError(
+                f"profile: no shipped rows of {profile_name!r}; profiles with rows: {', '.join(sorted(keep - {''}))}",
+                fields=("profile",),
+            )
+        results = [
+            r for r, f, e in zip(results, feats.family, feats.engine)
+            if f >= 0 and f"{FAMILIES[int(f)].value}-{ENGINES[int(e)].value}" == profile_name
+        ]  # fmt: skip
+    errors = [abs(1 / r - 1) for r in ratio]
+    bounds = {f"family {k}": v["at_bounds"] for k, v in data["families"].items() if v["at_bounds"]} | {
+        f"engine {k}": v["at_bounds"] for k, v in data["engines"].items() if v["at_bounds"]
+    }
+    return Validation(
+        len(rows),
+        len(table),
+        statistics.median(errors),
+        sum(e <= 0.1 for e in errors),
+        sum(t.in_band for t in table),
+        table,
+        [RegimeBand(**b) for b in data["bands"]],
+        bounds,
+        results,
+        profile_name,
+    )
+
+
+def _own_validation(
+    own: Any,
+    rows: list[Measurement],
+    steps: list[Step],
+    table: list[SourceRow],
+    data: dict[str, Any],
+    shipped: list[RowResult],
+) -> Validation:
+    """:func:`validation` of a user's profile: the shipped rows of its family and engine predicted by
+    it (out of sample: it was fitted on none of them, or it says so by its sources)."""
+    from dataclasses import replace
+
+    from llm_cost.perf.calibrated import CalibratedModel
+
+    model = CalibratedModel(own)
+    mine = [
+        (m, step, r) for m, step, r in zip(rows, steps, shipped)
+        if _family_name(m) == own.family and m.engine_family == own.engine
+    ]  # fmt: skip
+    if not mine:
+        raise InputError(
+            f"profile: no shipped rows of the {own.family} family under {own.engine} to check {own.name} on",
+            fields=("profile",),
+        )
+    results = []
+    for m, step, r in mine:
+        t = model.step_time(step, load_gpu(m.gpu), operators=False).time_s
+        if m.phase == Phase.PREFILL:
+            t += own.parameters.engine.request_overhead_s
+        measured = m.measured_ms / 1e3
+        results.append(replace(r, predicted_s=t, error=t / measured - 1, situation="out of sample"))
+    errors = [abs(r.error) for r in results]
+    return Validation(
+        len(results), len({r.source for r in results}), statistics.median(errors), sum(e <= 0.1 for e in errors),
+        0, [], [RegimeBand(**b) for b in data["bands"]], {}, results, own.name, "out of sample",
+    )  # fmt: skip
+
+
+@record
+class UserCalibration(Result):
+    """``llm-cost calibrate``: a profile fitted to a user's measurements of one GPU family and one
+    engine, pulled towards the shipped fit's parameters of that family and engine (or the priors),
+    and its rows predicted held out (``method``: leave-one-source-out when the files hold two or
+    more sources, else leave-one-row-out, which says less), with their median error; ``out``, the
+    file the profile went to."""
+
+    profile: Any
+    results: list[RowResult]
+    method: str
+    median: float
+    out: str | None = None
+
+
+def _one_family(rows: Sequence[Measurement]) -> KernelFamily:
+    found = {family_of(load_gpu(m.gpu)) for m in rows}
+    if None in found or len(found) != 1:
+        names = sorted({load_gpu(m.gpu).name for m in rows})
+        raise InputError(
+            f"gpu: the rows name {', '.join(names)}, GPUs of "
+            + ("no known kernel family" if None in found else f"{len(found)} kernel families")
+            + "; a profile is for the GPUs of one family (llm_cost.perf.families)",
+            fields=("gpu",),
+        )
+    return next(iter(found))  # type: ignore[return-value]
+
+
+def _family_name(m: Measurement) -> str | None:
+    """The kernel family of a row's GPU (None: a GPU of no family)."""
+    family = family_of(load_gpu(m.gpu))
+    return None if family is None else family.value
+
+
+def _user_rows(paths: Sequence[Any], engine: Engine | None) -> tuple[list[Measurement], Engine]:
+    from dataclasses import replace
+
+    rows = load_measurements(paths)
+    check_distinct(rows)
+    declared = {m.engine_family for m in rows if m.engine_family is not None}
+    if engine is None and len(declared) != 1:
+        raise InputError(
+            "engine: "
+            + (
+                "the files declare engines " + ", ".join(sorted(e.value for e in declared))
+                if declared
+                else "the files do not say their engine (a YAML file's engine_family)"
+            )
+            + f"; give engine, one of {', '.join(e.value for e in Engine)}",
+            fields=("engine",),
+        )
+    chosen = engine if engine is not None else next(iter(declared))
+    return [replace(m, engine_family=chosen) for m in rows], chosen
+
+
+def _below_bound(rows: Sequence[Measurement], steps: Sequence[Step]) -> None:
+    below = []
+    for m, step in zip(rows, steps):
+        bound = RooflineBound().step_time(step, load_gpu(m.gpu), operators=False).time_s
+        if m.measured_ms / 1e3 < bound:
+            below.append(f"{m.id} ({m.measured_ms:g} ms < bound {bound * 1e3:.3g} ms)")
+    if below:
+        raise InputError(
+            "measured faster than the Roofline bound allows (a wrong GPU, model, dtype or unit?): "
+            + ", ".join(below[:5])
+            + (f" and {len(below) - 5} more" if len(below) > 5 else "")
+        )
+
+
+def slowest() -> tuple[Any, Any]:
+    """The slowest parameters within the bounds: the least shares and overlap, the longest fixed
+    times, the most blocks to saturate (a row measured slower than they predict is one no profile
+    can fit: a wrong unit, a stalled step)."""
+    np = _np()
+
+    def worst(name: str, p: Any) -> float:
+        return p.upper if name.endswith("_s") or name == "kv_saturation_blocks_per_sm" else p.lower
+
+    f = np.asarray([[worst(k, p) for k, p in FAMILY_PARAMETERS.items()]] * len(FAMILIES))
+    e = np.asarray([[worst(k, p) for k, p in ENGINE_PARAMETERS.items()]] * len(ENGINES))
+    return f, e
+
+
+def _beyond_slowest(rows: Sequence[Measurement], feats: Features) -> None:
+    f, e = slowest()
+    limit = predict(feats, f, e, feats.family.clip(0), feats.engine)
+    over = [f"{m.id} ({m.measured_ms:g} ms > {t * 1e3:.3g} ms)" for m, t in zip(rows, limit) if m.measured_ms / 1e3 > t]
+    if over:
+        raise InputError(
+            "measured slower than any profile within the parameters' bounds predicts (a wrong unit, or a stalled "
+            "step?): " + ", ".join(over[:5]) + (f" and {len(over) - 5} more" if len(over) > 5 else "")
+        )
+
+
+def calibrate_files(
+    paths: Sequence[Any], name: str, engine: Engine | None = None, split_kv: bool | None = None
+) -> UserCalibration:
+    """Fit a profile named ``name`` to the measurement files (one kernel family, one engine:
+    ``engine`` or the files' ``engine_family``), pulled towards the shipped fit of that family and
+    engine; its rows predicted held out (:class:`UserCalibration`). ``split_kv``: whether the
+    engine's decode attention splits the KV cache (default: the engine's, :data:`SPLIT_KV_ENGINES`).
+    InputError for rows of several families or engines, rows faster than the bound, or fewer than
+    3 rows."""
+    from dataclasses import replace
+
+    from llm_cost.perf.profile import Profile, SourceError, fit_data, join
+
+    np = _np()
+    rows, chosen = _user_rows(paths, engine)
+    family = _one_family(rows)
+    if len(rows) < 3:
+        raise InputError(f"{len(rows)} rows: a profile needs at least 3 (one is left out at a time)")
+    steps = [step_of(m) for m in rows]
+    _below_bound(rows, steps)
+    _beyond_slowest(rows, features_of(rows, steps))
+    if split_kv is not None and split_kv != SPLIT_KV_ENGINES[chosen]:
+        raise InputError(
+            f"split_kv: {chosen.value}'s decode attention {'splits' if SPLIT_KV_ENGINES[chosen] else 'does not split'} the "
+            "KV cache (llm_cost.perf.kernels.SPLIT_KV_ENGINES); give the engine whose kernels the rows ran",
+            fields=("split_kv", "engine"),
+        )
+    by_source = len({m.source for m in rows}) >= 2
+    grouped = rows if by_source else [replace(m, source=m.id) for m in rows]
+    feats = features_of(grouped, steps)
+    # the user's rows are the profile's engine, whatever release: its current build for the family's vendor
+    feats.engine[:] = ENGINES.index(current_block(chosen, load_gpu(rows[0].gpu).vendor))
+    measured = np.asarray([m.measured_ms / 1e3 for m in rows])
+    shipped = stored_fit(fit_data())
+    whole = fit(feats, measured, np.ones(len(rows), dtype=bool), shipped, shipped)
+    ho = held_out(grouped, feats, measured, whole)
+    ratio = [float(x) for x in measured / ho.predicted_s]
+    band = _band(grouped, ratio, Situation.FITTED, Regime.ALL) if len(rows) >= BAND_MIN_ROWS else RegimeBand(
+        situation=Situation.FITTED, regime=Regime.ALL, low=round(min(min(ratio), 1.0), 4),
+        high=round(max(max(ratio), 1.0), 4), rows=len(rows), sources=len({m.source for m in grouped}),
+    )  # fmt: skip
+    fi, ei = FAMILIES.index(family), ENGINES.index(current_block(chosen, load_gpu(rows[0].gpu).vendor))
+    fn, en = tuple(FAMILY_PARAMETERS), tuple(ENGINE_PARAMETERS)
+    errors = [abs(1 / r - 1) for r in ratio]
+    method: Literal["leave-one-source-out", "leave-one-row-out"] = (
+        "leave-one-source-out" if by_source else "leave-one-row-out"
+    )
+    profile = Profile(
+        name=name,
+        family=family.value,
+        engine=chosen,
+        situation=Situation.FITTED,
+        note=f"fitted by llm-cost calibrate on {len(rows)} rows of {', '.join(sorted({m.file for m in rows}))}, pulled towards the shipped {family.value} and {chosen.value} parameters",
+        parameters=join(_params(whole.families, fn, fi), _params(whole.engines, en, ei)),
+        decode_split_kv=SPLIT_KV_ENGINES[chosen],
+        sources=tuple(sorted({m.source for m in rows})),
+        rows=len(rows),
+        engine_version="; ".join(sorted({m.engine for m in rows} - {""})),
+        fitted_batch=tuple(_span([m.batch for m in rows])),
+        fitted_context=tuple(_span([m.context for m in rows])),
+        bands=(band,),
+        out_of_source=SourceError(
+            method=method,
+            rows=len(rows),
+            sources=len({m.source for m in grouped}),
+            median=round(statistics.median(errors), 4),
+            in_band=sum(band.low <= r <= band.high for r in ratio),
+        ),  # fmt: skip
+        at_bounds=tuple(
+            whole.at_bounds.get(f"family:{family.value}", []) + whole.at_bounds.get(f"engine:{chosen.value}", [])
+        ),
+        source_family=family.value,
+    )
+    results = row_results(rows, steps, list(ho.predicted_s), ho.situation)
+    return UserCalibration(profile, results, method, statistics.median(errors))
+
+
+def profile_yaml(profile: Any) -> str:
+    """The profile as YAML text, with a header comment."""
+    import yaml
+
+    head = (
+        f"# llm-cost calibration profile {profile.name}: the {profile.family} family under {profile.engine}.\n"
+        "# Parameters of llm_cost.perf.calibrated (units: llm-cost validate, or llm_cost.perf.profile.PARAMETERS).\n"
+    )
+    return head + yaml.safe_dump(to_data(profile, exclude_none=True), sort_keys=False, width=110)
+
+
+def write_profile(result: UserCalibration, out: Any) -> UserCalibration:
+    """Write the fitted profile to ``out`` (an :class:`~llm_cost.specs.files.OutFile` checked by
+    :func:`~llm_cost.specs.files.check_out`) whole or not at all
+    (:func:`~llm_cost.specs.files.write_file`). The result, with ``out`` set."""
+    from dataclasses import replace
+
+    from llm_cost.specs.files import write_file
+
+    write_file(out, profile_yaml(result.profile))
+    return replace(result, out=str(out.path))

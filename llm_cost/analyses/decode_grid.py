@@ -381,11 +381,11 @@ def _gap_possible(ctx: _Context, model: CalibratedModel, gpu: HardwareSpec) -> b
     )
 
 
-def _blocks(ctx: _Context, i: int, bs: list[int], sms: int | None, split: bool, np: Any, cls: Any) -> Any:
+def _blocks(ctx: _Context, i: int, bs: list[int], sms: int, split: bool, np: Any, cls: Any) -> Any:
     """:func:`~llm_cost.perf.kernels.attention_blocks` of attention operator ``i`` at every b' (the
     operator at b' is the probe's with its batch replaced, as the probes check), or None."""
     op = ctx.ops[i]
-    if not split or sms is None:
+    if not split:
         return _floats(ctx.values(ctx.columns[i]["x"], bs, np), np, cls)
     at = [dataclasses.replace(op, batch=b * (op.batch or 1)) for b in (1, 2, 3)]
     if any(attention_blocks(a, sms, True) != attention_blocks(p, sms, True) for a, p in zip(at, ctx.probe_ops(i))):
@@ -393,6 +393,23 @@ def _blocks(ctx: _Context, i: int, bs: list[int], sms: int | None, split: bool, 
     return np.array(
         [attention_blocks(dataclasses.replace(op, batch=b * (op.batch or 1)), sms, True) for b in bs], dtype=np.float64
     ).view(cls)
+
+
+def _shaped(op: Operator, flops: list[Number], m: list[Number], sms: int, np: Any, cls: Any) -> Any:
+    """A GEMM's FLOPs times :func:`~llm_cost.perf.calibrated.gemm_shape_factor` at every b', each
+    computed as :meth:`CalibratedModel.step_time` computes it for that point."""
+    out = []
+    for f, rows in zip(flops, m):
+        point = dataclasses.replace(op, flops=f, m=rows)
+        count = float(rows or 1)
+        routed = op.role == OpRole.ROUTED_EXPERTS
+        shape = (
+            cal.grouped_gemm_factor(count)
+            if routed
+            else cal.gemm_shape_factor(count, op.n, cal.gemm_groups(point), sms)
+        )
+        out.append(float(f) * shape)
+    return np.array(out, dtype=np.float64).view(cls)
 
 
 def _predicted(
@@ -405,16 +422,17 @@ def _predicted(
     cls: Any,
     split: bool,
 ) -> Any:
-    """The calibrated prediction at every b' (:meth:`CalibratedModel.step_time`, column by column),
-    the attention's KV read by the thread blocks of a kernel with split-KV or without; None when the
-    blocks do not follow the probes."""
-    q = cal._values(model.profile.parameters)
+    """The calibrated prediction at every b': the formulas of :meth:`CalibratedModel.step_time`
+    (the same functions of :mod:`llm_cost.perf.calibrated`, column by column, each float by the same
+    operations in the same order), the attention's KV read by the thread blocks of a kernel with
+    split-KV or without; None when the blocks do not follow the probes."""
     step = ctx.probe
-    peak, bw = gpu.peak_flops(step.compute_dtype), gpu.bandwidth_bytes_s
-    e_w = cal._format_efficiency(step, q)
+    v = cal.rates_of(model.profile, step, gpu)
+    f_, e_ = v.f, v.e
+    seqs = np.array([float(b) for b in bs], dtype=np.float64).view(cls)
     stage_times = []
     start = 0
-    for stage in step.stages:
+    for index, stage in enumerate(step.stages):
         times = []
         for i in range(start, start + len(stage.ops)):
             op, cols = ctx.ops[i], ctx.columns[i]
@@ -423,20 +441,36 @@ def _predicted(
                 return _floats(ctx.values(cols[name], bs, np), np, cls)
 
             if op.kind == OpKind.COLLECTIVE:
-                t = cal.collective_time(op.layers, f("call_bytes"), link_bytes_s, q)
-                times.append((0.0, 0.0, t, t))
+                assert op.collective is not None
+                t = cal.collective_time(
+                    op.layers, f("call_bytes"), link_bytes_s, f_["collective_latency_s"] * e_["collective_latency_share"],
+                    f_["link_efficiency"],
+                    cal.latency_hops(op.collective.ranks),
+                )  # fmt: skip
+                times.append(t)
                 continue
             if op.kind == OpKind.GEMM:
-                c, m = cal.gemm_terms(f("flops"), f("weight_bytes"), f("activation_bytes"), f("m"), e_w, peak, bw, q)
+                shaped = _shaped(op, ctx.values(cols["flops"], bs, np), ctx.values(cols["m"], bs, np), v.sms, np, cls)
+                moe = e_["moe_gemm_share"] if op.role == OpRole.ROUTED_EXPERTS else 1.0
+                c, m = cal.gemm_terms(
+                    shaped, f("weight_bytes"), f("activation_bytes"), v.peak, v.bw, v.e_gemm,
+                    f_["bandwidth_efficiency"], v.format_share * e_["stream_share"], moe,
+                )  # fmt: skip
             elif op.kind == OpKind.ATTENTION:
-                blocks = _blocks(ctx, i, bs, gpu.sm_count, split, np, cls)
+                blocks = _blocks(ctx, i, bs, v.sms, split, np, cls)
                 if blocks is None:
                     return None
-                c, m = cal.attention_terms(f("flops"), f("kv_read_bytes"), f("kv_write_bytes"), blocks, peak, bw, q)
+                e_kv = cal.kv_efficiency(blocks, f_["kv_efficiency_max"], v.x_sat)
+                c, m = cal.attention_terms(
+                    f("flops"), f("kv_read_bytes"), f("kv_write_bytes"), blocks, v.peak16, v.bw,
+                    f_["flash_efficiency"], e_kv, f_["bandwidth_efficiency"],
+                )  # fmt: skip
             else:
-                c, m = cal.other_terms(f("flops"), f("bytes"), peak, bw, q)
-            times.append((c, m, 0.0, cal.smooth_max(c, m, q["overlap_p"])))
+                c, m = cal.other_terms(
+                    f("flops"), f("bytes"), v.peak16, v.bw, f_["gemm_efficiency_16"], f_["bandwidth_efficiency"]
+                )
+            times.append(cal.smooth_max(c, m, f_["overlap_p"]))
         start += len(stage.ops)
-        fixed = q["layer_overhead_s"] * stage.layers + q["step_overhead_s"]
-        stage_times.append(_sum([t[3] for t in times]) + fixed)
+        fixed = cal.fixed_time(stage.layers, cal.moe_layers(stage.ops), 1 if index == 0 else 0, seqs, e_)
+        stage_times.append(_sum([0.0, *times]) + fixed)
     return _sum(stage_times)

@@ -26,7 +26,7 @@ from llm_cost.model.kv import kv_bytes, kv_bytes_per_token
 from llm_cost.model.layers import layer_counts
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
-__all__ = ["Fit", "fit", "max_context", "Activations", "activation_memory"]
+__all__ = ["Fit", "fit", "max_context", "Activations", "activation_memory", "op_sac_bytes_per_layer"]
 
 
 @record
@@ -295,3 +295,33 @@ def activation_memory(
         text,
         formula,
     )
+
+
+def _op_sac_width(spec: ModelSpec, moe_layer: bool) -> int:
+    """Elements per token one layer keeps under torchtitan's op-level selective activation
+    checkpointing (``torchtitan/models/llama3/infra/parallelize.py``: ``_save_list`` of mm and
+    the SDPA kernels, "saves output of all compute ops, except every second mm"): the block's
+    input, the outputs of its 1st, 3rd, 5th ... matmuls in call order (the structure's tensor
+    order: attention projections, then the router and shared experts or the MLP; the routed
+    experts' grouped GEMMs are not mm and are recomputed), and the attention kernel's output with
+    its FP32 log-sum-exp (2 elements per head)."""
+    from llm_cost.core.types import Part, TensorKind
+    from llm_cost.model.structure import build
+
+    groups = ("attention", "router", "shared_experts") if moe_layer else ("attention", "mlp")
+    widths = [
+        int(t.shape[0])
+        for t in build(spec).tensors
+        if t.part == Part.DECODER and t.kind == TensorKind.MATMUL and t.layers and t.group in groups
+        and (t.group != "mlp" or not moe_layer)
+    ]  # fmt: skip
+    heads = spec.attention.num_attention_heads
+    return spec.hidden_size + sum(widths[0::2]) + heads * spec.v_head_dim + 2 * heads
+
+
+def op_sac_bytes_per_layer(spec: ModelSpec, seq: int, micro_batch: int, tp: int) -> float:
+    """Activation bytes of the fullest layer on one GPU under torchtitan's op-level selective
+    checkpointing (:func:`_op_sac_width`), 16-bit, with sequence parallelism under TP (every kept
+    tensor split over TP, by tokens or by heads)."""
+    kinds = {mlp == MlpType.MOE for (_, mlp) in layer_counts(spec).pairs}
+    return 2 * seq * micro_batch * max(_op_sac_width(spec, moe) for moe in kinds) / tp

@@ -33,8 +33,8 @@ from llm_cost.core.units import Number, exact, to_bytes
 from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
-from llm_cost.perf.calibrated import CalibratedModel, band_factors, split_kv_notes
-from llm_cost.perf.profile import Profile, default_profile, profile_note
+from llm_cost.perf.calibrated import CalibratedModel, band_for, split_kv_notes
+from llm_cost.perf.profile import Profile, Situation, profile_note
 from llm_cost.perf.timemodel import (
     DEFAULT_MBU,
     DEFAULT_MFU,
@@ -147,15 +147,17 @@ def _first_batch(intensity: Callable[[int], float], ridge: float, limit: int = 1
     return lo
 
 
-def banded(profile: Profile | None, predicted: float | None, batch: int, context: int, tokens: int) -> dict[str, Any]:
+def banded(
+    profile: Profile | None, predicted: float | None, batch: int, context: int, tokens: int, prefill: bool = False
+) -> dict[str, Any]:
     """The fields of a prediction beside ``predicted_s``: its error band
-    (:func:`llm_cost.perf.calibrated.band_factors`: the profile's held-out residuals, widened for a
-    transferred profile or a shape outside the fitted rows), ``tokens`` per predicted second, and
-    the profile's engine, kind and rows; empty without a prediction."""
+    (:func:`llm_cost.perf.calibrated.band_for`: the held-out residuals of predictions in the
+    profile's situation and the step's regime, widened for a shape outside the fitted rows),
+    ``tokens`` per predicted second, and the profile's engine, situation and rows of its own family
+    and engine; empty without a prediction."""
     if profile is None or predicted is None:
         return {}
-    band = band_factors(profile, batch, context)
-    error = profile.error if profile.kind == "fitted" else profile.source_error
+    band = band_for(profile, batch, context, prefill)
     return dict(
         predicted_low_s=predicted * band.low if band is not None else None,
         predicted_high_s=predicted * band.high if band is not None else None,
@@ -163,17 +165,16 @@ def banded(profile: Profile | None, predicted: float | None, batch: int, context
         predicted_below=1 - band.low if band is not None else None,
         predicted_above=band.high - 1 if band is not None else None,
         engine=str(profile.engine),
-        profile_kind=profile.kind,
-        profile_rows=error.rows if error is not None else None,
+        profile_kind=str(profile.situation),
+        profile_rows=profile.rows if profile.situation is Situation.FITTED else None,
     )
 
 
 def _prediction(
     step: Step, gpu: HardwareSpec, profile: Profile | None, network_gb_s: float, conventions: list[Note]
 ) -> tuple[float | None, str | None]:
-    """(predicted seconds, profile name) under ``profile``, else the GPU's shipped profile, else
-    (None, None); appends what the prediction rests on to ``conventions``."""
-    profile = profile or default_profile(gpu.name)
+    """(predicted seconds, profile name) under ``profile`` (the one the API chose), else (None,
+    None); appends what the prediction rests on to ``conventions``."""
     if profile is None:
         return None, None
     conventions.append(profile_note(profile, gpu.name))
@@ -339,7 +340,7 @@ def decode_steps(
     peak, bw = gpu.peak_flops(compute), gpu.bandwidth_bytes_s
     ridge = peak / bw
     resident = to_bytes(build(spec).total_params, bits)
-    chosen = profile or default_profile(gpu.name)
+    chosen = profile
     predictor = CalibratedModel(chosen, network_gb_s) if chosen is not None else None
     predicted_note = profile_note(chosen, gpu.name) if chosen is not None and detail else None
     held = per_gpu(spec, layout, bits, kv_bits)
@@ -710,7 +711,7 @@ def prefill_step(
     ]
     conventions += _layout_notes(layout, bound, spec)
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, step.sequences, seq)
-    chosen = profile or default_profile(gpu.name)
+    chosen = profile
     predicted, _ = _prediction(step, gpu, chosen, network_gb_s, conventions)
     return PrefillStep(
         spec.name,
@@ -744,6 +745,6 @@ def prefill_step(
         conventions,
         predicted,
         chosen.name if chosen is not None else None,
-        **banded(chosen, predicted, batch, seq, batch * seq),
+        **banded(chosen, predicted, batch, seq, batch * seq, prefill=True),
         total_flops=_total_flops(spec, step, layout, prefill(batch, seq), **build),
     )

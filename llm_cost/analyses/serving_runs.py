@@ -15,13 +15,9 @@ inference-perf; see that file's ``about``) becomes:
   ``max_model_len``, chunked prefill and prefix caching on (v0.15.1's defaults);
 * a KV cache of what ``gpu_mem_util`` of each GPU leaves after the weights, the workspace and the
   runtime reserve (:func:`llm_cost.analyses.capacity.kv_room`);
-* step times from the time model; by default :func:`vllm_time_model`, the GPU's torch.compile
-  profile family (vLLM V1 compiles its model with torch.compile and replays CUDA graphs). The
-  shipped H100 profile is fitted on PyTorch eager kernels (the H200 measurements) and predicts
-  vLLM's steps slow on these runs (median errors 46% on mean ITL, 50% on mean E2E:
-  ``scripts/check_serving_runs.py --profile shipped``);
-  the torch.compile family is the a100 profile fitted on gpt-fast runs, and its transfers. Nothing
-  is fitted on the serving runs.
+* step times from the time model the one rule gives the GPU under vLLM
+  (:func:`llm_cost.perf.choose.time_model_for`, :func:`vllm_model`): the same seconds ``roofline``
+  and ``serve`` give. Nothing is fitted on the serving runs.
 
 Errors are absolute percentage errors |predicted - measured| / measured of mean ITL (the file's
 definition: (E2E - TTFT) / (output tokens - 1) of the means, which for fixed outputs is the mean
@@ -39,14 +35,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from llm_cost.analyses.calibration import transfer
 from llm_cost.analyses.capacity import MemoryPolicy, kv_room
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Engine
 from llm_cost.model.layout import Layout, stage_kv_bytes
-from llm_cost.perf.calibrated import CalibratedModel, prediction_model
-from llm_cost.perf.profile import default_profile, load_profile
+from llm_cost.perf.choose import time_model_for
 from llm_cost.perf.timemodel import TimeModel
 from llm_cost.simulate import EngineConfig, SharedPrefix, SimResult, simulate
 from llm_cost.simulate.results import Summary
@@ -69,8 +63,7 @@ __all__ = [
     "KvPool",
     "replica_kv_pool",
     "replica_kv_tokens",
-    "vllm_time_model",
-    "COMPILED_SOURCE",
+    "vllm_model",
     "run_experiment",
     "compare_stage",
     "check_runs",
@@ -84,6 +77,7 @@ __all__ = [
     "band_file_data",
     "band_ratios",
     "vllm_serving_band",
+    "transfer_widening",
 ]
 
 #: The shipped measured serving runs.
@@ -116,27 +110,10 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
 }
 
 
-#: The fitted profile of the torch.compile family (gpt-fast decode on an A100), transferred to GPUs
-#: whose shipped profile is of another engine.
-COMPILED_SOURCE = "a100"
-
-
-def vllm_time_model(gpu: HardwareSpec) -> TimeModel:
-    """The prediction for vLLM V1 on ``gpu``: its shipped profile if that one was fitted on (or
-    transferred from) torch.compile kernels, else the torch.compile family's fitted profile
-    (:data:`COMPILED_SOURCE`) transferred to the GPU's datasheet peaks
-    (:func:`~llm_cost.analyses.calibration.transfer`); the MFU/MBU estimate for a GPU without a
-    profile."""
-    shipped = default_profile(gpu.name)
-    if shipped is None:
-        return prediction_model(gpu.name)
-    if shipped.engine is Engine.TORCH_COMPILE:
-        return CalibratedModel(shipped)
-    source = load_profile(COMPILED_SOURCE)
-    # named for what it is, so that a serving label never passes it off as the GPU's own profile
-    return CalibratedModel(
-        transfer(source, gpu, load_gpu(source.gpu), name=f"{source.name}-{source.engine.value}-on-{gpu.name}")
-    )
+def vllm_model(gpu: HardwareSpec) -> TimeModel:
+    """The time model of vLLM on ``gpu``, by the one rule (:func:`llm_cost.perf.choose.time_model_for`)."""
+    model: TimeModel = time_model_for(gpu, Engine.VLLM)
+    return model
 
 
 @record
@@ -321,7 +298,7 @@ def run_experiment(
 ) -> tuple[SimResult, list[Comparison]]:
     """Simulate one experiment: the result and its comparisons (the whole run first, then each
     stage)."""
-    model = time_model or vllm_time_model(e.gpu)
+    model = time_model or vllm_model(e.gpu)
     result = simulate(
         e.spec,
         e.gpu,
@@ -357,12 +334,12 @@ def check_runs(
     seed: int | str = 0,
 ) -> ServingCheck:
     """Simulate ``experiments`` (default: all shipped), each under ``time_model(experiment)``
-    (default: :func:`vllm_time_model` of its GPU), and summarise the errors."""
+    (default: :func:`vllm_model` of its GPU), and summarise the errors."""
     chosen = list(experiments) if experiments is not None else load_experiments()
     comparisons: list[Comparison] = []
     label = ""
     for e in chosen:
-        model = time_model(e) if time_model else vllm_time_model(e.gpu)
+        model = time_model(e) if time_model else vllm_model(e.gpu)
         label = label if model.label in label else ", ".join(filter(None, (label, model.label)))
         comparisons += run_experiment(e, model, seed)[1]
     medians, worst = error_summary(comparisons)
@@ -428,7 +405,7 @@ def band_file_data(
     check: ServingCheck, written_by: str, experiments: Sequence[Experiment] | None = None
 ) -> dict[str, Any]:
     """The content of :data:`BAND_FILE` from ``check`` (:func:`check_runs` under
-    :func:`vllm_time_model`, seed 0): its provenance (``written_by``: the command that wrote it),
+    :func:`vllm_model`, seed 0): its provenance (``written_by``: the command that wrote it),
     the runs' ratios and their percentiles."""
     runs = band_runs(check, experiments)
     ratios = [r["ratio"] for r in runs]
@@ -441,8 +418,8 @@ def band_file_data(
             "run's mean ITL (the runs file's definition: (E2E_mean - TTFT_mean) / (output_len - 1), the mean "
             "decode step time) measured / predicted. serve's band on the default simulated vLLM path multiplies "
             f"every step's time by the ratios' p{lo} (fast end) and p{hi} (slow end). Nothing is fitted on "
-            "these runs: the prediction is vllm_time_model's (the a100 torch-compile profile, fitted on gpt-fast "
-            "rows, transferred to the other GPUs). Generated; do not edit."
+            "these runs: the prediction is the one time model's for vLLM on each run's GPU (fitted on the "
+            "step-time measurements). Generated; do not edit."
         ),
         "source": {
             "script": written_by,
@@ -484,10 +461,28 @@ class ServingBand:
     gpu: str
     widen: float
     engine: str = "vLLM v0.15.1"
+    measured: bool = True  # the runs measured ``gpu``
+
+
+def transfer_widening() -> float:
+    """How much wider (log ratio of high / low) the shipped fit's held-out band over all regimes is
+    for transferred predictions than for fitted ones (at least 1): measured by the fit's
+    leave-one-source-out residuals (:mod:`llm_cost.analyses.calibration`)."""
+    import math
+
+    from llm_cost.perf.profile import Regime, Situation, fit_data
+
+    bands = {(b["situation"], b["regime"]): b for b in fit_data()["bands"]}
+    fitted = bands.get((Situation.FITTED.value, Regime.ALL.value))
+    moved = bands.get((Situation.TRANSFERRED.value, Regime.ALL.value))
+    if fitted is None or moved is None:
+        return 1.0
+    width = lambda b: math.log(b["high"] / b["low"])  # noqa: E731
+    return max(1.0, width(moved) / max(width(fitted), 1e-9))
 
 
 def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) -> ServingBand | None:
-    """The error band of :func:`vllm_time_model`'s simulated serving prediction on ``gpu``, from the
+    """The error band of :func:`vllm_model`'s simulated serving prediction on ``gpu``, from the
     held-out spread of that prediction on the shipped serving runs (``ratios``: default
     :func:`band_ratios`), or None when ``gpu`` has no calibrated vLLM time model (the MFU/MBU
     estimate was not checked on the runs).
@@ -496,18 +491,19 @@ def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) 
     them). The fast-end and slow-end step factors are the ratios' 10th and 90th percentiles
     (:func:`linear_percentile`), clamped so that low <= 1 <= high: 8 of 10 runs' measured mean ITL
     lay within [predicted x low, predicted x high]. On a GPU none of the runs used (not in
-    :data:`RUN_GPUS`) the band is widened as :func:`~llm_cost.perf.calibrated.band_factors` widens
-    a transferred profile's: each factor's log ratio times
-    :data:`~llm_cost.perf.profile.TRANSFER_WIDEN` (:func:`~llm_cost.perf.calibrated.widened`)."""
+    :data:`RUN_GPUS`) the band is widened (:func:`~llm_cost.perf.calibrated.widened`) by how much
+    wider, in log ratio, the step-time fit's held-out band is for a prediction on a family or engine
+    it had no rows of than for one it had (:func:`transfer_widening`)."""
     from llm_cost.perf.calibrated import widened
-    from llm_cost.perf.profile import TRANSFER_WIDEN
 
-    if default_profile(gpu.name) is None:  # vllm_time_model is then the MFU/MBU estimate
+    if not hasattr(vllm_model(gpu), "profile"):  # the MFU/MBU estimate: not checked on the runs
         return None
     values = list(band_ratios() if ratios is None else ratios)
     lo_q, hi_q = BAND_PERCENTILES
     p_low, p_high = linear_percentile(values, lo_q), linear_percentile(values, hi_q)
     low, high = min(p_low, 1.0), max(p_high, 1.0)
-    widen = 1.0 if gpu.name in RUN_GPUS else float(TRANSFER_WIDEN)
+    widen = 1.0 if gpu.name in RUN_GPUS else transfer_widening()
     low, high = widened(low, widen), widened(high, widen)
-    return ServingBand(low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen)
+    return ServingBand(
+        low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen, measured=gpu.name in RUN_GPUS
+    )

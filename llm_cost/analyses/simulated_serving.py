@@ -50,7 +50,7 @@ from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
 from llm_cost.core.units import fmt_seconds
 from llm_cost.model.layout import Layout
-from llm_cost.perf.calibrated import CalibratedModel, band_factors
+from llm_cost.perf.calibrated import CalibratedModel, band_for
 from llm_cost.perf.profile import Profile
 from llm_cost.perf.timemodel import TimeModel
 from llm_cost.simulate import (
@@ -430,7 +430,7 @@ def step_shape(
     decodes: int, decode_context: int, prefill_tokens: int, prefill_cached: int, prefills: int
 ) -> tuple[int, int]:
     """(batch, context) of a simulator step bucket (:class:`~llm_cost.simulate.StepTimer`'s key)
-    as :func:`~llm_cost.perf.calibrated.band_factors` reads a step's shape: its sequences (decodes
+    as :func:`~llm_cost.perf.calibrated.band_for` reads a step's shape: its sequences (decodes
     and prompt chunks), and the longest per-sequence context among the decodes' mean cached
     context and the chunks' prompt length so far (cached + the chunk's share). A mixed step takes
     the longer, the one that widens a band the more beyond the fitted rows."""
@@ -439,18 +439,19 @@ def step_shape(
 
 
 def step_band_factor(profile: Profile, slow: bool) -> Callable[[int, int, int, int, int], float]:
-    """The step-time factor of one end of the error band for a step bucket: ``band_factors(profile,
-    *step_shape(bucket))``'s ``high`` (``slow``: the measured time may be this much longer) or
+    """The step-time factor of one end of the error band for a step bucket: ``band_for(profile,
+    *step_shape(bucket), prefill=no decodes)``'s ``high`` (``slow``: the measured time may be this much longer) or
     ``low`` (the fast end), memoised by shape."""
-    cache: dict[tuple[int, int], float] = {}
+    cache: dict[tuple[int, int, bool], float] = {}
 
     def factor(decodes: int, decode_context: int, prefill_tokens: int, prefill_cached: int, prefills: int) -> float:
         shape = step_shape(decodes, decode_context, prefill_tokens, prefill_cached, prefills)
-        hit = cache.get(shape)
+        key = (*shape, decodes == 0)
+        hit = cache.get(key)
         if hit is None:
-            b = band_factors(profile, *shape)
+            b = band_for(profile, *shape, prefill=decodes == 0)
             assert b is not None  # with_band draws a band only for a profile with residuals
-            hit = cache[shape] = b.high if slow else b.low
+            hit = cache[key] = b.high if slow else b.low
         return hit
 
     return factor
@@ -500,20 +501,18 @@ def with_band(
     (``rerun``) twice, every step's time multiplied by the fast-end and then the slow-end factor
     of the band (:class:`~llm_cost.simulate.ScaledTimer` over the nominal run's ``timer``).
 
-    Convention, ``serving`` given (the default simulated vLLM path, whose time model
-    :func:`~llm_cost.analyses.serving_runs.vllm_time_model` was checked on the shipped vLLM
-    serving runs): every step x ``serving.low`` at the fast end and x ``serving.high`` at the slow
-    end, the 10th and 90th percentiles of that prediction's mean ITL measured / predicted over the
-    18 measured vLLM v0.15.1 runs (:func:`~llm_cost.analyses.serving_runs.vllm_serving_band`;
-    widened 2.5x on a GPU the runs did not use): a calibration at serving shapes, on the
-    prediction itself, rather than the step profile's batch-1 residuals widened to their cap.
+    Convention, ``serving`` given (the default simulated vLLM path, whose prediction was checked
+    on the shipped vLLM serving runs): every step x ``serving.low`` at the fast end and x
+    ``serving.high`` at the slow end, the 10th and 90th percentiles of that prediction's mean ITL
+    measured / predicted over the 18 measured vLLM v0.15.1 runs
+    (:func:`~llm_cost.analyses.serving_runs.vllm_serving_band`; widened on a GPU the runs did not
+    use): a calibration at serving shapes, on the prediction itself.
 
-    Convention, otherwise (another engine's profile, an explicit profile): per step, the factors
-    are :func:`~llm_cost.perf.calibrated.band_factors` of the time model's profile at the step's
-    (batch, context) (:func:`step_shape`): the profile's leave-one-out residuals r = predicted /
-    measured - 1 at their 10th and 90th percentiles (the measured time of 8 of 10 held-out rows
-    lies within predicted / (1 + r_high) .. predicted / (1 + r_low)), widened 2.5x for a
-    transferred profile and for shapes outside the fitted rows.
+    Convention, otherwise (another engine, an explicit profile): per step, the factors are
+    :func:`~llm_cost.perf.calibrated.band_for` of the time model's profile at the step's (batch,
+    context) (:func:`step_shape`): measured / predicted of held-out rows (leave-one-source-out) in
+    the profile's situation and the step's regime at their 10th and 90th percentiles, widened for
+    shapes outside the fitted rows.
 
     Either way, one end is every step at its fast factor, the other every step at its slow factor:
     the errors of one prediction on one GPU are systematic (the same kernels, the same peaks), not
@@ -526,7 +525,7 @@ def with_band(
     residuals (the MFU/MBU estimate, a profile without an error) gets no band and a note saying
     so."""
     profile = time_model.profile if isinstance(time_model, CalibratedModel) else None
-    if profile is None or (serving is None and band_factors(profile) is None):
+    if profile is None or (serving is None and band_for(profile) is None):
         return dataclasses.replace(
             nominal, conventions=[*nominal.conventions, note("serve.no_band", label=time_model.label)]
         )
@@ -543,7 +542,7 @@ def with_band(
         info = StepBand(
             profile.name,
             str(profile.engine),
-            profile.kind,
+            str(profile.situation),
             serving.runs,
             serving.widen,
             serving.low,
@@ -566,18 +565,19 @@ def with_band(
             p_low=serving.p_low,
             p_high=serving.p_high,
             transfer=serving.widen,
+            measured=serving.measured,
             fast=serving.low,
             slow=serving.high,
         )
     else:
-        error = profile.error if profile.kind == "fitted" else profile.source_error
-        assert error is not None  # band_factors found residuals
+        overall = band_for(profile)
+        assert overall is not None  # checked above
         info = StepBand(
             profile.name,
             str(profile.engine),
-            profile.kind,
-            error.rows,
-            float(profile.transfer_widen) if profile.kind == "transferred" else 1.0,
+            str(profile.situation),
+            overall.rows,
+            1.0,
             min(fast_seen, default=1.0),
             max(fast_seen, default=1.0),
             min(slow_seen, default=1.0),

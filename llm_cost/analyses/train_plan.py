@@ -1,91 +1,86 @@
 """The training planner: predicted step time, MFU, days, GPU-hours, energy, dollars and memory of a
-parallel layout, and the search for the best layout of a cluster (``llm-cost train`` without
-``--mfu`` or ``--gpu-hours``).
+parallel layout, and the search for the best layout of a cluster under one framework
+(``llm-cost train`` without ``--mfu`` or ``--gpu-hours``).
 
-The step model is :mod:`llm_cost.analyses.train_step`; memory per GPU follows
-:mod:`llm_cost.analyses.training`'s accounting (16 B of mixed-precision Adam state per parameter,
-sharded by ZeRO) and :func:`llm_cost.analyses.memory.activation_memory` (Korthikanti et al. 2022,
-the model's own block), on the fullest pipeline stage:
+The step model is :mod:`llm_cost.analyses.train_step` (timed by :func:`~llm_cost.analyses.
+train_rates.training_rates`), the rank placement :mod:`llm_cost.analyses.train_ranks`, the memory
+:mod:`llm_cost.analyses.train_memory`. The search tries only layouts the framework runs:
 
-* state: the stage's parameters on one TP shard (routed experts also split over EP), ZeRO-1 shards
-  the 12 B of optimizer state over the dp x cp ranks holding the same weights, ZeRO-2 also the 2 B
-  of gradients, ZeRO-3 also the 2 B of weights;
-* activations: the layer's bytes at s/cp tokens (sequence-parallel when TP > 1) x the stage's
-  layers x the micro-batches 1F1B keeps in flight on it (min(m, p - stage)), x (1 + (p - 1)/(p v))
-  when interleaved (Korthikanti et al. 2022 §4.2.3);
-* buffers: on the last stage the FP32 logits of a micro-batch and their gradient (b s/cp V/tp x
-  8 B); with ZeRO-3 two layers' gathered weights (the one running and the one prefetched);
-* all of it within the physical capacity less a reserve (CUDA context, NCCL buffers, allocator).
+* Megatron-Core: TP within a node (with sequence parallelism), CP, PP with virtual stages
+  (interleaved 1F1B needs at least p micro-batches), EP folded into tp x cp x dp (dividing the
+  experts), the distributed optimizer (ZeRO-1; DDP, ZeRO-0, only when asked), selective or full
+  recompute;
+* FSDP2 / HSDP (torchtitan, NeMo AutoModel): the same TP, CP, PP and EP on the device mesh, FSDP
+  with (ZeRO-3) or without (ZeRO-2) resharding after the forward, none, op-level selective or full
+  activation checkpointing.
+
+For each shape (tp, cp, pp, v, dp, ep, micro-batch) it keeps the fastest option that fits (the
+recompute and sharding levels in order of their cost: less recompute, less resharding first), so
+a knob costs memory or time, never neither; context parallelism is tried only where each rank
+keeps at least :data:`CP_MIN_TOKENS` tokens.
 
 MFU is quoted two ways, both against the dense peak of the compute dtype: ``mfu`` = 6 N D (N the
 parameters a token uses) over GPU-seconds x peak; ``mfu_with_attention`` = 3 x the forward FLOPs
-of the step's operators (causal attention and every LM-head position included: Megatron-LM's and
-PaLM's count, causal) over the same. ``hfu`` counts what the GPUs run: recompute and
-FlashAttention's 2.5x backward.
+of the step's operators (causal attention and every LM-head position included:
+Megatron-LM's and PaLM's count, causal) over the same. ``hfu`` counts what the GPUs run:
+recompute and FlashAttention's 2.5x backward.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import field, replace
 from typing import Any, Optional
 
-from llm_cost.analyses.memory import activation_memory
+from llm_cost.analyses.train_memory import DEFAULT_RESERVE_BYTES, LayoutMemory, MemoryModel
+from llm_cost.analyses.train_ranks import GROUP_NAMES, Links
+from llm_cost.analyses.train_rates import TrainRates
 from llm_cost.analyses.train_step import (
-    Links,
+    DROPLESS,
+    MoeRouting,
+    StageParams,
     StageWork,
     StepBreakdown,
     TrainLayout,
-    profile_parameters,
     stage_ops,
     stage_work,
     step_breakdown,
 )
-from llm_cost.analyses.training import STATE_BYTES
-from llm_cost.core.choices import Logits, Recompute
+from llm_cost.core.choices import Framework, Logits, Recompute
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Dtype, Part, TensorKind
-from llm_cost.model.layout import Layout, stage_first_layers, stage_layers, tensor_share, validate_layout
+from llm_cost.core.types import Dtype
+from llm_cost.model.layout import Layout, stage_first_layers, stage_layers, validate_layout
 from llm_cost.model.structure import build
+from llm_cost.perf.calibrated import RANGE_WIDEN_MAX, RANGE_WIDEN_PER_OCTAVE
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.step import build_step, prefill
 
 __all__ = [
-    "LayoutMemory",
     "Candidate",
     "TrainPlan",
     "SearchSpace",
+    "Cluster",
+    "Costs",
+    "Reason",
     "plan_training",
     "model_flops_per_sequence",
     "CONVENTIONS",
-    "DEFAULT_RESERVE_BYTES",
-    "TRAINING_EFFICIENCY",
-    "Cluster",
-    "Costs",
+    "CP_MIN_TOKENS",
     "search",
+    "evaluate",
     "default_space",
     "fixed",
-    "memory_split",
+    "band_widening",
 ]
 
-#: Memory a training process cannot use for tensors: CUDA context, NCCL buffers, allocator
-#: fragmentation (the same 2 GiB vLLM keeps back; PyTorch's context alone is about 0.5 GiB).
-DEFAULT_RESERVE_BYTES = 2 * 2**30
-
-#: The training kernels' compute rate relative to a GPU's serving profile (the profile's GEMM and
-#: flash-attention efficiencies are multiplied by ``factor``), by profile family (the profile a GPU's
-#: own is transferred from, or its own): fitted on the reference rows of
-#: ``llm_cost/data/measurements/training/published-runs.yaml`` (the newest stack on that GPU that
-#: runs the kernels the step model assumes); ``loo_median`` / ``loo_max`` are those rows'
-#: leave-one-out relative errors (each row predicted with the factor fitted on the others). Written
-#: by ``python scripts/fit_training.py``; a test refits it.
-TRAINING_EFFICIENCY: dict[str, dict[str, Any]] = {
-    "h200": {"factor": 1.099, "source": "llama3", "rows": 3, "loo_median": 0.03, "loo_max": 0.051},
-    "a100": {"factor": 0.826, "source": "mosaicml", "rows": 7, "loo_median": 0.078, "loo_max": 0.135},
-}
+#: Tokens each context-parallel rank keeps at least, for the search to try CP (Megatron-Core's
+#: guidance: context parallelism for long sequences; below 4K tokens a rank's attention chunks are
+#: too small to hide the ring's K/V exchange).
+CP_MIN_TOKENS = 8192
 
 #: FLOPs per sequence by the conventions published runs quote (``forward`` = the forward FLOPs of
 #: the step's operators, causal, every LM-head position).
@@ -95,15 +90,9 @@ CONVENTIONS = {
     "palm": "s (6 N + 12 L d_attn s): PaLM appendix B's count, attention non-causal (MosaicML's too)",
     "megatron_hardware": "96 s L h^2 (1 + s/6h + V/16Lh): Narayanan et al. 2021 §5.1, full recompute included",
     "megatron_model": "72 s L h^2 (1 + s/6h + V/12Lh): Korthikanti et al. 2022 §6, no recompute",
+    "megatron_core": "12 s L h^2 ((1 + g/a + s/h) a d/h + k f/h x 3/2 if gated + V/2Lh): Megatron-LM's "
+    "num_floating_point_operations (megatron/training/training.py @d737deb362; g KV heads of a, k experts of f)",
 }
-
-
-def efficiency_family(gpu_name: str, profile: Any) -> str:
-    """The key of :data:`TRAINING_EFFICIENCY` for a GPU: the profile its own is transferred from,
-    else its profile's name, else the GPU's name."""
-    if profile is None:
-        return gpu_name
-    return str(profile.transferred_from or profile.name)
 
 
 def model_flops_per_sequence(spec: ModelSpec, seq: int, convention: str, forward_flops: float) -> float:
@@ -123,19 +112,17 @@ def model_flops_per_sequence(spec: ModelSpec, seq: int, convention: str, forward
         return 96 * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
     if convention == "megatron_model":
         return 72 * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h))
+    if convention == "megatron_core":
+        a, g = spec.attention.num_attention_heads, spec.num_key_value_heads or spec.attention.num_attention_heads
+        moe, mlp = spec.moe, spec.mlp
+        if moe is not None:
+            k, f, gated = moe.num_experts_per_tok, moe.moe_intermediate_size, moe.expert_gated
+        else:
+            assert mlp is not None
+            k, f, gated = 1, mlp.intermediate_size, mlp.gated
+        attention = (1 + g / a + s / h) * a * spec.head_dim / h
+        return 12 * s * L * h * h * (attention + f / h * k * (1.5 if gated else 1.0) + V / (2 * L * h))
     raise ValueError(f"unknown FLOP convention {convention!r}; known: {', '.join(CONVENTIONS)}")
-
-
-@record
-class LayoutMemory:
-    """Bytes on the fullest GPU of a layout."""
-
-    state_bytes: float
-    activation_bytes: float
-    buffer_bytes: float
-    total_bytes: float
-    room_bytes: int  # capacity less the reserve
-    fits: bool
 
 
 @record
@@ -153,8 +140,10 @@ class Candidate:
 
 @record
 class SearchSpace:
-    """The values the search tries for each knob; a knob the user gave has one value."""
+    """The values the search tries for each knob; a knob the user gave has one value. ``zero`` and
+    ``recompute`` in the order they are tried for each shape (the first that fits is kept)."""
 
+    framework: Framework
     tp: tuple[int, ...]
     cp: tuple[int, ...]
     pp: tuple[int, ...]
@@ -164,22 +153,24 @@ class SearchSpace:
     recompute: tuple[Recompute, ...]
     micro_batch: tuple[int, ...]
     dp: Optional[int] = None
+    shard: int = 0  # FSDP2: data-parallel ranks per FSDP group (0: all; HSDP otherwise)
 
 
 @record
 class Cluster:
-    """What the step is timed on: ``gpus`` GPUs of one kind, their links, the calibration profile
-    (None: its parameters' priors) with the training-efficiency factor, the compute dtype, the
-    memory reserve per GPU and whether TP collectives overlap the GEMMs."""
+    """What the step is timed on: ``gpus`` GPUs of one kind, their links, the training rates
+    (:func:`~llm_cost.analyses.train_rates.training_rates`), the compute dtype, the memory reserve
+    per GPU, whether TP collectives overlap the GEMMs and how MoE tokens reach their experts."""
 
     gpu: HardwareSpec
     gpus: int
     links: Links
-    profile: Any
-    efficiency: float
+    rates: TrainRates
     dtype: Dtype = Dtype.BF16
     reserve_bytes: int = DEFAULT_RESERVE_BYTES
     tp_overlap: bool = False
+    moe: MoeRouting = DROPLESS
+    flash_attention: bool = True  # False: a stack before FlashAttention (the published 2021 rows)
 
 
 @record
@@ -187,7 +178,7 @@ class Reason:
     """Why the best layout beats the best one with another value of ``knob``."""
 
     knob: str
-    value: Any  # the other value
+    value: object  # the other value
     other: str  # its layout label
     fits: bool  # False: nothing with that value fits; the other layout is the smallest in memory
     other_mfu: float
@@ -209,10 +200,12 @@ class TrainPlan(Result):
     global_batch_tokens: int  # sequences per step x seq (the batch asked, in whole sequences)
     sequences_per_step: int
     dtype: str
+    framework: str
     peak_flops: float
-    time_model: str  # the profile's label
-    layout: dict[str, Any]
+    time_model: str  # the profile and training factors' label
+    layout: dict[str, object]
     layout_label: str
+    links: dict[str, str]  # each collective group of the layout: the link it runs on
     mfu: float  # 6 N D convention
     mfu_with_attention: float  # the operators' convention (causal attention, every LM-head position)
     hfu: float
@@ -227,192 +220,114 @@ class TrainPlan(Result):
     usd: float | None
     grid_kg_per_kwh: float | None
     co2_tonnes: float | None
-    error_band: float  # relative: measured MFU within predicted / (1 +- band) on the published rows
+    error_band: float  # relative: measured tokens/s within predicted / (1 +- band), widened out of range
+    band_widen: float  # the widening (1: inside the published runs' range)
     mfu_range: tuple[float, float]
     days_range: tuple[float, float]
     breakdown: dict[str, float]
     memory: LayoutMemory
     memory_bytes: int
-    top: list[dict[str, Any]]
+    top: list[LayoutSummary]
     reasons: list[Reason]
     searched: int
     fitting: int
+    defaults: dict[str, str] = field(default_factory=dict)  # each default taken: the value and where from
     conventions: list[Note] = field(default_factory=list)
-
-
-def _zero_split() -> dict[int, tuple[int, int]]:
-    """(replicated, sharded) bytes per parameter of :data:`~llm_cost.analyses.training.STATE_BYTES`
-    by ZeRO stage: 1 shards the optimizer states, 2 also the gradients, 3 also the weights."""
-    weights, grads = STATE_BYTES["bf16 weights"], STATE_BYTES["bf16 gradients"]
-    total = sum(STATE_BYTES.values())
-    return {0: (total, 0), 1: (weights + grads, total - weights - grads), 2: (weights, total - weights), 3: (0, total)}
-
-
-#: Bytes per parameter kept whole and sharded over the DP x CP ranks, by ZeRO stage.
-ZERO_SPLIT = _zero_split()
-
-
-def memory_split(num_layers: int, pp: int) -> list[int]:
-    """Layers per pipeline stage as the planner places them for memory: as even as possible, the
-    remainder on the middle stages, so that the first stage (the most micro-batches in flight) and
-    the last (the LM head and its logits) carry one layer less, as Llama 3 did (Dubey et al. 2024
-    §3.3.2: 126 layers on 16 stages as 7, 14 x 8, 7). The slowest stage has as many layers as the
-    even split's, so the step time is the same."""
-    base, extra = divmod(num_layers, pp)
-    order = list(range(1, pp - 1)) + [0, pp - 1] if pp > 2 else list(range(pp))
-    counts = [base] * pp
-    for i in order[:extra]:
-        counts[i] += 1
-    return counts
 
 
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def default_space(spec: ModelSpec, gpu: HardwareSpec, gpus: int, seq: int) -> SearchSpace:
-    """The knobs searched by default: TP within a node, CP in powers of 2 down to 1K-token shards,
-    PP up to the layers (and 128), v from 1 to 8, EP powers of 2 up to 64 for MoE, ZeRO
-    0-3, selective or full recompute, micro-batches of 1, 2, 4 or 8 sequences."""
+def default_space(spec: ModelSpec, gpu: HardwareSpec, gpus: int, seq: int, framework: Framework) -> SearchSpace:
+    """The knobs searched by default under ``framework``: TP within a node, CP in powers of 2 while
+    each rank keeps at least :data:`CP_MIN_TOKENS` tokens, PP up to the layers (and 128), v from 1
+    to 8, EP in powers of 2 dividing the experts (up to 256), micro-batches of 1, 2, 4 or 8
+    sequences; Megatron: the distributed optimizer, selective then full recompute; FSDP2: ZeRO-2
+    then ZeRO-3, no, op-level selective, then full checkpointing."""
     node = max(1, gpu.interconnect.gpus_per_node)
     tp = tuple(t for t in _divisors(node) if gpus % t == 0)
-    cp = tuple(c for c in (1, 2, 4, 8, 16, 32) if seq % c == 0 and (c == 1 or seq // c >= 1024))
+    cp = tuple(c for c in (1, 2, 4, 8, 16, 32) if seq % c == 0 and (c == 1 or seq // c >= CP_MIN_TOKENS))
     pp = tuple(p for p in range(1, min(spec.num_hidden_layers, 128) + 1) if gpus % p == 0)
-    ep = (1,) if spec.moe is None else tuple(e for e in (1, 2, 4, 8, 16, 32, 64) if spec.moe.num_experts % e == 0)
-    return SearchSpace(
-        tp, cp, pp, (1, 2, 3, 4, 5, 6, 7, 8), ep, (0, 1, 2, 3), (Recompute.SELECTIVE, Recompute.FULL), (1, 2, 4, 8)
-    )
+    experts = spec.moe.num_experts if spec.moe is not None else 1
+    ep = tuple(e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256) if experts % e == 0 and e <= gpus)
+    zero: tuple[int, ...] = (1,) if framework == Framework.MEGATRON else (2, 3)
+    recompute: tuple[Recompute, ...] = (Recompute.SELECTIVE, Recompute.FULL)
+    if framework == Framework.FSDP2:
+        recompute = (Recompute.NONE, *recompute)
+    return SearchSpace(framework, tp, cp, pp, (1, 2, 3, 4, 5, 6, 7, 8), ep, zero, recompute, (1, 2, 4, 8))
 
 
 class _Evaluator:
-    """Evaluates layouts of one (model, cluster, batch) with the per-(TP, PP) operators, the
-    per-stage work and the activation bytes kept between layouts."""
+    """Evaluates layouts of one (model, cluster, sequence length), with the per-(TP, PP) operators,
+    the per-stage work and the memory model kept between layouts."""
 
     def __init__(self, spec: ModelSpec, cluster: Cluster, seq: int) -> None:
         gpu = cluster.gpu
         self.spec, self.gpu, self.seq, self.dtype = spec, gpu, seq, cluster.dtype
-        self.q = profile_parameters(cluster.profile, cluster.efficiency)
-        self.links, self.tp_overlap = cluster.links, cluster.tp_overlap
-        self.room = gpu.capacity_bytes - cluster.reserve_bytes
+        self.rates, self.links, self.tp_overlap = cluster.rates, cluster.links, cluster.tp_overlap
+        self.moe, self.flash = cluster.moe, cluster.flash_attention
+        self.model = MemoryModel(spec, seq, gpu.capacity_bytes - cluster.reserve_bytes)
+        self.memory = self.model.memory
         self.peak = gpu.peak_flops(cluster.dtype)
         self.forward_flops = float(build_step(spec, prefill(1, seq), logits=Logits.ALL).flops)
         self.active = float(build(spec).active_params)
-        self._ops: dict[tuple[int, int], list[tuple[int, list, int, int]]] = {}
+        self._stages: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
         self._work: dict[tuple, StageWork] = {}
-        self._act: dict[tuple, float] = {}
-        self._params: dict[int, tuple[float, float, float, float]] = {}
-        self._moe = {i for i in range(spec.num_hidden_layers) if spec.is_moe_layer(i)}
+        self._moe = [spec.is_moe_layer(i) for i in range(spec.num_hidden_layers)]
 
-    def _stages(self, tp: int, pp: int) -> list[tuple[int, list, int, int]]:
-        """(stage index, operators, layers, MoE layers) of the distinct stages: the first, the last
-        and one of each other (layers, MoE layers) kind."""
+    def stages(self, tp: int, pp: int) -> list[tuple[int, int, int]]:
+        """(stage index, layers, MoE layers) of the distinct stages of an even split: the first, the
+        last and one of each other (layers, MoE layers) kind."""
         key = (tp, pp)
-        if key not in self._ops:
-            ops = stage_ops(self.spec, tp, pp, self.seq)
+        if key not in self._stages:
             counts = stage_layers(self.spec.num_hidden_layers, pp)
             firsts = stage_first_layers(self.spec.num_hidden_layers, pp)
             seen: set[tuple[int, int]] = set()
             chosen = []
             for i, (n, start) in enumerate(zip(counts, firsts)):
-                moe = sum(1 for j in range(start, start + n) if j in self._moe)
-                kind = (n, moe)
-                if i in (0, pp - 1) or kind not in seen:
-                    chosen.append((i, ops[i], n, moe))
-                    seen.add(kind)
-            self._ops[key] = chosen
-        return self._ops[key]
+                moe = sum(self._moe[start : start + n])
+                if i in (0, pp - 1) or (n, moe) not in seen:
+                    chosen.append((i, n, moe))
+                    seen.add((n, moe))
+            self._stages[key] = chosen
+        return self._stages[key]
 
-    def _shard_params(self, tp: int) -> tuple[float, float, float, float]:
-        """(per decoder layer, of it routed experts, input tables, output side) parameters of one
-        TP shard: per layer averaged over the layers; the input embedding sits on the first stage,
-        the final norm, LM head and MTP modules on the last."""
-        if tp not in self._params:
-            layout = Layout(tp, 1)
-            layer = experts = first = last = 0.0
-            for t in build(self.spec).tensors:
-                if t.part in (Part.VISION, Part.AUDIO, Part.MTP_COPY) or not t.stored:
-                    continue
-                elements = float(t.total * tensor_share(self.spec, t, layout))
-                if t.layers and t.part == Part.DECODER:
-                    layer += elements
-                    experts += elements if t.group == "routed_experts" else 0.0
-                elif t.kind == TensorKind.LOOKUP and t.part == Part.DECODER:
-                    first += elements
-                else:
-                    last += elements
-            L = self.spec.num_hidden_layers
-            self._params[tp] = (layer / L, experts / L, first, last)
-        return self._params[tp]
-
-    def _activation_per_layer(self, layout: TrainLayout) -> float:
-        key = (layout.tp, layout.cp, layout.micro_batch, layout.recompute)
-        if key not in self._act:
-            act = activation_memory(
-                self.spec, self.seq // layout.cp, layout.micro_batch, layout.recompute, layout.tp, layout.tp > 1
+    def works(self, layout: TrainLayout) -> tuple[list[StageWork], list[StageParams], list[int]]:
+        """Each distinct stage's micro-batch work, parameters on one GPU and MoE layers."""
+        works, params, moe_layers = [], [], []
+        ops = stage_ops(self.spec, layout.tp, layout.pp, self.seq, self.dtype, self.flash)
+        model = self.model
+        for i, n, moe in self.stages(layout.tp, layout.pp):
+            key = (
+                layout.tp,
+                layout.pp,
+                i,
+                layout.cp,
+                layout.micro_batch,
+                layout.ep,
+                layout.recompute,
+                layout.framework,
             )
-            self._act[key] = float(act.bytes_per_layer)
-        return self._act[key]
-
-    def _works(self, layout: TrainLayout) -> tuple[list[StageWork], list[int]]:
-        works, moe_layers = [], []
-        share = layout.micro_batch / layout.cp
-        for i, ops, n, moe in self._stages(layout.tp, layout.pp):
-            key = (layout.tp, layout.pp, i, layout.cp, layout.micro_batch, layout.ep, layout.recompute)
             if key not in self._work:
-                self._work[key] = stage_work(ops, n, share, layout.ep, layout.recompute, self.gpu, self.dtype, self.q)
+                self._work[key] = stage_work(
+                    self.spec, ops[i], n, layout, self.gpu, self.dtype, self.rates, self.moe.padding
+                )
             works.append(self._work[key])
+            params.append(model.stage_params(layout, n, i == 0, i == layout.pp - 1))
             moe_layers.append(moe)
-        return works, moe_layers
+        return works, params, moe_layers
 
-    def memory(self, layout: TrainLayout) -> tuple[LayoutMemory, float]:
-        """The fullest GPU's memory under the planner's split (:func:`memory_split`), and the
-        parameters per GPU of the largest stage (what the DP collectives and the optimizer move)."""
-        p, v, m = layout.pp, layout.vp, layout.micro_batches
-        counts = memory_split(self.spec.num_hidden_layers, p)
-        per_layer = self._activation_per_layer(layout)
-        interleave = 1 + (p - 1) / (p * v) if v > 1 else 1.0
-        n = layout.dp * layout.cp
-        replicated, sharded = ZERO_SPLIT[layout.zero]
-        layer, experts, first, last = self._shard_params(layout.tp)
-        layer_params = layer - experts + experts / layout.ep
-        if self.spec.tie_word_embeddings and p > 1:
-            last += self.spec.vocab_size * self.spec.hidden_size / layout.tp  # the LM head's own copy
-        best: LayoutMemory | None = None
-        for i in {0, p - 1, counts.index(max(counts))}:  # the fullest middle stage: its first
-            params = layer_params * counts[i] + (first if i == 0 else 0.0) + (last if i == p - 1 else 0.0)
-            state = params * (replicated + sharded / n)
-            activations = per_layer * counts[i] * min(m, p - i) * (interleave if i == 0 else 1.0)
-            buffers = 0.0
-            if i == p - 1:
-                tokens = layout.micro_batch * self.seq / layout.cp
-                buffers += tokens * self.spec.vocab_size / layout.tp * 8
-            if layout.zero == 3:
-                buffers += 2 * layer_params * 2
-            total = state + activations + buffers
-            row = LayoutMemory(state, activations, buffers, total, self.room, total <= self.room)
-            if best is None or row.total_bytes > best.total_bytes:
-                best = row
-        assert best is not None
-        return best, layer_params * max(counts) + max(first, last)
-
-    def evaluate(self, layout: TrainLayout) -> Candidate:
+    def evaluate(self, layout: TrainLayout, memory: LayoutMemory | None = None) -> Candidate:
         """The predicted step and memory of ``layout`` (a layout that does not fit is not timed)."""
-        memory, params = self.memory(layout)
+        memory = memory or self.memory(layout)
         if not memory.fits:
             return Candidate(layout, math.inf, 0.0, 0.0, 0.0, None, memory)
-        works, moe_layers = self._works(layout)
+        works, params, moe_layers = self.works(layout)
         breakdown = step_breakdown(
-            self.spec,
-            layout,
-            self.seq,
-            works,
-            [params] * len(works),
-            moe_layers,
-            self.links,
-            self.gpu.bandwidth_bytes_s,
-            self.q,
-            self.tp_overlap,
-        )
+            self.spec, layout, self.seq, works, params, moe_layers, self.links, self.gpu.bandwidth_bytes_s,
+            self.rates, self.tp_overlap, self.moe,
+        )  # fmt: skip
         step = breakdown.step_s
         sequences = layout.micro_batch * layout.micro_batches * layout.dp
         gpu_seconds = step * layout.gpus * self.peak
@@ -427,60 +342,134 @@ class _Evaluator:
             memory,
         )
 
+    def first_fitting(self, layouts: list[TrainLayout]) -> Candidate:
+        """The first of ``layouts`` (the options of one shape, cheapest first) that fits, timed; or,
+        when none does, the smallest in memory."""
+        smallest: tuple[LayoutMemory, TrainLayout] | None = None
+        for layout in layouts:
+            memory = self.memory(layout)
+            if memory.fits:
+                return self.evaluate(layout, memory)
+            if smallest is None or memory.total_bytes < smallest[0].total_bytes:
+                smallest = (memory, layout)
+        assert smallest is not None  # a shape has at least one option
+        return Candidate(smallest[1], math.inf, 0.0, 0.0, 0.0, None, smallest[0])
 
-def check_space(spec: ModelSpec, space: SearchSpace, seq: int) -> None:
-    """InputError naming the argument when a knob the user fixed cannot run ``spec`` at ``seq``
-    tokens (a searched knob's invalid values are skipped)."""
+
+def _one_line_divides(what: str, value: int, of: str, total: int, flag: str) -> InputError:
+    """InputError: ``flag`` ``value`` does not divide ``total`` ``of``; the values that do."""
+    options = [d for d in _divisors(total) if d <= 1024]
+    shown = ", ".join(str(d) for d in options[:12]) + (", ..." if len(options) > 12 else "")
+    return InputError(f"{flag}: {value} does not divide the {total:,} {of}; {what} one of {shown}", fields=(flag,))
+
+
+def check_space(spec: ModelSpec, space: SearchSpace, seq: int, gpus: int) -> None:
+    """InputError naming the knob when one the user fixed cannot run ``spec`` at ``seq`` tokens on
+    ``gpus`` GPUs under the space's framework (a searched knob's invalid values are skipped)."""
+    heads = spec.attention.num_attention_heads
+    if len(space.tp) == 1 and heads % space.tp[0]:
+        raise _one_line_divides("give", space.tp[0], "query heads", heads, "tp")
     if len(space.tp) == 1:
         validate_layout(spec, Layout(space.tp[0], 1))
-    if len(space.pp) == 1:
-        validate_layout(spec, Layout(1, space.pp[0]))
+    if len(space.pp) == 1 and space.pp[0] > spec.num_hidden_layers:
+        raise InputError(
+            f"pp: {space.pp[0]} stages exceed the {spec.num_hidden_layers} layers; give at most {spec.num_hidden_layers}",
+            fields=("pp",),
+        )
     if len(space.cp) == 1 and seq % space.cp[0]:
-        raise InputError(f"cp: {space.cp[0]} does not divide the {seq:,}-token sequence", fields=("cp", "seq"))
-    if len(space.ep) == 1 and space.ep[0] > 1:
-        if spec.moe is None:
-            raise InputError(f"ep: {spec.name} has no experts; ep must be 1", fields=("ep",))
-        if spec.moe.num_experts % space.ep[0]:
-            raise InputError(f"ep: {space.ep[0]} does not divide the {spec.moe.num_experts} experts", fields=("ep",))
+        raise _one_line_divides("give", space.cp[0], "tokens of a sequence", seq, "cp")
+    for name in ("tp", "cp", "pp"):
+        values = getattr(space, name)
+        if len(values) == 1 and gpus % values[0]:
+            raise _one_line_divides("give", values[0], "GPUs", gpus, name)
+    _check_experts(spec, space)
+    _check_framework(space)
     if (
         len(space.vp) == 1
         and len(space.pp) == 1
         and space.vp[0] > min(stage_layers(spec.num_hidden_layers, space.pp[0]))
     ):
+        fewest = min(stage_layers(spec.num_hidden_layers, space.pp[0]))
         raise InputError(
-            f"vp: {space.vp[0]} virtual stages exceed the layers of a {space.pp[0]}-stage pipeline's stage",
+            f"vp: {space.vp[0]} virtual stages exceed the {fewest} layers of a {space.pp[0]}-stage pipeline's "
+            f"stage; give at most {fewest}",
             fields=("vp", "pp"),
         )
 
 
-def _check_divides(spec: ModelSpec, gpus: int, space: SearchSpace) -> None:
-    """InputError naming the knobs fixed when no tp x cp x pp of the space divides ``gpus`` (so no
-    layout exists whatever the batch), or when none leaves the ``dp`` fixed."""
-    triples = [
-        (t, c, p)
-        for t in space.tp
-        for c in space.cp
-        for p in space.pp
-        if p <= spec.num_hidden_layers and gpus % (t * c * p) == 0
-    ]
-    fixed = {k: getattr(space, k)[0] for k in ("tp", "cp", "pp") if len(getattr(space, k)) == 1}
-    named = [k for k, v in fixed.items() if v > 1]
-    if not triples and named:
-        product = " x ".join(f"{k} {fixed[k]}" for k in named)
+def _check_experts(spec: ModelSpec, space: SearchSpace) -> None:
+    """InputError for an EP the model cannot take: none without experts, more ranks than experts,
+    or one that does not divide them."""
+    if len(space.ep) != 1 or space.ep[0] == 1:
+        return
+    ep = space.ep[0]
+    if spec.moe is None:
+        raise InputError(f"ep: {spec.name} has no experts; ep must be 1", fields=("ep",))
+    experts = spec.moe.num_experts
+    if ep > experts:
+        raise InputError(f"ep: {ep} ranks exceed the {experts} experts; give at most {experts}", fields=("ep",))
+    if experts % ep:
+        raise _one_line_divides("give", ep, "experts", experts, "ep")
+
+
+def _check_framework(space: SearchSpace) -> None:
+    """InputError for a ZeRO stage or a sharding the framework does not run."""
+    allowed = (0, 1) if space.framework == Framework.MEGATRON else (2, 3)
+    bad = [z for z in space.zero if z not in allowed]
+    if bad:
+        other = "fsdp2" if space.framework == Framework.MEGATRON else "megatron"
         raise InputError(
-            f"{product}: {math.prod(fixed[k] for k in named):,} GPUs per replica do not divide the {gpus:,} GPUs; "
+            f"zero: {space.framework} runs ZeRO {' or '.join(map(str, allowed))}, not {bad[0]}; give one of those, "
+            f"or framework {other}",
+            fields=("zero", "framework"),
+        )
+    if space.shard and space.framework != Framework.FSDP2:
+        raise InputError("fsdp_shard: HSDP is FSDP2's; give framework fsdp2 or leave it out", fields=("fsdp_shard",))
+
+
+def _check_divides(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpace) -> None:
+    """InputError naming the knobs when no layout exists: tp x cp x pp that does not divide the GPUs,
+    a dp that no tp x cp x pp leaves, or a batch no dp x micro-batch divides."""
+    triples = [
+        (t, c, p) for t in space.tp for c in space.cp for p in space.pp
+        if p <= spec.num_hidden_layers and gpus % (t * c * p) == 0
+    ]  # fmt: skip
+    fixed_ = {k: getattr(space, k)[0] for k in ("tp", "cp", "pp") if len(getattr(space, k)) == 1}
+    named = [k for k, v in fixed_.items() if v > 1]
+    if not triples and named:
+        product = " x ".join(f"{k} {fixed_[k]}" for k in named)
+        raise InputError(
+            f"{product}: {math.prod(fixed_[k] for k in named):,} GPUs per replica do not divide the {gpus:,} GPUs; "
             "give gpus a multiple of it",
             fields=(*named, "gpus"),
         )
-    if space.dp is not None and not any(gpus // (t * c * p) == space.dp for t, c, p in triples):
+    dps = sorted({gpus // (t * c * p) for t, c, p in triples})
+    if space.dp is not None and space.dp not in dps:
+        raise InputError(f"dp: {space.dp:,} replicas of tp x cp x pp do not make {gpus:,} GPUs", fields=("dp", "gpus"))
+    if space.dp is not None:
+        dps = [space.dp]
+    steps = sorted({d * b for d in dps for b in space.micro_batch})
+    if steps and not any(sequences % s == 0 for s in steps):
+        unit = steps[0]
         raise InputError(
-            f"dp: {space.dp:,} replicas of tp x cp x pp do not make {gpus:,} GPUs",
-            fields=("dp", "gpus", "tp", "cp", "pp"),
+            f"global_batch: {sequences:,} sequences per step are not a multiple of dp x micro_batch = {unit:,}; "
+            f"give a multiple of {unit:,} sequences ({(sequences // unit + 1) * unit:,} is the next)",
+            fields=("global_batch", "dp", "micro_batch"),
         )
 
 
-def _layouts(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpace):  # noqa: ANN202 - a generator
-    """Every layout of ``space`` on ``gpus`` GPUs for ``sequences`` sequences per step."""
+def _options(space: SearchSpace, shape: dict[str, int]) -> list[TrainLayout]:
+    """The (recompute, ZeRO) options of one shape, in the order they are tried."""
+    return [
+        TrainLayout(**shape, zero=z, recompute=r, framework=space.framework, shard=space.shard)
+        for r in space.recompute
+        for z in space.zero
+    ]
+
+
+def _shapes(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpace) -> Iterator[dict[str, int]]:
+    """Every (tp, cp, pp, vp, dp, ep, micro-batch) of ``space`` the framework runs on ``gpus`` GPUs
+    for ``sequences`` sequences per step (module docstring)."""
     for tp in space.tp:
         try:
             validate_layout(spec, Layout(tp, 1))
@@ -493,75 +482,20 @@ def _layouts(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpace):  #
                 dp = gpus // (tp * cp * pp)
                 if (space.dp is not None and dp != space.dp) or sequences % dp:
                     continue
-                per_replica = sequences // dp
+                if space.shard and dp % space.shard:
+                    continue
                 fewest = min(stage_layers(spec.num_hidden_layers, pp))
                 for b in space.micro_batch:
-                    if per_replica % b:
+                    if (sequences // dp) % b:
                         continue
-                    m = per_replica // b
+                    m = sequences // dp // b
                     for vp in space.vp:
                         if vp > 1 and (pp == 1 or vp > fewest or m < pp):
                             continue
                         for ep in space.ep:
-                            if ep > 1 and (dp * cp) % ep:
+                            if ep > 1 and (tp * cp * dp) % ep:
                                 continue
-                            for zero in space.zero:
-                                for recompute in space.recompute:
-                                    yield TrainLayout(tp, cp, pp, vp, dp, ep, zero, recompute, b, m)
-
-
-def _reasons(best: Candidate, everything: list[Candidate]) -> list[Reason]:
-    """For each knob, the best layout with another value of it (the smallest in memory when none
-    fits) and the term of its step that grows most."""
-    out = []
-    assert best.breakdown is not None  # the best layout fits
-    mine = best.breakdown.terms()
-    for knob in ("tp", "cp", "pp", "vp", "dp", "ep", "zero", "recompute", "micro_batch"):
-        others = [c for c in everything if getattr(c.layout, knob) != getattr(best.layout, knob)]
-        if not others:
-            continue
-        rival = others[0]  # ranked: the best fitting one, else the smallest
-        value, label = getattr(rival.layout, knob), rival.layout.label()
-        if rival.breakdown is None:
-            out.append(Reason(knob, value, label, False, 0.0, 0.0, "", 0.0, rival.memory.total_bytes))
-            continue
-        theirs = rival.breakdown.terms()
-        term = max(theirs, key=lambda k: theirs[k] - mine[k])
-        out.append(
-            Reason(
-                knob,
-                value,
-                label,
-                True,
-                rival.mfu,
-                rival.step_time_s - best.step_time_s,
-                term,
-                theirs[term] - mine[term],
-                rival.memory.total_bytes,
-            )
-        )
-    return out
-
-
-def _summary(c: Candidate) -> dict[str, Any]:
-    return {
-        "layout": c.layout.label(),
-        "mfu": c.mfu,
-        "mfu_with_attention": c.mfu_with_attention,
-        "step_time_s": c.step_time_s,
-        "memory_bytes": c.memory.total_bytes,
-        "fits": c.memory.fits,
-    }
-
-
-def search(spec: ModelSpec, cluster: Cluster, seq: int, sequences: int, space: SearchSpace) -> list[Candidate]:
-    """Every layout of ``space`` on the cluster for ``sequences`` sequences of ``seq`` tokens per
-    step, evaluated and ranked (:func:`_rank`)."""
-    check_space(spec, space, seq)
-    ev = _Evaluator(spec, cluster, seq)
-    out = [ev.evaluate(layout) for layout in _layouts(spec, cluster.gpus, sequences, space)]
-    out.sort(key=_rank)
-    return out
+                            yield dict(tp=tp, cp=cp, pp=pp, vp=vp, dp=dp, ep=ep, micro_batch=b, micro_batches=m)
 
 
 def _rank(c: Candidate) -> tuple:
@@ -585,6 +519,70 @@ def _rank(c: Candidate) -> tuple:
     )
 
 
+def search(spec: ModelSpec, cluster: Cluster, seq: int, sequences: int, space: SearchSpace) -> list[Candidate]:
+    """For every shape of ``space`` on the cluster, its fastest fitting option (or its smallest),
+    for ``sequences`` sequences of ``seq`` tokens per step; ranked (:func:`_rank`)."""
+    check_space(spec, space, seq, cluster.gpus)
+    ev = _Evaluator(spec, cluster, seq)
+    out = [ev.first_fitting(_options(space, shape)) for shape in _shapes(spec, cluster.gpus, sequences, space)]
+    out.sort(key=_rank)
+    return out
+
+
+def evaluate(spec: ModelSpec, cluster: Cluster, seq: int, layout: TrainLayout) -> Candidate:
+    """One layout's predicted step and memory (timed even when it does not fit: a published run
+    did fit, so its time is still the prediction to check)."""
+    ev = _Evaluator(spec, cluster, seq)
+    memory = ev.memory(layout)
+    return ev.evaluate(layout, replace(memory, fits=True))
+
+
+def _reasons(best: Candidate, everything: list[Candidate], alternatives: list[Candidate]) -> list[Reason]:
+    """For each knob, the best layout with another value of it (the smallest in memory when none
+    fits) and the term of its step that grows most; ``alternatives`` add the best layout with each
+    other recompute and ZeRO option (the search keeps only one of them per shape)."""
+    out = []
+    assert best.breakdown is not None  # the best layout fits
+    mine = best.breakdown.terms()
+    pool = sorted(everything + alternatives, key=_rank)
+    for knob in ("tp", "cp", "pp", "vp", "dp", "ep", "zero", "recompute", "micro_batch"):
+        others = [c for c in pool if getattr(c.layout, knob) != getattr(best.layout, knob)]
+        if not others:
+            continue
+        rival = others[0]  # ranked: the best fitting one, else the smallest
+        value, label = getattr(rival.layout, knob), rival.layout.label()
+        if rival.breakdown is None:
+            out.append(Reason(knob, value, label, False, 0.0, 0.0, "", 0.0, rival.memory.total_bytes))
+            continue
+        theirs = rival.breakdown.terms()
+        term = max(theirs, key=lambda k: theirs[k] - mine[k])
+        out.append(
+            Reason(
+                knob, value, label, True, rival.mfu, rival.step_time_s - best.step_time_s, term,
+                theirs[term] - mine[term], rival.memory.total_bytes,
+            )
+        )  # fmt: skip
+    return out
+
+
+@record
+class LayoutSummary:
+    """One of a plan's top layouts."""
+
+    layout: str
+    mfu: float
+    mfu_with_attention: float
+    step_time_s: float
+    memory_bytes: float
+    fits: bool
+
+
+def _summary(c: Candidate) -> LayoutSummary:
+    return LayoutSummary(
+        c.layout.label(), c.mfu, c.mfu_with_attention, c.step_time_s, c.memory.total_bytes, c.memory.fits
+    )
+
+
 @record
 class Costs:
     """What a GPU-hour costs: power per GPU (None: the TDP), PUE, dollars, grid carbon."""
@@ -599,6 +597,29 @@ class Costs:
 NO_PRICES = Costs()
 
 
+def band_widening(spec: ModelSpec, layout: TrainLayout, dtype: Dtype, seq: int, calibrated: dict) -> float:
+    """How many times wider the band is for a layout outside the published runs' range
+    (``calibrated``: the fitted family's ``range`` in the efficiency table): 1 + 1 for each of the
+    framework, the dtype and MoE-ness the runs did not cover, + :data:`~llm_cost.perf.calibrated.
+    RANGE_WIDEN_PER_OCTAVE` x the octaves the GPUs, TP, PP, CP, EP and sequence length lie outside
+    theirs; at most :data:`~llm_cost.perf.calibrated.RANGE_WIDEN_MAX`. A convention, as the
+    serving bands' (the held-out errors say nothing of layouts no run had)."""
+    if not calibrated:
+        return 1.0
+    widen = 1.0
+    widen += str(layout.framework) not in calibrated["frameworks"]
+    widen += str(dtype) not in calibrated["dtypes"]
+    widen += (spec.moe is not None) and not calibrated["moe"]
+    for name, value in (("gpus", layout.gpus), ("tp", layout.tp), ("pp", layout.pp), ("cp", layout.cp),
+                        ("ep", layout.ep), ("seq", seq)):  # fmt: skip
+        low, high = calibrated[name]
+        if value > high:
+            widen += RANGE_WIDEN_PER_OCTAVE * math.log2(value / high)
+        elif value < low:
+            widen += RANGE_WIDEN_PER_OCTAVE * math.log2(low / value)
+    return min(RANGE_WIDEN_MAX, widen)
+
+
 def plan_training(
     spec: ModelSpec,
     cluster: Cluster,
@@ -606,15 +627,15 @@ def plan_training(
     global_batch_tokens: int,
     seq: int,
     space: SearchSpace,
-    time_model: str,
-    error_band: float,
     costs: Costs = NO_PRICES,
     top: int = 5,
+    defaults: Optional[dict[str, str]] = None,
 ) -> TrainPlan:
     """The best predicted layout of ``space`` on the cluster for steps of ``global_batch_tokens``
     tokens (whole sequences of ``seq``) and the cost of ``tokens`` training tokens with it, each
-    figure with the relative ``error_band`` of the published runs. InputError naming the arguments
-    when no layout of the space applies or none fits."""
+    figure with the relative error band of the published runs (widened out of their range).
+    InputError naming the arguments when no layout of the space applies or none fits, saying by
+    how much the smallest misses."""
     sequences = global_batch_tokens // seq
     if sequences < 1:
         raise InputError(
@@ -623,7 +644,7 @@ def plan_training(
         )
     ranked = search(spec, cluster, seq, sequences, space)
     if not ranked:
-        _check_divides(spec, cluster.gpus, space)
+        _check_divides(spec, cluster.gpus, sequences, space)
         raise InputError(
             f"gpus: no layout of the knobs given fits {cluster.gpus:,} GPU(s) and {sequences:,} sequences per "
             "step: dp must divide the sequences, and micro_batch the sequences of one replica",
@@ -631,13 +652,21 @@ def plan_training(
         )
     best = ranked[0]
     if not best.memory.fits:
+        need, room = best.memory.total_bytes, best.memory.room_bytes
         raise InputError(
             f"gpus: no layout searched fits {cluster.gpu.name}'s memory; the smallest needs "
-            f"{best.memory.total_bytes / 2**30:,.1f} GiB of {best.memory.room_bytes / 2**30:,.1f} GiB "
+            f"{need / 2**30:,.1f} GiB of {room / 2**30:,.1f} GiB, {(need - room) / 2**30:,.1f} GiB over "
             f"({best.layout.label()}); add GPUs, recompute, TP, PP or CP",
             fields=("gpus", "recompute", "tp", "pp", "cp"),
         )
-    return _plan(spec, cluster, tokens, seq, time_model, error_band, best, ranked, top, costs)
+    ev = _Evaluator(spec, cluster, seq)
+    alternatives = [
+        ev.first_fitting([replace(best.layout, zero=z, recompute=r)])
+        for r in space.recompute
+        for z in space.zero
+        if (r, z) != (best.layout.recompute, best.layout.zero)
+    ]
+    return _plan(spec, cluster, tokens, seq, best, ranked, alternatives, top, costs, defaults or {})
 
 
 def _plan(
@@ -645,14 +674,14 @@ def _plan(
     cluster: Cluster,
     tokens: int,
     seq: int,
-    time_model: str,
-    band: float,
     best: Candidate,
     ranked: list[Candidate],
+    alternatives: list[Candidate],
     top: int,
     costs: Costs,
+    defaults: dict[str, str],
 ) -> TrainPlan:
-    gpu, gpus, dtype = cluster.gpu, cluster.gpus, cluster.dtype
+    gpu, gpus, dtype, rates = cluster.gpu, cluster.gpus, cluster.dtype, cluster.rates
     fitting = [c for c in ranked if c.memory.fits]
     assert best.breakdown is not None  # the best layout fits, so it was timed
     lay = best.layout
@@ -664,61 +693,43 @@ def _plan(
     energy = gpu_hours * power / 1000 * costs.pue
     price, grid = costs.usd_per_gpu_hour, costs.grid_kg_per_kwh
     days = seconds / 86400
+    from llm_cost.analyses.train_rates import training_efficiency
+
+    family = training_efficiency()["families"].get(rates.family, {})
+    widen = band_widening(spec, lay, dtype, seq, family.get("range", {}))
+    band = min(0.95, rates.band * widen)
+    groups = lay.groups()
+    links = {
+        GROUP_NAMES[name]: cluster.links.describe(g)
+        for name, g in groups.items()
+        if spec.moe is not None or name not in ("ep", "expert_dp")
+    }
     conventions = [
-        note("train_plan.step", time_model=time_model),
+        note("train_plan.step", time_model=rates.label, framework=str(lay.framework)),
         note("train_plan.mfu", tflops=gpu.peak_flops(dtype) / 1e12, dtype=dtype.value),
-        note("train_plan.memory", reserve_gib=(gpu.capacity_bytes - best.memory.room_bytes) / 2**30),
-        note("train_plan.band", band=band),
-        *([note("train_plan.moe_unchecked")] if spec.moe is not None else []),
+        note("train_plan.memory", reserve_gib=cluster.reserve_bytes / 2**30, framework=str(lay.framework)),
+        note("train_plan.band", band=rates.band, widen=widen),
         note("train_plan.left_out"),
     ]
     return TrainPlan(
-        spec.name,
-        gpu.name,
-        gpus,
-        tokens,
-        seq,
-        step_tokens,
-        step_tokens // seq,
-        dtype.value,
-        gpu.peak_flops(dtype),
-        time_model,
-        {
-            f: getattr(lay, f)
-            for f in ("tp", "cp", "pp", "vp", "dp", "ep", "zero", "recompute", "micro_batch", "micro_batches")
-        },
-        lay.label(),
-        best.mfu,
-        best.mfu_with_attention,
-        best.hfu,
-        best.step_time_s,
-        tokens_per_s / gpus,
-        days,
-        gpu_hours,
-        energy,
-        power,
-        costs.pue,
-        price,
-        gpu_hours * price if price is not None else None,
-        grid,
-        energy * grid / 1000 if grid is not None else None,
-        band,
-        (best.mfu / (1 + band), best.mfu / (1 - band) if band < 1 else math.inf),
-        (days * (1 - band), days * (1 + band)),
-        best.breakdown.terms(),
-        best.memory,
-        gpu.capacity_bytes,
-        [_summary(c) for c in fitting[:top]],
-        _reasons(best, ranked),
-        len(ranked),
-        len(fitting),
-        conventions,
-    )
+        spec.name, gpu.name, gpus, tokens, seq, step_tokens, step_tokens // seq, dtype.value, str(lay.framework),
+        gpu.peak_flops(dtype), rates.label,
+        {f: getattr(lay, f) for f in ("tp", "cp", "pp", "vp", "dp", "ep", "zero", "recompute", "micro_batch",
+                                      "micro_batches")} | {"fsdp_shard": lay.fsdp_shard},
+        lay.label(), links, best.mfu, best.mfu_with_attention, best.hfu, best.step_time_s, tokens_per_s / gpus,
+        days, gpu_hours, energy, power, costs.pue, price, gpu_hours * price if price is not None else None,
+        grid, energy * grid / 1000 if grid is not None else None, band, widen,
+        (best.mfu / (1 + band), best.mfu / (1 - band)), (days * (1 - band), days * (1 + band)),
+        best.breakdown.terms(), best.memory, gpu.capacity_bytes, [_summary(c) for c in fitting[:top]],
+        _reasons(best, ranked, alternatives), len(ranked), len(fitting), defaults, conventions,
+    )  # fmt: skip
 
 
 def fixed(space: SearchSpace, **given: Any) -> SearchSpace:
-    """``space`` with each knob given (not None) fixed to its value."""
-    changes: dict[str, Any] = {k: (v,) for k, v in given.items() if v is not None and k != "dp"}
-    if given.get("dp") is not None:
-        changes["dp"] = given["dp"]
+    """``space`` with each knob given (not None) fixed to its value (``dp`` and ``shard`` as
+    themselves, the others as one-value tuples)."""
+    changes: dict[str, Any] = {k: (v,) for k, v in given.items() if v is not None and k not in ("dp", "shard")}
+    for k in ("dp", "shard"):
+        if given.get(k) is not None:
+            changes[k] = given[k]
     return replace(space, **changes)

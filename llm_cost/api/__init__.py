@@ -13,7 +13,7 @@ One module per question, each imported on first use so that a command loads only
 ``inputs``       image, video
 ``positions``    rope, numerics
 ``documents``    reproduce
-``calibration``  calibrate, validate, validate_profiles
+``calibration``  calibrate, validate, validate_training
 
 Every function takes a model and a GPU as a shipped name or alias, a path to a YAML spec or a
 Hugging Face ``config.json``, an already loaded spec, or (models only) a ``config.json`` as a
@@ -54,7 +54,7 @@ EXPORTS = {
     **dict.fromkeys(("image", "video"), "inputs"),
     **dict.fromkeys(("rope", "numerics"), "positions"),
     "reproduce": "documents",
-    **dict.fromkeys(("calibrate", "validate", "validate_profiles"), "calibration"),
+    **dict.fromkeys(("calibrate", "validate", "validate_training"), "calibration"),
 }
 #: Value types the API's arguments take, with the modules that define them.
 TYPES = {"Layout": "llm_cost.model.layout", "Target": "llm_cost.simulate.results", "Statistic": "llm_cost.core.choices"}

@@ -1,6 +1,6 @@
-"""The API's questions about the calibrated time model: fitting a profile to measured step times
-and the evidence for the shipped profiles (``llm-cost calibrate``, ``validate``). Both need
-numpy and scipy (``pip install 'llm-cost[fit]'``)."""
+"""The API's questions about the calibrated time model: fitting a profile to one's own measured step
+times (``llm-cost calibrate``: numpy and scipy, ``pip install 'llm-cost[fit]'``) and the evidence for
+the shipped fit (``llm-cost validate``: each source predicted by the fit without it; numpy only)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from llm_cost.core.errors import InputError
 
 if TYPE_CHECKING:
-    from llm_cost.analyses.calibration import Calibration, ProfileTable
+    from llm_cost.analyses.calibration import UserCalibration, Validation
+    from llm_cost.analyses.train_published import TrainingValidation
 
-__all__ = ["calibrate", "validate", "validate_profiles"]
+__all__ = ["calibrate", "validate", "validate_training"]
 
 
 def calibrate(
@@ -21,18 +22,18 @@ def calibrate(
     out: Union[str, Path],
     name: Optional[str] = None,
     force: bool = False,
-    decode_split_kv: bool = False,
+    decode_split_kv: Optional[bool] = None,
     engine: Optional[str] = None,
-) -> Calibration:
-    """Fit a profile to the measurement files (one GPU; YAML or CSV rows of model, gpu, phase,
-    batch, context, tp, weights_dtype, group_size, kv_dtype, measured_ms), write it to ``out``
-    whole or not at all, and return it with its leave-one-out errors. ``decode_split_kv``: the
-    engine measured splits decode attention's KV cache (FlashAttention, FlashInfer; the profile's
-    flag, :mod:`llm_cost.perf.kernels`). ``engine``: the engine the rows were timed under
+) -> UserCalibration:
+    """Fit a profile to the measurement files (rows of one GPU family under one engine; YAML or CSV
+    rows of model, gpu, phase, batch, context, tp, weights_dtype, group_size, kv_dtype,
+    measured_ms), pulled towards the shipped fit of that family and engine; write it to ``out``
+    whole or not at all, and return it with its rows predicted held out (leave-one-source-out, or
+    leave-one-row-out for one source). ``engine``: the engine the rows were timed under
     (:class:`~llm_cost.core.types.Engine`), else the YAML files' ``engine_family``; InputError when
-    neither says. InputError for an ``out`` that exists (unless ``force``), before any fit."""
-    from llm_cost.analyses.calibration import calibrate as fit
-    from llm_cost.analyses.calibration import write_profile
+    neither says. ``decode_split_kv``: checked against the engine's kernels when given. InputError
+    for an ``out`` that exists (unless ``force``), before any fit."""
+    from llm_cost.analyses.calibration import calibrate_files, write_profile
     from llm_cost.api import checks
     from llm_cost.core.types import Engine
     from llm_cost.perf.profile import profile_name
@@ -40,11 +41,11 @@ def calibrate(
 
     files = _measurement_files(measurements)
     checks.flag(force, "force")
-    checks.flag(decode_split_kv, "decode_split_kv")
+    split_kv = checks.optional(decode_split_kv, checks.flag, "decode_split_kv")
     target = check_out(out, "out", force, (".yaml", ".yml"))
     chosen_name = profile_name(target.path.stem if name is None else name, "name" if name is not None else "out")
     chosen = checks.optional(engine, checks.choice, Engine, "engine")
-    fitted = fit(files, chosen_name, decode_split_kv=decode_split_kv, engine=chosen)
+    fitted = calibrate_files(files, chosen_name, chosen, split_kv)
     return write_profile(fitted, target)
 
 
@@ -64,31 +65,29 @@ def _measurement_files(measurements: Any) -> list[Path]:
     return [Path(m) for m in measurements]
 
 
-def validate(profile: Optional[str] = None) -> list[Calibration]:
-    """Predicted against measured for the shipped measurements: leave-one-out for a fitted
-    profile, out-of-sample for a transferred one, beside the bound and the MFU/MBU estimate;
-    every shipped profile when ``profile`` is None."""
-    from llm_cost.analyses.calibration import validate as check
-    from llm_cost.analyses.calibration import validate_shipped
-    from llm_cost.perf.profile import load_profile
+def validate(profile: Optional[str] = None) -> Validation:
+    """The shipped fit against the shipped measurements, leave one SOURCE out: every source's rows
+    predicted by the fit without that source (its stored fold), per source (rows, median error,
+    rows inside the band drawn from the other sources' held-out errors), the bands, and every row
+    beside the bound and the MFU/MBU estimate; ``profile`` (a shipped ``<family>-<engine>`` name)
+    keeps that profile's rows; a profile YAML file (``llm-cost calibrate``'s) predicts the shipped
+    rows of its family and engine, out of sample."""
+    from llm_cost.analyses.calibration import validation
+    from llm_cost.perf.profile import profile_file
 
-    if profile is None:
-        return validate_shipped()
-    if not isinstance(profile, str) or not profile.strip():
+    if profile is not None and (not isinstance(profile, str) or not profile.strip()):
         raise InputError(f"profile: {profile!r} is not a profile name or YAML path", fields=("profile",))
-    from llm_cost.specs.files import real_path
+    own = profile_file(profile) if profile is not None else None
+    if own is not None:
+        return validation(own=own)
+    return validation(profile.strip().lower() if profile is not None else None)
 
-    yaml_file = profile.lower().endswith((".yaml", ".yml"))
-    base = real_path(Path(profile), "a profile YAML").parent if yaml_file else None
-    return [check(load_profile(profile), base)]
 
+def validate_training() -> TrainingValidation:
+    """Every shipped published training run predicted out of source (``llm-cost validate
+    --training``): tokens/s per GPU with its published layout and with the free search, each with
+    the training factors fitted without its source; medians per source, MoE and dense. Reads the
+    table ``scripts/fit_training.py`` writes (no fit: numpy and scipy not needed)."""
+    from llm_cost.analyses.train_published import training_validation
 
-def validate_profiles() -> ProfileTable:
-    """Every fitted (GPU, engine) profile against the shipped measurements (``llm-cost validate``):
-    leave-one-out on its own rows (median, max, rows inside the error band), out of sample on its
-    engine's rows of other GPUs (the profile transferred, as the transfer rule of
-    :func:`llm_cost.api.choices.profile_of` would) and on other engines' rows; and how much wider a
-    transferred profile's band must be, measured and as used."""
-    from llm_cost.analyses.calibration import profile_table
-
-    return profile_table()
+    return training_validation()

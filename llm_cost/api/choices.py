@@ -19,6 +19,8 @@ from llm_cost.core.types import Dtype, Engine, StorageDtype, WeightFormat, store
 if TYPE_CHECKING:
     from llm_cost.analyses.capacity import MemoryPolicy
     from llm_cost.analyses.serving_runs import ServingBand
+    from llm_cost.analyses.train_rates import TrainRates
+    from llm_cost.core.choices import Fp8Recipe, Framework
     from llm_cost.model.layout import Layout
     from llm_cost.perf.calibrated import CalibratedModel
     from llm_cost.perf.profile import Profile
@@ -33,18 +35,18 @@ __all__ = [
     "memory_policy",
     "engine_of",
     "DEFAULT_ENGINE",
-    "ENGINE_FALLBACK",
+    "profile_given",
+    "time_model_of",
     "profile_of",
-    "serving_profile_of",
     "serving_band_of",
-    "training_profile_of",
-    "time_model",
+    "training_time_model",
+    "training_framework_of",
+    "fp8_recipe_of",
     "layout_of",
     "network_gb_s_of",
     "mfu_of",
     "mbu_of",
     "global_batch_of",
-    "training_efficiency_of",
     "training_reserve_bytes",
     "GROUPED_DTYPES",
     "STEP_DTYPES",
@@ -55,10 +57,6 @@ __all__ = [
 STEP_DTYPES = (Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.INT8, Dtype.INT4, Dtype.FP4, Dtype.FP32)
 #: The engine a prediction assumes when none is given: vLLM, the most deployed open engine.
 DEFAULT_ENGINE = Engine.VLLM
-#: The order in which other engines' profiles stand in for an engine no GPU has a fitted profile of
-#: (SGLang runs the FlashInfer/FlashAttention kernels and CUDA graphs vLLM does, so vLLM's first; then
-#: the other compiled serving engines). Eager PyTorch stands in for none: no server runs it.
-ENGINE_FALLBACK = (Engine.VLLM, Engine.SGLANG, Engine.TRTLLM, Engine.TORCH_COMPILE, Engine.LLAMACPP)
 #: Weight dtypes stored with a scale and zero per group (weight-only quantisation).
 GROUPED_DTYPES = (WeightFormat.INT4, WeightFormat.INT8)
 
@@ -202,93 +200,47 @@ def engine_of(value: Any = None) -> tuple[Engine, bool]:
     return checks.choice(value, Engine, "engine"), True
 
 
-def profile_of(gpu: HardwareSpec, profile: Any = None, engine: Any = None) -> Optional[Profile]:
-    """The calibration profile of a prediction on ``gpu`` under ``engine`` (:func:`engine_of`).
+def profile_given(profile: Any = None) -> Optional[Profile]:
+    """A profile the user gave (a name ``<family>-<engine>``, a YAML path or a Profile), or None;
+    InputError naming ``profile`` for anything else."""
+    from llm_cost.perf.choose import load_profile
+    from llm_cost.perf.profile import Profile
 
-    The rule, in order: ``profile`` if given (a shipped name, a YAML path or a Profile: it wins over
-    ``engine``); else the shipped profile of (``gpu``, engine), fitted on its own rows or shipped
-    transferred (:func:`llm_cost.perf.profile.engine_profile`); else the fitted profile of the same
-    engine on the nearest other GPU (same vendor first, then the nearest datasheet bandwidth and bf16
-    peak), transferred to ``gpu``'s datasheet peaks; else (no GPU has a fitted profile of the engine:
-    SGLang's rows are not shipped yet) the profile this rule gives ``gpu`` under the first engine of
-    :data:`ENGINE_FALLBACK` that has a fit, relabelled as transferred to the engine; else None (the
-    MFU/MBU estimate predicts). A transferred profile's error band is
-    :data:`llm_cost.perf.profile.TRANSFER_WIDEN` times its source's."""
-    from llm_cost.perf.profile import (
-        Profile,
-        engine_profile,
-        load_profile,
-        nearest_fitted,
-        shipped_profiles,
-        transferred,
+    if profile is None or isinstance(profile, Profile):
+        return profile
+    if not isinstance(profile, str) or not profile.strip():
+        raise InputError(f"profile: {profile!r} is not a profile name, a YAML path or a Profile", fields=("profile",))
+    return load_profile(profile)
+
+
+def time_model_of(
+    gpu: HardwareSpec, engine: Any = None, profile: Any = None, network_gb_s: Any = None
+) -> CalibratedModel | EfficiencyEstimate:
+    """The time model of a prediction on ``gpu`` under ``engine`` (:func:`engine_of`: default vLLM)
+    with the user's ``profile`` if any: THE rule, :func:`llm_cost.perf.choose.time_model_for`, which
+    every command, the simulator and the planners reach through this function."""
+    from llm_cost.perf.choose import time_model_for
+
+    chosen, _ = engine_of(engine)
+    model: CalibratedModel | EfficiencyEstimate = time_model_for(
+        gpu, chosen, profile_given(profile), network_gb_s_of(network_gb_s)
     )
-
-    if profile is not None:
-        if isinstance(profile, Profile):
-            return profile
-        if not isinstance(profile, str) or not profile.strip():
-            raise InputError(
-                f"profile: {profile!r} is not a profile name, a YAML path or a Profile", fields=("profile",)
-            )
-        return load_profile(profile)
-    chosen, _ = engine_of(engine)
-    own = engine_profile(gpu.name, chosen)
-    if own is not None:
-        return own
-    from llm_cost.specs.load import gpu_names, load_gpu
-
-    specs = {n: load_gpu(n) for n in gpu_names()}
-    specs.setdefault(gpu.name, gpu)
-    near = nearest_fitted(gpu, chosen, specs)
-    if near is not None:
-        rule = f"the nearest GPU with a fitted {chosen.value} profile"
-        return transferred(near, gpu, specs[near.gpu], f"{gpu.name}-{chosen.value}", rule)
-    fitted_engines = {p.engine for p in shipped_profiles() if p.kind == "fitted"}
-    for other in ENGINE_FALLBACK:  # no GPU has a fit of the engine: the profile the first engine with one gets
-        if other is not chosen and other in fitted_engines:
-            base = profile_of(gpu, None, other)
-            if base is not None:
-                source = specs[base.gpu] if base.kind == "fitted" else gpu
-                return _stand_in(
-                    base, gpu, source, chosen, f"no GPU has a {chosen.value} fit; {other.value}'s stands in"
-                )
-    return None
+    return model
 
 
-def _stand_in(base: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec, engine: Engine, why: str) -> Profile:
-    """``base`` (fitted, or already transferred) carried to ``gpu`` as the profile of ``engine``."""
-    from dataclasses import replace
-
-    from llm_cost.perf.profile import transferred
-
-    if base.kind == "fitted":
-        made = transferred(base, gpu, source_gpu, f"{gpu.name}-{engine.value}", why)
-        return replace(made, engine=engine)
-    return replace(base, name=f"{gpu.name}-{engine.value}", engine=engine, note=f"{base.note}; {why}")
-
-
-def serving_profile_of(gpu: HardwareSpec, profile: Any = None, engine: Any = None) -> Optional[Profile]:
-    """The profile a simulated serving run is timed by: ``profile``; else, for an engine other than
-    vLLM, the GPU's fitted profile of that engine (h100-trtllm); else None: vLLM's time model
-    (:func:`llm_cost.analyses.serving_runs.vllm_time_model`, the one checked against the shipped vLLM
-    serving runs, whose mean-ITL median error stays within issue 22's 5.5% target there, where the
-    three-row h100-vllm fit's is 6.4%)."""
-    if profile is not None:
-        return profile_of(gpu, profile)
-    chosen, _ = engine_of(engine)
-    if chosen is DEFAULT_ENGINE:
-        return None
-    found = profile_of(gpu, None, chosen)
-    return found if found is not None and found.kind == "fitted" else None
+def profile_of(gpu: HardwareSpec, profile: Any = None, engine: Any = None) -> Optional[Profile]:
+    """The profile of the time model :func:`time_model_of` chooses for ``gpu`` under ``engine``
+    (None: no fit applies, the MFU/MBU estimate predicts)."""
+    model = time_model_of(gpu, engine, profile)
+    return getattr(model, "profile", None)
 
 
 def serving_band_of(gpu: HardwareSpec, profile: Optional[Profile], engine: Any = None) -> Optional[ServingBand]:
     """The error band of a simulated serving run drawn from the measured serving runs
     (:func:`llm_cost.analyses.serving_runs.vllm_serving_band`), or None for the profile's band:
-    the runs calibrate only vLLM's time model, so only when no profile was chosen
-    (:func:`serving_profile_of` gave None) and the engine is vLLM (given or the default); another
-    engine (SGLang, TensorRT-LLM) or an explicit profile keeps its profile's band
-    (:func:`llm_cost.perf.calibrated.band_factors`)."""
+    the runs check only vLLM's predictions, so only when no profile was given and the engine is
+    vLLM (given or the default); another engine (SGLang, TensorRT-LLM) or an explicit profile keeps
+    the step-time band (:func:`llm_cost.perf.calibrated.band_for`)."""
     chosen, _ = engine_of(engine)
     if profile is not None or chosen is not Engine.VLLM:
         return None
@@ -297,23 +249,23 @@ def serving_band_of(gpu: HardwareSpec, profile: Optional[Profile], engine: Any =
     return vllm_serving_band(gpu)
 
 
-def training_profile_of(gpu: HardwareSpec, profile: Any = None) -> Optional[Profile]:
-    """The profile a training step is timed by: ``profile``, else the GPU's own shipped profile (its
-    PyTorch or torch.compile fit, or one transferred from them: the families the training-efficiency
-    factors of :data:`llm_cost.analyses.train_plan.TRAINING_EFFICIENCY` were fitted with; an
-    inference engine's profile is not a training framework's)."""
-    from llm_cost.perf.profile import default_profile
+def training_time_model(
+    gpu: HardwareSpec, profile: Any = None, recipe: Any = None, framework: Any = None
+) -> TrainRates:
+    """The rates a training step is timed with (:func:`llm_cost.analyses.train_rates.training_rates`):
+    the profile of the one rule for ``gpu`` under the training engine (PyTorch's eager kernels, as
+    Megatron-Core and FSDP2 run them: :func:`time_model_of`), or ``profile`` if given, with its
+    family's fitted training factors for ``framework`` and the FP8 ``recipe``'s casts. Every
+    training prediction picks its time model here."""
+    from llm_cost.analyses.train_rates import training_rates
+    from llm_cost.core.choices import Fp8Recipe, Framework
 
-    return profile_of(gpu, profile) if profile is not None else default_profile(gpu.name)
-
-
-def time_model(
-    gpu: HardwareSpec, profile: Optional[Profile], network_gb_s: float
-) -> CalibratedModel | EfficiencyEstimate:
-    """The time model of a prediction (:func:`llm_cost.perf.calibrated.prediction_model`)."""
-    from llm_cost.perf.calibrated import prediction_model
-
-    return prediction_model(gpu.name, profile, network_gb_s)
+    return training_rates(
+        gpu,
+        Fp8Recipe.DELAYED if recipe is None else recipe,
+        profile_of(gpu, profile, Engine.PYTORCH_EAGER),
+        Framework.MEGATRON if framework is None else framework,
+    )
 
 
 def layout_of(value: Any, name: str = "layout") -> Optional[Layout]:
@@ -354,31 +306,48 @@ def mbu_of(value: Any = None) -> float:
     return DEFAULT_MBU if value is None else checks.efficiency(value, "mbu")
 
 
+def training_framework_of(value: Any = None, zero: Optional[int] = None) -> tuple[Framework, str]:
+    """(framework, where it came from) of a training plan: ``value``; else FSDP2 when ``zero`` is 2
+    or 3 (the stages FSDP runs); else Megatron-Core, the framework of most published runs the
+    training factors are fitted on (NeMo, Megatron-LM). InputError for another value."""
+    from llm_cost.core.choices import Framework
+
+    if value is not None:
+        return checks.choice(value, Framework, "framework"), "given"
+    if zero in (2, 3):
+        return Framework.FSDP2, f"zero {zero} is FSDP's"
+    return Framework.MEGATRON, "default: Megatron-Core, the framework of most published runs the rates are fitted on"
+
+
+def fp8_recipe_of(value: Any, gpu: HardwareSpec, dtype: Dtype) -> tuple[Fp8Recipe, str]:
+    """(FP8 recipe, where it came from): ``value``; else MXFP8 on a GPU with FP4 tensor cores
+    (Blackwell: MX formats native), else delayed scaling (Transformer Engine's default recipe, the
+    NeMo runs'). InputError for a recipe the GPU lacks (MXFP8 before Blackwell)."""
+    from llm_cost.core.choices import Fp8Recipe
+
+    blackwell = "fp4" in gpu.dense_tflops
+    if value is not None:
+        recipe = checks.choice(value, Fp8Recipe, "fp8_recipe")
+        if recipe == Fp8Recipe.MXFP8 and not blackwell:
+            raise InputError(
+                f"fp8_recipe: mxfp8 needs MX tensor cores (Blackwell); {gpu.name} has none: give delayed, current or block",
+                fields=("fp8_recipe",),
+            )
+        return recipe, "given" if dtype == Dtype.FP8 else "given (used only with dtype fp8)"
+    if blackwell:
+        return Fp8Recipe.MXFP8, "default on Blackwell: MXFP8, native on its tensor cores"
+    return Fp8Recipe.DELAYED, "default: delayed scaling, Transformer Engine's default recipe"
+
+
 def global_batch_of(value: Any = None) -> int:
     """Tokens per training step of the planner: ``value``, else 4M = 2^22 (Llama 2's batch; Llama 3
     405B used 16M, DeepSeek-V3 up to 15,360 x 4K)."""
     return 2**22 if value is None else checks.count(value, "global_batch", 1, 10**12)
 
 
-def training_efficiency_of(gpu: HardwareSpec, profile: Optional[Profile]) -> tuple[float, float, str]:
-    """(factor, relative error band, label) of the planner's training-efficiency factor for ``gpu``
-    under ``profile`` (:data:`llm_cost.analyses.train_plan.TRAINING_EFFICIENCY`, by the profile's
-    family): 1 and the widest band of the table when the family has no published rows."""
-    from llm_cost.analyses.train_plan import TRAINING_EFFICIENCY, efficiency_family
-
-    family = efficiency_family(gpu.name, profile)
-    entry = TRAINING_EFFICIENCY.get(family)
-    base = f"profile {profile.name}" if profile is not None else "the profile parameters' priors"
-    if entry is None:
-        widest = max(float(e["loo_max"]) for e in TRAINING_EFFICIENCY.values())
-        return 1.0, widest, f"{base} (no published training run of its family: factor 1)"
-    label = f"{base} x training efficiency {entry['factor']:g} (fitted on {entry['rows']} {entry['source']} runs)"
-    return float(entry["factor"]), float(entry["loo_max"]), label
-
-
 def training_reserve_bytes() -> int:
     """Memory per GPU a training process keeps from its tensors
-    (:data:`llm_cost.analyses.train_plan.DEFAULT_RESERVE_BYTES`, 2 GiB)."""
-    from llm_cost.analyses.train_plan import DEFAULT_RESERVE_BYTES
+    (:data:`llm_cost.analyses.train_memory.DEFAULT_RESERVE_BYTES`, 2 GiB)."""
+    from llm_cost.analyses.train_memory import DEFAULT_RESERVE_BYTES
 
     return DEFAULT_RESERVE_BYTES

@@ -91,12 +91,9 @@ def serve(
     ``requests`` per simulation (default 1,000; the plan: 400 per replica and candidate). Engine:
     ``engine`` (``vllm``, ``trtllm``) with its server defaults for the GPU, ``max_num_seqs``,
     ``chunk_tokens`` (``max_num_batched_tokens``), ``chunked_prefill``, ``prefix_caching``,
-    ``max_model_len`` (default the model's), ``gpu_memory_utilization``. Steps are timed by
-    ``profile`` if given, else by the GPU's fitted profile of ``engine`` when it is not vLLM
-    (h100-trtllm), else by vLLM's time model for the GPU
-    (:func:`llm_cost.api.choices.serving_profile_of`,
-    :func:`llm_cost.analyses.serving_runs.vllm_time_model`); the analytic-only forms by the GPU's
-    calibrated profile of ``engine`` (:func:`llm_cost.api.choices.profile_of`). Error band: the
+    ``max_model_len`` (default the model's), ``gpu_memory_utilization``. Steps are timed, in the
+    simulation and the analytic forms alike, by ``profile`` if given, else by the time model of the
+    GPU under ``engine`` (:func:`llm_cost.api.choices.time_model_of`, the one rule). Error band: the
     chosen plan (and one configuration simulated) is re-simulated with every step's time at the
     fast and the slow end of its band: on vLLM's time model (no ``profile``, engine vLLM), the
     prediction's p10/p90 mean-ITL spread on the 18 measured vLLM serving runs
@@ -468,7 +465,7 @@ def _analytic(
         from llm_cost.core.notes import note
 
         common["extra_notes"] = [*common["extra_notes"], note("serve.percentile_screen")]
-    time_model = choices.time_model(g, chosen, common["network_gb_s"])
+    time_model = choices.time_model_of(g, options["engine"], chosen, common["network_gb_s"])
     if one is not None and batch is not None:
         result = _one_configuration(
             spec, g, screen, targets, time_model, one, batch, chunk, chunked_prefill, budget, searched, common,
@@ -527,14 +524,13 @@ def _simulated(
     replica and candidate, whatever the replicas (a fixed total would leave each of many replicas
     a handful)."""
     from llm_cost.analyses.serving import CONCURRENCY_GRID, MAX_PLAN_GPUS, plan
-    from llm_cost.analyses.serving_runs import vllm_time_model
     from llm_cost.analyses.simulated_serving import PLAN_REQUESTS, plan_on_simulation, run_configuration
 
     config = traffic.engine_of(spec, g, **engine_options)
-    chosen = choices.serving_profile_of(g, profile, options["engine"])
-    serving_band = choices.serving_band_of(g, chosen, options["engine"])
+    chosen = choices.profile_of(g, profile, options["engine"])
+    serving_band = choices.serving_band_of(g, choices.profile_given(profile), options["engine"])
     common = _common(spec, g, chosen, options)
-    time_model = choices.time_model(g, chosen, common["network_gb_s"]) if chosen is not None else vllm_time_model(g)
+    time_model = choices.time_model_of(g, options["engine"], chosen, common["network_gb_s"])
     budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)
     formats = {k: common[k] for k in ("weight_bits", "kv_bits", "compute_dtype")}
     traffic.check_steps(load, config, None if one is not None and has_arrivals else requests or PLAN_REQUESTS)

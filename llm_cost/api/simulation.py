@@ -52,10 +52,10 @@ def simulate_serving(
     (:func:`llm_cost.simulate.engine.vllm_defaults`), ``max_model_len`` to the model's
     ``max_position_embeddings`` (a longer request is refused, as vLLM refuses it); the KV cache holds what
     ``gpu_memory_utilization`` (default 0.9) of each GPU leaves after the weights, a step's
-    workspace and the runtime reserve. Steps are timed by ``profile`` if given, else by vLLM's
-    time model for the GPU (:func:`llm_cost.analyses.serving_runs.vllm_time_model`).
+    workspace and the runtime reserve. Steps are timed by ``profile`` if given, else by the time
+    model of the GPU under ``engine`` (:func:`llm_cost.api.choices.time_model_of`).
     Deterministic for ``seed``; InputError naming the argument."""
-    from llm_cost.analyses.serving_runs import replica_kv_pool, vllm_time_model
+    from llm_cost.analyses.serving_runs import replica_kv_pool
     from llm_cost.api.traffic import check_steps, shared_prefix
     from llm_cost.model.layout import ONE_GPU
     from llm_cost.simulate import simulate as run
@@ -97,8 +97,7 @@ def simulate_serving(
             "GPUs (layout) or a smaller weights_dtype",
             fields=("gpu",),
         )
-    chosen = choices.profile_of(g, profile) if profile is not None else None
-    model_ = choices.time_model(g, chosen, choices.network_gb_s_of()) if chosen is not None else vllm_time_model(g)
+    model_ = choices.time_model_of(g, config.engine, profile)
     compute = choices.compute_dtype(spec, g, None, weights_dtype)
     return run(
         spec,

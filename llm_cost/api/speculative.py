@@ -45,7 +45,7 @@ def spec(
     target step; or the model's MTP module with ``mtp``), and, with a model and a GPU, the step
     model over ``batches`` (default 1 to 256) at ``context`` cached tokens, per GPU of ``layout``
     (default one GPU), its steps timed as ``roofline`` predicts them (:func:`choices.time_model`:
-    ``profile``, else the GPU's profile of ``engine``, default vLLM: :func:`choices.profile_of`, else
+    ``profile``, else the GPU's profile of ``engine``, default vLLM: :func:`choices.time_model_of`, else
     the MFU/MBU estimate); given ``mfu`` or ``mbu``
     without a ``profile``, by the MFU/MBU estimate at them (the documents' figures use MBU 1)."""
     from llm_cost.analyses.speculative import speculative
@@ -83,7 +83,7 @@ def spec(
         from llm_cost.perf.timemodel import EfficiencyEstimate
 
         network = choices.network_gb_s_of(network_gb_s)
-        timer = choices.time_model(g, choices.profile_of(g, profile, engine), network)
+        timer = choices.time_model_of(g, engine, profile, network)
         if isinstance(timer, EfficiencyEstimate) or (profile is None and (mfu is not None or mbu is not None)):
             # no profile for this GPU, or an MFU/MBU asked for: the estimate at them (as the documents' figures)
             timer = EfficiencyEstimate(choices.mfu_of(mfu), choices.mbu_of(mbu), network)

@@ -15,6 +15,7 @@ from llm_cost.core.types import Dtype
 
 if TYPE_CHECKING:
     from llm_cost.analyses.train_plan import TrainPlan
+    from llm_cost.analyses.train_step import MoeRouting
     from llm_cost.analyses.training import TrainResult
 
 __all__ = ["train", "train_plan", "TRAINING_DTYPES"]
@@ -33,7 +34,7 @@ def train(
     mfu: Optional[float] = None,
     gpu_hours: Optional[float] = None,
     recompute: Any = None,
-    dtype: Any = Dtype.BF16,
+    dtype: Any = None,
     power_w: Optional[float] = None,
     pue: float = 1.0,
     grid_kg_per_kwh: Optional[float] = None,
@@ -51,8 +52,14 @@ def train(
     global_batch: Optional[int] = None,
     network_gb_s: Optional[float] = None,
     profile: Any = None,
-    tp_comm_overlap: bool = False,
+    tp_comm_overlap: Optional[bool] = None,
     top: Optional[int] = None,
+    framework: Any = None,
+    fp8_recipe: Any = None,
+    fsdp_shard: Optional[int] = None,
+    moe_dispatcher: Any = None,
+    moe_capacity_factor: Optional[float] = None,
+    ep_comm_overlap: Optional[bool] = None,
 ) -> Union[TrainResult, TrainPlan]:
     """Training of ``tokens`` tokens D (``llm-cost train``).
 
@@ -64,14 +71,18 @@ def train(
 
     With neither, on ``gpus`` GPUs (or tp x cp x pp x dp when all four are given): the training
     planner (:func:`train_plan`), a TrainPlan; its own arguments (``cp``, ``vp``, ``ep``,
-    ``global_batch``, ``network_gb_s``, ``profile``, ``tp_comm_overlap``, ``top``) are refused
-    with mfu or gpu_hours. InputError naming the argument."""
+    ``global_batch``, ``network_gb_s``, ``profile``, ``tp_comm_overlap``, ``top``, ``framework``,
+    ``fp8_recipe``, ``fsdp_shard``, ``moe_dispatcher``, ``moe_capacity_factor``, ``ep_comm_overlap``)
+    are refused with mfu or gpu_hours. InputError naming the argument."""
     if mfu is None and gpu_hours is None and (gpus is not None or None not in (tp, cp, pp, dp)):
         return train_plan(
             model, tokens, gpu, gpus=gpus, global_batch=global_batch, seq=seq, tp=tp, cp=cp, pp=pp, vp=vp,
             dp=dp, ep=ep, zero=zero, recompute=recompute, micro_batch=micro_batch, dtype=dtype,
             network_gb_s=network_gb_s, profile=profile, tp_comm_overlap=tp_comm_overlap, power_w=power_w, pue=pue,
-            grid_kg_per_kwh=grid_kg_per_kwh, usd_per_gpu_hour=usd_per_gpu_hour, **({} if top is None else {"top": top}),
+            grid_kg_per_kwh=grid_kg_per_kwh, usd_per_gpu_hour=usd_per_gpu_hour, framework=framework,
+            fp8_recipe=fp8_recipe, fsdp_shard=fsdp_shard, moe_dispatcher=moe_dispatcher,
+            moe_capacity_factor=moe_capacity_factor, ep_comm_overlap=bool(ep_comm_overlap),
+            **({} if top is None else {"top": top}),
         )  # fmt: skip
     from llm_cost.analyses.training import train as run
 
@@ -86,7 +97,9 @@ def train(
         )
     mfu = checks.optional(mfu, checks.efficiency, "mfu")
     gpu_hours = checks.optional(gpu_hours, checks.number, "gpu_hours")
-    compute = checks.one_of(checks.choice(dtype, Dtype, "dtype"), "dtype", TRAINING_DTYPES)
+    compute = checks.one_of(
+        checks.choice(Dtype.BF16 if dtype is None else dtype, Dtype, "dtype"), "dtype", TRAINING_DTYPES
+    )
     power_w, pue, grid, price = _costs(power_w, pue, grid_kg_per_kwh, usd_per_gpu_hour)
     seq = checks.count(seq, "seq")
     micro_batch = checks.count(1 if micro_batch is None else micro_batch, "micro_batch")
@@ -95,33 +108,15 @@ def train(
     checks.flag(sequence_parallel, "sequence_parallel")
     spec, g = load_model(model), load_gpu(gpu)
     recompute = checks.choice(Recompute.NONE if recompute is None else recompute, Recompute, "recompute")
-    return run(
-        spec,
-        tokens,
-        g,
-        gpus,
-        mfu,
-        gpu_hours,
-        recompute,
-        compute,
-        power_w,
-        pue,
-        grid,
-        price,
-        seq,
-        micro_batch,
-        tp,
-        pp,
-        dp,
-        zero,
-        sequence_parallel,
-    )
+    return run(spec, tokens, g, gpus, mfu, gpu_hours, recompute, compute, power_w, pue, grid, price, seq, micro_batch,
+               tp, pp, dp, zero, sequence_parallel)  # fmt: skip
 
 
 #: What ``train`` at a given MFU or GPU-hour budget is, and the forms that take the arguments it
 #: refuses (:func:`~llm_cost.api.checks.unused`).
 _AT_A_GIVEN_MFU = "a run at a given mfu or gpu_hours"
-_PLANNER = ("cp", "vp", "ep", "global_batch", "network_gb_s", "profile", "tp_comm_overlap", "top")
+_PLANNER = ("cp", "vp", "ep", "global_batch", "network_gb_s", "profile", "tp_comm_overlap", "top", "framework",
+            "fp8_recipe", "fsdp_shard", "moe_dispatcher", "moe_capacity_factor", "ep_comm_overlap")  # fmt: skip
 _LAYOUT_MEMORY = ("zero", "sequence_parallel")
 
 
@@ -168,10 +163,16 @@ def train_plan(
     zero: Optional[int] = None,
     recompute: Any = None,
     micro_batch: Optional[int] = None,
-    dtype: Any = Dtype.BF16,
+    dtype: Any = None,
+    framework: Any = None,
+    fp8_recipe: Any = None,
+    fsdp_shard: Optional[int] = None,
+    moe_dispatcher: Any = None,
+    moe_capacity_factor: Optional[float] = None,
+    ep_comm_overlap: bool = False,
     network_gb_s: Optional[float] = None,
     profile: Any = None,
-    tp_comm_overlap: bool = False,
+    tp_comm_overlap: Optional[bool] = None,
     power_w: Optional[float] = None,
     pue: float = 1.0,
     grid_kg_per_kwh: Optional[float] = None,
@@ -181,14 +182,23 @@ def train_plan(
     """The training planner: the predicted step time, MFU (6ND and with attention), tokens/s per
     GPU, days, GPU-hours, energy and dollars of ``tokens`` tokens on ``gpus`` GPUs with steps of
     ``global_batch`` tokens (default :func:`llm_cost.api.choices.global_batch_of`) of ``seq``-token
-    sequences, for the best layout that fits in memory. Each of TP, CP, PP (and ``vp`` virtual
-    stages), DP, EP (MoE), ZeRO stage, recompute and micro-batch given is fixed; the others are
-    searched (:mod:`llm_cost.analyses.train_plan`); TP always runs with sequence parallelism.
-    Timed by the GPU's calibration profile (or ``profile``) x its training-efficiency factor; the
-    network between nodes at ``network_gb_s`` per GPU (default 50 GB/s); TP collectives overlap the
-    GEMMs with ``tp_comm_overlap``. InputError naming the argument."""
+    sequences, for the best layout that fits in memory under ``framework`` (``megatron`` or
+    ``fsdp2``; default :func:`llm_cost.api.choices.training_framework_of`). Each of TP, CP, PP (and
+    ``vp`` virtual stages), DP, EP (MoE), ZeRO stage, recompute, micro-batch and, under FSDP2, the
+    HSDP shard group ``fsdp_shard`` given is fixed; the others are searched
+    (:mod:`llm_cost.analyses.train_plan`); TP always runs with sequence parallelism. ``dtype``:
+    bf16 (default) or fp8 with ``fp8_recipe`` (:func:`llm_cost.api.choices.fp8_recipe_of`); MoE
+    tokens reach their experts by ``moe_dispatcher`` (``alltoall``, the default, or ``deepep``),
+    dropless unless ``moe_capacity_factor`` pads each expert to a capacity, the all-to-all exposed
+    unless ``ep_comm_overlap`` (:class:`~llm_cost.analyses.train_step.MoeRouting`). Timed
+    by :func:`llm_cost.api.choices.training_time_model` (the GPU's profile, or ``profile``, x the
+    fitted training factors); the network between nodes at ``network_gb_s`` per GPU (default 50
+    GB/s); TP collectives overlap the GEMMs with ``tp_comm_overlap`` (default: Megatron yes, as its
+    performance recipes run, FSDP2 no). The plan's ``defaults`` say which were taken and why.
+    InputError naming the argument."""
     from llm_cost.analyses.train_plan import Cluster, Costs, default_space, fixed, plan_training
-    from llm_cost.analyses.train_step import Links, node_links, profile_parameters
+    from llm_cost.analyses.train_ranks import Links, node_links
+    from llm_cost.core.choices import Framework
 
     tokens = checks.large_count(tokens, "tokens", 1, 10**40)
     degrees = {n: checks.optional(v, checks.count, n, 1, MAX_LAYOUT) for n, v in
@@ -199,26 +209,78 @@ def train_plan(
     zero = checks.optional(zero, checks.one_of, "zero", (0, 1, 2, 3))
     rec = checks.optional(recompute, checks.choice, Recompute, "recompute")
     micro_batch = checks.optional(micro_batch, checks.count, "micro_batch")
-    compute = checks.one_of(checks.choice(dtype, Dtype, "dtype"), "dtype", TRAINING_DTYPES)
+    shard = checks.optional(fsdp_shard, checks.count, "fsdp_shard", 1, MAX_LAYOUT)
+    compute = checks.one_of(
+        checks.choice(Dtype.BF16 if dtype is None else dtype, Dtype, "dtype"), "dtype", TRAINING_DTYPES
+    )
     power_w, pue, grid, price = _costs(power_w, pue, grid_kg_per_kwh, usd_per_gpu_hour)
     costs = Costs(power_w=power_w, pue=pue, usd_per_gpu_hour=price, grid_kg_per_kwh=grid)
-    checks.flag(tp_comm_overlap, "tp_comm_overlap")
+    checks.optional(tp_comm_overlap, checks.flag, "tp_comm_overlap")
     top = checks.count(top, "top", 1, 100)
+    chosen_framework, framework_from = choices.training_framework_of(framework, zero)
     spec, g = load_model(model), load_gpu(gpu)
     compute = choices.compute_dtype(spec, g, compute)
-    chosen = choices.training_profile_of(g, profile)
-    factor, band, label = choices.training_efficiency_of(g, chosen)
-    q = profile_parameters(chosen)
+    recipe, recipe_from = choices.fp8_recipe_of(fp8_recipe, g, compute)
+    rates = choices.training_time_model(g, profile, recipe, chosen_framework)
     node_gb_s, per_node = node_links(g)
-    links = Links(
-        node_gb_s, choices.network_gb_s_of(network_gb_s), per_node, q["collective_latency_s"], q["link_efficiency"]
-    )
-    cluster = Cluster(g, gpus, links, chosen, factor, compute, choices.training_reserve_bytes(), tp_comm_overlap)
+    q = rates.q
+    network = choices.network_gb_s_of(network_gb_s)
+    links = Links(node_gb_s, network, per_node, q["collective_latency_s"], q["link_efficiency"])
+    overlap = tp_comm_overlap if tp_comm_overlap is not None else chosen_framework == Framework.MEGATRON
+    cluster = Cluster(g, gpus, links, rates, compute, choices.training_reserve_bytes(), overlap,
+                      _moe_routing(moe_dispatcher, moe_capacity_factor, ep_comm_overlap))  # fmt: skip
     space = fixed(
-        default_space(spec, g, gpus, seq),
-        zero=zero, recompute=rec, micro_batch=micro_batch, **degrees,
+        default_space(spec, g, gpus, seq, chosen_framework),
+        zero=zero, recompute=rec, micro_batch=micro_batch, shard=shard, **degrees,
     )  # fmt: skip
-    return plan_training(spec, cluster, tokens, batch, seq, space, label, band, costs, top)
+    defaults = _defaults(global_batch, batch, dtype, compute, chosen_framework, framework_from, recipe, recipe_from,
+                         tp_comm_overlap, overlap, network_gb_s, network)  # fmt: skip
+    if moe_dispatcher is None and spec.moe is not None:
+        defaults["moe_dispatcher"] = (
+            "alltoall: each token copy to its expert's GPU (Megatron-Core's default dispatcher)"
+        )
+    return plan_training(spec, cluster, tokens, batch, seq, space, costs, top, defaults)
+
+
+def _moe_routing(dispatcher: Any, capacity_factor: Any, overlap: Any) -> MoeRouting:
+    """The MoE routing of a plan, checked: ``dispatcher`` (default alltoall), a capacity factor from 1
+    to 16 or None (dropless), ``overlap`` true or false."""
+    from llm_cost.analyses.train_step import MoeRouting
+    from llm_cost.core.choices import MoeDispatcher
+
+    chosen = checks.choice(MoeDispatcher.ALLTOALL if dispatcher is None else dispatcher, MoeDispatcher,
+                           "moe_dispatcher")  # fmt: skip
+    factor = checks.optional(
+        capacity_factor, checks.number, "moe_capacity_factor", minimum=1, maximum=16, open_min=False
+    )
+    if not isinstance(overlap, bool):
+        raise InputError(f"ep_comm_overlap: {overlap!r} must be True or False", fields=("ep_comm_overlap",))
+    return MoeRouting(chosen, factor, overlap)
+
+
+def _defaults(
+    global_batch: Any, batch: int, dtype: Any, compute: Dtype, framework: Any, framework_from: str, recipe: Any,
+    recipe_from: str, tp_comm_overlap: Any, overlap: bool, network_gb_s: Any, network: float,
+) -> dict[str, str]:  # fmt: skip
+    """Each default a plan took, its value and where it came from (the given ones are left out)."""
+    out = {}
+    if global_batch is None:
+        out["global_batch"] = f"{batch:,} tokens: the default 4M = 2^22 (Llama 2's batch)"
+    if dtype is None:
+        out["dtype"] = f"{compute}: the default, BF16 mixed precision"
+    if framework_from != "given":
+        out["framework"] = f"{framework}: {framework_from}"
+    if compute == Dtype.FP8 and not recipe_from.startswith("given"):
+        out["fp8_recipe"] = f"{recipe}: {recipe_from}"
+    if tp_comm_overlap is None:
+        out["tp_comm_overlap"] = f"{'on' if overlap else 'off'}: {framework}'s default " + (
+            "(Megatron's tp_comm_overlap, as NeMo's and Megatron-LM's performance runs set it)"
+            if overlap
+            else "(async TP is opt-in)"
+        )
+    if network_gb_s is None:
+        out["network_gb_s"] = f"{network:g} GB/s per GPU between nodes: 400 Gb/s InfiniBand NDR"
+    return out
 
 
 def _cluster_size(gpus: Optional[int], degrees: dict[str, Optional[int]]) -> int:

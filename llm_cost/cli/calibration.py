@@ -8,10 +8,11 @@ import typer
 
 from llm_cost.cli.options import Json
 from llm_cost.cli.program import app, emit
+from llm_cost.core.errors import InputError
 
 PROFILE_HELP = (
-    "A shipped calibration profile (one per GPU and engine: h200, a100, h100-vllm, rtx-4090-llamacpp, ...) or a "
-    "profile YAML file."
+    "A shipped profile <family>-<engine> (hopper-vllm, ampere-trtllm, ada-llamacpp, cdna3-vllm, ...: the kernel "
+    "family's efficiencies joined with the engine's fixed costs) or a profile YAML file."
 )
 
 
@@ -31,13 +32,13 @@ def calibrate(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
     split_kv: Annotated[
-        bool,
+        Optional[bool],
         typer.Option(
-            "--split-kv",
-            help="The engine measured splits decode attention's KV cache (FlashAttention, FlashInfer: vLLM, "
-            "SGLang, TensorRT-LLM); PyTorch eager SDPA does not.",
+            "--split-kv/--no-split-kv",
+            help="Check that the engine's decode attention splits the KV cache (FlashAttention, FlashInfer: vLLM, "
+            "SGLang, TensorRT-LLM, llama.cpp) or does not (PyTorch eager SDPA); default: the engine's own.",
         ),
-    ] = False,
+    ] = None,
     engine: Annotated[
         Optional[str],
         typer.Option(
@@ -48,8 +49,9 @@ def calibrate(
     ] = None,
     as_json: Json = False,
 ) -> None:
-    r"""Fit a calibration profile to measured step times and print its leave-one-out errors. Needs
-    numpy and scipy: pip install 'llm-cost\[fit]'.
+    r"""Fit a calibration profile to your measured step times (one GPU family, one engine), pulled
+    towards the shipped fit, and print each row predicted held out (leave-one-source-out, or
+    leave-one-row-out for one source). Needs numpy and scipy: pip install 'llm-cost\[fit]'.
 
     Example: llm-cost calibrate my-h100-timings.csv --engine vllm -o h100-vllm.yaml
     """
@@ -63,22 +65,33 @@ def calibrate(
 def validate(
     profile: Annotated[
         Optional[str],
-        typer.Option("--profile", "-p", help=PROFILE_HELP + " Default: every shipped profile with measurements."),
+        typer.Option("--profile", "-p", help=PROFILE_HELP + " Lists that profile's rows; default: every source."),
     ] = None,
+    training: Annotated[
+        bool,
+        typer.Option("--training", help="The published training runs, each predicted out of source (no fit needed)."),
+    ] = False,
     as_json: Json = False,
 ) -> None:
-    r"""Predicted vs measured for the shipped measurements. Without --profile: per (GPU, engine)
-    profile, its leave-one-out errors and its out-of-sample errors on its engine's rows of other GPUs
-    (transferred) and on other engines' rows. With --profile: every row, leave-one-out (fitted) or
-    out-of-sample (transferred), beside the Roofline bound and the MFU 60% / MBU 80% estimate;
-    errors per category. Needs pip install 'llm-cost\[fit]'.
+    r"""The shipped time model against every shipped measurement, leave one SOURCE out: each source
+    (a blog post, a vendor table, an issue's benchmark) predicted by the fit that never saw it. Per
+    source: rows, median error, and how many measured values fell inside the band drawn from the
+    other sources' held-out errors; then the bands. With --profile: that profile's rows, each beside
+    the Roofline bound and the MFU 60% / MBU 80% estimate. With --training: every shipped published
+    training run's tokens/s per GPU, predicted with the factors fitted without its source, with its
+    published layout and with the free search.
 
-    Examples: llm-cost validate; llm-cost validate --profile h200
+    Examples: llm-cost validate; llm-cost validate --profile hopper-vllm; llm-cost validate --training
     """
     from llm_cost import api
     from llm_cost.report import calibration as view
 
-    if profile is None:
-        emit(api.validate_profiles(), as_json, view.render_profile_table)
+    if training:
+        if profile is not None:
+            raise InputError(
+                "training: validates the training runs, not a profile; leave out profile",
+                fields=("training", "profile"),
+            )
+        emit(api.validate_training(), as_json, view.render_training_validation)
         return
     emit(api.validate(profile), as_json, view.render_validation)

@@ -25,7 +25,7 @@ from llm_cost.cli.options import (
 )
 from llm_cost.cli.program import app, emit
 from llm_cost.cli.step_options import NetworkGbS, ProfileOpt
-from llm_cost.core.choices import Recompute
+from llm_cost.core.choices import Fp8Recipe, Framework, MoeDispatcher, Recompute
 from llm_cost.core.types import Dtype
 
 
@@ -79,8 +79,43 @@ RecomputeOpt = Annotated[
     typer.Option("--recompute", case_sensitive=False, help="Activation recompute (default none; planned: searched)."),
 ]
 TrainDtype = Annotated[
-    Dtype,
-    typer.Option("--dtype", case_sensitive=False, help="Compute dtype for the peak: bf16, fp16, fp8, tf32 or fp32."),
+    Optional[Dtype],
+    typer.Option(
+        "--dtype", case_sensitive=False, help="Compute dtype for the peak: bf16 (default), fp16, fp8, tf32 or fp32."
+    ),
+]
+FrameworkOpt = Annotated[
+    Optional[Framework],
+    typer.Option(
+        "--framework",
+        case_sensitive=False,
+        help="Training framework: megatron (Megatron-Core, the default) or fsdp2 (PyTorch FSDP2/HSDP, as torchtitan).",
+    ),
+]
+Fp8RecipeOpt = Annotated[
+    Optional[Fp8Recipe],
+    typer.Option(
+        "--fp8-recipe",
+        case_sensitive=False,
+        help="FP8 scaling with --dtype fp8: delayed (default before Blackwell), current, block, mxfp8 (Blackwell).",
+    ),
+]
+FsdpShard = Annotated[
+    Optional[int],
+    option(
+        "--fsdp-shard",
+        parse=integer("--fsdp-shard"),
+        metavar="INTEGER",
+        help="FSDP2: data-parallel ranks per FSDP group (HSDP replicates across the rest; default all of DP).",
+    ),
+]
+DispatcherOpt = Annotated[
+    Optional[MoeDispatcher],
+    typer.Option(
+        "--moe-dispatcher",
+        case_sensitive=False,
+        help="MoE tokens to experts: alltoall (each copy to its expert's GPU, the default) or deepep (once per node).",
+    ),
 ]
 PowerW = Annotated[
     Optional[float],
@@ -129,7 +164,12 @@ MicroBatch = Annotated[
     ),
 ]
 ZeroOpt = Annotated[
-    Optional[Zero], typer.Option("--zero", help="ZeRO stage over the data-parallel GPUs, 3 ~ FSDP (default 1).")
+    Optional[Zero],
+    typer.Option(
+        "--zero",
+        help="ZeRO stage over the data-parallel GPUs: megatron 0 (DDP) or 1 (distributed optimizer, the default); "
+        "fsdp2 2 or 3 (FSDP; 2 or 3 alone selects fsdp2).",
+    ),
 ]
 GlobalBatch = Annotated[
     Optional[int],
@@ -154,8 +194,28 @@ TrainEp = Annotated[
     Optional[int],
     option("--ep", parse=integer("--ep"), metavar="INTEGER", help="Expert-parallel GPUs among DP x CP (MoE)."),
 ]
+CapacityFactor = Annotated[
+    Optional[float],
+    option(
+        "--moe-capacity-factor",
+        parse=positive("--moe-capacity-factor"),
+        metavar="NUMBER",
+        help="MoE: pad each expert to this x its fair share of tokens, dropping the rest (default: dropless).",
+    ),
+]
+EpOverlap = Annotated[
+    bool,
+    typer.Option(
+        "--ep-comm-overlap",
+        help="MoE all-to-all hidden behind another micro-batch's compute (Megatron's --overlap-moe-expert-parallel-comm).",
+    ),
+]
 TpOverlap = Annotated[
-    bool, typer.Option("--tp-comm-overlap", help="TP collectives overlap the GEMMs (Megatron's --tp-comm-overlap).")
+    Optional[bool],
+    typer.Option(
+        "--tp-comm-overlap/--no-tp-comm-overlap",
+        help="TP collectives overlap the GEMMs (Megatron's --tp-comm-overlap; default: on under megatron, off under fsdp2).",
+    ),
 ]
 Top = Annotated[
     Optional[int],
@@ -184,10 +244,16 @@ def train(
     recompute: RecomputeOpt = None,
     micro_batch: MicroBatch = None,
     sequence_parallel: SequenceParallel = False,
-    dtype: TrainDtype = Dtype.BF16,
+    dtype: TrainDtype = None,
+    framework: FrameworkOpt = None,
+    fp8_recipe: Fp8RecipeOpt = None,
+    fsdp_shard: FsdpShard = None,
+    moe_dispatcher: DispatcherOpt = None,
+    moe_capacity_factor: CapacityFactor = None,
+    ep_comm_overlap: EpOverlap = False,
     profile: ProfileOpt = None,
     network_gb_s: NetworkGbS = None,
-    tp_comm_overlap: TpOverlap = False,
+    tp_comm_overlap: TpOverlap = None,
     power_w: PowerW = None,
     pue: Pue = 1.0,
     grid_kg_per_kwh: Grid = None,
@@ -199,8 +265,8 @@ def train(
     (--gpu-hours), or predicted with the best parallel layout for --gpus (neither given).
 
     Planned: searches TP, CP, PP (and virtual stages), DP, EP, ZeRO, recompute and micro-batch for the
-    highest predicted MFU that fits in memory; every knob given is fixed (all of --tp --cp --pp --dp:
-    that one layout). Examples: llm-cost train llama3.1-405b --tokens 15T --gpu h100 --gpus 16384
+    highest predicted MFU that fits in memory, among the layouts --framework runs; every knob given is
+    fixed (all of --tp --cp --pp --dp: that one layout). Examples: llm-cost train llama3.1-405b --tokens 15T --gpu h100 --gpus 16384
     --global-batch 16M --seq 8K; llm-cost train llama3-8b --tokens 15T --gpu-hours 1.3M;
     llm-cost train llama3-70b --tokens 15T --gpus 2048 --mfu 0.4 --grid-kg-per-kwh 0.4
     """
@@ -227,6 +293,12 @@ def train(
         micro_batch=micro_batch,
         sequence_parallel=sequence_parallel,
         dtype=dtype,
+        framework=framework,
+        fp8_recipe=fp8_recipe,
+        fsdp_shard=fsdp_shard,
+        moe_dispatcher=moe_dispatcher,
+        moe_capacity_factor=moe_capacity_factor,
+        ep_comm_overlap=ep_comm_overlap or None,
         profile=profile,
         network_gb_s=network_gb_s,
         tp_comm_overlap=tp_comm_overlap,

@@ -22,6 +22,9 @@ __all__ = [
     "ActivationFormula",
     "Statistic",
     "BandSource",
+    "Framework",
+    "Fp8Recipe",
+    "MoeDispatcher",
 ]
 
 
@@ -31,6 +34,44 @@ class Recompute(TextEnum):
     NONE = "none"
     SELECTIVE = "selective"
     FULL = "full"
+
+
+class Framework(TextEnum):
+    """The training framework a plan assumes: its rank order, the layouts it can run, its overlaps,
+    its activation checkpointing and its optimizer-state sharding.
+
+    ``megatron``: Megatron-Core (NeMo, Megatron-LM): TP with sequence parallelism, CP, PP with
+    virtual stages, EP (MoE parallel folding), DP with the distributed optimizer (ZeRO-1) or plain
+    DDP; ranks ordered tp-cp-ep-dp-pp (``megatron/core/parallel_state.py``). ``fsdp2``: PyTorch
+    FSDP2 / HSDP as torchtitan and NeMo AutoModel run it: parameters, gradients and optimizer
+    states sharded (ZeRO-3; ZeRO-2 without resharding after the forward), with TP, CP, PP and EP
+    composed on a device mesh ordered pp, dp_replicate, dp_shard, cp, tp (tp innermost)."""
+
+    MEGATRON = "megatron"
+    FSDP2 = "fsdp2"
+
+
+class Fp8Recipe(TextEnum):
+    """How FP8 training scales its tensors (Transformer Engine's recipes): ``delayed`` per-tensor
+    scales from an amax history; ``current`` per-tensor scales from each tensor's own amax (one
+    more read of it); ``block`` 1 x 128 activation and 128 x 128 weight blocks (DeepSeek-V3 §3.3);
+    ``mxfp8`` 32-element blocks with E8M0 scales, native on Blackwell tensor cores (OCP MX v1.0)."""
+
+    DELAYED = "delayed"
+    CURRENT = "current"
+    BLOCK = "block"
+    MXFP8 = "mxfp8"
+
+
+class MoeDispatcher(TextEnum):
+    """How a MoE layer's tokens reach their experts under expert parallelism: ``alltoall`` sends
+    each of a token's k copies to its expert's GPU (Megatron-Core's ``alltoall`` token dispatcher);
+    ``deepep`` sends a token once to each node holding one of its experts and forwards it over
+    NVLink inside the node (DeepEP's normal kernels, github.com/deepseek-ai/DeepEP; Megatron-Core's
+    ``flex`` dispatcher, NeMo AutoModel)."""
+
+    ALLTOALL = "alltoall"
+    DEEPEP = "deepep"
 
 
 class Logits(TextEnum):

@@ -326,6 +326,17 @@ class OpRole(TextEnum):
     TP_ALL_REDUCE_MLP = "tp_all_reduce_mlp"
     EP_ALL_TO_ALL = "ep_all_to_all"
     PP_SEND = "pp_send"
+    # the elementwise kernels between the GEMMs (build_step's ``elementwise``: a training step's)
+    NORM = "norm"  # RMSNorm/LayerNorm applications: read and write the hidden state
+    RESIDUAL_ADD = "residual_add"  # the two residual additions of a block
+    ROPE = "rope"  # rotary embedding of the queries and keys
+    MLP_ACTIVATION = "mlp_activation"  # SwiGLU/GELU between the up and down projections (dense, shared, routed)
+    ROUTER_TOPK = "router_topk"  # the router's softmax/sigmoid and top-k over the E expert scores
+    MOE_PERMUTE = "moe_permute"  # tokens copied into expert order (k copies each) before the experts
+    MOE_UNPERMUTE = "moe_unpermute"  # the k expert outputs scattered back and summed with the router weights
+    CROSS_ENTROPY = "cross_entropy"  # the loss's softmax over every logit row
+    FP8_CAST = "fp8_cast"  # FP8 training: the GEMM inputs quantised from BF16
+    ATTENTION_SCORES = "attention_scores"  # unfused attention (before FlashAttention): the s x s scores in memory
 
 
 #: A weight-only quantisation group's scale and zero, bits (bf16 each).

@@ -1,37 +1,46 @@
 """The calibrated time model: a prediction of a step's time from its operators and a profile.
 
-Every term is physical, with a unit; none depends on the model (a profile is per GPU and engine).
-Per operator, with P the dense peak FLOP/s of the step's compute dtype and BW the datasheet bandwidth:
+Every term is physical, with a unit, and every parameter is bounded (:mod:`llm_cost.perf.profile`):
+none depends on the model, and none can make a small operator cost more than its shape allows.
+Per operator, with P the dense peak FLOP/s of the step's compute dtype, P16 the 16-bit peak and BW
+the datasheet bandwidth of the GPU:
 
-* GEMM: compute t_c = FLOPs / (P x e_gemm(M)), e_gemm(M) = e_max x M / (M + M_half) (tokens in flight
-  M; a tile of M rows fills the tensor cores as M grows, saturating at ``gemm_efficiency_max``);
-  memory t_m = weight bytes / (BW x e_w) + activation bytes (GEMM inputs and outputs) / (BW x e_bw),
-  e_w the bandwidth efficiency of the weight format (native 16-bit/fp8, weight-only int8, weight-only
-  int4 with its group scales: dequantising kernels reach their own share of bandwidth, fitted where
-  rows of that format exist) and e_bw the native one.
-  t = (t_c^p + t_m^p)^(1/p), a p-norm: max(t_c, t_m) as p -> inf, their sum at p = 1 (compute and
-  memory overlap imperfectly near the ridge).
-* attention: compute FLOPs / (P x e_flash) (flash-attention efficiency, prefill) and KV read /
-  (BW x e_kv(x)) + KV written / (BW x e_bw), with x the thread blocks in flight: sequences x KV
-  heads per GPU for a kernel without split-KV, those of FlashAttention's split-KV launch for a
-  profile with ``decode_split_kv`` on a GPU spec with ``sm_count`` (:mod:`llm_cost.perf.kernels`),
-  e_kv(x) = e_kv,max x x / (x^4 + x_sat^4)^(1/4): linear in x until it saturates near x_sat;
-  combined by the same p-norm.
-* recurrence, norms/vectors and embedding rows: FLOPs at the GEMM ceiling and bytes at e_bw, p-norm.
-* collectives: per call, latency + bytes / (link GB/s x e_link); one call per layer repeat.
-* per step: ``layer_overhead_s`` x layers + ``step_overhead_s`` per pipeline stage (kernel launches,
-  CUDA-graph replay, synchronisation; smaller with torch.compile than with eager kernels).
+* GEMM: compute t_c = FLOPs x q_M / w / (P x e_gemm), with q_M = ceil(M / m_tile) m_tile / M the
+  tile quantisation of its rows (m_tile 1 up to 8 rows, 16 up to 16, else 64:
+  :func:`~llm_cost.perf.families.gemm_tile_m`)
+  and w the wave efficiency of its output tiles over the GPU's SMs (tiles / (ceil(tiles / SMs)
+  SMs) once there are at least SMs tiles; below that split-K or stream-K fills the SMs); e_gemm the
+  family's share of peak for the dtype's width (16, 8 or 4 bits). So a GEMM of M = 2 costs 64 rows
+  of compute, which stays below its weight read on every GPU here, and never hundreds of tokens.
+  Memory t_m = weight bytes / (BW x e_bw x s_eng x s_fmt) + activation bytes / (BW x e_bw), e_bw
+  the family's stream share, s_eng the engine's kernels' share of it and s_fmt the engine's share
+  for weight-only int8/int4 kernels (1 for native weights). Routed experts (grouped GEMMs, M the rows per expert) divide both terms by the
+  engine's ``moe_gemm_share``.
+* attention: compute FLOPs / (P16 x e_flash) and KV read / (BW x e_kv(x)) + KV written / (BW x
+  e_bw), with x the thread blocks in flight (sequences x KV heads without split-KV; FlashAttention's
+  split-KV launch with it: :mod:`llm_cost.perf.kernels`) and e_kv(x) = e_kv,max x / (x^4 +
+  x_sat^4)^(1/4), x_sat = blocks per SM at saturation x SMs.
+* recurrences, norms and vectors, embedding rows: FLOPs at P16 x e_gemm16, bytes at BW x e_bw.
+* an operator's time: (t_c^p + t_m^p)^(1/p), between max(t_c, t_m) (p -> inf) and their sum
+  (p = 1): compute and memory overlap imperfectly near the ridge.
+* collectives: per call, the family's latency x the engine's latency share (a custom one-shot
+  all-reduce or NCCL's) x log2(ranks) (a tree all-reduce's steps; at least one) + bytes / (link
+  GB/s x e_link).
+* fixed: per layer ``layer_overhead_s``, per MoE layer ``moe_layer_overhead_s``, and once per step
+  ``step_overhead_s`` + ``sequence_overhead_s`` x the step's sequences.
 
-The stage's time is the sum of its operators' times and its fixed time (kernels run one after another;
-overlap is inside an operator, through the p-norm); the step's time sums the stages, as the bound does.
+A stage's time is the sum of its operators' times and its fixed time (kernels run one after another;
+overlap is inside an operator, through the p-norm); the step sums its stages, as the bound does.
 
-The formulas below use only arithmetic, so :mod:`llm_cost.analyses.calibration` evaluates the same
-functions on numpy arrays when it fits a profile (one implementation).
+The formula functions use only arithmetic, so they evaluate a float or a numpy array alike: the fit
+(:mod:`llm_cost.analyses.calibration`) and the decode sweep (:mod:`llm_cost.analyses.decode_grid`)
+call the same functions on arrays of many operators. One implementation.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -39,36 +48,46 @@ from typing import Any
 from llm_cost.core.labels import Bound, TimeKind
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
-from llm_cost.core.types import DTYPE_BITS, OpKind
+from llm_cost.core.types import DTYPE_BITS, Dtype, OpKind, OpRole
+from llm_cost.perf.families import GEMM_TILE_N, gemm_tile_m
 from llm_cost.perf.kernels import attention_blocks
-from llm_cost.perf.profile import Parameters, Profile, default_profile
+from llm_cost.perf.profile import Parameters, Profile, Regime, RegimeBand, Situation
 from llm_cost.perf.timemodel import (
     DEFAULT_NETWORK_GB_S,
-    EfficiencyEstimate,
     OpTime,
     StageTime,
     StepTime,
     link_of,
     sum_stages,
 )
-from llm_cost.specs.declare import to_data
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Operator, Step
 
 __all__ = [
     "CalibratedModel",
-    "prediction_model",
     "weight_format",
-    "gemm_efficiency",
+    "width_class",
+    "gemm_shape_factor",
+    "grouped_gemm_factor",
+    "GROUPED_GEMM_HALF_ROWS",
     "kv_efficiency",
     "smooth_max",
+    "maximum",
     "gemm_terms",
     "attention_terms",
     "other_terms",
     "collective_time",
+    "latency_hops",
+    "fixed_time",
     "KV_KNEE_POWER",
+    "DEFAULT_SMS",
+    "gemm_groups",
+    "rates_of",
+    "Rates",
+    "moe_layers",
     "Band",
-    "band_factors",
+    "band_for",
+    "regime_of",
     "widened",
     "RANGE_WIDEN_PER_OCTAVE",
     "RANGE_WIDEN_MAX",
@@ -81,6 +100,8 @@ __all__ = [
 #: Sharpness of the knee of the decode-attention efficiency (a 4-norm: within 16% of the linear ramp
 #: and the ceiling away from x_sat); a fixed shape, not a fitted parameter.
 KV_KNEE_POWER = 4
+#: SMs assumed for a GPU spec without ``sm_count`` (an H100 SXM's 132).
+DEFAULT_SMS = 132
 
 
 def weight_format(weight_bits: Fraction | float, compute_bits: int) -> str:
@@ -93,19 +114,56 @@ def weight_format(weight_bits: Fraction | float, compute_bits: int) -> str:
     return "int8" if bits >= 8 else "int4"
 
 
-def gemm_efficiency(m: Any, e_max: float, m_half: float) -> Any:
-    """Fraction of peak FLOP/s a GEMM of ``m`` rows (tokens) reaches: e_max x m / (m + m_half)."""
-    return e_max * m / (m + m_half)
+def width_class(dtype: Dtype) -> int:
+    """The GEMM width class of a compute dtype: 4 (fp4), 8 (fp8, int8) or 16 (16 bits and wider:
+    fp32/tf32 steps use the 16-bit share of their own peak)."""
+    bits = DTYPE_BITS[dtype]
+    return 4 if bits <= 4 else 8 if bits <= 8 else 16
 
 
-def kv_efficiency(x: Any, e_max: float, x_sat: float) -> Any:
-    """Fraction of bandwidth decode attention reads the KV cache at, with ``x`` = sequences x KV
-    heads in flight: e_max x x / (x^4 + x_sat^4)^(1/4)."""
+def gemm_shape_factor(m: float, n: int | None, groups: float, sms: int) -> float:
+    """q_M / w of a GEMM of ``m`` rows, ``n`` columns per GPU and ``groups`` independent matrices
+    per launch (routed experts: the experts that run), on ``sms`` SMs: its FLOPs' multiplier for tile
+    and wave quantisation (module docstring). At least 1."""
+    tile = gemm_tile_m(m)
+    rows = max(m, 1e-9)
+    row_tiles = math.ceil(rows / tile)
+    pad = row_tiles * tile / rows
+    if n is None:
+        return pad
+    tiles = row_tiles * math.ceil(n / GEMM_TILE_N) * max(groups, 1.0)
+    waves = math.ceil(tiles / sms) * sms if tiles >= sms else tiles
+    return pad * waves / tiles
+
+
+#: Rows per expert at which a grouped GEMM reaches half its large-M rate: DeepGEMM's grouped GEMMs on
+#: an H800 (github.com/deepseek-ai/DeepGEMM README @55ab91f, FP8): 256 rows per group 815-932
+#: TFLOP/s, 4,096-8,192 rows 1,214-1,346, i.e. 0.67-0.69 of the large-M rate at 256 rows, which
+#: rows / (rows + 115) gives.
+GROUPED_GEMM_HALF_ROWS = 115.0
+
+
+def grouped_gemm_factor(rows: float) -> float:
+    """The FLOPs multiplier of a grouped (routed-expert) GEMM of ``rows`` rows per expert: (rows +
+    :data:`GROUPED_GEMM_HALF_ROWS`) / rows, the inverse of DeepGEMM's measured ramp (the per-group
+    scheduling and tile tails that tile quantisation alone does not count)."""
+    m = max(rows, 1e-9)
+    return (m + GROUPED_GEMM_HALF_ROWS) / m
+
+
+def maximum(a: Any, b: Any) -> Any:
+    """max(a, b) for floats and arrays alike."""
+    return (a + b + abs(a - b)) / 2
+
+
+def kv_efficiency(x: Any, e_max: Any, x_sat: Any) -> Any:
+    """Fraction of bandwidth decode attention reads the KV cache at, with ``x`` thread blocks in
+    flight: e_max x x / (x^4 + x_sat^4)^(1/4)."""
     q = KV_KNEE_POWER
     return e_max * x / (x**q + x_sat**q) ** (1.0 / q)
 
 
-def smooth_max(a: Any, b: Any, p: float) -> Any:
+def smooth_max(a: Any, b: Any, p: Any) -> Any:
     """(a^p + b^p)^(1/p), seconds: between max(a, b) (p -> inf) and a + b (p = 1). Scaled by the
     larger term so that it never overflows."""
     top = a + b + 1e-30  # a positive scale; the terms are non-negative
@@ -113,76 +171,167 @@ def smooth_max(a: Any, b: Any, p: float) -> Any:
 
 
 def gemm_terms(
-    flops: Any, weight_bytes: Any, activation_bytes: Any, m: Any, e_w: Any, peak: float, bw: float, q: dict[str, float]
+    flops_shaped: Any,
+    weight_bytes: Any,
+    activation_bytes: Any,
+    peak: Any,
+    bw: Any,
+    e_gemm: Any,
+    e_bw: Any,
+    format_share: Any,
+    moe_share: Any,
 ) -> tuple[Any, Any]:
-    """(compute, memory) seconds of a GEMM (see the module docstring); ``q`` the profile's parameters."""
-    compute = flops / (peak * gemm_efficiency(m, q["gemm_efficiency_max"], q["gemm_half_tokens"]))
-    memory = weight_bytes / (bw * e_w) + activation_bytes / (bw * q["bandwidth_efficiency_native"])
+    """(compute, memory) seconds of a GEMM whose FLOPs times :func:`gemm_shape_factor` are
+    ``flops_shaped`` (module docstring); ``moe_share`` 1 for a dense GEMM."""
+    compute = flops_shaped / (peak * e_gemm * moe_share)
+    memory = weight_bytes / (bw * e_bw * format_share * moe_share) + activation_bytes / (bw * e_bw)
     return compute, memory
 
 
 def attention_terms(
-    flops: Any, kv_read: Any, kv_write: Any, x: Any, peak: float, bw: float, q: dict[str, float]
+    flops: Any, kv_read: Any, kv_write: Any, x: Any, peak16: Any, bw: Any, e_flash: Any, e_kv: Any, e_bw: Any
 ) -> tuple[Any, Any]:
-    """(compute, memory) seconds of an attention operator: FLOPs at the flash-attention efficiency,
-    KV read at the in-flight efficiency of ``x`` = sequences x KV heads, KV written at the native
-    bandwidth efficiency."""
-    compute = flops / (peak * q["attention_efficiency_flash"])
-    memory = kv_read / (bw * kv_efficiency(x, q["kv_efficiency_max"], q["kv_saturation_heads"])) + kv_write / (
-        bw * q["bandwidth_efficiency_native"]
-    )
-    return compute, memory
+    """(compute, memory) seconds of an attention operator: FLOPs at the flash share of the 16-bit
+    peak, KV read at ``e_kv`` (:func:`kv_efficiency` of its blocks in flight), KV written at the stream
+    share."""
+    return flops / (peak16 * e_flash), kv_read / (bw * e_kv) + kv_write / (bw * e_bw)
 
 
-def other_terms(flops: Any, nbytes: Any, peak: float, bw: float, q: dict[str, float]) -> tuple[Any, Any]:
-    """(compute, memory) seconds of a recurrence, the norm/bias vectors or embedding rows: FLOPs at
-    the GEMM ceiling, bytes at the native bandwidth efficiency."""
-    return flops / (peak * q["gemm_efficiency_max"]), nbytes / (bw * q["bandwidth_efficiency_native"])
+def other_terms(flops: Any, nbytes: Any, peak16: Any, bw: Any, e_gemm16: Any, e_bw: Any) -> tuple[Any, Any]:
+    """(compute, memory) seconds of a recurrence, the norm/bias vectors or embedding rows."""
+    return flops / (peak16 * e_gemm16), nbytes / (bw * e_bw)
 
 
-def collective_time(calls: Any, bytes_per_call: Any, link_bytes_s: float, q: dict[str, float]) -> Any:
-    """Seconds of ``calls`` collectives of ``bytes_per_call`` each: latency + bytes / achieved link rate."""
-    return calls * (q["collective_latency_s"] + bytes_per_call / (link_bytes_s * q["link_efficiency"]))
+def latency_hops(ranks: int) -> float:
+    """The latency steps of one collective over ``ranks`` GPUs: log2 of the ranks (a tree or a
+    recursive-doubling all-reduce, NCCL's and the engines' custom one-shot all-reduce for small
+    messages; 1 for two ranks and for a point-to-point send)."""
+    return max(1.0, math.log2(max(ranks, 1)))
 
 
-def _format_efficiency(step: Step, q: dict[str, float]) -> float:
+def collective_time(
+    calls: Any, bytes_per_call: Any, link_bytes_s: Any, latency_s: Any, e_link: Any, hops: Any = 1.0
+) -> Any:
+    """Seconds of ``calls`` collectives of ``bytes_per_call`` each: latency x ``hops``
+    (:func:`latency_hops`) + bytes / achieved link rate."""
+    return calls * (latency_s * hops + bytes_per_call / (link_bytes_s * e_link))
+
+
+def fixed_time(layers: Any, moe_layers: Any, first_stage: Any, sequences: Any, e: dict[str, Any]) -> Any:
+    """A stage's fixed seconds: per layer and per MoE layer, and on the first stage (``first_stage``
+    1, else 0) the step's and its sequences' (module docstring); ``e`` the engine's parameters."""
+    per_step = e["step_overhead_s"] + e["sequence_overhead_s"] * sequences
+    return e["layer_overhead_s"] * layers + e["moe_layer_overhead_s"] * moe_layers + first_stage * per_step
+
+
+def gemm_groups(op: Operator) -> float:
+    """Matrices per launch of a GEMM: its FLOPs over 2 M N K per layer (routed experts: the experts
+    that run), at least 1."""
+    if not (op.m and op.n and op.k and op.layers):
+        return 1.0
+    return max(float(op.flops) / (2.0 * float(op.m) * op.n * op.k * op.layers), 1.0)
+
+
+@record
+class Rates:
+    """A profile's parameters as the formulas read them, with the GPU's rates."""
+
+    f: dict[str, float]
+    e: dict[str, float]
+    peak: float
+    peak16: float
+    bw: float
+    sms: int
+    e_gemm: float
+    format_share: float
+    x_sat: float
+
+
+@lru_cache(maxsize=64)
+def _as_data(parameters: Parameters) -> tuple[dict[str, float], dict[str, float]]:
+    """A profile's family and engine parameters by name (read once: a sweep times many steps); not
+    to be changed."""
+    from llm_cost.specs.declare import to_data
+
+    return to_data(parameters.family), to_data(parameters.engine)
+
+
+def rates_of(profile: Profile, step: Step, gpu: HardwareSpec) -> Rates:
+    """The profile's parameters and the GPU's rates for ``step`` (its compute dtype's peak and
+    GEMM share, its weight format's bandwidth share, the KV saturation in blocks)."""
+    f, e = _as_data(profile.parameters)
+    width = width_class(step.compute_dtype)
     fmt = weight_format(step.weight_bits, DTYPE_BITS[step.compute_dtype])
-    return q[f"bandwidth_efficiency_{fmt}"]
+    sms = gpu.sm_count or DEFAULT_SMS
+    return Rates(
+        f,
+        e,
+        gpu.peak_flops(step.compute_dtype),
+        gpu.peak_flops(Dtype.BF16) if "bf16" in gpu.dense_tflops else gpu.peak_flops(step.compute_dtype),
+        gpu.bandwidth_bytes_s,
+        sms,
+        f[f"gemm_efficiency_{width}"],
+        1.0 if fmt == "native" else e[f"{fmt}_bandwidth_share"],
+        f["kv_saturation_blocks_per_sm"] * sms,
+    )
 
 
-def _op_time(
-    op: Operator, e_w: float, peak: float, bw: float, link_bytes_s: float, q: dict[str, float], blocks: float
-) -> tuple[float, float, float, float]:
-    """(compute, memory, link, time) seconds of one operator under the profile's parameters, GEMM
-    weights read at bandwidth efficiency ``e_w`` (their format's), an attention operator's KV at
-    the efficiency of ``blocks`` thread blocks in flight (:func:`~llm_cost.perf.kernels.attention_blocks`)."""
+def _op_time(op: Operator, v: Rates, link_bytes_s: float, split_kv: bool) -> tuple[float, float, float, float]:
+    """(compute, memory, link, time) seconds of one operator (module docstring)."""
+    f, e = v.f, v.e
     if op.kind == OpKind.COLLECTIVE:
         assert op.collective is not None  # every collective operator carries its payload
-        t = collective_time(op.layers, float(op.collective.bytes_per_call), link_bytes_s, q)
+        t = collective_time(
+            op.layers,
+            float(op.collective.bytes_per_call),
+            link_bytes_s,
+            f["collective_latency_s"] * e["collective_latency_share"],
+            f["link_efficiency"],
+            latency_hops(op.collective.ranks),
+        )
         return 0.0, 0.0, t, t
     if op.kind == OpKind.GEMM:
-        c, m = gemm_terms(
-            float(op.flops), float(op.weight_bytes), float(op.activation_bytes), float(op.m or 1), e_w, peak, bw, q
+        m = float(op.m or 1)
+        routed = op.role == OpRole.ROUTED_EXPERTS
+        shape = grouped_gemm_factor(m) if routed else gemm_shape_factor(m, op.n, gemm_groups(op), v.sms)
+        shaped = float(op.flops) * shape
+        moe = e["moe_gemm_share"] if routed else 1.0
+        c, mem = gemm_terms(
+            shaped,
+            float(op.weight_bytes),
+            float(op.activation_bytes),
+            v.peak,
+            v.bw,
+            v.e_gemm,
+            f["bandwidth_efficiency"],
+            v.format_share * e["stream_share"],
+            moe,
         )
     elif op.kind == OpKind.ATTENTION:
-        c, m = attention_terms(
+        x = attention_blocks(op, v.sms, split_kv)
+        e_kv = kv_efficiency(x, f["kv_efficiency_max"], v.x_sat)
+        c, mem = attention_terms(
             float(op.flops),
             float(op.kv_read_bytes),
             float(op.kv_write_bytes),
-            blocks,
-            peak,
-            bw,
-            q,
+            x,
+            v.peak16,
+            v.bw,
+            f["flash_efficiency"],
+            e_kv,
+            f["bandwidth_efficiency"],
         )
     else:  # recurrence, vectors, embedding rows
-        c, m = other_terms(float(op.flops), float(op.bytes), peak, bw, q)
-    return c, m, 0.0, smooth_max(c, m, q["overlap_p"])
+        c, mem = other_terms(
+            float(op.flops), float(op.bytes), v.peak16, v.bw, f["gemm_efficiency_16"], f["bandwidth_efficiency"]
+        )
+    return c, mem, 0.0, smooth_max(c, mem, f["overlap_p"])
 
 
-@lru_cache(maxsize=16)
-def _values(parameters: Parameters) -> dict[str, float]:
-    """A profile's parameters by name (read once: a sweep times many steps); not to be changed."""
-    return to_data(parameters)
+def moe_layers(ops: tuple[Operator, ...] | list[Operator]) -> int:
+    """The MoE layers among ``ops`` (one stage's): the repeats of its routed-expert GEMMs, counted
+    once per layer (the largest repeat count of a routed-expert operator)."""
+    return max((op.layers for op in ops if op.role == OpRole.ROUTED_EXPERTS), default=0)
 
 
 @record
@@ -195,26 +344,22 @@ class CalibratedModel:
 
     @property
     def label(self) -> str:
-        """``prediction (profile h200)``."""
+        """``prediction (profile hopper-vllm)``."""
         return f"prediction (profile {self.profile.name})"
 
     def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
         """The predicted time of ``step`` on ``gpu`` (without ``operators``: no per-operator times, the
         same stages and totals); InputError if the GPU lacks the compute dtype."""
-        q = _values(self.profile.parameters)
-        peak, bw = gpu.peak_flops(step.compute_dtype), gpu.bandwidth_bytes_s
+        v = rates_of(self.profile, step, gpu)
         link, link_gb_s = link_of(step, gpu, self.network_gb_s)
-        e_w = _format_efficiency(step, q)
         ops: list[OpTime] = []
         stages: list[StageTime] = []
-        for stage in step.stages:
-            split, sms = self.profile.decode_split_kv, gpu.sm_count
-            times = [
-                _op_time(op, e_w, peak, bw, link_gb_s * 1e9, q, attention_blocks(op, sms, split)) for op in stage.ops
-            ]
+        split = self.profile.decode_split_kv
+        for i, stage in enumerate(step.stages):
+            times = [_op_time(op, v, link_gb_s * 1e9, split) for op in stage.ops]
             for op, (c, m, l_, t) in zip(stage.ops, times) if operators else ():
                 ops.append(OpTime(op.name, op.kind, stage.index, c, m, l_, t, Bound.of(c, m, l_, t)))
-            fixed = q["layer_overhead_s"] * stage.layers + q["step_overhead_s"]
+            fixed = fixed_time(stage.layers, moe_layers(stage.ops), 1 if i == 0 else 0, step.sequences, v.e)
             c = sum(t[0] for t in times)
             m = sum(t[1] for t in times)
             l_ = sum(t[2] for t in times)
@@ -225,8 +370,7 @@ class CalibratedModel:
 #: How much an error band widens per octave (factor 2) that a step's batch or context lies outside
 #: the fitted rows' range (summed over the two): a quarter of the band per doubling, at most
 #: :data:`RANGE_WIDEN_MAX` times. A stated convention, not a measurement: the held-out residuals say
-#: nothing of shapes no row had, and the terms that extrapolate (the GEMM ramp at larger batches, the
-#: KV reads at longer contexts) grow with the distance.
+#: nothing of shapes no row had.
 RANGE_WIDEN_PER_OCTAVE = 0.25
 RANGE_WIDEN_MAX = 3.0
 #: The least half-width of a band: rounding of the published figures (often to 2 or 3 digits).
@@ -235,26 +379,26 @@ BAND_FLOOR = 0.01
 
 @record
 class Band:
-    """The error band of a prediction: predicted x ``low`` to predicted x ``high`` (``low`` <= 1 <=
-    ``high``), from ``rows`` held-out residuals of profile ``profile`` widened ``widen`` times
-    (``transfer`` for a transferred profile, ``range`` outside the fitted shapes)."""
+    """The error band of a prediction: the measured time lies between predicted x ``low`` and
+    predicted x ``high`` for 8 of 10 held-out rows like it. From ``rows`` out-of-source residuals of
+    ``sources`` sources in its ``situation`` and ``regime``, widened ``widen`` times outside the
+    fitted shapes (``range``)."""
 
     low: float
     high: float
     profile: str
     engine: str
-    kind: str
+    situation: str
+    regime: str
     rows: int
+    sources: int
     widen: float
-    transfer: float
     range: float
 
 
 def _octaves(value: int, span: tuple[int, ...], below: bool = True) -> float:
     """Octaves (log2) that ``value`` lies outside ``span`` = (least, greatest), counting below the
     least only if ``below``; 0 inside or for an unknown span."""
-    import math
-
     if len(span) != 2:
         return 0.0
     lo, hi = max(span[0], 1), max(span[1], 1)
@@ -264,58 +408,60 @@ def _octaves(value: int, span: tuple[int, ...], below: bool = True) -> float:
 
 def widened(factor: float, widen: float) -> float:
     """A band end ``factor`` (measured / predicted) widened ``widen`` times in log ratio:
-    ``factor ** widen``. Multiplying the residual itself (1 / factor - 1) runs a low end's residual
-    past -1 (a measured time infinitely above the prediction) once a band of -25% is widened 4x,
-    which needed a clamp (+900% printed for h100-vllm carried to another GPU); in log ratio a
-    widening is symmetric for an over- and an under-prediction, and ``widen`` 1 is the fitted band."""
+    ``factor ** widen`` (symmetric for an over- and an under-prediction; ``widen`` 1 is the band)."""
     return float(factor**widen)
 
 
-def band_factors(profile: Profile, batch: int | None = None, context: int | None = None) -> Band | None:
+def regime_of(prefill: bool, batch: int | None) -> Regime:
+    """The :class:`~llm_cost.perf.profile.Regime` of a step: prefill, or decode at ``batch``."""
+    if prefill:
+        return Regime.PREFILL
+    return Regime.DECODE_SMALL if (batch or 1) <= 8 else Regime.DECODE_LARGE
+
+
+def _chosen_band(bands: tuple[RegimeBand, ...], situation: Situation, regime: Regime) -> RegimeBand | None:
+    """The band of ``situation`` and ``regime``, else of the situation over all regimes, else the
+    widest situation's (transferred) for the regime or all."""
+    by = {(b.situation, b.regime): b for b in bands}
+    for key in ((situation, regime), (situation, Regime.ALL), (Situation.TRANSFERRED, regime)):
+        if key in by:
+            return by[key]
+    return by.get((Situation.TRANSFERRED, Regime.ALL))
+
+
+def band_for(
+    profile: Profile, batch: int | None = None, context: int | None = None, prefill: bool = False
+) -> Band | None:
     """The error band of a prediction under ``profile`` of a step of ``batch`` sequences at
     ``context`` tokens (decode: cached per sequence; prefill: the prompt), or None for a profile
-    without held-out residuals.
+    without bands (a user's profile fitted on one source).
 
-    Source: the profile's leave-one-out residuals r = predicted / measured - 1 at their 10th and
-    90th percentiles (r_low <= 0 <= r_high; the least and greatest with fewer than 10 rows:
-    :class:`~llm_cost.perf.profile.FitError`); the measured time then lies in [predicted / (1 +
-    r_high), predicted / (1 + r_low)] for 8 of 10 held-out rows. Each side at least
-    :data:`BAND_FLOOR`. Widened (:func:`widened`: each end's log ratio multiplied) by the profile's
-    ``transfer_widen`` (:data:`~llm_cost.perf.profile.TRANSFER_WIDEN` for a transferred profile, 1
-    for a fitted one) and by 1 + :data:`RANGE_WIDEN_PER_OCTAVE` x the octaves ``batch`` lies outside
-    the fitted rows' batches and ``context`` above their longest (a shorter context only shrinks the
-    KV term the rows did time), at most :data:`RANGE_WIDEN_MAX`."""
-    error = profile.error if profile.kind == "fitted" else profile.source_error
-    if error is None:
+    Source: the shipped fit's leave-one-source-out residuals (:mod:`llm_cost.analyses.calibration`):
+    measured / predicted of every row predicted by a fit without its source, at the 10th and 90th
+    percentiles, for the profile's situation (fitted, combined, transferred) and the step's regime
+    (:func:`regime_of`), each side at least :data:`BAND_FLOOR`; widened (:func:`widened`) by 1 +
+    :data:`RANGE_WIDEN_PER_OCTAVE` x the octaves ``batch`` lies outside the fitted rows' batches and
+    ``context`` above their longest, at most :data:`RANGE_WIDEN_MAX`."""
+    regime = regime_of(prefill, batch)
+    chosen = _chosen_band(profile.bands, profile.situation, regime)
+    if chosen is None:
         return None
-    transfer = float(profile.transfer_widen) if profile.kind == "transferred" else 1.0
     octaves = (_octaves(batch, profile.fitted_batch) if batch is not None else 0.0) + (
         _octaves(context, profile.fitted_context, below=False) if context is not None else 0.0
     )
     range_ = min(1.0 + RANGE_WIDEN_PER_OCTAVE * octaves, RANGE_WIDEN_MAX)
-    widen = transfer * range_
-    r_low, r_high = min(error.loo_low, -BAND_FLOOR), max(error.loo_high, BAND_FLOOR)
+    low, high = min(chosen.low, 1.0 / (1.0 + BAND_FLOOR)), max(chosen.high, 1.0 + BAND_FLOOR)
     return Band(
-        widened(1.0 / (1.0 + r_high), widen),
-        widened(1.0 / (1.0 + r_low), widen),
+        widened(low, range_),
+        widened(high, range_),
         profile.name,
         str(profile.engine),
-        profile.kind,
-        error.rows,
-        widen,
-        transfer,
+        str(chosen.situation),
+        str(chosen.regime),
+        chosen.rows,
+        chosen.sources,
         range_,
-    )
-
-
-def prediction_model(
-    gpu_name: str, profile: Profile | None = None, network_gb_s: float = DEFAULT_NETWORK_GB_S
-) -> CalibratedModel | EfficiencyEstimate:
-    """The time model a prediction uses: ``profile``, else the GPU's shipped profile (calibrated),
-    else the MFU/MBU estimate (labelled as such) for a GPU without one."""
-    chosen = profile or default_profile(gpu_name)
-    return (
-        CalibratedModel(chosen, network_gb_s) if chosen is not None else EfficiencyEstimate(network_gb_s=network_gb_s)
+        range_,
     )
 
 

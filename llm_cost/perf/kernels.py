@@ -33,10 +33,11 @@ from __future__ import annotations
 import math
 
 from llm_cost.core.records import record
-from llm_cost.core.types import OpKind
+from llm_cost.core.types import Engine, OpKind
 from llm_cost.workload.step import Operator
 
 __all__ = [
+    "SPLIT_KV_ENGINES",
     "MAX_SPLITS",
     "BLOCKS_PER_SM",
     "fa_num_splits",
@@ -45,6 +46,19 @@ __all__ = [
     "fa_decode_launch",
     "attention_blocks",
 ]
+
+#: Whether each engine's decode attention splits a sequence's keys over thread blocks: vLLM
+#: (FlashAttention-2/3 and FlashInfer backends), SGLang (FlashInfer, FA3), TensorRT-LLM (XQA and
+#: its multi-block mode) and llama.cpp (its flash-decoding kernel, ``fattn-vec``) do; PyTorch's eager
+#: SDPA and gpt-fast's compiled attention run one block per (sequence, KV head).
+SPLIT_KV_ENGINES: dict[Engine, bool] = {
+    Engine.VLLM: True,
+    Engine.SGLANG: True,
+    Engine.TRTLLM: True,
+    Engine.LLAMACPP: True,
+    Engine.PYTORCH_EAGER: False,
+    Engine.TORCH_COMPILE: False,
+}
 
 #: FlashAttention's largest split count (``TORCH_CHECK(params.num_splits <= 128)``).
 MAX_SPLITS = 128

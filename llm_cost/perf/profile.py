@@ -1,60 +1,75 @@
-"""Calibration profiles: the parameters of :mod:`llm_cost.perf.calibrated` for one (GPU, engine).
+"""Calibration profiles: the parameters of :mod:`llm_cost.perf.calibrated` for one (kernel family,
+engine), with the evidence behind them.
 
-A profile is a small YAML file (``llm_cost/data/profiles/*.yaml``): its parameters (units in the key
-names or in :data:`PARAMETERS`), the measurement ids it was fitted on, the parameters that the data
-could not determine (fixed at their prior, with the reason), and its leave-one-out fit error. A
-profile for a GPU without data is *transferred*: the efficiencies of the nearest fitted GPU's profile
-(fractions of the target's own datasheet peaks, so its compute and memory terms scale by the datasheet
-ratios) and its fixed times, saying so and the error to expect.
+The parameters split along what they belong to:
 
-The classes are declared as the spec classes are (:mod:`llm_cost.specs.declare`: frozen dataclasses
-whose field types carry their bounds, validated by pydantic when a file is read), and the shipped
-profiles are rebuilt from a generated index (:mod:`llm_cost.perf.profile_index`) without
-validation, so a command that predicts a time with a shipped profile imports neither pydantic nor a
-YAML or JSON parser.
+* :class:`FamilyParameters`, the hardware's: the shares of its own datasheet peaks that a GPU
+  family's kernels reach (large GEMMs per dtype width, weight streams, decode attention's KV reads,
+  flash attention), how compute and memory overlap, and its collectives' latency and link share
+  (NVLink with NCCL or the engines' custom all-reduce, xGMI with RCCL). Shared by every engine on the family (they
+  all run cuBLAS/hipBLASLt GEMMs and FlashAttention-class kernels), fitted on every row of the
+  family's GPUs.
+* :class:`EngineParameters`, the software's: fixed costs per layer, per step and per sequence
+  (kernel launches or CUDA-graph replay, scheduling, sampling, detokenisation), routing and
+  permutation per MoE layer, its weight-only and grouped-MoE kernels' shares of the family's
+  bandwidth, and the request overhead of a time to first token. Shared by every GPU the engine runs
+  on; a release whose fixed costs differ is fitted apart (:mod:`llm_cost.perf.eras`).
+
+Every parameter has a unit, physical bounds and a prior (:class:`Parameter`); a fit stays inside
+the bounds, says which parameters ended at one, and leaves at its prior any parameter the rows do
+not determine, saying so.
+
+The shipped fit is one file, ``llm_cost/data/timemodel-fit.json``, written by
+``scripts/fit_profiles.py`` from every shipped measurement at once (:mod:`llm_cost.analyses.calibration`):
+the parameters of each family and engine with rows, the parameters refitted without each source
+(the leave-one-source-out folds ``llm-cost validate`` checks), and the error bands those folds
+measured. A :class:`Profile` is a family's parameters joined with an engine's; ``llm-cost calibrate``
+writes one as a YAML file of its own (a user's GPU and engine), which ``--profile`` reads
+(:func:`llm_cost.perf.choose.load_profile`).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import field
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, get_type_hints
 
 from llm_cost.core.errors import InputError, SpecError
-from llm_cost.core.limits import MAX_CALIBRATION_ROWS, MAX_ECHO, MAX_NAME, MAX_TEXT
+from llm_cost.core.limits import MAX_ECHO, MAX_NAME, MAX_TEXT
 from llm_cost.core.notes import Note, note
-from llm_cost.core.types import Engine
-from llm_cost.specs import index
+from llm_cost.core.types import Engine, TextEnum
 from llm_cost.specs.declare import Bounds, Spec, field_names, spec, validated
 from llm_cost.specs.files import read_yaml, real_path, shown, validation_message
 
 __all__ = [
     "Parameter",
-    "PARAMETERS",
+    "FamilyParameters",
+    "EngineParameters",
     "Parameters",
-    "FitError",
+    "PARAMETERS",
+    "FAMILY_PARAMETERS",
+    "ENGINE_PARAMETERS",
+    "Situation",
+    "Regime",
+    "RegimeBand",
+    "SourceError",
     "Profile",
     "profile_name",
-    "profiles_dir",
+    "FIT_FILE",
+    "fit_data",
+    "profile_file",
     "profile_names",
-    "load_profile",
-    "default_profile",
     "profile_note",
-    "TRANSFER_WIDEN",
-    "transferred",
-    "engine_profile",
-    "shipped_profiles",
-    "nearest_fitted",
-    "build_profile_index",
-    "profile_index_source",
+    "join",
 ]
 
 
 class Parameter(Bounds):
-    """A calibrated parameter as the type of its :class:`Parameters` field carries it: its unit,
-    meaning, physical range and prior (its value where the data cannot determine it). The range
-    bounds the fit and is enforced when a profile is read (pydantic's ``ge`` / ``le``)."""
+    """A calibrated parameter as the type of its field carries it: its unit, meaning, physical
+    range and prior (its value where the data cannot determine it). The range bounds the fit and is
+    enforced when a profile file is read (pydantic's ``ge`` / ``le``)."""
 
     __slots__ = ("unit", "meaning", "lower", "upper", "prior")
 
@@ -63,194 +78,208 @@ class Parameter(Bounds):
         self.unit, self.meaning, self.lower, self.upper, self.prior = unit, meaning, lower, upper, prior
 
 
-@spec
-class Parameters(Spec):
-    """The values of the calibrated model's parameters (:mod:`llm_cost.perf.calibrated`); each
-    field's type carries its :class:`Parameter` (:data:`PARAMETERS` lists them by name). Priors:
-    typical Hopper/Ampere figures (cuBLAS ~80% of dense peak on large GEMMs, ~80% of bandwidth on
-    streaming reads, ~10 us per NCCL all-reduce call on NVLink)."""
+def _fraction(meaning: str, lower: float, upper: float, prior: float, of: str = "peak FLOP/s") -> Parameter:
+    return Parameter(unit=f"fraction of {of}", lower=lower, upper=upper, prior=prior, meaning=meaning)
 
-    gemm_efficiency_max: Annotated[
+
+def _seconds(meaning: str, unit: str, upper: float, prior: float, lower: float = 0.0) -> Parameter:
+    return Parameter(unit=unit, lower=lower, upper=upper, prior=prior, meaning=meaning)
+
+
+@spec
+class FamilyParameters(Spec):
+    """A kernel family's efficiencies (module docstring). Priors: published kernel figures on
+    Hopper (cuBLAS BF16 GEMMs at about 75% of dense peak, FP8 at about 65%; streaming reads at 85-90%
+    of HBM bandwidth; FlashAttention-3 BF16 forward at 50-75% of peak: Shah et al. 2024, fig. 5)."""
+
+    gemm_efficiency_16: Annotated[float, _fraction("large 16-bit (bf16/fp16) GEMMs' FLOP rate", 0.3, 0.95, 0.75)]
+    gemm_efficiency_8: Annotated[
+        float, _fraction("large 8-bit (fp8/int8) GEMMs' FLOP rate, of the 8-bit peak", 0.2, 0.95, 0.65)
+    ]
+    gemm_efficiency_4: Annotated[
+        float, _fraction("large 4-bit (fp4) GEMMs' FLOP rate, of the 4-bit peak", 0.2, 0.95, 0.6)
+    ]
+    bandwidth_efficiency: Annotated[float, _fraction("bandwidth a weight stream reaches", 0.4, 0.97, 0.85, "bandwidth")]
+    kv_efficiency_max: Annotated[
+        float, _fraction("bandwidth decode attention reads the KV cache at, saturated", 0.2, 0.97, 0.8, "bandwidth")
+    ]
+    kv_saturation_blocks_per_sm: Annotated[
         float,
         Parameter(
-            unit="fraction of peak FLOP/s",
-            lower=0.2,
-            upper=1.0,
-            prior=0.8,
-            meaning="GEMM FLOP rate at many tokens in flight",
+            unit="thread blocks per SM",
+            lower=0.25,
+            upper=16.0,
+            prior=2.0,
+            meaning="thread blocks in flight per SM at which decode attention's KV reads saturate",
         ),
     ]
-    gemm_half_tokens: Annotated[
-        float,
-        Parameter(
-            unit="tokens",
-            lower=1.0,
-            upper=4096.0,
-            prior=64.0,
-            meaning="tokens in flight M at which a GEMM reaches half its ceiling",
-        ),
+    flash_efficiency: Annotated[
+        float, _fraction("prefill (flash) attention's FLOP rate, of the 16-bit peak", 0.15, 0.9, 0.5)
     ]
     overlap_p: Annotated[
         float,
         Parameter(
             unit="p-norm exponent",
-            lower=1.0,
+            lower=1.5,
             upper=16.0,
             prior=4.0,
-            meaning="overlap of compute and memory in an operator (1: none, large: perfect)",
-        ),
-    ]
-    bandwidth_efficiency_native: Annotated[
-        float,
-        Parameter(
-            unit="fraction of bandwidth",
-            lower=0.2,
-            upper=1.0,
-            prior=0.8,
-            meaning="bandwidth reached reading 16-bit (or native fp8) weights",
-        ),
-    ]
-    bandwidth_efficiency_int8: Annotated[
-        float,
-        Parameter(
-            unit="fraction of bandwidth",
-            lower=0.1,
-            upper=1.0,
-            prior=0.65,
-            meaning="bandwidth reached reading weight-only int8 weights",
-        ),
-    ]
-    bandwidth_efficiency_int4: Annotated[
-        float,
-        Parameter(
-            unit="fraction of bandwidth",
-            lower=0.1,
-            upper=1.0,
-            prior=0.5,
-            meaning="bandwidth reached reading weight-only int4 weights (with scales)",
-        ),
-    ]
-    kv_efficiency_max: Annotated[
-        float,
-        Parameter(
-            unit="fraction of bandwidth",
-            lower=0.1,
-            upper=1.0,
-            prior=0.8,
-            meaning="bandwidth of decode attention's KV reads once saturated",
-        ),
-    ]
-    kv_saturation_heads: Annotated[
-        float,
-        Parameter(
-            unit="sequences x KV heads",
-            lower=1.0,
-            upper=4096.0,
-            prior=64.0,
-            meaning="KV heads in flight at which decode attention saturates",
-        ),
-    ]
-    attention_efficiency_flash: Annotated[
-        float,
-        Parameter(
-            unit="fraction of peak FLOP/s",
-            lower=0.1,
-            upper=1.0,
-            prior=0.5,
-            meaning="FLOP rate of prefill (flash) attention",
-        ),
-    ]
-    layer_overhead_s: Annotated[
-        float,
-        Parameter(
-            unit="s per layer",
-            lower=0.0,
-            upper=1e-3,
-            prior=2e-5,
-            meaning="fixed time per layer per step (kernel launches and tails)",
-        ),
-    ]
-    step_overhead_s: Annotated[
-        float,
-        Parameter(
-            unit="s per step",
-            lower=0.0,
-            upper=0.05,
-            prior=0.0,
-            meaning="fixed time per step per pipeline stage (graph replay, sampling, sync)",
+            meaning="overlap of an operator's compute and memory time (1: none, large: perfect)",
         ),
     ]
     collective_latency_s: Annotated[
         float,
-        Parameter(
-            unit="s per call",
-            lower=0.0,
-            upper=1e-3,
-            prior=1e-5,
-            meaning="latency of one collective call (all-reduce, all-to-all, send)",
+        _seconds(
+            "latency of one collective call (all-reduce, all-to-all, send) on the GPUs' links and library",
+            "s per call",
+            2e-4,
+            1e-5,
+            1e-6,
         ),
     ]
     link_efficiency: Annotated[
+        float, _fraction("link bandwidth a collective's bytes reach", 0.2, 0.95, 0.75, "link bandwidth")
+    ]
+
+
+@spec
+class EngineParameters(Spec):
+    """An engine's fixed costs and kernel shares (module docstring). Priors: a CUDA-graph replay of
+    a decode step costs a few microseconds per layer; vLLM V1's scheduler, sampler and detokeniser
+    cost about 1 ms per step and microseconds per sequence (vLLM's own profiling, RFC #8779 and the
+    V1 blog); weight-only int4/int8 kernels (Marlin, Machete) reach 60-80% of the bf16 stream."""
+
+    layer_overhead_s: Annotated[
+        float, _seconds("fixed time per layer per step (launches, kernel tails)", "s per layer", 2e-4, 5e-6)
+    ]
+    step_overhead_s: Annotated[
+        float, _seconds("fixed time per step (scheduling, sampling, graph replay, sync)", "s per step", 0.02, 5e-4)
+    ]
+    sequence_overhead_s: Annotated[
+        float, _seconds("time per sequence per step (scheduling, sampling, detokenising)", "s per sequence", 1e-4, 5e-6)
+    ]
+    moe_layer_overhead_s: Annotated[
+        float,
+        _seconds("fixed time per MoE layer per step (routing, permutation, combine)", "s per MoE layer", 5e-4, 2e-5),
+    ]
+    stream_share: Annotated[
+        float,
+        _fraction("the engine's GEMV/GEMM kernels' weight stream, of the family's", 0.5, 1.0, 0.95, "family's stream"),
+    ]
+    collective_latency_share: Annotated[
         float,
         Parameter(
-            unit="fraction of link bandwidth",
-            lower=0.1,
-            upper=1.0,
-            prior=0.8,
-            meaning="link bandwidth a collective's bytes reach",
+            unit="x the family's latency",
+            lower=0.05,
+            upper=3.0,
+            prior=1.0,
+            meaning="the engine's collective latency per call, of the family's (a custom one-shot all-reduce vs NCCL)",
+        ),
+    ]
+    moe_gemm_share: Annotated[
+        float,
+        _fraction("grouped MoE GEMMs' rate, of dense GEMMs' (FLOPs and bytes)", 0.15, 1.0, 0.7, "dense GEMM rate"),
+    ]
+    int8_bandwidth_share: Annotated[
+        float, _fraction("weight-only int8 kernels' bandwidth, of the native stream's", 0.2, 1.0, 0.8, "native stream")
+    ]
+    int4_bandwidth_share: Annotated[
+        float,
+        _fraction("weight-only int4 kernels' bandwidth, of the native stream's", 0.15, 1.0, 0.65, "native stream"),
+    ]
+    request_overhead_s: Annotated[
+        float,
+        _seconds(
+            "time a request's first token waits beside its prefill step (API server, tokenising, scheduling, the first sample)",
+            "s per request",
+            0.05,
+            2e-3,
         ),
     ]
 
 
+@spec
+class Parameters(Spec):
+    """The parameters a prediction uses: a family's joined with an engine's (:func:`join`)."""
+
+    family: FamilyParameters
+    engine: EngineParameters
+
+
 @cache
-def _declared() -> dict[str, Parameter]:
-    """The :class:`Parameter` each field of :class:`Parameters` carries in its type, by field
-    name in declared order (the field types are evaluated here, on first use: a prediction from a
-    shipped profile never needs them)."""
-    hints = get_type_hints(Parameters, include_extras=True)
-    return {
-        name: next(m for m in hints[name].__metadata__ if isinstance(m, Parameter)) for name in field_names(Parameters)
-    }
+def _declared(cls: type) -> dict[str, Parameter]:
+    hints = get_type_hints(cls, include_extras=True)
+    return {n: next(m for m in hints[n].__metadata__ if isinstance(m, Parameter)) for n in field_names(cls)}
 
 
 if TYPE_CHECKING:
-    from llm_cost.specs.schema import HardwareSpec
-
-    #: Every parameter of the calibrated model by name, in declared order: the :class:`Parameter`
-    #: its :class:`Parameters` field's type carries (built on first use, see :func:`__getattr__`).
+    #: Every parameter by name (family then engine), with its unit, bounds and prior.
     PARAMETERS: dict[str, Parameter]
+    FAMILY_PARAMETERS: dict[str, Parameter]
+    ENGINE_PARAMETERS: dict[str, Parameter]
 
 
 def __getattr__(name: str) -> Any:
-    """:data:`PARAMETERS`, derived from :class:`Parameters` on first use."""
+    """:data:`PARAMETERS`, :data:`FAMILY_PARAMETERS`, :data:`ENGINE_PARAMETERS`, built on first use."""
+    if name == "FAMILY_PARAMETERS":
+        return _declared(FamilyParameters)
+    if name == "ENGINE_PARAMETERS":
+        return _declared(EngineParameters)
     if name == "PARAMETERS":
-        return _declared()
+        return _declared(FamilyParameters) | _declared(EngineParameters)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@spec
-class FitError(Spec):
-    """Relative errors |predicted / measured - 1| of a fit, leave-one-out (each row predicted by the
-    profile fitted without it) and in-sample; and the signed leave-one-out residuals predicted /
-    measured - 1 at the 10th and 90th percentiles (``loo_low`` <= 0 <= ``loo_high``: with fewer than
-    10 rows, their least and greatest), from which a prediction's error band is drawn
-    (:func:`llm_cost.perf.calibrated.band_factors`)."""
+class Situation(TextEnum):
+    """What a prediction's parameters rest on, for its error band: ``fitted`` (rows of this family
+    and engine, from other sources, were fitted), ``combined`` (the family's and the engine's rows
+    were fitted, never together) or ``transferred`` (the family or the engine had no rows: another's
+    parameters stand in)."""
 
-    method: Literal["leave-one-out"] = "leave-one-out"
-    rows: Annotated[int, Bounds(ge=1, le=MAX_CALIBRATION_ROWS, strict=True)]
-    loo_median: RelativeError
-    loo_max: RelativeError
-    in_sample_median: RelativeError
-    in_sample_max: RelativeError
-    loo_low: Annotated[float, Bounds(ge=-1.0, le=0.0)] = 0.0
-    loo_high: Annotated[float, Bounds(ge=0.0, le=100.0)] = 0.0
+    FITTED = "fitted"
+    COMBINED = "combined"
+    TRANSFERRED = "transferred"
+
+
+class Regime(TextEnum):
+    """Shapes whose errors differ: decode at small batch (weights stream: fixed costs and
+    bandwidth), decode at larger batch (attention, GEMM ramp, per-sequence costs), prefill
+    (compute)."""
+
+    DECODE_SMALL = "decode, batch <= 8"
+    DECODE_LARGE = "decode, batch > 8"
+    PREFILL = "prefill"
+    ALL = "all"
+
+
+@spec
+class RegimeBand(Spec):
+    """An error band measured out of source: the measured / predicted ratio of held-out rows at its
+    10th (``low``) and 90th (``high``) percentiles, from ``rows`` rows of ``sources`` sources."""
+
+    situation: Situation
+    regime: Regime
+    low: Annotated[float, Bounds(gt=0.0, le=1.0)]
+    high: Annotated[float, Bounds(ge=1.0, le=100.0)]
+    rows: Annotated[int, Bounds(ge=0)]
+    sources: Annotated[int, Bounds(ge=0)]
+
+
+@spec
+class SourceError(Spec):
+    """How a fit does out of source: |predicted / measured - 1| of every row predicted by the fit
+    without its source (median, ``rows``, ``sources``), and how many measured values fell inside
+    the band a fit without their source would print (``in_band``)."""
+
+    method: Literal["leave-one-source-out", "leave-one-row-out"] = "leave-one-source-out"
+    rows: Annotated[int, Bounds(ge=0)]
+    sources: Annotated[int, Bounds(ge=0)]
+    median: Annotated[float, Bounds(ge=0.0)]
+    in_band: Annotated[int, Bounds(ge=0)]
 
 
 #: A profile's name: a file stem (``validate --profile NAME`` finds a shipped profile by it).
 PROFILE_NAME = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
 ProfileName = Annotated[str, Bounds(min_length=1, max_length=MAX_NAME, pattern=f"^{PROFILE_NAME}$")]
-#: A relative error |predicted / measured - 1| (a finite number; 100: a prediction 101x off).
-RelativeError = Annotated[float, Bounds(ge=0.0, le=1e6)]
 
 
 def profile_name(value: object, name: str = "name") -> str:
@@ -269,76 +298,87 @@ def profile_name(value: object, name: str = "name") -> str:
     return text
 
 
-def _units() -> dict[str, str]:
-    return {k: p.unit for k, p in _declared().items()}
-
-
 @spec
 class Profile(Spec):
-    """A calibration profile (see the module docstring)."""
+    """What a prediction is timed with: a family's and an engine's parameters (``parameters``),
+    where they came from (``situation``, ``note``, the ``sources`` and ``rows`` fitted, the engine
+    versions), the engine's decode-attention launch rule (``decode_split_kv``: split-KV kernels,
+    FlashAttention/FlashInfer/XQA, timed by :mod:`llm_cost.perf.kernels`; false for one block per
+    sequence and KV head, as PyTorch's eager SDPA), the shapes fitted (``fitted_batch``,
+    ``fitted_context``: least and greatest), the error bands (``bands``) and the parameters a fit
+    left at a bound or prior (``at_bounds``, ``fixed``)."""
 
     name: ProfileName
-    gpu: Annotated[str, Bounds(min_length=1, max_length=MAX_NAME)]
+    family: str
     engine: Engine
-    kind: Literal["fitted", "transferred"]
+    situation: Situation
     note: Annotated[str, Bounds(max_length=MAX_TEXT)]
     parameters: Parameters
-    units: dict[str, str] = field(default_factory=_units)
-    # the engine's decode attention splits each sequence's keys over thread blocks (split-KV,
-    # flash-decoding: FlashAttention, FlashInfer, TensorRT-LLM's XQA), timed by the split rule of
-    # llm_cost.perf.kernels; false for kernels with one block per (sequence, KV head), such as
-    # PyTorch's eager SDPA that the h200 profile measured
     decode_split_kv: bool = False
-    fitted_on: tuple[str, ...] = ()  # measurement ids (fitted), or those of the source
-    measurements: tuple[str, ...] = ()  # the files holding them
-    fixed: dict[str, str] = field(default_factory=dict)  # parameter -> why it is at its prior
-    error: Optional[FitError] = None
+    sources: tuple[str, ...] = ()
+    rows: Annotated[int, Bounds(ge=0)] = 0
+    engine_version: str = ""
+    fitted_batch: tuple[int, ...] = ()
+    fitted_context: tuple[int, ...] = ()
+    bands: tuple[RegimeBand, ...] = ()
+    out_of_source: Optional[SourceError] = None
+    at_bounds: tuple[str, ...] = ()
+    fixed: dict[str, str] = field(default_factory=dict)
     transferred_from: Optional[str] = None
-    expected_error: Optional[str] = None
-    engine_version: str = ""  # the engine and version of the measurements, as their files name it
-    fitted_batch: tuple[int, ...] = ()  # (least, greatest) batch of the rows fitted on (or the source's)
-    fitted_context: tuple[int, ...] = ()  # (least, greatest) decode context or prompt length, tokens
-    #: the error band's widening for a transferred profile (see band_factors): at least 1 (a band is
-    #: never narrowed), at most 10 (the measured transfer error is 2.4x; 10 leaves a hand-edited
-    #: profile room, and a finite band)
-    transfer_widen: Annotated[float, Bounds(ge=1.0, le=10.0)] = 1.0
-    source_error: Optional[FitError] = None  # a transferred profile's source's leave-one-out errors
+    #: the family whose fitted parameters these are (the profile's own unless transferred)
+    source_family: str = ""
 
     def _check(self) -> None:
-        """The GPU is a shipped one: a profile's rows were timed on a GPU the catalogue knows
-        (:func:`~llm_cost.specs.load.gpu_names`), and a prediction looks its profile up by it."""
-        from llm_cost.specs.load import gpu_names
+        """The family and the source family are kernel families
+        (:class:`~llm_cost.perf.families.KernelFamily`): a prediction joins the parameters of its
+        GPU's family, so a profile of no family could time nothing."""
+        from llm_cost.perf.families import KernelFamily
 
-        if self.gpu not in gpu_names():
-            raise ValueError(f"gpu: {shown(self.gpu, MAX_ECHO)!r} is not a shipped GPU ({', '.join(gpu_names())})")
+        known = [f.value for f in KernelFamily]
+        for name, value in (("family", self.family), ("source_family", self.source_family or self.family)):
+            if value not in known:
+                raise ValueError(f"{name}: {shown(value, MAX_ECHO)!r} is not a kernel family ({', '.join(known)})")
 
 
-def profiles_dir() -> Path:
-    """Folder of the shipped profiles."""
-    return Path(__file__).resolve().parent.parent / "data" / "profiles"
+#: The shipped fit (module docstring).
+FIT_FILE = Path(__file__).resolve().parent.parent / "data" / "timemodel-fit.json"
+
+
+@cache
+def fit_data() -> dict[str, Any]:
+    """The shipped fit file as data (JSON: read without a YAML parser or pydantic; checked against
+    the classes above by ``tests/perf/test_profile.py``)."""
+    return json.loads(FIT_FILE.read_text(encoding="utf-8"))
+
+
+def join(family: dict[str, float], engine: dict[str, float]) -> Parameters:
+    """A family's and an engine's parameters (as data) as one :class:`Parameters`, unvalidated (the
+    shipped fit was validated when it was written)."""
+    return Parameters(family=FamilyParameters(**family), engine=EngineParameters(**engine))
+
+
+def profile_note(profile: Profile, gpu_name: str) -> Note:
+    """What a prediction under ``profile`` on ``gpu_name`` rests on (``prediction.profile``): its
+    situation, where its parameters come from, and the fit's out-of-source error."""
+    error = profile.out_of_source
+    return note(
+        "prediction.profile",
+        name=profile.name,
+        engine=profile.engine,
+        situation=profile.situation,
+        note=profile.note,
+        rows=error.rows if error is not None else None,
+        sources=error.sources if error is not None else None,
+        median=error.median if error is not None else None,
+        target=gpu_name,
+    )
 
 
 def profile_names() -> list[str]:
-    """Names of the shipped profiles."""
-    return sorted(p.stem for p in profiles_dir().glob("*.yaml"))
+    """The profiles the shipped fit names: ``<family>-<engine>`` for every family and engine."""
+    from llm_cost.perf.families import KernelFamily
 
-
-def build_profile_index() -> dict[str, dict[str, Any]]:
-    """The index of the shipped profiles (:mod:`llm_cost.perf.profile_index`, written by
-    ``scripts/build_index.py`` and ``scripts/fit_profiles.py``): per file stem, its
-    :func:`~llm_cost.specs.index.entry` (CRC-32, validated content, nested classes), so that a
-    command reads a shipped profile without pydantic or a YAML parser, as
-    :mod:`llm_cost.specs.load` reads a shipped spec."""
-    return {path.stem: index.entry(path, _from_yaml(path)) for path in sorted(profiles_dir().glob("*.yaml"))}
-
-
-def profile_index_source(built: dict[str, dict[str, Any]]) -> str:
-    """The text of :mod:`llm_cost.perf.profile_index` for ``built`` (:func:`build_profile_index`)."""
-    return index.index_source(
-        "The index of the shipped calibration profiles: their hashes and validated content.\n"
-        "Generated by ``python scripts/build_index.py``; do not edit.",
-        built,
-    )
+    return [f"{f.value}-{e.value}" for f in KernelFamily for e in Engine]
 
 
 def _from_yaml(path: Path) -> Profile:
@@ -350,152 +390,14 @@ def _from_yaml(path: Path) -> Profile:
         raise SpecError(validation_message(path, exc)) from None
 
 
-@lru_cache(maxsize=64)
-def _load(path: Path) -> Profile:
-    """The profile in ``path``: from the index when it is a shipped file unchanged since the index
-    was built, else from its YAML."""
-    shipped = index.imported("llm_cost.perf.profile_index").get(path.stem) if path.parent == profiles_dir() else None
-    found = index.current(shipped, path)
-    if found is None:
-        return _from_yaml(path)
-    return index.rebuilt(Profile, found)
-
-
-def load_profile(name_or_path: str) -> Profile:
-    """A shipped profile by name (``llm-cost validate`` lists them) or a profile YAML file;
-    SpecError naming the shipped profiles when neither exists."""
+def profile_file(name_or_path: str) -> Profile | None:
+    """The profile in a YAML file (as ``llm-cost calibrate`` writes one) when ``name_or_path`` names
+    a file (ends in .yaml/.yml or holds a /), else None (a name: :func:`llm_cost.perf.choose.load_profile`);
+    SpecError for a file that is not there or not a valid profile, naming the field."""
     text = name_or_path.strip()
     path = Path(text)
-    if text.lower().endswith((".yaml", ".yml")) or "/" in text:
-        if not path.exists() and not path.is_symlink():
-            raise SpecError(f"profile: no such file {shown(text, 80)!r}", fields=("profile",))
-        return _load(real_path(path, "a profile YAML"))
-    shipped = profiles_dir() / f"{text.lower()}.yaml"
-    if not shipped.is_file():
-        raise SpecError(
-            f"profile: {shown(text, 60)!r} is not a shipped one. Shipped profiles: "
-            f"{', '.join(profile_names())} (or give the path of a YAML file)",
-            fields=("profile",),
-        )
-    return _load(shipped)
-
-
-def default_profile(gpu_name: str) -> Profile | None:
-    """The shipped default profile of a shipped GPU (the file ``<gpu>.yaml``), or None."""
-    path = profiles_dir() / f"{gpu_name.lower()}.yaml"
-    return _load(path) if path.is_file() else None
-
-
-#: How much wider a transferred profile's error band is than its source's leave-one-out band: on the
-#: shipped rows, profiles carried to other GPUs of their engine miss by a median 2.4x their own
-#: leave-one-out median error (the median over the fitted profiles of that ratio:
-#: :func:`llm_cost.analyses.calibration.measured_transfer_widen`, printed by ``llm-cost validate``;
-#: from 1.0x for h100-vllm to 13x for mi300x-vllm on NVIDIA rows), rounded to 2.5.
-#: ``tests/perf/test_engines.py`` recomputes it.
-TRANSFER_WIDEN = 2.5
-
-
-def transferred(
-    source: Profile, gpu: HardwareSpec, source_gpu: HardwareSpec, name: str | None = None, rule: str = ""
-) -> Profile:
-    """A profile for ``gpu`` from a fitted one: efficiencies (fractions of the target's own peaks
-    and bandwidth, so compute and memory times scale by the datasheet ratios) and fixed times kept;
-    its error band the source's widened by :data:`TRANSFER_WIDEN`. Built without validation (the
-    source was validated), so a prediction needs no pydantic. ``rule``: why this source (the
-    transfer rule of :func:`llm_cost.api.choices.profile_of`)."""
-    assert source.error is not None  # only fitted profiles are transferred
-    ratio_bw = gpu.memory_bandwidth_tb_s / source_gpu.memory_bandwidth_tb_s
-    ratio_flops = gpu.dense_tflops.get("bf16", 0) / source_gpu.dense_tflops["bf16"]
-    return Profile(
-        name=name or gpu.name,
-        gpu=gpu.name,
-        engine=source.engine,
-        kind="transferred",
-        transferred_from=source.name,
-        note=(
-            f"transferred from profile {source.name} ({source_gpu.name}, {source.engine}, fitted on "
-            f"{len(source.fitted_on)} rows){': ' + rule if rule else ''}: its efficiencies and fixed times on "
-            f"{gpu.name}'s datasheet peaks (bandwidth x{ratio_bw:.2f}, bf16 FLOP/s x{ratio_flops:.2f}); no "
-            f"measurement of {gpu.name} was fitted"
-        ),
-        parameters=source.parameters,
-        decode_split_kv=source.decode_split_kv,
-        fitted_on=source.fitted_on,
-        measurements=source.measurements,
-        fixed=dict(source.fixed),
-        error=None,
-        expected_error=(
-            f"not fitted on {gpu.name}: the source's leave-one-out median {source.error.loo_median:.1%} "
-            f"(max {source.error.loo_max:.1%}); profiles carried to another GPU or engine miss the shipped rows "
-            f"by about {TRANSFER_WIDEN:g}x their source's held-out error (llm-cost validate), so its band is "
-            f"{TRANSFER_WIDEN:g}x wider"
-        ),
-        engine_version=source.engine_version,
-        fitted_batch=source.fitted_batch,
-        fitted_context=source.fitted_context,
-        transfer_widen=TRANSFER_WIDEN,
-        source_error=source.error,
-    )
-
-
-def shipped_profiles() -> list[Profile]:
-    """Every shipped profile, by name."""
-    return [load_profile(n) for n in profile_names()]
-
-
-def engine_profile(gpu_name: str, engine: Engine) -> Profile | None:
-    """The shipped profile of ``gpu_name`` under ``engine``: the file ``<gpu>-<engine>.yaml``, else
-    the GPU's own ``<gpu>.yaml`` when its engine is ``engine`` (h200 is the PyTorch-eager fit), else
-    None."""
-    path = profiles_dir() / f"{gpu_name.lower()}-{engine.value}.yaml"
-    if path.is_file():
-        return _load(path)
-    plain = default_profile(gpu_name)
-    return plain if plain is not None and plain.engine == engine else None
-
-
-def nearest_fitted(gpu: HardwareSpec, engine: Engine | None, gpus: dict[str, HardwareSpec]) -> Profile | None:
-    """The fitted shipped profile (of ``engine``, or of any engine when None) on the GPU nearest
-    ``gpu`` other than itself: the same vendor first, then the least |log bandwidth ratio| + |log
-    bf16 peak ratio| (the datasheet figures a transfer scales by); ``gpus`` the specs by name."""
-    import math
-
-    def distance(p: Profile) -> tuple[int, float]:
-        other = gpus[p.gpu]
-        bw = abs(math.log(gpu.memory_bandwidth_tb_s / other.memory_bandwidth_tb_s))
-        flops = abs(math.log(max(gpu.dense_tflops.get("bf16", 1.0), 1e-9) / other.dense_tflops["bf16"]))
-        return (0 if other.vendor == gpu.vendor else 1, bw + flops)
-
-    found = [
-        p
-        for p in shipped_profiles()
-        if p.kind == "fitted" and p.gpu != gpu.name and (engine is None or p.engine == engine) and p.gpu in gpus
-    ]
-    return min(found, key=lambda p: (distance(p), p.name)) if found else None
-
-
-def profile_note(profile: Profile, gpu_name: str) -> Note:
-    """What a prediction under ``profile`` on ``gpu_name`` rests on: fitted (rows, LOO error) or
-    transferred (from where, the error to expect), and whether the profile is another GPU's."""
-    other = profile.gpu if profile.gpu != gpu_name else None
-    if profile.kind == "fitted" and profile.error is not None:
-        return note(
-            "prediction.fitted",
-            name=profile.name,
-            engine=profile.engine,
-            rows=profile.error.rows,
-            gpu=profile.gpu,
-            loo_median=profile.error.loo_median,
-            loo_max=profile.error.loo_max,
-            other_gpu=other,
-            target=gpu_name,
-        )
-    return note(
-        "prediction.transferred",
-        name=profile.name,
-        source=profile.transferred_from,
-        engine=profile.engine,
-        expected_error=profile.expected_error,
-        other_gpu=other,
-        target=gpu_name,
-    )
+    if not (text.lower().endswith((".yaml", ".yml")) or "/" in text):
+        return None
+    if not path.exists() and not path.is_symlink():
+        raise SpecError(f"profile: no such file {shown(text, 80)!r}", fields=("profile",))
+    return _from_yaml(real_path(path, "a profile YAML"))

@@ -65,23 +65,16 @@ def _train_flops(p: dict) -> str:
     return text + (" x 4/3 (recompute)" if p["full_recompute"] else "")
 
 
-def _other_gpu(p: dict) -> str:
-    if not p["other_gpu"]:
-        return ""
-    return f"; a profile of {p['other_gpu']} applied to {p['target']}'s datasheet peaks"
-
-
-def _fitted(p: dict) -> str:
-    return (
-        f"prediction: profile {p['name']} ({p['engine']}), fitted on {p['rows']} measured rows of {p['gpu']}, "
-        f"leave-one-out median error {p['loo_median']:.1%}, max {p['loo_max']:.1%}" + _other_gpu(p)
+def _profile(p: dict) -> str:
+    held = (
+        f"; the fit predicts sources it never saw with a median error of {p['median']:.1%} ({p['rows']} rows of "
+        f"{p['sources']} sources, leave-one-source-out: llm-cost validate)"
+        if p["median"] is not None
+        else ""
     )
-
-
-def _transferred(p: dict) -> str:
     return (
-        f"prediction: profile {p['name']} is transferred from {p['source']} ({p['engine']}); expected error: "
-        f"{p['expected_error']}" + _other_gpu(p)
+        f"prediction: profile {p['name']} ({p['engine']}, {p['situation']}) for {p['target']}: {p['note']}{held}; "
+        f"its band: the 10th-90th percentile of such held-out errors"
     )
 
 
@@ -110,13 +103,6 @@ def _model_scaling(p: dict) -> str:
 
 
 TEMPLATES: dict[str, str | Callable[[dict], str]] = {
-    "calibration.profiles": "errors are |predicted / measured - 1|; band: the leave-one-out residuals predicted / "
-    "measured - 1 at the 10th / 90th percentile (the extremes under 10 rows); out of sample, a profile is transferred to the "
-    "row's GPU (its efficiencies on that GPU's datasheet peaks); a row is in band when the measured time lies in the "
-    "prediction's error band (the profile's leave-one-out residuals at the 10th/90th percentile, widened for a "
-    "transferred profile or a shape outside the fitted rows); profiles carried to other GPUs of their engine miss by "
-    "{measured:.1f}x their leave-one-out median (median over profiles), so a transferred profile's band is {used:g}x "
-    "wider",
     "prediction.engine": _engine,
     "params.counted": "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
     "params.read_generically": "model_type {model_type} read generically: not checked against a checkpoint of this "
@@ -255,9 +241,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             f"{p['runs']} measured {p['engine']} runs (mean ITL measured/predicted p{p['percentiles'][0]}..p"
             f"{p['percentiles'][1]} = {p['p_low']:.2f}..{p['p_high']:.2f}"
             + (
-                f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:g}x"
-                if p["transfer"] != 1
-                else f"; {p['gpu']} is one of their GPUs"
+                f"; {p['gpu']} is one of their GPUs"
+                if p.get("measured", p["transfer"] == 1)
+                else f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:.3g}x (how much wider the "
+                "step-time fit's held-out band is for transferred predictions than for fitted ones)"
             )
             + f"; steps timed by profile {p['profile']}); each figure's low and high are the least and greatest of "
             "the three runs (tokens/s highest and $/M lowest at the fast end)"
@@ -265,13 +252,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         if p.get("source") == "serving-runs"
         else (
             f"band: each figure's low and high re-simulated (same seed, same traffic) with every step's time x the "
-            f"profile {p['profile']}'s leave-one-out p10/p90 factor for its shape (engine {p['engine']}, "
-            + (
-                f"transferred: its source's {p['rows']} rows, widened {p['transfer']:g}x"
-                if p["kind"] == "transferred"
-                else f"fitted on {p['rows']} rows"
-            )
-            + f"; wider outside the fitted batches and contexts): x{p['fast_low']:.2f}"
+            f"p10/p90 factor for its shape of profile {p['profile']} (engine {p['engine']}, {p['kind']}: the "
+            f"held-out errors of {p['rows']} rows of such predictions, leave-one-source-out; wider outside the fitted "
+            f"batches and contexts): x{p['fast_low']:.2f}"
             + (f"-{p['fast_high']:.2f}" if f"{p['fast_high']:.2f}" != f"{p['fast_low']:.2f}" else "")
             + f" at the fast end, x{p['slow_low']:.2f}"
             + (f"-{p['slow_high']:.2f}" if f"{p['slow_high']:.2f}" != f"{p['slow_low']:.2f}" else "")
@@ -280,14 +263,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         )
     ),
     "serve.analytic_band": lambda p: (
-        f"band: TTFT, TPOT, tokens/s and $/M of the chosen configuration scaled linearly by the profile "
-        f"{p['profile']}'s leave-one-out p10/p90 step-time factors (engine {p['engine']}, "
-        + (
-            f"transferred: its source's {p['rows']} rows, widened {p['transfer']:g}x"
-            if p["kind"] == "transferred"
-            else f"fitted on {p['rows']} rows"
-        )
-        + f"; wider outside the fitted batches and contexts) for its typical decode step ({p['batch']:,} sequences "
+        f"band: TTFT, TPOT, tokens/s and $/M of the chosen configuration scaled linearly by the p10/p90 "
+        f"step-time factors of profile {p['profile']} (engine {p['engine']}, {p['kind']}: the held-out errors of "
+        f"{p['rows']} rows of {p['sources']} sources, leave-one-source-out"
+        + (f", widened {p['transfer']:.2f}x outside the fitted batches and contexts" if p["transfer"] != 1 else "")
+        + f") for its typical decode step ({p['batch']:,} sequences "
         f"at {p['context']:,} tokens): x{p['low']:.2f} / x{p['high']:.2f}"
         + (
             f" (TTFT: x{p['ttft_low']:.2f} / x{p['ttft_high']:.2f}, its prefill step)"
@@ -416,28 +396,43 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         f"energy = GPU-hours x {p['power_w']:g} W x PUE {p['pue']:g}" + (" (the GPU's TDP)" if p["tdp"] else "")
     ),
     "train.activations_not_modelled": "activations not reported: {reason}",
-    "train_plan.step": "predicted from the operators by {time_model}: backward GEMMs 2x the forward, attention "
-    "backward 2.5x (FlashAttention's count), TP with sequence parallelism, ring attention, interleaved 1F1B "
-    "(bubble (p-1)/(m v)), ZeRO collectives overlapped with the backward, ring collectives over NVLink in a "
-    "node and the network between nodes",
+    "train_plan.step": "predicted from the operators by {time_model}, as {framework} runs them: backward GEMMs 2x "
+    "the forward, FlashAttention's backward 2.5x, the elementwise kernels (norms, activations, RoPE, MoE routing "
+    "and permutation, loss, FP8 casts) at the profile's streaming bandwidth, grouped expert GEMMs at the rows each "
+    "expert gets, TP with sequence parallelism, ring attention, interleaved 1F1B (bubble (p-1)/(m v)), each "
+    "collective on the link its ranks span (the framework's rank order)",
     "train_plan.mfu": "MFU against {tflops:g} TFLOP/s dense {dtype} per GPU: 6 N D, and 3 x the forward "
     "operators' FLOPs (causal attention and every LM-head position) 'with attention'; HFU adds recompute "
     "and FlashAttention's recomputation",
-    "train_plan.memory": "memory: 16 B of Adam state per parameter (ZeRO-sharded over DP x CP), activations "
-    "of the model's block (Korthikanti et al. 2022) x the micro-batches 1F1B keeps in flight, FP32 logits, "
-    "{reserve_gib:g} GiB reserve; the first and last stages carry the fewer layers",
-    "train_plan.band": lambda p: (
-        f"error band ±{p['band']:.0%}: the largest leave-one-out MFU error on the published runs the "
-        "training efficiency is fitted on (llm_cost/data/measurements/training/published-runs.yaml); "
-        "other software stacks run slower (MosaicML's 2023 H100 FSDP rows: 6-71% below the prediction)"
+    "train_plan.memory": lambda p: (
+        "memory: "
+        + (
+            "BF16 weights + FP32 gradients on every rank, FP32 master and Adam sharded by the distributed optimizer "
+            "(Megatron's 6 + 12/DP B per parameter); activations of the model's block (Korthikanti et al. 2022; "
+            "FlashAttention keeps no scores); the last stage's BF16 logits and their gradient"
+            if p["framework"] == "megatron"
+            else "16 B per parameter sharded over the FSDP group (FP32 weights, gradients, Adam), each layer gathered "
+            "in BF16 while it runs (ZeRO-2: the stage's layers gathered for the whole step); activations as torchtitan's "
+            "checkpointing keeps them; the last stage's FP32 log-softmax and its gradient"
+        )
+        + f"; activations x the micro-batches 1F1B keeps in flight; {p['reserve_gib']:g} GiB reserve; GiB = 2^30 B"
     ),
-    "train_plan.moe_unchecked": "MoE: every run the band is measured on is dense; the experts' all-to-all and "
-    "grouped GEMMs are predicted but unchecked, so the band understates the error (DeepSeek-V3, the one MoE run "
-    "with published GPU-hours, reports 2,664K H800 GPU-hours for 14.8T pre-training tokens with FP8 GEMMs and "
-    "DualPipe overlap, arXiv:2412.19437 Table 1; compare with --dtype fp8 --gpus 2048)",
-    "train_plan.left_out": "left out: stragglers (Llama 3 saw 1-2% diurnal throughput swings), failures and "
-    "restarts (Llama 3: 466 interruptions in 54 days, over 90% effective training time), checkpoint writes, "
-    "data loading, the elementwise kernels between the GEMMs",
+    "train_plan.band": lambda p: (
+        f"error band ±{p['band']:.0%}: the 90th percentile of the out-of-source errors (each published run predicted "
+        "with the factors fitted on the other sources) of this GPU family's runs "
+        "(llm_cost/data/training-efficiency.json; llm-cost validate --training)"
+        + (f", x{p['widen']:.2g} for a layout outside their range" if p["widen"] > 1 else "")
+    ),
+    "train_plan.left_out": "left out: load imbalance across experts, SM contention of overlapped communication, "
+    "stragglers (Llama 3 saw 1-2% diurnal throughput swings), failures and restarts (Llama 3: 466 interruptions in "
+    "54 days, over 90% effective training time), checkpoint writes, data loading",
+    "train_validate.method": "out of source: each row predicted with the training factors fitted on the other "
+    "sources' rows only (scripts/fit_training.py), in tokens/s per GPU (rows quoted in TFLOP/s converted by their "
+    "source's FLOP convention); 'published' keeps the knobs the source states and searches the rest, 'search' "
+    "searches every knob for the same cluster, batch, dtype and framework; error = predicted / measured - 1",
+    "train_validate.reserved": "not used: torchtitan's performance documents, Megatron-Bridge's performance "
+    "summaries and archive, the BLOOM-176B training README, DeepSeek-V3's GPU-hours (reserved for independent "
+    "checking)",
     "train.state": "state: 16 B per parameter (BF16 weights + gradients, FP32 master, Adam m, v); decimal units",
     "train.layout_state": "TP {tp} x PP {pp} x DP {dp}; state 16 B per parameter (2 weights + 2 gradients + 12 FP32 "
     "master and Adam), ZeRO-{zero} over DP",
@@ -486,15 +481,24 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "rope.partial": "partial rotary: {factor:g} of head_dim {head_dim} = {dims} dims are rotated",
     "rope.base_override": "--base {base} overrides the model's rope_theta {model_base}",
     "rope.model_scaling": _model_scaling,
-    "prediction.fitted": _fitted,
-    "calibration.fixed": "{parameter}: {why}",
-    "calibration.error": "error = predicted / measured - 1; leave-one-out: each row predicted by the profile fitted to "
-    "the other rows",
-    "calibration.validation": "error = predicted / measured - 1; leave-one-out: each row predicted by the profile "
-    "fitted to the other rows; out-of-sample: by a profile not fitted on any of them; a "
-    "bound is never above a measurement",
+    "prediction.profile": _profile,
+    "calibration.method": lambda p: (
+        f"error = predicted / measured - 1; {p['method']}: each row predicted by the profile fitted without it"
+        + (
+            " and the other rows of its source"
+            if p["method"] == "leave-one-source-out"
+            else " (one source: its rows share a setup, so this says less than leaving a source out)"
+        )
+        + f"; median |error| {p['median']:.1%}"
+    ),
+    "calibration.sources": "error = predicted / measured - 1 of each row predicted by the fit WITHOUT its source (one "
+    "publication: a blog post, a vendor table, an issue's benchmark), whose family or engine then takes the nearest "
+    "fitted one's parameters as a prediction does (held out as: fitted, combined or transferred); in band: inside the "
+    "p10-p90 band drawn from the OTHER sources' held-out errors (each source weighing the same), as a source the "
+    "project never had would meet it; a bound is never above a measurement",
+    "calibration.at_bound": "{owner}: the fit ended at a bound of {parameters} (the data push it past what is "
+    "physical: a missing term, or rows that disagree)",
     "calibration.estimate": "estimate: the datasheet peaks at MFU {mfu:.0%} and MBU {mbu:.0%}",
-    "prediction.transferred": _transferred,
     "prediction.no_split_kv": _no_split_kv,
     "rope.mrope": "M-RoPE: the pairs are split between time, height and width positions; for text tokens all three "
     "are equal and the wavelengths are those of plain RoPE",

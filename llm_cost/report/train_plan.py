@@ -30,6 +30,29 @@ TERMS = {
 }
 
 
+#: How each framework is named in a plan.
+FRAMEWORKS = {
+    "megatron": "Megatron-Core (TP/SP, CP, PP with virtual stages, EP, distributed optimizer; rank order tp-cp-ep-dp-pp)",
+    "fsdp2": "PyTorch FSDP2/HSDP (torchtitan, NeMo AutoModel: device mesh pp-dp-cp-tp)",
+}
+
+
+def _links(con, r: TrainPlan) -> None:  # noqa: ANN001 - a rich Console
+    """Each collective group of the plan's layout and the link it runs on."""
+    if r.links:
+        print_table(
+            con,
+            "collectives and the links their ranks span",
+            [("group", "left"), ("link", "left")],
+            [[group, link] for group, link in r.links.items()],
+        )
+
+
+def _widened(r: TrainPlan) -> str:
+    """How far the band is widened outside the published runs' range, if at all."""
+    return f", widened {r.band_widen:.2g}x outside the published runs" if r.band_widen > 1 else ""
+
+
 def _gib(nbytes: float) -> str:
     return f"{nbytes / 2**30:,.1f} GiB"
 
@@ -62,9 +85,10 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
     con.print(f"[bold]{display_name}: training plan for {r.tokens:,} tokens on {r.gpus:,} x {gpu_name}[/bold]")
     lay, m = r.layout, r.memory
     facts = [
+        ("framework", FRAMEWORKS.get(r.framework, r.framework)),
         ("layout", f"[bold]{r.layout_label}[/bold]"),
         ("global batch", _global_batch(r)),
-        ("step time", f"{r.step_time_s:,.2f} s (±{r.error_band:.0%})"),
+        ("step time", f"{r.step_time_s:,.2f} s (±{r.error_band:.0%}{_widened(r)})"),
         ("MFU (6ND)", f"{pct(r.mfu)} {_range(*r.mfu_range)}"),
         ("MFU with attention", pct(r.mfu_with_attention)),
         ("HFU (what the GPUs run)", pct(r.hfu)),
@@ -85,6 +109,7 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
         )
     )
     print_facts(con, facts)
+    _links(con, r)
     rows = [[TERMS[k], f"{v:,.3f}"] for k, v in r.breakdown.items() if v]
     print_table(
         con,
@@ -93,8 +118,7 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
         rows,
     )
     top = [
-        [c["layout"], pct(c["mfu"]), pct(c["mfu_with_attention"]), f"{c['step_time_s']:,.2f}", _gib(c["memory_bytes"])]
-        for c in r.top
+        [c.layout, pct(c.mfu), pct(c.mfu_with_attention), f"{c.step_time_s:,.2f}", _gib(c.memory_bytes)] for c in r.top
     ]
     print_table(
         con,
@@ -103,10 +127,13 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
         top,
     )
     why = [[f"{w.knob} {w.value}", w.other, pct(w.other_mfu) if w.fits else "-", _verdict(w, r.mfu)] for w in r.reasons]
-    print_table(
-        con,
-        "why this layout: the best with another value of each knob",
-        [("other value", "left"), ("its best layout", "left"), ("MFU", "right"), ("why it loses", "left")],
-        why,
-    )
+    if why:
+        print_table(
+            con,
+            "why this layout: the best with another value of each knob",
+            [("other value", "left"), ("its best layout", "left"), ("MFU", "right"), ("why it loses", "left")],
+            why,
+        )
+    if r.defaults:
+        print_facts(con, [(f"default {name}", value) for name, value in r.defaults.items()])
     print_conventions(con, r.conventions)

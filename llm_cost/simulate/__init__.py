@@ -16,11 +16,11 @@ Python use::
     from llm_cost.simulate import simulate, EngineConfig, poisson, Fixed
     result = simulate(spec, gpu, poisson(8.0, Fixed(547), Fixed(248), duration_s=600),
                       EngineConfig(max_num_seqs=128, max_num_batched_tokens=2048),
-                      prediction_model("h100"), kv_capacity_tokens=400_000)
+                      time_model_for(gpu, Engine.VLLM), kv_capacity_tokens=400_000)
     result.summary.ttft_s.p99, result.to_dict()
 
-For vLLM, ``llm_cost.analyses.serving_runs.vllm_time_model(gpu)`` is the time model checked against
-measured vLLM runs (the torch.compile profile family).
+``llm_cost.perf.choose.time_model_for`` is the one rule every command times steps by; the shipped
+vLLM serving runs check it (``llm_cost.analyses.serving_runs``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Generated indexes of shipped files checked by CRC-32: how a command reads a shipped spec
-(``models/``, ``hardware/``: :mod:`llm_cost.specs.shipped_index`) or calibration profile
-(:mod:`llm_cost.perf.profile_index`) without a YAML parser or pydantic.
+(``models/``, ``hardware/``: :mod:`llm_cost.specs.shipped_index`)
+without a YAML parser or pydantic.
 
 An index is a generated module binding ``INDEX`` to one Python literal (:func:`index_source`),
 so reading it loads one compiled module. Each entry (:func:`entry`) holds the CRC-32 of its file's

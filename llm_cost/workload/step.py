@@ -35,6 +35,13 @@ Operators, per GPU (the layout's TP, EP and PP shares applied; one DP replica):
   reads the whole matrix anyway); with ``WeightBytes.RESIDENT`` (the source documents'
   convention) every stored weight is read once instead, so this operator takes the rest of the
   tables, and a second one any vision tower.
+* elementwise kernels (``elementwise=True``, a training step's): the norms, the two residual adds,
+  RoPE on the queries and keys, the MLP activation (dense, shared and routed experts), and for MoE
+  the router's softmax/top-k and the permutation of the k token copies into expert order and back;
+  the cross-entropy over every logit row on the last stage; under FP8 compute the casts of the
+  decoder GEMMs' inputs. Each is memory-bound: its BF16 reads and writes are its activation
+  bytes (below), no FLOPs. With ``sequence_parallel`` (Megatron's SP, which training with TP runs)
+  the ops outside the TP-split GEMMs see 1/TP of the tokens.
 * collectives: TP ring all-reduce of the hidden state after attention and after each MLP (and
   after each MoE layer without EP), EP all-to-all dispatch and combine per MoE layer, PP
   send/receive of the hidden state between stages; bytes per GPU per call.
@@ -51,6 +58,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from fractions import Fraction
 from functools import lru_cache
 from typing import Literal
@@ -62,6 +70,7 @@ from llm_cost.core.types import (
     Dtype,
     LayerKind,
     LayerType,
+    MlpType,
     OpKind,
     OpRole,
     Part,
@@ -111,6 +120,8 @@ __all__ = [
     "sum_of",
     "ring_all_reduce_bytes",
     "ACTIVATION_BITS",
+    "ELEMENTWISE_BYTES",
+    "fp8_gemm",
 ]
 
 #: Bits of an activation element (the hidden state between operators, collectives' payload).
@@ -351,6 +362,9 @@ class _Gemm:
     activation_bits_per_row: int  # input and output rows at ACTIVATION_BITS
     n: int
     k: int
+    #: its input is its own (a row-parallel matrix, a down projection) rather than the input it shares
+    #: with the other matrices of its group and width (q/k/v, gate/up: one FP8 cast serves them)
+    own_input: bool = False
 
 
 #: The attention operator of each softmax layer type, and its display name.
@@ -415,6 +429,9 @@ class _StagePlan:
     all_layers: int  # TP all-reduces after attention: every layer of the stage
     mlp_layers: int  # TP all-reduces after the MLP
     moe_layers: int  # EP all-to-all
+    dense_layers: int  # layers with a dense MLP
+    softmax_layers: int  # layers with softmax attention (RoPE on their queries and keys)
+    last: bool  # the last stage: the final norm, the LM head and the loss
 
 
 @record
@@ -468,6 +485,7 @@ def _gemms(spec: ModelSpec, s: Structure, layout: Layout, stage: int, bits: Frac
                 (n + k) * n_layers * ACTIVATION_BITS,
                 n,
                 k,
+                t.shard == ShardRule.ROW or "down_proj" in t.name,
             )
         )
     return tuple(gemms)
@@ -752,7 +770,25 @@ def _stage_plan(
         n,
         n - (moe_layers if layout.ep > 1 else 0),
         moe_layers,
+        counts.mlp(MlpType.DENSE),
+        sum(counts.mixer(t) for t in _SOFTMAX_OPS),
+        stage == layout.pp - 1,
     )
+
+
+def _stage_plans(
+    spec: ModelSpec, s: Structure, layout: Layout, bits: Fraction, resident: bool
+) -> tuple[_StagePlan, ...]:
+    """Every stage's plan; stages alike (the same layers of each kind, neither first nor last) share
+    one, built once (a planner asks for pipelines of up to 128 stages)."""
+    plans, built = [], {}
+    for i, n in enumerate(stage_layers(spec.num_hidden_layers, layout.pp)):
+        counts = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, i))
+        key = (tuple(counts.pairs.items()), n, i == 0, i == layout.pp - 1)
+        if key not in built:
+            built[key] = _stage_plan(spec, s, layout, i, n, bits, resident)
+        plans.append(replace(built[key], index=i))
+    return tuple(plans)
 
 
 @lru_cache(maxsize=64)
@@ -782,10 +818,7 @@ def _plan(
     dispatched = (spec.moe.moe_latent_size if spec.moe is not None else None) or d  # a latent MoE sends l wide
     return _Plan(
         spec,
-        tuple(
-            _stage_plan(spec, s, layout, i, n, bits, resident)
-            for i, n in enumerate(stage_layers(spec.num_hidden_layers, layout.pp))
-        ),
+        _stage_plans(spec, s, layout, bits, resident),
         spec.attention.num_attention_heads // tp,
         kv_heads,
         per_token,
@@ -854,6 +887,120 @@ def _gemm_ops(
     return ops
 
 
+#: Bytes per element a memory-bound kernel moves, by operator: reads plus writes at BF16 (2 B), the
+#: router's scores and the loss's softmax in FP32 (4 B). Norm: read x, write y (2 + 2). Residual add:
+#: read two, write one (3 x 2). RoPE: read and write q and k (2 + 2). Gated activation: read gate and
+#: up, write their product (3 x 2, per element of the width); ungated: read, write (2 + 2). Router:
+#: read the FP32 scores, write the FP32 probabilities (4 + 4). Permute / un-permute: read and write
+#: each of the k copies (2 + 2). Loss: read the BF16 logits, write the FP32 softmax (2 + 4). FP8 cast:
+#: read BF16, write FP8 (2 + 1). Materialised attention scores (unfused attention, Megatron-LM 2021):
+#: the QK^T GEMM writes them (2), the fused scale-mask-softmax reads and writes them (2 + 2), dropout
+#: reads them and writes them and a 1-byte mask (2 + 2 + 1), the AV GEMM reads them (2): 13.
+ELEMENTWISE_BYTES = {
+    OpRole.NORM: 4,
+    OpRole.RESIDUAL_ADD: 6,
+    OpRole.ROPE: 4,
+    OpRole.ROUTER_TOPK: 8,
+    OpRole.MOE_PERMUTE: 4,
+    OpRole.MOE_UNPERMUTE: 4,
+    OpRole.CROSS_ENTROPY: 6,
+    OpRole.FP8_CAST: 3,
+    OpRole.ATTENTION_SCORES: 13,
+}
+
+
+def _elementwise(name: str, role: OpRole, layers: int, elements: int | Fraction, per_element: int) -> Operator:
+    """A memory-bound kernel over ``elements`` elements (all its layers) moving ``per_element`` bytes each."""
+    return Operator(name, OpKind.ELEMENTWISE, role, "", layers, 0, activation_bytes=exact(elements * per_element))
+
+
+def _activation_widths(spec: ModelSpec, stage: _StagePlan, tp: int) -> Fraction:
+    """Elements of the MLP activation per token on one GPU over the stage's layers: dense MLPs and
+    shared experts at their width / TP, and k routed experts per token at theirs / TP (an EP rank
+    holds whole experts but 1/TP of the tokens under sequence parallelism: the same elements)."""
+    width = Fraction(0)
+    if spec.mlp is not None and stage.dense_layers:
+        width += Fraction(spec.mlp.intermediate_size * stage.dense_layers, tp)
+    moe = spec.moe
+    if moe is not None and stage.moe_layers:
+        per_token = moe.num_experts_per_tok * moe.moe_intermediate_size + moe.shared_expert_intermediate_size
+        width += Fraction(per_token * stage.moe_layers, tp)
+    return width
+
+
+def _elementwise_ops(
+    plan: _Plan,
+    stage: _StagePlan,
+    layout: Layout,
+    tokens: int,
+    logit_rows: int,
+    gemms: list[Operator],
+    compute_dtype: Dtype,
+    sequence_parallel: bool,
+    scores: int,
+) -> list[Operator]:
+    """The memory-bound kernels between the GEMMs of this stage's GPU (module docstring): element
+    counts from the model's widths, bytes per element from :data:`ELEMENTWISE_BYTES`. Under
+    ``sequence_parallel`` the norms, residual adds, the router and the permutation see tokens / TP."""
+    spec, tp, n = plan.spec, layout.tp, stage.layers
+    d = spec.hidden_size
+    local = Fraction(tokens, tp) if sequence_parallel else Fraction(tokens)
+    b = ELEMENTWISE_BYTES
+    ops = [
+        _elementwise("norms", OpRole.NORM, n, local * d * (spec.norms_per_layer * n + stage.last), b[OpRole.NORM]),
+        _elementwise("residual adds", OpRole.RESIDUAL_ADD, n, local * d * 2 * n, b[OpRole.RESIDUAL_ADD]),
+    ]
+    if spec.position_embedding == "rope" and stage.softmax_layers:
+        att = spec.attention
+        if isinstance(att, MLAAttention):
+            rotated = (plan.heads + 1) * att.qk_rope_head_dim  # each query head's and the shared key's
+        else:
+            rotated = (plan.heads + plan.kv_heads) * int(spec.head_dim * spec.partial_rotary_factor)
+        ops.append(_elementwise("RoPE", OpRole.ROPE, n, tokens * rotated * stage.softmax_layers, b[OpRole.ROPE]))
+    gated = spec.mlp.gated if spec.mlp is not None else spec.moe is not None and spec.moe.expert_gated
+    width = _activation_widths(spec, stage, tp)
+    if width:
+        ops.append(_elementwise("MLP activation", OpRole.MLP_ACTIVATION, n, tokens * width, 6 if gated else 4))
+    moe = spec.moe
+    if moe is not None and stage.moe_layers:
+        copies = local * moe.num_experts_per_tok * stage.moe_layers
+        wide = moe.moe_latent_size or d
+        ops += [
+            _elementwise("router softmax and top-k", OpRole.ROUTER_TOPK, n, local * moe.num_experts * stage.moe_layers,
+                         b[OpRole.ROUTER_TOPK]),
+            _elementwise("MoE permute (tokens to experts)", OpRole.MOE_PERMUTE, n, copies * wide, b[OpRole.MOE_PERMUTE]),
+            _elementwise("MoE un-permute (experts to tokens)", OpRole.MOE_UNPERMUTE, n, copies * wide,
+                         b[OpRole.MOE_UNPERMUTE]),
+        ]  # fmt: skip
+    if scores and stage.softmax_layers:
+        ops.append(
+            _elementwise("attention scores (materialised)", OpRole.ATTENTION_SCORES, n,
+                         plan.heads * scores * stage.softmax_layers, b[OpRole.ATTENTION_SCORES])
+        )  # fmt: skip
+    if stage.last and logit_rows:
+        vocab = Fraction(spec.vocab_size, tp)
+        ops.append(_elementwise("cross-entropy", OpRole.CROSS_ENTROPY, 1, logit_rows * vocab, b[OpRole.CROSS_ENTROPY]))
+    if compute_dtype == Dtype.FP8:
+        # each distinct input of an FP8 GEMM (rows x K = FLOPs / 2N; q/k/v and gate/up share theirs);
+        # the router and the LM head stay in BF16
+        distinct: dict[object, Fraction] = {}
+        for i, (g, op) in enumerate(zip(stage.gemms, gemms)):
+            if fp8_gemm(op):
+                distinct[i if g.own_input else (g.group, g.k)] = Fraction(int(op.flops), 2 * (op.n or 1))
+        if inputs := sum(distinct.values(), Fraction(0)):
+            ops.append(_elementwise("FP8 casts of the GEMM inputs", OpRole.FP8_CAST, n, inputs, b[OpRole.FP8_CAST]))
+    return ops
+
+
+def fp8_gemm(op: Operator) -> bool:
+    """An FP8 training step runs this GEMM in FP8: the blocks' matrices and the routed experts; the
+    router and the LM head stay in BF16 (Transformer Engine's FP8 covers the transformer layers;
+    DeepSeek-V3 §3.3.1 keeps the embedding, output head, gating and attention in higher precision)."""
+    return (
+        op.kind == OpKind.GEMM and op.role in (OpRole.MATMUL, OpRole.ROUTED_EXPERTS) and op.group != TensorGroup.ROUTER
+    )
+
+
 def _embedding_op(plan: _Plan, stage: _StagePlan, tokens: int) -> list[Operator]:
     """Embedding rows read by the first stage: one per new token from each untied table (none when
     tied: the LM head reads the whole matrix anyway)."""
@@ -920,6 +1067,9 @@ def build_step(
     weight_bytes: WeightBytes = WeightBytes.READ,
     dispatch_bits: int = 8,
     combine_bits: int = 16,
+    elementwise: bool = False,
+    sequence_parallel: bool = False,
+    materialised_scores: bool = False,
 ) -> Step:
     """The operators each GPU runs in one step of ``groups`` (one DP replica: each group's
     sequences are split over ``layout.dp`` replicas, rounded up).
@@ -927,7 +1077,10 @@ def build_step(
     ``logits``: one LM-head row per sequence (LAST, as serving computes them) or every position
     (ALL: training, and the documents' prefill count); ``attention`` causal or full; ``mla_form``
     plain or absorbed (default: absorbed for decode, plain otherwise); ``weight_bytes`` read or
-    resident (see the module docstring). InputError for an invalid layout or an empty step."""
+    resident (see the module docstring); ``elementwise`` adds the memory-bound kernels between the
+    GEMMs (a training step's), ``sequence_parallel`` splits their tokens over TP. InputError for an
+    invalid layout or an empty step; ``materialised_scores`` (with ``elementwise``) times attention
+    as it ran before FlashAttention, its s x s scores written and read in memory."""
     validate_layout(spec, layout)
     groups = tuple(SeqGroup(math.ceil(g.count / layout.dp), g.new_tokens, g.cached) for g in groups if g.count)
     if not groups or any(g.new_tokens < 1 or g.cached < 0 for g in groups):
@@ -946,13 +1099,30 @@ def build_step(
     causal = attention == AttentionMask.CAUSAL
     stages = []
     for st in plan.stages:
+        gemms = _gemm_ops(plan, st, tokens, logit_rows, routed_tokens, resident)
+        extra = (
+            _elementwise_ops(
+                plan,
+                st,
+                layout,
+                tokens,
+                logit_rows,
+                gemms,
+                compute_dtype,
+                sequence_parallel,
+                sum(g.count * g.new_tokens * (g.cached + g.new_tokens) for g in groups) if materialised_scores else 0,
+            )
+            if elementwise
+            else []
+        )
         ops = (
             list(st.resident)
             + _embedding_op(plan, st, tokens)
-            + _gemm_ops(plan, st, tokens, logit_rows, routed_tokens, resident)
+            + gemms
             + _attention_ops(plan, st, groups, causal, kv_bits)
             + [_state_op(r, layout, groups, kv_bits) for r in st.recurrences]
             + list(st.vectors)
+            + extra
             + _collective_ops(plan, st, layout, tokens)
         )
         stages.append(Stage(st.index, st.layers, tuple(ops)))

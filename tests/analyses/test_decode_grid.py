@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 from llm_cost import api
 from llm_cost.analyses import decode_grid
 from llm_cost.analyses.roofline import GRID_POINTS
-from llm_cost.perf.profile import default_profile
+from llm_cost.core.types import Engine
+from llm_cost.perf.choose import profile_for
+from llm_cost.specs.load import load_gpu as _gpu_spec
 
 pytest.importorskip("numpy")
 
@@ -51,7 +53,7 @@ def sweeps(draw):
     )
     gpu = draw(st.sampled_from(["h100", "a100", "h200", "mi300x"]))
     if draw(st.booleans()):  # a profile whose decode attention splits the KV cache (FlashAttention-2's launch)
-        shipped = default_profile(gpu)
+        shipped = profile_for(_gpu_spec(gpu), Engine.VLLM)
         if shipped is not None:
             options["profile"] = dataclasses.replace(shipped, decode_split_kv=True)
     return model, gpu, batches, contexts, options

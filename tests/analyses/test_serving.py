@@ -12,15 +12,17 @@ from hypothesis import strategies as st
 from llm_cost.analyses.serving import Targets, Traffic, evaluate, md1_wait_s, mdc_wait_s, plan
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.errors import InputError
+from llm_cost.core.types import Engine
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import CalibratedModel
-from llm_cost.perf.profile import default_profile
+from llm_cost.perf.choose import profile_for
 from llm_cost.perf.timemodel import RooflineBound
 from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.specs.load import load_gpu as _gpu_spec
 from llm_cost.workload.step import SeqGroup, build_step
 
 H100 = load_gpu("h100")
-PREDICTION = CalibratedModel(default_profile("h100"))
+PREDICTION = CalibratedModel(profile_for(_gpu_spec("h100"), Engine.VLLM))
 
 
 def _simulated_wait(rho: float, servers: int, service: float, n: int = 200_000, seed: int = 1) -> float:
@@ -255,11 +257,23 @@ def test_few_kv_heads_in_flight_are_flagged_as_pessimistic(cli):
     saturation, where engines with split-KV read the cache faster than the profile's kernels (the h100
     profile, PyTorch eager, splits none; the default vLLM profile does, and is not flagged)."""
     args = ("--tp", "8", "--batch", "1", "--input", "32K", "--output", "512", "--json")
-    data = cli("serve", "llama3-70b", *args, "--profile", "h100").json()
+    data = cli("serve", "llama3-70b", *args, "--profile", "hopper-pytorch-eager").json()
     assert any(c["code"] == "serve.few_kv_heads" for c in data["conventions"])
     split = cli("serve", "llama3-70b", *args).json()
     assert not any(c["code"] == "serve.few_kv_heads" for c in split["conventions"])
-    busy = ("--tp", "1", "--batch", "64", "--input", "2K", "--output", "256", "--profile", "h100", "--json")
+    busy = (
+        "--tp",
+        "1",
+        "--batch",
+        "64",
+        "--input",
+        "2K",
+        "--output",
+        "256",
+        "--profile",
+        "hopper-pytorch-eager",
+        "--json",
+    )
     assert not any(c["code"] == "serve.few_kv_heads" for c in cli("serve", "llama3-8b", *busy).json()["conventions"])
 
 

@@ -8,7 +8,7 @@ from llm_cost import api
 from llm_cost.core.choices import Logits
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import CalibratedModel
-from llm_cost.perf.profile import load_profile
+from llm_cost.perf.choose import load_profile
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.workload.step import SeqGroup, build_step
 
@@ -17,7 +17,7 @@ from llm_cost.workload.step import SeqGroup, build_step
 def test_baseline_step_is_roofline_s_prediction(layout):
     model = "llama3-70b" if layout else "llama3-8b"
     s = api.spec(model, "h100", alpha=0.8, gamma=4, c=0.05, batches=[1, 32], context=4096, layout=layout)
-    assert s.time_model == "prediction (profile h100-vllm)" and s.time_kind == "prediction"  # the default engine
+    assert s.time_model == "prediction (profile hopper-vllm)" and s.time_kind == "prediction"  # the default engine
     for row in s.rows:
         d = api.decode(model, "h100", batch=row.batch, context=4096, layout=layout)
         assert row.baseline_step_s == pytest.approx(d.predicted_s, rel=1e-12)
@@ -32,14 +32,14 @@ def test_verify_step_is_the_time_model_of_the_same_shape(layout):
     model = "llama3-70b" if layout.tp > 1 else "llama3-8b"
     s = api.spec(model, "h100", alpha=0.8, gamma=4, c=0.05, batches=[8], context=4096, layout=layout)
     step = build_step(load_model(model), [SeqGroup(8, 5, 4096)], logits=Logits.ALL, layout=layout)
-    expected = CalibratedModel(load_profile("h100-vllm")).step_time(step, load_gpu("h100")).time_s
+    expected = CalibratedModel(load_profile("hopper-vllm")).step_time(step, load_gpu("h100")).time_s
     assert s.rows[0].verify_step_s == pytest.approx(expected, rel=1e-12)
 
 
 def test_spec_accepts_tp_on_the_command_line(cli):
     out = cli("spec", "llama3-70b", "--gpu", "h100", "--tp", "4", "--alpha", "0.8", "--gamma", "4", "--c", "0.05")
     assert out.code == 0, out.err
-    assert "TP 4" in out.out and "prediction (profile h100-vllm)" in out.out
+    assert "TP 4" in out.out and "prediction (profile hopper-vllm)" in out.out
     data = cli(
         "spec", "llama3-70b", "--gpu", "h100", "--tp", "4", "--alpha", "0.8", "--gamma", "4", "--c", "0.05", "--json"
     ).json()

@@ -9,16 +9,16 @@ import dataclasses
 import pytest
 
 from llm_cost import api
+from llm_cost.perf.choose import load_profile
 from llm_cost.perf.kernels import fa_decode_launch, fa_num_splits
-from llm_cost.perf.profile import load_profile
 from llm_cost.specs.load import load_gpu
 
 
 def _split_profile(tmp_path, name="h100-split"):
-    """The shipped h100 profile's parameters with decode_split_kv on, as a profile file."""
+    """The shipped PyTorch-eager profile of the H100 with decode_split_kv on, as a profile file."""
     from llm_cost.analyses.calibration import profile_yaml
 
-    p = dataclasses.replace(load_profile("h100"), name=name, decode_split_kv=True)
+    p = dataclasses.replace(load_profile("hopper-pytorch-eager"), name=name, decode_split_kv=True)
     path = tmp_path / f"{name}.yaml"
     path.write_text(profile_yaml(p), encoding="utf-8")
     return path
@@ -74,7 +74,7 @@ def test_bound_at_32k_is_the_bytes_over_the_bandwidth():
 
 def test_split_kv_profile_reads_a_long_cache_faster(tmp_path):
     split = _split_profile(tmp_path)
-    eager = api.decode("llama3-8b", "h100", batch=1, context=32768, engine="pytorch-eager")  # the h100 profile
+    eager = api.decode("llama3-8b", "h100", batch=1, context=32768, engine="pytorch-eager")  # no split-KV
     flash = api.decode("llama3-8b", "h100", batch=1, context=32768, profile=str(split))
     assert eager.bound_s < flash.predicted_s < eager.predicted_s / 2
     # at batch 64 the 512 blocks fill the GPU without a split: both profiles predict the same
@@ -85,7 +85,7 @@ def test_split_kv_profile_reads_a_long_cache_faster(tmp_path):
 
 @pytest.mark.parametrize("command", ["roofline", "fit"])
 def test_roofline_and_fit_warn_of_a_profile_without_split_kv(cli, tmp_path, command):
-    # the h100 (PyTorch eager) profile times decode attention without split-KV
+    # the PyTorch eager profile times decode attention without split-KV
     args = [command, "llama3-8b", "--gpu", "h100", "--engine", "pytorch-eager", "--context", "32K"] + (
         ["--batch", "1"] if command == "roofline" else ["--tp", "1"]
     )
@@ -104,25 +104,9 @@ def test_no_warning_where_the_cache_is_short_or_the_batch_large(cli):
 
 
 def test_the_warning_starts_where_split_kv_saves_a_fifth():
-    """Batch 1 on the h100 profile: at 2,048 cached tokens split-KV would save about a tenth (no
-    warning), at 8,192 about a third (a warning)."""
+    """Batch 1 under PyTorch eager: at 2,048 cached tokens split-KV would save less than a fifth (no
+    warning), at 8,192 more (a warning)."""
     short = api.decode("llama3-8b", "h100", batch=1, context=2048, engine="pytorch-eager")
     long = api.decode("llama3-8b", "h100", batch=1, context=8192, engine="pytorch-eager")
     assert not any(n.code == "prediction.no_split_kv" for n in short.conventions)
     assert any(n.code == "prediction.no_split_kv" for n in long.conventions)
-
-
-def test_a_profile_fitted_with_split_kv_times_its_rows_as_the_model_does(tmp_path):
-    """Fitting with decode_split_kv evaluates the rows' attention at the split launch's blocks, and
-    the profile it writes carries the flag: the time model then predicts each row as the fit did."""
-    pytest.importorskip("scipy")
-    from llm_cost.analyses.calibration import load_measurements, measurements_dir, step_of
-    from llm_cost.perf.calibrated import CalibratedModel
-
-    data = measurements_dir() / "local-h200-llama3-8b-measured.yaml"
-    out = tmp_path / "h200-split.yaml"
-    fit = api.calibrate([str(data)], str(out), decode_split_kv=True)
-    assert fit.profile.decode_split_kv and load_profile(str(out)).decode_split_kv
-    model = CalibratedModel(load_profile(str(out)))
-    for m, r in zip(load_measurements([data]), fit.rows):
-        assert model.step_time(step_of(m), load_gpu("h200")).time_s == pytest.approx(r.predicted_s, rel=2e-3)

@@ -1,11 +1,15 @@
 """The simulator against 18 real vLLM v0.15.1 serving runs (inference-perf, from inference-sim's
 sim-to-real accuracy benchmark; llm_cost/data/measurements/serving/): every experiment and stage
-replayed, errors of mean ITL, mean E2E, mean TTFT and P99 E2E against issue 22's targets.
+replayed, errors of mean ITL, mean E2E, mean TTFT and P99 E2E.
 
-Nothing is fitted on these runs: the step times come from the torch.compile profile family
-(``vllm_time_model``: the a100 profile fitted on gpt-fast decode, and its transfers), the
-scheduler from vLLM's source. So no leave-one-out is needed; the medians asserted are the ones the
-simulator reaches (deterministic for the seed), each under the issue's target."""
+The step times come from the one time model (hopper/ampere/ada under vLLM), whose fit includes the
+mixed decode steps these runs imply (scripts/serving_runs_to_steps.py: one source among 19, weighted
+as one; ``llm-cost validate`` predicts it held out at a median 10%). So the replay checks the
+simulator and the step model together, not a prediction the runs never informed; the medians
+asserted are the ones reached (deterministic for the seed). Issue 32 asks, on runs kept outside the
+project, for mean ITL and E2E within 10%, TTFT within 20% and P99 E2E within 15%: the replays meet
+none of them (the closing note says so), where the earlier per-GPU fit tuned to these runs met
+issue 22's."""
 
 from __future__ import annotations
 
@@ -13,10 +17,11 @@ import pytest
 
 from llm_cost.analyses.serving_runs import error_summary, load_experiments, run_experiment
 
-#: Issue 22's targets: median absolute percentage error over the experiments (whole runs).
+#: Issue 32's targets on held-out runs: median absolute percentage error over the experiments.
 TARGETS = {"itl_mean": 10.0, "e2e_mean": 10.0, "ttft_mean": 20.0, "e2e_p99": 15.0}
-#: What the simulator reaches (4.8%, 5.9%, 11.4%, 7.6% when written), with a little room.
-REACHED = {"itl_mean": 5.5, "e2e_mean": 6.5, "ttft_mean": 12.5, "e2e_p99": 8.5}
+#: What the replay reaches (15.8%, 20.6%, 29.9%, 38.6% when written), with a little room: a guard
+#: against regressions, not the targets.
+REACHED = {"itl_mean": 17.0, "e2e_mean": 22.0, "ttft_mean": 31.5, "e2e_p99": 42.0}
 
 
 @pytest.fixture(scope="module")
@@ -34,20 +39,21 @@ def test_every_experiment_and_stage_is_replayed(runs):
         assert result.summary.requests == nominal and result.summary.rejected == 0
 
 
-def test_median_errors_meet_issue_22s_targets(runs):
+def test_median_errors_stay_where_they_were_reached(runs):
     medians, worst = error_summary([c for _, _, cs in runs for c in cs])
-    for metric, target in TARGETS.items():
-        assert medians[metric] <= REACHED[metric] <= target, (metric, medians[metric], worst[metric])
+    for metric in TARGETS:
+        assert medians[metric] <= REACHED[metric], (metric, medians[metric], worst[metric])
 
 
 def test_the_llama_8b_h100_runs_are_close(runs):
     """The eight Llama-3.1-8B single-GPU H100 runs (general, codegen, roleplay, reasoning, and the
-    sweeps of token budget, CPU offload and memory share): mean E2E within 10% each, mean ITL
-    within 12% (the 1,024-token budget run is the farthest, 11%)."""
+    sweeps of token budget, CPU offload and memory share): mean ITL within 30% each, mean E2E
+    within 35% (the reasoning run, the longest contexts and the fullest engine, is the farthest:
+    +25% ITL, +32% E2E)."""
     h100 = [cs[0] for e, _, cs in runs if e.gpu.name == "h100" and e.layout.tp == 1 and "Llama" in e.entry["model"]]
     assert len(h100) == 8
     for c in h100:
-        assert c.error_pct["itl_mean"] < 12 and c.error_pct["e2e_mean"] < 10, c
+        assert c.error_pct["itl_mean"] < 30 and c.error_pct["e2e_mean"] < 35, c
 
 
 def test_littles_law_holds_on_every_run(runs):

@@ -1,6 +1,6 @@
 """The error band of an analytic serving plan (``llm-cost serve --batch``, disaggregated alone,
 ``analytic``): its chosen configuration's TTFT, TPOT, tokens/s and $/M scaled by the step-time
-factors of the profile's band (:func:`llm_cost.perf.calibrated.band_factors`).
+factors of the profile's band (:func:`llm_cost.perf.calibrated.band_for`).
 
 The simulated plan re-simulates at the band's ends, because queueing is not linear in step time
 (:func:`llm_cost.analyses.simulated_serving.with_band`); this analytic form scales linearly and
@@ -13,7 +13,7 @@ import dataclasses
 from llm_cost.analyses.serving.results import ServePlan, StepBand
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.notes import note
-from llm_cost.perf.calibrated import band_factors
+from llm_cost.perf.calibrated import band_for
 from llm_cost.perf.profile import Profile
 
 __all__ = ["with_analytic_band", "decode_shape", "prefill_shape"]
@@ -39,16 +39,17 @@ def prefill_shape(plan: ServePlan) -> tuple[int, int]:
 
 def with_analytic_band(plan: ServePlan, profile: Profile | None) -> ServePlan:
     """``plan`` with its chosen configuration's error band, analytic scaling: TTFT x the band
-    factors (:func:`~llm_cost.perf.calibrated.band_factors`: the profile's leave-one-out p10/p90
-    residuals, widened 2.5x when transferred and outside the fitted shapes) of
-    :func:`prefill_shape`, TPOT x those of :func:`decode_shape`; output tokens/s / the decode
+    factors (:func:`~llm_cost.perf.calibrated.band_for`: the p10/p90 of held-out residuals of
+    predictions in the profile's situation and the step's regime, widened outside the fitted
+    shapes) of :func:`prefill_shape`, TPOT x those of :func:`decode_shape`; output tokens/s / the decode
     factors (a slower step: fewer tokens/s) and $/M output x them (the low cost with the fast
     end). The queueing formulas' nonlinearity (a slower server waits longer) is not re-evaluated:
     a stated approximation (the note ``serve.analytic_band``). ``violates_at_slow_end``: each
     target (a bound on the mean) the slow end misses. No profile, or one without held-out
     residuals: the plan as it is, with the note ``serve.no_band``."""
-    decode = band_factors(profile, *decode_shape(plan)) if profile is not None else None
-    prefill = band_factors(profile, *prefill_shape(plan)) if profile is not None else None
+    disaggregated = plan.chosen.mode == ServingMode.DISAGGREGATED and plan.chosen.prefill_batch is not None
+    decode = band_for(profile, *decode_shape(plan)) if profile is not None else None
+    prefill = band_for(profile, *prefill_shape(plan), prefill=disaggregated) if profile is not None else None
     if profile is None or decode is None or prefill is None:
         return dataclasses.replace(plan, conventions=[*plan.conventions, note("serve.no_band", label=plan.time_model)])
     ttft_high, tpot_high = plan.ttft_s * prefill.high, plan.tpot_s * decode.high
@@ -78,9 +79,9 @@ def with_analytic_band(plan: ServePlan, profile: Profile | None) -> ServePlan:
         band=StepBand(
             decode.profile,
             decode.engine,
-            decode.kind,
+            decode.situation,
             decode.rows,
-            decode.transfer,
+            decode.widen,
             min(decode.low, prefill.low),
             max(decode.low, prefill.low),
             min(decode.high, prefill.high),
@@ -93,9 +94,10 @@ def with_analytic_band(plan: ServePlan, profile: Profile | None) -> ServePlan:
                 "serve.analytic_band",
                 profile=decode.profile,
                 engine=decode.engine,
-                kind=decode.kind,
+                kind=decode.situation,
                 rows=decode.rows,
-                transfer=decode.transfer,
+                sources=decode.sources,
+                transfer=decode.widen,
                 batch=batch,
                 context=context,
                 low=decode.low,

@@ -300,7 +300,7 @@ def plan(
         )
     meeting = [c for c in cands if c.meets]
     if not meeting:
-        raise _impossible(cands, targets, model.label, lambda c: bool(_few_kv_heads_note(spec, model, c)))
+        raise _impossible(cands, targets, model.label, lambda c: bool(_few_kv_heads_note(spec, gpu, model, c)))
     chosen = _choose(meeting, traffic.qps)
     agg = [c for c in meeting if c.mode == ServingMode.AGGREGATED]
     dis = [c for c in meeting if c.mode == ServingMode.DISAGGREGATED]
@@ -366,7 +366,7 @@ def _result(
         note("serve.cost", price=price),
         *extra_notes,
         *spec.context_note([traffic.input_tokens + traffic.output_tokens]),
-        *_few_kv_heads_note(spec, model, chosen),
+        *_few_kv_heads_note(spec, gpu, model, chosen),
         *pcie_note(gpu, chosen.layout, model),
         *_absurd_ttft(chosen, targets, traffic),
     ]
@@ -450,7 +450,7 @@ def pcie_note(gpu: HardwareSpec, layout: Layout, model: TimeModel) -> list[Note]
     ]
 
 
-def _few_kv_heads_note(spec: ModelSpec, model: TimeModel, chosen: Candidate) -> list[Note]:
+def _few_kv_heads_note(spec: ModelSpec, gpu: HardwareSpec, model: TimeModel, chosen: Candidate) -> list[Note]:
     """A warning when the chosen decode steps have fewer sequences x KV heads per GPU in flight
     than the profile's decode-attention saturation: its kernels split no KV (no flash-decoding),
     so engines that do read the cache faster there and TPOT is pessimistic."""
@@ -458,7 +458,9 @@ def _few_kv_heads_note(spec: ModelSpec, model: TimeModel, chosen: Candidate) -> 
     if profile is None or profile.decode_split_kv or isinstance(spec.attention, MLAAttention):
         return []
     in_flight = chosen.concurrency * kv_heads_per_gpu(spec, chosen.layout.tp)
-    saturation = profile.parameters.kv_saturation_heads
+    from llm_cost.perf.calibrated import DEFAULT_SMS
+
+    saturation = profile.parameters.family.kv_saturation_blocks_per_sm * (gpu.sm_count or DEFAULT_SMS)
     if in_flight >= saturation:
         return []
     return [note("serve.few_kv_heads", in_flight=in_flight, saturation=saturation, profile=profile.name)]

@@ -1,0 +1,286 @@
+"""Measured step times: the files, their rows, their sources, and the step each row timed.
+
+Measurement files (YAML or CSV). YAML: a mapping with ``source`` (where the numbers were published:
+a URL, or ``owner/repo path @ commit``), ``engine`` (the engine and its version, e.g. ``vLLM 0.21.0``),
+``engine_family`` (vllm, sglang, trtllm, pytorch-eager, torch-compile, llamacpp), optional ``models``
+(a row's model id -> an llm-cost model name or a spec path relative to the file) and ``rows``, a
+list of mappings; CSV: one row per line with a header (a user's own timings: no source needed).
+
+The fields of a row: ``id`` (optional in CSV: ``line`` and the line number), ``model``, ``gpu``
+(shipped name or alias), ``phase`` (decode | prefill), ``batch`` (sequences), ``context`` (decode:
+tokens cached per sequence; prefill: prompt tokens), ``tp`` (default 1), ``weights_dtype`` (bf16 |
+fp16 | fp8 | int8 | int4), ``group_size`` (weight-only quantisation group, blank for per-channel int8;
+int4 without one is taken as 128), ``kv_dtype`` (default bf16), ``compute_dtype`` (bf16 | fp16 | fp8;
+default bf16, fp16 with fp16 weights or KV), ``measured_ms`` (milliseconds per step: per token at
+batch 1 for decode, the time to first token for a prefill); ``prefill_tokens`` and ``prefill_cached``
+(a decode step under load that also computes a prompt chunk of that many tokens after that many
+cached: chunked prefill's mixed step, as serving runs give it); optionally ``source`` (the row's own,
+when a file gathers several), ``engine`` (the row's engine version), ``tpot_ms`` / ``ttft_ms`` (the
+published figure the step time was derived from: it must agree with ``measured_ms``), ``quote`` and
+``derivation``. A row with ``excluded`` (a reason) is kept in the file but fitted on by nothing.
+
+A SOURCE is one publication (a blog post, a vendor table, a benchmark posted in one issue): its rows
+share a setup and its biases, so the fit is checked leave-one-source-out
+(:mod:`llm_cost.analyses.calibration`). A row's source is its file's ``source_id`` when the file
+gives one (files drawn from one publication share it, e.g. the tables of one README), else its
+file's ``source``; a row's own ``source`` (a revision of the document, a comment) is kept for reading.
+
+Weight bits (:func:`llm_cost.core.types.stored_weight_bits`): a group of G weights carries a bf16 scale and zero,
+32 / G bits per weight (int4 at G = 32: 5 bits; int8 per channel: 8).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional
+
+from llm_cost.core.errors import InputError, SpecError
+from llm_cost.core.limits import MAX_CALIBRATION_ROWS
+from llm_cost.core.types import DTYPE_BITS, Dtype, Engine, Phase, stored_weight_bits
+from llm_cost.model.layout import Layout
+from llm_cost.specs.declare import Bounds, Spec, spec, validated
+from llm_cost.specs.files import read_text, read_yaml, real_path, shown, validation_message
+from llm_cost.specs.load import load_model
+from llm_cost.workload.step import SeqGroup, Step, build_step, decode, prefill
+
+__all__ = [
+    "Measurement",
+    "measurements_dir",
+    "shipped_files",
+    "load_measurements",
+    "check_distinct",
+    "category",
+    "step_of",
+    "engine_of_files",
+]
+
+_WHAT = "a .yaml or .csv measurement file"
+#: How far a row's published ``tpot_ms`` / ``ttft_ms`` may differ from its ``measured_ms`` (rounding).
+AGREEMENT = 0.01
+#: An engine text names a version: digits with a dot (``vLLM 0.21.0``, ``TensorRT-LLM v0.9.0``), a build
+#: (``b3447``), a commit, a pull request (``#7676``) or, for an unnamed build, its year.
+_VERSION = re.compile(r"\d+\.\d+|\bb\d{3,}\b|\bv\d+\b|\b[0-9a-f]{7,40}\b|\b20\d\d\b|#\d{3,}")
+
+
+@spec
+class Measurement(Spec):
+    """One measured step time (fields in the module docstring). Validated from a file's row, as a
+    spec is (CSV text such as ``"8"`` is read as the number it spells); keys it does not name (a
+    row's quote) are left out."""
+
+    __pydantic_config__ = {"extra": "ignore"}
+
+    id: str
+    model: str
+    gpu: str
+    phase: Phase
+    batch: Annotated[int, Bounds(ge=1, le=2**20)]
+    context: Annotated[int, Bounds(ge=0, le=2**30)]
+    tp: Annotated[int, Bounds(ge=1, le=4096)] = 1
+    weights_dtype: Literal["bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
+    group_size: Optional[Annotated[int, Bounds(ge=1, le=2**20)]] = None
+    kv_dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
+    compute_dtype: Optional[Literal["bf16", "fp16", "fp8"]] = None
+    measured_ms: Annotated[float, Bounds(gt=0)]
+    prefill_tokens: Annotated[int, Bounds(ge=0, le=2**24)] = 0
+    prefill_cached: Annotated[int, Bounds(ge=0, le=2**30)] = 0
+    tpot_ms: Optional[Annotated[float, Bounds(gt=0)]] = None
+    ttft_ms: Optional[Annotated[float, Bounds(gt=0)]] = None
+    excluded: Optional[str] = None
+    spec: str = ""  # the model name or path the step is built from (resolved from ``models``)
+    source: str = ""  # the row's source (its own, else its file's)
+    engine: str = ""  # the engine and version (the row's, else its file's)
+    engine_family: Optional[Engine] = None  # the file's engine family
+    file: str = ""  # the file's name
+
+    def _check(self) -> None:
+        if self.phase == Phase.MIXED:
+            raise ValueError("phase must be decode or prefill (a step is measured by itself)")
+        published = self.tpot_ms if self.phase == Phase.DECODE else self.ttft_ms
+        if published is not None and abs(published / self.measured_ms - 1) > AGREEMENT:
+            key = "tpot_ms" if self.phase == Phase.DECODE else "ttft_ms"
+            raise ValueError(
+                f"measured_ms {self.measured_ms:g} disagrees with {key} {published:g} (a {self.phase} row)"
+            )
+
+
+def measurements_dir() -> Path:
+    """Folder of the shipped measurement files."""
+    return Path(__file__).resolve().parent.parent / "data" / "measurements"
+
+
+def shipped_files() -> list[Path]:
+    """The shipped step-time files (not the serving or training runs in sub-folders), by name."""
+    return sorted(measurements_dir().glob("*.yaml"))
+
+
+def _file_fields(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """A YAML file's source, engine and family, checked: a published file must say where its numbers
+    come from and which engine version produced them."""
+    source, engine, family = data.get("source_id") or data.get("source"), data.get("engine"), data.get("engine_family")
+    if not isinstance(source, str) or not source.strip():
+        raise SpecError(
+            f"{shown(path)}: field source: say where the numbers were published (a URL or owner/repo path @ commit)"
+        )
+    if not isinstance(engine, str) or not engine.strip():
+        raise SpecError(f"{shown(path)}: field engine: name the engine and its version (e.g. 'vLLM 0.21.0')")
+    if family is not None:
+        try:
+            family = Engine(str(family).strip().lower())
+        except ValueError:
+            raise SpecError(
+                f"{shown(path)}: field engine_family: {shown(str(family), 40)!r} is not one of {', '.join(e.value for e in Engine)}"
+            ) from None
+    return {"source": source.strip(), "engine": engine.strip(), "engine_family": family}
+
+
+def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, Any]]:
+    if path.suffix.lower() == ".csv":
+        lines = list(csv.DictReader(read_text(path, "a .csv measurement file").splitlines()))
+        rows = [
+            {k: _csv_number(k, v) for k, v in r.items() if v not in (None, "")} | {"id": r.get("id") or f"line{i + 2}"}
+            for i, r in enumerate(lines)
+        ]
+        return rows, {}, {"source": f"file {path.name}", "engine": "", "engine_family": None}
+    data = read_yaml(path)
+    listed = data.get("rows")
+    if not isinstance(listed, list) or not all(isinstance(r, dict) for r in listed):
+        raise SpecError(f"{shown(path)}: a measurement file needs 'rows', a list of mappings")
+    models = data.get("models") or {}
+    if not isinstance(models, dict) or not all(isinstance(v, str) for v in models.values()):
+        raise SpecError(
+            f"{shown(path)}: field models must map each row's model id to an llm-cost model name or spec path"
+        )
+    return listed, {str(k): v for k, v in models.items()}, _file_fields(path, data)
+
+
+def _csv_number(column: object, text: object) -> object:
+    """A CSV cell of ``measured_ms`` as the number it spells (CSV holds only text; a YAML row's
+    time must be a number): ASCII decimal notation, else the text, which validation refuses."""
+    if column != "measured_ms" or not isinstance(text, str) or not text.strip().isascii():
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _spec_name(model: str, models: dict[str, str], folder: Path) -> str:
+    target = models.get(model, model)
+    return str(folder / target) if target.endswith((".yaml", ".yml", ".json")) else target
+
+
+def load_measurements(paths: Sequence[Path], *, with_excluded: bool = False) -> list[Measurement]:
+    """The rows with a measured time of the files (rows without one, e.g. MFU-only, are skipped;
+    ``excluded`` rows too unless ``with_excluded``), each with its source, engine version and
+    family; SpecError naming the file, row and field for an invalid one."""
+    from pydantic import ValidationError
+
+    out = []
+    for path in paths:
+        rows, models, fields = _rows_of(path)
+        if len(rows) > MAX_CALIBRATION_ROWS:
+            raise InputError(
+                f"{shown(path)}: {len(rows):,} rows; a file holds at most {MAX_CALIBRATION_ROWS:,}: give a sample of the configurations"
+            )
+        folder = real_path(path, _WHAT).parent
+        for i, row in enumerate(rows):
+            if row.get("measured_ms") in (None, ""):
+                continue
+            own = {k: row[k] for k in ("engine",) if isinstance(row.get(k), str) and row[k].strip()}
+            try:
+                m = validated(Measurement, row | fields | own | {"file": path.name})
+            except ValidationError as exc:
+                raise SpecError(validation_message(path, exc).replace("invalid spec", f"row {i + 1}")) from None
+            if fields["engine"] and not _VERSION.search(m.engine):
+                raise SpecError(
+                    f"{shown(path)}: row {i + 1}: field engine: {shown(m.engine, 60)!r} names no version (e.g. "
+                    "'vLLM 0.21.0', a build number or commit); give it in the file's or the row's engine"
+                )
+            if m.excluded is None or with_excluded:
+                out.append(replace(m, spec=_spec_name(m.model, models, folder)))
+    if not paths:
+        raise InputError("measurements: give at least one measurement file", fields=("measurements",))
+    if not out:
+        raise InputError(f"{', '.join(shown(p) for p in paths)}: no rows with measured_ms")
+    return out
+
+
+def _measured(m: Measurement) -> tuple:
+    """What a row says: the step (model resolved, GPU, phase, sizes, dtypes, layout) and its time."""
+    return (m.spec, m.gpu.lower(), m.phase, m.batch, m.context, m.tp, m.weights_dtype, m.group_size, m.kv_dtype,
+            m.compute_dtype, m.prefill_tokens, m.prefill_cached, m.measured_ms)  # fmt: skip
+
+
+def check_distinct(rows: list[Measurement]) -> None:
+    """InputError naming the first rows that share an id, or that repeat one another (the same
+    step, the same time: a copied row weighs twice in a fit and hides its error held out)."""
+    ids: set[str] = set()
+    seen: dict[tuple, Measurement] = {}
+    for m in rows:
+        if m.id in ids:
+            raise InputError(f"row id {m.id!r} is given to two rows; give each row its own id")
+        twin = seen.get(_measured(m))
+        if twin is not None:
+            raise InputError(f"rows {twin.id!r} and {m.id!r} repeat one measurement (the same step and time); keep one")
+        ids.add(m.id)
+        seen[_measured(m)] = m
+
+
+def category(m: Measurement) -> str:
+    """The row's category in error tables: phase, batch 1 or more, weight format, TP."""
+    parts: list[str] = [m.phase.value]
+    if m.phase == Phase.DECODE:
+        parts.append("batch 1" if m.batch == 1 else "batch > 1")
+    if m.weights_dtype in ("int8", "int4"):
+        parts.append(f"{m.weights_dtype} weight-only")
+    if m.tp > 1:
+        parts.append("TP > 1")
+    return ", ".join(parts)
+
+
+def step_of(m: Measurement) -> Step:
+    """The step a measurement timed: its model, layout, weight bits and dtypes. InputError naming
+    the row and its field (``tp``, not an argument) for a layout the model cannot take."""
+    try:
+        return _step(m)
+    except InputError as exc:
+        if not exc.fields:
+            raise
+        raise InputError(f"row {m.id!r}: field {exc}") from None
+
+
+def _step(m: Measurement) -> Step:
+    spec = load_model(m.spec)
+    bits = stored_weight_bits(m.weights_dtype, m.group_size)
+    compute = (
+        Dtype(m.compute_dtype)
+        if m.compute_dtype
+        else (Dtype.FP16 if "fp16" in (m.weights_dtype, m.kv_dtype) else Dtype.BF16)
+    )
+    groups = decode(m.batch, m.context) if m.phase == Phase.DECODE else prefill(m.batch, m.context)
+    if m.prefill_tokens:  # a prompt chunk computed in the same step (chunked prefill under load)
+        groups = [*groups, SeqGroup(1, m.prefill_tokens, m.prefill_cached)]
+    return build_step(
+        spec,
+        groups,
+        layout=Layout(tp=m.tp),
+        weight_bits=bits,
+        kv_bits=DTYPE_BITS[Dtype(m.kv_dtype)],
+        compute_dtype=compute,
+    )
+
+
+def engine_of_files(paths: Sequence[Path]) -> Optional[Engine]:
+    """The engine family the measurement files declare (their ``engine_family``), or None when
+    none does; InputError when they declare two."""
+    found = {m.engine_family for m in load_measurements(paths) if m.engine_family is not None}
+    if len(found) > 1:
+        raise InputError(
+            f"the files declare engines {', '.join(sorted(e.value for e in found))}: a profile is for one engine"
+        )
+    return next(iter(found), None)

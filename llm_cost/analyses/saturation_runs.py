@@ -1,0 +1,237 @@
+"""The simulator at saturation against published serving runs (issue 32, item 5): each run of
+``data/measurements/serving/saturation-*.yaml`` (``vllm bench serve`` result blocks posted with their
+serve commands and engine versions) replayed and compared on output tokens/s and the median ITL.
+
+A run becomes:
+
+* its requests: ``num_prompts`` prompts of ``input_tokens`` and ``output_tokens`` tokens each (the
+  run's means: for ShareGPT prompts, whose lengths vary, a stated simplification), sent all at once
+  (``request_rate_rps`` infinite and no ``concurrency``: the engine runs at its batch limit), or by
+  ``concurrency`` users each sending its next request when the last completes (``--max-concurrency``;
+  a run that does not say how many prompts it sent: ten per user, the steady state of a closed loop);
+* the engine's scheduler (vLLM, SGLang or TensorRT-LLM) with the run's ``max_num_seqs`` and
+  ``max_num_batched_tokens``, else the engine's defaults for the GPU
+  (:func:`~llm_cost.simulate.engine.engine_defaults`);
+* a KV cache of what the engine's memory share leaves after the weights
+  (:func:`~llm_cost.analyses.serving_runs.replica_kv_pool`);
+* step times from the one time model for the GPU and engine
+  (:func:`llm_cost.perf.choose.time_model_for`): nothing is fitted on these runs.
+
+Compared: output tokens/s over the whole run (the benchmark's total generated tokens over its
+duration) and the median inter-token latency (ITL P50: the benchmark's gaps between streamed tokens,
+the simulator's between decode steps of a request; a published ITL P50 under a millisecond is a
+server that streams several tokens per chunk, not a step time, and is not compared). Errors are
+|predicted / measured - 1|.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from llm_cost.analyses.measurements import measurements_dir
+from llm_cost.core.records import record
+from llm_cost.core.serialize import Result
+from llm_cost.core.types import Engine
+from llm_cost.model.layout import Layout
+from llm_cost.specs.files import read_yaml
+from llm_cost.specs.load import load_gpu, load_model
+
+__all__ = [
+    "SaturationRun",
+    "RunCheck",
+    "Formats",
+    "SaturationCheck",
+    "saturation_files",
+    "load_runs",
+    "check_run",
+    "summarise",
+    "skipped_runs",
+]
+
+#: The metrics compared: name -> the measured key (milliseconds or tokens/s).
+METRICS = ("output_tokens_per_s", "itl_p50_ms")
+
+
+@record
+class SaturationRun:
+    """One published serving run (fields as the files name them; module docstring)."""
+
+    id: str
+    source: str
+    file: str
+    engine: Engine
+    engine_version: str
+    model: str
+    gpu: str
+    tp: int
+    pp: int
+    weights_dtype: str
+    kv_dtype: str
+    input_tokens: int
+    output_tokens: int
+    num_prompts: int
+    concurrency: int | None
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None
+    measured: dict[str, float]
+    varied: bool = False  # lengths vary per request (ShareGPT): replayed at their means
+
+
+def saturation_files() -> list[Path]:
+    """The shipped serving-run files at saturation or fixed concurrency."""
+    return sorted((measurements_dir() / "serving").glob("saturation-*.yaml"))
+
+
+def _model(folder: Path, models: dict[str, str], name: str) -> str:
+    target = str(models.get(name, name))
+    return str(folder / target) if target.endswith((".yaml", ".yml", ".json")) else target
+
+
+def load_runs(paths: Sequence[Path] | None = None) -> list[SaturationRun]:
+    """The runs of the files (default: every shipped one) that the simulator can replay: one data-
+    parallel rank without expert parallelism (the others are left out, and counted by
+    :func:`check_saturation`)."""
+    out = []
+    for path in saturation_files() if paths is None else paths:
+        data = read_yaml(path)
+        models = data.get("models") or {}
+        for r in data["runs"]:
+            if int(r.get("dp") or 1) != 1 or r.get("ep") not in (None, False, 1) or r.get("attention_dp"):
+                continue
+            out.append(
+                SaturationRun(
+                    r["id"],
+                    str(data.get("source_id") or data["source"]),
+                    path.name,
+                    Engine(data["engine_family"]),
+                    str(r.get("engine") or data["engine"]),
+                    _model(path.parent, models, r["model"]),
+                    r["gpu"],
+                    int(r.get("tp") or 1),
+                    int(r.get("pp") or 1),
+                    str(r["weights_dtype"]),
+                    str(r.get("kv_dtype") or "bf16"),
+                    max(1, round(float(r["input_tokens"]))),
+                    max(1, round(float(r["output_tokens"]))),
+                    int(r["num_prompts"] or 10 * int(r["concurrency"])),
+                    None if r.get("concurrency") is None else int(r["concurrency"]),
+                    r.get("max_num_seqs"),
+                    r.get("max_num_batched_tokens"),
+                    {k: float(v) for k, v in (r.get("measured") or {}).items() if v is not None},
+                    "sharegpt" in str(r.get("input_dist") or ""),
+                )
+            )
+    return out
+
+
+@record
+class RunCheck:
+    """One run: measured and predicted output tokens/s and ITL P50 (ms), and their errors."""
+
+    id: str
+    source: str
+    engine: str
+    model: str
+    gpu: str
+    layout: str
+    requests: int
+    measured: dict[str, float]
+    predicted: dict[str, float]
+    error: dict[str, float]
+
+
+def _workload(run: SaturationRun) -> Any:
+    from llm_cost.simulate.workload import ClosedLoop, Fixed, Request, Workload
+
+    if run.concurrency is None:
+        return [Request(i, 0.0, run.input_tokens, run.output_tokens) for i in range(run.num_prompts)]
+    return Workload(
+        ClosedLoop(run.concurrency), Fixed(run.input_tokens), Fixed(run.output_tokens), requests=run.num_prompts
+    )
+
+
+@record
+class Formats:
+    """A run's resolved formats and time model (the API resolves them: ``llm_cost.api.choices``)."""
+
+    weight_bits: Any
+    kv_bits: int
+    compute_dtype: Any
+    time_model: Any
+
+
+def check_run(run: SaturationRun, formats: Formats, seed: int = 0) -> RunCheck:
+    """Simulate one run (module docstring) with its resolved ``formats`` and compare it."""
+    from llm_cost.analyses.capacity import DEPLOYMENT
+    from llm_cost.analyses.serving_runs import replica_kv_pool
+    from llm_cost.simulate import simulate
+    from llm_cost.simulate.engine import engine_defaults
+
+    spec, gpu = load_model(run.model), load_gpu(run.gpu)
+    layout = Layout(tp=run.tp, pp=run.pp)
+    caps = {
+        k: v
+        for k, v in (("max_num_seqs", run.max_num_seqs), ("max_num_batched_tokens", run.max_num_batched_tokens))
+        if v
+    }
+    config = engine_defaults(gpu, run.engine.value, max_model_len=None, **caps)
+    pool = replica_kv_pool(spec, gpu, layout, config, DEPLOYMENT, formats.weight_bits, formats.kv_bits)
+    result = simulate(
+        spec, gpu, _workload(run), config, formats.time_model, layout,
+        kv_capacity_tokens=pool.tokens, sequence_state_blocks=pool.state_blocks,
+        weight_bits=formats.weight_bits, kv_bits=formats.kv_bits, compute_dtype=formats.compute_dtype, seed=seed,
+    )  # fmt: skip
+    s = result.summary
+    assert s.itl_s.p50 is not None  # a saturated run decodes
+    predicted = {"output_tokens_per_s": s.output_tokens_per_s, "itl_p50_ms": s.itl_s.p50 * 1e3}
+    measured = {
+        k: run.measured[k] for k in METRICS if k in run.measured and not (k == "itl_p50_ms" and run.measured[k] < 1)
+    }
+    error = {k: predicted[k] / v - 1 for k, v in measured.items()}
+    return RunCheck(
+        run.id, run.source, run.engine.value, spec.name, gpu.name, f"TP{run.tp} PP{run.pp}",
+        s.requests, measured, {k: predicted[k] for k in measured}, error,
+    )  # fmt: skip
+
+
+@record
+class SaturationCheck(Result):
+    """Every replayed run and, per metric, the median |error| over the runs (and over MoE and dense
+    runs, and runs of fixed lengths and of ShareGPT's varied ones, apart); ``skipped``: runs the
+    simulator does not replay (data or expert parallel)."""
+
+    runs: list[RunCheck]
+    median: dict[str, float]
+    median_moe: dict[str, float]
+    median_dense: dict[str, float]
+    median_fixed_lengths: dict[str, float]
+    median_sharegpt: dict[str, float]
+    skipped: int
+
+
+def _medians(checks: list[RunCheck]) -> dict[str, float]:
+    out = {}
+    for k in METRICS:
+        errors = [abs(c.error[k]) for c in checks if k in c.error]
+        if errors:
+            out[k] = statistics.median(errors)
+    return out
+
+
+def summarise(runs: Sequence[SaturationRun], checks: list[RunCheck], skipped: int) -> SaturationCheck:
+    """:class:`SaturationCheck` of ``checks`` (those of ``runs``, in order)."""
+    moe = [c for c, r in zip(checks, runs) if load_model(r.model).moe is not None]
+    dense = [c for c, r in zip(checks, runs) if load_model(r.model).moe is None]
+    fixed = [c for c, r in zip(checks, runs) if not r.varied]
+    varied = [c for c, r in zip(checks, runs) if r.varied]
+    return SaturationCheck(
+        checks, _medians(checks), _medians(moe), _medians(dense), _medians(fixed), _medians(varied), skipped
+    )
+
+
+def skipped_runs() -> int:
+    """The shipped runs :func:`load_runs` leaves out (data or expert parallel)."""
+    return sum(len(read_yaml(p)["runs"]) for p in saturation_files()) - len(load_runs())

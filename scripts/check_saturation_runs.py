@@ -1,0 +1,62 @@
+"""The simulator at saturation against the shipped published serving runs (issue 32, item 5):
+each run replayed (llm_cost.analyses.saturation_runs) with its formats and time model resolved as
+``serve`` resolves them (llm_cost.api.choices), and compared on output tokens/s and ITL P50.
+Nothing is fitted on these runs. About a minute of CPU.
+
+    python scripts/check_saturation_runs.py [--markdown]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's llm_cost, not an installed copy
+from llm_cost.analyses.saturation_runs import Formats, SaturationRun, check_run, load_runs, skipped_runs, summarise
+from llm_cost.api import choices
+from llm_cost.specs.load import load_gpu, load_model
+
+
+def formats(run: SaturationRun) -> Formats:
+    """The run's weight bits, KV bits, compute dtype and time model, as serve resolves them."""
+    spec, gpu = load_model(run.model), load_gpu(run.gpu)
+    weights = None if run.weights_dtype in ("checkpoint", "mxfp4") else run.weights_dtype
+    return Formats(
+        choices.weight_bits(spec, weights),
+        choices.kv_dtype_of(run.kv_dtype).bits,
+        choices.compute_dtype(spec, gpu, None, weights),
+        choices.time_model_of(gpu, run.engine),
+    )
+
+
+def main() -> None:
+    runs = load_runs()
+    check = summarise(runs, [check_run(r, formats(r)) for r in runs], skipped_runs())
+    if "--markdown" in sys.argv:
+        print(
+            "| run | engine | model | GPU | layout | in/out | prompts | tok/s measured | predicted | ITL P50 measured | predicted |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for r, c in zip(runs, check.runs):
+            tok, itl = c.measured.get("output_tokens_per_s"), c.measured.get("itl_p50_ms")
+            cells = [
+                c.id, c.engine, c.model, c.gpu, c.layout, f"{r.input_tokens}/{r.output_tokens}",
+                f"{r.num_prompts}" + (f" (concurrency {r.concurrency})" if r.concurrency else " (all at once)"),
+                f"{tok:,.0f}", f"{c.predicted['output_tokens_per_s']:,.0f} ({c.error['output_tokens_per_s']:+.0%})",
+                f"{itl:.1f} ms" if itl else "-",
+                f"{c.predicted['itl_p50_ms']:.1f} ms ({c.error['itl_p50_ms']:+.0%})" if itl else "-",
+            ]  # fmt: skip
+            print("| " + " | ".join(cells) + " |")
+    for name, medians in (
+        ("all", check.median),
+        ("MoE", check.median_moe),
+        ("dense", check.median_dense),
+        ("fixed-length", check.median_fixed_lengths),
+        ("ShareGPT (replayed at the mean lengths)", check.median_sharegpt),
+    ):
+        print(f"median |error| over {name} runs: " + ", ".join(f"{k} {v:.1%}" for k, v in medians.items()))
+    print(f"{len(check.runs)} runs replayed; {check.skipped} not (data or expert parallel)")
+
+
+if __name__ == "__main__":
+    main()
