@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from llm_cost.api import checks, choices, traffic
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
-from llm_cost.core.choices import MemoryConvention, ServingMode
+from llm_cost.core.choices import MemoryConvention, Router, ServingMode
 from llm_cost.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ def serve(
     prefix_caching: bool = True,
     max_model_len: Optional[int] = None,
     seed: int = 0,
+    router: Any = None,
     analytic: bool = False,
     dtype: Any = None,
     weights_dtype: Any = None,
@@ -129,7 +130,8 @@ def _serve(
     model: Any, gpu: Any, input_tokens: Any, output_tokens: Any, ttft_s: Any, tpot_s: Any, itl_s: Any, e2e_s: Any,
     qps: Any, gpus: Any, usd_per_gpu_hour: Any, modes: Any, layout: Any, concurrency: Any, chunk_tokens: Any,
     chunked_prefill: Any, workload: Any, trace: Any, prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any,
-    requests: Any, engine: Any, max_num_seqs: Any, prefix_caching: Any, max_model_len: Any, seed: Any, analytic: Any,
+    requests: Any, engine: Any, max_num_seqs: Any, prefix_caching: Any, max_model_len: Any, seed: Any, router: Any,
+    analytic: Any,
     dtype: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any, kv_dtype: Any, profile: Any, memory: Any,
     gpu_memory_utilization: Any, reserve_bytes: Any, network_gb_s: Any,
 ) -> Any:  # fmt: skip
@@ -211,6 +213,7 @@ def _serve(
         checks.count(seed, "seed", 0, 2**63),
         requests,
         trace is not None or (workload is not None and not isinstance(workload, str)) or traffic.is_file(workload),
+        checks.optional(router, checks.choice, Router, "router"),
     )
 
 
@@ -428,13 +431,13 @@ def _analytic(
             "chunk_tokens",
             fields=("concurrency", "chunk_tokens"),
         )
-    chosen = choices.profile_of(g, profile, options["engine"])
+    network = choices.network_gb_s_of(options["network_gb_s"])
+    chosen, time_model, _ = serve_time_model(g, profile, options["engine"], network, simulated=False)
     common = _common(spec, g, chosen, options)
     if any(t.statistic.value != "mean" for t in goals.values()):
         from llm_cost.core.notes import note
 
         common["extra_notes"] = [*common["extra_notes"], note("serve.percentile_screen")]
-    time_model = choices.time_model(g, chosen, common["network_gb_s"])
     if one is not None and batch is not None:
         result = _one_configuration(
             spec, g, screen, targets, time_model, one, batch, chunk, chunked_prefill, budget, searched, common,
@@ -486,21 +489,22 @@ def _simulated(
     seed: int,
     requests: Any,
     own_traffic: bool = False,
+    router: Router | None = None,
 ) -> SimulatedPlan | ServeRun:
     """One configuration simulated, or the plan screened analytically and ranked by simulation.
     A plan at a rate of our making (``qps``, not a workload file or a trace: ``own_traffic``) with
     no ``requests`` given runs :data:`~llm_cost.analyses.simulated_serving.PLAN_REQUESTS` per
     replica and candidate, whatever the replicas (a fixed total would leave each of many replicas
     a handful)."""
+    from llm_cost.analyses.launch import router_for
     from llm_cost.analyses.serving import CONCURRENCY_GRID, MAX_PLAN_GPUS, plan
-    from llm_cost.analyses.serving_runs import vllm_time_model
+    from llm_cost.analyses.serving.replicas import node_gpus
     from llm_cost.analyses.simulated_serving import PLAN_REQUESTS, plan_on_simulation, run_configuration
 
     config = traffic.engine_of(spec, g, **engine_options)
-    chosen = choices.serving_profile_of(g, profile, options["engine"])
-    serving_band = choices.serving_band_of(g, chosen, options["engine"])
+    network = choices.network_gb_s_of(options["network_gb_s"])
+    chosen, time_model, serving_band = serve_time_model(g, profile, options["engine"], network, simulated=True)
     common = _common(spec, g, chosen, options)
-    time_model = choices.time_model(g, chosen, common["network_gb_s"]) if chosen is not None else vllm_time_model(g)
     budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)
     formats = {k: common[k] for k in ("weight_bits", "kv_bits", "compute_dtype")}
     if one is not None and has_arrivals:
@@ -508,6 +512,7 @@ def _simulated(
             raise InputError(
                 f"gpus {budget} is not a whole number of TP {one.tp} x PP {one.pp} replicas", fields=("gpus",)
             )
+        replicas = (budget or one.gpus) // one.gpus
         return run_configuration(
             spec,
             g,
@@ -516,7 +521,8 @@ def _simulated(
             config,
             time_model,
             common["policy"],
-            replicas=(budget or one.gpus) // one.gpus,
+            replicas=replicas,
+            router=router or router_for(config.engine, one, replicas, node_gpus(g)),
             targets=goals,
             usd_per_gpu_hour=common["usd_per_gpu_hour"],
             seed=seed,
@@ -560,8 +566,26 @@ def _simulated(
         requests=requests or PLAN_REQUESTS,
         notes=common["extra_notes"],
         serving_band=serving_band,
+        router=router,
         **formats,
     )
+
+
+def serve_time_model(g: Any, profile: Any, engine: Any, network_gb_s: float, simulated: bool) -> tuple[Any, Any, Any]:
+    """(profile, time model, serving band) of a serve: the one place serve obtains its time model.
+    Simulated: ``profile`` if given, else the GPU's fitted profile of ``engine`` when it is not vLLM,
+    else vLLM's time model for the GPU (:func:`llm_cost.api.choices.serving_profile_of`,
+    :func:`llm_cost.analyses.serving_runs.vllm_time_model`), with the measured serving runs' band on
+    that default (:func:`llm_cost.api.choices.serving_band_of`); analytic: the GPU's calibrated
+    profile of ``engine`` (:func:`llm_cost.api.choices.profile_of`), no serving band."""
+    from llm_cost.analyses.serving_runs import vllm_time_model
+
+    if not simulated:
+        chosen = choices.profile_of(g, profile, engine)
+        return chosen, choices.time_model(g, chosen, network_gb_s), None
+    chosen = choices.serving_profile_of(g, profile, engine)
+    model = choices.time_model(g, chosen, network_gb_s) if chosen is not None else vllm_time_model(g)
+    return chosen, model, choices.serving_band_of(g, chosen, engine)
 
 
 def serve_compare(

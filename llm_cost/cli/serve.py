@@ -203,6 +203,26 @@ Seed = Annotated[
 ]
 
 
+class RouterChoice(str, Enum):
+    """How requests are spread over the replicas."""
+
+    round_robin = "round-robin"
+    least_loaded = "least-loaded"
+    prefix_aware = "prefix-aware"
+
+
+RouterOpt = Annotated[
+    Optional[RouterChoice],
+    typer.Option(
+        "--router",
+        case_sensitive=False,
+        help="How requests are spread over the replicas, all simulated side by side: round-robin, least-loaded "
+        "(vLLM's data-parallel balancer) or prefix-aware (SGLang's gateway, cache-aware); default the "
+        "engine's own as the launch runs it.",
+    ),
+]
+
+
 class EngineChoice(str, Enum):
     """The engine whose scheduler is simulated."""
 
@@ -308,6 +328,7 @@ def serve(
     users_per_prefix: UsersPerPrefix = 1,
     requests: Requests = None,
     seed: Seed = 0,
+    router: RouterOpt = None,
     gpus: Gpus = None,
     usd_per_gpu_hour: Price = None,
     mode: Mode = ModeChoice.both,
@@ -399,6 +420,7 @@ def _options(given: dict[str, Any], layout: Any) -> dict[str, Any]:
         users_per_prefix=given["users_per_prefix"],
         requests=given["requests"],
         seed=given["seed"],
+        router=None if given["router"] is None else given["router"].value,
         analytic=given["analytic"],
         gpus=given["gpus"],
         usd_per_gpu_hour=given["usd_per_gpu_hour"],

@@ -22,6 +22,7 @@ __all__ = [
     "ActivationFormula",
     "Statistic",
     "BandSource",
+    "Router",
 ]
 
 
@@ -78,6 +79,17 @@ class BandSource(TextEnum):
 
     PROFILE = "profile"
     SERVING_RUNS = "serving-runs"
+
+
+class Router(TextEnum):
+    """How requests are spread over a deployment's replicas (:func:`llm_cost.simulate.engine.router_of`):
+    in turn, to the least loaded (vLLM's data-parallel load balancer), or to the replica whose
+    prefix cache holds the most of the prompt unless the loads are imbalanced (SGLang's
+    gateway's cache-aware policy)."""
+
+    ROUND_ROBIN = "round-robin"
+    LEAST_LOADED = "least-loaded"
+    PREFIX_AWARE = "prefix-aware"
 
 
 class ServingMode(TextEnum):

@@ -250,7 +250,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     ),
     "serve.band": lambda p: (
         (
-            f"band: each figure's low and high re-simulated (same seed, same traffic) with every step's time x"
+            f"band: re-simulated (same seed, same traffic) with every step's time x"
             f"{p['fast']:.2f} at the fast end and x{p['slow']:.2f} at the slow end: the serving prediction's spread on "
             f"{p['runs']} measured {p['engine']} runs (mean ITL measured/predicted p{p['percentiles'][0]}..p"
             f"{p['percentiles'][1]} = {p['p_low']:.2f}..{p['p_high']:.2f}"
@@ -259,12 +259,13 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
                 if p["transfer"] != 1
                 else f"; {p['gpu']} is one of their GPUs"
             )
-            + f"; steps timed by profile {p['profile']}); each figure's low and high are the least and greatest of "
-            "the three runs (tokens/s highest and $/M lowest at the fast end)"
+            + f"; steps timed by profile {p['profile']}); the fast-end and slow-end rows are one run each (tokens/s "
+            "highest and $/M lowest at the fast end); each statistic's interval runs from the least to the greatest "
+            "end of the three runs' sampling intervals (the band and the sampling together)"
         )
         if p.get("source") == "serving-runs"
         else (
-            f"band: each figure's low and high re-simulated (same seed, same traffic) with every step's time x the "
+            f"band: re-simulated (same seed, same traffic) with every step's time x the "
             f"profile {p['profile']}'s leave-one-out p10/p90 factor for its shape (engine {p['engine']}, "
             + (
                 f"transferred: its source's {p['rows']} rows, widened {p['transfer']:g}x"
@@ -275,8 +276,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             + (f"-{p['fast_high']:.2f}" if f"{p['fast_high']:.2f}" != f"{p['fast_low']:.2f}" else "")
             + f" at the fast end, x{p['slow_low']:.2f}"
             + (f"-{p['slow_high']:.2f}" if f"{p['slow_high']:.2f}" != f"{p['slow_low']:.2f}" else "")
-            + " at the slow end; each figure's low and high are the least and greatest of the three runs (tokens/s "
-            "highest and $/M lowest at the fast end)"
+            + " at the slow end; the fast-end and slow-end rows are one run each (tokens/s highest and $/M lowest at "
+            "the fast end); each statistic's interval runs from the least to the greatest end of the three runs' "
+            "sampling intervals (the band and the sampling together)"
         )
     ),
     "serve.analytic_band": lambda p: (
@@ -297,6 +299,20 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + "; analytic scaling: the queueing formulas are not re-evaluated at the band's ends (the simulated plan "
         "re-simulates them)"
     ),
+    "warning.serve_goodput": lambda p: (
+        f"warning: goodput {p['goodput']:,.3g} of {p['served']:,.3g} requests/s served: fewer than half the requests "
+        "meet every target on their own (goodput, DistServe's, counts a request only when its own TTFT, TPOT and E2E "
+        f"are each within their targets); the most missed, {p['metric']} {fmt_seconds(p['seconds'])}, is missed by "
+        f"{p['missed']:.0%} of the requests on their own"
+        + (
+            ", though its target bounds the mean, which holds while many requests exceed it: a percentile target "
+            "(p90:) sizes for most requests"
+            if p["statistic"] == "mean"
+            else ""
+            if p["missed"] >= 0.5
+            else ": each target holds for most requests, but fewer meet them all at once"
+        )
+    ),
     "serve.no_band": "no error band: steps are timed by {label}, which has no held-out residuals",
     "serve.simulated": lambda p: (
         f"simulated: {p['engine']}'s scheduler step by step (continuous batching, chunked prefill, prefix caching, "
@@ -309,11 +325,19 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         )
         + f"), each step timed by {p['label']}; "
         + (
-            f"{p['replicas']} replicas share the traffic in turn, one is simulated"
+            f"{p['replicas']} replicas simulated side by side, each request sent at its arrival to the replica "
+            f"{p['router']} routing picks (llm_cost/simulate/engine.py, router_of)"
+            if p.get("simulated", 1) > 1
+            else f"{p['replicas']} replicas, one simulated: a closed loop's users are split evenly over the replicas, "
+            "each kept to its replica (under least-loaded routing every replica keeps its share in flight, as the one "
+            "simulated does)"
             if p["replicas"] > 1
             else "one replica"
         )
-        + "; percentiles linear between order statistics; goodput: requests/s meeting every target (DistServe); "
+        + (f"; {p['requests']:,} requests simulated" if p.get("requests") is not None else "")
+        + "; percentiles linear between order statistics; sampling intervals: 95% by batch means over the requests "
+        "in arrival order, widened sqrt 2 to hold another seed's figure (llm_cost/simulate/intervals.py; none for "
+        "ITL, whose gaps within a step are not independent); goodput: requests/s meeting every target (DistServe); "
         "rates (served, goodput, tokens/s, $) and occupancy over the steady window, from the completion ending the "
         "warm-up (the first; a closed loop's users-th) to the last one before the last request is sent (warm-up and "
         "drain left out; the whole run's rates are in the JSON's simulation.summary); latencies, their percentiles and "
@@ -331,9 +355,19 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             else "each layout from the fewest replicas the screen says carry the rate, doubled until the targets "
             "hold, then bisected to the fewest that meet them, up to the GPU budget"
         )
-        + f"), {p['requests']:,} requests per replica"
-        + (" (at least 3 rounds of its users: warm-up, a steady round, drain)" if p.get("qps") is None else "")
-        + ", and ranked on their simulated distributions against the targets"
+        + (
+            f"), {p['requests']:,} requests per replica (at least 3 rounds of its users: warm-up, a steady round, "
+            "drain)"
+            if p.get("qps") is None
+            else f"), {p['requests']:,} requests in all (at least 100 per replica)"
+        )
+        + (
+            ", each at the band's slow end and judged at the upper end of its sampling intervals (the pessimistic "
+            "side of both), then ranked; the chosen one simulated again at nominal step times and at the band's fast "
+            "end"
+            if p.get("timed_at") == "slow end"
+            else ", judged at the upper end of its sampling intervals, and ranked"
+        )
     ),
     "serve.pcie_tp": lambda p: (
         f"tensor parallelism over PCIe: {p['gpu']} has no GPU-to-GPU link, so TP {p['tp']} runs its all-reduces "

@@ -28,11 +28,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
+from llm_cost.core.choices import Router
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import ONE_GPU, Layout
 from llm_cost.perf.timemodel import TimeModel
-from llm_cost.simulate.engine import ENGINES, EngineConfig, Run, run_engine, vllm_defaults
+from llm_cost.simulate.engine import ENGINES, EngineConfig, Run, run_engine, run_replicas, vllm_defaults
 from llm_cost.simulate.results import (
     Distribution,
     RequestTimes,
@@ -71,6 +72,7 @@ from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 __all__ = [
     "simulate",
+    "merged",
     "summaries",
     "EngineConfig",
     "ENGINES",
@@ -123,6 +125,37 @@ def summaries(run: Run, bounds: Sequence[float]) -> tuple[Summary, tuple[Summary
     return whole, tuple(stages)
 
 
+def merged(runs: Sequence[Run]) -> Run:
+    """The runs of a deployment's replicas as one: every completion, rejections, gaps, prefix-cache
+    hits, preemptions and steps summed; the time integrals (running, waiting, KV blocks) averaged
+    over the replicas (one replica's mean); the most KV blocks any replica held; the last end."""
+    if len(runs) == 1:
+        return runs[0]
+    n = len(runs)
+    gaps: list[dict[float, int]] = []
+    for stage in range(len(runs[0].gaps)):
+        counts: dict[float, int] = {}
+        for run in runs:
+            for v, c in run.gaps[stage].items():
+                counts[v] = counts.get(v, 0) + c
+        gaps.append(counts)
+    return Run(
+        tuple(d for run in runs for d in run.done),
+        tuple(sum(col) for col in zip(*(run.rejected for run in runs))),
+        tuple(gaps),
+        sum(run.running_integral for run in runs) / n,
+        sum(run.waiting_integral for run in runs) / n,
+        sum(run.kv_integral for run in runs) / n,
+        max(run.kv_max for run in runs),
+        sum(run.preemptions for run in runs),
+        sum(run.steps for run in runs),
+        max(run.end_s for run in runs),
+        sum(run.hit_tokens for run in runs),
+        sum(run.queried_tokens for run in runs),
+        runs[0].kv_blocks,
+    )
+
+
 def simulate(
     spec: ModelSpec,
     gpu: HardwareSpec,
@@ -138,10 +171,16 @@ def simulate(
     compute_dtype: Dtype = Dtype.BF16,
     seed: int | str = 0,
     timer: StepTimer | None = None,
+    replicas: int = 1,
+    router: Router = Router.ROUND_ROBIN,
 ) -> SimResult:
-    """Simulate one replica of ``spec`` on ``layout`` GPUs of ``gpu`` serving ``workload`` (a
-    workload drawn from ``seed``, a trace, or requests) under ``engine``'s scheduler, each step
-    timed by ``time_model`` with these formats.
+    """Simulate ``replicas`` replicas of ``spec``, each on ``layout`` GPUs of ``gpu``, serving
+    ``workload`` (a workload drawn from ``seed``, a trace, or requests) under ``engine``'s
+    scheduler, each step timed by ``time_model`` with these formats. With more than one replica
+    the requests are spread by ``router`` (:func:`~llm_cost.simulate.engine.router_of`) and the
+    replicas run side by side (:func:`~llm_cost.simulate.engine.run_replicas`); the result is the
+    deployment's (every request; engine figures one replica's mean, :func:`merged`). A closed
+    loop runs one replica (InputError for more: its users are split over replicas by the caller).
 
     ``kv_capacity_tokens``: tokens the replica's KV cache holds (whole blocks of
     ``engine.block_tokens`` are used), e.g. vLLM's "GPU KV cache size" or the KV budget of
@@ -171,7 +210,13 @@ def simulate(
     blocks = kv_capacity_tokens // engine.block_tokens
     state = sequence_state_blocks
     timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+        raise InputError(f"replicas: {replicas!r} must be a whole number, at least 1", fields=("replicas",))
     if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
+        if replicas > 1:
+            raise InputError(
+                "replicas: a closed loop runs one replica; split its users over the replicas", fields=("replicas",)
+            )
         check_workload(workload, limit=None)  # a closed loop with no end would never stop
         bounds = stage_bounds(workload)[:1]
         run = run_engine(timer, engine, blocks, workload=workload, seed=seed, bounds=bounds, state_blocks=state)
@@ -182,7 +227,10 @@ def simulate(
             reqs, bounds = (trace_requests(workload) if isinstance(workload, Trace) else list(workload)), []
         if not reqs:
             raise InputError("workload: no request arrives", fields=("workload",))
-        run = run_engine(timer, engine, blocks, reqs, bounds=bounds, state_blocks=state)
+        if replicas == 1:
+            run = run_engine(timer, engine, blocks, reqs, bounds=bounds, state_blocks=state)
+        else:
+            run = merged(run_replicas(timer, engine, blocks, reqs, replicas, router, bounds=bounds, state_blocks=state))
     whole, stages = summaries(run, bounds)
     warmup = 1  # an open loop's warm-up ends at its first completion, a closed loop's at the users'-th
     if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
@@ -209,4 +257,6 @@ def simulate(
         tuple(sorted((t for _, t in run.done), key=lambda t: t.index)),
         state,
         steady,
+        replicas,
+        str(router) if replicas > 1 else None,
     )

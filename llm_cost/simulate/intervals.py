@@ -1,0 +1,97 @@
+"""How far a finite simulated run's statistics may be from the long-run ones: a sampling interval
+on the mean and on each percentile of a latency, from the run's own requests.
+
+A run of N requests estimates each statistic with an error that another seed (other arrival
+times, other lengths) would draw differently. The requests of one run are not independent draws:
+a request queued behind a burst waits, and so does the next one. The interval is therefore
+computed by batch means (sectioning; Law, "Simulation Modeling and Analysis", 5th ed., section
+9.5.3; for quantiles, Seila, "A batching approach to quantile estimation in regenerative
+simulations", Management Science 28, 1982), which keeps that correlation inside each batch:
+
+* the requests, in arrival order, are cut into ``k`` contiguous batches of equal size (at most
+  :data:`BATCHES`, at least :data:`LEAST_PER_BATCH` requests each);
+* the mean: the batches' means m_j, whose spread s gives the standard error s / sqrt(k);
+* a percentile p (0 < p < 100) estimated by the run's q = P_p(x): the share of each batch's values
+  at or below q, whose spread s gives the standard error of the share below q, s / sqrt(k) (at least
+  the independent draws' sqrt(p(1 - p) / N)); the share's interval p +- t s / sqrt(k), read back
+  through the run's own percentiles, is the interval of q;
+* ``t`` is Student's t at :data:`CONFIDENCE` (two-sided) with k - 1 degrees of freedom.
+
+The interval is for the statistic of the long run (the run's expectation under other seeds); a
+second run's own estimate is itself off by as much, so two runs' estimates differ by up to sqrt 2
+times the half-width (:data:`RERUN`): an interval that is to hold another seed's figure, as a plan
+needs for its choice not to flip with the seed, is widened by that factor (:func:`interval`'s
+``rerun``). Fewer than :data:`LEAST_REQUESTS` values give no interval (None).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from llm_cost.simulate.results import percentile
+
+__all__ = ["interval", "CONFIDENCE", "BATCHES", "LEAST_PER_BATCH", "LEAST_REQUESTS", "RERUN", "t_quantile"]
+
+#: Two-sided confidence of the intervals.
+CONFIDENCE = 0.95
+#: The most batches a run's requests are cut into, and the fewest requests a batch holds.
+BATCHES, LEAST_PER_BATCH = 20, 10
+#: The fewest values an interval is drawn from (two batches).
+LEAST_REQUESTS = 2 * LEAST_PER_BATCH
+#: The widening that makes an interval hold another run's estimate rather than the long-run value:
+#: the difference of two independent estimates has sqrt 2 times one's standard error.
+RERUN = math.sqrt(2)
+
+#: Student's t at 97.5% (two-sided 95%) for 1 .. 30 degrees of freedom (Abramowitz and Stegun,
+#: table 26.10).
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+def t_quantile(df: int) -> float:
+    """Student's t at 97.5% with ``df`` degrees of freedom (1.960 beyond 30)."""
+    return _T975[df - 1] if 1 <= df <= len(_T975) else 1.960
+
+
+def _batches(values: Sequence[float]) -> list[Sequence[float]]:
+    """``values`` cut into k contiguous batches of (nearly) equal size."""
+    n = len(values)
+    k = max(2, min(BATCHES, n // LEAST_PER_BATCH))
+    return [values[j * n // k : (j + 1) * n // k] for j in range(k)]
+
+
+def _spread(shares: Sequence[float]) -> float:
+    """The standard error of the mean of ``shares`` (sample standard deviation / sqrt k)."""
+    k = len(shares)
+    mean = sum(shares) / k
+    return math.sqrt(sum((s - mean) ** 2 for s in shares) / (k - 1) / k)
+
+
+def interval(
+    values: Sequence[float | None], statistic: float | None = None, rerun: bool = False
+) -> tuple[float, float] | None:
+    """The sampling interval (module docstring) of the mean (``statistic`` None) or of the
+    ``statistic``-th percentile (0 < p < 100, linear between order statistics as the run's own
+    percentiles) of ``values``, seconds, in the order the requests arrived (None entries, such
+    as a one-token request's TPOT, skipped). ``rerun``: widened by :data:`RERUN` to hold
+    another seed's estimate. None with fewer than :data:`LEAST_REQUESTS` values."""
+    x = [v for v in values if v is not None]
+    if len(x) < LEAST_REQUESTS:
+        return None
+    batches = _batches(x)
+    t = t_quantile(len(batches) - 1) * (RERUN if rerun else 1.0)
+    if statistic is None:
+        mean = sum(x) / len(x)
+        half = t * _spread([sum(b) / len(b) for b in batches])
+        return mean - half, mean + half
+    ordered = sorted(x)
+    p = statistic / 100
+    q = percentile(ordered, statistic)
+    shares = [sum(1 for v in b if v <= q) / len(b) for b in batches]
+    se = max(_spread(shares), math.sqrt(p * (1 - p) / len(x)))
+    low, high = max(0.0, p - t * se), min(1.0, p + t * se)
+    return percentile(ordered, 100 * low), percentile(ordered, 100 * high)
