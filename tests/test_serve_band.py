@@ -212,14 +212,14 @@ def test_the_text_shows_the_band_and_the_slow_end(cli):
         "serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "8", "--input", "1024", "--output", "128",
         "--requests", "150", "--tpot", "p90:12ms",
     ).out  # fmt: skip
-    assert "  band " in out and "slow end:" in out
+    assert "  fast end" in out and "  slow end" in out and "slow end:" in out and "  interval" in out
     assert "18 measured vLLM v0.15.1 runs" in out and "mean ITL measured/predicted p10..p90 = " in out
     assert "a100-torch-compile-on-h100" in out and "leave-one-out" not in out
     out = cli(
         "serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "8", "--input", "1024", "--output", "128",
         "--requests", "150", "--tpot", "p90:12ms", "--profile", "h100-vllm",
     ).out  # fmt: skip
-    assert "  band " in out and "leave-one-out p10/p90" in out and "h100-vllm" in out and "fitted on" in out
+    assert "  fast end" in out and "leave-one-out p10/p90" in out and "h100-vllm" in out and "fitted on" in out
     assert "measured vLLM v0.15.1 runs" not in out
 
 

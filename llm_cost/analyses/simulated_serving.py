@@ -63,6 +63,7 @@ from llm_cost.simulate import (
     Target,
     Trace,
     Workload,
+    exchangeable,
     goodput_rps,
     simulate,
 )
@@ -406,8 +407,9 @@ def _simulate_deployment(
 ) -> tuple[SimResult, int]:
     """The simulation of ``replicas`` x ``layout`` serving ``traffic`` (module docstring) and the
     factor its rates are multiplied by to be the deployment's: an open loop or a trace runs every
-    replica behind ``router`` (1); a closed loop one replica with its share of the users
-    (``replicas``)."""
+    replica behind ``router`` (1), or one standing for all (``replicas``:
+    :func:`~llm_cost.simulate.exchangeable`); a closed loop one replica with its share of the
+    users (``replicas``)."""
     closed = isinstance(traffic, Workload) and isinstance(traffic.arrivals, ClosedLoop)
     result = simulate(
         spec,
@@ -424,7 +426,7 @@ def _simulate_deployment(
         router=router,
         **formats,
     )
-    return result, replicas if closed else 1
+    return result, replicas if closed else replicas // result.simulated_replicas
 
 
 def run_configuration(
@@ -1093,6 +1095,7 @@ def plan_on_simulation(
     notes: Sequence[Note] = (),
     serving_band: ServingBand | None = None,
     router: Router | None = None,
+    rescreen: Callable[[int], ServePlan] | None = None,
 ) -> SimulatedPlan:
     """Simulate the promising candidates of ``screen`` (module docstring) and choose among them.
     ``traffic`` with a rate is simulated as it is, every replica behind ``router`` (None: the
@@ -1101,26 +1104,23 @@ def plan_on_simulation(
     of the band and judged at the upper end of their sampling intervals (the pessimistic side of
     both); the chosen one is simulated again at nominal step times and at the fast end
     (:func:`with_band`; ``serving_band``: the measured serving runs' band rather than the
-    profile's). InputError when the screen holds no aggregated candidate, or when none simulated
-    meets the targets (naming the nearest)."""
-    frontier = list(screen.frontier_by_mode.get(ServingMode.AGGREGATED, []))
-    if screen.chosen.mode == ServingMode.AGGREGATED and screen.chosen not in frontier:
-        frontier.append(screen.chosen)
-    if not frontier:
+    profile's). ``rescreen``: the screen again with a prompt's cached tokens as a simulation
+    measured them, asked at a rate when the first layout simulated finds the prefix cache holding
+    another share than the screen priced (:data:`RESCREEN_TOKENS`). InputError when the screen
+    holds no aggregated candidate, or when none simulated meets the targets (naming the nearest)."""
+    groups = _groups(screen)
+    if not groups:
         raise InputError(
             "modes: the simulator runs aggregated replicas, and the screen found no aggregated configuration; "
             "search aggregated serving",
             fields=("modes",),
         )
-    groups: dict[tuple[Layout, int], list[Candidate]] = {}
-    for c in frontier:
-        groups.setdefault((c.layout, c.replicas), []).append(c)
     formats = dict(weight_bits=Fraction(weight_bits), kv_bits=kv_bits, compute_dtype=compute_dtype)
     search = _Search(
         spec, gpu, traffic, base, time_model, policy, dict(targets), qps, usd_per_gpu_hour, formats, seed,
         requests, serving_band, router,
     )  # fmt: skip
-    runs = search.saturated(groups) if qps is None else search.at_rate(groups, screen.gpu_budget)
+    runs = search.saturated(groups) if qps is None else search.at_rate(groups, screen, rescreen)
     ranked = tuple(sorted(runs, key=lambda r: _rank_key(r, qps)))
     best = ranked[0]
     if not _holds(best):
@@ -1128,6 +1128,23 @@ def plan_on_simulation(
     if qps is not None and not _good(best, _implicit_ttft(targets)):
         raise _nothing_keeps_up(ranked, qps, screen.gpu_budget, gpu.name)
     return _simulated_plan(spec.name, gpu.name, qps, targets, screen, search.banded(best), ranked, requests, notes)
+
+
+#: Prompt tokens by which the prefix-cache hits a simulation measures may differ from those the
+#: screen priced before the screen is asked again (two blocks: LRU eviction, replicas warming
+#: each prefix apart).
+RESCREEN_TOKENS = 32
+
+
+def _groups(screen: ServePlan) -> dict[tuple[Layout, int], list[Candidate]]:
+    """The screen's aggregated frontier (and its chosen configuration), by replica layout and count."""
+    frontier = list(screen.frontier_by_mode.get(ServingMode.AGGREGATED, []))
+    if screen.chosen.mode == ServingMode.AGGREGATED and screen.chosen not in frontier:
+        frontier.append(screen.chosen)
+    groups: dict[tuple[Layout, int], list[Candidate]] = {}
+    for c in frontier:
+        groups.setdefault((c.layout, c.replicas), []).append(c)
+    return groups
 
 
 def _simulated_plan(
@@ -1172,6 +1189,7 @@ def _simulated_plan(
             ),
             *best.conventions,
             *(n for n in notes if n not in best.conventions),
+            *(n for n in screen.conventions if n.code == "serve.cached_prompt"),
             *_plan_warnings(best, qps, targets),
         ],
         **{name: getattr(best, name) for name in _PLAN_BAND},
@@ -1237,7 +1255,7 @@ class _Search:
     ) -> ServeRun:
         """Candidate ``c`` as ``replicas`` x ``layout`` serving ``load``, at the band's slow end."""
         engine = _engine_for(c, self.base, self.qps is None, cap)
-        router = self.router or router_for(engine.engine, layout, replicas, node_gpus(self.gpu))
+        router = self.router_of(layout, replicas)
 
         def again(t: StepTimer) -> ServeRun:
             return run_configuration(
@@ -1251,6 +1269,11 @@ class _Search:
             result = dataclasses.replace(result, timed_at="slow end")
         self.reruns[id(result)] = again
         return result
+
+    def router_of(self, layout: Layout, replicas: int) -> Router:
+        """The router of ``replicas`` x ``layout``: the one asked for, else the engine's own as the
+        launch runs them (:func:`~llm_cost.analyses.launch.router_for`)."""
+        return self.router or router_for(self.base.engine, layout, replicas, node_gpus(self.gpu))
 
     def banded(self, best: ServeRun) -> ServeRun:
         """The chosen candidate simulated at nominal step times, with its band (the slow end is
@@ -1304,35 +1327,58 @@ class _Search:
         each = max(self.requests, STEADY_ROUNDS * cap)
         return _closed_loop(self.traffic, cap * replicas, each * replicas, e2e)
 
-    def at_rate(self, groups: Mapping[tuple[Layout, int], list[Candidate]], budget: int) -> list[ServeRun]:
+    def at_rate(
+        self,
+        groups: Mapping[tuple[Layout, int], list[Candidate]],
+        screen: ServePlan,
+        rescreen: Callable[[int], ServePlan] | None = None,
+    ) -> list[ServeRun]:
         """With a rate: each layout's fewest replicas whose simulation is good (:func:`_fewest_replicas`),
-        from the screen's count, within the budget and the fewest GPUs found good so far."""
+        from the screen's count, within the budget and the fewest GPUs found good so far; the
+        screen's counts asked again (``rescreen``) at the prefix-cache hits the first layout's
+        simulation measured when they differ from those the screen priced."""
+        budget = screen.gpu_budget
         bound = _implicit_ttft(self.targets)
         fewest_gpus = budget  # of a layout found good so far: no other needs to try more
         runs: list[ServeRun] = []
-        starts = sorted(_at_a_rate(groups).items(), key=lambda kv: (kv[1][0] * kv[0].gpus, kv[0].gpus))
-        for layout, (lo, c) in starts:
+        starts = dict(_at_a_rate(groups))
+        done: set[Layout] = set()
+        while True:
+            left = sorted(
+                ((lay, v) for lay, v in starts.items() if lay not in done),
+                key=lambda kv: (kv[1][0] * kv[0].gpus, kv[0].gpus),
+            )
+            if not left:
+                return runs
+            layout, (lo, c) = left[0]
+            done.add(layout)
             hi = min(budget, fewest_gpus) // layout.gpus
             if hi < 1:
                 continue
 
             def at(n: int, layout: Layout = layout, c: Candidate = c) -> ServeRun:
-                return self.run(layout, n, c, self.rate_load(n))
+                return self.run(layout, n, c, self.rate_load(n, self.router_of(layout, n)))
 
             tried = _fewest_replicas(
                 min(lo, hi), hi, at, lambda r: _good(r, bound), lambda r: _distance(r, self.targets, bound)
             )
             runs += tried
             fewest_gpus = min([fewest_gpus, *(r.gpus for r in tried if _good(r, bound))])
-        return runs
+            measured = round(tried[0].prefix_hit_rate * screen.input_tokens)
+            if rescreen is not None and len(done) == 1 and abs(measured - screen.cached_tokens) > RESCREEN_TOKENS:
+                again = rescreen(measured)
+                starts = dict(_at_a_rate(_groups(again)))
 
-    def rate_load(self, replicas: int) -> Workload | Trace:
-        """The traffic a candidate of ``replicas`` replicas runs at a rate: a workload of ours
-        bounded to :data:`PLAN_REQUESTS` in all, at least :data:`PLAN_REQUESTS_PER_REPLICA` per
-        replica (every replica is simulated; the deployment's percentiles are over them all)."""
+    def rate_load(self, replicas: int, router: Router) -> Workload | Trace:
+        """The traffic a candidate of ``replicas`` replicas runs at a rate, a workload of ours
+        bounded: where one replica stands for all (:func:`~llm_cost.simulate.exchangeable`),
+        :data:`PLAN_REQUESTS` for it (``replicas`` times as many arrivals, every R-th its own);
+        else :data:`PLAN_REQUESTS` in all, at least :data:`PLAN_REQUESTS_PER_REPLICA` per replica
+        (every replica simulated; the deployment's percentiles are over them all)."""
         t = self.traffic
         if isinstance(t, Workload) and t.requests is None:
-            n = max(self.requests, PLAN_REQUESTS_PER_REPLICA * replicas)
+            one = exchangeable(t, router)
+            n = self.requests * replicas if one else max(self.requests, PLAN_REQUESTS_PER_REPLICA * replicas)
             return Workload(t.arrivals, t.input_tokens, t.output_tokens, t.prefix, n)
         return t
 

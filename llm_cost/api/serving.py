@@ -4,6 +4,7 @@ simulation), or GPUs side by side (:func:`serve_compare`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -360,11 +361,14 @@ def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str
     )
 
 
-def _screen_traffic(load: Any) -> Any:
-    """The analytic screen's fixed lengths and rate: the traffic's means."""
+def _screen_traffic(load: Any, prefix_caching: bool = True, requests: Optional[int] = None) -> Any:
+    """The analytic screen's fixed lengths and rate: the traffic's means; with ``prefix_caching``,
+    the prompt tokens the prefix cache is expected to hold over a run of ``requests``
+    (:func:`llm_cost.simulate.workload.expected_cached_tokens`), which prefill does not compute."""
     from llm_cost.analyses.serving import Traffic
     from llm_cost.analyses.simulated_serving import offered_rps
     from llm_cost.simulate import Trace
+    from llm_cost.simulate.workload import expected_cached_tokens
 
     if isinstance(load, Trace):
         rows = load.rows
@@ -373,11 +377,9 @@ def _screen_traffic(load: Any) -> Any:
     else:
         mean_in, mean_out = load.input_tokens.mean, load.output_tokens.mean
     rate = offered_rps(load)
-    return Traffic(
-        checks.count(max(1, round(mean_in)), "input_tokens"),
-        max(1, round(mean_out)),
-        None if rate is None else max(rate, 1e-3),
-    )
+    prompt = checks.count(max(1, round(mean_in)), "input_tokens")
+    cached = round(expected_cached_tokens(load, requests)) if prefix_caching else 0
+    return Traffic(prompt, max(1, round(mean_out)), None if rate is None else max(rate, 1e-3), min(cached, prompt - 1))
 
 
 def _mean_targets(goals: dict[str, Any]) -> Any:
@@ -535,18 +537,23 @@ def _simulated(
     # the engine runs at most max_num_seqs sequences (its own default, or the one given): no
     # concurrency beyond it is searched
     search["concurrency"] = [c for c in CONCURRENCY_GRID if c <= config.max_num_seqs] or [config.max_num_seqs]
-    screen = plan(
-        spec,
-        g,
-        _screen_traffic(load),
-        _mean_targets({}),
-        time_model,
-        gpus=budget,
-        modes=(ServingMode.AGGREGATED,),
-        reserve_full=config.engine == "trtllm",
-        **search,
-        **common,
-    )
+    screened = _screen_traffic(load, config.prefix_caching, requests or PLAN_REQUESTS)
+
+    def screen_at(cached: int) -> Any:
+        return plan(
+            spec,
+            g,
+            dataclasses.replace(screened, cached_tokens=min(cached, screened.input_tokens - 1)),
+            _mean_targets({}),
+            time_model,
+            gpus=budget,
+            modes=(ServingMode.AGGREGATED,),
+            reserve_full=config.engine == "trtllm",
+            **search,
+            **common,
+        )
+
+    screen = screen_at(screened.cached_tokens)
     from llm_cost.simulate import Workload
 
     if requests is None and not own_traffic and isinstance(load, Workload):
@@ -567,6 +574,7 @@ def _simulated(
         notes=common["extra_notes"],
         serving_band=serving_band,
         router=router,
+        rescreen=screen_at if config.prefix_caching else None,
         **formats,
     )
 

@@ -313,6 +313,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             else ": each target holds for most requests, but fewer meet them all at once"
         )
     ),
+    "serve.cached_prompt": lambda p: (
+        f"prefix cache: {p['cached']:,} of each {p['prompt']:,}-token prompt priced as found in the cache (the hit "
+        "rate the traffic implies, or a simulation's own), so a prefill computes the other "
+        f"{p['prompt'] - p['cached']:,}, attending to the cached ones"
+    ),
     "serve.no_band": "no error band: steps are timed by {label}, which has no held-out residuals",
     "serve.simulated": lambda p: (
         f"simulated: {p['engine']}'s scheduler step by step (continuous batching, chunked prefill, prefix caching, "
@@ -352,8 +357,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             "meets the targets, its other frontier points and lower caps on max_num_seqs (falling by sqrt 2), by falling "
             "cap, until one does"
             if p.get("qps") is None
-            else "each layout from the fewest replicas the screen says carry the rate, doubled until the targets "
-            "hold, then bisected to the fewest that meet them, up to the GPU budget"
+            else "each layout from the fewest replicas the screen says carry the rate: down one at a time while "
+            "the targets still hold, else doubled until they hold and bisected to the fewest that meet them, up to the "
+            "GPU budget"
         )
         + (
             f"), {p['requests']:,} requests per replica (at least 3 rounds of its users: warm-up, a steady round, "

@@ -73,6 +73,7 @@ from llm_cost.specs.schema import HardwareSpec, ModelSpec
 __all__ = [
     "simulate",
     "merged",
+    "exchangeable",
     "summaries",
     "EngineConfig",
     "ENGINES",
@@ -156,6 +157,22 @@ def merged(runs: Sequence[Run]) -> Run:
     )
 
 
+def exchangeable(workload: Workload | Trace | Sequence[Request], router: Router) -> bool:
+    """Whether one replica stands for all of a deployment behind ``router``: round robin over an
+    open-loop workload with no shared prefix sends each replica every R-th arrival of one stream
+    whose lengths are drawn independently, so the replicas' requests are alike in distribution and
+    never interact, and the run of one is a run of any (:func:`simulate` with ``replicas`` then
+    runs one, on every R-th arrival). Traces (rows need not be alike: a trace of alternating
+    prefixes would give one replica every prefixed row), shared prefixes (users visited in a cycle
+    that every R-th request samples unevenly) and routers that read the replicas' state are not."""
+    return (
+        router == Router.ROUND_ROBIN
+        and isinstance(workload, Workload)
+        and isinstance(workload.arrivals, OpenLoop)
+        and workload.prefix is None
+    )
+
+
 def simulate(
     spec: ModelSpec,
     gpu: HardwareSpec,
@@ -179,8 +196,10 @@ def simulate(
     scheduler, each step timed by ``time_model`` with these formats. With more than one replica
     the requests are spread by ``router`` (:func:`~llm_cost.simulate.engine.router_of`) and the
     replicas run side by side (:func:`~llm_cost.simulate.engine.run_replicas`); the result is the
-    deployment's (every request; engine figures one replica's mean, :func:`merged`). A closed
-    loop runs one replica (InputError for more: its users are split over replicas by the caller).
+    deployment's (every request; engine figures one replica's mean, :func:`merged`), or, where one
+    replica stands for all (:func:`exchangeable`), one replica's on every R-th arrival (the
+    result's ``simulated_replicas`` 1: its rates are one replica's). A closed loop runs one replica
+    (InputError for more: its users are split over replicas by the caller).
 
     ``kv_capacity_tokens``: tokens the replica's KV cache holds (whole blocks of
     ``engine.block_tokens`` are used), e.g. vLLM's "GPU KV cache size" or the KV budget of
@@ -218,7 +237,7 @@ def simulate(
                 "replicas: a closed loop runs one replica; split its users over the replicas", fields=("replicas",)
             )
         check_workload(workload, limit=None)  # a closed loop with no end would never stop
-        bounds = stage_bounds(workload)[:1]
+        bounds, simulated = stage_bounds(workload)[:1], 1
         run = run_engine(timer, engine, blocks, workload=workload, seed=seed, bounds=bounds, state_blocks=state)
     else:
         if isinstance(workload, Workload):
@@ -227,10 +246,12 @@ def simulate(
             reqs, bounds = (trace_requests(workload) if isinstance(workload, Trace) else list(workload)), []
         if not reqs:
             raise InputError("workload: no request arrives", fields=("workload",))
-        if replicas == 1:
-            run = run_engine(timer, engine, blocks, reqs, bounds=bounds, state_blocks=state)
+        if replicas == 1 or exchangeable(workload, router):
+            run = run_engine(timer, engine, blocks, reqs[::replicas], bounds=bounds, state_blocks=state)
+            simulated = 1
         else:
             run = merged(run_replicas(timer, engine, blocks, reqs, replicas, router, bounds=bounds, state_blocks=state))
+            simulated = replicas
     whole, stages = summaries(run, bounds)
     warmup = 1  # an open loop's warm-up ends at its first completion, a closed loop's at the users'-th
     if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
@@ -259,4 +280,5 @@ def simulate(
         steady,
         replicas,
         str(router) if replicas > 1 else None,
+        simulated,
     )

@@ -278,7 +278,7 @@ def plan(
                 most = plan(
                     spec,
                     gpu,
-                    Traffic(traffic.input_tokens, traffic.output_tokens),
+                    Traffic(traffic.input_tokens, traffic.output_tokens, cached_tokens=traffic.cached_tokens),
                     Targets(),
                     model,
                     gpus=budget,
@@ -369,6 +369,11 @@ def _result(
         *_few_kv_heads_note(spec, model, chosen),
         *pcie_note(gpu, chosen.layout, model),
         *_absurd_ttft(chosen, targets, traffic),
+        *(
+            [note("serve.cached_prompt", cached=traffic.cached_tokens, prompt=traffic.input_tokens)]
+            if traffic.cached_tokens
+            else []
+        ),
     ]
     return ServePlan(
         spec.name,
@@ -404,6 +409,7 @@ def _result(
         feasible,
         steps,
         conventions,
+        cached_tokens=traffic.cached_tokens,
     )
 
 
