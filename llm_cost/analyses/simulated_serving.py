@@ -1205,6 +1205,25 @@ _PLAN_BAND = (
 )  # fmt: skip
 
 
+#: A descent step's short run (:meth:`_Search.trial`): rounds of its users and the fewest requests
+#: per replica (two sampling batches at the least: the verdict needs an interval).
+TRIAL_ROUNDS, TRIAL_REQUESTS = 1.5, 100
+
+
+def _clearly_misses(run: ServeRun) -> bool:
+    """Whether a run misses a target even at the lower end of its statistic's sampling interval
+    (or refused a request): a longer run would not bring it within."""
+    if run.rejected:
+        return True
+    s = run.simulation.summary
+    for m, t in run.targets.items():
+        ci = run.percentiles[m].ci.get(t.name)
+        low = ci[0] if ci is not None else None
+        if low is not None and low > t.seconds:
+            return True
+    return s.requests == 0
+
+
 def _holds(run: ServeRun) -> bool:
     """Whether a candidate meets every target on the pessimistic side of its simulation: at the
     upper end of each target statistic's sampling interval (a candidate is simulated at the band's
@@ -1301,30 +1320,75 @@ class _Search:
     def descend(
         self, layout: Layout, replicas: int, group: list[Candidate], top: Candidate, mine: list[ServeRun]
     ) -> list[ServeRun]:
-        """Descend from the analytic best until a configuration holds every target: the group's
-        frontier points and the ladder's caps below its best, by falling cap (the frontier's higher
-        throughput first at one cap); the same steps in the same order whatever the targets, so a
-        looser target stops no lower."""
-        done = {(r.max_num_seqs, r.max_num_batched_tokens, r.chunked_prefill) for r in mine}
+        """Descend from the analytic best until a configuration holds every target (module
+        docstring): first the ladder's caps alone, by falling cap, to the first that holds; then the
+        other steps between it and the ladder cap above it (the group's frontier points, the
+        higher throughput first at one cap), by falling cap, to the first that holds (all the steps
+        below when no ladder cap holds). The steps and their order depend on the targets only
+        through the verdicts, and a verdict that holds under a target holds under a looser one, so
+        a looser target stops no lower."""
+        steps = _descent(group, top)
+        rungs = set(ladder(top.concurrency))
         more: list[ServeRun] = []
-        for cap, c in _descent(group, top):
-            if any(_holds(r) and r.max_num_seqs >= cap for r in (*mine, *more)):
-                break  # a configuration at this cap or above already holds them
-            engine = _engine_for(c, self.base, True, cap)
-            key = (cap, engine.max_num_batched_tokens, engine.chunked_prefill)
-            if key in done:
-                continue
-            done.add(key)
-            more.append(self.run(layout, replicas, c, self.closed(c, cap, replicas), cap))
-            if _holds(more[-1]):
-                break
+        done = {(r.max_num_seqs, r.max_num_batched_tokens, r.chunked_prefill) for r in mine}
+        above, below = top.concurrency + 1, 0  # the interval refined: between the failing rung and the holding one
+        for cap, c in steps:
+            if cap in rungs:
+                held = self.step(layout, replicas, c, cap, (*mine, *more), done, more)
+                if held is None or held:
+                    below = max(r.max_num_seqs for r in (*mine, *more) if _holds(r))
+                    break
+                above = cap
+        for cap, c in steps:
+            if below < cap < above:
+                held = self.step(layout, replicas, c, cap, (*mine, *more), done, more)
+                if held is None or held:
+                    break
         return more
 
-    def closed(self, c: Candidate, cap: int, replicas: int) -> Workload:
+    def step(
+        self,
+        layout: Layout,
+        replicas: int,
+        c: Candidate,
+        cap: int,
+        tried: Sequence[ServeRun],
+        done: set[tuple[int, int, bool]],
+        more: list[ServeRun],
+    ) -> bool | None:
+        """One step of a descent: None when a run at ``cap`` or above already holds the targets
+        (the descent ends), else whether the step's run holds them (run unless tried already)."""
+        if any(_holds(r) and r.max_num_seqs >= cap for r in tried):
+            return None
+        engine = _engine_for(c, self.base, True, cap)
+        key = (cap, engine.max_num_batched_tokens, engine.chunked_prefill)
+        if key in done:
+            return False
+        done.add(key)
+        more.append(self.trial(layout, replicas, c, cap))
+        return _holds(more[-1])
+
+    def trial(self, layout: Layout, replicas: int, c: Candidate, cap: int) -> ServeRun:
+        """A descent step, its simulated requests bounded by the precision its verdict needs: a
+        short run first (:data:`TRIAL_ROUNDS` rounds of the users, at least :data:`TRIAL_REQUESTS`),
+        which settles a target missed even at the lower end of its sampling interval (the run is
+        then the candidate's); else the full run."""
+        full = self.closed(c, cap, replicas)
+        short = self.closed(c, cap, replicas, TRIAL_ROUNDS, TRIAL_REQUESTS)
+        if short.requests is not None and full.requests is not None and short.requests < full.requests:
+            first = self.run(layout, replicas, c, short, cap)
+            if _clearly_misses(first):
+                return first
+        return self.run(layout, replicas, c, full, cap)
+
+    def closed(
+        self, c: Candidate, cap: int, replicas: int, rounds: float = STEADY_ROUNDS, least: int | None = None
+    ) -> Workload:
         """The closed loop a saturated candidate runs: ``cap`` users per replica, their first
-        requests spread over the screen's E2E, at least :data:`STEADY_ROUNDS` rounds of them."""
+        requests spread over the screen's E2E, at least ``rounds`` rounds of them
+        (:data:`STEADY_ROUNDS`) and ``least`` requests per replica (default the plan's)."""
         e2e = c.ttft_s + c.tpot_s * (c.output_tokens_per_s / max(c.requests_per_s, 1e-9) - 1)
-        each = max(self.requests, STEADY_ROUNDS * cap)
+        each = max(self.requests if least is None else least, math.ceil(rounds * cap))
         return _closed_loop(self.traffic, cap * replicas, each * replicas, e2e)
 
     def at_rate(

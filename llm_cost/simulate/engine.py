@@ -66,6 +66,7 @@ nothing is admitted behind it while it lasts.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import random
@@ -283,7 +284,10 @@ class _Engine:
         self.limit = math.inf
         # the decoding cohort
         self.tick = 0
-        self.durations: list[float] = []  # each tick's step time
+        # the ticks' step times that are the longest of all ticks since (a stack of falling
+        # times: each tick's time pops the shorter ones before it), each with its last tick
+        self.peak_ticks: list[int] = []
+        self.peak_times: list[float] = []
         self.members = 0
         self.member_stages = [0] * self.stages
         self.context_base = 0  # sum over members of (computed - tick0): contexts sum to this + members x tick
@@ -358,7 +362,7 @@ class _Engine:
             r.tokens += ticks
             r.generated += ticks
             r.last_s = self.now  # the last tick ended now
-            longest = max(self.durations[r.tick0 : self.tick])
+            longest = self.longest_tick(r.tick0)
             if longest > r.itl_max:
                 r.itl_max = longest
             seq = r.seq
@@ -372,6 +376,10 @@ class _Engine:
         self.phases[key % self.config.block_tokens] -= 1
         r.tick0 = -1
         r.version += 1
+
+    def longest_tick(self, since: int) -> float:
+        """The longest step time of the ticks from ``since`` to now (the first peak at or after it)."""
+        return self.peak_times[bisect.bisect_left(self.peak_ticks, since)]
 
     def next_finish(self) -> int:
         """The tick at which the next member finishes (stale heap entries dropped)."""
@@ -410,7 +418,12 @@ class _Engine:
     def tick_cohort(self, seconds: float, steps: int = 1) -> None:
         """``steps`` ticks of ``seconds`` each: every member decodes a token per tick."""
         self.tick += steps
-        self.durations.extend([seconds] * steps)
+        peaks, ticks = self.peak_times, self.peak_ticks
+        while peaks and peaks[-1] <= seconds:
+            peaks.pop()
+            ticks.pop()
+        peaks.append(seconds)
+        ticks.append(self.tick - 1)
         for stage, count in enumerate(self.member_stages):
             if count:
                 self.gaps[stage][seconds] += count * steps

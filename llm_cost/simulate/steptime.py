@@ -100,8 +100,10 @@ class StepTimer:
             prefills,
         )
         hit = self.cache.get(key)
-        if hit is not None:
-            return hit
+        return hit if hit is not None else self.time_of(key)
+
+    def time_of(self, key: tuple[int, int, int, int, int]) -> float:
+        """Seconds of the step bucket ``key`` (its groups, :func:`step_groups`), memoised."""
         step = build_step(
             self.spec,
             step_groups(*key),
@@ -129,22 +131,10 @@ class ScaledTimer(StepTimer):
         )
         self.base, self.factor = base, factor
 
-    def seconds(
-        self, decodes: int, decode_context: int, prefill_tokens: int = 0, prefill_cached: int = 0, prefills: int = 0
-    ) -> float:
-        """``base``'s seconds of the step times the factor of its bucket."""
-        key = (
-            decodes,
-            context_bucket(decode_context) if decodes else 0,
-            max(bucket(prefill_tokens), prefills),
-            bucket(prefill_cached) if prefills else 0,
-            prefills,
-        )
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
-        seconds = self.base.seconds(decodes, decode_context, prefill_tokens, prefill_cached, prefills) * self.factor(
-            *key
-        )
+    def time_of(self, key: tuple[int, int, int, int, int]) -> float:
+        """``base``'s seconds of the bucket ``key`` times its factor, memoised."""
+        base = self.base
+        hit = base.cache.get(key)
+        seconds = (hit if hit is not None else base.time_of(key)) * self.factor(*key)
         self.cache[key] = seconds
         return seconds
