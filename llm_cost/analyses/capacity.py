@@ -25,6 +25,7 @@ of it, no workspace, no reserve, and token-exact sequences (:data:`DOCUMENTS`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from fractions import Fraction
@@ -118,7 +119,16 @@ def workspace_bytes(spec: ModelSpec, layout: Layout, step_tokens: int, sequences
     outputs (d + (n_q + 2 n_kv) d_h / t + 2 d_ff / t per token; for MoE the k routed experts'
     and the shared experts' widths) at 16 bits, and the logits (V / t per row) at 32 bits.
     vLLM measures this with a profiling run; here it is the sum of the largest live tensors."""
-    d, t = spec.hidden_size, layout.tp
+    per_token = _workspace_per_token(spec, layout.tp)
+    logits = Fraction(sequences * spec.vocab_size, layout.tp)
+    return math.ceil(step_tokens * per_token * _ACTIVATION_BITS / 8 + logits * _LOGIT_BITS / 8)
+
+
+@functools.lru_cache(maxsize=256)
+def _workspace_per_token(spec: ModelSpec, t: int) -> Fraction:
+    """The elements of :func:`workspace_bytes` per token at tensor parallelism ``t`` (memoised: a
+    plan asks for thousands of steps of one model)."""
+    d = spec.hidden_size
     att = spec.attention
     # the widest softmax layer's Q/K/V: a layer type's own K/V heads (MiMo-V2-Flash's sliding layers)
     # and head width (Gemma 4's full layers); GQA value heads may be narrower (v_head_dim)
@@ -131,9 +141,7 @@ def workspace_bytes(spec: ModelSpec, layout: Layout, step_tokens: int, sequences
     if spec.moe is not None:
         m = spec.moe
         widths.append(2 * (m.num_experts_per_tok * m.moe_intermediate_size + m.shared_expert_intermediate_size))
-    per_token = d + Fraction(qkv + max(widths, default=0), t)
-    logits = Fraction(sequences * spec.vocab_size, t)
-    return math.ceil(step_tokens * per_token * _ACTIVATION_BITS / 8 + logits * _LOGIT_BITS / 8)
+    return d + Fraction(qkv + max(widths, default=0), t)
 
 
 def paged_tokens(tokens: int, block: int) -> int:

@@ -1306,19 +1306,46 @@ class _Search:
         return with_band(run, again, nominal, self.time_model, self.serving_band, slow=(best, slow))
 
     def saturated(self, groups: Mapping[tuple[Layout, int], list[Candidate]]) -> list[ServeRun]:
-        """Without a rate: each group's picks as closed loops, then its descent where none at its
-        best concurrency holds the targets (module docstring)."""
-        runs: list[ServeRun] = []
-        for (layout, replicas), group in groups.items():
-            mine = [self.run(layout, replicas, c, self.closed(c, c.concurrency, replicas)) for c in _picks(group)]
+        """Without a rate: each group's picks as closed loops, then, the groups of the most
+        analytic throughput per GPU first, its descent where none at its best concurrency holds
+        the targets (module docstring), down to where it can no longer beat the best run holding
+        them so far (:func:`_throughput_bound`)."""
+        picked = {
+            key: [self.run(key[0], key[1], c, self.closed(c, c.concurrency, key[1])) for c in _picks(group)]
+            for key, group in groups.items()
+        }
+        runs = [r for mine in picked.values() for r in mine]
+        order = sorted(groups, key=lambda k: -max(c.output_tokens_per_s_per_gpu for c in groups[k]))
+        for layout, replicas in order:
+            group, mine = groups[(layout, replicas)], picked[(layout, replicas)]
             top = max(group, key=lambda c: c.output_tokens_per_s_per_gpu)
             if self.targets and not any(_holds(r) and r.max_num_seqs >= top.concurrency for r in mine):
-                mine += self.descend(layout, replicas, group, top, mine)
-            runs += mine
+                best = max((r.output_tokens_per_s_per_gpu for r in runs if _holds(r)), default=0.0)
+                runs += self.descend(layout, replicas, group, top, mine, best)
         return runs
 
+    def least_step(self, layout: Layout) -> float:
+        """The shortest step a run of ``layout`` takes at the band's slow end (the step timer a
+        candidate runs with): one sequence decoding after the mean prompt. No step of more
+        sequences, prompt tokens or context is shorter, so every gap between a request's tokens is
+        at least this long."""
+        prompt = round(_mean_lengths(self.traffic)[0])
+        return self.timer(layout)[1].seconds(1, prompt)
+
+    def hopeless(self, layout: Layout) -> bool:
+        """Whether no configuration of ``layout`` can meet the TPOT or ITL target, whatever its
+        cap: the target is below the shortest step (:meth:`least_step`)."""
+        least = self.least_step(layout)
+        return any(t.seconds < least for m, t in self.targets.items() if m in ("tpot_s", "itl_s"))
+
     def descend(
-        self, layout: Layout, replicas: int, group: list[Candidate], top: Candidate, mine: list[ServeRun]
+        self,
+        layout: Layout,
+        replicas: int,
+        group: list[Candidate],
+        top: Candidate,
+        mine: list[ServeRun],
+        best: float = 0.0,
     ) -> list[ServeRun]:
         """Descend from the analytic best until a configuration holds every target (module
         docstring): first the ladder's caps alone, by falling cap, to the first that holds; then the
@@ -1326,8 +1353,15 @@ class _Search:
         higher throughput first at one cap), by falling cap, to the first that holds (all the steps
         below when no ladder cap holds). The steps and their order depend on the targets only
         through the verdicts, and a verdict that holds under a target holds under a looser one, so
-        a looser target stops no lower."""
-        steps = _descent(group, top)
+        a looser target stops no lower. Not run, as no run of them could be chosen: any step when
+        the layout cannot meet the TPOT or ITL target at all (:meth:`hopeless`); a step whose cap
+        bounds its output tokens/s per GPU under ``best``, the most of a run already holding the
+        targets (each step emits at most ``cap`` tokens per replica and takes at least
+        :meth:`least_step`)."""
+        if self.hopeless(layout):
+            return []
+        least = self.least_step(layout)
+        steps = [(cap, c) for cap, c in _descent(group, top) if cap / (least * layout.gpus) >= best]
         rungs = set(ladder(top.concurrency))
         more: list[ServeRun] = []
         done = {(r.max_num_seqs, r.max_num_batched_tokens, r.chunked_prefill) for r in mine}

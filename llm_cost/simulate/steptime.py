@@ -12,8 +12,14 @@ split of the prompt chunks approximates the pairs of uneven chunks.
 
 Buckets: token counts below 64 are kept (decode contexts: rounded to 16); larger ones are rounded to
 a grid of 1/16 of their power of two (64-127 to 4 tokens, 512-1023 to 32, 2048-4095 to 128: within
-half a grid step, 1/32 = 3.1%). The sequence counts are kept exactly. A run of thousands of requests meets a few hundred distinct buckets, each built and timed
-once (about 80 us each for a dense 8B model).
+half a grid step, 1/32 = 3.1%). The sequence counts are kept exactly; from
+:data:`INTERPOLATE_FROM` decoding sequences on, a count between two points of the same grid
+(64-127: every 4th, 128-255: every 8th) is timed by linear interpolation between the steps of the
+two grid points around it (each built and timed), which differ by at most 1/16 of the count: a
+step's time is nearly linear in its decoding sequences there (weights read once, KV reads and
+attention per sequence, MoE experts touched by a smooth expected count), and a plan's runs of
+other caps meet the same grid points. A run of thousands of requests meets a few hundred distinct
+buckets, each built and timed once (about 80 us each for a dense 8B model).
 """
 
 from __future__ import annotations
@@ -27,7 +33,11 @@ from llm_cost.perf.timemodel import TimeModel
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.step import SeqGroup, build_step
 
-__all__ = ["StepTimer", "ScaledTimer", "bucket", "context_bucket", "same_context_bucket"]
+__all__ = ["StepTimer", "ScaledTimer", "bucket", "context_bucket", "same_context_bucket", "INTERPOLATE_FROM"]
+
+#: Decoding sequences from which a step's count is timed by interpolation between grid points
+#: (module docstring).
+INTERPOLATE_FROM = 64
 
 
 def bucket(tokens: int) -> int:
@@ -100,7 +110,25 @@ class StepTimer:
             prefills,
         )
         hit = self.cache.get(key)
-        return hit if hit is not None else self.time_of(key)
+        return hit if hit is not None else self.lookup(key)
+
+    def lookup(self, key: tuple[int, int, int, int, int]) -> float:
+        """Seconds of the step bucket ``key``, memoised: timed, or interpolated between the two grid
+        points around its decoding sequences (module docstring)."""
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        decodes = key[0]
+        if decodes < INTERPOLATE_FROM:
+            return self.time_of(key)
+        grid = 1 << (decodes.bit_length() - 5)
+        low = decodes // grid * grid
+        if low == decodes:
+            return self.time_of(key)
+        t_low, t_high = self.lookup((low, *key[1:])), self.lookup((low + grid, *key[1:]))
+        seconds = t_low + (t_high - t_low) * (decodes - low) / grid
+        self.cache[key] = seconds
+        return seconds
 
     def time_of(self, key: tuple[int, int, int, int, int]) -> float:
         """Seconds of the step bucket ``key`` (its groups, :func:`step_groups`), memoised."""
@@ -131,10 +159,11 @@ class ScaledTimer(StepTimer):
         )
         self.base, self.factor = base, factor
 
-    def time_of(self, key: tuple[int, int, int, int, int]) -> float:
+    def lookup(self, key: tuple[int, int, int, int, int]) -> float:
         """``base``'s seconds of the bucket ``key`` times its factor, memoised."""
-        base = self.base
-        hit = base.cache.get(key)
-        seconds = (hit if hit is not None else base.time_of(key)) * self.factor(*key)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        seconds = self.base.lookup(key) * self.factor(*key)
         self.cache[key] = seconds
         return seconds

@@ -75,7 +75,7 @@ class StepTimes:
                 kv_bits=self.kv_bits,
                 compute_dtype=self.compute,
             )
-            t = self.model.step_time(step, self.gpu)
+            t = self.model.step_time(step, self.gpu, operators=False)  # the stages and totals: no per-operator records
             self.cache[key] = pp * max(s.time_s for s in t.stages) if pp > 1 else t.time_s
         return self.cache[key]
 
