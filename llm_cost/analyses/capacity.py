@@ -6,7 +6,8 @@ Per GPU of the fullest pipeline stage::
 
     KV budget = capacity x utilisation - weights - activation workspace - runtime reserve
 
-* capacity: the physical memory (``memory_gib`` x 2^30: an "80 GB" H100 holds 80 GiB), or the
+* capacity: the memory the card reports (``memory_gib`` x 2^30: nvidia-smi's memory.total, an
+  "80 GB" H100's 81,559 MiB, an H200's 143,771 MiB; each spec cites its report), or the
   datasheet's figure read as 10^9 B under the source documents' convention
   (:class:`~llm_cost.core.types.MemoryConvention`);
 * utilisation: the share of memory the engine may use (vLLM's ``gpu_memory_utilization``,
@@ -15,7 +16,7 @@ Per GPU of the fullest pipeline stage::
   estimate (see :func:`workspace_bytes`), which vLLM measures with a profiling run;
 * runtime reserve: what the engine's PyTorch allocator never gets, default 2 GiB: the CUDA
   context, cuBLAS and NCCL buffers and CUDA graphs (vLLM's logs show 0.1-1.8 GiB of such
-  "non-torch" memory) and what the driver keeps (vLLM sees 79.22 GiB of an H100's 80 GiB).
+  "non-torch" memory) and what the driver keeps (vLLM sees 79.22 GiB of the 79.65 GiB an H100 reports).
 
 The KV cache is paged: every sequence holds whole blocks of ``block_tokens`` tokens (16, vLLM's
 default), so a sequence of s tokens takes ceil(s / 16) x 16 tokens of cache on every caching layer

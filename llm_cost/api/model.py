@@ -81,7 +81,11 @@ def defaults_used(model: str) -> Optional[list[str]]:
 
 
 def params(
-    model: ModelLike, weights_dtype: Any = None, layout: Optional[Layout] = None, checkpoint: Any = None
+    model: ModelLike,
+    weights_dtype: Any = None,
+    layout: Optional[Layout] = None,
+    checkpoint: Any = None,
+    quantize_embeddings: Any = False,
 ) -> ParamsResult:
     """Parameter breakdown and weight bytes (``llm-cost params``): every stored trainable tensor,
     N_gemm, active parameters of an MoE, the weight bytes at ``weights_dtype`` (default the
@@ -89,7 +93,8 @@ def params(
     :func:`llm_cost.api.choices.weight_bits`), per GPU of ``layout``, and the stored tensors of
     ``checkpoint`` (a safetensors folder or a GGUF file; default ``model`` when it is a path,
     or, for a Hugging Face id online, its safetensors shard headers read from the Hub by range
-    requests, no weight byte) compared with the description."""
+    requests, no weight byte) compared with the description. A ``weights_dtype`` quantizes the matmul
+    weights only, the embedding and LM head kept in 16 bits, unless ``quantize_embeddings``."""
     from llm_cost.analyses.checkpoint import checkpoint_report
     from llm_cost.model.params import count_params
 
@@ -97,7 +102,11 @@ def params(
     dtype = choices.weights_dtype_of(weights_dtype)
     gguf = source is not None and source.name.lower().endswith(".gguf")
     mixed = dtype is None and not gguf and spec.quantization is not None
-    bits = choices.weight_bits(spec, dtype, source=source) if dtype or gguf or mixed else None
+    bits = (
+        choices.weight_bits(spec, dtype, source=source, quantize_embeddings=quantize_embeddings)
+        if dtype or gguf or mixed
+        else None
+    )
     shown = dtype.value if dtype else ("the GGUF file's types" if gguf else None)
     if mixed:
         assert spec.quantization is not None

@@ -66,6 +66,7 @@ def serve(
     bits_per_weight: Any = None,
     group_size: Any = None,
     kv_dtype: Any = None,
+    quantize_embeddings: Any = False,
     profile: Any = None,
     memory: Any = MemoryConvention.PHYSICAL,
     gpu_memory_utilization: Any = None,
@@ -123,7 +124,7 @@ def serve(
         return result
     return _with_launch(
         result, engine_for_emit, model, gpu, weights_dtype, bits_per_weight, group_size, kv_dtype, memory,
-        gpu_memory_utilization, reserve_bytes, max_model_len,
+        gpu_memory_utilization, reserve_bytes, max_model_len, quantize_embeddings,
     )  # fmt: skip
 
 
@@ -133,7 +134,8 @@ def _serve(
     chunked_prefill: Any, workload: Any, trace: Any, prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any,
     requests: Any, engine: Any, max_num_seqs: Any, prefix_caching: Any, max_model_len: Any, seed: Any, router: Any,
     analytic: Any,
-    dtype: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any, kv_dtype: Any, profile: Any, memory: Any,
+    dtype: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any, kv_dtype: Any, quantize_embeddings: Any,
+    profile: Any, memory: Any,
     gpu_memory_utilization: Any, reserve_bytes: Any, network_gb_s: Any,
 ) -> Any:  # fmt: skip
     """:func:`serve` without ``emit``."""
@@ -159,6 +161,7 @@ def _serve(
         bits_per_weight=bits_per_weight,
         group_size=group_size,
         kv_dtype=kv_dtype,
+        quantize_embeddings=quantize_embeddings,
         memory=memory,
         gpu_memory_utilization=gpu_memory_utilization,
         reserve_bytes=reserve_bytes,
@@ -238,6 +241,7 @@ def _with_launch(
     gpu_memory_utilization: Any,
     reserve_bytes: Any,
     max_model_len: Any,
+    quantize_embeddings: Any = False,
 ) -> Any:
     """``result`` with its ``launch``: the command of its chosen configuration on ``engine``
     (:func:`llm_cost.analyses.launch.launch_command`). InputError for a disaggregated plan (two
@@ -256,7 +260,7 @@ def _with_launch(
 
     spec, g = load_model(model), load_gpu(gpu)
     run = result.chosen if isinstance(result, SimulatedPlan) else result
-    weight_bits, _ = served_weight_bits(spec, weights_dtype, bits_per_weight, group_size)
+    weight_bits, _ = served_weight_bits(spec, weights_dtype, bits_per_weight, group_size, quantize_embeddings)
     kv_bits = choices.kv_dtype_of(kv_dtype).bits
     policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
     length = checks.optional(max_model_len, checks.count, "max_model_len", 2, 2**24) or spec.max_position_embeddings
@@ -324,7 +328,9 @@ def _with_launch(
     return dataclasses.replace(result, launch=dataclasses.replace(launch, conventions=[*launch.conventions, *notes]))
 
 
-def served_weight_bits(spec: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any) -> tuple[Any, list[Any]]:
+def served_weight_bits(
+    spec: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any, quantize_embeddings: Any = False
+) -> tuple[Any, list[Any]]:
     """Bits per weight a server holds (:func:`llm_cost.api.choices.weight_bits`) and the note that
     says why when it is not the checkpoint's: a checkpoint stored in float32 (Gemma-2-9B's
     ``torch_dtype: float32``) is served at 16 bits (bf16) unless ``weights_dtype`` asks for fp32, as
@@ -340,13 +346,20 @@ def served_weight_bits(spec: Any, weights_dtype: Any, bits_per_weight: Any, grou
         and spec.torch_dtype == Dtype.FP32
     ):
         return 16, [note("serve.fp32_checkpoint", model=spec.name)]
-    return choices.weight_bits(spec, weights_dtype, bits_per_weight, group_size), []
+    bits = choices.weight_bits(
+        spec, weights_dtype, bits_per_weight, group_size, quantize_embeddings=quantize_embeddings
+    )
+    return bits, []
 
 
 def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str, Any]:
     """The formats, price, memory policy and network of a plan, resolved."""
     bits, bits_notes = served_weight_bits(
-        spec, options["weights_dtype"], options["bits_per_weight"], options["group_size"]
+        spec,
+        options["weights_dtype"],
+        options["bits_per_weight"],
+        options["group_size"],
+        options["quantize_embeddings"],
     )
     return dict(
         weight_bits=bits,

@@ -32,6 +32,7 @@ from llm_cost.cli.step_options import (
     MemoryOpt,
     NetworkGbS,
     ProfileOpt,
+    QuantizeEmbeddings,
     ReserveGb,
     WeightsDtype,
 )
@@ -344,6 +345,7 @@ def serve(
     analytic: Analytic = False,
     dtype: ComputeDtype = None,
     weights_dtype: WeightsDtype = None,
+    quantize_embeddings: QuantizeEmbeddings = False,
     bits_per_weight: BitsPerWeight = None,
     group_size: GroupSize = None,
     kv_dtype: KvDtype = StorageDtype.BF16,
@@ -435,6 +437,7 @@ def _options(given: dict[str, Any], layout: Any) -> dict[str, Any]:
         prefix_caching=not given["no_prefix_caching"],
         dtype=given["dtype"],
         weights_dtype=given["weights_dtype"],
+        quantize_embeddings=given["quantize_embeddings"],
         bits_per_weight=given["bits_per_weight"],
         group_size=given["group_size"],
         kv_dtype=given["kv_dtype"],

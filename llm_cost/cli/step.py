@@ -41,6 +41,7 @@ from llm_cost.cli.step_options import (
     NetworkGbS,
     PredictionEngine,
     ProfileOpt,
+    QuantizeEmbeddings,
     SeqGrid,
     WeightFlopsOpt,
     WeightsDtype,
@@ -209,6 +210,7 @@ def roofline(
     gpu: Gpu = "h100",
     dtype: ComputeDtype = None,
     weights_dtype: WeightsDtype = None,
+    quantize_embeddings: QuantizeEmbeddings = False,
     bits_per_weight: BitsPerWeight = None,
     group_size: GroupSize = None,
     kv_dtype: StepKvDtype = None,
@@ -257,7 +259,7 @@ def roofline(
         profile=profile,
         engine=engine,
     )
-    given = (phase, batch, context, seq, logits, weight_bytes, *step_options.values())
+    given = (phase, batch, context, seq, logits, weight_bytes, *step_options.values(), quantize_embeddings or None)
     if model is None and not ops and all(v is None for v in given):
         _ridges(gpu, as_json, as_csv, plot)
         return
@@ -266,7 +268,13 @@ def roofline(
     name = model or DEFAULT_STEP_MODEL
     if prefill:
         result: Any = api.prefill_sweep(
-            name, gpu, batch or [1], seq or [8192], logits=logits or Logits.LAST, **step_options
+            name,
+            gpu,
+            batch or [1],
+            seq or [8192],
+            logits=logits or Logits.LAST,
+            quantize_embeddings=quantize_embeddings,
+            **step_options,
         )
     else:
         grid = len(batch or [1]) * len(context or [0]) > 1  # a grid's JSON rows: figures, the rest with --ops
@@ -278,6 +286,7 @@ def roofline(
             weight_bytes=weight_bytes or WeightBytes.READ,
             detail=plot is not None or not (as_csv or (grid and as_json and not ops)),
             ops=plot is not None or not grid or ops,
+            quantize_embeddings=quantize_embeddings,
             **step_options,
         )
     shown = (model is not None, ops, context is None, all_rows)

@@ -65,8 +65,9 @@ class MLAForm(TextEnum):
 
 
 class MemoryConvention(TextEnum):
-    """How a GPU's memory is counted: the physical capacity a deployment gets (an "80 GB" H100
-    holds 80 GiB), or the datasheet's figure read as 10^9 B (the source documents' convention)."""
+    """How a GPU's memory is counted: the capacity a deployment gets, as the card reports it (an
+    "80 GB" H100 reports 81,559 MiB), or the datasheet's figure read as 10^9 B (the source
+    documents' convention)."""
 
     PHYSICAL = "physical"
     DATASHEET = "datasheet"

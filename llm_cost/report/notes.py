@@ -30,7 +30,7 @@ def _does_not_fit(p: dict) -> str:
 
 def _capacity_policy(p: dict) -> str:
     if p["physical"]:
-        where = f"{p['memory_gib']:g} GiB = {p['capacity_bytes']:,} B (physical)"
+        where = f"{p['memory_gib']:g} GiB = {p['capacity_bytes']:,} B (as the card reports it)"
     else:
         where = f"{p['memory_gb']:g} GB = {p['capacity_bytes']:,} B (datasheet, 10^9 B per GB)"
     return (
@@ -124,9 +124,17 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "params.n_gemm": "N_gemm: matmul weights a token passes through (no embedding lookup, norms or biases; LM head "
     "included)",
     "params.weight_bytes": "weight bytes: every parameter at {bits:g} bits ({dtype}); GB = 10^9 B, GiB = 2^30 B",
-    "params.weight_bytes_mixed": "weight bytes: the checkpoint's formats by tensor group ({method}): matmul weights in "
-    "{format} with their scales, {kept}embedding, LM head, router and vectors in {kept_dtype}; {bits:.4g} bits per "
-    "parameter on average; GB = 10^9 B, GiB = 2^30 B",
+    "params.weight_bytes_mixed": lambda p: (
+        (
+            f"weight bytes: the matmul weights in {p['format']} at {p['quantized']:g} bits with their scales, the "
+            f"embedding, LM head, router and vectors kept in {p['kept_dtype']}, as AWQ and GPTQ checkpoints keep them "
+            "(asked, the embedding and LM head are stored in the format too)"
+            if p["method"].startswith("weight-only") and p.get("quantized") is not None
+            else f"weight bytes: the checkpoint's formats by tensor group ({p['method']}): matmul weights in "
+            f"{p['format']} with their scales, {p['kept']}embedding, LM head, router and vectors in {p['kept_dtype']}"
+        )
+        + f"; {p['bits']:.4g} bits per parameter on average; GB = 10^9 B, GiB = 2^30 B"
+    ),
     "params.active": "active: all parameters less the routed experts a token skips (k of E per MoE layer)",
     "params.kv_shared_unloaded": "checkpoint total: Google's files also store k_proj, v_proj and k_norm for the "
     "KV-shared layers, which read an earlier layer's cache; transformers ignores them on load "
@@ -210,7 +218,15 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "checkpoint.matched_by_role": "matched by role: projections (fused q/k/v and gate/up merged), pooled block norms, "
     "router, embedding, LM head, vision tower, MTP layers; a role is reported when its "
     "element totals differ",
-    "fit.dtypes": "weights: every parameter at {bits:g} bits; KV at {kv_bits} bits per element",
+    "fit.dtypes": lambda p: (
+        (
+            f"weights: the matmul weights at {p['quantized']:g} bits, the embedding, LM head and vectors in "
+            f"{p['kept_dtype']} ({p['bits']:.4g} bits per parameter on average)"
+            if p.get("quantized") is not None
+            else f"weights: every parameter at {p['bits']:g} bits"
+        )
+        + f"; KV at {p['kv_bits']} bits per element"
+    ),
     "fit.whole_sequences": lambda p: (
         "max batch and context use whole sequences: batch x kv(context) <= KV budget"
         + (f", each sequence in {p['block_tokens']}-token blocks" if p["block_tokens"] > 1 else "")
@@ -486,7 +502,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "train.layout_memory": lambda p: (
         "memory "
         + (
-            f"{p['memory_gib']:g} GiB (physical)"
+            f"{p['memory_gib']:g} GiB (as the card reports it)"
             if p["memory_gib"] is not None
             else f"{p['memory_gb']:g} GB (datasheet, 10^9 B)"
         )

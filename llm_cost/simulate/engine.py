@@ -930,7 +930,7 @@ def _least_loaded(engines: Sequence[_Engine]) -> Callable[[Request], int]:
             idx = (start[0] + i) % n
             e = engines[idx]
             waiting, running = e.load()
-            score = waiting + running
+            score: float = waiting + running
             if waiting:
                 score += waiting * 6.0 * max(0.0, e.pool.used / e.pool.total - 0.5)
             if score < best:
