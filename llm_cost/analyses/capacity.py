@@ -42,6 +42,8 @@ from llm_cost.model.layout import ONE_GPU, Layout, per_gpu, stage_kv_bytes
 from llm_cost.specs.schema import GQAAttention, HardwareSpec, ModelSpec
 
 __all__ = [
+    "TIGHT_HEADROOM_BYTES",
+    "tight_memory_note",
     "MemoryPolicy",
     "DEPLOYMENT",
     "DOCUMENTS",
@@ -250,6 +252,21 @@ def kv_room(
         max_concurrency(budget, per_seq),
         policy.block_tokens,
     )
+
+
+#: Memory left on the fullest GPU under which a plan is warned about (2 GiB): a step's activations
+#: past the estimate, allocator fragmentation, CUDA graphs or NCCL buffers larger than the reserve
+#: would not fit in it.
+TIGHT_HEADROOM_BYTES = 2 * 2**30
+
+
+def tight_memory_note(headroom_bytes: int | float | Fraction, what: str) -> list[Note]:
+    """A warning when ``headroom_bytes`` (what is left on the fullest GPU of ``what``, after all it
+    holds) is from 0 to :data:`TIGHT_HEADROOM_BYTES`; nothing otherwise (a plan that does not fit
+    says so itself)."""
+    if not 0 <= headroom_bytes < TIGHT_HEADROOM_BYTES:
+        return []
+    return [note("warning.tight_memory", headroom=float(headroom_bytes), what=what, bound=TIGHT_HEADROOM_BYTES)]
 
 
 def policy_note(gpu: HardwareSpec, policy: MemoryPolicy) -> Note:

@@ -13,7 +13,15 @@ import math
 from dataclasses import field
 from fractions import Fraction
 
-from llm_cost.analyses.capacity import DEPLOYMENT, KvRoom, MemoryPolicy, kv_room, paged_tokens, policy_note
+from llm_cost.analyses.capacity import (
+    DEPLOYMENT,
+    KvRoom,
+    MemoryPolicy,
+    kv_room,
+    paged_tokens,
+    policy_note,
+    tight_memory_note,
+)
 from llm_cost.analyses.memory import Fit
 from llm_cost.analyses.roofline import DecodeStep, decode_step
 from llm_cost.analyses.serving.replicas import node_gpus
@@ -88,6 +96,7 @@ def deployment(
         note("layout.sharding"),
         policy_note(gpu, policy),
         note("layout.memory", bits=float(bits), kv_bits=kv_bits, sequences=seqs),
+        *tight_memory_note(headroom, f"TP {layout.tp} x PP {layout.pp} at batch {batch} x {context:,} tokens"),
     ]
     return Deployment(
         spec.name,

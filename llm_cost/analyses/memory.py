@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import field
 from fractions import Fraction
 
-from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, kv_room, paged_tokens, policy_note
+from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, kv_room, paged_tokens, policy_note, tight_memory_note
 from llm_cost.core.choices import ActivationFormula, MemoryConvention, Recompute
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
@@ -127,6 +127,14 @@ def fit(
     conventions = [
         policy_note(gpu, policy),
         _dtypes_note(bits, kv_bits),
+        *(
+            tight_memory_note(
+                budget - kv_bytes(spec, paged_tokens(context, block), kv_bits, batch),
+                f"batch {batch} x {context:,} tokens",
+            )
+            if fits
+            else []
+        ),
         note("fit.whole_sequences", block_tokens=block),
     ] + spec.context_note([context, *(concurrency_contexts if fits else ())])
     longest = max_context(spec, budget, batch, kv_bits, block_tokens=block)

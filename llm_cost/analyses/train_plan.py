@@ -30,6 +30,7 @@ import math
 from dataclasses import field, replace
 from typing import Any, Optional
 
+from llm_cost.analyses.capacity import tight_memory_note
 from llm_cost.analyses.memory import activation_memory
 from llm_cost.analyses.train_step import (
     Links,
@@ -668,6 +669,7 @@ def _plan(
         note("train_plan.step", time_model=time_model),
         note("train_plan.mfu", tflops=gpu.peak_flops(dtype) / 1e12, dtype=dtype.value),
         note("train_plan.memory", reserve_gib=(gpu.capacity_bytes - best.memory.room_bytes) / 2**30),
+        *tight_memory_note(best.memory.room_bytes - best.memory.total_bytes, f"the layout {lay.label()}"),
         note("train_plan.band", band=band),
         *([note("train_plan.moe_unchecked")] if spec.moe is not None else []),
         note("train_plan.left_out"),

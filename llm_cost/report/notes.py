@@ -315,6 +315,12 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + "; analytic scaling: the queueing formulas are not re-evaluated at the band's ends (the simulated plan "
         "re-simulates them)"
     ),
+    "warning.tight_memory": lambda p: (
+        f"warning: {p['what']} leaves {p['headroom'] / 2**30:,.2f} GiB free on its fullest GPU, under "
+        f"{p['bound'] / 2**30:g} GiB: activations past the estimate, allocator fragmentation, CUDA graphs or NCCL "
+        "buffers larger than the reserve can run it out of memory; give it more memory (GPUs, fewer bits, a shorter "
+        "context or batch)"
+    ),
     "warning.serve_goodput": lambda p: (
         f"warning: goodput {p['goodput']:,.3g} of {p['served']:,.3g} requests/s served: fewer than half the requests "
         "meet every target on their own (goodput, DistServe's, counts a request only when its own TTFT, TPOT and E2E "
