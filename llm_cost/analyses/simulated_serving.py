@@ -486,13 +486,25 @@ def run_configuration(
     )  # fmt: skip
     s = result.summary
     if s.rejected and not s.requests:
-        too_long = _all_refused(traffic, engine, tokens, candidate is None)
+        too_long = _all_refused(traffic, engine, tokens, candidate is None, spec.max_position_embeddings)
         if too_long is not None:
             raise too_long
     return _serve_run(
         spec.name, gpu, layout, traffic, engine, time_model, replicas, goals, usd_per_gpu_hour, result, scale,
-        tokens, candidate, notes,
+        tokens, candidate, [*_refused_rows(traffic, engine), *notes],
     )  # fmt: skip
+
+
+def _refused_rows(traffic: Workload | Trace, engine: EngineConfig) -> list[Note]:
+    """A warning when rows of a trace are longer than ``max_model_len`` (the engine refuses them),
+    naming the setting that replays them all."""
+    limit = engine.max_model_len
+    if limit is None or not isinstance(traffic, Trace):
+        return []
+    long = [r.input_tokens + r.output_tokens for r in traffic.rows if r.input_tokens + r.output_tokens > limit]
+    if not long or len(long) == len(traffic.rows):
+        return []
+    return [note("warning.refused_rows", rows=len(long), of=len(traffic.rows), limit=limit, longest=max(long))]
 
 
 def _serve_run(
@@ -853,13 +865,27 @@ def _mean_lengths(traffic: Workload | Trace) -> tuple[float, float]:
     return traffic.input_tokens.mean, traffic.output_tokens.mean
 
 
-def _all_refused(traffic: Workload | Trace, engine: EngineConfig, kv_tokens: int, alone: bool) -> InputError | None:
+def _all_refused(
+    traffic: Workload | Trace, engine: EngineConfig, kv_tokens: int, alone: bool, context: int
+) -> InputError | None:
     """The one-line error when a run refused every request: its requests are longer than
     ``max_model_len`` (vLLM refuses a prompt plus its output past it: any configuration would), or,
     for one configuration given (``alone``), they do not fit its empty KV cache. None otherwise
     (a plan's candidate that refuses all is ranked out)."""
     mean_in, mean_out = _mean_lengths(traffic)
     limit = engine.max_model_len
+    if limit is not None and isinstance(traffic, Trace):
+        shortest = min(r.input_tokens + r.output_tokens for r in traffic.rows)
+        fix = (
+            f"give max_model_len {shortest:,} or more"
+            if shortest <= context
+            else f"the model takes at most {context:,}: replay rows of at most that"
+        )
+        return InputError(
+            f"max_model_len: every row of the trace was refused: the shortest, prompt and output, holds "
+            f"{shortest:,} tokens, more than max_model_len {limit:,}; {fix}",
+            fields=("max_model_len", "trace"),
+        )
     if limit is not None and mean_in + mean_out > limit:
         return InputError(
             f"max_model_len: every request was refused: prompts of {mean_in:,.0f} + {mean_out:,.0f} output tokens "

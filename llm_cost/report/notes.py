@@ -315,6 +315,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + "; analytic scaling: the queueing formulas are not re-evaluated at the band's ends (the simulated plan "
         "re-simulates them)"
     ),
+    "warning.refused_rows": "warning: {rows:,} of the trace's {of:,} rows are longer than max_model_len {limit:,} "
+    "(prompt and output) and are refused, as vLLM refuses them; max_model_len {longest:,} (the model's context at "
+    "most) replays them all",
     "warning.tight_memory": lambda p: (
         f"warning: {p['what']} leaves {p['headroom'] / 2**30:,.2f} GiB free on its fullest GPU, under "
         f"{p['bound'] / 2**30:g} GiB: activations past the estimate, allocator fragmentation, CUDA graphs or NCCL "

@@ -500,7 +500,8 @@ def check_workload(workload: Workload, where: str | None = None, limit: int | No
             "prefix.tokens",
             f"{p.tokens:,} shared tokens must be fewer than the prompt's {shortest:,g} tokens "
             f"({'its mean' if isinstance(workload.input_tokens, (Normal, LogNormal)) else 'its shortest'}; "
-            "input_tokens is the whole prompt, prefix included)",
+            "input_tokens is the whole prompt, prefix included): the longest shared prefix these prompts take is "
+            f"{max(0, math.ceil(shortest) - 1):,} tokens",
         )
 
 
