@@ -69,6 +69,7 @@ from llm_cost.simulate import (
 )
 from llm_cost.simulate.intervals import interval
 from llm_cost.simulate.results import METRICS, Distribution
+from llm_cost.simulate.workload import MAX_REQUESTS
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 __all__ = [
@@ -1069,8 +1070,18 @@ def _engine_for(c: Candidate, base: EngineConfig, saturated: bool, cap: int | No
 
 
 def _rank_key(run: ServeRun, qps: float | None) -> tuple:
+    """How candidates rank, best first: those holding the targets (:func:`_holds`); at a rate, the
+    fewest GPUs, then the most headroom to the targets at the upper ends of their sampling
+    intervals (:func:`_distance`: between configurations of as many GPUs that both serve the rate,
+    goodput differs by sampling noise, the latency headroom by their layouts), then goodput;
+    saturated, the most output tokens/s per GPU, then the fewest GPUs."""
     if qps is not None:
-        return (not _holds(run), run.gpus, -run.goodput_rps, run.e2e_s or 0.0)
+        return (
+            not _holds(run),
+            run.gpus,
+            round(_distance(run, run.targets, _implicit_ttft(run.targets)), 2),
+            -run.goodput_rps,
+        )
     return (not _holds(run), -run.output_tokens_per_s_per_gpu, run.gpus)
 
 
@@ -1250,6 +1261,24 @@ def _clearly_misses(run: ServeRun) -> bool:
     return s.requests == 0
 
 
+#: How much longer the chosen plan's runs are at a rate when a target's percentile is not bounded by
+#: its run (:meth:`_Search.banded`).
+FINAL_FACTOR = 5
+
+
+def _tail_clipped(run: ServeRun) -> bool:
+    """Whether a target's percentile reaches the run's longest request at the upper end of its
+    sampling interval: the run has too few requests past the percentile to bound it."""
+    s = run.simulation.summary
+    for m, t in run.targets.items():
+        ci = run.percentiles[m].ci.get(t.name)
+        longest = getattr(s, m).max
+        if t.percentile is not None or t.name != "mean":
+            if ci is not None and longest is not None and ci[1] >= longest:
+                return True
+    return False
+
+
 def _holds(run: ServeRun) -> bool:
     """Whether a candidate meets every target on the pessimistic side of its simulation: at the
     upper end of each target statistic's sampling interval (a candidate is simulated at the band's
@@ -1286,6 +1315,7 @@ class _Search:
         self.ends = band_ends(time_model, serving_band)
         self.timers: dict[Layout, tuple[StepTimer, StepTimer]] = {}
         self.reruns: dict[int, Callable[[StepTimer], ServeRun]] = {}
+        self.setups: dict[int, tuple[Layout, int, Candidate, Workload | Trace, int | None]] = {}
 
     def timer(self, layout: Layout) -> tuple[StepTimer, StepTimer]:
         """The layout's (nominal, slow end) step timers, shared by its runs."""
@@ -1313,6 +1343,7 @@ class _Search:
         if self.ends is not None:
             result = dataclasses.replace(result, timed_at="slow end")
         self.reruns[id(result)] = again
+        self.setups[id(result)] = (layout, replicas, c, load, cap)
         return result
 
     def router_of(self, layout: Layout, replicas: int) -> Router:
@@ -1322,7 +1353,14 @@ class _Search:
 
     def banded(self, best: ServeRun) -> ServeRun:
         """The chosen candidate simulated at nominal step times, with its band (the slow end is
-        the candidate's own run)."""
+        the candidate's own run); at a rate, first run again :data:`FINAL_FACTOR` times as long
+        when a target's percentile reaches the run's longest request at the upper end of its
+        sampling interval (too few requests beyond it to bound it: :func:`_tail_clipped`)."""
+        layout, replicas, c, load, cap = self.setups[id(best)]
+        if self.qps is not None and _tail_clipped(best) and isinstance(load, Workload) and load.requests:
+            longer = min(load.requests * FINAL_FACTOR, MAX_REQUESTS)
+            if longer > load.requests:
+                best = self.run(layout, replicas, c, dataclasses.replace(load, requests=longer), cap)
         again = self.reruns[id(best)]
         nominal, slow = self.timer(best.layout)
         if self.ends is None:
@@ -1522,11 +1560,14 @@ def _good(run: ServeRun, bound: float | None) -> bool:
 
 
 def _distance(run: ServeRun, targets: Mapping[str, Target], bound: float | None) -> float:
-    """How far ``run`` is from its targets: the largest of each target's reached value over its
-    bound (and the P99 TTFT over ``bound``); at most 1 when it meets them."""
+    """How far ``run`` is from its targets: the largest of each target's statistic, at the upper
+    end of its sampling interval, over its bound (and the P99 TTFT's over ``bound``); at most 1
+    when it holds them."""
     s = run.simulation.summary
-    ratios = [(t.value(getattr(s, m)) or 0.0) / t.seconds for m, t in targets.items()]
-    p99 = run.percentiles["ttft_s"].p99
+    ratios = [(_upper(run.percentiles[m], t, t.value(getattr(s, m))) or 0.0) / t.seconds for m, t in targets.items()]
+    p = run.percentiles["ttft_s"]
+    ci = p.ci.get("p99")
+    p99 = ci[1] if ci is not None else p.p99
     if bound is not None and p99 is not None:
         ratios.append(p99 / bound)
     return max(ratios, default=0.0)

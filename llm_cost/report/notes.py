@@ -365,7 +365,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             else "one replica"
         )
         + (f"; {p['requests']:,} requests simulated" if p.get("requests") is not None else "")
-        + "; percentiles linear between order statistics; sampling intervals: 95% by batch means over the requests "
+        + "; percentiles linear between order statistics; sampling intervals: 99% by batch means over the requests "
         "in arrival order, widened sqrt 2 to hold another seed's figure (llm_cost/simulate/intervals.py; none for "
         "ITL, whose gaps within a step are not independent); goodput: requests/s meeting every target (DistServe); "
         "rates (served, goodput, tokens/s, $) and occupancy over the steady window, from the completion ending the "

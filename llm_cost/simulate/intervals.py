@@ -34,7 +34,7 @@ from llm_cost.simulate.results import percentile
 __all__ = ["interval", "CONFIDENCE", "BATCHES", "LEAST_PER_BATCH", "LEAST_REQUESTS", "RERUN", "t_quantile"]
 
 #: Two-sided confidence of the intervals.
-CONFIDENCE = 0.95
+CONFIDENCE = 0.99
 #: The most batches a run's requests are cut into, and the fewest requests a batch holds.
 BATCHES, LEAST_PER_BATCH = 20, 10
 #: The fewest values an interval is drawn from (two batches).
@@ -43,18 +43,18 @@ LEAST_REQUESTS = 2 * LEAST_PER_BATCH
 #: the difference of two independent estimates has sqrt 2 times one's standard error.
 RERUN = math.sqrt(2)
 
-#: Student's t at 97.5% (two-sided 95%) for 1 .. 30 degrees of freedom (Abramowitz and Stegun,
+#: Student's t at 99.5% (two-sided 99%) for 1 .. 30 degrees of freedom (Abramowitz and Stegun,
 #: table 26.10).
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+_T995 = (
+    63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169,
+    3.106, 3.055, 3.012, 2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845,
+    2.831, 2.819, 2.807, 2.797, 2.787, 2.779, 2.771, 2.763, 2.756, 2.750,
 )  # fmt: skip
 
 
 def t_quantile(df: int) -> float:
-    """Student's t at 97.5% with ``df`` degrees of freedom (1.960 beyond 30)."""
-    return _T975[df - 1] if 1 <= df <= len(_T975) else 1.960
+    """Student's t at 99.5% with ``df`` degrees of freedom (2.576 beyond 30)."""
+    return _T995[df - 1] if 1 <= df <= len(_T995) else 2.576
 
 
 def _batches(values: Sequence[float]) -> list[Sequence[float]]:
