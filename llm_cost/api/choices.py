@@ -85,12 +85,14 @@ def weight_bits(
     when its ``quantization`` says so (:class:`llm_cost.model.formats.MixedBits`: gpt-oss's MXFP4
     experts beside BF16 attention), else its ``torch_dtype``. A block-scaled ``weights_dtype``
     carries its scales (mxfp4 4.25, nvfp4 4.5, fp8_block 8 + 1/512 bits:
-    :data:`llm_cost.core.types.BLOCK_SCALES`). A ``weights_dtype`` of fewer bits than the
-    checkpoint's quantizes its matmul weights only: the embedding, LM head, router and vectors stay in
-    the checkpoint's dtype (:func:`llm_cost.model.formats.weight_only_bits`, as AWQ, GPTQ and vLLM's
-    fp8 leave them) unless ``quantize_embeddings``, which stores every parameter in it. InputError
-    naming the arguments that conflict or are out of range."""
+    :data:`llm_cost.core.types.BLOCK_SCALES`). A weight-only ``weights_dtype`` (int4, int8:
+    :data:`GROUPED_DTYPES`) quantizes the matmul weights only: the embedding, LM head, router and
+    vectors stay in the checkpoint's 16-bit dtype (:func:`llm_cost.model.formats.weight_only_bits`, as
+    AWQ and GPTQ checkpoints keep them) unless ``quantize_embeddings``, which stores every parameter
+    in it; any other format stores every parameter in it (the source documents' convention for
+    fp8). InputError naming the arguments that conflict or are out of range."""
     dtype = weights_dtype_of(weights_dtype)
+    quantize_embeddings = False if quantize_embeddings is None else quantize_embeddings
     if not isinstance(quantize_embeddings, bool):
         raise InputError(
             f"quantize_embeddings: {quantize_embeddings!r} must be True or False", fields=("quantize_embeddings",)
@@ -123,7 +125,7 @@ def weight_bits(
         return checkpoint_bits(spec)
     exact = stored_weight_bits((dtype or StorageDtype(spec.torch_dtype)).value, group)
     kept = Dtype(spec.torch_dtype) if spec.torch_dtype in (Dtype.BF16, Dtype.FP16) else Dtype.BF16
-    if dtype is not None and not quantize_embeddings and exact < DTYPE_BITS[kept]:
+    if dtype in GROUPED_DTYPES and not quantize_embeddings and exact < DTYPE_BITS[kept]:
         from llm_cost.model.formats import weight_only_bits
 
         return weight_only_bits(spec, dtype, exact, kept)

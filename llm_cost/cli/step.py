@@ -258,23 +258,17 @@ def roofline(
         network_gb_s=network_gb_s,
         profile=profile,
         engine=engine,
+        quantize_embeddings=quantize_embeddings or None,  # None: not given
     )
-    given = (phase, batch, context, seq, logits, weight_bytes, *step_options.values(), quantize_embeddings or None)
+    given = (phase, batch, context, seq, logits, weight_bytes, *step_options.values())
     if model is None and not ops and all(v is None for v in given):
         _ridges(gpu, as_json, as_csv, plot)
         return
-    prefill = phase is OnePhase.prefill
-    _check_phase(prefill, context, weight_bytes, seq, logits)
+    _check_phase(prefill := phase is OnePhase.prefill, context, weight_bytes, seq, logits)
     name = model or DEFAULT_STEP_MODEL
     if prefill:
         result: Any = api.prefill_sweep(
-            name,
-            gpu,
-            batch or [1],
-            seq or [8192],
-            logits=logits or Logits.LAST,
-            quantize_embeddings=quantize_embeddings,
-            **step_options,
+            name, gpu, batch or [1], seq or [8192], logits=logits or Logits.LAST, **step_options
         )
     else:
         grid = len(batch or [1]) * len(context or [0]) > 1  # a grid's JSON rows: figures, the rest with --ops
@@ -286,7 +280,6 @@ def roofline(
             weight_bytes=weight_bytes or WeightBytes.READ,
             detail=plot is not None or not (as_csv or (grid and as_json and not ops)),
             ops=plot is not None or not grid or ops,
-            quantize_embeddings=quantize_embeddings,
             **step_options,
         )
     shown = (model is not None, ops, context is None, all_rows)

@@ -156,9 +156,13 @@ def test_fit_sliding_window_context_is_unbounded():
 
 
 def test_quantized_weights_shrink_the_bound(cli):
+    """A batch-1 decode reads its weights: int4 at 4.25 bits cuts the bound more than 3.5x when every
+    parameter is stored in it; with the LM head kept in bf16 (as AWQ/GPTQ keep it), its 525 M
+    parameters stay at 2 B, so the cut is less, but more than 3x."""
     base = cli("roofline", "llama3-8b", "--json").json()["bound_s"]
-    q = cli("roofline", "llama3-8b", "--weights-dtype", "int4", "--json").json()["bound_s"]
-    assert q < base / 3.5
+    every = cli("roofline", "llama3-8b", "--weights-dtype", "int4", "--quantize-embeddings", "--json").json()["bound_s"]
+    kept = cli("roofline", "llama3-8b", "--weights-dtype", "int4", "--json").json()["bound_s"]
+    assert every < base / 3.5 and base / 3.5 < kept < base / 3
 
 
 def test_activations_command(cli):

@@ -254,9 +254,10 @@ def test_group_size_counts_scales_and_zeros_in_the_weight_bytes(cli):
         return cli("roofline", "llama3-8b", "--context", "1K", *flags, "--json").json()["matmul_weight_bytes"]
 
     bf16 = matmul_bytes()
-    assert matmul_bytes("--weights-dtype", "int4", "--group-size", "32") * 16 == bf16 * 5  # 4 + 32/32 bits
-    assert matmul_bytes("--weights-dtype", "int4") * 16 == bf16 * 4.25  # group 128 by default
-    assert matmul_bytes("--weights-dtype", "int8") * 2 == bf16  # per channel
+    every = "--quantize-embeddings"  # the LM head's matmul weights in the format too
+    assert matmul_bytes("--weights-dtype", "int4", "--group-size", "32", every) * 16 == bf16 * 5  # 4 + 32/32 bits
+    assert matmul_bytes("--weights-dtype", "int4", every) * 16 == bf16 * 4.25  # group 128 by default
+    assert matmul_bytes("--weights-dtype", "int8", every) * 2 == bf16  # per channel
     refused = cli("roofline", "llama3-8b", "--group-size", "32")
     assert refused.code == 2 and "--group-size" in refused.err
 

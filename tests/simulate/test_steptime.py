@@ -39,4 +39,21 @@ def test_memoised_steps_match_the_exact_ones():
         got = timer.seconds(len(contexts), sum(contexts) // len(contexts), chunk, cached, 1)
         assert got == pytest.approx(want, rel=0.03)
     assert timer.seconds(8, 500) == timer.seconds(8, 502)  # one bucket, timed once
-    assert len(timer.cache) <= 41
+    # each step: its own bucket, and from 64 decodes on the two grid points it is interpolated between
+    assert len(timer.cache) <= 3 * 40 + 1
+
+
+def test_interpolated_decode_counts_are_within_a_percent_of_the_exact_steps():
+    """From 64 decoding sequences on, a count between two grid points is timed by interpolation:
+    every count from 64 to 300 (at 2,048 tokens of context, a bucket of its own, with and without a 512-token chunk) is
+    within 1% of its step built and timed exactly, and a grid point is exact."""
+    spec, gpu = load_model("llama3-8b"), load_gpu("h100")
+    model = prediction_model("h100")
+    timer = StepTimer(spec, gpu, model)
+    for n in range(64, 301, 3):
+        for chunk in (0, 512):
+            groups = [SeqGroup(n, 1, 2048)] + ([SeqGroup(1, chunk, 0)] if chunk else [])
+            want = model.step_time(build_step(spec, groups), gpu, operators=False).time_s
+            assert timer.seconds(n, 2048, chunk, 0, 1 if chunk else 0) == pytest.approx(want, rel=0.01), (n, chunk)
+    grid = model.step_time(build_step(spec, [SeqGroup(128, 1, 2048)]), gpu, operators=False).time_s
+    assert timer.seconds(128, 2048) == grid
