@@ -481,6 +481,9 @@ def run_configuration(
             fields=("layout",),
         )
     formats = dict(weight_bits=weight_bits, kv_bits=kv_bits, compute_dtype=compute_dtype)
+    if candidate is None:
+        timer = timer or StepTimer(spec, gpu, time_model, layout, **formats)
+        _check_prefill_keeps_up(traffic, engine, timer, replicas, layout)
     result, scale = _simulate_deployment(
         spec, gpu, layout, traffic, engine, time_model, tokens, pool.state_blocks, replicas, router, formats, seed,
         timer,
@@ -494,6 +497,41 @@ def run_configuration(
         spec.name, gpu, layout, traffic, engine, time_model, replicas, goals, usd_per_gpu_hour, result, scale,
         tokens, candidate, [*_refused_rows(traffic, engine), *notes],
     )  # fmt: skip
+
+
+def _prefill_rate(engine: EngineConfig, timer: StepTimer, budget: int) -> float:
+    """Prompt tokens/s a replica prefills at most with ``budget`` tokens a step: a step of nothing
+    but a prompt chunk of the budget, back to back (decodes only take budget from it)."""
+    return budget / timer.seconds(0, 0, budget, 0, 1)
+
+
+def _check_prefill_keeps_up(
+    traffic: Workload | Trace, engine: EngineConfig, timer: StepTimer, replicas: int, layout: Layout
+) -> None:
+    """InputError when the prompt tokens offered to each replica (the traffic's rate and mean
+    prompt less what the prefix cache holds) outrun what its token budget can prefill at all
+    (:func:`_prefill_rate`): the queue would grow as long as the run, its latencies measuring the
+    run's length. The error names the least budget (doubling) that keeps up."""
+    from llm_cost.simulate.workload import expected_cached_tokens
+
+    rate = offered_rps(traffic)
+    if rate is None or not engine.chunked_prefill:
+        return
+    prompt = _mean_lengths(traffic)[0] - (expected_cached_tokens(traffic) if engine.prefix_caching else 0.0)
+    offered = rate / replicas * max(prompt, 1.0)
+    most = _prefill_rate(engine, timer, engine.max_num_batched_tokens)
+    if offered <= most:
+        return
+    budget = engine.max_num_batched_tokens
+    while budget < 1 << 20 and _prefill_rate(engine, timer, budget) < offered:
+        budget *= 2
+    raise InputError(
+        f"max_num_batched_tokens: {engine.max_num_batched_tokens:,} tokens a step prefill at most {most:,.0f} "
+        f"prompt tokens/s on each {layout.gpus}-GPU replica, fewer than the {offered:,.0f} offered to it "
+        f"({rate / replicas:,.3g} requests/s of {prompt:,.0f} uncached prompt tokens): its queue would grow "
+        f"without end; give max_num_batched_tokens {budget:,} or more, more replicas, or a lower rate",
+        fields=("max_num_batched_tokens", "qps"),
+    )
 
 
 def _refused_rows(traffic: Workload | Trace, engine: EngineConfig) -> list[Note]:

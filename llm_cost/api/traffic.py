@@ -278,7 +278,7 @@ def engine_of(
         changes["max_num_batched_tokens"] = checks.step_tokens(max_num_batched_tokens, "max_num_batched_tokens")
     if not chunked_prefill and "max_num_batched_tokens" not in changes:
         changes["max_num_batched_tokens"] = max(length, 2048)
-    return engine_defaults(
+    config = engine_defaults(
         gpu,
         engine=name,
         prefix_caching=prefix_caching,
@@ -286,3 +286,14 @@ def engine_of(
         max_model_len=length,
         **changes,
     )
+    if name == "vllm" and config.max_num_batched_tokens < config.max_num_seqs:
+        # vLLM refuses it: vllm/config/scheduler.py SchedulerConfig.verify_max_model_len, vllm-project/vllm
+        # @ 01230b40128e ("max_num_batched_tokens must be greater than or equal to max_num_seqs")
+        raise InputError(
+            f"max_num_batched_tokens: {config.max_num_batched_tokens:,} is fewer than max_num_seqs "
+            f"{config.max_num_seqs:,}, which vLLM refuses (each running sequence needs a token of the step); give "
+            f"max_num_batched_tokens {config.max_num_seqs:,} or more, or max_num_seqs "
+            f"{config.max_num_batched_tokens:,} or fewer",
+            fields=("max_num_batched_tokens", "max_num_seqs"),
+        )
+    return config

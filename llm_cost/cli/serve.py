@@ -294,8 +294,8 @@ Chunk = Annotated[
         parse=_chunk,
         metavar="TOKENS|off",
         help="Token budget per step (chunked prefill, vLLM's "
-        "max_num_batched_tokens), or off: prompts run whole in steps of their own; "
-        "default searched, 8K for one configuration.",
+        "max_num_batched_tokens; at least --max-num-seqs, as vLLM requires), or off: prompts run whole in steps "
+        "of their own; default searched, 8K for one configuration.",
     ),
 ]
 ServeGpu = Annotated[str, typer.Option("--gpu", "-g", help=GPU_HELP)]
