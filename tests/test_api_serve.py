@@ -276,37 +276,11 @@ def test_bad_calls_name_the_argument(call, name):
 TARGETS = {"itl_mean": 10.0, "e2e_mean": 10.0, "ttft_mean": 20.0, "e2e_p99": 15.0}
 
 
-def experiment_call(e, folder) -> dict:
-    """The ``llm_cost.serve`` arguments of one experiment: its layout and engine settings, its
-    stages, prefixes and lengths in a workload file written to ``folder`` (the command line:
-    ``scripts/check_serving_runs.py --commands``)."""
-    from llm_cost.analyses.serving_runs import workload_file_text
-
-    path = folder / f"experiment-{e.id}.yaml"
-    path.write_text(workload_file_text(e))
-    return dict(
-        model=e.spec,
-        gpu=e.gpu,
-        layout=Layout(tp=e.layout.tp),
-        workload=str(path),
-        max_num_seqs=e.entry["max_num_seqs"],
-        chunk_tokens=e.entry["max_num_batched_tokens"],
-        max_model_len=e.entry["max_model_len"],
-        gpu_memory_utilization=e.entry["gpu_mem_util"],
-    )
-
-
-@pytest.fixture(scope="module")
-def experiments(tmp_path_factory):
-    from llm_cost.analyses.serving_runs import compare_stage, load_experiments
-
-    folder = tmp_path_factory.mktemp("experiments")
-    out = []
-    for e in load_experiments():
-        r = llm_cost.serve(**experiment_call(e, folder))
-        measured = e.entry["measured"]["summary"]["measured_ms"]
-        out.append((e, r, compare_stage(e, -1, measured, r.simulation.summary)))
-    return out
+@pytest.fixture
+def experiments(served_experiments):
+    """The 18 experiments through ``llm_cost.serve`` (conftest's session fixture, shared with
+    tests/simulate/test_vllm_serving.py)."""
+    return served_experiments
 
 
 def test_the_shipped_experiments_through_serve_meet_issue_22s_targets(experiments):
@@ -349,12 +323,14 @@ def test_the_shipped_serving_band_is_the_replay_through_serve(experiments):
 def test_an_experiments_command_prints_the_json_of_its_serve_call(cli, tmp_path, experiments):
     """The documented command of one experiment (``scripts/check_serving_runs.py --commands``)
     prints, with --json, the result of its ``llm_cost.serve`` call."""
+    from llm_cost.analyses.serving_runs import workload_file_text
     from llm_cost.report.base import to_json
 
     e, result, _ = next(x for x in experiments if x[0].id == 13)  # Qwen3-14B, two stages
-    kwargs = experiment_call(e, tmp_path)
+    workload = tmp_path / "experiment-13.yaml"
+    workload.write_text(workload_file_text(e))
     argv = ["serve", "llm_cost/data/measurements/models/qwen3-14b.yaml", "--gpu", "h100", "--tp", "1"]
-    argv += ["--workload", kwargs["workload"], "--max-num-seqs", "128", "--chunk", "2048"]
+    argv += ["--workload", str(workload), "--max-num-seqs", "128", "--chunk", "2048"]
     argv += ["--max-model-len", "4096", "--gpu-memory-utilization", "0.9", "--json"]
     run = cli(*argv)
     assert run.code == 0, run.err

@@ -25,16 +25,16 @@ def test_a_rate_is_planned_with_as_many_replicas_as_one_replicas_rate_allows():
     --gpus the budget is 4,096 GPUs, so the plan is the fewest replicas whose simulated run meets
     the target on the pessimistic side (the band's slow end, the upper end of the sampling
     interval). n TP8 replicas are separate servers behind a round-robin balancer, each sent every
-    n-th request: n is right when that deployment, simulated alone (the same seed, the same 400
-    requests per replica), holds the target and n - 1 replicas do not. The screen alone stopped at
-    13 x TP8 (829 ms); the plan is more."""
+    n-th request: n is right when that deployment, simulated alone (the same seed, as many
+    requests per replica as the plan's run), holds the target and n - 1 replicas do not. The
+    screen alone stopped at 13 x TP8 (829 ms); the plan is more."""
     plan = api.serve("llama3-70b", "h100", 4096, 512, qps=40, ttft_s=0.25)
     run = plan.chosen
-    n = run.replicas
+    n, each = run.replicas, run.simulated_requests
     assert run.layout == Layout(tp=8) and plan.ttft_s <= 0.25 and n > 8 and run.router == "round-robin"
-    alone = dict(qps=40, ttft_s=0.25, layout=Layout(tp=8), requests=400)
-    one = api.serve("llama3-70b", "h100", 4096, 512, gpus=8 * n, **{**alone, "requests": 400 * n})
-    fewer = api.serve("llama3-70b", "h100", 4096, 512, gpus=8 * (n - 1), **{**alone, "requests": 400 * (n - 1)})
+    alone = dict(qps=40, ttft_s=0.25, layout=Layout(tp=8))
+    one = api.serve("llama3-70b", "h100", 4096, 512, gpus=8 * n, requests=each * n, **alone)
+    fewer = api.serve("llama3-70b", "h100", 4096, 512, gpus=8 * (n - 1), requests=each * (n - 1), **alone)
     assert one.meets and one.ttft_s == plan.ttft_s and not one.violates_pessimistic
     assert fewer.violates_pessimistic
 

@@ -143,7 +143,7 @@ _STATISTICS = {"mean": None, "p50": 50.0, "p90": 90.0, "p99": 99.0}
 
 
 def _percentiles(
-    d: Distribution, target: Target | None = None, values: Sequence[float | None] | None = None
+    d: Distribution, target: Target | None = None, values: Sequence[float | None] | None = None, span: float = 0.0
 ) -> Percentiles:
     """P50, P90, P99 of ``d``, and the percentile ``target`` bounds when it is another; with the
     per-request ``values`` in arrival order, each statistic's sampling interval."""
@@ -151,7 +151,7 @@ def _percentiles(
     wanted = dict(_STATISTICS)
     if target is not None and target.percentile is not None:
         wanted[target.name] = target.percentile
-    ci = {name: interval(values, p, rerun=True) for name, p in wanted.items()} if values is not None else {}
+    ci = {name: interval(values, p, rerun=True, span=span) for name, p in wanted.items()} if values is not None else {}
     return Percentiles(d.p50, d.p90, d.p99, more, ci=ci)
 
 
@@ -482,7 +482,7 @@ def run_configuration(
         )
     formats = dict(weight_bits=weight_bits, kv_bits=kv_bits, compute_dtype=compute_dtype)
     if candidate is None:
-        timer = timer or StepTimer(spec, gpu, time_model, layout, **formats)
+        timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
         _check_prefill_keeps_up(traffic, engine, timer, replicas, layout)
     result, scale = _simulate_deployment(
         spec, gpu, layout, traffic, engine, time_model, tokens, pool.state_blocks, replicas, router, formats, seed,
@@ -579,9 +579,15 @@ def _serve_run(
         usd_m = usd_per_s / out_per_s * 1e6
         usd_req = usd_per_s / served_rps
     order = sorted(result.requests, key=lambda r: r.arrival_s)
+    # the requests in flight at once (Little), the least batch of the sampling intervals
+    e2e = s.e2e_s.mean or 0.0
+    in_flight = len(order) * e2e / (s.end_s - s.start_s) if s.end_s > s.start_s else 0.0
     percentiles = {
         m: _percentiles(
-            getattr(s, m), goals.get(m), [getattr(r, _PER_REQUEST[m]) for r in order] if m in _PER_REQUEST else None
+            getattr(s, m),
+            goals.get(m),
+            [getattr(r, _PER_REQUEST[m]) for r in order] if m in _PER_REQUEST else None,
+            in_flight,
         )
         for m in METRICS
     }
@@ -1109,18 +1115,26 @@ def _engine_for(c: Candidate, base: EngineConfig, saturated: bool, cap: int | No
 
 def _rank_key(run: ServeRun, qps: float | None) -> tuple:
     """How candidates rank, best first: those holding the targets (:func:`_holds`); at a rate, the
-    fewest GPUs, then the most headroom to the targets at the upper ends of their sampling
-    intervals (:func:`_distance`: between configurations of as many GPUs that both serve the rate,
-    goodput differs by sampling noise, the latency headroom by their layouts), then goodput;
+    fewest GPUs, then the screen's headroom to the targets (:func:`_screen_distance`: between
+    configurations of as many GPUs that both hold the targets on the pessimistic side, the
+    simulated goodput and headroom differ by sampling noise, so a seed would flip the choice; the
+    screen's figures come from the traffic's mean lengths, the same at every seed), then goodput;
     saturated, the most output tokens/s per GPU, then the fewest GPUs."""
     if qps is not None:
-        return (
-            not _holds(run),
-            run.gpus,
-            round(_distance(run, run.targets, _implicit_ttft(run.targets)), 2),
-            -run.goodput_rps,
-        )
+        return (not _holds(run), run.gpus, _screen_distance(run), -run.goodput_rps)
     return (not _holds(run), -run.output_tokens_per_s_per_gpu, run.gpus)
+
+
+def _screen_distance(run: ServeRun) -> float:
+    """How far the screen put ``run``'s configuration from its targets: the largest of its TTFT
+    and TPOT over their targets' bounds (a TTFT or TPOT target of any statistic, ITL's against
+    TPOT; 0 without a screen's candidate or such a target)."""
+    c = run.candidate
+    if c is None:
+        return 0.0
+    figures = {"ttft_s": c.ttft_s, "tpot_s": c.tpot_s, "itl_s": c.tpot_s}
+    ratios = [figures[m] / t.seconds for m, t in run.targets.items() if m in figures]
+    return round(max(ratios, default=0.0), 6)
 
 
 def _nothing_meets(runs: Sequence[ServeRun], targets: Mapping[str, Target]) -> InputError:
@@ -1285,9 +1299,10 @@ _PLAN_BAND = (
 TRIAL_ROUNDS, TRIAL_REQUESTS = 1.5, 100
 
 
-def _clearly_misses(run: ServeRun) -> bool:
-    """Whether a run misses a target even at the lower end of its statistic's sampling interval
-    (or refused a request): a longer run would not bring it within."""
+def _clearly_misses(run: ServeRun, bound: float | None = None) -> bool:
+    """Whether a run misses a target (or keeps its P99 TTFT over ``bound``) even at the lower end
+    of its statistic's sampling interval, or refused a request: a longer run would not bring it
+    within."""
     if run.rejected:
         return True
     s = run.simulation.summary
@@ -1296,25 +1311,10 @@ def _clearly_misses(run: ServeRun) -> bool:
         low = ci[0] if ci is not None else None
         if low is not None and low > t.seconds:
             return True
+    p99 = run.percentiles["ttft_s"].ci.get("p99")
+    if bound is not None and p99 is not None and p99[0] > bound:
+        return True
     return s.requests == 0
-
-
-#: How much longer the chosen plan's runs are at a rate when a target's percentile is not bounded by
-#: its run (:meth:`_Search.banded`).
-FINAL_FACTOR = 5
-
-
-def _tail_clipped(run: ServeRun) -> bool:
-    """Whether a target's percentile reaches the run's longest request at the upper end of its
-    sampling interval: the run has too few requests past the percentile to bound it."""
-    s = run.simulation.summary
-    for m, t in run.targets.items():
-        ci = run.percentiles[m].ci.get(t.name)
-        longest = getattr(s, m).max
-        if t.percentile is not None or t.name != "mean":
-            if ci is not None and longest is not None and ci[1] >= longest:
-                return True
-    return False
 
 
 def _holds(run: ServeRun) -> bool:
@@ -1353,7 +1353,6 @@ class _Search:
         self.ends = band_ends(time_model, serving_band)
         self.timers: dict[Layout, tuple[StepTimer, StepTimer]] = {}
         self.reruns: dict[int, Callable[[StepTimer], ServeRun]] = {}
-        self.setups: dict[int, tuple[Layout, int, Candidate, Workload | Trace, int | None]] = {}
 
     def timer(self, layout: Layout) -> tuple[StepTimer, StepTimer]:
         """The layout's (nominal, slow end) step timers, shared by its runs."""
@@ -1381,7 +1380,6 @@ class _Search:
         if self.ends is not None:
             result = dataclasses.replace(result, timed_at="slow end")
         self.reruns[id(result)] = again
-        self.setups[id(result)] = (layout, replicas, c, load, cap)
         return result
 
     def router_of(self, layout: Layout, replicas: int) -> Router:
@@ -1391,14 +1389,7 @@ class _Search:
 
     def banded(self, best: ServeRun) -> ServeRun:
         """The chosen candidate simulated at nominal step times, with its band (the slow end is
-        the candidate's own run); at a rate, first run again :data:`FINAL_FACTOR` times as long
-        when a target's percentile reaches the run's longest request at the upper end of its
-        sampling interval (too few requests beyond it to bound it: :func:`_tail_clipped`)."""
-        layout, replicas, c, load, cap = self.setups[id(best)]
-        if self.qps is not None and _tail_clipped(best) and isinstance(load, Workload) and load.requests:
-            longer = min(load.requests * FINAL_FACTOR, MAX_REQUESTS)
-            if longer > load.requests:
-                best = self.run(layout, replicas, c, dataclasses.replace(load, requests=longer), cap)
+        the candidate's own run)."""
         again = self.reruns[id(best)]
         nominal, slow = self.timer(best.layout)
         if self.ends is None:
@@ -1557,7 +1548,7 @@ class _Search:
                 continue
 
             def at(n: int, layout: Layout = layout, c: Candidate = c) -> ServeRun:
-                return self.run(layout, n, c, self.rate_load(n, self.router_of(layout, n)))
+                return self.decided(layout, n, c, bound)
 
             tried = _fewest_replicas(
                 min(lo, hi), hi, at, lambda r: _good(r, bound), lambda r: _distance(r, self.targets, bound)
@@ -1569,18 +1560,58 @@ class _Search:
                 again = rescreen(measured)
                 starts = dict(_at_a_rate(_groups(again)))
 
-    def rate_load(self, replicas: int, router: Router) -> Workload | Trace:
+    def decided(self, layout: Layout, replicas: int, c: Candidate, bound: float | None) -> ServeRun:
+        """Candidate ``c`` as ``replicas`` x ``layout`` at the rate, its simulated requests those its
+        verdict needs (:meth:`rate_load`): a run of the plan's requests first where that is
+        shorter, which settles a target it misses (a short run reads better than a long one, its
+        warm-up and drain weighing more, and the verdict is at the upper end of the interval, above
+        the figure); else the run of the precision needed. The count does not depend on the seed, so neither does the
+        chosen plan's run."""
+        router = self.router_of(layout, replicas)
+        full, short = self.rate_load(replicas, router, c), self.rate_load(replicas, router)
+        if isinstance(full, Workload) and isinstance(short, Workload) and (short.requests or 0) < (full.requests or 0):
+            first = self.run(layout, replicas, c, short)
+            if first.violates or _clearly_misses(first, bound):
+                return first
+        return self.run(layout, replicas, c, full)
+
+    def rate_load(self, replicas: int, router: Router, c: Candidate | None = None) -> Workload | Trace:
         """The traffic a candidate of ``replicas`` replicas runs at a rate, a workload of ours
         bounded: where one replica stands for all (:func:`~llm_cost.simulate.exchangeable`),
         :data:`PLAN_REQUESTS` for it (``replicas`` times as many arrivals, every R-th its own);
         else :data:`PLAN_REQUESTS` in all, at least :data:`PLAN_REQUESTS_PER_REPLICA` per replica
-        (every replica simulated; the deployment's percentiles are over them all)."""
+        (every replica simulated; the deployment's percentiles are over them all). With the
+        screen's candidate ``c``, raised to the precision its intervals need
+        (:func:`_requests_needed`), at most :data:`MAX_REQUESTS` arrivals."""
         t = self.traffic
-        if isinstance(t, Workload) and t.requests is None:
-            one = exchangeable(t, router)
-            n = self.requests * replicas if one else max(self.requests, PLAN_REQUESTS_PER_REPLICA * replicas)
-            return Workload(t.arrivals, t.input_tokens, t.output_tokens, t.prefix, n)
-        return t
+        if not isinstance(t, Workload) or t.requests is not None:
+            return t
+        one = exchangeable(t, router)
+        n = self.requests if one else max(self.requests, PLAN_REQUESTS_PER_REPLICA * replicas)
+        if c is not None and self.qps is not None:
+            e2e = c.ttft_s + c.tpot_s * (c.output_tokens_per_s / max(c.requests_per_s, 1e-9) - 1)
+            n = max(n, _requests_needed(self.qps / replicas if one else self.qps, e2e, self.targets))
+        n = min(n * replicas if one else n, MAX_REQUESTS)
+        return Workload(t.arrivals, t.input_tokens, t.output_tokens, t.prefix, n)
+
+
+#: At a rate, the sampling batches of a run (each at least the requests in flight at once: the
+#: requests whose latencies a burst touches together) and the requests beyond the highest
+#: percentile a target bounds (P99: 1,000 requests) its precision needs (:func:`_requests_needed`).
+RATE_BATCHES, TAIL_REQUESTS = 10, 10
+
+
+def _requests_needed(rate: float, e2e_s: float, targets: Mapping[str, Target]) -> int:
+    """The requests a run at ``rate`` (one simulated stream's requests/s) needs for its sampling
+    intervals: :data:`RATE_BATCHES` times those in flight at once (Little: rate x the screen's
+    E2E), and :data:`TAIL_REQUESTS` beyond the highest percentile a target bounds (the P99 of TTFT
+    without a TTFT target: the plan's :data:`SANE_TTFT_S` bound). Set by the traffic and the
+    screen, not by a seed."""
+    top = max([p for t in targets.values() if (p := _STATISTICS.get(t.name, t.percentile)) is not None] or [0.0])
+    if "ttft_s" not in targets:
+        top = max(top, 99.0)
+    tail = math.ceil(TAIL_REQUESTS / (1 - top / 100)) if top else 0
+    return max(math.ceil(RATE_BATCHES * rate * e2e_s), tail)
 
 
 def _implicit_ttft(targets: Mapping[str, Target]) -> float | None:

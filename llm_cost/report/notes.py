@@ -390,7 +390,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             f"), {p['requests']:,} requests per replica (at least 3 rounds of its users: warm-up, a steady round, "
             "drain)"
             if p.get("qps") is None
-            else f"), {p['requests']:,} requests in all (at least 100 per replica)"
+            else f"), {p['requests']:,} requests in all (at least 100 per replica), raised to the precision its "
+            "sampling intervals need (10 batches of the requests in flight at once, and 10 requests beyond the highest "
+            "percentile a target bounds; set by the traffic and the screen, not the seed), a run of the plan's "
+            "requests first settling a target missed even at its interval's lower end"
         )
         + (
             ", each at the band's slow end and judged at the upper end of its sampling intervals (the pessimistic "

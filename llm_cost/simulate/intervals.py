@@ -9,7 +9,10 @@ computed by batch means (sectioning; Law, "Simulation Modeling and Analysis", 5t
 simulations", Management Science 28, 1982), which keeps that correlation inside each batch:
 
 * the requests, in arrival order, are cut into ``k`` contiguous batches of equal size (at most
-  :data:`BATCHES`, at least :data:`LEAST_PER_BATCH` requests each);
+  :data:`BATCHES`, at least :data:`LEAST_PER_BATCH` requests each, and at least
+  :data:`SPANS_PER_BATCH` times the requests in flight at once, ``span``: the requests a burst
+  holds up together, whose latencies rise and fall together; batches shorter than that leave
+  the correlation between them and understate the spread);
 * the mean: the batches' means m_j, whose spread s gives the standard error s / sqrt(k);
 * a percentile p (0 < p < 100) estimated by the run's q = P_p(x): the share of each batch's values
   at or below q, whose spread s gives the standard error of the share below q, s / sqrt(k) (at least
@@ -31,7 +34,9 @@ from collections.abc import Sequence
 
 from llm_cost.simulate.results import percentile
 
-__all__ = ["interval", "CONFIDENCE", "BATCHES", "LEAST_PER_BATCH", "LEAST_REQUESTS", "RERUN", "t_quantile"]
+__all__ = [
+    "interval", "CONFIDENCE", "BATCHES", "LEAST_PER_BATCH", "LEAST_REQUESTS", "RERUN", "SPANS_PER_BATCH", "t_quantile",
+]  # fmt: skip
 
 #: Two-sided confidence of the intervals.
 CONFIDENCE = 0.99
@@ -57,10 +62,16 @@ def t_quantile(df: int) -> float:
     return _T995[df - 1] if 1 <= df <= len(_T995) else 2.576
 
 
-def _batches(values: Sequence[float]) -> list[Sequence[float]]:
-    """``values`` cut into k contiguous batches of (nearly) equal size."""
+#: A batch holds at least this many times the requests in flight at once (``span``).
+SPANS_PER_BATCH = 1.0
+
+
+def _batches(values: Sequence[float], span: float = 0.0) -> list[Sequence[float]]:
+    """``values`` cut into k contiguous batches of (nearly) equal size, each of at least
+    :data:`LEAST_PER_BATCH` and :data:`SPANS_PER_BATCH` x ``span`` values."""
     n = len(values)
-    k = max(2, min(BATCHES, n // LEAST_PER_BATCH))
+    least = max(LEAST_PER_BATCH, math.ceil(SPANS_PER_BATCH * span))
+    k = max(2, min(BATCHES, n // least))
     return [values[j * n // k : (j + 1) * n // k] for j in range(k)]
 
 
@@ -72,17 +83,18 @@ def _spread(shares: Sequence[float]) -> float:
 
 
 def interval(
-    values: Sequence[float | None], statistic: float | None = None, rerun: bool = False
+    values: Sequence[float | None], statistic: float | None = None, rerun: bool = False, span: float = 0.0
 ) -> tuple[float, float] | None:
     """The sampling interval (module docstring) of the mean (``statistic`` None) or of the
     ``statistic``-th percentile (0 < p < 100, linear between order statistics as the run's own
     percentiles) of ``values``, seconds, in the order the requests arrived (None entries, such
     as a one-token request's TPOT, skipped). ``rerun``: widened by :data:`RERUN` to hold
-    another seed's estimate. None with fewer than :data:`LEAST_REQUESTS` values."""
+    another seed's estimate. ``span``: the requests in flight at once (each batch holds at least
+    :data:`SPANS_PER_BATCH` times as many). None with fewer than :data:`LEAST_REQUESTS` values."""
     x = [v for v in values if v is not None]
     if len(x) < LEAST_REQUESTS:
         return None
-    batches = _batches(x)
+    batches = _batches(x, span)
     t = t_quantile(len(batches) - 1) * (RERUN if rerun else 1.0)
     if statistic is None:
         mean = sum(x) / len(x)

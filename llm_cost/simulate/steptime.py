@@ -20,10 +20,17 @@ step's time is nearly linear in its decoding sequences there (weights read once,
 attention per sequence, MoE experts touched by a smooth expected count), and a plan's runs of
 other caps meet the same grid points. A run of thousands of requests meets a few hundred distinct
 buckets, each built and timed once (about 80 us each for a dense 8B model).
+
+The memo is the process's, one per timer key (:func:`timer_key`: the time model, the model
+spec, the GPU, the layout and the formats, each by its whole ``repr``, so two equal objects share
+it and two that differ in any field do not): every candidate of a plan, the plans of a
+comparison, the seeds of a check and the runs of a test session that step the same replica under
+the same time model time each bucket once. The most recent :data:`SHARED_TIMERS` keys are kept.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -33,11 +40,53 @@ from llm_cost.perf.timemodel import TimeModel
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.step import SeqGroup, build_step
 
-__all__ = ["StepTimer", "ScaledTimer", "bucket", "context_bucket", "same_context_bucket", "INTERPOLATE_FROM"]
+__all__ = [
+    "StepTimer", "ScaledTimer", "bucket", "context_bucket", "same_context_bucket", "timer_key", "INTERPOLATE_FROM",
+    "SHARED_TIMERS",
+]  # fmt: skip
 
 #: Decoding sequences from which a step's count is timed by interpolation between grid points
 #: (module docstring).
 INTERPOLATE_FROM = 64
+
+
+#: Timer keys whose memo the process keeps (module docstring), the least recently used dropped.
+SHARED_TIMERS = 64
+_SHARED: OrderedDict[tuple[str, ...], dict[tuple[int, int, int, int, int], float]] = OrderedDict()
+
+
+def timer_key(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    model: TimeModel,
+    layout: Layout,
+    weight_bits: int | Fraction,
+    kv_bits: int,
+    compute_dtype: Dtype,
+) -> tuple[str, ...]:
+    """What a step's time depends on besides its bucket: the time model, the spec, the GPU, the
+    layout and the formats, each by its ``repr`` (every field)."""
+    return (
+        repr(model),
+        repr(spec),
+        repr(gpu),
+        repr(layout),
+        repr(Fraction(weight_bits)),
+        repr(kv_bits),
+        repr(compute_dtype),
+    )
+
+
+def _shared_memo(key: tuple[str, ...]) -> dict[tuple[int, int, int, int, int], float]:
+    """The process's memo of the timer ``key`` (module docstring)."""
+    memo = _SHARED.get(key)
+    if memo is None:
+        memo = _SHARED[key] = {}
+        while len(_SHARED) > SHARED_TIMERS:
+            _SHARED.popitem(last=False)
+    else:
+        _SHARED.move_to_end(key)
+    return memo
 
 
 def bucket(tokens: int) -> int:
@@ -93,7 +142,17 @@ class StepTimer:
     ) -> None:
         self.spec, self.gpu, self.model, self.layout = spec, gpu, model, layout
         self.weight_bits, self.kv_bits, self.compute_dtype = weight_bits, kv_bits, compute_dtype
+        #: The buckets this timer met (their count is the run's step shapes), over the process's
+        #: memo of its key (module docstring), which times each bucket once for every timer.
         self.cache: dict[tuple[int, int, int, int, int], float] = {}
+        self.shared = self.memo()
+
+    def memo(self) -> dict[tuple[int, int, int, int, int], float]:
+        """The process's memo of this timer's key (module docstring)."""
+        key = timer_key(
+            self.spec, self.gpu, self.model, self.layout, self.weight_bits, self.kv_bits, self.compute_dtype
+        )
+        return _shared_memo(key)
 
     def seconds(
         self, decodes: int, decode_context: int, prefill_tokens: int = 0, prefill_cached: int = 0, prefills: int = 0
@@ -113,25 +172,34 @@ class StepTimer:
         return hit if hit is not None else self.lookup(key)
 
     def lookup(self, key: tuple[int, int, int, int, int]) -> float:
-        """Seconds of the step bucket ``key``, memoised: timed, or interpolated between the two grid
-        points around its decoding sequences (module docstring)."""
+        """Seconds of the step bucket ``key``, memoised (this timer's and the process's): timed,
+        or interpolated between the two grid points around its decoding sequences (module
+        docstring)."""
         hit = self.cache.get(key)
         if hit is not None:
             return hit
-        decodes = key[0]
-        if decodes < INTERPOLATE_FROM:
-            return self.time_of(key)
-        grid = 1 << (decodes.bit_length() - 5)
-        low = decodes // grid * grid
-        if low == decodes:
-            return self.time_of(key)
-        t_low, t_high = self.lookup((low, *key[1:])), self.lookup((low + grid, *key[1:]))
-        seconds = t_low + (t_high - t_low) * (decodes - low) / grid
-        self.cache[key] = seconds
-        return seconds
+        hit = self.shared.get(key)
+        if hit is None:
+            decodes = key[0]
+            grid = 1 << max(0, decodes.bit_length() - 5)
+            low = decodes // grid * grid
+            if decodes < INTERPOLATE_FROM or low == decodes:
+                hit = self.time_of(key)
+            else:
+                t_low, t_high = self.lookup((low, *key[1:])), self.lookup((low + grid, *key[1:]))
+                hit = t_low + (t_high - t_low) * (decodes - low) / grid
+            self.shared[key] = hit
+        elif key[0] >= INTERPOLATE_FROM:  # the grid points it was interpolated between count as met
+            grid = 1 << (key[0].bit_length() - 5)
+            low = key[0] // grid * grid
+            if low != key[0]:
+                self.lookup((low, *key[1:]))
+                self.lookup((low + grid, *key[1:]))
+        self.cache[key] = hit
+        return hit
 
     def time_of(self, key: tuple[int, int, int, int, int]) -> float:
-        """Seconds of the step bucket ``key`` (its groups, :func:`step_groups`), memoised."""
+        """Seconds of the step bucket ``key`` (its groups, :func:`step_groups`), built and timed."""
         step = build_step(
             self.spec,
             step_groups(*key),
@@ -140,9 +208,7 @@ class StepTimer:
             kv_bits=self.kv_bits,
             compute_dtype=self.compute_dtype,
         )
-        seconds = self.model.step_time(step, self.gpu, operators=False).time_s
-        self.cache[key] = seconds
-        return seconds
+        return self.model.step_time(step, self.gpu, operators=False).time_s
 
 
 class ScaledTimer(StepTimer):
@@ -158,6 +224,11 @@ class ScaledTimer(StepTimer):
             base.spec, base.gpu, base.model, base.layout, base.weight_bits, base.kv_bits, base.compute_dtype
         )
         self.base, self.factor = base, factor
+
+    def memo(self) -> dict[tuple[int, int, int, int, int], float]:
+        """No process memo of its own (the factor is a function, not a key): ``base``'s holds the
+        unscaled times."""
+        return {}
 
     def lookup(self, key: tuple[int, int, int, int, int]) -> float:
         """``base``'s seconds of the bucket ``key`` times its factor, memoised."""

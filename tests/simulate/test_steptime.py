@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import prediction_model
 from llm_cost.simulate.steptime import StepTimer, bucket, context_bucket, same_context_bucket
 from llm_cost.specs.load import load_gpu, load_model
@@ -41,6 +42,19 @@ def test_memoised_steps_match_the_exact_ones():
     assert timer.seconds(8, 500) == timer.seconds(8, 502)  # one bucket, timed once
     # each step: its own bucket, and from 64 decodes on the two grid points it is interpolated between
     assert len(timer.cache) <= 3 * 40 + 1
+
+
+def test_timers_of_one_key_share_the_processs_memo():
+    """Two timers of equal arguments (a time model built twice) share the process's memo, so a
+    second plan builds no step the first timed, while each counts the buckets it met itself (a
+    run's step shapes); another layout or another time model has its own memo."""
+    spec, gpu = load_model("llama3-8b"), load_gpu("h100")
+    a, b = StepTimer(spec, gpu, prediction_model("h100")), StepTimer(spec, gpu, prediction_model("h100"))
+    t = a.seconds(101, 777)  # interpolated between 100 and 104 decodes: three buckets met
+    assert b.shared is a.shared and (101, context_bucket(777), 0, 0, 0) in b.shared and not b.cache
+    assert b.seconds(101, 777) == t and len(b.cache) == len(a.cache) == 3
+    assert StepTimer(spec, gpu, prediction_model("h100"), Layout(tp=2)).shared is not a.shared
+    assert StepTimer(spec, gpu, prediction_model("h200")).shared is not a.shared
 
 
 def test_interpolated_decode_counts_are_within_a_percent_of_the_exact_steps():

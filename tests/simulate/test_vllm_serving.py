@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_cost.analyses.serving_runs import error_summary, load_experiments, run_experiment
+from llm_cost.analyses.serving_runs import compare_stage, error_summary, run_experiment
 
 #: Issue 22's targets: median absolute percentage error over the experiments (whole runs).
 TARGETS = {"itl_mean": 10.0, "e2e_mean": 10.0, "ttft_mean": 20.0, "e2e_p99": 15.0}
@@ -20,8 +20,29 @@ REACHED = {"itl_mean": 5.5, "e2e_mean": 6.5, "ttft_mean": 12.5, "e2e_p99": 8.5}
 
 
 @pytest.fixture(scope="module")
-def runs():
-    return [(e, *run_experiment(e)) for e in load_experiments()]
+def runs(served_experiments):
+    """Each experiment's replay and its comparisons (the whole run, then each stage), as
+    ``run_experiment`` gives them: taken from the session's serve calls of the experiments
+    (conftest), whose nominal runs are those replays (tests/test_api_serve.py checks it), rather
+    than simulated a second time."""
+    out = []
+    for e, served, _ in served_experiments:
+        result = served.simulation
+        measured = e.entry["measured"]
+        comparisons = [compare_stage(e, -1, measured["summary"]["measured_ms"], result.summary)]
+        for st, summary in zip(measured["stages"], result.stages or (result.summary,)):
+            comparisons.append(compare_stage(e, st["index"], st["measured_ms"], summary))
+        out.append((e, result, comparisons))
+    return out
+
+
+def test_the_replays_are_run_experiments_own(runs):
+    """``run_experiment`` simulates an experiment as the runs above have it: one experiment of two
+    stages (Qwen3-14B) replayed directly gives the same result and the same comparisons."""
+    e, result, comparisons = next(r for r in runs if r[0].id == 13)
+    direct, direct_comparisons = run_experiment(e)
+    assert direct.summary == result.summary and direct.stages == result.stages
+    assert direct_comparisons == comparisons and len(comparisons) == 3
 
 
 def test_every_experiment_and_stage_is_replayed(runs):
