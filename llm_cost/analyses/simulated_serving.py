@@ -579,9 +579,13 @@ def _serve_run(
         usd_m = usd_per_s / out_per_s * 1e6
         usd_req = usd_per_s / served_rps
     order = sorted(result.requests, key=lambda r: r.arrival_s)
-    # the requests in flight at once (Little), the least batch of the sampling intervals
+    # an open loop's requests in flight at once (Little), the least batch of its sampling
+    # intervals: a burst of arrivals holds them up together. A closed loop's users arrive as
+    # others finish, no burst; its batches stay the fixed count (a round of a closed loop of fixed
+    # lengths repeats the last, and its warm-up is a transient, not a seed's noise).
     e2e = s.e2e_s.mean or 0.0
-    in_flight = len(order) * e2e / (s.end_s - s.start_s) if s.end_s > s.start_s else 0.0
+    open_loop = offered_rps(traffic) is not None
+    in_flight = len(order) * e2e / (s.end_s - s.start_s) if open_loop and s.end_s > s.start_s else 0.0
     percentiles = {
         m: _percentiles(
             getattr(s, m),
@@ -1399,16 +1403,18 @@ class _Search:
         return with_band(run, again, nominal, self.time_model, self.serving_band, slow=(best, slow))
 
     def saturated(self, groups: Mapping[tuple[Layout, int], list[Candidate]]) -> list[ServeRun]:
-        """Without a rate: each group's picks as closed loops, then, the groups of the most
-        analytic throughput per GPU first, its descent where none at its best concurrency holds
-        the targets (module docstring), down to where it can no longer beat the best run holding
-        them so far (:func:`_throughput_bound`)."""
+        """Without a rate: each group's picks as closed loops, then each group's descent where
+        none at its best concurrency holds the targets (module docstring), down to where it can no
+        longer beat the best run holding them so far (:meth:`most_per_gpu`); the groups whose
+        screen holds the most throughput per GPU meeting the targets first (:func:`_promise`), so
+        that the bound is high early. The order and the bound leave out only runs that could not
+        be chosen."""
         picked = {
             key: [self.run(key[0], key[1], c, self.closed(c, c.concurrency, key[1])) for c in _picks(group)]
             for key, group in groups.items()
         }
         runs = [r for mine in picked.values() for r in mine]
-        order = sorted(groups, key=lambda k: -max(c.output_tokens_per_s_per_gpu for c in groups[k]))
+        order = sorted(groups, key=lambda k: _promise(groups[k]))
         for layout, replicas in order:
             group, mine = groups[(layout, replicas)], picked[(layout, replicas)]
             top = max(group, key=lambda c: c.output_tokens_per_s_per_gpu)
@@ -1424,6 +1430,15 @@ class _Search:
         at least this long."""
         prompt = round(_mean_lengths(self.traffic)[0])
         return self.timer(layout)[1].seconds(1, prompt)
+
+    def most_per_gpu(self, layout: Layout, cap: int) -> float:
+        """An upper bound of the output tokens/s per GPU of a run of ``layout`` capped at ``cap``
+        sequences (at the band's slow end): a step of n <= cap running sequences emits at most n
+        tokens and takes at least the step of n decodes after the mean prompt (a prompt chunk or a
+        longer context only lengthens it), and n over that step's time grows with n (the weights
+        are read once per step), so it is at most cap over the step of cap decodes, per GPU."""
+        prompt = round(_mean_lengths(self.traffic)[0])
+        return cap / (self.timer(layout)[1].seconds(cap, prompt) * layout.gpus)
 
     def hopeless(self, layout: Layout) -> bool:
         """Whether no configuration of ``layout`` can meet the TPOT or ITL target, whatever its
@@ -1449,12 +1464,10 @@ class _Search:
         a looser target stops no lower. Not run, as no run of them could be chosen: any step when
         the layout cannot meet the TPOT or ITL target at all (:meth:`hopeless`); a step whose cap
         bounds its output tokens/s per GPU under ``best``, the most of a run already holding the
-        targets (each step emits at most ``cap`` tokens per replica and takes at least
-        :meth:`least_step`)."""
+        targets (:meth:`most_per_gpu`)."""
         if self.hopeless(layout):
             return []
-        least = self.least_step(layout)
-        steps = [(cap, c) for cap, c in _descent(group, top) if cap / (least * layout.gpus) >= best]
+        steps = [(cap, c) for cap, c in _descent(group, top) if self.most_per_gpu(layout, cap) >= best]
         rungs = set(ladder(top.concurrency))
         more: list[ServeRun] = []
         done = {(r.max_num_seqs, r.max_num_batched_tokens, r.chunked_prefill) for r in mine}
@@ -1612,6 +1625,14 @@ def _requests_needed(rate: float, e2e_s: float, targets: Mapping[str, Target]) -
         top = max(top, 99.0)
     tail = math.ceil(TAIL_REQUESTS / (1 - top / 100)) if top else 0
     return max(math.ceil(RATE_BATCHES * rate * e2e_s), tail)
+
+
+def _promise(group: Sequence[Candidate]) -> tuple[float, float]:
+    """How early a saturated group descends (:meth:`_Search.saturated`), the smaller first: the
+    most output tokens/s per GPU among its screen's candidates meeting the targets, then among
+    all of them (both negated)."""
+    meeting = [c.output_tokens_per_s_per_gpu for c in group if not c.violates]
+    return (-max(meeting, default=0.0), -max(c.output_tokens_per_s_per_gpu for c in group))
 
 
 def _implicit_ttft(targets: Mapping[str, Target]) -> float | None:

@@ -668,7 +668,13 @@ def _flat(run: Any) -> dict:
         row.update({f"{stem}_{name}_s": v for name, v in p.more.items()})
         row.update({f"{stem}_{name}_low_s": v for name, v in p.more_low_s.items()})
         row.update({f"{stem}_{name}_high_s": v for name, v in p.more_high_s.items()})
+        for kind, ranges in (("ci", p.ci), ("interval", p.interval)):  # sampling; band and sampling
+            for name, lo_hi in ranges.items():
+                lo, hi = lo_hi if lo_hi is not None else (None, None)
+                row.update({f"{stem}_{name}_{kind}_low_s": lo, f"{stem}_{name}_{kind}_high_s": hi})
     row["violates_at_slow_end"] = " ".join(run.violates_at_slow_end) if run.violates_at_slow_end is not None else None
+    pessimistic = run.violates_pessimistic if run.violates_pessimistic is not None else run.violates_upper
+    row.update(violates_pessimistic=" ".join(pessimistic), simulated_requests=run.simulated_requests, router=run.router)
     return row
 
 
