@@ -546,6 +546,58 @@ def _refused_rows(traffic: Workload | Trace, engine: EngineConfig) -> list[Note]
     return [note("warning.refused_rows", rows=len(long), of=len(traffic.rows), limit=limit, longest=max(long))]
 
 
+def _sampled_percentiles(
+    result: SimResult, traffic: Workload | Trace, goals: Mapping[str, Target]
+) -> dict[str, Percentiles]:
+    """Each latency's percentiles (:data:`METRICS`) with the sampling intervals of its statistics,
+    from the requests in arrival order. An open loop's batches hold at least the requests in
+    flight at once (Little: completed requests x mean E2E over the run's span): a burst of
+    arrivals holds them up together. A closed loop's users arrive as others finish, no burst;
+    its batches stay the fixed count (a round of a closed loop of fixed lengths repeats the last,
+    and its warm-up is a transient, not a seed's noise)."""
+    s = result.summary
+    order = sorted(result.requests, key=lambda r: r.arrival_s)
+    span = s.end_s - s.start_s
+    open_loop = offered_rps(traffic) is not None
+    in_flight = len(order) * (s.e2e_s.mean or 0.0) / span if open_loop and span > 0 else 0.0
+    return {
+        m: _percentiles(
+            getattr(s, m),
+            goals.get(m),
+            [getattr(r, _PER_REQUEST[m]) for r in order] if m in _PER_REQUEST else None,
+            in_flight,
+        )
+        for m in METRICS
+    }
+
+
+def _run_notes(
+    gpu: HardwareSpec,
+    layout: Layout,
+    engine: EngineConfig,
+    time_model: TimeModel,
+    replicas: int,
+    result: SimResult,
+    usd_per_gpu_hour: float | None,
+) -> list[Note]:
+    """What a simulated run says of itself: how it was simulated (the scheduler, the time model,
+    the replicas simulated behind their router, the requests), its cost convention, and TP over
+    PCIe where the GPU has no GPU-to-GPU link."""
+    return [
+        note(
+            "serve.simulated",
+            label=time_model.label,
+            engine=engine.engine,
+            replicas=replicas,
+            simulated=result.replicas,
+            router=result.router,
+            requests=result.summary.requests,
+        ),
+        note("serve.cost_simulated", price=usd_per_gpu_hour),
+        *pcie_note(gpu, layout, time_model),
+    ]
+
+
 def _serve_run(
     model: str,
     gpu: HardwareSpec,
@@ -578,24 +630,7 @@ def _serve_run(
         usd_per_s = usd_per_gpu_hour * gpus / 3600
         usd_m = usd_per_s / out_per_s * 1e6
         usd_req = usd_per_s / served_rps
-    order = sorted(result.requests, key=lambda r: r.arrival_s)
-    # an open loop's requests in flight at once (Little), the least batch of its sampling
-    # intervals: a burst of arrivals holds them up together. A closed loop's users arrive as
-    # others finish, no burst; its batches stay the fixed count (a round of a closed loop of fixed
-    # lengths repeats the last, and its warm-up is a transient, not a seed's noise).
-    e2e = s.e2e_s.mean or 0.0
-    open_loop = offered_rps(traffic) is not None
-    in_flight = len(order) * e2e / (s.end_s - s.start_s) if open_loop and s.end_s > s.start_s else 0.0
-    percentiles = {
-        m: _percentiles(
-            getattr(s, m),
-            goals.get(m),
-            [getattr(r, _PER_REQUEST[m]) for r in order] if m in _PER_REQUEST else None,
-            in_flight,
-        )
-        for m in METRICS
-    }
-    rate = offered_rps(traffic)
+    percentiles = _sampled_percentiles(result, traffic, goals)
     within = _within(result, goals)
     goodput = goodput_rps(result.requests, goals, span, steady) * scale
     return ServeRun(
@@ -606,7 +641,7 @@ def _serve_run(
         replicas,
         gpus,
         describe(traffic),
-        rate,
+        offered_rps(traffic),
         engine.max_num_seqs,
         engine.max_num_batched_tokens,
         engine.chunked_prefill,
@@ -638,17 +673,7 @@ def _serve_run(
         result,
         candidate,
         [
-            note(
-                "serve.simulated",
-                label=time_model.label,
-                engine=engine.engine,
-                replicas=replicas,
-                simulated=result.replicas,
-                router=result.router,
-                requests=s.requests,
-            ),
-            note("serve.cost_simulated", price=usd_per_gpu_hour),
-            *pcie_note(gpu, layout, time_model),
+            *_run_notes(gpu, layout, engine, time_model, replicas, result, usd_per_gpu_hour),
             *_goodput_note(goodput, served_rps, within, goals),
             *notes,
         ],
@@ -1404,17 +1429,22 @@ class _Search:
 
     def saturated(self, groups: Mapping[tuple[Layout, int], list[Candidate]]) -> list[ServeRun]:
         """Without a rate: each group's picks as closed loops, then each group's descent where
-        none at its best concurrency holds the targets (module docstring), down to where it can no
-        longer beat the best run holding them so far (:meth:`most_per_gpu`); the groups whose
-        screen holds the most throughput per GPU meeting the targets first (:func:`_promise`), so
-        that the bound is high early. The order and the bound leave out only runs that could not
-        be chosen."""
-        picked = {
-            key: [self.run(key[0], key[1], c, self.closed(c, c.concurrency, key[1])) for c in _picks(group)]
-            for key, group in groups.items()
-        }
-        runs = [r for mine in picked.values() for r in mine]
-        order = sorted(groups, key=lambda k: _promise(groups[k]))
+        none at its best concurrency holds the targets (module docstring), both group by group,
+        the groups whose screen holds the most throughput per GPU within the targets first
+        (:func:`_promise`). A pick or a descent's step is run only if it could beat the most
+        output tokens/s per GPU of a run holding the targets so far (:meth:`most_per_gpu`), so
+        the order and the bound leave out only runs that could not be chosen."""
+        order = sorted(groups, key=lambda k: _promise(groups[k], self.targets))
+        runs: list[ServeRun] = []
+        picked: dict[tuple[Layout, int], list[ServeRun]] = {}
+        for layout, replicas in order:
+            best = max((r.output_tokens_per_s_per_gpu for r in runs if _holds(r)), default=0.0)
+            picked[(layout, replicas)] = [
+                self.run(layout, replicas, c, self.closed(c, c.concurrency, replicas))
+                for c in _picks(groups[(layout, replicas)])
+                if self.most_per_gpu(layout, c.concurrency) >= best
+            ]
+            runs += picked[(layout, replicas)]
         for layout, replicas in order:
             group, mine = groups[(layout, replicas)], picked[(layout, replicas)]
             top = max(group, key=lambda c: c.output_tokens_per_s_per_gpu)
@@ -1627,11 +1657,17 @@ def _requests_needed(rate: float, e2e_s: float, targets: Mapping[str, Target]) -
     return max(math.ceil(RATE_BATCHES * rate * e2e_s), tail)
 
 
-def _promise(group: Sequence[Candidate]) -> tuple[float, float]:
-    """How early a saturated group descends (:meth:`_Search.saturated`), the smaller first: the
-    most output tokens/s per GPU among its screen's candidates meeting the targets, then among
-    all of them (both negated)."""
-    meeting = [c.output_tokens_per_s_per_gpu for c in group if not c.violates]
+def _promise(group: Sequence[Candidate], targets: Mapping[str, Target]) -> tuple[float, float]:
+    """How early a saturated group is simulated (:meth:`_Search.saturated`), the smaller first:
+    the most output tokens/s per GPU among its screen's candidates whose analytic TTFT and TPOT
+    are within the targets' bounds (:func:`_screen_distance`'s figures), then among all of them
+    (both negated)."""
+
+    def within(c: Candidate) -> bool:
+        figures = {"ttft_s": c.ttft_s, "tpot_s": c.tpot_s, "itl_s": c.tpot_s}
+        return all(figures[m] <= t.seconds for m, t in targets.items() if m in figures)
+
+    meeting = [c.output_tokens_per_s_per_gpu for c in group if within(c)]
     return (-max(meeting, default=0.0), -max(c.output_tokens_per_s_per_gpu for c in group))
 
 

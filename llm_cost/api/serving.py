@@ -528,24 +528,12 @@ def _simulated(
                 f"gpus {budget} is not a whole number of TP {one.tp} x PP {one.pp} replicas", fields=("gpus",)
             )
         replicas = (budget or one.gpus) // one.gpus
+        run = dict(replicas=replicas, router=router or router_for(config.engine, one, replicas, node_gpus(g)))
         return run_configuration(
-            spec,
-            g,
-            one,
-            load,
-            config,
-            time_model,
-            common["policy"],
-            replicas=replicas,
-            router=router or router_for(config.engine, one, replicas, node_gpus(g)),
-            targets=goals,
-            usd_per_gpu_hour=common["usd_per_gpu_hour"],
-            seed=seed,
-            notes=common["extra_notes"],
-            band=True,
-            serving_band=serving_band,
-            **formats,
-        )
+            spec, g, one, load, config, time_model, common["policy"], **run, targets=goals,
+            usd_per_gpu_hour=common["usd_per_gpu_hour"], seed=seed, notes=common["extra_notes"], band=True,
+            serving_band=serving_band, **formats,
+        )  # fmt: skip
     search = _narrowed(one, None, engine_options["max_num_batched_tokens"], engine_options["chunked_prefill"])
     # the engine runs at most max_num_seqs sequences (its own default, or the one given): no
     # concurrency beyond it is searched

@@ -445,20 +445,24 @@ def render_run(con, r: Any, display_name: str, gpu_name: str) -> None:
     print_conventions(con, r.conventions)
 
 
+def _plan_load(r: Any) -> str:
+    """The load a plan is for: its rate, or as much as its GPU budget serves saturated by its
+    chosen configuration's closed-loop users."""
+    if r.qps is not None:
+        return f"{r.qps:g} requests/s"
+    c = r.chosen
+    users = c.max_num_seqs * c.replicas
+    each = f", {fmt_int(c.max_num_seqs)} per replica" if c.replicas > 1 else ""
+    return (
+        f"as much as {_gpus(r.gpu_budget)} {'serves' if r.gpu_budget == 1 else 'serve'}, saturated by "
+        f"{fmt_int(users)} closed-loop user{'s' if users > 1 else ''} (no think time{each})"
+    )
+
+
 def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
     """The plan: the chosen configuration's simulated figures and distribution, then every
     candidate simulated, best first."""
-    if r.qps is not None:
-        rate = f"{r.qps:g} requests/s"
-    else:
-        c = r.chosen
-        users = c.max_num_seqs * c.replicas
-        each = f", {fmt_int(c.max_num_seqs)} per replica" if c.replicas > 1 else ""
-        rate = (
-            f"as much as {_gpus(r.gpu_budget)} {'serves' if r.gpu_budget == 1 else 'serve'}, saturated by "
-            f"{fmt_int(users)} closed-loop user{'s' if users > 1 else ''} (no think time{each})"
-        )
-    con.print(f"[bold]{display_name} on {gpu_name}: {rate}; targets: {_targets(r.targets)}[/bold]")
+    con.print(f"[bold]{display_name} on {gpu_name}: {_plan_load(r)}; targets: {_targets(r.targets)}[/bold]")
     print_facts(
         con,
         [("chosen", f"[bold]{r.chosen.describe()}[/bold]{_verdict(r.chosen)}")]

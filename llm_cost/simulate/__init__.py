@@ -173,6 +173,17 @@ def exchangeable(workload: Workload | Trace | Sequence[Request], router: Router)
     )
 
 
+def _check_counts(**given: tuple[object, int]) -> None:
+    """InputError naming the first argument (name: (value, least)) that is not a whole number of
+    at least its least."""
+    units = {"kv_capacity_tokens": " of tokens", "sequence_state_blocks": " of blocks"}
+    for name, (value, least) in given.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise InputError(
+                f"{name}: {value!r} must be a whole number{units.get(name, '')}, at least {least}", fields=(name,)
+            )
+
+
 def simulate(
     spec: ModelSpec,
     gpu: HardwareSpec,
@@ -212,25 +223,11 @@ def simulate(
     the same model, GPU, layout and formats to reuse (its memo is shared between runs). The result's
     ``steady`` holds the rates over the run's steady window (:func:`~llm_cost.simulate.results.steady_window`:
     warm-up and drain left out), its ``summary`` the whole run's."""
-    if isinstance(kv_capacity_tokens, bool) or not isinstance(kv_capacity_tokens, int) or kv_capacity_tokens < 1:
-        raise InputError(
-            f"kv_capacity_tokens: {kv_capacity_tokens!r} must be a whole number of tokens, at least 1",
-            fields=("kv_capacity_tokens",),
-        )
-    if (
-        isinstance(sequence_state_blocks, bool)
-        or not isinstance(sequence_state_blocks, int)
-        or sequence_state_blocks < 0
-    ):
-        raise InputError(
-            f"sequence_state_blocks: {sequence_state_blocks!r} must be a whole number of blocks, at least 0",
-            fields=("sequence_state_blocks",),
-        )
+    _check_counts(kv_capacity_tokens=(kv_capacity_tokens, 1), sequence_state_blocks=(sequence_state_blocks, 0))
+    _check_counts(replicas=(replicas, 1))
     blocks = kv_capacity_tokens // engine.block_tokens
     state = sequence_state_blocks
     timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
-    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
-        raise InputError(f"replicas: {replicas!r} must be a whole number, at least 1", fields=("replicas",))
     if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
         if replicas > 1:
             raise InputError(
