@@ -366,7 +366,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         )
         + (f"; {p['requests']:,} requests simulated" if p.get("requests") is not None else "")
         + "; percentiles linear between order statistics; sampling intervals: 99% by batch means over the requests "
-        "in arrival order, widened sqrt 2 to hold another seed's figure (llm_cost/simulate/intervals.py; none for "
+        "in arrival order (an open loop's batches each at least the requests in flight at once), widened sqrt 2 to "
+        "hold another seed's figure (llm_cost/simulate/intervals.py; none for "
         "ITL, whose gaps within a step are not independent); goodput: requests/s meeting every target (DistServe); "
         "rates (served, goodput, tokens/s, $) and occupancy over the steady window, from the completion ending the "
         "warm-up (the first; a closed loop's users-th) to the last one before the last request is sent (warm-up and "

@@ -829,6 +829,7 @@ class _Users:
 
 
 def _checked(config: EngineConfig, kv_blocks: int, state_blocks: int) -> None:
+    """InputError for invalid engine settings, a pool without a block or a negative state."""
     check_config(config)
     if kv_blocks < 1:
         raise InputError(f"kv_blocks: {kv_blocks} must be at least 1", fields=("kv_blocks",))
