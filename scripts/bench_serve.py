@@ -60,10 +60,11 @@ def searched(out: str) -> str:
             chosen = p["chosen"]
             parts.append(
                 f"{p['screen']['candidates_evaluated']:,} screened, {len(p['simulated'])} simulated, chosen "
-                f"{chosen['replicas']} x TP{chosen['layout']['tp']} over {chosen['simulated_requests']:,} requests"
+                f"{chosen['replicas']} x TP{chosen['layout']['tp']} over "
+                f"{chosen.get('simulated_requests', chosen.get('requests', 0)):,} requests"
             )
-        elif "simulated_requests" in p:
-            parts.append(f"one configuration, {p['simulated_requests']:,} requests")
+        elif "simulated_requests" in p or "requests" in p:
+            parts.append(f"one configuration, {p.get('simulated_requests', p.get('requests', 0)):,} requests")
     return "; ".join(parts)
 
 
