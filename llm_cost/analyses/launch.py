@@ -47,6 +47,7 @@ import shlex
 from dataclasses import field
 from fractions import Fraction
 
+from llm_cost.core.choices import Router
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
@@ -206,19 +207,35 @@ def _fraction(x: Fraction | float) -> str:
     return f"{float(x):.2f}".rstrip("0").rstrip(".")
 
 
+def data_parallel(engine: ServingEngine | str, layout: Layout, replicas: int, node_gpus: int) -> int:
+    """The replicas one command runs as data-parallel ranks (module docstring): all of them when
+    they fit one node together at PP 1 on vLLM or SGLang, else 1 (one command per replica)."""
+    if (
+        str(engine) != str(ServingEngine.TRTLLM)
+        and replicas > 1
+        and layout.pp == 1
+        and replicas * layout.gpus <= node_gpus
+    ):
+        return replicas
+    return 1
+
+
+def router_for(engine: ServingEngine | str, layout: Layout, replicas: int, node_gpus: int) -> Router:
+    """The router that spreads requests over the replicas as the launch runs them: vLLM's data-parallel
+    ranks behind its own load balancer (least loaded), SGLang's behind its data-parallel controller
+    (round robin); replicas run as separate servers behind a load balancer, round robin
+    (:func:`llm_cost.simulate.engine.router_of`)."""
+    if str(engine) == str(ServingEngine.VLLM) and data_parallel(engine, layout, replicas, node_gpus) > 1:
+        return Router.LEAST_LOADED
+    return Router.ROUND_ROBIN
+
+
 def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
     """The launch command of ``plan`` on ``engine`` (module docstring). InputError when the plan
     has nothing the engine's flags can express (none today: every layout and setting maps)."""
     lay = plan.layout
     notes: list[Note] = []
-    dp = (
-        plan.replicas
-        if engine != ServingEngine.TRTLLM
-        and plan.replicas > 1
-        and lay.pp == 1
-        and plan.replicas * lay.gpus <= plan.node_gpus
-        else 1
-    )
+    dp = data_parallel(engine, lay, plan.replicas, plan.node_gpus)
     if engine == ServingEngine.VLLM:
         argv = ["vllm", "serve", plan.model_id, _f("tensor-parallel-size"), str(lay.tp)]
         argv += [_f("pipeline-parallel-size"), str(lay.pp)]
