@@ -25,6 +25,7 @@ from llm_cost.core.types import Dtype
 from llm_cost.model.layout import ONE_GPU, Layout
 from llm_cost.perf.timemodel import TimeModel
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.workload.ranks import rank_groups
 from llm_cost.workload.step import SeqGroup, build_step
 
 __all__ = ["StepTimer", "ScaledTimer", "bucket", "context_bucket", "same_context_bucket"]
@@ -104,7 +105,7 @@ class StepTimer:
             return hit
         step = build_step(
             self.spec,
-            step_groups(*key),
+            rank_groups(step_groups(*key), self.layout.dp),  # an attention-DP replica: each rank's share
             layout=self.layout,
             weight_bits=self.weight_bits,
             kv_bits=self.kv_bits,
