@@ -48,3 +48,46 @@ def _no_network(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path_factory.getbasetemp() / "empty-hf-cache"))
     monkeypatch.delenv("HF_TOKEN", raising=False)
+
+
+# -- the 18 shipped vLLM experiments through the public API (tests/test_api_serve.py,
+# tests/simulate/test_vllm_serving.py) ---------------------------------------------------------------
+
+
+def experiment_call(e, folder) -> dict:
+    """The ``llm_cost.serve`` arguments of one experiment: its layout and engine settings, its
+    stages, prefixes and lengths in a workload file written to ``folder`` (the command line:
+    ``scripts/check_serving_runs.py --commands``)."""
+    from llm_cost import Layout
+    from llm_cost.analyses.serving_runs import workload_file_text
+
+    path = folder / f"experiment-{e.id}.yaml"
+    path.write_text(workload_file_text(e))
+    return dict(
+        model=e.spec,
+        gpu=e.gpu,
+        layout=Layout(tp=e.layout.tp),
+        workload=str(path),
+        max_num_seqs=e.entry["max_num_seqs"],
+        chunk_tokens=e.entry["max_num_batched_tokens"],
+        max_model_len=e.entry["max_model_len"],
+        gpu_memory_utilization=e.entry["gpu_mem_util"],
+    )
+
+
+@pytest.fixture(scope="session")
+def served_experiments(tmp_path_factory):
+    """Each shipped experiment as one ``llm_cost.serve`` call with its workload file, once per
+    session: (experiment, its serve result, the comparison of the whole run with the measured one).
+    The nominal run of each is the simulator's replay of the experiment
+    (``analyses.serving_runs.run_experiment``; tests/test_api_serve.py checks that it is)."""
+    import llm_cost
+    from llm_cost.analyses.serving_runs import compare_stage, load_experiments
+
+    folder = tmp_path_factory.mktemp("experiments")
+    out = []
+    for e in load_experiments():
+        r = llm_cost.serve(**experiment_call(e, folder))
+        measured = e.entry["measured"]["summary"]["measured_ms"]
+        out.append((e, r, compare_stage(e, -1, measured, r.simulation.summary)))
+    return out

@@ -912,7 +912,8 @@ ROWS += [
         2,
         "--prefix-groups x --users-per-prefix: 1,000 x 1,000 users is more than 20,000",
     ),
-    ("i36-serve-chunk-2", lambda t: SERVE + ["--qps", "5", "--chunk", "2"], "process", 2, "--chunk: 2 tokens a step"),
+    ("i36-serve-chunk-2", lambda t: SERVE + ["--qps", "5", "--chunk", "2", "--max-num-seqs", "2"], "process", 2,
+     "--chunk: 2 tokens a step"),
     (
         "i36-hub-cache-is-a-loop",
         lambda t: ["params", "a/b"],

@@ -79,6 +79,11 @@ def one():
     return api.serve("llama3-8b", "h100", 1024, 128, layout=ONE, qps=8.0, requests=200, ttft_s="p95:1s", seed=2)
 
 
+#: How far a band's end may lie beyond its nominal figure the other way (module docstring of
+#: llm_cost.analyses.simulated_serving.with_band: the ends are one run each).
+NEARLY = 0.01
+
+
 def test_every_figure_lies_within_its_band(plan, one):
     for result in (plan, one):
         # the analytic screen behind a simulated plan is not printed, and carries no band
@@ -92,7 +97,9 @@ def test_every_figure_lies_within_its_band(plan, one):
             if value is None:  # no price: no dollar figure, and no band of one
                 assert low is None and high is None, name
                 continue
-            assert 0 <= low <= value <= high, (name, low, value, high)
+            # each end is one run: a discrete-event schedule is monotone in step time only nearly, and
+            # an open loop's rates are its arrivals' (the ends differ from the nominal run by noise)
+            assert 0 <= low <= value * (1 + NEARLY) and value <= high * (1 + NEARLY), (name, low, value, high)
     assert "percentiles.ttft_s.more.p95" in {t[0] for t in _triples(one.to_dict())}
     d = plan.to_dict()
     assert d["usd_per_million_output_tokens_low"] <= d["usd_per_million_output_tokens"]
@@ -227,7 +234,7 @@ def test_the_text_shows_the_band_and_the_slow_end(cli):
         "serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "8", "--input", "1024", "--output", "128",
         "--requests", "150", "--tpot", "p90:12ms",
     ).out  # fmt: skip
-    assert "  band " in out and "slow end:" in out
+    assert "  fast end" in out and "  slow end" in out and "slow end:" in out and "  interval" in out
     assert "18 measured vLLM v0.15.1 runs" in out and "mean ITL measured/predicted p10..p90 = " in out
     band = next(line for line in out.splitlines() if line.startswith("· band:"))
     assert "hopper-vllm" in band and "p10/p90 factor for its shape" not in band
@@ -235,7 +242,7 @@ def test_the_text_shows_the_band_and_the_slow_end(cli):
         "serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "8", "--input", "1024", "--output", "128",
         "--requests", "150", "--tpot", "p90:12ms", "--profile", "hopper-vllm",
     ).out  # fmt: skip
-    assert "  band " in out and "p10/p90" in out and "hopper-vllm" in out and "leave-one-source-out" in out
+    assert "  fast end" in out and "p10/p90" in out and "hopper-vllm" in out and "leave-one-source-out" in out
     assert "measured vLLM v0.15.1 runs" not in out
 
 

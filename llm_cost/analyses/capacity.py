@@ -6,7 +6,8 @@ Per GPU of the fullest pipeline stage::
 
     KV budget = capacity x utilisation - weights - activation workspace - runtime reserve
 
-* capacity: the physical memory (``memory_gib`` x 2^30: an "80 GB" H100 holds 80 GiB), or the
+* capacity: the memory the card reports (``memory_gib`` x 2^30: nvidia-smi's memory.total, an
+  "80 GB" H100's 81,559 MiB, an H200's 143,771 MiB; each spec cites its report), or the
   datasheet's figure read as 10^9 B under the source documents' convention
   (:class:`~llm_cost.core.types.MemoryConvention`);
 * utilisation: the share of memory the engine may use (vLLM's ``gpu_memory_utilization``,
@@ -15,7 +16,7 @@ Per GPU of the fullest pipeline stage::
   estimate (see :func:`workspace_bytes`), which vLLM measures with a profiling run;
 * runtime reserve: what the engine's PyTorch allocator never gets, default 2 GiB: the CUDA
   context, cuBLAS and NCCL buffers and CUDA graphs (vLLM's logs show 0.1-1.8 GiB of such
-  "non-torch" memory) and what the driver keeps (vLLM sees 79.22 GiB of an H100's 80 GiB).
+  "non-torch" memory) and what the driver keeps (vLLM sees 79.22 GiB of the 79.65 GiB an H100 reports).
 
 The KV cache is paged: every sequence holds whole blocks of ``block_tokens`` tokens (16, vLLM's
 default), so a sequence of s tokens takes ceil(s / 16) x 16 tokens of cache on every caching layer
@@ -25,6 +26,7 @@ of it, no workspace, no reserve, and token-exact sequences (:data:`DOCUMENTS`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from fractions import Fraction
@@ -40,6 +42,8 @@ from llm_cost.model.layout import ONE_GPU, Layout, per_gpu, stage_kv_bytes
 from llm_cost.specs.schema import GQAAttention, HardwareSpec, ModelSpec
 
 __all__ = [
+    "TIGHT_HEADROOM_BYTES",
+    "tight_memory_note",
     "MemoryPolicy",
     "DEPLOYMENT",
     "DOCUMENTS",
@@ -118,7 +122,16 @@ def workspace_bytes(spec: ModelSpec, layout: Layout, step_tokens: int, sequences
     outputs (d + (n_q + 2 n_kv) d_h / t + 2 d_ff / t per token; for MoE the k routed experts'
     and the shared experts' widths) at 16 bits, and the logits (V / t per row) at 32 bits.
     vLLM measures this with a profiling run; here it is the sum of the largest live tensors."""
-    d, t = spec.hidden_size, layout.tp
+    per_token = _workspace_per_token(spec, layout.tp)
+    logits = Fraction(sequences * spec.vocab_size, layout.tp)
+    return math.ceil(step_tokens * per_token * _ACTIVATION_BITS / 8 + logits * _LOGIT_BITS / 8)
+
+
+@functools.lru_cache(maxsize=256)
+def _workspace_per_token(spec: ModelSpec, t: int) -> Fraction:
+    """The elements of :func:`workspace_bytes` per token at tensor parallelism ``t`` (memoised: a
+    plan asks for thousands of steps of one model)."""
+    d = spec.hidden_size
     att = spec.attention
     # the widest softmax layer's Q/K/V: a layer type's own K/V heads (MiMo-V2-Flash's sliding layers)
     # and head width (Gemma 4's full layers); GQA value heads may be narrower (v_head_dim)
@@ -131,9 +144,7 @@ def workspace_bytes(spec: ModelSpec, layout: Layout, step_tokens: int, sequences
     if spec.moe is not None:
         m = spec.moe
         widths.append(2 * (m.num_experts_per_tok * m.moe_intermediate_size + m.shared_expert_intermediate_size))
-    per_token = d + Fraction(qkv + max(widths, default=0), t)
-    logits = Fraction(sequences * spec.vocab_size, t)
-    return math.ceil(step_tokens * per_token * _ACTIVATION_BITS / 8 + logits * _LOGIT_BITS / 8)
+    return d + Fraction(qkv + max(widths, default=0), t)
 
 
 def paged_tokens(tokens: int, block: int) -> int:
@@ -245,6 +256,21 @@ def kv_room(
         max_concurrency(budget, per_seq, spec.name),
         policy.block_tokens,
     )
+
+
+#: Memory left on the fullest GPU under which a plan is warned about (2 GiB): a step's activations
+#: past the estimate, allocator fragmentation, CUDA graphs or NCCL buffers larger than the reserve
+#: would not fit in it.
+TIGHT_HEADROOM_BYTES = 2 * 2**30
+
+
+def tight_memory_note(headroom_bytes: int | float | Fraction, what: str) -> list[Note]:
+    """A warning when ``headroom_bytes`` (what is left on the fullest GPU of ``what``, after all it
+    holds) is from 0 to :data:`TIGHT_HEADROOM_BYTES`; nothing otherwise (a plan that does not fit
+    says so itself)."""
+    if not 0 <= headroom_bytes < TIGHT_HEADROOM_BYTES:
+        return []
+    return [note("warning.tight_memory", headroom=float(headroom_bytes), what=what, bound=TIGHT_HEADROOM_BYTES)]
 
 
 def policy_note(gpu: HardwareSpec, policy: MemoryPolicy) -> Note:

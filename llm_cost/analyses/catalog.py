@@ -48,9 +48,9 @@ class CatalogEntry:
 @record
 class GPUEntry:
     """One shipped GPU with its headline datasheet figures. ``memory_gb`` is the datasheet's
-    figure as printed ("80GB"); ``capacity_bytes`` the physical capacity deployments see (an
-    "80GB" H100 holds 80 GiB = 85,899,345,920 B; ``GPUSpec.capacity_bytes``), which ``fit`` and
-    ``serve`` size against."""
+    figure as printed ("80GB"); ``capacity_bytes`` the capacity deployments see, as the card
+    reports it (an "80GB" H100's 81,559 MiB = 85,520,809,984 B; ``GPUSpec.capacity_bytes``), which
+    ``fit`` and ``serve`` size against."""
 
     name: str
     display_name: str

@@ -13,9 +13,18 @@ import math
 from dataclasses import field
 from fractions import Fraction
 
-from llm_cost.analyses.capacity import DEPLOYMENT, KvRoom, MemoryPolicy, kv_room, paged_tokens, policy_note
+from llm_cost.analyses.capacity import (
+    DEPLOYMENT,
+    KvRoom,
+    MemoryPolicy,
+    kv_room,
+    paged_tokens,
+    policy_note,
+    tight_memory_note,
+)
 from llm_cost.analyses.memory import Fit
 from llm_cost.analyses.roofline import DecodeStep, decode_step
+from llm_cost.analyses.serving.replicas import node_gpus
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
@@ -87,6 +96,7 @@ def deployment(
         note("layout.sharding"),
         policy_note(gpu, policy),
         note("layout.memory", bits=float(bits), kv_bits=kv_bits, sequences=seqs),
+        *tight_memory_note(headroom, f"TP {layout.tp} x PP {layout.pp} at batch {batch} x {context:,} tokens"),
     ]
     return Deployment(
         spec.name,
@@ -159,7 +169,9 @@ def smallest_layouts(
     """Feasible inference layouts (DP = 1) of the ``sizes`` smallest GPU counts that work, fewest
     GPUs first, then fastest decode bound; at most ``limit``.
 
-    TP ranges over divisors of the query heads up to the GPUs of one node; PP over 1..L; EP over
+    TP ranges over divisors of the query heads up to the GPUs of one node (a card with no
+    GPU-to-GPU link: one host of them over PCIe, :func:`~llm_cost.analyses.serving.replicas.node_gpus`,
+    as the serving planner searches); PP over 1..L; EP over
     1 and TP for MoE models. Returns [] when nothing fits within ``max_gpus``. The search starts at
     the fewest GPUs whose memory could hold the model and its KV cache and stops at the largest
     layout there is (the largest TP x L stages), however large ``max_gpus``."""
@@ -167,7 +179,7 @@ def smallest_layouts(
     bits = weight_bits_of(weight_bits, limit=True)
     fitting: list[Layout] = []
     counts: list[int] = []
-    tps = [t for t in _divisors(n_q) if t <= max(1, gpu.interconnect.gpus_per_node)]
+    tps = [t for t in _divisors(n_q) if t <= node_gpus(gpu)]
     fewest = _fewest_gpus(spec, gpu, batch, context, bits, kv_bits, policy)
     largest = min(max_gpus, max(tps) * spec.num_hidden_layers)
     for total in range(fewest, largest + 1) if fewest is not None and fewest <= largest else ():

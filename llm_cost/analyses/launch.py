@@ -47,6 +47,7 @@ import shlex
 from dataclasses import field
 from fractions import Fraction
 
+from llm_cost.core.choices import Router
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
@@ -206,6 +207,29 @@ def _fraction(x: Fraction | float) -> str:
     return f"{float(x):.2f}".rstrip("0").rstrip(".")
 
 
+def data_parallel(engine: ServingEngine | str, layout: Layout, replicas: int, node_gpus: int) -> int:
+    """The replicas one command runs as data-parallel ranks (module docstring): all of them when
+    they fit one node together at PP 1 on vLLM or SGLang, else 1 (one command per replica). Never
+    on vLLM with expert parallelism (its EP spans every data-parallel rank:
+    ``ParallelConfig.data_parallel_size`` shards the MoE layers over TP x DP), nor for an
+    attention-DP layout (its ranks are the command's data parallelism already)."""
+    if str(engine) == str(ServingEngine.TRTLLM) or replicas <= 1 or layout.pp > 1 or layout.dp > 1:
+        return 1
+    if str(engine) == str(ServingEngine.VLLM) and layout.ep > 1:
+        return 1
+    return replicas if replicas * layout.gpus <= node_gpus else 1
+
+
+def router_for(engine: ServingEngine | str, layout: Layout, replicas: int, node_gpus: int) -> Router:
+    """The router that spreads requests over the replicas as the launch runs them: vLLM's data-parallel
+    ranks behind its own load balancer (least loaded), SGLang's behind its data-parallel controller
+    (round robin); replicas run as separate servers behind a load balancer, round robin
+    (:func:`llm_cost.simulate.engine.router_of`)."""
+    if str(engine) == str(ServingEngine.VLLM) and data_parallel(engine, layout, replicas, node_gpus) > 1:
+        return Router.LEAST_LOADED
+    return Router.ROUND_ROBIN
+
+
 def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
     """The launch command of ``plan`` on ``engine`` (module docstring). InputError for an
     attention data-parallel layout on TensorRT-LLM, whose ``trtllm-serve`` has no flag for it."""
@@ -218,7 +242,7 @@ def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
             fields=("emit",),
         )
     notes: list[Note] = []
-    dp = _merged_replicas(plan, engine)
+    dp = data_parallel(engine, lay, plan.replicas, plan.node_gpus)
     if engine == ServingEngine.VLLM:
         argv = _vllm_argv(plan, dp)
     elif engine == ServingEngine.SGLANG:
@@ -242,19 +266,6 @@ def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
     notes += _layout_notes(plan, engine, dp)
     notes += _support_notes(engine, plan.model_type)
     return Launch(engine, version, source, tuple(argv), shlex.join(argv), plan.replicas, notes, dp)
-
-
-def _merged_replicas(plan: LaunchPlan, engine: ServingEngine) -> int:
-    """Replicas one command runs as data-parallel ranks: those of a TP layout that fit one node
-    together (PP 1) on vLLM and SGLang; never on vLLM with expert parallelism (its EP spans every
-    data-parallel rank: ``ParallelConfig.data_parallel_size`` shards the MoE layers over TP x DP),
-    nor for an attention-DP layout (its ranks are the command's data parallelism already)."""
-    lay = plan.layout
-    if engine == ServingEngine.TRTLLM or plan.replicas <= 1 or lay.pp > 1 or lay.dp > 1:
-        return 1
-    if engine == ServingEngine.VLLM and lay.ep > 1:
-        return 1
-    return plan.replicas if plan.replicas * lay.gpus <= plan.node_gpus else 1
 
 
 def _vllm_argv(plan: LaunchPlan, dp: int) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import field
 from fractions import Fraction
 
-from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, kv_room, paged_tokens, policy_note
+from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, kv_room, paged_tokens, policy_note, tight_memory_note
 from llm_cost.core.choices import ActivationFormula, MemoryConvention, Recompute
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
@@ -91,6 +91,15 @@ def max_context(
     return lo
 
 
+def _dtypes_note(bits: Fraction, kv_bits: int) -> Note:
+    """The note of the weights' and the KV cache's bits (a weight-only format's kept tensors said)."""
+    quantized = getattr(bits, "quantized_bits", None)
+    if quantized is None:
+        return note("fit.dtypes", bits=float(bits), kv_bits=kv_bits)
+    kept = str(bits.quantization.kept_dtype)  # type: ignore[attr-defined]
+    return note("fit.dtypes", bits=float(bits), kv_bits=kv_bits, quantized=float(quantized), kept_dtype=kept)
+
+
 def fit(
     spec: ModelSpec,
     gpu: HardwareSpec,
@@ -112,12 +121,20 @@ def fit(
     full_only = layer_counts(spec).mixer(LayerType.FULL_ATTENTION) == spec.num_hidden_layers
     token_budget = int(budget // per_token) if (full_only and per_token) else None
     conc = []
-    for c in concurrency_contexts:
+    for c in sorted({*concurrency_contexts, context}):  # the asked context always among them
         per_seq = kv_bytes(spec, paged_tokens(c, block), kv_bits)
         conc.append(Concurrency(c, per_seq, int(budget // per_seq)))
     conventions = [
         policy_note(gpu, policy),
-        note("fit.dtypes", bits=float(bits), kv_bits=kv_bits),
+        _dtypes_note(bits, kv_bits),
+        *(
+            tight_memory_note(
+                budget - kv_bytes(spec, paged_tokens(context, block), kv_bits, batch),
+                f"batch {batch} x {context:,} tokens",
+            )
+            if fits
+            else []
+        ),
         note("fit.whole_sequences", block_tokens=block),
     ] + spec.context_note([context, *(concurrency_contexts if fits else ())])
     longest = max_context(spec, budget, batch, kv_bits, block_tokens=block)

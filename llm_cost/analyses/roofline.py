@@ -235,7 +235,7 @@ class DecodeStep(Result):
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
     profile: str | None = None  # its profile's name
-    predicted_low_s: float | None = None  # the prediction's error band (band_factors), seconds
+    predicted_low_s: float | None = None  # the prediction's error band (band_for), seconds
     predicted_high_s: float | None = None
     predicted_tokens_per_s: float | None = None  # tokens the step produces (decode) or reads (prefill) per second
     predicted_below: float | None = None  # the band's lower end as a share below the prediction (0.08: -8%)
@@ -649,7 +649,7 @@ class PrefillStep(Result):
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
     profile: str | None = None  # its profile's name
-    predicted_low_s: float | None = None  # the prediction's error band (band_factors), seconds
+    predicted_low_s: float | None = None  # the prediction's error band (band_for), seconds
     predicted_high_s: float | None = None
     predicted_tokens_per_s: float | None = None  # tokens the step produces (decode) or reads (prefill) per second
     predicted_below: float | None = None  # the band's lower end as a share below the prediction (0.08: -8%)

@@ -91,8 +91,9 @@ _GPUS = {"H100": "h100", "A100-80GB": "a100", "L40S": "l40s"}
 RUN_GPUS = frozenset(_GPUS.values())
 
 #: The serving band's calibration (``scripts/check_serving_runs.py --write-band``): per shipped run,
-#: the whole run's mean ITL measured and predicted by :func:`vllm_time_model`. JSON (a YAML subset),
-#: so that ``serve`` reads it without a YAML parser.
+#: the whole run's mean ITL measured and predicted by the one rule's vLLM time model
+#: (:func:`llm_cost.perf.choose.time_model_for`). JSON (a YAML subset), so that ``serve`` reads it
+#: without a YAML parser.
 BAND_FILE = Path(__file__).resolve().parent.parent / "data" / "serving-band.json"
 #: The percentiles of the runs' measured / predicted mean ITL that are the band's fast and slow
 #: ends (:func:`linear_percentile`).

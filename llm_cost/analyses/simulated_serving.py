@@ -38,12 +38,13 @@ from fractions import Fraction
 from typing import Any
 
 from llm_cost.analyses.capacity import MemoryPolicy
-from llm_cost.analyses.launch import Launch
+from llm_cost.analyses.launch import Launch, router_for
 from llm_cost.analyses.serving import COST_ALL_OUTPUT, SANE_TTFT_S, Candidate, ServePlan, StepBand
 from llm_cost.analyses.serving.moe_layouts import replica_engine
+from llm_cost.analyses.serving.replicas import node_gpus
 from llm_cost.analyses.serving.search import pcie_note
 from llm_cost.analyses.serving_runs import ServingBand, replica_kv_pool
-from llm_cost.core.choices import BandSource, ServingMode
+from llm_cost.core.choices import BandSource, Router, ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
@@ -57,18 +58,19 @@ from llm_cost.perf.timemodel import TimeModel
 from llm_cost.simulate import (
     ClosedLoop,
     EngineConfig,
-    OpenLoop,
     ScaledTimer,
     SimResult,
-    Stage,
     StepTimer,
     Target,
     Trace,
     Workload,
+    exchangeable,
     goodput_rps,
     simulate,
 )
+from llm_cost.simulate.intervals import interval
 from llm_cost.simulate.results import METRICS, Distribution
+from llm_cost.simulate.workload import MAX_REQUESTS
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 __all__ = [
@@ -94,8 +96,11 @@ __all__ = [
 
 #: Candidates simulated per replica layout and count.
 PER_LAYOUT = 3
-#: Requests each planner candidate's simulation runs (one configuration runs the caller's count).
+#: Requests each planner candidate's simulation runs (one configuration runs the caller's count):
+#: per replica saturated (one replica simulated); in all at a rate, at least
+#: :data:`PLAN_REQUESTS_PER_REPLICA` per replica (every replica simulated).
 PLAN_REQUESTS = 400
+PLAN_REQUESTS_PER_REPLICA = 100
 #: Rounds of its users a saturated candidate runs at least (its requests raised to this many
 #: times its concurrency): the warm-up, a steady round its throughput is measured over
 #: (:func:`llm_cost.simulate.results.steady_window`), the drain.
@@ -105,7 +110,15 @@ STEADY_ROUNDS = 3
 @record
 class Percentiles:
     """P50, P90 and P99 of a latency, seconds (None without samples); ``more``: any other
-    percentile a target bounds (``{"p95": 1.2}``)."""
+    percentile a target bounds (``{"p95": 1.2}``).
+
+    ``ci``: the sampling interval of each statistic (``mean``, ``p50``, ``p90``, ``p99`` and those
+    of ``more``) in this run, [low, high] seconds, widened to hold another seed's estimate
+    (:func:`llm_cost.simulate.intervals.interval` with ``rerun``; None: too few samples, and for
+    ITL, whose gaps within a step are not independent draws). ``interval``: the figure's whole
+    uncertainty, the step-time band and the sampling together: from the least to the greatest of
+    the band's runs' ``ci`` ends (only with a band). ``*_low_s`` / ``*_high_s``: the figure in the
+    band's run that gives the lower and the higher value (:func:`with_band`: each a single run's)."""
 
     p50: float | None
     p90: float | None
@@ -120,12 +133,34 @@ class Percentiles:
     p99_high_s: float | None = None
     more_low_s: dict[str, float | None] = field(default_factory=dict)
     more_high_s: dict[str, float | None] = field(default_factory=dict)
+    ci: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    interval: dict[str, tuple[float, float] | None] = field(default_factory=dict)
 
 
-def _percentiles(d: Distribution, target: Target | None = None) -> Percentiles:
-    """P50, P90, P99 of ``d``, and the percentile ``target`` bounds when it is another."""
+#: The per-request figure of each latency whose sampling interval is drawn (ITL has none).
+_PER_REQUEST = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "e2e_s": "e2e_s"}
+#: The statistics a latency's interval is drawn for, with the percentile of each (None: the mean).
+_STATISTICS = {"mean": None, "p50": 50.0, "p90": 90.0, "p99": 99.0}
+
+
+def _percentiles(
+    d: Distribution, target: Target | None = None, values: Sequence[float | None] | None = None, span: float = 0.0
+) -> Percentiles:
+    """P50, P90, P99 of ``d``, and the percentile ``target`` bounds when it is another; with the
+    per-request ``values`` in arrival order, each statistic's sampling interval."""
     more = {target.name: target.value(d)} if target is not None and target.percentile is not None else {}
-    return Percentiles(d.p50, d.p90, d.p99, more)
+    wanted = dict(_STATISTICS)
+    if target is not None and target.percentile is not None:
+        wanted[target.name] = target.percentile
+    ci = {name: interval(values, p, rerun=True, span=span) for name, p in wanted.items()} if values is not None else {}
+    return Percentiles(d.p50, d.p90, d.p99, more, ci=ci)
+
+
+def _upper(p: Percentiles, target: Target, reached: float | None) -> float | None:
+    """The upper end of the sampling interval of the statistic ``target`` bounds (``reached`` when
+    there is none)."""
+    ci = p.ci.get(target.name)
+    return reached if ci is None else max(ci[1], reached or 0.0)
 
 
 @record
@@ -211,6 +246,16 @@ class ServeRun(Result):
     usd_per_million_output_tokens_high: float | None = None
     violates_at_slow_end: tuple[str, ...] | None = None  # the targets missed at the band's slow end
     band: StepBand | None = None
+    simulated_requests: int = 0  # the requests completed in the simulation (every replica simulated)
+    router: str | None = None  # how the requests were spread over the replicas simulated side by side
+    violates_upper: tuple[str, ...] = ()  # the targets missed at the upper end of the sampling interval
+    # the targets missed on the pessimistic side of both uncertainties: the band's slow end, at the
+    # upper end of its sampling interval (None without a band)
+    violates_pessimistic: tuple[str, ...] | None = None
+    timed_at: str = "nominal"  # the step times simulated: "nominal", or the band's "slow end"
+    # the share of requests whose own figure meets each target (TTFT, TPOT, E2E; ITL: its longest gap),
+    # the per-request view beside a target on the mean or a percentile
+    within: dict[str, float] = field(default_factory=dict)
 
     @property
     def meets(self) -> bool:
@@ -273,27 +318,115 @@ def offered_rps(traffic: Workload | Trace) -> float | None:
     return sum(s.rate_rps * s.duration_s for s in finite) / sum(s.duration_s for s in finite)
 
 
-def per_replica(traffic: Workload | Trace, replicas: int) -> Workload | Trace:
-    """The traffic one of ``replicas`` replicas sees (module docstring)."""
-    if replicas == 1:
-        return traffic
-    if isinstance(traffic, Trace):
-        return Trace(traffic.rows[::replicas])
+def per_replica(traffic: Workload, replicas: int) -> Workload:
+    """A closed loop's share of one of ``replicas`` replicas: its users split evenly, each user
+    kept to one replica (module docstring)."""
     a = traffic.arrivals
+    if replicas == 1 or not isinstance(a, ClosedLoop):
+        return traffic
     requests = -(-traffic.requests // replicas) if traffic.requests is not None else None
-    if isinstance(a, ClosedLoop):
-        arrivals: OpenLoop | ClosedLoop = ClosedLoop(
-            -(-a.users // replicas), a.think_s, a.think, a.duration_s, a.ramp_s
-        )
-    else:
-        arrivals = OpenLoop(tuple(Stage(s.duration_s, s.rate_rps / replicas) for s in a.stages), a.process, a.cv)
-    return Workload(arrivals, traffic.input_tokens, traffic.output_tokens, traffic.prefix, requests)
+    users = ClosedLoop(-(-a.users // replicas), a.think_s, a.think, a.duration_s, a.ramp_s)
+    return Workload(users, traffic.input_tokens, traffic.output_tokens, traffic.prefix, requests)
 
 
 def _violations(result: SimResult, targets: Mapping[str, Target]) -> tuple[str, ...]:
     s = result.summary
     missed = tuple(f"{m} {t.name}" for m, t in targets.items() if not t.met(getattr(s, m)))
     return missed + (("rejected",) if s.rejected else ())
+
+
+def _violations_upper(
+    result: SimResult, targets: Mapping[str, Target], percentiles: Mapping[str, Percentiles]
+) -> tuple[str, ...]:
+    """The targets missed at the upper end of their statistic's sampling interval (the point value
+    where there is none), and ``rejected`` when a request was refused."""
+    s = result.summary
+    missed = []
+    for m, t in targets.items():
+        upper = _upper(percentiles[m], t, t.value(getattr(s, m)))
+        if upper is not None and upper > t.seconds:
+            missed.append(f"{m} {t.name}")
+    return tuple(missed) + (("rejected",) if s.rejected else ())
+
+
+def _within(result: SimResult, targets: Mapping[str, Target]) -> dict[str, float]:
+    """The share of completed requests whose own figure meets each target (:data:`METRICS`'s
+    per-request field: ITL's longest gap); a request without one (TPOT of one token) meets it."""
+    done = result.requests
+    if not done:
+        return {}
+    out = {}
+    for m, t in targets.items():
+        field_ = METRICS[m]
+        out[m] = sum(1 for r in done if (v := getattr(r, field_)) is None or v <= t.seconds) / len(done)
+    return out
+
+
+#: Goodput below this share of the throughput is flagged (:func:`_goodput_note`).
+GOODPUT_SHARE = 0.5
+
+
+def _goodput_note(
+    goodput: float, served: float, within: Mapping[str, float], targets: Mapping[str, Target]
+) -> list[Note]:
+    """A warning when fewer than :data:`GOODPUT_SHARE` of the requests served meet every target on
+    their own: the targets bound a statistic (the mean, a percentile) that can hold while most
+    requests miss them, or each target holds for most requests but few meet all at once."""
+    if not targets or served <= 0 or goodput >= GOODPUT_SHARE * served:
+        return []
+    worst = min(within, key=lambda m: within[m])
+    t = targets[worst]
+    return [
+        note(
+            "warning.serve_goodput",
+            goodput=goodput,
+            served=served,
+            metric=worst,
+            statistic=t.name,
+            seconds=t.seconds,
+            missed=1 - within[worst],
+            shares={m: 1 - v for m, v in within.items()},
+        )
+    ]
+
+
+def _simulate_deployment(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    layout: Layout,
+    traffic: Workload | Trace,
+    engine: EngineConfig,
+    time_model: TimeModel,
+    tokens: int,
+    state_blocks: int,
+    replicas: int,
+    router: Router,
+    formats: dict[str, Any],
+    seed: int | str,
+    timer: StepTimer | None,
+) -> tuple[SimResult, int]:
+    """The simulation of ``replicas`` x ``layout`` serving ``traffic`` (module docstring) and the
+    factor its rates are multiplied by to be the deployment's: an open loop or a trace runs every
+    replica behind ``router`` (1), or one standing for all (``replicas``:
+    :func:`~llm_cost.simulate.exchangeable`); a closed loop one replica with its share of the
+    users (``replicas``)."""
+    closed = isinstance(traffic, Workload) and isinstance(traffic.arrivals, ClosedLoop)
+    result = simulate(
+        spec,
+        gpu,
+        per_replica(traffic, replicas) if closed else traffic,  # type: ignore[arg-type]
+        engine,
+        time_model,
+        layout,
+        kv_capacity_tokens=tokens,
+        sequence_state_blocks=state_blocks,
+        seed=seed,
+        timer=timer,
+        replicas=1 if closed else replicas,
+        router=router,
+        **formats,
+    )
+    return result, replicas if closed else replicas // result.simulated_replicas
 
 
 def run_configuration(
@@ -317,8 +450,10 @@ def run_configuration(
     notes: Sequence[Note] = (),
     band: bool = False,
     serving_band: ServingBand | None = None,
+    router: Router = Router.ROUND_ROBIN,
 ) -> ServeRun:
-    """Simulate ``replicas`` x ``layout`` serving ``traffic`` (module docstring); the KV cache holds
+    """Simulate ``replicas`` x ``layout`` serving ``traffic`` (module docstring; ``router`` spreads
+    an open loop's requests over the replicas, all simulated); the KV cache holds
     what ``policy`` leaves after the weights, a hybrid model's per-sequence state held once per running
     request (:func:`~llm_cost.analyses.serving_runs.replica_kv_pool`).
     ``band``: with its error band (:func:`with_band`, two more simulations; ``serving_band``: drawn
@@ -331,7 +466,7 @@ def run_configuration(
             return run_configuration(
                 spec, gpu, layout, traffic, engine, time_model, policy, replicas=replicas, targets=targets,
                 usd_per_gpu_hour=usd_per_gpu_hour, weight_bits=weight_bits, kv_bits=kv_bits,
-                compute_dtype=compute_dtype, seed=seed, timer=t, candidate=candidate, notes=notes,
+                compute_dtype=compute_dtype, seed=seed, timer=t, candidate=candidate, notes=notes, router=router,
             )  # fmt: skip
 
         return with_band(again(timer), again, timer, time_model, serving_band)
@@ -344,48 +479,172 @@ def run_configuration(
             "more GPUs (layout) or a smaller weights_dtype",
             fields=("layout",),
         )
-    result = simulate(
-        spec,
-        gpu,
-        per_replica(traffic, replicas),
-        engine,
-        time_model,
-        layout,
-        kv_capacity_tokens=tokens,
-        sequence_state_blocks=pool.state_blocks,
-        weight_bits=weight_bits,
-        kv_bits=kv_bits,
-        compute_dtype=compute_dtype,
-        seed=seed,
-        timer=timer,
-    )
+    formats = dict(weight_bits=weight_bits, kv_bits=kv_bits, compute_dtype=compute_dtype)
+    if candidate is None:
+        timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
+        _check_prefill_keeps_up(traffic, engine, timer, replicas, layout)
+    result, scale = _simulate_deployment(
+        spec, gpu, layout, traffic, engine, time_model, tokens, pool.state_blocks, replicas, router, formats, seed,
+        timer,
+    )  # fmt: skip
     s = result.summary
     if s.rejected and not s.requests:
-        too_long = _all_refused(traffic, engine, tokens, candidate is None)
+        too_long = _all_refused(traffic, engine, tokens, candidate is None, spec.max_position_embeddings)
         if too_long is not None:
             raise too_long
+    return _serve_run(
+        spec.name, gpu, layout, traffic, engine, time_model, replicas, goals, usd_per_gpu_hour, result, scale,
+        tokens, candidate, [*_refused_rows(traffic, engine), *notes],
+    )  # fmt: skip
+
+
+def _prefill_rate(engine: EngineConfig, timer: StepTimer, budget: int) -> float:
+    """Prompt tokens/s a replica prefills at most with ``budget`` tokens a step: a step of nothing
+    but a prompt chunk of the budget, back to back (decodes only take budget from it)."""
+    return budget / timer.seconds(0, 0, budget, 0, 1)
+
+
+def _check_prefill_keeps_up(
+    traffic: Workload | Trace, engine: EngineConfig, timer: StepTimer, replicas: int, layout: Layout
+) -> None:
+    """InputError when the prompt tokens offered to each replica (the traffic's rate and mean
+    prompt less what the prefix cache holds) outrun what its token budget can prefill at all
+    (:func:`_prefill_rate`): the queue would grow as long as the run, its latencies measuring the
+    run's length. The error names the least budget (doubling) that keeps up. Judged on nominal step
+    times (a band's end, :class:`~llm_cost.simulate.ScaledTimer`, is the prediction's error, not
+    the input's)."""
+    from llm_cost.simulate.workload import expected_cached_tokens
+
+    rate = offered_rps(traffic)
+    if rate is None or not engine.chunked_prefill:
+        return
+    while isinstance(timer, ScaledTimer):  # the budget's own rate: nominal steps, not a band's end
+        timer = timer.base
+    prompt = _mean_lengths(traffic)[0] - (expected_cached_tokens(traffic) if engine.prefix_caching else 0.0)
+    offered = rate / replicas * max(prompt, 1.0)
+    most = _prefill_rate(engine, timer, engine.max_num_batched_tokens)
+    if offered <= most:
+        return
+    budget = engine.max_num_batched_tokens
+    while budget < 1 << 20 and _prefill_rate(engine, timer, budget) < offered:
+        budget *= 2
+    raise InputError(
+        f"max_num_batched_tokens: {engine.max_num_batched_tokens:,} tokens a step prefill at most {most:,.0f} "
+        f"prompt tokens/s on each {layout.gpus}-GPU replica, fewer than the {offered:,.0f} offered to it "
+        f"({rate / replicas:,.3g} requests/s of {prompt:,.0f} uncached prompt tokens): its queue would grow "
+        f"without end; give max_num_batched_tokens {budget:,} or more, more replicas, or a lower rate",
+        fields=("max_num_batched_tokens", "qps"),
+    )
+
+
+def _refused_rows(traffic: Workload | Trace, engine: EngineConfig) -> list[Note]:
+    """A warning when rows of a trace are longer than ``max_model_len`` (the engine refuses them),
+    naming the setting that replays them all."""
+    limit = engine.max_model_len
+    if limit is None or not isinstance(traffic, Trace):
+        return []
+    long = [r.input_tokens + r.output_tokens for r in traffic.rows if r.input_tokens + r.output_tokens > limit]
+    if not long or len(long) == len(traffic.rows):
+        return []
+    return [note("warning.refused_rows", rows=len(long), of=len(traffic.rows), limit=limit, longest=max(long))]
+
+
+def _sampled_percentiles(
+    result: SimResult, traffic: Workload | Trace, goals: Mapping[str, Target]
+) -> dict[str, Percentiles]:
+    """Each latency's percentiles (:data:`METRICS`) with the sampling intervals of its statistics,
+    from the requests in arrival order. An open loop's batches hold at least the requests in
+    flight at once (Little: completed requests x mean E2E over the run's span): a burst of
+    arrivals holds them up together. A closed loop's users arrive as others finish, no burst;
+    its batches stay the fixed count (a round of a closed loop of fixed lengths repeats the last,
+    and its warm-up is a transient, not a seed's noise)."""
+    s = result.summary
+    order = sorted(result.requests, key=lambda r: r.arrival_s)
+    span = s.end_s - s.start_s
+    open_loop = offered_rps(traffic) is not None
+    in_flight = len(order) * (s.e2e_s.mean or 0.0) / span if open_loop and span > 0 else 0.0
+    return {
+        m: _percentiles(
+            getattr(s, m),
+            goals.get(m),
+            [getattr(r, _PER_REQUEST[m]) for r in order] if m in _PER_REQUEST else None,
+            in_flight,
+        )
+        for m in METRICS
+    }
+
+
+def _run_notes(
+    gpu: HardwareSpec,
+    layout: Layout,
+    engine: EngineConfig,
+    time_model: TimeModel,
+    replicas: int,
+    result: SimResult,
+    usd_per_gpu_hour: float | None,
+) -> list[Note]:
+    """What a simulated run says of itself: how it was simulated (the scheduler, the time model,
+    the replicas simulated behind their router, the requests), its cost convention, and TP over
+    PCIe where the GPU has no GPU-to-GPU link."""
+    return [
+        note(
+            "serve.simulated",
+            label=time_model.label,
+            engine=engine.engine,
+            replicas=replicas,
+            simulated=result.replicas,
+            router=result.router,
+            requests=result.summary.requests,
+        ),
+        note("serve.cost_simulated", price=usd_per_gpu_hour),
+        *pcie_note(gpu, layout, time_model),
+    ]
+
+
+def _serve_run(
+    model: str,
+    gpu: HardwareSpec,
+    layout: Layout,
+    traffic: Workload | Trace,
+    engine: EngineConfig,
+    time_model: TimeModel,
+    replicas: int,
+    goals: dict[str, Target],
+    usd_per_gpu_hour: float | None,
+    result: SimResult,
+    scale: int,
+    tokens: int,
+    candidate: Candidate | None,
+    notes: Sequence[Note],
+) -> ServeRun:
+    """The deployment's figures of a simulation (:class:`ServeRun`): rates over the steady window
+    (warm-up and drain left out; the run's when it has none) times ``scale`` (the replicas a
+    simulated closed-loop replica stands for); engine figures one replica's."""
+    s = result.summary
     span = s.end_s - s.start_s
     gpus = replicas * layout.gpus
-    steady = result.steady  # rates over the steady window (warm-up and drain left out), else the run's
-    served_rps = steady.throughput_rps if steady else s.throughput_rps
-    out_per_s = (steady.output_tokens_per_s if steady else s.output_tokens_per_s) * replicas
-    running = steady.running_mean if steady else result.running_mean
-    waiting = steady.waiting_mean if steady else result.waiting_mean
+    steady = result.steady
+    served_rps = (steady.throughput_rps if steady else s.throughput_rps) * scale
+    out_per_s = (steady.output_tokens_per_s if steady else s.output_tokens_per_s) * scale
+    running = steady.running_mean / result.replicas if steady else result.running_mean
+    waiting = steady.waiting_mean / result.replicas if steady else result.waiting_mean
     usd_m = usd_req = None
     if usd_per_gpu_hour is not None and out_per_s > 0:
         usd_per_s = usd_per_gpu_hour * gpus / 3600
         usd_m = usd_per_s / out_per_s * 1e6
-        usd_req = usd_per_s / (served_rps * replicas)
-    rate = offered_rps(traffic)
+        usd_req = usd_per_s / served_rps
+    percentiles = _sampled_percentiles(result, traffic, goals)
+    within = _within(result, goals)
+    goodput = goodput_rps(result.requests, goals, span, steady) * scale
     return ServeRun(
-        spec.name,
+        model,
         gpu.name,
         engine.engine,
         layout,
         replicas,
         gpus,
         describe(traffic),
-        rate,
+        offered_rps(traffic),
         engine.max_num_seqs,
         engine.max_num_batched_tokens,
         engine.chunked_prefill,
@@ -396,15 +655,15 @@ def run_configuration(
         s.tpot_s.mean,
         s.itl_s.mean,
         s.e2e_s.mean,
-        {m: _percentiles(getattr(s, m), goals.get(m)) for m in METRICS},
+        percentiles,
         goals,
         _violations(result, goals),
-        goodput_rps(result.requests, goals, span, steady) * replicas,
-        served_rps * replicas,
+        goodput,
+        served_rps,
         out_per_s,
         out_per_s / gpus,
-        s.requests * replicas,
-        s.rejected * replicas,
+        s.requests * scale,
+        s.rejected * scale,
         running,
         waiting,
         result.kv_use_mean,
@@ -417,11 +676,14 @@ def run_configuration(
         result,
         candidate,
         [
-            note("serve.simulated", label=time_model.label, engine=engine.engine, replicas=replicas),
-            note("serve.cost_simulated", price=usd_per_gpu_hour),
-            *pcie_note(gpu, layout, time_model),
+            *_run_notes(gpu, layout, engine, time_model, replicas, result, usd_per_gpu_hour),
+            *_goodput_note(goodput, served_rps, within, goals),
             *notes,
         ],
+        simulated_requests=s.requests,
+        within=within,
+        router=result.router,
+        violates_upper=_violations_upper(result, goals, percentiles),
     )
 
 
@@ -465,28 +727,56 @@ def _constant_factor(value: float) -> Callable[[int, int, int, int, int], float]
     return factor
 
 
-def _ends(*values: float | None) -> tuple[float | None, float | None]:
-    """(least, greatest) of the runs' values of a figure; (None, None) when the nominal run has none."""
-    if values[0] is None:
-        return None, None
-    known = [v for v in values if v is not None]
-    return min(known), max(known)
+def _combined(*cis: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The interval from the least to the greatest end of the runs' sampling intervals (None when
+    the nominal run has none)."""
+    if cis[0] is None:
+        return None
+    known = [c for c in cis if c is not None]
+    return min(c[0] for c in known), max(c[1] for c in known)
 
 
 def _banded_percentiles(p: Percentiles, fast: Percentiles, slow: Percentiles) -> Percentiles:
-    ends = {name: _ends(getattr(p, name), getattr(fast, name), getattr(slow, name)) for name in ("p50", "p90", "p99")}
-    more = {k: _ends(v, fast.more.get(k), slow.more.get(k)) for k, v in p.more.items()}
+    """``p`` with each percentile's value at the band's fast end (``*_low_s``) and slow end
+    (``*_high_s``), each one run's, and each statistic's whole interval (:class:`Percentiles`)."""
     return dataclasses.replace(
         p,
-        p50_low_s=ends["p50"][0],
-        p50_high_s=ends["p50"][1],
-        p90_low_s=ends["p90"][0],
-        p90_high_s=ends["p90"][1],
-        p99_low_s=ends["p99"][0],
-        p99_high_s=ends["p99"][1],
-        more_low_s={k: v[0] for k, v in more.items()},
-        more_high_s={k: v[1] for k, v in more.items()},
+        p50_low_s=fast.p50,
+        p50_high_s=slow.p50,
+        p90_low_s=fast.p90,
+        p90_high_s=slow.p90,
+        p99_low_s=fast.p99,
+        p99_high_s=slow.p99,
+        more_low_s=dict(fast.more),
+        more_high_s=dict(slow.more),
+        interval={k: _combined(v, fast.ci.get(k), slow.ci.get(k)) for k, v in p.ci.items()},
     )
+
+
+#: Each banded figure of a run, and whether its ``_low`` is the fast end's (latencies, dollars) or
+#: the slow end's (rates: a slower step serves fewer tokens).
+_BANDED = {
+    "ttft_s": True,
+    "tpot_s": True,
+    "itl_s": True,
+    "e2e_s": True,
+    "goodput_rps": False,
+    "output_tokens_per_s": False,
+    "output_tokens_per_s_per_gpu": False,
+    "usd_per_million_output_tokens": True,
+}
+
+
+def _band_fields(fast: ServeRun, slow: ServeRun) -> dict[str, Any]:
+    """The ``*_low`` / ``*_high`` fields of a banded run: each figure at the band's end that gives
+    the lower and the higher value, one run each (:data:`_BANDED`)."""
+    fields_: dict[str, Any] = {}
+    for name, fast_is_low in _BANDED.items():
+        seconds = name.endswith("_s") and name != "output_tokens_per_s"  # ttft_low_s; output_tokens_per_s_low
+        stem, suffix = (name[:-2], "_s") if seconds else (name, "")
+        low, high = (fast, slow) if fast_is_low else (slow, fast)
+        fields_.update({f"{stem}_low{suffix}": getattr(low, name), f"{stem}_high{suffix}": getattr(high, name)})
+    return fields_
 
 
 def with_band(
@@ -495,6 +785,7 @@ def with_band(
     timer: StepTimer,
     time_model: TimeModel,
     serving: ServingBand | None = None,
+    slow: tuple[ServeRun, ScaledTimer] | None = None,
 ) -> ServeRun:
     """``nominal`` with its error band: the same configuration, traffic and seed re-simulated
     (``rerun``) twice, every step's time multiplied by the fast-end and then the slow-end factor
@@ -517,26 +808,70 @@ def with_band(
     the errors of one prediction on one GPU are systematic (the same kernels, the same peaks), not
     independent per step. Queueing is not linear in step time (a slower step lengthens every later
     request's wait), so the percentiles are re-simulated rather than scaled. Each figure's
-    ``*_low*`` / ``*_high*`` is the least / greatest of the three runs (a discrete-event schedule
-    is monotone in step time only nearly: a step ending before or after an arrival batches
-    differently); tokens/s and goodput are highest, and $/M lowest, at the fast end.
-    ``violates_at_slow_end``: the targets the slow end misses. A time model without held-out
+    ``*_low*`` / ``*_high*`` is its value at one end, one run each (:func:`_band_fields`: latencies
+    and $/M low at the fast end, rates low at the slow end; a discrete-event schedule is monotone
+    in step time only nearly, so an end may lie beyond the nominal value the other way); each
+    statistic's ``interval`` joins the three runs' sampling intervals. ``violates_at_slow_end``:
+    the targets the slow end misses; ``violates_pessimistic``: those missed at the upper end of
+    the slow end's sampling intervals. ``slow``: the slow end's run and timer, already simulated
+    (a plan's candidates are). A time model without held-out
     residuals (the MFU/MBU estimate, a profile without an error) gets no band and a note saying
     so."""
-    profile = time_model.profile if isinstance(time_model, CalibratedModel) else None
-    if profile is None or (serving is None and band_for(profile) is None):
+    ends = band_ends(time_model, serving)
+    if ends is None:
         return dataclasses.replace(
             nominal, conventions=[*nominal.conventions, note("serve.no_band", label=time_model.label)]
         )
+    fast_factor, slow_factor = ends
+    fast_timer = ScaledTimer(timer, fast_factor)
+    slow_run, slow_timer = slow if slow is not None else (None, ScaledTimer(timer, slow_factor))
+    fast = rerun(fast_timer)
+    slow_run = slow_run or rerun(slow_timer)
+    info, band_note = _band_info(
+        time_model,
+        serving,
+        [fast_factor(*k) for k in fast_timer.cache],
+        [slow_factor(*k) for k in slow_timer.cache],
+        len(set(fast_timer.cache) | set(slow_timer.cache)),
+    )
+    return dataclasses.replace(
+        nominal,
+        percentiles={
+            m: _banded_percentiles(p, fast.percentiles[m], slow_run.percentiles[m])
+            for m, p in nominal.percentiles.items()
+        },
+        violates_at_slow_end=slow_run.violates,
+        violates_pessimistic=slow_run.violates_upper,
+        band=info,
+        conventions=[*nominal.conventions, band_note],
+        **_band_fields(fast, slow_run),
+    )
+
+
+Factor = Callable[[int, int, int, int, int], float]
+
+
+def band_ends(time_model: TimeModel, serving: ServingBand | None = None) -> tuple[Factor, Factor] | None:
+    """The step-time factors of the band's fast and slow ends (:func:`with_band`'s conventions:
+    the serving runs' constant factors, else the profile's per shape); None for a time model with
+    no held-out residuals."""
+    profile = time_model.profile if isinstance(time_model, CalibratedModel) else None
+    if profile is None or (serving is None and band_for(profile) is None):
+        return None
     if serving is not None:
-        fast_factor, slow_factor = _constant_factor(serving.low), _constant_factor(serving.high)
-    else:
-        fast_factor, slow_factor = step_band_factor(profile, False), step_band_factor(profile, True)
-    fast_timer, slow_timer = ScaledTimer(timer, fast_factor), ScaledTimer(timer, slow_factor)
-    fast, slow = rerun(fast_timer), rerun(slow_timer)
-    fast_seen = [fast_factor(*k) for k in fast_timer.cache]
-    slow_seen = [slow_factor(*k) for k in slow_timer.cache]
-    shapes = len(set(fast_timer.cache) | set(slow_timer.cache))
+        return _constant_factor(serving.low), _constant_factor(serving.high)
+    return step_band_factor(profile, False), step_band_factor(profile, True)
+
+
+def _band_info(
+    time_model: TimeModel,
+    serving: ServingBand | None,
+    fast_seen: Sequence[float],
+    slow_seen: Sequence[float],
+    shapes: int,
+) -> tuple[StepBand, Note]:
+    """How a run's band was drawn, and the note that says so (:func:`with_band`)."""
+    profile = time_model.profile  # type: ignore[attr-defined]
     if serving is not None:
         info = StepBand(
             profile.name,
@@ -596,29 +931,7 @@ def with_band(
             slow_low=info.slow_low,
             slow_high=info.slow_high,
         )
-    ends = {
-        name: _ends(getattr(nominal, name), getattr(fast, name), getattr(slow, name))
-        for name in (
-            "ttft_s", "tpot_s", "itl_s", "e2e_s", "goodput_rps", "output_tokens_per_s",
-            "output_tokens_per_s_per_gpu", "usd_per_million_output_tokens",
-        )
-    }  # fmt: skip
-
-    fields_: dict[str, Any] = {}
-    for name, (low, high) in ends.items():
-        seconds = name in ("ttft_s", "tpot_s", "itl_s", "e2e_s")  # ttft_low_s; output_tokens_per_s_low
-        stem, suffix = (name[:-2], "_s") if seconds else (name, "")
-        fields_.update({f"{stem}_low{suffix}": low, f"{stem}_high{suffix}": high})
-    return dataclasses.replace(
-        nominal,
-        percentiles={
-            m: _banded_percentiles(p, fast.percentiles[m], slow.percentiles[m]) for m, p in nominal.percentiles.items()
-        },
-        violates_at_slow_end=slow.violates,
-        band=info,
-        conventions=[*nominal.conventions, band_note],
-        **fields_,
-    )
+    return info, band_note
 
 
 def _mean_lengths(traffic: Workload | Trace) -> tuple[float, float]:
@@ -629,13 +942,27 @@ def _mean_lengths(traffic: Workload | Trace) -> tuple[float, float]:
     return traffic.input_tokens.mean, traffic.output_tokens.mean
 
 
-def _all_refused(traffic: Workload | Trace, engine: EngineConfig, kv_tokens: int, alone: bool) -> InputError | None:
+def _all_refused(
+    traffic: Workload | Trace, engine: EngineConfig, kv_tokens: int, alone: bool, context: int
+) -> InputError | None:
     """The one-line error when a run refused every request: its requests are longer than
     ``max_model_len`` (vLLM refuses a prompt plus its output past it: any configuration would), or,
     for one configuration given (``alone``), they do not fit its empty KV cache. None otherwise
     (a plan's candidate that refuses all is ranked out)."""
     mean_in, mean_out = _mean_lengths(traffic)
     limit = engine.max_model_len
+    if limit is not None and isinstance(traffic, Trace):
+        shortest = min(r.input_tokens + r.output_tokens for r in traffic.rows)
+        fix = (
+            f"give max_model_len {shortest:,} or more"
+            if shortest <= context
+            else f"the model takes at most {context:,}: replay rows of at most that"
+        )
+        return InputError(
+            f"max_model_len: every row of the trace was refused: the shortest, prompt and output, holds "
+            f"{shortest:,} tokens, more than max_model_len {limit:,}; {fix}",
+            fields=("max_model_len", "trace"),
+        )
     if limit is not None and mean_in + mean_out > limit:
         return InputError(
             f"max_model_len: every request was refused: prompts of {mean_in:,.0f} + {mean_out:,.0f} output tokens "
@@ -696,6 +1023,7 @@ class SimulatedPlan(Result):
     usd_per_million_output_tokens_low: float | None = None
     usd_per_million_output_tokens_high: float | None = None
     violates_at_slow_end: tuple[str, ...] | None = None
+    violates_pessimistic: tuple[str, ...] | None = None
 
 
 def _picks(group: list[Candidate]) -> list[Candidate]:
@@ -759,13 +1087,14 @@ def _at_a_rate(groups: Mapping[tuple[Layout, int], list[Candidate]]) -> dict[Lay
 
 
 def _fewest_replicas(lo: int, hi: int, run_at: Any, good: Any, distance: Any) -> list[ServeRun]:
-    """Every run tried while finding the fewest replicas in ``lo`` .. ``hi`` whose simulated run
-    is ``good``: ``lo`` first, then doubling until one is good (or ``hi`` is not, or doubling no
-    longer brings the run 1% nearer its targets by ``distance``: the latencies of an unloaded
-    replica are reached, and no count meets them), then bisection between the last bad and the
-    first good count. More replicas share the same traffic, so each sees a lower rate and its
-    latencies do not rise: goodness is monotone in the count, which is what bisection needs;
-    about 2 log2(answer / lo) simulations per layout."""
+    """Every run tried while finding the fewest replicas in 1 .. ``hi`` whose simulated run is
+    ``good``, starting from the screen's ``lo``: when ``lo`` is good, down one replica at a time
+    until one is not (the plan is then the smallest good count, whatever the screen said); else
+    doubling until one is good (or ``hi`` is not, or doubling no longer brings the run 1% nearer
+    its targets by ``distance``: the latencies of an unloaded replica are reached, and no count
+    meets them), then bisection between the last bad and the first good count. More replicas share
+    the same traffic, so each sees a lower rate and its latencies do not rise: goodness is
+    monotone in the count, which is what bisection needs."""
     tried: dict[int, ServeRun] = {}
 
     def ok(n: int) -> bool:
@@ -773,7 +1102,12 @@ def _fewest_replicas(lo: int, hi: int, run_at: Any, good: Any, distance: Any) ->
             tried[n] = run_at(n)
         return bool(good(tried[n]))
 
-    if ok(lo) or lo >= hi:
+    if ok(lo):
+        n = lo
+        while n > 1 and ok(n - 1):
+            n -= 1
+        return list(tried.values())
+    if lo >= hi:
         return list(tried.values())
     bad, n = lo, lo
     while True:
@@ -812,9 +1146,27 @@ def _engine_for(c: Candidate, base: EngineConfig, saturated: bool, cap: int | No
 
 
 def _rank_key(run: ServeRun, qps: float | None) -> tuple:
+    """How candidates rank, best first: those holding the targets (:func:`_holds`); at a rate, the
+    fewest GPUs, then the screen's headroom to the targets (:func:`_screen_distance`: between
+    configurations of as many GPUs that both hold the targets on the pessimistic side, the
+    simulated goodput and headroom differ by sampling noise, so a seed would flip the choice; the
+    screen's figures come from the traffic's mean lengths, the same at every seed), then goodput;
+    saturated, the most output tokens/s per GPU, then the fewest GPUs."""
     if qps is not None:
-        return (not run.meets, run.gpus, -run.goodput_rps, run.e2e_s or 0.0)
-    return (not run.meets, -run.output_tokens_per_s_per_gpu, run.gpus)
+        return (not _holds(run), run.gpus, _screen_distance(run), -run.goodput_rps)
+    return (not _holds(run), -run.output_tokens_per_s_per_gpu, run.gpus)
+
+
+def _screen_distance(run: ServeRun) -> float:
+    """How far the screen put ``run``'s configuration from its targets: the largest of its TTFT
+    and TPOT over their targets' bounds (a TTFT or TPOT target of any statistic, ITL's against
+    TPOT; 0 without a screen's candidate or such a target)."""
+    c = run.candidate
+    if c is None:
+        return 0.0
+    figures = {"ttft_s": c.ttft_s, "tpot_s": c.tpot_s, "itl_s": c.tpot_s}
+    ratios = [figures[m] / t.seconds for m, t in run.targets.items() if m in figures]
+    return round(max(ratios, default=0.0), 6)
 
 
 def _nothing_meets(runs: Sequence[ServeRun], targets: Mapping[str, Target]) -> InputError:
@@ -863,129 +1215,74 @@ def plan_on_simulation(
     requests: int = PLAN_REQUESTS,
     notes: Sequence[Note] = (),
     serving_band: ServingBand | None = None,
+    router: Router | None = None,
+    rescreen: Callable[[int], ServePlan] | None = None,
 ) -> SimulatedPlan:
     """Simulate the promising candidates of ``screen`` (module docstring) and choose among them.
-    ``traffic`` with a rate is simulated per replica as it is; without a rate (``qps`` None) each
-    candidate runs its concurrency as closed-loop users. The chosen one gets its error band
-    (:func:`with_band`; ``serving_band``: the measured serving runs' rather than the profile's).
-    InputError when the screen holds no aggregated candidate, or when none simulated meets the
-    targets (naming the nearest)."""
-    frontier = list(screen.frontier_by_mode.get(ServingMode.AGGREGATED, []))
-    if screen.chosen.mode == ServingMode.AGGREGATED and screen.chosen not in frontier:
-        frontier.append(screen.chosen)
-    if not frontier:
+    ``traffic`` with a rate is simulated as it is, every replica behind ``router`` (None: the
+    engine's own, :func:`~llm_cost.analyses.launch.router_for`); without a rate (``qps`` None) each
+    candidate runs its concurrency as closed-loop users. Candidates are simulated at the slow end
+    of the band and judged at the upper end of their sampling intervals (the pessimistic side of
+    both); the chosen one is simulated again at nominal step times and at the fast end
+    (:func:`with_band`; ``serving_band``: the measured serving runs' band rather than the
+    profile's). ``rescreen``: the screen again with a prompt's cached tokens as a simulation
+    measured them, asked at a rate when the first layout simulated finds the prefix cache holding
+    another share than the screen priced (:data:`RESCREEN_TOKENS`). InputError when the screen
+    holds no aggregated candidate, or when none simulated meets the targets (naming the nearest)."""
+    groups = _groups(screen)
+    if not groups:
         raise InputError(
             "modes: the simulator runs aggregated replicas, and the screen found no aggregated configuration; "
             "search aggregated serving",
             fields=("modes",),
         )
-    groups: dict[tuple[Layout, int], list[Candidate]] = {}
-    for c in frontier:
-        groups.setdefault((c.layout, c.replicas), []).append(c)
-    timers: dict[Layout, StepTimer] = {}
-    runs: list[ServeRun] = []
-    reruns: dict[int, tuple[Callable[[StepTimer], ServeRun], StepTimer]] = {}
-
-    def run(layout: Layout, replicas: int, c: Candidate, load: Workload | Trace, cap: int | None = None) -> ServeRun:
-        # a step timer memoises step times by bucket, the first step of a bucket timing it: a timer
-        # shared between runs would make one run's figures depend on the runs before it. At a rate
-        # (the replica search compares runs that differ only by their rate) each run times its own
-        # steps, exactly as the configuration simulated alone; saturated, one timer per layout.
-        timer = (
-            StepTimer(spec, gpu, time_model, layout, Fraction(weight_bits), kv_bits, compute_dtype)
-            if qps is not None or layout not in timers
-            else timers[layout]
-        )
-        timers.setdefault(layout, timer)
-        engine = _engine_for(c, base, qps is None, cap)
-
-        def again(t: StepTimer) -> ServeRun:
-            return run_configuration(
-                spec,
-                gpu,
-                layout,
-                load,
-                engine,
-                time_model,
-                policy,
-                replicas=replicas,
-                targets=targets,
-                usd_per_gpu_hour=usd_per_gpu_hour,
-                weight_bits=weight_bits,
-                kv_bits=kv_bits,
-                compute_dtype=compute_dtype,
-                seed=seed,
-                timer=t,
-                candidate=c,
-            )
-
-        result = again(timer)
-        reruns[id(result)] = (again, timer)  # the chosen run's band re-simulates it (with_band)
-        return result
-
-    if qps is None:
-        for (layout, replicas), group in groups.items():
-
-            def closed(c: Candidate, cap: int, replicas: int = replicas) -> Workload:
-                e2e = c.ttft_s + c.tpot_s * (c.output_tokens_per_s / max(c.requests_per_s, 1e-9) - 1)
-                # at least STEADY_ROUNDS rounds of the users, so the steady window holds one
-                each = max(requests, STEADY_ROUNDS * cap)
-                return _closed_loop(traffic, cap * replicas, each * replicas, e2e)
-
-            mine = [run(layout, replicas, c, closed(c, c.concurrency)) for c in _picks(group)]
-            runs += mine
-            top = max(group, key=lambda c: c.output_tokens_per_s_per_gpu)
-            if not targets or any(r.meets and r.max_num_seqs >= top.concurrency for r in mine):
-                continue
-            # descend from the analytic best until a configuration meets every target: the
-            # group's frontier points and the ladder's caps below its best, by falling cap (the
-            # frontier's higher throughput first at one cap); the same steps in the same order
-            # whatever the targets, so a looser target stops no lower
-            done = {(r.max_num_seqs, r.max_num_batched_tokens, r.chunked_prefill) for r in mine}
-            for cap, c in _descent(group, top):
-                if any(r.meets and r.max_num_seqs >= cap for r in mine):
-                    break  # a configuration at this cap or above already meets them
-                engine = _engine_for(c, base, True, cap)
-                key = (cap, engine.max_num_batched_tokens, engine.chunked_prefill)
-                if key in done:
-                    continue
-                done.add(key)
-                mine.append(run(layout, replicas, c, closed(c, cap), cap))
-                runs.append(mine[-1])
-                if mine[-1].meets:
-                    break
-    else:
-        bound = _implicit_ttft(targets)
-        fewest_gpus = screen.gpu_budget  # of a layout found good so far: no other needs to try more
-        starts = sorted(_at_a_rate(groups).items(), key=lambda kv: (kv[1][0] * kv[0].gpus, kv[0].gpus))
-        for layout, (lo, c) in starts:
-            hi = min(screen.gpu_budget, fewest_gpus) // layout.gpus
-            if hi < lo:
-                continue
-
-            def at(n: int, layout: Layout = layout, c: Candidate = c) -> ServeRun:
-                load = traffic
-                if isinstance(traffic, Workload) and traffic.requests is None:
-                    load = Workload(
-                        traffic.arrivals, traffic.input_tokens, traffic.output_tokens, traffic.prefix, requests * n
-                    )
-                return run(layout, n, c, load)
-
-            tried = _fewest_replicas(lo, hi, at, lambda r: _good(r, bound), lambda r: _distance(r, targets, bound))
-            runs += tried
-            fewest_gpus = min([fewest_gpus, *(r.gpus for r in tried if _good(r, bound))])
+    formats = dict(weight_bits=Fraction(weight_bits), kv_bits=kv_bits, compute_dtype=compute_dtype)
+    search = _Search(
+        spec, gpu, traffic, base, time_model, policy, dict(targets), qps, usd_per_gpu_hour, formats, seed,
+        requests, serving_band, router,
+    )  # fmt: skip
+    runs = search.saturated(groups) if qps is None else search.at_rate(groups, screen, rescreen)
     ranked = tuple(sorted(runs, key=lambda r: _rank_key(r, qps)))
     best = ranked[0]
-    if not best.meets:
+    if not _holds(best):
         raise _nothing_meets(ranked, targets)
     if qps is not None and not _good(best, _implicit_ttft(targets)):
         raise _nothing_keeps_up(ranked, qps, screen.gpu_budget, gpu.name)
-    again, timer = reruns[id(best)]
-    best = with_band(best, again, timer, time_model, serving_band)
-    ranked = (best, *ranked[1:])
+    return _simulated_plan(spec.name, gpu.name, qps, targets, screen, search.banded(best), ranked, requests, notes)
+
+
+#: Prompt tokens by which the prefix-cache hits a simulation measures may differ from those the
+#: screen priced before the screen is asked again (two blocks: LRU eviction, replicas warming
+#: each prefix apart).
+RESCREEN_TOKENS = 32
+
+
+def _groups(screen: ServePlan) -> dict[tuple[Layout, int], list[Candidate]]:
+    """The screen's aggregated frontier (and its chosen configuration), by replica layout and count."""
+    frontier = list(screen.frontier_by_mode.get(ServingMode.AGGREGATED, []))
+    if screen.chosen.mode == ServingMode.AGGREGATED and screen.chosen not in frontier:
+        frontier.append(screen.chosen)
+    groups: dict[tuple[Layout, int], list[Candidate]] = {}
+    for c in frontier:
+        groups.setdefault((c.layout, c.replicas), []).append(c)
+    return groups
+
+
+def _simulated_plan(
+    model: str,
+    gpu: str,
+    qps: float | None,
+    targets: Mapping[str, Target],
+    screen: ServePlan,
+    best: ServeRun,
+    ranked: tuple[ServeRun, ...],
+    requests: int,
+    notes: Sequence[Note],
+) -> SimulatedPlan:
+    """The plan around its chosen run ``best`` (nominal, banded) and the candidates simulated."""
     return SimulatedPlan(
-        spec.name,
-        gpu.name,
+        model,
+        gpu,
         best.workload,
         qps,
         dict(targets),
@@ -1003,27 +1300,378 @@ def plan_on_simulation(
         ranked,
         screen,
         [
-            note("serve.simulated_plan", simulated=len(ranked), per_layout=PER_LAYOUT, requests=requests, qps=qps),
+            note(
+                "serve.simulated_plan",
+                simulated=len(ranked),
+                per_layout=PER_LAYOUT,
+                requests=requests,
+                qps=qps,
+                timed_at=ranked[0].timed_at,
+            ),
             *best.conventions,
             *(n for n in notes if n not in best.conventions),
+            *(n for n in screen.conventions if n.code == "serve.cached_prompt"),
             *_plan_warnings(best, qps, targets),
         ],
-        ttft_low_s=best.ttft_low_s,
-        ttft_high_s=best.ttft_high_s,
-        tpot_low_s=best.tpot_low_s,
-        tpot_high_s=best.tpot_high_s,
-        itl_low_s=best.itl_low_s,
-        itl_high_s=best.itl_high_s,
-        e2e_low_s=best.e2e_low_s,
-        e2e_high_s=best.e2e_high_s,
-        goodput_rps_low=best.goodput_rps_low,
-        goodput_rps_high=best.goodput_rps_high,
-        output_tokens_per_s_per_gpu_low=best.output_tokens_per_s_per_gpu_low,
-        output_tokens_per_s_per_gpu_high=best.output_tokens_per_s_per_gpu_high,
-        usd_per_million_output_tokens_low=best.usd_per_million_output_tokens_low,
-        usd_per_million_output_tokens_high=best.usd_per_million_output_tokens_high,
-        violates_at_slow_end=best.violates_at_slow_end,
+        **{name: getattr(best, name) for name in _PLAN_BAND},
     )
+
+
+#: The banded figures of the chosen run a plan repeats at its top.
+_PLAN_BAND = (
+    "ttft_low_s", "ttft_high_s", "tpot_low_s", "tpot_high_s", "itl_low_s", "itl_high_s", "e2e_low_s",
+    "e2e_high_s", "goodput_rps_low", "goodput_rps_high", "output_tokens_per_s_per_gpu_low",
+    "output_tokens_per_s_per_gpu_high", "usd_per_million_output_tokens_low", "usd_per_million_output_tokens_high",
+    "violates_at_slow_end", "violates_pessimistic",
+)  # fmt: skip
+
+
+#: A descent step's short run (:meth:`_Search.trial`): rounds of its users and the fewest requests
+#: per replica (two sampling batches at the least: the verdict needs an interval).
+TRIAL_ROUNDS, TRIAL_REQUESTS = 1.5, 100
+
+
+def _clearly_misses(run: ServeRun, bound: float | None = None) -> bool:
+    """Whether a run misses a target (or keeps its P99 TTFT over ``bound``) even at the lower end
+    of its statistic's sampling interval, or refused a request: a longer run would not bring it
+    within."""
+    if run.rejected:
+        return True
+    s = run.simulation.summary
+    for m, t in run.targets.items():
+        ci = run.percentiles[m].ci.get(t.name)
+        low = ci[0] if ci is not None else None
+        if low is not None and low > t.seconds:
+            return True
+    p99 = run.percentiles["ttft_s"].ci.get("p99")
+    if bound is not None and p99 is not None and p99[0] > bound:
+        return True
+    return s.requests == 0
+
+
+def _holds(run: ServeRun) -> bool:
+    """Whether a candidate meets every target on the pessimistic side of its simulation: at the
+    upper end of each target statistic's sampling interval (a candidate is simulated at the band's
+    slow end), nothing refused."""
+    return not run.violates_upper
+
+
+class _Search:
+    """The candidates' simulations of one plan (:func:`plan_on_simulation`): their settings, one
+    step timer per replica layout shared by every run of the layout (a step's time depends only on
+    its bucket, so sharing the memo changes no figure), the band's slow end each candidate runs at."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        gpu: HardwareSpec,
+        traffic: Workload | Trace,
+        base: EngineConfig,
+        time_model: TimeModel,
+        policy: MemoryPolicy,
+        targets: dict[str, Target],
+        qps: float | None,
+        price: float | None,
+        formats: dict[str, Any],
+        seed: int | str,
+        requests: int,
+        serving_band: ServingBand | None,
+        router: Router | None,
+    ) -> None:
+        self.spec, self.gpu, self.traffic, self.base = spec, gpu, traffic, base
+        self.time_model, self.policy, self.targets, self.qps = time_model, policy, targets, qps
+        self.price, self.formats, self.seed, self.requests = price, formats, seed, requests
+        self.serving_band, self.router = serving_band, router
+        self.ends = band_ends(time_model, serving_band)
+        self.timers: dict[Layout, tuple[StepTimer, StepTimer]] = {}
+        self.reruns: dict[int, Callable[[StepTimer], ServeRun]] = {}
+
+    def timer(self, layout: Layout) -> tuple[StepTimer, StepTimer]:
+        """The layout's (nominal, slow end) step timers, shared by its runs."""
+        if layout not in self.timers:
+            nominal = StepTimer(self.spec, self.gpu, self.time_model, layout, **self.formats)
+            slow = ScaledTimer(nominal, self.ends[1]) if self.ends is not None else nominal
+            self.timers[layout] = (nominal, slow)
+        return self.timers[layout]
+
+    def run(
+        self, layout: Layout, replicas: int, c: Candidate, load: Workload | Trace, cap: int | None = None
+    ) -> ServeRun:
+        """Candidate ``c`` as ``replicas`` x ``layout`` serving ``load``, at the band's slow end."""
+        engine = _engine_for(c, self.base, self.qps is None, cap)
+        router = self.router_of(layout, replicas)
+
+        def again(t: StepTimer) -> ServeRun:
+            return run_configuration(
+                self.spec, self.gpu, layout, load, engine, self.time_model, self.policy, replicas=replicas,
+                targets=self.targets, usd_per_gpu_hour=self.price, seed=self.seed, timer=t, candidate=c,
+                router=router, **self.formats,
+            )  # fmt: skip
+
+        result = again(self.timer(layout)[1])
+        if self.ends is not None:
+            result = dataclasses.replace(result, timed_at="slow end")
+        self.reruns[id(result)] = again
+        return result
+
+    def router_of(self, layout: Layout, replicas: int) -> Router:
+        """The router of ``replicas`` x ``layout``: the one asked for, else the engine's own as the
+        launch runs them (:func:`~llm_cost.analyses.launch.router_for`)."""
+        return self.router or router_for(self.base.engine, layout, replicas, node_gpus(self.gpu))
+
+    def banded(self, best: ServeRun) -> ServeRun:
+        """The chosen candidate simulated at nominal step times, with its band (the slow end is
+        the candidate's own run)."""
+        again = self.reruns[id(best)]
+        nominal, slow = self.timer(best.layout)
+        if self.ends is None:
+            return with_band(best, again, nominal, self.time_model, self.serving_band)
+        assert isinstance(slow, ScaledTimer)
+        run = again(nominal)
+        return with_band(run, again, nominal, self.time_model, self.serving_band, slow=(best, slow))
+
+    def saturated(self, groups: Mapping[tuple[Layout, int], list[Candidate]]) -> list[ServeRun]:
+        """Without a rate: each group's picks as closed loops, then each group's descent where
+        none at its best concurrency holds the targets (module docstring), both group by group,
+        the groups whose screen holds the most throughput per GPU within the targets first
+        (:func:`_promise`). A pick or a descent's step is run only if it could beat the most
+        output tokens/s per GPU of a run holding the targets so far (:meth:`most_per_gpu`), so
+        the order and the bound leave out only runs that could not be chosen."""
+        order = sorted(groups, key=lambda k: _promise(groups[k], self.targets))
+        runs: list[ServeRun] = []
+        picked: dict[tuple[Layout, int], list[ServeRun]] = {}
+        for layout, replicas in order:
+            best = max((r.output_tokens_per_s_per_gpu for r in runs if _holds(r)), default=0.0)
+            picked[(layout, replicas)] = [
+                self.run(layout, replicas, c, self.closed(c, c.concurrency, replicas))
+                for c in _picks(groups[(layout, replicas)])
+                if self.most_per_gpu(layout, c.concurrency) >= best
+            ]
+            runs += picked[(layout, replicas)]
+        for layout, replicas in order:
+            group, mine = groups[(layout, replicas)], picked[(layout, replicas)]
+            top = max(group, key=lambda c: c.output_tokens_per_s_per_gpu)
+            if self.targets and not any(_holds(r) and r.max_num_seqs >= top.concurrency for r in mine):
+                best = max((r.output_tokens_per_s_per_gpu for r in runs if _holds(r)), default=0.0)
+                runs += self.descend(layout, replicas, group, top, mine, best)
+        return runs
+
+    def least_step(self, layout: Layout) -> float:
+        """The shortest step a run of ``layout`` takes at the band's slow end (the step timer a
+        candidate runs with): one sequence decoding after the mean prompt. No step of more
+        sequences, prompt tokens or context is shorter, so every gap between a request's tokens is
+        at least this long."""
+        prompt = round(_mean_lengths(self.traffic)[0])
+        return self.timer(layout)[1].seconds(1, prompt)
+
+    def most_per_gpu(self, layout: Layout, cap: int) -> float:
+        """An upper bound of the output tokens/s per GPU of a run of ``layout`` capped at ``cap``
+        sequences (at the band's slow end): a step of n <= cap running sequences emits at most n
+        tokens and takes at least the step of n decodes after the mean prompt (a prompt chunk or a
+        longer context only lengthens it), and n over that step's time grows with n (the weights
+        are read once per step), so it is at most cap over the step of cap decodes, per GPU."""
+        prompt = round(_mean_lengths(self.traffic)[0])
+        return cap / (self.timer(layout)[1].seconds(cap, prompt) * layout.gpus)
+
+    def hopeless(self, layout: Layout) -> bool:
+        """Whether no configuration of ``layout`` can meet the TPOT or ITL target, whatever its
+        cap: the target is below the shortest step (:meth:`least_step`)."""
+        least = self.least_step(layout)
+        return any(t.seconds < least for m, t in self.targets.items() if m in ("tpot_s", "itl_s"))
+
+    def descend(
+        self,
+        layout: Layout,
+        replicas: int,
+        group: list[Candidate],
+        top: Candidate,
+        mine: list[ServeRun],
+        best: float = 0.0,
+    ) -> list[ServeRun]:
+        """Descend from the analytic best until a configuration holds every target (module
+        docstring): first the ladder's caps alone, by falling cap, to the first that holds; then the
+        other steps between it and the ladder cap above it (the group's frontier points, the
+        higher throughput first at one cap), by falling cap, to the first that holds (all the steps
+        below when no ladder cap holds). The steps and their order depend on the targets only
+        through the verdicts, and a verdict that holds under a target holds under a looser one, so
+        a looser target stops no lower. Not run, as no run of them could be chosen: any step when
+        the layout cannot meet the TPOT or ITL target at all (:meth:`hopeless`); a step whose cap
+        bounds its output tokens/s per GPU under ``best``, the most of a run already holding the
+        targets (:meth:`most_per_gpu`)."""
+        if self.hopeless(layout):
+            return []
+        steps = [(cap, c) for cap, c in _descent(group, top) if self.most_per_gpu(layout, cap) >= best]
+        rungs = set(ladder(top.concurrency))
+        more: list[ServeRun] = []
+        done = {(r.max_num_seqs, r.max_num_batched_tokens, r.chunked_prefill) for r in mine}
+        above, below = top.concurrency + 1, 0  # the interval refined: between the failing rung and the holding one
+        for cap, c in steps:
+            if cap in rungs:
+                held = self.step(layout, replicas, c, cap, (*mine, *more), done, more)
+                if held is None or held:
+                    below = max(r.max_num_seqs for r in (*mine, *more) if _holds(r))
+                    break
+                above = cap
+        for cap, c in steps:
+            if below < cap < above:
+                held = self.step(layout, replicas, c, cap, (*mine, *more), done, more)
+                if held is None or held:
+                    break
+        return more
+
+    def step(
+        self,
+        layout: Layout,
+        replicas: int,
+        c: Candidate,
+        cap: int,
+        tried: Sequence[ServeRun],
+        done: set[tuple[int, int, bool]],
+        more: list[ServeRun],
+    ) -> bool | None:
+        """One step of a descent: None when a run at ``cap`` or above already holds the targets
+        (the descent ends), else whether the step's run holds them (run unless tried already)."""
+        if any(_holds(r) and r.max_num_seqs >= cap for r in tried):
+            return None
+        engine = _engine_for(c, self.base, True, cap)
+        key = (cap, engine.max_num_batched_tokens, engine.chunked_prefill)
+        if key in done:
+            return False
+        done.add(key)
+        more.append(self.trial(layout, replicas, c, cap))
+        return _holds(more[-1])
+
+    def trial(self, layout: Layout, replicas: int, c: Candidate, cap: int) -> ServeRun:
+        """A descent step, its simulated requests bounded by the precision its verdict needs: a
+        short run first (:data:`TRIAL_ROUNDS` rounds of the users, at least :data:`TRIAL_REQUESTS`),
+        which settles a target missed even at the lower end of its sampling interval (the run is
+        then the candidate's); else the full run."""
+        full = self.closed(c, cap, replicas)
+        short = self.closed(c, cap, replicas, TRIAL_ROUNDS, TRIAL_REQUESTS)
+        if short.requests is not None and full.requests is not None and short.requests < full.requests:
+            first = self.run(layout, replicas, c, short, cap)
+            if _clearly_misses(first):
+                return first
+        return self.run(layout, replicas, c, full, cap)
+
+    def closed(
+        self, c: Candidate, cap: int, replicas: int, rounds: float = STEADY_ROUNDS, least: int | None = None
+    ) -> Workload:
+        """The closed loop a saturated candidate runs: ``cap`` users per replica, their first
+        requests spread over the screen's E2E, at least ``rounds`` rounds of them
+        (:data:`STEADY_ROUNDS`) and ``least`` requests per replica (default the plan's)."""
+        e2e = c.ttft_s + c.tpot_s * (c.output_tokens_per_s / max(c.requests_per_s, 1e-9) - 1)
+        each = max(self.requests if least is None else least, math.ceil(rounds * cap))
+        return _closed_loop(self.traffic, cap * replicas, each * replicas, e2e)
+
+    def at_rate(
+        self,
+        groups: Mapping[tuple[Layout, int], list[Candidate]],
+        screen: ServePlan,
+        rescreen: Callable[[int], ServePlan] | None = None,
+    ) -> list[ServeRun]:
+        """With a rate: each layout's fewest replicas whose simulation is good (:func:`_fewest_replicas`),
+        from the screen's count, within the budget and the fewest GPUs found good so far; the
+        screen's counts asked again (``rescreen``) at the prefix-cache hits the first layout's
+        simulation measured when they differ from those the screen priced."""
+        budget = screen.gpu_budget
+        bound = _implicit_ttft(self.targets)
+        fewest_gpus = budget  # of a layout found good so far: no other needs to try more
+        runs: list[ServeRun] = []
+        starts = dict(_at_a_rate(groups))
+        done: set[Layout] = set()
+        while True:
+            left = sorted(
+                ((lay, v) for lay, v in starts.items() if lay not in done),
+                key=lambda kv: (kv[1][0] * kv[0].gpus, kv[0].gpus),
+            )
+            if not left:
+                return runs
+            layout, (lo, c) = left[0]
+            done.add(layout)
+            hi = min(budget, fewest_gpus) // layout.gpus
+            if hi < 1:
+                continue
+
+            def at(n: int, layout: Layout = layout, c: Candidate = c) -> ServeRun:
+                return self.decided(layout, n, c, bound)
+
+            tried = _fewest_replicas(
+                min(lo, hi), hi, at, lambda r: _good(r, bound), lambda r: _distance(r, self.targets, bound)
+            )
+            runs += tried
+            fewest_gpus = min([fewest_gpus, *(r.gpus for r in tried if _good(r, bound))])
+            measured = round(tried[0].prefix_hit_rate * screen.input_tokens)
+            if rescreen is not None and len(done) == 1 and abs(measured - screen.cached_tokens) > RESCREEN_TOKENS:
+                again = rescreen(measured)
+                starts = dict(_at_a_rate(_groups(again)))
+
+    def decided(self, layout: Layout, replicas: int, c: Candidate, bound: float | None) -> ServeRun:
+        """Candidate ``c`` as ``replicas`` x ``layout`` at the rate, its simulated requests those its
+        verdict needs (:meth:`rate_load`): a run of the plan's requests first where that is
+        shorter, which settles a target it misses (a short run reads better than a long one, its
+        warm-up and drain weighing more, and the verdict is at the upper end of the interval, above
+        the figure); else the run of the precision needed. The count does not depend on the seed, so neither does the
+        chosen plan's run."""
+        router = self.router_of(layout, replicas)
+        full, short = self.rate_load(replicas, router, c), self.rate_load(replicas, router)
+        if isinstance(full, Workload) and isinstance(short, Workload) and (short.requests or 0) < (full.requests or 0):
+            first = self.run(layout, replicas, c, short)
+            if first.violates or _clearly_misses(first, bound):
+                return first
+        return self.run(layout, replicas, c, full)
+
+    def rate_load(self, replicas: int, router: Router, c: Candidate | None = None) -> Workload | Trace:
+        """The traffic a candidate of ``replicas`` replicas runs at a rate, a workload of ours
+        bounded: where one replica stands for all (:func:`~llm_cost.simulate.exchangeable`),
+        :data:`PLAN_REQUESTS` for it (``replicas`` times as many arrivals, every R-th its own);
+        else :data:`PLAN_REQUESTS` in all, at least :data:`PLAN_REQUESTS_PER_REPLICA` per replica
+        (every replica simulated; the deployment's percentiles are over them all). With the
+        screen's candidate ``c``, raised to the precision its intervals need
+        (:func:`_requests_needed`), at most :data:`MAX_REQUESTS` arrivals."""
+        t = self.traffic
+        if not isinstance(t, Workload) or t.requests is not None:
+            return t
+        one = exchangeable(t, router)
+        n = self.requests if one else max(self.requests, PLAN_REQUESTS_PER_REPLICA * replicas)
+        if c is not None and self.qps is not None:
+            e2e = c.ttft_s + c.tpot_s * (c.output_tokens_per_s / max(c.requests_per_s, 1e-9) - 1)
+            n = max(n, _requests_needed(self.qps / replicas if one else self.qps, e2e, self.targets))
+        n = min(n * replicas if one else n, MAX_REQUESTS)
+        return Workload(t.arrivals, t.input_tokens, t.output_tokens, t.prefix, n)
+
+
+#: At a rate, the sampling batches of a run (each at least the requests in flight at once: the
+#: requests whose latencies a burst touches together) and the requests beyond the highest
+#: percentile a target bounds (P99: 1,000 requests) its precision needs (:func:`_requests_needed`).
+RATE_BATCHES, TAIL_REQUESTS = 10, 10
+
+
+def _requests_needed(rate: float, e2e_s: float, targets: Mapping[str, Target]) -> int:
+    """The requests a run at ``rate`` (one simulated stream's requests/s) needs for its sampling
+    intervals: :data:`RATE_BATCHES` times those in flight at once (Little: rate x the screen's
+    E2E), and :data:`TAIL_REQUESTS` beyond the highest percentile a target bounds (the P99 of TTFT
+    without a TTFT target: the plan's :data:`SANE_TTFT_S` bound). Set by the traffic and the
+    screen, not by a seed."""
+    top = max([p for t in targets.values() if (p := _STATISTICS.get(t.name, t.percentile)) is not None] or [0.0])
+    if "ttft_s" not in targets:
+        top = max(top, 99.0)
+    tail = math.ceil(TAIL_REQUESTS / (1 - top / 100)) if top else 0
+    return max(math.ceil(RATE_BATCHES * rate * e2e_s), tail)
+
+
+def _promise(group: Sequence[Candidate], targets: Mapping[str, Target]) -> tuple[float, float]:
+    """How early a saturated group is simulated (:meth:`_Search.saturated`), the smaller first:
+    the most output tokens/s per GPU among its screen's candidates whose analytic TTFT and TPOT
+    are within the targets' bounds (:func:`_screen_distance`'s figures), then among all of them
+    (both negated)."""
+
+    def within(c: Candidate) -> bool:
+        figures = {"ttft_s": c.ttft_s, "tpot_s": c.tpot_s, "itl_s": c.tpot_s}
+        return all(figures[m] <= t.seconds for m, t in targets.items() if m in figures)
+
+    meeting = [c.output_tokens_per_s_per_gpu for c in group if within(c)]
+    return (-max(meeting, default=0.0), -max(c.output_tokens_per_s_per_gpu for c in group))
 
 
 def _implicit_ttft(targets: Mapping[str, Target]) -> float | None:
@@ -1032,18 +1680,23 @@ def _implicit_ttft(targets: Mapping[str, Target]) -> float | None:
 
 
 def _good(run: ServeRun, bound: float | None) -> bool:
-    """Whether ``run`` meets its targets, refuses nothing and, without a TTFT target, keeps its
-    P99 TTFT within ``bound``."""
-    p99 = run.percentiles["ttft_s"].p99
-    return run.meets and (bound is None or (p99 is not None and p99 <= bound))
+    """Whether ``run`` holds its targets (:func:`_holds`), refuses nothing and, without a TTFT
+    target, keeps its P99 TTFT within ``bound`` (at the upper end of its sampling interval)."""
+    p = run.percentiles["ttft_s"]
+    ci = p.ci.get("p99")
+    p99 = ci[1] if ci is not None else p.p99
+    return _holds(run) and (bound is None or (p99 is not None and p99 <= bound))
 
 
 def _distance(run: ServeRun, targets: Mapping[str, Target], bound: float | None) -> float:
-    """How far ``run`` is from its targets: the largest of each target's reached value over its
-    bound (and the P99 TTFT over ``bound``); at most 1 when it meets them."""
+    """How far ``run`` is from its targets: the largest of each target's statistic, at the upper
+    end of its sampling interval, over its bound (and the P99 TTFT's over ``bound``); at most 1
+    when it holds them."""
     s = run.simulation.summary
-    ratios = [(t.value(getattr(s, m)) or 0.0) / t.seconds for m, t in targets.items()]
-    p99 = run.percentiles["ttft_s"].p99
+    ratios = [(_upper(run.percentiles[m], t, t.value(getattr(s, m))) or 0.0) / t.seconds for m, t in targets.items()]
+    p = run.percentiles["ttft_s"]
+    ci = p.ci.get("p99")
+    p99 = ci[1] if ci is not None else p.p99
     if bound is not None and p99 is not None:
         ratios.append(p99 / bound)
     return max(ratios, default=0.0)

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import field, replace
 from typing import Any, Optional
 
+from llm_cost.analyses.capacity import tight_memory_note
 from llm_cost.analyses.train_memory import DEFAULT_RESERVE_BYTES, LayoutMemory, MemoryModel
 from llm_cost.analyses.train_ranks import GROUP_NAMES, Links
 from llm_cost.analyses.train_rates import TrainRates
@@ -708,6 +709,7 @@ def _plan(
         note("train_plan.step", time_model=rates.label, framework=str(lay.framework)),
         note("train_plan.mfu", tflops=gpu.peak_flops(dtype) / 1e12, dtype=dtype.value),
         note("train_plan.memory", reserve_gib=cluster.reserve_bytes / 2**30, framework=str(lay.framework)),
+        *tight_memory_note(best.memory.room_bytes - best.memory.total_bytes, f"the layout {lay.label()}"),
         note("train_plan.band", band=rates.band, widen=widen),
         note("train_plan.left_out"),
     ]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from llm_cost.api import checks
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import Dtype, Engine, StorageDtype, WeightFormat, stored_weight_bits
+from llm_cost.core.types import DTYPE_BITS, Dtype, Engine, StorageDtype, WeightFormat, stored_weight_bits
 
 if TYPE_CHECKING:
     from llm_cost.analyses.capacity import MemoryPolicy
@@ -73,6 +73,7 @@ def weight_bits(
     bits_per_weight: Any = None,
     group_size: Any = None,
     source: Any = None,
+    quantize_embeddings: Any = False,
 ) -> int | Fraction:
     """Bits per stored weight, scales included: ``bits_per_weight`` as given; else
     ``weights_dtype`` (int4 and int8 weight-only formats carry a bf16 scale and zero per
@@ -82,9 +83,23 @@ def weight_bits(
     when its ``quantization`` says so (:class:`llm_cost.model.formats.MixedBits`: gpt-oss's MXFP4
     experts beside BF16 attention), else its ``torch_dtype``. A block-scaled ``weights_dtype``
     carries its scales (mxfp4 4.25, nvfp4 4.5, fp8_block 8 + 1/512 bits:
-    :data:`llm_cost.core.types.BLOCK_SCALES`). InputError naming the arguments that conflict or are
-    out of range."""
+    :data:`llm_cost.core.types.BLOCK_SCALES`). A weight-only ``weights_dtype`` (int4, int8:
+    :data:`GROUPED_DTYPES`) quantizes the matmul weights only: the embedding, LM head, router and
+    vectors stay in the checkpoint's 16-bit dtype (:func:`llm_cost.model.formats.weight_only_bits`, as
+    AWQ and GPTQ checkpoints keep them) unless ``quantize_embeddings``, which stores every parameter
+    in it; any other format stores every parameter in it (the source documents' convention for
+    fp8). InputError naming the arguments that conflict or are out of range."""
     dtype = weights_dtype_of(weights_dtype)
+    quantize_embeddings = False if quantize_embeddings is None else quantize_embeddings
+    if not isinstance(quantize_embeddings, bool):
+        raise InputError(
+            f"quantize_embeddings: {quantize_embeddings!r} must be True or False", fields=("quantize_embeddings",)
+        )
+    if quantize_embeddings and dtype is None:
+        raise InputError(
+            "quantize_embeddings applies to a weights_dtype (the format the embedding and LM head are stored in)",
+            fields=("quantize_embeddings", "weights_dtype"),
+        )
     if bits_per_weight is not None and dtype is not None:
         raise InputError("give bits_per_weight or weights_dtype, not both", fields=("bits_per_weight", "weights_dtype"))
     if group_size is not None and dtype not in GROUPED_DTYPES:
@@ -107,6 +122,11 @@ def weight_bits(
 
         return checkpoint_bits(spec)
     exact = stored_weight_bits((dtype or StorageDtype(spec.torch_dtype)).value, group)
+    kept = Dtype(spec.torch_dtype) if spec.torch_dtype in (Dtype.BF16, Dtype.FP16) else Dtype.BF16
+    if dtype in GROUPED_DTYPES and not quantize_embeddings and exact < DTYPE_BITS[kept]:
+        from llm_cost.model.formats import weight_only_bits
+
+        return weight_only_bits(spec, dtype, exact, kept)
     return int(exact) if exact.denominator == 1 else exact
 
 

@@ -37,6 +37,7 @@ def fit(
     checkpoint: Any = None,
     engine: Any = None,
     profile: Any = None,
+    quantize_embeddings: Any = False,
 ) -> FitReport:
     """What fits (``llm-cost fit``): one GPU's largest batch and context and its KV budget, and the
     smallest layouts of up to ``max_gpus`` GPUs; or, with ``layout``, that layout's per-GPU
@@ -45,7 +46,9 @@ def fit(
     replaces the GPU's capacity (GB = 10^9 B, from 1 to 10^6); a GGUF ``checkpoint`` (default
     ``model`` when it is a path) weighs the weights at its own types. The decode step's prediction is
     under ``profile``, else the GPU's profile of ``engine`` (default vLLM:
-    :func:`llm_cost.api.choices.profile_of`)."""
+    :func:`llm_cost.api.choices.profile_of`). A ``weights_dtype`` quantizes the matmul weights only,
+    the embedding and LM head kept in 16 bits, unless ``quantize_embeddings``
+    (:func:`llm_cost.api.choices.weight_bits`)."""
     from llm_cost.analyses.deployment import FitReport, deployment, smallest_layouts
     from llm_cost.analyses.memory import fit as fit_one_gpu
 
@@ -53,7 +56,13 @@ def fit(
     max_gpus = checks.count(max_gpus, "max_gpus", 1, MAX_SEARCH_GPUS)
     policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
     spec, g = load_model(model), _sized(load_gpu(gpu), memory_gb)
-    bits = choices.weight_bits(spec, weights_dtype, bits_per_weight, source=checkpoint_of(model, checkpoint))
+    bits = choices.weight_bits(
+        spec,
+        weights_dtype,
+        bits_per_weight,
+        source=checkpoint_of(model, checkpoint),
+        quantize_embeddings=quantize_embeddings,
+    )
     kv_bits = choices.kv_dtype_of(kv_dtype).bits
     compute = choices.compute_dtype(spec, g, None, weights_dtype)
     chosen = choices.layout_of(layout)

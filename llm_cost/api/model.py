@@ -91,6 +91,7 @@ def params(
     layout: Optional[Layout] = None,
     checkpoint: Any = None,
     check: bool = False,
+    quantize_embeddings: bool = False,
 ) -> ParamsResult:
     """Parameter breakdown and weight bytes (``llm-cost params``): every stored trainable tensor,
     N_gemm, active parameters of an MoE, the weight bytes at ``weights_dtype`` (default the
@@ -98,9 +99,11 @@ def params(
     :func:`llm_cost.api.choices.weight_bits`), per GPU of ``layout``, and the stored tensors of
     ``checkpoint`` (a safetensors folder or a GGUF file; default ``model`` when it is a path,
     or, for a Hugging Face id online, its safetensors shard headers read from the Hub by range
-    requests, no weight byte) compared with the description. ``check``: also build the model
-    with transformers from the same config.json on the meta device and compare the counts by
-    top-level module (:mod:`llm_cost.analyses.transformers_check`; the ``hf`` extra)."""
+    requests, no weight byte) compared with the description. A ``weights_dtype`` quantizes the matmul
+    weights only, the embedding and LM head kept in 16 bits, unless ``quantize_embeddings``.
+    ``check``: also build the model with transformers from the same config.json on the meta device
+    and compare the counts by top-level module (:mod:`llm_cost.analyses.transformers_check`; the
+    ``hf`` extra)."""
     import dataclasses
 
     from llm_cost.analyses.checkpoint import checkpoint_report
@@ -110,7 +113,11 @@ def params(
     dtype = choices.weights_dtype_of(weights_dtype)
     gguf = source is not None and source.name.lower().endswith(".gguf")
     mixed = dtype is None and not gguf and spec.quantization is not None
-    bits = choices.weight_bits(spec, dtype, source=source) if dtype or gguf or mixed else None
+    bits = (
+        choices.weight_bits(spec, dtype, source=source, quantize_embeddings=quantize_embeddings)
+        if dtype or gguf or mixed
+        else None
+    )
     shown = dtype.value if dtype else ("the GGUF file's types" if gguf else None)
     if mixed:
         assert spec.quantization is not None

@@ -4,19 +4,24 @@ simulation), or GPUs side by side (:func:`serve_compare`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from llm_cost.api import checks, choices, traffic
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
-from llm_cost.core.choices import MemoryConvention, ServingMode
+from llm_cost.core.choices import MemoryConvention, Router, ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_CHUNK_TOKENS, MAX_COMPARED, MAX_CONCURRENCY, MAX_MODEL_LEN, MAX_SEED
 
 if TYPE_CHECKING:
     from llm_cost.analyses.serving import ServePlan
+    from llm_cost.analyses.serving_runs import ServingBand
     from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
     from llm_cost.model.layout import Layout
+    from llm_cost.perf.profile import Profile
+    from llm_cost.perf.timemodel import TimeModel
+    from llm_cost.specs.schema import HardwareSpec
 
 __all__ = ["serve", "serve_compare", "MAX_CHUNK_TOKENS", "MAX_CONCURRENCY"]
 
@@ -53,12 +58,14 @@ def serve(
     prefix_caching: bool = True,
     max_model_len: Optional[int] = None,
     seed: int = 0,
+    router: Any = None,
     analytic: bool = False,
     dtype: Any = None,
     weights_dtype: Any = None,
     bits_per_weight: Any = None,
     group_size: Any = None,
     kv_dtype: Any = None,
+    quantize_embeddings: Any = False,
     profile: Any = None,
     memory: Any = MemoryConvention.PHYSICAL,
     gpu_memory_utilization: Any = None,
@@ -113,7 +120,7 @@ def serve(
         return result
     return _with_launch(
         result, engine_for_emit, model, gpu, weights_dtype, bits_per_weight, group_size, kv_dtype, memory,
-        gpu_memory_utilization, reserve_bytes, max_model_len,
+        gpu_memory_utilization, reserve_bytes, max_model_len, quantize_embeddings,
     )  # fmt: skip
 
 
@@ -121,8 +128,10 @@ def _serve(
     model: Any, gpu: Any, input_tokens: Any, output_tokens: Any, ttft_s: Any, tpot_s: Any, itl_s: Any, e2e_s: Any,
     qps: Any, gpus: Any, usd_per_gpu_hour: Any, modes: Any, layout: Any, concurrency: Any, chunk_tokens: Any,
     chunked_prefill: Any, workload: Any, trace: Any, prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any,
-    requests: Any, engine: Any, max_num_seqs: Any, prefix_caching: Any, max_model_len: Any, seed: Any, analytic: Any,
-    dtype: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any, kv_dtype: Any, profile: Any, memory: Any,
+    requests: Any, engine: Any, max_num_seqs: Any, prefix_caching: Any, max_model_len: Any, seed: Any, router: Any,
+    analytic: Any,
+    dtype: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any, kv_dtype: Any, quantize_embeddings: Any,
+    profile: Any, memory: Any,
     gpu_memory_utilization: Any, reserve_bytes: Any, network_gb_s: Any, launch: bool,
 ) -> Any:  # fmt: skip
     """:func:`serve` without ``emit`` (``launch``: whether it was given)."""
@@ -151,6 +160,7 @@ def _serve(
         bits_per_weight=bits_per_weight,
         group_size=group_size,
         kv_dtype=kv_dtype,
+        quantize_embeddings=quantize_embeddings,
         memory=memory,
         gpu_memory_utilization=gpu_memory_utilization,
         reserve_bytes=reserve_bytes,
@@ -203,6 +213,7 @@ def _serve(
         checks.count(seed, "seed", 0, MAX_SEED),
         requests,
         trace is not None or (workload is not None and not isinstance(workload, str)) or traffic.is_file(workload),
+        checks.optional(router, checks.choice, Router, "router"),
     )
 
 
@@ -266,6 +277,7 @@ def _with_launch(
     gpu_memory_utilization: Any,
     reserve_bytes: Any,
     max_model_len: Any,
+    quantize_embeddings: Any = False,
 ) -> Any:
     """``result`` with its ``launch``: the command of its chosen configuration on ``engine``
     (:func:`llm_cost.analyses.launch.launch_command`). InputError for a disaggregated plan (two
@@ -284,7 +296,7 @@ def _with_launch(
 
     spec, g = load_model(model), load_gpu(gpu)
     run = result.chosen if isinstance(result, SimulatedPlan) else result
-    weight_bits, _ = served_weight_bits(spec, weights_dtype, bits_per_weight, group_size)
+    weight_bits, _ = served_weight_bits(spec, weights_dtype, bits_per_weight, group_size, quantize_embeddings)
     kv_bits = choices.kv_dtype_of(kv_dtype).bits
     policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
     length = (
@@ -354,7 +366,9 @@ def _with_launch(
     return dataclasses.replace(result, launch=dataclasses.replace(launch, conventions=[*launch.conventions, *notes]))
 
 
-def served_weight_bits(spec: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any) -> tuple[Any, list[Any]]:
+def served_weight_bits(
+    spec: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any, quantize_embeddings: Any = False
+) -> tuple[Any, list[Any]]:
     """Bits per weight a server holds (:func:`llm_cost.api.choices.weight_bits`) and the note that
     says why when it is not the checkpoint's: a checkpoint stored in float32 (Gemma-2-9B's
     ``torch_dtype: float32``) is served at 16 bits (bf16) unless ``weights_dtype`` asks for fp32, as
@@ -370,13 +384,20 @@ def served_weight_bits(spec: Any, weights_dtype: Any, bits_per_weight: Any, grou
         and spec.torch_dtype == Dtype.FP32
     ):
         return 16, [note("serve.fp32_checkpoint", model=spec.name)]
-    return choices.weight_bits(spec, weights_dtype, bits_per_weight, group_size), []
+    bits = choices.weight_bits(
+        spec, weights_dtype, bits_per_weight, group_size, quantize_embeddings=quantize_embeddings
+    )
+    return bits, []
 
 
 def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str, Any]:
     """The formats, price, memory policy and network of a plan, resolved."""
     bits, bits_notes = served_weight_bits(
-        spec, options["weights_dtype"], options["bits_per_weight"], options["group_size"]
+        spec,
+        options["weights_dtype"],
+        options["bits_per_weight"],
+        options["group_size"],
+        options["quantize_embeddings"],
     )
     return dict(
         weight_bits=bits,
@@ -391,11 +412,14 @@ def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str
     )
 
 
-def _screen_traffic(load: Any) -> Any:
-    """The analytic screen's fixed lengths and rate: the traffic's means."""
+def _screen_traffic(load: Any, prefix_caching: bool = True, requests: Optional[int] = None) -> Any:
+    """The analytic screen's fixed lengths and rate: the traffic's means; with ``prefix_caching``,
+    the prompt tokens the prefix cache is expected to hold over a run of ``requests``
+    (:func:`llm_cost.simulate.workload.expected_cached_tokens`), which prefill does not compute."""
     from llm_cost.analyses.serving import Traffic
     from llm_cost.analyses.simulated_serving import offered_rps
     from llm_cost.simulate import Trace
+    from llm_cost.simulate.workload import expected_cached_tokens
 
     if isinstance(load, Trace):
         rows = load.rows
@@ -404,11 +428,9 @@ def _screen_traffic(load: Any) -> Any:
     else:
         mean_in, mean_out = load.input_tokens.mean, load.output_tokens.mean
     rate = offered_rps(load)
-    return Traffic(
-        checks.count(max(1, round(mean_in)), "input_tokens"),
-        max(1, round(mean_out)),
-        None if rate is None else max(rate, 1e-3),
-    )
+    prompt = checks.count(max(1, round(mean_in)), "input_tokens")
+    cached = round(expected_cached_tokens(load, requests)) if prefix_caching else 0
+    return Traffic(prompt, max(1, round(mean_out)), None if rate is None else max(rate, 1e-3), min(cached, prompt - 1))
 
 
 def _mean_targets(goals: dict[str, Any]) -> Any:
@@ -463,13 +485,13 @@ def _analytic(
             "chunk_tokens",
             fields=("concurrency", "chunk_tokens"),
         )
-    chosen = choices.profile_of(g, profile, options["engine"])
+    network = choices.network_gb_s_of(options["network_gb_s"])
+    chosen, time_model, _ = serve_time_model(g, profile, options["engine"], network, simulated=False)
     common = _common(spec, g, chosen, options)
     if any(t.statistic.value != "mean" for t in goals.values()):
         from llm_cost.core.notes import note
 
         common["extra_notes"] = [*common["extra_notes"], note("serve.percentile_screen")]
-    time_model = choices.time_model_of(g, options["engine"], chosen, common["network_gb_s"])
     if one is not None and batch is not None:
         result = _one_configuration(
             spec, g, screen, targets, time_model, one, batch, chunk, chunked_prefill, budget, searched, common,
@@ -521,23 +543,25 @@ def _simulated(
     seed: int,
     requests: Any,
     own_traffic: bool = False,
+    router: Router | None = None,
 ) -> SimulatedPlan | ServeRun:
     """One configuration simulated, or the plan screened analytically and ranked by simulation.
     A plan at a rate of our making (``qps``, not a workload file or a trace: ``own_traffic``) with
     no ``requests`` given runs :data:`~llm_cost.analyses.simulated_serving.PLAN_REQUESTS` per
     replica and candidate, whatever the replicas (a fixed total would leave each of many replicas
     a handful)."""
+    from llm_cost.analyses.launch import router_for
     from llm_cost.analyses.serving import CONCURRENCY_GRID, MAX_PLAN_GPUS, plan
     from llm_cost.analyses.serving.moe_layouts import ATTENTION_DP_ENGINES, layout_families, replica_engine
+    from llm_cost.analyses.serving.replicas import node_gpus
     from llm_cost.analyses.simulated_serving import PLAN_REQUESTS, plan_on_simulation, run_configuration
 
     config = traffic.engine_of(spec, g, **engine_options)
     if one is not None:  # an attention-DP replica's ranks each take the engine's settings
         config = replica_engine(config, one)
-    chosen = choices.profile_of(g, profile, options["engine"])
-    serving_band = choices.serving_band_of(g, choices.profile_given(profile), options["engine"])
+    network = choices.network_gb_s_of(options["network_gb_s"])
+    chosen, time_model, serving_band = serve_time_model(g, profile, options["engine"], network, simulated=True)
     common = _common(spec, g, chosen, options)
-    time_model = choices.time_model_of(g, options["engine"], chosen, common["network_gb_s"])
     budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)
     formats = {k: common[k] for k in ("weight_bits", "kv_bits", "compute_dtype")}
     traffic.check_steps(load, config, None if one is not None and has_arrivals else requests or PLAN_REQUESTS)
@@ -546,40 +570,35 @@ def _simulated(
             raise InputError(
                 f"gpus {budget} is not a whole number of TP {one.tp} x PP {one.pp} replicas", fields=("gpus",)
             )
+        replicas = (budget or one.gpus) // one.gpus
+        run = dict(replicas=replicas, router=router or router_for(config.engine, one, replicas, node_gpus(g)))
         return run_configuration(
-            spec,
-            g,
-            one,
-            load,
-            config,
-            time_model,
-            common["policy"],
-            replicas=(budget or one.gpus) // one.gpus,
-            targets=goals,
-            usd_per_gpu_hour=common["usd_per_gpu_hour"],
-            seed=seed,
-            notes=common["extra_notes"],
-            band=True,
-            serving_band=serving_band,
-            **formats,
-        )
+            spec, g, one, load, config, time_model, common["policy"], **run, targets=goals,
+            usd_per_gpu_hour=common["usd_per_gpu_hour"], seed=seed, notes=common["extra_notes"], band=True,
+            serving_band=serving_band, **formats,
+        )  # fmt: skip
     search = _narrowed(one, None, engine_options["max_num_batched_tokens"], engine_options["chunked_prefill"])
     # the engine runs at most max_num_seqs sequences (its own default, or the one given): no
     # concurrency beyond it is searched
     search["concurrency"] = [c for c in CONCURRENCY_GRID if c <= config.max_num_seqs] or [config.max_num_seqs]
-    screen = plan(
-        spec,
-        g,
-        _screen_traffic(load),
-        _mean_targets({}),
-        time_model,
-        gpus=budget,
-        modes=(ServingMode.AGGREGATED,),
-        reserve_full=config.engine == "trtllm",
-        attention_dp=config.engine in ATTENTION_DP_ENGINES,
-        **search,
-        **common,
-    )
+    screened = _screen_traffic(load, config.prefix_caching, requests or PLAN_REQUESTS)
+
+    def screen_at(cached: int) -> Any:
+        return plan(
+            spec,
+            g,
+            dataclasses.replace(screened, cached_tokens=min(cached, screened.input_tokens - 1)),
+            _mean_targets({}),
+            time_model,
+            gpus=budget,
+            modes=(ServingMode.AGGREGATED,),
+            reserve_full=config.engine == "trtllm",
+            attention_dp=config.engine in ATTENTION_DP_ENGINES,
+            **search,
+            **common,
+        )
+
+    screen = screen_at(screened.cached_tokens)
     from llm_cost.simulate import Workload
 
     if requests is None and not own_traffic and isinstance(load, Workload):
@@ -599,14 +618,28 @@ def _simulated(
         requests=requests or PLAN_REQUESTS,
         notes=common["extra_notes"],
         serving_band=serving_band,
+        router=router,
+        rescreen=screen_at if config.prefix_caching else None,
         **formats,
     )
     weighed = layout_families(spec, result.simulated, screen.frontier)
     if weighed is None:
         return result
-    import dataclasses
-
     return dataclasses.replace(result, conventions=[*result.conventions, weighed])
+
+
+def serve_time_model(
+    g: HardwareSpec, profile: Any, engine: Any, network_gb_s: float, simulated: bool
+) -> tuple[Optional[Profile], TimeModel, Optional[ServingBand]]:
+    """(profile, time model, serving band) of a serve: the one place serve obtains its time model,
+    by the one rule (:func:`llm_cost.api.choices.time_model_of`: ``profile`` if given, else the
+    GPU's family's parameters joined with ``engine``'s). Simulated under vLLM with no profile given,
+    the band is the measured serving runs' (:func:`llm_cost.api.choices.serving_band_of`); otherwise
+    None (the profile's step-time band, :func:`llm_cost.perf.calibrated.band_for`)."""
+    model = choices.time_model_of(g, engine, profile, network_gb_s)
+    chosen = getattr(model, "profile", None)
+    band = choices.serving_band_of(g, choices.profile_given(profile), engine) if simulated else None
+    return chosen, model, band
 
 
 def serve_compare(

@@ -56,7 +56,7 @@ def simulate_serving(
     model of the GPU under ``engine`` (:func:`llm_cost.api.choices.time_model_of`).
     Deterministic for ``seed``; InputError naming the argument."""
     from llm_cost.analyses.serving_runs import replica_kv_pool
-    from llm_cost.api.traffic import check_steps, shared_prefix
+    from llm_cost.api.traffic import check_budget, check_steps, shared_prefix
     from llm_cost.model.layout import ONE_GPU
     from llm_cost.simulate import simulate as run
     from llm_cost.simulate.engine import ENGINES, vllm_defaults
@@ -85,6 +85,7 @@ def simulate_serving(
         max_model_len=spec.max_position_embeddings,  # vLLM's default: longer requests are refused
         **changes,
     )
+    check_budget(config)
     check_steps(workload, config)
     where = choices.layout_of(layout) or ONE_GPU
     bits, kv = choices.weight_bits(spec, weights_dtype), choices.kv_dtype_of(kv_dtype).bits

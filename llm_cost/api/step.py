@@ -74,6 +74,7 @@ def _step_options(
     network_gb_s: Any,
     profile: Any,
     engine: Any = None,
+    quantize_embeddings: Any = False,
 ) -> dict[str, Any]:
     """The engine arguments every step takes, resolved by :mod:`llm_cost.api.choices` (the profile
     from ``profile``, else from the GPU and ``engine``)."""
@@ -81,7 +82,9 @@ def _step_options(
 
     return dict(
         dtype=choices.compute_dtype(spec, g, dtype, weights_dtype),
-        weight_bits=choices.weight_bits(spec, weights_dtype, bits_per_weight, group_size),
+        weight_bits=choices.weight_bits(
+            spec, weights_dtype, bits_per_weight, group_size, quantize_embeddings=quantize_embeddings
+        ),
         kv_bits=choices.kv_dtype_of(kv_dtype).bits,
         mfu=choices.mfu_of(mfu),
         mbu=choices.mbu_of(mbu),
@@ -139,13 +142,15 @@ def decode_sweep(
     detail: bool = True,
     ops: bool = True,
     engine: Any = None,
+    quantize_embeddings: Any = False,
 ) -> list[DecodeStep]:
     """Decode steps at every (batch, context) of ``batches`` x ``contexts`` (batch-major), each
     with its Roofline bound, MFU/MBU estimate and calibrated prediction, on one GPU or per GPU of
     ``layout`` (``llm-cost roofline MODEL --batch B --context C``). Defaults:
     :mod:`llm_cost.api.choices`. Without ``detail`` the rows carry figures only (no operator
     table or conventions); without ``ops`` no operator table (the figures and conventions are
-    the same); at most 10,000 points."""
+    the same); ``quantize_embeddings``: the embedding and LM head in ``weights_dtype`` too (else kept
+    in 16 bits, :func:`llm_cost.api.choices.weight_bits`); at most 10,000 points."""
     from llm_cost.analyses.roofline import decode_steps
 
     batches, contexts = checks.counts(batches, "batches"), checks.counts(contexts, "contexts", 0)
@@ -165,6 +170,7 @@ def decode_sweep(
         network_gb_s,
         profile,
         engine,
+        quantize_embeddings,
     )
     points = [(b, c) for b in batches for c in contexts]
     reads = checks.choice(weight_bytes, WeightBytes, "weight_bytes")
@@ -205,10 +211,12 @@ def prefill_sweep(
     network_gb_s: Any = None,
     profile: Any = None,
     engine: Any = None,
+    quantize_embeddings: Any = False,
 ) -> list[PrefillStep]:
     """Prefills (the time to first token) of ``batch`` prompts of each length of ``seqs``, at
     every batch of ``batches`` (batch-major), with bound, estimate and prediction
-    (``llm-cost roofline MODEL --phase prefill --seq N``); at most 10,000 points."""
+    (``llm-cost roofline MODEL --phase prefill --seq N``); ``quantize_embeddings`` as
+    :func:`decode_sweep`; at most 10,000 points."""
     from llm_cost.analyses.roofline import prefill_step
 
     batches, seqs = checks.counts(batches, "batches"), checks.counts(seqs, "seqs")
@@ -228,6 +236,7 @@ def prefill_sweep(
         network_gb_s,
         profile,
         engine,
+        quantize_embeddings,
     )
     head = checks.choice(logits, Logits, "logits")
     steps = [prefill_step(spec, g, s, b, logits=head, **options) for b in batches for s in seqs]

@@ -281,7 +281,7 @@ def engine_of(
         changes["max_num_batched_tokens"] = checks.step_tokens(max_num_batched_tokens, "max_num_batched_tokens")
     if not chunked_prefill and "max_num_batched_tokens" not in changes:
         changes["max_num_batched_tokens"] = max(length, 2048)
-    return engine_defaults(
+    config = engine_defaults(
         gpu,
         engine=name,
         prefix_caching=prefix_caching,
@@ -289,6 +289,23 @@ def engine_of(
         max_model_len=length,
         **changes,
     )
+    check_budget(config)
+    return config
+
+
+def check_budget(config: EngineConfig) -> None:
+    """InputError (naming ``max_num_batched_tokens`` and ``max_num_seqs``) for a vLLM token budget
+    below its sequence cap, which vLLM refuses: vllm/config/scheduler.py
+    SchedulerConfig.verify_max_model_len, vllm-project/vllm @ 01230b40128e ("max_num_batched_tokens
+    must be greater than or equal to max_num_seqs")."""
+    if config.engine == "vllm" and config.max_num_batched_tokens < config.max_num_seqs:
+        raise InputError(
+            f"max_num_batched_tokens: {config.max_num_batched_tokens:,} is fewer than max_num_seqs "
+            f"{config.max_num_seqs:,}, which vLLM refuses (each running sequence needs a token of the step); give "
+            f"max_num_batched_tokens {config.max_num_seqs:,} or more, or max_num_seqs "
+            f"{config.max_num_batched_tokens:,} or fewer",
+            fields=("max_num_batched_tokens", "max_num_seqs"),
+        )
 
 
 def check_steps(load: Workload | Trace, config: EngineConfig, requests: Optional[int] = None) -> None:

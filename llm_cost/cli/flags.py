@@ -38,6 +38,7 @@ FLAGS: dict[str, str] = {
     "kv_blocks": "--gpu-memory-utilization",
     "state_blocks": "--gpu-memory-utilization",
     "sequence_state_blocks": "--gpu-memory-utilization",
+    "replicas": "--gpus",
     "block_tokens": "--engine",
     "long_prefill_token_threshold": "--chunk",
     "contexts": "--context",

@@ -32,6 +32,7 @@ from llm_cost.cli.step_options import (
     MemoryOpt,
     PredictionEngine,
     ProfileOpt,
+    QuantizeEmbeddings,
     ReserveGb,
     WeightsDtype,
 )
@@ -73,6 +74,7 @@ def fit(
     context: FitContext = 8192,
     batch: FitBatch = 1,
     weights_dtype: WeightsDtype = None,
+    quantize_embeddings: QuantizeEmbeddings = False,
     bits_per_weight: BitsPerWeight = None,
     kv_dtype: KvDtype = StorageDtype.BF16,
     memory: MemoryOpt = MemoryConvention.PHYSICAL,
@@ -120,6 +122,7 @@ def fit(
         layout=layout,
         engine=engine,
         profile=profile,
+        quantize_embeddings=quantize_embeddings,
     )
     title, gpu_title = api.load_model(model).display_name, api.load_gpu(gpu).display_name
     if out is not None:

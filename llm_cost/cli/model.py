@@ -27,6 +27,7 @@ from llm_cost.cli.options import (
     token_grid,
 )
 from llm_cost.cli.program import app, emit, emit_csv, layout_of, report_defaults
+from llm_cost.cli.step_options import QuantizeEmbeddings
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import StorageDtype, WeightFormat
 
@@ -68,6 +69,7 @@ KvBatches = Annotated[
 def params(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
     dtype: ParamsDtype = None,
+    quantize_embeddings: QuantizeEmbeddings = False,
     tp: Tp = None,
     pp: Pp = None,
     ep: Ep = None,
@@ -91,7 +93,9 @@ def params(
     from llm_cost import api
     from llm_cost.report import params as view
 
-    result = api.params(model, dtype, layout_of(tp, pp, ep, dp, redundant_experts), check=check)
+    result = api.params(
+        model, dtype, layout_of(tp, pp, ep, dp, redundant_experts), check=check, quantize_embeddings=quantize_embeddings
+    )
     emit(result, as_json, view.render, api.load_model(model).display_name)
     if verbose:
         report_defaults(model)

@@ -34,6 +34,7 @@ from llm_cost.cli.step_options import (
     MemoryOpt,
     NetworkGbS,
     ProfileOpt,
+    QuantizeEmbeddings,
     ReserveGb,
     WeightsDtype,
 )
@@ -206,6 +207,26 @@ Seed = Annotated[
 ]
 
 
+class RouterChoice(str, Enum):
+    """How requests are spread over the replicas."""
+
+    round_robin = "round-robin"
+    least_loaded = "least-loaded"
+    prefix_aware = "prefix-aware"
+
+
+RouterOpt = Annotated[
+    Optional[RouterChoice],
+    typer.Option(
+        "--router",
+        case_sensitive=False,
+        help="How requests are spread over the replicas, all simulated side by side: round-robin, least-loaded "
+        "(vLLM's data-parallel balancer) or prefix-aware (SGLang's gateway, cache-aware); default the "
+        "engine's own as the launch runs it.",
+    ),
+]
+
+
 class EngineChoice(str, Enum):
     """The engine whose scheduler is simulated."""
 
@@ -276,8 +297,8 @@ Chunk = Annotated[
         parse=_chunk,
         metavar="TOKENS|off",
         help="Token budget per step (chunked prefill, vLLM's "
-        "max_num_batched_tokens), or off: prompts run whole in steps of their own; "
-        "default searched, 8K for one configuration.",
+        "max_num_batched_tokens; at least --max-num-seqs, as vLLM requires), or off: prompts run whole in steps "
+        "of their own; default searched, 8K for one configuration.",
     ),
 ]
 ServeGpu = Annotated[str, typer.Option("--gpu", "-g", help=GPU_HELP)]
@@ -311,6 +332,7 @@ def serve(
     users_per_prefix: UsersPerPrefix = 1,
     requests: Requests = None,
     seed: Seed = 0,
+    router: RouterOpt = None,
     gpus: Gpus = None,
     usd_per_gpu_hour: Price = None,
     mode: Mode = ModeChoice.both,
@@ -326,6 +348,7 @@ def serve(
     analytic: Analytic = False,
     dtype: ComputeDtype = None,
     weights_dtype: WeightsDtype = None,
+    quantize_embeddings: QuantizeEmbeddings = False,
     bits_per_weight: BitsPerWeight = None,
     group_size: GroupSize = None,
     kv_dtype: KvDtype = StorageDtype.BF16,
@@ -404,6 +427,7 @@ def _options(given: dict[str, Any], layout: Any) -> dict[str, Any]:
         users_per_prefix=given["users_per_prefix"],
         requests=given["requests"],
         seed=given["seed"],
+        router=None if given["router"] is None else given["router"].value,
         analytic=given["analytic"],
         gpus=given["gpus"],
         usd_per_gpu_hour=given["usd_per_gpu_hour"],
@@ -418,6 +442,7 @@ def _options(given: dict[str, Any], layout: Any) -> dict[str, Any]:
         prefix_caching=not given["no_prefix_caching"],
         dtype=given["dtype"],
         weights_dtype=given["weights_dtype"],
+        quantize_embeddings=given["quantize_embeddings"],
         bits_per_weight=given["bits_per_weight"],
         group_size=given["group_size"],
         kv_dtype=given["kv_dtype"],

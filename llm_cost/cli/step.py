@@ -43,6 +43,7 @@ from llm_cost.cli.step_options import (
     NetworkGbS,
     PredictionEngine,
     ProfileOpt,
+    QuantizeEmbeddings,
     SeqGrid,
     WeightFlopsOpt,
     WeightsDtype,
@@ -220,6 +221,7 @@ def roofline(
     gpu: Gpu = "h100",
     dtype: ComputeDtype = None,
     weights_dtype: WeightsDtype = None,
+    quantize_embeddings: QuantizeEmbeddings = False,
     bits_per_weight: BitsPerWeight = None,
     group_size: GroupSize = None,
     kv_dtype: StepKvDtype = None,
@@ -269,13 +271,13 @@ def roofline(
         network_gb_s=network_gb_s,
         profile=profile,
         engine=engine,
+        quantize_embeddings=quantize_embeddings or None,  # None: not given
     )
     given = (phase, batch, context, seq, logits, weight_bytes, *step_options.values())
     if model is None and not ops and all(v is None for v in given):
         _ridges(gpu, as_json, as_csv, plot)
         return
-    prefill = phase is OnePhase.prefill
-    _check_phase(prefill, context, weight_bytes, seq, logits)
+    _check_phase(prefill := phase is OnePhase.prefill, context, weight_bytes, seq, logits)
     name = model or DEFAULT_STEP_MODEL
     if prefill:
         result: Any = api.prefill_sweep(

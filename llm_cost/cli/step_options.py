@@ -46,6 +46,14 @@ WeightsDtype = Annotated[
         help="Weight storage format, scales included (mxfp4, nvfp4, fp8_block; default: the checkpoint's, by group).",
     ),
 ]
+QuantizeEmbeddings = Annotated[
+    bool,
+    typer.Option(
+        "--quantize-embeddings",
+        help="With --weights-dtype: store the embedding and LM head in it too (by default they stay in 16 bits, "
+        "as AWQ, GPTQ and FP8 checkpoints keep them).",
+    ),
+]
 ComputeDtype = Annotated[
     Optional[Dtype],
     typer.Option(
@@ -140,7 +148,7 @@ MemoryOpt = Annotated[
         "--memory",
         case_sensitive=False,
         help="physical: the GPU's capacity in GiB as a deployment "
-        "gets it (an '80 GB' H100 holds 80 GiB), less what the "
+        "gets it (as the card reports it: an '80 GB' H100 has 81,559 MiB), less what the "
         "engine keeps; datasheet: the source documents' "
         "convention, the datasheet's GB as 10^9 B, all of it.",
     ),

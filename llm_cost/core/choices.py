@@ -25,6 +25,7 @@ __all__ = [
     "Framework",
     "Fp8Recipe",
     "MoeDispatcher",
+    "Router",
 ]
 
 
@@ -105,8 +106,9 @@ class MLAForm(TextEnum):
 
 
 class MemoryConvention(TextEnum):
-    """How a GPU's memory is counted: the physical capacity a deployment gets (an "80 GB" H100
-    holds 80 GiB), or the datasheet's figure read as 10^9 B (the source documents' convention)."""
+    """How a GPU's memory is counted: the capacity a deployment gets, as the card reports it (an
+    "80 GB" H100 reports 81,559 MiB), or the datasheet's figure read as 10^9 B (the source
+    documents' convention)."""
 
     PHYSICAL = "physical"
     DATASHEET = "datasheet"
@@ -119,6 +121,17 @@ class BandSource(TextEnum):
 
     PROFILE = "profile"
     SERVING_RUNS = "serving-runs"
+
+
+class Router(TextEnum):
+    """How requests are spread over a deployment's replicas (:func:`llm_cost.simulate.engine.router_of`):
+    in turn, to the least loaded (vLLM's data-parallel load balancer), or to the replica whose
+    prefix cache holds the most of the prompt unless the loads are imbalanced (SGLang's
+    gateway's cache-aware policy)."""
+
+    ROUND_ROBIN = "round-robin"
+    LEAST_LOADED = "least-loaded"
+    PREFIX_AWARE = "prefix-aware"
 
 
 class ServingMode(TextEnum):

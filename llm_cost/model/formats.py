@@ -24,7 +24,15 @@ from llm_cost.core.types import BLOCK_SCALES, DTYPE_BITS, Dtype, Part, TensorKin
 from llm_cost.model.structure import Tensor, build
 from llm_cost.specs.schema import ModelSpec, Quantization
 
-__all__ = ["MixedBits", "tensor_bits", "is_quantized", "format_bits", "checkpoint_bits", "weight_bits_of"]
+__all__ = [
+    "MixedBits",
+    "tensor_bits",
+    "is_quantized",
+    "format_bits",
+    "checkpoint_bits",
+    "weight_only_bits",
+    "weight_bits_of",
+]
 
 #: Matmul groups no quantizer converts.
 _NEVER_QUANTIZED = frozenset(("embedding", "lm_head", "router"))
@@ -37,24 +45,31 @@ class MixedBits(Fraction):
     Equal only to a MixedBits of the same value and quantization (a cache key tells them apart)."""
 
     quantization: Quantization
+    #: Bits of every quantized tensor, scales included, when the format alone does not say them
+    #: (a weight-only int4 of group 128: 4.25; None: :func:`format_bits` on the tensor's shape).
+    quantized_bits: Fraction | None
 
-    def __new__(cls, average: Fraction, quantization: Quantization) -> MixedBits:
+    def __new__(
+        cls, average: Fraction, quantization: Quantization, quantized_bits: Fraction | None = None
+    ) -> MixedBits:
         self = super().__new__(cls, average.numerator, average.denominator)
         self.quantization = quantization
+        self.quantized_bits = quantized_bits
         return self
 
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, MixedBits)
             and self.quantization == other.quantization
+            and self.quantized_bits == other.quantized_bits
             and Fraction(self) == Fraction(other)
         )
 
     def __hash__(self) -> int:  # type: ignore[override]  # numbers.Complex declares __hash__ None
-        return hash((Fraction(self), self.quantization))
+        return hash((Fraction(self), self.quantization, self.quantized_bits))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (MixedBits, (Fraction(self), self.quantization))
+        return (MixedBits, (Fraction(self), self.quantization, self.quantized_bits))
 
     def __copy__(self) -> MixedBits:
         return self
@@ -94,8 +109,18 @@ def tensor_bits(bits: int | Fraction, t: Tensor) -> Fraction:
         return Fraction(bits)
     q = bits.quantization
     if is_quantized(q, t):
-        return format_bits(q.weights_format, t.shape)
+        return bits.quantized_bits if bits.quantized_bits is not None else format_bits(q.weights_format, t.shape)
     return Fraction(DTYPE_BITS[Dtype(q.kept_dtype)])
+
+
+def _averaged(spec: ModelSpec, q: Quantization, quantized_bits: Fraction | None = None) -> MixedBits:
+    """The MixedBits of ``q`` on ``spec``: the average over its main-model parameters of each
+    tensor's bits."""
+    s = build(spec)
+    main = [t for t in s.tensors if t.part in (Part.DECODER, Part.VISION, Part.AUDIO) and t.stored]
+    each = MixedBits(Fraction(16), q, quantized_bits)
+    total_bits = sum((t.total * tensor_bits(each, t) for t in main), Fraction(0))
+    return MixedBits(total_bits / s.total_params, q, quantized_bits)
 
 
 @lru_cache(maxsize=64)
@@ -104,10 +129,20 @@ def checkpoint_bits(spec: ModelSpec) -> MixedBits:
     its main-model parameters of each tensor's bits."""
     q = spec.quantization
     assert q is not None
-    s = build(spec)
-    main = [t for t in s.tensors if t.part in (Part.DECODER, Part.VISION, Part.AUDIO) and t.stored]
-    total_bits = sum((t.total * tensor_bits(MixedBits(Fraction(16), q), t) for t in main), Fraction(0))
-    return MixedBits(total_bits / s.total_params, q)
+    return _averaged(spec, q)
+
+
+@lru_cache(maxsize=64)
+def weight_only_bits(spec: ModelSpec, fmt: WeightFormat, bits: Fraction, kept_dtype: Dtype) -> MixedBits:
+    """The MixedBits of ``spec``'s matmul weights quantized to ``fmt`` at ``bits`` per weight (its
+    scales included), the embedding, LM head, router and every vector kept in ``kept_dtype``, as
+    quantizers leave them (AutoAWQ's and GPTQModel's checkpoints of Llama keep ``embed_tokens`` and
+    ``lm_head`` in 16 bits, vLLM's ``fp8`` method skips ``lm_head``: see the module docstring)."""
+    return _averaged(
+        spec,
+        Quantization(method=f"weight-only {fmt.value}", weights_format=fmt.value, kept_dtype=kept_dtype.value),  # type: ignore[arg-type]
+        bits,
+    )
 
 
 def weight_bits_of(bits: Any, limit: bool = False) -> Fraction:

@@ -175,6 +175,7 @@ def _weight_bytes_note(bits: int | float | Fraction, dtype: str) -> Note:
         kept=kept,
         kept_dtype=q.kept_dtype,
         bits=float(bits),
+        quantized=None if bits.quantized_bits is None else float(bits.quantized_bits),
     )
 
 

@@ -61,7 +61,7 @@ def render(con, entries: list) -> None:
         ],
         rows,
         caption=(
-            'datasheet memory as printed (an "80GB" part holds 80 GiB); capacity GiB = 2^30 B, '
+            'datasheet memory as printed; capacity GiB = 2^30 B as the card reports it (an "80GB" H100: 81,559 MiB), '
             "what fit and serve size against; TB/s = 10^12 B/s; TFLOP/s without sparsity"
         ),
     )

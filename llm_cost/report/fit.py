@@ -105,7 +105,8 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
     s = d.step
     facts += [
         (
-            "memory per GPU" + (" (physical)" if d.room.convention == MemoryConvention.PHYSICAL else " (datasheet)"),
+            "memory per GPU"
+            + (" (as the card reports it)" if d.room.convention == MemoryConvention.PHYSICAL else " (datasheet)"),
             bytes_exact(d.room.capacity_bytes),
         ),
         (f"usable at {d.room.utilization:.0%}", bytes_exact(d.room.usable_bytes)),
@@ -154,7 +155,7 @@ def render_single(con, f: Fit, display_name: str, gpu_name: str) -> None:
     )
     facts = [
         (
-            "memory" + (" (physical)" if f.convention == MemoryConvention.PHYSICAL else " (datasheet)"),
+            "memory" + (" (as the card reports it)" if f.convention == MemoryConvention.PHYSICAL else " (datasheet)"),
             bytes_exact(f.capacity_bytes),
         ),
         (f"usable at {f.utilization:.0%}", bytes_exact(f.usable_bytes)),

@@ -30,7 +30,7 @@ def _does_not_fit(p: dict) -> str:
 
 def _capacity_policy(p: dict) -> str:
     if p["physical"]:
-        where = f"{p['memory_gib']:g} GiB = {p['capacity_bytes']:,} B (physical)"
+        where = f"{p['memory_gib']:g} GiB = {p['capacity_bytes']:,} B (as the card reports it)"
     else:
         where = f"{p['memory_gb']:g} GB = {p['capacity_bytes']:,} B (datasheet, 10^9 B per GB)"
     return (
@@ -110,9 +110,17 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "params.n_gemm": "N_gemm: matmul weights a token passes through (no embedding lookup, norms or biases; LM head "
     "included)",
     "params.weight_bytes": "weight bytes: every parameter at {bits:g} bits ({dtype}); GB = 10^9 B, GiB = 2^30 B",
-    "params.weight_bytes_mixed": "weight bytes: the checkpoint's formats by tensor group ({method}): matmul weights in "
-    "{format} with their scales, {kept}embedding, LM head, router and vectors in {kept_dtype}; {bits:.4g} bits per "
-    "parameter on average; GB = 10^9 B, GiB = 2^30 B",
+    "params.weight_bytes_mixed": lambda p: (
+        (
+            f"weight bytes: the matmul weights in {p['format']} at {p['quantized']:g} bits with their scales, the "
+            f"embedding, LM head, router and vectors kept in {p['kept_dtype']}, as AWQ and GPTQ checkpoints keep them "
+            "(asked, the embedding and LM head are stored in the format too)"
+            if p["method"].startswith("weight-only") and p.get("quantized") is not None
+            else f"weight bytes: the checkpoint's formats by tensor group ({p['method']}): matmul weights in "
+            f"{p['format']} with their scales, {p['kept']}embedding, LM head, router and vectors in {p['kept_dtype']}"
+        )
+        + f"; {p['bits']:.4g} bits per parameter on average; GB = 10^9 B, GiB = 2^30 B"
+    ),
     "params.active": "active: all parameters less the routed experts a token skips (k of E per MoE layer)",
     "params.kv_shared_unloaded": "checkpoint total: Google's files also store k_proj, v_proj and k_norm for the "
     "KV-shared layers, which read an earlier layer's cache; transformers ignores them on load "
@@ -196,7 +204,15 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "checkpoint.matched_by_role": "matched by role: projections (fused q/k/v and gate/up merged), pooled block norms, "
     "router, embedding, LM head, vision tower, MTP layers; a role is reported when its "
     "element totals differ",
-    "fit.dtypes": "weights: every parameter at {bits:g} bits; KV at {kv_bits} bits per element",
+    "fit.dtypes": lambda p: (
+        (
+            f"weights: the matmul weights at {p['quantized']:g} bits, the embedding, LM head and vectors in "
+            f"{p['kept_dtype']} ({p['bits']:.4g} bits per parameter on average)"
+            if p.get("quantized") is not None
+            else f"weights: every parameter at {p['bits']:g} bits"
+        )
+        + f"; KV at {p['kv_bits']} bits per element"
+    ),
     "fit.whole_sequences": lambda p: (
         "max batch and context use whole sequences: batch x kv(context) <= KV budget"
         + (f", each sequence in {p['block_tokens']}-token blocks" if p["block_tokens"] > 1 else "")
@@ -236,7 +252,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     ),
     "serve.band": lambda p: (
         (
-            f"band: each figure's low and high re-simulated (same seed, same traffic) with every step's time x"
+            f"band: re-simulated (same seed, same traffic) with every step's time x"
             f"{p['fast']:.2f} at the fast end and x{p['slow']:.2f} at the slow end: the serving prediction's spread on "
             f"{p['runs']} measured {p['engine']} runs (mean ITL measured/predicted p{p['percentiles'][0]}..p"
             f"{p['percentiles'][1]} = {p['p_low']:.2f}..{p['p_high']:.2f}"
@@ -246,20 +262,22 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
                 else f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:.3g}x (how much wider the "
                 "step-time fit's held-out band is for transferred predictions than for fitted ones)"
             )
-            + f"; steps timed by profile {p['profile']}); each figure's low and high are the least and greatest of "
-            "the three runs (tokens/s highest and $/M lowest at the fast end)"
+            + f"; steps timed by profile {p['profile']}); the fast-end and slow-end rows are one run each (tokens/s "
+            "highest and $/M lowest at the fast end); each statistic's interval runs from the least to the greatest "
+            "end of the three runs' sampling intervals (the band and the sampling together)"
         )
         if p.get("source") == "serving-runs"
         else (
-            f"band: each figure's low and high re-simulated (same seed, same traffic) with every step's time x the "
-            f"p10/p90 factor for its shape of profile {p['profile']} (engine {p['engine']}, {p['kind']}: the "
-            f"held-out errors of {p['rows']} rows of such predictions, leave-one-source-out; wider outside the fitted "
-            f"batches and contexts): x{p['fast_low']:.2f}"
+            f"band: re-simulated (same seed, same traffic) with every step's time x the p10/p90 factor for its "
+            f"shape of profile {p['profile']} (engine {p['engine']}, {p['kind']}: the held-out errors of {p['rows']} "
+            f"rows of such predictions, leave-one-source-out; wider outside the fitted batches and contexts): "
+            f"x{p['fast_low']:.2f}"
             + (f"-{p['fast_high']:.2f}" if f"{p['fast_high']:.2f}" != f"{p['fast_low']:.2f}" else "")
             + f" at the fast end, x{p['slow_low']:.2f}"
             + (f"-{p['slow_high']:.2f}" if f"{p['slow_high']:.2f}" != f"{p['slow_low']:.2f}" else "")
-            + " at the slow end; each figure's low and high are the least and greatest of the three runs (tokens/s "
-            "highest and $/M lowest at the fast end)"
+            + " at the slow end; the fast-end and slow-end rows are one run each (tokens/s highest and $/M lowest at "
+            "the fast end); each statistic's interval runs from the least to the greatest end of the three runs' "
+            "sampling intervals (the band and the sampling together)"
         )
     ),
     "serve.analytic_band": lambda p: (
@@ -277,6 +295,34 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + "; analytic scaling: the queueing formulas are not re-evaluated at the band's ends (the simulated plan "
         "re-simulates them)"
     ),
+    "warning.refused_rows": "warning: {rows:,} of the trace's {of:,} rows are longer than max_model_len {limit:,} "
+    "(prompt and output) and are refused, as vLLM refuses them; max_model_len {longest:,} (the model's context at "
+    "most) replays them all",
+    "warning.tight_memory": lambda p: (
+        f"warning: {p['what']} leaves {p['headroom'] / 2**30:,.2f} GiB free on its fullest GPU, under "
+        f"{p['bound'] / 2**30:g} GiB: activations past the estimate, allocator fragmentation, CUDA graphs or NCCL "
+        "buffers larger than the reserve can run it out of memory; give it more memory (GPUs, fewer bits, a shorter "
+        "context or batch)"
+    ),
+    "warning.serve_goodput": lambda p: (
+        f"warning: goodput {p['goodput']:,.3g} of {p['served']:,.3g} requests/s served: fewer than half the requests "
+        "meet every target on their own (goodput, DistServe's, counts a request only when its own TTFT, TPOT and E2E "
+        f"are each within their targets); the most missed, {p['metric']} {fmt_seconds(p['seconds'])}, is missed by "
+        f"{p['missed']:.0%} of the requests on their own"
+        + (
+            ", though its target bounds the mean, which holds while many requests exceed it: a percentile target "
+            "(p90:) sizes for most requests"
+            if p["statistic"] == "mean"
+            else ""
+            if p["missed"] >= 0.5
+            else ": each target holds for most requests, but fewer meet them all at once"
+        )
+    ),
+    "serve.cached_prompt": lambda p: (
+        f"prefix cache: {p['cached']:,} of each {p['prompt']:,}-token prompt priced as found in the cache (the hit "
+        "rate the traffic implies, or a simulation's own), so a prefill computes the other "
+        f"{p['prompt'] - p['cached']:,}, attending to the cached ones"
+    ),
     "serve.no_band": "no error band: steps are timed by {label}, which has no held-out residuals",
     "serve.simulated": lambda p: (
         f"simulated: {p['engine']}'s scheduler step by step (continuous batching, chunked prefill, prefix caching, "
@@ -289,11 +335,20 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         )
         + f"), each step timed by {p['label']}; "
         + (
-            f"{p['replicas']} replicas share the traffic in turn, one is simulated"
+            f"{p['replicas']} replicas simulated side by side, each request sent at its arrival to the replica "
+            f"{p['router']} routing picks (llm_cost/simulate/engine.py, router_of)"
+            if p.get("simulated", 1) > 1
+            else f"{p['replicas']} replicas, one simulated: a closed loop's users are split evenly over the replicas, "
+            "each kept to its replica (under least-loaded routing every replica keeps its share in flight, as the one "
+            "simulated does)"
             if p["replicas"] > 1
             else "one replica"
         )
-        + "; percentiles linear between order statistics; goodput: requests/s meeting every target (DistServe); "
+        + (f"; {p['requests']:,} requests simulated" if p.get("requests") is not None else "")
+        + "; percentiles linear between order statistics; sampling intervals: 99% by batch means over the requests "
+        "in arrival order (an open loop's batches each at least the requests in flight at once), widened sqrt 2 to "
+        "hold another seed's figure (llm_cost/simulate/intervals.py; none for "
+        "ITL, whose gaps within a step are not independent); goodput: requests/s meeting every target (DistServe); "
         "rates (served, goodput, tokens/s, $) and occupancy over the steady window, from the completion ending the "
         "warm-up (the first; a closed loop's users-th) to the last one before the last request is sent (warm-up and "
         "drain left out; the whole run's rates are in the JSON's simulation.summary); latencies, their percentiles and "
@@ -322,12 +377,26 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             "meets the targets, its other frontier points and lower caps on max_num_seqs (falling by sqrt 2), by falling "
             "cap, until one does"
             if p.get("qps") is None
-            else "each layout from the fewest replicas the screen says carry the rate, doubled until the targets "
-            "hold, then bisected to the fewest that meet them, up to the GPU budget"
+            else "each layout from the fewest replicas the screen says carry the rate: down one at a time while "
+            "the targets still hold, else doubled until they hold and bisected to the fewest that meet them, up to the "
+            "GPU budget"
         )
-        + f"), {p['requests']:,} requests per replica"
-        + (" (at least 3 rounds of its users: warm-up, a steady round, drain)" if p.get("qps") is None else "")
-        + ", and ranked on their simulated distributions against the targets"
+        + (
+            f"), {p['requests']:,} requests per replica (at least 3 rounds of its users: warm-up, a steady round, "
+            "drain)"
+            if p.get("qps") is None
+            else f"), {p['requests']:,} requests in all (at least 100 per replica), raised to the precision its "
+            "sampling intervals need (10 batches of the requests in flight at once, and 10 requests beyond the highest "
+            "percentile a target bounds; set by the traffic and the screen, not the seed), a run of the plan's "
+            "requests first settling a target missed even at its interval's lower end"
+        )
+        + (
+            ", each at the band's slow end and judged at the upper end of its sampling intervals (the pessimistic "
+            "side of both), then ranked; the chosen one simulated again at nominal step times and at the band's fast "
+            "end"
+            if p.get("timed_at") == "slow end"
+            else ", judged at the upper end of its sampling intervals, and ranked"
+        )
     ),
     "serve.pcie_tp": lambda p: (
         f"tensor parallelism over PCIe: {p['gpu']} has no GPU-to-GPU link, so TP {p['tp']} runs its all-reduces "
@@ -471,7 +540,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "train.layout_memory": lambda p: (
         "memory "
         + (
-            f"{p['memory_gib']:g} GiB (physical)"
+            f"{p['memory_gib']:g} GiB (as the card reports it)"
             if p["memory_gib"] is not None
             else f"{p['memory_gb']:g} GB (datasheet, 10^9 B)"
         )

@@ -239,19 +239,36 @@ def latency_cdf(run: Any, model: str, gpu: str, out: OutFile) -> None:
     _save(fig, out)
 
 
+def _band_errors(values: list[float], lows: list[Any], highs: list[Any]) -> list[list[float]]:
+    """Matplotlib's asymmetric error bars (below, above) of each value from its band's low and
+    high figures (none where a plan has no band)."""
+    below = [v - lo if lo is not None else 0.0 for v, lo in zip(values, lows)]
+    above = [hi - v if hi is not None else 0.0 for v, hi in zip(values, highs)]
+    return [[max(0.0, b) for b in below], [max(0.0, a) for a in above]]
+
+
 def comparison(r: Any, model: str, out: OutFile) -> None:
     """GPUs side by side: each plan's $ per million output tokens (the cheapest highlighted) and
-    its output tokens/s per GPU."""
+    its output tokens/s per GPU, each with its band as an error bar (the fast end's and the slow
+    end's figures: :func:`llm_cost.analyses.simulated_serving.with_band`)."""
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=SIZE_IN)
     rows = [g for g in r.plans if g.plan is not None]
     names = [f"{g.gpu}\n{g.plan.chosen.describe()}" for g in rows]
     usd = [g.plan.usd_per_million_output_tokens or 0.0 for g in rows]
     colours = ["tab:green" if g.cheapest else "tab:blue" for g in rows]
-    left.bar(names, usd, color=colours)
-    left.set_ylabel("$ per million output tokens")
-    right.bar(names, [g.plan.output_tokens_per_s_per_gpu for g in rows], color=colours)
-    right.set_ylabel("output tokens/s per GPU")
+    plans = [g.plan for g in rows]
+    usd_err = _band_errors(
+        usd, [p.usd_per_million_output_tokens_low for p in plans], [p.usd_per_million_output_tokens_high for p in plans]
+    )
+    left.bar(names, usd, color=colours, yerr=usd_err, capsize=4)
+    left.set_ylabel("$ per million output tokens (bar: the band)")
+    rate = [p.output_tokens_per_s_per_gpu for p in plans]
+    rate_err = _band_errors(
+        rate, [p.output_tokens_per_s_per_gpu_low for p in plans], [p.output_tokens_per_s_per_gpu_high for p in plans]
+    )
+    right.bar(names, rate, color=colours, yerr=rate_err, capsize=4)
+    right.set_ylabel("output tokens/s per GPU (bar: the band)")
     for ax in (left, right):
         ax.tick_params(axis="x", labelsize=8)
         ax.grid(True, axis="y", alpha=0.3)

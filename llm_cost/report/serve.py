@@ -241,33 +241,51 @@ def _slow_end(r: Any, metric: str, target: Any) -> str:
     return "slow end: " + ("missed" if missed else "met") + (f" ({_s(high)})" if high is not None and missed else "")
 
 
+def _span(pair: Any) -> str:
+    """An interval ``low-high`` in one unit where both share it (``139-201 ms``), ``-`` without one."""
+    if pair is None:
+        return "-"
+    low, high = (fmt_seconds(v) for v in pair)
+    lu, hu = low.rsplit(" ", 1), high.rsplit(" ", 1)
+    return f"{lu[0]}-{hu[0]} {hu[1]}" if len(lu) == len(hu) == 2 and lu[1] == hu[1] else f"{low}-{high}"
+
+
+def _target_cell(r: Any, m: str, target: Any) -> str:
+    """The target column of a latency: its bound and verdict, the value of a percentile the table
+    has no column for, and the share of requests that meet it on their own."""
+    if target is None:
+        return "-"
+    p = r.percentiles[m]
+    text = target.label() + (" missed" if f"{m} {target.name}" in r.violates else " met")
+    if target.name in p.more:
+        text += f" ({_s(p.more[target.name])})"
+    if m in r.within:
+        text += f"; {r.within[m]:.0%} of requests within"
+    return text
+
+
+def _pessimistic_cell(r: Any, m: str, target: Any) -> str:
+    """Whether ``target`` holds on the pessimistic side of both uncertainties (the slow end's
+    sampling interval's upper end), beside the interval row."""
+    if target is None or r.violates_pessimistic is None:
+        return ""
+    return "pessimistic side: " + ("missed" if f"{m} {target.name}" in r.violates_pessimistic else "met")
+
+
 def _latency_table(con, runs: list, title: str) -> None:
-    """Mean, P50, P90, P99 of each latency for one run; the targets beside them; under each
-    latency its error band (each figure's low and high, re-simulated:
-    :func:`llm_cost.analyses.simulated_serving.with_band`) and whether the target holds at the
-    band's slow end."""
+    """Mean, P50, P90, P99 of each latency for one run; the targets beside them (with the share of
+    requests meeting each on their own); under each latency the band's fast-end and slow-end runs
+    (one run each, :func:`llm_cost.analyses.simulated_serving.with_band`) and each statistic's
+    interval, the band and the sampling together (its sampling interval without a band)."""
     r = runs[0]
     rows = []
     for m, label in METRICS:
         p = r.percentiles[m]
         target = r.targets.get(m)
-        rows.append(
-            [
-                label,
-                _s(getattr(r, m)),
-                _s(p.p50),
-                _s(p.p90),
-                _s(p.p99),
-                "-"
-                if target is None
-                else target.label()
-                + (" missed" if f"{m} {target.name}" in r.violates else " met")
-                + (f" ({_s(p.more[target.name])})" if target.name in p.more else ""),
-            ]
-        )
+        rows.append([label, _s(getattr(r, m)), _s(p.p50), _s(p.p90), _s(p.p99), _target_cell(r, m, target)])
         if r.band is not None:
             stem = m[:-2]
-            for end, label in (("low", "  band low"), ("high", "  band high")):
+            for end, label in (("low", "  fast end"), ("high", "  slow end")):
                 rows.append(
                     [
                         label,
@@ -276,6 +294,15 @@ def _latency_table(con, runs: list, title: str) -> None:
                         _slow_end(r, m, target) if target is not None and end == "high" else "",
                     ]
                 )
+        ranges = p.interval if r.band is not None else p.ci
+        if ranges:
+            rows.append(
+                [
+                    "  interval" if r.band is not None else "  sampling",
+                    *(_span(ranges.get(q)) for q in ("mean", "p50", "p90", "p99")),
+                    _pessimistic_cell(r, m, target),
+                ]
+            )
     print_table(
         con,
         title,
@@ -292,13 +319,22 @@ def _range(low: float | None, high: float | None, fmt: Any) -> str:
 
 
 def _verdict(r: Any) -> str:
-    """Whether a banded run meets its targets, and whether it still does at the band's slow end."""
+    """Whether a banded run meets its targets, whether it still does at the band's slow end, and on
+    the pessimistic side of both uncertainties (the slow end's sampling intervals' upper ends)."""
     if r.violates_at_slow_end is None or not r.targets:
         return ""
     now = "targets met" if r.meets else "targets missed"
-    if not r.violates_at_slow_end:
-        return f"; {now}, and at the band's slow end too"
-    return f"; {now}; at the band's slow end missed: {', '.join(r.violates_at_slow_end)}"
+    slow = (
+        ", and at the band's slow end too"
+        if not r.violates_at_slow_end
+        else f"; at the band's slow end missed: {', '.join(r.violates_at_slow_end)}"
+    )
+    pess = r.violates_pessimistic
+    if pess is None:
+        return f"; {now}{slow}"
+    return f"; {now}{slow}; on the pessimistic side (slow end, sampling): " + (
+        "met" if not pess else "missed " + ", ".join(pess)
+    )
 
 
 #: Each engine's own names for the cap on running sequences and the token budget per step
@@ -403,25 +439,30 @@ def render_run(con, r: Any, display_name: str, gpu_name: str) -> None:
     _latency_table(
         con,
         [r],
-        f"latency over {fmt_int(r.requests)} requests (ITL: every gap between tokens)" + _band_title(r.band),
+        f"latency over {fmt_int(r.simulated_requests)} simulated requests (ITL: every gap between tokens)"
+        + _band_title(r.band),
     )
     print_conventions(con, r.conventions)
+
+
+def _plan_load(r: Any) -> str:
+    """The load a plan is for: its rate, or as much as its GPU budget serves saturated by its
+    chosen configuration's closed-loop users."""
+    if r.qps is not None:
+        return f"{r.qps:g} requests/s"
+    c = r.chosen
+    users = c.max_num_seqs * c.replicas
+    each = f", {fmt_int(c.max_num_seqs)} per replica" if c.replicas > 1 else ""
+    return (
+        f"as much as {_gpus(r.gpu_budget)} {'serves' if r.gpu_budget == 1 else 'serve'}, saturated by "
+        f"{fmt_int(users)} closed-loop user{'s' if users > 1 else ''} (no think time{each})"
+    )
 
 
 def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
     """The plan: the chosen configuration's simulated figures and distribution, then every
     candidate simulated, best first."""
-    if r.qps is not None:
-        rate = f"{r.qps:g} requests/s"
-    else:
-        c = r.chosen
-        users = c.max_num_seqs * c.replicas
-        each = f", {fmt_int(c.max_num_seqs)} per replica" if c.replicas > 1 else ""
-        rate = (
-            f"as much as {_gpus(r.gpu_budget)} {'serves' if r.gpu_budget == 1 else 'serve'}, saturated by "
-            f"{fmt_int(users)} closed-loop user{'s' if users > 1 else ''} (no think time{each})"
-        )
-    con.print(f"[bold]{display_name} on {gpu_name}: {rate}; targets: {_targets(r.targets)}[/bold]")
+    con.print(f"[bold]{display_name} on {gpu_name}: {_plan_load(r)}; targets: {_targets(r.targets)}[/bold]")
     print_facts(
         con,
         [("chosen", f"[bold]{r.chosen.describe()}[/bold]{_verdict(r.chosen)}")]
@@ -431,7 +472,8 @@ def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
     _latency_table(
         con,
         [r.chosen],
-        "the chosen plan's simulated latency" + _band_title(r.chosen.band),
+        f"the chosen plan's simulated latency over {fmt_int(r.chosen.simulated_requests)} simulated requests"
+        + _band_title(r.chosen.band),
     )
     (ttft_h, ttft), (tpot_h, tpot) = _column(r.targets, "ttft_s", "p99"), _column(r.targets, "tpot_s", "p90")
     rows = [
@@ -444,14 +486,20 @@ def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
             _s(tpot(c)),
             f"{c.output_tokens_per_s_per_gpu:,.1f}",
             _usd(c.usd_per_million_output_tokens),
-            "yes" if c.meets else "no: " + ", ".join(c.violates),
+            "yes" if not c.violates_upper else "no: " + ", ".join(c.violates_upper),
         ]
         for i, c in enumerate(r.simulated)
     ]
+    slow = r.simulated[0].timed_at == "slow end"
     print_table(
         con,
         f"candidates simulated (of the analytic screen's {fmt_int(r.screen.candidates_evaluated)} configurations), best first"
-        + ("; nominal step times (the band above is the chosen plan's)" if r.chosen.band else ""),
+        + (
+            "; at the band's slow end, each target judged at the upper end of its sampling interval (the chosen "
+            "plan's nominal figures are above)"
+            if slow
+            else "; each target judged at the upper end of its sampling interval"
+        ),
         [
             ("", "left"),
             ("configuration", "left"),
@@ -495,26 +543,26 @@ def render_comparison(con, r: Any, display_name: str) -> None:
         )
         if c.band is None:
             continue
-        for end in ("low", "high"):
-            per_gpu = getattr(c, f"output_tokens_per_s_per_gpu_{end}")
-            goodput = getattr(c, f"goodput_rps_{end}")
+        for label, latency, rate in (("fast end", "low", "high"), ("slow end", "high", "low")):
+            per_gpu = getattr(c, f"output_tokens_per_s_per_gpu_{rate}")
+            goodput = getattr(c, f"goodput_rps_{rate}")
             rows.append(
                 [
                     "",
                     "",
                     "",
-                    f"  band {end}",
-                    _s(getattr(ttft, f"p99_{end}_s")),
-                    _s(getattr(tpot, f"p90_{end}_s")),
+                    f"  {label}",
+                    _s(getattr(ttft, f"p99_{latency}_s")),
+                    _s(getattr(tpot, f"p90_{latency}_s")),
                     "-" if per_gpu is None else f"{per_gpu:,.1f}",
                     "-" if goodput is None else f"{goodput:,.3g}",
-                    _usd(getattr(c, f"usd_per_million_output_tokens_{end}")),
+                    _usd(getattr(c, f"usd_per_million_output_tokens_{latency}")),
                 ]
             )
     print_table(
         con,
-        "the best plan on each GPU ($: cheapest per million output tokens; band low / high: each figure's "
-        "least and greatest, re-simulated at its band: see the notes)",
+        "the best plan on each GPU ($: cheapest per million output tokens; fast end / slow end: the plan "
+        "re-simulated at each end of its band, one run per row: see the notes)",
         [
             ("", "left"),
             ("GPU", "left"),
@@ -624,7 +672,13 @@ def _flat(run: Any) -> dict:
         row.update({f"{stem}_{name}_s": v for name, v in p.more.items()})
         row.update({f"{stem}_{name}_low_s": v for name, v in p.more_low_s.items()})
         row.update({f"{stem}_{name}_high_s": v for name, v in p.more_high_s.items()})
+        for kind, ranges in (("ci", p.ci), ("interval", p.interval)):  # sampling; band and sampling
+            for name, lo_hi in ranges.items():
+                lo, hi = lo_hi if lo_hi is not None else (None, None)
+                row.update({f"{stem}_{name}_{kind}_low_s": lo, f"{stem}_{name}_{kind}_high_s": hi})
     row["violates_at_slow_end"] = " ".join(run.violates_at_slow_end) if run.violates_at_slow_end is not None else None
+    pessimistic = run.violates_pessimistic if run.violates_pessimistic is not None else run.violates_upper
+    row.update(violates_pessimistic=" ".join(pessimistic), simulated_requests=run.simulated_requests, router=run.router)
     return row
 
 

@@ -28,11 +28,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
+from llm_cost.core.choices import Router
 from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import ONE_GPU, Layout
 from llm_cost.perf.timemodel import TimeModel
-from llm_cost.simulate.engine import ENGINES, EngineConfig, Run, run_engine, vllm_defaults
+from llm_cost.simulate.engine import ENGINES, EngineConfig, Run, run_engine, run_replicas, vllm_defaults
 from llm_cost.simulate.results import (
     Distribution,
     RequestTimes,
@@ -71,6 +72,8 @@ from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 __all__ = [
     "simulate",
+    "merged",
+    "exchangeable",
     "summaries",
     "EngineConfig",
     "ENGINES",
@@ -123,6 +126,64 @@ def summaries(run: Run, bounds: Sequence[float]) -> tuple[Summary, tuple[Summary
     return whole, tuple(stages)
 
 
+def merged(runs: Sequence[Run]) -> Run:
+    """The runs of a deployment's replicas as one: every completion, rejections, gaps, prefix-cache
+    hits, preemptions and steps summed; the time integrals (running, waiting, KV blocks) averaged
+    over the replicas (one replica's mean); the most KV blocks any replica held; the last end."""
+    if len(runs) == 1:
+        return runs[0]
+    n = len(runs)
+    gaps: list[dict[float, int]] = []
+    for stage in range(len(runs[0].gaps)):
+        counts: dict[float, int] = {}
+        for run in runs:
+            for v, c in run.gaps[stage].items():
+                counts[v] = counts.get(v, 0) + c
+        gaps.append(counts)
+    return Run(
+        tuple(d for run in runs for d in run.done),
+        tuple(sum(col) for col in zip(*(run.rejected for run in runs))),
+        tuple(gaps),
+        sum(run.running_integral for run in runs) / n,
+        sum(run.waiting_integral for run in runs) / n,
+        sum(run.kv_integral for run in runs) / n,
+        max(run.kv_max for run in runs),
+        sum(run.preemptions for run in runs),
+        sum(run.steps for run in runs),
+        max(run.end_s for run in runs),
+        sum(run.hit_tokens for run in runs),
+        sum(run.queried_tokens for run in runs),
+        runs[0].kv_blocks,
+    )
+
+
+def exchangeable(workload: Workload | Trace | Sequence[Request], router: Router) -> bool:
+    """Whether one replica stands for all of a deployment behind ``router``: round robin over an
+    open-loop workload with no shared prefix sends each replica every R-th arrival of one stream
+    whose lengths are drawn independently, so the replicas' requests are alike in distribution and
+    never interact, and the run of one is a run of any (:func:`simulate` with ``replicas`` then
+    runs one, on every R-th arrival). Traces (rows need not be alike: a trace of alternating
+    prefixes would give one replica every prefixed row), shared prefixes (users visited in a cycle
+    that every R-th request samples unevenly) and routers that read the replicas' state are not."""
+    return (
+        router == Router.ROUND_ROBIN
+        and isinstance(workload, Workload)
+        and isinstance(workload.arrivals, OpenLoop)
+        and workload.prefix is None
+    )
+
+
+def _check_counts(**given: tuple[object, int]) -> None:
+    """InputError naming the first argument (name: (value, least)) that is not a whole number of
+    at least its least."""
+    units = {"kv_capacity_tokens": " of tokens", "sequence_state_blocks": " of blocks"}
+    for name, (value, least) in given.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise InputError(
+                f"{name}: {value!r} must be a whole number{units.get(name, '')}, at least {least}", fields=(name,)
+            )
+
+
 def simulate(
     spec: ModelSpec,
     gpu: HardwareSpec,
@@ -138,10 +199,18 @@ def simulate(
     compute_dtype: Dtype = Dtype.BF16,
     seed: int | str = 0,
     timer: StepTimer | None = None,
+    replicas: int = 1,
+    router: Router = Router.ROUND_ROBIN,
 ) -> SimResult:
-    """Simulate one replica of ``spec`` on ``layout`` GPUs of ``gpu`` serving ``workload`` (a
-    workload drawn from ``seed``, a trace, or requests) under ``engine``'s scheduler, each step
-    timed by ``time_model`` with these formats.
+    """Simulate ``replicas`` replicas of ``spec``, each on ``layout`` GPUs of ``gpu``, serving
+    ``workload`` (a workload drawn from ``seed``, a trace, or requests) under ``engine``'s
+    scheduler, each step timed by ``time_model`` with these formats. With more than one replica
+    the requests are spread by ``router`` (:func:`~llm_cost.simulate.engine.router_of`) and the
+    replicas run side by side (:func:`~llm_cost.simulate.engine.run_replicas`); the result is the
+    deployment's (every request; engine figures one replica's mean, :func:`merged`), or, where one
+    replica stands for all (:func:`exchangeable`), one replica's on every R-th arrival (the
+    result's ``simulated_replicas`` 1: its rates are one replica's). A closed loop runs one replica
+    (InputError for more: its users are split over replicas by the caller).
 
     ``kv_capacity_tokens``: tokens the replica's KV cache holds (whole blocks of
     ``engine.block_tokens`` are used), e.g. vLLM's "GPU KV cache size" or the KV budget of
@@ -154,26 +223,18 @@ def simulate(
     the same model, GPU, layout and formats to reuse (its memo is shared between runs). The result's
     ``steady`` holds the rates over the run's steady window (:func:`~llm_cost.simulate.results.steady_window`:
     warm-up and drain left out), its ``summary`` the whole run's."""
-    if isinstance(kv_capacity_tokens, bool) or not isinstance(kv_capacity_tokens, int) or kv_capacity_tokens < 1:
-        raise InputError(
-            f"kv_capacity_tokens: {kv_capacity_tokens!r} must be a whole number of tokens, at least 1",
-            fields=("kv_capacity_tokens",),
-        )
-    if (
-        isinstance(sequence_state_blocks, bool)
-        or not isinstance(sequence_state_blocks, int)
-        or sequence_state_blocks < 0
-    ):
-        raise InputError(
-            f"sequence_state_blocks: {sequence_state_blocks!r} must be a whole number of blocks, at least 0",
-            fields=("sequence_state_blocks",),
-        )
+    _check_counts(kv_capacity_tokens=(kv_capacity_tokens, 1), sequence_state_blocks=(sequence_state_blocks, 0))
+    _check_counts(replicas=(replicas, 1))
     blocks = kv_capacity_tokens // engine.block_tokens
     state = sequence_state_blocks
     timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
     if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
+        if replicas > 1:
+            raise InputError(
+                "replicas: a closed loop runs one replica; split its users over the replicas", fields=("replicas",)
+            )
         check_workload(workload, limit=None)  # a closed loop with no end would never stop
-        bounds = stage_bounds(workload)[:1]
+        bounds, simulated = stage_bounds(workload)[:1], 1
         run = run_engine(timer, engine, blocks, workload=workload, seed=seed, bounds=bounds, state_blocks=state)
     else:
         if isinstance(workload, Workload):
@@ -182,7 +243,12 @@ def simulate(
             reqs, bounds = (trace_requests(workload) if isinstance(workload, Trace) else list(workload)), []
         if not reqs:
             raise InputError("workload: no request arrives", fields=("workload",))
-        run = run_engine(timer, engine, blocks, reqs, bounds=bounds, state_blocks=state)
+        if replicas == 1 or exchangeable(workload, router):
+            run = run_engine(timer, engine, blocks, reqs[::replicas], bounds=bounds, state_blocks=state)
+            simulated = 1
+        else:
+            run = merged(run_replicas(timer, engine, blocks, reqs, replicas, router, bounds=bounds, state_blocks=state))
+            simulated = replicas
     whole, stages = summaries(run, bounds)
     warmup = 1  # an open loop's warm-up ends at its first completion, a closed loop's at the users'-th
     if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
@@ -209,4 +275,7 @@ def simulate(
         tuple(sorted((t for _, t in run.done), key=lambda t: t.index)),
         state,
         steady,
+        replicas,
+        str(router) if replicas > 1 else None,
+        simulated,
     )

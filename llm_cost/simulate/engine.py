@@ -66,12 +66,14 @@ nothing is admitted behind it while it lasts.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import random
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 
+from llm_cost.core.choices import Router
 from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
 from llm_cost.simulate.kvcache import BlockPool, Seq
@@ -80,7 +82,16 @@ from llm_cost.simulate.steptime import StepTimer, same_context_bucket
 from llm_cost.simulate.workload import ClosedLoop, Request, Workload, draw_lengths, user_table
 from llm_cost.specs.schema import HardwareSpec
 
-__all__ = ["EngineConfig", "ENGINES", "vllm_defaults", "engine_defaults", "Run", "run_engine"]
+__all__ = [
+    "EngineConfig",
+    "ENGINES",
+    "vllm_defaults",
+    "engine_defaults",
+    "Run",
+    "run_engine",
+    "run_replicas",
+    "router_of",
+]
 
 #: The schedulers :func:`run_engine` follows.
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -194,7 +205,8 @@ class Run:
     """What :func:`run_engine` measured: the completed requests (in completion order) with the
     stage each arrived in, rejections per stage, inter-token gaps per stage (seconds -> count), the
     time integrals of running and waiting requests and of KV blocks held (per second), the largest
-    number of blocks held, preemptions, steps, and the end of the run (the last completion)."""
+    number of blocks held, preemptions, steps, the end of the run (the last completion), the
+    prompt tokens found in the prefix cache and those looked up, and the KV blocks of the pool."""
 
     done: tuple[tuple[int, RequestTimes], ...]
     rejected: tuple[int, ...]
@@ -208,6 +220,7 @@ class Run:
     end_s: float
     hit_tokens: int
     queried_tokens: int
+    kv_blocks: int = 1
 
 
 def _stage_of(t: float, bounds: Sequence[float]) -> int:
@@ -252,6 +265,7 @@ class _Engine:
         self.future: list[tuple[float, int, Request, int]] = []  # (arrival, index, request, user)
         self.waiting: deque[_Live] = deque()
         self.running: list[_Live] = []  # in admission order (the cohort's members included)
+        self.finished: list[_Live] = []  # finished since running last dropped them
         self.explicit: list[_Live] = []  # running requests outside the cohort (prompts), in order
         self.done: list[tuple[int, RequestTimes]] = []
         self.rejected = [0] * self.stages
@@ -265,9 +279,16 @@ class _Engine:
         self.ratio_since = 0  # the step SGLang's new_token_ratio last started from its initial value
         self.closed = False
         self.finished_users: list[tuple[float, int]] = []  # closed loop: (time, user) of each completion
+        self.users: _Users | None = None  # a closed loop's users (one engine alone)
+        #: Co-simulated replicas: the router's next arrival, not yet routed; no scheduling decision
+        #: may see it before it is (math.inf for an engine alone).
+        self.limit = math.inf
         # the decoding cohort
         self.tick = 0
-        self.durations: list[float] = []  # each tick's step time
+        # the ticks' step times that are the longest of all ticks since (a stack of falling
+        # times: each tick's time pops the shorter ones before it), each with its last tick
+        self.peak_ticks: list[int] = []
+        self.peak_times: list[float] = []
         self.members = 0
         self.member_stages = [0] * self.stages
         self.context_base = 0  # sum over members of (computed - tick0): contexts sum to this + members x tick
@@ -291,6 +312,7 @@ class _Engine:
 
     def finish(self, r: _Live) -> None:
         self.pool.release(r.seq)
+        self.finished.append(r)
         q = r.req
         out = q.output_tokens
         times = RequestTimes(
@@ -320,7 +342,16 @@ class _Engine:
         self.user_done(self.now, r.user)
 
     def drop_finished(self) -> None:
-        self.running = [r for r in self.running if r.generated < r.out]
+        """Take the requests finished since the last call out of ``running`` (a few one by one: a
+        run of fixed lengths finishes them at distinct ticks, and rebuilding a list of hundreds
+        per finish took most of a long run's time)."""
+        finished = self.finished
+        if len(finished) <= 8:
+            for r in finished:
+                self.running.remove(r)
+        else:
+            self.running = [r for r in self.running if r.generated < r.out]
+        finished.clear()
 
     # -- the decoding cohort -------------------------------------------------------------------
     def join(self, r: _Live) -> None:
@@ -342,7 +373,7 @@ class _Engine:
             r.tokens += ticks
             r.generated += ticks
             r.last_s = self.now  # the last tick ended now
-            longest = max(self.durations[r.tick0 : self.tick])
+            longest = self.longest_tick(r.tick0)
             if longest > r.itl_max:
                 r.itl_max = longest
             seq = r.seq
@@ -356,6 +387,10 @@ class _Engine:
         self.phases[key % self.config.block_tokens] -= 1
         r.tick0 = -1
         r.version += 1
+
+    def longest_tick(self, since: int) -> float:
+        """The longest step time of the ticks from ``since`` to now (the first peak at or after it)."""
+        return self.peak_times[bisect.bisect_left(self.peak_ticks, since)]
 
     def next_finish(self) -> int:
         """The tick at which the next member finishes (stale heap entries dropped)."""
@@ -394,7 +429,12 @@ class _Engine:
     def tick_cohort(self, seconds: float, steps: int = 1) -> None:
         """``steps`` ticks of ``seconds`` each: every member decodes a token per tick."""
         self.tick += steps
-        self.durations.extend([seconds] * steps)
+        peaks, ticks = self.peak_times, self.peak_ticks
+        while peaks and peaks[-1] <= seconds:
+            peaks.pop()
+            ticks.pop()
+        peaks.append(seconds)
+        ticks.append(self.tick - 1)
         for stage, count in enumerate(self.member_stages):
             if count:
                 self.gaps[stage][seconds] += count * steps
@@ -681,6 +721,7 @@ class _Engine:
             if not steps:
                 return False
         watch = self.future[0][0] if self.future and len(self.running) < cfg.max_num_seqs else math.inf
+        watch = min(watch, self.limit)  # the router's next arrival, which may come here
         seconds_of = self.timer.seconds
         now, done = self.now, 0
         used = self.pool.used
@@ -706,6 +747,54 @@ class _Engine:
         if self.retire():
             self.drop_finished()
         return True
+
+    # -- the run -------------------------------------------------------------------------------
+    def run_until(self, limit: float) -> None:
+        """Run steps until the next scheduling decision would see an arrival at ``limit`` (the
+        router's next arrival, not yet routed: :func:`run_replicas`), or until nothing is left to
+        run (``limit`` math.inf: the whole run of an engine alone)."""
+        self.limit = limit
+        users = self.users
+        while True:
+            if self.horizon >= limit and (self.running or self.waiting):
+                return
+            self.arrive()
+            if not self.running and not self.waiting:
+                if users is not None and self.finished_users:
+                    users.come_back(self)
+                    continue
+                if not self.future or self.future[0][0] > limit:
+                    return
+                self.now = self.horizon = max(self.now, self.future[0][0])  # an idle engine wakes up
+                continue
+            if not self.decode_span() and not self.cohort_step():
+                self.explicit_step()
+            if users is not None and self.finished_users:
+                users.come_back(self)
+
+    def result(self) -> Run:
+        """What the run measured (:class:`Run`)."""
+        pool = self.pool
+        return Run(
+            tuple(self.done),
+            tuple(self.rejected),
+            tuple(dict(g) for g in self.gaps),
+            self.run_int,
+            self.wait_int,
+            self.kv_int,
+            self.kv_max,
+            self.preemptions,
+            self.steps,
+            max((t.arrival_s + t.e2e_s for _, t in self.done), default=self.now),
+            pool.hit_tokens,
+            pool.queried_tokens,
+            self.pool.total,
+        )
+
+    def load(self) -> tuple[int, int]:
+        """(waiting, running) requests: those routed here not yet scheduled (arrived or on their
+        way) and those scheduled."""
+        return len(self.waiting) + len(self.future), len(self.running)
 
 
 class _Users:
@@ -739,6 +828,15 @@ class _Users:
         engine.finished_users.clear()
 
 
+def _checked(config: EngineConfig, kv_blocks: int, state_blocks: int) -> None:
+    """InputError for invalid engine settings, a pool without a block or a negative state."""
+    check_config(config)
+    if kv_blocks < 1:
+        raise InputError(f"kv_blocks: {kv_blocks} must be at least 1", fields=("kv_blocks",))
+    if state_blocks < 0:
+        raise InputError(f"state_blocks: {state_blocks} must be at least 0", fields=("state_blocks",))
+
+
 def run_engine(
     timer: StepTimer,
     config: EngineConfig,
@@ -754,49 +852,128 @@ def run_engine(
     ``workload`` (drawn from ``seed``); ``bounds`` the end of each stage, seconds (requests are
     counted in the stage they arrived in); ``state_blocks`` the blocks of ``kv_blocks`` each
     running request's fixed state holds (module docstring). InputError for invalid settings."""
-    check_config(config)
-    if kv_blocks < 1:
-        raise InputError(f"kv_blocks: {kv_blocks} must be at least 1", fields=("kv_blocks",))
-    if state_blocks < 0:
-        raise InputError(f"state_blocks: {state_blocks} must be at least 0", fields=("state_blocks",))
+    _checked(config, kv_blocks, state_blocks)
     engine = _Engine(timer, config, kv_blocks, bounds, state_blocks)
-    users: _Users | None = None
     if requests is not None:
         engine.future = [(r.arrival_s, r.index, r, -1) for r in requests]
         heapq.heapify(engine.future)
     else:
         assert workload is not None and isinstance(workload.arrivals, ClosedLoop)
         engine.closed = True
-        users = _Users(workload, seed)
+        users = engine.users = _Users(workload, seed)
         loop = workload.arrivals
         for user in range(loop.users):
             users.send(engine, loop.ramp_s * user / loop.users, user)
-    while True:
-        engine.arrive()
-        if not engine.running and not engine.waiting:
-            if users is not None and engine.finished_users:
-                users.come_back(engine)
-                continue
-            if not engine.future:
-                break
-            engine.now = engine.horizon = max(engine.now, engine.future[0][0])  # an idle engine wakes up
-            continue
-        if not engine.decode_span() and not engine.cohort_step():
-            engine.explicit_step()
-        if users is not None and engine.finished_users:
-            users.come_back(engine)
-    pool = engine.pool
-    return Run(
-        tuple(engine.done),
-        tuple(engine.rejected),
-        tuple(dict(g) for g in engine.gaps),
-        engine.run_int,
-        engine.wait_int,
-        engine.kv_int,
-        engine.kv_max,
-        engine.preemptions,
-        engine.steps,
-        max((t.arrival_s + t.e2e_s for _, t in engine.done), default=engine.now),
-        pool.hit_tokens,
-        pool.queried_tokens,
-    )
+    engine.run_until(math.inf)
+    return engine.result()
+
+
+def run_replicas(
+    timer: StepTimer,
+    config: EngineConfig,
+    kv_blocks: int,
+    requests: Sequence[Request],
+    replicas: int,
+    router: Router,
+    *,
+    bounds: Sequence[float] = (),
+    state_blocks: int = 0,
+) -> tuple[Run, ...]:
+    """Simulate ``replicas`` engines of the same settings side by side, each open-loop request
+    sent at its arrival to the replica ``router`` picks (:func:`router_of`), every replica's
+    state at that instant in view: each engine runs until its next scheduling decision would see
+    the arrival, the router picks one, the request joins its queue. The runs of the replicas, in
+    order. InputError for invalid settings."""
+    _checked(config, kv_blocks, state_blocks)
+    if replicas < 1:
+        raise InputError(f"replicas: {replicas} must be at least 1", fields=("replicas",))
+    engines = [_Engine(timer, config, kv_blocks, bounds, state_blocks) for _ in range(replicas)]
+    pick = router_of(router, engines)
+    for r in sorted(requests, key=lambda r: (r.arrival_s, r.index)):
+        for e in engines:
+            e.run_until(r.arrival_s)
+        heapq.heappush(engines[pick(r)].future, (r.arrival_s, r.index, r, -1))
+    for e in engines:
+        e.run_until(math.inf)
+    return tuple(e.result() for e in engines)
+
+
+#: SGLang model gateway's cache-aware policy: a request goes to the replica whose cache matches
+#: more than this share of its prompt (``cache_threshold``), unless the loads are imbalanced:
+#: max - min above ``balance_abs_threshold`` and max above ``balance_rel_threshold`` x min (the
+#: defaults its start-up log prints: 0.3, 64, 1.5).
+CACHE_THRESHOLD, BALANCE_ABS, BALANCE_REL = 0.3, 64, 1.5
+
+
+def router_of(router: Router, engines: Sequence[_Engine]) -> Callable[[Request], int]:
+    """The routing rule of ``router`` over ``engines``: a function from a request to the index
+    of the replica it goes to.
+
+    * ``round-robin``: replicas in turn (SGLang's ``--dp-size`` default, ``--load-balance-method
+      auto`` resolving to ``round_robin`` outside disaggregation: ``ServerArgs._handle_load_balance_method``
+      in ``python/sglang/srt/server_args.py``; a generic load balancer in front of separate servers);
+    * ``least-loaded``: vLLM's data-parallel load balancer (``DPLBAsyncMPClient.get_core_engine_for_request``
+      in ``vllm/v1/engine/core_client.py``, vllm-project/vllm @ 00080ee13c7a): the replica of the
+      least waiting + running requests, waiting ones weighted up by 6 x (KV use - 0.5) past half a
+      full cache, ties broken by a scan start that turns by one each request;
+    * ``prefix-aware``: SGLang model gateway's ``cache_aware`` policy (``sgl-router/src/policies/cache_aware.rs``,
+      sgl-project/sglang @ b6f20641ad6b): when the loads (requests routed and not finished) are
+      imbalanced (:data:`BALANCE_ABS`, :data:`BALANCE_REL`) the least loaded; else the replica
+      that has seen the longest of the request's shared prefixes if it covers more than
+      :data:`CACHE_THRESHOLD` of the prompt, else the replica that has seen the fewest tokens
+      (the smallest approximate tree, which the gateway keeps of the text each replica was sent).
+    """
+    n = len(engines)
+    if router == Router.ROUND_ROBIN:
+        turn = iter(range(1 << 62))
+        return lambda r: next(turn) % n
+    if router == Router.LEAST_LOADED:
+        return _least_loaded(engines)
+    return _prefix_aware(engines)
+
+
+def _least_loaded(engines: Sequence[_Engine]) -> Callable[[Request], int]:
+    start = [0]
+    n = len(engines)
+
+    def pick(r: Request) -> int:
+        best, chosen = math.inf, 0
+        for i in range(n):
+            idx = (start[0] + i) % n
+            e = engines[idx]
+            waiting, running = e.load()
+            score: float = waiting + running
+            if waiting:
+                score += waiting * 6.0 * max(0.0, e.pool.used / e.pool.total - 0.5)
+            if score < best:
+                best, chosen = score, idx
+        start[0] = (start[0] + 1) % n
+        return chosen
+
+    return pick
+
+
+def _prefix_aware(engines: Sequence[_Engine]) -> Callable[[Request], int]:
+    n = len(engines)
+    seen: list[dict[Hashable, int]] = [{} for _ in range(n)]  # prefix key -> tokens, per replica
+    size = [0] * n  # tokens of each replica's approximate tree
+    holder: dict[Hashable, int] = {}  # prefix key -> the replica that saw it last
+
+    def pick(r: Request) -> int:
+        loads = [sum(e.load()) for e in engines]
+        most, least = max(loads), min(loads)
+        if most - least > BALANCE_ABS and most > least * BALANCE_REL:
+            chosen = loads.index(least)
+        else:
+            matched = [(tokens, holder[key]) for key, tokens in r.shared if key in holder]
+            tokens, best = max(matched, default=(0, -1))
+            chosen = best if tokens > CACHE_THRESHOLD * r.input_tokens else size.index(min(size))
+        known = seen[chosen]
+        covered = max((t for key, t in r.shared if key in known), default=0)
+        for key, tokens in r.shared:
+            known[key] = tokens
+            holder[key] = chosen
+        size[chosen] += r.input_tokens - covered
+        return chosen
+
+    return pick

@@ -310,6 +310,12 @@ class SimResult(Result):
     #: The rates over the run's steady window (:func:`steady_window`; None: too few requests
     #: completed in it, the whole run's ``summary`` rates stand).
     steady: Steady | None = None
+    #: The deployment's replicas, the router that spread the requests over them (None: one
+    #: replica), and those simulated: all side by side (the engine figures above are then one
+    #: replica's mean, the rest the deployment's), or one standing for all (its own figures).
+    replicas: int = 1
+    router: str | None = None
+    simulated_replicas: int = 1
 
     JSON_OMITS = ("requests",)
 

@@ -93,6 +93,7 @@ __all__ = [
     "read_trace",
     "trace_requests",
     "poisson",
+    "expected_cached_tokens",
 ]
 
 #: The arrival processes of a stage (see the module docstring).
@@ -526,8 +527,43 @@ def check_workload(workload: Workload, where: str | None = None, limit: int | No
             "prefix.tokens",
             f"{p.tokens:,} shared tokens must be fewer than the prompt's {shortest:,g} tokens "
             f"({'its mean' if isinstance(workload.input_tokens, (Normal, LogNormal)) else 'its shortest'}; "
-            "input_tokens is the whole prompt, prefix included)",
+            "input_tokens is the whole prompt, prefix included): the longest shared prefix these prompts take is "
+            f"{max(0, math.ceil(shortest) - 1):,} tokens",
         )
+
+
+def expected_cached_tokens(traffic: Workload | Trace, requests: int | None = None, block_tokens: int = 16) -> float:
+    """The prompt tokens per request the prefix cache is expected to hold when the request is
+    admitted (vLLM's ``get_computed_blocks``: whole blocks, at most the prompt less its last token),
+    the hit rate the traffic implies, before any simulation measures it.
+
+    A workload's shared prefix of P tokens: its whole blocks, floor(P / block) x block tokens, on
+    every request whose prefix is warm, the share 1 - groups / N of ``requests`` N (each group's
+    first request computes it; None: a long run, every request warm); with repeated questions each
+    user's whole prompt also repeats, its whole blocks beyond the prefix warm on a share
+    1 - groups x users / N. A trace: each row's own, its prefix's whole blocks when an earlier row
+    of the same ``prefix_id`` came first. It assumes the cache keeps what it was given (no LRU
+    eviction) and one cache (replicas behind round robin warm each prefix once each: the simulation
+    measures that)."""
+    if isinstance(traffic, Trace):
+        seen: set[str] = set()
+        total = 0
+        for r in traffic.rows:
+            if r.prefix_id is not None:
+                if r.prefix_id in seen:
+                    total += min(r.prefix_tokens, r.input_tokens - 1) // block_tokens * block_tokens
+                seen.add(r.prefix_id)
+        return total / len(traffic.rows)
+    p = traffic.prefix
+    if p is None:
+        return 0.0
+    n = math.inf if requests is None else max(requests, 1)
+    shared = min(p.tokens, int(shortest_prompt(traffic.input_tokens)) - 1) // block_tokens * block_tokens
+    cached = shared * max(0.0, 1 - p.groups / n)
+    if p.repeat_questions:
+        whole = (max(traffic.input_tokens.mean, p.tokens + 1) - 1) // block_tokens * block_tokens
+        cached += max(0.0, whole - shared) * max(0.0, 1 - p.groups * p.users_per_group / n)
+    return cached
 
 
 def _gaps(rng: random.Random, arrivals: OpenLoop, stage: Stage) -> Iterator[float]:

@@ -312,10 +312,41 @@ def _loader():  # noqa: ANN202 - a yaml Loader class, built on first use
     return Loader
 
 
+#: Mappings already read, by file (device, inode), modification time and size: a command that reads the
+#: same profile or measurement file many times (``validate`` reads each dozens of times) parses it
+#: once; a file changed on disk is read again.
+_READ: dict[tuple[int, int, int, int], dict[str, Any]] = {}
+
+
+def _plain_copy(value: Any) -> Any:
+    """A copy of YAML data (mappings, lists, scalars) that shares no container with ``value``."""
+    if isinstance(value, dict):
+        return {k: _plain_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_copy(v) for v in value]
+    return value
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     """Read one YAML mapping safely (see :func:`_loader`); SpecError for a missing, non-regular,
     huge, binary, empty or malformed file, duplicate keys, an alias bomb, deep nesting, or a top
-    level that is not a mapping."""
+    level that is not a mapping. A file read before and unchanged since (the same file, modification
+    time and size) is not parsed again: a copy of what it held is returned."""
+    try:
+        st = os.stat(path)
+        key: tuple[int, int, int, int] | None = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+    except (OSError, ValueError):
+        key = None
+    if key is not None and key in _READ:
+        return _plain_copy(_READ[key])
+    data = _parse_yaml(path)
+    if key is not None and stat.S_ISREG(st.st_mode):
+        _READ[key] = _plain_copy(data)
+    return data
+
+
+def _parse_yaml(path: Path) -> dict[str, Any]:
+    """:func:`read_yaml` of a file not read before."""
     import yaml
 
     text = read_text(path)

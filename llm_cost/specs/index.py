@@ -21,6 +21,7 @@ OpenSSL module takes 4 ms to import.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import zlib
 from enum import Enum
@@ -42,9 +43,20 @@ def data_dir(kind: str) -> Path:
     return packaged if packaged.is_dir() else here.parent / kind
 
 
+#: CRC-32 digests already taken, by file (device, inode), modification time and size: a command
+#: that loads the same shipped spec many times reads its bytes once.
+_DIGESTS: dict[tuple[int, int, int, int], str] = {}
+
+
 def digest(path: Path) -> str:
-    """The CRC-32 of the file's bytes, 8 hex digits."""
-    return f"{zlib.crc32(path.read_bytes()):08x}"
+    """The CRC-32 of the file's bytes, 8 hex digits (a file unchanged since it was last digested,
+    by its identity, modification time and size, is not read again)."""
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+    found = _DIGESTS.get(key)
+    if found is None:
+        found = _DIGESTS[key] = f"{zlib.crc32(path.read_bytes()):08x}"
+    return found
 
 
 def entry(path: Path, spec: Spec) -> dict[str, Any]:

@@ -1249,8 +1249,9 @@ class HardwareSpec(Spec):
     )
     memory_gib: Optional[Annotated[float, Bounds(ge=1e-3, le=1e5)]] = spec_field(
         default=None,
-        description="Physical capacity, 2^30 bytes (an '80 GB' H100 holds 80 GiB): what a "
-        "deployment gets. Absent: the datasheet's memory_gb read as 10^9 bytes.",
+        description="The capacity a deployment gets, 2^30 bytes, as the card reports it (nvidia-smi's "
+        "memory.total: an '80 GB' H100 reports 81,559 MiB = 79.65 GiB; rocm-smi's VRAM Total Memory), its "
+        "report cited. Absent: the datasheet's memory_gb read as 10^9 bytes.",
     )
     memory_type: Text
     memory_bandwidth_tb_s: Annotated[float, Bounds(ge=1e-3, le=1e3)] = spec_field(
@@ -1280,13 +1281,13 @@ class HardwareSpec(Spec):
 
     def _check(self) -> None:
         """memory_gib and memory_gb describe one memory: GiB x 2^30 within 0.85-1.25x of GB x 10^9
-        (an "80 GB" H100 holds 80 GiB = 1.07x; a typo such as 10 for 80 is refused)."""
+        (an "80 GB" H100 reports 79.65 GiB = 1.07x; a typo such as 10 for 80 is refused)."""
         if self.memory_gib is not None:
             ratio = self.memory_gib * 2**30 / (self.memory_gb * 10**9)
             if not 0.85 <= ratio <= 1.25:
                 raise ValueError(
                     f"memory_gib {self.memory_gib:g} and memory_gb {self.memory_gb:g} disagree "
-                    f"({ratio:.2f}x); memory_gib is the physical capacity in 2^30 B, about memory_gb"
+                    f"({ratio:.2f}x); memory_gib is the capacity the card reports in 2^30 B, about memory_gb"
                 )
 
     @property

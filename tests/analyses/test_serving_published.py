@@ -1,19 +1,21 @@
 """The serving planner against published serving numbers it was not fitted on.
 
-The shipped profiles were fitted on PyTorch step timings of an H200 (and gpt-fast on an A100);
-the H100 profile is the H200's transferred. None of the rows below was used to fit anything.
+Steps are timed by the one rule's profiles (llm_cost.perf.choose): a kernel family's parameters
+joined with an engine's, fitted on llm_cost/data/measurements/. None of the rows below is among
+those measurements: the fit never saw them.
 
 * TensorRT-LLM's performance overview (tests/data/serving/tensorrt-llm-v1.0-perf-overview.yaml,
   -v0.13-...): output tokens/s at maximum load for fixed input/output lengths, the whole TP group.
-  The planner's saturated maximum over concurrency and chunk sizes on the same layout, measured
-  when this test was written: v1.0, H100 and H200, 40 rows: every row within 14%, median 6%;
-  v0.13, H100 FP8, 22 rows: median 16%, max 46%, nearly all above the measurement (v0.13 was
-  slower than v1.0 on the same GPUs: 8,851 against 9,305 tokens/s for Llama-3.1-8B at 2,048/2,048).
-* NVIDIA NIM's benchmark of Llama-3.3-70B FP8 on 2 x H100 (TP 2), 5,000 in / 500 out at a fixed
-  concurrency (tests/data/serving/nvidia-nim-benchmarking-llama-3.3-70b.yaml): TTFT -3% to -23%,
-  ITL +12% to +36% (slower: the profile's per-layer time is PyTorch's, not TensorRT-LLM's),
-  output tokens/s -8% to -23%, at concurrency 1 to 50. NIM stops scaling between concurrency 50
-  and 100; the planner's KV cache holds 91 such sequences.
+  The planner's saturated maximum over concurrency and chunk sizes on the same layout, under the
+  Hopper family's TensorRT-LLM profile, measured when this test was last changed: v1.0, H100 and
+  H200, 40 rows: median 5.5%, the worst 15.2%; v0.13, H100 FP8, 22 rows: median 14.3%, the worst
+  36.3%, 18 of 22 above the measurement (v0.13 was slower than v1.0 on the same GPUs: 8,851
+  against 9,305 tokens/s for Llama-3.1-8B at 2,048/2,048).
+* NVIDIA NIM's benchmark of Llama-3.3-70B FP8 on 2 x H100 (TP 2), 5,000 in / 500 out and 500 in /
+  2,000 out at a fixed concurrency (tests/data/serving/nvidia-nim-benchmarking-llama-3.3-70b.yaml),
+  under the Hopper vLLM profile: TTFT -7% to -26%, TPOT -8% to +4%, output tokens/s -0% to +9%, at
+  concurrency 1 to 50. NIM stops scaling between concurrency 50 and 100; the planner's KV cache
+  holds 91 such sequences.
 """
 
 from __future__ import annotations
@@ -65,17 +67,17 @@ def _errors(rows: list[dict]) -> dict[str, float]:
     return {r["id"]: _max_throughput(r) / r["tokens_per_s"] - 1 for r in rows}
 
 
-def test_tensorrt_llm_v1_max_throughput_within_25_percent():
+def test_tensorrt_llm_v1_max_throughput_within_20_percent():
     """Under the one rule's TensorRT-LLM profile of the Hopper family (no row of these tables is
-    fitted on): median within 8%, the worst within 25%."""
+    fitted on): median within 7%, the worst within 20%."""
     rows = [r for r in _rows("tensorrt-llm-v1.0-perf-overview.yaml") if r["gpu"] in ("h100", "h200")]
     errors = _errors(rows)
     assert len(errors) == 40
-    assert max(abs(e) for e in errors.values()) < 0.25, errors
-    assert statistics.median(abs(e) for e in errors.values()) < 0.08, errors
+    assert max(abs(e) for e in errors.values()) < 0.20, errors
+    assert statistics.median(abs(e) for e in errors.values()) < 0.07, errors
 
 
-def test_tensorrt_llm_v013_fp8_on_h100_within_50_percent():
+def test_tensorrt_llm_v013_fp8_on_h100_within_40_percent():
     rows = [
         r
         for r in _rows("tensorrt-llm-v0.13-perf-overview.yaml")
@@ -83,8 +85,8 @@ def test_tensorrt_llm_v013_fp8_on_h100_within_50_percent():
     ]
     errors = _errors(rows)  # the 70B-on-one-H100 rows of a few hundred tokens/s are KV-starved outliers
     assert len(errors) == 22
-    assert max(abs(e) for e in errors.values()) < 0.50, errors
-    assert statistics.median(abs(e) for e in errors.values()) < 0.20, errors
+    assert max(abs(e) for e in errors.values()) < 0.40, errors
+    assert statistics.median(abs(e) for e in errors.values()) < 0.17, errors
 
 
 @pytest.mark.parametrize(
@@ -106,8 +108,8 @@ def test_nim_latency_and_throughput_at_a_fixed_concurrency(row):
     c = r.chosen
     assert not c.violates
     assert abs(c.ttft_s * 1e3 / row["ttft_ms"] - 1) < 0.30
-    assert abs(c.tpot_s * 1e3 / row["tpot_ms"] - 1) < 0.20
-    assert abs(c.output_tokens_per_s / row["tokens_per_s"] - 1) < 0.25
+    assert abs(c.tpot_s * 1e3 / row["tpot_ms"] - 1) < 0.12
+    assert abs(c.output_tokens_per_s / row["tokens_per_s"] - 1) < 0.15
 
 
 def test_nim_saturates_where_the_kv_cache_is_full():

@@ -27,8 +27,12 @@ def test_params_json_has_stable_keys_and_exact_integers(cli):
 def test_params_dtype_changes_bytes(cli):
     data = cli("params", "llama3-8b", "--dtype", "int4", "--json").json()
     # int4 as GPTQ/AWQ store it, as fit and serve weigh it: 4 bits + a bf16 scale and zero per 128
-    # weights = 4.25 bits (Meta-Llama-3-8B's 8,030,261,248 parameters x 4.25 / 8)
-    assert data["weight_bytes"] == 8_030_261_248 * 17 // 32
+    # weights = 4.25 bits on the matmul weights, the embedding and LM head (2 x V d = 2 x 128,256 x
+    # 4,096) and the 65 norms of 4,096 in bf16 (of Meta-Llama-3-8B's 8,030,261,248 parameters)
+    kept = 2 * 128_256 * 4_096 + 65 * 4_096
+    assert data["weight_bytes"] == (8_030_261_248 - kept) * 17 // 32 + kept * 2
+    every = cli("params", "llama3-8b", "--dtype", "int4", "--quantize-embeddings", "--json").json()
+    assert every["weight_bytes"] == 8_030_261_248 * 17 // 32
     assert cli("params", "LLAMA-3-8B", "--dtype", "fp8", "--json").json()["weight_bytes"] == 8_030_261_248
 
 

@@ -29,7 +29,7 @@ def test_no_module_but_the_table_sets_a_bound():
     found = {
         (str(path.relative_to(PACKAGE)), name)
         for path in PACKAGE.rglob("*.py")
-        if path.name not in ("limits.py", "shipped_index.py", "profile_index.py")
+        if path.name not in ("limits.py", "shipped_index.py", "catalog_index.py", "catalog_names.py")
         for name in assignment.findall(path.read_text(encoding="utf-8"))
     }
     assert found == FACTS
@@ -78,13 +78,22 @@ def test_the_api_has_the_flag_bounds():
 def test_a_runaway_step_budget_is_refused_from_every_door(cli):
     """The least steps a simulation needs (its tokens over the step budget) are held to the
     table's bound from the flag and the API: --chunk 2 under the default traffic is 1,000 x 2,304
-    tokens / 2 = 1,152,000 steps."""
+    tokens / 2 = 1,152,000 steps (with a sequence cap of 2: vLLM refuses a budget below the cap)."""
     steps = f"{1000 * 2304 // 2:,} steps at the least, more than the {limits.MAX_SIMULATED_STEPS:,}"
-    r = cli("serve", "llama3-8b", "--tp", "1", "--qps", "5", "--chunk", "2")
+    r = cli("serve", "llama3-8b", "--tp", "1", "--qps", "5", "--chunk", "2", "--max-num-seqs", "2")
     assert r.code == 2 and r.err.startswith("error: --chunk: 2 tokens a step") and steps in r.err, r.err
     with pytest.raises(llm_cost.LlmCostError, match="max_num_batched_tokens: 2 tokens a step") as info:
-        llm_cost.simulate_serving("llama3-8b", qps=5, max_num_batched_tokens=2)
+        llm_cost.simulate_serving("llama3-8b", qps=5, max_num_batched_tokens=2, max_num_seqs=2)
     assert steps in str(info.value)
+
+
+def test_a_vllm_budget_below_its_sequence_cap_is_refused_from_every_door(cli):
+    """vLLM refuses max_num_batched_tokens < max_num_seqs (vllm/config/scheduler.py,
+    SchedulerConfig.verify_max_model_len): serve's plan and simulate_serving both say so."""
+    r = cli("serve", "llama3-8b", "--tp", "1", "--qps", "5", "--chunk", "512", "--max-num-seqs", "1024")
+    assert r.code == 2 and "--chunk: 512 is fewer than --max-num-seqs 1,024, which vLLM refuses" in r.err, r.err
+    with pytest.raises(llm_cost.LlmCostError, match="max_num_batched_tokens: 512 is fewer than max_num_seqs 1,024"):
+        llm_cost.simulate_serving("llama3-8b", qps=5, max_num_batched_tokens=512, max_num_seqs=1024)
 
 
 def test_an_echoed_value_is_cut_to_the_table_width():

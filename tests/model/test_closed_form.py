@@ -119,13 +119,14 @@ def test_no_window_no_separate_past_window_figure():
     assert r.bytes_per_token == 131_072 and r.bytes_per_token_past_windows is None
 
 
-def test_gpu_list_gives_the_physical_capacity_beside_the_datasheet_figure():
-    """The H100 SXM datasheet prints "80GB"; the part holds 80 GiB = 80 x 2^30 B, which fit and
-    serve size against (vLLM reads torch.cuda.mem_get_info, in bytes)."""
+def test_gpu_list_gives_the_reported_capacity_beside_the_datasheet_figure():
+    """The H100 SXM datasheet prints "80GB"; nvidia-smi reports 81,559 MiB of it (its memory.total,
+    as published nvidia-smi outputs show it), which fit and serve size against (vLLM reads
+    torch.cuda.mem_get_info, in bytes)."""
     import llm_cost
 
     rows = {e.name: e for e in llm_cost.catalog("gpus")}
-    assert rows["h100"].memory_gb == 80 and rows["h100"].capacity_bytes == 80 * 2**30
+    assert rows["h100"].memory_gb == 80 and rows["h100"].capacity_bytes == 81_559 * 2**20
 
 
 def test_kv_per_gpu_of_a_sliding_model_honours_its_window():

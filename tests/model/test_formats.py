@@ -255,3 +255,20 @@ def test_shipped_gpt_oss_120b_is_its_config(cli):
     assert cli("params", "gpt-oss-120b", "--json").json()["weight_bytes"] == 65_248_815_744
     fit = cli("fit", "gpt-oss-120b", "--gpu", "h100", "--json").json()["single_gpu"]
     assert fit["weight_bytes"] == 65_248_815_744 and fit["fits"]
+
+
+def test_group_size_counts_scales_and_zeros_in_the_weight_bytes(cli):
+    """Group-quantized int4 stores a 16-bit scale per ``group_size`` weights (4 + 16/g bits: 4.5 at
+    g = 32 with its zero point, 4.25 at the default 128, as AWQ/GPTQ pack them); int8 is per
+    channel. ``--quantize-embeddings`` puts the LM head's matmul weights in the format too."""
+
+    def matmul_bytes(*flags):
+        return cli("roofline", "llama3-8b", "--context", "1K", *flags, "--json").json()["matmul_weight_bytes"]
+
+    bf16 = matmul_bytes()
+    every = "--quantize-embeddings"
+    assert matmul_bytes("--weights-dtype", "int4", "--group-size", "32", every) * 16 == bf16 * 5  # 4 + 32/32 bits
+    assert matmul_bytes("--weights-dtype", "int4", every) * 16 == bf16 * 4.25  # group 128 by default
+    assert matmul_bytes("--weights-dtype", "int8", every) * 2 == bf16  # per channel
+    refused = cli("roofline", "llama3-8b", "--group-size", "32")
+    assert refused.code == 2 and "--group-size" in refused.err

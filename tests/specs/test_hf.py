@@ -46,10 +46,10 @@ def _exact() -> list[tuple[str, int]]:
 
 def test_every_fixture_is_listed_and_counted():
     """Every config folder has a CHECKPOINTS entry, and all but falcon-7b-instruct (no published
-    figure) have an exact total: 53 checkpoints across the 44 families with fixtures."""
+    figure) have an exact total: 54 checkpoints across the 44 families with fixtures."""
     assert set(FOLDERS) <= set(CHECKPOINTS)
     assert {n for n in FOLDERS if n not in dict(_exact())} == {"falcon-7b-instruct"}
-    assert len(_exact()) == 53
+    assert len(_exact()) == 54
 
 
 @pytest.mark.parametrize("name,total", _exact())
@@ -319,6 +319,7 @@ def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
     "shipped,fixture",
     [
         ("llama3-8b", "llama-3.1-8b"),  # Llama 3 and 3.1 8B: same shapes (3.1 adds rope_scaling)
+        ("llama3-70b", "llama-3.1-70b"),  # Llama 3 and 3.1 70B likewise
         ("mixtral-8x7b", "mixtral-8x7b-instruct-v0.1"),
         ("deepseek-v3", "deepseek-v3"),
         ("qwen2-vl-7b", "qwen2-vl-7b-instruct"),
@@ -345,6 +346,7 @@ def test_deepseek_v3_config_gives_the_shipped_spec():
 KV = [
     # (fixture, bytes per token at BF16, derivation from the config values)
     ("llama-3.1-8b", 131_072),  # 2 x L 32 x n_kv 8 x head_dim 128 x 2 B
+    ("llama-3.1-70b", 327_680),  # 2 x L 80 x n_kv 8 x head_dim 128 x 2 B
     ("llama-3.2-1b-instruct", 32_768),  # 2 x 16 x 8 x head_dim 64 (given) x 2
     ("tinyllama-1.1b-chat-v1.0", 22_528),  # 2 x 22 x 4 x (2048 / 32 = 64) x 2
     ("mistral-7b-instruct-v0.3", 131_072),  # 2 x 32 x 8 x 128 x 2 (sliding_window null: full)

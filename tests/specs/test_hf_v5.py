@@ -36,7 +36,7 @@ def _original(name: str) -> Path:
 
 
 def test_every_fixture_has_a_resave_or_a_reason():
-    """59 re-saves; the three without one say why (no transformers class; transformers refuses the file)."""
+    """60 re-saves; the three without one say why (no transformers class; transformers refuses the file)."""
     skipped = yaml.safe_load((V5 / "SKIPPED.yaml").read_text(encoding="utf-8"))
     originals = {
         p.parent.name for part in ("hf", "hf-kinds", "hf-unverified") for p in FIXTURES.glob(f"{part}/*/config.json")

@@ -33,7 +33,7 @@ NO_CLASS = {"hf/internlm2_5-7b-chat": "internlm2", "hf-unverified/mimo-7b-base":
 
 
 def test_the_fixtures_are_all_here():
-    assert len(CONFIGS) == 122  # 53 + 7 published, 59 transformers 5 re-saves, MiMo-7B, 1 checkpoint-format fixture
+    assert len(CONFIGS) == 124  # 54 + 7 published, 60 transformers 5 re-saves, MiMo-7B, 1 checkpoint-format fixture
 
 
 @pytest.mark.parametrize("name", CONFIGS)

@@ -108,8 +108,10 @@ def aggregated_point(
     prompt tokens), MEMORY (the KV cache does not hold them; with ``strict_memory=False`` the
     candidate is kept and marked), PREFILL (prompts arrive faster than chunks take them).
     ``T=None``: no chunking; waiting prompts run whole in a step of their own while decoding
-    waits (vLLM without chunked prefill)."""
-    I, O = traffic.input_tokens, traffic.output_tokens
+    waits (vLLM without chunked prefill). A prompt's tokens found in the prefix cache
+    (``traffic.cached_tokens``) are not computed: I below is the tokens computed, each chunk
+    attending to the cached ones too."""
+    I, O, h = traffic.computed_tokens, traffic.output_tokens, traffic.input_tokens - traffic.computed_tokens
     g = rep.layout.gpus
     arrivals = C / (O - 1)  # prompts per step in steady state
     if T is None:
@@ -126,12 +128,12 @@ def aggregated_point(
     f = arrivals * I / q
     if f > 1:
         return [], Limit.PREFILL
-    decoding = decode_groups(C, I, O)
+    decoding = decode_groups(C, traffic.input_tokens, O)
     t_dec = steps.seconds(rep.layout, decoding)
     if T is None:
-        t_mix = steps.seconds(rep.layout, chunk_groups(q, I)) + t_dec
+        t_mix = steps.seconds(rep.layout, chunk_groups(q, I, h)) + t_dec
     else:  # a step with a chunk does more than one without: never faster (a memoised time may round below)
-        t_mix = max(t_dec, steps.seconds(rep.layout, decoding + chunk_groups(q, I)))
+        t_mix = max(t_dec, steps.seconds(rep.layout, decoding + chunk_groups(q, I, h)))
     t = f * t_mix + (1 - f) * t_dec
     mu = C / ((O - 1) * t)
     service = I * t_mix / q  # the prompt server's time per prompt
@@ -219,17 +221,18 @@ def disaggregated(
 ) -> list[Candidate]:
     """Every disaggregated candidate: a prefill pool and a decode pool of any two replica layouts."""
     I, O = traffic.input_tokens, traffic.output_tokens
+    computed, cached = traffic.computed_tokens, I - traffic.computed_tokens  # the prefix cache's share
     kv_request = kv_bytes(spec, I, kv_bits)
     prefills = []  # (replica, batch, t_pf)
     examined_prefills = 0
     for rep in reps:
         for b in PREFILL_BATCH_GRID:
-            if b > 1 and b * I > MAX_PREFILL_TOKENS:
+            if b > 1 and b * computed > MAX_PREFILL_TOKENS:
                 continue
             examined_prefills += 1
-            if b * rep.prompt_kv_bytes > rep.room(spec, b * I, b, policy):
+            if b * rep.prompt_kv_bytes > rep.room(spec, b * computed, b, policy):
                 continue
-            prefills.append((rep, b, steps.seconds(rep.layout, [SeqGroup(b, I, 0)])))
+            prefills.append((rep, b, steps.seconds(rep.layout, [SeqGroup(b, computed, cached)])))
     decodes = []  # (replica, C, t_dec, max_c)
     for rep in reps:
         room = rep.room(spec, max(concurrency), max(concurrency), policy)

@@ -40,14 +40,15 @@ def decode_contexts(input_tokens: int, output_tokens: int) -> list[int]:
     return [input_tokens + 1 + (2 * i + 1) * span // (2 * _CONTEXT_GROUPS) for i in range(_CONTEXT_GROUPS)]
 
 
-def chunk_groups(chunk: int, input_tokens: int) -> list[SeqGroup]:
+def chunk_groups(chunk: int, input_tokens: int, cached: int = 0) -> list[SeqGroup]:
     """The prompt tokens of one step: whole prompts when the chunk holds them, else one chunk of a
-    prompt at the mean cached length of its chunks."""
+    prompt at the mean cached length of its chunks; ``input_tokens`` computed after ``cached``
+    tokens found in the prefix cache (which every chunk attends to)."""
     if chunk >= input_tokens:
         whole, rest = divmod(chunk, input_tokens)
-        return [SeqGroup(whole, input_tokens, 0)] + ([SeqGroup(1, rest, 0)] if rest else [])
+        return [SeqGroup(whole, input_tokens, cached)] + ([SeqGroup(1, rest, cached)] if rest else [])
     n_chunks = -(-input_tokens // chunk)
-    return [SeqGroup(1, chunk, chunk * (n_chunks - 1) // 2)]
+    return [SeqGroup(1, chunk, cached + chunk * (n_chunks - 1) // 2)]
 
 
 class StepTimes:
@@ -76,7 +77,7 @@ class StepTimes:
                 kv_bits=self.kv_bits,
                 compute_dtype=self.compute,
             )
-            t = self.model.step_time(step, self.gpu)
+            t = self.model.step_time(step, self.gpu, operators=False)  # the stages and totals: no per-operator records
             self.cache[key] = pp * max(s.time_s for s in t.stages) if pp > 1 else t.time_s
         return self.cache[key]
 

@@ -38,11 +38,21 @@ FRONTIER_TTFT_S = 60.0
 @record
 class Traffic:
     """Requests of ``input_tokens`` prompt and ``output_tokens`` output tokens, at ``qps`` per
-    second (None: as many as the deployment serves)."""
+    second (None: as many as the deployment serves); ``cached_tokens`` of each prompt found in the
+    prefix cache on average (the hit rate the workload implies,
+    :func:`llm_cost.simulate.workload.expected_cached_tokens`, or a simulation's own), which a
+    prefill does not compute: its chunks price the other ``input_tokens - cached_tokens``, attending
+    to the cached ones."""
 
     input_tokens: int
     output_tokens: int
     qps: float | None = None
+    cached_tokens: int = 0
+
+    @property
+    def computed_tokens(self) -> int:
+        """Prompt tokens a prefill computes (at least 1: the last is always recomputed)."""
+        return max(1, self.input_tokens - self.cached_tokens)
 
 
 @record
@@ -192,3 +202,4 @@ class ServePlan(Result):
     usd_per_million_output_tokens_high: float | None = None
     violates_at_slow_end: tuple[str, ...] | None = None  # the targets missed at the band's slow end
     band: StepBand | None = None
+    cached_tokens: int = 0  # prompt tokens priced as found in the prefix cache (Traffic.cached_tokens)

@@ -286,7 +286,7 @@ def plan(
                 most = plan(
                     spec,
                     gpu,
-                    Traffic(traffic.input_tokens, traffic.output_tokens),
+                    Traffic(traffic.input_tokens, traffic.output_tokens, cached_tokens=traffic.cached_tokens),
                     Targets(),
                     model,
                     gpus=budget,
@@ -304,8 +304,12 @@ def plan(
                 ).frontier
             except InputError:
                 most = None
+        fewest = _fewest_gpus_for(
+            spec, gpu, traffic, model, budget, weight_bits, kv_bits, compute_dtype, policy, network_gb_s, modes,
+            layouts, concurrency, chunks, reserve_full,
+        )  # fmt: skip
         raise _nothing_sustains(
-            spec, gpu, traffic, budget, refusals, max(most, key=lambda c: c.requests_per_s) if most else None
+            spec, gpu, traffic, budget, refusals, max(most, key=lambda c: c.requests_per_s) if most else None, fewest
         )
     meeting = [c for c in cands if c.meets]
     if not meeting:
@@ -378,6 +382,11 @@ def _result(
         *_few_kv_heads_note(spec, gpu, model, chosen),
         *pcie_note(gpu, chosen.layout, model),
         *_absurd_ttft(chosen, targets, traffic),
+        *(
+            [note("serve.cached_prompt", cached=traffic.cached_tokens, prompt=traffic.input_tokens)]
+            if traffic.cached_tokens
+            else []
+        ),
     ]
     return ServePlan(
         spec.name,
@@ -413,6 +422,7 @@ def _result(
         feasible,
         steps,
         conventions,
+        cached_tokens=traffic.cached_tokens,
     )
 
 
@@ -475,6 +485,38 @@ def _few_kv_heads_note(spec: ModelSpec, gpu: HardwareSpec, model: TimeModel, cho
     return [note("serve.few_kv_heads", in_flight=in_flight, saturation=saturation, profile=profile.name)]
 
 
+def _fewest_gpus_for(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    traffic: Traffic,
+    model: TimeModel,
+    budget: int,
+    weight_bits: int | Fraction,
+    kv_bits: int,
+    compute_dtype: Dtype,
+    policy: MemoryPolicy,
+    network_gb_s: float,
+    modes: Sequence[ServingMode],
+    layouts: Sequence[Layout] | None,
+    concurrency: Sequence[int],
+    chunks: Sequence[int | None],
+    reserve_full: bool,
+) -> Candidate | None:
+    """With a rate no configuration within ``budget`` carries: the screen's configuration of the
+    fewest GPUs that does, past the budget (None: none within :data:`MAX_PLAN_GPUS`)."""
+    if traffic.qps is None or budget >= MAX_PLAN_GPUS:
+        return None
+    try:
+        wider = plan(
+            spec, gpu, traffic, Targets(), model, gpus=MAX_PLAN_GPUS, weight_bits=weight_bits, kv_bits=kv_bits,
+            compute_dtype=compute_dtype, policy=policy, network_gb_s=network_gb_s, modes=modes, layouts=layouts,
+            concurrency=concurrency, chunks=chunks, reserve_full=reserve_full,
+        )  # fmt: skip
+    except InputError:
+        return None
+    return wider.chosen
+
+
 def _nothing_sustains(
     spec: ModelSpec,
     gpu: HardwareSpec,
@@ -482,9 +524,11 @@ def _nothing_sustains(
     budget: int,
     refusals: dict[Limit, int],
     most: Candidate | None = None,
+    fewest: Candidate | None = None,
 ) -> InputError:
     """The error when no configuration searched is feasible, naming the commonest reason (with a
-    rate: the most requests/s the budget carries, ``most``)."""
+    rate: the most requests/s the budget carries, ``most``, and the fewest GPUs that carry the
+    rate by the screen, ``fewest``)."""
     if traffic.qps is not None:
         carried = (
             f"; they carry at most {most.requests_per_s:.3g} requests/s ({most.describe()}, concurrency "
@@ -492,9 +536,13 @@ def _nothing_sustains(
             if most is not None
             else ""
         )
+        fix = (
+            f"give gpus {fewest.gpus:,} or more (the screen's fewest that carry it: {fewest.describe()}), or lower qps"
+            if fewest is not None
+            else "raise gpus or lower qps"
+        )
         return InputError(
-            f"qps {traffic.qps:g}: no configuration within {budget:,} x {gpu.name} carries it"
-            f"{carried}; raise gpus or lower qps",
+            f"qps {traffic.qps:g}: no configuration within {budget:,} x {gpu.name} carries it{carried}; {fix}",
             fields=("qps", "gpus"),
         )
     if refusals.get(Limit.MEMORY, 0) >= refusals.get(Limit.PREFILL, 0):
