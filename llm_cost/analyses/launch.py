@@ -236,9 +236,9 @@ def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
     lay = plan.layout
     if lay.dp > 1 and engine == ServingEngine.TRTLLM:
         raise InputError(
-            f"emit: the plan runs attention data parallelism ({lay.tp} x {lay.dp} ranks, EP {lay.ep}), which "
+            f"emit: the plan runs attention data parallelism ({lay.dp} ranks of TP {lay.tp}, EP {lay.ep}), which "
             "trtllm-serve has no flag for (TensorRT-LLM sets enable_attention_dp in an extra LLM API options "
-            "file); emit vllm or sglang, or plan engine trtllm (TP layouts only)",
+            "file); emit vllm or sglang, or plan with engine trtllm (TP layouts only)",
             fields=("emit",),
         )
     notes: list[Note] = []

@@ -504,8 +504,11 @@ def _analytic(
             attention_dp=options["engine"] in ATTENTION_DP_ENGINES, **search, **common,
         )  # fmt: skip
     from llm_cost.analyses.serving.band import with_analytic_band
+    from llm_cost.analyses.serving.moe_layouts import layout_families
 
-    return with_analytic_band(result, chosen)
+    result = with_analytic_band(result, chosen)
+    weighed = layout_families(spec, [], [*result.frontier, result.chosen])
+    return result if weighed is None else dataclasses.replace(result, conventions=[*result.conventions, weighed])
 
 
 def _narrowed(one: Any, batch: Any, chunk: Any, chunked_prefill: bool) -> dict[str, Any]:

@@ -126,13 +126,13 @@ def check_serving_layout(spec: ModelSpec, layout: Layout | None, engine: str) ->
     if layout.dp > 1 and spec.moe is None:
         raise InputError(
             f"dp: {spec.name} has no routed experts; attention data parallelism (dp {layout.dp}) serves MoE models, "
-            "whose ranks share the experts; serve a dense model's copies as replicas (gpus), each TP x PP",
+            "whose ranks share the experts; leave dp at 1 (a dense model's copies are replicas, each TP x PP)",
             fields=("dp",),
         )
     if layout.dp > 1 and layout.ep == 1:
         raise InputError(
-            f"ep: attention data parallelism (dp {layout.dp}) spreads the experts over the tp x dp ranks; give ep "
-            f"{layout.tp * layout.dp}",
+            f"ep: attention data parallelism (dp {layout.dp}) spreads the experts over all {layout.tp * layout.dp} "
+            f"GPUs of the replica; give ep {layout.tp * layout.dp}",
             fields=("ep", "dp"),
         )
     if layout.dp > 1 and engine not in ATTENTION_DP_ENGINES:
