@@ -9,12 +9,16 @@ Flags, by engine (each is a parser entry of the file cited):
   --max-num-batched-tokens --enable-chunked-prefill|--no-enable-chunked-prefill
   --gpu-memory-utilization --kv-cache-dtype auto|fp8 [--quantization fp8] --max-model-len
   [--no-enable-prefix-caching]`` (booleans are ``argparse.BooleanOptionalAction``: ``--x`` and
-  ``--no-x``).
+  ``--no-x``); an attention data-parallel layout adds ``--data-parallel-size`` (and beyond one
+  node ``--data-parallel-size-local``), EPLB's redundant experts ``--enable-eplb --eplb-config``.
 * SGLang (``python/sglang/srt/server_args.py``, ``ServerArgs``: each field's flag is its name
   with dashes, ``tp_size`` -> ``--tp-size``): ``python -m sglang.launch_server --model-path MODEL
   --tp-size --pp-size [--ep-size] --max-running-requests --chunked-prefill-size (-1: off)
   --mem-fraction-static --kv-cache-dtype auto|fp8_e4m3 [--quantization fp8] --context-length
-  [--disable-radix-cache]``.
+  [--disable-radix-cache]``; an attention data-parallel layout adds ``--dp-size
+  --enable-dp-attention`` (``--tp-size`` then counts all its GPUs; beyond one node ``--nnodes
+  --node-rank``), EPLB's redundant experts ``--enable-eplb --ep-num-redundant-experts``. DeepEP's
+  all-to-all (``--moe-a2a-backend deepep``) is left to the reader: it needs DeepEP installed.
 * TensorRT-LLM (``tensorrt_llm/commands/serve.py``, the ``trtllm-serve`` click command):
   ``trtllm-serve MODEL --backend pytorch --tp_size --pp_size [--ep_size] --max_batch_size
   --max_num_tokens --max_seq_len --kv_cache_free_gpu_memory_fraction [--enable_chunked_prefill]``.
@@ -28,6 +32,10 @@ unless pipeline parallelism, a non-EAGLE speculative method or an unsupported ex
 out; ``vllm/config/scheduler.py`` @ 1f8758d5 declares it None by default), so no flag asks for it.
 The flags are ``EngineArgs`` fields of ``vllm/engine/arg_utils.py`` @ 99d7eb5d, the newest copy of
 that file stored here, every one still a field of the V1 engine's parser.
+
+Attention data parallelism (a MoE layout with ``dp`` > 1, :mod:`llm_cost.analyses.serving.moe_layouts`):
+the command runs one replica of TP x DP GPUs; TensorRT-LLM's ``trtllm-serve`` has no flag for it
+(``enable_attention_dp`` is an extra-options-file setting), so such a plan is refused for it.
 
 Replicas: N replicas of a layout that fit one node together (N x TP x PP GPUs, PP 1) run as one
 command with data parallelism (vLLM ``--data-parallel-size N``, SGLang ``--dp-size N``: one
