@@ -129,3 +129,16 @@ def test_a_layout_no_engine_runs_is_one_line_naming_the_flag(cli, args, flag, wo
     line = run.err.strip()
     assert run.code == 2 and run.out == "" and len(line.splitlines()) == 1
     assert line.startswith(f"error: {flag}:") and all(w in line for w in works)
+
+
+def test_an_attention_dp_replica_caches_each_sequence_once_and_prefills_on_every_rank():
+    """DeepSeek-V3's MLA latent cache is replicated on every GPU of a TP8 replica (one KV head's
+    latent, which TP cannot split) but held once, on its own rank, by an attention-DP8 replica: its
+    KV pool is more than 4x and at most 8x (its ranks) a TP8 replica's, each GPU of it reading the
+    attention weights whole. At 4 requests/s of 2K prompts every rank prefills its own chunks, so
+    the replica serves the rate (a prompt budget timed on one rank refused it)."""
+    kw = dict(qps=4, requests=100)
+    dp = api.serve("deepseek-v3", "h200", 2048, 256, layout=Layout(tp=1, dp=8, ep=8), **kw)
+    tp = api.serve("deepseek-v3", "h200", 2048, 256, layout=Layout(tp=8, ep=8), **kw)
+    assert 4 * tp.kv_capacity_tokens < dp.kv_capacity_tokens <= 8 * tp.kv_capacity_tokens
+    assert dp.requests == 100 and dp.rejected == 0

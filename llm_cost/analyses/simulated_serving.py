@@ -498,10 +498,11 @@ def run_configuration(
     )  # fmt: skip
 
 
-def _prefill_rate(engine: EngineConfig, timer: StepTimer, budget: int) -> float:
+def _prefill_rate(engine: EngineConfig, timer: StepTimer, budget: int, ranks: int = 1) -> float:
     """Prompt tokens/s a replica prefills at most with ``budget`` tokens a step: a step of nothing
-    but a prompt chunk of the budget, back to back (decodes only take budget from it)."""
-    return budget / timer.seconds(0, 0, budget, 0, 1)
+    but a prompt chunk of the budget, back to back (decodes only take budget from it); an attention
+    data-parallel replica's ``ranks`` each prefill their own chunk of their share of the budget."""
+    return budget / timer.seconds(0, 0, budget, 0, ranks)
 
 
 def _check_prefill_keeps_up(
@@ -522,11 +523,12 @@ def _check_prefill_keeps_up(
         timer = timer.base
     prompt = _mean_lengths(traffic)[0] - (expected_cached_tokens(traffic) if engine.prefix_caching else 0.0)
     offered = rate / replicas * max(prompt, 1.0)
-    most = _prefill_rate(engine, timer, engine.max_num_batched_tokens)
+    ranks = layout.dp
+    most = _prefill_rate(engine, timer, engine.max_num_batched_tokens, ranks)
     if offered <= most:
         return
     budget = engine.max_num_batched_tokens
-    while budget < 1 << 20 and _prefill_rate(engine, timer, budget) < offered:
+    while budget < 1 << 20 and _prefill_rate(engine, timer, budget, ranks) < offered:
         budget *= 2
     raise InputError(
         f"max_num_batched_tokens: {engine.max_num_batched_tokens:,} tokens a step prefill at most {most:,.0f} "

@@ -152,7 +152,7 @@ def _serve(
     one = choices.layout_of(layout)
     from llm_cost.analyses.serving.moe_layouts import check_serving_layout
 
-    check_serving_layout(spec, one, str(engine))
+    check_serving_layout(spec, one, checks.one_of(engine, "engine", traffic.ENGINES))
     options = dict(
         engine=engine,  # the scheduler simulated, and the engine whose time profile is chosen
         dtype=dtype,
