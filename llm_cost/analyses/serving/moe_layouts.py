@@ -108,11 +108,12 @@ def concurrency_for(layout: Layout, concurrency: Sequence[int], per_rank: bool =
 
 
 def replica_engine(config: EngineConfig, layout: Layout) -> EngineConfig:
-    """The engine settings of one replica of ``layout`` as one scheduler runs it: an attention-DP
-    replica's ranks each take ``config``'s sequences and token budget (vLLM's data-parallel ranks
-    each run the engine's ``SchedulerConfig``), so the replica takes ``dp`` times both; ``config``
-    as it is otherwise."""
-    if not is_attention_dp(layout):
+    """The engine settings of one replica of ``layout`` as one scheduler runs it: under vLLM an
+    attention-DP replica's ranks each take ``config``'s sequences and token budget (its
+    data-parallel ranks each run the engine's ``SchedulerConfig``), so the replica takes ``dp``
+    times both; SGLang's settings are the server's already (``ServerArgs`` divides
+    ``chunked_prefill_size`` by ``dp_size`` itself); ``config`` as it is otherwise."""
+    if not is_attention_dp(layout) or config.engine != "vllm":
         return config
     dp = layout.dp
     return dataclasses.replace(
