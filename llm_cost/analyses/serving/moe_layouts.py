@@ -34,6 +34,7 @@ from typing import Protocol
 from llm_cost.analyses.serving.replicas import node_gpus
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
+from llm_cost.core.types import ServingEngine
 from llm_cost.model.layout import Layout, validate_layout
 from llm_cost.simulate.engine import EngineConfig
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -123,10 +124,10 @@ def replica_engine(config: EngineConfig, layout: Layout) -> EngineConfig:
 
 #: Engines whose launch flags run an attention-DP layout (vLLM's ``--data-parallel-size`` with
 #: ``--enable-expert-parallel``, SGLang's ``--enable-dp-attention``); ``trtllm-serve`` has none.
-ATTENTION_DP_ENGINES = ("vllm", "sglang")
+ATTENTION_DP_ENGINES = (ServingEngine.VLLM, ServingEngine.SGLANG)
 
 
-def check_serving_layout(spec: ModelSpec, layout: Layout | None, engine: str) -> None:
+def check_serving_layout(spec: ModelSpec, layout: Layout | None, engine: ServingEngine | str) -> None:
     """InputError, naming the field and what would work, for a layout ``serve`` cannot run: data
     parallelism inside a replica (``dp`` > 1: attention DP) of a model without routed experts, or
     without its experts spread over the ranks (``ep`` = tp x dp), or under an engine whose server
