@@ -142,12 +142,3 @@ def test_an_attention_dp_replica_caches_each_sequence_once_and_prefills_on_every
     tp = api.serve("deepseek-v3", "h200", 2048, 256, layout=Layout(tp=8, ep=8), **kw)
     assert 4 * tp.kv_capacity_tokens < dp.kv_capacity_tokens <= 8 * tp.kv_capacity_tokens
     assert dp.requests == 100 and dp.rejected == 0
-
-
-def test_an_attention_dp_replica_is_searched_at_each_ranks_sequences():
-    """vLLM's ``max_num_seqs`` (default 1,024 on an H200) is each data-parallel rank's (every engine
-    core takes the one SchedulerConfig), so a DP8 replica is searched at 8 x a TP replica's grid: its
-    saturated plan runs more than 1,024 sequences, a whole number per rank."""
-    plan = api.serve("deepseek-v3", "h200", 2048, 256, layout=Layout(tp=1, dp=8, ep=8), analytic=True)
-    assert plan.chosen.concurrency > 1024 and plan.chosen.concurrency % 8 == 0
-    assert plan.chosen.concurrency <= plan.chosen.max_concurrency  # the KV cache holds them

@@ -520,7 +520,6 @@ def _narrowed(one: Any, batch: Any, chunk: Any, chunked_prefill: bool) -> dict[s
         search["layouts"] = [Layout(one.tp, one.pp, one.ep, one.dp, one.redundant_experts)]
     if batch is not None:
         search["concurrency"] = [batch]
-        search["concurrency_per_rank"] = False  # the replica's, whatever its layout
     if chunk is not None or not chunked_prefill:
         search["chunks"] = [chunk]
     return search
@@ -560,8 +559,9 @@ def _simulated(
     from llm_cost.analyses.serving.replicas import node_gpus
     from llm_cost.analyses.simulated_serving import PLAN_REQUESTS, plan_on_simulation, run_configuration
 
-    rank = traffic.engine_of(spec, g, **engine_options)  # one engine's settings (each rank's)
-    config = rank if one is None else replica_engine(rank, one)  # an attention-DP replica's: dp ranks'
+    config = traffic.engine_of(spec, g, **engine_options)
+    if one is not None:  # an attention-DP replica's ranks each take the engine's settings
+        config = replica_engine(config, one)
     network = choices.network_gb_s_of(options["network_gb_s"])
     chosen, time_model, serving_band = serve_time_model(g, profile, options["engine"], network, simulated=True)
     common = _common(spec, g, chosen, options)
@@ -583,7 +583,7 @@ def _simulated(
     search = _narrowed(one, None, engine_options["max_num_batched_tokens"], engine_options["chunked_prefill"])
     # the engine runs at most max_num_seqs sequences (its own default, or the one given): no
     # concurrency beyond it is searched
-    search["concurrency"] = [c for c in CONCURRENCY_GRID if c <= rank.max_num_seqs] or [rank.max_num_seqs]
+    search["concurrency"] = [c for c in CONCURRENCY_GRID if c <= config.max_num_seqs] or [config.max_num_seqs]
     screened = _screen_traffic(load, config.prefix_caching, requests or PLAN_REQUESTS)
 
     def screen_at(cached: int) -> Any:

@@ -17,8 +17,8 @@ replica at TP ``G`` over gathered tokens unless told otherwise; the replica here
 does, within each rank.
 
 Replica-level figures: ``concurrency`` is the replica's sequences (``dp`` ranks together), and the
-token budget of a step is the replica's: :func:`chunks_for` and :func:`concurrency_for` give each
-rank the budgets and sequences a TP replica is searched at, so the replica's are ``dp`` times larger.
+token budget of a step is the replica's: :func:`chunks_for` gives each rank the budgets a TP replica
+is searched at, so the replica's are ``dp`` times larger.
 
 Layouts span at most :data:`MAX_SPAN` GPUs; beyond one node (wide EP) the all-to-all runs on the
 network link (:func:`~llm_cost.perf.timemodel.link_of`), and such replicas keep attention TP 1, as
@@ -45,7 +45,6 @@ __all__ = [
     "ATTENTION_DP_ENGINES",
     "attention_dp_layouts",
     "chunks_for",
-    "concurrency_for",
     "is_attention_dp",
     "replica_engine",
     "check_serving_layout",
@@ -97,15 +96,6 @@ def chunks_for(layout: Layout, chunks: Sequence[int | None]) -> list[int | None]
     ranks of an attention-DP replica, each rank taking one engine's budget; as given otherwise."""
     dp = layout.dp if is_attention_dp(layout) else 1
     return [None if c is None else c * dp for c in chunks]
-
-
-def concurrency_for(layout: Layout, concurrency: Sequence[int], per_rank: bool = True) -> list[int]:
-    """The replica concurrencies a search tries for ``layout``: with ``per_rank`` (a grid of one
-    engine's sequences, as vLLM's ``max_num_seqs`` is each data-parallel rank's) each value times
-    the ranks of an attention-DP replica; as given otherwise (a concurrency the user chose is the
-    replica's)."""
-    dp = layout.dp if per_rank and is_attention_dp(layout) else 1
-    return [c * dp for c in concurrency]
 
 
 def replica_engine(config: EngineConfig, layout: Layout) -> EngineConfig:

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, policy_note, usable_bytes
 from llm_cost.analyses.serving.modes import aggregated, aggregated_point, disaggregated
-from llm_cost.analyses.serving.moe_layouts import attention_dp_layouts, chunks_for, concurrency_for
+from llm_cost.analyses.serving.moe_layouts import attention_dp_layouts, chunks_for
 from llm_cost.analyses.serving.replicas import (
     StepTimes,
     node_gpus,
@@ -198,15 +198,12 @@ def plan(
     extra_notes: Sequence[Note] = (),
     reserve_full: bool = False,
     attention_dp: bool = True,
-    concurrency_per_rank: bool = True,
 ) -> ServePlan:
     """Search serving configurations and choose the best meeting ``targets`` (module docstring).
     ``reserve_full``: each sequence's KV cache is counted at its whole length, as TensorRT-LLM's
     scheduler reserves it (:func:`~llm_cost.analyses.serving.replicas.replica`). ``attention_dp``:
     a MoE model's attention data-parallel layouts with expert parallelism are searched beside the
-    TP ones (:mod:`llm_cost.analyses.serving.moe_layouts`); ``concurrency_per_rank``: the
-    ``concurrency`` grid is per engine rank, as ``chunks`` is (an attention-DP replica's is
-    ``dp`` times each), else per replica whatever its layout (a concurrency the user chose).
+    TP ones (:mod:`llm_cost.analyses.serving.moe_layouts`).
 
     ``gpus`` is the GPU budget (default: one node, :func:`~llm_cost.analyses.serving.replicas.node_gpus`, or
     :data:`MAX_PLAN_GPUS` with ``traffic.qps``).
@@ -261,7 +258,7 @@ def plan(
                 budget,
                 usd_per_gpu_hour,
                 policy,
-                concurrency_for(rep.layout, concurrency, concurrency_per_rank),
+                concurrency,
                 chunks_for(rep.layout, chunks),
                 counts,
                 refusals,
@@ -337,7 +334,7 @@ def plan(
         policy,
         extra_notes,
         chosen,
-        _binding(chosen, cands, concurrency_for(chosen.layout, concurrency, concurrency_per_rank)),
+        _binding(chosen, cands, concurrency),
         best_agg,
         best_dis,
         _verdict(best_agg, best_dis, modes, budget),
