@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[float, str]] = {
         README.replace("--gpu h100", "--gpu h100,h200,b200") + " --usd-per-gpu-hour 2.5,3.5,5.5",
     ),
     "deepseek-v3 on 8 x H200": (2.0, "serve deepseek-v3 --gpu h200 --gpus 8"),
+    "deepseek-v3, 8 x H200, 2K/256, P99 TTFT 2 s, P90 TPOT 50 ms (issue 38: attention DP x EP weighed)": (
+        2.0,
+        "serve deepseek-v3 --gpu h200 --gpus 8 --input 2K --output 256 --ttft p99:2s --tpot p90:50ms",
+    ),
     "deepseek-v3 FP8, 8 x H200, TPOT 50 ms": (
         2.0,
         "serve deepseek-v3 --gpu h200 --weights-dtype fp8 --input 2K --output 512 --tpot 50ms",
@@ -57,10 +61,11 @@ def searched(out: str) -> str:
     parts = []
     for p in plans:
         if "screen" in p:
-            chosen = p["chosen"]
+            chosen, lay = p["chosen"], p["chosen"]["layout"]
+            label = f"TP{lay['tp']}" + "".join(f" {k.upper()}{lay[k]}" for k in ("pp", "dp", "ep") if lay.get(k, 1) > 1)
             parts.append(
                 f"{p['screen']['candidates_evaluated']:,} screened, {len(p['simulated'])} simulated, chosen "
-                f"{chosen['replicas']} x TP{chosen['layout']['tp']} over "
+                f"{chosen['replicas']} x {label} over "
                 f"{chosen.get('simulated_requests', chosen.get('requests', 0)):,} requests"
             )
         elif "simulated_requests" in p or "requests" in p:

@@ -162,13 +162,13 @@ def test_layers_per_pipeline_stage_of_a_hybrid_model():
 
 def test_moe_layers_per_pipeline_stage():
     """DeepSeek-V3: 61 layers, the first 3 dense (first_k_dense_replace), 58 MoE. At PP 2 the first
-    stage holds layers 0-30 (28 MoE), the second 31-60 (30 MoE): the EP all-to-all runs once per
-    MoE layer of each stage, and the moe command counts 58."""
+    stage holds layers 0-30 (28 MoE), the second 31-60 (30 MoE): the EP all-to-all runs twice (dispatch,
+    combine) per MoE layer of each stage, and the moe command counts 58."""
     assert layer_counts(V3).mlps == {MlpType.DENSE: 3, MlpType.MOE: 58}
     assert [layer_counts(V3, stage_range(61, 2, s)).of(LayerKind.MOE) for s in (0, 1)] == [28, 30]
     step = build_step(V3, decode(8, 0), layout=Layout(tp=8, pp=2, ep=8), weight_bits=8)
     all_to_all = [[op.layers for op in st.ops if op.role == OpRole.EP_ALL_TO_ALL] for st in step.stages]
-    assert all_to_all == [[28], [30]]
+    assert all_to_all == [[2 * 28], [2 * 30]]  # a dispatch and a combine call per MoE layer
     assert moe_analysis(V3, [1], 8).moe_layers == 58
 
 

@@ -163,8 +163,9 @@ VLLM_FLAGS = {
     "max-model-len": int, "quantization": str, "enforce-eager": bool, "max-logprobs": int,
     "served-model-name": str, "generation-config": str, "load-format": str, "download-dir": str,
     "distributed-executor-backend": str, "pipeline-parallel-size": int, "tensor-parallel-size": int,
-    "decode-context-parallel-size": int, "data-parallel-size": int, "enable-expert-parallel": bool,
-    "enable-eplb": bool, "max-parallel-loading-workers": int, "disable-custom-all-reduce": bool,
+    "decode-context-parallel-size": int, "data-parallel-size": int, "data-parallel-size-local": int,
+    "data-parallel-start-rank": int, "data-parallel-address": str, "enable-expert-parallel": bool,
+    "enable-eplb": bool, "eplb-config": str, "max-parallel-loading-workers": int, "disable-custom-all-reduce": bool,
     "block-size": int, "gpu-memory-utilization": float, "kv-cache-memory-bytes": int, "swap-space": float,
     "kv-cache-dtype": str, "num-gpu-blocks-override": int, "enable-prefix-caching": bool,
     "prefix-caching-hash-algo": str, "cpu-offload-gb": float, "calculate-kv-scales": bool,
@@ -179,7 +180,7 @@ VLLM_KV_DTYPES = {"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"}
 SGLANG_FLAGS = {
     "model-path", "tp-size", "pp-size", "ep-size", "max-running-requests", "chunked-prefill-size",
     "mem-fraction-static", "kv-cache-dtype", "quantization", "context-length", "disable-radix-cache",
-    "dp-size",
+    "dp-size", "enable-dp-attention", "enable-eplb", "ep-num-redundant-experts", "nnodes", "node-rank",
 }  # fmt: skip
 #: trtllm-serve's click options, tensorrt_llm/commands/serve.py @ 4c05a748.
 TRTLLM_FLAGS = {

@@ -55,6 +55,7 @@ from llm_cost.perf.calibrated import (
     moe_layers,
     other_terms,
     regime_of,
+    routed_load,
     smooth_max,
     weight_format,
     width_class,
@@ -170,10 +171,13 @@ def _add_ops(out: dict[str, dict[str, list]], i: int, step: Step, gpu: HardwareS
     for op in step.ops:
         if op.kind == OpKind.GEMM:
             routed = 1.0 if op.role == OpRole.ROUTED_EXPERTS else 0.0
-            rows = float(op.m or 1)
-            shape = grouped_gemm_factor(rows) if routed else gemm_shape_factor(rows, op.n, gemm_groups(op), sms)
-            shaped = float(op.flops) * shape
-            values: tuple[Any, ...] = (i, shaped, op.weight_bytes, op.activation_bytes, peak, bw, width, fmt, routed)
+            rows, groups = float(op.m or 1), gemm_groups(op)
+            shape = (
+                grouped_gemm_factor(rows, op.n, groups, sms) if routed else gemm_shape_factor(rows, op.n, groups, sms)
+            )
+            load = routed_load(float(op.flops), op.n, op.k, op.layers, op.ep_ranks) if routed else 1.0
+            shaped, moved = float(op.flops) * shape * load, float(op.activation_bytes) * load
+            values: tuple[Any, ...] = (i, shaped, op.weight_bytes, moved, peak, bw, width, fmt, routed)
             target = out["gemm"]
         elif op.kind == OpKind.ATTENTION:
             x = attention_blocks(op, sms, split_kv)

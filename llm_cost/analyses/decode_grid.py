@@ -395,20 +395,29 @@ def _blocks(ctx: _Context, i: int, bs: list[int], sms: int, split: bool, np: Any
     ).view(cls)
 
 
+def _loads(op: Operator, flops: list[Number]) -> list[float]:
+    """:func:`~llm_cost.perf.calibrated.routed_load` of a GEMM at every b' (1 unless routed)."""
+    if op.role != OpRole.ROUTED_EXPERTS:
+        return [1.0] * len(flops)
+    return [cal.routed_load(float(f), op.n, op.k, op.layers, op.ep_ranks) for f in flops]
+
+
 def _shaped(op: Operator, flops: list[Number], m: list[Number], sms: int, np: Any, cls: Any) -> Any:
-    """A GEMM's FLOPs times :func:`~llm_cost.perf.calibrated.gemm_shape_factor` at every b', each
+    """A GEMM's FLOPs times :func:`~llm_cost.perf.calibrated.gemm_shape_factor` (routed experts:
+    :func:`~llm_cost.perf.calibrated.grouped_gemm_factor` and their load) at every b', each
     computed as :meth:`CalibratedModel.step_time` computes it for that point."""
     out = []
-    for f, rows in zip(flops, m):
+    for f, rows, load in zip(flops, m, _loads(op, flops)):
         point = dataclasses.replace(op, flops=f, m=rows)
         count = float(rows or 1)
+        groups = cal.gemm_groups(point)
         routed = op.role == OpRole.ROUTED_EXPERTS
         shape = (
-            cal.grouped_gemm_factor(count)
+            cal.grouped_gemm_factor(count, op.n, groups, sms)
             if routed
-            else cal.gemm_shape_factor(count, op.n, cal.gemm_groups(point), sms)
+            else cal.gemm_shape_factor(count, op.n, groups, sms)
         )
-        out.append(float(f) * shape)
+        out.append(float(f) * shape * load)
     return np.array(out, dtype=np.float64).view(cls)
 
 
@@ -450,10 +459,12 @@ def _predicted(
                 times.append(t)
                 continue
             if op.kind == OpKind.GEMM:
-                shaped = _shaped(op, ctx.values(cols["flops"], bs, np), ctx.values(cols["m"], bs, np), v.sms, np, cls)
+                flops = ctx.values(cols["flops"], bs, np)
+                shaped = _shaped(op, flops, ctx.values(cols["m"], bs, np), v.sms, np, cls)
+                moved = f("activation_bytes") * np.array(_loads(op, flops), dtype=np.float64).view(cls)
                 moe = e_["moe_gemm_share"] if op.role == OpRole.ROUTED_EXPERTS else 1.0
                 c, m = cal.gemm_terms(
-                    shaped, f("weight_bytes"), f("activation_bytes"), v.peak, v.bw, v.e_gemm,
+                    shaped, f("weight_bytes"), moved, v.peak, v.bw, v.e_gemm,
                     f_["bandwidth_efficiency"], v.format_share * e_["stream_share"], moe,
                 )  # fmt: skip
             elif op.kind == OpKind.ATTENTION:

@@ -9,12 +9,16 @@ Flags, by engine (each is a parser entry of the file cited):
   --max-num-batched-tokens --enable-chunked-prefill|--no-enable-chunked-prefill
   --gpu-memory-utilization --kv-cache-dtype auto|fp8 [--quantization fp8] --max-model-len
   [--no-enable-prefix-caching]`` (booleans are ``argparse.BooleanOptionalAction``: ``--x`` and
-  ``--no-x``).
+  ``--no-x``); an attention data-parallel layout adds ``--data-parallel-size`` (and beyond one
+  node ``--data-parallel-size-local``), EPLB's redundant experts ``--enable-eplb --eplb-config``.
 * SGLang (``python/sglang/srt/server_args.py``, ``ServerArgs``: each field's flag is its name
   with dashes, ``tp_size`` -> ``--tp-size``): ``python -m sglang.launch_server --model-path MODEL
   --tp-size --pp-size [--ep-size] --max-running-requests --chunked-prefill-size (-1: off)
   --mem-fraction-static --kv-cache-dtype auto|fp8_e4m3 [--quantization fp8] --context-length
-  [--disable-radix-cache]``.
+  [--disable-radix-cache]``; an attention data-parallel layout adds ``--dp-size
+  --enable-dp-attention`` (``--tp-size`` then counts all its GPUs; beyond one node ``--nnodes
+  --node-rank``), EPLB's redundant experts ``--enable-eplb --ep-num-redundant-experts``. DeepEP's
+  all-to-all (``--moe-a2a-backend deepep``) is left to the reader: it needs DeepEP installed.
 * TensorRT-LLM (``tensorrt_llm/commands/serve.py``, the ``trtllm-serve`` click command):
   ``trtllm-serve MODEL --backend pytorch --tp_size --pp_size [--ep_size] --max_batch_size
   --max_num_tokens --max_seq_len --kv_cache_free_gpu_memory_fraction [--enable_chunked_prefill]``.
@@ -28,6 +32,10 @@ unless pipeline parallelism, a non-EAGLE speculative method or an unsupported ex
 out; ``vllm/config/scheduler.py`` @ 1f8758d5 declares it None by default), so no flag asks for it.
 The flags are ``EngineArgs`` fields of ``vllm/engine/arg_utils.py`` @ 99d7eb5d, the newest copy of
 that file stored here, every one still a field of the V1 engine's parser.
+
+Attention data parallelism (a MoE layout with ``dp`` > 1, :mod:`llm_cost.analyses.serving.moe_layouts`):
+the command runs one replica of TP x DP GPUs; TensorRT-LLM's ``trtllm-serve`` has no flag for it
+(``enable_attention_dp`` is an extra-options-file setting), so such a plan is refused for it.
 
 Replicas: N replicas of a layout that fit one node together (N x TP x PP GPUs, PP 1) run as one
 command with data parallelism (vLLM ``--data-parallel-size N``, SGLang ``--dp-size N``: one
@@ -209,15 +217,15 @@ def _fraction(x: Fraction | float) -> str:
 
 def data_parallel(engine: ServingEngine | str, layout: Layout, replicas: int, node_gpus: int) -> int:
     """The replicas one command runs as data-parallel ranks (module docstring): all of them when
-    they fit one node together at PP 1 on vLLM or SGLang, else 1 (one command per replica)."""
-    if (
-        str(engine) != str(ServingEngine.TRTLLM)
-        and replicas > 1
-        and layout.pp == 1
-        and replicas * layout.gpus <= node_gpus
-    ):
-        return replicas
-    return 1
+    they fit one node together at PP 1 on vLLM or SGLang, else 1 (one command per replica). Never
+    on vLLM with expert parallelism (its EP spans every data-parallel rank:
+    ``ParallelConfig.data_parallel_size`` shards the MoE layers over TP x DP), nor for an
+    attention-DP layout (its ranks are the command's data parallelism already)."""
+    if str(engine) == str(ServingEngine.TRTLLM) or replicas <= 1 or layout.pp > 1 or layout.dp > 1:
+        return 1
+    if str(engine) == str(ServingEngine.VLLM) and layout.ep > 1:
+        return 1
+    return replicas if replicas * layout.gpus <= node_gpus else 1
 
 
 def router_for(engine: ServingEngine | str, layout: Layout, replicas: int, node_gpus: int) -> Router:
@@ -231,40 +239,22 @@ def router_for(engine: ServingEngine | str, layout: Layout, replicas: int, node_
 
 
 def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
-    """The launch command of ``plan`` on ``engine`` (module docstring). InputError when the plan
-    has nothing the engine's flags can express (none today: every layout and setting maps)."""
+    """The launch command of ``plan`` on ``engine`` (module docstring). InputError for an
+    attention data-parallel layout on TensorRT-LLM, whose ``trtllm-serve`` has no flag for it."""
     lay = plan.layout
+    if lay.dp > 1 and engine == ServingEngine.TRTLLM:
+        raise InputError(
+            f"emit: the plan runs attention data parallelism ({lay.dp} ranks of TP {lay.tp}, EP {lay.ep}), which "
+            "trtllm-serve has no flag for (TensorRT-LLM sets enable_attention_dp in an extra LLM API options "
+            "file); emit vllm or sglang, or plan with engine trtllm (TP layouts only)",
+            fields=("emit",),
+        )
     notes: list[Note] = []
     dp = data_parallel(engine, lay, plan.replicas, plan.node_gpus)
     if engine == ServingEngine.VLLM:
-        argv = ["vllm", "serve", plan.model_id, _f("tensor-parallel-size"), str(lay.tp)]
-        argv += [_f("pipeline-parallel-size"), str(lay.pp)]
-        argv += [_f("data-parallel-size"), str(dp)] if dp > 1 else []
-        argv += [_f("enable-expert-parallel")] if lay.ep > 1 else []
-        argv += [
-            _f("max-num-seqs"),
-            str(plan.max_num_seqs),
-            _f("max-num-batched-tokens"),
-            str(plan.max_num_batched_tokens),
-        ]
-        argv += [_f("enable-chunked-prefill") if plan.chunked_prefill else _f("no-enable-chunked-prefill")]
-        argv += [_f("gpu-memory-utilization"), _fraction(plan.gpu_memory_utilization)]
-        argv += [_f("kv-cache-dtype"), "fp8" if plan.kv_bits == 8 else "auto"]
-        argv += [_f("quantization"), plan.quantization] if plan.quantization else []
-        argv += [_f("max-model-len"), str(plan.max_model_len)]
-        argv += [] if plan.prefix_caching else [_f("no-enable-prefix-caching")]
+        argv = _vllm_argv(plan, dp)
     elif engine == ServingEngine.SGLANG:
-        argv = ["python", "-m", "sglang.launch_server", _f("model-path"), plan.model_id]
-        argv += [_f("tp-size"), str(lay.tp), _f("pp-size"), str(lay.pp)]
-        argv += [_f("dp-size"), str(dp)] if dp > 1 else []
-        argv += [_f("ep-size"), str(lay.ep)] if lay.ep > 1 else []
-        argv += [_f("max-running-requests"), str(plan.max_num_seqs)]
-        argv += [_f("chunked-prefill-size"), str(plan.max_num_batched_tokens) if plan.chunked_prefill else "-1"]
-        argv += [_f("mem-fraction-static"), _fraction(plan.gpu_memory_utilization)]
-        argv += [_f("kv-cache-dtype"), "fp8_e4m3" if plan.kv_bits == 8 else "auto"]
-        argv += [_f("quantization"), plan.quantization] if plan.quantization else []
-        argv += [_f("context-length"), str(plan.max_model_len)]
-        argv += [] if plan.prefix_caching else [_f("disable-radix-cache")]
+        argv = _sglang_argv(plan, dp)
     elif engine == ServingEngine.TRTLLM:
         free = plan.capacity_bytes - plan.weight_bytes
         kv = plan.capacity_bytes * plan.gpu_memory_utilization - plan.weight_bytes
@@ -281,13 +271,88 @@ def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
     else:  # pragma: no cover - a closed enum
         raise InputError(f"emit: {engine!r} is not one of vllm, sglang, trtllm", fields=("emit",))
     version, source = ENGINE_SOURCES[engine]
+    notes += _layout_notes(plan, engine, dp)
+    notes += _support_notes(engine, plan.model_type)
+    return Launch(engine, version, source, tuple(argv), shlex.join(argv), plan.replicas, notes, dp)
+
+
+def _vllm_argv(plan: LaunchPlan, dp: int) -> list[str]:
+    """``vllm serve``'s words for ``plan`` (``dp`` replicas as data-parallel ranks). An attention-DP
+    layout: ``--data-parallel-size`` its ranks, each with its share of the replica's sequences and
+    token budget (vLLM's scheduler settings are per data-parallel rank: every engine core takes the
+    same ``SchedulerConfig``), beyond one node ``--data-parallel-size-local`` the ranks of one."""
+    lay = plan.layout
+    ranks = lay.dp if lay.dp > 1 else 1
+    argv = ["vllm", "serve", plan.model_id, _f("tensor-parallel-size"), str(lay.tp)]
+    argv += [_f("pipeline-parallel-size"), str(lay.pp)]
+    if ranks > 1:
+        argv += [_f("data-parallel-size"), str(ranks)]
+        if lay.gpus > plan.node_gpus:
+            argv += [_f("data-parallel-size-local"), str(max(1, plan.node_gpus // lay.tp))]
+    elif dp > 1:
+        argv += [_f("data-parallel-size"), str(dp)]
+    argv += [_f("enable-expert-parallel")] if lay.ep > 1 else []
+    if lay.redundant_experts:
+        argv += [_f("enable-eplb"), _f("eplb-config"), f'{{"num_redundant_experts": {lay.redundant_experts}}}']
+    argv += [
+        _f("max-num-seqs"),
+        str(-(-plan.max_num_seqs // ranks)),
+        _f("max-num-batched-tokens"),
+        str(-(-plan.max_num_batched_tokens // ranks)),
+    ]
+    argv += [_f("enable-chunked-prefill") if plan.chunked_prefill else _f("no-enable-chunked-prefill")]
+    argv += [_f("gpu-memory-utilization"), _fraction(plan.gpu_memory_utilization)]
+    argv += [_f("kv-cache-dtype"), "fp8" if plan.kv_bits == 8 else "auto"]
+    argv += [_f("quantization"), plan.quantization] if plan.quantization else []
+    argv += [_f("max-model-len"), str(plan.max_model_len)]
+    argv += [] if plan.prefix_caching else [_f("no-enable-prefix-caching")]
+    return argv
+
+
+def _sglang_argv(plan: LaunchPlan, dp: int) -> list[str]:
+    """``sglang.launch_server``'s words for ``plan``. An attention-DP layout: ``--tp-size`` all its
+    GPUs, ``--dp-size`` its ranks and ``--enable-dp-attention`` (SGLang's attention TP is tp / dp,
+    ``ServerArgs._handle_data_parallelism``), ``--ep-size`` the EP ranks; the replica's sequences and
+    token budget as they are (SGLang divides ``chunked_prefill_size`` by ``dp_size`` itself, and
+    its ``max_running_requests`` is the server's); beyond one node ``--nnodes``."""
+    lay = plan.layout
+    attention_dp = lay.dp > 1
+    argv = ["python", "-m", "sglang.launch_server", _f("model-path"), plan.model_id]
+    argv += [_f("tp-size"), str(lay.tp * lay.dp if attention_dp else lay.tp), _f("pp-size"), str(lay.pp)]
+    if attention_dp:
+        argv += [_f("dp-size"), str(lay.dp), _f("enable-dp-attention")]
+        if lay.gpus > plan.node_gpus:
+            argv += [_f("nnodes"), str(-(-lay.gpus // plan.node_gpus)), _f("node-rank"), "0"]
+    elif dp > 1:
+        argv += [_f("dp-size"), str(dp)]
+    argv += [_f("ep-size"), str(lay.ep)] if lay.ep > 1 else []
+    if lay.redundant_experts:
+        argv += [_f("enable-eplb"), _f("ep-num-redundant-experts"), str(lay.redundant_experts)]
+    argv += [_f("max-running-requests"), str(plan.max_num_seqs)]
+    argv += [_f("chunked-prefill-size"), str(plan.max_num_batched_tokens) if plan.chunked_prefill else "-1"]
+    argv += [_f("mem-fraction-static"), _fraction(plan.gpu_memory_utilization)]
+    argv += [_f("kv-cache-dtype"), "fp8_e4m3" if plan.kv_bits == 8 else "auto"]
+    argv += [_f("quantization"), plan.quantization] if plan.quantization else []
+    argv += [_f("context-length"), str(plan.max_model_len)]
+    argv += [] if plan.prefix_caching else [_f("disable-radix-cache")]
+    return argv
+
+
+def _layout_notes(plan: LaunchPlan, engine: ServingEngine, dp: int) -> list[Note]:
+    """What the command's layout means for running it: the attention-DP ranks (and the nodes they
+    span), the replicas one command runs, or how to run the others."""
+    lay = plan.layout
+    if lay.dp > 1:
+        nodes = -(-lay.gpus // plan.node_gpus)
+        return [note("launch.attention_dp", engine=engine.value, ranks=lay.dp, tp=lay.tp, ep=lay.ep,
+                     gpus=lay.gpus, nodes=nodes, replicas=plan.replicas)]  # fmt: skip
     if dp > 1:
-        notes.append(note("launch.data_parallel", replicas=dp, gpus=lay.gpus, node=plan.node_gpus))
-    elif plan.replicas > 1:
+        return [note("launch.data_parallel", replicas=dp, gpus=lay.gpus, node=plan.node_gpus)]
+    if plan.replicas > 1:
         per_node = max(1, plan.node_gpus // lay.gpus)
         first = ",".join(str(i) for i in range(lay.gpus))
         second = ",".join(str(i) for i in range(lay.gpus, 2 * lay.gpus)) if per_node > 1 else None
-        notes.append(
+        return [
             note(
                 "launch.replicas",
                 replicas=plan.replicas,
@@ -297,9 +362,8 @@ def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
                 first=first,
                 second=second,
             )
-        )
-    notes += _support_notes(engine, plan.model_type)
-    return Launch(engine, version, source, tuple(argv), shlex.join(argv), plan.replicas, notes, dp)
+        ]
+    return []
 
 
 def _support_notes(engine: ServingEngine, model_type: str | None) -> list[Note]:

@@ -188,7 +188,8 @@ class KvPool(Result):
     blocks of ``block_tokens``, and ``state_blocks`` of those blocks that each running request's
     fixed state takes (a hybrid model's linear-attention / Mamba recurrent and convolution state;
     0 without one). Bytes are of the fullest GPU: ``block_bytes`` per block of attention KV,
-    ``state_bytes`` per sequence, ``budget_bytes`` the KV budget."""
+    ``state_bytes`` per sequence, ``budget_bytes`` the KV budget (of one GPU; an attention-DP
+    replica's ``tokens`` are its ranks' together)."""
 
     tokens: int
     block_tokens: int
@@ -223,8 +224,11 @@ def replica_kv_pool(
     ``fit``'s KV budget over its KV per token, and the sequences of s tokens it holds, blocks //
     (ceil(s / block) + state blocks), with ``kv_room``'s max concurrency within a block's rounding
     per sequence. Per stage the larger attention block and the larger state are taken (equal at
-    PP 1). A model with no attention KV at all (only fixed state) keeps one state per block."""
+    PP 1). A model with no attention KV at all (only fixed state) keeps one state per block. An
+    attention data-parallel replica (``layout.dp`` ranks, each caching its own sequences) holds
+    ``dp`` ranks' pools, each with the workspace of its 1/dp share of the engine's step."""
     block = engine.block_tokens
+    dp = layout.dp
     room = kv_room(
         spec,
         gpu,
@@ -233,8 +237,8 @@ def replica_kv_pool(
         policy=policy,
         weight_bits=weight_bits,
         kv_bits=kv_bits,
-        step_tokens=engine.max_num_batched_tokens,
-        step_sequences=engine.max_num_seqs,
+        step_tokens=-(-engine.max_num_batched_tokens // dp),
+        step_sequences=-(-engine.max_num_seqs // dp),
     )
     full = stage_kv_bytes(spec, layout, block, kv_bits)
     empty = stage_kv_bytes(spec, layout, 0, kv_bits)
@@ -243,7 +247,7 @@ def replica_kv_pool(
     budget = room.kv_budget_bytes
     if per_block <= 0:  # only fixed state: a block per sequence's state, as before
         per_block, state = max(full), 0
-    blocks = max(0, int(budget // per_block))
+    blocks = max(0, int(budget // per_block)) * dp
     state_blocks = int(-(-state // per_block)) if state > 0 else 0
     return KvPool(blocks * block, block, state_blocks, per_block, state, budget)
 

@@ -40,6 +40,7 @@ from typing import Any
 from llm_cost.analyses.capacity import MemoryPolicy
 from llm_cost.analyses.launch import Launch, router_for
 from llm_cost.analyses.serving import COST_ALL_OUTPUT, SANE_TTFT_S, Candidate, ServePlan, StepBand
+from llm_cost.analyses.serving.moe_layouts import replica_engine
 from llm_cost.analyses.serving.replicas import node_gpus
 from llm_cost.analyses.serving.search import pcie_note
 from llm_cost.analyses.serving_runs import ServingBand, replica_kv_pool
@@ -50,7 +51,7 @@ from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
 from llm_cost.core.units import fmt_seconds
-from llm_cost.model.layout import Layout
+from llm_cost.model.layout import Layout, layout_label
 from llm_cost.perf.calibrated import CalibratedModel, band_for
 from llm_cost.perf.profile import Profile
 from llm_cost.perf.timemodel import TimeModel
@@ -262,10 +263,8 @@ class ServeRun(Result):
         return not self.violates
 
     def describe(self) -> str:
-        """``2 x TP4`` (replicas x layout)."""
-        parts = [f"TP{self.layout.tp}"] + ([f"PP{self.layout.pp}"] if self.layout.pp > 1 else [])
-        parts += [f"EP{self.layout.ep}"] if self.layout.ep > 1 else []
-        return f"{self.replicas} x " + " ".join(parts)
+        """``2 x TP4`` (replicas x layout: :func:`~llm_cost.model.layout.layout_label`)."""
+        return f"{self.replicas} x {layout_label(self.layout)}"
 
 
 def describe(traffic: Workload | Trace) -> str:
@@ -499,10 +498,11 @@ def run_configuration(
     )  # fmt: skip
 
 
-def _prefill_rate(engine: EngineConfig, timer: StepTimer, budget: int) -> float:
+def _prefill_rate(engine: EngineConfig, timer: StepTimer, budget: int, ranks: int = 1) -> float:
     """Prompt tokens/s a replica prefills at most with ``budget`` tokens a step: a step of nothing
-    but a prompt chunk of the budget, back to back (decodes only take budget from it)."""
-    return budget / timer.seconds(0, 0, budget, 0, 1)
+    but a prompt chunk of the budget, back to back (decodes only take budget from it); an attention
+    data-parallel replica's ``ranks`` each prefill their own chunk of their share of the budget."""
+    return budget / timer.seconds(0, 0, budget, 0, ranks)
 
 
 def _check_prefill_keeps_up(
@@ -523,11 +523,12 @@ def _check_prefill_keeps_up(
         timer = timer.base
     prompt = _mean_lengths(traffic)[0] - (expected_cached_tokens(traffic) if engine.prefix_caching else 0.0)
     offered = rate / replicas * max(prompt, 1.0)
-    most = _prefill_rate(engine, timer, engine.max_num_batched_tokens)
+    ranks = layout.dp
+    most = _prefill_rate(engine, timer, engine.max_num_batched_tokens, ranks)
     if offered <= most:
         return
     budget = engine.max_num_batched_tokens
-    while budget < 1 << 20 and _prefill_rate(engine, timer, budget) < offered:
+    while budget < 1 << 20 and _prefill_rate(engine, timer, budget, ranks) < offered:
         budget *= 2
     raise InputError(
         f"max_num_batched_tokens: {engine.max_num_batched_tokens:,} tokens a step prefill at most {most:,.0f} "
@@ -1133,7 +1134,7 @@ def _engine_for(c: Candidate, base: EngineConfig, saturated: bool, cap: int | No
     ``cap`` (default its concurrency) as ``max_num_seqs``; at a rate the engine's own settings (its
     cap on sequences, its ``max_num_batched_tokens``: the default a user runs, or the one given)."""
     if not saturated:
-        return base
+        return replica_engine(base, c.layout)  # an attention-DP replica's ranks each take the engine's settings
     chunk = c.chunk_tokens
     budget = chunk if chunk is not None else max(base.max_model_len or 2048, 2048)
     return EngineConfig(

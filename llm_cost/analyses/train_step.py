@@ -16,9 +16,9 @@ context-parallel ranks scales every operator's FLOPs, rows and activation bytes 
   peak (the router and the LM head in BF16); backward twice the forward (input and weight
   gradients, each the forward's FLOPs: Kaplan et al. 2020's 4ND). The routed experts are grouped
   GEMMs of the rows each
-  expert receives: with EP, local tokens x k x ep / E rows per expert, at an efficiency that halves
-  at :data:`~llm_cost.perf.calibrated.GROUPED_GEMM_HALF_ROWS` rows (DeepGEMM), the dense ones in whole
-  tiles over the SMs, as the calibrated model times them.
+  expert receives: with EP, local tokens x k x ep / E rows per expert, each expert's rows in whole
+  tiles (:func:`~llm_cost.perf.calibrated.grouped_gemm_factor`), the dense ones in whole tiles over
+  the SMs, as the calibrated model times them.
 * attention: FlashAttention at the profile's flash-attention efficiency, backward 2.5x its forward
   FLOPs (five matmuls for two: Dao 2023, FlashAttention-2 §3.2) at
   :data:`FLASH_BACKWARD_EFFICIENCY` of the forward's rate; BF16 under FP8 training (Transformer
@@ -80,7 +80,6 @@ from llm_cost.core.types import Dtype, OpKind, OpRole, TensorGroup
 from llm_cost.model.layout import Layout
 from llm_cost.perf.calibrated import (
     DEFAULT_SMS,
-    GROUPED_GEMM_HALF_ROWS,
     attention_terms,
     gemm_groups,
     gemm_shape_factor,
@@ -102,7 +101,6 @@ __all__ = [
     "FLASH_BACKWARD_FLOPS",
     "FLASH_BACKWARD_EFFICIENCY",
     "ELEMENTWISE_BACKWARD",
-    "GROUPED_GEMM_HALF_ROWS",
     "GRAD_REDUCE_BYTES",
     "WEIGHT_GATHER_BYTES",
     "ADAM_BYTES_PER_PARAM",
@@ -312,8 +310,8 @@ def _routed_rows(op: Operator, c: _Context) -> float:
 
 def _gemm_seconds(op: Operator, c: _Context) -> tuple[float, float]:
     """(forward, backward) seconds of a GEMM by the calibrated model's forms
-    (:mod:`llm_cost.perf.calibrated`): FLOPs in whole tiles over the SMs (grouped expert GEMMs on
-    DeepGEMM's ramp: :func:`~llm_cost.perf.calibrated.grouped_gemm_factor`) at the profile's GEMM
+    (:mod:`llm_cost.perf.calibrated`): FLOPs in whole tiles over the SMs (grouped expert GEMMs each
+    expert's rows in whole tiles: :func:`~llm_cost.perf.calibrated.grouped_gemm_factor`) at the profile's GEMM
     share x the training factor, its weights and activations at the engine's stream share, combined
     by the profile's p-norm."""
     q, r = c.rates.q, c.rates
@@ -325,9 +323,8 @@ def _gemm_seconds(op: Operator, c: _Context) -> tuple[float, float]:
     routed = op.role == OpRole.ROUTED_EXPERTS
     if routed:
         rows = _routed_rows(op, c)
-        shape = grouped_gemm_factor(rows) / q["moe_gemm_share"]
-        moe = c.spec.moe
-        activations *= moe.num_experts_per_tok if moe is not None else 1
+        experts = gemm_groups(op) * (c.layout.tp / c.layout.ep if c.layout.ep > 1 else 1.0)  # this GPU's
+        shape = grouped_gemm_factor(rows, op.n, experts, c.sms) / q["moe_gemm_share"]
         if c.layout.ep > 1:
             weights *= c.layout.tp / c.layout.ep
     else:

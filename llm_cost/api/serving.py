@@ -150,6 +150,9 @@ def _serve(
     )
     searched = _modes(modes)
     one = choices.layout_of(layout)
+    from llm_cost.analyses.serving.moe_layouts import check_serving_layout
+
+    check_serving_layout(spec, one, checks.one_of(engine, "engine", traffic.ENGINES))
     options = dict(
         engine=engine,  # the scheduler simulated, and the engine whose time profile is chosen
         dtype=dtype,
@@ -458,6 +461,7 @@ def _analytic(
     targets read as bounds on the means); ``reserve_full`` (TensorRT-LLM) counts each sequence's
     KV cache at its whole length."""
     from llm_cost.analyses.serving import MAX_PLAN_GPUS, plan
+    from llm_cost.analyses.serving.moe_layouts import ATTENTION_DP_ENGINES
 
     screen = _screen_traffic(load)
     if not _fixed_lengths(load):
@@ -496,12 +500,15 @@ def _analytic(
     else:
         search = _narrowed(one, batch, chunk, chunked_prefill)
         result = plan(
-            spec, g, screen, targets, time_model, gpus=budget, modes=searched, reserve_full=reserve_full, **search,
-            **common,
+            spec, g, screen, targets, time_model, gpus=budget, modes=searched, reserve_full=reserve_full,
+            attention_dp=options["engine"] in ATTENTION_DP_ENGINES, **search, **common,
         )  # fmt: skip
     from llm_cost.analyses.serving.band import with_analytic_band
+    from llm_cost.analyses.serving.moe_layouts import layout_families
 
-    return with_analytic_band(result, chosen)
+    result = with_analytic_band(result, chosen)
+    weighed = layout_families(spec, [], [*result.frontier, result.chosen])
+    return result if weighed is None else dataclasses.replace(result, conventions=[*result.conventions, weighed])
 
 
 def _narrowed(one: Any, batch: Any, chunk: Any, chunked_prefill: bool) -> dict[str, Any]:
@@ -510,7 +517,7 @@ def _narrowed(one: Any, batch: Any, chunk: Any, chunked_prefill: bool) -> dict[s
 
     search: dict[str, Any] = {}
     if one is not None:
-        search["layouts"] = [Layout(one.tp, one.pp, one.ep, 1)]
+        search["layouts"] = [Layout(one.tp, one.pp, one.ep, one.dp, one.redundant_experts)]
     if batch is not None:
         search["concurrency"] = [batch]
     if chunk is not None or not chunked_prefill:
@@ -548,10 +555,13 @@ def _simulated(
     a handful)."""
     from llm_cost.analyses.launch import router_for
     from llm_cost.analyses.serving import CONCURRENCY_GRID, MAX_PLAN_GPUS, plan
+    from llm_cost.analyses.serving.moe_layouts import ATTENTION_DP_ENGINES, layout_families, replica_engine
     from llm_cost.analyses.serving.replicas import node_gpus
     from llm_cost.analyses.simulated_serving import PLAN_REQUESTS, plan_on_simulation, run_configuration
 
     config = traffic.engine_of(spec, g, **engine_options)
+    if one is not None:  # an attention-DP replica's ranks each take the engine's settings
+        config = replica_engine(config, one)
     network = choices.network_gb_s_of(options["network_gb_s"])
     chosen, time_model, serving_band = serve_time_model(g, profile, options["engine"], network, simulated=True)
     common = _common(spec, g, chosen, options)
@@ -586,6 +596,7 @@ def _simulated(
             gpus=budget,
             modes=(ServingMode.AGGREGATED,),
             reserve_full=config.engine == "trtllm",
+            attention_dp=config.engine in ATTENTION_DP_ENGINES,
             **search,
             **common,
         )
@@ -595,7 +606,7 @@ def _simulated(
 
     if requests is None and not own_traffic and isinstance(load, Workload):
         load = Workload(load.arrivals, load.input_tokens, load.output_tokens, load.prefix, None)
-    return plan_on_simulation(
+    result = plan_on_simulation(
         screen,
         spec,
         g,
@@ -614,6 +625,10 @@ def _simulated(
         rescreen=screen_at if config.prefix_caching else None,
         **formats,
     )
+    weighed = layout_families(spec, result.simulated, screen.frontier)
+    if weighed is None:
+        return result
+    return dataclasses.replace(result, conventions=[*result.conventions, weighed])
 
 
 def serve_time_model(

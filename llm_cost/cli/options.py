@@ -201,7 +201,16 @@ Ep = Annotated[
         help="Expert-parallel ranks: 1 or TP x DP (experts spread whole).",
     ),
 ]
-Dp = Annotated[Optional[int], option("--dp", parse=integer("--dp"), metavar="INTEGER", help="Data-parallel replicas.")]
+Dp = Annotated[
+    Optional[int],
+    option(
+        "--dp",
+        parse=integer("--dp"),
+        metavar="INTEGER",
+        help="Data-parallel ranks; for a MoE model with --ep, attention data parallelism (each rank its own "
+        "sequences and KV cache, the experts spread over TP x DP GPUs).",
+    ),
+]
 RedundantExperts = Annotated[
     Optional[int],
     option(

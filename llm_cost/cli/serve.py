@@ -11,12 +11,14 @@ from llm_cost.cli.options import (
     GPU_HELP,
     MODEL_HELP,
     Csv,
+    Dp,
     Ep,
     Json,
     KvDtype,
     Plot,
     PlotForce,
     Pp,
+    RedundantExperts,
     Tp,
     integer,
     non_negative,
@@ -339,6 +341,8 @@ def serve(
     tp: Tp = None,
     pp: Pp = None,
     ep: Ep = None,
+    dp: Dp = None,
+    redundant_experts: RedundantExperts = None,
     batch: Concurrency = None,
     engine: EngineOpt = EngineChoice.vllm,
     max_num_seqs: MaxNumSeqs = None,
@@ -390,7 +394,7 @@ def serve(
         gpu_names if len(gpu_names) > 1 else gpu,
         input_tokens,
         output_tokens,
-        **_options(locals(), layout_of(tp, pp, ep, None)),
+        **_options(locals(), layout_of(tp, pp, ep, dp, redundant_experts)),
     )
     title = api.load_model(model).display_name
     gpu_title = api.load_gpu(gpu).display_name if len(gpu_names) == 1 else ", ".join(gpu_names)

@@ -44,6 +44,7 @@ from llm_cost.specs.schema import GQAAttention, KimiDeltaAttention, LinearAttent
 __all__ = [
     "Layout",
     "ONE_GPU",
+    "layout_label",
     "validate_layout",
     "stage_layers",
     "stage_first_layers",
@@ -81,6 +82,16 @@ class Layout:
 
 #: The one-GPU layout.
 ONE_GPU = Layout()
+
+
+def layout_label(layout: Layout) -> str:
+    """``TP8 EP8``, ``TP4 PP2`` or ``TP1 DP8 EP8``: TP always, then the pipeline stages, the
+    data-parallel ranks (of one replica: attention data parallelism) and the expert-parallel ranks
+    when above 1."""
+    parts = [f"TP{layout.tp}"] + ([f"PP{layout.pp}"] if layout.pp > 1 else [])
+    parts += [f"DP{layout.dp}"] if layout.dp > 1 else []
+    parts += [f"EP{layout.ep}"] if layout.ep > 1 else []
+    return " ".join(parts)
 
 
 def validate_layout(spec: ModelSpec, layout: Layout) -> None:
@@ -149,10 +160,15 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
             f"of the {layout.ep} EP ranks with all {moe.num_experts} experts",
             fields=("redundant_experts",),
         )
-    if (moe.num_experts + layout.redundant_experts) % layout.ep:
+    slots = moe.num_experts + layout.redundant_experts
+    if slots % layout.ep:
+        fits = [e for e in range(2, min(slots, MAX_LAYOUT) + 1) if slots % e == 0][:8]
+        short = -slots % layout.ep
         raise InputError(
-            f"ep: {layout.ep} does not divide {moe.num_experts} experts + {layout.redundant_experts} redundant",
-            fields=("ep",),
+            f"ep: {layout.ep} does not divide {moe.num_experts} experts + {layout.redundant_experts} redundant; EP sizes "
+            f"that do: {', '.join(map(str, fits))}; or {layout.redundant_experts + short} redundant experts at ep "
+            f"{layout.ep}",
+            fields=("ep", "redundant_experts"),
         )
 
 

@@ -14,8 +14,10 @@ the datasheet bandwidth of the GPU:
   of compute, which stays below its weight read on every GPU here, and never hundreds of tokens.
   Memory t_m = weight bytes / (BW x e_bw x s_eng x s_fmt) + activation bytes / (BW x e_bw), e_bw
   the family's stream share, s_eng the engine's kernels' share of it and s_fmt the engine's share
-  for weight-only int8/int4 kernels (1 for native weights). Routed experts (grouped GEMMs, M the rows per expert) divide both terms by the
-  engine's ``moe_gemm_share``.
+  for weight-only int8/int4 kernels (1 for native weights). Routed experts (grouped GEMMs, M the
+  rows per expert: :func:`grouped_gemm_factor`, every expert's rows in whole tiles of 16 or 64)
+  divide both terms by the engine's ``moe_gemm_share``; under expert parallelism their compute and
+  activations are the most loaded rank's (:func:`routed_load`: a layer waits for its slowest rank).
 * attention: compute FLOPs / (P16 x e_flash) and KV read / (BW x e_kv(x)) + KV written / (BW x
   e_bw), with x the thread blocks in flight (sequences x KV heads without split-KV; FlashAttention's
   split-KV launch with it: :mod:`llm_cost.perf.kernels`) and e_kv(x) = e_kv,max x / (x^4 +
@@ -61,6 +63,7 @@ from llm_cost.perf.timemodel import (
     sum_stages,
 )
 from llm_cost.specs.schema import HardwareSpec
+from llm_cost.workload.routing import hottest_rank_factor
 from llm_cost.workload.step import Operator, Step
 
 __all__ = [
@@ -69,7 +72,8 @@ __all__ = [
     "width_class",
     "gemm_shape_factor",
     "grouped_gemm_factor",
-    "GROUPED_GEMM_HALF_ROWS",
+    "grouped_tile_m",
+    "routed_load",
     "kv_efficiency",
     "smooth_max",
     "maximum",
@@ -121,11 +125,12 @@ def width_class(dtype: Dtype) -> int:
     return 4 if bits <= 4 else 8 if bits <= 8 else 16
 
 
-def gemm_shape_factor(m: float, n: int | None, groups: float, sms: int) -> float:
+def gemm_shape_factor(m: float, n: int | None, groups: float, sms: int, tile: int | None = None) -> float:
     """q_M / w of a GEMM of ``m`` rows, ``n`` columns per GPU and ``groups`` independent matrices
-    per launch (routed experts: the experts that run), on ``sms`` SMs: its FLOPs' multiplier for tile
+    per launch (routed experts: the experts that run), on ``sms`` SMs, its rows in tiles of
+    ``tile`` (default :func:`~llm_cost.perf.families.gemm_tile_m`): its FLOPs' multiplier for tile
     and wave quantisation (module docstring). At least 1."""
-    tile = gemm_tile_m(m)
+    tile = tile or gemm_tile_m(m)
     rows = max(m, 1e-9)
     row_tiles = math.ceil(rows / tile)
     pad = row_tiles * tile / rows
@@ -136,19 +141,36 @@ def gemm_shape_factor(m: float, n: int | None, groups: float, sms: int) -> float
     return pad * waves / tiles
 
 
-#: Rows per expert at which a grouped GEMM reaches half its large-M rate: DeepGEMM's grouped GEMMs on
-#: an H800 (github.com/deepseek-ai/DeepGEMM README @55ab91f, FP8): 256 rows per group 815-932
-#: TFLOP/s, 4,096-8,192 rows 1,214-1,346, i.e. 0.67-0.69 of the large-M rate at 256 rows, which
-#: rows / (rows + 115) gives.
-GROUPED_GEMM_HALF_ROWS = 115.0
+def grouped_tile_m(m: float) -> int:
+    """The row granularity of a grouped (routed-expert) GEMM of ``m`` rows per expert: 16 up to 16
+    rows (the smallest BLOCK_SIZE_M of vLLM's fused_moe Triton configurations, to which
+    ``moe_align_block_size`` pads each expert's rows: vllm/model_executor/layers/fused_moe/
+    fused_moe.py; no GEMV path: every expert that runs computes a whole tile), else 64 (a
+    warpgroup's M, as for a dense GEMM)."""
+    return 16 if m <= 16 else 64
 
 
-def grouped_gemm_factor(rows: float) -> float:
-    """The FLOPs multiplier of a grouped (routed-expert) GEMM of ``rows`` rows per expert: (rows +
-    :data:`GROUPED_GEMM_HALF_ROWS`) / rows, the inverse of DeepGEMM's measured ramp (the per-group
-    scheduling and tile tails that tile quantisation alone does not count)."""
-    m = max(rows, 1e-9)
-    return (m + GROUPED_GEMM_HALF_ROWS) / m
+def grouped_gemm_factor(m: float, n: int | None, groups: float, sms: int) -> float:
+    """The FLOPs multiplier of a grouped (routed-expert) GEMM of ``m`` rows per expert and ``groups``
+    experts: each expert's rows in whole tiles (:func:`grouped_tile_m`), the tiles of every expert
+    in waves over the SMs (:func:`gemm_shape_factor`). Beyond that a grouped GEMM runs as a dense
+    one of its shape: DeepGEMM's masked grouped FP8 GEMMs on an H800 (github.com/deepseek-ai/DeepGEMM
+    README @ 55ab91f; N 4096, K 7168) reach 1,233 TFLOP/s at 1 group of 1,024 rows, 1,040 at 2 of
+    512 and 932 at 4 of 256, the times of their compute at the large-M rate and their weight
+    stream overlapped (4 x 256 rows: 512 FLOP per weight byte, at the FP8 ridge), with no
+    per-group cost beyond it."""
+    return gemm_shape_factor(m, n, groups, sms, grouped_tile_m(m))
+
+
+def routed_load(flops: float, n: int | None, k: int | None, layers: int, ranks: int) -> float:
+    """The rows of the most loaded EP rank over the mean (:func:`~llm_cost.workload.routing.hottest_rank_factor`)
+    for a routed-expert GEMM of ``flops`` on this GPU (its copies: FLOPs / 2 N K per layer) whose
+    experts are spread over ``ranks`` EP ranks; 1 without EP. It multiplies the GEMM's compute and
+    activations (a layer waits for its slowest rank), not its weights (each rank reads its own)."""
+    if ranks <= 1 or not (n and k and layers):
+        return 1.0
+    copies = flops / (2.0 * n * k * layers)
+    return hottest_rank_factor(copies * ranks, ranks)
 
 
 def maximum(a: Any, b: Any) -> Any:
@@ -293,13 +315,14 @@ def _op_time(op: Operator, v: Rates, link_bytes_s: float, split_kv: bool) -> tup
     if op.kind == OpKind.GEMM:
         m = float(op.m or 1)
         routed = op.role == OpRole.ROUTED_EXPERTS
-        shape = grouped_gemm_factor(m) if routed else gemm_shape_factor(m, op.n, gemm_groups(op), v.sms)
-        shaped = float(op.flops) * shape
+        groups = gemm_groups(op)
+        shape = grouped_gemm_factor(m, op.n, groups, v.sms) if routed else gemm_shape_factor(m, op.n, groups, v.sms)
+        load = routed_load(float(op.flops), op.n, op.k, op.layers, op.ep_ranks) if routed else 1.0
         moe = e["moe_gemm_share"] if routed else 1.0
         c, mem = gemm_terms(
-            shaped,
+            float(op.flops) * shape * load,
             float(op.weight_bytes),
-            float(op.activation_bytes),
+            float(op.activation_bytes) * load,
             v.peak,
             v.bw,
             v.e_gemm,

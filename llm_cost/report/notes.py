@@ -355,6 +355,20 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "the targets' verdict are over every request, the drain's lighter steps included, so they can read better "
         "than the steady load gives (goodput, counted in the window, then falls below them)"
     ),
+    "serve.moe_layouts": lambda p: (
+        "MoE layouts weighed: "
+        + "; ".join(
+            f"{label}: "
+            + (
+                f"best {f['what']} at {f['per_gpu']:,.1f} output tokens/s per GPU"
+                + ("" if f["meets"] else ", missing a target")
+                + f" ({f['source']})"
+                if f
+                else "no layout of this kind held the model or reached the screen's frontier"
+            )
+            for label, f in (("attention DP x EP", p["attention_dp"]), ("TP (with or without EP)", p["tp"]))
+        )
+    ),
     "serve.simulated_plan": lambda p: (
         f"plan: the analytic search screens the configurations; {p['simulated']} runs of its aggregated frontier "
         "are simulated ("
@@ -403,6 +417,22 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             if p.get("per_node")
             else "each on its own GPUs"
         )
+    ),
+    "launch.attention_dp": lambda p: (
+        f"the command runs one replica of {p['gpus']} GPUs as {p['ranks']} attention data-parallel ranks of TP "
+        f"{p['tp']} (each its own sequences and KV cache) with the routed experts spread over EP {p['ep']}"
+        + (
+            f"; it spans {p['nodes']} nodes: run it on the first, and on each other node the same command with "
+            + (
+                "vLLM's headless, data-parallel-start-rank (its first rank) and data-parallel-address (the first "
+                "node) options"
+                if p["engine"] == "vllm"
+                else "SGLang's node-rank (its index) and, on all of them, dist-init-addr (the first node's address)"
+            )
+            if p["nodes"] > 1
+            else ""
+        )
+        + (f"; run {p['replicas']} such replicas behind a load balancer" if p["replicas"] > 1 else "")
     ),
     "launch.data_parallel": "the command runs all {replicas} replicas of {gpus} GPU(s) as data-parallel ranks on "
     "one node of {node} GPUs (one server balancing requests over them)",

@@ -365,13 +365,22 @@ def _preemptions(r: Any) -> str:
     return f"{fmt_int(r.preemptions)} {'retractions' if r.engine == 'sglang' else 'preemptions'}"
 
 
+def _setting(name: str, value: int, ranks: int) -> str:
+    """``max_num_seqs 160 per rank (1,280 in all)`` for vLLM's data-parallel ranks (each engine core
+    takes the setting), ``max_num_seqs 1,280`` otherwise."""
+    if ranks <= 1:
+        return f"{name} {fmt_int(value)}"
+    return f"{name} {fmt_int(-(-value // ranks))} per rank ({fmt_int(value)} in all)"
+
+
 def _run_facts(r: Any) -> list[tuple[str, str]]:
     seqs, budget = ENGINE_SETTINGS.get(r.engine, ENGINE_SETTINGS["vllm"])
+    ranks = r.layout.dp if r.engine == "vllm" else 1  # SGLang's settings are the server's (it splits them)
     facts = [
         (
             "configuration",
-            f"[bold]{r.describe()}[/bold] ({_gpus(r.gpus)}), {r.engine}: {seqs} {fmt_int(r.max_num_seqs)}, "
-            f"{budget} {fmt_int(r.max_num_batched_tokens)}"
+            f"[bold]{r.describe()}[/bold] ({_gpus(r.gpus)}), {r.engine}: {_setting(seqs, r.max_num_seqs, ranks)}, "
+            f"{_setting(budget, r.max_num_batched_tokens, ranks)}"
             + ("" if r.chunked_prefill else " (no chunked prefill)")
             + (", prefix caching" if r.prefix_caching else ", no prefix caching"),
         ),

@@ -45,6 +45,7 @@ from llm_cost.model.layout import ONE_GPU, Layout
 from llm_cost.perf.families import gemm_tile_m
 from llm_cost.perf.timemodel import TimeModel
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.workload.ranks import rank_groups
 from llm_cost.workload.step import SeqGroup, build_step
 
 __all__ = [
@@ -224,7 +225,7 @@ class StepTimer:
         """Seconds of the step bucket ``key`` (its groups, :func:`step_groups`), built and timed."""
         step = build_step(
             self.spec,
-            step_groups(*key),
+            rank_groups(step_groups(*key), self.layout.dp),  # an attention-DP replica: each rank's share
             layout=self.layout,
             weight_bits=self.weight_bits,
             kv_bits=self.kv_bits,

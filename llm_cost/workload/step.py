@@ -195,6 +195,9 @@ class Operator:
     collective: Collective | None = None
     queries: Number | None = None
     head_dim: int | None = None
+    #: routed experts under expert parallelism: the EP ranks whose experts share the step's routed
+    #: rows (the slowest of them sets the layer: :func:`~llm_cost.workload.routing.hottest_rank_factor`)
+    ep_ranks: int = 1
 
     @property
     def bytes(self) -> Number:
@@ -847,28 +850,35 @@ def _all_to_all_bytes_per_token(
 
 
 def _gemm_ops(
-    plan: _Plan, stage: _StagePlan, tokens: int, logit_rows: int, routed_tokens: int, resident: bool
+    plan: _Plan, stage: _StagePlan, tokens: int, logit_rows: int, routed_tokens: int, resident: bool, ep: int
 ) -> list[Operator]:
     """One GEMM per weight matrix of the decoder on this stage's GPU. Routed experts: weights read
     at the expected hit fraction ("read"), M = every token routed to this GPU's experts (all DP
     replicas' under EP) over the experts that run; their FLOPs are the GPU's 1/EP share of the
     routed work of all ``routed_tokens``, which with balanced routing equals its own replica's
-    share (``routed_tokens`` = replica tokens x DP, split over EP = TP x DP ranks)."""
+    share (``routed_tokens`` = replica tokens x DP, split over EP = TP x DP ranks). Their
+    activations are those of every routed copy (k per token) this GPU multiplies, k
+    ``routed_tokens`` / EP rows: each copy's input row is gathered and its output row written
+    (vLLM's fused_moe, DeepGEMM's grouped layouts), where a dense GEMM moves one row per token."""
     moe = plan.spec.moe
     hit = m_routed = 0.0
+    copies = Fraction(0)
     if moe is not None:
         hit = expert_hit_fraction(moe.num_experts, moe.num_experts_per_tok, routed_tokens)
         m_routed = routed_tokens * moe.num_experts_per_tok / (moe.num_experts * hit)
+        copies = Fraction(routed_tokens * moe.num_experts_per_tok, ep)
     ops = []
     for g in stage.gemms:
         rows = logit_rows if g.role == OpRole.LM_HEAD else tokens
         m: Number = rows
         weight: Number = g.weight_bytes
         multiplied = rows  # the rows whose FLOPs this GPU does
+        moved: Number = _eighths(rows * g.activation_bits_per_row)
         if g.role == OpRole.ROUTED_EXPERTS:
             weight = float(weight) * (1.0 if resident else hit)
             m = m_routed
             multiplied = routed_tokens  # every replica's tokens reach this GPU's experts
+            moved = exact(copies * g.activation_bits_per_row / 8)
         ops.append(
             Operator(
                 g.name,
@@ -878,10 +888,11 @@ def _gemm_ops(
                 g.layers,
                 _times(g.flops_per_row, multiplied),
                 weight_bytes=weight,
-                activation_bytes=_eighths(rows * g.activation_bits_per_row),
+                activation_bytes=moved,
                 m=m,
                 n=g.n,
                 k=g.k,
+                ep_ranks=ep if g.role == OpRole.ROUTED_EXPERTS else 1,
             )
         )
     return ops
@@ -1037,8 +1048,14 @@ def _collective_ops(plan: _Plan, stage: _StagePlan, layout: Layout, tokens: int)
         if stage.mlp_layers:
             ops.append(_collective("TP all-reduce after the MLP", OpRole.TP_ALL_REDUCE_MLP, stage.mlp_layers, ring))
     if plan.spec.moe is not None and layout.ep > 1 and stage.moe_layers:
-        payload = Collective("all_to_all", layout.ep, _times(plan.all_to_all_bytes_per_token, tokens))
-        ops.append(_collective("EP all-to-all (dispatch + combine)", OpRole.EP_ALL_TO_ALL, stage.moe_layers, payload))
+        # two calls per MoE layer, the dispatch and the combine (DeepEP's and the engines' all-to-all
+        # kernels), each sending half the layer's bytes on average
+        payload = Collective(
+            "all_to_all", layout.ep, exact(Fraction(_times(plan.all_to_all_bytes_per_token, tokens), 2))
+        )
+        ops.append(
+            _collective("EP all-to-all (dispatch, combine)", OpRole.EP_ALL_TO_ALL, 2 * stage.moe_layers, payload)
+        )
     if layout.pp > 1 and stage.index < layout.pp - 1:
         payload = Collective("send_recv", 2, _eighths(tokens * plan.spec.hidden_size * ACTIVATION_BITS))
         ops.append(_collective("PP send to the next stage", OpRole.PP_SEND, 1, payload))
@@ -1099,7 +1116,7 @@ def build_step(
     causal = attention == AttentionMask.CAUSAL
     stages = []
     for st in plan.stages:
-        gemms = _gemm_ops(plan, st, tokens, logit_rows, routed_tokens, resident)
+        gemms = _gemm_ops(plan, st, tokens, logit_rows, routed_tokens, resident, layout.ep)
         extra = (
             _elementwise_ops(
                 plan,

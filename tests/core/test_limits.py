@@ -18,6 +18,7 @@ PACKAGE = Path(llm_cost.__file__).parent
 FACTS = {
     ("analyses/multimodal.py", "MAX_PIXELS"),  # Qwen2-VL's image processor default
     ("analyses/serving/results.py", "MAX_PREFILL_TOKENS"),  # a disaggregated prefill step's batch
+    ("analyses/serving/moe_layouts.py", "MAX_SPAN"),  # the widest attention-DP replica the search builds
     ("perf/kernels.py", "MAX_SPLITS"),  # split-KV decode kernels' most splits
 }
 

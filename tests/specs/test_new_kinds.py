@@ -396,7 +396,7 @@ def test_a_latent_moe_dispatches_the_latent_width():
     spec, _ = hf_to_spec({**nano, "moe_latent_size": 1024, "num_experts_per_tok": 22}, "latent/config.json")
     step = build_step(spec, decode(16, 100), layout=Layout(tp=8, ep=8))
     (a2a,) = [o for o in step.ops if o.role == OpRole.EP_ALL_TO_ALL]
-    assert a2a.collective.bytes_per_call * 64 == 16 * 22 * 1024 * (8 + 16) // 8 * 7
+    assert a2a.collective.bytes_per_call * 2 * 64 == 16 * 22 * 1024 * (8 + 16) // 8 * 7  # dispatch + combine calls
     assert moe_analysis(spec, [1]).dispatch_bytes_per_token_per_layer == 22 * 1024
 
 

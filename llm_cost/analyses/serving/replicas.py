@@ -14,6 +14,7 @@ from llm_cost.core.types import Dtype
 from llm_cost.model.layout import Layout, per_gpu
 from llm_cost.perf.timemodel import TimeModel
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.workload.ranks import rank_groups
 from llm_cost.workload.step import SeqGroup, build_step
 
 #: Decoding-position groups a step's sequences are spread over.
@@ -64,7 +65,8 @@ class StepTimes:
         """Time per token of the step: pp x the slowest stage of one micro-batch of 1/pp of the
         sequences (pp = 1: the step's time)."""
         pp = layout.pp
-        groups = [SeqGroup(-(-g.count // pp), g.new_tokens, g.cached) for g in groups] if pp > 1 else list(groups)
+        groups = rank_groups(groups, layout.dp)  # an attention-DP replica: each rank's share of the prompt tokens
+        groups = [SeqGroup(-(-g.count // pp), g.new_tokens, g.cached) for g in groups] if pp > 1 else groups
         key = (layout, tuple(groups))
         if key not in self.cache:
             step = build_step(
@@ -111,7 +113,9 @@ def replica(
     TensorRT-LLM's ``GUARANTEED_NO_EVICT`` capacity scheduler (its default) admits a request only
     when the blocks that drive it to completion can be reserved
     (``cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp``, ``GuaranteedNoEvictScheduler``:
-    "keep track of blocks needed to drive all in-progress requests to completion")."""
+    "keep track of blocks needed to drive all in-progress requests to completion"). An
+    attention data-parallel replica (``layout.dp`` ranks) keeps each sequence's KV cache on its own
+    rank's GPUs only: per GPU, a replica sequence holds 1/dp of a sequence's bytes on average."""
     usable = usable_bytes(gpu, policy)
     weights = per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes
     contexts = (
@@ -119,8 +123,8 @@ def replica(
         if reserve_full
         else decode_contexts(traffic.input_tokens, traffic.output_tokens)
     )
-    seq = sequence_kv_bytes(spec, layout, contexts, kv_bits, policy.block_tokens)
-    prompt = sequence_kv_bytes(spec, layout, [traffic.input_tokens], kv_bits, policy.block_tokens)
+    seq = sequence_kv_bytes(spec, layout, contexts, kv_bits, policy.block_tokens) / layout.dp
+    prompt = sequence_kv_bytes(spec, layout, [traffic.input_tokens], kv_bits, policy.block_tokens) / layout.dp
     return Replica(layout, usable, weights, seq, prompt)
 
 

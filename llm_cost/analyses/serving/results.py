@@ -13,7 +13,7 @@ from llm_cost.core.notes import Note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
-from llm_cost.model.layout import Layout
+from llm_cost.model.layout import Layout, layout_label
 
 #: Decode concurrencies a search tries per replica (those the KV cache holds).
 CONCURRENCY_GRID = (
@@ -102,12 +102,7 @@ class Candidate(Result):
         """``2 x TP4`` (replicas x layout) or ``P 2 x TP1 PP2 + D 1 x TP4`` (prefill and decode pools)."""
 
         def one(layout: Layout, n: int) -> str:
-            parts = (
-                [f"TP{layout.tp}"]
-                + ([f"PP{layout.pp}"] if layout.pp > 1 else [])
-                + ([f"EP{layout.ep}"] if layout.ep > 1 else [])
-            )
-            return f"{n} x " + " ".join(parts)
+            return f"{n} x {layout_label(layout)}"
 
         if self.mode == ServingMode.DISAGGREGATED and self.prefill_layout is not None:
             return f"P {one(self.prefill_layout, self.prefill_replicas)} + D {one(self.layout, self.replicas)}"

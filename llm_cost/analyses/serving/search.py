@@ -9,6 +9,7 @@ from fractions import Fraction
 
 from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, policy_note, usable_bytes
 from llm_cost.analyses.serving.modes import aggregated, aggregated_point, disaggregated
+from llm_cost.analyses.serving.moe_layouts import attention_dp_layouts, chunks_for
 from llm_cost.analyses.serving.replicas import (
     StepTimes,
     node_gpus,
@@ -196,10 +197,13 @@ def plan(
     chunks: Sequence[int | None] = CHUNK_GRID,
     extra_notes: Sequence[Note] = (),
     reserve_full: bool = False,
+    attention_dp: bool = True,
 ) -> ServePlan:
     """Search serving configurations and choose the best meeting ``targets`` (module docstring).
     ``reserve_full``: each sequence's KV cache is counted at its whole length, as TensorRT-LLM's
-    scheduler reserves it (:func:`~llm_cost.analyses.serving.replicas.replica`).
+    scheduler reserves it (:func:`~llm_cost.analyses.serving.replicas.replica`). ``attention_dp``:
+    a MoE model's attention data-parallel layouts with expert parallelism are searched beside the
+    TP ones (:mod:`llm_cost.analyses.serving.moe_layouts`).
 
     ``gpus`` is the GPU budget (default: one node, :func:`~llm_cost.analyses.serving.replicas.node_gpus`, or
     :data:`MAX_PLAN_GPUS` with ``traffic.qps``).
@@ -219,7 +223,11 @@ def plan(
         )
     bits = weight_bits_of(weight_bits, limit=True)
     steps = StepTimes(spec, gpu, model, bits, kv_bits, compute_dtype)
-    candidate_layouts = list(layouts) if layouts is not None else replica_layouts(spec, gpu, budget)
+    candidate_layouts = (
+        list(layouts)
+        if layouts is not None
+        else replica_layouts(spec, gpu, budget) + (attention_dp_layouts(spec, gpu, budget) if attention_dp else [])
+    )
     reps = [
         rep
         for rep in (
@@ -251,7 +259,7 @@ def plan(
                 usd_per_gpu_hour,
                 policy,
                 concurrency,
-                chunks,
+                chunks_for(rep.layout, chunks),
                 counts,
                 refusals,
             )
@@ -292,6 +300,7 @@ def plan(
                     concurrency=concurrency,
                     chunks=chunks,
                     reserve_full=reserve_full,
+                    attention_dp=attention_dp,
                 ).frontier
             except InputError:
                 most = None
