@@ -41,6 +41,15 @@ def cli(capsys):
     return run
 
 
+def pytest_collection_modifyitems(items):
+    """Every test that uses the replays of the shipped vLLM experiments (:func:`served_experiments`,
+    about 40 s of CPU once per session) is a ``replay`` test: the quick loop
+    (``pytest -m "not replay"``) leaves them out; ``pytest`` and CI run them."""
+    for item in items:
+        if "served_experiments" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.replay)
+
+
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch, tmp_path_factory):
     """Every test runs offline against an empty Hugging Face cache unless it builds its own, so a
