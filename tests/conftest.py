@@ -41,6 +41,15 @@ def cli(capsys):
     return run
 
 
+def pytest_collection_modifyitems(items):
+    """Every test that uses the replays of the shipped vLLM experiments (:func:`served_experiments`,
+    about 40 s of CPU once per session) is a ``replay`` test: the quick loop
+    (``pytest -m "not replay"``) leaves them out; ``pytest`` and CI run them."""
+    for item in items:
+        if "served_experiments" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.replay)
+
+
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch, tmp_path_factory):
     """Every test runs offline against an empty Hugging Face cache unless it builds its own, so a
@@ -91,3 +100,38 @@ def served_experiments(tmp_path_factory):
         measured = e.entry["measured"]["summary"]["measured_ms"]
         out.append((e, r, compare_stage(e, -1, measured, r.simulation.summary)))
     return out
+
+
+# -- one result rendered several ways (tests/report/test_plain_console.py, test_text_in_json.py,
+# tests/test_front_door.py) ---------------------------------------------------------------------------
+
+#: The API's costly calls (a serve plan simulates; validate refits folds) whose results the
+#: rendering tests share: the same arguments give the same result object (every simulation is
+#: seeded), so a command run as text and as JSON, into a narrow and a wide pipe, through Rich's
+#: console and the plain one, computes its result once per session.
+SHARED_CALLS = ("serve", "serve_compare", "validate", "validate_training")
+_shared_results: dict[str, object] = {}
+
+
+def _shared(name, function):
+    def call(*args, **kwargs):
+        key = repr((name, args, sorted(kwargs.items())))
+        if key not in _shared_results:
+            _shared_results[key] = function(*args, **kwargs)
+        return _shared_results[key]
+
+    return call
+
+
+@pytest.fixture(scope="module")
+def shared_api_results():
+    """For a module that renders results (and not one that checks how they are computed): each
+    call of :data:`SHARED_CALLS` through ``llm_cost.api`` (the command line's way in) with arguments
+    seen before in the session returns the result computed then. The key is the arguments' repr:
+    names, numbers, layouts and paths of files no test rewrites. A call that raises is not kept."""
+    from llm_cost import api
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in SHARED_CALLS:
+            patch.setattr(api, name, _shared(name, getattr(api, name)))
+        yield

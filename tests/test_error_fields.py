@@ -5,6 +5,7 @@ one table (:data:`llm_cost.cli.flags.FLAGS`)."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -27,6 +28,13 @@ COMMAND = re.compile(r"`llm-cost [^`]*`")
 
 def _engine_modules() -> list[Path]:
     return [p for p in sorted(PACKAGE.rglob("*.py")) if p.relative_to(PACKAGE).parts[0] not in COMMAND_LINE]
+
+
+@functools.cache
+def _engine_trees() -> tuple[tuple[Path, ast.Module], ...]:
+    """Each engine module and its syntax tree, parsed once for the module's tests (the trees are
+    only read)."""
+    return tuple((path, ast.parse(path.read_text(encoding="utf-8"))) for path in _engine_modules())
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -61,21 +69,22 @@ def test_no_string_below_the_command_line_names_a_flag():
     """Every string literal of the engine and the API (docstrings aside) is free of ``--flag``s."""
     found = [
         f"{path.relative_to(PACKAGE)}:{line}: {text[:80]!r}"
-        for path in _engine_modules()
-        for line, text in _texts(ast.parse(path.read_text(encoding="utf-8")))
+        for path, tree in _engine_trees()
+        for line, text in _texts(tree)
         if FLAG.search(COMMAND.sub("", text))
     ]
     assert not found, "\n".join(found)
 
 
-def _listed_fields() -> set[str]:
+@functools.cache
+def _listed_fields() -> frozenset[str]:
     """Every name a literal ``fields=(...)`` below the command line lists, in the layers a command reaches."""
     names = set()
-    for path in _engine_modules():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for _, tree in _engine_trees():
+        for node in ast.walk(tree):
             if isinstance(node, ast.keyword) and node.arg == "fields" and isinstance(node.value, ast.Tuple):
                 names.update(e.value for e in node.value.elts if isinstance(e, ast.Constant))
-    return names
+    return frozenset(names)
 
 
 def _cli_flags() -> set[str]:

@@ -21,6 +21,9 @@ import llm_cost
 from llm_cost import api
 from llm_cost.report.base import to_json
 
+#: Each command's result is computed once and rendered every way (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("shared_api_results")
+
 HERE = Path(__file__).parent
 CLI = Path(llm_cost.__file__).parent / "cli"
 NEMOTRON = "tests/fixtures/hf/nvidia-nemotron-nano-9b-v2"

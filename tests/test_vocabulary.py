@@ -144,3 +144,59 @@ def test_an_unknown_layer_type_names_the_valid_ones(tmp_path):
         "Input should be 'full_attention', 'sliding_attention', 'chunked_attention', 'linear_attention', "
         "'mamba2', 'short_conv' or 'mlp_only'" in str(err.value)
     )
+
+
+# -- the engines: one definition (issue 37) ------------------------------------------------------------
+
+
+def _engine_name_definitions(tree: ast.AST) -> list[int]:
+    """Lines where a tuple, list, set or class body spells two or more engine names as string
+    literals: a second definition of :class:`~llm_cost.core.types.Engine`'s vocabulary."""
+    from llm_cost.core.types import Engine
+
+    names = {e.value for e in Engine}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            values = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+        elif isinstance(node, ast.ClassDef):
+            values = [
+                s.value.value for s in node.body if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant)
+            ]
+        else:
+            continue
+        if len(names.intersection(v for v in values if isinstance(v, str))) >= 2:
+            found.append(node.lineno)
+    return found
+
+
+def test_engine_names_are_defined_once():
+    """The engines are named in one place, core/types.py's Engine: no other module of the package
+    (the command line included) spells them as a tuple, a list or an enum of its own; the serving
+    engines (vLLM, SGLang, TensorRT-LLM: the schedulers simulated, the launch commands printed) are
+    Engine members and ServingEngine carries exactly their values."""
+    from llm_cost.core.types import SERVING_ENGINES, Engine, ServingEngine
+
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        lines = _engine_name_definitions(ast.parse(path.read_text(encoding="utf-8")))
+        if lines:
+            found[str(path.relative_to(PACKAGE))] = lines
+    assert list(found) == ["core/types.py"] and len(found["core/types.py"]) == 1, found
+    assert SERVING_ENGINES == (Engine.VLLM, Engine.SGLANG, Engine.TRTLLM)
+    assert [e.value for e in ServingEngine] == [e.value for e in SERVING_ENGINES]
+
+
+def test_the_engine_scan_finds_a_second_definition():
+    code = 'ENGINES = ("vllm", "sglang")\nclass Choice(str, Enum):\n    vllm = "vllm"\n    trtllm = "trtllm"\n'
+    assert sorted(_engine_name_definitions(ast.parse(code))) == [1, 2]
+
+
+def test_an_engine_config_holds_the_enum():
+    """EngineConfig.engine is an Engine member wherever the API builds one, and its JSON is the value."""
+    import llm_cost
+    from llm_cost.core.types import Engine
+
+    run = llm_cost.simulate_serving("llama3-8b", "h100", 256, 16, qps=2.0, requests=20, engine="sglang")
+    assert run.engine is Engine.SGLANG
+    assert run.to_dict()["engine"] == "sglang"

@@ -177,7 +177,7 @@ def check_run(run: SaturationRun, formats: Formats, seed: int = 0) -> RunCheck:
         for k, v in (("max_num_seqs", run.max_num_seqs), ("max_num_batched_tokens", run.max_num_batched_tokens))
         if v
     }
-    config = engine_defaults(gpu, run.engine.value, max_model_len=None, **caps)
+    config = engine_defaults(gpu, run.engine, max_model_len=None, **caps)
     pool = replica_kv_pool(spec, gpu, layout, config, DEPLOYMENT, formats.weight_bits, formats.kv_bits)
     result = simulate(
         spec, gpu, _workload(run), config, formats.time_model, layout,

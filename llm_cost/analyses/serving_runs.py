@@ -175,7 +175,7 @@ def workload_file_text(e: Experiment) -> str:
 def experiment_engine(e: Experiment) -> EngineConfig:
     """vLLM with the experiment's settings (chunked prefill and prefix caching on)."""
     return EngineConfig(
-        "vllm",
+        Engine.VLLM,
         e.entry["max_num_seqs"],
         e.entry["max_num_batched_tokens"],
         max_model_len=e.entry["max_model_len"],
@@ -268,7 +268,9 @@ def replica_kv_tokens(
 def kv_capacity_tokens(e: Experiment, block_tokens: int = 16) -> int:
     """Tokens the experiment's KV cache holds at its ``gpu_mem_util`` (:func:`replica_kv_tokens`)."""
     policy = MemoryPolicy(utilization=Fraction(str(e.entry["gpu_mem_util"])))
-    engine = EngineConfig("vllm", e.entry["max_num_seqs"], e.entry["max_num_batched_tokens"], block_tokens=block_tokens)
+    engine = EngineConfig(
+        Engine.VLLM, e.entry["max_num_seqs"], e.entry["max_num_batched_tokens"], block_tokens=block_tokens
+    )
     return replica_kv_tokens(e.spec, e.gpu, e.layout, engine, policy)
 
 

@@ -184,7 +184,7 @@ def _serve(
             chunked_prefill,
             profile,
             options,
-            checks.one_of(engine, "engine", traffic.ENGINES) == "trtllm",
+            traffic.serving_engine(engine) == "trtllm",
         )
     if concurrency is not None and has_arrivals:
         raise InputError(

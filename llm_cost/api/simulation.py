@@ -56,10 +56,10 @@ def simulate_serving(
     model of the GPU under ``engine`` (:func:`llm_cost.api.choices.time_model_of`).
     Deterministic for ``seed``; InputError naming the argument."""
     from llm_cost.analyses.serving_runs import replica_kv_pool
-    from llm_cost.api.traffic import check_budget, check_steps, shared_prefix
+    from llm_cost.api.traffic import check_budget, check_steps, serving_engine, shared_prefix
     from llm_cost.model.layout import ONE_GPU
     from llm_cost.simulate import simulate as run
-    from llm_cost.simulate.engine import ENGINES, vllm_defaults
+    from llm_cost.simulate.engine import vllm_defaults
     from llm_cost.simulate.workload import check_workload, parse_lengths, poisson
 
     rate = checks.number(qps, "qps", minimum=QPS_RANGE[0], maximum=QPS_RANGE[1], open_min=False)
@@ -80,7 +80,7 @@ def simulate_serving(
     checks.flag(prefix_caching, "prefix_caching")
     config = vllm_defaults(
         g,
-        engine=checks.one_of(engine, "engine", ENGINES),
+        engine=serving_engine(engine),
         prefix_caching=prefix_caching,
         max_model_len=spec.max_position_embeddings,  # vLLM's default: longer requests are refused
         **changes,

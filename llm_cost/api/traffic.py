@@ -20,6 +20,7 @@ from llm_cost.core.limits import (
     PERCENTILE_RANGE,
     QPS_RANGE,
 )
+from llm_cost.core.types import SERVING_ENGINES, Engine
 
 if TYPE_CHECKING:
     from llm_cost.simulate import EngineConfig, Target, Trace, Workload
@@ -30,12 +31,12 @@ __all__ = [
     "targets_of",
     "traffic_of",
     "engine_of",
+    "serving_engine",
     "is_file",
     "lengths_of",
     "INPUT_TOKENS",
     "OUTPUT_TOKENS",
     "REQUESTS",
-    "ENGINES",
 ]
 
 #: Prompt and output tokens per request when none are given.
@@ -43,8 +44,6 @@ INPUT_TOKENS = 2048
 OUTPUT_TOKENS = 256
 #: Requests one configuration's simulation runs when none are given.
 REQUESTS = 1000
-#: The engines whose schedulers are simulated (:data:`llm_cost.simulate.engine.ENGINES`).
-ENGINES = ("vllm", "sglang", "trtllm")
 #: The latency metrics a target can bound, in the order they are shown.
 METRICS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
 
@@ -250,6 +249,13 @@ def _path(value: Any, name: str) -> Path:
     return Path(value)
 
 
+def serving_engine(engine: Any) -> Engine:
+    """``engine`` (an :class:`~llm_cost.core.types.Engine` or its value) as the Engine member, if its
+    scheduler is simulated (:data:`~llm_cost.core.types.SERVING_ENGINES`); InputError naming
+    ``engine`` otherwise."""
+    return Engine(checks.one_of(engine, "engine", SERVING_ENGINES))
+
+
 def engine_of(
     spec: ModelSpec,
     gpu: HardwareSpec,
@@ -268,7 +274,7 @@ def engine_of(
     ``max(max_model_len, 2048)``."""
     from llm_cost.simulate.engine import engine_defaults
 
-    name = checks.one_of(engine, "engine", ENGINES)
+    name = serving_engine(engine)
     checks.flag(prefix_caching, "prefix_caching")
     checks.flag(chunked_prefill, "chunked_prefill")
     length = (
@@ -298,7 +304,7 @@ def check_budget(config: EngineConfig) -> None:
     below its sequence cap, which vLLM refuses: vllm/config/scheduler.py
     SchedulerConfig.verify_max_model_len, vllm-project/vllm @ 01230b40128e ("max_num_batched_tokens
     must be greater than or equal to max_num_seqs")."""
-    if config.engine == "vllm" and config.max_num_batched_tokens < config.max_num_seqs:
+    if config.engine == Engine.VLLM and config.max_num_batched_tokens < config.max_num_seqs:
         raise InputError(
             f"max_num_batched_tokens: {config.max_num_batched_tokens:,} is fewer than max_num_seqs "
             f"{config.max_num_seqs:,}, which vLLM refuses (each running sequence needs a token of the step); give "

@@ -43,7 +43,7 @@ from llm_cost.cli.step_options import (
 from llm_cost.core.choices import MemoryConvention, ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_REQUESTS
-from llm_cost.core.types import StorageDtype
+from llm_cost.core.types import ServingEngine, StorageDtype
 from llm_cost.core.units import parse_context
 
 
@@ -229,16 +229,8 @@ RouterOpt = Annotated[
 ]
 
 
-class EngineChoice(str, Enum):
-    """The engine whose scheduler is simulated."""
-
-    vllm = "vllm"
-    sglang = "sglang"
-    trtllm = "trtllm"
-
-
 EngineOpt = Annotated[
-    EngineChoice,
+    ServingEngine,
     typer.Option(
         "--engine",
         case_sensitive=False,
@@ -305,7 +297,7 @@ Chunk = Annotated[
 ]
 ServeGpu = Annotated[str, typer.Option("--gpu", "-g", help=GPU_HELP)]
 Emit = Annotated[
-    Optional[EngineChoice],
+    Optional[ServingEngine],
     typer.Option(
         "--emit",
         case_sensitive=False,
@@ -344,7 +336,7 @@ def serve(
     dp: Dp = None,
     redundant_experts: RedundantExperts = None,
     batch: Concurrency = None,
-    engine: EngineOpt = EngineChoice.vllm,
+    engine: EngineOpt = ServingEngine.VLLM,
     max_num_seqs: MaxNumSeqs = None,
     chunk: Chunk = None,
     max_model_len: MaxModelLen = None,

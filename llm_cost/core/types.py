@@ -33,6 +33,7 @@ __all__ = [
     "ShardRule",
     "Phase",
     "Engine",
+    "SERVING_ENGINES",
     "OpKind",
     "OpRole",
     "stored_weight_bits",
@@ -53,14 +54,6 @@ class TextEnum(str, Enum):
 
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
-
-
-class ServingEngine(TextEnum):
-    """The inference servers whose schedulers are simulated and whose launch commands are printed."""
-
-    VLLM = "vllm"
-    SGLANG = "sglang"
-    TRTLLM = "trtllm"
 
 
 class Dtype(TextEnum):
@@ -292,6 +285,22 @@ class Engine(TextEnum):
     PYTORCH_EAGER = "pytorch-eager"
     TORCH_COMPILE = "torch-compile"
     LLAMACPP = "llamacpp"
+
+
+class ServingEngine(TextEnum):
+    """The engines whose servers are simulated (their schedulers: ``serve --engine``) and launched
+    (their commands: ``serve --emit``): vLLM, SGLang and TensorRT-LLM, a subset of :class:`Engine`
+    with its values (the names are written once, there); :data:`SERVING_ENGINES` holds them as
+    :class:`Engine` members."""
+
+    VLLM = Engine.VLLM.value
+    SGLANG = Engine.SGLANG.value
+    TRTLLM = Engine.TRTLLM.value
+
+
+#: The serving engines as :class:`Engine` members, in :class:`ServingEngine`'s order: the engines
+#: :func:`llm_cost.simulate.engine.run_engine` schedules (``EngineConfig.engine``).
+SERVING_ENGINES: tuple[Engine, ...] = tuple(Engine(e.value) for e in ServingEngine)
 
 
 class OpKind(TextEnum):

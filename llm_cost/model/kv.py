@@ -205,25 +205,13 @@ def kv_bytes(
     return to_bytes(elements * batch, bits) + _indexer_bytes(spec, counts, context) * batch
 
 
-def kv_cache(
-    spec: ModelSpec,
-    contexts: list[int],
-    bits: int = 16,
-    kv_dtype: str = "bf16",
-    batch: int = 1,
-    layout: Layout | None = None,
-) -> KVResult:
-    """KV-cache sizes of ``spec`` at each context (tokens per sequence) for ``batch`` sequences;
-    with ``layout``, also the KV per token on one GPU of each pipeline stage (InputError for a
-    layout that cannot hold the model)."""
-    counts = _layer_counts(spec)
+def _kv_formula(spec: ModelSpec, counts: LayerCounts, bits: int) -> tuple[str, int, float, float | None]:
+    """The KV formula's text, the MHA elements per token per layer it is compared with, the KV read
+    intensity (FLOPs per byte of cache read in decode attention) and, for MLA, the absorbed form's
+    FLOPs over the plain form's (None otherwise): (formula, mha_elements, intensity, absorbed_ratio)."""
     att = spec.attention
     per = kv_elements_per_token_per_layer(spec)
-    window = att.sliding_window if isinstance(att, GQAAttention) else None
-    state, conv = linear_state_elements(spec)
-    L = spec.num_hidden_layers
     n_q = att.num_attention_heads
-
     absorbed_ratio = None
     if isinstance(att, MLAAttention):
         # per cached position and head: absorbed QK^T over the latent + RoPE key and AV over the
@@ -262,7 +250,15 @@ def kv_cache(
             flops = sum(counts.mixer(t) * 4 * n_q * spec.heads_of(t)[1] for t in _SOFTMAX)
             cached_all = sum(_owners(spec, counts, t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
             intensity = flops / (cached_all * bits / 8)
+    return formula, mha_elements, intensity, absorbed_ratio
 
+
+def _layer_kinds(spec: ModelSpec, counts: LayerCounts, bits: int, formula: str) -> list[KVLayerKind]:
+    """Each layer kind's cache: K/V per token of the softmax kinds (with their window or chunk
+    cap), fixed state per sequence of the Mamba-2, short-convolution and linear-attention kinds."""
+    att = spec.attention
+    window = att.sliding_window if isinstance(att, GQAAttention) else None
+    state, conv = linear_state_elements(spec)
     kinds = []
     chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
     for kind, n in counts.mixers.items():
@@ -319,7 +315,69 @@ def kv_cache(
             owners = _owners(spec, counts, kind)  # KV-shared layers (Gemma 4) cache nothing of their own
             if owners:
                 kinds.append(KVLayerKind(kind, owners, per_kind, per_bytes, cap, 0, 0, formula))
+    return kinds
 
+
+def _kv_conventions(spec: ModelSpec, counts: LayerCounts, contexts: list[int], bits: int, kv_dtype: str) -> list[Note]:
+    """The conventions a KV result prints: the dtype and context, then each state, indexer, chunk
+    and window the model has, then the model's own context note."""
+    att = spec.attention
+    window = att.sliding_window if isinstance(att, GQAAttention) else None
+    chunk = att.attention_chunk_size if isinstance(att, GQAAttention) else None
+    state, _ = linear_state_elements(spec)
+    conventions = [note("kv.dtype", dtype=str(kv_dtype), bits=bits), note("kv.context")]
+    if state:
+        conventions.append(note("kv.linear_state"))
+    if counts.mixer(LayerType.MAMBA2):
+        conventions.append(note("kv.mamba_state"))
+    if counts.mixer(LayerType.SHORT_CONV):
+        conventions.append(note("kv.short_conv_state"))
+    idx = sparse_indexer(spec)
+    if idx is not None and idx.kind == "minimax_m3":
+        conventions.append(note("kv.indexer_block", bytes=indexer_key_bytes(spec), layers=indexer_layers(spec, counts)))
+    elif idx is not None:
+        conventions.append(note("kv.indexer", bytes=indexer_key_bytes(spec)))
+    if chunk and counts.mixer(LayerType.CHUNKED_ATTENTION):
+        conventions.append(note("kv.chunk", chunk=chunk))
+    if window:
+        conventions.append(note("kv.window", window=window))
+    conventions += spec.context_note(contexts)
+    return conventions
+
+
+def _kv_per_gpu(
+    spec: ModelSpec, layout: Layout | None, contexts: list[int], bits: int
+) -> tuple[PerGPU | None, list[list[int | Fraction]] | None, int | Fraction | None]:
+    """With ``layout``: the per-GPU shards, each pipeline stage's KV bytes of one sequence at each
+    context (windows and state honoured) and the KV bytes per token over all GPUs; Nones without."""
+    if layout is None:
+        return None, None, None
+    from llm_cost.model.layout import per_gpu, stage_kv_bytes
+
+    shards = per_gpu(spec, layout, 16, bits)
+    by_context = [stage_kv_bytes(spec, layout, c, bits) for c in contexts]
+    sequence_bytes = [[row[i] for row in by_context] for i in range(layout.pp)]
+    return shards, sequence_bytes, sum(shards.kv_bytes_per_token) * layout.tp
+
+
+def kv_cache(
+    spec: ModelSpec,
+    contexts: list[int],
+    bits: int = 16,
+    kv_dtype: str = "bf16",
+    batch: int = 1,
+    layout: Layout | None = None,
+) -> KVResult:
+    """KV-cache sizes of ``spec`` at each context (tokens per sequence) for ``batch`` sequences;
+    with ``layout``, also the KV per token on one GPU of each pipeline stage (InputError for a
+    layout that cannot hold the model)."""
+    counts = _layer_counts(spec)
+    att = spec.attention
+    per = kv_elements_per_token_per_layer(spec)
+    L = spec.num_hidden_layers
+    n_q = att.num_attention_heads
+    formula, mha_elements, intensity, absorbed_ratio = _kv_formula(spec, counts, bits)
+    kinds = _layer_kinds(spec, counts, bits, formula)
     caching = sum(_owners(spec, counts, t) for t in _SOFTMAX)  # layers with a cache of their own
     cached_per_token = sum(_owners(spec, counts, t) * kv_elements_per_token(spec, t) for t in _SOFTMAX)
     # every layer a full-attention one: softmax layers with their own K/V heads, the others with a full layer's
@@ -346,31 +404,8 @@ def kv_cache(
         every = to_bytes(every_layer * s * batch, bits) if hybrid else None
         rows.append(KVAtContext(s, kv, st, cv, total, mha, every))
 
-    conventions = [note("kv.dtype", dtype=str(kv_dtype), bits=bits), note("kv.context")]
-    if state:
-        conventions.append(note("kv.linear_state"))
-    if counts.mixer(LayerType.MAMBA2):
-        conventions.append(note("kv.mamba_state"))
-    if counts.mixer(LayerType.SHORT_CONV):
-        conventions.append(note("kv.short_conv_state"))
-    idx = sparse_indexer(spec)
-    if idx is not None and idx.kind == "minimax_m3":
-        conventions.append(note("kv.indexer_block", bytes=indexer_key_bytes(spec), layers=indexer_layers(spec, counts)))
-    elif idx is not None:
-        conventions.append(note("kv.indexer", bytes=indexer_key_bytes(spec)))
-    if chunk and counts.mixer(LayerType.CHUNKED_ATTENTION):
-        conventions.append(note("kv.chunk", chunk=chunk))
-    if window:
-        conventions.append(note("kv.window", window=window))
-    conventions += spec.context_note(contexts)
-    shards = sequence_bytes = all_gpus = None
-    if layout is not None:
-        from llm_cost.model.layout import per_gpu, stage_kv_bytes
-
-        shards = per_gpu(spec, layout, 16, bits)
-        by_context = [stage_kv_bytes(spec, layout, c, bits) for c in contexts]  # windows and state honoured
-        sequence_bytes = [[row[i] for row in by_context] for i in range(layout.pp)]
-        all_gpus = sum(shards.kv_bytes_per_token) * layout.tp
+    conventions = _kv_conventions(spec, counts, contexts, bits, kv_dtype)
+    shards, sequence_bytes, all_gpus = _kv_per_gpu(spec, layout, contexts, bits)
     return KVResult(
         model=spec.name,
         kv_dtype=kv_dtype,

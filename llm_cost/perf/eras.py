@@ -25,14 +25,14 @@ __all__ = ["EngineBlock", "engine_of_block", "block_of", "current_block", "CURRE
 
 class EngineBlock(TextEnum):
     """The engine builds whose parameters are fitted: every :class:`~llm_cost.core.types.Engine`
-    (its current CUDA release), its ROCm builds, and earlier releases fitted apart."""
+    (its current CUDA release, named as the engine), its ROCm builds, and earlier releases fitted apart."""
 
-    VLLM = "vllm"
-    SGLANG = "sglang"
-    TRTLLM = "trtllm"
-    PYTORCH_EAGER = "pytorch-eager"
-    TORCH_COMPILE = "torch-compile"
-    LLAMACPP = "llamacpp"
+    VLLM = Engine.VLLM.value
+    SGLANG = Engine.SGLANG.value
+    TRTLLM = Engine.TRTLLM.value
+    PYTORCH_EAGER = Engine.PYTORCH_EAGER.value
+    TORCH_COMPILE = Engine.TORCH_COMPILE.value
+    LLAMACPP = Engine.LLAMACPP.value
     VLLM_V0 = "vllm-v0"  # vLLM before 0.8: the V0 engine
     VLLM_ROCM = "vllm-rocm"
     SGLANG_ROCM = "sglang-rocm"

@@ -33,7 +33,7 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import ONE_GPU, Layout
 from llm_cost.perf.timemodel import TimeModel
-from llm_cost.simulate.engine import ENGINES, EngineConfig, Run, run_engine, run_replicas, vllm_defaults
+from llm_cost.simulate.engine import EngineConfig, Run, run_engine, run_replicas, vllm_defaults
 from llm_cost.simulate.results import (
     Distribution,
     RequestTimes,
@@ -76,7 +76,6 @@ __all__ = [
     "exchangeable",
     "summaries",
     "EngineConfig",
-    "ENGINES",
     "vllm_defaults",
     "SimResult",
     "Summary",

@@ -76,6 +76,7 @@ from collections.abc import Callable, Hashable, Sequence
 from llm_cost.core.choices import Router
 from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
+from llm_cost.core.types import SERVING_ENGINES, Engine
 from llm_cost.simulate.kvcache import BlockPool, Seq
 from llm_cost.simulate.results import RequestTimes
 from llm_cost.simulate.steptime import StepTimer, same_context_bucket
@@ -84,7 +85,6 @@ from llm_cost.specs.schema import HardwareSpec
 
 __all__ = [
     "EngineConfig",
-    "ENGINES",
     "vllm_defaults",
     "engine_defaults",
     "Run",
@@ -93,8 +93,6 @@ __all__ = [
     "router_of",
 ]
 
-#: The schedulers :func:`run_engine` follows.
-ENGINES = ("vllm", "sglang", "trtllm")
 #: SGLang's admission estimate (module docstring): its initial and least ``new_token_ratio``, the
 #: steps over which it falls from one to the other, and the clip of a request's remaining output.
 SGLANG_RATIO, SGLANG_MIN_RATIO, SGLANG_DECAY_STEPS, SGLANG_CLIP_TOKENS = 0.7, 0.7 * 0.14, 600, 4096
@@ -102,13 +100,14 @@ SGLANG_RATIO, SGLANG_MIN_RATIO, SGLANG_DECAY_STEPS, SGLANG_CLIP_TOKENS = 0.7, 0.
 
 @record
 class EngineConfig:
-    """An engine's scheduling settings (``engine``: one of :data:`ENGINES`, whose admission rules
+    """An engine's scheduling settings (``engine``: one of
+    :data:`~llm_cost.core.types.SERVING_ENGINES`, whose admission rules
     the module docstring gives), named as vLLM names them (``--max-num-seqs``,
     ``--max-num-batched-tokens``, ``--block-size``, ``--enable-prefix-caching``,
     ``--enable-chunked-prefill``, ``--max-model-len``, ``--long-prefill-token-threshold``,
     ``--async-scheduling``). ``max_model_len`` None: no limit."""
 
-    engine: str = "vllm"
+    engine: Engine = Engine.VLLM
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
     block_tokens: int = 16
@@ -124,7 +123,7 @@ def vllm_defaults(gpu: HardwareSpec, **changes: object) -> EngineConfig:
     ``vllm/engine/arg_utils.py``): 8,192 batched tokens and 1,024 sequences on a GPU of at least
     70 GiB that is not an A100, else 2,048 and 256; prefix caching and chunked prefill on (V1)."""
     big = gpu.capacity_bytes >= 70 * 2**30 and "a100" not in gpu.name.lower()
-    base = EngineConfig("vllm", 1024 if big else 256, 8192 if big else 2048)
+    base = EngineConfig(Engine.VLLM, 1024 if big else 256, 8192 if big else 2048)
     return EngineConfig(**{**base.__dict__, **changes})
 
 
@@ -134,22 +133,23 @@ def vllm_defaults(gpu: HardwareSpec, **changes: object) -> EngineConfig:
 TRTLLM_MAX_BATCH_SIZE, TRTLLM_MAX_NUM_TOKENS = 2048, 8192
 
 
-def engine_defaults(gpu: HardwareSpec, engine: str = "vllm", **changes: object) -> EngineConfig:
+def engine_defaults(gpu: HardwareSpec, engine: Engine = Engine.VLLM, **changes: object) -> EngineConfig:
     """The server defaults of ``engine`` on ``gpu``: vLLM's (:func:`vllm_defaults`); TensorRT-LLM's
     ``max_batch_size`` and ``max_num_tokens`` (:data:`TRTLLM_MAX_BATCH_SIZE`,
     :data:`TRTLLM_MAX_NUM_TOKENS`); SGLang sizes ``max_running_requests`` from its KV pool at start,
     so it runs with vLLM's caps for the GPU here (the pool bounds it again in admission). The caps
     bound the concurrency a plan searches."""
-    if engine == "trtllm":
-        base = EngineConfig("trtllm", TRTLLM_MAX_BATCH_SIZE, TRTLLM_MAX_NUM_TOKENS)
+    if engine == Engine.TRTLLM:
+        base = EngineConfig(Engine.TRTLLM, TRTLLM_MAX_BATCH_SIZE, TRTLLM_MAX_NUM_TOKENS)
         return EngineConfig(**{**base.__dict__, **changes})
     return vllm_defaults(gpu, **{"engine": engine, **changes})
 
 
 def check_config(config: EngineConfig) -> None:
     """InputError for settings no engine accepts."""
-    if config.engine not in ENGINES:
-        raise InputError(f"engine: {config.engine!r} is not one of {', '.join(ENGINES)}", fields=("engine",))
+    if config.engine not in SERVING_ENGINES:
+        shown = ", ".join(map(str, SERVING_ENGINES))
+        raise InputError(f"engine: {str(config.engine)!r} is not one of {shown}", fields=("engine",))
     for name in ("max_num_seqs", "max_num_batched_tokens", "block_tokens"):
         if getattr(config, name) < 1:
             raise InputError(f"{name}: {getattr(config, name)} must be at least 1", fields=(name,))
@@ -274,8 +274,8 @@ class _Engine:
         self.kv_max = 0
         self.preemptions = 0
         self.steps = 0
-        self.reserve = config.engine == "trtllm"
-        self.estimate = config.engine == "sglang"
+        self.reserve = config.engine == Engine.TRTLLM
+        self.estimate = config.engine == Engine.SGLANG
         self.ratio_since = 0  # the step SGLang's new_token_ratio last started from its initial value
         self.closed = False
         self.finished_users: list[tuple[float, int]] = []  # closed loop: (time, user) of each completion

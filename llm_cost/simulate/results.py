@@ -46,6 +46,7 @@ from typing import Any
 from llm_cost.core.choices import Statistic
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result, plain
+from llm_cost.core.types import Engine
 from llm_cost.core.units import fmt_seconds
 
 __all__ = [
@@ -289,7 +290,7 @@ class SimResult(Result):
 
     model: str
     gpu: str
-    engine: str
+    engine: Engine
     time_model: str
     kv_blocks: int
     block_tokens: int

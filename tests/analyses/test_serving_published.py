@@ -67,6 +67,7 @@ def _errors(rows: list[dict]) -> dict[str, float]:
     return {r["id"]: _max_throughput(r) / r["tokens_per_s"] - 1 for r in rows}
 
 
+@pytest.mark.replay  # 40 and 22 planner searches, about 3 s each
 def test_tensorrt_llm_v1_max_throughput_within_20_percent():
     """Under the one rule's TensorRT-LLM profile of the Hopper family (no row of these tables is
     fitted on): median within 7%, the worst within 20%."""
@@ -77,6 +78,7 @@ def test_tensorrt_llm_v1_max_throughput_within_20_percent():
     assert statistics.median(abs(e) for e in errors.values()) < 0.07, errors
 
 
+@pytest.mark.replay  # 40 and 22 planner searches, about 3 s each
 def test_tensorrt_llm_v013_fp8_on_h100_within_40_percent():
     rows = [
         r

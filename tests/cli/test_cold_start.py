@@ -65,10 +65,35 @@ def _commands():
         yield info.callback.__name__, get_command(single)
 
 
+def _typers_own_coercion():
+    """Typer's own coercion and choice annotation: private (``typer._coercion``,
+    ``typer._param_types``), present in every Typer the pin in pyproject.toml allows (0.24-0.29).
+    A Typer without them, or with them changed, fails here rather than skipping: the fast path of
+    :mod:`llm_cost.cli.coercion` would silently stop applying, and the pin must be revisited."""
+    try:
+        from typer._coercion import build_runtime_param
+        from typer._param_types import choice_coercion_annotation
+    except ImportError as exc:
+        pytest.fail(f"typer {typer.__version__} lacks what llm_cost.cli.coercion mirrors: {exc}")
+    return build_runtime_param, choice_coercion_annotation
+
+
+def test_the_installed_typer_is_the_pinned_one():
+    """The Typer installed satisfies the project's pin (the versions llm_cost.cli.coercion was
+    checked on), and the fast coercion is active with it."""
+    from importlib.metadata import requires
+    from importlib.metadata import version as installed
+
+    from packaging.requirements import Requirement
+
+    (pin,) = [Requirement(r) for r in requires("llm-cost") or () if Requirement(r).name == "typer"]
+    assert installed("typer") in pin.specifier, (installed("typer"), str(pin))
+    assert coercion.RuntimeParam is not None
+
+
 @pytest.mark.parametrize("name,command", list(_commands()))
 def test_every_parameter_coerces_as_typer_does(name, command):
-    build_runtime_param = pytest.importorskip("typer._coercion").build_runtime_param  # Typer with Pydantic
-    choice_coercion_annotation = pytest.importorskip("typer._param_types").choice_coercion_annotation
+    build_runtime_param, choice_coercion_annotation = _typers_own_coercion()
     coercion.install(command, HELP_OPTIONS)
     ctx = command.context_class(command, info_name=name)
     for param in [*command.params, command.get_help_option(ctx)]:

@@ -9,6 +9,9 @@ from test_text_in_json import COMMANDS  # same folder: pytest puts it on sys.pat
 
 from llm_cost.report import base
 
+#: Each command's result is computed once and rendered every way (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("shared_api_results")
+
 MORE = [
     ["params", "llama3-8b"],
     ["params", "deepseek-v3", "--tp", "8"],

@@ -12,6 +12,9 @@ import re
 
 import pytest
 
+#: Each command's result is computed once and rendered every way (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("shared_api_results")
+
 COMMANDS = [
     ["params", "llama3-8b"],
     ["params", "deepseek-v3"],
