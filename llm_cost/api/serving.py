@@ -13,6 +13,7 @@ from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import MemoryConvention, Router, ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_CHUNK_TOKENS, MAX_COMPARED, MAX_CONCURRENCY, MAX_MODEL_LEN, MAX_SEED
+from llm_cost.core.types import ServingEngine
 
 if TYPE_CHECKING:
     from llm_cost.analyses.serving import ServePlan
@@ -152,7 +153,7 @@ def _serve(
     one = choices.layout_of(layout)
     from llm_cost.analyses.serving.moe_layouts import check_serving_layout
 
-    check_serving_layout(spec, one, checks.one_of(engine, "engine", traffic.ENGINES))
+    check_serving_layout(spec, one, ServingEngine(traffic.serving_engine(engine).value))
     options = dict(
         engine=engine,  # the scheduler simulated, and the engine whose time profile is chosen
         dtype=dtype,
@@ -596,7 +597,7 @@ def _simulated(
             gpus=budget,
             modes=(ServingMode.AGGREGATED,),
             reserve_full=config.engine == "trtllm",
-            attention_dp=config.engine in ATTENTION_DP_ENGINES,
+            attention_dp=ServingEngine(config.engine.value) in ATTENTION_DP_ENGINES,
             **search,
             **common,
         )
