@@ -354,3 +354,27 @@ def test_with_a_rate_the_plan_is_the_fewest_gpus_meeting_the_targets():
     fewer = [r for r in p.simulated if r.layout == p.chosen.layout and r.replicas == p.chosen.replicas - 1]
     assert p.chosen.replicas == 1 or (fewer and fewer[0].violates_upper)
     assert len({(r.layout, r.replicas) for r in p.simulated}) == len(p.simulated)
+
+
+@pytest.mark.parametrize("router", ["round-robin", "least-loaded"])
+def test_one_replicas_occupancy_is_littles_law_however_the_replicas_are_simulated(router):
+    """'engine (one replica) N sequences running' is one replica's occupancy whether one replica
+    stands for all (round-robin on Poisson arrivals: every R-th arrival) or all run side by side
+    (least-loaded): Little's law, L = lambda W, with lambda the replica's share of the served rate
+    and W the mean E2E (it was divided by the replicas a second time when one stood for all)."""
+    plan = llm_cost.serve("llama3-8b", "h100", 512, 64, qps=100.0, ttft_s="p99:1s", tpot_s="p90:30ms", router=router)
+    chosen = plan.chosen
+    assert chosen.replicas > 1
+    little = chosen.throughput_rps / chosen.replicas * chosen.e2e_s
+    assert chosen.running_mean == pytest.approx(little, rel=0.1)
+
+
+def test_a_rate_without_targets_plans_the_fewest_gpus_that_keep_the_implicit_ttft_bound():
+    """At a rate with no TTFT target the plan holds the P99 TTFT within 10 s (SANE_TTFT_S, stated
+    in its notes). Candidates are ranked on that bound too: the fewest-GPU candidate that misses it
+    (1 x TP1 at 20 requests/s of 2K-token prompts queues without end: P99 TTFT over a minute) no
+    longer shadows a larger one that holds it, which made the plan refuse naming a run that met it."""
+    plan = llm_cost.serve("llama3-8b", "h100", 2048, 256, qps=20.0)
+    assert plan.chosen.gpus >= 2
+    p99 = plan.percentiles["ttft_s"].p99
+    assert p99 is not None and p99 <= 10.0

@@ -594,7 +594,7 @@ def _run_notes(
             label=time_model.label,
             engine=engine.engine,
             replicas=replicas,
-            simulated=result.replicas,
+            simulated=result.simulated_replicas,
             router=result.router,
             requests=result.summary.requests,
         ),
@@ -628,8 +628,9 @@ def _serve_run(
     steady = result.steady
     served_rps = (steady.throughput_rps if steady else s.throughput_rps) * scale
     out_per_s = (steady.output_tokens_per_s if steady else s.output_tokens_per_s) * scale
-    running = steady.running_mean / result.replicas if steady else result.running_mean
-    waiting = steady.waiting_mean / result.replicas if steady else result.waiting_mean
+    # the steady window sums the replicas simulated side by side; one standing for all is its own
+    running = steady.running_mean / result.simulated_replicas if steady else result.running_mean
+    waiting = steady.waiting_mean / result.simulated_replicas if steady else result.waiting_mean
     usd_m = usd_req = None
     if usd_per_gpu_hour is not None and out_per_s > 0:
         usd_per_s = usd_per_gpu_hour * gpus / 3600
@@ -1148,14 +1149,14 @@ def _engine_for(c: Candidate, base: EngineConfig, saturated: bool, cap: int | No
 
 
 def _rank_key(run: ServeRun, qps: float | None) -> tuple:
-    """How candidates rank, best first: those holding the targets (:func:`_holds`); at a rate, the
-    fewest GPUs, then the screen's headroom to the targets (:func:`_screen_distance`: between
+    """How candidates rank, best first: those holding the targets (:func:`_holds`; at a rate
+    without a TTFT target, also the P99 TTFT bound :func:`_good` keeps); at a rate, the fewest GPUs, then the screen's headroom to the targets (:func:`_screen_distance`: between
     configurations of as many GPUs that both hold the targets on the pessimistic side, the
     simulated goodput and headroom differ by sampling noise, so a seed would flip the choice; the
     screen's figures come from the traffic's mean lengths, the same at every seed), then goodput;
     saturated, the most output tokens/s per GPU, then the fewest GPUs."""
     if qps is not None:
-        return (not _holds(run), run.gpus, _screen_distance(run), -run.goodput_rps)
+        return (not _good(run, _implicit_ttft(run.targets)), run.gpus, _screen_distance(run), -run.goodput_rps)
     return (not _holds(run), -run.output_tokens_per_s_per_gpu, run.gpus)
 
 

@@ -338,9 +338,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             f"{p['replicas']} replicas simulated side by side, each request sent at its arrival to the replica "
             f"{p['router']} routing picks (llm_cost/simulate/engine.py, router_of)"
             if p.get("simulated", 1) > 1
-            else f"{p['replicas']} replicas, one simulated: a closed loop's users are split evenly over the replicas, "
-            "each kept to its replica (under least-loaded routing every replica keeps its share in flight, as the one "
-            "simulated does)"
+            else f"{p['replicas']} replicas, one simulated standing for all: an open loop's every {p['replicas']}th "
+            "arrival (Poisson arrivals and independently drawn lengths make any replica's share alike), or a closed "
+            "loop's users split evenly, each kept to its replica (under least-loaded routing every replica keeps its "
+            "share in flight, as the one simulated does)"
             if p["replicas"] > 1
             else "one replica"
         )
