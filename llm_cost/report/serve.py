@@ -79,23 +79,30 @@ def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None
         ),
         (
             "TTFT (prediction)",
-            f"[bold]{fmt_seconds(c.ttft_s)}[/bold]{_range(r.ttft_low_s, r.ttft_high_s, fmt_seconds)} "
+            f"[bold]{fmt_seconds(c.ttft_s)}[/bold]{_range(c.ttft_s, r.ttft_low_s, r.ttft_high_s, fmt_seconds)} "
             f"(waiting {fmt_seconds(c.queue_s)}"
             + (f", KV transfer {fmt_seconds(c.kv_transfer_s)}" if c.kv_transfer_s else "")
             + ")",
         ),
         (
             "TPOT (prediction)",
-            f"[bold]{fmt_seconds(c.tpot_s)}[/bold]{_range(r.tpot_low_s, r.tpot_high_s, fmt_seconds)} mean; "
+            f"[bold]{fmt_seconds(c.tpot_s)}[/bold]{_range(c.tpot_s, r.tpot_low_s, r.tpot_high_s, fmt_seconds)} mean; "
             f"slowest step {fmt_seconds(c.tpot_max_s)}",
         ),
         ("tokens/s per user", f"{c.tokens_per_s_per_user:,.1f}"),
         (
             "output tokens/s",
             f"{c.output_tokens_per_s:,.0f} in all"
-            + _range(r.output_tokens_per_s_low, r.output_tokens_per_s_high, lambda x: f"{x:,.0f}")
+            + _range(
+                c.output_tokens_per_s, r.output_tokens_per_s_low, r.output_tokens_per_s_high, lambda x: f"{x:,.0f}"
+            )
             + f", [bold]{c.output_tokens_per_s_per_gpu:,.1f} per GPU[/bold]"
-            + _range(r.output_tokens_per_s_per_gpu_low, r.output_tokens_per_s_per_gpu_high, lambda x: f"{x:,.1f}")
+            + _range(
+                c.output_tokens_per_s_per_gpu,
+                r.output_tokens_per_s_per_gpu_low,
+                r.output_tokens_per_s_per_gpu_high,
+                lambda x: f"{x:,.1f}",
+            )
             + f"; {c.requests_per_s:,.3g} requests/s",
         ),
         (
@@ -108,7 +115,12 @@ def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None
             (
                 "cost",
                 f"[bold]{_usd(c.usd_per_million_output_tokens)}[/bold] per million output tokens"
-                + _range(r.usd_per_million_output_tokens_low, r.usd_per_million_output_tokens_high, _usd)
+                + _range(
+                    c.usd_per_million_output_tokens,
+                    r.usd_per_million_output_tokens_low,
+                    r.usd_per_million_output_tokens_high,
+                    _usd,
+                )
                 + f", {_usd(c.usd_per_million_input_tokens)} per million input tokens, "
                 f"{_usd(c.usd_per_request, 5)} per request",
             )
@@ -311,11 +323,15 @@ def _latency_table(con, runs: list, title: str) -> None:
     )
 
 
-def _range(low: float | None, high: float | None, fmt: Any) -> str:
-    """`` (band LOW to HIGH)`` of a figure's error band, or nothing without one."""
+def _range(value: float | None, low: float | None, high: float | None, fmt: Any) -> str:
+    """`` (band LOW to HIGH)`` of a figure's error band, or nothing without one: from the least to
+    the greatest of the nominal ``value`` and the band's two ends (a discrete-event schedule is
+    monotone in step time only nearly, so an end's figure can lie past the nominal one, or past
+    the other end's; the JSON keeps each end's own figure)."""
     if low is None or high is None:
         return ""
-    return f" (band {fmt(low)} to {fmt(high)})"
+    ends = [x for x in (value, low, high) if x is not None]
+    return f" (band {fmt(min(ends))} to {fmt(max(ends))})"
 
 
 def _verdict(r: Any) -> str:
@@ -388,16 +404,23 @@ def _run_facts(r: Any) -> list[tuple[str, str]]:
         (
             "goodput",
             f"[bold]{r.goodput_rps:,.3g} requests/s[/bold] meet every target"
-            + _range(r.goodput_rps_low, r.goodput_rps_high, lambda x: f"{x:,.3g}")
+            + _range(r.goodput_rps, r.goodput_rps_low, r.goodput_rps_high, lambda x: f"{x:,.3g}")
             + f", of {r.throughput_rps:,.3g} served"
             + (f"; {r.rejected:,} refused (longer than max_model_len)" if r.rejected else ""),
         ),
         (
             "output tokens/s",
             f"{r.output_tokens_per_s:,.0f} in all"
-            + _range(r.output_tokens_per_s_low, r.output_tokens_per_s_high, lambda x: f"{x:,.0f}")
+            + _range(
+                r.output_tokens_per_s, r.output_tokens_per_s_low, r.output_tokens_per_s_high, lambda x: f"{x:,.0f}"
+            )
             + f", [bold]{r.output_tokens_per_s_per_gpu:,.1f} per GPU[/bold]"
-            + _range(r.output_tokens_per_s_per_gpu_low, r.output_tokens_per_s_per_gpu_high, lambda x: f"{x:,.1f}"),
+            + _range(
+                r.output_tokens_per_s_per_gpu,
+                r.output_tokens_per_s_per_gpu_low,
+                r.output_tokens_per_s_per_gpu_high,
+                lambda x: f"{x:,.1f}",
+            ),
         ),
         (
             "engine (one replica)",
@@ -411,7 +434,12 @@ def _run_facts(r: Any) -> list[tuple[str, str]]:
             (
                 "cost",
                 f"[bold]{_usd(r.usd_per_million_output_tokens)}[/bold] per million output tokens"
-                + _range(r.usd_per_million_output_tokens_low, r.usd_per_million_output_tokens_high, _usd)
+                + _range(
+                    r.usd_per_million_output_tokens,
+                    r.usd_per_million_output_tokens_low,
+                    r.usd_per_million_output_tokens_high,
+                    _usd,
+                )
                 + f", {_usd(r.usd_per_request, 5)} per request",
             )
         )
