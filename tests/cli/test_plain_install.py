@@ -1,0 +1,48 @@
+"""A plain ``pip install .`` (core dependencies only: no huggingface_hub, numpy or scipy), simulated
+in-process by ``sys.modules[name] = None`` (an import of it then raises ImportError), and the
+messages a new user reads there: each must be true for the command that prints it."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import llm_cost
+
+#: Checkpoint totals from independent sources, as catalog/CATALOG.yaml records them: Llama-3.1-70B-Instruct,
+#: the Hub's safetensors total (llmfit's hf_models.json @ a3e0eb27c57f); Qwen3-30B-A3B and gpt-oss-20b
+#: (its logical total, without the MXFP4 scales), the paramCount of Fireworks AI's "Models" page.
+CATALOGUED = [
+    ("meta-llama/Llama-3.1-70B-Instruct", 70_553_706_496),
+    ("Qwen/Qwen3-30B-A3B", 30_532_122_624),
+    ("openai/gpt-oss-20b", 20_914_757_184),
+]
+
+
+@pytest.fixture
+def online_without_hub(monkeypatch):
+    """No huggingface_hub, and HF_HUB_OFFLINE unset (conftest sets it; a new user has not): the
+    path that reads a Hub id's checkpoint headers when online is taken, and must not need the Hub."""
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+
+
+@pytest.mark.parametrize("model_id,total", CATALOGUED)
+def test_params_of_a_catalogued_hub_id_needs_no_huggingface_hub(cli, online_without_hub, model_id, total):
+    r = cli("params", model_id, "--json")
+    assert r.code == 0, r.err
+    assert r.json()["total_params"] == total
+
+
+def test_params_from_python_of_a_catalogued_hub_id_needs_no_huggingface_hub(online_without_hub):
+    assert llm_cost.params("Qwen/Qwen3-30B-A3B").total_params == 30_532_122_624
+
+
+def test_a_hub_id_outside_the_catalog_says_which_extra_to_install(cli, online_without_hub):
+    r = cli("params", "NousResearch/Meta-Llama-3.1-8B")
+    assert r.code == 2
+    assert r.err.strip() == (
+        "error: NousResearch/Meta-Llama-3.1-8B: looks like a Hugging Face model id; resolving it needs "
+        "huggingface_hub: pip install 'llm-cost[hub]' (or give the path of its config.json)"
+    )
