@@ -5,10 +5,13 @@ messages a new user reads there: each must be true for the command that prints i
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
 import llm_cost
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 #: Checkpoint totals from independent sources, as catalog/CATALOG.yaml records them: Llama-3.1-70B-Instruct,
 #: the Hub's safetensors total (llmfit's hf_models.json @ a3e0eb27c57f); Qwen3-30B-A3B and gpt-oss-20b
@@ -46,3 +49,18 @@ def test_a_hub_id_outside_the_catalog_says_which_extra_to_install(cli, online_wi
         "error: NousResearch/Meta-Llama-3.1-8B: looks like a Hugging Face model id; resolving it needs "
         "huggingface_hub: pip install 'llm-cost[hub]' (or give the path of its config.json)"
     )
+
+
+def test_validate_without_numpy_names_numpy_alone(cli, monkeypatch):
+    """validate predicts from the stored folds (README: "no refit, numpy only"): without numpy it
+    asks for numpy, not for scipy or the fit extra."""
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    r = cli("validate")
+    assert r.code == 2
+    assert "pip install numpy" in r.err and "scipy" not in r.err.replace("no scipy", "")
+    assert "pip install numpy" in README.read_text(encoding="utf-8").split("$ llm-cost validate\n")[0][-600:]
+
+
+def test_validate_with_numpy_alone_needs_no_scipy(cli, monkeypatch):
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    assert cli("validate", "--json").code == 0
