@@ -64,3 +64,14 @@ def test_validate_without_numpy_names_numpy_alone(cli, monkeypatch):
 def test_validate_with_numpy_alone_needs_no_scipy(cli, monkeypatch):
     monkeypatch.setitem(sys.modules, "scipy", None)
     assert cli("validate", "--json").code == 0
+
+
+def test_the_context_note_names_commands_that_take_a_layout(cli):
+    """context has no --tp/--pp, so its does-not-fit note must not tell the user to give them to it.
+    Llama 3.1 70B at bf16 is 141 GB of weights, more than one H100's 80 GB (h100.yaml)."""
+    text = cli("context", "llama3.1-70b", "--gpu", "h100", "--context", "8K,128K").out
+    note = " ".join(text.split()).split("note: weights + KV need")[1]
+    assert "give --tp/--pp" not in note
+    assert "`llm-cost roofline` and `llm-cost spec` take --tp/--pp" in note
+    for command in ("roofline", "spec"):
+        assert "--tp" in cli(command, "--help").out
