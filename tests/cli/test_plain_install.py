@@ -4,6 +4,7 @@ messages a new user reads there: each must be true for the command that prints i
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -75,3 +76,13 @@ def test_the_context_note_names_commands_that_take_a_layout(cli):
     assert "`llm-cost roofline` and `llm-cost spec` take --tp/--pp" in note
     for command in ("roofline", "spec"):
         assert "--tp" in cli(command, "--help").out
+
+
+def test_the_readme_quotes_the_output_tokens_error_as_python_raises_it():
+    quoted = re.search(
+        r"naming the argument \(`(output_tokens: 1 [^`]*?)\s*\.\.\.`", README.read_text(encoding="utf-8")
+    )
+    assert quoted is not None
+    with pytest.raises(llm_cost.LlmCostError) as error:
+        llm_cost.serve("llama3-8b", gpu="h100", output_tokens=1)
+    assert str(error.value).startswith(" ".join(quoted.group(1).split()))
