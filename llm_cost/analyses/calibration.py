@@ -104,6 +104,8 @@ __all__ = [
 ]
 
 FIT_INSTALL_HINT = "fitting needs numpy and scipy: pip install 'llm-cost[fit]'"
+#: ``validate`` predicts from the stored folds and refits nothing: numpy alone.
+VALIDATE_INSTALL_HINT = "validate needs numpy (it predicts from the stored fits: no refit, no scipy): pip install numpy"
 #: Every family and engine block (an engine's current release, or an earlier one fitted apart:
 #: :mod:`llm_cost.perf.eras`), in the order of the parameter matrices' rows.
 FAMILIES: tuple[KernelFamily, ...] = tuple(KernelFamily)
@@ -117,11 +119,12 @@ BAND_MIN_ROWS = 10
 BAND_MIN_SOURCES = 3
 
 
-def _np() -> Any:
+def _np(hint: str = FIT_INSTALL_HINT) -> Any:
+    """numpy, or InputError with ``hint`` (how to install what the asking command needs)."""
     try:
         import numpy as np
     except ImportError:
-        raise InputError(FIT_INSTALL_HINT) from None
+        raise InputError(hint) from None
     return np
 
 
@@ -791,7 +794,7 @@ def validation(profile_name: str | None = None, own: Any = None) -> Validation:
     predicts the shipped rows of its family and engine itself, out of sample, in ``results``."""
     from llm_cost.perf.profile import fit_data
 
-    np = _np()
+    np = _np(VALIDATE_INSTALL_HINT)
     data = fit_data()
     rows = shipped_rows()
     steps = [step_of(m) for m in rows]

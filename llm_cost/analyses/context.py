@@ -173,7 +173,7 @@ def context_analysis(
     ] + spec.context_note(contexts)
     if gpu is not None:
         conventions += memory_note(
-            spec, gpu, ONE_GPU, Fraction(Dtype(spec.torch_dtype).bits), kv_bits, 1, max(contexts)
+            spec, gpu, ONE_GPU, Fraction(Dtype(spec.torch_dtype).bits), kv_bits, 1, max(contexts), takes_layout=False
         )
     return ContextResult(
         spec.name,

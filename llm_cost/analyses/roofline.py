@@ -101,20 +101,28 @@ def memory_note(
     kv_bits: int,
     sequences: int,
     context: int,
+    takes_layout: bool = True,
 ) -> list[Note]:
     """A warning when the fullest GPU's weights and KV exceed its physical memory (not counting
-    what an engine keeps for itself: ``llm-cost fit`` does)."""
+    what an engine keeps for itself: ``llm-cost fit`` does); ``takes_layout``: whether the asking
+    analysis accepts a layout (``context`` does not), so the advice names where one is given."""
     return _fit_note(
         per_gpu(spec, layout, weight_bits, kv_bits),
         stage_kv_bytes(spec, layout, context, kv_bits),
         gpu,
         layout,
         sequences,
+        takes_layout,
     )
 
 
 def _fit_note(
-    held: PerGPU, kv_per_sequence: list[int | Fraction], gpu: HardwareSpec, layout: Layout, sequences: int
+    held: PerGPU,
+    kv_per_sequence: list[int | Fraction],
+    gpu: HardwareSpec,
+    layout: Layout,
+    sequences: int,
+    takes_layout: bool = True,
 ) -> list[Note]:
     """:func:`memory_note` from each stage's weight bytes and KV bytes of one sequence."""
     need = max(w + sequences * k for w, k in zip(held.weight_bytes, kv_per_sequence))
@@ -127,6 +135,7 @@ def _fit_note(
             gpu=gpu.name,
             capacity_bytes=gpu.capacity_bytes,
             one_gpu=layout == ONE_GPU,
+            takes_layout=takes_layout,
         )
     ]
 

@@ -98,9 +98,10 @@ def params(
     checkpoint's; a GGUF file's own types; int4 with its group scales,
     :func:`llm_cost.api.choices.weight_bits`), per GPU of ``layout``, and the stored tensors of
     ``checkpoint`` (a safetensors folder or a GGUF file; default ``model`` when it is a path,
-    or, for a Hugging Face id online, its safetensors shard headers read from the Hub by range
-    requests, no weight byte) compared with the description. A ``weights_dtype`` quantizes the matmul
-    weights only, the embedding and LM head kept in 16 bits, unless ``quantize_embeddings``.
+    or, for a Hugging Face id online with huggingface_hub installed, its safetensors shard headers
+    read from the Hub by range requests, no weight byte) compared with the description. A
+    ``weights_dtype`` quantizes the matmul weights only, the embedding and LM head kept in 16 bits,
+    unless ``quantize_embeddings``.
     ``check``: also build the model with transformers from the same config.json on the meta device
     and compare the counts by top-level module (:mod:`llm_cost.analyses.transformers_check`; the
     ``hf`` extra)."""

@@ -20,7 +20,12 @@ def _contexts(p: dict) -> str:
 
 
 def _does_not_fit(p: dict) -> str:
-    where, fix = ("one", "give --tp/--pp for a layout") if p["one_gpu"] else ("each", "use more GPUs or fewer bits")
+    if not p["one_gpu"]:
+        where, fix = "each", "use more GPUs or fewer bits"
+    elif p["takes_layout"]:
+        where, fix = "one", "give --tp/--pp for a layout"
+    else:  # `context` has no layout: name the commands that take one
+        where, fix = "one", "`llm-cost roofline` and `llm-cost spec` take --tp/--pp for a layout"
     return (
         f"note: weights + KV need {float(p['need_bytes']) / 1e9:,.1f} GB on the fullest GPU, more than {where} "
         f"{p['gpu']}'s {p['capacity_bytes'] / 1e9:,.1f} GB; these times are hypothetical: {fix}, or see "

@@ -298,8 +298,9 @@ def hub_checkpoint(model_id: str):
     the cache, then each shard's 8-byte length and its header by HTTP range requests, eight shards
     at a time (huggingface_hub's session; HF_TOKEN and HF_ENDPOINT honoured; each request 10 s at
     most, :data:`HEADER_TIMEOUT_S`). No weight byte is requested. None when HF_HUB_OFFLINE is set
-    (as before: the config alone is read offline) or the repository has no safetensors files; a
-    one-line SpecError when the Hub fails or a header is malformed."""
+    (as before: the config alone is read offline), when huggingface_hub is not installed (a
+    catalogued id's config needs no Hub, so neither do its counts) or the repository has no
+    safetensors files; a one-line SpecError when the Hub fails or a header is malformed."""
     import json
 
     from llm_cost.specs.checkpoint import Checkpoint, StoredTensor, index_total_size
@@ -308,7 +309,10 @@ def hub_checkpoint(model_id: str):
     if parsed is None or offline():
         return None
     repo, rev = parsed
-    from huggingface_hub import errors
+    try:
+        from huggingface_hub import errors
+    except ImportError:
+        return None
 
     try:
         try:
