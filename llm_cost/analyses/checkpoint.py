@@ -13,6 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from llm_cost.core.errors import SpecError
 from llm_cost.model.structure import build
 from llm_cost.specs.schema import ModelSpec
 
@@ -53,10 +54,18 @@ def checkpoint_report(spec: ModelSpec, path: Path) -> CheckpointReport | None:
 def hub_checkpoint_report(spec: ModelSpec, model_id: str) -> CheckpointReport | None:
     """Stored against described tensors of a Hugging Face model id's safetensors checkpoint, read
     from the shard headers on the Hub (:func:`llm_cost.specs.hub.hub_checkpoint`: range requests,
-    no weight byte); None offline or for a repository without safetensors files."""
+    no weight byte); None offline or for a repository without safetensors files, and None for an
+    id of the offline catalog the Hub cannot answer (no network: the catalog's config gives the
+    counts, as the catalog promises; any other id's failure is the one-line SpecError)."""
     from llm_cost.specs.hub import hub_checkpoint
+    from llm_cost.specs.load import catalog_name
 
-    stored = hub_checkpoint(model_id)
+    try:
+        stored = hub_checkpoint(model_id)
+    except SpecError:
+        if catalog_name(model_id) is None:
+            raise
+        return None
     if stored is None:
         return None
     from llm_cost.analyses.checkpoint_roles import compare

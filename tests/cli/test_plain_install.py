@@ -86,3 +86,25 @@ def test_the_readme_quotes_the_output_tokens_error_as_python_raises_it():
     with pytest.raises(llm_cost.LlmCostError) as error:
         llm_cost.serve("llama3-8b", gpu="h100", output_tokens=1)
     assert str(error.value).startswith(" ".join(quoted.group(1).split()))
+
+
+def test_a_catalogued_hub_id_answers_with_no_network_though_huggingface_hub_is_installed():
+    """With huggingface_hub installed, HF_HUB_OFFLINE unset and no Hub to reach (HF_ENDPOINT at a
+    closed local port: the connection is refused at once), a catalogued id is still counted from the
+    catalog's config (the README: the catalog answers 'without the network'); the online check of
+    its shard headers is skipped rather than failing the command. An id outside the catalog still
+    fails in one line naming the Hub."""
+    import os
+    import subprocess
+
+    pytest.importorskip("huggingface_hub")  # the [hub] extra: installed by the test extras
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    env["HF_ENDPOINT"] = "http://127.0.0.1:9"
+    run = [sys.executable, "-c", "from llm_cost.cli import main; main()", "params"]
+    ok = subprocess.run([*run, "Qwen/Qwen3-30B-A3B", "--json"], env=env, capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert '"total_params": 30532122624' in ok.stdout
+    other = subprocess.run(
+        [*run, "NousResearch/Meta-Llama-3.1-8B"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert other.returncode == 2 and "cannot be reached" in other.stderr and "Traceback" not in other.stderr
