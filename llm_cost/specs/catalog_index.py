@@ -284,16 +284,19 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
              'family': 'GLM-5',
              'hub_ids': ['zai-org/GLM-5.2'],
              'model_type': 'glm_moe_dsa',
-             'reader': "pending: indexer_types (layers sharing an earlier layer's indexer) is not modelled "
-                       '(branch hf34)',
+             'reader': 'ok',
              'source': 'github.com/ai-dynamo/aiconfigurator '
                        'aic-core/src/aiconfigurator_core/model_configs/zai-org--GLM-5.2_config.json @ '
                        'e418fe29d6f6',
-             'total': 743911218432,
-             'total_counts': 'total_params',
-             'total_source': "the paramCount of 'GLM 5.2 FP8' in the Fireworks AI documentation page "
-                             "'Models' (training-shapes catalog generated 2026-08-28 21:22 UTC), a stored "
-                             'copy whose repository was not recorded (untraced index reference 66729435508)'},
+             'total': 753329940480,
+             'total_counts': 'checkpoint_params',
+             'total_source': 'the Hub API of zai-org/GLM-5.2, safetensors {BF16 753329921024, F32 19456, '
+                             'total 753329940480}, as a public architecture note quotes '
+                             'https://huggingface.co/api/models/zai-org/GLM-5.2 (untraced index reference '
+                             '58123340717; the same figure as tests/fixtures/hf-kinds/SOURCES.yaml). '
+                             "Fireworks AI's paramCount of 'GLM 5.2 FP8' (743,911,218,432; untraced index "
+                             "reference 66729435508), recorded here before, matches neither the checkpoint's "
+                             "stored total nor the main model's count (743,377,019,904) and is not used"},
  'glm-5.2-fp8': {'aliases': [],
                  'family': 'GLM-5 (FP8)',
                  'hub_ids': ['zai-org/GLM-5.2-FP8'],
