@@ -398,3 +398,36 @@ def test_a_printed_band_runs_from_its_least_to_its_greatest_figure(cli):
     for value, low, high in found:
         v, lo, hi = (float(x.replace(",", "")) for x in (value, low, high))
         assert lo <= v <= hi, (value, low, high)
+
+
+def test_a_gpu_comparison_shows_the_percentiles_its_targets_bound(cli):
+    """The comparison's latency columns are the statistics the targets bound (TTFT P90 and TPOT P50
+    here), not always P99 and P90, and each figure is that statistic of the plan's run."""
+    r = cli(
+        "serve", "llama3-8b", "--gpu", "h100,a100", "--qps", "5", "--input", "1K", "--output", "128",
+        "--ttft", "p90:1s", "--tpot", "p50:40ms", "--json",
+    )  # fmt: skip
+    text = cli(
+        "serve", "llama3-8b", "--gpu", "h100,a100", "--qps", "5", "--input", "1K", "--output", "128",
+        "--ttft", "p90:1s", "--tpot", "p50:40ms",
+    ).out  # fmt: skip
+    assert r.code == 0 and "TTFT P90" in text and "TPOT P50" in text and "TTFT P99" not in text
+    plan = r.json()["plans"][0]["plan"]
+    ttft_p90_ms = plan["percentiles"]["ttft_s"]["p90"] * 1e3
+    assert f"{ttft_p90_ms:.3g} ms" in text
+
+
+def test_requests_that_cut_a_workloads_stages_are_warned_about(cli, tmp_path):
+    """A workload whose requests end it before its stages do says so (a new user's README file
+    had requests: 2000 under 4 + 12 requests/s for 300 s each, 4,800 arrivals: the 12/s stage ran
+    about 67 s of 300, silently): the stage the cap falls in and when, by expected arrivals."""
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        "arrivals: {process: poisson, stages: [{rate_rps: 4, duration_s: 300}, {rate_rps: 12, duration_s: 300}]}\n"
+        "input_tokens: 512\noutput_tokens: 64\nrequests: 2000\n"
+    )
+    text = cli("serve", "llama3-8b", "--tp", "1", "--workload", str(path)).out
+    assert "warning: the workload's requests (2,000) end it before its stages do (4,800 arrivals" in text
+    assert "stage 2 of 2 is cut after about 67 s of its 300 s" in text
+    path.write_text(path.read_text().replace("requests: 2000", "requests: 4800"))
+    assert "end it before its stages do" not in cli("serve", "llama3-8b", "--tp", "1", "--workload", str(path)).out

@@ -249,6 +249,13 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "input (prompt) and output tokens by what prefill adds (aggregated: the chunks' share of step "
         "time; disaggregated: the prefill pool's share of GPUs)"
     ),
+    "serve.stages_cut": lambda p: (
+        f"warning: the workload's requests ({p['requests']:,}) end it before its stages do "
+        f"({p['expected']:,.0f} arrivals expected from their rates and durations): stage {p['stage']} of "
+        f"{p['stages']} is cut after about {p['after_s']:,.0f} s of its {p['duration_s']:,.0f} s"
+        + (" and the later ones never run" if p["stage"] < p["stages"] else "")
+        + "; give requests of at least the expected arrivals, or shorten the stages"
+    ),
     "serve.cost_simulated": lambda p: (
         "no price given (--usd-per-gpu-hour): no dollar figures"
         if p["price"] is None

@@ -460,6 +460,14 @@ def _column(targets: Any, metric: str, default: str) -> tuple[str, Any]:
     return f"{short} {name.upper()}", value
 
 
+def _compared(targets: Any, metric: str, default: str) -> str:
+    """The percentile a comparison column shows for ``metric``: the one its target bounds when it
+    is P50, P90 or P99 (those carry band ends), else ``default``."""
+    target = targets.get(metric)
+    name = target.name if target is not None else default
+    return name if name in ("p50", "p90", "p99") else default
+
+
 def _band_title(band: Any) -> str:
     """What a latency table's band rows are re-simulated at (nothing without a band)."""
     if band is None:
@@ -557,6 +565,7 @@ def render_comparison(con, r: Any, display_name: str) -> None:
     """GPUs side by side: each one's plan, the cheapest marked."""
     rate = f"{r.qps:g} requests/s" if r.qps is not None else "saturated"
     con.print(f"[bold]{display_name}: {rate}; targets: {_targets(r.targets)}[/bold]")
+    ttft_stat, tpot_stat = _compared(r.targets, "ttft_s", "p99"), _compared(r.targets, "tpot_s", "p90")
     rows = []
     for g in r.plans:
         p = g.plan
@@ -571,8 +580,8 @@ def render_comparison(con, r: Any, display_name: str) -> None:
                 g.gpu,
                 _usd(g.usd_per_gpu_hour, 2),
                 f"{c.describe()} ({_gpus(c.gpus)})",
-                _s(ttft.p99),
-                _s(tpot.p90),
+                _s(getattr(ttft, ttft_stat)),
+                _s(getattr(tpot, tpot_stat)),
                 f"{c.output_tokens_per_s_per_gpu:,.1f}",
                 f"{c.goodput_rps:,.3g}",
                 _usd(c.usd_per_million_output_tokens),
@@ -589,8 +598,8 @@ def render_comparison(con, r: Any, display_name: str) -> None:
                     "",
                     "",
                     f"  {label}",
-                    _s(getattr(ttft, f"p99_{latency}_s")),
-                    _s(getattr(tpot, f"p90_{latency}_s")),
+                    _s(getattr(ttft, f"{ttft_stat}_{latency}_s")),
+                    _s(getattr(tpot, f"{tpot_stat}_{latency}_s")),
                     "-" if per_gpu is None else f"{per_gpu:,.1f}",
                     "-" if goodput is None else f"{goodput:,.3g}",
                     _usd(getattr(c, f"usd_per_million_output_tokens_{latency}")),
@@ -605,8 +614,8 @@ def render_comparison(con, r: Any, display_name: str) -> None:
             ("GPU", "left"),
             ("$/GPU-h", "right"),
             ("plan", "left"),
-            ("TTFT P99", "right"),
-            ("TPOT P90", "right"),
+            (f"TTFT {ttft_stat.upper()}", "right"),
+            (f"TPOT {tpot_stat.upper()}", "right"),
             ("out tok/s/GPU", "right"),
             ("goodput req/s", "right"),
             ("$/M out", "right"),
