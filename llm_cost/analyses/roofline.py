@@ -157,21 +157,30 @@ def _first_batch(intensity: Callable[[int], float], ridge: float, limit: int = 1
 
 
 def banded(
-    profile: Profile | None, predicted: float | None, batch: int, context: int, tokens: int, prefill: bool = False
+    profile: Profile | None,
+    predicted: float | None,
+    batch: int,
+    context: int,
+    tokens: int,
+    bound_s: float,
+    prefill: bool = False,
 ) -> dict[str, Any]:
     """The fields of a prediction beside ``predicted_s``: its error band
     (:func:`llm_cost.perf.calibrated.band_for`: the held-out residuals of predictions in the
-    profile's situation and the step's regime, widened for a shape outside the fitted rows),
-    ``tokens`` per predicted second, and the profile's engine, situation and rows of its own family
-    and engine; empty without a prediction."""
+    profile's situation and the step's regime, widened for a shape outside the fitted rows), its
+    fast end never under ``bound_s`` (the step's Roofline bound: no measured step beats it, as
+    tests/perf/test_measurement_files.py checks of every shipped row), ``tokens`` per predicted
+    second, and the profile's engine, situation and rows of its own family and engine; empty
+    without a prediction."""
     if profile is None or predicted is None:
         return {}
     band = band_for(profile, batch, context, prefill)
+    low_s = max(predicted * band.low, min(bound_s, predicted)) if band is not None else None
     return dict(
-        predicted_low_s=predicted * band.low if band is not None else None,
+        predicted_low_s=low_s,
         predicted_high_s=predicted * band.high if band is not None else None,
         predicted_tokens_per_s=tokens / predicted,
-        predicted_below=1 - band.low if band is not None else None,
+        predicted_below=1 - low_s / predicted if low_s is not None else None,
         predicted_above=band.high - 1 if band is not None else None,
         engine=str(profile.engine),
         profile_kind=str(profile.situation),
@@ -468,7 +477,7 @@ def decode_steps(
             conventions=conventions,
             predicted_s=predicted,
             profile=profile_name,
-            **banded(chosen, predicted, batch, context, batch),
+            **banded(chosen, predicted, batch, context, batch, bound_s),
             total_flops=t["total_flops"],
         )
 
@@ -754,6 +763,6 @@ def prefill_step(
         conventions,
         predicted,
         chosen.name if chosen is not None else None,
-        **banded(chosen, predicted, batch, seq, batch * seq, prefill=True),
+        **banded(chosen, predicted, batch, seq, batch * seq, bound.time_s, prefill=True),
         total_flops=_total_flops(spec, step, layout, prefill(batch, seq), **build),
     )

@@ -79,7 +79,7 @@ def _profile(p: dict) -> str:
     )
     return (
         f"prediction: profile {p['name']} ({p['engine']}, {p['situation']}) for {p['target']}: {p['note']}{held}; "
-        f"its band: the 10th-90th percentile of such held-out errors"
+        f"its band: the 10th-90th percentile of such held-out errors, its fast end never under the Roofline bound"
     )
 
 
@@ -265,7 +265,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "serve.band": lambda p: (
         (
             f"band: re-simulated (same seed, same traffic) with every step's time x"
-            f"{p['fast']:.2f} at the fast end and x{p['slow']:.2f} at the slow end: the serving prediction's spread on "
+            f"{p['fast']:.2f} at the fast end (a step never under its Roofline bound) and x{p['slow']:.2f} at the slow "
+            "end: the serving prediction's spread on "
             f"{p['runs']} measured {p['engine']} runs (mean ITL measured/predicted p{p['percentiles'][0]}..p"
             f"{p['percentiles'][1]} = {p['p_low']:.2f}..{p['p_high']:.2f}"
             + (
@@ -287,7 +288,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             + (f"-{p['fast_high']:.2f}" if f"{p['fast_high']:.2f}" != f"{p['fast_low']:.2f}" else "")
             + f" at the fast end, x{p['slow_low']:.2f}"
             + (f"-{p['slow_high']:.2f}" if f"{p['slow_high']:.2f}" != f"{p['slow_low']:.2f}" else "")
-            + " at the slow end; the fast-end and slow-end rows are one run each (tokens/s highest and $/M lowest at "
+            + " at the slow end (a fast-end step never under its Roofline bound); the fast-end and slow-end rows are one run each (tokens/s highest and $/M lowest at "
             "the fast end); each statistic's interval runs from the least to the greatest end of the three runs' "
             "sampling intervals (the band and the sampling together)"
         )

@@ -43,7 +43,7 @@ from fractions import Fraction
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import ONE_GPU, Layout
 from llm_cost.perf.families import gemm_tile_m
-from llm_cost.perf.timemodel import TimeModel
+from llm_cost.perf.timemodel import RooflineBound, TimeModel
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.ranks import rank_groups
 from llm_cost.workload.step import SeqGroup, build_step
@@ -239,14 +239,20 @@ class ScaledTimer(StepTimer):
     prefill_cached, prefills)`` of the step's bucket (the key :meth:`StepTimer.seconds` memoises
     on; a factor of 1 gives ``base``'s times exactly). Re-simulating a run with every step
     ``factor`` times slower or faster carries a step-time error band through the scheduler's
-    queueing, which is not linear in step time (``llm_cost.analyses.simulated_serving``). Shares
-    ``base``'s memo of unscaled times, so that it times no step ``base`` has timed."""
+    queueing, which is not linear in step time (``llm_cost.analyses.simulated_serving``). A step
+    made faster (a factor under 1) is never faster than its Roofline bound (``floor``: the same
+    step under :class:`~llm_cost.perf.timemodel.RooflineBound`): no measured step beats it
+    (tests/perf/test_measurement_files.py), so neither does a band's fast end. Shares ``base``'s
+    memo of unscaled times, so that it times no step ``base`` has timed."""
 
     def __init__(self, base: StepTimer, factor: Callable[[int, int, int, int, int], float]) -> None:
         super().__init__(
             base.spec, base.gpu, base.model, base.layout, base.weight_bits, base.kv_bits, base.compute_dtype
         )
         self.base, self.factor = base, factor
+        self.floor = StepTimer(
+            base.spec, base.gpu, RooflineBound(), base.layout, base.weight_bits, base.kv_bits, base.compute_dtype
+        )
 
     def memo(self) -> dict[tuple[int, int, int, int, int], float]:
         """No process memo of its own (the factor is a function, not a key): ``base``'s holds the
@@ -258,6 +264,9 @@ class ScaledTimer(StepTimer):
         hit = self.cache.get(key)
         if hit is not None:
             return hit
-        seconds = self.base.lookup(key) * self.factor(*key)
+        factor = self.factor(*key)
+        seconds = self.base.lookup(key) * factor
+        if factor < 1:
+            seconds = max(seconds, min(self.floor.lookup(key), self.base.lookup(key)))
         self.cache[key] = seconds
         return seconds
