@@ -142,6 +142,31 @@ def _reject_empty(command, args: list[str]) -> None:
             positional += 1
 
 
+def _reject_repeated(command, args: list[str]) -> None:
+    """InputError for an option given twice (``--ttft p99:1s --ttft p50:2s``): Click keeps the last
+    value, so a latency target or a price would be dropped without a word. Options that take
+    several values by repetition (``multiple``) and the words after ``--`` are left alone."""
+    long_name = {opt: max(p.opts, key=len) for p in command.params if p.param_type_name == "option" for opt in p.opts}
+    takes_value = {opt for p in command.params if p.param_type_name == "option" and not p.is_flag for opt in p.opts}
+    repeatable = {opt for p in command.params if getattr(p, "multiple", False) for opt in p.opts}
+    seen: set[str] = set()
+    skip = False
+    for token in args:
+        if skip:
+            skip = False
+            continue
+        if token == "--":
+            return
+        flag, eq, _ = token.partition("=")
+        if flag not in long_name:
+            continue
+        skip = flag in takes_value and not eq
+        name = long_name[flag]
+        if name in seen and flag not in repeatable:
+            raise InputError(f"{name}: given twice; give it once (a second value would silently replace the first)")
+        seen.add(name)
+
+
 def _listing() -> typer.Typer:
     """The app with parameterless stand-ins for its commands, for the program's own ``--help``:
     that help shows each command's name and help text, which Typer derives from
@@ -194,6 +219,7 @@ def _run(argv: list[str]) -> None:
         command.help = _reflowed(command.help)
         coercion.install(command, HELP_OPTIONS)
         _reject_empty(command, args)
+        _reject_repeated(command, args)
         takes = {opt for p in command.params for opt in p.opts}
         if "--json" in args and "--csv" in args and {"--json", "--csv"} <= takes:
             raise InputError("--json and --csv: give one (JSON is the whole result, CSV its rows)")

@@ -106,6 +106,31 @@ FLAG_CASES = [
     ("image-aspect", ["image", "qwen2-vl-7b", "--size", "100000x10"], "aspect ratio"),
     ("video-fps-zero", ["video", "qwen2-vl-7b", "--size", "64x64", "--seconds", "1", "--fps", "0"], "--fps"),
     ("reproduce-unknown-row", ["reproduce", "--row", "X1"], "--row"),
+    # a repeated flag: Click keeps the last value, which would drop a latency target without a word
+    (
+        "serve-ttft-twice",
+        [
+            "serve",
+            "llama3-8b",
+            "--gpu",
+            "h100",
+            "--input",
+            "2K",
+            "--output",
+            "256",
+            "--ttft",
+            "p99:1s",
+            "--ttft",
+            "p50:2s",
+        ],
+        "--ttft: given twice",
+    ),
+    (
+        "roofline-batch-short-and-long",
+        ["roofline", "llama3-8b", "--gpu", "h100", "-b", "1", "--batch", "8"],
+        "--batch: given twice",
+    ),
+    ("roofline-gpu-with-equals", ["roofline", "llama3-8b", "--gpu=h100", "--gpu", "h200"], "--gpu: given twice"),
 ]
 
 
