@@ -133,6 +133,11 @@ def _check_entry(short: str, record: dict[str, Any], folder: Path) -> None:
     reader = str(record.get("reader", ""))
     if reader != "ok" and not reader.startswith("pending: "):
         raise SpecError(f"{where}: reader must be 'ok' or 'pending: <the reason>'")
+    if "quantization" in record and not str(record["quantization"]).startswith("pending: "):
+        raise SpecError(f"{where}: quantization must be 'pending: <the reason>' (or absent)")
+    quant_file = folder / short / "hf_quant_config.json"
+    if ("quant_config_source" in record) != quant_file.is_file():
+        raise SpecError(f"{where}: quant_config_source and {short}/hf_quant_config.json go together")
 
 
 def _source(record: dict[str, Any]) -> str:

@@ -149,3 +149,55 @@ def test_a_hub_id_offline_from_the_command_line(cli):
     r = cli("params", "meta-llama/Llama-3.1-70B-Instruct", "--json")
     assert r.code == 0, r.err
     assert r.json()["total_params"] == 70_553_706_496
+
+
+_QUANTIZED_NAME = ("fp8", "fp4")
+
+
+@pytest.mark.parametrize("short", sorted(s for s, r in RECORDS.items() if "quant_config_source" in r))
+def test_a_modelopt_export_reads_its_hf_quant_config(short):
+    """NVIDIA's ModelOpt exports keep their format in hf_quant_config.json, not config.json; the
+    copy beside the entry's config.json is the named public copy (same git blob id), and the model
+    is weighed in its quant_algo, not at torch_dtype (a new user's trial: nvidia/DeepSeek-V3-0324-NVFP4
+    printed 'weights at bf16 (16 bits) 1.34 TB' for a ~4.5-bit checkpoint)."""
+    record = RECORDS[short]
+    quant_file = FOLDER / short / "hf_quant_config.json"
+    assert _blob(quant_file) == record["quant_config_source"]["blob"]
+    algo = json.loads(quant_file.read_text(encoding="utf-8"))["quantization"]["quant_algo"]
+    spec = llm_cost.load_model(short)
+    assert spec.quantization is not None and spec.quantization.method == "modelopt"
+    assert spec.quantization.weights_format == {"NVFP4": "nvfp4", "FP8": "fp8"}[algo]
+    assert "hf_quant_config.json" in (spec.source.note or "")
+
+
+@pytest.mark.parametrize(
+    "short", sorted(s for s, r in RECORDS.items() if any(q in r["hub_ids"][0].lower() for q in _QUANTIZED_NAME))
+)
+def test_a_checkpoint_named_quantized_is_weighed_quantized_or_marked_pending(short):
+    """Every entry whose Hub id says FP8 or NVFP4 loads with its quantization read, or its record
+    says why not (``quantization: pending``); a pending mark fails once the format is read."""
+    record = RECORDS[short]
+    try:
+        spec = llm_cost.load_model(short)
+    except SpecError:
+        assert record["reader"] != "ok"
+        return
+    read = spec.quantization is not None or spec.torch_dtype in ("fp8",)
+    assert read != str(record.get("quantization", "")).startswith("pending: "), record.get("quantization")
+
+
+def test_a_folder_with_hf_quant_config_beside_config_json(tmp_path):
+    """Any folder, not only the catalog's: a config.json without quantization_config and an
+    hf_quant_config.json beside it is read as ModelOpt's export (vLLM's modelopt loader does the
+    same); a config.json with its own quantization_config keeps it."""
+    src = FOLDER / "qwen3-32b-nvfp4"
+    (tmp_path / "config.json").write_bytes((src / "config.json").read_bytes())
+    plain = llm_cost.load_model(str(tmp_path))
+    assert plain.quantization is None
+    (tmp_path / "hf_quant_config.json").write_bytes((src / "hf_quant_config.json").read_bytes())
+    spec = llm_cost.load_model(str(tmp_path / "config.json"))
+    assert spec.quantization is not None and spec.quantization.weights_format == "nvfp4"
+    # NVFP4 matrices at 4 + 8/16 bits (an E4M3 scale per 16), the embedding and LM head in BF16:
+    # 2 x 151,936 x 5,120 of Qwen3-32B's 32.8 B parameters (4.7%) -> about 0.953 x 4.5 + 0.047 x 16
+    bits = float(llm_cost.params(spec).bits_per_param)
+    assert 5.0 < bits < 5.1, bits

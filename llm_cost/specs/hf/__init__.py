@@ -361,7 +361,30 @@ def load_hf_config_verbose(
     overrides the spec name (default: the folder of a ``config.json``, else the file stem),
     ``source`` the origin recorded and named in messages (default: the file's path)."""
     file = find_config(Path(path))
-    return hf_to_spec(_read_json(file), source or str(file), name, display_name)
+    return hf_to_spec(with_modelopt_file(_read_json(file), file), source or str(file), name, display_name)
+
+
+#: Where TensorRT Model Optimizer's exports keep their format beside a config.json that has no
+#: ``quantization_config`` (vLLM's ModelOptFp8Config / ModelOptNvFp4Config read the same file).
+MODELOPT_FILE = "hf_quant_config.json"
+
+
+def with_modelopt_file(data: Any, file: Path) -> Any:
+    """``data`` (a parsed config.json at ``file``) with the ``hf_quant_config.json`` beside it as its
+    ``quantization_config`` (method ``modelopt``) when it has none of its own, top-level or in
+    ``text_config``: NVIDIA's FP8 and NVFP4 checkpoints (nvidia/DeepSeek-V3.1-NVFP4,
+    nvidia/Llama-3.1-70B-Instruct-FP8, ...) publish their format only there, and without it every
+    weight would be weighed at torch_dtype. SpecError naming the file when it is not JSON."""
+    extra = file.parent / MODELOPT_FILE
+    if not isinstance(data, dict) or "quantization_config" in data or not extra.is_file():
+        return data
+    text = data.get("text_config")
+    if isinstance(text, dict) and "quantization_config" in text:
+        return data
+    quant = _read_json(extra)
+    if not isinstance(quant, dict):
+        raise SpecError(f"{extra}: the top level must be a JSON object, not {type(quant).__name__}")
+    return {**data, "quantization_config": {"quant_method": "modelopt", **quant, "read_from": MODELOPT_FILE}}
 
 
 def load_hf_config(path: Path):

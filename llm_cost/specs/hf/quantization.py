@@ -8,8 +8,9 @@ Methods read (the format names of :class:`llm_cost.core.types.WeightFormat`):
 * ``fp8`` (DeepSeek-V3; transformers' FineGrainedFP8Config, vLLM's Fp8Config): every linear layer in
   FP8 E4M3, with an FP32 scale per 128 x 128 block when ``weight_block_size`` is [128, 128], else
   one scale per tensor; ``modules_to_not_convert`` / ``ignored_layers`` kept.
-* ``modelopt`` (TensorRT Model Optimizer's hf_quant_config): ``quant_algo`` NVFP4 or FP8,
-  ``exclude_modules`` kept.
+* ``modelopt`` (TensorRT Model Optimizer's hf_quant_config, in config.json or, for NVIDIA's
+  exports, in ``hf_quant_config.json`` beside it: :func:`llm_cost.specs.hf.with_modelopt_file`):
+  ``quant_algo`` NVFP4 or FP8, ``exclude_modules`` kept.
 * ``compressed-tensors`` (llm-compressor): the first config group's ``weights`` (4-bit float in
   groups of 16: NVFP4; 8-bit float: FP8, in 128 x 128 blocks with the block strategy), ``ignore``
   kept.
@@ -119,8 +120,9 @@ def read_quantization(q: Optional[dict[str, Any]], torch_dtype: str, notes: list
         if understood and group is not None and any(ch.isdigit() for ch in str(module)):
             per_layer.append(str(module))
     kept_dtype = torch_dtype if torch_dtype in ("bf16", "fp16", "fp32") else "bf16"
+    origin = f" (from {q['read_from']} beside config.json)" if q.get("read_from") else ""
     notes.append(
-        f"quantization_config {method}: matmul weights in {fmt} (scales counted), "
+        f"quantization_config {method}{origin}: matmul weights in {fmt} (scales counted), "
         f"{', '.join(kept) + ', ' if kept else ''}embedding, LM head, router and vectors in {kept_dtype}"
     )
     if per_layer:
