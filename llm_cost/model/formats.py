@@ -16,6 +16,7 @@ dtype (DeepSeek-V3 stores its routers' correction biases in FP32: 30,208 B more 
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -92,14 +93,23 @@ def is_quantized(q: Quantization, t: Tensor) -> bool:
     return t.group not in q.kept
 
 
-def format_bits(fmt: str, shape: tuple[int, ...]) -> Fraction:
-    """Exact bits per element of one matrix of ``shape`` stored in ``fmt`` (a WeightFormat name):
-    block scales by :func:`llm_cost.core.types.block_scaled_bits`; a plain dtype's bits (fp8 with a
-    scale per tensor or channel: 8)."""
+def format_bits(fmt: str, shape: tuple[int, ...], group_size: int | None = None) -> Fraction:
+    """Exact bits per element of one [out, in...] matrix of ``shape`` stored in ``fmt`` (a
+    WeightFormat name): block scales by :func:`llm_cost.core.types.block_scaled_bits`; int4/int8
+    in groups of ``group_size`` input rows (-1: one group) as AutoAWQ's WQLinear_GEMM and GPTQ's
+    QuantLinear store them: per group and output channel an FP16 ``scales`` entry and a zero point
+    packed at the weight's bits (``qzeros``), ceil(in / group) groups (4 + 20 x 32 / 4,096 at in =
+    4,096, group 128: 4.15625; GPTQ's ``g_idx``, 32 bits per input row, is not counted); else a
+    plain dtype's bits (fp8 with a scale per tensor or channel: 8)."""
     chosen = WeightFormat(fmt)
     if chosen in BLOCK_SCALES:
         return block_scaled_bits(chosen, shape)
-    return Fraction(DTYPE_BITS[chosen.element])
+    bits = DTYPE_BITS[chosen.element]
+    if group_size is not None and chosen in (WeightFormat.INT4, WeightFormat.INT8):
+        inner = math.prod(shape[1:])
+        groups = 1 if group_size == -1 else -(-inner // group_size)
+        return bits + Fraction((16 + bits) * groups, inner)
+    return Fraction(bits)
 
 
 def tensor_bits(bits: int | Fraction, t: Tensor) -> Fraction:
@@ -109,7 +119,11 @@ def tensor_bits(bits: int | Fraction, t: Tensor) -> Fraction:
         return Fraction(bits)
     q = bits.quantization
     if is_quantized(q, t):
-        return bits.quantized_bits if bits.quantized_bits is not None else format_bits(q.weights_format, t.shape)
+        return (
+            bits.quantized_bits
+            if bits.quantized_bits is not None
+            else format_bits(q.weights_format, t.shape, q.group_size)
+        )
     return Fraction(DTYPE_BITS[Dtype(q.kept_dtype)])
 
 

@@ -9,6 +9,7 @@ parameters less the routed experts a token skips (DeepSeek's "37B activated").
 
 from __future__ import annotations
 
+import re
 from dataclasses import field
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -191,6 +192,7 @@ def count_params(
     its group's format); with ``layout``, also the weights on one GPU of each pipeline
     stage. InputError only for a layout that cannot hold the model."""
     dtype = dtype or spec.torch_dtype
+    bits_given = bits
     bits = bits if bits is not None else Dtype(dtype).bits
     s = build(spec)
     total = s.total_params
@@ -199,6 +201,9 @@ def count_params(
     conventions = [note("params.counted"), note("params.n_gemm"), _weight_bytes_note(bits, str(dtype))]
     if READ_GENERICALLY in (spec.source.note or ""):
         conventions.append(note("params.read_generically", model_type=spec.model_type))
+    unread = re.search(r"quantization_config ([\w.-]+)", spec.source.note or "") if spec.quantization is None else None
+    if unread and bits_given is None:
+        conventions.append(note("params.quantization_unread", method=unread.group(1), dtype=str(dtype)))
     if spec.moe is not None:
         conventions.append(note("params.active"))
     if spec.mtp is not None:

@@ -110,6 +110,8 @@ def _model_scaling(p: dict) -> str:
 TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "prediction.engine": _engine,
     "params.counted": "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
+    "params.quantization_unread": "the config's quantization_config ({method}) is not a format this tool models: "
+    "weights weighed at torch_dtype {dtype}; give the format with --weights-dtype where the command takes it",
     "params.read_generically": "model_type {model_type} read generically: not checked against a checkpoint of this "
     "family",
     "params.n_gemm": "N_gemm: matmul weights a token passes through (no embedding lookup, norms or biases; LM head "

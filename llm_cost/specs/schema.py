@@ -566,6 +566,17 @@ class Quantization(Spec):
         default=(), description="Matmul groups left unquantized (modules_to_not_convert, ignore, exclude_modules)."
     )
     kept_dtype: Dtype = spec_field(default="bf16", description="Dtype of the tensors not quantized.")
+    group_size: Optional[Annotated[int, Bounds(ge=-1, le=2**20)]] = spec_field(
+        default=None,
+        description=(
+            "int4/int8 weight-only checkpoints (AWQ, GPTQ): input rows per quantization group, -1 for one "
+            "group over every input row; each group stores an FP16 scale and a zero point at the weight's bits."
+        ),
+    )
+
+    def _check(self) -> None:
+        if self.group_size == 0:
+            raise ValueError("group_size must be -1 (one group per output channel) or at least 1")
 
 
 @spec

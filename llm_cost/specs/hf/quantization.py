@@ -15,10 +15,14 @@ Methods read (the format names of :class:`llm_cost.core.types.WeightFormat`):
   groups of 16: NVFP4; 8-bit float: FP8, in 128 x 128 blocks with the block strategy), ``ignore``
   kept.
 
+* ``awq`` and ``gptq`` (AutoAWQ, GPTQModel / AutoGPTQ): ``bits`` 4 or 8 -> int4 / int8 in groups of
+  ``group_size`` input rows (:func:`llm_cost.model.formats.format_bits`), ``modules_to_not_convert`` kept;
+  other bit widths or group sizes are not modelled (noted, weighed at torch_dtype).
+
 Always kept, as every one of these methods does: the embedding, the LM head, the router and the
 vectors (norms, biases). A kept module names a group of tensors (``model.layers.*.self_attn``:
 attention); an entry for one layer (``model.layers.0.mlp``) keeps its whole group, noted. Other
-methods (GPTQ, AWQ, bitsandbytes) are not modelled here: the caller notes them.
+methods (bitsandbytes, HQQ, EXL2, ...) are not modelled here: the caller notes them.
 """
 
 from __future__ import annotations
@@ -28,7 +32,10 @@ from typing import Any, Optional
 __all__ = ["MODELLED_METHODS", "read_quantization"]
 
 #: quant_method values this module reads.
-MODELLED_METHODS = ("mxfp4", "fp8", "modelopt", "compressed-tensors")
+MODELLED_METHODS = ("mxfp4", "fp8", "modelopt", "compressed-tensors", "awq", "gptq")
+#: Weight-only integer methods: ``bits`` (AutoAWQ's older ``w_bit``) 4 or 8, in groups of ``group_size``
+#: (``q_group_size``) input rows, -1 for one group.
+_WEIGHT_ONLY = ("awq", "gptq")
 
 #: (substring of a module name, the kept group), first match wins; None: a module always kept.
 _MODULE_GROUPS: tuple[tuple[str, Optional[str]], ...] = (
@@ -67,6 +74,9 @@ def _format(method: str, q: dict[str, Any]) -> Optional[str]:
     this tool models."""
     if method == "mxfp4":
         return "mxfp4"
+    if method in _WEIGHT_ONLY:
+        bits = q.get("bits", q.get("w_bit"))
+        return {4: "int4", 8: "int8"}.get(bits) if type(bits) is int and _group_size(q) is not None else None
     if method == "fp8":
         return "fp8_block" if list(q.get("weight_block_size") or []) == [128, 128] else "fp8"
     if method == "modelopt":
@@ -82,6 +92,13 @@ def _format(method: str, q: dict[str, Any]) -> Optional[str]:
         block = list(weights.get("block_structure") or [])
         return "fp8_block" if weights.get("strategy") == "block" and block == [128, 128] else "fp8"
     return None
+
+
+def _group_size(q: dict[str, Any]) -> Optional[int]:
+    """An AWQ/GPTQ config's group size (-1: one group per output channel), or None when it is not
+    one (absent, 0, below -1, not an integer)."""
+    group = q.get("group_size", q.get("q_group_size"))
+    return group if type(group) is int and (group >= 1 or group == -1) else None
 
 
 def _kept_modules(method: str, q: dict[str, Any]) -> list[str]:
@@ -129,4 +146,11 @@ def read_quantization(q: Optional[dict[str, Any]], torch_dtype: str, notes: list
         notes.append(f"quantization_config keeps single layers ({', '.join(per_layer[:3])}...): their whole group kept")
     if unknown:
         notes.append(f"quantization_config modules not matched to a tensor group (ignored): {', '.join(unknown[:5])}")
-    return {"quantization": {"method": method, "weights_format": fmt, "kept": tuple(kept), "kept_dtype": kept_dtype}}
+    out: dict[str, Any] = {"method": method, "weights_format": fmt, "kept": tuple(kept), "kept_dtype": kept_dtype}
+    if method in _WEIGHT_ONLY:
+        out["group_size"] = _group_size(q)
+        notes.append(
+            f"quantization_config {method}: groups of {out['group_size']} input rows, each with an FP16 scale and a "
+            f"zero point at the weight's bits{', g_idx (32 bits per input row) not counted' if method == 'gptq' else ''}"
+        )
+    return {"quantization": out}

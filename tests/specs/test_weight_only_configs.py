@@ -1,0 +1,83 @@
+"""AWQ and GPTQ checkpoints, weighed as their config.json says (a new user's trial: an AWQ config
+of Llama-3.1-70B was weighed at 16 bits, 141.11 GB, without a word).
+
+The by-hand figures follow AutoAWQ's WQLinear_GEMM and GPTQ's QuantLinear tensors (AutoAWQ
+awq/modules/linear/gemm.py; GPTQModel / AutoGPTQ qlinear): per [out, in] matrix, ``qweight`` packs
+the weights at ``bits``; per group of ``group_size`` input rows and per output channel, ``scales``
+holds an FP16 value and ``qzeros`` a zero point packed at ``bits``. Llama-3.1-70B's matmul inputs
+(8,192 and 28,672) are multiples of 128, so at 4 bits every quantized matrix is 4 + 20 / 128 =
+4.15625 bits per weight; its 80 layers hold 80 x (2 x 8,192^2 + 2 x 8,192 x 1,024 + 3 x 8,192 x
+28,672) = 68,451,041,280 matmul weights, and the embedding, LM head and norms 2,102,665,216 more
+(70,553,706,496 in all, the Hub's total the catalog tests)."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import llm_cost
+from llm_cost.specs import catalog
+
+LLAMA_70B = catalog.config_file("llama3.1-70b")
+MATMUL = 68_451_041_280
+OTHER = 2_102_665_216
+
+#: hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4's quantization_config, as its config.json
+#: publishes it (the model card: "AutoAWQ ... GEMM kernels ... zero-point quantization with a group
+#: size of 128").
+AWQ = {"bits": 4, "group_size": 128, "modules_to_not_convert": None, "quant_method": "awq", "version": "gemm",
+       "zero_point": True}  # fmt: skip
+
+
+def _config(tmp: Path, quantization: dict) -> str:
+    data = json.loads(LLAMA_70B.read_text(encoding="utf-8"))
+    data["quantization_config"] = quantization
+    path = tmp / "config.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def test_awq_int4_group_128_by_hand(tmp_path):
+    r = llm_cost.params(llm_cost.load_model(_config(tmp_path, AWQ)))
+    assert r.total_params == MATMUL + OTHER
+    expected_bits = MATMUL * (4 + Fraction(20, 128)) + OTHER * 16
+    assert r.weight_bytes == expected_bits / 8 == 39_767_785_472
+
+
+def test_gptq_int8_per_channel_by_hand(tmp_path):
+    """GPTQ at 8 bits, group_size -1: one group per output channel, 8 + 24 / in bits per weight."""
+    spec = llm_cost.load_model(
+        _config(tmp_path, {"quant_method": "gptq", "bits": 8, "group_size": -1, "desc_act": True})
+    )
+    L, d, kv, ff = 80, 8192, 1024, 28672
+    per_layer = (
+        (2 * d * d + 2 * kv * d) * (8 + Fraction(24, d))  # q, k, v, o: in = d
+        + 2 * ff * d * (8 + Fraction(24, d))  # gate, up: in = d
+        + d * ff * (8 + Fraction(24, ff))  # down: in = d_ff
+    )
+    assert llm_cost.params(spec).weight_bytes == (L * per_layer + OTHER * 16) / 8
+
+
+@pytest.mark.parametrize(
+    "quantization",
+    [
+        {"quant_method": "awq", "bits": 3, "group_size": 128},
+        {"quant_method": "gptq", "bits": 4, "group_size": 0},
+        {"quant_method": "awq", "bits": "four", "group_size": 128},
+        {"quant_method": "bitsandbytes", "load_in_4bit": True},
+    ],
+    ids=["awq-3-bit", "gptq-group-0", "awq-bits-text", "bitsandbytes"],
+)
+def test_a_format_not_modelled_is_weighed_at_torch_dtype_and_says_so(tmp_path, quantization):
+    r = llm_cost.params(llm_cost.load_model(_config(tmp_path, quantization)))
+    assert r.weight_bytes == (MATMUL + OTHER) * 2
+    said = [c for c in r.conventions if c.code == "params.quantization_unread"]
+    assert said and said[0].params["method"] == quantization["quant_method"]
+
+
+def test_the_cli_prints_the_format(cli, tmp_path):
+    out = cli("params", _config(tmp_path, AWQ))
+    assert out.code == 0 and "weights at int4+bf16" in out.out and "39,767,785,472 B" in out.out
