@@ -20,6 +20,7 @@ so the bands are measured under the rule that predictions use.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import lru_cache
 from typing import Any
@@ -230,6 +231,27 @@ def load_profile(name_or_path: str) -> Profile:
     return found
 
 
+def given_on(profile: Profile, gpu: HardwareSpec) -> Profile:
+    """A profile the user named (``--profile``), as it applies to ``gpu``: itself on a GPU of its own
+    kernel family; on another family's GPU, transferred (its efficiencies on that GPU's peaks, as
+    rule 3 of the module docstring moves a family's), labelled so, and banded as transferred
+    predictions are: its own transferred band if it has one, else the shipped profile's for the GPU
+    (a Hopper profile on an MI300X had kept 'fitted' and its -13%/+32% band)."""
+    family = family_of(gpu)
+    if family is None or family.value == profile.family:
+        return profile
+    own = any(b.situation is Situation.TRANSFERRED for b in profile.bands)
+    shipped = None if own else profile_for(gpu, profile.engine)
+    return dataclasses.replace(
+        profile,
+        family=family.value,
+        source_family=profile.source_family or profile.family,
+        situation=Situation.TRANSFERRED,
+        note=f"{profile.note}; given for {profile.family} GPUs, transferred to {gpu.name} ({family.value})",
+        bands=profile.bands if shipped is None else shipped.bands,
+    )
+
+
 def time_model_for(
     gpu: HardwareSpec, engine: Engine, profile: Profile | str | None = None, network_gb_s: float = DEFAULT_NETWORK_GB_S
 ) -> Any:
@@ -239,7 +261,9 @@ def time_model_for(
     from llm_cost.perf.calibrated import CalibratedModel
 
     chosen = load_profile(profile) if isinstance(profile, str) else profile
-    if chosen is None:
+    if chosen is not None:
+        chosen = given_on(chosen, gpu)
+    else:
         chosen = profile_for(gpu, engine)
     if chosen is None:
         return EfficiencyEstimate(network_gb_s=network_gb_s)

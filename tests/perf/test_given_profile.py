@@ -1,0 +1,24 @@
+"""A profile the user names (``--profile``) on a GPU of another kernel family is a transfer, and is
+labelled and banded as one (a new user's trial: a Hopper profile predicting an MI300X printed
+'fitted' with its own -13%/+32% band)."""
+
+from __future__ import annotations
+
+from llm_cost import api
+from llm_cost.perf.calibrated import band_for
+from llm_cost.perf.choose import load_profile
+
+
+def test_a_profile_on_its_own_family_stays_fitted():
+    d = api.decode("llama3-8b", "h200", batch=8, context=1024, profile="hopper-vllm")
+    assert d.profile_kind == "fitted"
+
+
+def test_a_profile_on_another_family_is_transferred_with_a_wider_band():
+    """The shipped fit's held-out errors are wider for transferred predictions than for fitted
+    ones; a Hopper profile on an MI300X (CDNA3) takes the transferred band."""
+    d = api.decode("llama3-8b", "mi300x", batch=8, context=1024, profile="hopper-vllm")
+    assert d.profile_kind == "transferred"
+    fitted = band_for(load_profile("hopper-vllm"), 8, 1024)
+    assert fitted is not None and d.predicted_high_s is not None and d.predicted_s is not None
+    assert d.predicted_high_s / d.predicted_s > fitted.high
