@@ -379,6 +379,8 @@ def _problem(err: dict[str, Any]) -> str:
         msg = "unknown field (not part of the schema; check the spelling)"
     elif err["type"] in ("missing", "missing_keyword_argument"):
         msg = "required field is missing"
+    elif err["type"] == "string_pattern_mismatch" and "\x00" in str(err.get("ctx", {}).get("pattern", "")):
+        msg = "text without terminal control characters or bidirectional overrides"  # schema.PRINTABLE
     elif "input" in err and err["type"] not in ("model_type",) and not isinstance(err["input"], (dict, list)):
         msg += f" (got {_short_repr(err['input'])})"
     return f"field {loc}: {msg}"

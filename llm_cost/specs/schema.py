@@ -63,9 +63,13 @@ NodeGpus = Annotated[int, Bounds(ge=1, le=MAX_PLAN_GPUS, strict=True)]
 PcieGen = Annotated[int, Bounds(ge=1, le=16, strict=True)]
 PositiveFloat = Annotated[float, Bounds(gt=0, le=1e6)]
 Scale = Annotated[float, Bounds(ge=-1e6, le=1e6)]
-Text = Annotated[str, Bounds(max_length=MAX_TEXT)]
+#: No terminal control characters (C0 but tab and newline, DEL, C1) nor bidirectional overrides in a
+#: spec's text: a name printed in a table could otherwise retitle the terminal, clear the screen or
+#: reverse the rest of a line (a new user's trial: display_name "\e]0;pwned\a\e[2J...").
+PRINTABLE = "^[^\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
+Text = Annotated[str, Bounds(max_length=MAX_TEXT, pattern=PRINTABLE)]
 StrictBool = Annotated[bool, Bounds(strict=True)]  #: true or false, not 1 or "yes"
-Name = Annotated[str, Bounds(min_length=1, max_length=MAX_NAME)]
+Name = Annotated[str, Bounds(min_length=1, max_length=MAX_NAME, pattern=PRINTABLE)]
 Names = Annotated[tuple[Name, ...], Bounds(max_length=64)]
 if TYPE_CHECKING:
     LayerTypeName = str
