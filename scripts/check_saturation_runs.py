@@ -12,26 +12,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's llm_cost, not an installed copy
-from llm_cost.analyses.saturation_runs import Formats, SaturationRun, check_run, load_runs, skipped_runs, summarise
-from llm_cost.api import choices
-from llm_cost.specs.load import load_gpu, load_model
-
-
-def formats(run: SaturationRun) -> Formats:
-    """The run's weight bits, KV bits, compute dtype and time model, as serve resolves them."""
-    spec, gpu = load_model(run.model), load_gpu(run.gpu)
-    weights = None if run.weights_dtype in ("checkpoint", "mxfp4") else run.weights_dtype
-    return Formats(
-        choices.weight_bits(spec, weights),
-        choices.kv_dtype_of(run.kv_dtype).bits,
-        choices.compute_dtype(spec, gpu, None, weights),
-        choices.time_model_of(gpu, run.engine),
-    )
+from llm_cost.analyses.saturation_runs import check_run, load_runs, skipped_runs, summarise
+from llm_cost.api.choices import saturation_formats
 
 
 def main() -> None:
     runs = load_runs()
-    check = summarise(runs, [check_run(r, formats(r)) for r in runs], skipped_runs())
+    check = summarise(runs, [check_run(r, saturation_formats(r)) for r in runs], skipped_runs())
     if "--markdown" in sys.argv:
         print(
             "| run | engine | model | GPU | layout | in/out | prompts | tok/s measured | predicted | ITL P50 measured | predicted |"
@@ -52,7 +39,8 @@ def main() -> None:
         ("MoE", check.median_moe),
         ("dense", check.median_dense),
         ("fixed-length", check.median_fixed_lengths),
-        ("ShareGPT (replayed at the mean lengths)", check.median_sharegpt),
+        ("ShareGPT", check.median_sharegpt),
+        *((f"{engine}-only", m) for engine, m in sorted(check.median_engine.items())),
     ):
         print(f"median |error| over {name} runs: " + ", ".join(f"{k} {v:.1%}" for k, v in medians.items()))
     print(f"{len(check.runs)} runs replayed; {check.skipped} not (data or expert parallel)")

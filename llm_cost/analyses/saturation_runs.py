@@ -4,8 +4,11 @@ serve commands and engine versions) replayed and compared on output tokens/s and
 
 A run becomes:
 
-* its requests: ``num_prompts`` prompts of ``input_tokens`` and ``output_tokens`` tokens each (the
-  run's means: for ShareGPT prompts, whose lengths vary, a stated simplification), sent all at once
+* its requests: ``num_prompts`` prompts of ``input_tokens`` and ``output_tokens`` tokens each, or,
+  for a ShareGPT run, of the lengths of :data:`SHAREGPT_LENGTHS` (1,000 (prompt, output) pairs of
+  ShareGPT's first rounds drawn as ``vllm bench serve`` draws them, OPT tokenizer) scaled to the
+  run's means (its chat template and tokenizer make its prompts longer, and its outputs end at EOS
+  before the reference reply's length: the table gives the spread, the run its means); sent all at once
   (``request_rate_rps`` infinite and no ``concurrency``: the engine runs at its batch limit), or by
   ``concurrency`` users each sending its next request when the last completes (``--max-concurrency``;
   a run that does not say how many prompts it sent: ten per user, the steady state of a closed loop);
@@ -49,7 +52,14 @@ __all__ = [
     "check_run",
     "summarise",
     "skipped_runs",
+    "sharegpt_requests",
+    "SHAREGPT_LENGTHS",
 ]
+
+#: ShareGPT's first-round (prompt, output) token lengths as ``vllm bench serve`` samples them: a trace
+#: (``arrival_s``, ``input_tokens``, ``output_tokens``) of 1,000 rows; source and draw in
+#: ``data/workloads/README.md`` (made by ``scripts/make_sharegpt_lengths.py``).
+SHAREGPT_LENGTHS = Path(__file__).resolve().parent.parent / "data" / "workloads" / "sharegpt-vllm-bench-1000.csv"
 
 #: The metrics compared: name -> the measured key (milliseconds or tokens/s).
 METRICS = ("output_tokens_per_s", "itl_p50_ms")
@@ -77,7 +87,7 @@ class SaturationRun:
     max_num_seqs: int | None
     max_num_batched_tokens: int | None
     measured: dict[str, float]
-    varied: bool = False  # lengths vary per request (ShareGPT): replayed at their means
+    varied: bool = False  # lengths vary per request (ShareGPT): replayed from SHAREGPT_LENGTHS
 
 
 def saturation_files() -> list[Path]:
@@ -143,9 +153,26 @@ class RunCheck:
     error: dict[str, float]
 
 
+def sharegpt_requests(count: int, input_mean: float, output_mean: float) -> list[Any]:
+    """``count`` requests (at most the table's 1,000) arriving at once, with the (prompt, output)
+    lengths of :data:`SHAREGPT_LENGTHS` in order, each scaled by the ratio of the wanted mean
+    (``input_mean``, ``output_mean``, tokens) to the table's and rounded (at least 1 token)."""
+    from llm_cost.simulate.workload import Request, read_trace
+
+    rows = read_trace(SHAREGPT_LENGTHS).rows[:count]
+    scale_in = input_mean * len(rows) / sum(r.input_tokens for r in rows)
+    scale_out = output_mean * len(rows) / sum(r.output_tokens for r in rows)
+    return [
+        Request(i, 0.0, max(1, round(r.input_tokens * scale_in)), max(1, round(r.output_tokens * scale_out)))
+        for i, r in enumerate(rows)
+    ]
+
+
 def _workload(run: SaturationRun) -> Any:
     from llm_cost.simulate.workload import ClosedLoop, Fixed, Request, Workload
 
+    if run.varied and run.concurrency is None:
+        return sharegpt_requests(run.num_prompts, run.input_tokens, run.output_tokens)
     if run.concurrency is None:
         return [Request(i, 0.0, run.input_tokens, run.output_tokens) for i in range(run.num_prompts)]
     return Workload(
@@ -200,8 +227,8 @@ def check_run(run: SaturationRun, formats: Formats, seed: int = 0) -> RunCheck:
 @record
 class SaturationCheck(Result):
     """Every replayed run and, per metric, the median |error| over the runs (and over MoE and dense
-    runs, and runs of fixed lengths and of ShareGPT's varied ones, apart); ``skipped``: runs the
-    simulator does not replay (data or expert parallel)."""
+    runs, and runs of fixed lengths and of ShareGPT's varied ones, apart; and per engine);
+    ``skipped``: runs the simulator does not replay (data or expert parallel)."""
 
     runs: list[RunCheck]
     median: dict[str, float]
@@ -209,6 +236,7 @@ class SaturationCheck(Result):
     median_dense: dict[str, float]
     median_fixed_lengths: dict[str, float]
     median_sharegpt: dict[str, float]
+    median_engine: dict[str, dict[str, float]]
     skipped: int
 
 
@@ -227,8 +255,9 @@ def summarise(runs: Sequence[SaturationRun], checks: list[RunCheck], skipped: in
     dense = [c for c, r in zip(checks, runs) if load_model(r.model).moe is None]
     fixed = [c for c, r in zip(checks, runs) if not r.varied]
     varied = [c for c, r in zip(checks, runs) if r.varied]
+    engines = {c.engine: _medians([d for d in checks if d.engine == c.engine]) for c in checks}
     return SaturationCheck(
-        checks, _medians(checks), _medians(moe), _medians(dense), _medians(fixed), _medians(varied), skipped
+        checks, _medians(checks), _medians(moe), _medians(dense), _medians(fixed), _medians(varied), engines, skipped
     )
 
 

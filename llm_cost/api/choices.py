@@ -38,6 +38,7 @@ __all__ = [
     "profile_given",
     "time_model_of",
     "profile_of",
+    "saturation_formats",
     "serving_band_of",
     "training_time_model",
     "training_framework_of",
@@ -246,6 +247,23 @@ def time_model_of(
         gpu, chosen, profile_given(profile), network_gb_s_of(network_gb_s)
     )
     return model
+
+
+def saturation_formats(run: Any) -> Any:
+    """A published serving run's (:class:`llm_cost.analyses.saturation_runs.SaturationRun`) weight
+    bits, KV bits, compute dtype and time model, resolved as ``serve`` resolves them (a checkpoint's
+    or MXFP4 run's weights are the checkpoint's)."""
+    from llm_cost.analyses.saturation_runs import Formats
+    from llm_cost.specs.load import load_gpu, load_model
+
+    spec, gpu = load_model(run.model), load_gpu(run.gpu)
+    weights = None if run.weights_dtype in ("checkpoint", "mxfp4") else run.weights_dtype
+    return Formats(
+        weight_bits(spec, weights),
+        kv_dtype_of(run.kv_dtype).bits,
+        compute_dtype(spec, gpu, None, weights),
+        time_model_of(gpu, run.engine),
+    )
 
 
 def profile_of(gpu: HardwareSpec, profile: Any = None, engine: Any = None) -> Optional[Profile]:
