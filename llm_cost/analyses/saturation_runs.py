@@ -54,6 +54,9 @@ __all__ = [
     "skipped_runs",
     "sharegpt_requests",
     "SHAREGPT_LENGTHS",
+    "FRONTEND_GRID_S",
+    "FrontendFit",
+    "fit_frontend",
 ]
 
 #: ShareGPT's first-round (prompt, output) token lengths as ``vllm bench serve`` samples them: a trace
@@ -190,8 +193,10 @@ class Formats:
     time_model: Any
 
 
-def check_run(run: SaturationRun, formats: Formats, seed: int = 0) -> RunCheck:
-    """Simulate one run (module docstring) with its resolved ``formats`` and compare it."""
+def check_run(run: SaturationRun, formats: Formats, seed: int = 0, frontend_request_s: float | None = None) -> RunCheck:
+    """Simulate one run (module docstring) with its resolved ``formats`` and compare it;
+    ``frontend_request_s``: the API server's serial time per request (None: the engine's default,
+    :func:`~llm_cost.simulate.engine.engine_defaults`)."""
     from llm_cost.analyses.capacity import DEPLOYMENT
     from llm_cost.analyses.serving_runs import replica_kv_pool
     from llm_cost.simulate import simulate
@@ -199,11 +204,13 @@ def check_run(run: SaturationRun, formats: Formats, seed: int = 0) -> RunCheck:
 
     spec, gpu = load_model(run.model), load_gpu(run.gpu)
     layout = Layout(tp=run.tp, pp=run.pp)
-    caps = {
+    caps: dict[str, float] = {
         k: v
         for k, v in (("max_num_seqs", run.max_num_seqs), ("max_num_batched_tokens", run.max_num_batched_tokens))
         if v
     }
+    if frontend_request_s is not None:
+        caps["frontend_request_s"] = frontend_request_s
     config = engine_defaults(gpu, run.engine, max_model_len=None, **caps)
     pool = replica_kv_pool(spec, gpu, layout, config, DEPLOYMENT, formats.weight_bits, formats.kv_bits)
     result = simulate(
@@ -264,3 +271,43 @@ def summarise(runs: Sequence[SaturationRun], checks: list[RunCheck], skipped: in
 def skipped_runs() -> int:
     """The shipped runs :func:`load_runs` leaves out (data or expert parallel)."""
     return sum(len(read_yaml(p)["runs"]) for p in saturation_files()) - len(load_runs())
+
+
+#: The API server's serial times per request that :func:`fit_frontend` tries, seconds (within
+#: :data:`~llm_cost.simulate.engine.FRONTEND_BOUNDS_S`).
+FRONTEND_GRID_S = (0.0, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.010, 0.012, 0.015, 0.020)
+
+
+@record
+class FrontendFit(Result):
+    """One engine's API-server time per request fitted on its runs at saturation: ``fitted_s`` on
+    all of them; ``folds_s`` each source's value fitted without it; the median |errors| with none
+    (``median_none``) and out of source (``median_out_of_source``: each source's runs at its fold's
+    value)."""
+
+    engine: str
+    runs: int
+    fitted_s: float
+    folds_s: dict[str, float]
+    median_none: dict[str, float]
+    median_out_of_source: dict[str, float]
+
+
+def _best(checks: Sequence[Sequence[RunCheck]]) -> int:
+    """The grid index whose checks have the least sum of median |errors| (the first of equals)."""
+    scores = [sum(_medians(list(c)).values()) for c in checks]
+    return scores.index(min(scores))
+
+
+def fit_frontend(runs: Sequence[SaturationRun], checks: Sequence[Sequence[RunCheck]]) -> FrontendFit:
+    """Fit the API server's serial time per request (:class:`~llm_cost.simulate.engine.EngineConfig`
+    ``frontend_request_s``) of one engine's ``runs`` from ``checks[g][i]``, run ``i`` replayed at
+    :data:`FRONTEND_GRID_S` ``[g]``: the value with the least sum of the median |errors| of output
+    tokens/s and ITL P50, on all the runs and leaving each source out (:class:`FrontendFit`)."""
+    folds, held = {}, [checks[0][0]] * len(runs)
+    for source in sorted({r.source for r in runs}):
+        g = _best([[c for c, r in zip(row, runs) if r.source != source] for row in checks])
+        folds[source] = FRONTEND_GRID_S[g]
+        held = [checks[g][i] if r.source == source else held[i] for i, r in enumerate(runs)]
+    fitted = FRONTEND_GRID_S[_best(checks)]
+    return FrontendFit(runs[0].engine.value, len(runs), fitted, folds, _medians(list(checks[0])), _medians(held))

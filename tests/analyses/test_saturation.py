@@ -43,3 +43,24 @@ def test_sharegpt_runs_throughput_within_a_quarter():
     runs = [r for r in load_runs() if r.varied]
     assert len(runs) >= 10
     assert _median_error(runs, "output_tokens_per_s") <= 0.25
+
+
+def test_the_api_server_time_is_fitted_leaving_each_source_out():
+    """Two sources whose runs are best replayed at different API-server times: each source's fold
+    takes the other's value, and its out-of-source errors are its runs at that value."""
+    from dataclasses import replace
+
+    from llm_cost.analyses.saturation_runs import FRONTEND_GRID_S, RunCheck, fit_frontend
+
+    base = next(r for r in load_runs() if r.engine.value == "vllm")
+    runs = [replace(base, id=f"{s}{i}", source=s) for s in "ab" for i in range(3)]
+    best = {"a": 1, "b": 4}  # grid indices where each source's errors vanish
+
+    def check(run, g):
+        e = 0.1 * abs(g - best[run.source])
+        return RunCheck(run.id, run.source, "vllm", "m", "g", "TP1", 1, {}, {}, {"output_tokens_per_s": e})
+
+    fit = fit_frontend(runs, [[check(r, g) for r in runs] for g in range(len(FRONTEND_GRID_S))])
+    assert fit.folds_s == {"a": FRONTEND_GRID_S[4], "b": FRONTEND_GRID_S[1]}
+    assert fit.median_out_of_source["output_tokens_per_s"] == pytest.approx(0.3)
+    assert fit.median_none["output_tokens_per_s"] == pytest.approx(0.25)
