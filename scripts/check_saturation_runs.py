@@ -1,7 +1,7 @@
 """The simulator at saturation against the shipped published serving runs (issue 32, item 5):
 each run replayed (llm_cost.analyses.saturation_runs) with its formats and time model resolved as
 ``serve`` resolves them (llm_cost.api.choices), and compared on output tokens/s and ITL P50.
-Nothing is fitted on these runs. About a minute of CPU.
+Nothing is fitted on these runs. About ten seconds of CPU.
 
     python scripts/check_saturation_runs.py [--markdown] [--fit-frontend]
 

@@ -4,18 +4,25 @@ them) and held to the benchmark blocks' own figures."""
 
 from __future__ import annotations
 
-import statistics
-
 import pytest
 
-from llm_cost.analyses.saturation_runs import SHAREGPT_LENGTHS, check_run, load_runs, sharegpt_requests
+from llm_cost.analyses.saturation_runs import (
+    SHAREGPT_LENGTHS,
+    check_run,
+    load_runs,
+    sharegpt_requests,
+    skipped_runs,
+    summarise,
+)
 from llm_cost.api.choices import saturation_formats
 from llm_cost.simulate.workload import read_trace
 
 
-def _median_error(runs, metric):
-    checks = [check_run(r, saturation_formats(r)) for r in runs]
-    return statistics.median(abs(c.error[metric]) for c in checks if metric in c.error)
+@pytest.fixture(scope="module")
+def saturation():
+    """Every shipped run replayed as serve would (about 10 s of CPU)."""
+    runs = load_runs()
+    return summarise(runs, [check_run(r, saturation_formats(r)) for r in runs], skipped_runs())
 
 
 def test_the_sharegpt_table_is_drawn_as_vllm_bench_draws():
@@ -36,13 +43,23 @@ def test_sharegpt_requests_carry_the_runs_quoted_totals():
     assert max(r.output_tokens for r in requests) > 4 * 200.752  # the long tail that sets the duration
 
 
-def test_sharegpt_runs_throughput_within_a_quarter():
+def test_sharegpt_runs_throughput_within_a_quarter(saturation):
     """ShareGPT runs (1,000 prompts at once) replayed with the table's per-request spread: the
-    median |error| of output tokens/s at most 25% (at the mean lengths it was 74%: the benchmark's
-    duration is set by its longest outputs decoding at a small batch at the end)."""
-    runs = [r for r in load_runs() if r.varied]
-    assert len(runs) >= 10
-    assert _median_error(runs, "output_tokens_per_s") <= 0.25
+    median |error| of output tokens/s at most 25% (19.6% with vLLM's seed-0 draw, 15.5-23.5% with
+    seeds 1-3; at the mean lengths it was 74%: the benchmark's duration is set by its longest
+    outputs decoding at a small batch at the end)."""
+    assert saturation.median_sharegpt["output_tokens_per_s"] <= 0.25
+
+
+def test_saturation_medians_hold_their_bounds(saturation):
+    """The 100 published runs at saturation (GPUStack performance-lab pages, InferenceX): median
+    |error| over all of them at most 40% on output tokens/s and 36% on ITL P50 (37.9% and 33.6%
+    when written; 62.7% and 35.4% before the ShareGPT runs had their spread). Issue 32 asks 15%:
+    the fixed-length runs (128/4 prompts, 2K-32K prefills) are still far (the README's Saturation section)."""
+    assert len(saturation.runs) >= 100 and saturation.skipped == 0
+    assert saturation.median["output_tokens_per_s"] <= 0.40
+    assert saturation.median["itl_p50_ms"] <= 0.36
+    assert saturation.median_engine["vllm"]["output_tokens_per_s"] <= 0.43
 
 
 def test_the_api_server_time_is_fitted_leaving_each_source_out():
