@@ -159,15 +159,14 @@ def engine_defaults(gpu: HardwareSpec, engine: Engine = Engine.VLLM, **changes: 
 
 
 def check_config(config: EngineConfig) -> None:
-    """InputError for settings no engine accepts."""
+    """InputError for settings no engine accepts (ValueError for an API-server time outside
+    :data:`FRONTEND_BOUNDS_S`, which no flag sets)."""
     if config.engine not in SERVING_ENGINES:
         shown = ", ".join(map(str, SERVING_ENGINES))
         raise InputError(f"engine: {str(config.engine)!r} is not one of {shown}", fields=("engine",))
     if not FRONTEND_BOUNDS_S[0] <= config.frontend_request_s <= FRONTEND_BOUNDS_S[1]:
-        raise InputError(
-            f"frontend_request_s: {config.frontend_request_s} is not from 0 to {FRONTEND_BOUNDS_S[1]} s",
-            fields=("frontend_request_s",),
-        )
+        # no flag sets it: a caller's error, not a user's
+        raise ValueError(f"frontend_request_s: {config.frontend_request_s} is not from 0 to {FRONTEND_BOUNDS_S[1]} s")
     for name in ("max_num_seqs", "max_num_batched_tokens", "block_tokens"):
         if getattr(config, name) < 1:
             raise InputError(f"{name}: {getattr(config, name)} must be at least 1", fields=(name,))

@@ -376,5 +376,5 @@ def test_the_api_server_admits_requests_one_after_another():
 
 
 def test_an_api_server_time_outside_its_bounds_is_refused():
-    with pytest.raises(InputError, match="frontend_request_s"):
+    with pytest.raises(ValueError, match="frontend_request_s"):
         run([Request(0, 0.0, 16, 2)], ConstantSteps(0.001), EngineConfig(frontend_request_s=0.2))
