@@ -18,7 +18,9 @@ A run becomes:
 * a KV cache of what the engine's memory share leaves after the weights
   (:func:`~llm_cost.analyses.serving_runs.replica_kv_pool`);
 * step times from the one time model for the GPU and engine
-  (:func:`llm_cost.perf.choose.time_model_for`): nothing is fitted on these runs.
+  (:func:`llm_cost.perf.choose.time_model_for`), with the parameters of the shipped fit's fold
+  without the run's source where that source also gave step-time rows
+  (:func:`llm_cost.api.choices.saturation_formats`): nothing is fitted on these runs or their sources.
 
 Compared: output tokens/s over the whole run (the benchmark's total generated tokens over its
 duration) and the median inter-token latency (ITL P50: the benchmark's gaps between streamed tokens,

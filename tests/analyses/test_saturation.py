@@ -45,7 +45,7 @@ def test_sharegpt_requests_carry_the_runs_quoted_totals():
 
 def test_sharegpt_runs_throughput_within_a_quarter(saturation):
     """ShareGPT runs (1,000 prompts at once) replayed with the table's per-request spread: the
-    median |error| of output tokens/s at most 25% (19.6% with vLLM's seed-0 draw, 15.5-23.5% with
+    median |error| of output tokens/s at most 25% (18.1% with vLLM's seed-0 draw, 17.8-21.5% with
     seeds 1-3; at the mean lengths it was 74%: the benchmark's duration is set by its longest
     outputs decoding at a small batch at the end)."""
     assert saturation.median_sharegpt["output_tokens_per_s"] <= 0.25
@@ -53,12 +53,13 @@ def test_sharegpt_runs_throughput_within_a_quarter(saturation):
 
 def test_saturation_medians_hold_their_bounds(saturation):
     """The 100 published runs at saturation (GPUStack performance-lab pages, InferenceX): median
-    |error| over all of them at most 40% on output tokens/s and 36% on ITL P50 (37.9% and 33.6%
-    when written; 62.7% and 35.4% before the ShareGPT runs had their spread). Issue 32 asks 15%:
+    |error| over all of them at most 42% on output tokens/s and 37% on ITL P50 (39.8% and 35.2%
+    when written, each run timed out of its source; 62.7% and 35.4% before the ShareGPT runs had
+    their spread, in source); vLLM's alone at most 43% on tokens/s (40.4%). Issue 32 asks 15%:
     the fixed-length runs (128/4 prompts, 2K-32K prefills) are still far (the README's Saturation section)."""
     assert len(saturation.runs) >= 100 and saturation.skipped == 0
-    assert saturation.median["output_tokens_per_s"] <= 0.40
-    assert saturation.median["itl_p50_ms"] <= 0.36
+    assert saturation.median["output_tokens_per_s"] <= 0.42
+    assert saturation.median["itl_p50_ms"] <= 0.37
     assert saturation.median_engine["vllm"]["output_tokens_per_s"] <= 0.43
 
 
@@ -81,3 +82,21 @@ def test_the_api_server_time_is_fitted_leaving_each_source_out():
     assert fit.folds_s == {"a": FRONTEND_GRID_S[4], "b": FRONTEND_GRID_S[1]}
     assert fit.median_out_of_source["output_tokens_per_s"] == pytest.approx(0.3)
     assert fit.median_none["output_tokens_per_s"] == pytest.approx(0.25)
+
+
+def test_a_run_is_timed_by_the_fit_without_its_source():
+    """GPUStack's gpt-oss-120b H100 page gave step-time rows too: its runs are timed by the shipped
+    fit's fold without that source (llm_cost/data/timemodel-fit.json), a page without rows by the
+    whole fit."""
+    from llm_cost.perf.profile import fit_data
+
+    runs = load_runs()
+    held = next(
+        r for r in runs if r.source == "gpustack performance-lab gpt-oss-120b h100" and r.engine.value == "vllm"
+    )
+    fold = fit_data()["folds"][held.source]
+    profile = saturation_formats(held).time_model.profile
+    assert profile.parameters.engine.request_overhead_s == fold["engines"]["vllm"]["request_overhead_s"]
+    assert profile.parameters.family.gemm_efficiency_16 == fold["families"]["hopper"]["gemm_efficiency_16"]
+    whole = next(r for r in runs if r.source == "gpustack performance-lab qwen3-14b h100" and r.engine.value == "vllm")
+    assert "fitted without" not in saturation_formats(whole).time_model.profile.note
