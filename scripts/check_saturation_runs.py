@@ -1,9 +1,13 @@
 """The simulator at saturation against the shipped published serving runs (issue 32, item 5):
 each run replayed (llm_cost.analyses.saturation_runs) with its formats and time model resolved as
 ``serve`` resolves them (llm_cost.api.choices), and compared on output tokens/s and ITL P50.
-Nothing is fitted on these runs. About a minute of CPU.
+Nothing is fitted on these runs. About ten seconds of CPU.
 
-    python scripts/check_saturation_runs.py [--markdown]
+    python scripts/check_saturation_runs.py [--markdown] [--fit-frontend]
+
+``--fit-frontend`` fits, per engine, the API server's serial time per request (``EngineConfig``
+``frontend_request_s``, 0 by default) on these runs, leaving each source out (twelve replays of
+every run: a few minutes).
 """
 
 from __future__ import annotations
@@ -12,26 +16,20 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's llm_cost, not an installed copy
-from llm_cost.analyses.saturation_runs import Formats, SaturationRun, check_run, load_runs, skipped_runs, summarise
-from llm_cost.api import choices
-from llm_cost.specs.load import load_gpu, load_model
-
-
-def formats(run: SaturationRun) -> Formats:
-    """The run's weight bits, KV bits, compute dtype and time model, as serve resolves them."""
-    spec, gpu = load_model(run.model), load_gpu(run.gpu)
-    weights = None if run.weights_dtype in ("checkpoint", "mxfp4") else run.weights_dtype
-    return Formats(
-        choices.weight_bits(spec, weights),
-        choices.kv_dtype_of(run.kv_dtype).bits,
-        choices.compute_dtype(spec, gpu, None, weights),
-        choices.time_model_of(gpu, run.engine),
-    )
+from llm_cost.analyses.saturation_runs import (
+    FRONTEND_GRID_S,
+    check_run,
+    fit_frontend,
+    load_runs,
+    skipped_runs,
+    summarise,
+)
+from llm_cost.api.choices import saturation_formats
 
 
 def main() -> None:
     runs = load_runs()
-    check = summarise(runs, [check_run(r, formats(r)) for r in runs], skipped_runs())
+    check = summarise(runs, [check_run(r, saturation_formats(r)) for r in runs], skipped_runs())
     if "--markdown" in sys.argv:
         print(
             "| run | engine | model | GPU | layout | in/out | prompts | tok/s measured | predicted | ITL P50 measured | predicted |"
@@ -52,10 +50,30 @@ def main() -> None:
         ("MoE", check.median_moe),
         ("dense", check.median_dense),
         ("fixed-length", check.median_fixed_lengths),
-        ("ShareGPT (replayed at the mean lengths)", check.median_sharegpt),
+        ("ShareGPT", check.median_sharegpt),
+        *((f"{engine}-only", m) for engine, m in sorted(check.median_engine.items())),
     ):
         print(f"median |error| over {name} runs: " + ", ".join(f"{k} {v:.1%}" for k, v in medians.items()))
     print(f"{len(check.runs)} runs replayed; {check.skipped} not (data or expert parallel)")
+    if "--fit-frontend" in sys.argv:
+        frontend(runs)
+
+
+def frontend(runs: list) -> None:
+    """Print each engine's fitted API-server time per request and its out-of-source errors."""
+    for engine in sorted({r.engine.value for r in runs}):
+        mine = [r for r in runs if r.engine.value == engine]
+        formats = [saturation_formats(r) for r in mine]
+        checks = [[check_run(r, f, frontend_request_s=c) for r, f in zip(mine, formats)] for c in FRONTEND_GRID_S]
+        fit = fit_frontend(mine, checks)
+        folds = sorted(set(fit.folds_s.values()))
+        print(
+            f"{engine}: API server {fit.fitted_s * 1e3:.0f} ms a request on its {fit.runs} runs "
+            f"(folds {', '.join(f'{v * 1e3:.0f}' for v in folds)} ms); median |error| with none: "
+            + ", ".join(f"{k} {v:.1%}" for k, v in fit.median_none.items())
+            + "; out of source: "
+            + ", ".join(f"{k} {v:.1%}" for k, v in fit.median_out_of_source.items())
+        )
 
 
 if __name__ == "__main__":

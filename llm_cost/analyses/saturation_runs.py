@@ -4,8 +4,11 @@ serve commands and engine versions) replayed and compared on output tokens/s and
 
 A run becomes:
 
-* its requests: ``num_prompts`` prompts of ``input_tokens`` and ``output_tokens`` tokens each (the
-  run's means: for ShareGPT prompts, whose lengths vary, a stated simplification), sent all at once
+* its requests: ``num_prompts`` prompts of ``input_tokens`` and ``output_tokens`` tokens each, or,
+  for a ShareGPT run, of the lengths of :data:`SHAREGPT_LENGTHS` (1,000 (prompt, output) pairs of
+  ShareGPT's first rounds drawn as ``vllm bench serve`` draws them, OPT tokenizer) scaled to the
+  run's means (its chat template and tokenizer make its prompts longer, and its outputs end at EOS
+  before the reference reply's length: the table gives the spread, the run its means); sent all at once
   (``request_rate_rps`` infinite and no ``concurrency``: the engine runs at its batch limit), or by
   ``concurrency`` users each sending its next request when the last completes (``--max-concurrency``;
   a run that does not say how many prompts it sent: ten per user, the steady state of a closed loop);
@@ -15,7 +18,9 @@ A run becomes:
 * a KV cache of what the engine's memory share leaves after the weights
   (:func:`~llm_cost.analyses.serving_runs.replica_kv_pool`);
 * step times from the one time model for the GPU and engine
-  (:func:`llm_cost.perf.choose.time_model_for`): nothing is fitted on these runs.
+  (:func:`llm_cost.perf.choose.time_model_for`), with the parameters of the shipped fit's fold
+  without the run's source where that source also gave step-time rows
+  (:func:`llm_cost.api.choices.saturation_formats`): nothing is fitted on these runs or their sources.
 
 Compared: output tokens/s over the whole run (the benchmark's total generated tokens over its
 duration) and the median inter-token latency (ITL P50: the benchmark's gaps between streamed tokens,
@@ -49,7 +54,17 @@ __all__ = [
     "check_run",
     "summarise",
     "skipped_runs",
+    "sharegpt_requests",
+    "SHAREGPT_LENGTHS",
+    "FRONTEND_GRID_S",
+    "FrontendFit",
+    "fit_frontend",
 ]
+
+#: ShareGPT's first-round (prompt, output) token lengths as ``vllm bench serve`` samples them: a trace
+#: (``arrival_s``, ``input_tokens``, ``output_tokens``) of 1,000 rows; source and draw in
+#: ``data/workloads/README.md`` (made by ``scripts/make_sharegpt_lengths.py``).
+SHAREGPT_LENGTHS = Path(__file__).resolve().parent.parent / "data" / "workloads" / "sharegpt-vllm-bench-1000.csv"
 
 #: The metrics compared: name -> the measured key (milliseconds or tokens/s).
 METRICS = ("output_tokens_per_s", "itl_p50_ms")
@@ -77,7 +92,7 @@ class SaturationRun:
     max_num_seqs: int | None
     max_num_batched_tokens: int | None
     measured: dict[str, float]
-    varied: bool = False  # lengths vary per request (ShareGPT): replayed at their means
+    varied: bool = False  # lengths vary per request (ShareGPT): replayed from SHAREGPT_LENGTHS
 
 
 def saturation_files() -> list[Path]:
@@ -143,9 +158,26 @@ class RunCheck:
     error: dict[str, float]
 
 
+def sharegpt_requests(count: int, input_mean: float, output_mean: float) -> list[Any]:
+    """``count`` requests (at most the table's 1,000) arriving at once, with the (prompt, output)
+    lengths of :data:`SHAREGPT_LENGTHS` in order, each scaled by the ratio of the wanted mean
+    (``input_mean``, ``output_mean``, tokens) to the table's and rounded (at least 1 token)."""
+    from llm_cost.simulate.workload import Request, read_trace
+
+    rows = read_trace(SHAREGPT_LENGTHS).rows[:count]
+    scale_in = input_mean * len(rows) / sum(r.input_tokens for r in rows)
+    scale_out = output_mean * len(rows) / sum(r.output_tokens for r in rows)
+    return [
+        Request(i, 0.0, max(1, round(r.input_tokens * scale_in)), max(1, round(r.output_tokens * scale_out)))
+        for i, r in enumerate(rows)
+    ]
+
+
 def _workload(run: SaturationRun) -> Any:
     from llm_cost.simulate.workload import ClosedLoop, Fixed, Request, Workload
 
+    if run.varied and run.concurrency is None:
+        return sharegpt_requests(run.num_prompts, run.input_tokens, run.output_tokens)
     if run.concurrency is None:
         return [Request(i, 0.0, run.input_tokens, run.output_tokens) for i in range(run.num_prompts)]
     return Workload(
@@ -163,8 +195,10 @@ class Formats:
     time_model: Any
 
 
-def check_run(run: SaturationRun, formats: Formats, seed: int = 0) -> RunCheck:
-    """Simulate one run (module docstring) with its resolved ``formats`` and compare it."""
+def check_run(run: SaturationRun, formats: Formats, seed: int = 0, frontend_request_s: float | None = None) -> RunCheck:
+    """Simulate one run (module docstring) with its resolved ``formats`` and compare it;
+    ``frontend_request_s``: the API server's serial time per request (None: the engine's default,
+    :func:`~llm_cost.simulate.engine.engine_defaults`)."""
     from llm_cost.analyses.capacity import DEPLOYMENT
     from llm_cost.analyses.serving_runs import replica_kv_pool
     from llm_cost.simulate import simulate
@@ -172,11 +206,13 @@ def check_run(run: SaturationRun, formats: Formats, seed: int = 0) -> RunCheck:
 
     spec, gpu = load_model(run.model), load_gpu(run.gpu)
     layout = Layout(tp=run.tp, pp=run.pp)
-    caps = {
+    caps: dict[str, float] = {
         k: v
         for k, v in (("max_num_seqs", run.max_num_seqs), ("max_num_batched_tokens", run.max_num_batched_tokens))
         if v
     }
+    if frontend_request_s is not None:
+        caps["frontend_request_s"] = frontend_request_s
     config = engine_defaults(gpu, run.engine, max_model_len=None, **caps)
     pool = replica_kv_pool(spec, gpu, layout, config, DEPLOYMENT, formats.weight_bits, formats.kv_bits)
     result = simulate(
@@ -200,8 +236,8 @@ def check_run(run: SaturationRun, formats: Formats, seed: int = 0) -> RunCheck:
 @record
 class SaturationCheck(Result):
     """Every replayed run and, per metric, the median |error| over the runs (and over MoE and dense
-    runs, and runs of fixed lengths and of ShareGPT's varied ones, apart); ``skipped``: runs the
-    simulator does not replay (data or expert parallel)."""
+    runs, and runs of fixed lengths and of ShareGPT's varied ones, apart; and per engine);
+    ``skipped``: runs the simulator does not replay (data or expert parallel)."""
 
     runs: list[RunCheck]
     median: dict[str, float]
@@ -209,6 +245,7 @@ class SaturationCheck(Result):
     median_dense: dict[str, float]
     median_fixed_lengths: dict[str, float]
     median_sharegpt: dict[str, float]
+    median_engine: dict[str, dict[str, float]]
     skipped: int
 
 
@@ -227,11 +264,52 @@ def summarise(runs: Sequence[SaturationRun], checks: list[RunCheck], skipped: in
     dense = [c for c, r in zip(checks, runs) if load_model(r.model).moe is None]
     fixed = [c for c, r in zip(checks, runs) if not r.varied]
     varied = [c for c, r in zip(checks, runs) if r.varied]
+    engines = {c.engine: _medians([d for d in checks if d.engine == c.engine]) for c in checks}
     return SaturationCheck(
-        checks, _medians(checks), _medians(moe), _medians(dense), _medians(fixed), _medians(varied), skipped
+        checks, _medians(checks), _medians(moe), _medians(dense), _medians(fixed), _medians(varied), engines, skipped
     )
 
 
 def skipped_runs() -> int:
     """The shipped runs :func:`load_runs` leaves out (data or expert parallel)."""
     return sum(len(read_yaml(p)["runs"]) for p in saturation_files()) - len(load_runs())
+
+
+#: The API server's serial times per request that :func:`fit_frontend` tries, seconds (within
+#: :data:`~llm_cost.simulate.engine.FRONTEND_BOUNDS_S`).
+FRONTEND_GRID_S = (0.0, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.010, 0.012, 0.015, 0.020)
+
+
+@record
+class FrontendFit(Result):
+    """One engine's API-server time per request fitted on its runs at saturation: ``fitted_s`` on
+    all of them; ``folds_s`` each source's value fitted without it; the median |errors| with none
+    (``median_none``) and out of source (``median_out_of_source``: each source's runs at its fold's
+    value)."""
+
+    engine: str
+    runs: int
+    fitted_s: float
+    folds_s: dict[str, float]
+    median_none: dict[str, float]
+    median_out_of_source: dict[str, float]
+
+
+def _best(checks: Sequence[Sequence[RunCheck]]) -> int:
+    """The grid index whose checks have the least sum of median |errors| (the first of equals)."""
+    scores = [sum(_medians(list(c)).values()) for c in checks]
+    return scores.index(min(scores))
+
+
+def fit_frontend(runs: Sequence[SaturationRun], checks: Sequence[Sequence[RunCheck]]) -> FrontendFit:
+    """Fit the API server's serial time per request (:class:`~llm_cost.simulate.engine.EngineConfig`
+    ``frontend_request_s``) of one engine's ``runs`` from ``checks[g][i]``, run ``i`` replayed at
+    :data:`FRONTEND_GRID_S` ``[g]``: the value with the least sum of the median |errors| of output
+    tokens/s and ITL P50, on all the runs and leaving each source out (:class:`FrontendFit`)."""
+    folds, held = {}, [checks[0][0]] * len(runs)
+    for source in sorted({r.source for r in runs}):
+        g = _best([[c for c, r in zip(row, runs) if r.source != source] for row in checks])
+        folds[source] = FRONTEND_GRID_S[g]
+        held = [checks[g][i] if r.source == source else held[i] for i, r in enumerate(runs)]
+    fitted = FRONTEND_GRID_S[_best(checks)]
+    return FrontendFit(runs[0].engine.value, len(runs), fitted, folds, _medians(list(checks[0])), _medians(held))

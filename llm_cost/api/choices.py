@@ -38,6 +38,7 @@ __all__ = [
     "profile_given",
     "time_model_of",
     "profile_of",
+    "saturation_formats",
     "serving_band_of",
     "training_time_model",
     "training_framework_of",
@@ -246,6 +247,45 @@ def time_model_of(
         gpu, chosen, profile_given(profile), network_gb_s_of(network_gb_s)
     )
     return model
+
+
+def saturation_formats(run: Any) -> Any:
+    """A published serving run's (:class:`llm_cost.analyses.saturation_runs.SaturationRun`) weight
+    bits, KV bits, compute dtype and time model, resolved as ``serve`` resolves them (a checkpoint's
+    or MXFP4 run's weights are the checkpoint's), the time model's parameters those of the shipped
+    fit's fold without the run's source when the fit has rows of it (:func:`_out_of_source`)."""
+    from llm_cost.analyses.saturation_runs import Formats
+    from llm_cost.specs.load import load_gpu, load_model
+
+    spec, gpu = load_model(run.model), load_gpu(run.gpu)
+    weights = None if run.weights_dtype in ("checkpoint", "mxfp4") else run.weights_dtype
+    return Formats(
+        weight_bits(spec, weights),
+        kv_dtype_of(run.kv_dtype).bits,
+        compute_dtype(spec, gpu, None, weights),
+        time_model_of(gpu, run.engine, _out_of_source(profile_of(gpu, None, run.engine), gpu, run.source)),
+    )
+
+
+def _out_of_source(profile: Optional[Profile], gpu: HardwareSpec, source: str) -> Optional[Profile]:
+    """``profile`` with the parameters of the shipped fit's fold without ``source`` (the fit's
+    leave-one-source-out refit, ``llm_cost/data/timemodel-fit.json``), or as it is when the fit
+    has no row of that source (or no profile applies)."""
+    import dataclasses
+
+    from llm_cost.perf.eras import current_block
+    from llm_cost.perf.profile import fit_data, join
+
+    fold = fit_data()["folds"].get(source)
+    if profile is None or fold is None:
+        return profile
+    used = profile.transferred_from.split("-", 1)[1] if profile.transferred_from else None
+    used = used or current_block(profile.engine, gpu.vendor).value
+    family, engine = fold["families"].get(profile.source_family), fold["engines"].get(used)
+    if family is None or engine is None:
+        return profile
+    note = f"{profile.note}; parameters fitted without {source}"
+    return dataclasses.replace(profile, parameters=join(family, engine), note=note)
 
 
 def profile_of(gpu: HardwareSpec, profile: Any = None, engine: Any = None) -> Optional[Profile]:

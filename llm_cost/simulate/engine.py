@@ -50,7 +50,12 @@ fcfs``); chunked prefill and the token budget as vLLM's.
 ``GuaranteedNoEvictScheduler``): a request is admitted only if the blocks of its whole prompt and
 maximum output can be reserved, so nothing is ever preempted.
 
-Not modelled: the API server (tokenisation, detokenisation, streaming), CPU time between steps
+The API server (chat template, tokenisation, the request's HTTP and stream set-up) is one serial
+stage in front of the engine: each request holds it ``frontend_request_s`` seconds, in arrival
+order, before it reaches the waiting queue (a request's TTFT counts that wait: 1,000 prompts sent at
+once reach the engine over 1,000 x ``frontend_request_s``).
+
+Not modelled: detokenisation and streaming of each token by the API server, CPU time between steps
 (hidden behind the GPU by async scheduling), CUDA-graph padding, speculative decoding,
 pipeline parallelism's concurrent micro-batches (a step's time is the sum of its stages).
 
@@ -105,7 +110,9 @@ class EngineConfig:
     the module docstring gives), named as vLLM names them (``--max-num-seqs``,
     ``--max-num-batched-tokens``, ``--block-size``, ``--enable-prefix-caching``,
     ``--enable-chunked-prefill``, ``--max-model-len``, ``--long-prefill-token-threshold``,
-    ``--async-scheduling``). ``max_model_len`` None: no limit."""
+    ``--async-scheduling``). ``max_model_len`` None: no limit. ``frontend_request_s``: the API
+    server's serial time per request, seconds (module docstring; 0 by default:
+    ``scripts/check_saturation_runs.py --fit-frontend`` says why)."""
 
     engine: Engine = Engine.VLLM
     max_num_seqs: int = 256
@@ -116,6 +123,7 @@ class EngineConfig:
     max_model_len: int | None = None
     long_prefill_token_threshold: int = 0
     async_scheduling: bool = True
+    frontend_request_s: float = 0.0
 
 
 def vllm_defaults(gpu: HardwareSpec, **changes: object) -> EngineConfig:
@@ -126,6 +134,11 @@ def vllm_defaults(gpu: HardwareSpec, **changes: object) -> EngineConfig:
     base = EngineConfig(Engine.VLLM, 1024 if big else 256, 8192 if big else 2048)
     return EngineConfig(**{**base.__dict__, **changes})
 
+
+#: The bounds of an API server's serial time per request, seconds (:class:`EngineConfig`): none, to
+#: 50 ms (a chat template and a tokeniser over a prompt of a few thousand tokens take milliseconds of
+#: Python; 50 ms is beyond every one the shipped saturation runs imply).
+FRONTEND_BOUNDS_S = (0.0, 0.05)
 
 #: TensorRT-LLM's own defaults for ``trtllm-serve``: ``BuildConfig.max_batch_size`` 2,048 requests
 #: and ``max_num_tokens`` 8,192 (``tensorrt_llm/builder.py``, the defaults of ``--max_batch_size``
@@ -146,10 +159,14 @@ def engine_defaults(gpu: HardwareSpec, engine: Engine = Engine.VLLM, **changes: 
 
 
 def check_config(config: EngineConfig) -> None:
-    """InputError for settings no engine accepts."""
+    """InputError for settings no engine accepts (ValueError for an API-server time outside
+    :data:`FRONTEND_BOUNDS_S`, which no flag sets)."""
     if config.engine not in SERVING_ENGINES:
         shown = ", ".join(map(str, SERVING_ENGINES))
         raise InputError(f"engine: {str(config.engine)!r} is not one of {shown}", fields=("engine",))
+    if not FRONTEND_BOUNDS_S[0] <= config.frontend_request_s <= FRONTEND_BOUNDS_S[1]:
+        # no flag sets it: a caller's error, not a user's
+        raise ValueError(f"frontend_request_s: {config.frontend_request_s} is not from 0 to {FRONTEND_BOUNDS_S[1]} s")
     for name in ("max_num_seqs", "max_num_batched_tokens", "block_tokens"):
         if getattr(config, name) < 1:
             raise InputError(f"{name}: {getattr(config, name)} must be at least 1", fields=(name,))
@@ -294,6 +311,15 @@ class _Engine:
         self.context_base = 0  # sum over members of (computed - tick0): contexts sum to this + members x tick
         self.phases = [0] * config.block_tokens  # members by (computed - tick0) mod block size
         self.finishing: list[tuple[int, int, int, _Live]] = []  # (tick, index, version, member)
+        self.frontend_free = 0.0  # when the API server's serial stage is next free
+
+    def enter(self, t: float, req: Request, user: int) -> None:
+        """``req``, sent at ``t``, passes the API server's serial stage (module docstring) and
+        is queued for the engine when it leaves it; requests must enter in the order they are sent."""
+        cost = self.config.frontend_request_s
+        ready = max(t, self.frontend_free) + cost if cost else t
+        self.frontend_free = ready
+        heapq.heappush(self.future, (ready, req.index, req, user))
 
     # -- arrivals and completions ------------------------------------------------------------
     def arrive(self) -> None:
@@ -816,7 +842,7 @@ class _Users:
         if t > self.loop.duration_s:
             return
         prompt, out, shared = draw_lengths(self.workload, self.lengths, self.users, self.sent)
-        heapq.heappush(engine.future, (t, self.sent, Request(self.sent, t, prompt, out, shared), user))
+        engine.enter(t, Request(self.sent, t, prompt, out, shared), user)
         self.sent += 1
 
     def come_back(self, engine: _Engine) -> None:
@@ -855,8 +881,8 @@ def run_engine(
     _checked(config, kv_blocks, state_blocks)
     engine = _Engine(timer, config, kv_blocks, bounds, state_blocks)
     if requests is not None:
-        engine.future = [(r.arrival_s, r.index, r, -1) for r in requests]
-        heapq.heapify(engine.future)
+        for r in sorted(requests, key=lambda r: (r.arrival_s, r.index)):
+            engine.enter(r.arrival_s, r, -1)
     else:
         assert workload is not None and isinstance(workload.arrivals, ClosedLoop)
         engine.closed = True
@@ -892,7 +918,7 @@ def run_replicas(
     for r in sorted(requests, key=lambda r: (r.arrival_s, r.index)):
         for e in engines:
             e.run_until(r.arrival_s)
-        heapq.heappush(engines[pick(r)].future, (r.arrival_s, r.index, r, -1))
+        engines[pick(r)].enter(r.arrival_s, r, -1)
     for e in engines:
         e.run_until(math.inf)
     return tuple(e.result() for e in engines)

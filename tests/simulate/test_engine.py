@@ -358,3 +358,23 @@ def test_invalid_settings_are_refused():
     with pytest.raises(InputError, match="max_num_seqs"):
         run(one, ConstantSteps(0.01), EngineConfig(max_num_seqs=0))
     assert math.isfinite(run(one, ConstantSteps(0.01)).summary.e2e_s.mean)
+
+
+def test_the_api_server_admits_requests_one_after_another():
+    """A serial API-server stage of c seconds a request (``frontend_request_s``): N prompts sent at
+    once reach the engine at c, 2c, ..., Nc; on an engine whose steps take S << c, each request's
+    first token comes one step after it is admitted, so the TTFTs are kc + S (k = 1..N) and the
+    run lasts N c + its last request's O steps (a D/D/1 queue, worked by hand)."""
+    c, s, n, o = 0.01, 0.001, 50, 3
+    requests = [Request(i, 0.0, 16, o) for i in range(n)]
+    r = run(requests, ConstantSteps(s), EngineConfig(async_scheduling=False, frontend_request_s=c))
+    assert r.summary.ttft_s.max == pytest.approx(n * c + s, rel=1e-6)
+    assert r.summary.ttft_s.mean == pytest.approx((n + 1) / 2 * c + s, rel=1e-6)
+    assert r.summary.e2e_s.max == pytest.approx(n * c + o * s, rel=1e-6)
+    none = run(requests, ConstantSteps(s), EngineConfig(async_scheduling=False))
+    assert none.summary.ttft_s.max < 2 * s * n  # without it all are admitted at once
+
+
+def test_an_api_server_time_outside_its_bounds_is_refused():
+    with pytest.raises(ValueError, match="frontend_request_s"):
+        run([Request(0, 0.0, 16, 2)], ConstantSteps(0.001), EngineConfig(frontend_request_s=0.2))

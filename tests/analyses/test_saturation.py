@@ -1,0 +1,102 @@
+"""The simulator at saturation against the shipped published serving runs (issue 32 item 5, issue 38):
+replayed through the public harness (llm_cost.analyses.saturation_runs, formats as serve resolves
+them) and held to the benchmark blocks' own figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_cost.analyses.saturation_runs import (
+    SHAREGPT_LENGTHS,
+    check_run,
+    load_runs,
+    sharegpt_requests,
+    skipped_runs,
+    summarise,
+)
+from llm_cost.api.choices import saturation_formats
+from llm_cost.simulate.workload import read_trace
+
+
+@pytest.fixture(scope="module")
+def saturation():
+    """Every shipped run replayed as serve would (about 10 s of CPU)."""
+    runs = load_runs()
+    return summarise(runs, [check_run(r, saturation_formats(r)) for r in runs], skipped_runs())
+
+
+def test_the_sharegpt_table_is_drawn_as_vllm_bench_draws():
+    """vLLM's ShareGPT sampler keeps prompts and outputs of at least 4 tokens, prompts of at most
+    1,024 and prompt + output of at most 2,048 (vllm/benchmarks/datasets.py); 1,000 prompts."""
+    rows = read_trace(SHAREGPT_LENGTHS).rows
+    assert len(rows) == 1000
+    assert all(4 <= r.input_tokens <= 1024 and r.output_tokens >= 4 for r in rows)
+    assert all(r.input_tokens + r.output_tokens <= 2048 and r.arrival_s == 0 for r in rows)
+
+
+def test_sharegpt_requests_carry_the_runs_quoted_totals():
+    """GPUStack's DeepSeek-R1 H200 vLLM block: Total input tokens 219171, Total generated tokens
+    200752 over 1000 requests; the replayed requests sum to them within rounding."""
+    requests = sharegpt_requests(1000, 219.171, 200.752)
+    assert sum(r.input_tokens for r in requests) == pytest.approx(219171, rel=0.005)
+    assert sum(r.output_tokens for r in requests) == pytest.approx(200752, rel=0.005)
+    assert max(r.output_tokens for r in requests) > 4 * 200.752  # the long tail that sets the duration
+
+
+def test_sharegpt_runs_throughput_within_a_quarter(saturation):
+    """ShareGPT runs (1,000 prompts at once) replayed with the table's per-request spread: the
+    median |error| of output tokens/s at most 25% (18.1% with vLLM's seed-0 draw, 17.8-21.5% with
+    seeds 1-3; at the mean lengths it was 74%: the benchmark's duration is set by its longest
+    outputs decoding at a small batch at the end)."""
+    assert saturation.median_sharegpt["output_tokens_per_s"] <= 0.25
+
+
+def test_saturation_medians_hold_their_bounds(saturation):
+    """The 100 published runs at saturation (GPUStack performance-lab pages, InferenceX): median
+    |error| over all of them at most 42% on output tokens/s and 37% on ITL P50 (39.8% and 35.2%
+    when written, each run timed out of its source; 62.7% and 35.4% before the ShareGPT runs had
+    their spread, in source); vLLM's alone at most 43% on tokens/s (40.4%). Issue 32 asks 15%:
+    the fixed-length runs (128/4 prompts, 2K-32K prefills) are still far (the README's Saturation section)."""
+    assert len(saturation.runs) >= 100 and saturation.skipped == 0
+    assert saturation.median["output_tokens_per_s"] <= 0.42
+    assert saturation.median["itl_p50_ms"] <= 0.37
+    assert saturation.median_engine["vllm"]["output_tokens_per_s"] <= 0.43
+
+
+def test_the_api_server_time_is_fitted_leaving_each_source_out():
+    """Two sources whose runs are best replayed at different API-server times: each source's fold
+    takes the other's value, and its out-of-source errors are its runs at that value."""
+    from dataclasses import replace
+
+    from llm_cost.analyses.saturation_runs import FRONTEND_GRID_S, RunCheck, fit_frontend
+
+    base = next(r for r in load_runs() if r.engine.value == "vllm")
+    runs = [replace(base, id=f"{s}{i}", source=s) for s in "ab" for i in range(3)]
+    best = {"a": 1, "b": 4}  # grid indices where each source's errors vanish
+
+    def check(run, g):
+        e = 0.1 * abs(g - best[run.source])
+        return RunCheck(run.id, run.source, "vllm", "m", "g", "TP1", 1, {}, {}, {"output_tokens_per_s": e})
+
+    fit = fit_frontend(runs, [[check(r, g) for r in runs] for g in range(len(FRONTEND_GRID_S))])
+    assert fit.folds_s == {"a": FRONTEND_GRID_S[4], "b": FRONTEND_GRID_S[1]}
+    assert fit.median_out_of_source["output_tokens_per_s"] == pytest.approx(0.3)
+    assert fit.median_none["output_tokens_per_s"] == pytest.approx(0.25)
+
+
+def test_a_run_is_timed_by_the_fit_without_its_source():
+    """GPUStack's gpt-oss-120b H100 page gave step-time rows too: its runs are timed by the shipped
+    fit's fold without that source (llm_cost/data/timemodel-fit.json), a page without rows by the
+    whole fit."""
+    from llm_cost.perf.profile import fit_data
+
+    runs = load_runs()
+    held = next(
+        r for r in runs if r.source == "gpustack performance-lab gpt-oss-120b h100" and r.engine.value == "vllm"
+    )
+    fold = fit_data()["folds"][held.source]
+    profile = saturation_formats(held).time_model.profile
+    assert profile.parameters.engine.request_overhead_s == fold["engines"]["vllm"]["request_overhead_s"]
+    assert profile.parameters.family.gemm_efficiency_16 == fold["families"]["hopper"]["gemm_efficiency_16"]
+    whole = next(r for r in runs if r.source == "gpustack performance-lab qwen3-14b h100" and r.engine.value == "vllm")
+    assert "fitted without" not in saturation_formats(whole).time_model.profile.note
