@@ -85,6 +85,17 @@ def test_out_of_source_errors_meet_the_issue(validation):
     assert {r.id for r in validation.rows} == set(BY_ID)
 
 
+def test_the_free_search_runs_only_what_each_rows_stack_could(validation):
+    """llm-foundry's MPT benchmarks trained with FSDP alone (no TP, PP or CP); the 2021 Megatron-LM
+    had no distributed optimizer and only full recompute: the free search's picks for those rows
+    keep to that (it gave MPT-70B TP2 PP4 and the 7.5B TP1 ZeRO-1 selective before)."""
+    for r in validation.rows:
+        if r.source == "mosaicml":
+            assert r.search_layout.startswith("TP1 CP1 PP1 "), (r.id, r.search_layout)
+        if r.source == "megatron_2021":
+            assert " ZeRO-0 full " in r.search_layout, (r.id, r.search_layout)
+
+
 @pytest.mark.parametrize("source", sorted({r["source"] for r in ROWS}))
 def test_the_recorded_errors_are_what_the_planner_predicts(validation, source):
     """The shipped table is not stale: a row of each source, predicted now with its recorded
