@@ -76,6 +76,10 @@ __all__ = [
     "default_space",
     "fixed",
     "band_widening",
+    "interleavable",
+    "bubble_note",
+    "BUBBLE_WARN",
+    "BUBBLE_TARGET",
 ]
 
 #: Tokens each context-parallel rank keeps at least, for the search to try CP (Megatron-Core's
@@ -385,6 +389,7 @@ def check_space(spec: ModelSpec, space: SearchSpace, seq: int, gpus: int) -> Non
             raise _one_line_divides("give", values[0], "GPUs", gpus, name)
     _check_experts(spec, space)
     _check_framework(space)
+    _check_interleaving(spec, space)
     if (
         len(space.vp) == 1
         and len(space.pp) == 1
@@ -396,6 +401,34 @@ def check_space(spec: ModelSpec, space: SearchSpace, seq: int, gpus: int) -> Non
             f"stage; give at most {fewest}",
             fields=("vp", "pp"),
         )
+
+
+def interleavable(spec: ModelSpec, pp: int, vp: int) -> bool:
+    """Whether Megatron-Core's interleaved schedule runs ``vp`` virtual stages on ``pp`` pipeline
+    stages: the layers in equal chunks, the layer count divisible by pp x vp (Megatron-LM
+    ``megatron/training/arguments.py`` @000c4ac24f, ``validate_args``: "number of layers of the model
+    must be divisible pipeline model parallel size" and "number of layers per pipeline stage must be
+    divisible number of layers per virtual pipeline stage")."""
+    return vp == 1 or spec.num_hidden_layers % (pp * vp) == 0
+
+
+def _check_interleaving(spec: ModelSpec, space: SearchSpace) -> None:
+    """InputError for a --vp (with --pp fixed) Megatron's interleaved schedule cannot run: one line
+    naming the vp (or pp) values that divide the layers."""
+    if space.framework != Framework.MEGATRON or len(space.vp) != 1 or space.vp[0] == 1 or len(space.pp) != 1:
+        return
+    layers, pp, vp = spec.num_hidden_layers, space.pp[0], space.vp[0]
+    if interleavable(spec, pp, vp):
+        return
+    vps = [v for v in range(2, layers // pp + 1) if interleavable(spec, pp, v)]
+    pps = [p for p in range(2, layers // vp + 1) if layers % (p * vp) == 0]
+    other = f"vp one of {', '.join(map(str, vps[:8]))}" if vps else "vp 1"
+    also = f", or pp one of {', '.join(map(str, pps[:8]))} with vp {vp}" if pps else ""
+    raise InputError(
+        f"vp: Megatron's interleaved schedule needs the {layers} layers divisible by pp x vp = {pp * vp}; "
+        f"with pp {pp} give {other}{also}",
+        fields=("vp", "pp"),
+    )
 
 
 def _check_experts(spec: ModelSpec, space: SearchSpace) -> None:
@@ -492,6 +525,8 @@ def _shapes(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpace) -> I
                     m = sequences // dp // b
                     for vp in space.vp:
                         if vp > 1 and (pp == 1 or vp > fewest or m < pp):
+                            continue
+                        if vp > 1 and space.framework == Framework.MEGATRON and not interleavable(spec, pp, vp):
                             continue
                         for ep in space.ep:
                             if ep > 1 and (tp * cp * dp) % ep:
@@ -710,6 +745,7 @@ def _plan(
         note("train_plan.mfu", tflops=gpu.peak_flops(dtype) / 1e12, dtype=dtype.value),
         note("train_plan.memory", reserve_gib=cluster.reserve_bytes / 2**30, framework=str(lay.framework)),
         *tight_memory_note(best.memory.room_bytes - best.memory.total_bytes, f"the layout {lay.label()}"),
+        *bubble_note(lay, best.breakdown, seq),
         note("train_plan.band", band=rates.band, widen=widen),
         note("train_plan.left_out"),
     ]
@@ -725,6 +761,36 @@ def _plan(
         best.breakdown.terms(), best.memory, gpu.capacity_bytes, [_summary(c) for c in fitting[:top]],
         _reasons(best, ranked, alternatives), len(ranked), len(fitting), defaults, conventions,
     )  # fmt: skip
+
+
+#: The pipeline bubble, as a fraction of the step's compute, above which a plan warns that the
+#: global batch is small for the cluster.
+BUBBLE_WARN = 0.25
+#: The bubble fraction the warning's suggested batch keeps to.
+BUBBLE_TARGET = 0.10
+
+
+def bubble_note(layout: TrainLayout, breakdown: StepBreakdown, seq: int) -> list[Note]:
+    """A warning when the pipeline bubble of ``layout`` exceeds :data:`BUBBLE_WARN` of its compute
+    (too few micro-batches per pipeline: the global batch is small for the cluster), naming the
+    global batch that keeps it to :data:`BUBBLE_TARGET` with the same layout: (p - 1)/(v m) <= target
+    (Narayanan et al. 2021 §2.2), m micro-batches of its size on each of its dp replicas."""
+    if layout.pp == 1 or breakdown.bubble_s <= BUBBLE_WARN * breakdown.compute_s:
+        return []
+    micro_batches = math.ceil((layout.pp - 1) / (BUBBLE_TARGET * layout.vp))
+    sequences = micro_batches * layout.micro_batch * layout.dp
+    return [
+        note(
+            "warning.train_bubble",
+            bubble=breakdown.bubble_s / breakdown.compute_s,
+            micro_batches=layout.micro_batches,
+            dp=layout.dp,
+            pp=layout.pp,
+            target=BUBBLE_TARGET,
+            sequences=sequences,
+            tokens=sequences * seq,
+        )
+    ]
 
 
 def fixed(space: SearchSpace, **given: Any) -> SearchSpace:

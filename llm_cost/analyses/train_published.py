@@ -31,7 +31,13 @@ from llm_cost.analyses.train_plan import (
     search,
 )
 from llm_cost.analyses.train_ranks import Links, node_links
-from llm_cost.analyses.train_rates import EFFICIENCY_FILE, TrainRates, efficiency_family, training_rates
+from llm_cost.analyses.train_rates import (
+    EFFICIENCY_FILE,
+    TrainRates,
+    efficiency_family,
+    training_rates,
+    with_flash2,
+)
 from llm_cost.analyses.train_step import MoeRouting, TrainLayout
 from llm_cost.core.choices import Fp8Recipe, Framework, Logits, MoeDispatcher, Recompute
 from llm_cost.core.notes import Note, note
@@ -155,6 +161,8 @@ def _cluster(row: dict[str, Any], factors: Optional[dict[str, Any]]) -> Cluster:
     recipe = Fp8Recipe(row.get("fp8_recipe", "delayed"))
     framework = row_framework(row)
     rates: TrainRates = training_rates(gpu, recipe, framework=framework, factors=factors)
+    if row.get("attention_kernel") == "flash2":
+        rates = with_flash2(rates)
     q = rates.q
     node_gb_s, per_node = node_links(gpu)
     links = Links(node_gb_s, float(row["network_gb_s"]), per_node, q["collective_latency_s"], q["link_efficiency"])
@@ -174,12 +182,13 @@ def _cluster(row: dict[str, Any], factors: Optional[dict[str, Any]]) -> Cluster:
 
 
 def _space(row: dict[str, Any], free: bool):  # noqa: ANN202 - a SearchSpace
-    stated = dict(row["stated"])
-    framework = Framework(stated.pop("framework", "megatron"))
+    """The knobs searched for ``row``: its framework's space with the knobs it states fixed; ``free``:
+    only those its framework's version could not vary (``supports``: the 2021 Megatron-LM had no
+    distributed optimizer and only full recompute; llm-foundry ran FSDP alone)."""
+    stated = dict(row["stated"] if not free else row.get("supports", {}))
+    framework = Framework(stated.pop("framework", row["stated"].get("framework", "megatron")))
     spec, gpu = row_spec(row), _gpu(row)
     space = default_space(spec, gpu, int(row["gpus"]), int(row["seq"]), framework)
-    if free:
-        return space
     if "recompute" in stated:
         stated["recompute"] = Recompute(stated["recompute"])
     return fixed(space, **stated)

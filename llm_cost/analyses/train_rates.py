@@ -17,6 +17,7 @@ written by ``python scripts/fit_training.py`` (:func:`llm_cost.analyses.train_pu
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
@@ -37,6 +38,8 @@ __all__ = [
     "FP8_CAST_TRAFFIC",
     "PRIOR_GEMM",
     "EFFICIENCY_FILE",
+    "FLASH2_EFFICIENCY",
+    "with_flash2",
 ]
 
 #: The fitted training-efficiency table.
@@ -54,6 +57,15 @@ FP8_CAST_TRAFFIC = {
     Fp8Recipe.BLOCK: (4 + 2 * 4 / 128) / 3,
     Fp8Recipe.MXFP8: (4 + 2 / 32) / 3,
 }
+
+#: The fraction of the 16-bit peak FlashAttention-2-generation kernels (flash-attn 2, the Triton
+#: flash kernels of 2023) reach on a family whose profile times attention at a later kernel's rate:
+#: on the H100 SXM5, FlashAttention-2's forward at head dim 128 runs 362-370 TFLOP/s from 2K to 16K
+#: tokens of 989 (Shah et al. 2024, FlashAttention-3, arXiv:2407.08608, Fig. 5: "FlashAttention-2
+#: achieving only 35% utilization on the H100"), where cuDNN's and FlashAttention-3's reach 595-648.
+#: Other families' profiles are at or below FlashAttention-2's rate already (A100: 50% of peak;
+#: FlashAttention-2 reaches 50-73%, Dao 2023).
+FLASH2_EFFICIENCY = {"hopper": 0.37}
 
 #: The GEMM factor of a GPU family without published runs: the profile's own efficiency.
 PRIOR_GEMM = 1.0
@@ -169,3 +181,13 @@ def training_rates(
         band,
         label,
     )
+
+
+def with_flash2(rates: TrainRates) -> TrainRates:
+    """``rates`` for a stack whose attention runs FlashAttention-2-generation kernels: the flash
+    efficiency at most :data:`FLASH2_EFFICIENCY` of its family (unchanged for other families)."""
+    cap = FLASH2_EFFICIENCY.get(rates.family)
+    if cap is None or rates.q["flash_efficiency"] <= cap:
+        return rates
+    q = dict(rates.q) | {"flash_efficiency": cap}
+    return replace(rates, q=q, label=f"{rates.label}; attention at FlashAttention-2's {cap:.0%} of peak")

@@ -319,6 +319,12 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "buffers larger than the reserve can run it out of memory; give it more memory (GPUs, fewer bits, a shorter "
         "context or batch)"
     ),
+    "warning.train_bubble": lambda p: (
+        f"warning: the pipeline bubble is {p['bubble']:.0%} of the compute: {p['micro_batches']:,} micro-batch(es) "
+        f"per step on each of {p['dp']:,} replicas fill {p['pp']} stages poorly, the global batch is small for the "
+        f"cluster; a global batch of {p['sequences']:,} sequences ({p['tokens']:,} tokens) keeps it under "
+        f"{p['target']:.0%} with this layout (or use fewer GPUs)"
+    ),
     "warning.serve_goodput": lambda p: (
         f"warning: goodput {p['goodput']:,.3g} of {p['served']:,.3g} requests/s served: fewer than half the requests "
         "meet every target on their own (goodput, DistServe's, counts a request only when its own TTFT, TPOT and E2E "
@@ -544,7 +550,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "train_validate.method": "out of source: each row predicted with the training factors fitted on the other "
     "sources' rows only (scripts/fit_training.py), in tokens/s per GPU (rows quoted in TFLOP/s converted by their "
     "source's FLOP convention); 'published' keeps the knobs the source states and searches the rest, 'search' "
-    "searches every knob for the same cluster, batch, dtype and framework; error = predicted / measured - 1",
+    "searches every knob for the same cluster, batch, dtype and framework (but those its version could not vary: "
+    "llm-foundry's FSDP alone, the 2021 Megatron-LM's DDP and full recompute); error = predicted / measured - 1, "
+    "the search's predicted tokens/s of its own pick against the published layout's measured (a pick the model "
+    "prices faster than the authors' tuned layout counts as error too)",
     "train_validate.reserved": "not used: torchtitan's performance documents, Megatron-Bridge's performance "
     "summaries and archive, the BLOOM-176B training README, DeepSeek-V3's GPU-hours (reserved for independent "
     "checking)",

@@ -75,15 +75,25 @@ def test_the_given_runs_quote_their_numbers(row):
 
 def test_out_of_source_errors_meet_the_issue(validation):
     """Runs each predicted with factors fitted without its source: the published layouts within a
-    median 15% overall (issue 33 asks 12%) and 20% on MoE, the free search within 28% (it asks 20%);
+    median 13% overall (issue 33 asks 12%) and 20% on MoE, the free search within 20% as it asks;
     and every shipped row has its out-of-source error."""
     groups = {s.name: s for s in validation.sources}
-    # under the one time model shared with serving (issue 32) the published layouts reach 14.3% and
-    # the search 27.4% (the closing note says so: issue 33 asks 12% and 20)
-    assert groups["all"].median_error < 0.15
+    # the published layouts reach 12.8% (issue 33 asks 12%), the search 18.6%
+    assert groups["all"].median_error < 0.13
     assert groups["MoE"].median_error < 0.20 and groups["MoE"].rows >= 5
-    assert groups["all"].median_search_error < 0.28
+    assert groups["all"].median_search_error < 0.20
     assert {r.id for r in validation.rows} == set(BY_ID)
+
+
+def test_the_free_search_runs_only_what_each_rows_stack_could(validation):
+    """llm-foundry's MPT benchmarks trained with FSDP alone (no TP, PP or CP); the 2021 Megatron-LM
+    had no distributed optimizer and only full recompute: the free search's picks for those rows
+    keep to that (it gave MPT-70B TP2 PP4 and the 7.5B TP1 ZeRO-1 selective before)."""
+    for r in validation.rows:
+        if r.source == "mosaicml":
+            assert r.search_layout.startswith("TP1 CP1 PP1 "), (r.id, r.search_layout)
+        if r.source == "megatron_2021":
+            assert " ZeRO-0 full " in r.search_layout, (r.id, r.search_layout)
 
 
 @pytest.mark.parametrize("source", sorted({r["source"] for r in ROWS}))
@@ -370,10 +380,13 @@ def test_the_band_widens_outside_the_published_runs():
 
 
 def test_the_one_layout_given_is_evaluated():
+    """Llama 3's 128K layout under its own FSDP framework (126 layers do not split into Megatron's
+    16 x 4 equal chunks: Megatron refuses v4 there)."""
     plan = llm_cost.train(
-        "llama3.1-405b", 10**12, "h100", global_batch=2**24, seq=131072, tp=8, cp=16, pp=16, dp=8, vp=4, zero=1
-    )
-    assert plan.gpus == 16384 and plan.layout_label.startswith("TP8 CP16 PP16 (v4) DP8 ZeRO-1")
+        "llama3.1-405b", 10**12, "h100", global_batch=2**24, seq=131072, tp=8, cp=16, pp=16, dp=8, vp=4, zero=2,
+        framework="fsdp2",
+    )  # fmt: skip
+    assert plan.gpus == 16384 and plan.layout_label.startswith("TP8 CP16 PP16 (v4) DP8 FSDP ZeRO-2")
 
 
 def test_the_answer_keys_and_their_relations():
@@ -499,6 +512,50 @@ def test_the_predicted_mode_needs_a_cluster(cli):
 def test_a_layout_that_does_not_divide_names_the_flag_in_one_line(cli, args, needle):
     r = cli("train", "llama3-8b", "--tokens", "1T", *args)
     assert r.code == 2 and needle in r.err and r.err.strip().count("\n") == 0, r.err
+
+
+@pytest.mark.parametrize(
+    "gpus, pp, vp, needle",
+    [
+        # Megatron-LM validate_args: layers % pp == 0 and (layers / pp) % (layers per virtual stage) == 0
+        ("7", "7", "3", "--vp: Megatron's interleaved schedule needs the 32 layers divisible by --pp x --vp = 21; "
+         "with --pp 7 give --vp 1"),
+        ("8", "8", "3", "with --pp 8 give --vp one of 2, 4"),
+        ("12", "3", "4", "with --pp 3 give --vp 1, or --pp one of 2, 4, 8 with --vp 4"),
+    ],
+)  # fmt: skip
+def test_an_interleaving_megatron_cannot_run_names_what_divides(cli, gpus, pp, vp, needle):
+    r = cli("train", "llama3-8b", "--tokens", "1T", "--gpus", gpus, "--pp", pp, "--vp", vp)
+    assert r.code == 2 and needle in r.err and r.err.strip().count("\n") == 0, r.err
+
+
+@pytest.mark.parametrize("gpus", [7, 12, 24])
+def test_the_megatron_search_interleaves_only_equal_chunks(gpus):
+    """A new user's trial: 7 GPUs picked PP7 v3 on 32 layers (5,5,5,5,4,4,4). The pick and every
+    layout the plan lists that interleaves has the layers divisible by pp x vp, as Megatron-LM
+    requires."""
+    import re
+
+    plan = llm_cost.train("llama3-8b", 10**12, "h100", gpus=gpus)
+    labels = [plan.layout_label] + [t.layout for t in plan.top] + [r.other for r in plan.reasons]
+    for label in labels:
+        pp, vp = re.search(r"PP(\d+)(?: \(v(\d+)\))?", label).groups()
+        assert vp is None or 32 % (int(pp) * int(vp)) == 0, label
+
+
+def test_a_small_batch_for_the_cluster_warns_with_the_batch_that_fills_the_pipeline():
+    """4M tokens on 16,384 GPUs: 2 micro-batches per replica through 8 stages, a bubble (p - 1)/(m v)
+    = 350% of the compute; the warning names the batch whose bubble is 10% at most (m >= (p-1)/0.1v)."""
+    plan = llm_cost.train("llama3.1-405b", 15 * 10**12, "h100", gpus=16384)
+    lay = plan.layout
+    warned = [n for n in plan.conventions if n.code == "warning.train_bubble"]
+    assert warned, plan.conventions
+    p = warned[0].params
+    assert p["bubble"] == pytest.approx((lay["pp"] - 1) / (lay["micro_batches"] * lay["vp"]), rel=0.05)
+    m = p["sequences"] // (lay["dp"] * lay["micro_batch"])
+    assert (lay["pp"] - 1) / (m * lay["vp"]) <= 0.10 < (lay["pp"] - 1) / ((m - 1) * lay["vp"])
+    quiet = llm_cost.train("llama3-8b", 10**12, "h100", gpus=8)
+    assert not [n for n in quiet.conventions if n.code == "warning.train_bubble"]
 
 
 @pytest.mark.parametrize(
