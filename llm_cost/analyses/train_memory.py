@@ -10,8 +10,8 @@
   reduce_dtype=float32)``): FP32 parameters, FP32 gradients and Adam's m and v (16 B) sharded over
   the FSDP group (ZeRO-3, Rajbhandari et al. 2020: 16 Psi / N_d). In flight: each layer's weights
   gathered in BF16 (the running layer and the one prefetched) and, in the backward, its unsharded
-  FP32 gradient before the reduce-scatter; the root module (embedding, final norm, LM head)
-  gathered whole while it runs. Not resharded after the forward (ZeRO-2): every layer of the
+  FP32 gradient before the reduce-scatter; the root module (embedding, final norm, LM head, an MTP
+  module's dense part and its share of routed experts) gathered whole while it runs. Not resharded after the forward (ZeRO-2): every layer of the
   stage's BF16 weights stay gathered from its forward to its backward.
 
 **Activations** per layer on one GPU (16-bit; sequence-parallel under TP; FlashAttention keeps no
@@ -36,7 +36,7 @@ from llm_cost.analyses.memory import activation_memory, op_sac_bytes_per_layer
 from llm_cost.analyses.train_step import StageParams, TrainLayout
 from llm_cost.core.choices import Framework, Recompute
 from llm_cost.core.records import record
-from llm_cost.core.types import Part, TensorGroup, TensorKind
+from llm_cost.core.types import Part, ShardRule, TensorGroup, TensorKind
 from llm_cost.model.layout import Layout, tensor_share
 from llm_cost.model.structure import build
 from llm_cost.specs.schema import ModelSpec
@@ -90,15 +90,23 @@ def memory_split(num_layers: int, pp: int) -> list[int]:
     return counts
 
 
+def _over_ep(experts: float, layout: TrainLayout) -> float:
+    """One GPU's share of a TP shard's routed experts: whole experts over EP (expert-TP 1), else
+    the TP shard as it is."""
+    return experts * layout.tp / layout.ep if layout.ep > 1 else experts
+
+
 @record
 class _Shard:
     """Parameters of one TP shard: per decoder layer (averaged), of it routed experts, the input
-    tables (first stage) and the output side (last stage: final norm, LM head, MTP modules)."""
+    tables (first stage) and the output side (last stage: final norm, LM head, MTP modules), of it
+    routed experts (an MTP module's MoE layer: DeepSeek-V3's holds 256 experts, 11.3 B parameters)."""
 
     layer: float
     experts: float
     first: float
     last: float
+    last_experts: float = 0.0
 
 
 class MemoryModel:
@@ -115,39 +123,49 @@ class MemoryModel:
         """The parameters of one TP shard (:class:`_Shard`)."""
         if tp not in self._shards:
             layout = Layout(tp, 1)
-            layer = experts = first = last = 0.0
+            layer = experts = first = last = last_experts = 0.0
             for t in build(self.spec).tensors:
                 if t.part in (Part.VISION, Part.AUDIO, Part.MTP_COPY) or not t.stored:
                     continue
                 elements = float(t.total * tensor_share(self.spec, t, layout))
+                routed = elements if t.group == TensorGroup.ROUTED_EXPERTS or t.shard == ShardRule.EXPERT else 0.0
                 if t.layers and t.part == Part.DECODER:
                     layer += elements
-                    experts += elements if t.group == TensorGroup.ROUTED_EXPERTS else 0.0
+                    experts += routed
                 elif t.kind == TensorKind.LOOKUP and t.part == Part.DECODER:
                     first += elements
                 else:
                     last += elements
+                    last_experts += routed
             L = self.spec.num_hidden_layers
-            self._shards[tp] = _Shard(layer / L, experts / L, first, last)
+            self._shards[tp] = _Shard(layer / L, experts / L, first, last, last_experts)
         return self._shards[tp]
 
     def layer_params(self, layout: TrainLayout) -> StageParams:
         """One decoder layer's parameters on one GPU: dense (TP-split) and routed experts (whole
         experts over EP with expert-TP 1, else TP-split)."""
         s = self.shard(layout.tp)
-        experts = s.experts * layout.tp / layout.ep if layout.ep > 1 else s.experts
-        return StageParams(s.layer - s.experts, experts)
+        return StageParams(s.layer - s.experts, _over_ep(s.experts, layout))
+
+    def outer_params(self, layout: TrainLayout, first: bool, last: bool) -> StageParams:
+        """The input tables' (``first``) and the output side's (``last``) parameters on one GPU, an
+        MTP module's routed experts over EP as a layer's are."""
+        s = self.shard(layout.tp)
+        dense = (s.first if first else 0.0) + (s.last - s.last_experts if last else 0.0)
+        return StageParams(dense, _over_ep(s.last_experts, layout) if last else 0.0)
 
     def stage_params(self, layout: TrainLayout, layers: int, first: bool, last: bool) -> StageParams:
         """The parameters of a stage of ``layers`` layers on one GPU (the tables on the first stage,
         the output side on the last; a tied LM head's own copy on the last when PP > 1)."""
         key = (layout.tp, layout.ep, layout.pp > 1, layers, first, last)
         if key not in self._params:
-            s, per_layer = self.shard(layout.tp), self.layer_params(layout)
-            outer = (s.first if first else 0.0) + (s.last if last else 0.0)
+            per_layer, outer = self.layer_params(layout), self.outer_params(layout, first, last)
+            dense = outer.dense
             if last and layout.pp > 1 and self.spec.tie_word_embeddings:
-                outer += self.spec.vocab_size * self.spec.hidden_size / layout.tp
-            self._params[key] = StageParams(per_layer.dense * layers + outer, per_layer.experts * layers)
+                dense += self.spec.vocab_size * self.spec.hidden_size / layout.tp
+            self._params[key] = StageParams(
+                per_layer.dense * layers + dense, per_layer.experts * layers + outer.experts
+            )
         return self._params[key]
 
     def activation_per_layer(self, layout: TrainLayout) -> float:
@@ -178,7 +196,7 @@ class MemoryModel:
         if layout.framework != Framework.FSDP2:
             return 0.0
         per_layer = self.layer_params(layout).total
-        root = (self.shard(layout.tp).first if first else 0.0) + (self.shard(layout.tp).last if last else 0.0)
+        root = self.outer_params(layout, first, last).total
         if layout.zero == 2:
             return 2 * params.total + 4 * per_layer
         return (2 * 2 + 4) * per_layer + 2 * root

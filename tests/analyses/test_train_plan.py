@@ -625,3 +625,20 @@ def test_hsdp_shards_within_its_group_and_replicates_across():
     with pytest.raises(llm_cost.LlmCostError) as err:
         llm_cost.train_plan("llama3-8b", 10**12, "h100", gpus=64, fsdp_shard=8, framework="megatron")
     assert err.value.fields == ("fsdp_shard",)
+
+
+def test_an_mtp_modules_routed_experts_are_split_over_ep_on_the_last_stage():
+    """DeepSeek-V3's MTP module holds a whole MoE layer: 256 experts x 3 x 7,168 x 2,048 =
+    11,274,289,152 routed parameters (config.json: n_routed_experts, hidden_size,
+    moe_intermediate_size). Over EP64 each GPU of the last stage holds 4 of them, as every decoder
+    layer's; counted as dense, they made the published NeMo AutoModel run (PP4 EP64) gather 15.8 B
+    parameters on its last stage (a 30.4 GiB buffer) and sit at 77.5 of 77.6 GiB."""
+    from llm_cost.analyses.train_memory import MemoryModel
+    from llm_cost.analyses.train_step import TrainLayout
+    from llm_cost.core.choices import Recompute
+
+    model = MemoryModel(load_model("deepseek-v3"), 4096, 77 * 2**30)
+    layout = TrainLayout(1, 1, 4, 8, 64, 64, 3, Recompute.SELECTIVE, 1, 8, Framework.FSDP2)
+    last = model.outer_params(layout, first=False, last=True)
+    assert last.experts == 256 * 3 * 7168 * 2048 / 64
+    assert last.dense < 2e9  # MTP's attention, shared expert, projections and norms, the LM head
