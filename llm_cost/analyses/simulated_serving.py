@@ -498,11 +498,13 @@ def run_configuration(
     )  # fmt: skip
 
 
-def _prefill_rate(engine: EngineConfig, timer: StepTimer, budget: int, ranks: int = 1) -> float:
+def _prefill_rate(engine: EngineConfig, timer: StepTimer, budget: int, ranks: int = 1, prompt: float = 0.0) -> float:
     """Prompt tokens/s a replica prefills at most with ``budget`` tokens a step: a step of nothing
-    but a prompt chunk of the budget, back to back (decodes only take budget from it); an attention
-    data-parallel replica's ``ranks`` each prefill their own chunk of their share of the budget."""
-    return budget / timer.seconds(0, 0, budget, 0, ranks)
+    but prompt chunks filling the budget, back to back (decodes only take budget from it), as many
+    prompts of ``prompt`` tokens as the budget holds (0: one chunk); an attention data-parallel
+    replica's ``ranks`` each prefill their own chunk of their share of the budget."""
+    prompts = max(ranks, int(budget // prompt) if prompt >= 1 else 1)
+    return budget / timer.seconds(0, 0, budget, 0, min(prompts, budget))
 
 
 def _check_prefill_keeps_up(
@@ -524,17 +526,28 @@ def _check_prefill_keeps_up(
     prompt = _mean_lengths(traffic)[0] - (expected_cached_tokens(traffic) if engine.prefix_caching else 0.0)
     offered = rate / replicas * max(prompt, 1.0)
     ranks = layout.dp
-    most = _prefill_rate(engine, timer, engine.max_num_batched_tokens, ranks)
+    most = _prefill_rate(engine, timer, engine.max_num_batched_tokens, ranks, prompt)
     if offered <= most:
         return
-    budget = engine.max_num_batched_tokens
-    while budget < 1 << 20 and _prefill_rate(engine, timer, budget, ranks) < offered:
+    budget, best = engine.max_num_batched_tokens, most
+    while budget < 1 << 20 and best < offered:  # a larger chunk: fewer steps, more attention per step
         budget *= 2
-    raise InputError(
+        best = max(best, _prefill_rate(engine, timer, budget, ranks, prompt))
+    head = (
         f"max_num_batched_tokens: {engine.max_num_batched_tokens:,} tokens a step prefill at most {most:,.0f} "
         f"prompt tokens/s on each {layout.gpus}-GPU replica, fewer than the {offered:,.0f} offered to it "
         f"({rate / replicas:,.3g} requests/s of {prompt:,.0f} uncached prompt tokens): its queue would grow "
-        f"without end; give max_num_batched_tokens {budget:,} or more, more replicas, or a lower rate",
+        "without end; "
+    )
+    if best < offered:  # no budget keeps up: the replica's compute does not
+        needed = math.ceil(rate * max(prompt, 1.0) / best)
+        raise InputError(
+            head + f"no token budget keeps up (at most {best:,.0f} prompt tokens/s a replica at any), so "
+            f"give {needed:,} replicas or more, or a lower rate",
+            fields=("qps",),
+        )
+    raise InputError(
+        head + f"give max_num_batched_tokens {budget:,} or more, more replicas, or a lower rate",
         fields=("max_num_batched_tokens", "qps"),
     )
 
