@@ -27,5 +27,6 @@ def test_a_rate_past_the_replicas_compute_asks_for_replicas_not_a_chunk():
 
 def test_a_small_chunk_that_a_larger_one_would_cure_names_the_chunk(cli):
     out = cli("serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "21", "--input", "2K", "--output", "64",
-              "--chunk", "512", "--requests", "500")  # fmt: skip
-    assert out.code == 2 and "--chunk" in out.err and "or more" in out.err
+              "--chunk", "1024", "--max-num-seqs", "256", "--requests", "500")  # fmt: skip
+    assert out.code == 2 and "grow without end" in out.err
+    assert re.search(r"give --chunk [\d,]+ or more", out.err), out.err
