@@ -69,7 +69,7 @@ from llm_cost.simulate import (
     simulate,
 )
 from llm_cost.simulate.intervals import interval
-from llm_cost.simulate.results import METRICS, Distribution
+from llm_cost.simulate.results import METRICS, STEADY_LEAST_REQUESTS, Distribution
 from llm_cost.simulate.workload import MAX_REQUESTS
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
@@ -725,6 +725,7 @@ def _serve_run(
         [
             *_run_notes(gpu, layout, engine, time_model, replicas, result, usd_per_gpu_hour, traffic),
             *_goodput_note(goodput, served_rps, within, goals),
+            *([] if steady else [note("warning.no_steady_window", requests=s.requests, span_s=span, least=STEADY_LEAST_REQUESTS)]),
             *notes,
         ],
         simulated_requests=s.requests,

@@ -310,6 +310,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + "; analytic scaling: the queueing formulas are not re-evaluated at the band's ends (the simulated plan "
         "re-simulates them)"
     ),
+    "warning.no_steady_window": lambda p: (
+        f"warning: no steady window: fewer than {p['least']} requests completed between the first "
+        f"completion and the last arrival, so the rates, goodput and cost are the whole run's ({p['requests']:,} "
+        f"requests over {p['span_s']:.3g} s): a burst, not a sustained load; give more requests or a longer trace"
+    ),
     "warning.refused_rows": "warning: {rows:,} of the trace's {of:,} rows are longer than max_model_len {limit:,} "
     "(prompt and output) and are refused, as vLLM refuses them; max_model_len {longest:,} (the model's context at "
     "most) replays them all",
