@@ -42,6 +42,7 @@ from llm_cost.perf.timemodel import (
     EfficiencyEstimate,
     RooflineBound,
     StepTime,
+    pp_hop_leaves_node,
 )
 from llm_cost.specs.schema import HardwareSpec, ModelSpec, MoE
 from llm_cost.workload.routing import expert_hit_fraction
@@ -305,11 +306,13 @@ def decode_step(
     )[0]
 
 
-def _layout_notes(layout: Layout, bound: StepTime, spec: ModelSpec) -> list[Note]:
-    """The layout's degrees and the link its collectives use, for a step on more than one GPU; how
-    expert parallelism shares the routed work."""
+def _layout_notes(layout: Layout, bound: StepTime, spec: ModelSpec, gpu: HardwareSpec) -> list[Note]:
+    """The layout's degrees and the link its collectives use, for a step on more than one GPU (the
+    pipeline hops that leave a node: the network's); how expert parallelism shares the routed work."""
     if layout == ONE_GPU:
         return []
+    hops = [s + 1 for s in range(layout.pp - 1) if pp_hop_leaves_node(layout, gpu, s)]
+    network = [note("layout.pp_network", hops=hops, nodes=len(hops) + 1)] if hops else []
     experts = []
     if spec.moe is not None and layout.ep > 1:
         slots = Fraction(spec.moe.num_experts + layout.redundant_experts, layout.ep)
@@ -325,7 +328,7 @@ def _layout_notes(layout: Layout, bound: StepTime, spec: ModelSpec) -> list[Note
             link=bound.link,
             link_gb_s=bound.link_gb_s,
         )
-    ]
+    ] + network
 
 
 def decode_steps(
@@ -586,7 +589,7 @@ def _decode_notes(
         note(f"decode.bytes_{step.weight_bytes_convention}", bits=float(step.weight_bits), kv_bits=kv_bits),
         note("time.bound_and_estimate"),
     ]
-    conventions += _layout_notes(layout, bound, spec)
+    conventions += _layout_notes(layout, bound, spec, gpu)
     if spec.moe is not None:
         conventions.append(note("moe.expected_experts"))
     if step.mla_form == MLAForm.ABSORBED:
@@ -727,7 +730,7 @@ def prefill_step(
         note("time.bound_and_estimate"),
         note("prefill.bytes"),
     ]
-    conventions += _layout_notes(layout, bound, spec)
+    conventions += _layout_notes(layout, bound, spec, gpu)
     conventions += memory_note(spec, gpu, layout, bits, kv_bits, step.sequences, seq)
     chosen = profile
     predicted, _ = _prediction(step, gpu, chosen, network_gb_s, conventions)

@@ -142,6 +142,13 @@ def _reject_empty(command, args: list[str]) -> None:
             positional += 1
 
 
+def _reject_bad_tokens(command, args: list[str]) -> None:
+    """InputError for an empty value or a repeated option on the command line (the two checks
+    Click does not make)."""
+    _reject_empty(command, args)
+    _reject_repeated(command, args)
+
+
 def _reject_repeated(command, args: list[str]) -> None:
     """InputError for an option given twice (``--ttft p99:1s --ttft p50:2s``): Click keeps the last
     value, so a latency target or a price would be dropped without a word. Options that take
@@ -218,8 +225,7 @@ def _run(argv: list[str]) -> None:
         command, args, prog = get_command(single), argv[1:], f"llm-cost {argv[0]}"
         command.help = _reflowed(command.help)
         coercion.install(command, HELP_OPTIONS)
-        _reject_empty(command, args)
-        _reject_repeated(command, args)
+        _reject_bad_tokens(command, args)
         takes = {opt for p in command.params for opt in p.opts}
         if "--json" in args and "--csv" in args and {"--json", "--csv"} <= takes:
             raise InputError("--json and --csv: give one (JSON is the whole result, CSV its rows)")

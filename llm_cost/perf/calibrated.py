@@ -59,6 +59,7 @@ from llm_cost.perf.timemodel import (
     OpTime,
     StageTime,
     StepTime,
+    hop_rate,
     link_of,
     sum_stages,
 )
@@ -379,7 +380,8 @@ class CalibratedModel:
         stages: list[StageTime] = []
         split = self.profile.decode_split_kv
         for i, stage in enumerate(step.stages):
-            times = [_op_time(op, v, link_gb_s * 1e9, split) for op in stage.ops]
+            hop = hop_rate(step, gpu, stage.index, link_gb_s * 1e9, self.network_gb_s)
+            times = [_op_time(op, v, hop if op.role == OpRole.PP_SEND else link_gb_s * 1e9, split) for op in stage.ops]
             for op, (c, m, l_, t) in zip(stage.ops, times) if operators else ():
                 ops.append(OpTime(op.name, op.kind, stage.index, c, m, l_, t, Bound.of(c, m, l_, t)))
             fixed = fixed_time(stage.layers, moe_layers(stage.ops), 1 if i == 0 else 0, step.sequences, v.e)

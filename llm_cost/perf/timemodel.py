@@ -26,8 +26,9 @@ from typing import Protocol
 from llm_cost.core.errors import InputError
 from llm_cost.core.labels import Bound, TimeKind
 from llm_cost.core.records import record
-from llm_cost.core.types import OpKind
+from llm_cost.core.types import OpKind, OpRole
 from llm_cost.core.units import Number
+from llm_cost.model.layout import Layout
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Step, sum_of
 
@@ -42,6 +43,8 @@ __all__ = [
     "DEFAULT_MBU",
     "DEFAULT_NETWORK_GB_S",
     "link_of",
+    "pp_hop_leaves_node",
+    "hop_rate",
     "sum_stages",
 ]
 
@@ -140,6 +143,23 @@ def link_of(step: Step, gpu: HardwareSpec, network_gb_s: float) -> tuple[str, fl
     return "network", network_gb_s
 
 
+def pp_hop_leaves_node(layout: Layout, gpu: HardwareSpec, stage: int) -> bool:
+    """Whether pipeline stage ``stage``'s send to the next stage crosses nodes: stages in order, as
+    Megatron-LM's and vLLM's rank order places them (pipeline outermost), each on TP x DP
+    consecutive GPUs; the hop leaves the node when the stage's last GPU and the next stage's first
+    lie in different nodes of ``gpus_per_node`` (a card without a GPU link keeps the step's link)."""
+    n, width = gpu.interconnect.gpus_per_node, layout.tp * layout.dp
+    if n <= 1 or stage + 1 >= layout.pp:
+        return False
+    return (stage * width + width - 1) // n != (stage + 1) * width // n
+
+
+def hop_rate(step: Step, gpu: HardwareSpec, stage: int, link_bytes_s: float, network_gb_s: float) -> float:
+    """Bytes/s of stage ``stage``'s pipeline send: the network's when it leaves the node
+    (:func:`pp_hop_leaves_node`), else the step's link's."""
+    return network_gb_s * 1e9 if pp_hop_leaves_node(step.layout, gpu, stage) else link_bytes_s
+
+
 def sum_stages(
     label: str, kind: TimeKind, ops: list[OpTime], stages: list[StageTime], link: str, link_gb_s: float
 ) -> StepTime:
@@ -180,22 +200,24 @@ def _time(
     stages: list[StageTime] = []
     link_rate = link_gb_s * 1e9
     for stage in step.stages:
-        flops, nbytes, sent = (
-            [op.flops for op in stage.ops],
-            [op.bytes for op in stage.ops],
-            [op.comm_bytes for op in stage.ops],
-        )
-        for op, f, b, s in zip(stage.ops, flops, nbytes, sent) if operators else ():
+        flops, nbytes = [op.flops for op in stage.ops], [op.bytes for op in stage.ops]
+        hop = hop_rate(step, gpu, stage.index, link_rate, network_gb_s)
+        # a hop that leaves the node is timed on its own; otherwise every byte sent in one sum, as ever
+        apart = hop != link_rate
+        sent = [op.comm_bytes if not (apart and op.role == OpRole.PP_SEND) else 0 for op in stage.ops]
+        handed = [op.comm_bytes for op in stage.ops if apart and op.role == OpRole.PP_SEND] or [0]
+        for op, f, b in zip(stage.ops, flops, nbytes) if operators else ():
             # as _divide: an operator's terms are at most its stage's, which _divide checks
+            s, rate = op.comm_bytes, hop if op.role == OpRole.PP_SEND else link_rate
             oc = float(f) / flop_rate if f else 0.0
             om = float(b) / byte_rate if b else 0.0
-            ol = float(s) / link_rate if s else 0.0
+            ol = float(s) / rate if s else 0.0
             t = (oc if oc >= om else om) + ol
             ops.append(OpTime(op.name, op.kind, stage.index, oc, om, ol, t, Bound.of(oc, om, ol, t)))
         # the stage's terms from its exact totals, divided once
         c = _divide(sum_of(flops), flop_rate, "FLOPs")
         m = _divide(sum_of(nbytes), byte_rate, "bytes")
-        l_ = _divide(sum_of(sent), link_rate, "communication")
+        l_ = _divide(sum_of(sent), link_rate, "communication") + _divide(sum_of(handed), hop, "communication")
         stages.append(StageTime(stage.index, c, m, l_, max(c, m) + l_))
     return sum_stages(label, kind, ops, stages, link, link_gb_s)
 

@@ -188,6 +188,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "layout.step": "layout TP {tp} x PP {pp} x DP {dp} = {gpus} GPUs, EP {ep}: figures per GPU, summed over the "
     "stages; the sequences split over {dp} replica(s); collectives over {link} at {link_gb_s:g} GB/s "
     "per direction, no latency",
+    "layout.pp_network": lambda p: (
+        f"pipeline stages over {p['nodes']} nodes: the send into stage(s) "
+        f"{', '.join(str(h) for h in p['hops'][:8])}{', ...' if len(p['hops']) > 8 else ''} leaves a node and goes "
+        "over the network (stages in order on consecutive GPUs, as Megatron-LM and vLLM place them)"
+    ),
     "layout.expert_parallel": "EP {ep}: each GPU holds {experts:g} whole experts per MoE layer and multiplies the "
     "rows every replica routes to them (balanced routing: its own replica's share of the routed work); in the "
     "all-to-all a GPU sends its share of its replica's tokens (split over {tp} TP rank(s)) to k experts, (EP - 1)/EP "
