@@ -317,18 +317,17 @@ def _layout_notes(layout: Layout, bound: StepTime, spec: ModelSpec, gpu: Hardwar
     if spec.moe is not None and layout.ep > 1:
         slots = Fraction(spec.moe.num_experts + layout.redundant_experts, layout.ep)
         experts = [note("layout.expert_parallel", ep=layout.ep, experts=float(slots), tp=layout.tp)]
-    return experts + [
-        note(
-            "layout.step",
-            tp=layout.tp,
-            pp=layout.pp,
-            dp=layout.dp,
-            ep=layout.ep,
-            gpus=layout.gpus,
-            link=bound.link,
-            link_gb_s=bound.link_gb_s,
-        )
-    ] + network
+    step = note(
+        "layout.step",
+        tp=layout.tp,
+        pp=layout.pp,
+        dp=layout.dp,
+        ep=layout.ep,
+        gpus=layout.gpus,
+        link=bound.link,
+        link_gb_s=bound.link_gb_s,
+    )
+    return [*experts, step, *network]
 
 
 def decode_steps(

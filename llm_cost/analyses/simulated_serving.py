@@ -725,7 +725,7 @@ def _serve_run(
         [
             *_run_notes(gpu, layout, engine, time_model, replicas, result, usd_per_gpu_hour, traffic),
             *_goodput_note(goodput, served_rps, within, goals),
-            *([] if steady else [note("warning.no_steady_window", requests=s.requests, span_s=span, least=STEADY_LEAST_REQUESTS)]),
+            *_steady_note(steady, s.requests, span),
             *notes,
         ],
         simulated_requests=s.requests,
@@ -733,6 +733,13 @@ def _serve_run(
         router=result.router,
         violates_upper=_violations_upper(result, goals, percentiles),
     )
+
+
+def _steady_note(steady: object, requests: int, span_s: float) -> list[Note]:
+    """A warning when a run has no steady window: its rates are the whole run's, a burst's."""
+    if steady is not None:
+        return []
+    return [note("warning.no_steady_window", requests=requests, span_s=span_s, least=STEADY_LEAST_REQUESTS)]
 
 
 def step_shape(
