@@ -257,7 +257,7 @@ def decode_columns(
     whose prediction with split-KV is more than ``SPLIT_KV_GAP`` faster, the others have none."""
     try:
         import numpy as np
-    except ImportError:  # pragma: no cover - the extras install NumPy
+    except ImportError:  # pragma: no cover - numpy is a dependency; a broken install takes the per-point path
         return None
     cls = _column_class(np)
     dp = layout.dp
