@@ -201,7 +201,12 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
         raise SpecError(f"{source}: the top level must be a JSON object, not {type(config).__name__}")
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
-        raise SpecError(f"{source}: model_type is missing; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+        what = (
+            "is missing"
+            if model_type in (None, "")
+            else f"must be a family name (got {shown(json.dumps(model_type), 40)})"
+        )
+        raise SpecError(f"{source}: model_type {what}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
     archs = config.get("architectures")
     if isinstance(archs, list):
         bad = [a for a in archs if isinstance(a, str) and not a.endswith(_HEADS)]
@@ -249,7 +254,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
         ) from None
     c.check_unplaced()
 
-    shown = display_name or _display_name(config)
+    title = display_name or _display_name(config)
     note = [
         f"Imported from a Hugging Face config.json (model_type {model_type}"
         + (f", _name_or_path {_one_line(config['_name_or_path'])}" if _display_name(config) else "")
@@ -265,7 +270,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
     try:
         spec = ModelSpec.checked(
             name=spec_name,
-            display_name=shown or _stem_of(source),
+            display_name=title or _stem_of(source),
             model_type=family,
             source=Source.checked(
                 url=source,
@@ -337,6 +342,8 @@ def _read_json(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise SpecError(f"{shown(path)}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except ValueError as exc:
+        if "integer string conversion" in str(exc):  # Python's cap on digits: no config size is that long
+            raise SpecError(f"{shown(path)}: invalid JSON: a number of more than 4,300 digits") from None
         raise SpecError(f"{shown(path)}: invalid JSON: {exc}") from None
     except RecursionError:
         raise SpecError(f"{shown(path)}: arrays or objects nested too deeply") from None

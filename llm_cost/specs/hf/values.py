@@ -144,7 +144,7 @@ def check_values(c: _Config) -> None:
                 )
                 raise c.error(key, f"must be an integer, {whose} (got {shown(json.dumps(value), 40)})")
             if value < 0:
-                raise c.error(key, f"must be an integer >= 0 (got {value})")
+                raise c.error(key, f"is a size or a count, never negative (got {value})")
         if (
             key in LAYER_BOUNDED
             and L is not None
