@@ -428,10 +428,8 @@ def _stage_time(
     """A stage's time from its operators' (compute, memory, link, time) in order and its fixed time
     (:func:`fixed_time`: ``moe`` MoE layers, the step's sequences on the ``first`` stage)."""
     fixed = fixed_time(layers, moe, 1 if first else 0, step.sequences, v.e)
-    c = sum(t[0] for t in times)
-    m = sum(t[1] for t in times)
-    l_ = sum(t[2] for t in times)
-    return StageTime(index, c, m, l_, sum(t[3] for t in times) + fixed)
+    c, m, l_, t = (sum(column) for column in zip(*times)) if times else (0, 0, 0, 0)  # each in the operators' order
+    return StageTime(index, c, m, l_, t + fixed)
 
 
 #: The rates and link of :meth:`CalibratedModel.split_step_time`'s steps, by (id of the profile and

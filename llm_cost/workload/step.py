@@ -867,6 +867,8 @@ def _gemm_ops(
     activations are those of every routed copy (k per token) this GPU multiplies, k
     ``routed_tokens`` / EP rows: each copy's input row is gathered and its output row written
     (vLLM's fused_moe, DeepGEMM's grouped layouts), where a dense GEMM moves one row per token."""
+    if not gemms:
+        return []
     moe = plan.spec.moe
     hit = m_routed = 0.0
     copies = Fraction(0)
