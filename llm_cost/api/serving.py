@@ -690,7 +690,15 @@ def serve_compare(
     for name, price in zip(names, prices):
         g = load_gpu(name)
         try:
-            result = serve(spec, g, input_tokens, output_tokens, usd_per_gpu_hour=price, **options)
+            # a name as given: the shipped spec, not validated again as a spec built in Python would be
+            result = serve(
+                model if isinstance(model, str) else spec,
+                name if isinstance(name, str) else g,
+                input_tokens,
+                output_tokens,
+                usd_per_gpu_hour=price,
+                **options,
+            )
         except InputError as e:
             if not _per_gpu(e):
                 raise

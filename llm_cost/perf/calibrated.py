@@ -65,7 +65,7 @@ from llm_cost.perf.timemodel import (
 )
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.routing import hottest_rank_factor
-from llm_cost.workload.step import Operator, Step
+from llm_cost.workload.step import Operator, StageHead, Step, build_step, split_step
 
 __all__ = [
     "CalibratedModel",
@@ -100,6 +100,7 @@ __all__ = [
     "SPLIT_KV_GAP",
     "split_kv_gap",
     "split_kv_notes",
+    "step_seconds",
 ]
 
 #: Sharpness of the knee of the decode-attention efficiency (a 4-norm: within 16% of the linear ramp
@@ -384,12 +385,104 @@ class CalibratedModel:
             times = [_op_time(op, v, hop if op.role == OpRole.PP_SEND else link_gb_s * 1e9, split) for op in stage.ops]
             for op, (c, m, l_, t) in zip(stage.ops, times) if operators else ():
                 ops.append(OpTime(op.name, op.kind, stage.index, c, m, l_, t, Bound.of(c, m, l_, t)))
-            fixed = fixed_time(stage.layers, moe_layers(stage.ops), 1 if i == 0 else 0, step.sequences, v.e)
-            c = sum(t[0] for t in times)
-            m = sum(t[1] for t in times)
-            l_ = sum(t[2] for t in times)
-            stages.append(StageTime(stage.index, c, m, l_, sum(t[3] for t in times) + fixed))
+            stages.append(_stage_time(stage.index, times, stage.layers, moe_layers(stage.ops), i == 0, step, v))
         return sum_stages(self.label, self.kind, ops, stages, link, link_gb_s)
+
+    def split_step_time(self, step: Step, heads: tuple[StageHead, ...], gpu: HardwareSpec) -> StepTime:
+        """:meth:`step_time` (without ``operators``) of a step split by
+        :func:`~llm_cost.workload.step.split_step`: each stage's head timed once per token count at
+        these rates (:data:`_HEADS`), its times then summed with the others' in the stage's order,
+        as :meth:`step_time` sums them: the same figures."""
+        tp_dp = step.layout.tp * step.layout.dp
+        at = (id(self.profile), id(gpu), step.compute_dtype, step.weight_bits, tp_dp, self.network_gb_s)
+        held = _RATES.get(at)
+        if held is None:  # rates_of and link_of read the profile, the GPU, the formats, TP x DP, the network
+            if len(_RATES) >= 64:
+                _RATES.clear()
+            rates, link_ = rates_of(self.profile, step, gpu), link_of(step, gpu, self.network_gb_s)
+            held = _RATES[at] = (self.profile, gpu, rates, link_)
+        v, (link, link_gb_s) = held[2], held[3]
+        split, link_bytes_s = self.profile.decode_split_kv, link_gb_s * 1e9
+        memo = _heads_at(v, link_bytes_s, split)
+        stages: list[StageTime] = []
+        for i, (stage, head) in enumerate(zip(step.stages, heads)):
+            key = (id(head.part), head.tokens, head.routed_tokens)
+            hit = memo.get(key)
+            if hit is None:
+                if len(memo) >= _HEADS_SIZE:
+                    memo.clear()
+                first, last = head.build()
+                hit = memo[key] = (
+                    head.part,
+                    tuple(_op_time(op, v, link_bytes_s, split) for op in first),
+                    tuple(_op_time(op, v, link_bytes_s, split) for op in last),
+                    max(moe_layers(first), moe_layers(last)),
+                )
+            times = [*hit[1], *(_op_time(op, v, link_bytes_s, split) for op in stage.ops), *hit[2]]
+            moe = max(hit[3], moe_layers(stage.ops))
+            stages.append(_stage_time(stage.index, times, stage.layers, moe, i == 0, step, v))
+        return sum_stages(self.label, self.kind, [], stages, link, link_gb_s)
+
+
+def _stage_time(
+    index: int, times: list[tuple[float, float, float, float]], layers: int, moe: int, first: bool, step: Step, v: Rates
+) -> StageTime:
+    """A stage's time from its operators' (compute, memory, link, time) in order and its fixed time
+    (:func:`fixed_time`: ``moe`` MoE layers, the step's sequences on the ``first`` stage)."""
+    fixed = fixed_time(layers, moe, 1 if first else 0, step.sequences, v.e)
+    c, m, l_, t = (sum(column) for column in zip(*times)) if times else (0, 0, 0, 0)  # each in the operators' order
+    return StageTime(index, c, m, l_, t + fixed)
+
+
+#: The rates and link of :meth:`CalibratedModel.split_step_time`'s steps, by (id of the profile and
+#: of the GPU, held with them, the compute dtype, the weight bits, TP x DP, the network GB/s).
+_RATES: dict[tuple, tuple[Profile, HardwareSpec, Rates, tuple[str, float]]] = {}
+
+#: Times of stage heads (:class:`~llm_cost.workload.step.StageHead`) already timed: by the rates
+#: they were timed at (the profile's parameter tables, held so that their ids are not reused, the
+#: GPU's rates, the link and split-KV), then by (id of the head's stage plan, held with it, its
+#: tokens): (plan, the times of its first and of its last operators, its MoE layers). A plan's screen and simulations time
+#: thousands of steps of a few hundred token counts. Each rates' memo is emptied past
+#: :data:`_HEADS_SIZE` heads.
+_HEADS: dict[tuple, tuple[dict, dict, dict[tuple, tuple[object, tuple, tuple, int]]]] = {}
+_HEADS_SIZE = 1 << 13
+
+
+def _heads_at(v: Rates, link_bytes_s: float, split_kv: bool) -> dict[tuple, tuple[object, tuple, tuple, int]]:
+    """The memo of stage heads timed at these rates (:data:`_HEADS`)."""
+    key = (id(v.f), id(v.e), v.peak, v.peak16, v.bw, v.sms, v.e_gemm, v.format_share, v.x_sat, link_bytes_s, split_kv)
+    hit = _HEADS.get(key)
+    if hit is None:
+        if len(_HEADS) >= 64:
+            _HEADS.clear()
+        hit = _HEADS[key] = (v.f, v.e, {})
+    return hit[2]
+
+
+def step_seconds(
+    model: Any,
+    spec: Any,
+    groups: Any,
+    gpu: HardwareSpec,
+    *,
+    layout: Any,
+    weight_bits: int | Fraction,
+    kv_bits: int,
+    compute_dtype: Dtype,
+) -> StepTime:
+    """``model.step_time(build_step(spec, groups, ...), gpu, operators=False)`` (a serving step:
+    :func:`~llm_cost.workload.step.build_step`'s defaults otherwise), each stage's head timed once
+    per token count under a :class:`CalibratedModel` (:meth:`CalibratedModel.split_step_time`): the
+    same figures."""
+    if isinstance(model, CalibratedModel):
+        step, heads = split_step(
+            spec, groups, layout=layout, weight_bits=weight_bits, kv_bits=kv_bits, compute_dtype=compute_dtype
+        )
+        return model.split_step_time(step, heads, gpu)
+    built = build_step(
+        spec, groups, layout=layout, weight_bits=weight_bits, kv_bits=kv_bits, compute_dtype=compute_dtype
+    )
+    return model.step_time(built, gpu, operators=False)
 
 
 #: How much an error band widens per octave (factor 2) that a step's batch or context lies outside

@@ -31,6 +31,7 @@ counted.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from llm_cost.core.records import record
 from llm_cost.core.types import Engine, OpKind
@@ -68,6 +69,7 @@ BLOCKS_PER_SM = 2
 ROW_BLOCK = 64
 
 
+@lru_cache(maxsize=4096)  # a pure function of its counts, asked again for each step of a sweep
 def fa_num_splits(blocks: int, slots: int, n_blocks: int, max_splits: int = MAX_SPLITS) -> int:
     """FlashAttention-2's ``num_splits_heuristic``: the splits of each (sequence, head, row block)'s
     keys for ``blocks`` thread blocks without a split, ``slots`` blocks the GPU runs at once (2 x

@@ -42,11 +42,12 @@ from fractions import Fraction
 
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import ONE_GPU, Layout
+from llm_cost.perf.calibrated import step_seconds
 from llm_cost.perf.families import gemm_tile_m
 from llm_cost.perf.timemodel import RooflineBound, TimeModel
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.ranks import rank_groups
-from llm_cost.workload.step import SeqGroup, build_step
+from llm_cost.workload.step import SeqGroup
 
 __all__ = [
     "StepTimer", "ScaledTimer", "bucket", "context_bucket", "same_context_bucket", "timer_key", "INTERPOLATE_FROM",
@@ -223,15 +224,16 @@ class StepTimer:
 
     def time_of(self, key: tuple[int, int, int, int, int]) -> float:
         """Seconds of the step bucket ``key`` (its groups, :func:`step_groups`), built and timed."""
-        step = build_step(
+        return step_seconds(
+            self.model,
             self.spec,
             rank_groups(step_groups(*key), self.layout.dp),  # an attention-DP replica: each rank's share
+            self.gpu,
             layout=self.layout,
             weight_bits=self.weight_bits,
             kv_bits=self.kv_bits,
             compute_dtype=self.compute_dtype,
-        )
-        return self.model.step_time(step, self.gpu, operators=False).time_s
+        ).time_s
 
 
 class ScaledTimer(StepTimer):

@@ -57,7 +57,7 @@ convention: weights and KV only).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from fractions import Fraction
 from functools import lru_cache
@@ -112,6 +112,8 @@ __all__ = [
     "Stage",
     "Step",
     "build_step",
+    "split_step",
+    "StageHead",
     "decode",
     "prefill",
     "attention_pairs",
@@ -435,6 +437,9 @@ class _StagePlan:
     dense_layers: int  # layers with a dense MLP
     softmax_layers: int  # layers with softmax attention (RoPE on their queries and keys)
     last: bool  # the last stage: the final norm, the LM head and the loss
+    #: the GEMMs before the LM head (all of them on a stage without it): with the embedding rows
+    #: they depend on a step only through its tokens (:func:`split_step`)
+    head_gemms: int = 0
 
 
 @record
@@ -761,10 +766,11 @@ def _stage_plan(
     tables = (0 if spec.tie_word_embeddings else 1) + (1 if spec.position_embedding == "learned" else 0)
     counts = layer_counts(spec, stage_range(spec.num_hidden_layers, layout.pp, stage))
     moe_layers = counts.of(LayerKind.MOE)
+    gemms = _gemms(spec, s, layout, stage, bits)
     return _StagePlan(
         stage,
         n,
-        _gemms(spec, s, layout, stage, bits),
+        gemms,
         _softmax_kinds(spec, counts, layout.tp),
         _recurrences(spec, counts),
         tuple(_resident_op(spec, s, layout, bits) if first and resident else ()),
@@ -776,6 +782,7 @@ def _stage_plan(
         counts.mlp(MlpType.DENSE),
         sum(counts.mixer(t) for t in _SOFTMAX_OPS),
         stage == layout.pp - 1,
+        next((i for i, g in enumerate(gemms) if g.role == OpRole.LM_HEAD), len(gemms)),
     )
 
 
@@ -850,9 +857,9 @@ def _all_to_all_bytes_per_token(
 
 
 def _gemm_ops(
-    plan: _Plan, stage: _StagePlan, tokens: int, logit_rows: int, routed_tokens: int, resident: bool, ep: int
+    plan: _Plan, gemms: Sequence[_Gemm], tokens: int, logit_rows: int, routed_tokens: int, resident: bool, ep: int
 ) -> list[Operator]:
-    """One GEMM per weight matrix of the decoder on this stage's GPU. Routed experts: weights read
+    """One GEMM per weight matrix ``gemms`` of the decoder on this stage's GPU. Routed experts: weights read
     at the expected hit fraction ("read"), M = every token routed to this GPU's experts (all DP
     replicas' under EP) over the experts that run; their FLOPs are the GPU's 1/EP share of the
     routed work of all ``routed_tokens``, which with balanced routing equals its own replica's
@@ -860,6 +867,8 @@ def _gemm_ops(
     activations are those of every routed copy (k per token) this GPU multiplies, k
     ``routed_tokens`` / EP rows: each copy's input row is gathered and its output row written
     (vLLM's fused_moe, DeepGEMM's grouped layouts), where a dense GEMM moves one row per token."""
+    if not gemms:
+        return []
     moe = plan.spec.moe
     hit = m_routed = 0.0
     copies = Fraction(0)
@@ -868,7 +877,7 @@ def _gemm_ops(
         m_routed = routed_tokens * moe.num_experts_per_tok / (moe.num_experts * hit)
         copies = Fraction(routed_tokens * moe.num_experts_per_tok, ep)
     ops = []
-    for g in stage.gemms:
+    for g in gemms:
         rows = logit_rows if g.role == OpRole.LM_HEAD else tokens
         m: Number = rows
         weight: Number = g.weight_bytes
@@ -1070,6 +1079,40 @@ def _phase(groups: Sequence[SeqGroup]) -> Phase:
     return Phase.MIXED
 
 
+def _rank_step(
+    spec: ModelSpec, groups: Sequence[SeqGroup], layout: Layout, mla_form: MLAForm | None, valid: bool = False
+) -> tuple[tuple[SeqGroup, ...], Phase, MLAForm | None]:
+    """(groups of one DP replica, phase, MLA form) of a step (:func:`build_step`); InputError for an
+    invalid layout (unless known ``valid``) or an empty step."""
+    if not valid:
+        validate_layout(spec, layout)
+    groups = tuple(SeqGroup(math.ceil(g.count / layout.dp), g.new_tokens, g.cached) for g in groups if g.count)
+    if not groups or any(g.new_tokens < 1 or g.cached < 0 for g in groups):
+        raise InputError("a step needs at least one sequence adding at least one token")
+    phase = _phase(groups)
+    if isinstance(spec.attention, MLAAttention):
+        mla_form = mla_form or (MLAForm.ABSORBED if phase == Phase.DECODE else MLAForm.PLAIN)
+    else:
+        mla_form = None
+    return groups, phase, mla_form
+
+
+def _mixer_ops(
+    plan: _Plan, st: _StagePlan, layout: Layout, groups: Sequence[SeqGroup], causal: bool, kv_bits: int
+) -> list[Operator]:
+    """A stage's operators after its GEMMs that depend on the step's sequences: attention, then
+    recurrences."""
+    return _attention_ops(plan, st, groups, causal, kv_bits) + [
+        _state_op(r, layout, groups, kv_bits) for r in st.recurrences
+    ]
+
+
+def _last_ops(plan: _Plan, st: _StagePlan, layout: Layout, tokens: int, extra: list[Operator]) -> list[Operator]:
+    """A stage's last operators: vectors, ``extra`` (the memory-bound kernels of a training step),
+    collectives."""
+    return list(st.vectors) + extra + _collective_ops(plan, st, layout, tokens)
+
+
 def build_step(
     spec: ModelSpec,
     groups: Sequence[SeqGroup],
@@ -1098,15 +1141,7 @@ def build_step(
     GEMMs (a training step's), ``sequence_parallel`` splits their tokens over TP. InputError for an
     invalid layout or an empty step; ``materialised_scores`` (with ``elementwise``) times attention
     as it ran before FlashAttention, its s x s scores written and read in memory."""
-    validate_layout(spec, layout)
-    groups = tuple(SeqGroup(math.ceil(g.count / layout.dp), g.new_tokens, g.cached) for g in groups if g.count)
-    if not groups or any(g.new_tokens < 1 or g.cached < 0 for g in groups):
-        raise InputError("a step needs at least one sequence adding at least one token")
-    phase = _phase(groups)
-    if isinstance(spec.attention, MLAAttention):
-        mla_form = mla_form or (MLAForm.ABSORBED if phase == Phase.DECODE else MLAForm.PLAIN)
-    else:
-        mla_form = None
+    groups, phase, mla_form = _rank_step(spec, groups, layout, mla_form)
     bits = weight_bits_of(weight_bits)
     resident = weight_bytes == WeightBytes.RESIDENT
     plan = _plan(spec, layout, bits, mla_form, resident, dispatch_bits, combine_bits)
@@ -1116,7 +1151,7 @@ def build_step(
     causal = attention == AttentionMask.CAUSAL
     stages = []
     for st in plan.stages:
-        gemms = _gemm_ops(plan, st, tokens, logit_rows, routed_tokens, resident, layout.ep)
+        gemms = _gemm_ops(plan, st.gemms, tokens, logit_rows, routed_tokens, resident, layout.ep)
         extra = (
             _elementwise_ops(
                 plan,
@@ -1136,11 +1171,8 @@ def build_step(
             list(st.resident)
             + _embedding_op(plan, st, tokens)
             + gemms
-            + _attention_ops(plan, st, groups, causal, kv_bits)
-            + [_state_op(r, layout, groups, kv_bits) for r in st.recurrences]
-            + list(st.vectors)
-            + extra
-            + _collective_ops(plan, st, layout, tokens)
+            + _mixer_ops(plan, st, layout, groups, causal, kv_bits)
+            + _last_ops(plan, st, layout, tokens, extra)
         )
         stages.append(Stage(st.index, st.layers, tuple(ops)))
     return Step(
@@ -1157,3 +1189,63 @@ def build_step(
         weight_bytes,
         tuple(stages),
     )
+
+
+#: (id of a spec, held as the value, layout) pairs :func:`split_step` has validated.
+_VALID: dict[tuple[int, Layout], ModelSpec] = {}
+
+
+@record
+class StageHead:
+    """The operators of one stage of a step that depend on the step only through its ``tokens``
+    (and so its ``routed_tokens``; :func:`split_step`): ``build()`` gives those before the stage's
+    others (the embedding rows, every GEMM before the LM head) and those after them (the vectors,
+    the collectives). ``part`` is the stage's sequence-independent plan they are built from, the
+    same object for every step of a (model, layout, formats) in the process: with ``tokens`` it
+    identifies them."""
+
+    part: object
+    tokens: int
+    routed_tokens: int
+    build: Callable[[], tuple[list[Operator], list[Operator]]]
+
+
+def split_step(
+    spec: ModelSpec,
+    groups: Sequence[SeqGroup],
+    *,
+    layout: Layout = ONE_GPU,
+    weight_bits: int | Fraction = 16,
+    kv_bits: int = 16,
+    compute_dtype: Dtype = Dtype.BF16,
+) -> tuple[Step, tuple[StageHead, ...]]:
+    """:func:`build_step` of a serving step (defaults otherwise) in two parts, for a caller that
+    times many steps of few distinct token counts: the step with each stage's operators that
+    depend on its sequences (the LM head on, attention, recurrences), and each stage's others,
+    built on demand (:class:`StageHead`). A stage's operators in :func:`build_step`'s order are its
+    head's first ones, the step's, then its head's last ones."""
+    groups, phase, mla_form = _rank_step(spec, groups, layout, None, (id(spec), layout) in _VALID)
+    if len(_VALID) >= 256:
+        _VALID.clear()
+    _VALID[(id(spec), layout)] = spec
+    bits = weight_bits_of(weight_bits)
+    plan = _plan(spec, layout, bits, mla_form, False, 8, 16)
+    tokens = sum(g.tokens for g in groups)
+    logit_rows = sum(g.count for g in groups)
+    routed_tokens = tokens * (layout.dp if layout.ep > 1 else 1)  # EP ranks serve every replica's tokens
+    stages, heads = [], []
+    for st in plan.stages:
+        middle = _gemm_ops(plan, st.gemms[st.head_gemms :], tokens, logit_rows, routed_tokens, False, layout.ep)
+        middle += _mixer_ops(plan, st, layout, groups, True, kv_bits)
+        stages.append(Stage(st.index, st.layers, tuple(middle)))
+
+        def build(st: _StagePlan = st) -> tuple[list[Operator], list[Operator]]:
+            head = _gemm_ops(plan, st.gemms[: st.head_gemms], tokens, logit_rows, routed_tokens, False, layout.ep)
+            return list(st.resident) + _embedding_op(plan, st, tokens) + head, _last_ops(plan, st, layout, tokens, [])
+
+        heads.append(StageHead(st, tokens, routed_tokens, build))
+    step = Step(
+        spec.name, phase, groups, layout, compute_dtype, bits, kv_bits, Logits.LAST, AttentionMask.CAUSAL, mla_form,
+        WeightBytes.READ, tuple(stages),
+    )  # fmt: skip
+    return step, tuple(heads)

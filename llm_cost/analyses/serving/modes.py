@@ -4,6 +4,7 @@ serving: every candidate configuration of a replica layout and what it achieves 
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Iterator, Sequence
 
@@ -24,7 +25,9 @@ from llm_cost.analyses.serving.results import (
 )
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.labels import Limit
+from llm_cost.core.records import record
 from llm_cost.model.kv import kv_bytes
+from llm_cost.model.layout import Layout
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.step import SeqGroup
 
@@ -90,6 +93,100 @@ def _slots(
         yield n, lam, wait(lam / replica_rate)
 
 
+@record
+class _Point:
+    """One aggregated configuration past the checks that need no step time (:func:`_point`): its
+    steps' groups and what its figures need besides their times."""
+
+    rep: Replica
+    C: int
+    T: int | None
+    q: int
+    f: float
+    decoding: list[SeqGroup]
+    chunk: list[SeqGroup]
+    max_c: int
+    over: bool
+
+
+def _point(
+    spec: ModelSpec, rep: Replica, traffic: Traffic, policy: MemoryPolicy, C: int, T: int | None, strict_memory: bool
+) -> tuple[_Point | None, Limit | None]:
+    """The configuration of ``C`` decoding sequences and a ``T``-token budget on ``rep`` before its
+    steps are timed, or (None, why not): :func:`aggregated_point`'s BUDGET, MEMORY and PREFILL."""
+    I, O, h = traffic.computed_tokens, traffic.output_tokens, traffic.input_tokens - traffic.computed_tokens
+    arrivals = C / (O - 1)  # prompts per step in steady state
+    if T is None:
+        q = I * max(1, math.ceil(arrivals))  # whole prompts per prefill step
+    elif T - C < 1:
+        return None, Limit.BUDGET
+    else:
+        q = min(T - C, math.ceil(I * max(1.0, arrivals)))  # prompt tokens a step with a chunk carries
+    in_flight = -(-q // I)  # prompts whose KV the step writes
+    room = rep.room(spec, q if T is None else T, C + in_flight, policy)
+    over = C * rep.seq_kv_bytes + in_flight * rep.prompt_kv_bytes > room
+    if over and strict_memory:
+        return None, Limit.MEMORY
+    f = arrivals * I / q
+    if f > 1:
+        return None, Limit.PREFILL
+    max_c = max(0, int(room // rep.seq_kv_bytes)) if rep.seq_kv_bytes else C
+    decoding = decode_groups(C, traffic.input_tokens, O)
+    return _Point(rep, C, T, q, f, decoding, chunk_groups(q, I, h), max_c, over), None
+
+
+def _t_dec(steps: StepTimes, p: _Point) -> float:
+    """The time of the point's step without prompt tokens."""
+    return steps.seconds(p.rep.layout, p.decoding)
+
+
+def _priced(
+    steps: StepTimes, p: _Point, traffic: Traffic, targets: Targets, budget: int, price: float | None
+) -> tuple[list[Candidate], Limit | None]:
+    """The candidates of a point (:func:`aggregated_point`), its steps timed."""
+    I, O, C, q, f = traffic.computed_tokens, traffic.output_tokens, p.C, p.q, p.f
+    g = p.rep.layout.gpus
+    t_dec = _t_dec(steps, p)
+    if p.T is None:
+        t_mix = steps.seconds(p.rep.layout, p.chunk) + t_dec
+    else:  # a step with a chunk does more than one without: never faster (a memoised time may round below)
+        t_mix = max(t_dec, steps.seconds(p.rep.layout, p.decoding + p.chunk))
+    t = f * t_mix + (1 - f) * t_dec
+    mu = C / ((O - 1) * t)
+    service = I * t_mix / q  # the prompt server's time per prompt
+    own = -(-I // q) * t_mix
+    out = []
+    for n, lam, slot_wait in _slots(mu, traffic.qps, g, budget, lambda rho: mdc_wait_s(rho, C, own + (O - 1) * t)):
+        replicas = n or budget // g
+        wait = md1_wait_s(lam * service, service)
+        if traffic.qps is None:  # a closed loop of C requests holds at most C - 1 prompts ahead
+            wait = min(wait, (C - 1) * service)
+        queue = wait + slot_wait
+        if not replicas or math.isinf(queue):
+            continue
+        c = dict(
+            mode=ServingMode.AGGREGATED,
+            layout=p.rep.layout,
+            replicas=replicas,
+            prefill_layout=None,
+            prefill_replicas=0,
+            gpus=replicas * g,
+            concurrency=C,
+            chunk_tokens=p.T,
+            prefill_batch=None,
+            max_concurrency=p.max_c,
+            ttft_s=queue + own,
+            tpot_s=t,
+            tpot_max_s=t_mix,
+            queue_s=queue,
+            kv_transfer_s=0.0,
+            requests_per_s=lam * replicas,
+            prefill_share=f * (t_mix - t_dec) / t,
+        )
+        out.append(_finish(c, traffic, targets, price, (Limit.MEMORY,) if p.over else ()))
+    return out, None if out else Limit.PREFILL
+
+
 def aggregated_point(
     spec: ModelSpec,
     steps: StepTimes,
@@ -111,64 +208,10 @@ def aggregated_point(
     waits (vLLM without chunked prefill). A prompt's tokens found in the prefix cache
     (``traffic.cached_tokens``) are not computed: I below is the tokens computed, each chunk
     attending to the cached ones too."""
-    I, O, h = traffic.computed_tokens, traffic.output_tokens, traffic.input_tokens - traffic.computed_tokens
-    g = rep.layout.gpus
-    arrivals = C / (O - 1)  # prompts per step in steady state
-    if T is None:
-        q = I * max(1, math.ceil(arrivals))  # whole prompts per prefill step
-    elif T - C < 1:
-        return [], Limit.BUDGET
-    else:
-        q = min(T - C, math.ceil(I * max(1.0, arrivals)))  # prompt tokens a step with a chunk carries
-    in_flight = -(-q // I)  # prompts whose KV the step writes
-    room = rep.room(spec, q if T is None else T, C + in_flight, policy)
-    over = C * rep.seq_kv_bytes + in_flight * rep.prompt_kv_bytes > room
-    if over and strict_memory:
-        return [], Limit.MEMORY
-    f = arrivals * I / q
-    if f > 1:
-        return [], Limit.PREFILL
-    decoding = decode_groups(C, traffic.input_tokens, O)
-    t_dec = steps.seconds(rep.layout, decoding)
-    if T is None:
-        t_mix = steps.seconds(rep.layout, chunk_groups(q, I, h)) + t_dec
-    else:  # a step with a chunk does more than one without: never faster (a memoised time may round below)
-        t_mix = max(t_dec, steps.seconds(rep.layout, decoding + chunk_groups(q, I, h)))
-    t = f * t_mix + (1 - f) * t_dec
-    mu = C / ((O - 1) * t)
-    service = I * t_mix / q  # the prompt server's time per prompt
-    own = -(-I // q) * t_mix
-    max_c = max(0, int(room // rep.seq_kv_bytes)) if rep.seq_kv_bytes else C
-    out = []
-    for n, lam, slot_wait in _slots(mu, traffic.qps, g, budget, lambda rho: mdc_wait_s(rho, C, own + (O - 1) * t)):
-        replicas = n or budget // g
-        wait = md1_wait_s(lam * service, service)
-        if traffic.qps is None:  # a closed loop of C requests holds at most C - 1 prompts ahead
-            wait = min(wait, (C - 1) * service)
-        queue = wait + slot_wait
-        if not replicas or math.isinf(queue):
-            continue
-        c = dict(
-            mode=ServingMode.AGGREGATED,
-            layout=rep.layout,
-            replicas=replicas,
-            prefill_layout=None,
-            prefill_replicas=0,
-            gpus=replicas * g,
-            concurrency=C,
-            chunk_tokens=T,
-            prefill_batch=None,
-            max_concurrency=max_c,
-            ttft_s=queue + own,
-            tpot_s=t,
-            tpot_max_s=t_mix,
-            queue_s=queue,
-            kv_transfer_s=0.0,
-            requests_per_s=lam * replicas,
-            prefill_share=f * (t_mix - t_dec) / t,
-        )
-        out.append(_finish(c, traffic, targets, price, (Limit.MEMORY,) if over else ()))
-    return out, None if out else Limit.PREFILL
+    p, why = _point(spec, rep, traffic, policy, C, T, strict_memory)
+    if p is None:
+        return [], why
+    return _priced(steps, p, traffic, targets, budget, price)
 
 
 def aggregated(
@@ -195,6 +238,94 @@ def aggregated(
             if why:
                 refusals[why] = refusals.get(why, 0) + 1
     return out
+
+
+#: Bounds of a configuration not priced are widened by this share, so that the rounding of its own
+#: figures cannot carry them past the bound (:func:`saturated_frontier`).
+_BOUND_SLACK = 1e-9
+
+
+def saturated_frontier(
+    spec: ModelSpec,
+    steps: StepTimes,
+    reps: Sequence[tuple[Replica, Sequence[int | None]]],
+    traffic: Traffic,
+    targets: Targets,
+    budget: int,
+    price: float | None,
+    policy: MemoryPolicy,
+    concurrency: Sequence[int],
+    counts: list[int],
+    refusals: dict[Limit, int],
+) -> tuple[list[Candidate], set[tuple[Layout, int, int | None, int]]]:
+    """:func:`aggregated` of every replica in ``reps`` (with its token budgets) without a rate or
+    ``targets`` (each None), pricing only what can be on the frontier or chosen: (the candidates priced, in
+    :func:`aggregated`'s order; the (layout, replicas, budget, concurrency) of those not priced).
+    A configuration's step with prompt tokens is never faster than its step without (the time per
+    output token t >= t_dec), so its tokens/s per user is at most 1 / t_dec and its output tokens/s
+    per GPU at most C O / ((O - 1) t_dec G); one whose bounds a priced candidate beats on both is
+    dominated (not on the frontier, and fewer tokens/s per GPU than that one: never chosen), and is
+    counted as a feasible configuration without its step with prompt tokens timed. Configurations
+    are priced by falling bound of tokens/s per GPU, so that the ones that dominate come first."""
+    O = traffic.output_tokens
+    points: list[_Point] = []
+    for rep, chunks in reps:
+        for T in chunks:
+            for C in concurrency:
+                p, why = _point(spec, rep, traffic, policy, C, T, True)
+                counts[0] += 1
+                if p is None:
+                    assert why is not None
+                    refusals[why] = refusals.get(why, 0) + 1
+                else:
+                    points.append(p)
+    bounds = []
+    for p in points:
+        t_dec = _t_dec(steps, p)
+        bounds.append(
+            ((1 + _BOUND_SLACK) / t_dec, p.C * O / ((O - 1) * t_dec * p.rep.layout.gpus) * (1 + _BOUND_SLACK))
+        )
+    found: dict[int, list[Candidate]] = {}
+    pruned: set[tuple[Layout, int, int | None, int]] = set()
+    staircase = _Staircase()
+    for i in sorted(range(len(points)), key=lambda i: (-bounds[i][1], -bounds[i][0], i)):
+        p = points[i]
+        if staircase.beats(*bounds[i]):
+            pruned.add((p.rep.layout, budget // p.rep.layout.gpus, p.T, p.C))
+            continue
+        cands, why = _priced(steps, p, traffic, targets, budget, price)
+        found[i] = cands
+        for c in cands:
+            staircase.add(c.tokens_per_s_per_user, c.output_tokens_per_s_per_gpu)
+        if why:  # pragma: no cover - a saturated point always gives its candidate
+            refusals[why] = refusals.get(why, 0) + 1
+    return [c for i in sorted(found) for c in found[i]], pruned
+
+
+class _Staircase:
+    """Points (u, x) seen, kept as their frontier: by rising u, falling x."""
+
+    def __init__(self) -> None:
+        self.us: list[float] = []
+        self.xs: list[float] = []
+
+    def beats(self, u: float, x: float) -> bool:
+        """Whether a point seen has both a higher u and a higher x than (u, x)."""
+        i = bisect.bisect_right(self.us, u)
+        return i < len(self.us) and self.xs[i] > x
+
+    def add(self, u: float, x: float) -> None:
+        """Add (u, x), dropping the points it beats or equals on both."""
+        i = bisect.bisect_left(self.us, u)
+        if i < len(self.us) and self.xs[i] >= x:  # one with u' >= u already has x' >= x
+            return
+        j, k = i, i
+        while j > 0 and self.xs[j - 1] <= x:  # those with u' < u and x' <= x are beaten
+            j -= 1
+        while k < len(self.us) and self.us[k] == u:  # and those with u' = u (their x' < x)
+            k += 1
+        self.us[j:k] = [u]
+        self.xs[j:k] = [x]
 
 
 def _link_bytes_s(gpu: HardwareSpec, gpus: int, network_gb_s: float) -> float:

@@ -12,10 +12,11 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import Layout, per_gpu
+from llm_cost.perf.calibrated import step_seconds
 from llm_cost.perf.timemodel import TimeModel
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.ranks import rank_groups
-from llm_cost.workload.step import SeqGroup, build_step
+from llm_cost.workload.step import SeqGroup
 
 #: Decoding-position groups a step's sequences are spread over.
 _CONTEXT_GROUPS = 4
@@ -69,15 +70,16 @@ class StepTimes:
         groups = [SeqGroup(-(-g.count // pp), g.new_tokens, g.cached) for g in groups] if pp > 1 else groups
         key = (layout, tuple(groups))
         if key not in self.cache:
-            step = build_step(
+            t = step_seconds(  # the stages and totals: no per-operator records
+                self.model,
                 self.spec,
                 groups,
+                self.gpu,
                 layout=layout,
                 weight_bits=self.weight_bits,
                 kv_bits=self.kv_bits,
                 compute_dtype=self.compute,
             )
-            t = self.model.step_time(step, self.gpu, operators=False)  # the stages and totals: no per-operator records
             self.cache[key] = pp * max(s.time_s for s in t.stages) if pp > 1 else t.time_s
         return self.cache[key]
 

@@ -4,11 +4,11 @@ choice under the targets, and the messages when nothing meets them (see
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from fractions import Fraction
 
 from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, policy_note, usable_bytes
-from llm_cost.analyses.serving.modes import aggregated, aggregated_point, disaggregated
+from llm_cost.analyses.serving.modes import aggregated, aggregated_point, disaggregated, saturated_frontier
 from llm_cost.analyses.serving.moe_layouts import attention_dp_layouts, chunks_for
 from llm_cost.analyses.serving.replicas import (
     StepTimes,
@@ -112,12 +112,22 @@ def _impossible(
     return InputError("; ".join(parts), fields=tuple(fields))
 
 
-def _binding(chosen: Candidate, cands: list[Candidate], concurrency: Sequence[int]) -> str:
+def _binding(
+    chosen: Candidate,
+    cands: list[Candidate],
+    concurrency: Sequence[int],
+    pruned: Collection[tuple[Layout, int, int | None, int]] = (),
+) -> str:
     """What stops the chosen configuration going further: the next concurrency of the same
-    configuration misses a target, or its KV cache would not hold it ("memory")."""
+    configuration misses a target, or its KV cache would not hold it ("memory"). ``pruned``: the
+    (layout, replicas, budget, concurrency) of aggregated configurations without targets found
+    dominated and not priced (:func:`~llm_cost.analyses.serving.modes.saturated_frontier`): they
+    hold their sequences and miss no target."""
     bigger = [c for c in concurrency if c > chosen.concurrency]
     if not bigger:
         return "the largest concurrency searched"
+    if (chosen.layout, chosen.replicas, chosen.chunk_tokens, bigger[0]) in pruned and chosen.prefill_layout is None:
+        return "throughput per GPU (a larger concurrency is slower per GPU)"
     same = [
         c
         for c in cands
@@ -247,7 +257,22 @@ def plan(
     counts: list[int] = [0]
     refusals: dict[Limit, int] = {}
     cands: list[Candidate] = []
-    if ServingMode.AGGREGATED in modes:
+    pruned: set[tuple[Layout, int, int | None, int]] = set()  # feasible, dominated, not priced
+    if ServingMode.AGGREGATED in modes and traffic.qps is None and targets == Targets():
+        cands, pruned = saturated_frontier(
+            spec,
+            steps,
+            [(rep, chunks_for(rep.layout, chunks)) for rep in reps],
+            traffic,
+            targets,
+            budget,
+            usd_per_gpu_hour,
+            policy,
+            concurrency,
+            counts,
+            refusals,
+        )
+    elif ServingMode.AGGREGATED in modes:
         for rep in reps:
             cands += aggregated(
                 spec,
@@ -334,14 +359,14 @@ def plan(
         policy,
         extra_notes,
         chosen,
-        _binding(chosen, cands, concurrency),
+        _binding(chosen, cands, concurrency, pruned),
         best_agg,
         best_dis,
         _verdict(best_agg, best_dis, modes, budget),
         _frontier(cands),
         fronts,
         counts[0],
-        len(cands),
+        len(cands) + len(pruned),
         len(steps.cache),
     )
 
