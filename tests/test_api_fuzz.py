@@ -49,6 +49,10 @@ VALID = {
     ),
     "serve_compare": dict(model="llama3-8b", gpu=["h100"], input_tokens=256, output_tokens=16, gpus=1, requests=20),
     "train": dict(model="llama3-8b", tokens=10**12, mfu=0.4),
+    "serve_request": dict(
+        request=api.ServeRequest("llama3-8b", "h100", 512, 64, gpus=1, concurrency=8, layout=api.Layout(tp=1))
+    ),
+    "compare_request": dict(request=api.ServeRequest("llama3-8b", ["h100"], 256, 16, gpus=1, requests=20)),
     "simulate_serving": dict(model="llama3-8b", gpu="h100", input_tokens=256, output_tokens=16, qps=2.0, requests=20),
     "train_plan": dict(model="llama3-8b", tokens=10**12, gpus=8, tp=8, cp=1, pp=1, dp=1, global_batch=2**20),
     "image": dict(model="qwen2-vl-7b", width=448, height=448),
@@ -185,6 +189,21 @@ def _call(function, valid: dict, data, values) -> None:  # noqa: ANN001 - hypoth
 @given(data=st.data())
 def test_a_hostile_argument_raises_only_llm_cost_error(name, data):
     _call(getattr(api, name), VALID[name], data, HOSTILE | st.sampled_from(_numpy_values()))
+
+
+def _serve_by_record(**fields):  # noqa: ANN003, ANN202 - a request's fields
+    """``serve_request`` of a ServeRequest built by hand from ``fields``: each field is checked
+    where serve reads it, as serve's keyword arguments are."""
+    return api.serve_request(api.ServeRequest(**fields))
+
+
+_serve_by_record.__signature__ = inspect.signature(api.ServeRequest)  # type: ignore[attr-defined]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_request_record_with_a_hostile_field_raises_only_llm_cost_error(data):
+    _call(_serve_by_record, VALID["serve"], data, HOSTILE | st.sampled_from(_numpy_values()))
 
 
 def _not_none(value) -> bool:  # noqa: ANN001

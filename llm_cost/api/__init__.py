@@ -7,7 +7,7 @@ One module per question, each imported on first use so that a command loads only
 ``memory``       fit, activations
 ``experts``      moe
 ``speculative``  spec
-``serving``      serve, serve_compare
+``serving``      serve, serve_compare (keywords), serve_request, compare_request (a ServeRequest)
 ``simulation``   simulate_serving (one replica under load: percentiles)
 ``training``     train, train_plan
 ``inputs``       image, video
@@ -48,7 +48,7 @@ EXPORTS = {
     **dict.fromkeys(("fit", "activations"), "memory"),
     "moe": "experts",
     "spec": "speculative",
-    **dict.fromkeys(("serve", "serve_compare"), "serving"),
+    **dict.fromkeys(("serve", "serve_request", "serve_compare", "compare_request"), "serving"),
     "simulate_serving": "simulation",
     **dict.fromkeys(("train", "train_plan"), "training"),
     **dict.fromkeys(("image", "video"), "inputs"),
@@ -57,7 +57,12 @@ EXPORTS = {
     **dict.fromkeys(("calibrate", "validate", "validate_training"), "calibration"),
 }
 #: Value types the API's arguments take, with the modules that define them.
-TYPES = {"Layout": "llm_cost.model.layout", "Target": "llm_cost.simulate.results", "Statistic": "llm_cost.core.choices"}
+TYPES = {
+    "ServeRequest": "llm_cost.api.requests",
+    "Layout": "llm_cost.model.layout",
+    "Target": "llm_cost.simulate.results",
+    "Statistic": "llm_cost.core.choices",
+}
 
 __all__ = ["LlmCostError", *EXPORTS, *TYPES]
 

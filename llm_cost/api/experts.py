@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
@@ -20,15 +20,15 @@ def moe(
     model: ModelLike,
     batches: Sequence[int] = (1, 32, 128),
     *,
-    weights_dtype: Any = None,
+    weights_dtype: object = None,
     ep: int = 1,
     redundant_experts: int = 0,
-    dispatch_dtype: Any = StorageDtype.FP8,
-    combine_dtype: Any = StorageDtype.BF16,
+    dispatch_dtype: object = StorageDtype.FP8,
+    combine_dtype: object = StorageDtype.BF16,
     tp: int = 8,
     prompt_tokens: int = 4096,
     gpu: Optional[GpuLike] = None,
-    dtype: Any = None,
+    dtype: object = None,
 ) -> MoEResult:
     """MoE parameter counts (total, active, read per step), expected experts hit per decode
     batch, expert-parallel memory and all-to-all volume against the TP all-reduce

@@ -42,8 +42,8 @@ def image(
     *,
     decoder: Optional[ModelLike] = None,
     connector: str = "merge2x2",
-    weight_flops: Any = WeightFlops.GEMM,
-    kv_dtype: Any = None,
+    weight_flops: object = WeightFlops.GEMM,
+    kv_dtype: object = None,
 ) -> ImageResult:
     """What a ``width`` x ``height`` image costs (``llm-cost image``): its tokens, the vision
     encoder's FLOPs and attention share, the decoder's prefill FLOPs and KV bytes, in ``model``'s
@@ -65,8 +65,8 @@ def video(
     fps: float,
     *,
     decoder: Optional[ModelLike] = None,
-    weight_flops: Any = WeightFlops.GEMM,
-    kv_dtype: Any = None,
+    weight_flops: object = WeightFlops.GEMM,
+    kv_dtype: object = None,
 ) -> ImageResult:
     """What a video of ``seconds`` sampled at ``fps`` frames per second costs (``llm-cost
     video``): frames grouped by the temporal patch, tokens, encoder FLOPs and decoder KV."""

@@ -25,19 +25,19 @@ def fit(
     context: int = 8192,
     batch: int = 1,
     *,
-    weights_dtype: Any = None,
-    bits_per_weight: Any = None,
-    kv_dtype: Any = None,
-    memory: Any = MemoryConvention.PHYSICAL,
-    gpu_memory_utilization: Any = None,
-    reserve_bytes: Any = None,
+    weights_dtype: object = None,
+    bits_per_weight: object = None,
+    kv_dtype: object = None,
+    memory: object = MemoryConvention.PHYSICAL,
+    gpu_memory_utilization: object = None,
+    reserve_bytes: object = None,
     memory_gb: Optional[float] = None,
     max_gpus: int = 64,
     layout: Optional[Layout] = None,
-    checkpoint: Any = None,
-    engine: Any = None,
-    profile: Any = None,
-    quantize_embeddings: Any = False,
+    checkpoint: object = None,
+    engine: object = None,
+    profile: object = None,
+    quantize_embeddings: object = False,
 ) -> FitReport:
     """What fits (``llm-cost fit``): one GPU's largest batch and context and its KV budget, and the
     smallest layouts of up to ``max_gpus`` GPUs; or, with ``layout``, that layout's per-GPU
@@ -90,7 +90,7 @@ def _sized(gpu: Any, memory_gb: Optional[float]) -> Any:
 
 
 def activations(
-    model: ModelLike, seq: int = 8192, micro_batch: int = 1, formula: Any = ActivationFormula.MODEL
+    model: ModelLike, seq: int = 8192, micro_batch: int = 1, formula: object = ActivationFormula.MODEL
 ) -> list[Activations]:
     """Training activation memory per layer (Korthikanti et al. 2022) without and with each
     recompute (``llm-cost activations``): ``formula`` ``model`` counts the model's own block,

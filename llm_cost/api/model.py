@@ -87,9 +87,9 @@ def defaults_used(model: str) -> Optional[list[str]]:
 
 def params(
     model: ModelLike,
-    weights_dtype: Any = None,
+    weights_dtype: object = None,
     layout: Optional[Layout] = None,
-    checkpoint: Any = None,
+    checkpoint: object = None,
     check: bool = False,
     quantize_embeddings: bool = False,
 ) -> ParamsResult:
@@ -159,7 +159,7 @@ def config_of(model: ModelLike) -> tuple[dict, str]:
     )
 
 
-def shown_model(model: Any) -> str:
+def shown_model(model: object) -> str:
     """``model`` as a message names it: its name, or its type for a built spec."""
     return repr(model) if isinstance(model, str) else f"a {type(model).__name__}"
 
@@ -172,7 +172,7 @@ def _is_hub_id(model: Any) -> bool:
     return hub.is_hub_id(model)
 
 
-def checkpoint_of(model: Any, checkpoint: Any) -> Optional[Path]:
+def checkpoint_of(model: object, checkpoint: object) -> Optional[Path]:
     """The checkpoint a model's stored tensors are read from: ``checkpoint``, else ``model``
     when it is a path string, else None."""
     if checkpoint is not None and not isinstance(checkpoint, (str, Path)):
@@ -185,7 +185,7 @@ def kv(
     model: ModelLike,
     contexts: Sequence[int] = KV_CONTEXTS,
     batch: int = 1,
-    kv_dtype: Any = None,
+    kv_dtype: object = None,
     layout: Optional[Layout] = None,
 ) -> KVResult:
     """KV-cache bytes per token and at each context of ``contexts`` for ``batch`` sequences
@@ -197,7 +197,7 @@ def kv_sweep(
     model: ModelLike,
     contexts: Sequence[int] = KV_CONTEXTS,
     batches: Sequence[int] = (1,),
-    kv_dtype: Any = None,
+    kv_dtype: object = None,
     layout: Optional[Layout] = None,
 ) -> list[KVResult]:
     """:func:`kv` at each batch of ``batches``; at most 10,000 points (InputError naming both)."""
@@ -225,7 +225,7 @@ def import_config(
     return write(Path(config), Path(out), name, checks.flag(force, "force"))
 
 
-def catalog(kind: Any) -> Union[list[Union[ModelEntry, CatalogEntry]], list[GPUEntry]]:
+def catalog(kind: object) -> Union[list[Union[ModelEntry, CatalogEntry]], list[GPUEntry]]:
     """The shipped ``models`` (then those of the offline catalog, with their sources and checkpoint
     totals) or ``gpus`` with their key figures (``llm-cost list``)."""
     from llm_cost.analyses.catalog import gpu_catalog, model_catalog

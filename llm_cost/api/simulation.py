@@ -24,8 +24,8 @@ __all__ = ["simulate_serving"]
 def simulate_serving(
     model: ModelLike,
     gpu: GpuLike = "h100",
-    input_tokens: Any = 2048,
-    output_tokens: Any = 256,
+    input_tokens: object = 2048,
+    output_tokens: object = 256,
     *,
     qps: float,
     requests: int = 1000,
@@ -37,10 +37,10 @@ def simulate_serving(
     max_num_seqs: Optional[int] = None,
     max_num_batched_tokens: Optional[int] = None,
     prefix_caching: bool = True,
-    gpu_memory_utilization: Any = None,
-    weights_dtype: Any = None,
-    kv_dtype: Any = None,
-    profile: Any = None,
+    gpu_memory_utilization: object = None,
+    weights_dtype: object = None,
+    kv_dtype: object = None,
+    profile: object = None,
     seed: int = 0,
 ) -> SimResult:
     """``requests`` requests arriving as a Poisson process at ``qps`` per second, served by one

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
@@ -31,14 +31,14 @@ def spec(
     batches: Optional[Sequence[int]] = None,
     context: int = 0,
     mtp: bool = False,
-    mfu: Any = None,
-    mbu: Any = None,
-    dtype: Any = None,
-    weight_bytes: Any = WeightBytes.READ,
+    mfu: object = None,
+    mbu: object = None,
+    dtype: object = None,
+    weight_bytes: object = WeightBytes.READ,
     layout: Optional[Layout] = None,
-    profile: Any = None,
-    network_gb_s: Any = None,
-    engine: Any = None,
+    profile: object = None,
+    network_gb_s: object = None,
+    engine: object = None,
 ) -> SpecResult:
     """Speculative decoding (``llm-cost spec``): expected tokens per round at acceptance rate
     ``alpha`` with ``gamma`` drafted tokens, the speedup at draft cost ``c`` (a fraction of a

@@ -5,7 +5,7 @@ contexts (``llm-cost flops``, ``roofline``, ``context``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, cast
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from llm_cost.perf.ridge import Ridge
     from llm_cost.workload.flops import ForwardFlops
 
+#: A step result a note is added to: a decode or a prefill step.
+Step = TypeVar("Step", bound="DecodeStep | PrefillStep")
+
 __all__ = ["flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "context"]
 
 #: Contexts ``context`` reports when none are given.
@@ -27,12 +30,12 @@ CONTEXTS = (8192, 32768, 131072)
 
 def flops(
     model: ModelLike,
-    phase: Any = Phase.PREFILL,
+    phase: object = Phase.PREFILL,
     lengths: Sequence[int] = (128, 1024, 8192),
     batch: int = 1,
-    attention: Any = AttentionMask.CAUSAL,
-    logits: Any = Logits.LAST,
-    mla: Any = MLAForm.PLAIN,
+    attention: object = AttentionMask.CAUSAL,
+    logits: object = Logits.LAST,
+    mla: object = MLAForm.PLAIN,
     detail: bool = True,
 ) -> list[ForwardFlops]:
     """FLOPs of a forward pass by part (``llm-cost flops``): a prefill of each prompt length of
@@ -94,7 +97,7 @@ def _step_options(
     )
 
 
-def engine_noted(results: list[Any], profile: Any, engine: Any) -> list[Any]:
+def engine_noted(results: list[Step], profile: object, engine: object) -> list[Step]:
     """``results`` with a note saying which engine their prediction is for and whether it is the
     default (:func:`llm_cost.api.choices.engine_of`); unchanged when ``profile`` was given (the
     profile decides) or the results carry no conventions (rows of figures only) or no prediction."""
@@ -105,7 +108,7 @@ def engine_noted(results: list[Any], profile: Any, engine: Any) -> list[Any]:
     if profile is not None:
         return results
     chosen, given = choices.engine_of(engine)
-    out = []
+    out: list[Step] = []
     for r in results:
         if r.predicted_s is None or not r.conventions:
             out.append(r)
@@ -128,21 +131,21 @@ def decode_sweep(
     batches: Sequence[int] = (1,),
     contexts: Sequence[int] = (0,),
     *,
-    dtype: Any = None,
-    weights_dtype: Any = None,
-    bits_per_weight: Any = None,
-    group_size: Any = None,
-    kv_dtype: Any = None,
-    mfu: Any = None,
-    mbu: Any = None,
-    weight_bytes: Any = WeightBytes.READ,
+    dtype: object = None,
+    weights_dtype: object = None,
+    bits_per_weight: object = None,
+    group_size: object = None,
+    kv_dtype: object = None,
+    mfu: object = None,
+    mbu: object = None,
+    weight_bytes: object = WeightBytes.READ,
     layout: Optional[Layout] = None,
-    network_gb_s: Any = None,
-    profile: Any = None,
+    network_gb_s: object = None,
+    profile: object = None,
     detail: bool = True,
     ops: bool = True,
-    engine: Any = None,
-    quantize_embeddings: Any = False,
+    engine: object = None,
+    quantize_embeddings: object = False,
 ) -> list[DecodeStep]:
     """Decode steps at every (batch, context) of ``batches`` x ``contexts`` (batch-major), each
     with its Roofline bound, MFU/MBU estimate and calibrated prediction, on one GPU or per GPU of
@@ -186,11 +189,17 @@ def decode_sweep(
     return engine_noted(steps, profile, engine)
 
 
-def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, **options: Any) -> DecodeStep:
+def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, **options: object) -> DecodeStep:
     """One decode step: ``batch`` sequences each adding a token after ``context`` cached tokens;
     ``options`` as :func:`decode_sweep`."""
     checks.known_options(options, decode_sweep)
-    return decode_sweep(model, gpu, [checks.count(batch, "batch")], [checks.count(context, "context", 0)], **options)[0]
+    return decode_sweep(
+        model,
+        gpu,
+        [checks.count(batch, "batch")],
+        [checks.count(context, "context", 0)],
+        **cast("dict[str, Any]", options),
+    )[0]
 
 
 def prefill_sweep(
@@ -199,19 +208,19 @@ def prefill_sweep(
     batches: Sequence[int] = (1,),
     seqs: Sequence[int] = (8192,),
     *,
-    dtype: Any = None,
-    weights_dtype: Any = None,
-    bits_per_weight: Any = None,
-    group_size: Any = None,
-    kv_dtype: Any = None,
-    mfu: Any = None,
-    mbu: Any = None,
-    logits: Any = Logits.LAST,
+    dtype: object = None,
+    weights_dtype: object = None,
+    bits_per_weight: object = None,
+    group_size: object = None,
+    kv_dtype: object = None,
+    mfu: object = None,
+    mbu: object = None,
+    logits: object = Logits.LAST,
     layout: Optional[Layout] = None,
-    network_gb_s: Any = None,
-    profile: Any = None,
-    engine: Any = None,
-    quantize_embeddings: Any = False,
+    network_gb_s: object = None,
+    profile: object = None,
+    engine: object = None,
+    quantize_embeddings: object = False,
 ) -> list[PrefillStep]:
     """Prefills (the time to first token) of ``batch`` prompts of each length of ``seqs``, at
     every batch of ``batches`` (batch-major), with bound, estimate and prediction
@@ -243,22 +252,24 @@ def prefill_sweep(
     return engine_noted(steps, profile, engine)
 
 
-def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int = 1, **options: Any) -> PrefillStep:
+def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int = 1, **options: object) -> PrefillStep:
     """One prefill of ``batch`` prompts of ``seq`` tokens; ``options`` as :func:`prefill_sweep`."""
     checks.known_options(options, prefill_sweep)
-    return prefill_sweep(model, gpu, [checks.count(batch, "batch")], [checks.count(seq, "seq")], **options)[0]
+    return prefill_sweep(
+        model, gpu, [checks.count(batch, "batch")], [checks.count(seq, "seq")], **cast("dict[str, Any]", options)
+    )[0]
 
 
 def context(
     model: ModelLike,
     contexts: Sequence[int] = CONTEXTS,
     gpu: GpuLike = "h100",
-    mfu: Any = None,
-    mbu: Any = None,
-    dtype: Any = None,
-    kv_dtype: Any = None,
-    weight_flops: Any = WeightFlops.GEMM,
-    logits: Any = Logits.LAST,
+    mfu: object = None,
+    mbu: object = None,
+    dtype: object = None,
+    kv_dtype: object = None,
+    weight_flops: object = WeightFlops.GEMM,
+    logits: object = Logits.LAST,
 ) -> ContextResult:
     """Long-context costs at each context (``llm-cost context``): attention against weight FLOPs
     and their crossover, the prefill's time, KV per request, the score matrix's size."""
