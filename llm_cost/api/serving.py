@@ -142,10 +142,7 @@ def serve_request(request: ServeRequest) -> ServePlan | SimulatedPlan | ServeRun
     result = _serve(r, launch=engine_for_emit is not None)
     if engine_for_emit is None:
         return result
-    return _with_launch(
-        result, engine_for_emit, r.model, cast("GpuLike", r.gpu), r.weights_dtype, r.bits_per_weight, r.group_size,
-        r.kv_dtype, r.memory, r.gpu_memory_utilization, r.reserve_bytes, r.max_model_len, r.quantize_embeddings,
-    )  # fmt: skip
+    return _with_launch(result, engine_for_emit, r)
 
 
 def _serve(r: ServeRequest, launch: bool) -> ServePlan | SimulatedPlan | ServeRun:
@@ -272,71 +269,29 @@ def _emit_engine(emit: Any) -> Any:
     return checks.optional(emit, checks.choice, ServingEngine, "emit")
 
 
-def _with_launch(
-    result: Any,
-    engine: Any,
-    model: Any,
-    gpu: Any,
-    weights_dtype: Any,
-    bits_per_weight: Any,
-    group_size: Any,
-    kv_dtype: Any,
-    memory: Any,
-    gpu_memory_utilization: Any,
-    reserve_bytes: Any,
-    max_model_len: Any,
-    quantize_embeddings: Any = False,
-) -> Any:
+def _with_launch(result: Any, engine: ServingEngine, r: ServeRequest) -> Any:
     """``result`` with its ``launch``: the command of its chosen configuration on ``engine``
-    (:func:`llm_cost.analyses.launch.launch_command`). InputError for a disaggregated plan (two
-    pools, no one command)."""
-    import dataclasses
-
+    (:func:`llm_cost.analyses.launch.launch_command`), under the formats and memory of ``r``.
+    InputError for a disaggregated plan (two pools, no one command)."""
     from llm_cost.analyses.capacity import capacity_bytes
     from llm_cost.analyses.launch import LaunchPlan, hf_repo_id, launch_command
     from llm_cost.analyses.serving.replicas import node_gpus
-    from llm_cost.analyses.serving_runs import replica_kv_pool
-    from llm_cost.analyses.simulated_serving import ServeRun, SimulatedPlan
+    from llm_cost.analyses.simulated_serving import SimulatedPlan
     from llm_cost.core.notes import note
-    from llm_cost.core.types import WeightFormat
     from llm_cost.model.layout import per_gpu
-    from llm_cost.simulate import EngineConfig
 
-    spec, g = load_model(model), load_gpu(gpu)
+    spec, g = load_model(r.model), load_gpu(cast("GpuLike", r.gpu))
     run = result.chosen if isinstance(result, SimulatedPlan) else result
-    weight_bits, _ = served_weight_bits(spec, weights_dtype, bits_per_weight, group_size, quantize_embeddings)
-    kv_bits = choices.kv_dtype_of(kv_dtype).bits
-    policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
+    weight_bits, _ = served_weight_bits(spec, r.weights_dtype, r.bits_per_weight, r.group_size, r.quantize_embeddings)
+    kv_bits = choices.kv_dtype_of(r.kv_dtype).bits
+    policy = choices.memory_policy(r.memory, r.gpu_memory_utilization, r.reserve_bytes)
     length = (
-        checks.optional(max_model_len, checks.count, "max_model_len", 2, MAX_MODEL_LEN) or spec.max_position_embeddings
+        checks.optional(r.max_model_len, checks.count, "max_model_len", 2, MAX_MODEL_LEN)
+        or spec.max_position_embeddings
     )
-    if isinstance(run, ServeRun):
-        layout, replicas = run.layout, run.replicas
-        seqs, tokens, chunked, cached = (
-            run.max_num_seqs,
-            run.max_num_batched_tokens,
-            run.chunked_prefill,
-            run.prefix_caching,
-        )
-    else:
-        c = run.chosen
-        if c.prefill_layout is not None:
-            raise InputError(
-                "emit: the chosen plan is disaggregated (a prefill and a decode pool), which no one command "
-                "launches; search aggregated serving (modes) to emit a command",
-                fields=("emit", "modes"),
-            )
-        layout, replicas, seqs = c.layout, c.replicas, c.concurrency
-        chunked = c.chunk_tokens is not None
-        tokens, cached = c.chunk_tokens if chunked else max(length, 2048), True
-    notes: list[Any] = []
-    if isinstance(run, ServeRun):  # one sequence's tokens: the cache less its fixed state (a hybrid model)
-        sim = run.simulation
-        kv_tokens = run.kv_capacity_tokens - sim.state_blocks_per_sequence * sim.block_tokens
-    else:
-        pool = replica_kv_pool(spec, g, layout, EngineConfig(max_num_seqs=seqs, max_num_batched_tokens=tokens),
-                               policy, weight_bits, kv_bits)  # fmt: skip
-        kv_tokens = pool.tokens - pool.state_blocks * pool.block_tokens
+    layout, replicas, seqs, tokens, chunked, cached = _launched_settings(run, length)
+    kv_tokens = _sequence_kv_tokens(run, spec, g, layout, seqs, tokens, policy, weight_bits, kv_bits)
+    notes: list[Note] = []
     planned = getattr(run, "engine", None)
     if planned is not None and str(planned) != str(engine):
         notes.append(note("launch.other_engine", planned=str(planned), emitted=str(engine)))
@@ -347,31 +302,68 @@ def _with_launch(
     if model_id is None:
         model_id = spec.name
         notes.append(note("launch.model_id", name=spec.name))
-    fmt = choices.weights_dtype_of(weights_dtype)
-    quantization = None
-    if fmt in (WeightFormat.FP8,):
-        quantization = "fp8"
-    elif fmt is not None or bits_per_weight is not None:
-        notes.append(note("launch.checkpoint_quantized", bits=float(weight_bits)))
+    quantization = _launch_quantization(r, weight_bits, notes)
     plan = LaunchPlan(
-        model_id,
-        layout,
-        replicas,
-        seqs,
-        tokens,
-        chunked,
-        cached,
-        length,
-        policy.utilization,
-        capacity_bytes(g, policy.convention),
-        per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes,
-        kv_bits,
-        quantization,
-        node_gpus(g),
-        spec.model_type,
-    )
+        model_id, layout, replicas, seqs, tokens, chunked, cached, length, policy.utilization,
+        capacity_bytes(g, policy.convention), per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes, kv_bits,
+        quantization, node_gpus(g), spec.model_type,
+    )  # fmt: skip
     launch = launch_command(plan, engine)
     return dataclasses.replace(result, launch=dataclasses.replace(launch, conventions=[*launch.conventions, *notes]))
+
+
+def _launched_settings(run: Any, length: int) -> tuple[Any, int, int, int, bool, bool]:
+    """(layout, replicas, max_num_seqs, max_num_batched_tokens, chunked prefill, prefix caching) a
+    launch runs: a simulated run's own, or the chosen analytic configuration's (its concurrency and
+    chunk; without a chunk vLLM's budget ``max(length, 2048)``). InputError for a disaggregated plan."""
+    from llm_cost.analyses.simulated_serving import ServeRun
+
+    if isinstance(run, ServeRun):
+        return (
+            run.layout, run.replicas, run.max_num_seqs, run.max_num_batched_tokens, run.chunked_prefill,
+            run.prefix_caching,
+        )  # fmt: skip
+    c = run.chosen
+    if c.prefill_layout is not None:
+        raise InputError(
+            "emit: the chosen plan is disaggregated (a prefill and a decode pool), which no one command "
+            "launches; search aggregated serving (modes) to emit a command",
+            fields=("emit", "modes"),
+        )
+    chunked = c.chunk_tokens is not None
+    return c.layout, c.replicas, c.concurrency, c.chunk_tokens if chunked else max(length, 2048), chunked, True
+
+
+def _sequence_kv_tokens(
+    run: Any, spec: ModelSpec, g: HardwareSpec, layout: Any, seqs: int, tokens: int, policy: Any, weight_bits: Any,
+    kv_bits: int,
+) -> int:  # fmt: skip
+    """The KV-cache tokens one sequence can hold: the cache less its fixed state (a hybrid model),
+    as the simulated run found it or as a replica's pool holds it."""
+    from llm_cost.analyses.serving_runs import replica_kv_pool
+    from llm_cost.analyses.simulated_serving import ServeRun
+    from llm_cost.simulate import EngineConfig
+
+    if isinstance(run, ServeRun):
+        sim = run.simulation
+        return run.kv_capacity_tokens - sim.state_blocks_per_sequence * sim.block_tokens
+    pool = replica_kv_pool(spec, g, layout, EngineConfig(max_num_seqs=seqs, max_num_batched_tokens=tokens),
+                           policy, weight_bits, kv_bits)  # fmt: skip
+    return pool.tokens - pool.state_blocks * pool.block_tokens
+
+
+def _launch_quantization(r: ServeRequest, weight_bits: Any, notes: list[Note]) -> Optional[str]:
+    """The engine's ``--quantization`` for the weights of ``r`` (fp8), or None; a note in ``notes``
+    when the weights are quantized in a way the checkpoint must already be stored in."""
+    from llm_cost.core.notes import note
+    from llm_cost.core.types import WeightFormat
+
+    fmt = choices.weights_dtype_of(r.weights_dtype)
+    if fmt in (WeightFormat.FP8,):
+        return "fp8"
+    if fmt is not None or r.bits_per_weight is not None:
+        notes.append(note("launch.checkpoint_quantized", bits=float(weight_bits)))
+    return None
 
 
 def served_weight_bits(
