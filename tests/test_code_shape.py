@@ -58,3 +58,32 @@ def test_serve_takes_its_request_fields_with_the_same_defaults():
     params = {p.name: p.default for p in inspect.signature(serve).parameters.values()}
     assert params.keys() == fields.keys()
     assert {k: v for k, v in params.items() if k != "model"} == {k: v for k, v in fields.items() if k != "model"}
+
+
+def test_engine_names_are_written_once():
+    """The engines' names are the values of :class:`~llm_cost.core.types.Engine` (and the enums
+    built from them): no other code compares with or keys by a name as text. Docstrings aside; the
+    one other ``"vllm"`` is the program a launch command runs."""
+    import ast
+
+    from llm_cost.core.types import Engine
+
+    names = {e.value for e in Engine}
+    package = SCRIPT.parents[1] / "llm_cost"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.relative_to(package).as_posix() == "core/types.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in names and id(node) not in docstrings:
+                found.append((path.relative_to(package).as_posix(), node.value, node.lineno))
+    assert [(where, name) for where, name, _ in found] == [("analyses/launch.py", "vllm")], found

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from llm_cost.api.model import GpuLike, ModelLike
 from llm_cost.core.choices import MemoryConvention, ServingMode
+from llm_cost.core.types import ServingEngine
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from llm_cost.core.choices import Router
-    from llm_cost.core.types import Dtype, Engine, ServingEngine, StorageDtype, WeightFormat
+    from llm_cost.core.types import Dtype, Engine, StorageDtype, WeightFormat
     from llm_cost.model.layout import Layout
     from llm_cost.perf.profile import Profile
     from llm_cost.simulate import Target, Trace, Workload
@@ -90,7 +91,7 @@ class ServeRequest:
     prefix_groups: int = 1
     users_per_prefix: int = 1
     requests: Optional[int] = None
-    engine: EngineArg = "vllm"
+    engine: EngineArg = ServingEngine.VLLM
     max_num_seqs: Optional[int] = None
     prefix_caching: bool = True
     max_model_len: Optional[int] = None

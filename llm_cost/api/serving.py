@@ -30,7 +30,7 @@ from llm_cost.api.requests import (
 from llm_cost.core.choices import MemoryConvention, Router, ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_CHUNK_TOKENS, MAX_COMPARED, MAX_CONCURRENCY, MAX_MODEL_LEN, MAX_SEED
-from llm_cost.core.types import ServingEngine
+from llm_cost.core.types import Engine, ServingEngine
 
 if TYPE_CHECKING:
     from fractions import Fraction
@@ -71,7 +71,7 @@ def serve(
     prefix_groups: int = 1,
     users_per_prefix: int = 1,
     requests: Optional[int] = None,
-    engine: EngineArg = "vllm",
+    engine: EngineArg = ServingEngine.VLLM,
     max_num_seqs: Optional[int] = None,
     prefix_caching: bool = True,
     max_model_len: Optional[int] = None,
@@ -172,7 +172,7 @@ def _serve(r: ServeRequest, launch: bool) -> ServePlan | SimulatedPlan | ServeRu
         _unused_by_analytic({**r.given(), "searched": searched}, form, launch)
         return _analytic(
             spec, g, load, goals, r.gpus, searched, one, r.concurrency, r.chunk_tokens, r.chunked_prefill,
-            r.profile, options, traffic.serving_engine(r.engine) == "trtllm",
+            r.profile, options, traffic.serving_engine(r.engine) == Engine.TRTLLM,
         )  # fmt: skip
     if r.concurrency is not None and has_arrivals:
         raise InputError(
@@ -599,7 +599,7 @@ def _simulated(
             time_model,
             gpus=budget,
             modes=(ServingMode.AGGREGATED,),
-            reserve_full=config.engine == "trtllm",
+            reserve_full=config.engine == Engine.TRTLLM,
             attention_dp=ServingEngine(config.engine.value) in ATTENTION_DP_ENGINES,
             **search,
             **common,

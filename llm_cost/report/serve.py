@@ -8,6 +8,7 @@ from typing import Any
 
 from llm_cost.analyses.serving import Candidate, ServePlan
 from llm_cost.core.choices import ServingMode
+from llm_cost.core.types import Engine
 from llm_cost.core.units import fmt_int, fmt_seconds
 from llm_cost.report.base import print_conventions, print_facts, print_table
 
@@ -375,9 +376,9 @@ def _verdict(r: Any) -> str:
 #: (vLLM's ``max_num_seqs`` / ``max_num_batched_tokens``; SGLang's ``max_running_requests`` /
 #: ``chunked_prefill_size``; TensorRT-LLM's ``max_batch_size`` / ``max_num_tokens``).
 ENGINE_SETTINGS = {
-    "vllm": ("max_num_seqs", "max_num_batched_tokens"),
-    "sglang": ("max_running_requests", "chunked_prefill_size"),
-    "trtllm": ("max_batch_size", "max_num_tokens"),
+    Engine.VLLM: ("max_num_seqs", "max_num_batched_tokens"),
+    Engine.SGLANG: ("max_running_requests", "chunked_prefill_size"),
+    Engine.TRTLLM: ("max_batch_size", "max_num_tokens"),
 }
 
 
@@ -394,9 +395,9 @@ def _state(r: Any) -> str:
 def _preemptions(r: Any) -> str:
     """The engine's preemptions, or why it has none (TensorRT-LLM's GUARANTEED_NO_EVICT reserves
     each request's whole length at admission)."""
-    if r.engine == "trtllm":
+    if r.engine == Engine.TRTLLM:
         return "no preemption (GUARANTEED_NO_EVICT reserves each request's prompt and maximum output)"
-    return f"{fmt_int(r.preemptions)} {'retractions' if r.engine == 'sglang' else 'preemptions'}"
+    return f"{fmt_int(r.preemptions)} {'retractions' if r.engine == Engine.SGLANG else 'preemptions'}"
 
 
 def _setting(name: str, value: int, ranks: int) -> str:
@@ -408,8 +409,8 @@ def _setting(name: str, value: int, ranks: int) -> str:
 
 
 def _run_facts(r: Any) -> list[tuple[str, str]]:
-    seqs, budget = ENGINE_SETTINGS.get(r.engine, ENGINE_SETTINGS["vllm"])
-    ranks = r.layout.dp if r.engine == "vllm" else 1  # SGLang's settings are the server's (it splits them)
+    seqs, budget = ENGINE_SETTINGS.get(r.engine, ENGINE_SETTINGS[Engine.VLLM])
+    ranks = r.layout.dp if r.engine == Engine.VLLM else 1  # SGLang's settings are the server's (it splits them)
     facts = [
         (
             "configuration",
