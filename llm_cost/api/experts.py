@@ -12,6 +12,7 @@ from llm_cost.core.types import StorageDtype
 
 if TYPE_CHECKING:
     from llm_cost.analyses.moe import MoEResult
+    from llm_cost.api.requests import DtypeArg, KvDtypeArg, WeightsDtypeArg
 
 __all__ = ["moe"]
 
@@ -20,15 +21,15 @@ def moe(
     model: ModelLike,
     batches: Sequence[int] = (1, 32, 128),
     *,
-    weights_dtype: object = None,
+    weights_dtype: Optional[WeightsDtypeArg] = None,
     ep: int = 1,
     redundant_experts: int = 0,
-    dispatch_dtype: object = StorageDtype.FP8,
-    combine_dtype: object = StorageDtype.BF16,
+    dispatch_dtype: KvDtypeArg = StorageDtype.FP8,
+    combine_dtype: KvDtypeArg = StorageDtype.BF16,
     tp: int = 8,
     prompt_tokens: int = 4096,
     gpu: Optional[GpuLike] = None,
-    dtype: object = None,
+    dtype: Optional[DtypeArg] = None,
 ) -> MoEResult:
     """MoE parameter counts (total, active, read per step), expected experts hit per decode
     batch, expert-parallel memory and all-to-all volume against the TP all-reduce

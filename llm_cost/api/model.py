@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from llm_cost.api import checks, choices
+from llm_cost.api.requests import GpuLike, ModelLike
 from llm_cost.core.errors import InputError
 
 if TYPE_CHECKING:
     from llm_cost.analyses.catalog import CatalogEntry, GPUEntry, ModelEntry, SpecView
     from llm_cost.analyses.import_spec import ImportResult
+    from llm_cost.api.requests import KvDtypeArg, WeightsDtypeArg
     from llm_cost.model.kv import KVResult
     from llm_cost.model.layout import Layout
     from llm_cost.model.params import ParamsResult
@@ -30,9 +32,6 @@ __all__ = [
     "catalog",
     "show",
 ]
-
-ModelLike = Union[str, "ModelSpec", dict]
-GpuLike = Union[str, "HardwareSpec"]
 
 #: Contexts ``kv`` reports when none are given (1K, 8K, 32K, 128K tokens).
 KV_CONTEXTS = (1024, 8192, 32768, 131072)
@@ -87,7 +86,7 @@ def defaults_used(model: str) -> Optional[list[str]]:
 
 def params(
     model: ModelLike,
-    weights_dtype: object = None,
+    weights_dtype: Optional[WeightsDtypeArg] = None,
     layout: Optional[Layout] = None,
     checkpoint: object = None,
     check: bool = False,
@@ -185,7 +184,7 @@ def kv(
     model: ModelLike,
     contexts: Sequence[int] = KV_CONTEXTS,
     batch: int = 1,
-    kv_dtype: object = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
     layout: Optional[Layout] = None,
 ) -> KVResult:
     """KV-cache bytes per token and at each context of ``contexts`` for ``batch`` sequences
@@ -197,7 +196,7 @@ def kv_sweep(
     model: ModelLike,
     contexts: Sequence[int] = KV_CONTEXTS,
     batches: Sequence[int] = (1,),
-    kv_dtype: object = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
     layout: Optional[Layout] = None,
 ) -> list[KVResult]:
     """:func:`kv` at each batch of ``batches``; at most 10,000 points (InputError naming both)."""

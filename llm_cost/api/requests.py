@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from llm_cost.api.model import GpuLike, ModelLike
 from llm_cost.core.choices import MemoryConvention, ServingMode
 from llm_cost.core.types import ServingEngine
 
@@ -30,7 +29,13 @@ if TYPE_CHECKING:
     from llm_cost.perf.profile import Profile
     from llm_cost.simulate import Target, Trace, Workload
     from llm_cost.simulate.workload import Lengths
+    from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
+#: A model as the API takes it: a shipped name or alias, a YAML or ``config.json`` path, a loaded
+#: spec, or a ``config.json`` as a dict.
+ModelLike = Union[str, "ModelSpec", dict]
+#: A GPU: a shipped name or alias, a YAML path, or a loaded spec.
+GpuLike = Union[str, "HardwareSpec"]
 #: A latency target: seconds (bounds the mean), text (``"p99:2s"``) or a Target.
 TargetArg = Union[float, str, "Target"]
 #: Tokens per request: a count, a distribution's text (``"lognormal:mean=800,sd=400"``) or a distribution.

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from llm_cost.analyses.serving import ServePlan
     from llm_cost.analyses.serving_runs import ServingBand
     from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
+    from llm_cost.api.requests import DtypeArg, EngineArg, KvDtypeArg, MemoryArg, ProfileArg, WeightsDtypeArg
     from llm_cost.core.notes import Note
     from llm_cost.model.layout import Layout
     from llm_cost.perf.profile import Profile
@@ -368,10 +369,10 @@ def _launch_quantization(r: ServeRequest, weight_bits: Any, notes: list[Note]) -
 
 def served_weight_bits(
     spec: ModelSpec,
-    weights_dtype: object,
-    bits_per_weight: object,
-    group_size: object,
-    quantize_embeddings: object = False,
+    weights_dtype: Optional[WeightsDtypeArg],
+    bits_per_weight: Optional[float],
+    group_size: Optional[int],
+    quantize_embeddings: bool = False,
 ) -> tuple[int | Fraction, list[Note]]:
     """Bits per weight a server holds (:func:`llm_cost.api.choices.weight_bits`) and the note that
     says why when it is not the checkpoint's: a checkpoint stored in float32 (Gemma-2-9B's
@@ -636,7 +637,7 @@ def _simulated(
 
 
 def serve_time_model(
-    g: HardwareSpec, profile: object, engine: object, network_gb_s: float, simulated: bool
+    g: HardwareSpec, profile: Optional[ProfileArg], engine: Optional[EngineArg], network_gb_s: float, simulated: bool
 ) -> tuple[Optional[Profile], TimeModel, Optional[ServingBand]]:
     """(profile, time model, serving band) of a serve: the one place serve obtains its time model,
     by the one rule (:func:`llm_cost.api.choices.time_model_of`: ``profile`` if given, else the

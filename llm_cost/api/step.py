@@ -5,7 +5,7 @@ contexts (``llm-cost flops``, ``roofline``, ``context``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Optional, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union, cast
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
@@ -15,6 +15,7 @@ from llm_cost.core.types import Phase
 if TYPE_CHECKING:
     from llm_cost.analyses.context import ContextResult
     from llm_cost.analyses.roofline import DecodeStep, PrefillStep
+    from llm_cost.api.requests import DtypeArg, EngineArg, KvDtypeArg, ProfileArg, WeightsDtypeArg
     from llm_cost.model.layout import Layout
     from llm_cost.perf.ridge import Ridge
     from llm_cost.workload.flops import ForwardFlops
@@ -30,12 +31,12 @@ CONTEXTS = (8192, 32768, 131072)
 
 def flops(
     model: ModelLike,
-    phase: object = Phase.PREFILL,
+    phase: Union[Phase, str] = Phase.PREFILL,
     lengths: Sequence[int] = (128, 1024, 8192),
     batch: int = 1,
-    attention: object = AttentionMask.CAUSAL,
-    logits: object = Logits.LAST,
-    mla: object = MLAForm.PLAIN,
+    attention: Union[AttentionMask, str] = AttentionMask.CAUSAL,
+    logits: Union[Logits, str] = Logits.LAST,
+    mla: Union[MLAForm, str] = MLAForm.PLAIN,
     detail: bool = True,
 ) -> list[ForwardFlops]:
     """FLOPs of a forward pass by part (``llm-cost flops``): a prefill of each prompt length of
@@ -97,7 +98,7 @@ def _step_options(
     )
 
 
-def engine_noted(results: list[Step], profile: object, engine: object) -> list[Step]:
+def engine_noted(results: list[Step], profile: Optional[ProfileArg], engine: Optional[EngineArg]) -> list[Step]:
     """``results`` with a note saying which engine their prediction is for and whether it is the
     default (:func:`llm_cost.api.choices.engine_of`); unchanged when ``profile`` was given (the
     profile decides) or the results carry no conventions (rows of figures only) or no prediction."""
@@ -131,21 +132,21 @@ def decode_sweep(
     batches: Sequence[int] = (1,),
     contexts: Sequence[int] = (0,),
     *,
-    dtype: object = None,
-    weights_dtype: object = None,
-    bits_per_weight: object = None,
-    group_size: object = None,
-    kv_dtype: object = None,
-    mfu: object = None,
-    mbu: object = None,
-    weight_bytes: object = WeightBytes.READ,
+    dtype: Optional[DtypeArg] = None,
+    weights_dtype: Optional[WeightsDtypeArg] = None,
+    bits_per_weight: Optional[float] = None,
+    group_size: Optional[int] = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
+    mfu: Optional[float] = None,
+    mbu: Optional[float] = None,
+    weight_bytes: Union[WeightBytes, str] = WeightBytes.READ,
     layout: Optional[Layout] = None,
-    network_gb_s: object = None,
-    profile: object = None,
+    network_gb_s: Optional[float] = None,
+    profile: Optional[ProfileArg] = None,
     detail: bool = True,
     ops: bool = True,
-    engine: object = None,
-    quantize_embeddings: object = False,
+    engine: Optional[EngineArg] = None,
+    quantize_embeddings: bool = False,
 ) -> list[DecodeStep]:
     """Decode steps at every (batch, context) of ``batches`` x ``contexts`` (batch-major), each
     with its Roofline bound, MFU/MBU estimate and calibrated prediction, on one GPU or per GPU of
@@ -208,19 +209,19 @@ def prefill_sweep(
     batches: Sequence[int] = (1,),
     seqs: Sequence[int] = (8192,),
     *,
-    dtype: object = None,
-    weights_dtype: object = None,
-    bits_per_weight: object = None,
-    group_size: object = None,
-    kv_dtype: object = None,
-    mfu: object = None,
-    mbu: object = None,
-    logits: object = Logits.LAST,
+    dtype: Optional[DtypeArg] = None,
+    weights_dtype: Optional[WeightsDtypeArg] = None,
+    bits_per_weight: Optional[float] = None,
+    group_size: Optional[int] = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
+    mfu: Optional[float] = None,
+    mbu: Optional[float] = None,
+    logits: Union[Logits, str] = Logits.LAST,
     layout: Optional[Layout] = None,
-    network_gb_s: object = None,
-    profile: object = None,
-    engine: object = None,
-    quantize_embeddings: object = False,
+    network_gb_s: Optional[float] = None,
+    profile: Optional[ProfileArg] = None,
+    engine: Optional[EngineArg] = None,
+    quantize_embeddings: bool = False,
 ) -> list[PrefillStep]:
     """Prefills (the time to first token) of ``batch`` prompts of each length of ``seqs``, at
     every batch of ``batches`` (batch-major), with bound, estimate and prediction
@@ -264,12 +265,12 @@ def context(
     model: ModelLike,
     contexts: Sequence[int] = CONTEXTS,
     gpu: GpuLike = "h100",
-    mfu: object = None,
-    mbu: object = None,
-    dtype: object = None,
-    kv_dtype: object = None,
-    weight_flops: object = WeightFlops.GEMM,
-    logits: object = Logits.LAST,
+    mfu: Optional[float] = None,
+    mbu: Optional[float] = None,
+    dtype: Optional[DtypeArg] = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
+    weight_flops: Union[WeightFlops, str] = WeightFlops.GEMM,
+    logits: Union[Logits, str] = Logits.LAST,
 ) -> ContextResult:
     """Long-context costs at each context (``llm-cost context``): attention against weight FLOPs
     and their crossover, the prefill's time, KV per request, the score matrix's size."""
