@@ -23,7 +23,7 @@ def _shape():
 
 
 #: Functions whose body (after the docstring) is over 60 lines: 41 when this was first counted.
-MAX_LONG_FUNCTIONS = 15
+MAX_LONG_FUNCTIONS = 13
 
 
 def test_long_functions_do_not_grow():
