@@ -3,7 +3,7 @@
 One module per question, each imported on first use so that a command loads only its own:
 
 ``model``        load_model, load_gpu, defaults_used, params, kv, kv_sweep, import_config, catalog, show
-``step``         flops, ridges, decode, decode_sweep, prefill, prefill_sweep, context
+``step``         flops, ridges, decode, decode_sweep, prefill, prefill_sweep, context, step_request (a StepRequest)
 ``memory``       fit, activations
 ``experts``      moe
 ``speculative``  spec
@@ -44,7 +44,9 @@ EXPORTS = {
         ("load_model", "load_gpu", "defaults_used", "params", "kv", "kv_sweep", "import_config", "catalog", "show"),
         "model",
     ),
-    **dict.fromkeys(("flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "context"), "step"),
+    **dict.fromkeys(
+        ("flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "step_request", "context"), "step"
+    ),
     **dict.fromkeys(("fit", "activations"), "memory"),
     "moe": "experts",
     "spec": "speculative",
@@ -59,6 +61,8 @@ EXPORTS = {
 #: Value types the API's arguments take, with the modules that define them.
 TYPES = {
     "ServeRequest": "llm_cost.api.requests",
+    "StepRequest": "llm_cost.api.requests",
+    "StepOptions": "llm_cost.api.requests",
     "Layout": "llm_cost.model.layout",
     "Target": "llm_cost.simulate.results",
     "Statistic": "llm_cost.core.choices",

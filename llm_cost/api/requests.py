@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from llm_cost.core.choices import MemoryConvention, ServingMode
-from llm_cost.core.types import ServingEngine
+from llm_cost.core.choices import Logits, MemoryConvention, ServingMode, WeightBytes
+from llm_cost.core.types import Phase, ServingEngine
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -129,3 +129,46 @@ class ServeRequest:
     def given(self) -> dict[str, object]:
         """The fields by name, as given (not copied: a Layout or Workload stays itself)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How a step (a decode step or a prefill) is counted and timed, the keyword arguments
+    :func:`llm_cost.api.step.decode_sweep` and :func:`~llm_cost.api.step.prefill_sweep` share (see
+    them for each one's units and defaults; None: the default of :mod:`llm_cost.api.choices`)."""
+
+    dtype: Optional[DtypeArg] = None
+    weights_dtype: Optional[WeightsDtypeArg] = None
+    bits_per_weight: Optional[float] = None
+    group_size: Optional[int] = None
+    kv_dtype: Optional[KvDtypeArg] = None
+    mfu: Optional[float] = None
+    mbu: Optional[float] = None
+    layout: Optional[Layout] = None
+    network_gb_s: Optional[float] = None
+    profile: Optional[ProfileArg] = None
+    engine: Optional[EngineArg] = None
+    quantize_embeddings: bool = False
+
+    def given(self) -> dict[str, Any]:
+        """The options by name, as given."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    """The step question (``llm-cost roofline MODEL``): ``phase`` decode (``batches`` x
+    ``lengths`` cached tokens, :func:`llm_cost.api.step.decode_sweep`, with ``weight_bytes``,
+    ``detail`` and ``ops``) or prefill (``batches`` x ``lengths`` prompt tokens,
+    :func:`~llm_cost.api.step.prefill_sweep`, with ``logits``), under ``options``."""
+
+    model: ModelLike
+    gpu: GpuLike = "h100"
+    phase: Union[Phase, str] = Phase.DECODE
+    batches: Sequence[int] = (1,)
+    lengths: Sequence[int] = (0,)
+    logits: Union[Logits, str] = Logits.LAST
+    weight_bytes: Union[WeightBytes, str] = WeightBytes.READ
+    detail: bool = True
+    ops: bool = True
+    options: StepOptions = StepOptions()

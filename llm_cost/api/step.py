@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union, cast
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes, WeightFlops
+from llm_cost.core.errors import InputError
 from llm_cost.core.types import Phase
 
 if TYPE_CHECKING:
     from llm_cost.analyses.context import ContextResult
     from llm_cost.analyses.roofline import DecodeStep, PrefillStep
-    from llm_cost.api.requests import DtypeArg, EngineArg, KvDtypeArg, ProfileArg, WeightsDtypeArg
+    from llm_cost.api.requests import DtypeArg, EngineArg, KvDtypeArg, ProfileArg, StepRequest, WeightsDtypeArg
     from llm_cost.model.layout import Layout
     from llm_cost.perf.ridge import Ridge
     from llm_cost.workload.flops import ForwardFlops
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 #: A step result a note is added to: a decode or a prefill step.
 Step = TypeVar("Step", bound="DecodeStep | PrefillStep")
 
-__all__ = ["flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "context"]
+__all__ = ["step_request", "flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "context"]
 
 #: Contexts ``context`` reports when none are given.
 CONTEXTS = (8192, 32768, 131072)
@@ -251,6 +252,32 @@ def prefill_sweep(
     head = checks.choice(logits, Logits, "logits")
     steps = [prefill_step(spec, g, s, b, logits=head, **options) for b in batches for s in seqs]
     return engine_noted(steps, profile, engine)
+
+
+def step_request(request: StepRequest) -> list[DecodeStep] | list[PrefillStep]:
+    """The steps ``request`` asks for (as the command line builds it from its flags): its decode
+    steps (:func:`decode_sweep`) or prefills (:func:`prefill_sweep`). InputError naming the field
+    for a decode's arguments given to a prefill, or a prefill's to a decode."""
+    from llm_cost.api.requests import StepOptions, StepRequest
+
+    r = checks.record(request, StepRequest, "request")
+    options = checks.record(r.options, StepOptions, "options").given()
+    if checks.choice(r.phase, Phase, "phase") == Phase.PREFILL:
+        decode_only = {"weight_bytes": r.weight_bytes != WeightBytes.READ, "detail": r.detail is not True,
+                       "ops": r.ops is not True}  # fmt: skip
+        named = [n for n, given in decode_only.items() if given]
+        if named:
+            raise InputError(f"{named[0]}: a decode step's; leave it out of a prefill", fields=(named[0], "phase"))
+        return prefill_sweep(r.model, r.gpu, r.batches, r.lengths, logits=r.logits, **options)
+    if checks.choice(r.phase, Phase, "phase") != Phase.DECODE:
+        raise InputError(f"phase: {r.phase} is not a step of its own; give decode or prefill", fields=("phase",))
+    if r.logits != Logits.LAST:
+        raise InputError(
+            "logits: a prefill's; a decode step takes each sequence's last token", fields=("logits", "phase")
+        )
+    return decode_sweep(
+        r.model, r.gpu, r.batches, r.lengths, weight_bytes=r.weight_bytes, detail=r.detail, ops=r.ops, **options
+    )
 
 
 def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int = 1, **options: object) -> PrefillStep:
