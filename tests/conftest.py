@@ -105,11 +105,12 @@ def served_experiments(tmp_path_factory):
 # -- one result rendered several ways (tests/report/test_plain_console.py, test_text_in_json.py,
 # tests/test_front_door.py) ---------------------------------------------------------------------------
 
-#: The API's costly calls (a serve plan simulates; validate refits folds) whose results the
+#: The API's costly calls (a serve plan simulates; validate refits folds; the command line plans
+#: through serve_request and compare_request, a notebook through serve) whose results the
 #: rendering tests share: the same arguments give the same result object (every simulation is
 #: seeded), so a command run as text and as JSON, into a narrow and a wide pipe, through Rich's
 #: console and the plain one, computes its result once per session.
-SHARED_CALLS = ("serve", "serve_compare", "validate", "validate_training")
+SHARED_CALLS = ("serve", "serve_compare", "serve_request", "compare_request", "validate", "validate_training")
 _shared_results: dict[str, object] = {}
 
 

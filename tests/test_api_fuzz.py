@@ -10,6 +10,7 @@ sets the calls per function (40 here; issue 36's run: 300 each).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import os
@@ -34,6 +35,7 @@ VALID = {
     "prefill": dict(model="llama3-8b", gpu="h100", seq=128),
     "prefill_sweep": dict(model="llama3-8b", gpu="h100", batches=[1], seqs=[128]),
     "context": dict(model="llama3-8b", contexts=[8192]),
+    "step_request": dict(request=api.StepRequest("llama3-8b", "h100", "prefill", [1], [128])),
     "fit": dict(model="llama3-8b", gpu="h100", max_gpus=8),
     "activations": dict(model="llama3-8b", seq=1024),
     "moe": dict(model="mixtral-8x7b", batches=[1]),
@@ -49,6 +51,10 @@ VALID = {
     ),
     "serve_compare": dict(model="llama3-8b", gpu=["h100"], input_tokens=256, output_tokens=16, gpus=1, requests=20),
     "train": dict(model="llama3-8b", tokens=10**12, mfu=0.4),
+    "serve_request": dict(
+        request=api.ServeRequest("llama3-8b", "h100", 512, 64, gpus=1, concurrency=8, layout=api.Layout(tp=1))
+    ),
+    "compare_request": dict(request=api.ServeRequest("llama3-8b", ["h100"], 256, 16, gpus=1, requests=20)),
     "simulate_serving": dict(model="llama3-8b", gpu="h100", input_tokens=256, output_tokens=16, qps=2.0, requests=20),
     "train_plan": dict(model="llama3-8b", tokens=10**12, gpus=8, tp=8, cp=1, pp=1, dp=1, global_batch=2**20),
     "image": dict(model="qwen2-vl-7b", width=448, height=448),
@@ -185,6 +191,42 @@ def _call(function, valid: dict, data, values) -> None:  # noqa: ANN001 - hypoth
 @given(data=st.data())
 def test_a_hostile_argument_raises_only_llm_cost_error(name, data):
     _call(getattr(api, name), VALID[name], data, HOSTILE | st.sampled_from(_numpy_values()))
+
+
+def _serve_by_record(**fields):  # noqa: ANN003, ANN202 - a request's fields
+    """``serve_request`` of a ServeRequest built by hand from ``fields``: each field is checked
+    where serve reads it, as serve's keyword arguments are."""
+    return api.serve_request(api.ServeRequest(**fields))
+
+
+_serve_by_record.__signature__ = inspect.signature(api.ServeRequest)  # type: ignore[attr-defined]
+
+
+def _step_by_record(**fields):  # noqa: ANN003, ANN202 - a request's fields
+    """``step_request`` of a StepRequest and its StepOptions built by hand from ``fields``."""
+    names = {f.name for f in dataclasses.fields(api.StepOptions)}
+    options = api.StepOptions(**{k: v for k, v in fields.items() if k in names})
+    return api.step_request(api.StepRequest(**{k: v for k, v in fields.items() if k not in names}, options=options))
+
+
+_step_by_record.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [p for p in inspect.signature(api.StepRequest).parameters.values() if p.name != "options"]
+    + list(inspect.signature(api.StepOptions).parameters.values())
+)
+
+
+@pytest.mark.parametrize(
+    ("function", "valid"),
+    [
+        (_serve_by_record, VALID["serve"]),
+        (_step_by_record, dict(model="llama3-8b", gpu="h100", phase="decode", batches=[1, 8], lengths=[128])),
+    ],
+    ids=["serve", "step"],
+)
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_request_record_with_a_hostile_field_raises_only_llm_cost_error(function, valid, data):
+    _call(function, valid, data, HOSTILE | st.sampled_from(_numpy_values()))
 
 
 def _not_none(value) -> bool:  # noqa: ANN001

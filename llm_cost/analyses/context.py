@@ -29,7 +29,7 @@ from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, OpKind
 from llm_cost.core.units import Number
-from llm_cost.model.kv import kv_cache
+from llm_cost.model.kv import KVAtContext, kv_cache
 from llm_cost.model.layout import ONE_GPU
 from llm_cost.model.structure import build
 from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, EfficiencyEstimate, RooflineBound
@@ -111,6 +111,46 @@ class ContextResult(Result):
     conventions: list[Note] = field(default_factory=list)
 
 
+def _row(
+    spec: ModelSpec, s: int, k: KVAtContext, w: int, gpu: HardwareSpec | None, peak: float | None, mfu: float, mbu: float,
+    dtype: Dtype, kv_bits: int, logits: Logits,
+) -> ContextRow:  # fmt: skip
+    """The figures at context ``s`` (``k``: its KV-cache row): attention and weight FLOPs per token,
+    a prefill's FLOPs and times (the step's bound and estimate; the document's at MFU), KV and state
+    bytes, and one layer's score matrix."""
+    n_q = spec.attention.num_attention_heads
+    att = attention_flops_per_token(spec, s)
+    step = build_step(
+        spec,
+        prefill(1, s),
+        kv_bits=kv_bits,
+        compute_dtype=dtype,
+        logits=logits,
+        mla_form=MLAForm.PLAIN,
+        weight_bits=Dtype(spec.torch_dtype).bits,
+    )
+    document = w * s + int(step.total("flops", _ATTENTION))
+    bound = RooflineBound().step_time(step, gpu).time_s if gpu is not None else None
+    estimate = EfficiencyEstimate(mfu, mbu).step_time(step, gpu).time_s if gpu is not None else None
+    state = k.state_bytes + k.conv_state_bytes
+    return ContextRow(
+        context=s,
+        attention_flops_per_token=att,
+        weight_flops_per_token=w,
+        attention_to_weight=att / w,
+        prefill_flops=int(step.flops),
+        document_prefill_flops=document,
+        prefill_bound_s=bound,
+        prefill_estimate_s=estimate,
+        document_prefill_time_s=document / (mfu * peak) if peak else None,
+        kv_bytes=k.kv_bytes,
+        state_bytes=state,
+        kv_plus_state_bytes=k.kv_bytes + state,
+        all_attention_kv_bytes=k.all_attention_bytes,
+        scores_bytes_per_layer=n_q * s * s * 2,
+    )
+
+
 def context_analysis(
     spec: ModelSpec,
     contexts: list[int],
@@ -128,41 +168,7 @@ def context_analysis(
     w = 2 * weight_flops_params(structure, weight_convention)
     peak = gpu.peak_flops(dtype) if gpu is not None else None
     kv = kv_cache(spec, contexts, kv_bits)
-    n_q = spec.attention.num_attention_heads
-    rows = []
-    for s, k in zip(contexts, kv.contexts):
-        att = attention_flops_per_token(spec, s)
-        step = build_step(
-            spec,
-            prefill(1, s),
-            kv_bits=kv_bits,
-            compute_dtype=dtype,
-            logits=logits,
-            mla_form=MLAForm.PLAIN,
-            weight_bits=Dtype(spec.torch_dtype).bits,
-        )
-        document = w * s + int(step.total("flops", _ATTENTION))
-        bound = RooflineBound().step_time(step, gpu).time_s if gpu is not None else None
-        estimate = EfficiencyEstimate(mfu, mbu).step_time(step, gpu).time_s if gpu is not None else None
-        state = k.state_bytes + k.conv_state_bytes
-        rows.append(
-            ContextRow(
-                context=s,
-                attention_flops_per_token=att,
-                weight_flops_per_token=w,
-                attention_to_weight=att / w,
-                prefill_flops=int(step.flops),
-                document_prefill_flops=document,
-                prefill_bound_s=bound,
-                prefill_estimate_s=estimate,
-                document_prefill_time_s=document / (mfu * peak) if peak else None,
-                kv_bytes=k.kv_bytes,
-                state_bytes=state,
-                kv_plus_state_bytes=k.kv_bytes + state,
-                all_attention_kv_bytes=k.all_attention_bytes,
-                scores_bytes_per_layer=n_q * s * s * 2,
-            )
-        )
+    rows = [_row(spec, s, k, w, gpu, peak, mfu, mbu, dtype, kv_bits, logits) for s, k in zip(contexts, kv.contexts)]
     conventions = [
         note(f"weight_flops.{weight_convention}"),
         note("context.attention_per_token"),

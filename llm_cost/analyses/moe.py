@@ -30,9 +30,9 @@ from llm_cost.core.units import Number, to_bytes
 from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.layers import layer_counts
 from llm_cost.model.layout import Layout, per_gpu
-from llm_cost.model.structure import build
+from llm_cost.model.structure import Structure, build
 from llm_cost.perf.ridge import ridge as ridge_of
-from llm_cost.specs.schema import HardwareSpec, ModelSpec
+from llm_cost.specs.schema import HardwareSpec, ModelSpec, MoE
 from llm_cost.workload.routing import expected_experts
 from llm_cost.workload.step import build_step, decode, ring_all_reduce_bytes
 
@@ -93,6 +93,78 @@ class MoEResult(Result):
     conventions: list[Note] = field(default_factory=list)
 
 
+def _checked(spec: ModelSpec, ep: int, redundant_experts: int, tp: int) -> MoE:
+    """The model's MoE; InputError for a dense model, an ``ep`` that does not divide the experts
+    and redundant copies, or ``tp`` below 1."""
+    moe = spec.moe
+    if moe is None:
+        raise InputError(
+            f"model: {spec.name} has no mixture-of-experts layers; give a MoE model (e.g. mixtral-8x7b)",
+            fields=("model",),
+        )
+    E = moe.num_experts
+    if ep < 1 or (E + redundant_experts) % ep:
+        raise InputError(
+            f"ep: {ep} GPUs cannot hold {E} experts + {redundant_experts} redundant evenly; "
+            f"choose a divisor of {E + redundant_experts}",
+            fields=("ep",),
+        )
+    if tp < 1:
+        raise InputError(f"tp: {tp} must be at least 1", fields=("tp",))
+    return moe
+
+
+def _weight_bytes(s: Structure, bits: Fraction) -> tuple[float, float]:
+    """(bytes per routed-expert weight, what an expert GEMM reads; bytes of every stored weight but
+    the routed experts') of the model's structure ``s`` at ``bits``."""
+    main = [t for t in s.tensors if t.part in (Part.DECODER, Part.VISION, Part.AUDIO) and t.stored]
+    experts = [t for t in main if t.group == TensorGroup.ROUTED_EXPERTS and t.kind == TensorKind.MATMUL]
+    b = float(tensor_bits(bits, experts[0])) / 8  # bytes per routed-expert weight: what an expert GEMM reads
+    non_routed_bytes = (
+        float(sum(t.total * tensor_bits(bits, t) for t in main if t.group != TensorGroup.ROUTED_EXPERTS)) / 8
+    )
+    return b, non_routed_bytes
+
+
+def _at_batch(
+    spec: ModelSpec, B: int, E: int, k: int, ep: int, bits: Fraction, b: float, non_routed_bytes: float, total: int
+) -> MoEAtBatch:
+    """The expert traffic of one decode step at batch ``B``: experts hit (per EP rank), the bytes
+    read, and each running expert's GEMM rows and intensity."""
+    hit = expected_experts(E, k, B)
+    step = build_step(spec, decode(B, 0), weight_bits=bits)
+    routed_b = sum(float(op.weight_bytes) for op in step.ops if op.role == OpRole.ROUTED_EXPERTS)
+    return MoEAtBatch(
+        batch=B,
+        expected_experts=hit,
+        expected_experts_per_rank=hit / ep,
+        routed_bytes=routed_b,
+        weight_bytes_read=step.total("weight_bytes"),
+        weight_bytes_seed=non_routed_bytes + routed_b,
+        dense_same_memory_bytes=float(to_bytes(total, bits)),
+        expert_gemm_rows=B * k / hit,
+        expert_gemm_intensity=2 * (B * k / hit) / b,
+    )
+
+
+def _notes(
+    bits: Fraction, E: int, ep: int, redundant_experts: int, dispatch_bits: int, combine_bits: int, tp: int,
+    gpu: HardwareSpec | None, compute_dtype: Dtype | None,
+) -> list[Note]:  # fmt: skip
+    """The conventions of an MoE analysis: weights, expected experts, bytes read, EP, all-to-all,
+    and the expert GEMMs' ridge on a GPU."""
+    conventions = [
+        note("moe.weights", bits=float(bits)),
+        note("moe.expected_experts"),
+        note("moe.read_per_step"),
+        note("moe.ep", ep=ep, experts=E, redundant=redundant_experts),
+        note("moe.all_to_all", dispatch_bits=dispatch_bits, combine_bits=combine_bits, tp=tp),
+    ]
+    if gpu is not None:
+        conventions.append(note("moe.gemm_ridge", gpu=gpu.name, dtype=str(compute_dtype)))
+    return conventions
+
+
 def moe_analysis(
     spec: ModelSpec,
     batches: list[int],
@@ -110,29 +182,11 @@ def moe_analysis(
 
     InputError when the model has no MoE, when ``ep`` does not divide E + R experts, or for a
     GPU lacking ``compute_dtype``."""
-    moe = spec.moe
-    if moe is None:
-        raise InputError(
-            f"model: {spec.name} has no mixture-of-experts layers; give a MoE model (e.g. mixtral-8x7b)",
-            fields=("model",),
-        )
+    moe = _checked(spec, ep, redundant_experts, tp)
     E, k, d = moe.num_experts, moe.num_experts_per_tok, spec.hidden_size
-    if ep < 1 or (E + redundant_experts) % ep:
-        raise InputError(
-            f"ep: {ep} GPUs cannot hold {E} experts + {redundant_experts} redundant evenly; "
-            f"choose a divisor of {E + redundant_experts}",
-            fields=("ep",),
-        )
-    if tp < 1:
-        raise InputError(f"tp: {tp} must be at least 1", fields=("tp",))
     bits = weight_bits_of(weight_bits, limit=True)
     s = build(spec)
-    main = [t for t in s.tensors if t.part in (Part.DECODER, Part.VISION, Part.AUDIO) and t.stored]
-    experts = [t for t in main if t.group == TensorGroup.ROUTED_EXPERTS and t.kind == TensorKind.MATMUL]
-    b = float(tensor_bits(bits, experts[0])) / 8  # bytes per routed-expert weight: what an expert GEMM reads
-    non_routed_bytes = (
-        float(sum(t.total * tensor_bits(bits, t) for t in main if t.group != TensorGroup.ROUTED_EXPERTS)) / 8
-    )
+    b, non_routed_bytes = _weight_bytes(s, bits)
     moe_layers = layer_counts(spec).of(LayerKind.MOE)
     routed = s.routed_expert_params
     expert = routed // (E * moe_layers)
@@ -146,37 +200,12 @@ def moe_analysis(
         ridge = ridge_of(gpu, compute_dtype)
         tokens = ridge * b / 2 * E / k
 
-    rows = []
-    for B in batches:
-        hit = expected_experts(E, k, B)
-        step = build_step(spec, decode(B, 0), weight_bits=bits)
-        routed_b = sum(float(op.weight_bytes) for op in step.ops if op.role == OpRole.ROUTED_EXPERTS)
-        rows.append(
-            MoEAtBatch(
-                batch=B,
-                expected_experts=hit,
-                expected_experts_per_rank=hit / ep,
-                routed_bytes=routed_b,
-                weight_bytes_read=step.total("weight_bytes"),
-                weight_bytes_seed=non_routed_bytes + routed_b,
-                dense_same_memory_bytes=float(to_bytes(total, bits)),
-                expert_gemm_rows=B * k / hit,
-                expert_gemm_intensity=2 * (B * k / hit) / b,
-            )
-        )
+    rows = [_at_batch(spec, B, E, k, ep, bits, b, non_routed_bytes, total) for B in batches]
     sent = moe.moe_latent_size or d  # a latent MoE dispatches the token at its latent width
     dispatch = k * sent * dispatch_bits // 8
     combine = k * sent * combine_bits // 8
     allreduce = float(ring_all_reduce_bytes(d, tp))
-    conventions = [
-        note("moe.weights", bits=float(bits)),
-        note("moe.expected_experts"),
-        note("moe.read_per_step"),
-        note("moe.ep", ep=ep, experts=E, redundant=redundant_experts),
-        note("moe.all_to_all", dispatch_bits=dispatch_bits, combine_bits=combine_bits, tp=tp),
-    ]
-    if gpu is not None:
-        conventions.append(note("moe.gemm_ridge", gpu=gpu.name, dtype=str(compute_dtype)))
+    conventions = _notes(bits, E, ep, redundant_experts, dispatch_bits, combine_bits, tp, gpu, compute_dtype)
     return MoEResult(
         model=spec.name,
         weight_bits=float(bits),

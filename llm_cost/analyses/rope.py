@@ -335,62 +335,18 @@ def _fmt_base(b: float | None) -> str:
     return f"{b:,.0f}" if 1000 <= b < 1e15 else f"{b:.6g}"
 
 
-def rope_analysis(
-    base: float,
-    dims: int,
-    train_length: int,
-    target_length: int,
-    beta_fast: float = 32,
-    beta_slow: float = 1,
-    llama3: Llama3Scaling | None = None,
-    *,
-    model: str | None = None,
-    display_name: str | None = None,
-    notes: list[Note] | None = None,
-) -> RopeResult:
-    """Wavelengths of the d/2 pairs of a head with RoPE ``base`` and ``dims`` rotated dims, and their
-    effective wavelengths when a model trained on ``train_length`` tokens is run at ``target_length``
-    tokens under PI, NTK-aware, YaRN (``beta_fast``, ``beta_slow``), dynamic NTK and, if ``llama3``
-    is given, Llama 3.1 scaling. Lengths and wavelengths in tokens.
-
-    Raises InputError naming the argument: ``base`` > 1, ``dims`` even and >= 2, lengths >= 1 and
-    ``target_length`` >= ``train_length``.
-    """
-    base, dims = _check_base(base), _check_dims(dims)
-    _check_lengths(train_length, target_length)
-    _check_betas(beta_fast, beta_slow)
-    if llama3 is not None:
-        _check_llama3(llama3)
-    alpha = target_length / train_length
-
-    thetas = frequencies(base, dims)
-    lams = wavelengths(base, dims)
-    pi = pi_wavelengths(base, dims, alpha)
-    ntk = ntk_wavelengths(base, dims, alpha)
-    yarn = yarn_wavelengths(base, dims, train_length, alpha, beta_fast, beta_slow)
-    dyn_alpha = max(1.0, target_length / train_length)
-    dyn = ntk_wavelengths(base, dims, dyn_alpha)
-    l3 = llama3_wavelengths(base, dims, llama3) if llama3 is not None else None
+def _methods(
+    base: float, dims: int, T: int, S: int, curves: dict[str, list[float]], l3: list[float] | None,
+    llama3: Llama3Scaling | None, beta_fast: float, beta_slow: float,
+) -> list[RopeMethod]:  # fmt: skip
+    """Each extension's summary at the target length ``S`` of a model trained on ``T`` tokens, from
+    the pairs' wavelengths under it (``curves``: as trained, PI, NTK-aware, YaRN, dynamic NTK; ``l3``
+    under Llama 3.1 scaling, given ``llama3``)."""
+    alpha = S / T
+    dyn_alpha = max(1.0, S / T)
+    lams, pi, ntk, yarn, dyn = (curves[k] for k in ("as trained", "pi", "ntk", "yarn", "dynamic"))
     base_ntk = _ntk_base_or_none(base, dims, alpha)
     base_dyn = _ntk_base_or_none(base, dims, dyn_alpha)
-
-    pairs = [
-        RopePair(
-            i,
-            thetas[i],
-            lams[i],
-            train_length / lams[i],
-            pi[i],
-            ntk[i],
-            yarn[i],
-            dyn[i],
-            l3[i] if l3 is not None else None,
-        )
-        for i in range(dims // 2)
-    ]
-    incomplete = [i for i, w in enumerate(lams) if w > train_length]
-
-    T, S = train_length, target_length
     low, high = T / beta_fast, T / beta_slow
     methods = [
         _method(
@@ -443,6 +399,14 @@ def rope_analysis(
             )
         )
 
+    return methods
+
+
+def _notes(
+    T: int, S: int, alpha: float, beta_fast: float, beta_slow: float, llama3: Llama3Scaling | None
+) -> list[Note]:
+    """The conventions of a RoPE analysis: wavelengths, unseen phases, the methods, YaRN's ramp and
+    attention scale, ABF, and Llama 3.1's scaling when given."""
     conventions = [
         note("rope.wavelength"),
         note("rope.unseen_phases", train=T, target=S),
@@ -453,6 +417,66 @@ def rope_analysis(
     ]
     if llama3 is not None:
         conventions.append(note("rope.llama3", factor=llama3.factor, original=llama3.original_max_position_embeddings))
+    return conventions
+
+
+def rope_analysis(
+    base: float,
+    dims: int,
+    train_length: int,
+    target_length: int,
+    beta_fast: float = 32,
+    beta_slow: float = 1,
+    llama3: Llama3Scaling | None = None,
+    *,
+    model: str | None = None,
+    display_name: str | None = None,
+    notes: list[Note] | None = None,
+) -> RopeResult:
+    """Wavelengths of the d/2 pairs of a head with RoPE ``base`` and ``dims`` rotated dims, and their
+    effective wavelengths when a model trained on ``train_length`` tokens is run at ``target_length``
+    tokens under PI, NTK-aware, YaRN (``beta_fast``, ``beta_slow``), dynamic NTK and, if ``llama3``
+    is given, Llama 3.1 scaling. Lengths and wavelengths in tokens.
+
+    Raises InputError naming the argument: ``base`` > 1, ``dims`` even and >= 2, lengths >= 1 and
+    ``target_length`` >= ``train_length``.
+    """
+    base, dims = _check_base(base), _check_dims(dims)
+    _check_lengths(train_length, target_length)
+    _check_betas(beta_fast, beta_slow)
+    if llama3 is not None:
+        _check_llama3(llama3)
+    alpha = target_length / train_length
+
+    thetas = frequencies(base, dims)
+    lams = wavelengths(base, dims)
+    pi = pi_wavelengths(base, dims, alpha)
+    ntk = ntk_wavelengths(base, dims, alpha)
+    yarn = yarn_wavelengths(base, dims, train_length, alpha, beta_fast, beta_slow)
+    dyn_alpha = max(1.0, target_length / train_length)
+    dyn = ntk_wavelengths(base, dims, dyn_alpha)
+    l3 = llama3_wavelengths(base, dims, llama3) if llama3 is not None else None
+
+    pairs = [
+        RopePair(
+            i,
+            thetas[i],
+            lams[i],
+            train_length / lams[i],
+            pi[i],
+            ntk[i],
+            yarn[i],
+            dyn[i],
+            l3[i] if l3 is not None else None,
+        )
+        for i in range(dims // 2)
+    ]
+    incomplete = [i for i, w in enumerate(lams) if w > train_length]
+
+    T, S = train_length, target_length
+    curves = {"as trained": lams, "pi": pi, "ntk": ntk, "yarn": yarn, "dynamic": dyn}
+    methods = _methods(base, dims, T, S, curves, l3, llama3, beta_fast, beta_slow)
+    conventions = _notes(T, S, alpha, beta_fast, beta_slow, llama3)
     conventions += list(notes or [])
     return RopeResult(
         model=model,

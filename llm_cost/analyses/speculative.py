@@ -203,6 +203,57 @@ def _decode(model: _StepModel, batch: int):
     )
 
 
+def _draft_cost(c: float | None, spec: ModelSpec | None, use_mtp: bool) -> tuple[float, str]:
+    """The draft's cost per step as a fraction of a target step, and where it comes from: ``c`` as
+    given, or the MTP module's (``use_mtp``). InputError when neither is there."""
+    c_source = "given"
+    if use_mtp:
+        if spec is None:
+            raise InputError("mtp needs a model with MTP modules (e.g. deepseek-v3)", fields=("mtp",))
+        c, c_source = mtp_draft_cost(spec), "MTP module's matmul weights / the model's active matmul weights"
+    if c is None:
+        raise InputError(
+            "c is required (draft step cost as a fraction of a target step), or mtp with a model",
+            fields=("c", "mtp"),
+        )
+    return c, c_source
+
+
+def _step_notes(model: _StepModel, rows: list[SpecAtBatch], timer: TimeModel, weight_bytes: WeightBytes) -> list[Note]:
+    """The step model's conventions: its GPU, dtype, time model, context and weights; the profile
+    (and split-KV) notes of a calibrated time model; the bytes, the knee and break-even search and
+    the memory it needs at its largest batch."""
+    spec, gpu, dtype, context, bits, layout = (
+        model.spec,
+        model.gpu,
+        model.dtype,
+        model.context,
+        model.bits,
+        model.layout,
+    )
+    notes: list[Note] = []
+    notes.append(
+        note(
+            "spec.step_model",
+            gpu=gpu.name,
+            dtype=dtype,
+            time_model=timer.label,
+            context=context,
+            bits=bits,
+            gpus=layout.gpus,
+        )
+    )
+    profile = getattr(timer, "profile", None)
+    if profile is not None:
+        notes.append(profile_note(profile, gpu.name))
+        if rows:
+            notes += split_kv_notes(timer, _decode(model, min(r_.batch for r_ in rows)), gpu)
+    notes.append(note(f"decode.bytes_{weight_bytes}", bits=bits, kv_bits=16))
+    notes.append(note("spec.knee_and_break_even", limit=BATCH_SEARCH_LIMIT))
+    notes += memory_note(spec, gpu, layout, Fraction(bits), 16, max(r_.batch for r_ in rows), context)
+    return notes
+
+
 def speculative(
     alpha: float,
     gamma: int,
@@ -225,16 +276,7 @@ def speculative(
 
     InputError for alpha outside [0, 1], gamma < 1, c < 0, a missing c, a GPU lacking ``dtype``, or a
     layout that cannot hold the model."""
-    c_source = "given"
-    if use_mtp:
-        if spec is None:
-            raise InputError("mtp needs a model with MTP modules (e.g. deepseek-v3)", fields=("mtp",))
-        c, c_source = mtp_draft_cost(spec), "MTP module's matmul weights / the model's active matmul weights"
-    if c is None:
-        raise InputError(
-            "c is required (draft step cost as a fraction of a target step), or mtp with a model",
-            fields=("c", "mtp"),
-        )
+    c, c_source = _draft_cost(c, spec, use_mtp)
     _validate(alpha, gamma, c)
     E = expected_tokens(alpha, gamma)
     rows: list[SpecAtBatch] = []
@@ -251,25 +293,7 @@ def speculative(
         rows = [model.row(B) for B in batches or ()]
         knee = _smallest(lambda b: model.row(b).verify_bound == Bound.COMPUTE)
         even = _smallest(lambda b: model.row(b).speedup < 1)
-        conventions.append(
-            note(
-                "spec.step_model",
-                gpu=gpu.name,
-                dtype=dtype,
-                time_model=timer.label,
-                context=context,
-                bits=bits,
-                gpus=layout.gpus,
-            )
-        )
-        profile = getattr(timer, "profile", None)
-        if profile is not None:
-            conventions.append(profile_note(profile, gpu.name))
-            if rows:
-                conventions += split_kv_notes(timer, _decode(model, min(r_.batch for r_ in rows)), gpu)
-        conventions.append(note(f"decode.bytes_{weight_bytes}", bits=bits, kv_bits=16))
-        conventions.append(note("spec.knee_and_break_even", limit=BATCH_SEARCH_LIMIT))
-        conventions += memory_note(spec, gpu, layout, Fraction(bits), 16, max(r_.batch for r_ in rows), context)
+        conventions += _step_notes(model, rows, timer, weight_bytes)
     return SpecResult(
         alpha,
         gamma,

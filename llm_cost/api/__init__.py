@@ -3,11 +3,11 @@
 One module per question, each imported on first use so that a command loads only its own:
 
 ``model``        load_model, load_gpu, defaults_used, params, kv, kv_sweep, import_config, catalog, show
-``step``         flops, ridges, decode, decode_sweep, prefill, prefill_sweep, context
+``step``         flops, ridges, decode, decode_sweep, prefill, prefill_sweep, context, step_request (a StepRequest)
 ``memory``       fit, activations
 ``experts``      moe
 ``speculative``  spec
-``serving``      serve, serve_compare
+``serving``      serve, serve_compare (keywords), serve_request, compare_request (a ServeRequest)
 ``simulation``   simulate_serving (one replica under load: percentiles)
 ``training``     train, train_plan
 ``inputs``       image, video
@@ -44,11 +44,13 @@ EXPORTS = {
         ("load_model", "load_gpu", "defaults_used", "params", "kv", "kv_sweep", "import_config", "catalog", "show"),
         "model",
     ),
-    **dict.fromkeys(("flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "context"), "step"),
+    **dict.fromkeys(
+        ("flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "step_request", "context"), "step"
+    ),
     **dict.fromkeys(("fit", "activations"), "memory"),
     "moe": "experts",
     "spec": "speculative",
-    **dict.fromkeys(("serve", "serve_compare"), "serving"),
+    **dict.fromkeys(("serve", "serve_request", "serve_compare", "compare_request"), "serving"),
     "simulate_serving": "simulation",
     **dict.fromkeys(("train", "train_plan"), "training"),
     **dict.fromkeys(("image", "video"), "inputs"),
@@ -57,7 +59,14 @@ EXPORTS = {
     **dict.fromkeys(("calibrate", "validate", "validate_training"), "calibration"),
 }
 #: Value types the API's arguments take, with the modules that define them.
-TYPES = {"Layout": "llm_cost.model.layout", "Target": "llm_cost.simulate.results", "Statistic": "llm_cost.core.choices"}
+TYPES = {
+    "ServeRequest": "llm_cost.api.requests",
+    "StepRequest": "llm_cost.api.requests",
+    "StepOptions": "llm_cost.api.requests",
+    "Layout": "llm_cost.model.layout",
+    "Target": "llm_cost.simulate.results",
+    "Statistic": "llm_cost.core.choices",
+}
 
 __all__ = ["LlmCostError", *EXPORTS, *TYPES]
 

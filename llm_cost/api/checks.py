@@ -8,10 +8,10 @@ passes them here, so a shell user and a Python caller are refused by the same ru
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import Optional, TypeVar, cast
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import (
@@ -44,21 +44,22 @@ __all__ = [
 ]
 
 E = TypeVar("E", bound=Enum)
+T = TypeVar("T")
 
 
-def count(value: Any, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+def count(value: object, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
     """An integer in ``[minimum, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
         raise InputError(f"{name}: {value!r} must be an integer from {minimum:,} to {maximum:,}", fields=(name,))
     return value
 
 
-def step_tokens(value: Any, name: str, maximum: int = MAX_STEP_TOKENS) -> int:
+def step_tokens(value: object, name: str, maximum: int = MAX_STEP_TOKENS) -> int:
     """A step's token budget: an integer from :data:`MIN_STEP_TOKENS` to ``maximum``."""
     return count(value, name, MIN_STEP_TOKENS, maximum)
 
 
-def large_count(value: Any, name: str, minimum: int = 1, maximum: int = 10**40) -> int:
+def large_count(value: object, name: str, minimum: int = 1, maximum: int = 10**40) -> int:
     """A count that may be written as a float (``15e12`` tokens): an integer, or a finite float with
     no fractional part, in ``[minimum, maximum]``."""
     if isinstance(value, float) and math.isfinite(value) and value.is_integer() and minimum <= value <= maximum:
@@ -66,7 +67,7 @@ def large_count(value: Any, name: str, minimum: int = 1, maximum: int = 10**40) 
     return count(value, name, minimum, maximum)
 
 
-def counts(values: Any, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> list[int]:
+def counts(values: object, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> list[int]:
     """A non-empty list of integers in ``[minimum, maximum]``."""
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, set, frozenset)):
         raise InputError(f"{name}: {values!r} must be a list of integers, e.g. [1024, 8192]", fields=(name,))
@@ -76,7 +77,7 @@ def counts(values: Any, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -
     return out
 
 
-def number(value: Any, name: str, *, minimum: float = 0.0, maximum: float = 1e300, open_min: bool = True) -> float:
+def number(value: object, name: str, *, minimum: float = 0.0, maximum: float = 1e300, open_min: bool = True) -> float:
     """A finite real number above ``minimum`` (at least it when not ``open_min``), at most ``maximum``."""
     ok = (
         not isinstance(value, bool)
@@ -90,10 +91,10 @@ def number(value: Any, name: str, *, minimum: float = 0.0, maximum: float = 1e30
         raise InputError(
             f"{name}: {value!r} must be a finite number {side} {minimum:g} and at most {maximum:g}", fields=(name,)
         )
-    return float(value)
+    return float(cast(float, value))
 
 
-def percentile(value: Any, name: str) -> float:
+def percentile(value: object, name: str) -> float:
     """A percentile of a target (``p95``, ``p99.9``): a number in
     :data:`~llm_cost.core.limits.PERCENTILE_RANGE` with at most
     :data:`~llm_cost.core.limits.PERCENTILE_DECIMALS` decimals (a simulation of at most 20,000
@@ -111,17 +112,17 @@ def percentile(value: Any, name: str) -> float:
             "decimals (p50, p95, p99.9)",
             fields=(name,),
         )
-    return float(value)
+    return float(cast(float, value))
 
 
-def efficiency(value: Any, name: str) -> float:
+def efficiency(value: object, name: str) -> float:
     """A utilisation (MFU, MBU) in [0.01, 1]: below 1% is a typing mistake, not a GPU."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.01 <= value <= 1:
         raise InputError(f"{name}: {value!r} must be a number between 0.01 and 1 (e.g. 0.6)", fields=(name,))
-    return float(value)
+    return float(cast(float, value))
 
 
-def fraction(value: Any, name: str) -> Fraction:
+def fraction(value: object, name: str) -> Fraction:
     """A share in (0, 1] as an exact Fraction (a float is read to 6 decimals)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not 0 < value <= 1:
         raise InputError(f"{name}: {value!r} must be a number in (0, 1], e.g. 0.9", fields=(name,))
@@ -131,7 +132,7 @@ def fraction(value: Any, name: str) -> Fraction:
     return share
 
 
-def choice(value: Any, enum: type[E], name: str) -> E:
+def choice(value: object, enum: type[E], name: str) -> E:
     """A member of ``enum`` from itself or its value (case-insensitive)."""
     if isinstance(value, enum):
         return value
@@ -144,7 +145,7 @@ def choice(value: Any, enum: type[E], name: str) -> E:
     raise InputError(f"{name}: {value!r} is not one of: {valid}", fields=(name,))
 
 
-def one_of(value: Any, name: str, valid: Sequence[Any]) -> Any:
+def one_of(value: object, name: str, valid: Sequence[T]) -> T:
     """``value`` if it is one of ``valid``."""
     try:
         found = value in valid
@@ -153,26 +154,41 @@ def one_of(value: Any, name: str, valid: Sequence[Any]) -> Any:
     if not found:
         shown = repr(value.value if isinstance(value, Enum) else value)
         raise InputError(f"{name}: {shown} is not one of: {', '.join(map(str, valid))}", fields=(name,))
+    return cast(T, value)
+
+
+def record(value: object, kind: type[T], name: str) -> T:
+    """``value`` if it is a ``kind`` (a request record such as
+    :class:`~llm_cost.api.requests.ServeRequest`)."""
+    if not isinstance(value, kind):
+        shown = f"{value!r:.60}"
+        raise InputError(f"{name}: {shown} is not a {kind.__name__}", fields=(name,))
     return value
 
 
-def flag(value: Any, name: str) -> bool:
+def flag(value: object, name: str) -> bool:
     """A yes-or-no argument: True or False (not 1, "yes" or an array)."""
     if not isinstance(value, bool):
         raise InputError(f"{name}: {value!r} must be True or False", fields=(name,))
     return value
 
 
-def optional(value: Any, check: Any, *args: Any, **kwargs: Any) -> Any:
+def optional(value: object, check: Callable[..., T], *args: object, **kwargs: object) -> Optional[T]:
     """None, or ``check(value, *args, **kwargs)``."""
     return None if value is None else check(value, *args, **kwargs)
 
 
-def known_options(options: dict[str, Any], function: Any) -> None:
-    """InputError naming the keyword arguments of ``options`` that ``function`` does not take."""
+def known_options(options: Mapping[str, object], function: Callable[..., object], keyword_only: bool = True) -> None:
+    """InputError naming the keyword arguments of ``options`` that ``function`` does not take (its
+    keyword-only arguments; without ``keyword_only``, any it takes by name: a request record's fields)."""
     import inspect
 
-    taken = {p.name for p in inspect.signature(function).parameters.values() if p.kind == p.KEYWORD_ONLY}
+    kinds = (
+        (inspect.Parameter.KEYWORD_ONLY,)
+        if keyword_only
+        else (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    )
+    taken = {p.name for p in inspect.signature(function).parameters.values() if p.kind in kinds}
     unknown = sorted(options.keys() - taken)
     if unknown:
         raise InputError(
@@ -218,14 +234,14 @@ def simulated_steps(requests: float, tokens: float, step_tokens: int, name: str 
         )
 
 
-def is_default(value: Any, default: Any) -> bool:
+def is_default(value: object, default: object) -> bool:
     """Whether ``value`` is a parameter's default (the same object, or an equal one of its type)."""
     return value is default or (type(value) is type(default) and value == default)
 
 
 def unused(
     function: Callable[..., object],
-    given: dict[str, Any],
+    given: Mapping[str, object],
     names: Sequence[str],
     mode: str,
     used_by: str,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from llm_cost.api import checks
 from llm_cost.core.errors import InputError
@@ -62,7 +62,7 @@ DEFAULT_ENGINE = Engine.VLLM
 GROUPED_DTYPES = (WeightFormat.INT4, WeightFormat.INT8)
 
 
-def weights_dtype_of(value: Any, name: str = "weights_dtype") -> Optional[WeightFormat]:
+def weights_dtype_of(value: object, name: str = "weights_dtype") -> Optional[WeightFormat]:
     """A format of the weights (a storage dtype or a block-scaled format: fp8_block, mxfp4, nvfp4),
     or None (the checkpoint's)."""
     return checks.optional(value, checks.choice, WeightFormat, name)
@@ -70,11 +70,11 @@ def weights_dtype_of(value: Any, name: str = "weights_dtype") -> Optional[Weight
 
 def weight_bits(
     spec: ModelSpec,
-    weights_dtype: Any = None,
-    bits_per_weight: Any = None,
-    group_size: Any = None,
-    source: Any = None,
-    quantize_embeddings: Any = False,
+    weights_dtype: object = None,
+    bits_per_weight: object = None,
+    group_size: object = None,
+    source: object = None,
+    quantize_embeddings: object = False,
 ) -> int | Fraction:
     """Bits per stored weight, scales included: ``bits_per_weight`` as given; else
     ``weights_dtype`` (int4 and int8 weight-only formats carry a bf16 scale and zero per
@@ -131,7 +131,7 @@ def weight_bits(
     return int(exact) if exact.denominator == 1 else exact
 
 
-def compute_dtype(spec: ModelSpec, gpu: HardwareSpec, dtype: Any = None, weights_dtype: Any = None) -> Dtype:
+def compute_dtype(spec: ModelSpec, gpu: HardwareSpec, dtype: object = None, weights_dtype: object = None) -> Dtype:
     """The dtype a step computes in: ``dtype`` if given (InputError if ``gpu`` has no peak for
     it, or it is not one of :data:`STEP_DTYPES`); else, by the format of the quantized weights (the
     checkpoint's ``quantization`` or ``torch_dtype``, or ``weights_dtype``): FP8 for FP8 weights
@@ -184,13 +184,13 @@ def _default_compute(fmt: WeightFormat, gpu: HardwareSpec) -> Dtype:
     return Dtype.BF16
 
 
-def kv_dtype_of(value: Any = None, name: str = "kv_dtype") -> StorageDtype:
+def kv_dtype_of(value: object = None, name: str = "kv_dtype") -> StorageDtype:
     """The KV-cache element dtype: ``value``, else BF16."""
     return StorageDtype.BF16 if value is None else checks.choice(value, StorageDtype, name)
 
 
 def memory_policy(
-    memory: Any = "physical", gpu_memory_utilization: Any = None, reserve_bytes: Any = None
+    memory: object = "physical", gpu_memory_utilization: object = None, reserve_bytes: object = None
 ) -> MemoryPolicy:
     """The memory accounting: a serving engine's (vLLM's defaults: physical GiB, 90%, a 2 GiB
     reserve) or, with ``memory="datasheet"``, the source documents' (the datasheet's GB as 10^9 B,
@@ -212,7 +212,7 @@ def memory_policy(
     )
 
 
-def engine_of(value: Any = None) -> tuple[Engine, bool]:
+def engine_of(value: object = None) -> tuple[Engine, bool]:
     """(the engine a prediction is for, whether it was given): ``value`` (an :class:`Engine` or its
     value: vllm, sglang, trtllm, pytorch-eager, torch-compile, llamacpp), else :data:`DEFAULT_ENGINE`.
     InputError naming ``engine`` and the valid values otherwise."""
@@ -221,7 +221,7 @@ def engine_of(value: Any = None) -> tuple[Engine, bool]:
     return checks.choice(value, Engine, "engine"), True
 
 
-def profile_given(profile: Any = None) -> Optional[Profile]:
+def profile_given(profile: object = None) -> Optional[Profile]:
     """A profile the user gave (a name ``<family>-<engine>``, a YAML path or a Profile), or None;
     InputError naming ``profile`` for anything else."""
     from llm_cost.perf.choose import load_profile
@@ -235,7 +235,7 @@ def profile_given(profile: Any = None) -> Optional[Profile]:
 
 
 def time_model_of(
-    gpu: HardwareSpec, engine: Any = None, profile: Any = None, network_gb_s: Any = None
+    gpu: HardwareSpec, engine: object = None, profile: object = None, network_gb_s: object = None
 ) -> CalibratedModel | EfficiencyEstimate:
     """The time model of a prediction on ``gpu`` under ``engine`` (:func:`engine_of`: default vLLM)
     with the user's ``profile`` if any: THE rule, :func:`llm_cost.perf.choose.time_model_for`, which
@@ -288,14 +288,14 @@ def _out_of_source(profile: Optional[Profile], gpu: HardwareSpec, source: str) -
     return dataclasses.replace(profile, parameters=join(family, engine), note=note)
 
 
-def profile_of(gpu: HardwareSpec, profile: Any = None, engine: Any = None) -> Optional[Profile]:
+def profile_of(gpu: HardwareSpec, profile: object = None, engine: object = None) -> Optional[Profile]:
     """The profile of the time model :func:`time_model_of` chooses for ``gpu`` under ``engine``
     (None: no fit applies, the MFU/MBU estimate predicts)."""
     model = time_model_of(gpu, engine, profile)
     return getattr(model, "profile", None)
 
 
-def serving_band_of(gpu: HardwareSpec, profile: Optional[Profile], engine: Any = None) -> Optional[ServingBand]:
+def serving_band_of(gpu: HardwareSpec, profile: Optional[Profile], engine: object = None) -> Optional[ServingBand]:
     """The error band of a simulated serving run drawn from the measured serving runs
     (:func:`llm_cost.analyses.serving_runs.vllm_serving_band`), or None for the profile's band:
     the runs check only vLLM's predictions, so only when no profile was given and the engine is
@@ -310,7 +310,7 @@ def serving_band_of(gpu: HardwareSpec, profile: Optional[Profile], engine: Any =
 
 
 def training_time_model(
-    gpu: HardwareSpec, profile: Any = None, recipe: Any = None, framework: Any = None
+    gpu: HardwareSpec, profile: object = None, recipe: object = None, framework: object = None
 ) -> TrainRates:
     """The rates a training step is timed with (:func:`llm_cost.analyses.train_rates.training_rates`):
     the profile of the one rule for ``gpu`` under the training engine (PyTorch's eager kernels, as
@@ -322,13 +322,13 @@ def training_time_model(
 
     return training_rates(
         gpu,
-        Fp8Recipe.DELAYED if recipe is None else recipe,
+        Fp8Recipe.DELAYED if recipe is None else cast(Fp8Recipe, recipe),
         profile_of(gpu, profile, Engine.PYTORCH_EAGER),
-        Framework.MEGATRON if framework is None else framework,
+        Framework.MEGATRON if framework is None else cast(Framework, framework),
     )
 
 
-def layout_of(value: Any, name: str = "layout") -> Optional[Layout]:
+def layout_of(value: object, name: str = "layout") -> Optional[Layout]:
     """A Layout, or None (one GPU)."""
     if value is None:
         return None
@@ -339,7 +339,7 @@ def layout_of(value: Any, name: str = "layout") -> Optional[Layout]:
     raise InputError(f"{name}: {value!r} is not a Layout, e.g. llm_cost.Layout(tp=2)", fields=(name,))
 
 
-def network_gb_s_of(value: Any = None) -> float:
+def network_gb_s_of(value: object = None) -> float:
     """Network bandwidth between nodes per GPU, GB/s per direction: ``value``, else
     :data:`llm_cost.perf.timemodel.DEFAULT_NETWORK_GB_S` (400 Gb/s InfiniBand NDR per GPU)."""
     from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S
@@ -352,21 +352,21 @@ def network_gb_s_of(value: Any = None) -> float:
     )
 
 
-def mfu_of(value: Any = None) -> float:
+def mfu_of(value: object = None) -> float:
     """The MFU of an estimate: ``value``, else :data:`llm_cost.perf.timemodel.DEFAULT_MFU` (60%)."""
     from llm_cost.perf.timemodel import DEFAULT_MFU
 
     return DEFAULT_MFU if value is None else checks.efficiency(value, "mfu")
 
 
-def mbu_of(value: Any = None) -> float:
+def mbu_of(value: object = None) -> float:
     """The MBU of an estimate: ``value``, else :data:`llm_cost.perf.timemodel.DEFAULT_MBU` (80%)."""
     from llm_cost.perf.timemodel import DEFAULT_MBU
 
     return DEFAULT_MBU if value is None else checks.efficiency(value, "mbu")
 
 
-def training_framework_of(value: Any = None, zero: Optional[int] = None) -> tuple[Framework, str]:
+def training_framework_of(value: object = None, zero: Optional[int] = None) -> tuple[Framework, str]:
     """(framework, where it came from) of a training plan: ``value``; else FSDP2 when ``zero`` is 2
     or 3 (the stages FSDP runs); else Megatron-Core, the framework of most published runs the
     training factors are fitted on (NeMo, Megatron-LM). InputError for another value."""
@@ -379,7 +379,7 @@ def training_framework_of(value: Any = None, zero: Optional[int] = None) -> tupl
     return Framework.MEGATRON, "default: Megatron-Core, the framework of most published runs the rates are fitted on"
 
 
-def fp8_recipe_of(value: Any, gpu: HardwareSpec, dtype: Dtype) -> tuple[Fp8Recipe, str]:
+def fp8_recipe_of(value: object, gpu: HardwareSpec, dtype: Dtype) -> tuple[Fp8Recipe, str]:
     """(FP8 recipe, where it came from): ``value``; else MXFP8 on a GPU with FP4 tensor cores
     (Blackwell: MX formats native), else delayed scaling (Transformer Engine's default recipe, the
     NeMo runs'). InputError for a recipe the GPU lacks (MXFP8 before Blackwell)."""
@@ -399,7 +399,7 @@ def fp8_recipe_of(value: Any, gpu: HardwareSpec, dtype: Dtype) -> tuple[Fp8Recip
     return Fp8Recipe.DELAYED, "default: delayed scaling, Transformer Engine's default recipe"
 
 
-def global_batch_of(value: Any = None) -> int:
+def global_batch_of(value: object = None) -> int:
     """Tokens per training step of the planner: ``value``, else 4M = 2^22 (Llama 2's batch; Llama 3
     405B used 16M, DeepSeek-V3 up to 15,360 x 4K)."""
     return 2**22 if value is None else checks.count(value, "global_batch", 1, 10**12)

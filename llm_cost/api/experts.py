@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
@@ -12,6 +12,7 @@ from llm_cost.core.types import StorageDtype
 
 if TYPE_CHECKING:
     from llm_cost.analyses.moe import MoEResult
+    from llm_cost.api.requests import DtypeArg, KvDtypeArg, WeightsDtypeArg
 
 __all__ = ["moe"]
 
@@ -20,15 +21,15 @@ def moe(
     model: ModelLike,
     batches: Sequence[int] = (1, 32, 128),
     *,
-    weights_dtype: Any = None,
+    weights_dtype: Optional[WeightsDtypeArg] = None,
     ep: int = 1,
     redundant_experts: int = 0,
-    dispatch_dtype: Any = StorageDtype.FP8,
-    combine_dtype: Any = StorageDtype.BF16,
+    dispatch_dtype: KvDtypeArg = StorageDtype.FP8,
+    combine_dtype: KvDtypeArg = StorageDtype.BF16,
     tp: int = 8,
     prompt_tokens: int = 4096,
     gpu: Optional[GpuLike] = None,
-    dtype: Any = None,
+    dtype: Optional[DtypeArg] = None,
 ) -> MoEResult:
     """MoE parameter counts (total, active, read per step), expected experts hit per decode
     batch, expert-parallel memory and all-to-all volume against the TP all-reduce

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import ModelLike, load_model
@@ -12,6 +12,7 @@ from llm_cost.core.limits import MAX_PIXELS_PER_SIDE
 
 if TYPE_CHECKING:
     from llm_cost.analyses.multimodal import ImageResult
+    from llm_cost.api.requests import KvDtypeArg
 
 __all__ = ["image", "video", "MAX_PIXELS_PER_SIDE"]
 
@@ -42,8 +43,8 @@ def image(
     *,
     decoder: Optional[ModelLike] = None,
     connector: str = "merge2x2",
-    weight_flops: Any = WeightFlops.GEMM,
-    kv_dtype: Any = None,
+    weight_flops: Union[WeightFlops, str] = WeightFlops.GEMM,
+    kv_dtype: Optional[KvDtypeArg] = None,
 ) -> ImageResult:
     """What a ``width`` x ``height`` image costs (``llm-cost image``): its tokens, the vision
     encoder's FLOPs and attention share, the decoder's prefill FLOPs and KV bytes, in ``model``'s
@@ -65,8 +66,8 @@ def video(
     fps: float,
     *,
     decoder: Optional[ModelLike] = None,
-    weight_flops: Any = WeightFlops.GEMM,
-    kv_dtype: Any = None,
+    weight_flops: Union[WeightFlops, str] = WeightFlops.GEMM,
+    kv_dtype: Optional[KvDtypeArg] = None,
 ) -> ImageResult:
     """What a video of ``seconds`` sampled at ``fps`` frames per second costs (``llm-cost
     video``): frames grouped by the temporal patch, tokens, encoder FLOPs and decoder KV."""

@@ -4,7 +4,7 @@ training step (``llm-cost fit``, ``activations``)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, checkpoint_of, load_gpu, load_model
@@ -14,6 +14,7 @@ from llm_cost.core.limits import MAX_SEARCH_GPUS
 if TYPE_CHECKING:
     from llm_cost.analyses.deployment import FitReport
     from llm_cost.analyses.memory import Activations
+    from llm_cost.api.requests import EngineArg, KvDtypeArg, MemoryArg, ProfileArg, WeightsDtypeArg
     from llm_cost.model.layout import Layout
 
 __all__ = ["fit", "activations", "MAX_SEARCH_GPUS"]
@@ -25,19 +26,19 @@ def fit(
     context: int = 8192,
     batch: int = 1,
     *,
-    weights_dtype: Any = None,
-    bits_per_weight: Any = None,
-    kv_dtype: Any = None,
-    memory: Any = MemoryConvention.PHYSICAL,
-    gpu_memory_utilization: Any = None,
-    reserve_bytes: Any = None,
+    weights_dtype: Optional[WeightsDtypeArg] = None,
+    bits_per_weight: Optional[float] = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
+    memory: MemoryArg = MemoryConvention.PHYSICAL,
+    gpu_memory_utilization: Optional[float] = None,
+    reserve_bytes: Optional[float] = None,
     memory_gb: Optional[float] = None,
     max_gpus: int = 64,
     layout: Optional[Layout] = None,
-    checkpoint: Any = None,
-    engine: Any = None,
-    profile: Any = None,
-    quantize_embeddings: Any = False,
+    checkpoint: object = None,
+    engine: Optional[EngineArg] = None,
+    profile: Optional[ProfileArg] = None,
+    quantize_embeddings: bool = False,
 ) -> FitReport:
     """What fits (``llm-cost fit``): one GPU's largest batch and context and its KV budget, and the
     smallest layouts of up to ``max_gpus`` GPUs; or, with ``layout``, that layout's per-GPU
@@ -90,7 +91,10 @@ def _sized(gpu: Any, memory_gb: Optional[float]) -> Any:
 
 
 def activations(
-    model: ModelLike, seq: int = 8192, micro_batch: int = 1, formula: Any = ActivationFormula.MODEL
+    model: ModelLike,
+    seq: int = 8192,
+    micro_batch: int = 1,
+    formula: Union[ActivationFormula, str] = ActivationFormula.MODEL,
 ) -> list[Activations]:
     """Training activation memory per layer (Korthikanti et al. 2022) without and with each
     recompute (``llm-cost activations``): ``formula`` ``model`` counts the model's own block,

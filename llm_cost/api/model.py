@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from llm_cost.api import checks, choices
+from llm_cost.api.requests import GpuLike, ModelLike
 from llm_cost.core.errors import InputError
 
 if TYPE_CHECKING:
     from llm_cost.analyses.catalog import CatalogEntry, GPUEntry, ModelEntry, SpecView
     from llm_cost.analyses.import_spec import ImportResult
+    from llm_cost.api.requests import KvDtypeArg, WeightsDtypeArg
     from llm_cost.model.kv import KVResult
     from llm_cost.model.layout import Layout
     from llm_cost.model.params import ParamsResult
@@ -30,9 +32,6 @@ __all__ = [
     "catalog",
     "show",
 ]
-
-ModelLike = Union[str, "ModelSpec", dict]
-GpuLike = Union[str, "HardwareSpec"]
 
 #: Contexts ``kv`` reports when none are given (1K, 8K, 32K, 128K tokens).
 KV_CONTEXTS = (1024, 8192, 32768, 131072)
@@ -87,9 +86,9 @@ def defaults_used(model: str) -> Optional[list[str]]:
 
 def params(
     model: ModelLike,
-    weights_dtype: Any = None,
+    weights_dtype: Optional[WeightsDtypeArg] = None,
     layout: Optional[Layout] = None,
-    checkpoint: Any = None,
+    checkpoint: object = None,
     check: bool = False,
     quantize_embeddings: bool = False,
 ) -> ParamsResult:
@@ -159,7 +158,7 @@ def config_of(model: ModelLike) -> tuple[dict, str]:
     )
 
 
-def shown_model(model: Any) -> str:
+def shown_model(model: object) -> str:
     """``model`` as a message names it: its name, or its type for a built spec."""
     return repr(model) if isinstance(model, str) else f"a {type(model).__name__}"
 
@@ -172,7 +171,7 @@ def _is_hub_id(model: Any) -> bool:
     return hub.is_hub_id(model)
 
 
-def checkpoint_of(model: Any, checkpoint: Any) -> Optional[Path]:
+def checkpoint_of(model: object, checkpoint: object) -> Optional[Path]:
     """The checkpoint a model's stored tensors are read from: ``checkpoint``, else ``model``
     when it is a path string, else None."""
     if checkpoint is not None and not isinstance(checkpoint, (str, Path)):
@@ -185,7 +184,7 @@ def kv(
     model: ModelLike,
     contexts: Sequence[int] = KV_CONTEXTS,
     batch: int = 1,
-    kv_dtype: Any = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
     layout: Optional[Layout] = None,
 ) -> KVResult:
     """KV-cache bytes per token and at each context of ``contexts`` for ``batch`` sequences
@@ -197,7 +196,7 @@ def kv_sweep(
     model: ModelLike,
     contexts: Sequence[int] = KV_CONTEXTS,
     batches: Sequence[int] = (1,),
-    kv_dtype: Any = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
     layout: Optional[Layout] = None,
 ) -> list[KVResult]:
     """:func:`kv` at each batch of ``batches``; at most 10,000 points (InputError naming both)."""
@@ -225,7 +224,7 @@ def import_config(
     return write(Path(config), Path(out), name, checks.flag(force, "force"))
 
 
-def catalog(kind: Any) -> Union[list[Union[ModelEntry, CatalogEntry]], list[GPUEntry]]:
+def catalog(kind: object) -> Union[list[Union[ModelEntry, CatalogEntry]], list[GPUEntry]]:
     """The shipped ``models`` (then those of the offline catalog, with their sources and checkpoint
     totals) or ``gpus`` with their key figures (``llm-cost list``)."""
     from llm_cost.analyses.catalog import gpu_catalog, model_catalog

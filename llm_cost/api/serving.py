@@ -6,73 +6,91 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from llm_cost.api import checks, choices, traffic
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
+from llm_cost.api.requests import (
+    BOTH_MODES,
+    DtypeArg,
+    EngineArg,
+    KvDtypeArg,
+    LengthsArg,
+    MemoryArg,
+    ModesArg,
+    PriceArg,
+    ProfileArg,
+    RouterArg,
+    ServeRequest,
+    TargetArg,
+    TraceArg,
+    WeightsDtypeArg,
+    WorkloadArg,
+)
 from llm_cost.core.choices import MemoryConvention, Router, ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_CHUNK_TOKENS, MAX_COMPARED, MAX_CONCURRENCY, MAX_MODEL_LEN, MAX_SEED
-from llm_cost.core.types import ServingEngine
+from llm_cost.core.types import Engine, ServingEngine
 
 if TYPE_CHECKING:
+    from fractions import Fraction
+
     from llm_cost.analyses.serving import ServePlan
     from llm_cost.analyses.serving_runs import ServingBand
     from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
+    from llm_cost.api.requests import DtypeArg, EngineArg, KvDtypeArg, MemoryArg, ProfileArg, WeightsDtypeArg
+    from llm_cost.core.notes import Note
     from llm_cost.model.layout import Layout
     from llm_cost.perf.profile import Profile
     from llm_cost.perf.timemodel import TimeModel
-    from llm_cost.specs.schema import HardwareSpec
+    from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
-__all__ = ["serve", "serve_compare", "MAX_CHUNK_TOKENS", "MAX_CONCURRENCY"]
-
-#: Both serving modes, the default search.
-BOTH_MODES = (ServingMode.AGGREGATED, ServingMode.DISAGGREGATED)
+__all__ = ["serve", "serve_request", "serve_compare", "compare_request", "MAX_CHUNK_TOKENS", "MAX_CONCURRENCY"]
 
 
 def serve(
     model: ModelLike,
     gpu: GpuLike = "h100",
-    input_tokens: Any = None,
-    output_tokens: Any = None,
+    input_tokens: Optional[LengthsArg] = None,
+    output_tokens: Optional[LengthsArg] = None,
     *,
-    ttft_s: Any = None,
-    tpot_s: Any = None,
-    itl_s: Any = None,
-    e2e_s: Any = None,
+    ttft_s: Optional[TargetArg] = None,
+    tpot_s: Optional[TargetArg] = None,
+    itl_s: Optional[TargetArg] = None,
+    e2e_s: Optional[TargetArg] = None,
     qps: Optional[float] = None,
     gpus: Optional[int] = None,
-    usd_per_gpu_hour: Optional[float] = None,
-    modes: Sequence[Any] = BOTH_MODES,
+    usd_per_gpu_hour: Optional[PriceArg] = None,
+    modes: ModesArg = BOTH_MODES,
     layout: Optional[Layout] = None,
     concurrency: Optional[int] = None,
     chunk_tokens: Optional[int] = None,
     chunked_prefill: bool = True,
-    workload: Any = None,
-    trace: Any = None,
+    workload: Optional[WorkloadArg] = None,
+    trace: Optional[TraceArg] = None,
     prefix_tokens: Optional[int] = None,
     prefix_groups: int = 1,
     users_per_prefix: int = 1,
     requests: Optional[int] = None,
-    engine: str = "vllm",
+    engine: EngineArg = ServingEngine.VLLM,
     max_num_seqs: Optional[int] = None,
     prefix_caching: bool = True,
     max_model_len: Optional[int] = None,
     seed: int = 0,
-    router: Any = None,
+    router: Optional[RouterArg] = None,
     analytic: bool = False,
-    dtype: Any = None,
-    weights_dtype: Any = None,
-    bits_per_weight: Any = None,
-    group_size: Any = None,
-    kv_dtype: Any = None,
-    quantize_embeddings: Any = False,
-    profile: Any = None,
-    memory: Any = MemoryConvention.PHYSICAL,
-    gpu_memory_utilization: Any = None,
-    reserve_bytes: Any = None,
-    network_gb_s: Any = None,
-    emit: Any = None,
+    dtype: Optional[DtypeArg] = None,
+    weights_dtype: Optional[WeightsDtypeArg] = None,
+    bits_per_weight: Optional[float] = None,
+    group_size: Optional[int] = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
+    quantize_embeddings: bool = False,
+    profile: Optional[ProfileArg] = None,
+    memory: MemoryArg = MemoryConvention.PHYSICAL,
+    gpu_memory_utilization: Optional[float] = None,
+    reserve_bytes: Optional[float] = None,
+    network_gb_s: Optional[float] = None,
+    emit: Optional[EngineArg] = None,
 ) -> ServePlan | SimulatedPlan | ServeRun:
     """The serving answer (``llm-cost serve``), in one of three forms:
 
@@ -114,107 +132,94 @@ def serve(
     (:func:`llm_cost.analyses.launch.launch_command`; an aggregated plan). InputError naming the
     argument for anything out of range, contradictory, or for targets nothing meets (with the
     nearest reached)."""
-    engine_for_emit = _emit_engine(emit)
-    given = {k: v for k, v in locals().items() if k not in ("emit", "engine_for_emit")}
-    result = _serve(**given, launch=engine_for_emit is not None)
+    return serve_request(ServeRequest(**locals()))
+
+
+def serve_request(request: ServeRequest) -> ServePlan | SimulatedPlan | ServeRun:
+    """The answer of :func:`serve` to ``request`` (its arguments as one record, as the command line
+    builds it from its flags)."""
+    r = checks.record(request, ServeRequest, "request")
+    engine_for_emit = _emit_engine(r.emit)
+    result = _serve(r, launch=engine_for_emit is not None)
     if engine_for_emit is None:
         return result
-    return _with_launch(
-        result, engine_for_emit, model, gpu, weights_dtype, bits_per_weight, group_size, kv_dtype, memory,
-        gpu_memory_utilization, reserve_bytes, max_model_len, quantize_embeddings,
-    )  # fmt: skip
+    return _with_launch(result, engine_for_emit, r)
 
 
-def _serve(
-    model: Any, gpu: Any, input_tokens: Any, output_tokens: Any, ttft_s: Any, tpot_s: Any, itl_s: Any, e2e_s: Any,
-    qps: Any, gpus: Any, usd_per_gpu_hour: Any, modes: Any, layout: Any, concurrency: Any, chunk_tokens: Any,
-    chunked_prefill: Any, workload: Any, trace: Any, prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any,
-    requests: Any, engine: Any, max_num_seqs: Any, prefix_caching: Any, max_model_len: Any, seed: Any, router: Any,
-    analytic: Any,
-    dtype: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any, kv_dtype: Any, quantize_embeddings: Any,
-    profile: Any, memory: Any,
-    gpu_memory_utilization: Any, reserve_bytes: Any, network_gb_s: Any, launch: bool,
-) -> Any:  # fmt: skip
-    """:func:`serve` without ``emit`` (``launch``: whether it was given)."""
-    spec, g = load_model(model), load_gpu(gpu)
-    goals = traffic.targets_of(ttft_s=ttft_s, tpot_s=tpot_s, itl_s=itl_s, e2e_s=e2e_s)
+def _serve(r: ServeRequest, launch: bool) -> ServePlan | SimulatedPlan | ServeRun:
+    """:func:`serve_request` without ``emit`` (``launch``: whether it was given)."""
+    spec, g = load_model(r.model), load_gpu(cast("GpuLike", r.gpu))
+    goals = traffic.targets_of(ttft_s=r.ttft_s, tpot_s=r.tpot_s, itl_s=r.itl_s, e2e_s=r.e2e_s)
     load, has_arrivals = traffic.traffic_of(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        qps=qps,
-        workload=workload,
-        trace=trace,
-        prefix_tokens=prefix_tokens,
-        prefix_groups=prefix_groups,
-        users_per_prefix=users_per_prefix,
-        requests=requests,
+        input_tokens=r.input_tokens,
+        output_tokens=r.output_tokens,
+        qps=r.qps,
+        workload=r.workload,
+        trace=r.trace,
+        prefix_tokens=r.prefix_tokens,
+        prefix_groups=r.prefix_groups,
+        users_per_prefix=r.users_per_prefix,
+        requests=r.requests,
     )
-    searched = _modes(modes)
-    one = choices.layout_of(layout)
+    searched = _modes(r.modes)
+    one = choices.layout_of(r.layout)
     from llm_cost.analyses.serving.moe_layouts import check_serving_layout
 
-    check_serving_layout(spec, one, ServingEngine(traffic.serving_engine(engine).value))
-    options = dict(
-        engine=engine,  # the scheduler simulated, and the engine whose time profile is chosen
-        dtype=dtype,
-        weights_dtype=weights_dtype,
-        bits_per_weight=bits_per_weight,
-        group_size=group_size,
-        kv_dtype=kv_dtype,
-        quantize_embeddings=quantize_embeddings,
-        memory=memory,
-        gpu_memory_utilization=gpu_memory_utilization,
-        reserve_bytes=reserve_bytes,
-        network_gb_s=network_gb_s,
-        usd_per_gpu_hour=usd_per_gpu_hour,
-    )
-    checks.flag(analytic, "analytic")
-    form = _analytic_form(analytic, one is not None and concurrency is not None and not has_arrivals, searched)
+    check_serving_layout(spec, one, ServingEngine(traffic.serving_engine(r.engine).value))
+    options = _plan_options(r)
+    checks.flag(r.analytic, "analytic")
+    form = _analytic_form(r.analytic, one is not None and r.concurrency is not None and not has_arrivals, searched)
     if form is not None:
-        _unused_by_analytic(locals(), form, launch)
+        _unused_by_analytic({**r.given(), "searched": searched}, form, launch)
         return _analytic(
-            spec,
-            g,
-            load,
-            goals,
-            gpus,
-            searched,
-            one,
-            concurrency,
-            chunk_tokens,
-            chunked_prefill,
-            profile,
-            options,
-            traffic.serving_engine(engine) == "trtllm",
-        )
-    if concurrency is not None and has_arrivals:
+            spec, g, load, goals, r.gpus, searched, one, r.concurrency, r.chunk_tokens, r.chunked_prefill,
+            r.profile, options, traffic.serving_engine(r.engine) == Engine.TRTLLM,
+        )  # fmt: skip
+    if r.concurrency is not None and has_arrivals:
         raise InputError(
             "concurrency: a simulated configuration's concurrency is the engine's max_num_seqs; give max_num_seqs",
             fields=("concurrency", "max_num_seqs"),
         )
+    own_traffic = (
+        r.trace is not None
+        or (r.workload is not None and not isinstance(r.workload, str))
+        or traffic.is_file(r.workload)
+    )
     return _simulated(
-        spec,
-        g,
-        load,
-        has_arrivals,
-        goals,
-        gpus,
-        searched,
-        one,
-        profile,
-        options,
-        dict(
-            engine=engine,
-            max_num_seqs=max_num_seqs,
-            max_num_batched_tokens=_chunk(chunk_tokens, chunked_prefill),
-            chunked_prefill=chunked_prefill,
-            prefix_caching=prefix_caching,
-            max_model_len=max_model_len,
-        ),
-        checks.count(seed, "seed", 0, MAX_SEED),
-        requests,
-        trace is not None or (workload is not None and not isinstance(workload, str)) or traffic.is_file(workload),
-        checks.optional(router, checks.choice, Router, "router"),
+        spec, g, load, has_arrivals, goals, r.gpus, searched, one, r.profile, options, _engine_options(r),
+        checks.count(r.seed, "seed", 0, MAX_SEED), r.requests, own_traffic,
+        checks.optional(r.router, checks.choice, Router, "router"),
+    )  # fmt: skip
+
+
+def _plan_options(r: ServeRequest) -> dict[str, Any]:
+    """The arguments of ``r`` every form of a plan reads: its engine (the scheduler simulated, and
+    the engine whose time profile is chosen), formats, memory, network and price."""
+    return dict(
+        engine=r.engine,
+        dtype=r.dtype,
+        weights_dtype=r.weights_dtype,
+        bits_per_weight=r.bits_per_weight,
+        group_size=r.group_size,
+        kv_dtype=r.kv_dtype,
+        quantize_embeddings=r.quantize_embeddings,
+        memory=r.memory,
+        gpu_memory_utilization=r.gpu_memory_utilization,
+        reserve_bytes=r.reserve_bytes,
+        network_gb_s=r.network_gb_s,
+        usd_per_gpu_hour=r.usd_per_gpu_hour,
+    )
+
+
+def _engine_options(r: ServeRequest) -> dict[str, Any]:
+    """The engine settings of ``r`` a simulation runs under (:func:`~llm_cost.api.traffic.engine_of`)."""
+    return dict(
+        engine=r.engine,
+        max_num_seqs=r.max_num_seqs,
+        max_num_batched_tokens=_chunk(r.chunk_tokens, r.chunked_prefill),
+        chunked_prefill=r.chunked_prefill,
+        prefix_caching=r.prefix_caching,
+        max_model_len=r.max_model_len,
     )
 
 
@@ -265,71 +270,29 @@ def _emit_engine(emit: Any) -> Any:
     return checks.optional(emit, checks.choice, ServingEngine, "emit")
 
 
-def _with_launch(
-    result: Any,
-    engine: Any,
-    model: Any,
-    gpu: Any,
-    weights_dtype: Any,
-    bits_per_weight: Any,
-    group_size: Any,
-    kv_dtype: Any,
-    memory: Any,
-    gpu_memory_utilization: Any,
-    reserve_bytes: Any,
-    max_model_len: Any,
-    quantize_embeddings: Any = False,
-) -> Any:
+def _with_launch(result: Any, engine: ServingEngine, r: ServeRequest) -> Any:
     """``result`` with its ``launch``: the command of its chosen configuration on ``engine``
-    (:func:`llm_cost.analyses.launch.launch_command`). InputError for a disaggregated plan (two
-    pools, no one command)."""
-    import dataclasses
-
+    (:func:`llm_cost.analyses.launch.launch_command`), under the formats and memory of ``r``.
+    InputError for a disaggregated plan (two pools, no one command)."""
     from llm_cost.analyses.capacity import capacity_bytes
     from llm_cost.analyses.launch import LaunchPlan, hf_repo_id, launch_command
     from llm_cost.analyses.serving.replicas import node_gpus
-    from llm_cost.analyses.serving_runs import replica_kv_pool
-    from llm_cost.analyses.simulated_serving import ServeRun, SimulatedPlan
+    from llm_cost.analyses.simulated_serving import SimulatedPlan
     from llm_cost.core.notes import note
-    from llm_cost.core.types import WeightFormat
     from llm_cost.model.layout import per_gpu
-    from llm_cost.simulate import EngineConfig
 
-    spec, g = load_model(model), load_gpu(gpu)
+    spec, g = load_model(r.model), load_gpu(cast("GpuLike", r.gpu))
     run = result.chosen if isinstance(result, SimulatedPlan) else result
-    weight_bits, _ = served_weight_bits(spec, weights_dtype, bits_per_weight, group_size, quantize_embeddings)
-    kv_bits = choices.kv_dtype_of(kv_dtype).bits
-    policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
+    weight_bits, _ = served_weight_bits(spec, r.weights_dtype, r.bits_per_weight, r.group_size, r.quantize_embeddings)
+    kv_bits = choices.kv_dtype_of(r.kv_dtype).bits
+    policy = choices.memory_policy(r.memory, r.gpu_memory_utilization, r.reserve_bytes)
     length = (
-        checks.optional(max_model_len, checks.count, "max_model_len", 2, MAX_MODEL_LEN) or spec.max_position_embeddings
+        checks.optional(r.max_model_len, checks.count, "max_model_len", 2, MAX_MODEL_LEN)
+        or spec.max_position_embeddings
     )
-    if isinstance(run, ServeRun):
-        layout, replicas = run.layout, run.replicas
-        seqs, tokens, chunked, cached = (
-            run.max_num_seqs,
-            run.max_num_batched_tokens,
-            run.chunked_prefill,
-            run.prefix_caching,
-        )
-    else:
-        c = run.chosen
-        if c.prefill_layout is not None:
-            raise InputError(
-                "emit: the chosen plan is disaggregated (a prefill and a decode pool), which no one command "
-                "launches; search aggregated serving (modes) to emit a command",
-                fields=("emit", "modes"),
-            )
-        layout, replicas, seqs = c.layout, c.replicas, c.concurrency
-        chunked = c.chunk_tokens is not None
-        tokens, cached = c.chunk_tokens if chunked else max(length, 2048), True
-    notes: list[Any] = []
-    if isinstance(run, ServeRun):  # one sequence's tokens: the cache less its fixed state (a hybrid model)
-        sim = run.simulation
-        kv_tokens = run.kv_capacity_tokens - sim.state_blocks_per_sequence * sim.block_tokens
-    else:
-        pool = replica_kv_pool(spec, g, layout, EngineConfig(max_num_seqs=seqs, max_num_batched_tokens=tokens),
-                               policy, weight_bits, kv_bits)  # fmt: skip
-        kv_tokens = pool.tokens - pool.state_blocks * pool.block_tokens
+    layout, replicas, seqs, tokens, chunked, cached = _launched_settings(run, length)
+    kv_tokens = _sequence_kv_tokens(run, spec, g, layout, seqs, tokens, policy, weight_bits, kv_bits)
+    notes: list[Note] = []
     planned = getattr(run, "engine", None)
     if planned is not None and str(planned) != str(engine):
         notes.append(note("launch.other_engine", planned=str(planned), emitted=str(engine)))
@@ -340,36 +303,77 @@ def _with_launch(
     if model_id is None:
         model_id = spec.name
         notes.append(note("launch.model_id", name=spec.name))
-    fmt = choices.weights_dtype_of(weights_dtype)
-    quantization = None
-    if fmt in (WeightFormat.FP8,):
-        quantization = "fp8"
-    elif fmt is not None or bits_per_weight is not None:
-        notes.append(note("launch.checkpoint_quantized", bits=float(weight_bits)))
+    quantization = _launch_quantization(r, weight_bits, notes)
     plan = LaunchPlan(
-        model_id,
-        layout,
-        replicas,
-        seqs,
-        tokens,
-        chunked,
-        cached,
-        length,
-        policy.utilization,
-        capacity_bytes(g, policy.convention),
-        per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes,
-        kv_bits,
-        quantization,
-        node_gpus(g),
-        spec.model_type,
-    )
+        model_id, layout, replicas, seqs, tokens, chunked, cached, length, policy.utilization,
+        capacity_bytes(g, policy.convention), per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes, kv_bits,
+        quantization, node_gpus(g), spec.model_type,
+    )  # fmt: skip
     launch = launch_command(plan, engine)
     return dataclasses.replace(result, launch=dataclasses.replace(launch, conventions=[*launch.conventions, *notes]))
 
 
+def _launched_settings(run: Any, length: int) -> tuple[Any, int, int, int, bool, bool]:
+    """(layout, replicas, max_num_seqs, max_num_batched_tokens, chunked prefill, prefix caching) a
+    launch runs: a simulated run's own, or the chosen analytic configuration's (its concurrency and
+    chunk; without a chunk vLLM's budget ``max(length, 2048)``). InputError for a disaggregated plan."""
+    from llm_cost.analyses.simulated_serving import ServeRun
+
+    if isinstance(run, ServeRun):
+        return (
+            run.layout, run.replicas, run.max_num_seqs, run.max_num_batched_tokens, run.chunked_prefill,
+            run.prefix_caching,
+        )  # fmt: skip
+    c = run.chosen
+    if c.prefill_layout is not None:
+        raise InputError(
+            "emit: the chosen plan is disaggregated (a prefill and a decode pool), which no one command "
+            "launches; search aggregated serving (modes) to emit a command",
+            fields=("emit", "modes"),
+        )
+    chunked = c.chunk_tokens is not None
+    return c.layout, c.replicas, c.concurrency, c.chunk_tokens if chunked else max(length, 2048), chunked, True
+
+
+def _sequence_kv_tokens(
+    run: Any, spec: ModelSpec, g: HardwareSpec, layout: Any, seqs: int, tokens: int, policy: Any, weight_bits: Any,
+    kv_bits: int,
+) -> int:  # fmt: skip
+    """The KV-cache tokens one sequence can hold: the cache less its fixed state (a hybrid model),
+    as the simulated run found it or as a replica's pool holds it."""
+    from llm_cost.analyses.serving_runs import replica_kv_pool
+    from llm_cost.analyses.simulated_serving import ServeRun
+    from llm_cost.simulate import EngineConfig
+
+    if isinstance(run, ServeRun):
+        sim = run.simulation
+        return run.kv_capacity_tokens - sim.state_blocks_per_sequence * sim.block_tokens
+    pool = replica_kv_pool(spec, g, layout, EngineConfig(max_num_seqs=seqs, max_num_batched_tokens=tokens),
+                           policy, weight_bits, kv_bits)  # fmt: skip
+    return pool.tokens - pool.state_blocks * pool.block_tokens
+
+
+def _launch_quantization(r: ServeRequest, weight_bits: Any, notes: list[Note]) -> Optional[str]:
+    """The engine's ``--quantization`` for the weights of ``r`` (fp8), or None; a note in ``notes``
+    when the weights are quantized in a way the checkpoint must already be stored in."""
+    from llm_cost.core.notes import note
+    from llm_cost.core.types import WeightFormat
+
+    fmt = choices.weights_dtype_of(r.weights_dtype)
+    if fmt in (WeightFormat.FP8,):
+        return "fp8"
+    if fmt is not None or r.bits_per_weight is not None:
+        notes.append(note("launch.checkpoint_quantized", bits=float(weight_bits)))
+    return None
+
+
 def served_weight_bits(
-    spec: Any, weights_dtype: Any, bits_per_weight: Any, group_size: Any, quantize_embeddings: Any = False
-) -> tuple[Any, list[Any]]:
+    spec: ModelSpec,
+    weights_dtype: Optional[WeightsDtypeArg],
+    bits_per_weight: Optional[float],
+    group_size: Optional[int],
+    quantize_embeddings: bool = False,
+) -> tuple[int | Fraction, list[Note]]:
     """Bits per weight a server holds (:func:`llm_cost.api.choices.weight_bits`) and the note that
     says why when it is not the checkpoint's: a checkpoint stored in float32 (Gemma-2-9B's
     ``torch_dtype: float32``) is served at 16 bits (bf16) unless ``weights_dtype`` asks for fp32, as
@@ -382,7 +386,7 @@ def served_weight_bits(
         weights_dtype is None
         and bits_per_weight is None
         and spec.quantization is None
-        and spec.torch_dtype == Dtype.FP32
+        and spec.torch_dtype == Dtype.FP32.value
     ):
         return 16, [note("serve.fp32_checkpoint", model=spec.name)]
     bits = choices.weight_bits(
@@ -596,7 +600,7 @@ def _simulated(
             time_model,
             gpus=budget,
             modes=(ServingMode.AGGREGATED,),
-            reserve_full=config.engine == "trtllm",
+            reserve_full=config.engine == Engine.TRTLLM,
             attention_dp=ServingEngine(config.engine.value) in ATTENTION_DP_ENGINES,
             **search,
             **common,
@@ -633,7 +637,7 @@ def _simulated(
 
 
 def serve_time_model(
-    g: HardwareSpec, profile: Any, engine: Any, network_gb_s: float, simulated: bool
+    g: HardwareSpec, profile: Optional[ProfileArg], engine: Optional[EngineArg], network_gb_s: float, simulated: bool
 ) -> tuple[Optional[Profile], TimeModel, Optional[ServingBand]]:
     """(profile, time model, serving band) of a serve: the one place serve obtains its time model,
     by the one rule (:func:`llm_cost.api.choices.time_model_of`: ``profile`` if given, else the
@@ -649,11 +653,11 @@ def serve_time_model(
 def serve_compare(
     model: ModelLike,
     gpu: Sequence[GpuLike] = ("h100", "h200"),
-    input_tokens: Any = None,
-    output_tokens: Any = None,
+    input_tokens: Optional[LengthsArg] = None,
+    output_tokens: Optional[LengthsArg] = None,
     *,
-    usd_per_gpu_hour: Any = None,
-    **options: Any,
+    usd_per_gpu_hour: Optional[PriceArg] = None,
+    **options: object,
 ) -> ServeComparison:
     """The plan of :func:`serve` on each GPU of ``gpu`` for the same traffic and targets, side by
     side (``llm-cost serve --gpu h100,h200``): ``usd_per_gpu_hour`` one price for all or one per
@@ -661,13 +665,23 @@ def serve_compare(
     with no plan (the model does not fit, no configuration meets the targets) keeps its reason;
     the cheapest plan per million output tokens is marked. InputError naming the argument for a
     bad list or for arguments that are bad whatever the GPU."""
+    checks.known_options(options, serve)
+    given = dict(model=model, gpu=gpu, input_tokens=input_tokens, output_tokens=output_tokens)
+    return compare_request(ServeRequest.of({**given, "usd_per_gpu_hour": usd_per_gpu_hour, **options}))
+
+
+def compare_request(request: ServeRequest) -> ServeComparison:
+    """The answer of :func:`serve_compare` to ``request`` (``gpu`` the GPUs compared,
+    ``usd_per_gpu_hour`` one price or one per GPU)."""
     from llm_cost.analyses.simulated_serving import SimulatedPlan, compare_gpus
 
+    request = checks.record(request, ServeRequest, "request")
+    gpu, usd_per_gpu_hour = request.gpu, request.usd_per_gpu_hour
     names = list(gpu) if isinstance(gpu, (list, tuple)) else None
     if not names or len(names) > MAX_COMPARED:
         given = f"{gpu!r:.60} is not a list" if names is None else f"{len(names)} GPUs listed"
         raise InputError(f"gpu: {given}; a comparison takes 1 to {MAX_COMPARED} GPUs", fields=("gpu",))
-    first_named: dict[str, str] = {}
+    first_named: dict[str, GpuLike] = {}
     for name in names:  # each GPU once: the same GPU twice (by name or alias) is one plan shown twice
         key = load_gpu(name).name
         if key in first_named:
@@ -675,29 +689,27 @@ def serve_compare(
             again = "twice" if earlier == name else f"again after {earlier!r}, the same GPU"
             raise InputError(f"gpu: {name!r} is listed {again}; list each GPU once", fields=("gpu",))
         first_named[key] = name
-    prices = list(usd_per_gpu_hour) if isinstance(usd_per_gpu_hour, (list, tuple)) else [usd_per_gpu_hour] * len(names)
+    one_price = cast("Optional[float]", usd_per_gpu_hour)
+    prices = list(usd_per_gpu_hour) if isinstance(usd_per_gpu_hour, (list, tuple)) else [one_price] * len(names)
     if len(prices) != len(names):
         raise InputError(
             f"usd_per_gpu_hour: {len(prices)} prices for {len(names)} GPUs; give one price, or one per GPU",
             fields=("usd_per_gpu_hour",),
         )
-    checks.known_options(options, serve)
-    if options.get("concurrency") is not None:
+    if request.concurrency is not None:
         raise InputError("concurrency: a comparison plans each GPU; leave out concurrency", fields=("concurrency",))
-    spec = load_model(model)
-    answers: list[tuple[str, Any, Any, Any]] = []
-    first: Any = None
+    spec = load_model(request.model)
+    answers: list[tuple[str, Optional[float], Optional[SimulatedPlan], Optional[str]]] = []
+    first: Optional[SimulatedPlan] = None
     for name, price in zip(names, prices):
         g = load_gpu(name)
         try:
             # a name as given: the shipped spec, not validated again as a spec built in Python would be
-            result = serve(
-                model if isinstance(model, str) else spec,
-                name if isinstance(name, str) else g,
-                input_tokens,
-                output_tokens,
-                usd_per_gpu_hour=price,
-                **options,
+            model: ModelLike = request.model if isinstance(request.model, str) else spec
+            result = serve_request(
+                dataclasses.replace(
+                    request, model=model, gpu=name if isinstance(name, str) else g, usd_per_gpu_hour=price
+                )
             )
         except InputError as e:
             if not _per_gpu(e):

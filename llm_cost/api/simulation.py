@@ -7,12 +7,14 @@ simulator's own result (``llm_cost.simulate`` is the simulator package)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
+from llm_cost.api.requests import EngineArg, KvDtypeArg, ProfileArg, WeightsDtypeArg
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_LENGTH, MAX_NUM_SEQS, MAX_REQUESTS, MAX_SEED, QPS_RANGE
+from llm_cost.core.types import ServingEngine
 
 if TYPE_CHECKING:
     from llm_cost.model.layout import Layout
@@ -24,8 +26,8 @@ __all__ = ["simulate_serving"]
 def simulate_serving(
     model: ModelLike,
     gpu: GpuLike = "h100",
-    input_tokens: Any = 2048,
-    output_tokens: Any = 256,
+    input_tokens: Union[int, str] = 2048,
+    output_tokens: Union[int, str] = 256,
     *,
     qps: float,
     requests: int = 1000,
@@ -33,14 +35,14 @@ def simulate_serving(
     prefix_groups: int = 1,
     users_per_prefix: int = 1,
     layout: Optional[Layout] = None,
-    engine: str = "vllm",
+    engine: EngineArg = ServingEngine.VLLM,
     max_num_seqs: Optional[int] = None,
     max_num_batched_tokens: Optional[int] = None,
     prefix_caching: bool = True,
-    gpu_memory_utilization: Any = None,
-    weights_dtype: Any = None,
-    kv_dtype: Any = None,
-    profile: Any = None,
+    gpu_memory_utilization: Optional[float] = None,
+    weights_dtype: Optional[WeightsDtypeArg] = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
+    profile: Optional[ProfileArg] = None,
     seed: int = 0,
 ) -> SimResult:
     """``requests`` requests arriving as a Poisson process at ``qps`` per second, served by one

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
@@ -13,6 +13,7 @@ from llm_cost.core.types import Dtype
 
 if TYPE_CHECKING:
     from llm_cost.analyses.speculative import SpecResult
+    from llm_cost.api.requests import DtypeArg, EngineArg, ProfileArg
     from llm_cost.model.layout import Layout
 
 __all__ = ["spec", "SPEC_BATCHES"]
@@ -31,14 +32,14 @@ def spec(
     batches: Optional[Sequence[int]] = None,
     context: int = 0,
     mtp: bool = False,
-    mfu: Any = None,
-    mbu: Any = None,
-    dtype: Any = None,
-    weight_bytes: Any = WeightBytes.READ,
+    mfu: Optional[float] = None,
+    mbu: Optional[float] = None,
+    dtype: Optional[DtypeArg] = None,
+    weight_bytes: Union[WeightBytes, str] = WeightBytes.READ,
     layout: Optional[Layout] = None,
-    profile: Any = None,
-    network_gb_s: Any = None,
-    engine: Any = None,
+    profile: Optional[ProfileArg] = None,
+    network_gb_s: Optional[float] = None,
+    engine: Optional[EngineArg] = None,
 ) -> SpecResult:
     """Speculative decoding (``llm-cost spec``): expected tokens per round at acceptance rate
     ``alpha`` with ``gamma`` drafted tokens, the speedup at draft cost ``c`` (a fraction of a

@@ -5,21 +5,26 @@ contexts (``llm-cost flops``, ``roofline``, ``context``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union, cast
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes, WeightFlops
+from llm_cost.core.errors import InputError
 from llm_cost.core.types import Phase
 
 if TYPE_CHECKING:
     from llm_cost.analyses.context import ContextResult
     from llm_cost.analyses.roofline import DecodeStep, PrefillStep
+    from llm_cost.api.requests import DtypeArg, EngineArg, KvDtypeArg, ProfileArg, StepRequest, WeightsDtypeArg
     from llm_cost.model.layout import Layout
     from llm_cost.perf.ridge import Ridge
     from llm_cost.workload.flops import ForwardFlops
 
-__all__ = ["flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "context"]
+#: A step result a note is added to: a decode or a prefill step.
+Step = TypeVar("Step", bound="DecodeStep | PrefillStep")
+
+__all__ = ["step_request", "flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "context"]
 
 #: Contexts ``context`` reports when none are given.
 CONTEXTS = (8192, 32768, 131072)
@@ -27,12 +32,12 @@ CONTEXTS = (8192, 32768, 131072)
 
 def flops(
     model: ModelLike,
-    phase: Any = Phase.PREFILL,
+    phase: Union[Phase, str] = Phase.PREFILL,
     lengths: Sequence[int] = (128, 1024, 8192),
     batch: int = 1,
-    attention: Any = AttentionMask.CAUSAL,
-    logits: Any = Logits.LAST,
-    mla: Any = MLAForm.PLAIN,
+    attention: Union[AttentionMask, str] = AttentionMask.CAUSAL,
+    logits: Union[Logits, str] = Logits.LAST,
+    mla: Union[MLAForm, str] = MLAForm.PLAIN,
     detail: bool = True,
 ) -> list[ForwardFlops]:
     """FLOPs of a forward pass by part (``llm-cost flops``): a prefill of each prompt length of
@@ -94,7 +99,7 @@ def _step_options(
     )
 
 
-def engine_noted(results: list[Any], profile: Any, engine: Any) -> list[Any]:
+def engine_noted(results: list[Step], profile: Optional[ProfileArg], engine: Optional[EngineArg]) -> list[Step]:
     """``results`` with a note saying which engine their prediction is for and whether it is the
     default (:func:`llm_cost.api.choices.engine_of`); unchanged when ``profile`` was given (the
     profile decides) or the results carry no conventions (rows of figures only) or no prediction."""
@@ -105,7 +110,7 @@ def engine_noted(results: list[Any], profile: Any, engine: Any) -> list[Any]:
     if profile is not None:
         return results
     chosen, given = choices.engine_of(engine)
-    out = []
+    out: list[Step] = []
     for r in results:
         if r.predicted_s is None or not r.conventions:
             out.append(r)
@@ -128,21 +133,21 @@ def decode_sweep(
     batches: Sequence[int] = (1,),
     contexts: Sequence[int] = (0,),
     *,
-    dtype: Any = None,
-    weights_dtype: Any = None,
-    bits_per_weight: Any = None,
-    group_size: Any = None,
-    kv_dtype: Any = None,
-    mfu: Any = None,
-    mbu: Any = None,
-    weight_bytes: Any = WeightBytes.READ,
+    dtype: Optional[DtypeArg] = None,
+    weights_dtype: Optional[WeightsDtypeArg] = None,
+    bits_per_weight: Optional[float] = None,
+    group_size: Optional[int] = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
+    mfu: Optional[float] = None,
+    mbu: Optional[float] = None,
+    weight_bytes: Union[WeightBytes, str] = WeightBytes.READ,
     layout: Optional[Layout] = None,
-    network_gb_s: Any = None,
-    profile: Any = None,
+    network_gb_s: Optional[float] = None,
+    profile: Optional[ProfileArg] = None,
     detail: bool = True,
     ops: bool = True,
-    engine: Any = None,
-    quantize_embeddings: Any = False,
+    engine: Optional[EngineArg] = None,
+    quantize_embeddings: bool = False,
 ) -> list[DecodeStep]:
     """Decode steps at every (batch, context) of ``batches`` x ``contexts`` (batch-major), each
     with its Roofline bound, MFU/MBU estimate and calibrated prediction, on one GPU or per GPU of
@@ -186,11 +191,17 @@ def decode_sweep(
     return engine_noted(steps, profile, engine)
 
 
-def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, **options: Any) -> DecodeStep:
+def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, **options: object) -> DecodeStep:
     """One decode step: ``batch`` sequences each adding a token after ``context`` cached tokens;
     ``options`` as :func:`decode_sweep`."""
     checks.known_options(options, decode_sweep)
-    return decode_sweep(model, gpu, [checks.count(batch, "batch")], [checks.count(context, "context", 0)], **options)[0]
+    return decode_sweep(
+        model,
+        gpu,
+        [checks.count(batch, "batch")],
+        [checks.count(context, "context", 0)],
+        **cast("dict[str, Any]", options),
+    )[0]
 
 
 def prefill_sweep(
@@ -199,19 +210,19 @@ def prefill_sweep(
     batches: Sequence[int] = (1,),
     seqs: Sequence[int] = (8192,),
     *,
-    dtype: Any = None,
-    weights_dtype: Any = None,
-    bits_per_weight: Any = None,
-    group_size: Any = None,
-    kv_dtype: Any = None,
-    mfu: Any = None,
-    mbu: Any = None,
-    logits: Any = Logits.LAST,
+    dtype: Optional[DtypeArg] = None,
+    weights_dtype: Optional[WeightsDtypeArg] = None,
+    bits_per_weight: Optional[float] = None,
+    group_size: Optional[int] = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
+    mfu: Optional[float] = None,
+    mbu: Optional[float] = None,
+    logits: Union[Logits, str] = Logits.LAST,
     layout: Optional[Layout] = None,
-    network_gb_s: Any = None,
-    profile: Any = None,
-    engine: Any = None,
-    quantize_embeddings: Any = False,
+    network_gb_s: Optional[float] = None,
+    profile: Optional[ProfileArg] = None,
+    engine: Optional[EngineArg] = None,
+    quantize_embeddings: bool = False,
 ) -> list[PrefillStep]:
     """Prefills (the time to first token) of ``batch`` prompts of each length of ``seqs``, at
     every batch of ``batches`` (batch-major), with bound, estimate and prediction
@@ -243,22 +254,50 @@ def prefill_sweep(
     return engine_noted(steps, profile, engine)
 
 
-def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int = 1, **options: Any) -> PrefillStep:
+def step_request(request: StepRequest) -> list[DecodeStep] | list[PrefillStep]:
+    """The steps ``request`` asks for (as the command line builds it from its flags): its decode
+    steps (:func:`decode_sweep`) or prefills (:func:`prefill_sweep`). InputError naming the field
+    for a decode's arguments given to a prefill, or a prefill's to a decode."""
+    from llm_cost.api.requests import StepOptions, StepRequest
+
+    r = checks.record(request, StepRequest, "request")
+    options = checks.record(r.options, StepOptions, "options").given()
+    if checks.choice(r.phase, Phase, "phase") == Phase.PREFILL:
+        decode_only = {"weight_bytes": r.weight_bytes != WeightBytes.READ, "detail": r.detail is not True,
+                       "ops": r.ops is not True}  # fmt: skip
+        named = [n for n, given in decode_only.items() if given]
+        if named:
+            raise InputError(f"{named[0]}: a decode step's; leave it out of a prefill", fields=(named[0], "phase"))
+        return prefill_sweep(r.model, r.gpu, r.batches, r.lengths, logits=r.logits, **options)
+    if checks.choice(r.phase, Phase, "phase") != Phase.DECODE:
+        raise InputError(f"phase: {r.phase} is not a step of its own; give decode or prefill", fields=("phase",))
+    if r.logits != Logits.LAST:
+        raise InputError(
+            "logits: a prefill's; a decode step takes each sequence's last token", fields=("logits", "phase")
+        )
+    return decode_sweep(
+        r.model, r.gpu, r.batches, r.lengths, weight_bytes=r.weight_bytes, detail=r.detail, ops=r.ops, **options
+    )
+
+
+def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int = 1, **options: object) -> PrefillStep:
     """One prefill of ``batch`` prompts of ``seq`` tokens; ``options`` as :func:`prefill_sweep`."""
     checks.known_options(options, prefill_sweep)
-    return prefill_sweep(model, gpu, [checks.count(batch, "batch")], [checks.count(seq, "seq")], **options)[0]
+    return prefill_sweep(
+        model, gpu, [checks.count(batch, "batch")], [checks.count(seq, "seq")], **cast("dict[str, Any]", options)
+    )[0]
 
 
 def context(
     model: ModelLike,
     contexts: Sequence[int] = CONTEXTS,
     gpu: GpuLike = "h100",
-    mfu: Any = None,
-    mbu: Any = None,
-    dtype: Any = None,
-    kv_dtype: Any = None,
-    weight_flops: Any = WeightFlops.GEMM,
-    logits: Any = Logits.LAST,
+    mfu: Optional[float] = None,
+    mbu: Optional[float] = None,
+    dtype: Optional[DtypeArg] = None,
+    kv_dtype: Optional[KvDtypeArg] = None,
+    weight_flops: Union[WeightFlops, str] = WeightFlops.GEMM,
+    logits: Union[Logits, str] = Logits.LAST,
 ) -> ContextResult:
     """Long-context costs at each context (``llm-cost context``): attention against weight FLOPs
     and their crossover, the prefill's time, KV per request, the score matrix's size."""

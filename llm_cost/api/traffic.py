@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from llm_cost.api import checks
 from llm_cost.core.errors import InputError
@@ -23,7 +23,8 @@ from llm_cost.core.limits import (
 from llm_cost.core.types import SERVING_ENGINES, Engine
 
 if TYPE_CHECKING:
-    from llm_cost.simulate import EngineConfig, Target, Trace, Workload
+    from llm_cost.simulate import EngineConfig, SharedPrefix, Target, Trace, Workload
+    from llm_cost.simulate.workload import Lengths
     from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 __all__ = [
@@ -48,7 +49,7 @@ REQUESTS = 1000
 METRICS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
 
 
-def target_of(value: Any, name: str) -> Optional[Target]:
+def target_of(value: object, name: str) -> Optional[Target]:
     """A service target: None; a number of seconds (the mean at most that); a
     :class:`~llm_cost.simulate.Target`; or text ``p99:2s`` / ``p90:50ms`` / ``mean:1s`` / ``2s``
     (a unit is required in text). InputError naming ``name`` otherwise."""
@@ -90,7 +91,7 @@ def _statistic(text: str, name: str) -> tuple[Any, Optional[float]]:
     )
 
 
-def targets_of(**values: Any) -> dict[str, Target]:
+def targets_of(**values: object) -> dict[str, Target]:
     """The targets given, by metric (``ttft_s``, ``tpot_s``, ``itl_s``, ``e2e_s``)."""
     out = {}
     for name in METRICS:
@@ -100,7 +101,7 @@ def targets_of(**values: Any) -> dict[str, Target]:
     return out
 
 
-def lengths_of(value: Any, name: str, default: int) -> Any:
+def lengths_of(value: object, name: str, default: int) -> Lengths:
     """A length distribution: a token count, a distribution's text (``lognormal:mean=800,sd=400``)
     or a distribution; ``default`` tokens when None."""
     from llm_cost.simulate.workload import Empirical, Fixed, LogNormal, Normal, Uniform, parse_lengths
@@ -126,7 +127,7 @@ def _checked_lengths(value: Any, name: str) -> Any:
     return value
 
 
-def shared_prefix(prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any) -> Any:
+def shared_prefix(prefix_tokens: object, prefix_groups: object, users_per_prefix: object) -> Optional[SharedPrefix]:
     """The shared prefix of ``prefix_tokens`` tokens, or None; InputError for ``prefix_groups`` or
     ``users_per_prefix`` other than 1 without ``prefix_tokens`` (they shape a prefix there is none
     of: a preset's or a file's own prefix is not changed by them)."""
@@ -149,15 +150,15 @@ def shared_prefix(prefix_tokens: Any, prefix_groups: Any, users_per_prefix: Any)
 
 def traffic_of(
     *,
-    input_tokens: Any,
-    output_tokens: Any,
-    qps: Any,
-    workload: Any,
-    trace: Any,
-    prefix_tokens: Any,
-    prefix_groups: Any,
-    users_per_prefix: Any,
-    requests: Any,
+    input_tokens: object,
+    output_tokens: object,
+    qps: object,
+    workload: object,
+    trace: object,
+    prefix_tokens: object,
+    prefix_groups: object,
+    users_per_prefix: object,
+    requests: object,
 ) -> tuple[Workload | Trace, bool]:
     """The traffic a simulation serves, and whether it has its own arrivals (a rate, a workload
     file or a trace); without them it is one closed-loop user of the lengths and prefix given,
@@ -209,7 +210,7 @@ def traffic_of(
             w = Workload(w.arrivals, w.input_tokens, w.output_tokens, w.prefix, min(count, w.requests or count))
         return _bounded(w, "workload" if isinstance(workload, Workload) else str(workload)), True
     if workload is not None:
-        p = preset(workload)
+        p = preset(cast(str, workload))
         inputs = p.input_tokens if input_tokens is None else lengths_of(input_tokens, "input_tokens", INPUT_TOKENS)
         outputs = (
             p.output_tokens if output_tokens is None else lengths_of(output_tokens, "output_tokens", OUTPUT_TOKENS)
@@ -236,7 +237,7 @@ def _bounded(w: Workload, where: str | None, work: bool = True) -> Workload:
     return w
 
 
-def is_file(value: Any) -> bool:
+def is_file(value: object) -> bool:
     """Whether a workload argument names a file (a path, or text ending in .yaml/.yml)."""
     return isinstance(value, Path) or (isinstance(value, str) and value.strip().lower().endswith((".yaml", ".yml")))
 
@@ -249,7 +250,7 @@ def _path(value: Any, name: str) -> Path:
     return Path(value)
 
 
-def serving_engine(engine: Any) -> Engine:
+def serving_engine(engine: object) -> Engine:
     """``engine`` (an :class:`~llm_cost.core.types.Engine` or its value) as the Engine member, if its
     scheduler is simulated (:data:`~llm_cost.core.types.SERVING_ENGINES`); InputError naming
     ``engine`` otherwise."""
@@ -260,12 +261,12 @@ def engine_of(
     spec: ModelSpec,
     gpu: HardwareSpec,
     *,
-    engine: Any,
-    max_num_seqs: Any,
-    max_num_batched_tokens: Any,
-    chunked_prefill: Any,
-    prefix_caching: Any,
-    max_model_len: Any,
+    engine: object,
+    max_num_seqs: object,
+    max_num_batched_tokens: object,
+    chunked_prefill: object,
+    prefix_caching: object,
+    max_model_len: object,
 ) -> EngineConfig:
     """The engine's settings: its server defaults for the GPU
     (:func:`llm_cost.simulate.engine.engine_defaults`: vLLM's, TensorRT-LLM's own), ``max_model_len`` the model's

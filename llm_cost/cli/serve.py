@@ -40,7 +40,7 @@ from llm_cost.cli.step_options import (
     ReserveGb,
     WeightsDtype,
 )
-from llm_cost.core.choices import MemoryConvention, ServingMode
+from llm_cost.core.choices import MemoryConvention, Router, ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_REQUESTS
 from llm_cost.core.types import ServingEngine, StorageDtype
@@ -209,16 +209,8 @@ Seed = Annotated[
 ]
 
 
-class RouterChoice(str, Enum):
-    """How requests are spread over the replicas."""
-
-    round_robin = "round-robin"
-    least_loaded = "least-loaded"
-    prefix_aware = "prefix-aware"
-
-
 RouterOpt = Annotated[
-    Optional[RouterChoice],
+    Optional[Router],
     typer.Option(
         "--router",
         case_sensitive=False,
@@ -374,22 +366,36 @@ def serve(
     --usd-per-gpu-hour 2.5,3.5,5.5,2.5 --ttft p99:2s --tpot p90:50ms
     """
     from llm_cost import api
-    from llm_cost.report import serve as view
 
     gpu_names = [g.strip() for g in gpu.split(",")]
     if emit_engine is not None and (len(gpu_names) > 1 or as_csv):
         raise InputError("--emit: prints one plan's command; give one --gpu and leave out --csv")
     out = plot_file(plot, force)
-    call = api.serve_compare if len(gpu_names) > 1 else api.serve
-    result = call(
-        model,
-        gpu_names if len(gpu_names) > 1 else gpu,
-        input_tokens,
-        output_tokens,
-        **_options(locals(), layout_of(tp, pp, ep, dp, redundant_experts)),
-    )
-    title = api.load_model(model).display_name
-    gpu_title = api.load_gpu(gpu).display_name if len(gpu_names) == 1 else ", ".join(gpu_names)
+    request = api.ServeRequest(
+        model, gpu_names if len(gpu_names) > 1 else gpu, input_tokens, output_tokens,
+        ttft_s=ttft, tpot_s=tpot, itl_s=itl, e2e_s=e2e,
+        qps=qps, workload=workload, trace=trace, requests=requests, seed=seed, router=router,
+        prefix_tokens=prefix, prefix_groups=prefix_groups, users_per_prefix=users_per_prefix,
+        gpus=gpus, usd_per_gpu_hour=usd_per_gpu_hour, modes=MODES[mode], analytic=analytic,
+        layout=layout_of(tp, pp, ep, dp, redundant_experts), concurrency=batch,
+        chunk_tokens=None if chunk == NO_CHUNKING else chunk, chunked_prefill=chunk != NO_CHUNKING,
+        engine=engine, max_num_seqs=max_num_seqs, max_model_len=max_model_len, prefix_caching=not no_prefix_caching,
+        dtype=dtype, weights_dtype=weights_dtype, bits_per_weight=bits_per_weight, group_size=group_size,
+        kv_dtype=kv_dtype, quantize_embeddings=quantize_embeddings, profile=profile,
+        memory=memory, gpu_memory_utilization=gpu_memory_utilization, reserve_bytes=reserve_gb,
+        network_gb_s=network_gb_s, emit=emit_engine,
+    )  # fmt: skip
+    result = api.compare_request(request) if len(gpu_names) > 1 else api.serve_request(request)
+    _show(result, gpu_names, api.load_model(model).display_name, out, as_json, as_csv, emit_engine is not None)
+
+
+def _show(result: Any, gpu_names: list[str], title: str, out: Any, as_json: bool, as_csv: bool, launch: bool) -> None:
+    """Print a serve result: its plot to ``out`` (if any), then its CSV, its launch command, or its
+    table or JSON."""
+    from llm_cost import api
+    from llm_cost.report import serve as view
+
+    gpu_title = api.load_gpu(gpu_names[0]).display_name if len(gpu_names) == 1 else ", ".join(gpu_names)
     if out is not None:
         from llm_cost.report import plots
 
@@ -398,54 +404,9 @@ def serve(
         rows, extra = view.csv_rows(result)
         emit_csv(rows, extra)
         return
-    if emit_engine is not None and not as_json:
+    if launch and not as_json:
         from llm_cost.report.base import write_out
 
         write_out(view.launch_text(result.launch))
         return
     emit(result, as_json, view.render, title, gpu_title)
-
-
-def _options(given: dict[str, Any], layout: Any) -> dict[str, Any]:
-    """The API's keyword arguments from the command's parameters (flags named as the API's
-    arguments where they differ)."""
-    chunk = given["chunk"]
-    return dict(
-        ttft_s=given["ttft"],
-        tpot_s=given["tpot"],
-        itl_s=given["itl"],
-        e2e_s=given["e2e"],
-        qps=given["qps"],
-        workload=given["workload"],
-        trace=given["trace"],
-        prefix_tokens=given["prefix"],
-        prefix_groups=given["prefix_groups"],
-        users_per_prefix=given["users_per_prefix"],
-        requests=given["requests"],
-        seed=given["seed"],
-        router=None if given["router"] is None else given["router"].value,
-        analytic=given["analytic"],
-        gpus=given["gpus"],
-        usd_per_gpu_hour=given["usd_per_gpu_hour"],
-        modes=MODES[given["mode"]],
-        layout=layout,
-        concurrency=given["batch"],
-        engine=given["engine"].value,
-        max_num_seqs=given["max_num_seqs"],
-        chunk_tokens=None if chunk == NO_CHUNKING else chunk,
-        chunked_prefill=chunk != NO_CHUNKING,
-        max_model_len=given["max_model_len"],
-        prefix_caching=not given["no_prefix_caching"],
-        dtype=given["dtype"],
-        weights_dtype=given["weights_dtype"],
-        quantize_embeddings=given["quantize_embeddings"],
-        bits_per_weight=given["bits_per_weight"],
-        group_size=given["group_size"],
-        kv_dtype=given["kv_dtype"],
-        profile=given["profile"],
-        memory=given["memory"],
-        gpu_memory_utilization=given["gpu_memory_utilization"],
-        reserve_bytes=given["reserve_gb"],
-        network_gb_s=given["network_gb_s"],
-        **({} if given["emit_engine"] is None else {"emit": given["emit_engine"].value}),
-    )

@@ -50,7 +50,7 @@ from llm_cost.cli.step_options import (
 )
 from llm_cost.core.choices import AttentionMask, Logits, MLAForm, WeightBytes, WeightFlops
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import StorageDtype
+from llm_cost.core.types import Phase, StorageDtype
 
 
 class OnePhase(str, Enum):
@@ -259,42 +259,26 @@ def roofline(
     from llm_cost import api
 
     out = _plot_of_one_step(plot, force, batch, context or seq)
-    step_options = dict(
-        dtype=dtype,
-        weights_dtype=weights_dtype,
-        bits_per_weight=bits_per_weight,
-        group_size=group_size,
-        kv_dtype=kv_dtype,
-        mfu=mfu,
-        mbu=mbu,
-        layout=layout_of(tp, pp, ep, dp, redundant_experts),
-        network_gb_s=network_gb_s,
-        profile=profile,
-        engine=engine,
-        quantize_embeddings=quantize_embeddings or None,  # None: not given
-    )
-    given = (phase, batch, context, seq, logits, weight_bytes, *step_options.values())
-    if model is None and not ops and all(v is None for v in given):
+    options = api.StepOptions(
+        dtype=dtype, weights_dtype=weights_dtype, bits_per_weight=bits_per_weight, group_size=group_size,
+        kv_dtype=kv_dtype, mfu=mfu, mbu=mbu, layout=layout_of(tp, pp, ep, dp, redundant_experts),
+        network_gb_s=network_gb_s, profile=profile, engine=engine, quantize_embeddings=quantize_embeddings,
+    )  # fmt: skip
+    given = (phase, batch, context, seq, logits, weight_bytes)
+    if model is None and not ops and all(v is None for v in given) and options == api.StepOptions():
         _ridges(gpu, as_json, as_csv, plot)
         return
     _check_phase(prefill := phase is OnePhase.prefill, context, weight_bytes, seq, logits)
     name = model or DEFAULT_STEP_MODEL
-    if prefill:
-        result: Any = api.prefill_sweep(
-            name, gpu, batch or [1], seq or [8192], logits=logits or Logits.LAST, **step_options
-        )
-    else:
-        grid = len(batch or [1]) * len(context or [0]) > 1  # a grid's JSON rows: figures, the rest with --ops
-        result = api.decode_sweep(
-            name,
-            gpu,
-            batch or [1],
-            context or [0],
-            weight_bytes=weight_bytes or WeightBytes.READ,
-            detail=plot is not None or not (as_csv or (grid and as_json and not ops)),
-            ops=plot is not None or not grid or ops,
-            **step_options,
-        )
+    grid = len(batch or [1]) * len(context or [0]) > 1  # a grid's JSON rows: figures, the rest with --ops
+    request = api.StepRequest(
+        name, gpu, Phase.PREFILL if prefill else Phase.DECODE, batch or [1],
+        (seq or [8192]) if prefill else (context or [0]), logits=logits or Logits.LAST,
+        weight_bytes=weight_bytes or WeightBytes.READ,
+        detail=prefill or plot is not None or not (as_csv or (grid and as_json and not ops)),
+        ops=prefill or plot is not None or not grid or ops, options=options,
+    )  # fmt: skip
+    result: Any = api.step_request(request)
     _render_steps(result, name, gpu, prefill, (model is not None, ops, context is None, all_rows), as_json, as_csv, out)
 
 

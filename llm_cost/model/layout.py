@@ -97,12 +97,21 @@ def layout_label(layout: Layout) -> str:
 def validate_layout(spec: ModelSpec, layout: Layout) -> None:
     """InputError naming the Layout field (``tp``, ``pp``, ``ep``, ``dp``, ``redundant_experts``)
     when the layout cannot hold the model."""
-    att = spec.attention
-    n_q = att.num_attention_heads
     for name in ("tp", "pp", "ep", "dp"):
         value = getattr(layout, name)
         if value < 1:
             raise InputError(f"{name}: {value} must be at least 1", fields=(name,))
+    _check_heads(spec, layout)
+    if layout.pp > spec.num_hidden_layers:
+        raise InputError(f"pp: {layout.pp} stages exceed the {spec.num_hidden_layers} layers", fields=("pp",))
+    _check_experts(spec, layout)
+
+
+def _check_heads(spec: ModelSpec, layout: Layout) -> None:
+    """InputError naming ``tp`` when it divides neither way the query, KV, linear-attention or
+    Mamba-2 heads (or ``pp`` for a Gemma 4 model split over stages)."""
+    att = spec.attention
+    n_q = att.num_attention_heads
     if n_q % layout.tp:
         raise InputError(f"tp: {layout.tp} does not divide the {n_q} query heads of {spec.name}", fields=("tp",))
     if layout.pp > 1 and (spec.num_kv_shared_layers or spec.per_layer_input_size):
@@ -129,8 +138,12 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
     mamba = spec.mamba
     if mamba is not None and mamba.num_heads % layout.tp:
         raise InputError(f"tp: {layout.tp} does not divide the {mamba.num_heads} Mamba-2 heads", fields=("tp",))
-    if layout.pp > spec.num_hidden_layers:
-        raise InputError(f"pp: {layout.pp} stages exceed the {spec.num_hidden_layers} layers", fields=("pp",))
+
+
+def _check_experts(spec: ModelSpec, layout: Layout) -> None:
+    """InputError naming ``ep`` / ``redundant_experts`` when the experts cannot be spread: EP on a
+    dense model, EP other than 1 or TP x DP, redundant copies without EP or past every rank full,
+    expert slots EP does not divide."""
     moe = spec.moe
     if moe is None:
         if layout.ep != 1:

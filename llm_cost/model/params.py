@@ -76,28 +76,34 @@ class ParamsResult(Result):
     transformers: Result | None = None  # --check: the count transformers builds (analyses.transformers_check)
 
 
-def _label(spec: ModelSpec, group: str) -> str:
+def _attention_label(spec: ModelSpec) -> str:
+    """The attention row's label: MLA with its latent, or MHA/MQA/GQA with its heads and widths
+    (sliding KV heads, Gemma 4's full-attention geometry)."""
     att = spec.attention
+    if isinstance(att, MLAAttention):
+        return f"attention (MLA, {att.num_attention_heads} heads, latent {att.kv_lora_rank})"
+    assert isinstance(att, GQAAttention)
+    n_q, n_kv = att.num_attention_heads, spec.num_key_value_heads
+    kind = "MHA" if n_q == n_kv else ("MQA" if n_kv == 1 else "GQA")
+    kv = f"{n_kv}kv"
+    if att.sliding_num_key_value_heads not in (None, n_kv):
+        kv += f" ({att.sliding_num_key_value_heads}kv sliding)"
+    width = f"{spec.head_dim}" if spec.v_head_dim == spec.head_dim else f"{spec.head_dim}, v {spec.v_head_dim}"
+    if att.has_global_geometry:  # Gemma 4: the full-attention layers' own heads
+        g_kv, g_h = spec.heads_of(LayerType.FULL_ATTENTION)
+        k_eq_v = ", K = V" if att.global_k_eq_v else ""
+        width += f"; full layers {g_kv}kv x {g_h}{k_eq_v}"
+    return f"attention ({kind} {n_q}q/{kv} x {width})"
+
+
+def _label(spec: ModelSpec, group: str) -> str:
     d, V = spec.hidden_size, spec.vocab_size
     if group == "embedding":
         return f"embedding [V={V:,}, d={d:,}]"
     if group == "position_embedding":
         return f"position embedding [{spec.max_position_embeddings:,}, {d:,}]"
     if group == "attention":
-        if isinstance(att, MLAAttention):
-            return f"attention (MLA, {att.num_attention_heads} heads, latent {att.kv_lora_rank})"
-        assert isinstance(att, GQAAttention)
-        n_q, n_kv = att.num_attention_heads, spec.num_key_value_heads
-        kind = "MHA" if n_q == n_kv else ("MQA" if n_kv == 1 else "GQA")
-        kv = f"{n_kv}kv"
-        if att.sliding_num_key_value_heads not in (None, n_kv):
-            kv += f" ({att.sliding_num_key_value_heads}kv sliding)"
-        width = f"{spec.head_dim}" if spec.v_head_dim == spec.head_dim else f"{spec.head_dim}, v {spec.v_head_dim}"
-        if att.has_global_geometry:  # Gemma 4: the full-attention layers' own heads
-            g_kv, g_h = spec.heads_of(LayerType.FULL_ATTENTION)
-            k_eq_v = ", K = V" if att.global_k_eq_v else ""
-            width += f"; full layers {g_kv}kv x {g_h}{k_eq_v}"
-        return f"attention ({kind} {n_q}q/{kv} x {width})"
+        return _attention_label(spec)
     if group == "linear_attention":
         return "linear attention (Gated DeltaNet)"
     if group == "mamba":

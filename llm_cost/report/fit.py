@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from llm_cost.analyses.deployment import Deployment, FitReport
 from llm_cost.analyses.memory import Activations, Fit
+from llm_cost.analyses.roofline import DecodeStep
 from llm_cost.core.choices import ActivationFormula, MemoryConvention
 from llm_cost.core.units import fmt_iec, fmt_int, fmt_seconds, fmt_si
 from llm_cost.report.base import (
@@ -72,11 +73,18 @@ def render(con, r: FitReport, display_name: str, gpu_name: str) -> None:
 def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> None:
     """One layout: per-GPU memory per stage, KV per token, the decode step and communication."""
     L = d.layout
-    p = d.per_gpu
     con.print(
         f"[bold]{display_name} on {L.gpus} x {gpu_name}: TP {L.tp} x PP {L.pp} x DP {L.dp}, EP {L.ep}; "
         f"batch {d.batch} ({d.sequences_per_replica} per replica), context {d.context:,}[/bold]"
     )
+    _stage_table(con, d)
+    print_facts(con, [*_memory_facts(d), *_step_facts(d.step)])
+    print_conventions(con, d.conventions + d.step.conventions)
+
+
+def _stage_table(con, d: Deployment) -> None:
+    """Each pipeline stage's layers, weights, KV per token and memory on one GPU."""
+    p = d.per_gpu
     rows = [
         [str(i), str(n), fmt_si(w), f"{fmt_int(int(k))} B", fmt_si(u)]
         for i, (n, w, k, u) in enumerate(zip(p.stage_layers, p.weight_bytes, p.kv_bytes_per_token, d.stage_used_bytes))
@@ -93,6 +101,11 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
         ],
         rows,
     )
+
+
+def _memory_facts(d: Deployment) -> list[tuple[str, str]]:
+    """KV heads per GPU, the memory, what the fullest GPU uses, its headroom and the concurrency."""
+    p = d.per_gpu
     facts = []
     if p.kv_heads_per_gpu is not None:
         facts.append(
@@ -102,7 +115,6 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
                 + (f" (each replicated on {p.kv_replication} GPUs)" if p.kv_replication > 1 else ""),
             )
         )
-    s = d.step
     facts += [
         (
             "memory per GPU"
@@ -128,6 +140,13 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
                 else ""
             ),
         ),
+    ]
+    return facts
+
+
+def _step_facts(s: DecodeStep) -> list[tuple[str, str]]:
+    """The decode step: times at peak, communication, bound, estimate and prediction."""
+    facts = [
         ("decode: compute / memory at peak", f"{fmt_seconds(s.compute_time_s)} / {fmt_seconds(s.memory_time_s)}"),
         (
             "communication per step",
@@ -144,8 +163,7 @@ def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> N
     ]
     if s.predicted_s is not None:
         facts.append(("decode prediction", fmt_step_prediction(s)))
-    print_facts(con, facts)
-    print_conventions(con, d.conventions + s.conventions)
+    return facts
 
 
 def render_single(con, f: Fit, display_name: str, gpu_name: str) -> None:

@@ -23,6 +23,21 @@ def _iec_first(n) -> str:
 def render(con, r: KVResult, display_name: str, all_rows: bool = False) -> None:
     """Per-layer formula, per-token bytes, a table over contexts (of a long grid the rows that
     matter, unless ``all_rows``), comparisons."""
+    con.print(
+        f"[bold]{display_name} ({r.model}): KV cache at {r.kv_dtype} "
+        f"({r.bits_per_element} bits per element), batch {r.batch}[/bold]"
+    )
+    print_facts(con, _facts(r))
+    _contexts_table(con, r, all_rows)
+    if r.per_gpu is not None:
+        from llm_cost.report.parallel import render_per_gpu_kv
+
+        render_per_gpu_kv(con, r)
+    print_conventions(con, r.conventions)
+
+
+def _facts(r: KVResult) -> list[tuple[str, str]]:
+    """The formula, each layer kind's bytes, per token, the MHA comparison and the read intensity."""
     facts = [("formula", r.formula)]
     for k in r.layer_kinds:
         if not k.layer_type.caches_kv:
@@ -63,11 +78,11 @@ def render(con, r: KVResult, display_name: str, all_rows: bool = False) -> None:
                 f"{r.mla_absorbed_flop_ratio:.2f}x (the price of reading only the latent)",
             )
         )
-    con.print(
-        f"[bold]{display_name} ({r.model}): KV cache at {r.kv_dtype} "
-        f"({r.bits_per_element} bits per element), batch {r.batch}[/bold]"
-    )
-    print_facts(con, facts)
+    return facts
+
+
+def _contexts_table(con, r: KVResult, all_rows: bool) -> None:
+    """The bytes at each context (of a long grid the rows that matter, unless ``all_rows``)."""
     has_state = any(c.state_bytes for c in r.contexts)
     has_mha = any(c.mha_equivalent_bytes is not None for c in r.contexts)
     has_all = any(c.all_attention_bytes is not None for c in r.contexts)
@@ -92,8 +107,3 @@ def render(con, r: KVResult, display_name: str, all_rows: bool = False) -> None:
             row.append(_iec_first(c.all_attention_bytes) if c.all_attention_bytes is not None else "")
         rows.append(row)
     print_table(con, "", columns, rows, caption=shown_caption(len(shown), len(r.contexts)))
-    if r.per_gpu is not None:
-        from llm_cost.report.parallel import render_per_gpu_kv
-
-        render_per_gpu_kv(con, r)
-    print_conventions(con, r.conventions)

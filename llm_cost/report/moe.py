@@ -36,6 +36,13 @@ def render(con, r: MoEResult, display_name: str) -> None:
             ("one routed expert, one layer", fmt_int(r.expert_params)),
         ],
     )
+    _traffic_table(con, r)
+    print_facts(con, _ep_facts(r))
+    print_conventions(con, r.conventions)
+
+
+def _traffic_table(con, r: MoEResult) -> None:
+    """The weights read per decode step at each batch: experts hit, bytes, GEMM rows and intensity."""
     ep = r.ep > 1
     rows = [
         [fmt_int(x.batch), f"{x.expected_experts:,.1f}"]
@@ -68,6 +75,10 @@ def render(con, r: MoEResult, display_name: str) -> None:
         "whole embedding as the source documents do; a dense model of the same memory reads all of "
         "it every step; the third parameter count (read per step) sets the bandwidth",
     )
+
+
+def _ep_facts(r: MoEResult) -> list[tuple[str, str]]:
+    """Weights per GPU under EP, the all-to-all and all-reduce bytes, and the expert GEMMs' ridge."""
     facts = [
         (
             f"weights per GPU at EP {r.ep}",
@@ -94,5 +105,4 @@ def render(con, r: MoEResult, display_name: str) -> None:
                 f"{r.experts_per_top_k:g})",
             )
         )
-    print_facts(con, facts)
-    print_conventions(con, r.conventions)
+    return facts

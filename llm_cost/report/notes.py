@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from llm_cost.core.notes import Note
+from llm_cost.core.types import Engine
 from llm_cost.core.units import fmt_seconds
 
 __all__ = ["TEMPLATES", "sentence"]
@@ -359,9 +360,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         f"simulated: {p['engine']}'s scheduler step by step (continuous batching, chunked prefill, prefix caching, "
         + (
             "admission reserving each request's prompt and maximum output, GUARANTEED_NO_EVICT: no preemption"
-            if p["engine"] == "trtllm"
+            if p["engine"] == Engine.TRTLLM
             else "retraction"
-            if p["engine"] == "sglang"
+            if p["engine"] == Engine.SGLANG
             else "preemption"
         )
         + f"), each step timed by {p['label']}; "
@@ -458,7 +459,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             + (
                 "vLLM's headless, data-parallel-start-rank (its first rank) and data-parallel-address (the first "
                 "node) options"
-                if p["engine"] == "vllm"
+                if p["engine"] == Engine.VLLM
                 else "SGLang's node-rank (its index) and, on all of them, dist-init-addr (the first node's address)"
             )
             if p["nodes"] > 1

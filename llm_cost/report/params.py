@@ -15,6 +15,30 @@ if TYPE_CHECKING:
 
 def render(con, r: ParamsResult, display_name: str) -> None:
     """Breakdown table, totals, weight bytes, conventions."""
+    _breakdown(con, r, display_name)
+    print_facts(con, _facts(r))
+    if r.defaults:
+        from llm_cost.report.hf import defaults_line
+
+        con.print(defaults_line(r.defaults), markup=False, soft_wrap=True)
+    if r.per_gpu is not None:
+        from llm_cost.report.parallel import render_per_gpu_weights
+
+        render_per_gpu_weights(con, r.layout, r.per_gpu)
+    conventions = list(r.conventions)
+    if r.transformers is not None:
+        from llm_cost.report.hf import render_transformers_check
+
+        render_transformers_check(con, r.transformers)
+    if r.checkpoint is not None:
+        checkpoint = cast("CheckpointReport", r.checkpoint)  # model/ cannot name the analyses' type
+        render_checkpoint(con, checkpoint)
+        conventions += checkpoint.conventions
+    print_conventions(con, conventions)
+
+
+def _breakdown(con, r: ParamsResult, display_name: str) -> None:
+    """The parameters by part: per layer, layers, total and share."""
     rows = []
     for row in r.rows:
         rows.append(
@@ -33,6 +57,10 @@ def render(con, r: ParamsResult, display_name: str) -> None:
         [("part", "left"), ("per layer", "right"), ("layers", "right"), ("parameters", "right"), ("share", "right")],
         rows,
     )
+
+
+def _facts(r: ParamsResult) -> list[tuple[str, str]]:
+    """Totals (towers, N_gemm, active, experts, MTP, the checkpoint's) and the weights' bytes."""
     facts = [("total parameters", f"{fmt_int(r.total_params)} ({fmt_params(r.total_params)})")]
     if r.vision_params or r.audio_params:
         facts.append(("  language model", fmt_int(r.decoder_params)))
@@ -75,25 +103,7 @@ def render(con, r: ParamsResult, display_name: str) -> None:
             )
         )
     facts.append((f"weights at {r.dtype} ({r.bits_per_param:g} bits)", bytes_exact(r.weight_bytes)))
-    print_facts(con, facts)
-    if r.defaults:
-        from llm_cost.report.hf import defaults_line
-
-        con.print(defaults_line(r.defaults), markup=False, soft_wrap=True)
-    if r.per_gpu is not None:
-        from llm_cost.report.parallel import render_per_gpu_weights
-
-        render_per_gpu_weights(con, r.layout, r.per_gpu)
-    conventions = list(r.conventions)
-    if r.transformers is not None:
-        from llm_cost.report.hf import render_transformers_check
-
-        render_transformers_check(con, r.transformers)
-    if r.checkpoint is not None:
-        checkpoint = cast("CheckpointReport", r.checkpoint)  # model/ cannot name the analyses' type
-        render_checkpoint(con, checkpoint)
-        conventions += checkpoint.conventions
-    print_conventions(con, conventions)
+    return facts
 
 
 def render_checkpoint(con, c: CheckpointReport) -> None:

@@ -97,8 +97,16 @@ def render_decode(
         f"{d.context:,} cached tokens per sequence{default}, {d.compute_dtype} peak, weights at "
         f"{d.weight_bits:g} bits, KV at {d.kv_bits} bits[/bold]"
     )
+    print_facts(con, [*_decode_work(d), *_decode_times(d), *_decode_batches(d)])
+    if ops:
+        _ops_table(con, d.ops)
+    print_conventions(con, d.conventions)
+
+
+def _decode_work(d: DecodeStep) -> list[tuple[str, str]]:
+    """A decode step's FLOPs, bytes (weights, embedding rows, KV) and arithmetic intensity."""
     per = " per GPU" if d.layout.gpus > 1 else ""
-    facts = [
+    return [
         (
             "FLOPs" + per,
             f"{fmt_flops(d.flops)} = weights {fmt_flops(d.weight_flops)} + attention {fmt_flops(d.attention_flops)}",
@@ -121,6 +129,13 @@ def render_decode(
             + (f", KV {d.kv_intensity:,.2f}" if d.kv_intensity else "")
             + f"); ridge {d.ridge:,.1f}",
         ),
+    ]
+
+
+def _decode_times(d: DecodeStep) -> list[tuple[str, str]]:
+    """A decode step's times: at peak, over the link, its bound, estimate and prediction, and
+    (one GPU) the two weight-reading conventions."""
+    facts = [
         ("compute time at peak", fmt_seconds(d.compute_time_s)),
         ("memory time at peak", fmt_seconds(d.memory_time_s)),
     ]
@@ -148,6 +163,13 @@ def render_decode(
                 f"{fmt_seconds(d.matmul_weights_time_s)} ({fmt_si(d.matmul_weight_bytes)})",
             ),
         ]
+    return facts
+
+
+def _decode_batches(d: DecodeStep) -> list[tuple[str, str]]:
+    """The batches where a decode step's weights, and the whole step, reach the ridge; the
+    intensity's limit as the batch grows."""
+    facts = []
     if d.compute_bound_batch_weights_only:
         kv = d.kv_bytes_at_compute_bound_batch
         facts.append(
@@ -172,10 +194,7 @@ def render_decode(
                 f"-> {d.intensity_limit:,.2f} FLOP/byte (the KV reads of each sequence do not amortise)",
             )
         )
-    print_facts(con, facts)
-    if ops:
-        _ops_table(con, d.ops)
-    print_conventions(con, d.conventions)
+    return facts
 
 
 def render_prefill(

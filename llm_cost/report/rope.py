@@ -58,7 +58,13 @@ def render(con, r: RopeResult) -> None:
             ("YaRN attention", f"mscale 0.1 ln(alpha) + 1 = {yarn.mscale:.4f}; logits x {yarn.logit_scale:.4f}")
         )
     print_facts(con, facts)
+    _methods_table(con, r)
+    _pairs_table(con, r)
+    print_conventions(con, r.conventions)
 
+
+def _methods_table(con, r: RopeResult) -> None:
+    """Each extension method's wavelengths at the target length."""
     columns = [
         ("method", "left"),
         ("setting", "left"),
@@ -80,6 +86,9 @@ def render(con, r: RopeResult) -> None:
     ]
     print_table(con, f"at the target length {fmt_int(r.target_length)} (λ in tokens)", columns, rows)
 
+
+def _pairs_table(con, r: RopeResult) -> None:
+    """The wavelength of each pair shown, as trained and under each method."""
     shown, caption = _shown_pairs(r)
     has_l3 = r.llama3 is not None
     columns = [
@@ -110,4 +119,3 @@ def render(con, r: RopeResult) -> None:
         rows.append(row)
     caption += "; dynamic NTK at the target length equals NTK-aware"
     print_table(con, "per pair", columns, rows, caption=caption)
-    print_conventions(con, r.conventions)

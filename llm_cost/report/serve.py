@@ -8,6 +8,7 @@ from typing import Any
 
 from llm_cost.analyses.serving import Candidate, ServePlan
 from llm_cost.core.choices import ServingMode
+from llm_cost.core.types import Engine
 from llm_cost.core.units import fmt_int, fmt_seconds
 from llm_cost.report.base import print_conventions, print_facts, print_table
 
@@ -53,6 +54,14 @@ def _shown(frontier: list[Candidate], chosen: Candidate) -> list[Candidate]:
 
 def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None:
     """The traffic and targets, the chosen configuration's figures, the frontier, the conventions."""
+    con.print(_analytic_heading(r, display_name, gpu_name))
+    print_facts(con, _analytic_facts(r))
+    _frontier_table(con, r)
+    print_conventions(con, r.conventions)
+
+
+def _analytic_heading(r: ServePlan, display_name: str, gpu_name: str) -> str:
+    """The analytic plan's first line: the model, GPU, traffic and targets (met at the band's slow end?)."""
     rate = (
         f"{r.qps:g} requests/s"
         if r.qps is not None
@@ -66,10 +75,14 @@ def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None
     if targets and r.violates_at_slow_end is not None:
         slow = ", ".join(r.violates_at_slow_end)
         targets += "; at the band's slow end " + (f"missed: {slow}" if slow else "met too")
-    con.print(
+    return (
         f"[bold]{display_name} on {gpu_name}: {r.input_tokens:,}-token prompts, {r.output_tokens:,} output "
         f"tokens, {rate}; targets: {targets or 'none'}[/bold]"
     )
+
+
+def _analytic_facts(r: ServePlan) -> list[tuple[str, str]]:
+    """The chosen configuration's figures (with their band where it has one), its cost, and the search."""
     c = r.chosen
     facts = [
         (
@@ -90,41 +103,14 @@ def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None
             f"slowest step {fmt_seconds(c.tpot_max_s)}",
         ),
         ("tokens/s per user", f"{c.tokens_per_s_per_user:,.1f}"),
-        (
-            "output tokens/s",
-            f"{c.output_tokens_per_s:,.0f} in all"
-            + _range(
-                c.output_tokens_per_s, r.output_tokens_per_s_low, r.output_tokens_per_s_high, lambda x: f"{x:,.0f}"
-            )
-            + f", [bold]{c.output_tokens_per_s_per_gpu:,.1f} per GPU[/bold]"
-            + _range(
-                c.output_tokens_per_s_per_gpu,
-                r.output_tokens_per_s_per_gpu_low,
-                r.output_tokens_per_s_per_gpu_high,
-                lambda x: f"{x:,.1f}",
-            )
-            + f"; {c.requests_per_s:,.3g} requests/s",
-        ),
+        ("output tokens/s", _throughput(r)),
         (
             "max concurrency (KV cache)",
             f"{fmt_int(c.max_concurrency)} sequences per replica at their steady-state lengths",
         ),
     ]
     if c.usd_per_request is not None:
-        facts.append(
-            (
-                "cost",
-                f"[bold]{_usd(c.usd_per_million_output_tokens)}[/bold] per million output tokens"
-                + _range(
-                    c.usd_per_million_output_tokens,
-                    r.usd_per_million_output_tokens_low,
-                    r.usd_per_million_output_tokens_high,
-                    _usd,
-                )
-                + f", {_usd(c.usd_per_million_input_tokens)} per million input tokens, "
-                f"{_usd(c.usd_per_request, 5)} per request",
-            )
-        )
+        facts.append(("cost", _cost(r)))
     facts += [
         ("binding constraint", r.binding),
         ("aggregated or disaggregated", r.mode_verdict),
@@ -134,7 +120,46 @@ def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None
             f"({fmt_int(r.candidates_feasible)} feasible), {fmt_int(r.steps_timed)} steps timed",
         ),
     ]
-    print_facts(con, facts)
+    return facts
+
+
+def _throughput(r: ServePlan) -> str:
+    """The chosen configuration's output tokens/s, in all and per GPU (with their band), and requests/s."""
+    c = r.chosen
+    return (
+        f"{c.output_tokens_per_s:,.0f} in all"
+        + _range(c.output_tokens_per_s, r.output_tokens_per_s_low, r.output_tokens_per_s_high, lambda x: f"{x:,.0f}")
+        + f", [bold]{c.output_tokens_per_s_per_gpu:,.1f} per GPU[/bold]"
+        + _range(
+            c.output_tokens_per_s_per_gpu,
+            r.output_tokens_per_s_per_gpu_low,
+            r.output_tokens_per_s_per_gpu_high,
+            lambda x: f"{x:,.1f}",
+        )
+        + f"; {c.requests_per_s:,.3g} requests/s"
+    )
+
+
+def _cost(r: ServePlan) -> str:
+    """The chosen configuration's dollars per million output tokens (with their band), per million
+    input tokens and per request."""
+    c = r.chosen
+    return (
+        f"[bold]{_usd(c.usd_per_million_output_tokens)}[/bold] per million output tokens"
+        + _range(
+            c.usd_per_million_output_tokens,
+            r.usd_per_million_output_tokens_low,
+            r.usd_per_million_output_tokens_high,
+            _usd,
+        )
+        + f", {_usd(c.usd_per_million_input_tokens)} per million input tokens, "
+        f"{_usd(c.usd_per_request, 5)} per request"
+    )
+
+
+def _frontier_table(con, r: ServePlan) -> None:
+    """The frontier's table, the chosen configuration marked ``>``: narrow below :data:`WIDE` columns."""
+    c = r.chosen
     shown = _shown(r.frontier, c)
     dropped = len(r.frontier) - len(_sane(r.frontier))
     caption = (
@@ -146,71 +171,65 @@ def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None
     )
     title = f"frontier: output tokens/s per GPU against tokens/s per user ({r.time_model})"
     if con.width < WIDE:
-        rows = [
-            [
-                (">" if f == c else "") + f.describe(),
-                str(f.concurrency),
-                fmt_seconds(f.ttft_s),
-                fmt_seconds(f.tpot_s),
-                f"{f.output_tokens_per_s_per_gpu:,.1f}",
-                "yes" if f.meets else "no: " + ",".join(f.violates),
-            ]
-            for f in shown
-        ]
-        print_table(
-            con,
-            title,
-            [
-                ("configuration", "left"),
-                ("conc.", "right"),
-                ("TTFT", "right"),
-                ("TPOT", "right"),
-                ("tok/s/GPU", "right"),
-                ("meets", "left"),
-            ],
-            rows,
-            caption=caption + f"; below {WIDE} columns the mode, step, tokens/s per user (1 / TPOT) and "
-            "$/M are left out",
-        )
+        caption += f"; below {WIDE} columns the mode, step, tokens/s per user (1 / TPOT) and $/M are left out"
+        print_table(con, title, NARROW_COLUMNS, [_narrow_row(f, c) for f in shown], caption=caption)
     else:
-        rows = [
-            [
-                ">" if f == c else "",
-                f.mode.value[:5] + ".",
-                str(f.gpus),
-                f.describe(),
-                str(f.concurrency),
-                _step(f),
-                fmt_seconds(f.ttft_s),
-                fmt_seconds(f.tpot_s),
-                f"{f.tokens_per_s_per_user:,.1f}",
-                f"{f.output_tokens_per_s_per_gpu:,.1f}",
-                _usd(f.usd_per_million_output_tokens),
-                "yes" if f.meets else "no: " + ", ".join(f.violates),
-            ]
-            for f in shown
-        ]
-        print_table(
-            con,
-            title,
-            [
-                ("", "left"),
-                ("mode", "left"),
-                ("GPUs", "right"),
-                ("configuration", "left"),
-                ("concurrency", "right"),
-                ("step", "left"),
-                ("TTFT", "right"),
-                ("TPOT", "right"),
-                ("tok/s/user", "right"),
-                ("out tok/s/GPU", "right"),
-                ("$/M out", "right"),
-                ("meets", "left"),
-            ],
-            rows,
-            caption=caption,
-        )
-    print_conventions(con, r.conventions)
+        print_table(con, title, WIDE_COLUMNS, [_wide_row(f, c) for f in shown], caption=caption)
+
+
+#: The frontier table's columns below :data:`WIDE` console columns, and at or above it.
+NARROW_COLUMNS = [
+    ("configuration", "left"),
+    ("conc.", "right"),
+    ("TTFT", "right"),
+    ("TPOT", "right"),
+    ("tok/s/GPU", "right"),
+    ("meets", "left"),
+]
+WIDE_COLUMNS = [
+    ("", "left"),
+    ("mode", "left"),
+    ("GPUs", "right"),
+    ("configuration", "left"),
+    ("concurrency", "right"),
+    ("step", "left"),
+    ("TTFT", "right"),
+    ("TPOT", "right"),
+    ("tok/s/user", "right"),
+    ("out tok/s/GPU", "right"),
+    ("$/M out", "right"),
+    ("meets", "left"),
+]
+
+
+def _narrow_row(f: Candidate, chosen: Candidate) -> list[str]:
+    """A frontier point's cells of :data:`NARROW_COLUMNS`."""
+    return [
+        (">" if f == chosen else "") + f.describe(),
+        str(f.concurrency),
+        fmt_seconds(f.ttft_s),
+        fmt_seconds(f.tpot_s),
+        f"{f.output_tokens_per_s_per_gpu:,.1f}",
+        "yes" if f.meets else "no: " + ",".join(f.violates),
+    ]
+
+
+def _wide_row(f: Candidate, chosen: Candidate) -> list[str]:
+    """A frontier point's cells of :data:`WIDE_COLUMNS`."""
+    return [
+        ">" if f == chosen else "",
+        f.mode.value[:5] + ".",
+        str(f.gpus),
+        f.describe(),
+        str(f.concurrency),
+        _step(f),
+        fmt_seconds(f.ttft_s),
+        fmt_seconds(f.tpot_s),
+        f"{f.tokens_per_s_per_user:,.1f}",
+        f"{f.output_tokens_per_s_per_gpu:,.1f}",
+        _usd(f.usd_per_million_output_tokens),
+        "yes" if f.meets else "no: " + ", ".join(f.violates),
+    ]
 
 
 def render(con, r: Any, display_name: str, gpu_name: str) -> None:
@@ -357,9 +376,9 @@ def _verdict(r: Any) -> str:
 #: (vLLM's ``max_num_seqs`` / ``max_num_batched_tokens``; SGLang's ``max_running_requests`` /
 #: ``chunked_prefill_size``; TensorRT-LLM's ``max_batch_size`` / ``max_num_tokens``).
 ENGINE_SETTINGS = {
-    "vllm": ("max_num_seqs", "max_num_batched_tokens"),
-    "sglang": ("max_running_requests", "chunked_prefill_size"),
-    "trtllm": ("max_batch_size", "max_num_tokens"),
+    Engine.VLLM: ("max_num_seqs", "max_num_batched_tokens"),
+    Engine.SGLANG: ("max_running_requests", "chunked_prefill_size"),
+    Engine.TRTLLM: ("max_batch_size", "max_num_tokens"),
 }
 
 
@@ -376,9 +395,9 @@ def _state(r: Any) -> str:
 def _preemptions(r: Any) -> str:
     """The engine's preemptions, or why it has none (TensorRT-LLM's GUARANTEED_NO_EVICT reserves
     each request's whole length at admission)."""
-    if r.engine == "trtllm":
+    if r.engine == Engine.TRTLLM:
         return "no preemption (GUARANTEED_NO_EVICT reserves each request's prompt and maximum output)"
-    return f"{fmt_int(r.preemptions)} {'retractions' if r.engine == 'sglang' else 'preemptions'}"
+    return f"{fmt_int(r.preemptions)} {'retractions' if r.engine == Engine.SGLANG else 'preemptions'}"
 
 
 def _setting(name: str, value: int, ranks: int) -> str:
@@ -390,8 +409,8 @@ def _setting(name: str, value: int, ranks: int) -> str:
 
 
 def _run_facts(r: Any) -> list[tuple[str, str]]:
-    seqs, budget = ENGINE_SETTINGS.get(r.engine, ENGINE_SETTINGS["vllm"])
-    ranks = r.layout.dp if r.engine == "vllm" else 1  # SGLang's settings are the server's (it splits them)
+    seqs, budget = ENGINE_SETTINGS.get(r.engine, ENGINE_SETTINGS[Engine.VLLM])
+    ranks = r.layout.dp if r.engine == Engine.VLLM else 1  # SGLang's settings are the server's (it splits them)
     facts = [
         (
             "configuration",

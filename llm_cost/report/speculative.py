@@ -41,34 +41,37 @@ def render(con, r: SpecResult) -> None:
         )
     print_facts(con, facts)
     if r.rows:
-        rows = [
-            [
-                fmt_int(x.batch),
-                fmt_seconds(x.baseline_step_s),
-                fmt_seconds(x.verify_step_s),
-                fmt_seconds(x.draft_s),
-                f"{x.baseline_tokens_per_s:,.0f}",
-                f"{x.speculative_tokens_per_s:,.0f}",
-                f"{x.speedup:.2f}x",
-                x.verify_bound,
-            ]
-            for x in r.rows
-        ]
-        print_table(
-            con,
-            f"step model: {r.model} on {r.gpu}"
-            + (layout_text(r.layout) if r.layout else "")
-            + f"; steps: {r.time_model}",
-            [
-                ("batch", "right"),
-                ("baseline step", "right"),
-                ("verify step", "right"),
-                ("draft", "right"),
-                ("baseline tok/s", "right"),
-                ("speculative tok/s", "right"),
-                ("speedup", "right"),
-                ("verify bound by", "left"),
-            ],
-            rows,
-        )
+        _steps_table(con, r)
     print_conventions(con, r.conventions)
+
+
+def _steps_table(con, r: SpecResult) -> None:
+    """The step model at each batch: baseline, verify and draft times, tokens/s and speedup."""
+    rows = [
+        [
+            fmt_int(x.batch),
+            fmt_seconds(x.baseline_step_s),
+            fmt_seconds(x.verify_step_s),
+            fmt_seconds(x.draft_s),
+            f"{x.baseline_tokens_per_s:,.0f}",
+            f"{x.speculative_tokens_per_s:,.0f}",
+            f"{x.speedup:.2f}x",
+            x.verify_bound,
+        ]
+        for x in r.rows
+    ]
+    print_table(
+        con,
+        f"step model: {r.model} on {r.gpu}" + (layout_text(r.layout) if r.layout else "") + f"; steps: {r.time_model}",
+        [
+            ("batch", "right"),
+            ("baseline step", "right"),
+            ("verify step", "right"),
+            ("draft", "right"),
+            ("baseline tok/s", "right"),
+            ("speculative tok/s", "right"),
+            ("speedup", "right"),
+            ("verify bound by", "left"),
+        ],
+        rows,
+    )

@@ -10,6 +10,7 @@ from llm_cost.report.base import print_conventions, print_facts, print_table
 
 if TYPE_CHECKING:
     from llm_cost.analyses.train_plan import TrainPlan
+    from llm_cost.analyses.training import ParallelTrainMemory
 
 
 def render(con, r: TrainResult | TrainPlan, display_name: str, gpu_name: str) -> None:
@@ -21,6 +22,16 @@ def render(con, r: TrainResult | TrainPlan, display_name: str, gpu_name: str) ->
         return plan(con, r, display_name, gpu_name)
     where = f"{r.gpus:,} x {gpu_name}" if r.gpus else gpu_name
     con.print(f"[bold]{display_name}: training on {r.tokens:,} tokens, {where}[/bold]")
+    print_facts(con, _facts(r))
+    _state(con, r)
+    _activations(con, r)
+    if r.parallel is not None:
+        _parallel(con, r.parallel)
+    print_conventions(con, r.conventions)
+
+
+def _facts(r: TrainResult) -> list[tuple[str, str]]:
+    """FLOPs, GPU-hours, time, FLOP/s per GPU, energy, and the emissions and cost when given."""
     facts = [
         ("model FLOPs 6 N D", f"{r.model_flops:.3g} FLOPs"),
         ("FLOPs with attention (the operators)", f"{r.step_flops:.3g} FLOPs"),
@@ -53,7 +64,11 @@ def render(con, r: TrainResult | TrainPlan, display_name: str, gpu_name: str) ->
     if r.cost_usd is not None:
         cost = f"{r.cost_usd:,.0f}" if r.cost_usd < 1e15 else f"{r.cost_usd:.3g}"
         facts.append(("cost", f"${cost} at ${r.usd_per_gpu_hour:g} per GPU-hour"))
-    print_facts(con, facts)
+    return facts
+
+
+def _state(con, r: TrainResult) -> None:
+    """The training state's parts, and per GPU by ZeRO stage under pure data parallelism."""
     st = r.state
     rows = [[name, fmt_si(b)] for name, b in st.parts.items()]
     rows.append(["[bold]training state (16 B/param)[/bold]", f"[bold]{fmt_si(st.total_bytes)}[/bold]"])
@@ -68,6 +83,10 @@ def render(con, r: TrainResult | TrainPlan, display_name: str, gpu_name: str) ->
             caption="pure data parallelism (no TP/PP); zero1 shards optimizer states, zero2 also gradients, "
             "zero3 also weights",
         )
+
+
+def _activations(con, r: TrainResult) -> None:
+    """One GPU's activations (no TP), when the result has them."""
     a = r.activations
     if a is not None:
         recompute = "no" if a.recompute == "none" else a.recompute
@@ -82,24 +101,25 @@ def render(con, r: TrainResult | TrainPlan, display_name: str, gpu_name: str) ->
                 )
             ],
         )
-    if r.parallel is not None:
-        m = r.parallel
-        print_facts(
-            con,
-            [
-                (
-                    f"per GPU at TP {m.tp} x PP {m.pp} x DP {m.dp}, ZeRO-{m.zero}",
-                    f"{fmt_si(m.total_bytes)} = state {fmt_si(m.state_bytes)} + activations {fmt_si(m.activation_bytes)} "
-                    f"of {fmt_si(m.memory_bytes)}: " + ("fits" if m.fits else "[bold red]does not fit[/bold red]"),
-                ),
-                ("parameters per GPU (fullest stage)", fmt_int(m.params_per_gpu)),
-                (
-                    f"smallest DP at ZeRO-{m.zero}",
-                    "none fits: add TP/PP, recompute or sequence parallelism"
-                    if m.smallest_dp is None
-                    else f"{m.smallest_dp} (= {m.smallest_cluster_gpus:,} GPUs)",
-                ),
-            ],
-        )
-        print_conventions(con, m.conventions)
-    print_conventions(con, r.conventions)
+
+
+def _parallel(con, m: ParallelTrainMemory) -> None:
+    """Memory per GPU under the layout given, and the smallest data parallelism that fits."""
+    print_facts(
+        con,
+        [
+            (
+                f"per GPU at TP {m.tp} x PP {m.pp} x DP {m.dp}, ZeRO-{m.zero}",
+                f"{fmt_si(m.total_bytes)} = state {fmt_si(m.state_bytes)} + activations {fmt_si(m.activation_bytes)} "
+                f"of {fmt_si(m.memory_bytes)}: " + ("fits" if m.fits else "[bold red]does not fit[/bold red]"),
+            ),
+            ("parameters per GPU (fullest stage)", fmt_int(m.params_per_gpu)),
+            (
+                f"smallest DP at ZeRO-{m.zero}",
+                "none fits: add TP/PP, recompute or sequence parallelism"
+                if m.smallest_dp is None
+                else f"{m.smallest_dp} (= {m.smallest_cluster_gpus:,} GPUs)",
+            ),
+        ],
+    )
+    print_conventions(con, m.conventions)

@@ -136,19 +136,13 @@ def _check_blocks(g: GGUFFile, a: str, names: dict[str, Any]) -> None:
         )
 
 
-def gguf_to_spec(g: GGUFFile):
-    """The :class:`ModelSpec` a GGUF file describes (architectures in SUPPORTED_ARCHITECTURES)."""
-    from pydantic import ValidationError
-
-    from llm_cost.specs.files import validation_message
-    from llm_cost.specs.schema import MLP, GQAAttention, ModelSpec, MoE, Source
-
-    a = g.architecture
+def _embedding(g: GGUFFile, a: str, names: dict[str, Any]) -> tuple[Any, int]:
+    """(token_embd.weight, d) of a GGUF file of architecture ``a``; SpecError for an architecture
+    not mapped, a file without the embedding, or an embedding that is not a whole number of rows of d."""
     if a not in SUPPORTED_ARCHITECTURES:
         raise SpecError(
             f"{g.path}: GGUF architecture {a!r} is not mapped; supported: {', '.join(SUPPORTED_ARCHITECTURES)}"
         )
-    names = {t.name: t for t in g.tensors}
     embd = names.get("token_embd.weight")
     if embd is None:
         raise SpecError(f"{g.path}: GGUF file has no token_embd.weight tensor")
@@ -158,6 +152,19 @@ def gguf_to_spec(g: GGUFFile):
             f"{g.path}: token_embd.weight ({embd.n_elements:,} elements) is not a multiple of "
             f"{a}.embedding_length ({d})"
         )
+    return embd, d
+
+
+def gguf_to_spec(g: GGUFFile):
+    """The :class:`ModelSpec` a GGUF file describes (architectures in SUPPORTED_ARCHITECTURES)."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.files import validation_message
+    from llm_cost.specs.schema import MLP, GQAAttention, ModelSpec, MoE, Source
+
+    a = g.architecture
+    names = {t.name: t for t in g.tensors}
+    embd, d = _embedding(g, a, names)
     _check_blocks(g, a, names)
     n_q = _int(g, f"{a}.attention.head_count")
     n_kv = _int(g, f"{a}.attention.head_count_kv", n_q)

@@ -1015,6 +1015,38 @@ class ModelSpec(Spec):
             )
         if self.layer_types is not None and len(self.layer_types) != L:
             raise ValueError(f"layer_types has {len(self.layer_types)} entries but num_hidden_layers is {L}")
+        kinds = self._check_layer_kinds()
+        if self.mlp_layer_types is not None:
+            if len(self.mlp_layer_types) != L:
+                raise ValueError(
+                    f"mlp_layer_types has {len(self.mlp_layer_types)} entries but num_hidden_layers is {L}"
+                )
+            if MlpType.MOE in self.mlp_layer_types and self.moe is None:
+                raise ValueError("mlp_layer_types names moe layers but moe is not set")
+            if MlpType.DENSE in self.mlp_layer_types and self.mlp is None:
+                raise ValueError("mlp_layer_types names dense layers but mlp is not set")
+        if kinds & {LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION} and isinstance(att, MLAAttention):
+            raise ValueError("MLA attention has no sliding or chunked layers (its softmax layers are full_attention)")
+        if self.moe is None and self.mlp is None:
+            raise ValueError("a model needs mlp, moe, or both")
+        self._check_moe_layers()
+        if self.position_embedding == "rope" and self.rope_theta is None:
+            raise ValueError("rope_theta is required when position_embedding is rope")
+        indexer = getattr(att, "indexer", None)
+        if indexer is not None and indexer.shared_layers:
+            shared = indexer.shared_layers
+            if min(shared) == 0 or max(shared) >= L or len(set(shared)) != len(shared):
+                raise ValueError(
+                    f"attention.indexer.shared_layers must name distinct layers 1..{L - 1} (a shared layer reuses an "
+                    "earlier layer's selection)"
+                )
+        self._check_kv_sharing()
+        self._check_rotary_width()
+
+    def _check_layer_kinds(self) -> set[str]:
+        """Each layer kind of ``layer_types`` has its block (linear attention, a sliding window, a
+        chunk, Mamba-2, short convolution) and each block set has its layers; the kinds returned."""
+        att = self.attention
         kinds = set(self.layer_types or [])
         if LayerType.LINEAR_ATTENTION in kinds and self.linear_attention is None:
             raise ValueError("layer_types names linear_attention layers but linear_attention is not set")
@@ -1034,40 +1066,22 @@ class ModelSpec(Spec):
             raise ValueError("layer_types names short_conv layers but short_conv is not set")
         if self.short_conv is not None and LayerType.SHORT_CONV not in kinds:
             raise ValueError("short_conv is set but no layer in layer_types is short_conv")
-        if self.mlp_layer_types is not None:
-            if len(self.mlp_layer_types) != L:
-                raise ValueError(
-                    f"mlp_layer_types has {len(self.mlp_layer_types)} entries but num_hidden_layers is {L}"
-                )
-            if MlpType.MOE in self.mlp_layer_types and self.moe is None:
-                raise ValueError("mlp_layer_types names moe layers but moe is not set")
-            if MlpType.DENSE in self.mlp_layer_types and self.mlp is None:
-                raise ValueError("mlp_layer_types names dense layers but mlp is not set")
-        if kinds & {LayerType.SLIDING_ATTENTION, LayerType.CHUNKED_ATTENTION} and isinstance(att, MLAAttention):
-            raise ValueError("MLA attention has no sliding or chunked layers (its softmax layers are full_attention)")
-        if self.moe is None and self.mlp is None:
-            raise ValueError("a model needs mlp, moe, or both")
-        if self.moe is not None:
-            bad = [i for i in self.moe.mlp_only_layers if i >= L]
-            if bad:
-                raise ValueError(f"moe.mlp_only_layers {bad} are out of range for {L} layers")
-            if self.moe.first_k_dense_replace > L:
-                raise ValueError(f"moe.first_k_dense_replace ({self.moe.first_k_dense_replace}) exceeds {L} layers")
-            dense_needed = any(self.mlp_kind(i) == MlpType.DENSE for i in range(L))
-            if dense_needed and self.mlp is None:
-                raise ValueError("some layers are dense (first_k_dense_replace/mlp_only_layers) but mlp is not set")
-        if self.position_embedding == "rope" and self.rope_theta is None:
-            raise ValueError("rope_theta is required when position_embedding is rope")
-        indexer = getattr(att, "indexer", None)
-        if indexer is not None and indexer.shared_layers:
-            shared = indexer.shared_layers
-            if min(shared) == 0 or max(shared) >= L or len(set(shared)) != len(shared):
-                raise ValueError(
-                    f"attention.indexer.shared_layers must name distinct layers 1..{L - 1} (a shared layer reuses an "
-                    "earlier layer's selection)"
-                )
-        self._check_kv_sharing()
-        self._check_rotary_width()
+        return kinds
+
+    def _check_moe_layers(self) -> None:
+        """The MoE's dense layers (``mlp_only_layers``, ``first_k_dense_replace``) are within the
+        model and have an MLP."""
+        L, moe = self.num_hidden_layers, self.moe
+        if moe is None:
+            return
+        bad = [i for i in moe.mlp_only_layers if i >= L]
+        if bad:
+            raise ValueError(f"moe.mlp_only_layers {bad} are out of range for {L} layers")
+        if moe.first_k_dense_replace > L:
+            raise ValueError(f"moe.first_k_dense_replace ({moe.first_k_dense_replace}) exceeds {L} layers")
+        dense_needed = any(self.mlp_kind(i) == MlpType.DENSE for i in range(L))
+        if dense_needed and self.mlp is None:
+            raise ValueError("some layers are dense (first_k_dense_replace/mlp_only_layers) but mlp is not set")
 
     def _check_kv_sharing(self) -> None:
         """KV-shared layers (Gemma4TextAttention): each is a softmax layer with an earlier layer of its

@@ -21,7 +21,7 @@ from llm_cost.core.serialize import Result
 from llm_cost.core.types import OpKind, OpRole, Part, TensorGroup, TensorKind
 from llm_cost.model.structure import Structure
 from llm_cost.specs.schema import MLAAttention, ModelSpec
-from llm_cost.workload.step import SeqGroup, build_step
+from llm_cost.workload.step import SeqGroup, Step, build_step
 
 __all__ = ["OP_NAMES", "Op", "ForwardFlops", "forward_flops", "weight_flops_params"]
 
@@ -91,6 +91,52 @@ def weight_flops_params(structure: Structure, convention: WeightFlops = WeightFl
     return int(structure.active_params) - embedding
 
 
+def _grouped_ops(step: Step) -> list[Op]:
+    """A step's operators with FLOPs summed by kind and tensor group (GEMMs) or role (the others),
+    each with its most layers."""
+    groups: dict[tuple[OpKind, str], list[int]] = {}
+    names: dict[tuple[OpKind, str], str] = {}
+    for op in step.ops:
+        if not op.flops:
+            continue
+        key = (op.kind, op.group if op.kind == OpKind.GEMM else op.role)  # GEMMs by tensor group
+        acc = groups.setdefault(key, [0, 0])
+        acc[0] += int(op.flops)
+        acc[1] = max(acc[1], op.layers)
+        names[key] = OP_NAMES.get(op.group, op.group) if op.kind == OpKind.GEMM else op.name
+    return [
+        Op(names[key], key[0], key[1] if key[0] == OpKind.GEMM else "", layers, flops)
+        for key, (flops, layers) in groups.items()
+    ]
+
+
+def _conventions(spec: ModelSpec, attention: AttentionMask, logits: Logits, mla_form: MLAForm) -> list[Note]:
+    """The counting conventions of a forward pass: what is counted, the mask, the logits, and the
+    MLA form or sparse attention the model's attention takes."""
+    conventions = [
+        note("flops.counting"),
+        note(f"attention.{attention}"),
+        note(f"logits.{logits}"),
+        note("flops.not_counted"),
+    ]
+    if isinstance(spec.attention, MLAAttention):
+        conventions.append(note("mla.form", form=str(mla_form)))
+        if spec.attention.indexer is not None:
+            conventions.append(note("attention.sparse", topk=spec.attention.indexer.index_topk))
+    elif spec.attention.indexer is not None:  # MiniMax-M3's block-sparse attention
+        idx = spec.attention.indexer
+        conventions.append(
+            note(
+                "attention.block_sparse",
+                blocks=idx.index_topk,
+                block=idx.index_block_size,
+                local=idx.index_local_blocks + idx.index_init_blocks,
+                keys=idx.keys_per_query,
+            )
+        )
+    return conventions
+
+
 def forward_flops(
     spec: ModelSpec,
     new_tokens: int,
@@ -107,46 +153,13 @@ def forward_flops(
     step = build_step(
         spec, [SeqGroup(batch, new_tokens, cached)], logits=logits, attention=attention, mla_form=mla_form
     )
-    groups: dict[tuple[OpKind, str], list[int]] = {}
-    names: dict[tuple[OpKind, str], str] = {}
-    for op in step.ops:
-        if not op.flops:
-            continue
-        key = (op.kind, op.group if op.kind == OpKind.GEMM else op.role)  # GEMMs by tensor group
-        acc = groups.setdefault(key, [0, 0])
-        acc[0] += int(op.flops)
-        acc[1] = max(acc[1], op.layers)
-        names[key] = OP_NAMES.get(op.group, op.group) if op.kind == OpKind.GEMM else op.name
-    ops = [
-        Op(names[key], key[0], key[1] if key[0] == OpKind.GEMM else "", layers, flops)
-        for key, (flops, layers) in groups.items()
-    ]
+    ops = _grouped_ops(step)
     lm_head = sum(int(op.flops) for op in step.ops if op.role == OpRole.LM_HEAD)
     linear = sum(op.flops for op in ops if op.kind == OpKind.GEMM) - lm_head
     attention_flops = sum(op.flops for op in ops if op.kind in (OpKind.ATTENTION, OpKind.RECURRENCE))
-    conventions = [
-        note("flops.counting"),
-        note(f"attention.{attention}"),
-        note(f"logits.{logits}"),
-        note("flops.not_counted"),
-    ]
     if not detail:
-        ops, conventions = [], []
-    elif isinstance(spec.attention, MLAAttention):
-        conventions.append(note("mla.form", form=str(mla_form)))
-        if spec.attention.indexer is not None:
-            conventions.append(note("attention.sparse", topk=spec.attention.indexer.index_topk))
-    elif spec.attention.indexer is not None:  # MiniMax-M3's block-sparse attention
-        idx = spec.attention.indexer
-        conventions.append(
-            note(
-                "attention.block_sparse",
-                blocks=idx.index_topk,
-                block=idx.index_block_size,
-                local=idx.index_local_blocks + idx.index_init_blocks,
-                keys=idx.keys_per_query,
-            )
-        )
+        ops = []
+    conventions = _conventions(spec, attention, logits, mla_form) if detail else []
     return ForwardFlops(
         spec.name,
         batch,

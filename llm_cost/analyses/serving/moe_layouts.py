@@ -34,7 +34,7 @@ from typing import Protocol
 from llm_cost.analyses.serving.replicas import node_gpus
 from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
-from llm_cost.core.types import ServingEngine
+from llm_cost.core.types import Engine, ServingEngine
 from llm_cost.model.layout import Layout, validate_layout
 from llm_cost.simulate.engine import EngineConfig
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -104,7 +104,7 @@ def replica_engine(config: EngineConfig, layout: Layout) -> EngineConfig:
     data-parallel ranks each run the engine's ``SchedulerConfig``), so the replica takes ``dp``
     times both; SGLang's settings are the server's already (``ServerArgs`` divides
     ``chunked_prefill_size`` by ``dp_size`` itself); ``config`` as it is otherwise."""
-    if not is_attention_dp(layout) or config.engine != "vllm":
+    if not is_attention_dp(layout) or config.engine != Engine.VLLM:
         return config
     dp = layout.dp
     return dataclasses.replace(

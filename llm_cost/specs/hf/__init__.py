@@ -195,26 +195,8 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
 
     from llm_cost.specs.hf.defaults import defaults_for
     from llm_cost.specs.hf.generic import DEPARTURES, refuse_unknown_keys
-    from llm_cost.specs.schema import READ_GENERICALLY, ModelSpec, Source
 
-    if not isinstance(config, dict):
-        raise SpecError(f"{source}: the top level must be a JSON object, not {type(config).__name__}")
-    model_type = config.get("model_type")
-    if not isinstance(model_type, str) or not model_type:
-        what = (
-            "is missing"
-            if model_type in (None, "")
-            else f"must be a family name (got {shown(json.dumps(model_type), 40)})"
-        )
-        raise SpecError(f"{source}: model_type {what}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
-    archs = config.get("architectures")
-    if isinstance(archs, list):
-        bad = [a for a in archs if isinstance(a, str) and not a.endswith(_HEADS)]
-        if bad:
-            raise SpecError(
-                f"{source}: architectures {bad} carry a head other than the LM head; only causal-LM "
-                "checkpoints (…ForCausalLM, …LMHeadModel) are modelled"
-            )
+    model_type = _model_type_of(config, source)
     family, mapper, fam, generic = _reader(model_type)
     for part in ("text_config", "vision_config", "audio_config"):
         if config.get(part) is not None and not isinstance(config[part], dict):
@@ -253,7 +235,52 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
             f"{source}: model_type {model_type!r} is not supported{_closest(config)}; read generically: {reason}"
         ) from None
     c.check_unplaced()
+    spec = _spec_of(config, source, name, display_name, family, generic, defaults, notes, fields)
+    return spec, defaults
 
+
+def _model_type_of(config: object, source: str) -> str:
+    """The ``model_type`` of a config.json's top level; SpecError for a top level that is not an
+    object, a missing model_type, or architectures with a head other than the LM head."""
+    if not isinstance(config, dict):
+        raise SpecError(f"{source}: the top level must be a JSON object, not {type(config).__name__}")
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or not model_type:
+        what = (
+            "is missing"
+            if model_type in (None, "")
+            else f"must be a family name (got {shown(json.dumps(model_type), 40)})"
+        )
+        raise SpecError(f"{source}: model_type {what}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+    archs = config.get("architectures")
+    if isinstance(archs, list):
+        bad = [a for a in archs if isinstance(a, str) and not a.endswith(_HEADS)]
+        if bad:
+            raise SpecError(
+                f"{source}: architectures {bad} carry a head other than the LM head; only causal-LM "
+                "checkpoints (…ForCausalLM, …LMHeadModel) are modelled"
+            )
+    return model_type
+
+
+def _spec_of(
+    config: dict[str, Any],
+    source: str,
+    name: Optional[str],
+    display_name: Optional[str],
+    family: str,
+    generic: bool,
+    defaults: list[str],
+    notes: list[str],
+    fields: dict[str, Any],
+):  # noqa: ANN202 - a ModelSpec (imported lazily)
+    """The ModelSpec of a config's mapped ``fields``, its source noting how it was read (the
+    defaults applied, the notes, read generically or not)."""
+    from pydantic import ValidationError
+
+    from llm_cost.specs.schema import READ_GENERICALLY, ModelSpec, Source
+
+    model_type = config["model_type"]
     title = display_name or _display_name(config)
     note = [
         f"Imported from a Hugging Face config.json (model_type {model_type}"
@@ -282,7 +309,7 @@ def hf_to_spec(config: dict[str, Any], source: str, name: Optional[str] = None, 
         )
     except ValidationError as exc:
         raise SpecError(validation_message(Path(source), exc)) from None
-    return spec, defaults
+    return spec
 
 
 def applied_default(line: str):

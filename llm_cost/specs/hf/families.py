@@ -82,6 +82,29 @@ def _falcon(c: _Config, fam: _Family) -> dict[str, Any]:
     )
     parallel = c.bool("parallel_attn", True)
     kv_key = c.alias("num_kv_heads", "n_head_kv")
+    n_kv = _falcon_kv_heads(c, kv_key, n_q, new_arch)
+    n_ln = _falcon_norms(c, parallel, new_arch)
+    if d % n_q:
+        raise c.error("num_attention_heads", f"({n_q}) must divide hidden_size ({d})")
+    if n_q % n_kv:
+        raise c.error(kv_key, f"({n_kv}) must divide num_attention_heads ({n_q})")
+    bias = c.bool("bias", False)
+    out["norm_type"] = "layernorm"
+    out["norms_per_layer"] = n_ln
+    out["attention"] = _gqa(n_q, n_kv, None, attention_bias=bias, o_proj_bias=bias)
+    width = c.int("ffn_hidden_size", 4 * d, why="absent; 4 x hidden_size")
+    out["mlp"] = MLP.checked(
+        intermediate_size=width, gated=False, mlp_bias=bias, hidden_act=c.str("activation", "gelu")
+    )
+    c.ignore("apply_residual_connection_post_layernorm")
+    if legacy:
+        c.notes.append(f"legacy model_type {c.data.get('model_type')!r} read as falcon")
+    return out
+
+
+def _falcon_kv_heads(c: _Config, kv_key: str, n_q: int, new_arch: bool) -> int:
+    """falcon's KV heads: ``num_kv_heads`` in the new decoder architecture (default n_q); else 1
+    with ``multi_query`` (default) or n_q, a ``num_kv_heads`` that disagrees refused."""
     if new_arch:
         n_kv = c.int(kv_key, n_q, why="absent; = num_attention_heads")
         c.ignore("multi_query")
@@ -99,6 +122,12 @@ def _falcon(c: _Config, fam: _Family) -> dict[str, Any]:
         if c.has(kv_key) and c.int(kv_key) != n_kv:
             c.notes.append(f"{kv_key} = {n_q} is not read by the old decoder architecture (multi_query decides)")
         c.ignore(kv_key)
+    return n_kv
+
+
+def _falcon_norms(c: _Config, parallel: bool, new_arch: bool) -> int:
+    """falcon's LayerNorms per block: two without parallel attention; with it
+    ``num_ln_in_parallel_attn`` (1 or 2; 2 in the new architecture), else one shared."""
     if not parallel:
         c.ignore("num_ln_in_parallel_attn")
         n_ln = 2  # input_layernorm + post_attention_layernorm
@@ -109,22 +138,7 @@ def _falcon(c: _Config, fam: _Family) -> dict[str, Any]:
     else:
         c.ignore("num_ln_in_parallel_attn")
         n_ln = 1  # input_layernorm shared by attention and MLP
-    if d % n_q:
-        raise c.error("num_attention_heads", f"({n_q}) must divide hidden_size ({d})")
-    if n_q % n_kv:
-        raise c.error(kv_key, f"({n_kv}) must divide num_attention_heads ({n_q})")
-    bias = c.bool("bias", False)
-    out["norm_type"] = "layernorm"
-    out["norms_per_layer"] = n_ln
-    out["attention"] = _gqa(n_q, n_kv, None, attention_bias=bias, o_proj_bias=bias)
-    width = c.int("ffn_hidden_size", 4 * d, why="absent; 4 x hidden_size")
-    out["mlp"] = MLP.checked(
-        intermediate_size=width, gated=False, mlp_bias=bias, hidden_act=c.str("activation", "gelu")
-    )
-    c.ignore("apply_residual_connection_post_layernorm")
-    if legacy:
-        c.notes.append(f"legacy model_type {c.data.get('model_type')!r} read as falcon")
-    return out
+    return n_ln
 
 
 def _mamba2_spec(
@@ -223,6 +237,24 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
     n_q, n_kv, hd = _heads(c, d, fam)
     bias = c.bool("attention_bias", False)
     out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    out["mamba"] = _nemotron_mamba(c)
+    act = c.str(c.alias("mlp_hidden_act", "hidden_act"), "relu2")
+    out.update(nemotron3_blocks(c, pattern))
+    if "-" in pattern or "E" not in pattern:
+        out["mlp"] = MLP.checked(
+            intermediate_size=c.int("intermediate_size"),
+            gated=False,
+            hidden_act=act,
+            mlp_bias=c.bool("mlp_bias", False),
+        )
+    else:
+        c.ignore("intermediate_size")
+    return out
+
+
+def _nemotron_mamba(c: _Config) -> Any:
+    """nemotron_h's Mamba-2 mixer (in_proj / out_proj bias ``use_bias``, conv bias
+    ``use_conv_bias``); the mixer's kernel and training settings ignored (they change no count)."""
     proj_bias = c.bool("use_bias", False)
     if c.data.get("mamba_proj_bias") is True and not proj_bias:
         raise c.error("mamba_proj_bias", "= true disagrees with use_bias = false (the mixer's projection bias)")
@@ -243,7 +275,7 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
         "num_logits_to_keep",
         "layer_norm_epsilon",
     )
-    out["mamba"] = _mamba2_spec(
+    return _mamba2_spec(
         c,
         heads="mamba_num_heads",
         head_dim="mamba_head_dim",
@@ -254,18 +286,6 @@ def _nemotron_h(c: _Config, fam: _Family) -> dict[str, Any]:
         proj_bias=proj_bias,
         defaults=(128, 128, 8, 4),
     )
-    act = c.str(c.alias("mlp_hidden_act", "hidden_act"), "relu2")
-    out.update(nemotron3_blocks(c, pattern))
-    if "-" in pattern or "E" not in pattern:
-        out["mlp"] = MLP.checked(
-            intermediate_size=c.int("intermediate_size"),
-            gated=False,
-            hidden_act=act,
-            mlp_bias=c.bool("mlp_bias", False),
-        )
-    else:
-        c.ignore("intermediate_size")
-    return out
 
 
 def _granitemoehybrid(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -276,13 +296,24 @@ def _granitemoehybrid(c: _Config, fam: _Family) -> dict[str, Any]:
     output_linear [E, d, d_ff]) when ``num_local_experts`` > 0, and the gated shared_mlp of
     ``shared_intermediate_size`` (a dense MLP when there are no experts). Mamba inner width is
     ``mamba_expand`` x d = ``mamba_n_heads`` x ``mamba_d_head``."""
-    from llm_cost.specs.schema import MLP, MoE
-
     positions = c.str("position_embedding_type", "nope")
     if positions not in ("nope", "rope"):
         raise c.error("position_embedding_type", f"must be nope or rope (got {positions!r})")
     out = _common(c, fam, nope=positions == "nope")
     d, L = out["hidden_size"], out["num_hidden_layers"]
+    out["layer_types"] = _granite_layer_types(c, L)
+    raw = ["mamba" if t == LayerType.MAMBA2 else "attention" for t in out["layer_types"]]
+    n_q, n_kv, hd = _heads(c, d, fam)
+    bias = c.bool("attention_bias", False)
+    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    _granite_mamba(c, d, raw, out)
+    _granite_ffn(c, out)
+    return out
+
+
+def _granite_layer_types(c: _Config, L: int) -> list[LayerType]:
+    """granitemoehybrid's ``layer_types`` (or ``layers_block_type``): each layer Mamba-2 or full
+    attention; all Mamba when absent, as GraniteMoeHybridConfig defaults."""
     key = c.alias("layer_types", "layers_block_type")
     raw = c.raw(key)
     if raw is None or raw is _ABSENT_MARK:
@@ -299,11 +330,12 @@ def _granitemoehybrid(c: _Config, fam: _Family) -> dict[str, Any]:
         raise c.error(key, f"must be a list of {' / '.join(map(repr, remap))} (got {shown(repr(raw), 60)})")
     if len(raw) != L:
         raise c.error(key, f"has {len(raw)} entries but num_hidden_layers is {L}")
-    out["layer_types"] = [remap[t] for t in raw]
-    raw = ["mamba" if remap[t] == LayerType.MAMBA2 else "attention" for t in raw]
-    n_q, n_kv, hd = _heads(c, d, fam)
-    bias = c.bool("attention_bias", False)
-    out["attention"] = _gqa(n_q, n_kv, hd, attention_bias=bias, o_proj_bias=bias)
+    return [remap[t] for t in raw]
+
+
+def _granite_mamba(c: _Config, d: int, raw: list[str], out: dict[str, Any]) -> None:
+    """granitemoehybrid's Mamba-2 mixer in ``out["mamba"]`` when a layer is Mamba (its inner width
+    ``mamba_expand`` x d = ``mamba_n_heads`` x ``mamba_d_head``); its keys ignored otherwise."""
     if "mamba" in raw:
         expand = c.int("mamba_expand", 2)
         heads = c.int("mamba_n_heads", 128)
@@ -340,6 +372,14 @@ def _granitemoehybrid(c: _Config, fam: _Family) -> dict[str, Any]:
             "mamba_conv_bias",
             "mamba_proj_bias",
         )
+
+
+def _granite_ffn(c: _Config, out: dict[str, Any]) -> None:
+    """granitemoehybrid's feed-forward in ``out``: the MoE with its shared MLP when
+    ``num_local_experts`` > 0, else the shared MLP as a dense one (the multipliers and the router's
+    loss settings are ignored: they change no count)."""
+    from llm_cost.specs.schema import MLP, MoE
+
     c.ignore(
         "mamba_chunk_size",
         "embedding_multiplier",
@@ -367,7 +407,6 @@ def _granitemoehybrid(c: _Config, fam: _Family) -> dict[str, Any]:
         if not shared:
             raise c.error("shared_intermediate_size", "= 0 with no experts leaves the blocks without a feed-forward")
         out["mlp"] = MLP.checked(intermediate_size=shared, hidden_act=act)
-    return out
 
 
 def _minimax_m2(c: _Config, fam: _Family) -> dict[str, Any]:
@@ -438,27 +477,12 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
     router [E, d] without bias, E gated experts of ``intermediate_size`` and an ungated shared
     expert of the same width; the others a dense gated MLP of ``intermediate_size_mlp``. The wrapper
     adds the vision encoder of ``vision_config`` (Llama4VisionModel) and the projector."""
-    from llm_cost.specs.schema import MLP, MoE
-
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, hd = _heads(c, d, fam)
     bias = c.bool("attention_bias", False)
     chunk = c.opt_int("attention_chunk_size")
-    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.CHUNKED_ATTENTION))
-    if types is None:
-        if c.has("no_rope_layers"):
-            rope_layers = c.int_list("no_rope_layers")
-            if len(rope_layers) < L or any(v not in (0, 1) for v in rope_layers):
-                raise c.error("no_rope_layers", f"must list 0 or 1 for each of the {L} layers (got {rope_layers!r})")
-        else:
-            k = c.int("no_rope_layer_interval", 4)
-            rope_layers = [int((i + 1) % k != 0) for i in range(L)]
-        types = [
-            LayerType.CHUNKED_ATTENTION if rope_layers[i] and chunk else LayerType.FULL_ATTENTION for i in range(L)
-        ]
-    else:
-        c.ignore("no_rope_layers")
+    types = _llama4_layer_types(c, L, chunk)
     c.ignore(
         "no_rope_layer_interval",
         "use_qk_norm",
@@ -483,6 +507,41 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
         o_proj_bias=bias,
         attention_chunk_size=chunk if LayerType.CHUNKED_ATTENTION in types else None,
     )
+    _llama4_ffn(c, L, out)
+    if c.family == "llama4":
+        from llm_cost.specs.hf.vision import llama4_vision
+
+        out["vision"] = llama4_vision(c)
+    return out
+
+
+def _llama4_layer_types(c: _Config, L: int, chunk: int | None) -> list[LayerType]:
+    """llama4's layer types: ``layer_types`` as given, else chunked attention on the RoPE layers
+    (``no_rope_layers`` 1, default all but every ``no_rope_layer_interval``-th) when
+    ``attention_chunk_size`` is set, full attention on the others."""
+    types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.CHUNKED_ATTENTION))
+    if types is None:
+        if c.has("no_rope_layers"):
+            rope_layers = c.int_list("no_rope_layers")
+            if len(rope_layers) < L or any(v not in (0, 1) for v in rope_layers):
+                raise c.error("no_rope_layers", f"must list 0 or 1 for each of the {L} layers (got {rope_layers!r})")
+        else:
+            k = c.int("no_rope_layer_interval", 4)
+            rope_layers = [int((i + 1) % k != 0) for i in range(L)]
+        types = [
+            LayerType.CHUNKED_ATTENTION if rope_layers[i] and chunk else LayerType.FULL_ATTENTION for i in range(L)
+        ]
+    else:
+        c.ignore("no_rope_layers")
+    return types
+
+
+def _llama4_ffn(c: _Config, L: int, out: dict[str, Any]) -> None:
+    """llama4's feed-forward in ``out``: MoE on ``moe_layers`` (default every
+    ``interleave_moe_layer_step``-th) with a shared expert of the same width, a dense gated MLP of
+    ``intermediate_size_mlp`` on the others."""
+    from llm_cost.specs.schema import MLP, MoE
+
     if c.has("moe_layers"):
         moe_layers = set(c.int_list("moe_layers"))
         c.ignore("interleave_moe_layer_step")
@@ -505,11 +564,6 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
         out["mlp"] = MLP.checked(intermediate_size=c.int("intermediate_size_mlp", 16384), hidden_act=act)
     else:
         c.ignore("intermediate_size_mlp")
-    if c.family == "llama4":
-        from llm_cost.specs.hf.vision import llama4_vision
-
-        out["vision"] = llama4_vision(c)
-    return out
 
 
 def _gemma4(model_type: str) -> Callable[[_Config, _Family], dict[str, Any]]:

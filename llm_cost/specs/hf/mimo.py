@@ -121,28 +121,10 @@ def _mimo_v2(c: _Config, fam: _Family) -> dict[str, Any]:
     """mimo_v2_flash / mimo_v2 (module docstring): the generic reader's fields, then the
     departures of MiMoV2FlashAttention and the three MTP layers."""
     from llm_cost.specs.hf.generic import read_generic
-    from llm_cost.specs.schema import MTP, GQAAttention
+    from llm_cost.specs.schema import GQAAttention
 
     c.table_first = True  # transformers' MiMoV2FlashConfig defaults first, as the generic reader has them
-    for key in ("vision_config", "audio_config"):
-        if c.data.get(key):
-            raise c.error(key, "is set: MiMo-V2.5's vision and audio towers are not modelled (text checkpoints only)")
-    _schedules(c)
-    size = _window_size(c)
-    if c.has("attention_chunk_size") and size is not None and c.data["attention_chunk_size"] != size:
-        raise c.error(
-            "attention_chunk_size",
-            f"= {c.data['attention_chunk_size']} differs from the window's {size} previous tokens; "
-            "MiMo's chunk is its window",
-        )
-    c.ignore("attention_chunk_size")
-    if c.data.get("n_shared_experts"):
-        raise c.error("n_shared_experts", "is set: MiMoV2FlashSparseMoeBlock has no shared expert")
-    c.ignore("n_shared_experts", "swa_rope_theta", "attention_value_scale", "layernorm_epsilon", "moe_router_dtype")
-    c.ignore("attention_projection_layout")  # q/k/v fused in one tensor (MiMo-V2.5) or split: the same weights
-    layout = c.data.get("attention_projection_layout", "split")
-    if layout not in ("split", "fused_qkv"):
-        raise c.error("attention_projection_layout", f"must be split or fused_qkv (got {layout!r})")
+    _check_keys(c)
     out = read_generic(c, fam, _DEPARTURES)
     att = out["attention"]
     assert isinstance(att, GQAAttention)
@@ -169,6 +151,39 @@ def _mimo_v2(c: _Config, fam: _Family) -> dict[str, Any]:
         sink_layers="all" if full_sinks else "sliding",
     )
     out["attention"] = GQAAttention.checked(**fields)
+    _with_mtp(c, out, sliding)
+    return out
+
+
+def _check_keys(c: _Config) -> None:
+    """MiMo-V2's keys before the generic read: no vision or audio tower, no shared expert, a chunk
+    equal to the window, a split or fused q/k/v layout; the keys that change no count ignored."""
+    for key in ("vision_config", "audio_config"):
+        if c.data.get(key):
+            raise c.error(key, "is set: MiMo-V2.5's vision and audio towers are not modelled (text checkpoints only)")
+    _schedules(c)
+    size = _window_size(c)
+    if c.has("attention_chunk_size") and size is not None and c.data["attention_chunk_size"] != size:
+        raise c.error(
+            "attention_chunk_size",
+            f"= {c.data['attention_chunk_size']} differs from the window's {size} previous tokens; "
+            "MiMo's chunk is its window",
+        )
+    c.ignore("attention_chunk_size")
+    if c.data.get("n_shared_experts"):
+        raise c.error("n_shared_experts", "is set: MiMoV2FlashSparseMoeBlock has no shared expert")
+    c.ignore("n_shared_experts", "swa_rope_theta", "attention_value_scale", "layernorm_epsilon", "moe_router_dtype")
+    c.ignore("attention_projection_layout")  # q/k/v fused in one tensor (MiMo-V2.5) or split: the same weights
+    layout = c.data.get("attention_projection_layout", "split")
+    if layout not in ("split", "fused_qkv"):
+        raise c.error("attention_projection_layout", f"must be split or fused_qkv (got {layout!r})")
+
+
+def _with_mtp(c: _Config, out: dict[str, Any], sliding: bool) -> None:
+    """``out["mtp"]``: ``num_nextn_predict_layers`` MTP layers, else the
+    :data:`MIMO_MTP_LAYERS` the checkpoint ships (noted); dense blocks, sliding when the model's are."""
+    from llm_cost.specs.schema import MTP
+
     if c.has("num_nextn_predict_layers"):
         n_mtp = c.int("num_nextn_predict_layers", minimum=0)
     else:
@@ -185,7 +200,6 @@ def _mimo_v2(c: _Config, fam: _Family) -> dict[str, Any]:
             block_layer_type="sliding_attention" if sliding else "full_attention",
             block_mlp="dense",
         )
-    return out
 
 
 _F = _Family

@@ -166,12 +166,25 @@ def _minimax_m3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
     """minimax_m3_vl (module docstring): the language model, its block-sparse attention and the
     vision tower with both projectors."""
 
-    from llm_cost.specs.schema import MLP, MoE
-
     out = _common(c, fam)
     d, L = out["hidden_size"], out["num_hidden_layers"]
     n_q, n_kv, head_dim = _heads(c, d, fam)
     hd = head_dim or d // n_q
+    _attention_keys(c, out, hd)
+
+    freq = _feed_forward(c, out, L)
+
+    # MiniMax Sparse Attention
+    indexer = _sparse_indexer(c, L, freq)
+    out["attention"] = _gqa(n_q, n_kv, head_dim, qk_norm=True, qk_norm_width="head", indexer=indexer)
+    out["vision"] = _vision(c, out)
+    return out
+
+
+def _attention_keys(c: _Config, out: dict[str, Any], hd: int) -> None:
+    """MiniMaxM3VLAttention's keys checked: ``rotary_dim`` against ``partial_rotary_factor`` x
+    head_dim (setting the factor when absent), no output gate, per-head q/k norms, no reward heads;
+    the keys that change no count ignored, and the unpublished MTP modules noted."""
     if c.has("rotary_dim"):
         rot = c.int("rotary_dim")
         prf = out.get("partial_rotary_factor", 1.0)
@@ -210,7 +223,12 @@ def _minimax_m3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
             "mtp.* keys: not counted"
         )
 
-    # feed-forward schedule
+
+def _feed_forward(c: _Config, out: dict[str, Any], L: int) -> list[int]:
+    """The feed-forward schedule in ``out`` (each layer MoE or dense, :func:`_moe_flags`): the
+    dense MLP and the MoE with its shared experts; the schedule returned."""
+    from llm_cost.specs.schema import MLP, MoE
+
     freq = _moe_flags(c, L)
     dense = [i for i, f in enumerate(freq) if not f]
     lead = next((i for i, f in enumerate(freq) if f), L)
@@ -235,12 +253,7 @@ def _minimax_m3_vl(c: _Config, fam: _Family) -> dict[str, Any]:
     else:
         c.ignore("num_local_experts", "num_experts_per_tok", "intermediate_size", "shared_intermediate_size")
         c.ignore("n_shared_experts", "use_routing_bias")
-
-    # MiniMax Sparse Attention
-    indexer = _sparse_indexer(c, L, freq)
-    out["attention"] = _gqa(n_q, n_kv, head_dim, qk_norm=True, qk_norm_width="head", indexer=indexer)
-    out["vision"] = _vision(c, out)
-    return out
+    return freq
 
 
 def _vision(c: _Config, out: dict[str, Any]):
@@ -272,21 +285,7 @@ def _vision(c: _Config, out: dict[str, Any]):
         "torch_dtype",
         "dtype",
     )
-    merge_cfg = v.dict("img_token_compression_config") or {}
-    wrapper_merge = c.dict("img_token_compression_config")
-    if wrapper_merge is not None and merge_cfg and wrapper_merge != merge_cfg:
-        raise c.error("img_token_compression_config", "differs from vision_config.img_token_compression_config")
-    c.ignore("img_token_compression_config")
-    m = _Config(merge_cfg, c.file, c.family, c.defaults, c.notes, prefix="vision_config.img_token_compression_config.")
-    method = m.str("image_token_compression_method", "patch_merge")
-    if method != "patch_merge":
-        raise m.error("image_token_compression_method", f"must be patch_merge (got {method!r})")
-    v.ignore("img_token_compression_config")
-    temporal = (
-        m.int("temporal_patch_size", 2) if m.has("temporal_patch_size") else v.int("temporal_patch_size", 2, _VWHY)
-    )
-    merge = m.int("spatial_merge_size", 2) if m.has("spatial_merge_size") else v.int("spatial_merge_size", 2, _VWHY)
-    v.ignore("temporal_patch_size", "spatial_merge_size")
+    temporal, merge = _merge_sizes(c, v)
     if c.has("multimodal_projector_bias") and not c.bool("multimodal_projector_bias"):
         raise c.error("multimodal_projector_bias", "= false: MiniMaxM3VL's projectors always carry biases")
     kw = dict(
@@ -318,6 +317,27 @@ def _vision(c: _Config, out: dict[str, Any]):
         return MiniMaxM3Vision.checked(**kw)
     except ValidationError as exc:
         raise SpecError(f"{c.file}: vision_config is invalid: {exc.errors()[0]['msg']}") from None
+
+
+def _merge_sizes(c: _Config, v: _Config) -> tuple[int, int]:
+    """(temporal patch size, spatial merge size) of the vision tower ``v``: its
+    ``img_token_compression_config``'s (patch_merge only; the wrapper's copy must agree), else its own."""
+    merge_cfg = v.dict("img_token_compression_config") or {}
+    wrapper_merge = c.dict("img_token_compression_config")
+    if wrapper_merge is not None and merge_cfg and wrapper_merge != merge_cfg:
+        raise c.error("img_token_compression_config", "differs from vision_config.img_token_compression_config")
+    c.ignore("img_token_compression_config")
+    m = _Config(merge_cfg, c.file, c.family, c.defaults, c.notes, prefix="vision_config.img_token_compression_config.")
+    method = m.str("image_token_compression_method", "patch_merge")
+    if method != "patch_merge":
+        raise m.error("image_token_compression_method", f"must be patch_merge (got {method!r})")
+    v.ignore("img_token_compression_config")
+    temporal = (
+        m.int("temporal_patch_size", 2) if m.has("temporal_patch_size") else v.int("temporal_patch_size", 2, _VWHY)
+    )
+    merge = m.int("spatial_merge_size", 2) if m.has("spatial_merge_size") else v.int("spatial_merge_size", 2, _VWHY)
+    v.ignore("temporal_patch_size", "spatial_merge_size")
+    return temporal, merge
 
 
 _F = _Family
