@@ -18,6 +18,7 @@ from llm_cost.core.types import DTYPE_BITS, Dtype, Engine, StorageDtype, WeightF
 
 if TYPE_CHECKING:
     from llm_cost.analyses.capacity import MemoryPolicy
+    from llm_cost.analyses.saturation_runs import Formats, SaturationRun
     from llm_cost.analyses.serving_runs import ServingBand
     from llm_cost.analyses.train_rates import TrainRates
     from llm_cost.core.choices import Fp8Recipe, Framework
@@ -249,7 +250,7 @@ def time_model_of(
     return model
 
 
-def saturation_formats(run: Any) -> Any:
+def saturation_formats(run: SaturationRun) -> Formats:
     """A published serving run's (:class:`llm_cost.analyses.saturation_runs.SaturationRun`) weight
     bits, KV bits, compute dtype and time model, resolved as ``serve`` resolves them (a checkpoint's
     or MXFP4 run's weights are the checkpoint's), the time model's parameters those of the shipped

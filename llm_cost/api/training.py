@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
-from llm_cost.core.choices import Recompute
+from llm_cost.core.choices import Fp8Recipe, Framework, MoeDispatcher, Recompute
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_LAYOUT
 from llm_cost.core.types import Dtype
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from llm_cost.analyses.train_plan import TrainPlan
     from llm_cost.analyses.train_step import MoeRouting
     from llm_cost.analyses.training import TrainResult
+    from llm_cost.perf.profile import Profile
 
 __all__ = ["train", "train_plan", "TRAINING_DTYPES"]
 
@@ -33,8 +34,8 @@ def train(
     gpus: Optional[int] = None,
     mfu: Optional[float] = None,
     gpu_hours: Optional[float] = None,
-    recompute: Any = None,
-    dtype: Any = None,
+    recompute: Recompute | str | None = None,
+    dtype: Dtype | str | None = None,
     power_w: Optional[float] = None,
     pue: float = 1.0,
     grid_kg_per_kwh: Optional[float] = None,
@@ -51,13 +52,13 @@ def train(
     ep: Optional[int] = None,
     global_batch: Optional[int] = None,
     network_gb_s: Optional[float] = None,
-    profile: Any = None,
+    profile: Profile | str | None = None,
     tp_comm_overlap: Optional[bool] = None,
     top: Optional[int] = None,
-    framework: Any = None,
-    fp8_recipe: Any = None,
+    framework: Framework | str | None = None,
+    fp8_recipe: Fp8Recipe | str | None = None,
     fsdp_shard: Optional[int] = None,
-    moe_dispatcher: Any = None,
+    moe_dispatcher: MoeDispatcher | str | None = None,
     moe_capacity_factor: Optional[float] = None,
     ep_comm_overlap: Optional[bool] = None,
 ) -> Union[TrainResult, TrainPlan]:
@@ -161,17 +162,17 @@ def train_plan(
     dp: Optional[int] = None,
     ep: Optional[int] = None,
     zero: Optional[int] = None,
-    recompute: Any = None,
+    recompute: Recompute | str | None = None,
     micro_batch: Optional[int] = None,
-    dtype: Any = None,
-    framework: Any = None,
-    fp8_recipe: Any = None,
+    dtype: Dtype | str | None = None,
+    framework: Framework | str | None = None,
+    fp8_recipe: Fp8Recipe | str | None = None,
     fsdp_shard: Optional[int] = None,
-    moe_dispatcher: Any = None,
+    moe_dispatcher: MoeDispatcher | str | None = None,
     moe_capacity_factor: Optional[float] = None,
     ep_comm_overlap: bool = False,
     network_gb_s: Optional[float] = None,
-    profile: Any = None,
+    profile: Profile | str | None = None,
     tp_comm_overlap: Optional[bool] = None,
     power_w: Optional[float] = None,
     pue: float = 1.0,
