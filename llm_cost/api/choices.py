@@ -235,6 +235,20 @@ def profile_given(profile: object = None) -> Optional[Profile]:
     return load_profile(profile)
 
 
+def engine_context(spec: ModelSpec) -> int:
+    """The longest ``max_model_len`` vLLM starts with for ``spec`` without
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN: its ``max_position_embeddings``, times the ``rope_scaling``
+    factor of a linear, dynamic or YaRN scaling (YaRN's from ``original_max_position_embeddings``
+    when given; llama3, longrope and mrope positions are already the context): vLLM's
+    ``_get_and_verify_max_len`` (vllm/config, the derived maximum)."""
+    context, rope = spec.max_position_embeddings, spec.rope_scaling
+    if rope is None or rope.rope_type not in ("linear", "dynamic", "yarn") or not rope.factor:
+        return context
+    if rope.rope_type == "yarn" and rope.original_max_position_embeddings:
+        context = rope.original_max_position_embeddings
+    return int(context * rope.factor)
+
+
 def time_model_of(
     gpu: HardwareSpec, engine: object = None, profile: object = None, network_gb_s: object = None
 ) -> CalibratedModel | EfficiencyEstimate:
