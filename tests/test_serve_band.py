@@ -409,3 +409,13 @@ def test_other_engines_keep_the_profile_band(engine):
     run = api.serve("llama3-8b", "h100", 1024, 128, layout=ONE, qps=2.0, requests=40, engine=engine, seed=0)
     assert run.band is not None and run.band.source == "profile"
     assert any(n.code == "serve.band" and n.params["source"] == "profile" for n in run.conventions)
+
+
+def test_a_band_whose_runs_all_ran_faster_says_the_nominal_is_its_slow_end():
+    """When the runs' p90 of measured / predicted is under 1 (the simulator slower than every run but
+    a tenth), the slow end is the nominal figure itself: the note says so, so that a reader does not
+    take the first figure for the central one (a new user's trial)."""
+    _, p90 = _p10_p90([r["ratio"] for r in _shipped_runs()])
+    run = api.serve("llama3-8b", "h100", 1024, 64, layout=ONE, qps=2.0, requests=40, seed=0)
+    text = sentence(next(n for n in run.conventions if n.code == "serve.band"))
+    assert ("the nominal figure is the band's slow end" in text) == (p90 < 1), text

@@ -278,6 +278,12 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             f"{p['runs']} measured {p['engine']} runs (mean ITL measured/predicted p{p['percentiles'][0]}..p"
             f"{p['percentiles'][1]} = {p['p_low']:.2f}..{p['p_high']:.2f}"
             + (
+                "; the simulator's steps were slower than measured even at the p90, so the nominal figure is the "
+                "band's slow end, a pessimistic one"
+                if p["p_high"] < 1
+                else ""
+            )
+            + (
                 f"; {p['gpu']} is one of their GPUs"
                 if p.get("measured", p["transfer"] == 1)
                 else f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:.3g}x (how much wider the "
