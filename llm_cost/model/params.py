@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Dtype, LayerType
+from llm_cost.core.types import DTYPE_BITS, Dtype, LayerType
 from llm_cost.core.units import exact_bits, to_bytes
 from llm_cost.model.formats import MixedBits
 from llm_cost.model.structure import GROUPS, Structure, build, kv_shared_unloaded_params
@@ -205,6 +205,8 @@ def count_params(
     embedding = sum(t.total for t in s.tensors if t.part == "decoder" and t.group == "embedding")
     weight_bytes = to_bytes(total, exact_bits(bits))
     conventions = [note("params.counted"), note("params.n_gemm"), _weight_bytes_note(bits, str(dtype))]
+    if str(dtype) in ("fp8", "fp4") and not isinstance(bits, MixedBits) and bits == DTYPE_BITS[Dtype(dtype)]:
+        conventions.append(note("params.no_scales", dtype=str(dtype)))
     if READ_GENERICALLY in (spec.source.note or ""):
         conventions.append(note("params.read_generically", model_type=spec.model_type))
     unread = re.search(r"quantization_config ([\w.-]+)", spec.source.note or "") if spec.quantization is None else None

@@ -111,6 +111,9 @@ def _model_scaling(p: dict) -> str:
 TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "prediction.engine": _engine,
     "params.counted": "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
+    "params.no_scales": "{dtype}: every parameter, the embedding and LM head included, at the element's bits with "
+    "no scales (the source documents' convention); a checkpoint stores scales and keeps the embedding and LM head "
+    "in 16 bits: weigh it as nvfp4, mxfp4 or fp8_block, or read its config.json",
     "params.quantization_unread": "the config's quantization_config ({method}) is not a format this tool models: "
     "weights weighed at torch_dtype {dtype}; give the format with --weights-dtype where the command takes it",
     "params.read_generically": "model_type {model_type} read generically: not checked against a checkpoint of this "

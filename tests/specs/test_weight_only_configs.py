@@ -81,3 +81,12 @@ def test_a_format_not_modelled_is_weighed_at_torch_dtype_and_says_so(tmp_path, q
 def test_the_cli_prints_the_format(cli, tmp_path):
     out = cli("params", _config(tmp_path, AWQ))
     assert out.code == 0 and "weights at int4+bf16" in out.out and "39,767,785,472 B" in out.out
+
+
+@pytest.mark.parametrize("fmt, says", [("fp4", True), ("fp8", True), ("nvfp4", False), ("int4", False)])
+def test_a_plain_low_bit_format_says_it_counts_no_scales(fmt, says):
+    """--weights-dtype fp4/fp8 weigh every parameter at the element's bits (the source documents'
+    convention): Llama-3-8B at 4.02 GB in fp4, where an NVFP4 checkpoint with its scales and 16-bit
+    embedding is about 6 GB (a new user's trial); the result says so and names the formats with scales."""
+    r = llm_cost.params("llama3-8b", weights_dtype=fmt)
+    assert any(c.code == "params.no_scales" for c in r.conventions) == says
