@@ -72,9 +72,15 @@ def _train_flops(p: dict) -> str:
 
 
 def _profile(p: dict) -> str:
+    rowwise = p["rows"] == p["sources"]  # rows without a source: each its own, a hold-out by row
     held = (
-        f"; the fit predicts sources it never saw with a median error of {p['median']:.1%} ({p['rows']} rows of "
-        f"{p['sources']} sources, leave-one-source-out: llm-cost validate)"
+        (
+            f"; the fit predicts rows it never saw with a median error of {p['median']:.1%} ({p['rows']} rows, none "
+            "naming its source: leave-one-row-out, which cannot see a source's shared bias)"
+            if rowwise
+            else f"; the fit predicts sources it never saw with a median error of {p['median']:.1%} ({p['rows']} rows "
+            f"of {p['sources']} sources, leave-one-source-out: llm-cost validate)"
+        )
         if p["median"] is not None
         else ""
     )

@@ -22,3 +22,19 @@ def test_a_profile_on_another_family_is_transferred_with_a_wider_band():
     fitted = band_for(load_profile("hopper-vllm"), 8, 1024)
     assert fitted is not None and d.predicted_high_s is not None and d.predicted_s is not None
     assert d.predicted_high_s / d.predicted_s > fitted.high
+
+
+def test_a_profile_held_out_row_by_row_says_so(cli, tmp_path):
+    """A profile calibrated on rows of one file without a source column was held out row by row; its
+    note had called that '4 rows of 4 sources, leave-one-source-out' (a new user's trial)."""
+    rows = tmp_path / "rows.csv"
+    rows.write_text(
+        "model,gpu,phase,batch,context,tp,weights_dtype,group_size,kv_dtype,measured_ms\n"
+        "llama3-8b,h100,decode,1,128,1,bf16,,bf16,6.9\nllama3-8b,h100,decode,8,1024,1,bf16,,bf16,7.5\n"
+        "llama3-8b,h100,decode,64,2048,1,bf16,,bf16,12\nllama3-8b,h100,prefill,1,2048,1,bf16,,bf16,60\n",
+        encoding="utf-8",
+    )
+    profile = tmp_path / "mine.yaml"
+    assert cli("calibrate", str(rows), "-o", str(profile), "--engine", "vllm").code == 0
+    out = cli("roofline", "llama3-8b", "--gpu", "h100", "--batch", "8", "--context", "1K", "--profile", str(profile))
+    assert out.code == 0 and "leave-one-row-out" in out.out and "of 4 sources" not in out.out
