@@ -734,6 +734,8 @@ def _plan(
     family = training_efficiency()["families"].get(rates.family, {})
     widen = band_widening(spec, lay, dtype, seq, family.get("range", {}))
     band = min(0.95, rates.band * widen)
+    # the fast end is never past the peak: the step cannot take less than its hardware FLOPs at peak (HFU 1)
+    fast = max(1 - band, best.hfu)
     groups = lay.groups()
     links = {
         GROUP_NAMES[name]: cluster.links.describe(g)
@@ -757,7 +759,7 @@ def _plan(
         lay.label(), links, best.mfu, best.mfu_with_attention, best.hfu, best.step_time_s, tokens_per_s / gpus,
         days, gpu_hours, energy, power, costs.pue, price, gpu_hours * price if price is not None else None,
         grid, energy * grid / 1000 if grid is not None else None, band, widen,
-        (best.mfu / (1 + band), best.mfu / (1 - band)), (days * (1 - band), days * (1 + band)),
+        (best.mfu / (1 + band), best.mfu / fast), (days * fast, days * (1 + band)),
         best.breakdown.terms(), best.memory, gpu.capacity_bytes, [_summary(c) for c in fitting[:top]],
         _reasons(best, ranked, alternatives), len(ranked), len(fitting), defaults, conventions,
     )  # fmt: skip

@@ -642,3 +642,14 @@ def test_an_mtp_modules_routed_experts_are_split_over_ep_on_the_last_stage():
     last = model.outer_params(layout, first=False, last=True)
     assert last.experts == 256 * 3 * 7168 * 2048 / 64
     assert last.dense < 2e9  # MTP's attention, shared expert, projections and norms, the LM head
+
+
+@pytest.mark.parametrize("gpus", [3, 8, 64])
+def test_the_fast_end_of_a_plans_band_never_runs_the_gpus_past_their_peak(gpus):
+    """The band's fast end divides the step time by at most what would run the GPUs' hardware FLOPs
+    at peak (HFU 100%): a new user's trial read 'MFU [22.1% to 86.9%]' with an HFU of 51.9%, a fast
+    end at 127% of the dense BF16 peak."""
+    plan = llm_cost.train_plan("llama3-8b", 15 * 10**12, "h100", gpus=gpus)
+    fast = plan.mfu_range[1] / plan.mfu  # the step time's fast-end factor is its inverse
+    assert plan.hfu * fast <= 1 + 1e-9
+    assert plan.days_range[0] == pytest.approx(plan.days / fast)
