@@ -483,6 +483,7 @@ def run_configuration(
     if candidate is None:
         timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
         _check_prefill_keeps_up(traffic, engine, timer, replicas, layout)
+        _check_decode_steps(traffic, timer)
     result, scale = _simulate_deployment(
         spec, gpu, layout, traffic, engine, time_model, tokens, pool.state_blocks, replicas, router, formats, seed,
         timer,
@@ -505,6 +506,42 @@ def _prefill_rate(engine: EngineConfig, timer: StepTimer, budget: int, ranks: in
     replica's ``ranks`` each prefill their own chunk of their share of the budget."""
     prompts = max(ranks, int(budget // prompt) if prompt >= 1 else 1)
     return budget / timer.seconds(0, 0, budget, 0, min(prompts, budget))
+
+
+#: The decode steps one simulation may take, estimated (:func:`_check_decode_steps`): runs of decode
+#: steps advance together at about 1 us a step on this 2-core machine (20,000 requests of 419 tokens
+#: at 0.01/s, 8.4 million steps one sequence at a time: 9 s), so about 2 s.
+MAX_DECODE_STEPS = 2**21
+
+
+def _check_decode_steps(traffic: Workload | Trace, timer: StepTimer) -> None:
+    """InputError when ``traffic``'s requests would decode nearly alone for more than
+    :data:`MAX_DECODE_STEPS` engine steps: at a low rate each request's output tokens take a step
+    each, shared with the few sequences in flight, about rate x output x the one-sequence step time
+    of them (Little's law at light load); the token cap of a simulation assumes steps shared by many.
+    The error names the most requests that stay within it."""
+    from llm_cost.simulate import Trace as _Trace
+    from llm_cost.simulate.workload import request_bound
+
+    rate = offered_rps(traffic)
+    if rate is None:
+        return
+    count = float(len(traffic.rows)) if isinstance(traffic, _Trace) else request_bound(traffic)
+    prompt, output = _mean_lengths(traffic)
+    if not math.isfinite(count) or output < 1:
+        return
+    alone = timer.seconds(1, int(prompt + output / 2))
+    in_flight = max(1.0, rate * output * alone)
+    steps = count * output / in_flight
+    if steps <= MAX_DECODE_STEPS:
+        return
+    most = max(1, int(MAX_DECODE_STEPS * in_flight / output))
+    raise InputError(
+        f"requests: {count:,.0f} arrivals of {output:,.0f} output tokens at {rate:,.3g}/s decode about "
+        f"{in_flight:,.2g} at a time: about {steps:,.0f} engine steps, more than the {MAX_DECODE_STEPS:,} one "
+        f"simulation takes (about 2 s); give at most {most:,} of them, or a higher rate",
+        fields=("requests",),
+    )
 
 
 def _check_prefill_keeps_up(
