@@ -530,7 +530,7 @@ def _check_decode_steps(traffic: Workload | Trace, timer: StepTimer) -> None:
     prompt, output = _mean_lengths(traffic)
     if not math.isfinite(count) or output < 1:
         return
-    alone = timer.seconds(1, int(prompt + output / 2))
+    alone = timer.time_of((1, int(prompt + output / 2), 0, 0, 0))  # timed, not met: the run's shapes stay its own
     in_flight = max(1.0, rate * output * alone)
     steps = count * output / in_flight
     if steps <= MAX_DECODE_STEPS:
