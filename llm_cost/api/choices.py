@@ -176,6 +176,12 @@ def _stored_format(spec: ModelSpec, weights_dtype: Any) -> WeightFormat:
     return WeightFormat(q.weights_format if q is not None else spec.torch_dtype)
 
 
+def stored_element(spec: ModelSpec, weights_dtype: object = None) -> Dtype:
+    """The element dtype of the quantized weights (``weights_dtype``, else the checkpoint's format):
+    what a step's activations are quantized to when no GPU says its compute dtype."""
+    return _stored_format(spec, weights_dtype).element
+
+
 def _default_compute(fmt: WeightFormat, gpu: HardwareSpec) -> Dtype:
     """The compute dtype engines pick for weights in ``fmt`` on ``gpu`` (see :func:`compute_dtype`)."""
     if fmt.element is Dtype.FP8 and "fp8" in gpu.dense_tflops:

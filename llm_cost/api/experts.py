@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import StorageDtype
+from llm_cost.core.types import Dtype, StorageDtype
 
 if TYPE_CHECKING:
     from llm_cost.analyses.moe import MoEResult
@@ -24,7 +24,7 @@ def moe(
     weights_dtype: Optional[WeightsDtypeArg] = None,
     ep: int = 1,
     redundant_experts: int = 0,
-    dispatch_dtype: KvDtypeArg = StorageDtype.FP8,
+    dispatch_dtype: Optional[KvDtypeArg] = None,
     combine_dtype: KvDtypeArg = StorageDtype.BF16,
     tp: int = 8,
     prompt_tokens: int = 4096,
@@ -34,15 +34,16 @@ def moe(
     """MoE parameter counts (total, active, read per step), expected experts hit per decode
     batch, expert-parallel memory and all-to-all volume against the TP all-reduce
     (``llm-cost moe``); with ``gpu``, the expert GEMMs' ridge at the step's compute dtype
-    (:func:`llm_cost.api.choices.compute_dtype`). InputError naming the argument: a ``tp`` that
-    does not divide the heads, a ``dtype`` without ``gpu``."""
+    (:func:`llm_cost.api.choices.compute_dtype`). ``dispatch_dtype`` by default the step's
+    (:func:`llm_cost.workload.step.dispatch_bits_of`: FP8 for FP8 or FP4 activations, else BF16),
+    the compute dtype with ``gpu``, else the weights' format's element. InputError naming the
+    argument: a ``tp`` that does not divide the heads, a ``dtype`` without ``gpu``."""
     from llm_cost.analyses.moe import moe_analysis
 
     batches = checks.counts(batches, "batches")
     ep, tp = checks.count(ep, "ep", 1, 2**16), checks.count(tp, "tp", 1, 2**16)
     redundant = checks.count(redundant_experts, "redundant_experts", 0, 2**16)
     prompt = checks.count(prompt_tokens, "prompt_tokens")
-    dispatch = checks.choice(dispatch_dtype, StorageDtype, "dispatch_dtype")
     combine = checks.choice(combine_dtype, StorageDtype, "combine_dtype")
     s = load_model(model)
     from llm_cost.model.layout import Layout, validate_layout
@@ -53,4 +54,14 @@ def moe(
     g = load_gpu(gpu) if gpu is not None else None
     compute = choices.compute_dtype(s, g, dtype, weights_dtype) if g is not None else None
     bits = choices.weight_bits(s, weights_dtype)
-    return moe_analysis(s, batches, bits, ep, redundant, dispatch.bits, combine.bits, tp, prompt, g, compute)
+    dispatch = _dispatch_bits(dispatch_dtype, compute or choices.stored_element(s, weights_dtype))
+    return moe_analysis(s, batches, bits, ep, redundant, dispatch, combine.bits, tp, prompt, g, compute)
+
+
+def _dispatch_bits(dispatch_dtype: Optional[KvDtypeArg], activations: Dtype) -> int:
+    """The dispatch's bits: ``dispatch_dtype``'s if given, else the step's for ``activations``."""
+    from llm_cost.workload.step import dispatch_bits_of
+
+    if dispatch_dtype is not None:
+        return checks.choice(dispatch_dtype, StorageDtype, "dispatch_dtype").bits
+    return dispatch_bits_of(activations)

@@ -71,7 +71,12 @@ Redundant = Annotated[
     ),
 ]
 Dispatch = Annotated[
-    StorageDtype, typer.Option("--dispatch-dtype", case_sensitive=False, help="All-to-all dispatch dtype.")
+    Optional[StorageDtype],
+    typer.Option(
+        "--dispatch-dtype",
+        case_sensitive=False,
+        help="All-to-all dispatch dtype (default: fp8 for FP8 or FP4 activations, else bf16).",
+    ),
 ]
 Combine = Annotated[
     StorageDtype, typer.Option("--combine-dtype", case_sensitive=False, help="All-to-all combine dtype.")
@@ -101,7 +106,7 @@ def moe(
     weights_dtype: WeightsDtype = None,
     ep: EpDegree = 1,
     redundant_experts: Redundant = 0,
-    dispatch_dtype: Dispatch = StorageDtype.FP8,
+    dispatch_dtype: Dispatch = None,
     combine_dtype: Combine = StorageDtype.BF16,
     tp: TpDegree = 8,
     prompt: Prompt = 4096,

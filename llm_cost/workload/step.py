@@ -1113,6 +1113,15 @@ def _last_ops(plan: _Plan, st: _StagePlan, layout: Layout, tokens: int, extra: l
     return list(st.vectors) + extra + _collective_ops(plan, st, layout, tokens)
 
 
+def dispatch_bits_of(compute_dtype: Dtype) -> int:
+    """Bits of a token's hidden state in an EP all-to-all dispatch when the step computes in
+    ``compute_dtype``: 8 when its GEMMs take FP8 (or FP4) activations, which the dispatch quantizes
+    before sending (DeepEP's FP8 dispatch, as DeepSeek-V3 serves and trains); else the activations'
+    16 bits (vLLM's and SGLang's all-to-all send a BF16 model's tokens as they are). The combine
+    returns 16 bits either way."""
+    return 8 if compute_dtype in (Dtype.FP8, Dtype.FP4) else 16
+
+
 def build_step(
     spec: ModelSpec,
     groups: Sequence[SeqGroup],
@@ -1125,7 +1134,7 @@ def build_step(
     attention: AttentionMask = AttentionMask.CAUSAL,
     mla_form: MLAForm | None = None,
     weight_bytes: WeightBytes = WeightBytes.READ,
-    dispatch_bits: int = 8,
+    dispatch_bits: int | None = None,
     combine_bits: int = 16,
     elementwise: bool = False,
     sequence_parallel: bool = False,
@@ -1139,12 +1148,14 @@ def build_step(
     plain or absorbed (default: absorbed for decode, plain otherwise); ``weight_bytes`` read or
     resident (see the module docstring); ``elementwise`` adds the memory-bound kernels between the
     GEMMs (a training step's), ``sequence_parallel`` splits their tokens over TP. InputError for an
-    invalid layout or an empty step; ``materialised_scores`` (with ``elementwise``) times attention
+    invalid layout or an empty step; ``dispatch_bits`` (default :func:`dispatch_bits_of` the compute
+    dtype) the EP dispatch's; ``materialised_scores`` (with ``elementwise``) times attention
     as it ran before FlashAttention, its s x s scores written and read in memory."""
     groups, phase, mla_form = _rank_step(spec, groups, layout, mla_form)
     bits = weight_bits_of(weight_bits)
     resident = weight_bytes == WeightBytes.RESIDENT
-    plan = _plan(spec, layout, bits, mla_form, resident, dispatch_bits, combine_bits)
+    dispatch = dispatch_bits if dispatch_bits is not None else dispatch_bits_of(compute_dtype)
+    plan = _plan(spec, layout, bits, mla_form, resident, dispatch, combine_bits)
     tokens = sum(g.tokens for g in groups)
     logit_rows = tokens if logits == Logits.ALL else sum(g.count for g in groups)
     routed_tokens = tokens * (layout.dp if layout.ep > 1 else 1)  # EP ranks serve every replica's tokens
@@ -1229,7 +1240,7 @@ def split_step(
         _VALID.clear()
     _VALID[(id(spec), layout)] = spec
     bits = weight_bits_of(weight_bits)
-    plan = _plan(spec, layout, bits, mla_form, False, 8, 16)
+    plan = _plan(spec, layout, bits, mla_form, False, dispatch_bits_of(compute_dtype), 16)
     tokens = sum(g.tokens for g in groups)
     logit_rows = sum(g.count for g in groups)
     routed_tokens = tokens * (layout.dp if layout.ep > 1 else 1)  # EP ranks serve every replica's tokens

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import OpKind, OpRole
+from llm_cost.core.types import Dtype, OpKind, OpRole
 from llm_cost.model.layout import Layout, per_gpu
 from llm_cost.specs.load import load_model
 from llm_cost.workload.step import build_step, prefill
@@ -70,10 +70,10 @@ def test_dp32_ep32_gpu_does_its_replicas_share_of_the_expert_work():
 
 def test_dp32_ep32_all_to_all_per_gpu():
     """Each GPU dispatches its replica's 16,000 tokens to k = 8 experts, 31/32 of them on other GPUs,
-    7,168 elements at FP8 (1 B), and sends back as many expert outputs at BF16 (2 B) in the combine,
+    7,168 elements at FP8 (1 B: the step computes in FP8, as DeepSeek-V3 serves), and sends back as many expert outputs at BF16 (2 B) in the combine,
     in each of the 58 MoE layers: 16,000 x 8 x 31/32 x 7,168 x 3 B x 58 = 154,656,768,000 B per GPU,
     in two calls per layer (the dispatch and the combine kernels)."""
-    step = build_step(V3, prefill(256, 2000), layout=Layout(dp=32, ep=32), weight_bits=8)
+    step = build_step(V3, prefill(256, 2000), layout=Layout(dp=32, ep=32), weight_bits=8, compute_dtype=Dtype.FP8)
     (a2a,) = [op for op in step.ops if op.role == OpRole.EP_ALL_TO_ALL]
     assert a2a.layers == 2 * L_MOE
     assert a2a.collective.ranks == 32
@@ -84,7 +84,7 @@ def test_tp8_ep8_all_to_all_splits_the_tokens_over_the_tp_ranks():
     """EP 8 over TP 8 (DP 1): the replica's tokens are split over its 8 ranks for the dispatch, so a
     GPU sends 1/8 of 1,024 tokens x 8 experts x 7/8 remote x 7,168 x 3 B per MoE layer, half of it
     in each of the layer's two calls (dispatch, combine)."""
-    step = build_step(V3, prefill(1, 1024), layout=Layout(tp=8, ep=8), weight_bits=8)
+    step = build_step(V3, prefill(1, 1024), layout=Layout(tp=8, ep=8), weight_bits=8, compute_dtype=Dtype.FP8)
     (a2a,) = [op for op in step.ops if op.role == OpRole.EP_ALL_TO_ALL]
     assert a2a.collective.bytes_per_call * 2 == 1024 * 8 * 7 * 7168 * 3 // (8 * 8)
 
