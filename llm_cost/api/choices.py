@@ -176,10 +176,14 @@ def _stored_format(spec: ModelSpec, weights_dtype: Any) -> WeightFormat:
     return WeightFormat(q.weights_format if q is not None else spec.torch_dtype)
 
 
-def stored_element(spec: ModelSpec, weights_dtype: object = None) -> Dtype:
-    """The element dtype of the quantized weights (``weights_dtype``, else the checkpoint's format):
-    what a step's activations are quantized to when no GPU says its compute dtype."""
-    return _stored_format(spec, weights_dtype).element
+def activation_dtype(spec: ModelSpec, weights_dtype: object = None) -> Dtype:
+    """The dtype a step's activations take when no GPU says its compute dtype (:func:`compute_dtype`'s
+    rule on a GPU with every peak): FP8 for FP8 weights, FP4 for NVFP4 or FP4 weights, else BF16
+    (weight-only formats, MXFP4 and integers, and 16/32-bit checkpoints)."""
+    fmt = _stored_format(spec, weights_dtype)
+    if fmt.element is Dtype.FP8:
+        return Dtype.FP8
+    return Dtype.FP4 if fmt in (WeightFormat.NVFP4, WeightFormat.FP4) else Dtype.BF16
 
 
 def _default_compute(fmt: WeightFormat, gpu: HardwareSpec) -> Dtype:

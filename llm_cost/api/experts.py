@@ -36,7 +36,7 @@ def moe(
     (``llm-cost moe``); with ``gpu``, the expert GEMMs' ridge at the step's compute dtype
     (:func:`llm_cost.api.choices.compute_dtype`). ``dispatch_dtype`` by default the step's
     (:func:`llm_cost.workload.step.dispatch_bits_of`: FP8 for FP8 or FP4 activations, else BF16),
-    the compute dtype with ``gpu``, else the weights' format's element. InputError naming the
+    the compute dtype with ``gpu``, else :func:`llm_cost.api.choices.activation_dtype`. InputError naming the
     argument: a ``tp`` that does not divide the heads, a ``dtype`` without ``gpu``."""
     from llm_cost.analyses.moe import moe_analysis
 
@@ -54,7 +54,7 @@ def moe(
     g = load_gpu(gpu) if gpu is not None else None
     compute = choices.compute_dtype(s, g, dtype, weights_dtype) if g is not None else None
     bits = choices.weight_bits(s, weights_dtype)
-    dispatch = _dispatch_bits(dispatch_dtype, compute or choices.stored_element(s, weights_dtype))
+    dispatch = _dispatch_bits(dispatch_dtype, compute or choices.activation_dtype(s, weights_dtype))
     return moe_analysis(s, batches, bits, ep, redundant, dispatch, combine.bits, tp, prompt, g, compute)
 
 
