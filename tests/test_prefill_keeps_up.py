@@ -30,3 +30,17 @@ def test_a_small_chunk_that_a_larger_one_would_cure_names_the_chunk(cli):
               "--chunk", "1024", "--max-num-seqs", "256", "--requests", "500")  # fmt: skip
     assert out.code == 2 and "grow without end" in out.err
     assert re.search(r"give --chunk [\d,]+ or more", out.err), out.err
+
+
+def test_requests_longer_than_the_models_context_ask_for_shorter_requests_not_a_max_model_len(cli):
+    """agentic-long-context's prompts (about 121K tokens) on Llama-3-8B (context 8,192): no
+    max_model_len can take them, so the error no longer asks for one (a new user's trial)."""
+    out = cli("serve", "llama3-8b", "--gpu", "h100", "--workload", "agentic-long-context", "--qps", "1")
+    assert out.code == 2 and "longer than the model's context of 8,192 tokens" in out.err
+    assert "give --max-model-len" not in out.err
+
+
+def test_requests_longer_than_max_model_len_name_the_length_that_takes_them(cli):
+    out = cli("serve", "llama3.1-8b", "--gpu", "h100", "--tp", "1", "--qps", "1", "--input", "20K", "--output", "100",
+              "--max-model-len", "16384")  # fmt: skip
+    assert out.code == 2 and "give --max-model-len 20,580 or more" in out.err  # 20,480 + 100

@@ -1056,10 +1056,20 @@ def _all_refused(
             fields=("max_model_len", "trace"),
         )
     if limit is not None and mean_in + mean_out > limit:
+        head = (
+            f"every request was refused: prompts of {mean_in:,.0f} + {mean_out:,.0f} output tokens (mean) are "
+            f"longer than max_model_len {limit:,}"
+        )
+        if mean_in + mean_out > context:  # no max_model_len can take them: the model's context cannot
+            return InputError(
+                f"input_tokens: every request was refused: prompts of {mean_in:,.0f} + {mean_out:,.0f} output tokens "
+                f"(mean) are longer than the model's context of {context:,} tokens (no max_model_len may exceed it): "
+                "shorter requests (input_tokens, a workload's lengths), or a model of a longer context",
+                fields=("input_tokens", "workload"),
+            )
         return InputError(
-            f"max_model_len: every request was refused: prompts of {mean_in:,.0f} + {mean_out:,.0f} output tokens "
-            f"(mean) are longer than max_model_len {limit:,}; give a larger max_model_len (the model's context "
-            "at most) or shorter input_tokens",
+            f"max_model_len: {head}; give max_model_len {math.ceil(mean_in + mean_out):,} or more (the model's "
+            f"context of {context:,} at most) or shorter input_tokens",
             fields=("max_model_len", "input_tokens"),
         )
     if alone:
