@@ -441,7 +441,7 @@ ROWS = [
         lambda t: ["serve", "llama3-8b", "--input", "1M", "--output", "1M", "--json"],
         {},
         2,
-        "longer than --max-model-len 8,192",
+        "longer than the model's context of 8,192 tokens",
     ),
     (
         "serve-tiny-4090",

@@ -54,15 +54,19 @@ def test_a_percentile_outside_0_100_is_refused_naming_the_target(text):
     assert info.value.fields == ("ttft_s",)
 
 
-def test_every_request_refused_is_an_error_naming_max_model_len():
+def test_every_request_refused_is_an_error_naming_what_would_take_them():
     """``serve llama3-8b --qps 0.1 --input 32K``: 32,768 + 256 tokens is more than the default
-    max_model_len of 8,192 (Llama-3-8B's context), so every request is refused; this was exit 0
-    with an empty table. Now one line naming max_model_len and its limit, for one configuration
-    and for the plan."""
+    max_model_len of 8,192, Llama-3-8B's context, so every request is refused; this was exit 0
+    with an empty table. Now one line, for one configuration and for the plan: past the model's
+    context it names the requests' length (no max_model_len may exceed the context); within it,
+    the max_model_len that takes them."""
     for layout in (api.Layout(tp=1), None):
         with pytest.raises(LlmCostError) as info:
             api.serve("llama3-8b", "h100", 32768, 256, qps=0.1, layout=layout, requests=50)
-        assert "max_model_len" in info.value.fields and "8,192" in str(info.value)
+        assert "input_tokens" in info.value.fields and "context of 8,192 tokens" in str(info.value)
+        with pytest.raises(LlmCostError) as info:
+            api.serve("llama3.1-8b", "h100", 32768, 256, qps=0.1, layout=layout, requests=50, max_model_len=8192)
+        assert "max_model_len" in info.value.fields and "33,024 or more" in str(info.value)
 
 
 def test_the_cost_convention_is_stated_in_both_modes():
@@ -148,12 +152,13 @@ def test_emitted_max_model_len_fits_the_plans_kv_cache():
     (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory: "To serve at least one request with
     the models's max seq len ..."). Llama-3-8B on one H100 holds a few hundred thousand tokens of KV
     (2 x 32 x 8 x 128 x 2 B = 128 KiB each): a 10M-token max_model_len is emitted as the replica's KV
-    capacity, with a note; a length that fits (8,192) is kept."""
+    capacity, with a note; a length that fits (8,192) is kept. Llama-3.1-8B at a GPU memory
+    utilisation of 0.3 holds fewer tokens than its 131,072-token context."""
     kw = dict(gpus=1, ttft_s="p99:2s", requests=100, emit="vllm")
-    plan = api.serve("llama3-8b", "h100", 2048, 256, max_model_len=10_000_000, **kw)
+    plan = api.serve("llama3.1-8b", "h100", 2048, 256, max_model_len=131072, gpu_memory_utilization=0.3, **kw)
     argv = list(plan.launch.argv)
     emitted = int(argv[argv.index("--max-model-len") + 1])
-    assert emitted == plan.chosen.kv_capacity_tokens < 10_000_000
+    assert emitted == plan.chosen.kv_capacity_tokens < 131072
     assert any(n.code == "launch.max_model_len_capped" for n in plan.launch.conventions)
     fits = list(api.serve("llama3-8b", "h100", 2048, 256, max_model_len=8192, **kw).launch.argv)
     assert fits[fits.index("--max-model-len") + 1] == "8192"

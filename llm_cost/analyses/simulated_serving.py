@@ -46,6 +46,7 @@ from llm_cost.analyses.serving.search import pcie_note
 from llm_cost.analyses.serving_runs import ServingBand, replica_kv_pool
 from llm_cost.core.choices import BandSource, Router, ServingMode
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import MAX_DECODE_STEPS
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
@@ -506,12 +507,6 @@ def _prefill_rate(engine: EngineConfig, timer: StepTimer, budget: int, ranks: in
     replica's ``ranks`` each prefill their own chunk of their share of the budget."""
     prompts = max(ranks, int(budget // prompt) if prompt >= 1 else 1)
     return budget / timer.seconds(0, 0, budget, 0, min(prompts, budget))
-
-
-#: The decode steps one simulation may take, estimated (:func:`_check_decode_steps`): runs of decode
-#: steps advance together at about 1 us a step on this 2-core machine (20,000 requests of 419 tokens
-#: at 0.01/s, 8.4 million steps one sequence at a time: 9 s), so about 2 s.
-MAX_DECODE_STEPS = 2**21
 
 
 def _check_decode_steps(traffic: Workload | Trace, timer: StepTimer) -> None:

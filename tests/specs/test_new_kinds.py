@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llm_cost.core.types import LayerType, OpRole
+from llm_cost.core.types import Dtype, LayerType, OpRole
 from llm_cost.model.kv import kv_bytes, kv_bytes_per_token, kv_cache
 from llm_cost.model.params import count_params
 from llm_cost.model.structure import build
@@ -385,8 +385,9 @@ def test_nemotron3_super_cache_and_state_by_hand():
 
 def test_a_latent_moe_dispatches_the_latent_width():
     """With EP the token goes to its 22 experts at l = 1024 wide (fc1_latent_proj runs before the
-    dispatch): 22 x 1024 x (8 + 16) / 8 bytes per token per MoE layer, times (ep - 1) / ep^2 sent
-    by one GPU; the moe analysis reports the same 22 x 1024 B of FP8 dispatch."""
+    dispatch): 22 x 1024 x (8 + 16) / 8 bytes per token per MoE layer under FP8 compute (FP8
+    dispatch), times (ep - 1) / ep^2 sent by one GPU; the moe analysis reports the same 22 x 1024 B
+    of FP8 dispatch."""
     import json
 
     from llm_cost.analyses.moe import moe_analysis
@@ -394,10 +395,10 @@ def test_a_latent_moe_dispatches_the_latent_width():
 
     nano = json.loads((FIXTURES / "nemotron-3-nano-30b-a3b" / "config.json").read_text(encoding="utf-8"))
     spec, _ = hf_to_spec({**nano, "moe_latent_size": 1024, "num_experts_per_tok": 22}, "latent/config.json")
-    step = build_step(spec, decode(16, 100), layout=Layout(tp=8, ep=8))
+    step = build_step(spec, decode(16, 100), layout=Layout(tp=8, ep=8), compute_dtype=Dtype.FP8)
     (a2a,) = [o for o in step.ops if o.role == OpRole.EP_ALL_TO_ALL]
     assert a2a.collective.bytes_per_call * 2 * 64 == 16 * 22 * 1024 * (8 + 16) // 8 * 7  # dispatch + combine calls
-    assert moe_analysis(spec, [1]).dispatch_bytes_per_token_per_layer == 22 * 1024
+    assert moe_analysis(spec, [1], dispatch_bits=8).dispatch_bytes_per_token_per_layer == 22 * 1024
 
 
 # -- refusals: shape-changing keys the new mappings cannot place -----------------------------------
