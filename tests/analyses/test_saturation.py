@@ -63,6 +63,15 @@ def test_saturation_medians_hold_their_bounds(saturation):
     assert saturation.median_engine["vllm"]["output_tokens_per_s"] <= 0.43
 
 
+def test_sglang_itl_is_a_decode_step_between_prompt_steps(saturation):
+    """SGLang runs a step of prompts alone, prefill first (``--enable-mixed-chunk`` off by
+    default), so most of a request's gaps are decode steps, not steps carrying an 8,192-token
+    prompt chunk: its 21 runs' median |error| on ITL P50 at most 35% (31.1% when written; 79.2%
+    when its steps mixed prompts and decodes as vLLM's, e.g. DeepSeek-R1 H200 32K prompts: 35.3 ms
+    measured, 420 ms predicted then, 46 ms now)."""
+    assert saturation.median_engine["sglang"]["itl_p50_ms"] <= 0.35
+
+
 def test_the_api_server_time_is_fitted_leaving_each_source_out():
     """Two sources whose runs are best replayed at different API-server times: each source's fold
     takes the other's value, and its out-of-source errors are its runs at that value."""
