@@ -316,6 +316,7 @@ class _Engine:
         self.phases = [0] * config.block_tokens  # members by (computed - tick0) mod block size
         self.finishing: list[tuple[int, int, int, _Live]] = []  # (tick, index, version, member)
         self.frontend_free = 0.0  # when the API server's serial stage is next free
+        self.stall = 0.0  # seconds of SGLang's prompt steps since the cohort's last tick
 
     def enter(self, t: float, req: Request, user: int) -> None:
         """``req``, sent at ``t``, passes the API server's serial stage (module docstring) and
@@ -402,7 +403,7 @@ class _Engine:
             r.computed += ticks
             r.tokens += ticks
             r.generated += ticks
-            r.last_s = self.now  # the last tick ended now
+            r.last_s = self.now - self.stall  # the last tick ended then (SGLang's prompt steps since)
             longest = self.longest_tick(r.tick0)
             if longest > r.itl_max:
                 r.itl_max = longest
@@ -446,6 +447,7 @@ class _Engine:
                 self.sync(r)
         self.finishing.clear()
         self.explicit = list(self.running)
+        self.stall = 0.0
 
     def regroup(self) -> None:
         """After an explicit step, the decoding requests form the cohort again."""
@@ -457,7 +459,17 @@ class _Engine:
                 self.explicit.append(r)
 
     def tick_cohort(self, seconds: float, steps: int = 1) -> None:
-        """``steps`` ticks of ``seconds`` each: every member decodes a token per tick."""
+        """``steps`` ticks of ``seconds`` each: every member decodes a token per tick (the first
+        tick's gap also spans SGLang's prompt steps since the last tick, ``stall`` seconds)."""
+        stall, self.stall = self.stall, 0.0
+        if stall:
+            self.ticks(seconds + stall, 1)
+            steps -= 1
+        if steps:
+            self.ticks(seconds, steps)
+
+    def ticks(self, seconds: float, steps: int) -> None:
+        """``steps`` ticks whose gaps are ``seconds`` each."""
         self.tick += steps
         peaks, ticks = self.peak_times, self.peak_ticks
         while peaks and peaks[-1] <= seconds:
@@ -709,7 +721,8 @@ class _Engine:
         pool.take(member_blocks)
         for r, n in chunks:
             pool.allocate(r.seq, r.computed + n)
-        self.admit(budget, chunks)
+        if not self.estimate:  # SGLang's admission was tried for a prompt step
+            self.admit(budget, chunks)
         if not chunks and not self.members:
             return True  # nothing to run: the caller jumps ahead
         members = self.members
@@ -732,7 +745,7 @@ class _Engine:
     def sglang_prefill(self) -> bool | None:
         """SGLang's prefill-first step without mixed chunks (module docstring): the prompts being
         prefilled and the waiting requests admitted, alone, the decoding requests waiting for the
-        next decode step (taken out of the cohort: their next gap spans this step); None if no
+        next decode step (the cohort's next tick spans this step); None if no
         prompt can run (a decode step follows), False if their blocks are short (an explicit step)."""
         cfg, pool = self.config, self.pool
         bt, threshold = cfg.block_tokens, cfg.long_prefill_token_threshold
@@ -753,11 +766,11 @@ class _Engine:
             self.admit(budget, chunks)
         if not chunks:
             return None
-        if self.members:
-            self.disband()
         seconds = self.step_seconds(chunks)
         self.account(seconds)
         start, end = self.advance(seconds)
+        if self.members:
+            self.stall += seconds  # the members wait: their next gap spans this step
         if self.emit(chunks, start, end, seconds):
             self.drop_finished()
             self.explicit = [r for r in self.explicit if r.generated < r.out]
