@@ -43,7 +43,11 @@ rem_total_tokens`` refuses it), else admission stops. ``new_token_ratio`` starts
 ``SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR``, ``SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS``) and goes back to
 0.7 when a request is retracted (preempted, recomputed as vLLM does; SGLang retracts the request
 with the fewest output tokens, here the newest as vLLM). Scheduling is FCFS (``--schedule-policy
-fcfs``); chunked prefill and the token budget as vLLM's.
+fcfs``); chunked prefill and the token budget as vLLM's, but a step does not mix prompts with
+decodes (``--enable-mixed-chunk`` is off by default): prefill first, a step of prompts alone while
+any can run, the decoding requests waiting for the next decode step (``Scheduler.
+get_next_batch_to_run``, ``python/sglang/srt/managers/scheduler.py``; sgl-project/sglang
+@ d51c1c21d1ac07cd5d1de9ead6c99087d8428e79). A step short of blocks is scheduled as vLLM's.
 
 ``engine="trtllm"`` changes admission to TensorRT-LLM's ``GUARANTEED_NO_EVICT`` capacity policy
 (the default of ``CapacitySchedulerPolicy``; ``tensorrt_llm/_torch/pyexecutor/scheduler.py``,
@@ -312,6 +316,7 @@ class _Engine:
         self.phases = [0] * config.block_tokens  # members by (computed - tick0) mod block size
         self.finishing: list[tuple[int, int, int, _Live]] = []  # (tick, index, version, member)
         self.frontend_free = 0.0  # when the API server's serial stage is next free
+        self.stall = 0.0  # seconds of SGLang's prompt steps since the cohort's last tick
 
     def enter(self, t: float, req: Request, user: int) -> None:
         """``req``, sent at ``t``, passes the API server's serial stage (module docstring) and
@@ -398,7 +403,7 @@ class _Engine:
             r.computed += ticks
             r.tokens += ticks
             r.generated += ticks
-            r.last_s = self.now  # the last tick ended now
+            r.last_s = self.now - self.stall  # the last tick ended then (SGLang's prompt steps since)
             longest = self.longest_tick(r.tick0)
             if longest > r.itl_max:
                 r.itl_max = longest
@@ -442,6 +447,7 @@ class _Engine:
                 self.sync(r)
         self.finishing.clear()
         self.explicit = list(self.running)
+        self.stall = 0.0
 
     def regroup(self) -> None:
         """After an explicit step, the decoding requests form the cohort again."""
@@ -453,7 +459,17 @@ class _Engine:
                 self.explicit.append(r)
 
     def tick_cohort(self, seconds: float, steps: int = 1) -> None:
-        """``steps`` ticks of ``seconds`` each: every member decodes a token per tick."""
+        """``steps`` ticks of ``seconds`` each: every member decodes a token per tick (the first
+        tick's gap also spans SGLang's prompt steps since the last tick, ``stall`` seconds)."""
+        stall, self.stall = self.stall, 0.0
+        if stall:
+            self.ticks(seconds + stall, 1)
+            steps -= 1
+        if steps:
+            self.ticks(seconds, steps)
+
+    def ticks(self, seconds: float, steps: int) -> None:
+        """``steps`` ticks whose gaps are ``seconds`` each."""
         self.tick += steps
         peaks, ticks = self.peak_times, self.peak_ticks
         while peaks and peaks[-1] <= seconds:
@@ -677,6 +693,10 @@ class _Engine:
         """One step in which every member decodes, then the prompts in order and the waiting
         requests admitted; False (nothing done) if the members or the prompts need more blocks or
         budget than there is (an explicit step decides then, with its preemptions)."""
+        if self.estimate:
+            prefilled = self.sglang_prefill()
+            if prefilled is not None:
+                return prefilled
         cfg, pool = self.config, self.pool
         bt = cfg.block_tokens
         budget = cfg.max_num_batched_tokens - self.members
@@ -701,7 +721,8 @@ class _Engine:
         pool.take(member_blocks)
         for r, n in chunks:
             pool.allocate(r.seq, r.computed + n)
-        self.admit(budget, chunks)
+        if not self.estimate:  # SGLang's admission was tried for a prompt step
+            self.admit(budget, chunks)
         if not chunks and not self.members:
             return True  # nothing to run: the caller jumps ahead
         members = self.members
@@ -719,6 +740,40 @@ class _Engine:
             for r in joined:
                 self.join(r)
             self.explicit = [r for r in self.explicit if r.generated < r.out and r.tick0 < 0]
+        return True
+
+    def sglang_prefill(self) -> bool | None:
+        """SGLang's prefill-first step without mixed chunks (module docstring): the prompts being
+        prefilled and the waiting requests admitted, alone, the decoding requests waiting for the
+        next decode step (the cohort's next tick spans this step); None if no
+        prompt can run (a decode step follows), False if their blocks are short (an explicit step)."""
+        cfg, pool = self.config, self.pool
+        bt, threshold = cfg.block_tokens, cfg.long_prefill_token_threshold
+        budget, need, chunks = cfg.max_num_batched_tokens, 0, []
+        for r in self.explicit:
+            n = r.tokens - r.computed
+            if budget <= 0 or (r.generated and n == 1):
+                continue  # a decoding request
+            n = min(threshold if 0 < threshold < n else n, budget)
+            need += max(0, -(-(r.computed + n) // bt) - r.seq.blocks)
+            chunks.append((r, n))
+            budget -= n
+        if need > pool.free:
+            return False
+        for r, n in chunks:
+            pool.allocate(r.seq, r.computed + n)
+        if self.waiting and len(self.running) < cfg.max_num_seqs:
+            self.admit(budget, chunks)
+        if not chunks:
+            return None
+        seconds = self.step_seconds(chunks)
+        self.account(seconds)
+        start, end = self.advance(seconds)
+        if self.members:
+            self.stall += seconds  # the members wait: their next gap spans this step
+        if self.emit(chunks, start, end, seconds):
+            self.drop_finished()
+            self.explicit = [r for r in self.explicit if r.generated < r.out]
         return True
 
     # -- fast path: runs of identical decode steps ---------------------------------------------

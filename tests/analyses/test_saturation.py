@@ -53,14 +53,24 @@ def test_sharegpt_runs_throughput_within_a_quarter(saturation):
 
 def test_saturation_medians_hold_their_bounds(saturation):
     """The 100 published runs at saturation (GPUStack performance-lab pages, InferenceX): median
-    |error| over all of them at most 42% on output tokens/s and 37% on ITL P50 (39.8% and 35.2%
-    when written, each run timed out of its source; 62.7% and 35.4% before the ShareGPT runs had
-    their spread, in source); vLLM's alone at most 43% on tokens/s (40.4%). Issue 32 asks 15%:
+    |error| over all of them at most 42% on output tokens/s and 36% on ITL P50 (39.9% and 34.9%
+    when written, each run timed out of its source, SGLang's steps of prompts alone; 62.7% and
+    35.4% before the ShareGPT runs had their spread, in source); vLLM's alone at most 43% on
+    tokens/s (40.4%). Issue 32 asks 15%:
     the fixed-length runs (128/4 prompts, 2K-32K prefills) are still far (the README's Saturation section)."""
     assert len(saturation.runs) >= 100 and saturation.skipped == 0
     assert saturation.median["output_tokens_per_s"] <= 0.42
-    assert saturation.median["itl_p50_ms"] <= 0.37
+    assert saturation.median["itl_p50_ms"] <= 0.36
     assert saturation.median_engine["vllm"]["output_tokens_per_s"] <= 0.43
+
+
+def test_sglang_itl_is_a_decode_step_between_prompt_steps(saturation):
+    """SGLang runs a step of prompts alone, prefill first (``--enable-mixed-chunk`` off by
+    default), so most of a request's gaps are decode steps, not steps carrying an 8,192-token
+    prompt chunk: its 21 runs' median |error| on ITL P50 at most 35% (31.1% when written; 79.2%
+    when its steps mixed prompts and decodes as vLLM's, e.g. DeepSeek-R1 H200 32K prompts: 35.3 ms
+    measured, 420 ms predicted then, 46 ms now)."""
+    assert saturation.median_engine["sglang"]["itl_p50_ms"] <= 0.35
 
 
 def test_the_api_server_time_is_fitted_leaving_each_source_out():

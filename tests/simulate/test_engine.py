@@ -295,23 +295,32 @@ def test_sglang_admits_by_its_new_token_estimate():
     assert run(reqs, ConstantSteps(0.01), EngineConfig(), kv=10 * 16).preemptions >= 1
 
 
-def test_sglang_with_room_for_everything_schedules_as_vllm():
-    w = poisson(8.0, LogNormal(500, 200), LogNormal(100, 50), requests=300, prefix=SharedPrefix(3, 64))
-    vllm = run(w, LinearSteps(0.005, 1e-5), EngineConfig())
-    sglang = run(w, LinearSteps(0.005, 1e-5), EngineConfig(engine="sglang"))
-    assert sglang.summary == vllm.summary and sglang.preemptions == vllm.preemptions == 0
+def test_sglang_runs_prompts_alone_and_decodes_wait():
+    """SGLang without --enable-mixed-chunk (its default): prefill first, a step of prompts alone.
+    10 ms steps; A (16 + 5 tokens) at 0, B (16 + 5) at 15 ms. vLLM: B's prompt joins A's third
+    decode step, A ends at 50 ms, B at 70 ms. SGLang: B's prompt runs alone from 20 to 30 ms
+    while A waits, so A ends at 60 ms and its gap over B's prompt is 20 ms; B still ends at 70 ms."""
+    reqs = [Request(0, 0.0, 16, 5), Request(1, 0.015, 16, 5)]
+    vllm = run(reqs, ConstantSteps(0.01), DEFAULT)
+    sglang = run(reqs, ConstantSteps(0.01), EngineConfig(engine="sglang", async_scheduling=False))
+    assert sorted(t.e2e_s for t in vllm.requests) == pytest.approx([0.05, 0.055])
+    assert sorted(t.e2e_s for t in sglang.requests) == pytest.approx([0.055, 0.06])
+    assert max(t.itl_max_s for t in sglang.requests) == pytest.approx(0.02)
+    assert sglang.preemptions == vllm.preemptions == 0
 
 
 def test_sglang_estimate_falls_from_0_7_to_0_098_over_600_steps():
     """The ratio discounting a running request's remaining output starts at 0.7 and falls by
     (0.7 - 0.098) / 600 a step (SGLang's defaults): a long request holds a second one back until
     free tokens - ratio x its remaining output exceed the second's 32 + 100 tokens, worked out by
-    hand step by step here; vLLM admits the second at once."""
+    hand step by step here (SGLang tries a prefill batch before the decode batch takes the slot
+    of its next token, so at step k the long request holds the blocks of its 32 + k - 1 computed
+    tokens); vLLM admits the second at once."""
     S, blocks = 0.01, 66
     reqs = [Request(0, 0.0, 32, 2000), Request(1, 3.0, 32, 100)]
     for k in range(300, 2000):  # the first step (after the arrival) whose estimate admits it
         ratio = max(0.098, 0.7 - (0.7 - 0.098) / 600 * k)
-        free = (blocks - math.ceil((32 + k) / 16)) * 16
+        free = (blocks - math.ceil((32 + k - 1) / 16)) * 16
         if 132 < free - ratio * (2000 - k):
             break
     r = run(reqs, ConstantSteps(S), EngineConfig(engine="sglang"), kv=blocks * 16)
