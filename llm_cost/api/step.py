@@ -262,21 +262,23 @@ def step_request(request: StepRequest) -> list[DecodeStep] | list[PrefillStep]:
 
     r = checks.record(request, StepRequest, "request")
     options = checks.record(r.options, StepOptions, "options").given()
+    logits = checks.choice(r.logits, Logits, "logits")  # before comparing: an array compares elementwise
+    weight_bytes = checks.choice(r.weight_bytes, WeightBytes, "weight_bytes")
     if checks.choice(r.phase, Phase, "phase") == Phase.PREFILL:
-        decode_only = {"weight_bytes": r.weight_bytes != WeightBytes.READ, "detail": r.detail is not True,
+        decode_only = {"weight_bytes": weight_bytes != WeightBytes.READ, "detail": r.detail is not True,
                        "ops": r.ops is not True}  # fmt: skip
         named = [n for n, given in decode_only.items() if given]
         if named:
             raise InputError(f"{named[0]}: a decode step's; leave it out of a prefill", fields=(named[0], "phase"))
-        return prefill_sweep(r.model, r.gpu, r.batches, r.lengths, logits=r.logits, **options)
+        return prefill_sweep(r.model, r.gpu, r.batches, r.lengths, logits=logits, **options)
     if checks.choice(r.phase, Phase, "phase") != Phase.DECODE:
         raise InputError(f"phase: {r.phase} is not a step of its own; give decode or prefill", fields=("phase",))
-    if r.logits != Logits.LAST:
+    if logits != Logits.LAST:
         raise InputError(
             "logits: a prefill's; a decode step takes each sequence's last token", fields=("logits", "phase")
         )
     return decode_sweep(
-        r.model, r.gpu, r.batches, r.lengths, weight_bytes=r.weight_bytes, detail=r.detail, ops=r.ops, **options
+        r.model, r.gpu, r.batches, r.lengths, weight_bytes=weight_bytes, detail=r.detail, ops=r.ops, **options
     )
 
 
