@@ -9,6 +9,7 @@ import typer
 from llm_cost.cli.options import (
     GPU_HELP,
     MODEL_HELP,
+    AllRows,
     Csv,
     Dp,
     Ep,
@@ -109,6 +110,7 @@ def moe(
     dtype: ComputeDtype = None,
     as_json: Json = False,
     as_csv: Csv = False,
+    all_rows: AllRows = False,
     plot: Plot = None,
     force: PlotForce = False,
 ) -> None:
@@ -141,7 +143,7 @@ def moe(
     if as_csv:
         emit_csv(result.rows)
         return
-    emit(result, as_json, view.render, title)
+    emit(result, as_json, view.render, title, all_rows)
 
 
 Alpha = Annotated[
@@ -211,6 +213,7 @@ def spec_(
     engine: PredictionEngine = None,
     as_json: Json = False,
     as_csv: Csv = False,
+    all_rows: AllRows = False,
     plot: Plot = None,
     force: PlotForce = False,
 ) -> None:
@@ -253,4 +256,4 @@ def spec_(
     if as_csv:
         emit_csv(result.rows)
         return
-    emit(result, as_json, view.render)
+    emit(result, as_json, view.render, all_rows)

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from llm_cost.analyses.speculative import SpecResult
 from llm_cost.core.units import fmt_int, fmt_seconds
-from llm_cost.report.base import layout_text, print_conventions, print_facts, print_table
+from llm_cost.report.base import (
+    layout_text,
+    print_conventions,
+    print_facts,
+    print_table,
+    rows_that_matter,
+    shown_caption,
+)
 
 
-def render(con, r: SpecResult) -> None:
-    """Closed forms, then the step model per batch when a model and GPU were given."""
+def render(con, r: SpecResult, all_rows: bool = False) -> None:
+    """Closed forms, then the step model per batch when a model and GPU were given (of a long grid
+    the rows that matter: where the verify step's bound or the speedup's side of 1 changes, the
+    best speculative throughput), unless ``all_rows``."""
     con.print(
         f"[bold]Speculative decoding: alpha {r.alpha:g}, gamma {r.gamma}, c {r.c:.4g}"
         + (f" ({r.c_source})" if r.c_source != "given" else "")
@@ -41,12 +50,17 @@ def render(con, r: SpecResult) -> None:
         )
     print_facts(con, facts)
     if r.rows:
-        _steps_table(con, r)
+        _steps_table(con, r, all_rows)
     print_conventions(con, r.conventions)
 
 
-def _steps_table(con, r: SpecResult) -> None:
+def _steps_table(con, r: SpecResult, all_rows: bool) -> None:
     """The step model at each batch: baseline, verify and draft times, tokens/s and speedup."""
+    shown = r.rows
+    if not all_rows:
+        regime = [(x.verify_bound, x.speedup >= 1) for x in r.rows]
+        speed = [x.speculative_tokens_per_s for x in r.rows]
+        shown = [r.rows[i] for i in rows_that_matter(len(r.rows), regime, speed.index(max(speed)))]
     rows = [
         [
             fmt_int(x.batch),
@@ -58,7 +72,7 @@ def _steps_table(con, r: SpecResult) -> None:
             f"{x.speedup:.2f}x",
             x.verify_bound,
         ]
-        for x in r.rows
+        for x in shown
     ]
     print_table(
         con,
@@ -74,4 +88,5 @@ def _steps_table(con, r: SpecResult) -> None:
             ("verify bound by", "left"),
         ],
         rows,
+        caption=shown_caption(len(shown), len(r.rows)),
     )
