@@ -1090,7 +1090,7 @@ IN_PROCESS = [
     ("i36-train-gpu-hours-zero-with-layout", lambda t: ["train", "llama3-8b", "--tokens", "15T", "--gpu-hours", "1.3M", "--tp", "8", "--zero", "3"],
      0, "ZeRO-3"),
     # 10: the refusal names what is wrong
-    ("i36-train-csv-json", lambda t: ["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--csv", "--json"], 2, "No such option: --csv"),
+    ("i36-train-csv-json", lambda t: ["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--csv", "--json"], 2, "--csv: train prints no table of rows to give as CSV; use --json"),
     ("i36-gpus-per-node-5000", lambda t: ["serve", "llama3-8b", "--gpu", _gpu_spec(t, r"gpus_per_node: .*", "gpus_per_node: 5000")],
      2, "field interconnect.gpus_per_node"),
     ("i36-fit-mlp-only", lambda t: ["fit", _mlp_only(t)], 2, "llama3-8b: no layer of its layer_types keeps a KV cache"),
