@@ -1114,7 +1114,7 @@ IN_PROCESS = [
     ("i36-roofline-sweep-plot", lambda t: ["roofline", "qwen2-vl-7b", "--batch", "1", "--context", "1..10000:1",
      "--plot", str(t / "r.png")], 2, "--plot: the Roofline picture is of one step"),
     # 13: an echoed value is cut to 80 characters
-    ("i36-context-5000-digits", lambda t: ["kv", "llama3-8b", "--context", "9" * 5000], 2, "(5,002 characters) is larger than 1e+15"),
+    ("i36-context-5000-digits", lambda t: ["kv", "llama3-8b", "--context", "9" * 5000], 2, "9' (5,000 characters) is larger than 1e+15"),
     # 14: the API raises its own error only
     ("i36-api-10e400", lambda t: "llm_cost.spec(alpha=0.8, gamma=4, c=10**400)", 2, "(401 characters) must be a finite number"),
     ("i36-api-calibrate-true", lambda t: f"llm_cost.calibrate(True, {str(t / 'x.yaml')!r})", 2, "measurements: True must be a list"),
