@@ -1090,7 +1090,7 @@ IN_PROCESS = [
     ("i36-train-gpu-hours-zero-with-layout", lambda t: ["train", "llama3-8b", "--tokens", "15T", "--gpu-hours", "1.3M", "--tp", "8", "--zero", "3"],
      0, "ZeRO-3"),
     # 10: the refusal names what is wrong
-    ("i36-train-csv-json", lambda t: ["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--csv", "--json"], 2, "No such option: --csv"),
+    ("i36-train-csv-json", lambda t: ["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--csv", "--json"], 2, "--csv: train prints no table of rows to give as CSV; use --json"),
     ("i36-gpus-per-node-5000", lambda t: ["serve", "llama3-8b", "--gpu", _gpu_spec(t, r"gpus_per_node: .*", "gpus_per_node: 5000")],
      2, "field interconnect.gpus_per_node"),
     ("i36-fit-mlp-only", lambda t: ["fit", _mlp_only(t)], 2, "llama3-8b: no layer of its layer_types keeps a KV cache"),
@@ -1114,7 +1114,7 @@ IN_PROCESS = [
     ("i36-roofline-sweep-plot", lambda t: ["roofline", "qwen2-vl-7b", "--batch", "1", "--context", "1..10000:1",
      "--plot", str(t / "r.png")], 2, "--plot: the Roofline picture is of one step"),
     # 13: an echoed value is cut to 80 characters
-    ("i36-context-5000-digits", lambda t: ["kv", "llama3-8b", "--context", "9" * 5000], 2, "(5,002 characters) is larger than 1e+15"),
+    ("i36-context-5000-digits", lambda t: ["kv", "llama3-8b", "--context", "9" * 5000], 2, "9' (5,000 characters) is larger than 1e+15"),
     # 14: the API raises its own error only
     ("i36-api-10e400", lambda t: "llm_cost.spec(alpha=0.8, gamma=4, c=10**400)", 2, "(401 characters) must be a finite number"),
     ("i36-api-calibrate-true", lambda t: f"llm_cost.calibrate(True, {str(t / 'x.yaml')!r})", 2, "measurements: True must be a list"),

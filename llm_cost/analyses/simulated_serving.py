@@ -475,11 +475,7 @@ def run_configuration(
     pool = replica_kv_pool(spec, gpu, layout, engine, policy, weight_bits, kv_bits)
     tokens = pool.tokens
     if tokens < engine.block_tokens * (1 + pool.state_blocks):
-        raise InputError(
-            f"layout: {gpu.name} x {layout.gpus} leaves no room for a KV block after {spec.name}'s weights; give "
-            "more GPUs (layout) or a smaller weights_dtype",
-            fields=("layout",),
-        )
+        raise no_kv_room(spec, gpu, layout.gpus, policy, "layout")
     formats = dict(weight_bits=weight_bits, kv_bits=kv_bits, compute_dtype=compute_dtype)
     if candidate is None:
         timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
@@ -498,6 +494,19 @@ def run_configuration(
         spec.name, gpu, layout, traffic, engine, time_model, replicas, goals, usd_per_gpu_hour, result, scale,
         tokens, candidate, [*_refused_rows(traffic, engine), *notes],
     )  # fmt: skip
+
+
+def no_kv_room(spec: ModelSpec, gpu: HardwareSpec, gpus: int, policy: MemoryPolicy, where: str) -> InputError:
+    """The refusal of a layout whose memory share holds no KV block after the weights: it names the
+    share of memory the engine may use (``gpu_memory_utilization``, the user's own when it is small)
+    beside the GPUs (``where``: the argument that chose them) and the weights' format."""
+    share = f"{float(policy.utilization):g}"
+    return InputError(
+        f"{where}: {gpu.name} x {gpus} with gpu_memory_utilization {share} leaves no room for a KV block after "
+        f"{spec.name}'s weights; give a larger gpu_memory_utilization (at most 1), more GPUs ({where}) or a "
+        "smaller weights_dtype",
+        fields=(where, "gpu_memory_utilization", "weights_dtype"),
+    )
 
 
 def _prefill_rate(engine: EngineConfig, timer: StepTimer, budget: int, ranks: int = 1, prompt: float = 0.0) -> float:

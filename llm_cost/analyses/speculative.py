@@ -24,10 +24,11 @@ every context (with long contexts the KV reads keep the verify step memory-bound
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import field
 from fractions import Fraction
 
-from llm_cost.analyses.roofline import memory_note
+from llm_cost.analyses.roofline import banded, memory_note
 from llm_cost.core.choices import Logits, WeightBytes
 from llm_cost.core.errors import InputError
 from llm_cost.core.labels import Bound
@@ -38,11 +39,19 @@ from llm_cost.core.types import Dtype, Part, TensorGroup
 from llm_cost.model.layout import ONE_GPU, Layout
 from llm_cost.model.structure import build
 from llm_cost.perf.calibrated import split_kv_notes
-from llm_cost.perf.profile import profile_note
+from llm_cost.perf.profile import Profile, profile_note
 from llm_cost.perf.ridge import ridge
-from llm_cost.perf.timemodel import DEFAULT_MBU, DEFAULT_MFU, EfficiencyEstimate, StepTime, TimeModel
+from llm_cost.perf.timemodel import (
+    DEFAULT_MBU,
+    DEFAULT_MFU,
+    DEFAULT_NETWORK_GB_S,
+    EfficiencyEstimate,
+    RooflineBound,
+    StepTime,
+    TimeModel,
+)
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
-from llm_cost.workload.step import SeqGroup, build_step
+from llm_cost.workload.step import SeqGroup, Step, build_step
 
 __all__ = ["expected_tokens", "SpecAtBatch", "SpecResult", "speculative", "mtp_draft_cost"]
 
@@ -66,6 +75,17 @@ class SpecAtBatch:
     speculative_tokens_per_s: float
     speedup: float
     verify_bound: Bound  # what limits the verify step (one GPU: compute or memory)
+    # a prediction's error band (roofline's): the fast and slow ends of each step; None unpredicted
+    baseline_step_low_s: float | None = None
+    baseline_step_high_s: float | None = None
+    verify_step_low_s: float | None = None
+    verify_step_high_s: float | None = None
+    draft_low_s: float | None = None
+    draft_high_s: float | None = None
+    baseline_step_below: float | None = None  # the band's ends as shares of the step (roofline's predicted_below)
+    baseline_step_above: float | None = None
+    verify_step_below: float | None = None
+    verify_step_above: float | None = None
 
 
 @record
@@ -163,7 +183,11 @@ class _StepModel:
     def step(self, batch: int, tokens: int) -> StepTime:
         """A step of ``batch`` sequences adding ``tokens`` tokens each; verification scores every
         drafted position, so the LM head runs on all of them."""
-        step = build_step(
+        return self.time.step_time(self._build(batch, tokens), self.gpu, False)
+
+    def _build(self, batch: int, tokens: int) -> Step:
+        """The operators of a step of ``batch`` sequences adding ``tokens`` tokens each."""
+        return build_step(
             self.spec,
             [SeqGroup(batch, tokens, self.context)],
             logits=Logits.ALL,
@@ -172,7 +196,6 @@ class _StepModel:
             weight_bytes=self.weight_bytes,
             layout=self.layout,
         )
-        return self.time.step_time(step, self.gpu, False)
 
     def row(self, batch: int) -> SpecAtBatch:
         base, verify = self.step(batch, 1), self.step(batch, self.gamma + 1)
@@ -189,6 +212,43 @@ class _StepModel:
             spec_rate / base_rate,
             verify.bound,
         )
+
+    def banded(self, row: SpecAtBatch) -> SpecAtBatch:
+        """``row`` with its steps' error bands when a profile predicted them
+        (:func:`llm_cost.analyses.roofline.banded`, as roofline bands a decode step: the profile's
+        held-out residuals at the batch and context, the fast end held at the step's Roofline
+        bound); the draft's band is the baseline's, scaled by gamma x c."""
+        profile = getattr(self.time, "profile", None)
+        if profile is None:
+            return row
+        base_low, base_high = self._band(profile, row.batch, 1, row.baseline_step_s)
+        verify_low, verify_high = self._band(profile, row.batch, self.gamma + 1, row.verify_step_s)
+        scale = self.gamma * self.c
+        return dataclasses.replace(
+            row,
+            baseline_step_low_s=base_low,
+            baseline_step_high_s=base_high,
+            verify_step_low_s=verify_low,
+            verify_step_high_s=verify_high,
+            draft_low_s=scale * base_low if base_low is not None else None,
+            draft_high_s=scale * base_high if base_high is not None else None,
+            baseline_step_below=_share(base_low, row.baseline_step_s),
+            baseline_step_above=_share(base_high, row.baseline_step_s),
+            verify_step_below=_share(verify_low, row.verify_step_s),
+            verify_step_above=_share(verify_high, row.verify_step_s),
+        )
+
+    def _band(self, profile: Profile, batch: int, tokens: int, predicted_s: float) -> tuple[float | None, float | None]:
+        """The (fast, slow) ends of a step of ``batch`` x ``tokens`` tokens predicted at ``predicted_s``."""
+        step = self._build(batch, tokens)
+        bound = RooflineBound(getattr(self.time, "network_gb_s", DEFAULT_NETWORK_GB_S))
+        band = banded(profile, predicted_s, batch, self.context, batch, bound.step_time(step, self.gpu, False).time_s)
+        return band.get("predicted_low_s"), band.get("predicted_high_s")
+
+
+def _share(end_s: float | None, predicted_s: float) -> float | None:
+    """How far a band's end lies from the prediction, as a share of it (positive both ways)."""
+    return None if end_s is None else abs(end_s / predicted_s - 1)
 
 
 def _decode(model: _StepModel, batch: int):
@@ -290,7 +350,7 @@ def speculative(
         bits = Dtype(spec.torch_dtype).bits  # weights at the checkpoint's dtype
         timer = time_model or EfficiencyEstimate(mfu, mbu)
         model = _StepModel(spec, gpu, dtype, bits, context, timer, weight_bytes, gamma, float(c), E, layout)
-        rows = [model.row(B) for B in batches or ()]
+        rows = [model.banded(model.row(B)) for B in batches or ()]
         knee = _smallest(lambda b: model.row(b).verify_bound == Bound.COMPUTE)
         even = _smallest(lambda b: model.row(b).speedup < 1)
         conventions += _step_notes(model, rows, timer, weight_bytes)

@@ -461,9 +461,10 @@ def _check_framework(space: SearchSpace) -> None:
         raise InputError("fsdp_shard: HSDP is FSDP2's; give framework fsdp2 or leave it out", fields=("fsdp_shard",))
 
 
-def _check_divides(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpace) -> None:
+def _check_divides(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpace, default_seq: int = 0) -> None:
     """InputError naming the knobs when no layout exists: tp x cp x pp that does not divide the GPUs,
-    a dp that no tp x cp x pp leaves, or a batch no dp x micro-batch divides."""
+    a dp that no tp x cp x pp leaves, or a batch no dp x micro-batch divides (``default_seq``: the
+    sequence length when the batch is the default one, which the user never gave)."""
     triples = [
         (t, c, p) for t in space.tp for c in space.cp for p in space.pp
         if p <= spec.num_hidden_layers and gpus % (t * c * p) == 0
@@ -485,11 +486,38 @@ def _check_divides(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpac
     steps = sorted({d * b for d in dps for b in space.micro_batch})
     if steps and not any(sequences % s == 0 for s in steps):
         unit = steps[0]
+        if default_seq and sequences < unit:
+            raise _default_batch_too_small(gpus, sequences, default_seq, unit, triples, spec, space)
         raise InputError(
             f"global_batch: {sequences:,} sequences per step are not a multiple of dp x micro_batch = {unit:,}; "
             f"give a multiple of {unit:,} sequences ({(sequences // unit + 1) * unit:,} is the next)",
             fields=("global_batch", "dp", "micro_batch"),
         )
+
+
+def _default_batch_too_small(
+    gpus: int,
+    sequences: int,
+    seq: int,
+    unit: int,
+    triples: list[tuple[int, int, int]],
+    spec: ModelSpec,
+    space: SearchSpace,
+) -> InputError:
+    """The refusal of a cluster whose fewest data-parallel replicas (times the least micro-batch)
+    outnumber the default batch's sequences: it names the GPUs the user gave, the batch that would
+    do, and the most GPUs the default batch keeps busy (one sequence per replica of the largest
+    tp x cp x pp the space has)."""
+    widest = max(t * c * p for t in space.tp for c in space.cp for p in space.pp if p <= spec.num_hidden_layers)
+    replica = gpus // (unit // min(space.micro_batch))
+    return InputError(
+        f"gpus: the default global batch, {sequences:,} sequences of {seq:,} tokens, is too small for {gpus:,} "
+        f"GPUs: they make at least {unit // min(space.micro_batch):,} data-parallel replicas "
+        f"(tp x cp x pp {replica:,}), each taking whole sequences; give global_batch {unit * seq:,} tokens "
+        f"({unit:,} sequences) or more, or fewer gpus, such as {sequences * widest:,} ({sequences:,} replicas of "
+        f"tp x cp x pp {widest:,})",
+        fields=("gpus", "global_batch"),
+    )
 
 
 def _options(space: SearchSpace, shape: dict[str, int]) -> list[TrainLayout]:
@@ -680,7 +708,7 @@ def plan_training(
         )
     ranked = search(spec, cluster, seq, sequences, space)
     if not ranked:
-        _check_divides(spec, cluster.gpus, sequences, space)
+        _check_divides(spec, cluster.gpus, sequences, space, seq if "global_batch" in (defaults or {}) else 0)
         raise InputError(
             f"gpus: no layout of the knobs given fits {cluster.gpus:,} GPU(s) and {sequences:,} sequences per "
             "step: dp must divide the sequences, and micro_batch the sequences of one replica",

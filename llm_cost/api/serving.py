@@ -399,6 +399,18 @@ def served_weight_bits(
     return bits, []
 
 
+def _one_price(price: Any) -> Any:
+    """The price of a plan of one GPU: a list of prices (one per GPU of a comparison) holds one."""
+    if not isinstance(price, (list, tuple)):
+        return price
+    if len(price) != 1:
+        raise InputError(
+            f"usd_per_gpu_hour: {len(price)} prices for 1 GPU: give one price per gpu",
+            fields=("usd_per_gpu_hour", "gpu"),
+        )
+    return price[0]
+
+
 def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str, Any]:
     """The formats, price, memory policy and network of a plan, resolved."""
     bits, bits_notes = served_weight_bits(
@@ -413,7 +425,7 @@ def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str
         kv_bits=choices.kv_dtype_of(options["kv_dtype"]).bits,
         compute_dtype=choices.compute_dtype(spec, g, options["dtype"], options["weights_dtype"]),
         usd_per_gpu_hour=checks.optional(
-            options["usd_per_gpu_hour"], checks.number, "usd_per_gpu_hour", maximum=1e6, open_min=False
+            _one_price(options["usd_per_gpu_hour"]), checks.number, "usd_per_gpu_hour", maximum=1e6, open_min=False
         ),
         policy=choices.memory_policy(options["memory"], options["gpu_memory_utilization"], options["reserve_bytes"]),
         network_gb_s=choices.network_gb_s_of(options["network_gb_s"]),

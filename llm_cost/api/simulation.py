@@ -58,6 +58,7 @@ def simulate_serving(
     model of the GPU under ``engine`` (:func:`llm_cost.api.choices.time_model_of`).
     Deterministic for ``seed``; InputError naming the argument."""
     from llm_cost.analyses.serving_runs import replica_kv_pool
+    from llm_cost.analyses.simulated_serving import no_kv_room
     from llm_cost.api.traffic import check_budget, check_steps, serving_engine, shared_prefix
     from llm_cost.model.layout import ONE_GPU
     from llm_cost.simulate import simulate as run
@@ -95,11 +96,7 @@ def simulate_serving(
     pool = replica_kv_pool(spec, g, where, config, policy, bits, kv)
     tokens = pool.tokens
     if tokens < config.block_tokens * (1 + pool.state_blocks):
-        raise InputError(
-            f"gpu: {g.name} x {where.gpus} leaves no room for a KV block after {spec.name}'s weights; give more "
-            "GPUs (layout) or a smaller weights_dtype",
-            fields=("gpu",),
-        )
+        raise no_kv_room(spec, g, where.gpus, policy, "layout")
     model_ = choices.time_model_of(g, config.engine, profile)
     compute = choices.compute_dtype(spec, g, None, weights_dtype)
     return run(

@@ -9,6 +9,7 @@ import typer
 from llm_cost.cli.options import (
     GPU_HELP,
     MODEL_HELP,
+    AllRows,
     Csv,
     Dp,
     Ep,
@@ -114,6 +115,7 @@ def moe(
     dtype: ComputeDtype = None,
     as_json: Json = False,
     as_csv: Csv = False,
+    all_rows: AllRows = False,
     plot: Plot = None,
     force: PlotForce = False,
 ) -> None:
@@ -146,7 +148,7 @@ def moe(
     if as_csv:
         emit_csv(result.rows)
         return
-    emit(result, as_json, view.render, title)
+    emit(result, as_json, view.render, title, all_rows)
 
 
 Alpha = Annotated[
@@ -216,6 +218,7 @@ def spec_(
     engine: PredictionEngine = None,
     as_json: Json = False,
     as_csv: Csv = False,
+    all_rows: AllRows = False,
     plot: Plot = None,
     force: PlotForce = False,
 ) -> None:
@@ -258,4 +261,4 @@ def spec_(
     if as_csv:
         emit_csv(result.rows)
         return
-    emit(result, as_json, view.render)
+    emit(result, as_json, view.render, all_rows)

@@ -54,8 +54,14 @@ def ignored(flags: list[str], why: str) -> None:
 
 
 def tokens(flag: str, minimum: int = 1) -> Callable[[str], int]:
-    """A token count (8K = 8,192) for ``flag``."""
-    return lambda text: parse_context(text, flag, minimum)
+    """A token count (8K = 8,192) for ``flag``, which takes one (a list or range is refused as one)."""
+
+    def parse(text: str) -> int:
+        if "," in str(text) or ".." in str(text):
+            raise InputError(f"{flag}: {str(text)!r} is a list or range; this command takes one value (e.g. 8K)")
+        return parse_context(text, flag, minimum)
+
+    return parse
 
 
 def integer(flag: str, minimum: int = 1, maximum: int | None = None) -> Callable[[str], int]:

@@ -226,9 +226,7 @@ def _run(argv: list[str]) -> None:
         command.help = _reflowed(command.help)
         coercion.install(command, HELP_OPTIONS)
         _reject_bad_tokens(command, args)
-        takes = {opt for p in command.params for opt in p.opts}
-        if "--json" in args and "--csv" in args and {"--json", "--csv"} <= takes:
-            raise InputError("--json and --csv: give one (JSON is the whole result, CSV its rows)")
+        _check_formats(argv[0], {opt for p in command.params for opt in p.opts}, args)
     elif len(argv) == 1 and argv[0] in HELP_OPTIONS:
         command, args, prog = get_command(_listing()), argv, "llm-cost"
     else:  # the bare program too: shell completion runs it, with the words in the environment
@@ -252,6 +250,15 @@ def _run(argv: list[str]) -> None:
         raise InputError(f"{message} (see '{prog} -h')") from None
     if isinstance(code, int) and code:
         raise SystemExit(code)
+
+
+def _check_formats(name: str, takes: set[str], args: list[str]) -> None:
+    """InputError for --json with --csv, and for --csv on a command with no rows (``takes``: its
+    options), which points to --json rather than Click's "No such option"."""
+    if "--json" in args and "--csv" in args and {"--json", "--csv"} <= takes:
+        raise InputError("--json and --csv: give one (JSON is the whole result, CSV its rows)")
+    if "--csv" in args and "--csv" not in takes and "--json" in takes:
+        raise InputError(f"--csv: {name} prints no table of rows to give as CSV; use --json for its result as data")
 
 
 def _input_error(exc: BaseException) -> Optional[InputError]:

@@ -78,10 +78,18 @@ def _lengths(flag: str):  # noqa: ANN202 - a parser
     return parse
 
 
+def _items(text: str, flag: str) -> list[str]:
+    """The comma-separated items of ``flag``'s value, refused with an empty one (``h100,``)."""
+    items = [part.strip() for part in str(text).split(",")]
+    if len(items) > 1 and not all(items):
+        raise InputError(f"{flag}: {text!r} has an empty item; separate values with single commas")
+    return items
+
+
 def _prices(text: str) -> Any:
     """One price, or one per GPU of a comparison (``2.5,3.5``)."""
     parse = non_negative("--usd-per-gpu-hour", maximum=1e6)
-    values = [parse(part) for part in str(text).split(",")]
+    values = [parse(part) for part in _items(text, "--usd-per-gpu-hour")]
     return values[0] if len(values) == 1 else values
 
 
@@ -367,7 +375,7 @@ def serve(
     """
     from llm_cost import api
 
-    gpu_names = [g.strip() for g in gpu.split(",")]
+    gpu_names = _items(gpu, "--gpu")
     if emit_engine is not None and (len(gpu_names) > 1 or as_csv):
         raise InputError("--emit: prints one plan's command; give one --gpu and leave out --csv")
     out = plot_file(plot, force)

@@ -339,6 +339,7 @@ def context(
     logits: LogitsOpt = Logits.LAST,
     as_json: Json = False,
     as_csv: Csv = False,
+    all_rows: AllRows = False,
 ) -> None:
     """Long context: attention vs weight FLOPs, crossover, prefill (TTFT), KV per request, score-matrix size.
 
@@ -351,4 +352,4 @@ def context(
     if as_csv:
         emit_csv(result.rows)
         return
-    emit(result, as_json, view.render, api.load_model(model).display_name)
+    emit(result, as_json, view.render, api.load_model(model).display_name, all_rows)

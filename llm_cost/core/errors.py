@@ -24,9 +24,11 @@ def cut_long_values(message: str) -> str:
         return message  # the common case, without the regular expression module's work
     import re
 
-    def cut(m: re.Match[str]) -> str:
-        text, half = m.group(0), MAX_ECHO // 2 - 2
-        return f"{text[:half]}...{text[-half:]} ({len(text):,} characters)"
+    def cut(m: re.Match[str]) -> str:  # the quotes and punctuation around a value are not counted in it
+        text = m.group(0)
+        start, end = len(text) - len(text.lstrip("'\"(")), len(text.rstrip("'\"),;:."))
+        value, half = text[start:end], (MAX_ECHO - 3 - start - (len(text) - end)) // 2  # the cut run fits
+        return f"{text[:start]}{value[:half]}...{value[-half:]}{text[end:]} ({len(value):,} characters)"
 
     return re.sub(rf"\S{{{MAX_ECHO + 1},}}", cut, message)
 

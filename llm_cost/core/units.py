@@ -228,15 +228,16 @@ def parse_duration(text: str | float, what: str) -> float:
     return float(seconds)
 
 
-def parse_decimal(text: str, what: str, percent: bool = False) -> Decimal:
+def parse_decimal(text: str, what: str, percent: bool = False, valid: str = "") -> Decimal:
     """A non-negative decimal number in ASCII digits (``0.6``, ``1e3``); with ``percent``, ``60%``
-    is 0.6. InputError for negative, non-numeric, NaN or infinite input."""
+    is 0.6. InputError for negative, non-numeric, NaN or infinite input (a negative one's message
+    ends with ``valid``, the range the caller takes)."""
     raw = str(text).strip()
     scale = Decimal(1)
     if percent and raw.endswith("%"):
         raw, scale = raw[:-1].strip(), Decimal(100)
     if raw.startswith("-") and re.match(_NUMBER, raw[1:]):
-        raise _bad(what, f"{text!r} is negative")
+        raise _bad(what, f"{text!r} is negative{valid}")
     match = re.match(_NUMBER, raw)
     if not match or match.group(2):
         example = "e.g. 0.6 or 60%" if percent else "e.g. 0.6"
@@ -246,10 +247,10 @@ def parse_decimal(text: str, what: str, percent: bool = False) -> Decimal:
 
 def parse_fraction(text: str | float, what: str, allow_zero: bool = False) -> float:
     """An efficiency or probability in (0, 1] (``[0, 1]`` with ``allow_zero``); ``60%`` = ``0.6``."""
-    value = float(parse_decimal(str(text), what, percent=True))
-    low = "[0" if allow_zero else "(0"
+    valid = f"in {'[0' if allow_zero else '(0'}, 1] (e.g. 0.6 or 60%)"
+    value = float(parse_decimal(str(text), what, percent=True, valid=f"; it must be {valid}"))
     if value > 1 or (value == 0 and not allow_zero):
-        raise _bad(what, f"{text!r} must be in {low}, 1] (e.g. 0.6 or 60%)")
+        raise _bad(what, f"{text!r} must be {valid}")
     return value
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from llm_cost.analyses.context import ContextResult
 from llm_cost.core.units import fmt_flops, fmt_iec, fmt_int, fmt_seconds
-from llm_cost.report.base import print_conventions, print_facts, print_table
+from llm_cost.report.base import print_conventions, print_facts, print_table, rows_that_matter, shown_caption
 
 
-def render(con, r: ContextResult, display_name: str) -> None:
-    """Crossover, then one row per context."""
+def render(con, r: ContextResult, display_name: str, all_rows: bool = False) -> None:
+    """Crossover, then one row per context (of a long grid the rows that matter: where attention
+    overtakes the weights, :func:`~llm_cost.report.base.rows_that_matter`), unless ``all_rows``."""
     con.print(f"[bold]{display_name}: long-context costs[/bold]")
     print_facts(
         con,
@@ -41,8 +42,9 @@ def render(con, r: ContextResult, display_name: str) -> None:
     if has_all:
         columns.append(("all layers full attention", "right"))
     columns.append(("S = QK^T per layer", "right"))
+    shown = r.rows if all_rows else [r.rows[i] for i in rows_that_matter(len(r.rows), _regime(r))]
     rows = []
-    for x in r.rows:
+    for x in shown:
         row = [
             fmt_int(x.context),
             fmt_flops(x.attention_flops_per_token),
@@ -63,5 +65,12 @@ def render(con, r: ContextResult, display_name: str) -> None:
             row.append(fmt_iec(x.all_attention_kv_bytes) if x.all_attention_kv_bytes is not None else "")
         row.append(fmt_iec(x.scores_bytes_per_layer))
         rows.append(row)
-    print_table(con, "", columns, rows, caption="S = QK^T is what FlashAttention never materialises in HBM")
+    caption = "S = QK^T is what FlashAttention never materialises in HBM"
+    trimmed = shown_caption(len(shown), len(r.rows))
+    print_table(con, "", columns, rows, caption=caption + (f"; {trimmed}" if trimmed else ""))
     print_conventions(con, r.conventions)
+
+
+def _regime(r: ContextResult) -> list[bool]:
+    """Whether attention costs more than the weights at each context (the crossover's side)."""
+    return [x.attention_to_weight > 1 for x in r.rows]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llm_cost.analyses.moe import MoEResult
 from llm_cost.core.units import fmt_flops, fmt_iec, fmt_int, fmt_si
-from llm_cost.report.base import print_conventions, print_facts, print_table
+from llm_cost.report.base import print_conventions, print_facts, print_table, rows_that_matter, shown_caption
 
 
 def _allreduce(r) -> str:
@@ -17,8 +17,9 @@ def _allreduce(r) -> str:
     )
 
 
-def render(con, r: MoEResult, display_name: str) -> None:
-    """Three counts, expert traffic per batch, EP memory, all-to-all, expert GEMM ridge."""
+def render(con, r: MoEResult, display_name: str, all_rows: bool = False) -> None:
+    """Three counts, expert traffic per batch (of a long grid the rows that matter, unless
+    ``all_rows``), EP memory, all-to-all, expert GEMM ridge."""
     con.print(
         f"[bold]{display_name}: {r.num_experts} routed experts, top-{r.top_k}, {r.moe_layers} MoE layers, "
         f"weights at {r.weight_bits:g} bits[/bold]"
@@ -36,14 +37,16 @@ def render(con, r: MoEResult, display_name: str) -> None:
             ("one routed expert, one layer", fmt_int(r.expert_params)),
         ],
     )
-    _traffic_table(con, r)
+    _traffic_table(con, r, all_rows)
     print_facts(con, _ep_facts(r))
     print_conventions(con, r.conventions)
 
 
-def _traffic_table(con, r: MoEResult) -> None:
-    """The weights read per decode step at each batch: experts hit, bytes, GEMM rows and intensity."""
+def _traffic_table(con, r: MoEResult, all_rows: bool) -> None:
+    """The weights read per decode step at each batch: experts hit, bytes, GEMM rows and intensity
+    (of a long grid the first and last rows and evenly spaced ones, unless ``all_rows``)."""
     ep = r.ep > 1
+    shown = r.rows if all_rows else [r.rows[i] for i in rows_that_matter(len(r.rows))]
     rows = [
         [fmt_int(x.batch), f"{x.expected_experts:,.1f}"]
         + ([f"{x.expected_experts_per_rank:,.2f}"] if ep else [])
@@ -54,7 +57,7 @@ def _traffic_table(con, r: MoEResult) -> None:
             f"{x.expert_gemm_rows:,.2f}",
             f"{x.expert_gemm_intensity:,.2f}",
         ]
-        for x in r.rows
+        for x in shown
     ]
     columns = [("batch", "right"), ("experts hit per layer", "right")]
     if ep:
@@ -73,7 +76,8 @@ def _traffic_table(con, r: MoEResult) -> None:
         rows,
         caption="weights read = matmul weights used + vectors + embedding rows; the next column counts the "
         "whole embedding as the source documents do; a dense model of the same memory reads all of "
-        "it every step; the third parameter count (read per step) sets the bandwidth",
+        "it every step; the third parameter count (read per step) sets the bandwidth"
+        + (f"; {trimmed}" if (trimmed := shown_caption(len(shown), len(r.rows))) else ""),
     )
 
 

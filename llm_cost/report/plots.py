@@ -248,33 +248,43 @@ def _band_errors(values: list[float], lows: list[Any], highs: list[Any]) -> list
 
 
 def comparison(r: Any, model: str, out: OutFile) -> None:
-    """GPUs side by side: each plan's $ per million output tokens (the cheapest highlighted) and
-    its output tokens/s per GPU, each with its band as an error bar (the fast end's and the slow
-    end's figures: :func:`llm_cost.analyses.simulated_serving.with_band`)."""
+    """GPUs side by side: each plan's $ per million output tokens (the cheapest highlighted; the
+    panel only when a price was given) and its output tokens/s per GPU, each with its band as an
+    error bar (the fast end's and the slow end's figures:
+    :func:`llm_cost.analyses.simulated_serving.with_band`)."""
     plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=SIZE_IN)
     rows = [g for g in r.plans if g.plan is not None]
-    names = [f"{g.gpu}\n{g.plan.chosen.describe()}" for g in rows]
-    usd = [g.plan.usd_per_million_output_tokens or 0.0 for g in rows]
-    colours = ["tab:green" if g.cheapest else "tab:blue" for g in rows]
     plans = [g.plan for g in rows]
-    usd_err = _band_errors(
-        usd, [p.usd_per_million_output_tokens_low for p in plans], [p.usd_per_million_output_tokens_high for p in plans]
-    )
-    left.bar(names, usd, color=colours, yerr=usd_err, capsize=4)
-    left.set_ylabel("$ per million output tokens (bar: the band)")
+    priced = any(p.usd_per_million_output_tokens is not None for p in plans)
+    fig, axes = plt.subplots(1, 2 if priced else 1, figsize=SIZE_IN, squeeze=False)
+    names = [f"{g.gpu}\n{g.plan.chosen.describe()}" for g in rows]
+    colours = ["tab:green" if g.cheapest else "tab:blue" for g in rows]
+    if priced:
+        _usd_panel(axes[0][0], names, plans, colours)
+    right = axes[0][-1]
     rate = [p.output_tokens_per_s_per_gpu for p in plans]
     rate_err = _band_errors(
         rate, [p.output_tokens_per_s_per_gpu_low for p in plans], [p.output_tokens_per_s_per_gpu_high for p in plans]
     )
     right.bar(names, rate, color=colours, yerr=rate_err, capsize=4)
     right.set_ylabel("output tokens/s per GPU (bar: the band)")
-    for ax in (left, right):
+    for ax in axes[0]:
         ax.tick_params(axis="x", labelsize=8)
         ax.grid(True, axis="y", alpha=0.3)
-    fig.suptitle(f"{model}: the best plan on each GPU (green: cheapest)", fontsize=10)
+    why = "(green: cheapest)" if priced else "(no --usd-per-gpu-hour given: no cost panel)"
+    fig.suptitle(f"{model}: the best plan on each GPU {why}", fontsize=10)
     fig.tight_layout()
     _save(fig, out)
+
+
+def _usd_panel(ax: Any, names: list[str], plans: list[Any], colours: list[str]) -> None:
+    """The comparison's $ per million output tokens, each bar with its band."""
+    usd = [p.usd_per_million_output_tokens or 0.0 for p in plans]
+    usd_err = _band_errors(
+        usd, [p.usd_per_million_output_tokens_low for p in plans], [p.usd_per_million_output_tokens_high for p in plans]
+    )
+    ax.bar(names, usd, color=colours, yerr=usd_err, capsize=4)
+    ax.set_ylabel("$ per million output tokens (bar: the band)")
 
 
 def frontier(r: Any, model: str, gpu: str, out: OutFile) -> None:

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from llm_cost.analyses.speculative import SpecResult
+from llm_cost.analyses.speculative import SpecAtBatch, SpecResult
 from llm_cost.core.units import fmt_int, fmt_seconds
-from llm_cost.report.base import layout_text, print_conventions, print_facts, print_table
+from llm_cost.report.base import (
+    fmt_band,
+    layout_text,
+    print_conventions,
+    print_facts,
+    print_table,
+    rows_that_matter,
+    shown_caption,
+)
 
 
-def render(con, r: SpecResult) -> None:
-    """Closed forms, then the step model per batch when a model and GPU were given."""
+def render(con, r: SpecResult, all_rows: bool = False) -> None:
+    """Closed forms, then the step model per batch when a model and GPU were given (of a long grid
+    the rows that matter: where the verify step's bound or the speedup's side of 1 changes, the
+    best speculative throughput), unless ``all_rows``."""
     con.print(
         f"[bold]Speculative decoding: alpha {r.alpha:g}, gamma {r.gamma}, c {r.c:.4g}"
         + (f" ({r.c_source})" if r.c_source != "given" else "")
@@ -41,37 +51,53 @@ def render(con, r: SpecResult) -> None:
         )
     print_facts(con, facts)
     if r.rows:
-        _steps_table(con, r)
+        _steps_table(con, r, all_rows)
     print_conventions(con, r.conventions)
 
 
-def _steps_table(con, r: SpecResult) -> None:
+def _steps_table(con, r: SpecResult, all_rows: bool) -> None:
     """The step model at each batch: baseline, verify and draft times, tokens/s and speedup."""
-    rows = [
-        [
-            fmt_int(x.batch),
-            fmt_seconds(x.baseline_step_s),
-            fmt_seconds(x.verify_step_s),
-            fmt_seconds(x.draft_s),
-            f"{x.baseline_tokens_per_s:,.0f}",
-            f"{x.speculative_tokens_per_s:,.0f}",
-            f"{x.speedup:.2f}x",
-            x.verify_bound,
-        ]
-        for x in r.rows
+    shown = r.rows
+    if not all_rows:
+        regime = [(x.verify_bound, x.speedup >= 1) for x in r.rows]
+        speed = [x.speculative_tokens_per_s for x in r.rows]
+        shown = [r.rows[i] for i in rows_that_matter(len(r.rows), regime, speed.index(max(speed)))]
+    bands = any(x.baseline_step_low_s is not None for x in shown)
+    rows = [_step_cells(x, bands) for x in shown]
+    columns = [("batch", "right"), ("baseline step", "right")]
+    columns += [("band", "right"), ("verify step", "right"), ("band", "right")] if bands else [("verify step", "right")]
+    columns += [
+        ("draft", "right"),
+        ("baseline tok/s", "right"),
+        ("speculative tok/s", "right"),
+        ("speedup", "right"),
+        ("verify bound by", "left"),
     ]
+    notes = ["band: the prediction's error band (as roofline's); the draft's is the baseline's"] if bands else []
+    trimmed = shown_caption(len(shown), len(r.rows))
     print_table(
         con,
         f"step model: {r.model} on {r.gpu}" + (layout_text(r.layout) if r.layout else "") + f"; steps: {r.time_model}",
-        [
-            ("batch", "right"),
-            ("baseline step", "right"),
-            ("verify step", "right"),
-            ("draft", "right"),
-            ("baseline tok/s", "right"),
-            ("speculative tok/s", "right"),
-            ("speedup", "right"),
-            ("verify bound by", "left"),
-        ],
+        columns,
         rows,
+        caption="; ".join(notes + ([trimmed] if trimmed else [])) or None,
     )
+
+
+def _step_cells(x: SpecAtBatch, bands: bool) -> list[str]:
+    """One batch's cells: each step's time, with its band beside the baseline's and the verify's."""
+    base = [fmt_seconds(x.baseline_step_s)]
+    verify = [fmt_seconds(x.verify_step_s)]
+    if bands:
+        base.append(fmt_band(x.baseline_step_s, x.baseline_step_low_s, x.baseline_step_high_s))
+        verify.append(fmt_band(x.verify_step_s, x.verify_step_low_s, x.verify_step_high_s))
+    return [
+        fmt_int(x.batch),
+        *base,
+        *verify,
+        fmt_seconds(x.draft_s),
+        f"{x.baseline_tokens_per_s:,.0f}",
+        f"{x.speculative_tokens_per_s:,.0f}",
+        f"{x.speedup:.2f}x",
+        x.verify_bound,
+    ]

@@ -151,6 +151,12 @@ def check_out(out: Any, name: str, force: bool, suffixes: tuple[str, ...] = ()) 
             f"{name}: {shown(path, 80)!r} is {kind}, not a regular file; give the path of a new or a regular file",
             fields=(name,),
         )
+    if suffixes and path.name.lower() in suffixes:
+        raise InputError(
+            f"{name}: {shown(path, 80)!r} has an empty name before {path.name}; give one, such as "
+            f"{path.with_name('picture' + path.name)}",
+            fields=(name,),
+        )
     if suffixes and path.suffix.lower() not in suffixes:
         raise InputError(f"{name}: {shown(path, 80)!r} must end in {' or '.join(suffixes)}", fields=(name,))
     if mode is None and not path.parent.is_dir():

@@ -89,3 +89,36 @@ def test_every_printed_prediction_has_its_tokens_per_second(cli):
     fit = cli("fit", "llama3-8b", "--gpu", "h100", "--tp", "1", "--batch", "1", "--context", "8K").out
     line = next(x for x in fit.splitlines() if "decode prediction" in x)
     assert "tokens/s" in line
+
+
+def test_each_predicted_step_carries_roofline_s_band(cli):
+    """A new user's trial (F22): spec printed its predicted steps with no band. The baseline step is
+    roofline's decode prediction, so its band is roofline's (the same held-out residuals, the fast
+    end held at the step's Roofline bound); the verify step's fast end is never under its own
+    Roofline bound (a step of B x (gamma + 1) tokens on datasheet peaks); the draft's is the
+    baseline's times gamma x c. The table shows each band beside its step."""
+    from llm_cost.perf.timemodel import RooflineBound
+
+    s = api.spec("llama3-8b", "h100", alpha=0.8, gamma=4, c=0.1, batches=[1, 64], context=2048)
+    for row in s.rows:
+        d = api.decode("llama3-8b", "h100", batch=row.batch, context=2048)
+        assert (row.baseline_step_low_s, row.baseline_step_high_s) == pytest.approx(
+            (d.predicted_low_s, d.predicted_high_s), rel=1e-12
+        )
+        step = build_step(load_model("llama3-8b"), [SeqGroup(row.batch, 5, 2048)], logits=Logits.ALL)
+        bound = RooflineBound().step_time(step, load_gpu("h100")).time_s
+        assert bound <= row.verify_step_low_s < row.verify_step_s < row.verify_step_high_s
+        assert row.draft_low_s == pytest.approx(0.4 * row.baseline_step_low_s, rel=1e-12)
+        assert row.draft_high_s == pytest.approx(0.4 * row.baseline_step_high_s, rel=1e-12)
+    argv = ["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--batch", "1"]
+    text = cli(*argv, "--context", "2K").out
+    d = api.decode("llama3-8b", "h100", batch=1, context=2048)
+    below, above = 1 - d.predicted_low_s / d.predicted_s, d.predicted_high_s / d.predicted_s - 1
+    assert f"-{below:.0%} / +{above:.0%}" in text and "band: the prediction's error band" in text
+    rows = cli(*argv, "--context", "2K", "--json").json()["rows"]
+    assert {"baseline_step_low_s", "verify_step_high_s", "draft_low_s"} <= set(rows[0])
+
+
+def test_an_estimate_has_no_band(cli):
+    s = api.spec("llama3-8b", "h100", alpha=0.8, gamma=4, c=0.1, batches=[8], mbu=0.8)
+    assert s.rows[0].baseline_step_low_s is None and s.rows[0].verify_step_high_s is None

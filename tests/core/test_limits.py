@@ -101,4 +101,5 @@ def test_an_echoed_value_is_cut_to_the_table_width():
     from llm_cost.core.errors import InputError
 
     message = str(InputError(f"context: {'9' * 5000!r} is larger than 1e+15"))
-    assert max(len(word) for word in message.split()) <= limits.MAX_ECHO and "(5,002 characters)" in message
+    assert max(len(word) for word in message.split()) <= limits.MAX_ECHO and "(5,000 characters)" in message
+    assert "(5,002 characters)" not in message  # a new user's trial (F17): the quotes were counted

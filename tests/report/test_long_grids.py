@@ -62,3 +62,48 @@ def test_a_grids_json_rows_carry_figures_and_with_ops_the_operator_tables(cli):
     assert [{k: v for k, v in r.items() if k not in ("ops", "conventions")} for r in full] == [
         {k: v for k, v in r.items() if k not in ("ops", "conventions")} for r in rows
     ]
+
+
+def _number(cell: str) -> int:
+    return int(cell.replace(",", ""))
+
+
+def test_a_long_context_grid_prints_where_attention_overtakes_the_weights(cli):
+    """A new user's trial (F4): ``context --context 1..10000:1`` printed 10,016 lines (6.3 s of CPU
+    at COLUMNS=120). Its table prints the rows that matter: the first and last, and the contexts on
+    either side of the crossover. Llama-3-8B: attention 2 x 2 x 32 layers x 4,096 = 524,288 FLOPs per
+    token per token of context; the matmuls 2 x (8,030,261,248 - 525,336,576 embedding) =
+    15,009,849,344 FLOPs per token; equal at 28,628 tokens of context, larger from 28,629 on."""
+    argv = ["context", "llama3-8b", "--context", "27000..30000:1", "--gpu", "h100"]
+    r = cli(*argv)
+    assert r.code == 0, r.err
+    contexts = [_number(row[0]) for row in _table_rows(r.out) if row and row[0].replace(",", "").isdigit()]
+    assert {27000, 28628, 28629, 30000} <= set(contexts) and len(contexts) <= 24
+    assert f"{len(contexts)} of 3,001 rows" in r.out
+    every = cli(*argv, "--all-rows")
+    assert len(_table_rows(every.out)) == 3001 and "of 3,001 rows" not in every.out
+
+
+def test_a_long_moe_grid_prints_its_first_and_last_batches(cli):
+    r = cli("moe", "deepseek-v3", "--batch", "1..3000:1")
+    assert r.code == 0, r.err
+    batches = [_number(row[0]) for row in _table_rows(r.out) if row and row[0].replace(",", "").isdigit()]
+    assert batches[0] == 1 and batches[-1] == 3000 and len(batches) == 20
+    assert "20 of 3,000 rows" in r.out
+    every = cli("moe", "deepseek-v3", "--batch", "1..3000:1", "--all-rows")
+    assert "of 3,000 rows" not in every.out and len(_table_rows(every.out)) >= 3000
+
+
+def test_a_long_spec_grid_prints_its_knee_and_break_even(cli):
+    """The table keeps the batches the facts name (the knee, where verification turns
+    compute-bound, and the break-even, where the speedup falls under 1x) and the batch before each."""
+    argv = ["spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1"]
+    r = cli(*argv, "--batch", "1..3000:1")
+    assert r.code == 0, r.err
+    knee = _number(re.search(r"compute-bound at batch\s+([\d,]+)", r.out)[1])
+    even = _number(re.search(r"stops paying at batch\s+([\d,]+)", r.out)[1])
+    batches = [_number(row[0]) for row in _table_rows(r.out) if row and row[0].replace(",", "").isdigit()]
+    assert {1, knee - 1, knee, even - 1, even, 3000} <= set(batches) and len(batches) <= 24
+    assert f"{len(batches)} of 3,000 rows" in r.out
+    every = cli(*argv, "--batch", "1..3000:1", "--all-rows")
+    assert len(_table_rows(every.out)) == 3000

@@ -72,3 +72,25 @@ def test_the_comparison_plot_draws_each_plans_band(monkeypatch, tmp_path):
         want = [v for p in plans for v in (getattr(p, low), getattr(p, high))]
         assert [float(v) for e in ends for v in e] == pytest.approx(want)
         assert [b.get_height() for b in bars] == pytest.approx([getattr(p, value) for p in plans])
+
+
+def test_a_comparison_without_prices_draws_no_cost_panel(monkeypatch, tmp_path):
+    """A new user's trial (F11): without --usd-per-gpu-hour the $ panel drew every GPU at $0 on an
+    axis from -0.04 to 0.04 under "green: cheapest" with nothing green. Now only tokens/s is drawn,
+    and the title says no price was given."""
+    import llm_cost
+    from llm_cost.report import plots
+
+    r = llm_cost.serve_compare("llama3-8b", ["h100", "a100"], gpus=1, requests=50)
+    drawn = {}
+    monkeypatch.setattr(plots, "_save", lambda fig, out: drawn.setdefault("fig", fig))
+    plots.comparison(r, "Llama-3-8B", str(tmp_path / "c.png"))
+    (only,) = drawn["fig"].axes
+    assert only.get_ylabel().startswith("output tokens/s per GPU")
+    assert "no --usd-per-gpu-hour given" in drawn["fig"]._suptitle.get_text()
+
+
+def test_a_plot_file_needs_a_name_before_its_suffix(cli, tmp_path):
+    """``--plot .png`` said "'.png' must end in .png or .svg", which it does."""
+    r = cli("moe", "mixtral-8x7b", "--plot", str(tmp_path / ".png"))
+    assert r.code == 2 and "has an empty name before .png" in r.err and "must end in" not in r.err

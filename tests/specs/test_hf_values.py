@@ -102,6 +102,19 @@ def _text(name: str, **change) -> dict:
             lambda: {**_config("mimo-v2-flash"), "sliding_window": 64},
             r"sliding_window = 64 disagrees with sliding_window_size \(128\)",
         ),
+        # a new user's trial (F21): each was counted as something transformers never builds
+        (
+            lambda: _text("llama-4-scout-17b-16e", interleave_moe_layer_step=0),
+            r"interleave_moe_layer_step must be an integer >= 1 \(got 0\)",
+        ),
+        (
+            lambda: {**_config("deepseek-v3"), "n_routed_experts": 0},
+            r"n_routed_experts = 0 leaves the MoE layers no routed expert",
+        ),
+        (
+            lambda: {**_config("deepseek-v3"), "n_group": 7},
+            r"n_group = 7 does not divide the 256 routed experts",
+        ),
     ],
 )
 def test_nonsense_is_refused_naming_the_key(config, message):

@@ -544,7 +544,8 @@ def _llama4_ffn(c: _Config, L: int, out: dict[str, Any]) -> None:
 
     if c.has("moe_layers"):
         moe_layers = set(c.int_list("moe_layers"))
-        c.ignore("interleave_moe_layer_step")
+        if c.has("interleave_moe_layer_step"):
+            c.int("interleave_moe_layer_step")  # unused beside moe_layers, but a step is at least 1
         if any(i >= L for i in moe_layers):
             raise c.error("moe_layers", f"lists layers beyond the {L} layers")
     else:

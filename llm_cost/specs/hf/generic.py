@@ -431,11 +431,30 @@ def _dense_mlp(c: _Config, dep: Departures):
     )
 
 
+def _check_experts(c: _Config, experts: int) -> None:
+    """SpecError for expert fields no model is built from: ``n_routed_experts: 0`` (DeepSeek's
+    spelling: its decoder layers build an MoE block from layer first_k_dense_replace on whatever the
+    count, transformers models/deepseek_v3/modeling_deepseek_v3.py DeepseekV3DecoderLayer, and
+    top-k routing over no experts cannot run; null is the dense form), and an ``n_group`` that does
+    not divide the experts (grouped top-k splits the experts into n_group equal groups,
+    DeepseekV3TopkRouter / DeepseekV3MoE.route_tokens_to_experts)."""
+    if c.data.get("n_routed_experts") == 0:
+        raise c.error(
+            "n_routed_experts",
+            "= 0 leaves the MoE layers no routed expert to choose; give the expert count",
+        )
+    if experts and c.has("n_group"):
+        groups = c.int("n_group")
+        if experts % groups:
+            raise c.error("n_group", f"= {groups} does not divide the {experts} routed experts into equal groups")
+
+
 def _ffn(c: _Config, out: dict[str, Any], L: int, dep: Departures) -> None:
     from llm_cost.specs.schema import MoE
 
     key = c.spelling("num_experts", "num_local_experts", "n_routed_experts")
     E = (c.int_or_null(key, 0, minimum=0) or 0) if key in c.data or c.known(key) else 0
+    _check_experts(c, E)
     if not E:
         c.ignore(
             "num_experts_per_tok",
