@@ -57,6 +57,7 @@ from llm_cost.perf.profile import Parameters, Profile, Regime, RegimeBand, Situa
 from llm_cost.perf.timemodel import (
     DEFAULT_NETWORK_GB_S,
     OpTime,
+    RooflineBound,
     StageTime,
     StepTime,
     hop_rate,
@@ -474,7 +475,7 @@ def step_seconds(
     :func:`~llm_cost.workload.step.build_step`'s defaults otherwise), each stage's head timed once
     per token count under a :class:`CalibratedModel` (:meth:`CalibratedModel.split_step_time`): the
     same figures."""
-    if isinstance(model, CalibratedModel):
+    if isinstance(model, (CalibratedModel, RooflineBound)):
         step, heads = split_step(
             spec, groups, layout=layout, weight_bits=weight_bits, kv_bits=kv_bits, compute_dtype=compute_dtype
         )

@@ -21,6 +21,7 @@ Links: the GPU's per-direction NVLink/xGMI bandwidth while TP x DP GPUs fit in o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from llm_cost.core.errors import InputError
@@ -30,7 +31,7 @@ from llm_cost.core.types import OpKind, OpRole
 from llm_cost.core.units import Number
 from llm_cost.model.layout import Layout
 from llm_cost.specs.schema import HardwareSpec
-from llm_cost.workload.step import Step, sum_of
+from llm_cost.workload.step import Operator, StageHead, Step, sum_of
 
 __all__ = [
     "OpTime",
@@ -231,6 +232,11 @@ class RooflineBound:
     label: str = "Roofline bound"
     kind: TimeKind = TimeKind.BOUND
 
+    def split_step_time(self, step: Step, heads: Sequence[StageHead], gpu: HardwareSpec) -> StepTime:
+        """:meth:`step_time` (without operators) of a step split by
+        :func:`~llm_cost.workload.step.split_step` (:func:`_bound_split_time`)."""
+        return _bound_split_time(self, step, heads, gpu)
+
     def step_time(self, step: Step, gpu: HardwareSpec, operators: bool = True) -> StepTime:
         """The bound of ``step`` on ``gpu`` (without ``operators``: no per-operator times, the same
         stages and totals); InputError if the GPU lacks the compute dtype."""
@@ -244,6 +250,47 @@ class RooflineBound:
             self.kind,
             operators,
         )
+
+
+#: The sums of each stage head's operators (:meth:`RooflineBound.split_step_time`), by head.
+_BOUND_HEADS: dict[tuple[int, int, int], tuple[object, tuple[float, float, float, float]]] = {}
+
+
+def _sums(ops: Sequence[Operator]) -> tuple[float, float, float, float]:
+    """FLOPs, bytes, bytes sent (not pipeline hand-offs) and bytes handed to the next stage of ``ops``."""
+    flops = nbytes = sent = handed = 0.0
+    for op in ops:
+        flops += float(op.flops)
+        nbytes += float(op.bytes)
+        if op.role == OpRole.PP_SEND:
+            handed += float(op.comm_bytes)
+        else:
+            sent += float(op.comm_bytes)
+    return flops, nbytes, sent, handed
+
+
+def _bound_split_time(model: RooflineBound, step: Step, heads: Sequence[StageHead], gpu: HardwareSpec) -> StepTime:
+    """:meth:`RooflineBound.step_time` (without operators) of a step split by
+    :func:`~llm_cost.workload.step.split_step`: each stage head's sums taken once per token count
+    (a serving band's fast end times many steps of few token counts against their bound); the same
+    terms as the whole step's, summed in another order (a test holds them within 1e-9)."""
+    link, link_gb_s = link_of(step, gpu, model.network_gb_s)
+    link_rate, peak, bw = link_gb_s * 1e9, gpu.peak_flops(step.compute_dtype), gpu.bandwidth_bytes_s
+    stages: list[StageTime] = []
+    for stage, head in zip(step.stages, heads):
+        key = (id(head.part), head.tokens, head.routed_tokens)
+        hit = _BOUND_HEADS.get(key)
+        if hit is None or hit[0] is not head.part:
+            if len(_BOUND_HEADS) >= 1 << 13:
+                _BOUND_HEADS.clear()
+            first, last = head.build()
+            hit = _BOUND_HEADS[key] = (head.part, _sums([*first, *last]))
+        flops, nbytes, sent, handed = (a + b for a, b in zip(hit[1], _sums(stage.ops)))
+        hop = hop_rate(step, gpu, stage.index, link_rate, model.network_gb_s)
+        c, m = _divide(flops, peak, "FLOPs"), _divide(nbytes, bw, "bytes")
+        l_ = _divide(sent, link_rate, "communication") + _divide(handed, hop, "communication")
+        stages.append(StageTime(stage.index, c, m, l_, max(c, m) + l_))
+    return sum_stages(model.label, model.kind, [], stages, link, link_gb_s)
 
 
 @record

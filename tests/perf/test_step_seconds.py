@@ -53,3 +53,28 @@ def test_step_seconds_is_the_time_of_the_built_step(setup, gpu, steps):
             slow.memory_s,
             slow.link_s,
         )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    setup=st.sampled_from([*SETUPS, ("llama3.1-405b", Layout(pp=16), 16, 16)]),
+    gpu=st.sampled_from(GPUS),
+    steps=st.lists(groups, min_size=1, max_size=4),
+)
+def test_the_split_bound_is_the_bound_of_the_built_step(setup, gpu, steps):
+    """The Roofline bound a serving band's fast end is held at (``step_seconds`` under
+    RooflineBound: each stage head's sums taken once per token count) is the whole step's bound, up
+    to the order of its sums (1e-9), pipeline hops over the network included (PP16 on 8-GPU nodes)."""
+    import pytest
+
+    from llm_cost.perf.timemodel import RooflineBound
+
+    name, layout, weight_bits, kv_bits = setup
+    spec, g = load_model(name), load_gpu(gpu)
+    formats = dict(layout=layout, weight_bits=Fraction(weight_bits), kv_bits=kv_bits, compute_dtype=Dtype.BF16)
+    bound = RooflineBound()
+    for step in [*steps, *steps]:
+        fast = step_seconds(bound, spec, step, g, **formats)
+        whole = bound.step_time(build_step(spec, step, **formats), g, operators=False)
+        assert fast.time_s == pytest.approx(whole.time_s, rel=1e-9)
+        assert fast.link_s == pytest.approx(whole.link_s, rel=1e-9, abs=1e-15)
