@@ -313,6 +313,21 @@ def _out_of_source(profile: Optional[Profile], gpu: HardwareSpec, source: str) -
     return dataclasses.replace(profile, parameters=join(family, engine), note=note)
 
 
+def given_profile_of(gpu: HardwareSpec, profile: object = None, engine: object = None) -> Optional[Profile]:
+    """:func:`profile_of` for a command whose ``engine`` is None unless the user gave one (roofline,
+    spec, fit): InputError naming both when the given engine is not the given profile's (the
+    profile decides the time model, so the engine would be dropped without a word)."""
+    named = profile_given(profile)
+    chosen, given = engine_of(engine)
+    if given and named is not None and named.engine is not chosen:
+        raise InputError(
+            f"engine: {chosen.value} contradicts profile {named.name}, fitted under {named.engine.value}; give one "
+            f"of them, or a profile fitted under {chosen.value}",
+            fields=("engine", "profile"),
+        )
+    return profile_of(gpu, named, engine)
+
+
 def profile_of(gpu: HardwareSpec, profile: object = None, engine: object = None) -> Optional[Profile]:
     """The profile of the time model :func:`time_model_of` chooses for ``gpu`` under ``engine``
     (None: no fit applies, the MFU/MBU estimate predicts)."""

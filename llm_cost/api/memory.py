@@ -67,7 +67,7 @@ def fit(
     kv_bits = choices.kv_dtype_of(kv_dtype).bits
     compute = choices.compute_dtype(spec, g, None, weights_dtype)
     chosen = choices.layout_of(layout)
-    timed = choices.profile_of(g, profile, engine)
+    timed = choices.given_profile_of(g, profile, engine)
     if chosen is not None:
         from llm_cost.api.step import engine_noted
 

@@ -95,7 +95,7 @@ def _step_options(
         mbu=choices.mbu_of(mbu),
         layout=choices.layout_of(layout) or ONE_GPU,
         network_gb_s=choices.network_gb_s_of(network_gb_s),
-        profile=choices.profile_of(g, profile, engine),
+        profile=choices.given_profile_of(g, profile, engine),
     )
 
 

@@ -38,3 +38,13 @@ def test_a_profile_held_out_row_by_row_says_so(cli, tmp_path):
     assert cli("calibrate", str(rows), "-o", str(profile), "--engine", "vllm").code == 0
     out = cli("roofline", "llama3-8b", "--gpu", "h100", "--batch", "8", "--context", "1K", "--profile", str(profile))
     assert out.code == 0 and "leave-one-row-out" in out.out and "of 4 sources" not in out.out
+
+
+def test_an_engine_and_a_profile_of_another_engine_are_refused_together(cli):
+    """roofline takes its time model from --profile; an --engine of another engine beside it was
+    dropped without a word (a new user's trial). Given alone, or agreeing, each is taken."""
+    out = cli("roofline", "llama3-8b", "--gpu", "h100", "--engine", "trtllm", "--profile", "hopper-vllm")
+    assert out.code == 2 and "--engine: trtllm contradicts --profile hopper-vllm" in out.err
+    agreeing = cli("roofline", "llama3-8b", "--gpu", "h100", "--engine", "vllm", "--profile", "hopper-vllm")
+    alone = cli("roofline", "llama3-8b", "--gpu", "h100", "--profile", "hopper-trtllm")
+    assert agreeing.code == 0 and alone.code == 0 and "profile hopper-trtllm" in alone.out
