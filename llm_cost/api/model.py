@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from llm_cost.api import checks, choices
-from llm_cost.api.requests import GpuLike, ModelLike
+from llm_cost.api.argtypes import GpuLike, ModelLike
 from llm_cost.core.errors import InputError
 
 if TYPE_CHECKING:
     from llm_cost.analyses.catalog import CatalogEntry, GPUEntry, ModelEntry, SpecView
     from llm_cost.analyses.import_spec import ImportResult
-    from llm_cost.api.requests import KvDtypeArg, WeightsDtypeArg
+    from llm_cost.api.argtypes import KvDtypeArg, WeightsDtypeArg
     from llm_cost.model.kv import KVResult
     from llm_cost.model.layout import Layout
     from llm_cost.model.params import ParamsResult
