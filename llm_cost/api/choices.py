@@ -245,6 +245,16 @@ def profile_given(profile: object = None) -> Optional[Profile]:
     return load_profile(profile)
 
 
+def max_model_len_of(spec: ModelSpec, max_model_len: object = None) -> int:
+    """The longest request (prompt + output) an engine admits: ``max_model_len`` (a count, 2 to
+    MAX_MODEL_LEN) if given, else the model's ``max_position_embeddings``, as vLLM defaults it.
+    InputError naming ``max_model_len`` for a value out of range."""
+    from llm_cost.core.limits import MAX_MODEL_LEN
+
+    given = checks.optional(max_model_len, checks.count, "max_model_len", 2, MAX_MODEL_LEN)
+    return given or spec.max_position_embeddings
+
+
 def engine_context(spec: ModelSpec) -> int:
     """The longest ``max_model_len`` vLLM starts with for ``spec`` without
     VLLM_ALLOW_LONG_MAX_MODEL_LEN: its ``max_position_embeddings``, times the ``rope_scaling``

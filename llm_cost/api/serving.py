@@ -29,7 +29,7 @@ from llm_cost.api.requests import (
 )
 from llm_cost.core.choices import MemoryConvention, Router, ServingMode
 from llm_cost.core.errors import InputError
-from llm_cost.core.limits import MAX_CHUNK_TOKENS, MAX_COMPARED, MAX_CONCURRENCY, MAX_MODEL_LEN, MAX_SEED
+from llm_cost.core.limits import MAX_CHUNK_TOKENS, MAX_COMPARED, MAX_CONCURRENCY, MAX_SEED
 from llm_cost.core.types import Engine, ServingEngine
 
 if TYPE_CHECKING:
@@ -286,10 +286,7 @@ def _with_launch(result: Any, engine: ServingEngine, r: ServeRequest) -> Any:
     weight_bits, _ = served_weight_bits(spec, r.weights_dtype, r.bits_per_weight, r.group_size, r.quantize_embeddings)
     kv_bits = choices.kv_dtype_of(r.kv_dtype).bits
     policy = choices.memory_policy(r.memory, r.gpu_memory_utilization, r.reserve_bytes)
-    length = (
-        checks.optional(r.max_model_len, checks.count, "max_model_len", 2, MAX_MODEL_LEN)
-        or spec.max_position_embeddings
-    )
+    length = choices.max_model_len_of(spec, r.max_model_len)
     layout, replicas, seqs, tokens, chunked, cached = _launched_settings(run, length)
     kv_tokens = _sequence_kv_tokens(run, spec, g, layout, seqs, tokens, policy, weight_bits, kv_bits)
     notes: list[Note] = []

@@ -8,11 +8,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, cast
 
-from llm_cost.api import checks
+from llm_cost.api import checks, choices
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import (
     MAX_LENGTH,
-    MAX_MODEL_LEN,
     MAX_NUM_SEQS,
     MAX_PREFIX_USERS,
     MAX_REQUESTS,
@@ -278,9 +277,7 @@ def engine_of(
     name = serving_engine(engine)
     checks.flag(prefix_caching, "prefix_caching")
     checks.flag(chunked_prefill, "chunked_prefill")
-    length = (
-        checks.optional(max_model_len, checks.count, "max_model_len", 2, MAX_MODEL_LEN) or spec.max_position_embeddings
-    )
+    length = choices.max_model_len_of(spec, max_model_len)
     changes: dict[str, Any] = {}
     if max_num_seqs is not None:
         changes["max_num_seqs"] = checks.count(max_num_seqs, "max_num_seqs", 1, MAX_NUM_SEQS)

@@ -25,9 +25,11 @@ LLAMA_70B = catalog.config_file("llama3.1-70b")
 MATMUL = 68_451_041_280
 OTHER = 2_102_665_216
 
-#: hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4's quantization_config, as its config.json
-#: publishes it (the model card: "AutoAWQ ... GEMM kernels ... zero-point quantization with a group
-#: size of 128").
+#: An AutoAWQ checkpoint's quantization_config: the keys and values transformers' AWQ guide quotes from
+#: TheBloke/zephyr-7B-alpha-AWQ's config.json (docs/source/en/quantization/awq.md: quant_method awq,
+#: zero_point true, group_size 128, bits 4, version gemm), with AutoAWQ's later modules_to_not_convert
+#: (null). Set into Llama-3.1-70B's verbatim config.json (the catalog's): a constructed input, whose
+#: independent value is the by-hand sum of AutoAWQ's tensors above, not a published checkpoint's total.
 AWQ = {"bits": 4, "group_size": 128, "modules_to_not_convert": None, "quant_method": "awq", "version": "gemm",
        "zero_point": True}  # fmt: skip
 
