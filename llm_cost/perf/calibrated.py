@@ -407,7 +407,12 @@ class CalibratedModel:
         memo = _heads_at(v, link_bytes_s, split)
         stages: list[StageTime] = []
         for i, (stage, head) in enumerate(zip(step.stages, heads)):
-            key = (id(head.part), head.tokens, head.routed_tokens)
+            hop = hop_rate(step, gpu, stage.index, link_bytes_s, self.network_gb_s)  # as step_time times it
+
+            def timed(op: Operator, hop: float = hop) -> tuple[float, float, float, float]:
+                return _op_time(op, v, hop if op.role == OpRole.PP_SEND else link_bytes_s, split)
+
+            key = (id(head.part), head.tokens, head.routed_tokens, hop)
             hit = memo.get(key)
             if hit is None:
                 if len(memo) >= _HEADS_SIZE:
@@ -415,11 +420,11 @@ class CalibratedModel:
                 first, last = head.build()
                 hit = memo[key] = (
                     head.part,
-                    tuple(_op_time(op, v, link_bytes_s, split) for op in first),
-                    tuple(_op_time(op, v, link_bytes_s, split) for op in last),
+                    tuple(timed(op) for op in first),
+                    tuple(timed(op) for op in last),
                     max(moe_layers(first), moe_layers(last)),
                 )
-            times = [*hit[1], *(_op_time(op, v, link_bytes_s, split) for op in stage.ops), *hit[2]]
+            times = [*hit[1], *(timed(op) for op in stage.ops), *hit[2]]
             moe = max(hit[3], moe_layers(stage.ops))
             stages.append(_stage_time(stage.index, times, stage.layers, moe, i == 0, step, v))
         return sum_stages(self.label, self.kind, [], stages, link, link_gb_s)

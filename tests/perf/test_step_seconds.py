@@ -26,6 +26,7 @@ SETUPS = [
     ("deepseek-v3", Layout(tp=8), 16, 16),
     ("qwen3-next-80b-a3b", Layout(tp=1, ep=4, dp=4), 16, 16),
     ("gpt-oss-120b", Layout(tp=2, ep=2), 16, 8),
+    ("llama3.1-405b", Layout(pp=16), 16, 16),  # its hop into stage 8 leaves an 8-GPU node: the network's
 ]
 GPUS = ("h100", "b200")
 
@@ -57,7 +58,7 @@ def test_step_seconds_is_the_time_of_the_built_step(setup, gpu, steps):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    setup=st.sampled_from([*SETUPS, ("llama3.1-405b", Layout(pp=16), 16, 16)]),
+    setup=st.sampled_from(SETUPS),
     gpu=st.sampled_from(GPUS),
     steps=st.lists(groups, min_size=1, max_size=4),
 )
