@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_cost import api
 from llm_cost.analyses.serving_runs import transfer_widening, vllm_model
@@ -239,13 +241,18 @@ def test_the_profile_band_widens_outside_the_fitted_shapes():
 
 def test_the_analytic_form_scales_by_its_decode_step_band():
     """``--batch``: TTFT and TPOT x the band factors of the configuration's typical decode step (64
-    sequences at 2,048 + 1,024 tokens), computed here; tokens/s divided by them."""
+    sequences at 2,048 + 1,024 tokens), computed here; tokens/s divided by them; the fast end no
+    faster than the Roofline bound."""
     profile = load_profile("hopper-vllm")
     r = api.serve("llama3-8b", "h100", 2048, 2048, layout=ONE, concurrency=64, profile=profile, tpot_s=0.0185)
     b = band_for(profile, 64, 2048 + 1024)
-    assert r.tpot_low_s == pytest.approx(r.tpot_s * b.low) and r.tpot_high_s == pytest.approx(r.tpot_s * b.high)
-    assert r.ttft_low_s == pytest.approx(r.ttft_s * b.low) and r.ttft_high_s == pytest.approx(r.ttft_s * b.high)
+    assert r.tpot_high_s == pytest.approx(r.tpot_s * b.high) and r.ttft_high_s == pytest.approx(r.ttft_s * b.high)
     assert r.output_tokens_per_s_per_gpu_low == pytest.approx(r.output_tokens_per_s_per_gpu / b.high)
+    # The fast end x b.low would be 8.6 ms, under the 9.6 ms bound of a bare decode step of these 64
+    # sequences at 2,048 tokens: it is held at the configuration's own bound instead.
+    decode_bound_s = api.decode("llama3-8b", "h100", 64, 2048, layout=ONE).bound_s
+    assert r.tpot_s * b.low < decode_bound_s <= r.tpot_low_s < r.tpot_s
+    assert r.ttft_s * b.low <= r.ttft_low_s <= r.ttft_s
     assert r.violates_at_slow_end == (("tpot_s mean",) if r.tpot_s * b.high > 0.0185 else ())
     assert any(n.code == "serve.analytic_band" for n in r.conventions)
 
@@ -419,3 +426,29 @@ def test_a_band_whose_runs_all_ran_faster_says_the_nominal_is_its_slow_end():
     run = api.serve("llama3-8b", "h100", 1024, 64, layout=ONE, qps=2.0, requests=40, seed=0)
     text = sentence(next(n for n in run.conventions if n.code == "serve.band"))
     assert ("the nominal figure is the band's slow end" in text) == (p90 < 1), text
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    model=st.sampled_from(["llama3-8b", "qwen2.5-7b", "llama3-70b"]),
+    tp=st.sampled_from([1, 2, 4]),
+    concurrency=st.sampled_from([1, 2, 4, 16]),
+    input_tokens=st.sampled_from([128, 2048, 8192]),
+)
+def test_the_analytic_fast_end_is_never_under_the_roofline_bound(model, tp, concurrency, input_tokens):
+    """No shipped measurement beats its step's Roofline bound (tests/perf/test_measurement_files.py),
+    so neither may a band's fast end: an analytic plan's TPOT fast end is at least the bound of a
+    decode step of its ``concurrency`` sequences at the prompt's length (``api.decode``, the lightest
+    step a token can wait for), and its tokens/s fast end at most the concurrency over that bound.
+    Before the floor, one llama3-8b sequence at 2K on an H100 printed a fast end of about 4.1 ms
+    under a 4.5 ms bound."""
+    layout = api.Layout(tp=tp)
+    try:
+        r = api.serve(model, "h100", input_tokens, 256, layout=layout, concurrency=concurrency)
+    except api.LlmCostError:  # the model does not fit this layout
+        return
+    bound_s = api.decode(model, "h100", concurrency, input_tokens, layout=layout).bound_s
+    assert r.tpot_low_s >= bound_s * (1 - 1e-9) or r.tpot_low_s == r.tpot_s
+    assert r.tpot_low_s <= r.tpot_s <= r.tpot_high_s
+    # tokens/s and $/M at the fast end come from that same (held) fast end
+    assert r.output_tokens_per_s_high == pytest.approx(r.output_tokens_per_s * r.tpot_s / r.tpot_low_s)

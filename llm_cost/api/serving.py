@@ -524,7 +524,7 @@ def _analytic(
     from llm_cost.analyses.serving.band import with_analytic_band
     from llm_cost.analyses.serving.moe_layouts import layout_families
 
-    result = with_analytic_band(result, chosen)
+    result = with_analytic_band(result, chosen, _bound_of(result, spec, g, screen, targets, common, reserve_full))
     weighed = layout_families(spec, [], [*result.frontier, result.chosen])
     return result if weighed is None else dataclasses.replace(result, conventions=[*result.conventions, weighed])
 
@@ -763,6 +763,25 @@ def _per_gpu(error: InputError) -> bool:
     return bool(set(error.fields) & _PER_GPU_FIELDS) and (
         "reaches" in text or "needs" in text or "carr" in text or "fit" in text or "hold" in text
     )
+
+
+def _bound_of(
+    plan: ServePlan, spec: Any, g: Any, traffic: Any, targets: Any, common: dict[str, Any], reserve_full: bool
+) -> Optional[tuple[float, float]]:
+    """(TTFT, TPOT) of an analytic plan's chosen aggregated configuration under the Roofline
+    bound (:class:`~llm_cost.perf.timemodel.RooflineBound`, the plan's network), the floor of its
+    band's fast end; None for a disaggregated choice (its pools are not re-evaluated)."""
+    from llm_cost.analyses.serving import evaluate
+    from llm_cost.perf.timemodel import RooflineBound
+
+    c = plan.chosen
+    if c.mode != ServingMode.AGGREGATED:
+        return None
+    at_bound = evaluate(
+        spec, g, traffic, targets, RooflineBound(common["network_gb_s"]), c.layout, c.concurrency,
+        chunk_tokens=c.chunk_tokens, replicas=c.replicas, reserve_full=reserve_full, **common,
+    )  # fmt: skip
+    return at_bound.ttft_s, at_bound.tpot_s
 
 
 def _one_configuration(

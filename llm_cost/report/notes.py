@@ -328,7 +328,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             if (p["ttft_low"], p["ttft_high"]) != (p["low"], p["high"])
             else ""
         )
-        + "; analytic scaling: the queueing formulas are not re-evaluated at the band's ends (the simulated plan "
+        + "; the fast end never under the configuration's Roofline bound (aggregated)"
+        "; analytic scaling: the queueing formulas are not re-evaluated at the band's ends (the simulated plan "
         "re-simulates them)"
     ),
     "warning.no_steady_window": lambda p: (

@@ -37,7 +37,7 @@ def prefill_shape(plan: ServePlan) -> tuple[int, int]:
     return decode_shape(plan)
 
 
-def with_analytic_band(plan: ServePlan, profile: Profile | None) -> ServePlan:
+def with_analytic_band(plan: ServePlan, profile: Profile | None, bound: tuple[float, float] | None = None) -> ServePlan:
     """``plan`` with its chosen configuration's error band, analytic scaling: TTFT x the band
     factors (:func:`~llm_cost.perf.calibrated.band_for`: the p10/p90 of held-out residuals of
     predictions in the profile's situation and the step's regime, widened outside the fitted
@@ -45,8 +45,12 @@ def with_analytic_band(plan: ServePlan, profile: Profile | None) -> ServePlan:
     factors (a slower step: fewer tokens/s) and $/M output x them (the low cost with the fast
     end). The queueing formulas' nonlinearity (a slower server waits longer) is not re-evaluated:
     a stated approximation (the note ``serve.analytic_band``). ``violates_at_slow_end``: each
-    target (a bound on the mean) the slow end misses. No profile, or one without held-out
-    residuals: the plan as it is, with the note ``serve.no_band``."""
+    target (a bound on the mean) the slow end misses. ``bound``: (TTFT, TPOT) of the same
+    configuration under the Roofline bound (:class:`~llm_cost.perf.timemodel.RooflineBound`):
+    the fast end is never under it (no shipped measurement beats its bound, as
+    :func:`llm_cost.analyses.roofline.banded` holds a step's band), unless the prediction itself
+    is. No profile, or one without held-out residuals: the plan as it is, with the note
+    ``serve.no_band``."""
     disaggregated = plan.chosen.mode == ServingMode.DISAGGREGATED and plan.chosen.prefill_batch is not None
     decode = band_for(profile, *decode_shape(plan)) if profile is not None else None
     prefill = band_for(profile, *prefill_shape(plan), prefill=disaggregated) if profile is not None else None
@@ -63,17 +67,22 @@ def with_analytic_band(plan: ServePlan, profile: Profile | None) -> ServePlan:
     )
     usd = plan.usd_per_million_output_tokens
     batch, context = decode_shape(plan)
+    ttft_low, tpot_low = (
+        _fast_end(plan.ttft_s, prefill.low, bound and bound[0]),
+        _fast_end(plan.tpot_s, decode.low, bound and bound[1]),
+    )
+    fast = tpot_low / plan.tpot_s  # the decode factor at the fast end, held at the bound
     return dataclasses.replace(
         plan,
-        ttft_low_s=plan.ttft_s * prefill.low,
+        ttft_low_s=ttft_low,
         ttft_high_s=ttft_high,
-        tpot_low_s=plan.tpot_s * decode.low,
+        tpot_low_s=tpot_low,
         tpot_high_s=tpot_high,
         output_tokens_per_s_low=plan.output_tokens_per_s / decode.high,
-        output_tokens_per_s_high=plan.output_tokens_per_s / decode.low,
+        output_tokens_per_s_high=plan.output_tokens_per_s / fast,
         output_tokens_per_s_per_gpu_low=plan.output_tokens_per_s_per_gpu / decode.high,
-        output_tokens_per_s_per_gpu_high=plan.output_tokens_per_s_per_gpu / decode.low,
-        usd_per_million_output_tokens_low=usd * decode.low if usd is not None else None,
+        output_tokens_per_s_per_gpu_high=plan.output_tokens_per_s_per_gpu / fast,
+        usd_per_million_output_tokens_low=usd * fast if usd is not None else None,
         usd_per_million_output_tokens_high=usd * decode.high if usd is not None else None,
         violates_at_slow_end=missed,
         band=StepBand(
@@ -107,3 +116,10 @@ def with_analytic_band(plan: ServePlan, profile: Profile | None) -> ServePlan:
             ),
         ],
     )
+
+
+def _fast_end(predicted_s: float, low: float, bound_s: float | None) -> float:
+    """The fast end of a time: ``predicted_s`` x the band's ``low`` factor, never under
+    ``bound_s`` (the Roofline bound of the same configuration) unless ``predicted_s`` is."""
+    scaled = predicted_s * low
+    return scaled if bound_s is None else max(scaled, min(bound_s, predicted_s))
