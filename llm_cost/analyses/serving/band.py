@@ -12,8 +12,8 @@ import dataclasses
 
 from llm_cost.analyses.serving.results import ServePlan, StepBand
 from llm_cost.core.choices import ServingMode
-from llm_cost.core.notes import note
-from llm_cost.perf.calibrated import band_for
+from llm_cost.core.notes import Note, note
+from llm_cost.perf.calibrated import Band, band_for
 from llm_cost.perf.profile import Profile
 
 __all__ = ["with_analytic_band", "decode_shape", "prefill_shape"]
@@ -97,24 +97,7 @@ def with_analytic_band(plan: ServePlan, profile: Profile | None, bound: tuple[fl
             max(decode.high, prefill.high),
             1 if prefill == decode else 2,
         ),
-        conventions=[
-            *plan.conventions,
-            note(
-                "serve.analytic_band",
-                profile=decode.profile,
-                engine=decode.engine,
-                kind=decode.situation,
-                rows=decode.rows,
-                sources=decode.sources,
-                transfer=decode.widen,
-                batch=batch,
-                context=context,
-                low=decode.low,
-                high=decode.high,
-                ttft_low=prefill.low,
-                ttft_high=prefill.high,
-            ),
-        ],
+        conventions=[*plan.conventions, _band_note(decode, prefill, batch, context)],
     )
 
 
@@ -123,3 +106,23 @@ def _fast_end(predicted_s: float, low: float, bound_s: float | None) -> float:
     ``bound_s`` (the Roofline bound of the same configuration) unless ``predicted_s`` is."""
     scaled = predicted_s * low
     return scaled if bound_s is None else max(scaled, min(bound_s, predicted_s))
+
+
+def _band_note(decode: Band, prefill: Band, batch: int, context: int) -> Note:
+    """The note ``serve.analytic_band``: the decode and prefill factors, their profile and rows, at
+    the typical decode step of ``batch`` sequences at ``context`` tokens."""
+    return note(
+        "serve.analytic_band",
+        profile=decode.profile,
+        engine=decode.engine,
+        kind=decode.situation,
+        rows=decode.rows,
+        sources=decode.sources,
+        transfer=decode.widen,
+        batch=batch,
+        context=context,
+        low=decode.low,
+        high=decode.high,
+        ttft_low=prefill.low,
+        ttft_high=prefill.high,
+    )
