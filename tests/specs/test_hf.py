@@ -747,3 +747,33 @@ def test_every_vision_tower_is_the_one_vision_field_told_apart_by_kind(name, kin
     assert [f for f in field_names(ModelSpec) if "vision" in f] == ["vision"]
     assert spec.vision is not None and spec.vision.kind == kind and spec.vision.title == title
     assert yaml.safe_load(spec_to_yaml(spec))["vision"]["kind"] == kind
+
+
+@pytest.mark.parametrize("block", [[0, 0], "abc", [128, 128, 1], [128.0, 128.0], None])
+def test_an_fp8_block_size_that_is_not_two_positive_integers_is_refused(block, tmp_path):
+    """DeepSeek-V3's config.json as published, its ``weight_block_size`` replaced: transformers'
+    FineGrainedFP8Config refuses anything but "a tuple of two positive integers", and so does the
+    reader, naming the file and the key (it had read such values as one scale per tensor). An
+    explicit null is the absent key: one scale per tensor."""
+    config = json.loads((FIXTURES / "deepseek-v3" / "config.json").read_text(encoding="utf-8"))
+    config["quantization_config"]["weight_block_size"] = block
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    if block is None:
+        assert load_model(str(path)).quantization.weights_format == "fp8"
+        return
+    with pytest.raises(SpecError, match=r"config\.json: quantization_config\.weight_block_size must be two positive"):
+        load_model(str(path))
+
+
+def test_an_fp8_block_size_the_tool_does_not_model_is_weighed_per_tensor_and_noted(tmp_path):
+    """[64, 64] is a valid block the tool does not model: one scale per tensor, said in the spec's note."""
+    config = json.loads((FIXTURES / "deepseek-v3" / "config.json").read_text(encoding="utf-8"))
+    config["quantization_config"]["weight_block_size"] = [64, 64]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    spec = load_model(str(path))
+    assert spec.quantization.weights_format == "fp8"
+    assert "weight_block_size [64, 64] is not modelled" in spec.source.note
+    published = load_model(str(FIXTURES / "deepseek-v3" / "config.json"))
+    assert published.quantization.weights_format == "fp8_block"

@@ -395,7 +395,7 @@ def _common(
     else:
         out["position_embedding"] = "learned"
     out["torch_dtype"] = _dtype(c, fam)
-    out.update(read_quantization(c.dict("quantization_config"), out["torch_dtype"], c.notes))
+    out.update(read_quantization(c.dict("quantization_config"), out["torch_dtype"], c.notes, c.error))
     return out
 
 

@@ -27,7 +27,19 @@ methods (bitsandbytes, HQQ, EXL2, ...) are not modelled here: the caller notes t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Optional
+
+from llm_cost.core.errors import SpecError
+
+#: Builds the error of a key's value: (key, what is wrong and what would do) -> the exception.
+Fail = Callable[[str, str], Exception]
+
+
+def _plain_error(key: str, message: str) -> Exception:
+    """A SpecError naming ``key`` (for a caller without a file to name)."""
+    return SpecError(f"{key} {message}")
+
 
 __all__ = ["MODELLED_METHODS", "read_quantization"]
 
@@ -69,7 +81,7 @@ def _kept_group(module: str) -> tuple[bool, Optional[str]]:
     return False, None
 
 
-def _format(method: str, q: dict[str, Any]) -> Optional[str]:
+def _format(method: str, q: dict[str, Any], fail: Fail, notes: list[str]) -> Optional[str]:
     """The WeightFormat name of the quantized matmuls, or None when the config does not say one
     this tool models."""
     if method == "mxfp4":
@@ -78,7 +90,7 @@ def _format(method: str, q: dict[str, Any]) -> Optional[str]:
         bits = q.get("bits", q.get("w_bit"))
         return {4: "int4", 8: "int8"}.get(bits) if type(bits) is int and _group_size(q) is not None else None
     if method == "fp8":
-        return "fp8_block" if list(q.get("weight_block_size") or []) == [128, 128] else "fp8"
+        return _fp8_format(q.get("weight_block_size"), fail, notes)
     if method == "modelopt":
         algo = str(q.get("quant_algo") or (q.get("quantization") or {}).get("quant_algo") or "").upper()
         return {"NVFP4": "nvfp4", "FP8": "fp8"}.get(algo)
@@ -92,6 +104,29 @@ def _format(method: str, q: dict[str, Any]) -> Optional[str]:
         block = list(weights.get("block_structure") or [])
         return "fp8_block" if weights.get("strategy") == "block" and block == [128, 128] else "fp8"
     return None
+
+
+def _fp8_format(block: object, fail: Fail, notes: list[str]) -> str:
+    """``fp8_block`` for a ``weight_block_size`` of [128, 128], ``fp8`` (one scale per tensor) when
+    there is none. Another block of two positive integers is weighed as per tensor, noted (the FP32
+    scales of 128 x 128 blocks are 0.02% of the weights' bytes; smaller blocks' more). Anything
+    else is refused (``fail``), as transformers' ``FineGrainedFP8Config.post_init`` refuses it: "a
+    tuple of two positive integers"."""
+    if block is None:
+        return "fp8"
+    pair = list(block) if isinstance(block, (list, tuple)) else None
+    if pair is None or len(pair) != 2 or not all(type(b) is int and b > 0 for b in pair):
+        raise fail(
+            "quantization_config.weight_block_size",
+            f"must be two positive integers, e.g. [128, 128], or absent for one scale per tensor (got {block!r})",
+        )
+    if pair == [128, 128]:
+        return "fp8_block"
+    notes.append(
+        f"quantization_config fp8: weight_block_size {pair} is not modelled; weighed with one scale per tensor "
+        "(the block scales' bytes not counted)"
+    )
+    return "fp8"
 
 
 def _group_size(q: dict[str, Any]) -> Optional[int]:
@@ -110,9 +145,13 @@ def _kept_modules(method: str, q: dict[str, Any]) -> list[str]:
     return list(q.get("modules_to_not_convert") or q.get("ignored_layers") or [])
 
 
-def read_quantization(q: Optional[dict[str, Any]], torch_dtype: str, notes: list[str]) -> dict[str, Any]:
+def read_quantization(
+    q: Optional[dict[str, Any]], torch_dtype: str, notes: list[str], fail: Fail = _plain_error
+) -> dict[str, Any]:
     """``{"quantization": {...}}`` for a ModelSpec from a ``quantization_config`` ``q`` (empty when
     there is none or its method is not modelled); notes what was read and what was approximated.
+    ``fail(key, message)`` builds the error of a value no checkpoint can have (the caller's, naming
+    its file): an FP8 ``weight_block_size`` that is not two positive integers.
     ``torch_dtype`` is the checkpoint's dtype as read; the kept tensors are in it when it is a 16-
     or 32-bit dtype, else in BF16."""
     if not q:
@@ -120,7 +159,7 @@ def read_quantization(q: Optional[dict[str, Any]], torch_dtype: str, notes: list
     method = str(q.get("quant_method", "unknown"))
     if method not in MODELLED_METHODS:
         return {}
-    fmt = _format(method, q)
+    fmt = _format(method, q, fail, notes)
     if fmt is None:
         notes.append(
             f"quantization_config {method}: its weight format is not one this tool models; weights weighed at torch_dtype {torch_dtype}"
