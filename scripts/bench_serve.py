@@ -6,7 +6,8 @@ Usage: python scripts/bench_serve.py [--runs R] [--exe PATH] [--only NAME]. For 
 its target, the best of R whole ``llm-cost`` processes (wall time, and CPU time: the process's own
 user + system) and what was searched and simulated (configurations screened, candidates simulated,
 the chosen plan's requests). On a shared machine the wall time includes other processes' load; the
-CPU time is the command's own, the figure to read when the machine is busy.
+CPU time is the command's own, the figure to read when the machine is busy. The first line gives
+the machine's yardstick (:func:`yardstick_s`), so that figures from two machines can be compared.
 """
 
 from __future__ import annotations
@@ -89,6 +90,19 @@ def as_process(exe: str, argv: list[str]) -> tuple[float, float, str]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
 
 
+def yardstick_s(runs: int = 3) -> float:
+    """The machine's pure-Python speed, seconds: the best of ``runs`` loops of 10^7 integer
+    additions in this interpreter. The planner is pure Python, so its times scale with this
+    figure from one machine to another: quote it beside them."""
+    best = float("inf")
+    for _ in range(runs):
+        start, total = time.perf_counter(), 0
+        for i in range(10**7):
+            total += i
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
@@ -97,7 +111,10 @@ def main() -> None:
     args = parser.parse_args()
     for warm_up in ("params llama3-8b", "serve llama3-8b --tp 1 --qps 5", "validate"):
         as_process(args.exe, warm_up.split())  # compiles the modules the commands import
-    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; best of {args.runs}")
+    print(
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, yardstick {yardstick_s():.2f} s "
+        f"(10^7 Python additions); best of {args.runs}"
+    )
     for name, (target, command) in COMMANDS.items():
         if args.only and args.only not in name:
             continue

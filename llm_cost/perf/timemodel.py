@@ -216,11 +216,26 @@ def _time(
             t = (oc if oc >= om else om) + ol
             ops.append(OpTime(op.name, op.kind, stage.index, oc, om, ol, t, Bound.of(oc, om, ol, t)))
         # the stage's terms from its exact totals, divided once
-        c = _divide(sum_of(flops), flop_rate, "FLOPs")
-        m = _divide(sum_of(nbytes), byte_rate, "bytes")
-        l_ = _divide(sum_of(sent), link_rate, "communication") + _divide(sum_of(handed), hop, "communication")
-        stages.append(StageTime(stage.index, c, m, l_, max(c, m) + l_))
+        totals = (sum_of(flops), sum_of(nbytes), sum_of(sent), sum_of(handed))
+        stages.append(_stage_time(stage.index, totals, flop_rate, byte_rate, link_rate, hop))
     return sum_stages(label, kind, ops, stages, link, link_gb_s)
+
+
+def _stage_time(
+    index: int,
+    totals: tuple[Number, Number, Number, Number],
+    flop_rate: float,
+    byte_rate: float,
+    link_rate: float,
+    hop: float,
+) -> StageTime:
+    """A stage's time from its ``totals`` (FLOPs, bytes, bytes sent, bytes handed to the next
+    stage): compute and memory overlapped, the larger of the two, plus the link time (hand-offs at
+    the ``hop`` rate); the one formula of :func:`_time` and :func:`_bound_split_time`."""
+    flops, nbytes, sent, handed = totals
+    c, m = _divide(flops, flop_rate, "FLOPs"), _divide(nbytes, byte_rate, "bytes")
+    l_ = _divide(sent, link_rate, "communication") + _divide(handed, hop, "communication")
+    return StageTime(index, c, m, l_, max(c, m) + l_)
 
 
 @record
@@ -287,9 +302,7 @@ def _bound_split_time(model: RooflineBound, step: Step, heads: Sequence[StageHea
             hit = _BOUND_HEADS[key] = (head.part, _sums([*first, *last]))
         flops, nbytes, sent, handed = (a + b for a, b in zip(hit[1], _sums(stage.ops)))
         hop = hop_rate(step, gpu, stage.index, link_rate, model.network_gb_s)
-        c, m = _divide(flops, peak, "FLOPs"), _divide(nbytes, bw, "bytes")
-        l_ = _divide(sent, link_rate, "communication") + _divide(handed, hop, "communication")
-        stages.append(StageTime(stage.index, c, m, l_, max(c, m) + l_))
+        stages.append(_stage_time(stage.index, (flops, nbytes, sent, handed), peak, bw, link_rate, hop))
     return sum_stages(model.label, model.kind, [], stages, link, link_gb_s)
 
 
