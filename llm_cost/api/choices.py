@@ -329,13 +329,37 @@ def given_profile_of(gpu: HardwareSpec, profile: object = None, engine: object =
     profile decides the time model, so the engine would be dropped without a word)."""
     named = profile_given(profile)
     chosen, given = engine_of(engine)
-    if given and named is not None and named.engine is not chosen:
+    if given:
+        _same_engine(named, chosen)
+    return profile_of(gpu, named, engine)
+
+
+def _same_engine(named: Optional[Profile], chosen: Engine) -> None:
+    """InputError naming ``engine`` and ``profile`` when the profile the user gave was fitted under
+    another engine than the one given (its step times are that engine's kernels)."""
+    if named is not None and named.engine is not chosen:
         raise InputError(
             f"engine: {chosen.value} contradicts profile {named.name}, fitted under {named.engine.value}; give one "
             f"of them, or a profile fitted under {chosen.value}",
             fields=("engine", "profile"),
         )
-    return profile_of(gpu, named, engine)
+
+
+def serving_engine_of(engine: object = None, profile: object = None) -> Engine:
+    """The engine a serving plan or simulation runs (its scheduler, its time model, its launch
+    command): ``engine`` if given (one of :data:`~llm_cost.core.types.SERVING_ENGINES`), else the
+    given profile's engine when it is one of them, else :data:`DEFAULT_ENGINE`. InputError naming
+    ``engine`` for another value, and naming both when the given engine is not the given profile's
+    (the profile's step times are its engine's kernels: ``serve --engine sglang --profile
+    hopper-vllm`` would schedule as SGLang and time as vLLM)."""
+    from llm_cost.core.types import SERVING_ENGINES
+
+    named = profile_given(profile)
+    if engine is None:
+        return named.engine if named is not None and named.engine in SERVING_ENGINES else DEFAULT_ENGINE
+    chosen = Engine(checks.one_of(engine, "engine", SERVING_ENGINES))
+    _same_engine(named, chosen)
+    return chosen
 
 
 def profile_of(gpu: HardwareSpec, profile: object = None, engine: object = None) -> Optional[Profile]:

@@ -35,7 +35,7 @@ from llm_cost.api.argtypes import (  # the records' field types, re-exported
     WorkloadArg,
 )
 from llm_cost.core.choices import Logits, MemoryConvention, ServingMode, WeightBytes
-from llm_cost.core.types import Phase, ServingEngine
+from llm_cost.core.types import Phase
 
 if TYPE_CHECKING:
     from llm_cost.model.layout import Layout
@@ -74,7 +74,7 @@ class ServeRequest:
     prefix_groups: int = 1
     users_per_prefix: int = 1
     requests: Optional[int] = None
-    engine: EngineArg = ServingEngine.VLLM
+    engine: Optional[EngineArg] = None
     max_num_seqs: Optional[int] = None
     prefix_caching: bool = True
     max_model_len: Optional[int] = None

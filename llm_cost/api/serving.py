@@ -72,7 +72,7 @@ def serve(
     prefix_groups: int = 1,
     users_per_prefix: int = 1,
     requests: Optional[int] = None,
-    engine: EngineArg = ServingEngine.VLLM,
+    engine: Optional[EngineArg] = None,
     max_num_seqs: Optional[int] = None,
     prefix_caching: bool = True,
     max_model_len: Optional[int] = None,
@@ -115,7 +115,9 @@ def serve(
     each prompt one of ``prefix_groups`` shared prompts used by ``users_per_prefix`` users each; or a
     ``workload`` (YAML file, preset name or Workload) or a ``trace`` (JSONL/CSV file or Trace);
     ``requests`` per simulation (default 1,000; the plan: 400 per replica and candidate). Engine:
-    ``engine`` (``vllm``, ``trtllm``) with its server defaults for the GPU, ``max_num_seqs``,
+    ``engine`` (``vllm``, ``sglang``, ``trtllm``; default the given profile's engine, else vLLM;
+    one that contradicts the given profile is refused: :func:`llm_cost.api.choices.serving_engine_of`)
+    with its server defaults for the GPU, ``max_num_seqs``,
     ``chunk_tokens`` (``max_num_batched_tokens``), ``chunked_prefill``, ``prefix_caching``,
     ``max_model_len`` (default the model's), ``gpu_memory_utilization``. Steps are timed, in the
     simulation and the analytic forms alike, by ``profile`` if given, else by the time model of the
@@ -139,6 +141,7 @@ def serve_request(request: ServeRequest) -> ServePlan | SimulatedPlan | ServeRun
     """The answer of :func:`serve` to ``request`` (its arguments as one record, as the command line
     builds it from its flags)."""
     r = checks.record(request, ServeRequest, "request")
+    r = dataclasses.replace(r, engine=choices.serving_engine_of(r.engine, r.profile))
     engine_for_emit = _emit_engine(r.emit)
     result = _serve(r, launch=engine_for_emit is not None)
     if engine_for_emit is None:

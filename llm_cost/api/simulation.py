@@ -14,7 +14,6 @@ from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.api.requests import EngineArg, KvDtypeArg, ProfileArg, WeightsDtypeArg
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_LENGTH, MAX_NUM_SEQS, MAX_REQUESTS, MAX_SEED, QPS_RANGE
-from llm_cost.core.types import ServingEngine
 
 if TYPE_CHECKING:
     from llm_cost.model.layout import Layout
@@ -35,7 +34,7 @@ def simulate_serving(
     prefix_groups: int = 1,
     users_per_prefix: int = 1,
     layout: Optional[Layout] = None,
-    engine: EngineArg = ServingEngine.VLLM,
+    engine: Optional[EngineArg] = None,
     max_num_seqs: Optional[int] = None,
     max_num_batched_tokens: Optional[int] = None,
     prefix_caching: bool = True,
@@ -55,11 +54,13 @@ def simulate_serving(
     ``max_position_embeddings`` (a longer request is refused, as vLLM refuses it); the KV cache holds what
     ``gpu_memory_utilization`` (default 0.9) of each GPU leaves after the weights, a step's
     workspace and the runtime reserve. Steps are timed by ``profile`` if given, else by the time
-    model of the GPU under ``engine`` (:func:`llm_cost.api.choices.time_model_of`).
+    model of the GPU under ``engine`` (:func:`llm_cost.api.choices.time_model_of`); ``engine``
+    defaults to the profile's engine, else vLLM, and may not contradict it
+    (:func:`llm_cost.api.choices.serving_engine_of`).
     Deterministic for ``seed``; InputError naming the argument."""
     from llm_cost.analyses.serving_runs import replica_kv_pool
     from llm_cost.analyses.simulated_serving import no_kv_room
-    from llm_cost.api.traffic import check_budget, check_steps, serving_engine, shared_prefix
+    from llm_cost.api.traffic import check_budget, check_steps, shared_prefix
     from llm_cost.model.layout import ONE_GPU
     from llm_cost.simulate import simulate as run
     from llm_cost.simulate.engine import vllm_defaults
@@ -83,7 +84,7 @@ def simulate_serving(
     checks.flag(prefix_caching, "prefix_caching")
     config = vllm_defaults(
         g,
-        engine=serving_engine(engine),
+        engine=choices.serving_engine_of(engine, profile),
         prefix_caching=prefix_caching,
         max_model_len=spec.max_position_embeddings,  # vLLM's default: longer requests are refused
         **changes,

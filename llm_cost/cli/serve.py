@@ -230,12 +230,14 @@ RouterOpt = Annotated[
 
 
 EngineOpt = Annotated[
-    ServingEngine,
+    Optional[ServingEngine],
     typer.Option(
         "--engine",
         case_sensitive=False,
         help="Scheduler simulated: vllm (V1), sglang (admits by its new-token estimate) or trtllm "
-        "(GUARANTEED_NO_EVICT: whole requests reserved).",
+        "(GUARANTEED_NO_EVICT: whole requests reserved). Default: the --profile's engine if it is one "
+        "of these, else vllm.",
+        show_default=False,
     ),
 ]
 MaxNumSeqs = Annotated[
@@ -336,7 +338,7 @@ def serve(
     dp: Dp = None,
     redundant_experts: RedundantExperts = None,
     batch: Concurrency = None,
-    engine: EngineOpt = ServingEngine.VLLM,
+    engine: EngineOpt = None,
     max_num_seqs: MaxNumSeqs = None,
     chunk: Chunk = None,
     max_model_len: MaxModelLen = None,

@@ -4,6 +4,8 @@ labelled and banded as one (a new user's trial: a Hopper profile predicting an M
 
 from __future__ import annotations
 
+import pytest
+
 from llm_cost import api
 from llm_cost.perf.calibrated import band_for
 from llm_cost.perf.choose import load_profile
@@ -48,3 +50,23 @@ def test_an_engine_and_a_profile_of_another_engine_are_refused_together(cli):
     agreeing = cli("roofline", "llama3-8b", "--gpu", "h100", "--engine", "vllm", "--profile", "hopper-vllm")
     alone = cli("roofline", "llama3-8b", "--gpu", "h100", "--profile", "hopper-trtllm")
     assert agreeing.code == 0 and alone.code == 0 and "profile hopper-trtllm" in alone.out
+
+
+def test_serve_refuses_an_engine_that_contradicts_its_profile_and_takes_the_profiles_by_default(cli):
+    """serve's engine is its scheduler, its time model and its launch command: beside a profile of
+    another engine it would schedule as one engine and time steps as another, so it is refused as
+    roofline refuses it; with a profile alone the plan runs that profile's engine (before: vLLM's
+    scheduler under an SGLang profile, without a word); with neither, vLLM."""
+    out = cli("serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "2", "--engine", "sglang",
+              "--profile", "hopper-vllm")  # fmt: skip
+    assert out.code == 2 and "--engine: sglang contradicts --profile hopper-vllm" in out.err
+    with pytest.raises(api.LlmCostError, match="engine: trtllm contradicts profile hopper-vllm"):
+        api.simulate_serving("llama3-8b", "h100", qps=2, requests=20, engine="trtllm", profile="hopper-vllm")
+    alone = api.serve("llama3-8b", "h100", 1024, 128, layout=api.Layout(tp=1), qps=2, requests=60,
+                      profile="hopper-sglang")  # fmt: skip
+    neither = api.serve("llama3-8b", "h100", 1024, 128, layout=api.Layout(tp=1), qps=2, requests=60)
+    assert str(alone.engine) == "sglang" and str(neither.engine) == "vllm"
+    # a profile of an engine that is not a serving engine leaves the scheduler at vLLM's
+    torch = api.serve("llama3-8b", "a100", 1024, 128, layout=api.Layout(tp=1), qps=2, requests=60,
+                      profile="ampere-torch-compile")  # fmt: skip
+    assert str(torch.engine) == "vllm"
