@@ -33,7 +33,7 @@ from llm_cost.core.units import Number, exact, to_bytes
 from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import ONE_GPU, Layout, PerGPU, per_gpu, stage_kv_bytes
 from llm_cost.model.structure import build
-from llm_cost.perf.calibrated import CalibratedModel, band_for, split_kv_notes
+from llm_cost.perf.calibrated import CalibratedModel, band_for, fast_end_s, split_kv_notes
 from llm_cost.perf.profile import Profile, Situation, profile_note
 from llm_cost.perf.timemodel import (
     DEFAULT_MBU,
@@ -176,7 +176,7 @@ def banded(
     if profile is None or predicted is None:
         return {}
     band = band_for(profile, batch, context, prefill)
-    low_s = max(predicted * band.low, min(bound_s, predicted)) if band is not None else None
+    low_s = fast_end_s(predicted, band.low, bound_s) if band is not None else None
     return dict(
         predicted_low_s=low_s,
         predicted_high_s=predicted * band.high if band is not None else None,

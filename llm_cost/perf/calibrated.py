@@ -70,6 +70,7 @@ from llm_cost.workload.step import Operator, StageHead, Step, build_step, split_
 
 __all__ = [
     "CalibratedModel",
+    "fast_end_s",
     "weight_format",
     "width_class",
     "gemm_shape_factor",
@@ -551,6 +552,17 @@ def _chosen_band(bands: tuple[RegimeBand, ...], situation: Situation, regime: Re
         if key in by:
             return by[key]
     return by.get((Situation.TRANSFERRED, Regime.ALL))
+
+
+def fast_end_s(predicted_s: float, low: float, bound_s: float | None) -> float:
+    """A band's fast end: ``predicted_s`` x its ``low`` factor, never under ``bound_s`` (the same
+    step's or configuration's Roofline bound) unless the prediction itself is: no shipped
+    measurement beats its step's bound (tests/perf/test_measurement_files.py checks every row),
+    so neither may a band's end. The one rule of ``roofline``'s band, the simulated plan's
+    fast-end re-simulation (:class:`llm_cost.simulate.steptime.ScaledTimer`) and the analytic
+    plan's band (:mod:`llm_cost.analyses.serving.band`)."""
+    scaled = predicted_s * low
+    return scaled if bound_s is None else max(scaled, min(bound_s, predicted_s))
 
 
 def band_for(

@@ -42,7 +42,7 @@ from fractions import Fraction
 
 from llm_cost.core.types import Dtype
 from llm_cost.model.layout import ONE_GPU, Layout
-from llm_cost.perf.calibrated import step_seconds
+from llm_cost.perf.calibrated import fast_end_s, step_seconds
 from llm_cost.perf.families import gemm_tile_m
 from llm_cost.perf.timemodel import RooflineBound, TimeModel
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -267,8 +267,7 @@ class ScaledTimer(StepTimer):
         if hit is not None:
             return hit
         factor = self.factor(*key)
-        seconds = self.base.lookup(key) * factor
-        if factor < 1:
-            seconds = max(seconds, min(self.floor.lookup(key), self.base.lookup(key)))
+        base = self.base.lookup(key)
+        seconds = fast_end_s(base, factor, self.floor.lookup(key)) if factor < 1 else base * factor
         self.cache[key] = seconds
         return seconds

@@ -13,7 +13,7 @@ import dataclasses
 from llm_cost.analyses.serving.results import ServePlan, StepBand
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.notes import Note, note
-from llm_cost.perf.calibrated import Band, band_for
+from llm_cost.perf.calibrated import Band, band_for, fast_end_s
 from llm_cost.perf.profile import Profile
 
 __all__ = ["with_analytic_band", "decode_shape", "prefill_shape"]
@@ -68,8 +68,8 @@ def with_analytic_band(plan: ServePlan, profile: Profile | None, bound: tuple[fl
     usd = plan.usd_per_million_output_tokens
     batch, context = decode_shape(plan)
     ttft_low, tpot_low = (
-        _fast_end(plan.ttft_s, prefill.low, bound and bound[0]),
-        _fast_end(plan.tpot_s, decode.low, bound and bound[1]),
+        fast_end_s(plan.ttft_s, prefill.low, bound and bound[0]),
+        fast_end_s(plan.tpot_s, decode.low, bound and bound[1]),
     )
     fast = tpot_low / plan.tpot_s  # the decode factor at the fast end, held at the bound
     return dataclasses.replace(
@@ -99,13 +99,6 @@ def with_analytic_band(plan: ServePlan, profile: Profile | None, bound: tuple[fl
         ),
         conventions=[*plan.conventions, _band_note(decode, prefill, batch, context)],
     )
-
-
-def _fast_end(predicted_s: float, low: float, bound_s: float | None) -> float:
-    """The fast end of a time: ``predicted_s`` x the band's ``low`` factor, never under
-    ``bound_s`` (the Roofline bound of the same configuration) unless ``predicted_s`` is."""
-    scaled = predicted_s * low
-    return scaled if bound_s is None else max(scaled, min(bound_s, predicted_s))
 
 
 def _band_note(decode: Band, prefill: Band, batch: int, context: int) -> Note:
