@@ -777,3 +777,41 @@ def test_an_fp8_block_size_the_tool_does_not_model_is_weighed_per_tensor_and_not
     assert "weight_block_size [64, 64] is not modelled" in spec.source.note
     published = load_model(str(FIXTURES / "deepseek-v3" / "config.json"))
     assert published.quantization.weights_format == "fp8_block"
+
+
+@pytest.mark.parametrize(
+    "quantization, key",
+    [
+        ({"quant_method": "mxfp4", "modules_to_not_convert": 1}, "modules_to_not_convert must be a list"),
+        ({"quant_method": "mxfp4", "modules_to_not_convert": "lm_head"}, "modules_to_not_convert must be a list"),
+        ({"quant_method": "mxfp4", "modules_to_not_convert": ["lm_head", None]}, "modules_to_not_convert must be"),
+        ({"quant_method": "fp8", "ignored_layers": 7}, "ignored_layers must be a list"),
+        ({"quant_method": "awq", "bits": 4, "group_size": 128, "modules_to_not_convert": 12}, "modules_to_not_convert"),
+        ({"quant_method": "modelopt", "quantization": "NVFP4"}, "quantization must be a mapping"),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4", "exclude_modules": 3}, "exclude_modules must be a list"),
+        (
+            {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": "x"}}},
+            "config_groups.g.weights must be a mapping",
+        ),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {
+                    "g": {"weights": {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": 128}}
+                },
+            },
+            "block_structure must be two positive integers",
+        ),
+    ],
+)
+def test_a_quantization_config_field_of_the_wrong_type_is_refused_naming_it(quantization, key, tmp_path):
+    """Llama-3.1-8B's config.json as published with a constructed ``quantization_config`` whose
+    field has a type no checkpoint has (a hostile-input trial: each raised TypeError or
+    AttributeError, an internal error, and a string of module names was read letter by letter):
+    one SpecError naming the file and the key."""
+    config = json.loads((FIXTURES / "llama-3.1-8b" / "config.json").read_text(encoding="utf-8"))
+    config["quantization_config"] = quantization
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(SpecError, match=rf"config\.json: quantization_config\..*{key}"):
+        load_model(str(path))

@@ -92,18 +92,41 @@ def _format(method: str, q: dict[str, Any], fail: Fail, notes: list[str]) -> Opt
     if method == "fp8":
         return _fp8_format(q.get("weight_block_size"), fail, notes)
     if method == "modelopt":
-        algo = str(q.get("quant_algo") or (q.get("quantization") or {}).get("quant_algo") or "").upper()
+        nested = _mapping(q.get("quantization"), "quantization_config.quantization", fail)
+        algo = str(q.get("quant_algo") or nested.get("quant_algo") or "").upper()
         return {"NVFP4": "nvfp4", "FP8": "fp8"}.get(algo)
-    groups = q.get("config_groups") or {}
-    first: Any = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
-    weights = first.get("weights") or {} if isinstance(first, dict) else {}
+    groups = _mapping(q.get("config_groups"), "quantization_config.config_groups", fail)
+    name, first = next(iter(groups.items()), ("", {}))
+    group = _mapping(first, f"quantization_config.config_groups.{name}", fail)
+    weights = _mapping(group.get("weights"), f"quantization_config.config_groups.{name}.weights", fail)
     bits, kind = weights.get("num_bits"), weights.get("type")
     if kind == "float" and bits == 4 and weights.get("group_size") == 16:
         return "nvfp4"
     if kind == "float" and bits == 8:
-        block = list(weights.get("block_structure") or [])
-        return "fp8_block" if weights.get("strategy") == "block" and block == [128, 128] else "fp8"
+        block = weights.get("block_structure")
+        if weights.get("strategy") == "block" and block is not None:
+            key = f"quantization_config.config_groups.{name}.weights.block_structure"
+            return "fp8_block" if _block_pair(block, key, fail) == [128, 128] else "fp8"
+        return "fp8"
     return None
+
+
+def _mapping(value: object, key: str, fail: Fail) -> dict[str, Any]:
+    """``value`` as a mapping ({} for null); ``fail`` naming ``key`` for anything else."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise fail(key, f"must be a mapping or null (got {type(value).__name__})")
+    return value
+
+
+def _block_pair(block: object, key: str, fail: Fail) -> list[int]:
+    """A block shape: two positive integers; ``fail`` naming ``key`` for anything else (as
+    transformers' FineGrainedFP8Config refuses it: "a tuple of two positive integers")."""
+    pair = list(block) if isinstance(block, (list, tuple)) else None
+    if pair is None or len(pair) != 2 or not all(type(b) is int and b > 0 for b in pair):
+        raise fail(key, f"must be two positive integers, e.g. [128, 128] (got {block!r})")
+    return pair
 
 
 def _fp8_format(block: object, fail: Fail, notes: list[str]) -> str:
@@ -114,12 +137,7 @@ def _fp8_format(block: object, fail: Fail, notes: list[str]) -> str:
     tuple of two positive integers"."""
     if block is None:
         return "fp8"
-    pair = list(block) if isinstance(block, (list, tuple)) else None
-    if pair is None or len(pair) != 2 or not all(type(b) is int and b > 0 for b in pair):
-        raise fail(
-            "quantization_config.weight_block_size",
-            f"must be two positive integers, e.g. [128, 128], or absent for one scale per tensor (got {block!r})",
-        )
+    pair = _block_pair(block, "quantization_config.weight_block_size", fail)
     if pair == [128, 128]:
         return "fp8_block"
     notes.append(
@@ -136,13 +154,25 @@ def _group_size(q: dict[str, Any]) -> Optional[int]:
     return group if type(group) is int and (group >= 1 or group == -1) else None
 
 
-def _kept_modules(method: str, q: dict[str, Any]) -> list[str]:
+def _kept_modules(method: str, q: dict[str, Any], fail: Fail) -> list[str]:
+    """The module names a config keeps unquantized (its method's key), checked: a list of strings
+    or null; ``fail`` naming the key for anything else (a string would be read letter by letter)."""
     if method == "modelopt":
-        nested = q.get("quantization") or {}
-        return list(q.get("exclude_modules") or nested.get("exclude_modules") or [])
-    if method == "compressed-tensors":
-        return list(q.get("ignore") or [])
-    return list(q.get("modules_to_not_convert") or q.get("ignored_layers") or [])
+        nested = _mapping(q.get("quantization"), "quantization_config.quantization", fail)
+        where = [("exclude_modules", q), ("quantization.exclude_modules", nested)]
+    elif method == "compressed-tensors":
+        where = [("ignore", q)]
+    else:
+        where = [("modules_to_not_convert", q), ("ignored_layers", q)]
+    for key, owner in where:
+        value = owner.get(key.rsplit(".", 1)[-1])
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
+            raise fail(f"quantization_config.{key}", f"must be a list of module names or null (got {value!r:.60})")
+        if value:
+            return list(value)
+    return []
 
 
 def read_quantization(
@@ -167,7 +197,7 @@ def read_quantization(
         return {}
     kept: list[str] = []
     unknown, per_layer = [], []
-    for module in _kept_modules(method, q):
+    for module in _kept_modules(method, q, fail):
         understood, group = _kept_group(str(module))
         if not understood:
             unknown.append(str(module))
