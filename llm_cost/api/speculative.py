@@ -84,6 +84,7 @@ def spec(
         from llm_cost.perf.timemodel import EfficiencyEstimate
 
         network = choices.network_gb_s_of(network_gb_s)
+        choices.given_profile_of(g, profile, engine)  # refuses an engine that contradicts the profile
         timer = choices.time_model_of(g, engine, profile, network)
         if isinstance(timer, EfficiencyEstimate) or (profile is None and (mfu is not None or mbu is not None)):
             # no profile for this GPU, or an MFU/MBU asked for: the estimate at them (as the documents' figures)

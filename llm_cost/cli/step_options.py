@@ -169,7 +169,7 @@ ProfileOpt = Annotated[
     typer.Option(
         "--profile",
         help="Calibration profile of the prediction: a "
-        "shipped name (h200, a100, h100-vllm, rtx-4090-llamacpp, ...; llm-cost validate lists them) or a "
+        "shipped name <family>-<engine> (hopper-vllm, ampere-llamacpp, ada-llamacpp, cdna3-vllm, ...) or a "
         "profile YAML file (default: the profile of the GPU and --engine).",
     ),
 ]

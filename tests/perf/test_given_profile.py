@@ -47,6 +47,9 @@ def test_an_engine_and_a_profile_of_another_engine_are_refused_together(cli):
     dropped without a word (a new user's trial). Given alone, or agreeing, each is taken."""
     out = cli("roofline", "llama3-8b", "--gpu", "h100", "--engine", "trtllm", "--profile", "hopper-vllm")
     assert out.code == 2 and "--engine: trtllm contradicts --profile hopper-vllm" in out.err
+    spec = cli("spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.7", "--gamma", "4", "--engine", "trtllm",
+               "--profile", "hopper-vllm")  # fmt: skip
+    assert spec.code == 2 and "--engine: trtllm contradicts --profile hopper-vllm" in spec.err  # it had been dropped
     agreeing = cli("roofline", "llama3-8b", "--gpu", "h100", "--engine", "vllm", "--profile", "hopper-vllm")
     alone = cli("roofline", "llama3-8b", "--gpu", "h100", "--profile", "hopper-trtllm")
     assert agreeing.code == 0 and alone.code == 0 and "profile hopper-trtllm" in alone.out
@@ -70,3 +73,17 @@ def test_serve_refuses_an_engine_that_contradicts_its_profile_and_takes_the_prof
     torch = api.serve("llama3-8b", "a100", 1024, 128, layout=api.Layout(tp=1), qps=2, requests=60,
                       profile="ampere-torch-compile")  # fmt: skip
     assert str(torch.engine) == "vllm"
+
+
+def test_the_profile_help_names_only_profiles_that_load():
+    """``--profile``'s help had offered h200, a100, h100-vllm and rtx-4090-llamacpp, each refused as
+    not a <family>-<engine> name (a hostile-input trial); every name it gives now loads."""
+    import re
+
+    from llm_cost.cli.step_options import ProfileOpt
+
+    text = ProfileOpt.__metadata__[0].help
+    names = re.findall(r"\b[a-z0-9]+-[a-z0-9-]+\b", text.split("(", 1)[1].split(")", 1)[0])
+    assert len(names) >= 3
+    for name in names:
+        assert load_profile(name).name == name
