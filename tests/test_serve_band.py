@@ -393,21 +393,35 @@ def test_isolated_requests_scale_by_the_serving_band_exactly():
         assert getattr(run, f"{m[:-2]}_high_s") == pytest.approx(value * high, rel=1e-9), m
 
 
-def test_a_gpu_the_runs_did_not_use_gets_the_band_widened():
-    """An H200 (no run measured one): the runs' factors widened in log ratio by how much wider the
-    step-time fit's held-out band is for transferred predictions than for fitted ones (w, read from
-    the fit): fast end p10 ^ w, slow end p90 ^ w; the footnote names the widening."""
+def test_a_gpu_of_a_family_the_runs_did_not_use_gets_the_band_widened():
+    """A B200 (Blackwell: no run measured one of its family): the runs' factors widened in log
+    ratio by how much wider the step-time fit's held-out band is for transferred predictions than
+    for fitted ones (w, read from the fit): fast end p10 ^ w, slow end p90 ^ w; the footnote names
+    the widening."""
     p10, p90 = _p10_p90([r["ratio"] for r in _shipped_runs()])
     low, high = min(p10, 1.0), max(p90, 1.0)
     w = transfer_widening()
     fast, slow = low**w, high**w
-    run = api.serve("llama3-8b", "h200", 2048, 256, layout=ONE, qps=0.001, requests=3, seed=0)
+    run = api.serve("llama3-8b", "b200", 2048, 256, layout=ONE, qps=0.001, requests=3, seed=0)
     assert run.band.source == "serving-runs" and run.band.transfer == pytest.approx(w)
     assert (run.band.fast_low, run.band.slow_high) == pytest.approx((fast, slow), rel=1e-12)
-    assert run.tpot_low_s == pytest.approx(_fast_end(run.tpot_s, fast, _floors("h200")["tpot_s"]), rel=3e-3)
+    assert run.tpot_low_s == pytest.approx(_fast_end(run.tpot_s, fast, _floors("b200")["tpot_s"]), rel=3e-3)
     assert run.tpot_high_s == pytest.approx(run.tpot_s * slow, rel=1e-9)
     text = sentence(next(n for n in run.conventions if n.code == "serve.band"))
-    assert f"h200 was not among their GPUs, so widened {w:.3g}x" in text, text
+    assert f"b200 was not among their GPUs, so widened {w:.3g}x" in text, text
+
+
+def test_a_gpu_of_a_family_the_runs_used_keeps_their_band():
+    """An H200 is timed by the Hopper parameters the runs' H100 is (``roofline`` labels its
+    prediction fitted), so it takes the runs' p10/p90 as they are, and says why; it had been widened
+    4.13x as a transfer (a new user's trial: an H200 plan's fast-end TPOT at 0.56x the H100's)."""
+    p10, p90 = _p10_p90([r["ratio"] for r in _shipped_runs()])
+    run = api.serve("llama3-8b", "h200", 2048, 256, layout=ONE, qps=0.001, requests=3, seed=0)
+    assert run.band.transfer == 1
+    assert (run.band.fast_low, run.band.slow_high) == pytest.approx((min(p10, 1.0), max(p90, 1.0)), rel=1e-12)
+    text = sentence(next(n for n in run.conventions if n.code == "serve.band"))
+    assert "h200 was not among their GPUs but is of a kernel family one of them is" in text, text
+    assert api.decode("llama3-8b", "h200", 8, 1024).profile_kind == "fitted"
 
 
 @pytest.mark.parametrize("engine", ["trtllm", "sglang"])

@@ -488,6 +488,15 @@ def transfer_widening() -> float:
     return max(1.0, width(moved) / max(width(fitted), 1e-9))
 
 
+def _run_family(gpu: HardwareSpec) -> bool:
+    """Whether ``gpu`` is of the kernel family of one of the GPUs the serving runs used."""
+    from llm_cost.perf.families import family_of
+    from llm_cost.specs.load import load_gpu
+
+    family = family_of(gpu)
+    return gpu.name in RUN_GPUS or (family is not None and family in {family_of(load_gpu(g)) for g in RUN_GPUS})
+
+
 def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) -> ServingBand | None:
     """The error band of :func:`vllm_model`'s simulated serving prediction on ``gpu``, from the
     held-out spread of that prediction on the shipped serving runs (``ratios``: default
@@ -497,10 +506,12 @@ def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) 
     Source: :data:`BAND_FILE`, the runs' whole-run mean ITL measured / predicted (nothing fitted on
     them). The fast-end and slow-end step factors are the ratios' 10th and 90th percentiles
     (:func:`linear_percentile`), clamped so that low <= 1 <= high: 8 of 10 runs' measured mean ITL
-    lay within [predicted x low, predicted x high]. On a GPU none of the runs used (not in
-    :data:`RUN_GPUS`) the band is widened (:func:`~llm_cost.perf.calibrated.widened`) by how much
-    wider, in log ratio, the step-time fit's held-out band is for a prediction on a family or engine
-    it had no rows of than for one it had (:func:`transfer_widening`)."""
+    lay within [predicted x low, predicted x high]. On a GPU of a kernel family none of the runs'
+    GPUs (:data:`RUN_GPUS`) is of, the band is widened (:func:`~llm_cost.perf.calibrated.widened`)
+    by how much wider, in log ratio, the step-time fit's held-out band is for a prediction on a
+    family or engine it had no rows of than for one it had (:func:`transfer_widening`); a GPU of
+    one of their families (an H200 beside the runs' H100) is timed by the same fitted family
+    parameters, a fitted prediction as ``roofline`` labels it, and keeps the band as is."""
     from llm_cost.perf.calibrated import widened
 
     if not hasattr(vllm_model(gpu), "profile"):  # the MFU/MBU estimate: not checked on the runs
@@ -509,7 +520,7 @@ def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) 
     lo_q, hi_q = BAND_PERCENTILES
     p_low, p_high = linear_percentile(values, lo_q), linear_percentile(values, hi_q)
     low, high = min(p_low, 1.0), max(p_high, 1.0)
-    widen = 1.0 if gpu.name in RUN_GPUS else transfer_widening()
+    widen = 1.0 if _run_family(gpu) else transfer_widening()
     low, high = widened(low, widen), widened(high, widen)
     return ServingBand(
         low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen, measured=gpu.name in RUN_GPUS

@@ -295,6 +295,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             + (
                 f"; {p['gpu']} is one of their GPUs"
                 if p.get("measured", p["transfer"] == 1)
+                else f"; {p['gpu']} was not among their GPUs but is of a kernel family one of them is (its steps "
+                "timed by that family's fitted parameters), so not widened"
+                if p["transfer"] == 1
                 else f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:.3g}x (how much wider the "
                 "step-time fit's held-out band is for transferred predictions than for fitted ones)"
             )
