@@ -652,8 +652,8 @@ def csv_rows(r: Any) -> tuple[list, list[dict] | None]:
     if isinstance(r, ServeRun):
         return [_flat(r)], [{"warnings": _warnings(r.conventions)}]
     if isinstance(r, SimulatedPlan):
-        said = _warnings(r.conventions)
-        return [_flat(c) for c in r.simulated], [
+        said = _warnings(r.conventions)  # the first candidate is the chosen run; its band is on r.chosen
+        return [_flat(r.chosen), *(_flat(c) for c in r.simulated[1:])], [
             {"chosen": i == 0, "warnings": said if i == 0 else ""} for i in range(len(r.simulated))
         ]
     if isinstance(r, ServeComparison):

@@ -142,3 +142,16 @@ def test_serve_csv_of_the_simulated_plan_is_its_candidates(cli):
     for row, run in zip(rows, plan["simulated"]):
         assert row["ttft_s"] == _text(run["ttft_s"]) and row["ttft_p99_s"] == _text(run["percentiles"]["ttft_s"]["p99"])
         assert row["max_num_seqs"] == _text(run["max_num_seqs"]) and row["violates"] == " ".join(run["violates"])
+
+
+def test_serve_csv_carries_the_chosen_plans_band(cli):
+    """The chosen row holds the band the JSON's ``chosen`` has (its fast and slow ends, goodput and
+    $/M at each end): it had been the candidate's run without them, every *_low column empty (a new
+    user's trial), where the README says a CSV leaves empty only what does not apply."""
+    args = ["serve", "llama3-8b", "--gpu", "h100", "--gpus", "2", "--input", "1K", "--output", "128"]
+    args += ["--ttft", "p99:1s", "--tpot", "p90:30ms", "--usd-per-gpu-hour", "2.5"]
+    chosen = _rows(cli(*args, "--csv").out)[0]
+    plan = cli(*args, "--json").json()["chosen"]
+    for name in ("tpot_low_s", "ttft_high_s", "usd_per_million_output_tokens_low", "goodput_rps_low"):
+        assert plan[name] is not None and chosen[name] == _text(plan[name]), name
+    assert chosen["tpot_p90_low_s"] == _text(plan["percentiles"]["tpot_s"]["p90_low_s"])
