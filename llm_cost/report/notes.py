@@ -389,7 +389,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             f"{p['replicas']} replicas simulated side by side, each request sent at its arrival to the replica "
             f"{p['router']} routing picks (llm_cost/simulate/engine.py, router_of)"
             if p.get("simulated", 1) > 1
-            else f"{p['replicas']} replicas, one simulated standing for all: an open loop's every {p['replicas']}th "
+            else f"{p['replicas']} replicas, one simulated standing for all: an open loop's every {_ordinal(p['replicas'])} "
             "arrival (Poisson arrivals and independently drawn lengths make any replica's share alike), or a closed "
             "loop's users split evenly, each kept to its replica (under least-loaded routing every replica keeps its "
             "share in flight, as the one simulated does)"
@@ -684,3 +684,9 @@ def sentence(n: Note) -> str:
     """The sentence for one convention."""
     template = TEMPLATES[n.code]
     return template(n.params) if callable(template) else template.format(**n.params)
+
+
+def _ordinal(n: int) -> str:
+    """``2nd``, ``3rd``, ``11th``, ``21st``: English ordinals."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

@@ -42,3 +42,13 @@ def test_every_sentence_has_a_code():
 
 def test_a_sentence_carries_its_parameters():
     assert sentence(note("kv.window", window=4096)) == "sliding-window layers keep at most W = 4,096 tokens"
+
+
+def test_a_replica_share_reads_as_an_english_ordinal():
+    """'every 3th arrival' (a new user's trial): the serve note counts arrivals in English ordinals
+    (the README's two-replica plan prints 'every 2nd arrival', tests/test_readme.py)."""
+    from llm_cost.report.notes import _ordinal
+
+    assert [_ordinal(n) for n in (2, 3, 4, 11, 12, 13, 21, 22, 101, 111)] == [
+        "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"
+    ]  # fmt: skip
