@@ -66,3 +66,29 @@ def test_a_run_too_short_for_a_window_reports_the_whole_run():
     run = llm_cost.serve("llama3-8b", "h100", workload=w, layout=ONE_GPU, max_num_seqs=8)
     assert run.simulation.steady is None
     assert run.throughput_rps == run.simulation.summary.throughput_rps
+
+
+def _times(i: int, arrival_s: float, e2e_s: float):
+    from llm_cost.simulate.results import RequestTimes
+
+    return RequestTimes(i, arrival_s, 1024, 256, 0, 0.0, 0.5, (e2e_s - 0.5) / 255, e2e_s, 0.2, 0)
+
+
+def test_a_window_of_a_few_completions_out_of_hundreds_is_no_steady_state():
+    """400 requests at 10 req/s, all admitted at once and slowing every step: the first completes
+    at 29 s and only 13 before the last arrival (a helper's trial: llama3.1-70b on one TP8 H200).
+    Those 12 completions after the opening one are 3% of the run, not its rate: no window."""
+    from llm_cost.simulate import steady_window
+
+    done = [_times(i, 0.1 * i, 29.0 + 0.84 * i - 0.1 * i) for i in range(400)]
+    assert sum(1 for r in done if r.arrival_s + r.e2e_s <= done[-1].arrival_s) == 13
+    assert steady_window(done) is None
+
+
+def test_a_run_that_turns_over_keeps_its_steady_rate():
+    """The same 400 arrivals each served in 2 s: the window holds most of the run and its rate is
+    the offered 10 req/s (one completion every 0.1 s)."""
+    from llm_cost.simulate import steady_window
+
+    steady = steady_window([_times(i, 0.1 * i, 2.0) for i in range(400)])
+    assert steady is not None and steady.throughput_rps == pytest.approx(10.0, rel=1e-9)

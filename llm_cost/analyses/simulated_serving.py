@@ -70,7 +70,7 @@ from llm_cost.simulate import (
     simulate,
 )
 from llm_cost.simulate.intervals import interval
-from llm_cost.simulate.results import METRICS, STEADY_LEAST_REQUESTS, Distribution
+from llm_cost.simulate.results import METRICS, Distribution, steady_least
 from llm_cost.simulate.workload import MAX_REQUESTS
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
@@ -780,7 +780,7 @@ def _steady_note(steady: object, requests: int, span_s: float) -> list[Note]:
     """A warning when a run has no steady window: its rates are the whole run's, a burst's."""
     if steady is not None:
         return []
-    return [note("warning.no_steady_window", requests=requests, span_s=span_s, least=STEADY_LEAST_REQUESTS)]
+    return [note("warning.no_steady_window", requests=requests, span_s=span_s, least=steady_least(requests))]
 
 
 def step_shape(

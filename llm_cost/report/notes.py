@@ -336,8 +336,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "re-simulates them)"
     ),
     "warning.no_steady_window": lambda p: (
-        f"warning: no steady window: fewer than {p['least']} requests completed between the first "
-        f"completion and the last arrival, so the rates, goodput and cost are the whole run's ({p['requests']:,} "
+        f"warning: no steady window: fewer than {p['least']:,} requests (a tenth of the run, at least 10) completed "
+        f"between the first completion and the last arrival, so the rates, goodput and cost are the whole run's ({p['requests']:,} "
         f"requests over {p['span_s']:.3g} s): a burst, not a sustained load; give more requests or a longer trace"
     ),
     "warning.refused_rows": "warning: {rows:,} of the trace's {of:,} rows are longer than max_model_len {limit:,} "
