@@ -355,6 +355,17 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         f"cluster; a global batch of {p['sequences']:,} sequences ({p['tokens']:,} tokens) keeps it under "
         f"{p['target']:.0%} with this layout (or use fewer GPUs)"
     ),
+    "warning.itl_stalls": lambda p: (
+        f"warning: ITL P90 {fmt_seconds(p['itl_p90_s'])} is {p['ratio']:.1f}x the TPOT target ({p['tpot']}) the run "
+        "meets: TPOT is each request's mean gap between tokens, and the steps that also run other requests' "
+        + (
+            f"prompt chunks (chunked prefill, up to {p['chunk']:,} tokens a step: max_num_batched_tokens) stall its "
+            "decodes unseen; an ITL target (itl_s) bounds every gap, a smaller max_num_batched_tokens shortens the stalls"
+            if p["chunk"]
+            else "whole prompts (no chunked prefill) stall its decodes unseen; an ITL target (itl_s) bounds every gap, "
+            "chunked prefill shortens the stalls"
+        )
+    ),
     "warning.serve_goodput": lambda p: (
         f"warning: goodput {p['goodput']:,.3g} of {p['served']:,.3g} requests/s served: fewer than half the requests "
         "meet every target on their own (goodput, DistServe's, counts a request only when its own TTFT, TPOT and E2E "
