@@ -90,7 +90,9 @@ def interval(
     percentiles) of ``values``, seconds, in the order the requests arrived (None entries, such
     as a one-token request's TPOT, skipped). ``rerun``: widened by :data:`RERUN` to hold
     another seed's estimate. ``span``: the requests in flight at once (each batch holds at least
-    :data:`SPANS_PER_BATCH` times as many). None with fewer than :data:`LEAST_REQUESTS` values."""
+    :data:`SPANS_PER_BATCH` times as many). None with fewer than :data:`LEAST_REQUESTS` values.
+    The mean's interval starts at 0 at the least: a run whose queue grows through it (a few
+    batches, far apart) had printed a TTFT mean of 143 s within '-7.87e+07 µs-366 s'."""
     x = [v for v in values if v is not None]
     if len(x) < LEAST_REQUESTS:
         return None
@@ -99,7 +101,7 @@ def interval(
     if statistic is None:
         mean = sum(x) / len(x)
         half = t * _spread([sum(b) / len(b) for b in batches])
-        return mean - half, mean + half
+        return max(0.0, mean - half), mean + half  # a latency's mean is never negative
     ordered = sorted(x)
     p = statistic / 100
     q = percentile(ordered, statistic)
