@@ -44,3 +44,12 @@ def test_requests_longer_than_max_model_len_name_the_length_that_takes_them(cli)
     out = cli("serve", "llama3.1-8b", "--gpu", "h100", "--tp", "1", "--qps", "1", "--input", "20K", "--output", "100",
               "--max-model-len", "16384")  # fmt: skip
     assert out.code == 2 and "give --max-model-len 20,580 or more" in out.err  # 20,480 + 100
+
+
+def test_requests_past_the_context_are_refused_for_their_length_before_the_load(cli):
+    """200K-token prompts on Llama-3-8B at 1 req/s: no engine admits one, so the error is their
+    length, not the prefill rate of requests that would never run (it had said 'give 6 replicas
+    or more', a new user's trial)."""
+    out = cli("serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "1", "--input", "200K", "--output", "256")
+    assert out.code == 2 and "longer than the model's context of 8,192 tokens" in out.err
+    assert "replicas" not in out.err

@@ -71,7 +71,7 @@ from llm_cost.simulate import (
 )
 from llm_cost.simulate.intervals import interval
 from llm_cost.simulate.results import METRICS, Distribution, Summary, steady_least
-from llm_cost.simulate.workload import MAX_REQUESTS
+from llm_cost.simulate.workload import MAX_REQUESTS, shortest
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 __all__ = [
@@ -499,6 +499,9 @@ def run_configuration(
     formats = dict(weight_bits=weight_bits, kv_bits=kv_bits, compute_dtype=compute_dtype)
     if candidate is None:
         timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
+        too_long = _all_refused(traffic, engine, tokens, True, spec.max_position_embeddings)
+        if too_long is not None and _every_request_too_long(traffic, engine):  # before the load's checks
+            raise too_long
         _check_prefill_keeps_up(traffic, engine, timer, replicas, layout)
         _check_decode_steps(traffic, timer)
     result, scale = _simulate_deployment(
@@ -1057,6 +1060,15 @@ def _mean_lengths(traffic: Workload | Trace) -> tuple[float, float]:
         rows = traffic.rows
         return sum(r.input_tokens for r in rows) / len(rows), sum(r.output_tokens for r in rows) / len(rows)
     return traffic.input_tokens.mean, traffic.output_tokens.mean
+
+
+def _every_request_too_long(traffic: Workload | Trace, engine: EngineConfig) -> bool:
+    """Whether every request ``traffic`` can draw is longer, prompt and output, than
+    ``max_model_len`` (vLLM refuses each): a workload whose shortest prompt and output exceed it."""
+    limit = engine.max_model_len
+    if limit is None or not isinstance(traffic, Workload):
+        return False
+    return shortest(traffic.input_tokens) + shortest(traffic.output_tokens) > limit
 
 
 def _all_refused(

@@ -247,11 +247,22 @@ def profile_given(profile: object = None) -> Optional[Profile]:
 
 def max_model_len_of(spec: ModelSpec, max_model_len: object = None) -> int:
     """The longest request (prompt + output) an engine admits: ``max_model_len`` (a count, 2 to
-    MAX_MODEL_LEN) if given, else the model's ``max_position_embeddings``, as vLLM defaults it.
-    InputError naming ``max_model_len`` for a value out of range."""
+    the model's context, :func:`engine_context`) if given, else the model's
+    ``max_position_embeddings``, as vLLM defaults it. InputError naming ``max_model_len`` for a
+    value out of range: past the context vLLM refuses to start (``_get_and_verify_max_len``) unless
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and the model was not trained on those positions, so a run
+    simulated there would serve requests no launched engine does."""
     from llm_cost.core.limits import MAX_MODEL_LEN
 
     given = checks.optional(max_model_len, checks.count, "max_model_len", 2, MAX_MODEL_LEN)
+    context = engine_context(spec)
+    if given is not None and given > context:
+        raise InputError(
+            f"max_model_len: {given:,} is past {spec.name}'s context of {context:,} tokens "
+            "(max_position_embeddings, times a linear, dynamic or YaRN rope_scaling factor): vLLM refuses to start "
+            f"with it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, on positions the model never saw; give at most {context:,}",
+            fields=("max_model_len",),
+        )
     return given or spec.max_position_embeddings
 
 

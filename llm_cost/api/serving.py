@@ -296,10 +296,6 @@ def _with_launch(result: Any, engine: ServingEngine, r: ServeRequest) -> Any:
     planned = getattr(run, "engine", None)
     if planned is not None and str(planned) != str(engine):
         notes.append(note("launch.other_engine", planned=str(planned), emitted=str(engine)))
-    context = choices.engine_context(spec)
-    if length > context:  # vLLM refuses a max_model_len past the model's context (choices.engine_context)
-        notes.append(note("launch.max_model_len_over_context", asked=length, context=context))
-        length = context
     if length > kv_tokens:  # vLLM refuses to start (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
         notes.append(note("launch.max_model_len_capped", asked=length, tokens=kv_tokens))
         length = kv_tokens

@@ -504,9 +504,6 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "vLLM's supported models)",
     "launch.support_unchecked": "model support unchecked: {engine}'s model registry is not checked for model_type "
     "{model_type}",
-    "launch.max_model_len_over_context": "max model length: {context:,} tokens, the model's context "
-    "(max_position_embeddings, times a linear, dynamic or YaRN rope_scaling factor), not {asked:,}: vLLM refuses a "
-    "longer one unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set",
     "launch.max_model_len_capped": "max model length: {tokens:,} tokens, what one replica's KV cache holds, not "
     "{asked:,}: an engine refuses to start when one request of max_model_len tokens does not fit (vLLM: "
     "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory, 'To serve at least one request with the "

@@ -193,6 +193,15 @@ class Empirical:
 Lengths = Fixed | Uniform | Normal | LogNormal | Empirical
 
 
+def shortest(lengths: Lengths) -> int:
+    """The shortest length ``lengths`` can draw, tokens (a clipped distribution's ``low``)."""
+    if isinstance(lengths, Fixed):
+        return lengths.tokens
+    if isinstance(lengths, Empirical):
+        return min(lengths.values)
+    return lengths.low
+
+
 def check_lengths(lengths: Lengths, what: str) -> None:
     """InputError naming ``what`` for a distribution without positive lengths."""
     bad = None
