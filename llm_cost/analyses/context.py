@@ -105,7 +105,7 @@ class ContextResult(Result):
     mfu: float
     mbu: float
     logits: Logits
-    peak_flops: float | None
+    peak_flops_per_s: float | None
     kv_bits: int
     rows: list[ContextRow]
     conventions: list[Note] = field(default_factory=list)

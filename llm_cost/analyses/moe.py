@@ -51,7 +51,7 @@ class MoEAtBatch:
     weight_bytes_seed: float  # seed 003: every non-routed parameter + the expected experts
     dense_same_memory_bytes: float  # a dense model of the same total reads all of it
     expert_gemm_rows: float  # rows per expert that runs: B k / E[distinct]
-    expert_gemm_intensity: float  # FLOP per weight byte of an expert that runs
+    expert_gemm_intensity_flop_per_byte: float  # FLOP per weight byte of an expert that runs
 
 
 @record
@@ -87,7 +87,7 @@ class MoEResult(Result):
     prompt_all_to_all_bytes: float  # dispatch + combine over every MoE layer
     gpu: str | None
     compute_dtype: Dtype | None
-    ridge: float | None
+    ridge_flop_per_byte: float | None
     tokens_to_pass_ridge: float | None  # per MoE layer
     experts_per_top_k: float  # E / k: how much more work than a dense layer a ridge-passing GEMM needs
     conventions: list[Note] = field(default_factory=list)
@@ -143,7 +143,7 @@ def _at_batch(
         weight_bytes_seed=non_routed_bytes + routed_b,
         dense_same_memory_bytes=float(to_bytes(total, bits)),
         expert_gemm_rows=B * k / hit,
-        expert_gemm_intensity=2 * (B * k / hit) / b,
+        expert_gemm_intensity_flop_per_byte=2 * (B * k / hit) / b,
     )
 
 
@@ -236,7 +236,7 @@ def moe_analysis(
         prompt_all_to_all_bytes=prompt_tokens * moe_layers * (dispatch + combine),
         gpu=gpu.name if gpu else None,
         compute_dtype=compute_dtype,
-        ridge=ridge,
+        ridge_flop_per_byte=ridge,
         tokens_to_pass_ridge=tokens,
         experts_per_top_k=E / k,
         conventions=conventions,

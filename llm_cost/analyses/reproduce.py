@@ -212,7 +212,7 @@ def _k5(spec: ModelSpec) -> Values:
         "mib_per_token": r.bytes_per_token / MiB,
         "gib_at_128k": r.contexts[0].kv_bytes / GiB,
         "printed_gib_at_128k": r.contexts[0].kv_bytes / GiB,
-        "kv_read_intensity": _present(r.kv_read_intensity),
+        "kv_read_intensity": _present(r.kv_read_intensity_flop_per_byte),
     }
 
 
@@ -358,7 +358,7 @@ def _r3():
 
 @_row("R4")
 def _r4():
-    limit = decode_step(_spec("llama3-8b"), load_gpu("h100"), 1, 8192).intensity_limit
+    limit = decode_step(_spec("llama3-8b"), load_gpu("h100"), 1, 8192).intensity_limit_flop_per_byte
     return {"limit": limit, "printed": limit}
 
 
@@ -392,7 +392,7 @@ def _k10b():
 
 @_row("R8")
 def _r8():
-    i = kv_cache(_spec("deepseek-v3"), [1]).kv_read_intensity
+    i = kv_cache(_spec("deepseek-v3"), [1]).kv_read_intensity_flop_per_byte
     return {"intensity": i, "printed": i}
 
 

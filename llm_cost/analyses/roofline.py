@@ -64,7 +64,7 @@ class OpRow:
     kv_bytes: Number  # read + written
     bytes: Number  # weights + KV: what the bound divides by the bandwidth
     comm_bytes: Number
-    intensity: float | None  # FLOP per counted byte
+    intensity_flop_per_byte: float | None  # FLOP per counted byte
     bound: Bound
     bound_s: float
     estimate_s: float
@@ -216,9 +216,9 @@ class DecodeStep(Result):
     weight_bits: float
     kv_bits: int
     weight_bytes_convention: WeightBytes
-    peak_flops: float
+    peak_flops_per_s: float
     bandwidth_bytes_s: float
-    ridge: float
+    ridge_flop_per_byte: float
     flops: Number
     weight_flops: Number
     attention_flops: Number
@@ -230,9 +230,9 @@ class DecodeStep(Result):
     kv_write_bytes: Number
     comm_bytes: Number
     bytes: Number
-    intensity: float
-    weight_intensity: float
-    kv_intensity: float | None
+    intensity_flop_per_byte: float
+    weight_intensity_flop_per_byte: float
+    kv_intensity_flop_per_byte: float | None
     compute_time_s: float
     memory_time_s: float
     comm_time_s: float
@@ -249,7 +249,7 @@ class DecodeStep(Result):
     compute_bound_batch_weights_only: int | None
     compute_bound_batch: int | None
     kv_bytes_at_compute_bound_batch: Number | None
-    intensity_limit: float | None
+    intensity_limit_flop_per_byte: float | None
     ops: list[OpRow] = field(default_factory=list)
     conventions: list[Note] = field(default_factory=list)
     predicted_s: float | None = None  # the calibrated prediction, when a profile applies
@@ -433,9 +433,9 @@ def decode_steps(
             weight_bits=bits_f,
             kv_bits=kv_bits,
             weight_bytes_convention=weight_bytes,
-            peak_flops=peak,
+            peak_flops_per_s=peak,
             bandwidth_bytes_s=bw,
-            ridge=ridge,
+            ridge_flop_per_byte=ridge,
             flops=flops,
             weight_flops=weight_flops,
             attention_flops=flops - weight_flops,
@@ -447,9 +447,9 @@ def decode_steps(
             kv_write_bytes=kv_write,
             comm_bytes=t["sent"],
             bytes=total_bytes,
-            intensity=float(flops) / float(total_bytes),
-            weight_intensity=float(weight_flops) / float(weights_b),
-            kv_intensity=float(flops - weight_flops) / float(kv_read) if kv_read else None,
+            intensity_flop_per_byte=float(flops) / float(total_bytes),
+            weight_intensity_flop_per_byte=float(weight_flops) / float(weights_b),
+            kv_intensity_flop_per_byte=float(flops - weight_flops) / float(kv_read) if kv_read else None,
             compute_time_s=compute_s,
             memory_time_s=memory_s,
             comm_time_s=link_s,
@@ -474,7 +474,7 @@ def decode_steps(
                 if (b_weights and kv_read)
                 else None
             ),
-            intensity_limit=limit,
+            intensity_limit_flop_per_byte=limit,
             ops=op_rows,
             conventions=conventions,
             predicted_s=predicted,
@@ -653,8 +653,8 @@ class PrefillStep(Result):
     kv_write_bytes: Number
     comm_bytes: Number
     bytes: Number
-    intensity: float
-    peak_flops: float
+    intensity_flop_per_byte: float
+    peak_flops_per_s: float
     bandwidth_bytes_s: float
     compute_time_s: float
     memory_time_s: float

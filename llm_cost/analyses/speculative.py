@@ -108,7 +108,7 @@ class SpecResult(Result):
     time_model: str | None  # the label of what timed the steps, e.g. "prediction (profile h100)"
     time_kind: str | None  # bound, estimate or prediction
     weight_bytes_convention: WeightBytes | None
-    ridge: float | None
+    ridge_flop_per_byte: float | None
     turning_batch: float | None  # ridge / (gamma + 1), at peak FLOP/s: the closed form
     turning_batch_at_mfu: float | None  # the same with the step model's MFU x peak / (MBU x bandwidth)
     knee_batch: int | None  # smallest batch whose verify step is compute-bound in the step model

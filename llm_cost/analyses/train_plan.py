@@ -206,7 +206,7 @@ class TrainPlan(Result):
     sequences_per_step: int
     dtype: str
     framework: str
-    peak_flops: float
+    peak_flops_per_s: float
     time_model: str  # the profile and training factors' label
     layout: dict[str, object]
     layout_label: str

@@ -70,7 +70,7 @@ class TrainResult(Result):
     # recompute), attention and every LM-head position included (Megatron-LM's count)
     gpu: str
     gpus: int | None  # None: no cluster size given (no wall-clock time)
-    peak_flops: float
+    peak_flops_per_s: float
     dtype: Dtype
     mfu: float | None
     gpu_hours: float
@@ -222,7 +222,7 @@ def train(
         step_flops=step_flops,
         gpu=gpu.name,
         gpus=gpus,
-        peak_flops=peak,
+        peak_flops_per_s=peak,
         dtype=dtype,
         mfu=mfu,
         gpu_hours=gpu_hours,

@@ -101,7 +101,9 @@ class KVResult(Result):
     bytes_per_token: int | Fraction  # all layers that cache tokens, below any window
     mha_bytes_per_token: int | Fraction | None
     mha_ratio: float | None  # MHA-equivalent bytes / this model's bytes per token
-    kv_read_intensity: float | None  # FLOP per KV byte in decode attention (g = n_q/n_kv, or MLA absorbed)
+    kv_read_intensity_flop_per_byte: (
+        float | None
+    )  # FLOP per KV byte in decode attention (g = n_q/n_kv, or MLA absorbed)
     mla_absorbed_flop_ratio: float | None  # MLA: absorbed-form attention FLOPs / plain form (seed 003 §04: ~3.4x)
     contexts: list[KVAtContext]
     formula: str
@@ -415,7 +417,7 @@ def kv_cache(
         bytes_per_token=kv_bytes_per_token(spec, bits),
         mha_bytes_per_token=to_bytes(mha_per_token, bits) if show_mha else None,
         mha_ratio=mha_per_token / cached_per_token if show_mha and cached_per_token else None,
-        kv_read_intensity=intensity,
+        kv_read_intensity_flop_per_byte=intensity,
         mla_absorbed_flop_ratio=absorbed_ratio,
         contexts=rows,
         formula=formula,

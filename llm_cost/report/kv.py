@@ -68,9 +68,9 @@ def _facts(r: KVResult) -> list[tuple[str, str]]:
         )
         ratio = f" ({r.mha_ratio:.2f}x)" if r.mha_ratio is not None else ""  # None: this model caches nothing
         facts.append((label, f"{bytes_exact(r.mha_bytes_per_token)}{ratio}"))
-    if r.kv_read_intensity is not None:
+    if r.kv_read_intensity_flop_per_byte is not None:
         how = " (absorbed MLA: all heads read one latent)" if r.mla_absorbed_flop_ratio else ""
-        facts.append(("decode KV read intensity", f"{r.kv_read_intensity:.1f} FLOP per KV byte{how}"))
+        facts.append(("decode KV read intensity", f"{r.kv_read_intensity_flop_per_byte:.1f} FLOP per KV byte{how}"))
     if r.mla_absorbed_flop_ratio:
         facts.append(
             (

@@ -55,7 +55,7 @@ def _traffic_table(con, r: MoEResult, all_rows: bool) -> None:
             fmt_si(x.weight_bytes_seed),
             fmt_si(x.dense_same_memory_bytes),
             f"{x.expert_gemm_rows:,.2f}",
-            f"{x.expert_gemm_intensity:,.2f}",
+            f"{x.expert_gemm_intensity_flop_per_byte:,.2f}",
         ]
         for x in shown
     ]
@@ -105,7 +105,7 @@ def _ep_facts(r: MoEResult) -> list[tuple[str, str]]:
         facts.append(
             (
                 f"tokens per layer for expert GEMMs to pass the {r.gpu} ridge",
-                f"{r.tokens_to_pass_ridge:,.0f} (ridge {r.ridge:,.1f} at {r.compute_dtype}, x E/k = "
+                f"{r.tokens_to_pass_ridge:,.0f} (ridge {r.ridge_flop_per_byte:,.1f} at {r.compute_dtype}, x E/k = "
                 f"{r.experts_per_top_k:g})",
             )
         )

@@ -64,10 +64,10 @@ def roofline(step: Any, model: str, gpu: str, out: OutFile) -> None:
     """The GPU's Roofline (attainable FLOP/s against FLOP/byte) with its ridge, each operator of
     the step and the whole step at the FLOP rate its bound implies."""
     plt = pyplot()
-    peak, bw = step.peak_flops, step.bandwidth_bytes_s
-    ops = [o for o in step.ops if o.intensity]
-    lo = min([o.intensity for o in ops] + [step.intensity, 0.1]) / 3
-    hi = max([o.intensity for o in ops] + [step.intensity, peak / bw]) * 3
+    peak, bw = step.peak_flops_per_s, step.bandwidth_bytes_s
+    ops = [o for o in step.ops if o.intensity_flop_per_byte]
+    lo = min([o.intensity_flop_per_byte for o in ops] + [step.intensity_flop_per_byte, 0.1]) / 3
+    hi = max([o.intensity_flop_per_byte for o in ops] + [step.intensity_flop_per_byte, peak / bw]) * 3
     fig, ax = plt.subplots(figsize=SIZE_IN)
     xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     ax.plot(xs, [min(peak, bw * x) / 1e12 for x in xs], color="black", label=f"roofline ({step.compute_dtype})")
@@ -81,14 +81,20 @@ def roofline(step: Any, model: str, gpu: str, out: OutFile) -> None:
         kinds.setdefault(o.kind, []).append(o)
     for kind, members in kinds.items():
         ax.scatter(
-            [o.intensity for o in members],
+            [o.intensity_flop_per_byte for o in members],
             [o.flops / o.bound_s / 1e12 for o in members],
             s=24,
             alpha=0.7,
             label=f"{kind} operators ({len(members)})",
         )
     ax.scatter(
-        step.intensity, step.flops / step.bound_s / 1e12, s=80, marker="*", color="red", label="whole step", zorder=3
+        step.intensity_flop_per_byte,
+        step.flops / step.bound_s / 1e12,
+        s=80,
+        marker="*",
+        color="red",
+        label="whole step",
+        zorder=3,
     )
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -44,7 +44,7 @@ def _ops_table(con, rows) -> None:
             fmt_flops(o.flops),
             fmt_si(o.bytes),
             fmt_si(o.comm_bytes) if o.comm_bytes else "-",
-            f"{o.intensity:,.1f}" if o.intensity else "-",
+            f"{o.intensity_flop_per_byte:,.1f}" if o.intensity_flop_per_byte else "-",
             o.bound,
             fmt_seconds(o.bound_s),
             fmt_seconds(o.estimate_s),
@@ -125,9 +125,9 @@ def _decode_work(d: DecodeStep) -> list[tuple[str, str]]:
         ),
         (
             "arithmetic intensity",
-            f"{d.intensity:,.2f} FLOP/byte (weights {d.weight_intensity:,.2f}"
-            + (f", KV {d.kv_intensity:,.2f}" if d.kv_intensity else "")
-            + f"); ridge {d.ridge:,.1f}",
+            f"{d.intensity_flop_per_byte:,.2f} FLOP/byte (weights {d.weight_intensity_flop_per_byte:,.2f}"
+            + (f", KV {d.kv_intensity_flop_per_byte:,.2f}" if d.kv_intensity_flop_per_byte else "")
+            + f"); ridge {d.ridge_flop_per_byte:,.1f}",
         ),
     ]
 
@@ -187,11 +187,11 @@ def _decode_batches(d: DecodeStep) -> list[tuple[str, str]]:
             else "none: KV reads keep the step memory-bound at every batch",
         )
     )
-    if d.intensity_limit is not None and d.context:
+    if d.intensity_limit_flop_per_byte is not None and d.context:
         facts.append(
             (
                 "intensity as batch grows",
-                f"-> {d.intensity_limit:,.2f} FLOP/byte (the KV reads of each sequence do not amortise)",
+                f"-> {d.intensity_limit_flop_per_byte:,.2f} FLOP/byte (the KV reads of each sequence do not amortise)",
             )
         )
     return facts
@@ -220,7 +220,7 @@ def render_prefill(
         ),
         *_total_flops_fact(p),
         ("bytes" + per, f"{bytes_exact(p.bytes)} (weights once + K/V written)"),
-        ("arithmetic intensity", f"{p.intensity:,.0f} FLOP/byte"),
+        ("arithmetic intensity", f"{p.intensity_flop_per_byte:,.0f} FLOP/byte"),
     ]
     if p.comm_bytes:
         facts.append(("communication per GPU", f"{bytes_exact(p.comm_bytes)} sent, {fmt_seconds(p.comm_time_s)}"))

@@ -32,7 +32,7 @@ def render(con, r: SpecResult, all_rows: bool = False) -> None:
     if r.turning_batch is not None:
         facts.append(
             (
-                f"closed-form turning batch (ridge {r.ridge:,.1f} / (gamma + 1))",
+                f"closed-form turning batch (ridge {r.ridge_flop_per_byte:,.1f} / (gamma + 1))",
                 f"{r.turning_batch:,.1f} at peak; {r.turning_batch_at_mfu:,.1f} at MFU {r.mfu:.0%}, MBU {r.mbu:.0%}",
             )
         )

@@ -61,7 +61,7 @@ models = st.sampled_from(
 def test_decode_bound_is_at_least_both_terms_and_ops_sum_to_totals(name, batch, context, gpu):
     d = decode_step(load_model(name), load_gpu(gpu), batch, context)
     assert d.bound_s >= d.compute_time_s and d.bound_s >= d.memory_time_s
-    assert d.bound_s == max(d.flops / d.peak_flops, d.bytes / d.bandwidth_bytes_s)
+    assert d.bound_s == max(d.flops / d.peak_flops_per_s, d.bytes / d.bandwidth_bytes_s)
     assert sum(o.flops for o in d.ops) == pytest.approx(d.flops, rel=1e-12)
     assert sum(o.bytes for o in d.ops) == pytest.approx(d.bytes, rel=1e-12)
     assert sum(o.bound_s for o in d.ops) >= d.bound_s * (1 - 1e-12)

@@ -101,7 +101,7 @@ def test_kv_bytes_per_token_by_layer_type():
     assert r.mha_bytes_per_token == 50 * 2 * 32 * 256 * 2 + 10 * 2 * 32 * 512 * 2
     # decode: 4 x 32 heads x d_head FLOPs per cached token and layer, over the bytes of its K and V
     flops = 50 * 4 * 32 * 256 + 10 * 4 * 32 * 512
-    assert r.kv_read_intensity == pytest.approx(flops / 901_120, rel=1e-12)
+    assert r.kv_read_intensity_flop_per_byte == pytest.approx(flops / 901_120, rel=1e-12)
 
 
 def test_kv_per_gpu_at_tp8():
