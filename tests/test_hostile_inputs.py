@@ -1125,6 +1125,19 @@ IN_PROCESS = [
 ]  # fmt: skip
 
 
+#: The hostile-input trial after issue 36: each row failed (or answered silently) before its fix.
+EMIT = ["serve", "llama3-8b", "--tp", "1", "--batch", "32", "--emit"]
+IN_PROCESS += [
+    # an emitted command whose engine has no flag value for the plan's KV dtype says so
+    ("trial-emit-vllm-kv-int4", lambda t: [*EMIT, "vllm", "--kv-dtype", "int4"], 0,
+     "warning: vLLM's --kv-cache-dtype has no int4 KV cache: the command asks auto"),
+    ("trial-emit-sglang-kv-fp32", lambda t: [*EMIT, "sglang", "--kv-dtype", "fp32"], 0,
+     "SGLang takes auto, fp8_e4m3, fp8_e5m2"),
+    ("trial-emit-vllm-kv-int8", lambda t: [*EMIT, "vllm", "--kv-dtype", "int8"], 0,
+     "the command asks fp8, so the engine keeps its KV cache in FP8"),
+]  # fmt: skip
+
+
 def _peak_mb() -> float:
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
