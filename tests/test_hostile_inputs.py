@@ -1135,6 +1135,15 @@ IN_PROCESS += [
      "SGLang takes auto, fp8_e4m3, fp8_e5m2"),
     ("trial-emit-vllm-kv-int8", lambda t: [*EMIT, "vllm", "--kv-dtype", "int8"], 0,
      "the command asks fp8, so the engine keeps its KV cache in FP8"),
+    # a price a float cannot hold: a subnormal (printed as $9.99989e-321), or 1e-400 read as $0
+    ("trial-price-subnormal", lambda t: [*EMIT[:-1], "--usd-per-gpu-hour", "1e-320"], 2,
+     "--usd-per-gpu-hour: '1e-320' is too small to hold; give 0 or from 2.23e-308 to 1e+06"),
+    ("trial-price-underflows", lambda t: ["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--usd-per-gpu-hour",
+     "1e-400"], 2, "--usd-per-gpu-hour: '1e-400' is too small to hold"),
+    ("trial-api-train-price-subnormal", lambda t: 'llm_cost.train("llama3-8b", tokens=10**12, mfu=0.4, usd_per_gpu_hour=1e-320)',
+     2, "usd_per_gpu_hour: 1e-320 is a subnormal number, too small to hold; give 0 or a price from 2.23e-308"),
+    ("trial-api-serve-price-subnormal", lambda t: 'llm_cost.serve("llama3-8b", layout=llm_cost.Layout(tp=1), '
+     'concurrency=8, usd_per_gpu_hour=5e-324)', 2, "usd_per_gpu_hour: 5e-324 is a subnormal number"),
 ]  # fmt: skip
 
 

@@ -424,9 +424,7 @@ def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str
         weight_bits=bits,
         kv_bits=choices.kv_dtype_of(options["kv_dtype"]).bits,
         compute_dtype=choices.compute_dtype(spec, g, options["dtype"], options["weights_dtype"]),
-        usd_per_gpu_hour=checks.optional(
-            _one_price(options["usd_per_gpu_hour"]), checks.number, "usd_per_gpu_hour", maximum=1e6, open_min=False
-        ),
+        usd_per_gpu_hour=checks.optional(_one_price(options["usd_per_gpu_hour"]), checks.price, "usd_per_gpu_hour"),
         policy=choices.memory_policy(options["memory"], options["gpu_memory_utilization"], options["reserve_bytes"]),
         network_gb_s=choices.network_gb_s_of(options["network_gb_s"]),
         extra_notes=[*_profile_notes(chosen, g.name), *bits_notes],
