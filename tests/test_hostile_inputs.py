@@ -1144,6 +1144,12 @@ IN_PROCESS += [
      2, "usd_per_gpu_hour: 1e-320 is a subnormal number, too small to hold; give 0 or a price from 2.23e-308"),
     ("trial-api-serve-price-subnormal", lambda t: 'llm_cost.serve("llama3-8b", layout=llm_cost.Layout(tp=1), '
      'concurrency=8, usd_per_gpu_hour=5e-324)', 2, "usd_per_gpu_hour: 5e-324 is a subnormal number"),
+    # a workload file's preset that is not a name: its file and key, not the --workload flag's message
+    ("trial-workload-preset-number", lambda t: [*SERVE, "--workload", _file(t, "w.yaml", "preset: 5\narrivals: "
+     "{process: poisson, rate_rps: 2, duration_s: 10}\n")], 2,
+     "w.yaml.preset: 5 is not a preset; give one of chat, code, rag, agentic-long-context"),
+    ("trial-workload-preset-unknown", lambda t: [*SERVE, "--workload", _file(t, "w.yaml", "preset: chatt\narrivals: "
+     "{process: poisson, rate_rps: 2, duration_s: 10}\n")], 2, "w.yaml.preset: 'chatt' is not a preset; give one of chat"),
 ]  # fmt: skip
 
 
