@@ -1150,6 +1150,10 @@ IN_PROCESS += [
      "w.yaml.preset: 5 is not a preset; give one of chat, code, rag, agentic-long-context"),
     ("trial-workload-preset-unknown", lambda t: [*SERVE, "--workload", _file(t, "w.yaml", "preset: chatt\narrivals: "
      "{process: poisson, rate_rps: 2, duration_s: 10}\n")], 2, "w.yaml.preset: 'chatt' is not a preset; give one of chat"),
+    # an EP that does not divide the expert slots: no EP size is named that --tp 4 cannot make (was 'EP sizes that do: 131')
+    ("trial-serve-ep-redundant", lambda t: ["serve", "qwen3-30b-a3b", "--tp", "4", "--ep", "4", "--redundant-experts", "3",
+     "--batch", "8"], 2, "--ep: 4 does not divide 128 experts + 3 redundant; no EP size at --tp 4 does (EP is --tp x --dp); "
+     "or 0 or 4 redundant experts at --ep 4"),
 ]  # fmt: skip
 
 
