@@ -1125,6 +1125,12 @@ IN_PROCESS = [
 ]  # fmt: skip
 
 
+def _fitted(tmp: Path, old: str, new: str) -> str:
+    """The shipped hopper-pytorch-eager profile with its text ``old`` replaced by ``new``."""
+    assert old in PROFILE
+    return _file(tmp, "p.yaml", PROFILE.replace(old, new))
+
+
 #: The hostile-input trial after issue 36: each row failed (or answered silently) before its fix.
 EMIT = ["serve", "llama3-8b", "--tp", "1", "--batch", "32", "--emit"]
 IN_PROCESS += [
@@ -1154,6 +1160,14 @@ IN_PROCESS += [
     ("trial-serve-ep-redundant", lambda t: ["serve", "qwen3-30b-a3b", "--tp", "4", "--ep", "4", "--redundant-experts", "3",
      "--batch", "8"], 2, "--ep: 4 does not divide 128 experts + 3 redundant; no EP size at --tp 4 does (EP is --tp x --dp); "
      "or 0 or 4 redundant experts at --ep 4"),
+    # a hand-edited profile's fitted shapes: [least, greatest], batch from 1 (had been taken as written)
+    ("trial-profile-batch-zero", lambda t: ["validate", "--profile", _fitted(t, "fitted_batch:\n- 1\n", "fitted_batch:\n- 0\n")],
+     2, "p.yaml: invalid spec: field (top level): fitted_batch: [0, 256] is not a range of the shapes fitted; give "
+     "[least, greatest], whole numbers from 1 with the least first"),
+    ("trial-profile-batch-negative", lambda t: ["validate", "--profile", _fitted(t, "fitted_batch:\n- 1\n- 256\n",
+     "fitted_batch:\n- -4\n- -2\n")], 2, "fitted_batch: [-4, -2] is not a range of the shapes fitted"),
+    ("trial-profile-context-reversed", lambda t: ["validate", "--profile", _fitted(t, "fitted_context:\n- 128\n- 32768\n",
+     "fitted_context:\n- 32768\n- 128\n")], 2, "fitted_context: [32768, 128] is not a range of the shapes fitted"),
 ]  # fmt: skip
 
 
