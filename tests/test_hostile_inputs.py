@@ -1168,6 +1168,11 @@ IN_PROCESS += [
      "fitted_batch:\n- -4\n- -2\n")], 2, "fitted_batch: [-4, -2] is not a range of the shapes fitted"),
     ("trial-profile-context-reversed", lambda t: ["validate", "--profile", _fitted(t, "fitted_context:\n- 128\n- 32768\n",
      "fitted_context:\n- 32768\n- 128\n")], 2, "fitted_context: [32768, 128] is not a range of the shapes fitted"),
+    # a list of 100,001 values and no alias: the limit is the file's values, not an alias (had read 'once YAML
+    # aliases are expanded', as if the file had used one)
+    ("trial-profile-100001-values", lambda t: ["validate", "--profile", _fitted(t, "fitted_batch:\n- 1\n- 256\n",
+     "fitted_batch:\n" + "- 1\n" * 100_001)], 2, "more than 100,000 values (in all its lists and mappings, counted after "
+     "any YAML aliases are expanded), the most a file llm-cost reads may hold"),
 ]  # fmt: skip
 
 
