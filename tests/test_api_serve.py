@@ -202,6 +202,21 @@ def test_a_bad_trace_names_the_file_and_line(tmp_path):
     assert info.value.fields == ("trace",) and f"{path}:2" in str(info.value)
 
 
+def test_a_trace_with_a_byte_order_mark_replays_as_without(tmp_path):
+    """Excel's 'CSV UTF-8' starts the file with the bytes EF BB BF: the header's first column had
+    read as '\ufeffarrival_s' (an unknown column) and a JSONL trace's first row as not JSON."""
+    rows = [(0.5 * i, 300 + 10 * i, 20) for i in range(12)]
+    csv = "arrival_s,input_tokens,output_tokens\n" + "".join(f"{a},{i},{o}\n" for a, i, o in rows)
+    jsonl = "".join(json.dumps({"arrival_s": a, "input_tokens": i, "output_tokens": o}) + "\n" for a, i, o in rows)
+    runs = []
+    for name, text in (("t.csv", csv), ("bom.csv", csv), ("bom.jsonl", jsonl)):
+        path = tmp_path / name
+        path.write_bytes((b"\xef\xbb\xbf" if name.startswith("bom") else b"") + text.encode())
+        runs.append(llm_cost.serve("llama3-8b", layout=ONE, trace=str(path)))
+    assert runs[0].simulation.summary == runs[1].simulation.summary == runs[2].simulation.summary
+    assert sorted(t.input_tokens for t in runs[1].simulation.requests) == [i for _, i, _ in rows]
+
+
 @pytest.fixture(scope="module")
 def plan():
     return llm_cost.serve(

@@ -1125,6 +1125,57 @@ IN_PROCESS = [
 ]  # fmt: skip
 
 
+def _fitted(tmp: Path, old: str, new: str) -> str:
+    """The shipped hopper-pytorch-eager profile with its text ``old`` replaced by ``new``."""
+    assert old in PROFILE
+    return _file(tmp, "p.yaml", PROFILE.replace(old, new))
+
+
+#: The hostile-input trial after issue 36: each row failed (or answered silently) before its fix.
+EMIT = ["serve", "llama3-8b", "--tp", "1", "--batch", "32", "--emit"]
+IN_PROCESS += [
+    # an emitted command whose engine has no flag value for the plan's KV dtype says so
+    ("trial-emit-vllm-kv-int4", lambda t: [*EMIT, "vllm", "--kv-dtype", "int4"], 0,
+     "warning: vLLM's --kv-cache-dtype has no int4 KV cache: the command asks auto"),
+    ("trial-emit-sglang-kv-fp32", lambda t: [*EMIT, "sglang", "--kv-dtype", "fp32"], 0,
+     "SGLang takes auto, fp8_e4m3, fp8_e5m2"),
+    ("trial-emit-vllm-kv-int8", lambda t: [*EMIT, "vllm", "--kv-dtype", "int8"], 0,
+     "the command asks fp8, so the engine keeps its KV cache in FP8"),
+    # a price a float cannot hold: a subnormal (printed as $9.99989e-321), or 1e-400 read as $0
+    ("trial-price-subnormal", lambda t: [*EMIT[:-1], "--usd-per-gpu-hour", "1e-320"], 2,
+     "--usd-per-gpu-hour: '1e-320' is too small to hold; give 0 or from 2.23e-308 to 1e+06"),
+    ("trial-price-underflows", lambda t: ["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--usd-per-gpu-hour",
+     "1e-400"], 2, "--usd-per-gpu-hour: '1e-400' is too small to hold"),
+    ("trial-api-train-price-subnormal", lambda t: 'llm_cost.train("llama3-8b", tokens=10**12, mfu=0.4, usd_per_gpu_hour=1e-320)',
+     2, "usd_per_gpu_hour: 1e-320 is a subnormal number, too small to hold; give 0 or a price from 2.23e-308"),
+    ("trial-api-serve-price-subnormal", lambda t: 'llm_cost.serve("llama3-8b", layout=llm_cost.Layout(tp=1), '
+     'concurrency=8, usd_per_gpu_hour=5e-324)', 2, "usd_per_gpu_hour: 5e-324 is a subnormal number"),
+    # a workload file's preset that is not a name: its file and key, not the --workload flag's message
+    ("trial-workload-preset-number", lambda t: [*SERVE, "--workload", _file(t, "w.yaml", "preset: 5\narrivals: "
+     "{process: poisson, rate_rps: 2, duration_s: 10}\n")], 2,
+     "w.yaml.preset: 5 is not a preset; give one of chat, code, rag, agentic-long-context"),
+    ("trial-workload-preset-unknown", lambda t: [*SERVE, "--workload", _file(t, "w.yaml", "preset: chatt\narrivals: "
+     "{process: poisson, rate_rps: 2, duration_s: 10}\n")], 2, "w.yaml.preset: 'chatt' is not a preset; give one of chat"),
+    # an EP that does not divide the expert slots: no EP size is named that --tp 4 cannot make (was 'EP sizes that do: 131')
+    ("trial-serve-ep-redundant", lambda t: ["serve", "qwen3-30b-a3b", "--tp", "4", "--ep", "4", "--redundant-experts", "3",
+     "--batch", "8"], 2, "--ep: 4 does not divide 128 experts + 3 redundant; no EP size at --tp 4 does (EP is --tp x --dp); "
+     "or 0 or 4 redundant experts at --ep 4"),
+    # a hand-edited profile's fitted shapes: [least, greatest], batch from 1 (had been taken as written)
+    ("trial-profile-batch-zero", lambda t: ["validate", "--profile", _fitted(t, "fitted_batch:\n- 1\n", "fitted_batch:\n- 0\n")],
+     2, "p.yaml: invalid spec: field (top level): fitted_batch: [0, 256] is not a range of the shapes fitted; give "
+     "[least, greatest], whole numbers from 1 with the least first"),
+    ("trial-profile-batch-negative", lambda t: ["validate", "--profile", _fitted(t, "fitted_batch:\n- 1\n- 256\n",
+     "fitted_batch:\n- -4\n- -2\n")], 2, "fitted_batch: [-4, -2] is not a range of the shapes fitted"),
+    ("trial-profile-context-reversed", lambda t: ["validate", "--profile", _fitted(t, "fitted_context:\n- 128\n- 32768\n",
+     "fitted_context:\n- 32768\n- 128\n")], 2, "fitted_context: [32768, 128] is not a range of the shapes fitted"),
+    # a list of 100,001 values and no alias: the limit is the file's values, not an alias (had read 'once YAML
+    # aliases are expanded', as if the file had used one)
+    ("trial-profile-100001-values", lambda t: ["validate", "--profile", _fitted(t, "fitted_batch:\n- 1\n- 256\n",
+     "fitted_batch:\n" + "- 1\n" * 100_001)], 2, "more than 100,000 values (in all its lists and mappings, counted after "
+     "any YAML aliases are expanded), the most a file llm-cost reads may hold"),
+]  # fmt: skip
+
+
 def _peak_mb() -> float:
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024

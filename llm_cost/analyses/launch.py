@@ -174,6 +174,7 @@ class LaunchPlan:
     quantization: str | None
     node_gpus: int = 8  # GPUs of one node (data parallelism within it)
     model_type: str | None = None  # the HF model_type, for the engine's model registry
+    kv_dtype: str | None = None  # the KV cache's dtype (bf16, fp8, int4, ...): None, the model's own
 
 
 @record
@@ -271,6 +272,7 @@ def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
     else:  # pragma: no cover - a closed enum
         raise InputError(f"emit: {engine!r} is not one of vllm, sglang, trtllm", fields=("emit",))
     version, source = ENGINE_SOURCES[engine]
+    notes += _kv_dtype_notes(plan, engine)
     notes += _layout_notes(plan, engine, dp)
     notes += _support_notes(engine, plan.model_type)
     return Launch(engine, version, source, tuple(argv), shlex.join(argv), plan.replicas, notes, dp)
@@ -336,6 +338,33 @@ def _sglang_argv(plan: LaunchPlan, dp: int) -> list[str]:
     argv += [_f("context-length"), str(plan.max_model_len)]
     argv += [] if plan.prefix_caching else [_f("disable-radix-cache")]
     return argv
+
+
+#: The KV dtypes each engine's ``--kv-cache-dtype`` takes at the version of :data:`ENGINE_SOURCES`
+#: (``auto``: the model's own dtype), and the plan's KV dtypes it expresses as asked: 16-bit ones
+#: through ``auto``, fp8 through its FP8 name (vLLM's ``CacheConfig.cache_dtype``, SGLang's
+#: ``ServerArgs.kv_cache_dtype`` choices).
+_KV_CACHE_DTYPES = {
+    ServingEngine.VLLM: ("vLLM", "auto, fp8, fp8_e4m3, fp8_e5m2", "fp8"),
+    ServingEngine.SGLANG: ("SGLang", "auto, fp8_e4m3, fp8_e5m2", "fp8_e4m3"),
+}
+
+
+def _kv_dtype_notes(plan: LaunchPlan, engine: ServingEngine) -> list[Note]:
+    """A warning when vLLM's or SGLang's ``--kv-cache-dtype`` cannot express the plan's KV dtype
+    (int4, fp4, fp32, int8): the command asks the nearest it takes (``auto``, the model's 16-bit
+    dtype, or FP8 for 8 bits), so the engine's KV cache is not the one planned."""
+    if engine not in _KV_CACHE_DTYPES or plan.kv_dtype is None or plan.kv_dtype in ("bf16", "fp16", "fp8"):
+        return []
+    name, accepted, fp8 = _KV_CACHE_DTYPES[engine]
+    if plan.kv_bits == 8:
+        asks, keeps = fp8, f"FP8, the same 8 bits as the plan's {plan.kv_dtype} in another format"
+    else:
+        asks = "auto"
+        keeps = f"the model's 16-bit dtype, not the plan's {plan.kv_bits}-bit {plan.kv_dtype} (its KV memory differs)"
+    return [
+        note("launch.kv_dtype_unexpressed", engine=name, asked=plan.kv_dtype, asks=asks, keeps=keeps, accepted=accepted)
+    ]
 
 
 def _layout_notes(plan: LaunchPlan, engine: ServingEngine, dp: int) -> list[Note]:

@@ -8,6 +8,7 @@ passes them here, so a shell user and a Python caller are refused by the same ru
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from fractions import Fraction
@@ -33,6 +34,7 @@ __all__ = [
     "counts",
     "step_tokens",
     "number",
+    "price",
     "efficiency",
     "choice",
     "optional",
@@ -92,6 +94,20 @@ def number(value: object, name: str, *, minimum: float = 0.0, maximum: float = 1
             f"{name}: {value!r} must be a finite number {side} {minimum:g} and at most {maximum:g}", fields=(name,)
         )
     return float(cast(float, value))
+
+
+def price(value: object, name: str, maximum: float = 1e6) -> float:
+    """A price in USD: a finite number, 0 (free) or from the smallest normal float
+    (``sys.float_info.min``, 2.2e-308) to ``maximum``. A subnormal (1e-320) holds fewer digits than
+    it shows (1e-320 prints as 9.99989e-321): no price, a slip of the exponent."""
+    amount = number(value, name, maximum=maximum, open_min=False)
+    if 0 < amount < sys.float_info.min:
+        raise InputError(
+            f"{name}: {value!r} is a subnormal number, too small to hold; give 0 or a price from "
+            f"{sys.float_info.min:.3g} to {maximum:g}",
+            fields=(name,),
+        )
+    return amount or 0.0  # -0.0 is 0
 
 
 def percentile(value: object, name: str) -> float:

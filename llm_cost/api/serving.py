@@ -307,7 +307,7 @@ def _with_launch(result: Any, engine: ServingEngine, r: ServeRequest) -> Any:
     plan = LaunchPlan(
         model_id, layout, replicas, seqs, tokens, chunked, cached, length, policy.utilization,
         capacity_bytes(g, policy.convention), per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes, kv_bits,
-        quantization, node_gpus(g), spec.model_type,
+        quantization, node_gpus(g), spec.model_type, str(choices.kv_dtype_of(r.kv_dtype)),
     )  # fmt: skip
     launch = launch_command(plan, engine)
     return dataclasses.replace(result, launch=dataclasses.replace(launch, conventions=[*launch.conventions, *notes]))
@@ -420,9 +420,7 @@ def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str
         weight_bits=bits,
         kv_bits=choices.kv_dtype_of(options["kv_dtype"]).bits,
         compute_dtype=choices.compute_dtype(spec, g, options["dtype"], options["weights_dtype"]),
-        usd_per_gpu_hour=checks.optional(
-            _one_price(options["usd_per_gpu_hour"]), checks.number, "usd_per_gpu_hour", maximum=1e6, open_min=False
-        ),
+        usd_per_gpu_hour=checks.optional(_one_price(options["usd_per_gpu_hour"]), checks.price, "usd_per_gpu_hour"),
         policy=choices.memory_policy(options["memory"], options["gpu_memory_utilization"], options["reserve_bytes"]),
         network_gb_s=choices.network_gb_s_of(options["network_gb_s"]),
         extra_notes=[*_profile_notes(chosen, g.name), *bits_notes],

@@ -143,7 +143,7 @@ def _costs(
         checks.optional(power_w, checks.number, "power_w", maximum=1e6),
         checks.number(pue, "pue", minimum=1, maximum=10, open_min=False),
         checks.optional(grid_kg_per_kwh, checks.number, "grid_kg_per_kwh", maximum=1e3, open_min=False),
-        checks.optional(usd_per_gpu_hour, checks.number, "usd_per_gpu_hour", maximum=1e6, open_min=False),
+        checks.optional(usd_per_gpu_hour, checks.price, "usd_per_gpu_hour"),
     )
 
 

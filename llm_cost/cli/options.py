@@ -9,6 +9,7 @@ NUMBER (a positive real), or a choice list. The options of the commands that mod
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -109,12 +110,18 @@ def positive(flag: str, maximum: float | None = None) -> Callable[[str], float]:
 
 
 def non_negative(flag: str, percent: bool = False, maximum: float = 1e300) -> Callable[[str], float]:
-    """A finite number >= 0 and at most ``maximum`` (``percent``: 10% = 0.1)."""
+    """A finite number >= 0 and at most ``maximum`` (``percent``: 10% = 0.1); a positive one a
+    float cannot hold at full precision (below ``sys.float_info.min``: 1e-400 would read as 0) is
+    refused, not rounded."""
 
     def parse(text: str) -> float:
         value = parse_decimal(text, flag, percent)
         if value > Decimal(repr(maximum)):
             raise InputError(f"{flag}: {text!r} is larger than {maximum:g}")
+        if 0 < value < Decimal(repr(sys.float_info.min)):
+            raise InputError(
+                f"{flag}: {text!r} is too small to hold; give 0 or from {sys.float_info.min:.3g} to {maximum:g}"
+            )
         return float(value)
 
     return parse

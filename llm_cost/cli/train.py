@@ -140,7 +140,7 @@ TrainPrice = Annotated[
     Optional[float],
     option(
         "--usd-per-gpu-hour",
-        parse=non_negative("--usd-per-gpu-hour"),
+        parse=non_negative("--usd-per-gpu-hour", maximum=1e6),
         metavar="NUMBER",
         help="Price of one GPU-hour, USD.",
     ),

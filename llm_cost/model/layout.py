@@ -175,14 +175,27 @@ def _check_experts(spec: ModelSpec, layout: Layout) -> None:
         )
     slots = moe.num_experts + layout.redundant_experts
     if slots % layout.ep:
-        fits = [e for e in range(2, min(slots, MAX_LAYOUT) + 1) if slots % e == 0][:8]
-        short = -slots % layout.ep
-        raise InputError(
-            f"ep: {layout.ep} does not divide {moe.num_experts} experts + {layout.redundant_experts} redundant; EP sizes "
-            f"that do: {', '.join(map(str, fits))}; or {layout.redundant_experts + short} redundant experts at ep "
-            f"{layout.ep}",
-            fields=("ep", "redundant_experts"),
-        )
+        raise _slots_refusal(moe.num_experts, layout, most)
+
+
+def _slots_refusal(experts: int, layout: Layout, most: int) -> InputError:
+    """The refusal of an ``ep`` that does not divide the expert slots, with what would work: the EP
+    sizes that do at the layout's ``tp`` (EP is tp x dp, so each is a dp; none is named when none
+    does: 131 slots at tp 4), and the redundant experts that fill ``ep`` evenly (fewer or more)."""
+    slots, ep, tp = experts + layout.redundant_experts, layout.ep, layout.tp
+    fits = [e for e in range(max(2, tp), min(slots, MAX_LAYOUT) + 1, tp) if slots % e == 0][:8]
+    sizes = (
+        f"EP sizes that do at tp {tp} (dp = EP / tp): {', '.join(map(str, fits))}"
+        if fits
+        else f"no EP size at tp {tp} does (EP is tp x dp)"
+    )
+    fewer, more = layout.redundant_experts - slots % ep, layout.redundant_experts - slots % ep + ep
+    counts = [str(r) for r in (fewer, more) if 0 <= r <= most]
+    return InputError(
+        f"ep: {ep} does not divide {experts} experts + {layout.redundant_experts} redundant; {sizes}; or "
+        f"{' or '.join(counts)} redundant experts at ep {ep}",
+        fields=("ep", "redundant_experts", "tp", "dp"),
+    )
 
 
 def stage_layers(num_layers: int, pp: int) -> list[int]:

@@ -338,6 +338,13 @@ class Profile(Spec):
         for name, value in (("family", self.family), ("source_family", self.source_family or self.family)):
             if value not in known:
                 raise ValueError(f"{name}: {shown(value, MAX_ECHO)!r} is not a kernel family ({', '.join(known)})")
+        # the shapes fitted, as calibrate writes them: [least, greatest] (a measured context may be 0)
+        for name, span, least in (("fitted_batch", self.fitted_batch, 1), ("fitted_context", self.fitted_context, 0)):
+            if span and (len(span) != 2 or span[0] < least or span[0] > span[1]):
+                raise ValueError(
+                    f"{name}: {shown(list(span), 60)} is not a range of the shapes fitted; give [least, greatest], "
+                    f"whole numbers from {least} with the least first (or leave it out)"
+                )
 
 
 #: The shipped fit (module docstring).

@@ -46,6 +46,7 @@ from llm_cost.simulate.workload import (
     check_workload,
     parse_lengths,
 )
+from llm_cost.specs.files import shown
 
 __all__ = ["Preset", "PRESETS", "preset", "read_workload", "workload_from_dict"]
 
@@ -204,11 +205,20 @@ def _lengths(value: Any, where: str, name: str) -> Any:
         raise _fail(where, str(e).split(": ", 1)[-1]) from None
 
 
+def _preset_field(value: Any, where: str) -> Preset:
+    """The preset a workload file's ``preset`` names; InputError naming the file's key and the
+    presets otherwise (a number, a list or an unknown name; not the --workload flag's message)."""
+    found = PRESETS.get(value.strip().lower()) if isinstance(value, str) else None
+    if found is None:
+        raise _fail(where, f"{shown(repr(value), 80)} is not a preset; give one of {', '.join(PRESETS)}")
+    return found
+
+
 def workload_from_dict(data: Any, where: str = "workload") -> Workload:
     """A workload from a mapping of the module docstring's keys (``where`` prefixes messages).
     InputError naming the key path otherwise."""
     d = _keys(data, where, ("preset", "arrivals", "input_tokens", "output_tokens", "prefix", "requests"))
-    base = preset(d["preset"]) if "preset" in d else None
+    base = _preset_field(d["preset"], f"{where}.preset") if "preset" in d else None
     if "arrivals" not in d:
         raise _fail(where, "needs arrivals (rate_rps, stages, or users)")
     inputs = _lengths(d["input_tokens"], f"{where}.input_tokens", "input_tokens") if "input_tokens" in d else None

@@ -786,11 +786,12 @@ def _trace_row(raw: dict, where: str, text: bool) -> TraceRow:
 def _trace_lines(path: Path) -> Iterator[str]:
     """The lines of a trace file (ends kept), read one at a time: a regular file
     (:func:`llm_cost.specs.files.open_regular`: no FIFO, no link loop) of at most
-    MAX_TRACE_BYTES of UTF-8."""
+    MAX_TRACE_BYTES of UTF-8, a byte-order mark at its start dropped (Excel writes one: it would
+    otherwise be part of the first column's name or fail the first JSON row)."""
     from llm_cost.specs.files import open_regular
 
     with open_regular(path, "a .jsonl or .csv trace") as f:
-        total = 0
+        total, codec = 0, "utf-8-sig"
         while True:
             try:
                 raw = f.readline(MAX_TRACE_BYTES + 1 - total)
@@ -804,9 +805,11 @@ def _trace_lines(path: Path) -> Iterator[str]:
                     f"{path}: more than {MAX_TRACE_BYTES:,} bytes; not a trace llm-cost replays", fields=("trace",)
                 )
             try:
-                yield raw.decode("utf-8")
+                line = raw.decode(codec)
             except UnicodeDecodeError:
                 raise InputError(f"{path}: not a UTF-8 text file", fields=("trace",)) from None
+            codec = "utf-8"
+            yield line
 
 
 def _too_many_rows(path: Path) -> InputError:

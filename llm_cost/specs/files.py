@@ -244,8 +244,8 @@ def check_shape(data: Any, path: Path, max_values: int = MAX_VALUES) -> None:
         count += 1
         if count > max_values:
             raise SpecError(
-                f"{shown(path)}: more than {max_values:,} values once YAML aliases are expanded; "
-                "a spec holds a few hundred"
+                f"{shown(path)}: more than {max_values:,} values (in all its lists and mappings, counted after any YAML "
+                f"aliases are expanded), the most a file llm-cost reads may hold; a spec or profile holds a few hundred"
             )
         if depth > MAX_DEPTH:
             raise SpecError(f"{shown(path)}: lists or mappings nested more than {MAX_DEPTH} levels deep")

@@ -101,7 +101,8 @@ def test_eplb_redundant_experts_ep72_over_256_plus_32_slots():
     assert routed == 72 * 1000 * ROUTED_PER_TOKEN // 72
     with pytest.raises(InputError) as err:
         per_gpu(V3, Layout(dp=72, ep=72), weight_bits=8)
-    assert err.value.fields == ("ep", "redundant_experts")  # either mends it: 256 + 32 = 72 x 4
+    # any mends it: 256 + 32 = 72 x 4, or an EP (tp x dp) that divides 256
+    assert err.value.fields == ("ep", "redundant_experts", "tp", "dp")
     assert "32 redundant experts at ep 72" in str(err.value)
 
 
@@ -128,3 +129,35 @@ def test_issue_23_command_counts_the_one_gpu_work(cli):
     one = cli(*common, "--batch", "8").json()
     assert layout["weight_flops"] == one["weight_flops"] == 1_142_348_201_328_640
     assert layout["comm_bytes"] == 154_656_768_000
+
+
+@pytest.mark.parametrize(
+    ("model", "tp", "dp", "redundant", "none"),
+    [
+        ("qwen3-30b-a3b", 4, 1, 3, True),  # 131 slots: prime
+        ("deepseek-v3", 1, 4, 3, False),  # 259 = 7 x 37
+        ("deepseek-v3", 2, 4, 3, True),  # 259 is odd
+        ("qwen3-30b-a3b", 1, 8, 5, False),  # 133 = 7 x 19
+        ("deepseek-v3", 4, 3, 0, False),  # EP 4 (dp 1) up to 256
+    ],
+)
+def test_an_ep_that_does_not_divide_the_slots_suggests_only_layouts_that_run(model, tp, dp, redundant, none):
+    """EP is tp x dp, so an EP size is a suggestion only at the layout's tp: 128 experts + 3
+    redundant at tp 4 had been told 'EP sizes that do: 131', which no dp at tp 4 makes (a trial).
+    Every EP size and redundant count the refusal names is a layout ``llm_cost.fit`` takes."""
+    import re
+
+    import llm_cost
+
+    with pytest.raises(InputError) as err:
+        llm_cost.fit(model, "h100", layout=Layout(tp=tp, dp=dp, ep=tp * dp, redundant_experts=redundant))
+    message = str(err.value)
+    sizes = re.search(r"EP sizes that do at tp \d+ \(dp = EP / tp\): ([\d, ]+);", message)
+    assert (sizes is None) == none and (sizes is not None or f"no EP size at tp {tp} does" in message), message
+    for ep in [int(e) for e in sizes.group(1).split(", ")] if sizes else []:
+        assert ep % tp == 0
+        llm_cost.fit(model, "h100", layout=Layout(tp=tp, dp=ep // tp, ep=ep, redundant_experts=redundant))
+    counts = re.search(rf"or ([\d or]+) redundant experts at ep {tp * dp}$", message)
+    assert counts is not None, message
+    for r in [int(c) for c in counts.group(1).split(" or ")]:
+        llm_cost.fit(model, "h100", layout=Layout(tp=tp, dp=dp, ep=tp * dp, redundant_experts=r))
