@@ -27,7 +27,7 @@ def _codes(run) -> set[str]:
 
 def test_a_met_tpot_target_with_stalled_gaps_warns(stalled):
     assert stalled.tpot_s <= 0.070  # the target holds on its face ...
-    assert stalled.percentiles["itl_s"].p90 >= 2 * 0.070  # ... while most gaps in ten are stalled
+    assert stalled.percentiles["itl_s"].p90 >= 2 * 0.070  # ... while one gap in ten or more is twice it
     assert "warning.itl_stalls" in _codes(stalled)
     text = sentence(next(n for n in stalled.conventions if n.code == "warning.itl_stalls"))
     assert "max_num_batched_tokens" in text and "8,192" in text

@@ -400,8 +400,8 @@ def _stall_note(summary: Summary, goals: Mapping[str, Target], chunk_tokens: int
     gap between output tokens) is at least :data:`STALL_RATIO` x the TPOT target: TPOT is each
     request's mean gap, so the steps that also run other requests' prompt chunks (chunked
     prefill: up to ``chunk_tokens`` tokens a step, vLLM's max_num_batched_tokens; None: whole
-    prompts, without chunked prefill) stall its decodes unseen. llama3-8b on one H100 at 6 req/s of 6K-token prompts: TPOT 64.6 ms under a
-    70 ms target, ITL P90 207 ms."""
+    prompts, without chunked prefill) stall its decodes unseen. llama3-8b on one H100 at 6 req/s
+    of 6K-token prompts: TPOT 64.6 ms under a 70 ms target, ITL P90 207 ms."""
     tpot = goals.get("tpot_s")
     p90 = summary.itl_s.p90
     if tpot is None or "itl_s" in goals or p90 is None or not tpot.met(summary.tpot_s):

@@ -101,9 +101,8 @@ class KVResult(Result):
     bytes_per_token: int | Fraction  # all layers that cache tokens, below any window
     mha_bytes_per_token: int | Fraction | None
     mha_ratio: float | None  # MHA-equivalent bytes / this model's bytes per token
-    kv_read_intensity_flop_per_byte: (
-        float | None
-    )  # FLOP per KV byte in decode attention (g = n_q/n_kv, or MLA absorbed)
+    # FLOP per KV byte in decode attention (g = n_q/n_kv, or MLA absorbed)
+    kv_read_intensity_flop_per_byte: float | None
     mla_absorbed_flop_ratio: float | None  # MLA: absorbed-form attention FLOPs / plain form (seed 003 §04: ~3.4x)
     contexts: list[KVAtContext]
     formula: str
