@@ -99,7 +99,7 @@ class ImageResult(Result):
     frames: int
     vision: VisionCost
     weight_convention: WeightFlops
-    decoder_weight_flops: float  # weight FLOPs per token x image tokens
+    decoder_weight_flops: float  # block GEMMs over the image tokens (gemm) or 2 x N x tokens (documents)
     decoder_attention_flops: float  # causal attention among the image tokens
     decoder_prefill_flops: float
     kv_bytes: int | Fraction
@@ -169,6 +169,16 @@ def _vision(spec: ModelSpec, height: int, width: int, frames: int, connector: st
     )
 
 
+def _image_weight_flops(dec: ModelSpec, tokens: int, convention: WeightFlops, linear_flops: int) -> int:
+    """Decoder weight FLOPs of ``tokens`` image tokens. Under ``gemm`` (the default) they are the
+    prefill step's block GEMMs: image tokens sit inside the prompt, so the LM head, which runs on
+    the last (text) position, costs them nothing. ``non_embedding`` and ``total`` keep the
+    documents' "2 x N per token" (seed 003 §09), which counts the LM head on every token."""
+    if convention == WeightFlops.GEMM:
+        return linear_flops
+    return 2 * weight_flops_params(build(dec), convention) * tokens
+
+
 def image_cost(
     spec: ModelSpec,
     height: int,
@@ -188,8 +198,9 @@ def image_cost(
     dec = decoder or spec
     vision = _vision(spec, height, width, frames, connector)
     n = vision.tokens
-    w = 2 * weight_flops_params(build(dec), weight_convention)
-    attention = forward_flops(dec, n, logits=Logits.LAST).attention_flops
+    forward = forward_flops(dec, n, logits=Logits.LAST)
+    weight = _image_weight_flops(dec, n, weight_convention, forward.linear_flops)
+    attention = forward.attention_flops
     kv = kv_bytes(dec, n, kv_bits)
     out = n * dec.hidden_size * kv_bits // 8
     conventions = [
@@ -207,9 +218,9 @@ def image_cost(
         frames,
         vision,
         weight_convention,
-        w * n,
+        weight,
         attention,
-        w * n + attention,
+        weight + attention,
         kv,
         out,
         float(kv_bytes_per_token(dec, kv_bits)) / (dec.hidden_size * kv_bits / 8),

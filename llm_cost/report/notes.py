@@ -620,7 +620,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "lower); 14 px patches, {connector} connector",
     "image.encoder_flops": "encoder FLOPs: 2 x ViT block parameters x patches + 4 L n_p^2 d (full attention), seed "
     "003 §09; patch embedding and merger listed apart",
-    "image.decoder_prefill.gemm": "decoder prefill: 2 x N_gemm per image token + causal attention among them",
+    "image.decoder_prefill.gemm": (
+        "decoder prefill: the blocks' GEMMs (2 x N_gemm less the LM head, which runs on text positions) per image"
+        " token + causal attention among them"
+    ),
     "image.decoder_prefill.non_embedding": "decoder prefill: 2 x (N - embedding) per image token + causal attention",
     "image.decoder_prefill.total": "decoder prefill: 2 x N per image token (seed 003 §09) + causal attention",
     "image.bits": "KV and encoder output at {kv_bits} bits; MiB = 2^20 B",

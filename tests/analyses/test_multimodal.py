@@ -68,3 +68,13 @@ def test_an_unmodelled_tower_is_named_in_the_refusal(cli):
     gemma = Path(__file__).resolve().parents[1] / "fixtures" / "hf" / "gemma-3-4b-it"
     r = cli("image", str(gemma), "--size", "896x896")
     assert r.code == 2 and "its SigLIP (Gemma 3) vision tower is counted by params" in r.err
+
+
+def test_image_decoder_weights_leave_out_the_lm_head(cli):
+    """Image tokens sit inside the prompt, so only the blocks' GEMMs run on them. Qwen2-VL-7B's
+    decoder by hand from its config.json (d 3584, 28 layers, 28 query and 4 KV heads of 128,
+    d_ff 18944): per layer q,k,v = d(d + 2 x 4 x 128), o = d^2, gate/up/down = 3 d d_ff."""
+    d, layers, ff = 3584, 28, 18944
+    per_layer = d * (d + 2 * 4 * 128) + d * d + 3 * d * ff
+    data = cli("image", "qwen2-vl-7b", "--size", "1024x1024", "--json").json()
+    assert data["decoder_weight_flops"] == 2 * 1369 * layers * per_layer
