@@ -585,7 +585,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         f"error band ±{p['band']:.0%}: the 90th percentile of the out-of-source errors (each published run predicted "
         "with the factors fitted on the other sources) of this GPU family's runs "
         "(llm_cost/data/training-efficiency.json; llm-cost validate --training)"
-        + (f", x{p['widen']:.2g} for a layout outside their range" if p["widen"] > 1 else "")
+        + (f", x{p['widen']:.3g} for a layout outside their range" if p["widen"] > 1 else "")
     ),
     "train_plan.left_out": "left out: load imbalance across experts, SM contention of overlapped communication, "
     "stragglers (Llama 3 saw 1-2% diurnal throughput swings), failures and restarts (Llama 3: 466 interruptions in "

@@ -50,7 +50,7 @@ def _links(con, r: TrainPlan) -> None:  # noqa: ANN001 - a rich Console
 
 def _widened(r: TrainPlan) -> str:
     """How far the band is widened outside the published runs' range, if at all."""
-    return f", widened {r.band_widen:.2g}x outside the published runs" if r.band_widen > 1 else ""
+    return f", widened {r.band_widen:.3g}x outside the published runs" if r.band_widen > 1 else ""
 
 
 def _gib(nbytes: float) -> str:

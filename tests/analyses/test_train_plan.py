@@ -492,6 +492,16 @@ def test_the_cli_prints_a_plan_with_its_framework_links_and_defaults(cli):
         assert text in r.out
 
 
+def test_the_printed_widening_is_the_factor_applied(cli):
+    """Four H100s lie one octave below the published runs' GPU counts: 1 + 0.25 x 1 = 1.25, which
+    a two-digit format had printed as "1.2x" beside a band already multiplied by 1.25."""
+    args = ("train", "llama3-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "4")
+    widen = cli(*args, "--json").json()["band_widen"]
+    assert widen == 1.25
+    out = cli(*args).out
+    assert "widened 1.25x" in out and "x1.25 for a layout" in out
+
+
 def test_the_predicted_mode_needs_a_cluster(cli):
     r = cli("train", "llama3-8b", "--tokens", "1T")
     assert r.code == 2 and "--mfu" in r.err and "--gpus" in r.err
