@@ -211,7 +211,8 @@ class TrainPlan(Result):
     layout: dict[str, object]
     layout_label: str
     links: dict[str, str]  # each collective group of the layout: the link it runs on
-    mfu: float  # 6 N D convention
+    mfu: float  # 6 N D convention, against the peak of ``dtype`` (peak_flops_per_s)
+    mfu_vs_bf16_peak: float | None  # the same FLOPs against the BF16 peak, for an FP8/MXFP8 plan (else None)
     mfu_with_attention: float  # the operators' convention (causal attention, every LM-head position)
     hfu: float
     step_time_s: float
@@ -784,13 +785,22 @@ def _plan(
         gpu.peak_flops(dtype), rates.label,
         {f: getattr(lay, f) for f in ("tp", "cp", "pp", "vp", "dp", "ep", "zero", "recompute", "micro_batch",
                                       "micro_batches")} | {"fsdp_shard": lay.fsdp_shard},
-        lay.label(), links, best.mfu, best.mfu_with_attention, best.hfu, best.step_time_s, tokens_per_s / gpus,
+        lay.label(), links, best.mfu, _mfu_vs_bf16_peak(best.mfu, gpu, dtype), best.mfu_with_attention, best.hfu, best.step_time_s, tokens_per_s / gpus,
         days, gpu_hours, energy, power, costs.pue, price, gpu_hours * price if price is not None else None,
         grid, energy * grid / 1000 if grid is not None else None, band, widen,
         (best.mfu / (1 + band), best.mfu / fast), (days * fast, days * (1 + band)),
         best.breakdown.terms(), best.memory, gpu.capacity_bytes, [_summary(c) for c in fitting[:top]],
         _reasons(best, ranked, alternatives), len(ranked), len(fitting), defaults, conventions,
     )  # fmt: skip
+
+
+def _mfu_vs_bf16_peak(mfu: float, gpu: HardwareSpec, dtype: Dtype) -> float | None:
+    """An MFU against the ``dtype`` peak restated against the BF16 dense peak, so that an FP8 plan
+    compares with BF16 ones (NVIDIA's training tables quote model TFLOP/s, not a ratio to the FP8
+    peak); None for a BF16 plan."""
+    if dtype == Dtype.BF16:
+        return None
+    return mfu * gpu.peak_flops(dtype) / gpu.peak_flops(Dtype.BF16)
 
 
 #: The pipeline bubble, as a fraction of the step's compute, above which a plan warns that the

@@ -488,7 +488,7 @@ def test_the_cli_prints_a_plan_with_its_framework_links_and_defaults(cli):
     r = cli("train", "llama3-8b", "--tokens", "1T", "--gpus", "16")
     assert r.code == 0, r.err
     for text in ("training plan", "framework", "Megatron-Core", "links their ranks span", "default global_batch",
-                 "default framework", "MFU (6ND)"):  # fmt: skip
+                 "default framework", "MFU (6ND, BF16 peak)"):  # fmt: skip
         assert text in r.out
 
 
@@ -500,6 +500,17 @@ def test_the_printed_widening_is_the_factor_applied(cli):
     assert widen == 1.25
     out = cli(*args).out
     assert "widened 1.25x" in out and "x1.25 for a layout" in out
+
+
+def test_an_fp8_plan_names_its_peak_and_restates_mfu_against_bf16(cli):
+    """H100 SXM datasheet: 1,979 dense FP8 TFLOPS, 989 dense BF16 TFLOPS, so the same model FLOPs
+    are twice the MFU against BF16's peak; a BF16 plan has no second figure."""
+    args = ("train", "llama3-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "64")
+    fp8 = cli(*args, "--dtype", "fp8", "--json").json()
+    assert fp8["mfu_vs_bf16_peak"] == pytest.approx(2 * fp8["mfu"], rel=1e-3)
+    out = cli(*args, "--dtype", "fp8").out
+    assert "MFU (6ND, FP8 peak)" in out and "MFU (6ND, BF16 peak)" in out
+    assert cli(*args, "--json").json()["mfu_vs_bf16_peak"] is None
 
 
 def test_the_predicted_mode_needs_a_cluster(cli):
