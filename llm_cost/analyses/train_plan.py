@@ -685,6 +685,27 @@ def band_widening(spec: ModelSpec, layout: TrainLayout, dtype: Dtype, seq: int, 
     return min(RANGE_WIDEN_MAX, widen)
 
 
+def _memory_remedies(space: SearchSpace, cluster: Cluster) -> str:
+    """What could still make a layout fit: more GPUs, and each knob the search was kept from
+    turning further (a value the user fixed below what the search would try); when every knob was
+    searched, says so rather than suggest what was tried."""
+    node = max(1, cluster.gpu.interconnect.gpus_per_node)
+    narrowed = [
+        name
+        for name, held in (
+            ("recompute full", Recompute.FULL not in space.recompute),
+            ("a larger tp", len(space.tp) == 1 and space.tp[0] < node),
+            ("a larger pp", len(space.pp) == 1),
+            ("a larger cp", len(space.cp) == 1 and space.cp[0] == 1),
+            ("micro_batch 1", 1 not in space.micro_batch),
+        )
+        if held
+    ]
+    if not narrowed:
+        return "add GPUs (every tp, pp, cp, recompute and micro_batch the search tries was tried)"
+    return "add GPUs, or try " + ", ".join(narrowed)
+
+
 def plan_training(
     spec: ModelSpec,
     cluster: Cluster,
@@ -721,8 +742,8 @@ def plan_training(
         raise InputError(
             f"gpus: no layout searched fits {cluster.gpu.name}'s memory; the smallest needs "
             f"{need / 2**30:,.1f} GiB of {room / 2**30:,.1f} GiB, {(need - room) / 2**30:,.1f} GiB over "
-            f"({best.layout.label()}); add GPUs, recompute, TP, PP or CP",
-            fields=("gpus", "recompute", "tp", "pp", "cp"),
+            f"({best.layout.label()}); {_memory_remedies(space, cluster)}",
+            fields=("gpus", "recompute", "tp", "pp", "cp", "micro_batch"),
         )
     ev = _Evaluator(spec, cluster, seq)
     alternatives = [

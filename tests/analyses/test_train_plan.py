@@ -312,6 +312,18 @@ def test_a_layout_that_cannot_fit_says_by_how_much():
     assert "GiB over" in str(err.value) and "gpus" in err.value.fields
 
 
+def test_a_layout_that_cannot_fit_suggests_only_what_was_not_tried(cli):
+    """Llama-3-70B's mixed-precision state alone (16 bytes per parameter, 1.1 TB) exceeds 8 x 80 GB,
+    so nothing fits. With full recompute and TP8 given, the remedies cannot include them again;
+    with TP2 and selective recompute given, they must."""
+    base = ("train", "llama3-70b", "--tokens", "1T", "--gpu", "h100", "--gpus", "8")
+    tried = cli(*base, "--tp", "8", "--recompute", "full")
+    assert tried.code == 2 and "add GPUs" in tried.err
+    assert "--recompute full" not in tried.err and "larger --tp" not in tried.err
+    narrow = cli(*base, "--tp", "2", "--pp", "1", "--recompute", "selective")
+    assert narrow.code == 2 and all(s in narrow.err for s in ("--recompute full", "larger --tp", "larger --pp"))
+
+
 def test_llama3_places_one_layer_less_on_the_first_and_last_stages():
     """Dubey et al. 2024 §3.3.2: 126 layers on 16 stages, one layer less on the first and the last."""
     assert memory_split(126, 16) == [7] + [8] * 14 + [7]
