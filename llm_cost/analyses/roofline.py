@@ -117,6 +117,20 @@ def memory_note(
     )
 
 
+def max_sequences_in_memory(
+    spec: ModelSpec, gpu: HardwareSpec, layout: Layout, weight_bits: Fraction, kv_bits: int, context: int
+) -> int | None:
+    """The most sequences of ``context`` tokens whose KV fits beside the weights on every GPU of
+    ``layout`` in the card's physical memory (the same bytes as :func:`memory_note`; an engine's
+    own reserve is ``llm-cost fit``'s); 0 when the weights alone do not fit, None when a sequence
+    keeps no KV (nothing but the weights bounds the batch)."""
+    held = per_gpu(spec, layout, weight_bits, kv_bits)
+    kv = stage_kv_bytes(spec, layout, context, kv_bits)
+    if any(k <= 0 for k in kv):
+        return None
+    return max(0, min(int((gpu.capacity_bytes - w) // k) for w, k in zip(held.weight_bytes, kv)))
+
+
 def _fit_note(
     held: PerGPU,
     kv_per_sequence: list[int | Fraction],

@@ -28,7 +28,7 @@ import dataclasses
 from dataclasses import field
 from fractions import Fraction
 
-from llm_cost.analyses.roofline import banded, memory_note
+from llm_cost.analyses.roofline import banded, max_sequences_in_memory, memory_note
 from llm_cost.core.choices import Logits, WeightBytes
 from llm_cost.core.errors import InputError
 from llm_cost.core.labels import Bound
@@ -75,6 +75,7 @@ class SpecAtBatch:
     speculative_tokens_per_s: float
     speedup: float
     verify_bound: Bound  # what limits the verify step (one GPU: compute or memory)
+    fits_memory: bool = True  # weights + this batch's KV at the context fit the fullest GPU
     # a prediction's error band (roofline's): the fast and slow ends of each step; None unpredicted
     baseline_step_low_s: float | None = None
     baseline_step_high_s: float | None = None
@@ -114,6 +115,7 @@ class SpecResult(Result):
     knee_batch: int | None  # smallest batch whose verify step is compute-bound in the step model
     break_even_batch: int | None  # smallest batch whose speedup is below 1x in the step model
     batch_search_limit: int  # the knee and break-even are searched up to this batch
+    max_batch_in_memory: int | None  # most sequences whose KV fits beside the weights (None: no bound)
     rows: list[SpecAtBatch]
     conventions: list[Note] = field(default_factory=list)
 
@@ -340,7 +342,7 @@ def speculative(
     _validate(alpha, gamma, c)
     E = expected_tokens(alpha, gamma)
     rows: list[SpecAtBatch] = []
-    r = turning = turning_mfu = knee = even = None
+    r = turning = turning_mfu = knee = even = most = None
     timer: TimeModel = EfficiencyEstimate(mfu, mbu)
     conventions = [note("spec.closed_forms")]
     if spec is not None and gpu is not None:
@@ -350,7 +352,11 @@ def speculative(
         bits = Dtype(spec.torch_dtype).bits  # weights at the checkpoint's dtype
         timer = time_model or EfficiencyEstimate(mfu, mbu)
         model = _StepModel(spec, gpu, dtype, bits, context, timer, weight_bytes, gamma, float(c), E, layout)
-        rows = [model.banded(model.row(B)) for B in batches or ()]
+        most = max_sequences_in_memory(spec, gpu, layout, Fraction(bits), 16, context)
+        rows = [
+            dataclasses.replace(model.banded(model.row(B)), fits_memory=most is None or B <= most)
+            for B in batches or ()
+        ]
         knee = _smallest(lambda b: model.row(b).verify_bound == Bound.COMPUTE)
         even = _smallest(lambda b: model.row(b).speedup < 1)
         conventions += _step_notes(model, rows, timer, weight_bytes)
@@ -377,6 +383,7 @@ def speculative(
         knee,
         even,
         BATCH_SEARCH_LIMIT,
+        most,
         rows,
         conventions,
     )

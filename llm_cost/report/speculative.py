@@ -37,22 +37,39 @@ def render(con, r: SpecResult, all_rows: bool = False) -> None:
             )
         )
         limit = f"none up to batch {r.batch_search_limit:,}"
+        if r.max_batch_in_memory is not None:
+            facts.append(("largest batch in physical memory", _fits_text(r, r.max_batch_in_memory)))
         facts.append(
             (
                 "knee: verify step turns compute-bound at batch",
-                fmt_int(r.knee_batch) if r.knee_batch else f"{limit} (the KV reads keep it memory-bound)",
+                _beyond(r, r.knee_batch) if r.knee_batch else f"{limit} (the KV reads keep it memory-bound)",
             )
         )
         facts.append(
             (
                 "break-even: speculation stops paying at batch",
-                fmt_int(r.break_even_batch) if r.break_even_batch else f"{limit}",
+                _beyond(r, r.break_even_batch) if r.break_even_batch else f"{limit}",
             )
         )
     print_facts(con, facts)
     if r.rows:
         _steps_table(con, r, all_rows)
     print_conventions(con, r.conventions)
+
+
+def _fits_text(r: SpecResult, most: int) -> str:
+    """The batch bound by memory, with its context and what it counts."""
+    if most == 0:
+        return "none: the weights alone exceed the GPU's memory"
+    return f"{most:,} sequences of {r.context:,} tokens (weights + KV)"
+
+
+def _beyond(r: SpecResult, batch: int) -> str:
+    """A batch of the knee or break-even search, flagged when its KV would not fit."""
+    most = r.max_batch_in_memory
+    if most is None or batch <= most:
+        return fmt_int(batch)
+    return f"{batch:,} (beyond memory: at most {most:,} fit)"
 
 
 def _steps_table(con, r: SpecResult, all_rows: bool) -> None:
@@ -74,6 +91,8 @@ def _steps_table(con, r: SpecResult, all_rows: bool) -> None:
         ("verify bound by", "left"),
     ]
     notes = ["band: the prediction's error band (as roofline's); the draft's is the baseline's"] if bands else []
+    if not all(x.fits_memory for x in shown):
+        notes.append("*: weights + KV at this batch exceed the GPU's memory")
     trimmed = shown_caption(len(shown), len(r.rows))
     print_table(
         con,
@@ -92,7 +111,7 @@ def _step_cells(x: SpecAtBatch, bands: bool) -> list[str]:
         base.append(fmt_band(x.baseline_step_s, x.baseline_step_low_s, x.baseline_step_high_s))
         verify.append(fmt_band(x.verify_step_s, x.verify_step_low_s, x.verify_step_high_s))
     return [
-        fmt_int(x.batch),
+        fmt_int(x.batch) + ("" if x.fits_memory else "*"),
         *base,
         *verify,
         fmt_seconds(x.draft_s),

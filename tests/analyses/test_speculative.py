@@ -80,3 +80,17 @@ def test_spec_with_mtp_draft(cli):
     data = cli("spec", "deepseek-v3", "--mtp", "--alpha", "0.85", "--gamma", "1", "--json").json()
     assert 0.03 < data["c"] < 0.06
     assert round(data["speedup_memory_bound"], 1) == 1.8
+
+
+def test_spec_flags_batches_beyond_memory(cli):
+    """Llama-3-8B on one H100 at 2K context, by hand: weights 8,030,261,248 parameters (the
+    safetensors total) x 2 bytes; KV 2 x 32 layers x 8 heads x 128 x 2 bytes = 131,072 bytes per
+    token; an "80 GB" H100 reports 81,559 MiB. (81,559 MiB - weights) // (2,048 x 131,072) = 258."""
+    weights, kv_per_sequence = 8_030_261_248 * 2, 2_048 * 2 * 32 * 8 * 128 * 2
+    expected = (81_559 * 2**20 - weights) // kv_per_sequence
+    args = ("spec", "llama3-8b", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1", "--context", "2K")
+    data = cli(*args, "--batch", "256,512", "--json").json()
+    assert data["max_batch_in_memory"] == expected == 258
+    assert [row["fits_memory"] for row in data["rows"]] == [True, False]
+    out = cli(*args, "--batch", "256,512").out
+    assert "512*" in out and f"at most {expected:,} fit" in out  # the knee (897) lies beyond memory
