@@ -600,7 +600,12 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "train_validate.reserved": "not used: torchtitan's performance documents, Megatron-Bridge's performance "
     "summaries and archive, the BLOOM-176B training README, DeepSeek-V3's GPU-hours (reserved for independent "
     "checking)",
-    "train.state": "state: 16 B per parameter (BF16 weights + gradients, FP32 master, Adam m, v); decimal units",
+    "train.state": (
+        "state: 16 B per parameter, mixed-precision Adam as the ZeRO paper counts it (Rajbhandari et al. 2020 §3.1: "
+        "BF16 weights + gradients, FP32 master, Adam m, v; DeepSpeed's layout); decimal units (GB = 10^9 B). "
+        "The plan without --mfu uses its framework's own accounting (Megatron's distributed optimizer: 6 + 12/DP "
+        "B per parameter with FP32 gradients) and GiB"
+    ),
     "train.layout_state": "TP {tp} x PP {pp} x DP {dp}; state 16 B per parameter (2 weights + 2 gradients + 12 FP32 "
     "master and Adam), ZeRO-{zero} over DP",
     "train.layout_activations": "activations: {formula} per layer x {layers} layers x {pp} micro-batch(es) in flight "

@@ -39,6 +39,15 @@ def test_zero_stages_shrink_per_gpu_state(params, n):
     assert g["none"] >= g["zero1"] >= g["zero2"] >= g["zero3"] == pytest.approx(16 * params / n)
 
 
+def test_the_budget_mode_names_whose_state_accounting_it_uses(cli):
+    """16 B per parameter is the ZeRO paper's mixed-precision Adam; a planned Megatron run holds
+    6 + 12/DP (theoretical_memory_usage.py), so the budget mode must say which it printed and in
+    which units."""
+    out = cli("train", "llama3-8b", "--tokens", "15T", "--mfu", "0.4", "--gpus", "1024").out
+    assert "ZeRO paper" in out and "6 + 12/DP" in out and "GB = 10^9 B" in out
+    assert "128.48 GB" in out  # 16 x 8,030,261,248 B
+
+
 def test_train_needs_exactly_one_of_mfu_and_gpu_hours(cli):
     assert cli("train", "llama3-8b", "--tokens", "1T").code == 2
     r = cli("train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--gpu-hours", "10")
