@@ -665,7 +665,7 @@ def _f11():
 
 @_row("F12")
 def _f12():
-    return {"tflops": _llama_15t(gpu_hours=1.3e6).effective_flops_per_gpu / 1e12}
+    return {"tflops": _llama_15t(gpu_hours=1.3e6).effective_flops_per_s_per_gpu / 1e12}
 
 
 @_row("F13")

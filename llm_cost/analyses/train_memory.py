@@ -32,6 +32,8 @@ allocator's fragmentation).
 
 from __future__ import annotations
 
+import math
+
 from llm_cost.analyses.memory import activation_memory, op_sac_bytes_per_layer
 from llm_cost.analyses.train_step import StageParams, TrainLayout
 from llm_cost.core.choices import Framework, Recompute
@@ -66,12 +68,13 @@ LOGIT_BYTES = {Framework.MEGATRON: 4, Framework.FSDP2: 8}
 
 @record
 class LayoutMemory:
-    """Bytes on the fullest GPU of a layout."""
+    """Bytes on the fullest GPU of a layout, each part rounded up to whole bytes (shares over TP,
+    EP and the data-parallel ranks need not divide evenly)."""
 
-    state_bytes: float
-    activation_bytes: float
-    buffer_bytes: float  # logits; FSDP's gathered weights and gradients in flight
-    total_bytes: float
+    state_bytes: int
+    activation_bytes: int
+    buffer_bytes: int  # logits; FSDP's gathered weights and gradients in flight
+    total_bytes: int
     room_bytes: int  # capacity less the reserve
     fits: bool
 
@@ -217,8 +220,9 @@ class MemoryModel:
             if last:
                 tokens = layout.micro_batch * self.seq / layout.cp
                 buffers += tokens * self.spec.vocab_size / layout.tp * LOGIT_BYTES[layout.framework]
-            total = state + activations + buffers
-            row = LayoutMemory(state, activations, buffers, total, self.room, total <= self.room)
+            state_b, activation_b, buffer_b = math.ceil(state), math.ceil(activations), math.ceil(buffers)
+            total = state_b + activation_b + buffer_b
+            row = LayoutMemory(state_b, activation_b, buffer_b, total, self.room, total <= self.room)
             if best is None or row.total_bytes > best.total_bytes:
                 best = row
         assert best is not None

@@ -223,7 +223,7 @@ class TrainPlan(Result):
     power_w: float
     pue: float
     usd_per_gpu_hour: float | None
-    usd: float | None
+    cost_usd: float | None
     grid_kg_per_kwh: float | None
     co2_tonnes: float | None
     error_band: float  # relative: measured tokens/s within predicted / (1 +- band), widened out of range
@@ -232,7 +232,7 @@ class TrainPlan(Result):
     days_range: tuple[float, float]
     breakdown: dict[str, float]
     memory: LayoutMemory
-    memory_bytes: int
+    gpu_capacity_bytes: int  # the card's memory (the fullest GPU's use: memory.total_bytes)
     top: list[LayoutSummary]
     reasons: list[Reason]
     searched: int
@@ -638,7 +638,7 @@ class LayoutSummary:
     mfu: float
     mfu_with_attention: float
     step_time_s: float
-    memory_bytes: float
+    memory_bytes: int  # on its fullest GPU
     fits: bool
 
 

@@ -75,7 +75,7 @@ class TrainResult(Result):
     mfu: float | None
     gpu_hours: float
     wall_seconds: float | None
-    effective_flops_per_gpu: float  # model FLOPs / GPU-seconds
+    effective_flops_per_s_per_gpu: float  # model FLOPs / GPU-seconds
     power_w: float
     pue: float
     energy_kwh: float
@@ -227,7 +227,7 @@ def train(
         mfu=mfu,
         gpu_hours=gpu_hours,
         wall_seconds=gpu_seconds / gpus if gpus else None,
-        effective_flops_per_gpu=model_flops / gpu_seconds,
+        effective_flops_per_s_per_gpu=model_flops / gpu_seconds,
         power_w=power,
         pue=pue,
         energy_kwh=energy_kwh,

@@ -98,8 +98,8 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
         ("GPU-hours", f"{r.gpu_hours:,.0f}"),
         ("energy", f"{r.energy_kwh / 1000:,.0f} MWh ({r.power_w:g} W per GPU, PUE {r.pue:g})"),
     ]
-    if r.usd is not None:
-        facts.append(("cost", f"${r.usd:,.0f} at ${r.usd_per_gpu_hour:g} per GPU-hour"))
+    if r.cost_usd is not None:
+        facts.append(("cost", f"${r.cost_usd:,.0f} at ${r.usd_per_gpu_hour:g} per GPU-hour"))
     if r.co2_tonnes is not None:
         facts.append(("emissions", f"{r.co2_tonnes:,.0f} t CO2e at {r.grid_kg_per_kwh:g} kg/kWh"))
     facts.append(

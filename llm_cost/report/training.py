@@ -48,7 +48,7 @@ def _facts(r: TrainResult) -> list[tuple[str, str]]:
         ),
         (
             "effective FLOP/s per GPU",
-            f"{r.effective_flops_per_gpu / 1e12:,.1f} TFLOP/s "
+            f"{r.effective_flops_per_s_per_gpu / 1e12:,.1f} TFLOP/s "
             f"(MFU {r.mfu:.1%} of {r.peak_flops_per_s / 1e12:g} TFLOP/s {r.dtype})",
         ),
         (

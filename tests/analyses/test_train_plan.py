@@ -407,11 +407,15 @@ def test_the_answer_keys_and_their_relations():
     plan = llm_cost.train("llama3-8b", 10**12, "h100", gpus=64, global_batch=2**22, usd_per_gpu_hour=2.0)
     data = plan.to_dict()
     for key in ("mfu", "mfu_with_attention", "step_time_s", "tokens_per_s_per_gpu", "layout", "days", "gpu_hours",
-                "usd", "framework", "links", "defaults"):  # fmt: skip
+                "cost_usd", "framework", "links", "defaults"):  # fmt: skip
         assert key in data
     assert plan.tokens_per_s_per_gpu * 64 * plan.days * 86400 == pytest.approx(10**12)
     assert plan.gpu_hours == pytest.approx(64 * plan.days * 24)
-    assert plan.usd == pytest.approx(2.0 * plan.gpu_hours)
+    assert plan.cost_usd == pytest.approx(2.0 * plan.gpu_hours)
+    assert plan.gpu_capacity_bytes == 81_559 * 2**20  # what an "80 GB" H100 reports
+    m = plan.memory
+    assert all(isinstance(b, int) for b in (m.state_bytes, m.activation_bytes, m.buffer_bytes, m.total_bytes))
+    assert m.total_bytes == m.state_bytes + m.activation_bytes + m.buffer_bytes == plan.top[0].memory_bytes
     assert plan.mfu == pytest.approx(6 * 8_030_261_248 * plan.global_batch_tokens / (64 * 989.4e12 * plan.step_time_s))
     low, high = plan.mfu_range
     assert low < plan.mfu < high
