@@ -340,30 +340,43 @@ def _sglang_argv(plan: LaunchPlan, dp: int) -> list[str]:
     return argv
 
 
-#: The KV dtypes each engine's ``--kv-cache-dtype`` takes at the version of :data:`ENGINE_SOURCES`
-#: (``auto``: the model's own dtype), and the plan's KV dtypes it expresses as asked: 16-bit ones
-#: through ``auto``, fp8 through its FP8 name (vLLM's ``CacheConfig.cache_dtype``, SGLang's
-#: ``ServerArgs.kv_cache_dtype`` choices).
+#: The KV dtypes each engine's KV-cache setting takes at the version of :data:`ENGINE_SOURCES`
+#: (``auto``: the model's own dtype): its name, the values, and the one the plan's 8-bit KV is
+#: asked as (vLLM's ``CacheConfig.cache_dtype``, SGLang's ``ServerArgs.kv_cache_dtype`` choices;
+#: TensorRT-LLM's ``KvCacheConfig.dtype``, set in an ``--extra_llm_api_options`` file, whose 8-bit
+#: case the ``launch.trtllm_quantized`` note explains).
 _KV_CACHE_DTYPES = {
-    ServingEngine.VLLM: ("vLLM", "auto, fp8, fp8_e4m3, fp8_e5m2", "fp8"),
-    ServingEngine.SGLANG: ("SGLang", "auto, fp8_e4m3, fp8_e5m2", "fp8_e4m3"),
+    ServingEngine.VLLM: ("vLLM", "--kv-cache-dtype", "auto, fp8, fp8_e4m3, fp8_e5m2", "fp8"),
+    ServingEngine.SGLANG: ("SGLang", "--kv-cache-dtype", "auto, fp8_e4m3, fp8_e5m2", "fp8_e4m3"),
+    ServingEngine.TRTLLM: ("TensorRT-LLM", "kv_cache_config.dtype (no trtllm-serve flag)", "auto, fp8", "fp8"),
 }
 
 
 def _kv_dtype_notes(plan: LaunchPlan, engine: ServingEngine) -> list[Note]:
-    """A warning when vLLM's or SGLang's ``--kv-cache-dtype`` cannot express the plan's KV dtype
-    (int4, fp4, fp32, int8): the command asks the nearest it takes (``auto``, the model's 16-bit
-    dtype, or FP8 for 8 bits), so the engine's KV cache is not the one planned."""
-    if engine not in _KV_CACHE_DTYPES or plan.kv_dtype is None or plan.kv_dtype in ("bf16", "fp16", "fp8"):
+    """A warning when the engine's KV-cache dtype setting cannot express the plan's KV dtype
+    (int4, fp4, fp32; int8 on vLLM and SGLang): the command asks the nearest it takes (``auto``,
+    the model's 16-bit dtype, or FP8 for 8 bits), so the engine's KV cache is not the one planned.
+    TensorRT-LLM's 8-bit case is the ``launch.trtllm_quantized`` note."""
+    if plan.kv_dtype is None or plan.kv_dtype in ("bf16", "fp16", "fp8"):
         return []
-    name, accepted, fp8 = _KV_CACHE_DTYPES[engine]
+    if engine == ServingEngine.TRTLLM and plan.kv_bits == 8:
+        return []
+    name, setting, accepted, fp8 = _KV_CACHE_DTYPES[engine]
     if plan.kv_bits == 8:
-        asks, keeps = fp8, f"FP8, the same 8 bits as the plan's {plan.kv_dtype} in another format"
+        asks, keeps = f"asks {fp8}", f"FP8, the same 8 bits as the plan's {plan.kv_dtype} in another format"
     else:
-        asks = "auto"
+        asks = "leaves it at auto" if engine == ServingEngine.TRTLLM else "asks auto"
         keeps = f"the model's 16-bit dtype, not the plan's {plan.kv_bits}-bit {plan.kv_dtype} (its KV memory differs)"
     return [
-        note("launch.kv_dtype_unexpressed", engine=name, asked=plan.kv_dtype, asks=asks, keeps=keeps, accepted=accepted)
+        note(
+            "launch.kv_dtype_unexpressed",
+            engine=name,
+            setting=setting,
+            asked=plan.kv_dtype,
+            asks=asks,
+            keeps=keeps,
+            accepted=accepted,
+        )
     ]
 
 

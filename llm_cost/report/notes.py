@@ -515,8 +515,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "launch.model_id": "model id: {name} is the spec's name; give the checkpoint's Hugging Face repo id or path",
     "launch.checkpoint_quantized": "weights at {bits:g} bits: serve a checkpoint quantized so (AWQ, GPTQ, "
     "compressed-tensors); the engine reads its format from the checkpoint's config, no flag",
-    "launch.kv_dtype_unexpressed": "warning: {engine}'s --kv-cache-dtype has no {asked} KV cache: the command "
-    "asks {asks}, so the engine keeps its KV cache in {keeps}; {engine} takes {accepted}",
+    "launch.kv_dtype_unexpressed": "warning: {engine}'s {setting} has no {asked} KV cache: the command "
+    "{asks}, so the engine keeps its KV cache in {keeps}; {engine} takes {accepted}",
     "launch.trtllm_quantized": "TensorRT-LLM takes FP8 weights and an FP8 KV cache from a prequantized "
     "checkpoint (ModelOpt's hf_quant_config.json) or --extra_llm_api_options (kv_cache_config: dtype: fp8), not "
     "from a trtllm-serve flag",
