@@ -19,7 +19,7 @@ def render(con, r: ContextResult, display_name: str, all_rows: bool = False) -> 
                 "attention = weight FLOPs at",
                 "never (attention per token stops growing)"
                 if r.crossover_context is None
-                else f"{r.crossover_context:,.1f} tokens",
+                else f"{r.crossover_context:,.{0 if float(r.crossover_context).is_integer() else 1}f} tokens",
             ),
         ],
     )

@@ -19,7 +19,7 @@ def render_per_gpu_weights(con, layout, p) -> None:
     print_table(
         con,
         _title(layout),
-        [("stage", "right"), ("layers", "right"), ("weights per GPU", "right"), ("", "right")],
+        [("stage", "right"), ("layers", "right"), ("weights per GPU", "right"), ("GB (10^9 B)", "right")],
         rows,
         caption="TP splits attention, MLP, embedding and LM head; PP splits layers (embedding on the first "
         "stage, LM head on the last); EP spreads experts; norms and routers are replicated",

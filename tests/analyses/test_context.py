@@ -32,3 +32,11 @@ def test_kv_mla_ratio_agrees_with_the_flop_count(context):
     plain = forward_flops(v3, 1, cached=context, logits=Logits.LAST).attention_flops
     absorbed = forward_flops(v3, 1, cached=context, logits=Logits.LAST, mla_form=MLAForm.ABSORBED).attention_flops
     assert kv_cache(v3, [1]).mla_absorbed_flop_ratio == pytest.approx(absorbed / plain) == 3.4
+
+
+def test_a_whole_crossover_prints_as_a_whole_number(cli):
+    """Llama-3-8B by hand: 2 x N_gemm / (4 n_q d_head L) = 2 x 7,504,658,432 / (4 x 32 x 128 x 32)
+    = 28,628 exactly, a count of tokens, not "28,628.0"."""
+    assert 2 * 7_504_658_432 == 28_628 * 4 * 32 * 128 * 32
+    out = cli("context", "llama3-8b", "--context", "8K").out
+    assert "28,628 tokens" in out and "28,628.0" not in out
