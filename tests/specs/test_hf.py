@@ -512,6 +512,16 @@ def test_names_and_source():
     assert load_hf_config(FIXTURES / "gpt2").display_name == "gpt2"
 
 
+def test_a_config_in_the_hub_cache_is_named_after_its_repository(tmp_path):
+    """huggingface_hub keeps a download as models--ORG--NAME/snapshots/REVISION/config.json: the
+    name is NAME, not the revision's 40-digit hash (Qwen3.5-27B's config has no _name_or_path)."""
+    snapshot = tmp_path / "models--Qwen--Qwen3.5-27B" / "snapshots" / ("0123456789abcdef" * 3)[:40]
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text((FIXTURES / "qwen3.5-27b" / "config.json").read_text())
+    spec = load_hf_config(snapshot / "config.json")
+    assert spec.name == "qwen3.5-27b" and spec.display_name == "Qwen3.5-27B"
+
+
 @pytest.mark.parametrize("name", FOLDERS)
 def test_yaml_round_trip(name):
     spec = load_hf_config(FIXTURES / name)

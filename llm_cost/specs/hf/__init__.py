@@ -91,9 +91,15 @@ def _display_name(config: dict[str, Any]) -> Optional[str]:
 
 
 def _stem_of(source: str) -> str:
-    """The folder of ``.../NAME/config.json``, else the file stem."""
+    """The folder of ``.../NAME/config.json`` (in the Hub's cache, ``models--ORG--NAME/snapshots/
+    REVISION/config.json``: NAME, not the revision's hash), else the file stem."""
     p = Path(source)
-    return (Path(os.path.realpath(p.parent)).name if p.name == "config.json" else p.stem).strip() or "model"
+    if p.name != "config.json":
+        return p.stem.strip() or "model"
+    folder = Path(os.path.realpath(p.parent))
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        return folder.parent.parent.name.split("--")[-1].strip() or "model"
+    return folder.name.strip() or "model"
 
 
 def _name_from(source: str) -> str:
