@@ -346,8 +346,8 @@ def _sglang_argv(plan: LaunchPlan, dp: int) -> list[str]:
 #: TensorRT-LLM's ``KvCacheConfig.dtype``, set in an ``--extra_llm_api_options`` file, whose 8-bit
 #: case the ``launch.trtllm_quantized`` note explains).
 _KV_CACHE_DTYPES = {
-    ServingEngine.VLLM: ("vLLM", "--kv-cache-dtype", "auto, fp8, fp8_e4m3, fp8_e5m2", "fp8"),
-    ServingEngine.SGLANG: ("SGLang", "--kv-cache-dtype", "auto, fp8_e4m3, fp8_e5m2", "fp8_e4m3"),
+    ServingEngine.VLLM: ("vLLM", _f("kv-cache-dtype"), "auto, fp8, fp8_e4m3, fp8_e5m2", "fp8"),
+    ServingEngine.SGLANG: ("SGLang", _f("kv-cache-dtype"), "auto, fp8_e4m3, fp8_e5m2", "fp8_e4m3"),
     ServingEngine.TRTLLM: ("TensorRT-LLM", "kv_cache_config.dtype (no trtllm-serve flag)", "auto, fp8", "fp8"),
 }
 
