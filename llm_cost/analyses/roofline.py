@@ -122,13 +122,17 @@ def max_sequences_in_memory(
 ) -> int | None:
     """The most sequences of ``context`` tokens whose KV fits beside the weights on every GPU of
     ``layout`` in the card's physical memory (the same bytes as :func:`memory_note`; an engine's
-    own reserve is ``llm-cost fit``'s); 0 when the weights alone do not fit, None when a sequence
-    keeps no KV (nothing but the weights bounds the batch)."""
+    own reserve is ``llm-cost fit``'s), per data-parallel rank (a layout's ``dp`` ranks hold as
+    many again); 0 when the weights and one sequence do not fit, None when the weights fit and a
+    sequence keeps no KV (nothing but the weights bounds the batch)."""
     held = per_gpu(spec, layout, weight_bits, kv_bits)
     kv = stage_kv_bytes(spec, layout, context, kv_bits)
+    room = [gpu.capacity_bytes - w for w in held.weight_bytes]
+    if any(r < 0 for r in room):
+        return 0
     if any(k <= 0 for k in kv):
         return None
-    return max(0, min(int((gpu.capacity_bytes - w) // k) for w, k in zip(held.weight_bytes, kv)))
+    return min(int(r // k) for r, k in zip(room, kv))
 
 
 def _fit_note(

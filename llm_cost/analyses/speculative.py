@@ -115,7 +115,7 @@ class SpecResult(Result):
     knee_batch: int | None  # smallest batch whose verify step is compute-bound in the step model
     break_even_batch: int | None  # smallest batch whose speedup is below 1x in the step model
     batch_search_limit: int  # the knee and break-even are searched up to this batch
-    max_batch_in_memory: int | None  # most sequences whose KV fits beside the weights (None: no bound)
+    max_batch_in_memory: int | None  # most sequences beside the weights, all dp ranks (None: no bound)
     rows: list[SpecAtBatch]
     conventions: list[Note] = field(default_factory=list)
 
@@ -312,8 +312,9 @@ def _step_notes(model: _StepModel, rows: list[SpecAtBatch], timer: TimeModel, we
             notes += split_kv_notes(timer, _decode(model, min(r_.batch for r_ in rows)), gpu)
     notes.append(note(f"decode.bytes_{weight_bytes}", bits=bits, kv_bits=16))
     notes.append(note("spec.knee_and_break_even", limit=BATCH_SEARCH_LIMIT))
-    notes += memory_note(spec, gpu, layout, Fraction(bits), 16, max(r_.batch for r_ in rows), context)
-    return notes
+    largest = max(r_.batch for r_ in rows)
+    notes += memory_note(spec, gpu, layout, Fraction(bits), 16, -(-largest // layout.dp), context)
+    return notes + spec.context_note([context])
 
 
 def speculative(
@@ -352,7 +353,8 @@ def speculative(
         bits = Dtype(spec.torch_dtype).bits  # weights at the checkpoint's dtype
         timer = time_model or EfficiencyEstimate(mfu, mbu)
         model = _StepModel(spec, gpu, dtype, bits, context, timer, weight_bytes, gamma, float(c), E, layout)
-        most = max_sequences_in_memory(spec, gpu, layout, Fraction(bits), 16, context)
+        per_rank = max_sequences_in_memory(spec, gpu, layout, Fraction(bits), 16, context)
+        most = per_rank * layout.dp if per_rank is not None else None  # the batch splits over the dp ranks
         rows = [
             dataclasses.replace(model.banded(model.row(B)), fits_memory=most is None or B <= most)
             for B in batches or ()

@@ -60,8 +60,10 @@ def render(con, r: SpecResult, all_rows: bool = False) -> None:
 def _fits_text(r: SpecResult, most: int) -> str:
     """The batch bound by memory, with its context and what it counts."""
     if most == 0:
-        return "none: the weights alone exceed the GPU's memory"
-    return f"{most:,} sequences of {r.context:,} tokens (weights + KV)"
+        one = f" and one sequence of {r.context:,} tokens" if r.context else " alone"
+        return f"none: the weights{one} exceed the GPU's memory"
+    ranks = f" over {r.layout.dp} data-parallel ranks" if r.layout is not None and r.layout.dp > 1 else ""
+    return f"{most:,} sequences of {r.context:,} tokens (weights + KV){ranks}"
 
 
 def _beyond(r: SpecResult, batch: int) -> str:

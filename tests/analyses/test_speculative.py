@@ -94,3 +94,16 @@ def test_spec_flags_batches_beyond_memory(cli):
     assert [row["fits_memory"] for row in data["rows"]] == [True, False]
     out = cli(*args, "--batch", "256,512").out
     assert "512*" in out and f"at most {expected:,} fit" in out  # the knee (897) lies beyond memory
+
+
+def test_spec_memory_counts_data_parallel_ranks_and_weights_that_do_not_fit(cli):
+    """At 8K, one H100 holds (81,559 MiB - 2 x 8,030,261,248 B) // (8,192 x 131,072 B) = 64
+    sequences of Llama-3-8B beside its weights, so 4 data-parallel ranks hold 256. Llama-3.1-405B's
+    BF16 weights (810 GB) exceed one H100 at any batch, even at context 0."""
+    per_rank = (81_559 * 2**20 - 2 * 8_030_261_248) // (8_192 * 2 * 32 * 8 * 128 * 2)
+    args = ("spec", "--gpu", "h100", "--alpha", "0.8", "--gamma", "4", "--c", "0.1")
+    dp = cli(*args[:1], "llama3-8b", *args[1:], "--context", "8K", "--batch", "256,512", "--dp", "4", "--json").json()
+    assert dp["max_batch_in_memory"] == 4 * per_rank == 256
+    assert [row["fits_memory"] for row in dp["rows"]] == [True, False]
+    big = cli(*args[:1], "llama3-405b", *args[1:], "--context", "0", "--batch", "1", "--json").json()
+    assert big["max_batch_in_memory"] == 0 and not big["rows"][0]["fits_memory"]
