@@ -685,24 +685,32 @@ def band_widening(spec: ModelSpec, layout: TrainLayout, dtype: Dtype, seq: int, 
     return min(RANGE_WIDEN_MAX, widen)
 
 
-def _memory_remedies(space: SearchSpace, cluster: Cluster) -> str:
-    """What could still make a layout fit: more GPUs, and each knob the search was kept from
-    turning further (a value the user fixed below what the search would try); when every knob was
-    searched, says so rather than suggest what was tried."""
+def _memory_remedies(space: SearchSpace, cluster: Cluster, smallest: Candidate) -> str:
+    """What could still make a layout fit: more GPUs, and each knob the user held below what could
+    help within these GPUs: a larger tp or pp where tp x cp x pp can still grow, cp where the
+    activations are the largest part, full recompute, micro-batch 1, the state sharded further
+    over the data-parallel ranks (ZeRO-1 under Megatron, ZeRO-3 under FSDP2, or FSDP2 for a
+    Megatron plan whose state is the largest part); when none is left, says every knob was tried."""
     node = max(1, cluster.gpu.interconnect.gpus_per_node)
-    narrowed = [
-        name
-        for name, held in (
-            ("recompute full", Recompute.FULL not in space.recompute),
-            ("a larger tp", len(space.tp) == 1 and space.tp[0] < node),
-            ("a larger pp", len(space.pp) == 1),
-            ("a larger cp", len(space.cp) == 1 and space.cp[0] == 1),
-            ("micro_batch 1", 1 not in space.micro_batch),
-        )
-        if held
-    ]
+    tp, cp, pp = min(space.tp), min(space.cp), min(space.pp)
+    room = space.dp is None and tp * cp * pp * 2 <= cluster.gpus
+    m = smallest.memory
+    megatron = space.framework == Framework.MEGATRON
+    sharded = (1 if megatron else 3) in space.zero
+    # sharding helps only across data-parallel ranks, and most where the state is the largest part
+    shardable = smallest.layout.dp > 1 and m.state_bytes >= max(m.activation_bytes, m.buffer_bytes)
+    held = (
+        ("recompute full", Recompute.FULL not in space.recompute),
+        ("a larger tp", room and len(space.tp) == 1 and tp * 2 <= node),
+        ("a larger pp", room and len(space.pp) == 1),
+        ("a larger cp", room and len(space.cp) == 1 and m.activation_bytes > max(m.state_bytes, m.buffer_bytes)),
+        ("micro_batch 1", 1 not in space.micro_batch),
+        (f"zero {1 if megatron else 3}", not sharded and smallest.layout.dp > 1),
+        ("framework fsdp2 (ZeRO-3 shards the weights too)", megatron and sharded and shardable),
+    )
+    narrowed = [name for name, applies in held if applies]
     if not narrowed:
-        return "add GPUs (every tp, pp, cp, recompute and micro_batch the search tries was tried)"
+        return "add GPUs (every knob that could shrink it was searched)"
     return "add GPUs, or try " + ", ".join(narrowed)
 
 
@@ -742,8 +750,8 @@ def plan_training(
         raise InputError(
             f"gpus: no layout searched fits {cluster.gpu.name}'s memory; the smallest needs "
             f"{need / 2**30:,.1f} GiB of {room / 2**30:,.1f} GiB, {(need - room) / 2**30:,.1f} GiB over "
-            f"({best.layout.label()}); {_memory_remedies(space, cluster)}",
-            fields=("gpus", "recompute", "tp", "pp", "cp", "micro_batch"),
+            f"({best.layout.label()}); {_memory_remedies(space, cluster, best)}",
+            fields=("gpus", "recompute", "tp", "pp", "cp", "micro_batch", "zero", "framework"),
         )
     ev = _Evaluator(spec, cluster, seq)
     alternatives = [

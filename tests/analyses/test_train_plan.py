@@ -324,6 +324,19 @@ def test_a_layout_that_cannot_fit_suggests_only_what_was_not_tried(cli):
     assert narrow.code == 2 and all(s in narrow.err for s in ("--recompute full", "larger --tp", "larger --pp"))
 
 
+def test_a_remedy_the_error_names_can_be_applied_and_fits(cli):
+    """A fixed TP1 PP1 CP1 DP64 layout leaves no TP, PP or CP to grow; sharding the state over the
+    64 ranks is what can help (ZeRO-3 keeps 16 B x 70.6B / 64 = 17.6 GB of state per GPU), and
+    running the named remedy must then fit. On 8 GPUs of DP1 nothing shards, so none is named."""
+    base = ("train", "llama3-70b", "--tokens", "1T", "--gpu", "h100")
+    fixed = cli(*base, "--gpus", "64", "--tp", "1", "--pp", "1", "--cp", "1", "--dp", "64")
+    assert fixed.code == 2 and "--framework fsdp2" in fixed.err and "larger" not in fixed.err
+    remedy = cli(*base, "--gpus", "64", "--tp", "1", "--pp", "1", "--cp", "1", "--dp", "64", "--framework", "fsdp2")
+    assert remedy.code == 0, remedy.err
+    alone = cli(*base, "--gpus", "8", "--tp", "8")
+    assert alone.code == 2 and "fsdp2" not in alone.err and "larger --cp" not in alone.err
+
+
 def test_llama3_places_one_layer_less_on_the_first_and_last_stages():
     """Dubey et al. 2024 §3.3.2: 126 layers on 16 stages, one layer less on the first and the last."""
     assert memory_split(126, 16) == [7] + [8] * 14 + [7]
