@@ -416,7 +416,10 @@ def interleavable(spec: ModelSpec, pp: int, vp: int) -> bool:
 def _check_interleaving(spec: ModelSpec, space: SearchSpace) -> None:
     """InputError for a --vp (with --pp fixed) Megatron's interleaved schedule cannot run: one line
     naming the vp (or pp) values that divide the layers."""
-    if space.framework != Framework.MEGATRON or len(space.vp) != 1 or space.vp[0] == 1 or len(space.pp) != 1:
+    if space.framework != Framework.MEGATRON or len(space.vp) != 1 or space.vp[0] == 1:
+        return
+    if len(space.pp) != 1:
+        _check_interleaving_any_pp(spec, space)
         return
     layers, pp, vp = spec.num_hidden_layers, space.pp[0], space.vp[0]
     if interleavable(spec, pp, vp):
@@ -428,6 +431,22 @@ def _check_interleaving(spec: ModelSpec, space: SearchSpace) -> None:
     raise InputError(
         f"vp: Megatron's interleaved schedule needs the {layers} layers divisible by pp x vp = {pp * vp}; "
         f"with pp {pp} give {other}{also}",
+        fields=("vp", "pp"),
+    )
+
+
+def _check_interleaving_any_pp(spec: ModelSpec, space: SearchSpace) -> None:
+    """InputError for a --vp that no pipeline size of the search interleaves (the pp searched,
+    not given): one line naming the vp values some of them would."""
+    layers, vp = spec.num_hidden_layers, space.vp[0]
+    stages = [p for p in space.pp if p > 1]
+    if any(interleavable(spec, p, vp) for p in stages):
+        return
+    vps = [v for v in range(2, 17) if any(interleavable(spec, p, v) for p in stages)]
+    raise InputError(
+        f"vp: Megatron's interleaved schedule needs the {layers} layers divisible by pp x vp, and no pp searched "
+        f"({', '.join(map(str, stages[:8])) or 'none above 1'}) makes it so with vp {vp}; "
+        + (f"give vp one of {', '.join(map(str, vps[:8]))}" if vps else "give vp 1"),
         fields=("vp", "pp"),
     )
 
@@ -485,6 +504,12 @@ def _check_divides(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpac
     if space.dp is not None:
         dps = [space.dp]
     steps = sorted({d * b for d in dps for b in space.micro_batch})
+    if min(space.micro_batch) > sequences:
+        raise InputError(
+            f"micro_batch: {min(space.micro_batch):,} sequences exceed the {sequences:,} sequences of a step; "
+            f"give micro_batch at most {sequences:,} or a larger global_batch",
+            fields=("micro_batch", "global_batch"),
+        )
     if steps and not any(sequences % s == 0 for s in steps):
         unit = steps[0]
         if default_seq and sequences < unit:
@@ -731,6 +756,12 @@ def plan_training(
     InputError naming the arguments when no layout of the space applies or none fits, saying by
     how much the smallest misses."""
     sequences = global_batch_tokens // seq
+    if sequences and global_batch_tokens % seq and "global_batch" not in (defaults or {}):
+        raise InputError(
+            f"global_batch: {global_batch_tokens:,} tokens are {global_batch_tokens / seq:,.3g} sequences of "
+            f"{seq:,}; give whole sequences, e.g. {sequences * seq:,} or {(sequences + 1) * seq:,} tokens",
+            fields=("global_batch", "seq"),
+        )
     if sequences < 1:
         raise InputError(
             f"global_batch: {global_batch_tokens:,} tokens hold no whole {seq:,}-token sequence",

@@ -557,6 +557,11 @@ def test_the_predicted_mode_needs_a_cluster(cli):
             ["--gpus", "8", "--tp", "1", "--cp", "1", "--pp", "1", "--micro-batch", "2", "--global-batch", "24K"],
             "--global-batch: 3 sequences per step are not a multiple of --dp x --micro-batch = 16",
         ),
+        # the default batch is 4 x 2^20 tokens = 512 sequences of Llama-3-8B's 8,192
+        (["--gpus", "64", "--micro-batch", "1024"], "--micro-batch: 1,024 sequences exceed the 512 sequences"),
+        (["--gpus", "64", "--global-batch", "12K"], "--global-batch: 12,288 tokens are 1.5 sequences of 8,192"),
+        # 32 layers: pp x 3 divides them for no pp, so vp 3 fails whatever the search tries
+        (["--gpus", "64", "--vp", "3"], "--vp: Megatron's interleaved schedule needs the 32 layers divisible"),
     ],
 )
 def test_a_layout_that_does_not_divide_names_the_flag_in_one_line(cli, args, needle):
