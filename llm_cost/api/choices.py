@@ -132,9 +132,16 @@ def weight_bits(
     return int(exact) if exact.denominator == 1 else exact
 
 
-def compute_dtype(spec: ModelSpec, gpu: HardwareSpec, dtype: object = None, weights_dtype: object = None) -> Dtype:
+def compute_dtype(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    dtype: object = None,
+    weights_dtype: object = None,
+    allowed: tuple[Dtype, ...] = STEP_DTYPES,
+) -> Dtype:
     """The dtype a step computes in: ``dtype`` if given (InputError if ``gpu`` has no peak for
-    it, or it is not one of :data:`STEP_DTYPES`); else, by the format of the quantized weights (the
+    it, or it is not one of ``allowed``: an inference step's :data:`STEP_DTYPES` by default, a
+    training plan passes its own); else, by the format of the quantized weights (the
     checkpoint's ``quantization`` or ``torch_dtype``, or ``weights_dtype``): FP8 for FP8 weights
     (per tensor or in blocks) on a GPU with FP8 tensor cores (DeepSeek-V3 serves this way); FP4 for
     NVFP4 or FP4 weights on a GPU with FP4 tensor cores (Blackwell: NVFP4 checkpoints quantize
@@ -144,10 +151,11 @@ def compute_dtype(spec: ModelSpec, gpu: HardwareSpec, dtype: object = None, weig
     InputError naming the GPU's ``dense_tflops`` when it lists no peak for the default."""
     if dtype is not None:
         chosen = checks.choice(dtype, Dtype, "dtype")
-        if chosen not in STEP_DTYPES:
+        if chosen not in allowed:
+            what = "an inference engine's" if allowed == STEP_DTYPES else "this step's"
             raise InputError(
-                f"dtype: {chosen.value} is no inference engine's compute format; give one of "
-                f"{', '.join(d.value for d in STEP_DTYPES)}",
+                f"dtype: {chosen.value} is not {what} compute format; give one of "
+                f"{', '.join(d.value for d in allowed)}",
                 fields=("dtype",),
             )
         if chosen.value not in gpu.dense_tflops:

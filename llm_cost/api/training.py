@@ -220,7 +220,7 @@ def train_plan(
     top = checks.count(top, "top", 1, 100)
     chosen_framework, framework_from = choices.training_framework_of(framework, zero)
     spec, g = load_model(model), load_gpu(gpu)
-    compute = choices.compute_dtype(spec, g, compute)
+    compute = choices.compute_dtype(spec, g, compute, allowed=TRAINING_DTYPES)
     recipe, recipe_from = choices.fp8_recipe_of(fp8_recipe, g, compute)
     rates = choices.training_time_model(g, profile, recipe, chosen_framework)
     node_gb_s, per_node = node_links(g)

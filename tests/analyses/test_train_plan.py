@@ -542,6 +542,16 @@ def test_an_fp8_plan_names_its_peak_and_restates_mfu_against_bf16(cli):
     assert cli(*args, "--json").json()["mfu_vs_bf16_peak"] is None
 
 
+def test_a_tf32_plan_runs_at_the_tf32_peak(cli):
+    """train --help offers tf32, and A100s trained in it: the plan must run, not be refused as no
+    inference format. A100 datasheet: 156 dense TF32 TFLOPS, 312 BF16, so its MFU against BF16's
+    peak is half, and it is slower than the BF16 plan; outside the calibrated dtypes its band widens."""
+    args = ("train", "llama3-8b", "--tokens", "1T", "--gpu", "a100", "--gpus", "64", "--json")
+    tf32, bf16 = cli(*args, "--dtype", "tf32").json(), cli(*args).json()
+    assert tf32["mfu_vs_bf16_peak"] == pytest.approx(tf32["mfu"] / 2, rel=1e-3)
+    assert tf32["tokens_per_s_per_gpu"] < bf16["tokens_per_s_per_gpu"] and tf32["band_widen"] > 1
+
+
 def test_the_predicted_mode_needs_a_cluster(cli):
     r = cli("train", "llama3-8b", "--tokens", "1T")
     assert r.code == 2 and "--mfu" in r.err and "--gpus" in r.err
