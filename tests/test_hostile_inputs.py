@@ -1145,6 +1145,8 @@ IN_PROCESS += [
      "warning: TensorRT-LLM's kv_cache_config.dtype (no trtllm-serve flag) has no int4 KV cache: the command leaves "
      "it at auto"),
     ("trial-emit-trtllm-kv-fp32", lambda t: [*EMIT, "trtllm", "--kv-dtype", "fp32"], 0, "TensorRT-LLM takes auto, fp8"),
+    ("trial-emit-trtllm-kv-int8", lambda t: [*EMIT, "trtllm", "--kv-dtype", "int8"], 0,
+     "has no int8 KV cache: the command can ask fp8 at most, so the engine keeps its KV cache in FP8"),
     # a price a float cannot hold: a subnormal (printed as $9.99989e-321), or 1e-400 read as $0
     ("trial-price-subnormal", lambda t: [*EMIT[:-1], "--usd-per-gpu-hour", "1e-320"], 2,
      "--usd-per-gpu-hour: '1e-320' is too small to hold; give 0 or from 2.23e-308 to 1e+06"),

@@ -354,16 +354,15 @@ _KV_CACHE_DTYPES = {
 
 def _kv_dtype_notes(plan: LaunchPlan, engine: ServingEngine) -> list[Note]:
     """A warning when the engine's KV-cache dtype setting cannot express the plan's KV dtype
-    (int4, fp4, fp32; int8 on vLLM and SGLang): the command asks the nearest it takes (``auto``,
-    the model's 16-bit dtype, or FP8 for 8 bits), so the engine's KV cache is not the one planned.
-    TensorRT-LLM's 8-bit case is the ``launch.trtllm_quantized`` note."""
+    (int4, fp4, fp32, int8): the command asks the nearest it takes (``auto``, the model's 16-bit
+    dtype, or FP8 for 8 bits, which TensorRT-LLM sets outside its command: the
+    ``launch.trtllm_quantized`` note), so the engine's KV cache is not the one planned."""
     if plan.kv_dtype is None or plan.kv_dtype in ("bf16", "fp16", "fp8"):
-        return []
-    if engine == ServingEngine.TRTLLM and plan.kv_bits == 8:
         return []
     name, setting, accepted, fp8 = _KV_CACHE_DTYPES[engine]
     if plan.kv_bits == 8:
-        asks, keeps = f"asks {fp8}", f"FP8, the same 8 bits as the plan's {plan.kv_dtype} in another format"
+        asks = "can ask fp8 at most" if engine == ServingEngine.TRTLLM else f"asks {fp8}"
+        keeps = f"FP8, the same 8 bits as the plan's {plan.kv_dtype} in another format"
     else:
         asks = "leaves it at auto" if engine == ServingEngine.TRTLLM else "asks auto"
         keeps = f"the model's 16-bit dtype, not the plan's {plan.kv_bits}-bit {plan.kv_dtype} (its KV memory differs)"
