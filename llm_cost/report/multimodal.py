@@ -10,14 +10,14 @@ from llm_cost.report.base import print_conventions, print_facts
 def render(con, r: ImageResult) -> None:
     """Tokens, encoder FLOPs, decoder prefill and KV."""
     v = r.vision
-    what = f"{r.width}x{r.height} image" if r.frames == 1 else f"{r.frames} frames of {r.width}x{r.height}"
+    what = f"{r.width}x{r.height} image" if r.frames == 1 else f"{r.frames:,} frames of {r.width}x{r.height}"
     con.print(f"[bold]{r.model}: {what}, decoder {r.decoder}[/bold]")
     facts = [
         ("resized to", f"{v.resized_width}x{v.resized_height} px"),
         (
             "patches",
             f"{fmt_int(v.patches)}"
-            + (f" per group x {v.temporal_groups} temporal groups" if v.temporal_groups > 1 else ""),
+            + (f" per group x {v.temporal_groups:,} temporal groups" if v.temporal_groups > 1 else ""),
         ),
         ("decoder tokens", f"[bold]{fmt_int(v.tokens)}[/bold] ({r.connector})"),
         (

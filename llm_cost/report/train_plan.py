@@ -77,7 +77,7 @@ def _global_batch(r: TrainPlan) -> str:
     tokens = f"{r.global_batch_tokens:,} tokens"
     if r.global_batch_tokens % 2**20 == 0:
         tokens += f" ({r.global_batch_tokens // 2**20:,} x 2^20)"
-    return f"{tokens} = {r.sequences_per_step:,} sequences of {r.seq:,}"
+    return f"{tokens} = {r.sequences_per_step:,} sequence{'' if r.sequences_per_step == 1 else 's'} of {r.seq:,}"
 
 
 def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:

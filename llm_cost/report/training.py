@@ -53,7 +53,8 @@ def _facts(r: TrainResult) -> list[tuple[str, str]]:
         ),
         (
             "energy",
-            f"{r.energy_kwh:,.1f} kWh = "
+            (f"{r.energy_kwh:,.1f} kWh" if r.energy_kwh >= 1 else f"{r.energy_kwh:.3g} kWh")
+            + " = "
             + (f"{r.energy_kwh / 1000:,.1f}" if r.energy_kwh >= 1000 else f"{r.energy_kwh / 1000:.3g}")
             + " MWh "
             f"({r.power_w:g} W per GPU, PUE {r.pue:g})",

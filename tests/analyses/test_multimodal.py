@@ -78,3 +78,9 @@ def test_image_decoder_weights_leave_out_the_lm_head(cli):
     per_layer = d * (d + 2 * 4 * 128) + d * d + 3 * d * ff
     data = cli("image", "qwen2-vl-7b", "--size", "1024x1024", "--json").json()
     assert data["decoder_weight_flops"] == 2 * 1369 * layers * per_layer
+
+
+def test_a_day_of_video_prints_its_counts_with_separators(cli):
+    """86,400 s at 2 fps = 172,800 frames; Qwen2-VL's temporal patch of 2 makes 86,400 groups."""
+    out = cli("video", "qwen2-vl-7b", "--size", "640x360", "--seconds", "86400", "--fps", "2").out
+    assert "172,800 frames" in out and "86,400 temporal groups" in out

@@ -57,3 +57,11 @@ def test_train_needs_exactly_one_of_mfu_and_gpu_hours(cli):
 def test_train_huge_token_count_stays_finite(cli):
     data = cli("train", "llama3-8b", "--tokens", "1e30", "--mfu", "0.5", "--json").json()
     assert data["model_flops"] == pytest.approx(6 * 8_030_261_248 * 1e30)
+
+
+def test_a_tiny_energy_keeps_its_digits_in_both_units(cli):
+    """One token of Llama-3-8B: 6 x 8,030,261,248 FLOP at 40% of 989.4 TFLOP/s on one 700 W H100
+    is 2.37e-8 kWh; the kWh figure had printed as 0.0 beside 2.37e-11 MWh."""
+    kwh = 6 * 8_030_261_248 / (0.4 * 989.4e12) * 700 / 3.6e6
+    out = cli("train", "llama3-8b", "--tokens", "1", "--mfu", "0.4").out
+    assert f"{kwh:.3g} kWh = {kwh / 1000:.3g} MWh" in out
