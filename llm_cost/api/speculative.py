@@ -67,6 +67,16 @@ def spec(
     g = load_gpu(gpu) if gpu is not None else None
     if g is not None and s is None:
         raise InputError("gpu needs a model: the step time is of a model on a GPU", fields=("gpu", "model"))
+    if g is None and s is not None and not mtp:
+        raise InputError(
+            "model needs a gpu to time its steps (or mtp, to take c from its MTP module); without them the "
+            "closed forms use alpha, gamma and c only",
+            fields=("model", "gpu", "mtp"),
+        )
+    if g is None and context:
+        raise InputError(
+            "context is for the step times: give a model and a gpu too", fields=("context", "model", "gpu")
+        )
     compute = choices.compute_dtype(s, g, dtype) if s is not None and g is not None else None
     if g is not None and points is None:
         points = list(SPEC_BATCHES)

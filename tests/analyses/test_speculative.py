@@ -107,3 +107,15 @@ def test_spec_memory_counts_data_parallel_ranks_and_weights_that_do_not_fit(cli)
     assert [row["fits_memory"] for row in dp["rows"]] == [True, False]
     big = cli(*args[:1], "llama3-405b", *args[1:], "--context", "0", "--batch", "1", "--json").json()
     assert big["max_batch_in_memory"] == 0 and not big["rows"][0]["fits_memory"]
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["llama3-8b"], "MODEL needs a --gpu to time its steps"),  # a model alone was ignored
+        (["--context", "8K"], "--context is for the step times"),  # so was a context
+    ],
+)
+def test_spec_refuses_step_model_arguments_without_a_gpu(cli, args, needle):
+    r = cli("spec", *args, "--alpha", "0.8", "--gamma", "4", "--c", "0.1")
+    assert r.code == 2 and needle in r.err and r.err.strip().count("\n") == 0, r.err
