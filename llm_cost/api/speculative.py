@@ -22,6 +22,27 @@ __all__ = ["spec", "SPEC_BATCHES"]
 SPEC_BATCHES = (1, 8, 32, 64, 128, 256)
 
 
+def _check_step_model(model: object, gpu: object, batches: object, context: int, mtp: bool) -> None:
+    """InputError for step-model arguments without the model and GPU that the step model needs:
+    batches, a gpu without a model, a model without a gpu (unless ``mtp`` takes c from it), a context."""
+    if batches is not None and (model is None or gpu is None):
+        raise InputError(
+            "batches is for the step model: give a model and a gpu too", fields=("batches", "model", "gpu")
+        )
+    if gpu is not None and model is None:
+        raise InputError("gpu needs a model: the step time is of a model on a GPU", fields=("gpu", "model"))
+    if gpu is None and model is not None and not mtp:
+        raise InputError(
+            "model needs a gpu to time its steps (or mtp, to take c from its MTP module); without them the "
+            "closed forms use alpha, gamma and c only",
+            fields=("model", "gpu", "mtp"),
+        )
+    if gpu is None and context:
+        raise InputError(
+            "context is for the step times: give a model and a gpu too", fields=("context", "model", "gpu")
+        )
+
+
 def spec(
     model: Optional[ModelLike] = None,
     gpu: Optional[GpuLike] = None,
@@ -58,25 +79,10 @@ def spec(
     c = checks.optional(c, checks.number, "c", maximum=100, open_min=False)
     if checks.flag(mtp, "mtp") and c is not None:
         raise InputError("give c or mtp (which derives c from the model's MTP module), not both", fields=("c", "mtp"))
-    if batches is not None and (model is None or gpu is None):
-        raise InputError(
-            "batches is for the step model: give a model and a gpu too", fields=("batches", "model", "gpu")
-        )
+    _check_step_model(model, gpu, batches, context, mtp)
     points: Optional[list[int]] = checks.optional(batches, checks.counts, "batches")
     s = load_model(model) if model is not None else None
     g = load_gpu(gpu) if gpu is not None else None
-    if g is not None and s is None:
-        raise InputError("gpu needs a model: the step time is of a model on a GPU", fields=("gpu", "model"))
-    if g is None and s is not None and not mtp:
-        raise InputError(
-            "model needs a gpu to time its steps (or mtp, to take c from its MTP module); without them the "
-            "closed forms use alpha, gamma and c only",
-            fields=("model", "gpu", "mtp"),
-        )
-    if g is None and context:
-        raise InputError(
-            "context is for the step times: give a model and a gpu too", fields=("context", "model", "gpu")
-        )
     compute = choices.compute_dtype(s, g, dtype) if s is not None and g is not None else None
     if g is not None and points is None:
         points = list(SPEC_BATCHES)
