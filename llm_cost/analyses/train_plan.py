@@ -212,7 +212,7 @@ class TrainPlan(Result):
     layout_label: str
     links: dict[str, str]  # each collective group of the layout: the link it runs on
     mfu: float  # 6 N D convention, against the peak of ``dtype`` (peak_flops_per_s)
-    mfu_vs_bf16_peak: float | None  # the same FLOPs against the BF16 peak, for an FP8/MXFP8 plan (else None)
+    mfu_vs_bf16_peak: float | None  # the same FLOPs against the BF16 peak, for a plan in another dtype (else None)
     mfu_with_attention: float  # the operators' convention (causal attention, every LM-head position)
     hfu: float
     step_time_s: float
@@ -724,7 +724,7 @@ def _memory_remedies(space: SearchSpace, cluster: Cluster, smallest: Candidate) 
     sharded = (1 if megatron else 3) in space.zero
     # sharding helps only across data-parallel ranks, and most where the state is the largest part
     shardable = smallest.layout.dp > 1 and m.state_bytes >= max(m.activation_bytes, m.buffer_bytes)
-    held = (
+    remedies = (
         ("recompute full", Recompute.FULL not in space.recompute),
         ("a larger tp", room and len(space.tp) == 1 and tp * 2 <= node),
         ("a larger pp", room and len(space.pp) == 1),
@@ -733,7 +733,7 @@ def _memory_remedies(space: SearchSpace, cluster: Cluster, smallest: Candidate) 
         (f"zero {1 if megatron else 3}", not sharded and smallest.layout.dp > 1),
         ("framework fsdp2 (ZeRO-3 shards the weights too)", megatron and sharded and shardable),
     )
-    narrowed = [name for name, applies in held if applies]
+    narrowed = [name for name, applies in remedies if applies]
     if not narrowed:
         return "add GPUs (every knob that could shrink it was searched)"
     return "add GPUs, or try " + ", ".join(narrowed)
@@ -845,7 +845,8 @@ def _plan(
         gpu.peak_flops(dtype), rates.label,
         {f: getattr(lay, f) for f in ("tp", "cp", "pp", "vp", "dp", "ep", "zero", "recompute", "micro_batch",
                                       "micro_batches")} | {"fsdp_shard": lay.fsdp_shard},
-        lay.label(), links, best.mfu, _mfu_vs_bf16_peak(best.mfu, gpu, dtype), best.mfu_with_attention, best.hfu, best.step_time_s, tokens_per_s / gpus,
+        lay.label(), links, best.mfu, _mfu_vs_bf16_peak(best.mfu, gpu, dtype), best.mfu_with_attention, best.hfu,
+        best.step_time_s, tokens_per_s / gpus,
         days, gpu_hours, energy, power, costs.pue, price, gpu_hours * price if price is not None else None,
         grid, energy * grid / 1000 if grid is not None else None, band, widen,
         (best.mfu / (1 + band), best.mfu / fast), (days * fast, days * (1 + band)),

@@ -152,7 +152,7 @@ def compute_dtype(
     if dtype is not None:
         chosen = checks.choice(dtype, Dtype, "dtype")
         if chosen not in allowed:
-            what = "an inference engine's" if allowed == STEP_DTYPES else "this step's"
+            what = "an inference engine's" if allowed == STEP_DTYPES else "a training plan's"
             raise InputError(
                 f"dtype: {chosen.value} is not {what} compute format; give one of "
                 f"{', '.join(d.value for d in allowed)}",
