@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 
 from llm_cost.api import checks
 from llm_cost.core.errors import InputError
-from llm_cost.core.types import DTYPE_BITS, Dtype, Engine, StorageDtype, WeightFormat, stored_weight_bits
+from llm_cost.core.types import BLOCK_SCALES, DTYPE_BITS, Dtype, Engine, StorageDtype, WeightFormat, stored_weight_bits
 
 if TYPE_CHECKING:
     from llm_cost.analyses.capacity import MemoryPolicy
@@ -89,8 +89,11 @@ def weight_bits(
     :data:`GROUPED_DTYPES`) quantizes the matmul weights only: the embedding, LM head, router and
     vectors stay in the checkpoint's 16-bit dtype (:func:`llm_cost.model.formats.weight_only_bits`, as
     AWQ and GPTQ checkpoints keep them) unless ``quantize_embeddings``, which stores every parameter
-    in it; any other format stores every parameter in it (the source documents' convention for
-    fp8). InputError naming the arguments that conflict or are out of range."""
+    in it; so do the block-scaled formats, each tensor's scales on its own shape
+    (:func:`llm_cost.model.formats.block_scaled_checkpoint_bits`, as DeepSeek-V3's FP8 blocks and gpt-oss's
+    MXFP4 checkpoints store them); any other format (fp8, fp4, the storage dtypes) stores every
+    parameter in it (the source documents' convention for fp8). InputError naming the arguments
+    that conflict or are out of range."""
     dtype = weights_dtype_of(weights_dtype)
     quantize_embeddings = False if quantize_embeddings is None else quantize_embeddings
     if not isinstance(quantize_embeddings, bool):
@@ -100,6 +103,12 @@ def weight_bits(
     if quantize_embeddings and dtype is None:
         raise InputError(
             "quantize_embeddings applies to a weights_dtype (the format the embedding and LM head are stored in)",
+            fields=("quantize_embeddings", "weights_dtype"),
+        )
+    if quantize_embeddings and dtype is not None and dtype not in (*GROUPED_DTYPES, *BLOCK_SCALES):
+        raise InputError(
+            f"quantize_embeddings: weights_dtype {dtype.value} already stores every parameter, the embedding and "
+            f"LM head included; it applies to {', '.join(d.value for d in (*GROUPED_DTYPES, *BLOCK_SCALES))}",
             fields=("quantize_embeddings", "weights_dtype"),
         )
     if bits_per_weight is not None and dtype is not None:
@@ -129,6 +138,10 @@ def weight_bits(
         from llm_cost.model.formats import weight_only_bits
 
         return weight_only_bits(spec, dtype, exact, kept)
+    if dtype in BLOCK_SCALES and not quantize_embeddings:
+        from llm_cost.model.formats import block_scaled_checkpoint_bits
+
+        return block_scaled_checkpoint_bits(spec, dtype, kept)
     return int(exact) if exact.denominator == 1 else exact
 
 

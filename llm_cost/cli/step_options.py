@@ -50,8 +50,9 @@ QuantizeEmbeddings = Annotated[
     bool,
     typer.Option(
         "--quantize-embeddings",
-        help="With --weights-dtype: store the embedding and LM head in it too (by default they stay in 16 bits, "
-        "as AWQ, GPTQ and FP8 checkpoints keep them).",
+        help="With --weights-dtype int4, int8, mxfp4, nvfp4 or fp8_block: store the embedding and LM head in it "
+        "too (by default they stay in 16 bits, as AWQ, GPTQ and block-scaled checkpoints keep them; fp8 and fp4 "
+        "store every parameter, the documents' convention).",
     ),
 ]
 ComputeDtype = Annotated[

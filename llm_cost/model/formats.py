@@ -32,6 +32,7 @@ __all__ = [
     "format_bits",
     "checkpoint_bits",
     "weight_only_bits",
+    "block_scaled_checkpoint_bits",
     "weight_bits_of",
 ]
 
@@ -144,6 +145,18 @@ def checkpoint_bits(spec: ModelSpec) -> MixedBits:
     q = spec.quantization
     assert q is not None
     return _averaged(spec, q)
+
+
+@lru_cache(maxsize=64)
+def block_scaled_checkpoint_bits(spec: ModelSpec, fmt: WeightFormat, kept_dtype: Dtype) -> MixedBits:
+    """The MixedBits of ``spec``'s matmul weights in a block-scaled ``fmt`` (mxfp4, nvfp4,
+    fp8_block), each tensor's scales counted on its own shape, and the embedding, LM head, router
+    and every vector kept in ``kept_dtype``, as checkpoints in these formats store them (DeepSeek-V3's
+    FP8 blocks, gpt-oss's MXFP4 experts, ModelOpt's NVFP4 exports: see the module docstring)."""
+    return _averaged(
+        spec,
+        Quantization(method=f"block-scaled {fmt.value}", weights_format=fmt.value, kept_dtype=kept_dtype.value),  # type: ignore[arg-type]
+    )
 
 
 @lru_cache(maxsize=64)

@@ -133,6 +133,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             f"embedding, LM head, router and vectors kept in {p['kept_dtype']}, as AWQ and GPTQ checkpoints keep them "
             "(asked, the embedding and LM head are stored in the format too)"
             if p["method"].startswith("weight-only") and p.get("quantized") is not None
+            else f"weight bytes: the matmul weights in {p['format']} with each tensor's scales, the embedding, LM "
+            f"head, router and vectors kept in {p['kept_dtype']}, as block-scaled checkpoints keep them (DeepSeek-V3's "
+            "FP8 blocks, gpt-oss's MXFP4; asked, the embedding and LM head are stored in the format too)"
+            if p["method"].startswith("block-scaled")
             else f"weight bytes: the checkpoint's formats by tensor group ({p['method']}): matmul weights in "
             f"{p['format']} with their scales, {p['kept']}embedding, LM head, router and vectors in {p['kept_dtype']}"
         )

@@ -64,10 +64,21 @@ def test_block_scaled_formats_as_their_specifications_define_them():
 
 
 def test_weights_dtype_takes_a_block_scaled_format():
-    """--weights-dtype nvfp4 weighs every parameter of Llama-3-8B (8,030,261,248) at 4.5 bits."""
+    """--weights-dtype nvfp4 stores Llama-3-8B as NVFP4 checkpoints do: its 224 matmul weights
+    (6,979,321,856 elements, the LM head apart) at 4 bits, an FP8 scale per 16 elements and an FP32
+    scale per tensor; the embedding and LM head (525,336,576 each) and the 266,240 norm weights in
+    BF16. With quantize_embeddings every one of the 8,030,261,248 parameters is at 4.5 bits."""
+    matmul, vocab_rows, norms = 6_979_321_856, 525_336_576, 266_240
+    expected = matmul // 2 + matmul // 16 + 224 * 4 + 2 * vocab_rows * 2 + norms * 2
     r = llm_cost.params("llama3-8b", "nvfp4")
-    assert r.weight_bytes == 8_030_261_248 * 9 // 16
-    assert r.dtype == "nvfp4"
+    assert r.weight_bytes == expected == 6_027_748_224
+    assert llm_cost.params("llama3-8b", "nvfp4", quantize_embeddings=True).weight_bytes == 8_030_261_248 * 9 // 16
+
+
+def test_fp8_block_as_a_flag_weighs_what_deepseek_v3s_checkpoint_does():
+    """DeepSeek-V3's config.json declares FP8 with 128 x 128 blocks and keeps the embedding and LM
+    head in BF16; asking fp8_block for it must weigh exactly what reading that config does."""
+    assert llm_cost.params("deepseek-v3", "fp8_block").weight_bytes == llm_cost.params("deepseek-v3").weight_bytes
 
 
 # -- checkpoints with formats by group ---------------------------------------------------------------
