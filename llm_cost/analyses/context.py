@@ -113,7 +113,7 @@ class ContextResult(Result):
 
 def _row(
     spec: ModelSpec, s: int, k: KVAtContext, w: int, gpu: HardwareSpec | None, peak: float | None, mfu: float, mbu: float,
-    dtype: Dtype, kv_bits: int, logits: Logits,
+    dtype: Dtype, kv_bits: int, logits: Logits, weight_bits: int | Fraction,
 ) -> ContextRow:  # fmt: skip
     """The figures at context ``s`` (``k``: its KV-cache row): attention and weight FLOPs per token,
     a prefill's FLOPs and times (the step's bound and estimate; the document's at MFU), KV and state
@@ -127,7 +127,7 @@ def _row(
         compute_dtype=dtype,
         logits=logits,
         mla_form=MLAForm.PLAIN,
-        weight_bits=Dtype(spec.torch_dtype).bits,
+        weight_bits=weight_bits,
     )
     document = w * s + int(step.total("flops", _ATTENTION))
     bound = RooflineBound().step_time(step, gpu).time_s if gpu is not None else None
@@ -161,14 +161,20 @@ def context_analysis(
     kv_bits: int = 16,
     mbu: float = DEFAULT_MBU,
     logits: Logits = Logits.LAST,
+    weight_bits: int | Fraction | None = None,
 ) -> ContextResult:
-    """Crossover, ratios, prefill (TTFT), KV per request and score-matrix size at each context.
+    """Crossover, ratios, prefill (TTFT), KV per request and score-matrix size at each context,
+    the weights at ``weight_bits`` (None: the checkpoint's ``torch_dtype``, the documents' reading;
+    the API passes the checkpoint's formats, as ``roofline`` weighs them).
     InputError for a GPU lacking ``dtype``."""
+    bits = weight_bits if weight_bits is not None else Dtype(spec.torch_dtype).bits
     structure = build(spec)
     w = 2 * weight_flops_params(structure, weight_convention)
     peak = gpu.peak_flops(dtype) if gpu is not None else None
     kv = kv_cache(spec, contexts, kv_bits)
-    rows = [_row(spec, s, k, w, gpu, peak, mfu, mbu, dtype, kv_bits, logits) for s, k in zip(contexts, kv.contexts)]
+    rows = [
+        _row(spec, s, k, w, gpu, peak, mfu, mbu, dtype, kv_bits, logits, bits) for s, k in zip(contexts, kv.contexts)
+    ]
     conventions = [
         note(f"weight_flops.{weight_convention}"),
         note("context.attention_per_token"),
@@ -178,9 +184,7 @@ def context_analysis(
         note("context.scores", kv_bits=kv_bits),
     ] + spec.context_note(contexts)
     if gpu is not None:
-        conventions += memory_note(
-            spec, gpu, ONE_GPU, Fraction(Dtype(spec.torch_dtype).bits), kv_bits, 1, max(contexts), takes_layout=False
-        )
+        conventions += memory_note(spec, gpu, ONE_GPU, Fraction(bits), kv_bits, 1, max(contexts), takes_layout=False)
     return ContextResult(
         spec.name,
         weight_convention,

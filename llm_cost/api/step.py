@@ -320,4 +320,5 @@ def context(
         choices.kv_dtype_of(kv_dtype).bits,
         choices.mbu_of(mbu),
         head,
+        choices.weight_bits(spec),
     )

@@ -40,3 +40,16 @@ def test_a_whole_crossover_prints_as_a_whole_number(cli):
     assert 2 * 7_504_658_432 == 28_628 * 4 * 32 * 128 * 32
     out = cli("context", "llama3-8b", "--context", "8K").out
     assert "28,628 tokens" in out and "28,628.0" not in out
+
+
+def test_context_weighs_a_quantized_checkpoint_as_roofline_does(cli):
+    """DeepSeek-V3's config.json stores FP8 blocks beside a BF16 embedding and LM head (673.15 GB,
+    checked against its safetensors in tests/model/test_formats.py); context had weighed every
+    parameter at 8 bits (671.03 GB) while roofline, params and fit used the checkpoint's formats."""
+    import re
+
+    need = re.compile(r"weights \+ KV need ([\d,.]+ GB)")
+    ours = need.search(cli("context", "deepseek-v3", "--context", "1M").out)
+    theirs = need.search(cli("roofline", "deepseek-v3", "--gpu", "h200", "--context", "1M").out)
+    mla_kv = 61 * (512 + 64) * 2 * 2**20  # 61 layers of a 576-element latent at BF16, 1M tokens
+    assert ours and theirs and ours.group(1) == theirs.group(1) == f"{(673_150_582_112 + mla_kv) / 1e9:,.1f} GB"
