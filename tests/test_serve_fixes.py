@@ -172,3 +172,12 @@ def test_a_command_for_another_engine_than_the_plans_says_so():
     assert any(n.code == "launch.other_engine" for n in other.conventions)
     same = api.serve("llama3-8b", "h100", 2048, 256, engine="trtllm", **kw).launch
     assert not any(n.code == "launch.other_engine" for n in same.conventions)
+
+
+@pytest.mark.parametrize("extra", [[], ["--gpus", "8", "--qps", "1"]])
+def test_a_prompt_past_the_context_is_refused_for_its_length(cli, extra):
+    """Llama-3-8B's context is 8,192 tokens (max_position_embeddings): a 1G-token prompt is refused
+    by every engine, so the error names --input and the context, not the --chunk nor the memory it
+    would have taken (a new user's trial: it had blamed a --chunk they never gave)."""
+    r = cli("serve", "llama3-8b", "--input", "1G", *extra)
+    assert r.code == 2 and r.err.startswith("error: --input:") and "context of 8,192 tokens" in r.err, r.err

@@ -4,6 +4,7 @@ server defaults), as :mod:`llm_cost.api.choices` decides the others."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, cast
@@ -317,16 +318,21 @@ def check_steps(load: Workload | Trace, config: EngineConfig, requests: Optional
     of its requests) under ``config`` takes more engine steps at the least than one simulation runs
     (:func:`~llm_cost.api.checks.simulated_steps`): its prompt and output tokens, less the shared
     prefixes the cache serves, over the token budget per step. ``--chunk 2`` under 1,000 requests
-    of 2,048 + 256 tokens is 1.15 million steps."""
+    of 2,048 + 256 tokens is 1.15 million steps. Requests longer than ``max_model_len`` are left out:
+    the engine refuses them without a step."""
     from llm_cost.simulate import Trace
     from llm_cost.simulate.workload import request_bound
 
     cached = config.prefix_caching
+    limit = config.max_model_len if config.max_model_len is not None else math.inf
     tokens: float
     if isinstance(load, Trace):
-        rows = load.rows[:requests] if requests is not None else load.rows
+        head = load.rows[:requests] if requests is not None else load.rows
+        rows = [r for r in head if r.input_tokens + r.output_tokens <= limit]  # the engine refuses the others
         tokens = sum(r.input_tokens + r.output_tokens - (r.prefix_tokens if cached else 0) for r in rows)
         count = float(len(rows))
+    elif load.input_tokens.mean + load.output_tokens.mean > limit:
+        return  # most requests are refused for their length, taking no steps: the run's own error says so
     else:
         count = request_bound(load) if requests is None else min(requests, request_bound(load))
         prefix = load.prefix.tokens if cached and load.prefix is not None else 0

@@ -597,7 +597,15 @@ def _too_big(
 ) -> InputError:
     """The error for a model no layout within the budget (or none of the ``forced`` layouts, the
     argument ``forced_field``) holds, with the GPUs it would need and the memory accounting that
-    decided it."""
+    decided it; for requests longer than the model's context, that (no engine admits them)."""
+    context = spec.max_position_embeddings
+    if traffic.input_tokens + traffic.output_tokens > context:
+        return InputError(
+            f"input_tokens: prompts of {traffic.input_tokens:,} + {traffic.output_tokens:,} output tokens are longer "
+            f"than the model's context of {context:,} tokens (no max_model_len may exceed it): shorter requests "
+            "(input_tokens, a workload's lengths), or a model of a longer context",
+            fields=("input_tokens", "workload"),
+        )
     usable = usable_bytes(gpu, policy)
     memory = (
         f"{usable / 1e9:,.1f} GB usable per GPU at {float(policy.utilization):.0%}, less a "
