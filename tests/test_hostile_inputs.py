@@ -1145,6 +1145,15 @@ IN_PROCESS += [
      "warning: TensorRT-LLM's kv_cache_config.dtype (no trtllm-serve flag) has no int4 KV cache: the command leaves "
      "it at auto"),
     ("trial-emit-trtllm-kv-fp32", lambda t: [*EMIT, "trtllm", "--kv-dtype", "fp32"], 0, "TensorRT-LLM takes auto, fp8"),
+    # flops forms that cannot change a decode count, or MLA forms of a model without MLA, were accepted
+    ("trial-flops-decode-logits-all", lambda t: ["flops", "llama3-8b", "--phase", "decode", "--logits", "all"], 2,
+     "--logits: all does not apply to --phase decode"),
+    ("trial-flops-decode-full-mask", lambda t: ["flops", "llama3-8b", "--phase", "decode", "--attention", "full"], 2,
+     "--attention: full does not apply to --phase decode"),
+    ("trial-flops-mla-without-mla", lambda t: ["flops", "llama3-8b", "--mla", "absorbed"], 2,
+     "--mla: absorbed is a form of multi-head latent attention"),
+    ("trial-roofline-decode-logits", lambda t: ["roofline", "llama3-8b", "--logits", "all"], 2,
+     "use --phase prefill for a prompt (--logits is where its LM head runs)"),
     ("trial-emit-trtllm-kv-int8", lambda t: [*EMIT, "trtllm", "--kv-dtype", "int8"], 0,
      "has no int8 KV cache: the command can ask fp8 at most, so the engine keeps its KV cache in FP8"),
     # a price a float cannot hold: a subnormal (printed as $9.99989e-321), or 1e-400 read as $0

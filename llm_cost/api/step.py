@@ -53,9 +53,31 @@ def flops(
     mask, head = checks.choice(attention, AttentionMask, "attention"), checks.choice(logits, Logits, "logits")
     form, spec = checks.choice(mla, MLAForm, "mla"), load_model(model)
     full = checks.flag(detail, "detail")
+    _check_flops_forms(spec, chosen, mask, head, form)
     if chosen is Phase.PREFILL:
         return [forward_flops(spec, n, 0, batch, mask, head, form, full) for n in lengths]
     return [forward_flops(spec, 1, c, batch, mask, Logits.LAST, form, full) for c in lengths]
+
+
+def _check_flops_forms(spec: Any, phase: Phase, mask: AttentionMask, head: Logits, form: MLAForm) -> None:
+    """InputError for a form that cannot change the count: the LM head on every position or the
+    full S x S mask for a decode step (one new token a sequence: its head runs once and it attends
+    to every cached token under either mask), or an MLA form for a model without MLA."""
+    from llm_cost.specs.schema import MLAAttention
+
+    if phase is Phase.DECODE and (head is Logits.ALL or mask is AttentionMask.FULL):
+        field, value = ("logits", "all") if head is Logits.ALL else ("attention", "full")
+        raise InputError(
+            f"{field}: {value} does not apply to phase decode (one new token a sequence: its LM head runs once and "
+            "it attends to every cached token under either mask); give phase prefill",
+            fields=(field, "phase"),
+        )
+    if form is not MLAForm.PLAIN and not isinstance(spec.attention, MLAAttention):
+        raise InputError(
+            f"mla: {form.value} is a form of multi-head latent attention (DeepSeek-V2/V3, Kimi K2); "
+            f"{spec.name} has none",
+            fields=("mla",),
+        )
 
 
 def ridges(gpu: GpuLike = "h100") -> list[Ridge]:

@@ -199,7 +199,13 @@ def _check_phase(prefill: bool, context: Any, weight_bytes: Any, seq: Any, logit
     given = {"--context": context, "--weight-bytes": weight_bytes} if prefill else {"--seq": seq, "--logits": logits}
     wrong = [flag for flag, value in given.items() if value is not None]
     if wrong:
-        instead = "--seq (the prompt length)" if prefill else "--context (tokens already cached)"
+        instead = (
+            "--seq (the prompt length)"
+            if prefill
+            else "--phase prefill for a prompt"
+            + (" (--logits is where its LM head runs)" if "--logits" in wrong else "")
+            + ("; --context for tokens already cached" if "--seq" in wrong else "")
+        )
         verb = "do" if len(wrong) > 1 else "does"
         raise InputError(
             f"{', '.join(wrong)} {verb} not apply to --phase {'prefill' if prefill else 'decode'}; use {instead}"
