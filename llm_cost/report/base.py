@@ -496,7 +496,7 @@ def fmt_prediction(
     23 rows) · 68 tokens/s``: the band (:func:`fmt_band`), the profile and engine it comes from, the
     rows it (or, transferred, its source) was fitted on, and tokens per predicted second. The one
     formatter of predictions, so that every command says the same."""
-    from llm_cost.core.units import fmt_seconds
+    from llm_cost.core.units import fmt_rate, fmt_seconds
 
     parts = [p for p in (fmt_band(predicted_s, low_s, high_s),) if p]
     if profile:
@@ -505,7 +505,7 @@ def fmt_prediction(
         parts.append(f"{rows} rows" + (", transferred" if kind == "transferred" else ""))
     text = fmt_seconds(predicted_s) + (f" ({', '.join(parts)})" if parts else "")
     if tokens_per_s is not None:
-        text += f" · {tokens_per_s:,.{0 if tokens_per_s >= 100 else 1}f} {tokens_what}"
+        text += f" · {fmt_rate(tokens_per_s)} {tokens_what}"
     return text
 
 

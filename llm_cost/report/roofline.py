@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llm_cost.analyses.roofline import DecodeStep, PrefillStep
-from llm_cost.core.units import fmt_flops, fmt_int, fmt_seconds, fmt_si
+from llm_cost.core.units import fmt_flops, fmt_int, fmt_rate, fmt_seconds, fmt_si
 from llm_cost.perf.ridge import Ridge
 from llm_cost.report.base import (
     bytes_exact,
@@ -144,10 +144,13 @@ def _decode_times(d: DecodeStep) -> list[tuple[str, str]]:
             ("communication per GPU", f"{bytes_exact(d.comm_bytes)} sent, {fmt_seconds(d.comm_time_s)} over {d.link}")
         )
     facts += [
-        ("lower bound", f"[bold]{fmt_seconds(d.bound_s)}[/bold] ({d.bound}-bound), {d.tokens_per_s:,.0f} tokens/s"),
+        (
+            "lower bound",
+            f"[bold]{fmt_seconds(d.bound_s)}[/bold] ({d.bound}-bound), {fmt_rate(d.tokens_per_s)} tokens/s",
+        ),
         (
             f"estimate at MFU {d.mfu:.0%}, MBU {d.mbu:.0%}",
-            f"{fmt_seconds(d.estimate_s)}, {d.estimate_tokens_per_s:,.0f} tokens/s",
+            f"{fmt_seconds(d.estimate_s)}, {fmt_rate(d.estimate_tokens_per_s)} tokens/s",
         ),
     ]
     facts += _prediction(d)
@@ -228,7 +231,7 @@ def render_prefill(
         ("TTFT lower bound", f"[bold]{fmt_seconds(p.bound_s)}[/bold] ({p.bound}-bound)"),
         (
             f"TTFT estimate at MFU {p.mfu:.0%}, MBU {p.mbu:.0%}",
-            f"{fmt_seconds(p.estimate_s)}, {p.tokens_per_s_at_mfu:,.0f} tokens/s",
+            f"{fmt_seconds(p.estimate_s)}, {fmt_rate(p.tokens_per_s_at_mfu)} tokens/s",
         ),
     ]
     facts += _prediction(p)

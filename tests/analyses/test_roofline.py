@@ -197,3 +197,11 @@ def test_giant_steps_stay_exact(cli):
     data = cli("roofline", "llama3-8b", "--batch", "1000000000000000", "--context", "999999999999999", "--json").json()
     assert data["kv_read_bytes"] == 131_071_999_999_999_868_928_000_000_000_000_000
     assert isinstance(data["bytes"], int) and isinstance(data["flops"], int)
+
+
+def test_a_slow_step_prints_its_rate_not_zero(cli):
+    """Llama-3-8B decoding after 1G cached tokens: 131,072 B/token of KV = 140.7 TB per step, which
+    an H100's 3.35 TB/s reads in 42 s: 0.0238 tokens/s, which a whole-number format printed as 0."""
+    kv_bytes = 2**30 * 2 * 32 * 8 * 128 * 2
+    out = cli("roofline", "llama3-8b", "--gpu", "h100", "--context", "1G").out
+    assert f"{1 / (kv_bytes / 3.35e12):.3g} tokens/s" in out and ", 0 tokens/s" not in out
