@@ -181,3 +181,12 @@ def test_a_prompt_past_the_context_is_refused_for_its_length(cli, extra):
     would have taken (a new user's trial: it had blamed a --chunk they never gave)."""
     r = cli("serve", "llama3-8b", "--input", "1G", *extra)
     assert r.code == 2 and r.err.startswith("error: --input:") and "context of 8,192 tokens" in r.err, r.err
+
+
+def test_a_plan_says_when_it_simulates_more_requests_than_asked(cli):
+    """A plan runs at least three rounds of each candidate's users, so --requests 1 cannot hold:
+    the plan must say what it simulated instead of silently raising it (a new user's trial)."""
+    args = ("serve", "llama3-8b", "--gpus", "2", "--requests", "1")
+    simulated = cli(*args, "--json").json()["chosen"]["simulated_requests"]
+    assert simulated > 1
+    assert f"requests: 1 asked, {simulated:,} simulated" in cli(*args).out

@@ -640,10 +640,14 @@ def _simulated(
         rescreen=screen_at if config.prefix_caching else None,
         **formats,
     )
-    weighed = layout_families(spec, result.simulated, screen.frontier)
-    if weighed is None:
+    from llm_cost.core.notes import note
+
+    added = [n for n in (layout_families(spec, result.simulated, screen.frontier),) if n is not None]
+    if requests is not None and result.chosen.simulated_requests > requests:
+        added.append(note("serve.requests_raised", asked=requests, simulated=result.chosen.simulated_requests))
+    if not added:
         return result
-    return dataclasses.replace(result, conventions=[*result.conventions, weighed])
+    return dataclasses.replace(result, conventions=[*result.conventions, *added])
 
 
 def serve_time_model(

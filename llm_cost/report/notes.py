@@ -516,6 +516,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "engine {emitted} to simulate the engine this command launches",
     "fit.beyond_model_context": "largest context: the KV room holds {tokens:,} tokens per sequence, more than the "
     "model's {limit:,} (max_position_embeddings); a server caps a request at the model's length",
+    "serve.requests_raised": "requests: {asked:,} asked, {simulated:,} simulated: a plan runs at least 3 rounds of "
+    "each candidate's users (warm-up, a steady round, drain) and the requests its targets' percentiles need",
     "launch.model_id": "model id: {name} is the spec's name; give the checkpoint's Hugging Face repo id or path",
     "launch.checkpoint_quantized": "weights at {bits:g} bits: serve a checkpoint quantized so (AWQ, GPTQ, "
     "compressed-tensors); the engine reads its format from the checkpoint's config, no flag",
