@@ -202,9 +202,11 @@ def render_single(con, f: Fit, display_name: str, gpu_name: str) -> None:
     facts.append((f"largest batch at context {f.context:,}", fmt_int(f.max_batch_at_context)))
     facts.append(
         (
-            f"largest context at batch {f.batch}",
+            f"largest context at batch {f.batch:,}",
             "unbounded (the cache stops growing)"
             if f.max_context_at_batch is None
+            else f"none: {f.batch:,} sequences do not fit even at one token each"
+            if f.max_context_at_batch == 0
             else fmt_int(f.max_context_at_batch),
         )
     )

@@ -152,3 +152,11 @@ def test_a_context_longer_than_the_model_s_is_flagged():
     assert f.max_context_at_batch > 8192
     flagged = [n for n in f.conventions if n.code == "fit.beyond_model_context"]
     assert flagged and flagged[0].params["limit"] == 8192
+
+
+def test_a_batch_that_cannot_fit_says_none_not_zero(cli):
+    """100,000 sequences of Llama-3-8B need at least one 16-token block of 131,072 B/token each:
+    209.7 GB, more than an H100's whole 85.5 GB, so no context fits them; '0' read as a context."""
+    assert 100_000 * 16 * 131_072 > 81_559 * 2**20
+    out = cli("fit", "llama3-8b", "--gpu", "h100", "--batch", "100000").out
+    assert "none: 100,000 sequences do not fit" in out
