@@ -15,6 +15,7 @@ import typer
 
 from llm_cost.cli.options import efficiency, fraction, gigabytes, integer, option, positive, token_grid
 from llm_cost.core.choices import AttentionMask, Logits, MemoryConvention, MLAForm, WeightBytes, WeightFlops
+from llm_cost.core.errors import InputError
 from llm_cost.core.types import Dtype, WeightFormat
 
 ContextGrid = Annotated[
@@ -55,11 +56,25 @@ QuantizeEmbeddings = Annotated[
         "store every parameter, the documents' convention).",
     ),
 ]
+
+
+def _step_dtype(text: str) -> Dtype:
+    """A compute dtype an inference step runs in (:data:`~llm_cost.api.choices.STEP_DTYPES`),
+    case-insensitive; InputError naming ``--dtype`` and the choices for any other."""
+    from llm_cost.api.choices import STEP_DTYPES
+
+    found = next((d for d in STEP_DTYPES if d.value == str(text).strip().lower()), None)
+    if found is None:
+        raise InputError(f"--dtype: {str(text)[:40]!r} is not one of: {', '.join(d.value for d in STEP_DTYPES)}")
+    return found
+
+
 ComputeDtype = Annotated[
     Optional[Dtype],
-    typer.Option(
+    option(
         "--dtype",
-        case_sensitive=False,
+        parse=_step_dtype,
+        metavar="[bf16|fp16|fp8|int8|int4|fp4|fp32]",
         help="Compute dtype for the peak FLOP/s (default: fp8 for an FP8 checkpoint on a GPU with FP8, else bf16).",
     ),
 ]

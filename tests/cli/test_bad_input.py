@@ -286,3 +286,16 @@ def test_bare_program_prints_help_and_exits_0(cli):
 def test_percentages_where_fractions_are_expected(cli):
     data = cli("spec", "--alpha", "80%", "--gamma", "4", "--c", "10%", "--json").json()
     assert data["alpha"] == 0.8 and data["c"] == 0.1
+
+
+def test_dtype_choices_in_help_are_the_step_dtypes(cli):
+    """roofline --help had offered fp64 and tf32, then refused them: the choices it prints are the
+    API's STEP_DTYPES, and one outside them is refused naming --dtype."""
+    from typing import get_args
+
+    from llm_cost.api.choices import STEP_DTYPES
+    from llm_cost.cli.step_options import ComputeDtype
+
+    assert get_args(ComputeDtype)[1].metavar == "[" + "|".join(d.value for d in STEP_DTYPES) + "]"
+    r = cli("roofline", "--gpu", "h100", "--dtype", "fp64")
+    assert r.code == 2 and "--dtype: 'fp64' is not one of: " + ", ".join(d.value for d in STEP_DTYPES) in r.err
