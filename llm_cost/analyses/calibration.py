@@ -508,6 +508,7 @@ def bands_of(rows: Sequence[Measurement], ratio: Sequence[float], situation: Seq
     the next wider one (fitted -> combined -> transferred), and the transferred band over all
     regimes is always given (from every held-out row if it has too few)."""
     order = (Situation.FITTED, Situation.COMBINED, Situation.TRANSFERRED)
+    regimes = [regime_of(m.phase == Phase.PREFILL, m.batch) for m in rows]
     out = []
     for k, sit in enumerate(order):
         wider = set(order[k:])
@@ -515,9 +516,8 @@ def bands_of(rows: Sequence[Measurement], ratio: Sequence[float], situation: Seq
             for pool in ({sit}, wider):
                 picked = [
                     i
-                    for i, m in enumerate(rows)
-                    if situation[i] in pool
-                    and (regime is Regime.ALL or regime_of(m.phase == Phase.PREFILL, m.batch) is regime)
+                    for i, own in enumerate(regimes)
+                    if situation[i] in pool and (regime is Regime.ALL or own is regime)
                 ]
                 n_sources = len({rows[i].source for i in picked})
                 if len(picked) >= BAND_MIN_ROWS and n_sources >= BAND_MIN_SOURCES:

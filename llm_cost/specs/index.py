@@ -36,8 +36,10 @@ __all__ = ["data_dir", "digest", "entry", "current", "rebuilt", "index_source", 
 T = TypeVar("T")
 
 
+@cache
 def data_dir(kind: str) -> Path:
-    """Folder of shipped files: ``kind`` is "models", "hardware" or "catalog" (wheel or source checkout)."""
+    """Folder of shipped files: ``kind`` is "models", "hardware" or "catalog" (wheel or source
+    checkout); fixed for the process, so resolved once (``validate`` asked 1,812 times)."""
     here = Path(__file__).resolve().parent.parent
     packaged = here / "_data" / kind
     return packaged if packaged.is_dir() else here.parent / kind
