@@ -306,7 +306,7 @@ def fmt_number(value: float, digits: int = 3) -> str:
 
 def fmt_rate(value: float) -> str:
     """A rate (tokens/s, requests/s): whole and thousands separated from 100 on, else three
-    significant digits, so that a slow one (0.0241 tokens/s at a 1G-token context) does not print as 0."""
+    significant digits, so that a slow one (0.0238 tokens/s at a 1G-token context) does not print as 0."""
     if not math.isfinite(value):
         return TOO_LARGE
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
