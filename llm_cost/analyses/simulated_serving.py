@@ -42,7 +42,7 @@ from llm_cost.analyses.launch import Launch, router_for
 from llm_cost.analyses.serving import COST_ALL_OUTPUT, SANE_TTFT_S, Candidate, ServePlan, StepBand
 from llm_cost.analyses.serving.moe_layouts import replica_engine
 from llm_cost.analyses.serving.replicas import node_gpus
-from llm_cost.analyses.serving.search import pcie_note
+from llm_cost.analyses.serving.search import longer_than_context, pcie_note
 from llm_cost.analyses.serving_runs import ServingBand, replica_kv_pool
 from llm_cost.core.choices import BandSource, Router, ServingMode
 from llm_cost.core.errors import InputError
@@ -1098,12 +1098,7 @@ def _all_refused(
             f"longer than max_model_len {limit:,}"
         )
         if mean_in + mean_out > context:  # no max_model_len can take them: the model's context cannot
-            return InputError(
-                f"input_tokens: every request was refused: prompts of {mean_in:,.0f} + {mean_out:,.0f} output tokens "
-                f"(mean) are longer than the model's context of {context:,} tokens (no max_model_len may exceed it): "
-                "shorter requests (input_tokens, a workload's lengths), or a model of a longer context",
-                fields=("input_tokens", "workload"),
-            )
+            return longer_than_context(mean_in, mean_out, context, head="every request was refused: ")
         return InputError(
             f"max_model_len: {head}; give max_model_len {math.ceil(mean_in + mean_out):,} or more (the model's "
             f"context of {context:,} at most) or shorter input_tokens",

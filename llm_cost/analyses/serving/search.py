@@ -584,6 +584,18 @@ def _nothing_sustains(
     )
 
 
+def longer_than_context(input_tokens: float, output_tokens: float, context: int, head: str = "") -> InputError:
+    """The refusal of requests of ``input_tokens`` + ``output_tokens`` (their means) longer than the
+    model's ``context`` (``max_position_embeddings``): no engine admits them, whatever its
+    max_model_len (vLLM will not start with one past the context); ``head`` prefixes the reason."""
+    return InputError(
+        f"input_tokens: {head}prompts of {input_tokens:,.0f} + {output_tokens:,.0f} output tokens "
+        f"{'(mean) ' if head else ''}are longer than the model's context of {context:,} tokens (no max_model_len "
+        "may exceed it): shorter requests (input_tokens, a workload's lengths), or a model of a longer context",
+        fields=("input_tokens", "workload"),
+    )
+
+
 def _too_big(
     spec: ModelSpec,
     gpu: HardwareSpec,
@@ -598,14 +610,8 @@ def _too_big(
     """The error for a model no layout within the budget (or none of the ``forced`` layouts, the
     argument ``forced_field``) holds, with the GPUs it would need and the memory accounting that
     decided it; for requests longer than the model's context, that (no engine admits them)."""
-    context = spec.max_position_embeddings
-    if traffic.input_tokens + traffic.output_tokens > context:
-        return InputError(
-            f"input_tokens: prompts of {traffic.input_tokens:,} + {traffic.output_tokens:,} output tokens are longer "
-            f"than the model's context of {context:,} tokens (no max_model_len may exceed it): shorter requests "
-            "(input_tokens, a workload's lengths), or a model of a longer context",
-            fields=("input_tokens", "workload"),
-        )
+    if traffic.input_tokens + traffic.output_tokens > spec.max_position_embeddings:
+        return longer_than_context(traffic.input_tokens, traffic.output_tokens, spec.max_position_embeddings)
     usable = usable_bytes(gpu, policy)
     memory = (
         f"{usable / 1e9:,.1f} GB usable per GPU at {float(policy.utilization):.0%}, less a "
