@@ -90,8 +90,9 @@ def number(value: object, name: str, *, minimum: float = 0.0, maximum: float = 1
     )
     if not ok:
         side = "above" if open_min else "at least"
+        given = f"{value:g}" if isinstance(value, float) else repr(value)  # 1e+12, not 1000000000000.0
         raise InputError(
-            f"{name}: {value!r} must be a finite number {side} {minimum:g} and at most {maximum:g}", fields=(name,)
+            f"{name}: {given} must be a finite number {side} {minimum:g} and at most {maximum:g}", fields=(name,)
         )
     return float(cast(float, value))
 

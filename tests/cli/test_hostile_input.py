@@ -255,6 +255,9 @@ CASES = [
     ),
     ("serve-qps-tiny", ["serve", "llama3-8b", "--qps", "1e-30"], None, None, 2, "--qps"),
     ("fit-memory-half-gb", ["fit", "llama3-8b", "--memory-gb", "0.5"], None, None, 2, "--memory-gb: 0.5"),
+    # the value as the user wrote it in shortest form: 1e+12 and 0, not 1000000000000.0 and 0.0
+    ("fit-memory-1e12", ["fit", "llama3-8b", "--memory-gb", "1e12"], None, None, 2, "--memory-gb: 1e+12 must"),
+    ("fit-memory-zero", ["fit", "llama3-8b", "--memory-gb", "0"], None, None, 2, "--memory-gb: 0 must"),
     ("serve-negative-ttft", ["serve", "llama3-8b", "--ttft", "-1s"], None, None, 2, "greater than 0"),
     ("serve-chunk-1g", ["serve", "llama3-8b", "--chunk", "1G"], None, None, 2, "--chunk"),
     (
