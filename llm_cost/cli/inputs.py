@@ -86,4 +86,4 @@ def video(
     result = api.video(
         model, width, height, seconds, fps, decoder=decoder, weight_flops=weight_flops, kv_dtype=kv_dtype
     )
-    emit(result, as_json, view.render)
+    emit(result, as_json, view.render_video)

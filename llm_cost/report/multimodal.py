@@ -7,10 +7,13 @@ from llm_cost.core.units import fmt_flops, fmt_iec, fmt_int
 from llm_cost.report.base import print_conventions, print_facts
 
 
-def render(con, r: ImageResult) -> None:
-    """Tokens, encoder FLOPs, decoder prefill and KV."""
+def render(con, r: ImageResult, video: bool = False) -> None:
+    """Tokens, encoder FLOPs, decoder prefill and KV, headed as an image or (``video``) as frames."""
     v = r.vision
-    what = f"{r.width}x{r.height} image" if r.frames == 1 else f"{r.frames:,} frames of {r.width}x{r.height}"
+    if video:
+        what = f"{r.frames:,} frame{'s' if r.frames > 1 else ''} of {r.width}x{r.height}"
+    else:
+        what = f"{r.width}x{r.height} image"
     con.print(f"[bold]{r.model}: {what}, decoder {r.decoder}[/bold]")
     facts = [
         ("resized to", f"{v.resized_width}x{v.resized_height} px"),
@@ -37,3 +40,8 @@ def render(con, r: ImageResult) -> None:
     ]
     print_facts(con, facts)
     print_conventions(con, r.conventions)
+
+
+def render_video(con, r: ImageResult) -> None:
+    """:func:`render` headed as a clip of ``r.frames`` frames, one frame too."""
+    render(con, r, video=True)

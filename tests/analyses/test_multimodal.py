@@ -84,3 +84,17 @@ def test_a_day_of_video_prints_its_counts_with_separators(cli):
     """86,400 s at 2 fps = 172,800 frames; Qwen2-VL's temporal patch of 2 makes 86,400 groups."""
     out = cli("video", "qwen2-vl-7b", "--size", "640x360", "--seconds", "86400", "--fps", "2").out
     assert "172,800 frames" in out and "86,400 temporal groups" in out
+
+
+def test_a_one_frame_clip_is_headed_as_a_video_and_costs_what_the_still_image_costs(cli):
+    """Qwen2-VL fills a temporal patch of 2 frames with one frame as it does with a still image
+    (transformers' Qwen2VLImageProcessor tiles both to temporal_patch_size), so one frame's tokens
+    are the image's; the heading still says what was asked: a clip, not an image."""
+    clip = cli("video", "qwen2-vl-7b", "--size", "640x480", "--seconds", "1", "--fps", "1")
+    still = cli("image", "qwen2-vl-7b", "--size", "640x480")
+    assert "1 frame of 640x480" in clip.out.splitlines()[0] and "image" not in clip.out.splitlines()[0]
+    assert "640x480 image" in still.out.splitlines()[0]
+    frame = cli("video", "qwen2-vl-7b", "--size", "640x480", "--seconds", "1", "--fps", "1", "--json").json()
+    image = cli("image", "qwen2-vl-7b", "--size", "640x480", "--json").json()
+    # 644x476 after smart_resize: (644/14) x (476/14) = 46 x 34 patches, merged 2x2 into 391 tokens
+    assert frame["vision"]["tokens"] == image["vision"]["tokens"] == 46 * 34 // 4
