@@ -377,7 +377,7 @@ def test_one_replicas_occupancy_is_littles_law_however_the_replicas_are_simulate
     stands for all (round-robin on Poisson arrivals: every R-th arrival) or all run side by side
     (least-loaded): Little's law, L = lambda W, with lambda the replica's share of the served rate
     and W the mean E2E (it was divided by the replicas a second time when one stood for all)."""
-    plan = llm_cost.serve("llama3-8b", "h100", 512, 64, qps=100.0, ttft_s="p99:1s", tpot_s="p90:30ms", router=router)
+    plan = llm_cost.serve("llama3-8b", "h100", 512, 64, qps=200.0, ttft_s="p99:1s", tpot_s="p90:30ms", router=router)
     chosen = plan.chosen
     assert chosen.replicas > 1
     little = chosen.throughput_rps / chosen.replicas * chosen.e2e_s

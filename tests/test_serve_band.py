@@ -240,17 +240,17 @@ def test_the_profile_band_widens_outside_the_fitted_shapes():
 
 
 def test_the_analytic_form_scales_by_its_decode_step_band():
-    """``--batch``: TTFT and TPOT x the band factors of the configuration's typical decode step (64
+    """``--batch``: TTFT and TPOT x the band factors of the configuration's typical decode step (16
     sequences at 2,048 + 1,024 tokens), computed here; tokens/s divided by them; the fast end no
     faster than the Roofline bound."""
     profile = load_profile("hopper-vllm")
-    r = api.serve("llama3-8b", "h100", 2048, 2048, layout=ONE, concurrency=64, profile=profile, tpot_s=0.0185)
-    b = band_for(profile, 64, 2048 + 1024)
+    r = api.serve("llama3-8b", "h100", 2048, 2048, layout=ONE, concurrency=16, profile=profile, tpot_s=0.0185)
+    b = band_for(profile, 16, 2048 + 1024)
     assert r.tpot_high_s == pytest.approx(r.tpot_s * b.high) and r.ttft_high_s == pytest.approx(r.ttft_s * b.high)
     assert r.output_tokens_per_s_per_gpu_low == pytest.approx(r.output_tokens_per_s_per_gpu / b.high)
-    # The fast end x b.low would be 8.6 ms, under the 9.6 ms bound of a bare decode step of these 64
+    # The fast end x b.low would be 5.1 ms, under the 5.8 ms bound of a bare decode step of these 16
     # sequences at 2,048 tokens: it is held at the configuration's own bound instead.
-    decode_bound_s = api.decode("llama3-8b", "h100", 64, 2048, layout=ONE).bound_s
+    decode_bound_s = api.decode("llama3-8b", "h100", 16, 2048, layout=ONE).bound_s
     assert r.tpot_s * b.low < decode_bound_s <= r.tpot_low_s < r.tpot_s
     assert r.ttft_s * b.low <= r.ttft_low_s <= r.ttft_s
     assert r.violates_at_slow_end == (("tpot_s mean",) if r.tpot_s * b.high > 0.0185 else ())

@@ -188,7 +188,13 @@ def _add_ops(out: dict[str, dict[str, list]], i: int, step: Step, gpu: HardwareS
             target = out["attn"]
         elif op.kind == OpKind.COLLECTIVE:
             assert op.collective is not None
-            values = (i, op.layers, op.collective.bytes_per_call, link_bytes_s, latency_hops(op.collective.ranks))
+            values = (
+                i,
+                op.layers,
+                op.collective.bytes_per_call,
+                link_bytes_s,
+                latency_hops(op.collective.ranks, gpu.interconnect.gpus_per_node),
+            )
             target = out["coll"]
         else:
             values = (i, op.flops, op.bytes, peak16, bw)

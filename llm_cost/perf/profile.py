@@ -58,6 +58,7 @@ __all__ = [
     "Profile",
     "profile_name",
     "FIT_FILE",
+    "COLLECTIVE_STEP_LATENCY_MAX_S",
     "fit_data",
     "profile_file",
     "profile_names",
@@ -84,6 +85,17 @@ def _fraction(meaning: str, lower: float, upper: float, prior: float, of: str = 
 
 def _seconds(meaning: str, unit: str, upper: float, prior: float, lower: float = 0.0) -> Parameter:
     return Parameter(unit=unit, lower=lower, upper=upper, prior=prior, meaning=meaning)
+
+
+#: The most one latency step of a collective (a whole call within a node: one step,
+#: :func:`~llm_cost.perf.calibrated.latency_hops`) may cost: 44 us, about 1.5x NCCL's. A small all-reduce within
+#: a node takes 21-29 us in NCCL and 6-10 us in the engines' custom one-shot kernels: vLLM PR #37756
+#: (B300: pynccl 29 us, custom 7 us at 16 KiB), PR #24532 (H100, TP4: pynccl 21 us at 0.5 MB),
+#: SGLang PR #2904 (H100, TP8: vLLM's custom all-reduce 10 us at 512 B), vLLM PR #39080 (MI355X,
+#: TP8: 6.3 us at 24 KB). Up to 200 us per step, and 3 steps for a TP8 all-reduce, the fit had
+#: priced one on MI300X at 100 us when one source was held out (160 per decode step: 16 ms of a
+#: measured 8.4 ms step, ROCm vLLM dev-docker, Llama-3.1-70B FP8, batch 1).
+COLLECTIVE_STEP_LATENCY_MAX_S = 4.4e-5
 
 
 @spec
@@ -129,9 +141,10 @@ class FamilyParameters(Spec):
     collective_latency_s: Annotated[
         float,
         _seconds(
-            "latency of one collective call (all-reduce, all-to-all, send) on the GPUs' links and library",
-            "s per call",
-            2e-4,
+            "latency of one step of a collective call (all-reduce, all-to-all, send: one step within a "
+            "node, one more per doubling of the nodes) on the GPUs' links and library",
+            "s per step",
+            COLLECTIVE_STEP_LATENCY_MAX_S,
             1e-5,
             1e-6,
         ),

@@ -19,9 +19,10 @@ from llm_cost.analyses.serving_runs import compare_stage, error_summary, run_exp
 
 #: Issue 32's targets on held-out runs: median absolute percentage error over the experiments.
 TARGETS = {"itl_mean": 10.0, "e2e_mean": 10.0, "ttft_mean": 20.0, "e2e_p99": 15.0}
-#: What the replay reaches (15.8%, 20.6%, 29.9%, 38.6% when written), with a little room: a guard
-#: against regressions, not the targets.
-REACHED = {"itl_mean": 16.0, "e2e_mean": 21.0, "ttft_mean": 30.0, "e2e_p99": 42.0}
+#: What the replay reaches (15.9%, 20.7%, 30.2%, 38.2%; 15.5%, 20.3%, 29.6%, 38.2% before the
+#: collective latency became flat within a node, which took the time model's out-of-source median
+#: from 24.2% to 18.4%), with a little room: a guard against regressions, not the targets.
+REACHED = {"itl_mean": 16.5, "e2e_mean": 21.5, "ttft_mean": 31.0, "e2e_p99": 42.0}
 
 
 @pytest.fixture(scope="module")
