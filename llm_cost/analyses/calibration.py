@@ -743,7 +743,7 @@ def fit_file(rows: list[Measurement], written_by: str) -> dict[str, Any]:
     data["out_of_source"] = {
         "rows": len(rows),
         "sources": len(table),
-        "median": round(statistics.median(errors), 4),
+        "median": round(statistics.median(errors), 6),  # printed to 0.1%: no double rounding
         "in_band": sum(t.in_band for t in table),
     }
     data["bands"] = [to_data(b) for b in bands_of(rows, ratio, stored.situation)]
