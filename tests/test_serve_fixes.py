@@ -190,3 +190,18 @@ def test_a_plan_says_when_it_simulates_more_requests_than_asked(cli):
     simulated = cli(*args, "--json").json()["chosen"]["simulated_requests"]
     assert simulated > 1
     assert f"requests: 1 asked, {simulated:,} simulated" in cli(*args).out
+
+
+def test_an_overloaded_configuration_says_its_queue_grows_without_end():
+    """One H100 at 15 requests/s of 2K-token prompts and 256 outputs serves about 10.8/s: the queue
+    grows, so the P99 TTFT is the run's length talking (14.9 s over 1,000 requests, 51.6 s over
+    3,000, a new-user trial found). The run says it is overloaded, with the rates it compares;
+    at 5 requests/s, which it serves, it says nothing of the kind."""
+    over = api.serve("llama3-8b", "h100", 2048, 256, qps=15.0, layout=api.Layout(tp=1))
+    flagged = [n for n in over.conventions if n.code == "warning.serve_overloaded"]
+    assert len(flagged) == 1 and flagged[0].params["offered"] == 15.0
+    assert flagged[0].params["served"] == pytest.approx(over.throughput_rps) and over.throughput_rps < 0.9 * 15
+    longer = api.serve("llama3-8b", "h100", 2048, 256, qps=15.0, layout=api.Layout(tp=1), requests=3000)
+    assert longer.percentiles["ttft_s"].p99 > 2 * over.percentiles["ttft_s"].p99  # no steady state to report
+    fine = api.serve("llama3-8b", "h100", 2048, 256, qps=5.0, layout=api.Layout(tp=1))
+    assert fine.throughput_rps > 0.9 * 5 and not any(n.code == "warning.serve_overloaded" for n in fine.conventions)

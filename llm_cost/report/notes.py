@@ -370,6 +370,12 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             "chunked prefill shortens the stalls"
         )
     ),
+    "warning.serve_overloaded": lambda p: (
+        f"warning: overloaded: {p['served']:,.3g} of {p['offered']:,.3g} requests/s offered are served, "
+        f"{p['waiting']:,.1f} wait on average: the queue grows through the run, so its latencies and percentiles "
+        "grow with its length (--requests) and describe no steady state; lower the rate, or add replicas "
+        "(--qps without a layout plans them)"
+    ),
     "warning.serve_goodput": lambda p: (
         f"warning: goodput {p['goodput']:,.3g} of {p['served']:,.3g} requests/s served: fewer than half the requests "
         "meet every target on their own (goodput, DistServe's, counts a request only when its own TTFT, TPOT and E2E "
