@@ -29,7 +29,7 @@ recompute and FlashAttention's 2.5x backward.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import field, replace
 from typing import Any, Optional
 
@@ -836,7 +836,9 @@ def _plan(
         note("train_plan.mfu", tflops=gpu.peak_flops(dtype) / 1e12, dtype=dtype.value),
         note("train_plan.memory", reserve_gib=cluster.reserve_bytes / 2**30, framework=str(lay.framework)),
         *tight_memory_note(best.memory.room_bytes - best.memory.total_bytes, f"the layout {lay.label()}"),
-        *bubble_note(lay, best.breakdown, seq),
+        *bubble_note(
+            lay, best.breakdown, seq, MemoryModel(spec, seq, gpu.capacity_bytes - cluster.reserve_bytes).memory
+        ),
         note("train_plan.band", band=rates.band, widen=widen),
         note("train_plan.left_out"),
     ]
@@ -871,19 +873,32 @@ BUBBLE_WARN = 0.25
 BUBBLE_TARGET = 0.10
 
 
-def bubble_note(layout: TrainLayout, breakdown: StepBreakdown, seq: int) -> list[Note]:
+def bubble_note(
+    layout: TrainLayout, breakdown: StepBreakdown, seq: int, memory_of: Callable[[TrainLayout], LayoutMemory]
+) -> list[Note]:
     """A warning when the pipeline bubble of ``layout`` exceeds :data:`BUBBLE_WARN` of its compute
     (too few micro-batches per pipeline: the global batch is small for the cluster), naming the
-    global batch that keeps it to :data:`BUBBLE_TARGET` with the same layout: (p - 1)/(v m) <= target
-    (Narayanan et al. 2021 §2.2), m micro-batches of its size on each of its dp replicas."""
+    global batch that keeps it to at most :data:`BUBBLE_TARGET` with the same layout, m micro-batches
+    of its size on each of its dp replicas: the bubble, (p - 1)/v micro-batch times (Narayanan et
+    al. 2021 §2.2, each with its exposed communication), stays as the compute grows with m, so the
+    share falls as 1/m: m >= share x m_now / target, and at least (p - 1)/(v target). When that
+    batch would not fit this layout's memory (``memory_of``: 1F1B keeps up to p micro-batches'
+    activations in flight, a small batch fewer), the warning says what it would need."""
     if layout.pp == 1 or breakdown.bubble_s <= BUBBLE_WARN * breakdown.compute_s:
         return []
-    micro_batches = math.ceil((layout.pp - 1) / (BUBBLE_TARGET * layout.vp))
+    share = breakdown.bubble_s / breakdown.compute_s
+    micro_batches = max(
+        math.ceil((layout.pp - 1) / (BUBBLE_TARGET * layout.vp) - 1e-9),
+        math.ceil(share * layout.micro_batches / BUBBLE_TARGET - 1e-9),
+    )
     sequences = micro_batches * layout.micro_batch * layout.dp
+    filled = memory_of(replace(layout, micro_batches=micro_batches))
     return [
         note(
             "warning.train_bubble",
-            bubble=breakdown.bubble_s / breakdown.compute_s,
+            need_bytes=None if filled.fits else filled.total_bytes,
+            room_bytes=filled.room_bytes,
+            bubble=share,
             micro_batches=layout.micro_batches,
             dp=layout.dp,
             pp=layout.pp,

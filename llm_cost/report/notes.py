@@ -356,8 +356,15 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "warning.train_bubble": lambda p: (
         f"warning: the pipeline bubble is {p['bubble']:.0%} of the compute: {p['micro_batches']:,} micro-batch(es) "
         f"per step on each of {p['dp']:,} replicas fill {p['pp']} stages poorly, the global batch is small for the "
-        f"cluster; a global batch of {p['sequences']:,} sequences ({p['tokens']:,} tokens) keeps it under "
-        f"{p['target']:.0%} with this layout (or use fewer GPUs)"
+        f"cluster; a global batch of {p['sequences']:,} sequences ({p['tokens']:,} tokens) keeps it to at "
+        f"most {p['target']:.0%} with this layout (or use fewer GPUs)"
+        + (
+            f", though at that batch this layout needs {p['need_bytes'] / 2**30:,.1f} GiB of "
+            f"{p['room_bytes'] / 2**30:,.1f} GiB per GPU (1F1B keeps more micro-batches' activations in flight): "
+            "a plan at that batch picks its own layout"
+            if p["need_bytes"] is not None
+            else ""
+        )
     ),
     "warning.itl_stalls": lambda p: (
         f"warning: ITL P90 {fmt_seconds(p['itl_p90_s'])} is {p['ratio']:.1f}x the TPOT target ({p['tpot']}) the run "
