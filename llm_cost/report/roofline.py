@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from llm_cost.analyses.roofline import DecodeStep, PrefillStep
+from llm_cost.core.labels import Bound
 from llm_cost.core.units import fmt_flops, fmt_int, fmt_rate, fmt_seconds, fmt_si
 from llm_cost.perf.ridge import Ridge
 from llm_cost.report.base import (
@@ -132,6 +133,14 @@ def _decode_work(d: DecodeStep) -> list[tuple[str, str]]:
     ]
 
 
+def _plus_link(d: DecodeStep) -> str:
+    """The communication a compute- or memory-bound bound adds to its dominant time, when it is at
+    least 1% of the bound (TP16 across two nodes: 3.15 of 7.39 ms), else nothing."""
+    if d.bound == Bound.COMMUNICATION or d.comm_time_s < 0.01 * d.bound_s:
+        return ""
+    return f", plus {fmt_seconds(d.comm_time_s)} of communication"
+
+
 def _decode_times(d: DecodeStep) -> list[tuple[str, str]]:
     """A decode step's times: at peak, over the link, its bound, estimate and prediction, and
     (one GPU) the two weight-reading conventions."""
@@ -146,7 +155,7 @@ def _decode_times(d: DecodeStep) -> list[tuple[str, str]]:
     facts += [
         (
             "lower bound",
-            f"[bold]{fmt_seconds(d.bound_s)}[/bold] ({d.bound}-bound), {fmt_rate(d.tokens_per_s)} tokens/s",
+            f"[bold]{fmt_seconds(d.bound_s)}[/bold] ({d.bound}-bound{_plus_link(d)}), {fmt_rate(d.tokens_per_s)} tokens/s",
         ),
         (
             f"estimate at MFU {d.mfu:.0%}, MBU {d.mbu:.0%}",
