@@ -63,7 +63,10 @@ def _fits_text(r: SpecResult, most: int) -> str:
         one = f" and one sequence of {r.context:,} tokens" if r.context else " alone"
         return f"none: the weights{one} exceed the GPU's memory"
     ranks = f" over {r.layout.dp} data-parallel ranks" if r.layout is not None and r.layout.dp > 1 else ""
-    return f"{most:,} sequences of {r.context:,} tokens (weights + KV){ranks}"
+    return (
+        f"{most:,} sequences of {r.context:,} tokens (weights + KV){ranks}: the card's ceiling; an engine keeps a "
+        "share, a reserve and a workspace back (llm-cost fit counts vLLM's)"
+    )
 
 
 def _beyond(r: SpecResult, batch: int) -> str:
