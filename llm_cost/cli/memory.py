@@ -90,12 +90,14 @@ def fit(
     engine: PredictionEngine = None,
     profile: ProfileOpt = None,
     as_json: Json = False,
+    as_csv: Csv = False,
     plot: Plot = None,
     force: PlotForce = False,
 ) -> None:
     """What fits: one GPU's capacity (largest batch/context, KV budget) and the smallest multi-GPU layouts.
 
     With --tp/--pp/--ep/--dp: that layout's per-GPU weights, KV, headroom and decode step.
+    --csv: one row per layout listed (or the one given).
     Examples: llm-cost fit llama3-8b --gpu h100; llm-cost fit llama3-70b --gpu h100 --context 8K;
     llm-cost fit deepseek-v3 --gpu h200 --weights-dtype fp8; llm-cost fit llama3-70b --tp 2
     """
@@ -130,6 +132,9 @@ def fit(
 
         sweep = api.kv(model, [2**k for k in range(10, 21)], batch, kv_dtype)
         plots.fit(result, sweep, title, gpu_title, out)
+    if as_csv:
+        emit_csv([result.deployment] if result.deployment is not None else result.smallest_layouts)
+        return
     emit(result, as_json, view.render, title, gpu_title)
 
 

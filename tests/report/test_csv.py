@@ -101,6 +101,7 @@ def _flat(row: dict, prefix: str = "") -> dict:
         ),
         (["activations", "llama3-8b", "--seq", "4K"], None),
         (["numerics"], "formats"),
+        (["fit", "llama3-70b", "--gpu", "h100", "--context", "8K"], "smallest_layouts"),
     ],
 )
 def test_commands_with_rows_print_the_json_rows_as_csv(cli, args, rows_key):
@@ -155,3 +156,11 @@ def test_serve_csv_carries_the_chosen_plans_band(cli):
     for name in ("tpot_low_s", "ttft_high_s", "usd_per_million_output_tokens_low", "goodput_rps_low"):
         assert plan[name] is not None and chosen[name] == _text(plan[name]), name
     assert chosen["tpot_p90_low_s"] == _text(plan["percentiles"]["tpot_s"]["p90_low_s"])
+
+
+def test_fit_with_a_layout_gives_that_layout_as_one_csv_row(cli):
+    """fit --tp 2: the one layout's JSON (``deployment``) as the CSV's one row (fit had refused
+    --csv though it prints a table of layouts, a new-user trial found)."""
+    args = ["fit", "llama3-70b", "--gpu", "h100", "--tp", "2"]
+    data = cli(*args, "--json").json()
+    assert _rows(cli(*args, "--csv").out) == [_flat(data["deployment"])]
