@@ -65,7 +65,7 @@ from llm_cost.perf.eras import EngineBlock, block_of, current_block, engine_of_b
 from llm_cost.perf.families import KernelFamily, family_of
 from llm_cost.perf.kernels import SPLIT_KV_ENGINES, attention_blocks
 from llm_cost.perf.profile import ENGINE_PARAMETERS, FAMILY_PARAMETERS, Regime, RegimeBand, Situation
-from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, link_of
+from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, host_gpus, link_of
 from llm_cost.specs.declare import to_data
 from llm_cost.specs.load import load_gpu, load_model
 from llm_cost.specs.schema import HardwareSpec
@@ -193,7 +193,7 @@ def _add_ops(out: dict[str, dict[str, list]], i: int, step: Step, gpu: HardwareS
                 op.layers,
                 op.collective.bytes_per_call,
                 link_bytes_s,
-                latency_hops(op.collective.ranks, gpu.interconnect.gpus_per_node),
+                latency_hops(op.collective.ranks, host_gpus(gpu)),
             )
             target = out["coll"]
         else:

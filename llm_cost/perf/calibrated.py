@@ -61,6 +61,7 @@ from llm_cost.perf.timemodel import (
     StageTime,
     StepTime,
     hop_rate,
+    host_gpus,
     link_of,
     sum_stages,
 )
@@ -229,7 +230,8 @@ def other_terms(flops: Any, nbytes: Any, peak16: Any, bw: Any, e_gemm16: Any, e_
 
 
 def latency_hops(ranks: int, gpus_per_node: int) -> float:
-    """The latency steps of one collective over ``ranks`` GPUs of nodes of ``gpus_per_node``: one
+    """The latency steps of one collective over ``ranks`` GPUs of nodes of ``gpus_per_node``
+    (:func:`~llm_cost.perf.timemodel.host_gpus`: a host of PCIe cards is one node): one
     within a node (the engines' one-shot all-reduce reads every peer's buffer at once over the
     node's links, and its latency does not grow with the ranks: vLLM's custom all-reduce of 512 B
     on H100s takes 9.5, 9.1 and 10.1 us at TP 2, 4 and 8, SGLang PR #2904), plus log2 of the nodes
@@ -303,7 +305,7 @@ def rates_of(profile: Profile, step: Step, gpu: HardwareSpec) -> Rates:
         f[f"gemm_efficiency_{width}"],
         1.0 if fmt == "native" else e[f"{fmt}_bandwidth_share"],
         f["kv_saturation_blocks_per_sm"] * sms,
-        gpu.interconnect.gpus_per_node,
+        host_gpus(gpu),
     )
 
 

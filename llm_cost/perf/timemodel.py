@@ -46,6 +46,7 @@ __all__ = [
     "link_of",
     "pp_hop_leaves_node",
     "hop_rate",
+    "host_gpus",
     "sum_stages",
 ]
 
@@ -121,6 +122,13 @@ class TimeModel(Protocol):
 #: The most GPUs of a card without a GPU-to-GPU link (one GPU per node in its spec) that tensor
 #: parallelism joins over PCIe: one host's x16 slots, as vLLM and SGLang run L40S and RTX 4090 boxes.
 PCIE_TP_MAX = 8
+
+
+def host_gpus(gpu: HardwareSpec) -> int:
+    """GPUs of one node: the spec's ``gpus_per_node``; for a card with no GPU-to-GPU link (one per
+    node in its spec), one host of :data:`PCIE_TP_MAX` cards over PCIe."""
+    node = max(1, gpu.interconnect.gpus_per_node)
+    return PCIE_TP_MAX if node == 1 else node
 
 
 def pcie_tp(gpu: HardwareSpec, gpus: int) -> bool:

@@ -162,6 +162,10 @@ def test_no_fit_prices_a_collective_call_above_what_nccl_takes():
     # vLLM's custom all-reduce of 512 B on H100s: 9.5, 9.1 and 10.1 us at TP 2, 4 and 8 (PR #2904):
     # one step within a node of 8; two nodes add a step across the network
     assert [latency_hops(n, 8) for n in (2, 4, 8, 16, 64)] == [1, 1, 1, 2, 4]
+    # a card without a GPU link (one per node in its spec) runs TP over PCIe within one host of 8
+    from llm_cost.perf.timemodel import host_gpus
+
+    assert [latency_hops(n, host_gpus(load_gpu("l40s"))) for n in (2, 4, 8, 16)] == [1, 1, 1, 2]
     data = fit_data()
     fitted = {("all", f): e["parameters"] for f, e in data["families"].items()}
     folds = {(s, f): p for s, fold in data["folds"].items() for f, p in fold["families"].items()}

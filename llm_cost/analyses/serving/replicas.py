@@ -134,10 +134,9 @@ def node_gpus(gpu: HardwareSpec) -> int:
     """GPUs of one node a replica's tensor parallelism joins: the spec's ``gpus_per_node``; for a
     card with no GPU-to-GPU link (one per node), one host of
     :data:`~llm_cost.perf.timemodel.PCIE_TP_MAX` cards over PCIe."""
-    from llm_cost.perf.timemodel import PCIE_TP_MAX
+    from llm_cost.perf.timemodel import host_gpus
 
-    node = max(1, gpu.interconnect.gpus_per_node)
-    return PCIE_TP_MAX if node == 1 else node
+    return host_gpus(gpu)
 
 
 def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
