@@ -205,3 +205,6 @@ def test_an_overloaded_configuration_says_its_queue_grows_without_end():
     assert longer.percentiles["ttft_s"].p99 > 2 * over.percentiles["ttft_s"].p99  # no steady state to report
     fine = api.serve("llama3-8b", "h100", 2048, 256, qps=5.0, layout=api.Layout(tp=1))
     assert fine.throughput_rps > 0.9 * 5 and not any(n.code == "warning.serve_overloaded" for n in fine.conventions)
+    # a short light run serves its few arrivals' rate (30 at 1/s: about 0.8/s), with nobody waiting
+    short = api.serve("llama3-8b", "h100", 2048, 256, qps=1.0, layout=api.Layout(tp=1), requests=30)
+    assert short.waiting_mean < 1 and not any(n.code == "warning.serve_overloaded" for n in short.conventions)

@@ -394,17 +394,20 @@ def _goodput_note(
 #: A served rate below this share of a steady offered rate is flagged (:func:`_overload_note`): a
 #: Poisson run of 1,000 requests serves within a few percent of its rate when it keeps up.
 SERVED_SHARE = 0.9
+#: ... and only with at least this many requests waiting on average: a short run's served rate is
+#: its few arrivals' (30 requests at 1/s served at 0.8/s with none waiting).
+WAITING_LEAST = 1.0
 
 
 def _overload_note(traffic: Workload | Trace, served: float, waiting: float) -> list[Note]:
-    """A warning when an open loop at one rate is served at under :data:`SERVED_SHARE` of it: the
-    queue grows through the run, so its latencies grow with the run's length (llama3-8b on one
-    H100 at 15 requests/s of 2K prompts: 10.8 served, P99 TTFT 14.9 s over 1,000 requests and
-    51.6 s over 3,000)."""
+    """A warning when an open loop at one rate is served at under :data:`SERVED_SHARE` of it while
+    requests queue (:data:`WAITING_LEAST`): the queue grows through the run, so its latencies grow
+    with the run's length (llama3-8b on one H100 at 15 requests/s of 2K prompts: 10.8 served, 87
+    waiting, P99 TTFT 14.9 s over 1,000 requests and 51.6 s over 3,000)."""
     if isinstance(traffic, Trace) or isinstance(traffic.arrivals, ClosedLoop) or len(traffic.arrivals.stages) != 1:
         return []
     offered = offered_rps(traffic)
-    if offered is None or served >= SERVED_SHARE * offered:
+    if offered is None or served >= SERVED_SHARE * offered or waiting < WAITING_LEAST:
         return []
     return [note("warning.serve_overloaded", offered=offered, served=served, waiting=waiting)]
 
