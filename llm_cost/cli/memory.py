@@ -133,7 +133,13 @@ def fit(
         sweep = api.kv(model, [2**k for k in range(10, 21)], batch, kv_dtype)
         plots.fit(result, sweep, title, gpu_title, out)
     if as_csv:
-        emit_csv([result.deployment] if result.deployment is not None else result.smallest_layouts)
+        rows = [result.deployment] if result.deployment is not None else result.smallest_layouts
+        if not rows:
+            raise InputError(
+                f"--csv: no layout of up to {result.max_gpus} x {gpu_title} holds the model at this batch and "
+                "context, so there are no rows (raise --max-gpus, lower the bits per weight or the context)"
+            )
+        emit_csv(rows)
         return
     emit(result, as_json, view.render, title, gpu_title)
 

@@ -164,3 +164,9 @@ def test_fit_with_a_layout_gives_that_layout_as_one_csv_row(cli):
     args = ["fit", "llama3-70b", "--gpu", "h100", "--tp", "2"]
     data = cli(*args, "--json").json()
     assert _rows(cli(*args, "--csv").out) == [_flat(data["deployment"])]
+
+
+def test_fit_csv_with_no_layout_that_fits_is_one_error_line(cli):
+    """Nothing fits on 1 GB: the text says so; CSV had printed an empty line with exit 0."""
+    r = cli("fit", "llama3-8b", "--memory-gb", "1", "--csv")
+    assert r.code == 2 and r.out == "" and r.err.startswith("error: --csv: no layout") and len(r.err.splitlines()) == 1
