@@ -238,8 +238,10 @@ def video_cost(
     weight_convention: WeightFlops = WeightFlops.GEMM,
     kv_bits: int = 16,
 ) -> ImageResult:
-    """A clip of ``seconds`` at ``fps``: frames grouped by the temporal patch (2 for Qwen2-VL)."""
-    frames = round(seconds * fps)
+    """A clip of ``seconds`` at ``fps``: frames sampled at t = 0, 1/fps, 2/fps, ... within it,
+    ceil(seconds x fps) (0.5 s at 1 fps: the first frame; 2.5 s: three), grouped by the temporal
+    patch (2 for Qwen2-VL)."""
+    frames = math.ceil(seconds * fps - 1e-9)
     if frames < 1:
         raise InputError(
             f"seconds x fps = {seconds * fps:g} frames; a video needs at least one frame", fields=("seconds", "fps")

@@ -98,3 +98,11 @@ def test_a_one_frame_clip_is_headed_as_a_video_and_costs_what_the_still_image_co
     image = cli("image", "qwen2-vl-7b", "--size", "640x480", "--json").json()
     # 644x476 after smart_resize: (644/14) x (476/14) = 46 x 34 patches, merged 2x2 into 391 tokens
     assert frame["vision"]["tokens"] == image["vision"]["tokens"] == 46 * 34 // 4
+
+
+@pytest.mark.parametrize("seconds, frames", [(0.5, 1), (0.9, 1), (1.0, 1), (1.5, 2), (2.5, 3), (3.5, 4), (60, 60)])
+def test_a_clip_counts_the_frames_sampled_within_it(cli, seconds, frames):
+    """Frames sampled at t = 0, 1/fps, 2/fps, ... inside the clip: ceil(seconds x fps). Rounding had
+    refused 0.5 s (0 frames) and sent halves to the even count (2.5 s: 2 frames), a helper found."""
+    data = cli("video", "qwen2-vl-7b", "--size", "640x480", "--seconds", str(seconds), "--fps", "1", "--json").json()
+    assert data["frames"] == frames
