@@ -892,10 +892,12 @@ def bubble_note(
         math.ceil(share * layout.micro_batches / BUBBLE_TARGET - 1e-9),
     )
     sequences = micro_batches * layout.micro_batch * layout.dp
-    filled = memory_of(replace(layout, micro_batches=micro_batches))
+    at_batch = replace(layout, micro_batches=micro_batches)
+    filled = memory_of(at_batch)
     return [
         note(
             "warning.train_bubble",
+            layout=at_batch.label(),
             need_bytes=None if filled.fits else filled.total_bytes,
             room_bytes=filled.room_bytes,
             bubble=share,

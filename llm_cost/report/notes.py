@@ -357,7 +357,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         f"warning: the pipeline bubble is {p['bubble']:.0%} of the compute: {p['micro_batches']:,} micro-batch(es) "
         f"per step on each of {p['dp']:,} replicas fill {p['pp']} stages poorly, the global batch is small for the "
         f"cluster; a global batch of {p['sequences']:,} sequences ({p['tokens']:,} tokens) keeps it to at "
-        f"most {p['target']:.0%} with this layout (or use fewer GPUs)"
+        f"most {p['target']:.0%} with this layout ({p['layout']}, every knob given) or fewer GPUs"
         + (
             f", though at that batch this layout needs {p['need_bytes'] / 2**30:,.1f} GiB of "
             f"{p['room_bytes'] / 2**30:,.1f} GiB per GPU (1F1B keeps more micro-batches' activations in flight): "

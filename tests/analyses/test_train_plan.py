@@ -625,6 +625,7 @@ def test_a_small_batch_for_the_cluster_warns_with_the_batch_that_fills_the_pipel
     assert p["bubble"] >= (lay["pp"] - 1) / (lay["micro_batches"] * lay["vp"])
     m = p["sequences"] // (lay["dp"] * lay["micro_batch"])
     assert (lay["pp"] - 1) / (m * lay["vp"]) <= 0.10 and p["need_bytes"] is None
+    assert p["layout"].endswith(f"mb{lay['micro_batch']} x {m}")  # the layout at that batch, every knob named
     knobs = {k: lay[k] for k in ("tp", "pp", "vp", "dp", "cp", "zero", "recompute")}
     again = llm_cost.train("llama3.1-405b", 15 * 10**12, "h100", gpus=16384, global_batch=p["tokens"], seq=8192,
                            framework="fsdp2", **knobs)  # fmt: skip

@@ -193,6 +193,11 @@ def test_a_bound_that_adds_communication_says_how_much(cli):
     assert data["comm_time_s"] > 0.3 * data["bound_s"]
     line = next(x for x in cli(*args).out.splitlines() if x.strip().startswith("lower bound"))
     assert "memory-bound, plus 3.15 ms of communication" in line
+    # however small, the communication is named, so the line is the sum of its printed parts
+    small = cli("roofline", "llama3-70b", "--gpu", "l40s", "--tp", "16", "--json").json()
+    assert 0 < small["comm_time_s"] < 0.01 * small["bound_s"]
+    text = cli("roofline", "llama3-70b", "--gpu", "l40s", "--tp", "16").out
+    assert "memory-bound, plus 98.3 µs of communication" in text
 
 
 def test_the_smallest_layouts_table_warns_of_each_tight_layout(cli):
