@@ -519,6 +519,26 @@ def _check_divides(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpac
             f"give a multiple of {unit:,} sequences ({(sequences // unit + 1) * unit:,} is the next)",
             fields=("global_batch", "dp", "micro_batch"),
         )
+    _check_interleaved_micro_batches(sequences, space, dps)
+
+
+def _check_interleaved_micro_batches(sequences: int, space: SearchSpace, dps: list[int]) -> None:
+    """InputError when only interleaved schedules are allowed (every vp > 1) and no dp x
+    micro_batch leaves a replica the pp micro-batches interleaved 1F1B runs at least (Megatron-LM's
+    interleaved schedule: the micro-batches a multiple of, and at least, pp)."""
+    if min(space.vp) <= 1:
+        return
+    pp = min(space.pp)
+    counts = [sequences // d // b for d in dps for b in space.micro_batch if sequences % (d * b) == 0]
+    if not counts or max(counts) >= pp:
+        return
+    d, b = dps[0], min(space.micro_batch)
+    raise InputError(
+        f"vp: interleaved 1F1B (vp {min(space.vp)}) needs at least pp = {pp} micro-batches per replica; "
+        f"{sequences:,} sequences over dp {d:,} in micro-batches of {b} give {sequences // d // b}; give a smaller "
+        f"micro_batch, a global_batch of at least {d * b * pp:,} sequences, or vp 1",
+        fields=("vp", "micro_batch", "global_batch"),
+    )
 
 
 def _default_batch_too_small(

@@ -734,3 +734,16 @@ def test_the_fast_end_of_a_plans_band_never_runs_the_gpus_past_their_peak(gpus):
     fast = plan.mfu_range[1] / plan.mfu  # the step time's fast-end factor is its inverse
     assert plan.hfu * fast <= 1 + 1e-9
     assert plan.days_range[0] == pytest.approx(plan.days / fast)
+
+
+def test_interleaving_without_enough_micro_batches_names_vp(cli):
+    """TP8 PP4 (v3) on 16,384 GPUs is DP512: 2,048 sequences of 8K (16M tokens) in micro-batches of
+    2 give each replica 2 micro-batches, fewer than the pp = 4 Megatron's interleaved 1F1B needs.
+    The refusal had blamed dp and micro_batch, which both divide (2,048 / 512 = 4, 4 / 2 = 2)."""
+    args = ["train", "llama3.1-405b", "--tokens", "15T", "--gpu", "h100", "--gpus", "16384", "--seq", "8K"]
+    args += ["--framework", "fsdp2", "--tp", "8", "--pp", "4", "--vp", "3", "--dp", "512", "--zero", "2"]
+    r = cli(*args, "--global-batch", "16M", "--micro-batch", "2")
+    assert r.code == 2 and r.err.startswith("error: --vp: interleaved 1F1B") and "give 2;" in r.err
+    assert "at least 4,096 sequences" in r.err  # 512 x 2 x 4
+    ok = cli(*args, "--global-batch", str(4096 * 8192), "--micro-batch", "2", "--json")
+    assert ok.code == 0 and ok.json()["layout"]["micro_batches"] == 4
