@@ -19,10 +19,20 @@ def test_a_rate_past_the_replicas_compute_asks_for_replicas_not_a_chunk():
     with pytest.raises(InputError) as err:
         llm_cost.serve("llama3-8b", "h100", 2048, 256, layout=llm_cost.Layout(tp=1), qps=1000.0, requests=2000)
     text = str(err.value)
-    assert "no token budget keeps up" in text and "max_num_batched_tokens 1,048,576" not in text
-    needed = int(re.search(r"give ([\d,]+) replicas", text).group(1).replace(",", ""))
-    assert needed >= math.ceil(2_048_000 * 2 * 8_030_261_248 / 989.4e12)
-    assert err.value.fields == ("qps",)
+    assert text.startswith("qps: ") and "at any token budget" in text and "max_num_batched_tokens" not in text
+    gpus, needed = (
+        int(g.replace(",", "")) for g in re.search(r"give gpus ([\d,]+) \(([\d,]+) replicas\)", text).groups()
+    )
+    assert gpus == needed >= math.ceil(2_048_000 * 2 * 8_030_261_248 / 989.4e12)
+    assert err.value.fields == ("qps", "gpus")
+
+
+def test_the_replicas_a_rate_needs_are_named_by_the_flag_that_gives_them(cli):
+    """One H100 at 50 requests/s of 2K prompts: the error had begun 'max_num_batched_tokens:' (no
+    flag) and said 'give 3 replicas' with no flag to give them by (a helper's attack); --gpus 3
+    plans three replicas."""
+    out = cli("serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "50", "--input", "2K", "--output", "256")
+    assert out.code == 2 and out.err.startswith("error: --qps: ") and "give --gpus 3 (3 replicas)" in out.err
 
 
 def test_a_small_chunk_that_a_larger_one_would_cure_names_the_chunk(cli):

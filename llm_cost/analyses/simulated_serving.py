@@ -627,9 +627,11 @@ def _check_prefill_keeps_up(
     if best < offered:  # no budget keeps up: the replica's compute does not
         needed = math.ceil(rate * max(prompt, 1.0) / best)
         raise InputError(
-            head + f"no token budget keeps up (at most {best:,.0f} prompt tokens/s a replica at any), so "
-            f"give {needed:,} replicas or more, or a lower rate",
-            fields=("qps",),
+            f"qps: {rate / replicas:,.4g} requests/s of {prompt:,.0f} uncached prompt tokens offer {offered:,.0f} "
+            f"prompt tokens/s to each {layout.gpus}-GPU replica, which prefills at most {best:,.0f} at any token "
+            f"budget: its queue would grow without end; give gpus {needed * layout.gpus:,} ({needed:,} "
+            "replicas) or more, or a lower qps",
+            fields=("qps", "gpus"),
         )
     raise InputError(
         head + f"give max_num_batched_tokens {budget:,} or more, more replicas, or a lower rate",
