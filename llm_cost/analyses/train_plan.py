@@ -514,12 +514,22 @@ def _check_divides(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpac
         unit = steps[0]
         if default_seq and sequences < unit:
             raise _default_batch_too_small(gpus, sequences, default_seq, unit, triples, spec, space)
+        given = [k for k, v in (("dp", space.dp), ("micro_batch", space.micro_batch)) if _given(v)]
+        unit_text = " x ".join(k if k in given else {"dp": "replicas", "micro_batch": "micro-batch"}[k]
+                               for k in ("dp", "micro_batch"))  # fmt: skip
         raise InputError(
-            f"global_batch: {sequences:,} sequences per step are not a multiple of dp x micro_batch = {unit:,}; "
-            f"give a multiple of {unit:,} sequences ({(sequences // unit + 1) * unit:,} is the next)",
-            fields=("global_batch", "dp", "micro_batch"),
+            f"global_batch: {sequences:,} sequences per step are not a multiple of {unit_text} = {unit:,} (the "
+            f"fewest {'the knobs given allow' if given else f'any layout of {gpus:,} GPUs takes'}); give a multiple "
+            f"of {unit:,} sequences "
+            f"({(sequences // unit + 1) * unit:,} is the next)",
+            fields=("global_batch", *given),
         )
     _check_interleaved_micro_batches(sequences, space, dps)
+
+
+def _given(value: object) -> bool:
+    """Whether a search knob was fixed by the caller: a dp given (not None), a one-value tuple."""
+    return value is not None and (not isinstance(value, tuple) or len(value) == 1)
 
 
 def _check_interleaved_micro_batches(sequences: int, space: SearchSpace, dps: list[int]) -> None:

@@ -565,7 +565,7 @@ def test_the_predicted_mode_needs_a_cluster(cli):
         (["--gpus", "8", "--pp", "64"], "--pp: 64 stages exceed the 32 layers; give at most 32"),
         (
             ["--gpus", "8", "--tp", "1", "--cp", "1", "--pp", "1", "--micro-batch", "2", "--global-batch", "24K"],
-            "--global-batch: 3 sequences per step are not a multiple of --dp x --micro-batch = 16",
+            "--global-batch: 3 sequences per step are not a multiple of replicas x --micro-batch = 16",
         ),
         # the default batch is 4 x 2^20 tokens = 512 sequences of Llama-3-8B's 8,192
         (["--gpus", "64", "--micro-batch", "1024"], "--micro-batch: 1,024 sequences exceed the 512 sequences"),
@@ -747,3 +747,13 @@ def test_interleaving_without_enough_micro_batches_names_vp(cli):
     assert "at least 4,096 sequences" in r.err  # 512 x 2 x 4
     ok = cli(*args, "--global-batch", str(4096 * 8192), "--micro-batch", "2", "--json")
     assert ok.code == 0 and ok.json()["layout"]["micro_batches"] == 4
+
+
+def test_a_batch_too_small_for_the_cluster_names_no_flag_the_user_did_not_give(cli):
+    """One 8K sequence on 16,384 H100s, which no layout of Llama-3.1-405B splits (at least 32
+    replicas x micro-batch there, as the error says). The error had said '--dp x --micro-batch',
+    flags the user never gave (a helper's attack)."""
+    r = cli("train", "llama3.1-405b", "--tokens", "15T", "--gpu", "h100", "--gpus", "16384", "--seq", "8K",
+            "--global-batch", "8K")  # fmt: skip
+    assert r.code == 2 and "not a multiple of replicas x micro-batch = 32" in r.err
+    assert "--dp" not in r.err and "--micro-batch" not in r.err
