@@ -627,8 +627,9 @@ def _check_prefill_keeps_up(
     if best < offered:  # no budget keeps up: the replica's compute does not
         needed = math.ceil(rate * max(prompt, 1.0) / best)
         raise InputError(
-            f"qps: {rate / replicas:,.4g} requests/s of {prompt:,.0f} uncached prompt tokens offer {offered:,.0f} "
-            f"prompt tokens/s to each {layout.gpus}-GPU replica, which prefills at most {best:,.0f} at any token "
+            f"qps: {rate:,.4g} requests/s of {prompt:,.0f} uncached prompt tokens offer {offered:,.0f} prompt "
+            f"tokens/s to each {layout.gpus}-GPU replica{f' (of {replicas:,})' if replicas > 1 else ''}, which "
+            f"prefills at most {best:,.0f} at any token "
             f"budget: its queue would grow without end; give gpus {needed * layout.gpus:,} ({needed:,} "
             "replicas) or more, or a lower qps",
             fields=("qps", "gpus"),
