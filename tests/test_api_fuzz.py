@@ -76,6 +76,11 @@ WRITERS = {
     "validate": dict(profile="ampere-trtllm"),
 }  # fmt: skip
 EXAMPLES = int(os.environ.get("LLM_COST_FUZZ_EXAMPLES", "40"))
+#: The same examples on every run (hypothesis's derandomize): a random draw that lands on a slow but
+#: valid call once in a while (serve_compare with its default output, 11.6 s of CPU once in a CI run
+#: and 1.5 s when hypothesis replayed it) must not decide whether a change lands; more examples with
+#: LLM_COST_FUZZ_EXAMPLES.
+DERANDOMIZE = True
 
 HOSTILE = st.one_of(
     st.sampled_from(
@@ -187,7 +192,7 @@ def _call(function, valid: dict, data, values) -> None:  # noqa: ANN001 - hypoth
 
 
 @pytest.mark.parametrize("name", sorted(VALID))
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_hostile_argument_raises_only_llm_cost_error(name, data):
     _call(getattr(api, name), VALID[name], data, HOSTILE | st.sampled_from(_numpy_values()))
@@ -223,7 +228,7 @@ _step_by_record.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     ],
     ids=["serve", "step"],
 )
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_request_record_with_a_hostile_field_raises_only_llm_cost_error(function, valid, data):
     _call(function, valid, data, HOSTILE | st.sampled_from(_numpy_values()))

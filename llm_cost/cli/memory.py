@@ -133,15 +133,20 @@ def fit(
         sweep = api.kv(model, [2**k for k in range(10, 21)], batch, kv_dtype)
         plots.fit(result, sweep, title, gpu_title, out)
     if as_csv:
-        rows = [result.deployment] if result.deployment is not None else result.smallest_layouts
-        if not rows:
-            raise InputError(
-                f"--csv: no layout of up to {result.max_gpus} x {gpu_title} holds the model at this batch and "
-                "context, so there are no rows (raise --max-gpus, lower the bits per weight or the context)"
-            )
-        emit_csv(rows)
+        _fit_csv(result, gpu_title)
         return
     emit(result, as_json, view.render, title, gpu_title)
+
+
+def _fit_csv(result, gpu_title: str) -> None:  # noqa: ANN001 - api.fit's FitReport
+    """fit --csv: one row per layout listed (or the one given); InputError when none fits."""
+    rows = [result.deployment] if result.deployment is not None else result.smallest_layouts
+    if not rows:
+        raise InputError(
+            f"--csv: no layout of up to {result.max_gpus} x {gpu_title} holds the model at this batch and "
+            "context, so there are no rows (raise --max-gpus, lower the bits per weight or the context)"
+        )
+    emit_csv(rows)
 
 
 @app.command()
