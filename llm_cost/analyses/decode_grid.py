@@ -454,7 +454,7 @@ def _predicted(
                 t = cal.collective_time(
                     op.layers, f("call_bytes"), link_bytes_s, f_["collective_latency_s"] * e_["collective_latency_share"],
                     f_["link_efficiency"],
-                    cal.latency_hops(op.collective.ranks, v.gpus_per_node),
+                    cal.latency_hops(op.collective.ranks, v.node_gpus),
                 )  # fmt: skip
                 times.append(t)
                 continue

@@ -229,14 +229,14 @@ def other_terms(flops: Any, nbytes: Any, peak16: Any, bw: Any, e_gemm16: Any, e_
     return flops / (peak16 * e_gemm16), nbytes / (bw * e_bw)
 
 
-def latency_hops(ranks: int, gpus_per_node: int) -> float:
-    """The latency steps of one collective over ``ranks`` GPUs of nodes of ``gpus_per_node``
+def latency_hops(ranks: int, node_gpus: int) -> float:
+    """The latency steps of one collective over ``ranks`` GPUs of nodes of ``node_gpus``
     (:func:`~llm_cost.perf.timemodel.host_gpus`: a host of PCIe cards is one node): one
     within a node (the engines' one-shot all-reduce reads every peer's buffer at once over the
     node's links, and its latency does not grow with the ranks: vLLM's custom all-reduce of 512 B
     on H100s takes 9.5, 9.1 and 10.1 us at TP 2, 4 and 8, SGLang PR #2904), plus log2 of the nodes
     beyond one (a tree across the network); 1 for a point-to-point send."""
-    nodes = math.ceil(max(ranks, 1) / max(gpus_per_node, 1))
+    nodes = math.ceil(max(ranks, 1) / max(node_gpus, 1))
     return 1.0 + math.log2(nodes) if nodes > 1 else 1.0
 
 
@@ -276,7 +276,7 @@ class Rates:
     e_gemm: float
     format_share: float
     x_sat: float
-    gpus_per_node: int
+    node_gpus: int  # GPUs of one node: host_gpus (a host of PCIe cards is one node)
 
 
 @lru_cache(maxsize=64)
@@ -320,7 +320,7 @@ def _op_time(op: Operator, v: Rates, link_bytes_s: float, split_kv: bool) -> tup
             link_bytes_s,
             f["collective_latency_s"] * e["collective_latency_share"],
             f["link_efficiency"],
-            latency_hops(op.collective.ranks, v.gpus_per_node),
+            latency_hops(op.collective.ranks, v.node_gpus),
         )
         return 0.0, 0.0, t, t
     if op.kind == OpKind.GEMM:
