@@ -43,11 +43,24 @@ def cli(capsys):
 
 def pytest_collection_modifyitems(items):
     """Every test that uses the replays of the shipped vLLM experiments (:func:`served_experiments`,
-    about 40 s of CPU once per session) is a ``replay`` test: the quick loop
-    (``pytest -m "not replay"``) leaves them out; ``pytest`` and CI run them."""
+    about 80 s of CPU once per session) is a ``replay`` test: the quick loop
+    (``pytest -m "not replay"``) leaves them out; ``pytest`` and CI run them.
+
+    Under pytest-xdist (``pytest -n auto --dist loadgroup``, as CI runs it) each test file is one
+    group, so that its module fixtures are computed by one worker only, and the replay tests of
+    every file are one more, so that one worker computes the replays."""
     for item in items:
-        if "served_experiments" in getattr(item, "fixturenames", ()):
+        replay = "served_experiments" in getattr(item, "fixturenames", ())
+        if replay:
             item.add_marker(pytest.mark.replay)
+        item.add_marker(pytest.mark.xdist_group("replay" if replay else item.nodeid.split("::")[0]))
+
+
+@pytest.fixture(autouse=True)
+def _pipe_width(monkeypatch):
+    """Every test sees the width a pipe gets (160 columns: ``report.base``), whatever runs it: a
+    terminal reports its own, and pytest-xdist's workers get COLUMNS=80."""
+    monkeypatch.setenv("COLUMNS", "160")
 
 
 @pytest.fixture(autouse=True)

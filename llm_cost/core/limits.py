@@ -14,8 +14,10 @@ from __future__ import annotations
 # --- text and files ---------------------------------------------------------------------------
 
 #: Characters of a value echoed back in an error message; a longer value is cut in the middle
-#: and its length given (a 5,000-digit ``--context`` is shown, not printed whole).
-MAX_ECHO = 80
+#: and its length given (a 5,000-digit ``--context`` is shown, not printed whole). A real path is
+#: shown whole: a Hugging Face cache snapshot's config.json is about 150 characters, a test's
+#: temporary folder under pytest-xdist about 110 (at 80, both were cut and the file not named).
+MAX_ECHO = 256
 #: Characters of a model, GPU or profile name or alias: a longer one is a path or a mistake.
 MAX_NAME = 128
 #: Bytes of a YAML spec, config.json, workload file, profile or measurement file (specs are a
