@@ -248,10 +248,11 @@ def test_the_analytic_form_scales_by_its_decode_step_band():
     b = band_for(profile, 16, 2048 + 1024)
     assert r.tpot_high_s == pytest.approx(r.tpot_s * b.high) and r.ttft_high_s == pytest.approx(r.ttft_s * b.high)
     assert r.output_tokens_per_s_per_gpu_low == pytest.approx(r.output_tokens_per_s_per_gpu / b.high)
-    # The fast end x b.low would be 5.1 ms, under the 5.8 ms bound of a bare decode step of these 16
-    # sequences at 2,048 tokens: it is held at the configuration's own bound instead.
+    # The fast end x b.low (6.1 ms with the shipped fit) is under the configuration's own bound (6.6
+    # ms: its decode steps also carry the prompts' chunks), so it is held there: above the scaled
+    # value, never under the 5.8 ms bound of a bare decode step of these 16 sequences at 2,048 tokens.
     decode_bound_s = api.decode("llama3-8b", "h100", 16, 2048, layout=ONE).bound_s
-    assert r.tpot_s * b.low < decode_bound_s <= r.tpot_low_s < r.tpot_s
+    assert r.tpot_s * b.low < r.tpot_low_s < r.tpot_s and decode_bound_s <= r.tpot_low_s
     assert r.ttft_s * b.low <= r.ttft_low_s <= r.ttft_s
     assert r.violates_at_slow_end == (("tpot_s mean",) if r.tpot_s * b.high > 0.0185 else ())
     assert any(n.code == "serve.analytic_band" for n in r.conventions)

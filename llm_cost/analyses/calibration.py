@@ -455,15 +455,20 @@ def held_out(
 ) -> HeldOut:
     """Each source's rows predicted by the fit without them (refitted from ``whole``, with the
     rows' ``weights``, unless ``folds`` gives them: the shipped file's folds, checked without
-    scipy)."""
+    scipy). No fold fits a ``check_only`` row (:func:`fittable`): a check-only source's fold is
+    ``whole``."""
     np = _np()
     sources = sorted({m.source for m in rows})
     out = np.zeros(feats.n)
     situation: list[Situation] = [Situation.FITTED] * feats.n
     made = {}
+    usable = fittable(rows)
     for s in sources:
-        mask = np.asarray([m.source != s for m in rows])
-        f = folds[s] if folds is not None else fit(feats, measured, mask, whole, weights=weights)
+        mask = usable & np.asarray([m.source != s for m in rows])
+        if folds is not None:
+            f = folds[s]
+        else:
+            f = fit(feats, measured, mask, whole, weights=weights) if (mask != usable).any() else whole
         made[s] = f
         index = [i for i, m in enumerate(rows) if m.source == s]
         fam, eng, sits = _resolved(feats, rows, index, f)
@@ -474,6 +479,12 @@ def held_out(
         for i, sit in zip(index, sits):
             situation[i] = sit
     return HeldOut(out, situation, made)
+
+
+def fittable(rows: Sequence[Measurement]) -> Any:
+    """The rows a fit may use: a boolean array, False for ``check_only`` rows (validated only:
+    :mod:`llm_cost.analyses.measurements`)."""
+    return _np().asarray([m.check_only is None for m in rows])
 
 
 def weighted_percentile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
@@ -545,7 +556,8 @@ def _inside(ratio: float, bands: list[RegimeBand], situation: Situation, m: Meas
 class SourceRow:
     """One source out of sample: its rows predicted by the fit without it. ``in_band``: its rows
     inside the band drawn from the OTHER sources' held-out residuals (nested: the coverage a user
-    would see on a source the project never had)."""
+    would see on a source the project never had). ``check_only``: the reason no fit uses the
+    source's rows (None: the whole fit and the other sources' folds use them)."""
 
     source: str
     files: tuple[str, ...]
@@ -558,6 +570,7 @@ class SourceRow:
     max: float
     within_10pct: int
     in_band: int
+    check_only: str | None = None
 
 
 def by_source(rows: Sequence[Measurement], ratio: Sequence[float], situation: Sequence[Situation]) -> list[SourceRow]:
@@ -582,6 +595,7 @@ def by_source(rows: Sequence[Measurement], ratio: Sequence[float], situation: Se
                 max(errors),
                 sum(e <= 0.1 for e in errors),
                 sum(_inside(ratio[i], bands, situation[i], rows[i]) for i in mine),
+                rows[mine[0]].check_only,
             )
         )
     return out
@@ -689,20 +703,21 @@ def fit_file(rows: list[Measurement], written_by: str) -> dict[str, Any]:
     feats = features_of(rows, steps)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     weights = source_weights(rows)
-    whole = fit(feats, measured, np.ones(len(rows), dtype=bool), weights=weights)
+    usable = fittable(rows)
+    whole = fit(feats, measured, usable, weights=weights)
     ho = held_out(rows, feats, measured, whole, weights=weights)
     fn, en = tuple(FAMILY_PARAMETERS), tuple(ENGINE_PARAMETERS)
     why = "no row moves it: at its prior"
     families = {}
     for i in whole.fitted_families:
-        mine = [m for m, f in zip(rows, feats.family) if f == i]
+        mine = [m for m, f, u in zip(rows, feats.family, usable) if f == i and u]
         owner = f"family:{FAMILIES[i].value}"
         families[FAMILIES[i].value] = (
             {"parameters": _params(whole.families, fn, i)} | _block(mine) | _fit_block(whole, owner, fn, why)
         )
     engines = {}
     for i in whole.fitted_engines:
-        mine = [m for m, e in zip(rows, feats.engine) if e == i]
+        mine = [m for m, e, u in zip(rows, feats.engine, usable) if e == i and u]
         owner = f"engine:{ENGINES[i].value}"
         engines[ENGINES[i].value] = (
             {"parameters": _params(whole.engines, en, i)}
@@ -715,7 +730,7 @@ def fit_file(rows: list[Measurement], written_by: str) -> dict[str, Any]:
         )
     pairs = {
         f"{FAMILIES[f].value}/{ENGINES[e].value}": _block(
-            [m for m, a, b in zip(rows, feats.family, feats.engine) if a == f and b == e]
+            [m for m, a, b, u in zip(rows, feats.family, feats.engine, usable) if a == f and b == e and u]
         )
         for f, e in sorted(whole.pairs)
     }
@@ -1011,7 +1026,7 @@ def calibrate_files(
     feats.engine[:] = ENGINES.index(current_block(chosen, load_gpu(rows[0].gpu).vendor))
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     shipped = stored_fit(fit_data())
-    whole = fit(feats, measured, np.ones(len(rows), dtype=bool), shipped, shipped)
+    whole = fit(feats, measured, fittable(rows), shipped, shipped)
     ho = held_out(grouped, feats, measured, whole)
     ratio = [float(x) for x in measured / ho.predicted_s]
     band = _band(grouped, ratio, Situation.FITTED, Regime.ALL) if len(rows) >= BAND_MIN_ROWS else RegimeBand(

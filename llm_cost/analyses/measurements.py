@@ -17,7 +17,11 @@ batch 1 for decode, the time to first token for a prefill); ``prefill_tokens`` a
 cached: chunked prefill's mixed step, as serving runs give it); optionally ``source`` (the row's own,
 when a file gathers several), ``engine`` (the row's engine version), ``tpot_ms`` / ``ttft_ms`` (the
 published figure the step time was derived from: it must agree with ``measured_ms``), ``quote`` and
-``derivation``. A row with ``excluded`` (a reason) is kept in the file but fitted on by nothing.
+``derivation``. A row with ``excluded`` (a reason: not one step, a duplicate) is kept in the file but
+neither fitted on nor checked. A file with ``check_only`` (a reason: a kernel path the time model does
+not represent, e.g. one release's slow INT4 MoE kernels) gives rows that no fit uses, the whole fit's
+nor any fold's, but that ``llm-cost validate`` predicts and counts as held out like any other source:
+its error is reported, not hidden, and does not bend the parameters every other prediction uses.
 
 A SOURCE is one publication (a blog post, a vendor table, a benchmark posted in one issue): its rows
 share a setup and its biases, so the fit is checked leave-one-source-out
@@ -91,6 +95,7 @@ class Measurement(Spec):
     tpot_ms: Optional[Annotated[float, Bounds(gt=0)]] = None
     ttft_ms: Optional[Annotated[float, Bounds(gt=0)]] = None
     excluded: Optional[str] = None
+    check_only: Optional[str] = None
     spec: str = ""  # the model name or path the step is built from (resolved from ``models``)
     source: str = ""  # the row's source (its own, else its file's)
     engine: str = ""  # the engine and version (the row's, else its file's)
@@ -119,9 +124,12 @@ def shipped_files() -> list[Path]:
 
 
 def _file_fields(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    """A YAML file's source, engine and family, checked: a published file must say where its numbers
-    come from and which engine version produced them."""
+    """A YAML file's source, engine and family (and ``check_only``, when it gives one), checked: a
+    published file must say where its numbers come from and which engine version produced them."""
     source, engine, family = data.get("source_id") or data.get("source"), data.get("engine"), data.get("engine_family")
+    check_only = data.get("check_only")
+    if check_only is not None and (not isinstance(check_only, str) or not check_only.strip()):
+        raise SpecError(f"{shown(path)}: field check_only: give the reason no fit may use these rows, as text")
     if not isinstance(source, str) or not source.strip():
         raise SpecError(
             f"{shown(path)}: field source: say where the numbers were published (a URL or owner/repo path @ commit)"
@@ -135,7 +143,8 @@ def _file_fields(path: Path, data: dict[str, Any]) -> dict[str, Any]:
             raise SpecError(
                 f"{shown(path)}: field engine_family: {shown(str(family), 40)!r} is not one of {', '.join(e.value for e in Engine)}"
             ) from None
-    return {"source": source.strip(), "engine": engine.strip(), "engine_family": family}
+    fields = {"source": source.strip(), "engine": engine.strip(), "engine_family": family}
+    return fields | ({"check_only": check_only.strip()} if check_only is not None else {})
 
 
 def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, Any]]:

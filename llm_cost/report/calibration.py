@@ -103,7 +103,7 @@ def render_sources(con, v: Validation) -> None:
             s.engine,
             ", ".join(s.gpus),
             fmt_int(s.rows),
-            s.situation,
+            s.situation + (", checked only" if s.check_only else ""),
             _abs_pct(s.median),
             _abs_pct(s.max),
             f"{s.within_10pct}/{s.rows}",
@@ -172,6 +172,7 @@ def render_validation(con, v: Validation) -> None:
     render_bands(con, v)
     notes = [note("calibration.sources"), note("calibration.estimate", mfu=DEFAULT_MFU, mbu=DEFAULT_MBU)]
     notes += [note("calibration.at_bound", owner=k, parameters=", ".join(p)) for k, p in v.at_bounds.items()]
+    notes += [note("calibration.check_only", source=s.source, reason=s.check_only) for s in v.by_source if s.check_only]
     print_conventions(con, notes)
 
 

@@ -692,6 +692,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "project never had would meet it; a bound is never above a measurement",
     "calibration.at_bound": "{owner}: the fit ended at a bound of {parameters} (the data push it past what is "
     "physical: a missing term, or rows that disagree)",
+    "calibration.check_only": "{source}: checked only (no fit, whole or fold, uses its rows): {reason}",
     "calibration.estimate": "estimate: the datasheet peaks at MFU {mfu:.0%} and MBU {mbu:.0%}",
     "prediction.no_split_kv": _no_split_kv,
     "rope.mrope": "M-RoPE: the pairs are split between time, height and width positions; for text tokens all three "

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from llm_cost.analyses.calibration import (
     features_of,
     fit,
+    fittable,
     held_out,
     predict,
     shipped_rows,
@@ -81,7 +82,7 @@ def test_a_fold_is_the_fit_without_its_source(shipped):
     data = fit_data()
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     source = next(s for s in sorted(data["folds"]) if "yobitel" in s)
-    mask = np.asarray([m.source != source for m in rows])
+    mask = fittable(rows) & np.asarray([m.source != source for m in rows])
     refit = fit(feats, measured, mask, stored_fit(data), None, source_weights(rows))
     again = held_out(
         rows,
@@ -91,8 +92,22 @@ def test_a_fold_is_the_fit_without_its_source(shipped):
         {s: refit if s == source else stored_fit(data, s) for s in data["folds"]},
     )
     stored = held_out(rows, feats, measured, stored_fit(data), {s: stored_fit(data, s) for s in data["folds"]})
-    mine = ~mask
+    mine = np.asarray([m.source == source for m in rows])
     assert np.allclose(again.predicted_s[mine], stored.predicted_s[mine], rtol=1e-2)
+
+
+def test_a_check_only_source_is_fitted_by_nothing_and_still_validated(checked):
+    """The Kimi-K2.5 SGLang cookbook rows (INT4 MoE kernels several times slower than every other
+    source: the file's check_only) bend no parameter: their fold is the whole fit, no engine or
+    family block counts them; validate predicts all 11 of them held out and names the reason."""
+    data = fit_data()
+    kimi = next(r for r in checked.by_source if "kimi-k2.5" in r.source)
+    assert kimi.check_only and "INT4" in kimi.check_only and kimi.rows == 11
+    assert data["folds"][kimi.source]["engines"] == {k: v["parameters"] for k, v in data["engines"].items()}
+    assert data["folds"][kimi.source]["families"] == {k: v["parameters"] for k, v in data["families"].items()}
+    for block in [*data["engines"].values(), *data["families"].values(), *data["pairs"].values()]:
+        assert kimi.source not in block["sources"]
+    assert all(r.check_only is None for r in checked.by_source if r is not kimi)
 
 
 def test_bands_hold_about_as_often_as_they_claim_on_sources_never_seen(checked):

@@ -35,3 +35,18 @@ def test_no_measured_step_beats_its_roofline_bound(path):
 def test_row_ids_are_unique_across_files():
     counts = Counter(m.id for m in load_measurements(FILES))
     assert [i for i, n in counts.items() if n > 1] == []
+
+
+@pytest.mark.parametrize("reason", ["", "  ", 3, ["a list"]])
+def test_check_only_must_give_its_reason_as_text(tmp_path, reason):
+    """A file's check_only is the reason no fit may use its rows: an empty or non-text one is
+    refused, naming the file and the field."""
+    import yaml
+
+    from llm_cost.core.errors import SpecError
+
+    data = read_yaml(measurements_dir() / "sglcookbook-kimi-k25-h200-sglang.yaml") | {"check_only": reason}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(SpecError, match=r"bad\.yaml: field check_only: give the reason"):
+        load_measurements([bad])
