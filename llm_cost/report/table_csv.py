@@ -90,7 +90,9 @@ def rows_of(results: list[Any], extra: list[dict[str, Any]] | None = None) -> li
 
 
 def to_csv(rows: list[dict[str, Any]]) -> str:
-    """``rows`` as CSV text: the union of their columns in first-seen order; empty for None."""
+    """``rows`` as CSV text: the union of their columns in first-seen order; empty for None, and
+    booleans as JSON writes them (``true``/``false``, not Python's ``True``), so that a CSV cell
+    and its JSON value read the same."""
     seen: dict[str, None] = dict.fromkeys(rows[0]) if rows else {}  # a dict keeps the columns in first-seen order
     first = seen.keys()
     for row in rows:
@@ -102,5 +104,11 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
     writer.writerow(columns)
     order = tuple(columns)
     # None is written as an empty field; a row with every column in order is written as it is
-    writer.writerows([list(row.values()) if tuple(row) == order else [row.get(c) for c in columns] for row in rows])
+    table = [list(row.values()) if tuple(row) == order else [row.get(c) for c in columns] for row in rows]
+    writer.writerows([[_cell(v) for v in cells] for cells in table])
     return out.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell's value: a boolean as JSON spells it, anything else as the csv module writes it."""
+    return ("true" if value else "false") if isinstance(value, bool) else value
