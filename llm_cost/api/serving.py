@@ -30,6 +30,7 @@ from llm_cost.api.requests import (
 from llm_cost.core.choices import MemoryConvention, Router, ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_CHUNK_TOKENS, MAX_COMPARED, MAX_CONCURRENCY, MAX_SEED
+from llm_cost.core.processes import map_in_processes
 from llm_cost.core.types import Engine, ServingEngine
 
 if TYPE_CHECKING:
@@ -687,7 +688,7 @@ def serve_compare(
 def compare_request(request: ServeRequest) -> ServeComparison:
     """The answer of :func:`serve_compare` to ``request`` (``gpu`` the GPUs compared,
     ``usd_per_gpu_hour`` one price or one per GPU)."""
-    from llm_cost.analyses.simulated_serving import SimulatedPlan, compare_gpus
+    from llm_cost.analyses.simulated_serving import compare_gpus
 
     request = checks.record(request, ServeRequest, "request")
     gpu, usd_per_gpu_hour = request.gpu, request.usd_per_gpu_hour
@@ -713,33 +714,38 @@ def compare_request(request: ServeRequest) -> ServeComparison:
     if request.concurrency is not None:
         raise InputError("concurrency: a comparison plans each GPU; leave out concurrency", fields=("concurrency",))
     spec = load_model(request.model)
-    answers: list[tuple[str, Optional[float], Optional[SimulatedPlan], Optional[str]]] = []
-    first: Optional[SimulatedPlan] = None
-    for name, price in zip(names, prices):
-        g = load_gpu(name)
-        try:
-            # a name as given: the shipped spec, not validated again as a spec built in Python would be
-            model: ModelLike = request.model if isinstance(request.model, str) else spec
-            result = serve_request(
-                dataclasses.replace(
-                    request, model=model, gpu=name if isinstance(name, str) else g, usd_per_gpu_hour=price
-                )
-            )
-        except InputError as e:
-            if not _per_gpu(e):
-                raise
-            answers.append((g.name, price, None, str(e)))
-            continue
-        if not isinstance(result, SimulatedPlan):
-            raise InputError(
-                "layout: a comparison plans each GPU; leave out a layout with a rate, or modes disaggregated",
-                fields=("layout", "modes"),
-            )
-        first = first or result
-        answers.append((g.name, price, result, None))
+    # a name as given: the shipped spec, not validated again as a spec built in Python would be
+    model: ModelLike = request.model if isinstance(request.model, str) else spec
+    jobs = [
+        (dataclasses.replace(request, model=model, gpu=name, usd_per_gpu_hour=p), p) for name, p in zip(names, prices)
+    ]
+    answers = map_in_processes(_plan_on, jobs)  # each GPU's plan apart: on the machine's cores
+    first = next((plan for _, _, plan, _ in answers if plan is not None), None)
     shown = first.workload if first is not None else ""
     goals = first.targets if first is not None else {}
     return compare_gpus(spec.name, shown, first.qps if first is not None else None, goals, answers)
+
+
+def _plan_on(job: tuple[ServeRequest, Optional[float]]) -> tuple[str, Optional[float], Optional[Any], Optional[str]]:
+    """One GPU's answer in a comparison (:func:`compare_request`): (the GPU's name, its price, its
+    plan or None, why not or None). InputError for an error that is not the GPU's own
+    (:func:`_per_gpu`) or a request that is not a plan."""
+    from llm_cost.analyses.simulated_serving import SimulatedPlan
+
+    request, price = job
+    g = load_gpu(cast("GpuLike", request.gpu))  # one GPU of the comparison
+    try:
+        result = serve_request(request)
+    except InputError as e:
+        if not _per_gpu(e):
+            raise
+        return g.name, price, None, str(e)
+    if not isinstance(result, SimulatedPlan):
+        raise InputError(
+            "layout: a comparison plans each GPU; leave out a layout with a rate, or modes disaggregated",
+            fields=("layout", "modes"),
+        )
+    return g.name, price, result, None
 
 
 #: Fields of an error that belongs to one GPU (its memory, its speed), not to the arguments.
