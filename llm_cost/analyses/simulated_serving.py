@@ -1649,11 +1649,14 @@ class _Search:
     ) -> list[ServeRun]:
         """Descend from the analytic best until a configuration holds every target (module
         docstring): first the ladder's caps alone, by falling cap, to the first that holds; then the
-        other steps between it and the ladder cap above it (the group's frontier points, the
-        higher throughput first at one cap), by falling cap, to the first that holds (all the steps
-        below when no ladder cap holds). The steps and their order depend on the targets only
-        through the verdicts, and a verdict that holds under a target holds under a looser one, so
-        a looser target stops no lower. Not run, as no run of them could be chosen: any step when
+        other steps between it and the ladder cap above it (the group's frontier points by falling
+        cap, the higher throughput first at one cap; all the steps below when no ladder cap holds)
+        bisected for the first that holds: the middle step run, then the half above it if it holds,
+        else the half below (a lower cap holds when a higher one does, but for sampling noise:
+        about log2 of the steps' runs instead of all of them). The steps and their order depend on
+        the targets only through the verdicts, and a verdict that holds under a target holds under
+        a looser one, so a looser target stops no lower: where their verdicts first differ, the
+        looser goes on above a step that holds, the tighter below it. Not run, as no run of them could be chosen: any step when
         the layout cannot meet the TPOT or ITL target at all (:meth:`hopeless`); a step whose cap
         bounds its output tokens/s per GPU under ``best``, the most of a run already holding the
         targets (:meth:`most_per_gpu`)."""
@@ -1671,11 +1674,13 @@ class _Search:
                     below = max(r.max_num_seqs for r in (*mine, *more) if _holds(r))
                     break
                 above = cap
-        for cap, c in steps:
-            if below < cap < above:
-                held = self.step(layout, replicas, c, cap, (*mine, *more), done, more)
-                if held is None or held:
-                    break
+        between = [(cap, c) for cap, c in steps if below < cap < above]
+        lo, hi = 0, len(between)  # bisected: the first step that holds lies in between[lo:hi + 1]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            cap, c = between[mid]
+            held = self.step(layout, replicas, c, cap, (*mine, *more), done, more)
+            lo, hi = (lo, mid) if held is None or held else (mid + 1, hi)
         return more
 
     def step(
