@@ -41,16 +41,21 @@ def cli(capsys):
     return run
 
 
+#: The fixtures that replay measured or published runs (:func:`pytest_collection_modifyitems`).
+REPLAYS = {"served_experiments", "saturation"}
+
+
 def pytest_collection_modifyitems(items):
     """Every test that uses the replays of the shipped vLLM experiments (:func:`served_experiments`,
-    about 80 s of CPU once per session) is a ``replay`` test: the quick loop
+    about 80 s of CPU once per session) or of the published saturation runs (the ``saturation``
+    fixture of tests/analyses/test_saturation.py, about 20 s) is a ``replay`` test: the quick loop
     (``pytest -m "not replay"``) leaves them out; ``pytest`` and CI run them.
 
     Under pytest-xdist (``pytest -n auto --dist loadgroup``, as CI runs it) each test file is one
     group, so that its module fixtures are computed by one worker only, and the replay tests of
     every file are one more, so that one worker computes the replays."""
     for item in items:
-        replay = "served_experiments" in getattr(item, "fixturenames", ())
+        replay = bool(REPLAYS & set(getattr(item, "fixturenames", ())))
         if replay:
             item.add_marker(pytest.mark.replay)
         item.add_marker(pytest.mark.xdist_group("replay" if replay else item.nodeid.split("::")[0]))
