@@ -930,7 +930,7 @@ def with_band(
     timer: StepTimer,
     time_model: TimeModel,
     serving: ServingBand | None = None,
-    slow: tuple[ServeRun, ScaledTimer] | None = None,
+    slow: tuple[ServeRun, ScaledTimer, frozenset[tuple[int, int, int, int, int]]] | None = None,
 ) -> ServeRun:
     """``nominal`` with its error band: the same configuration, traffic and seed re-simulated
     (``rerun``) twice, every step's time multiplied by the fast-end and then the slow-end factor
@@ -958,8 +958,10 @@ def with_band(
     in step time only nearly, so an end may lie beyond the nominal value the other way); each
     statistic's ``interval`` joins the three runs' sampling intervals. ``violates_at_slow_end``:
     the targets the slow end misses; ``violates_pessimistic``: those missed at the upper end of
-    the slow end's sampling intervals. ``slow``: the slow end's run and timer, already simulated
-    (a plan's candidates are). A time model without held-out
+    the slow end's sampling intervals. ``slow``: the slow end's run, its timer and the step buckets it
+    asked for (:attr:`~llm_cost.simulate.StepTimer.last_met`), already simulated (a plan's
+    candidates are, on a timer their layout's other candidates share: the band's factors are over
+    this run's buckets alone). A time model without held-out
     residuals (the MFU/MBU estimate, a profile without an error) gets no band and a note saying
     so."""
     ends = band_ends(time_model, serving)
@@ -969,15 +971,20 @@ def with_band(
         )
     fast_factor, slow_factor = ends
     fast_timer = ScaledTimer(timer, fast_factor)
-    slow_run, slow_timer = slow if slow is not None else (None, ScaledTimer(timer, slow_factor))
     fast = rerun(fast_timer)
-    slow_run = slow_run or rerun(slow_timer)
+    if slow is None:
+        slow_timer = ScaledTimer(timer, slow_factor)
+        slow_run = rerun(slow_timer)
+        slow_keys = slow_timer.last_met
+    else:
+        slow_run, _, slow_keys = slow
+    fast_keys = fast_timer.last_met
     info, band_note = _band_info(
         time_model,
         serving,
-        [fast_factor(*k) for k in fast_timer.cache],
-        [slow_factor(*k) for k in slow_timer.cache],
-        len(set(fast_timer.cache) | set(slow_timer.cache)),
+        [fast_factor(*k) for k in fast_keys],
+        [slow_factor(*k) for k in slow_keys],
+        len(fast_keys | slow_keys),
     )
     return dataclasses.replace(
         nominal,
@@ -1544,6 +1551,7 @@ class _Search:
         self.ends = band_ends(time_model, serving_band)
         self.timers: dict[Layout, tuple[StepTimer, StepTimer]] = {}
         self.reruns: dict[int, Callable[[StepTimer], ServeRun]] = {}
+        self.slow_keys: dict[int, frozenset[tuple[int, int, int, int, int]]] = {}  # each run's buckets
 
     def timer(self, layout: Layout) -> tuple[StepTimer, StepTimer]:
         """The layout's (nominal, slow end) step timers, shared by its runs."""
@@ -1567,10 +1575,11 @@ class _Search:
                 router=router, **self.formats,
             )  # fmt: skip
 
-        result = again(self.timer(layout)[1])
+        slow = self.timer(layout)[1]
+        result = again(slow)
         if self.ends is not None:
             result = dataclasses.replace(result, timed_at="slow end")
-        self.reruns[id(result)] = again
+        self.reruns[id(result)], self.slow_keys[id(result)] = again, slow.last_met
         return result
 
     def router_of(self, layout: Layout, replicas: int) -> Router:
@@ -1587,7 +1596,8 @@ class _Search:
             return with_band(best, again, nominal, self.time_model, self.serving_band)
         assert isinstance(slow, ScaledTimer)
         run = again(nominal)
-        return with_band(run, again, nominal, self.time_model, self.serving_band, slow=(best, slow))
+        slow_run = (best, slow, self.slow_keys[id(best)])
+        return with_band(run, again, nominal, self.time_model, self.serving_band, slow=slow_run)
 
     def saturated(self, groups: Mapping[tuple[Layout, int], list[Candidate]]) -> list[ServeRun]:
         """Without a rate: each group's picks as closed loops, then each group's descent where

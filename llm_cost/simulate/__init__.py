@@ -227,6 +227,7 @@ def simulate(
     blocks = kv_capacity_tokens // engine.block_tokens
     state = sequence_state_blocks
     timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
+    timer.count_shapes()  # this run's step shapes, not those of earlier runs sharing the timer
     if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
         if replicas > 1:
             raise InputError(
@@ -270,7 +271,7 @@ def simulate(
         run.preemptions,
         run.hit_tokens / run.queried_tokens if run.queried_tokens else 0.0,
         run.steps,
-        len(timer.cache),
+        timer.shapes_met(),
         tuple(sorted((t for _, t in run.done), key=lambda t: t.index)),
         state,
         steady,

@@ -299,8 +299,8 @@ class SimResult(Result):
     Engine figures are time averages over the run: ``running_mean`` sequences scheduled (the
     occupancy), ``waiting_mean`` requests queued, ``kv_use_mean`` / ``kv_use_max`` the fraction of
     KV blocks held (a hybrid model's per-sequence state blocks included); ``preemptions`` (recomputations), ``prefix_hit_rate`` (prompt tokens found in
-    the prefix cache over prompt tokens admitted), ``steps`` and ``step_shapes`` (distinct memoised
-    step buckets timed)."""
+    the prefix cache over prompt tokens admitted), ``steps`` and ``step_shapes`` (the distinct step
+    buckets the run timed or found memoised: its own, whatever other runs shared its step timer)."""
 
     model: str
     gpu: str

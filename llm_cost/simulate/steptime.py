@@ -175,6 +175,11 @@ class StepTimer:
         #: memo of its key (module docstring), which times each bucket once for every timer.
         self.cache: dict[tuple[int, int, int, int, int], float] = {}
         self.shared = self.memo()
+        #: The buckets asked for since :meth:`count_shapes` began counting (None: not counting):
+        #: a run's own, where ``cache`` holds every run's that shared this timer; ``last_met``: those
+        #: of the count :meth:`shapes_met` ended last.
+        self.met: set[tuple[int, int, int, int, int]] | None = None
+        self.last_met: frozenset[tuple[int, int, int, int, int]] = frozenset()
 
     def memo(self) -> dict[tuple[int, int, int, int, int], float]:
         """The process's memo of this timer's key (module docstring)."""
@@ -197,8 +202,26 @@ class StepTimer:
             bucket(prefill_cached) if prefills else 0,
             prefills,
         )
+        if self.met is not None:
+            self.met.add(key)
         hit = self.cache.get(key)
         return hit if hit is not None else self.lookup(key)
+
+    def count_shapes(self) -> None:
+        """Count, from now, the buckets asked for (:meth:`shapes_met`)."""
+        self.met = set()
+
+    def shapes_met(self) -> int:
+        """The buckets asked for since :meth:`count_shapes`, with the grid points each interpolated
+        one is timed between (module docstring), as ``cache`` counts them; counting stops."""
+        met, self.met = self.met or set(), None
+        self.last_met = frozenset(met)
+        shapes = set(met)
+        for key in met:
+            ends = _grid_points(key)
+            if ends is not None:
+                shapes.update((n, *key[1:]) for n in ends)
+        return len(shapes)
 
     def lookup(self, key: tuple[int, int, int, int, int]) -> float:
         """Seconds of the step bucket ``key``, memoised (this timer's and the process's): timed,
@@ -260,6 +283,13 @@ class ScaledTimer(StepTimer):
         """No process memo of its own (the factor is a function, not a key): ``base``'s holds the
         unscaled times."""
         return {}
+
+    def shapes_met(self) -> int:
+        """The buckets asked for since :meth:`count_shapes` (``base`` interpolates, not this timer:
+        no grid points of its own); counting stops."""
+        met, self.met = self.met or set(), None
+        self.last_met = frozenset(met)
+        return len(met)
 
     def lookup(self, key: tuple[int, int, int, int, int]) -> float:
         """``base``'s seconds of the bucket ``key`` times its factor, memoised."""

@@ -78,3 +78,26 @@ def test_interpolated_decode_counts_are_within_a_percent_of_the_exact_steps():
             assert timer.seconds(n, 2048, chunk, 0, 1 if chunk else 0) == pytest.approx(want, rel=0.01), (n, chunk)
     grid = model.step_time(build_step(spec, [SeqGroup(128, 1, 2048)]), gpu, operators=False).time_s
     assert timer.seconds(128, 2048) == grid
+
+
+def test_a_runs_step_shapes_are_its_own_whatever_ran_before_on_its_timer():
+    """A plan runs many candidates on one step timer per layout (its memo shared): each run's
+    ``step_shapes`` must count the buckets that run met, the same as the run on a fresh timer, not
+    the timer's total after the runs before it."""
+    from llm_cost.simulate import ClosedLoop, EngineConfig, Fixed, Workload, poisson, simulate
+
+    spec, gpu = load_model("llama3-8b"), load_gpu("h100")
+    model = time_model_for(gpu, Engine.VLLM)
+    config = EngineConfig(max_num_seqs=64, max_num_batched_tokens=2048)
+    first = poisson(8.0, Fixed(3000), Fixed(200), requests=150)
+    second = Workload(ClosedLoop(16), Fixed(700), Fixed(90), requests=120)
+
+    def run(workload: Workload, timer: StepTimer) -> int:
+        return simulate(spec, gpu, workload, config, model, kv_capacity_tokens=200_000, timer=timer).step_shapes
+
+    shared = StepTimer(spec, gpu, model)
+    run(first, shared)
+    after = run(second, shared)
+    alone = run(second, StepTimer(spec, gpu, model))
+    assert after == alone > 0
+    assert len(shared.cache) > alone  # the timer holds both runs' buckets
