@@ -216,3 +216,13 @@ def test_the_command_line_names_the_flag(cli, argv, flag_, text):
     assert flag_ in r.err and text in r.err, r.err
     left = [n for n in _listed_fields() if "_" in n and re.search(rf"(?<![\w-]){n}(?![\w-])", r.err)]
     assert not left, left  # no argument name is left unwritten as its flag
+
+
+@pytest.mark.parametrize("argv", [["roofline", "--gpu", "h100,h200,b200"], ["fit", "llama3-8b", "--gpu", "h100,h200"]])
+def test_a_gpu_list_outside_serve_says_only_serve_compares(cli, argv):
+    """A new user's report: ``roofline --gpu h100,h200,b200`` answered "unknown GPU ...; closest
+    match: h200", as if a name were misspelt. It is a list where one GPU is taken: the line says so
+    and where lists are compared."""
+    r = cli(*argv)
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1
+    assert "names several GPUs; give one" in r.err and "serve" in r.err and "closest match" not in r.err

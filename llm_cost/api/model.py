@@ -65,6 +65,12 @@ def load_gpu(gpu: GpuLike) -> HardwareSpec:
         return load.checked_spec(gpu, "gpu")
     if not isinstance(gpu, str):
         raise InputError(f"gpu: {gpu!r} is not a name, a path or a HardwareSpec", fields=("gpu",))
+    if "," in gpu and not load.looks_like_path(gpu):
+        raise InputError(
+            f"gpu: {gpu[:60]!r} names several GPUs; give one (`llm-cost serve MODEL --gpu h100,h200` "
+            "and the API's serve_compare compare several side by side)",
+            fields=("gpu",),
+        )
     return load.load_gpu(gpu)
 
 

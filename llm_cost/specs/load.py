@@ -108,7 +108,9 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def _looks_like_path(text: str) -> bool:
+def looks_like_path(text: str) -> bool:
+    """Whether a model or GPU argument is a file (a separator, a spec's suffix, or an existing
+    file) rather than a name."""
     return bool(text.strip()) and (
         "/" in text or "\\" in text or text.endswith((".yaml", ".yml", ".json")) or _exists(text)
     )
@@ -221,7 +223,7 @@ def load_model(name_or_path: str) -> ModelSpec:
     from llm_cost.specs.schema import ModelSpec
 
     # A shipped name first: it has no "/", so it is never a Hub id, and it skips the Hub module.
-    if not _looks_like_path(name_or_path) and (shipped := _shipped("models", name_or_path)) is not None:
+    if not looks_like_path(name_or_path) and (shipped := _shipped("models", name_or_path)) is not None:
         return index.rebuilt(ModelSpec, shipped)
     if (short := catalog_name(name_or_path)) is not None:
         from llm_cost.specs.catalog import load_catalog_model
@@ -235,7 +237,7 @@ def load_model(name_or_path: str) -> ModelSpec:
         from llm_cost.specs.gguf import load_gguf  # lazy: only GGUF models pay for the gguf import
 
         return load_gguf(Path(name_or_path))[0]
-    path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("models", name_or_path, "model")
+    path = Path(name_or_path) if looks_like_path(name_or_path) else _resolve("models", name_or_path, "model")
     if path.suffix.lower() == ".json" or (_is_dir(path) and path.suffix.lower() not in (".yaml", ".yml")):
         from llm_cost.specs.hf import load_hf_config  # lazy: only config.json models pay for the import
 
@@ -249,9 +251,9 @@ def load_gpu(name_or_path: str) -> HardwareSpec:
     """A shipped GPU by name or alias, or a YAML spec file; SpecError if neither works."""
     from llm_cost.specs.schema import HardwareSpec
 
-    if not _looks_like_path(name_or_path) and (shipped := _shipped("hardware", name_or_path)) is not None:
+    if not looks_like_path(name_or_path) and (shipped := _shipped("hardware", name_or_path)) is not None:
         return index.rebuilt(HardwareSpec, shipped)
-    path = Path(name_or_path) if _looks_like_path(name_or_path) else _resolve("hardware", name_or_path, "GPU")
+    path = Path(name_or_path) if looks_like_path(name_or_path) else _resolve("hardware", name_or_path, "GPU")
     from llm_cost.specs.files import read_yaml
 
     return _validate(path, HardwareSpec, read_yaml(path))
