@@ -523,6 +523,20 @@ def _plan_load(r: Any) -> str:
     )
 
 
+def _upper_verdict(c: Any) -> str:
+    """A candidate's verdict on the pessimistic side: ``yes``, or each target missed with the upper
+    end of its statistic's sampling interval, which missed it (``tpot_s p90 to 31.2 ms``: the
+    point value in the row can be within the target)."""
+    if not c.violates_upper:
+        return "yes"
+    missed = []
+    for v in c.violates_upper:
+        metric, _, name = v.partition(" ")
+        ci = c.percentiles[metric].ci.get(name) if metric in c.percentiles else None
+        missed.append(f"{v} to {_s(ci[1])}" if ci is not None else v)
+    return "no: " + ", ".join(missed)
+
+
 def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
     """The plan: the chosen configuration's simulated figures and distribution, then every
     candidate simulated, best first."""
@@ -550,7 +564,7 @@ def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
             _s(tpot(c)),
             f"{c.output_tokens_per_s_per_gpu:,.1f}",
             _usd(c.usd_per_million_output_tokens),
-            "yes" if not c.violates_upper else "no: " + ", ".join(c.violates_upper),
+            _upper_verdict(c),
         ]
         for i, c in enumerate(r.simulated)
     ]
