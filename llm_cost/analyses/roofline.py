@@ -135,6 +135,12 @@ def max_sequences_in_memory(
     return min(int(r // k) for r, k in zip(room, kv))
 
 
+def _fits(held: PerGPU, kv_per_sequence: list[int | Fraction], gpu: HardwareSpec, sequences: int) -> bool:
+    """Whether the fullest GPU holds its weights and the KV of ``sequences`` sequences in its
+    physical memory (:func:`memory_note`'s bytes)."""
+    return max(w + sequences * k for w, k in zip(held.weight_bytes, kv_per_sequence)) <= gpu.capacity_bytes
+
+
 def _fit_note(
     held: PerGPU,
     kv_per_sequence: list[int | Fraction],
@@ -144,9 +150,9 @@ def _fit_note(
     takes_layout: bool = True,
 ) -> list[Note]:
     """:func:`memory_note` from each stage's weight bytes and KV bytes of one sequence."""
-    need = max(w + sequences * k for w, k in zip(held.weight_bytes, kv_per_sequence))
-    if need <= gpu.capacity_bytes:
+    if _fits(held, kv_per_sequence, gpu, sequences):
         return []
+    need = max(w + sequences * k for w, k in zip(held.weight_bytes, kv_per_sequence))
     return [
         note(
             "warning.does_not_fit",
@@ -281,6 +287,9 @@ class DecodeStep(Result):
     profile_kind: str | None = None  # fitted or transferred
     profile_rows: int | None = None  # rows the profile (or its source) was fitted on
     total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
+    #: Whether the fullest GPU holds the weights and the step's KV in its physical memory (False:
+    #: the figures are hypothetical; ``llm-cost fit`` counts an engine's own reserve too).
+    fits_in_memory: bool = True
 
 
 def _bits(weight_bits: int | float | Fraction | None, dtype: Dtype) -> Fraction:
@@ -441,6 +450,8 @@ def decode_steps(
                 conventions.append(predicted_note)
                 conventions += t["split_kv_notes"]
         total_bytes = t["bytes"]
+        if context not in kv_at:
+            kv_at[context] = stage_kv_bytes(spec, layout, context, kv_bits)
         return DecodeStep(
             model=spec.name,
             gpu=gpu.name,
@@ -499,6 +510,7 @@ def decode_steps(
             profile=profile_name,
             **banded(chosen, predicted, batch, context, batch, bound_s),
             total_flops=t["total_flops"],
+            fits_in_memory=_fits(held, kv_at[context], gpu, seqs),
         )
 
     if len(points) > GRID_POINTS and not (detail and ops):
@@ -696,6 +708,9 @@ class PrefillStep(Result):
     profile_kind: str | None = None  # fitted or transferred
     profile_rows: int | None = None  # rows the profile (or its source) was fitted on
     total_flops: Number = 0  # the step's FLOPs on all GPUs of the layout (the model's count; = flops on one GPU)
+    #: Whether the fullest GPU holds the weights and the step's KV in its physical memory (False:
+    #: the figures are hypothetical; ``llm-cost fit`` counts an engine's own reserve too).
+    fits_in_memory: bool = True
 
 
 def _total_flops(spec: ModelSpec, step: Step, layout: Layout, groups: Sequence[SeqGroup], **build: Any) -> Number:
@@ -748,7 +763,8 @@ def prefill_step(
         note("prefill.bytes"),
     ]
     conventions += _layout_notes(layout, bound, spec, gpu)
-    conventions += memory_note(spec, gpu, layout, bits, kv_bits, step.sequences, seq)
+    held, kv = per_gpu(spec, layout, bits, kv_bits), stage_kv_bytes(spec, layout, seq, kv_bits)
+    conventions += _fit_note(held, kv, gpu, layout, step.sequences)
     chosen = profile
     predicted, _ = _prediction(step, gpu, chosen, network_gb_s, conventions)
     return PrefillStep(
@@ -785,4 +801,5 @@ def prefill_step(
         chosen.name if chosen is not None else None,
         **banded(chosen, predicted, batch, seq, batch * seq, bound.time_s, prefill=True),
         total_flops=_total_flops(spec, step, layout, prefill(batch, seq), **build),
+        fits_in_memory=_fits(held, kv, gpu, step.sequences),
     )

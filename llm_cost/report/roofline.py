@@ -260,7 +260,7 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
     head = "prompt" if prefill else "context"
     every = steps
     if not all_rows:
-        regime = [(s.bound, any(n.code == "warning.does_not_fit" for n in s.conventions)) for s in steps]
+        regime = [(s.bound, s.fits_in_memory) for s in steps]
         speed = [s.tokens_per_s_at_mfu if prefill else s.estimate_tokens_per_s for s in steps]
         series = [s.seq if prefill else s.context for s in steps]  # a regime changes along the batches
         steps = [steps[i] for i in rows_that_matter(len(steps), regime, speed.index(max(speed)), series)]
@@ -277,6 +277,7 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
             fmt_band(s.predicted_s, s.predicted_low_s, s.predicted_high_s) if s.predicted_s is not None else "-",
             f"{s.predicted_tokens_per_s:,.0f}" if s.predicted_tokens_per_s is not None else "-",
             f"{(s.tokens_per_s_at_mfu if prefill else s.estimate_tokens_per_s):,.0f}",
+            "yes" if s.fits_in_memory else "no",
         ]
         for s in steps
     ]
@@ -296,6 +297,7 @@ def render_rows(con, steps: list, display_name: str, gpu_name: str, model_given:
             ("band", "right"),
             ("tokens/s predicted", "right"),
             ("tokens/s at the estimate", "right"),
+            ("fits", "left"),  # weights + KV in the fullest GPU's memory (fits_in_memory)
         ],
         rows,
         caption=shown_caption(len(steps), len(every)),

@@ -67,8 +67,8 @@ def _analytic_heading(r: ServePlan, display_name: str, gpu_name: str) -> str:
         if r.qps is not None
         else f"as much as {_gpus(r.gpu_budget)} {'serves' if r.gpu_budget == 1 else 'serve'}"
     )
-    targets = ", ".join(
-        f"{name} <= {fmt_seconds(v)}"
+    targets = ", ".join(  # the analytic search bounds means, whatever statistic was asked (a note says so)
+        f"mean {name} <= {fmt_seconds(v)}"
         for name, v in (("TTFT", r.ttft_target_s), ("TPOT", r.tpot_target_s))
         if v is not None
     )

@@ -205,3 +205,24 @@ def test_a_slow_step_prints_its_rate_not_zero(cli):
     kv_bytes = 2**30 * 2 * 32 * 8 * 128 * 2
     out = cli("roofline", "llama3-8b", "--gpu", "h100", "--context", "1G").out
     assert f"{1 / (kv_bytes / 3.35e12):.3g} tokens/s" in out and ", 0 tokens/s" not in out
+
+
+def test_a_grid_marks_each_row_that_does_not_fit_in_memory():
+    """A new user's report: a batch sweep printed rows past the GPU's memory with nothing to say
+    so. Each row carries ``fits_in_memory``: Llama-3-8B's 8,030,261,248 BF16 parameters (the
+    checkpoint's total) and 131,072 B of KV per token (the documents) at 8K tokens per sequence on
+    an H100 that reports 81,559 MiB hold 64 sequences, not 65 (16,060,522,496 + 64 x 2^30 B)."""
+    from llm_cost.analyses.roofline import decode_steps
+
+    capacity = 81_559 * 2**20
+    weights, per_sequence = 8_030_261_248 * 2, 8192 * 131_072
+    assert weights + 64 * per_sequence <= capacity < weights + 65 * per_sequence
+    gpu = load_gpu("h100")
+    assert gpu.capacity_bytes == capacity
+    batches = [1, 63, 64, 65, 200]
+    for points in ([(b, 8192) for b in batches], [(b, 8192) for b in range(1, 201)]):  # a sweep, a grid
+        fits = {s.batch: s.fits_in_memory for s in decode_steps(load_model("llama3-8b"), gpu, points)}
+        assert [fits[b] for b in batches] == [True, True, True, False, False]
+    assert decode_step(load_model("llama3-8b"), gpu, 65, 8192).fits_in_memory is False
+    assert prefill_step(load_model("llama3-8b"), gpu, seq=8192, batch=64).fits_in_memory is True
+    assert prefill_step(load_model("llama3-8b"), gpu, seq=8192, batch=65).fits_in_memory is False
