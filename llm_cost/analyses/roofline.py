@@ -125,8 +125,11 @@ def max_sequences_in_memory(
     own reserve is ``llm-cost fit``'s), per data-parallel rank (a layout's ``dp`` ranks hold as
     many again); 0 when the weights and one sequence do not fit, None when the weights fit and a
     sequence keeps no KV (nothing but the weights bounds the batch)."""
-    held = per_gpu(spec, layout, weight_bits, kv_bits)
-    kv = stage_kv_bytes(spec, layout, context, kv_bits)
+    return _most(per_gpu(spec, layout, weight_bits, kv_bits), stage_kv_bytes(spec, layout, context, kv_bits), gpu)
+
+
+def _most(held: PerGPU, kv: list[int | Fraction], gpu: HardwareSpec) -> int | None:
+    """:func:`max_sequences_in_memory` from each stage's weight bytes and KV bytes of one sequence."""
     room = [gpu.capacity_bytes - w for w in held.weight_bytes]
     if any(r < 0 for r in room):
         return 0
@@ -290,6 +293,9 @@ class DecodeStep(Result):
     #: Whether the fullest GPU holds the weights and the step's KV in its physical memory (False:
     #: the figures are hypothetical; ``llm-cost fit`` counts an engine's own reserve too).
     fits_in_memory: bool = True
+    #: The most sequences of ``context`` tokens per data-parallel rank that fit so
+    #: (:func:`max_sequences_in_memory`; None: a sequence keeps no KV).
+    max_batch_in_memory: int | None = None
 
 
 def _bits(weight_bits: int | float | Fraction | None, dtype: Dtype) -> Fraction:
@@ -511,6 +517,7 @@ def decode_steps(
             **banded(chosen, predicted, batch, context, batch, bound_s),
             total_flops=t["total_flops"],
             fits_in_memory=_fits(held, kv_at[context], gpu, seqs),
+            max_batch_in_memory=_most(held, kv_at[context], gpu),
         )
 
     if len(points) > GRID_POINTS and not (detail and ops):

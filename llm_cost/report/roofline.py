@@ -178,6 +178,13 @@ def _decode_times(d: DecodeStep) -> list[tuple[str, str]]:
     return facts
 
 
+def _beyond_memory(d: DecodeStep, batch: int) -> str:
+    """``; beyond memory: at most N fit`` for a batch (per data-parallel rank) whose KV at the
+    step's context does not fit beside the weights, else nothing."""
+    most = d.max_batch_in_memory
+    return f"; beyond memory: at most {most:,} fit" if most is not None and batch > most else ""
+
+
 def _decode_batches(d: DecodeStep) -> list[tuple[str, str]]:
     """The batches where a decode step's weights, and the whole step, reach the ridge; the
     intensity's limit as the batch grows."""
@@ -188,7 +195,8 @@ def _decode_batches(d: DecodeStep) -> list[tuple[str, str]]:
             (
                 "batch where weights reach the ridge",
                 f"{fmt_int(d.compute_bound_batch_weights_only)}"
-                + (f" (KV at context {d.context:,}: {bytes_exact(kv)})" if kv else ""),
+                + (f" (KV at context {d.context:,}: {bytes_exact(kv)})" if kv else "")
+                + _beyond_memory(d, d.compute_bound_batch_weights_only),
             )
         )
     facts.append(

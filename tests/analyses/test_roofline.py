@@ -221,8 +221,10 @@ def test_a_grid_marks_each_row_that_does_not_fit_in_memory():
     assert gpu.capacity_bytes == capacity
     batches = [1, 63, 64, 65, 200]
     for points in ([(b, 8192) for b in batches], [(b, 8192) for b in range(1, 201)]):  # a sweep, a grid
-        fits = {s.batch: s.fits_in_memory for s in decode_steps(load_model("llama3-8b"), gpu, points)}
+        steps = decode_steps(load_model("llama3-8b"), gpu, points)
+        fits = {s.batch: s.fits_in_memory for s in steps}
         assert [fits[b] for b in batches] == [True, True, True, False, False]
+        assert all(s.max_batch_in_memory == 64 for s in steps)
     assert decode_step(load_model("llama3-8b"), gpu, 65, 8192).fits_in_memory is False
     assert prefill_step(load_model("llama3-8b"), gpu, seq=8192, batch=64).fits_in_memory is True
     assert prefill_step(load_model("llama3-8b"), gpu, seq=8192, batch=65).fits_in_memory is False
