@@ -757,8 +757,7 @@ def prefill_step(
     step = build_step(spec, prefill(batch, seq), layout=layout, **build)
     bound = RooflineBound(network_gb_s).step_time(step, gpu)
     est = EfficiencyEstimate(mfu, mbu, network_gb_s).step_time(step, gpu)
-    flops = step.flops
-    weight_flops = step.total("flops", (OpKind.GEMM,))
+    flops, weight_flops = step.flops, step.total("flops", (OpKind.GEMM,))
     conventions = [
         note("prefill.step", batch=batch, seq=seq),
         note(f"attention.{attention}"),
@@ -773,7 +772,7 @@ def prefill_step(
     held, kv = per_gpu(spec, layout, bits, kv_bits), stage_kv_bytes(spec, layout, seq, kv_bits)
     conventions += _fit_note(held, kv, gpu, layout, step.sequences)
     chosen = profile
-    predicted, _ = _prediction(step, gpu, chosen, network_gb_s, conventions)
+    predicted = _prediction(step, gpu, chosen, network_gb_s, conventions)[0]
     return PrefillStep(
         spec.name,
         gpu.name,
