@@ -226,3 +226,16 @@ def test_a_gpu_list_outside_serve_says_only_serve_compares(cli, argv):
     r = cli(*argv)
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1
     assert "names several GPUs; give one" in r.err and "serve" in r.err and "closest match" not in r.err
+
+
+@pytest.mark.parametrize(
+    "extra, flag",
+    [(["--mode", "disaggregated"], "--mode"), (["--analytic"], "--analytic"), (["--tp", "1", "--qps", "5"], "--tp")],
+)
+def test_a_comparison_refuses_what_it_cannot_compare_naming_that_flag(cli, extra, flag):
+    """An attack found ``serve --gpu h100,h200 --mode disaggregated`` refused as "--tp/--pp: ...
+    leave out a --tp/--pp with a rate, or --mode disaggregated": a flag not given, and the one
+    given offered as the way out. Each refusal names the flag given and asks to leave it out."""
+    r = cli("serve", "llama3-8b", "--gpu", "h100,h200", *extra, "--ttft", "p99:2s")
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1
+    assert r.err.startswith(f"error: {flag}") and "comparison" in r.err

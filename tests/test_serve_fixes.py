@@ -201,10 +201,33 @@ def test_an_overloaded_configuration_says_its_queue_grows_without_end():
     flagged = [n for n in over.conventions if n.code == "warning.serve_overloaded"]
     assert len(flagged) == 1 and flagged[0].params["offered"] == 15.0
     assert flagged[0].params["served"] == pytest.approx(over.throughput_rps) and over.throughput_rps < 0.9 * 15
+    assert "overloaded" in over.violates and "overloaded" in over.violates_upper  # it meets no target
     longer = api.serve("llama3-8b", "h100", 2048, 256, qps=15.0, layout=api.Layout(tp=1), requests=3000)
     assert longer.percentiles["ttft_s"].p99 > 2 * over.percentiles["ttft_s"].p99  # no steady state to report
     fine = api.serve("llama3-8b", "h100", 2048, 256, qps=5.0, layout=api.Layout(tp=1))
     assert fine.throughput_rps > 0.9 * 5 and not any(n.code == "warning.serve_overloaded" for n in fine.conventions)
+    assert "overloaded" not in fine.violates
     # a short light run serves its few arrivals' rate (30 at 1/s: about 0.8/s), with nobody waiting
     short = api.serve("llama3-8b", "h100", 2048, 256, qps=1.0, layout=api.Layout(tp=1), requests=30)
     assert short.waiting_mean < 1 and not any(n.code == "warning.serve_overloaded" for n in short.conventions)
+
+
+def test_a_plan_at_ten_times_the_rate_needs_about_ten_times_the_gpus():
+    """An attack on the planner found plans that did not grow with the rate: llama3-8b on H100 at
+    100 requests/s chose 8 GPUs (12.5 requests/s each), at 1,000 67 (15 each) and at 10,000 232 (43
+    each), all "targets met". Past 20,000 arrivals the one replica standing for all got its share
+    of a truncated stream: 299 requests, 20 s of a backlog growing unseen (serving 408 of 1,000
+    requests/s). Each replica's run is now its own length whatever the replicas, and a run that does
+    not keep up with its rate meets no target. A GPU's rate cannot grow with the deployment (one
+    replica per GPU, each its share of the traffic): at 1,000 requests/s each carries at most a tenth
+    more than at 100."""
+
+    def per_gpu(qps: float) -> tuple[float, int]:
+        plan = api.serve("llama3-8b", "h100", 2048, 256, qps=qps, gpus=4096, ttft_s="p99:2s")
+        assert not plan.chosen.violates_upper and plan.chosen.throughput_rps > 0.9 * qps
+        return qps / plan.chosen.gpus, plan.chosen.simulated_requests
+
+    low, _ = per_gpu(100.0)
+    high, simulated = per_gpu(1000.0)
+    assert high <= 1.1 * low
+    assert simulated >= 1000  # the replica's own run: a P99 needs 1,000 requests

@@ -330,24 +330,27 @@ def per_replica(traffic: Workload, replicas: int) -> Workload:
     return Workload(users, traffic.input_tokens, traffic.output_tokens, traffic.prefix, requests)
 
 
-def _violations(result: SimResult, targets: Mapping[str, Target]) -> tuple[str, ...]:
+def _violations(result: SimResult, targets: Mapping[str, Target], overloaded: bool = False) -> tuple[str, ...]:
+    """The targets missed by the point values, ``rejected`` when a request was refused and
+    ``overloaded`` when the rate outgrows the deployment (:func:`_overloaded`)."""
     s = result.summary
     missed = tuple(f"{m} {t.name}" for m, t in targets.items() if not t.met(getattr(s, m)))
-    return missed + (("rejected",) if s.rejected else ())
+    return missed + (("rejected",) if s.rejected else ()) + (("overloaded",) if overloaded else ())
 
 
 def _violations_upper(
-    result: SimResult, targets: Mapping[str, Target], percentiles: Mapping[str, Percentiles]
+    result: SimResult, targets: Mapping[str, Target], percentiles: Mapping[str, Percentiles], overloaded: bool = False
 ) -> tuple[str, ...]:
     """The targets missed at the upper end of their statistic's sampling interval (the point value
-    where there is none), and ``rejected`` when a request was refused."""
+    where there is none), ``rejected`` when a request was refused, ``overloaded`` as
+    :func:`_violations`."""
     s = result.summary
     missed = []
     for m, t in targets.items():
         upper = _upper(percentiles[m], t, t.value(getattr(s, m)))
         if upper is not None and upper > t.seconds:
             missed.append(f"{m} {t.name}")
-    return tuple(missed) + (("rejected",) if s.rejected else ())
+    return tuple(missed) + (("rejected",) if s.rejected else ()) + (("overloaded",) if overloaded else ())
 
 
 def _within(result: SimResult, targets: Mapping[str, Target]) -> dict[str, float]:
@@ -395,20 +398,37 @@ def _goodput_note(
 #: Poisson run of 1,000 requests serves within a few percent of its rate when it keeps up.
 SERVED_SHARE = 0.9
 #: ... and only with at least this many requests waiting on average: a short run's served rate is
-#: its few arrivals' (30 requests at 1/s served at 0.8/s with none waiting).
+#: its few arrivals' (30 requests at 1/s served at 0.8/s with none waiting) ...
 WAITING_LEAST = 1.0
+#: ... or with the served rate this many Poisson standard deviations (sqrt of the steady window's
+#: completions, relative) under the offered one: where the engine admits every request
+#: (``max_num_seqs`` 1,024) the backlog runs rather than waits, each step slower than the last.
+#: A run that keeps up falls that far under its rate once in 700.
+OVERLOAD_Z = 3.0
 
 
-def _overload_note(traffic: Workload | Trace, served: float, waiting: float) -> list[Note]:
-    """A warning when an open loop at one rate is served at under :data:`SERVED_SHARE` of it while
-    requests queue (:data:`WAITING_LEAST`): the queue grows through the run, so its latencies grow
+def _overloaded(traffic: Workload | Trace, served: float, waiting: float, completions: int) -> bool:
+    """Whether an open loop at one rate is served at under :data:`SERVED_SHARE` of it, with
+    requests queueing (:data:`WAITING_LEAST`) or, over the ``completions`` of its steady window,
+    surely under it (:data:`OVERLOAD_Z`): the backlog grows through the run, so its latencies grow
     with the run's length (llama3-8b on one H100 at 15 requests/s of 2K prompts: 10.8 served, 87
-    waiting, P99 TTFT 14.9 s over 1,000 requests and 51.6 s over 3,000)."""
+    waiting, P99 TTFT 14.9 s over 1,000 requests and 51.6 s over 3,000). Such a run meets no
+    target however its percentiles read (:func:`_violations`: ``overloaded``): a plan of llama3-8b
+    at 1,000 requests/s chose 67 x TP1 holding P99 TTFT 2 s over 299 requests per replica while
+    they served 408 requests/s, none waiting, 163 running."""
     if isinstance(traffic, Trace) or isinstance(traffic.arrivals, ClosedLoop) or len(traffic.arrivals.stages) != 1:
+        return False
+    offered = offered_rps(traffic)
+    if offered is None or served >= SERVED_SHARE * offered:
+        return False
+    return waiting >= WAITING_LEAST or (completions > 0 and served < offered * (1 - OVERLOAD_Z / completions**0.5))
+
+
+def _overload_note(traffic: Workload | Trace, served: float, waiting: float, completions: int) -> list[Note]:
+    """A warning when the run is :func:`_overloaded`."""
+    if not _overloaded(traffic, served, waiting, completions):
         return []
     offered = offered_rps(traffic)
-    if offered is None or served >= SERVED_SHARE * offered or waiting < WAITING_LEAST:
-        return []
     return [note("warning.serve_overloaded", offered=offered, served=served, waiting=waiting)]
 
 
@@ -763,6 +783,8 @@ def _serve_run(
     # the steady window sums the replicas simulated side by side; one standing for all is its own
     running = steady.running_mean / result.simulated_replicas if steady else result.running_mean
     waiting = steady.waiting_mean / result.simulated_replicas if steady else result.waiting_mean
+    completions = steady.requests if steady else s.requests
+    overloaded = _overloaded(traffic, served_rps, waiting, completions)
     usd_m = usd_req = None
     if usd_per_gpu_hour is not None and out_per_s > 0:
         usd_per_s = usd_per_gpu_hour * gpus / 3600
@@ -792,7 +814,7 @@ def _serve_run(
         s.e2e_s.mean,
         percentiles,
         goals,
-        _violations(result, goals),
+        _violations(result, goals, overloaded),
         goodput,
         served_rps,
         out_per_s,
@@ -812,7 +834,7 @@ def _serve_run(
         candidate,
         [
             *_run_notes(gpu, layout, engine, time_model, replicas, result, usd_per_gpu_hour, traffic),
-            *_overload_note(traffic, served_rps, waiting),
+            *_overload_note(traffic, served_rps, waiting, completions),
             *_goodput_note(goodput, served_rps, within, goals),
             *_stall_note(s, goals, engine.max_num_batched_tokens if engine.chunked_prefill else None),
             *_steady_note(steady, s.requests, span),
@@ -821,7 +843,7 @@ def _serve_run(
         simulated_requests=s.requests,
         within=within,
         router=result.router,
-        violates_upper=_violations_upper(result, goals, percentiles),
+        violates_upper=_violations_upper(result, goals, percentiles, overloaded),
     )
 
 
@@ -1802,7 +1824,9 @@ class _Search:
         else :data:`PLAN_REQUESTS` in all, at least :data:`PLAN_REQUESTS_PER_REPLICA` per replica
         (every replica simulated; the deployment's percentiles are over them all). With the
         screen's candidate ``c``, raised to the precision its intervals need
-        (:func:`_requests_needed`), at most :data:`MAX_REQUESTS` arrivals."""
+        (:func:`_requests_needed`); at most :data:`MAX_REQUESTS` simulated (of one replica standing
+        for all: its own, however many replicas; it draws only its share of the arrivals,
+        :func:`~llm_cost.simulate.workload.requests`)."""
         t = self.traffic
         if not isinstance(t, Workload) or t.requests is not None:
             return t
@@ -1811,8 +1835,8 @@ class _Search:
         if c is not None and self.qps is not None:
             e2e = c.ttft_s + c.tpot_s * (c.output_tokens_per_s / max(c.requests_per_s, 1e-9) - 1)
             n = max(n, _requests_needed(self.qps / replicas if one else self.qps, e2e, self.targets))
-        n = min(n * replicas if one else n, MAX_REQUESTS)
-        return Workload(t.arrivals, t.input_tokens, t.output_tokens, t.prefix, n)
+        n = min(n, MAX_REQUESTS)  # the simulated requests: one replica's, or all of them side by side
+        return Workload(t.arrivals, t.input_tokens, t.output_tokens, t.prefix, n * replicas if one else n)
 
 
 #: At a rate, the sampling batches of a run (each at least the requests in flight at once: the

@@ -713,6 +713,12 @@ def compare_request(request: ServeRequest) -> ServeComparison:
         )
     if request.concurrency is not None:
         raise InputError("concurrency: a comparison plans each GPU; leave out concurrency", fields=("concurrency",))
+    if request.analytic:
+        raise InputError("analytic: a comparison simulates each GPU's plan; leave out analytic", fields=("analytic",))
+    if ServingMode.AGGREGATED not in _modes(request.modes):
+        raise InputError(
+            "modes: a comparison simulates each GPU's aggregated plans; include aggregated", fields=("modes",)
+        )
     spec = load_model(request.model)
     # a name as given: the shipped spec, not validated again as a spec built in Python would be
     model: ModelLike = request.model if isinstance(request.model, str) else spec
@@ -741,10 +747,7 @@ def _plan_on(job: tuple[ServeRequest, Optional[float]]) -> tuple[str, Optional[f
             raise
         return g.name, price, None, str(e)
     if not isinstance(result, SimulatedPlan):
-        raise InputError(
-            "layout: a comparison plans each GPU; leave out a layout with a rate, or modes disaggregated",
-            fields=("layout", "modes"),
-        )
+        raise InputError("layout: a comparison plans each GPU; leave out the layout", fields=("layout",))
     return g.name, price, result, None
 
 

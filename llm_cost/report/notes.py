@@ -379,7 +379,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     ),
     "warning.serve_overloaded": lambda p: (
         f"warning: overloaded: {p['served']:,.3g} of {p['offered']:,.3g} requests/s offered are served, "
-        f"{p['waiting']:,.1f} wait on average: the queue grows through the run, so its latencies and percentiles "
+        f"{p['waiting']:,.1f} wait on average: the backlog grows through the run, so its latencies and percentiles "
         "grow with its length (--requests) and describe no steady state; lower the rate, or add replicas "
         "(--qps without a layout plans them)"
     ),

@@ -237,14 +237,16 @@ def simulate(
         bounds, simulated = stage_bounds(workload)[:1], 1
         run = run_engine(timer, engine, blocks, workload=workload, seed=seed, bounds=bounds, state_blocks=state)
     else:
-        if isinstance(workload, Workload):
-            reqs, bounds = requests(workload, seed), stage_bounds(workload)
+        one = replicas == 1 or exchangeable(workload, router)
+        if isinstance(workload, Workload):  # one replica standing for all: its share alone is drawn
+            reqs, bounds = requests(workload, seed, every=replicas if one else 1), stage_bounds(workload)
         else:
             reqs, bounds = (trace_requests(workload) if isinstance(workload, Trace) else list(workload)), []
+            reqs = reqs[::replicas] if one else reqs
         if not reqs:
             raise InputError("workload: no request arrives", fields=("workload",))
-        if replicas == 1 or exchangeable(workload, router):
-            run = run_engine(timer, engine, blocks, reqs[::replicas], bounds=bounds, state_blocks=state)
+        if one:
+            run = run_engine(timer, engine, blocks, reqs, bounds=bounds, state_blocks=state)
             simulated = 1
         else:
             run = merged(run_replicas(timer, engine, blocks, reqs, replicas, router, bounds=bounds, state_blocks=state))

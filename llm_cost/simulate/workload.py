@@ -44,6 +44,7 @@ numpy, an optional extra of the package, would only add an import.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Hashable, Iterator, Sequence
@@ -662,21 +663,58 @@ def user_table(workload: Workload, seed: int | str) -> Users | None:
     return Users(workload.prefix, workload.input_tokens, random.Random(f"{seed}:users"))
 
 
-def requests(workload: Workload, seed: int | str = 0) -> list[Request]:
+def requests(workload: Workload, seed: int | str = 0, every: int = 1) -> list[Request]:
     """The open-loop requests of ``workload``, in arrival order (deterministic for ``seed``;
     arrival times, lengths and users come from separate streams, so a change of rate keeps the
-    lengths). InputError for an invalid workload or a closed loop (the engine runs those)."""
+    lengths). With ``every`` R > 1, every R-th of them (the 0th, the R-th, ...), as a round-robin
+    router hands one of R replicas its share: their arrival times are the whole stream's
+    (:func:`_strided_times`), their lengths drawn for them alone (the same distribution; the
+    requests a replica never sees are never drawn, so a deployment of thousands of replicas costs
+    one replica's requests), each keeping its index in the whole stream (a shared prefix's users
+    are visited in turn over it). InputError for an invalid workload or a closed loop (the engine
+    runs those)."""
     check_workload(workload, limit=None)
     if not isinstance(workload.arrivals, OpenLoop):
         raise InputError("a closed loop's requests depend on the engine: run it with simulate()", fields=("arrivals",))
-    times = _arrival_times(random.Random(f"{seed}:arrivals"), workload.arrivals, workload.requests)
+    rng = random.Random(f"{seed}:arrivals")
+    times = (
+        _arrival_times(rng, workload.arrivals, workload.requests)
+        if every == 1
+        else _strided_times(rng, workload.arrivals, workload.requests, every)
+    )
     lengths = random.Random(f"{seed}:lengths")
     users = user_table(workload, seed)
     out = []
-    for k, t in enumerate(times):
+    for i, t in enumerate(times):
+        k = i * every
         prompt, output, shared = draw_lengths(workload, lengths, users, k)
         out.append(Request(k, t, prompt, output, shared))
     return out
+
+
+def _strided_times(rng: random.Random, arrivals: OpenLoop, limit: int | None, every: int) -> Iterator[float]:
+    """The arrival times of every ``every``-th request of :func:`_arrival_times` (of at most
+    ``limit`` requests in all; the 0th first). For one endless stage of Poisson, gamma or fixed
+    gaps, each is drawn as the sum of the ``every`` gaps before it, in one draw: a sum of k
+    exponential gaps of mean m is Gamma(k, m), of k Gamma(a, m / a) gaps Gamma(k a, m / a), of k
+    constant gaps k m. Otherwise (stages, fixed counts) every time is drawn and every ``every``-th
+    kept."""
+    stage = arrivals.stages[0]
+    if len(arrivals.stages) > 1 or math.isfinite(stage.duration_s) or arrivals.process == "fixed_count":
+        yield from itertools.islice(_arrival_times(rng, arrivals, limit), 0, None, every)
+        return
+    mean = 1 / stage.rate_rps
+    shape = 1 / arrivals.cv**2 if arrivals.process == "gamma" else 1.0
+    count = -(-limit // every) if limit is not None else None  # the kept ones of the first ``limit``
+    t, kept = 0.0, 0
+    while count is None or kept < count:
+        gaps = 1 if kept == 0 else every
+        if arrivals.process == "constant":
+            t += gaps * mean
+        else:
+            t += rng.gammavariate(gaps * shape, mean / shape)
+        kept += 1
+        yield t
 
 
 @record

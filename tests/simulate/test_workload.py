@@ -184,3 +184,34 @@ def test_traces_read_back(tmp_path):
         read_trace(bad)
     with pytest.raises(InputError, match="jsonl or .csv"):
         read_trace(tmp_path / "t.txt")
+
+
+@pytest.mark.parametrize(
+    "process, cv",
+    [("poisson", 1.0), ("gamma", 2.0), ("gamma", 0.5), ("constant", 1.0)],
+)
+def test_every_rth_request_is_a_replicas_round_robin_share(process, cv):
+    """One of R replicas behind a round-robin router sees every R-th arrival: R gaps of the stream
+    between its requests, so mean gap R / rate and, for gamma gaps of CV c, CV c / sqrt(R) (a sum
+    of R independent gaps; Poisson: c = 1, an Erlang-R stream; constant: 0). Drawn directly (one
+    draw a request) for one endless stage; checked here against those moments over 20,000 of the
+    replica's requests, and the indices keep their place in the whole stream."""
+    rate, r = 50.0, 8
+    arrivals = OpenLoop((Stage(math.inf, rate),), process, cv)
+    share = requests(Workload(arrivals, Fixed(100), Fixed(10), requests=20_000 * r), seed=3, every=r)
+    assert [q.index for q in share[:3]] == [0, r, 2 * r] and len(share) == 20_000
+    times = [q.arrival_s for q in share]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert statistics.fmean(gaps) == pytest.approx(r / rate, rel=0.02)
+    expected_cv = 0.0 if process == "constant" else cv / math.sqrt(r)
+    assert _cv(gaps) == pytest.approx(expected_cv, abs=0.02)
+
+
+def test_a_strided_stage_sequence_keeps_the_whole_streams_times():
+    """Stages in turn (or a finite stage) are not summed in one draw: every R-th time of the whole
+    stream is kept, the same times as the stream's own."""
+    arrivals = OpenLoop((Stage(20.0, 5.0), Stage(20.0, 20.0)))
+    whole = requests(Workload(arrivals, Fixed(100), Fixed(10)), seed=1)
+    share = requests(Workload(arrivals, Fixed(100), Fixed(10)), seed=1, every=3)
+    assert [q.arrival_s for q in share] == [q.arrival_s for q in whole[::3]]
+    assert [q.index for q in share] == [q.index for q in whole[::3]]
