@@ -36,7 +36,7 @@ from llm_cost.analyses.measurements import (
     load_measurements,
     measurements_dir,
     shipped_files,
-    step_of,
+    steps_of,
 )
 from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
@@ -67,7 +67,7 @@ from llm_cost.perf.kernels import SPLIT_KV_ENGINES, attention_blocks
 from llm_cost.perf.profile import ENGINE_PARAMETERS, FAMILY_PARAMETERS, Regime, RegimeBand, Situation
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, EfficiencyEstimate, RooflineBound, host_gpus, link_of
 from llm_cost.specs.declare import to_data
-from llm_cost.specs.load import load_gpu, load_model
+from llm_cost.specs.load import load_gpu
 from llm_cost.specs.schema import HardwareSpec
 from llm_cost.workload.step import Step
 
@@ -206,7 +206,7 @@ def _add_ops(out: dict[str, dict[str, list]], i: int, step: Step, gpu: HardwareS
 def features_of(rows: Sequence[Measurement], steps: Sequence[Step] | None = None) -> Features:
     """The :class:`Features` of ``rows`` (their steps built by :func:`step_of` unless given)."""
     np = _np()
-    steps = list(steps) if steps is not None else [step_of(m) for m in rows]
+    steps = list(steps) if steps is not None else steps_of(rows)
     out: dict[str, dict[str, list]] = {
         "gemm": {k: [] for k in _GEMM},
         "attn": {k: [] for k in _ATTN},
@@ -642,7 +642,7 @@ def row_results(
                 m.id,
                 m.source,
                 category(m),
-                load_model(m.spec).name,
+                step.model,
                 gpu.name,
                 str(m.engine_family),
                 Phase(m.phase),
@@ -699,7 +699,7 @@ def fit_file(rows: list[Measurement], written_by: str) -> dict[str, Any]:
     fit, each source's fold, the bands and the per-source table (module docstring). Minutes of CPU:
     a fit per source."""
     np = _np()
-    steps = [step_of(m) for m in rows]
+    steps = steps_of(rows)
     feats = features_of(rows, steps)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     weights = source_weights(rows)
@@ -818,7 +818,7 @@ def validation(profile_name: str | None = None, own: Any = None) -> Validation:
     np = _np(VALIDATE_INSTALL_HINT)
     data = fit_data()
     rows = shipped_rows()
-    steps = [step_of(m) for m in rows]
+    steps = steps_of(rows)
     feats = features_of(rows, steps)
     measured = np.asarray([m.measured_ms / 1e3 for m in rows])
     folds = {s: stored_fit(data, s) for s in data["folds"]}
@@ -1010,7 +1010,7 @@ def calibrate_files(
     family = _one_family(rows)
     if len(rows) < 3:
         raise InputError(f"{len(rows)} rows: a profile needs at least 3 (one is left out at a time)")
-    steps = [step_of(m) for m in rows]
+    steps = steps_of(rows)
     _below_bound(rows, steps)
     _beyond_slowest(rows, features_of(rows, steps))
     if split_kv is not None and split_kv != SPLIT_KV_ENGINES[chosen]:

@@ -49,10 +49,12 @@ from llm_cost.model.layout import Layout
 from llm_cost.specs.declare import Bounds, Spec, spec, validated
 from llm_cost.specs.files import read_text, read_yaml, real_path, shown, validation_message
 from llm_cost.specs.load import load_model
+from llm_cost.specs.schema import ModelSpec
 from llm_cost.workload.step import SeqGroup, Step, build_step, decode, prefill
 
 __all__ = [
     "Measurement",
+    "steps_of",
     "measurements_dir",
     "shipped_files",
     "load_measurements",
@@ -252,19 +254,25 @@ def category(m: Measurement) -> str:
     return ", ".join(parts)
 
 
-def step_of(m: Measurement) -> Step:
-    """The step a measurement timed: its model, layout, weight bits and dtypes. InputError naming
-    the row and its field (``tp``, not an argument) for a layout the model cannot take."""
+def step_of(m: Measurement, spec: ModelSpec | None = None) -> Step:
+    """The step a measurement timed: its model (``spec``, else loaded from the row), layout,
+    weight bits and dtypes. InputError naming the row and its field (``tp``, not an argument) for a
+    layout the model cannot take."""
     try:
-        return _step(m)
+        return _step(m, spec or load_model(m.spec))
     except InputError as exc:
         if not exc.fields:
             raise
         raise InputError(f"row {m.id!r}: field {exc}") from None
 
 
-def _step(m: Measurement) -> Step:
-    spec = load_model(m.spec)
+def steps_of(rows: Sequence[Measurement]) -> list[Step]:
+    """:func:`step_of` of each row, each model the rows name loaded once."""
+    specs: dict[str, ModelSpec] = {}
+    return [step_of(m, specs.get(m.spec) or specs.setdefault(m.spec, load_model(m.spec))) for m in rows]
+
+
+def _step(m: Measurement, spec: ModelSpec) -> Step:
     bits = stored_weight_bits(m.weights_dtype, m.group_size)
     compute = (
         Dtype(m.compute_dtype)
