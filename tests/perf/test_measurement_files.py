@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from llm_cost.analyses.calibration import load_measurements, measurements_dir, step_of
+from llm_cost.analyses.measurements import load_measurements, measurements_dir, step_of
 from llm_cost.perf.timemodel import RooflineBound
 from llm_cost.specs.files import read_yaml
 from llm_cost.specs.load import load_gpu
