@@ -952,7 +952,7 @@ def with_band(
     timer: StepTimer,
     time_model: TimeModel,
     serving: ServingBand | None = None,
-    slow: tuple[ServeRun, ScaledTimer, frozenset[tuple[int, int, int, int, int]]] | None = None,
+    slow: tuple[ServeRun, frozenset[tuple[int, int, int, int, int]]] | None = None,
 ) -> ServeRun:
     """``nominal`` with its error band: the same configuration, traffic and seed re-simulated
     (``rerun``) twice, every step's time multiplied by the fast-end and then the slow-end factor
@@ -980,10 +980,10 @@ def with_band(
     in step time only nearly, so an end may lie beyond the nominal value the other way); each
     statistic's ``interval`` joins the three runs' sampling intervals. ``violates_at_slow_end``:
     the targets the slow end misses; ``violates_pessimistic``: those missed at the upper end of
-    the slow end's sampling intervals. ``slow``: the slow end's run, its timer and the step buckets it
-    asked for (:attr:`~llm_cost.simulate.StepTimer.last_met`), already simulated (a plan's
-    candidates are, on a timer their layout's other candidates share: the band's factors are over
-    this run's buckets alone). A time model without held-out
+    the slow end's sampling intervals. ``slow``: the slow end's run and the step buckets it asked for
+    (:attr:`~llm_cost.simulate.StepTimer.last_met`), already simulated (a plan's candidates are, on
+    a timer their layout's other candidates share: the band's factors are over this run's buckets
+    alone). A time model without held-out
     residuals (the MFU/MBU estimate, a profile without an error) gets no band and a note saying
     so."""
     ends = band_ends(time_model, serving)
@@ -999,7 +999,7 @@ def with_band(
         slow_run = rerun(slow_timer)
         slow_keys = slow_timer.last_met
     else:
-        slow_run, _, slow_keys = slow
+        slow_run, slow_keys = slow
     fast_keys = fast_timer.last_met
     info, band_note = _band_info(
         time_model,
@@ -1613,13 +1613,12 @@ class _Search:
         """The chosen candidate simulated at nominal step times, with its band (the slow end is
         the candidate's own run)."""
         again = self.reruns[id(best)]
-        nominal, slow = self.timer(best.layout)
+        nominal = self.timer(best.layout)[0]
         if self.ends is None:
             return with_band(best, again, nominal, self.time_model, self.serving_band)
-        assert isinstance(slow, ScaledTimer)
         run = again(nominal)
-        slow_run = (best, slow, self.slow_keys[id(best)])
-        return with_band(run, again, nominal, self.time_model, self.serving_band, slow=slow_run)
+        slow = (best, self.slow_keys[id(best)])
+        return with_band(run, again, nominal, self.time_model, self.serving_band, slow=slow)
 
     def saturated(self, groups: Mapping[tuple[Layout, int], list[Candidate]]) -> list[ServeRun]:
         """Without a rate: each group's picks as closed loops, then each group's descent where
@@ -1688,10 +1687,10 @@ class _Search:
         about log2 of the steps' runs instead of all of them). The steps and their order depend on
         the targets only through the verdicts, and a verdict that holds under a target holds under
         a looser one, so a looser target stops no lower: where their verdicts first differ, the
-        looser goes on above a step that holds, the tighter below it. Not run, as no run of them could be chosen: any step when
-        the layout cannot meet the TPOT or ITL target at all (:meth:`hopeless`); a step whose cap
-        bounds its output tokens/s per GPU under ``best``, the most of a run already holding the
-        targets (:meth:`most_per_gpu`)."""
+        looser goes on above a step that holds, the tighter below it. Not run, as no run of them
+        could be chosen: any step when the layout cannot meet the TPOT or ITL target at all
+        (:meth:`hopeless`); a step whose cap bounds its output tokens/s per GPU under ``best``, the
+        most of a run already holding the targets (:meth:`most_per_gpu`)."""
         if self.hopeless(layout):
             return []
         steps = [(cap, c) for cap, c in _descent(group, top) if self.most_per_gpu(layout, cap) >= best]

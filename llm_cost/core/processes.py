@@ -1,6 +1,6 @@
 """Independent jobs on the machine's cores: a serving comparison plans each GPU apart, and each plan
-is a second of single-threaded Python (the simulator), so on two cores three GPUs take two plans'
-time instead of three.
+is a second of single-threaded Python (the simulator), so on two cores three GPUs take about one
+and a half plans' time instead of three.
 
 Processes are forked (``multiprocessing``'s ``fork`` start method): a child starts with the
 parent's modules imported and its memos filled, so a job costs its own work and not an import.

@@ -667,8 +667,8 @@ def requests(workload: Workload, seed: int | str = 0, every: int = 1) -> list[Re
     """The open-loop requests of ``workload``, in arrival order (deterministic for ``seed``;
     arrival times, lengths and users come from separate streams, so a change of rate keeps the
     lengths). With ``every`` R > 1, every R-th of them (the 0th, the R-th, ...), as a round-robin
-    router hands one of R replicas its share: their arrival times are the whole stream's
-    (:func:`_strided_times`), their lengths drawn for them alone (the same distribution; the
+    router hands one of R replicas its share: their arrival times those of every R-th arrival of
+    the whole stream (in distribution, :func:`_strided_times`), their lengths drawn for them alone (the same distribution; the
     requests a replica never sees are never drawn, so a deployment of thousands of replicas costs
     one replica's requests), each keeping its index in the whole stream (a shared prefix's users
     are visited in turn over it). InputError for an invalid workload or a closed loop (the engine
@@ -694,7 +694,7 @@ def requests(workload: Workload, seed: int | str = 0, every: int = 1) -> list[Re
 
 def _strided_times(rng: random.Random, arrivals: OpenLoop, limit: int | None, every: int) -> Iterator[float]:
     """The arrival times of every ``every``-th request of :func:`_arrival_times` (of at most
-    ``limit`` requests in all; the 0th first). For one endless stage of Poisson, gamma or fixed
+    ``limit`` requests in all; the 0th first). For one endless stage of Poisson, gamma or constant
     gaps, each is drawn as the sum of the ``every`` gaps before it, in one draw: a sum of k
     exponential gaps of mean m is Gamma(k, m), of k Gamma(a, m / a) gaps Gamma(k a, m / a), of k
     constant gaps k m. Otherwise (stages, fixed counts) every time is drawn and every ``every``-th
