@@ -239,3 +239,15 @@ def test_a_comparison_refuses_what_it_cannot_compare_naming_that_flag(cli, extra
     r = cli("serve", "llama3-8b", "--gpu", "h100,h200", *extra, "--ttft", "p99:2s")
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1
     assert r.err.startswith(f"error: {flag}") and "comparison" in r.err
+
+
+def test_a_gpu_spec_file_whose_name_holds_a_comma_is_one_gpu(cli, tmp_path):
+    """``--gpu`` splits a comparison's names on commas; a spec file that exists is taken whole,
+    its name's commas included (the attack helper's ``g,comma path.yaml`` read as ``g``)."""
+    from llm_cost.specs import load
+
+    path = tmp_path / "my gpu,v2.yaml"
+    path.write_text((load.data_dir("hardware") / "h100.yaml").read_text())
+    r = cli("serve", "llama3-8b", "--gpu", str(path), "--tp", "1", "--batch", "8", "--input", "1K", "--output", "128")
+    assert r.code == 0, r.err
+    assert "H100" in r.out

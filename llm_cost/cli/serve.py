@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 from typing import Annotated, Any, Optional
 
@@ -377,7 +378,7 @@ def serve(
     """
     from llm_cost import api
 
-    gpu_names = _items(gpu, "--gpu")
+    gpu_names = [gpu] if os.path.isfile(gpu) else _items(gpu, "--gpu")  # a spec file's name may hold a comma
     if emit_engine is not None and (len(gpu_names) > 1 or as_csv):
         raise InputError("--emit: prints one plan's command; give one --gpu and leave out --csv")
     out = plot_file(plot, force)
