@@ -30,7 +30,6 @@ from llm_cost.api.requests import (
 from llm_cost.core.choices import MemoryConvention, Router, ServingMode
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_CHUNK_TOKENS, MAX_COMPARED, MAX_CONCURRENCY, MAX_SEED
-from llm_cost.core.processes import map_in_processes
 from llm_cost.core.types import Engine, ServingEngine
 
 if TYPE_CHECKING:
@@ -689,6 +688,7 @@ def compare_request(request: ServeRequest) -> ServeComparison:
     """The answer of :func:`serve_compare` to ``request`` (``gpu`` the GPUs compared,
     ``usd_per_gpu_hour`` one price or one per GPU)."""
     from llm_cost.analyses.simulated_serving import compare_gpus
+    from llm_cost.core.processes import map_in_processes  # lazy: multiprocessing only for a comparison
 
     request = checks.record(request, ServeRequest, "request")
     gpu, usd_per_gpu_hour = request.gpu, request.usd_per_gpu_hour
