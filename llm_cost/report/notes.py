@@ -84,9 +84,14 @@ def _profile(p: dict) -> str:
         if p["median"] is not None
         else ""
     )
+    from llm_cost.perf.calibrated import RANGE_WIDEN_MAX, RANGE_WIDEN_PER_OCTAVE
+
     return (
         f"prediction: profile {p['name']} ({p['engine']}, {p['situation']}) for {p['target']}: {p['note']}{held}; "
-        f"its band: the 10th-90th percentile of such held-out errors, its fast end never under the Roofline bound"
+        f"its band: the 10th-90th percentile of such held-out errors, its fast end never under the Roofline bound, "
+        f"and widened by {RANGE_WIDEN_PER_OCTAVE:g} of itself for each doubling a step's batch or context lies "
+        f"beyond the fitted rows' (at most {RANGE_WIDEN_MAX:g} times as wide: a convention, as no held-out row says "
+        "how far off such a step is)"
     )
 
 
