@@ -122,9 +122,12 @@ def workspace_bytes(spec: ModelSpec, layout: Layout, step_tokens: int, sequences
     outputs (d + (n_q + 2 n_kv) d_h / t + 2 d_ff / t per token; for MoE the k routed experts'
     and the shared experts' widths) at 16 bits, and the logits (V / t per row) at 32 bits.
     vLLM measures this with a profiling run; here it is the sum of the largest live tensors."""
-    per_token = _workspace_per_token(spec, layout.tp)
-    logits = Fraction(sequences * spec.vocab_size, layout.tp)
-    return math.ceil(step_tokens * per_token * _ACTIVATION_BITS / 8 + logits * _LOGIT_BITS / 8)
+    per_token, t = _workspace_per_token(spec, layout.tp), layout.tp
+    num, den = per_token.numerator, per_token.denominator
+    # the ceiling of (tokens x per_token x 16 + rows x V / t x 32) / 8, exactly, in integers (a plan
+    # asks for thousands: Fraction arithmetic was 15 us of each)
+    top = step_tokens * num * _ACTIVATION_BITS * t + sequences * spec.vocab_size * _LOGIT_BITS * den
+    return -(-top // (8 * den * t))
 
 
 @functools.lru_cache(maxsize=256)
@@ -170,7 +173,8 @@ def kv_budget_bytes(
     workspace of a step of ``step_tokens`` tokens and ``sequences`` rows and the reserve. Negative
     when the weights do not fit."""
     work = workspace_bytes(spec, layout, step_tokens, sequences) if policy.workspace else 0
-    return Fraction(usable) - weights - work - policy.reserve_bytes
+    rest = usable - work - policy.reserve_bytes  # integers; one Fraction operation for the weights
+    return Fraction(rest - weights) if isinstance(weights, int) else rest - weights
 
 
 def sequence_kv_bytes(

@@ -160,3 +160,26 @@ def test_a_batch_that_cannot_fit_says_none_not_zero(cli):
     assert 100_000 * 16 * 131_072 > 81_559 * 2**20
     out = cli("fit", "llama3-8b", "--gpu", "h100", "--batch", "100000").out
     assert "none: 100,000 sequences do not fit" in out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    name=st.sampled_from(["llama3-70b", "deepseek-v3", "qwen3-next-80b-a3b", "mixtral-8x7b"]),
+    tp=st.sampled_from([1, 2, 4, 8]),
+    step_tokens=st.integers(1, 10**6),
+    rows=st.integers(1, 10**5),
+)
+def test_the_workspace_is_the_documented_ceiling_exactly(name, tp, step_tokens, rows):
+    """workspace_bytes is computed in integers for speed; it must equal its docstring's formula in
+    exact rationals: ceil(tokens x (d + (n_q + 2 n_kv) d_h / t + MLP widths / t) x 16 / 8 + rows x
+    V / t x 32 / 8), the per-token elements as the model states them."""
+    import math
+    from fractions import Fraction
+
+    from llm_cost.analyses.capacity import _workspace_per_token, workspace_bytes
+    from llm_cost.model.layout import Layout
+
+    spec = load_model(name)
+    per_token = _workspace_per_token(spec, tp)
+    expected = math.ceil(step_tokens * per_token * 16 / 8 + Fraction(rows * spec.vocab_size, tp) * 32 / 8)
+    assert workspace_bytes(spec, Layout(tp=tp), step_tokens, rows) == expected
