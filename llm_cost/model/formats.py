@@ -176,6 +176,6 @@ def weight_bits_of(bits: Any, limit: bool = False) -> Fraction:
     """``bits`` as the engine carries it: a MixedBits as it is; any other number as a Fraction,
     exactly, or with ``limit`` the nearest of denominator at most 1,000 (a float typed on the
     command line)."""
-    if isinstance(bits, MixedBits):
-        return bits
+    if isinstance(bits, MixedBits) or (type(bits) is Fraction and not limit):
+        return bits  # a Fraction as it is (a step builder asks thousands of times)
     return Fraction(bits).limit_denominator(1000) if limit else Fraction(bits)
