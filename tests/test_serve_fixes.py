@@ -207,6 +207,10 @@ def test_an_overloaded_configuration_says_its_queue_grows_without_end():
     fine = api.serve("llama3-8b", "h100", 2048, 256, qps=5.0, layout=api.Layout(tp=1))
     assert fine.throughput_rps > 0.9 * 5 and not any(n.code == "warning.serve_overloaded" for n in fine.conventions)
     assert "overloaded" not in fine.violates
+    # near its capacity a short run reads under its rate while its batch still fills (an attack
+    # helper: 11.4/s over 400 requests served 88%, over 2,455 97%): its E2E does not grow, so it keeps up
+    edge = api.serve("llama3-8b", "h100", 2048, 256, qps=11.4, layout=api.Layout(tp=1), requests=400)
+    assert edge.throughput_rps < 0.95 * 11.4 and "overloaded" not in edge.violates
     # a short light run serves its few arrivals' rate (30 at 1/s: about 0.8/s), with nobody waiting
     short = api.serve("llama3-8b", "h100", 2048, 256, qps=1.0, layout=api.Layout(tp=1), requests=30)
     assert short.waiting_mean < 1 and not any(n.code == "warning.serve_overloaded" for n in short.conventions)
@@ -224,7 +228,7 @@ def test_a_plan_at_ten_times_the_rate_needs_about_ten_times_the_gpus():
 
     def per_gpu(qps: float) -> tuple[float, int]:
         plan = api.serve("llama3-8b", "h100", 2048, 256, qps=qps, gpus=4096, ttft_s="p99:2s")
-        assert not plan.chosen.violates_upper and plan.chosen.throughput_rps > 0.9 * qps
+        assert not plan.chosen.violates_upper
         return qps / plan.chosen.gpus, plan.chosen.simulated_requests
 
     low, _ = per_gpu(100.0)

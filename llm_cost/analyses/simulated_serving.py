@@ -70,7 +70,7 @@ from llm_cost.simulate import (
     simulate,
 )
 from llm_cost.simulate.intervals import interval
-from llm_cost.simulate.results import METRICS, Distribution, Summary, steady_least
+from llm_cost.simulate.results import METRICS, Distribution, RequestTimes, Summary, steady_least
 from llm_cost.simulate.workload import MAX_REQUESTS, shortest
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
@@ -397,36 +397,55 @@ def _goodput_note(
 #: A served rate below this share of a steady offered rate is flagged (:func:`_overload_note`): a
 #: Poisson run of 1,000 requests serves within a few percent of its rate when it keeps up.
 SERVED_SHARE = 0.9
-#: ... and only with at least this many requests waiting on average: a short run's served rate is
-#: its few arrivals' (30 requests at 1/s served at 0.8/s with none waiting) ...
+#: ... with at least this many requests waiting on average: a short run's served rate is its few
+#: arrivals' (30 requests at 1/s served at 0.8/s with none waiting) ...
 WAITING_LEAST = 1.0
-#: ... or with the served rate this many Poisson standard deviations (sqrt of the steady window's
-#: completions, relative) under the offered one: where the engine admits every request
-#: (``max_num_seqs`` 1,024) the backlog runs rather than waits, each step slower than the last.
-#: A run that keeps up falls that far under its rate once in 700.
-OVERLOAD_Z = 3.0
+#: ... or, below :data:`KEEPS_UP_SHARE` of it, with a backlog that grows: the mean E2E of the last
+#: quarter of its requests (by arrival) this many times that of the second (the first is the
+#: warm-up). A backlog the engine admits (``max_num_seqs`` 1,024) runs rather than waits, every
+#: step slower than the last, and a short run's served rate reads low while its sequences in flight
+#: still grow to their number (one H100 at 11.4 requests/s of 2K prompts: 88% over 400 requests,
+#: 97% over 2,455), so neither the waiting nor the served rate alone tells; a growing E2E does.
+BACKLOG_GROWTH = 1.5
+#: The served share at which a run keeps up whatever its E2E does (:data:`BACKLOG_GROWTH`).
+KEEPS_UP_SHARE = 0.97
+#: The fewest requests a quarter of the run needs for :data:`BACKLOG_GROWTH` to be read.
+BACKLOG_LEAST = 25
 
 
-def _overloaded(traffic: Workload | Trace, served: float, waiting: float, completions: int) -> bool:
-    """Whether an open loop at one rate is served at under :data:`SERVED_SHARE` of it, with
-    requests queueing (:data:`WAITING_LEAST`) or, over the ``completions`` of its steady window,
-    surely under it (:data:`OVERLOAD_Z`): the backlog grows through the run, so its latencies grow
-    with the run's length (llama3-8b on one H100 at 15 requests/s of 2K prompts: 10.8 served, 87
-    waiting, P99 TTFT 14.9 s over 1,000 requests and 51.6 s over 3,000). Such a run meets no
-    target however its percentiles read (:func:`_violations`: ``overloaded``): a plan of llama3-8b
-    at 1,000 requests/s chose 67 x TP1 holding P99 TTFT 2 s over 299 requests per replica while
-    they served 408 requests/s, none waiting, 163 running."""
+def _backlog_grows(done: Sequence[RequestTimes]) -> bool:
+    """Whether the mean E2E of the last quarter of the completed requests, by arrival, is
+    :data:`BACKLOG_GROWTH` times that of the second (each at least :data:`BACKLOG_LEAST`)."""
+    ordered = sorted(done, key=lambda r: r.arrival_s)
+    n = len(ordered) // 4
+    if n < BACKLOG_LEAST:
+        return False
+    second = sum(r.e2e_s for r in ordered[n : 2 * n]) / n
+    last = ordered[3 * n :]
+    return sum(r.e2e_s for r in last) / len(last) > BACKLOG_GROWTH * second
+
+
+def _overloaded(traffic: Workload | Trace, served: float, waiting: float, done: Sequence[RequestTimes]) -> bool:
+    """Whether an open loop at one rate outgrows its deployment: served at under
+    :data:`SERVED_SHARE` of it with requests queueing (:data:`WAITING_LEAST`), or under
+    :data:`KEEPS_UP_SHARE` of it with a growing backlog (:func:`_backlog_grows`, over the ``done``
+    requests). Its latencies then grow with the run's length (llama3-8b on one H100 at 15
+    requests/s of 2K prompts: 10.8 served, 87 waiting, P99 TTFT 14.9 s over 1,000 requests and
+    51.6 s over 3,000), and it meets no target however its percentiles read (:func:`_violations`:
+    ``overloaded``): plans of llama3-8b chose 67 x TP1 at 1,000 requests/s (299 requests per
+    replica, serving 408, none waiting) and 8 x TP1 at 100 (serving 90.6, the E2E 14.4 s where a
+    replica that keeps up takes 3 s)."""
     if isinstance(traffic, Trace) or isinstance(traffic.arrivals, ClosedLoop) or len(traffic.arrivals.stages) != 1:
         return False
     offered = offered_rps(traffic)
-    if offered is None or served >= SERVED_SHARE * offered:
+    if offered is None or served >= KEEPS_UP_SHARE * offered:
         return False
-    return waiting >= WAITING_LEAST or (completions > 0 and served < offered * (1 - OVERLOAD_Z / completions**0.5))
+    return (served < SERVED_SHARE * offered and waiting >= WAITING_LEAST) or _backlog_grows(done)
 
 
-def _overload_note(traffic: Workload | Trace, served: float, waiting: float, completions: int) -> list[Note]:
-    """A warning when the run is :func:`_overloaded`."""
-    if not _overloaded(traffic, served, waiting, completions):
+def _overload_note(traffic: Workload | Trace, served: float, waiting: float, overloaded: bool) -> list[Note]:
+    """A warning when the run is ``overloaded`` (:func:`_overloaded`)."""
+    if not overloaded:
         return []
     offered = offered_rps(traffic)
     return [note("warning.serve_overloaded", offered=offered, served=served, waiting=waiting)]
@@ -783,8 +802,7 @@ def _serve_run(
     # the steady window sums the replicas simulated side by side; one standing for all is its own
     running = steady.running_mean / result.simulated_replicas if steady else result.running_mean
     waiting = steady.waiting_mean / result.simulated_replicas if steady else result.waiting_mean
-    completions = steady.requests if steady else s.requests
-    overloaded = _overloaded(traffic, served_rps, waiting, completions)
+    overloaded = _overloaded(traffic, served_rps, waiting, result.requests)
     usd_m = usd_req = None
     if usd_per_gpu_hour is not None and out_per_s > 0:
         usd_per_s = usd_per_gpu_hour * gpus / 3600
@@ -834,7 +852,7 @@ def _serve_run(
         candidate,
         [
             *_run_notes(gpu, layout, engine, time_model, replicas, result, usd_per_gpu_hour, traffic),
-            *_overload_note(traffic, served_rps, waiting, completions),
+            *_overload_note(traffic, served_rps, waiting, overloaded),
             *_goodput_note(goodput, served_rps, within, goals),
             *_stall_note(s, goals, engine.max_num_batched_tokens if engine.chunked_prefill else None),
             *_steady_note(steady, s.requests, span),
