@@ -380,7 +380,8 @@ def serve(
 
     gpu_names = [gpu] if os.path.isfile(gpu) else _items(gpu, "--gpu")  # a spec file's name may hold a comma
     if emit_engine is not None and (len(gpu_names) > 1 or as_csv):
-        raise InputError("--emit: prints one plan's command; give one --gpu and leave out --csv")
+        fix = "give one --gpu" if len(gpu_names) > 1 else "leave out --csv"
+        raise InputError(f"--emit: prints one plan's command; {fix}")
     out = plot_file(plot, force)
     request = api.ServeRequest(
         model, gpu_names if len(gpu_names) > 1 else gpu, input_tokens, output_tokens,
