@@ -694,6 +694,7 @@ def csv_rows(r: Any) -> tuple[list, list[dict] | None]:
         return [_flat(g.plan.chosen) if g.plan else {"gpu": g.gpu} for g in r.plans], [
             {
                 "gpu": g.gpu,
+                "usd_per_gpu_hour": g.usd_per_gpu_hour,
                 "cheapest": g.cheapest,
                 "error": g.error or "",
                 "warnings": _warnings(g.plan.conventions) if g.plan else "",

@@ -173,3 +173,17 @@ def test_fit_csv_with_no_layout_that_fits_is_one_error_line(cli):
     """Nothing fits on 1 GB: the text says so; CSV had printed an empty line with exit 0."""
     r = cli("fit", "llama3-8b", "--memory-gb", "1", "--csv")
     assert r.code == 2 and r.out == "" and r.err.startswith("error: --csv: no layout") and len(r.err.splitlines()) == 1
+
+
+def test_a_comparison_csv_gives_each_gpus_price(cli):
+    """Each GPU of a comparison is priced on its own (``--usd-per-gpu-hour 2.5,1.5``, in order); its
+    CSV row says at what price, beside its $/M (a helper found the column missing)."""
+    r = cli(
+        "serve", "llama3-8b", "--gpu", "h100,a100", "--gpus", "2", "--input", "1K", "--output", "128",
+        "--ttft", "1s", "--usd-per-gpu-hour", "2.5,1.5", "--csv",
+    )  # fmt: skip
+    rows = list(csv.DictReader(io.StringIO(r.out)))
+    assert r.code == 0 and [(row["gpu"], float(row["usd_per_gpu_hour"])) for row in rows] == [
+        ("h100", 2.5),
+        ("a100", 1.5),
+    ]
