@@ -129,19 +129,20 @@ def max_sequences_in_memory(
 
 
 def _most(held: PerGPU, kv: list[int | Fraction], gpu: HardwareSpec) -> int | None:
-    """:func:`max_sequences_in_memory` from each stage's weight bytes and KV bytes of one sequence."""
+    """:func:`max_sequences_in_memory` from each stage's weight bytes and KV bytes of one sequence:
+    the least over the stages whose sequences keep KV (a stage that keeps none bounds nothing)."""
     room = [gpu.capacity_bytes - w for w in held.weight_bytes]
     if any(r < 0 for r in room):
         return 0
-    if any(k <= 0 for k in kv):
-        return None
-    return min(int(r // k) for r, k in zip(room, kv))
+    bounds = [int(r // k) for r, k in zip(room, kv) if k > 0]
+    return min(bounds) if bounds else None
 
 
 def _fits(held: PerGPU, kv_per_sequence: list[int | Fraction], gpu: HardwareSpec, sequences: int) -> bool:
-    """Whether the fullest GPU holds its weights and the KV of ``sequences`` sequences in its
-    physical memory (:func:`memory_note`'s bytes)."""
-    return max(w + sequences * k for w, k in zip(held.weight_bytes, kv_per_sequence)) <= gpu.capacity_bytes
+    """Whether every GPU holds its weights and the KV of ``sequences`` sequences in its physical
+    memory (:func:`memory_note`'s bytes): at most :func:`_most` of them."""
+    most = _most(held, kv_per_sequence, gpu)
+    return most is None or sequences <= most
 
 
 def _fit_note(

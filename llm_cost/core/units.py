@@ -350,8 +350,8 @@ def fmt_flops(flops: Number) -> str:
     return f"{value:,.0f} FLOP"
 
 
-def fmt_seconds(seconds: float) -> str:
-    """A duration with a fitting unit and three significant digits: µs, ms, s, h or days."""
+def fmt_seconds(seconds: float, digits: int = 3) -> str:
+    """A duration with a fitting unit and ``digits`` significant digits: µs, ms, s, h or days."""
     if not math.isfinite(seconds):
         return TOO_LARGE
     if seconds == 0:
@@ -360,8 +360,8 @@ def fmt_seconds(seconds: float) -> str:
         if seconds < limit:
             value = seconds * scale
             return (
-                f"{value:,.{max(0, 2 - int(math.floor(math.log10(abs(value)))))}f} {unit}"
+                f"{value:,.{max(0, digits - 1 - int(math.floor(math.log10(abs(value)))))}f} {unit}"
                 if value >= 1
-                else f"{value:.3g} {unit}"
+                else f"{value:.{digits}g} {unit}"
             )
     return f"{seconds / 86400:,.1f} days"

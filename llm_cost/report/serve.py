@@ -550,11 +550,7 @@ def _past(seconds: float, target_s: float) -> str:
     """``seconds`` as the report prints times, or to four significant digits where that reads as
     the target's value (20.036 ms against 20 ms: ``20.04 ms``, not ``20.0 ms``)."""
     shown = fmt_seconds(seconds)
-    if shown != fmt_seconds(target_s):
-        return shown
-    unit = shown.rsplit(" ", 1)[1]
-    scale = {"µs": 1e6, "ms": 1e3, "s": 1.0, "h": 1 / 3600}.get(unit)
-    return shown if scale is None else f"{seconds * scale:.4g} {unit}"
+    return shown if shown != fmt_seconds(target_s) else fmt_seconds(seconds, 4)
 
 
 def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
