@@ -42,12 +42,12 @@ def cli(capsys):
 
 
 #: The fixtures that replay measured or published runs (:func:`pytest_collection_modifyitems`).
-REPLAYS = {"served_experiments", "saturation"}
+REPLAYS = {"replayed_experiments", "served_experiment", "saturation"}
 
 
 def pytest_collection_modifyitems(items):
-    """Every test that uses the replays of the shipped vLLM experiments (:func:`served_experiments`,
-    about 80 s of CPU once per session) or of the published saturation runs (the ``saturation``
+    """Every test that uses the replays of the shipped vLLM experiments (:func:`replayed_experiments`,
+    about 20 s of CPU once per session, and :func:`served_experiment`) or of the published saturation runs (the ``saturation``
     fixture of tests/analyses/test_saturation.py, about 20 s) is a ``replay`` test: the quick loop
     (``pytest -m "not replay"``) leaves them out; ``pytest`` and CI run them.
 
@@ -103,21 +103,30 @@ def experiment_call(e, folder) -> dict:
 
 
 @pytest.fixture(scope="session")
-def served_experiments(tmp_path_factory):
-    """Each shipped experiment as one ``llm_cost.serve`` call with its workload file, once per
-    session: (experiment, its serve result, the comparison of the whole run with the measured one).
-    The nominal run of each is the simulator's replay of the experiment
-    (``analyses.serving_runs.run_experiment``; tests/test_api_serve.py checks that it is)."""
-    import llm_cost
-    from llm_cost.analyses.serving_runs import compare_stage, load_experiments
+def replayed_experiments():
+    """Each shipped experiment replayed by the simulator, once per session: (experiment, its
+    result, its comparisons: the whole run, then each stage), as
+    ``analyses.serving_runs.run_experiment`` gives them. ``serve`` gives the same run through the
+    front door (:func:`served_experiment`, tests/test_api_serve.py)."""
+    from llm_cost.analyses.serving_runs import load_experiments, run_experiment
 
-    folder = tmp_path_factory.mktemp("experiments")
-    out = []
-    for e in load_experiments():
-        r = llm_cost.serve(**experiment_call(e, folder))
-        measured = e.entry["measured"]["summary"]["measured_ms"]
-        out.append((e, r, compare_stage(e, -1, measured, r.simulation.summary)))
-    return out
+    return [(e, *run_experiment(e)) for e in load_experiments()]
+
+
+#: The experiment the front door is checked on: Qwen3-14B in two stages, 5,100 requests (the
+#: shortest two-stage run).
+SERVED_EXPERIMENT = 59
+
+
+@pytest.fixture(scope="session")
+def served_experiment(tmp_path_factory, replayed_experiments):
+    """Experiment :data:`SERVED_EXPERIMENT` as one ``llm_cost.serve`` call with its workload file:
+    (experiment, its serve result, its replay and comparisons from :func:`replayed_experiments`)."""
+    import llm_cost
+
+    e, replay, comparisons = next(x for x in replayed_experiments if x[0].id == SERVED_EXPERIMENT)
+    served = llm_cost.serve(**experiment_call(e, tmp_path_factory.mktemp("experiments")))
+    return e, served, replay, comparisons
 
 
 # -- one result rendered several ways (tests/report/test_plain_console.py, test_text_in_json.py,

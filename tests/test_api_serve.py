@@ -287,67 +287,49 @@ def test_bad_calls_name_the_argument(call, name):
 
 # -- the 18 shipped vLLM experiments through the public API ---------------------------------------
 
-#: The median absolute percentage errors the replays reach (tests/simulate/test_vllm_serving.py says
-#: where they stand against issue 32's targets).
-TARGETS = {"itl_mean": 17.0, "e2e_mean": 22.0, "ttft_mean": 31.5, "e2e_p99": 42.0}
+
+def test_an_experiment_through_serve_is_the_simulators_replay(served_experiment):
+    """The front door adds nothing of its own: the serve call of an experiment's workload file
+    gives the run, stage by stage, that ``analyses.serving_runs.run_experiment`` simulates from the
+    file directly (so the replays of tests/simulate/test_vllm_serving.py are what ``serve`` says),
+    its KV capacity in the experiment's blocks, and its TPOT the replay's mean ITL."""
+    e, served, replay, comparisons = served_experiment
+    assert served.simulation.summary == replay.summary and served.simulation.stages == replay.stages
+    assert len(replay.stages) == 2 and served.kv_capacity_tokens // 16 == replay.kv_blocks
+    assert served.tpot_s * 1e3 == pytest.approx(comparisons[0].predicted_ms["itl_mean"], rel=1e-9)
 
 
-@pytest.fixture
-def experiments(served_experiments):
-    """The 18 experiments through ``llm_cost.serve`` (conftest's session fixture, shared with
-    tests/simulate/test_vllm_serving.py)."""
-    return served_experiments
-
-
-def test_the_shipped_experiments_through_serve_stay_where_the_replays_are(experiments):
-    """Each experiment is one ``serve`` call with its workload file; over the 18 the median errors
-    of mean ITL, mean E2E, mean TTFT and P99 E2E stay where the simulator's replays reach."""
-    assert len(experiments) == 18
-    for metric, target in TARGETS.items():
-        errors = [c.error_pct[metric] for _, _, c in experiments]
-        assert statistics.median(errors) <= target, (metric, max(zip(errors, (e.id for e, _, _ in experiments))))
-
-
-def test_the_experiments_through_serve_are_the_simulator_replays(experiments):
-    """The front door adds nothing of its own: each serve call gives the run that
-    ``analyses.serving_runs.run_experiment`` simulates from the file directly."""
-    from llm_cost.analyses.serving_runs import run_experiment
-
-    e, r, _ = experiments[0]
-    direct, _ = run_experiment(e)
-    assert r.simulation.summary == direct.summary and r.kv_capacity_tokens // 16 == direct.kv_blocks
-
-
-def test_the_shipped_serving_band_is_the_replay_through_serve(experiments):
+def test_the_shipped_serving_band_is_the_replay(replayed_experiments):
     """The calibration of serve's band on the vLLM path (llm_cost/data/serving-band.json, written by
     ``scripts/check_serving_runs.py --write-band``) cannot drift from the model: each run's
-    predicted mean ITL there is the one ``serve`` predicts for it now (to 0.01%), its measured one
-    the runs file's, and its ratio measured / predicted. Regenerate the file when this fails."""
+    predicted mean ITL there is the one the replay (serve's run: the test above) predicts for it
+    now (to 0.01%), its measured one the runs file's, and its ratio measured / predicted.
+    Regenerate the file when this fails."""
     from llm_cost.analyses.serving_runs import BAND_FILE
 
     shipped = {r["id"]: r for r in json.loads(BAND_FILE.read_text())["runs"]}
-    assert set(shipped) == {e.id for e, _, _ in experiments}
-    for e, r, c in experiments:
-        row = shipped[e.id]
+    assert set(shipped) == {e.id for e, _, _ in replayed_experiments} and len(shipped) == 18
+    for e, _, comparisons in replayed_experiments:
+        row, predicted_ms = shipped[e.id], comparisons[0].predicted_ms["itl_mean"]
         assert (row["model"], row["hardware"], row["tp"]) == (e.entry["model"], e.entry["hardware"], e.layout.tp)
-        assert row["predicted_ms"] == pytest.approx(r.tpot_s * 1e3, rel=1e-4), e.id
-        assert row["predicted_ms"] == pytest.approx(c.predicted_ms["itl_mean"], rel=1e-4), e.id
+        assert row["predicted_ms"] == pytest.approx(predicted_ms, rel=1e-4), e.id
         assert row["measured_ms"] == e.entry["measured"]["summary"]["measured_ms"]["itl_mean"]
-        assert row["ratio"] == pytest.approx(row["measured_ms"] / (r.tpot_s * 1e3), rel=1e-4), e.id
+        assert row["ratio"] == pytest.approx(row["measured_ms"] / predicted_ms, rel=1e-4), e.id
 
 
-def test_an_experiments_command_prints_the_json_of_its_serve_call(cli, tmp_path, experiments):
+def test_an_experiments_command_prints_the_json_of_its_serve_call(cli, tmp_path, served_experiment):
     """The documented command of one experiment (``scripts/check_serving_runs.py --commands``)
     prints, with --json, the result of its ``llm_cost.serve`` call."""
     from llm_cost.analyses.serving_runs import workload_file_text
     from llm_cost.report.base import to_json
 
-    e, result, _ = next(x for x in experiments if x[0].id == 13)  # Qwen3-14B, two stages
-    workload = tmp_path / "experiment-13.yaml"
+    e, result, _, _ = served_experiment
+    workload = tmp_path / f"experiment-{e.id}.yaml"
     workload.write_text(workload_file_text(e))
-    argv = ["serve", "llm_cost/data/measurements/models/qwen3-14b.yaml", "--gpu", "h100", "--tp", "1"]
-    argv += ["--workload", str(workload), "--max-num-seqs", "128", "--chunk", "2048"]
-    argv += ["--max-model-len", "4096", "--gpu-memory-utilization", "0.9", "--json"]
+    argv = ["serve", "llm_cost/data/measurements/models/qwen3-14b.yaml", "--gpu", e.gpu.name, "--tp", str(e.layout.tp)]
+    argv += ["--workload", str(workload), "--max-num-seqs", str(e.entry["max_num_seqs"])]
+    argv += ["--chunk", str(e.entry["max_num_batched_tokens"]), "--max-model-len", str(e.entry["max_model_len"])]
+    argv += ["--gpu-memory-utilization", str(e.entry["gpu_mem_util"]), "--json"]
     run = cli(*argv)
     assert run.code == 0, run.err
     printed, called = json.loads(run.out), json.loads(to_json(result))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_cost.analyses.serving_runs import compare_stage, error_summary, run_experiment
+from llm_cost.analyses.serving_runs import error_summary
 
 #: Issue 32's targets on held-out runs: median absolute percentage error over the experiments.
 TARGETS = {"itl_mean": 10.0, "e2e_mean": 10.0, "ttft_mean": 20.0, "e2e_p99": 15.0}
@@ -25,30 +25,12 @@ TARGETS = {"itl_mean": 10.0, "e2e_mean": 10.0, "ttft_mean": 20.0, "e2e_p99": 15.
 REACHED = {"itl_mean": 16.5, "e2e_mean": 21.5, "ttft_mean": 31.0, "e2e_p99": 42.0}
 
 
-@pytest.fixture(scope="module")
-def runs(served_experiments):
+@pytest.fixture
+def runs(replayed_experiments):
     """Each experiment's replay and its comparisons (the whole run, then each stage), as
-    ``run_experiment`` gives them: taken from the session's serve calls of the experiments
-    (conftest), whose nominal runs are those replays (tests/test_api_serve.py checks it), rather
-    than simulated a second time."""
-    out = []
-    for e, served, _ in served_experiments:
-        result = served.simulation
-        measured = e.entry["measured"]
-        comparisons = [compare_stage(e, -1, measured["summary"]["measured_ms"], result.summary)]
-        for st, summary in zip(measured["stages"], result.stages or (result.summary,)):
-            comparisons.append(compare_stage(e, st["index"], st["measured_ms"], summary))
-        out.append((e, result, comparisons))
-    return out
-
-
-def test_the_replays_are_run_experiments_own(runs):
-    """``run_experiment`` simulates an experiment as the runs above have it: one experiment of two
-    stages (Qwen3-14B) replayed directly gives the same result and the same comparisons."""
-    e, result, comparisons = next(r for r in runs if r[0].id == 13)
-    direct, direct_comparisons = run_experiment(e)
-    assert direct.summary == result.summary and direct.stages == result.stages
-    assert direct_comparisons == comparisons and len(comparisons) == 3
+    ``run_experiment`` gives them (conftest's session fixture; ``serve`` gives the same runs:
+    tests/test_api_serve.py)."""
+    return replayed_experiments
 
 
 def test_every_experiment_and_stage_is_replayed(runs):
