@@ -181,6 +181,7 @@ class _StepModel:
         self.dtype, self.bits, self.weight_bytes, self.layout = dtype, bits, weight_bytes, layout
         self.spec, self.gpu, self.context, self.gamma, self.c, self.E = spec, gpu, context, gamma, c, expected
         self.time = time
+        self.steps: dict[tuple[int, int], Step] = {}  # built once: a row and its band time the same step
 
     def step(self, batch: int, tokens: int) -> StepTime:
         """A step of ``batch`` sequences adding ``tokens`` tokens each; verification scores every
@@ -188,16 +189,19 @@ class _StepModel:
         return self.time.step_time(self._build(batch, tokens), self.gpu, False)
 
     def _build(self, batch: int, tokens: int) -> Step:
-        """The operators of a step of ``batch`` sequences adding ``tokens`` tokens each."""
-        return build_step(
-            self.spec,
-            [SeqGroup(batch, tokens, self.context)],
-            logits=Logits.ALL,
-            weight_bits=self.bits,
-            compute_dtype=self.dtype,
-            weight_bytes=self.weight_bytes,
-            layout=self.layout,
-        )
+        """The operators of a step of ``batch`` sequences adding ``tokens`` tokens each (built once)."""
+        built = self.steps.get((batch, tokens))
+        if built is None:
+            built = self.steps[(batch, tokens)] = build_step(
+                self.spec,
+                [SeqGroup(batch, tokens, self.context)],
+                logits=Logits.ALL,
+                weight_bits=self.bits,
+                compute_dtype=self.dtype,
+                weight_bytes=self.weight_bytes,
+                layout=self.layout,
+            )
+        return built
 
     def row(self, batch: int) -> SpecAtBatch:
         base, verify = self.step(batch, 1), self.step(batch, self.gamma + 1)
