@@ -271,13 +271,11 @@ def _heavy_table(t: Any, width: int) -> str | None:
         pads = ratio_distribute(min(t.min_width - extra, inner) - sum(widths), widths)
         widths = [w + p for w, p in zip(widths, pads)]
     total = sum(widths) + extra
-    lines = []
-    for text in (t.title,):
-        if text:
-            plain = _plain_text(text)
-            if plain is None or "\n" in plain or _cells(plain) > total:
-                return None
-            lines.append(_justified(plain, total, "left"))
+    title = _annotation(t.title, total)
+    caption = _annotation(t.caption, total)
+    if title is None or caption is None:
+        return None
+    lines = title
     justify = [c.justify for c in t.columns]
     rows = list(zip(*columns))
     lines.append("┏" + "┳".join("━" * w for w in widths) + "┓")
@@ -288,12 +286,24 @@ def _heavy_table(t: Any, width: int) -> str | None:
         if i == 0:
             lines.append("┡" + "╇".join("━" * w for w in widths) + "┩")
     lines.append("└" + "┴".join("─" * w for w in widths) + "┘")
-    if t.caption:
-        plain = _plain_text(t.caption)
-        if plain is None or "\n" in plain or _cells(plain) > total:
-            return None
-        lines.append(_justified(plain, total, "left"))
-    return "".join(line + "\n" for line in lines)
+    return "".join(line + "\n" for line in lines + caption)
+
+
+def _annotation(markup: Any, width: int) -> list[str] | None:
+    """A table's title or caption as Rich prints it over the table's ``width``, left-justified: its
+    lines (none without one), or None where Rich would do more than strip its tags. One that does
+    not fit on a line is wrapped by Rich itself (a console of that width prints it as a table
+    renders its annotations), which costs far less than Rich rendering every cell of a long table."""
+    if not markup:
+        return []
+    plain = _plain_text(markup)
+    if plain is None or "\n" in plain:
+        return None
+    if _cells(plain) <= width:
+        return [_justified(plain, width, "left")]
+    page = _Page()
+    _rich_console(page, width, False).print(markup, justify="left")
+    return page.getvalue().rstrip("\n").split("\n")
 
 
 def _grid(t: Any, width: int) -> str | None:

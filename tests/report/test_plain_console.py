@@ -19,6 +19,7 @@ MORE = [
     ["flops", "llama3-8b", "--seq", "1..100:1"],
     ["kv", "gpt-oss-120b", "--context", "1K..1M"],
     ["fit", "deepseek-v3", "--gpu", "h100"],
+    ["moe", "deepseek-v3", "--batch", "1..40:1"],  # a caption longer than its table: Rich wraps it
 ]
 
 
