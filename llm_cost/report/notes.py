@@ -182,6 +182,12 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "hypothetical"
     ),
     "warning.does_not_fit": _does_not_fit,
+    "memory.physical_fit": lambda p: (
+        f"fits: the weights and the step's KV within the fullest GPU's physical memory ({p['gpu']}: "
+        f"{p['capacity_bytes'] / 1e9:,.1f} GB, as the card reports it), a bound; an engine admits fewer "
+        "(vLLM uses 90% of it by default, less activations and CUDA graphs): `llm-cost fit` gives the batch "
+        "a deployment runs"
+    ),
     "flops.counting": "2 FLOPs per multiply-add; weight FLOPs = 2 x weights used per token (routed experts: k of E)",
     "flops.not_counted": "norms, activations, softmax and residual adds not counted",
     "attention.causal": "attention: causal (each token sees itself and all before it)",
