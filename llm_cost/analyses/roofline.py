@@ -774,8 +774,7 @@ def prefill_step(
     conventions += _layout_notes(layout, bound, spec, gpu)
     held, kv = per_gpu(spec, layout, bits, kv_bits), stage_kv_bytes(spec, layout, seq, kv_bits)
     conventions += _fit_note(held, kv, gpu, layout, step.sequences)
-    chosen = profile
-    predicted = _prediction(step, gpu, chosen, network_gb_s, conventions)[0]
+    predicted = _prediction(step, gpu, profile, network_gb_s, conventions)[0]
     return PrefillStep(
         spec.name,
         gpu.name,
@@ -807,8 +806,8 @@ def prefill_step(
         _op_rows(step, bound, est),
         conventions,
         predicted,
-        chosen.name if chosen is not None else None,
-        **banded(chosen, predicted, batch, seq, batch * seq, bound.time_s, prefill=True),
+        profile.name if profile is not None else None,
+        **banded(profile, predicted, batch, seq, batch * seq, bound.time_s, prefill=True),
         total_flops=_total_flops(spec, step, layout, prefill(batch, seq), **build),
         fits_in_memory=_fits(held, kv, gpu, step.sequences),
     )

@@ -30,7 +30,7 @@ from llm_cost.analyses.train_plan import (
     model_flops_per_sequence,
     search,
 )
-from llm_cost.analyses.train_ranks import Links, node_links
+from llm_cost.analyses.train_ranks import links_of
 from llm_cost.analyses.train_rates import (
     EFFICIENCY_FILE,
     TrainRates,
@@ -164,8 +164,7 @@ def _cluster(row: dict[str, Any], factors: Optional[dict[str, Any]]) -> Cluster:
     if row.get("attention_kernel") == "flash2":
         rates = with_flash2(rates)
     q = rates.q
-    node_gb_s, per_node = node_links(gpu)
-    links = Links(node_gb_s, float(row["network_gb_s"]), per_node, q["collective_latency_s"], q["link_efficiency"])
+    links = links_of(gpu, float(row["network_gb_s"]), q["collective_latency_s"], q["link_efficiency"])
     overlap = bool(row.get("tp_comm_overlap", framework == Framework.MEGATRON))
     moe = MoeRouting(MoeDispatcher(row.get("moe_dispatcher", "alltoall")))
     flash = bool(row.get("flash_attention", True))

@@ -25,9 +25,10 @@ from functools import lru_cache
 
 from llm_cost.core.choices import Framework
 from llm_cost.core.records import record
+from llm_cost.core.types import Topology
 from llm_cost.specs.schema import HardwareSpec
 
-__all__ = ["Group", "RankGroups", "Links", "rank_groups", "node_links", "GROUP_NAMES"]
+__all__ = ["Group", "RankGroups", "Links", "rank_groups", "links_of", "GROUP_NAMES"]
 
 #: What each group of :class:`RankGroups` carries, for the layout's link table.
 GROUP_NAMES = {
@@ -89,17 +90,20 @@ def rank_groups(framework: Framework, tp: int, cp: int, pp: int, dp: int, ep: in
     )
 
 
-def node_links(gpu: HardwareSpec) -> tuple[float, int]:
-    """(GB/s per direction, GPUs) of the link inside one node: the GPU link (NVLink, xGMI) of the
-    spec's interconnect, or, for a card without one (RTX, L4, L40S, A10), PCIe x16 between up to
-    :data:`~llm_cost.perf.timemodel.PCIE_TP_MAX` cards of one host (``pcie_bytes_s``), as serving's
-    collectives take it (:func:`~llm_cost.perf.timemodel.link_of`)."""
+def links_of(gpu: HardwareSpec, network_gb_s: float, latency_s: float, efficiency: float) -> Links:
+    """The cluster's :class:`Links` for ``gpu``: inside one node the GPU link (NVLink, xGMI) of the
+    spec's interconnect, with its topology, or, for a card without one (RTX, L4, L40S, A10), PCIe
+    x16 between up to :data:`~llm_cost.perf.timemodel.PCIE_TP_MAX` cards of one host
+    (``pcie_bytes_s``), as serving's collectives take it (:func:`~llm_cost.perf.timemodel.link_of`);
+    the network's ``network_gb_s`` between nodes; the profile's per-call latency and link
+    efficiency."""
     from llm_cost.perf.timemodel import PCIE_TP_MAX
 
     ic = gpu.interconnect
     if ic.bandwidth_gb_s_per_direction > 0:
-        return ic.bandwidth_gb_s_per_direction, ic.gpus_per_node
-    return gpu.pcie_bytes_s / 1e9, PCIE_TP_MAX
+        mesh = ic.topology == Topology.MESH
+        return Links(ic.bandwidth_gb_s_per_direction, network_gb_s, ic.gpus_per_node, latency_s, efficiency, mesh)
+    return Links(gpu.pcie_bytes_s / 1e9, network_gb_s, PCIE_TP_MAX, latency_s, efficiency)
 
 
 @record
@@ -113,6 +117,15 @@ class Links:
     gpus_per_node: int
     latency_s: float
     efficiency: float
+    #: One direct link per peer (MI300X's xGMI, :class:`~llm_cost.core.types.Topology`): k GPUs of
+    #: a node exchange over k - 1 of a GPU's gpus_per_node - 1 links, not its whole bandwidth.
+    mesh: bool = False
+
+    def node_rate(self, members: int) -> float:
+        """Bytes/s per GPU among ``members`` GPUs of one node (the node's link, :attr:`mesh` aware)."""
+        n = self.gpus_per_node
+        share = (max(members, 2) - 1) / (n - 1) if self.mesh and 2 < n and members < n else 1.0
+        return self.node_gb_s * share * 1e9 * self.efficiency
 
     def span(self, group: Group) -> tuple[int, int]:
         """(members per node, nodes) of ``group``: all of it in one node when it fits in one."""
@@ -130,7 +143,7 @@ class Links:
             return math.inf
         per_node, nodes = self.span(group)
         if nodes == 1 and self.node_gb_s > 0:
-            return self.node_gb_s * 1e9 * self.efficiency
+            return self.node_rate(per_node)
         return min(self.node_gb_s or math.inf, per_node * self.network_gb_s) * 1e9 * self.efficiency
 
     def ring(self, payload_bytes: float, group: Group) -> float:
@@ -158,7 +171,7 @@ class Links:
             inside = token_bytes * copies * (per_node - 1) / per_node  # forwarded to the experts' GPUs
         else:
             across = token_bytes * copies * (n - per_node) / n
-        nvlink = inside / (self.node_gb_s * 1e9 * self.efficiency)
+        nvlink = inside / self.node_rate(per_node)
         return self.latency_s + max(nvlink, across / (self.network_gb_s * 1e9 * self.efficiency))
 
     def describe(self, group: Group) -> str:

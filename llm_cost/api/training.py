@@ -198,7 +198,7 @@ def train_plan(
     performance recipes run, FSDP2 no). The plan's ``defaults`` say which were taken and why.
     InputError naming the argument."""
     from llm_cost.analyses.train_plan import Cluster, Costs, default_space, fixed, plan_training
-    from llm_cost.analyses.train_ranks import Links, node_links
+    from llm_cost.analyses.train_ranks import links_of
     from llm_cost.core.choices import Framework
 
     tokens = checks.large_count(tokens, "tokens", 1, 10**40)
@@ -223,10 +223,9 @@ def train_plan(
     compute = choices.compute_dtype(spec, g, compute, allowed=TRAINING_DTYPES)
     recipe, recipe_from = choices.fp8_recipe_of(fp8_recipe, g, compute)
     rates = choices.training_time_model(g, profile, recipe, chosen_framework)
-    node_gb_s, per_node = node_links(g)
     q = rates.q
     network = choices.network_gb_s_of(network_gb_s)
-    links = Links(node_gb_s, network, per_node, q["collective_latency_s"], q["link_efficiency"])
+    links = links_of(g, network, q["collective_latency_s"], q["link_efficiency"])
     overlap = tp_comm_overlap if tp_comm_overlap is not None else chosen_framework == Framework.MEGATRON
     cluster = Cluster(g, gpus, links, rates, compute, choices.training_reserve_bytes(), overlap,
                       _moe_routing(moe_dispatcher, moe_capacity_factor, ep_comm_overlap))  # fmt: skip

@@ -34,6 +34,7 @@ __all__ = [
     "Phase",
     "Engine",
     "SERVING_ENGINES",
+    "Topology",
     "OpKind",
     "OpRole",
     "stored_weight_bits",
@@ -301,6 +302,17 @@ class ServingEngine(TextEnum):
 #: The serving engines as :class:`Engine` members, in :class:`ServingEngine`'s order: the engines
 #: :func:`llm_cost.simulate.engine.run_engine` schedules (``EngineConfig.engine``).
 SERVING_ENGINES: tuple[Engine, ...] = tuple(Engine(e.value) for e in ServingEngine)
+
+
+class Topology(TextEnum):
+    """How a node's GPU links join its GPUs. ``switch``: every GPU reaches any other at its full
+    link bandwidth (NVLink through NVSwitch, as in HGX/DGX H100 and B200 boards); ``mesh``: each GPU
+    has one direct link to each other GPU of the node, so a collective among k of them uses k - 1 of
+    its links (AMD Instinct MI300X/MI325X/MI355X: 7 Infinity Fabric links, one per peer, AMD
+    Instinct MI300 platform data sheet)."""
+
+    SWITCH = "switch"
+    MESH = "mesh"
 
 
 class OpKind(TextEnum):

@@ -27,7 +27,7 @@ from typing import Protocol
 from llm_cost.core.errors import InputError
 from llm_cost.core.labels import Bound, TimeKind
 from llm_cost.core.records import record
-from llm_cost.core.types import OpKind, OpRole
+from llm_cost.core.types import OpKind, OpRole, Topology
 from llm_cost.core.units import Number
 from llm_cost.model.layout import Layout
 from llm_cost.specs.schema import HardwareSpec
@@ -146,6 +146,9 @@ def link_of(step: Step, gpu: HardwareSpec, network_gb_s: float) -> tuple[str, fl
     ic = gpu.interconnect
     gpus = step.layout.tp * step.layout.dp
     if gpus <= ic.gpus_per_node and ic.bandwidth_gb_s_per_direction > 0:
+        if ic.topology == Topology.MESH:  # the links to the group's other GPUs
+            peers = ic.gpus_per_node - 1
+            return f"{ic.type}, {min(gpus, ic.gpus_per_node) - 1} of {peers} peer links", ic.group_gb_s(gpus)
         return ic.type, ic.bandwidth_gb_s_per_direction
     if pcie_tp(gpu, gpus):
         return f"PCIe {gpu.pcie_gen}.0 x16", gpu.pcie_bytes_s / 1e9
@@ -165,8 +168,12 @@ def pp_hop_leaves_node(layout: Layout, gpu: HardwareSpec, stage: int) -> bool:
 
 def hop_rate(step: Step, gpu: HardwareSpec, stage: int, link_bytes_s: float, network_gb_s: float) -> float:
     """Bytes/s of stage ``stage``'s pipeline send: the network's when it leaves the node
-    (:func:`pp_hop_leaves_node`), else the step's link's."""
-    return network_gb_s * 1e9 if pp_hop_leaves_node(step.layout, gpu, stage) else link_bytes_s
+    (:func:`pp_hop_leaves_node`), else the step's link's (over a mesh, at most the one link between
+    the two GPUs)."""
+    if pp_hop_leaves_node(step.layout, gpu, stage):
+        return network_gb_s * 1e9
+    ic = gpu.interconnect
+    return min(link_bytes_s, ic.group_gb_s(2) * 1e9) if ic.bandwidth_gb_s_per_direction > 0 else link_bytes_s
 
 
 def sum_stages(

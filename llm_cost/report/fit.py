@@ -197,7 +197,10 @@ def render_single(con, f: Fit, display_name: str, gpu_name: str) -> None:
         return
     facts += [
         ("left for KV cache", bytes_exact(f.kv_budget_bytes)),
-        ("KV per token", bytes_exact(f.kv_bytes_per_token)),
+        (
+            "KV per token" if f.token_budget is not None else "KV per token (while every attention layer grows)",
+            bytes_exact(f.kv_bytes_per_token),
+        ),
     ]
     if f.token_budget is not None:
         facts.append(("KV token budget (batch x context)", fmt_int(f.token_budget)))

@@ -247,6 +247,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             f"{p['kept_dtype']} ({p['bits']:.4g} bits per parameter on average)"
             if p.get("quantized") is not None
             else f"weights: every parameter at {p['bits']:g} bits"
+            if float(p["bits"]).is_integer()
+            else f"weights: {p['bits']:.6g} bits per parameter on average, the checkpoint's own mix of formats"
         )
         + f"; KV at {p['kv_bits']} bits per element"
     ),

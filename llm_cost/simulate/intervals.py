@@ -91,8 +91,10 @@ def interval(
     as a one-token request's TPOT, skipped). ``rerun``: widened by :data:`RERUN` to hold
     another seed's estimate. ``span``: the requests in flight at once (each batch holds at least
     :data:`SPANS_PER_BATCH` times as many). None with fewer than :data:`LEAST_REQUESTS` values.
-    The mean's interval starts at 0 at the least: a run whose queue grows through it (a few
-    batches, far apart) had printed a TTFT mean of 143 s within '-7.87e+07 µs-366 s'."""
+    The mean's interval starts no lower than the least value of the run (no request is faster
+    than the fastest the run saw, so neither is their mean): a run whose queue grows through it
+    (a few batches, far apart) had printed a TTFT mean of 143 s within '-7.87e+07 µs-366 s', and
+    then, floored at 0, a TTFT mean within '0-72.6 s'."""
     x = [v for v in values if v is not None]
     if len(x) < LEAST_REQUESTS:
         return None
@@ -101,7 +103,7 @@ def interval(
     if statistic is None:
         mean = sum(x) / len(x)
         half = t * _spread([sum(b) / len(b) for b in batches])
-        return max(0.0, mean - half), mean + half  # a latency's mean is never negative
+        return max(min(x), mean - half), mean + half
     ordered = sorted(x)
     p = statistic / 100
     q = percentile(ordered, statistic)

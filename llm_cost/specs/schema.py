@@ -46,7 +46,7 @@ from llm_cost.core.limits import (
     MAX_WIDTH,
 )
 from llm_cost.core.notes import Note, note
-from llm_cost.core.types import LayerType, MlpType
+from llm_cost.core.types import LayerType, MlpType, Topology
 from llm_cost.specs.declare import DISCRIMINATED, Bounds, Spec, spec, spec_field
 
 Small = Annotated[int, Bounds(ge=1, le=MAX_SMALL, strict=True)]
@@ -1238,6 +1238,21 @@ class Interconnect(Spec):
         description="Per-GPU bandwidth in one direction, 10^9 B/s (datasheets print the sum of both)."
     )
     gpus_per_node: NodeGpus = spec_field(description="GPUs joined by this link in one node/board.")
+    topology: Topology = spec_field(
+        default=Topology.SWITCH,
+        description="switch (NVSwitch: any pair at the full bandwidth) or mesh (one direct link per peer, "
+        "the bandwidth shared over gpus_per_node - 1 of them: MI300X's xGMI).",
+    )
+
+    def group_gb_s(self, gpus: int) -> float:
+        """GB/s per direction per GPU of a collective among ``gpus`` GPUs of one node: the whole
+        bandwidth through a switch; over a mesh the links to the group's other ``gpus - 1``
+        members, each 1/(gpus_per_node - 1) of it (MI300X: 448 GB/s over 7 links, 64 per peer, so
+        a TP2 pair all-reduces at 64 GB/s and TP8 at 448)."""
+        bw, n = self.bandwidth_gb_s_per_direction, self.gpus_per_node
+        if self.topology == Topology.SWITCH or n <= 2 or gpus >= n:
+            return bw
+        return bw * (max(gpus, 2) - 1) / (n - 1)
 
     def _check(self) -> None:
         bw = self.bandwidth_gb_s_per_direction

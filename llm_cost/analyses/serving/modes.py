@@ -331,7 +331,7 @@ class _Staircase:
 def _link_bytes_s(gpu: HardwareSpec, gpus: int, network_gb_s: float) -> float:
     ic = gpu.interconnect
     if gpus <= ic.gpus_per_node and ic.bandwidth_gb_s_per_direction > 0:
-        return ic.bandwidth_gb_s_per_direction * 1e9
+        return ic.group_gb_s(2) * 1e9  # GPU to GPU: over a mesh, the one link between them
     return network_gb_s * 1e9
 
 
