@@ -23,7 +23,9 @@ ABOUT = (
     "Training-efficiency factors of llm_cost/analyses/train_rates.py, fitted by scripts/fit_training.py on "
     "llm_cost/data/measurements/training/published-runs.yaml: per GPU family (the profile a GPU's own is "
     "transferred from) 'gemm' multiplies the profile's GEMM efficiency, 'fp8_gemm' (per framework with FP8 runs) "
-    "times FP8 GEMMs against the FP8 peak; 'band' is the 90th percentile of the family's out-of-source errors; "
+    "times FP8 GEMMs against the FP8 peak; 'time_ratio' and 'search_time_ratio' are the 10th and 90th percentiles of "
+    "measured / predicted step time over the family's rows out of source, with the published layouts and with the "
+    "free search's picks (at least 5% either side of 1); "
     "'range' the layouts the runs cover. 'rows': each published row predicted out of source (factors fitted "
     "without its source), with its published layout and with the free search's pick; error = predicted / "
     "measured - 1 in tokens/s per GPU."
@@ -48,7 +50,13 @@ def main() -> None:
     print(f"median |error| out of source: {median(errors):.1%} (published layouts), "
           f"{median(abs(e['search_error']) for e in table['rows'].values()):.1%} (search)")  # fmt: skip
     for family, entry in table["families"].items():
-        print(family, {k: entry[k] for k in ("gemm", "fp8_gemm", "band", "rows", "median_out_of_source")})
+        print(
+            family,
+            {
+                k: entry[k]
+                for k in ("gemm", "fp8_gemm", "time_ratio", "search_time_ratio", "rows", "median_out_of_source")
+            },
+        )
     text = json.dumps(table, indent=1, sort_keys=False) + "\n"
     if args.check:
         same = EFFICIENCY_FILE.read_text(encoding="utf-8") == text

@@ -226,7 +226,10 @@ class TrainPlan(Result):
     cost_usd: float | None
     grid_kg_per_kwh: float | None
     co2_tonnes: float | None
-    error_band: float  # relative: measured tokens/s within predicted / (1 +- band), widened out of range
+    #: The measured step time over the predicted for 8 of 10 published runs out of source (10th
+    #: and 90th percentiles; of the search's picks when the layout was searched), widened out of
+    #: range, the fast end at most what runs the GPUs at peak.
+    step_time_ratio: tuple[float, float]
     band_widen: float  # the widening (1: inside the published runs' range)
     mfu_range: tuple[float, float]
     days_range: tuple[float, float]
@@ -852,9 +855,10 @@ def _plan(
 
     family = training_efficiency()["families"].get(rates.family, {})
     widen = band_widening(spec, lay, dtype, seq, family.get("range", {}))
-    band = min(0.95, rates.band * widen)
+    searched = len(ranked) > 1  # a layout the search picked is off as the search's picks are
+    low, high = rates.search_time_ratio if searched else rates.time_ratio
     # the fast end is never past the peak: the step cannot take less than its hardware FLOPs at peak (HFU 1)
-    fast = max(1 - band, best.hfu)
+    fast, slow = max(1 - min(0.95, (1 - low) * widen), best.hfu), 1 + (high - 1) * widen
     groups = lay.groups()
     links = {
         GROUP_NAMES[name]: cluster.links.describe(g)
@@ -869,7 +873,7 @@ def _plan(
         *bubble_note(
             lay, best.breakdown, seq, MemoryModel(spec, seq, gpu.capacity_bytes - cluster.reserve_bytes).memory
         ),
-        note("train_plan.band", band=rates.band, widen=widen),
+        note("train_plan.band", low=low, high=high, widen=widen, searched=searched),
         note("train_plan.left_out"),
     ]
     return TrainPlan(
@@ -880,8 +884,8 @@ def _plan(
         lay.label(), links, best.mfu, _mfu_vs_bf16_peak(best.mfu, gpu, dtype), best.mfu_with_attention, best.hfu,
         best.step_time_s, tokens_per_s / gpus,
         days, gpu_hours, energy, power, costs.pue, price, gpu_hours * price if price is not None else None,
-        grid, energy * grid / 1000 if grid is not None else None, band, widen,
-        (best.mfu / (1 + band), best.mfu / fast), (days * fast, days * (1 + band)),
+        grid, energy * grid / 1000 if grid is not None else None, (fast, slow), widen,
+        (best.mfu / slow, best.mfu / fast), (days * fast, days * slow),
         best.breakdown.terms(), best.memory, gpu.capacity_bytes, [_summary(c) for c in fitting[:top]],
         _reasons(best, ranked, alternatives), len(ranked), len(fitting), defaults, conventions,
     )  # fmt: skip

@@ -266,8 +266,9 @@ def _range(rows: list[dict[str, Any]], layouts: dict[str, TrainLayout]) -> dict[
 
 def fit_all(path: Path = RUNS_FILE, progress: Any = None) -> dict[str, Any]:
     """The training-efficiency table (:data:`~llm_cost.analyses.train_rates.EFFICIENCY_FILE`)
-    refitted: per family the factors on all its rows, their band (the 90th percentile of the
-    family's out-of-source errors, at least 5%) and range; per row the out-of-source prediction
+    refitted: per family the factors on all its rows, their bands (:func:`time_ratio_band` of the
+    family's out-of-source errors with the published layouts and with the free search's picks) and
+    range; per row the out-of-source prediction
     with the published layout and with the free search."""
     rows = published_rows(path)
     families: dict[str, list[dict[str, Any]]] = {}
@@ -278,6 +279,7 @@ def fit_all(path: Path = RUNS_FILE, progress: Any = None) -> dict[str, Any]:
     for family, members in families.items():
         factors = fit_factors(members, layouts)
         oos: list[float] = []
+        errors: dict[str, list[float]] = {"error": [], "search_error": []}
         for source in sorted({r["source"] for r in members}):
             held = [r for r in members if r["source"] == source]
             rest = [r for r in members if r["source"] != source]
@@ -285,18 +287,37 @@ def fit_all(path: Path = RUNS_FILE, progress: Any = None) -> dict[str, Any]:
             for r in held:
                 table["rows"][r["id"]] = _row_entry(r, layouts[r["id"]], out, source)
                 oos.append(abs(table["rows"][r["id"]]["error"]))
+                for key, signed in errors.items():
+                    signed.append(table["rows"][r["id"]][key])
                 if progress:
                     progress(r["id"], table["rows"][r["id"]])
-        band = max(0.05, sorted(oos)[min(len(oos) - 1, math.ceil(0.9 * len(oos)) - 1)])
         table["families"][family] = {
             **factors,
-            "band": round(band, 3),
+            "time_ratio": time_ratio_band(errors["error"]),
+            "search_time_ratio": time_ratio_band(errors["search_error"]),
             "rows": len(members),
             "sources": sorted({r["source"] for r in members}),
             "median_out_of_source": round(median(oos), 3),
             "range": _range(members, layouts),
         }
     return table
+
+
+#: The least a training band reaches either side of its prediction (published figures round to 2-3
+#: digits, and a handful of runs says little of a tail).
+BAND_FLOOR = 0.05
+
+
+def time_ratio_band(errors: list[float]) -> list[float]:
+    """The 10th and 90th percentiles (nearest rank) of measured / predicted step time over
+    out-of-source ``errors`` (each predicted / measured tokens/s - 1, so the time ratio is 1 +
+    error), widened to reach at least :data:`BAND_FLOOR` either side of 1. Not symmetric: the free
+    search's picks run slower than predicted far more often than faster (it prices some layouts too
+    cheaply), and a band of absolute errors hid that."""
+    ratios = sorted(1 + e for e in errors)
+    n = len(ratios)
+    low, high = ratios[max(0, math.ceil(0.1 * n) - 1)], ratios[min(n - 1, math.ceil(0.9 * n) - 1)]
+    return [round(min(low, 1 - BAND_FLOOR), 3), round(max(high, 1 + BAND_FLOOR), 3)]
 
 
 def _row_entry(row: dict[str, Any], layout: TrainLayout, factors: dict[str, Any], held: str) -> dict[str, Any]:

@@ -76,8 +76,10 @@ class TrainRates:
     """What a training step is timed with: the profile's parameters ``q`` (every parameter's prior
     without a profile), the training factor on its GEMM efficiency (``gemm``) and on its FP8 GEMMs
     (``fp8_gemm``, against the FP8 peak), the elementwise kernels' fraction of bandwidth, the FP8
-    recipe's cast traffic; the family the factors are fitted for, the relative error band of its
-    published runs out of source, and a label naming all of it."""
+    recipe's cast traffic; the family the factors are fitted for, the error bands of its published
+    runs out of source (measured / predicted step time, 10th and 90th percentiles: with the
+    published layouts, ``time_ratio``, and with the free search's picks, ``search_time_ratio``),
+    and a label naming all of it."""
 
     q: dict[str, float]
     gemm: float
@@ -85,7 +87,8 @@ class TrainRates:
     elementwise: float
     cast_traffic: float
     family: str
-    band: float
+    time_ratio: tuple[float, float]
+    search_time_ratio: tuple[float, float]
     label: str
 
 
@@ -160,10 +163,10 @@ def training_rates(
     base = f"profile {chosen.name}" if chosen is not None else "the profile priors"
     entry = factors if factors is not None else table.get(family)
     if entry is None:
-        entry, band = {"gemm": PRIOR_GEMM}, max(float(e["band"]) for e in table.values())
+        widest = max(abs(x - 1) for e in table.values() for key in BANDS for x in e[key])
+        entry = {"gemm": PRIOR_GEMM, **dict.fromkeys(BANDS, (1 - widest, 1 + widest))}
         label = f"{base} (no published training run of its family: its own efficiencies)"
     else:
-        band = float(entry.get("band", 0.0))
         fp8, fitted = fp8_factor(entry, framework)
         label = (
             f"{base} x training GEMM efficiency {entry['gemm']:g}, FP8 GEMMs {fp8:g}"
@@ -178,9 +181,20 @@ def training_rates(
         q["bandwidth_efficiency"],
         FP8_CAST_TRAFFIC[recipe],
         family,
-        band,
+        _band(entry, "time_ratio"),
+        _band(entry, "search_time_ratio"),
         label,
     )
+
+
+#: The bands a family's entry carries (:func:`~llm_cost.analyses.train_published.time_ratio_band`).
+BANDS = ("time_ratio", "search_time_ratio")
+
+
+def _band(entry: dict[str, Any], key: str) -> tuple[float, float]:
+    """An entry's band ``key`` (a fit's trial factors carry none: no band, 1 to 1)."""
+    low, high = entry.get(key, (1.0, 1.0))
+    return float(low), float(high)
 
 
 def with_flash2(rates: TrainRates) -> TrainRates:

@@ -614,10 +614,17 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + f"; activations x the micro-batches 1F1B keeps in flight; {p['reserve_gib']:g} GiB reserve; GiB = 2^30 B"
     ),
     "train_plan.band": lambda p: (
-        f"error band ±{p['band']:.0%}: the 90th percentile of the out-of-source errors (each published run predicted "
-        "with the factors fitted on the other sources) of this GPU family's runs "
-        "(llm_cost/data/training-efficiency.json; llm-cost validate --training)"
-        + (f", x{p['widen']:.3g} for a layout outside their range" if p["widen"] > 1 else "")
+        f"error band {p['low'] - 1:+.0%} / {p['high'] - 1:+.0%} of the step time: the 10th and 90th percentiles of "
+        "measured / predicted over this GPU family's published runs, each predicted out of source (with the factors "
+        "fitted on the other sources)"
+        + (
+            ", each at the layout the free search picks, as this plan's was (the search prices some layouts too "
+            "cheaply: its picks run slower than predicted more often than faster)"
+            if p["searched"]
+            else ", each at its published layout"
+        )
+        + " (llm_cost/data/training-efficiency.json; llm-cost validate --training)"
+        + (f"; x{p['widen']:.3g} for a layout outside their range" if p["widen"] > 1 else "")
     ),
     "train_plan.left_out": "left out: load imbalance across experts, SM contention of overlapped communication, "
     "stragglers (Llama 3 saw 1-2% diurnal throughput swings), failures and restarts (Llama 3: 466 interruptions in "
