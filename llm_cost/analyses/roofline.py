@@ -253,7 +253,9 @@ class DecodeStep(Result):
     matmul_weight_bytes: Number
     other_weight_bytes: Number  # norm/bias vectors, and by the resident convention the untouched tables
     embedding_row_bytes: Number
-    resident_weight_bytes: Number  # every stored weight of the model (vision tower included), one GPU
+    #: Every stored weight (vision tower included) on one GPU: the model's (the documents'
+    #: convention), or with a layout its fullest GPU's, as the other bytes are per GPU.
+    resident_weight_bytes: Number
     kv_read_bytes: Number
     kv_write_bytes: Number
     comm_bytes: Number
@@ -393,11 +395,12 @@ def decode_steps(
     estimate_model = EfficiencyEstimate(mfu, mbu, network_gb_s)
     peak, bw = gpu.peak_flops(compute), gpu.bandwidth_bytes_s
     ridge = peak / bw
-    resident = to_bytes(build(spec).total_params, bits)
+    held = per_gpu(spec, layout, bits, kv_bits)
+    # every stored weight (one GPU: the model's, the documents' convention; a layout: its fullest GPU's)
+    resident = to_bytes(build(spec).total_params, bits) if layout == ONE_GPU else held.max_weight_bytes
     chosen = profile
     predictor = CalibratedModel(chosen, network_gb_s) if chosen is not None else None
     predicted_note = profile_note(chosen, gpu.name) if chosen is not None and detail else None
-    held = per_gpu(spec, layout, bits, kv_bits)
     moe = spec.moe
     searched: dict[tuple, tuple[int | None, int | None]] = {}  # the batches by the figures they depend on
     bits_f, resident_s = float(bits), float(resident) / bw

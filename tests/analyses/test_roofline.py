@@ -228,3 +228,20 @@ def test_a_grid_marks_each_row_that_does_not_fit_in_memory():
     assert decode_step(load_model("llama3-8b"), gpu, 65, 8192).fits_in_memory is False
     assert prefill_step(load_model("llama3-8b"), gpu, seq=8192, batch=64).fits_in_memory is True
     assert prefill_step(load_model("llama3-8b"), gpu, seq=8192, batch=65).fits_in_memory is False
+
+
+def test_resident_weights_are_per_gpu_as_the_other_bytes_are():
+    """A new user read ``resident_weight_bytes`` 141.1 GB beside ``matmul_weight_bytes`` 34.75 GB
+    in one TP4 step's JSON: the first was the whole model's, the second one GPU's. With a layout
+    both are the fullest GPU's: Llama-3-70B's checkpoint total, 70,553,706,496 parameters at 2 B,
+    split four ways (the norms, replicated, add well under 0.1%); on one GPU, the whole model (the
+    source documents' convention)."""
+    import llm_cost
+
+    whole = 70_553_706_496 * 2
+    one = llm_cost.decode("llama3-70b", "h100", batch=32, context=4096)
+    tp4 = llm_cost.decode("llama3-70b", "h100", batch=32, context=4096, layout=llm_cost.Layout(tp=4))
+    assert one.resident_weight_bytes == whole
+    assert whole / 4 <= tp4.resident_weight_bytes <= whole / 4 * 1.001
+    assert tp4.matmul_weight_bytes <= tp4.resident_weight_bytes
+    assert tp4.resident_read_time_s == pytest.approx(tp4.resident_weight_bytes / 3.35e12, rel=1e-12)
