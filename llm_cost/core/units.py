@@ -31,6 +31,7 @@ Number = int | Fraction | float
 
 __all__ = [
     "Number",
+    "quotient",
     "parse_context",
     "parse_count",
     "parse_integer",
@@ -259,6 +260,13 @@ def exact(value: int | Fraction) -> int | Fraction:
     if isinstance(value, Fraction) and value.denominator == 1:
         return int(value)
     return value
+
+
+def quotient(numerator: int, denominator: int) -> int | Fraction:
+    """``numerator / denominator`` exactly: an int when it divides, else the Fraction (the same as
+    ``exact(Fraction(numerator, denominator))``, without building a Fraction that is whole)."""
+    whole, rest = divmod(numerator, denominator)
+    return whole if not rest else Fraction(numerator, denominator)
 
 
 def exact_bits(bits: int | float | Fraction) -> Fraction:

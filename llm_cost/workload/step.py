@@ -79,7 +79,7 @@ from llm_cost.core.types import (
     TensorGroup,
     TensorKind,
 )
-from llm_cost.core.units import Number, exact
+from llm_cost.core.units import Number, exact, quotient
 from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.kvshape import (
     indexer_key_bytes,
@@ -577,7 +577,7 @@ def _attention_ops(
                 batch=sum(g.count for g in groups),
                 heads=plan.heads,
                 kv_heads=kv_heads,
-                keys=exact(Fraction(pairs, tokens)) if tokens else 0,
+                keys=quotient(pairs, tokens) if tokens else 0,
                 queries=_per_sequence(tokens, groups),
                 head_dim=max(plan.d_qk, plan.d_v),
             )
@@ -614,7 +614,7 @@ def _indexer_op(spec: ModelSpec, layers: int, groups: Sequence[SeqGroup], causal
         batch=sum(g.count for g in groups),
         heads=H,
         kv_heads=1,
-        keys=exact(Fraction(pairs, tokens)) if tokens else 0,
+        keys=quotient(pairs, tokens) if tokens else 0,
         queries=_per_sequence(tokens, groups),
         head_dim=D,
     )
@@ -623,7 +623,7 @@ def _indexer_op(spec: ModelSpec, layers: int, groups: Sequence[SeqGroup], causal
 def _per_sequence(tokens: int, groups: Sequence[SeqGroup]) -> Number:
     """New tokens per sequence on average (0 for no sequences)."""
     seqs = sum(g.count for g in groups)
-    return exact(Fraction(tokens, seqs)) if seqs else 0
+    return quotient(tokens, seqs) if seqs else 0
 
 
 def _state_op(r: _Recurrence, layout: Layout, groups: Sequence[SeqGroup], kv_bits: int) -> Operator:
@@ -637,8 +637,8 @@ def _state_op(r: _Recurrence, layout: Layout, groups: Sequence[SeqGroup], kv_bit
         r.role,
         "",
         r.layers,
-        exact(Fraction(r.per_token * tokens * r.layers, layout.tp)),
-        kv_read_bytes=exact(Fraction(seqs * r.state_elements * r.layers * kv_bits, 8 * layout.tp)),
+        quotient(r.per_token * tokens * r.layers, layout.tp),
+        kv_read_bytes=quotient(seqs * r.state_elements * r.layers * kv_bits, 8 * layout.tp),
         batch=seqs,
         heads=r.heads // layout.tp,
     )
