@@ -25,7 +25,7 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
-from llm_cost.core.types import Dtype, LayerKind, OpRole, Part, TensorGroup, TensorKind
+from llm_cost.core.types import Dtype, LayerKind, MlpType, OpRole, Part, TensorGroup, TensorKind
 from llm_cost.core.units import Number, to_bytes
 from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.layers import layer_counts
@@ -97,7 +97,7 @@ def _checked(spec: ModelSpec, ep: int, redundant_experts: int, tp: int) -> MoE:
     """The model's MoE; InputError for a dense model, an ``ep`` that does not divide the experts
     and redundant copies, or ``tp`` below 1."""
     moe = spec.moe
-    if moe is None:
+    if moe is None or not layer_counts(spec).mlp(MlpType.MOE):
         raise InputError(
             f"model: {spec.name} has no mixture-of-experts layers; give a MoE model (e.g. mixtral-8x7b)",
             fields=("model",),

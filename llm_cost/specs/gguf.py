@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_cost.core.errors import SpecError
+from llm_cost.core.limits import MAX_LAYERS
 from llm_cost.core.records import record
 
 __all__ = ["GGUFTensor", "GGUFFile", "read_gguf", "gguf_to_spec", "load_gguf", "SUPPORTED_ARCHITECTURES"]
@@ -126,6 +127,8 @@ def _check_blocks(g: GGUFFile, a: str, names: dict[str, Any]) -> None:
     models gives no count."""
     blocks = {int(m.group(1)) for n in names if (m := re.match(r"blk\.(\d+)\.", n))}
     count = _int(g, f"{a}.block_count")
+    if count > MAX_LAYERS:  # before any list of its length is built (4,000,000,000 took 24 GB)
+        raise SpecError(f"{g.path}: {a}.block_count is {count:,}; a model has 1 to {MAX_LAYERS:,} blocks")
     if blocks != set(range(count)):
         held = (
             f"blocks 0..{max(blocks)}" if blocks and blocks == set(range(max(blocks) + 1)) else f"{len(blocks)} blocks"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -36,6 +38,17 @@ def test_moe_rejects_ep_not_dividing_experts_and_dense_models():
         moe_analysis(load_model("deepseek-v3"), [1], 8, ep=3)
     with pytest.raises(InputError, match="no mixture-of-experts"):
         moe_analysis(load_model("llama3-8b"), [1])
+
+
+def test_a_moe_config_whose_every_layer_is_dense_is_a_dense_model_to_moe(cli, tmp_path):
+    """An attack: DeepSeek-V3 with first_k_dense_replace 61 (its 61 layers all dense) declares
+    experts that no layer uses; ``moe`` died on an IndexError (exit 1) where it names the model."""
+    text = (Path(__file__).parents[2] / "models" / "deepseek-v3.yaml").read_text()
+    spec = tmp_path / "dsdense.yaml"
+    spec.write_text(text.replace("first_k_dense_replace: 3", "first_k_dense_replace: 61").replace(
+        "name: deepseek-v3", "name: dsdense"))  # fmt: skip
+    r = cli("moe", str(spec))
+    assert r.code == 2 and "dsdense has no mixture-of-experts layers" in r.err and r.err.strip().count("\n") == 0
 
 
 def test_mixtral_decode_reads_nearly_all_experts_at_batch_32():

@@ -33,11 +33,11 @@ TENSORS = {
 }
 
 
-def _write(path: Path, tensors=TENSORS, arch="llama", heads=(4, 2), ff=FF) -> Path:
+def _write(path: Path, tensors=TENSORS, arch="llama", heads=(4, 2), ff=FF, blocks=1) -> Path:
     Q = gguf.GGMLQuantizationType
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name("Tiny Llama GGUF")
-    w.add_block_count(1)
+    w.add_block_count(blocks)
     w.add_context_length(32768)
     w.add_embedding_length(D)
     w.add_feed_forward_length(ff)
@@ -150,3 +150,12 @@ def test_a_block_count_the_tensors_disagree_with_is_refused_naming_both(tmp_path
     path = _write(tmp_path / "two-blocks.gguf", {**TENSORS, **extra})
     with pytest.raises(SpecError, match=r"llama\.block_count is 1, but the tensors \(blk\.N\.\*\) hold blocks 0\.\.1"):
         load_gguf(path)
+
+
+@pytest.mark.parametrize("blocks", [10_001, 4_000_000_000])
+def test_a_block_count_outside_what_a_model_has_is_one_line_at_once(cli, tmp_path, blocks):
+    """An attack: llama.block_count 4,000,000,000 in a 175 KB file ran 91 s and took 24 GB before
+    it was killed (the blocks' set was built before any cap); now one line, exit 2, before that."""
+    r = cli("params", str(_write(tmp_path / "many.gguf", blocks=blocks)))
+    assert r.code == 2 and r.err.strip().count("\n") == 0
+    assert f"llama.block_count is {blocks:,}; a model has 1 to 10,000 blocks" in r.err
