@@ -111,6 +111,10 @@ def _text(name: str, **change) -> dict:
             lambda: {**_config("deepseek-v3"), "n_routed_experts": 0},
             r"n_routed_experts = 0 leaves the MoE layers no routed expert",
         ),
+        (  # an attack: Mixtral with no experts had been counted as a dense 7.24B model
+            lambda: {**_config("mixtral-8x7b-instruct-v0.1"), "num_local_experts": 0},
+            r"num_local_experts = 0 leaves the MoE layers no routed expert",
+        ),
         (
             lambda: {**_config("deepseek-v3"), "n_group": 7},
             r"n_group = 7 does not divide the 256 routed experts",
