@@ -194,6 +194,12 @@ def train(
                 "GPU-hours",
                 fields=("gpu_hours",),
             )
+        if mfu < 0.01:  # as a given mfu: below 1% is a typing mistake, not a run
+            raise InputError(
+                f"gpu_hours: {gpu_hours:,.6g} GPU-hours imply an MFU of {mfu:.2g}, below 1%; at 1% MFU 6ND "
+                f"takes {model_flops / peak / 0.01 / 3600:,.6g} GPU-hours, at most",
+                fields=("gpu_hours",),
+            )
     power = power_w if power_w is not None else gpu.tdp_w
     energy_kwh = gpu_hours * power / 1000 * pue
     co2_tonnes = energy_kwh * grid_kg_per_kwh / 1000 if grid_kg_per_kwh is not None else None

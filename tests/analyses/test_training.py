@@ -54,6 +54,17 @@ def test_train_needs_exactly_one_of_mfu_and_gpu_hours(cli):
     assert r.code == 2 and "exactly one" in r.err
 
 
+def test_gpu_hours_implying_an_mfu_below_1_percent_are_refused_as_such_an_mfu_is(cli):
+    """An attack: --gpu-hours 1e300 printed 'MFU 0.0%' and 300-digit energy. 6ND for Llama-3-8B on
+    10^12 tokens is 6 x 8,030,261,248 x 10^12 FLOP; at 1% of 989.4 TFLOP/s that is 1,352,718 GPU-hours,
+    the most a run at 1% MFU takes."""
+    most = 6 * 8_030_261_248 * 10**12 / (0.01 * 989.4e12) / 3600
+    r = cli("train", "llama3-8b", "--tokens", "1T", "--gpu-hours", "1e300")
+    assert r.code == 2 and r.err.startswith("error: --gpu-hours:") and "below 1%" in r.err
+    assert f"{most:,.6g}" in r.err
+    assert cli("train", "llama3-8b", "--tokens", "1T", "--gpu-hours", f"{most * 0.999:.0f}").code == 0
+
+
 def test_train_huge_token_count_stays_finite(cli):
     data = cli("train", "llama3-8b", "--tokens", "1e30", "--mfu", "0.5", "--json").json()
     assert data["model_flops"] == pytest.approx(6 * 8_030_261_248 * 1e30)
