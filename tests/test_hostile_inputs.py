@@ -703,6 +703,20 @@ ROWS += [
         2,
         "arrivals.cv",
     ),
+    (  # an attack: a poisson process's cv was dropped without a word
+        "work-cv-without-gamma",
+        lambda t: _work(t, "{process: poisson, cv: 2.0, rate_rps: 10, duration_s: 10}"),
+        {},
+        2,
+        "arrivals.cv: sets a gamma process's burstiness; 'poisson' arrivals have none (give process: gamma)",
+    ),
+    (  # and so was an open loop's think time
+        "work-think-on-open-loop",
+        lambda t: _work(t, "{rate_rps: 10, duration_s: 10, think_s: 2.0}"),
+        {},
+        2,
+        "an open loop (rate_rps or stages) takes no think_s; give users for a closed loop",
+    ),
     (
         "work-prefix-longer",
         lambda t: _work(

@@ -158,6 +158,15 @@ def _arrivals(data: Any, where: str) -> OpenLoop | ClosedLoop:
     process = str(d.get("process", "poisson"))
     if process not in ARRIVAL_PROCESSES:
         raise _fail(f"{where}.process", f"{process!r} is not one of {', '.join(ARRIVAL_PROCESSES)}")
+    closed_only = sorted(set(d) & {"think_s", "think"})
+    if closed_only:
+        raise _fail(
+            where, f"an open loop (rate_rps or stages) takes no {', '.join(closed_only)}; give users for a closed loop"
+        )
+    if "cv" in d and process != "gamma":
+        raise _fail(
+            f"{where}.cv", f"sets a gamma process's burstiness; {process!r} arrivals have none (give process: gamma)"
+        )
     if "stages" in d:
         if "rate_rps" in d or "duration_s" in d:
             raise _fail(where, "give stages or rate_rps (with duration_s), not both")
