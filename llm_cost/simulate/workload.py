@@ -863,6 +863,11 @@ def _csv_rows(path: Path) -> list[tuple[str, dict]]:
     raws: list[tuple[str, dict]] = []
     reader = csv.DictReader(_trace_lines(path))
     try:
+        twice = sorted({c for c in reader.fieldnames or () if list(reader.fieldnames or ()).count(c) > 1})
+        if twice:  # DictReader would keep the last column of a name
+            raise InputError(
+                f"{path}: the header names {', '.join(twice)} twice; name each column once", fields=("trace",)
+            )
         for row in reader:
             where = f"{path}:{reader.line_num}"
             if None in row:  # more fields than the header names
@@ -875,6 +880,18 @@ def _csv_rows(path: Path) -> list[tuple[str, dict]]:
     return raws
 
 
+class _KeyTwice(Exception):
+    """A JSON object names a key twice (json.loads would keep the last value)."""
+
+
+def _one_value_per_key(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object's pairs as a dict; :class:`_KeyTwice` naming a key given twice."""
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        raise _KeyTwice(", ".join(sorted({k for k, _ in pairs if [p for p, _ in pairs].count(k) > 1})))
+    return out
+
+
 def _jsonl_rows(path: Path) -> list[tuple[str, dict]]:
     import json
 
@@ -885,9 +902,11 @@ def _jsonl_rows(path: Path) -> list[tuple[str, dict]]:
         if len(raws) == MAX_REQUESTS:
             raise _too_many_rows(path)
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_one_value_per_key)
         except RecursionError:
             raise InputError(f"{path}:{i + 1}: nested too deeply", fields=("trace",)) from None
+        except _KeyTwice as twice:
+            raise InputError(f"{path}:{i + 1}: {twice} given twice; give each field once", fields=("trace",)) from None
         except ValueError as exc:  # JSONDecodeError, and integers past 4,300 digits
             raise InputError(
                 f"{path}:{i + 1}: not JSON ({getattr(exc, 'msg', str(exc))[:80]})", fields=("trace",)

@@ -186,6 +186,19 @@ def test_traces_read_back(tmp_path):
         read_trace(tmp_path / "t.txt")
 
 
+def test_a_trace_field_given_twice_is_refused_not_overwritten(tmp_path):
+    """An attack: a row naming input_tokens twice (100, then 5,000) replayed as 5,000 tokens, in
+    JSONL and in a CSV header alike; workload YAML and config.json already refuse a repeated key."""
+    jsonl = tmp_path / "twice.jsonl"
+    jsonl.write_text('{"arrival_s": 0, "input_tokens": 100, "output_tokens": 10, "input_tokens": 5000}\n')
+    with pytest.raises(InputError, match=r"twice.jsonl:1: input_tokens given twice; give each field once"):
+        read_trace(jsonl)
+    csv = tmp_path / "twice.csv"
+    csv.write_text("arrival_s,input_tokens,output_tokens,input_tokens\n0,100,10,5000\n")
+    with pytest.raises(InputError, match=r"the header names input_tokens twice; name each column once"):
+        read_trace(csv)
+
+
 @pytest.mark.parametrize(
     "process, cv",
     [("poisson", 1.0), ("gamma", 2.0), ("gamma", 0.5), ("constant", 1.0)],
