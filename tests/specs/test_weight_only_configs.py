@@ -67,17 +67,39 @@ def test_gptq_int8_per_channel_by_hand(tmp_path):
     "quantization",
     [
         {"quant_method": "awq", "bits": 3, "group_size": 128},
-        {"quant_method": "gptq", "bits": 4, "group_size": 0},
         {"quant_method": "awq", "bits": "four", "group_size": 128},
         {"quant_method": "bitsandbytes", "load_in_4bit": True},
     ],
-    ids=["awq-3-bit", "gptq-group-0", "awq-bits-text", "bitsandbytes"],
+    ids=["awq-3-bit", "awq-bits-text", "bitsandbytes"],
 )
 def test_a_format_not_modelled_is_weighed_at_torch_dtype_and_says_so(tmp_path, quantization):
     r = llm_cost.params(llm_cost.load_model(_config(tmp_path, quantization)))
     assert r.weight_bytes == (MATMUL + OTHER) * 2
     said = [c for c in r.conventions if c.code == "params.quantization_unread"]
     assert said and said[0].params["method"] == quantization["quant_method"]
+
+
+@pytest.mark.parametrize(
+    "quantization, message",
+    [
+        (
+            {"quant_method": "gptq", "bits": 4, "group_size": 0},
+            "quantization_config.group_size must be -1 (per channel) or at least 1 (got 0)",
+        ),
+        ({"quant_method": "awq", "bits": 4, "group_size": -2}, "quantization_config.group_size must be -1"),
+        (
+            {"quant_method": "awq", "bits": 0, "group_size": 128},
+            "quantization_config.bits must be a bit width from 1 to 16 (got 0)",
+        ),
+    ],
+    ids=["gptq-group-0", "awq-group-minus-2", "awq-0-bit"],
+)
+def test_a_value_no_checkpoint_has_is_refused_naming_the_key(cli, tmp_path, quantization, message):
+    """An attack: bits 0 or group_size 0 (values no AWQ or GPTQ checkpoint can hold: AutoAWQ and
+    GPTQ split each input row into groups of group_size, -1 for one per channel) had been weighed
+    at 16 bits with a note in ``params`` only, and silently by every other command."""
+    r = cli("fit", _config(tmp_path, quantization), "--gpu", "h100")
+    assert r.code == 2 and message in r.err and r.err.strip().count("\n") == 0  # fmt: skip
 
 
 def test_the_cli_prints_the_format(cli, tmp_path):

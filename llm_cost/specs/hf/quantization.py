@@ -88,6 +88,11 @@ def _format(method: str, q: dict[str, Any], fail: Fail, notes: list[str]) -> Opt
         return "mxfp4"
     if method in _WEIGHT_ONLY:
         bits = q.get("bits", q.get("w_bit"))
+        group = q.get("group_size", q.get("q_group_size"))
+        if type(bits) is int and not 1 <= bits <= 16:  # no checkpoint stores weights in 0 or 32 bits of integer
+            raise fail("quantization_config.bits", f"must be a bit width from 1 to 16 (got {bits})")
+        if type(group) is int and (group == 0 or group < -1):  # -1: one group per output channel
+            raise fail("quantization_config.group_size", f"must be -1 (per channel) or at least 1 (got {group})")
         return {4: "int4", 8: "int8"}.get(bits) if type(bits) is int and _group_size(q) is not None else None
     if method == "fp8":
         return _fp8_format(q.get("weight_block_size"), fail, notes)
