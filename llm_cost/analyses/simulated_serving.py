@@ -71,7 +71,7 @@ from llm_cost.simulate import (
 )
 from llm_cost.simulate.intervals import interval
 from llm_cost.simulate.results import METRICS, Distribution, RequestTimes, Summary, steady_least
-from llm_cost.simulate.workload import MAX_REQUESTS, shortest
+from llm_cost.simulate.workload import MAX_REQUESTS, drawn_mean, shortest
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 
 __all__ = [
@@ -301,7 +301,12 @@ def _lengths(lengths: Any) -> str:
         return f"uniform {lengths.low:,}-{lengths.high:,}"
     if name == "empirical":
         return f"empirical (mean {lengths.mean:,.0f})"
-    return f"{name} (mean {lengths.mean:,.0f}, sd {lengths.sd:,.0f})"
+    drawn = drawn_mean(lengths)
+    clipped = (
+        f"; clipped to {lengths.low:,}-{lengths.high:,}" if lengths.high is not None else f"; at least {lengths.low:,}"
+    )
+    moved = f"{clipped}: mean {drawn:,.0f} drawn" if drawn != lengths.mean else ""
+    return f"{name} (mean {lengths.mean:,.0f}, sd {lengths.sd:,.0f}{moved})"
 
 
 def offered_rps(traffic: Workload | Trace) -> float | None:
@@ -1132,7 +1137,7 @@ def _mean_lengths(traffic: Workload | Trace) -> tuple[float, float]:
     if isinstance(traffic, Trace):
         rows = traffic.rows
         return sum(r.input_tokens for r in rows) / len(rows), sum(r.output_tokens for r in rows) / len(rows)
-    return traffic.input_tokens.mean, traffic.output_tokens.mean
+    return drawn_mean(traffic.input_tokens), drawn_mean(traffic.output_tokens)
 
 
 def _every_request_too_long(traffic: Workload | Trace, engine: EngineConfig) -> bool:

@@ -434,14 +434,14 @@ def _screen_traffic(load: Any, prefix_caching: bool = True, requests: Optional[i
     from llm_cost.analyses.serving import Traffic
     from llm_cost.analyses.simulated_serving import offered_rps
     from llm_cost.simulate import Trace
-    from llm_cost.simulate.workload import expected_cached_tokens
+    from llm_cost.simulate.workload import drawn_mean, expected_cached_tokens
 
     if isinstance(load, Trace):
         rows = load.rows
         mean_in = sum(r.input_tokens for r in rows) / len(rows)
         mean_out = sum(r.output_tokens for r in rows) / len(rows)
     else:
-        mean_in, mean_out = load.input_tokens.mean, load.output_tokens.mean
+        mean_in, mean_out = drawn_mean(load.input_tokens), drawn_mean(load.output_tokens)
     rate = offered_rps(load)
     prompt = checks.count(max(1, round(mean_in)), "input_tokens")
     cached = round(expected_cached_tokens(load, requests)) if prefix_caching else 0

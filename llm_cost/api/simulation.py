@@ -64,7 +64,7 @@ def simulate_serving(
     from llm_cost.model.layout import ONE_GPU
     from llm_cost.simulate import simulate as run
     from llm_cost.simulate.engine import vllm_defaults
-    from llm_cost.simulate.workload import check_workload, parse_lengths, poisson
+    from llm_cost.simulate.workload import check_workload, drawn_mean, parse_lengths, poisson
 
     rate = checks.number(qps, "qps", minimum=QPS_RANGE[0], maximum=QPS_RANGE[1], open_min=False)
     count = checks.count(requests, "requests", 1, MAX_REQUESTS)
@@ -74,7 +74,7 @@ def simulate_serving(
     prefix = shared_prefix(prefix_tokens, prefix_groups, users_per_prefix)
     workload = poisson(rate, lengths[0], lengths[1], requests=count, prefix=prefix)
     check_workload(workload)
-    checks.simulated_tokens(count, workload.output_tokens.mean)
+    checks.simulated_tokens(count, drawn_mean(workload.output_tokens))
     spec, g = load_model(model), load_gpu(gpu)
     changes = {}
     if max_num_seqs is not None:

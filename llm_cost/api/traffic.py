@@ -228,12 +228,12 @@ def _bounded(w: Workload, where: str | None, work: bool = True) -> Workload:
     """``w`` within the simulator's bounds (:func:`~llm_cost.simulate.workload.check_workload`,
     named by the file's keys with ``where``) and, with ``work``, within the output tokens one
     simulation decodes (:func:`~llm_cost.api.checks.simulated_tokens`)."""
-    from llm_cost.simulate.workload import check_workload, request_bound
+    from llm_cost.simulate.workload import check_workload, drawn_mean, request_bound
 
     where = where if where != "workload" else None
     check_workload(w, where)
     if work:
-        checks.simulated_tokens(request_bound(w), w.output_tokens.mean, where)
+        checks.simulated_tokens(request_bound(w), drawn_mean(w.output_tokens), where)
     return w
 
 
@@ -321,7 +321,7 @@ def check_steps(load: Workload | Trace, config: EngineConfig, requests: Optional
     of 2,048 + 256 tokens is 1.15 million steps. Requests longer than ``max_model_len`` are left out:
     the engine refuses them without a step."""
     from llm_cost.simulate import Trace
-    from llm_cost.simulate.workload import request_bound
+    from llm_cost.simulate.workload import drawn_mean, request_bound
 
     cached = config.prefix_caching
     limit = config.max_model_len if config.max_model_len is not None else math.inf
@@ -331,11 +331,11 @@ def check_steps(load: Workload | Trace, config: EngineConfig, requests: Optional
         rows = [r for r in head if r.input_tokens + r.output_tokens <= limit]  # the engine refuses the others
         tokens = sum(r.input_tokens + r.output_tokens - (r.prefix_tokens if cached else 0) for r in rows)
         count = float(len(rows))
-    elif load.input_tokens.mean + load.output_tokens.mean > limit:
+    elif drawn_mean(load.input_tokens) + drawn_mean(load.output_tokens) > limit:
         return  # most requests are refused for their length, taking no steps: the run's own error says so
     else:
         count = request_bound(load) if requests is None else min(requests, request_bound(load))
         prefix = load.prefix.tokens if cached and load.prefix is not None else 0
-        tokens = count * max(1.0, load.input_tokens.mean - prefix + load.output_tokens.mean)
+        tokens = count * max(1.0, drawn_mean(load.input_tokens) - prefix + drawn_mean(load.output_tokens))
     if count:
         checks.simulated_steps(count, tokens / count, config.max_num_batched_tokens)

@@ -76,6 +76,7 @@ __all__ = [
     "check_workload",
     "request_bound",
     "shortest_prompt",
+    "drawn_mean",
     "MAX_REQUESTS",
     "Stage",
     "OpenLoop",
@@ -192,6 +193,47 @@ class Empirical:
 
 
 Lengths = Fixed | Uniform | Normal | LogNormal | Empirical
+
+
+def _phi(x: float) -> float:
+    """The standard normal distribution function."""
+    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+
+
+def _clipped_mean(lengths: Normal | LogNormal) -> float:
+    """E[clip(X, low, high)] of a normal or lognormal X with the distribution's mean and sd (rounding
+    aside): low x P(X < low) + E[X; low <= X <= high] + high x P(X > high), with the partial
+    expectations of the normal (mu (Phi(b) - Phi(a)) + sigma (phi(a) - phi(b)) at the standardised
+    bounds) and of the lognormal (e^(mu + sigma^2/2) (Phi((ln high - mu - sigma^2)/sigma) -
+    Phi((ln low - mu - sigma^2)/sigma)))."""
+    low, high = float(lengths.low), float(lengths.high) if lengths.high is not None else math.inf
+    if isinstance(lengths, Normal):
+        if lengths.sd == 0:
+            return min(max(lengths.mean, low), high)
+        mu, sigma = lengths.mean, lengths.sd
+        a, b = (low - mu) / sigma, (high - mu) / sigma
+        density = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi) if math.isfinite(z) else 0.0  # noqa: E731
+        inside = mu * (_phi(b) - _phi(a)) + sigma * (density(a) - density(b))
+        return low * _phi(a) + inside + (high * (1 - _phi(b)) if math.isfinite(high) else 0.0)
+    sigma2 = math.log(1 + (lengths.sd / lengths.mean) ** 2)
+    if sigma2 == 0:
+        return min(max(lengths.mean, low), high)
+    mu, sigma = math.log(lengths.mean) - sigma2 / 2, math.sqrt(sigma2)
+    a, b = (math.log(low) - mu) / sigma, (math.log(high) - mu) / sigma if math.isfinite(high) else math.inf
+    inside = lengths.mean * (_phi(b - sigma) - _phi(a - sigma))
+    return low * _phi(a) + inside + (high * (1 - _phi(b)) if math.isfinite(high) else 0.0)
+
+
+def drawn_mean(lengths: Lengths) -> float:
+    """The mean of the lengths ``lengths`` draws, tokens: a normal or lognormal distribution's own
+    mean, or where its clipping to [low, high] moves that by half a token or more (the rounding of
+    each draw to whole tokens moves it by up to that much, and is not counted), the clipped
+    distribution's (:func:`_clipped_mean`): an attack's ``lognormal:mean=800,sd=400,high=100``
+    draws 100-token prompts, and ``normal:mean=10,sd=1000`` about 404."""
+    if not isinstance(lengths, (Normal, LogNormal)):
+        return lengths.mean
+    clipped = _clipped_mean(lengths)
+    return clipped if abs(clipped - lengths.mean) >= 0.5 else lengths.mean
 
 
 def shortest(lengths: Lengths) -> int:
@@ -571,7 +613,7 @@ def expected_cached_tokens(traffic: Workload | Trace, requests: int | None = Non
     shared = min(p.tokens, int(shortest_prompt(traffic.input_tokens)) - 1) // block_tokens * block_tokens
     cached = shared * max(0.0, 1 - p.groups / n)
     if p.repeat_questions:
-        whole = (max(traffic.input_tokens.mean, p.tokens + 1) - 1) // block_tokens * block_tokens
+        whole = (max(drawn_mean(traffic.input_tokens), p.tokens + 1) - 1) // block_tokens * block_tokens
         cached += max(0.0, whole - shared) * max(0.0, 1 - p.groups * p.users_per_group / n)
     return cached
 

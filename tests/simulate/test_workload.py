@@ -20,6 +20,7 @@ from llm_cost.simulate.workload import (
     Stage,
     Uniform,
     Workload,
+    drawn_mean,
     parse_lengths,
     poisson,
     read_trace,
@@ -228,3 +229,33 @@ def test_a_strided_stage_sequence_keeps_the_whole_streams_times():
     share = requests(Workload(arrivals, Fixed(100), Fixed(10)), seed=1, every=3)
     assert [q.arrival_s for q in share] == [q.arrival_s for q in whole[::3]]
     assert [q.index for q in share] == [q.index for q in whole[::3]]
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [
+        LogNormal(800, 400, 1, 100),
+        Normal(10, 1000),
+        Normal(2048, 512, 1, 3000),
+        LogNormal(800, 400, 500, 1200),
+        LogNormal(800, 400),
+    ],
+)
+def test_the_mean_a_clipped_distribution_draws_is_its_samples_mean(lengths):
+    """An attack: ``lognormal:mean=800,sd=400,high=100`` was reported and planned at a mean of 800
+    while every prompt drawn was 100 tokens. ``drawn_mean`` is the clipped distribution's mean;
+    checked against the mean of 200,000 draws (within 3 standard errors and the rounding's half
+    token)."""
+    import random
+    import statistics
+
+    rng = random.Random(7)
+    draws = [lengths.sample(rng) for _ in range(200_000)]
+    error = 3 * statistics.pstdev(draws) / math.sqrt(len(draws)) + 0.5
+    assert drawn_mean(lengths) == pytest.approx(statistics.mean(draws), abs=error)
+
+
+def test_a_clipped_distribution_says_what_it_draws(cli):
+    r = cli("serve", "llama3-8b", "--tp", "1", "--qps", "2", "--input", "lognormal:mean=800,sd=400,high=100",
+            "--output", "16")  # fmt: skip
+    assert r.code == 0 and "lognormal (mean 800, sd 400; clipped to 1-100: mean 100 drawn)" in r.out
