@@ -484,6 +484,30 @@ def _check_framework(space: SearchSpace) -> None:
         raise InputError("fsdp_shard: HSDP is FSDP2's; give framework fsdp2 or leave it out", fields=("fsdp_shard",))
 
 
+def _check_fixed_knobs(space: SearchSpace, gpus: int, dps: list[int]) -> None:
+    """InputError naming a given ep, vp or fsdp_shard that no layout of ``gpus`` GPUs (with the
+    data-parallel sizes ``dps`` the other knobs leave) can take: expert parallelism splits the
+    data-parallel ranks (Megatron's expert groups within DP), interleaving needs a pipeline, and an
+    FSDP group holds at most the data-parallel ranks. An attack found each refused as 'no layout
+    of the knobs given fits', naming neither."""
+    if len(space.ep) == 1 and space.ep[0] > 1 and not any(d % space.ep[0] == 0 for d in dps):
+        raise InputError(
+            f"ep: {space.ep[0]:,} does not divide the data-parallel ranks any layout of {gpus:,} GPUs leaves "
+            f"({', '.join(f'{d:,}' for d in dps[:6])}); give ep a divisor of one of them",
+            fields=("ep", "gpus"),
+        )
+    if len(space.vp) == 1 and space.vp[0] > 1 and max(space.pp) < 2:
+        raise InputError(
+            f"vp: {space.vp[0]} interleaved chunks need a pipeline; give pp 2 or more", fields=("vp", "pp")
+        )
+    if space.shard and not any(d % space.shard == 0 for d in dps):
+        raise InputError(
+            f"fsdp_shard: {space.shard:,} ranks per FSDP group do not divide the data-parallel ranks any layout of "
+            f"{gpus:,} GPUs leaves ({', '.join(f'{d:,}' for d in dps[:6])})",
+            fields=("fsdp_shard", "gpus"),
+        )
+
+
 def _check_divides(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpace, default_seq: int = 0) -> None:
     """InputError naming the knobs when no layout exists: tp x cp x pp that does not divide the GPUs,
     a dp that no tp x cp x pp leaves, or a batch no dp x micro-batch divides (``default_seq``: the
@@ -506,6 +530,7 @@ def _check_divides(spec: ModelSpec, gpus: int, sequences: int, space: SearchSpac
         raise InputError(f"dp: {space.dp:,} replicas of tp x cp x pp do not make {gpus:,} GPUs", fields=("dp", "gpus"))
     if space.dp is not None:
         dps = [space.dp]
+    _check_fixed_knobs(space, gpus, dps)
     steps = sorted({d * b for d in dps for b in space.micro_batch})
     if min(space.micro_batch) > sequences:
         raise InputError(

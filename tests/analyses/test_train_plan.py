@@ -796,3 +796,22 @@ def test_a_batch_too_small_for_the_cluster_names_no_flag_the_user_did_not_give(c
             "--global-batch", "8K")  # fmt: skip
     assert r.code == 2 and "not a multiple of replicas x micro-batch = 32" in r.err
     assert "--dp" not in r.err and "--micro-batch" not in r.err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["gpt-oss-120b", "--gpus", "64", "--ep", "128"], "--ep: 128 does not divide the data-parallel ranks"),
+        (["llama3-8b", "--gpus", "8", "--pp", "1", "--vp", "2"], "--vp: 2 interleaved chunks need a pipeline"),
+        (
+            ["llama3-8b", "--gpus", "8", "--framework", "fsdp2", "--fsdp-shard", "16"],
+            "--fsdp-shard: 16 ranks per FSDP group do not divide",
+        ),
+    ],
+    ids=["ep-over-dp", "vp-without-pp", "shard-over-dp"],
+)
+def test_a_knob_no_layout_can_take_is_named(cli, args, message):
+    """An attack: each was refused as '--gpus: no layout of the knobs given fits', naming neither
+    the knob nor what would divide."""
+    r = cli("train", args[0], "--tokens", "1T", *args[1:])
+    assert r.code == 2 and message in r.err and r.err.strip().count("\n") == 0
