@@ -102,8 +102,10 @@ def links_of(gpu: HardwareSpec, network_gb_s: float, latency_s: float, efficienc
     ic = gpu.interconnect
     if ic.bandwidth_gb_s_per_direction > 0:
         mesh = ic.topology == Topology.MESH
-        return Links(ic.bandwidth_gb_s_per_direction, network_gb_s, ic.gpus_per_node, latency_s, efficiency, mesh)
-    return Links(gpu.pcie_bytes_s / 1e9, network_gb_s, PCIE_TP_MAX, latency_s, efficiency)
+        node = ic.gpus_per_node
+        return Links(ic.bandwidth_gb_s_per_direction, network_gb_s, node, latency_s, efficiency, mesh, ic.type)
+    pcie = f"PCIe {gpu.pcie_gen}.0 x16"
+    return Links(gpu.pcie_bytes_s / 1e9, network_gb_s, PCIE_TP_MAX, latency_s, efficiency, node_link=pcie)
 
 
 @record
@@ -120,6 +122,8 @@ class Links:
     #: One direct link per peer (MI300X's xGMI, :class:`~llm_cost.core.types.Topology`): k GPUs of
     #: a node exchange over k - 1 of a GPU's gpus_per_node - 1 links, not its whole bandwidth.
     mesh: bool = False
+    #: The node link's name (the spec's interconnect type, or PCIe for a card without one).
+    node_link: str = "NVLink"
 
     def node_rate(self, members: int) -> float:
         """Bytes/s per GPU among ``members`` GPUs of one node (the node's link, :attr:`mesh` aware)."""
@@ -178,5 +182,5 @@ class Links:
         """Which link a group's collectives run on, in words."""
         per_node, nodes = self.span(group)
         if nodes == 1:
-            return f"NVLink ({group.size} GPUs in one node)"
+            return f"{self.node_link} ({group.size} GPUs in one node)"
         return f"network ({group.size} GPUs over {nodes} nodes, {per_node} per node)"

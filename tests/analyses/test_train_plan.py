@@ -148,7 +148,7 @@ def test_an_expert_group_stays_in_its_node_under_pipeline_parallelism():
     plan = llm_cost.train_plan(
         "mixtral-8x7b", 10**12, "h100", tp=1, cp=1, pp=8, dp=32, ep=8, global_batch=256 * 4096, seq=4096
     )
-    assert plan.links["EP (MoE all-to-all)"] == "NVLink (8 GPUs in one node)"
+    assert plan.links["EP (MoE all-to-all)"] == "NVLink 4 (8 GPUs in one node)"  # the H100 spec's interconnect type
     assert plan.links["PP (activations between stages)"].startswith("network")
 
 
@@ -547,6 +547,15 @@ def test_cards_without_a_gpu_link_train_over_pcie(gpu):
     assert 0 < plan.mfu < 1 and math.isfinite(plan.step_time_s)
     one = llm_cost.train_plan("llama3-8b", 10**9, gpu, gpus=8, tp=4, cp=2, pp=1, dp=1, seq=16384, **common)
     assert "DP1" in one.layout_label and math.isfinite(one.step_time_s)
+    in_node = [link for link in one.links.values() if "in one node" in link]
+    assert in_node and all(link.startswith("PCIe") for link in in_node)  # it had said "NVLink" (an attack)
+
+
+def test_a_mesh_nodes_collectives_name_its_link():
+    plan = llm_cost.train_plan("llama3-70b", 10**12, "mi300x", gpus=8, tp=4, cp=1, pp=2, dp=1)
+    assert plan.links["TP (sequence-parallel all-gathers and reduce-scatters)"] == (
+        "Infinity Fabric (xGMI) (4 GPUs in one node)"
+    )
 
 
 # --- defaults and bad input ---------------------------------------------------------------------------
