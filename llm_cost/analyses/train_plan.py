@@ -226,10 +226,12 @@ class TrainPlan(Result):
     cost_usd: float | None
     grid_kg_per_kwh: float | None
     co2_tonnes: float | None
-    #: The measured step time over the predicted for 8 of 10 published runs out of source (10th
-    #: and 90th percentiles; of the search's picks when the layout was searched), widened out of
-    #: range, the fast end at most what runs the GPUs at peak.
-    step_time_ratio: tuple[float, float]
+    #: How far below and above the predicted step time the measured one lay for 8 of 10 published
+    #: runs out of source (10th and 90th percentiles; of the search's picks when the layout was
+    #: searched), as shares of the prediction (0.05: -5%), widened out of range, the fast end at
+    #: most what runs the GPUs at peak.
+    step_time_below: float
+    step_time_above: float
     band_widen: float  # the widening (1: inside the published runs' range)
     mfu_range: tuple[float, float]
     days_range: tuple[float, float]
@@ -909,7 +911,7 @@ def _plan(
         lay.label(), links, best.mfu, _mfu_vs_bf16_peak(best.mfu, gpu, dtype), best.mfu_with_attention, best.hfu,
         best.step_time_s, tokens_per_s / gpus,
         days, gpu_hours, energy, power, costs.pue, price, gpu_hours * price if price is not None else None,
-        grid, energy * grid / 1000 if grid is not None else None, (fast, slow), widen,
+        grid, energy * grid / 1000 if grid is not None else None, round(1 - fast, 6), round(slow - 1, 6), widen,
         (best.mfu / slow, best.mfu / fast), (days * fast, days * slow),
         best.breakdown.terms(), best.memory, gpu.capacity_bytes, [_summary(c) for c in fitting[:top]],
         _reasons(best, ranked, alternatives), len(ranked), len(fitting), defaults, conventions,

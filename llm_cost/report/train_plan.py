@@ -80,11 +80,6 @@ def _global_batch(r: TrainPlan) -> str:
     return f"{tokens} = {r.sequences_per_step:,} sequence{'' if r.sequences_per_step == 1 else 's'} of {r.seq:,}"
 
 
-def _band(fast: float, slow: float) -> str:
-    """``-12% / +45%``: a band's ends as shares of the prediction."""
-    return f"{fast - 1:+.0%} / {slow - 1:+.0%}"
-
-
 def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
     """The plan's figures, the step's terms, the top layouts and why the best wins."""
     con.print(f"[bold]{display_name}: training plan for {r.tokens:,} tokens on {r.gpus:,} x {gpu_name}[/bold]")
@@ -93,7 +88,7 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
         ("framework", FRAMEWORKS.get(r.framework, r.framework)),
         ("layout", f"[bold]{r.layout_label}[/bold]"),
         ("global batch", _global_batch(r)),
-        ("step time", f"{r.step_time_s:,.2f} s ({_band(*r.step_time_ratio)}{_widened(r)})"),
+        ("step time", f"{r.step_time_s:,.2f} s (-{r.step_time_below:.0%} / +{r.step_time_above:.0%}{_widened(r)})"),
         (f"MFU (6ND, {r.dtype.upper()} peak)", f"{pct(r.mfu)} {_range(*r.mfu_range)}"),
         *([("MFU (6ND, BF16 peak)", pct(r.mfu_vs_bf16_peak))] if r.mfu_vs_bf16_peak is not None else []),
         ("MFU with attention", pct(r.mfu_with_attention)),
