@@ -26,7 +26,7 @@ from llm_cost.specs.schema import READ_GENERICALLY, AppliedDefault, GQAAttention
 if TYPE_CHECKING:  # imported by count_params only for a layout: its module costs a cold start about 2 ms
     from llm_cost.model.layout import Layout, PerGPU
 
-__all__ = ["BreakdownRow", "ParamsResult", "count_params"]
+__all__ = ["BreakdownRow", "ParamsResult", "count_params", "unread_quantization"]
 
 
 @record
@@ -186,6 +186,15 @@ def _weight_bytes_note(bits: int | float | Fraction, dtype: str) -> Note:
     )
 
 
+def unread_quantization(spec: ModelSpec) -> str | None:
+    """The method of a config's ``quantization_config`` the reader did not model (its weights are
+    then weighed at ``torch_dtype``; the reader says so in the spec's source note), or None."""
+    if spec.quantization is not None:
+        return None
+    found = re.search(r"quantization_config ([\w.-]+)", spec.source.note or "")
+    return found.group(1) if found else None
+
+
 def count_params(
     spec: ModelSpec,
     bits: int | float | Fraction | None = None,
@@ -209,9 +218,9 @@ def count_params(
         conventions.append(note("params.no_scales", dtype=str(dtype)))
     if READ_GENERICALLY in (spec.source.note or ""):
         conventions.append(note("params.read_generically", model_type=spec.model_type))
-    unread = re.search(r"quantization_config ([\w.-]+)", spec.source.note or "") if spec.quantization is None else None
+    unread = unread_quantization(spec)
     if unread and bits_given is None:
-        conventions.append(note("params.quantization_unread", method=unread.group(1), dtype=str(dtype)))
+        conventions.append(note("params.quantization_unread", method=unread, dtype=str(dtype)))
     if spec.moe is not None:
         conventions.append(note("params.active"))
     if spec.mtp is not None:

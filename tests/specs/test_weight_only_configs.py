@@ -102,6 +102,19 @@ def test_a_value_no_checkpoint_has_is_refused_naming_the_key(cli, tmp_path, quan
     assert r.code == 2 and message in r.err and r.err.strip().count("\n") == 0  # fmt: skip
 
 
+def test_fit_says_a_format_it_weighs_at_torch_dtype_as_params_does(tmp_path):
+    """An attack: a bitsandbytes 4-bit config was weighed at 16 bits by ``fit`` (141.1 GB for
+    Llama-3.1-70B: its checkpoint total 70,553,706,496 x 2 B) with no word of it; ``params`` said
+    so. Given a --weights-dtype, the format is the user's and nothing is said."""
+    path = _config(tmp_path, {"quant_method": "bitsandbytes", "load_in_4bit": True})
+    r = llm_cost.fit(path, "h200")
+    assert r.single_gpu.weight_bytes == (MATMUL + OTHER) * 2
+    said = [c for c in r.single_gpu.conventions if c.code == "params.quantization_unread"]
+    assert said and said[0].params == {"method": "bitsandbytes", "dtype": "bf16"}
+    given = llm_cost.fit(path, "h200", weights_dtype="int4")
+    assert not any(c.code == "params.quantization_unread" for c in given.single_gpu.conventions)
+
+
 def test_the_cli_prints_the_format(cli, tmp_path):
     out = cli("params", _config(tmp_path, AWQ))
     assert out.code == 0 and "weights at int4+bf16" in out.out and "39,767,785,472 B" in out.out
