@@ -150,10 +150,11 @@ def _embedding(g: GGUFFile, a: str, names: dict[str, Any]) -> tuple[Any, int]:
     if embd is None:
         raise SpecError(f"{g.path}: GGUF file has no token_embd.weight tensor")
     d = _int(g, f"{a}.embedding_length")
-    if embd.n_elements % d:
+    if embd.n_elements % d or (embd.shape and embd.shape[0] != d):  # ggml order: ne0 is the row's width
+        held = f"rows of {embd.shape[0]:,}" if embd.shape else f"{embd.n_elements:,} elements"
         raise SpecError(
-            f"{g.path}: token_embd.weight ({embd.n_elements:,} elements) is not a multiple of "
-            f"{a}.embedding_length ({d})"
+            f"{g.path}: {a}.embedding_length is {d:,}, but token_embd.weight holds {held}; "
+            "the metadata and the tensors describe different models"
         )
     return embd, d
 
@@ -173,6 +174,11 @@ def gguf_to_spec(g: GGUFFile):
     n_kv = _int(g, f"{a}.attention.head_count_kv", n_q)
     head_dim = g.metadata.get(f"{a}.attention.key_length")
     experts = g.metadata.get(f"{a}.expert_count") or 0
+    if experts and not any(n.endswith("_exps.weight") for n in names):
+        raise SpecError(
+            f"{g.path}: {a}.expert_count is {experts}, but no tensor holds experts (blk.N.ffn_*_exps); "
+            "the metadata and the tensors describe different models"
+        )
     ff = _int(g, f"{a}.feed_forward_length")
     bias = "blk.0.attn_q.bias" in names
     fields: dict[str, Any] = dict(

@@ -33,13 +33,16 @@ TENSORS = {
 }
 
 
-def _write(path: Path, tensors=TENSORS, arch="llama", heads=(4, 2), ff=FF, blocks=1) -> Path:
+def _write(path: Path, tensors=TENSORS, arch="llama", heads=(4, 2), ff=FF, blocks=1, width=None, experts=0) -> Path:
     Q = gguf.GGMLQuantizationType
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name("Tiny Llama GGUF")
     w.add_block_count(blocks)
     w.add_context_length(32768)
-    w.add_embedding_length(D)
+    w.add_embedding_length(width or D)
+    if experts:
+        w.add_expert_count(experts)
+        w.add_expert_used_count(2)
     w.add_feed_forward_length(ff)
     w.add_head_count(heads[0])
     w.add_head_count_kv(heads[1])
@@ -159,3 +162,19 @@ def test_a_block_count_outside_what_a_model_has_is_one_line_at_once(cli, tmp_pat
     r = cli("params", str(_write(tmp_path / "many.gguf", blocks=blocks)))
     assert r.code == 2 and r.err.strip().count("\n") == 0
     assert f"llama.block_count is {blocks:,}; a model has 1 to 10,000 blocks" in r.err
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"width": 2 * D}, f"llama.embedding_length is {2 * D:,}, but token_embd.weight holds rows of {D:,}"),
+        ({"experts": 8}, "llama.expert_count is 8, but no tensor holds experts (blk.N.ffn_*_exps)"),
+    ],
+    ids=["embedding-length", "expert-count"],
+)
+def test_metadata_the_tensors_contradict_is_refused_naming_both(cli, tmp_path, change, message):
+    """An attack: embedding_length twice the embedding's rows gave half the vocabulary and a model
+    the tensors do not hold; expert_count 8 over dense FFN tensors an 8-expert MoE at 3.23 bits.
+    Like a block_count the blocks contradict, each is one line naming both."""
+    r = cli("params", str(_write(tmp_path / "contradicts.gguf", **change)))
+    assert r.code == 2 and message in r.err and r.err.strip().count("\n") == 0
