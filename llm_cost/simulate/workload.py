@@ -905,7 +905,10 @@ def _csv_rows(path: Path) -> list[tuple[str, dict]]:
     raws: list[tuple[str, dict]] = []
     reader = csv.DictReader(_trace_lines(path))
     try:
-        twice = sorted({c for c in reader.fieldnames or () if list(reader.fieldnames or ()).count(c) > 1})
+        header = list(reader.fieldnames or ())
+        if header and header[0].lstrip().startswith(("{", "[")):
+            raise InputError(f"{path}: holds JSON, not CSV; name a JSON-lines trace .jsonl", fields=("trace",))
+        twice = sorted({c for c in header if header.count(c) > 1})
         if twice:  # DictReader would keep the last column of a name
             raise InputError(
                 f"{path}: the header names {', '.join(twice)} twice; name each column once", fields=("trace",)

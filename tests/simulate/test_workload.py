@@ -198,6 +198,10 @@ def test_a_trace_field_given_twice_is_refused_not_overwritten(tmp_path):
     csv.write_text("arrival_s,input_tokens,output_tokens,input_tokens\n0,100,10,5000\n")
     with pytest.raises(InputError, match=r"the header names input_tokens twice; name each column once"):
         read_trace(csv)
+    misnamed = tmp_path / "json.csv"  # it had read "has no rows"
+    misnamed.write_text('{"arrival_s": 0, "input_tokens": 100, "output_tokens": 10}\n')
+    with pytest.raises(InputError, match=r"json.csv: holds JSON, not CSV; name a JSON-lines trace .jsonl"):
+        read_trace(misnamed)
 
 
 @pytest.mark.parametrize(
