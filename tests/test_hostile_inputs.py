@@ -341,6 +341,13 @@ ROWS = [
         2,
         "field batch",
     ),
+    (  # an attack: serve refuses --group-size beside bf16, calibrate had taken it
+        "timing-group-size-on-bf16",
+        lambda t: ["calibrate", str(_timings(t, "t.yaml", _row0("group_size", 128))), "-o", str(t / "p.yaml")],
+        {},
+        2,
+        "group_size 128 groups weight-only int8 or int4 weights, not bf16",
+    ),
     (
         "timing-duplicate-row",
         lambda t: ["calibrate", str(_timings(t, "t.yaml", _copy_row)), "-o", str(t / "p.yaml")],

@@ -107,6 +107,10 @@ class Measurement(Spec):
     def _check(self) -> None:
         if self.phase == Phase.MIXED:
             raise ValueError("phase must be decode or prefill (a step is measured by itself)")
+        if self.group_size is not None and self.weights_dtype not in ("int8", "int4"):
+            raise ValueError(  # as serve refuses --group-size beside a dtype without groups
+                f"group_size {self.group_size} groups weight-only int8 or int4 weights, not {self.weights_dtype}"
+            )
         published = self.tpot_ms if self.phase == Phase.DECODE else self.ttft_ms
         if published is not None and abs(published / self.measured_ms - 1) > AGREEMENT:
             key = "tpot_ms" if self.phase == Phase.DECODE else "ttft_ms"
