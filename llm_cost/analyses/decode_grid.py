@@ -38,7 +38,7 @@ from llm_cost.model.layout import ONE_GPU, Layout
 from llm_cost.perf import calibrated as cal
 from llm_cost.perf.calibrated import SPLIT_KV_GAP, CalibratedModel, split_kv_notes
 from llm_cost.perf.kernels import attention_blocks
-from llm_cost.perf.timemodel import link_of
+from llm_cost.perf.timemodel import hop_rate, link_of
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
 from llm_cost.workload.routing import expert_hit_fraction
 from llm_cost.workload.step import Operator, Step, build_step, decode, sum_of
@@ -251,7 +251,9 @@ def decode_columns(
     ``expert_bytes``, ``seqs``, ``tokens``, ``total_flops`` on all GPUs, with ``detail`` the
     ``split_kv_notes``), its bound's (compute, memory, link, time, bound), its estimate's and
     prediction's seconds, and a step of its context (for the conventions); None when NumPy is
-    missing or a figure does not follow the forms of the module docstring. ``rates``: peak FLOP/s
+    missing, a figure does not follow the forms of the module docstring, or a pipeline hop runs on
+    a link of its own (across nodes, or one link of a mesh: :func:`~llm_cost.perf.timemodel.hop_rate`,
+    which the columns do not time apart). ``rates``: peak FLOP/s
     and bandwidth of the bound, then of the estimate. Split-KV notes
     (:func:`~llm_cost.perf.calibrated.split_kv_notes`) are worked out on the real step of each point
     whose prediction with split-KV is more than ``SPLIT_KV_GAP`` faster, the others have none."""
@@ -287,6 +289,9 @@ def decode_columns(
         if link_s_rate is None:
             link_name, link_gb_s = link_of(ctx.probe, gpu, network_gb_s)
             link_s_rate = link_gb_s * 1e9
+            rate = link_s_rate
+            if any(hop_rate(ctx.probe, gpu, s.index, rate, network_gb_s) != rate for s in ctx.probe.stages):
+                return None  # a pipeline hop on its own link (across nodes, one mesh link): the points' own path
         bs = [-(-points[i][0] // dp) for i in where]
         every = lambda i, op: True  # noqa: E731
         gemm = lambda i, op: op.kind == OpKind.GEMM  # noqa: E731

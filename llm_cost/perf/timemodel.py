@@ -170,6 +170,8 @@ def hop_rate(step: Step, gpu: HardwareSpec, stage: int, link_bytes_s: float, net
     """Bytes/s of stage ``stage``'s pipeline send: the network's when it leaves the node
     (:func:`pp_hop_leaves_node`), else the step's link's (over a mesh, at most the one link between
     the two GPUs)."""
+    if stage + 1 >= step.layout.pp:
+        return link_bytes_s  # the last stage sends nothing on
     if pp_hop_leaves_node(step.layout, gpu, stage):
         return network_gb_s * 1e9
     ic = gpu.interconnect

@@ -74,7 +74,9 @@ def test_every_row_of_a_column_sweep_is_its_points_own_result(monkeypatch, sweep
         with pytest.raises(api.LlmCostError):
             api.decode(model, gpu, batches[0], contexts[0], detail=detail, ops=False, **options)
         return
-    assert taken and taken[0] is not None, "the sweep did not take the column path"
+    layout = options.get("layout")
+    own_hop = layout is not None and layout.pp > 1 and gpu == "mi300x"  # one mesh link per hop: timed per point
+    assert taken and (taken[0] is not None or own_hop), "the sweep did not take the column path"
     points = [(b, c) for b in batches for c in contexts]
     for i in data.draw(st.lists(st.integers(0, len(points) - 1), min_size=1, max_size=6, unique=True)):
         b, c = points[i]
