@@ -26,7 +26,7 @@ from functools import lru_cache
 from llm_cost.core.choices import Framework
 from llm_cost.core.records import record
 from llm_cost.core.types import Topology
-from llm_cost.specs.schema import HardwareSpec
+from llm_cost.specs.schema import HardwareSpec, link_share
 
 __all__ = ["Group", "RankGroups", "Links", "rank_groups", "links_of", "GROUP_NAMES"]
 
@@ -101,9 +101,8 @@ def links_of(gpu: HardwareSpec, network_gb_s: float, latency_s: float, efficienc
 
     ic = gpu.interconnect
     if ic.bandwidth_gb_s_per_direction > 0:
-        mesh = ic.topology == Topology.MESH
         node = ic.gpus_per_node
-        return Links(ic.bandwidth_gb_s_per_direction, network_gb_s, node, latency_s, efficiency, mesh, ic.type)
+        return Links(ic.bandwidth_gb_s_per_direction, network_gb_s, node, latency_s, efficiency, ic.topology, ic.type)
     pcie = f"PCIe {gpu.pcie_gen}.0 x16"
     return Links(gpu.pcie_bytes_s / 1e9, network_gb_s, PCIE_TP_MAX, latency_s, efficiency, node_link=pcie)
 
@@ -119,16 +118,15 @@ class Links:
     gpus_per_node: int
     latency_s: float
     efficiency: float
-    #: One direct link per peer (MI300X's xGMI, :class:`~llm_cost.core.types.Topology`): k GPUs of
-    #: a node exchange over k - 1 of a GPU's gpus_per_node - 1 links, not its whole bandwidth.
-    mesh: bool = False
+    #: How the node's links join its GPUs (:func:`~llm_cost.specs.schema.link_share`: over a mesh,
+    #: k GPUs of a node exchange over k - 1 of a GPU's gpus_per_node - 1 links).
+    topology: Topology = Topology.SWITCH
     #: The node link's name (the spec's interconnect type, or PCIe for a card without one).
     node_link: str = "NVLink"
 
     def node_rate(self, members: int) -> float:
-        """Bytes/s per GPU among ``members`` GPUs of one node (the node's link, :attr:`mesh` aware)."""
-        n = self.gpus_per_node
-        share = (max(members, 2) - 1) / (n - 1) if self.mesh and 2 < n and members < n else 1.0
+        """Bytes/s per GPU among ``members`` GPUs of one node (the node's link, shared as its :attr:`topology` shares it)."""
+        share = link_share(self.topology, members, self.gpus_per_node)
         return self.node_gb_s * share * 1e9 * self.efficiency
 
     def span(self, group: Group) -> tuple[int, int]:

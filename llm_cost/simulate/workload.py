@@ -200,6 +200,11 @@ def _phi(x: float) -> float:
     return 0.5 * (1 + math.erf(x / math.sqrt(2)))
 
 
+def _density(z: float) -> float:
+    """The standard normal density (0 at an infinite bound)."""
+    return math.exp(-z * z / 2) / math.sqrt(2 * math.pi) if math.isfinite(z) else 0.0
+
+
 def _clipped_mean(lengths: Normal | LogNormal) -> float:
     """E[clip(X, low, high)] of a normal or lognormal X with the distribution's mean and sd (rounding
     aside): low x P(X < low) + E[X; low <= X <= high] + high x P(X > high), with the partial
@@ -212,8 +217,7 @@ def _clipped_mean(lengths: Normal | LogNormal) -> float:
             return min(max(lengths.mean, low), high)
         mu, sigma = lengths.mean, lengths.sd
         a, b = (low - mu) / sigma, (high - mu) / sigma
-        density = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi) if math.isfinite(z) else 0.0  # noqa: E731
-        inside = mu * (_phi(b) - _phi(a)) + sigma * (density(a) - density(b))
+        inside = mu * (_phi(b) - _phi(a)) + sigma * (_density(a) - _density(b))
         return low * _phi(a) + inside + (high * (1 - _phi(b)) if math.isfinite(high) else 0.0)
     sigma2 = math.log(1 + (lengths.sd / lengths.mean) ** 2)
     if sigma2 == 0:

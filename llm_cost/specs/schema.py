@@ -1229,6 +1229,16 @@ class ModelSpec(Spec):
         return self.kv_heads_of(layer_type), self.head_dim
 
 
+def link_share(topology: Topology, gpus: int, gpus_per_node: int) -> float:
+    """The share of a GPU's node bandwidth a collective among ``gpus`` GPUs of one node of
+    ``gpus_per_node`` runs at: all of it through a switch; over a mesh the links to the group's
+    other ``gpus - 1`` members, each 1/(gpus_per_node - 1) of it (MI300X: 448 GB/s over 7 links, 64
+    per peer, so a TP2 pair all-reduces at 64 GB/s and TP8 at 448)."""
+    if topology == Topology.SWITCH or gpus_per_node <= 2 or gpus >= gpus_per_node:
+        return 1.0
+    return (max(gpus, 2) - 1) / (gpus_per_node - 1)
+
+
 @spec
 class Interconnect(Spec):
     """GPU-to-GPU link within a node."""
@@ -1245,14 +1255,9 @@ class Interconnect(Spec):
     )
 
     def group_gb_s(self, gpus: int) -> float:
-        """GB/s per direction per GPU of a collective among ``gpus`` GPUs of one node: the whole
-        bandwidth through a switch; over a mesh the links to the group's other ``gpus - 1``
-        members, each 1/(gpus_per_node - 1) of it (MI300X: 448 GB/s over 7 links, 64 per peer, so
-        a TP2 pair all-reduces at 64 GB/s and TP8 at 448)."""
-        bw, n = self.bandwidth_gb_s_per_direction, self.gpus_per_node
-        if self.topology == Topology.SWITCH or n <= 2 or gpus >= n:
-            return bw
-        return bw * (max(gpus, 2) - 1) / (n - 1)
+        """GB/s per direction per GPU of a collective among ``gpus`` GPUs of one node
+        (:func:`link_share` of the bandwidth)."""
+        return self.bandwidth_gb_s_per_direction * link_share(self.topology, gpus, self.gpus_per_node)
 
     def _check(self) -> None:
         bw = self.bandwidth_gb_s_per_direction
