@@ -239,9 +239,9 @@ def test_the_plan_meets_its_percentile_targets_on_the_simulation(plan):
     assert plan.percentiles == c.percentiles and plan.gpus == c.gpus <= 8
     layouts = {(r.layout, r.replicas) for r in plan.simulated}
     assert len(layouts) >= 2
-    for layout in layouts:  # frontier points and caps on the ladder below the group's largest
+    for layout in layouts:  # frontier points (the layout's own: an ascent) and caps on the ladder below
         caps = [r.max_num_seqs for r in plan.simulated if (r.layout, r.replicas) == layout]
-        frontier = {c.concurrency for c in plan.screen.frontier if (c.layout, c.replicas) == layout}
+        frontier = {c.concurrency for c in plan.screen.frontier_by_layout[layout]}
         assert set(caps) <= frontier | set(ladder(max(caps)))
     # the price: $2.5 per GPU-hour over the deployment's output tokens
     assert c.usd_per_million_output_tokens == pytest.approx(2.5 * c.gpus / 3600 / c.output_tokens_per_s * 1e6)

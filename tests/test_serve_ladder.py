@@ -13,6 +13,7 @@ import pytest
 from llm_cost import api
 from llm_cost.analyses.simulated_serving import ladder
 from llm_cost.core.errors import InputError
+from llm_cost.model.layout import Layout
 
 GEMMA = str(Path(__file__).parent / "fixtures" / "hf" / "gemma-4-26b-a4b-it")
 
@@ -35,6 +36,32 @@ def test_a_plan_is_found_when_a_lower_cap_meets_the_targets():
     plan = api.serve(GEMMA, "h100", "2K", 256, gpus=1, **targets)
     assert plan.chosen.meets
     assert plan.output_tokens_per_s_per_gpu >= alone.output_tokens_per_s_per_gpu
+
+
+def test_a_layout_beaten_on_the_frontier_is_tried_above_its_best_concurrency():
+    """A new user's report: on 8 H200 with P99 TTFT 2 s the plan stopped at 2 x TP4 with 84
+    sequences (351 output tokens/s per GPU), the frontier's last TP4 point: 4 x TP2 beat TP4's
+    points of more sequences on both tokens/s per user and per GPU, then missed the TTFT target in
+    simulation. The same layout capped at 192 sequences, planned alone, meets it; the plan must
+    serve at least that configuration's output tokens/s per GPU."""
+    alone = api.serve("llama3-70b", "h200", "2K", 256, gpus=8, layout=Layout(tp=4), max_num_seqs=192, ttft_s="p99:2s")
+    assert alone.chosen.max_num_seqs == 192 and alone.chosen.meets
+    plan = api.serve("llama3-70b", "h200", "2K", 256, gpus=8, ttft_s="p99:2s")
+    assert plan.chosen.meets
+    assert plan.output_tokens_per_s_per_gpu >= alone.output_tokens_per_s_per_gpu
+
+
+def test_a_gpu_better_on_every_datasheet_figure_plans_at_least_as_much():
+    """H200 and H100 SXM have the same tensor peaks, SMs, NVLink and TDP; the H200 has more HBM
+    (141 against 80 GB) and more bandwidth (4.8 against 3.35 TB/s) (NVIDIA's datasheets). Planned
+    for the same traffic and P99 TTFT target on 8 GPUs, the H200 must carry at least the H100's
+    output tokens/s per GPU (the H200 plan had come out behind: 351 against 364)."""
+    h100, h200 = api.load_gpu("h100"), api.load_gpu("h200")
+    assert h200.dense_tflops == h100.dense_tflops and h200.sm_count == h100.sm_count
+    assert h200.interconnect == h100.interconnect
+    assert h200.memory_gb > h100.memory_gb and h200.memory_bandwidth_tb_s > h100.memory_bandwidth_tb_s
+    plans = [api.serve("llama3-70b", g, "2K", 256, gpus=8, ttft_s="p99:2s") for g in ("h100", "h200")]
+    assert plans[1].output_tokens_per_s_per_gpu >= plans[0].output_tokens_per_s_per_gpu
 
 
 def test_dropping_a_target_never_gives_a_worse_plan_for_llama3_70b():

@@ -17,7 +17,10 @@ concurrency); when none at the group's best concurrency meets the targets, the p
 (:func:`_descent`) through the group's frontier points and the caps of a :func:`ladder` falling by
 sqrt 2 below its best down to 1, by falling cap, until one meets them (the same steps in the same
 order whatever the targets, so a configuration is found whenever one on the way meets them, and a
-looser target never stops the descent lower); with a rate, each layout's :data:`PER_LAYOUT` fewest replica counts, at the rate per
+looser target never stops the descent lower); with a TTFT target, when one at the group's best
+concurrency meets them, the plan ascends (:meth:`_Search.ascend`) through its layout's own frontier
+points of more sequences, which the frontier over every layout dropped (TTFT is on neither of
+its axes); with a rate, each layout's :data:`PER_LAYOUT` fewest replica counts, at the rate per
 replica (``max_num_seqs`` the engine's). ``max_num_batched_tokens`` is the candidate's chunk
 (unchunked: vLLM's default without chunked prefill, ``max(max_model_len, 2048)``). A candidate meets the targets when every target holds on its simulated
 distribution and no request is refused; the plan is, of those meeting them, with a rate the
@@ -1453,7 +1456,9 @@ def plan_on_simulation(
         spec, gpu, traffic, base, time_model, policy, dict(targets), qps, usd_per_gpu_hour, formats, seed,
         requests, serving_band, router,
     )  # fmt: skip
-    runs = search.saturated(groups) if qps is None else search.at_rate(groups, screen, rescreen)
+    runs = (
+        search.saturated(groups, screen.frontier_by_layout) if qps is None else search.at_rate(groups, screen, rescreen)
+    )
     ranked = tuple(sorted(runs, key=lambda r: _rank_key(r, qps)))
     best = ranked[0]
     if not _holds(best):
@@ -1536,6 +1541,15 @@ _PLAN_BAND = (
     "output_tokens_per_s_per_gpu_high", "usd_per_million_output_tokens_low", "usd_per_million_output_tokens_high",
     "violates_at_slow_end", "violates_pessimistic",
 )  # fmt: skip
+
+
+#: How far above its screen's output tokens/s per GPU a simulated run may come: an ascent
+#: (:meth:`_Search.ascend`) leaves out a point whose screen's figure times this is under the
+#: most of a run holding the targets. Measured: in 230 runs of 22 saturated plans (llama3-8b,
+#: llama3-70b, qwen3-32b, qwen3-30b-a3b; A100, H100, H200, B200, MI300X; 2K/256, 8K/512,
+#: 512/1K; P99 or P90 TTFT), a run at the band's slow end reached at most 1.052x its screen's
+#: figure (median 0.99x).
+SCREEN_SLACK = 1.1
 
 
 #: A descent step's short run (:meth:`_Search.trial`): rounds of its users and the fewest requests
@@ -1644,13 +1658,19 @@ class _Search:
         slow = (best, self.slow_keys[id(best)])
         return with_band(run, again, nominal, self.time_model, self.serving_band, slow=slow)
 
-    def saturated(self, groups: Mapping[tuple[Layout, int], list[Candidate]]) -> list[ServeRun]:
+    def saturated(
+        self,
+        groups: Mapping[tuple[Layout, int], list[Candidate]],
+        by_layout: Mapping[tuple[Layout, int], list[Candidate]] | None = None,
+    ) -> list[ServeRun]:
         """Without a rate: each group's picks as closed loops, then each group's descent where
         none at its best concurrency holds the targets (module docstring), both group by group,
         the groups whose screen holds the most throughput per GPU within the targets first
-        (:func:`_promise`). A pick or a descent's step is run only if it could beat the most
-        output tokens/s per GPU of a run holding the targets so far (:meth:`most_per_gpu`), so
-        the order and the bound leave out only runs that could not be chosen."""
+        (:func:`_promise`), then each group's ascent where one at its best concurrency holds them
+        (:meth:`ascend`, over its layout's own frontier ``by_layout``). A pick or a step is run
+        only if it could beat the most output tokens/s per GPU of a run holding the targets so far
+        (:meth:`most_per_gpu`), so the order and the bound leave out only runs that could not be
+        chosen."""
         order = sorted(groups, key=lambda k: _promise(groups[k], self.targets))
         runs: list[ServeRun] = []
         picked: dict[tuple[Layout, int], list[ServeRun]] = {}
@@ -1668,7 +1688,51 @@ class _Search:
             if self.targets and not any(_holds(r) and r.max_num_seqs >= top.concurrency for r in mine):
                 best = max((r.output_tokens_per_s_per_gpu for r in runs if _holds(r)), default=0.0)
                 runs += self.descend(layout, replicas, group, top, mine, best)
+        if by_layout and "ttft_s" in self.targets:
+            for layout, replicas in order:
+                runs += self.ascend(layout, replicas, groups[(layout, replicas)], by_layout, runs)
         return runs
+
+    def ascend(
+        self,
+        layout: Layout,
+        replicas: int,
+        group: list[Candidate],
+        by_layout: Mapping[tuple[Layout, int], list[Candidate]],
+        runs: Sequence[ServeRun],
+    ) -> list[ServeRun]:
+        """Above a group that holds every target at its best concurrency: its layout's own frontier
+        points of more sequences (``by_layout``), bisected for the last that holds (about log2 of
+        them run). The screen's frontier over every layout drops a point another layout beats on
+        both tokens/s per user and per GPU; TTFT is on neither axis, so the point that beat it
+        may miss a TTFT target in simulation that it meets (8 x H200, llama3-70b, P99 TTFT 2 s:
+        2 x TP4 held at 84 sequences, the frontier's last, and holds at 400). Not run: a point
+        whose cap bounds its tokens/s per GPU under the most of a run holding the targets
+        (:meth:`most_per_gpu`), or whose screen's figure does by :data:`SCREEN_SLACK`."""
+        mine = [r for r in runs if r.layout == layout and r.replicas == replicas and _holds(r)]
+        if not mine:
+            return []
+        held = max(r.max_num_seqs for r in mine)
+        if held < max(c.concurrency for c in group):
+            return []  # it holds below its own best: the descent found its edge
+        best = max(r.output_tokens_per_s_per_gpu for r in runs if _holds(r))
+        above = sorted(
+            (c for c in by_layout.get((layout, replicas), []) if c.concurrency > held),
+            key=lambda c: (c.concurrency, c.output_tokens_per_s_per_gpu),
+        )
+        above = [
+            c
+            for c in above
+            if min(self.most_per_gpu(layout, c.concurrency), c.output_tokens_per_s_per_gpu * SCREEN_SLACK) >= best
+        ]
+        more: list[ServeRun] = []
+        lo, hi = -1, len(above)  # above[lo] holds (or is the run below them all), above[hi] does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            c = above[mid]
+            more.append(self.trial(layout, replicas, c, c.concurrency))
+            lo, hi = (mid, hi) if _holds(more[-1]) else (lo, mid)
+        return more
 
     def least_step(self, layout: Layout) -> float:
         """The shortest step a run of ``layout`` takes at the band's slow end (the step timer a

@@ -468,7 +468,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + (
             f"at most {p['per_layout']} per layout and replica count, then, where none at its best concurrency "
             "meets the targets, its other frontier points and lower caps on max_num_seqs (falling by sqrt 2), by falling "
-            "cap, until one does"
+            "cap, until one does; with a TTFT target, where one at its best concurrency meets them, its layout's "
+            "own frontier points of more sequences (points another layout beats on both tokens/s per user and per "
+            "GPU, which TTFT is not one of), bisected for the last that meets them"
             if p.get("qps") is None
             else "each layout from the fewest replicas the screen says carry the rate: down one at a time while "
             "the targets still hold, else doubled until they hold and bisected to the fewest that meet them, up to the "

@@ -153,6 +153,8 @@ class ServePlan(Result):
     """``llm-cost serve``: the chosen configuration, the frontier, and how they were found.
     ``cost_convention``: how its dollar figures share GPU time (:data:`COST_SPLIT`)."""
 
+    JSON_OMITS = ("frontier_by_layout",)
+
     model: str
     gpu: str
     input_tokens: int
@@ -203,3 +205,7 @@ class ServePlan(Result):
     violates_at_slow_end: tuple[str, ...] | None = None  # the targets missed at the band's slow end
     band: StepBand | None = None
     cached_tokens: int = 0  # prompt tokens priced as found in the prefix cache (Traffic.cached_tokens)
+    # each aggregated replica layout's own frontier, by (layout, replicas): the points a frontier
+    # over every layout drops, which a simulation may find meeting a TTFT target where the point
+    # that dominated them does not (``analyses/simulated_serving.py``); not in the JSON
+    frontier_by_layout: dict[tuple[Layout, int], list[Candidate]] = field(default_factory=dict)

@@ -368,6 +368,7 @@ def plan(
         counts[0],
         len(cands) + len(pruned),
         len(steps.cache),
+        _layout_frontiers(cands),
     )
 
 
@@ -394,8 +395,10 @@ def _result(
     evaluated: int,
     feasible: int,
     steps: int,
+    by_layout: dict[tuple[Layout, int], list[Candidate]] | None = None,
 ) -> ServePlan:
-    """The plan's result around its chosen configuration, with the conventions it rests on."""
+    """The plan's result around its chosen configuration, with the conventions it rests on
+    (``by_layout``: each aggregated layout's own frontier, :func:`_layout_frontiers`)."""
     conventions = [
         note("serve.model", label=model.label),
         note("serve.queueing", qps=traffic.qps),
@@ -448,7 +451,17 @@ def _result(
         steps,
         conventions,
         cached_tokens=traffic.cached_tokens,
+        frontier_by_layout=by_layout or {},
     )
+
+
+def _layout_frontiers(cands: list[Candidate]) -> dict[tuple[Layout, int], list[Candidate]]:
+    """Each aggregated (layout, replicas)'s own frontier (:func:`_frontier`) among ``cands``."""
+    groups: dict[tuple[Layout, int], list[Candidate]] = {}
+    for c in cands:
+        if c.mode == ServingMode.AGGREGATED:
+            groups.setdefault((c.layout, c.replicas), []).append(c)
+    return {key: _frontier(group) for key, group in groups.items()}
 
 
 def _absurd_ttft(chosen: Candidate, targets: Targets, traffic: Traffic) -> list[Note]:
