@@ -1649,12 +1649,16 @@ class _Search:
 
     def banded(self, best: ServeRun) -> ServeRun:
         """The chosen candidate simulated at nominal step times, with its band (the slow end is
-        the candidate's own run)."""
+        the candidate's own run, and is the nominal run where the serving band's slow end is x1:
+        :class:`~llm_cost.simulate.ScaledTimer` by 1 gives its base's times exactly)."""
         again = self.reruns[id(best)]
         nominal = self.timer(best.layout)[0]
         if self.ends is None:
             return with_band(best, again, nominal, self.time_model, self.serving_band)
-        run = again(nominal)
+        if self.serving_band is not None and self.serving_band.high == 1.0:
+            run = dataclasses.replace(best, timed_at="nominal")  # a slow end of x1 times every step as nominal
+        else:
+            run = again(nominal)
         slow = (best, self.slow_keys[id(best)])
         return with_band(run, again, nominal, self.time_model, self.serving_band, slow=slow)
 
