@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from llm_cost.analyses.serving_runs import ServingBand
     from llm_cost.analyses.train_rates import TrainRates
     from llm_cost.core.choices import Fp8Recipe, Framework
+    from llm_cost.core.notes import Note
     from llm_cost.model.layout import Layout
     from llm_cost.perf.calibrated import CalibratedModel
     from llm_cost.perf.profile import Profile
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "weights_dtype_of",
     "weight_bits",
+    "unread_quantization_notes",
     "compute_dtype",
     "kv_dtype_of",
     "memory_policy",
@@ -67,6 +69,18 @@ def weights_dtype_of(value: object, name: str = "weights_dtype") -> Optional[Wei
     """A format of the weights (a storage dtype or a block-scaled format: fp8_block, mxfp4, nvfp4),
     or None (the checkpoint's)."""
     return checks.optional(value, checks.choice, WeightFormat, name)
+
+
+def unread_quantization_notes(spec: ModelSpec, weights_dtype: object, bits_per_weight: object) -> list[Note]:
+    """The note ``params`` prints (``params.quantization_unread``) when the weights are weighed at
+    the config's ``torch_dtype`` because its ``quantization_config`` names a method the reader does
+    not model (:func:`llm_cost.model.params.unread_quantization`: bitsandbytes, a 3-bit AWQ), and no
+    ``weights_dtype`` or ``bits_per_weight`` says the format; else none."""
+    from llm_cost.core.notes import note
+    from llm_cost.model.params import unread_quantization
+
+    unread = unread_quantization(spec) if weights_dtype is None and bits_per_weight is None else None
+    return [note("params.quantization_unread", method=unread, dtype=str(spec.torch_dtype))] if unread else []
 
 
 def weight_bits(

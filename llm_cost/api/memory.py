@@ -52,8 +52,6 @@ def fit(
     (:func:`llm_cost.api.choices.weight_bits`)."""
     from llm_cost.analyses.deployment import FitReport, deployment, smallest_layouts
     from llm_cost.analyses.memory import fit as fit_one_gpu
-    from llm_cost.core.notes import note
-    from llm_cost.model.params import unread_quantization
 
     context, batch = checks.count(context, "context"), checks.count(batch, "batch")
     max_gpus = checks.count(max_gpus, "max_gpus", 1, MAX_SEARCH_GPUS)
@@ -77,10 +75,9 @@ def fit(
         one = replace(one, step=engine_noted([one.step], profile, engine)[0])
         return FitReport(None, [], max_gpus, one)
     one_gpu = fit_one_gpu(spec, g, context, batch, bits, kv_bits, policy)
-    unread = unread_quantization(spec) if weights_dtype is None and bits_per_weight is None else None
-    if unread:  # as params says it: the weights are weighed at the config's torch_dtype
-        said = note("params.quantization_unread", method=unread, dtype=str(spec.torch_dtype))
-        one_gpu = replace(one_gpu, conventions=[*one_gpu.conventions, said])
+    said = choices.unread_quantization_notes(spec, weights_dtype, bits_per_weight)
+    if said:  # as params says it: the weights are weighed at the config's torch_dtype
+        one_gpu = replace(one_gpu, conventions=[*one_gpu.conventions, *said])
     return FitReport(
         one_gpu,
         smallest_layouts(spec, g, batch, context, bits, kv_bits, policy, max_gpus, compute, profile=timed),

@@ -378,7 +378,8 @@ def served_weight_bits(
     says why when it is not the checkpoint's: a checkpoint stored in float32 (Gemma-2-9B's
     ``torch_dtype: float32``) is served at 16 bits (bf16) unless ``weights_dtype`` asks for fp32, as
     servers load it (vLLM's ``dtype="auto"`` runs float32 checkpoints in 16 bits, ``_resolve_auto_dtype``
-    in ``vllm/config/model.py``; SGLang and TensorRT-LLM likewise)."""
+    in ``vllm/config/model.py``; SGLang and TensorRT-LLM likewise); a ``quantization_config`` not
+    modelled is said (:func:`llm_cost.api.choices.unread_quantization_notes`)."""
     from llm_cost.core.notes import note
     from llm_cost.core.types import Dtype
 
@@ -392,7 +393,7 @@ def served_weight_bits(
     bits = choices.weight_bits(
         spec, weights_dtype, bits_per_weight, group_size, quantize_embeddings=quantize_embeddings
     )
-    return bits, []
+    return bits, choices.unread_quantization_notes(spec, weights_dtype, bits_per_weight)
 
 
 def _one_price(price: Any) -> Any:

@@ -149,6 +149,18 @@ def engine_noted(results: list[Step], profile: Optional[ProfileArg], engine: Opt
     return out
 
 
+def _unread_noted(results: list[Step], spec: Any, weights_dtype: Any, bits_per_weight: Any) -> list[Step]:
+    """``results`` with the note that a ``quantization_config`` not modelled leaves the weights at
+    the config's ``torch_dtype`` (:func:`llm_cost.api.choices.unread_quantization_notes`), on the
+    rows that carry conventions."""
+    from dataclasses import replace
+
+    said = choices.unread_quantization_notes(spec, weights_dtype, bits_per_weight)
+    if not said:
+        return results
+    return [replace(r, conventions=[*r.conventions, *said]) if r.conventions else r for r in results]
+
+
 def decode_sweep(
     model: ModelLike,
     gpu: GpuLike = "h100",
@@ -210,7 +222,7 @@ def decode_sweep(
         ops=checks.flag(ops, "ops"),
         **options,
     )
-    return engine_noted(steps, profile, engine)
+    return _unread_noted(engine_noted(steps, profile, engine), spec, weights_dtype, bits_per_weight)
 
 
 def decode(model: ModelLike, gpu: GpuLike = "h100", batch: int = 1, context: int = 0, **options: object) -> DecodeStep:
@@ -273,7 +285,7 @@ def prefill_sweep(
     )
     head = checks.choice(logits, Logits, "logits")
     steps = [prefill_step(spec, g, s, b, logits=head, **options) for b in batches for s in seqs]
-    return engine_noted(steps, profile, engine)
+    return _unread_noted(engine_noted(steps, profile, engine), spec, weights_dtype, bits_per_weight)
 
 
 def step_request(request: StepRequest) -> list[DecodeStep] | list[PrefillStep]:

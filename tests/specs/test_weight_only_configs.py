@@ -115,6 +115,25 @@ def test_fit_says_a_format_it_weighs_at_torch_dtype_as_params_does(tmp_path):
     assert not any(c.code == "params.quantization_unread" for c in given.single_gpu.conventions)
 
 
+def test_serve_and_roofline_say_a_format_they_weigh_at_torch_dtype(cli, tmp_path):
+    """A helper's finding: ``serve`` and ``roofline`` read a bitsandbytes 4-bit Llama-3.1-70B's
+    weights at 16 bits (its torch_dtype, bfloat16) without the word ``params``
+    and ``fit`` print. Both now say it; given a --weights-dtype, nothing is said."""
+    path = _config(tmp_path, {"quant_method": "bitsandbytes", "load_in_4bit": True})
+    step = llm_cost.decode(path, "h100", batch=1, context=1024, layout=llm_cost.Layout(tp=8))
+    said = [c for c in step.conventions if c.code == "params.quantization_unread"]
+    assert said and said[0].params == {"method": "bitsandbytes", "dtype": "bf16"}
+    assert step.weight_bits == 16  # the config's torch_dtype, not bitsandbytes' 4 bits
+    prefill = llm_cost.prefill(path, "h100", seq=1024, layout=llm_cost.Layout(tp=8))
+    assert any(c.code == "params.quantization_unread" for c in prefill.conventions)
+    plan = llm_cost.serve(path, "h100", 1024, 128, gpus=8, analytic=True)
+    assert any(c.code == "params.quantization_unread" for c in plan.conventions)
+    given = llm_cost.decode(path, "h100", batch=1, context=1024, layout=llm_cost.Layout(tp=8), weights_dtype="int4")
+    assert not any(c.code == "params.quantization_unread" for c in given.conventions)
+    r = cli("roofline", path, "--gpu", "h100", "--tp", "8", "--batch", "1", "--context", "1024")
+    assert r.code == 0 and "bitsandbytes" in r.out
+
+
 def test_the_cli_prints_the_format(cli, tmp_path):
     out = cli("params", _config(tmp_path, AWQ))
     assert out.code == 0 and "weights at int4+bf16" in out.out and "39,767,785,472 B" in out.out
