@@ -487,8 +487,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         )
         + (
             ", each at the band's slow end and judged at the upper end of its sampling intervals (the pessimistic "
-            "side of both), then ranked; the chosen one simulated again at nominal step times and at the band's fast "
-            "end"
+            "side of both), then ranked; the chosen one simulated again at the band's fast end, and at nominal step "
+            "times unless the slow end is x1 (its own run is then the nominal one)"
             if p.get("timed_at") == "slow end"
             else ", judged at the upper end of its sampling intervals, and ranked"
         )
