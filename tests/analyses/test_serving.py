@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import llm_cost
 from llm_cost.analyses.serving import Targets, Traffic, evaluate, md1_wait_s, mdc_wait_s, plan
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.errors import InputError
@@ -165,9 +166,23 @@ def test_an_impossible_tpot_names_the_fastest_configuration(cli):
 
 
 def test_a_model_too_big_for_the_budget_says_how_many_gpus_it_needs(cli):
-    """Llama-3.1-405B in BF16 (810 GB) cannot fit 8 H100s (8 x 72 GiB usable = 618 GB)."""
+    """Llama-3.1-405B in BF16 (810 GB) cannot fit 8 H100s (8 x 72 GiB usable = 618 GB). TP must
+    divide its 128 heads, so 10 or 11 GPUs are TP 1 or 2 pipelines of 81 or 74 GB of weights per
+    GPU, more than the 77 GB usable less the 2.15 GB reserve and the workspace; 12 are TP 4 x PP 3
+    at 67.5 GB each, the fewest ``fit`` lists too."""
     r = cli("serve", "llama3.1-405b", "--gpu", "h100", "--gpus", "8")
-    assert r.code == 2 and "does not fit 8 x h100" in r.err and "it needs 16" in r.err
+    assert r.code == 2 and "does not fit 8 x h100" in r.err and "it needs 12 (TP 4 x PP 3)" in r.err
+    assert llm_cost.fit("llama3.1-405b", "h100", context=2304).smallest_layouts[0].layout.gpus == 12
+
+
+def test_a_pipeline_of_any_length_is_planned_as_the_engines_run_it():
+    """A new user's finding: ``serve deepseek-v3 --gpu h100 --gpus 10`` answered "it needs 16 (TP 2
+    x PP 8)" while ``fit`` lists TP 2 x PP 5 on 10 GPUs (673.15 GB of weights: 67.3 GB per GPU of the
+    77 GB usable); vLLM and SGLang split 61 layers over 5 stages (13 + 4 x 12). The plan on 10
+    GPUs uses at most 10 and meets its target."""
+    plan = llm_cost.serve("deepseek-v3", "h100", "2K", 256, gpus=10, tpot_s="p90:50ms", requests=100)
+    assert plan.gpus <= 10 and plan.chosen.meets
+    assert (plan.chosen.layout.tp, plan.chosen.layout.pp) == (2, 5)
 
 
 def test_a_rate_sizes_the_deployment():

@@ -142,15 +142,18 @@ def node_gpus(gpu: HardwareSpec) -> int:
 def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
     """Replica layouts up to ``budget`` GPUs: TP 1, 2, 4, 8 (or 16) dividing the query heads
     within a node (a card with no GPU-to-GPU link: up to
-    :data:`~llm_cost.perf.timemodel.PCIE_TP_MAX` over PCIe), PP 1, 2, 4 or 8, EP 1 or TP for MoE
-    models (:func:`plan` keeps a pipeline only where TP alone does not hold the model)."""
+    :data:`~llm_cost.perf.timemodel.PCIE_TP_MAX` over PCIe), PP 1 to :data:`MAX_PP` (vLLM and
+    SGLang split the layers as evenly as the stages allow, so any count up to the layers runs:
+    DeepSeek-V3's 61 layers on 10 H100s as TP 2 x PP 5), EP 1 or TP for MoE models, by rising
+    GPUs (:func:`plan` keeps a pipeline only where TP alone does not hold the model:
+    :func:`useful_pipelines`)."""
     from llm_cost.model.layout import validate_layout
 
     node = node_gpus(gpu)
     heads = spec.attention.num_attention_heads
     out = []
     for tp in (t for t in (1, 2, 4, 8, 16) if t <= node and heads % t == 0):
-        for pp in (1, 2, 4, 8):
+        for pp in range(1, MAX_PP + 1):
             if tp * pp > budget or pp > spec.num_hidden_layers:
                 continue
             for ep in [1] if spec.moe is None else sorted({1, tp}):
@@ -160,7 +163,11 @@ def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Lay
                 except InputError:
                     continue
                 out.append(layout)
-    return out
+    return sorted(out, key=lambda layout: (layout.gpus, layout.pp, layout.ep))
+
+
+#: The most pipeline stages a replica layout has (:func:`replica_layouts`): two nodes of 8.
+MAX_PP = 16
 
 
 def smallest_step(chunks: Sequence[int | None], traffic: Traffic) -> int:
@@ -170,9 +177,15 @@ def smallest_step(chunks: Sequence[int | None], traffic: Traffic) -> int:
 
 def useful_pipelines(reps: list[Replica]) -> list[Replica]:
     """For each TP (and EP) degree, the replica with the fewest pipeline stages that holds the
-    model: a pipeline buys memory and costs every token a pass through each stage."""
+    model, and the power of two of stages above it when the fewest is not one (a pipeline buys
+    memory and costs every token a pass through each stage: 5 stages that just hold the weights
+    leave the KV cache almost nothing, 8 leave it room)."""
     fewest: dict[tuple[int, int], int] = {}
     for r in reps:
         key = (r.layout.tp, r.layout.ep)
         fewest[key] = min(fewest.get(key, r.layout.pp), r.layout.pp)
-    return [r for r in reps if r.layout.pp == fewest[(r.layout.tp, r.layout.ep)]]
+
+    def kept(pp: int, least: int) -> bool:
+        return pp == least or pp == 1 << (least - 1).bit_length()
+
+    return [r for r in reps if kept(r.layout.pp, fewest[(r.layout.tp, r.layout.ep)])]

@@ -11,6 +11,7 @@ from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, policy_note, us
 from llm_cost.analyses.serving.modes import aggregated, aggregated_point, disaggregated, saturated_frontier
 from llm_cost.analyses.serving.moe_layouts import attention_dp_layouts, chunks_for
 from llm_cost.analyses.serving.replicas import (
+    MAX_PP,
     StepTimes,
     node_gpus,
     replica,
@@ -650,7 +651,7 @@ def _too_big(
                     fields=("gpus",),
                 )
     return InputError(
-        f"{what} fits no layout searched (TP up to the node, PP up to 8) of {gpu.name} ({memory}); "
+        f"{what} fits no layout searched (TP up to the node, PP up to {MAX_PP}) of {gpu.name} ({memory}); "
         "give fewer bits (weights_dtype, kv_dtype), shorter requests or more usable memory",
         fields=("weights_dtype", "kv_dtype"),
     )
