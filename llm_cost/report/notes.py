@@ -318,8 +318,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
                 else f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:.3g}x (how much wider the "
                 "step-time fit's held-out band is for transferred predictions than for fitted ones)"
             )
-            + f"; steps timed by profile {p['profile']}); the fast-end and slow-end rows are one run each (tokens/s "
-            "highest and $/M lowest at the fast end); each statistic's interval runs from the least to the greatest "
+            + f"; steps timed by profile {p['profile']}); the fast-end and slow-end rows are one run each, as are the "
+            "JSON's *_low (fast end; for rates, the slow end) and *_high figures: a schedule is only nearly monotone in "
+            "step time, so where the two ends come out within sampling noise of each other they may cross; each "
+            "statistic's interval runs from the least to the greatest "
             "end of the three runs' sampling intervals (the band and the sampling together)"
         )
         if p.get("source") == "serving-runs"
