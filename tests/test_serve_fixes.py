@@ -71,8 +71,10 @@ def test_every_request_refused_is_an_error_naming_what_would_take_them():
 
 def test_the_cost_convention_is_stated_in_both_modes():
     """Simulated plans charge all GPU time to output tokens: $/M output = price x GPUs / 3600 over
-    output tokens/s, x 1e6; the analytic form splits it, its $/M input and output covering the
-    same GPU time: per request, $/M in x I / 1e6 + $/M out x O / 1e6 = $ per request."""
+    output tokens/s, x 1e6; so does the analytic form's $/M output (a new user compared $1.11 analytic
+    with $2.64 simulated for the same 8 H100s, and a disaggregated plan's decode pool alone with an
+    aggregated plan's every GPU), which also splits the same GPU time: per request, $/M in x I / 1e6
+    + $/M out (split) x O / 1e6 = $ per request = $/M out x O / 1e6."""
     sim = api.serve("llama3-8b", "h100", 2048, 256, gpus=1, ttft_s="p99:2s", usd_per_gpu_hour=2.0, requests=100)
     assert sim.cost_convention == sim.chosen.cost_convention == COST_ALL_OUTPUT
     c = sim.chosen
@@ -81,8 +83,12 @@ def test_the_cost_convention_is_stated_in_both_modes():
     ana = api.serve("llama3-8b", "h100", 2048, 256, gpus=1, analytic=True, usd_per_gpu_hour=2.0)
     assert ana.cost_convention == COST_SPLIT
     k = ana.chosen
-    per_request = k.usd_per_million_input_tokens * 2048 / 1e6 + k.usd_per_million_output_tokens * 256 / 1e6
+    per_request = k.usd_per_million_input_tokens * 2048 / 1e6 + k.usd_per_million_output_tokens_split * 256 / 1e6
     assert per_request == pytest.approx(k.usd_per_request)
+    assert k.usd_per_million_output_tokens == pytest.approx(2.0 * k.gpus / 3600 / k.output_tokens_per_s * 1e6)
+    disaggregated = api.serve("llama3-8b", "h100", 2048, 256, gpus=4, modes=["disaggregated"], usd_per_gpu_hour=2.0)
+    d = disaggregated.chosen
+    assert d.usd_per_million_output_tokens == pytest.approx(2.0 * d.gpus / 3600 / d.output_tokens_per_s * 1e6)
 
 
 def test_the_saturated_header_names_the_closed_loop_users(capsys):

@@ -279,8 +279,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "serve.cost": lambda p: (
         "no price given (--usd-per-gpu-hour): no dollar figures"
         if p["price"] is None
-        else f"cost: ${p['price']:g} per GPU-hour x GPUs over requests served; GPU time split between "
-        "input (prompt) and output tokens by what prefill adds (aggregated: the chunks' share of step "
+        else f"cost: ${p['price']:g} per GPU-hour x GPUs over requests served; $/M out charges all of it to "
+        "output tokens, as a simulated plan does (so plans and modes compare on it); the split beside it shares it "
+        "between input (prompt) and output tokens by what prefill adds (aggregated: the chunks' share of step "
         "time; disaggregated: the prefill pool's share of GPUs)"
     ),
     "serve.stages_cut": lambda p: (

@@ -141,19 +141,20 @@ def _throughput(r: ServePlan) -> str:
 
 
 def _cost(r: ServePlan) -> str:
-    """The chosen configuration's dollars per million output tokens (with their band), per million
-    input tokens and per request."""
+    """The chosen configuration's dollars per million output tokens (all GPU time, with their band),
+    per request, and the split between input and output tokens (:data:`~llm_cost.analyses.serving.COST_SPLIT`)."""
     c = r.chosen
     return (
-        f"[bold]{_usd(c.usd_per_million_output_tokens)}[/bold] per million output tokens"
+        f"[bold]{_usd(c.usd_per_million_output_tokens)}[/bold] per million output tokens, all GPU time"
         + _range(
             c.usd_per_million_output_tokens,
             r.usd_per_million_output_tokens_low,
             r.usd_per_million_output_tokens_high,
             _usd,
         )
-        + f", {_usd(c.usd_per_million_input_tokens)} per million input tokens, "
-        f"{_usd(c.usd_per_request, 5)} per request"
+        + f", {_usd(c.usd_per_request, 5)} per request; split by prefill's share, "
+        f"{_usd(c.usd_per_million_input_tokens)} per million input and "
+        f"{_usd(c.usd_per_million_output_tokens_split)} per million output tokens"
     )
 
 

@@ -124,10 +124,15 @@ def test_issue_13_plan_searches_ten_thousand_and_meets_its_targets(cli):
         "usd_per_million_output_tokens",
     ):
         assert data[key] is not None
-    # the price arithmetic: $2.5 per GPU-hour over the requests served, split by the prefill share
+    # the price arithmetic: $2.5 per GPU-hour over the requests served, all of it on the output
+    # tokens, and split by the prefill share
     c = data["chosen"]
     per_request = 2.5 * c["gpus"] / 3600 / c["requests_per_s"]
-    assert data["usd_per_million_output_tokens"] == pytest.approx(per_request * (1 - c["prefill_share"]) / 256 * 1e6)
+    assert data["usd_per_million_output_tokens"] == pytest.approx(per_request / 256 * 1e6)
+    split = per_request * (1 - c["prefill_share"]) / 256 * 1e6
+    assert (
+        data["usd_per_million_output_tokens_split"] == c["usd_per_million_output_tokens_split"] == pytest.approx(split)
+    )
     frontier = data["frontier"]
     for a in frontier:  # nothing on the frontier is beaten on both axes by another point of it
         assert not any(

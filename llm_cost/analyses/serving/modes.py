@@ -38,16 +38,21 @@ _POOL_COUNTS = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16)
 
 
 def _cost(c: dict, price: float | None, traffic: Traffic) -> dict:
-    """Dollar figures of a candidate's rates (None without a price)."""
+    """Dollar figures of a candidate's rates (None without a price; :data:`~llm_cost.analyses.serving.results.COST_SPLIT`):
+    per request; per million output tokens with all the GPU time charged to them, as a simulated run
+    prices them; and the GPU time split between input and output tokens by what prefill adds."""
+    names = ("usd_per_request", "usd_per_million_input_tokens", "usd_per_million_output_tokens",
+             "usd_per_million_output_tokens_split")  # fmt: skip
     if price is None or not c["requests_per_s"]:
-        return {"usd_per_request": None, "usd_per_million_input_tokens": None, "usd_per_million_output_tokens": None}
+        return dict.fromkeys(names)
     usd_s = price * c["gpus"] / 3600
     per_request = usd_s / c["requests_per_s"]
     share = c["prefill_share"]
     return {
         "usd_per_request": per_request,
         "usd_per_million_input_tokens": per_request * share / traffic.input_tokens * 1e6,
-        "usd_per_million_output_tokens": per_request * (1 - share) / traffic.output_tokens * 1e6,
+        "usd_per_million_output_tokens": per_request / traffic.output_tokens * 1e6,
+        "usd_per_million_output_tokens_split": per_request * (1 - share) / traffic.output_tokens * 1e6,
     }
 
 

@@ -89,8 +89,9 @@ class Candidate(Result):
     tokens_per_s_per_user: float
     prefill_share: float  # of GPU time, what prompts add
     usd_per_request: float | None
-    usd_per_million_input_tokens: float | None
-    usd_per_million_output_tokens: float | None
+    usd_per_million_input_tokens: float | None  # the split's (COST_SPLIT)
+    usd_per_million_output_tokens: float | None  # all GPU time over output tokens
+    usd_per_million_output_tokens_split: float | None  # the split's
     violates: tuple[Limit, ...]  # the targets missed (TTFT, TPOT), MEMORY when evaluated beyond the KV cache
 
     @property
@@ -109,10 +110,15 @@ class Candidate(Result):
         return one(self.layout, self.replicas)
 
 
-#: How an analytic plan prices tokens (``ServePlan.cost_convention``): its $/M input and $/M output
-#: split the GPU time by what prefill adds (aggregated: the chunks' share of step time;
-#: disaggregated: the prefill pool's share of GPUs).
-COST_SPLIT = "GPU time split between input and output tokens by prefill's share"
+#: How an analytic plan prices tokens (``ServePlan.cost_convention``): its $/M output tokens charges
+#: all the GPU time to them, as a simulated run's does (:data:`COST_ALL_OUTPUT`), so that plans of
+#: either form, and aggregated against disaggregated serving, compare on it; its $/M input and $/M
+#: output ``_split`` share the GPU time by what prefill adds (aggregated: the chunks' share of step
+#: time; disaggregated: the prefill pool's share of GPUs), per request they add up to its cost.
+COST_SPLIT = (
+    "all GPU time charged to output tokens; the _split figures share it between input and output tokens by "
+    "prefill's share"
+)
 #: How a simulated run prices tokens (``ServeRun.cost_convention``): its $/M output tokens is all
 #: the deployment's GPU time over the output tokens it served; prompts are not priced apart.
 COST_ALL_OUTPUT = "all GPU time charged to output tokens"
@@ -209,3 +215,4 @@ class ServePlan(Result):
     # over every layout drops, which a simulation may find meeting a TTFT target where the point
     # that dominated them does not (``analyses/simulated_serving.py``); not in the JSON
     frontier_by_layout: dict[tuple[Layout, int], list[Candidate]] = field(default_factory=dict)
+    usd_per_million_output_tokens_split: float | None = None  # the chosen's (COST_SPLIT)

@@ -453,6 +453,7 @@ def _result(
         conventions,
         cached_tokens=traffic.cached_tokens,
         frontier_by_layout=by_layout or {},
+        usd_per_million_output_tokens_split=chosen.usd_per_million_output_tokens_split,
     )
 
 
