@@ -155,7 +155,7 @@ ReserveGb = Annotated[
         parse=gigabytes("--reserve-gb"),
         metavar="GB",
         help="Runtime reserve per GPU (CUDA context, NCCL, CUDA graphs), GB "
-        "(10^9 B); default 2 GiB (0 under --memory datasheet).",
+        "(10^9 B); default 2.147 GB (2 GiB; 0 under --memory datasheet).",
     ),
 ]
 MemoryOpt = Annotated[

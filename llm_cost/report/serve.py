@@ -524,6 +524,16 @@ def _plan_load(r: Any) -> str:
     )
 
 
+def _plan_lengths(workload: str) -> str:
+    """``; prompts 547, outputs 248; 9 shared prefixes ...``: the lengths (and shared prefixes) of a
+    plan's traffic, from its :func:`~llm_cost.analyses.simulated_serving.describe` text (its parts
+    after the arrivals, before the requests simulated); empty for a trace."""
+    parts = workload.split("; ")[1:]
+    if parts and parts[-1].endswith(" requests"):
+        parts = parts[:-1]
+    return "".join(f"; {part}" for part in parts)
+
+
 def _upper_verdict(c: Any) -> str:
     """A candidate's verdict on the pessimistic side: ``yes``, or each target missed with what
     missed it: the statistic itself where it is over the target (``ttft_s mean 3.21 s``), else the
@@ -557,7 +567,8 @@ def _past(seconds: float, target_s: float) -> str:
 def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
     """The plan: the chosen configuration's simulated figures and distribution, then every
     candidate simulated, best first."""
-    con.print(f"[bold]{display_name} on {gpu_name}: {_plan_load(r)}; targets: {_targets(r.targets)}[/bold]")
+    lengths = _plan_lengths(r.workload)
+    con.print(f"[bold]{display_name} on {gpu_name}: {_plan_load(r)}{lengths}; targets: {_targets(r.targets)}[/bold]")
     print_facts(
         con,
         [("chosen", f"[bold]{r.chosen.describe()}[/bold]{_verdict(r.chosen)}")]
