@@ -236,6 +236,21 @@ def test_a_run_serving_under_three_quarters_of_its_rate_is_overloaded_however_sh
     assert "overloaded" in run.violates and any(n.code == "warning.serve_overloaded" for n in run.conventions)
 
 
+def test_an_extreme_percentile_plan_is_bounded_and_says_its_tail_is_thin():
+    """An attack: P99.99 targets at 20 requests/s took 19 s on one GPU and 58 s on three, each
+    candidate simulating 20,000 requests to put 10 beyond the percentile (which would take
+    100,000). A plan's run now takes at most 5,000 for its tail, and the plan says that its P99.99
+    stands on fewer than 10 requests (5,000 x 0.01% = 0.5); of a P99 target (1,000 requests
+    resolve it) nothing is said."""
+    plan = api.serve("llama3-8b", "h100", 2048, 256, qps=20.0, ttft_s="p99.99:100ms")
+    assert len(plan.chosen.simulation.requests) <= 5_000
+    said = [n for n in plan.conventions if n.code == "warning.serve_tail"]
+    assert len(said) == 1 and said[0].params["metric"] == "ttft_s"
+    assert said[0].params["beyond"] == pytest.approx(len(plan.chosen.simulation.requests) * 1e-4)
+    p99 = api.serve("llama3-8b", "h100", 2048, 256, qps=20.0, ttft_s="p99:100ms")
+    assert not any(n.code == "warning.serve_tail" for n in p99.conventions)
+
+
 def test_a_plan_at_ten_times_the_rate_needs_about_ten_times_the_gpus():
     """An attack on the planner found plans that did not grow with the rate: llama3-8b on H100 at
     100 requests/s chose 8 GPUs (12.5 requests/s each), at 1,000 67 (15 each) and at 10,000 232 (43

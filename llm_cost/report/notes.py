@@ -284,6 +284,12 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "between input (prompt) and output tokens by what prefill adds (aggregated: the chunks' share of step "
         "time; disaggregated: the prefill pool's share of GPUs)"
     ),
+    "warning.serve_tail": lambda p: (
+        f"warning: {p['metric']} {p['statistic']} is estimated from {p['requests']:,} simulated requests, "
+        f"{p['beyond']:.3g} of them beyond it (a plan's runs take at most {p['most']:,} for their tail, to answer "
+        "in seconds): it stands on the run's slowest few requests and can read low; simulate the chosen configuration "
+        "alone with more requests (--requests, up to 20,000) to check it"
+    ),
     "serve.stages_cut": lambda p: (
         f"warning: the workload's requests ({p['requests']:,}) end it before its stages do "
         f"({p['expected']:,.0f} arrivals expected from their rates and durations): stage {p['stage']} of "
