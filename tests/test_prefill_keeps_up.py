@@ -63,3 +63,15 @@ def test_requests_past_the_context_are_refused_for_their_length_before_the_load(
     out = cli("serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "1", "--input", "200K", "--output", "256")
     assert out.code == 2 and "longer than the model's context of 8,192 tokens" in out.err
     assert "replicas" not in out.err
+
+
+def test_whole_prompts_past_the_replicas_compute_are_refused_too(cli):
+    """An attack: with ``--chunk off`` the check was skipped, and 30 requests/s of 8,000-token
+    prompts on one H100 (2 x 8.03e9 x 240,000 = 3.85e15 FLOP/s, 3.9x its 989.4 TFLOP/s dense BF16
+    peak) ran and printed "4.35 requests/s meet every target". Whole prompts outrun it as chunks do:
+    refused, naming the GPUs (at least 4 by the peak alone)."""
+    out = cli("serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "30", "--input", "8000", "--output", "100",
+              "--requests", "2000", "--chunk", "off")  # fmt: skip
+    assert out.code == 2 and out.err.startswith("error: --qps: ") and "a whole prompt a step" in out.err
+    gpus = int(re.search(r"give --gpus ([\d,]+)", out.err).group(1).replace(",", ""))
+    assert gpus >= math.ceil(30 * 8000 * 2 * 8_030_261_248 / 989.4e12)

@@ -656,13 +656,15 @@ def _check_prefill_keeps_up(
     """InputError when the prompt tokens offered to each replica (the traffic's rate and mean
     prompt less what the prefix cache holds) outrun what its token budget can prefill at all
     (:func:`_prefill_rate`): the queue would grow as long as the run, its latencies measuring the
-    run's length. The error names the least budget (doubling) that keeps up. Judged on nominal step
+    run's length. The error names the least budget (doubling) that keeps up; without chunked prefill
+    (whole prompts, the budget no knob), the GPUs that do (an attack: ``--chunk off`` ran 30
+    requests/s of 8K prompts on one H100, which serves 4.35). Judged on nominal step
     times (a band's end, :class:`~llm_cost.simulate.ScaledTimer`, is the prediction's error, not
     the input's)."""
     from llm_cost.simulate.workload import expected_cached_tokens
 
     rate = offered_rps(traffic)
-    if rate is None or not engine.chunked_prefill:
+    if rate is None:
         return
     while isinstance(timer, ScaledTimer):  # the budget's own rate: nominal steps, not a band's end
         timer = timer.base
@@ -673,7 +675,7 @@ def _check_prefill_keeps_up(
     if offered <= most:
         return
     budget, best = engine.max_num_batched_tokens, most
-    while budget < 1 << 20 and best < offered:  # a larger chunk: fewer steps, more attention per step
+    while engine.chunked_prefill and budget < 1 << 20 and best < offered:  # a larger chunk: fewer steps
         budget *= 2
         best = max(best, _prefill_rate(engine, timer, budget, ranks, prompt))
     head = (
@@ -687,8 +689,9 @@ def _check_prefill_keeps_up(
         raise InputError(
             f"qps: {rate:,.4g} requests/s of {prompt:,.0f} uncached prompt tokens offer {offered:,.0f} prompt "
             f"tokens/s to each {layout.gpus}-GPU replica{f' (of {replicas:,})' if replicas > 1 else ''}, which "
-            f"prefills at most {best:,.0f} at any token "
-            f"budget: its queue would grow without end; give gpus {needed * layout.gpus:,} ({needed:,} "
+            f"prefills at most {best:,.0f}"
+            f"{' at any token budget' if engine.chunked_prefill else ', a whole prompt a step'}: its queue would grow "
+            f"without end; give gpus {needed * layout.gpus:,} ({needed:,} "
             "replicas) or more, or a lower qps",
             fields=("qps", "gpus"),
         )
