@@ -23,7 +23,8 @@ MFU is quoted two ways, both against the dense peak of the compute dtype: ``mfu`
 parameters a token uses) over GPU-seconds x peak; ``mfu_with_attention`` = 3 x the forward FLOPs
 of the step's operators (causal attention and every LM-head position included:
 Megatron-LM's and PaLM's count, causal) over the same. ``hfu`` counts what the GPUs run:
-recompute and FlashAttention's 2.5x backward.
+recompute and FlashAttention's 2.5x backward, over every stage's GPUs (the last stage, with the LM
+head, runs more than the others).
 """
 
 from __future__ import annotations
@@ -283,33 +284,44 @@ class _Evaluator:
         self.peak = gpu.peak_flops(cluster.dtype)
         self.forward_flops = float(build_step(spec, prefill(1, seq), logits=Logits.ALL).flops)
         self.active = float(build(spec).active_params)
-        self._stages: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+        self._stages: dict[int, tuple[list[tuple[int, int, int]], list[int]]] = {}
         self._work: dict[tuple, StageWork] = {}
         self._moe = [spec.is_moe_layer(i) for i in range(spec.num_hidden_layers)]
 
-    def stages(self, tp: int, pp: int) -> list[tuple[int, int, int]]:
+    def stages(self, pp: int) -> list[tuple[int, int, int]]:
         """(stage index, layers, MoE layers) of the distinct stages of an even split: the first, the
         last and one of each other (layers, MoE layers) kind."""
-        key = (tp, pp)
-        if key not in self._stages:
+        return self._split(pp)[0]
+
+    def stage_counts(self, pp: int) -> list[int]:
+        """How many of the ``pp`` stages each of :meth:`stages` stands for (a middle stage by the
+        first distinct stage of its kind)."""
+        return self._split(pp)[1]
+
+    def _split(self, pp: int) -> tuple[list[tuple[int, int, int]], list[int]]:
+        if pp not in self._stages:
             counts = stage_layers(self.spec.num_hidden_layers, pp)
             firsts = stage_first_layers(self.spec.num_hidden_layers, pp)
-            seen: set[tuple[int, int]] = set()
-            chosen = []
+            kinds: dict[tuple[int, int], int] = {}  # (layers, MoE layers): the first chosen stage of it
+            chosen: list[tuple[int, int, int]] = []
+            stands: list[int] = []
             for i, (n, start) in enumerate(zip(counts, firsts)):
                 moe = sum(self._moe[start : start + n])
-                if i in (0, pp - 1) or (n, moe) not in seen:
+                if i in (0, pp - 1) or (n, moe) not in kinds:
+                    kinds.setdefault((n, moe), len(chosen))
                     chosen.append((i, n, moe))
-                    seen.add((n, moe))
-            self._stages[key] = chosen
-        return self._stages[key]
+                    stands.append(1)
+                else:
+                    stands[kinds[(n, moe)]] += 1
+            self._stages[pp] = (chosen, stands)
+        return self._stages[pp]
 
     def works(self, layout: TrainLayout) -> tuple[list[StageWork], list[StageParams], list[int]]:
         """Each distinct stage's micro-batch work, parameters on one GPU and MoE layers."""
         works, params, moe_layers = [], [], []
         ops = stage_ops(self.spec, layout.tp, layout.pp, self.seq, self.dtype, self.flash)
         model = self.model
-        for i, n, moe in self.stages(layout.tp, layout.pp):
+        for i, n, moe in self.stages(layout.pp):
             key = (
                 layout.tp,
                 layout.pp,
@@ -342,13 +354,13 @@ class _Evaluator:
         step = breakdown.step_s
         sequences = layout.micro_batch * layout.micro_batches * layout.dp
         gpu_seconds = step * layout.gpus * self.peak
-        slowest = max(works, key=lambda w: w.compute_s)
+        run = sum(w.hardware_flops * k for w, k in zip(works, self.stage_counts(layout.pp)))  # one GPU per stage
         return Candidate(
             layout,
             step,
             6 * self.active * self.seq * sequences / gpu_seconds,
             3 * self.forward_flops * sequences / gpu_seconds,
-            slowest.hardware_flops * layout.micro_batches / (step * self.peak),
+            run * layout.micro_batches / (layout.pp * step * self.peak),
             breakdown,
             memory,
         )

@@ -824,3 +824,21 @@ def test_a_knob_no_layout_can_take_is_named(cli, args, message):
     the knob nor what would divide."""
     r = cli("train", args[0], "--tokens", "1T", *args[1:])
     assert r.code == 2 and message in r.err and r.err.strip().count("\n") == 0
+
+
+def test_hfu_counts_every_stage_of_a_deep_pipeline():
+    """An attack: with TP 2 x PP 16 and no recompute, HFU read 50.5% beside an MFU of 24.4%: it was
+    the last stage's FLOPs (the LM head's too) over its GPUs, not the whole step's over all of
+    them. The hardware FLOPs of a step are (by hand, as above) 6 x (layer GEMMs + LM head) + 3.5 x
+    causal attention per token, over 64 GPUs x the step x the H100's dense BF16 989.4 TFLOP/s."""
+    batch = 128 * 8192
+    plan = llm_cost.train(
+        "llama3-8b", 10**12, "h100", gpus=64, global_batch=batch, tp=2, pp=16, vp=2, cp=1, micro_batch=1,
+        recompute="none",
+    )  # fmt: skip
+    layers = 32 * (4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336)
+    head = 128256 * 4096
+    attention = 4 * 4096 * (8192 + 1) / 2 * 32
+    run = (6 * (layers + head) + 3.5 * attention) * batch
+    assert plan.hfu == pytest.approx(run / (64 * plan.step_time_s * 989.4e12), rel=0.01)
+    assert plan.mfu_with_attention <= plan.hfu < 1.1 * plan.mfu_with_attention
