@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llm_cost.analyses.train_plan import TrainPlan
+from llm_cost.analyses.train_plan import TrainPlan, mfu_tier
 from llm_cost.core.units import fmt_seconds
 from llm_cost.report.base import pct, print_conventions, print_facts, print_table
 
@@ -62,11 +62,11 @@ def _range(low: float, high: float, fmt: str = "{:.1%}") -> str:
 
 
 def _verdict(w, best_mfu: float) -> str:  # noqa: ANN001 - a Reason
-    """How the best layout with another knob value loses: memory, a tie (the same MFU to 0.1%), or
-    its step's largest growth."""
+    """How the best layout with another knob value loses: memory, a tie (the same MFU tier:
+    :func:`~llm_cost.analyses.train_plan.mfu_tier`), or its step's largest growth."""
     if not w.fits:
         return f"does not fit ({_gib(w.other_total_bytes)})"
-    if round(w.other_mfu, 3) == round(best_mfu, 3):
+    if mfu_tier(w.other_mfu) == mfu_tier(best_mfu):
         return "ties (the simpler layout is ranked first)"
     return f"+{fmt_seconds(w.delta_step_s)} per step, most in {SHORT[w.term]} +{fmt_seconds(w.term_delta_s)}"
 
