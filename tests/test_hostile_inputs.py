@@ -1418,3 +1418,13 @@ def test_fuzz_workload_traces(tmp_path_factory, rows, as_csv):
     assert all(
         1 <= r.input_tokens and 1 <= r.output_tokens and 0 <= r.prefix_tokens <= r.input_tokens for r in trace.rows
     )
+
+
+@pytest.mark.parametrize("target", [["--tpot", "p99:1us"], ["--itl", "1us"]])
+def test_a_gap_target_on_one_token_answers_is_refused(cli, target):
+    """An attack: ``--output 1 --tpot p99:1us`` ran and read "TPOT p99 1.00 us met; 100% of
+    requests within": a one-token answer has no time between tokens (the plan form already
+    refused fewer than 2 output tokens)."""
+    out = cli("serve", "llama3-8b", "--tp", "1", "--qps", "5", "--input", "100", "--output", "1", *target)
+    assert out.code == 2 and out.out == "" and len(out.err.strip().splitlines()) == 1
+    assert out.err.startswith(f"error: {target[0]}: ") and "--output 2 or more" in out.err

@@ -164,6 +164,7 @@ def _serve(r: ServeRequest, launch: bool) -> ServePlan | SimulatedPlan | ServeRu
         users_per_prefix=r.users_per_prefix,
         requests=r.requests,
     )
+    traffic.check_token_gaps(load, goals)
     searched = _modes(r.modes)
     one = choices.layout_of(r.layout)
     from llm_cost.analyses.serving.moe_layouts import check_serving_layout

@@ -101,6 +101,27 @@ def targets_of(**values: object) -> dict[str, Target]:
     return out
 
 
+def check_token_gaps(load: Any, goals: dict[str, Target]) -> None:
+    """InputError naming the target when a TPOT or ITL target bounds traffic whose every request
+    answers with one token: it has no gap between tokens to bound (an attack: ``--output 1 --tpot
+    p99:1us`` read "met, 100% of requests within")."""
+    from llm_cost.simulate import Fixed, Trace
+
+    gapped = [m for m in ("tpot_s", "itl_s") if m in goals]
+    if not gapped:
+        return
+    if isinstance(load, Trace):
+        one = all(row.output_tokens <= 1 for row in load.rows)
+    else:
+        one = isinstance(load.output_tokens, Fixed) and load.output_tokens.tokens <= 1
+    if one:
+        raise InputError(
+            f"{gapped[0]}: every request answers with one output token, which has no time between tokens to bound; "
+            "give output_tokens 2 or more, or leave the target out",
+            fields=(gapped[0], "output_tokens"),
+        )
+
+
 def lengths_of(value: object, name: str, default: int) -> Lengths:
     """A length distribution: a token count, a distribution's text (``lognormal:mean=800,sd=400``)
     or a distribution; ``default`` tokens when None."""
