@@ -111,6 +111,18 @@ def test_trtllm_serve_has_no_attention_dp_flag():
     assert e.value.fields == ("emit",) and "vllm or sglang" in str(e.value)
 
 
+def test_trtllm_serve_has_no_redundant_experts_flag():
+    """An attack: a plan with 8 redundant experts (EPLB) emitted for trtllm-serve dropped them
+    without a word; its options (tensorrt_llm/commands/serve.py @ 4c05a748) have no load-balancer
+    flag, vLLM's and SGLang's do. Refused, naming emit; vLLM's command carries them."""
+    layout = Layout(tp=8, ep=8, redundant_experts=8)
+    with pytest.raises(InputError) as e:
+        _one(layout, "trtllm")
+    assert e.value.fields == ("emit", "redundant_experts") and "vllm or sglang" in str(e.value)
+    argv = list(_one(layout, "vllm").launch.argv)
+    assert "--enable-eplb" in argv and '{"num_redundant_experts": 8}' in argv
+
+
 @pytest.mark.parametrize(
     "args,flag,works",
     [

@@ -241,7 +241,8 @@ def router_for(engine: ServingEngine | str, layout: Layout, replicas: int, node_
 
 def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
     """The launch command of ``plan`` on ``engine`` (module docstring). InputError for an
-    attention data-parallel layout on TensorRT-LLM, whose ``trtllm-serve`` has no flag for it."""
+    attention data-parallel layout or redundant experts on TensorRT-LLM, whose ``trtllm-serve`` has
+    no flag for either."""
     lay = plan.layout
     if lay.dp > 1 and engine == ServingEngine.TRTLLM:
         raise InputError(
@@ -249,6 +250,13 @@ def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
             "trtllm-serve has no flag for (TensorRT-LLM sets enable_attention_dp in an extra LLM API options "
             "file); emit vllm or sglang, or plan with engine trtllm (TP layouts only)",
             fields=("emit",),
+        )
+    if lay.redundant_experts and engine == ServingEngine.TRTLLM:
+        raise InputError(  # an attack: the command had dropped them without a word
+            f"emit: the plan holds {lay.redundant_experts} redundant experts (EPLB), which trtllm-serve has no flag "
+            "for (TensorRT-LLM's MoE load balancer is set in an extra LLM API options file); emit vllm or sglang, "
+            "or leave out redundant_experts",
+            fields=("emit", "redundant_experts"),
         )
     notes: list[Note] = []
     dp = data_parallel(engine, lay, plan.replicas, plan.node_gpus)
