@@ -1428,3 +1428,12 @@ def test_a_gap_target_on_one_token_answers_is_refused(cli, target):
     out = cli("serve", "llama3-8b", "--tp", "1", "--qps", "5", "--input", "100", "--output", "1", *target)
     assert out.code == 2 and out.out == "" and len(out.err.strip().splitlines()) == 1
     assert out.err.startswith(f"error: {target[0]}: ") and "--output 2 or more" in out.err
+
+
+def test_a_prompt_shorter_than_a_presets_prefix_names_the_prompt(cli):
+    """An attack: ``--input 2K --workload agentic-long-context`` said "--prefix: 115,584 shared
+    tokens must be fewer ...", a flag never given: the prefix is the preset's (its 115,584-token
+    shared context), the prompt length is the user's."""
+    out = cli("serve", "llama3-8b", "--input", "2K", "--workload", "agentic-long-context", "--qps", "5")
+    assert out.code == 2 and len(out.err.strip().splitlines()) == 1
+    assert out.err.startswith("error: --input: ") and "--prefix" not in out.err and "115,584" in out.err

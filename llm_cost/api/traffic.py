@@ -236,6 +236,16 @@ def traffic_of(
         outputs = (
             p.output_tokens if output_tokens is None else lengths_of(output_tokens, "output_tokens", OUTPUT_TOKENS)
         )
+        if prefix is None and p.prefix is not None and input_tokens is not None:
+            from llm_cost.simulate.workload import shortest_prompt
+
+            if p.prefix.tokens >= shortest_prompt(inputs):  # the preset's prefix, not a flag the user gave
+                raise InputError(
+                    f"input_tokens: prompts of {shortest_prompt(inputs):,g} tokens are shorter than workload "
+                    f"{workload}'s {p.prefix.tokens:,}-token shared prefix; give input_tokens more than "
+                    f"{p.prefix.tokens:,}, or leave it out (the preset's own lengths)",
+                    fields=("input_tokens", "workload"),
+                )
         prefix = prefix or p.prefix
     else:
         inputs = lengths_of(input_tokens, "input_tokens", INPUT_TOKENS)
