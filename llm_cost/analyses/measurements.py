@@ -107,6 +107,8 @@ class Measurement(Spec):
     def _check(self) -> None:
         if self.phase == Phase.MIXED:
             raise ValueError("phase must be decode or prefill (a step is measured by itself)")
+        if self.phase == Phase.PREFILL and self.context < 1:  # an attack: the step had failed unnamed
+            raise ValueError("context 0: a prefill row's context is its prompt tokens, at least 1")
         if self.group_size is not None and self.weights_dtype not in ("int8", "int4"):
             raise ValueError(  # as serve refuses --group-size beside a dtype without groups
                 f"group_size {self.group_size} groups weight-only int8 or int4 weights, not {self.weights_dtype}"
