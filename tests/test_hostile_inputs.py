@@ -1437,3 +1437,14 @@ def test_a_prompt_shorter_than_a_presets_prefix_names_the_prompt(cli):
     out = cli("serve", "llama3-8b", "--input", "2K", "--workload", "agentic-long-context", "--qps", "5")
     assert out.code == 2 and len(out.err.strip().splitlines()) == 1
     assert out.err.startswith("error: --input: ") and "--prefix" not in out.err and "115,584" in out.err
+
+
+def test_a_relative_link_loop_is_named_as_one_not_as_a_hub_id(cli, tmp_path, monkeypatch):
+    """An attack: ``params files/loop1`` (a folder/name, so also a Hub id's shape) said the Hub could
+    not be reached: a looping symbolic link does not 'exist', so it was sent to the Hub."""
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "loop1").symlink_to("loop2")
+    (tmp_path / "files" / "loop2").symlink_to("loop1")
+    monkeypatch.chdir(tmp_path)
+    out = cli("params", "files/loop1")
+    assert out.code == 2 and "a loop of symbolic links" in out.err and "Hub" not in out.err

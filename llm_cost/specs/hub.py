@@ -59,8 +59,9 @@ def parse_hub_id(text: str) -> Optional[tuple[str, Optional[str]]]:
 
 
 def is_hub_id(text: str) -> bool:
-    """True when MODEL should be resolved on the Hub: an id that is not an existing path."""
-    return parse_hub_id(text) is not None and not Path(text).exists()
+    """True when MODEL should be resolved on the Hub: an id that is not an existing path (nor a
+    symbolic link, broken or looping: the path's own error says what is wrong with it)."""
+    return parse_hub_id(text) is not None and not os.path.lexists(text)
 
 
 def _cache_variable() -> str:
