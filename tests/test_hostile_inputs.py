@@ -1448,3 +1448,13 @@ def test_a_relative_link_loop_is_named_as_one_not_as_a_hub_id(cli, tmp_path, mon
     monkeypatch.chdir(tmp_path)
     out = cli("params", "files/loop1")
     assert out.code == 2 and "a loop of symbolic links" in out.err and "Hub" not in out.err
+
+
+@pytest.mark.parametrize(
+    "flag", [["--moe-dispatcher", "deepep"], ["--moe-capacity-factor", "2"], ["--ep-comm-overlap"]]
+)
+def test_moe_training_options_on_a_dense_model_are_refused(cli, flag):
+    """An attack: ``train llama3-8b ... --moe-dispatcher deepep --moe-capacity-factor 2
+    --ep-comm-overlap`` ran with no word of them: Llama-3-8B has no routed experts."""
+    out = cli("train", "llama3-8b", "--tokens", "1T", "--gpus", "8", *flag)
+    assert out.code == 2 and out.err.startswith(f"error: {flag[0]}: ") and "dense" in out.err

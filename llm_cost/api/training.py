@@ -87,15 +87,15 @@ def train(
         )  # fmt: skip
     from llm_cost.analyses.training import train as run
 
-    _unused_at_a_given_mfu(locals())
-    tokens = checks.large_count(tokens, "tokens", 1, 10**40)
-    gpus = checks.optional(gpus, checks.count, "gpus", 1, 10**7)
-    if (mfu is None) == (gpu_hours is None):
+    if (mfu is None) == (gpu_hours is None):  # before the plan's own arguments: they need gpus
         raise InputError(
             "give exactly one of mfu (to get the time) or gpu_hours (to get the implied MFU), "
             "or gpus without either for a predicted plan",
             fields=("mfu", "gpu_hours", "gpus"),
         )
+    _unused_at_a_given_mfu(locals())
+    tokens = checks.large_count(tokens, "tokens", 1, 10**40)
+    gpus = checks.optional(gpus, checks.count, "gpus", 1, 10**7)
     mfu = checks.optional(mfu, checks.efficiency, "mfu")
     gpu_hours = checks.optional(gpu_hours, checks.number, "gpu_hours")
     compute = checks.one_of(
@@ -220,6 +220,14 @@ def train_plan(
     top = checks.count(top, "top", 1, 100)
     chosen_framework, framework_from = choices.training_framework_of(framework, zero)
     spec, g = load_model(model), load_gpu(gpu)
+    moe_given = [n for n, v in (("moe_dispatcher", moe_dispatcher), ("moe_capacity_factor", moe_capacity_factor),
+                                ("ep_comm_overlap", ep_comm_overlap or None)) if v is not None]  # fmt: skip
+    if spec.moe is None and moe_given:  # an attack: they were taken without a word
+        raise InputError(
+            f"{moe_given[0]}: {spec.name} is dense (no routed experts), so no token is dispatched to an expert; "
+            "leave it out",
+            fields=(moe_given[0],),
+        )
     compute = choices.compute_dtype(spec, g, compute, allowed=TRAINING_DTYPES)
     recipe, recipe_from = choices.fp8_recipe_of(fp8_recipe, g, compute)
     rates = choices.training_time_model(g, profile, recipe, chosen_framework)
