@@ -1458,3 +1458,10 @@ def test_moe_training_options_on_a_dense_model_are_refused(cli, flag):
     --ep-comm-overlap`` ran with no word of them: Llama-3-8B has no routed experts."""
     out = cli("train", "llama3-8b", "--tokens", "1T", "--gpus", "8", *flag)
     assert out.code == 2 and out.err.startswith(f"error: {flag[0]}: ") and "dense" in out.err
+
+
+def test_a_rate_past_the_largest_plan_does_not_ask_for_more_gpus(cli):
+    """An attack: ``serve llama3-8b --qps 1e6`` advised "raise --gpus" while --gpus was already at
+    the 4,096 a plan covers."""
+    out = cli("serve", "llama3-8b", "--qps", "1e6")
+    assert out.code == 2 and "raise --gpus" not in out.err and "4,096 GPUs are the most a plan covers" in out.err

@@ -580,6 +580,8 @@ def _nothing_sustains(
             f"give gpus {fewest.gpus:,} or more (the screen's fewest that carry it: {fewest.describe()}), or lower qps"
             if fewest is not None
             else "raise gpus or lower qps"
+            if budget < MAX_PLAN_GPUS
+            else f"lower qps: {MAX_PLAN_GPUS:,} GPUs are the most a plan covers"  # an attack: gpus was at its cap
         )
         return InputError(
             f"qps {traffic.qps:g}: no configuration within {budget:,} x {gpu.name} carries it{carried}; {fix}",
