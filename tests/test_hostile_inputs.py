@@ -1465,3 +1465,15 @@ def test_a_rate_past_the_largest_plan_does_not_ask_for_more_gpus(cli):
     the 4,096 a plan covers."""
     out = cli("serve", "llama3-8b", "--qps", "1e6")
     assert out.code == 2 and "raise --gpus" not in out.err and "4,096 GPUs are the most a plan covers" in out.err
+
+
+def test_a_chunk_whose_workspace_fills_the_gpu_names_the_chunk(cli):
+    """An attack: ``--chunk 1048576`` on one H100 was refused as "give more GPUs (--tp/--pp)": the
+    weights (16 GB of Llama-3-8B) fit; the workspace of a million-token step does not leave a KV
+    block. The error names --chunk and a budget that leaves one (which then runs)."""
+    out = cli("serve", "llama3-8b", "--qps", "5", "--tp", "1", "--chunk", "1048576", "--gpu-memory-utilization", "1")
+    assert out.code == 2 and out.err.startswith("error: --chunk: ") and "--tp" not in out.err
+    smaller = re.search(r"give --chunk ([\d,]+) or fewer", out.err).group(1).replace(",", "")
+    ran = cli("serve", "llama3-8b", "--qps", "5", "--tp", "1", "--chunk", smaller, "--gpu-memory-utilization", "1",
+              "--requests", "50")  # fmt: skip
+    assert ran.code == 0

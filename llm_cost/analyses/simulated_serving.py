@@ -574,7 +574,9 @@ def run_configuration(
     pool = replica_kv_pool(spec, gpu, layout, engine, policy, weight_bits, kv_bits)
     tokens = pool.tokens
     if tokens < engine.block_tokens * (1 + pool.state_blocks):
-        raise no_kv_room(spec, gpu, layout.gpus, policy, "layout")
+        raise _chunk_too_large(spec, gpu, layout, engine, policy, weight_bits, kv_bits) or no_kv_room(
+            spec, gpu, layout.gpus, policy, "layout"
+        )
     formats = dict(weight_bits=weight_bits, kv_bits=kv_bits, compute_dtype=compute_dtype)
     if candidate is None:
         timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
@@ -596,6 +598,34 @@ def run_configuration(
         spec.name, gpu, layout, traffic, engine, time_model, replicas, goals, usd_per_gpu_hour, result, scale,
         tokens, candidate, [*_refused_rows(traffic, engine), *notes],
     )  # fmt: skip
+
+
+def _chunk_too_large(
+    spec: ModelSpec,
+    gpu: HardwareSpec,
+    layout: Layout,
+    engine: EngineConfig,
+    policy: MemoryPolicy,
+    weight_bits: int | Fraction,
+    kv_bits: int,
+) -> InputError | None:
+    """The refusal naming ``max_num_batched_tokens`` when it is the step's activation workspace, not
+    the weights, that leaves no KV block: the largest budget (halving, down to vLLM's 8,192) that
+    leaves one (an attack: a 1,048,576-token chunk was refused as "more GPUs (--tp/--pp)"); None
+    when no smaller budget helps."""
+    budget = engine.max_num_batched_tokens
+    while budget > 8192:
+        budget //= 2
+        smaller = dataclasses.replace(engine, max_num_batched_tokens=budget)
+        pool = replica_kv_pool(spec, gpu, layout, smaller, policy, weight_bits, kv_bits)
+        if pool.tokens >= engine.block_tokens * (1 + pool.state_blocks):
+            return InputError(
+                f"max_num_batched_tokens: the activation workspace of a {engine.max_num_batched_tokens:,}-token step "
+                f"leaves {gpu.name} x {layout.gpus} no room for a KV block after {spec.name}'s weights; give "
+                f"max_num_batched_tokens {budget:,} or fewer",
+                fields=("max_num_batched_tokens",),
+            )
+    return None
 
 
 def no_kv_room(spec: ModelSpec, gpu: HardwareSpec, gpus: int, policy: MemoryPolicy, where: str) -> InputError:
