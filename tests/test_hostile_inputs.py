@@ -1477,3 +1477,20 @@ def test_a_chunk_whose_workspace_fills_the_gpu_names_the_chunk(cli):
     ran = cli("serve", "llama3-8b", "--qps", "5", "--tp", "1", "--chunk", smaller, "--gpu-memory-utilization", "1",
               "--requests", "50")  # fmt: skip
     assert ran.code == 0
+
+
+def test_a_measurement_row_of_a_pipeline_or_of_missing_cells_is_refused(cli, tmp_path):
+    """An attack: ``pp: 0`` (or 2) in a measurement row was read as pp 1 (the field was not one of
+    the row's), and a CSV line with a cell short was dropped without a word, so a 3-row file read
+    "2 rows: a profile needs at least 3"."""
+    head = "id,model,gpu,phase,batch,context,measured_ms"
+    rows = ["b,llama3-8b,h100,decode,8,100,11", "c,llama3-8b,h100,decode,16,100,12"]
+    short = tmp_path / "short.csv"
+    short.write_text("\n".join([head, "a,llama3-8b,h100,decode,1,100", *rows]) + "\n")
+    out = cli("calibrate", str(short), "-o", str(tmp_path / "a.yaml"), "--engine", "vllm")
+    assert out.code == 2 and "line 2: 6 cells where the header names 7" in out.err
+    for pp in ("0", "2"):
+        piped = tmp_path / f"pp{pp}.csv"
+        piped.write_text("\n".join([head + ",pp", f"a,llama3-8b,h100,decode,1,100,10,{pp}", *(r + ",1" for r in rows)]))
+        out = cli("calibrate", str(piped), "-o", str(tmp_path / "b.yaml"), "--engine", "vllm")
+        assert out.code == 2 and "row 1" in out.err and "pp" in out.err and not (tmp_path / "b.yaml").exists()

@@ -8,7 +8,8 @@ list of mappings; CSV: one row per line with a header (a user's own timings: no 
 
 The fields of a row: ``id`` (optional in CSV: ``line`` and the line number), ``model``, ``gpu``
 (shipped name or alias), ``phase`` (decode | prefill), ``batch`` (sequences), ``context`` (decode:
-tokens cached per sequence; prefill: prompt tokens), ``tp`` (default 1), ``weights_dtype`` (bf16 |
+tokens cached per sequence; prefill: prompt tokens), ``tp`` (default 1), ``pp`` (1, the default: a
+pipeline's step is not one measured step), ``weights_dtype`` (bf16 |
 fp16 | fp8 | int8 | int4), ``group_size`` (weight-only quantisation group, blank for per-channel int8;
 int4 without one is taken as 128), ``kv_dtype`` (default bf16), ``compute_dtype`` (bf16 | fp16 | fp8;
 default bf16, fp16 with fp16 weights or KV), ``measured_ms`` (milliseconds per step: per token at
@@ -87,6 +88,7 @@ class Measurement(Spec):
     batch: Annotated[int, Bounds(ge=1, le=2**20)]
     context: Annotated[int, Bounds(ge=0, le=2**30)]
     tp: Annotated[int, Bounds(ge=1, le=4096)] = 1
+    pp: Annotated[int, Bounds(ge=1, le=4096)] = 1
     weights_dtype: Literal["bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
     group_size: Optional[Annotated[int, Bounds(ge=1, le=2**20)]] = None
     kv_dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
@@ -107,6 +109,11 @@ class Measurement(Spec):
     def _check(self) -> None:
         if self.phase == Phase.MIXED:
             raise ValueError("phase must be decode or prefill (a step is measured by itself)")
+        if self.pp != 1:  # an attack: pp 0 and pp 2 had been read as pp 1
+            raise ValueError(
+                f"pp {self.pp}: a row times one step of a tensor-parallel layout (pp 1); a pipeline's step is not one "
+                "measured step"
+            )
         if self.phase == Phase.PREFILL and self.context < 1:  # an attack: the step had failed unnamed
             raise ValueError("context 0: a prefill row's context is its prompt tokens, at least 1")
         if self.group_size is not None and self.weights_dtype not in ("int8", "int4"):
@@ -157,7 +164,15 @@ def _file_fields(path: Path, data: dict[str, Any]) -> dict[str, Any]:
 
 def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, Any]]:
     if path.suffix.lower() == ".csv":
-        lines = list(csv.DictReader(read_text(path, "a .csv measurement file").splitlines()))
+        reader = csv.DictReader(read_text(path, "a .csv measurement file").splitlines())
+        lines = list(reader)
+        for i, r in enumerate(lines):  # a short or long row would be dropped or misread without a word
+            if None in r or any(v is None for v in r.values()):
+                cells = len(r.get(None) or []) + sum(v is not None for k, v in r.items() if k is not None)
+                raise SpecError(
+                    f"{shown(path)}: line {i + 2}: {cells} cells where the header names {len(reader.fieldnames or [])}; "
+                    "give one cell per column (an empty one for a blank)"
+                )
         rows = [
             {k: _csv_number(k, v) for k, v in r.items() if v not in (None, "")} | {"id": r.get("id") or f"line{i + 2}"}
             for i, r in enumerate(lines)
