@@ -1494,3 +1494,12 @@ def test_a_measurement_row_of_a_pipeline_or_of_missing_cells_is_refused(cli, tmp
         piped.write_text("\n".join([head + ",pp", f"a,llama3-8b,h100,decode,1,100,10,{pp}", *(r + ",1" for r in rows)]))
         out = cli("calibrate", str(piped), "-o", str(tmp_path / "b.yaml"), "--engine", "vllm")
         assert out.code == 2 and "row 1" in out.err and "pp" in out.err and not (tmp_path / "b.yaml").exists()
+
+
+def test_a_tiny_terminal_width_still_prints_whole_figures(cli, monkeypatch):
+    """An attack: ``COLUMNS=1 llm-cost params llama3-8b`` printed a character per cell, every figure
+    lost. Text is laid out in at least 80 columns: Llama-3-8B's 8,030,261,248 parameters (its
+    checkpoint total) show whole."""
+    monkeypatch.setenv("COLUMNS", "1")
+    out = cli("params", "llama3-8b")
+    assert out.code == 0 and "8,030,261,248" in out.out

@@ -90,10 +90,14 @@ def _is_terminal() -> bool:
         return False
 
 
+#: The fewest columns text is laid out in, whatever the terminal says (:func:`console`).
+MIN_WIDTH = 80
+
+
 def console(plain: bool = True):  # noqa: ANN201 - rich type imported lazily
     """A console that renders into a page in memory (see :func:`write_out`): colours only on a
     terminal and without NO_COLOR; a pipe or file gets plain text, 160 columns wide (or $COLUMNS),
-    a terminal its own width. Plain text is written by :class:`PlainConsole` (unless not
+    a terminal its own width, at least :data:`MIN_WIDTH`. Plain text is written by :class:`PlainConsole` (unless not
     ``plain``), Rich's own console for anything else.
 
     Emoji codes are off: no table means ``:name:`` as an emoji, and Rich's emoji lookup costs a
@@ -101,8 +105,10 @@ def console(plain: bool = True):  # noqa: ANN201 - rich type imported lazily
     scanning every cell for them)."""
     import shutil
 
-    # a terminal's own width (or $COLUMNS); 160 columns when writing to a pipe or file
-    width = shutil.get_terminal_size(fallback=(160, 24)).columns
+    # a terminal's own width (or $COLUMNS); 160 columns when writing to a pipe or file; at least
+    # MIN_WIDTH, where a table's every figure still shows (an attack: COLUMNS=1 printed a character
+    # per cell)
+    width = max(MIN_WIDTH, shutil.get_terminal_size(fallback=(160, 24)).columns)
     styled = _is_terminal() and not os.environ.get("NO_COLOR")
     if plain and not styled:
         return PlainConsole(width)
