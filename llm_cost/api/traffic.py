@@ -35,6 +35,7 @@ __all__ = [
     "serving_engine",
     "is_file",
     "lengths_of",
+    "check_token_gaps",
     "INPUT_TOKENS",
     "OUTPUT_TOKENS",
     "REQUESTS",
@@ -101,7 +102,22 @@ def targets_of(**values: object) -> dict[str, Target]:
     return out
 
 
-def check_token_gaps(load: Any, goals: dict[str, Target]) -> None:
+def _check_preset_prefix(prefix: SharedPrefix, inputs: Lengths, workload: str) -> None:
+    """InputError naming ``input_tokens`` when the prompts given are no longer than the shared
+    prefix of the preset ``workload`` (the preset's prefix, not a flag the user gave: an attack's
+    error had named ``prefix_tokens``)."""
+    from llm_cost.simulate.workload import shortest_prompt
+
+    if prefix.tokens >= shortest_prompt(inputs):
+        raise InputError(
+            f"input_tokens: prompts of {shortest_prompt(inputs):,g} tokens are shorter than workload {workload}'s "
+            f"{prefix.tokens:,}-token shared prefix; give input_tokens more than {prefix.tokens:,}, or leave it out "
+            "(the preset's own lengths)",
+            fields=("input_tokens", "workload"),
+        )
+
+
+def check_token_gaps(load: Workload | Trace, goals: dict[str, Target]) -> None:
     """InputError naming the target when a TPOT or ITL target bounds traffic whose every request
     answers with one token: it has no gap between tokens to bound (an attack: ``--output 1 --tpot
     p99:1us`` read "met, 100% of requests within")."""
@@ -237,15 +253,7 @@ def traffic_of(
             p.output_tokens if output_tokens is None else lengths_of(output_tokens, "output_tokens", OUTPUT_TOKENS)
         )
         if prefix is None and p.prefix is not None and input_tokens is not None:
-            from llm_cost.simulate.workload import shortest_prompt
-
-            if p.prefix.tokens >= shortest_prompt(inputs):  # the preset's prefix, not a flag the user gave
-                raise InputError(
-                    f"input_tokens: prompts of {shortest_prompt(inputs):,g} tokens are shorter than workload "
-                    f"{workload}'s {p.prefix.tokens:,}-token shared prefix; give input_tokens more than "
-                    f"{p.prefix.tokens:,}, or leave it out (the preset's own lengths)",
-                    fields=("input_tokens", "workload"),
-                )
+            _check_preset_prefix(p.prefix, inputs, str(workload))
         prefix = prefix or p.prefix
     else:
         inputs = lengths_of(input_tokens, "input_tokens", INPUT_TOKENS)

@@ -142,7 +142,7 @@ def node_gpus(gpu: HardwareSpec) -> int:
 def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Layout]:
     """Replica layouts up to ``budget`` GPUs: TP 1, 2, 4, 8 (or 16) dividing the query heads
     within a node (a card with no GPU-to-GPU link: up to
-    :data:`~llm_cost.perf.timemodel.PCIE_TP_MAX` over PCIe), PP 1 to :data:`MAX_PP` (vLLM and
+    :data:`~llm_cost.perf.timemodel.PCIE_TP_MAX` over PCIe), PP 1 to :data:`PP_SEARCHED` (vLLM and
     SGLang split the layers as evenly as the stages allow, so any count up to the layers runs:
     DeepSeek-V3's 61 layers on 10 H100s as TP 2 x PP 5), EP 1 or TP for MoE models, by rising
     GPUs (:func:`plan` keeps a pipeline only where TP alone does not hold the model:
@@ -153,7 +153,7 @@ def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Lay
     heads = spec.attention.num_attention_heads
     out = []
     for tp in (t for t in (1, 2, 4, 8, 16) if t <= node and heads % t == 0):
-        for pp in range(1, MAX_PP + 1):
+        for pp in range(1, PP_SEARCHED + 1):
             if tp * pp > budget or pp > spec.num_hidden_layers:
                 continue
             for ep in [1] if spec.moe is None else sorted({1, tp}):
@@ -167,7 +167,7 @@ def replica_layouts(spec: ModelSpec, gpu: HardwareSpec, budget: int) -> list[Lay
 
 
 #: The most pipeline stages a replica layout has (:func:`replica_layouts`): two nodes of 8.
-MAX_PP = 16
+PP_SEARCHED = 16
 
 
 def smallest_step(chunks: Sequence[int | None], traffic: Traffic) -> int:

@@ -11,7 +11,7 @@ from llm_cost.analyses.capacity import DEPLOYMENT, MemoryPolicy, policy_note, us
 from llm_cost.analyses.serving.modes import aggregated, aggregated_point, disaggregated, saturated_frontier
 from llm_cost.analyses.serving.moe_layouts import attention_dp_layouts, chunks_for
 from llm_cost.analyses.serving.replicas import (
-    MAX_PP,
+    PP_SEARCHED,
     StepTimes,
     node_gpus,
     replica,
@@ -654,7 +654,7 @@ def _too_big(
                     fields=("gpus",),
                 )
     return InputError(
-        f"{what} fits no layout searched (TP up to the node, PP up to {MAX_PP}) of {gpu.name} ({memory}); "
+        f"{what} fits no layout searched (TP up to the node, PP up to {PP_SEARCHED}) of {gpu.name} ({memory}); "
         "give fewer bits (weights_dtype, kv_dtype), shorter requests or more usable memory",
         fields=("weights_dtype", "kv_dtype"),
     )
