@@ -472,8 +472,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         )
     ),
     "serve.simulated_plan": lambda p: (
-        f"plan: the analytic search screens the configurations; {p['simulated']} runs of its aggregated frontier "
-        "are simulated ("
+        f"plan: the analytic search screens the aggregated configurations (disaggregated prefill and decode pools "
+        "are planned by --mode disaggregated, analytic: the simulator runs one engine per replica); "
+        f"{p['simulated']} runs of its frontier are simulated ("
         + (
             f"at most {p['per_layout']} per layout and replica count, then, where none at its best concurrency "
             "meets the targets, its other frontier points and lower caps on max_num_seqs (falling by sqrt 2), by falling "
