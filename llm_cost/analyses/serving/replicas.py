@@ -3,7 +3,7 @@ steps and their times (each step from its operators, timed once)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from llm_cost.analyses.capacity import MemoryPolicy, kv_budget_bytes, sequence_kv_bytes, usable_bytes
@@ -175,17 +175,27 @@ def smallest_step(chunks: Sequence[int | None], traffic: Traffic) -> int:
     return min((c for c in chunks if c is not None), default=traffic.input_tokens)
 
 
-def useful_pipelines(reps: list[Replica]) -> list[Replica]:
-    """For each TP (and EP) degree, the replica with the fewest pipeline stages that holds the
-    model, and the power of two of stages above it when the fewest is not one (a pipeline buys
-    memory and costs every token a pass through each stage: 5 stages that just hold the weights
-    leave the KV cache almost nothing, 8 leave it room)."""
-    fewest: dict[tuple[int, int], int] = {}
-    for r in reps:
-        key = (r.layout.tp, r.layout.ep)
-        fewest[key] = min(fewest.get(key, r.layout.pp), r.layout.pp)
-
-    def kept(pp: int, least: int) -> bool:
-        return pp == least or pp == 1 << (least - 1).bit_length()
-
-    return [r for r in reps if kept(r.layout.pp, fewest[(r.layout.tp, r.layout.ep)])]
+def useful_pipelines(layouts: Sequence[Layout], holding: Callable[[Layout], Replica | None]) -> list[Replica]:
+    """For each TP (and EP) degree, the replicas with the fewest pipeline stages that hold the
+    model, and those of the power of two of stages above it when the fewest is not one (a pipeline
+    buys memory and costs every token a pass through each stage: 5 stages that just hold the weights
+    leave the KV cache almost nothing, 8 leave it room), in the order of ``layouts``. ``holding``
+    gives a layout's replica, or None when it does not hold the model; it is asked by rising stages,
+    only until the stages kept are found (a plan searches up to :data:`PP_SEARCHED` stages: building
+    every one of them took a rate plan of llama3-8b 0.4 s)."""
+    groups: dict[tuple[int, int], list[Layout]] = {}
+    for layout in layouts:
+        groups.setdefault((layout.tp, layout.ep), []).append(layout)
+    kept: dict[Layout, Replica] = {}
+    for group in groups.values():
+        least: int | None = None
+        for layout in sorted(group, key=lambda lay: lay.pp):
+            if least is not None and layout.pp > 1 << (least - 1).bit_length():
+                break
+            if least is not None and layout.pp not in (least, 1 << (least - 1).bit_length()):
+                continue
+            rep = holding(layout)
+            if rep is not None:
+                least = layout.pp if least is None else least
+                kept[layout] = rep
+    return [kept[layout] for layout in layouts if layout in kept]

@@ -12,6 +12,7 @@ from llm_cost.analyses.serving.modes import aggregated, aggregated_point, disagg
 from llm_cost.analyses.serving.moe_layouts import attention_dp_layouts, chunks_for
 from llm_cost.analyses.serving.replicas import (
     PP_SEARCHED,
+    Replica,
     StepTimes,
     node_gpus,
     replica,
@@ -239,15 +240,16 @@ def plan(
         if layouts is not None
         else replica_layouts(spec, gpu, budget) + (attention_dp_layouts(spec, gpu, budget) if attention_dp else [])
     )
-    reps = [
-        rep
-        for rep in (
-            replica(spec, gpu, layout, traffic, policy, bits, kv_bits, reserve_full) for layout in candidate_layouts
-        )
-        if rep.room(spec, smallest_step(chunks, traffic), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes
-    ]
+
+    def holding(layout: Layout) -> Replica | None:
+        rep = replica(spec, gpu, layout, traffic, policy, bits, kv_bits, reserve_full)
+        fits = rep.room(spec, smallest_step(chunks, traffic), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes
+        return rep if fits else None
+
     if layouts is None:
-        reps = useful_pipelines(reps)
+        reps = useful_pipelines(candidate_layouts, holding)
+    else:
+        reps = [rep for rep in map(holding, candidate_layouts) if rep is not None]
     if not reps:
         raise _too_big(spec, gpu, traffic, policy, bits, kv_bits, budget, layouts, "layouts")
     if tuple(modes) == (ServingMode.DISAGGREGATED,) and budget < 2:
