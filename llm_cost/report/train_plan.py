@@ -37,6 +37,17 @@ FRAMEWORKS = {
 }
 
 
+#: The layout degree over which each collective term runs (a term of a degree over 1 is shown at
+#: 0 s too: its traffic runs, hidden behind compute; a new user read a missing DP row as none).
+_DEGREE = {"tp_s": "tp", "cp_s": "cp", "ep_s": "ep", "pp_s": "pp", "dp_s": "dp"}
+
+
+def _runs(term: str, layout: dict) -> bool:
+    """Whether a step term's traffic runs in ``layout`` (its degree over 1)."""
+    degree = _DEGREE.get(term)
+    return degree is not None and layout.get(degree, 1) > 1
+
+
 def _links(con, r: TrainPlan) -> None:  # noqa: ANN001 - a rich Console
     """Each collective group of the plan's layout and the link it runs on."""
     if r.links:
@@ -111,7 +122,11 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
     )
     print_facts(con, facts)
     _links(con, r)
-    rows = [[TERMS[k], f"{v:,.3f}"] for k, v in r.breakdown.items() if v]
+    rows = [
+        [TERMS[k], f"{v:,.3f}" if v else "0 (hidden behind compute)"]
+        for k, v in r.breakdown.items()
+        if v or _runs(k, lay)
+    ]
     print_table(
         con,
         f"one step ({lay['micro_batches']} micro-batch{'es' if lay['micro_batches'] != 1 else ''}), slowest stage",

@@ -69,3 +69,15 @@ def test_the_suggested_gpus_plan():
 
     plan = llm_cost.train_plan("llama3-8b", 15 * 10**12, "h100", gpus=131_072)
     assert plan.gpus == 131_072 and plan.sequences_per_step == 512
+
+
+def test_a_collective_hidden_behind_compute_is_shown_at_zero(cli):
+    """A new user read a training step with no DP row (Llama-3-8B, 1,024 H100s, DP 512) as a step
+    without data-parallel traffic; its reduce-scatter and all-gather run, hidden behind the
+    backward and forward passes. Each collective of a degree over 1 is shown, at 0 when hidden."""
+    out = cli("train", "llama3-8b", "--tokens", "15T", "--gpus", "1024", "--tp", "2", "--dp", "512", "--pp", "1",
+              "--cp", "1")  # fmt: skip
+    assert out.code == 0
+    row = next(line for line in out.out.splitlines() if "data-parallel collectives" in line)
+    assert "hidden behind compute" in row or any(ch.isdigit() and ch != "0" for ch in row)
+    assert not any("ring-attention" in line for line in out.out.splitlines())  # CP 1: none runs
