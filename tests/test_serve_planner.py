@@ -235,6 +235,25 @@ def test_sglang_and_trtllm_commands_use_only_their_flags():
     assert trt.argv[0] == "trtllm-serve" and _names(trt.argv) <= TRTLLM_FLAGS
 
 
+def test_an_uneven_pipeline_is_launched_with_the_split_the_plan_weighed():
+    """A helper's finding: DeepSeek-V3's 61 layers over 5 stages; the plan weighs 13, 12, 12, 12,
+    12 (its first stage, with the 3 dense layers, takes the remainder), where vLLM's default
+    (vllm/distributed/utils.py get_pp_indices) gives it to the last stage but one, 12, 12, 12, 13,
+    12, a stage of MoE layers: a GPU fuller than any the plan weighed. The commands set the split
+    through each engine's variable (VLLM_PP_LAYER_PARTITION, SGLANG_PP_LAYER_PARTITION), which sums
+    to the config's num_hidden_layers; trtllm-serve, which takes none, gets a warning."""
+    layout = api.Layout(tp=2, pp=5)
+    for engine, variable in (("vllm", "VLLM_PP_LAYER_PARTITION"), ("sglang", "SGLANG_PP_LAYER_PARTITION")):
+        argv = api.serve("deepseek-v3", "h100", 2048, 256, layout=layout, concurrency=8, emit=engine).launch.argv
+        assert argv[0] == "env" and argv[1].startswith(variable + "=")
+        split = [int(n) for n in argv[1].split("=")[1].split(",")]
+        assert len(split) == 5 and sum(split) == 61 and split[0] == 13
+    trt = api.serve("deepseek-v3", "h100", 2048, 256, layout=layout, concurrency=8, emit="trtllm").launch
+    assert trt.argv[0] == "trtllm-serve" and any(n.code == "launch.layer_partition" for n in trt.conventions)
+    even = api.serve("llama3-70b", "h100", 2048, 256, layout=api.Layout(tp=4, pp=2), concurrency=8, emit="vllm")
+    assert even.launch.argv[0] == "vllm"  # 80 layers over 2 stages: the engines' own even split
+
+
 def test_an_analytic_plan_emits_its_concurrency_and_chunk():
     """The analytic plan's chosen concurrency and chunk become max_num_seqs and
     max_num_batched_tokens."""

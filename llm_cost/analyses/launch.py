@@ -61,7 +61,7 @@ from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import ServingEngine
-from llm_cost.model.layout import Layout
+from llm_cost.model.layout import Layout, stage_layers
 
 __all__ = [
     "Launch",
@@ -175,6 +175,7 @@ class LaunchPlan:
     node_gpus: int = 8  # GPUs of one node (data parallelism within it)
     model_type: str | None = None  # the HF model_type, for the engine's model registry
     kv_dtype: str | None = None  # the KV cache's dtype (bf16, fp8, int4, ...): None, the model's own
+    num_hidden_layers: int = 0  # the decoder layers a pipeline splits (0: not known)
 
 
 @record
@@ -279,11 +280,36 @@ def launch_command(plan: LaunchPlan, engine: ServingEngine) -> Launch:
             notes.append(note("launch.trtllm_quantized"))
     else:  # pragma: no cover - a closed enum
         raise InputError(f"emit: {engine!r} is not one of vllm, sglang, trtllm", fields=("emit",))
+    argv = _with_layer_partition(argv, plan, engine, notes)
     version, source = ENGINE_SOURCES[engine]
     notes += _kv_dtype_notes(plan, engine)
     notes += _layout_notes(plan, engine, dp)
     notes += _support_notes(engine, plan.model_type)
     return Launch(engine, version, source, tuple(argv), shlex.join(argv), plan.replicas, notes, dp)
+
+
+#: The environment variable each engine reads an uneven pipeline's layers per stage from (vLLM:
+#: ``VLLM_PP_LAYER_PARTITION``, vllm/distributed/utils.py ``get_pp_indices``; SGLang:
+#: ``SGLANG_PP_LAYER_PARTITION``, python/sglang/srt/distributed/utils.py ``get_pp_indices``).
+LAYER_PARTITION = {ServingEngine.VLLM: "VLLM_PP_LAYER_PARTITION", ServingEngine.SGLANG: "SGLANG_PP_LAYER_PARTITION"}
+
+
+def _with_layer_partition(argv: list[str], plan: LaunchPlan, engine: ServingEngine, notes: list[Note]) -> list[str]:
+    """``argv`` run with the plan's layers per pipeline stage (:func:`~llm_cost.model.layout.stage_layers`:
+    the earlier stages take the remainder) when the stages cannot be even: vLLM and SGLang give the
+    remainder to the last stages but one by default (61 layers over 5 stages: 12, 12, 12, 13, 12,
+    where the plan weighed 13, 12, 12, 12, 12), so the command sets the split through ``env`` and the
+    engine's variable (:data:`LAYER_PARTITION`); TensorRT-LLM's server takes none, which a note says
+    (an attack: the plan's fullest GPU and the engine's differed by a layer)."""
+    pp, layers = plan.layout.pp, plan.num_hidden_layers
+    if pp <= 1 or not layers or layers % pp == 0:
+        return argv
+    split = ",".join(str(n) for n in stage_layers(layers, pp))
+    variable = LAYER_PARTITION.get(engine)
+    if variable is None:
+        notes.append(note("launch.layer_partition", split=split, pp=pp, layers=layers))
+        return argv
+    return ["env", f"{variable}={split}", *argv]
 
 
 def _vllm_argv(plan: LaunchPlan, dp: int) -> list[str]:

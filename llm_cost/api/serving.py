@@ -308,7 +308,7 @@ def _with_launch(result: Any, engine: ServingEngine, r: ServeRequest) -> Any:
     plan = LaunchPlan(
         model_id, layout, replicas, seqs, tokens, chunked, cached, length, policy.utilization,
         capacity_bytes(g, policy.convention), per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes, kv_bits,
-        quantization, node_gpus(g), spec.model_type, str(choices.kv_dtype_of(r.kv_dtype)),
+        quantization, node_gpus(g), spec.model_type, str(choices.kv_dtype_of(r.kv_dtype)), spec.num_hidden_layers,
     )  # fmt: skip
     launch = launch_command(plan, engine)
     return dataclasses.replace(result, launch=dataclasses.replace(launch, conventions=[*launch.conventions, *notes]))

@@ -523,6 +523,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             else "each on its own GPUs"
         )
     ),
+    "launch.layer_partition": lambda p: (
+        f"warning: the plan weighs {p['layers']} layers over {p['pp']} stages as {p['split']} (the earlier stages "
+        "take the remainder); trtllm-serve takes no split, and if TensorRT-LLM gives the remainder to other stages "
+        "the fullest GPU holds another stage's weights than the plan's"
+    ),
     "launch.attention_dp": lambda p: (
         f"the command runs one replica of {p['gpus']} GPUs as {p['ranks']} attention data-parallel ranks of TP "
         f"{p['tp']} (each its own sequences and KV cache) with the routed experts spread over EP {p['ep']}"
