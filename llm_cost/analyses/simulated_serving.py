@@ -1588,7 +1588,7 @@ _PLAN_BAND = (
 
 #: How far above its screen's output tokens/s per GPU a simulated run may come: an ascent
 #: (:meth:`_Search.ascend`) leaves out a point whose screen's figure times this is under the
-#: most of a run holding the targets. Measured: in 230 runs of 22 saturated plans (llama3-8b,
+#: most of a run holding the targets. Measured: in 196 runs of 18 saturated plans (llama3-8b,
 #: llama3-70b, qwen3-32b, qwen3-30b-a3b; A100, H100, H200, B200, MI300X; 2K/256, 8K/512,
 #: 512/1K; P99 or P90 TTFT), a run at the band's slow end reached at most 1.052x its screen's
 #: figure (median 0.99x).
