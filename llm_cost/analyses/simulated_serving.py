@@ -610,11 +610,11 @@ def _chunk_too_large(
     kv_bits: int,
 ) -> InputError | None:
     """The refusal naming ``max_num_batched_tokens`` when it is the step's activation workspace, not
-    the weights, that leaves no KV block: the largest budget (halving, down to vLLM's 8,192) that
-    leaves one (an attack: a 1,048,576-token chunk was refused as "more GPUs (--tp/--pp)"); None
-    when no smaller budget helps."""
-    budget = engine.max_num_batched_tokens
-    while budget > 8192:
+    the weights, that leaves no KV block: the largest budget (halving, down to the engine's default
+    budget, :class:`~llm_cost.simulate.EngineConfig`'s) that leaves one (an attack: a
+    1,048,576-token chunk was refused as "more GPUs (--tp/--pp)"); None when no smaller budget helps."""
+    budget, least = engine.max_num_batched_tokens, EngineConfig().max_num_batched_tokens
+    while budget > least:
         budget //= 2
         smaller = dataclasses.replace(engine, max_num_batched_tokens=budget)
         pool = replica_kv_pool(spec, gpu, layout, smaller, policy, weight_bits, kv_bits)
