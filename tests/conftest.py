@@ -45,6 +45,7 @@ def cli(capsys):
 REPLAYS = {"replayed_experiments", "served_experiment", "saturation"}
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     """Every test that uses the replays of the shipped vLLM experiments (:func:`replayed_experiments`,
     about 20 s of CPU once per session, and :func:`served_experiment`) or of the published saturation runs (the ``saturation``
@@ -53,12 +54,28 @@ def pytest_collection_modifyitems(items):
 
     Under pytest-xdist (``pytest -n auto --dist loadgroup``, as CI runs it) each test file is one
     group, so that its module fixtures are computed by one worker only, and the replay tests of
-    every file are one more, so that one worker computes the replays."""
+    every file are one more, so that one worker computes the replays. The marks are set first
+    (``tryfirst``): pytest-xdist reads them in its own hook of the same name, and a mark set after
+    it groups nothing."""
     for item in items:
         replay = bool(REPLAYS & set(getattr(item, "fixturenames", ())))
         if replay:
             item.add_marker(pytest.mark.replay)
         item.add_marker(pytest.mark.xdist_group("replay" if replay else item.nodeid.split("::")[0]))
+
+
+def pytest_xdist_node_collection_finished(node, ids):
+    """Under ``--dist loadgroup``, stop if a worker's tests came back ungrouped: xdist marks a
+    grouped test by appending ``@group`` to its node id, which pytest 9.2 ignores (pytest-xdist
+    issue 1386), and then every worker recomputes every module and session fixture (the replays
+    twice: about 60 s of CPU) without a word. pyproject.toml keeps pytest below 9.2 until xdist
+    follows."""
+    if node.config.getoption("dist") == "loadgroup" and ids and "@" not in ids[0]:
+        pytest.exit(
+            "pytest-xdist's --dist loadgroup did not group the tests (pytest-xdist issue 1386); "
+            "install pytest<9.2 as pyproject.toml's test extra says",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
 
 
 @pytest.fixture(autouse=True)
