@@ -53,15 +53,18 @@ def pytest_collection_modifyitems(items):
     (``pytest -m "not replay"``) leaves them out; ``pytest`` and CI run them.
 
     Under pytest-xdist (``pytest -n auto --dist loadgroup``, as CI runs it) each test file is one
-    group, so that its module fixtures are computed by one worker only, and the replay tests of
-    every file are one more, so that one worker computes the replays. The marks are set first
-    (``tryfirst``): pytest-xdist reads them in its own hook of the same name, and a mark set after
-    it groups nothing."""
+    group, so that its module fixtures are computed by one worker only; the replay tests of
+    every file are one more, so that one worker computes the replays, and the files that render
+    shared results (:func:`shared_api_results`) one more, so that each result is computed once.
+    The marks are set first (``tryfirst``): pytest-xdist reads them in its own hook of the same
+    name, and a mark set after it groups nothing."""
     for item in items:
         replay = bool(REPLAYS & set(getattr(item, "fixturenames", ())))
         if replay:
             item.add_marker(pytest.mark.replay)
-        item.add_marker(pytest.mark.xdist_group("replay" if replay else item.nodeid.split("::")[0]))
+        rendered = "shared_api_results" in getattr(item, "fixturenames", ())
+        group = "replay" if replay else "rendered" if rendered else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_xdist_node_collection_finished(node, ids):
