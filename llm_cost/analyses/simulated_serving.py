@@ -17,10 +17,12 @@ concurrency); when none at the group's best concurrency meets the targets, the p
 (:func:`_descent`) through the group's frontier points and the caps of a :func:`ladder` falling by
 sqrt 2 below its best down to 1, by falling cap, until one meets them (the same steps in the same
 order whatever the targets, so a configuration is found whenever one on the way meets them, and a
-looser target never stops the descent lower); with a TTFT target, when one at the group's best
-concurrency meets them, the plan ascends (:meth:`_Search.ascend`) through its layout's own frontier
-points of more sequences, which the frontier over every layout dropped (TTFT is on neither of
-its axes); with a rate, each layout's :data:`PER_LAYOUT` fewest replica counts, at the rate per
+looser target never stops the descent lower), then sidesteps (:meth:`_Search.sidestep`) to the
+steps above the cap that met them at another chunk, which no run that missed says must miss (the
+descent's order by cap holds at one chunk: a larger chunk lowers TTFT and raises TPOT); with a
+TTFT target, when one at the group's best concurrency meets them, the plan ascends
+(:meth:`_Search.ascend`) through its layout's own frontier points of more sequences, which the
+frontier over every layout dropped (TTFT is on neither of its axes); with a rate, each layout's :data:`PER_LAYOUT` fewest replica counts, at the rate per
 replica (``max_num_seqs`` the engine's). ``max_num_batched_tokens`` is the candidate's chunk
 (unchunked: vLLM's default without chunked prefill, ``max(max_model_len, 2048)``). A candidate meets the targets when every target holds on its simulated
 distribution and no request is refused; the plan is, of those meeting them, with a rate the
@@ -1625,6 +1627,30 @@ def _holds(run: ServeRun) -> bool:
     return not run.violates_upper
 
 
+def _chunk_of(run: ServeRun) -> float:
+    """The prompt tokens a step of ``run``'s engine prefills at most: its chunk
+    (``max_num_batched_tokens``), or without chunked prefill a whole prompt (unbounded)."""
+    return run.max_num_batched_tokens if run.chunked_prefill else math.inf
+
+
+def _misses_too(missed: ServeRun, cap: int, chunk: float) -> bool:
+    """Whether ``missed``, a run that misses its targets, says that a run of the same layout at
+    ``cap`` sequences and a ``chunk`` of prompt tokens a step misses them too: at as many
+    sequences or more, for one target it missed that this chunk cannot bring back. A larger chunk
+    prefills a prompt in fewer steps (TTFT falls) and lengthens every step it joins (TPOT and ITL
+    rise): a TTFT missed says nothing of a larger chunk, a TPOT or ITL missed nothing of a smaller
+    one; E2E (both), a refused request and an overload say it of every chunk."""
+    if cap < missed.max_num_seqs:
+        return False
+    mine = _chunk_of(missed)
+    for miss in missed.violates_upper:
+        metric = miss.split()[0]
+        if metric == "ttft_s" and chunk > mine or metric in ("tpot_s", "itl_s") and chunk < mine:
+            continue
+        return True
+    return False
+
+
 class _Search:
     """The candidates' simulations of one plan (:func:`plan_on_simulation`): their settings, one
     step timer per replica layout shared by every run of the layout (a step's time depends only on
@@ -1735,6 +1761,7 @@ class _Search:
             if self.targets and not any(_holds(r) and r.max_num_seqs >= top.concurrency for r in mine):
                 best = max((r.output_tokens_per_s_per_gpu for r in runs if _holds(r)), default=0.0)
                 runs += self.descend(layout, replicas, group, top, mine, best)
+                runs += self.sidestep(layout, replicas, group, top, runs)
         if by_layout and "ttft_s" in self.targets:
             for layout, replicas in order:
                 runs += self.ascend(layout, replicas, groups[(layout, replicas)], by_layout, runs)
@@ -1848,6 +1875,41 @@ class _Search:
             held = self.step(layout, replicas, c, cap, (*mine, *more), done, more)
             lo, hi = (lo, mid) if held is None or held else (mid + 1, hi)
         return more
+
+    def sidestep(
+        self, layout: Layout, replicas: int, group: list[Candidate], top: Candidate, runs: Sequence[ServeRun]
+    ) -> list[ServeRun]:
+        """After a descent that holds: the steps above its highest holding cap at another chunk
+        that no run of the layout says must miss (:func:`_misses_too`), the middle one by cap run
+        each time until none is left. The descent orders its steps by cap alone, as if a run that
+        misses at one cap said so of every cap above it; that holds at one chunk, not across chunks
+        (8 x H100, llama3-70b, P90 TPOT 60 ms, P90 TTFT 1.2 s: 2 x TP4 missed the TTFT at 52
+        sequences with a 512-token chunk, so 64 with 1,024, which meets it at 310 ms, was never
+        run, and a looser TTFT of 2 s planned more than this one). Not run: a step whose cap
+        bounds its output tokens/s per GPU under the most of a run holding the targets
+        (:meth:`most_per_gpu`), or one tried already."""
+        mine = [r for r in runs if r.layout == layout and r.replicas == replicas]
+        held = [r.max_num_seqs for r in mine if _holds(r)]
+        if not held:
+            return []
+        floor, best = max(held), max(r.output_tokens_per_s_per_gpu for r in runs if _holds(r))
+        more: list[ServeRun] = []
+        while True:
+            tried = {(r.max_num_seqs, _chunk_of(r)) for r in (*mine, *more)}
+            missed = [r for r in (*mine, *more) if not _holds(r)]
+            steps = []
+            for cap, c in _descent(group, top):
+                engine = _engine_for(c, self.base, True, cap)
+                chunk = engine.max_num_batched_tokens if engine.chunked_prefill else math.inf
+                if cap > floor and (cap, chunk) not in tried and self.most_per_gpu(layout, cap) >= best:
+                    if not any(_misses_too(r, cap, chunk) for r in missed):
+                        steps.append((cap, c))
+            if not steps:
+                return more
+            cap, c = sorted(steps, key=lambda s: s[0])[len(steps) // 2]
+            more.append(self.trial(layout, replicas, c, cap))
+            if _holds(more[-1]):
+                floor, best = max(floor, cap), max(best, more[-1].output_tokens_per_s_per_gpu)
 
     def step(
         self,

@@ -478,7 +478,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + (
             f"at most {p['per_layout']} per layout and replica count, then, where none at its best concurrency "
             "meets the targets, its other frontier points and lower caps on max_num_seqs (falling by sqrt 2), by falling "
-            "cap, until one does; with a TTFT target, where one at its best concurrency meets them, its layout's "
+            "cap, until one does, then those above it at another chunk that no run says must miss (a TTFT missed "
+            "says nothing of a larger chunk, a TPOT nothing of a smaller one); with a TTFT target, where one at its "
+            "best concurrency meets them, its layout's "
             "own frontier points of more sequences (points another layout beats on both tokens/s per user and per "
             "GPU, which TTFT is not one of), bisected for the last that meets them"
             if p.get("qps") is None
