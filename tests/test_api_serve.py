@@ -15,7 +15,7 @@ import pytest
 
 import llm_cost
 from llm_cost import Layout, LlmCostError, Statistic, Target
-from llm_cost.analyses.simulated_serving import ladder
+from llm_cost.analyses.simulated_plan import ladder
 
 ONE = Layout(tp=1)
 

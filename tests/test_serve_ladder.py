@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from llm_cost import api
-from llm_cost.analyses.simulated_serving import ladder
+from llm_cost.analyses.simulated_plan import ladder
 from llm_cost.core.errors import InputError
 from llm_cost.model.layout import Layout
 

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
     from llm_cost.analyses.serving import ServePlan
     from llm_cost.analyses.serving_runs import ServingBand
-    from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
+    from llm_cost.analyses.simulated_plan import ServeComparison, SimulatedPlan
+    from llm_cost.analyses.simulated_serving import ServeRun
     from llm_cost.api.requests import DtypeArg, EngineArg, KvDtypeArg, MemoryArg, ProfileArg, WeightsDtypeArg
     from llm_cost.core.notes import Note
     from llm_cost.model.layout import Layout
@@ -101,7 +102,7 @@ def serve(
     - **the plan** (otherwise): the analytic search over TP/PP/EP layouts, replicas, concurrency
       and chunked-prefill budgets screens the configurations, the promising aggregated ones are
       simulated and ranked on their simulated distributions against the targets (a
-      :class:`~llm_cost.analyses.simulated_serving.SimulatedPlan`: with ``qps`` the fewest GPUs, up
+      :class:`~llm_cost.analyses.simulated_plan.SimulatedPlan`: with ``qps`` the fewest GPUs, up
       to ``gpus``, else the most output tokens/s per GPU); ``modes`` disaggregated alone stays
       analytic (a :class:`~llm_cost.analyses.serving.ServePlan`), as does ``analytic=True``
       (the analytic search alone: means from its queueing formulas, no simulation);
@@ -281,7 +282,7 @@ def _with_launch(result: Any, engine: ServingEngine, r: ServeRequest) -> Any:
     from llm_cost.analyses.capacity import capacity_bytes
     from llm_cost.analyses.launch import LaunchPlan, hf_repo_id, launch_command
     from llm_cost.analyses.serving.replicas import node_gpus
-    from llm_cost.analyses.simulated_serving import SimulatedPlan
+    from llm_cost.analyses.simulated_plan import SimulatedPlan
     from llm_cost.core.notes import note
     from llm_cost.model.layout import per_gpu
 
@@ -567,14 +568,15 @@ def _simulated(
 ) -> SimulatedPlan | ServeRun:
     """One configuration simulated, or the plan screened analytically and ranked by simulation.
     A plan at a rate of our making (``qps``, not a workload file or a trace: ``own_traffic``) with
-    no ``requests`` given runs :data:`~llm_cost.analyses.simulated_serving.PLAN_REQUESTS` per
+    no ``requests`` given runs :data:`~llm_cost.analyses.simulated_plan.PLAN_REQUESTS` per
     replica and candidate, whatever the replicas (a fixed total would leave each of many replicas
     a handful)."""
     from llm_cost.analyses.launch import router_for
     from llm_cost.analyses.serving import CONCURRENCY_GRID, MAX_PLAN_GPUS, plan
     from llm_cost.analyses.serving.moe_layouts import ATTENTION_DP_ENGINES, layout_families, replica_engine
     from llm_cost.analyses.serving.replicas import node_gpus
-    from llm_cost.analyses.simulated_serving import PLAN_REQUESTS, plan_on_simulation, run_configuration
+    from llm_cost.analyses.simulated_plan import PLAN_REQUESTS, plan_on_simulation
+    from llm_cost.analyses.simulated_serving import run_configuration
 
     config = traffic.engine_of(spec, g, **engine_options)
     if one is not None:  # an attention-DP replica's ranks each take the engine's settings
@@ -689,7 +691,7 @@ def serve_compare(
 def compare_request(request: ServeRequest) -> ServeComparison:
     """The answer of :func:`serve_compare` to ``request`` (``gpu`` the GPUs compared,
     ``usd_per_gpu_hour`` one price or one per GPU)."""
-    from llm_cost.analyses.simulated_serving import compare_gpus
+    from llm_cost.analyses.simulated_plan import compare_gpus
     from llm_cost.core.processes import map_in_processes  # lazy: multiprocessing only for a comparison
 
     request = checks.record(request, ServeRequest, "request")
@@ -738,7 +740,7 @@ def _plan_on(job: tuple[ServeRequest, Optional[float]]) -> tuple[str, Optional[f
     """One GPU's answer in a comparison (:func:`compare_request`): (the GPU's name, its price, its
     plan or None, why not or None). InputError for an error that is not the GPU's own
     (:func:`_per_gpu`) or a request that is not a plan."""
-    from llm_cost.analyses.simulated_serving import SimulatedPlan
+    from llm_cost.analyses.simulated_plan import SimulatedPlan
 
     request, price = job
     g = load_gpu(cast("GpuLike", request.gpu))  # one GPU of the comparison

@@ -197,7 +197,8 @@ def speculative(r: Any, out: OutFile) -> None:
 def serve(r: Any, model: str, gpu: str, out: OutFile) -> None:
     """``serve``'s picture: a simulated run's (or the chosen plan's) latency CDFs, GPUs side by
     side, or the analytic frontier."""
-    from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
+    from llm_cost.analyses.simulated_plan import ServeComparison, SimulatedPlan
+    from llm_cost.analyses.simulated_serving import ServeRun
 
     if isinstance(r, (ServeRun, SimulatedPlan)):
         latency_cdf(r if isinstance(r, ServeRun) else r.chosen, model, gpu, out)

@@ -235,7 +235,8 @@ def _wide_row(f: Candidate, chosen: Candidate) -> list[str]:
 
 def render(con, r: Any, display_name: str, gpu_name: str) -> None:
     """Any of ``serve``'s results (module docstring)."""
-    from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
+    from llm_cost.analyses.simulated_plan import ServeComparison, SimulatedPlan
+    from llm_cost.analyses.simulated_serving import ServeRun
 
     if isinstance(r, ServeRun):
         render_run(con, r, display_name, gpu_name)
@@ -689,7 +690,8 @@ def render_comparison(con, r: Any, display_name: str) -> None:
 def csv_rows(r: Any) -> tuple[list, list[dict] | None]:
     """The rows ``--csv`` prints: the analytic frontier (chosen and the targets missed marked,
     its warnings kept), the candidates simulated, one simulated run, or one row per GPU."""
-    from llm_cost.analyses.simulated_serving import ServeComparison, ServeRun, SimulatedPlan
+    from llm_cost.analyses.simulated_plan import ServeComparison, SimulatedPlan
+    from llm_cost.analyses.simulated_serving import ServeRun
 
     if isinstance(r, ServeRun):
         return [_flat(r)], [{"warnings": _warnings(r.conventions)}]
