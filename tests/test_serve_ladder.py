@@ -122,3 +122,19 @@ def test_a_looser_target_set_never_gives_a_worse_plan(seed):
                 ttft,
                 tpot,
             )
+
+
+def test_a_looser_ttft_never_plans_less_for_llama3_70b():
+    """A new user's report: with P90 TPOT 60 ms on 8 H100, P90 TTFT 0.8 s and 2 s planned 2 x TP4
+    at 64 sequences (304 output tokens/s per GPU) while 1 s to 1.5 s planned 68 (284): a search
+    that skipped lower caps once one held, though a closed loop's throughput is not monotone in
+    its cap within a few percent. A looser TTFT must plan at least as much, to the resolution of
+    the steady window's completions."""
+    plans = [
+        api.serve("llama3-70b", "h100", "2K", 256, gpus=8, tpot_s="p90:60ms", ttft_s=f"p90:{t}")
+        for t in ("0.8s", "1.2s", "2s")
+    ]
+    for tight, loose in zip(plans, plans[1:]):
+        window = tight.chosen.simulation.steady
+        resolution = 1 / window.requests if window is not None else 0.0
+        assert loose.output_tokens_per_s_per_gpu >= tight.output_tokens_per_s_per_gpu * (1 - resolution)

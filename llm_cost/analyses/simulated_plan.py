@@ -741,37 +741,36 @@ class _Search:
     def sidestep(
         self, layout: Layout, replicas: int, group: list[Candidate], top: Candidate, runs: Sequence[ServeRun]
     ) -> list[ServeRun]:
-        """After a descent that holds: the steps above its highest holding cap at another chunk
-        that no run of the layout says must miss (:func:`_misses_too`), the middle one by cap run
-        each time until none is left. The descent orders its steps by cap alone, as if a run that
-        misses at one cap said so of every cap above it; that holds at one chunk, not across chunks
-        (8 x H100, llama3-70b, P90 TPOT 60 ms, P90 TTFT 1.2 s: 2 x TP4 missed the TTFT at 52
-        sequences with a 512-token chunk, so 64 with 1,024, which meets it at 310 ms, was never
-        run, and a looser TTFT of 2 s planned more than this one). Not run: a step whose cap
-        bounds its output tokens/s per GPU under the most of a run holding the targets
-        (:meth:`most_per_gpu`), or one tried already."""
+        """After a descent that holds: every step above its highest holding cap at another chunk
+        that no run of the layout says must miss (:func:`_misses_too`), by rising cap. The descent
+        orders its steps by cap alone, as if a run that misses at one cap said so of every cap
+        above it; that holds at one chunk, not across chunks (8 x H100, llama3-70b, P90 TPOT
+        60 ms, P90 TTFT 1.2 s: 2 x TP4 missed the TTFT at 52 sequences with a 512-token chunk, so
+        64 with 1,024, which meets it at 310 ms, was never run, and a looser TTFT of 2 s planned
+        more than this one). Every such step is run, not a bisection of them: a closed loop's
+        throughput is not monotone in its cap within a few percent (2 x TP4 at 1,024: 304, 284 and
+        288 output tokens/s per GPU at 64, 68 and 72 sequences), and a step skipped on that
+        assumption made a looser target plan less. Not run: a step whose cap bounds its output
+        tokens/s per GPU under the most of a run holding the targets (:meth:`most_per_gpu`), one
+        a missed run rules out, or one tried already."""
         mine = [r for r in runs if r.layout == layout and r.replicas == replicas]
         held = [r.max_num_seqs for r in mine if _holds(r)]
         if not held:
             return []
         floor, best = max(held), max(r.output_tokens_per_s_per_gpu for r in runs if _holds(r))
         more: list[ServeRun] = []
-        while True:
-            tried = {(r.max_num_seqs, _chunk_of(r)) for r in (*mine, *more)}
-            missed = [r for r in (*mine, *more) if not _holds(r)]
-            steps = []
-            for cap, c in _descent(group, top):
-                engine = _engine_for(c, self.base, True, cap)
-                chunk = engine.max_num_batched_tokens if engine.chunked_prefill else math.inf
-                if cap > floor and (cap, chunk) not in tried and self.most_per_gpu(layout, cap) >= best:
-                    if not any(_misses_too(r, cap, chunk) for r in missed):
-                        steps.append((cap, c))
-            if not steps:
-                return more
-            cap, c = sorted(steps, key=lambda s: s[0])[len(steps) // 2]
+        for cap, c in sorted(_descent(group, top), key=lambda s: s[0]):
+            engine = _engine_for(c, self.base, True, cap)
+            chunk = engine.max_num_batched_tokens if engine.chunked_prefill else math.inf
+            done = (*mine, *more)
+            if cap <= floor or (cap, chunk) in {(r.max_num_seqs, _chunk_of(r)) for r in done}:
+                continue
+            if self.most_per_gpu(layout, cap) < best or any(_misses_too(r, cap, chunk) for r in done if not _holds(r)):
+                continue
             more.append(self.trial(layout, replicas, c, cap))
             if _holds(more[-1]):
-                floor, best = max(floor, cap), max(best, more[-1].output_tokens_per_s_per_gpu)
+                best = max(best, more[-1].output_tokens_per_s_per_gpu)
+        return more
 
     def step(
         self,
