@@ -271,3 +271,18 @@ def test_a_plan_at_ten_times_the_rate_needs_about_ten_times_the_gpus():
     high, simulated = per_gpu(1000.0)
     assert high <= 1.1 * low
     assert simulated >= 1000  # the replica's own run: a P99 needs 1,000 requests
+
+
+def test_a_rate_the_gpu_budget_cannot_carry_names_the_gpus_that_can(cli):
+    """A new user's report: 10 requests/s of llama3-70b on 8 H100 with P99 TTFT 2 s and P90 TPOT
+    50 ms was refused as a TPOT out of reach ("the fastest configuration simulated reaches 72.8
+    ms"), though 12 GPUs meet it: at a rate more replicas each take less. The refusal names the
+    fewest GPUs whose plan meets the targets, and a plan at that count does."""
+    argv = ["serve", "llama3-70b", "--gpu", "h100", "--qps", "10", "--input", "2K", "--output", "256",
+            "--ttft", "p99:2s", "--tpot", "p90:50ms"]  # fmt: skip
+    run = cli(*argv, "--gpus", "8")
+    assert run.code == 2 and run.err.count("\n") == 1 and run.err.startswith("error: --gpus 8:")
+    fewest = int(run.err.split("give --gpus ")[1].split()[0])
+    assert fewest > 8
+    plan = api.serve("llama3-70b", "h100", "2K", 256, qps=10, gpus=fewest, ttft_s="p99:2s", tpot_s="p90:50ms")
+    assert plan.chosen.meets and plan.chosen.gpus <= fewest

@@ -5,7 +5,7 @@ simulation), or GPUs side by side (:func:`serve_compare`)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional, cast
 
 from llm_cost.api import checks, choices, traffic
@@ -605,7 +605,7 @@ def _simulated(
     search["concurrency"] = [c for c in CONCURRENCY_GRID if c <= config.max_num_seqs] or [config.max_num_seqs]
     screened = _screen_traffic(load, config.prefix_caching, requests or PLAN_REQUESTS)
 
-    def screen_at(cached: int) -> Any:
+    def screen_at(cached: int, budget: int | None = budget) -> Any:
         return plan(
             spec,
             g,
@@ -620,38 +620,68 @@ def _simulated(
             **common,
         )
 
-    screen = screen_at(screened.cached_tokens)
     from llm_cost.simulate import Workload
 
     if requests is None and not own_traffic and isinstance(load, Workload):
         load = Workload(load.arrivals, load.input_tokens, load.output_tokens, load.prefix, None)
-    result = plan_on_simulation(
-        screen,
-        spec,
-        g,
-        load,
-        config,
-        time_model,
-        common["policy"],
-        targets=goals,
-        qps=_screen_traffic(load).qps if has_arrivals else None,
-        usd_per_gpu_hour=common["usd_per_gpu_hour"],
-        seed=seed,
-        requests=requests or PLAN_REQUESTS,
-        notes=common["extra_notes"],
-        serving_band=serving_band,
-        router=router,
-        rescreen=screen_at if config.prefix_caching else None,
-        **formats,
-    )
+
+    def planned(budget: int | None) -> SimulatedPlan:
+        return plan_on_simulation(
+            screen_at(screened.cached_tokens, budget),
+            spec,
+            g,
+            load,
+            config,
+            time_model,
+            common["policy"],
+            targets=goals,
+            qps=_screen_traffic(load).qps if has_arrivals else None,
+            usd_per_gpu_hour=common["usd_per_gpu_hour"],
+            seed=seed,
+            requests=requests or PLAN_REQUESTS,
+            notes=common["extra_notes"],
+            serving_band=serving_band,
+            router=router,
+            rescreen=(lambda cached: screen_at(cached, budget)) if config.prefix_caching else None,
+            **formats,
+        )
+
+    try:
+        result = planned(budget)
+    except InputError as missed:
+        raise _with_fewest_gpus(missed, budget if has_arrivals else None, planned) from None
     from llm_cost.core.notes import note
 
-    added = [n for n in (layout_families(spec, result.simulated, screen.frontier),) if n is not None]
+    added = [n for n in (layout_families(spec, result.simulated, result.screen.frontier),) if n is not None]
     if requests is not None and result.chosen.simulated_requests > requests:
         added.append(note("serve.requests_raised", asked=requests, simulated=result.chosen.simulated_requests))
     if not added:
         return result
     return dataclasses.replace(result, conventions=[*result.conventions, *added])
+
+
+def _with_fewest_gpus(
+    missed: InputError, budget: int | None, planned: Callable[[int | None], SimulatedPlan]
+) -> InputError:
+    """At a rate within a GPU ``budget`` where no simulated configuration meets the targets:
+    ``missed`` joined by the fewest GPUs that do meet them (the plan without a budget, which adds
+    replicas, each then taking a lower rate), when that is more than the budget; else ``missed``
+    as it is (no budget, a refusal that names the GPUs already, or targets out of reach at any
+    count)."""
+    if budget is None or "gpus" in missed.fields:
+        return missed
+    try:
+        wider = planned(None)
+    except InputError:
+        return missed
+    if wider.chosen.gpus <= budget:
+        return missed
+    return InputError(
+        f"gpus {budget:,}: no configuration within {budget:,} GPU{'s' if budget > 1 else ''} meets every target "
+        f"at this rate ({missed}); "
+        f"{wider.chosen.gpus:,} do ({wider.chosen.describe()}): give gpus {wider.chosen.gpus:,} or more",
+        fields=("gpus", *missed.fields),
+    )
 
 
 def serve_time_model(
