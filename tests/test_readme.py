@@ -127,4 +127,7 @@ def test_the_readme_workload_file_is_served(cli, tmp_path):
     r = cli("serve", "llama3-8b", "--tp", "1", "--workload", str(path), "--requests", "100", "--json")
     assert r.code == 0, r.err
     described = r.json()["workload"]
-    assert "4 shared prefixes of 200 tokens (8 users each); 100 requests" in described, described
+    assert (
+        "4 shared prefixes of 200 tokens (8 prefix users each, requests dealt to the 32 in turn); 100 requests"
+        in described
+    ), described

@@ -246,8 +246,9 @@ def describe(traffic: Workload | Trace) -> str:
     text = f"{when}; prompts {_lengths(traffic.input_tokens)}, outputs {_lengths(traffic.output_tokens)}"
     if traffic.prefix is not None:
         p = traffic.prefix
-        users = f"{p.users_per_group:,} user{'s' if p.users_per_group > 1 else ''}"
-        text += f"; {p.groups:,} shared prefixes of {p.tokens:,} tokens ({users} each)"
+        each = f"{p.users_per_group:,} prefix user{'s' if p.users_per_group > 1 else ''} each"
+        dealt = f"requests dealt to the {p.groups * p.users_per_group:,} in turn"
+        text += f"; {p.groups:,} shared prefixes of {p.tokens:,} tokens ({each}, {dealt})"
     if traffic.requests is not None:
         text += f"; {traffic.requests:,} requests"
     return text

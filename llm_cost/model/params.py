@@ -1,8 +1,10 @@
 """How many parameters a model has, where they are, and what they weigh at a dtype.
 
 Every figure is a sum over :func:`llm_cost.structure.build`'s tensor list (seed 000 §六, seed
-003 §01). Conventions: a parameter is an element of a stored trainable tensor (tied embedding
-counted once, buffers excluded); N_gemm counts matmul weights only (no embedding lookup, no
+003 §01). Conventions: a parameter is an element of a tensor a checkpoint stores, trainable or
+not (DeepSeek-V3's router bias ``e_score_correction_bias``, which its checkpoint stores and no
+gradient updates, is counted; tied embedding counted once; buffers computed at load, such as
+RoPE's ``inv_freq``, excluded); N_gemm counts matmul weights only (no embedding lookup, no
 norms or biases; LM head included, tied or not); active parameters per token are all
 parameters less the routed experts a token skips (DeepSeek's "37B activated").
 """

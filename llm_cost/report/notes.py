@@ -121,7 +121,9 @@ def _model_scaling(p: dict) -> str:
 
 TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "prediction.engine": _engine,
-    "params.counted": "parameters: elements of stored trainable tensors; tied embedding counted once; buffers excluded",
+    "params.counted": "parameters: elements of the tensors a checkpoint stores (trainable weights, and stored tensors "
+    "no gradient updates, as DeepSeek's router bias e_score_correction_bias); tied embedding counted once; buffers "
+    "computed at load (RoPE frequencies, masks) excluded",
     "params.no_scales": "{dtype}: every parameter, the embedding and LM head included, at the element's bits with "
     "no scales (the source documents' convention); a checkpoint stores scales and keeps the embedding and LM head "
     "in 16 bits: weigh it as nvfp4, mxfp4 or fp8_block, or read its config.json",
