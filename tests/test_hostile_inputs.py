@@ -190,6 +190,11 @@ def _spec(tmp: Path, name: str, old: str, new: str) -> Path:
     return path
 
 
+def _decode_call(path: Path, tp: int) -> str:
+    """The API call a row evaluates: a decode step of the spec at ``path`` over ``tp`` GPUs."""
+    return f"llm_cost.decode({str(path)!r}, 'h100', batch=8, context=2048, layout=llm_cost.Layout(tp={tp}))"
+
+
 def _hub_cache_loop(tmp: Path) -> dict[str, str]:
     repo = tmp / "hub" / "models--NousResearch--Meta-Llama-3.1-8B"
     (repo / "refs").mkdir(parents=True)
@@ -1082,6 +1087,17 @@ def _mlp_only(tmp: Path) -> str:
 ROW = {"arrival_s": 0, "input_tokens": 100, "output_tokens": 12}
 #: (id, build(tmp) -> argv or an API call's text, exit code, phrase of stderr (2) or stdout (0)).
 IN_PROCESS = [
+    # attack (stop 52): a width under TP reached a division by zero in the GEMM tile count, an
+    # internal error on the command line and a bare ZeroDivisionError through the API
+    ("tp-past-intermediate-size", lambda t: ["roofline", str(_spec(t, "inter1", "intermediate_size: 14336",
+     "intermediate_size: 1")), "--gpu", "h100", "--tp", "2"], 2, "--tp: 2 does not divide llama3-8b's "
+     "mlp.intermediate_size 1"),
+    ("tp-past-vocab-size", lambda t: ["serve", str(_spec(t, "v1", "vocab_size: 128256", "vocab_size: 1")), "--tp", "2",
+     "--batch", "8"], 2, "--tp: 2 is more than llama3-8b's vocab_size 1"),
+    ("tp-past-intermediate-size-api", lambda t: _decode_call(_spec(t, "inter4", "intermediate_size: 14336",
+     "intermediate_size: 4"), 8), 2, "tp: 8 does not divide llama3-8b's mlp.intermediate_size 4"),
+    ("a-plan-skips-layouts-a-width-refuses", lambda t: ["train", str(_spec(t, "inter3", "intermediate_size: 14336",
+     "intermediate_size: 14337")), "--tokens", "1T", "--gpus", "8"], 0, "training plan"),
     # 4: every output path through the one writer
     ("i36-plot-existing", lambda t: ["kv", "llama3-8b", "--plot", _existing(t, "n.png")], 2, "already exists; pass --force"),
     ("i36-plot-fifo", lambda t: ["kv", "llama3-8b", "--plot", str(_fifo(t, "n.png")), "--force"], 2, "a FIFO, not a regular file"),

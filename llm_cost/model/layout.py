@@ -102,6 +102,7 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
         if value < 1:
             raise InputError(f"{name}: {value} must be at least 1", fields=(name,))
     _check_heads(spec, layout)
+    _check_widths(spec, layout)
     if layout.pp > spec.num_hidden_layers:
         raise InputError(f"pp: {layout.pp} stages exceed the {spec.num_hidden_layers} layers", fields=("pp",))
     _check_experts(spec, layout)
@@ -138,6 +139,36 @@ def _check_heads(spec: ModelSpec, layout: Layout) -> None:
     mamba = spec.mamba
     if mamba is not None and mamba.num_heads % layout.tp:
         raise InputError(f"tp: {layout.tp} does not divide the {mamba.num_heads} Mamba-2 heads", fields=("tp",))
+
+
+def _check_widths(spec: ModelSpec, layout: Layout) -> None:
+    """InputError naming ``tp`` when it does not divide a feed-forward width it splits, or exceeds
+    the vocabulary. vLLM's column- and row-parallel linear layers split their width with
+    ``divide``, which asserts an exact split (vllm/model_executor/layers/linear.py); its
+    vocabulary-parallel embedding and LM head pad the vocabulary instead, but give each rank at
+    least one row. Routed experts are split over TP only without EP (with EP each rank holds whole
+    experts)."""
+    widths = []
+    if spec.mlp is not None:
+        widths.append(("mlp.intermediate_size", spec.mlp.intermediate_size))
+    if spec.moe is not None:
+        if layout.ep == 1:
+            widths.append(("moe.moe_intermediate_size", spec.moe.moe_intermediate_size))
+        if spec.moe.shared_expert_intermediate_size:
+            widths.append(("moe.shared_expert_intermediate_size", spec.moe.shared_expert_intermediate_size))
+    for name, width in widths:
+        if width % layout.tp:
+            raise InputError(
+                f"tp: {layout.tp} does not divide {spec.name}'s {name} {width:,} (engines split a feed-forward "
+                "width evenly over the TP ranks)",
+                fields=("tp",),
+            )
+    if spec.vocab_size < layout.tp:
+        raise InputError(
+            f"tp: {layout.tp} is more than {spec.name}'s vocab_size {spec.vocab_size:,} (each rank holds at least "
+            "one row of the embedding and LM head)",
+            fields=("tp",),
+        )
 
 
 def _check_experts(spec: ModelSpec, layout: Layout) -> None:
