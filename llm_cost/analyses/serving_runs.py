@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -507,9 +508,13 @@ def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) 
     them). The fast-end and slow-end step factors are the ratios' 10th and 90th percentiles
     (:func:`linear_percentile`), clamped so that low <= 1 <= high: 8 of 10 runs' measured mean ITL
     lay within [predicted x low, predicted x high]. On a GPU of a kernel family none of the runs'
-    GPUs (:data:`RUN_GPUS`) is of, the band is widened (:func:`~llm_cost.perf.calibrated.widened`)
-    by how much wider, in log ratio, the step-time fit's held-out band is for a prediction on a
-    family or engine it had no rows of than for one it had (:func:`transfer_widening`); a GPU of
+    GPUs (:data:`RUN_GPUS`) is of, the percentiles' spread is widened
+    (:func:`~llm_cost.perf.calibrated.widened`) about its geometric centre, by how much wider, in
+    log ratio, the step-time fit's held-out band is for a prediction on a family or engine it had
+    no rows of than for one it had (:func:`transfer_widening`), then clamped: the runs say the
+    simulator's steps are slower than measured on their GPUs, which says nothing of a GPU of
+    another family, so its slow end leaves the nominal too (widened about nominal, a slow end at
+    x1 stayed x1: "pessimistic" claimed of a GPU no run measured); a GPU of
     one of their families (an H200 beside the runs' H100) is timed by the same fitted family
     parameters, a fitted prediction as ``roofline`` labels it, and keeps the band as is."""
     from llm_cost.perf.calibrated import widened
@@ -519,9 +524,10 @@ def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) 
     values = list(band_ratios() if ratios is None else ratios)
     lo_q, hi_q = BAND_PERCENTILES
     p_low, p_high = linear_percentile(values, lo_q), linear_percentile(values, hi_q)
-    low, high = min(p_low, 1.0), max(p_high, 1.0)
     widen = 1.0 if _run_family(gpu) else transfer_widening()
-    low, high = widened(low, widen), widened(high, widen)
+    centre = math.sqrt(p_low * p_high)  # the runs' bias: the spread is widened about it, not about nominal
+    low, high = centre * widened(p_low / centre, widen), centre * widened(p_high / centre, widen)
+    low, high = min(low, 1.0), max(high, 1.0)
     return ServingBand(
         low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen, measured=gpu.name in RUN_GPUS
     )

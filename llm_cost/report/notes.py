@@ -315,7 +315,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             + (
                 "; the simulator's steps were slower than measured even at the p90, so the nominal figure is the "
                 "band's slow end, a pessimistic one"
-                if p["p_high"] < 1
+                if p["p_high"] < 1 and p["slow"] <= 1
                 else ""
             )
             + (
@@ -324,8 +324,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
                 else f"; {p['gpu']} was not among their GPUs but is of a kernel family one of them is (its steps "
                 "timed by that family's fitted parameters), so not widened"
                 if p["transfer"] == 1
-                else f"; {p['gpu']} was not among their GPUs, so widened {p['transfer']:.3g}x (how much wider the "
-                "step-time fit's held-out band is for transferred predictions than for fitted ones)"
+                else f"; {p['gpu']} was not among their GPUs, so the spread is widened {p['transfer']:.3g}x about "
+                "its centre, on both sides (how much wider the step-time fit's held-out band is for transferred "
+                "predictions than for fitted ones)"
             )
             + f"; steps timed by profile {p['profile']}); the fast-end and slow-end rows are one run each, as are the "
             "JSON's *_low (fast end; for rates, the slow end) and *_high figures: a schedule is only nearly monotone in "
