@@ -263,10 +263,24 @@ def test_gpus_side_by_side_mark_the_cheapest():
 
 
 def test_a_gpu_without_a_plan_keeps_its_reason():
-    r = llm_cost.serve_compare("llama3-70b", ["h100", "l40s"], 2048, 256, gpus=1, requests=50)
+    """Llama-3-70B's 141 GB of weights fit 2 H100s (80 GB each) but not 2 L40S (48 GB each)."""
+    r = llm_cost.serve_compare("llama3-70b", ["h100", "l40s"], 2048, 256, gpus=2, requests=50)
     by = {g.gpu: g for g in r.plans}
-    assert by["l40s"].plan is None and "gpus" in by["l40s"].error
-    assert by["h100"].plan is None or by["h100"].error is None
+    assert by["l40s"].plan is None and "gpus" in by["l40s"].error and by["l40s"].error_fields == ("gpus",)
+    assert by["h100"].plan is not None and by["h100"].error is None
+
+
+def test_a_comparison_where_no_gpu_has_a_plan_is_refused_with_the_first_reason(cli):
+    """An attack: every GPU compared without a plan (a TTFT of a nanosecond) exited 0 with a table of
+    reasons, its header reading 'saturated; targets: none', where one GPU exits 2. Refused as one
+    line naming the GPUs and the first one's reason, written with flags."""
+    with pytest.raises(
+        llm_cost.LlmCostError, match=r"^gpu: no GPU compared \(h100, h200\) has a plan; on h100: ttft_s"
+    ):
+        llm_cost.serve_compare("llama3-8b", ["h100", "h200"], gpus=1, qps=2, ttft_s="p99:1e-9ms", requests=50)
+    run = cli("serve", "llama3-8b", "--gpu", "h100,h200", "--gpus", "1", "--qps", "2", "--ttft", "p99:1e-9ms")
+    assert run.code == 2 and run.out == "" and run.err.count("\n") == 1
+    assert run.err.startswith("error: --gpu: no GPU compared (h100, h200) has a plan; on h100: --ttft "), run.err
 
 
 @pytest.mark.parametrize(

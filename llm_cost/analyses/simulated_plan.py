@@ -1037,13 +1037,15 @@ def _closed_loop(traffic: Workload | Trace, users: int, requests: int, ramp_s: f
 
 @record
 class GpuPlan:
-    """One GPU's answer in a comparison: its price, its plan (None when it has none) or why not."""
+    """One GPU's answer in a comparison: its price, its plan (None when it has none) or why not
+    (``error``, the argument names it uses in ``error_fields``, as an InputError's ``fields``)."""
 
     gpu: str
     usd_per_gpu_hour: float | None
     plan: SimulatedPlan | None
     error: str | None
     cheapest: bool
+    error_fields: tuple[str, ...] = ()
 
 
 @record
@@ -1066,16 +1068,20 @@ def compare_gpus(
     workload: str,
     qps: float | None,
     targets: Mapping[str, Target],
-    answers: Sequence[tuple[str, float | None, SimulatedPlan | None, str | None]],
+    answers: Sequence[tuple[str, float | None, SimulatedPlan | None, tuple[str, tuple[str, ...]] | None]],
 ) -> ServeComparison:
-    """The side-by-side result of each GPU's (name, price, plan, error), the cheapest marked."""
+    """The side-by-side result of each GPU's (name, price, plan, error: its message and the
+    argument names it uses), the cheapest marked."""
     priced = [
         (p.usd_per_million_output_tokens, g)
         for g, _, p, _ in answers
         if p is not None and p.usd_per_million_output_tokens is not None
     ]
     cheapest = min(priced)[1] if priced else None
-    plans = tuple(GpuPlan(g, price, plan, error, g == cheapest) for g, price, plan, error in answers)
+    plans = tuple(
+        GpuPlan(g, price, plan, error[0] if error else None, g == cheapest, error[1] if error else ())
+        for g, price, plan, error in answers
+    )
     bands = [n for _, _, p, _ in answers if p is not None for n in p.conventions if n.code in _BAND_NOTES]
     said = [n for i, n in enumerate(bands) if n not in bands[:i]]  # each GPU's band, said once
     return ServeComparison(model, workload, qps, dict(targets), plans, cheapest, [note("serve.compare"), *said])

@@ -761,15 +761,22 @@ def compare_request(request: ServeRequest) -> ServeComparison:
     ]
     answers = map_in_processes(_plan_on, jobs)  # each GPU's plan apart: on the machine's cores
     first = next((plan for _, _, plan, _ in answers if plan is not None), None)
+    if first is None:  # every GPU refused: the comparison has nothing to show
+        name, _, _, error = answers[0]
+        message, fields = error or ("", ())
+        listed = ", ".join(a[0] for a in answers)
+        raise InputError(f"gpu: no GPU compared ({listed}) has a plan; on {name}: {message}", fields=("gpu", *fields))
     shown = first.workload if first is not None else ""
     goals = first.targets if first is not None else {}
     return compare_gpus(spec.name, shown, first.qps if first is not None else None, goals, answers)
 
 
-def _plan_on(job: tuple[ServeRequest, Optional[float]]) -> tuple[str, Optional[float], Optional[Any], Optional[str]]:
+def _plan_on(
+    job: tuple[ServeRequest, Optional[float]],
+) -> tuple[str, Optional[float], Optional[Any], Optional[tuple[str, tuple[str, ...]]]]:
     """One GPU's answer in a comparison (:func:`compare_request`): (the GPU's name, its price, its
-    plan or None, why not or None). InputError for an error that is not the GPU's own
-    (:func:`_per_gpu`) or a request that is not a plan."""
+    plan or None, why not or None: the message and the argument names it uses). InputError for an
+    error that is not the GPU's own (:func:`_per_gpu`) or a request that is not a plan."""
     from llm_cost.analyses.simulated_plan import SimulatedPlan
 
     request, price = job
@@ -779,7 +786,7 @@ def _plan_on(job: tuple[ServeRequest, Optional[float]]) -> tuple[str, Optional[f
     except InputError as e:
         if not _per_gpu(e):
             raise
-        return g.name, price, None, str(e)
+        return g.name, price, None, (str(e), tuple(e.fields))
     if not isinstance(result, SimulatedPlan):
         raise InputError("layout: a comparison plans each GPU; leave out the layout", fields=("layout",))
     return g.name, price, result, None

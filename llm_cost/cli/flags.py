@@ -14,6 +14,8 @@ is written once.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from typing import Any
 
 from llm_cost.core.errors import InputError
 
@@ -91,3 +93,12 @@ def as_flags(error: InputError) -> str:
     pattern = re.compile(rf"({_QUOTED})|(?<![\w./~-])({names})(?![\w-]|\.\w|/)")
     message = pattern.sub(lambda m: m.group(1) or flag(m.group(2)), message)
     return _REPEATED.sub(r"\1", message)
+
+
+def errors_as_flags(result: Any) -> Any:
+    """A comparison (``llm_cost.api.compare_request``'s result) with each GPU's reason for having
+    no plan written with flags (:func:`as_flags`), as an error of the command line is."""
+    plans = tuple(
+        replace(g, error=as_flags(InputError(g.error, fields=g.error_fields))) if g.error else g for g in result.plans
+    )
+    return replace(result, plans=plans)

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from llm_cost.cli.flags import errors_as_flags
 from llm_cost.cli.options import (
     GPU_HELP,
     MODEL_HELP,
@@ -397,7 +398,11 @@ def serve(
         memory=memory, gpu_memory_utilization=gpu_memory_utilization, reserve_bytes=reserve_gb,
         network_gb_s=network_gb_s, emit=emit_engine,
     )  # fmt: skip
-    result = api.compare_request(request) if len(gpu_names) > 1 else api.serve_request(request)
+    if len(gpu_names) > 1:
+        compared = api.compare_request(request)  # its JSON is the API's, argument names and all
+        result: Any = compared if as_json else errors_as_flags(compared)
+    else:
+        result = api.serve_request(request)
     _show(result, gpu_names, api.load_model(model).display_name, out, as_json, as_csv, emit_engine is not None)
 
 
