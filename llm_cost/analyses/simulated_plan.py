@@ -66,6 +66,7 @@ from llm_cost.perf.timemodel import TimeModel
 from llm_cost.simulate import (
     ClosedLoop,
     EngineConfig,
+    OpenLoop,
     ScaledTimer,
     StepTimer,
     Target,
@@ -861,18 +862,34 @@ class _Search:
 
     def decided(self, layout: Layout, replicas: int, c: Candidate, bound: float | None) -> ServeRun:
         """Candidate ``c`` as ``replicas`` x ``layout`` at the rate, its simulated requests those its
-        verdict needs (:meth:`rate_load`): a run of the plan's requests first where that is
-        shorter, which settles a target it misses (a short run reads better than a long one, its
-        warm-up and drain weighing more, and the verdict is at the upper end of the interval, above
-        the figure); else the run of the precision needed. The count does not depend on the seed, so neither does the
-        chosen plan's run."""
+        verdict needs (:meth:`rate_load`, or the count asked for): a short run first where that is
+        shorter (:meth:`short_load`), which settles a target it misses (a short run reads better
+        than a long one, its warm-up and drain weighing more, and the verdict is at the upper end
+        of the interval, above the figure); else the whole run. The counts do not depend on the
+        seed, so neither does the chosen plan's run."""
         router = self.router_of(layout, replicas)
-        full, short = self.rate_load(replicas, router, c), self.rate_load(replicas, router)
-        if isinstance(full, Workload) and isinstance(short, Workload) and (short.requests or 0) < (full.requests or 0):
+        full = self.rate_load(replicas, router, c)
+        short = self.short_load(full, replicas, router)
+        if short is not None:
             first = self.run(layout, replicas, c, short)
             if first.violates or _clearly_misses(first, bound):
                 return first
         return self.run(layout, replicas, c, full)
+
+    def short_load(self, full: Workload | Trace, replicas: int, router: Router) -> Workload | None:
+        """``full``'s traffic cut to :data:`PLAN_REQUESTS` (of one replica standing for all; in all,
+        at least :data:`PLAN_REQUESTS_PER_REPLICA` per replica, where every replica is simulated),
+        or None where that is no shorter or the traffic is not one steady stream: a trace, or
+        stages of different rates, whose first requests are not the rest's. A count asked for
+        (``requests`` 20,000 at a rate no layout meets) had run in whole for every candidate, each
+        a clear miss: 25 s to an error (an attack)."""
+        if not isinstance(full, Workload) or full.requests is None:
+            return None
+        if not isinstance(full.arrivals, OpenLoop) or len(full.arrivals.stages) != 1:
+            return None
+        one = exchangeable(full, router)
+        n = PLAN_REQUESTS * replicas if one else max(PLAN_REQUESTS, PLAN_REQUESTS_PER_REPLICA * replicas)
+        return dataclasses.replace(full, requests=n) if n < full.requests else None
 
     def rate_load(self, replicas: int, router: Router, c: Candidate | None = None) -> Workload | Trace:
         """The traffic a candidate of ``replicas`` replicas runs at a rate, a workload of ours
