@@ -286,3 +286,22 @@ def test_a_rate_the_gpu_budget_cannot_carry_names_the_gpus_that_can(cli):
     assert fewest > 8
     plan = api.serve("llama3-70b", "h100", "2K", 256, qps=10, gpus=fewest, ttft_s="p99:2s", tpot_s="p90:50ms")
     assert plan.chosen.meets and plan.chosen.gpus <= fewest
+
+
+def test_a_rate_no_budget_carries_is_blamed_on_where_the_rate_comes_from(cli, tmp_path):
+    """An attack: a trace whose arrivals come 1e-300 s apart, and a workload file's rate, were
+    refused as '--qps ...', a flag never given, with a 300-digit figure. The refusal names the
+    trace or the workload; --qps stays named for a rate given as --qps."""
+    trace = tmp_path / "burst.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n" + "".join(f"{i}e-300,512,64\n" for i in range(100)))
+    run = cli("serve", "llama3-8b", "--trace", str(trace))
+    assert run.code == 2 and run.err.startswith("error: --trace: 1.01e+300 requests/s: no configuration"), run.err
+    assert "--qps" not in run.err and len(run.err) < 400
+    work = tmp_path / "work.yaml"
+    work.write_text(
+        "arrivals: {process: poisson, rate_rps: 20, duration_s: 100}\ninput_tokens: 4000\noutput_tokens: 100\n"
+    )
+    run = cli("serve", "llama3-8b", "--workload", str(work), "--gpus", "1")
+    assert run.code == 2 and run.err.startswith("error: --workload: 20 requests/s: no configuration"), run.err
+    run = cli("serve", "llama3-8b", "--qps", "1e6", "--gpus", "8")
+    assert run.code == 2 and run.err.startswith("error: --qps 1e+06: no configuration"), run.err

@@ -25,7 +25,7 @@ from llm_cost.analyses.serving.search import longer_than_context, pcie_note
 from llm_cost.analyses.serving_runs import ServingBand, replica_kv_pool
 from llm_cost.core.choices import BandSource, Router
 from llm_cost.core.errors import InputError
-from llm_cost.core.limits import MAX_DECODE_STEPS
+from llm_cost.core.limits import MAX_DECODE_STEPS, MAX_PLAN_GPUS
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
@@ -673,20 +673,33 @@ def _check_prefill_keeps_up(
         "without end; "
     )
     if best < offered:  # no budget keeps up: the replica's compute does not
-        needed = math.ceil(rate * max(prompt, 1.0) / best)
+        needed = rate * max(prompt, 1.0) / best
+        # a trace's rate is its own arrivals', not an argument's
+        source, lower = ("trace", "a sparser trace") if isinstance(traffic, Trace) else ("qps", "a lower qps")
+        gpus = math.ceil(needed) * layout.gpus if needed * layout.gpus <= MAX_PLAN_GPUS else None
+        remedy = (
+            f"give gpus {gpus:,} ({math.ceil(needed):,} replicas) or more, or {lower}"
+            if gpus is not None
+            else f"more than the {MAX_PLAN_GPUS:,} GPUs a plan takes would; give {lower}"
+        )
         raise InputError(
-            f"qps: {rate:,.4g} requests/s of {prompt:,.0f} uncached prompt tokens offer {offered:,.0f} prompt "
-            f"tokens/s to each {layout.gpus}-GPU replica{f' (of {replicas:,})' if replicas > 1 else ''}, which "
-            f"prefills at most {best:,.0f}"
+            f"{source}: {rate:,.4g} requests/s of {_amount(prompt)} uncached prompt tokens offer {_amount(offered)} "
+            f"prompt tokens/s to each {layout.gpus}-GPU replica{f' (of {replicas:,})' if replicas > 1 else ''}, "
+            f"which prefills at most {_amount(best)}"
             f"{' at any token budget' if engine.chunked_prefill else ', a whole prompt a step'}: its queue would grow "
-            f"without end; give gpus {needed * layout.gpus:,} ({needed:,} "
-            "replicas) or more, or a lower qps",
-            fields=("qps", "gpus"),
+            f"without end; {remedy}",
+            fields=(source, "gpus"),
         )
     raise InputError(
         head + f"give max_num_batched_tokens {budget:,} or more, more replicas, or a lower rate",
         fields=("max_num_batched_tokens", "qps"),
     )
+
+
+def _amount(value: float) -> str:
+    """A count of tokens or tokens/s in an error: whole and grouped, or in three significant digits
+    past 10^15 (a trace of arrivals 1e-300 s apart offers a 300-digit rate)."""
+    return f"{value:,.0f}" if value < 1e15 else f"{value:.3g}"
 
 
 def _refused_rows(traffic: Workload | Trace, engine: EngineConfig) -> list[Note]:

@@ -430,10 +430,14 @@ def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str
     )
 
 
-def _screen_traffic(load: Any, prefix_caching: bool = True, requests: Optional[int] = None) -> Any:
+def _screen_traffic(
+    load: Any, prefix_caching: bool = True, requests: Optional[int] = None, own_traffic: bool = False
+) -> Any:
     """The analytic screen's fixed lengths and rate: the traffic's means; with ``prefix_caching``,
     the prompt tokens the prefix cache is expected to hold over a run of ``requests``
-    (:func:`llm_cost.simulate.workload.expected_cached_tokens`), which prefill does not compute."""
+    (:func:`llm_cost.simulate.workload.expected_cached_tokens`), which prefill does not compute.
+    The rate's source: the user's own traffic (``own_traffic``: a workload or a trace) names its
+    file, traffic of our making ``qps``."""
     from llm_cost.analyses.serving import Traffic
     from llm_cost.analyses.simulated_serving import offered_rps
     from llm_cost.simulate import Trace
@@ -448,7 +452,9 @@ def _screen_traffic(load: Any, prefix_caching: bool = True, requests: Optional[i
     rate = offered_rps(load)
     prompt = checks.count(max(1, round(mean_in)), "input_tokens")
     cached = round(expected_cached_tokens(load, requests)) if prefix_caching else 0
-    return Traffic(prompt, max(1, round(mean_out)), None if rate is None else max(rate, 1e-3), min(cached, prompt - 1))
+    source = "trace" if isinstance(load, Trace) else "workload" if own_traffic else "qps"
+    qps = None if rate is None else max(rate, 1e-3)
+    return Traffic(prompt, max(1, round(mean_out)), qps, min(cached, prompt - 1), source)
 
 
 def _mean_targets(goals: dict[str, Any]) -> Any:
@@ -603,7 +609,7 @@ def _simulated(
     # the engine runs at most max_num_seqs sequences (its own default, or the one given): no
     # concurrency beyond it is searched
     search["concurrency"] = [c for c in CONCURRENCY_GRID if c <= config.max_num_seqs] or [config.max_num_seqs]
-    screened = _screen_traffic(load, config.prefix_caching, requests or PLAN_REQUESTS)
+    screened = _screen_traffic(load, config.prefix_caching, requests or PLAN_REQUESTS, own_traffic)
 
     def screen_at(cached: int, budget: int | None = budget) -> Any:
         return plan(

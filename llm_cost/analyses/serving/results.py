@@ -42,12 +42,14 @@ class Traffic:
     prefix cache on average (the hit rate the workload implies,
     :func:`llm_cost.simulate.workload.expected_cached_tokens`, or a simulation's own), which a
     prefill does not compute: its chunks price the other ``input_tokens - cached_tokens``, attending
-    to the cached ones."""
+    to the cached ones. ``rate_source``: the argument the rate comes from, which an error about the
+    rate names (``qps``; ``trace`` or ``workload`` for a file's own arrivals)."""
 
     input_tokens: int
     output_tokens: int
     qps: float | None = None
     cached_tokens: int = 0
+    rate_source: str = "qps"
 
     @property
     def computed_tokens(self) -> int:

@@ -578,16 +578,19 @@ def _nothing_sustains(
             if most is not None
             else ""
         )
+        source = traffic.rate_source
+        lower = "lower qps" if source == "qps" else f"a {source} of fewer requests/s"
         fix = (
-            f"give gpus {fewest.gpus:,} or more (the screen's fewest that carry it: {fewest.describe()}), or lower qps"
+            f"give gpus {fewest.gpus:,} or more (the screen's fewest that carry it: {fewest.describe()}), or {lower}"
             if fewest is not None
-            else "raise gpus or lower qps"
+            else f"raise gpus or {lower}"
             if budget < MAX_PLAN_GPUS
-            else f"lower qps: {MAX_PLAN_GPUS:,} GPUs are the most a plan covers"  # an attack: gpus was at its cap
+            else f"{lower}: {MAX_PLAN_GPUS:,} GPUs are the most a plan covers"  # an attack: gpus was at its cap
         )
+        rate = f"qps {traffic.qps:g}" if source == "qps" else f"{source}: {traffic.qps:.4g} requests/s"
         return InputError(
-            f"qps {traffic.qps:g}: no configuration within {budget:,} x {gpu.name} carries it{carried}; {fix}",
-            fields=("qps", "gpus"),
+            f"{rate}: no configuration within {budget:,} x {gpu.name} carries it{carried}; {fix}",
+            fields=(source, "gpus"),
         )
     if refusals.get(Limit.MEMORY, 0) >= refusals.get(Limit.PREFILL, 0):
         return InputError(
