@@ -301,6 +301,15 @@ def _options(text: str, what: str, names: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+def _amount(text: str, what: str) -> float:
+    """A distribution's mean or standard deviation in tokens: a number (``800``, ``812.5``) or a
+    count with a suffix as everywhere else (``8K`` = 8,192: :func:`parse_context`)."""
+    try:
+        return float(text)
+    except ValueError:
+        return float(parse_context(text, what))
+
+
 def parse_lengths(text: str | int, what: str = "input_tokens") -> Lengths:
     """A length distribution from text (see the module docstring): a count (``2K`` = 2,048) or
     ``kind:options``. InputError naming ``what`` for anything else."""
@@ -318,8 +327,8 @@ def parse_lengths(text: str | int, what: str = "input_tokens") -> Lengths:
             o = _options(rest, what, ("mean", "sd", "low", "high"))
             cls = Normal if kind == "normal" else LogNormal
             lengths = cls(
-                float(o["mean"]),
-                float(o["sd"]),
+                _amount(o["mean"], what),
+                _amount(o["sd"], what),
                 parse_context(o.get("low", "1"), what),
                 parse_context(o["high"], what) if "high" in o else None,
             )

@@ -263,3 +263,10 @@ def test_a_clipped_distribution_says_what_it_draws(cli):
     r = cli("serve", "llama3-8b", "--tp", "1", "--qps", "2", "--input", "lognormal:mean=800,sd=400,high=100",
             "--output", "16")  # fmt: skip
     assert r.code == 0 and "lognormal (mean 800, sd 400; clipped to 1-100: mean 100 drawn)" in r.out
+
+
+def test_a_distributions_mean_and_sd_take_the_count_suffixes():
+    """An attack: 'lognormal:mean=8K,sd=4K' was refused with Python's 'could not convert string to
+    float', where 8K means 8,192 tokens in every other length."""
+    assert parse_lengths("lognormal:mean=8K,sd=4K") == LogNormal(8192.0, 4096.0, 1, None)
+    assert parse_lengths("normal:mean=812.5,sd=1K,high=16K") == Normal(812.5, 1024.0, 1, 16384)
