@@ -502,18 +502,26 @@ def training_framework_of(value: object = None, zero: Optional[int] = None) -> t
 def fp8_recipe_of(value: object, gpu: HardwareSpec, dtype: Dtype) -> tuple[Fp8Recipe, str]:
     """(FP8 recipe, where it came from): ``value``; else MXFP8 on a GPU with FP4 tensor cores
     (Blackwell: MX formats native), else delayed scaling (Transformer Engine's default recipe, the
-    NeMo runs'). InputError for a recipe the GPU lacks (MXFP8 before Blackwell)."""
+    NeMo runs'). InputError for a recipe the GPU lacks (MXFP8 before Blackwell), or one given for
+    training that is not FP8 (it would change nothing: an option left without effect, as MoE
+    options on a dense model are refused)."""
     from llm_cost.core.choices import Fp8Recipe
 
     blackwell = "fp4" in gpu.dense_tflops
     if value is not None:
         recipe = checks.choice(value, Fp8Recipe, "fp8_recipe")
+        if dtype != Dtype.FP8:
+            raise InputError(
+                f"fp8_recipe: {recipe} scales FP8 training, and this trains in {dtype}; give dtype fp8, or leave out "
+                "fp8_recipe",
+                fields=("fp8_recipe", "dtype"),
+            )
         if recipe == Fp8Recipe.MXFP8 and not blackwell:
             raise InputError(
                 f"fp8_recipe: mxfp8 needs MX tensor cores (Blackwell); {gpu.name} has none: give delayed, current or block",
                 fields=("fp8_recipe",),
             )
-        return recipe, "given" if dtype == Dtype.FP8 else "given (used only with dtype fp8)"
+        return recipe, "given"
     if blackwell:
         return Fp8Recipe.MXFP8, "default on Blackwell: MXFP8, native on its tensor cores"
     return Fp8Recipe.DELAYED, "default: delayed scaling, Transformer Engine's default recipe"

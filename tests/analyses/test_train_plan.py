@@ -853,3 +853,10 @@ def test_a_layout_a_few_percent_faster_is_not_called_a_tie_at_low_mfu():
     steps = [row.step_time_s for row in plan.top if row.fits]
     assert plan.step_time_s == steps[0] <= min(steps) * 1.005
     assert all(later >= earlier * 0.995 for earlier, later in zip(steps, steps[1:]))
+
+
+def test_an_fp8_recipe_without_fp8_training_is_refused():
+    """An attack: `train ... --fp8-recipe block` without `--dtype fp8` was accepted, the recipe
+    changing nothing; an option without effect is refused, naming both fields."""
+    with pytest.raises(llm_cost.LlmCostError, match=r"^fp8_recipe: block scales FP8 training, and this trains in bf16"):
+        llm_cost.train_plan("llama3-8b", 10**12, "h100", gpus=8, fp8_recipe="block")
