@@ -1096,6 +1096,10 @@ IN_PROCESS = [
      "--batch", "8"], 2, "--tp: 2 is more than llama3-8b's vocab_size 1"),
     ("tp-past-intermediate-size-api", lambda t: _decode_call(_spec(t, "inter4", "intermediate_size: 14336",
      "intermediate_size: 4"), 8), 2, "tp: 8 does not divide llama3-8b's mlp.intermediate_size 4"),
+    ("reserve-past-memory", lambda t: ["serve", "llama3-8b", "--tp", "1", "--qps", "2", "--reserve-gb", "80"], 2,
+     "less --reserve-gb 80 GB leaves no room for a KV block"),
+    ("max-num-seqs-past-any-budget", lambda t: ["serve", "llama3-8b", "--tp", "1", "--max-num-seqs", "16777216"], 2,
+     "which vLLM refuses (each running sequence needs a token of the step); give --max-num-seqs 8,192 or fewer"),
     ("a-plan-skips-layouts-a-width-refuses", lambda t: ["train", str(_spec(t, "inter3", "intermediate_size: 14336",
      "intermediate_size: 14337")), "--tokens", "1T", "--gpus", "8"], 0, "training plan"),
     # 4: every output path through the one writer

@@ -18,7 +18,7 @@ from dataclasses import field
 from fractions import Fraction
 from typing import Any
 
-from llm_cost.analyses.capacity import MemoryPolicy
+from llm_cost.analyses.capacity import DEFAULT_RUNTIME_RESERVE_BYTES, MemoryPolicy
 from llm_cost.analyses.launch import Launch
 from llm_cost.analyses.serving import COST_ALL_OUTPUT, Candidate, StepBand
 from llm_cost.analyses.serving.search import longer_than_context, pcie_note
@@ -589,13 +589,17 @@ def _chunk_too_large(
 def no_kv_room(spec: ModelSpec, gpu: HardwareSpec, gpus: int, policy: MemoryPolicy, where: str) -> InputError:
     """The refusal of a layout whose memory share holds no KV block after the weights: it names the
     share of memory the engine may use (``gpu_memory_utilization``, the user's own when it is small)
-    beside the GPUs (``where``: the argument that chose them) and the weights' format."""
+    and a reserve other than the default (``reserve_bytes``: an attack gave 80 GB and was told to
+    raise the share) beside the GPUs (``where``: the argument that chose them) and the weights'
+    format."""
     share = f"{float(policy.utilization):g}"
+    reserve = policy.reserve_bytes != DEFAULT_RUNTIME_RESERVE_BYTES
+    less = f" less reserve_bytes {policy.reserve_bytes / 1e9:,.3g} GB" if reserve else ""
     return InputError(
-        f"{where}: {gpu.name} x {gpus} with gpu_memory_utilization {share} leaves no room for a KV block after "
-        f"{spec.name}'s weights; give a larger gpu_memory_utilization (at most 1), more GPUs ({where}) or a "
-        "smaller weights_dtype",
-        fields=(where, "gpu_memory_utilization", "weights_dtype"),
+        f"{where}: {gpu.name} x {gpus} with gpu_memory_utilization {share}{less} leaves no room for a KV block "
+        f"after {spec.name}'s weights; give {'a smaller reserve_bytes, ' if reserve else ''}a larger "
+        f"gpu_memory_utilization (at most 1), more GPUs ({where}) or a smaller weights_dtype",
+        fields=(where, "gpu_memory_utilization", "weights_dtype", *(("reserve_bytes",) if reserve else ())),
     )
 
 

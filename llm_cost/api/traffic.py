@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 from llm_cost.api import checks, choices
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import (
+    MAX_CHUNK_TOKENS,
     MAX_LENGTH,
     MAX_NUM_SEQS,
     MAX_PREFIX_USERS,
@@ -346,8 +347,12 @@ def check_budget(config: EngineConfig) -> None:
         raise InputError(
             f"max_num_batched_tokens: {config.max_num_batched_tokens:,} is fewer than max_num_seqs "
             f"{config.max_num_seqs:,}, which vLLM refuses (each running sequence needs a token of the step); give "
-            f"max_num_batched_tokens {config.max_num_seqs:,} or more, or max_num_seqs "
-            f"{config.max_num_batched_tokens:,} or fewer",
+            + (
+                f"max_num_batched_tokens {config.max_num_seqs:,} or more, or "
+                if config.max_num_seqs <= MAX_CHUNK_TOKENS  # a budget the limit takes (an attack was told 16,777,216)
+                else ""
+            )
+            + f"max_num_seqs {config.max_num_batched_tokens:,} or fewer",
             fields=("max_num_batched_tokens", "max_num_seqs"),
         )
 
