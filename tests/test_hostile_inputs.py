@@ -1523,3 +1523,35 @@ def test_a_tiny_terminal_width_still_prints_whole_figures(cli, monkeypatch):
     monkeypatch.setenv("COLUMNS", "1")
     out = cli("params", "llama3-8b")
     assert out.code == 0 and "8,030,261,248" in out.out
+
+
+@pytest.mark.parametrize(
+    "change, phrase",
+    [
+        (_row0("mfu", 5.0), "row 1: field mfu: Input should be less than or equal to 1 (got 5.0)"),
+        (_row0("output_tokens", -5), "row 1: field output_tokens: Input should be greater than or equal to 0"),
+        (_row0("foo", 1), "row 1: field foo: unknown field"),
+        (lambda data: data.update(foo=1), "field foo: unknown field of a measurement file; it takes check_only"),
+    ],
+)
+def test_a_measurement_files_unknown_or_impossible_keys_are_refused(cli, tmp_path, change, phrase):
+    """An attack: a row's MFU of 5, its -5 output tokens, a key no row has and a file key no file
+    has were all left out without a word (the rows' published context is kept, within bounds)."""
+    path = _timings(tmp_path, "t.yaml", change)
+    out = cli("calibrate", str(path), "-o", str(tmp_path / "p.yaml"))
+    assert out.code == 2 and phrase in out.err and not (tmp_path / "p.yaml").exists(), out.err
+
+
+def test_a_measurement_csv_with_a_byte_order_mark_is_read(cli, tmp_path):
+    """An attack: a spreadsheet's UTF-8 byte-order mark made the first column '\\ufeffid', and the
+    file was refused as missing 'model' in row 1 (traces and specs take one)."""
+    text = "id,model,gpu,phase,batch,context,measured_ms\n" + "".join(
+        f"r{b},llama3-8b,h100,decode,{b},1024,{9 + b / 8:g}\n" for b in (1, 8, 32, 64)
+    )
+    plain, marked = tmp_path / "plain.csv", tmp_path / "marked.csv"
+    plain.write_text(text)
+    marked.write_text("\ufeff" + text, encoding="utf-8")
+    runs = [
+        cli("calibrate", str(p), "-o", str(tmp_path / f"{p.stem}.yaml"), "--engine", "vllm") for p in (plain, marked)
+    ]
+    assert [r.code for r in runs] == [0, 0], [r.err for r in runs]

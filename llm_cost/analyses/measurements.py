@@ -76,10 +76,12 @@ _VERSION = re.compile(r"\d+\.\d+|\bb\d{3,}\b|\bv\d+\b|\b[0-9a-f]{7,40}\b|\b20\d\
 @spec
 class Measurement(Spec):
     """One measured step time (fields in the module docstring). Validated from a file's row, as a
-    spec is (CSV text such as ``"8"`` is read as the number it spells); keys it does not name (a
-    row's quote) are left out."""
+    spec is (CSV text such as ``"8"`` is read as the number it spells). A row's published context
+    (``quote``, ``derivation``, its request lengths, throughput and MFU) is kept as given, within
+    its bounds, and read by no fit; any other key is refused, as a spec refuses one (an attack: a
+    typo, an MFU of 5 and -5 output tokens had been left out without a word)."""
 
-    __pydantic_config__ = {"extra": "ignore"}
+    __pydantic_config__ = {"extra": "forbid"}
 
     id: str
     model: str
@@ -105,6 +107,13 @@ class Measurement(Spec):
     engine: str = ""  # the engine and version (the row's, else its file's)
     engine_family: Optional[Engine] = None  # the file's engine family
     file: str = ""  # the file's name
+    # what the source published beside the time, kept as given
+    quote: Optional[str] = None
+    derivation: Optional[str] = None
+    input_tokens: Optional[Annotated[int, Bounds(ge=0, le=2**30)]] = None
+    output_tokens: Optional[Annotated[int, Bounds(ge=0, le=2**30)]] = None
+    tokens_per_s: Optional[Annotated[float, Bounds(gt=0)]] = None
+    mfu: Optional[Annotated[float, Bounds(gt=0, le=1)]] = None
 
     def _check(self) -> None:
         if self.phase == Phase.MIXED:
@@ -138,9 +147,25 @@ def shipped_files() -> list[Path]:
     return sorted(measurements_dir().glob("*.yaml"))
 
 
+#: The keys of a YAML measurement file: its rows and their models, where they come from and which
+#: engine made them, and what is said of them (``notes``, ``retrieved``, ``held_out`` and
+#: ``held_out_reason``: why a source is kept out of a fit, ``check_only``: that none may use it).
+FILE_KEYS = frozenset(
+    {"rows", "models", "source", "source_id", "engine", "engine_family", "notes", "retrieved", "held_out",
+     "held_out_reason", "check_only"}
+)  # fmt: skip
+
+
 def _file_fields(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     """A YAML file's source, engine and family (and ``check_only``, when it gives one), checked: a
-    published file must say where its numbers come from and which engine version produced them."""
+    published file must say where its numbers come from and which engine version produced them;
+    a key that is none of :data:`FILE_KEYS` is refused, as a spec refuses one."""
+    unknown = sorted(str(k) for k in data if k not in FILE_KEYS)
+    if unknown:
+        raise SpecError(
+            f"{shown(path)}: field {shown(unknown[0], 40)}: unknown field of a measurement file; it takes "
+            f"{', '.join(sorted(FILE_KEYS))}"
+        )
     source, engine, family = data.get("source_id") or data.get("source"), data.get("engine"), data.get("engine_family")
     check_only = data.get("check_only")
     if check_only is not None and (not isinstance(check_only, str) or not check_only.strip()):
@@ -164,7 +189,8 @@ def _file_fields(path: Path, data: dict[str, Any]) -> dict[str, Any]:
 
 def _rows_of(path: Path) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, Any]]:
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(read_text(path, "a .csv measurement file").splitlines())
+        text = read_text(path, "a .csv measurement file").removeprefix("\ufeff")  # a spreadsheet's byte-order mark
+        reader = csv.DictReader(text.splitlines())
         lines = list(reader)
         for i, r in enumerate(lines):  # a short or long row would be dropped or misread without a word
             if None in r or any(v is None for v in r.values()):
