@@ -279,3 +279,17 @@ def test_what_the_attack_found_names_the_argument(call, name):
     with pytest.raises(api.LlmCostError) as info:
         call()
     assert str(info.value).startswith(f"{name}:") and "--" not in str(info.value)
+
+
+def test_a_model_or_gpu_given_as_a_path_object_is_read_as_its_path():
+    """An attack: ``llm_cost.params(pathlib.Path("my.yaml"))`` was refused as 'not a name, a path,
+    ...', a contradiction, where traces and workloads take a Path."""
+    import pathlib
+
+    import llm_cost
+
+    model, gpu = pathlib.Path("models/llama3-8b.yaml"), pathlib.Path("hardware/h100.yaml")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    assert llm_cost.params(root / model).total_params == llm_cost.params(str(root / model)).total_params
+    step = llm_cost.decode(root / model, root / gpu, batch=8, context=1024)
+    assert step == llm_cost.decode(str(root / model), str(root / gpu), batch=8, context=1024)

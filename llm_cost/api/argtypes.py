@@ -5,6 +5,7 @@ classes at start-up (``params`` imports this through :mod:`llm_cost.api.model`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Union
 
@@ -38,11 +39,11 @@ __all__ = [
     "PriceArg",
 ]
 
-#: A model as the API takes it: a shipped name or alias, a YAML or ``config.json`` path, a loaded
-#: spec, or a ``config.json`` as a dict.
-ModelLike = Union[str, "ModelSpec", dict]
-#: A GPU: a shipped name or alias, a YAML path, or a loaded spec.
-GpuLike = Union[str, "HardwareSpec"]
+#: A model as the API takes it: a shipped name or alias, a YAML or ``config.json`` path (text or a
+#: ``pathlib.Path``), a loaded spec, or a ``config.json`` as a dict.
+ModelLike = Union[str, "os.PathLike[str]", "ModelSpec", dict]
+#: A GPU: a shipped name or alias, a YAML path (text or a ``pathlib.Path``), or a loaded spec.
+GpuLike = Union[str, "os.PathLike[str]", "HardwareSpec"]
 #: A latency target: seconds (bounds the mean), text (``"p99:2s"``) or a Target.
 TargetArg = Union[float, str, "Target"]
 #: Tokens per request: a count, a distribution's text (``"lognormal:mean=800,sd=400"``) or a distribution.

@@ -3,6 +3,7 @@ config.json, and the shipped catalogue (``llm-cost params``, ``kv``, ``import``,
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -50,6 +51,8 @@ def load_model(model: ModelLike) -> ModelSpec:
         from llm_cost.specs.hf import hf_to_spec
 
         return hf_to_spec(model, "a config dict")[0]
+    if isinstance(model, os.PathLike):  # a pathlib.Path, as traces and workloads take one
+        model = os.fspath(model)
     if not isinstance(model, str):
         raise InputError(f"model: {model!r} is not a name, a path, a config dict or a ModelSpec", fields=("model",))
     return load.load_model(model)
@@ -63,6 +66,8 @@ def load_gpu(gpu: GpuLike) -> HardwareSpec:
 
     if isinstance(gpu, HardwareSpec):
         return load.checked_spec(gpu, "gpu")
+    if isinstance(gpu, os.PathLike):
+        gpu = os.fspath(gpu)
     if not isinstance(gpu, str):
         raise InputError(f"gpu: {gpu!r} is not a name, a path or a HardwareSpec", fields=("gpu",))
     if "," in gpu and not load.looks_like_path(gpu):
