@@ -1307,7 +1307,7 @@ class HardwareSpec(Spec):
         description="Peak memory bandwidth, 10^12 B/s."
     )
     tdp_w: Annotated[float, Bounds(ge=1, le=1e5)] = spec_field(description="Board power limit, W.")
-    sm_count: Optional[Annotated[int, Bounds(ge=1, le=4096)]] = spec_field(
+    sm_count: Optional[Annotated[int, Bounds(ge=1, le=4096, strict=True)]] = spec_field(
         default=None,
         description="Streaming multiprocessors (NVIDIA) or compute units (AMD) enabled on the product, from "
         "its datasheet or whitepaper: the thread-block slots a split-KV decode kernel fills. Absent: the "

@@ -36,3 +36,18 @@ def test_gpu_matches_datasheet(name):
 def test_no_fp8_on_ampere():
     """The A100 has no FP8 tensor cores (GenZ's known mistake runs FP8 on it)."""
     assert "fp8" not in load_gpu("a100").dense_tflops and "fp8" not in load_gpu("a100-40gb").dense_tflops
+
+
+@pytest.mark.parametrize("value", ['"132"', "true", "132.0"])
+def test_an_sm_count_that_is_not_a_whole_number_is_refused(tmp_path, value):
+    """An attack: ``sm_count: "989"`` and ``sm_count: true`` were read as 989 and 1 where every
+    other numeric field of a GPU refuses text and booleans."""
+    from llm_cost import LlmCostError
+
+    text = (Path(__file__).resolve().parents[2] / "hardware" / "h100.yaml").read_text()
+    path = tmp_path / "h100.yaml"
+    path.write_text(
+        "\n".join(f"sm_count: {value}" if line.startswith("sm_count:") else line for line in text.splitlines())
+    )
+    with pytest.raises(LlmCostError, match="field sm_count: Input should be a valid integer"):
+        load_gpu(str(path))
