@@ -1100,6 +1100,10 @@ IN_PROCESS = [
      "less --reserve-gb 80 GB leaves no room for a KV block"),
     ("max-num-seqs-past-any-budget", lambda t: ["serve", "llama3-8b", "--tp", "1", "--max-num-seqs", "16777216"], 2,
      "which vLLM refuses (each running sequence needs a token of the step); give --max-num-seqs 8,192 or fewer"),
+    ("sequence-parallel-to-a-plan", lambda t: ["train", "llama3-8b", "--tokens", "1T", "--gpus", "8",
+     "--sequence-parallel"], 2, "--sequence-parallel: a predicted plan runs sequence parallelism wherever it runs TP"),
+    ("sequence-parallel-not-a-flag-api", lambda t: "llm_cost.train('llama3-8b', 10**12, gpus=8, sequence_parallel='x')",
+     2, "sequence_parallel: 'x' must be True or False"),
     ("a-plan-skips-layouts-a-width-refuses", lambda t: ["train", str(_spec(t, "inter3", "intermediate_size: 14336",
      "intermediate_size: 14337")), "--tokens", "1T", "--gpus", "8"], 0, "training plan"),
     # 4: every output path through the one writer

@@ -75,7 +75,14 @@ def train(
     ``global_batch``, ``network_gb_s``, ``profile``, ``tp_comm_overlap``, ``top``, ``framework``,
     ``fp8_recipe``, ``fsdp_shard``, ``moe_dispatcher``, ``moe_capacity_factor``, ``ep_comm_overlap``)
     are refused with mfu or gpu_hours. InputError naming the argument."""
+    checks.flag(sequence_parallel, "sequence_parallel")
     if mfu is None and gpu_hours is None and (gpus is not None or None not in (tp, cp, pp, dp)):
+        if sequence_parallel:  # an attack: given to a plan, it was dropped without a word
+            raise InputError(
+                "sequence_parallel: a predicted plan runs sequence parallelism wherever it runs TP, as Megatron-Core "
+                "does; leave out sequence_parallel",
+                fields=("sequence_parallel",),
+            )
         return train_plan(
             model, tokens, gpu, gpus=gpus, global_batch=global_batch, seq=seq, tp=tp, cp=cp, pp=pp, vp=vp,
             dp=dp, ep=ep, zero=zero, recompute=recompute, micro_batch=micro_batch, dtype=dtype,
@@ -106,7 +113,6 @@ def train(
     micro_batch = checks.count(1 if micro_batch is None else micro_batch, "micro_batch")
     tp, pp, dp = (checks.optional(v, checks.count, n, 1, MAX_LAYOUT) for v, n in ((tp, "tp"), (pp, "pp"), (dp, "dp")))
     zero = checks.one_of(1 if zero is None else zero, "zero", (0, 1, 2, 3))
-    checks.flag(sequence_parallel, "sequence_parallel")
     spec, g = load_model(model), load_gpu(gpu)
     recompute = checks.choice(Recompute.NONE if recompute is None else recompute, Recompute, "recompute")
     return run(spec, tokens, g, gpus, mfu, gpu_hours, recompute, compute, power_w, pue, grid, price, seq, micro_batch,
