@@ -1104,6 +1104,10 @@ IN_PROCESS = [
      "--sequence-parallel"], 2, "--sequence-parallel: a predicted plan runs sequence parallelism wherever it runs TP"),
     ("sequence-parallel-not-a-flag-api", lambda t: "llm_cost.train('llama3-8b', 10**12, gpus=8, sequence_parallel='x')",
      2, "sequence_parallel: 'x' must be True or False"),
+    ("pue-zero-states-its-range", lambda t: ["train", "llama3-8b", "--tokens", "1T", "--gpus", "8", "--pue", "0"], 2,
+     "--pue: '0' must be a finite number at least 1 and at most 10"),
+    ("qps-past-any-number-states-its-range", lambda t: ["serve", "llama3-8b", "--qps", "1e308"], 2,
+     "--qps: '1e308' must be a finite number at least 0.001 and at most 1e+06"),
     ("a-plan-skips-layouts-a-width-refuses", lambda t: ["train", str(_spec(t, "inter3", "intermediate_size: 14336",
      "intermediate_size: 14337")), "--tokens", "1T", "--gpus", "8"], 0, "training plan"),
     # 4: every output path through the one writer

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 
 from llm_cost.api import checks
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import NETWORK_GB_S_RANGE
 from llm_cost.core.types import BLOCK_SCALES, DTYPE_BITS, Dtype, Engine, StorageDtype, WeightFormat, stored_weight_bits
 
 if TYPE_CHECKING:
@@ -468,7 +469,9 @@ def network_gb_s_of(value: object = None) -> float:
     return (
         DEFAULT_NETWORK_GB_S
         if value is None
-        else checks.number(value, "network_gb_s", minimum=0.1, maximum=1e6, open_min=False)
+        else checks.number(
+            value, "network_gb_s", minimum=NETWORK_GB_S_RANGE[0], maximum=NETWORK_GB_S_RANGE[1], open_min=False
+        )
     )
 
 

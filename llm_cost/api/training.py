@@ -10,7 +10,7 @@ from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import Fp8Recipe, Framework, MoeDispatcher, Recompute
 from llm_cost.core.errors import InputError
-from llm_cost.core.limits import MAX_LAYOUT
+from llm_cost.core.limits import MAX_LAYOUT, MOE_CAPACITY_FACTOR_RANGE, PUE_RANGE
 from llm_cost.core.types import Dtype
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def _costs(
     """(power per GPU, PUE, grid kg CO2e/kWh, USD per GPU-hour), checked."""
     return (
         checks.optional(power_w, checks.number, "power_w", maximum=1e6),
-        checks.number(pue, "pue", minimum=1, maximum=10, open_min=False),
+        checks.number(pue, "pue", minimum=PUE_RANGE[0], maximum=PUE_RANGE[1], open_min=False),
         checks.optional(grid_kg_per_kwh, checks.number, "grid_kg_per_kwh", maximum=1e3, open_min=False),
         checks.optional(usd_per_gpu_hour, checks.price, "usd_per_gpu_hour"),
     )
@@ -265,7 +265,12 @@ def _moe_routing(dispatcher: Any, capacity_factor: Any, overlap: Any) -> MoeRout
     chosen = checks.choice(MoeDispatcher.ALLTOALL if dispatcher is None else dispatcher, MoeDispatcher,
                            "moe_dispatcher")  # fmt: skip
     factor = checks.optional(
-        capacity_factor, checks.number, "moe_capacity_factor", minimum=1, maximum=16, open_min=False
+        capacity_factor,
+        checks.number,
+        "moe_capacity_factor",
+        minimum=MOE_CAPACITY_FACTOR_RANGE[0],
+        maximum=MOE_CAPACITY_FACTOR_RANGE[1],
+        open_min=False,
     )
     if not isinstance(overlap, bool):
         raise InputError(f"ep_comm_overlap: {overlap!r} must be True or False", fields=("ep_comm_overlap",))

@@ -9,6 +9,7 @@ NUMBER (a positive real), or a choice list. The options of the commands that mod
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from decimal import Decimal
@@ -107,6 +108,25 @@ def efficiency(flag: str) -> Callable[[str], float]:
 def positive(flag: str, maximum: float | None = None) -> Callable[[str], float]:
     """A finite number greater than 0."""
     return lambda text: parse_positive_float(text, flag, maximum)
+
+
+def within(flag: str, bounds: tuple[float, float]) -> Callable[[str], float]:
+    """A finite number in ``bounds``, the argument's range as the API checks it
+    (:mod:`llm_cost.core.limits`); a value outside it, or none, is refused with that range (an
+    attack: ``--pue 0`` was told "greater than 0", and ``--pue 1e308`` "too large", of a range
+    from 1 to 10)."""
+    low, high = bounds
+
+    def parse(text: str) -> float:
+        try:
+            value = parse_positive_float(text, flag)
+        except InputError:
+            value = math.nan
+        if not low <= value <= high:
+            raise InputError(f"{flag}: {text!r} must be a finite number at least {low:g} and at most {high:g}")
+        return value
+
+    return parse
 
 
 def non_negative(flag: str, percent: bool = False, maximum: float = 1e300) -> Callable[[str], float]:

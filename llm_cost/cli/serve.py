@@ -26,8 +26,8 @@ from llm_cost.cli.options import (
     non_negative,
     option,
     plot_file,
-    positive,
     tokens,
+    within,
 )
 from llm_cost.cli.program import app, emit, emit_csv, layout_of
 from llm_cost.cli.step_options import (
@@ -44,7 +44,7 @@ from llm_cost.cli.step_options import (
 )
 from llm_cost.core.choices import MemoryConvention, Router, ServingMode
 from llm_cost.core.errors import InputError
-from llm_cost.core.limits import MAX_REQUESTS
+from llm_cost.core.limits import MAX_REQUESTS, QPS_RANGE
 from llm_cost.core.types import ServingEngine, StorageDtype
 from llm_cost.core.units import parse_context
 
@@ -147,7 +147,7 @@ Qps = Annotated[
     Optional[float],
     option(
         "--qps",
-        parse=positive("--qps"),
+        parse=within("--qps", QPS_RANGE),
         metavar="NUMBER",
         help="Requests per second to serve (Poisson arrivals): the plan finds the "
         "fewest GPUs. Without it, the GPUs of --gpus serve as much as they can.",

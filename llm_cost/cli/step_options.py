@@ -13,9 +13,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from llm_cost.cli.options import efficiency, fraction, gigabytes, integer, option, positive, token_grid
+from llm_cost.cli.options import efficiency, fraction, gigabytes, integer, option, positive, token_grid, within
 from llm_cost.core.choices import AttentionMask, Logits, MemoryConvention, MLAForm, WeightBytes, WeightFlops
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import NETWORK_GB_S_RANGE
 from llm_cost.core.types import Dtype, WeightFormat
 
 ContextGrid = Annotated[
@@ -109,7 +110,7 @@ NetworkGbS = Annotated[
     Optional[float],
     option(
         "--network-gb-s",
-        parse=positive("--network-gb-s"),
+        parse=within("--network-gb-s", NETWORK_GB_S_RANGE),
         metavar="NUMBER",
         help="Network bandwidth between nodes per GPU, GB/s per direction (default 50).",
     ),

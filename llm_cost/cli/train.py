@@ -22,10 +22,12 @@ from llm_cost.cli.options import (
     option,
     positive,
     tokens,
+    within,
 )
 from llm_cost.cli.program import app, emit
 from llm_cost.cli.step_options import NetworkGbS, ProfileOpt
 from llm_cost.core.choices import Fp8Recipe, Framework, MoeDispatcher, Recompute
+from llm_cost.core.limits import MOE_CAPACITY_FACTOR_RANGE, PUE_RANGE
 from llm_cost.core.types import Dtype
 
 
@@ -125,7 +127,12 @@ PowerW = Annotated[
 ]
 Pue = Annotated[
     float,
-    option("--pue", parse=positive("--pue"), metavar="NUMBER", help="Data-centre power usage effectiveness (>= 1)."),
+    option(
+        "--pue",
+        parse=within("--pue", PUE_RANGE),
+        metavar="NUMBER",
+        help="Data-centre power usage effectiveness (>= 1).",
+    ),
 ]
 Grid = Annotated[
     Optional[float],
@@ -198,7 +205,7 @@ CapacityFactor = Annotated[
     Optional[float],
     option(
         "--moe-capacity-factor",
-        parse=positive("--moe-capacity-factor"),
+        parse=within("--moe-capacity-factor", MOE_CAPACITY_FACTOR_RANGE),
         metavar="NUMBER",
         help="MoE: pad each expert to this x its fair share of tokens, dropping the rest (default: dropless).",
     ),

@@ -124,6 +124,12 @@ MAX_THINK_S = 86_400.0
 MAX_TARGET_S = 86_400.0
 #: The request rates a simulation takes, requests per second.
 QPS_RANGE = (1e-3, 1e6)
+#: A data centre's power usage effectiveness (1: all power reaches the GPUs).
+PUE_RANGE = (1.0, 10.0)
+#: A MoE layer's expert capacity factor (1: each expert takes its fair share of tokens).
+MOE_CAPACITY_FACTOR_RANGE = (1.0, 16.0)
+#: The network bandwidth per GPU between nodes, GB/s.
+NETWORK_GB_S_RANGE = (0.1, 1e6)
 #: The percentiles a latency target takes, and their decimals: a simulation of at most
 #: :data:`MAX_REQUESTS` requests resolves a percentile to 100 / 20,000 = 0.005, so p99.99 is the
 #: finest percentile that means something, and p0.01 the lowest.
