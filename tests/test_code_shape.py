@@ -21,8 +21,8 @@ def _shape():
     return module
 
 
-#: Functions whose body (after the docstring) is over 60 lines: 41 when this was first counted.
-MAX_LONG_FUNCTIONS = 13
+#: Functions whose body (after the docstring) is over 60 lines: 41 when this was first counted, 12 now.
+MAX_LONG_FUNCTIONS = 12
 
 
 def test_long_functions_do_not_grow():

@@ -195,6 +195,15 @@ def _decode_call(path: Path, tp: int) -> str:
     return f"llm_cost.decode({str(path)!r}, 'h100', batch=8, context=2048, layout=llm_cost.Layout(tp={tp}))"
 
 
+def _rate_file(tmp: Path, rate: str) -> str:
+    """A workload file of poisson arrivals at ``rate`` requests/s for 50 s, 512 + 64 tokens."""
+    path = tmp / f"rate-{rate}.yaml"
+    path.write_text(
+        f"arrivals: {{process: poisson, rate_rps: {rate}, duration_s: 50}}\ninput_tokens: 512\noutput_tokens: 64\n"
+    )
+    return str(path)
+
+
 def _hub_cache_loop(tmp: Path) -> dict[str, str]:
     repo = tmp / "hub" / "models--NousResearch--Meta-Llama-3.1-8B"
     (repo / "refs").mkdir(parents=True)
@@ -1108,6 +1117,10 @@ IN_PROCESS = [
      "--pue: '0' must be a finite number at least 1 and at most 10"),
     ("qps-past-any-number-states-its-range", lambda t: ["serve", "llama3-8b", "--qps", "1e308"], 2,
      "--qps: '1e308' must be a finite number at least 0.001 and at most 1e+06"),
+    ("workload-rate-past-a-float", lambda t: ["serve", "llama3-8b", "--tp", "1", "--workload", _rate_file(t, "1e308")],
+     2, "rate_rps x duration_s = more than 1e308 requests"),
+    ("workload-rate-under-one-request", lambda t: ["serve", "llama3-8b", "--tp", "1", "--workload",
+     _rate_file(t, "1e-308")], 2, "--workload: no request arrives in the simulated run (rate_rps x duration_s under"),
     ("a-plan-skips-layouts-a-width-refuses", lambda t: ["train", str(_spec(t, "inter3", "intermediate_size: 14336",
      "intermediate_size: 14337")), "--tokens", "1T", "--gpus", "8"], 0, "training plan"),
     # 4: every output path through the one writer

@@ -579,7 +579,7 @@ def _simulated(
     a handful)."""
     from llm_cost.analyses.launch import router_for
     from llm_cost.analyses.serving import CONCURRENCY_GRID, MAX_PLAN_GPUS, plan
-    from llm_cost.analyses.serving.moe_layouts import ATTENTION_DP_ENGINES, layout_families, replica_engine
+    from llm_cost.analyses.serving.moe_layouts import ATTENTION_DP_ENGINES, replica_engine
     from llm_cost.analyses.serving.replicas import node_gpus
     from llm_cost.analyses.simulated_plan import PLAN_REQUESTS, plan_on_simulation
     from llm_cost.analyses.simulated_serving import run_configuration
@@ -594,14 +594,10 @@ def _simulated(
     formats = {k: common[k] for k in ("weight_bits", "kv_bits", "compute_dtype")}
     traffic.check_steps(load, config, None if one is not None and has_arrivals else requests or PLAN_REQUESTS)
     if one is not None and has_arrivals:
-        if budget is not None and budget % one.gpus:
-            raise InputError(
-                f"gpus {budget} is not a whole number of TP {one.tp} x PP {one.pp} replicas", fields=("gpus",)
-            )
-        replicas = (budget or one.gpus) // one.gpus
-        run = dict(replicas=replicas, router=router or router_for(config.engine, one, replicas, node_gpus(g)))
+        replicas = _replicas_of(budget, one)
+        spread = router or router_for(config.engine, one, replicas, node_gpus(g))
         return run_configuration(
-            spec, g, one, load, config, time_model, common["policy"], **run, targets=goals,
+            spec, g, one, load, config, time_model, common["policy"], replicas=replicas, router=spread, targets=goals,
             usd_per_gpu_hour=common["usd_per_gpu_hour"], seed=seed, notes=common["extra_notes"], band=True,
             serving_band=serving_band, **formats,
         )  # fmt: skip
@@ -626,36 +622,47 @@ def _simulated(
             **common,
         )
 
-    from llm_cost.simulate import Workload
-
-    if requests is None and not own_traffic and isinstance(load, Workload):
-        load = Workload(load.arrivals, load.input_tokens, load.output_tokens, load.prefix, None)
+    load = _sized_by_plan(load, requests, own_traffic)
 
     def planned(budget: int | None) -> SimulatedPlan:
         return plan_on_simulation(
-            screen_at(screened.cached_tokens, budget),
-            spec,
-            g,
-            load,
-            config,
-            time_model,
-            common["policy"],
-            targets=goals,
-            qps=_screen_traffic(load).qps if has_arrivals else None,
-            usd_per_gpu_hour=common["usd_per_gpu_hour"],
-            seed=seed,
-            requests=requests or PLAN_REQUESTS,
-            notes=common["extra_notes"],
-            serving_band=serving_band,
-            router=router,
-            rescreen=(lambda cached: screen_at(cached, budget)) if config.prefix_caching else None,
-            **formats,
-        )
+            screen_at(screened.cached_tokens, budget), spec, g, load, config, time_model, common["policy"],
+            targets=goals, qps=_screen_traffic(load).qps if has_arrivals else None,
+            usd_per_gpu_hour=common["usd_per_gpu_hour"], seed=seed, requests=requests or PLAN_REQUESTS,
+            notes=common["extra_notes"], serving_band=serving_band, router=router,
+            rescreen=(lambda cached: screen_at(cached, budget)) if config.prefix_caching else None, **formats,
+        )  # fmt: skip
 
     try:
-        result = planned(budget)
+        return _with_plan_notes(spec, planned(budget), requests)
     except InputError as missed:
         raise _with_fewest_gpus(missed, budget if has_arrivals else None, planned) from None
+
+
+def _sized_by_plan(load: Any, requests: Optional[int], own_traffic: bool) -> Any:
+    """The traffic a plan simulates: traffic of our making (``qps``, not the user's workload or
+    trace: ``own_traffic``) with no ``requests`` given is left without a count, which the plan
+    sizes per candidate; any other as it is."""
+    from llm_cost.simulate import Workload
+
+    if requests is None and not own_traffic and isinstance(load, Workload):
+        return Workload(load.arrivals, load.input_tokens, load.output_tokens, load.prefix, None)
+    return load
+
+
+def _replicas_of(budget: Optional[int], one: Layout) -> int:
+    """The replicas of layout ``one`` a configuration at a rate runs on ``budget`` GPUs (one without
+    a budget). InputError naming ``gpus`` when the budget is not a whole number of replicas."""
+    if budget is not None and budget % one.gpus:
+        raise InputError(f"gpus {budget} is not a whole number of TP {one.tp} x PP {one.pp} replicas", fields=("gpus",))
+    return (budget or one.gpus) // one.gpus
+
+
+def _with_plan_notes(spec: ModelSpec, result: SimulatedPlan, requests: Optional[int]) -> SimulatedPlan:
+    """A simulated plan with what its search adds to its notes: the layout families a MoE model's
+    search weighed (:func:`~llm_cost.analyses.serving.moe_layouts.layout_families`), and a request
+    count raised past the one asked for (to the precision the targets need)."""
+    from llm_cost.analyses.serving.moe_layouts import layout_families
     from llm_cost.core.notes import note
 
     added = [n for n in (layout_families(spec, result.simulated, result.screen.frontier),) if n is not None]

@@ -183,6 +183,13 @@ def _check_counts(**given: tuple[object, int]) -> None:
             )
 
 
+#: The refusal of a run to which no request arrives.
+NO_ARRIVALS = (
+    "workload: no request arrives in the simulated run (rate_rps x duration_s under one request, or fewer requests "
+    "than replicas); give a higher rate or a longer duration"
+)
+
+
 def simulate(
     spec: ModelSpec,
     gpu: HardwareSpec,
@@ -244,7 +251,7 @@ def simulate(
             reqs, bounds = (trace_requests(workload) if isinstance(workload, Trace) else list(workload)), []
             reqs = reqs[::replicas] if one else reqs
         if not reqs:
-            raise InputError("workload: no request arrives", fields=("workload",))
+            raise InputError(NO_ARRIVALS, fields=("workload",))
         if one:
             run = run_engine(timer, engine, blocks, reqs, bounds=bounds, state_blocks=state)
             simulated = 1
