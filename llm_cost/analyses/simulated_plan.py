@@ -742,8 +742,9 @@ class _Search:
     def sidestep(
         self, layout: Layout, replicas: int, group: list[Candidate], top: Candidate, runs: Sequence[ServeRun]
     ) -> list[ServeRun]:
-        """After a descent that holds: every step above its highest holding cap at another chunk
-        that no run of the layout says must miss (:func:`_misses_too`), by rising cap. The descent
+        """After a descent that holds: every step above its highest holding cap that no run of the
+        layout says must miss (:func:`_misses_too`: in practice those at another chunk than the
+        runs that missed above it), by rising cap. The descent
         orders its steps by cap alone, as if a run that misses at one cap said so of every cap
         above it; that holds at one chunk, not across chunks (8 x H100, llama3-70b, P90 TPOT
         60 ms, P90 TTFT 1.2 s: 2 x TP4 missed the TTFT at 52 sequences with a 512-token chunk, so
