@@ -1576,3 +1576,17 @@ def test_a_measurement_csv_with_a_byte_order_mark_is_read(cli, tmp_path):
         cli("calibrate", str(p), "-o", str(tmp_path / f"{p.stem}.yaml"), "--engine", "vllm") for p in (plain, marked)
     ]
     assert [r.code for r in runs] == [0, 0], [r.err for r in runs]
+
+
+def test_a_measurement_csvs_decimal_columns_are_read_as_numbers(cli, tmp_path):
+    """An attack: a CSV's ``mfu`` 0.5, ``tpot_ms`` and ``tokens_per_s`` were refused as text ("a
+    valid number (got '0.5')"), which a YAML file's are not; an MFU over 1 is refused as in YAML."""
+    head = "id,model,gpu,phase,batch,context,measured_ms,tpot_ms,mfu,tokens_per_s\n"
+    rows = "".join(f"r{b},llama3-8b,h100,decode,{b},1024,{9 + b / 8:g},{9 + b / 8:g},MFU,100\n" for b in (1, 8, 32, 64))
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text(head + rows.replace("MFU", "0.5"))
+    bad.write_text(head + rows.replace("MFU", "1.5"))
+    out = cli("calibrate", str(good), "-o", str(tmp_path / "g.yaml"), "--engine", "vllm")
+    assert out.code == 0, out.err
+    out = cli("calibrate", str(bad), "-o", str(tmp_path / "b.yaml"), "--engine", "vllm")
+    assert out.code == 2 and "row 1: field mfu: Input should be less than or equal to 1 (got 1.5)" in out.err
