@@ -676,23 +676,26 @@ def _with_plan_notes(spec: ModelSpec, result: SimulatedPlan, requests: Optional[
 def _with_fewest_gpus(
     missed: InputError, budget: int | None, planned: Callable[[int | None], SimulatedPlan]
 ) -> InputError:
-    """At a rate within a GPU ``budget`` where no simulated configuration meets the targets:
-    ``missed`` joined by the fewest GPUs that do meet them (the plan without a budget, which adds
-    replicas, each then taking a lower rate), when that is more than the budget; else ``missed``
-    as it is (no budget, a refusal that names the GPUs already, or targets out of reach at any
-    count)."""
-    if budget is None or "gpus" in missed.fields:
+    """At a rate within a GPU ``budget`` where no simulated configuration meets the targets: the
+    refusal naming the fewest GPUs that do meet them (the plan without a budget, which adds
+    replicas, each then taking a lower rate), when that is more than the budget, with ``missed``'s
+    reason (without its own suggestion where it names GPUs: the screen's fewest that carry the
+    rate are sized without the targets, and an attack found them failing on the retry 25 times of
+    27); else ``missed`` as it is (no budget, or the targets are out of reach at any count)."""
+    if budget is None:
         return missed
     try:
         wider = planned(None)
     except InputError:
         return missed
-    if wider.chosen.gpus <= budget:
+    fewest = wider.chosen.gpus
+    if fewest <= budget:
         return missed
+    # a refusal that names GPUs (the screen's capacity) keeps what it found, not what it suggests
+    reason = str(missed) if "gpus" not in missed.fields else str(missed).split("; give ")[0]
     return InputError(
         f"gpus {budget:,}: no configuration within {budget:,} GPU{'s' if budget > 1 else ''} meets every target "
-        f"at this rate ({missed}); "
-        f"{wider.chosen.gpus:,} do ({wider.chosen.describe()}): give gpus {wider.chosen.gpus:,} or more",
+        f"at this rate ({reason}); {fewest:,} do ({wider.chosen.describe()}): give gpus {fewest} or more",
         fields=("gpus", *missed.fields),
     )
 
