@@ -695,7 +695,7 @@ def _with_fewest_gpus(
     reason = str(missed) if "gpus" not in missed.fields else str(missed).split("; give ")[0]
     return InputError(
         f"gpus {budget:,}: no configuration within {budget:,} GPU{'s' if budget > 1 else ''} meets every target "
-        f"at this rate ({reason}); {fewest:,} do ({wider.chosen.describe()}): give gpus {fewest} or more",
+        f"at this rate ({reason}); {fewest:,} do ({wider.chosen.describe()}): give gpus {fewest:,} or more",
         fields=("gpus", *missed.fields),
     )
 

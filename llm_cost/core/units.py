@@ -63,7 +63,17 @@ def _bad(what: str, problem: str) -> InputError:
     return InputError(f"{what}: {problem}", fields=(what,))
 
 
+def _ungrouped(text: str) -> str:
+    """``text`` without its thousands separators when it is a whole number written with them
+    (``2,835``, as this tool prints the counts it suggests: an attack typed one back and was
+    refused); any other text as it is. A list's items are split on commas before their values
+    are read (:func:`parse_grid`), so only a single value reaches this."""
+    raw = str(text).strip()
+    return raw.replace(",", "") if re.fullmatch(r"[0-9]{1,3}(,[0-9]{3})+", raw) else str(text)
+
+
 def _split(text: str, what: str, suffixes: dict[str, int]) -> tuple[Decimal, int]:
+    text = _ungrouped(text)
     match = re.match(_NUMBER, str(text))
     if not match and str(text).strip().startswith("-") and re.match(_NUMBER, str(text).strip()[1:]):
         raise _bad(what, f"{text!r} is negative; it must be positive")
@@ -114,7 +124,7 @@ def parse_integer(text: str | int, what: str, minimum: int = 1, maximum: int = M
     if isinstance(text, int):
         value = text
     else:
-        raw = str(text).strip()
+        raw = _ungrouped(str(text)).strip()
         if re.fullmatch(r"[0-9]+", raw):
             value = int(raw) if len(raw) <= 20 else maximum + 1
         elif raw.startswith("-") and re.fullmatch(r"-[0-9]+", raw):

@@ -56,3 +56,14 @@ def test_one_dtype_table():
     assert Dtype.TF32.bits == 32 and dtype_of("BF16") is Dtype.BF16
     with pytest.raises(InputError, match="tf32"):
         dtype_of("fp3", storage=False)
+
+
+@given(st.integers(min_value=1, max_value=10**12))
+def test_a_count_written_with_thousands_separators_reads_as_the_count(n):
+    """An attack typed back a count the tool suggests ("give --gpus 2,835") and was refused; a whole
+    number grouped in threes reads as itself, while a list's items are still split on commas."""
+    assert parse_integer(f"{n:,}", "gpus", maximum=10**13) == n
+    assert parse_context(f"{n:,}") == n
+    assert parse_grid("1,000", "batch", lambda t, w: parse_integer(t, w, minimum=0)) == [1, 0]
+    with pytest.raises(InputError):
+        parse_integer("1,02", "gpus")
