@@ -681,13 +681,14 @@ def _with_fewest_gpus(
     replicas, each then taking a lower rate), when that is more than the budget, with ``missed``'s
     reason (without its own suggestion where it names GPUs: the screen's fewest that carry the
     rate are sized without the targets, and an attack found them failing on the retry 25 times of
-    27); else ``missed`` as it is (no budget, or the targets are out of reach at any count)."""
+    27); without a budget, ``missed`` as it is; where no count meets them, the plan's own refusal
+    without a budget (a target out of reach, a prompt longer than the context)."""
     if budget is None:
         return missed
     try:
         wider = planned(None)
-    except InputError:
-        return missed
+    except InputError as anywhere:  # no count meets them: why not is the refusal (an attack: the
+        return anywhere  # budget's suggested --gpus 20 then failed on --input)
     fewest = wider.chosen.gpus
     if fewest <= budget:
         return missed
