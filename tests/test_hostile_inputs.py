@@ -1590,3 +1590,18 @@ def test_a_measurement_csvs_decimal_columns_are_read_as_numbers(cli, tmp_path):
     assert out.code == 0, out.err
     out = cli("calibrate", str(bad), "-o", str(tmp_path / "b.yaml"), "--engine", "vllm")
     assert out.code == 2 and "row 1: field mfu: Input should be less than or equal to 1 (got 1.5)" in out.err
+
+
+@pytest.mark.parametrize(
+    "gpu, model, phrase",
+    [("h999", "llama3-8b", "rows.csv: row 1: field gpu: unknown GPU 'h999'"),
+     ("h100", "nosuchmodel", "rows.csv: row 'r1': field model: unknown model 'nosuchmodel'")],
+)  # fmt: skip
+def test_a_measurement_rows_unknown_gpu_or_model_names_the_file_and_row(cli, tmp_path, gpu, model, phrase):
+    """An attack: "unknown GPU 'h999'" and "unknown model ..." named neither the file nor the row."""
+    path = tmp_path / "rows.csv"
+    path.write_text("id,model,gpu,phase,batch,context,measured_ms\n" + "".join(
+        f"r{b},{model},{gpu},decode,{b},1024,{9 + b / 8:g}\n" for b in (1, 8, 32)
+    ))  # fmt: skip
+    out = cli("calibrate", str(path), "-o", str(tmp_path / "p.yaml"), "--engine", "vllm")
+    assert out.code == 2 and phrase in out.err and out.err.count("\n") == 1, out.err

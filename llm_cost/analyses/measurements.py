@@ -245,6 +245,7 @@ def load_measurements(paths: Sequence[Path], *, with_excluded: bool = False) -> 
     from pydantic import ValidationError
 
     out = []
+    known: set[tuple[str, str]] = set()  # (field, name) resolved already
     for path in paths:
         rows, models, fields = _rows_of(path)
         if len(rows) > MAX_CALIBRATION_ROWS:
@@ -266,12 +267,42 @@ def load_measurements(paths: Sequence[Path], *, with_excluded: bool = False) -> 
                     "'vLLM 0.21.0', a build number or commit); give it in the file's or the row's engine"
                 )
             if m.excluded is None or with_excluded:
-                out.append(replace(m, spec=_spec_name(m.model, models, folder)))
+                m = replace(m, spec=_spec_name(m.model, models, folder))
+                _check_names(path, i, m, known)
+                out.append(m)
     if not paths:
         raise InputError("measurements: give at least one measurement file", fields=("measurements",))
     if not out:
         raise InputError(f"{', '.join(shown(p) for p in paths)}: no rows with measured_ms")
     return out
+
+
+def _check_names(path: Path, i: int, m: Measurement, known: set[tuple[str, str]]) -> None:
+    """SpecError naming the file, the row and the field when a row's GPU does not resolve (an
+    attack: "unknown GPU 'h999'" named neither), each GPU resolved once (``known``); a row's model
+    is resolved where its step is built (:func:`steps_of`), which names the file and row too."""
+    from llm_cost.specs.load import load_gpu
+
+    if ("gpu", m.gpu) in known:
+        return
+    try:
+        load_gpu(m.gpu)
+    except (InputError, SpecError) as exc:
+        raise SpecError(f"{shown(path)}: row {i + 1}: field gpu: {exc}") from None
+    known.add(("gpu", m.gpu))
+
+
+def _model_of(m: Measurement) -> ModelSpec:
+    """The spec a row's model names, or SpecError naming the row's file, id and ``model`` (an
+    attack: "unknown model 'nosuchspec'" named neither; an id missing from the file's models
+    went to the Hub)."""
+    try:
+        return load_model(m.spec)
+    except (InputError, SpecError) as exc:
+        raise SpecError(
+            f"{m.file}: row {m.id!r}: field model: {exc}; map the row's model to an llm-cost model name or spec path "
+            "in the file's models"
+        ) from None
 
 
 def _measured(m: Measurement) -> tuple:
@@ -322,7 +353,7 @@ def step_of(m: Measurement, spec: ModelSpec | None = None) -> Step:
 def steps_of(rows: Sequence[Measurement]) -> list[Step]:
     """:func:`step_of` of each row, each model the rows name loaded once."""
     specs: dict[str, ModelSpec] = {}
-    return [step_of(m, specs.get(m.spec) or specs.setdefault(m.spec, load_model(m.spec))) for m in rows]
+    return [step_of(m, specs.get(m.spec) or specs.setdefault(m.spec, _model_of(m))) for m in rows]
 
 
 def _step(m: Measurement, spec: ModelSpec) -> Step:
