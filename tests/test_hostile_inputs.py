@@ -367,7 +367,7 @@ ROWS = [
         lambda t: ["calibrate", str(_timings(t, "t.yaml", _copy_row)), "-o", str(t / "p.yaml")],
         {},
         2,
-        "and 'a-copy' repeat one measurement",
+        "and t.yaml: row 'a-copy' repeat one measurement",
     ),
     (
         "timing-1e300-ms",

@@ -318,10 +318,13 @@ def check_distinct(rows: list[Measurement]) -> None:
     seen: dict[tuple, Measurement] = {}
     for m in rows:
         if m.id in ids:
-            raise InputError(f"row id {m.id!r} is given to two rows; give each row its own id")
+            raise InputError(f"{m.file}: row id {m.id!r} is given to two rows; give each row its own id")
         twin = seen.get(_measured(m))
-        if twin is not None:
-            raise InputError(f"rows {twin.id!r} and {m.id!r} repeat one measurement (the same step and time); keep one")
+        if twin is not None:  # the files named: the second attacker's message named rows only
+            raise InputError(
+                f"{twin.file}: row {twin.id!r} and {m.file}: row {m.id!r} repeat one measurement (the same step "
+                "and time); keep one"
+            )
         ids.add(m.id)
         seen[_measured(m)] = m
 
