@@ -204,6 +204,15 @@ def _rate_file(tmp: Path, rate: str) -> str:
     return str(path)
 
 
+def _edited(tmp: Path, model: str, old: str, new: str) -> str:
+    """The shipped ``model``'s spec with ``old`` replaced by ``new``, written to ``tmp``."""
+    text = (load.data_dir("models") / f"{model}.yaml").read_text()
+    assert old in text
+    path = tmp / f"{model}-edited.yaml"
+    path.write_text(text.replace(old, new))
+    return str(path)
+
+
 def _hub_cache_loop(tmp: Path) -> dict[str, str]:
     repo = tmp / "hub" / "models--NousResearch--Meta-Llama-3.1-8B"
     (repo / "refs").mkdir(parents=True)
@@ -1121,6 +1130,10 @@ IN_PROCESS = [
      2, "rate_rps x duration_s = more than 1e308 requests"),
     ("workload-rate-under-one-request", lambda t: ["serve", "llama3-8b", "--tp", "1", "--workload",
      _rate_file(t, "1e-308")], 2, "--workload: no request arrives in the simulated run (rate_rps x duration_s under"),
+    ("moe-odd-expert-width-at-the-default-tp", lambda t: ["moe", _edited(t, "mixtral-8x7b",
+     "moe_intermediate_size: 14336", "moe_intermediate_size: 14338")], 0, "8 routed experts, top-2"),
+    ("moe-tp-not-dividing-the-heads", lambda t: ["moe", "mixtral-8x7b", "--tp", "3"], 2,
+     "--tp: 3 does not divide the 32 query heads"),
     ("a-plan-skips-layouts-a-width-refuses", lambda t: ["train", str(_spec(t, "inter3", "intermediate_size: 14336",
      "intermediate_size: 14337")), "--tokens", "1T", "--gpus", "8"], 0, "training plan"),
     # 4: every output path through the one writer

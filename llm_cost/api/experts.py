@@ -46,9 +46,12 @@ def moe(
     prompt = checks.count(prompt_tokens, "prompt_tokens")
     combine = checks.choice(combine_dtype, StorageDtype, "combine_dtype")
     s = load_model(model)
-    from llm_cost.model.layout import Layout, validate_layout
+    from llm_cost.model.layout import Layout, check_heads
 
-    validate_layout(s, Layout(tp=tp))
+    # tp sets the all-reduce the dispatch is weighed against, over the attention heads; the
+    # experts' widths are not split here (with --ep the experts stay whole), so only the heads are
+    # checked (the second attacker: a MoE spec's odd expert width was refused at the default tp 8)
+    check_heads(s, Layout(tp=tp))
     if gpu is None and dtype is not None:
         raise InputError("dtype: sets the expert GEMMs' ridge, which needs gpu", fields=("dtype", "gpu"))
     g = load_gpu(gpu) if gpu is not None else None

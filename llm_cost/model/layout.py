@@ -46,6 +46,7 @@ __all__ = [
     "ONE_GPU",
     "layout_label",
     "validate_layout",
+    "check_heads",
     "stage_layers",
     "stage_first_layers",
     "stage_range",
@@ -101,14 +102,14 @@ def validate_layout(spec: ModelSpec, layout: Layout) -> None:
         value = getattr(layout, name)
         if value < 1:
             raise InputError(f"{name}: {value} must be at least 1", fields=(name,))
-    _check_heads(spec, layout)
+    check_heads(spec, layout)
     _check_widths(spec, layout)
     if layout.pp > spec.num_hidden_layers:
         raise InputError(f"pp: {layout.pp} stages exceed the {spec.num_hidden_layers} layers", fields=("pp",))
     _check_experts(spec, layout)
 
 
-def _check_heads(spec: ModelSpec, layout: Layout) -> None:
+def check_heads(spec: ModelSpec, layout: Layout) -> None:
     """InputError naming ``tp`` when it divides neither way the query, KV, linear-attention or
     Mamba-2 heads (or ``pp`` for a Gemma 4 model split over stages)."""
     att = spec.attention
