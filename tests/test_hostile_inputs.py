@@ -1127,7 +1127,7 @@ IN_PROCESS = [
     ("qps-past-any-number-states-its-range", lambda t: ["serve", "llama3-8b", "--qps", "1e308"], 2,
      "--qps: '1e308' must be a finite number at least 0.001 and at most 1e+06"),
     ("workload-rate-past-a-float", lambda t: ["serve", "llama3-8b", "--tp", "1", "--workload", _rate_file(t, "1e308")],
-     2, "rate_rps x duration_s = more than 1e308 requests"),
+     2, "rate_rps x duration_s = too large to print (beyond a float's range) requests"),
     ("workload-rate-under-one-request", lambda t: ["serve", "llama3-8b", "--tp", "1", "--workload",
      _rate_file(t, "1e-308")], 2, "--workload: no request arrives in the simulated run (rate_rps x duration_s under"),
     ("moe-odd-expert-width-at-the-default-tp", lambda t: ["moe", _edited(t, "mixtral-8x7b",

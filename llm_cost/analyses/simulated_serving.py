@@ -30,6 +30,7 @@ from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
+from llm_cost.core.units import fmt_rate
 from llm_cost.model.layout import Layout, layout_label
 from llm_cost.perf.calibrated import CalibratedModel, band_for
 from llm_cost.perf.profile import Profile
@@ -687,9 +688,9 @@ def _check_prefill_keeps_up(
             else f"more than the {MAX_PLAN_GPUS:,} GPUs a plan takes would; give {lower}"
         )
         raise InputError(
-            f"{source}: {rate:,.4g} requests/s of {_amount(prompt)} uncached prompt tokens offer {_amount(offered)} "
+            f"{source}: {rate:,.4g} requests/s of {fmt_rate(prompt)} uncached prompt tokens offer {fmt_rate(offered)} "
             f"prompt tokens/s to each {layout.gpus}-GPU replica{f' (of {replicas:,})' if replicas > 1 else ''}, "
-            f"which prefills at most {_amount(best)}"
+            f"which prefills at most {fmt_rate(best)}"
             f"{' at any token budget' if engine.chunked_prefill else ', a whole prompt a step'}: its queue would grow "
             f"without end; {remedy}",
             fields=(source, "gpus"),
@@ -698,12 +699,6 @@ def _check_prefill_keeps_up(
         head + f"give max_num_batched_tokens {budget:,} or more, more replicas, or a lower rate",
         fields=("max_num_batched_tokens", "qps"),
     )
-
-
-def _amount(value: float) -> str:
-    """A count of tokens or tokens/s in an error: whole and grouped, or in three significant digits
-    past 10^15 (a trace of arrivals 1e-300 s apart offers a 300-digit rate)."""
-    return f"{value:,.0f}" if value < 1e15 else f"{value:.3g}"
 
 
 def _refused_rows(traffic: Workload | Trace, engine: EngineConfig) -> list[Note]:

@@ -323,11 +323,13 @@ def fmt_number(value: float, digits: int = 3) -> str:
 
 
 def fmt_rate(value: float) -> str:
-    """A rate (tokens/s, requests/s): whole and thousands separated from 100 on, else three
-    significant digits, so that a slow one (0.0238 tokens/s at a 1G-token context) does not print as 0."""
+    """A rate or a count (tokens/s, requests/s, requests): whole and thousands separated from 100
+    on, else three significant digits, so that a slow one (0.0238 tokens/s at a 1G-token context)
+    does not print as 0; past 10^15 three significant digits again (a trace of arrivals 1e-300 s
+    apart offers a 300-digit rate)."""
     if not math.isfinite(value):
         return TOO_LARGE
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return f"{value:,.0f}" if 100 <= abs(value) < 1e15 else f"{value:.3g}"
 
 
 _SI = ["B", "kB", "MB", "GB", "TB", "PB", "EB"]

@@ -61,7 +61,7 @@ from llm_cost.core.limits import (
     MAX_TRACE_TOKENS,
 )
 from llm_cost.core.records import record
-from llm_cost.core.units import parse_context
+from llm_cost.core.units import fmt_rate, parse_context
 from llm_cost.specs.files import shown
 
 __all__ = [
@@ -310,13 +310,6 @@ def _amount(text: str, what: str) -> float:
         return float(parse_context(text, what))
 
 
-def _product(a: float, b: float) -> str:
-    """``a x b`` for an error, past what a float holds said so (an attack: 1e308/s for 50 s read
-    'inf requests')."""
-    product = a * b
-    return f"{product:,.4g}" if math.isfinite(product) else "more than 1e308"
-
-
 def parse_lengths(text: str | int, what: str = "input_tokens") -> Lengths:
     """A length distribution from text (see the module docstring): a count (``2K`` = 2,048) or
     ``kind:options``. InputError naming ``what`` for anything else."""
@@ -519,7 +512,7 @@ def check_workload(workload: Workload, where: str | None = None, limit: int | No
                     where,
                     "stages",
                     key,
-                    f"rate_rps x duration_s = {_product(s.rate_rps, s.duration_s)} requests, more than the "
+                    f"rate_rps x duration_s = {fmt_rate(s.rate_rps * s.duration_s)} requests, more than the "
                     f"{MAX_REQUESTS:,} one simulation runs; lower them"
                     + (" or give requests" if a.process != "fixed_count" else ""),
                 )
