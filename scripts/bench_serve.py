@@ -47,7 +47,7 @@ COMMANDS: dict[str, tuple[float, str]] = {
         "serve llama3-8b --gpu h100 --qps 20 --input 2K --output 256 --ttft 1s",
     ),
     "validate (every shipped profile)": (1.0, "validate"),
-    "--chunk 2 (refused: vLLM needs max_num_seqs tokens)": (2.0, "serve llama3-8b --tp 1 --qps 5 --chunk 2"),
+    "--chunk 2 (refused: 1.15 million steps)": (2.0, "serve llama3-8b --tp 1 --qps 5 --chunk 2"),
     "--chunk off (prompts whole)": (2.0, "serve llama3-8b --tp 1 --qps 5 --chunk off"),
 }
 

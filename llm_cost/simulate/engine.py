@@ -133,10 +133,19 @@ class EngineConfig:
 def vllm_defaults(gpu: HardwareSpec, **changes: object) -> EngineConfig:
     """vLLM's defaults for its OpenAI server (``EngineArgs.get_batch_defaults`` in
     ``vllm/engine/arg_utils.py``): 8,192 batched tokens and 1,024 sequences on a GPU of at least
-    70 GiB that is not an A100, else 2,048 and 256; prefix caching and chunked prefill on (V1)."""
+    70 GiB that is not an A100, else 2,048 and 256; prefix caching and chunked prefill on (V1).
+    A token budget given without a sequence cap lowers vLLM's default cap to it
+    (``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args``: ``max_num_seqs = min(
+    max_num_seqs, max_num_batched_tokens)`` when ``max_num_seqs`` was not given; vllm-project/vllm @
+    99d7eb5d6a51), so that ``--max-num-batched-tokens 512`` alone runs at most 512 sequences."""
     big = gpu.capacity_bytes >= 70 * 2**30 and "a100" not in gpu.name.lower()
     base = EngineConfig(Engine.VLLM, 1024 if big else 256, 8192 if big else 2048)
-    return EngineConfig(**{**base.__dict__, **changes})
+    config = EngineConfig(**{**base.__dict__, **changes})
+    if config.engine == Engine.VLLM and "max_num_seqs" not in changes:
+        config = EngineConfig(
+            **{**config.__dict__, "max_num_seqs": min(config.max_num_seqs, config.max_num_batched_tokens)}
+        )
+    return config
 
 
 #: The bounds of an API server's serial time per request, seconds (:class:`EngineConfig`): none, to

@@ -97,6 +97,26 @@ def test_a_vllm_budget_below_its_sequence_cap_is_refused_from_every_door(cli):
         llm_cost.simulate_serving("llama3-8b", qps=5, max_num_batched_tokens=512, max_num_seqs=1024)
 
 
+def test_a_token_budget_alone_lowers_vllms_default_sequence_cap_to_it(cli):
+    """vLLM sets ``max_num_seqs = min(default, max_num_batched_tokens)`` when only the budget is
+    given (vllm/engine/arg_utils.py, ``_set_default_max_num_seqs_and_batched_tokens_args``,
+    vllm-project/vllm @ 99d7eb5d6a51): ``--chunk 512`` on an H100 (default cap 1,024) runs at
+    most 512 sequences, in one configuration and in a plan, whose command then states both flags.
+    An attacker had been refused over a 1,024 default never given."""
+    one = cli("serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "5", "--chunk", "512", "--requests", "50")
+    assert one.code == 0 and "vllm: max_num_seqs 512, max_num_batched_tokens 512" in one.out, one.err
+    r = cli("serve", "llama3-8b", "--gpu", "h100", "--gpus", "2", "--input", "1K", "--output", "128",
+            "--ttft", "p99:1s", "--tpot", "p90:40ms", "--chunk", "512", "--emit", "vllm")  # fmt: skip
+    assert r.code == 0, r.err
+    command = r.out.splitlines()[-1]
+    seqs = int(command.split("--max-num-seqs ")[1].split()[0])
+    assert "--max-num-batched-tokens 512" in command and 1 <= seqs <= 512, command
+    for engine, cap in (("trtllm", "max_batch_size 2,048"), ("sglang", "max_running_requests 1,024")):
+        other = cli("serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "5", "--chunk", "512",
+                    "--requests", "50", "--engine", engine)  # fmt: skip
+        assert other.code == 0 and cap in other.out, other.err  # their caps do not follow the token budget
+
+
 def test_an_echoed_value_is_cut_to_the_table_width():
     from llm_cost.core.errors import InputError
 
