@@ -852,6 +852,12 @@ def plan_training(
             f"global_batch: {global_batch_tokens:,} tokens hold no whole {seq:,}-token sequence",
             fields=("global_batch", "seq"),
         )
+    if tokens < sequences * seq:  # a helper: 1 token "trained" in 13 us with a 54 s step
+        raise InputError(
+            f"tokens: {tokens:,} is less than one step, a global batch of {sequences:,} sequences of {seq:,} "
+            f"({sequences * seq:,}); give tokens at least {sequences * seq:,} or a smaller global_batch",
+            fields=("tokens", "global_batch"),
+        )
     ranked = search(spec, cluster, seq, sequences, space)
     if not ranked:
         _check_divides(spec, cluster.gpus, sequences, space, seq if "global_batch" in (defaults or {}) else 0)
@@ -909,8 +915,9 @@ def _plan(
     widen = band_widening(spec, lay, dtype, seq, family.get("range", {}))
     searched = len(ranked) > 1  # a layout the search picked is off as the search's picks are
     low, high = rates.search_time_ratio if searched else rates.time_ratio
-    # the fast end is never past the peak: the step cannot take less than its hardware FLOPs at peak (HFU 1)
-    fast, slow = max(1 - min(0.95, (1 - low) * widen), best.hfu), 1 + (high - 1) * widen
+    # the fast end is never past the peak: the step cannot take less than its hardware FLOPs at peak (HFU 1),
+    # nor print a 6ND MFU over 100% (6ND counts the embedding, which no GEMM runs: short sequences put it over HFU)
+    fast, slow = max(1 - min(0.95, (1 - low) * widen), best.hfu, best.mfu), 1 + (high - 1) * widen
     groups = lay.groups()
     links = {
         GROUP_NAMES[name]: cluster.links.describe(g)

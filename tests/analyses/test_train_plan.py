@@ -405,6 +405,32 @@ def test_the_band_widens_outside_the_published_runs():
     assert wide.band_widen > 1 and width[1] > width[0]
 
 
+@pytest.mark.parametrize("gpu, seq", [("rtx-4090", 512), ("rtx-3090", 2048), ("a10", 2048), ("h100", 512)])
+def test_no_end_of_the_band_runs_past_the_peak(gpu, seq):
+    """At its fast end a plan runs neither its hardware FLOPs (HFU) nor the 6ND FLOPs (MFU) above
+    the GPU's dense peak: an attacker read "60.0% [42.2% to 103.8%]" on 32 RTX 4090 at 512 tokens,
+    where 6ND (which counts the embedding, run by no GEMM) is over the HFU. The time band keeps the
+    same ends: days at the fast end are never under 6ND / (GPUs x peak)."""
+    plan = llm_cost.train_plan("llama3-8b", 10**12, gpu, gpus=32, seq=seq, global_batch=2**20)
+    low, high = plan.mfu_range
+    assert low <= plan.mfu <= high <= 1.0
+    spec = load_model("llama3-8b")
+    least_days = 6 * count_params(spec).total_params * 10**12 / (32 * plan.peak_flops_per_s) / 86400
+    assert plan.days_range[0] >= least_days * (1 - 1e-9)
+
+
+def test_fewer_tokens_than_one_step_are_refused(cli):
+    """A run is whole steps of the global batch: 1 token on 8 GPUs had "trained" in 13 us beside a
+    54 s step (an attacker). The refusal names tokens and global_batch and the least that runs."""
+    r = cli("train", "llama3-8b", "--tokens", "1", "--gpus", "8")
+    assert r.code == 2 and r.err.count("\n") == 1, r.err
+    assert "--tokens: 1 is less than one step" in r.err and "give --tokens at least 4,194,304" in r.err, r.err
+    with pytest.raises(llm_cost.LlmCostError, match="tokens: 1,048,575 is less than one step") as info:
+        llm_cost.train_plan("llama3-8b", 2**20 - 1, "h100", gpus=8, global_batch=2**20)
+    assert set(info.value.fields) == {"tokens", "global_batch"}
+    assert llm_cost.train_plan("llama3-8b", 2**20, "h100", gpus=8, global_batch=2**20).tokens == 2**20
+
+
 def test_a_searched_plans_band_is_its_searchs_out_of_source_spread():
     """A plan whose layout the search picked is off as the search's picks of the published runs were
     out of source (llm_cost/data/training-efficiency.json's rows: each run's measured tokens/s
