@@ -293,3 +293,38 @@ def test_a_model_or_gpu_given_as_a_path_object_is_read_as_its_path():
     assert llm_cost.params(root / model).total_params == llm_cost.params(str(root / model)).total_params
     step = llm_cost.decode(root / model, root / gpu, batch=8, context=1024)
     assert step == llm_cost.decode(str(root / model), str(root / gpu), batch=8, context=1024)
+
+
+#: A two-layer Llama config.json as a dict: 1,000 x 64 embedding and LM head, per layer Q, K, V, O
+#: 4 x 64 x 64, gate, up, down 3 x 64 x 128 and two norms of 64, a final norm of 64: 210,240
+#: parameters counted by hand.
+TINY_LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+              "intermediate_size": 128, "vocab_size": 1000}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        ({**TINY_LLAMA, 3: 4}, "model: the config dict's key 3 is not a string"),
+        ({**TINY_LLAMA, "hidden_size": object()}, "model: the config dict's hidden_size holds a value of type object"),
+        ({**TINY_LLAMA, "rope_scaling": {"factor": {1}}}, "model: the config dict's rope_scaling.factor holds"),
+        ({**TINY_LLAMA, "x": [1, {2: 3}]}, "model: the config dict's key 2 in x[1] is not a string"),
+    ],
+)
+def test_a_config_dict_json_would_not_give_names_the_key(config, says):
+    """An attacker's config dicts reached a bare TypeError (sorting an int key beside strings, JSON
+    encoding an object for the message)."""
+    with pytest.raises(api.LlmCostError) as info:
+        api.params(config)
+    assert str(info.value).startswith(says), str(info.value)
+
+
+def test_numpy_integers_are_integers():
+    """A config dict or a list of contexts built with numpy (an array's elements are numpy's int64)
+    is read as the same ints: an attacker's ``kv(contexts=[np.int64(1024)])`` was refused as "must
+    be an integer"."""
+    np = pytest.importorskip("numpy")
+    assert api.params({**TINY_LLAMA, "hidden_size": np.int64(64)}).total_params == 210_240
+    assert api.params(TINY_LLAMA).total_params == 210_240
+    assert api.kv("llama3-8b", contexts=[np.int64(1024)]) == api.kv("llama3-8b", contexts=[1024])
+    assert api.kv("llama3-8b", contexts=list(np.array([1024, 8192]))) == api.kv("llama3-8b", contexts=[1024, 8192])

@@ -8,11 +8,12 @@ passes them here, so a shell user and a Python caller are refused by the same ru
 from __future__ import annotations
 
 import math
+import operator
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from fractions import Fraction
-from typing import Optional, TypeVar, cast
+from typing import Optional, SupportsIndex, TypeVar, cast
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import (
@@ -28,6 +29,7 @@ from llm_cost.core.limits import (
 
 __all__ = [
     "count",
+    "integer",
     "flag",
     "is_default",
     "unused",
@@ -49,11 +51,25 @@ E = TypeVar("E", bound=Enum)
 T = TypeVar("T")
 
 
+def integer(value: object) -> int | None:
+    """``value`` as an int if it is an integer other than a bool: an int, or any type that declares
+    itself one (``__index__``: numpy's int64, as an array's elements come), else None."""
+    if isinstance(value, bool) or isinstance(value, (float, Fraction, str, bytes)):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return operator.index(cast(SupportsIndex, value)) if hasattr(type(value), "__index__") else None
+    except TypeError:  # a numpy array of more than one element declares __index__ and refuses it
+        return None
+
+
 def count(value: object, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
-    """An integer in ``[minimum, maximum]``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+    """An integer (:func:`integer`) in ``[minimum, maximum]``."""
+    whole = integer(value)
+    if whole is None or not minimum <= whole <= maximum:
         raise InputError(f"{name}: {value!r} must be an integer from {minimum:,} to {maximum:,}", fields=(name,))
-    return value
+    return whole
 
 
 def step_tokens(value: object, name: str, maximum: int = MAX_STEP_TOKENS) -> int:
@@ -81,6 +97,8 @@ def counts(values: object, name: str, minimum: int = 1, maximum: int = MAX_COUNT
 
 def number(value: object, name: str, *, minimum: float = 0.0, maximum: float = 1e300, open_min: bool = True) -> float:
     """A finite real number above ``minimum`` (at least it when not ``open_min``), at most ``maximum``."""
+    whole = integer(value)
+    value = whole if whole is not None else value  # numpy's int64 as an int
     ok = (
         not isinstance(value, bool)
         and isinstance(value, (int, float, Fraction))

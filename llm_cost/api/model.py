@@ -3,6 +3,7 @@ config.json, and the shipped catalogue (``llm-cost params``, ``kv``, ``import``,
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,7 +51,7 @@ def load_model(model: ModelLike) -> ModelSpec:
     if isinstance(model, dict):
         from llm_cost.specs.hf import hf_to_spec
 
-        return hf_to_spec(model, "a config dict")[0]
+        return hf_to_spec(plain_config(model), "a config dict")[0]
     if isinstance(model, os.PathLike):  # a pathlib.Path, as traces and workloads take one
         model = os.fspath(model)
     if not isinstance(model, str):
@@ -149,12 +150,51 @@ def params(
     return result
 
 
+def plain_config(config: dict, path: str = "") -> dict:
+    """A config dict as ``json.loads`` would give it: string keys, and values that are strings,
+    numbers, booleans, None, lists or dicts; an integer or real of another type (numpy's int64,
+    float32) becomes an int or float. InputError naming ``model`` and the key for anything else
+    (an attacker's ``{3: 4}`` and ``object()`` reached a bare TypeError)."""
+    out = {}
+    for key, value in config.items():
+        if not isinstance(key, str):
+            from llm_cost.specs.files import shown
+
+            raise InputError(
+                f"model: the config dict's key {shown(repr(key), 40)}{' in ' + path if path else ''} is not a "
+                "string; a config.json's keys are",
+                fields=("model",),
+            )
+        out[key] = _plain_value(value, f"{path}.{key}" if path else key)
+    return out
+
+
+def _plain_value(value: object, path: str) -> object:
+    """One value of :func:`plain_config`, at ``path`` (dotted keys)."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, dict):
+        return plain_config(value, path)
+    if isinstance(value, (list, tuple)):
+        return [_plain_value(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    whole = checks.integer(value)
+    if whole is not None:
+        return whole
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise InputError(
+        f"model: the config dict's {path} holds a value of type {type(value).__name__}; a config.json holds strings, numbers, "
+        "booleans, null, lists and objects",
+        fields=("model",),
+    )
+
+
 def config_of(model: ModelLike) -> tuple[dict, str]:
     """The parsed config.json a model was read from and its name: a dict as given, a config.json
     path or folder, a Hub id's cached or downloaded file; InputError for a shipped or YAML spec or a
     GGUF file, which have none."""
     if isinstance(model, dict):
-        return model, "a config dict"
+        return plain_config(model), "a config dict"
     from llm_cost.specs import hub
     from llm_cost.specs.hf import is_hf_path, read_config
 
