@@ -1196,7 +1196,10 @@ IN_PROCESS = [
     ("i36-api-name-100000", lambda t: 'llm_cost.params("x" * 100_000 + ".yaml")', 2, "(100,005 characters): cannot be read"),
     ("i36-api-config-100000", lambda t: 'llm_cost.params("x" * 100_000 + ".json")', 2, "cannot be read (File name too long)"),
     ("i36-api-numpy-contexts", lambda t: 'llm_cost.kv("llama3-8b", __import__("numpy").array([1024, 2048]))', 2, "contexts: array([1024, 2048])"),
-    ("i36-api-numpy-batch", lambda t: 'llm_cost.decode("llama3-8b", batch=__import__("numpy").int64(8))', 2, "batch: "),
+    # numpy's int64 is an integer (checks.integer: an attacker of stop 53 had kv contexts of an array refused)
+    ("i36-api-numpy-batch", lambda t: 'llm_cost.decode("llama3-8b", batch=__import__("numpy").int64(8))', 0, ""),
+    ("api-numpy-array-batch", lambda t: 'llm_cost.decode("llama3-8b", batch=__import__("numpy").array([8, 9]))', 2,
+     "batch: "),
 ]  # fmt: skip
 
 

@@ -172,6 +172,15 @@ def weight_only_bits(spec: ModelSpec, fmt: WeightFormat, bits: Fraction, kept_dt
     )
 
 
+def quantized_widths(spec: ModelSpec, fmt: WeightFormat, kept_dtype: Dtype) -> frozenset[int]:
+    """The input widths (elements per output row) of the matrices :func:`weight_only_bits` quantizes
+    to ``fmt``: a group size must divide each, as AutoAWQ's ``WQLinear_GEMM`` (``in_features %
+    group_size == 0``) and GPTQ's packing require."""
+    q = Quantization(method=f"weight-only {fmt.value}", weights_format=fmt.value, kept_dtype=kept_dtype.value)  # type: ignore[arg-type]
+    main = (t for t in build(spec).tensors if t.part in (Part.DECODER, Part.VISION, Part.AUDIO) and t.stored)
+    return frozenset(math.prod(t.shape[1:]) for t in main if is_quantized(q, t))
+
+
 def weight_bits_of(bits: Any, limit: bool = False) -> Fraction:
     """``bits`` as the engine carries it: a MixedBits as it is; any other number as a Fraction,
     exactly, or with ``limit`` the nearest of denominator at most 1,000 (a float typed on the

@@ -283,3 +283,26 @@ def test_group_size_counts_scales_and_zeros_in_the_weight_bytes(cli):
     assert matmul_bytes("--weights-dtype", "int8", every) * 2 == bf16  # per channel
     refused = cli("roofline", "llama3-8b", "--group-size", "32")
     assert refused.code == 2 and "--group-size" in refused.err
+
+
+@pytest.mark.parametrize("group", [3, 100, 14336, 1_000_000])
+def test_a_group_that_does_not_divide_every_quantized_width_is_refused(cli, group):
+    """AutoAWQ's WQLinear_GEMM asserts ``in_features % group_size == 0`` and GPTQ packs whole groups:
+    Llama-3-8B's matrices take 4,096 (Q, K, V, O, gate, up) and 14,336 (down) inputs, so a group of
+    3 (an attacker's: 13,846,096,554.67 bytes) or 14,336 is refused naming --group-size, with
+    groups that divide both; 64 and 4,096 / 2 = 2,048 divide both and give whole bytes."""
+    r = cli("roofline", "llama3-8b", "--weights-dtype", "int4", "--group-size", str(group), "--json")
+    assert r.code == 2 and r.err.count("\n") == 1, r.err
+    assert r.err.startswith(f"error: --group-size: {group:,} does not divide") and "(4,096, 14,336)" in r.err, r.err
+    assert "e.g. 32, 64, 128, 256" in r.err
+    for whole in ("64", "2048"):
+        out = cli("roofline", "llama3-8b", "--weights-dtype", "int4", "--group-size", whole, "--csv")
+        assert out.code == 0 and all("." not in v for v in _csv_field(out.out, "matmul_weight_bytes")), out.out[:300]
+
+
+def _csv_field(text: str, name: str) -> list[str]:
+    """The values of column ``name`` of a CSV."""
+    import csv
+    import io
+
+    return [row[name] for row in csv.DictReader(io.StringIO(text))]
