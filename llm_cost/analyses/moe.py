@@ -49,7 +49,7 @@ class MoEAtBatch:
     routed_bytes: float  # routed expert weights read, all MoE layers
     weight_bytes_read: Number  # matmul weights used + vectors + B embedding rows
     weight_bytes_seed: float  # seed 003: every non-routed parameter + the expected experts
-    dense_same_memory_bytes: float  # a dense model of the same total reads all of it
+    dense_same_memory_bytes: Number  # a dense model of the same total reads all of it (exact)
     expert_gemm_rows: float  # rows per expert that runs: B k / E[distinct]
     expert_gemm_intensity_flop_per_byte: float  # FLOP per weight byte of an expert that runs
 
@@ -70,7 +70,7 @@ class MoEResult(Result):
     weight_flops_per_token: int  # 2 x active_n_gemm
     non_routed_params: int
     routed_params: int
-    total_bytes: float
+    total_bytes: Number  # exact: an int when whole
     rows: list[MoEAtBatch]
     ep: int
     redundant_experts: int
@@ -81,7 +81,7 @@ class MoEResult(Result):
     dispatch_bytes_per_token_per_layer: int
     combine_bytes_per_token_per_layer: int
     tp: int
-    allreduce_bytes_per_token_per_layer: float
+    allreduce_bytes_per_token_per_layer: Number  # exact
     all_to_all_vs_allreduce: float | None  # None at TP 1: there is no all-reduce to compare with
     prompt_tokens: int
     prompt_all_to_all_bytes: float  # dispatch + combine over every MoE layer
@@ -141,7 +141,7 @@ def _at_batch(
         routed_bytes=routed_b,
         weight_bytes_read=step.total("weight_bytes"),
         weight_bytes_seed=non_routed_bytes + routed_b,
-        dense_same_memory_bytes=float(to_bytes(total, bits)),
+        dense_same_memory_bytes=to_bytes(total, bits),
         expert_gemm_rows=B * k / hit,
         expert_gemm_intensity_flop_per_byte=2 * (B * k / hit) / b,
     )
@@ -204,7 +204,7 @@ def moe_analysis(
     sent = moe.moe_latent_size or d  # a latent MoE dispatches the token at its latent width
     dispatch = k * sent * dispatch_bits // 8
     combine = k * sent * combine_bits // 8
-    allreduce = float(ring_all_reduce_bytes(d, tp))
+    allreduce = ring_all_reduce_bytes(d, tp)
     conventions = _notes(bits, E, ep, redundant_experts, dispatch_bits, combine_bits, tp, gpu, compute_dtype)
     return MoEResult(
         model=spec.name,
@@ -219,7 +219,7 @@ def moe_analysis(
         weight_flops_per_token=2 * int(s.active_gemm),
         non_routed_params=non_routed,
         routed_params=routed,
-        total_bytes=float(to_bytes(total, bits)),
+        total_bytes=to_bytes(total, bits),
         rows=rows,
         ep=ep,
         redundant_experts=redundant_experts,
@@ -231,7 +231,7 @@ def moe_analysis(
         combine_bytes_per_token_per_layer=combine,
         tp=tp,
         allreduce_bytes_per_token_per_layer=allreduce,
-        all_to_all_vs_allreduce=(dispatch + combine) / allreduce if tp > 1 else None,
+        all_to_all_vs_allreduce=float((dispatch + combine) / allreduce) if tp > 1 else None,
         prompt_tokens=prompt_tokens,
         prompt_all_to_all_bytes=prompt_tokens * moe_layers * (dispatch + combine),
         gpu=gpu.name if gpu else None,

@@ -26,6 +26,7 @@ from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
+from llm_cost.core.units import Number, quotient
 from llm_cost.model.layout import Layout, per_gpu
 from llm_cost.model.structure import build
 from llm_cost.specs.schema import HardwareSpec, ModelSpec
@@ -64,9 +65,9 @@ class TrainResult(Result):
     params: int  # N in 6ND (active parameters for MoE)
     tokens: int
     recompute: Recompute
-    model_flops: float  # 6 N D
-    hardware_flops: float  # with recompute
-    step_flops: float  # from the step's operators: 3 x forward FLOPs of seq-token sequences (x 4/3 with full
+    model_flops: int  # 6 N D
+    hardware_flops: int  # with recompute
+    step_flops: Number  # from the step's operators: 3 x forward FLOPs of seq-token sequences (x 4/3 with full
     # recompute), attention and every LM-head position included (Megatron-LM's count)
     gpu: str
     gpus: int | None  # None: no cluster size given (no wall-clock time)
@@ -174,11 +175,11 @@ def train(
     peak = gpu.peak_flops(dtype)
     s = build(spec)
     n = int(s.active_params)
-    model_flops = 6.0 * n * tokens
+    model_flops = 6 * n * tokens  # exact: integers, as every count
     full = recompute == Recompute.FULL
-    hardware_flops = (8.0 if full else 6.0) * n * tokens
+    hardware_flops = (8 if full else 6) * n * tokens
     forward = build_step(spec, prefill(1, seq), logits=Logits.ALL).flops  # one training sequence, forward
-    step_flops = float(forward) * (4 if full else 3) * tokens / seq
+    step_flops = quotient(int(forward) * (4 if full else 3) * tokens, seq)
     if gpu_hours is None:
         assert mfu is not None
         gpu_seconds = model_flops / (peak * mfu)

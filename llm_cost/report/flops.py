@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from llm_cost.core.types import Phase, TensorGroup
 from llm_cost.core.units import fmt_int
 from llm_cost.report.base import print_conventions, print_table, rows_that_matter, shown_caption
 from llm_cost.workload.flops import ForwardFlops
 
 
-def _e(x: float) -> str:
-    return f"{x:.3e}"
+def _e(x: float | Fraction) -> str:
+    return f"{float(x):.3e}"
 
 
 def render(con, results: list[ForwardFlops], display_name: str, phase: Phase, all_rows: bool = False) -> None:

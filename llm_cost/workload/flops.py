@@ -19,6 +19,7 @@ from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import OpKind, OpRole, Part, TensorGroup, TensorKind
+from llm_cost.core.units import Number, quotient
 from llm_cost.model.structure import Structure
 from llm_cost.specs.schema import MLAAttention, ModelSpec
 from llm_cost.workload.step import SeqGroup, Step, build_step
@@ -68,8 +69,8 @@ class ForwardFlops(Result):
     lm_head_flops: int
     total_flops: int
     layers: int  # decoder layers
-    linear_flops_per_layer: float  # mean over the layers
-    attention_flops_per_layer: float
+    linear_flops_per_layer: Number  # mean over the layers (an int when the layers share it)
+    attention_flops_per_layer: Number
     block_flops: int  # linear + attention, all layers
     conventions: list[Note] = field(default_factory=list)
 
@@ -174,8 +175,8 @@ def forward_flops(
         lm_head,
         linear + attention_flops + lm_head,
         spec.num_hidden_layers,
-        linear / spec.num_hidden_layers,
-        attention_flops / spec.num_hidden_layers,
+        quotient(int(linear), spec.num_hidden_layers),
+        quotient(int(attention_flops), spec.num_hidden_layers),
         linear + attention_flops,
         conventions,
     )

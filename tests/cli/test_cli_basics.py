@@ -212,3 +212,35 @@ def test_the_smallest_layouts_table_warns_of_each_tight_layout(cli):
     for d in data["smallest_layouts"]:
         label = f"TP {d['layout']['tp']} x PP {d['layout']['pp']} at batch"
         assert (label in out) == (d in tight), label
+
+
+def _whole_floats(data, path=""):
+    """The paths of JSON numbers that are whole floats under a count's name (bytes, FLOPs, params)."""
+    if isinstance(data, dict):
+        return [p for key, value in data.items() for p in _whole_floats(value, f"{path}.{key}")]
+    if isinstance(data, list):
+        return [p for i, value in enumerate(data) for p in _whole_floats(value, f"{path}[{i}]")]
+    named = any(unit in path.rsplit(".", 1)[-1] for unit in ("bytes", "flops", "params"))
+    return [path] if named and isinstance(data, float) and data.is_integer() and "per_s" not in path else []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("moe", "mixtral-8x7b"),
+        ("moe", "deepseek-v3", "--batch", "1,32"),
+        ("flops", "llama3-8b", "--seq", "2K"),
+        ("train", "llama3-8b", "--tokens", "1T", "--gpus", "64", "--mfu", "0.4"),
+    ],
+)
+def test_whole_counts_are_integers_in_json(cli, argv):
+    """Counts stay integers (an attacker found moe's total_bytes 93405585408.0, flops' per-layer
+    FLOPs and train's 6ND as floats): the stored bytes of the checkpoint, 6 N D, a per-layer mean
+    over identical layers. Expectations (expected experts, routed bytes) may be fractional."""
+    data = cli(*argv, "--json").json()
+    expectations = ("routed_bytes", "weight_bytes_read", "weight_bytes_seed")  # over expected experts
+    assert [p for p in _whole_floats(data) if not p.endswith(expectations)] == []
+    if argv == ("moe", "mixtral-8x7b"):  # Mixtral-8x7B-Instruct-v0.1's 46,702,792,704 parameters at 16 bits
+        assert data["total_bytes"] == 2 * 46_702_792_704
+    if argv[0] == "train":
+        assert data["model_flops"] == 6 * 8_030_261_248 * 10**12  # Meta-Llama-3-8B's parameters
