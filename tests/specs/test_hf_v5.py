@@ -173,3 +173,23 @@ def test_smollm3_with_the_hub_window_keys():
     assert [i for i in range(36) if spec.layer_type(i) == "sliding_attention"] == list(range(3, 36, 4))
     assert kv_bytes(spec, 100_000, 16) == (27 * 100_000 + 9 * 4_096) * 4 * 256 * 2
     assert "max_window_layers is not read by SmolLM3Config" in spec.source.note
+
+
+@pytest.mark.parametrize(("folder", "key"), [(FIXTURES / "hf", "num_experts"), (V5, "num_local_experts")])
+def test_qwen3_moe_with_no_experts_is_its_dense_form(folder, key):
+    """Qwen3MoeDecoderLayer builds Qwen3MoeMLP(intermediate_size) where num_experts is 0
+    (transformers models/qwen3_moe/modeling_qwen3_moe.py), as Qwen2-MoE does; an attacker's
+    ``num_experts: 0`` was refused naming num_local_experts, a key the file did not hold. Under
+    either spelling: the Qwen3-30B-A3B shapes with a dense 3 x 2,048 x 6,144 MLP in each of the 48
+    layers, in place of the 48 x (128 experts x 3 x 2,048 x 768 + a 2,048 x 128 router)."""
+    import json
+
+    from llm_cost.specs.hf import hf_to_spec
+
+    config = json.loads((folder / "qwen3-30b-a3b" / "config.json").read_text(encoding="utf-8"))
+    assert config[key] == 128
+    dense, _ = hf_to_spec({**config, key: 0}, "x/config.json")
+    assert dense.moe is None and dense.mlp.intermediate_size == 6144
+    moe_total = TOTALS["qwen3-30b-a3b"]["total_params"]
+    experts = 48 * (128 * 3 * 2048 * 768 + 2048 * 128)
+    assert count_params(dense).total_params == moe_total - experts + 48 * 3 * 2048 * 6144

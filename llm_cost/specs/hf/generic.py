@@ -437,11 +437,14 @@ def _check_experts(c: _Config, experts: int) -> None:
     count, transformers models/deepseek_v3/modeling_deepseek_v3.py DeepseekV3DecoderLayer, and
     top-k routing over no experts cannot run; null is the dense form) and ``num_local_experts: 0``
     (Mixtral's, gpt-oss's and Llama 4's: every such layer is an MoE block, modeling_mixtral.py
-    MixtralDecoderLayer; Qwen2-MoE's ``num_experts: 0`` is its dense form and stays), and an ``n_group`` that does
+    MixtralDecoderLayer; Qwen2-MoE's and Qwen3-MoE's ``num_experts: 0`` is their dense form and stays, as
+    ``num_local_experts`` where Qwen3MoeConfig's attribute_map reads it as ``num_experts``), and an ``n_group`` that does
     not divide the experts (grouped top-k splits the experts into n_group equal groups,
     DeepseekV3TopkRouter / DeepseekV3MoE.route_tokens_to_experts)."""
     for key in ("n_routed_experts", "num_local_experts"):  # num_experts 0 is Qwen2-MoE's dense form
         if c.data.get(key) == 0:
+            if c.synonyms.get(key) == "num_experts":  # Qwen3-MoE's num_experts, saved so by transformers 5:
+                continue  # its layers are dense at 0 too (modeling_qwen3_moe.py Qwen3MoeDecoderLayer)
             raise c.error(key, "= 0 leaves the MoE layers no routed expert to choose; give the expert count")
     if experts and c.has("n_group"):
         groups = c.int("n_group")
