@@ -443,8 +443,8 @@ def _check_experts(c: _Config, experts: int) -> None:
     DeepseekV3TopkRouter / DeepseekV3MoE.route_tokens_to_experts)."""
     for key in ("n_routed_experts", "num_local_experts"):  # num_experts 0 is Qwen2-MoE's dense form
         if c.data.get(key) == 0:
-            if c.synonyms.get(key) == "num_experts":  # Qwen3-MoE's num_experts, saved so by transformers 5:
-                continue  # its layers are dense at 0 too (modeling_qwen3_moe.py Qwen3MoeDecoderLayer)
+            if c.family == "qwen3_moe" and c.synonyms.get(key) == "num_experts":  # saved so by transformers 5:
+                continue  # dense at 0 as Qwen2-MoE (modeling_qwen3_moe.py Qwen3MoeDecoderLayer); Mixtral is not
             raise c.error(key, "= 0 leaves the MoE layers no routed expert to choose; give the expert count")
     if experts and c.has("n_group"):
         groups = c.int("n_group")
