@@ -9,6 +9,7 @@ from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import WeightBytes
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import DRAFT_COST_RANGE
 from llm_cost.core.types import Dtype
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def spec(
     if alpha >= 1:
         raise InputError(f"alpha: {alpha!r} must be below 1 (an acceptance rate)", fields=("alpha",))
     gamma, context = checks.count(gamma, "gamma", 1, 2**16), checks.count(context, "context", 0)
-    c = checks.optional(c, checks.number, "c", maximum=100, open_min=False)
+    c = checks.optional(c, checks.number, "c", minimum=DRAFT_COST_RANGE[0], maximum=DRAFT_COST_RANGE[1], open_min=False)
     if checks.flag(mtp, "mtp") and c is not None:
         raise InputError("give c or mtp (which derives c from the model's MTP module), not both", fields=("c", "mtp"))
     _check_step_model(model, gpu, batches, context, mtp)

@@ -11,7 +11,7 @@ from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import Fp8Recipe, Framework, MoeDispatcher, Recompute
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_LAYOUT, MOE_CAPACITY_FACTOR_RANGE, PUE_RANGE
-from llm_cost.core.types import Dtype
+from llm_cost.core.types import TRAINING_DTYPES, Dtype
 
 if TYPE_CHECKING:
     from llm_cost.analyses.train_plan import TrainPlan
@@ -20,10 +20,6 @@ if TYPE_CHECKING:
     from llm_cost.perf.profile import Profile
 
 __all__ = ["train", "train_plan", "TRAINING_DTYPES"]
-
-#: Compute dtypes a training run's matmuls use (BF16 mixed precision is the default; FP8 where the
-#: GPU has it, as DeepSeek-V3 trained; FP16 and TF32 on older GPUs). Integer formats train nothing.
-TRAINING_DTYPES = (Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.TF32, Dtype.FP32)
 
 
 def train(

@@ -41,6 +41,7 @@ from llm_cost.cli.step_options import (
 )
 from llm_cost.core.choices import WeightBytes
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import DRAFT_COST_RANGE
 from llm_cost.core.types import StorageDtype
 
 MoeBatches = Annotated[
@@ -157,7 +158,7 @@ Alpha = Annotated[
         "--alpha",
         parse=fraction("--alpha", allow_zero=True),
         metavar="FRACTION",
-        help="Acceptance rate per drafted token, in [0, 1] (0.8 or 80%).",
+        help="Acceptance rate per drafted token, from 0 to below 1 (0.8 or 80%).",
     ),
 ]
 Gamma = Annotated[
@@ -167,9 +168,9 @@ DraftCost = Annotated[
     Optional[float],
     option(
         "--c",
-        parse=non_negative("--c", percent=True),
+        parse=non_negative("--c", percent=True, maximum=DRAFT_COST_RANGE[1]),
         metavar="NUMBER",
-        help="Cost of one draft step as a fraction of a target step.",
+        help="Cost of one draft step as a fraction of a target step (0 to 100).",
     ),
 ]
 Mtp = Annotated[bool, typer.Option("--mtp", help="Use the model's MTP module as the draft (c from its weights).")]

@@ -200,7 +200,14 @@ def _check_phase(prefill: bool, context: Any, weight_bytes: Any, seq: Any, logit
     wrong = [flag for flag, value in given.items() if value is not None]
     if wrong:
         instead = (
-            "--seq (the prompt length)"
+            "; ".join(
+                hint
+                for flag, hint in (
+                    ("--context", "use --seq for the prompt length"),
+                    ("--weight-bytes", "--weight-bytes chooses a decode step's weight convention: leave it out"),
+                )
+                if flag in wrong
+            )
             if prefill
             else "--phase prefill for a prompt"
             + (" (--logits is where its LM head runs)" if "--logits" in wrong else "")
@@ -208,7 +215,8 @@ def _check_phase(prefill: bool, context: Any, weight_bytes: Any, seq: Any, logit
         )
         verb = "do" if len(wrong) > 1 else "does"
         raise InputError(
-            f"{', '.join(wrong)} {verb} not apply to --phase {'prefill' if prefill else 'decode'}; use {instead}"
+            f"{', '.join(wrong)} {verb} not apply to --phase {'prefill' if prefill else 'decode'}; "
+            + (instead if prefill else f"use {instead}")
         )
 
 

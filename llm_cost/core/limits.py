@@ -126,6 +126,9 @@ MAX_TARGET_S = 86_400.0
 QPS_RANGE = (1e-3, 1e6)
 #: A data centre's power usage effectiveness (1: all power reaches the GPUs).
 PUE_RANGE = (1.0, 10.0)
+#: A speculative draft step's cost c, as a fraction of a target step (0: free; 100: a draft a hundred
+#: times the target's cost, past any draft that pays).
+DRAFT_COST_RANGE = (0.0, 100.0)
 #: A MoE layer's expert capacity factor (1: each expert takes its fair share of tokens).
 MOE_CAPACITY_FACTOR_RANGE = (1.0, 16.0)
 #: The network bandwidth per GPU between nodes, GB/s.

@@ -76,6 +76,12 @@ class Dtype(TextEnum):
         return DTYPE_BITS[self]
 
 
+#: Compute dtypes a training run's matmuls use (``train --dtype``; BF16 mixed precision is the default;
+#: FP8 where the GPU has it, as DeepSeek-V3 trained; FP16 and TF32 on older GPUs). Integer formats train
+#: nothing.
+TRAINING_DTYPES: tuple[Dtype, ...] = (Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.TF32, Dtype.FP32)
+
+
 #: Storage bits per element of every dtype.
 DTYPE_BITS: dict[Dtype, int] = {
     Dtype.FP64: 64,

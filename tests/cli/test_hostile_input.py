@@ -565,3 +565,33 @@ FLAGS = [
 )
 def test_fuzz_flag_strings(cli, flag, value):
     _check(cli(*flag, value), f"{flag} {value!r}")
+
+
+def test_what_help_promises_is_what_is_taken(cli):
+    """An attacker of stop 53: spec's help said --alpha "in [0, 1]" where 1 is refused (an
+    acceptance rate of 1 drafts forever); --c 1e309 was told of a 1e+300 limit where 100 is the
+    limit; train's help listed fp64, int8, int4 and fp4, which it refuses."""
+    from llm_cost.core.limits import DRAFT_COST_RANGE
+    from llm_cost.core.types import TRAINING_DTYPES
+
+    spec_help = " ".join(cli("spec", "--help").out.split())
+    assert "from 0 to below 1" in spec_help and "in [0, 1]" not in spec_help
+    assert cli("spec", "--alpha", "1", "--gamma", "4").code == 2
+    over = cli("spec", "--alpha", "0.8", "--gamma", "4", "--c", "1e309")
+    assert over.code == 2 and f"is larger than {DRAFT_COST_RANGE[1]:g}" in over.err, over.err
+    train_help = " ".join(cli("train", "--help").out.split())
+    listed = "<" + "|".join(d.value for d in TRAINING_DTYPES) + ">"
+    assert listed.replace("|", "| ") in train_help or listed in train_help.replace("| ", "|"), train_help
+    assert "fp64" not in train_help and "int4" not in train_help
+    for dtype in TRAINING_DTYPES:
+        assert (
+            cli("train", "llama3-8b", "--tokens", "1T", "--gpus", "8", "--mfu", "0.4", "--dtype", dtype.value).code == 0
+        )
+
+
+def test_a_decode_flag_given_to_a_prompt_says_what_to_do_instead(cli):
+    """--weight-bytes with --phase prefill had been told to "use --seq (the prompt length)"."""
+    r = cli("roofline", "llama3-8b", "--phase", "prefill", "--weight-bytes", "resident")
+    assert r.code == 2 and "--seq" not in r.err and "decode step's weight convention: leave it out" in r.err, r.err
+    r = cli("roofline", "llama3-8b", "--phase", "prefill", "--context", "5")
+    assert r.code == 2 and "use --seq for the prompt length" in r.err, r.err
