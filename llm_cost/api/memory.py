@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, checkpoint_of, load_gpu, load_model
 from llm_cost.core.choices import ActivationFormula, MemoryConvention, Recompute
+from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_SEARCH_GPUS
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ def fit(
     max_gpus = checks.count(max_gpus, "max_gpus", 1, MAX_SEARCH_GPUS)
     policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
     spec, g = load_model(model), _sized(load_gpu(gpu), memory_gb)
+    _check_reserve(g, policy)
     bits = choices.weight_bits(
         spec,
         weights_dtype,
@@ -84,6 +86,22 @@ def fit(
         max_gpus,
         None,
     )
+
+
+def _check_reserve(gpu: Any, policy: Any) -> None:
+    """InputError naming ``reserve_bytes`` when the reserve alone takes every usable byte of one
+    GPU: the reserve is per GPU, so no count of GPUs or bits per weight makes room (an attacker's
+    ``--reserve-gb 1000`` was told to raise --max-gpus)."""
+    from llm_cost.analyses.capacity import usable_bytes
+
+    usable = usable_bytes(gpu, policy)
+    if policy.reserve_bytes >= usable:
+        raise InputError(
+            f"reserve_bytes: {policy.reserve_bytes / 1e9:,.4g} GB is per GPU and takes all of the "
+            f"{usable / 1e9:,.4g} GB one {gpu.name} may use (at gpu_memory_utilization "
+            f"{float(policy.utilization):g}), whatever the GPUs or bits; give a reserve below it",
+            fields=("reserve_bytes", "gpu_memory_utilization"),
+        )
 
 
 def _sized(gpu: Any, memory_gb: Optional[float]) -> Any:

@@ -11,6 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import llm_cost
 from llm_cost.analyses.capacity import (
     DEPLOYMENT,
     DOCUMENTS,
@@ -183,3 +184,19 @@ def test_the_workspace_is_the_documented_ceiling_exactly(name, tp, step_tokens, 
     per_token = _workspace_per_token(spec, tp)
     expected = math.ceil(step_tokens * per_token * 16 / 8 + Fraction(rows * spec.vocab_size, tp) * 32 / 8)
     assert workspace_bytes(spec, Layout(tp=tp), step_tokens, rows) == expected
+
+
+def test_a_reserve_past_one_gpus_usable_memory_is_refused(cli):
+    """The reserve is per GPU: at 90% of an H100 SXM's 85,520,809,984 B (its 81,559 MiB as the card
+    reports them) 76,968,728,985 B are usable, and a reserve of 77 GB or 1,000 GB leaves no byte
+    however many GPUs share the weights (an attacker had been told to raise --max-gpus)."""
+    usable = 85_520_809_984 * 9 // 10
+    for gb in ("77", "1000"):
+        r = cli("fit", "llama3-8b", "--gpu", "h100", "--reserve-gb", gb)
+        assert r.code == 2 and r.err.count("\n") == 1 and r.out == "", r.err
+        assert (
+            r.err.startswith(f"error: --reserve-gb: {int(gb):,} GB is per GPU") and f"{usable / 1e9:,.4g} GB" in r.err
+        )
+    assert cli("fit", "llama3-8b", "--gpu", "h100", "--reserve-gb", "76").code == 0
+    with pytest.raises(llm_cost.LlmCostError, match="reserve_bytes: 77 GB is per GPU"):
+        llm_cost.fit("llama3-8b", "h100", reserve_bytes=77 * 10**9)
