@@ -58,7 +58,7 @@ def fit(
     max_gpus = checks.count(max_gpus, "max_gpus", 1, MAX_SEARCH_GPUS)
     policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
     spec, g = load_model(model), _sized(load_gpu(gpu), memory_gb)
-    _check_reserve(g, policy)
+    _check_reserve(g, policy, reserve_bytes is not None)
     bits = choices.weight_bits(
         spec,
         weights_dtype,
@@ -88,20 +88,31 @@ def fit(
     )
 
 
-def _check_reserve(gpu: Any, policy: Any) -> None:
-    """InputError naming ``reserve_bytes`` when the reserve alone takes every usable byte of one
-    GPU: the reserve is per GPU, so no count of GPUs or bits per weight makes room (an attacker's
-    ``--reserve-gb 1000`` was told to raise --max-gpus)."""
+def _check_reserve(gpu: Any, policy: Any, given: bool) -> None:
+    """InputError when the runtime reserve alone takes every usable byte of one GPU: the reserve is
+    per GPU, so no count of GPUs or bits per weight makes room (an attacker's ``--reserve-gb 1000``
+    was told to raise --max-gpus). It names ``reserve_bytes`` when it was ``given``, else the GPU's
+    memory (the default 2 GiB reserve on a 1 GB ``memory_gb``)."""
     from llm_cost.analyses.capacity import usable_bytes
 
     usable = usable_bytes(gpu, policy)
-    if policy.reserve_bytes >= usable:
+    if policy.reserve_bytes < usable:
+        return
+    reserve = f"{policy.reserve_bytes / 1e9:,.4g} GB"
+    room = (
+        f"the {usable / 1e9:,.4g} GB one {gpu.name} may use (at gpu_memory_utilization {float(policy.utilization):g})"
+    )
+    if given:
         raise InputError(
-            f"reserve_bytes: {policy.reserve_bytes / 1e9:,.4g} GB is per GPU and takes all of the "
-            f"{usable / 1e9:,.4g} GB one {gpu.name} may use (at gpu_memory_utilization "
-            f"{float(policy.utilization):g}), whatever the GPUs or bits; give a reserve below it",
+            f"reserve_bytes: {reserve} is per GPU and takes all of {room}, whatever the GPUs or bits; give a "
+            "reserve below it",
             fields=("reserve_bytes", "gpu_memory_utilization"),
         )
+    raise InputError(
+        f"memory_gb: the default runtime reserve of {reserve} per GPU takes all of {room}, whatever the GPUs "
+        "or bits; give a GPU with more memory (memory_gb) or a smaller reserve_bytes",
+        fields=("memory_gb", "reserve_bytes", "gpu_memory_utilization"),
+    )
 
 
 def _sized(gpu: Any, memory_gb: Optional[float]) -> Any:

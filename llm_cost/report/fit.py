@@ -6,6 +6,7 @@ from llm_cost.analyses.deployment import Deployment, FitReport
 from llm_cost.analyses.memory import Activations, Fit
 from llm_cost.analyses.roofline import DecodeStep
 from llm_cost.core.choices import ActivationFormula, MemoryConvention
+from llm_cost.core.notes import Note
 from llm_cost.core.units import fmt_iec, fmt_int, fmt_seconds, fmt_si
 from llm_cost.report.base import (
     bytes_exact,
@@ -119,8 +120,7 @@ def _memory_facts(d: Deployment) -> list[tuple[str, str]]:
         )
     facts += [
         (
-            "memory per GPU"
-            + (" (as the card reports it)" if d.room.convention == MemoryConvention.PHYSICAL else " (datasheet)"),
+            "memory per GPU" + _capacity_label(d.room.convention, d.conventions),
             bytes_exact(d.room.capacity_bytes),
         ),
         (f"usable at {d.room.utilization:.0%}", bytes_exact(d.room.usable_bytes)),
@@ -175,7 +175,7 @@ def render_single(con, f: Fit, display_name: str, gpu_name: str) -> None:
     )
     facts = [
         (
-            "memory" + (" (as the card reports it)" if f.convention == MemoryConvention.PHYSICAL else " (datasheet)"),
+            "memory" + _capacity_label(f.convention, f.conventions),
             bytes_exact(f.capacity_bytes),
         ),
         (f"usable at {f.utilization:.0%}", bytes_exact(f.usable_bytes)),
@@ -268,3 +268,13 @@ def render_activations(con, results: list[Activations], display_name: str) -> No
         rows,
         caption=caption,
     )
+
+
+def _capacity_label(convention: MemoryConvention, conventions: list[Note]) -> str:
+    """How a capacity was counted: as the card reports it, or the datasheet's GB (the documents'
+    convention, or a GPU spec without ``memory_gib``, whose note says ``physical`` False: an
+    attacker's spec had its datasheet figure labelled as the card's)."""
+    if convention != MemoryConvention.PHYSICAL:
+        return " (datasheet)"
+    reported = all(n.params.get("physical", True) for n in conventions if n.code == "capacity.policy")
+    return " (as the card reports it)" if reported else " (datasheet GB; the spec has no memory_gib)"

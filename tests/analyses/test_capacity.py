@@ -200,3 +200,27 @@ def test_a_reserve_past_one_gpus_usable_memory_is_refused(cli):
     assert cli("fit", "llama3-8b", "--gpu", "h100", "--reserve-gb", "76").code == 0
     with pytest.raises(llm_cost.LlmCostError, match="reserve_bytes: 77 GB is per GPU"):
         llm_cost.fit("llama3-8b", "h100", reserve_bytes=77 * 10**9)
+
+
+def test_a_gpu_spec_without_memory_gib_is_not_labelled_as_the_cards_report(cli, tmp_path):
+    """Without ``memory_gib`` the capacity is the datasheet's 80 GB read as 10^9 B: the table says
+    so, where it had called 80,000,000,000 B "as the card reports it" (an attacker); with it, the
+    H100's 81,559 MiB as nvidia-smi reports them."""
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "hardware" / "h100.yaml").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if not line.startswith("memory_gib")]
+    spec = tmp_path / "h100-datasheet.yaml"
+    spec.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    plain = cli("fit", "llama3-8b", "--gpu", str(spec))
+    assert plain.code == 0, plain.err
+    line = next(row for row in plain.out.splitlines() if row.strip().startswith("memory"))
+    assert "80,000,000,000 B" in line and "datasheet GB" in line and "card" not in line, line
+    card = next(row for row in cli("fit", "llama3-8b", "--gpu", "h100").out.splitlines() if "memory" in row)
+    assert "85,520,809,984 B" in card and "as the card reports it" in card, card
+
+
+def test_the_default_reserve_past_a_small_gpu_names_its_memory(cli):
+    """The default 2 GiB (2.147 GB) reserve on a 1 GB GPU: the refusal names --memory-gb, not a
+    --reserve-gb the user never gave."""
+    r = cli("fit", "llama3-8b", "--memory-gb", "1")
+    assert r.code == 2 and r.err.startswith("error: --memory-gb: the default runtime reserve of 2.147 GB"), r.err
