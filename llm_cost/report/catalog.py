@@ -107,8 +107,10 @@ def _repository(source: str) -> str:
 
 
 def render_spec(con, view: SpecView) -> None:
-    """The spec as YAML, as loaded and validated (defaults filled in)."""
+    """The spec as YAML, as loaded and validated (defaults filled in), its heading a YAML comment:
+    the output saved to a file is a spec ``--model`` or ``--gpu`` reads (a new user's ``show h100 >
+    mine.yaml`` had been refused at its first line)."""
     import yaml
 
-    con.print(f"[bold]{view.kind} spec {view.name}[/bold] (as loaded and validated; defaults filled in)")
+    con.print(f"[bold]# {view.kind} spec {view.name}[/bold] (as loaded and validated; defaults filled in)")
     con.print(yaml.safe_dump(view.spec, sort_keys=False, width=100).rstrip(), markup=False)

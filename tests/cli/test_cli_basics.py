@@ -244,3 +244,17 @@ def test_whole_counts_are_integers_in_json(cli, argv):
         assert data["total_bytes"] == 2 * 46_702_792_704
     if argv[0] == "train":
         assert data["model_flops"] == 6 * 8_030_261_248 * 10**12  # Meta-Llama-3-8B's parameters
+
+
+def test_what_show_prints_is_a_spec_the_tool_reads(cli, tmp_path):
+    """``show`` prints the spec as YAML under a heading that is a YAML comment: saved to a file it is
+    read back as the same model or GPU (a new user's ``show h100 > raw.yaml`` was refused at its first
+    line): Llama-3-8B's 8,030,261,248 parameters, the H100's 989.4 TFLOP/s BF16 ridge."""
+    model, gpu = tmp_path / "m.yaml", tmp_path / "g.yaml"
+    model.write_text(cli("show", "llama3-8b").out, encoding="utf-8")
+    gpu.write_text(cli("show", "h100").out, encoding="utf-8")
+    assert cli("show", "h100").out.startswith("# gpu spec h100")
+    assert cli("params", str(model), "--json").json()["total_params"] == 8_030_261_248
+    ours = cli("roofline", "llama3-8b", "--gpu", str(gpu), "--batch", "8", "--context", "1K", "--json").json()
+    shipped = cli("roofline", "llama3-8b", "--gpu", "h100", "--batch", "8", "--context", "1K", "--json").json()
+    assert ours["peak_flops_per_s"] == 989.4e12 and ours["bound_s"] == shipped["bound_s"]
