@@ -590,8 +590,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             else "; give --ttft, more --gpus or a lower --qps"
         )
     ),
-    "serve.compare": "each GPU planned for the same traffic and targets; the cheapest per million output tokens is "
-    "marked (GPUs without a price or a plan are not ranked)",
+    "serve.compare": "each GPU planned for the same traffic and targets; the cheapest per million output tokens at "
+    "the slow end of its band (the pessimistic side, on which each plan is chosen) is marked (GPUs without a price "
+    "or a plan are not ranked)",
     "serve.percentile_screen": "the analytic search reads each percentile target as a bound on the mean",
     "weight_flops.gemm": "weight FLOPs per token = 2 x N_gemm (matmul weights, LM head included)",
     "weight_flops.non_embedding": "weight FLOPs per token = 2 x (N - input embedding), seed 003's '2 x 7.5B'",
