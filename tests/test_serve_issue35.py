@@ -227,3 +227,16 @@ def test_a_trace_longer_than_max_model_len_names_the_setting_that_replays_it(cli
 def test_too_few_gpus_for_a_rate_names_the_fewest_that_carry_it(cli):
     r = cli("serve", "llama3-70b", "--gpu", "h100", "--qps", "20", "--gpus", "4", "--ttft", "p99:2s")
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "give --gpus 16 or more" in r.err
+
+
+def test_the_memory_warning_states_the_headroom_in_the_tables_unit(cli):
+    """fit's table gives each layout's headroom in GB (10^9 B); its warning gave the same bytes in
+    GiB alone ("1.70 GB" beside "1.58 GiB free", a new user), now both: the table's figure first."""
+    argv = ("fit", "llama3.1-405b", "--gpu", "l4", "--context", "8K")
+    layouts = cli(*argv, "--json").json()["smallest_layouts"]
+    text = cli(*argv).out
+    tight = [d for d in layouts if 0 <= d["headroom_bytes"] < 2 * 2**30]
+    assert tight
+    for d in tight:
+        gb, gib = d["headroom_bytes"] / 1e9, d["headroom_bytes"] / 2**30
+        assert f"leaves {gb:,.2f} GB = {gib:,.2f} GiB free" in text

@@ -373,7 +373,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "(prompt and output) and are refused, as vLLM refuses them; max_model_len {longest:,} (the model's context at "
     "most) replays them all",
     "warning.tight_memory": lambda p: (
-        f"warning: {p['what']} leaves {p['headroom'] / 2**30:,.2f} GiB free on its fullest GPU, under "
+        f"warning: {p['what']} leaves {p['headroom'] / 1e9:,.2f} GB = {p['headroom'] / 2**30:,.2f} GiB free on its "
+        "fullest GPU, under "
         f"{p['bound'] / 2**30:g} GiB: activations past the estimate, allocator fragmentation, CUDA graphs or NCCL "
         "buffers larger than the reserve can run it out of memory; give it more memory (GPUs, fewer bits, a shorter "
         "context or batch)"
