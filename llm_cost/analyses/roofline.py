@@ -278,7 +278,7 @@ class DecodeStep(Result):
     estimate_tokens_per_s: float
     compute_bound_batch_weights_only: int | None
     compute_bound_batch: int | None
-    kv_bytes_at_compute_bound_batch: Number | None
+    kv_bytes_at_compute_bound_batch_weights_only: Number | None  # the KV the step reads at that batch
     intensity_limit_flop_per_byte: float | None
     ops: list[OpRow] = field(default_factory=list)
     conventions: list[Note] = field(default_factory=list)
@@ -504,7 +504,7 @@ def decode_steps(
             estimate_tokens_per_s=batch / estimate_s,
             compute_bound_batch_weights_only=b_weights,
             compute_bound_batch=b_all,
-            kv_bytes_at_compute_bound_batch=(
+            kv_bytes_at_compute_bound_batch_weights_only=(
                 exact(
                     Fraction(kv_read * b_weights, seqs)
                     if type(kv_read) is int

@@ -190,7 +190,7 @@ def _decode_batches(d: DecodeStep) -> list[tuple[str, str]]:
     intensity's limit as the batch grows."""
     facts = []
     if d.compute_bound_batch_weights_only:
-        kv = d.kv_bytes_at_compute_bound_batch
+        kv = d.kv_bytes_at_compute_bound_batch_weights_only
         facts.append(
             (
                 "batch where weights reach the ridge",

@@ -258,3 +258,14 @@ def test_what_show_prints_is_a_spec_the_tool_reads(cli, tmp_path):
     ours = cli("roofline", "llama3-8b", "--gpu", str(gpu), "--batch", "8", "--context", "1K", "--json").json()
     shipped = cli("roofline", "llama3-8b", "--gpu", "h100", "--batch", "8", "--context", "1K", "--json").json()
     assert ours["peak_flops_per_s"] == 989.4e12 and ours["bound_s"] == shipped["bound_s"]
+
+
+def test_the_kv_beside_a_ridge_batch_is_named_for_that_batch(cli):
+    """The KV bytes a decode step reads at the batch where its weights reach the ridge: Llama-3-8B
+    keeps 2 x 8 KV heads x 128 x 32 layers x 2 B = 131,072 B a token, so 296 sequences of 8,192
+    tokens read 317,827,579,904 B. The key had been ``kv_bytes_at_compute_bound_batch`` beside a
+    null ``compute_bound_batch`` (a new user)."""
+    data = cli("roofline", "llama3-8b", "--gpu", "h100", "--batch", "8", "--context", "8K", "--json").json()
+    batch = data["compute_bound_batch_weights_only"]
+    assert data["kv_bytes_at_compute_bound_batch_weights_only"] == batch * 8192 * 131_072
+    assert "kv_bytes_at_compute_bound_batch" not in data
