@@ -37,6 +37,9 @@ def render(con, r: SpecResult, all_rows: bool = False) -> None:
             )
         )
         limit = f"none up to batch {r.batch_search_limit:,}"
+        most = r.max_batch_in_memory
+        if most is not None and most < r.batch_search_limit:  # a new user: the search's limit read as reachable
+            limit += f", far past memory: at most {most:,} fit"
         if r.max_batch_in_memory is not None:
             facts.append(("largest batch in physical memory", _fits_text(r, r.max_batch_in_memory)))
         facts.append(

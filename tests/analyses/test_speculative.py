@@ -119,3 +119,13 @@ def test_spec_memory_counts_data_parallel_ranks_and_weights_that_do_not_fit(cli)
 def test_spec_refuses_step_model_arguments_without_a_gpu(cli, args, needle):
     r = cli("spec", *args, "--alpha", "0.8", "--gamma", "4", "--c", "0.1")
     assert r.code == 2 and needle in r.err and r.err.strip().count("\n") == 0, r.err
+
+
+def test_a_break_even_past_the_search_says_how_few_fit(cli):
+    """No break-even up to the search's 1,048,576 sequences is not a batch an engine reaches: the
+    line says how many fit in memory (a new user read the search limit as reachable)."""
+    argv = ("spec", "llama3-70b", "--gpu", "h100", "--tp", "4", "--alpha", "0.9", "--gamma", "2", "--c", "0.01")
+    data = cli(*argv, "--context", "2K", "--json").json()
+    assert data["break_even_batch"] is None and data["max_batch_in_memory"] < 1_048_576
+    line = next(row for row in cli(*argv, "--context", "2K").out.splitlines() if "break-even:" in row)
+    assert line.rstrip().endswith(f"far past memory: at most {data['max_batch_in_memory']:,} fit"), line
