@@ -272,6 +272,9 @@ def test_emit_prints_the_command_and_json_carries_it(cli):
     assert lines[0].startswith("# vLLM 0.15") and lines[-1].startswith("vllm serve meta-llama/Meta-Llama-3-70B ")
     data = cli(*args, "--emit", "vllm", "--json").json()
     assert data["launch"]["command"] == lines[-1] and data["launch"]["argv"][:2] == ["vllm", "serve"]
+    # the text points to the JSON for the plan's figures (a new user ran the plan twice to see both)
+    assert "# the plan's figures and band: the same command with --json" in text.out
+    assert data["chosen"]["layout"]["tp"] and data["output_tokens_per_s_per_gpu"] > 0
 
 
 def test_emit_without_a_plan_is_one_line_and_exit_2(cli):

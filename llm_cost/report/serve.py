@@ -799,4 +799,5 @@ def launch_text(launch: Any) -> str:
 
     lines = [f"# {launch.version}: flags checked against {launch.checked_against}"]
     lines += [f"# {sentence(n)}" for n in launch.conventions]
+    lines.append("# the plan's figures and band: the same command with --json, which carries this command too")
     return "\n".join([*lines, launch.command]) + "\n"
