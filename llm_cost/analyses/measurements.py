@@ -306,27 +306,42 @@ def _model_of(m: Measurement) -> ModelSpec:
 
 
 def _measured(m: Measurement) -> tuple:
-    """What a row says: the step (model resolved, GPU, phase, sizes, dtypes, layout) and its time."""
-    return (m.spec, m.gpu.lower(), m.phase, m.batch, m.context, m.tp, m.weights_dtype, m.group_size, m.kv_dtype,
+    """What a row says but its model: the step (GPU, phase, sizes, dtypes, layout) and its time."""
+    return (m.gpu.lower(), m.phase, m.batch, m.context, m.tp, m.weights_dtype, m.group_size, m.kv_dtype,
             m.compute_dtype, m.prefill_tokens, m.prefill_cached, m.measured_ms)  # fmt: skip
+
+
+def _same_model(a: str, b: str) -> bool:
+    """Whether two rows' models are one spec, whatever the rows call it (a YAML file's Hub id mapped
+    to a spec file and a CSV file's shipped name for one model had passed as two measurements: an
+    attacker); a model that does not load is its name (refused where the row's model is checked)."""
+    if a == b:
+        return True
+    try:
+        return repr(load_model(a)) == repr(load_model(b))
+    except (InputError, SpecError):
+        return False
 
 
 def check_distinct(rows: list[Measurement]) -> None:
     """InputError naming the first rows that share an id, or that repeat one another (the same
-    step, the same time: a copied row weighs twice in a fit and hides its error held out)."""
+    step, the same time: a copied row weighs twice in a fit and hides its error held out). Models
+    are compared as specs only between rows alike in everything else (rare: a fit's rows load no
+    model here)."""
     ids: set[str] = set()
-    seen: dict[tuple, Measurement] = {}
+    seen: dict[tuple, list[Measurement]] = {}
     for m in rows:
         if m.id in ids:
             raise InputError(f"{m.file}: row id {m.id!r} is given to two rows; give each row its own id")
-        twin = seen.get(_measured(m))
+        alike = seen.setdefault(_measured(m), [])
+        twin = next((t for t in alike if _same_model(t.spec, m.spec)), None)
         if twin is not None:  # the files named: the second attacker's message named rows only
             raise InputError(
                 f"{twin.file}: row {twin.id!r} and {m.file}: row {m.id!r} repeat one measurement (the same step "
                 "and time); keep one"
             )
         ids.add(m.id)
-        seen[_measured(m)] = m
+        alike.append(m)
 
 
 def category(m: Measurement) -> str:
