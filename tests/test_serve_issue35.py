@@ -229,6 +229,20 @@ def test_too_few_gpus_for_a_rate_names_the_fewest_that_carry_it(cli):
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "give --gpus 16 or more" in r.err
 
 
+def test_an_analytic_plan_past_its_gpus_names_a_count_that_meets_the_targets(cli):
+    """The analytic plan, as the simulated one: a rate 8 H100s cannot carry names the fewest GPUs that
+    meet the targets, and that count then plans. It had named the screen's capacity, sized without
+    the targets (22), which then failed on TTFT (an attacker's dead end)."""
+    argv = ["serve", "llama3-70b", "--gpu", "h100", "--qps", "30", "--input", "2K", "--output", "256",
+            "--ttft", "2s", "--tpot", "30ms", "--analytic"]  # fmt: skip
+    refused = cli(*argv, "--gpus", "8")
+    assert refused.code == 2 and len(refused.err.strip().splitlines()) == 1, refused.err
+    fewest = int(refused.err.split("give --gpus ")[1].split()[0].replace(",", ""))
+    planned = cli(*argv, "--gpus", str(fewest), "--json")
+    assert planned.code == 0 and planned.json()["chosen"]["gpus"] <= fewest, planned.err
+    assert cli(*argv, "--json").json()["chosen"]["gpus"] == fewest  # the plan without a budget
+
+
 def test_the_memory_warning_states_the_headroom_in_the_tables_unit(cli):
     """fit's table gives each layout's headroom in GB (10^9 B); its warning gave the same bytes in
     GiB alone ("1.70 GB" beside "1.58 GiB free", a new user), now both: the table's figure first."""

@@ -523,10 +523,17 @@ def _analytic(
         )  # fmt: skip
     else:
         search = _narrowed(one, batch, chunk, chunked_prefill)
-        result = plan(
-            spec, g, screen, targets, time_model, gpus=budget, modes=searched, reserve_full=reserve_full,
-            attention_dp=options["engine"] in ATTENTION_DP_ENGINES, **search, **common,
-        )  # fmt: skip
+
+        def planned(cap: int | None) -> ServePlan:
+            return plan(
+                spec, g, screen, targets, time_model, gpus=cap, modes=searched, reserve_full=reserve_full,
+                attention_dp=options["engine"] in ATTENTION_DP_ENGINES, **search, **common,
+            )  # fmt: skip
+
+        try:
+            result = planned(budget)
+        except InputError as missed:  # as the simulated plan: the fewest GPUs that meet the targets
+            raise _with_fewest_gpus(missed, budget if screen.qps is not None else None, planned) from None
     from llm_cost.analyses.serving.band import with_analytic_band
     from llm_cost.analyses.serving.moe_layouts import layout_families
 
@@ -674,7 +681,7 @@ def _with_plan_notes(spec: ModelSpec, result: SimulatedPlan, requests: Optional[
 
 
 def _with_fewest_gpus(
-    missed: InputError, budget: int | None, planned: Callable[[int | None], SimulatedPlan]
+    missed: InputError, budget: int | None, planned: Callable[[int | None], SimulatedPlan | ServePlan]
 ) -> InputError:
     """At a rate within a GPU ``budget`` where no simulated configuration meets the targets: the
     refusal naming the fewest GPUs that do meet them (the plan without a budget, which adds
