@@ -378,7 +378,18 @@ def main() -> None:
         if (code == 1 or not message) and not isinstance(exc, InputError):
             _quiet_stdout()
         if message:
-            from llm_cost.core.errors import cut_long_values
-
-            sys.stderr.write(f"error: {cut_long_values(' '.join(message.split()))}\n")
+            _say_on_stderr(message)
         raise SystemExit(code) from None
+
+
+def _say_on_stderr(message: str) -> None:
+    """The failure's one line on stderr, if stderr takes it: a closed or full stderr (``2>&-``,
+    ``2>/dev/full``) loses the line but not the exit status, which says what failed (it had exited
+    1 for a user's mistake, the interpreter's own failure to write)."""
+    from llm_cost.core.errors import cut_long_values
+
+    try:
+        sys.stderr.write(f"error: {cut_long_values(' '.join(message.split()))}\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):  # None when closed at start; ENOSPC; closed since
+        sys.stderr = None  # the interpreter's exit flushes no lost line again

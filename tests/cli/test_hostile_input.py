@@ -446,6 +446,22 @@ def test_closed_stdout_exits_1_with_one_line(flag):
     assert r.returncode == 1 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, r.stderr
 
 
+@pytest.mark.parametrize("stderr", ["closed", "full"])
+def test_a_users_mistake_exits_2_whatever_becomes_of_stderr(stderr):
+    """A user's mistake exits 2 even where its line cannot be written (``2>&-``, ``2>/dev/full``):
+    the status says what failed; it had been 1, the interpreter's own failure to write."""
+    close = "import os; os.close(2); " if stderr == "closed" else ""
+    code = close + "from llm_cost.cli import main; main()"
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(
+            [sys.executable, "-c", code, "params", "nosuchmodel"],
+            stdout=subprocess.PIPE,
+            stderr=full if stderr == "full" else subprocess.DEVNULL,
+            timeout=60,
+        )
+    assert r.returncode == 2 and r.stdout == b""
+
+
 def test_broken_pipe_is_quiet():
     code = "import sys; from llm_cost.cli import main; main()"
     p = subprocess.Popen(
