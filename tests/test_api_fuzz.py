@@ -328,3 +328,31 @@ def test_numpy_integers_are_integers():
     assert api.params(TINY_LLAMA).total_params == 210_240
     assert api.kv("llama3-8b", contexts=[np.int64(1024)]) == api.kv("llama3-8b", contexts=[1024])
     assert api.kv("llama3-8b", contexts=list(np.array([1024, 8192]))) == api.kv("llama3-8b", contexts=[1024, 8192])
+
+
+def test_numpy_scalars_are_numbers_at_every_door_and_leave_no_trace():
+    """A second attacker: numpy scalars were refused as out of range in a Layout (tp=np.int64(2)),
+    in token counts (input_tokens=np.int64(256)) and in reals (mfu=np.float32(0.5)), and leaked
+    into results (requests=np.int64(100) came out as 100.0 in a note's JSON, zero=np.int64(1) as
+    1.0). Each now gives the same answer as Python's numbers, with Python's numbers inside."""
+    import json
+
+    np = pytest.importorskip("numpy")
+    import llm_cost
+
+    assert llm_cost.Layout(tp=np.int64(2)) == llm_cost.Layout(tp=2) and type(llm_cost.Layout(tp=np.int64(2)).tp) is int
+    same = dict(batch=8, context=1024)
+    assert llm_cost.decode("llama3-8b", "h100", mfu=np.float32(0.5), **same) == llm_cost.decode(
+        "llama3-8b", "h100", mfu=0.5, **same
+    )
+    run = llm_cost.serve("llama3-8b", "h100", np.int64(256), np.int64(32), qps=2.0, requests=np.int64(100),
+                         layout=llm_cost.Layout(tp=1))  # fmt: skip
+    plain = llm_cost.serve("llama3-8b", "h100", 256, 32, qps=2.0, requests=100, layout=llm_cost.Layout(tp=1))
+    assert json.dumps(run.to_dict()) == json.dumps(plain.to_dict())
+    trained = llm_cost.train("llama3-8b", 10**10, gpus=8, zero=np.int64(1), mfu=0.4, tp=1)
+    assert json.dumps(trained.to_dict()) == json.dumps(
+        llm_cost.train("llama3-8b", 10**10, gpus=8, zero=1, mfu=0.4, tp=1).to_dict()
+    )
+    for bad in (np.array([8, 9]), np.bool_(True)):
+        with pytest.raises(llm_cost.LlmCostError, match="batch"):
+            llm_cost.decode("llama3-8b", "h100", batch=bad)

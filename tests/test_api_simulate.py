@@ -62,3 +62,15 @@ def test_simulate_serving_refuses_prefix_shapes_without_a_prefix():
 
     with pytest.raises(llm_cost.LlmCostError, match="prefix_groups"):
         llm_cost.simulate_serving("llama3-8b", qps=1, prefix_groups=4)
+
+
+def test_simulate_serving_takes_each_engines_own_defaults():
+    """simulate_serving took vLLM's caps whatever the engine (a second attacker): TensorRT-LLM's
+    max_batch_size is 2,048 (trtllm-serve's default), vLLM's max_num_seqs 1,024 on an H100. 3,000
+    short requests at 2,000/s keep more than 1,024 running under TensorRT-LLM, never under vLLM."""
+    import llm_cost
+
+    burst = dict(gpu="h100", qps=2000, input_tokens=64, output_tokens=64, requests=3000)
+    trt = llm_cost.simulate_serving("llama3-8b", engine="trtllm", **burst)
+    vllm = llm_cost.simulate_serving("llama3-8b", engine="vllm", **burst)
+    assert vllm.running_mean <= 1024 < trt.running_mean <= 2048

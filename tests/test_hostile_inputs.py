@@ -1115,7 +1115,7 @@ IN_PROCESS = [
     ("tp-past-intermediate-size-api", lambda t: _decode_call(_spec(t, "inter4", "intermediate_size: 14336",
      "intermediate_size: 4"), 8), 2, "tp: 8 does not divide llama3-8b's mlp.intermediate_size 4"),
     ("reserve-past-memory", lambda t: ["serve", "llama3-8b", "--tp", "1", "--qps", "2", "--reserve-gb", "80"], 2,
-     "less --reserve-gb 80 GB leaves no room for a KV block"),
+     "--reserve-gb: 80 GB per GPU takes all of the 76.97 GB one h100 may use"),
     ("max-num-seqs-past-any-budget", lambda t: ["serve", "llama3-8b", "--tp", "1", "--max-num-seqs", "16777216"], 2,
      "which vLLM refuses (each running sequence needs a token of the step); give --max-num-seqs 8,192 or fewer"),
     ("sequence-parallel-to-a-plan", lambda t: ["train", "llama3-8b", "--tokens", "1T", "--gpus", "8",
@@ -1644,3 +1644,28 @@ def test_one_row_in_a_yaml_file_and_a_csv_file_under_two_names_is_one_measuremen
     other.write_text("id,model,gpu,phase,batch,context,measured_ms\nc8,mistral-7b,h100,decode,8,1024,10\n")
     out = cli("calibrate", str(yaml_rows), str(other), "-o", str(tmp_path / "q.yaml"), "--engine", "vllm")
     assert out.code == 0, out.err
+
+
+@pytest.mark.parametrize("case", ["gpu-alias", "config-json", "renamed-spec"])
+def test_a_row_repeated_under_any_name_of_its_model_or_gpu_is_one_measurement(cli, tmp_path, case):
+    """A second attacker's repeats under other names: the GPU's alias (h100-sxm beside h100), the
+    model's config.json beside its shipped name, and a spec copy whose only change is its name.
+    Each names the same step; each pair is refused as one measurement."""
+    root = Path(__file__).resolve().parents[1]
+    spec = tmp_path / "l8.yaml"
+    text = cli("show", "llama3.1-8b").out
+    spec.write_text(text.replace("name: llama3.1-8b", "name: my-8b", 1) if case == "renamed-spec" else text)
+    target = (
+        str(root / "tests" / "fixtures" / "hf" / "llama-3.1-8b" / "config.json") if case == "config-json" else "l8.yaml"
+    )
+    gpu = "h100-sxm" if case == "gpu-alias" else "h100"
+    rows = tmp_path / "a.yaml"
+    rows.write_text(yaml.safe_dump({
+        "source": "a test", "engine": "vLLM 0.15.1", "models": {"meta-llama/Llama-3.1-8B": target},
+        "rows": [{"id": f"y{b}", "model": "meta-llama/Llama-3.1-8B", "gpu": gpu, "phase": "decode",
+                  "batch": b, "context": 1024, "measured_ms": 9 + b / 8} for b in (1, 8, 32)],
+    }, sort_keys=False))  # fmt: skip
+    other = tmp_path / "b.csv"
+    other.write_text("id,model,gpu,phase,batch,context,measured_ms\nc8,llama3.1-8b,h100,decode,8,1024,10\n")
+    out = cli("calibrate", str(rows), str(other), "-o", str(tmp_path / "p.yaml"), "--engine", "vllm")
+    assert out.code == 2 and "a.yaml: row 'y8' and b.csv: row 'c8' repeat one measurement" in out.err, out.err

@@ -311,16 +311,38 @@ def _measured(m: Measurement) -> tuple:
             m.compute_dtype, m.prefill_tokens, m.prefill_cached, m.measured_ms)  # fmt: skip
 
 
+#: A spec's fields that name it, not its shapes: two specs alike but for these are one model.
+_NAMING = frozenset({"name", "display_name", "aliases", "source"})
+
+
 def _same_model(a: str, b: str) -> bool:
-    """Whether two rows' models are one spec, whatever the rows call it (a YAML file's Hub id mapped
-    to a spec file and a CSV file's shipped name for one model had passed as two measurements: an
-    attacker); a model that does not load is its name (refused where the row's model is checked)."""
+    """Whether two rows' models are one model, whatever the rows call it or its spec calls itself
+    (a YAML file's Hub id mapped to a config.json, a CSV file's shipped name, a renamed copy of a
+    spec: a second attacker's pairs had passed as two measurements); a model that does not load is
+    its name (refused where the row's model is checked)."""
     if a == b:
         return True
     try:
-        return repr(load_model(a)) == repr(load_model(b))
+        return _shapes(load_model(a)) == _shapes(load_model(b))
     except (InputError, SpecError):
         return False
+
+
+def _shapes(spec: ModelSpec) -> tuple:
+    """A spec's fields but those that name it (:data:`_NAMING`)."""
+    import dataclasses
+
+    return tuple(repr(getattr(spec, f.name)) for f in dataclasses.fields(spec) if f.name not in _NAMING)
+
+
+def _gpu_name(gpu: str) -> str:
+    """The name of the GPU spec ``gpu`` resolves to (a row's alias or case), or ``gpu`` itself."""
+    from llm_cost.specs.load import load_gpu
+
+    try:
+        return load_gpu(gpu).name
+    except (InputError, SpecError):
+        return gpu.lower()
 
 
 def check_distinct(rows: list[Measurement]) -> None:
@@ -330,10 +352,13 @@ def check_distinct(rows: list[Measurement]) -> None:
     model here)."""
     ids: set[str] = set()
     seen: dict[tuple, list[Measurement]] = {}
+    gpus: dict[str, str] = {}  # each row's GPU as its spec names it (an alias, another case: one GPU)
     for m in rows:
         if m.id in ids:
             raise InputError(f"{m.file}: row id {m.id!r} is given to two rows; give each row its own id")
-        alike = seen.setdefault(_measured(m), [])
+        if m.gpu not in gpus:
+            gpus[m.gpu] = _gpu_name(m.gpu)
+        alike = seen.setdefault((gpus[m.gpu], *_measured(m)[1:]), [])
         twin = next((t for t in alike if _same_model(t.spec, m.spec)), None)
         if twin is not None:  # the files named: the second attacker's message named rows only
             raise InputError(

@@ -8,12 +8,11 @@ passes them here, so a shell user and a Python caller are refused by the same ru
 from __future__ import annotations
 
 import math
-import operator
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from fractions import Fraction
-from typing import Optional, SupportsIndex, TypeVar, cast
+from typing import Optional, TypeVar, cast
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import (
@@ -26,6 +25,7 @@ from llm_cost.core.limits import (
     PERCENTILE_DECIMALS,
     PERCENTILE_RANGE,
 )
+from llm_cost.core.units import plain_number
 
 __all__ = [
     "count",
@@ -52,16 +52,10 @@ T = TypeVar("T")
 
 
 def integer(value: object) -> int | None:
-    """``value`` as an int if it is an integer other than a bool: an int, or any type that declares
-    itself one (``__index__``: numpy's int64, as an array's elements come), else None."""
-    if isinstance(value, bool) or isinstance(value, (float, Fraction, str, bytes)):
-        return None
-    if isinstance(value, int):
-        return value
-    try:
-        return operator.index(cast(SupportsIndex, value)) if hasattr(type(value), "__index__") else None
-    except TypeError:  # a numpy array of more than one element declares __index__ and refuses it
-        return None
+    """``value`` as an int if it is an integer other than a bool: an int, or another library's
+    integer (:func:`~llm_cost.core.units.plain_number`: numpy's int64, a 0-d array), else None."""
+    plain = plain_number(value)
+    return plain if isinstance(plain, int) and not isinstance(plain, bool) else None
 
 
 def count(value: object, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
@@ -97,8 +91,7 @@ def counts(values: object, name: str, minimum: int = 1, maximum: int = MAX_COUNT
 
 def number(value: object, name: str, *, minimum: float = 0.0, maximum: float = 1e300, open_min: bool = True) -> float:
     """A finite real number above ``minimum`` (at least it when not ``open_min``), at most ``maximum``."""
-    whole = integer(value)
-    value = whole if whole is not None else value  # numpy's int64 as an int
+    value = plain_number(value)  # numpy's int64 and float32 as Python's
     ok = (
         not isinstance(value, bool)
         and isinstance(value, (int, float, Fraction))
@@ -152,6 +145,7 @@ def percentile(value: object, name: str) -> float:
 
 def efficiency(value: object, name: str) -> float:
     """A utilisation (MFU, MBU) in [0.01, 1]: below 1% is a typing mistake, not a GPU."""
+    value = plain_number(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.01 <= value <= 1:
         raise InputError(f"{name}: {value!r} must be a number between 0.01 and 1 (e.g. 0.6)", fields=(name,))
     return float(cast(float, value))
@@ -159,6 +153,7 @@ def efficiency(value: object, name: str) -> float:
 
 def fraction(value: object, name: str) -> Fraction:
     """A share in (0, 1] as an exact Fraction (a float is read to 6 decimals)."""
+    value = plain_number(value)
     if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not 0 < value <= 1:
         raise InputError(f"{name}: {value!r} must be a number in (0, 1], e.g. 0.9", fields=(name,))
     share = Fraction(value).limit_denominator(10**6)
@@ -181,15 +176,16 @@ def choice(value: object, enum: type[E], name: str) -> E:
 
 
 def one_of(value: object, name: str, valid: Sequence[T]) -> T:
-    """``value`` if it is one of ``valid``."""
+    """The member of ``valid`` that ``value`` equals (itself, not ``value``: numpy's int64 1 gives the
+    int 1, which a result keeps)."""
     try:
-        found = value in valid
+        found = [v for v in valid if not isinstance(value, bool) and value == v]
     except (TypeError, ValueError):  # an array compares elementwise: no truth value
-        found = False
+        found = []
     if not found:
         shown = repr(value.value if isinstance(value, Enum) else value)
         raise InputError(f"{name}: {shown} is not one of: {', '.join(map(str, valid))}", fields=(name,))
-    return cast(T, value)
+    return found[0]
 
 
 def record(value: object, kind: type[T], name: str) -> T:

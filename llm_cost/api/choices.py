@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 from llm_cost.api import checks
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import NETWORK_GB_S_RANGE
-from llm_cost.core.types import BLOCK_SCALES, DTYPE_BITS, Dtype, Engine, StorageDtype, WeightFormat, stored_weight_bits
+from llm_cost.core.types import (
+    BLOCK_SCALES,
+    DEFAULT_INT4_GROUP,
+    DTYPE_BITS,
+    Dtype,
+    Engine,
+    StorageDtype,
+    WeightFormat,
+    stored_weight_bits,
+)
 
 if TYPE_CHECKING:
     from llm_cost.analyses.capacity import MemoryPolicy
@@ -85,10 +94,11 @@ def unread_quantization_notes(spec: ModelSpec, weights_dtype: object, bits_per_w
     return [note("params.quantization_unread", method=unread, dtype=str(spec.torch_dtype))] if unread else []
 
 
-def _check_group_divides(spec: ModelSpec, dtype: WeightFormat, group: int, kept: Dtype) -> None:
-    """InputError naming ``group_size`` for a group that does not divide the input width of every
-    matrix it quantizes (:func:`llm_cost.model.formats.quantized_widths`): no AWQ or GPTQ checkpoint
-    stores a fraction of a group (an attacker's group of 3 gave 13,846,096,554.67 bytes)."""
+def _check_group_divides(spec: ModelSpec, dtype: WeightFormat, group: int, kept: Dtype, default: bool) -> None:
+    """InputError naming ``group_size`` for a group (the ``default`` int4 group of 128 too) that does
+    not divide the input width of every matrix it quantizes
+    (:func:`llm_cost.model.formats.quantized_widths`): no AWQ or GPTQ checkpoint stores a fraction
+    of a group (an attacker's group of 3 gave 13,846,096,554.67 bytes)."""
     from llm_cost.model.formats import quantized_widths
 
     widths = sorted(quantized_widths(spec, dtype, kept))
@@ -98,7 +108,8 @@ def _check_group_divides(spec: ModelSpec, dtype: WeightFormat, group: int, kept:
     fits = [g for g in (32, 64, 128, 256) if common % g == 0] or [common]
     shown_widths = ", ".join(f"{w:,}" for w in widths[:6]) + (" ..." if len(widths) > 6 else "")
     raise InputError(
-        f"group_size: {group:,} does not divide the input width of every matrix {dtype.value} quantizes "
+        f"group_size: {'the default group of ' if default else ''}{group:,} does not divide the input width of every "
+        f"matrix {dtype.value} quantizes "
         f"({shown_widths}); give one that does, e.g. {', '.join(f'{g:,}' for g in fits)}",
         fields=("group_size",),
     )
@@ -169,8 +180,8 @@ def weight_bits(
         return checkpoint_bits(spec)
     exact = stored_weight_bits((dtype or StorageDtype(spec.torch_dtype)).value, group)
     kept = Dtype(spec.torch_dtype) if spec.torch_dtype in (Dtype.BF16, Dtype.FP16) else Dtype.BF16
-    if group is not None and dtype in GROUPED_DTYPES:
-        _check_group_divides(spec, dtype, group, kept)
+    if dtype in GROUPED_DTYPES and (group is not None or dtype == WeightFormat.INT4):
+        _check_group_divides(spec, dtype, DEFAULT_INT4_GROUP if group is None else group, kept, group is None)
     if dtype in GROUPED_DTYPES and not quantize_embeddings and exact < DTYPE_BITS[kept]:
         from llm_cost.model.formats import weight_only_bits
 
@@ -278,6 +289,32 @@ def memory_policy(
         base,
         utilization=base.utilization if share is None else share,
         reserve_bytes=base.reserve_bytes if reserve is None else reserve,
+    )
+
+
+def check_reserve(gpu: HardwareSpec, policy: MemoryPolicy, given: set[str], sized: bool = False) -> None:
+    """InputError when the runtime reserve alone takes every usable byte of one GPU: the reserve is
+    per GPU, so no count of GPUs or bits per weight makes room (an attacker's ``--reserve-gb 1000``
+    was told to raise --max-gpus by ``fit`` and to add GPUs by ``serve``). It names the first of the
+    settings that were ``given`` (``reserve_bytes``, ``gpu_memory_utilization``, ``memory_gb``), else
+    the GPU's memory (``memory_gb`` where the caller takes one: ``sized``)."""
+    from llm_cost.analyses.capacity import usable_bytes
+
+    usable = usable_bytes(gpu, policy)
+    if policy.reserve_bytes < usable:
+        return
+    gpu_field = "memory_gb" if sized else "gpu"
+    named: list[str] = [n for n in ("reserve_bytes", "gpu_memory_utilization", "memory_gb") if n in given] or [
+        gpu_field
+    ]
+    reserve = f"{'the default runtime reserve of ' if 'reserve_bytes' not in given else ''}{policy.reserve_bytes / 1e9:,.4g} GB"
+    raise InputError(
+        f"{named[0]}: {reserve} per GPU takes all of the {usable / 1e9:,.4g} GB one {gpu.name} may use (at "
+        f"gpu_memory_utilization {float(policy.utilization):g}), whatever the GPUs or bits; give a smaller "
+        f"reserve_bytes, a larger gpu_memory_utilization or a GPU with more memory{' (memory_gb)' if sized else ''}",
+        fields=tuple(
+            dict.fromkeys([*named, "reserve_bytes", "gpu_memory_utilization", *(["memory_gb"] if sized else [])])
+        ),
     )
 
 

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, checkpoint_of, load_gpu, load_model
 from llm_cost.core.choices import ActivationFormula, MemoryConvention, Recompute
-from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_SEARCH_GPUS
 
 if TYPE_CHECKING:
@@ -58,7 +57,9 @@ def fit(
     max_gpus = checks.count(max_gpus, "max_gpus", 1, MAX_SEARCH_GPUS)
     policy = choices.memory_policy(memory, gpu_memory_utilization, reserve_bytes)
     spec, g = load_model(model), _sized(load_gpu(gpu), memory_gb)
-    _check_reserve(g, policy, reserve_bytes is not None)
+    given = {n for n, v in (("reserve_bytes", reserve_bytes), ("gpu_memory_utilization", gpu_memory_utilization),
+                            ("memory_gb", memory_gb)) if v is not None}  # fmt: skip
+    choices.check_reserve(g, policy, given, sized=True)
     bits = choices.weight_bits(
         spec,
         weights_dtype,
@@ -85,33 +86,6 @@ def fit(
         smallest_layouts(spec, g, batch, context, bits, kv_bits, policy, max_gpus, compute, profile=timed),
         max_gpus,
         None,
-    )
-
-
-def _check_reserve(gpu: Any, policy: Any, given: bool) -> None:
-    """InputError when the runtime reserve alone takes every usable byte of one GPU: the reserve is
-    per GPU, so no count of GPUs or bits per weight makes room (an attacker's ``--reserve-gb 1000``
-    was told to raise --max-gpus). It names ``reserve_bytes`` when it was ``given``, else the GPU's
-    memory (the default 2 GiB reserve on a 1 GB ``memory_gb``)."""
-    from llm_cost.analyses.capacity import usable_bytes
-
-    usable = usable_bytes(gpu, policy)
-    if policy.reserve_bytes < usable:
-        return
-    reserve = f"{policy.reserve_bytes / 1e9:,.4g} GB"
-    room = (
-        f"the {usable / 1e9:,.4g} GB one {gpu.name} may use (at gpu_memory_utilization {float(policy.utilization):g})"
-    )
-    if given:
-        raise InputError(
-            f"reserve_bytes: {reserve} is per GPU and takes all of {room}, whatever the GPUs or bits; give a "
-            "reserve below it",
-            fields=("reserve_bytes", "gpu_memory_utilization"),
-        )
-    raise InputError(
-        f"memory_gb: the default runtime reserve of {reserve} per GPU takes all of {room}, whatever the GPUs "
-        "or bits; give a GPU with more memory (memory_gb) or a smaller reserve_bytes",
-        fields=("memory_gb", "reserve_bytes", "gpu_memory_utilization"),
     )
 
 

@@ -29,7 +29,7 @@ from llm_cost.api.requests import (
 )
 from llm_cost.core.choices import MemoryConvention, Router, ServingMode
 from llm_cost.core.errors import InputError
-from llm_cost.core.limits import MAX_CHUNK_TOKENS, MAX_COMPARED, MAX_CONCURRENCY, MAX_SEED
+from llm_cost.core.limits import MAX_CHUNK_TOKENS, MAX_COMPARED, MAX_CONCURRENCY, MAX_REQUESTS, MAX_SEED
 from llm_cost.core.types import Engine, ServingEngine
 
 if TYPE_CHECKING:
@@ -192,7 +192,8 @@ def _serve(r: ServeRequest, launch: bool) -> ServePlan | SimulatedPlan | ServeRu
     )
     return _simulated(
         spec, g, load, has_arrivals, goals, r.gpus, searched, one, r.profile, options, _engine_options(r),
-        checks.count(r.seed, "seed", 0, MAX_SEED), r.requests, own_traffic,
+        checks.count(r.seed, "seed", 0, MAX_SEED), checks.optional(r.requests, checks.count, "requests", 1, MAX_REQUESTS),
+        own_traffic,
         checks.optional(r.router, checks.choice, Router, "router"),
     )  # fmt: skip
 
@@ -419,12 +420,14 @@ def _common(spec: Any, g: Any, chosen: Any, options: dict[str, Any]) -> dict[str
         options["group_size"],
         options["quantize_embeddings"],
     )
+    policy = choices.memory_policy(options["memory"], options["gpu_memory_utilization"], options["reserve_bytes"])
+    choices.check_reserve(g, policy, {n for n in ("reserve_bytes", "gpu_memory_utilization") if options[n] is not None})
     return dict(
         weight_bits=bits,
         kv_bits=choices.kv_dtype_of(options["kv_dtype"]).bits,
         compute_dtype=choices.compute_dtype(spec, g, options["dtype"], options["weights_dtype"]),
         usd_per_gpu_hour=checks.optional(_one_price(options["usd_per_gpu_hour"]), checks.price, "usd_per_gpu_hour"),
-        policy=choices.memory_policy(options["memory"], options["gpu_memory_utilization"], options["reserve_bytes"]),
+        policy=policy,
         network_gb_s=choices.network_gb_s_of(options["network_gb_s"]),
         extra_notes=[*_profile_notes(chosen, g.name), *bits_notes],
     )

@@ -49,8 +49,8 @@ def simulate_serving(
     ``sglang``: admission by its new-token estimate, or ``trtllm``: full-length reservation). ``input_tokens`` and ``output_tokens`` are counts or
     distributions (``"lognormal:mean=800,sd=400"``); ``prefix_tokens`` of each prompt are one of
     ``prefix_groups`` shared system prompts, each used by ``users_per_prefix`` users. Engine
-    settings default to vLLM's server defaults for the GPU
-    (:func:`llm_cost.simulate.engine.vllm_defaults`), ``max_model_len`` to the model's
+    settings default to the engine's server defaults for the GPU
+    (:func:`llm_cost.simulate.engine.engine_defaults`, as ``serve`` takes them), ``max_model_len`` to the model's
     ``max_position_embeddings`` (a longer request is refused, as vLLM refuses it); the KV cache holds what
     ``gpu_memory_utilization`` (default 0.9) of each GPU leaves after the weights, a step's
     workspace and the runtime reserve. Steps are timed by ``profile`` if given, else by the time
@@ -63,7 +63,7 @@ def simulate_serving(
     from llm_cost.api.traffic import check_budget, check_steps, shared_prefix
     from llm_cost.model.layout import ONE_GPU
     from llm_cost.simulate import simulate as run
-    from llm_cost.simulate.engine import vllm_defaults
+    from llm_cost.simulate.engine import engine_defaults
     from llm_cost.simulate.workload import check_workload, drawn_mean, parse_lengths, poisson
 
     rate = checks.number(qps, "qps", minimum=QPS_RANGE[0], maximum=QPS_RANGE[1], open_min=False)
@@ -82,7 +82,7 @@ def simulate_serving(
     if max_num_batched_tokens is not None:
         changes["max_num_batched_tokens"] = checks.step_tokens(max_num_batched_tokens, "max_num_batched_tokens")
     checks.flag(prefix_caching, "prefix_caching")
-    config = vllm_defaults(
+    config = engine_defaults(
         g,
         engine=choices.serving_engine_of(engine, profile),
         prefix_caching=prefix_caching,
@@ -118,7 +118,7 @@ def simulate_serving(
 
 def _length(value: Any, name: str) -> Any:
     """A count or a distribution's text, as :func:`llm_cost.simulate.workload.parse_lengths` reads."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if checks.integer(value) is not None:
         return checks.count(value, name, 1, MAX_LENGTH)
     if not isinstance(value, str):
         raise InputError(

@@ -148,7 +148,7 @@ def lengths_of(value: object, name: str, default: int) -> Lengths:
         return Fixed(default)
     if isinstance(value, (Fixed, Uniform, Normal, LogNormal, Empirical)):
         return _checked_lengths(value, name)
-    if isinstance(value, int) and not isinstance(value, bool):
+    if checks.integer(value) is not None:
         return Fixed(checks.count(value, name, 1, MAX_LENGTH))
     if not isinstance(value, str):
         raise InputError(

@@ -11,7 +11,7 @@ from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import Fp8Recipe, Framework, MoeDispatcher, Recompute
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_LAYOUT, MOE_CAPACITY_FACTOR_RANGE, PUE_RANGE
-from llm_cost.core.types import TRAINING_DTYPES, Dtype
+from llm_cost.core.types import TRAINING_DTYPES, Dtype, TrainingDtype
 
 if TYPE_CHECKING:
     from llm_cost.analyses.train_plan import TrainPlan
@@ -101,9 +101,7 @@ def train(
     gpus = checks.optional(gpus, checks.count, "gpus", 1, 10**7)
     mfu = checks.optional(mfu, checks.efficiency, "mfu")
     gpu_hours = checks.optional(gpu_hours, checks.number, "gpu_hours")
-    compute = checks.one_of(
-        checks.choice(Dtype.BF16 if dtype is None else dtype, Dtype, "dtype"), "dtype", TRAINING_DTYPES
-    )
+    compute = Dtype(checks.choice(Dtype.BF16 if dtype is None else dtype, TrainingDtype, "dtype").value)
     power_w, pue, grid, price = _costs(power_w, pue, grid_kg_per_kwh, usd_per_gpu_hour)
     seq = checks.count(seq, "seq")
     micro_batch = checks.count(1 if micro_batch is None else micro_batch, "micro_batch")
@@ -213,9 +211,7 @@ def train_plan(
     rec = checks.optional(recompute, checks.choice, Recompute, "recompute")
     micro_batch = checks.optional(micro_batch, checks.count, "micro_batch")
     shard = checks.optional(fsdp_shard, checks.count, "fsdp_shard", 1, MAX_LAYOUT)
-    compute = checks.one_of(
-        checks.choice(Dtype.BF16 if dtype is None else dtype, Dtype, "dtype"), "dtype", TRAINING_DTYPES
-    )
+    compute = Dtype(checks.choice(Dtype.BF16 if dtype is None else dtype, TrainingDtype, "dtype").value)
     power_w, pue, grid, price = _costs(power_w, pue, grid_kg_per_kwh, usd_per_gpu_hour)
     costs = Costs(power_w=power_w, pue=pue, usd_per_gpu_hour=price, grid_kg_per_kwh=grid)
     checks.optional(tp_comm_overlap, checks.flag, "tp_comm_overlap")

@@ -28,7 +28,7 @@ from llm_cost.cli.program import app, emit
 from llm_cost.cli.step_options import NetworkGbS, ProfileOpt
 from llm_cost.core.choices import Fp8Recipe, Framework, MoeDispatcher, Recompute
 from llm_cost.core.limits import MOE_CAPACITY_FACTOR_RANGE, PUE_RANGE
-from llm_cost.core.types import TRAINING_DTYPES, Dtype
+from llm_cost.core.types import TrainingDtype
 
 
 class Zero(str, Enum):
@@ -81,11 +81,10 @@ RecomputeOpt = Annotated[
     typer.Option("--recompute", case_sensitive=False, help="Activation recompute (default none; planned: searched)."),
 ]
 TrainDtype = Annotated[
-    Optional[Dtype],
+    Optional[TrainingDtype],
     typer.Option(
         "--dtype",
         case_sensitive=False,
-        metavar="<" + "|".join(d.value for d in TRAINING_DTYPES) + ">",
         help="Compute dtype for the peak: bf16 (default), fp16, fp8, tf32 or fp32.",
     ),
 ]

@@ -44,6 +44,8 @@ __all__ = [
     "block_scaled_bits",
     "GROUP_OVERHEAD_BITS",
     "DEFAULT_INT4_GROUP",
+    "TrainingDtype",
+    "TRAINING_DTYPES",
 ]
 
 
@@ -76,10 +78,20 @@ class Dtype(TextEnum):
         return DTYPE_BITS[self]
 
 
-#: Compute dtypes a training run's matmuls use (``train --dtype``; BF16 mixed precision is the default;
-#: FP8 where the GPU has it, as DeepSeek-V3 trained; FP16 and TF32 on older GPUs). Integer formats train
-#: nothing.
-TRAINING_DTYPES: tuple[Dtype, ...] = (Dtype.BF16, Dtype.FP16, Dtype.FP8, Dtype.TF32, Dtype.FP32)
+class TrainingDtype(TextEnum):
+    """Compute dtypes a training run's matmuls use (``train --dtype``; BF16 mixed precision is the
+    default; FP8 where the GPU has it, as DeepSeek-V3 trained; FP16 and TF32 on older GPUs). Integer
+    formats train nothing."""
+
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+    TF32 = "tf32"
+    FP32 = "fp32"
+
+
+#: :class:`TrainingDtype` as the :class:`Dtype` members the peaks are read by.
+TRAINING_DTYPES: tuple[Dtype, ...] = tuple(Dtype(d.value) for d in TrainingDtype)
 
 
 #: Storage bits per element of every dtype.

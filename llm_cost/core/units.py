@@ -18,9 +18,12 @@ exit code 2.
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from typing import SupportsIndex, cast
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_COUNT
@@ -262,6 +265,25 @@ def parse_fraction(text: str | float, what: str, allow_zero: bool = False) -> fl
     value = float(parse_decimal(str(text), what, percent=True, valid=f"; it must be {valid}"))
     if value > 1 or (value == 0 and not allow_zero):
         raise _bad(what, f"{text!r} must be {valid}")
+    return value
+
+
+def plain_number(value: object) -> object:
+    """``value`` as Python's own number where it is another library's (numpy's int64 as an int,
+    its float32 as a float, a 0-d array as its element), else as it is: a bool, a Fraction, a str,
+    an array of several elements stay what they are (the checks refuse them). The API's checks
+    and the layout read every number through it, so a numpy scalar is taken wherever a number is."""
+    if isinstance(value, (bool, int, float, Fraction, str, bytes)) or value is None:
+        return value
+    if type(value).__name__ in ("bool_", "bool"):  # numpy's bool_ is no number here, as bool is not
+        return value
+    try:
+        if hasattr(type(value), "__index__"):
+            return operator.index(cast("SupportsIndex", value))
+        if isinstance(value, numbers.Real):
+            return float(value)
+    except (TypeError, ValueError):  # an array of several elements
+        return value
     return value
 
 

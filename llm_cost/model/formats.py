@@ -173,12 +173,15 @@ def weight_only_bits(spec: ModelSpec, fmt: WeightFormat, bits: Fraction, kept_dt
 
 
 def quantized_widths(spec: ModelSpec, fmt: WeightFormat, kept_dtype: Dtype) -> frozenset[int]:
-    """The input widths (elements per output row) of the matrices :func:`weight_only_bits` quantizes
-    to ``fmt``: a group size must divide each, as AutoAWQ's ``WQLinear_GEMM`` (``in_features %
-    group_size == 0``) and GPTQ's packing require."""
+    """The input widths (``in_features``) of the language model's linear layers
+    :func:`weight_only_bits` quantizes to ``fmt``: a group size must divide each, as AutoAWQ's
+    ``WQLinear_GEMM`` (``in_features % group_size == 0``) and GPTQ's packing require. Only 2-D
+    decoder weights: a vision or audio encoder's convolutions and patch embeddings (Qwen2-VL's
+    1,176-wide patch projection, Gemma's 3 x 14 x 14 patches) are no Linear layer AWQ or GPTQ
+    packs (an attacker's Qwen2-VL was told no power-of-two group fits)."""
     q = Quantization(method=f"weight-only {fmt.value}", weights_format=fmt.value, kept_dtype=kept_dtype.value)  # type: ignore[arg-type]
-    main = (t for t in build(spec).tensors if t.part in (Part.DECODER, Part.VISION, Part.AUDIO) and t.stored)
-    return frozenset(math.prod(t.shape[1:]) for t in main if is_quantized(q, t))
+    linear = (t for t in build(spec).tensors if t.part == Part.DECODER and t.stored and len(t.shape) == 2)
+    return frozenset(t.shape[1] for t in linear if is_quantized(q, t))
 
 
 def weight_bits_of(bits: Any, limit: bool = False) -> Fraction:

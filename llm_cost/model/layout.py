@@ -27,7 +27,7 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_LAYOUT
 from llm_cost.core.records import record
 from llm_cost.core.types import LayerKind, LayerType, Part, ShardRule, TensorGroup, TensorKind
-from llm_cost.core.units import exact, to_bytes
+from llm_cost.core.units import exact, plain_number, to_bytes
 from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.kvshape import (
     indexer_key_bytes,
@@ -73,11 +73,12 @@ class Layout:
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "ep", "dp", "redundant_experts"):
-            value, least = getattr(self, name), 0 if name == "redundant_experts" else 1
+            value, least = plain_number(getattr(self, name)), 0 if name == "redundant_experts" else 1
             if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_LAYOUT:
                 raise InputError(
                     f"{name}: {value!r} must be a whole number from {least} to {MAX_LAYOUT:,}", fields=(name,)
                 )
+            object.__setattr__(self, name, value)  # numpy's int64 as an int
         object.__setattr__(self, "gpus", self.tp * self.pp * self.dp)
 
 

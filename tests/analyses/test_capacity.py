@@ -195,11 +195,15 @@ def test_a_reserve_past_one_gpus_usable_memory_is_refused(cli):
         r = cli("fit", "llama3-8b", "--gpu", "h100", "--reserve-gb", gb)
         assert r.code == 2 and r.err.count("\n") == 1 and r.out == "", r.err
         assert (
-            r.err.startswith(f"error: --reserve-gb: {int(gb):,} GB is per GPU") and f"{usable / 1e9:,.4g} GB" in r.err
+            r.err.startswith(f"error: --reserve-gb: {int(gb):,} GB per GPU takes all")
+            and f"{usable / 1e9:,.4g} GB" in r.err
         )
     assert cli("fit", "llama3-8b", "--gpu", "h100", "--reserve-gb", "76").code == 0
-    with pytest.raises(llm_cost.LlmCostError, match="reserve_bytes: 77 GB is per GPU"):
+    with pytest.raises(llm_cost.LlmCostError, match="reserve_bytes: 77 GB per GPU takes all"):
         llm_cost.fit("llama3-8b", "h100", reserve_bytes=77 * 10**9)
+    for argv in (["--tp", "1"], ["--gpus", "8"], ["--gpu", "h100,a100", "--gpus", "8"]):  # serve's doors too (a
+        r = cli("serve", "llama3-8b", "--qps", "1", "--reserve-gb", "77", *argv)  # second attacker: it blamed --tp)
+        assert r.code == 2 and r.err.startswith("error: --reserve-gb: 77 GB per GPU takes all"), r.err
 
 
 def test_a_gpu_spec_without_memory_gib_is_not_labelled_as_the_cards_report(cli, tmp_path):
@@ -224,3 +228,5 @@ def test_the_default_reserve_past_a_small_gpu_names_its_memory(cli):
     --reserve-gb the user never gave."""
     r = cli("fit", "llama3-8b", "--memory-gb", "1")
     assert r.code == 2 and r.err.startswith("error: --memory-gb: the default runtime reserve of 2.147 GB"), r.err
+    r = cli("fit", "llama3-8b", "--gpu-memory-utilization", "0.01")  # the share given is what left no room
+    assert r.code == 2 and r.err.startswith("error: --gpu-memory-utilization: the default runtime reserve"), r.err

@@ -17,6 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import llm_cost
 import llm_cost.specs.load as load
 
 MODEL = (load.data_dir("models") / "llama3-8b.yaml").read_text()
@@ -290,7 +291,7 @@ CASES = [
         None,
         None,
         2,
-        "usable per GPU at 1%",
+        "--gpu-memory-utilization: the default runtime reserve of 2.147 GB per GPU takes all",
     ),
     (
         "serve-gpu-without-bf16",
@@ -599,6 +600,10 @@ def test_what_help_promises_is_what_is_taken(cli):
     listed = "<" + "|".join(d.value for d in TRAINING_DTYPES) + ">"
     assert listed.replace("|", "| ") in train_help or listed in train_help.replace("| ", "|"), train_help
     assert "fp64" not in train_help and "int4" not in train_help
+    bad = cli("train", "llama3-8b", "--tokens", "1T", "--gpus", "8", "--dtype", "xx")  # a second attacker: the
+    assert bad.code == 2 and "fp64" not in bad.err and "'bf16', 'fp16', 'fp8', 'tf32', 'fp32'" in bad.err  # refusal
+    with pytest.raises(llm_cost.LlmCostError, match=r"dtype: 'fp64' is not one of: bf16, fp16, fp8, tf32, fp32$"):
+        llm_cost.train("llama3-8b", 10**12, gpus=8, dtype="fp64")  # listed every dtype, fp64 to fp4
     for dtype in TRAINING_DTYPES:
         assert (
             cli("train", "llama3-8b", "--tokens", "1T", "--gpus", "8", "--mfu", "0.4", "--dtype", dtype.value).code == 0

@@ -306,3 +306,17 @@ def _csv_field(text: str, name: str) -> list[str]:
     import io
 
     return [row[name] for row in csv.DictReader(io.StringIO(text))]
+
+
+def test_groups_divide_the_language_models_linear_layers_the_default_too(cli):
+    """AWQ and GPTQ pack Linear layers: Qwen2-VL's 1,176-wide patch convolution is none, so a group
+    of 128 is taken (it had been refused, a second attacker); Falcon-7B's 4,544-wide layers (71 x 64)
+    take no group of 128, given or by default (the default had passed unchecked), and the refusal
+    names groups that divide them."""
+    assert cli("roofline", "qwen2-vl-7b", "--weights-dtype", "int4", "--group-size", "128").code == 0
+    falcon = str(Path(__file__).resolve().parents[1] / "fixtures" / "hf" / "falcon-7b")
+    for given in ([], ["--group-size", "128"]):
+        r = cli("roofline", falcon, "--weights-dtype", "int4", *given)
+        assert r.code == 2 and "does not divide the input width" in r.err and "(4,544, 18,176)" in r.err, r.err
+        assert ("the default group of 128" in r.err) == (not given) and "e.g. 32, 64" in r.err
+    assert cli("roofline", falcon, "--weights-dtype", "int4", "--group-size", "64").code == 0
