@@ -274,7 +274,14 @@ def tight_memory_note(headroom_bytes: int | float | Fraction, what: str) -> list
     says so itself)."""
     if not 0 <= headroom_bytes < TIGHT_HEADROOM_BYTES:
         return []
-    return [note("warning.tight_memory", headroom=float(headroom_bytes), what=what, bound=TIGHT_HEADROOM_BYTES)]
+    return [
+        note(
+            "warning.tight_memory",
+            headroom=exact(headroom_bytes) if not isinstance(headroom_bytes, float) else headroom_bytes,
+            what=what,
+            bound=TIGHT_HEADROOM_BYTES,
+        )
+    ]
 
 
 def policy_note(gpu: HardwareSpec, policy: MemoryPolicy) -> Note:

@@ -352,7 +352,7 @@ def _layout_notes(layout: Layout, bound: StepTime, spec: ModelSpec, gpu: Hardwar
     experts = []
     if spec.moe is not None and layout.ep > 1:
         slots = Fraction(spec.moe.num_experts + layout.redundant_experts, layout.ep)
-        experts = [note("layout.expert_parallel", ep=layout.ep, experts=float(slots), tp=layout.tp)]
+        experts = [note("layout.expert_parallel", ep=layout.ep, experts=exact(slots), tp=layout.tp)]
     step = note(
         "layout.step",
         tp=layout.tp,

@@ -54,7 +54,7 @@ class StateMemory:
     parts: dict[str, int]  # bytes of each part, whole model
     total_bytes: int
     data_parallel: int
-    per_gpu_bytes: dict[str, float]  # "none", "zero1", "zero2", "zero3"
+    per_gpu_bytes: dict[str, Number]  # "none", "zero1", "zero2", "zero3"
 
 
 @record
@@ -98,11 +98,11 @@ def state_memory(params: int, data_parallel: int) -> StateMemory:
     n = data_parallel
     weights, grads = parts["bf16 weights"], parts["bf16 gradients"]
     optim = total - weights - grads
-    per_gpu = {
-        "none": float(total),
-        "zero1": weights + grads + optim / n,
-        "zero2": weights + (grads + optim) / n,
-        "zero3": total / n,
+    per_gpu: dict[str, Number] = {  # exact: an int where the shards divide, else the Fraction (its JSON a float)
+        "none": total,
+        "zero1": weights + grads + quotient(optim, n),
+        "zero2": weights + quotient(grads + optim, n),
+        "zero3": quotient(total, n),
     }
     return StateMemory(parts, total, n, per_gpu)
 
