@@ -44,6 +44,19 @@ def _check_step_model(model: object, gpu: object, batches: object, context: int,
         )
 
 
+def acceptance_rate(alpha: object) -> float:
+    """``alpha`` checked: an acceptance rate from 0 to below 1 (at 1 every draft is accepted and a
+    round never ends). InputError naming ``alpha``, one wording for every way it is out (a second
+    attacker read "in [0, 1]", "at most 1" and "below 1" for one rule)."""
+    try:
+        value = checks.number(alpha, "alpha", maximum=1, open_min=False)
+    except InputError:
+        value = None
+    if value is None or value >= 1:
+        raise InputError(f"alpha: {alpha!r} must be from 0 to below 1 (an acceptance rate)", fields=("alpha",))
+    return value
+
+
 def spec(
     model: Optional[ModelLike] = None,
     gpu: Optional[GpuLike] = None,
@@ -73,9 +86,7 @@ def spec(
     without a ``profile``, by the MFU/MBU estimate at them (the documents' figures use MBU 1)."""
     from llm_cost.analyses.speculative import speculative
 
-    alpha = checks.number(alpha, "alpha", maximum=1, open_min=False)
-    if alpha >= 1:
-        raise InputError(f"alpha: {alpha!r} must be below 1 (an acceptance rate)", fields=("alpha",))
+    alpha = acceptance_rate(alpha)
     gamma, context = checks.count(gamma, "gamma", 1, 2**16), checks.count(context, "context", 0)
     c = checks.optional(c, checks.number, "c", minimum=DRAFT_COST_RANGE[0], maximum=DRAFT_COST_RANGE[1], open_min=False)
     if checks.flag(mtp, "mtp") and c is not None:

@@ -20,7 +20,7 @@ from llm_cost.cli.options import (
     Pp,
     RedundantExperts,
     Tp,
-    fraction,
+    acceptance,
     integer,
     integer_grid,
     non_negative,
@@ -156,7 +156,7 @@ Alpha = Annotated[
     float,
     option(
         "--alpha",
-        parse=fraction("--alpha", allow_zero=True),
+        parse=acceptance("--alpha"),
         metavar="FRACTION",
         help="Acceptance rate per drafted token, from 0 to below 1 (0.8 or 80%).",
     ),

@@ -93,6 +93,18 @@ def fraction(flag: str, allow_zero: bool = False) -> Callable[[str], float]:
     return lambda text: parse_fraction(text, flag, allow_zero)
 
 
+def acceptance(flag: str) -> Callable[[str], float]:
+    """An acceptance rate from 0 to below 1 (80% = 0.8), refused in the API's words."""
+
+    def parse(text: str) -> float:
+        value = parse_decimal(text, flag, percent=True, valid="; it must be from 0 to below 1 (e.g. 0.8 or 80%)")
+        if not 0 <= value < 1:
+            raise InputError(f"{flag}: {text!r} must be from 0 to below 1 (an acceptance rate, e.g. 0.8 or 80%)")
+        return float(value)
+
+    return parse
+
+
 def efficiency(flag: str) -> Callable[[str], float]:
     """A utilisation (MFU, MBU) in [1%, 100%]: below 1% is a typing mistake, not a GPU."""
 

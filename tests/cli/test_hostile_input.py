@@ -593,7 +593,12 @@ def test_what_help_promises_is_what_is_taken(cli):
 
     spec_help = " ".join(cli("spec", "--help").out.split())
     assert "from 0 to below 1" in spec_help and "in [0, 1]" not in spec_help
-    assert cli("spec", "--alpha", "1", "--gamma", "4").code == 2
+    for alpha in ("1", "1.0000001", "1.5", "100%"):  # one wording for one rule (a second attacker read three)
+        r = cli("spec", "--alpha", alpha, "--gamma", "4")
+        assert r.code == 2 and "must be from 0 to below 1 (an acceptance rate" in r.err, r.err
+    for alpha in (1, 1.5, -1):
+        with pytest.raises(llm_cost.LlmCostError, match="alpha: .* must be from 0 to below 1 \\(an acceptance rate\\)"):
+            llm_cost.spec(alpha=alpha, gamma=4, c=0.1)
     over = cli("spec", "--alpha", "0.8", "--gamma", "4", "--c", "1e309")
     assert over.code == 2 and f"is larger than {DRAFT_COST_RANGE[1]:g}" in over.err, over.err
     train_help = " ".join(cli("train", "--help").out.split())
