@@ -356,3 +356,21 @@ def test_numpy_scalars_are_numbers_at_every_door_and_leave_no_trace():
     for bad in (np.array([8, 9]), np.bool_(True)):
         with pytest.raises(llm_cost.LlmCostError, match="batch"):
             llm_cost.decode("llama3-8b", "h100", batch=bad)
+
+
+def test_a_config_dicts_numpy_bool_is_a_bool_and_a_cycle_is_refused():
+    """numpy's bool is a boolean (tied embeddings: 210,240 - 64,000 = 146,240 parameters, the LM
+    head the embedding's); a cyclic or 100,000-deep dict is refused naming model, not with a
+    RecursionError's 'too large to compute' (a second attacker)."""
+    np = pytest.importorskip("numpy")
+    assert api.params({**TINY_LLAMA, "tie_word_embeddings": np.bool_(True)}).total_params == 146_240
+    cyclic: dict = {}
+    cyclic["x"] = cyclic
+    deep: list = []
+    tail = deep
+    for _ in range(100_000):
+        tail.append([])
+        tail = tail[0]
+    for bad in ({**TINY_LLAMA, "a": cyclic}, {**TINY_LLAMA, "deep": deep}):
+        with pytest.raises(api.LlmCostError, match="^model: the config dict nests past 32 levels"):
+            api.params(bad)

@@ -150,11 +150,21 @@ def params(
     return result
 
 
-def plain_config(config: dict, path: str = "") -> dict:
+#: How deep a config dict may nest: a config.json's deepest is a few levels (rope_scaling, a
+#: vision_config's own dicts); a cyclic or 100,000-deep dict is no config.
+MAX_CONFIG_DEPTH = 32
+
+
+def plain_config(config: dict, path: str = "", depth: int = 0) -> dict:
     """A config dict as ``json.loads`` would give it: string keys, and values that are strings,
     numbers, booleans, None, lists or dicts; an integer or real of another type (numpy's int64,
     float32) becomes an int or float. InputError naming ``model`` and the key for anything else
     (an attacker's ``{3: 4}`` and ``object()`` reached a bare TypeError)."""
+    if depth > MAX_CONFIG_DEPTH:
+        raise InputError(
+            f"model: the config dict nests past {MAX_CONFIG_DEPTH} levels at {path}; a config.json's do not",
+            fields=("model",),
+        )
     out = {}
     for key, value in config.items():
         if not isinstance(key, str):
@@ -165,18 +175,22 @@ def plain_config(config: dict, path: str = "") -> dict:
                 "string; a config.json's keys are",
                 fields=("model",),
             )
-        out[key] = _plain_value(value, f"{path}.{key}" if path else key)
+        out[key] = _plain_value(value, f"{path}.{key}" if path else key, depth)
     return out
 
 
-def _plain_value(value: object, path: str) -> object:
-    """One value of :func:`plain_config`, at ``path`` (dotted keys)."""
+def _plain_value(value: object, path: str, depth: int) -> object:
+    """One value of :func:`plain_config`, at ``path`` (dotted keys), ``depth`` levels down."""
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):  # numpy's bool (an
+        return bool(value)  # attacker: refused as "a value of type bool; a config.json holds ... booleans")
     if isinstance(value, dict):
-        return plain_config(value, path)
+        return plain_config(value, path, depth + 1)
     if isinstance(value, (list, tuple)):
-        return [_plain_value(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        if depth > MAX_CONFIG_DEPTH:
+            return plain_config({}, path, depth + 1)  # refused there, naming the path
+        return [_plain_value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
     whole = checks.integer(value)
     if whole is not None:
         return whole
