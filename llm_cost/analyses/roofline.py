@@ -628,7 +628,9 @@ def _decode_notes(
         note("gpu.peak", tflops=gpu.dense_tflops[compute.value], dtype=str(compute), tb_s=gpu.memory_bandwidth_tb_s),
         note(f"decode.bytes_{step.weight_bytes_convention}", bits=float(step.weight_bits), kv_bits=kv_bits),
         note("time.bound_and_estimate"),
-        note("memory.physical_fit", gpu=gpu.name, capacity_bytes=gpu.capacity_bytes),
+        note(
+            "memory.physical_fit", gpu=gpu.name, capacity_bytes=gpu.capacity_bytes, reported=gpu.memory_gib is not None
+        ),
     ]
     conventions += _layout_notes(layout, bound, spec, gpu)
     if spec.moe is not None:
@@ -772,7 +774,9 @@ def prefill_step(
         note("gpu.peak", tflops=gpu.dense_tflops[compute.value], dtype=str(compute), tb_s=gpu.memory_bandwidth_tb_s),
         note("time.bound_and_estimate"),
         note("prefill.bytes"),
-        note("memory.physical_fit", gpu=gpu.name, capacity_bytes=gpu.capacity_bytes),
+        note(
+            "memory.physical_fit", gpu=gpu.name, capacity_bytes=gpu.capacity_bytes, reported=gpu.memory_gib is not None
+        ),
     ]
     conventions += _layout_notes(layout, bound, spec, gpu)
     held, kv = per_gpu(spec, layout, bits, kv_bits), stage_kv_bytes(spec, layout, seq, kv_bits)

@@ -854,9 +854,10 @@ def plan_training(
         )
     if tokens < sequences * seq:  # a helper: 1 token "trained" in 13 us with a 54 s step
         raise InputError(
-            f"tokens: {tokens:,} is less than one step, a global batch of {sequences:,} sequences of {seq:,} "
-            f"({sequences * seq:,}); give tokens at least {sequences * seq:,} or a smaller global_batch",
-            fields=("tokens", "global_batch"),
+            f"tokens: {tokens:,} is less than one step, a global batch of {sequences:,} sequence"
+            f"{'s' if sequences > 1 else ''} of {seq:,} ({sequences * seq:,}); give tokens at least "
+            f"{sequences * seq:,}" + (" or a smaller global_batch" if sequences > 1 else " or a shorter seq"),
+            fields=("tokens", "global_batch" if sequences > 1 else "seq"),
         )
     ranked = search(spec, cluster, seq, sequences, space)
     if not ranked:

@@ -186,7 +186,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "warning.does_not_fit": _does_not_fit,
     "memory.physical_fit": lambda p: (
         f"fits: the weights and the step's KV within the fullest GPU's physical memory ({p['gpu']}: "
-        f"{p['capacity_bytes'] / 1e9:,.1f} GB, as the card reports it), a bound; an engine admits fewer "
+        f"{p['capacity_bytes'] / 1e9:,.1f} GB, "
+        + ("as the card reports it" if p.get("reported", True) else "the datasheet's: the GPU spec gives no memory_gib")
+        + "), a bound; an engine admits fewer "
         "(vLLM uses 90% of it by default, less activations and CUDA graphs): `llm-cost fit` gives the batch "
         "a deployment runs"
     ),

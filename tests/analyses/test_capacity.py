@@ -230,3 +230,17 @@ def test_the_default_reserve_past_a_small_gpu_names_its_memory(cli):
     assert r.code == 2 and r.err.startswith("error: --memory-gb: the default runtime reserve of 2.147 GB"), r.err
     r = cli("fit", "llama3-8b", "--gpu-memory-utilization", "0.01")  # the share given is what left no room
     assert r.code == 2 and r.err.startswith("error: --gpu-memory-utilization: the default runtime reserve"), r.err
+
+
+def test_roofline_says_whose_memory_figure_its_fits_column_reads(cli, tmp_path):
+    """roofline's fits note called a spec's datasheet 80 GB "as the card reports it" where the spec
+    gives no memory_gib (a second attacker; fit's label had been mended alone)."""
+    root = Path(__file__).resolve().parents[2]
+    lines = [x for x in (root / "hardware" / "h100.yaml").read_text(encoding="utf-8").splitlines()
+             if not x.startswith("memory_gib")]  # fmt: skip
+    spec = tmp_path / "h100-datasheet.yaml"
+    spec.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    plain = cli("roofline", "llama3-8b", "--gpu", str(spec), "--batch", "8").out
+    card = cli("roofline", "llama3-8b", "--gpu", "h100", "--batch", "8").out
+    assert "80.0 GB, the datasheet's: the GPU spec gives no memory_gib" in " ".join(plain.split())
+    assert "85.5 GB, as the card reports it" in " ".join(card.split())
