@@ -606,6 +606,13 @@ def decode_steps(
 GRID_POINTS = 8
 
 
+def _physical_fit_note(gpu: HardwareSpec) -> Note:
+    """What the fits column reads: the GPU's capacity, as the card reports it where its spec says so."""
+    return note(
+        "memory.physical_fit", gpu=gpu.name, capacity_bytes=gpu.capacity_bytes, reported=gpu.memory_gib is not None
+    )
+
+
 def _decode_notes(
     spec: ModelSpec,
     gpu: HardwareSpec,
@@ -628,9 +635,7 @@ def _decode_notes(
         note("gpu.peak", tflops=gpu.dense_tflops[compute.value], dtype=str(compute), tb_s=gpu.memory_bandwidth_tb_s),
         note(f"decode.bytes_{step.weight_bytes_convention}", bits=float(step.weight_bits), kv_bits=kv_bits),
         note("time.bound_and_estimate"),
-        note(
-            "memory.physical_fit", gpu=gpu.name, capacity_bytes=gpu.capacity_bytes, reported=gpu.memory_gib is not None
-        ),
+        _physical_fit_note(gpu),
     ]
     conventions += _layout_notes(layout, bound, spec, gpu)
     if spec.moe is not None:
@@ -774,9 +779,7 @@ def prefill_step(
         note("gpu.peak", tflops=gpu.dense_tflops[compute.value], dtype=str(compute), tb_s=gpu.memory_bandwidth_tb_s),
         note("time.bound_and_estimate"),
         note("prefill.bytes"),
-        note(
-            "memory.physical_fit", gpu=gpu.name, capacity_bytes=gpu.capacity_bytes, reported=gpu.memory_gib is not None
-        ),
+        _physical_fit_note(gpu),
     ]
     conventions += _layout_notes(layout, bound, spec, gpu)
     held, kv = per_gpu(spec, layout, bits, kv_bits), stage_kv_bytes(spec, layout, seq, kv_bits)
