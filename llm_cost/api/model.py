@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from llm_cost.api import checks, choices
 from llm_cost.api.argtypes import GpuLike, ModelLike
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import MAX_CONFIG_DEPTH
 
 if TYPE_CHECKING:
     from llm_cost.analyses.catalog import CatalogEntry, GPUEntry, ModelEntry, SpecView
@@ -148,11 +149,6 @@ def params(
         config, named = config_of(model)
         result = dataclasses.replace(result, transformers=check_against_transformers(spec, config, named))
     return result
-
-
-#: How deep a config dict may nest: a config.json's deepest is a few levels (rope_scaling, a
-#: vision_config's own dicts); a cyclic or 100,000-deep dict is no config.
-MAX_CONFIG_DEPTH = 32
 
 
 def plain_config(config: dict, path: str = "", depth: int = 0) -> dict:

@@ -124,6 +124,9 @@ MAX_THINK_S = 86_400.0
 MAX_TARGET_S = 86_400.0
 #: The request rates a simulation takes, requests per second.
 QPS_RANGE = (1e-3, 1e6)
+#: How deep a config dict given to the API may nest: a config.json's deepest is a few levels
+#: (rope_scaling, a vision_config's own dicts); a cyclic or 100,000-deep dict is no config.
+MAX_CONFIG_DEPTH = 32
 #: A data centre's power usage effectiveness (1: all power reaches the GPUs).
 PUE_RANGE = (1.0, 10.0)
 #: A speculative draft step's cost c, as a fraction of a target step (0: free; 100: a draft a hundred
