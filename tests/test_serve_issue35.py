@@ -254,3 +254,15 @@ def test_the_memory_warning_states_the_headroom_in_the_tables_unit(cli):
     for d in tight:
         gb, gib = d["headroom_bytes"] / 1e9, d["headroom_bytes"] / 2**30
         assert f"leaves {gb:,.2f} GB = {gib:,.2f} GiB free" in text
+
+
+def test_a_concurrency_given_to_a_plan_is_refused_not_dropped(cli):
+    """A plan searches the concurrency itself: --batch 8 without a layout was dropped without a word
+    (the plan reported max_num_seqs 960), and the API took concurrency='x' (a second attacker). With a
+    layout it is one configuration, as before."""
+    r = cli("serve", "llama3-8b", "--gpus", "1", "--batch", "8", "--input", "256", "--output", "32")
+    assert r.code == 2 and r.err.startswith("error: --batch: a plan searches it itself") and "--max-num-seqs" in r.err
+    one = cli("serve", "llama3-8b", "--tp", "1", "--batch", "8", "--input", "256", "--output", "32", "--json")
+    assert one.code == 0 and one.json()["chosen"]["concurrency"] == 8
+    with pytest.raises(api.LlmCostError, match="concurrency: 'x' must be an integer"):
+        api.serve("llama3-8b", "h100", 256, 32, concurrency="x", gpus=1)

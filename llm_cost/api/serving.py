@@ -185,6 +185,13 @@ def _serve(r: ServeRequest, launch: bool) -> ServePlan | SimulatedPlan | ServeRu
             "concurrency: a simulated configuration's concurrency is the engine's max_num_seqs; give max_num_seqs",
             fields=("concurrency", "max_num_seqs"),
         )
+    if r.concurrency is not None:  # a plan without a layout: it searches the concurrency itself (a second
+        checks.count(r.concurrency, "concurrency", 1, MAX_CONCURRENCY)  # attacker: 'x' and 8 were dropped unsaid)
+        raise InputError(
+            "concurrency: a plan searches it itself; give a layout with it for one configuration, or max_num_seqs "
+            "to cap the search",
+            fields=("concurrency", "layout", "max_num_seqs"),
+        )
     own_traffic = (
         r.trace is not None
         or (r.workload is not None and not isinstance(r.workload, str))
