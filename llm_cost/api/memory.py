@@ -94,7 +94,7 @@ def _sized(gpu: Any, memory_gb: Optional[float]) -> Any:
     if memory_gb is None:
         return gpu
     size = checks.number(memory_gb, "memory_gb", minimum=1, maximum=10**6, open_min=False)
-    return replace(gpu, memory_gb=size, memory_gib=size * 1e9 / 2**30)
+    return replace(gpu, memory_gb=size, memory_gib=None)  # the size given, no card's report of it
 
 
 def activations(

@@ -272,9 +272,9 @@ def render_activations(con, results: list[Activations], display_name: str) -> No
 
 def _capacity_label(convention: MemoryConvention, conventions: list[Note]) -> str:
     """How a capacity was counted: as the card reports it, or the datasheet's GB (the documents'
-    convention, or a GPU spec without ``memory_gib``, whose note says ``physical`` False: an
-    attacker's spec had its datasheet figure labelled as the card's)."""
+    convention, a GPU spec without ``memory_gib`` or a size given as ``memory_gb``, whose note says
+    ``physical`` False: an attacker's spec had its datasheet figure labelled as the card's)."""
     if convention != MemoryConvention.PHYSICAL:
         return " (datasheet)"
     reported = all(n.params.get("physical", True) for n in conventions if n.code == "capacity.policy")
-    return " (as the card reports it)" if reported else " (datasheet GB; the spec has no memory_gib)"
+    return " (as the card reports it)" if reported else " (GB of 10^9 B as given: no card-reported figure)"

@@ -218,7 +218,9 @@ def test_a_gpu_spec_without_memory_gib_is_not_labelled_as_the_cards_report(cli, 
     plain = cli("fit", "llama3-8b", "--gpu", str(spec))
     assert plain.code == 0, plain.err
     line = next(row for row in plain.out.splitlines() if row.strip().startswith("memory"))
-    assert "80,000,000,000 B" in line and "datasheet GB" in line and "card" not in line, line
+    assert "80,000,000,000 B" in line and "GB of 10^9 B as given" in line and "card reports" not in line, line
+    given = next(row for row in cli("fit", "llama3-8b", "--memory-gb", "40").out.splitlines() if "memory" in row)
+    assert "40,000,000,000 B" in given and "as given" in given and "card reports" not in given, given  # 2nd attacker
     card = next(row for row in cli("fit", "llama3-8b", "--gpu", "h100").out.splitlines() if "memory" in row)
     assert "85,520,809,984 B" in card and "as the card reports it" in card, card
 
