@@ -44,7 +44,7 @@ from llm_cost.cli.step_options import (
 )
 from llm_cost.core.choices import MemoryConvention, Router, ServingMode
 from llm_cost.core.errors import InputError
-from llm_cost.core.limits import MAX_REQUESTS, QPS_RANGE
+from llm_cost.core.limits import MAX_REQUESTS, MIN_STEP_TOKENS, QPS_RANGE
 from llm_cost.core.types import ServingEngine, StorageDtype
 from llm_cost.core.units import parse_context
 
@@ -104,7 +104,7 @@ def _chunk(text: str) -> Any:
     if str(text).strip().lower() == NO_CHUNKING:
         return NO_CHUNKING
     try:
-        return parse_context(text, "--chunk", 1)
+        return parse_context(text, "--chunk", MIN_STEP_TOKENS)  # the API's least budget: one wording for 0 and 1
     except InputError as e:
         raise InputError(f"{e}; or off (prompts not chunked)") from None
 

@@ -621,3 +621,11 @@ def test_a_decode_flag_given_to_a_prompt_says_what_to_do_instead(cli):
     assert r.code == 2 and "--seq" not in r.err and "decode step's weight convention: leave it out" in r.err, r.err
     r = cli("roofline", "llama3-8b", "--phase", "prefill", "--context", "5")
     assert r.code == 2 and "use --seq for the prompt length" in r.err, r.err
+
+
+@pytest.mark.parametrize("chunk", ["0", "1"])
+def test_a_chunk_below_the_least_budget_has_one_wording(cli, chunk):
+    """--chunk 0 read "at least 1" and --chunk 1 "an integer from 2" (a second attacker): the flag
+    takes the API's least budget, 2 tokens (core/limits MIN_STEP_TOKENS)."""
+    r = cli("serve", "llama3-8b", "--tp", "1", "--qps", "5", "--chunk", chunk)
+    assert r.code == 2 and f"--chunk: '{chunk}' must be at least 2; or off" in r.err, r.err
