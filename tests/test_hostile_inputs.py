@@ -932,7 +932,7 @@ ROWS += [
         2,
         "max_num_batched_tokens: 1 must be an integer from 2",
     ),
-    ("serve-chunk-1", lambda t: SERVE + ["--qps", "1", "--chunk", "1"], {}, 2, "--chunk: 1 must be an integer from 2"),
+    ("serve-chunk-1", lambda t: SERVE + ["--qps", "1", "--chunk", "1"], {}, 2, "--chunk: '1' must be at least 2"),
 ]
 
 
