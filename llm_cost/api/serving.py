@@ -693,7 +693,8 @@ def _with_plan_notes(spec: ModelSpec, result: SimulatedPlan, requests: Optional[
 def _with_fewest_gpus(
     missed: InputError, budget: int | None, planned: Callable[[int | None], SimulatedPlan | ServePlan]
 ) -> InputError:
-    """At a rate within a GPU ``budget`` where no simulated configuration meets the targets: the
+    """At a rate within a GPU ``budget`` where no configuration (simulated, or the analytic plan's)
+    meets the targets: the
     refusal naming the fewest GPUs that do meet them (the plan without a budget, which adds
     replicas, each then taking a lower rate), when that is more than the budget, with ``missed``'s
     reason (without its own suggestion where it names GPUs: the screen's fewest that carry the

@@ -270,9 +270,10 @@ def parse_fraction(text: str | float, what: str, allow_zero: bool = False) -> fl
 
 def plain_number(value: object) -> object:
     """``value`` as Python's own number where it is another library's (numpy's int64 as an int,
-    its float32 as a float, a 0-d array as its element), else as it is: a bool, a Fraction, a str,
-    an array of several elements stay what they are (the checks refuse them). The API's checks
-    and the layout read every number through it, so a numpy scalar is taken wherever a number is."""
+    its float32 as a float, a 0-d integer array as its element), else as it is: a bool, a Fraction,
+    a str, an array of several elements or a 0-d float array stay what they are (the checks refuse
+    them). The API's checks and the layout read every number through it, so a numpy scalar is taken
+    wherever a number is."""
     if isinstance(value, (bool, int, float, Fraction, str, bytes)) or value is None:
         return value
     if type(value).__name__ in ("bool_", "bool"):  # numpy's bool_ is no number here, as bool is not
