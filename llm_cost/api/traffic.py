@@ -344,6 +344,13 @@ def check_budget(config: EngineConfig) -> None:
     SchedulerConfig.verify_max_model_len, vllm-project/vllm @ 01230b40128e ("max_num_batched_tokens
     must be greater than or equal to max_num_seqs")."""
     if config.engine == Engine.VLLM and config.max_num_batched_tokens < config.max_num_seqs:
+        if not config.chunked_prefill:  # the budget is vLLM's own, max(max_model_len, 2,048): a larger one
+            raise InputError(  # would turn chunked prefill on (a second attacker was told to give one)
+                f"max_num_seqs: {config.max_num_seqs:,} is more than the token budget without chunked prefill "
+                f"({config.max_num_batched_tokens:,}), which vLLM refuses (each running sequence needs a token of "
+                f"the step); give max_num_seqs {config.max_num_batched_tokens:,} or fewer",
+                fields=("max_num_seqs",),
+            )
         raise InputError(
             f"max_num_batched_tokens: {config.max_num_batched_tokens:,} is fewer than max_num_seqs "
             f"{config.max_num_seqs:,}, which vLLM refuses (each running sequence needs a token of the step); give "

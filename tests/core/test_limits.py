@@ -123,3 +123,12 @@ def test_an_echoed_value_is_cut_to_the_table_width():
     message = str(InputError(f"context: {'9' * 5000!r} is larger than 1e+15"))
     assert max(len(word) for word in message.split()) <= limits.MAX_ECHO and "(5,000 characters)" in message
     assert "(5,002 characters)" not in message  # a new user's trial (F17): the quotes were counted
+
+
+def test_a_cap_past_the_budget_without_chunking_is_told_to_lower_the_cap(cli):
+    """Without chunked prefill vLLM's budget is max(max_model_len, 2,048) = 8,192 for Llama-3-8B: a
+    cap of 9,000 is refused naming --max-num-seqs alone (a second attacker was told to give --chunk
+    9,000, which turns chunking on)."""
+    r = cli("serve", "llama3-8b", "--tp", "1", "--qps", "5", "--chunk", "off", "--max-num-seqs", "9000")
+    assert r.code == 2 and r.err.startswith("error: --max-num-seqs: 9,000 is more than the token budget without"), r.err
+    assert "--chunk" not in r.err and "give --max-num-seqs 8,192 or fewer" in r.err
