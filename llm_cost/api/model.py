@@ -3,7 +3,6 @@ config.json, and the shipped catalogue (``llm-cost params``, ``kv``, ``import``,
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +12,7 @@ from llm_cost.api import checks, choices
 from llm_cost.api.argtypes import GpuLike, ModelLike
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_CONFIG_DEPTH
+from llm_cost.core.units import plain_number
 
 if TYPE_CHECKING:
     from llm_cost.analyses.catalog import CatalogEntry, GPUEntry, ModelEntry, SpecView
@@ -187,11 +187,9 @@ def _plain_value(value: object, path: str, depth: int) -> object:
         if depth > MAX_CONFIG_DEPTH:
             return plain_config({}, path, depth + 1)  # refused there, naming the path
         return [_plain_value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
-    whole = checks.integer(value)
-    if whole is not None:
-        return whole
-    if isinstance(value, numbers.Real):
-        return float(value)
+    plain = plain_number(value)  # numpy's int64 and float32 as Python's, as every count and real is read
+    if isinstance(plain, (int, float)) and not isinstance(plain, bool):
+        return plain
     raise InputError(
         f"model: the config dict's {path} holds a value of type {type(value).__name__}; a config.json holds strings, numbers, "
         "booleans, null, lists and objects",
