@@ -33,26 +33,9 @@ A resumed request recomputes its prompt and the tokens it had generated, less wh
 still holds of them (its own blocks stay cached until evicted). A request whose prompt and output
 exceed ``max_model_len``, or that cannot fit in an empty cache, is rejected, as vLLM refuses it.
 
-``engine="sglang"`` changes admission to SGLang's (``python/sglang/srt/managers/schedule_policy.py``,
-``PrefillAdder``): the free tokens (evictable cached blocks included) less, for every running
-request, ``new_token_ratio`` x its remaining output (at most ``CLIP_MAX_NEW_TOKENS`` = 4,096) and,
-for each request admitted in this step, its new prompt tokens and whole output, must exceed a
-waiting request's new prompt tokens plus its whole output (``add_one_req``: ``total_tokens >=
-rem_total_tokens`` refuses it), else admission stops. ``new_token_ratio`` starts at 0.7
-(``SGLANG_INIT_NEW_TOKEN_RATIO``), falls by (0.7 - 0.098) / 600 a step to 0.098 (0.14 x 0.7:
-``SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR``, ``SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS``) and goes back to
-0.7 when a request is retracted (preempted, recomputed as vLLM does; SGLang retracts the request
-with the fewest output tokens, here the newest as vLLM). Scheduling is FCFS (``--schedule-policy
-fcfs``); chunked prefill and the token budget as vLLM's, but a step does not mix prompts with
-decodes (``--enable-mixed-chunk`` is off by default): prefill first, a step of prompts alone while
-any can run, the decoding requests waiting for the next decode step (``Scheduler.
-get_next_batch_to_run``, ``python/sglang/srt/managers/scheduler.py``; sgl-project/sglang
-@ d51c1c21d1ac07cd5d1de9ead6c99087d8428e79). A step short of blocks is scheduled as vLLM's.
-
-``engine="trtllm"`` changes admission to TensorRT-LLM's ``GUARANTEED_NO_EVICT`` capacity policy
-(the default of ``CapacitySchedulerPolicy``; ``tensorrt_llm/_torch/pyexecutor/scheduler.py``,
-``GuaranteedNoEvictScheduler``): a request is admitted only if the blocks of its whole prompt and
-maximum output can be reserved, so nothing is ever preempted.
+Where SGLang and TensorRT-LLM depart from these rules (SGLang's admission estimate and its steps
+of prompts alone; TensorRT-LLM's blocks reserved whole at admission), :mod:`llm_cost.simulate.policies`
+gives each engine's rules, with their sources; the loop asks its replica's policy.
 
 The API server (chat template, tokenisation, the request's HTTP and stream set-up) is one serial
 stage in front of the engine: each request holds it ``frontend_request_s`` seconds, in arrival
@@ -87,6 +70,7 @@ from llm_cost.core.errors import InputError
 from llm_cost.core.records import record
 from llm_cost.core.types import SERVING_ENGINES, Engine
 from llm_cost.simulate.kvcache import BlockPool, Seq
+from llm_cost.simulate.policies import policy_for
 from llm_cost.simulate.results import RequestTimes
 from llm_cost.simulate.steptime import StepTimer, same_context_bucket
 from llm_cost.simulate.workload import ClosedLoop, Request, Workload, draw_lengths, user_table
@@ -101,10 +85,6 @@ __all__ = [
     "run_replicas",
     "router_of",
 ]
-
-#: SGLang's admission estimate (module docstring): its initial and least ``new_token_ratio``, the
-#: steps over which it falls from one to the other, and the clip of a request's remaining output.
-SGLANG_RATIO, SGLANG_MIN_RATIO, SGLANG_DECAY_STEPS, SGLANG_CLIP_TOKENS = 0.7, 0.7 * 0.14, 600, 4096
 
 
 @record
@@ -304,9 +284,9 @@ class _Engine:
         self.kv_max = 0
         self.preemptions = 0
         self.steps = 0
-        self.reserve = config.engine == Engine.TRTLLM
-        self.estimate = config.engine == Engine.SGLANG
-        self.ratio_since = 0  # the step SGLang's new_token_ratio last started from its initial value
+        self.policy = policy_for(config.engine)  # the engine's admission and preemption rules
+        self.reserve = self.policy.reserves_whole
+        self.prompts_apart = self.policy.prompts_apart
         self.closed = False
         self.finished_users: list[tuple[float, int]] = []  # closed loop: (time, user) of each completion
         self.users: _Users | None = None  # a closed loop's users (one engine alone)
@@ -325,7 +305,7 @@ class _Engine:
         self.phases = [0] * config.block_tokens  # members by (computed - tick0) mod block size
         self.finishing: list[tuple[int, int, int, _Live]] = []  # (tick, index, version, member)
         self.frontend_free = 0.0  # when the API server's serial stage is next free
-        self.stall = 0.0  # seconds of SGLang's prompt steps since the cohort's last tick
+        self.stall = 0.0  # seconds of steps of prompts alone since the cohort's last tick (policies.py)
 
     def enter(self, t: float, req: Request, user: int) -> None:
         """``req``, sent at ``t``, passes the API server's serial stage (module docstring) and
@@ -412,7 +392,7 @@ class _Engine:
             r.computed += ticks
             r.tokens += ticks
             r.generated += ticks
-            r.last_s = self.now - self.stall  # the last tick ended then (SGLang's prompt steps since)
+            r.last_s = self.now - self.stall  # the last tick ended then (steps of prompts alone since)
             longest = self.longest_tick(r.tick0)
             if longest > r.itl_max:
                 r.itl_max = longest
@@ -469,7 +449,7 @@ class _Engine:
 
     def tick_cohort(self, seconds: float, steps: int = 1) -> None:
         """``steps`` ticks of ``seconds`` each: every member decodes a token per tick (the first
-        tick's gap also spans SGLang's prompt steps since the last tick, ``stall`` seconds)."""
+        tick's gap also spans the steps of prompts alone since the last tick, ``stall`` seconds)."""
         stall, self.stall = self.stall, 0.0
         if stall:
             self.ticks(seconds + stall, 1)
@@ -506,7 +486,7 @@ class _Engine:
     # -- scheduling ------------------------------------------------------------------------------
     def preempt(self, victim: _Live) -> None:
         self.pool.release(victim.seq, preempted_at=victim.computed)
-        self.ratio_since = self.steps
+        self.policy.preempted(self.steps)
         victim.computed = 0
         victim.preemptions += 1
         self.preemptions += 1
@@ -515,21 +495,21 @@ class _Engine:
     def admit(self, budget: int, out: list[tuple[_Live, int]]) -> None:
         """vLLM's loop over the waiting queue: admit requests, FCFS, while fewer than
         ``max_num_seqs`` run and the budget lasts, each with its cached prefix; stop at the first
-        whose blocks cannot be allocated."""
+        whose blocks cannot be allocated or that the policy's gate refuses
+        (:meth:`~llm_cost.simulate.policies.Policy.admission`)."""
         cfg, pool, waiting, running = self.config, self.pool, self.waiting, self.running
         bt, threshold = cfg.block_tokens, cfg.long_prefill_token_threshold
-        reserved = self.sglang_reserve() if self.estimate and waiting else 0.0
+        gate = self.policy.admission(self.steps, self.outputs_left) if waiting else None
         while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
             r = waiting[0]
             if (running or out) and self.fewest_blocks(r, budget) + self.state_blocks > pool.free:
                 break  # whatever the cache holds of it, it does not fit (skips the lookup)
             hits, free_hits = pool.lookup(r.seq, r.tokens)
             computed = hits * bt
-            if self.estimate:
-                total = r.tokens - computed + min(r.out - r.generated, SGLANG_CLIP_TOKENS)
-                if (running or out) and total >= (pool.free - self.state_blocks) * bt - reserved:
-                    break  # SGLang's NO_TOKEN
-                reserved += total
+            if gate is not None and not gate(
+                r.tokens - computed, r.out - r.generated, (pool.free - self.state_blocks) * bt, not (running or out)
+            ):
+                break
             n = r.tokens - computed
             if 0 < threshold < n:
                 n = threshold
@@ -558,16 +538,11 @@ class _Engine:
             out.append((r, n))
             budget -= n
 
-    def sglang_reserve(self) -> float:
-        """SGLang's estimate of the tokens the running requests will still take: ``new_token_ratio``
-        x each one's remaining output, clipped (module docstring)."""
-        fall = (SGLANG_RATIO - SGLANG_MIN_RATIO) / SGLANG_DECAY_STEPS * (self.steps - self.ratio_since)
-        ratio = max(SGLANG_MIN_RATIO, SGLANG_RATIO - fall)
-        left = 0
-        for r in self.running:
-            generated = r.generated + (self.tick - r.tick0 if r.tick0 >= 0 else 0)
-            left += min(r.out - generated, SGLANG_CLIP_TOKENS)
-        return ratio * left
+    def outputs_left(self) -> list[int]:
+        """The output tokens each running request has still to generate (the cohort's members at
+        the current tick)."""
+        tick = self.tick
+        return [r.out - r.generated - (tick - r.tick0 if r.tick0 >= 0 else 0) for r in self.running]
 
     def fewest_blocks(self, r: _Live, budget: int) -> int:
         """A lower bound of the blocks admitting ``r`` takes from the free pool, whatever the
@@ -702,8 +677,8 @@ class _Engine:
         """One step in which every member decodes, then the prompts in order and the waiting
         requests admitted; False (nothing done) if the members or the prompts need more blocks or
         budget than there is (an explicit step decides then, with its preemptions)."""
-        if self.estimate:
-            prefilled = self.sglang_prefill()
+        if self.prompts_apart:
+            prefilled = self.prompt_step()
             if prefilled is not None:
                 return prefilled
         cfg, pool = self.config, self.pool
@@ -730,7 +705,7 @@ class _Engine:
         pool.take(member_blocks)
         for r, n in chunks:
             pool.allocate(r.seq, r.computed + n)
-        if not self.estimate:  # SGLang's admission was tried for a prompt step
+        if not self.prompts_apart:  # else admission was tried for a step of prompts
             self.admit(budget, chunks)
         if not chunks and not self.members:
             return True  # nothing to run: the caller jumps ahead
@@ -751,11 +726,12 @@ class _Engine:
             self.explicit = [r for r in self.explicit if r.generated < r.out and r.tick0 < 0]
         return True
 
-    def sglang_prefill(self) -> bool | None:
-        """SGLang's prefill-first step without mixed chunks (module docstring): the prompts being
-        prefilled and the waiting requests admitted, alone, the decoding requests waiting for the
-        next decode step (the cohort's next tick spans this step); None if no
-        prompt can run (a decode step follows), False if their blocks are short (an explicit step)."""
+    def prompt_step(self) -> bool | None:
+        """A step of prompts alone, for a policy whose prompts run apart (SGLang's prefill-first
+        steps without mixed chunks, :mod:`~llm_cost.simulate.policies`): the prompts being
+        prefilled and the waiting requests admitted, the decoding requests waiting for the next
+        decode step (the cohort's next tick spans this step); None if no prompt can run (a decode
+        step follows), False if their blocks are short (an explicit step)."""
         cfg, pool = self.config, self.pool
         bt, threshold = cfg.block_tokens, cfg.long_prefill_token_threshold
         budget, need, chunks = cfg.max_num_batched_tokens, 0, []
