@@ -229,11 +229,14 @@ def test_too_few_gpus_for_a_rate_names_the_fewest_that_carry_it(cli):
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "give --gpus 16 or more" in r.err
 
 
-def test_an_analytic_plan_past_its_gpus_names_a_count_that_meets_the_targets(cli):
+@pytest.mark.parametrize("qps", ["30", "100"])
+def test_an_analytic_plan_past_its_gpus_names_a_count_that_meets_the_targets(cli, qps):
     """The analytic plan, as the simulated one: a rate 8 H100s cannot carry names the fewest GPUs that
     meet the targets, and that count then plans. It had named the screen's capacity, sized without
-    the targets (22), which then failed on TTFT (an attacker's dead end)."""
-    argv = ["serve", "llama3-70b", "--gpu", "h100", "--qps", "30", "--input", "2K", "--output", "256",
+    the targets (22), which then failed on TTFT (an attacker's dead end). The count is found with the
+    budget doubled up to MAX_DOUBLED_BUDGET (30 requests/s: 24 GPUs, found at 32), else without a
+    budget (100 requests/s: 74): either way the unbudgeted plan's."""
+    argv = ["serve", "llama3-70b", "--gpu", "h100", "--qps", qps, "--input", "2K", "--output", "256",
             "--ttft", "2s", "--tpot", "30ms", "--analytic"]  # fmt: skip
     refused = cli(*argv, "--gpus", "8")
     assert refused.code == 2 and len(refused.err.strip().splitlines()) == 1, refused.err
