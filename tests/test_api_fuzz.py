@@ -358,6 +358,25 @@ def test_numpy_scalars_are_numbers_at_every_door_and_leave_no_trace():
             llm_cost.decode("llama3-8b", "h100", batch=bad)
 
 
+def test_a_zero_dimensional_array_is_its_element_whatever_its_dtype():
+    """A 0-d array is read as its element, float or int alike (stop 53 left a 0-d float array refused
+    where a 0-d int array was taken): mfu=np.array(0.5) is mfu=0.5, batch=np.array(8) is batch=8,
+    and a 0-d float array as a count is refused as the float itself is."""
+    np = pytest.importorskip("numpy")
+    import llm_cost
+
+    same = dict(batch=8, context=1024)
+    assert llm_cost.decode("llama3-8b", "h100", mfu=np.array(0.5), **same) == llm_cost.decode(
+        "llama3-8b", "h100", mfu=0.5, **same
+    )
+    assert llm_cost.decode("llama3-8b", "h100", batch=np.array(8), context=1024) == llm_cost.decode(
+        "llama3-8b", "h100", **same
+    )
+    for count in (np.array(4096.0), 4096.0):
+        with pytest.raises(llm_cost.LlmCostError, match="contexts: .* must be an integer"):
+            api.kv("llama3-8b", contexts=[count])
+
+
 def test_a_config_dicts_numpy_bool_is_a_bool_and_a_cycle_is_refused():
     """numpy's bool is a boolean (tied embeddings: 210,240 - 64,000 = 146,240 parameters, the LM
     head the embedding's); a cyclic or 100,000-deep dict is refused naming model, not with a

@@ -23,7 +23,7 @@ import operator
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import SupportsIndex, cast
+from typing import Any, SupportsIndex, cast
 
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_COUNT
@@ -250,7 +250,10 @@ def parse_decimal(text: str, what: str, percent: bool = False, valid: str = "") 
     scale = Decimal(1)
     if percent and raw.endswith("%"):
         raw, scale = raw[:-1].strip(), Decimal(100)
-    if raw.startswith("-") and re.match(_NUMBER, raw[1:]):
+    negative = re.match(_NUMBER, raw[1:]) if raw.startswith("-") else None
+    if negative and not negative.group(2) and Decimal(negative.group(1)) == 0:
+        raw = raw[1:]  # -0 is 0
+    elif negative:
         raise _bad(what, f"{text!r} is negative{valid}")
     match = re.match(_NUMBER, raw)
     if not match or match.group(2):
@@ -270,14 +273,15 @@ def parse_fraction(text: str | float, what: str, allow_zero: bool = False) -> fl
 
 def plain_number(value: object) -> object:
     """``value`` as Python's own number where it is another library's (numpy's int64 as an int,
-    its float32 as a float, a 0-d integer array as its element), else as it is: a bool, a Fraction,
-    a str, an array of several elements or a 0-d float array stay what they are (the checks refuse
-    them). The API's checks and the layout read every number through it, so a numpy scalar is taken
+    its float32 as a float, a 0-d array as its element, read the same way), else as it is: a bool,
+    a Fraction, a str or an array of several elements stay what they are (the checks refuse them). The API's checks and the layout read every number through it, so a numpy scalar is taken
     wherever a number is."""
     if isinstance(value, (bool, int, float, Fraction, str, bytes)) or value is None:
         return value
     if type(value).__name__ in ("bool_", "bool"):  # numpy's bool_ is no number here, as bool is not
         return value
+    if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):  # a 0-d array: its element
+        return plain_number(cast("Any", value).item())
     try:
         if hasattr(type(value), "__index__"):
             return operator.index(cast("SupportsIndex", value))

@@ -599,6 +599,13 @@ def test_what_help_promises_is_what_is_taken(cli):
     for alpha in (1, 1.5, -1):
         with pytest.raises(llm_cost.LlmCostError, match="alpha: .* must be from 0 to below 1 \\(an acceptance rate\\)"):
             llm_cost.spec(alpha=alpha, gamma=4, c=0.1)
+    # -0 is 0, a valid rate (stop 53 left it refused as "negative"); -0.5 is negative
+    assert (
+        cli("spec", "--alpha", "-0", "--gamma", "4", "--c", "0.1", "--json").json()
+        == cli("spec", "--alpha", "0", "--gamma", "4", "--c", "0.1", "--json").json()
+    )
+    negative = cli("spec", "--alpha", "-0.5", "--gamma", "4", "--c", "0.1")
+    assert negative.code == 2 and "is negative" in negative.err, negative.err
     over = cli("spec", "--alpha", "0.8", "--gamma", "4", "--c", "1e309")
     assert over.code == 2 and f"is larger than {DRAFT_COST_RANGE[1]:g}" in over.err, over.err
     train_help = " ".join(cli("train", "--help").out.split())
