@@ -234,7 +234,7 @@ def router_for(engine: ServingEngine | str, layout: Layout, replicas: int, node_
     """The router that spreads requests over the replicas as the launch runs them: vLLM's data-parallel
     ranks behind its own load balancer (least loaded), SGLang's behind its data-parallel controller
     (round robin); replicas run as separate servers behind a load balancer, round robin
-    (:func:`llm_cost.simulate.engine.router_of`)."""
+    (:func:`llm_cost.simulate.routers.router_of`)."""
     if str(engine) == str(ServingEngine.VLLM) and data_parallel(engine, layout, replicas, node_gpus) > 1:
         return Router.LEAST_LOADED
     return Router.ROUND_ROBIN

@@ -124,7 +124,7 @@ class BandSource(TextEnum):
 
 
 class Router(TextEnum):
-    """How requests are spread over a deployment's replicas (:func:`llm_cost.simulate.engine.router_of`):
+    """How requests are spread over a deployment's replicas (:func:`llm_cost.simulate.routers.router_of`):
     in turn, to the least loaded (vLLM's data-parallel load balancer), or to the replica whose
     prefix cache holds the most of the prompt unless the loads are imbalanced (SGLang's
     gateway's cache-aware policy)."""

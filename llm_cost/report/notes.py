@@ -443,7 +443,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         + f"), each step timed by {p['label']}; "
         + (
             f"{p['replicas']} replicas simulated side by side, each request sent at its arrival to the replica "
-            f"{p['router']} routing picks (llm_cost/simulate/engine.py, router_of)"
+            f"{p['router']} routing picks (llm_cost/simulate/routers.py, router_of)"
             if p.get("simulated", 1) > 1
             else f"{p['replicas']} replicas, one simulated standing for all: an open loop's every {_ordinal(p['replicas'])} "
             "arrival (Poisson arrivals and independently drawn lengths make any replica's share alike), or a closed "

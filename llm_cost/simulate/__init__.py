@@ -211,7 +211,7 @@ def simulate(
     """Simulate ``replicas`` replicas of ``spec``, each on ``layout`` GPUs of ``gpu``, serving
     ``workload`` (a workload drawn from ``seed``, a trace, or requests) under ``engine``'s
     scheduler, each step timed by ``time_model`` with these formats. With more than one replica
-    the requests are spread by ``router`` (:func:`~llm_cost.simulate.engine.router_of`) and the
+    the requests are spread by ``router`` (:func:`~llm_cost.simulate.routers.router_of`) and the
     replicas run side by side (:func:`~llm_cost.simulate.engine.run_replicas`); the result is the
     deployment's (every request; engine figures one replica's mean, :func:`merged`), or, where one
     replica stands for all (:func:`exchangeable`), one replica's on every R-th arrival (the

@@ -1,5 +1,5 @@
 """A deployment's replicas simulated side by side behind a router (llm_cost.simulate.engine
-run_replicas, router_of), the sampling intervals of a finite run (llm_cost.simulate.intervals) and
+run_replicas, llm_cost.simulate.routers router_of), the sampling intervals of a finite run (llm_cost.simulate.intervals) and
 the prefix-cache hits a workload implies (llm_cost.simulate.workload.expected_cached_tokens), each
 against arithmetic written out here or a property that cannot hold by accident."""
 
