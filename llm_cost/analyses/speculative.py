@@ -169,7 +169,7 @@ class _StepModel:
         spec: ModelSpec,
         gpu: HardwareSpec,
         dtype: Dtype,
-        bits: int,
+        bits: int | Fraction,
         context: int,
         time: TimeModel,
         weight_bytes: WeightBytes,
@@ -305,7 +305,7 @@ def _step_notes(model: _StepModel, rows: list[SpecAtBatch], timer: TimeModel, we
             dtype=dtype,
             time_model=timer.label,
             context=context,
-            bits=bits,
+            bits=float(bits),
             gpus=layout.gpus,
         )
     )
@@ -314,7 +314,7 @@ def _step_notes(model: _StepModel, rows: list[SpecAtBatch], timer: TimeModel, we
         notes.append(profile_note(profile, gpu.name))
         if rows:
             notes += split_kv_notes(timer, _decode(model, min(r_.batch for r_ in rows)), gpu)
-    notes.append(note(f"decode.bytes_{weight_bytes}", bits=bits, kv_bits=16))
+    notes.append(note(f"decode.bytes_{weight_bytes}", bits=float(bits), kv_bits=16))
     notes.append(note("spec.knee_and_break_even", limit=BATCH_SEARCH_LIMIT))
     largest = max(r_.batch for r_ in rows)
     notes += memory_note(spec, gpu, layout, Fraction(bits), 16, -(-largest // layout.dp), context)
@@ -336,10 +336,13 @@ def speculative(
     mbu: float = DEFAULT_MBU,
     time_model: TimeModel | None = None,
     layout: Layout = ONE_GPU,
+    weight_bits: int | Fraction | None = None,
 ) -> SpecResult:
     """Closed forms for (alpha, gamma, c); with a model and GPU, the step model at each batch and
     its knee and break-even batches, its steps timed by ``time_model`` (default: the MFU/MBU
-    estimate) per GPU of ``layout``.
+    estimate) per GPU of ``layout``, the weights at ``weight_bits`` (None: the checkpoint's
+    ``torch_dtype``, the documents' reading; the API passes the checkpoint's formats, as
+    ``roofline`` weighs them).
 
     InputError for alpha outside [0, 1], gamma < 1, c < 0, a missing c, a GPU lacking ``dtype``, or a
     layout that cannot hold the model."""
@@ -354,7 +357,7 @@ def speculative(
         r = ridge(gpu, dtype)
         turning = r / (gamma + 1)
         turning_mfu = turning * mfu / mbu
-        bits = Dtype(spec.torch_dtype).bits  # weights at the checkpoint's dtype
+        bits = weight_bits if weight_bits is not None else Dtype(spec.torch_dtype).bits
         timer = time_model or EfficiencyEstimate(mfu, mbu)
         model = _StepModel(spec, gpu, dtype, bits, context, timer, weight_bytes, gamma, float(c), E, layout)
         per_rank = max_sequences_in_memory(spec, gpu, layout, Fraction(bits), 16, context)

@@ -134,4 +134,5 @@ def spec(
         choices.mbu_of(mbu),
         timer,
         chosen_layout or ONE_GPU,
+        choices.weight_bits(s) if s is not None else None,  # the checkpoint's formats, as roofline reads them
     )

@@ -608,7 +608,7 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "spec.closed_forms": "E = (1 - alpha^(gamma+1)) / (1 - alpha); speedup E / (gamma c + 1) assumes verifying "
     "gamma + 1 tokens costs one step (memory-bound); fully compute-bound: E / (gamma + 1 + gamma c)",
     "spec.step_model": "step model on {gpu} ({gpus} GPU(s) per replica; {dtype} compute), context {context:,}: each "
-    "step's operators timed by the {time_model}, as roofline times them; weights at {bits} bits; verification "
+    "step's operators timed by the {time_model}, as roofline times them; weights at {bits:g} bits; verification "
     "scores every drafted position; draft = gamma x c x baseline step; tokens/s of one replica",
     "spec.knee_and_break_even": "knee: smallest batch whose verify step is compute-bound; break-even: smallest batch "
     "with speedup below 1x; both searched up to batch {limit:,}",

@@ -24,6 +24,21 @@ def test_baseline_step_is_roofline_s_prediction(layout):
         assert row.baseline_tokens_per_s == pytest.approx(row.batch / d.predicted_s, rel=1e-12)
 
 
+@pytest.mark.parametrize(("model", "gpu"), [("gpt-oss-120b", "h100"), ("qwen3-30b-a3b-nvfp4", "b200")])
+def test_a_quantized_checkpoint_is_timed_in_its_own_formats_as_roofline_times_it(model, gpu):
+    """A consistency audit: spec timed gpt-oss-120b's MXFP4 experts and Qwen3-30B-A3B's NVFP4 ones at
+    the config's torch_dtype, 16 bits (81.2 ms against roofline's 34.5 ms at batch 32 on an H100,
+    and no batch in memory against roofline's 130). It now reads the checkpoint's formats as roofline
+    does: the same steps and the same memory ceiling."""
+    s = api.spec(model, gpu, alpha=0.8, gamma=3, c=0.1, batches=[1, 32], context=4096)
+    for row in s.rows:
+        d = api.decode(model, gpu, batch=row.batch, context=4096)
+        assert row.baseline_step_s == pytest.approx(d.predicted_s, rel=1e-12)
+        assert row.fits_memory == (row.batch <= d.max_batch_in_memory)
+    (step_model,) = [n for n in s.conventions if n.code == "spec.step_model"]
+    assert step_model.params["bits"] < 5  # 4.47 (MXFP4 experts beside BF16 attention) and 4.74 bits
+
+
 @pytest.mark.parametrize("layout", [Layout(), Layout(tp=4)])
 def test_verify_step_is_the_time_model_of_the_same_shape(layout):
     """The verify step: B sequences scoring gamma + 1 = 5 tokens after 4,096 cached, logits at every
