@@ -276,9 +276,11 @@ class DecodeStep(Result):
     mbu: float
     estimate_s: float
     estimate_tokens_per_s: float
+    #: The batches (sequences per data-parallel rank, as ``max_batch_in_memory``) at which the
+    #: weights', and the whole step's, intensity reaches the ridge; None: never.
     compute_bound_batch_weights_only: int | None
     compute_bound_batch: int | None
-    kv_bytes_at_compute_bound_batch_weights_only: Number | None  # the KV the step reads at that batch
+    kv_bytes_at_compute_bound_batch_weights_only: Number | None  # the KV a GPU reads at that batch
     intensity_limit_flop_per_byte: float | None
     ops: list[OpRow] = field(default_factory=list)
     conventions: list[Note] = field(default_factory=list)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from llm_cost.analyses.roofline import DecodeStep, PrefillStep
 from llm_cost.core.labels import Bound
 from llm_cost.core.units import fmt_flops, fmt_int, fmt_rate, fmt_seconds, fmt_si
+from llm_cost.model.layout import Layout
 from llm_cost.perf.ridge import Ridge
 from llm_cost.report.base import (
     bytes_exact,
@@ -104,9 +105,18 @@ def render_decode(
     print_conventions(con, d.conventions)
 
 
+def _per_gpu(layout: Layout) -> str:
+    """How a step's figures are counted: on one GPU, per GPU, or, with pipeline stages, per GPU
+    of each stage summed over the stages (a stage's GPU holds its layers alone; a step's time is
+    the stages' in turn)."""
+    if layout.gpus == 1:
+        return ""
+    return " per GPU" + (f" (summed over the {layout.pp} stages)" if layout.pp > 1 else "")
+
+
 def _decode_work(d: DecodeStep) -> list[tuple[str, str]]:
     """A decode step's FLOPs, bytes (weights, embedding rows, KV) and arithmetic intensity."""
-    per = " per GPU" if d.layout.gpus > 1 else ""
+    per = _per_gpu(d.layout)
     return [
         (
             "FLOPs" + per,
@@ -150,7 +160,10 @@ def _decode_times(d: DecodeStep) -> list[tuple[str, str]]:
     ]
     if d.comm_bytes:
         facts.append(
-            ("communication per GPU", f"{bytes_exact(d.comm_bytes)} sent, {fmt_seconds(d.comm_time_s)} over {d.link}")
+            (
+                "communication" + _per_gpu(d.layout),
+                f"{bytes_exact(d.comm_bytes)} sent, {fmt_seconds(d.comm_time_s)} over {d.link}",
+            )
         )
     facts += [
         (
@@ -182,18 +195,21 @@ def _beyond_memory(d: DecodeStep, batch: int) -> str:
     """``; beyond memory: at most N fit`` for a batch (per data-parallel rank) whose KV at the
     step's context does not fit beside the weights, else nothing."""
     most = d.max_batch_in_memory
-    return f"; beyond memory: at most {most:,} fit" if most is not None and batch > most else ""
+    rank = " per rank" if d.layout.dp > 1 else ""
+    return f"; beyond memory: at most {most:,} fit{rank}" if most is not None and batch > most else ""
 
 
 def _decode_batches(d: DecodeStep) -> list[tuple[str, str]]:
     """The batches where a decode step's weights, and the whole step, reach the ridge; the
-    intensity's limit as the batch grows."""
+    intensity's limit as the batch grows. With data-parallel ranks each batch is per rank, as the
+    memory ceiling beside it (the step's own batch splits over them)."""
     facts = []
+    rank = f" per data-parallel rank (of {d.layout.dp})" if d.layout.dp > 1 else ""
     if d.compute_bound_batch_weights_only:
         kv = d.kv_bytes_at_compute_bound_batch_weights_only
         facts.append(
             (
-                "batch where weights reach the ridge",
+                "batch where weights reach the ridge" + rank,
                 f"{fmt_int(d.compute_bound_batch_weights_only)}"
                 + (f" (KV at context {d.context:,}: {bytes_exact(kv)})" if kv else "")
                 + _beyond_memory(d, d.compute_bound_batch_weights_only),
@@ -201,7 +217,7 @@ def _decode_batches(d: DecodeStep) -> list[tuple[str, str]]:
         )
     facts.append(
         (
-            "batch where the whole step is compute-bound",
+            "batch where the whole step is compute-bound" + rank,
             fmt_int(d.compute_bound_batch)
             if d.compute_bound_batch
             else "none: KV reads keep the step memory-bound at every batch",
@@ -232,7 +248,7 @@ def render_prefill(
         f"[bold]{display_name} on {gpu_name}{layout_text(p.layout)}: prefill of {p.batch} x {p.seq:,} tokens "
         f"(time to first token), {p.compute_dtype} peak[/bold]"
     )
-    per = " per GPU" if p.layout.gpus > 1 else ""
+    per = _per_gpu(p.layout)
     facts = [
         (
             "FLOPs" + per,
@@ -243,7 +259,7 @@ def render_prefill(
         ("arithmetic intensity", f"{p.intensity_flop_per_byte:,.0f} FLOP/byte"),
     ]
     if p.comm_bytes:
-        facts.append(("communication per GPU", f"{bytes_exact(p.comm_bytes)} sent, {fmt_seconds(p.comm_time_s)}"))
+        facts.append(("communication" + per, f"{bytes_exact(p.comm_bytes)} sent, {fmt_seconds(p.comm_time_s)}"))
     facts += [
         ("TTFT lower bound", f"[bold]{fmt_seconds(p.bound_s)}[/bold] ({p.bound}-bound)"),
         (

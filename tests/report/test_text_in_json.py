@@ -179,3 +179,36 @@ def test_the_check_catches_a_number_computed_in_the_renderer():
     data = {"weight_bytes": 16_060_522_496, "kv_bytes": 1_073_741_824}
     assert missing("weights 16.06 GB, KV 1.00 GiB", data) == []
     assert missing("weights + KV 17.13 GB", data) == ["17.13 in 'weights + KV 17.13 GB'"]
+
+
+def test_a_data_parallel_ridge_batch_and_memory_ceiling_say_they_are_per_rank(cli):
+    """A MoE user read "batch where weights reach the ridge 996 ...; beyond memory: at most 363 fit"
+    beside a step of batch 80 over DP 4, and a grid that marked batch 1,452 as fitting: both
+    figures are per data-parallel rank (the step's batch splits over the ranks; 1,452 = 4 x 363).
+    The labels say so, and the replica's batch of DP x the ridge batch does reach the ridge."""
+    argv = ["roofline", "deepseek-v3", "--gpu", "h200", "--tp", "2", "--dp", "4", "--ep", "8", "--context", "2304"]
+    text = " ".join(cli(*argv, "--batch", "80").out.split())
+    assert "batch where weights reach the ridge per data-parallel rank (of 4)" in text
+    step = cli(*argv, "--batch", "80", "--json").json()  # one step: an object; a grid: a list
+    per_rank, most = step["compute_bound_batch_weights_only"], step["max_batch_in_memory"]
+    assert f"beyond memory: at most {most:,} fit per rank" in text
+    at = cli(*argv, "--batch", str(4 * per_rank), "--json").json()
+    assert at["weight_intensity_flop_per_byte"] >= at["ridge_flop_per_byte"]
+    below = cli(*argv, "--batch", str(4 * (per_rank - 1)), "--json").json()
+    assert below["weight_intensity_flop_per_byte"] < below["ridge_flop_per_byte"]
+    fits = cli(*argv, "--batch", f"{4 * most},{4 * most + 4}", "--json").json()
+    assert [r["fits_in_memory"] for r in fits] == [True, False]
+
+
+def test_a_pipelines_per_gpu_figures_say_they_are_summed_over_its_stages(cli):
+    """A consistency audit: with --pp 3, "FLOPs per GPU 160.48 GFLOP" stood above "FLOPs, all 3 GPUs
+    160.48 GFLOP" and "matmul weights read per GPU 139.00 GB" where no GPU holds more than 48 GB:
+    the figures are each stage's GPU summed over the stages (the step's time is the stages' in
+    turn). The labels say so; without stages they read per GPU as before."""
+    piped = " ".join(cli("roofline", "llama3-70b", "--gpu", "h100", "--pp", "3", "--context", "8K").out.split())
+    assert "FLOPs per GPU (summed over the 3 stages)" in piped
+    assert "matmul weights read per GPU (summed over the 3 stages)" in piped
+    data = cli("roofline", "llama3-70b", "--gpu", "h100", "--pp", "3", "--context", "8K", "--json").json()
+    assert data["flops"] == data["total_flops"]  # TP 1: the stages' GPUs together are the model
+    flat = " ".join(cli("roofline", "llama3-70b", "--gpu", "h100", "--tp", "4", "--context", "8K").out.split())
+    assert "FLOPs per GPU " in flat and "(summed over the" not in flat
