@@ -91,9 +91,9 @@ def _contexts_table(con, r: KVResult, all_rows: bool) -> None:
         columns += [("+ recurrent state", "right"), ("+ conv state", "right")]
     columns.append((f"total x batch {r.batch}", "right"))
     if has_mha:
-        columns.append(("MHA equivalent", "right"))
+        columns.append((f"MHA equivalent x batch {r.batch}", "right"))
     if has_all:
-        columns.append(("all layers full attention", "right"))
+        columns.append((f"all layers full attention x batch {r.batch}", "right"))
     rows = []
     shown = r.contexts if all_rows else [r.contexts[i] for i in rows_that_matter(len(r.contexts))]
     for c in shown:

@@ -159,7 +159,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     ),
     "kv.dtype": "KV dtype {dtype} ({bits} bits per element); bytes exact; KiB/MiB/GiB = 2^10/2^20/2^30 B, "
     "kB/MB/GB = 10^3/10^6/10^9 B",
-    "kv.context": "context = tokens held per sequence (128K = 131,072; 128000 as written)",
+    "kv.context": "context = tokens held per sequence (128K = 131,072; 128000 as written); kv, state and conv state "
+    "bytes are per sequence, the total, MHA-equivalent and all-layers-full-attention bytes are for the whole batch",
     "kv.linear_state": "linear-attention state: recurrent n_v x d_k x d_v per layer (seed 003 §05); the causal-conv "
     "state is listed apart",
     "kv.window": "sliding-window layers keep at most W = {window:,} tokens",

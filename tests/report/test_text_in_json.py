@@ -212,3 +212,16 @@ def test_a_pipelines_per_gpu_figures_say_they_are_summed_over_its_stages(cli):
     assert data["flops"] == data["total_flops"]  # TP 1: the stages' GPUs together are the model
     flat = " ".join(cli("roofline", "llama3-70b", "--gpu", "h100", "--tp", "4", "--context", "8K").out.split())
     assert "FLOPs per GPU " in flat and "(summed over the" not in flat
+
+
+def test_kv_says_which_figures_are_per_sequence_and_which_are_the_batchs(cli):
+    """A consistency audit: kv's "MHA equivalent" column (16.00 GiB) sat beside "KV per sequence
+    1.00 GiB" at batch 4 without saying it is the batch's (4 sequences x 4.00 GiB), and the CSV
+    mixes the two bases. The column says x batch, and the note states each field's basis; the
+    JSON's figures: MHA equivalent = batch x n_q / n_kv x the per-sequence KV (32 / 8 for Llama-3-8B)."""
+    out = " ".join(cli("kv", "llama3-8b", "--context", "8K", "--batch", "4").out.split())
+    assert "MHA equivalent x batch 4" in out
+    assert "the total, MHA-equivalent and all-layers-full-attention bytes are for the whole batch" in out
+    (row,) = cli("kv", "llama3-8b", "--context", "8K", "--batch", "4", "--json").json()["contexts"]
+    assert row["kv_bytes"] == 2 * 8 * 128 * 2 * 32 * 8192  # K and V, 8 KV heads x 128, bf16, 32 layers
+    assert row["mha_equivalent_bytes"] == 4 * (32 // 8) * row["kv_bytes"]
