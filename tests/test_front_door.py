@@ -184,3 +184,20 @@ def _bodies() -> list[tuple[int, str]]:
 
 def test_no_function_of_the_command_line_has_a_body_over_40_lines():
     assert [(n, where) for n, where in _bodies() if n > 40] == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "call"),
+    [
+        (["context", "llama3-8b"], lambda: api.context("llama3-8b")),
+        (["flops", "llama3-8b", "--phase", "decode"], lambda: api.flops("llama3-8b", "decode")),
+        (["flops", "llama3-8b", "--phase", "prefill"], lambda: api.flops("llama3-8b", "prefill", detail=False)),
+    ],
+)
+def test_a_commands_defaults_are_its_api_calls(cli, argv, call):
+    """Defaults are decided once: a consistency audit found `context` reporting 8K-1M from the CLI
+    and 8K-128K from the API, and `flops --phase decode` at 8K cached from the CLI, 128-8K from the
+    API. The CLI passes what it was not given as None, and the API's defaults answer both."""
+    run = cli(*argv, "--json")
+    assert run.code == 0, run.err
+    assert json.loads(run.out) == _as_json(call())

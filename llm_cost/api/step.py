@@ -26,14 +26,17 @@ Step = TypeVar("Step", bound="DecodeStep | PrefillStep")
 
 __all__ = ["step_request", "flops", "ridges", "decode", "decode_sweep", "prefill", "prefill_sweep", "context"]
 
-#: Contexts ``context`` reports when none are given.
-CONTEXTS = (8192, 32768, 131072)
+#: Contexts ``context`` reports when none are given (the CLI's default too: 8K, 32K, 128K, 1M).
+CONTEXTS = (8192, 32768, 131072, 1048576)
+#: Lengths ``flops`` counts when none are given: prompt lengths of a prefill, cached contexts of a
+#: decode step (the CLI's defaults too).
+FLOPS_LENGTHS: dict[Phase, tuple[int, ...]] = {Phase.PREFILL: (128, 1024, 8192), Phase.DECODE: (8192,)}
 
 
 def flops(
     model: ModelLike,
     phase: Union[Phase, str] = Phase.PREFILL,
-    lengths: Sequence[int] = (128, 1024, 8192),
+    lengths: Optional[Sequence[int]] = None,
     batch: int = 1,
     attention: Union[AttentionMask, str] = AttentionMask.CAUSAL,
     logits: Union[Logits, str] = Logits.LAST,
@@ -42,13 +45,14 @@ def flops(
 ) -> list[ForwardFlops]:
     """FLOPs of a forward pass by part (``llm-cost flops``): a prefill of each prompt length of
     ``lengths``, or (``phase="decode"``) one new token after each cached context of ``lengths``
-    (its LM head on that one position). 2 FLOPs per multiply-add (seed 002). Without ``detail``
-    the results carry their totals only (no FLOPs by operator group, no conventions)."""
+    (its LM head on that one position); default :data:`FLOPS_LENGTHS` of the phase. 2 FLOPs per
+    multiply-add (seed 002). Without ``detail`` the results carry their totals only (no FLOPs by
+    operator group, no conventions)."""
     from llm_cost.workload.flops import forward_flops
 
     chosen = checks.one_of(checks.choice(phase, Phase, "phase"), "phase", (Phase.PREFILL, Phase.DECODE))
     minimum = 1 if chosen is Phase.PREFILL else 0
-    lengths = checks.counts(lengths, "lengths", minimum)
+    lengths = checks.counts(FLOPS_LENGTHS[chosen] if lengths is None else lengths, "lengths", minimum)
     batch = checks.count(batch, "batch")
     mask, head = checks.choice(attention, AttentionMask, "attention"), checks.choice(logits, Logits, "logits")
     form, spec = checks.choice(mla, MLAForm, "mla"), load_model(model)
@@ -326,7 +330,7 @@ def prefill(model: ModelLike, gpu: GpuLike = "h100", seq: int = 8192, batch: int
 
 def context(
     model: ModelLike,
-    contexts: Sequence[int] = CONTEXTS,
+    contexts: Optional[Sequence[int]] = None,
     gpu: GpuLike = "h100",
     mfu: Optional[float] = None,
     mbu: Optional[float] = None,
@@ -336,10 +340,11 @@ def context(
     logits: Union[Logits, str] = Logits.LAST,
 ) -> ContextResult:
     """Long-context costs at each context (``llm-cost context``): attention against weight FLOPs
-    and their crossover, the prefill's time, KV per request, the score matrix's size."""
+    and their crossover, the prefill's time, KV per request, the score matrix's size; ``contexts``
+    default :data:`CONTEXTS`."""
     from llm_cost.analyses.context import context_analysis
 
-    contexts = checks.counts(contexts, "contexts")
+    contexts = checks.counts(CONTEXTS if contexts is None else contexts, "contexts")
     spec, g = load_model(model), load_gpu(gpu)
     compute = choices.compute_dtype(spec, g, dtype)
     convention = checks.choice(weight_flops, WeightFlops, "weight_flops")

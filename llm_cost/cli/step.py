@@ -143,7 +143,7 @@ ContextList = Annotated[
         "-c",
         parse=token_grid("--context"),
         metavar="LIST",
-        help="Contexts in tokens: a list 8K,128K or a doubling range 8K..1M.",
+        help="Contexts in tokens (default 8K,32K,128K,1M): a list 8K,128K or a doubling range 8K..1M.",
     ),
 ]
 StepModel = Annotated[
@@ -161,8 +161,8 @@ DEFAULT_STEP_MODEL = "llama3-8b"
 def flops(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
     phase: PhaseOpt = OnePhase.prefill,
-    seq: SeqGrid = "128,1024,8K",
-    context: ContextGrid = "8K",
+    seq: SeqGrid = None,
+    context: ContextGrid = None,
     batch: Batch = 1,
     attention: AttentionOpt = AttentionMask.CAUSAL,
     logits: LogitsOpt = Logits.LAST,
@@ -172,7 +172,8 @@ def flops(
     as_json: Json = False,
     as_csv: Csv = False,
 ) -> None:
-    """FLOPs of a forward pass: per-layer linear and attention FLOPs, LM head, totals, over lengths.
+    """FLOPs of a forward pass: per-layer linear and attention FLOPs, LM head, totals, over lengths
+    (default: prefill --seq 128,1024,8K; decode --context 8K).
 
     Examples: llm-cost flops llama3-8b --phase prefill --seq 8K;
     llm-cost flops llama3-8b --phase decode --context 8K
@@ -186,6 +187,10 @@ def flops(
         f"to --phase {phase.value}; use {'--seq' if prefill else '--context'}",
     )
     lengths = seq if prefill else context
+    if lengths is None:
+        from llm_cost.api.step import FLOPS_LENGTHS
+
+        lengths = FLOPS_LENGTHS[Phase(phase.value)]  # the API's default (its size decides the JSON's detail)
     detail = not as_csv and (ops or len(lengths) == 1 or not as_json)  # a grid's JSON rows: totals
     result = api.flops(model, phase, lengths, batch, attention, logits, mla, detail)
     if as_csv:
@@ -343,7 +348,7 @@ def _render_steps(
 @app.command()
 def context(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
-    contexts: ContextList = "8K,32K,128K,1M",
+    contexts: ContextList = None,
     gpu: Gpu = "h100",
     mfu: Mfu = None,
     mbu: Mbu = None,

@@ -598,9 +598,12 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "the slow end of its band (the pessimistic side, on which each plan is chosen) is marked (GPUs without a price "
     "or a plan are not ranked)",
     "serve.percentile_screen": "the analytic search reads each percentile target as a bound on the mean",
-    "weight_flops.gemm": "weight FLOPs per token = 2 x N_gemm (matmul weights, LM head included)",
-    "weight_flops.non_embedding": "weight FLOPs per token = 2 x (N - input embedding), seed 003's '2 x 7.5B'",
-    "weight_flops.total": "weight FLOPs per token = 2 x N (every parameter), seed 003 §05's 70B convention",
+    "weight_flops.gemm": "weight FLOPs per token = 2 x N_gemm (the matmul weights a token uses, LM head included; "
+    "a MoE's active experts)",
+    "weight_flops.non_embedding": "weight FLOPs per token = 2 x (N - input embedding), N the parameters a token uses "
+    "(a MoE's active ones), seed 003's '2 x 7.5B'",
+    "weight_flops.total": "weight FLOPs per token = 2 x N (every parameter a token uses: a MoE's active ones), seed 003 "
+    "§05's 70B convention",
     "context.attention_per_token": "attention per token: a token seeing s positions (itself included), QK^T + AV in "
     "every softmax layer",
     "context.prefill": _context_prefill,
