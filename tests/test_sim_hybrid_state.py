@@ -23,8 +23,8 @@ QWEN35_STATE = 48 * (48 * 128 * 128 * 2 + (2 * 16 * 128 + 48 * 128) * 3 * 2)  # 
 
 
 def _run(model, **options):
-    # max_num_seqs 256 and 8,192 batched tokens: the workspace fit sizes (256 logit rows, 8K tokens)
-    return llm_cost.simulate_serving(model, "h100", 2048, 256, max_num_seqs=256, requests=40, seed=3, **options)
+    # vLLM's defaults on an H100 (1,024 sequences, 8,192 batched tokens): the workspace fit sizes too
+    return llm_cost.simulate_serving(model, "h100", 2048, 256, requests=40, seed=3, **options)
 
 
 def test_hybrid_capacity_agrees_with_fit():

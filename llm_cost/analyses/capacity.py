@@ -12,8 +12,9 @@ Per GPU of the fullest pipeline stage::
   (:class:`~llm_cost.core.types.MemoryConvention`);
 * utilisation: the share of memory the engine may use (vLLM's ``gpu_memory_utilization``,
   default 0.9);
-* activation workspace: the largest activations of a step of ``step_tokens`` tokens, an
-  estimate (see :func:`workspace_bytes`), which vLLM measures with a profiling run;
+* activation workspace: the largest activations of a step of ``step_tokens`` tokens and
+  ``step_sequences`` logit rows (by default vLLM's ``max_num_batched_tokens`` and ``max_num_seqs``
+  on the GPU), an estimate (see :func:`workspace_bytes`), which vLLM measures with a profiling run;
 * runtime reserve: what the engine's PyTorch allocator never gets, default 2 GiB: the CUDA
   context, cuBLAS and NCCL buffers and CUDA graphs (vLLM's logs show 0.1-1.8 GiB of such
   "non-torch" memory) and what the driver keeps (vLLM sees 79.22 GiB of the 79.65 GiB an H100 reports).
@@ -49,7 +50,6 @@ __all__ = [
     "DOCUMENTS",
     "DEFAULT_GPU_MEMORY_UTILIZATION",
     "DEFAULT_RUNTIME_RESERVE_BYTES",
-    "DEFAULT_STEP_TOKENS",
     "KV_BLOCK_TOKENS",
     "capacity_bytes",
     "workspace_bytes",
@@ -69,8 +69,6 @@ DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(9, 10)
 DEFAULT_RUNTIME_RESERVE_BYTES = 2 * 2**30
 #: Tokens per KV block (vLLM's default ``block_size``).
 KV_BLOCK_TOKENS = 16
-#: Tokens of the largest step the workspace is sized for (the chunked-prefill token budget).
-DEFAULT_STEP_TOKENS = 8192
 #: Bits of an activation element in the workspace; logits are kept at 32 bits for sampling.
 _ACTIVATION_BITS, _LOGIT_BITS = 16, 32
 
@@ -237,11 +235,21 @@ def kv_room(
     policy: MemoryPolicy = DEPLOYMENT,
     weight_bits: int | Fraction = 16,
     kv_bits: int = 16,
-    step_tokens: int = DEFAULT_STEP_TOKENS,
-    step_sequences: int = 256,
+    step_tokens: int | None = None,
+    step_sequences: int | None = None,
 ) -> KvRoom:
     """The KV budget of the fullest GPU of ``layout`` and how many sequences at ``contexts`` it
-    holds (see the module docstring). InputError for an invalid layout."""
+    holds (see the module docstring), the workspace sized for a step of ``step_tokens`` tokens and
+    ``step_sequences`` logit rows: by default vLLM's server defaults on this GPU
+    (:func:`~llm_cost.simulate.engine.vllm_defaults`: ``max_num_batched_tokens`` and
+    ``max_num_seqs``), as the simulated ``serve`` sizes its KV pool, so that ``fit`` and ``serve``
+    give one budget. InputError for an invalid layout."""
+    if step_tokens is None or step_sequences is None:
+        from llm_cost.simulate.engine import vllm_defaults
+
+        engine = vllm_defaults(gpu)
+        step_tokens = engine.max_num_batched_tokens if step_tokens is None else step_tokens
+        step_sequences = engine.max_num_seqs if step_sequences is None else step_sequences
     usable = usable_bytes(gpu, policy)
     weights = per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes
     workspace = workspace_bytes(spec, layout, step_tokens, step_sequences) if policy.workspace else 0

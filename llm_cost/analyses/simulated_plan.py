@@ -1006,7 +1006,8 @@ def _nothing_keeps_up(runs: Sequence[ServeRun], qps: float, budget: int, gpu: st
 
 def _plan_warnings(best: ServeRun, qps: float | None, targets: Mapping[str, Target]) -> list[Note]:
     """What a user must be told about the chosen plan: at a rate without a TTFT target, the bound
-    it was held to; a P99 TTFT past :data:`SANE_TTFT_S` (saturated: requests waiting for a slot);
+    it was held to; without a rate, that its requests/s is a closed loop's, not a Poisson rate's
+    (a MoE user sized a rate on it: 6.5 requests/s on 8 B200s, where --qps 6 needed 24); a P99 TTFT past :data:`SANE_TTFT_S` (saturated: requests waiting for a slot);
     a percentile target past what :data:`TAIL_MAX` requests resolve (past P99.8) with fewer than
     :data:`TAIL_REQUESTS` of the run's requests beyond it: its estimate stands on the run's few
     slowest requests and can read low."""
@@ -1021,6 +1022,8 @@ def _plan_warnings(best: ServeRun, qps: float | None, targets: Mapping[str, Targ
             )
     if qps is not None and "ttft_s" not in targets:
         out.append(note("serve.implicit_ttft", bound=SANE_TTFT_S))
+    if qps is None:
+        out.append(note("serve.closed_loop_rate"))
     p99 = best.percentiles["ttft_s"].p99
     if p99 is not None and p99 > SANE_TTFT_S:
         queued = [r.queue_s for r in best.simulation.requests]

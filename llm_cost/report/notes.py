@@ -41,7 +41,12 @@ def _capacity_policy(p: dict) -> str:
         where = f"{p['memory_gb']:g} GB = {p['capacity_bytes']:,} B (datasheet, 10^9 B per GB)"
     return (
         f"memory per GPU: {where} x {p['utilization']:.0%} (GPU memory utilisation, as vLLM) less the weights, "
-        + ("an activation workspace (an estimate for the largest step's tokens), " if p["workspace"] else "")
+        + (
+            "an activation workspace (an estimate for the engine's largest step: max_num_batched_tokens tokens "
+            "and max_num_seqs logit rows, vLLM's defaults for the GPU unless set), "
+            if p["workspace"]
+            else ""
+        )
         + f"a runtime reserve of {p['reserve_bytes']:,} B; the rest holds the KV cache"
     )
 
@@ -478,6 +483,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             for label, f in (("attention DP x EP", p["attention_dp"]), ("TP (with or without EP)", p["tp"]))
         )
     ),
+    "serve.closed_loop_rate": "no rate given: the requests/s is what a closed loop of users, one per sequence the "
+    "engine runs (each sending its next request when its last completes, as benchmarks run), sustains within the "
+    "targets; requests arriving "
+    "at random (Poisson) at that rate come in bursts and queue, so the same GPUs carry less of them: size a rate "
+    "with --qps",
     "serve.simulated_plan": lambda p: (
         f"plan: the analytic search screens the aggregated configurations (disaggregated prefill and decode pools "
         "are planned by --mode disaggregated, analytic: the simulator runs one engine per replica); "

@@ -246,3 +246,18 @@ def test_roofline_says_whose_memory_figure_its_fits_column_reads(cli, tmp_path):
     card = cli("roofline", "llama3-8b", "--gpu", "h100", "--batch", "8").out
     assert "80.0 GB, the datasheet's: the GPU spec gives no memory_gib" in " ".join(plain.split())
     assert "85.5 GB, as the card reports it" in " ".join(card.split())
+
+
+@pytest.mark.parametrize("gpu", ["h100", "a100", "mi300x", "l40s"])
+def test_fit_and_the_simulated_serve_size_one_kv_budget(cli, gpu):
+    """A consistency audit: fit sized its activation workspace for 8,192 tokens and 256 logit rows
+    while serve's simulation sized it for vLLM's defaults on the GPU (1,024 sequences on an H100 or
+    MI300X, 2,048 tokens and 256 on an A100 or L40S), so one model and GPU had two KV budgets
+    (442,442 against 439,424 tokens on an H100). Both now take vLLM's defaults: serve's pool is
+    fit's token budget in whole 16-token blocks."""
+    fit = cli("fit", "llama3-8b", "--gpu", gpu, "--context", "2176", "--json").json()["single_gpu"]
+    served = cli(
+        "serve", "llama3-8b", "--gpu", gpu, "--tp", "1", "--qps", "1", "--input", "2K", "--output", "256",
+        "--requests", "20", "--json",
+    ).json()  # fmt: skip
+    assert served["kv_capacity_tokens"] == fit["token_budget"] // 16 * 16

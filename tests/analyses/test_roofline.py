@@ -133,15 +133,16 @@ def test_prefill_roofline_prints_default_mfu(cli):
 def test_fit_llama3_8b_and_70b(cli):
     """The documents' convention (80e9 B, all of it) gives seed 003 §04's ~59 / 3 requests; an
     engine's accounting gives fewer: the 81,559 MiB nvidia-smi reports x 0.9 less 16,060,522,496 B of weights, a 2 GiB
-    reserve and the workspace of an 8,192-token step (8,192 x (4,096 + 6,144 QKV + 2 x 14,336) x
-    2 B, plus 256 rows of 128,256 logits at 4 B), over 8,192 x 128 KiB per request."""
+    reserve and the workspace of vLLM's default step on an H100 (max_num_batched_tokens 8,192 and
+    max_num_seqs 1,024: 8,192 x (4,096 + 6,144 QKV + 2 x 14,336) x 2 B, plus 1,024 rows of 128,256
+    logits at 4 B), over 8,192 x 128 KiB per request."""
     docs = cli("fit", "llama3-8b", "--gpu", "h100", "--memory", "datasheet", "--json").json()
     assert [c["max_batch"] for c in docs["single_gpu"]["concurrency"]] == [59, 3]
     budget = (
         81_559 * 2**20 * 9 // 10
         - 16_060_522_496
         - 2 * 2**30
-        - (8192 * (4096 + 6144 + 2 * 14336) * 2 + 256 * 128256 * 4)
+        - (8192 * (4096 + 6144 + 2 * 14336) * 2 + 1024 * 128256 * 4)
     )
     data = cli("fit", "llama3-8b", "--gpu", "h100", "--json").json()
     assert data["single_gpu"]["kv_budget_bytes"] == budget

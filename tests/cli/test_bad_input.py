@@ -266,8 +266,9 @@ def test_the_table_is_large_enough():
         (["fit", "llama3-8b", "--memory-gb", "1e-300"], "--memory-gb"),
         (["fit", "llama3-8b", "--memory-gb", "\u0663"], "--memory-gb"),
         (["fit", "llama3-8b", "--memory-gb", "1_000"], "--memory-gb"),
-        (["spec", "--alpha", "0.8", "--gamma", "4", "--c", "-0"], "negative"),
-        (["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--usd-per-gpu-hour", "-0"], "negative"),
+        # -0 is 0, as the API's -0.0 is (stop 54); the least negative number is still negative
+        (["spec", "--alpha", "0.8", "--gamma", "4", "--c", "-1e-9"], "negative"),
+        (["train", "llama3-8b", "--tokens", "1T", "--mfu", "0.4", "--usd-per-gpu-hour", "-1e-9"], "negative"),
     ],
 )
 def test_usage_errors_are_one_line(cli, argv, needle):
