@@ -277,6 +277,29 @@ def test_emit_prints_the_command_and_json_carries_it(cli):
     assert data["chosen"]["layout"]["tp"] and data["output_tokens_per_s_per_gpu"] > 0
 
 
+@pytest.mark.parametrize(
+    ("model", "gpu", "weights", "repo"),
+    [
+        ("qwen3-235b-a22b", "h100", "fp8_block", "Qwen/Qwen3-235B-A22B-FP8"),  # Qwen's own FP8-block checkpoint
+        ("qwen3-235b-a22b", "b200", "nvfp4", "nvidia/Qwen3-235B-A22B-NVFP4"),  # NVIDIA ModelOpt's NVFP4 one
+        ("llama3-70b", "h100", "fp8_block", "meta-llama/Meta-Llama-3-70B"),  # none in the catalog: the note says so
+    ],
+)
+def test_a_plan_priced_in_a_quantized_format_launches_that_checkpoint(cli, model, gpu, weights, repo):
+    """A MoE user's FP8 plan emitted `vllm serve Qwen/Qwen3-235B-A22B` (the BF16 repo) with a note to
+    find a quantized checkpoint: run as printed it would not realise the plan. Where the catalog
+    holds the model's checkpoint in the planned format (its own quantization that format, the same
+    shapes), the command serves that repo; where it does not, the BF16 repo and the note, as before."""
+    argv = ["serve", model, "--gpu", gpu, "--tp", "8", "--batch", "64", "--input", "2K", "--output", "256",
+            "--weights-dtype", weights, "--emit", "vllm"]  # fmt: skip
+    run = cli(*argv)
+    assert run.code == 0, run.err
+    assert run.out.strip().splitlines()[-1].startswith(f"vllm serve {repo} ")
+    noted = "the catalog's checkpoint of" in run.out
+    assert noted == (repo != "meta-llama/Meta-Llama-3-70B")
+    assert noted != ("serve a checkpoint quantized so" in run.out)
+
+
 def test_emit_without_a_plan_is_one_line_and_exit_2(cli):
     run = cli("serve", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--ttft", "1ms", "--emit", "vllm")
     assert run.code == 2 and run.out == "" and len(run.err.strip().splitlines()) == 1

@@ -309,11 +309,16 @@ def _with_launch(result: Any, engine: ServingEngine, r: ServeRequest) -> Any:
     if length > kv_tokens:  # vLLM refuses to start (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
         notes.append(note("launch.max_model_len_capped", asked=length, tokens=kv_tokens))
         length = kv_tokens
-    model_id = hf_repo_id(spec.source.url)
+    sibling = _quantized_sibling(spec, r)
+    model_id = hf_repo_id((sibling or spec).source.url)
     if model_id is None:
         model_id = spec.name
         notes.append(note("launch.model_id", name=spec.name))
-    quantization = _launch_quantization(r, weight_bits, notes)
+    elif sibling is not None:
+        q = sibling.quantization
+        kept = f"{', '.join(q.kept)} in {q.kept_dtype}" if q is not None and q.kept else ""
+        notes.append(note("launch.quantized_sibling", repo=model_id, name=sibling.name, model=spec.name, kept=kept))
+    quantization = _launch_quantization(r, weight_bits, notes if sibling is None else [])
     plan = LaunchPlan(
         model_id, layout, replicas, seqs, tokens, chunked, cached, length, policy.utilization,
         capacity_bytes(g, policy.convention), per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes, kv_bits,
@@ -361,6 +366,31 @@ def _sequence_kv_tokens(
     pool = replica_kv_pool(spec, g, layout, EngineConfig(max_num_seqs=seqs, max_num_batched_tokens=tokens),
                            policy, weight_bits, kv_bits)  # fmt: skip
     return pool.tokens - pool.state_blocks * pool.block_tokens
+
+
+#: The catalog's name suffixes of a checkpoint stored in a weight format (``qwen3-235b-a22b-fp8``:
+#: Qwen's FP8 blocks; ``-nvfp4``: NVIDIA's ModelOpt NVFP4), for a launch of a plan priced in it.
+_SIBLING_SUFFIXES = {"fp8_block": ("fp8",), "nvfp4": ("nvfp4",), "mxfp4": ("mxfp4",)}
+
+
+def _quantized_sibling(spec: ModelSpec, r: ServeRequest) -> Optional[ModelSpec]:
+    """The catalog's checkpoint of ``spec`` stored in ``r``'s weights format (its name with the
+    format's suffix, its own quantization that format, its shapes the same), whose Hugging Face repo
+    a launch can serve as printed: a MoE user emitted a plan priced at FP8 blocks and got the BF16
+    repo's id with a note. None when the catalog holds none."""
+    fmt = choices.weights_dtype_of(r.weights_dtype)
+    for suffix in _SIBLING_SUFFIXES.get(str(fmt), ()) if fmt is not None else ():
+        try:
+            sibling = load_model(f"{spec.name}-{suffix}")
+        except InputError:  # no such checkpoint in the catalog
+            continue
+        q = sibling.quantization
+        same_shape = (sibling.hidden_size, sibling.num_hidden_layers, sibling.vocab_size) == (
+            spec.hidden_size, spec.num_hidden_layers, spec.vocab_size,
+        )  # fmt: skip
+        if q is not None and str(q.weights_format) == str(fmt) and same_shape:
+            return sibling
+    return None
 
 
 def _launch_quantization(r: ServeRequest, weight_bits: Any, notes: list[Note]) -> Optional[str]:

@@ -581,6 +581,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "serve.requests_raised": "requests: {asked:,} asked, {simulated:,} simulated: a plan runs at least 3 rounds of "
     "each candidate's users (warm-up, a steady round, drain) and the requests its targets' percentiles need",
     "launch.model_id": "model id: {name} is the spec's name; give the checkpoint's Hugging Face repo id or path",
+    "launch.quantized_sibling": lambda p: (
+        f"model id: {p['repo']}, the catalog's checkpoint of {p['model']} in the weights format planned (the engine "
+        "reads the format from its config, no flag)"
+        + (f"; it keeps its {p['kept']}, so plan {p['name']} by name to price its own formats" if p["kept"] else "")
+    ),
     "launch.checkpoint_quantized": "weights at {bits:g} bits: serve a checkpoint quantized so (AWQ, GPTQ, "
     "compressed-tensors); the engine reads its format from the checkpoint's config, no flag",
     "launch.kv_dtype_unexpressed": "warning: {engine}'s {setting} has no {asked} KV cache: the command "
