@@ -46,6 +46,34 @@ def test_the_issue_plan_weighs_attention_dp_against_tp(issue_plan):
     assert issue_plan.chosen.describe() == best["what"]
 
 
+def test_each_family_is_judged_as_the_plan_judges_its_runs(issue_plan):
+    """A MoE user read "best 1 x TP2 DP4 EP8 at 325.3 output tokens/s per GPU" beside a chosen
+    1 x TP4 DP2 EP8 at 308.4: the note had judged the simulated runs at their nominal verdict, not
+    at the upper end of their sampling interval as the ranking does, and called a screen's
+    configuration (screened without the targets) one that meets them. A family simulated names
+    its best run holding the targets as the plan ranks them (the chosen run's own family: the
+    chosen run, at the figure of the candidates' table); a family only screened says the screen
+    judged no target."""
+    weighed = next(n for n in issue_plan.conventions if n.code == "serve.moe_layouts").params
+    runs = {True: [], False: []}
+    for run in issue_plan.simulated:
+        runs[" DP" in run.describe()].append(run)
+    for family, attention_dp in (("attention_dp", True), ("tp", False)):
+        f = weighed[family]
+        if not runs[attention_dp]:
+            assert f is None or (f["source"] == "analytic screen" and f["meets"] is None)
+            continue
+        holding = [r for r in runs[attention_dp] if not r.violates_upper]
+        assert f["source"] == "simulated" and f["meets"] == bool(holding)
+        if holding:
+            top = max(holding, key=lambda r: r.output_tokens_per_s_per_gpu)
+            assert (f["what"], f["per_gpu"]) == (top.describe(), top.output_tokens_per_s_per_gpu)
+    first = issue_plan.simulated[0]  # the ranking's best, the chosen configuration at the slow end
+    family = weighed["attention_dp" if " DP" in first.describe() else "tp"]
+    assert family["what"] == issue_plan.chosen.describe() == first.describe()
+    assert family["per_gpu"] == first.output_tokens_per_s_per_gpu
+
+
 def test_the_issue_plans_vllm_command_carries_its_data_and_expert_parallel_flags(issue_plan):
     """vLLM runs an attention-DP replica as ``--data-parallel-size dp --tensor-parallel-size a
     --enable-expert-parallel``, its MoE layers sharded over TP x DP (vllm/config/parallel.py,

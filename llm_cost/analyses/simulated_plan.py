@@ -86,6 +86,7 @@ __all__ = [
     "ladder",
     "PER_LAYOUT",
     "PLAN_REQUESTS",
+    "holds",
     "STEADY_ROUNDS",
 ]
 
@@ -269,7 +270,7 @@ def _engine_for(c: Candidate, base: EngineConfig, saturated: bool, cap: int | No
 
 
 def _rank_key(run: ServeRun, qps: float | None) -> tuple:
-    """How candidates rank, best first: those holding the targets (:func:`_holds`; at a rate
+    """How candidates rank, best first: those holding the targets (:func:`holds`; at a rate
     without a TTFT target, also the P99 TTFT bound :func:`_good` keeps); at a rate, the fewest GPUs, then the screen's headroom to the targets (:func:`_screen_distance`: between
     configurations of as many GPUs that both hold the targets on the pessimistic side, the
     simulated goodput and headroom differ by sampling noise, so a seed would flip the choice; the
@@ -277,7 +278,7 @@ def _rank_key(run: ServeRun, qps: float | None) -> tuple:
     saturated, the most output tokens/s per GPU, then the fewest GPUs."""
     if qps is not None:
         return (not _good(run, _implicit_ttft(run.targets)), run.gpus, _screen_distance(run), -run.goodput_rps)
-    return (not _holds(run), -run.output_tokens_per_s_per_gpu, run.gpus)
+    return (not holds(run), -run.output_tokens_per_s_per_gpu, run.gpus)
 
 
 def _screen_distance(run: ServeRun) -> float:
@@ -369,7 +370,7 @@ def plan_on_simulation(
     )
     ranked = tuple(sorted(runs, key=lambda r: _rank_key(r, qps)))
     best = ranked[0]
-    if not _holds(best):
+    if not holds(best):
         raise _nothing_meets(ranked, targets)
     if qps is not None and not _good(best, _implicit_ttft(targets)):
         raise _nothing_keeps_up(ranked, qps, screen.gpu_budget, gpu.name)
@@ -483,7 +484,7 @@ def _clearly_misses(run: ServeRun, bound: float | None = None) -> bool:
     return s.requests == 0
 
 
-def _holds(run: ServeRun) -> bool:
+def holds(run: ServeRun) -> bool:
     """Whether a candidate meets every target on the pessimistic side of its simulation: at the
     upper end of each target statistic's sampling interval (a candidate is simulated at the band's
     slow end), nothing refused."""
@@ -611,7 +612,7 @@ class _Search:
         runs: list[ServeRun] = []
         picked: dict[tuple[Layout, int], list[ServeRun]] = {}
         for layout, replicas in order:
-            best = max((r.output_tokens_per_s_per_gpu for r in runs if _holds(r)), default=0.0)
+            best = max((r.output_tokens_per_s_per_gpu for r in runs if holds(r)), default=0.0)
             picked[(layout, replicas)] = [
                 self.run(layout, replicas, c, self.closed(c, c.concurrency, replicas))
                 for c in _picks(groups[(layout, replicas)])
@@ -621,8 +622,8 @@ class _Search:
         for layout, replicas in order:
             group, mine = groups[(layout, replicas)], picked[(layout, replicas)]
             top = max(group, key=lambda c: c.output_tokens_per_s_per_gpu)
-            if self.targets and not any(_holds(r) and r.max_num_seqs >= top.concurrency for r in mine):
-                best = max((r.output_tokens_per_s_per_gpu for r in runs if _holds(r)), default=0.0)
+            if self.targets and not any(holds(r) and r.max_num_seqs >= top.concurrency for r in mine):
+                best = max((r.output_tokens_per_s_per_gpu for r in runs if holds(r)), default=0.0)
                 runs += self.descend(layout, replicas, group, top, mine, best)
                 runs += self.sidestep(layout, replicas, group, top, runs)
         if by_layout and "ttft_s" in self.targets:
@@ -646,13 +647,13 @@ class _Search:
         2 x TP4 held at 84 sequences, the frontier's last, and holds at 400). Not run: a point
         whose cap bounds its tokens/s per GPU under the most of a run holding the targets
         (:meth:`most_per_gpu`), or whose screen's figure does by :data:`SCREEN_SLACK`."""
-        mine = [r for r in runs if r.layout == layout and r.replicas == replicas and _holds(r)]
+        mine = [r for r in runs if r.layout == layout and r.replicas == replicas and holds(r)]
         if not mine:
             return []
         held = max(r.max_num_seqs for r in mine)
         if held < max(c.concurrency for c in group):
             return []  # it holds below its own best: the descent found its edge
-        best = max(r.output_tokens_per_s_per_gpu for r in runs if _holds(r))
+        best = max(r.output_tokens_per_s_per_gpu for r in runs if holds(r))
         above = sorted(
             (c for c in by_layout.get((layout, replicas), []) if c.concurrency > held),
             key=lambda c: (c.concurrency, c.output_tokens_per_s_per_gpu),
@@ -668,7 +669,7 @@ class _Search:
             mid = (lo + hi) // 2
             c = above[mid]
             more.append(self.trial(layout, replicas, c, c.concurrency))
-            lo, hi = (mid, hi) if _holds(more[-1]) else (lo, mid)
+            lo, hi = (mid, hi) if holds(more[-1]) else (lo, mid)
         return more
 
     def least_step(self, layout: Layout) -> float:
@@ -727,7 +728,7 @@ class _Search:
             if cap in rungs:
                 held = self.step(layout, replicas, c, cap, (*mine, *more), done, more)
                 if held is None or held:
-                    below = max(r.max_num_seqs for r in (*mine, *more) if _holds(r))
+                    below = max(r.max_num_seqs for r in (*mine, *more) if holds(r))
                     break
                 above = cap
         between = [(cap, c) for cap, c in steps if below < cap < above]
@@ -756,10 +757,10 @@ class _Search:
         tokens/s per GPU under the most of a run holding the targets (:meth:`most_per_gpu`), one
         a missed run rules out, or one tried already."""
         mine = [r for r in runs if r.layout == layout and r.replicas == replicas]
-        held = [r.max_num_seqs for r in mine if _holds(r)]
+        held = [r.max_num_seqs for r in mine if holds(r)]
         if not held:
             return []
-        floor, best = max(held), max(r.output_tokens_per_s_per_gpu for r in runs if _holds(r))
+        floor, best = max(held), max(r.output_tokens_per_s_per_gpu for r in runs if holds(r))
         more: list[ServeRun] = []
         for cap, c in sorted(_descent(group, top), key=lambda s: s[0]):
             engine = _engine_for(c, self.base, True, cap)
@@ -767,10 +768,10 @@ class _Search:
             done = (*mine, *more)
             if cap <= floor or (cap, chunk) in {(r.max_num_seqs, _chunk_of(r)) for r in done}:
                 continue
-            if self.most_per_gpu(layout, cap) < best or any(_misses_too(r, cap, chunk) for r in done if not _holds(r)):
+            if self.most_per_gpu(layout, cap) < best or any(_misses_too(r, cap, chunk) for r in done if not holds(r)):
                 continue
             more.append(self.trial(layout, replicas, c, cap))
-            if _holds(more[-1]):
+            if holds(more[-1]):
                 best = max(best, more[-1].output_tokens_per_s_per_gpu)
         return more
 
@@ -786,7 +787,7 @@ class _Search:
     ) -> bool | None:
         """One step of a descent: None when a run at ``cap`` or above already holds the targets
         (the descent ends), else whether the step's run holds them (run unless tried already)."""
-        if any(_holds(r) and r.max_num_seqs >= cap for r in tried):
+        if any(holds(r) and r.max_num_seqs >= cap for r in tried):
             return None
         engine = _engine_for(c, self.base, True, cap)
         key = (cap, engine.max_num_batched_tokens, engine.chunked_prefill)
@@ -794,7 +795,7 @@ class _Search:
             return False
         done.add(key)
         more.append(self.trial(layout, replicas, c, cap))
-        return _holds(more[-1])
+        return holds(more[-1])
 
     def trial(self, layout: Layout, replicas: int, c: Candidate, cap: int) -> ServeRun:
         """A descent step, its simulated requests bounded by the precision its verdict needs: a
@@ -969,12 +970,12 @@ def _implicit_ttft(targets: Mapping[str, Target]) -> float | None:
 
 
 def _good(run: ServeRun, bound: float | None) -> bool:
-    """Whether ``run`` holds its targets (:func:`_holds`), refuses nothing and, without a TTFT
+    """Whether ``run`` holds its targets (:func:`holds`), refuses nothing and, without a TTFT
     target, keeps its P99 TTFT within ``bound`` (at the upper end of its sampling interval)."""
     p = run.percentiles["ttft_s"]
     ci = p.ci.get("p99")
     p99 = ci[1] if ci is not None else p.p99
-    return _holds(run) and (bound is None or (p99 is not None and p99 <= bound))
+    return holds(run) and (bound is None or (p99 is not None and p99 <= bound))
 
 
 def _distance(run: ServeRun, targets: Mapping[str, Target], bound: float | None) -> float:

@@ -712,9 +712,14 @@ def _with_plan_notes(spec: ModelSpec, result: SimulatedPlan, requests: Optional[
     search weighed (:func:`~llm_cost.analyses.serving.moe_layouts.layout_families`), and a request
     count raised past the one asked for (to the precision the targets need)."""
     from llm_cost.analyses.serving.moe_layouts import layout_families
+    from llm_cost.analyses.simulated_plan import holds
     from llm_cost.core.notes import note
 
-    added = [n for n in (layout_families(spec, result.simulated, result.screen.frontier),) if n is not None]
+    added = [
+        n
+        for n in (layout_families(spec, result.simulated, result.screen.frontier, holds=holds, screen_judged=False),)
+        if n is not None
+    ]
     if requests is not None and result.chosen.simulated_requests > requests:
         added.append(note("serve.requests_raised", asked=requests, simulated=result.chosen.simulated_requests))
     if not added:

@@ -475,8 +475,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             f"{label}: "
             + (
                 f"best {f['what']} at {f['per_gpu']:,.1f} output tokens/s per GPU"
-                + ("" if f["meets"] else ", missing a target")
-                + f" ({f['source']})"
+                + ("" if f["meets"] is not False else ", missing a target")
+                + f" ({f['source']}"
+                + (", which judges no target: none of this kind was simulated)" if f["meets"] is None else ")")
                 if f
                 else "no layout of this kind held the model or reached the screen's frontier"
             )

@@ -28,8 +28,8 @@ wide-EP deployments run them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
 
 from llm_cost.analyses.serving.replicas import node_gpus
 from llm_cost.core.errors import InputError
@@ -161,26 +161,38 @@ class Ranked(Protocol):
     def describe(self) -> str: ...  # noqa: D102 - replicas x layout
 
 
-def layout_families(spec: ModelSpec, simulated: Sequence[Ranked], screened: Sequence[Ranked]) -> Note | None:
+R = TypeVar("R", bound=Ranked)
+
+
+def layout_families(
+    spec: ModelSpec,
+    simulated: Sequence[R],
+    screened: Sequence[Ranked],
+    holds: Callable[[R], bool] | None = None,
+    screen_judged: bool = True,
+) -> Note | None:
     """For a MoE model, the best configuration of each family of layouts a plan weighed (attention
-    DP with EP, and TP with or without EP: ``serve.moe_layouts``): the one meeting the targets with
-    the most output tokens/s per GPU among the ``simulated`` runs, else among the analytic
-    ``screened`` frontier, else the family's best that misses them; None for a dense model."""
+    DP with EP, and TP with or without EP: ``serve.moe_layouts``): among the ``simulated`` runs of
+    the family, the one meeting the targets (``holds``: as the plan ranks its runs) with the most
+    output tokens/s per GPU, else its best that misses them; a family with no simulated run, the
+    best of the analytic ``screened`` frontier, its ``meets`` None where the screen was not judged
+    against the targets (``screen_judged`` False: a simulated plan screens without them, so a
+    screen's figure beside a simulated one would say nothing of the targets, as a MoE user found);
+    None for a dense model."""
     if spec.moe is None:
         return None
+    judge: Callable[[R], bool] = holds or (lambda r: r.meets)
     families: dict[str, dict[str, object] | None] = {}
     for name, member in (("attention_dp", True), ("tp", False)):
-        picks = []
-        for source, pool in (("simulated", simulated), ("analytic screen", screened)):
-            mine = [r for r in pool if is_attention_dp(r.layout) == member]
-            best = max(mine, key=lambda r: (r.meets, r.output_tokens_per_s_per_gpu), default=None)
-            if best is not None:
-                picks.append((source, best))
-        if picks:
-            source, best = max(picks, key=lambda p: (p[1].meets, p[0] == "simulated"))
-            families[name] = dict(
-                what=best.describe(), per_gpu=best.output_tokens_per_s_per_gpu, meets=best.meets, source=source
-            )
-        else:
+        runs = [(judge(r), r) for r in simulated if is_attention_dp(r.layout) == member]
+        screen = [(r.meets if screen_judged else None, r) for r in screened if is_attention_dp(r.layout) == member]
+        pool: list[tuple[bool | None, Ranked]] = [*runs] or [*screen]
+        if not pool:
             families[name] = None
+            continue
+        meets, best = max(pool, key=lambda p: (bool(p[0]), p[1].output_tokens_per_s_per_gpu))
+        families[name] = dict(
+            what=best.describe(), per_gpu=best.output_tokens_per_s_per_gpu, meets=meets,
+            source="simulated" if runs else "analytic screen",
+        )  # fmt: skip
     return note("serve.moe_layouts", attention_dp=families["attention_dp"], tp=families["tp"])
