@@ -267,6 +267,23 @@ def test_the_verdict_says_which_modes_were_searched(cli):
     assert "needs at least 2 GPUs" in one["mode_verdict"]
 
 
+def test_disaggregated_pools_that_cannot_each_hold_the_model_say_so(cli):
+    """A MoE user: disaggregated DeepSeek-V3 on 8 H200 was refused because "the KV cache holds none
+    of the concurrencies", though the reason is that a prefill pool and a decode pool of 4 GPUs
+    each cannot hold its 671B weights (FP8: 671 GB at one byte each, against 4 x 141 GB). The
+    refusal names the pools and the smallest count whose two pools each hold a replica, and that
+    count plans."""
+    args = ("serve", "deepseek-v3", "--gpu", "h200", "--input", "2K", "--output", "256", "--mode", "disaggregated")
+    refused = cli(*args, "--gpus", "8")
+    assert refused.code == 2 and len(refused.err.strip().splitlines()) == 1
+    assert refused.err.startswith("error: --mode: disaggregated serving needs a prefill pool and a decode pool")
+    named = int(refused.err.split("give --gpus ")[1].split()[0])
+    assert named > 8 and named % 2 == 0
+    planned = cli(*args, "--gpus", str(named), "--json")
+    assert planned.code == 0, planned.err
+    assert planned.json()["chosen"]["mode"] == "disaggregated" and planned.json()["chosen"]["gpus"] <= named
+
+
 def test_counts_are_consistent():
     r = plan(load_model("llama3-8b"), H100, Traffic(2048, 256, 20.0), Targets(1.0, 0.03), PREDICTION, gpus=8)
     assert r.candidates_feasible <= r.candidates_evaluated

@@ -38,7 +38,7 @@ from llm_cost.core.notes import Note, note
 from llm_cost.core.types import Dtype
 from llm_cost.core.units import fmt_seconds
 from llm_cost.model.formats import weight_bits_of
-from llm_cost.model.layout import Layout, kv_heads_per_gpu
+from llm_cost.model.layout import Layout, kv_heads_per_gpu, layout_label
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, TimeModel
 from llm_cost.specs.schema import HardwareSpec, MLAAttention, ModelSpec
 
@@ -255,6 +255,14 @@ def plan(
     if tuple(modes) == (ServingMode.DISAGGREGATED,) and budget < 2:
         raise InputError(
             "modes: disaggregated alone needs at least 2 GPUs (a prefill pool and a decode pool); give gpus 2 or more",
+            fields=("modes", "gpus"),
+        )
+    smallest = min(reps, key=lambda rep: rep.layout.gpus).layout
+    if tuple(modes) == (ServingMode.DISAGGREGATED,) and 2 * smallest.gpus > budget:
+        raise InputError(  # a MoE user: the refusal blamed the KV cache
+            f"modes: disaggregated serving needs a prefill pool and a decode pool each holding the model; the "
+            f"smallest replica of {spec.name} on {gpu.name} is {layout_label(smallest)} ({smallest.gpus:,} GPUs), so "
+            f"give gpus {2 * smallest.gpus:,} or more, or the aggregated mode",
             fields=("modes", "gpus"),
         )
     counts: list[int] = [0]
