@@ -790,6 +790,9 @@ def _flat(run: Any) -> dict:
     row["violates_at_slow_end"] = " ".join(run.violates_at_slow_end) if run.violates_at_slow_end is not None else None
     pessimistic = run.violates_pessimistic if run.violates_pessimistic is not None else run.violates_upper
     row.update(violates_pessimistic=" ".join(pessimistic), simulated_requests=run.simulated_requests, router=run.router)
+    # the chosen row is at nominal step times, the other candidates at the band's slow end (a MoE user
+    # read one column across the two)
+    row["timed_at"] = run.timed_at
     return row
 
 
