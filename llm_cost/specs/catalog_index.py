@@ -209,10 +209,10 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                'family': 'GLM-5',
                'hub_ids': ['zai-org/GLM-5-FP8'],
                'model_type': 'glm_moe_dsa',
-               'reader': 'pending: the FP8 scales do not match: hf/quantization.py reads '
-                         "modules_to_not_convert's 'model.layers.N.post_attention_layernorm' (and "
-                         "'self_attn.q_a_layernorm') as keeping the attention group, so attention is counted "
-                         'unquantized (783,696 scales missing)',
+               'reader': 'pending: the FP8 scales do not match: modules_to_not_convert keeps one tensor of '
+                         "the DSA indexer ('self_attn.indexers_proj'), and hf/quantization.py keeps whole "
+                         "tensor groups, so the indexer's wq_b and wk are counted unquantized too (43,632 "
+                         'scales missing)',
                'source': 'github.com/ai-dynamo/aiconfigurator '
                          'aic-core/src/aiconfigurator_core/model_configs/zai-org--GLM-5-FP8_config.json @ '
                          '0b077da5e017',
@@ -255,10 +255,10 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                  'family': 'GLM-5 (FP8)',
                  'hub_ids': ['zai-org/GLM-5.1-FP8'],
                  'model_type': 'glm_moe_dsa',
-                 'reader': 'pending: the FP8 scales do not match: hf/quantization.py reads '
-                           "modules_to_not_convert's 'model.layers.N.post_attention_layernorm' (and "
-                           "'self_attn.q_a_layernorm') as keeping the attention group, so attention is "
-                           'counted unquantized (783,696 scales missing)',
+                 'reader': 'pending: the FP8 scales do not match: modules_to_not_convert keeps one tensor of '
+                           "the DSA indexer ('self_attn.indexers_proj'), and hf/quantization.py keeps whole "
+                           "tensor groups, so the indexer's wq_b and wk are counted unquantized too (43,632 "
+                           'scales missing)',
                  'source': 'github.com/ai-dynamo/aiconfigurator '
                            'aic-core/src/aiconfigurator_core/model_configs/zai-org--GLM-5.1-FP8_config.json '
                            '@ e418fe29d6f6',
@@ -1077,10 +1077,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                          'family': 'Qwen3 MoE (FP8)',
                          'hub_ids': ['Qwen/Qwen3-235B-A22B-FP8'],
                          'model_type': 'qwen3_moe',
-                         'reader': 'pending: the FP8 scales do not match: hf/quantization.py reads '
-                                   "modules_to_not_convert's 'model.layers.N.post_attention_layernorm' (and "
-                                   "'self_attn.q_a_layernorm') as keeping the attention group, so attention "
-                                   'is counted unquantized (409,088 = 94 x 4,352 attention scales missing)',
+                         'reader': 'ok',
                          'source': 'github.com/ai-dynamo/aiconfigurator '
                                    'aic-core/src/aiconfigurator_core/model_configs/Qwen--Qwen3-235B-A22B-FP8_config.json '
                                    '@ 0b077da5e017',

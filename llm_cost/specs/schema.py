@@ -553,7 +553,7 @@ class MTP(Spec):
 WeightFormatName = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp8_block", "mxfp4", "nvfp4"]
 #: A tensor group whose matmuls a quantization_config can leave unquantized.
 KeptGroup = Literal[
-    "attention", "linear_attention", "mamba", "mlp", "routed_experts", "shared_experts", "mtp", "vision"
+    "attention", "indexer", "linear_attention", "mamba", "mlp", "routed_experts", "shared_experts", "mtp", "vision"
 ]
 
 

@@ -825,3 +825,25 @@ def test_a_quantization_config_field_of_the_wrong_type_is_refused_naming_it(quan
     path.write_text(json.dumps(config), encoding="utf-8")
     with pytest.raises(SpecError, match=rf"config\.json: quantization_config\..*{key}"):
         load_model(str(path))
+
+
+@pytest.mark.parametrize(
+    ("modules", "kept"),
+    [
+        # Qwen/Qwen3-235B-A22B-FP8 and -30B-A3B-FP8 list every layer's norms and router: attention stays
+        # FP8 (their Hub totals count its block scales; catalog/CATALOG.yaml)
+        (["lm_head", "model.layers.0.input_layernorm", "model.layers.0.post_attention_layernorm",
+          "model.layers.0.mlp.gate"], ()),
+        # GLM-5-FP8: the MLA norms are vectors; the DSA indexer's projection keeps the indexer, not attention
+        (["model.layers.0.self_attn.q_a_layernorm", "model.layers.0.self_attn.indexers_proj"], ("indexer",)),
+        (["model.layers.0.self_attn.o_proj"], ("attention",)),
+    ],
+)  # fmt: skip
+def test_kept_modules_name_the_groups_whose_matmuls_they_are(modules, kept):
+    """A MoE user's and an attacker's finding: ``post_attention_layernorm`` was read as keeping the
+    attention group, so Qwen3-*-FP8 counted its attention in BF16 (Qwen3-30B-A3B-FP8 31.17 GB
+    weighed as 32.08 GB); a norm is a vector, never quantised, and keeps no group."""
+    from llm_cost.specs.hf.quantization import read_quantization
+
+    q = {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128], "modules_to_not_convert": modules}
+    assert read_quantization(q, "bf16", [])["quantization"]["kept"] == kept

@@ -51,6 +51,8 @@ _WEIGHT_ONLY = ("awq", "gptq")
 
 #: (substring of a module name, the kept group), first match wins; None: a module always kept.
 _MODULE_GROUPS: tuple[tuple[str, Optional[str]], ...] = (
+    ("norm", None),  # a normalisation's weight is a vector, never quantised (Qwen3-*-FP8 list each
+    # post_attention_layernorm: read as "attention", their attention was counted unquantised)
     ("lm_head", None),
     ("visual", "vision"),  # before the tower's own attention and MLP
     ("vision", "vision"),
@@ -61,6 +63,7 @@ _MODULE_GROUPS: tuple[tuple[str, Optional[str]], ...] = (
     ("experts", "routed_experts"),
     ("router", None),
     ("gate", None),  # mlp.gate, block_sparse_moe.gate: the router
+    ("indexer", "indexer"),  # before "attn": self_attn.indexer(s_proj) of DeepSeek Sparse Attention
     ("linear_attn", "linear_attention"),
     ("mamba", "mamba"),
     ("mixer", "mamba"),
