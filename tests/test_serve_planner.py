@@ -297,7 +297,34 @@ def test_a_plan_priced_in_a_quantized_format_launches_that_checkpoint(cli, model
     assert run.out.strip().splitlines()[-1].startswith(f"vllm serve {repo} ")
     noted = "the catalog's checkpoint of" in run.out
     assert noted == (repo != "meta-llama/Meta-Llama-3-70B")
-    assert noted != ("serve a checkpoint quantized so" in run.out)
+    assert noted != ("which is not the plan's weights; serve a checkpoint stored in" in run.out)
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu", "weights", "flag", "says"),
+    [
+        # openai/gpt-oss-120b is stored in MXFP4 (its quantization_config, quant_method mxfp4): an engine
+        # refuses a --quantization that disagrees with it, so FP8 needs another checkpoint
+        ("gpt-oss-120b", "b200", "fp8", None, "as stored (mxfp4), which is not the plan's weights"),
+        # deepseek-ai/DeepSeek-V3 is stored in FP8 blocks of 128 x 128 (weight_block_size): as asked
+        ("deepseek-v3", "h200", "fp8_block", None, None),
+        # gpt-oss keeps attention in BF16 (modules_to_not_convert): the plan's MXFP4 everywhere is not it
+        ("gpt-oss-120b", "b200", "mxfp4", None, "the checkpoint keeps its attention in bf16"),
+        # a BF16 checkpoint: the engines' online FP8 (vLLM's --quantization fp8)
+        ("llama3-70b", "h100", "fp8", "fp8", None),
+    ],
+)
+def test_a_launch_names_a_format_only_where_the_engine_can_apply_it(cli, model, gpu, weights, flag, says):
+    """An attacker: gpt-oss-120b planned at FP8 printed ``--quantization fp8`` over its MXFP4
+    checkpoint (vLLM and SGLang refuse a method that disagrees with the checkpoint's config), and
+    DeepSeek-V3 at its own FP8 blocks was told to find a checkpoint quantized so."""
+    argv = ["serve", model, "--gpu", gpu, "--tp", "8", "--batch", "16", "--input", "2K", "--output", "256",
+            "--weights-dtype", weights, "--emit", "vllm"]  # fmt: skip
+    run = cli(*argv)
+    assert run.code == 0, run.err
+    command, comments = run.out.strip().splitlines()[-1].split(), run.out
+    assert (command[command.index("--quantization") + 1] if "--quantization" in command else None) == flag
+    assert (says in comments) if says else ("not the plan's weights" not in comments and "keeps its" not in comments)
 
 
 def test_emit_without_a_plan_is_one_line_and_exit_2(cli):

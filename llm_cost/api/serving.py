@@ -288,7 +288,7 @@ def _with_launch(result: Any, engine: ServingEngine, r: ServeRequest) -> Any:
     (:func:`llm_cost.analyses.launch.launch_command`), under the formats and memory of ``r``.
     InputError for a disaggregated plan (two pools, no one command)."""
     from llm_cost.analyses.capacity import capacity_bytes
-    from llm_cost.analyses.launch import LaunchPlan, hf_repo_id, launch_command
+    from llm_cost.analyses.launch import LaunchPlan, launch_command
     from llm_cost.analyses.serving.replicas import node_gpus
     from llm_cost.analyses.simulated_plan import SimulatedPlan
     from llm_cost.core.notes import note
@@ -309,16 +309,7 @@ def _with_launch(result: Any, engine: ServingEngine, r: ServeRequest) -> Any:
     if length > kv_tokens:  # vLLM refuses to start (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
         notes.append(note("launch.max_model_len_capped", asked=length, tokens=kv_tokens))
         length = kv_tokens
-    sibling = _quantized_sibling(spec, r)
-    model_id = hf_repo_id((sibling or spec).source.url)
-    if model_id is None:
-        model_id = spec.name
-        notes.append(note("launch.model_id", name=spec.name))
-    elif sibling is not None:
-        q = sibling.quantization
-        kept = f"{', '.join(q.kept)} in {q.kept_dtype}" if q is not None and q.kept else ""
-        notes.append(note("launch.quantized_sibling", repo=model_id, name=sibling.name, model=spec.name, kept=kept))
-    quantization = _launch_quantization(r, weight_bits, notes if sibling is None else [])
+    model_id, quantization = _launched_weights(spec, r, weight_bits, notes)
     plan = LaunchPlan(
         model_id, layout, replicas, seqs, tokens, chunked, cached, length, policy.utilization,
         capacity_bytes(g, policy.convention), per_gpu(spec, layout, weight_bits, kv_bits).max_weight_bytes, kv_bits,
@@ -393,18 +384,54 @@ def _quantized_sibling(spec: ModelSpec, r: ServeRequest) -> Optional[ModelSpec]:
     return None
 
 
-def _launch_quantization(r: ServeRequest, weight_bits: Any, notes: list[Note]) -> Optional[str]:
-    """The engine's ``--quantization`` for the weights of ``r`` (fp8), or None; a note in ``notes``
-    when the weights are quantized in a way the checkpoint must already be stored in."""
+def _launched_weights(
+    spec: ModelSpec, r: ServeRequest, weight_bits: Any, notes: list[Note]
+) -> tuple[str, Optional[str]]:
+    """(the model id a launch serves, the engine's ``--quantization`` or None) for the weights of
+    ``r``, with a note in ``notes`` where the command cannot realise them by itself:
+
+    * no weights format asked, or the one the checkpoint is stored in (DeepSeek-V3's FP8 blocks,
+      gpt-oss's MXFP4): the checkpoint as stored, no flag (and a note where the checkpoint keeps
+      groups in 16 bits that the plan priced in the format);
+    * a format the catalog holds a checkpoint of the same model in (:func:`_quantized_sibling`):
+      that checkpoint, whose config carries its format (a MoE user's FP8 plan printed the BF16 repo);
+    * FP8 of a 16-bit checkpoint: ``--quantization fp8``, the engines' online FP8 (per-tensor);
+    * otherwise the checkpoint as stored, and a note naming the format to find a checkpoint in (an
+      engine refuses ``--quantization`` that disagrees with a quantized checkpoint's config: an
+      attacker's gpt-oss-120b at FP8 printed ``--quantization fp8`` over its MXFP4 checkpoint)."""
+    from llm_cost.analyses.launch import hf_repo_id
     from llm_cost.core.notes import note
     from llm_cost.core.types import WeightFormat
 
     fmt = choices.weights_dtype_of(r.weights_dtype)
-    if fmt in (WeightFormat.FP8,):
-        return "fp8"
-    if fmt is not None or r.bits_per_weight is not None:
-        notes.append(note("launch.checkpoint_quantized", bits=float(weight_bits)))
-    return None
+    stored = spec.quantization.weights_format if spec.quantization is not None else None
+    asked = fmt is not None or r.bits_per_weight is not None
+    sibling = _quantized_sibling(spec, r) if asked and str(fmt) != str(stored) else None
+    model_id = hf_repo_id((sibling or spec).source.url)
+    if model_id is None:
+        model_id = spec.name
+        notes.append(note("launch.model_id", name=spec.name))
+    if not asked:
+        return model_id, None
+    if fmt is not None and str(fmt) == str(stored):
+        q = spec.quantization
+        if q is not None and q.kept:  # an attacker: gpt-oss-120b priced at 63.85 GB, its checkpoint 65.25 GB
+            notes.append(note("launch.checkpoint_keeps", kept=", ".join(q.kept), dtype=q.kept_dtype, format=str(fmt)))
+        return model_id, None
+    if sibling is not None:
+        q = sibling.quantization
+        kept = f"{', '.join(q.kept)} in {q.kept_dtype}" if q is not None and q.kept else ""
+        notes.append(note("launch.quantized_sibling", repo=model_id, name=sibling.name, model=spec.name, kept=kept))
+        return model_id, None
+    if fmt == WeightFormat.FP8 and stored is None:
+        return model_id, "fp8"
+    notes.append(
+        note(
+            "launch.checkpoint_quantized", bits=float(weight_bits), format=str(fmt) if fmt is not None else None,
+            repo=model_id, stored=str(stored) if stored is not None else str(spec.torch_dtype),
+        )
+    )  # fmt: skip
+    return model_id, None
 
 
 def served_weight_bits(

@@ -124,6 +124,16 @@ def _model_scaling(p: dict) -> str:
     return f"model rope_scaling: {p['rope_type']}" + (f", factor {p['factor']:g}" if p["factor"] else "")
 
 
+#: Who makes a checkpoint in a weights format a plan prices (``launch.checkpoint_quantized``).
+_CHECKPOINT_MAKERS = {
+    "int4": "int4 (AWQ, GPTQ or compressed-tensors W4A16)",
+    "int8": "int8 (GPTQ or compressed-tensors W8A16/W8A8)",
+    "fp8": "FP8 (compressed-tensors or ModelOpt FP8)",
+    "fp8_block": "FP8 blocks of 128 x 128 (a maker's -FP8 release, or compressed-tensors' FP8 block scheme)",
+    "nvfp4": "NVFP4 (ModelOpt or compressed-tensors NVFP4)",
+    "mxfp4": "MXFP4",
+}
+
 TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "prediction.engine": _engine,
     "params.counted": "parameters: elements of the tensors a checkpoint stores (trainable weights, and stored tensors "
@@ -587,8 +597,14 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         "reads the format from its config, no flag)"
         + (f"; it keeps its {p['kept']}, so plan {p['name']} by name to price its own formats" if p["kept"] else "")
     ),
-    "launch.checkpoint_quantized": "weights at {bits:g} bits: serve a checkpoint quantized so (AWQ, GPTQ, "
-    "compressed-tensors); the engine reads its format from the checkpoint's config, no flag",
+    "launch.checkpoint_keeps": "the checkpoint keeps its {kept} in {dtype}, which the plan prices in {format} "
+    "with the rest: leave weights_dtype out to price the checkpoint as stored",
+    "launch.checkpoint_quantized": lambda p: (
+        f"weights at {p['bits']:g} bits ({p['format'] or 'bits per weight'}): the command serves {p['repo']} as "
+        f"stored ({p['stored']}), which is not the plan's weights; serve a checkpoint stored in "
+        + _CHECKPOINT_MAKERS.get(p["format"], "that format")
+        + " instead (the engine reads its format from the checkpoint's config, no flag)"
+    ),
     "launch.kv_dtype_unexpressed": "warning: {engine}'s {setting} has no {asked} KV cache: the command "
     "{asks}, so the engine keeps its KV cache in {keeps}; {engine} takes {accepted}",
     "launch.trtllm_quantized": "TensorRT-LLM takes FP8 weights and an FP8 KV cache from a prequantized "
