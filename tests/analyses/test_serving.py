@@ -284,6 +284,23 @@ def test_disaggregated_pools_that_cannot_each_hold_the_model_say_so(cli):
     assert planned.json()["chosen"]["mode"] == "disaggregated" and planned.json()["chosen"]["gpus"] <= named
 
 
+def test_the_most_a_budget_carries_is_what_a_plan_at_a_rate_finds():
+    """An attacker: a refusal on 4,096 H100s said "they carry at most 672 requests/s" of one
+    configuration of 402 GPUs, where a plan at 1,000 requests/s found 928 GPUs carrying them.
+    The figure named is the saturated configuration copied over the budget, so a plan at 90% of
+    it fits in the budget and one at 105% is refused."""
+    import re
+
+    spec, traffic = load_model("llama3-70b"), Traffic(2048, 256, 1e5)
+    with pytest.raises(InputError) as refused:
+        plan(spec, H100, traffic, Targets(), PREDICTION, gpus=256)
+    most = float(re.search(r"at most ([\d,.]+) requests/s", str(refused.value)).group(1).replace(",", ""))
+    assert "copies of" in str(refused.value)
+    assert plan(spec, H100, Traffic(2048, 256, 0.9 * most), Targets(), PREDICTION, gpus=256).chosen.gpus <= 256
+    with pytest.raises(InputError):
+        plan(spec, H100, Traffic(2048, 256, 1.05 * most), Targets(), PREDICTION, gpus=256)
+
+
 def test_counts_are_consistent():
     r = plan(load_model("llama3-8b"), H100, Traffic(2048, 256, 20.0), Targets(1.0, 0.03), PREDICTION, gpus=8)
     assert r.candidates_feasible <= r.candidates_evaluated
