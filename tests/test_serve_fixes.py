@@ -291,6 +291,17 @@ def test_a_rate_the_gpu_budget_cannot_carry_names_the_gpus_that_can(cli, budget)
     assert plan.chosen.meets and plan.chosen.gpus <= fewest
 
 
+def test_a_refusal_that_names_more_gpus_does_not_also_say_relax_a_target(cli):
+    """An attacker: 30 requests/s of llama3-70b on 28 H100 was refused with "relax one of them"
+    beside "32 do (4 x TP8)", and a plan on 32 then chose 8 x TP4. More GPUs meet every target, so
+    no target need be relaxed; the layout named is the plan's without a budget, and says so."""
+    argv = ["serve", "llama3-70b", "--gpu", "h100", "--qps", "30", "--input", "2K", "--output", "256",
+            "--ttft", "p99:2s", "--tpot", "p90:50ms", "--gpus", "28"]  # fmt: skip
+    run = cli(*argv)
+    assert run.code == 2 and run.err.count("\n") == 1 and "give --gpus 32 or more" in run.err
+    assert "relax one of them" not in run.err and "do (the plan without a budget: " in run.err
+
+
 def test_a_rate_no_budget_carries_is_blamed_on_where_the_rate_comes_from(cli, tmp_path):
     """An attack: a trace whose arrivals come 1e-300 s apart, and a workload file's rate, were
     refused as '--qps ...', a flag never given, with a 300-digit figure. The refusal names the

@@ -788,9 +788,11 @@ def _with_fewest_gpus(
         return missed
     # a refusal that names GPUs (the screen's capacity) keeps what it found, not what it suggests
     reason = str(missed) if "gpus" not in missed.fields else str(missed).split("; give ")[0]
+    reason = reason.replace("; relax one of them", "")  # more GPUs meet them all (an attacker read both)
     return InputError(
         f"gpus {budget:,}: no configuration within {budget:,} GPU{'s' if budget > 1 else ''} meets every target "
-        f"at this rate ({reason}); {fewest:,} do ({wider.chosen.describe()}): give gpus {fewest:,} or more",
+        f"at this rate ({reason}); {fewest:,} do (the plan without a budget: {wider.chosen.describe()}): give gpus "
+        f"{fewest:,} or more",
         fields=("gpus", *missed.fields),
     )
 
