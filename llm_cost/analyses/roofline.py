@@ -615,6 +615,16 @@ def _physical_fit_note(gpu: HardwareSpec) -> Note:
     )
 
 
+def _embedding_bits(step: Step) -> float | None:
+    """Bits per element of the embedding rows ``step`` reads (their operator's bytes over its rows
+    x d): a checkpoint's kept dtype where its matmuls are quantized (None: no rows read, a tied
+    table)."""
+    for op in step.ops:
+        if op.role == OpRole.EMBEDDING_ROWS and op.m and op.n:
+            return float(op.weight_bytes * 8 / (op.m * op.n))
+    return None
+
+
 def _decode_notes(
     spec: ModelSpec,
     gpu: HardwareSpec,
@@ -635,7 +645,12 @@ def _decode_notes(
     conventions = [
         note("decode.step", batch=batch, context=context),
         note("gpu.peak", tflops=gpu.dense_tflops[compute.value], dtype=str(compute), tb_s=gpu.memory_bandwidth_tb_s),
-        note(f"decode.bytes_{step.weight_bytes_convention}", bits=float(step.weight_bits), kv_bits=kv_bits),
+        note(
+            f"decode.bytes_{step.weight_bytes_convention}",
+            bits=float(step.weight_bits),
+            kv_bits=kv_bits,
+            embedding_bits=_embedding_bits(step),
+        ),  # fmt: skip
         note("time.bound_and_estimate"),
         _physical_fit_note(gpu),
     ]

@@ -218,8 +218,16 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "mla.absorbed_decode": "MLA: decode attention in the absorbed form, on the cached latent and RoPE key",
     "decode.step": "decode step: {batch} sequence(s), each adding 1 token after {context:,} cached tokens; the new "
     "token attends to itself and every cached token",
-    "decode.bytes_read": "bytes: matmul weights used + norm/bias vectors + one embedding row per sequence at {bits:g} "
-    "bits, KV read at {kv_bits} bits + the new K/V written; activations not counted",
+    "decode.bytes_read": lambda p: (
+        "bytes: matmul weights used + norm/bias vectors + one embedding row per sequence"
+        + (
+            f" at {p['bits']:g} bits"
+            if p.get("embedding_bits") in (None, p["bits"])
+            else f", each in its stored format ({p['bits']:g} bits per parameter on average, the embedding rows at "
+            f"{p['embedding_bits']:g})"
+        )  # an attacker: '8.02532 bits' beside DeepSeek-V3's embedding rows read at 16
+        + f", KV read at {p['kv_bits']} bits + the new K/V written; activations not counted"
+    ),
     "decode.bytes_resident": "bytes: every stored weight once (resident, the source documents' convention) at "
     "{bits:g} bits, KV read at {kv_bits} bits + the new K/V written; activations not counted",
     "prefill.step": "prefill = time to first token of {batch} prompt(s) of {seq:,} tokens, nothing else running",

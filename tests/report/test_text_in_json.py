@@ -225,3 +225,17 @@ def test_kv_says_which_figures_are_per_sequence_and_which_are_the_batchs(cli):
     (row,) = cli("kv", "llama3-8b", "--context", "8K", "--batch", "4", "--json").json()["contexts"]
     assert row["kv_bytes"] == 2 * 8 * 128 * 2 * 32 * 8192  # K and V, 8 KV heads x 128, bf16, 32 layers
     assert row["mha_equivalent_bytes"] == 4 * (32 // 8) * row["kv_bytes"]
+
+
+def test_the_bytes_note_gives_the_embedding_rows_their_own_bits(cli):
+    """An attacker: DeepSeek-V3's roofline said "one embedding row per sequence at 8.02532 bits"
+    while the row was read at 16 (458,752 B = 32 sequences x 7,168 x 2 B per rank): its FP8-block
+    checkpoint keeps embed_tokens in BF16 (DeepSeek-V3 §3.3.1; the tensor is not in FP8 in
+    its safetensors). The note gives the average and the rows' own bits; a 16-bit model, one."""
+    run = cli("roofline", "deepseek-v3", "--gpu", "h200", "--tp", "1", "--dp", "8", "--ep", "8", "--batch", "256",
+              "--context", "4K")  # fmt: skip
+    assert run.code == 0, run.err
+    assert "the embedding rows at 16)" in run.out and "one embedding row per sequence at 8.02532 bits" not in run.out
+    assert "458,752 B" in run.out and 458_752 == 256 // 8 * 7_168 * 2  # 32 sequences per rank, d 7,168, 2 B
+    plain = cli("roofline", "llama3-8b", "--batch", "4").out
+    assert "one embedding row per sequence at 16 bits" in plain
