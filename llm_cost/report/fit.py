@@ -135,6 +135,11 @@ def _memory_facts(d: Deployment) -> list[tuple[str, str]]:
         (
             f"max concurrency at context {d.context:,}",
             f"[bold]{fmt_int(d.max_concurrency)}[/bold] sequences"
+            + (  # an attacker read the replica's total as one rank's (roofline's ceilings are per rank)
+                f" in all, {fmt_int(d.max_concurrency // d.layout.dp)} per data-parallel rank (of {d.layout.dp})"
+                if d.layout.dp > 1
+                else ""
+            )
             + (f" ({d.room.block_tokens}-token KV blocks)" if d.room.block_tokens > 1 else "")
             + (
                 "; none fits: use more GPUs, fewer bits per weight or a shorter context"

@@ -239,3 +239,17 @@ def test_the_bytes_note_gives_the_embedding_rows_their_own_bits(cli):
     assert "458,752 B" in run.out and 458_752 == 256 // 8 * 7_168 * 2  # 32 sequences per rank, d 7,168, 2 B
     plain = cli("roofline", "llama3-8b", "--batch", "4").out
     assert "one embedding row per sequence at 16 bits" in plain
+
+
+def test_fit_says_its_concurrency_is_the_replicas_over_its_data_parallel_ranks(cli):
+    """An attacker read fit's "max concurrency ... 840 sequences" of DeepSeek-V3 on TP1 x DP8 as
+    one rank's, beside roofline's per-rank ceilings: it is the replica's, 8 ranks of the sequences
+    one GPU's KV budget holds (its budget over one 4,096-token sequence's MLA cache, 61 layers x
+    576 latent + RoPE elements x 2 B x 4,096 tokens)."""
+    args = ("fit", "deepseek-v3", "--gpu", "h200", "--tp", "1", "--dp", "8", "--ep", "8", "--context", "4K")
+    data = cli(*args, "--json").json()["deployment"]
+    room = data["room"]
+    assert room["kv_bytes_per_sequence"] == 61 * 576 * 2 * 4096
+    per_rank = room["kv_budget_bytes"] // room["kv_bytes_per_sequence"]
+    assert data["max_concurrency"] == 8 * per_rank
+    assert f"{8 * per_rank:,} sequences in all, {per_rank:,} per data-parallel rank (of 8)" in cli(*args).out
