@@ -149,3 +149,6 @@ PERCENTILE_RANGE = (0.01, 99.99)
 PERCENTILE_DECIMALS = 2
 #: The largest random seed.
 MAX_SEED = 2**63
+#: The shortest and longest duration a latency target or a time takes, seconds: from a nanosecond
+#: (an attack's 1e-320 s was taken and printed as '1e-314 µs') to a day.
+DURATION_RANGE_S = (1e-9, 86_400)

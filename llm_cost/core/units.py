@@ -26,7 +26,7 @@ from fractions import Fraction
 from typing import Any, SupportsIndex, cast
 
 from llm_cost.core.errors import InputError
-from llm_cost.core.limits import MAX_COUNT
+from llm_cost.core.limits import DURATION_RANGE_S, MAX_COUNT
 
 #: A count of bytes, FLOPs or elements: exact (an int, or a Fraction for sub-byte formats) or an
 #: expectation (a float, e.g. the expected routed experts a step reads).
@@ -75,8 +75,16 @@ def _ungrouped(text: str) -> str:
     return raw.replace(",", "") if re.fullmatch(r"[0-9]{1,3}(,[0-9]{3})+", raw) else str(text)
 
 
+def _unsigned_zero(text: str) -> str:
+    """``text`` without its minus sign when it is a zero (``-0``, ``-0.0K``: 0, as
+    :func:`parse_decimal` reads it; an attack was told '-0' is negative); any other text as it is."""
+    raw = str(text).strip()
+    zero = re.match(_NUMBER, raw[1:]) if raw.startswith("-") else None
+    return raw[1:] if zero and Decimal(zero.group(1)) == 0 else str(text)
+
+
 def _split(text: str, what: str, suffixes: dict[str, int]) -> tuple[Decimal, int]:
-    text = _ungrouped(text)
+    text = _unsigned_zero(_ungrouped(text))
     match = re.match(_NUMBER, str(text))
     if not match and str(text).strip().startswith("-") and re.match(_NUMBER, str(text).strip()[1:]):
         raise _bad(what, f"{text!r} is negative; it must be positive")
@@ -127,7 +135,7 @@ def parse_integer(text: str | int, what: str, minimum: int = 1, maximum: int = M
     if isinstance(text, int):
         value = text
     else:
-        raw = _ungrouped(str(text)).strip()
+        raw = _unsigned_zero(_ungrouped(str(text))).strip()
         if re.fullmatch(r"[0-9]+", raw):
             value = int(raw) if len(raw) <= 20 else maximum + 1
         elif raw.startswith("-") and re.fullmatch(r"-[0-9]+", raw):
@@ -225,7 +233,8 @@ _DURATION_UNITS = {
 
 def parse_duration(text: str | float, what: str) -> float:
     """A duration in seconds: ``2s``, ``50ms``, ``200us`` (or µs), ``1.5min``, ``2h`` or a bare
-    number of seconds; greater than 0 and at most a day. InputError naming ``what`` otherwise."""
+    number of seconds; at least a nanosecond and at most a day (:data:`~llm_cost.core.limits.DURATION_RANGE_S`).
+    InputError naming ``what`` otherwise."""
     if isinstance(text, (int, float)):
         return parse_duration(str(text), what)
     raw = str(text).strip().lower()
@@ -237,8 +246,11 @@ def parse_duration(text: str | float, what: str) -> float:
     if not match or match.group(2):
         raise _bad(what, f"{text!r} is not a duration (e.g. 2s, 50ms, 200us, 1min, 2h)")
     seconds = Decimal(match.group(1)) * _DURATION_UNITS[unit or "s"]
-    if not seconds > 0 or seconds > 86400:
+    shortest, longest = DURATION_RANGE_S
+    if not seconds > 0 or seconds > longest:
         raise _bad(what, f"{text!r} must be greater than 0 and at most a day")
+    if seconds < Decimal(str(shortest)):
+        raise _bad(what, f"{text!r} is under a nanosecond; a duration must be at least 1e-9 s (e.g. 50ms, 200us)")
     return float(seconds)
 
 

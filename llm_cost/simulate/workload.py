@@ -305,7 +305,7 @@ def _amount(text: str, what: str) -> float:
     """A distribution's mean or standard deviation in tokens: a number (``800``, ``812.5``) or a
     count with a suffix as everywhere else (``8K`` = 8,192: :func:`parse_context`)."""
     try:
-        return float(text)
+        return float(text) + 0.0  # -0 is 0 (an attack's sd=-0 was echoed as 'sd -0')
     except ValueError:
         return float(parse_context(text, what))
 

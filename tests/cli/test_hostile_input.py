@@ -261,6 +261,11 @@ CASES = [
     ("fit-memory-zero", ["fit", "llama3-8b", "--memory-gb", "0"], None, None, 2, "--memory-gb: 0 must"),
     ("serve-negative-ttft", ["serve", "llama3-8b", "--ttft", "-1s"], None, None, 2, "greater than 0"),
     ("serve-chunk-1g", ["serve", "llama3-8b", "--chunk", "1G"], None, None, 2, "--chunk"),
+    # -0 is 0 for counts and token counts as for reals (an attack was told '-0' is negative)
+    ("kv-context-minus-zero", ["kv", "llama3-8b", "--context", "-0"], None, None, 2, "'-0' must be at least 1"),
+    ("roofline-batch-minus-zero", ["roofline", "llama3-8b", "--batch", "-0"], None, None, 2, "must be at least 1"),
+    # a subnormal duration was taken and printed as '1e-314 µs'
+    ("serve-ttft-subnormal", ["serve", "llama3-8b", "--ttft", "1e-320s"], None, None, 2, "under a nanosecond"),
     (
         "serve-one-config-disaggregated",
         ["serve", "llama3-8b", "--tp", "2", "--batch", "8", "--mode", "disaggregated"],
