@@ -226,7 +226,7 @@ class ServeRun(Result):
 
     def describe(self) -> str:
         """``2 x TP4`` (replicas x layout: :func:`~llm_cost.model.layout.layout_label`)."""
-        return f"{self.replicas} x {layout_label(self.layout)}"
+        return f"{self.replicas:,} x {layout_label(self.layout)}"
 
 
 def describe(traffic: Workload | Trace) -> str:

@@ -361,6 +361,14 @@ def fmt_number(value: float, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
+def fmt_given(value: float) -> str:
+    """A value as given, in its shortest form, a whole one thousands separated (``--qps 100000``
+    echoed as ``100,000``, where ``:g`` gave ``100000`` and ``1e+06``)."""
+    if not math.isfinite(value):
+        return TOO_LARGE
+    return f"{int(value):,}" if value == int(value) and abs(value) < 1e15 else f"{value:g}"
+
+
 def fmt_rate(value: float) -> str:
     """A rate or a count (tokens/s, requests/s, requests): whole and thousands separated from 100
     on, else three significant digits, so that a slow one (0.0238 tokens/s at a 1G-token context)

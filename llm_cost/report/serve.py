@@ -9,7 +9,7 @@ from typing import Any
 from llm_cost.analyses.serving import Candidate, ServePlan
 from llm_cost.core.choices import ServingMode
 from llm_cost.core.types import Engine
-from llm_cost.core.units import fmt_int, fmt_seconds
+from llm_cost.core.units import fmt_given, fmt_int, fmt_rate, fmt_seconds
 from llm_cost.report.base import print_conventions, print_facts, print_table
 
 
@@ -63,7 +63,7 @@ def render_analytic(con, r: ServePlan, display_name: str, gpu_name: str) -> None
 def _analytic_heading(r: ServePlan, display_name: str, gpu_name: str) -> str:
     """The analytic plan's first line: the model, GPU, traffic and targets (met at the band's slow end?)."""
     rate = (
-        f"{r.qps:g} requests/s"
+        f"{fmt_given(r.qps)} requests/s"
         if r.qps is not None
         else f"as much as {_gpus(r.gpu_budget)} {'serves' if r.gpu_budget == 1 else 'serve'}"
     )
@@ -424,9 +424,9 @@ def _run_facts(r: Any) -> list[tuple[str, str]]:
         ("traffic", r.workload),
         (
             "goodput",
-            f"[bold]{r.goodput_rps:,.3g} requests/s[/bold] meet every target"
-            + _range(r.goodput_rps, r.goodput_rps_low, r.goodput_rps_high, lambda x: f"{x:,.3g}")
-            + f", of {r.throughput_rps:,.3g} served"
+            f"[bold]{fmt_rate(r.goodput_rps)} requests/s[/bold] meet every target"
+            + _range(r.goodput_rps, r.goodput_rps_low, r.goodput_rps_high, fmt_rate)
+            + f", of {fmt_rate(r.throughput_rps)} served"
             + (f"; {r.rejected:,} refused (longer than max_model_len)" if r.rejected else ""),
         ),
         (
@@ -515,7 +515,7 @@ def _plan_load(r: Any) -> str:
     """The load a plan is for: its rate, or as much as its GPU budget serves saturated by its
     chosen configuration's closed-loop users."""
     if r.qps is not None:
-        return f"{r.qps:g} requests/s"
+        return f"{fmt_given(r.qps)} requests/s"
     c = r.chosen
     users = c.max_num_seqs * c.replicas
     each = f", {fmt_int(c.max_num_seqs)} per replica" if c.replicas > 1 else ""
@@ -626,7 +626,7 @@ def render_plan(con, r: Any, display_name: str, gpu_name: str) -> None:
 
 def render_comparison(con, r: Any, display_name: str) -> None:
     """GPUs side by side: each one's plan, the cheapest marked."""
-    rate = f"{r.qps:g} requests/s" if r.qps is not None else "saturated"
+    rate = f"{fmt_given(r.qps)} requests/s" if r.qps is not None else "saturated"
     con.print(f"[bold]{display_name}: {rate}; targets: {_targets(r.targets)}[/bold]")
     ttft_stat, tpot_stat = _compared(r.targets, "ttft_s", "p99"), _compared(r.targets, "tpot_s", "p90")
     rows = []

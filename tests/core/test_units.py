@@ -67,3 +67,14 @@ def test_a_count_written_with_thousands_separators_reads_as_the_count(n):
     assert parse_grid("1,000", "batch", lambda t, w: parse_integer(t, w, minimum=0)) == [1, 0]
     with pytest.raises(InputError):
         parse_integer("1,02", "gpus")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"), [(1000.0, "1,000"), (1e5, "100,000"), (2.5, "2.5"), (0.125, "0.125"), (1e16, "1e+16")]
+)
+def test_a_value_given_is_echoed_short_and_thousands_separated(value, text):
+    """An attacker read '1000 requests/s' in a plan's header (``:g``, which gives '1e+06' for a
+    million): a whole value is thousands separated, another in its shortest form."""
+    from llm_cost.core.units import fmt_given
+
+    assert fmt_given(value) == text

@@ -105,7 +105,7 @@ class Candidate(Result):
         """``2 x TP4`` (replicas x layout) or ``P 2 x TP1 PP2 + D 1 x TP4`` (prefill and decode pools)."""
 
         def one(layout: Layout, n: int) -> str:
-            return f"{n} x {layout_label(layout)}"
+            return f"{n:,} x {layout_label(layout)}"
 
         if self.mode == ServingMode.DISAGGREGATED and self.prefill_layout is not None:
             return f"P {one(self.prefill_layout, self.prefill_replicas)} + D {one(self.layout, self.replicas)}"

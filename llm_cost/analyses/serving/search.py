@@ -599,7 +599,7 @@ def _nothing_sustains(
             if budget < MAX_PLAN_GPUS
             else f"{lower}: {MAX_PLAN_GPUS:,} GPUs are the most a plan covers"  # an attack: gpus was at its cap
         )
-        rate = f"qps {traffic.qps:g}" if source == "qps" else f"{source}: {traffic.qps:.4g} requests/s"
+        rate = f"qps {traffic.qps:g}" if source == "qps" else f"{source}: {traffic.qps:,.4g} requests/s"
         return InputError(
             f"{rate}: no configuration within {budget:,} x {gpu.name} carries it{carried}; {fix}",
             fields=(source, "gpus"),
