@@ -293,8 +293,8 @@ def test_a_comparison_where_no_gpu_has_a_plan_is_refused_with_the_first_reason(c
     with pytest.raises(
         llm_cost.LlmCostError, match=r"^gpu: no GPU compared \(h100, h200\) has a plan; on h100: ttft_s"
     ):
-        llm_cost.serve_compare("llama3-8b", ["h100", "h200"], gpus=1, qps=2, ttft_s="p99:1e-9ms", requests=50)
-    run = cli("serve", "llama3-8b", "--gpu", "h100,h200", "--gpus", "1", "--qps", "2", "--ttft", "p99:1e-9ms")
+        llm_cost.serve_compare("llama3-8b", ["h100", "h200"], gpus=1, qps=2, ttft_s="p99:1us", requests=50)
+    run = cli("serve", "llama3-8b", "--gpu", "h100,h200", "--gpus", "1", "--qps", "2", "--ttft", "p99:1us")
     assert run.code == 2 and run.out == "" and run.err.count("\n") == 1
     assert run.err.startswith("error: --gpu: no GPU compared (h100, h200) has a plan; on h100: --ttft "), run.err
 

@@ -5,6 +5,7 @@ simulation), or GPUs side by side (:func:`serve_compare`)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional, cast
 
@@ -593,9 +594,19 @@ def _analytic(
 
         def planned(cap: int | None) -> ServePlan:
             return plan(
-                spec, g, screen, targets, time_model, gpus=cap, modes=searched, reserve_full=reserve_full,
-                attention_dp=options["engine"] in ATTENTION_DP_ENGINES, **search, **common,
-            )  # fmt: skip
+                spec,
+                g,
+                screen,
+                targets,
+                time_model,
+                gpus=cap,
+                modes=searched,
+                reserve_full=reserve_full,
+                attention_dp=options["engine"] in ATTENTION_DP_ENGINES,
+                name_fewest=False,
+                **search,
+                **common,
+            )  # fmt: skip  (the fewest GPUs: _with_fewest_gpus, on the targets)
 
         try:
             result = planned(budget)
@@ -694,6 +705,7 @@ def _simulated(
             modes=(ServingMode.AGGREGATED,),
             reserve_full=config.engine == Engine.TRTLLM,
             attention_dp=ServingEngine(config.engine.value) in ATTENTION_DP_ENGINES,
+            name_fewest=False,  # the fewest GPUs: _with_fewest_gpus, on the simulation
             **search,
             **common,
         )
@@ -787,7 +799,7 @@ def _with_fewest_gpus(
     if fewest <= budget:
         return missed
     # a refusal that names GPUs (the screen's capacity) keeps what it found, not what it suggests
-    reason = str(missed) if "gpus" not in missed.fields else str(missed).split("; give ")[0]
+    reason = str(missed) if "gpus" not in missed.fields else re.split("; (?:give|raise) gpus", str(missed))[0]
     reason = reason.replace("; relax one of them", "")  # more GPUs meet them all (an attacker read both)
     return InputError(
         f"gpus {budget:,}: no configuration within {budget:,} GPU{'s' if budget > 1 else ''} meets every target "

@@ -210,8 +210,12 @@ def plan(
     extra_notes: Sequence[Note] = (),
     reserve_full: bool = False,
     attention_dp: bool = True,
+    name_fewest: bool = True,
 ) -> ServePlan:
     """Search serving configurations and choose the best meeting ``targets`` (module docstring).
+    ``name_fewest``: a rate no configuration within the budget carries is refused naming the
+    fewest GPUs the screen finds carrying it (a second search, without a budget: 16 of a
+    DeepSeek-V3 refusal's 27 s); False for a caller that searches them itself.
     ``reserve_full``: each sequence's KV cache is counted at its whole length, as TensorRT-LLM's
     scheduler reserves it (:func:`~llm_cost.analyses.serving.replicas.replica`). ``attention_dp``:
     a MoE model's attention data-parallel layouts with expert parallelism are searched beside the
@@ -340,9 +344,13 @@ def plan(
                 ).frontier
             except InputError:
                 most = None
-        fewest = _fewest_gpus_for(
-            spec, gpu, traffic, model, budget, weight_bits, kv_bits, compute_dtype, policy, network_gb_s, modes,
-            layouts, concurrency, chunks, reserve_full,
+        fewest = (
+            _fewest_gpus_for(
+                spec, gpu, traffic, model, budget, weight_bits, kv_bits, compute_dtype, policy, network_gb_s, modes,
+                layouts, concurrency, chunks, reserve_full,
+            )
+            if name_fewest
+            else None
         )  # fmt: skip
         raise _nothing_sustains(
             spec, gpu, traffic, budget, refusals,
