@@ -10,8 +10,11 @@ Quantized, under a ``Quantization``: the matmul weights of the decoder blocks (a
 shared and routed experts, linear-attention and Mamba projections), of the MTP modules' blocks and
 of the vision tower, except the groups it keeps. Never quantized (as transformers', vLLM's and
 TensorRT-LLM's quantizers leave them): the embedding, the LM head, the router, MTP's ``eh_proj``
-and the stored embedding/head copies, and every vector (norms, biases, sinks), all in the kept
-dtype (DeepSeek-V3 stores its routers' correction biases in FP32: 30,208 B more than counted).
+and the stored embedding/head copies, the DeepSeek Sparse Attention indexer's ``weights_proj``
+(d -> its heads; "weights_proj in the checkpoint is stored in bf16", DeepSeek-V3.2-Exp's reference
+inference/model.py, and GLM-5's config lists it, ``self_attn.indexers_proj``, in
+``modules_to_not_convert``), and every vector (norms, biases, sinks), all in the kept dtype
+(DeepSeek-V3 stores its routers' correction biases in FP32: 30,208 B more than counted).
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ class MixedBits(Fraction):
 
 def is_quantized(q: Quantization, t: Tensor) -> bool:
     """True when ``q`` stores tensor ``t`` in its quantized format (see the module docstring)."""
-    if t.kind != TensorKind.MATMUL or t.group in _NEVER_QUANTIZED:
+    if t.kind != TensorKind.MATMUL or t.group in _NEVER_QUANTIZED or ".indexer.weights_proj." in t.name:
         return False
     if t.part in (Part.VISION, Part.AUDIO):  # the encoders: kept with the vision group
         return "vision" not in q.kept

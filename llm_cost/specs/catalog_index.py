@@ -91,8 +91,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                    'family': 'DeepSeek-V3.2',
                    'hub_ids': ['deepseek-ai/DeepSeek-V3.2'],
                    'model_type': 'deepseek_v32',
-                   'reader': "pending: the FP8 scales do not match: the checkpoint keeps each indexer's "
-                             'weights_proj in BF16, the model quantizes it (62 x 56 = 3,472 scales too many)',
+                   'reader': 'ok',
                    'source': 'github.com/ai-dynamo/aiconfigurator '
                              'aic-core/src/aiconfigurator_core/model_configs/deepseek-ai--DeepSeek-V3.2_config.json '
                              '@ 0b077da5e017',
@@ -209,10 +208,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                'family': 'GLM-5',
                'hub_ids': ['zai-org/GLM-5-FP8'],
                'model_type': 'glm_moe_dsa',
-               'reader': 'pending: the FP8 scales do not match: modules_to_not_convert keeps one tensor of '
-                         "the DSA indexer ('self_attn.indexers_proj'), and hf/quantization.py keeps whole "
-                         "tensor groups, so the indexer's wq_b and wk are counted unquantized too (43,632 "
-                         'scales missing)',
+               'reader': 'ok',
                'source': 'github.com/ai-dynamo/aiconfigurator '
                          'aic-core/src/aiconfigurator_core/model_configs/zai-org--GLM-5-FP8_config.json @ '
                          '0b077da5e017',
@@ -255,10 +251,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                  'family': 'GLM-5 (FP8)',
                  'hub_ids': ['zai-org/GLM-5.1-FP8'],
                  'model_type': 'glm_moe_dsa',
-                 'reader': 'pending: the FP8 scales do not match: modules_to_not_convert keeps one tensor of '
-                           "the DSA indexer ('self_attn.indexers_proj'), and hf/quantization.py keeps whole "
-                           "tensor groups, so the indexer's wq_b and wk are counted unquantized too (43,632 "
-                           'scales missing)',
+                 'reader': 'ok',
                  'source': 'github.com/ai-dynamo/aiconfigurator '
                            'aic-core/src/aiconfigurator_core/model_configs/zai-org--GLM-5.1-FP8_config.json '
                            '@ e418fe29d6f6',

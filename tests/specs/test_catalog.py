@@ -76,11 +76,11 @@ def test_index_is_current():
 
 
 def test_size_and_tested_totals():
-    """The catalog does not shrink: 110 entries, 57 of them with a total tested today (reader ok);
+    """The catalog does not shrink: 110 entries, 61 of them with a total tested today (reader ok);
     issue #34 asks for 120 and 100 (the gap is named in the catalog's hand-over)."""
     tested = [s for s, r in RECORDS.items() if r["total"] is not None and r["reader"] == "ok"]
     assert len(RECORDS) >= 110, len(RECORDS)
-    assert len(tested) >= 57, len(tested)
+    assert len(tested) >= 61, len(tested)
 
 
 @pytest.mark.parametrize("short", sorted(RECORDS))

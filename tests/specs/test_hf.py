@@ -834,8 +834,10 @@ def test_a_quantization_config_field_of_the_wrong_type_is_refused_naming_it(quan
         # FP8 (their Hub totals count its block scales; catalog/CATALOG.yaml)
         (["lm_head", "model.layers.0.input_layernorm", "model.layers.0.post_attention_layernorm",
           "model.layers.0.mlp.gate"], ()),
-        # GLM-5-FP8: the MLA norms are vectors; the DSA indexer's projection keeps the indexer, not attention
-        (["model.layers.0.self_attn.q_a_layernorm", "model.layers.0.self_attn.indexers_proj"], ("indexer",)),
+        # GLM-5-FP8: the MLA norms are vectors, the DSA indexer's weights_proj is never quantised (its Hub
+        # total counts wq_b's and wk's block scales, not weights_proj's): neither keeps attention
+        (["model.layers.0.self_attn.q_a_layernorm", "model.layers.0.self_attn.indexers_proj"], ()),
+        (["model.layers.0.self_attn.indexer"], ("indexer",)),
         (["model.layers.0.self_attn.o_proj"], ("attention",)),
     ],
 )  # fmt: skip

@@ -63,7 +63,9 @@ _MODULE_GROUPS: tuple[tuple[str, Optional[str]], ...] = (
     ("experts", "routed_experts"),
     ("router", None),
     ("gate", None),  # mlp.gate, block_sparse_moe.gate: the router
-    ("indexer", "indexer"),  # before "attn": self_attn.indexer(s_proj) of DeepSeek Sparse Attention
+    ("indexers_proj", None),  # GLM-5's name of the DSA indexer's weights_proj, never quantised
+    ("weights_proj", None),  # (llm_cost.model.formats)
+    ("indexer", "indexer"),  # before "attn": self_attn.indexer of DeepSeek Sparse Attention
     ("linear_attn", "linear_attention"),
     ("mamba", "mamba"),
     ("mixer", "mamba"),
