@@ -592,21 +592,11 @@ def _analytic(
     else:
         search = _narrowed(one, batch, chunk, chunked_prefill)
 
-        def planned(cap: int | None) -> ServePlan:
+        def planned(cap: int | None) -> ServePlan:  # the fewest GPUs: _with_fewest_gpus, on the targets
             return plan(
-                spec,
-                g,
-                screen,
-                targets,
-                time_model,
-                gpus=cap,
-                modes=searched,
-                reserve_full=reserve_full,
-                attention_dp=options["engine"] in ATTENTION_DP_ENGINES,
-                name_fewest=False,
-                **search,
-                **common,
-            )  # fmt: skip  (the fewest GPUs: _with_fewest_gpus, on the targets)
+                spec, g, screen, targets, time_model, gpus=cap, modes=searched, reserve_full=reserve_full,
+                attention_dp=options["engine"] in ATTENTION_DP_ENGINES, name_fewest=False, **search, **common,
+            )  # fmt: skip
 
         try:
             result = planned(budget)
@@ -694,21 +684,14 @@ def _simulated(
     search["concurrency"] = [c for c in CONCURRENCY_GRID if c <= config.max_num_seqs] or [config.max_num_seqs]
     screened = _screen_traffic(load, config.prefix_caching, requests or PLAN_REQUESTS, own_traffic)
 
-    def screen_at(cached: int, budget: int | None = budget) -> Any:
+    def screen_at(cached: int, budget: int | None = budget) -> Any:  # the fewest GPUs: _with_fewest_gpus
         return plan(
-            spec,
-            g,
-            dataclasses.replace(screened, cached_tokens=min(cached, screened.input_tokens - 1)),
-            _mean_targets({}),
-            time_model,
-            gpus=budget,
-            modes=(ServingMode.AGGREGATED,),
+            spec, g, dataclasses.replace(screened, cached_tokens=min(cached, screened.input_tokens - 1)),
+            _mean_targets({}), time_model, gpus=budget, modes=(ServingMode.AGGREGATED,),
             reserve_full=config.engine == Engine.TRTLLM,
-            attention_dp=ServingEngine(config.engine.value) in ATTENTION_DP_ENGINES,
-            name_fewest=False,  # the fewest GPUs: _with_fewest_gpus, on the simulation
-            **search,
+            attention_dp=ServingEngine(config.engine.value) in ATTENTION_DP_ENGINES, name_fewest=False, **search,
             **common,
-        )
+        )  # fmt: skip
 
     load = _sized_by_plan(load, requests, own_traffic)
 
