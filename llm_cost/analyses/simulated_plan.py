@@ -1074,7 +1074,7 @@ class GpuPlan:
 class ServeComparison(Result):
     """The plan on each GPU for the same traffic and targets (``llm-cost serve --gpu a,b,c``);
     ``cheapest`` the GPU whose plan costs least per million output tokens (None without prices or
-    plans)."""
+    plans; on a tie the first given, each tied plan marked and a note naming them)."""
 
     model: str
     workload: str
@@ -1098,14 +1098,18 @@ def compare_gpus(
     measured run used has a band widened about its nominal figure, so its nominal is not its
     pessimistic figure, where a measured GPU's nearly is: ranked at nominal, a B200 at $2.37
     (slow end $4.50) was marked beside an H100 at $2.64 (a new user)."""
-    priced = [(pessimistic_usd(p), g) for g, _, p, _ in answers if p is not None and pessimistic_usd(p) is not None]
-    cheapest = min(priced)[1] if priced else None
+    priced = [(usd, g) for g, _, p, _ in answers if p is not None and (usd := pessimistic_usd(p)) is not None]
+    least = min((usd for usd, _ in priced), default=None)
+    tied = [g for usd, g in priced if usd == least]  # in the order given
     plans = tuple(
-        GpuPlan(g, price, plan, error[0] if error else None, g == cheapest, error[1] if error else ())
+        GpuPlan(g, price, plan, error[0] if error else None, g in tied, error[1] if error else ())
         for g, price, plan, error in answers
     )
     bands = [n for _, _, p, _ in answers if p is not None for n in p.conventions if n.code in _BAND_NOTES]
     said = [n for i, n in enumerate(bands) if n not in bands[:i]]  # each GPU's band, said once
+    if len(tied) > 1:  # the same GPUs at the same price carrying one rate cost the same (a new user)
+        said.append(note("serve.compare_tie", gpus=tied, usd=least))
+    cheapest = tied[0] if tied else None
     return ServeComparison(model, workload, qps, dict(targets), plans, cheapest, [note("serve.compare"), *said])
 
 

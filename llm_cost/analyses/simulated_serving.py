@@ -826,10 +826,11 @@ def _serve_run(
     waiting = steady.waiting_mean / result.simulated_replicas if steady else result.waiting_mean
     overloaded = _overloaded(traffic, served_rps, waiting, result.requests)
     usd_m = usd_req = None
-    if usd_per_gpu_hour is not None and out_per_s > 0:
+    paid_rps, paid_out_per_s = _paid_rates(traffic, served_rps, out_per_s, overloaded or s.rejected > 0)
+    if usd_per_gpu_hour is not None and paid_out_per_s > 0:
         usd_per_s = usd_per_gpu_hour * gpus / 3600
-        usd_m = usd_per_s / out_per_s * 1e6
-        usd_req = usd_per_s / served_rps
+        usd_m = usd_per_s / paid_out_per_s * 1e6
+        usd_req = usd_per_s / paid_rps
     percentiles = _sampled_percentiles(result, traffic, goals)
     within = _within(result, goals)
     goodput = goodput_rps(result.requests, goals, span, steady) * scale
@@ -885,6 +886,24 @@ def _serve_run(
         router=result.router,
         violates_upper=_violations_upper(result, goals, percentiles, overloaded),
     )
+
+
+def _paid_rates(traffic: Workload | Trace, served_rps: float, out_per_s: float, short: bool) -> tuple[float, float]:
+    """(requests/s, output tokens/s) a deployment's price is spread over: at one Poisson rate it
+    keeps up with (not ``short``: overloaded, or refusing requests), the rate offered to all its
+    replicas (an open loop is the deployment's whole traffic, however many replicas are simulated) and its mean
+    output (:func:`~llm_cost.simulate.workload.drawn_mean`), which is what it serves in the long
+    run; the steady window's own figures are a sample of them, so three GPUs of one price planned
+    at 12 each for the same rate cost $3.262, $3.271 and $3.279 per million tokens, and the
+    cheapest went to whichever seed's sample was largest (a new user; the offered basis:
+    12 x $2.50/h over 10 x 256 tokens/s, $3.255). Otherwise (a closed loop, stages, a trace, a
+    deployment falling behind) what the run served."""
+    if short or isinstance(traffic, Trace) or isinstance(traffic.arrivals, ClosedLoop):
+        return served_rps, out_per_s
+    offered = offered_rps(traffic)
+    if offered is None or len(traffic.arrivals.stages) != 1:
+        return served_rps, out_per_s
+    return offered, offered * drawn_mean(traffic.output_tokens)  # the whole deployment's rate
 
 
 def _steady_note(steady: object, requests: int, span_s: float) -> list[Note]:

@@ -328,7 +328,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "serve.cost_simulated": lambda p: (
         "no price given (--usd-per-gpu-hour): no dollar figures"
         if p["price"] is None
-        else f"cost: ${p['price']:g} per GPU-hour x GPUs over the output tokens served: all GPU time charged to "
+        else f"cost: ${p['price']:g} per GPU-hour x GPUs over the output tokens served (at one Poisson rate the "
+        "deployment keeps up with, those offered: the rate x the mean output, what it serves in the long run, so "
+        "the band's ends cost the same and the GPUs a plan needs carry its uncertainty): all GPU time charged to "
         "output tokens (prompts not priced apart; --batch, the analytic form, splits it between input and output)"
     ),
     "serve.band": lambda p: (
@@ -501,6 +503,10 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             )
             for label, f in (("attention DP x EP", p["attention_dp"]), ("TP (with or without EP)", p["tp"]))
         )
+    ),
+    "serve.compare_tie": lambda p: (
+        f"{', '.join(p['gpus'])} tie at ${p['usd']:,.3f} per million output tokens: at one rate a plan's cost is its "
+        "GPUs' price over the tokens offered, and theirs are the same; choose on latency, availability or power"
     ),
     "serve.closed_loop_rate": "no rate given: the requests/s is what a closed loop of users, one per sequence the "
     "engine runs (each sending its next request when its last completes, as benchmarks run), sustains within the "

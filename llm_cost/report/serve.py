@@ -352,7 +352,8 @@ def _range(value: float | None, low: float | None, high: float | None, fmt: Any)
     if low is None or high is None:
         return ""
     ends = [x for x in (value, low, high) if x is not None]
-    return f" (band {fmt(min(ends))} to {fmt(max(ends))})"
+    least, most = fmt(min(ends)), fmt(max(ends))
+    return " (the same at both ends of the band)" if least == most else f" (band {least} to {most})"
 
 
 def _verdict(r: Any) -> str:
