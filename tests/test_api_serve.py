@@ -8,6 +8,7 @@ per-request times, the measured vLLM runs, the targets themselves."""
 
 from __future__ import annotations
 
+import csv
 import json
 import statistics
 
@@ -480,3 +481,15 @@ def test_at_one_rate_a_plans_cost_is_its_gpus_price_over_the_tokens_offered():
     assert {g.gpu for g in r.plans if g.cheapest} == {gpu for gpu, usd in costs.items() if usd == least}
     tie = [n for n in r.conventions if n.code == "serve.compare_tie"]
     assert bool(tie) == (len([u for u in costs.values() if u == least]) > 1)
+
+
+def test_a_comparison_prints_each_plans_warnings(cli):
+    """A new user: the H100 plan warned 'ITL P90 138 ms is 2.8x the TPOT target' when run alone,
+    and its comparison kept the warning in --csv and --json but not in the text. The text says each
+    plan's warnings under its GPU's name, those of its CSV row."""
+    args = ("serve", "llama3-8b", "--gpu", "h100,a100", "--qps", "10", "--input", "4K", "--output", "128",
+            "--ttft", "p99:2s", "--tpot", "p90:20ms")  # fmt: skip
+    text = cli(*args).out
+    rows = list(csv.DictReader(cli(*args, "--csv").out.splitlines()))
+    said = [(row["gpu"], w) for row in rows for w in row["warnings"].split(" | ") if w]
+    assert said and all(f"· {gpu}: {w[:60]}" in " ".join(text.split()) for gpu, w in said)

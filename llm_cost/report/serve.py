@@ -686,6 +686,9 @@ def render_comparison(con, r: Any, display_name: str) -> None:
         ],
         rows,
     )
+    for g in r.plans:  # each plan's warnings, as the plan alone prints them (a new user missed an ITL stall)
+        for said in filter(None, _warnings(g.plan.conventions).split(" | ") if g.plan else []):
+            con.print(f"[bold yellow]· {g.gpu}: {said}[/bold yellow]", soft_wrap=True)
     print_conventions(con, r.conventions)
 
 
