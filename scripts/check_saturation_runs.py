@@ -3,7 +3,10 @@ each run replayed (llm_cost.analyses.saturation_runs) with its formats and time 
 ``serve`` resolves them (llm_cost.api.choices), and compared on output tokens/s and ITL P50.
 Nothing is fitted on these runs. About ten seconds of CPU.
 
-    python scripts/check_saturation_runs.py [--markdown] [--fit-frontend]
+    python scripts/check_saturation_runs.py [--markdown] [--fit-frontend] [--write-band]
+
+``--write-band`` (re)writes ``llm_cost/data/saturation-band.json``, the calibration of ``serve``'s band
+for a plan without a rate (the vLLM runs' ITL P50 measured / replayed).
 
 ``--fit-frontend`` fits, per engine, the API server's serial time per request (``EngineConfig``
 ``frontend_request_s``, 0 by default) on these runs, leaving each source out (twelve replays of
@@ -12,24 +15,31 @@ every run: a few minutes).
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's llm_cost, not an installed copy
 from llm_cost.analyses.saturation_runs import (
     FRONTEND_GRID_S,
+    band_file_data,
     check_run,
     fit_frontend,
     load_runs,
     skipped_runs,
     summarise,
 )
+from llm_cost.analyses.serving_runs import SATURATION_BAND_FILE
 from llm_cost.api.choices import saturation_formats
 
 
 def main() -> None:
     runs = load_runs()
     check = summarise(runs, [check_run(r, saturation_formats(r)) for r in runs], skipped_runs())
+    if "--write-band" in sys.argv:
+        data = band_file_data(runs, check.runs, "scripts/check_saturation_runs.py --write-band")
+        SATURATION_BAND_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {SATURATION_BAND_FILE} ({len(data['runs'])} runs: p10 {data['p10']:.3f}, p90 {data['p90']:.3f})")
     if "--markdown" in sys.argv:
         print(
             "| run | engine | model | GPU | layout | in/out | prompts | tok/s measured | predicted | ITL P50 measured | predicted |"

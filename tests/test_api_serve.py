@@ -265,12 +265,12 @@ def test_gpus_side_by_side_mark_the_cheapest():
 
 def test_the_cheapest_gpu_is_the_cheapest_at_the_slow_end_of_its_band():
     """Plans are chosen on the pessimistic side, and so is the cheapest GPU: a B200 (no measured
-    serving run used one: its band is widened, x1.90 at the slow end) at $5.50 is cheaper than an
-    H100 at $2.50 at its nominal figure but not at its slow end, where an H100's nominal nearly is
+    serving run used one: its band is widened, x3.96 at the slow end of a saturated plan, where an
+    H100's is x2.06) at $3.00 is cheaper than an H100 at $2.50 at its nominal figure but not at
     its slow end (a new user read "$" beside a B200 whose slow end cost 1.9x). $/M = price / 3,600 /
     (output tokens/s per GPU) x 10^6, recomputed here from each plan's slow-end throughput."""
     r = llm_cost.serve_compare(
-        "llama3-8b", ["h100", "b200"], 1024, 128, gpus=2, ttft_s="p99:1s", usd_per_gpu_hour=[2.5, 5.5], requests=100
+        "llama3-8b", ["h100", "b200"], 1024, 128, gpus=2, ttft_s="p99:1s", usd_per_gpu_hour=[2.5, 3.0], requests=100
     )
     slow = {g.gpu: g.usd_per_gpu_hour / 3600 / g.plan.output_tokens_per_s_per_gpu_low * 1e6 for g in r.plans}
     nominal = {g.gpu: g.plan.usd_per_million_output_tokens for g in r.plans}

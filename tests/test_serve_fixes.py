@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_cost import LlmCostError, Statistic, Target, api
+from llm_cost import Layout, LlmCostError, Statistic, Target, api
 from llm_cost.analyses.serving import COST_ALL_OUTPUT, COST_SPLIT
 from llm_cost.cli.program import _run
 from llm_cost.simulate.results import distribution, weighted_distribution
@@ -118,11 +118,11 @@ def test_trtllm_runs_print_its_own_setting_names_and_no_preemption_line(capsys):
 
 
 def test_two_replicas_on_one_node_run_as_one_data_parallel_command():
-    """The issue's plan is 2 x TP4 on an 8-GPU H100 node: 2 x 4 = 8 GPUs fit the node, so vLLM
-    runs both as ``--data-parallel-size 2`` (an EngineArgs field, vllm/engine/arg_utils.py) and
-    SGLang as ``--dp-size 2`` (ServerArgs.dp_size); TensorRT-LLM's command stays one replica's,
-    the note splitting the devices 0-3 and 4-7."""
-    kw = dict(gpus=8, ttft_s="p99:2s", tpot_s="p90:50ms")
+    """The issue's plan at TP4 is 2 x TP4 on an 8-GPU H100 node: 2 x 4 = 8 GPUs fit the node, so
+    vLLM runs both as ``--data-parallel-size 2`` (an EngineArgs field, vllm/engine/arg_utils.py)
+    and SGLang as ``--dp-size 2`` (ServerArgs.dp_size); TensorRT-LLM's command stays one
+    replica's, the note splitting the devices 0-3 and 4-7."""
+    kw = dict(gpus=8, ttft_s="p99:2s", tpot_s="p90:50ms", layout=Layout(tp=4))
     plan = api.serve("llama3-70b", "h100", 2048, 256, emit="vllm", **kw)
     run, launch = plan.chosen, plan.launch
     assert run.replicas * run.layout.gpus <= 8 and run.layout.pp == 1 and run.replicas == 2

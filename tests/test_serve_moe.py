@@ -91,7 +91,7 @@ def test_the_issue_plans_vllm_command_carries_its_data_and_expert_parallel_flags
         assert args.max_num_batched_tokens == -(-run.max_num_batched_tokens // lay.dp)
     else:
         assert args.data_parallel_size is None and args.tensor_parallel_size == lay.tp
-        assert args.enable_expert_parallel is (lay.ep > 1)
+        assert bool(args.enable_expert_parallel) == (lay.ep > 1)  # the flag absent: the parser's None
 
 
 def test_sglangs_command_for_attention_dp():

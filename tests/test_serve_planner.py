@@ -52,11 +52,12 @@ def test_a_rate_without_a_ttft_target_is_held_to_the_stated_bound():
 
 def test_llama3_70b_on_l40s_runs_tensor_parallel_over_pcie():
     """L40S has no NVLink (one GPU per node in its spec); Llama-3-70B's 141 GB of BF16 weights
-    need more than one 48 GB card, and TPOT 45 ms needs TP over PCIe. NVIDIA's L40S datasheet:
-    PCIe Gen4 x16, 64 GB/s bidirectional = 32 GB/s per direction."""
-    plan = api.serve("llama3-70b", "l40s", 2048, 256, tpot_s=0.045)
+    need more than one 48 GB card, and TPOT 70 ms at the band's slow end (x2.06 for a plan without
+    a rate) needs TP over PCIe. NVIDIA's L40S datasheet: PCIe Gen4 x16, 64 GB/s bidirectional = 32
+    GB/s per direction."""
+    plan = api.serve("llama3-70b", "l40s", 2048, 256, tpot_s=0.07)
     layout = plan.chosen.layout
-    assert layout.tp >= 2 and layout.tp * layout.pp <= 8 and plan.tpot_s <= 0.045
+    assert layout.tp >= 2 and layout.tp * layout.pp <= 8 and plan.tpot_s <= 0.07
     pcie = [n for n in plan.conventions if n.code == "serve.pcie_tp"]
     assert pcie and pcie[0].params["gb_s"] == 64 / 2 and pcie[0].params["gen"] == 4
 

@@ -53,6 +53,7 @@ __all__ = [
     "load_runs",
     "check_run",
     "summarise",
+    "band_file_data",
     "skipped_runs",
     "sharegpt_requests",
     "SHAREGPT_LENGTHS",
@@ -268,6 +269,56 @@ def summarise(runs: Sequence[SaturationRun], checks: list[RunCheck], skipped: in
     return SaturationCheck(
         checks, _medians(checks), _medians(moe), _medians(dense), _medians(fixed), _medians(varied), engines, skipped
     )
+
+
+def band_file_data(runs: Sequence[SaturationRun], checks: Sequence[RunCheck], written_by: str) -> dict[str, Any]:
+    """The content of :data:`~llm_cost.analyses.serving_runs.SATURATION_BAND_FILE`: per vLLM run
+    with a measured ITL P50, its ITL P50 measured / replayed (:func:`check_run`), and the ratios'
+    percentiles (:data:`~llm_cost.analyses.serving_runs.BAND_PERCENTILES`)."""
+    from llm_cost.analyses.serving_runs import BAND_PERCENTILES, linear_percentile
+
+    rows: list[dict[str, Any]] = [
+        {
+            "id": r.id,
+            "source": r.source,
+            "engine_version": r.engine_version,
+            "model": r.model,
+            "gpu": r.gpu,
+            "tp": r.tp,
+            "input_tokens": r.input_tokens,
+            "output_tokens": r.output_tokens,
+            "concurrency": r.concurrency,
+            "predicted_ms": round(c.predicted["itl_p50_ms"], 6),
+            "measured_ms": c.measured["itl_p50_ms"],
+            "ratio": round(c.measured["itl_p50_ms"] / c.predicted["itl_p50_ms"], 6),
+        }  # fmt: skip
+        for r, c in zip(runs, checks)
+        if r.engine == Engine.VLLM and c.measured.get("itl_p50_ms")
+    ]
+    ratios = [float(row["ratio"]) for row in rows]
+    versions = sorted({str(row["engine_version"]).removeprefix("vLLM ") for row in rows})
+    lo, hi = BAND_PERCENTILES
+    return {
+        "about": (
+            "The spread of llm-cost's simulated vLLM serving prediction at saturation: per published run (all "
+            "prompts at once, or a fixed concurrency), its ITL P50 measured / as the simulator replays it "
+            "(llm_cost/analyses/saturation_runs.py, the step times of the fit's fold without the run's source). "
+            f"serve's band for a plan without a rate (a closed loop at the engine's cap) multiplies every step's "
+            f"time by the ratios' p{lo} (fast end) and p{hi} (slow end). Nothing is fitted on these runs. "
+            "Generated; do not edit."
+        ),
+        "source": {
+            "script": written_by,
+            "runs_files": "llm_cost/data/measurements/serving/saturation-*.yaml",
+            "engine": f"vLLM {', '.join(versions)}",
+            "metric": "itl_p50",
+            "simulation_seed": 0,
+        },
+        "percentile_method": "linear interpolation between closest ranks (numpy.percentile's default, type 7)",
+        f"p{lo}": round(linear_percentile(ratios, lo), 6),
+        f"p{hi}": round(linear_percentile(ratios, hi), 6),
+        "runs": rows,
+    }
 
 
 def skipped_runs() -> int:

@@ -71,6 +71,7 @@ __all__ = [
     "error_summary",
     "BAND_FILE",
     "BAND_PERCENTILES",
+    "SATURATION_BAND_FILE",
     "RUN_GPUS",
     "ServingBand",
     "linear_percentile",
@@ -99,6 +100,13 @@ BAND_FILE = Path(__file__).resolve().parent.parent / "data" / "serving-band.json
 #: The percentiles of the runs' measured / predicted mean ITL that are the band's fast and slow
 #: ends (:func:`linear_percentile`).
 BAND_PERCENTILES = (10, 90)
+#: The band's calibration for a closed loop (a plan without a rate: users at the engine's cap,
+#: ``scripts/check_saturation_runs.py --write-band``): per published vLLM run at saturation or a
+#: fixed concurrency, its ITL P50 measured and as the simulator replays it
+#: (:mod:`llm_cost.analyses.saturation_runs`, never fitted on them or their sources). The runs of
+#: :data:`BAND_FILE` were under Poisson load; at saturation the simulator's ITL was x0.66 to x2.06
+#: of measured (p10, p90), where they say x0.68 to x0.99.
+SATURATION_BAND_FILE = Path(__file__).resolve().parent.parent / "data" / "saturation-band.json"
 
 #: Metrics compared: name -> (the measured key in ms, the simulated value in seconds).
 METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
@@ -446,10 +454,17 @@ def band_file_data(
     }
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=2)
 def band_ratios(path: Path = BAND_FILE) -> tuple[float, ...]:
-    """The shipped runs' mean-ITL ratios measured / predicted (:data:`BAND_FILE`), in its order."""
+    """The shipped runs' mean-ITL ratios measured / predicted (:data:`BAND_FILE`), in its order;
+    of :data:`SATURATION_BAND_FILE`, their ITL P50's."""
     return tuple(float(r["ratio"]) for r in json.loads(path.read_text(encoding="utf-8"))["runs"])
+
+
+@functools.lru_cache(maxsize=1)
+def saturation_engines() -> str:
+    """The engine versions of :data:`SATURATION_BAND_FILE`'s runs (``vLLM 0.10.2, 0.11.0``)."""
+    return str(json.loads(SATURATION_BAND_FILE.read_text(encoding="utf-8"))["source"]["engine"])
 
 
 @record
@@ -470,6 +485,7 @@ class ServingBand:
     widen: float
     engine: str = "vLLM v0.15.1"
     measured: bool = True  # the runs measured ``gpu``
+    closed_loop: bool = False  # the runs at saturation (:data:`SATURATION_BAND_FILE`), for a plan without a rate
 
 
 def transfer_widening() -> float:
@@ -498,11 +514,16 @@ def _run_family(gpu: HardwareSpec) -> bool:
     return gpu.name in RUN_GPUS or (family is not None and family in {family_of(load_gpu(g)) for g in RUN_GPUS})
 
 
-def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) -> ServingBand | None:
+def vllm_serving_band(
+    gpu: HardwareSpec, ratios: Sequence[float] | None = None, closed_loop: bool = False
+) -> ServingBand | None:
     """The error band of :func:`vllm_model`'s simulated serving prediction on ``gpu``, from the
     held-out spread of that prediction on the shipped serving runs (``ratios``: default
-    :func:`band_ratios`), or None when ``gpu`` has no calibrated vLLM time model (the MFU/MBU
-    estimate was not checked on the runs).
+    :func:`band_ratios`; ``closed_loop``, a plan without a rate: those of the runs at saturation,
+    :data:`SATURATION_BAND_FILE`, the regime its users at the engine's cap run in, where the
+    simulator's error is several times wider than under Poisson load: a new user read "met at the
+    band's slow end" of x1.00 as a guarantee beside a saturation check 30.7% off), or None when
+    ``gpu`` has no calibrated vLLM time model (the MFU/MBU estimate was not checked on the runs).
 
     Source: :data:`BAND_FILE`, the runs' whole-run mean ITL measured / predicted (nothing fitted on
     them). The fast-end and slow-end step factors are the ratios' 10th and 90th percentiles
@@ -516,18 +537,30 @@ def vllm_serving_band(gpu: HardwareSpec, ratios: Sequence[float] | None = None) 
     another family, so its slow end leaves the nominal too (widened about nominal, a slow end at
     x1 stayed x1: "pessimistic" claimed of a GPU no run measured); a GPU of
     one of their families (an H200 beside the runs' H100) is timed by the same fitted family
-    parameters, a fitted prediction as ``roofline`` labels it, and keeps the band as is."""
+    parameters, a fitted prediction as ``roofline`` labels it, and keeps the band as is. A closed
+    loop's band on such a GPU gains the log width the band under load gains there, not that width
+    times its own: multiplied, the saturation runs' x0.66-x2.06 became x0.09-x14.4 on a B200, the
+    transfer's uncertainty counted over the regime's."""
     from llm_cost.perf.calibrated import widened
 
     if not hasattr(vllm_model(gpu), "profile"):  # the MFU/MBU estimate: not checked on the runs
         return None
-    values = list(band_ratios() if ratios is None else ratios)
+    values = list(band_ratios(SATURATION_BAND_FILE if closed_loop else BAND_FILE) if ratios is None else ratios)
     lo_q, hi_q = BAND_PERCENTILES
     p_low, p_high = linear_percentile(values, lo_q), linear_percentile(values, hi_q)
     widen = 1.0 if _run_family(gpu) else transfer_widening()
+    if closed_loop and widen > 1:  # the GPU's transfer adds the log width it adds to the band under load
+        under_load = band_ratios(BAND_FILE)
+        spread = math.log(linear_percentile(under_load, hi_q) / linear_percentile(under_load, lo_q))
+        widen = 1 + (widen - 1) * spread / max(math.log(p_high / p_low), 1e-9)
     centre = math.sqrt(p_low * p_high)  # the runs' bias: the spread is widened about it, not about nominal
     low, high = centre * widened(p_low / centre, widen), centre * widened(p_high / centre, widen)
     low, high = min(low, 1.0), max(high, 1.0)
+    if closed_loop:  # the saturation runs' GPUs (A100, H100, H200) measured it
+        return ServingBand(
+            low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen, saturation_engines(),
+            measured=gpu.name in RUN_GPUS | {"h200"}, closed_loop=True,
+        )  # fmt: skip
     return ServingBand(
         low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen, measured=gpu.name in RUN_GPUS
     )

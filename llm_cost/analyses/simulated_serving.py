@@ -1107,20 +1107,10 @@ def _band_info(
     profile = time_model.profile  # type: ignore[attr-defined]
     if serving is not None:
         info = StepBand(
-            profile.name,
-            str(profile.engine),
-            str(profile.situation),
-            serving.runs,
-            serving.widen,
-            serving.low,
-            serving.low,
-            serving.high,
-            serving.high,
-            shapes,
-            BandSource.SERVING_RUNS,
-            serving.p_low,
-            serving.p_high,
-        )
+            profile.name, str(profile.engine), str(profile.situation), serving.runs, serving.widen, serving.low,
+            serving.low, serving.high, serving.high, shapes, BandSource.SERVING_RUNS, serving.p_low, serving.p_high,
+            serving.closed_loop,
+        )  # fmt: skip
         band_note = note(
             "serve.band",
             source=str(info.source),
@@ -1135,6 +1125,7 @@ def _band_info(
             measured=serving.measured,
             fast=serving.low,
             slow=serving.high,
+            closed_loop=serving.closed_loop,
         )
     else:
         overall = band_for(profile)

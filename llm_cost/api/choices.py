@@ -475,9 +475,12 @@ def profile_of(gpu: HardwareSpec, profile: object = None, engine: object = None)
     return getattr(model, "profile", None)
 
 
-def serving_band_of(gpu: HardwareSpec, profile: Optional[Profile], engine: object = None) -> Optional[ServingBand]:
+def serving_band_of(
+    gpu: HardwareSpec, profile: Optional[Profile], engine: object = None, closed_loop: bool = False
+) -> Optional[ServingBand]:
     """The error band of a simulated serving run drawn from the measured serving runs
-    (:func:`llm_cost.analyses.serving_runs.vllm_serving_band`), or None for the profile's band:
+    (:func:`llm_cost.analyses.serving_runs.vllm_serving_band`; ``closed_loop``, a plan or run
+    without a rate: the runs at saturation), or None for the profile's band:
     the runs check only vLLM's predictions, so only when no profile was given and the engine is
     vLLM (given or the default); another engine (SGLang, TensorRT-LLM) or an explicit profile keeps
     the step-time band (:func:`llm_cost.perf.calibrated.band_for`)."""
@@ -486,7 +489,7 @@ def serving_band_of(gpu: HardwareSpec, profile: Optional[Profile], engine: objec
         return None
     from llm_cost.analyses.serving_runs import vllm_serving_band
 
-    return vllm_serving_band(gpu)
+    return vllm_serving_band(gpu, closed_loop=closed_loop)
 
 
 def training_time_model(

@@ -665,7 +665,9 @@ def _simulated(
     if one is not None:  # an attention-DP replica's ranks each take the engine's settings
         config = replica_engine(config, one)
     network = choices.network_gb_s_of(options["network_gb_s"])
-    chosen, time_model, serving_band = serve_time_model(g, profile, options["engine"], network, simulated=True)
+    chosen, time_model, serving_band = serve_time_model(
+        g, profile, options["engine"], network, simulated=True, closed_loop=not has_arrivals
+    )
     common = _common(spec, g, chosen, options)
     budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)
     formats = {k: common[k] for k in ("weight_bits", "kv_bits", "compute_dtype")}
@@ -808,16 +810,23 @@ def _planned_doubling(planned: Callable[[int | None], SimulatedPlan | ServePlan]
 
 
 def serve_time_model(
-    g: HardwareSpec, profile: Optional[ProfileArg], engine: Optional[EngineArg], network_gb_s: float, simulated: bool
+    g: HardwareSpec,
+    profile: Optional[ProfileArg],
+    engine: Optional[EngineArg],
+    network_gb_s: float,
+    simulated: bool,
+    closed_loop: bool = False,
 ) -> tuple[Optional[Profile], TimeModel, Optional[ServingBand]]:
     """(profile, time model, serving band) of a serve: the one place serve obtains its time model,
     by the one rule (:func:`llm_cost.api.choices.time_model_of`: ``profile`` if given, else the
     GPU's family's parameters joined with ``engine``'s). Simulated under vLLM with no profile given,
-    the band is the measured serving runs' (:func:`llm_cost.api.choices.serving_band_of`); otherwise
-    None (the profile's step-time band, :func:`llm_cost.perf.calibrated.band_for`)."""
+    the band is the measured serving runs' (:func:`llm_cost.api.choices.serving_band_of`: those at
+    saturation for a ``closed_loop``, a plan or run without a rate); otherwise None (the profile's
+    step-time band, :func:`llm_cost.perf.calibrated.band_for`)."""
     model = choices.time_model_of(g, engine, profile, network_gb_s)
     chosen = getattr(model, "profile", None)
-    band = choices.serving_band_of(g, choices.profile_given(profile), engine) if simulated else None
+    given = choices.profile_given(profile)
+    band = choices.serving_band_of(g, given, engine, closed_loop) if simulated else None
     return chosen, model, band
 
 

@@ -495,7 +495,7 @@ def _band_title(band: Any) -> str:
     if band is None:
         return ""
     if band.source == "serving-runs":
-        return "; band: re-simulated at the vLLM runs' spread"
+        return "; band: re-simulated at the vLLM runs' spread" + (" at saturation" if band.closed_loop else "")
     return "; band: re-simulated at the profile's error band"
 
 
@@ -686,10 +686,16 @@ def render_comparison(con, r: Any, display_name: str) -> None:
         ],
         rows,
     )
-    for g in r.plans:  # each plan's warnings, as the plan alone prints them (a new user missed an ITL stall)
+    _plans_warnings(con, r)
+    print_conventions(con, r.conventions)
+
+
+def _plans_warnings(con, r: Any) -> None:
+    """Each compared plan's warnings under its GPU's name, as the plan alone prints them (a new
+    user missed an ITL stall the comparison's CSV and JSON kept)."""
+    for g in r.plans:
         for said in filter(None, _warnings(g.plan.conventions).split(" | ") if g.plan else []):
             con.print(f"[bold yellow]· {g.gpu}: {said}[/bold yellow]", soft_wrap=True)
-    print_conventions(con, r.conventions)
 
 
 def csv_rows(r: Any) -> tuple[list, list[dict] | None]:

@@ -136,7 +136,8 @@ class StepBand:
     was fitted on, the ``transfer`` widening). From the measured serving runs
     (:attr:`~llm_cost.core.choices.BandSource.SERVING_RUNS`): the time model's profile, the
     ``rows`` runs, ``transfer`` the widening on a GPU they did not use, and ``p_low`` / ``p_high``
-    the runs' mean ITL measured / predicted at p10 / p90. Either way the least and greatest
+    the runs' mean ITL measured / predicted at p10 / p90 (``closed_loop``: the runs at saturation,
+    their ITL P50). Either way the least and greatest
     step-time factor of the fast end (``fast_low``, ``fast_high``, at most 1) and of the slow end
     (``slow_low``, ``slow_high``, at least 1) over the ``shapes`` step buckets the band's runs
     timed."""
@@ -154,6 +155,7 @@ class StepBand:
     source: BandSource = BandSource.PROFILE
     p_low: float | None = None
     p_high: float | None = None
+    closed_loop: bool = False  # the serving runs at saturation (a plan without a rate)
 
 
 @record
