@@ -236,6 +236,12 @@ class TrainPlan(Result):
     band_widen: float  # the widening (1: inside the published runs' range)
     mfu_range: tuple[float, float]
     days_range: tuple[float, float]
+    #: The totals at the band's fast and slow ends (days x GPUs; energy, cost and emissions in
+    #: proportion): a new user read GPU-hours, energy and cost as point values beside a band on days.
+    gpu_hours_range: tuple[float, float]
+    energy_kwh_range: tuple[float, float]
+    cost_usd_range: tuple[float, float] | None
+    co2_tonnes_range: tuple[float, float] | None
     breakdown: dict[str, float]
     memory: LayoutMemory
     gpu_capacity_bytes: int  # the card's memory (the fullest GPU's use: memory.total_bytes)
@@ -945,7 +951,9 @@ def _plan(
         best.step_time_s, tokens_per_s / gpus,
         days, gpu_hours, energy, power, costs.pue, price, gpu_hours * price if price is not None else None,
         grid, energy * grid / 1000 if grid is not None else None, round(1 - fast, 6), round(slow - 1, 6), widen,
-        (best.mfu / slow, best.mfu / fast), (days * fast, days * slow),
+        (best.mfu / slow, best.mfu / fast), (days * fast, days * slow), (gpu_hours * fast, gpu_hours * slow),
+        (energy * fast, energy * slow), (gpu_hours * price * fast, gpu_hours * price * slow) if price is not None else None,
+        (energy * grid / 1000 * fast, energy * grid / 1000 * slow) if grid is not None else None,
         best.breakdown.terms(), best.memory, gpu.capacity_bytes, [_summary(c) for c in fitting[:top]],
         _reasons(best, ranked, alternatives), len(ranked), len(fitting), defaults, conventions,
     )  # fmt: skip

@@ -91,10 +91,9 @@ def _global_batch(r: TrainPlan) -> str:
     return f"{tokens} = {r.sequences_per_step:,} sequence{'' if r.sequences_per_step == 1 else 's'} of {r.seq:,}"
 
 
-def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
-    """The plan's figures, the step's terms, the top layouts and why the best wins."""
-    con.print(f"[bold]{display_name}: training plan for {r.tokens:,} tokens on {r.gpus:,} x {gpu_name}[/bold]")
-    lay, m = r.layout, r.memory
+def _facts(r: TrainPlan) -> list[tuple[str, str]]:
+    """The plan's figures: layout, step, MFU, time and its totals, each with its band, and memory."""
+    m = r.memory
     facts = [
         ("framework", FRAMEWORKS.get(r.framework, r.framework)),
         ("layout", f"[bold]{r.layout_label}[/bold]"),
@@ -106,13 +105,27 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
         ("HFU (what the GPUs run)", pct(r.hfu)),
         ("tokens/s per GPU", f"{r.tokens_per_s_per_gpu:,.0f}"),
         ("time to train", f"{r.days:,.1f} days {_range(*r.days_range, fmt='{:,.1f}')}"),
-        ("GPU-hours", f"{r.gpu_hours:,.0f}"),
-        ("energy", f"{r.energy_kwh / 1000:,.0f} MWh ({r.power_w:g} W per GPU, PUE {r.pue:g})"),
+        ("GPU-hours", f"{r.gpu_hours:,.0f} {_range(*r.gpu_hours_range, fmt='{:,.0f}')}"),
+        (
+            "energy",
+            f"{r.energy_kwh / 1000:,.0f} MWh {_range(r.energy_kwh_range[0] / 1000, r.energy_kwh_range[1] / 1000, '{:,.0f}')} "
+            f"({r.power_w:g} W per GPU, PUE {r.pue:g}: the GPUs' board power only)",
+        ),
     ]
-    if r.cost_usd is not None:
-        facts.append(("cost", f"${r.cost_usd:,.0f} at ${r.usd_per_gpu_hour:g} per GPU-hour"))
-    if r.co2_tonnes is not None:
-        facts.append(("emissions", f"{r.co2_tonnes:,.0f} t CO2e at {r.grid_kg_per_kwh:g} kg/kWh"))
+    if r.cost_usd is not None and r.cost_usd_range is not None:
+        facts.append(
+            (
+                "cost",
+                f"${r.cost_usd:,.0f} {_range(*r.cost_usd_range, fmt='${:,.0f}')} at ${r.usd_per_gpu_hour:g} per GPU-hour",
+            )
+        )
+    if r.co2_tonnes is not None and r.co2_tonnes_range is not None:
+        facts.append(
+            (
+                "emissions",
+                f"{r.co2_tonnes:,.0f} t CO2e {_range(*r.co2_tonnes_range, fmt='{:,.0f}')} at {r.grid_kg_per_kwh:g} kg/kWh",
+            )
+        )
     facts.append(
         (
             "memory per GPU (fullest)",
@@ -120,7 +133,14 @@ def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
             f"{_gib(m.activation_bytes)} + buffers {_gib(m.buffer_bytes)}",
         )
     )
-    print_facts(con, facts)
+    return facts
+
+
+def render(con, r: TrainPlan, display_name: str, gpu_name: str) -> None:
+    """The plan's figures, the step's terms, the top layouts and why the best wins."""
+    con.print(f"[bold]{display_name}: training plan for {r.tokens:,} tokens on {r.gpus:,} x {gpu_name}[/bold]")
+    lay = r.layout
+    print_facts(con, _facts(r))
     _links(con, r)
     rows = [
         [TERMS[k], f"{v:,.3f}" if v else "0 (hidden behind compute)"]

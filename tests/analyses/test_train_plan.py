@@ -886,3 +886,18 @@ def test_an_fp8_recipe_without_fp8_training_is_refused():
     changing nothing; an option without effect is refused, naming both fields."""
     with pytest.raises(llm_cost.LlmCostError, match=r"^fp8_recipe: block scales FP8 training, and this trains in bf16"):
         llm_cost.train_plan("llama3-8b", 10**12, "h100", gpus=8, fp8_recipe="block")
+
+
+def test_a_plans_totals_carry_its_band():
+    """A new user: GPU-hours, energy and cost printed as point values beside 'time to train 17.9
+    days [17.0 to 25.4]'. Each total is the days x the GPUs (x 24 h; x the board power and PUE for
+    energy; x the price; x the grid's intensity for emissions), so its band is the days' band
+    carried through those products, and the text prints it."""
+    plan = llm_cost.train_plan("llama3-8b", 15 * 10**12, "h100", gpus=1024, usd_per_gpu_hour=2.5, grid_kg_per_kwh=0.4)
+    hours = tuple(d * 24 * 1024 for d in plan.days_range)
+    assert plan.gpu_hours_range == pytest.approx(hours, rel=1e-12)
+    kwh = tuple(h * 700 / 1000 * plan.pue for h in hours)  # the H100 SXM5's 700 W board power
+    assert plan.energy_kwh_range == pytest.approx(kwh, rel=1e-12)
+    assert plan.cost_usd_range == pytest.approx(tuple(2.5 * h for h in hours), rel=1e-12)
+    assert plan.co2_tonnes_range == pytest.approx(tuple(0.4 * e / 1000 for e in kwh), rel=1e-12)
+    assert plan.gpu_hours_range[0] <= plan.gpu_hours <= plan.gpu_hours_range[1]
