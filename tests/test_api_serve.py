@@ -493,3 +493,18 @@ def test_a_comparison_prints_each_plans_warnings(cli):
     rows = list(csv.DictReader(cli(*args, "--csv").out.splitlines()))
     said = [(row["gpu"], w) for row in rows for w in row["warnings"].split(" | ") if w]
     assert said and all(f"· {gpu}: {w[:60]}" in " ".join(text.split()) for gpu, w in said)
+
+
+def test_a_plan_at_a_rate_says_how_many_gpus_its_nominal_steps_need():
+    """A new user: three GPUs each planned at 12 for 10 requests/s hid that a B200 (no measured
+    serving run used one: its slow end x1.90) meets the targets with fewer at nominal step times.
+    At one rate the band moves the GPUs a plan needs: the plan names the fewest of its layout that
+    hold the targets at nominal step times, no more than the slow end's, and a note says so; on an
+    H100 (its band's slow end x1.00 at a rate) there is nothing to add."""
+    b200 = llm_cost.serve("llama3-8b", "b200", "2K", 256, qps=40, ttft_s="1s", tpot_s="30ms")
+    assert b200.gpus_at_nominal is not None and b200.gpus_at_nominal < b200.gpus
+    assert b200.gpus_at_nominal % b200.chosen.layout.gpus == 0
+    said = [n for n in b200.conventions if n.code == "serve.gpus_at_nominal"]
+    assert said and said[0].params["gpus"] == b200.gpus_at_nominal and said[0].params["planned"] == b200.gpus
+    h100 = llm_cost.serve("llama3-8b", "h100", "2K", 256, qps=20, ttft_s="1s", tpot_s="30ms")
+    assert h100.gpus_at_nominal is None and not any(n.code == "serve.gpus_at_nominal" for n in h100.conventions)

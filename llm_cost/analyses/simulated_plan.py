@@ -61,7 +61,7 @@ from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
 from llm_cost.core.units import fmt_seconds
-from llm_cost.model.layout import Layout
+from llm_cost.model.layout import Layout, layout_label
 from llm_cost.perf.timemodel import TimeModel
 from llm_cost.simulate import (
     ClosedLoop,
@@ -148,6 +148,11 @@ class SimulatedPlan(Result):
     usd_per_million_output_tokens_high: float | None = None
     violates_at_slow_end: tuple[str, ...] | None = None
     violates_pessimistic: tuple[str, ...] | None = None
+    #: At a rate, the fewest GPUs of the chosen layout that meet the targets at nominal step times
+    #: (None: the band's slow end is nominal, or no rate): the plan is sized at the slow end, and
+    #: at one rate the band moves the GPUs a plan needs, not its cost (a new user: "12 GPUs on every
+    #: GPU" hid that a B200's nominal needs 8).
+    gpus_at_nominal: int | None = None
 
 
 def _picks(group: list[Candidate]) -> list[Candidate]:
@@ -374,7 +379,12 @@ def plan_on_simulation(
         raise _nothing_meets(ranked, targets)
     if qps is not None and not _good(best, _implicit_ttft(targets)):
         raise _nothing_keeps_up(ranked, qps, screen.gpu_budget, gpu.name)
-    return _simulated_plan(spec.name, gpu.name, qps, targets, screen, search.banded(best), ranked, requests, notes)
+    plan = _simulated_plan(spec.name, gpu.name, qps, targets, screen, search.banded(best), ranked, requests, notes)
+    fewest = search.fewest_at_nominal(best) if qps is not None else None
+    if fewest is None or fewest == best.gpus:
+        return plan
+    said = note("serve.gpus_at_nominal", gpus=fewest, planned=best.gpus, layout=layout_label(best.layout))
+    return dataclasses.replace(plan, gpus_at_nominal=fewest, conventions=[*plan.conventions, said])
 
 
 #: Prompt tokens by which the prefix-cache hits a simulation measures may differ from those the
@@ -574,6 +584,26 @@ class _Search:
             result = dataclasses.replace(result, timed_at="slow end")
         self.reruns[id(result)], self.slow_keys[id(result)] = again, slow.last_met
         return result
+
+    def fewest_at_nominal(self, best: ServeRun) -> int | None:
+        """The fewest GPUs of ``best``'s layout whose run at the rate holds the targets at nominal
+        step times (bisected over the replicas below ``best``'s, each run the rate's whole load),
+        or None where the band's slow end is nominal (x1)."""
+        if self.ends is None or (self.serving_band is not None and self.serving_band.high == 1.0):
+            return None
+        bound, layout, nominal = _implicit_ttft(self.targets), best.layout, self.timer(best.layout)[0]
+        engine = _engine_for(best.candidate, self.base, False, None) if best.candidate is not None else self.base
+        low, high = 0, best.replicas  # low fails (none), high holds (the slow end's count)
+        while high - low > 1:
+            mid = (low + high) // 2
+            router = self.router_of(layout, mid)
+            run = run_configuration(
+                self.spec, self.gpu, layout, self.rate_load(mid, router, best.candidate), engine, self.time_model,
+                self.policy, replicas=mid, targets=self.targets, usd_per_gpu_hour=self.price, seed=self.seed,
+                timer=nominal, candidate=best.candidate, router=router, **self.formats,
+            )  # fmt: skip
+            low, high = (low, mid) if holds(run) and _good(run, bound) else (mid, high)
+        return high * layout.gpus
 
     def router_of(self, layout: Layout, replicas: int) -> Router:
         """The router of ``replicas`` x ``layout``: the one asked for, else the engine's own as the

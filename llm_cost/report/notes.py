@@ -511,6 +511,9 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             for label, f in (("attention DP x EP", p["attention_dp"]), ("TP (with or without EP)", p["tp"]))
         )
     ),
+    "serve.gpus_at_nominal": "GPUs: {planned:,} at the band's slow end, on which the plan is chosen; at nominal "
+    "step times {gpus:,} ({layout} replicas) would meet the targets: at one rate the step-time band moves the GPUs a "
+    "plan needs, not its cost",
     "serve.compare_tie": lambda p: (
         f"{', '.join(p['gpus'])} tie at ${p['usd']:,.3f} per million output tokens: at one rate a plan's cost is its "
         "GPUs' price over the tokens offered, and theirs are the same; choose on latency, availability or power"
