@@ -462,9 +462,11 @@ def band_ratios(path: Path = BAND_FILE) -> tuple[float, ...]:
 
 
 @functools.lru_cache(maxsize=1)
-def saturation_engines() -> str:
-    """The engine versions of :data:`SATURATION_BAND_FILE`'s runs (``vLLM 0.10.2, 0.11.0``)."""
-    return str(json.loads(SATURATION_BAND_FILE.read_text(encoding="utf-8"))["source"]["engine"])
+def saturation_runs_of() -> tuple[str, frozenset[str]]:
+    """The engine versions of :data:`SATURATION_BAND_FILE`'s runs (``vLLM 0.10.2, 0.11.0``) and
+    the GPUs (spec names) they ran on."""
+    data = json.loads(SATURATION_BAND_FILE.read_text(encoding="utf-8"))
+    return str(data["source"]["engine"]), frozenset(str(r["gpu"]) for r in data["runs"])
 
 
 @record
@@ -556,10 +558,11 @@ def vllm_serving_band(
     centre = math.sqrt(p_low * p_high)  # the runs' bias: the spread is widened about it, not about nominal
     low, high = centre * widened(p_low / centre, widen), centre * widened(p_high / centre, widen)
     low, high = min(low, 1.0), max(high, 1.0)
-    if closed_loop:  # the saturation runs' GPUs (A100, H100, H200) measured it
+    if closed_loop:
+        engines, gpus = saturation_runs_of()
         return ServingBand(
-            low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen, saturation_engines(),
-            measured=gpu.name in RUN_GPUS | {"h200"}, closed_loop=True,
+            low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen, engines,
+            measured=gpu.name in gpus, closed_loop=True,
         )  # fmt: skip
     return ServingBand(
         low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen, measured=gpu.name in RUN_GPUS

@@ -151,7 +151,7 @@ class SimulatedPlan(Result):
     #: At a rate, the fewest GPUs of the chosen layout that meet the targets at nominal step times
     #: (None: the band's slow end is nominal, or no rate): the plan is sized at the slow end, and
     #: at one rate the band moves the GPUs a plan needs, not its cost (a new user: "12 GPUs on every
-    #: GPU" hid that a B200's nominal needs 8).
+    #: GPU" hid that a B200's nominal steps need 4).
     gpus_at_nominal: int | None = None
 
 
