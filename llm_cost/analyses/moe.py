@@ -10,7 +10,8 @@
 * Each MoE layer sends every token's hidden state to its k experts and back: all-to-all dispatch
   k d bytes-per-element and combine k d (k l for a latent MoE, which projects the token to its
   latent width l first), against a tensor-parallel ring all-reduce of one hidden state,
-  2 (n-1)/n d bytes.
+  2 (n-1)/n d bytes. Under EP over n GPUs, (n-1)/n of the copies go to another GPU (uniform
+  routing); the rest stay on the sender's.
 * In a step of T tokens the experts that run get T k / E[distinct] rows each (T k / E once every
   expert is hit); with b bytes per weight an expert GEMM does 2 x rows / b FLOP per weight byte,
   so it reaches a ridge R only when T >= R b / 2 x E / k tokens per layer.
@@ -85,6 +86,11 @@ class MoEResult(Result):
     all_to_all_vs_allreduce: float | None  # None at TP 1: there is no all-reduce to compare with
     prompt_tokens: int
     prompt_all_to_all_bytes: float  # dispatch + combine over every MoE layer
+    #: Of those, the share whose expert is on another GPU under EP over ``ep`` GPUs, (EP - 1)/EP with
+    #: uniform routing (a copy bound for the sender's own experts stays on it): what the links carry
+    #: (a MoE user found the volume taken as all remote)
+    all_to_all_remote_share: float
+    prompt_all_to_all_remote_bytes: float
     gpu: str | None
     compute_dtype: Dtype | None
     ridge_flop_per_byte: float | None
@@ -234,6 +240,8 @@ def moe_analysis(
         all_to_all_vs_allreduce=float((dispatch + combine) / allreduce) if tp > 1 else None,
         prompt_tokens=prompt_tokens,
         prompt_all_to_all_bytes=prompt_tokens * moe_layers * (dispatch + combine),
+        all_to_all_remote_share=float(Fraction(ep - 1, ep)),
+        prompt_all_to_all_remote_bytes=float(prompt_tokens * moe_layers * (dispatch + combine) * Fraction(ep - 1, ep)),
         gpu=gpu.name if gpu else None,
         compute_dtype=compute_dtype,
         ridge_flop_per_byte=ridge,

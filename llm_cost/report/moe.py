@@ -101,6 +101,14 @@ def _ep_facts(r: MoEResult) -> list[tuple[str, str]]:
             f"{fmt_iec(r.prompt_all_to_all_bytes)} over {r.moe_layers} MoE layers",
         ),
     ]
+    if r.ep > 1:  # at EP 1 every copy stays on its GPU
+        facts.append(
+            (
+                f"of which leaves the sending GPU at EP {r.ep}",
+                f"{fmt_iec(r.prompt_all_to_all_remote_bytes)} ((EP - 1)/EP = {r.all_to_all_remote_share:.4g} of "
+                "the copies, uniform routing)",
+            )
+        )
     if r.tokens_to_pass_ridge is not None:
         facts.append(
             (

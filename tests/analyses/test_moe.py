@@ -64,3 +64,16 @@ def test_moe_cli_deepseek(cli):
         assert text in r.out
     data = cli("moe", "deepseek-v3", "--ep", "32", "--gpu", "h100", "--weights-dtype", "fp8", "--json").json()
     assert data["experts_per_rank"] == 8 and round(data["tokens_to_pass_ridge"]) == 9451
+
+
+@pytest.mark.parametrize("ep", [1, 8, 32])
+def test_the_all_to_all_says_how_much_of_it_leaves_the_gpu(ep):
+    """A MoE user took the all-to-all's volume as all remote: under EP over n GPUs a copy bound for
+    one of the sender's own experts stays on it, so with uniform routing (n - 1)/n of them leave.
+    DeepSeek-V3 (config.json: hidden_size 7,168, num_experts_per_tok 8, 58 MoE layers of 61): a
+    4,096-token prompt dispatches 8 x 7,168 at 1 B (FP8) and combines at 2 B (BF16) per MoE layer."""
+    r = moe_analysis(load_model("deepseek-v3"), [1], ep=ep, dispatch_bits=8, combine_bits=16, prompt_tokens=4096)
+    whole = 4096 * 58 * 8 * 7168 * (1 + 2)
+    assert r.prompt_all_to_all_bytes == whole
+    assert r.all_to_all_remote_share == (ep - 1) / ep
+    assert r.prompt_all_to_all_remote_bytes == pytest.approx(whole * (ep - 1) / ep, rel=1e-15)
