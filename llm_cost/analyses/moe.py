@@ -99,6 +99,18 @@ class MoEResult(Result):
     conventions: list[Note] = field(default_factory=list)
 
 
+def _ridge(
+    gpu: HardwareSpec | None, compute_dtype: Dtype | None, bytes_per_weight: float, experts_per_top_k: float
+) -> tuple[Dtype | None, float | None, float | None]:
+    """(compute dtype, the GPU's ridge in FLOP/byte, the tokens per MoE layer whose expert GEMMs
+    pass it: ridge x bytes per weight / 2 x E / k), all None without a GPU."""
+    if gpu is None:
+        return compute_dtype, None, None
+    dtype = compute_dtype or Dtype.BF16  # the API resolves it (llm_cost.api.choices.compute_dtype)
+    ridge = ridge_of(gpu, dtype)
+    return dtype, ridge, ridge * bytes_per_weight / 2 * experts_per_top_k
+
+
 def _checked(spec: ModelSpec, ep: int, redundant_experts: int, tp: int) -> MoE:
     """The model's MoE; InputError for a dense model, an ``ep`` that does not divide the experts
     and redundant copies, or ``tp`` below 1."""
@@ -200,11 +212,7 @@ def moe_analysis(
     non_routed = total - routed
     per_rank = Fraction(E + redundant_experts, ep)
 
-    ridge = tokens = None
-    if gpu is not None:
-        compute_dtype = compute_dtype or Dtype.BF16  # the API resolves it (llm_cost.api.choices.compute_dtype)
-        ridge = ridge_of(gpu, compute_dtype)
-        tokens = ridge * b / 2 * E / k
+    compute_dtype, ridge, tokens = _ridge(gpu, compute_dtype, b, E / k)
 
     rows = [_at_batch(spec, B, E, k, ep, bits, b, non_routed_bytes, total) for B in batches]
     sent = moe.moe_latent_size or d  # a latent MoE dispatches the token at its latent width
