@@ -27,7 +27,7 @@ from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype, LayerKind, MlpType, OpRole, Part, TensorGroup, TensorKind
-from llm_cost.core.units import Number, to_bytes
+from llm_cost.core.units import Number, exact, to_bytes
 from llm_cost.model.formats import tensor_bits, weight_bits_of
 from llm_cost.model.layers import layer_counts
 from llm_cost.model.layout import Layout, per_gpu
@@ -90,7 +90,7 @@ class MoEResult(Result):
     #: uniform routing (a copy bound for the sender's own experts stays on it): what the links carry
     #: (a MoE user found the volume taken as all remote)
     all_to_all_remote_share: float
-    prompt_all_to_all_remote_bytes: float
+    prompt_all_to_all_remote_bytes: Number  # exact
     gpu: str | None
     compute_dtype: Dtype | None
     ridge_flop_per_byte: float | None
@@ -249,7 +249,7 @@ def moe_analysis(
         prompt_tokens=prompt_tokens,
         prompt_all_to_all_bytes=prompt_tokens * moe_layers * (dispatch + combine),
         all_to_all_remote_share=float(Fraction(ep - 1, ep)),
-        prompt_all_to_all_remote_bytes=float(prompt_tokens * moe_layers * (dispatch + combine) * Fraction(ep - 1, ep)),
+        prompt_all_to_all_remote_bytes=exact(prompt_tokens * moe_layers * (dispatch + combine) * Fraction(ep - 1, ep)),
         gpu=gpu.name if gpu else None,
         compute_dtype=compute_dtype,
         ridge_flop_per_byte=ridge,
