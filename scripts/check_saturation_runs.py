@@ -39,7 +39,12 @@ def main() -> None:
     if "--write-band" in sys.argv:
         data = band_file_data(runs, check.runs, "scripts/check_saturation_runs.py --write-band")
         SATURATION_BAND_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {SATURATION_BAND_FILE} ({len(data['runs'])} runs: p10 {data['p10']:.3f}, p90 {data['p90']:.3f})")
+        lo, hi = data["percentiles"]
+        held = data["held_out"]
+        print(
+            f"wrote {SATURATION_BAND_FILE} ({len(data['runs'])} runs: p{lo} {data[f'p{lo}']:.3f}, p{hi} "
+            f"{data[f'p{hi}']:.3f}; held out by source {held['inside']} of {held['runs']})"
+        )
     if "--markdown" in sys.argv:
         print(
             "| run | engine | model | GPU | layout | in/out | prompts | tok/s measured | predicted | ITL P50 measured | predicted |"

@@ -273,9 +273,16 @@ def summarise(runs: Sequence[SaturationRun], checks: list[RunCheck], skipped: in
 
 def band_file_data(runs: Sequence[SaturationRun], checks: Sequence[RunCheck], written_by: str) -> dict[str, Any]:
     """The content of :data:`~llm_cost.analyses.serving_runs.SATURATION_BAND_FILE`: per vLLM run
-    with a measured ITL P50, its ITL P50 measured / replayed (:func:`check_run`), and the ratios'
-    percentiles (:data:`~llm_cost.analyses.serving_runs.BAND_PERCENTILES`)."""
-    from llm_cost.analyses.serving_runs import BAND_PERCENTILES, linear_percentile
+    with a measured ITL P50, its ITL P50 measured / replayed (:func:`check_run`), the percentiles
+    the band is drawn at (:func:`~llm_cost.analyses.serving_runs.held_out_percentiles`: those at
+    which it held 80% of each source's runs from the others') and the ratios' values there."""
+    from llm_cost.analyses.serving_runs import (
+        BAND_COVERAGE,
+        BAND_PERCENTILES,
+        held_out_coverage,
+        held_out_percentiles,
+        linear_percentile,
+    )
 
     rows: list[dict[str, Any]] = [
         {
@@ -296,16 +303,19 @@ def band_file_data(runs: Sequence[SaturationRun], checks: Sequence[RunCheck], wr
         if r.engine == Engine.VLLM and c.measured.get("itl_p50_ms")
     ]
     ratios = [float(row["ratio"]) for row in rows]
+    sources = [str(row["source"]) for row in rows]
     versions = sorted({str(row["engine_version"]).removeprefix("vLLM ") for row in rows})
-    lo, hi = BAND_PERCENTILES
+    lo, hi = held_out_percentiles(ratios, sources)
+    at_p10 = held_out_coverage(ratios, sources, BAND_PERCENTILES[0])
     return {
         "about": (
             "The spread of llm-cost's simulated vLLM serving prediction at saturation: per published run (all "
             "prompts at once, or a fixed concurrency), its ITL P50 measured / as the simulator replays it "
             "(llm_cost/analyses/saturation_runs.py, the step times of the fit's fold without the run's source). "
             f"serve's band for a plan without a rate (a closed loop at the engine's cap) multiplies every step's "
-            f"time by the ratios' p{lo} (fast end) and p{hi} (slow end). Nothing is fitted on these runs. "
-            "Generated; do not edit."
+            f"time by the ratios' p{lo} (fast end) and p{hi} (slow end): the narrowest whole percentiles at which "
+            f"the band drawn from the other sources' runs held at least {BAND_COVERAGE:.0%} of each source's, "
+            f"what a band claims (held_out). Nothing is fitted on these runs. Generated; do not edit."
         ),
         "source": {
             "script": written_by,
@@ -315,8 +325,15 @@ def band_file_data(runs: Sequence[SaturationRun], checks: Sequence[RunCheck], wr
             "simulation_seed": 0,
         },
         "percentile_method": "linear interpolation between closest ranks (numpy.percentile's default, type 7)",
+        "percentiles": [lo, hi],
         f"p{lo}": round(linear_percentile(ratios, lo), 6),
         f"p{hi}": round(linear_percentile(ratios, hi), 6),
+        "held_out": {
+            "sources": len(set(sources)),
+            "runs": len(rows),
+            "inside": held_out_coverage(ratios, sources, lo),
+            f"inside_at_p{BAND_PERCENTILES[0]}_p{BAND_PERCENTILES[1]}": at_p10,
+        },
         "runs": rows,
     }
 

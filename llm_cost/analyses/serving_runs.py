@@ -105,7 +105,8 @@ BAND_PERCENTILES = (10, 90)
 #: fixed concurrency, its ITL P50 measured and as the simulator replays it
 #: (:mod:`llm_cost.analyses.saturation_runs`, never fitted on them or their sources). The runs of
 #: :data:`BAND_FILE` were under Poisson load; at saturation the simulator's ITL was x0.66 to x2.06
-#: of measured (p10, p90), where they say x0.68 to x0.99.
+#: of measured (p10, p90), where they say x0.68 to x0.99. Its percentiles are the file's own
+#: (:func:`held_out_percentiles`), not :data:`BAND_PERCENTILES`.
 SATURATION_BAND_FILE = Path(__file__).resolve().parent.parent / "data" / "saturation-band.json"
 
 #: Metrics compared: name -> (the measured key in ms, the simulated value in seconds).
@@ -392,6 +393,36 @@ def linear_percentile(values: Sequence[float], q: float) -> float:
     return x[lo] if lo + 1 >= len(x) else x[lo] + (h - lo) * (x[lo + 1] - x[lo])
 
 
+#: The share of measurements a band claims to hold: that of p10..p90.
+BAND_COVERAGE = (BAND_PERCENTILES[1] - BAND_PERCENTILES[0]) / 100
+
+
+def held_out_coverage(ratios: Sequence[float], sources: Sequence[str], q: float) -> int:
+    """How many of ``ratios`` (each of the source at its index in ``sources``) lie inside the
+    p``q``..p``100 - q`` band (:func:`linear_percentile`) of the ratios of the OTHER sources: the
+    band as a source it never had meets it (issue 32: bands from out-of-source errors)."""
+    inside = 0
+    for source in set(sources):
+        others = [r for r, s in zip(ratios, sources) if s != source]
+        if not others:
+            continue
+        low, high = linear_percentile(others, q), linear_percentile(others, 100 - q)
+        inside += sum(low <= r <= high for r, s in zip(ratios, sources) if s == source)
+    return inside
+
+
+def held_out_percentiles(ratios: Sequence[float], sources: Sequence[str]) -> tuple[int, int]:
+    """The narrowest band (q, 100 - q), q a whole percent from :data:`BAND_PERCENTILES`'s 10 down
+    to 1, whose :func:`held_out_coverage` is at least :data:`BAND_COVERAGE` of the ratios: the
+    percentiles at which a band claiming 80% held 80% of each source's runs from the others' (on
+    the 65 saturation runs of 7 sources, p10..p90 held 46, 71%; p5..p95 held 55, 85%). (1, 99)
+    when none does."""
+    for q in range(BAND_PERCENTILES[0], 0, -1):
+        if held_out_coverage(ratios, sources, q) >= BAND_COVERAGE * len(ratios):
+            return q, 100 - q
+    return 1, 99
+
+
 def band_runs(check: ServingCheck, experiments: Sequence[Experiment] | None = None) -> list[dict[str, Any]]:
     """Per experiment of ``check`` (its whole run, stage -1): id, model, hardware (the file's name),
     gpu (the spec), TP, mean ITL predicted and measured (ms) and their ratio measured / predicted."""
@@ -448,6 +479,7 @@ def band_file_data(
         },
         "metric": "itl_mean",
         "percentile_method": "linear interpolation between closest ranks (numpy.percentile's default, type 7)",
+        "percentiles": [lo, hi],
         f"p{lo}": round(linear_percentile(ratios, lo), 6),
         f"p{hi}": round(linear_percentile(ratios, hi), 6),
         "runs": runs,
@@ -461,12 +493,14 @@ def band_ratios(path: Path = BAND_FILE) -> tuple[float, ...]:
     return tuple(float(r["ratio"]) for r in json.loads(path.read_text(encoding="utf-8"))["runs"])
 
 
-@functools.lru_cache(maxsize=1)
-def saturation_runs_of() -> tuple[str, frozenset[str]]:
-    """The engine versions of :data:`SATURATION_BAND_FILE`'s runs (``vLLM 0.10.2, 0.11.0``) and
-    the GPUs (spec names) they ran on."""
-    data = json.loads(SATURATION_BAND_FILE.read_text(encoding="utf-8"))
-    return str(data["source"]["engine"]), frozenset(str(r["gpu"]) for r in data["runs"])
+@functools.lru_cache(maxsize=2)
+def band_source(path: Path) -> tuple[str, frozenset[str], tuple[int, int]]:
+    """Of a band file (:data:`BAND_FILE`, :data:`SATURATION_BAND_FILE`): its runs' engine and
+    versions (``vLLM 0.10.2, 0.11.0``), the GPUs (spec names) they ran on, and the percentiles its
+    band is drawn at (:data:`BAND_PERCENTILES`; at saturation :func:`held_out_percentiles`)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    low, high = data["percentiles"]
+    return str(data["source"]["engine"]), frozenset(str(r["gpu"]) for r in data["runs"]), (int(low), int(high))
 
 
 @record
@@ -530,8 +564,9 @@ def vllm_serving_band(
     Source: :data:`BAND_FILE`, the runs' whole-run mean ITL measured / predicted (nothing fitted on
     them). The fast-end and slow-end step factors are the ratios' 10th and 90th percentiles
     (:func:`linear_percentile`), clamped so that low <= 1 <= high: 8 of 10 runs' measured mean ITL
-    lay within [predicted x low, predicted x high]. On a GPU of a kernel family none of the runs'
-    GPUs (:data:`RUN_GPUS`) is of, the percentiles' spread is widened
+    lay within [predicted x low, predicted x high]. At saturation the percentiles are those at which
+    the band held 80% of each source's runs from the other sources' (:func:`held_out_percentiles`:
+    p5 and p95, where p10..p90 held 71%). On a GPU of a kernel family none of the runs' GPUs is of, the percentiles' spread is widened
     (:func:`~llm_cost.perf.calibrated.widened`) about its geometric centre, by how much wider, in
     log ratio, the step-time fit's held-out band is for a prediction on a family or engine it had
     no rows of than for one it had (:func:`transfer_widening`), then clamped: the runs say the
@@ -547,23 +582,20 @@ def vllm_serving_band(
 
     if not hasattr(vllm_model(gpu), "profile"):  # the MFU/MBU estimate: not checked on the runs
         return None
-    values = list(band_ratios(SATURATION_BAND_FILE if closed_loop else BAND_FILE) if ratios is None else ratios)
-    lo_q, hi_q = BAND_PERCENTILES
-    p_low, p_high = linear_percentile(values, lo_q), linear_percentile(values, hi_q)
+    path = SATURATION_BAND_FILE if closed_loop else BAND_FILE
+    values = list(band_ratios(path) if ratios is None else ratios)
+    engines, gpus, percentiles = band_source(path)
+    p_low, p_high = linear_percentile(values, percentiles[0]), linear_percentile(values, percentiles[1])
     widen = 1.0 if _run_family(gpu) else transfer_widening()
     if closed_loop and widen > 1:  # the GPU's transfer adds the log width it adds to the band under load
         under_load = band_ratios(BAND_FILE)
+        lo_q, hi_q = BAND_PERCENTILES
         spread = math.log(linear_percentile(under_load, hi_q) / linear_percentile(under_load, lo_q))
         widen = 1 + (widen - 1) * spread / max(math.log(p_high / p_low), 1e-9)
     centre = math.sqrt(p_low * p_high)  # the runs' bias: the spread is widened about it, not about nominal
     low, high = centre * widened(p_low / centre, widen), centre * widened(p_high / centre, widen)
     low, high = min(low, 1.0), max(high, 1.0)
-    if closed_loop:
-        engines, gpus = saturation_runs_of()
-        return ServingBand(
-            low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen, engines,
-            measured=gpu.name in gpus, closed_loop=True,
-        )  # fmt: skip
     return ServingBand(
-        low, high, p_low, p_high, BAND_PERCENTILES, len(values), gpu.name, widen, measured=gpu.name in RUN_GPUS
-    )
+        low, high, p_low, p_high, percentiles, len(values), gpu.name, widen, engines,
+        measured=gpu.name in gpus, closed_loop=closed_loop,
+    )  # fmt: skip

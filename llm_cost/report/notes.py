@@ -342,14 +342,15 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
                 f"{p['runs']} published {p['engine']} runs at saturation (all prompts at once or a fixed "
                 "concurrency, the regime of a plan without a rate: its users at the engine's cap; ITL P50 "
                 f"measured/predicted p{p['percentiles'][0]}..p{p['percentiles'][1]} = "
-                f"{p['p_low']:.2f}..{p['p_high']:.2f}; under Poisson load, --qps, the band is that of runs under load"
+                f"{p['p_low']:.2f}..{p['p_high']:.2f}, the percentiles at which a band drawn from the other sources "
+                "held 80% of a source's runs; under Poisson load, --qps, the band is that of runs under load"
                 if p.get("closed_loop")
                 else f"{p['runs']} measured {p['engine']} runs (mean ITL measured/predicted p{p['percentiles'][0]}..p"
                 f"{p['percentiles'][1]} = {p['p_low']:.2f}..{p['p_high']:.2f}"
             )
             + (
-                "; the simulator's steps were slower than measured even at the p90, so the nominal figure is the "
-                "band's slow end, a pessimistic one"
+                f"; the simulator's steps were slower than measured even at the p{p['percentiles'][1]}, so the nominal "
+                "figure is the band's slow end, a pessimistic one"
                 if p["p_high"] < 1 and p["slow"] <= 1
                 else ""
             )
