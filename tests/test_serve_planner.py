@@ -331,3 +331,41 @@ def test_a_launch_names_a_format_only_where_the_engine_can_apply_it(cli, model, 
 def test_emit_without_a_plan_is_one_line_and_exit_2(cli):
     run = cli("serve", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--ttft", "1ms", "--emit", "vllm")
     assert run.code == 2 and run.out == "" and len(run.err.strip().splitlines()) == 1
+
+
+def test_a_refusal_says_it_was_judged_at_the_bands_slow_end_and_gives_the_nominal_figure():
+    """``serve llama3-70b --gpu mi300x --gpus 8 --input 2K --output 256 --ttft p99:2s --tpot
+    p90:50ms`` is refused: no candidate holds a 50 ms P90 TPOT at the band's slow end. A new user
+    read "reaches 55.5 ms" as what the GPU reaches, where roofline predicts 14.0 ms at batch 1: the
+    refusal says it is the slow end, with its step factor (the plan's band on a GPU the runs never
+    measured, the same as that of a plan that passes on the GPU) and the figure at nominal step times:
+    one sequence's decode steps, each the time model's decode step of batch 1 (``api.decode``) at a
+    context from 2,048 to 2,303 tokens, about that at their middle, 2,176."""
+    question = dict(gpus=8, ttft_s="p99:2s")
+    with pytest.raises(api.LlmCostError) as refused:
+        api.serve("llama3-70b", "mi300x", 2048, 256, tpot_s="p90:50ms", **question)
+    message = str(refused.value)
+    passing = api.serve("llama3-70b", "mi300x", 2048, 256, tpot_s="p90:200ms", **question)
+    band = next(n for n in passing.conventions if n.code == "serve.band").params
+    assert f"at the band's slow end, where plans are chosen, every step's time x{band['slow']:.2f}" in message
+    assert "(widened: the measured runs used no mi300x)" in message
+    step = api.decode("llama3-70b", "mi300x", batch=1, context=2176, layout=Layout(tp=8))
+    nominal_ms = float(message.split("; ")[-1].split(" ms at nominal step times")[0])
+    assert nominal_ms == pytest.approx(step.predicted_s * 1e3, rel=0.03)
+
+
+def test_a_percentile_target_read_as_a_mean_says_what_would_judge_it():
+    """The analytic forms read a percentile target as a bound on the mean and warn so. Of a single
+    configuration the remedy is the simulated plan (leave out analytic); a disaggregated-only plan
+    has no simulated form (the simulator runs aggregated replicas), so a new user told to "leave out
+    analytic" could not: its warning says the percentiles are never judged and what would simulate."""
+    from llm_cost.report.notes import sentence
+
+    question = dict(gpus=16, ttft_s="p99:2s", tpot_s="p90:40ms")
+    alone = api.serve("llama3-70b", "h100", 4096, 512, modes=["disaggregated"], **question)
+    text = sentence(next(n for n in alone.conventions if n.code == "serve.percentile_screen"))
+    assert "percentiles are never judged" in text and "search aggregated serving too (modes)" in text
+    assert "leave out analytic" not in text
+    one = api.serve("llama3-70b", "h100", 4096, 512, layout=Layout(tp=8), concurrency=8, analytic=True, **question)
+    text = sentence(next(n for n in one.conventions if n.code == "serve.percentile_screen"))
+    assert "leave out analytic to judge the percentiles themselves" in text

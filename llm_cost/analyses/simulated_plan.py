@@ -298,9 +298,13 @@ def _screen_distance(run: ServeRun) -> float:
     return round(max(ratios, default=0.0), 6)
 
 
-def _nothing_meets(runs: Sequence[ServeRun], targets: Mapping[str, Target]) -> InputError:
+def _nothing_meets(
+    runs: Sequence[ServeRun], targets: Mapping[str, Target], search: _Search | None = None
+) -> InputError:
     """The one-line error when no simulated candidate meets the targets, with the nearest each
-    target came."""
+    target came; where the candidates ran at the band's slow end (``search``), says so with that
+    end's step factor and the nominal figure (a new user read an MI300X's 55.5 ms TPOT, x3.96 of its
+    nominal 14 ms, as what the GPU reaches)."""
     parts, fields_ = [], []
     for metric, target in targets.items():
         best = min(runs, key=lambda r: target.value(getattr(r.simulation.summary, metric)) or 0.0)
@@ -309,6 +313,7 @@ def _nothing_meets(runs: Sequence[ServeRun], targets: Mapping[str, Target]) -> I
             parts.append(
                 f"{metric} {fmt_seconds(target.seconds)} ({target.name}): the fastest configuration "
                 f"simulated reaches {fmt_seconds(reached)} ({best.describe()}, at most {best.max_num_seqs:,} sequence{'s' if best.max_num_seqs > 1 else ''} each)"
+                + (search.slow_end_words(best, metric, target) if search is not None else "")
             )
             fields_.append(metric)
     if not parts:
@@ -376,7 +381,7 @@ def plan_on_simulation(
     ranked = tuple(sorted(runs, key=lambda r: _rank_key(r, qps)))
     best = ranked[0]
     if not holds(best):
-        raise _nothing_meets(ranked, targets)
+        raise _nothing_meets(ranked, targets, search)
     if qps is not None and not _good(best, _implicit_ttft(targets)):
         raise _nothing_keeps_up(ranked, qps, screen.gpu_budget, gpu.name)
     plan = _simulated_plan(spec.name, gpu.name, qps, targets, screen, search.banded(best), ranked, requests, notes)
@@ -584,6 +589,23 @@ class _Search:
             result = dataclasses.replace(result, timed_at="slow end")
         self.reruns[id(result)], self.slow_keys[id(result)] = again, slow.last_met
         return result
+
+    def slow_end_words(self, run: ServeRun, metric: str, target: Target) -> str:
+        """What a refusal adds of ``run``'s ``metric``: the band's slow end it was judged at (its
+        step factor where the serving runs give one) and the figure at nominal step times."""
+        if run.timed_at != "slow end" or id(run) not in self.reruns:
+            return ""
+        nominal = target.value(getattr(self.reruns[id(run)](self.timer(run.layout)[0]).simulation.summary, metric))
+        band = self.serving_band
+        factor = (
+            ""
+            if band is None
+            else f", every step's time x{band.high:.2f}"
+            + ("" if band.measured else f" (widened: the measured runs used no {self.gpu.name})")
+        )
+        return f" at the band's slow end, where plans are chosen{factor}" + (
+            f"; {fmt_seconds(nominal)} at nominal step times" if nominal is not None else ""
+        )
 
     def fewest_at_nominal(self, best: ServeRun) -> int | None:
         """The fewest GPUs of ``best``'s layout whose run at the rate holds the targets at nominal

@@ -583,7 +583,8 @@ def _analytic(
     if any(t.statistic.value != "mean" for t in goals.values()):
         from llm_cost.core.notes import note
 
-        common["extra_notes"] = [*common["extra_notes"], note("serve.percentile_screen")]
+        alone = searched == (ServingMode.DISAGGREGATED,)
+        common["extra_notes"] = [*common["extra_notes"], note("serve.percentile_screen", disaggregated=alone)]
     if one is not None and batch is not None:
         result = _one_configuration(
             spec, g, screen, targets, time_model, one, batch, chunk, chunked_prefill, budget, searched, common,

@@ -654,9 +654,18 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "serve.compare": "each GPU planned for the same traffic and targets; the cheapest per million output tokens at "
     "the slow end of its band (the pessimistic side, on which each plan is chosen) is marked (GPUs without a price "
     "or a plan are not ranked)",
-    "serve.percentile_screen": "warning: the analytic search reads each percentile target as a bound on the "
-    "mean, a looser target (a P99 TTFT is several times its mean under load), so its plan can differ from the "
-    "simulated plan's and miss the percentile; leave out analytic to judge the percentiles themselves",
+    "serve.percentile_screen": lambda p: (
+        "warning: the analytic search reads each percentile target as a bound on the mean, a looser target (a P99 "
+        "TTFT is several times its mean under load), so its plan can "
+        + (
+            "miss the percentile; the simulator runs aggregated replicas only, so a disaggregated plan's "
+            "percentiles are never judged: read its figures against mean targets, or search aggregated serving "
+            "too (modes) to simulate"
+            if p.get("disaggregated")
+            else "differ from the simulated plan's and miss the percentile; leave out analytic to judge the "
+            "percentiles themselves"
+        )
+    ),
     "weight_flops.gemm": "weight FLOPs per token = 2 x N_gemm (the matmul weights a token uses, LM head included; "
     "a MoE's active experts)",
     "weight_flops.non_embedding": "weight FLOPs per token = 2 x (N - input embedding), N the parameters a token uses "
