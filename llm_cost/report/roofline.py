@@ -74,10 +74,19 @@ def _ops_table(con, rows) -> None:
 
 def _total_flops_fact(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
     """On a layout of more than one GPU, the FLOPs of the step on all of them (the model's count for
-    its tokens), beside the per-GPU figure."""
+    its tokens), beside the per-GPU figure; on one replica of one stage, also the per-GPU figure
+    summed over its GPUs where that is more (replicated operators, such as MLA's low-rank
+    projections: a new user found DeepSeek-V3's 8 x 1.26 TFLOP over the model's 9.14)."""
     if step.layout.gpus == 1:
         return []
-    return [(f"FLOPs, all {step.layout.gpus} GPUs (the model's)", fmt_flops(step.total_flops))]
+    total = fmt_flops(step.total_flops)
+    repeated = step.flops * step.layout.gpus - step.total_flops
+    if step.layout.pp == 1 and step.layout.dp == 1 and repeated > 0:  # each GPU runs the whole step's share
+        total += (
+            f"; {fmt_flops(step.flops * step.layout.gpus)} summed over the GPUs, each computing whole the "
+            "operators tensor parallelism does not split"
+        )
+    return [(f"FLOPs, all {step.layout.gpus} GPUs (the model's)", total)]
 
 
 def _prediction(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:

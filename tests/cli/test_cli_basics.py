@@ -274,3 +274,22 @@ def test_the_kv_beside_a_ridge_batch_is_named_for_that_batch(cli):
     batch = data["compute_bound_batch_weights_only"]
     assert data["kv_bytes_at_compute_bound_batch_weights_only"] == batch * 8192 * 131_072
     assert "kv_bytes_at_compute_bound_batch" not in data
+
+
+def test_roofline_says_what_its_gpus_repeat_beside_the_models_flops(cli):
+    """DeepSeek-V3 at TP 8 (a new user: 8 x the per-GPU 1.26 TFLOP is not the model's 9.14): each GPU
+    computes whole what tensor parallelism does not split, MLA's q_a_proj (d x q_lora_rank, 7,168 x
+    1,536) and kv_a_proj_with_mqa (7,168 x (kv_lora_rank 512 + qk_rope_head_dim 64)) in all 61 layers
+    and the router (7,168 x 256 experts) in the 58 MoE layers (first_k_dense_replace 3), as vLLM's
+    ReplicatedLinear does: 7 GPUs repeat 2 x those weights' FLOPs per token of the 64."""
+    from llm_cost import Layout, api
+
+    step = api.decode("deepseek-v3", "h200", batch=64, context=4096, layout=Layout(tp=8))
+    replicated = 2 * 7168 * (1536 + 512 + 64) * 61 + 2 * 7168 * 256 * 58
+    assert step.flops * 8 - step.total_flops == 7 * 64 * replicated
+    r = cli("roofline", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--batch", "64", "--context", "4K")
+    assert r.code == 0, r.err
+    text = " ".join(r.out.split())
+    assert "10.07 TFLOP summed over the GPUs, each computing whole the operators tensor parallelism does" in text
+    dense = " ".join(cli("roofline", "llama3-70b", "--gpu", "h100", "--tp", "8", "--context", "4K").out.split())
+    assert "summed over the GPUs" not in dense  # GQA's projections split by heads: nothing repeated
