@@ -294,8 +294,8 @@ def test_mistral3_text_part_is_sarvam_m():
 
 
 def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
-    """qwen3_next: the same main-model tensors as the shipped qwen3-next-80b-a3b (79,674,391,296,
-    llama.cpp's 79.67B without MTP). The checkpoint's MTP block (fc [2d -> d], two input norms, one
+    """qwen3_next: the same main-model tensors and MTP layer as the shipped qwen3-next-80b-a3b
+    (79,674,391,296, llama.cpp's 79.67B without MTP). The checkpoint's MTP block (fc [2d -> d], two input norms, one
     full-attention MoE layer, a final norm = 1,650,471,424) is in the checkpoint total,
     81,324,862,720 (CHECKPOINTS.yaml), whether the config declares it (mtp_num_hidden_layers = 1)
     or, as the Hub's Qwen3-Next configs, does not (a note says so); mtp_num_hidden_layers = 0 has none."""
@@ -305,6 +305,8 @@ def test_qwen3_next_matches_shipped_spec_and_checkpoint_with_mtp():
     assert main == [(t.name, t.shape, t.layers, t.copies) for t in build(shipped).tensors if t.part == "decoder"]
     assert count_params(spec).total_params == count_params(shipped).total_params == 79_674_391_296
     assert "1 MTP layer (mtp.*) counted in the checkpoint total" in spec.source.note
+    # the shipped spec states the same MTP layer (a new user compared its 79.67B with the Hub's total)
+    assert count_params(shipped).checkpoint_params == CHECKPOINTS["qwen3-next-80b-a3b-instruct"]["total_params"]
     for config in (QWEN3_NEXT, {**QWEN3_NEXT, "mtp_num_hidden_layers": 1}):
         r = count_params(hf_to_spec(config, "x/config.json")[0])
         assert r.total_params == 79_674_391_296 and r.mtp_params == 1_650_471_424
