@@ -37,7 +37,7 @@ from llm_cost.specs.schema import HardwareSpec, ModelSpec, MoE
 from llm_cost.workload.routing import expected_experts
 from llm_cost.workload.step import build_step, decode, ring_all_reduce_bytes
 
-__all__ = ["MoEAtBatch", "MoEResult", "moe_analysis"]
+__all__ = ["MoEAtBatch", "MoEResult", "moe_analysis", "require_moe"]
 
 
 @record
@@ -75,7 +75,7 @@ class MoEResult(Result):
     rows: list[MoEAtBatch]
     ep: int
     redundant_experts: int
-    experts_per_rank: Fraction
+    experts_per_rank: int
     weights_per_gpu_bytes: Number
     dispatch_bits: int
     combine_bits: int
@@ -111,15 +111,21 @@ def _ridge(
     return dtype, ridge, ridge * bytes_per_weight / 2 * experts_per_top_k
 
 
-def _checked(spec: ModelSpec, ep: int, redundant_experts: int, tp: int) -> MoE:
-    """The model's MoE; InputError for a dense model, an ``ep`` that does not divide the experts
-    and redundant copies, or ``tp`` below 1."""
+def require_moe(spec: ModelSpec) -> MoE:
+    """The model's MoE; InputError naming model for a model without MoE layers."""
     moe = spec.moe
     if moe is None or not layer_counts(spec).mlp(MlpType.MOE):
         raise InputError(
             f"model: {spec.name} has no mixture-of-experts layers; give a MoE model (e.g. mixtral-8x7b)",
             fields=("model",),
         )
+    return moe
+
+
+def _checked(spec: ModelSpec, ep: int, redundant_experts: int, tp: int) -> MoE:
+    """The model's MoE; InputError for a dense model, an ``ep`` that does not divide the experts
+    and redundant copies, or ``tp`` below 1."""
+    moe = require_moe(spec)
     E = moe.num_experts
     if ep < 1 or (E + redundant_experts) % ep:
         raise InputError(
@@ -210,7 +216,7 @@ def moe_analysis(
     expert = routed // (E * moe_layers)
     total = s.total_params
     non_routed = total - routed
-    per_rank = Fraction(E + redundant_experts, ep)
+    per_rank = (E + redundant_experts) // ep  # whole: _checked refuses an ep that does not divide them
 
     compute_dtype, ridge, tokens = _ridge(gpu, compute_dtype, b, E / k)
 

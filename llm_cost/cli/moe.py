@@ -84,9 +84,12 @@ Combine = Annotated[
     StorageDtype, typer.Option("--combine-dtype", case_sensitive=False, help="All-to-all combine dtype.")
 ]
 TpDegree = Annotated[
-    int,
+    Optional[int],
     option(
-        "--tp", parse=integer("--tp"), metavar="INTEGER", help="Tensor-parallel degree of the all-reduce comparison."
+        "--tp",
+        parse=integer("--tp"),
+        metavar="INTEGER",
+        help="Tensor-parallel degree of the all-reduce comparison (default: the largest of 8, 4, 2, 1 dividing the heads).",
     ),
 ]
 Prompt = Annotated[
@@ -110,7 +113,7 @@ def moe(
     redundant_experts: Redundant = 0,
     dispatch_dtype: Dispatch = None,
     combine_dtype: Combine = StorageDtype.BF16,
-    tp: TpDegree = 8,
+    tp: TpDegree = None,
     prompt: Prompt = 4096,
     gpu: MoeGpu = None,
     dtype: ComputeDtype = None,

@@ -86,7 +86,7 @@ def _ep_facts(r: MoEResult) -> list[tuple[str, str]]:
     facts = [
         (
             f"weights per GPU at EP {r.ep}",
-            f"{fmt_si(r.weights_per_gpu_bytes)} ({float(r.experts_per_rank):g} experts "
+            f"{fmt_si(r.weights_per_gpu_bytes)} ({r.experts_per_rank:,} experts "
             f"per GPU per layer, non-expert weights replicated)",
         ),
         (

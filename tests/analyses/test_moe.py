@@ -77,3 +77,20 @@ def test_the_all_to_all_says_how_much_of_it_leaves_the_gpu(ep):
     assert r.prompt_all_to_all_bytes == whole
     assert r.all_to_all_remote_share == (ep - 1) / ep
     assert r.prompt_all_to_all_remote_bytes == pytest.approx(whole * (ep - 1) / ep, rel=1e-15)
+
+
+def test_the_all_reduce_tp_defaults_to_a_degree_that_divides_the_heads():
+    """``moe glm-4.7-flash`` (an attacker): GLM-4.7-Flash's config has 20 query heads (MLA), which a
+    fixed default TP 8 did not divide, so the command failed on a flag never given. The default is
+    the largest of 8, 4, 2, 1 dividing them (4 here, 8 for DeepSeek-V3's 128); a TP given that does
+    not divide them is refused with the degrees up to 64 that do (the divisors of 20); a dense
+    model is refused for being dense before any TP is weighed."""
+    from llm_cost import api
+
+    assert api.moe("glm-4.7-flash").tp == 4 and api.moe("deepseek-v3").tp == 8
+    with pytest.raises(InputError) as bad:
+        api.moe("glm-4.7-flash", tp=8)
+    assert bad.value.fields == ("tp",) and str(bad.value).endswith("give one of 1, 2, 4, 5, 10, 20")
+    with pytest.raises(InputError) as dense:
+        api.moe("qwen2.5-7b")  # 28 query heads: TP 8 does not divide them either
+    assert dense.value.fields == ("model",)

@@ -235,6 +235,7 @@ def _whole_floats(data, path=""):
         ("train", "llama3-8b", "--tokens", "1T", "--gpus", "64", "--mfu", "0.4"),
         ("train", "deepseek-v3", "--tokens", "1T", "--gpus", "2048", "--mfu", "0.4"),
         ("fit", "deepseek-v3"),
+        ("moe", "deepseek-v3", "--ep", "72", "--redundant-experts", "32"),  # 288 experts, 4 a rank (attacker)
     ],
 )
 def test_whole_counts_are_integers_in_json(cli, argv):
