@@ -508,3 +508,12 @@ def test_a_plan_at_a_rate_says_how_many_gpus_its_nominal_steps_need():
     assert said and said[0].params["gpus"] == b200.gpus_at_nominal and said[0].params["planned"] == b200.gpus
     h100 = llm_cost.serve("llama3-8b", "h100", "2K", 256, qps=20, ttft_s="1s", tpot_s="30ms")
     assert h100.gpus_at_nominal is None and not any(n.code == "serve.gpus_at_nominal" for n in h100.conventions)
+
+
+@pytest.mark.parametrize("seconds", [1e-320, 1e-10, 0.0, Target(Statistic.P99, 1e-320), Target(Statistic.MEAN, 0.0)])
+def test_api_targets_take_a_duration_from_a_nanosecond_as_the_flags_do(seconds):
+    """The flags refuse a target under a nanosecond (DURATION_RANGE_S); an attacker's API target of
+    1e-320 s, a number or a Target, was taken and printed as 1e-314 µs beside a 46.9 ms plan."""
+    with pytest.raises(LlmCostError) as info:
+        llm_cost.serve("llama3-8b", "h100", analytic=True, gpus=1, ttft_s=seconds)
+    assert info.value.fields == ("ttft_s",) and "at least 1e-09" in str(info.value)

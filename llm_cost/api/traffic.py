@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 from llm_cost.api import checks, choices
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import (
+    DURATION_RANGE_S,
     MAX_CHUNK_TOKENS,
     MAX_LENGTH,
     MAX_NUM_SEQS,
@@ -64,7 +65,7 @@ def target_of(value: object, name: str) -> Optional[Target]:
     if isinstance(value, Target):
         statistic = checks.choice(value.statistic, Statistic, name)
         pct = checks.percentile(value.percentile, name) if statistic == Statistic.PERCENTILE else None
-        return Target(statistic, checks.number(value.seconds, name, maximum=MAX_TARGET_S), pct)
+        return Target(statistic, _target_seconds(value.seconds, name), pct)
     if isinstance(value, str):
         head, sep, tail = value.strip().partition(":")
         statistic, pct = _statistic(head.strip().lower(), name) if sep else (Statistic.MEAN, None)
@@ -72,8 +73,15 @@ def target_of(value: object, name: str) -> Optional[Target]:
         if not text or not text[-1].isalpha():
             raise InputError(f"{name}: {value!r} has no unit; give one, e.g. p99:2s or 50ms", fields=(name,))
         seconds = parse_duration(text, name)
-        return Target(statistic, checks.number(seconds, name, maximum=MAX_TARGET_S), pct)
-    return Target(Statistic.MEAN, checks.number(value, name, maximum=MAX_TARGET_S))
+        return Target(statistic, _target_seconds(seconds, name), pct)
+    return Target(Statistic.MEAN, _target_seconds(value, name))
+
+
+def _target_seconds(value: object, name: str) -> float:
+    """A target's seconds, from a nanosecond to :data:`MAX_TARGET_S`, as a duration's text is read
+    (:data:`~llm_cost.core.limits.DURATION_RANGE_S`): an attacker's API target of 1e-320 s was
+    taken, and printed as 1e-314 µs, where the flag refuses it."""
+    return checks.number(value, name, minimum=DURATION_RANGE_S[0], maximum=MAX_TARGET_S, open_min=False)
 
 
 def _statistic(text: str, name: str) -> tuple[Any, Optional[float]]:
