@@ -75,3 +75,13 @@ def test_whole_prompts_past_the_replicas_compute_are_refused_too(cli):
     assert out.code == 2 and out.err.startswith("error: --qps: ") and "a whole prompt a step" in out.err
     gpus = int(re.search(r"give --gpus ([\d,]+)", out.err).group(1).replace(",", ""))
     assert gpus >= math.ceil(30 * 8000 * 2 * 8_030_261_248 / 989.4e12)
+
+
+@pytest.mark.parametrize("analytic", [(), ("--analytic",)])
+def test_outputs_past_the_context_are_refused_by_every_form_naming_the_output(cli, analytic):
+    """2,048 + 100,000 tokens on Llama-3-8B (max_position_embeddings 8,192): the simulated plan
+    refused them, the analytic plan printed a plan of 6 such sequences (an attacker); both refuse
+    them now, and name --output, the length past the context (an attacker's --output 1e9 was told of
+    --input)."""
+    out = cli("serve", "llama3-8b", "--gpus", "1", "--output", "100000", *analytic)
+    assert out.code == 2 and out.err.startswith("error: --output: ") and "context of 8,192 tokens" in out.err

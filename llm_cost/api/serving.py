@@ -554,8 +554,11 @@ def _analytic(
     KV cache at its whole length."""
     from llm_cost.analyses.serving import MAX_PLAN_GPUS, plan
     from llm_cost.analyses.serving.moe_layouts import ATTENTION_DP_ENGINES
+    from llm_cost.analyses.serving.search import longer_than_context
 
     screen = _screen_traffic(load)
+    if screen.input_tokens + screen.output_tokens > spec.max_position_embeddings:  # no engine admits them
+        raise longer_than_context(screen.input_tokens, screen.output_tokens, spec.max_position_embeddings)
     if not _fixed_lengths(load):
         raise InputError(
             "input_tokens: the analytic forms (concurrency with a layout, disaggregated alone) take fixed lengths",

@@ -629,12 +629,15 @@ def _nothing_sustains(
 def longer_than_context(input_tokens: float, output_tokens: float, context: int, head: str = "") -> InputError:
     """The refusal of requests of ``input_tokens`` + ``output_tokens`` (their means) longer than the
     model's ``context`` (``max_position_embeddings``): no engine admits them, whatever its
-    max_model_len (vLLM will not start with one past the context); ``head`` prefixes the reason."""
+    max_model_len (vLLM will not start with one past the context); ``head`` prefixes the reason.
+    Names the longer of the two lengths first (an attacker's --output 1e9 was told of --input)."""
+    longer = "output_tokens" if output_tokens > input_tokens else "input_tokens"
     return InputError(
-        f"input_tokens: {head}prompts of {input_tokens:,.0f} + {output_tokens:,.0f} output tokens "
+        f"{longer}: {head}prompts of {input_tokens:,.0f} + {output_tokens:,.0f} output tokens "
         f"{'(mean) ' if head else ''}are longer than the model's context of {context:,} tokens (no max_model_len "
-        "may exceed it): shorter requests (input_tokens, a workload's lengths), or a model of a longer context",
-        fields=("input_tokens", "workload"),
+        "may exceed it): shorter requests (input_tokens and output_tokens, a workload's lengths), or a model of "
+        "a longer context",
+        fields=(longer, "input_tokens" if longer == "output_tokens" else "output_tokens", "workload"),
     )
 
 
