@@ -431,4 +431,5 @@ def fmt_seconds(seconds: float, digits: int = 3) -> str:
                 if value >= 1
                 else f"{value:.{digits}g} {unit}"
             )
-    return f"{seconds / 86400:,.1f} days"
+    days = seconds / 86400
+    return f"{days:,.1f} days" if days < 1e15 else f"{days:.{digits}g} days"  # not 31 digits and a '.0

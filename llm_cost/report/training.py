@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from llm_cost.analyses.training import TrainResult
-from llm_cost.core.units import fmt_int, fmt_seconds, fmt_si
+from llm_cost.core.units import fmt_int, fmt_rate, fmt_seconds, fmt_si
 from llm_cost.report.base import print_conventions, print_facts, print_table
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def _facts(r: TrainResult) -> list[tuple[str, str]]:
     if r.hardware_flops != r.model_flops:
         facts.append((f"hardware FLOPs ({r.recompute} recompute)", f"{r.hardware_flops:.3g} FLOPs"))
     facts += [
-        ("GPU-hours", f"{r.gpu_hours:,.0f}"),
+        ("GPU-hours", fmt_rate(r.gpu_hours)),  # not 0 for a tiny job, nor 33 digits for a huge one
         (
             "wall-clock time",
             fmt_seconds(r.wall_seconds) + f" on {r.gpus:,} GPU(s)"
@@ -53,19 +53,20 @@ def _facts(r: TrainResult) -> list[tuple[str, str]]:
         ),
         (
             "energy",
-            (f"{r.energy_kwh:,.1f} kWh" if r.energy_kwh >= 1 else f"{r.energy_kwh:.3g} kWh")
-            + " = "
-            + (f"{r.energy_kwh / 1000:,.1f}" if r.energy_kwh >= 1000 else f"{r.energy_kwh / 1000:.3g}")
-            + " MWh "
+            f"{_energy(r.energy_kwh)} kWh = {_energy(r.energy_kwh / 1000)} MWh "
             f"({r.power_w:g} W per GPU, PUE {r.pue:g})",
         ),
     ]
     if r.co2_tonnes is not None:
         facts.append(("emissions", f"{r.co2_tonnes:,.1f} t CO2e at {r.grid_kg_per_kwh:g} kg/kWh"))
     if r.cost_usd is not None:
-        cost = f"{r.cost_usd:,.0f}" if r.cost_usd < 1e15 else f"{r.cost_usd:.3g}"
-        facts.append(("cost", f"${cost} at ${r.usd_per_gpu_hour:g} per GPU-hour"))
+        facts.append(("cost", f"${fmt_rate(r.cost_usd)} at ${r.usd_per_gpu_hour:g} per GPU-hour"))
     return facts
+
+
+def _energy(amount: float) -> str:
+    """kWh or MWh: one decimal from 1 to 10^15, else three significant digits."""
+    return f"{amount:,.1f}" if 1 <= amount < 1e15 else f"{amount:.3g}"
 
 
 def _state(con, r: TrainResult) -> None:

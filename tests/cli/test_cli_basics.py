@@ -294,3 +294,18 @@ def test_roofline_says_what_its_gpus_repeat_beside_the_models_flops(cli):
     assert "10.07 TFLOP summed over the GPUs, each computing whole the operators tensor parallelism does" in text
     dense = " ".join(cli("roofline", "llama3-70b", "--gpu", "h100", "--tp", "8", "--context", "4K").out.split())
     assert "summed over the GPUs" not in dense  # GQA's projections split by heads: nothing repeated
+
+
+@pytest.mark.parametrize("tokens", [1, 10**40])
+def test_train_at_a_given_mfu_prints_tiny_and_huge_jobs_in_three_digits(cli, tokens):
+    """6 N D at MFU 40% of the H100's 989.4 TFLOP/s BF16 (N = Meta-Llama-3-8B's 8,030,261,248):
+    GPU-hours 6 N D / (0.4 x 989.4e12) / 3600. An attacker read "GPU-hours 0" and "$0" for one
+    token, and 33 digits with days, kWh and MWh ending in ".0" for 10^40 tokens."""
+    gpu_hours = 6 * 8_030_261_248 * tokens / (0.4 * 989.4e12) / 3600
+    out = cli("train", "llama3-8b", "--tokens", str(tokens), "--gpus", "8", "--mfu", "0.4", "--usd-per-gpu-hour", "2")
+    assert out.code == 0, out.err
+    lines = {line.strip().split("  ")[0]: line for line in out.out.splitlines() if line.startswith("  ")}
+    assert lines["GPU-hours"].split()[-1] == f"{gpu_hours:.3g}"
+    assert f"${2 * gpu_hours:.3g} at $2 per GPU-hour" in lines["cost"]
+    if tokens > 1:
+        assert f"{gpu_hours / 8 / 24:.3g} days" in lines["wall-clock time"] and ".0 " not in lines["energy"]
