@@ -195,6 +195,22 @@ def test_a_trace_replays_its_rows(tmp_path):
     assert {t.cached_tokens for t in a.simulation.requests} == {0, 64}
 
 
+@pytest.mark.parametrize("gap_s", [0.001, 1e-320])
+def test_a_burst_in_a_trace_is_replayed_not_refused_as_an_endless_queue(tmp_path, gap_s):
+    """Two 100-token prompts ``gap_s`` apart (an attacker): 2,000 requests/s (or 2e320) for an instant
+    were refused as a queue growing without end, though both rows arrive and are served: a trace is
+    finite, so it is replayed as given, and its span printed as it is (1.00 ms, not 0 s)."""
+    path = tmp_path / "burst.jsonl"
+    rows = [{"arrival_s": 0, "input_tokens": 100, "output_tokens": 10}, {"arrival_s": gap_s, "input_tokens": 100,
+            "output_tokens": 10}]  # fmt: skip
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    run = llm_cost.serve("llama3-8b", layout=ONE, trace=str(path))
+    assert run.requests == 2 and run.simulation.summary.requests == 2
+    assert all(t.output_tokens == 10 for t in run.simulation.requests)
+    if gap_s == 0.001:
+        assert run.workload == "trace of 2 requests over 1.00 ms"
+
+
 def test_a_bad_trace_names_the_file_and_line(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"arrival_s": 0, "input_tokens": 10, "output_tokens": 5}\n{"arrival_s": -1}\n')

@@ -30,7 +30,7 @@ from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
-from llm_cost.core.units import fmt_rate
+from llm_cost.core.units import fmt_rate, fmt_seconds
 from llm_cost.model.layout import Layout, layout_label
 from llm_cost.perf.calibrated import CalibratedModel, band_for
 from llm_cost.perf.profile import Profile
@@ -234,7 +234,7 @@ def describe(traffic: Workload | Trace) -> str:
     if isinstance(traffic, Trace):
         rows = traffic.rows
         span = rows[-1].arrival_s - rows[0].arrival_s
-        return f"trace of {len(rows):,} requests over {span:,.0f} s"
+        return f"trace of {len(rows):,} requests over {fmt_seconds(span)}"  # not "over 0 s" for a burst
     a = traffic.arrivals
     if isinstance(a, ClosedLoop):
         when = f"{a.users:,} users in a closed loop" + (f", {a.think_s:g} s {a.think} think time" if a.think_s else "")
@@ -653,11 +653,13 @@ def _check_prefill_keeps_up(
     (whole prompts, the budget no knob), the GPUs that do (an attack: ``--chunk off`` ran 30
     requests/s of 8K prompts on one H100, which serves 4.35). Judged on nominal step
     times (a band's end, :class:`~llm_cost.simulate.ScaledTimer`, is the prediction's error, not
-    the input's)."""
+    the input's). A trace is replayed as given, not refused: its arrivals are finite, so a burst
+    faster than the replica prefills is a backlog that drains, which the run measures and its notes
+    flag (an attacker's two requests 1 ms apart were refused as a queue growing without end)."""
     from llm_cost.simulate.workload import expected_cached_tokens
 
     rate = offered_rps(traffic)
-    if rate is None:
+    if rate is None or isinstance(traffic, Trace):
         return
     while isinstance(timer, ScaledTimer):  # the budget's own rate: nominal steps, not a band's end
         timer = timer.base
