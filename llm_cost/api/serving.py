@@ -534,6 +534,18 @@ def _mean_targets(goals: dict[str, Any]) -> Any:
     )
 
 
+def _analytic_screen(spec: Any, load: Any) -> Any:
+    """:func:`_screen_traffic` of an analytic form; InputError for requests longer than the model's
+    context, which no engine admits (the simulated plan refuses them too: an attacker's analytic plan
+    of 2,048 + 100,000-token requests on Llama-3-8B's 8,192)."""
+    from llm_cost.analyses.serving.search import longer_than_context
+
+    screen = _screen_traffic(load)
+    if screen.input_tokens + screen.output_tokens > spec.max_position_embeddings:
+        raise longer_than_context(screen.input_tokens, screen.output_tokens, spec.max_position_embeddings)
+    return screen
+
+
 def _analytic(
     spec: Any,
     g: Any,
@@ -554,11 +566,7 @@ def _analytic(
     KV cache at its whole length."""
     from llm_cost.analyses.serving import MAX_PLAN_GPUS, plan
     from llm_cost.analyses.serving.moe_layouts import ATTENTION_DP_ENGINES
-    from llm_cost.analyses.serving.search import longer_than_context
-
-    screen = _screen_traffic(load)
-    if screen.input_tokens + screen.output_tokens > spec.max_position_embeddings:  # no engine admits them
-        raise longer_than_context(screen.input_tokens, screen.output_tokens, spec.max_position_embeddings)
+    screen = _analytic_screen(spec, load)
     if not _fixed_lengths(load):
         raise InputError(
             "input_tokens: the analytic forms (concurrency with a layout, disaggregated alone) take fixed lengths",

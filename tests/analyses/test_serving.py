@@ -311,9 +311,9 @@ def test_few_kv_heads_in_flight_are_flagged_as_pessimistic(cli):
     saturation, where engines with split-KV read the cache faster than the profile's kernels (the h100
     profile, PyTorch eager, splits none; the default vLLM profile does, and is not flagged)."""
     args = ("--tp", "8", "--batch", "1", "--input", "32K", "--output", "512", "--json")
-    data = cli("serve", "llama3-70b", *args, "--profile", "hopper-pytorch-eager").json()
+    data = cli("serve", "llama3.1-70b", *args, "--profile", "hopper-pytorch-eager").json()  # a 128K context
     assert any(c["code"] == "serve.few_kv_heads" for c in data["conventions"])
-    split = cli("serve", "llama3-70b", *args).json()
+    split = cli("serve", "llama3.1-70b", *args).json()
     assert not any(c["code"] == "serve.few_kv_heads" for c in split["conventions"])
     busy = (
         "--tp",
