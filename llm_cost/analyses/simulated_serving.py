@@ -766,7 +766,19 @@ def _run_notes(
         note("serve.cost_simulated", price=usd_per_gpu_hour),
         *pcie_note(gpu, layout, time_model),
         *cut_stages_note(traffic),
+        *_foreign_kernels_note(time_model, engine),
     ]
+
+
+def _foreign_kernels_note(time_model: TimeModel, engine: EngineConfig) -> list[Note]:
+    """A warning when the steps are timed by a profile fitted under another engine than the one
+    scheduled (a profile of an engine the simulator does not schedule, as llama.cpp's, under
+    vLLM's scheduler: an attacker's --profile ampere-llamacpp planned max_num_seqs 1 without a word,
+    while --engine vllm beside it is refused as a contradiction)."""
+    profile = time_model.profile if isinstance(time_model, CalibratedModel) else None
+    if profile is None or profile.engine.value == engine.engine:
+        return []
+    return [note("serve.foreign_kernels", profile=profile.name, kernels=profile.engine.value, engine=engine.engine)]
 
 
 def cut_stages_note(traffic: Workload | Trace) -> list[Note]:

@@ -465,6 +465,11 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         f"{p['prompt'] - p['cached']:,}, attending to the cached ones"
     ),
     "serve.no_band": "no error band: steps are timed by {label}, which has no held-out residuals",
+    "serve.foreign_kernels": lambda p: (
+        f"warning: {p['engine']}'s scheduler with steps timed by profile {p['profile']}, fitted under "
+        f"{p['kernels']}: that engine's kernels under this one's batching; the simulator schedules vllm, sglang and trtllm only, so for {p['kernels']}'s own serving give a layout and "
+        "a concurrency (the analytic form), or a profile fitted under the engine scheduled"
+    ),
     "serve.simulated": lambda p: (
         f"simulated: {p['engine']}'s scheduler step by step (continuous batching, chunked prefill, prefix caching, "
         + (

@@ -69,10 +69,14 @@ def test_serve_refuses_an_engine_that_contradicts_its_profile_and_takes_the_prof
                       profile="hopper-sglang")  # fmt: skip
     neither = api.serve("llama3-8b", "h100", 1024, 128, layout=api.Layout(tp=1), qps=2, requests=60)
     assert str(alone.engine) == "sglang" and str(neither.engine) == "vllm"
-    # a profile of an engine that is not a serving engine leaves the scheduler at vLLM's
+    # a profile of an engine that is not a serving engine leaves the scheduler at vLLM's, and says so
+    # (an attacker's --profile ampere-llamacpp planned max_num_seqs 1 without a word)
     torch = api.serve("llama3-8b", "a100", 1024, 128, layout=api.Layout(tp=1), qps=2, requests=60,
                       profile="ampere-torch-compile")  # fmt: skip
     assert str(torch.engine) == "vllm"
+    foreign = [n.params for n in torch.conventions if n.code == "serve.foreign_kernels"]
+    assert foreign == [{"profile": "ampere-torch-compile", "kernels": "torch-compile", "engine": "vllm"}]
+    assert not any(n.code == "serve.foreign_kernels" for run in (alone, neither) for n in run.conventions)
 
 
 def test_the_profile_help_names_only_profiles_that_load():
