@@ -69,7 +69,6 @@ __all__ = [
     "ENGINE_SOURCES",
     "VLLM_REGISTRY_FAMILIES",
     "launch_command",
-    "hf_repo_id",
     "vllm_knows",
 ]
 
@@ -193,17 +192,6 @@ class Launch(Result):
     replicas: int
     conventions: list[Note] = field(default_factory=list)
     data_parallel: int = 1
-
-
-def hf_repo_id(url: str | None) -> str | None:
-    """The Hugging Face repo id (``meta-llama/Meta-Llama-3-70B``) of a spec's source URL on
-    huggingface.co, else None."""
-    if not url or "huggingface.co/" not in url:
-        return None
-    parts = url.split("huggingface.co/", 1)[1].split("?")[0].split("/")
-    if len(parts) < 2 or not parts[0] or not parts[1] or parts[0] in ("api", "datasets", "spaces"):
-        return None
-    return f"{parts[0]}/{parts[1]}"
 
 
 def _f(name: str) -> str:

@@ -400,9 +400,9 @@ def _launched_weights(
     * otherwise the checkpoint as stored, and a note naming the format to find a checkpoint in (an
       engine refuses ``--quantization`` that disagrees with a quantized checkpoint's config: an
       attacker's gpt-oss-120b at FP8 printed ``--quantization fp8`` over its MXFP4 checkpoint)."""
-    from llm_cost.analyses.launch import hf_repo_id
     from llm_cost.core.notes import note
     from llm_cost.core.types import WeightFormat
+    from llm_cost.specs.hub import hf_repo_id
 
     fmt = choices.weights_dtype_of(r.weights_dtype)
     stored = spec.quantization.weights_format if spec.quantization is not None else None
@@ -566,6 +566,7 @@ def _analytic(
     KV cache at its whole length."""
     from llm_cost.analyses.serving import MAX_PLAN_GPUS, plan
     from llm_cost.analyses.serving.moe_layouts import ATTENTION_DP_ENGINES
+
     screen = _analytic_screen(spec, load)
     if not _fixed_lengths(load):
         raise InputError(

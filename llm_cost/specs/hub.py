@@ -144,6 +144,17 @@ def _download(repo: str, rev: Optional[str], local_only: bool, filename: str = "
         hf_logging.set_verbosity(level)
 
 
+def hf_repo_id(url: str | None) -> str | None:
+    """The Hugging Face repo id (``meta-llama/Meta-Llama-3-70B``) of a spec's source URL on
+    huggingface.co, else None."""
+    if not url or "huggingface.co/" not in url:
+        return None
+    parts = url.split("huggingface.co/", 1)[1].split("?")[0].split("/")
+    if len(parts) < 2 or not parts[0] or not parts[1] or parts[0] in ("api", "datasets", "spaces"):
+        return None
+    return f"{parts[0]}/{parts[1]}"
+
+
 def _error(model_id: str, exc: Exception) -> SpecError:
     """One line for a failed Hub lookup, naming the id and what would fix it."""
     from huggingface_hub import errors

@@ -215,6 +215,26 @@ def catalog_name(name_or_path: str) -> str | None:
     return find(name_or_path)
 
 
+def shipped_of_repo(model_id: str) -> str | None:
+    """The shipped model whose spec's source is the Hugging Face repo of ``model_id``
+    (``org/name[@revision]``, any case), else None."""
+    from llm_cost.specs.hub import hf_repo_id
+
+    repo = model_id.split("@", 1)[0].strip().lower()
+    for stem, found in _index("models").items():
+        source = hf_repo_id((found["spec"].get("source") or {}).get("url"))
+        if source is not None and source.lower() == repo:
+            return stem
+    return None
+
+
+def _with_shipped_hint(exc: SpecError, model_id: str) -> SpecError:
+    """``exc`` of a Hub lookup, with the shipped model of that repo where there is one (an attacker
+    was refused meta-llama/Meta-Llama-3-8B offline, the id ``serve --emit`` prints for llama3-8b)."""
+    stem = shipped_of_repo(model_id)
+    return exc if stem is None else SpecError(f"{exc}; or give {stem}, the shipped spec of this repo's model")
+
+
 def load_model(name_or_path: str) -> ModelSpec:
     """A shipped model by name or alias, a model of the offline catalog by short name or Hub id
     (:mod:`llm_cost.specs.catalog`), a YAML spec file, a Hugging Face config.json (or a folder
@@ -232,7 +252,10 @@ def load_model(name_or_path: str) -> ModelSpec:
     from llm_cost.specs import hub
 
     if hub.is_hub_id(name_or_path):
-        return hub.load_hub_model(name_or_path)
+        try:
+            return hub.load_hub_model(name_or_path)
+        except SpecError as exc:
+            raise _with_shipped_hint(exc, name_or_path) from None
     if name_or_path.strip().lower().endswith(".gguf"):
         from llm_cost.specs.gguf import load_gguf  # lazy: only GGUF models pay for the gguf import
 

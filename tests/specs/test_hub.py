@@ -361,3 +361,21 @@ def test_a_server_that_ignores_the_range_is_refused(hub_fake, monkeypatch):
 
 def test_the_header_timeout_is_short_and_stated():
     assert hub.HEADER_TIMEOUT_S == 10.0 and "10 s" in hub.hub_checkpoint.__doc__
+
+
+def test_a_hub_id_that_cannot_be_fetched_names_the_shipped_model_of_its_repo():
+    """The ids ``serve --emit`` prints for shipped models (their specs' source repos) were refused
+    offline with no word of the shipped spec (an attacker: meta-llama/Meta-Llama-3-8B,
+    deepseek-ai/DeepSeek-V3); the refusal now names it, any case, with or without a revision. An id
+    of no shipped model keeps its one line."""
+    from llm_cost.core.errors import SpecError
+    from llm_cost.specs.load import load_model, shipped_of_repo
+
+    assert shipped_of_repo("Meta-Llama/meta-llama-3-8b@main") == "llama3-8b"
+    assert shipped_of_repo("deepseek-ai/DeepSeek-V3") == "deepseek-v3" and shipped_of_repo("foo/bar") is None
+    with pytest.raises(SpecError) as refused:
+        load_model("meta-llama/Meta-Llama-3-8B")
+    assert str(refused.value).endswith("; or give llama3-8b, the shipped spec of this repo's model")
+    with pytest.raises(SpecError) as other:
+        load_model("foo/bar-no-such-model")
+    assert "shipped spec" not in str(other.value)
