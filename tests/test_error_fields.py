@@ -192,7 +192,10 @@ CLI_MISTAKES = [
     (["serve", "llama3.1-405b", "--tp", "1", "--batch", "8"], "--tp/--pp:", "does not hold"),
     (["serve", "llama3-8b", "--profile", "h2000"], "--profile:", "<family>-<engine>"),
     (["fit", "llama3-8b", "--tp", "3"], "--tp:", "query heads"),
-    (["fit", "deepseek-v3", "--tp", "8", "--ep", "4"], "--ep:", "--ep must be 1 or --tp x --dp = 8"),
+    (["fit", "deepseek-v3", "--tp", "8", "--ep", "4"], "--ep:", "--ep: 4 must be 1 or --tp x --dp"),
+    # an attacker went in a circle: --ep 8 alone was told tp x dp = 1, moe's copies of a tp it does not use
+    (["serve", "deepseek-v3", "--gpu", "h200", "--ep", "8"], "--ep:", "(e.g. --dp 8 with --tp 1)"),
+    (["moe", "deepseek-v3", "--redundant-experts", "3"], "--redundant-experts:", "give --ep above 1 (a divisor of"),
     (["moe", "deepseek-v3", "--ep", "7"], "--ep:", "divisor of 256"),
     (["roofline", "--gpu", "a100", "--dtype", "fp8"], "--dtype:", "no fp8"),
     (["train", "llama3-8b", "--tokens", "1e12"], "--mfu", "--gpu-hours"),

@@ -127,6 +127,12 @@ def _checked(spec: ModelSpec, ep: int, redundant_experts: int, tp: int) -> MoE:
     and redundant copies, or ``tp`` below 1."""
     moe = require_moe(spec)
     E = moe.num_experts
+    if redundant_experts and ep == 1:  # moe's ranks are its EP alone: no tp x dp to speak of (an attacker)
+        raise InputError(
+            f"redundant_experts: {redundant_experts} redundant copies need expert parallelism; give ep above 1 "
+            f"(a divisor of the {E} experts + {redundant_experts} copies), or redundant_experts 0",
+            fields=("redundant_experts", "ep"),
+        )
     if ep < 1 or (E + redundant_experts) % ep:
         raise InputError(
             f"ep: {ep} GPUs cannot hold {E} experts + {redundant_experts} redundant evenly; "

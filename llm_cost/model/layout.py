@@ -187,16 +187,18 @@ def _check_experts(spec: ModelSpec, layout: Layout) -> None:
                 fields=("redundant_experts",),
             )
         return
-    if layout.ep not in (1, layout.tp * layout.dp):
+    ranks = layout.tp * layout.dp
+    if layout.ep not in (1, ranks):  # an attacker's --ep 8 alone was told to give tp x dp = 1
         raise InputError(
-            f"ep: expert parallelism spans the TP x DP ranks of a stage, so ep must be 1 or "
-            f"tp x dp = {layout.tp * layout.dp}; raise tp or dp to spread experts wider",
+            f"ep: {layout.ep} must be 1 or tp x dp, the ranks of a stage its experts spread over "
+            f"({layout.tp} x {layout.dp} = {ranks} here); give a tp and dp whose product is {layout.ep} "
+            f"(e.g. dp {layout.ep} with tp 1), or ep {ranks}",
             fields=("ep", "tp", "dp"),
         )
     if layout.redundant_experts and layout.ep == 1:
         raise InputError(
-            f"redundant_experts: {layout.redundant_experts} redundant copies need expert parallelism; give ep "
-            f"(tp x dp = {layout.tp * layout.dp}) or redundant_experts 0",
+            f"redundant_experts: {layout.redundant_experts} redundant copies need expert parallelism over several "
+            "GPUs; give ep above 1 with a tp and dp whose product it is, or redundant_experts 0",
             fields=("redundant_experts", "ep"),
         )
     most = moe.num_experts * (layout.ep - 1)  # every EP rank holding every expert

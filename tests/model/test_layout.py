@@ -69,7 +69,9 @@ def test_impossible_dense_layouts(layout, field):
 def test_impossible_moe_layouts():
     """DeepSeek-V3: EP must be 1 or TP x DP (here 8); 256 experts + 1 redundant do not divide by 8."""
     v3 = load_model("deepseek-v3")
-    with pytest.raises(InputError, match="^ep: expert parallelism spans"):
+    with pytest.raises(
+        InputError, match=r"^ep: 4 must be 1 or tp x dp, .* \(8 x 1 = 8 here\); give a tp and dp whose product is 4"
+    ):
         per_gpu(v3, Layout(tp=8, ep=4))
     with pytest.raises(InputError, match="^ep: 8 does not divide 256 experts"):
         per_gpu(v3, Layout(tp=8, ep=8, redundant_experts=1))
