@@ -533,3 +533,14 @@ def test_api_targets_take_a_duration_from_a_nanosecond_as_the_flags_do(seconds):
     with pytest.raises(LlmCostError) as info:
         llm_cost.serve("llama3-8b", "h100", analytic=True, gpus=1, ttft_s=seconds)
     assert info.value.fields == ("ttft_s",) and "at least 1e-09" in str(info.value)
+
+
+def test_a_tie_at_zero_prices_says_the_prices_are_zero():
+    """An attacker's ``--usd-per-gpu-hour 0,0`` without a rate: the plans tie at $0, and the note had
+    given the reason of a tie at one rate (the same GPUs over the same offered tokens), which a plan
+    without a rate is not; it says every price is 0."""
+    from llm_cost.report.notes import sentence
+
+    r = llm_cost.serve_compare("llama3-8b", ["h100", "h200"], "2K", 256, gpus=1, tpot_s="50ms", usd_per_gpu_hour=0)
+    tie = [sentence(n) for n in r.conventions if n.code == "serve.compare_tie"]
+    assert len(tie) == 1 and "every price given is 0" in tie[0] and "at one rate" not in tie[0]

@@ -1160,7 +1160,7 @@ def compare_gpus(
     bands = [n for _, _, p, _ in answers if p is not None for n in p.conventions if n.code in _BAND_NOTES]
     said = [n for i, n in enumerate(bands) if n not in bands[:i]]  # each GPU's band, said once
     if len(tied) > 1:  # the same GPUs at the same price carrying one rate cost the same (a new user)
-        said.append(note("serve.compare_tie", gpus=tied, usd=least))
+        said.append(note("serve.compare_tie", gpus=tied, usd=least, rate=qps is not None))
     cheapest = tied[0] if tied else None
     return ServeComparison(model, workload, qps, dict(targets), plans, cheapest, [note("serve.compare"), *said])
 

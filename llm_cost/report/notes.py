@@ -521,8 +521,15 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "step times {gpus:,} ({layout} replicas) would meet the targets: at one rate the step-time band moves the GPUs a "
     "plan needs, not its cost",
     "serve.compare_tie": lambda p: (
-        f"{', '.join(p['gpus'])} tie at ${p['usd']:,.3f} per million output tokens: at one rate a plan's cost is its "
-        "GPUs' price over the tokens offered, and theirs are the same; choose on latency, availability or power"
+        f"{', '.join(p['gpus'])} tie at ${p['usd']:,.3f} per million output tokens: "
+        + (
+            "every price given is 0"
+            if p["usd"] == 0
+            else "at one rate a plan's cost is its GPUs' price over the tokens offered, and theirs are the same"
+            if p.get("rate", True)
+            else "their GPUs' price over the tokens each serves comes out the same"
+        )
+        + "; choose on latency, availability or power"
     ),
     "serve.closed_loop_rate": "no rate given: the requests/s is what a closed loop of users, one per sequence the "
     "engine runs (each sending its next request when its last completes, as benchmarks run), sustains within the "
