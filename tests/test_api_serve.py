@@ -544,3 +544,10 @@ def test_a_tie_at_zero_prices_says_the_prices_are_zero():
     r = llm_cost.serve_compare("llama3-8b", ["h100", "h200"], "2K", 256, gpus=1, tpot_s="50ms", usd_per_gpu_hour=0)
     tie = [sentence(n) for n in r.conventions if n.code == "serve.compare_tie"]
     assert len(tie) == 1 and "every price given is 0" in tie[0] and "at one rate" not in tie[0]
+
+
+def test_durations_take_the_greek_mu_as_the_micro_sign():
+    """``50μs`` (U+03BC, what a Greek keyboard types) was refused where ``50µs`` (U+00B5) is read."""
+    from llm_cost.core.units import parse_duration
+
+    assert parse_duration("50\u03bcs", "ttft_s") == parse_duration("50\u00b5s", "ttft_s") == pytest.approx(50e-6)

@@ -318,4 +318,4 @@ def test_a_rate_no_budget_carries_is_blamed_on_where_the_rate_comes_from(cli, tm
     run = cli("serve", "llama3-8b", "--workload", str(work), "--gpus", "1")
     assert run.code == 2 and "(--workload: 20 requests/s: no configuration" in run.err and "--qps" not in run.err
     run = cli("serve", "llama3-8b", "--qps", "1e6", "--gpus", "8")
-    assert run.code == 2 and run.err.startswith("error: --qps 1e+06: no configuration"), run.err
+    assert run.code == 2 and run.err.startswith("error: --qps 1,000,000: no configuration"), run.err

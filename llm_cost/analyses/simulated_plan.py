@@ -60,7 +60,7 @@ from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
 from llm_cost.core.types import Dtype
-from llm_cost.core.units import fmt_seconds
+from llm_cost.core.units import fmt_given, fmt_seconds
 from llm_cost.model.layout import Layout, layout_label
 from llm_cost.perf.timemodel import TimeModel
 from llm_cost.simulate import (
@@ -1050,7 +1050,7 @@ def _nothing_keeps_up(runs: Sequence[ServeRun], qps: float, budget: int, gpu: st
     most = max(runs, key=lambda r: (r.gpus, -(r.percentiles["ttft_s"].p99 or 0.0)))
     reached = most.percentiles["ttft_s"].p99
     return InputError(
-        f"qps {qps:g}: no configuration within {budget:,} x {gpu} keeps the P99 TTFT within "
+        f"qps {fmt_given(qps)}: no configuration within {budget:,} x {gpu} keeps the P99 TTFT within "
         f"{fmt_seconds(SANE_TTFT_S)} (the most simulated, {most.describe()}, reaches "
         f"{fmt_seconds(reached or 0.0)}); raise gpus, lower qps or give a ttft_s target",
         fields=("qps", "gpus"),

@@ -237,7 +237,7 @@ def parse_duration(text: str | float, what: str) -> float:
     InputError naming ``what`` otherwise."""
     if isinstance(text, (int, float)):
         return parse_duration(str(text), what)
-    raw = str(text).strip().lower()
+    raw = str(text).strip().lower().replace("\u03bc", "µ")  # the Greek mu typed for the micro sign
     if raw.startswith("-"):
         raise _bad(what, f"{text!r} must be greater than 0")
     unit = next((u for u in ("ms", "µs", "us", "min", "s", "h") if raw.endswith(u)), "")

@@ -36,7 +36,7 @@ from llm_cost.core.labels import Limit
 from llm_cost.core.limits import MAX_PLAN_GPUS
 from llm_cost.core.notes import Note, note
 from llm_cost.core.types import Dtype
-from llm_cost.core.units import fmt_seconds
+from llm_cost.core.units import fmt_given, fmt_rate, fmt_seconds
 from llm_cost.model.formats import weight_bits_of
 from llm_cost.model.layout import Layout, kv_heads_per_gpu, layout_label
 from llm_cost.perf.timemodel import DEFAULT_NETWORK_GB_S, TimeModel
@@ -592,7 +592,7 @@ def _nothing_sustains(
         copies = budget // most.gpus if most is not None else 0
         carried = (  # the saturated configuration copied over the budget (an attacker: 672 requests/s named
             # on 402 of 4,096 GPUs, where 928 GPUs carry 1,000)
-            f"; they carry at most {most.requests_per_s * copies:,.4g} requests/s ("
+            f"; they carry at most {fmt_rate(most.requests_per_s * copies)} requests/s ("
             + (f"{copies:,} copies of {most.describe()}, {most.gpus:,} GPUs each" if copies > 1 else most.describe())
             + f", concurrency {most.concurrency}, saturated)"
             if most is not None and copies
@@ -607,7 +607,7 @@ def _nothing_sustains(
             if budget < MAX_PLAN_GPUS
             else f"{lower}: {MAX_PLAN_GPUS:,} GPUs are the most a plan covers"  # an attack: gpus was at its cap
         )
-        rate = f"qps {traffic.qps:g}" if source == "qps" else f"{source}: {traffic.qps:,.4g} requests/s"
+        rate = f"qps {fmt_given(traffic.qps)}" if source == "qps" else f"{source}: {fmt_rate(traffic.qps)} requests/s"
         return InputError(
             f"{rate}: no configuration within {budget:,} x {gpu.name} carries it{carried}; {fix}",
             fields=(source, "gpus"),
