@@ -851,3 +851,21 @@ def test_kept_modules_name_the_groups_whose_matmuls_they_are(modules, kept):
 
     q = {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128], "modules_to_not_convert": modules}
     assert read_quantization(q, "bf16", [])["quantization"]["kept"] == kept
+
+
+def test_a_config_dict_is_held_to_the_values_a_config_file_may_hold():
+    """A config.json file past 1,000,000 values is refused at once; an attacker's config dicts of
+    2,000,000 keys or a 24-million-entry mlp_only_layers were read for 6.6 s and 9.3 s. The same
+    limit (MAX_CONFIG_VALUES) refuses them naming model; a real config (Qwen3.6-27B's, 1,562 values)
+    passes."""
+    import llm_cost
+    from llm_cost.api.model import config_of
+    from llm_cost.core.limits import MAX_CONFIG_VALUES
+
+    config, _ = config_of(str(FIXTURES / "qwen3.6-27b"))
+    for bloated in ({**config, "mlp_only_layers": [0] * (MAX_CONFIG_VALUES + 1)},
+                    {**config, **{f"k{i}": i for i in range(MAX_CONFIG_VALUES)}}):  # fmt: skip
+        with pytest.raises(llm_cost.LlmCostError) as refused:
+            llm_cost.params(bloated)
+        assert refused.value.fields == ("model",) and f"more than {MAX_CONFIG_VALUES:,} values" in str(refused.value)
+    assert llm_cost.params(config).total_params == llm_cost.params(str(FIXTURES / "qwen3.6-27b")).total_params
