@@ -138,17 +138,23 @@ def test_two_replicas_on_one_node_run_as_one_data_parallel_command():
 
 def test_vllms_registry_is_checked_for_the_models_family():
     """vllm/model_executor/models/registry.py @ bf8e7624 lists ``"LlamaForCausalLM"``,
-    ``"DeepseekV3ForCausalLM"`` and ``"Qwen2VLForConditionalGeneration"`` but no Gemma 4 (its
-    Gemma entries stop at ``Gemma3ForCausalLM`` / ``Gemma3nForConditionalGeneration``): the
-    Gemma-4 checkpoint's command carries a warning, Llama's none, SGLang's says it is unchecked."""
+    ``"DeepseekV3ForCausalLM"`` and ``"Qwen2VLForConditionalGeneration"`` but no Gemma 4 or gpt-oss
+    (its Gemma entries stop at ``Gemma3ForCausalLM``): those run by later model files of vLLM
+    (``gemma4.py``, ``gpt_oss.py``: an attacker was warned that vLLM may not run gpt-oss-120b) are
+    known by those; MiniMax-M3's model_type is in neither, so its command carries a warning,
+    Llama's and gpt-oss's none, SGLang's says it is unchecked."""
     from llm_cost.analyses.launch import vllm_knows
 
     assert vllm_knows("llama") and vllm_knows("deepseek_v3") and vllm_knows("qwen2_vl")
-    assert vllm_knows("gemma3_text") and not vllm_knows("gemma4")
-    gemma = api.serve(GEMMA, "h100", 2048, 256, gpus=1, ttft_s="p99:2s", requests=100, emit="vllm").launch
-    assert any(n.code == "launch.unsupported" for n in gemma.conventions)
-    llama = api.serve("llama3-8b", "h100", 2048, 256, gpus=1, ttft_s="p99:2s", requests=100, emit="vllm").launch
-    assert not any(n.code.startswith("launch.unsupported") for n in llama.conventions)
+    assert vllm_knows("gemma3_text") and vllm_knows("gemma4") and vllm_knows("gpt_oss")
+    assert not vllm_knows("minimax_m3")
+    layout = dict(layout=Layout(tp=8), qps=0.5, requests=20, emit="vllm")
+    minimax = api.serve(str(Path(GEMMA).parent / "minimax-m3"), "h200", 2048, 256, **layout).launch
+    assert any(n.code == "launch.unsupported" for n in minimax.conventions)
+    for model in ("llama3-8b", "gpt-oss-120b"):
+        launch = api.serve(model, "h100", 2048, 256, gpus=1 if model == "llama3-8b" else 2, ttft_s="p99:2s",
+                           requests=100, emit="vllm").launch  # fmt: skip
+        assert not any(n.code.startswith("launch.unsupported") for n in launch.conventions), model
     sglang = api.serve("llama3-8b", "h100", 2048, 256, gpus=1, ttft_s="p99:2s", requests=100, emit="sglang").launch
     assert any(n.code == "launch.support_unchecked" for n in sglang.conventions)
 

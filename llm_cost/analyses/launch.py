@@ -44,8 +44,9 @@ one replica's, run N times, each on its own GPUs (``CUDA_VISIBLE_DEVICES``) and 
 load balancer.
 
 Model support: vLLM's model registry (``vllm/model_executor/models/registry.py`` @ bf8e7624,
-:data:`VLLM_REGISTRY_FAMILIES`) is checked for the spec's ``model_type``; a family it lacks is
-warned about (that snapshot is older than the version named: a newer family may run). SGLang's
+:data:`VLLM_REGISTRY_FAMILIES`) and the later model files of :data:`VLLM_MODEL_FILES` are checked for
+the spec's ``model_type``; a family neither holds is warned about (that snapshot is older than the
+version named: a newer family may run). SGLang's
 and TensorRT-LLM's registries are not checked (said so).
 """
 
@@ -126,10 +127,31 @@ def _family(name: str) -> str:
 VLLM_REGISTRY_FAMILIES = frozenset(_family(a) for a in _VLLM_ARCHITECTURES.split())
 
 
+#: HF ``model_type`` values vLLM runs that its registry snapshot (:data:`VLLM_REGISTRY_COMMIT`)
+#: predates: each with the model file of github.com/vllm-project/vllm
+#: ``vllm/model_executor/models/`` that runs it, at a commit where it was found (an attacker: ``serve
+#: gpt-oss-120b --emit vllm`` warned that vLLM may not run gpt_oss, which it has since 0.10.1).
+VLLM_MODEL_FILES = {
+    "gpt_oss": "gpt_oss.py @ 0025d69b",
+    "qwen3_next": "qwen3_next.py @ 6365b387",
+    "qwen3_5": "qwen3_5.py @ 00def4f8",  # Qwen3_5ForConditionalGeneration
+    "qwen3_5_moe": "qwen3_5.py @ 00def4f8",  # Qwen3_5MoeForConditionalGeneration, the same file
+    "qwen3_vl": "qwen3_vl.py @ 4f5768c7",
+    "qwen3_vl_moe": "qwen3_vl_moe.py @ e005f02c",
+    "gemma4": "gemma4.py @ eee7972f",
+    "minimax_m2": "minimax_m2.py @ fb33ec8c",
+    "glm4_moe_lite": "glm4_moe_lite.py @ 778460ce",
+    "kimi_k25": "kimi_k25.py @ dd4ad005",
+    "mimo_v2_flash": "mimo_v2_flash.py @ 91cf2f13",
+    "deepseek_v4": "deepseek_v4.py @ f1b76c19",
+}
+
+
 def vllm_knows(model_type: str) -> bool:
-    """Whether vLLM's model registry at :data:`VLLM_REGISTRY_COMMIT` holds an architecture of the
-    HF ``model_type``'s family (:func:`_family`)."""
-    return _family(model_type) in VLLM_REGISTRY_FAMILIES
+    """Whether vLLM runs the HF ``model_type``: its registry at :data:`VLLM_REGISTRY_COMMIT` holds
+    an architecture of its family (:func:`_family`), or a later model file does
+    (:data:`VLLM_MODEL_FILES`)."""
+    return _family(model_type) in VLLM_REGISTRY_FAMILIES or model_type in VLLM_MODEL_FILES
 
 
 #: The version each engine's flags were checked against, and the file and commit that define them.
