@@ -193,6 +193,17 @@ CLI_MISTAKES = [
     (["serve", "llama3-8b", "--profile", "h2000"], "--profile:", "<family>-<engine>"),
     (["fit", "llama3-8b", "--tp", "3"], "--tp:", "query heads"),
     (["fit", "deepseek-v3", "--tp", "8", "--ep", "4"], "--ep:", "--ep: 4 must be 1 or --tp x --dp"),
+    # an attacker's 1e-320 W and kg/kWh were taken from the API (the CLI refused the intensity alone)
+    (
+        ["train", "llama3-8b", "--tokens", "1T", "--gpus", "8", "--mfu", "0.4", "--power-w", "1e-320"],
+        "--power-w:",
+        "at least 1 and at most 10000",
+    ),
+    (
+        ["train", "llama3-8b", "--tokens", "1T", "--gpus", "8", "--mfu", "0.4", "--grid-kg-per-kwh", "3"],
+        "--grid-kg-per-kwh:",
+        "larger than 2",
+    ),
     # an attacker went in a circle: --ep 8 alone was told tp x dp = 1, moe's copies of a tp it does not use
     (["serve", "deepseek-v3", "--gpu", "h200", "--ep", "8"], "--ep:", "(e.g. --dp 8 with --tp 1)"),
     (["moe", "deepseek-v3", "--redundant-experts", "3"], "--redundant-experts:", "give --ep above 1 (a divisor of"),
@@ -254,3 +265,13 @@ def test_a_gpu_spec_file_whose_name_holds_a_comma_is_one_gpu(cli, tmp_path):
     r = cli("serve", "llama3-8b", "--gpu", str(path), "--tp", "1", "--batch", "8", "--input", "1K", "--output", "128")
     assert r.code == 0, r.err
     assert "H100" in r.out
+
+
+@pytest.mark.parametrize(("field", "value"), [("power_w", 1e-320), ("power_w", 0.5), ("grid_kg_per_kwh", 1e-320),
+                                              ("grid_kg_per_kwh", 3.0)])  # fmt: skip
+def test_train_costs_take_physical_values_from_the_api_too(field, value):
+    """A GPU's board power from 1 W to 10 kW and a grid's intensity 0 or from the least normal float
+    to 2 kg/kWh (POWER_W_RANGE, MAX_GRID_KG_PER_KWH): an attacker's API 1e-320 of each was taken."""
+    with pytest.raises(llm_cost.LlmCostError) as info:
+        llm_cost.train("llama3-8b", 10**12, gpus=8, mfu=0.4, **{field: value})
+    assert info.value.fields == (field,)

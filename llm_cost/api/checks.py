@@ -108,14 +108,15 @@ def number(value: object, name: str, *, minimum: float = 0.0, maximum: float = 1
     return float(cast(float, value))
 
 
-def price(value: object, name: str, maximum: float = 1e6) -> float:
-    """A price in USD: a finite number, 0 (free) or from the smallest normal float
-    (``sys.float_info.min``, 2.2e-308) to ``maximum``. A subnormal (1e-320) holds fewer digits than
-    it shows (1e-320 prints as 9.99989e-321): no price, a slip of the exponent."""
+def price(value: object, name: str, maximum: float = 1e6, what: str = "a price") -> float:
+    """A price in USD (or another amount that may be 0, ``what``): a finite number, 0 (free) or from
+    the smallest normal float (``sys.float_info.min``, 2.2e-308) to ``maximum``. A subnormal
+    (1e-320) holds fewer digits than it shows (1e-320 prints as 9.99989e-321): no price, a slip of
+    the exponent."""
     amount = number(value, name, maximum=maximum, open_min=False)
     if 0 < amount < sys.float_info.min:
         raise InputError(
-            f"{name}: {value!r} is a subnormal number, too small to hold; give 0 or a price from "
+            f"{name}: {value!r} is a subnormal number, too small to hold; give 0 or {what} from "
             f"{sys.float_info.min:.3g} to {maximum:g}",
             fields=(name,),
         )

@@ -10,7 +10,7 @@ from llm_cost.api import checks, choices
 from llm_cost.api.model import GpuLike, ModelLike, load_gpu, load_model
 from llm_cost.core.choices import Fp8Recipe, Framework, MoeDispatcher, Recompute
 from llm_cost.core.errors import InputError
-from llm_cost.core.limits import MAX_LAYOUT, MOE_CAPACITY_FACTOR_RANGE, PUE_RANGE
+from llm_cost.core.limits import MAX_GRID_KG_PER_KWH, MAX_LAYOUT, MOE_CAPACITY_FACTOR_RANGE, POWER_W_RANGE, PUE_RANGE
 from llm_cost.core.types import TRAINING_DTYPES, Dtype, TrainingDtype
 
 if TYPE_CHECKING:
@@ -140,9 +140,11 @@ def _costs(
 ) -> tuple[Optional[float], float, Optional[float], Optional[float]]:
     """(power per GPU, PUE, grid kg CO2e/kWh, USD per GPU-hour), checked."""
     return (
-        checks.optional(power_w, checks.number, "power_w", maximum=1e6),
+        checks.optional(
+            power_w, checks.number, "power_w", minimum=POWER_W_RANGE[0], maximum=POWER_W_RANGE[1], open_min=False
+        ),  # an attacker's 1e-320 W was taken
         checks.number(pue, "pue", minimum=PUE_RANGE[0], maximum=PUE_RANGE[1], open_min=False),
-        checks.optional(grid_kg_per_kwh, checks.number, "grid_kg_per_kwh", maximum=1e3, open_min=False),
+        checks.optional(grid_kg_per_kwh, checks.price, "grid_kg_per_kwh", MAX_GRID_KG_PER_KWH, "an intensity"),
         checks.optional(usd_per_gpu_hour, checks.price, "usd_per_gpu_hour"),
     )
 

@@ -27,7 +27,7 @@ from llm_cost.cli.options import (
 from llm_cost.cli.program import app, emit
 from llm_cost.cli.step_options import NetworkGbS, ProfileOpt
 from llm_cost.core.choices import Fp8Recipe, Framework, MoeDispatcher, Recompute
-from llm_cost.core.limits import MOE_CAPACITY_FACTOR_RANGE, PUE_RANGE
+from llm_cost.core.limits import MAX_GRID_KG_PER_KWH, MOE_CAPACITY_FACTOR_RANGE, POWER_W_RANGE, PUE_RANGE
 from llm_cost.core.types import TrainingDtype
 
 
@@ -124,7 +124,10 @@ DispatcherOpt = Annotated[
 PowerW = Annotated[
     Optional[float],
     option(
-        "--power-w", parse=positive("--power-w"), metavar="NUMBER", help="Power per GPU, W (default: the GPU's TDP)."
+        "--power-w",
+        parse=within("--power-w", POWER_W_RANGE),
+        metavar="NUMBER",
+        help="Power per GPU, W, from 1 to 10,000 (default: the GPU's TDP).",
     ),
 ]
 Pue = Annotated[
@@ -140,9 +143,9 @@ Grid = Annotated[
     Optional[float],
     option(
         "--grid-kg-per-kwh",
-        parse=non_negative("--grid-kg-per-kwh"),
+        parse=non_negative("--grid-kg-per-kwh", maximum=MAX_GRID_KG_PER_KWH),
         metavar="NUMBER",
-        help="Grid carbon intensity, kg CO2e/kWh.",
+        help="Grid carbon intensity, kg CO2e/kWh, from 0 to 2.",
     ),
 ]
 TrainPrice = Annotated[

@@ -135,6 +135,10 @@ QPS_RANGE = (1e-3, 1e6)
 MAX_CONFIG_DEPTH = 32
 #: A data centre's power usage effectiveness (1: all power reaches the GPUs).
 PUE_RANGE = (1.0, 10.0)
+#: A GPU's board power, W: from 1 W to 10 kW (the B200's TDP is 1,000 W); 1e-320 W is a slip.
+POWER_W_RANGE = (1.0, 10_000.0)
+#: A grid's carbon intensity, kg CO2e per kWh: 0 (all renewable) to 2 (coal is about 1).
+MAX_GRID_KG_PER_KWH = 2.0
 #: A speculative draft step's cost c, as a fraction of a target step (0: free; 100: a draft a hundred
 #: times the target's cost, past any draft that pays).
 DRAFT_COST_RANGE = (0.0, 100.0)
