@@ -91,8 +91,23 @@ def test_a_format_not_modelled_is_weighed_at_torch_dtype_and_says_so(tmp_path, q
             {"quant_method": "awq", "bits": 0, "group_size": 128},
             "quantization_config.bits must be a bit width from 1 to 16 (got 0)",
         ),
+        *(
+            (
+                {
+                    "quant_method": "compressed-tensors",
+                    "config_groups": {
+                        "group_0": {
+                            "targets": ["Linear"],
+                            "weights": {"num_bits": 4, "type": "float", "group_size": size},
+                        }
+                    },
+                },
+                "config_groups.group_0.weights.group_size must be an integer, -1 (per channel) or at least 1",
+            )
+            for size in (0, -16, 1.5)  # an attacker's NVFP4 group sizes, read as an unmodelled group
+        ),
     ],
-    ids=["gptq-group-0", "awq-group-minus-2", "awq-0-bit"],
+    ids=["gptq-group-0", "awq-group-minus-2", "awq-0-bit", "nvfp4-group-0", "nvfp4-group-minus-16", "nvfp4-group-1.5"],
 )
 def test_a_value_no_checkpoint_has_is_refused_naming_the_key(cli, tmp_path, quantization, message):
     """An attack: bits 0 or group_size 0 (values no AWQ or GPTQ checkpoint can hold: AutoAWQ and

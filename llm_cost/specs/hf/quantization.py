@@ -109,8 +109,13 @@ def _format(method: str, q: dict[str, Any], fail: Fail, notes: list[str]) -> Opt
     name, first = next(iter(groups.items()), ("", {}))
     group = _mapping(first, f"quantization_config.config_groups.{name}", fail)
     weights = _mapping(group.get("weights"), f"quantization_config.config_groups.{name}.weights", fail)
-    bits, kind = weights.get("num_bits"), weights.get("type")
-    if kind == "float" and bits == 4 and weights.get("group_size") == 16:
+    bits, kind, size = weights.get("num_bits"), weights.get("type"), weights.get("group_size")
+    if size is not None and (type(size) is not int or size == 0 or size < -1):  # QuantizationArgs' Optional[int]
+        raise fail(
+            f"quantization_config.config_groups.{name}.weights.group_size",
+            f"must be an integer, -1 (per channel) or at least 1 (got {size!r})",
+        )  # an attacker's 0, -16 and 1.5 were read as an unmodelled group
+    if kind == "float" and bits == 4 and size == 16:
         return "nvfp4"
     if kind == "float" and bits == 8:
         block = weights.get("block_structure")
