@@ -939,7 +939,7 @@ def _plan(
         *bubble_note(
             lay, best.breakdown, seq, MemoryModel(spec, seq, gpu.capacity_bytes - cluster.reserve_bytes).memory
         ),
-        note("train_plan.band", low=low, high=high, widen=widen, searched=searched),
+        note("train_plan.band", low=low, high=high, widen=widen, searched=searched, own=rates.has_runs),
         note("train_plan.left_out"),
     ]
     return TrainPlan(

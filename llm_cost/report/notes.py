@@ -725,8 +725,13 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     ),
     "train_plan.band": lambda p: (
         f"error band {p['low'] - 1:+.0%} / {p['high'] - 1:+.0%} of the step time: the 10th and 90th percentiles of "
-        "measured / predicted over this GPU family's published runs, each predicted out of source (with the factors "
-        "fitted on the other sources)"
+        + (
+            "measured / predicted over this GPU family's published runs"
+            if p.get("own", True)
+            else "measured / predicted, end by end the widest of the GPU families with published runs: borrowed, as "
+            "this GPU's family has none, so nothing measures how far off its own prediction is"
+        )
+        + ", each predicted out of source (with the factors fitted on the other sources)"
         + (
             ", each at the layout the free search picks, as this plan's was (the search prices some layouts too "
             "cheaply: its picks run slower than predicted more often than faster)"

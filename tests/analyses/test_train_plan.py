@@ -901,3 +901,30 @@ def test_a_plans_totals_carry_its_band():
     assert plan.cost_usd_range == pytest.approx(tuple(2.5 * h for h in hours), rel=1e-12)
     assert plan.co2_tonnes_range == pytest.approx(tuple(0.4 * e / 1000 for e in kwh), rel=1e-12)
     assert plan.gpu_hours_range[0] <= plan.gpu_hours <= plan.gpu_hours_range[1]
+
+
+def test_a_family_without_published_runs_borrows_the_widest_ends_and_says_so():
+    """No published training run is of the MI300X's family (llm_cost/data/training-efficiency.json
+    holds hopper and ampere): its band is, end by end, the widest of those families' (the fastest
+    low end and the slowest high end of their published runs held out by source), not 1 -/+ the
+    largest distance mirrored, which printed an MFU band up to 90.3% (a new user); the note says
+    the band is borrowed. A Hopper plan keeps its own family's band."""
+    import json
+    from pathlib import Path
+
+    import llm_cost
+    from llm_cost.report.notes import sentence
+
+    table = json.loads((Path(llm_cost.__file__).parent / "data" / "training-efficiency.json").read_text())["families"]
+    assert "cdna3" not in table
+    low = min(f["search_time_ratio"][0] for f in table.values())
+    high = max(f["search_time_ratio"][1] for f in table.values())
+    plan = llm_cost.train_plan("llama3-8b", 10**12, "mi300x", gpus=64)
+    band = next(n for n in plan.conventions if n.code == "train_plan.band")
+    assert (band.params["low"], band.params["high"]) == pytest.approx((low, high))
+    assert "borrowed" in sentence(band)
+    assert plan.mfu_range == pytest.approx([plan.mfu / high, plan.mfu / low])  # 36.7% to 55.0%, not 90.3%
+    hopper = llm_cost.train_plan("llama3-8b", 10**12, "h100", gpus=64)
+    own = next(n for n in hopper.conventions if n.code == "train_plan.band")
+    assert own.params["high"] == pytest.approx(table["hopper"]["search_time_ratio"][1])
+    assert "this GPU family's published runs" in sentence(own)
