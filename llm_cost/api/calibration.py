@@ -71,7 +71,8 @@ def validate(profile: Optional[str] = None) -> Validation:
     rows inside the band drawn from the other sources' held-out errors), the bands, and every row
     beside the bound and the MFU/MBU estimate; ``profile`` (a shipped ``<family>-<engine>`` name)
     keeps that profile's rows; a profile YAML file (``llm-cost calibrate``'s) predicts the shipped
-    rows of its family and engine, out of sample."""
+    rows of its family and engine, out of sample but for the rows of a source it lists as fitted on
+    (``method`` and each row's ``situation`` say which)."""
     from llm_cost.analyses.calibration import validation
     from llm_cost.perf.profile import profile_file
 

@@ -165,7 +165,11 @@ def render_bands(con, v: Validation) -> None:
 
 def render_validation(con, v: Validation) -> None:
     """``validate``: per source (or a profile's rows), then the bands and the conventions."""
-    if v.profile is not None:
+    if v.profile is not None and v.method != "leave-one-source-out":  # a user's profile predicting them
+        render_rows(
+            con, f"{v.profile}: the shipped rows of its family and engine, predicted by it ({v.method})", v.results
+        )
+    elif v.profile is not None:
         render_rows(con, f"{v.profile}: its rows, each predicted by the fit without its source", v.results)
     else:
         render_sources(con, v)

@@ -91,3 +91,21 @@ def test_the_profile_help_names_only_profiles_that_load():
     assert len(names) >= 3
     for name in names:
         assert load_profile(name).name == name
+
+
+def test_validating_a_users_profile_says_which_rows_it_was_fitted_on(tmp_path):
+    """A new user calibrated a profile on the shipped H200 measurements and validated it: the rows
+    were labelled "out of sample" at 3.0% median under the title "each predicted by the fit without
+    its source", though the profile was fitted on exactly them. A row whose source the profile lists
+    as fitted on is "in sample", and the method says so."""
+    from pathlib import Path
+
+    import llm_cost
+
+    data = Path(llm_cost.__file__).parent / "data" / "measurements" / "local-h200-llama3-8b-measured.yaml"
+    out = tmp_path / "mine.yaml"
+    llm_cost.calibrate([data], out)
+    v = llm_cost.validate(str(out))
+    assert v.method == "in sample" and v.results and {r.situation for r in v.results} == {"in sample"}
+    shipped = llm_cost.validate("hopper-pytorch-eager")
+    assert shipped.method == "leave-one-source-out"
