@@ -939,6 +939,7 @@ def _plan(
         *bubble_note(
             lay, best.breakdown, seq, MemoryModel(spec, seq, gpu.capacity_bytes - cluster.reserve_bytes).memory
         ),
+        *uneven_stages_note(spec, lay),
         note("train_plan.band", low=low, high=high, widen=widen, searched=searched, own=rates.has_runs),
         note("train_plan.left_out"),
     ]
@@ -973,6 +974,23 @@ def _mfu_vs_bf16_peak(mfu: float, gpu: HardwareSpec, dtype: Dtype) -> float | No
 BUBBLE_WARN = 0.25
 #: The bubble fraction the warning's suggested batch keeps to.
 BUBBLE_TARGET = 0.10
+
+
+def uneven_stages_note(spec: ModelSpec, layout: TrainLayout) -> list[Note]:
+    """A note when ``layout``'s pipeline stages split the layers unevenly (:func:`~llm_cost.model.
+    layout.stage_layers`: the first stages take one more), as DeepSeek-V3's published PP16 over 61
+    layers does; the stage of most layers sets the step (a new user: Llama-3-70B's 80 layers on PP25
+    were planned without a word)."""
+    split = stage_layers(spec.num_hidden_layers, layout.pp)
+    if layout.pp == 1 or len(set(split)) == 1:
+        return []
+    most = max(split)
+    return [
+        note(
+            "train_plan.uneven_stages", pp=layout.pp, layers=spec.num_hidden_layers, most=most,
+            more=split.count(most), fewest=min(split), framework=str(layout.framework),
+        )
+    ]  # fmt: skip
 
 
 def bubble_note(

@@ -723,6 +723,17 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
         )
         + f"; activations x the micro-batches 1F1B keeps in flight; {p['reserve_gib']:g} GiB reserve; GiB = 2^30 B"
     ),
+    "train_plan.uneven_stages": lambda p: (
+        f"pipeline: PP{p['pp']} splits the {p['layers']} layers unevenly, {p['more']} stage"
+        f"{'s' if p['more'] > 1 else ''} of {p['most']} and the rest of {p['fewest']}; the stages of {p['most']} set "
+        "the step"
+        + (
+            " (Megatron-Core runs an uneven split with --decoder-first-pipeline-num-layers and "
+            "--decoder-last-pipeline-num-layers, its middle stages equal: a split it takes may differ from this one)"
+            if p["framework"] == "megatron"
+            else ""
+        )
+    ),
     "train_plan.band": lambda p: (
         f"error band {p['low'] - 1:+.0%} / {p['high'] - 1:+.0%} of the step time: the 10th and 90th percentiles of "
         + (

@@ -928,3 +928,17 @@ def test_a_family_without_published_runs_borrows_the_widest_ends_and_says_so():
     own = next(n for n in hopper.conventions if n.code == "train_plan.band")
     assert own.params["high"] == pytest.approx(table["hopper"]["search_time_ratio"][1])
     assert "this GPU family's published runs" in sentence(own)
+
+
+def test_an_uneven_pipeline_split_is_said():
+    """Llama-3-70B's 80 layers over PP25 (a new user's 100-GPU plan, without a word of it): 80 = 25 x 3
+    + 5, so 5 stages hold 4 layers and 20 hold 3, and the stages of 4 set the step; PP 8 divides
+    them and says nothing."""
+    from llm_cost.report.notes import sentence
+
+    uneven = llm_cost.train_plan("llama3-70b", 10**12, "h100", gpus=100, tp=4, pp=25)
+    said = [n for n in uneven.conventions if n.code == "train_plan.uneven_stages"]
+    assert len(said) == 1 and (said[0].params["more"], said[0].params["most"], said[0].params["fewest"]) == (5, 4, 3)
+    assert "5 stages of 4 and the rest of 3" in sentence(said[0])
+    even = llm_cost.train_plan("llama3-70b", 10**12, "h100", gpus=64, tp=8, pp=8)
+    assert not any(n.code == "train_plan.uneven_stages" for n in even.conventions)
