@@ -309,3 +309,29 @@ def test_train_at_a_given_mfu_prints_tiny_and_huge_jobs_in_three_digits(cli, tok
     assert f"${2 * gpu_hours:.3g} at $2 per GPU-hour" in lines["cost"]
     if tokens > 1:
         assert f"{gpu_hours / 8 / 24:.3g} days" in lines["wall-clock time"] and ".0 " not in lines["energy"]
+
+
+def test_why_a_layout_loses_adds_up():
+    """'+376 ms per step, most in DP collectives +1.70 s' read as a part larger than its whole (a new
+    user, the README's 405B plan): each loser's step growth is printed as its largest term's growth
+    and the rest's net change, which add up to it within their printed rounding."""
+    import re
+
+    import llm_cost
+    from llm_cost.report.train_plan import _verdict
+
+    plan = llm_cost.train_plan("llama3.1-405b", 15 * 10**12, "h100", gpus=16384, global_batch=16 * 2**20, seq=8192,
+                               framework="fsdp2")  # fmt: skip
+    units = {"s": 1.0, "ms": 1e-3, "µs": 1e-6}
+    number = r"([\d.,]+) (s|ms|µs)"
+    seen = 0
+    for reason in plan.reasons:
+        text = _verdict(reason, plan.mfu)
+        m = re.match(rf"\+{number} per step: .+? \+{number}(?:, the rest ([+-]){number})?$", text)
+        if not m:
+            continue
+        whole, part = (float(m[i].replace(",", "")) * units[m[i + 1]] for i in (1, 3))
+        rest = float(m[6].replace(",", "")) * units[m[7]] * (1 if m[5] == "+" else -1) if m[5] else 0.0
+        assert whole == pytest.approx(part + rest, abs=0.011), text  # two figures rounded to 3 digits of s
+        seen += 1
+    assert seen >= 2
