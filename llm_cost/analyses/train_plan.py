@@ -192,6 +192,7 @@ class Reason:
     term: str  # the term of the step (StepBreakdown field) that grows most
     term_delta_s: float
     other_total_bytes: float
+    rest_delta_s: float = 0.0  # the other terms' net change: delta_step_s = term_delta_s + rest_delta_s
 
 
 @record
@@ -741,6 +742,7 @@ def _reasons(best: Candidate, everything: list[Candidate], alternatives: list[Ca
             Reason(
                 knob, value, label, True, rival.mfu, rival.step_time_s - best.step_time_s, term,
                 theirs[term] - mine[term], rival.memory.total_bytes,
+                rival.step_time_s - best.step_time_s - (theirs[term] - mine[term]),
             )
         )  # fmt: skip
     return out

@@ -255,6 +255,7 @@ class StepBreakdown:
     pp_s: float  # exposed pipeline sends
     dp_s: float  # exposed data-parallel (ZeRO / FSDP) collectives
     optimizer_s: float
+    overhead_s: float  # the profile's per-step engine overhead (step_overhead_s: launches, Python, sync)
     step_s: float
     microbatch_s: float  # one micro-batch on the slowest stage, its exposed communication included
 
@@ -596,8 +597,9 @@ def step_breakdown(
         fill = (p - 1) / v * micro
         total = m * micro + fill + dp_once + m * dp_mb + optimizer + q["step_overhead_s"]
         row = StepBreakdown(
-            m * work.compute_s, fill, m * tp, m * cp, m * ep, m * pp, dp_once + m * dp_mb, optimizer, total, micro
-        )
+            m * work.compute_s, fill, m * tp, m * cp, m * ep, m * pp, dp_once + m * dp_mb, optimizer,
+            q["step_overhead_s"], total, micro,
+        )  # fmt: skip
         if best is None or row.step_s > best.step_s:
             best = row
     assert best is not None  # a layout has at least one stage

@@ -16,6 +16,7 @@ SHORT = {
     "pp_s": "pipeline sends",
     "dp_s": "DP collectives",
     "optimizer_s": "optimizer",
+    "overhead_s": "step overhead",
 }
 #: What each term of a step's time is, in words.
 TERMS = {
@@ -27,6 +28,7 @@ TERMS = {
     "pp_s": "pipeline sends (exposed)",
     "dp_s": "data-parallel collectives (exposed)",
     "optimizer_s": "optimizer step",
+    "overhead_s": "per-step overhead (launches, host; the profile's)",
 }
 
 
@@ -79,8 +81,8 @@ def _verdict(w, best_mfu: float) -> str:  # noqa: ANN001 - a Reason
         return f"does not fit ({_gib(w.other_total_bytes)})"
     if mfu_tier(w.other_mfu) == mfu_tier(best_mfu):
         return "ties (the simpler layout is ranked first)"
-    rest = w.delta_step_s - w.term_delta_s  # the other terms' net change (a new user read "+376 ms per step, most
-    # in DP collectives +1.70 s" as a part larger than its whole)
+    rest = w.rest_delta_s  # the other terms' net change (a new user read "+376 ms per step, most in DP
+    # collectives +1.70 s" as a part larger than its whole)
     others = f", the rest {'+' if rest >= 0 else '-'}{fmt_seconds(abs(rest))}" if abs(rest) >= 1e-6 else ""
     return f"+{fmt_seconds(w.delta_step_s)} per step: {SHORT[w.term]} +{fmt_seconds(w.term_delta_s)}{others}"
 
