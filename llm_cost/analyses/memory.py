@@ -293,7 +293,12 @@ def activation_memory(
             weights.append(n)
         text = (
             "the model's block: inputs, norms, Q/K/V/O, MLP"
-            + (" + 2as^2b scores" if kept else " (scores recomputed)")
+            + (
+                " + 2as^2b scores (Korthikanti et al.'s count, before FlashAttention; the predicted training plan "
+                "keeps none, as FlashAttention does)"
+                if kept
+                else " (scores recomputed)"
+            )
             + (", all / t (SP)" if sequence_parallel else ", inner tensors / t" if t > 1 else "")
         )
     total = sum((n * x for n, x in zip(weights, per_layer)), Fraction(0))
