@@ -275,3 +275,29 @@ def test_train_costs_take_physical_values_from_the_api_too(field, value):
     with pytest.raises(llm_cost.LlmCostError) as info:
         llm_cost.train("llama3-8b", 10**12, gpus=8, mfu=0.4, **{field: value})
     assert info.value.fields == (field,)
+
+
+_HUGE = 10**5000  # past Python's 4,300-digit limit on int-to-str conversion
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda cfg: llm_cost.params({**cfg, "hidden_size": _HUGE}), "model"),
+        (lambda cfg: llm_cost.params({**cfg, "rope_scaling": {"rope_type": "yarn", "factor": _HUGE}}), "model"),
+        (lambda cfg: llm_cost.kv("llama3-8b", contexts=[_HUGE]), "contexts"),
+        (lambda cfg: llm_cost.train("llama3-8b", _HUGE, mfu=0.4), "tokens"),
+        (lambda cfg: llm_cost.train("llama3-8b", 10**12, gpus=8, mfu=0.4, power_w=_HUGE), "power_w"),
+        (lambda cfg: llm_cost.serve("llama3-8b", "h100", ttft_s=_HUGE), "ttft_s"),
+    ],
+    ids=["config-int", "config-nested", "kv-context", "train-tokens", "train-power", "serve-target"],
+)
+def test_an_integer_too_long_to_print_is_refused_not_raised(call, field):
+    """An attacker's 10**5000 through the API: the error message's repr raised Python's ValueError
+    (over 4,300 digits), a traceback; it is refused naming the field, its size said in digits."""
+    from llm_cost.api.model import config_of
+
+    config, _ = config_of(str(Path(__file__).parent / "fixtures" / "hf" / "qwen3-8b"))
+    with pytest.raises(llm_cost.LlmCostError) as info:
+        call(config)
+    assert field in info.value.fields and "5,001 digits" in str(info.value)

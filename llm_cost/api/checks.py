@@ -25,7 +25,7 @@ from llm_cost.core.limits import (
     PERCENTILE_DECIMALS,
     PERCENTILE_RANGE,
 )
-from llm_cost.core.units import plain_number
+from llm_cost.core.units import plain_number, shown_number
 
 __all__ = [
     "count",
@@ -62,7 +62,9 @@ def count(value: object, name: str, minimum: int = 1, maximum: int = MAX_COUNT) 
     """An integer (:func:`integer`) in ``[minimum, maximum]``."""
     whole = integer(value)
     if whole is None or not minimum <= whole <= maximum:
-        raise InputError(f"{name}: {value!r} must be an integer from {minimum:,} to {maximum:,}", fields=(name,))
+        raise InputError(
+            f"{name}: {shown_number(value)} must be an integer from {minimum:,} to {maximum:,}", fields=(name,)
+        )
     return whole
 
 
@@ -101,7 +103,7 @@ def number(value: object, name: str, *, minimum: float = 0.0, maximum: float = 1
     )
     if not ok:
         side = "above" if open_min else "at least"
-        given = f"{value:g}" if isinstance(value, float) else repr(value)  # 1e+12, not 1000000000000.0
+        given = f"{value:g}" if isinstance(value, float) else shown_number(value)  # 1e+12, not 1000000000000.0
         raise InputError(
             f"{name}: {given} must be a finite number {side} {minimum:g} and at most {maximum:g}", fields=(name,)
         )

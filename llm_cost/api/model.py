@@ -12,7 +12,7 @@ from llm_cost.api import checks, choices
 from llm_cost.api.argtypes import GpuLike, ModelLike
 from llm_cost.core.errors import InputError
 from llm_cost.core.limits import MAX_CONFIG_DEPTH, MAX_CONFIG_VALUES
-from llm_cost.core.units import plain_number
+from llm_cost.core.units import plain_number, shown_number
 
 if TYPE_CHECKING:
     from llm_cost.analyses.catalog import CatalogEntry, GPUEntry, ModelEntry, SpecView
@@ -202,6 +202,12 @@ def _too_many_values(config: dict) -> bool:
 
 def _plain_value(value: object, path: str, depth: int) -> object:
     """One value of :func:`plain_config`, at ``path`` (dotted keys), ``depth`` levels down."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**64:
+        raise InputError(  # an attacker's 10**5000 reached a ValueError in an error message's repr
+            f"model: the config dict's {path} holds {shown_number(value)}, past the 64-bit integers a config.json's "
+            "readers take",
+            fields=("model",),
+        )
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):  # numpy's bool (an
@@ -214,7 +220,7 @@ def _plain_value(value: object, path: str, depth: int) -> object:
         return [_plain_value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
     plain = plain_number(value)  # numpy's int64 and float32 as Python's, as every count and real is read
     if isinstance(plain, (int, float)) and not isinstance(plain, bool):
-        return plain
+        return _plain_value(plain, path, depth)
     raise InputError(
         f"model: the config dict's {path} holds a value of type {type(value).__name__}; a config.json holds strings, numbers, "
         "booleans, null, lists and objects",

@@ -304,6 +304,15 @@ def plain_number(value: object) -> object:
     return value
 
 
+def shown_number(value: object) -> str:
+    """``repr(value)``, but an integer past 30 digits as how many digits it has: ``repr`` of one past
+    4,300 digits raises ValueError (Python's int_max_str_digits), which an attacker's ``10**5000``
+    turned into a traceback inside an error message."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"an integer of {math.floor(math.log10(abs(value))) + 1:,} digits"
+    return repr(value)
+
+
 def exact(value: int | Fraction) -> int | Fraction:
     """An exact quantity as an int when it is whole, else the Fraction itself."""
     if isinstance(value, Fraction) and value.denominator == 1:

@@ -27,6 +27,7 @@ from llm_cost.core.limits import (
     MAX_VALUES,
 )
 from llm_cost.core.records import record
+from llm_cost.core.units import shown_number
 
 __all__ = [
     "MAX_SPEC_BYTES",
@@ -394,9 +395,7 @@ def _problem(err: dict[str, Any]) -> str:
 
 def _short_repr(value: Any) -> str:
     """``repr(value)`` of at most about 40 characters (an integer's digits are counted instead)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
-        return f"an integer of {len(str(abs(value))):,} digits"
-    return shown(repr(value), 40)
+    return shown(shown_number(value), 40)
 
 
 def validation_message(path: Path | str, exc: Exception) -> str:
