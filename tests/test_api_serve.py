@@ -551,3 +551,21 @@ def test_durations_take_the_greek_mu_as_the_micro_sign():
     from llm_cost.core.units import parse_duration
 
     assert parse_duration("50\u03bcs", "ttft_s") == parse_duration("50\u00b5s", "ttft_s") == pytest.approx(50e-6)
+
+
+@pytest.mark.parametrize("gap_s", [0.0, 1e-5, 1e-308])
+def test_a_plan_is_not_sized_for_a_burst(tmp_path, gap_s):
+    """An attacker planned from two rows 10 µs apart (100,000 requests/s, a 30 s search), 1e-308 s
+    apart (an OverflowError) and 200 rows at one instant (planned as a closed loop, the trace
+    ignored): a plan sizes GPUs for a trace spanning at least MIN_PLAN_TRACE_SPAN_S; a layout still
+    replays it."""
+    from llm_cost.core.limits import MIN_PLAN_TRACE_SPAN_S
+
+    path = tmp_path / "burst.jsonl"
+    rows = [{"arrival_s": 0, "input_tokens": 100, "output_tokens": 10}, {"arrival_s": gap_s, "input_tokens": 100,
+            "output_tokens": 10}]  # fmt: skip
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(LlmCostError) as info:
+        llm_cost.serve("llama3-8b", "h100", trace=str(path), ttft_s="p99:1s")
+    assert info.value.fields[0] == "trace" and f"at least {MIN_PLAN_TRACE_SPAN_S:g} s" in str(info.value)
+    assert llm_cost.serve("llama3-8b", layout=ONE, trace=str(path)).simulation.summary.requests == 2

@@ -206,6 +206,26 @@ def _serve(r: ServeRequest, launch: bool) -> ServePlan | SimulatedPlan | ServeRu
     )  # fmt: skip
 
 
+def _check_plan_trace(load: Any) -> None:
+    """InputError naming trace when a plan would size GPUs for a trace whose arrivals span less than
+    :data:`~llm_cost.core.limits.MIN_PLAN_TRACE_SPAN_S`: a burst has no rate (n / span of two rows
+    10 µs apart is 100,000 requests/s; rows all at one instant have none, and were planned as a
+    closed loop, the trace ignored)."""
+    from llm_cost.core.limits import MIN_PLAN_TRACE_SPAN_S
+    from llm_cost.core.units import fmt_seconds
+    from llm_cost.simulate import Trace
+
+    if not isinstance(load, Trace):
+        return
+    span = load.rows[-1].arrival_s - load.rows[0].arrival_s
+    if span < MIN_PLAN_TRACE_SPAN_S:
+        raise InputError(
+            f"trace: its {len(load.rows):,} requests arrive within {fmt_seconds(span)}, a burst with no rate to size "
+            f"GPUs for; give a trace spanning at least {MIN_PLAN_TRACE_SPAN_S:g} s, or a layout to replay it on",
+            fields=("trace", "layout"),
+        )
+
+
 def _plan_options(r: ServeRequest) -> dict[str, Any]:
     """The arguments of ``r`` every form of a plan reads: its engine (the scheduler simulated, and
     the engine whose time profile is chosen), formats, memory, network and price."""
@@ -693,6 +713,7 @@ def _simulated(
             usd_per_gpu_hour=common["usd_per_gpu_hour"], seed=seed, notes=common["extra_notes"], band=True,
             serving_band=serving_band, **formats,
         )  # fmt: skip
+    _check_plan_trace(load)
     search = _narrowed(one, None, engine_options["max_num_batched_tokens"], engine_options["chunked_prefill"])
     # the engine runs at most max_num_seqs sequences (its own default, or the one given): no
     # concurrency beyond it is searched

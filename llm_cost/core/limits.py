@@ -135,6 +135,10 @@ QPS_RANGE = (1e-3, 1e6)
 MAX_CONFIG_DEPTH = 32
 #: A data centre's power usage effectiveness (1: all power reaches the GPUs).
 PUE_RANGE = (1.0, 10.0)
+#: The least span of a trace's arrivals a plan sizes GPUs for, seconds: requests closer together
+#: are a burst, whose n / span "rate" an attacker's two rows 10 µs apart turned into 100,000
+#: requests/s, a 30 s search and an overflow. A layout replays any trace.
+MIN_PLAN_TRACE_SPAN_S = 1.0
 #: A GPU's board power, W: from 1 W to 10 kW (the B200's TDP is 1,000 W); 1e-320 W is a slip.
 POWER_W_RANGE = (1.0, 10_000.0)
 #: A grid's carbon intensity, kg CO2e per kWh: 0 (all renewable) to 2 (coal is about 1).

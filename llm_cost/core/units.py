@@ -432,6 +432,8 @@ def fmt_seconds(seconds: float, digits: int = 3) -> str:
         return TOO_LARGE
     if seconds == 0:
         return "0 s"
+    if seconds < 1e-9:  # a subnormal span printed as 4.94e-318 µs
+        return f"{seconds:.{digits}g} s"
     for limit, scale, unit in ((1e-3, 1e6, "µs"), (1, 1e3, "ms"), (3600, 1, "s"), (86400 * 2, 1 / 3600, "h")):
         if seconds < limit:
             value = seconds * scale
