@@ -676,7 +676,7 @@ def _check_prefill_keeps_up(
     head = (
         f"max_num_batched_tokens: {engine.max_num_batched_tokens:,} tokens a step prefill at most {most:,.0f} "
         f"prompt tokens/s on each {layout.gpus}-GPU replica, fewer than the {offered:,.0f} offered to it "
-        f"({rate / replicas:,.3g} requests/s of {prompt:,.0f} uncached prompt tokens): its queue would grow "
+        f"({fmt_rate(rate / replicas)} requests/s of {prompt:,.0f} uncached prompt tokens): its queue would grow "
         "without end; "
     )
     if best < offered:  # no budget keeps up: the replica's compute does not
@@ -690,7 +690,7 @@ def _check_prefill_keeps_up(
             else f"more than the {MAX_PLAN_GPUS:,} GPUs a plan takes would; give {lower}"
         )
         raise InputError(
-            f"{source}: {rate:,.4g} requests/s of {fmt_rate(prompt)} uncached prompt tokens offer {fmt_rate(offered)} "
+            f"{source}: {fmt_rate(rate)} requests/s of {fmt_rate(prompt)} uncached prompt tokens offer {fmt_rate(offered)} "
             f"prompt tokens/s to each {layout.gpus}-GPU replica{f' (of {replicas:,})' if replicas > 1 else ''}, "
             f"which prefills at most {fmt_rate(best)}"
             f"{' at any token budget' if engine.chunked_prefill else ', a whole prompt a step'}: its queue would grow "

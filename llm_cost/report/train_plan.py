@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llm_cost.analyses.train_plan import TrainPlan, mfu_tier
-from llm_cost.core.units import fmt_seconds
+from llm_cost.core.units import fmt_rate, fmt_seconds
 from llm_cost.report.base import pct, print_conventions, print_facts, print_table
 
 #: Each term of a step's time in a few words.
@@ -128,7 +128,8 @@ def _facts(r: TrainPlan) -> list[tuple[str, str]]:
         facts.append(
             (
                 "emissions",
-                f"{r.co2_tonnes:,.0f} t CO2e {_range(*r.co2_tonnes_range, fmt='{:,.0f}')} at {r.grid_kg_per_kwh:g} kg/kWh",
+                f"{fmt_rate(r.co2_tonnes)} t CO2e [{fmt_rate(r.co2_tonnes_range[0])} to "
+                f"{fmt_rate(r.co2_tonnes_range[1])}] at {r.grid_kg_per_kwh:g} kg/kWh",  # not 0 t for a small run
             )
         )
     facts.append(

@@ -58,14 +58,14 @@ def _facts(r: TrainResult) -> list[tuple[str, str]]:
         ),
     ]
     if r.co2_tonnes is not None:
-        facts.append(("emissions", f"{r.co2_tonnes:,.1f} t CO2e at {r.grid_kg_per_kwh:g} kg/kWh"))
+        facts.append(("emissions", f"{_energy(r.co2_tonnes)} t CO2e at {r.grid_kg_per_kwh:g} kg/kWh"))
     if r.cost_usd is not None:
         facts.append(("cost", f"${fmt_rate(r.cost_usd)} at ${r.usd_per_gpu_hour:g} per GPU-hour"))
     return facts
 
 
 def _energy(amount: float) -> str:
-    """kWh or MWh: one decimal from 1 to 10^15, else three significant digits."""
+    """kWh, MWh or tonnes: one decimal from 1 to 10^15, else three significant digits (0 as 0)."""
     return f"{amount:,.1f}" if 1 <= amount < 1e15 else f"{amount:.3g}"
 
 

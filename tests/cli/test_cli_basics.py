@@ -302,11 +302,14 @@ def test_train_at_a_given_mfu_prints_tiny_and_huge_jobs_in_three_digits(cli, tok
     GPU-hours 6 N D / (0.4 x 989.4e12) / 3600. An attacker read "GPU-hours 0" and "$0" for one
     token, and 33 digits with days, kWh and MWh ending in ".0" for 10^40 tokens."""
     gpu_hours = 6 * 8_030_261_248 * tokens / (0.4 * 989.4e12) / 3600
-    out = cli("train", "llama3-8b", "--tokens", str(tokens), "--gpus", "8", "--mfu", "0.4", "--usd-per-gpu-hour", "2")
+    out = cli("train", "llama3-8b", "--tokens", str(tokens), "--gpus", "8", "--mfu", "0.4", "--usd-per-gpu-hour", "2",
+              "--grid-kg-per-kwh", "0.4")  # fmt: skip
     assert out.code == 0, out.err
     lines = {line.strip().split("  ")[0]: line for line in out.out.splitlines() if line.startswith("  ")}
     assert lines["GPU-hours"].split()[-1] == f"{gpu_hours:.3g}"
     assert f"${2 * gpu_hours:.3g} at $2 per GPU-hour" in lines["cost"]
+    tonnes = gpu_hours * 700 / 1000 * 0.4 / 1000  # the H100's 700 W TDP, PUE 1 (an attacker: "0.0 t" for one token)
+    assert f"{tonnes:.3g} t CO2e" in lines["emissions"]
     if tokens > 1:
         assert f"{gpu_hours / 8 / 24:.3g} days" in lines["wall-clock time"] and ".0 " not in lines["energy"]
 
