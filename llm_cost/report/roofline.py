@@ -81,9 +81,10 @@ def _total_flops_fact(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
         return []
     total = fmt_flops(step.total_flops)
     repeated = step.flops * step.layout.gpus - step.total_flops
-    if step.layout.pp == 1 and step.layout.dp == 1 and repeated > 0:  # each GPU runs the whole step's share
+    summed = fmt_flops(step.flops * step.layout.gpus)
+    if step.layout.pp == 1 and step.layout.dp == 1 and repeated > 0 and summed != total:  # one replica, one stage
         total += (
-            f"; {fmt_flops(step.flops * step.layout.gpus)} summed over the GPUs, each computing whole the "
+            f"; {summed} summed over the GPUs, each computing whole the "
             "operators tensor parallelism does not split"
         )
     return [(f"FLOPs, all {step.layout.gpus} GPUs (the model's)", total)]
