@@ -301,3 +301,12 @@ def test_an_integer_too_long_to_print_is_refused_not_raised(call, field):
     with pytest.raises(llm_cost.LlmCostError) as info:
         call(config)
     assert field in info.value.fields and "5,001 digits" in str(info.value)
+
+
+def test_a_disaggregated_search_with_an_itl_target_is_told_what_simulates_it():
+    """``serve llama3-70b --mode disaggregated --itl p99:30ms`` (an attacker, no --analytic given) was
+    told to leave out --analytic: the disaggregated search has no simulated form, so the remedy is
+    to search aggregated serving too."""
+    with pytest.raises(llm_cost.LlmCostError) as info:
+        llm_cost.serve("llama3-70b", "h100", modes=["disaggregated"], itl_s="p99:30ms")
+    assert info.value.fields == ("itl_s", "modes") and "leave out analytic" not in str(info.value)

@@ -566,6 +566,25 @@ def _analytic_screen(spec: Any, load: Any) -> Any:
     return screen
 
 
+def _check_analytic_targets(goals: dict[str, Any], searched: tuple[ServingMode, ...]) -> None:
+    """InputError naming a target the analytic forms do not bound (they bound TTFT and TPOT), with
+    what would simulate it: leaving out analytic, or for the disaggregated search, which has no
+    simulated form, searching aggregated serving too (an attacker was told to leave out an analytic
+    never given)."""
+    extra = [m for m in goals if m not in ("ttft_s", "tpot_s")]
+    if extra and searched == (ServingMode.DISAGGREGATED,):
+        raise InputError(
+            f"{extra[0]}: the disaggregated search is analytic (the simulator runs aggregated replicas) and bounds "
+            "TTFT and TPOT only; search aggregated serving too (modes) to simulate",
+            fields=(extra[0], "modes"),
+        )
+    if extra:
+        raise InputError(
+            f"{extra[0]}: the analytic planner bounds TTFT and TPOT only; leave out analytic to simulate",
+            fields=(extra[0], "analytic"),
+        )
+
+
 def _analytic(
     spec: Any,
     g: Any,
@@ -593,12 +612,7 @@ def _analytic(
             "input_tokens: the analytic forms (concurrency with a layout, disaggregated alone) take fixed lengths",
             fields=("input_tokens", "output_tokens"),
         )
-    extra = [m for m in goals if m not in ("ttft_s", "tpot_s")]
-    if extra:
-        raise InputError(
-            f"{extra[0]}: the analytic planner bounds TTFT and TPOT only; leave out analytic to simulate",
-            fields=(extra[0], "analytic"),
-        )
+    _check_analytic_targets(goals, searched)
     targets = _mean_targets(goals)
     budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)
     chunk = _chunk(chunk_tokens, chunked_prefill)

@@ -84,8 +84,7 @@ def _total_flops_fact(step: DecodeStep | PrefillStep) -> list[tuple[str, str]]:
     summed = fmt_flops(step.flops * step.layout.gpus)
     if step.layout.pp == 1 and step.layout.dp == 1 and repeated > 0 and summed != total:  # one replica, one stage
         total += (
-            f"; {summed} summed over the GPUs, each computing whole the "
-            "operators tensor parallelism does not split"
+            f"; {summed} summed over the GPUs, each computing whole the operators tensor parallelism does not split"
         )
     return [(f"FLOPs, all {step.layout.gpus} GPUs (the model's)", total)]
 
