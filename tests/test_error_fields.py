@@ -206,6 +206,7 @@ CLI_MISTAKES = [
     ),
     # an attacker went in a circle: --ep 8 alone was told tp x dp = 1, moe's copies of a tp it does not use
     (["serve", "deepseek-v3", "--gpu", "h200", "--ep", "8"], "--ep:", "(e.g. --dp 8 with --tp 1)"),
+    (["fit", "deepseek-v3", "--gpu", "h200", "--ep", "16", "--tp", "8"], "--ep:", "(e.g. --dp 2 with --tp 8)"),
     (["moe", "deepseek-v3", "--redundant-experts", "3"], "--redundant-experts:", "give --ep above 1 (a divisor of"),
     (["moe", "deepseek-v3", "--ep", "7"], "--ep:", "divisor of 256"),
     (["roofline", "--gpu", "a100", "--dtype", "fp8"], "--dtype:", "no fp8"),

@@ -355,7 +355,7 @@ def _launched_settings(run: Any, length: int) -> tuple[Any, int, int, int, bool,
     if c.prefill_layout is not None:
         raise InputError(
             "emit: the chosen plan is disaggregated (a prefill and a decode pool), which no one command "
-            "launches; search aggregated serving (modes) to emit a command",
+            "launches; search aggregated serving alone (modes aggregated) to emit a command",
             fields=("emit", "modes"),
         )
     chunked = c.chunk_tokens is not None

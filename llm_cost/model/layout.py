@@ -192,7 +192,12 @@ def _check_experts(spec: ModelSpec, layout: Layout) -> None:
         raise InputError(
             f"ep: {layout.ep} must be 1 or tp x dp, the ranks of a stage its experts spread over "
             f"({layout.tp} x {layout.dp} = {ranks} here); give a tp and dp whose product is {layout.ep} "
-            f"(e.g. dp {layout.ep} with tp 1), or ep {ranks}",
+            + (  # the tp given kept where it divides ep (an attacker's --tp 8 --ep 16 was told tp 1)
+                f"(e.g. dp {layout.ep // layout.tp} with tp {layout.tp})"
+                if layout.ep % layout.tp == 0
+                else f"(e.g. dp {layout.ep} with tp 1)"
+            )
+            + f", or ep {ranks}",
             fields=("ep", "tp", "dp"),
         )
     if layout.redundant_experts and layout.ep == 1:
