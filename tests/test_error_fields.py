@@ -311,3 +311,11 @@ def test_a_disaggregated_search_with_an_itl_target_is_told_what_simulates_it():
     with pytest.raises(llm_cost.LlmCostError) as info:
         llm_cost.serve("llama3-70b", "h100", modes=["disaggregated"], itl_s="p99:30ms")
     assert info.value.fields == ("itl_s", "modes") and "leave out analytic" not in str(info.value)
+
+
+def test_a_value_just_past_a_bound_is_shown_as_given():
+    """An attacker's 2.0000001 kg/kWh was echoed as '2 must be ... at most 2'; a float that its short
+    form would round is echoed whole."""
+    with pytest.raises(llm_cost.LlmCostError) as info:
+        llm_cost.train("llama3-8b", 10**12, gpus=8, mfu=0.4, grid_kg_per_kwh=2.0000001)
+    assert str(info.value).startswith("grid_kg_per_kwh: 2.0000001 must be")

@@ -103,7 +103,9 @@ def number(value: object, name: str, *, minimum: float = 0.0, maximum: float = 1
     )
     if not ok:
         side = "above" if open_min else "at least"
-        given = f"{value:g}" if isinstance(value, float) else shown_number(value)  # 1e+12, not 1000000000000.0
+        given = shown_number(value)
+        if isinstance(value, float):  # 1e+12, not 1000000000000.0; but 2.0000001 whole, not "2" beside "at most 2"
+            given = f"{value:g}" if not math.isfinite(value) or float(f"{value:g}") == value else repr(value)
         raise InputError(
             f"{name}: {given} must be a finite number {side} {minimum:g} and at most {maximum:g}", fields=(name,)
         )
