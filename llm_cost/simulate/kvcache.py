@@ -48,7 +48,7 @@ class Seq:
     """One request's KV blocks: ``hashes`` (blocks known to the cache, held by reference, the
     leading ones) and ``own`` (blocks only this request can use)."""
 
-    __slots__ = ("key", "shared", "shareable", "hashes", "own", "blocks", "registered", "memo", "state")
+    __slots__ = ("key", "shared", "shareable", "hashes", "own", "blocks", "registered", "memo", "state", "looked")
 
     def __init__(self, key: Hashable, shared: tuple[tuple[Hashable, int], ...], block_tokens: int) -> None:
         self.key = key
@@ -61,6 +61,8 @@ class Seq:
         self.registered = 0  # leading blocks whose hash is known (looked up or cached)
         self.memo: list[Hashable] = []  # block_hash(i) of the leading blocks looked up so far
         self.state = 0  # blocks its fixed per-sequence state holds (not in ``blocks``)
+        #: Its last :meth:`BlockPool.lookup`: (the pool's version then, tokens, hits, free hits).
+        self.looked: tuple[int, int, int, int] = (-1, 0, 0, 0)
 
     def block_hash(self, i: int, block_tokens: int) -> Hashable:
         """The hash of block ``i``: its innermost shared prefix's key and ``i``, or (request, i)."""
@@ -87,6 +89,10 @@ class BlockPool:
         self.runs = 0
         self.hit_tokens = 0
         self.queried_tokens = 0
+        #: Bumped whenever ``refs`` changes: a lookup's answer holds while it stands (a preempted
+        #: 120,000-token request at the head of the queue was looked up block by block every step,
+        #: 25 s for 4 requests: an attacker).
+        self.version = 0
 
     @property
     def free(self) -> int:
@@ -103,6 +109,9 @@ class BlockPool:
         at most (tokens - 1) // block_tokens blocks (vLLM's max_cache_hit_length)."""
         if not self.caching:
             return 0, 0
+        version, asked, hits, free = seq.looked
+        if version == self.version and asked == tokens:
+            return hits, free
         limit = (tokens - 1) // self.block_tokens
         hits = free = 0
         refs = self.refs
@@ -115,6 +124,7 @@ class BlockPool:
                 break
             hits += 1
             free += count == 0
+        seq.looked = (self.version, tokens, hits, free)
         return hits, free
 
     def take_hits(self, seq: Seq, hits: int, tokens: int) -> None:
@@ -122,6 +132,7 @@ class BlockPool:
         tokens (counted in the hit rate)."""
         self.queried_tokens += tokens
         self.hit_tokens += hits * self.block_tokens
+        self.version += hits > 0
         for i in range(hits):
             h = seq.block_hash(i, self.block_tokens)
             if self.refs[h] == 0:
@@ -160,6 +171,7 @@ class BlockPool:
             n -= count
             if count == 1 and key in self.refs:
                 del self.refs[key]  # an evicted cached block
+                self.version += 1
 
     def hold_state(self, seq: Seq, n: int) -> None:
         """Give ``seq`` the ``n`` blocks of its fixed per-sequence state (once, at admission; the
@@ -191,6 +203,7 @@ class BlockPool:
                 h = seq.block_hash(seq.registered, bt)
                 if h not in refs:  # cache_full_blocks: the first to fill a block caches it
                     refs[h] = 1
+                    self.version += 1
                     seq.hashes.append(h)
                     seq.own -= 1
                 seq.registered += 1
@@ -203,6 +216,7 @@ class BlockPool:
         of its fixed state (a resumed request recomputes its state)."""
         bt = self.block_tokens
         refs = self.refs
+        self.version += 1
         keep = 0
         if preempted_at is not None and self.caching:
             first = len(seq.hashes)
