@@ -229,10 +229,14 @@ def shipped_of_repo(model_id: str) -> str | None:
 
 
 def _with_shipped_hint(exc: SpecError, model_id: str) -> SpecError:
-    """``exc`` of a Hub lookup, with the shipped model of that repo where there is one (an attacker
-    was refused meta-llama/Meta-Llama-3-8B offline, the id ``serve --emit`` prints for llama3-8b)."""
+    """``exc`` of a Hub lookup, with the shipped model of that repo where there is one, or the
+    offline catalog's (an attacker was refused meta-llama/Meta-Llama-3-8B offline, the id ``serve
+    --emit`` prints for llama3-8b; with ``@main`` the catalog's id was not named either)."""
     stem = shipped_of_repo(model_id)
-    return exc if stem is None else SpecError(f"{exc}; or give {stem}, the shipped spec of this repo's model")
+    if stem is not None:
+        return SpecError(f"{exc}; or give {stem}, the shipped spec of this repo's model")
+    short = catalog_name(model_id.split("@", 1)[0].strip())
+    return exc if short is None else SpecError(f"{exc}; or give {short}, the offline catalog's copy of its config")
 
 
 def load_model(name_or_path: str) -> ModelSpec:

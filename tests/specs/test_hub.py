@@ -378,4 +378,7 @@ def test_a_hub_id_that_cannot_be_fetched_names_the_shipped_model_of_its_repo():
     assert str(refused.value).endswith("; or give llama3-8b, the shipped spec of this repo's model")
     with pytest.raises(SpecError) as other:
         load_model("foo/bar-no-such-model")
-    assert "shipped spec" not in str(other.value)
+    assert "shipped spec" not in str(other.value) and "catalog" not in str(other.value)
+    with pytest.raises(SpecError) as catalogued:  # a catalog id with a revision is a Hub id: it names the copy
+        load_model("meta-llama/Llama-3.1-70B-Instruct@main")
+    assert str(catalogued.value).endswith("; or give llama3.1-70b-instruct, the offline catalog's copy of its config")
