@@ -207,6 +207,8 @@ CLI_MISTAKES = [
     # an attacker went in a circle: --ep 8 alone was told tp x dp = 1, moe's copies of a tp it does not use
     (["serve", "deepseek-v3", "--gpu", "h200", "--ep", "8"], "--ep:", "(e.g. --dp 8 with --tp 1)"),
     (["fit", "deepseek-v3", "--gpu", "h200", "--ep", "16", "--tp", "8"], "--ep:", "(e.g. --dp 2 with --tp 8)"),
+    # an attacker: "TP 1 x PP 1 does not hold llama3-8b ...; the fewest GPUs that do: 1 (TP 1 x PP 1)"
+    (["serve", "llama3-8b", "--tp", "1", "--batch", "8", "--chunk", "1M"], "--chunk:", "give a smaller --chunk"),
     (["moe", "deepseek-v3", "--redundant-experts", "3"], "--redundant-experts:", "give --ep above 1 (a divisor of"),
     (["moe", "deepseek-v3", "--ep", "7"], "--ep:", "divisor of 256"),
     (["roofline", "--gpu", "a100", "--dtype", "fp8"], "--dtype:", "no fp8"),

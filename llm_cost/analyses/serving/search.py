@@ -668,6 +668,13 @@ def _too_big(
     for layout in replica_layouts(spec, gpu, MAX_PLAN_GPUS):
         rep = replica(spec, gpu, layout, traffic, policy, bits, kv_bits)
         if rep.room(spec, smallest_step(CHUNK_GRID, traffic), 1, policy) >= rep.seq_kv_bytes + rep.prompt_kv_bytes:
+            if forced and layout in forced:  # it holds one at the least step: the chunk's workspace is the cause
+                return InputError(
+                    f"chunk_tokens: TP {layout.tp} x PP {layout.pp} holds {what} at a "
+                    f"{smallest_step(CHUNK_GRID, traffic):,}-token step, but the activation workspace of the step "
+                    "given leaves no room for it; give a smaller chunk_tokens",
+                    fields=("chunk_tokens",),
+                )  # an attacker was told the fewest GPUs that hold it are the very layout refused
             if forced:
                 shown = ", ".join(f"TP {f.tp} x PP {f.pp}" for f in forced)
                 return InputError(
