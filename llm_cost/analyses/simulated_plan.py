@@ -56,6 +56,7 @@ from llm_cost.analyses.simulated_serving import (
 )
 from llm_cost.core.choices import Router, ServingMode
 from llm_cost.core.errors import InputError
+from llm_cost.core.limits import MAX_PLAN_GPUS
 from llm_cost.core.notes import Note, note
 from llm_cost.core.records import record
 from llm_cost.core.serialize import Result
@@ -324,6 +325,14 @@ def _nothing_meets(
                 "longer than max_model_len or than an empty KV cache; give a larger max_model_len, more GPUs or "
                 "shorter input_tokens",
                 fields=("max_model_len", "input_tokens"),
+            )
+        most = max(runs, key=lambda r: r.gpus)
+        if not targets or "overloaded" in most.violates_upper:  # an attacker's 250,000 requests/s, no targets
+            fix = "a lower rate" if most.gpus >= MAX_PLAN_GPUS else "more gpus or a lower rate"
+            return InputError(
+                f"gpus: the most GPUs simulated ({most.describe()}) fall behind the rate offered, their queue "
+                f"growing through the run; give {fix}",
+                fields=("gpus", "qps"),
             )
         parts.append("no configuration simulated meets every target at once; relax one of them")
         fields_ = list(targets)
