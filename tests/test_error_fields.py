@@ -327,3 +327,13 @@ def test_a_value_just_past_a_bound_is_shown_as_given():
     with pytest.raises(llm_cost.LlmCostError) as info:
         llm_cost.train("llama3-8b", 10**12, gpus=8, mfu=0.4, grid_kg_per_kwh=2.0000001)
     assert str(info.value).startswith("grid_kg_per_kwh: 2.0000001 must be")
+
+
+def test_an_analytic_form_refuses_a_trace_naming_the_trace(cli, tmp_path):
+    """An attacker's disaggregated search over a trace was told '--input: ... take fixed lengths',
+    naming a flag never given: the refusal names the trace."""
+    trace = tmp_path / "two.jsonl"
+    trace.write_text('{"arrival_s": 0, "input_tokens": 100, "output_tokens": 10}\n'
+                     '{"arrival_s": 2, "input_tokens": 120, "output_tokens": 10}\n')  # fmt: skip
+    out = cli("serve", "llama3-8b", "--mode", "disaggregated", "--trace", str(trace))
+    assert out.code == 2 and out.err.startswith("error: --trace: ") and "not a --trace's rows" in out.err

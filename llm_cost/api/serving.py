@@ -607,11 +607,7 @@ def _analytic(
     from llm_cost.analyses.serving.moe_layouts import ATTENTION_DP_ENGINES
 
     screen = _analytic_screen(spec, load)
-    if not _fixed_lengths(load):
-        raise InputError(
-            "input_tokens: the analytic forms (concurrency with a layout, disaggregated alone) take fixed lengths",
-            fields=("input_tokens", "output_tokens"),
-        )
+    _check_fixed_lengths(load)
     _check_analytic_targets(goals, searched)
     targets = _mean_targets(goals)
     budget = checks.optional(gpus, checks.count, "gpus", 1, MAX_PLAN_GPUS)
@@ -671,6 +667,22 @@ def _narrowed(one: Any, batch: Any, chunk: Any, chunked_prefill: bool) -> dict[s
     if chunk is not None or not chunked_prefill:
         search["chunks"] = [chunk]
     return search
+
+
+def _check_fixed_lengths(load: Any) -> None:
+    """InputError naming where the lengths came from (a trace, a workload, or input_tokens) when the
+    analytic forms would take lengths that are not fixed (an attacker's --trace was told of --input)."""
+    from llm_cost.simulate import Trace
+
+    if _fixed_lengths(load):
+        return
+    source = "trace" if isinstance(load, Trace) else "input_tokens"
+    what = "a trace's rows" if source == "trace" else "lengths drawn from a distribution"
+    raise InputError(
+        f"{source}: the analytic forms (concurrency with a layout, disaggregated alone) take fixed lengths, not "
+        f"{what}; give fixed input_tokens and output_tokens, or leave out the analytic form to simulate",
+        fields=(source, "input_tokens", "output_tokens") if source == "trace" else (source, "output_tokens"),
+    )
 
 
 def _fixed_lengths(load: Any) -> bool:
