@@ -209,6 +209,12 @@ CLI_MISTAKES = [
     (["fit", "deepseek-v3", "--gpu", "h200", "--ep", "16", "--tp", "8"], "--ep:", "(e.g. --dp 2 with --tp 8)"),
     # an attacker: "TP 1 x PP 1 does not hold llama3-8b ...; the fewest GPUs that do: 1 (TP 1 x PP 1)"
     (["serve", "llama3-8b", "--tp", "1", "--batch", "8", "--chunk", "1M"], "--chunk:", "give a smaller --chunk"),
+    # an attacker was told to raise a --max-model-len already at the model's context
+    (
+        ["serve", "llama3-8b", "--input", "uniform:low=100,high=15000", "--ttft", "p99:2s"],
+        "--input:",
+        "which --max-model-len cannot pass",
+    ),
     # an attacker without targets was told to relax one of them
     (
         ["serve", "llama3-8b", "--qps", "250000", "--input", "512", "--output", "64"],

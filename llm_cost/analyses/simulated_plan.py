@@ -319,6 +319,14 @@ def _nothing_meets(
             fields_.append(metric)
     if not parts:
         refused = [r for r in runs if r.rejected]
+        context = search.spec.max_position_embeddings if search is not None else None
+        if refused and len(refused) == len(runs) and context and (search and search.base.max_model_len) == context:
+            return InputError(  # an attacker was told to raise a max_model_len already at the model's context
+                f"input_tokens: every configuration simulated refuses requests ({refused[0].rejected:,} refused) longer "
+                f"than the model's context of {context:,} tokens, which max_model_len cannot pass; give lengths of at "
+                "most that (a distribution's high), or a model of a longer context",
+                fields=("input_tokens", "workload", "max_model_len"),
+            )
         if refused and len(refused) == len(runs):
             return InputError(
                 f"max_model_len: every configuration simulated refuses requests ({refused[0].rejected:,} refused): "
