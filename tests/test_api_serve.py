@@ -569,3 +569,14 @@ def test_a_plan_is_not_sized_for_a_burst(tmp_path, gap_s):
         llm_cost.serve("llama3-8b", "h100", trace=str(path), ttft_s="p99:1s")
     assert info.value.fields[0] == "trace" and f"at least {MIN_PLAN_TRACE_SPAN_S:g} s" in str(info.value)
     assert llm_cost.serve("llama3-8b", layout=ONE, trace=str(path)).simulation.summary.requests == 2
+
+
+def test_requests_refused_as_too_long_are_not_read_as_overload():
+    """Lengths uniform from 100 to 15,000 tokens on Llama-3-8B (context 8,192) at 0.05 requests/s:
+    about half the requests are refused as too long, and an attacker was told the run was
+    overloaded (0.0273 of 0.05 served) and to lower the rate, which refuses as many. The served rate
+    is weighed against the admitted requests' share of the rate."""
+    run = llm_cost.serve("llama3-8b", "h100", "uniform:low=100,high=15000", 256, layout=ONE, qps=0.05, requests=400)
+    assert run.simulation.summary.rejected > 100
+    assert not any(n.code == "warning.serve_overloaded" for n in run.conventions)
+    assert "overloaded" not in run.violates

@@ -400,7 +400,9 @@ def _backlog_grows(done: Sequence[RequestTimes]) -> bool:
     return sum(r.e2e_s for r in last) / len(last) > BACKLOG_GROWTH * second
 
 
-def _overloaded(traffic: Workload | Trace, served: float, waiting: float, done: Sequence[RequestTimes]) -> bool:
+def _overloaded(
+    traffic: Workload | Trace, served: float, waiting: float, done: Sequence[RequestTimes], admitted: float = 1.0
+) -> bool:
     """Whether an open loop at one rate outgrows its deployment: served at under
     :data:`SERVED_SHARE` of it with requests queueing (:data:`WAITING_LEAST`), under
     :data:`KEEPS_UP_SHARE` of it with a growing backlog (:func:`_backlog_grows`, over the ``done``
@@ -410,10 +412,13 @@ def _overloaded(traffic: Workload | Trace, served: float, waiting: float, done: 
     ``overloaded``): a plan of llama3-8b chose 67 x TP1 at 1,000 requests/s (299 requests per
     replica, serving 408, none waiting). Not overloaded: a run whose E2E is high but flat (8 x TP1 at
     100 requests/s: continuous batching settles at a large batch, E2E 14.6 s in both quarters,
-    served 90.6 of 100 over a window its batch was still filling)."""
+    served 90.6 of 100 over a window its batch was still filling). ``admitted``: the share of the
+    requests the engine admitted, the rest refused as too long, which no rate or GPU count serves (an
+    attacker's lengths up to 15,000 on an 8,192 context were told the rate was too high)."""
     if isinstance(traffic, Trace) or isinstance(traffic.arrivals, ClosedLoop) or len(traffic.arrivals.stages) != 1:
         return False
     offered = offered_rps(traffic)
+    offered = None if offered is None else offered * admitted
     if offered is None or served >= KEEPS_UP_SHARE * offered:
         return False
     if served < SERVED_AT_LEAST * offered and len(done) >= 4 * BACKLOG_LEAST:
@@ -838,7 +843,8 @@ def _serve_run(
     # the steady window sums the replicas simulated side by side; one standing for all is its own
     running = steady.running_mean / result.simulated_replicas if steady else result.running_mean
     waiting = steady.waiting_mean / result.simulated_replicas if steady else result.waiting_mean
-    overloaded = _overloaded(traffic, served_rps, waiting, result.requests)
+    admitted = s.requests / (s.requests + s.rejected) if s.requests + s.rejected else 1.0
+    overloaded = _overloaded(traffic, served_rps, waiting, result.requests, admitted)
     usd_m = usd_req = None
     paid_rps, paid_out_per_s = _paid_rates(traffic, served_rps, out_per_s, overloaded or s.rejected > 0)
     if usd_per_gpu_hour is not None and paid_out_per_s > 0:
