@@ -61,8 +61,9 @@ class Seq:
         self.registered = 0  # leading blocks whose hash is known (looked up or cached)
         self.memo: list[Hashable] = []  # block_hash(i) of the leading blocks looked up so far
         self.state = 0  # blocks its fixed per-sequence state holds (not in ``blocks``)
-        #: Its last :meth:`BlockPool.lookup`: (the pool's version then, tokens, hits, free hits).
-        self.looked: tuple[int, int, int, int] = (-1, 0, 0, 0)
+        #: Its last :meth:`BlockPool.lookup`: (the pool's version and evictions then, tokens, hits,
+        #: free hits).
+        self.looked: tuple[int, int, int, int, int] = (-1, 0, 0, 0, 0)
 
     def block_hash(self, i: int, block_tokens: int) -> Hashable:
         """The hash of block ``i``: its innermost shared prefix's key and ``i``, or (request, i)."""
@@ -89,10 +90,14 @@ class BlockPool:
         self.runs = 0
         self.hit_tokens = 0
         self.queried_tokens = 0
-        #: Bumped whenever ``refs`` changes: a lookup's answer holds while it stands (a preempted
-        #: 120,000-token request at the head of the queue was looked up block by block every step,
-        #: 25 s for 4 requests: an attacker).
+        #: Bumped whenever ``refs`` gains a hash or a count changes; evictions (a hash dropped) are
+        #: logged in ``evicted`` instead, ``evictions`` counting them all. A lookup's answer holds
+        #: while the version stands, cut at the first evicted block of the request's prefix (a
+        #: preempted 120,000-token request at the head of the queue was looked up block by block
+        #: every step, 25 s for 4 requests and over a minute for a plan: an attacker).
         self.version = 0
+        self.evicted: list[Hashable] = []  # the hashes evicted since the version last changed
+        self.evictions = 0
 
     @property
     def free(self) -> int:
@@ -109,9 +114,9 @@ class BlockPool:
         at most (tokens - 1) // block_tokens blocks (vLLM's max_cache_hit_length)."""
         if not self.caching:
             return 0, 0
-        version, asked, hits, free = seq.looked
+        version, seen, asked, hits, free = seq.looked
         if version == self.version and asked == tokens:
-            return hits, free
+            return self._after_evictions(seq, seen, hits, free, tokens)
         limit = (tokens - 1) // self.block_tokens
         hits = free = 0
         refs = self.refs
@@ -124,15 +129,39 @@ class BlockPool:
                 break
             hits += 1
             free += count == 0
-        seq.looked = (self.version, tokens, hits, free)
+        seq.looked = (self.version, self.evictions, tokens, hits, free)
         return hits, free
+
+    def _after_evictions(self, seq: Seq, seen: int, hits: int, free: int, tokens: int) -> tuple[int, int]:
+        """:meth:`lookup`'s answer from its last one (``hits``, ``free``, when ``seen`` evictions had
+        happened), with no hash gained and no count changed since: only evictions, which cut the
+        prefix at the first evicted block of it (a block hash (key, i) is block i of a request's
+        prefix). The free blocks cut off are those now gone (evicted, so free before) and those of
+        count 0."""
+        new = self.evicted[len(self.evicted) - (self.evictions - seen) :] if self.evictions > seen else ()
+        memo, cut = seq.memo, hits
+        for key in new:
+            i = key[1] if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], int) else -1
+            if 0 <= i < cut and memo[i] == key:
+                cut = i
+        if cut < hits:
+            refs = self.refs
+            free -= sum(1 for h in memo[cut:hits] if not refs.get(h))
+        seq.looked = (self.version, self.evictions, tokens, cut, free)
+        return cut, free
+
+    def _changed(self) -> None:
+        """``refs`` gained a hash or a count changed: every remembered lookup is void."""
+        self.version += 1
+        self.evicted.clear()
 
     def take_hits(self, seq: Seq, hits: int, tokens: int) -> None:
         """Hold the ``hits`` cached leading blocks :meth:`lookup` found for a request of ``tokens``
         tokens (counted in the hit rate)."""
         self.queried_tokens += tokens
         self.hit_tokens += hits * self.block_tokens
-        self.version += hits > 0
+        if hits:
+            self._changed()
         for i in range(hits):
             h = seq.block_hash(i, self.block_tokens)
             if self.refs[h] == 0:
@@ -171,7 +200,8 @@ class BlockPool:
             n -= count
             if count == 1 and key in self.refs:
                 del self.refs[key]  # an evicted cached block
-                self.version += 1
+                self.evicted.append(key)
+                self.evictions += 1
 
     def hold_state(self, seq: Seq, n: int) -> None:
         """Give ``seq`` the ``n`` blocks of its fixed per-sequence state (once, at admission; the
@@ -203,7 +233,7 @@ class BlockPool:
                 h = seq.block_hash(seq.registered, bt)
                 if h not in refs:  # cache_full_blocks: the first to fill a block caches it
                     refs[h] = 1
-                    self.version += 1
+                    self._changed()
                     seq.hashes.append(h)
                     seq.own -= 1
                 seq.registered += 1
@@ -216,7 +246,7 @@ class BlockPool:
         of its fixed state (a resumed request recomputes its state)."""
         bt = self.block_tokens
         refs = self.refs
-        self.version += 1
+        self._changed()
         keep = 0
         if preempted_at is not None and self.caching:
             first = len(seq.hashes)

@@ -1,5 +1,6 @@
-"""The block pool's prefix-cache lookup, remembered per request while the cache stands
-(llm_cost/simulate/kvcache.py): the remembered answer is always the one a fresh lookup gives."""
+"""The block pool's prefix-cache lookup, remembered per request while no hash is gained and no count
+changes, and cut at the first block evicted since (llm_cost/simulate/kvcache.py): the remembered
+answer is always the one a fresh lookup gives."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ BT = 16
 
 def _fresh_lookup(pool: BlockPool, seq: Seq, tokens: int) -> tuple[int, int]:
     """The lookup with the request's remembered answer forgotten."""
-    seq.looked = (-1, 0, 0, 0)
+    seq.looked = (-1, 0, 0, 0, 0)
     return pool.lookup(seq, tokens)
 
 
@@ -22,8 +23,9 @@ def _fresh_lookup(pool: BlockPool, seq: Seq, tokens: int) -> tuple[int, int]:
 def test_a_remembered_lookup_is_the_fresh_one(ops):
     """Random admissions, preemptions (their blocks kept cached), completions and takings that evict
     cached blocks, with a waiting request of a shared prefix looked up after each: the answer
-    remembered from the last lookup (while no cached block changed) equals a fresh one. A preempted
-    120,000-token request had been looked up block by block every step: 25 s for 4 requests."""
+    remembered from the last lookup, cut by the evictions since, equals a fresh one (a test that
+    fails when the cut or its free count is left out). A preempted 120,000-token request had been
+    looked up block by block every step: 25 s for 4 requests, over a minute for a plan."""
     pool = BlockPool(90, BT)
     shared = (("system", 40 * BT),)
     waiting = Seq("waiting", shared, BT)
