@@ -670,8 +670,9 @@ def _narrowed(one: Any, batch: Any, chunk: Any, chunked_prefill: bool) -> dict[s
 
 
 def _check_fixed_lengths(load: Any) -> None:
-    """InputError naming where the lengths came from (a trace, a workload, or input_tokens) when the
-    analytic forms would take lengths that are not fixed (an attacker's --trace was told of --input)."""
+    """InputError naming where the lengths came from (a trace; else input_tokens, a workload's lengths
+    drawn from a distribution included) when the analytic forms would take lengths that are not fixed
+    (an attacker's --trace was told of --input)."""
     from llm_cost.simulate import Trace
 
     if _fixed_lengths(load):
