@@ -232,9 +232,7 @@ class ServeRun(Result):
 def describe(traffic: Workload | Trace) -> str:
     """The traffic in a few words: arrivals, lengths, shared prefix."""
     if isinstance(traffic, Trace):
-        rows = traffic.rows
-        span = rows[-1].arrival_s - rows[0].arrival_s
-        return f"trace of {len(rows):,} requests over {fmt_seconds(span)}"  # not "over 0 s" for a burst
+        return f"trace of {len(traffic.rows):,} requests over {fmt_seconds(traffic.span_s)}"  # not "over 0 s"
     a = traffic.arrivals
     if isinstance(a, ClosedLoop):
         when = f"{a.users:,} users in a closed loop" + (f", {a.think_s:g} s {a.think} think time" if a.think_s else "")
@@ -274,9 +272,7 @@ def _lengths(lengths: Any) -> str:
 def offered_rps(traffic: Workload | Trace) -> float | None:
     """The mean arrival rate of an open loop or a trace, requests/s (None for a closed loop)."""
     if isinstance(traffic, Trace):
-        rows = traffic.rows
-        span = rows[-1].arrival_s - rows[0].arrival_s
-        return len(rows) / span if span > 0 else None
+        return len(traffic.rows) / traffic.span_s if traffic.span_s > 0 else None
     a = traffic.arrivals
     if isinstance(a, ClosedLoop):
         return None

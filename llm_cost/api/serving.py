@@ -217,7 +217,7 @@ def _check_plan_trace(load: Any) -> None:
 
     if not isinstance(load, Trace):
         return
-    span = load.rows[-1].arrival_s - load.rows[0].arrival_s
+    span = load.span_s
     if span < MIN_PLAN_TRACE_SPAN_S:
         raise InputError(
             f"trace: its {len(load.rows):,} requests arrive within {fmt_seconds(span)}, a burst with no rate to size "

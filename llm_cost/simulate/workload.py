@@ -790,6 +790,11 @@ class Trace:
 
     rows: tuple[TraceRow, ...]
 
+    @property
+    def span_s(self) -> float:
+        """Seconds from the first arrival to the last (0 for rows at one instant)."""
+        return self.rows[-1].arrival_s - self.rows[0].arrival_s
+
 
 _TRACE_COLUMNS = ("arrival_s", "input_tokens", "output_tokens", "prefix_id", "prefix_tokens")
 
