@@ -597,8 +597,7 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                               'family': 'Llama 4 (RedHatAI FP8-dynamic)',
                               'hub_ids': ['RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic'],
                               'model_type': 'llama4',
-                              'reader': 'pending: rope_scaling low_freq_factor 1 = high_freq_factor 1 is '
-                                        'refused',
+                              'reader': 'ok',
                               'source': 'github.com/inference-sim/inference-sim '
                                         'model_configs/llama-4-scout-17b-16e-instruct-fp8-dynamic/config.json '
                                         '@ f90a1e3a6787',

@@ -233,6 +233,19 @@ def test_llama4_layers_and_active_parameters():
     assert r.active_params == 17_172_894_720
 
 
+def test_llama4_empty_no_rope_layers_is_the_default_schedule():
+    """RedHatAI's FP8-dynamic Scout (catalog, verbatim) publishes ``no_rope_layers: []``, which
+    Llama4TextConfig replaces by its default (``no_rope_layers if no_rope_layers else default``:
+    every 4th layer NoPE); it was refused. Its layer schedule is then the one Meta's Scout config
+    lists explicitly, and it counts Meta's checkpoint total (the same architecture)."""
+    from llm_cost.specs.load import load_model
+
+    redhat, meta = load_model("llama4-scout-fp8-dynamic"), load_hf_config(FIXTURES / "llama-4-scout-17b-16e")
+    assert [redhat.layer_type(i) for i in range(48)] == [meta.layer_type(i) for i in range(48)]
+    assert [i for i in range(48) if redhat.layer_type(i) == "full_attention"] == list(range(3, 48, 4))
+    assert count_params(redhat).total_params == 108_641_793_536  # the Hub total of Meta's checkpoint (CHECKPOINTS.yaml)
+
+
 def test_llama4_interleaved_moe_uses_the_dense_width():
     """interleave_moe_layer_step 2 (Maverick's layout): odd layers MoE, even layers a dense gated MLP of
     intermediate_size_mlp; 24 MoE layers become dense: each trades (16 + 1) experts and the router

@@ -517,11 +517,13 @@ def _llama4(c: _Config, fam: _Family) -> dict[str, Any]:
 
 def _llama4_layer_types(c: _Config, L: int, chunk: int | None) -> list[LayerType]:
     """llama4's layer types: ``layer_types`` as given, else chunked attention on the RoPE layers
-    (``no_rope_layers`` 1, default all but every ``no_rope_layer_interval``-th) when
+    (``no_rope_layers`` 1; when it is absent, null or ``[]``, all but every
+    ``no_rope_layer_interval``-th, as Llama4TextConfig.__init__ defaults it: transformers
+    models/llama4/configuration_llama4.py, ``no_rope_layers if no_rope_layers else default``) when
     ``attention_chunk_size`` is set, full attention on the others."""
     types = _layer_types(c, L, (LayerType.FULL_ATTENTION, LayerType.CHUNKED_ATTENTION))
     if types is None:
-        if c.has("no_rope_layers"):
+        if c.has("no_rope_layers") and c.raw("no_rope_layers") != []:  # [] or null: the default
             rope_layers = c.int_list("no_rope_layers")
             if len(rope_layers) < L or any(v not in (0, 1) for v in rope_layers):
                 raise c.error("no_rope_layers", f"must list 0 or 1 for each of the {L} layers (got {rope_layers!r})")
