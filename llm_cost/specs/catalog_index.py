@@ -805,8 +805,9 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                 'family': 'Nemotron 3',
                                 'hub_ids': ['nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16'],
                                 'model_type': 'nemotron_h',
-                                'reader': 'pending: this transformers-5 config lists layers_block_type and '
-                                          'no num_hidden_layers (branch hf34)',
+                                'reader': 'pending: read, but counted 884,736 above this total (18,432 a '
+                                          'Mamba layer, its conv_dim: the conv1d bias use_conv_bias keeps, '
+                                          'or a 9 x 2,048 term of each latent MoE layer; not yet traced)',
                                 'source': 'github.com/ai-dynamo/aiconfigurator '
                                           'aic-core/src/aiconfigurator_core/model_configs/nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16_config.json '
                                           '@ 0b077da5e017',
