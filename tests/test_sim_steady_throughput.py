@@ -19,12 +19,14 @@ def test_a_saturated_closed_loop_serves_users_over_mean_e2e():
     """Little's law, N = X x W: 64 users with no think time are always in the system, so the
     replica serves 64 / mean E2E requests/s. A 512-token chunk makes the first round's burst of 64
     prompts slow and 4 rounds (256 requests) make the drain a quarter of the run: the whole-run
-    rate falls short of Little's law by more than the 3% the steady window is held to."""
+    rate falls short of Little's law by more than 3%. The steady window is held to 5% of it: the
+    mean E2E counts that slow first round too (7.9 s a request, 6.2 s in the rounds after it), so
+    users / mean E2E is itself ~2% under the steady rounds' rate."""
     users = 64
     w = Workload(ClosedLoop(users), Fixed(2048), Fixed(256), requests=4 * users)
     run = llm_cost.serve("llama3-8b", "h100", workload=w, layout=ONE_GPU, max_num_seqs=users, chunk_tokens=512)
     little = users / run.e2e_s
-    assert run.throughput_rps == pytest.approx(little, rel=0.03)
+    assert run.throughput_rps == pytest.approx(little, rel=0.05)
     steady = run.simulation.steady
     assert steady is not None and run.throughput_rps == steady.throughput_rps
     assert steady.requests >= 2 * users  # the rounds between the first and the drain
@@ -36,6 +38,23 @@ def test_a_saturated_closed_loop_serves_users_over_mean_e2e():
     assert whole.throughput_rps < little * 0.97
     # output tokens/s are the requests' 256 tokens at the served rate
     assert run.output_tokens_per_s == pytest.approx(run.throughput_rps * 256, rel=1e-9)
+
+
+@pytest.mark.parametrize("requests", [100, 110, 120])
+def test_a_short_closed_loop_is_not_a_burst_short(requests):
+    """A new user's trial: a closed loop's users, started together, complete in bursts, and
+    counting the completions inside the window (from one burst's last completion to another's
+    first) missed a burst: 40 users, 100 requests served 3.02 requests/s where Little's law gives
+    5.38 (-44%; -21% at 110 requests, +0.5% at 120), and a plan's candidates of a few rounds were
+    ranked on it. Each request's share of the window counts instead (results.window_share): within
+    3% of users / mean E2E at every request count (the mean E2E includes the drain's lighter
+    requests, so the two differ by about 1%)."""
+    users = 40
+    w = Workload(ClosedLoop(users), Fixed(2048), Fixed(512), requests=requests)
+    run = llm_cost.serve("llama3-8b", "h100", workload=w, layout=ONE_GPU, max_num_seqs=users, chunk_tokens=2048)
+    assert run.simulation.steady is not None
+    assert run.throughput_rps == pytest.approx(users / run.e2e_s, rel=0.03)
+    assert run.output_tokens_per_s == pytest.approx(run.throughput_rps * 512, rel=1e-9)
 
 
 def test_a_stable_open_loop_serves_the_offered_rate():

@@ -259,10 +259,11 @@ def simulate(
             run = merged(run_replicas(timer, engine, blocks, reqs, replicas, router, bounds=bounds, state_blocks=state))
             simulated = replicas
     whole, stages = summaries(run, bounds)
-    warmup = 1  # an open loop's warm-up ends at its first completion, a closed loop's at the users'-th
-    if isinstance(workload, Workload) and isinstance(workload.arrivals, ClosedLoop):
-        warmup = workload.arrivals.users
-    steady = steady_window([t for _, t in run.done], warmup)
+    # an open loop's warm-up ends at its first completion, a closed loop's at the users'-th
+    loop = workload.arrivals if isinstance(workload, Workload) else None
+    closed = isinstance(loop, ClosedLoop)
+    warmup = loop.users if isinstance(loop, ClosedLoop) else 1
+    steady = steady_window([t for _, t in run.done], warmup, closed)
     span = run.end_s or 1.0
     return SimResult(
         spec.name,
