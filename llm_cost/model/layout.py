@@ -188,6 +188,9 @@ def _check_experts(spec: ModelSpec, layout: Layout) -> None:
             )
         return
     ranks = layout.tp * layout.dp
+    if layout.ep not in (1, ranks) and (moe.num_experts + layout.redundant_experts) % layout.ep:
+        # a new user's --ep 3 on Mixtral was told to give tp x dp = 3, then refused on its 8 experts
+        raise _slots_refusal(moe.num_experts, layout, moe.num_experts * (layout.ep - 1))
     if layout.ep not in (1, ranks):  # an attacker's --ep 8 alone was told to give tp x dp = 1
         raise InputError(
             f"ep: {layout.ep} must be 1 or tp x dp, the ranks of a stage its experts spread over "

@@ -77,6 +77,19 @@ def test_impossible_moe_layouts():
         per_gpu(v3, Layout(tp=8, ep=8, redundant_experts=1))
 
 
+def test_an_ep_that_divides_no_expert_slots_is_refused_for_that_first():
+    """A new user's trial: Mixtral (8 experts) at tp 2, dp 1, ep 3 was told to give a tp and dp
+    whose product is 3 (dp 3 with tp 1), which was then refused because 3 does not divide 8 experts.
+    The refusal now names the experts and the EP sizes that divide them at tp 2, every one of
+    which loads (EP = tp x dp)."""
+    mixtral = load_model("mixtral-8x7b")
+    with pytest.raises(InputError, match=r"^ep: 3 does not divide 8 experts .*at tp 2 \(dp = EP / tp\): 2, 4, 8;") as e:
+        per_gpu(mixtral, Layout(tp=2, dp=1, ep=3))
+    assert "whose product is 3" not in str(e.value)
+    for ep in (2, 4, 8):
+        per_gpu(mixtral, Layout(tp=2, dp=ep // 2, ep=ep))  # each size named loads
+
+
 def test_tp_all_reduce_bytes():
     """Llama-3-70B, TP 2, one token: 2 all-reduces per layer x 80 layers x ring factor 2(2-1)/2 = 1
     x 8,192 x 2 B = 2,621,440 B per GPU; at NVLink 4's 450 GB/s per direction: 5.83 us."""
