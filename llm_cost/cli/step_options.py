@@ -190,6 +190,15 @@ ProfileOpt = Annotated[
         "profile YAML file (default: the profile of the GPU and --engine).",
     ),
 ]
+TrainProfileOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--profile",
+        help="Calibration profile of the training step's operators: a shipped name <family>-<engine> "
+        "(hopper-pytorch-eager, ...) or a profile YAML file (default: the GPU family's profile for "
+        "PyTorch's eager kernels, as Megatron-Core and FSDP2 run them).",
+    ),
+]
 PredictionEngine = Annotated[
     Optional[str],
     typer.Option(

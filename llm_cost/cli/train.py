@@ -25,7 +25,7 @@ from llm_cost.cli.options import (
     within,
 )
 from llm_cost.cli.program import app, emit
-from llm_cost.cli.step_options import NetworkGbS, ProfileOpt
+from llm_cost.cli.step_options import NetworkGbS, TrainProfileOpt
 from llm_cost.core.choices import Fp8Recipe, Framework, MoeDispatcher, Recompute
 from llm_cost.core.limits import MAX_GRID_KG_PER_KWH, MOE_CAPACITY_FACTOR_RANGE, POWER_W_RANGE, PUE_RANGE
 from llm_cost.core.types import TrainingDtype
@@ -263,7 +263,7 @@ def train(
     moe_dispatcher: DispatcherOpt = None,
     moe_capacity_factor: CapacityFactor = None,
     ep_comm_overlap: EpOverlap = False,
-    profile: ProfileOpt = None,
+    profile: TrainProfileOpt = None,
     network_gb_s: NetworkGbS = None,
     tp_comm_overlap: TpOverlap = None,
     power_w: PowerW = None,
