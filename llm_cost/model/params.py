@@ -23,7 +23,14 @@ from llm_cost.core.types import DTYPE_BITS, Dtype, LayerType
 from llm_cost.core.units import exact_bits, to_bytes
 from llm_cost.model.formats import MixedBits
 from llm_cost.model.structure import GROUPS, Structure, build, kv_shared_unloaded_params
-from llm_cost.specs.schema import READ_GENERICALLY, AppliedDefault, GQAAttention, MLAAttention, ModelSpec
+from llm_cost.specs.schema import (
+    CATALOG_PENDING,
+    READ_GENERICALLY,
+    AppliedDefault,
+    GQAAttention,
+    MLAAttention,
+    ModelSpec,
+)
 
 if TYPE_CHECKING:  # imported by count_params only for a layout: its module costs a cold start about 2 ms
     from llm_cost.model.layout import Layout, PerGPU
@@ -220,6 +227,9 @@ def count_params(
         conventions.append(note("params.no_scales", dtype=str(dtype)))
     if READ_GENERICALLY in (spec.source.note or ""):
         conventions.append(note("params.read_generically", model_type=spec.model_type))
+    pending = (spec.source.note or "").partition(CATALOG_PENDING)[2].strip()
+    if pending:
+        conventions.append(note("params.catalog_pending", reason=pending))
     unread = unread_quantization(spec)
     if unread and bits_given is None:
         conventions.append(note("params.quantization_unread", method=unread, dtype=str(dtype)))

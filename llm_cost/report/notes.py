@@ -144,6 +144,8 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
     "in 16 bits: weigh it as nvfp4, mxfp4 or fp8_block, or read its config.json",
     "params.quantization_unread": "the config's quantization_config ({method}) is not a format this tool models: "
     "weights weighed at torch_dtype {dtype}; give the format with --weights-dtype where the command takes it",
+    "params.catalog_pending": "not yet matched to its checkpoint, the count above is the reader's: the offline "
+    "catalog marks this entry pending: {reason}",
     "params.read_generically": "model_type {model_type} read generically: not checked against a checkpoint of this "
     "family",
     "params.n_gemm": "N_gemm: matmul weights a token passes through (no embedding lookup, norms or biases; LM head "

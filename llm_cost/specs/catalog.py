@@ -20,6 +20,7 @@ with the reason: loading it reports that reason as any config.json would.
 
 from __future__ import annotations
 
+import dataclasses
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
@@ -102,6 +103,7 @@ def load_catalog_model(short: str, verbose: bool = False):
     ``verbose``), read from its config.json as any config.json is; named ``short``, displayed as its
     first Hub id, its source the Hub URL of that id with the copy it was read from."""
     from llm_cost.specs.hf import load_hf_config_verbose
+    from llm_cost.specs.schema import CATALOG_PENDING
 
     entry = entries()[short]
     hub_id = entry["hub_ids"][0]
@@ -110,6 +112,10 @@ def load_catalog_model(short: str, verbose: bool = False):
         spec, defaults = load_hf_config_verbose(config_file(short), name=short, source=url, display_name=hub_id)
     except SpecError as exc:
         raise SpecError(f"{short} ({hub_id}, offline catalog): {exc}") from None
+    reader = str(entry.get("reader", "ok"))
+    if reader.startswith("pending: "):  # it loads, but its count is known not to match (a new user saw no sign)
+        note = f"{spec.source.note or ''} {CATALOG_PENDING} {reader.removeprefix('pending: ')}".strip()
+        spec = dataclasses.replace(spec, source=dataclasses.replace(spec.source, note=note))
     return (spec, defaults) if verbose else spec
 
 

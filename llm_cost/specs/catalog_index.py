@@ -805,9 +805,10 @@ INDEX = {'codellama-34b-instruct': {'aliases': ['codellama-34b'],
                                 'family': 'Nemotron 3',
                                 'hub_ids': ['nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16'],
                                 'model_type': 'nemotron_h',
-                                'reader': 'pending: read, but counted 884,736 above this total (18,432 a '
-                                          'Mamba layer, its conv_dim: the conv1d bias use_conv_bias keeps, '
-                                          'or a 9 x 2,048 term of each latent MoE layer; not yet traced)',
+                                'reader': 'pending: read, but counted 884,736 above the published total, '
+                                          '549,308,108,800 (18,432 a Mamba layer, its conv_dim: the conv1d '
+                                          'bias use_conv_bias keeps, or 9 x 2,048 of each latent MoE layer; '
+                                          'not yet traced)',
                                 'source': 'github.com/ai-dynamo/aiconfigurator '
                                           'aic-core/src/aiconfigurator_core/model_configs/nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16_config.json '
                                           '@ 0b077da5e017',

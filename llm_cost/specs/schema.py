@@ -108,6 +108,9 @@ class Source(Spec):
 #: The sentence in the source note of a spec read from a config.json of a model_type that no
 #: mapping was checked for, through the standard config vocabulary (llm_cost.specs.hf.generic).
 READ_GENERICALLY = "Read generically: not checked against a checkpoint of this family."
+#: The words before the reason in the source note of an offline-catalog entry its record marks
+#: ``reader: pending`` that loads all the same (:func:`llm_cost.specs.catalog.load_catalog_model`).
+CATALOG_PENDING = "Pending in the offline catalog:"
 
 
 @spec

@@ -201,3 +201,26 @@ def test_a_folder_with_hf_quant_config_beside_config_json(tmp_path):
     # 2 x 151,936 x 5,120 of Qwen3-32B's 32.8 B parameters (4.7%) -> about 0.953 x 4.5 + 0.047 x 16
     bits = float(llm_cost.params(spec).bits_per_param)
     assert 5.0 < bits < 5.1, bits
+
+
+def test_a_pending_entry_that_loads_says_so_beside_its_count(cli):
+    """A new user's trial: ``params nemotron-3-ultra-550b-a55b`` printed 549,308,993,536 with no
+    sign that its record says the count is 884,736 over the published total. Every entry marked
+    pending that loads now carries its record's reason into params' notes; an entry read as ok
+    carries none."""
+    loading = [s for s, r in RECORDS.items() if str(r["reader"]).startswith("pending: ")]
+    shown = 0
+    for short in loading:
+        try:
+            r = llm_cost.params(llm_cost.load_model(short))
+        except SpecError:
+            continue
+        reason = str(RECORDS[short]["reader"]).removeprefix("pending: ")
+        assert any(n.params["reason"] == reason for n in r.conventions if n.code == "params.catalog_pending"), short
+        shown += 1
+    assert shown >= 2  # MiMo-V2-Flash and Nemotron 3 Ultra load
+    out = cli("params", "nemotron-3-ultra-550b-a55b").out
+    assert "not yet matched to its checkpoint" in out and "884,736 above the published total" in " ".join(out.split())
+    assert not any(
+        n.code == "params.catalog_pending" for n in llm_cost.params(llm_cost.load_model("qwen3-8b")).conventions
+    )
