@@ -369,3 +369,15 @@ def test_a_percentile_target_read_as_a_mean_says_what_would_judge_it():
     one = api.serve("llama3-70b", "h100", 4096, 512, layout=Layout(tp=8), concurrency=8, analytic=True, **question)
     text = sentence(next(n for n in one.conventions if n.code == "serve.percentile_screen"))
     assert "leave out analytic to judge the percentiles themselves" in text
+
+
+def test_the_heading_of_a_plan_that_reads_percentiles_as_means_says_so(cli):
+    """A new user's trial: a disaggregated plan for a P90 TTFT and a P90 TPOT headed "targets: mean
+    TTFT <= 2.00 s, mean TPOT <= 40.0 ms", the percentiles asked named only in a note 40 lines
+    down. The heading names each percentile beside the mean it was read as; a mean target asked
+    as a mean says nothing more."""
+    argv = ["serve", "llama3.1-70b", "--gpus", "16", "--input", "8K", "--output", "512", "--mode", "disaggregated"]
+    heading = " ".join(cli(*argv, "--ttft", "p90:2s", "--tpot", "40ms").out.split("\n  ")[0].split())
+    assert "mean TTFT <= 2.00 s (a P90 target read as the mean), mean TPOT <= 40.0 ms;" in heading
+    plain = " ".join(cli(*argv, "--ttft", "2s", "--tpot", "40ms").out.split("\n  ")[0].split())
+    assert "mean TTFT <= 2.00 s, mean TPOT <= 40.0 ms;" in plain and "read as the mean" not in plain

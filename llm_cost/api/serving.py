@@ -626,7 +626,11 @@ def _analytic(
         from llm_cost.core.notes import note
 
         alone = searched == (ServingMode.DISAGGREGATED,)
-        common["extra_notes"] = [*common["extra_notes"], note("serve.percentile_screen", disaggregated=alone)]
+        asked = {m: t.statistic.value for m, t in goals.items() if t.statistic.value != "mean"}  # for the heading
+        common["extra_notes"] = [
+            *common["extra_notes"],
+            note("serve.percentile_screen", disaggregated=alone, asked=asked),
+        ]
     if one is not None and batch is not None:
         result = _one_configuration(
             spec, g, screen, targets, time_model, one, batch, chunk, chunked_prefill, budget, searched, common,

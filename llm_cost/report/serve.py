@@ -67,9 +67,12 @@ def _analytic_heading(r: ServePlan, display_name: str, gpu_name: str) -> str:
         if r.qps is not None
         else f"as much as {_gpus(r.gpu_budget)} {'serves' if r.gpu_budget == 1 else 'serve'}"
     )
+    screen = next((n for n in r.conventions if n.code == "serve.percentile_screen"), None)
+    asked = screen.params.get("asked", {}) if screen is not None else {}
     targets = ", ".join(  # the analytic search bounds means, whatever statistic was asked (a note says so)
         f"mean {name} <= {fmt_seconds(v)}"
-        for name, v in (("TTFT", r.ttft_target_s), ("TPOT", r.tpot_target_s))
+        + (f" (a {asked[metric].upper()} target read as the mean)" if metric in asked else "")
+        for name, metric, v in (("TTFT", "ttft_s", r.ttft_target_s), ("TPOT", "tpot_s", r.tpot_target_s))
         if v is not None
     )
     if targets and r.violates_at_slow_end is not None:
