@@ -342,8 +342,9 @@ def _nothing_meets(
                 f"growing through the run; give {fix}",
                 fields=("gpus", "qps"),
             )
-        parts.append("no configuration simulated meets every target at once; relax one of them")
+        parts.append("no configuration simulated meets every target at once")
         fields_ = list(targets)
+        return InputError("; ".join(parts), fields=tuple(fields_), advice="relax one of them")
     return InputError("; ".join(parts), fields=tuple(fields_))
 
 
@@ -1068,9 +1069,9 @@ def _nothing_keeps_up(runs: Sequence[ServeRun], qps: float, budget: int, gpu: st
     reached = most.percentiles["ttft_s"].p99
     return InputError(
         f"qps {fmt_given(qps)}: no configuration within {budget:,} x {gpu} keeps the P99 TTFT within "
-        f"{fmt_seconds(SANE_TTFT_S)} (the most simulated, {most.describe()}, reaches "
-        f"{fmt_seconds(reached or 0.0)}); raise gpus, lower qps or give a ttft_s target",
+        f"{fmt_seconds(SANE_TTFT_S)} (the most simulated, {most.describe()}, reaches {fmt_seconds(reached or 0.0)})",
         fields=("qps", "gpus"),
+        advice="raise gpus, lower qps or give a ttft_s target",
     )
 
 

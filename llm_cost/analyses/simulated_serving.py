@@ -695,8 +695,9 @@ def _check_prefill_keeps_up(
             f"prompt tokens/s to each {layout.gpus}-GPU replica{f' (of {replicas:,})' if replicas > 1 else ''}, "
             f"which prefills at most {fmt_rate(best)}"
             f"{' at any token budget' if engine.chunked_prefill else ', a whole prompt a step'}: its queue would grow "
-            f"without end; {remedy}",
+            "without end",
             fields=(source, "gpus"),
+            advice=remedy,
         )
     raise InputError(
         head + f"give max_num_batched_tokens {budget:,} or more, more replicas, or a lower rate",

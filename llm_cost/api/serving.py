@@ -5,7 +5,6 @@ simulation), or GPUs side by side (:func:`serve_compare`)."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional, cast
 
@@ -848,9 +847,9 @@ def _with_fewest_gpus(
     fewest = wider.chosen.gpus
     if fewest <= budget:
         return missed
-    # a refusal that names GPUs (the screen's capacity) keeps what it found, not what it suggests
-    reason = str(missed) if "gpus" not in missed.fields else re.split("; (?:give|raise) gpus", str(missed))[0]
-    reason = reason.replace("; relax one of them", "")  # more GPUs meet them all (an attacker read both)
+    # the refusal keeps what it found, not what it suggests: more GPUs meet them all (an attacker
+    # read both), and the screen's fewest that carry the rate were sized without the targets
+    reason = missed.reason
     return InputError(
         f"gpus {budget:,}: no configuration within {budget:,} GPU{'s' if budget > 1 else ''} meets every target "
         f"at this rate ({reason}); {fewest:,} do (the plan without a budget: {wider.chosen.describe()}): give gpus "

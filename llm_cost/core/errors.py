@@ -36,11 +36,14 @@ def cut_long_values(message: str) -> str:
 class InputError(ValueError):
     """A user's input (an argument, a file, a name) is not valid; the message says what is and
     what would be, each value it echoes cut to :data:`~llm_cost.core.limits.MAX_ECHO` characters
-    (:func:`cut_long_values`). ``fields``: the argument names the message mentions, as words of it."""
+    (:func:`cut_long_values`). ``fields``: the argument names the message mentions, as words of it.
+    ``advice``, when given, is what would work, printed after ``message`` and a semicolon;
+    ``reason`` is the message without it, for a caller that gives its own advice instead."""
 
-    def __init__(self, message: str, *, fields: tuple[str, ...] = ()) -> None:
-        super().__init__(cut_long_values(str(message)))
+    def __init__(self, message: str, *, fields: tuple[str, ...] = (), advice: str = "") -> None:
+        super().__init__(cut_long_values(f"{message}; {advice}" if advice else str(message)))
         self.fields = fields
+        self.reason = cut_long_values(str(message))
 
 
 class SpecError(InputError):

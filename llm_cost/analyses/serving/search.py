@@ -233,9 +233,9 @@ def plan(
         smallest = min(layouts, key=lambda layout: layout.gpus)
         given = "" if gpus else f" (by default one node of {gpu.name})"
         raise InputError(
-            f"tp {smallest.tp} x pp {smallest.pp}: {smallest.gpus:,} GPUs, more than the gpus budget of "
-            f"{budget:,}{given}; give gpus {smallest.gpus:,} or more, or a smaller layout",
+            f"tp {smallest.tp} x pp {smallest.pp}: {smallest.gpus:,} GPUs, more than the gpus budget of {budget:,}{given}",
             fields=("tp", "pp", "gpus"),
+            advice=f"give gpus {smallest.gpus:,} or more, or a smaller layout",
         )
     bits = weight_bits_of(weight_bits, limit=True)
     steps = StepTimes(spec, gpu, model, bits, kv_bits, compute_dtype)
@@ -258,8 +258,9 @@ def plan(
         raise _too_big(spec, gpu, traffic, policy, bits, kv_bits, budget, layouts, "layouts")
     if tuple(modes) == (ServingMode.DISAGGREGATED,) and budget < 2:
         raise InputError(
-            "modes: disaggregated alone needs at least 2 GPUs (a prefill pool and a decode pool); give gpus 2 or more",
+            "modes: disaggregated alone needs at least 2 GPUs (a prefill pool and a decode pool)",
             fields=("modes", "gpus"),
+            advice="give gpus 2 or more",
         )
     smallest = min(reps, key=lambda rep: rep.layout.gpus).layout
     if tuple(modes) == (ServingMode.DISAGGREGATED,) and 2 * smallest.gpus > budget:
@@ -609,8 +610,9 @@ def _nothing_sustains(
         )
         rate = f"qps {fmt_given(traffic.qps)}" if source == "qps" else f"{source}: {fmt_rate(traffic.qps)} requests/s"
         return InputError(
-            f"{rate}: no configuration within {budget:,} x {gpu.name} carries it{carried}; {fix}",
+            f"{rate}: no configuration within {budget:,} x {gpu.name} carries it{carried}",
             fields=(source, "gpus"),
+            advice=fix,
         )
     if refusals.get(Limit.MEMORY, 0) >= refusals.get(Limit.PREFILL, 0):
         return InputError(
