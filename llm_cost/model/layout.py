@@ -234,9 +234,10 @@ def _slots_refusal(experts: int, layout: Layout, most: int) -> InputError:
     )
     fewer, more = layout.redundant_experts - slots % ep, layout.redundant_experts - slots % ep + ep
     counts = [str(r) for r in (fewer, more) if 0 <= r <= most]
+    plural = "s" if counts != ["1"] else ""
     return InputError(
         f"ep: {ep} does not divide {experts} experts + {layout.redundant_experts} redundant; {sizes}; or "
-        f"{' or '.join(counts)} redundant experts at ep {ep}",
+        f"{' or '.join(counts)} redundant expert{plural} at ep {ep}",
         fields=("ep", "redundant_experts", "tp", "dp"),
     )
 
