@@ -511,6 +511,22 @@ def test_a_comparison_prints_each_plans_warnings(cli):
     assert said and all(f"· {gpu}: {w[:60]}" in " ".join(text.split()) for gpu, w in said)
 
 
+def test_a_comparison_says_its_band_once_and_each_gpus_factors_in_a_line(cli):
+    """A new user read three near-identical band paragraphs of ~600 characters, each naming its GPU
+    deep inside. The text says the band in full once; each other GPU whose band rests on the same
+    runs gets one line with its own factors (those of its plan's JSON note) and widening."""
+    args = ("serve", "llama3-8b", "--gpu", "h100,b200", "--gpus", "1", "--input", "1K", "--output", "128")
+    text = cli(*args).out
+    notes = {
+        n["params"]["gpu"]: n["params"] for n in cli(*args, "--json").json()["conventions"] if n["code"] == "serve.band"
+    }
+    assert text.count("· band: re-simulated") == 1 and text.count("otherwise as the band above") == 1
+    b200 = notes["b200"]
+    line = next(x for x in text.split("\n") if x.startswith("· band on b200:"))
+    assert f"x{b200['fast']:.2f} at the fast end and x{b200['slow']:.2f} at the slow end" in line
+    assert f"widened {b200['transfer']:.3g}x" in line and "profile blackwell-vllm" in line
+
+
 def test_a_plan_at_a_rate_says_how_many_gpus_its_nominal_steps_need():
     """A new user: three GPUs each planned at 12 for 10 requests/s hid that a B200 (no measured
     serving run used one: its slow end x1.90) meets the targets with fewer at nominal step times.

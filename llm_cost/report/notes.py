@@ -386,6 +386,18 @@ TEMPLATES: dict[str, str | Callable[[dict], str]] = {
             "sampling intervals (the band and the sampling together)"
         )
     ),
+    "serve.band_again": lambda p: (
+        f"band on {p['gpu']}: x{p['fast']:.2f} at the fast end and x{p['slow']:.2f} at the slow end, from the same "
+        f"{p['runs']} runs"
+        + (
+            f" ({p['gpu']} is one of their GPUs"
+            if p.get("measured", p["transfer"] == 1)
+            else f" ({p['gpu']} was not among them but is of a kernel family one of them is, so not widened"
+            if p["transfer"] == 1
+            else f" ({p['gpu']} was not among their GPUs: the spread widened {p['transfer']:.3g}x about its centre"
+        )
+        + f"; steps timed by profile {p['profile']}); otherwise as the band above"
+    ),
     "serve.analytic_band": lambda p: (
         f"band: TTFT, TPOT, tokens/s and $/M of the chosen configuration scaled linearly by the p10/p90 "
         f"step-time factors of profile {p['profile']} (engine {p['engine']}, {p['kind']}: the held-out errors of "

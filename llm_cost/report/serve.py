@@ -690,7 +690,31 @@ def render_comparison(con, r: Any, display_name: str) -> None:
         rows,
     )
     _plans_warnings(con, r)
-    print_conventions(con, r.conventions)
+    print_conventions(con, _bands_said_once(r.conventions))
+
+
+#: What a GPU's band note shares with the first one when :func:`_bands_said_once` shortens it.
+_SHARED_BAND = ("source", "runs", "engine", "percentiles", "p_low", "p_high", "closed_loop")
+
+
+def _bands_said_once(conventions: list) -> list:
+    """A comparison's notes with each GPU's band note after the first, where it differs only in its
+    GPU, profile and widening, said in one line (a new user read three near-identical paragraphs of
+    600 characters, each naming its GPU deep inside)."""
+    from llm_cost.core.notes import note
+
+    out, first = [], None
+    for n in conventions:
+        if n.code != "serve.band" or n.params.get("source") != "serving-runs":
+            out.append(n)
+        elif first is None:
+            first = n
+            out.append(n)
+        elif all(n.params.get(k) == first.params.get(k) for k in _SHARED_BAND):
+            out.append(note("serve.band_again", **n.params))
+        else:
+            out.append(n)
+    return out
 
 
 def _plans_warnings(con, r: Any) -> None:
