@@ -325,3 +325,37 @@ def test_a_rate_no_budget_carries_is_blamed_on_where_the_rate_comes_from(cli, tm
     assert run.code == 2 and "(--workload: 20 requests/s: no configuration" in run.err and "--qps" not in run.err
     run = cli("serve", "llama3-8b", "--qps", "1e6", "--gpus", "8")
     assert run.code == 2 and run.err.startswith("error: --qps 1,000,000: no configuration"), run.err
+
+
+@pytest.mark.parametrize(
+    "argv,flag",
+    [
+        (
+            [
+                "serve",
+                "llama3-8b",
+                "--tp",
+                "1",
+                "--qps",
+                "3",
+                "--engine",
+                "trtllm",
+                "--gpu",
+                "mi300x",
+                "--requests",
+                "50",
+            ],
+            "--engine",
+        ),
+        (["serve", "llama3-8b", "--tp", "1", "--batch", "8", "--emit", "trtllm", "--gpu", "mi300x"], "--emit"),
+        (["roofline", "llama3-8b", "--gpu", "mi300x", "--engine", "trtllm", "--batch", "4"], "--engine"),
+    ],
+)
+def test_tensorrt_llm_is_refused_on_a_gpu_not_nvidias(cli, argv, flag):
+    """An attacker: TensorRT-LLM was simulated on an MI300X with a 'cdna3-trtllm (combined)'
+    profile and its trtllm-serve command emitted, though it builds CUDA engines for NVIDIA GPUs
+    only. Each is refused in one line naming the flag and the engines that run there."""
+    r = cli(*argv)
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert r.err.startswith(f"error: {flag}: trtllm (TensorRT-LLM) runs on NVIDIA GPUs only") and "AMD" in r.err
+    assert f"give {flag} vllm or sglang" in r.err

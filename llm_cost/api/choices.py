@@ -375,6 +375,19 @@ def engine_context(spec: ModelSpec) -> int:
     return int(context * rope.factor)
 
 
+def check_engine_runs_on(engine: object, gpu: HardwareSpec, field: str = "engine") -> None:
+    """InputError naming ``field`` (the argument that chose ``engine``) and ``gpu`` for an engine
+    the GPU's vendor cannot run: TensorRT-LLM builds CUDA engines for NVIDIA GPUs only (NVIDIA's
+    TensorRT-LLM documentation, 'Supported hardware'); an attacker had it planned, simulated and
+    emitted on an MI300X."""
+    if str(getattr(engine, "value", engine)) == Engine.TRTLLM.value and gpu.vendor.strip().upper() != "NVIDIA":
+        raise InputError(
+            f"{field}: trtllm (TensorRT-LLM) runs on NVIDIA GPUs only, and gpu {gpu.name} is {gpu.vendor.strip()}'s; "
+            f"give {field} vllm or sglang",
+            fields=(field, "gpu"),
+        )
+
+
 def time_model_of(
     gpu: HardwareSpec, engine: object = None, profile: object = None, network_gb_s: object = None
 ) -> CalibratedModel | EfficiencyEstimate:
@@ -384,6 +397,7 @@ def time_model_of(
     from llm_cost.perf.choose import time_model_for
 
     chosen, _ = engine_of(engine)
+    check_engine_runs_on(chosen, gpu)
     model: CalibratedModel | EfficiencyEstimate = time_model_for(
         gpu, chosen, profile_given(profile), network_gb_s_of(network_gb_s)
     )

@@ -144,6 +144,8 @@ def serve_request(request: ServeRequest) -> ServePlan | SimulatedPlan | ServeRun
     r = checks.record(request, ServeRequest, "request")
     r = dataclasses.replace(r, engine=choices.serving_engine_of(r.engine, r.profile))
     engine_for_emit = _emit_engine(r.emit)
+    if engine_for_emit is not None and not isinstance(r.gpu, (list, tuple)):  # a comparison emits nothing
+        choices.check_engine_runs_on(engine_for_emit, load_gpu(cast("GpuLike", r.gpu)), "emit")
     result = _serve(r, launch=engine_for_emit is not None)
     if engine_for_emit is None:
         return result
