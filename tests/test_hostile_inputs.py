@@ -918,6 +918,27 @@ ROWS += [
         2,
         "gpu: 'h100-sxm' is listed again after 'h100', the same GPU",
     ),
+    (  # an attacker: a file named h100 with 1/3,350 of its bandwidth was called "the same GPU"
+        "serve-gpu-same-name-other-figures",
+        lambda t: [
+            "serve",
+            "llama3-8b",
+            "--gpus",
+            "1",
+            "--gpu",
+            "h100,"
+            + _file(
+                t,
+                "slow.yaml",
+                (ROOT / "hardware" / "h100.yaml")
+                .read_text()
+                .replace("memory_bandwidth_tb_s: 3.35", "memory_bandwidth_tb_s: 0.001"),
+            ),
+        ],
+        {},
+        2,
+        "is named 'h100', as 'h100' is, with other figures; the comparison labels each plan by its GPU's name",
+    ),
     (
         "serve-17-gpus",
         lambda t: ["serve", "llama3-8b", "--qps", "1", "--gpu", ",".join(["h100", "h200"] * 8 + ["b200"])],

@@ -928,14 +928,20 @@ def compare_request(request: ServeRequest) -> ServeComparison:
     if not names or len(names) > MAX_COMPARED:
         given = f"{gpu!r:.60} is not a list" if names is None else f"{len(names)} GPUs listed"
         raise InputError(f"gpu: {given}; a comparison takes 1 to {MAX_COMPARED} GPUs", fields=("gpu",))
-    first_named: dict[str, GpuLike] = {}
+    first_named: dict[str, tuple[GpuLike, HardwareSpec]] = {}
     for name in names:  # each GPU once: the same GPU twice (by name or alias) is one plan shown twice
-        key = load_gpu(name).name
-        if key in first_named:
-            earlier = first_named[key]
+        card = load_gpu(name)
+        if card.name in first_named:
+            earlier, earlier_card = first_named[card.name]
+            if earlier_card != card:  # an attacker's file named h100 with other figures was called the same GPU
+                raise InputError(
+                    f"gpu: {name!r} is named {card.name!r}, as {earlier!r} is, with other figures; the comparison "
+                    "labels each plan by its GPU's name: give one of them a name of its own (a spec file's name)",
+                    fields=("gpu",),
+                )
             again = "twice" if earlier == name else f"again after {earlier!r}, the same GPU"
             raise InputError(f"gpu: {name!r} is listed {again}; list each GPU once", fields=("gpu",))
-        first_named[key] = name
+        first_named[card.name] = (name, card)
     one_price = cast("Optional[float]", usd_per_gpu_hour)
     prices = list(usd_per_gpu_hour) if isinstance(usd_per_gpu_hour, (list, tuple)) else [one_price] * len(names)
     if len(prices) != len(names):
