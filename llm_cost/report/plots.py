@@ -45,8 +45,14 @@ def pyplot():  # noqa: ANN201 - matplotlib's module
 def target(path: str, force: bool) -> OutFile:
     """The picture's file, checked before anything is computed (a ``.png`` or ``.svg`` path; the
     one writer's rules, :func:`~llm_cost.specs.files.check_out`: a new file, or an existing
-    regular file with ``force``; never a link, a FIFO or a device)."""
-    return check_out(path, "plot", force, (".png", ".svg"))
+    regular file with ``force``; never a link, a FIFO or a device), and matplotlib there to draw
+    it (found, not imported: an attacker's plan computed for 12 s before "--plot needs matplotlib")."""
+    from importlib.util import find_spec
+
+    out = check_out(path, "plot", force, (".png", ".svg"))
+    if find_spec("matplotlib") is None:
+        raise InputError("--plot needs matplotlib: pip install 'llm-cost[plot]'")
+    return out
 
 
 def _save(fig: Any, out: OutFile) -> None:

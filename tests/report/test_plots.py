@@ -94,3 +94,23 @@ def test_a_plot_file_needs_a_name_before_its_suffix(cli, tmp_path):
     """``--plot .png`` said "'.png' must end in .png or .svg", which it does."""
     r = cli("moe", "mixtral-8x7b", "--plot", str(tmp_path / ".png"))
     assert r.code == 2 and "has an empty name before .png" in r.err and "must end in" not in r.err
+
+
+def test_a_plot_without_matplotlib_is_refused_before_anything_is_computed(cli, tmp_path, monkeypatch):
+    """An attacker: a plan without matplotlib installed computed for 12 s, then said "--plot needs
+    matplotlib". The file's check, before anything is computed, now finds matplotlib missing too:
+    a plan of 20,000 requests is refused as fast as a bad path is, and nothing is written."""
+    import importlib.util
+
+    import llm_cost.api
+
+    def computed(*args, **kwargs):
+        raise AssertionError("the plan was computed")
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    monkeypatch.setattr(llm_cost.api, "serve_request", computed)
+    out = tmp_path / "cdf.png"
+    r = cli("serve", "llama3-8b", "--tp", "1", "--qps", "5", "--requests", "20000", "--plot", str(out))
+    assert r.code == 2 and r.err == "error: --plot needs matplotlib: pip install 'llm-cost[plot]'\n"
+    assert not out.exists()
