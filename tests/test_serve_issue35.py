@@ -270,3 +270,13 @@ def test_a_concurrency_given_to_a_plan_is_refused_not_dropped(cli):
     assert one.code == 0 and one.json()["chosen"]["concurrency"] == 8
     with pytest.raises(api.LlmCostError, match="concurrency: 'x' must be an integer"):
         api.serve("llama3-8b", "h100", 256, 32, concurrency="x", gpus=1)
+
+
+def test_fit_says_what_its_prediction_column_rests_on(cli):
+    """An attacker: ``fit llama3-70b --gpu a100 --profile hopper-vllm`` printed a prediction column
+    from a Hopper profile transferred to an A100, said in the JSON (``profile_kind``) but not in
+    the text. The smallest layouts' table is followed by the profile's note, as roofline prints it."""
+    argv = ("fit", "llama3-70b", "--gpu", "a100", "--profile", "hopper-vllm")
+    kind = cli(*argv, "--json").json()["smallest_layouts"][0]["step"]["profile_kind"]
+    text = " ".join(cli(*argv).out.split())
+    assert kind == "transferred" and "· prediction: profile hopper-vllm (vllm, transferred) for a100" in text

@@ -69,8 +69,13 @@ def render(con, r: FitReport, display_name: str, gpu_name: str) -> None:
         caption="fullest GPU shown; TP within one node; decode step per GPU summed over the stages, "
         "communication included",
     )
-    # each listed layout's own warning of too little headroom (fit --tp/--pp prints it for one)
-    print_conventions(con, [n for d in r.smallest_layouts for n in d.conventions if n.code == "warning.tight_memory"])
+    # what the prediction column rests on (an attacker: a profile transferred to another GPU was said
+    # in the JSON only), then each listed layout's own warning of too little headroom (fit --tp/--pp
+    # prints it for one)
+    rests_on = [n for n in first.step.conventions if n.code == "prediction.profile"][:1]
+    print_conventions(
+        con, rests_on + [n for d in r.smallest_layouts for n in d.conventions if n.code == "warning.tight_memory"]
+    )
 
 
 def render_deployment(con, d: Deployment, display_name: str, gpu_name: str) -> None:
