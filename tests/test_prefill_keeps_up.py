@@ -42,6 +42,17 @@ def test_a_small_chunk_that_a_larger_one_would_cure_names_the_chunk(cli):
     assert re.search(r"give --chunk [\d,]+ or more", out.err), out.err
 
 
+def test_the_chunk_named_is_the_least_that_keeps_up(cli):
+    """An attacker: --chunk 80 at 5 requests/s of 2K prompts was told 'give --chunk 160 or more'
+    (the doubling's step) while 81 runs. The chunk named keeps up and one token fewer does not."""
+    argv = ("serve", "llama3-8b", "--gpu", "h100", "--tp", "1", "--qps", "5", "--requests", "100")
+    out = cli(*argv, "--chunk", "80")
+    named = int(re.search(r"give --chunk ([\d,]+) or more", out.err).group(1).replace(",", ""))
+    assert out.code == 2 and named < 160
+    assert cli(*argv, "--chunk", str(named)).code == 0
+    assert "grow without end" in cli(*argv, "--chunk", str(named - 1)).err
+
+
 def test_requests_longer_than_the_models_context_ask_for_shorter_requests_not_a_max_model_len(cli):
     """agentic-long-context's prompts (about 121K tokens) on Llama-3-8B (context 8,192): no
     max_model_len can take them, so the error no longer asks for one (a new user's trial)."""

@@ -650,7 +650,7 @@ def _check_prefill_keeps_up(
     """InputError when the prompt tokens offered to each replica (the traffic's rate and mean
     prompt less what the prefix cache holds) outrun what its token budget can prefill at all
     (:func:`_prefill_rate`): the queue would grow as long as the run, its latencies measuring the
-    run's length. The error names the least budget (doubling) that keeps up; without chunked prefill
+    run's length. The error names the least budget that keeps up (doubled, then bisected); without chunked prefill
     (whole prompts, the budget no knob), the GPUs that do (an attack: ``--chunk off`` ran 30
     requests/s of 8K prompts on one H100, which serves 4.35). Judged on nominal step
     times (a band's end, :class:`~llm_cost.simulate.ScaledTimer`, is the prediction's error, not
@@ -674,6 +674,12 @@ def _check_prefill_keeps_up(
     while engine.chunked_prefill and budget < 1 << 20 and best < offered:  # a larger chunk: fewer steps
         budget *= 2
         best = max(best, _prefill_rate(engine, timer, budget, ranks, prompt))
+    if best >= offered:  # the least budget that keeps up, between the last two doublings (an attacker:
+        # --chunk 80 was told 160 or more, and 81 runs)
+        low = budget // 2  # falls short
+        while budget - low > 1:
+            mid = (low + budget) // 2
+            low, budget = (low, mid) if _prefill_rate(engine, timer, mid, ranks, prompt) >= offered else (mid, budget)
     head = (
         f"max_num_batched_tokens: {engine.max_num_batched_tokens:,} tokens a step prefill at most {most:,.0f} "
         f"prompt tokens/s on each {layout.gpus}-GPU replica, fewer than the {offered:,.0f} offered to it "
