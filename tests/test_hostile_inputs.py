@@ -371,6 +371,18 @@ ROWS = [
         2,
         "group_size 128 groups weight-only int8 or int4 weights, not bf16",
     ),
+    (  # an attacker: the command line refuses --group-size 7 for llama3-8b, calibrate had taken int4 rows of it
+        "timing-group-size-not-dividing",
+        lambda t: [
+            "calibrate",
+            str(_timings(t, "t.yaml", lambda d: d["rows"][0].update(weights_dtype="int4", group_size=7))),
+            "-o",
+            str(t / "p.yaml"),
+        ],
+        {},
+        2,
+        "field group_size: 7 does not divide the input width of every matrix int4 quantizes (4,096, 14,336)",
+    ),
     (
         "timing-duplicate-row",
         lambda t: ["calibrate", str(_timings(t, "t.yaml", _copy_row)), "-o", str(t / "p.yaml")],

@@ -45,7 +45,8 @@ from typing import Annotated, Any, Literal, Optional
 
 from llm_cost.core.errors import InputError, SpecError
 from llm_cost.core.limits import MAX_CALIBRATION_ROWS
-from llm_cost.core.types import DTYPE_BITS, Dtype, Engine, Phase, stored_weight_bits
+from llm_cost.core.types import DTYPE_BITS, Dtype, Engine, Phase, WeightFormat, stored_weight_bits
+from llm_cost.model.formats import check_group_divides
 from llm_cost.model.layout import Layout
 from llm_cost.specs.declare import Bounds, Spec, spec, validated
 from llm_cost.specs.files import read_text, read_yaml, real_path, shown, validation_message
@@ -406,6 +407,9 @@ def _step(m: Measurement, spec: ModelSpec) -> Step:
         if m.compute_dtype
         else (Dtype.FP16 if "fp16" in (m.weights_dtype, m.kv_dtype) else Dtype.BF16)
     )
+    if m.group_size is not None:  # as --group-size is checked (an attacker's rows of group 7 were taken)
+        kept = compute if compute in (Dtype.BF16, Dtype.FP16) else Dtype.BF16
+        check_group_divides(spec, WeightFormat(m.weights_dtype), m.group_size, kept, False)
     groups = decode(m.batch, m.context) if m.phase == Phase.DECODE else prefill(m.batch, m.context)
     if m.prefill_tokens:  # a prompt chunk computed in the same step (chunked prefill under load)
         groups = [*groups, SeqGroup(1, m.prefill_tokens, m.prefill_cached)]

@@ -8,7 +8,6 @@ takes them explicitly and decides none.
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, cast
@@ -94,27 +93,6 @@ def unread_quantization_notes(spec: ModelSpec, weights_dtype: object, bits_per_w
     return [note("params.quantization_unread", method=unread, dtype=str(spec.torch_dtype))] if unread else []
 
 
-def _check_group_divides(spec: ModelSpec, dtype: WeightFormat, group: int, kept: Dtype, default: bool) -> None:
-    """InputError naming ``group_size`` for a group (the ``default`` int4 group of 128 too) that does
-    not divide the input width of every matrix it quantizes
-    (:func:`llm_cost.model.formats.quantized_widths`): no AWQ or GPTQ checkpoint stores a fraction
-    of a group (an attacker's group of 3 gave 13,846,096,554.67 bytes)."""
-    from llm_cost.model.formats import quantized_widths
-
-    widths = sorted(quantized_widths(spec, dtype, kept))
-    if all(w % group == 0 for w in widths):
-        return
-    common = math.gcd(*widths)
-    fits = [g for g in (32, 64, 128, 256) if common % g == 0] or [common]
-    shown_widths = ", ".join(f"{w:,}" for w in widths[:6]) + (" ..." if len(widths) > 6 else "")
-    raise InputError(
-        f"group_size: {'the default group of ' if default else ''}{group:,} does not divide the input width of every "
-        f"matrix {dtype.value} quantizes "
-        f"({shown_widths}); give one that does, e.g. {', '.join(f'{g:,}' for g in fits)}",
-        fields=("group_size",),
-    )
-
-
 def weight_bits(
     spec: ModelSpec,
     weights_dtype: object = None,
@@ -181,7 +159,9 @@ def weight_bits(
     exact = stored_weight_bits((dtype or StorageDtype(spec.torch_dtype)).value, group)
     kept = Dtype(spec.torch_dtype) if spec.torch_dtype in (Dtype.BF16, Dtype.FP16) else Dtype.BF16
     if dtype in GROUPED_DTYPES and (group is not None or dtype == WeightFormat.INT4):
-        _check_group_divides(spec, dtype, DEFAULT_INT4_GROUP if group is None else group, kept, group is None)
+        from llm_cost.model.formats import check_group_divides
+
+        check_group_divides(spec, dtype, DEFAULT_INT4_GROUP if group is None else group, kept, group is None)
     if dtype in GROUPED_DTYPES and not quantize_embeddings and exact < DTYPE_BITS[kept]:
         from llm_cost.model.formats import weight_only_bits
 

@@ -24,6 +24,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from llm_cost.core.errors import InputError
 from llm_cost.core.types import BLOCK_SCALES, DTYPE_BITS, Dtype, Part, TensorKind, WeightFormat, block_scaled_bits
 from llm_cost.model.structure import Tensor, build
 from llm_cost.specs.schema import ModelSpec, Quantization
@@ -35,6 +36,7 @@ __all__ = [
     "format_bits",
     "checkpoint_bits",
     "weight_only_bits",
+    "check_group_divides",
     "block_scaled_checkpoint_bits",
     "weight_bits_of",
 ]
@@ -185,6 +187,25 @@ def quantized_widths(spec: ModelSpec, fmt: WeightFormat, kept_dtype: Dtype) -> f
     q = Quantization(method=f"weight-only {fmt.value}", weights_format=fmt.value, kept_dtype=kept_dtype.value)  # type: ignore[arg-type]
     linear = (t for t in build(spec).tensors if t.part == Part.DECODER and t.stored and len(t.shape) == 2)
     return frozenset(t.shape[1] for t in linear if is_quantized(q, t))
+
+
+def check_group_divides(spec: ModelSpec, dtype: WeightFormat, group: int, kept: Dtype, default: bool) -> None:
+    """InputError naming ``group_size`` for a group (the ``default`` int4 group of 128 too) that does
+    not divide the input width of every matrix it quantizes
+    (:func:`llm_cost.model.formats.quantized_widths`): no AWQ or GPTQ checkpoint stores a fraction
+    of a group (an attacker's group of 3 gave 13,846,096,554.67 bytes)."""
+    widths = sorted(quantized_widths(spec, dtype, kept))
+    if all(w % group == 0 for w in widths):
+        return
+    common = math.gcd(*widths)
+    fits = [g for g in (32, 64, 128, 256) if common % g == 0] or [common]
+    shown_widths = ", ".join(f"{w:,}" for w in widths[:6]) + (" ..." if len(widths) > 6 else "")
+    raise InputError(
+        f"group_size: {'the default group of ' if default else ''}{group:,} does not divide the input width of every "
+        f"matrix {dtype.value} quantizes "
+        f"({shown_widths}); give one that does, e.g. {', '.join(f'{g:,}' for g in fits)}",
+        fields=("group_size",),
+    )
 
 
 def weight_bits_of(bits: Any, limit: bool = False) -> Fraction:
