@@ -77,21 +77,31 @@ _QUOTED = r"""(?<!\w)'[^'\n]*'(?!\w)|(?<!\w)"[^"\n]*"(?!\w)"""
 _REPEATED = re.compile(r"(--[\w-]+)(?:(?: and | x | or |, |/)\1(?![\w-]))+")
 
 
-def flag(name: str) -> str:
-    """The flag of an API argument name (a flag stays as it is)."""
-    if name.startswith("-"):
-        return name
-    return FLAGS.get(name, "--" + name.replace("_", "-"))
+#: Flags whose values a trace or a workload file holds instead: an error about them names the file's
+#: flag when the user gave the file and not the flag (an attacker's trace of 100,000-token rows was
+#: refused as "--input: prompts of 150,000 ...", a flag it never gave).
+HELD_BY_FILE = ("--input", "--output", "--requests")
+FILE_FLAGS = ("--trace", "--workload")
 
 
-def as_flags(error: InputError) -> str:
-    """``error``'s message with each name of its ``fields`` written as its flag, outside quotes."""
+def flag(name: str, given: frozenset[str] = frozenset()) -> str:
+    """The flag of an API argument name (a flag stays as it is); ``given``: the flags the user
+    typed, where a trace's or a workload's file stands for the lengths and counts it holds."""
+    named = name if name.startswith("-") else FLAGS.get(name, "--" + name.replace("_", "-"))
+    if named in HELD_BY_FILE and named not in given:
+        return next((f for f in FILE_FLAGS if f in given), named)
+    return named
+
+
+def as_flags(error: InputError, given: frozenset[str] = frozenset()) -> str:
+    """``error``'s message with each name of its ``fields`` written as its flag (:func:`flag` of
+    the flags ``given``), outside quotes."""
     message = str(error)
     if not error.fields:
         return message
     names = "|".join(re.escape(name) for name in sorted(set(error.fields), key=len, reverse=True))
     pattern = re.compile(rf"({_QUOTED})|(?<![\w./~-])({names})(?![\w-]|\.\w|/)")
-    message = pattern.sub(lambda m: m.group(1) or flag(m.group(2)), message)
+    message = pattern.sub(lambda m: m.group(1) or flag(m.group(2), given), message)
     return _REPEATED.sub(r"\1", message)
 
 

@@ -298,15 +298,15 @@ def _os_failure(exc: OSError) -> tuple[int, str]:
     return 1, f"{where}{exc.strerror or exc}"
 
 
-def _failure(exc: BaseException) -> tuple[int, str]:
-    """(exit code, one-line message) for an exception that escaped a command; an empty message
-    is reported quietly (a broken pipe)."""
+def _failure(exc: BaseException, argv: list[str]) -> tuple[int, str]:
+    """(exit code, one-line message) for an exception that escaped a command run with ``argv``;
+    an empty message is reported quietly (a broken pipe)."""
     from llm_cost.core.errors import OutputError
 
     if isinstance(exc, InputError):
         from llm_cost.cli.flags import as_flags
 
-        return 2, as_flags(exc)
+        return 2, as_flags(exc, frozenset(a.split("=", 1)[0] for a in argv if a.startswith("--")))
     if isinstance(exc, OutputError):
         return (0, "") if exc.broken_pipe else (1, str(exc))
     if isinstance(exc, BrokenPipeError):
@@ -374,7 +374,7 @@ def main() -> None:
             import traceback
 
             traceback.print_exc()
-        code, message = _failure(exc)
+        code, message = _failure(exc, argv)
         if (code == 1 or not message) and not isinstance(exc, InputError):
             _quiet_stdout()
         if message:

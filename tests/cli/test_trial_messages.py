@@ -81,3 +81,16 @@ def test_a_collective_hidden_behind_compute_is_shown_at_zero(cli):
     row = next(line for line in out.out.splitlines() if "data-parallel collectives" in line)
     assert "hidden behind compute" in row or any(ch.isdigit() and ch != "0" for ch in row)
     assert not any("ring-attention" in line for line in out.out.splitlines())  # CP 1: none runs
+
+
+def test_a_traces_lengths_are_blamed_on_the_trace_not_on_flags_never_given(cli, tmp_path):
+    """An attacker: a trace of 100,000- and 200,000-token prompts was refused as "--input: prompts
+    of 150,000 + 15 output tokens ...", a flag it never gave. A length or count a trace holds is
+    named by --trace, unless the flag itself was given."""
+    trace = tmp_path / "long.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n0,100000,10\n1,200000,20\n")
+    r = cli("serve", "llama3-8b", "--tp", "1", "--trace", str(trace), "--analytic")
+    assert r.code == 2 and r.err.startswith("error: --trace: prompts of 150,000 + 15 output tokens")
+    assert "--input" not in r.err
+    given = cli("serve", "llama3-8b", "--tp", "1", "--qps", "1", "--input", "200K", "--output", "64")
+    assert given.code == 2 and given.err.startswith("error: --input: ")
