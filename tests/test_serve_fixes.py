@@ -359,3 +359,16 @@ def test_tensorrt_llm_is_refused_on_a_gpu_not_nvidias(cli, argv, flag):
     assert r.code == 2 and r.err.count("\n") == 1
     assert r.err.startswith(f"error: {flag}: trtllm (TensorRT-LLM) runs on NVIDIA GPUs only") and "AMD" in r.err
     assert f"give {flag} vllm or sglang" in r.err
+
+
+def test_a_plan_of_the_users_requests_has_the_one_configurations_step_bound(cli):
+    """An attacker: 20,000 requests at 0.01/s (each decoding alone, about 8.4 million engine steps)
+    were refused in 0.14 s for one configuration but planned for 30 s on four GPUs. A plan of the
+    user's own request count meets the same bound and names the most it takes; a plan that sizes
+    its own runs (no --requests) is not refused."""
+    argv = ("serve", "llama3-8b", "--gpu", "h100", "--qps", "0.01", "--input", "100", "--output", "419")
+    plan = cli(*argv, "--requests", "20000", "--ttft", "p99:2s")
+    one = cli(*argv, "--requests", "20000", "--tp", "1")
+    assert plan.code == one.code == 2 and plan.err == one.err
+    assert plan.err.startswith("error: --requests: 20,000 arrivals of 419 output tokens") and "give at most" in plan.err
+    assert cli(*argv, "--ttft", "p99:2s").code == 0

@@ -57,6 +57,7 @@ __all__ = [
     "ServeRun",
     "StepBand",
     "run_configuration",
+    "check_decode_steps",
     "with_band",
     "step_shape",
     "step_band_factor",
@@ -544,7 +545,7 @@ def run_configuration(
         if too_long is not None and _every_request_too_long(traffic, engine):  # before the load's checks
             raise too_long
         _check_prefill_keeps_up(traffic, engine, timer, replicas, layout)
-        _check_decode_steps(traffic, timer)
+        check_decode_steps(traffic, timer)
     result, scale = _simulate_deployment(
         spec, gpu, layout, traffic, engine, time_model, tokens, pool.state_blocks, replicas, router, formats, seed,
         timer,
@@ -614,7 +615,7 @@ def _prefill_rate(engine: EngineConfig, timer: StepTimer, budget: int, ranks: in
     return budget / timer.seconds(0, 0, budget, 0, min(prompts, budget))
 
 
-def _check_decode_steps(traffic: Workload | Trace, timer: StepTimer) -> None:
+def check_decode_steps(traffic: Workload | Trace, timer: StepTimer) -> None:
     """InputError when ``traffic``'s requests would decode nearly alone for more than
     :data:`MAX_DECODE_STEPS` engine steps: at a low rate each request's output tokens take a step
     each, shared with the few sequences in flight, about rate x output x the one-sequence step time

@@ -207,6 +207,24 @@ def _serve(r: ServeRequest, launch: bool) -> ServePlan | SimulatedPlan | ServeRu
     )  # fmt: skip
 
 
+def _check_plan_steps(
+    spec: Any, g: Any, load: Any, has_arrivals: bool, requests: Any, time_model: Any, formats: dict[str, Any]
+) -> None:
+    """InputError naming requests (or trace) when a plan of the user's own request count (given, or a
+    trace's rows; not a count the plan sizes) would decode them nearly alone for more engine steps
+    than one simulation takes (:func:`~llm_cost.analyses.simulated_serving.check_decode_steps`, the
+    bound one configuration meets): an attacker's 20,000 requests at 0.01/s took 30 s to plan on four
+    GPUs and were refused in 0.14 s on one configuration. Timed on one GPU: at such rates each
+    request decodes alone whatever the layout."""
+    from llm_cost.analyses.simulated_serving import check_decode_steps
+    from llm_cost.model.layout import ONE_GPU
+    from llm_cost.simulate import Trace
+    from llm_cost.simulate.steptime import StepTimer
+
+    if has_arrivals and (requests is not None or isinstance(load, Trace)):
+        check_decode_steps(load, StepTimer(spec, g, time_model, ONE_GPU, **formats))
+
+
 def _check_plan_trace(load: Any) -> None:
     """InputError naming trace when a plan would size GPUs for a trace whose arrivals span less than
     :data:`~llm_cost.core.limits.MIN_PLAN_TRACE_SPAN_S`: a burst has no rate (n / span of two rows
@@ -746,6 +764,7 @@ def _simulated(
             serving_band=serving_band, **formats,
         )  # fmt: skip
     _check_plan_trace(load)
+    _check_plan_steps(spec, g, load, has_arrivals, requests, time_model, formats)
     search = _narrowed(one, None, engine_options["max_num_batched_tokens"], engine_options["chunked_prefill"])
     # the engine runs at most max_num_seqs sequences (its own default, or the one given): no
     # concurrency beyond it is searched

@@ -115,7 +115,7 @@ MAX_SIMULATED_TOKENS = 2**23
 #: steps, 15 s); 2^17 steps take under 2 s.
 MAX_SIMULATED_STEPS = 2**17
 #: The decode steps one simulation may take, estimated (a low rate decodes its requests nearly one
-#: at a time: llm_cost.analyses.simulated_serving._check_decode_steps): runs of decode steps advance
+#: at a time: llm_cost.analyses.simulated_serving.check_decode_steps): runs of decode steps advance
 #: together at about 1 us a step on a 2-core machine (20,000 requests of 419 tokens at 0.01/s, 8.4
 #: million steps one sequence at a time: 9 s), so about 2 s.
 MAX_DECODE_STEPS = 2**21
