@@ -777,6 +777,13 @@ ROWS += [
     ),
     ("trace-20001-rows", lambda t: _trace_rows(t, 20_001), {}, 2, "more than 20,000 rows"),
     ("trace-long-outputs", lambda t: _trace_rows(t, 2_000, 8_000), {}, 2, "requests x output_tokens"),
+    (  # an attacker: requests 5 on a trace of 3 rows ran 3, unsaid
+        "trace-more-requests-than-rows",
+        lambda t: _trace_rows(t, 3) + ["--requests", "5"],
+        {},
+        2,
+        "error: --requests: 5 is more than the trace's 3 rows; give at most 3 (the first are replayed)",
+    ),
     (
         "trace-superscript-digit",
         lambda t: SERVE + ["--trace", _file(t, "t.csv", "arrival_s,input_tokens,output_tokens\n0,\u00b2,5\n")],

@@ -241,6 +241,12 @@ def traffic_of(
         )
     if trace is not None:
         t = trace if isinstance(trace, Trace) else read_trace(_path(trace, "trace"))
+        if count is not None and count > len(t.rows):  # the first rows are replayed: more were capped unsaid
+            raise InputError(  # (an attacker's requests 5 on a trace of 3 rows ran 3)
+                f"requests: {count:,} is more than the trace's {len(t.rows):,} rows; give at most {len(t.rows):,} "
+                "(the first are replayed), or leave requests out",
+                fields=("requests",),
+            )
         t = Trace(t.rows[:count]) if count is not None else t
         if len(t.rows) > MAX_REQUESTS:
             raise InputError(
