@@ -96,3 +96,14 @@ def test_outputs_past_the_context_are_refused_by_every_form_naming_the_output(cl
     --input)."""
     out = cli("serve", "llama3-8b", "--gpus", "1", "--output", "100000", *analytic)
     assert out.code == 2 and out.err.startswith("error: --output: ") and "context of 8,192 tokens" in out.err
+
+
+def test_requests_no_kv_cache_of_the_layout_holds_are_refused_for_that_before_the_rate(cli):
+    """An attacker: 120K-token prompts on one L4 were told 'give --gpus 21' by the prefill check,
+    and with --gpus 21 were refused because no request fits the replica's empty KV cache. The KV
+    cache is judged first: more replicas of the same layout never hold one request."""
+    argv = ("serve", "llama3.1-8b", "--gpu", "l4", "--tp", "1", "--qps", "1", "--input", "120K", "--output", "200",
+            "--requests", "20")  # fmt: skip
+    first, more = cli(*argv), cli(*argv, "--gpus", "21")
+    assert first.code == more.code == 2 and first.err == more.err
+    assert "do not fit the replica's empty KV cache" in first.err and "--gpus" not in first.err

@@ -542,8 +542,9 @@ def run_configuration(
     if candidate is None:
         timer = timer or StepTimer(spec, gpu, time_model, layout, weight_bits, kv_bits, compute_dtype)
         too_long = _all_refused(traffic, engine, tokens, True, spec.max_position_embeddings)
-        if too_long is not None and _every_request_too_long(traffic, engine):  # before the load's checks
-            raise too_long
+        if too_long is not None and (_every_request_too_long(traffic, engine) or _never_fits(traffic, tokens)):
+            raise too_long  # before the load's checks (an attacker's 120K prompts on an L4 were told
+            # --gpus 21 by the prefill check, then refused there on the KV cache)
         _check_prefill_keeps_up(traffic, engine, timer, replicas, layout)
         check_decode_steps(traffic, timer)
     result, scale = _simulate_deployment(
@@ -1197,6 +1198,14 @@ def _every_request_too_long(traffic: Workload | Trace, engine: EngineConfig) -> 
     if limit is None or not isinstance(traffic, Workload):
         return False
     return shortest(traffic.input_tokens) + shortest(traffic.output_tokens) > limit
+
+
+def _never_fits(traffic: Workload | Trace, kv_tokens: int) -> bool:
+    """Whether every request ``traffic`` can draw holds more tokens, prompt and output, than a
+    replica's empty KV cache of ``kv_tokens`` (the engine refuses each whatever the load)."""
+    return (
+        isinstance(traffic, Workload) and shortest(traffic.input_tokens) + shortest(traffic.output_tokens) > kv_tokens
+    )
 
 
 def _all_refused(
