@@ -777,6 +777,17 @@ ROWS += [
     ),
     ("trace-20001-rows", lambda t: _trace_rows(t, 20_001), {}, 2, "more than 20,000 rows"),
     ("trace-long-outputs", lambda t: _trace_rows(t, 2_000, 8_000), {}, 2, "requests x output_tokens"),
+    (  # an attacker: a header of "arrival_s, input_tokens, output_tokens" was refused for unknown
+        # columns that looked like the valid ones; a space after a comma is part of no name or value
+        "trace-spaces-after-commas",
+        lambda t: (
+            SERVE
+            + ["--trace", _file(t, "t.csv", "arrival_s, input_tokens, output_tokens\n0, 100, 10\n2, 1, 1\n"), "--json"]
+        ),
+        {},
+        0,
+        '"requests": 2',
+    ),
     (  # an attacker: requests 5 on a trace of 3 rows ran 3, unsaid
         "trace-more-requests-than-rows",
         lambda t: _trace_rows(t, 3) + ["--requests", "5"],

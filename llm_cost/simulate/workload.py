@@ -921,7 +921,9 @@ def _csv_rows(path: Path) -> list[tuple[str, dict]]:
     import csv
 
     raws: list[tuple[str, dict]] = []
-    reader = csv.DictReader(_trace_lines(path))
+    # a space after each comma (", ") is part of no name or value: an attacker's header of
+    # "arrival_s, input_tokens, output_tokens" was refused for columns that looked like the valid ones
+    reader = csv.DictReader(_trace_lines(path), skipinitialspace=True)
     try:
         header = list(reader.fieldnames or ())
         if header and header[0].lstrip().startswith(("{", "[")):
