@@ -21,6 +21,7 @@ from llm_cost.core.types import (
     DTYPE_BITS,
     Dtype,
     Engine,
+    ServingEngine,
     StorageDtype,
     WeightFormat,
     stored_weight_bits,
@@ -355,12 +356,12 @@ def engine_context(spec: ModelSpec) -> int:
     return int(context * rope.factor)
 
 
-def check_engine_runs_on(engine: object, gpu: HardwareSpec, field: str = "engine") -> None:
+def check_engine_runs_on(engine: Engine | ServingEngine, gpu: HardwareSpec, field: str = "engine") -> None:
     """InputError naming ``field`` (the argument that chose ``engine``) and ``gpu`` for an engine
     the GPU's vendor cannot run: TensorRT-LLM builds CUDA engines for NVIDIA GPUs only (NVIDIA's
     TensorRT-LLM documentation, 'Supported hardware'); an attacker had it planned, simulated and
     emitted on an MI300X."""
-    if str(getattr(engine, "value", engine)) == Engine.TRTLLM.value and gpu.vendor.strip().upper() != "NVIDIA":
+    if engine.value == Engine.TRTLLM.value and gpu.vendor.strip().upper() != "NVIDIA":
         raise InputError(
             f"{field}: trtllm (TensorRT-LLM) runs on NVIDIA GPUs only, and gpu {gpu.name} is {gpu.vendor.strip()}'s; "
             f"give {field} vllm or sglang",
